@@ -1,0 +1,94 @@
+package vdibroker
+
+import "time"
+
+// Command types the broker queues for a host's agent (R-S4, R-S5).
+const (
+	CommandLogoff      = "Logoff"
+	CommandDisconnect  = "Disconnect"
+	CommandSendMessage = "SendMessage"
+)
+
+// Command states.
+const (
+	CommandQueued    = "Queued"
+	CommandDelivered = "Delivered"
+	CommandSucceeded = "Succeeded"
+	CommandFailed    = "Failed"
+)
+
+// Command is work for a host's agent, delivered in a heartbeat answer.
+type Command struct {
+	ID          string `json:"id"`
+	HostPool    string `json:"hostPool,omitempty"`
+	SessionHost string `json:"sessionHost,omitempty"`
+	Type        string `json:"type"`
+	// SessionID is the broker's user session id; AgentSessionID the host's
+	// own id for it (empty if the agent never reported the session).
+	SessionID      string    `json:"sessionId,omitempty"`
+	AgentSessionID string    `json:"agentSessionId,omitempty"`
+	User           string    `json:"user,omitempty"`
+	Message        string    `json:"message,omitempty"`
+	State          string    `json:"state,omitempty"`
+	Result         string    `json:"result,omitempty"`
+	CreateTime     time.Time `json:"createTime"`
+}
+
+// CommandResult is the agent's report of one command, sent on the next
+// heartbeat after it ran.
+type CommandResult struct {
+	ID      string `json:"id"`
+	Success bool   `json:"success"`
+	Message string `json:"message,omitempty"`
+}
+
+// AgentSession is one real session the agent found on its host (R-S2). State
+// is Active or Disconnected.
+type AgentSession struct {
+	ID    string `json:"id"`
+	User  string `json:"user"`
+	State string `json:"state"`
+}
+
+// RegisterRequest is the body of POST /api/v1/agent/register.
+type RegisterRequest struct {
+	Token            string      `json:"token"`
+	HostName         string      `json:"hostName"`
+	Address          string      `json:"address"`
+	Protocols        []string    `json:"protocols"`
+	StandardFeatures *bool       `json:"standardFeatures"`
+	Policy           *HostPolicy `json:"policy"`
+}
+
+// RegisterResponse answers a registration: the host credential is shown once.
+type RegisterResponse struct {
+	HostPool   string `json:"hostPool"`
+	HostName   string `json:"hostName"`
+	Credential string `json:"credential"`
+}
+
+// HeartbeatRequest is the body of POST /api/v1/agent/heartbeat.
+type HeartbeatRequest struct {
+	Metrics  *Metrics        `json:"metrics"`
+	Sessions []AgentSession  `json:"sessions"`
+	Policy   *HostPolicy     `json:"policy"`
+	Results  []CommandResult `json:"results"`
+	// ShuttingDown is the agent's last heartbeat on SIGTERM (R-H1 Shutdown).
+	ShuttingDown bool `json:"shuttingDown,omitempty"`
+	// HealthError is a failed non-fatal health check (R-H1 NeedsAssistance).
+	HealthError string `json:"healthError,omitempty"`
+}
+
+// HeartbeatResponse answers a heartbeat with the commands to run and the
+// settings the agent follows.
+type HeartbeatResponse struct {
+	Commands []Command     `json:"commands"`
+	Settings AgentSettings `json:"settings"`
+}
+
+// AgentSettings are the pool settings an agent needs.
+type AgentSettings struct {
+	SampleIntervalSeconds   int  `json:"sampleIntervalSeconds"`
+	HeartbeatTimeoutSeconds int  `json:"heartbeatTimeoutSeconds"`
+	UseCustomScript         bool `json:"useCustomScript"`
+}

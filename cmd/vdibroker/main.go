@@ -1,0 +1,64 @@
+// Command vdibroker is the vdibroker connection broker: the server (serve),
+// the host agent (agent), the demo, the simulator (sim), the load generator
+// (bench) and the admin commands, in one binary.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// rootCmd is the top of the command tree. Each subcommand's file adds itself
+// in an init function, so commands live in files of their own.
+var rootCmd = &cobra.Command{
+	Use:           "vdibroker",
+	Short:         "Connection broker for virtual desktops",
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command tree with args and returns the exit status: 0 on
+// success, 2 for usage errors, 1 for every other error.
+func run(args []string) int {
+	rootCmd.SetArgs(args)
+	if err := rootCmd.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		if isUsageError(err) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError marks errors in how a command was called (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func isUsageError(err error) bool {
+	_, ok := err.(usageError)
+	if ok {
+		return true
+	}
+	// cobra's own flag and argument errors are usage errors too.
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown command", "unknown shorthand", "invalid argument", "accepts ", "requires at least", "required flag", "flag needs an argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func init() {
+	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+}

@@ -1,0 +1,100 @@
+package vdibroker
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes of SPEC §9. Each maps to one HTTP status in HTTPStatus.
+const (
+	EInvalid         = "InvalidArgument"
+	EUnauthenticated = "Unauthenticated"
+	EPermission      = "PermissionDenied"
+	ENotAssigned     = "NotAssigned"
+	ENotFound        = "NotFound"
+	EConflict        = "Conflict"
+	ENoCapacity      = "NoCapacity"
+	EHostStarting    = "HostStarting"
+	EInternal        = "Internal"
+)
+
+// Error is the one error type of the domain. Code is one of the E* constants,
+// Message is safe to show to the caller, Field names the offending input field
+// (JSON path in camelCase) when there is one.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (field %s)", e.Code, e.Message, e.Field)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldError returns an InvalidArgument error naming field.
+func FieldError(field, format string, args ...any) *Error {
+	return &Error{Code: EInvalid, Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, or EInternal
+// for any other non-nil error, or "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the message a caller may see: the *Error's message, or
+// "internal error" for anything else (details belong in the log only).
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Code != EInternal {
+		return e.Message
+	}
+	return "internal error"
+}
+
+// ErrorField returns the field of the first *Error in err's chain.
+func ErrorField(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Field
+	}
+	return ""
+}
+
+// codeStatus is the one table mapping codes to HTTP statuses, used by the
+// server to answer and by the client to map back.
+var codeStatus = map[string]int{
+	EInvalid:         http.StatusBadRequest,
+	EUnauthenticated: http.StatusUnauthorized,
+	EPermission:      http.StatusForbidden,
+	ENotAssigned:     http.StatusForbidden,
+	ENotFound:        http.StatusNotFound,
+	EConflict:        http.StatusConflict,
+	ENoCapacity:      http.StatusServiceUnavailable,
+	EHostStarting:    http.StatusServiceUnavailable,
+	EInternal:        http.StatusInternalServerError,
+}
+
+// HTTPStatus returns the HTTP status for an error code (500 for unknown codes).
+func HTTPStatus(code string) int {
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,185 @@
+package placement
+
+import (
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Pool is what a decision needs of a host pool's settings (SPEC §2, §6).
+type Pool struct {
+	Name             string
+	HostPoolType     string // vdibroker.Pooled or vdibroker.Personal
+	LoadBalancerType string // BreadthFirst, DepthFirst, LoadIndex, Persistent, MultiplePersistent
+	MaxSessionLimit  int
+	// AssignmentType is the personalDesktopAssignmentType (Automatic, Direct).
+	AssignmentType          string
+	LoadBalancing           vdibroker.LoadBalancing
+	HeartbeatTimeoutSeconds int
+}
+
+// PoolFrom converts the domain pool.
+func PoolFrom(p *vdibroker.HostPool) Pool {
+	return Pool{
+		Name:                    p.Name,
+		HostPoolType:            p.HostPoolType,
+		LoadBalancerType:        p.LoadBalancerType,
+		MaxSessionLimit:         p.MaxSessionLimit,
+		AssignmentType:          p.PersonalDesktopAssignmentType,
+		LoadBalancing:           p.LoadBalancing,
+		HeartbeatTimeoutSeconds: p.HeartbeatTimeoutSeconds,
+	}
+}
+
+// Host is what a decision needs of one session host. Status is evaluated by
+// the engine at decision time from LastHeartBeat, ShuttingDown and
+// HealthError with vdibroker.HostStatus (R-H1), so a host that fell silent
+// is never placed on even if nobody touched it since.
+type Host struct {
+	Name             string
+	AllowNewSession  bool
+	StandardFeatures bool
+	LastHeartBeat    *time.Time
+	ShuttingDown     bool
+	HealthError      string
+	Sessions         int // Pending + Active + Disconnected (R-S1)
+	Connecting       int // Pending
+	Metrics          *vdibroker.Metrics
+	MetricsSessions  int // sessions at Metrics.SampledAt (R-LI6)
+	Policy           vdibroker.HostPolicy
+	AssignedUsers    []string
+}
+
+// HostFrom converts the domain host.
+func HostFrom(h *vdibroker.SessionHost) Host {
+	return Host{
+		Name:             h.Name,
+		AllowNewSession:  h.AllowNewSession,
+		StandardFeatures: h.StandardFeatures,
+		LastHeartBeat:    h.LastHeartBeat,
+		ShuttingDown:     h.ShuttingDown,
+		HealthError:      h.HealthError,
+		Sessions:         h.Sessions,
+		Connecting:       h.ConnectingSessions,
+		Metrics:          h.Metrics,
+		MetricsSessions:  h.MetricsSessions,
+		Policy:           h.Policy,
+		AssignedUsers:    h.AssignedUsers,
+	}
+}
+
+// Existing is the user's open session in the pool, if any (R-C1).
+type Existing struct {
+	SessionID string
+	Host      string
+	State     string
+}
+
+// Request asks where one user's session goes.
+type Request struct {
+	User string
+	// SessionHost is the host the user asked for (R-PE3, MultiplePersistent).
+	SessionHost string
+	// Existing is the user's open session in this pool, nil when none.
+	Existing *Existing
+}
+
+// Decision is the outcome of one placement.
+type Decision struct {
+	// Host is the chosen session host.
+	Host string
+	// Reconnect is true when the answer is the user's existing session (R-C1).
+	Reconnect bool
+	// EndExisting is true when the existing session's host is Unavailable or
+	// Shutdown: the caller ends that session and makes the new one (R-C1).
+	EndExisting bool
+	// Assign is true when the caller must assign Host to the user
+	// permanently (R-PE1, Persistent + Automatic first connect).
+	Assign bool
+	// Explain is the decision record (R-C7), also filled on NoCapacity.
+	Explain Explain
+}
+
+// Explain is the decision record of R-C7: JSON the server stores per
+// placement and returns from GET .../usersessions/{id}/placement.
+type Explain struct {
+	Pool             string      `json:"hostPool"`
+	User             string      `json:"user"`
+	Algorithm        string      `json:"algorithm"`
+	Time             time.Time   `json:"time"`
+	Reconnect        bool        `json:"reconnect,omitempty"`
+	Candidates       []Candidate `json:"candidates"`
+	Excluded         []Exclusion `json:"excluded"`
+	Chosen           string      `json:"chosen,omitempty"`
+	Bucket           int         `json:"bucket,omitempty"` // LoadIndex: 1, 2 or 3
+	Rank             int         `json:"rank,omitempty"`   // 1-based position of the winner in the ranked candidates
+	Draw             *Draw       `json:"draw,omitempty"`   // BreadthFirst random draw
+	RaisedThreshold  int         `json:"raisedThreshold,omitempty"`
+	RoundRobinAfter  string      `json:"roundRobinAfter,omitempty"`
+	NoCapacityReason string      `json:"noCapacityReason,omitempty"`
+	Note             string      `json:"note,omitempty"`
+}
+
+// Candidate is a host that could take the session.
+type Candidate struct {
+	Host       string `json:"host"`
+	Sessions   int    `json:"sessions"`
+	Connecting int    `json:"connecting"`
+	LoadIndex  int    `json:"loadIndex"`
+	Bucket     int    `json:"bucket,omitempty"`
+}
+
+// Exclusion is a host that could not take the session, and why.
+type Exclusion struct {
+	Host   string `json:"host"`
+	Reason string `json:"reason"` // one of the Reason* constants
+	Detail string `json:"detail,omitempty"`
+}
+
+// Draw is the random draw of a BreadthFirst decision: Value in [0, Of).
+type Draw struct {
+	Of    int `json:"of"`
+	Value int `json:"value"`
+}
+
+// Named exclusion reasons (R-C7).
+const (
+	ReasonDrained          = "Drained"
+	ReasonUnavailable      = "Unavailable"
+	ReasonShutdown         = "Shutdown"
+	ReasonAtLimit          = "AtLimit"
+	ReasonHostThreshold    = "OverHostThreshold"
+	ReasonNotAssigned      = "NotAssigned"
+	ReasonAssignedToOthers = "AssignedToOthers"
+)
+
+// Placer decides placements for one pool. Both the indexed engine and the
+// reference implementation satisfy it, so tests and benchmarks can compare
+// them. A Placer is not safe for concurrent use; the caller serialises.
+type Placer interface {
+	// Place decides where req goes without changing any count: a dry run is
+	// Place alone (R-C8). On no capacity it returns the Decision with its
+	// Explain and a *vdibroker.Error with code NoCapacity (R-C5) or
+	// NotAssigned (R-PE2).
+	Place(req Request) (Decision, error)
+	// Apply records a decision the caller committed: the host's session and
+	// connecting counts go up by one and round-robin state advances (R-S1:
+	// the reservation is atomic with the choice).
+	Apply(d Decision)
+	// Upsert adds or replaces a host (counts, metrics, drain, heartbeat...).
+	Upsert(h Host)
+	// Remove forgets a host.
+	Remove(name string)
+	// SetPool changes the pool's settings (R-P1: applies to the next Place).
+	SetPool(p Pool)
+	// Host returns the engine's current view of a host.
+	Host(name string) (Host, bool)
+}
+
+// Options inject randomness and time so decisions replay exactly.
+type Options struct {
+	// Rand returns a uniform integer in [0, n). Nil uses math/rand/v2.
+	Rand func(n int) int
+	// Now returns the current time. Nil uses time.Now.
+	Now func() time.Time
+}

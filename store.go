@@ -1,0 +1,161 @@
+package vdibroker
+
+import (
+	"context"
+	"time"
+)
+
+// Token roles (R-SEC).
+const (
+	RoleReader      = "Reader"
+	RoleContributor = "Contributor"
+	RoleUser        = "User"
+	// RoleAdmin is the admin token: a Contributor that may also issue tokens.
+	RoleAdmin = "Admin"
+)
+
+// Token is an API token. The secret is never stored: only its SHA-256 hash.
+type Token struct {
+	ID         string     `json:"id"`
+	Role       string     `json:"role"`
+	Subject    string     `json:"subject"`
+	Hash       string     `json:"-"`
+	CreateTime time.Time  `json:"createTime"`
+	ExpireTime *time.Time `json:"expirationTime,omitempty"`
+}
+
+// RegistrationToken lets agents register hosts into one pool until it expires.
+type RegistrationToken struct {
+	ID         string    `json:"id"`
+	HostPool   string    `json:"hostPool"`
+	Hash       string    `json:"-"`
+	CreateTime time.Time `json:"createTime"`
+	ExpireTime time.Time `json:"expirationTime"`
+}
+
+// SessionFilter selects user sessions. Empty fields match all; an empty
+// State matches every open state (not LoggedOff), per SPEC §9.
+type SessionFilter struct {
+	HostPool    string
+	User        string
+	State       string
+	SessionHost string
+	// After is the paging cursor: only sessions with ID > After.
+	After string
+	// Limit caps the number returned (0 = no cap).
+	Limit int
+}
+
+// PlacementCommit is one decided placement to make durable (R-D2, R-D3).
+type PlacementCommit struct {
+	// Session is the new session (ID chosen by the caller, state Pending).
+	Session *UserSession
+	// MaxSessionLimit is the pool's limit: the commit fails with ErrHostFull
+	// when the host's session count is already at or above it (R-C4).
+	MaxSessionLimit int
+	// Pooled enforces one open session per user and pool (R-C6): the commit
+	// fails with ErrUserHasSession when one exists.
+	Pooled bool
+	// Assign assigns the host to the user (R-PE1); the commit fails with
+	// ErrHostTaken when the host already has an assigned user.
+	Assign bool
+	// EndSessionID, when set, is the user's old session on an Unavailable or
+	// Shutdown host, ended (LoggedOff, reason HostUnavailable) in the same
+	// transaction (R-C1).
+	EndSessionID string
+	// Record is the decision record (R-C7) as JSON.
+	Record []byte
+}
+
+// HeartbeatResult is what applying one heartbeat produced.
+type HeartbeatResult struct {
+	Host     *SessionHost
+	Pool     *HostPool
+	Commands []Command
+}
+
+// Store is the broker's durable state (SPEC §10). Both engines (SQLite and
+// PostgreSQL) satisfy it and pass one contract test suite. Every method is
+// atomic: a call that fails has changed nothing. Errors are *Error values
+// with the codes of error.go (NotFound, Conflict, InvalidArgument...);
+// anything else is internal.
+type Store interface {
+	Close() error
+	Ping(ctx context.Context) error
+
+	// PutHostPool creates (created=true) or replaces a pool. Replacing with
+	// another hostPoolType is refused with InvalidArgument on field
+	// hostPoolType (R-P1). CreateTime is kept on replace.
+	PutHostPool(ctx context.Context, p *HostPool) (created bool, err error)
+	GetHostPool(ctx context.Context, name string) (*HostPool, error)
+	// ListHostPools lists pools by name.
+	ListHostPools(ctx context.Context) ([]*HostPool, error)
+	// DeleteHostPool deletes a pool with its hosts, sessions and tokens; it is
+	// refused with Conflict while open sessions exist unless force.
+	DeleteHostPool(ctx context.Context, name string, force bool) error
+
+	// PutSessionHost creates or replaces a host's admin fields (address,
+	// protocols, standardFeatures, allowNewSession, assignedUsers); runtime
+	// fields (heartbeat, metrics, counts) are kept on replace.
+	PutSessionHost(ctx context.Context, h *SessionHost) (created bool, err error)
+	// UpdateSessionHost reads the host, calls fn, and writes the admin fields
+	// back, in one transaction.
+	UpdateSessionHost(ctx context.Context, pool, name string, fn func(*SessionHost) error) (*SessionHost, error)
+	GetSessionHost(ctx context.Context, pool, name string) (*SessionHost, error)
+	// ListSessionHosts lists a pool's hosts in query order (name, byte-wise),
+	// with current Sessions and ConnectingSessions (R-S1). Status is left for
+	// the caller to evaluate (HostStatus).
+	ListSessionHosts(ctx context.Context, pool string) ([]*SessionHost, error)
+	// DeleteSessionHost deletes a host and revokes its credential; refused
+	// with Conflict while it has open sessions unless force (then they end).
+	DeleteSessionHost(ctx context.Context, pool, name string, force bool) error
+
+	// CommitPlacement makes one placement durable, enforcing R-C4 and R-C6 in
+	// the database. Concurrent calls may be batched into one transaction
+	// (group commit); each call still succeeds or fails on its own.
+	CommitPlacement(ctx context.Context, c *PlacementCommit) error
+	// GetPlacement returns a session's decision record (R-C7).
+	GetPlacement(ctx context.Context, pool, sessionID string) ([]byte, error)
+	GetUserSession(ctx context.Context, pool, id string) (*UserSession, error)
+	// ListUserSessions lists sessions by ID ascending.
+	ListUserSessions(ctx context.Context, f SessionFilter) ([]*UserSession, error)
+	// EndSession marks a session LoggedOff with reason (no-op if ended).
+	EndSession(ctx context.Context, pool, id, reason string, now time.Time) error
+	// ExpirePending ends Pending sessions older than their pool's
+	// pendingTimeoutSeconds (R-S3) and returns how many ended.
+	ExpirePending(ctx context.Context, now time.Time) (int, error)
+
+	// QueueCommand stores a command for a host's agent (R-S4).
+	QueueCommand(ctx context.Context, c *Command) error
+
+	// RegisterHost consumes nothing: it checks a registration token hash
+	// (valid, not expired), creates or re-keys the host named by req in the
+	// token's pool with credentialHash, and returns the host.
+	RegisterHost(ctx context.Context, tokenHash string, req *RegisterRequest, credentialHash string, now time.Time) (*SessionHost, error)
+	// HostByCredential finds the host a credential hash belongs to
+	// (Unauthenticated when none).
+	HostByCredential(ctx context.Context, credentialHash string) (*SessionHost, error)
+	// ApplyHeartbeat records a heartbeat in one transaction: heartbeat time,
+	// metrics (with MetricsSessions), policy, shutdown and health flags;
+	// command results; reconciliation R-S2 (Pending seen -> Active,
+	// reported disconnected -> Disconnected, not reported -> LoggedOff,
+	// unknown -> adopted); R-S3 pending timeout; R-S5 logoff commands for
+	// sessions disconnected too long. It returns the host after the
+	// changes and the commands to deliver now (marked Delivered).
+	ApplyHeartbeat(ctx context.Context, pool, host string, hb *HeartbeatRequest, now time.Time) (*HeartbeatResult, error)
+
+	CreateToken(ctx context.Context, t *Token) error
+	TokenByHash(ctx context.Context, hash string) (*Token, error)
+	ListTokens(ctx context.Context) ([]*Token, error)
+	DeleteToken(ctx context.Context, id string) error
+	CreateRegistrationToken(ctx context.Context, t *RegistrationToken) error
+}
+
+// Sentinel errors of CommitPlacement. The server retries ErrHostFull and
+// ErrHostTaken with a fresh view and answers ErrUserHasSession with the
+// user's existing session.
+var (
+	ErrHostFull       = &Error{Code: EConflict, Message: "session host is at maxSessionLimit"}
+	ErrUserHasSession = &Error{Code: EConflict, Message: "user already has a session in this host pool"}
+	ErrHostTaken      = &Error{Code: EConflict, Message: "session host is already assigned"}
+)

@@ -1,0 +1,181 @@
+// Package vdibroker holds the domain of the vdibroker connection broker: host
+// pools, session hosts, user sessions, the agent protocol, the one error type
+// and the service interfaces that the adapters (store, http, agent) implement
+// or use. See ../shared/SPEC.md for the rules cited as R-….
+package vdibroker
+
+import (
+	"time"
+)
+
+// Host pool types (SPEC §2).
+const (
+	Pooled   = "Pooled"
+	Personal = "Personal"
+)
+
+// Load balancer types (SPEC §2, §4).
+const (
+	BreadthFirst       = "BreadthFirst"
+	DepthFirst         = "DepthFirst"
+	LoadIndex          = "LoadIndex"
+	Persistent         = "Persistent"
+	MultiplePersistent = "MultiplePersistent"
+)
+
+// Personal desktop assignment types (R-PE1, R-PE2).
+const (
+	Automatic = "Automatic"
+	Direct    = "Direct"
+)
+
+// Session host statuses (R-H1).
+const (
+	StatusAvailable       = "Available"
+	StatusUnavailable     = "Unavailable"
+	StatusShutdown        = "Shutdown"
+	StatusNeedsAssistance = "NeedsAssistance"
+)
+
+// User session states (SPEC §1).
+const (
+	StatePending      = "Pending"
+	StateActive       = "Active"
+	StateDisconnected = "Disconnected"
+	StateLoggedOff    = "LoggedOff"
+)
+
+// NoSessionLimit is the default maxSessionLimit: "no limit" (SPEC §2).
+const NoSessionLimit = 999999
+
+// LoadBalancing is the pool's load-index and logon-storm settings (SPEC §6).
+type LoadBalancing struct {
+	UseCustomScript                bool    `json:"useCustomScript"`
+	IncludeSessionCount            bool    `json:"includeSessionCount"`
+	CPUThreshold                   float64 `json:"cpuThreshold"`
+	MemoryThreshold                float64 `json:"memoryThreshold"`
+	DiskQueueLengthThreshold       float64 `json:"diskQueueLengthThreshold"`
+	DiskReadLatencyThreshold       float64 `json:"diskReadLatencyThreshold"`
+	DiskWriteLatencyThreshold      float64 `json:"diskWriteLatencyThreshold"`
+	LoadIndexThreshold             int     `json:"loadIndexThreshold"`
+	ConnectingSessionThreshold     int     `json:"connectingSessionThreshold"`
+	MinServersInQueue              int     `json:"minServersInQueue"`
+	HostLoadIndexThreshold         int     `json:"hostLoadIndexThreshold"`
+	HostConnectingSessionThreshold int     `json:"hostConnectingSessionThreshold"`
+	SampleIntervalSeconds          int     `json:"sampleIntervalSeconds"`
+}
+
+// DefaultLoadBalancing returns the §6 defaults.
+func DefaultLoadBalancing() LoadBalancing {
+	return LoadBalancing{
+		IncludeSessionCount:        true,
+		LoadIndexThreshold:         20,
+		ConnectingSessionThreshold: 20,
+		MinServersInQueue:          4,
+		SampleIntervalSeconds:      30,
+	}
+}
+
+// HostPool is a set of session hosts users are placed on (SPEC §2).
+type HostPool struct {
+	Name                              string        `json:"name"`
+	HostPoolType                      string        `json:"hostPoolType"`
+	LoadBalancerType                  string        `json:"loadBalancerType"`
+	MaxSessionLimit                   int           `json:"maxSessionLimit"`
+	PersonalDesktopAssignmentType     string        `json:"personalDesktopAssignmentType"`
+	LoadBalancing                     LoadBalancing `json:"loadBalancing"`
+	HeartbeatTimeoutSeconds           int           `json:"heartbeatTimeoutSeconds"`
+	PendingTimeoutSeconds             int           `json:"pendingTimeoutSeconds"`
+	DisconnectedSessionTimeoutMinutes int           `json:"disconnectedSessionTimeoutMinutes"`
+	Description                       string        `json:"description"`
+	FriendlyName                      string        `json:"friendlyName"`
+	CreateTime                        time.Time     `json:"createTime"`
+	UpdateTime                        time.Time     `json:"updateTime"`
+}
+
+// Metrics is a host's last metrics sample (SPEC §3). CustomLoadValue is nil
+// when the host reports no valid custom script value (R-IDX3).
+type Metrics struct {
+	CPUPercent         float64   `json:"cpuPercent"`
+	MemoryPercent      float64   `json:"memoryPercent"`
+	DiskQueueLength    float64   `json:"diskQueueLength"`
+	DiskReadLatencyMs  float64   `json:"diskReadLatencyMs"`
+	DiskWriteLatencyMs float64   `json:"diskWriteLatencyMs"`
+	CustomLoadValue    *int      `json:"customLoadValue,omitempty"`
+	SampledAt          time.Time `json:"sampledAt"`
+}
+
+// HostPolicy is a host's own thresholds (R-LI5); nil pointers are "not set",
+// and a set value wins over the pool's.
+type HostPolicy struct {
+	HostLoadIndexThreshold         *int `json:"hostLoadIndexThreshold,omitempty"`
+	HostConnectingSessionThreshold *int `json:"hostConnectingSessionThreshold,omitempty"`
+}
+
+// SessionHost is a machine that runs user sessions (SPEC §3).
+type SessionHost struct {
+	HostPool           string     `json:"hostPool"`
+	Name               string     `json:"name"`
+	Address            string     `json:"address"`
+	Protocols          []string   `json:"protocols"`
+	StandardFeatures   bool       `json:"standardFeatures"`
+	AllowNewSession    bool       `json:"allowNewSession"`
+	AssignedUsers      []string   `json:"assignedUsers"`
+	Status             string     `json:"status"`
+	LastHeartBeat      *time.Time `json:"lastHeartBeat,omitempty"`
+	Sessions           int        `json:"sessions"`
+	ConnectingSessions int        `json:"connectingSessions"`
+	LoadIndex          int        `json:"loadIndex"`
+	Metrics            *Metrics   `json:"metrics,omitempty"`
+	// MetricsSessions is the host's session count when Metrics was sampled,
+	// the base of the stale-metric compensation of R-LI6.
+	MetricsSessions int        `json:"-"`
+	Policy          HostPolicy `json:"policy"`
+	// ShuttingDown is set when the agent said it is stopping (R-H1 Shutdown).
+	ShuttingDown bool `json:"-"`
+	// HealthError is the failed non-fatal health check the agent reported
+	// (R-H1 NeedsAssistance); empty when healthy.
+	HealthError string    `json:"healthError,omitempty"`
+	CreateTime  time.Time `json:"createTime"`
+}
+
+// UserSession is one user's session on one host (SPEC §1, §9).
+type UserSession struct {
+	ID          string    `json:"id"`
+	User        string    `json:"user"`
+	HostPool    string    `json:"hostPool"`
+	SessionHost string    `json:"sessionHost"`
+	State       string    `json:"state"`
+	CreateTime  time.Time `json:"createTime"`
+	StateTime   time.Time `json:"stateTime"`
+	// AgentSessionID is the host's own id for the session, once the agent
+	// reported it (R-S2).
+	AgentSessionID string `json:"agentSessionId,omitempty"`
+	// EndReason says why a LoggedOff session ended (for example PendingTimeout).
+	EndReason string `json:"endReason,omitempty"`
+}
+
+// Open reports whether the session still counts toward its host (R-S1).
+func (s *UserSession) Open() bool { return s.State != StateLoggedOff }
+
+// HostStatus evaluates R-H1 at now: Shutdown when the agent said so,
+// Unavailable without a heartbeat within timeout, NeedsAssistance when a
+// health check failed, else Available. Evaluated when read and when placing,
+// so no background job has to run first.
+func HostStatus(h *SessionHost, timeout time.Duration, now time.Time) string {
+	switch {
+	case h.ShuttingDown:
+		return StatusShutdown
+	case h.LastHeartBeat == nil || now.Sub(*h.LastHeartBeat) > timeout:
+		return StatusUnavailable
+	case h.HealthError != "":
+		return StatusNeedsAssistance
+	default:
+		return StatusAvailable
+	}
+}
+
+// Placeable reports whether a host in this status may take new sessions (R-H1).
+func Placeable(status string) bool {
+	return status == StatusAvailable || status == StatusNeedsAssistance
+}
