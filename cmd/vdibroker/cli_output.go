@@ -1,0 +1,378 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/goccy/go-yaml"
+	"github.com/jmespath/go-jmespath"
+)
+
+// Output formats of --output (SPEC §11). tsv is for scripts: no header, one
+// line per item, values separated by tabs.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatYAML  = "yaml"
+	formatTSV   = "tsv"
+)
+
+// column is one column of a resource's table: its header and the JMESPath
+// expression that picks the cell out of one item (the item's JSON, camelCase
+// as the API answers).
+type column struct {
+	Header string
+	Path   string
+}
+
+// output renders command results as --output and --query ask. The query is
+// applied to the JSON form of the result before formatting, as az does, so
+// the same expression works for every format.
+type output struct {
+	Format string // formatTable, formatJSON, formatYAML, formatTSV
+	Query  string // JMESPath expression, "" for none
+}
+
+// validate checks the flags before anything is sent to the server, so a typo
+// in --output or --query changes nothing.
+func (o output) validate() error {
+	switch o.Format {
+	case formatTable, formatJSON, formatYAML, formatTSV:
+	default:
+		return usageError{fmt.Errorf("--output %q: must be one of table, json, yaml, tsv", o.Format)}
+	}
+	if o.Query != "" {
+		if _, err := jmespath.Compile(o.Query); err != nil {
+			return usageError{fmt.Errorf("--query %q: not a valid JMESPath expression: %v", o.Query, err)}
+		}
+	}
+	return nil
+}
+
+// print writes v (any value that marshals to JSON) to w. columns is the
+// table and tsv layout of one item when no query reshaped the result; after
+// a query, columns come from the result itself.
+func (o output) print(w io.Writer, v any, columns []column) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	if o.Query != "" {
+		data, err := decodeJSON(raw)
+		if err != nil {
+			return err
+		}
+		res, err := jmespath.Search(o.Query, data)
+		if err != nil {
+			return usageError{fmt.Errorf("--query %q: %v", o.Query, err)}
+		}
+		if raw, err = json.Marshal(res); err != nil {
+			return fmt.Errorf("encode query result: %w", err)
+		}
+		columns = nil
+	}
+	switch o.Format {
+	case formatJSON:
+		return writeJSON(w, raw)
+	case formatYAML:
+		return writeYAML(w, raw)
+	}
+	data, err := decodeJSON(raw)
+	if err != nil {
+		return err
+	}
+	header, rows, err := tabulate(data, columns, o.Query)
+	if err != nil {
+		return err
+	}
+	if o.Format == formatTSV {
+		return writeTSV(w, rows)
+	}
+	return writeTable(w, header, rows)
+}
+
+func decodeJSON(raw []byte) (any, error) {
+	var data any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return nil, fmt.Errorf("decode result: %w", err)
+	}
+	return data, nil
+}
+
+// writeJSON indents raw by two spaces, keeping the field order of the API.
+func writeJSON(w io.Writer, raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// writeYAML converts raw to YAML, keeping the field order of the API.
+func writeYAML(w io.Writer, raw []byte) error {
+	out, err := yaml.JSONToYAML(raw)
+	if err != nil {
+		return fmt.Errorf("encode yaml: %w", err)
+	}
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	_, err = w.Write(out)
+	return err
+}
+
+// tabulate turns data into a header and rows of cells. A list is one row per
+// item, an object one row, a scalar one cell. Given columns pick the cells;
+// without them (after --query) the columns are the object's scalar fields,
+// ordered as they appear in the query, then by name.
+func tabulate(data any, columns []column, query string) (header []string, rows [][]string, err error) {
+	items, ok := data.([]any)
+	if !ok {
+		if data == nil {
+			return nil, nil, nil
+		}
+		items = []any{data}
+	}
+	if len(items) == 0 {
+		return nil, nil, nil
+	}
+	if columns != nil {
+		paths := make([]*jmespath.JMESPath, len(columns))
+		for i, c := range columns {
+			header = append(header, c.Header)
+			paths[i] = jmespath.MustCompile(c.Path)
+		}
+		for _, it := range items {
+			row := make([]string, len(columns))
+			for i, p := range paths {
+				v, err := p.Search(it)
+				if err != nil {
+					return nil, nil, fmt.Errorf("table column %s: %w", columns[i].Header, err)
+				}
+				row[i] = cell(v)
+			}
+			rows = append(rows, row)
+		}
+		return header, rows, nil
+	}
+	return autoTable(items, query)
+}
+
+// autoTable builds columns from the items themselves, as az's table output
+// does after a query: objects give one column per scalar field (header with
+// a capital first letter), lists give Column1..N, scalars one Result column.
+func autoTable(items []any, query string) (header []string, rows [][]string, err error) {
+	switch first := items[0].(type) {
+	case map[string]any:
+		keys := objectKeys(items, query)
+		if len(keys) == 0 {
+			return nil, nil, errors.New("the result has no plain fields to show as a table; use --output json or yaml")
+		}
+		for _, k := range keys {
+			header = append(header, capitalize(k))
+		}
+		for _, it := range items {
+			m, _ := it.(map[string]any)
+			row := make([]string, len(keys))
+			for i, k := range keys {
+				row[i] = cell(m[k])
+			}
+			rows = append(rows, row)
+		}
+	case []any:
+		n := 0
+		for _, it := range items {
+			if l, ok := it.([]any); ok && len(l) > n {
+				n = len(l)
+			}
+		}
+		for i := range n {
+			header = append(header, "Column"+strconv.Itoa(i+1))
+		}
+		for _, it := range items {
+			l, _ := it.([]any)
+			row := make([]string, n)
+			for i := range l {
+				row[i] = cell(l[i])
+			}
+			rows = append(rows, row)
+		}
+	default:
+		_ = first
+		header = []string{"Result"}
+		for _, it := range items {
+			rows = append(rows, []string{cell(it)})
+		}
+	}
+	return header, rows, nil
+}
+
+// objectKeys lists the scalar fields of the items' objects. JMESPath results
+// are unordered maps, so the order is the order in which the names appear in
+// the query (so "[].{Name:name, Limit:maxSessionLimit}" shows Name first),
+// then alphabetical.
+func objectKeys(items []any, query string) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		for k, v := range m {
+			if seen[k] || !isScalar(v) {
+				continue
+			}
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	pos := func(k string) int {
+		if i := strings.Index(query, k+":"); i >= 0 {
+			return i
+		}
+		if i := strings.Index(query, k); i >= 0 {
+			return i
+		}
+		return len(query) + 1
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		pi, pj := pos(keys[i]), pos(keys[j])
+		if pi != pj {
+			return pi < pj
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+func isScalar(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		return false
+	case []any:
+		for _, e := range v {
+			if !isScalar(e) {
+				return false
+			}
+		}
+		return true
+	default:
+		return true
+	}
+}
+
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return strings.ToUpper(string(r)) + s[n:]
+}
+
+// cell formats one JSON value for a table or tsv cell: numbers without
+// exponent, null as empty, lists of scalars joined by ", ", objects as
+// compact JSON.
+func cell(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(v)
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = cell(e)
+		}
+		return strings.Join(parts, ", ")
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}
+
+// writeTable writes an aligned table with a dashed rule under the header,
+// byte for byte as az's table output (tabulate's "simple" format) in SPEC
+// §11: a column is as wide as its longest cell and at least its header plus
+// two, its rule is that many dashes, columns are two spaces apart, cells are
+// left-aligned and trailing blanks are cut.
+//
+//	Name         LoadBalancerType    MaxSessionLimit
+//	-----------  ------------------  -----------------
+//	contosohp01  DepthFirst          10
+func writeTable(w io.Writer, header []string, rows [][]string) error {
+	if len(header) == 0 {
+		return nil
+	}
+	clean := make([][]string, len(rows))
+	for i, r := range rows {
+		clean[i] = sanitizeCells(r, " ")
+	}
+	rows = clean
+	widths := make([]int, len(header))
+	for i, h := range header {
+		widths[i] = utf8.RuneCountInString(h) + 2
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			if n := utf8.RuneCountInString(c); n > widths[i] {
+				widths[i] = n
+			}
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		var l strings.Builder
+		for i, c := range cells {
+			if i > 0 {
+				l.WriteString("  ")
+			}
+			l.WriteString(c)
+			l.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)))
+		}
+		b.WriteString(strings.TrimRight(l.String(), " "))
+		b.WriteByte('\n')
+	}
+	line(header)
+	rule := make([]string, len(widths))
+	for i, n := range widths {
+		rule[i] = strings.Repeat("-", n)
+	}
+	line(rule)
+	for _, r := range rows {
+		line(r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeTSV writes one line per row, cells separated by tabs, no header.
+func writeTSV(w io.Writer, rows [][]string) error {
+	var b strings.Builder
+	for _, r := range rows {
+		b.WriteString(strings.Join(sanitizeCells(r, " "), "\t"))
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// sanitizeCells replaces tabs and line breaks inside cells, which would
+// break a table's alignment or a tsv line.
+func sanitizeCells(cells []string, with string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = strings.NewReplacer("\t", with, "\r\n", with, "\n", with, "\r", with).Replace(c)
+	}
+	return out
+}
