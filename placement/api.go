@@ -103,21 +103,28 @@ type Decision struct {
 // Explain is the decision record of R-C7: JSON the server stores per
 // placement and returns from GET .../usersessions/{id}/placement.
 type Explain struct {
-	Pool             string      `json:"hostPool"`
-	User             string      `json:"user"`
-	Algorithm        string      `json:"algorithm"`
-	Time             time.Time   `json:"time"`
-	Reconnect        bool        `json:"reconnect,omitempty"`
-	Candidates       []Candidate `json:"candidates"`
-	Excluded         []Exclusion `json:"excluded"`
-	Chosen           string      `json:"chosen,omitempty"`
-	Bucket           int         `json:"bucket,omitempty"` // LoadIndex: 1, 2 or 3
-	Rank             int         `json:"rank,omitempty"`   // 1-based position of the winner in the ranked candidates
-	Draw             *Draw       `json:"draw,omitempty"`   // BreadthFirst random draw
-	RaisedThreshold  int         `json:"raisedThreshold,omitempty"`
-	RoundRobinAfter  string      `json:"roundRobinAfter,omitempty"`
-	NoCapacityReason string      `json:"noCapacityReason,omitempty"`
-	Note             string      `json:"note,omitempty"`
+	Pool      string    `json:"hostPool"`
+	User      string    `json:"user"`
+	Algorithm string    `json:"algorithm"`
+	Time      time.Time `json:"time"`
+	Reconnect bool      `json:"reconnect,omitempty"`
+	// Candidates are the first ExplainLimit hosts that could take the
+	// session, in the algorithm's rank order (for LoadIndex bucket 1: round
+	// robin order from the winner); CandidateCount counts them all.
+	Candidates     []Candidate `json:"candidates"`
+	CandidateCount int         `json:"candidateCount"`
+	// Excluded are the first ExplainLimit excluded hosts in query order;
+	// ExcludedCounts counts every excluded host per reason.
+	Excluded         []Exclusion    `json:"excluded"`
+	ExcludedCounts   map[string]int `json:"excludedCounts,omitempty"`
+	Chosen           string         `json:"chosen,omitempty"`
+	Bucket           int            `json:"bucket,omitempty"` // LoadIndex: 1, 2 or 3
+	Rank             int            `json:"rank,omitempty"`   // 1-based position of the winner in the ranked candidates
+	Draw             *Draw          `json:"draw,omitempty"`   // BreadthFirst random draw
+	RaisedThreshold  int            `json:"raisedThreshold,omitempty"`
+	RoundRobinAfter  string         `json:"roundRobinAfter,omitempty"`
+	NoCapacityReason string         `json:"noCapacityReason,omitempty"`
+	Note             string         `json:"note,omitempty"`
 }
 
 // Candidate is a host that could take the session.

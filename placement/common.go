@@ -1,0 +1,278 @@
+package placement
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/loadindex"
+)
+
+// ExplainLimit is how many candidates and how many excluded hosts an Explain
+// lists; CandidateCount and ExcludedCounts give the full numbers. It keeps a
+// decision record small and a decision's cost independent of the pool size.
+const ExplainLimit = 10
+
+// DefaultHeartbeatTimeout applies when the pool's heartbeatTimeoutSeconds is
+// not set (SPEC §2 default 90).
+const DefaultHeartbeatTimeout = 90 * time.Second
+
+// reasonOrder is the order in which a host's exclusion reason is decided:
+// the first that applies is the one recorded.
+var reasonOrder = []string{
+	ReasonShutdown, ReasonUnavailable, ReasonAssignedToOthers,
+	ReasonDrained, ReasonAtLimit, ReasonHostThreshold,
+}
+
+// algorithmOf returns the pool's algorithm, defaulting like SPEC §2: an
+// unknown or empty loadBalancerType is BreadthFirst for a Pooled pool and
+// Persistent for a Personal one.
+func algorithmOf(p Pool) string {
+	switch p.LoadBalancerType {
+	case vdibroker.BreadthFirst, vdibroker.DepthFirst, vdibroker.LoadIndex:
+		if p.HostPoolType != vdibroker.Personal {
+			return p.LoadBalancerType
+		}
+	case vdibroker.Persistent, vdibroker.MultiplePersistent:
+		if p.HostPoolType != vdibroker.Pooled {
+			return p.LoadBalancerType
+		}
+	}
+	if p.HostPoolType == vdibroker.Personal {
+		return vdibroker.Persistent
+	}
+	return vdibroker.BreadthFirst
+}
+
+func personal(algo string) bool {
+	return algo == vdibroker.Persistent || algo == vdibroker.MultiplePersistent
+}
+
+func limitOf(p Pool) int {
+	if p.MaxSessionLimit <= 0 {
+		return vdibroker.NoSessionLimit
+	}
+	return p.MaxSessionLimit
+}
+
+func timeoutOf(p Pool) time.Duration {
+	if p.HeartbeatTimeoutSeconds <= 0 {
+		return DefaultHeartbeatTimeout
+	}
+	return time.Duration(p.HeartbeatTimeoutSeconds) * time.Second
+}
+
+// statusOf evaluates R-H1 for h at now.
+func statusOf(h *Host, timeout time.Duration, now time.Time) string {
+	sh := vdibroker.SessionHost{
+		ShuttingDown:  h.ShuttingDown,
+		LastHeartBeat: h.LastHeartBeat,
+		HealthError:   h.HealthError,
+	}
+	return vdibroker.HostStatus(&sh, timeout, now)
+}
+
+// deadline is when h turns Unavailable for lack of heartbeat: HostStatus
+// says Unavailable once now − lastHeartBeat > timeout.
+func deadline(h *Host, timeout time.Duration) (time.Time, bool) {
+	if h.LastHeartBeat == nil {
+		return time.Time{}, false
+	}
+	return h.LastHeartBeat.Add(timeout), true
+}
+
+// settings are the pool figures a decision uses, derived once per SetPool.
+type settings struct {
+	pool    Pool
+	algo    string
+	limit   int
+	timeout time.Duration
+	lb      vdibroker.LoadBalancing
+	// t, c, m are R-LI3's T, C and M; t and c are "no threshold" (101 and
+	// maxInt) when the pool's value is 0 (SPEC §6: 0 means not used).
+	t, c, m int
+}
+
+func newSettings(p Pool) settings {
+	s := settings{
+		pool: p, algo: algorithmOf(p), limit: limitOf(p), timeout: timeoutOf(p),
+		lb: p.LoadBalancing,
+		t:  p.LoadBalancing.LoadIndexThreshold,
+		c:  p.LoadBalancing.ConnectingSessionThreshold,
+		m:  max(p.LoadBalancing.MinServersInQueue, 1),
+	}
+	if s.t <= 0 {
+		s.t = 101
+	}
+	if s.c <= 0 {
+		s.c = int(^uint(0) >> 1)
+	}
+	return s
+}
+
+// hostThresholds returns the host-side thresholds of R-LI2 with R-LI5's
+// precedence: the host's own policy wins over the pool's.
+func (s *settings) hostThresholds(h *Host) (loadIdx, connecting int) {
+	loadIdx, connecting = s.lb.HostLoadIndexThreshold, s.lb.HostConnectingSessionThreshold
+	if v := h.Policy.HostLoadIndexThreshold; v != nil {
+		loadIdx = *v
+	}
+	if v := h.Policy.HostConnectingSessionThreshold; v != nil {
+		connecting = *v
+	}
+	return loadIdx, connecting
+}
+
+// overHostThreshold is R-LI2's host-side rejection.
+func (s *settings) overHostThreshold(h *Host, li int) bool {
+	ti, tc := s.hostThresholds(h)
+	return (ti > 0 && li >= ti) || (tc > 0 && h.Connecting >= tc)
+}
+
+// lbOff reports R-IDX3's "load balancing is off": custom script configured
+// and no host reports a value. Placement is then round robin.
+func (s *settings) lbOff(stats loadindex.Pool) bool {
+	return s.lb.UseCustomScript && !stats.AnyCustom
+}
+
+// loadIndex is the index placement uses for h.
+func (s *settings) loadIndex(h *Host, stats loadindex.Pool) int {
+	return loadindex.Compute(s.lb, s.limit, loadindex.Host{
+		Sessions: h.Sessions, Metrics: h.Metrics, MetricsSessions: h.MetricsSessions,
+	}, stats)
+}
+
+// classify returns why h cannot take a new session ("" when it can), in
+// reasonOrder. st is h's R-H1 status; li its load index (LoadIndex only).
+// Personal pools exclude hosts assigned to anyone (for a user without an
+// assignment) and never apply host-side thresholds.
+func (s *settings) classify(h *Host, st string, li int) string {
+	switch {
+	case st == vdibroker.StatusShutdown:
+		return ReasonShutdown
+	case st == vdibroker.StatusUnavailable:
+		return ReasonUnavailable
+	case personal(s.algo) && len(h.AssignedUsers) > 0:
+		return ReasonAssignedToOthers
+	case !h.AllowNewSession:
+		return ReasonDrained
+	case h.Sessions >= s.limit:
+		return ReasonAtLimit
+	case s.algo == vdibroker.LoadIndex && s.overHostThreshold(h, li):
+		return ReasonHostThreshold
+	}
+	return ""
+}
+
+// detail says in words why h was excluded for reason.
+func (s *settings) detail(h *Host, reason string, li int, now time.Time) string {
+	switch reason {
+	case ReasonUnavailable:
+		if h.LastHeartBeat == nil {
+			return "no heartbeat yet"
+		}
+		return fmt.Sprintf("last heartbeat %s ago, timeout %s", now.Sub(*h.LastHeartBeat).Round(time.Second), s.timeout)
+	case ReasonShutdown:
+		return "the agent reported it is shutting down"
+	case ReasonDrained:
+		return "allowNewSession is false"
+	case ReasonAtLimit:
+		return fmt.Sprintf("%d sessions, maxSessionLimit %d", h.Sessions, s.limit)
+	case ReasonHostThreshold:
+		ti, tc := s.hostThresholds(h)
+		if ti > 0 && li >= ti {
+			return fmt.Sprintf("loadIndex %d >= hostLoadIndexThreshold %d", li, ti)
+		}
+		return fmt.Sprintf("%d connecting sessions >= hostConnectingSessionThreshold %d", h.Connecting, tc)
+	case ReasonAssignedToOthers:
+		return "assigned to " + strings.Join(h.AssignedUsers, ", ")
+	}
+	return ""
+}
+
+// candidateOf is h as an Explain candidate.
+func candidateOf(h *Host, li, bucket int) Candidate {
+	return Candidate{Host: h.Name, Sessions: h.Sessions, Connecting: h.Connecting, LoadIndex: li, Bucket: bucket}
+}
+
+// assignedTo reports whether user is one of h's assigned users.
+func assignedTo(h *Host, user string) bool {
+	for _, u := range h.AssignedUsers {
+		if u == user {
+			return true
+		}
+	}
+	return false
+}
+
+// noCapacity builds R-C5's error: why no host can take the session, from
+// the exclusion counts, and what to do.
+func noCapacity(s *settings, total int, counts map[string]int) *vdibroker.Error {
+	why := noCapacityReason(s, total, counts)
+	return vdibroker.Errorf(vdibroker.ENoCapacity,
+		"host pool %q has no capacity: %s; increase maxSessionLimit or add session hosts", s.pool.Name, why)
+}
+
+func noCapacityReason(s *settings, total int, counts map[string]int) string {
+	if total == 0 {
+		return "it has no session hosts"
+	}
+	phrase := map[string]string{
+		ReasonShutdown:         "shut down",
+		ReasonUnavailable:      fmt.Sprintf("unavailable (no heartbeat within %s)", s.timeout),
+		ReasonAssignedToOthers: "assigned to other users",
+		ReasonDrained:          "drained (allowNewSession false)",
+		ReasonAtLimit:          fmt.Sprintf("at maxSessionLimit %d", s.limit),
+		ReasonHostThreshold:    "over their host load or connecting-session threshold",
+	}
+	var parts []string
+	for _, r := range reasonOrder {
+		n := counts[r]
+		if n == 0 {
+			continue
+		}
+		if n == total {
+			if total == 1 {
+				return "its only session host is " + phrase[r]
+			}
+			return fmt.Sprintf("all %d session hosts are %s", total, phrase[r])
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", n, phrase[r]))
+	}
+	return "no session host can take a new session: " + strings.Join(parts, ", ")
+}
+
+// notAssigned is R-PE2's error for a user without an assigned host.
+func notAssigned(s *settings, user string) *vdibroker.Error {
+	return vdibroker.Errorf(vdibroker.ENotAssigned,
+		"user %q has no session host assigned in host pool %q; an administrator must assign one (personalDesktopAssignmentType Direct)",
+		user, s.pool.Name)
+}
+
+func defaultOptions(o Options) Options {
+	if o.Rand == nil {
+		o.Rand = rand.IntN
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// cloneHost copies h so the engine never shares slices with its caller.
+func cloneHost(h Host) Host {
+	if h.AssignedUsers != nil {
+		h.AssignedUsers = append([]string(nil), h.AssignedUsers...)
+	}
+	return h
+}
+
+// newExplain starts the record of one decision.
+func newExplain(s *settings, req Request, now time.Time) Explain {
+	return Explain{
+		Pool: s.pool.Name, User: req.User, Algorithm: s.algo, Time: now,
+		Candidates: []Candidate{}, Excluded: []Exclusion{},
+	}
+}
