@@ -1,0 +1,142 @@
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Namespace prefixes every vdibroker metric name.
+const Namespace = "vdibroker"
+
+// Latency buckets in seconds: placement is sub-millisecond in memory, a
+// connect includes a durable commit (R-D2), so the range spans 50µs..5s.
+var latencyBuckets = []float64{
+	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+	0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+}
+
+var (
+	connects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace,
+		Name:      "connects_total",
+		Help:      "Connect requests by host pool and result code (OK, Reconnect, DryRun, or an error code such as NoCapacity).",
+	}, []string{"pool", "code"})
+
+	connectDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace,
+		Name:      "connect_duration_seconds",
+		Help:      "Time to answer a connect, from request to durable commit, by result code.",
+		Buckets:   latencyBuckets,
+	}, []string{"code"})
+
+	placementDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace,
+		Name:      "placement_duration_seconds",
+		Help:      "Time the placement engine took to decide one connect, by load balancer type.",
+		Buckets:   latencyBuckets,
+	}, []string{"algorithm"})
+
+	storeTxDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace,
+		Name:      "store_tx_duration_seconds",
+		Help:      "Time of one store operation (transaction), by operation.",
+		Buckets:   latencyBuckets,
+	}, []string{"op"})
+
+	storeTxErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace,
+		Name:      "store_tx_errors_total",
+		Help:      "Store operations that returned an internal error, by operation.",
+	}, []string{"op"})
+
+	heartbeats = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace,
+		Name:      "heartbeats_total",
+		Help:      "Agent heartbeats received, by host pool and result code.",
+	}, []string{"pool", "code"})
+)
+
+// Connect result codes that are not errors.
+const (
+	CodeOK        = "OK"
+	CodeReconnect = "Reconnect"
+	CodeDryRun    = "DryRun"
+)
+
+// ObserveConnect records one connect to pool answered with code (CodeOK,
+// CodeReconnect, CodeDryRun, or a vdibroker error code such as
+// vdibroker.ENoCapacity) after d.
+func ObserveConnect(pool, code string, d time.Duration) {
+	connects.WithLabelValues(pool, code).Inc()
+	connectDuration.WithLabelValues(code).Observe(d.Seconds())
+}
+
+// ConnectCode returns the result code to record for a connect that ended
+// with err (nil for success): CodeOK, or the error's code.
+func ConnectCode(err error, reconnect, dryRun bool) string {
+	switch {
+	case err != nil:
+		return vdibroker.ErrorCode(err)
+	case dryRun:
+		return CodeDryRun
+	case reconnect:
+		return CodeReconnect
+	default:
+		return CodeOK
+	}
+}
+
+// ObservePlacement records the placement engine's decision time for one
+// connect in a pool with the given load balancer type.
+func ObservePlacement(algorithm string, d time.Duration) {
+	placementDuration.WithLabelValues(algorithm).Observe(d.Seconds())
+}
+
+// ObserveStoreTx records one store operation op (a Store method name such
+// as "CommitPlacement") that took d.
+func ObserveStoreTx(op string, d time.Duration) {
+	storeTxDuration.WithLabelValues(op).Observe(d.Seconds())
+}
+
+// ObserveHeartbeat records one agent heartbeat for pool answered with code
+// ("OK" or an error code).
+func ObserveHeartbeat(pool, code string) {
+	heartbeats.WithLabelValues(pool, code).Inc()
+}
+
+// Config configures a registry.
+type Config struct {
+	// Store is read on every scrape for the current gauges; nil leaves them
+	// out.
+	Store vdibroker.Store
+	// Now evaluates host status and heartbeat age (R-H1); nil is time.Now.
+	Now func() time.Time
+	// ScrapeTimeout bounds the store reads of one scrape; 0 is 5s.
+	ScrapeTimeout time.Duration
+}
+
+// NewRegistry returns a registry with the event metrics, the store gauges
+// (when cfg.Store is set), and the Go runtime and process collectors.
+func NewRegistry(cfg Config) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		connects, connectDuration, placementDuration, storeTxDuration, storeTxErrors, heartbeats,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	if cfg.Store != nil {
+		reg.MustRegister(NewStoreCollector(cfg.Store, cfg.Now, cfg.ScrapeTimeout))
+	}
+	return reg
+}
+
+// Handler serves reg in the Prometheus text format (GET /metrics).
+func Handler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
