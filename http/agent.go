@@ -1,0 +1,102 @@
+package http
+
+import (
+	"io"
+	nethttp "net/http"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// decodeRegister decodes and validates a registration body (fuzzed).
+func decodeRegister(body io.Reader) (*vdibroker.RegisterRequest, error) {
+	var req vdibroker.RegisterRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return nil, err
+	}
+	if err := vdibroker.ValidateRegister(&req); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// decodeHeartbeat decodes and validates a heartbeat body (fuzzed).
+func decodeHeartbeat(body io.Reader) (*vdibroker.HeartbeatRequest, error) {
+	var hb vdibroker.HeartbeatRequest
+	if err := decodeStrict(body, &hb); err != nil {
+		return nil, err
+	}
+	if err := vdibroker.ValidateHeartbeat(&hb); err != nil {
+		return nil, err
+	}
+	return &hb, nil
+}
+
+// register is POST /agent/register: a registration token of a pool lets an
+// agent create its host (or re-key the host of that name) and get the host's
+// own credential, shown only in this answer (R-SEC).
+func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	req, err := decodeRegister(nethttp.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return err
+	}
+	if req.Protocols == nil {
+		req.Protocols = []string{"RDP"}
+	}
+	cred := newSecret("vdbh_")
+	h, err := s.store.RegisterHost(r.Context(), hashSecret(req.Token), req, hashSecret(cred), s.now().UTC())
+	if err != nil {
+		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
+			return vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token is invalid or expired")
+		}
+		return err
+	}
+	s.views.upsertHost(h)
+	s.loggerFrom(r.Context()).Info("session host registered", "pool", h.HostPool, "host", h.Name, "address", h.Address)
+	writeJSON(w, nethttp.StatusCreated, vdibroker.RegisterResponse{HostPool: h.HostPool, HostName: h.Name, Credential: cred})
+	return nil
+}
+
+// heartbeat is POST /agent/heartbeat with the host credential: applied to
+// the store synchronously (R-S2 reconciliation, R-S3, R-S5), so the counts
+// reflect it when the answer arrives; the pool's placement view is updated
+// with the host the store returns.
+func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	cred, err := bearer(r)
+	if err != nil {
+		return err
+	}
+	host, err := s.store.HostByCredential(r.Context(), hashSecret(cred))
+	if err != nil {
+		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
+			return vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential is invalid or revoked; register the agent again")
+		}
+		return err
+	}
+	hb, err := decodeHeartbeat(nethttp.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return err
+	}
+	res, err := s.store.ApplyHeartbeat(r.Context(), host.HostPool, host.Name, hb, s.now().UTC())
+	if err != nil {
+		return err
+	}
+	if res.Pool != nil {
+		s.views.setPool(res.Pool)
+	}
+	if res.Host != nil {
+		s.views.upsertHost(res.Host)
+	}
+	resp := vdibroker.HeartbeatResponse{Commands: res.Commands}
+	if resp.Commands == nil {
+		resp.Commands = []vdibroker.Command{}
+	}
+	if res.Pool != nil {
+		resp.Settings = vdibroker.AgentSettings{
+			SampleIntervalSeconds:   res.Pool.LoadBalancing.SampleIntervalSeconds,
+			HeartbeatTimeoutSeconds: res.Pool.HeartbeatTimeoutSeconds,
+			UseCustomScript:         res.Pool.LoadBalancing.UseCustomScript,
+		}
+	}
+	writeJSON(w, nethttp.StatusOK, resp)
+	return nil
+}

@@ -1,0 +1,148 @@
+package http
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	nethttp "net/http"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// access is what a route requires of the caller's token (R-SEC).
+type access int
+
+const (
+	// public routes need no token (healthz, agent register).
+	public access = iota
+	// read routes take Reader, Contributor and the admin token.
+	read
+	// write routes take Contributor and the admin token.
+	write
+	// connect takes Contributor, the admin token, and User tokens (the
+	// handler checks that a User connects only itself).
+	connect
+	// admin routes take the admin token only (issuing API tokens).
+	admin
+)
+
+// principal is who is calling.
+type principal struct {
+	Role    string // vdibroker.Role*
+	Subject string
+	TokenID string
+}
+
+func principalFrom(ctx context.Context) *principal {
+	p, _ := ctx.Value(ctxPrincipal).(*principal)
+	return p
+}
+
+// hashSecret is how every secret is stored: hex SHA-256. Bearer secrets are
+// 256-bit random values, so an unsalted fast hash is enough.
+func hashSecret(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:])
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(r *nethttp.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "missing Authorization: Bearer <token> header")
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "Authorization header must be \"Bearer <token>\"")
+	}
+	return strings.TrimSpace(tok), nil
+}
+
+// authenticate finds the principal of a request's bearer token: the admin
+// token (compared by hash in constant time) or a stored API token.
+func (s *Server) authenticate(r *nethttp.Request) (*principal, error) {
+	tok, err := bearer(r)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(tok))
+	if s.hasAdmin && subtle.ConstantTimeCompare(sum[:], s.adminHash[:]) == 1 {
+		return &principal{Role: vdibroker.RoleAdmin, Subject: "admin"}, nil
+	}
+	hash := hex.EncodeToString(sum[:])
+	t, err := s.store.TokenByHash(r.Context(), hash)
+	switch vdibroker.ErrorCode(err) {
+	case "":
+	case vdibroker.ENotFound, vdibroker.EUnauthenticated:
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid token")
+	default:
+		return nil, err
+	}
+	// The store found the row by hash; compare again in constant time so
+	// the answer does not depend on how the lookup compared.
+	if subtle.ConstantTimeCompare([]byte(t.Hash), []byte(hash)) != 1 {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid token")
+	}
+	if t.ExpireTime != nil && !s.now().Before(*t.ExpireTime) {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	return &principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID}, nil
+}
+
+// authorize checks the principal's role against what the route needs.
+func authorize(p *principal, need access) error {
+	switch need {
+	case public:
+		return nil
+	case read:
+		if p.Role == vdibroker.RoleUser {
+			return vdibroker.Errorf(vdibroker.EPermission, "role User may only connect")
+		}
+		return nil
+	case write:
+		switch p.Role {
+		case vdibroker.RoleAdmin, vdibroker.RoleContributor:
+			return nil
+		case vdibroker.RoleReader:
+			return vdibroker.Errorf(vdibroker.EPermission, "role Reader may only read (GET)")
+		default:
+			return vdibroker.Errorf(vdibroker.EPermission, "role %s may only connect", p.Role)
+		}
+	case connect:
+		switch p.Role {
+		case vdibroker.RoleAdmin, vdibroker.RoleContributor, vdibroker.RoleUser:
+			return nil
+		default:
+			return vdibroker.Errorf(vdibroker.EPermission, "role %s may not connect users", p.Role)
+		}
+	case admin:
+		if p.Role == vdibroker.RoleAdmin {
+			return nil
+		}
+		return vdibroker.Errorf(vdibroker.EPermission, "only the admin token may manage API tokens")
+	}
+	return vdibroker.Errorf(vdibroker.EPermission, "permission denied")
+}
+
+// handle registers a route: the handler runs after authentication and
+// authorization, and an error it returns is answered by writeError.
+func (s *Server) handle(pattern string, need access, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
+	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if need != public {
+			p, err := s.authenticate(r)
+			if err == nil {
+				err = authorize(p, need)
+			}
+			if err != nil {
+				writeError(w, r, s, err)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), ctxPrincipal, p))
+		}
+		if err := h(w, r); err != nil {
+			writeError(w, r, s, err)
+		}
+	})
+}

@@ -1,0 +1,283 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	nethttp "net/http"
+	"strings"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/placement"
+)
+
+// maxPlaceAttempts bounds the retries of a connect that lost a commit race
+// to another connect or replica (ErrHostFull, ErrHostTaken,
+// ErrUserHasSession); each retry works from refreshed data.
+const maxPlaceAttempts = 8
+
+// connect is POST /hostpools/{pool}/connect (SPEC §4, §9).
+func (s *Server) connect(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	pool := r.PathValue("pool")
+	var req ConnectRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if err := vdibroker.ValidateUser("user", req.User); err != nil {
+		return err
+	}
+	if req.SessionHost != "" {
+		if err := vdibroker.ValidateName("sessionHost", req.SessionHost, vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen); err != nil {
+			return err
+		}
+	}
+	p := principalFrom(r.Context())
+	if p.Role == vdibroker.RoleUser && p.Subject != req.User {
+		return vdibroker.Errorf(vdibroker.EPermission, "a User token may connect only its own user %q", p.Subject)
+	}
+
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" || req.DryRun {
+		resp, status, err := s.place(r.Context(), pool, req)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, status, resp)
+		return nil
+	}
+	if len(key) > 255 {
+		return vdibroker.FieldError("Idempotency-Key", "must be 1..255 characters")
+	}
+	// The key is scoped to the caller, the pool and the user.
+	scope := strings.Join([]string{p.Role, p.TokenID, pool, req.User, key}, "\x00")
+	var placeErr error
+	ans := s.idem.do(scope, func() (*idemAnswer, bool) {
+		resp, status, err := s.place(r.Context(), pool, req)
+		if err != nil {
+			placeErr = err
+			return nil, false
+		}
+		b, _ := json.Marshal(resp)
+		return &idemAnswer{status: status, body: append(b, '\n')}, true
+	})
+	if ans == nil {
+		return placeErr
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ans.status)
+	w.Write(ans.body)
+	return nil
+}
+
+// place decides and commits one connect: reconnect first (R-C1), else a new
+// Pending session on the host the engine picks, made durable by the store,
+// which enforces the limit (R-C4) and one session per user (R-C6) even
+// against other replicas. Connects of one user in one pool are serialised
+// here, so they do not reserve several hosts at once.
+func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest) (*ConnectResponse, int, error) {
+	unlock := s.userLocks.Lock(poolName + "\x00" + req.User)
+	defer unlock()
+
+	v := s.views.get(poolName)
+	reloaded := false
+	for attempt := 0; attempt < maxPlaceAttempts; attempt++ {
+		if err := s.views.ensure(ctx, v); err != nil {
+			if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+				s.views.drop(poolName)
+			}
+			return nil, 0, err
+		}
+		v.mu.Lock()
+		pool := v.pool
+		v.mu.Unlock()
+		existing, err := s.existingSession(ctx, pool, req)
+		if err != nil {
+			return nil, 0, err
+		}
+
+		preq := placement.Request{User: req.User, SessionHost: req.SessionHost}
+		if existing != nil {
+			preq.Existing = &placement.Existing{SessionID: existing.ID, Host: existing.SessionHost, State: existing.State}
+		}
+		v.mu.Lock()
+		d, err := v.placer.Place(preq)
+		if err != nil {
+			v.mu.Unlock()
+			if vdibroker.ErrorCode(err) == vdibroker.ENoCapacity && !reloaded {
+				// Our view may be stale (sessions ended on another
+				// replica): decide again from the store before refusing.
+				reloaded = true
+				v.mu.Lock()
+				v.stale = true
+				v.mu.Unlock()
+				continue
+			}
+			return nil, 0, err
+		}
+		addr := v.addrs[d.Host]
+		if req.DryRun || d.Reconnect {
+			v.mu.Unlock()
+			resp := s.answer(pool, req, d.Host, addr)
+			resp.DryRun = req.DryRun
+			resp.Reconnect = d.Reconnect
+			if d.Reconnect && existing != nil {
+				resp.State = existing.State
+				if !req.DryRun {
+					resp.SessionID = existing.ID
+				}
+			}
+			return resp, nethttp.StatusOK, nil
+		}
+		v.placer.Apply(d) // reserve: the count is up before the next Place
+		v.inflight[d.Host]++
+		v.mu.Unlock()
+
+		now := s.now().UTC()
+		sess := &vdibroker.UserSession{
+			ID: newSessionID(now), User: req.User, HostPool: poolName, SessionHost: d.Host,
+			State: vdibroker.StatePending, CreateTime: now, StateTime: now,
+		}
+		record, err := json.Marshal(d.Explain)
+		if err != nil {
+			return nil, 0, fmt.Errorf("encode decision record: %w", err)
+		}
+		c := &vdibroker.PlacementCommit{
+			Session:         sess,
+			MaxSessionLimit: pool.MaxSessionLimit,
+			Pooled:          pool.HostPoolType == vdibroker.Pooled,
+			Assign:          d.Assign,
+			Record:          record,
+		}
+		if d.EndExisting && existing != nil {
+			c.EndSessionID = existing.ID
+		}
+		err = s.store.CommitPlacement(ctx, c)
+
+		v.mu.Lock()
+		if v.inflight[d.Host]--; v.inflight[d.Host] <= 0 {
+			delete(v.inflight, d.Host)
+		}
+		v.mu.Unlock()
+
+		if err == nil {
+			if c.EndSessionID != "" {
+				s.views.refreshHost(ctx, poolName, existing.SessionHost)
+			}
+			resp := s.answer(pool, req, d.Host, addr)
+			resp.SessionID = sess.ID
+			resp.State = sess.State
+			return resp, nethttp.StatusCreated, nil
+		}
+		// The reservation did not land: take it back with the store's count.
+		s.views.refreshHost(context.WithoutCancel(ctx), poolName, d.Host)
+		switch {
+		case errors.Is(err, vdibroker.ErrUserHasSession):
+			// Another replica placed this user first: the next round finds
+			// that session and answers it (R-C6).
+		case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
+			// Another replica filled or took the host: decide again.
+		default:
+			return nil, 0, fmt.Errorf("commit placement: pool=%q host=%q: %w", poolName, d.Host, err)
+		}
+		s.loggerFrom(ctx).Debug("placement lost a race; retrying", "pool", poolName, "host", d.Host, "err", err)
+	}
+	return nil, 0, vdibroker.Errorf(vdibroker.EConflict, "connect kept losing races with concurrent connects; try again")
+}
+
+// existingSession returns the user's open session in the pool (R-C1), or
+// nil. A Pending session older than pendingTimeoutSeconds is ended here
+// (R-S3) rather than answered. In a Personal pool with a named session host,
+// only a session on that host counts (R-PE3).
+func (s *Server) existingSession(ctx context.Context, pool *vdibroker.HostPool, req ConnectRequest) (*vdibroker.UserSession, error) {
+	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
+	if pool.HostPoolType == vdibroker.Personal && req.SessionHost != "" {
+		f.SessionHost = req.SessionHost
+	}
+	list, err := s.store.ListUserSessions(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	timeout := time.Duration(pool.PendingTimeoutSeconds) * time.Second
+	var best *vdibroker.UserSession
+	for _, us := range list {
+		if !us.Open() {
+			continue
+		}
+		if us.State == vdibroker.StatePending && timeout > 0 && now.Sub(us.StateTime) > timeout {
+			if err := s.store.EndSession(ctx, pool.Name, us.ID, "PendingTimeout", now); err != nil {
+				return nil, err
+			}
+			s.views.refreshHost(ctx, pool.Name, us.SessionHost)
+			continue
+		}
+		// Several only in Personal pools: the first host in query order.
+		if best == nil || us.SessionHost < best.SessionHost {
+			best = us
+		}
+	}
+	return best, nil
+}
+
+func (s *Server) answer(pool *vdibroker.HostPool, req ConnectRequest, host, addr string) *ConnectResponse {
+	if addr == "" {
+		addr = host + ":3389" // not registered yet: the name is all we know
+	}
+	return &ConnectResponse{
+		User:        req.User,
+		HostPool:    pool.Name,
+		SessionHost: host,
+		Address:     addr,
+		State:       vdibroker.StatePending,
+		RDPFile:     rdpFile(addr, req.User),
+	}
+}
+
+// newSessionID returns a session id that sorts by creation time (ms) then
+// at random, so lists by id read oldest first.
+func newSessionID(now time.Time) string {
+	return fmt.Sprintf("%012x%s", now.UnixMilli(), newID(8))
+}
+
+// rdpFile returns an .rdp file for addr and user that mstsc, the Microsoft
+// Remote Desktop apps, FreeRDP and Remmina open: the address, the user name
+// as a hint, a credential prompt, full screen and the usual redirections.
+// Lines end in CRLF as Windows expects. addr and user were validated (no
+// control characters), so they cannot inject lines.
+func rdpFile(addr, user string) string {
+	var b bytes.Buffer
+	for _, line := range []string{
+		"full address:s:" + addr,
+		"username:s:" + user,
+		"prompt for credentials:i:1",
+		"administrative session:i:0",
+		"screen mode id:i:2",
+		"use multimon:i:0",
+		"desktopwidth:i:1920",
+		"desktopheight:i:1080",
+		"session bpp:i:32",
+		"smart sizing:i:1",
+		"dynamic resolution:i:1",
+		"compression:i:1",
+		"connection type:i:7",
+		"networkautodetect:i:1",
+		"bandwidthautodetect:i:1",
+		"displayconnectionbar:i:1",
+		"autoreconnection enabled:i:1",
+		"authentication level:i:2",
+		"enablecredsspsupport:i:1",
+		"negotiate security layer:i:1",
+		"audiomode:i:0",
+		"redirectclipboard:i:1",
+		"redirectprinters:i:1",
+		"redirectsmartcards:i:1",
+		"drivestoredirect:s:",
+	} {
+		b.WriteString(line)
+		b.WriteString("\r\n")
+	}
+	return b.String()
+}

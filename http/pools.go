@@ -1,0 +1,135 @@
+package http
+
+import (
+	nethttp "net/http"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// HostPoolResponse is a host pool as the API answers it: the §2 fields and
+// the warnings of R-P3 (absent when none). A body sent back unchanged is a
+// valid PUT body (warnings are ignored on input).
+type HostPoolResponse struct {
+	*vdibroker.HostPool
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+func poolAnswer(w nethttp.ResponseWriter, status int, p *vdibroker.HostPool) {
+	warnings, _ := vdibroker.ValidateHostPool(p)
+	for _, wn := range warnings {
+		w.Header().Add("Warning", `299 vdibroker "`+wn+`"`)
+	}
+	writeJSON(w, status, HostPoolResponse{HostPool: p, Warnings: warnings})
+}
+
+func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	limit, after, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	pools, err := s.store.ListHostPools(r.Context())
+	if err != nil {
+		return err
+	}
+	pg := pageOf(r, pools, func(p *vdibroker.HostPool) string { return p.Name }, limit, after)
+	out := page[HostPoolResponse]{Value: make([]HostPoolResponse, len(pg.Value)), NextLink: pg.NextLink}
+	for i, p := range pg.Value {
+		warnings, _ := vdibroker.ValidateHostPool(p)
+		out.Value[i] = HostPoolResponse{HostPool: p, Warnings: warnings}
+	}
+	writeJSON(w, nethttp.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	p, err := s.store.GetHostPool(r.Context(), r.PathValue("pool"))
+	if err != nil {
+		return err
+	}
+	poolAnswer(w, nethttp.StatusOK, p)
+	return nil
+}
+
+// putPool creates or replaces a pool: the §2 defaults under the body
+// (R-P4: validated before anything is stored).
+func (s *Server) putPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	name := r.PathValue("pool")
+	p := vdibroker.NewHostPool(name)
+	p.LoadBalancerType = ""
+	if err := decodeJSON(w, r, &HostPoolResponse{HostPool: p}); err != nil {
+		return err
+	}
+	p.FillDefaults()
+	old, err := s.store.GetHostPool(r.Context(), name)
+	switch {
+	case err == nil && old.HostPoolType != p.HostPoolType:
+		return hostPoolTypeChange(old.HostPoolType)
+	case err != nil && vdibroker.ErrorCode(err) != vdibroker.ENotFound:
+		return err
+	}
+	return s.storePool(w, r, name, p)
+}
+
+// patchPool changes the fields the body names: the existing pool under the
+// body, validated as a whole; refused means nothing changed (R-P4).
+func (s *Server) patchPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	name := r.PathValue("pool")
+	old, err := s.store.GetHostPool(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	p := *old
+	if err := decodeJSON(w, r, &HostPoolResponse{HostPool: &p}); err != nil {
+		return err
+	}
+	if p.HostPoolType != old.HostPoolType {
+		return hostPoolTypeChange(old.HostPoolType)
+	}
+	return s.storePool(w, r, name, &p)
+}
+
+func hostPoolTypeChange(was string) error {
+	return vdibroker.FieldError("hostPoolType", "cannot be changed after creation (R-P1): this pool is %s; create a new host pool instead", was)
+}
+
+func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name string, p *vdibroker.HostPool) error {
+	if p.Name != name {
+		return vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
+	}
+	p.FillDefaults()
+	if _, err := vdibroker.ValidateHostPool(p); err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	p.CreateTime, p.UpdateTime = now, now
+	created, err := s.store.PutHostPool(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	// Read back what the store kept (createTime on replace).
+	stored, err := s.store.GetHostPool(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	s.views.setPool(stored) // R-P1: the next placement uses the new settings
+	status := nethttp.StatusOK
+	if created {
+		status = nethttp.StatusCreated
+	}
+	poolAnswer(w, status, stored)
+	return nil
+}
+
+func (s *Server) deletePool(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	force, err := boolParam(r, "force")
+	if err != nil {
+		return err
+	}
+	name := r.PathValue("pool")
+	if err := s.store.DeleteHostPool(r.Context(), name, force); err != nil {
+		return err
+	}
+	s.views.drop(name)
+	w.WriteHeader(nethttp.StatusNoContent)
+	return nil
+}

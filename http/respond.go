@@ -1,0 +1,162 @@
+package http
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// maxBodyBytes limits every request body (API and agent).
+const maxBodyBytes = 1 << 20
+
+// errorBody is the error answer of SPEC §9.
+type errorBody struct {
+	Error *vdibroker.Error `json:"error"`
+}
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w nethttp.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Our own types always marshal; this is a programming error.
+		b = []byte(`{"error":{"code":"Internal","message":"internal error"}}`)
+		status = nethttp.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// writeError is the one place an error becomes an answer: the code picks the
+// status (vdibroker.HTTPStatus); internal errors are logged with their
+// details and answered "internal error".
+func writeError(w nethttp.ResponseWriter, r *nethttp.Request, s *Server, err error) {
+	code := vdibroker.ErrorCode(err)
+	e := &vdibroker.Error{Code: code, Message: vdibroker.ErrorMessage(err), Field: vdibroker.ErrorField(err)}
+	if code == vdibroker.EInternal {
+		s.loggerFrom(r.Context()).Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		e.Field = ""
+	}
+	if code == vdibroker.EUnauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="vdibroker"`)
+	}
+	writeJSON(w, vdibroker.HTTPStatus(code), errorBody{Error: e})
+}
+
+// decodeJSON decodes the request body onto v (which may hold defaults or the
+// existing resource: fields absent from the body keep their value). Unknown
+// fields, wrong types, trailing data, bodies that are not JSON or larger
+// than maxBodyBytes are InvalidArgument naming the field when known.
+func decodeJSON(w nethttp.ResponseWriter, r *nethttp.Request, v any) error {
+	body := nethttp.MaxBytesReader(w, r.Body, maxBodyBytes)
+	return decodeStrict(body, v)
+}
+
+// decodeStrict is decodeJSON without the HTTP parts (fuzzed directly).
+func decodeStrict(body io.Reader, v any) error {
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return vdibroker.Errorf(vdibroker.EInvalid, "request body must hold exactly one JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var (
+		syntax  *json.SyntaxError
+		typ     *json.UnmarshalTypeError
+		tooBig  *nethttp.MaxBytesError
+		invalid *json.InvalidUnmarshalError
+	)
+	switch {
+	case errors.Is(err, io.EOF):
+		return vdibroker.Errorf(vdibroker.EInvalid, "request body is empty: expected a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return vdibroker.Errorf(vdibroker.EInvalid, "request body is not valid JSON: unexpected end")
+	case errors.As(err, &syntax):
+		return vdibroker.Errorf(vdibroker.EInvalid, "request body is not valid JSON at offset %d: %s", syntax.Offset, syntax.Error())
+	case errors.As(err, &tooBig):
+		return vdibroker.Errorf(vdibroker.EInvalid, "request body is larger than %d bytes", tooBig.Limit)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return vdibroker.Errorf(vdibroker.EInvalid, "request body must be a JSON object, got %s", typ.Value)
+		}
+		msg := fmt.Sprintf("must be %s, got %s", jsonType(typ.Type), typ.Value)
+		if hint, ok := rangeHints[field]; ok {
+			msg = fmt.Sprintf("must be %s %s, got %s", jsonType(typ.Type), hint, typ.Value)
+		}
+		return vdibroker.FieldError(field, "%s", msg)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("decode: %w", err) // our bug: internal
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		f, _ = strconv.Unquote(f)
+		return vdibroker.FieldError(f, "unknown field")
+	}
+	return vdibroker.Errorf(vdibroker.EInvalid, "request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// rangeHints name the allowed range of numeric fields, so a number that does
+// not even fit the type (1e12, 2.5) is answered like a range error.
+var rangeHints = map[string]string{
+	"maxSessionLimit":                              "1..999999",
+	"heartbeatTimeoutSeconds":                      "10..3600",
+	"pendingTimeoutSeconds":                        "10..3600",
+	"disconnectedSessionTimeoutMinutes":            "0..10080",
+	"loadBalancing.loadIndexThreshold":             "0..100",
+	"loadBalancing.connectingSessionThreshold":     "0..150",
+	"loadBalancing.minServersInQueue":              "1..1000",
+	"loadBalancing.hostLoadIndexThreshold":         "0..100",
+	"loadBalancing.hostConnectingSessionThreshold": "0..150",
+	"loadBalancing.sampleIntervalSeconds":          "5..3600",
+	"policy.hostLoadIndexThreshold":                "0..100",
+	"policy.hostConnectingSessionThreshold":        "0..150",
+}
+
+// jsonType names a Go type the way a JSON client thinks of it.
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		return jsonType(t.Elem())
+	default:
+		return "an object"
+	}
+}
+
+// newID returns n random bytes as hex (ids, request ids).
+func newID(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newSecret returns a bearer secret with a prefix that says what it is
+// (vdbt_ API token, vdbr_ registration token, vdbh_ host credential).
+func newSecret(prefix string) string {
+	return prefix + newID(32)
+}

@@ -1,0 +1,72 @@
+package http
+
+import (
+	nethttp "net/http"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// routes registers the API of SPEC §9 with the access each call needs.
+func (s *Server) routes() {
+	const p = "/api/v1/hostpools/{pool}"
+	s.handle("GET /healthz", public, s.healthz)
+
+	s.handle("GET /api/v1/hostpools", read, s.listPools)
+	s.handle("GET "+p, read, s.getPool)
+	s.handle("PUT "+p, write, s.putPool)
+	s.handle("PATCH "+p, write, s.patchPool)
+	s.handle("DELETE "+p, write, s.deletePool)
+
+	s.handle("GET "+p+"/sessionhosts", read, s.listHosts)
+	s.handle("GET "+p+"/sessionhosts/{host}", read, s.getHost)
+	s.handle("PUT "+p+"/sessionhosts/{host}", write, s.putHost)
+	s.handle("PATCH "+p+"/sessionhosts/{host}", write, s.patchHost)
+	s.handle("DELETE "+p+"/sessionhosts/{host}", write, s.deleteHost)
+
+	s.handle("GET "+p+"/usersessions", read, s.listSessions)
+	s.handle("GET "+p+"/usersessions/{id}", read, s.getSession)
+	s.handle("DELETE "+p+"/usersessions/{id}", write, s.logoff)
+	s.handle("POST "+p+"/usersessions/{id}/disconnect", write, s.disconnect)
+	s.handle("POST "+p+"/usersessions/{id}/sendmessage", write, s.sendMessage)
+	s.handle("GET "+p+"/usersessions/{id}/placement", read, s.getPlacement)
+
+	s.handle("POST "+p+"/connect", connect, s.connect)
+	s.handle("POST "+p+"/registrationtoken", write, s.createRegistrationToken)
+
+	s.handle("POST /api/v1/tokens", admin, s.createToken)
+	s.handle("GET /api/v1/tokens", admin, s.listTokens)
+	s.handle("DELETE /api/v1/tokens/{id}", admin, s.deleteToken)
+
+	s.handle("POST /api/v1/agent/register", public, s.register)
+	s.handle("POST /api/v1/agent/heartbeat", public, s.heartbeat) // host credential checked inside
+
+	// Anything else under /api/v1 is a JSON 404 (or 405 when the path exists
+	// with other methods), not the mux's plain text.
+	s.mux.HandleFunc("/api/v1/", s.notFound)
+}
+
+func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if err := s.store.Ping(r.Context()); err != nil {
+		s.loggerFrom(r.Context()).Error("healthz: store ping", "err", err)
+		writeJSON(w, nethttp.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
+		return nil
+	}
+	writeJSON(w, nethttp.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (s *Server) notFound(w nethttp.ResponseWriter, r *nethttp.Request) {
+	for _, m := range []string{"GET", "PUT", "PATCH", "POST", "DELETE"} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/api/v1/" {
+			writeJSON(w, nethttp.StatusMethodNotAllowed, errorBody{Error: &vdibroker.Error{
+				Code: "MethodNotAllowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path}})
+			return
+		}
+	}
+	writeError(w, r, s, vdibroker.Errorf(vdibroker.ENotFound, "no API at %s %s", r.Method, r.URL.Path))
+}

@@ -1,0 +1,83 @@
+package http
+
+import (
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Request and answer bodies of SPEC §9 that are not domain types. Server and
+// Client share them, so they cannot drift apart.
+
+// ConnectRequest is the body of POST /hostpools/{pool}/connect.
+type ConnectRequest struct {
+	User   string `json:"user"`
+	DryRun bool   `json:"dryRun,omitempty"`
+	// SessionHost names the host for MultiplePersistent pools (R-PE3).
+	SessionHost string `json:"sessionHost,omitempty"`
+}
+
+// ConnectResponse answers a connect: the user's session (new, Pending, or
+// the existing one on reconnect) and how to reach it. A dry run has no
+// SessionID.
+type ConnectResponse struct {
+	SessionID   string `json:"sessionId,omitempty"`
+	User        string `json:"user"`
+	HostPool    string `json:"hostPool"`
+	SessionHost string `json:"sessionHost"`
+	Address     string `json:"address"`
+	State       string `json:"state"`
+	Reconnect   bool   `json:"reconnect"`
+	DryRun      bool   `json:"dryRun"`
+	// RDPFile is the text of an .rdp file an RDP client opens (CRLF lines).
+	RDPFile string `json:"rdpFile"`
+}
+
+// SessionHostRequest is the body of PUT (all fields; absent ones take their
+// defaults) and PATCH (only allowNewSession, assignedUsers,
+// standardFeatures, address) of a session host. Nil means absent.
+type SessionHostRequest struct {
+	Name             *string   `json:"name,omitempty"`
+	Address          *string   `json:"address,omitempty"`
+	Protocols        *[]string `json:"protocols,omitempty"`
+	StandardFeatures *bool     `json:"standardFeatures,omitempty"`
+	AllowNewSession  *bool     `json:"allowNewSession,omitempty"`
+	AssignedUsers    *[]string `json:"assignedUsers,omitempty"`
+}
+
+// SendMessageRequest is the body of POST .../usersessions/{id}/sendmessage.
+type SendMessageRequest struct {
+	Message string `json:"message"`
+}
+
+// RegistrationTokenRequest is the body of POST /hostpools/{pool}/registrationtoken.
+type RegistrationTokenRequest struct {
+	// ExpiresInSeconds is 3600..2332800 (1 hour..27 days); absent = 3600.
+	ExpiresInSeconds int `json:"expiresInSeconds"`
+}
+
+// RegistrationTokenResponse is a new registration token; the secret is
+// shown only here.
+type RegistrationTokenResponse struct {
+	ID             string    `json:"id"`
+	HostPool       string    `json:"hostPool"`
+	Token          string    `json:"token"`
+	ExpirationTime time.Time `json:"expirationTime"`
+}
+
+// TokenRequest is the body of POST /tokens.
+type TokenRequest struct {
+	Role    string `json:"role"` // Reader, Contributor or User
+	Subject string `json:"subject"`
+	// ExpiresInSeconds is 60..315360000, or 0 for a token that never expires.
+	ExpiresInSeconds int `json:"expiresInSeconds,omitempty"`
+}
+
+// TokenResponse is a new API token; the secret is shown only here.
+type TokenResponse struct {
+	vdibroker.Token
+	Secret string `json:"token"`
+}
+
+// CommandResponse answers the session commands (202): the queued command.
+type CommandResponse = vdibroker.Command

@@ -1,0 +1,391 @@
+package vdibroker
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Limits of the fields of SPEC §2, §3 and §6, shared by the server (which
+// refuses bad input, R-P4) and the CLI (which can refuse it before sending).
+const (
+	MinPoolNameLen = 3
+	MaxPoolNameLen = 64
+	MinHostNameLen = 3
+	MaxHostNameLen = 48
+	MaxTextLen     = 512 // description, friendlyName
+	MaxUserLen     = 256
+	MaxMessageLen  = 4096
+
+	MinHeartbeatTimeoutSeconds     = 10
+	MaxHeartbeatTimeoutSeconds     = 3600
+	MinPendingTimeoutSeconds       = 10
+	MaxPendingTimeoutSeconds       = 3600
+	MaxDisconnectedTimeoutMinutes  = 10080
+	DefaultHeartbeatTimeoutSeconds = 90
+	DefaultPendingTimeoutSeconds   = 300
+
+	MinRegistrationTokenSeconds = 3600    // 1 hour
+	MaxRegistrationTokenSeconds = 2332800 // 27 days
+	MinTokenSeconds             = 60
+	MaxTokenSeconds             = 315360000 // 10 years
+)
+
+// Protocols a session host may offer (SPEC §3).
+var Protocols = []string{"RDP", "PCoIP", "Blast"}
+
+// DepthFirstWarning is the warning of R-P3.
+const DepthFirstWarning = "loadBalancerType DepthFirst with maxSessionLimit 999999 fills one host before the next gets any session: depth-first needs a real maxSessionLimit"
+
+// NewHostPool returns a pool named name with every §2 default set except
+// loadBalancerType, which depends on the pool type and is filled by
+// FillDefaults once the type is known. Decode a PUT body onto it, then call
+// FillDefaults and ValidateHostPool.
+func NewHostPool(name string) *HostPool {
+	return &HostPool{
+		Name:                          name,
+		HostPoolType:                  Pooled,
+		MaxSessionLimit:               NoSessionLimit,
+		PersonalDesktopAssignmentType: Automatic,
+		LoadBalancing:                 DefaultLoadBalancing(),
+		HeartbeatTimeoutSeconds:       DefaultHeartbeatTimeoutSeconds,
+		PendingTimeoutSeconds:         DefaultPendingTimeoutSeconds,
+	}
+}
+
+// FillDefaults sets the defaults that depend on other fields: an empty
+// loadBalancerType becomes BreadthFirst (Pooled) or Persistent (Personal),
+// empty enums their §2 default.
+func (p *HostPool) FillDefaults() {
+	if p.HostPoolType == "" {
+		p.HostPoolType = Pooled
+	}
+	if p.LoadBalancerType == "" {
+		if p.HostPoolType == Personal {
+			p.LoadBalancerType = Persistent
+		} else {
+			p.LoadBalancerType = BreadthFirst
+		}
+	}
+	if p.PersonalDesktopAssignmentType == "" {
+		p.PersonalDesktopAssignmentType = Automatic
+	}
+}
+
+// ValidateHostPool checks every field of SPEC §2 and §6 (R-P4). The error is
+// an InvalidArgument *Error naming the first bad field and its allowed range.
+// Warnings are the accepted-but-doubtful settings of R-P3.
+func ValidateHostPool(p *HostPool) (warnings []string, err error) {
+	if err := ValidateName("name", p.Name, MinPoolNameLen, MaxPoolNameLen); err != nil {
+		return nil, err
+	}
+	if err := oneOf("hostPoolType", p.HostPoolType, Pooled, Personal); err != nil {
+		return nil, err
+	}
+	if p.HostPoolType == Pooled {
+		if err := oneOf("loadBalancerType", p.LoadBalancerType, BreadthFirst, DepthFirst, LoadIndex); err != nil {
+			return nil, FieldError("loadBalancerType", "must be one of BreadthFirst, DepthFirst, LoadIndex for a Pooled host pool, got %q", p.LoadBalancerType)
+		}
+		if p.PersonalDesktopAssignmentType != Automatic {
+			return nil, FieldError("personalDesktopAssignmentType", "must be Automatic for a Pooled host pool (Direct is for Personal pools only), got %q", p.PersonalDesktopAssignmentType)
+		}
+	} else {
+		if err := oneOf("loadBalancerType", p.LoadBalancerType, Persistent, MultiplePersistent); err != nil {
+			return nil, FieldError("loadBalancerType", "must be one of Persistent, MultiplePersistent for a Personal host pool, got %q", p.LoadBalancerType)
+		}
+		if err := oneOf("personalDesktopAssignmentType", p.PersonalDesktopAssignmentType, Automatic, Direct); err != nil {
+			return nil, err
+		}
+	}
+	checks := []error{
+		IntRange("maxSessionLimit", p.MaxSessionLimit, 1, NoSessionLimit),
+		IntRange("heartbeatTimeoutSeconds", p.HeartbeatTimeoutSeconds, MinHeartbeatTimeoutSeconds, MaxHeartbeatTimeoutSeconds),
+		IntRange("pendingTimeoutSeconds", p.PendingTimeoutSeconds, MinPendingTimeoutSeconds, MaxPendingTimeoutSeconds),
+		IntRange("disconnectedSessionTimeoutMinutes", p.DisconnectedSessionTimeoutMinutes, 0, MaxDisconnectedTimeoutMinutes),
+		textLen("description", p.Description, MaxTextLen),
+		textLen("friendlyName", p.FriendlyName, MaxTextLen),
+		ValidateLoadBalancing(&p.LoadBalancing),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if p.LoadBalancerType == DepthFirst && p.MaxSessionLimit == NoSessionLimit {
+		warnings = append(warnings, DepthFirstWarning) // R-P3
+	}
+	return warnings, nil
+}
+
+// ValidateLoadBalancing checks the §6 ranges; fields are named
+// loadBalancing.<field>.
+func ValidateLoadBalancing(lb *LoadBalancing) error {
+	const pre = "loadBalancing."
+	checks := []error{
+		floatRange(pre+"cpuThreshold", lb.CPUThreshold, 0, 100),
+		floatRange(pre+"memoryThreshold", lb.MemoryThreshold, 0, 100),
+		floatMin(pre+"diskQueueLengthThreshold", lb.DiskQueueLengthThreshold),
+		floatMin(pre+"diskReadLatencyThreshold", lb.DiskReadLatencyThreshold),
+		floatMin(pre+"diskWriteLatencyThreshold", lb.DiskWriteLatencyThreshold),
+		IntRange(pre+"loadIndexThreshold", lb.LoadIndexThreshold, 0, 100),
+		IntRange(pre+"connectingSessionThreshold", lb.ConnectingSessionThreshold, 0, 150),
+		IntRange(pre+"minServersInQueue", lb.MinServersInQueue, 1, 1000),
+		IntRange(pre+"hostLoadIndexThreshold", lb.HostLoadIndexThreshold, 0, 100),
+		IntRange(pre+"hostConnectingSessionThreshold", lb.HostConnectingSessionThreshold, 0, 150),
+		IntRange(pre+"sampleIntervalSeconds", lb.SampleIntervalSeconds, 5, 3600),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateHostPolicy checks a host's own thresholds (R-LI5) with the ranges
+// of the pool settings they override; fields are named prefix+<field>.
+func ValidateHostPolicy(prefix string, p *HostPolicy) error {
+	if p == nil {
+		return nil
+	}
+	if v := p.HostLoadIndexThreshold; v != nil {
+		if err := IntRange(prefix+"hostLoadIndexThreshold", *v, 0, 100); err != nil {
+			return err
+		}
+	}
+	if v := p.HostConnectingSessionThreshold; v != nil {
+		if err := IntRange(prefix+"hostConnectingSessionThreshold", *v, 0, 150); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateSessionHost checks a host's admin fields (SPEC §3): name, address,
+// protocols and assigned users. Runtime fields are not the caller's to set.
+func ValidateSessionHost(h *SessionHost) error {
+	if err := ValidateName("name", h.Name, MinHostNameLen, MaxHostNameLen); err != nil {
+		return err
+	}
+	if err := ValidateAddress("address", h.Address); err != nil {
+		return err
+	}
+	if err := ValidateProtocols("protocols", h.Protocols); err != nil {
+		return err
+	}
+	return ValidateUsers("assignedUsers", h.AssignedUsers)
+}
+
+// ValidateName checks a pool or host name: min..max characters of
+// A-Za-z0-9@._- and space, not starting or ending with a space (SPEC §2, §3).
+func ValidateName(field, s string, min, max int) error {
+	if len(s) < min || len(s) > max {
+		return FieldError(field, "must be %d..%d characters of A-Za-z0-9@._- and space, got %d", min, max, len(s))
+	}
+	for _, r := range s {
+		if !nameChar(r) {
+			return FieldError(field, "must be %d..%d characters of A-Za-z0-9@._- and space; %q is not allowed", min, max, r)
+		}
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return FieldError(field, "must not start or end with a space")
+	}
+	return nil
+}
+
+func nameChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+		r == '@' || r == '.' || r == '_' || r == '-' || r == ' '
+}
+
+// ValidateAddress checks a host:port address a client can connect to: a DNS
+// name or IP address (IPv6 in brackets) and a port 1..65535. Empty is allowed
+// (the host has not registered yet; the client then uses the host name).
+func ValidateAddress(field, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return FieldError(field, "must be host:port (for example rdsh01.example.com:3389), got %q", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return FieldError(field, "port must be 1..65535, got %q", port)
+	}
+	if len(host) > 253 {
+		return FieldError(field, "host must be at most 253 characters")
+	}
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	for _, r := range host {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return FieldError(field, "host must be a DNS name or IP address; %q is not allowed", r)
+		}
+	}
+	return nil
+}
+
+// ValidateProtocols checks that every protocol is one of RDP, PCoIP, Blast,
+// without repeats.
+func ValidateProtocols(field string, ps []string) error {
+	for i, p := range ps {
+		if !slices.Contains(Protocols, p) {
+			return FieldError(field, "must be a subset of %s, got %q", strings.Join(Protocols, ", "), p)
+		}
+		if slices.Contains(ps[:i], p) {
+			return FieldError(field, "lists %q twice", p)
+		}
+	}
+	return nil
+}
+
+// ValidateUsers checks a list of user names (each as ValidateUser), without
+// repeats.
+func ValidateUsers(field string, users []string) error {
+	for i, u := range users {
+		if err := ValidateUser(fmt.Sprintf("%s[%d]", field, i), u); err != nil {
+			return err
+		}
+		if slices.Contains(users[:i], u) {
+			return FieldError(field, "lists %q twice", u)
+		}
+	}
+	return nil
+}
+
+// ValidateUser checks a user name: 1..256 characters, no control characters
+// (it ends up in an .rdp file line) and no leading or trailing space.
+func ValidateUser(field, u string) error {
+	if u == "" {
+		return FieldError(field, "is required (1..%d characters)", MaxUserLen)
+	}
+	return ValidateText(field, u, MaxUserLen)
+}
+
+// ValidateText checks free text: at most max characters, no control
+// characters, no leading or trailing space.
+func ValidateText(field, s string, max int) error {
+	if err := textLen(field, s, max); err != nil {
+		return err
+	}
+	if strings.TrimSpace(s) != s {
+		return FieldError(field, "must not start or end with white space")
+	}
+	return nil
+}
+
+// IntRange returns an InvalidArgument error naming field and min..max unless
+// min <= v <= max.
+func IntRange(field string, v, min, max int) error {
+	if v < min || v > max {
+		return FieldError(field, "must be %d..%d, got %d", min, max, v)
+	}
+	return nil
+}
+
+func floatRange(field string, v, min, max float64) error {
+	if !(v >= min && v <= max) { // also refuses NaN
+		return FieldError(field, "must be %g..%g, got %g", min, max, v)
+	}
+	return nil
+}
+
+func floatMin(field string, v float64) error {
+	if !(v >= 0) {
+		return FieldError(field, "must be ≥ 0 (0 = not used), got %g", v)
+	}
+	return nil
+}
+
+func oneOf(field, v string, allowed ...string) error {
+	if !slices.Contains(allowed, v) {
+		return FieldError(field, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
+	}
+	return nil
+}
+
+func textLen(field, s string, max int) error {
+	if n := len([]rune(s)); n > max {
+		return FieldError(field, "must be at most %d characters, got %d", max, n)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\t' && !(field == "description" && (r == '\n' || r == '\r')) {
+			return FieldError(field, "must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// ValidateMetrics checks an agent's metrics sample: percentages 0..100,
+// queue and latencies ≥ 0. A custom load value above 100 is capped, a
+// negative one means "no valid value" (R-IDX3), so neither is refused.
+func ValidateMetrics(field string, m *Metrics) error {
+	if m == nil {
+		return nil
+	}
+	checks := []error{
+		floatRange(field+".cpuPercent", m.CPUPercent, 0, 100),
+		floatRange(field+".memoryPercent", m.MemoryPercent, 0, 100),
+		floatMin(field+".diskQueueLength", m.DiskQueueLength),
+		floatMin(field+".diskReadLatencyMs", m.DiskReadLatencyMs),
+		floatMin(field+".diskWriteLatencyMs", m.DiskWriteLatencyMs),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ValidateHeartbeat checks an agent heartbeat body (SPEC §9): metrics, the
+// reported sessions (id, user, state Active or Disconnected), the policy.
+func ValidateHeartbeat(hb *HeartbeatRequest) error {
+	if err := ValidateMetrics("metrics", hb.Metrics); err != nil {
+		return err
+	}
+	if err := ValidateHostPolicy("policy.", hb.Policy); err != nil {
+		return err
+	}
+	for i, s := range hb.Sessions {
+		f := fmt.Sprintf("sessions[%d]", i)
+		if s.ID == "" || len(s.ID) > MaxUserLen {
+			return FieldError(f+".id", "is required (1..%d characters)", MaxUserLen)
+		}
+		if err := ValidateUser(f+".user", s.User); err != nil {
+			return err
+		}
+		if err := oneOf(f+".state", s.State, StateActive, StateDisconnected); err != nil {
+			return err
+		}
+	}
+	for i, r := range hb.Results {
+		if r.ID == "" {
+			return FieldError(fmt.Sprintf("results[%d].id", i), "is required")
+		}
+	}
+	return textLen("healthError", hb.HealthError, MaxTextLen)
+}
+
+// ValidateRegister checks an agent registration body (SPEC §9). The token
+// itself is checked by the store.
+func ValidateRegister(req *RegisterRequest) error {
+	if req.Token == "" {
+		return FieldError("token", "is required (a registration token of the host pool)")
+	}
+	if err := ValidateName("hostName", req.HostName, MinHostNameLen, MaxHostNameLen); err != nil {
+		return err
+	}
+	if err := ValidateAddress("address", req.Address); err != nil {
+		return err
+	}
+	if err := ValidateProtocols("protocols", req.Protocols); err != nil {
+		return err
+	}
+	return ValidateHostPolicy("policy.", req.Policy)
+}
