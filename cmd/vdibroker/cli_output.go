@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -317,6 +318,9 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 	clean := make([][]string, len(rows))
 	for i, r := range rows {
 		clean[i] = sanitizeCells(r, " ")
+		for j, c := range clean[i] {
+			clean[i][j] = tableTime(c)
+		}
 	}
 	rows = clean
 	widths := make([]int, len(header))
@@ -354,6 +358,20 @@ func writeTable(w io.Writer, header []string, rows [][]string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// tableTime shows a timestamp cell to the second in UTC: a table is read by
+// a person, and equal widths keep the columns steady. Other cells are
+// returned as they are; json, yaml and tsv keep the full precision.
+func tableTime(c string) string {
+	if len(c) < 20 || c[10] != 'T' {
+		return c
+	}
+	t, err := time.Parse(time.RFC3339Nano, c)
+	if err != nil {
+		return c
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // writeTSV writes one line per row, cells separated by tabs, no header.

@@ -73,6 +73,13 @@ func TestTableWidths(t *testing.T) {
 			want:   "Message    N\n---------  ---\na b c      1\n",
 		},
 		{
+			// Times to the second in UTC, so the column is as wide on every row.
+			name:   "times",
+			header: []string{"CreateTime"},
+			rows:   [][]string{{"2026-11-29T13:40:19.123456789Z"}, {"2026-11-29T14:40:19+01:00"}, {"2026-11-29Tnope"}},
+			want:   "CreateTime\n--------------------\n2026-11-29T13:40:19Z\n2026-11-29T13:40:19Z\n2026-11-29Tnope\n",
+		},
+		{
 			// Width counts runes, not bytes: "ü" is one column.
 			name:   "unicode",
 			header: []string{"U", "V"},
