@@ -1,0 +1,246 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// commitReq is one CommitPlacement call waiting for the group committer.
+type commitReq struct {
+	c *vdibroker.PlacementCommit
+	// state: 0 queued, 1 taken into a batch, 2 abandoned by its caller.
+	// The caller may abandon only before the committer takes it, so a call
+	// that returns an error never committed (Store: a failed call changed
+	// nothing).
+	state atomic.Int32
+	done  chan error
+}
+
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
+var errClosed = errors.New("store is closed")
+
+// batchTimeout bounds one group-commit transaction; callers' contexts cannot
+// cancel a transaction shared with others.
+const batchTimeout = 30 * time.Second
+
+// CommitPlacement makes one placement durable (R-D2), enforcing R-C4 and
+// R-C6 in the database (R-D3). Concurrent calls share transactions: see
+// batcher.
+func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) error {
+	if c == nil || c.Session == nil || c.Session.ID == "" {
+		return vdibroker.Errorf(vdibroker.EInvalid, "placement commit needs a session with an id")
+	}
+	r := &commitReq{c: c, done: make(chan error, 1)}
+	select {
+	case <-s.closing:
+		return errClosed
+	default:
+	}
+	select {
+	case s.commits <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.closing:
+		return errClosed
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			return ctx.Err()
+		}
+		// Already in a transaction: its outcome is the answer.
+		return <-r.done
+	}
+}
+
+// batcher is the group committer: it takes every placement queued while the
+// previous transaction ran (up to MaxBatch, waiting up to Linger for more)
+// and commits them in one transaction, one SAVEPOINT each. On SQLite that is
+// one fsync for the whole batch instead of one per connect.
+func (s *DB) batcher() {
+	defer s.batcherWG.Done()
+	batch := make([]*commitReq, 0, s.opts.MaxBatch)
+	for {
+		batch = batch[:0]
+		select {
+		case r := <-s.commits:
+			batch = append(batch, r)
+		case <-s.closing:
+			// Commit what is still queued, then stop.
+			for {
+				select {
+				case r := <-s.commits:
+					s.runBatch([]*commitReq{r})
+				default:
+					return
+				}
+			}
+		}
+		batch = s.fill(batch)
+		s.runBatch(batch)
+	}
+}
+
+// fill adds queued requests to batch up to MaxBatch, lingering if asked.
+func (s *DB) fill(batch []*commitReq) []*commitReq {
+	var deadline <-chan time.Time
+	if s.opts.Linger > 0 {
+		t := time.NewTimer(s.opts.Linger)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case r := <-s.commits:
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		if deadline == nil {
+			return batch
+		}
+		select {
+		case r := <-s.commits:
+			batch = append(batch, r)
+		case <-deadline:
+			return batch
+		}
+	}
+	return batch
+}
+
+// runBatch commits the batch's live requests and answers each one.
+func (s *DB) runBatch(batch []*commitReq) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	// Lock hosts in one order across batches and replicas, so concurrent
+	// batches on PostgreSQL rarely deadlock (and retry when they do).
+	slices.SortStableFunc(live, func(a, b *commitReq) int {
+		return cmp.Or(cmp.Compare(a.c.Session.HostPool, b.c.Session.HostPool),
+			cmp.Compare(a.c.Session.SessionHost, b.c.Session.SessionHost))
+	})
+	results := make([]error, len(live))
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	err := s.write(ctx, func(t *tx) error {
+		for i, r := range live {
+			if _, err := t.exec(ctx, `SAVEPOINT placement`); err != nil {
+				return err
+			}
+			err := commitOne(ctx, t, r.c)
+			if err != nil && !t.d.isRetryable(err) {
+				// This item alone fails: undo its part, keep the others.
+				results[i] = wrap(err, "commit placement %s", r.c.Session.ID)
+				if _, err := t.exec(ctx, `ROLLBACK TO SAVEPOINT placement`); err != nil {
+					return err
+				}
+			} else if err != nil {
+				return err // deadlock or serialization failure: run the batch again
+			} else {
+				results[i] = nil
+			}
+			if _, err := t.exec(ctx, `RELEASE SAVEPOINT placement`); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("group commit failed", "placements", len(live), "err", err)
+		err = fmt.Errorf("commit placements: %w", err)
+	}
+	for i, r := range live {
+		if err != nil {
+			r.done <- err
+		} else {
+			r.done <- results[i]
+		}
+	}
+}
+
+// commitOne writes one placement: end the replaced session (R-C1), take a
+// slot on the host only while it is under the limit (R-C4), assign the host
+// (R-PE1), insert the session, which the unique index refuses when the user
+// already has an open session in a pooled pool (R-C6).
+func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
+	u := c.Session
+	if u.State == "" {
+		u.State = vdibroker.StatePending
+	}
+	if u.StateTime.IsZero() {
+		u.StateTime = u.CreateTime
+	}
+	if c.EndSessionID != "" {
+		if err := t.endSession(ctx, u.HostPool, c.EndSessionID, ReasonHostUnavailable, u.CreateTime); err != nil {
+			return err
+		}
+	}
+	if c.Pooled {
+		// Answer R-C6 before R-C4: the caller then reconnects the user
+		// instead of retrying a full host. The unique index below is what
+		// enforces it against concurrent writers.
+		var n int
+		if err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff'`,
+			u.HostPool, u.User).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return vdibroker.ErrUserHasSession
+		}
+	}
+	ds, dc := countsOf(u.State)
+	n, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
+		WHERE host_pool = ? AND name = ? AND sessions < ?`, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := t.getHost(ctx, u.HostPool, u.SessionHost, false); err != nil {
+			return err
+		}
+		return vdibroker.ErrHostFull
+	}
+	if c.Assign {
+		n, err := t.exec(ctx, `UPDATE session_hosts SET assigned_users = ? WHERE host_pool = ? AND name = ? AND assigned_users = '[]'`,
+			list([]string{u.User}), u.HostPool, u.SessionHost)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return vdibroker.ErrHostTaken
+		}
+	}
+	_, err = t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		u.ID, u.HostPool, u.SessionHost, u.User, u.State, ns(u.CreateTime), ns(u.StateTime),
+		u.AgentSessionID, "", c.Pooled, false, c.Record)
+	if err != nil && t.d.isUnique(err) {
+		if c.Pooled {
+			return vdibroker.ErrUserHasSession
+		}
+		return vdibroker.Errorf(vdibroker.EConflict, "user session %q already exists", u.ID)
+	}
+	return err
+}

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// dialect is what differs between the engines; everything else is shared.
+type dialect struct {
+	name string
+	// dollar rebinds "?" placeholders to $1, $2... (PostgreSQL).
+	dollar bool
+	// forUpdate is appended to a SELECT that must lock the rows it reads.
+	// SQLite needs none: its write transactions are serialised
+	// (BEGIN IMMEDIATE on one writer connection).
+	forUpdate string
+	// isUnique reports a unique constraint violation.
+	isUnique func(error) bool
+	// isRetryable reports an error after which the whole transaction can
+	// be run again (serialization failure, deadlock, busy).
+	isRetryable func(error) bool
+
+	rebound sync.Map // query -> rebound query
+}
+
+var sqliteDialect = &dialect{
+	name: "sqlite",
+	isUnique: func(err error) bool {
+		var e *sqlite.Error
+		if !errors.As(err, &e) {
+			return false
+		}
+		return e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	},
+	isRetryable: func(err error) bool {
+		var e *sqlite.Error
+		if !errors.As(err, &e) {
+			return false
+		}
+		// The primary code is the low byte of an extended code.
+		switch e.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return true
+		}
+		return false
+	},
+}
+
+var postgresDialect = &dialect{
+	name:      "postgres",
+	dollar:    true,
+	forUpdate: " FOR UPDATE",
+	isUnique: func(err error) bool {
+		var e *pgconn.PgError
+		return errors.As(err, &e) && e.Code == "23505"
+	},
+	isRetryable: func(err error) bool {
+		var e *pgconn.PgError
+		if !errors.As(err, &e) {
+			return false
+		}
+		// serialization_failure, deadlock_detected
+		return e.Code == "40001" || e.Code == "40P01"
+	},
+}
+
+// q returns query in the dialect's placeholder style. Queries never contain
+// a literal "?" other than placeholders.
+func (d *dialect) q(query string) string {
+	if !d.dollar {
+		return query
+	}
+	if v, ok := d.rebound.Load(query); ok {
+		return v.(string)
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	s := b.String()
+	d.rebound.Store(query, s)
+	return s
+}

@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// openSession is what reconciliation needs of a host's open session.
+type openSession struct {
+	id, user, state, agentID string
+	stateTime                int64
+	logoffQueued             bool
+	seen                     bool
+}
+
+// ApplyHeartbeat records one heartbeat in one transaction (see
+// vdibroker.Store): command results, reconciliation of the reported
+// sessions (R-S2, R-S3), R-S5 logoff commands, the host's runtime fields
+// and counts; it returns the queued commands, now Delivered.
+func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroker.HeartbeatRequest, now time.Time) (*vdibroker.HeartbeatResult, error) {
+	var res *vdibroker.HeartbeatResult
+	err := s.write(ctx, func(t *tx) error {
+		h, err := t.getHost(ctx, pool, host, true)
+		if err != nil {
+			return err
+		}
+		p, err := t.getPool(ctx, pool)
+		if err != nil {
+			return err
+		}
+		if err := t.recordResults(ctx, pool, host, hb.Results); err != nil {
+			return err
+		}
+		ds, dc, err := t.reconcile(ctx, p, host, hb.Sessions, now)
+		if err != nil {
+			return err
+		}
+		sessions := h.Sessions + ds
+		metrics, metricsSessions := h.Metrics, h.MetricsSessions
+		if hb.Metrics != nil {
+			metrics, metricsSessions = hb.Metrics, sessions
+		}
+		policy := h.Policy
+		if hb.Policy != nil {
+			policy = *hb.Policy
+		}
+		var metricsText *string
+		if metrics != nil {
+			m := jsonText(metrics)
+			metricsText = &m
+		}
+		if _, err := t.exec(ctx, `UPDATE session_hosts SET last_heartbeat = ?, metrics = ?, metrics_sessions = ?,
+			policy = ?, shutting_down = ?, health_error = ?, sessions = sessions + ?,
+			connecting_sessions = connecting_sessions + ? WHERE host_pool = ? AND name = ?`,
+			ns(now), metricsText, metricsSessions, jsonText(policy), hb.ShuttingDown, hb.HealthError,
+			ds, dc, pool, host); err != nil {
+			return err
+		}
+		cmds, err := t.deliverCommands(ctx, pool, host)
+		if err != nil {
+			return err
+		}
+		h, err = t.getHost(ctx, pool, host, false)
+		if err != nil {
+			return err
+		}
+		res = &vdibroker.HeartbeatResult{Host: h, Pool: p, Commands: cmds}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "heartbeat %s/%s", pool, host)
+	}
+	return res, nil
+}
+
+// recordResults marks the host's commands Succeeded or Failed. Results for
+// unknown commands or other hosts' commands are ignored.
+func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdibroker.CommandResult) error {
+	for _, r := range results {
+		state := vdibroker.CommandFailed
+		if r.Success {
+			state = vdibroker.CommandSucceeded
+		}
+		if _, err := t.exec(ctx, `UPDATE commands SET state = ?, result = ? WHERE id = ? AND host_pool = ? AND session_host = ?`,
+			state, r.Message, r.ID, pool, host); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcile applies R-S2, R-S3 and R-S5 to the host's sessions and returns
+// the count deltas. The caller holds the host's lock.
+//
+// Matching: a reported session matches the open session carrying its agent
+// id; else the oldest Pending session of its user not yet seen (the agent's
+// ids are its own, so a placed session is matched by user, SPEC §9); else
+// it is adopted.
+func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, err error) {
+	rows, err := t.query(ctx, `SELECT id, user_name, state, agent_session_id, state_time, logoff_queued
+		FROM user_sessions WHERE host_pool = ? AND session_host = ? AND state <> 'LoggedOff'
+		ORDER BY create_time, id`, p.Name, host)
+	if err != nil {
+		return 0, 0, err
+	}
+	var open []*openSession
+	for rows.Next() {
+		o := new(openSession)
+		if err := rows.Scan(&o.id, &o.user, &o.state, &o.agentID, &o.stateTime, &o.logoffQueued); err != nil {
+			rows.Close()
+			return 0, 0, err
+		}
+		open = append(open, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, 0, err
+	}
+
+	byAgent := map[string]*openSession{}
+	pendingByUser := map[string][]*openSession{}
+	for _, o := range open {
+		if o.agentID != "" {
+			byAgent[o.agentID] = o
+		} else if o.state == vdibroker.StatePending {
+			pendingByUser[o.user] = append(pendingByUser[o.user], o)
+		}
+	}
+	move := func(o *openSession, to, reason string) error {
+		s1, c1, err := t.transition(ctx, o.id, o.state, to, reason, now)
+		ds, dc = ds+s1, dc+c1
+		o.state, o.stateTime, o.logoffQueued = to, ns(now), false
+		return err
+	}
+
+	reportedIDs := map[string]bool{}
+	for _, r := range reported {
+		if r.ID == "" || reportedIDs[r.ID] {
+			continue
+		}
+		reportedIDs[r.ID] = true
+		want := vdibroker.StateActive
+		if r.State == vdibroker.StateDisconnected {
+			want = vdibroker.StateDisconnected
+		}
+		o := byAgent[r.ID]
+		if o == nil {
+			if l := pendingByUser[r.User]; len(l) > 0 {
+				o, pendingByUser[r.User] = l[0], l[1:]
+				o.agentID = r.ID
+				if _, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, r.ID, o.id); err != nil {
+					return 0, 0, err
+				}
+			}
+		}
+		if o == nil {
+			// R-S2: a session the broker did not place (a user who logged
+			// on directly) is adopted.
+			o = &openSession{id: NewID(), user: r.User, state: want, agentID: r.ID, stateTime: ns(now)}
+			if _, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+				create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued)
+				VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+				o.id, p.Name, host, r.User, want, ns(now), ns(now), r.ID, "", false, false); err != nil {
+				return 0, 0, err
+			}
+			s1, c1 := countsOf(want)
+			ds, dc = ds+s1, dc+c1
+			open = append(open, o)
+		}
+		o.seen = true
+		if o.state != want {
+			if err := move(o, want, ""); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+
+	pendingTimeout := int64(p.PendingTimeoutSeconds) * int64(time.Second)
+	for _, o := range open {
+		switch {
+		case o.seen:
+		case o.state == vdibroker.StatePending && o.agentID == "":
+			// Not yet seen: the user may still be logging on (R-S3).
+			if ns(now)-o.stateTime > pendingTimeout {
+				if err := move(o, vdibroker.StateLoggedOff, ReasonPendingTimeout); err != nil {
+					return 0, 0, err
+				}
+			}
+		default:
+			if err := move(o, vdibroker.StateLoggedOff, ReasonNotReported); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+
+	// R-S5: ask the agent, once per disconnection, to log off sessions
+	// disconnected longer than the pool allows.
+	if p.DisconnectedSessionTimeoutMinutes > 0 {
+		limit := int64(p.DisconnectedSessionTimeoutMinutes) * int64(time.Minute)
+		for _, o := range open {
+			if o.state != vdibroker.StateDisconnected || o.logoffQueued || ns(now)-o.stateTime < limit {
+				continue
+			}
+			c := &vdibroker.Command{ID: NewID(), HostPool: p.Name, SessionHost: host, Type: vdibroker.CommandLogoff,
+				SessionID: o.id, AgentSessionID: o.agentID, User: o.user, State: vdibroker.CommandQueued,
+				Message: "disconnected longer than disconnectedSessionTimeoutMinutes", CreateTime: now}
+			if err := t.insertCommand(ctx, c); err != nil {
+				return 0, 0, err
+			}
+			if _, err := t.exec(ctx, `UPDATE user_sessions SET logoff_queued = ? WHERE id = ?`, true, o.id); err != nil {
+				return 0, 0, err
+			}
+			o.logoffQueued = true
+		}
+	}
+	return ds, dc, nil
+}
+
+// deliverCommands marks the host's queued commands Delivered and returns
+// them in the order they were queued, with the agent's session id filled in
+// where the session got one after the command was queued.
+func (t *tx) deliverCommands(ctx context.Context, pool, host string) ([]vdibroker.Command, error) {
+	rows, err := t.query(ctx, `UPDATE commands SET state = ? WHERE host_pool = ? AND session_host = ? AND state = ?
+		RETURNING `+commandCols+`, seq`, vdibroker.CommandDelivered, pool, host, vdibroker.CommandQueued)
+	if err != nil {
+		return nil, err
+	}
+	type seqCmd struct {
+		seq int64
+		c   vdibroker.Command
+	}
+	var l []seqCmd
+	for rows.Next() {
+		var sc seqCmd
+		if sc.c, err = scanCommand(rows, &sc.seq); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		l = append(l, sc)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(l, func(a, b seqCmd) int { return int(a.seq - b.seq) })
+	cmds := make([]vdibroker.Command, 0, len(l))
+	for _, sc := range l {
+		c := sc.c
+		if c.AgentSessionID == "" && c.SessionID != "" {
+			var agentID string
+			if err := t.row(ctx, `SELECT agent_session_id FROM user_sessions WHERE id = ?`, c.SessionID).Scan(&agentID); err == nil {
+				c.AgentSessionID = agentID
+			}
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds, nil
+}

@@ -1,0 +1,237 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+const hostCols = `host_pool, name, address, protocols, standard_features, allow_new_session,
+	assigned_users, last_heartbeat, sessions, connecting_sessions, metrics, metrics_sessions,
+	policy, shutting_down, health_error, create_time`
+
+func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
+	var h vdibroker.SessionHost
+	var protocols, assigned, policy string
+	var metrics sql.NullString
+	var hb sql.NullInt64
+	var ct int64
+	if err := sc.Scan(&h.HostPool, &h.Name, &h.Address, &protocols, &h.StandardFeatures,
+		&h.AllowNewSession, &assigned, &hb, &h.Sessions, &h.ConnectingSessions, &metrics,
+		&h.MetricsSessions, &policy, &h.ShuttingDown, &h.HealthError, &ct); err != nil {
+		return nil, err
+	}
+	h.LastHeartBeat = fromNSPtr(hb)
+	h.CreateTime = fromNS(ct)
+	if err := json.Unmarshal([]byte(protocols), &h.Protocols); err != nil {
+		return nil, fmt.Errorf("host %q: protocols: %w", h.Name, err)
+	}
+	if err := json.Unmarshal([]byte(assigned), &h.AssignedUsers); err != nil {
+		return nil, fmt.Errorf("host %q: assigned_users: %w", h.Name, err)
+	}
+	if err := json.Unmarshal([]byte(policy), &h.Policy); err != nil {
+		return nil, fmt.Errorf("host %q: policy: %w", h.Name, err)
+	}
+	if metrics.Valid {
+		h.Metrics = new(vdibroker.Metrics)
+		if err := json.Unmarshal([]byte(metrics.String), h.Metrics); err != nil {
+			return nil, fmt.Errorf("host %q: metrics: %w", h.Name, err)
+		}
+	}
+	if h.Protocols == nil {
+		h.Protocols = []string{}
+	}
+	if h.AssignedUsers == nil {
+		h.AssignedUsers = []string{}
+	}
+	return &h, nil
+}
+
+// list encodes a string list as JSON, never "null" (the empty list is "[]",
+// which CommitPlacement's assignment condition relies on).
+func list(l []string) string {
+	if len(l) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(l)
+	return string(b)
+}
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only domain structs of plain fields are encoded
+	}
+	return string(b)
+}
+
+// getHost reads a host; lock takes its row lock (PostgreSQL), which every
+// transaction changing the host's sessions takes first.
+func (t *tx) getHost(ctx context.Context, pool, name string, lock bool) (*vdibroker.SessionHost, error) {
+	q := `SELECT ` + hostCols + ` FROM session_hosts WHERE host_pool = ? AND name = ?`
+	if lock {
+		q += t.d.forUpdate
+	}
+	h, err := scanHost(t.row(ctx, q, pool, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("session host %q not found in host pool %q", name, pool)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get host %s/%s: %w", pool, name, err)
+	}
+	return h, nil
+}
+
+// lockHost takes a host's row lock (a no-op on SQLite, whose writers are
+// serialised). Lock order everywhere: host row, then its sessions.
+func (t *tx) lockHost(ctx context.Context, pool, name string) error {
+	if t.d.forUpdate == "" {
+		return nil
+	}
+	_, err := t.exec(ctx, `SELECT name FROM session_hosts WHERE host_pool = ? AND name = ?`+t.d.forUpdate, pool, name)
+	return err
+}
+
+// addCounts changes a host's R-S1 counts by the given deltas.
+func (t *tx) addCounts(ctx context.Context, pool, name string, sessions, connecting int) error {
+	if sessions == 0 && connecting == 0 {
+		return nil
+	}
+	_, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
+		WHERE host_pool = ? AND name = ?`, sessions, connecting, pool, name)
+	return err
+}
+
+func (t *tx) writeAdminFields(ctx context.Context, h *vdibroker.SessionHost) error {
+	_, err := t.exec(ctx, `UPDATE session_hosts SET address = ?, protocols = ?, standard_features = ?,
+		allow_new_session = ?, assigned_users = ? WHERE host_pool = ? AND name = ?`,
+		h.Address, list(h.Protocols), h.StandardFeatures, h.AllowNewSession, list(h.AssignedUsers),
+		h.HostPool, h.Name)
+	return err
+}
+
+// PutSessionHost creates or replaces a host's admin fields.
+func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (created bool, err error) {
+	err = s.write(ctx, func(t *tx) error {
+		if _, err := t.getPool(ctx, h.HostPool); err != nil {
+			return err
+		}
+		old, err := t.getHost(ctx, h.HostPool, h.Name, true)
+		switch {
+		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+			created = true
+			_, err = t.exec(ctx, `INSERT INTO session_hosts (host_pool, name, address, protocols,
+				standard_features, allow_new_session, assigned_users, policy, create_time)
+				VALUES (?,?,?,?,?,?,?,?,?)`,
+				h.HostPool, h.Name, h.Address, list(h.Protocols), h.StandardFeatures,
+				h.AllowNewSession, list(h.AssignedUsers), jsonText(h.Policy), ns(h.CreateTime))
+			return err
+		case err != nil:
+			return err
+		}
+		created = false
+		h.CreateTime = old.CreateTime
+		return t.writeAdminFields(ctx, h)
+	})
+	if err != nil {
+		return false, wrap(err, "put session host %s/%s", h.HostPool, h.Name)
+	}
+	return created, nil
+}
+
+// UpdateSessionHost reads a host, lets fn change it and writes its admin
+// fields back, in one transaction. An error from fn changes nothing.
+func (s *DB) UpdateSessionHost(ctx context.Context, pool, name string, fn func(*vdibroker.SessionHost) error) (*vdibroker.SessionHost, error) {
+	var out *vdibroker.SessionHost
+	err := s.write(ctx, func(t *tx) error {
+		h, err := t.getHost(ctx, pool, name, true)
+		if err != nil {
+			return err
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+		// The key is not fn's to change.
+		h.HostPool, h.Name = pool, name
+		if err := t.writeAdminFields(ctx, h); err != nil {
+			return err
+		}
+		out, err = t.getHost(ctx, pool, name, false)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "update session host %s/%s", pool, name)
+	}
+	return out, nil
+}
+
+// GetSessionHost returns one host with its current counts.
+func (s *DB) GetSessionHost(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error) {
+	var h *vdibroker.SessionHost
+	err := s.read(ctx, func(t *tx) (err error) {
+		h, err = t.getHost(ctx, pool, name, false)
+		return err
+	})
+	return h, err
+}
+
+// ListSessionHosts lists a pool's hosts in query order (NotFound when the
+// pool does not exist).
+func (s *DB) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
+	var out []*vdibroker.SessionHost
+	err := s.read(ctx, func(t *tx) error {
+		var n int
+		if err := t.row(ctx, `SELECT count(*) FROM host_pools WHERE name = ?`, pool).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound("host pool %q not found", pool)
+		}
+		rows, err := t.query(ctx, `SELECT `+hostCols+` FROM session_hosts WHERE host_pool = ? ORDER BY name`, pool)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			h, err := scanHost(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, h)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, wrap(err, "list session hosts of %q", pool)
+	}
+	return out, nil
+}
+
+// DeleteSessionHost deletes a host, which revokes its credential (it lives
+// in the host's row). Open sessions refuse the delete unless force, which
+// ends them (reason HostDeleted).
+func (s *DB) DeleteSessionHost(ctx context.Context, pool, name string, force bool) error {
+	err := s.write(ctx, func(t *tx) error {
+		h, err := t.getHost(ctx, pool, name, true)
+		if err != nil {
+			return err
+		}
+		if h.Sessions > 0 && !force {
+			return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %d open sessions; delete with force to end them", name, h.Sessions)
+		}
+		if _, err := t.exec(ctx, `UPDATE user_sessions SET state = 'LoggedOff', end_reason = 'HostDeleted', state_time = ?
+			WHERE host_pool = ? AND session_host = ? AND state <> 'LoggedOff'`, ns(s.now()), pool, name); err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, `DELETE FROM commands WHERE host_pool = ? AND session_host = ?`, pool, name); err != nil {
+			return err
+		}
+		_, err = t.exec(ctx, `DELETE FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, name)
+		return err
+	})
+	return wrap(err, "delete session host %s/%s", pool, name)
+}

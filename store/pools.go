@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+const poolCols = `name, host_pool_type, load_balancer_type, max_session_limit,
+	personal_desktop_assignment_type, load_balancing, heartbeat_timeout_seconds,
+	pending_timeout_seconds, disconnected_session_timeout_minutes, description,
+	friendly_name, create_time, update_time`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanPool(sc scanner) (*vdibroker.HostPool, error) {
+	var p vdibroker.HostPool
+	var lb string
+	var ct, ut int64
+	if err := sc.Scan(&p.Name, &p.HostPoolType, &p.LoadBalancerType, &p.MaxSessionLimit,
+		&p.PersonalDesktopAssignmentType, &lb, &p.HeartbeatTimeoutSeconds,
+		&p.PendingTimeoutSeconds, &p.DisconnectedSessionTimeoutMinutes, &p.Description,
+		&p.FriendlyName, &ct, &ut); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(lb), &p.LoadBalancing); err != nil {
+		return nil, fmt.Errorf("pool %q: load_balancing: %w", p.Name, err)
+	}
+	p.CreateTime, p.UpdateTime = fromNS(ct), fromNS(ut)
+	return &p, nil
+}
+
+func (t *tx) getPool(ctx context.Context, name string) (*vdibroker.HostPool, error) {
+	p, err := scanPool(t.row(ctx, `SELECT `+poolCols+` FROM host_pools WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("host pool %q not found", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get pool %q: %w", name, err)
+	}
+	return p, nil
+}
+
+// PutHostPool creates or replaces a pool (R-P1: the type cannot change).
+func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bool, err error) {
+	lb, err := json.Marshal(p.LoadBalancing)
+	if err != nil {
+		return false, err
+	}
+	err = s.write(ctx, func(t *tx) error {
+		old, err := t.getPool(ctx, p.Name)
+		switch {
+		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+			created = true
+			_, err = t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+				p.Name, p.HostPoolType, p.LoadBalancerType, p.MaxSessionLimit,
+				p.PersonalDesktopAssignmentType, string(lb), p.HeartbeatTimeoutSeconds,
+				p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes, p.Description,
+				p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime))
+			return err
+		case err != nil:
+			return err
+		}
+		created = false
+		if old.HostPoolType != p.HostPoolType {
+			return vdibroker.FieldError("hostPoolType", "cannot change from %s to %s after creation (R-P1)", old.HostPoolType, p.HostPoolType)
+		}
+		_, err = t.exec(ctx, `UPDATE host_pools SET load_balancer_type = ?, max_session_limit = ?,
+			personal_desktop_assignment_type = ?, load_balancing = ?, heartbeat_timeout_seconds = ?,
+			pending_timeout_seconds = ?, disconnected_session_timeout_minutes = ?, description = ?,
+			friendly_name = ?, update_time = ? WHERE name = ?`,
+			p.LoadBalancerType, p.MaxSessionLimit, p.PersonalDesktopAssignmentType, string(lb),
+			p.HeartbeatTimeoutSeconds, p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes,
+			p.Description, p.FriendlyName, ns(p.UpdateTime), p.Name)
+		if err == nil {
+			p.CreateTime = old.CreateTime
+		}
+		return err
+	})
+	if err != nil {
+		return false, wrap(err, "put host pool %q", p.Name)
+	}
+	return created, nil
+}
+
+// GetHostPool returns one pool.
+func (s *DB) GetHostPool(ctx context.Context, name string) (*vdibroker.HostPool, error) {
+	var p *vdibroker.HostPool
+	err := s.read(ctx, func(t *tx) (err error) {
+		p, err = t.getPool(ctx, name)
+		return err
+	})
+	return p, err
+}
+
+// ListHostPools lists pools by name.
+func (s *DB) ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error) {
+	var out []*vdibroker.HostPool
+	err := s.read(ctx, func(t *tx) error {
+		rows, err := t.query(ctx, `SELECT `+poolCols+` FROM host_pools ORDER BY name`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			p, err := scanPool(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list host pools: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteHostPool deletes a pool with its hosts, sessions, commands and
+// registration tokens; refused with Conflict while sessions are open unless
+// force.
+func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error {
+	err := s.write(ctx, func(t *tx) error {
+		if _, err := t.getPool(ctx, name); err != nil {
+			return err
+		}
+		// Lock the pool's hosts first, so a concurrent placement either
+		// commits before us (and is counted below) or finds no host.
+		if s.d.forUpdate != "" {
+			if _, err := t.exec(ctx, `SELECT name FROM session_hosts WHERE host_pool = ?`+s.d.forUpdate, name); err != nil {
+				return err
+			}
+		}
+		var open int
+		if err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND state <> 'LoggedOff'`, name).Scan(&open); err != nil {
+			return err
+		}
+		if open > 0 && !force {
+			return vdibroker.Errorf(vdibroker.EConflict, "host pool %q has %d open sessions; delete with force to end them", name, open)
+		}
+		for _, q := range []string{
+			`DELETE FROM user_sessions WHERE host_pool = ?`,
+			`DELETE FROM commands WHERE host_pool = ?`,
+			`DELETE FROM registration_tokens WHERE host_pool = ?`,
+			`DELETE FROM session_hosts WHERE host_pool = ?`,
+			`DELETE FROM host_pools WHERE name = ?`,
+		} {
+			if _, err := t.exec(ctx, q, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap(err, "delete host pool %q", name)
+}
+
+// wrap adds context to internal errors and passes domain errors through
+// unchanged (their message is what the caller sees).
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var e *vdibroker.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}

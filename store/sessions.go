@@ -1,0 +1,302 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Reasons a session ended (UserSession.EndReason).
+const (
+	ReasonPendingTimeout  = "PendingTimeout"
+	ReasonNotReported     = "NotReported"
+	ReasonHostUnavailable = "HostUnavailable"
+	ReasonHostDeleted     = "HostDeleted"
+)
+
+const sessionCols = `id, user_name, host_pool, session_host, state, create_time, state_time,
+	agent_session_id, end_reason`
+
+func scanSession(sc scanner) (*vdibroker.UserSession, error) {
+	var u vdibroker.UserSession
+	var ct, st int64
+	if err := sc.Scan(&u.ID, &u.User, &u.HostPool, &u.SessionHost, &u.State, &ct, &st,
+		&u.AgentSessionID, &u.EndReason); err != nil {
+		return nil, err
+	}
+	u.CreateTime, u.StateTime = fromNS(ct), fromNS(st)
+	return &u, nil
+}
+
+func (t *tx) getSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
+	u, err := scanSession(t.row(ctx, `SELECT `+sessionCols+` FROM user_sessions WHERE id = ? AND host_pool = ?`, id, pool))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("user session %q not found in host pool %q", id, pool)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session %s: %w", id, err)
+	}
+	return u, nil
+}
+
+// countsOf is what a session in state adds to its host's counts (R-S1).
+func countsOf(state string) (sessions, connecting int) {
+	switch state {
+	case vdibroker.StatePending:
+		return 1, 1
+	case vdibroker.StateActive, vdibroker.StateDisconnected:
+		return 1, 0
+	}
+	return 0, 0
+}
+
+// transition moves a session from state from to state to, only if it is
+// still in from, and returns the host count deltas it caused (zero when the
+// session had moved on). The caller holds the host's lock and applies the
+// deltas in the same transaction.
+func (t *tx) transition(ctx context.Context, id, from, to, reason string, now time.Time) (ds, dc int, err error) {
+	n, err := t.exec(ctx, `UPDATE user_sessions SET state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
+		WHERE id = ? AND state = ?`, to, ns(now), reason, false, id, from)
+	if err != nil || n == 0 {
+		return 0, 0, err
+	}
+	s0, c0 := countsOf(from)
+	s1, c1 := countsOf(to)
+	return s1 - s0, c1 - c0, nil
+}
+
+// endSession ends an open session and keeps its host's counts current.
+// Ending an ended session is a no-op.
+func (t *tx) endSession(ctx context.Context, pool, id, reason string, now time.Time) error {
+	u, err := t.getSession(ctx, pool, id)
+	if err != nil || !u.Open() {
+		return err
+	}
+	// Host lock first, then read the state again: every state change takes
+	// the host lock, so the state read now is stable until commit.
+	if err := t.lockHost(ctx, pool, u.SessionHost); err != nil {
+		return err
+	}
+	if u, err = t.getSession(ctx, pool, id); err != nil || !u.Open() {
+		return err
+	}
+	ds, dc, err := t.transition(ctx, id, u.State, vdibroker.StateLoggedOff, reason, now)
+	if err != nil {
+		return err
+	}
+	return t.addCounts(ctx, pool, u.SessionHost, ds, dc)
+}
+
+// GetPlacement returns a session's decision record (R-C7); NotFound for a
+// session without one (adopted sessions were not placed).
+func (s *DB) GetPlacement(ctx context.Context, pool, sessionID string) ([]byte, error) {
+	var rec []byte
+	err := s.read(ctx, func(t *tx) error {
+		err := t.row(ctx, `SELECT placement FROM user_sessions WHERE id = ? AND host_pool = ?`, sessionID, pool).Scan(&rec)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("user session %q not found in host pool %q", sessionID, pool)
+		}
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			return notFound("user session %q has no placement record: it was not placed by the broker", sessionID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "get placement %s", sessionID)
+	}
+	return rec, nil
+}
+
+// GetUserSession returns one session.
+func (s *DB) GetUserSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
+	var u *vdibroker.UserSession
+	err := s.read(ctx, func(t *tx) (err error) {
+		u, err = t.getSession(ctx, pool, id)
+		return err
+	})
+	return u, err
+}
+
+// ListUserSessions lists sessions by ID ascending, after f.After, at most
+// f.Limit.
+func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([]*vdibroker.UserSession, error) {
+	var where []string
+	var args []any
+	add := func(cond string, arg any) {
+		where = append(where, cond)
+		args = append(args, arg)
+	}
+	if f.HostPool != "" {
+		add("host_pool = ?", f.HostPool)
+	}
+	if f.User != "" {
+		add("user_name = ?", f.User)
+	}
+	if f.State != "" {
+		add("state = ?", f.State)
+	} else {
+		add("state <> ?", vdibroker.StateLoggedOff)
+	}
+	if f.SessionHost != "" {
+		add("session_host = ?", f.SessionHost)
+	}
+	if f.After != "" {
+		add("id > ?", f.After)
+	}
+	q := `SELECT ` + sessionCols + ` FROM user_sessions WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	var out []*vdibroker.UserSession
+	err := s.read(ctx, func(t *tx) error {
+		rows, err := t.query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			u, err := scanSession(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, u)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list user sessions: %w", err)
+	}
+	return out, nil
+}
+
+// EndSession marks a session LoggedOff with reason (no-op if ended).
+func (s *DB) EndSession(ctx context.Context, pool, id, reason string, now time.Time) error {
+	err := s.write(ctx, func(t *tx) error {
+		return t.endSession(ctx, pool, id, reason, now)
+	})
+	return wrap(err, "end session %s", id)
+}
+
+// ExpirePending ends Pending sessions never seen by their agent within
+// their pool's pendingTimeoutSeconds (R-S3).
+func (s *DB) ExpirePending(ctx context.Context, now time.Time) (int, error) {
+	type cand struct{ pool, host, id string }
+	var ended int
+	err := s.write(ctx, func(t *tx) error {
+		ended = 0
+		rows, err := t.query(ctx, `SELECT u.host_pool, u.session_host, u.id FROM user_sessions u
+			JOIN host_pools p ON p.name = u.host_pool
+			WHERE u.state = ? AND u.agent_session_id = '' AND u.state_time + p.pending_timeout_seconds * 1000000000 < ?
+			ORDER BY u.host_pool, u.session_host, u.id`, vdibroker.StatePending, ns(now))
+		if err != nil {
+			return err
+		}
+		var cands []cand
+		for rows.Next() {
+			var c cand
+			if err := rows.Scan(&c.pool, &c.host, &c.id); err != nil {
+				rows.Close()
+				return err
+			}
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := 0; i < len(cands); {
+			// One host at a time: lock it, end its expired sessions, fix
+			// its counts once.
+			j := i
+			for j < len(cands) && cands[j].pool == cands[i].pool && cands[j].host == cands[i].host {
+				j++
+			}
+			c := cands[i]
+			if err := t.lockHost(ctx, c.pool, c.host); err != nil {
+				return err
+			}
+			var ds, dc int
+			for _, c := range cands[i:j] {
+				s1, c1, err := t.transition(ctx, c.id, vdibroker.StatePending, vdibroker.StateLoggedOff, ReasonPendingTimeout, now)
+				if err != nil {
+					return err
+				}
+				ds, dc = ds+s1, dc+c1
+				if s1 != 0 {
+					ended++
+				}
+			}
+			if err := t.addCounts(ctx, c.pool, c.host, ds, dc); err != nil {
+				return err
+			}
+			i = j
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrap(err, "expire pending sessions")
+	}
+	return ended, nil
+}
+
+const commandCols = `id, host_pool, session_host, type, session_id, agent_session_id, user_name,
+	message, state, result, create_time`
+
+func scanCommand(sc scanner, seq *int64) (vdibroker.Command, error) {
+	var c vdibroker.Command
+	var ct int64
+	err := sc.Scan(&c.ID, &c.HostPool, &c.SessionHost, &c.Type, &c.SessionID, &c.AgentSessionID,
+		&c.User, &c.Message, &c.State, &c.Result, &ct, seq)
+	c.CreateTime = fromNS(ct)
+	return c, err
+}
+
+func (t *tx) insertCommand(ctx context.Context, c *vdibroker.Command) error {
+	_, err := t.exec(ctx, `INSERT INTO commands (`+commandCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
+		c.ID, c.HostPool, c.SessionHost, c.Type, c.SessionID, c.AgentSessionID, c.User,
+		c.Message, c.State, c.Result, ns(c.CreateTime))
+	return err
+}
+
+// QueueCommand stores a command for a host's agent (R-S4). An empty ID is
+// generated; the state is Queued.
+func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
+	if c.ID == "" {
+		c.ID = NewID()
+	}
+	if c.CreateTime.IsZero() {
+		c.CreateTime = s.now()
+	}
+	c.State, c.Result = vdibroker.CommandQueued, ""
+	err := s.write(ctx, func(t *tx) error {
+		if _, err := t.getHost(ctx, c.HostPool, c.SessionHost, false); err != nil {
+			return err
+		}
+		if c.SessionID != "" {
+			u, err := t.getSession(ctx, c.HostPool, c.SessionID)
+			if err != nil {
+				return err
+			}
+			if u.SessionHost != c.SessionHost {
+				return vdibroker.FieldError("sessionHost", "session %q is on host %q, not %q", u.ID, u.SessionHost, c.SessionHost)
+			}
+			if c.User == "" {
+				c.User = u.User
+			}
+			if c.AgentSessionID == "" {
+				c.AgentSessionID = u.AgentSessionID
+			}
+		}
+		return t.insertCommand(ctx, c)
+	})
+	return wrap(err, "queue command for %s/%s", c.HostPool, c.SessionHost)
+}

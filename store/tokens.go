@@ -1,0 +1,201 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// CreateToken stores an API token (its hash only).
+func (s *DB) CreateToken(ctx context.Context, tk *vdibroker.Token) error {
+	if tk.ID == "" {
+		tk.ID = NewID()
+	}
+	if tk.Hash == "" {
+		return vdibroker.Errorf(vdibroker.EInvalid, "token hash is empty")
+	}
+	err := s.write(ctx, func(t *tx) error {
+		_, err := t.exec(ctx, `INSERT INTO tokens (id, role, subject, hash, create_time, expire_time) VALUES (?,?,?,?,?,?)`,
+			tk.ID, tk.Role, tk.Subject, tk.Hash, ns(tk.CreateTime), nsPtr(tk.ExpireTime))
+		if err != nil && t.d.isUnique(err) {
+			return vdibroker.Errorf(vdibroker.EConflict, "token already exists")
+		}
+		return err
+	})
+	return wrap(err, "create token")
+}
+
+const tokenCols = `id, role, subject, hash, create_time, expire_time`
+
+func scanToken(sc scanner) (*vdibroker.Token, error) {
+	var tk vdibroker.Token
+	var ct int64
+	var et sql.NullInt64
+	if err := sc.Scan(&tk.ID, &tk.Role, &tk.Subject, &tk.Hash, &ct, &et); err != nil {
+		return nil, err
+	}
+	tk.CreateTime, tk.ExpireTime = fromNS(ct), fromNSPtr(et)
+	return &tk, nil
+}
+
+// TokenByHash finds an API token by its hash: Unauthenticated when none.
+// Expiry is the caller's to check (ExpireTime), against its own clock.
+func (s *DB) TokenByHash(ctx context.Context, hash string) (*vdibroker.Token, error) {
+	var tk *vdibroker.Token
+	err := s.read(ctx, func(t *tx) (err error) {
+		tk, err = scanToken(t.row(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) || hash == "" {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "unknown token")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("token by hash: %w", err)
+	}
+	return tk, nil
+}
+
+// ListTokens lists API tokens by creation time, then id.
+func (s *DB) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {
+	var out []*vdibroker.Token
+	err := s.read(ctx, func(t *tx) error {
+		rows, err := t.query(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY create_time, id`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			tk, err := scanToken(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, tk)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteToken deletes an API token (NotFound when none).
+func (s *DB) DeleteToken(ctx context.Context, id string) error {
+	err := s.write(ctx, func(t *tx) error {
+		n, err := t.exec(ctx, `DELETE FROM tokens WHERE id = ?`, id)
+		if err == nil && n == 0 {
+			return notFound("token %q not found", id)
+		}
+		return err
+	})
+	return wrap(err, "delete token %s", id)
+}
+
+// CreateRegistrationToken stores a registration token for an existing pool.
+func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.RegistrationToken) error {
+	if rt.ID == "" {
+		rt.ID = NewID()
+	}
+	if rt.Hash == "" {
+		return vdibroker.Errorf(vdibroker.EInvalid, "registration token hash is empty")
+	}
+	err := s.write(ctx, func(t *tx) error {
+		if _, err := t.getPool(ctx, rt.HostPool); err != nil {
+			return err
+		}
+		_, err := t.exec(ctx, `INSERT INTO registration_tokens (id, host_pool, hash, create_time, expire_time) VALUES (?,?,?,?,?)`,
+			rt.ID, rt.HostPool, rt.Hash, ns(rt.CreateTime), ns(rt.ExpireTime))
+		if err != nil && t.d.isUnique(err) {
+			return vdibroker.Errorf(vdibroker.EConflict, "registration token already exists")
+		}
+		return err
+	})
+	return wrap(err, "create registration token for %q", rt.HostPool)
+}
+
+// RegisterHost checks a registration token by hash and expiry, then creates
+// the named host in the token's pool or re-keys the existing one: the new
+// credential hash replaces the old, which stops working at once. Agent
+// fields (address, protocols, standardFeatures when sent, policy when sent)
+// are taken from req.
+func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.RegisterRequest, credentialHash string, now time.Time) (*vdibroker.SessionHost, error) {
+	if credentialHash == "" {
+		return nil, vdibroker.Errorf(vdibroker.EInvalid, "credential hash is empty")
+	}
+	var out *vdibroker.SessionHost
+	err := s.write(ctx, func(t *tx) error {
+		var pool string
+		var exp int64
+		err := t.row(ctx, `SELECT host_pool, expire_time FROM registration_tokens WHERE hash = ?`, tokenHash).Scan(&pool, &exp)
+		if errors.Is(err, sql.ErrNoRows) || tokenHash == "" {
+			return vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid registration token")
+		}
+		if err != nil {
+			return err
+		}
+		if !now.Before(fromNS(exp)) {
+			return vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token expired at %s", fromNS(exp).Format(time.RFC3339))
+		}
+		h, err := t.getHost(ctx, pool, req.HostName, true)
+		switch {
+		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+			h = &vdibroker.SessionHost{HostPool: pool, Name: req.HostName, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
+			if req.StandardFeatures != nil {
+				h.StandardFeatures = *req.StandardFeatures
+			}
+			if req.Policy != nil {
+				h.Policy = *req.Policy
+			}
+			_, err = t.exec(ctx, `INSERT INTO session_hosts (host_pool, name, address, protocols,
+				standard_features, allow_new_session, assigned_users, policy, create_time, credential_hash)
+				VALUES (?,?,?,?,?,?,?,?,?,?)`,
+				pool, req.HostName, req.Address, list(req.Protocols), h.StandardFeatures, true,
+				list(nil), jsonText(h.Policy), ns(now), credentialHash)
+		case err != nil:
+			return err
+		default:
+			if req.StandardFeatures != nil {
+				h.StandardFeatures = *req.StandardFeatures
+			}
+			if req.Policy != nil {
+				h.Policy = *req.Policy
+			}
+			_, err = t.exec(ctx, `UPDATE session_hosts SET address = ?, protocols = ?, standard_features = ?,
+				policy = ?, credential_hash = ?, shutting_down = ? WHERE host_pool = ? AND name = ?`,
+				req.Address, list(req.Protocols), h.StandardFeatures, jsonText(h.Policy), credentialHash,
+				false, pool, req.HostName)
+		}
+		if err != nil {
+			if t.d.isUnique(err) {
+				return vdibroker.Errorf(vdibroker.EConflict, "host credential already in use")
+			}
+			return err
+		}
+		out, err = t.getHost(ctx, pool, req.HostName, false)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "register host %q", req.HostName)
+	}
+	return out, nil
+}
+
+// HostByCredential finds the host a credential hash belongs to.
+func (s *DB) HostByCredential(ctx context.Context, credentialHash string) (*vdibroker.SessionHost, error) {
+	var h *vdibroker.SessionHost
+	err := s.read(ctx, func(t *tx) (err error) {
+		h, err = scanHost(t.row(ctx, `SELECT `+hostCols+` FROM session_hosts WHERE credential_hash = ?`, credentialHash))
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) || credentialHash == "" {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "unknown host credential")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("host by credential: %w", err)
+	}
+	return h, nil
+}
