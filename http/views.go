@@ -212,6 +212,6 @@ func (vs *views) refreshHost(ctx context.Context, pool, name string) {
 // samePool reports whether two reads of a pool have the same settings.
 func samePool(a, b *vdibroker.HostPool) bool {
 	x, y := *a, *b
-	x.CreateTime, x.UpdateTime, y.CreateTime, y.UpdateTime = y.CreateTime, y.UpdateTime, y.CreateTime, y.UpdateTime
+	x.CreateTime, x.UpdateTime = y.CreateTime, y.UpdateTime
 	return x == y
 }

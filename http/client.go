@@ -1,0 +1,472 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/placement"
+)
+
+// Client is a typed client of the whole API of SPEC §9. Errors the server
+// answers are returned as *vdibroker.Error decoded from the body, so callers
+// use vdibroker.ErrorCode / ErrorMessage / ErrorField; transport failures
+// are returned wrapped as they come. List methods follow nextLink and
+// return every item. A Client is safe for concurrent use.
+type Client struct {
+	// BaseURL is the broker's root, e.g. "http://127.0.0.1:8080".
+	BaseURL string
+	// Token is sent as "Authorization: Bearer <Token>" (may be empty).
+	Token string
+	// HTTPClient does the requests (nethttp.DefaultClient when nil).
+	HTTPClient *nethttp.Client
+	// PageSize is the ?limit= of list requests (0 = the server default 100).
+	PageSize int
+}
+
+// NewClient returns a client of the broker at baseURL using token.
+func NewClient(baseURL, token string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token}
+}
+
+// HostPoolFields are the §2 fields of a host pool for PutHostPool and
+// PatchHostPool: nil means absent (PUT: the default; PATCH: unchanged). A
+// map[string]any with the JSON field names works as a body too.
+type HostPoolFields struct {
+	HostPoolType                      *string              `json:"hostPoolType,omitempty"`
+	LoadBalancerType                  *string              `json:"loadBalancerType,omitempty"`
+	MaxSessionLimit                   *int                 `json:"maxSessionLimit,omitempty"`
+	PersonalDesktopAssignmentType     *string              `json:"personalDesktopAssignmentType,omitempty"`
+	LoadBalancing                     *LoadBalancingFields `json:"loadBalancing,omitempty"`
+	HeartbeatTimeoutSeconds           *int                 `json:"heartbeatTimeoutSeconds,omitempty"`
+	PendingTimeoutSeconds             *int                 `json:"pendingTimeoutSeconds,omitempty"`
+	DisconnectedSessionTimeoutMinutes *int                 `json:"disconnectedSessionTimeoutMinutes,omitempty"`
+	Description                       *string              `json:"description,omitempty"`
+	FriendlyName                      *string              `json:"friendlyName,omitempty"`
+}
+
+// LoadBalancingFields are the §6 settings; nil means absent.
+type LoadBalancingFields struct {
+	UseCustomScript                *bool    `json:"useCustomScript,omitempty"`
+	IncludeSessionCount            *bool    `json:"includeSessionCount,omitempty"`
+	CPUThreshold                   *float64 `json:"cpuThreshold,omitempty"`
+	MemoryThreshold                *float64 `json:"memoryThreshold,omitempty"`
+	DiskQueueLengthThreshold       *float64 `json:"diskQueueLengthThreshold,omitempty"`
+	DiskReadLatencyThreshold       *float64 `json:"diskReadLatencyThreshold,omitempty"`
+	DiskWriteLatencyThreshold      *float64 `json:"diskWriteLatencyThreshold,omitempty"`
+	LoadIndexThreshold             *int     `json:"loadIndexThreshold,omitempty"`
+	ConnectingSessionThreshold     *int     `json:"connectingSessionThreshold,omitempty"`
+	MinServersInQueue              *int     `json:"minServersInQueue,omitempty"`
+	HostLoadIndexThreshold         *int     `json:"hostLoadIndexThreshold,omitempty"`
+	HostConnectingSessionThreshold *int     `json:"hostConnectingSessionThreshold,omitempty"`
+	SampleIntervalSeconds          *int     `json:"sampleIntervalSeconds,omitempty"`
+}
+
+// SessionQuery filters ListUserSessions; empty fields match all, an empty
+// State matches the open states (not LoggedOff).
+type SessionQuery struct {
+	User        string
+	State       string
+	SessionHost string
+}
+
+// Ptr returns a pointer to v, for the optional fields of request structs.
+func Ptr[T any](v T) *T { return &v }
+
+// HostPoolResult is a host pool answer: the pool, its R-P3 warnings, and
+// whether a PUT created it.
+type HostPoolResult struct {
+	HostPoolResponse
+	Created bool `json:"-"`
+}
+
+// PutHostPool creates (Created) or replaces the pool name. body is the §2
+// fields: HostPoolFields, map[string]any or *vdibroker.HostPool; absent
+// fields take their defaults.
+func (c *Client) PutHostPool(ctx context.Context, name string, body any) (*HostPoolResult, error) {
+	var out HostPoolResult
+	status, err := c.do(ctx, "PUT", poolPath(name), nil, body, &out, nil)
+	out.Created = status == nethttp.StatusCreated
+	return resultOrNil(&out, err)
+}
+
+// PatchHostPool changes the fields body names (HostPoolFields or
+// map[string]any) and returns the whole pool. A refused change changes
+// nothing (R-P4); changing hostPoolType is refused (R-P1).
+func (c *Client) PatchHostPool(ctx context.Context, name string, body any) (*HostPoolResult, error) {
+	var out HostPoolResult
+	_, err := c.do(ctx, "PATCH", poolPath(name), nil, body, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// CreateHostPool is PutHostPool (the CLI's name for it).
+func (c *Client) CreateHostPool(ctx context.Context, name string, body any) (*HostPoolResult, error) {
+	return c.PutHostPool(ctx, name, body)
+}
+
+// UpdateHostPool is PatchHostPool (the CLI's name for it).
+func (c *Client) UpdateHostPool(ctx context.Context, name string, body any) (*HostPoolResult, error) {
+	return c.PatchHostPool(ctx, name, body)
+}
+
+// GetHostPool returns one pool with its warnings.
+func (c *Client) GetHostPool(ctx context.Context, name string) (*HostPoolResult, error) {
+	var out HostPoolResult
+	_, err := c.do(ctx, "GET", poolPath(name), nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// ListHostPools returns every pool, by name.
+func (c *Client) ListHostPools(ctx context.Context) ([]*HostPoolResult, error) {
+	return listAll[*HostPoolResult](ctx, c, "/api/v1/hostpools", nil)
+}
+
+// DeleteHostPool deletes a pool with its hosts; refused with Conflict while
+// sessions exist unless force.
+func (c *Client) DeleteHostPool(ctx context.Context, name string, force bool) error {
+	_, err := c.do(ctx, "DELETE", poolPath(name), forceQuery(force), nil, nil, nil)
+	return err
+}
+
+// PutSessionHost creates or replaces a host's admin fields (absent ones take
+// their defaults; an absent address keeps the registered one). A new host is
+// Unavailable until its agent registers and sends a heartbeat.
+func (c *Client) PutSessionHost(ctx context.Context, pool, name string, req SessionHostRequest) (*vdibroker.SessionHost, error) {
+	var out vdibroker.SessionHost
+	_, err := c.do(ctx, "PUT", hostPath(pool, name), nil, req, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// PatchSessionHost changes allowNewSession, assignedUsers, standardFeatures
+// and address. body is a SessionHostRequest or a map[string]any.
+func (c *Client) PatchSessionHost(ctx context.Context, pool, name string, body any) (*vdibroker.SessionHost, error) {
+	var out vdibroker.SessionHost
+	_, err := c.do(ctx, "PATCH", hostPath(pool, name), nil, body, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// UpdateSessionHost is PatchSessionHost (the CLI's name for it).
+func (c *Client) UpdateSessionHost(ctx context.Context, pool, name string, body any) (*vdibroker.SessionHost, error) {
+	return c.PatchSessionHost(ctx, pool, name, body)
+}
+
+// GetSessionHost returns one host with its status and load index as of now.
+func (c *Client) GetSessionHost(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error) {
+	var out vdibroker.SessionHost
+	_, err := c.do(ctx, "GET", hostPath(pool, name), nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// ListSessionHosts returns every host of the pool in query order.
+func (c *Client) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
+	return listAll[*vdibroker.SessionHost](ctx, c, poolPath(pool)+"/sessionhosts", nil)
+}
+
+// DeleteSessionHost deletes a host and revokes its credential; refused with
+// Conflict while it has sessions unless force.
+func (c *Client) DeleteSessionHost(ctx context.Context, pool, name string, force bool) error {
+	_, err := c.do(ctx, "DELETE", hostPath(pool, name), forceQuery(force), nil, nil, nil)
+	return err
+}
+
+// ListUserSessions returns the pool's sessions matching q, by id.
+func (c *Client) ListUserSessions(ctx context.Context, pool string, q SessionQuery) ([]*vdibroker.UserSession, error) {
+	v := url.Values{}
+	for k, s := range map[string]string{"user": q.User, "state": q.State, "sessionHost": q.SessionHost} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return listAll[*vdibroker.UserSession](ctx, c, poolPath(pool)+"/usersessions", v)
+}
+
+// GetUserSession returns one session.
+func (c *Client) GetUserSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
+	var out vdibroker.UserSession
+	_, err := c.do(ctx, "GET", sessionPath(pool, id), nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// Logoff queues a logoff of the session for its host's agent (R-S4).
+func (c *Client) Logoff(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
+	var out vdibroker.Command
+	_, err := c.do(ctx, "DELETE", sessionPath(pool, id), nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// Disconnect queues a disconnect of an Active session (R-S4).
+func (c *Client) Disconnect(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
+	var out vdibroker.Command
+	_, err := c.do(ctx, "POST", sessionPath(pool, id)+"/disconnect", nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// SendMessage queues a message to the session's user (R-S4).
+func (c *Client) SendMessage(ctx context.Context, pool, id, message string) error {
+	_, err := c.do(ctx, "POST", sessionPath(pool, id)+"/sendmessage", nil, SendMessageRequest{Message: message}, nil, nil)
+	return err
+}
+
+// LogoffUserSession is Logoff without the command (the CLI's name for it).
+func (c *Client) LogoffUserSession(ctx context.Context, pool, id string) error {
+	_, err := c.Logoff(ctx, pool, id)
+	return err
+}
+
+// DisconnectUserSession is Disconnect without the command (the CLI's name).
+func (c *Client) DisconnectUserSession(ctx context.Context, pool, id string) error {
+	_, err := c.Disconnect(ctx, pool, id)
+	return err
+}
+
+// GetPlacement returns the decision record of a session (R-C7).
+func (c *Client) GetPlacement(ctx context.Context, pool, id string) (*placement.Explain, error) {
+	var out placement.Explain
+	_, err := c.do(ctx, "GET", sessionPath(pool, id)+"/placement", nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// Placement is GetPlacement (the CLI's name for it).
+func (c *Client) Placement(ctx context.Context, pool, id string) (*placement.Explain, error) {
+	return c.GetPlacement(ctx, pool, id)
+}
+
+// ConnectResult is a connect answer and whether it made a new session (201).
+type ConnectResult struct {
+	ConnectResponse
+	Created bool `json:"-"`
+}
+
+// Connect places req.User in the pool (SPEC §4): a new Pending session
+// (Created), the existing one (Reconnect), or a dry run. A NoCapacity
+// error's message says why and what to do (R-C5).
+func (c *Client) Connect(ctx context.Context, pool string, req ConnectRequest) (*ConnectResult, error) {
+	return c.ConnectIdempotent(ctx, pool, req, "")
+}
+
+// ConnectIdempotent is Connect with an Idempotency-Key: the same key gets
+// the same answer (R-C6).
+func (c *Client) ConnectIdempotent(ctx context.Context, pool string, req ConnectRequest, key string) (*ConnectResult, error) {
+	var out ConnectResult
+	var h nethttp.Header
+	if key != "" {
+		h = nethttp.Header{"Idempotency-Key": {key}}
+	}
+	status, err := c.do(ctx, "POST", poolPath(pool)+"/connect", nil, req, &out, h)
+	out.Created = status == nethttp.StatusCreated
+	return resultOrNil(&out, err)
+}
+
+// CreateRegistrationToken issues a token agents use to register hosts into
+// the pool (expiresInSeconds 3600..2332800; 0 = 3600).
+func (c *Client) CreateRegistrationToken(ctx context.Context, pool string, req RegistrationTokenRequest) (*RegistrationTokenResponse, error) {
+	var out RegistrationTokenResponse
+	var body any = req
+	if req.ExpiresInSeconds == 0 {
+		body = struct{}{}
+	}
+	_, err := c.do(ctx, "POST", poolPath(pool)+"/registrationtoken", nil, body, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// CreateToken issues an API token (admin token only); the secret is in
+// TokenResponse.Secret and is shown only once.
+func (c *Client) CreateToken(ctx context.Context, req TokenRequest) (*TokenResponse, error) {
+	var out TokenResponse
+	_, err := c.do(ctx, "POST", "/api/v1/tokens", nil, req, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// ListTokens lists API tokens without secrets (admin token only).
+func (c *Client) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {
+	return listAll[*vdibroker.Token](ctx, c, "/api/v1/tokens", nil)
+}
+
+// DeleteToken revokes an API token (admin token only).
+func (c *Client) DeleteToken(ctx context.Context, id string) error {
+	_, err := c.do(ctx, "DELETE", "/api/v1/tokens/"+url.PathEscape(id), nil, nil, nil, nil)
+	return err
+}
+
+// Register registers a session host with a registration token (no API
+// token needed) and returns its credential.
+func (c *Client) Register(ctx context.Context, req *vdibroker.RegisterRequest) (*vdibroker.RegisterResponse, error) {
+	var out vdibroker.RegisterResponse
+	_, err := c.do(ctx, "POST", "/api/v1/agent/register", nil, req, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// Heartbeat sends an agent heartbeat with the host credential (instead of
+// the client's token) and returns the commands to run and the settings.
+func (c *Client) Heartbeat(ctx context.Context, credential string, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResponse, error) {
+	var out vdibroker.HeartbeatResponse
+	h := nethttp.Header{"Authorization": {"Bearer " + credential}}
+	_, err := c.do(ctx, "POST", "/api/v1/agent/heartbeat", nil, hb, &out, h)
+	return resultOrNil(&out, err)
+}
+
+// Healthz reports whether the broker is up and its store open.
+func (c *Client) Healthz(ctx context.Context) error {
+	_, err := c.do(ctx, "GET", "/healthz", nil, nil, nil, nil)
+	return err
+}
+
+func poolPath(pool string) string { return "/api/v1/hostpools/" + url.PathEscape(pool) }
+
+func hostPath(pool, host string) string {
+	return poolPath(pool) + "/sessionhosts/" + url.PathEscape(host)
+}
+
+func sessionPath(pool, id string) string {
+	return poolPath(pool) + "/usersessions/" + url.PathEscape(id)
+}
+
+func forceQuery(force bool) url.Values {
+	if !force {
+		return nil
+	}
+	return url.Values{"force": {"true"}}
+}
+
+func resultOrNil[T any](v *T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// listAll follows nextLink from path until the last page.
+func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, error) {
+	if q == nil {
+		q = url.Values{}
+	}
+	if c.PageSize > 0 {
+		q.Set("limit", strconv.Itoa(c.PageSize))
+	}
+	all := []T{}
+	next := path
+	if len(q) > 0 {
+		next += "?" + q.Encode()
+	}
+	for next != "" {
+		var pg page[T]
+		if _, err := c.do(ctx, "GET", next, nil, nil, &pg, nil); err != nil {
+			return nil, err
+		}
+		all = append(all, pg.Value...)
+		next = pg.NextLink
+	}
+	return all, nil
+}
+
+// do sends one request and decodes a 2xx answer into out (when not nil) or
+// an error answer into *vdibroker.Error. It returns the status.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any, h nethttp.Header) (int, error) {
+	u, err := c.url(path, q)
+	if err != nil {
+		return 0, err
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: encode body: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := nethttp.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = nethttp.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, decodeErrorAnswer(resp, data)
+	}
+	if out != nil && len(data) > 0 && resp.StatusCode != nethttp.StatusNoContent {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// url resolves path (which may carry a query, as nextLink does) against
+// BaseURL.
+func (c *Client) url(path string, q url.Values) (string, error) {
+	base, err := url.Parse(c.BaseURL)
+	if err != nil {
+		return "", fmt.Errorf("server URL %q: %w", c.BaseURL, err)
+	}
+	ref, err := url.Parse(path)
+	if err != nil {
+		return "", err
+	}
+	// Keep a path prefix of BaseURL (a broker behind a reverse proxy).
+	if ref.Host == "" && strings.HasPrefix(ref.Path, "/") {
+		ref.Path = strings.TrimRight(base.Path, "/") + ref.Path
+		ref.RawPath = ""
+	}
+	u := base.ResolveReference(ref)
+	if len(q) > 0 {
+		qq := u.Query()
+		for k, vs := range q {
+			qq[k] = vs
+		}
+		u.RawQuery = qq.Encode()
+	}
+	return u.String(), nil
+}
+
+// decodeErrorAnswer turns an error answer into *vdibroker.Error: the body's
+// error when it has one, else one made from the status.
+func decodeErrorAnswer(resp *nethttp.Response, data []byte) error {
+	var eb errorBody
+	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != nil && eb.Error.Code != "" {
+		return eb.Error
+	}
+	code := vdibroker.EInternal
+	for _, c := range []string{vdibroker.EInvalid, vdibroker.EUnauthenticated, vdibroker.EPermission,
+		vdibroker.ENotFound, vdibroker.EConflict, vdibroker.ENoCapacity} {
+		if vdibroker.HTTPStatus(c) == resp.StatusCode {
+			code = c
+			break
+		}
+	}
+	msg := strings.TrimSpace(string(data))
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	if msg == "" {
+		msg = resp.Status
+	}
+	return &vdibroker.Error{Code: code, Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)}
+}
