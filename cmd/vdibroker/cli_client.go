@@ -1,0 +1,201 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// defaultServer is the broker the admin commands talk to when neither
+// --server nor VDIBROKER_SERVER says otherwise (serve's default --listen).
+const defaultServer = "http://127.0.0.1:8080"
+
+// newAdminCommands returns the admin command tree (SPEC §11). It is a
+// function, not a set of globals, so tests build a fresh tree per run and
+// no flag value leaks from one invocation into the next.
+func newAdminCommands() []*cobra.Command {
+	return []*cobra.Command{
+		newHostPoolCmd(),
+		newSessionHostCmd(),
+		newUserSessionCmd(),
+		newConnectCmd(),
+		newPlacementCmd(),
+		newRegistrationTokenCmd(),
+		newTokenCmd(),
+	}
+}
+
+func init() { rootCmd.AddCommand(newAdminCommands()...) }
+
+// admin holds the flags every admin command shares: where the broker is, the
+// token, and how to print the answer.
+type admin struct {
+	server string
+	token  string
+	out    output
+}
+
+// addAdminFlags registers --server, --token, --output and --query on a
+// top-level admin command, for it and all its subcommands.
+func addAdminFlags(cmd *cobra.Command) *admin {
+	a := &admin{}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&a.server, "server", "", "broker URL (default $VDIBROKER_SERVER, else "+defaultServer+")")
+	pf.StringVar(&a.token, "token", "", "API token (default $VDIBROKER_TOKEN)")
+	pf.StringVarP(&a.out.Format, "output", "o", "", "output format: table, json, yaml or tsv")
+	pf.StringVar(&a.out.Query, "query", "", "JMESPath query applied to the result before formatting, e.g. \"[].name\"")
+	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(formatTable, formatJSON, formatYAML, formatTSV))
+	return a
+}
+
+// client returns the API client for the flags and environment, or a usage
+// error when --output or --query are wrong, so nothing is sent.
+func (a *admin) client() (*vhttp.Client, error) {
+	if err := a.outputFor(formatTable).validate(); err != nil {
+		return nil, err
+	}
+	server := firstNonEmpty(a.server, os.Getenv("VDIBROKER_SERVER"), defaultServer)
+	token := firstNonEmpty(a.token, os.Getenv("VDIBROKER_TOKEN"))
+	return vhttp.NewClient(strings.TrimRight(server, "/"), token), nil
+}
+
+// outputFor returns the output settings with def as the format when
+// --output was not given.
+func (a *admin) outputFor(def string) output {
+	o := a.out
+	if o.Format == "" {
+		o.Format = def
+	}
+	return o
+}
+
+// show prints the answer of a show or list command: a table unless --output
+// says otherwise.
+func (a *admin) show(cmd *cobra.Command, v any, columns []column) error {
+	return a.outputFor(formatTable).print(cmd.OutOrStdout(), v, columns)
+}
+
+// result prints the answer of a command that changes something only when
+// asked with --output or --query (json by default then), so that
+// `hostpool update` is silent like the example in SPEC §11.
+func (a *admin) result(cmd *cobra.Command, v any, columns []column) error {
+	if a.out.Format == "" && a.out.Query == "" {
+		return nil
+	}
+	return a.outputFor(formatJSON).print(cmd.OutOrStdout(), v, columns)
+}
+
+// apiError shows the server's message (SPEC §9 error body) as the error
+// text, without the code or a JSON blob; run prints it as "error: <message>"
+// and exits 1.
+type apiError struct{ err *vdibroker.Error }
+
+func (e apiError) Error() string {
+	msg := e.err.Message
+	if msg == "" {
+		msg = e.err.Code
+	}
+	if e.err.Field != "" && !strings.Contains(msg, e.err.Field) {
+		msg = e.err.Field + ": " + msg
+	}
+	return msg
+}
+
+func (e apiError) Unwrap() error { return e.err }
+
+// fail turns an error from the client into the error the user sees.
+func fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *vdibroker.Error
+	if errors.As(err, &e) {
+		return apiError{e}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		u, _ := url.Parse(ue.URL)
+		if u != nil {
+			u.Path, u.RawQuery = "", ""
+			return fmt.Errorf("cannot reach the broker at %s (set --server or VDIBROKER_SERVER): %v", u, ue.Err)
+		}
+	}
+	return err
+}
+
+// printWarnings writes the server's warnings (R-P3) to stderr.
+func printWarnings(cmd *cobra.Command, warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// requireFlags marks flags as required; cobra then refuses the command with
+// a usage error (exit 2) when one is missing.
+func requireFlags(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		if err := cmd.MarkFlagRequired(n); err != nil {
+			panic(err) // a flag name typo in this file
+		}
+	}
+}
+
+func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// boolValue is a boolean flag that takes its value as the next word, as in
+// `--allow-new-session false` (SPEC §11, az style), unlike pflag's bools
+// which only take `--flag=false`.
+type boolValue struct{ v *bool }
+
+func (b boolValue) String() string {
+	if b.v == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*b.v)
+}
+
+func (b boolValue) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("must be true or false")
+	}
+	*b.v = v
+	return nil
+}
+
+func (b boolValue) Type() string { return "true|false" }
+
+// writeFileAtomic writes data to path through a temp file and rename, so an
+// interrupted write never leaves half a file behind.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

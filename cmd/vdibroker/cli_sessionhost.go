@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// sessionHostColumns is the table of a session host (SPEC §3).
+var sessionHostColumns = []column{
+	{"Name", "name"},
+	{"Status", "status"},
+	{"AllowNewSession", "allowNewSession"},
+	{"Sessions", "sessions"},
+	{"ConnectingSessions", "connectingSessions"},
+	{"LoadIndex", "loadIndex"},
+	{"Address", "address"},
+}
+
+func newSessionHostCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "sessionhost",
+		Aliases: []string{"session-host"},
+		Short:   "Manage session hosts: drain, assign users, remove",
+		Long: `Manage session hosts (SPEC §3). Drain a host, as Update-AzWvdSessionHost -AllowNewSession:$false does:
+
+  vdibroker sessionhost update --host-pool contosohp01 --name sh-07 --allow-new-session false`,
+	}
+	a := addAdminFlags(cmd)
+	cmd.AddCommand(
+		newSessionHostListCmd(a),
+		newSessionHostShowCmd(a),
+		newSessionHostUpdateCmd(a),
+		newSessionHostDeleteCmd(a),
+	)
+	return cmd
+}
+
+func newSessionHostListCmd(a *admin) *cobra.Command {
+	var pool string
+	cmd := &cobra.Command{
+		Use:   "list --host-pool POOL",
+		Short: "List the session hosts of a host pool",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			hosts, err := c.ListSessionHosts(cmd.Context(), pool)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, hosts, sessionHostColumns)
+		},
+	}
+	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
+	requireFlags(cmd, "host-pool")
+	return cmd
+}
+
+func newSessionHostShowCmd(a *admin) *cobra.Command {
+	var pool, name string
+	cmd := &cobra.Command{
+		Use:   "show --host-pool POOL --name HOST",
+		Short: "Show a session host",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			h, err := c.GetSessionHost(cmd.Context(), pool, name)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, h, sessionHostColumns)
+		},
+	}
+	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
+	cmd.Flags().StringVarP(&name, "name", "n", "", "session host name")
+	requireFlags(cmd, "host-pool", "name")
+	return cmd
+}
+
+func newSessionHostUpdateCmd(a *admin) *cobra.Command {
+	var (
+		pool, name, address string
+		allowNew, standard  bool
+		assigned            []string
+	)
+	cmd := &cobra.Command{
+		Use:   "update --host-pool POOL --name HOST [flags]",
+		Short: "Drain or undrain a session host, assign users, change its address",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			patch := map[string]any{}
+			if f.Changed("allow-new-session") {
+				patch["allowNewSession"] = allowNew
+			}
+			if f.Changed("standard-features") {
+				patch["standardFeatures"] = standard
+			}
+			if f.Changed("address") {
+				patch["address"] = address
+			}
+			if f.Changed("assigned-user") {
+				// --assigned-user "" clears the assignments.
+				users := []string{}
+				for _, u := range assigned {
+					if u != "" {
+						users = append(users, u)
+					}
+				}
+				patch["assignedUsers"] = users
+			}
+			if len(patch) == 0 {
+				return usageError{fmt.Errorf("nothing to update: give --allow-new-session, --assigned-user, --standard-features or --address")}
+			}
+			h, err := c.UpdateSessionHost(cmd.Context(), pool, name, patch)
+			if err != nil {
+				return fail(err)
+			}
+			return a.result(cmd, h, sessionHostColumns)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pool, "host-pool", "", "host pool name")
+	f.StringVarP(&name, "name", "n", "", "session host name")
+	f.Var(boolValue{&allowNew}, "allow-new-session", "false drains the host: it takes no new session (true|false)")
+	f.Var(boolValue{&standard}, "standard-features", "the host supports multi-session, unauthenticated access and all protocols (true|false)")
+	f.StringArrayVar(&assigned, "assigned-user", nil, "user assigned to this personal host; repeat for several, \"\" for none (replaces the list)")
+	f.StringVar(&address, "address", "", "host:port clients connect to")
+	_ = cmd.RegisterFlagCompletionFunc("allow-new-session", fixedCompletion("true", "false"))
+	_ = cmd.RegisterFlagCompletionFunc("standard-features", fixedCompletion("true", "false"))
+	requireFlags(cmd, "host-pool", "name")
+	return cmd
+}
+
+func newSessionHostDeleteCmd(a *admin) *cobra.Command {
+	var (
+		pool, name string
+		force      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "delete --host-pool POOL --name HOST [--force]",
+		Short: "Remove a session host and revoke its credential (refused while it has sessions unless --force)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			return fail(c.DeleteSessionHost(cmd.Context(), pool, name, force))
+		},
+	}
+	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
+	cmd.Flags().StringVarP(&name, "name", "n", "", "session host name")
+	cmd.Flags().BoolVar(&force, "force", false, "delete even while sessions exist")
+	requireFlags(cmd, "host-pool", "name")
+	return cmd
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// userSessionColumns is the table of a user session (SPEC §9).
+var userSessionColumns = []column{
+	{"Id", "id"},
+	{"User", "user"},
+	{"SessionHost", "sessionHost"},
+	{"State", "state"},
+	{"CreateTime", "createTime"},
+}
+
+func newUserSessionCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "usersession",
+		Aliases: []string{"user-session"},
+		Short:   "List user sessions, log them off, disconnect them, send messages",
+		Long: `List user sessions and act on them (R-S4). Log off, disconnect and messages are
+queued for the session host's agent, which carries them out on its next heartbeat.
+Name the session with --id, or with --user for that user's open session(s) in the pool.`,
+	}
+	a := addAdminFlags(cmd)
+	cmd.AddCommand(
+		newUserSessionListCmd(a),
+		newUserSessionActionCmd(a, "logoff", "Log off a user session", nil),
+		newUserSessionActionCmd(a, "disconnect", "Disconnect a user session (it stays Disconnected, the user can reconnect)", nil),
+		newUserSessionActionCmd(a, "send-message", "Send a message to the user of a session", []string{"message"}),
+	)
+	return cmd
+}
+
+func newUserSessionListCmd(a *admin) *cobra.Command {
+	var pool, user, state, host string
+	cmd := &cobra.Command{
+		Use:   "list --host-pool POOL [--user U] [--state S] [--session-host H]",
+		Short: "List user sessions (not LoggedOff ones unless --state LoggedOff)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			sessions, err := c.ListUserSessions(cmd.Context(), pool, vhttp.SessionQuery{User: user, State: state, SessionHost: host})
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, sessions, userSessionColumns)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pool, "host-pool", "", "host pool name")
+	f.StringVar(&user, "user", "", "only this user's sessions")
+	f.StringVar(&state, "state", "", "only sessions in this state: Pending, Active, Disconnected or LoggedOff")
+	f.StringVar(&host, "session-host", "", "only sessions on this session host")
+	_ = cmd.RegisterFlagCompletionFunc("state", fixedCompletion(vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff))
+	requireFlags(cmd, "host-pool")
+	return cmd
+}
+
+// newUserSessionActionCmd builds logoff, disconnect and send-message: the
+// same selection of sessions (--id, or --user) and one queued command each.
+func newUserSessionActionCmd(a *admin, name, short string, required []string) *cobra.Command {
+	var pool, id, user, message string
+	cmd := &cobra.Command{
+		Use:   name + " --host-pool POOL (--id ID | --user U)",
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (id == "") == (user == "") {
+				return usageError{errors.New("give exactly one of --id and --user")}
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ids := []string{id}
+			if user != "" {
+				if ids, err = openSessionIDs(cmd.Context(), c, pool, user); err != nil {
+					return fail(err)
+				}
+				if len(ids) == 0 {
+					return fmt.Errorf("user %q has no open session in host pool %q", user, pool)
+				}
+			}
+			for _, sid := range ids {
+				switch name {
+				case "logoff":
+					err = c.LogoffUserSession(cmd.Context(), pool, sid)
+				case "disconnect":
+					err = c.DisconnectUserSession(cmd.Context(), pool, sid)
+				case "send-message":
+					err = c.SendMessage(cmd.Context(), pool, sid, message)
+				}
+				if err != nil {
+					return fail(err)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pool, "host-pool", "", "host pool name")
+	f.StringVar(&id, "id", "", "user session id")
+	f.StringVar(&user, "user", "", "act on this user's open session(s) in the pool")
+	if name == "send-message" {
+		f.StringVar(&message, "message", "", "the message text")
+	}
+	requireFlags(cmd, append([]string{"host-pool"}, required...)...)
+	return cmd
+}
+
+// openSessionIDs lists the ids of a user's open sessions in a pool.
+func openSessionIDs(ctx context.Context, c *vhttp.Client, pool, user string) ([]string, error) {
+	sessions, err := c.ListUserSessions(ctx, pool, vhttp.SessionQuery{User: user})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, s := range sessions {
+		ids = append(ids, s.ID)
+	}
+	return ids, nil
+}
