@@ -187,7 +187,7 @@ func (s *settings) detail(h *Host, reason string, li int, now time.Time) string 
 		}
 		return fmt.Sprintf("%d connecting sessions >= hostConnectingSessionThreshold %d", h.Connecting, tc)
 	case ReasonAssignedToOthers:
-		return "assigned to " + strings.Join(h.AssignedUsers, ", ")
+		return "assigned to another user"
 	}
 	return ""
 }
