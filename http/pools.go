@@ -59,15 +59,14 @@ func (s *Server) putPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err := decodeJSON(w, r, &HostPoolResponse{HostPool: p}); err != nil {
 		return err
 	}
-	p.FillDefaults()
 	old, err := s.store.GetHostPool(r.Context(), name)
-	switch {
-	case err == nil && old.HostPoolType != p.HostPoolType:
-		return hostPoolTypeChange(old.HostPoolType)
-	case err != nil && vdibroker.ErrorCode(err) != vdibroker.ENotFound:
-		return err
+	if err != nil {
+		if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			return err
+		}
+		old = nil
 	}
-	return s.storePool(w, r, name, p)
+	return s.storePool(w, r, name, old, p)
 }
 
 // patchPool changes the fields the body names: the existing pool under the
@@ -82,23 +81,24 @@ func (s *Server) patchPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err := decodeJSON(w, r, &HostPoolResponse{HostPool: &p}); err != nil {
 		return err
 	}
-	if p.HostPoolType != old.HostPoolType {
-		return hostPoolTypeChange(old.HostPoolType)
-	}
-	return s.storePool(w, r, name, &p)
+	return s.storePool(w, r, name, old, &p)
 }
 
 func hostPoolTypeChange(was string) error {
 	return vdibroker.FieldError("hostPoolType", "cannot be changed after creation (R-P1): this pool is %s; create a new host pool instead", was)
 }
 
-func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name string, p *vdibroker.HostPool) error {
+// storePool validates p and stores it; old is the pool before (nil when new).
+func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name string, old, p *vdibroker.HostPool) error {
 	if p.Name != name {
 		return vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
 	}
 	p.FillDefaults()
 	if _, err := vdibroker.ValidateHostPool(p); err != nil {
 		return err
+	}
+	if old != nil && p.HostPoolType != old.HostPoolType {
+		return hostPoolTypeChange(old.HostPoolType)
 	}
 	now := s.now().UTC()
 	p.CreateTime, p.UpdateTime = now, now

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	nethttp "net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,10 +65,14 @@ func decodeJSON(w nethttp.ResponseWriter, r *nethttp.Request, v any) error {
 
 // decodeStrict is decodeJSON without the HTTP parts (fuzzed directly).
 func decodeStrict(body io.Reader, v any) error {
-	dec := json.NewDecoder(body)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return decodeError(err, nil, nil)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+		return decodeError(err, data, reflect.TypeOf(v))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return vdibroker.Errorf(vdibroker.EInvalid, "request body must hold exactly one JSON object")
@@ -74,7 +80,10 @@ func decodeStrict(body io.Reader, v any) error {
 	return nil
 }
 
-func decodeError(err error) error {
+// decodeError turns a decoding error into InvalidArgument naming the field
+// (a JSON path like loadBalancing.cpuThreshold) when there is one. data and
+// t (the decoded body and the target type) locate unknown fields.
+func decodeError(err error, data []byte, t reflect.Type) error {
 	var (
 		syntax  *json.SyntaxError
 		typ     *json.UnmarshalTypeError
@@ -91,7 +100,7 @@ func decodeError(err error) error {
 	case errors.As(err, &tooBig):
 		return vdibroker.Errorf(vdibroker.EInvalid, "request body is larger than %d bytes", tooBig.Limit)
 	case errors.As(err, &typ):
-		field := typ.Field
+		field := jsonPath(typ.Field)
 		if field == "" {
 			return vdibroker.Errorf(vdibroker.EInvalid, "request body must be a JSON object, got %s", typ.Value)
 		}
@@ -105,6 +114,12 @@ func decodeError(err error) error {
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		f, _ = strconv.Unquote(f)
+		var doc any
+		if json.Unmarshal(data, &doc) == nil && t != nil {
+			if p := unknownPath(doc, t, f, ""); p != "" {
+				f = p
+			}
+		}
 		return vdibroker.FieldError(f, "unknown field")
 	}
 	return vdibroker.Errorf(vdibroker.EInvalid, "request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
@@ -159,4 +174,103 @@ func newID(n int) string {
 // (vdbt_ API token, vdbr_ registration token, vdbh_ host credential).
 func newSecret(prefix string) string {
 	return prefix + newID(32)
+}
+
+// jsonPath drops the Go names of embedded structs from a decoder field path
+// ("HostPoolResponse.HostPool.maxSessionLimit" → "maxSessionLimit"): JSON
+// names in this API are camelCase, Go type names are not.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && p[0] >= 'A' && p[0] <= 'Z' {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
+}
+
+// unknownPath finds the JSON path of the unknown key name in doc decoded
+// onto type t ("" when not found).
+func unknownPath(doc any, t reflect.Type, name, prefix string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch d := doc.(type) {
+	case map[string]any:
+		if t.Kind() == reflect.Map {
+			for k, v := range d {
+				if p := unknownPath(v, t.Elem(), name, prefix+k+"."); p != "" {
+					return p
+				}
+			}
+			return ""
+		}
+		if t.Kind() != reflect.Struct {
+			return ""
+		}
+		fields := jsonFields(t)
+		keys := make([]string, 0, len(d))
+		for k := range d {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			ft, ok := fields[strings.ToLower(k)]
+			if !ok {
+				if k == name {
+					return prefix + k
+				}
+				continue
+			}
+			if p := unknownPath(d[k], ft, name, prefix+k+"."); p != "" {
+				return p
+			}
+		}
+	case []any:
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			return ""
+		}
+		for i, v := range d {
+			if p := unknownPath(v, t.Elem(), name, strings.TrimSuffix(prefix, ".")+"["+strconv.Itoa(i)+"]."); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// jsonFields maps the lower-cased JSON names of t's fields (embedded
+// structs flattened, as encoding/json does) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		if f.Anonymous && name == "" {
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range jsonFields(ft) {
+					m[k] = v
+				}
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[strings.ToLower(name)] = ft
+	}
+	return m
 }

@@ -1,0 +1,211 @@
+package http_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+const adminToken = "test-admin-token"
+
+// clock is the servers' injected time: real time plus an offset tests move
+// forward (heartbeat age R-H1, pending timeout R-S3, token expiry).
+type clock struct{ offset atomic.Int64 }
+
+func (c *clock) Now() time.Time                  { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) Advance(d time.Duration)         { c.offset.Add(int64(d)) }
+func (c *clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// env is one or more real servers (httptest, 127.0.0.1) on one real store.
+type env struct {
+	t      testing.TB
+	store  vdibroker.Store
+	clock  *clock
+	srvs   []*vhttp.Server
+	urls   []string
+	admin  *vhttp.Client // talks to the first server
+	agents map[string]string
+	mu     sync.Mutex
+}
+
+type envOptions struct {
+	dsn      string // "" = SQLite in a temp dir
+	replicas int
+	rand     func(int) int
+}
+
+// newEnv starts a SQLite-backed server.
+func newEnv(t testing.TB) *env { return newEnvWith(t, envOptions{}) }
+
+// postgresDSN returns VDIBROKER_TEST_POSTGRES_DSN or skips.
+func postgresDSN(t testing.TB) string {
+	dsn := os.Getenv("VDIBROKER_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("PostgreSQL test: set VDIBROKER_TEST_POSTGRES_DSN=postgres://... to run it")
+	}
+	return dsn
+}
+
+func newEnvWith(t testing.TB, o envOptions) *env {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, o.dsn, t.TempDir(), nil)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := &env{t: t, store: st, clock: &clock{}, agents: map[string]string{}}
+	if o.replicas == 0 {
+		o.replicas = 1
+	}
+	for i := 0; i < o.replicas; i++ {
+		// Each replica gets its own store handle when on PostgreSQL, as
+		// separate processes would.
+		rs := st
+		if i > 0 && o.dsn != "" {
+			rs, err = store.Open(ctx, o.dsn, t.TempDir(), nil)
+			if err != nil {
+				t.Fatalf("open store for replica %d: %v", i, err)
+			}
+			t.Cleanup(func() { rs.Close() })
+		}
+		srv := vhttp.NewServer(vhttp.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken})
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() { ts.Close(); srv.Close() })
+		e.srvs = append(e.srvs, srv)
+		e.urls = append(e.urls, ts.URL)
+	}
+	e.admin = vhttp.NewClient(e.urls[0], adminToken)
+	return e
+}
+
+// client returns a client of server i with token.
+func (e *env) client(i int, token string) *vhttp.Client {
+	return vhttp.NewClient(e.urls[i], token)
+}
+
+// uniq returns a name unique to this test (PostgreSQL runs share a database).
+func uniq(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1e9)
+}
+
+// pool creates a pool with body (map of §2 fields) and fails the test on error.
+func (e *env) pool(name string, body map[string]any) *vhttp.HostPoolResult {
+	e.t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	p, err := e.admin.PutHostPool(context.Background(), name, body)
+	if err != nil {
+		e.t.Fatalf("put pool %s: %v", name, err)
+	}
+	return p
+}
+
+// addHosts registers n hosts <prefix>01.. in pool through the real agent
+// endpoints and sends each a first heartbeat, so they are Available (R-H1).
+func (e *env) addHosts(pool, prefix string, n int) []string {
+	e.t.Helper()
+	ctx := context.Background()
+	rt, err := e.admin.CreateRegistrationToken(ctx, pool, vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		e.t.Fatalf("registration token: %v", err)
+	}
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("%s%03d", prefix, i+1)
+		e.register(rt.Token, names[i])
+		e.heartbeat(names[i])
+	}
+	return names
+}
+
+// register registers host with a registration token and keeps its credential.
+func (e *env) register(token, host string) string {
+	e.t.Helper()
+	res, err := e.admin.Register(context.Background(), &vdibroker.RegisterRequest{
+		Token: token, HostName: host, Address: host + ".example.test:3389", Protocols: []string{"RDP"},
+	})
+	if err != nil {
+		e.t.Fatalf("register %s: %v", host, err)
+	}
+	e.mu.Lock()
+	e.agents[host] = res.Credential
+	e.mu.Unlock()
+	return res.Credential
+}
+
+// heartbeat sends host's heartbeat reporting sessions (R-S2).
+func (e *env) heartbeat(host string, sessions ...vdibroker.AgentSession) *vdibroker.HeartbeatResponse {
+	e.t.Helper()
+	res, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{Sessions: sessions})
+	if err != nil {
+		e.t.Fatalf("heartbeat %s: %v", host, err)
+	}
+	return res
+}
+
+func (e *env) heartbeatErr(host string, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResponse, error) {
+	e.mu.Lock()
+	cred := e.agents[host]
+	e.mu.Unlock()
+	return e.admin.Heartbeat(context.Background(), cred, hb)
+}
+
+// connect connects user in pool as admin.
+func (e *env) connect(pool, user string) (*vhttp.ConnectResult, error) {
+	return e.admin.Connect(context.Background(), pool, vhttp.ConnectRequest{User: user})
+}
+
+func (e *env) mustConnect(pool, user string) *vhttp.ConnectResult {
+	e.t.Helper()
+	r, err := e.connect(pool, user)
+	if err != nil {
+		e.t.Fatalf("connect %s to %s: %v", user, pool, err)
+	}
+	return r
+}
+
+// sessionsPerHost counts open sessions per host from the API.
+func (e *env) sessionsPerHost(pool string) map[string]int {
+	e.t.Helper()
+	hosts, err := e.admin.ListSessionHosts(context.Background(), pool)
+	if err != nil {
+		e.t.Fatalf("list hosts: %v", err)
+	}
+	m := map[string]int{}
+	for _, h := range hosts {
+		m[h.Name] = h.Sessions
+	}
+	return m
+}
+
+// wantCode fails unless err is a *vdibroker.Error with code (and, when
+// given, its message contains each of contains).
+func wantCode(t testing.TB, err error, code string, contains ...string) *vdibroker.Error {
+	t.Helper()
+	var e *vdibroker.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("got error %v, want a *vdibroker.Error with code %s", err, code)
+	}
+	if e.Code != code {
+		t.Fatalf("got code %s (%s), want %s", e.Code, e.Message, code)
+	}
+	for _, c := range contains {
+		if !strings.Contains(e.Message, c) {
+			t.Errorf("message %q does not contain %q", e.Message, c)
+		}
+	}
+	return e
+}
