@@ -1,0 +1,1103 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// The contract suite: every test runs against SQLite, and against
+// PostgreSQL when VDIBROKER_TEST_POSTGRES_DSN is set, each test in a fresh
+// schema.
+
+const pgEnv = "VDIBROKER_TEST_POSTGRES_DSN"
+
+// target opens stores on one fresh database; several opens share it, like
+// broker replicas.
+type target struct {
+	name string
+	open func(t testing.TB, opts store.Options) *store.DB
+}
+
+func targets(t testing.TB) []target {
+	t.Helper()
+	return []target{
+		{name: "sqlite", open: sqliteOpener(t)},
+		{name: "postgres", open: postgresOpener(t)},
+	}
+}
+
+func sqliteOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
+	var dir string
+	return func(tb testing.TB, opts store.Options) *store.DB {
+		tb.Helper()
+		if dir == "" {
+			dir = tb.TempDir()
+		}
+		s, err := store.OpenWith(tb.Context(), "", dir, nil, opts)
+		if err != nil {
+			tb.Fatalf("open sqlite: %v", err)
+		}
+		tb.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// postgresOpener creates a uniquely named schema and points search_path at
+// it; the schema is dropped when the test ends.
+func postgresOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
+	var dsn string
+	return func(tb testing.TB, opts store.Options) *store.DB {
+		tb.Helper()
+		base := os.Getenv(pgEnv)
+		if base == "" {
+			tb.Skipf("PostgreSQL contract tests skipped: set %s (for example postgres://vdibroker:vdibroker@127.0.0.1:5432/vdibroker?sslmode=disable)", pgEnv)
+		}
+		if dsn == "" {
+			schema := "vdibroker_test_" + store.NewID()[:12]
+			admin, err := sql.Open("pgx", base)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if _, err := admin.ExecContext(tb.Context(), `CREATE SCHEMA `+schema); err != nil {
+				admin.Close()
+				tb.Fatalf("create schema: %v", err)
+			}
+			tb.Cleanup(func() {
+				_, err := admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
+				if err != nil {
+					tb.Errorf("drop schema %s: %v", schema, err)
+				}
+				admin.Close()
+			})
+			u, err := url.Parse(base)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			q := u.Query()
+			q.Set("search_path", schema)
+			u.RawQuery = q.Encode()
+			dsn = u.String()
+		}
+		s, err := store.OpenWith(tb.Context(), dsn, "", nil, opts)
+		if err != nil {
+			tb.Fatalf("open postgres: %v", err)
+		}
+		tb.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// run runs fn as a subtest per engine with a fresh database.
+func run(t *testing.T, fn func(t *testing.T, tg target)) {
+	t.Helper()
+	for _, tg := range targets(t) {
+		t.Run(tg.name, func(t *testing.T) {
+			tg := target{name: tg.name}
+			if tg.name == "sqlite" {
+				tg.open = sqliteOpener(t)
+			} else {
+				tg.open = postgresOpener(t)
+			}
+			fn(t, tg)
+		})
+	}
+}
+
+// each runs fn per engine with one open store.
+func each(t *testing.T, fn func(t *testing.T, s *store.DB)) {
+	t.Helper()
+	run(t, func(t *testing.T, tg target) { fn(t, tg.open(t, store.Options{})) })
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func pool(name string, typ string) *vdibroker.HostPool {
+	lb := vdibroker.BreadthFirst
+	if typ == vdibroker.Personal {
+		lb = vdibroker.Persistent
+	}
+	return &vdibroker.HostPool{
+		Name: name, HostPoolType: typ, LoadBalancerType: lb, MaxSessionLimit: vdibroker.NoSessionLimit,
+		PersonalDesktopAssignmentType: vdibroker.Automatic, LoadBalancing: vdibroker.DefaultLoadBalancing(),
+		HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: t0, UpdateTime: t0,
+	}
+}
+
+func mustPool(t testing.TB, s *store.DB, p *vdibroker.HostPool) {
+	t.Helper()
+	if _, err := s.PutHostPool(t.Context(), p); err != nil {
+		t.Fatalf("put pool %s: %v", p.Name, err)
+	}
+}
+
+func mustHost(t testing.TB, s *store.DB, pool, name string) {
+	t.Helper()
+	h := &vdibroker.SessionHost{HostPool: pool, Name: name, Address: name + ":3389", Protocols: []string{"RDP"},
+		StandardFeatures: true, AllowNewSession: true, CreateTime: t0}
+	if _, err := s.PutSessionHost(t.Context(), h); err != nil {
+		t.Fatalf("put host %s/%s: %v", pool, name, err)
+	}
+}
+
+func placement(pool, host, user string, limit int) *vdibroker.PlacementCommit {
+	return &vdibroker.PlacementCommit{
+		Session: &vdibroker.UserSession{ID: store.NewID(), User: user, HostPool: pool, SessionHost: host,
+			State: vdibroker.StatePending, CreateTime: t0, StateTime: t0},
+		MaxSessionLimit: limit, Pooled: true, Record: []byte(`{"chosen":"` + host + `"}`),
+	}
+}
+
+func mustCommit(t testing.TB, s *store.DB, c *vdibroker.PlacementCommit) string {
+	t.Helper()
+	if err := s.CommitPlacement(t.Context(), c); err != nil {
+		t.Fatalf("commit %s on %s: %v", c.Session.User, c.Session.SessionHost, err)
+	}
+	return c.Session.ID
+}
+
+func counts(t testing.TB, s *store.DB, pool, host string) (sessions, connecting int) {
+	t.Helper()
+	h, err := s.GetSessionHost(t.Context(), pool, host)
+	if err != nil {
+		t.Fatalf("get host: %v", err)
+	}
+	return h.Sessions, h.ConnectingSessions
+}
+
+func wantCounts(t testing.TB, s *store.DB, pool, host string, sessions, connecting int) {
+	t.Helper()
+	gs, gc := counts(t, s, pool, host)
+	if gs != sessions || gc != connecting {
+		t.Errorf("host %s/%s counts: got sessions=%d connecting=%d, want %d and %d", pool, host, gs, gc, sessions, connecting)
+	}
+}
+
+func wantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	if got := vdibroker.ErrorCode(err); got != code {
+		t.Fatalf("error %v: got code %q, want %q", err, got, code)
+	}
+}
+
+func session(t testing.TB, s *store.DB, pool, id string) *vdibroker.UserSession {
+	t.Helper()
+	u, err := s.GetUserSession(t.Context(), pool, id)
+	if err != nil {
+		t.Fatalf("get session %s: %v", id, err)
+	}
+	return u
+}
+
+func TestHostPoolCRUD(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		p := pool("pool-b", vdibroker.Pooled)
+		p.LoadBalancing.CPUThreshold = 80
+		created, err := s.PutHostPool(ctx, p)
+		if err != nil || !created {
+			t.Fatalf("create: created=%v err=%v", created, err)
+		}
+		got, err := s.GetHostPool(ctx, "pool-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(p, got); diff != "" {
+			t.Errorf("get after create (-want +got):\n%s", diff)
+		}
+
+		// R-P1: the load balancer type may change, CreateTime is kept.
+		p2 := pool("pool-b", vdibroker.Pooled)
+		p2.LoadBalancerType = vdibroker.DepthFirst
+		p2.MaxSessionLimit = 10
+		p2.CreateTime = t0.Add(time.Hour)
+		p2.UpdateTime = t0.Add(time.Hour)
+		created, err = s.PutHostPool(ctx, p2)
+		if err != nil || created {
+			t.Fatalf("replace: created=%v err=%v", created, err)
+		}
+		got, _ = s.GetHostPool(ctx, "pool-b")
+		if got.LoadBalancerType != vdibroker.DepthFirst || got.MaxSessionLimit != 10 || !got.CreateTime.Equal(t0) || !got.UpdateTime.Equal(t0.Add(time.Hour)) {
+			t.Errorf("after replace: %+v", got)
+		}
+
+		// R-P1: the pool type may not change; nothing changes.
+		p3 := pool("pool-b", vdibroker.Personal)
+		_, err = s.PutHostPool(ctx, p3)
+		wantCode(t, err, vdibroker.EInvalid)
+		if f := vdibroker.ErrorField(err); f != "hostPoolType" {
+			t.Errorf("field: got %q, want hostPoolType", f)
+		}
+		got, _ = s.GetHostPool(ctx, "pool-b")
+		if got.HostPoolType != vdibroker.Pooled || got.LoadBalancerType != vdibroker.DepthFirst {
+			t.Errorf("refused replace changed the pool: %+v", got)
+		}
+
+		mustPool(t, s, pool("Pool-a", vdibroker.Pooled))
+		mustPool(t, s, pool("pool-a", vdibroker.Personal))
+		l, err := s.ListHostPools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range l {
+			names = append(names, p.Name)
+		}
+		// Byte-wise: upper case sorts before lower case.
+		if diff := cmp.Diff([]string{"Pool-a", "pool-a", "pool-b"}, names); diff != "" {
+			t.Errorf("list order (-want +got):\n%s", diff)
+		}
+
+		if err := s.DeleteHostPool(ctx, "pool-b", false); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.GetHostPool(ctx, "pool-b")
+		wantCode(t, err, vdibroker.ENotFound)
+		wantCode(t, s.DeleteHostPool(ctx, "pool-b", false), vdibroker.ENotFound)
+	})
+}
+
+func TestDeleteHostPoolWithSessions(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "host1")
+		mustCommit(t, s, placement("pool1", "host1", "alice", 10))
+		if err := s.CreateRegistrationToken(ctx, &vdibroker.RegistrationToken{HostPool: "pool1", Hash: "rt1", CreateTime: t0, ExpireTime: t0.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+
+		wantCode(t, s.DeleteHostPool(ctx, "pool1", false), vdibroker.EConflict)
+		if _, err := s.GetSessionHost(ctx, "pool1", "host1"); err != nil {
+			t.Fatalf("refused delete removed the host: %v", err)
+		}
+		if err := s.DeleteHostPool(ctx, "pool1", true); err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1"})
+		if err != nil || len(l) != 0 {
+			t.Errorf("sessions after forced delete: %v %v", l, err)
+		}
+		// The registration token went with the pool.
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		_, err = s.RegisterHost(ctx, "rt1", &vdibroker.RegisterRequest{HostName: "host1"}, "cred", t0)
+		wantCode(t, err, vdibroker.EUnauthenticated)
+	})
+}
+
+func TestSessionHostCRUD(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Personal))
+		h := &vdibroker.SessionHost{HostPool: "pool1", Name: "host-b", Address: "10.0.0.2:3389", Protocols: []string{"RDP", "Blast"},
+			StandardFeatures: false, AllowNewSession: true, AssignedUsers: []string{"bob"}, CreateTime: t0}
+		created, err := s.PutSessionHost(ctx, h)
+		if err != nil || !created {
+			t.Fatalf("create: %v %v", created, err)
+		}
+		_, err = s.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "nope", Name: "host-b"})
+		wantCode(t, err, vdibroker.ENotFound)
+
+		got, err := s.GetSessionHost(ctx, "pool1", "host-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := *h
+		if diff := cmp.Diff(&want, got); diff != "" {
+			t.Errorf("get (-want +got):\n%s", diff)
+		}
+
+		// A replace keeps runtime fields: counts and heartbeat.
+		if _, err := s.ApplyHeartbeat(ctx, "pool1", "host-b", &vdibroker.HeartbeatRequest{
+			Sessions: []vdibroker.AgentSession{{ID: "7", User: "bob", State: vdibroker.StateActive}}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		h2 := &vdibroker.SessionHost{HostPool: "pool1", Name: "host-b", Address: "10.0.0.3:3389", AllowNewSession: false, CreateTime: t0.Add(time.Hour)}
+		created, err = s.PutSessionHost(ctx, h2)
+		if err != nil || created {
+			t.Fatalf("replace: %v %v", created, err)
+		}
+		got, _ = s.GetSessionHost(ctx, "pool1", "host-b")
+		if got.Address != "10.0.0.3:3389" || got.AllowNewSession || len(got.AssignedUsers) != 0 || got.Sessions != 1 ||
+			got.LastHeartBeat == nil || !got.CreateTime.Equal(t0) {
+			t.Errorf("after replace: %+v", got)
+		}
+
+		// UpdateSessionHost: fn's change is written; fn's error changes nothing.
+		got, err = s.UpdateSessionHost(ctx, "pool1", "host-b", func(h *vdibroker.SessionHost) error {
+			h.AllowNewSession = true
+			h.AssignedUsers = []string{"carol"}
+			return nil
+		})
+		if err != nil || !got.AllowNewSession || !cmp.Equal(got.AssignedUsers, []string{"carol"}) {
+			t.Fatalf("update: %+v %v", got, err)
+		}
+		boom := errors.New("boom")
+		_, err = s.UpdateSessionHost(ctx, "pool1", "host-b", func(h *vdibroker.SessionHost) error {
+			h.AllowNewSession = false
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("update error: got %v, want boom", err)
+		}
+		got, _ = s.GetSessionHost(ctx, "pool1", "host-b")
+		if !got.AllowNewSession {
+			t.Errorf("failed update changed the host")
+		}
+		_, err = s.UpdateSessionHost(ctx, "pool1", "nope", func(*vdibroker.SessionHost) error { return nil })
+		wantCode(t, err, vdibroker.ENotFound)
+
+		// Query order is byte-wise by name (SPEC §1).
+		for _, n := range []string{"host-a", "Host-z", "host_c"} {
+			mustHost(t, s, "pool1", n)
+		}
+		l, err := s.ListSessionHosts(ctx, "pool1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, h := range l {
+			names = append(names, h.Name)
+		}
+		if diff := cmp.Diff([]string{"Host-z", "host-a", "host-b", "host_c"}, names); diff != "" {
+			t.Errorf("list order (-want +got):\n%s", diff)
+		}
+		_, err = s.ListSessionHosts(ctx, "nope")
+		wantCode(t, err, vdibroker.ENotFound)
+	})
+}
+
+func TestDeleteSessionHost(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		if err := s.CreateRegistrationToken(ctx, &vdibroker.RegistrationToken{HostPool: "pool1", Hash: "rt", CreateTime: t0, ExpireTime: t0.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RegisterHost(ctx, "rt", &vdibroker.RegisterRequest{HostName: "host1"}, "cred1", t0); err != nil {
+			t.Fatal(err)
+		}
+		id := mustCommit(t, s, placement("pool1", "host1", "alice", 10))
+		if err := s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "host1", Type: vdibroker.CommandSendMessage, SessionID: id, Message: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+
+		wantCode(t, s.DeleteSessionHost(ctx, "pool1", "host1", false), vdibroker.EConflict)
+		if _, err := s.HostByCredential(ctx, "cred1"); err != nil {
+			t.Fatalf("refused delete revoked the credential: %v", err)
+		}
+		if err := s.DeleteSessionHost(ctx, "pool1", "host1", true); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.HostByCredential(ctx, "cred1")
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		u := session(t, s, "pool1", id)
+		if u.State != vdibroker.StateLoggedOff || u.EndReason != store.ReasonHostDeleted {
+			t.Errorf("session after forced delete: %+v", u)
+		}
+		wantCode(t, s.DeleteSessionHost(ctx, "pool1", "host1", false), vdibroker.ENotFound)
+
+		// A host without sessions is deleted without force.
+		mustHost(t, s, "pool1", "host2")
+		if err := s.DeleteSessionHost(ctx, "pool1", "host2", false); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestCommitHostLimitConcurrent is R-C4 and R-D3: 200 connects of distinct
+// users race for a host with maxSessionLimit 10 through three store
+// instances on one database (replicas): exactly 10 succeed, 190 get
+// ErrHostFull, and the host counts 10.
+func TestCommitHostLimitConcurrent(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		replicas := []*store.DB{tg.open(t, store.Options{}), tg.open(t, store.Options{}), tg.open(t, store.Options{})}
+		s := replicas[0]
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "host1")
+		const n, limit = 200, 10
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				errs[i] = replicas[i%len(replicas)].CommitPlacement(t.Context(), placement("pool1", "host1", fmt.Sprintf("user%03d", i), limit))
+			})
+		}
+		wg.Wait()
+		ok, full := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, vdibroker.ErrHostFull):
+				full++
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}
+		if ok != limit || full != n-limit {
+			t.Errorf("got %d committed and %d ErrHostFull, want %d and %d", ok, full, limit, n-limit)
+		}
+		wantCounts(t, s, "pool1", "host1", limit, limit)
+		l, _ := s.ListUserSessions(t.Context(), vdibroker.SessionFilter{HostPool: "pool1"})
+		if len(l) != limit {
+			t.Errorf("got %d open sessions, want %d", len(l), limit)
+		}
+	})
+}
+
+// TestCommitOneSessionPerUserConcurrent is R-C6 and R-D3: 20 concurrent
+// connects of one user to a pooled pool, spread over two hosts and two
+// replicas, give one session.
+func TestCommitOneSessionPerUserConcurrent(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		replicas := []*store.DB{tg.open(t, store.Options{}), tg.open(t, store.Options{})}
+		s := replicas[0]
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "host1")
+		mustHost(t, s, "pool1", "host2")
+		const n = 20
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				host := []string{"host1", "host2"}[i%2]
+				errs[i] = replicas[i%2].CommitPlacement(t.Context(), placement("pool1", host, "alice", 100))
+			})
+		}
+		wg.Wait()
+		ok, has := 0, 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, vdibroker.ErrUserHasSession):
+				has++
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}
+		if ok != 1 || has != n-1 {
+			t.Errorf("got %d committed and %d ErrUserHasSession, want 1 and %d", ok, has, n-1)
+		}
+		s1, _ := counts(t, s, "pool1", "host1")
+		s2, _ := counts(t, s, "pool1", "host2")
+		if s1+s2 != 1 {
+			t.Errorf("host counts %d+%d, want 1 session in all", s1, s2)
+		}
+	})
+}
+
+// TestGroupCommitMixedBatch commits one batch whose items succeed and fail
+// for every reason; each failure is undone alone (its savepoint) and the
+// successes are durable.
+func TestGroupCommitMixedBatch(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pooled", vdibroker.Pooled))
+		mustPool(t, s, pool("personal", vdibroker.Personal))
+		mustHost(t, s, "pooled", "h1")
+		mustHost(t, s, "pooled", "h2")
+		mustHost(t, s, "personal", "d1")
+		mustHost(t, s, "personal", "d2")
+
+		assign := func(host, user string) *vdibroker.PlacementCommit {
+			c := placement("personal", host, user, vdibroker.NoSessionLimit)
+			c.Pooled, c.Assign = false, true
+			return c
+		}
+		batch := []*vdibroker.PlacementCommit{
+			placement("pooled", "h1", "u1", 2),   // ok: h1 1/2
+			placement("pooled", "h1", "u2", 2),   // ok: h1 2/2
+			placement("pooled", "h1", "u3", 2),   // ErrHostFull
+			placement("pooled", "h2", "u1", 2),   // ErrUserHasSession (u1 on h1 above)
+			placement("pooled", "nope", "u4", 2), // NotFound
+			placement("pooled", "h2", "u3", 2),   // ok: h2 1/2
+			assign("d1", "carol"),                // ok: d1 assigned to carol
+			assign("d1", "dave"),                 // ErrHostTaken: slot taken then undone
+			assign("d2", "dave"),                 // ok
+		}
+		errs := s.CommitBatch(batch)
+		want := []error{nil, nil, vdibroker.ErrHostFull, vdibroker.ErrUserHasSession, nil, nil, nil, vdibroker.ErrHostTaken, nil}
+		for i, err := range errs {
+			switch {
+			case i == 4:
+				wantCode(t, err, vdibroker.ENotFound)
+			case want[i] == nil && err != nil:
+				t.Errorf("item %d: unexpected error %v", i, err)
+			case want[i] != nil && !errors.Is(err, want[i]):
+				t.Errorf("item %d: got %v, want %v", i, err, want[i])
+			}
+		}
+		// h1: u1, u2 (u3 refused); h2: u3 (u1 refused, its increment undone).
+		wantCounts(t, s, "pooled", "h1", 2, 2)
+		wantCounts(t, s, "pooled", "h2", 1, 1)
+		// d1: carol only (dave's increment undone with his savepoint).
+		wantCounts(t, s, "personal", "d1", 1, 1)
+		wantCounts(t, s, "personal", "d2", 1, 1)
+		for host, user := range map[string]string{"d1": "carol", "d2": "dave"} {
+			h, _ := s.GetSessionHost(ctx, "personal", host)
+			if !cmp.Equal(h.AssignedUsers, []string{user}) {
+				t.Errorf("%s assigned to %v, want %s", host, h.AssignedUsers, user)
+			}
+		}
+		for i, c := range batch {
+			_, err := s.GetUserSession(ctx, c.Session.HostPool, c.Session.ID)
+			if (errs[i] == nil) != (err == nil) {
+				t.Errorf("item %d: commit error %v but get session error %v", i, errs[i], err)
+			}
+		}
+		// The record of a committed placement is readable (R-C7).
+		rec, err := s.GetPlacement(ctx, "pooled", batch[0].Session.ID)
+		if err != nil || string(rec) != `{"chosen":"h1"}` {
+			t.Errorf("placement record: %q %v", rec, err)
+		}
+		_, err = s.GetPlacement(ctx, "pooled", batch[2].Session.ID)
+		wantCode(t, err, vdibroker.ENotFound)
+	})
+}
+
+// TestCommitEndsReplacedSession is R-C1: the old session on an unavailable
+// host ends in the same transaction as the new one is made.
+func TestCommitEndsReplacedSession(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		mustHost(t, s, "pool1", "h2")
+		old := mustCommit(t, s, placement("pool1", "h1", "alice", 10))
+		c := placement("pool1", "h2", "alice", 10)
+		c.EndSessionID = old
+		mustCommit(t, s, c)
+		u := session(t, s, "pool1", old)
+		if u.State != vdibroker.StateLoggedOff || u.EndReason != store.ReasonHostUnavailable {
+			t.Errorf("old session: %+v", u)
+		}
+		wantCounts(t, s, "pool1", "h1", 0, 0)
+		wantCounts(t, s, "pool1", "h2", 1, 1)
+	})
+}
+
+func TestEndSessionAndExpirePending(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		p := pool("pool1", vdibroker.Pooled)
+		p.PendingTimeoutSeconds = 60
+		mustPool(t, s, p)
+		mustHost(t, s, "pool1", "h1")
+		a := mustCommit(t, s, placement("pool1", "h1", "alice", 10))
+		b := mustCommit(t, s, placement("pool1", "h1", "bob", 10))
+		late := placement("pool1", "h1", "carol", 10)
+		late.Session.CreateTime, late.Session.StateTime = t0.Add(30*time.Second), t0.Add(30*time.Second)
+		c := mustCommit(t, s, late)
+		wantCounts(t, s, "pool1", "h1", 3, 3)
+
+		if err := s.EndSession(ctx, "pool1", a, "AdminLogoff", t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndSession(ctx, "pool1", a, "Again", t0.Add(2*time.Second)); err != nil {
+			t.Fatalf("ending an ended session: %v", err)
+		}
+		if u := session(t, s, "pool1", a); u.State != vdibroker.StateLoggedOff || u.EndReason != "AdminLogoff" || !u.StateTime.Equal(t0.Add(time.Second)) {
+			t.Errorf("ended session: %+v", u)
+		}
+		wantCode(t, s.EndSession(ctx, "pool1", "nope", "x", t0), vdibroker.ENotFound)
+		wantCounts(t, s, "pool1", "h1", 2, 2)
+
+		// R-S3: at t0+60s nothing is older than 60 s; at t0+61s bob is,
+		// carol (placed at t0+30s) is not.
+		n, err := s.ExpirePending(ctx, t0.Add(60*time.Second))
+		if err != nil || n != 0 {
+			t.Fatalf("expire at 60s: %d %v", n, err)
+		}
+		n, err = s.ExpirePending(ctx, t0.Add(61*time.Second))
+		if err != nil || n != 1 {
+			t.Fatalf("expire at 61s: got %d %v, want 1", n, err)
+		}
+		if u := session(t, s, "pool1", b); u.State != vdibroker.StateLoggedOff || u.EndReason != store.ReasonPendingTimeout {
+			t.Errorf("bob: %+v", u)
+		}
+		if u := session(t, s, "pool1", c); u.State != vdibroker.StatePending {
+			t.Errorf("carol: %+v", u)
+		}
+		wantCounts(t, s, "pool1", "h1", 1, 1)
+	})
+}
+
+// TestHeartbeatReconciliation covers R-S2, R-S3 and R-S5, one heartbeat
+// sequence per case.
+func TestHeartbeatReconciliation(t *testing.T) {
+	type beat struct {
+		at       time.Duration // after t0
+		sessions []vdibroker.AgentSession
+		// want: broker sessions by user after the beat: "State" or
+		// "LoggedOff/Reason"; counts of the host.
+		want        map[string]string
+		sessions_   int
+		connecting  int
+		wantLogoffs []string // users whose Logoff command is delivered
+	}
+	active := func(id, user string) vdibroker.AgentSession {
+		return vdibroker.AgentSession{ID: id, User: user, State: vdibroker.StateActive}
+	}
+	disc := func(id, user string) vdibroker.AgentSession {
+		return vdibroker.AgentSession{ID: id, User: user, State: vdibroker.StateDisconnected}
+	}
+	cases := []struct {
+		name    string
+		placed  []string // users placed (Pending) at t0
+		timeout int      // disconnectedSessionTimeoutMinutes
+		beats   []beat
+	}{
+		{
+			name:   "pending user appears becomes active",
+			placed: []string{"alice", "bob"},
+			beats: []beat{{at: time.Second, sessions: []vdibroker.AgentSession{active("s1", "alice")},
+				want: map[string]string{"alice": "Active", "bob": "Pending"}, sessions_: 2, connecting: 1}},
+		},
+		{
+			name:   "pending user appears disconnected",
+			placed: []string{"alice"},
+			beats: []beat{{at: time.Second, sessions: []vdibroker.AgentSession{disc("s1", "alice")},
+				want: map[string]string{"alice": "Disconnected"}, sessions_: 1, connecting: 0}},
+		},
+		{
+			name:   "active then disconnected then active again then gone",
+			placed: []string{"alice"},
+			beats: []beat{
+				{at: 1 * time.Second, sessions: []vdibroker.AgentSession{active("s1", "alice")}, want: map[string]string{"alice": "Active"}, sessions_: 1},
+				{at: 2 * time.Second, sessions: []vdibroker.AgentSession{disc("s1", "alice")}, want: map[string]string{"alice": "Disconnected"}, sessions_: 1},
+				{at: 3 * time.Second, sessions: []vdibroker.AgentSession{active("s1", "alice")}, want: map[string]string{"alice": "Active"}, sessions_: 1},
+				{at: 4 * time.Second, want: map[string]string{"alice": "LoggedOff/NotReported"}, sessions_: 0},
+			},
+		},
+		{
+			// R-S3: pendingTimeoutSeconds is 300.
+			name:   "pending never seen stays pending until the timeout",
+			placed: []string{"alice"},
+			beats: []beat{
+				{at: 300 * time.Second, want: map[string]string{"alice": "Pending"}, sessions_: 1, connecting: 1},
+				{at: 301 * time.Second, want: map[string]string{"alice": "LoggedOff/PendingTimeout"}, sessions_: 0, connecting: 0},
+			},
+		},
+		{
+			name: "unknown sessions are adopted",
+			beats: []beat{
+				{at: time.Second, sessions: []vdibroker.AgentSession{active("s1", "walkin"), disc("s2", "other")},
+					want: map[string]string{"walkin": "Active", "other": "Disconnected"}, sessions_: 2},
+				// The same agent ids next time: no second adoption.
+				{at: 2 * time.Second, sessions: []vdibroker.AgentSession{active("s1", "walkin"), active("s2", "other")},
+					want: map[string]string{"walkin": "Active", "other": "Active"}, sessions_: 2},
+			},
+		},
+		{
+			name:   "two pending sessions of one user match two agent sessions",
+			placed: []string{"alice", "alice"},
+			beats: []beat{{at: time.Second, sessions: []vdibroker.AgentSession{active("s1", "alice"), active("s2", "alice")},
+				want: map[string]string{"alice": "Active"}, sessions_: 2}},
+		},
+		{
+			// R-S5 with a 10 minute timeout: disconnected at t0+1m, the
+			// logoff is queued once at t0+11m and delivered in that answer;
+			// not again at t0+12m; after a reconnect and a new
+			// disconnection it is queued again.
+			name:    "disconnected too long gets one logoff command",
+			placed:  []string{"alice"},
+			timeout: 10,
+			beats: []beat{
+				{at: 1 * time.Minute, sessions: []vdibroker.AgentSession{disc("s1", "alice")}, want: map[string]string{"alice": "Disconnected"}, sessions_: 1},
+				{at: 10*time.Minute + 59*time.Second, sessions: []vdibroker.AgentSession{disc("s1", "alice")}, want: map[string]string{"alice": "Disconnected"}, sessions_: 1},
+				{at: 11 * time.Minute, sessions: []vdibroker.AgentSession{disc("s1", "alice")}, want: map[string]string{"alice": "Disconnected"}, sessions_: 1, wantLogoffs: []string{"alice"}},
+				{at: 12 * time.Minute, sessions: []vdibroker.AgentSession{disc("s1", "alice")}, want: map[string]string{"alice": "Disconnected"}, sessions_: 1},
+				{at: 13 * time.Minute, sessions: []vdibroker.AgentSession{active("s1", "alice")}, want: map[string]string{"alice": "Active"}, sessions_: 1},
+				{at: 14 * time.Minute, sessions: []vdibroker.AgentSession{disc("s1", "alice")}, want: map[string]string{"alice": "Disconnected"}, sessions_: 1},
+				{at: 24 * time.Minute, sessions: []vdibroker.AgentSession{disc("s1", "alice")}, want: map[string]string{"alice": "Disconnected"}, sessions_: 1, wantLogoffs: []string{"alice"}},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			each(t, func(t *testing.T, s *store.DB) {
+				ctx := t.Context()
+				p := pool("pool1", vdibroker.Personal) // Personal: a user may hold several sessions
+				p.DisconnectedSessionTimeoutMinutes = tc.timeout
+				mustPool(t, s, p)
+				mustHost(t, s, "pool1", "h1")
+				for _, u := range tc.placed {
+					c := placement("pool1", "h1", u, vdibroker.NoSessionLimit)
+					c.Pooled = false
+					mustCommit(t, s, c)
+				}
+				for i, b := range tc.beats {
+					res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: b.sessions}, t0.Add(b.at))
+					if err != nil {
+						t.Fatalf("beat %d: %v", i, err)
+					}
+					all, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					ended, _ := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1", State: vdibroker.StateLoggedOff})
+					got := map[string]string{}
+					for _, u := range all {
+						got[u.User] = u.State
+						if u.State != vdibroker.StatePending && u.AgentSessionID == "" {
+							t.Errorf("beat %d: %s is %s without agent session id", i, u.User, u.State)
+						}
+					}
+					for _, u := range ended {
+						got[u.User] = u.State + "/" + u.EndReason
+					}
+					if diff := cmp.Diff(b.want, got); diff != "" {
+						t.Errorf("beat %d sessions (-want +got):\n%s", i, diff)
+					}
+					if res.Host.Sessions != b.sessions_ || res.Host.ConnectingSessions != b.connecting {
+						t.Errorf("beat %d: host counts %d/%d, want %d/%d", i, res.Host.Sessions, res.Host.ConnectingSessions, b.sessions_, b.connecting)
+					}
+					var logoffs []string
+					for _, c := range res.Commands {
+						if c.Type == vdibroker.CommandLogoff {
+							logoffs = append(logoffs, c.User)
+							if c.AgentSessionID == "" || c.State != vdibroker.CommandDelivered {
+								t.Errorf("beat %d: logoff command %+v", i, c)
+							}
+						}
+					}
+					if diff := cmp.Diff(b.wantLogoffs, logoffs); diff != "" {
+						t.Errorf("beat %d logoff commands (-want +got):\n%s", i, diff)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestHeartbeatHostFields checks what a heartbeat records on the host.
+func TestHeartbeatHostFields(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		mustCommit(t, s, placement("pool1", "h1", "alice", 10))
+		mustCommit(t, s, placement("pool1", "h1", "bob", 10))
+		custom := 42
+		ten := 10
+		m := &vdibroker.Metrics{CPUPercent: 55.5, MemoryPercent: 20, DiskQueueLength: 1.5, CustomLoadValue: &custom, SampledAt: t0.Add(time.Second)}
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{
+			Metrics: m, Policy: &vdibroker.HostPolicy{HostLoadIndexThreshold: &ten},
+			Sessions:     []vdibroker.AgentSession{{ID: "1", User: "alice", State: vdibroker.StateActive}},
+			ShuttingDown: true, HealthError: "disk full",
+		}, t0.Add(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := res.Host
+		if diff := cmp.Diff(m, h.Metrics); diff != "" {
+			t.Errorf("metrics (-want +got):\n%s", diff)
+		}
+		// alice and bob (bob still Pending, not timed out) at sample time.
+		if h.MetricsSessions != 2 || !h.ShuttingDown || h.HealthError != "disk full" ||
+			h.LastHeartBeat == nil || !h.LastHeartBeat.Equal(t0.Add(2*time.Second)) ||
+			h.Policy.HostLoadIndexThreshold == nil || *h.Policy.HostLoadIndexThreshold != 10 {
+			t.Errorf("host after heartbeat: %+v", h)
+		}
+		if res.Pool == nil || res.Pool.Name != "pool1" {
+			t.Errorf("pool: %+v", res.Pool)
+		}
+		// A normal heartbeat clears the shutdown and health flags; without
+		// metrics and policy the last ones stay.
+		res, err = s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{
+			Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: vdibroker.StateActive}},
+		}, t0.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = res.Host
+		if h.ShuttingDown || h.HealthError != "" || h.Metrics == nil || h.Policy.HostLoadIndexThreshold == nil || !h.LastHeartBeat.Equal(t0.Add(3*time.Second)) {
+			t.Errorf("host after normal heartbeat: %+v", h)
+		}
+		_, err = s.ApplyHeartbeat(ctx, "pool1", "nope", &vdibroker.HeartbeatRequest{}, t0)
+		wantCode(t, err, vdibroker.ENotFound)
+	})
+}
+
+// TestCommands is R-S4: a queued command is delivered once, on the next
+// heartbeat, and its result is recorded.
+func TestCommands(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		mustHost(t, s, "pool1", "h2")
+		id := mustCommit(t, s, placement("pool1", "h1", "alice", 10))
+		c1 := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, SessionID: id, Message: "hello", CreateTime: t0}
+		c2 := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: id, CreateTime: t0}
+		for _, c := range []*vdibroker.Command{c1, c2} {
+			if err := s.QueueCommand(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			if c.ID == "" || c.State != vdibroker.CommandQueued || c.User != "alice" {
+				t.Errorf("queued command: %+v", c)
+			}
+		}
+		wantCode(t, s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "nope", Type: vdibroker.CommandLogoff}), vdibroker.ENotFound)
+		wantCode(t, s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "h2", Type: vdibroker.CommandLogoff, SessionID: id}), vdibroker.EInvalid)
+
+		// The session became Active (agent id s9) after the commands were
+		// queued: the delivered commands carry the agent's id.
+		alice := []vdibroker.AgentSession{{ID: "s9", User: "alice", State: vdibroker.StateActive}}
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: alice}, t0.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Commands {
+			got = append(got, c.ID)
+			if c.State != vdibroker.CommandDelivered || c.AgentSessionID != "s9" || c.SessionHost != "h1" {
+				t.Errorf("delivered command: %+v", c)
+			}
+		}
+		if diff := cmp.Diff([]string{c1.ID, c2.ID}, got); diff != "" {
+			t.Errorf("delivered in queue order (-want +got):\n%s", diff)
+		}
+		// Not again; other hosts get nothing.
+		res, err = s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: alice,
+			Results: []vdibroker.CommandResult{{ID: c1.ID, Success: true, Message: "shown"}, {ID: c2.ID, Success: false, Message: "no such session"}}},
+			t0.Add(2*time.Second))
+		if err != nil || len(res.Commands) != 0 {
+			t.Fatalf("second heartbeat: %v %+v", err, res)
+		}
+		for _, tc := range []struct{ id, state, result string }{
+			{c1.ID, vdibroker.CommandSucceeded, "shown"},
+			{c2.ID, vdibroker.CommandFailed, "no such session"},
+		} {
+			state, result, err := s.Command(ctx, tc.id)
+			if err != nil || state != tc.state || result != tc.result {
+				t.Errorf("command %s: got %s %q %v, want %s %q", tc.id, state, result, err, tc.state, tc.result)
+			}
+		}
+		// A result for another host's command is ignored.
+		c3 := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandDisconnect, SessionID: id}
+		if err := s.QueueCommand(ctx, c3); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ApplyHeartbeat(ctx, "pool1", "h2", &vdibroker.HeartbeatRequest{
+			Results: []vdibroker.CommandResult{{ID: c3.ID, Success: true}}}, t0.Add(3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if state, _, _ := s.Command(ctx, c3.ID); state != vdibroker.CommandQueued {
+			t.Errorf("another host's result changed the command: %s", state)
+		}
+	})
+}
+
+// TestRegisterHost covers registration tokens (expiry), host creation with
+// defaults, re-keying and HostByCredential.
+func TestRegisterHost(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		wantCode(t, s.CreateRegistrationToken(ctx, &vdibroker.RegistrationToken{HostPool: "nope", Hash: "x", ExpireTime: t0}), vdibroker.ENotFound)
+		rt := &vdibroker.RegistrationToken{HostPool: "pool1", Hash: "rthash", CreateTime: t0, ExpireTime: t0.Add(time.Hour)}
+		if err := s.CreateRegistrationToken(ctx, rt); err != nil || rt.ID == "" {
+			t.Fatalf("create registration token: %v %+v", err, rt)
+		}
+		req := &vdibroker.RegisterRequest{HostName: "host1", Address: "10.0.0.1:3389", Protocols: []string{"RDP"}}
+
+		_, err := s.RegisterHost(ctx, "wrong", req, "cred1", t0)
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		_, err = s.RegisterHost(ctx, "rthash", req, "cred1", t0.Add(time.Hour))
+		wantCode(t, err, vdibroker.EUnauthenticated) // expired at exactly t0+1h
+
+		h, err := s.RegisterHost(ctx, "rthash", req, "cred1", t0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.HostPool != "pool1" || h.Name != "host1" || !h.AllowNewSession || !h.StandardFeatures || h.Address != "10.0.0.1:3389" ||
+			!cmp.Equal(h.Protocols, []string{"RDP"}) || h.LastHeartBeat != nil {
+			t.Errorf("registered host: %+v", h)
+		}
+		got, err := s.HostByCredential(ctx, "cred1")
+		if err != nil || got.Name != "host1" || got.HostPool != "pool1" {
+			t.Fatalf("by credential: %+v %v", got, err)
+		}
+		_, err = s.HostByCredential(ctx, "")
+		wantCode(t, err, vdibroker.EUnauthenticated)
+
+		// Re-registering the name re-keys the host and keeps its sessions.
+		mustCommit(t, s, placement("pool1", "host1", "alice", 10))
+		no := false
+		five := 5
+		h, err = s.RegisterHost(ctx, "rthash", &vdibroker.RegisterRequest{HostName: "host1", Address: "10.0.0.9:3389",
+			StandardFeatures: &no, Policy: &vdibroker.HostPolicy{HostConnectingSessionThreshold: &five}}, "cred2", t0.Add(2*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Sessions != 1 || h.StandardFeatures || h.Address != "10.0.0.9:3389" || *h.Policy.HostConnectingSessionThreshold != 5 {
+			t.Errorf("re-keyed host: %+v", h)
+		}
+		_, err = s.HostByCredential(ctx, "cred1")
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		if _, err := s.HostByCredential(ctx, "cred2"); err != nil {
+			t.Errorf("new credential: %v", err)
+		}
+		// A host made by PUT is taken over by its agent's registration.
+		mustHost(t, s, "pool1", "host2")
+		if _, err := s.RegisterHost(ctx, "rthash", &vdibroker.RegisterRequest{HostName: "host2"}, "cred3", t0.Add(3*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.HostByCredential(ctx, "cred3"); err != nil || got.Name != "host2" || got.Address != "" {
+			t.Errorf("host2 by credential: %+v %v", got, err)
+		}
+	})
+}
+
+func TestTokens(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		exp := t0.Add(24 * time.Hour)
+		a := &vdibroker.Token{Role: vdibroker.RoleReader, Subject: "ann", Hash: "h-a", CreateTime: t0}
+		b := &vdibroker.Token{ID: "tok-b", Role: vdibroker.RoleUser, Subject: "bob", Hash: "h-b", CreateTime: t0.Add(time.Second), ExpireTime: &exp}
+		for _, tk := range []*vdibroker.Token{a, b} {
+			if err := s.CreateToken(ctx, tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantCode(t, s.CreateToken(ctx, &vdibroker.Token{Role: vdibroker.RoleReader, Hash: "h-a"}), vdibroker.EConflict)
+		got, err := s.TokenByHash(ctx, "h-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(b, got); diff != "" {
+			t.Errorf("by hash (-want +got):\n%s", diff)
+		}
+		_, err = s.TokenByHash(ctx, "nope")
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		l, err := s.ListTokens(ctx)
+		if err != nil || len(l) != 2 || l[0].ID != a.ID || l[1].ID != "tok-b" {
+			t.Fatalf("list: %+v %v", l, err)
+		}
+		if err := s.DeleteToken(ctx, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.TokenByHash(ctx, "h-a")
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		wantCode(t, s.DeleteToken(ctx, a.ID), vdibroker.ENotFound)
+	})
+}
+
+// TestListUserSessionsPaging pages by ID ascending with After and Limit, and
+// filters by user, state and host.
+func TestListUserSessionsPaging(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustPool(t, s, pool("pool2", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		mustHost(t, s, "pool1", "h2")
+		mustHost(t, s, "pool2", "h1")
+		var ids []string
+		for i := range 25 {
+			ids = append(ids, mustCommit(t, s, placement("pool1", []string{"h1", "h2"}[i%2], fmt.Sprintf("u%02d", i), 100)))
+		}
+		mustCommit(t, s, placement("pool2", "h1", "u00", 100))
+		if err := s.EndSession(ctx, "pool1", ids[3], "x", t0); err != nil {
+			t.Fatal(err)
+		}
+		var open []string
+		for i, id := range ids {
+			if i != 3 {
+				open = append(open, id)
+			}
+		}
+		slices.Sort(open)
+
+		var got []string
+		after := ""
+		pages := 0
+		for {
+			page, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1", After: after, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, u := range page {
+				got = append(got, u.ID)
+			}
+			if len(page) < 10 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		// 24 open sessions: pages of 10, 10, 4.
+		if pages != 3 {
+			t.Errorf("got %d pages, want 3", pages)
+		}
+		if diff := cmp.Diff(open, got); diff != "" {
+			t.Errorf("paged ids (-want +got):\n%s", diff)
+		}
+
+		for _, tc := range []struct {
+			name string
+			f    vdibroker.SessionFilter
+			want int
+		}{
+			{"by user", vdibroker.SessionFilter{HostPool: "pool1", User: "u05"}, 1},
+			{"user across pools", vdibroker.SessionFilter{User: "u00"}, 2},
+			{"by host", vdibroker.SessionFilter{HostPool: "pool1", SessionHost: "h2"}, 11}, // odd i: 12, less ended u03
+			{"logged off", vdibroker.SessionFilter{HostPool: "pool1", State: vdibroker.StateLoggedOff}, 1},
+			{"pending", vdibroker.SessionFilter{HostPool: "pool1", State: vdibroker.StatePending}, 24},
+			{"other pool", vdibroker.SessionFilter{HostPool: "pool2"}, 1},
+		} {
+			l, err := s.ListUserSessions(ctx, tc.f)
+			if err != nil || len(l) != tc.want {
+				t.Errorf("%s: got %d sessions (%v), want %d", tc.name, len(l), err, tc.want)
+			}
+		}
+	})
+}
+
+// TestReopen checks that committed state survives closing and reopening the
+// store, and that migrations run once.
+func TestReopen(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		s := tg.open(t, store.Options{})
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		id := mustCommit(t, s, placement("pool1", "h1", "alice", 10))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CommitPlacement(t.Context(), placement("pool1", "h1", "bob", 10)); err == nil {
+			t.Errorf("commit on a closed store succeeded")
+		}
+		s2 := tg.open(t, store.Options{})
+		if err := s2.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if u := session(t, s2, "pool1", id); u.User != "alice" {
+			t.Errorf("session after reopen: %+v", u)
+		}
+		wantCounts(t, s2, "pool1", "h1", 1, 1)
+	})
+}
+
+func TestOpenRejectsUnknownDSN(t *testing.T) {
+	_, err := store.Open(t.Context(), "mysql://x", t.TempDir(), nil)
+	wantCode(t, err, vdibroker.EInvalid)
+	if !strings.Contains(err.Error(), "postgres://") {
+		t.Errorf("error should say what is accepted: %v", err)
+	}
+}
