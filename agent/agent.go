@@ -1,0 +1,530 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Defaults of Config.
+const (
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultSampleInterval    = 30 * time.Second // SPEC §6 sampleIntervalSeconds
+	defaultBackoffBase       = time.Second
+	defaultBackoffMax        = time.Minute
+	commandTimeout           = 30 * time.Second
+	shutdownTimeout          = 5 * time.Second
+	// rememberedCommands bounds the ids of commands already carried out, so
+	// a command delivered twice runs once.
+	rememberedCommands = 1000
+)
+
+// Config is an agent's configuration. Server, HostName and Address are
+// required, and RegistrationToken unless StateDir holds a credential.
+type Config struct {
+	// Server is the broker's base URL, e.g. http://broker:8080.
+	Server            string
+	RegistrationToken string
+	HostName          string
+	// Address is host:port clients connect to.
+	Address   string
+	Protocols []string // default RDP
+	// StandardFeatures is sent as is; nil lets the broker default (true).
+	StandardFeatures *bool
+	// StateDir keeps the host credential across restarts (0700, file 0600);
+	// empty keeps it in memory only (in-process simulated agents).
+	StateDir string
+
+	HeartbeatInterval time.Duration // default 10 s
+	// CustomScript is the R-IDX3 load script, run every sample with
+	// CustomScriptTimeout (default 10 s).
+	CustomScript        string
+	CustomScriptTimeout time.Duration
+	// PolicyFile holds the host's own thresholds (R-LI5), re-read every
+	// heartbeat; Policy is a fixed policy used when PolicyFile is empty.
+	PolicyFile string
+	Policy     *vdibroker.HostPolicy
+
+	Metrics  MetricsSource   // default SystemMetrics
+	Sessions SessionProvider // default NoSessions
+
+	HTTPClient *http.Client // default: 30 s timeout
+	Logger     *slog.Logger // default slog.Default()
+	// Rand draws the backoff jitter; seeded from the clock when nil.
+	Rand *rand.Rand
+	// BackoffBase and BackoffMax bound retry delays (1 s, 1 min).
+	BackoffBase, BackoffMax time.Duration
+}
+
+// Agent is one host's agent. Run it with Run.
+type Agent struct {
+	cfg     Config
+	client  *Client
+	log     *slog.Logger
+	backoff backoff
+
+	// The heartbeat loop's own state (one goroutine).
+	cred         *savedCredential
+	results      []vdibroker.CommandResult
+	done         map[string]vdibroker.CommandResult
+	doneOrder    []string
+	lastSessions []vdibroker.AgentSession
+	policy       *vdibroker.HostPolicy
+	link         string // last logged connection state
+
+	// Shared with the sampler goroutine.
+	mu              sync.Mutex
+	metrics         *vdibroker.Metrics
+	metricsErr      string
+	customValue     *int
+	customErr       string
+	sampleInterval  time.Duration
+	useCustomScript bool
+	intervalChanged chan struct{}
+}
+
+// New checks cfg and returns an agent.
+func New(cfg Config) (*Agent, error) {
+	u, err := url.Parse(cfg.Server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, vdibroker.FieldError("server", "%q is not an http(s) URL of the broker", cfg.Server)
+	}
+	if cfg.HostName == "" {
+		return nil, vdibroker.FieldError("hostName", "is required")
+	}
+	if cfg.Address == "" {
+		return nil, vdibroker.FieldError("address", "is required (host:port clients connect to)")
+	}
+	if cfg.RegistrationToken == "" && cfg.StateDir == "" {
+		return nil, vdibroker.FieldError("registrationToken", "is required when no state directory holds a credential")
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.CustomScriptTimeout <= 0 {
+		cfg.CustomScriptTimeout = DefaultScriptTimeout
+	}
+	if len(cfg.Protocols) == 0 {
+		cfg.Protocols = []string{"RDP"}
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = &SystemMetrics{}
+	}
+	if cfg.Sessions == nil {
+		cfg.Sessions = NoSessions{}
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Rand == nil {
+		seed := uint64(time.Now().UnixNano())
+		cfg.Rand = rand.New(rand.NewPCG(seed, seed>>1))
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = defaultBackoffBase
+	}
+	if cfg.BackoffMax < cfg.BackoffBase {
+		cfg.BackoffMax = max(defaultBackoffMax, cfg.BackoffBase)
+	}
+	return &Agent{
+		cfg:             cfg,
+		client:          &Client{Server: cfg.Server, HTTP: cfg.HTTPClient},
+		log:             cfg.Logger.With("host", cfg.HostName),
+		backoff:         backoff{base: cfg.BackoffBase, max: cfg.BackoffMax, rand: cfg.Rand},
+		done:            map[string]vdibroker.CommandResult{},
+		policy:          cfg.Policy,
+		sampleInterval:  DefaultSampleInterval,
+		intervalChanged: make(chan struct{}, 1),
+	}, nil
+}
+
+// Run registers the host (or reuses its saved credential) and heartbeats
+// until ctx ends; then it sends a last heartbeat saying it is shutting down
+// (R-H1 Shutdown) and returns nil. An unreachable or failing broker is
+// retried forever with backoff; Run returns an error only when retrying
+// cannot help: the broker refused both the credential and the registration
+// token, or refused the registration as invalid.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.register(ctx, false); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+
+	var wg sync.WaitGroup
+	sampled := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.sampleLoop(ctx, sampled)
+	}()
+	defer wg.Wait()
+	select {
+	case <-sampled:
+	case <-ctx.Done():
+		return nil
+	}
+
+	for {
+		delay := a.cfg.HeartbeatInterval
+		err := a.heartbeat(ctx, false)
+		switch {
+		case ctx.Err() != nil:
+			a.shutdown(ctx)
+			return nil
+		case errors.Is(err, errFatal):
+			return err
+		case refused(err):
+			// The credential is no longer valid: register again.
+			if err := a.register(ctx, true); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			delay = 0
+		case apiError(err):
+			// The broker answered but refused this heartbeat (a bug on one
+			// side or the other); keep trying, the results stay queued.
+			a.setLink("rejected", "broker rejected the heartbeat; retrying with backoff", err)
+			delay = a.backoff.next()
+		case err != nil:
+			a.setLink("unreachable", "broker unreachable; retrying with backoff", err)
+			delay = a.backoff.next()
+		default:
+			a.setLink("connected", "heartbeating", nil)
+			a.backoff.reset()
+			if len(a.results) > 0 {
+				delay = 0 // report command results at once
+			}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			a.shutdown(ctx)
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// errFatal marks errors retrying cannot fix.
+var errFatal = errors.New("agent stopped")
+
+// setLink logs a change of the connection state once, not every retry.
+func (a *Agent) setLink(state, msg string, err error) {
+	if a.link == state {
+		return
+	}
+	a.link = state
+	if err != nil {
+		a.log.Warn(msg, "server", a.cfg.Server, "err", err)
+		return
+	}
+	a.log.Info(msg, "server", a.cfg.Server)
+}
+
+// register obtains a credential: the saved one (unless renew), else a new one
+// from the registration token, retrying while the broker is unreachable.
+func (a *Agent) register(ctx context.Context, renew bool) error {
+	if !renew {
+		saved, err := loadCredential(a.cfg.StateDir)
+		if err != nil {
+			a.log.Warn("saved credential unusable; registering again", "err", err)
+		}
+		if saved != nil && saved.Server == a.cfg.Server && saved.HostName == a.cfg.HostName {
+			a.cred = saved
+			a.log.Info("using saved credential", "hostPool", saved.HostPool, "stateDir", a.cfg.StateDir)
+			return nil
+		}
+		if saved == nil && a.cred != nil {
+			return nil // in-memory credential (no state dir)
+		}
+	}
+	if a.cfg.RegistrationToken == "" {
+		return fmt.Errorf("%w: the broker refused the host credential and no registration token is configured (--registration-token)", errFatal)
+	}
+	if renew {
+		a.log.Warn("broker refused the host credential; registering again with the token")
+	}
+	a.backoff.reset()
+	for {
+		pol, _ := a.readPolicy()
+		resp, err := a.client.Register(ctx, vdibroker.RegisterRequest{
+			Token:            a.cfg.RegistrationToken,
+			HostName:         a.cfg.HostName,
+			Address:          a.cfg.Address,
+			Protocols:        a.cfg.Protocols,
+			StandardFeatures: a.cfg.StandardFeatures,
+			Policy:           pol,
+		})
+		if err == nil {
+			cred := &savedCredential{Server: a.cfg.Server, HostPool: resp.HostPool, HostName: resp.HostName,
+				Credential: resp.Credential, RegisteredAt: time.Now().UTC()}
+			if err := saveCredential(a.cfg.StateDir, cred); err != nil {
+				// Without the file the next restart needs the token again;
+				// keep running with the credential in memory.
+				a.log.Error("cannot keep the credential in the state directory", "err", err)
+			}
+			a.cred = cred
+			a.setLink("registered", "registered", nil)
+			a.log.Info("host registered", "hostPool", resp.HostPool, "hostName", resp.HostName)
+			a.backoff.reset()
+			return nil
+		}
+		if apiError(err) {
+			// The broker answered and said no: the token is invalid or
+			// expired, or a field is wrong. Retrying the same call cannot help.
+			return fmt.Errorf("%w: %w", errFatal, err)
+		}
+		a.setLink("unreachable", "broker unreachable; retrying registration with backoff", err)
+		t := time.NewTimer(a.backoff.next())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// heartbeat sends one heartbeat and carries out the commands of the answer.
+func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
+	var health []string
+	sessions, err := a.cfg.Sessions.Sessions(ctx)
+	if err != nil {
+		// Report the last known sessions: an empty list would make the
+		// broker end every session of the host (R-S2).
+		health = append(health, err.Error())
+		sessions = a.lastSessions
+	} else {
+		a.lastSessions = sessions
+	}
+	if sessions == nil {
+		sessions = []vdibroker.AgentSession{}
+	}
+	pol, err := a.readPolicy()
+	if err != nil {
+		health = append(health, err.Error())
+	}
+
+	a.mu.Lock()
+	var m *vdibroker.Metrics
+	if a.metrics != nil {
+		c := *a.metrics
+		m = &c
+	}
+	if a.metricsErr != "" {
+		health = append(health, a.metricsErr)
+	}
+	if a.customErr != "" {
+		health = append(health, a.customErr)
+	}
+	if a.useCustomScript && a.cfg.CustomScript == "" && (m == nil || m.CustomLoadValue == nil) {
+		health = append(health, "the pool uses a custom load script but this agent has none (--custom-script)")
+	}
+	a.mu.Unlock()
+
+	results := a.results
+	if results == nil {
+		results = []vdibroker.CommandResult{}
+	}
+	resp, err := a.client.Heartbeat(ctx, a.cred.Credential, vdibroker.HeartbeatRequest{
+		Metrics:      m,
+		Sessions:     sessions,
+		Policy:       pol,
+		Results:      results,
+		ShuttingDown: shuttingDown,
+		HealthError:  strings.Join(health, "; "),
+	})
+	if err != nil {
+		return err
+	}
+	a.results = a.results[len(results):]
+	if shuttingDown {
+		return nil
+	}
+	a.applySettings(resp.Settings)
+	for _, c := range resp.Commands {
+		a.results = append(a.results, a.execute(ctx, c))
+	}
+	return nil
+}
+
+// shutdown sends the last heartbeat (R-H1 Shutdown), even though ctx ended.
+func (a *Agent) shutdown(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := a.heartbeat(ctx, true); err != nil {
+		a.log.Warn("could not tell the broker the host is shutting down", "err", err)
+		return
+	}
+	a.log.Info("told the broker the host is shutting down")
+}
+
+// readPolicy returns the host policy: the file's when configured (the last
+// good one if it cannot be read now), else the configured one.
+func (a *Agent) readPolicy() (*vdibroker.HostPolicy, error) {
+	if a.cfg.PolicyFile == "" {
+		return a.policy, nil
+	}
+	p, err := ReadPolicyFile(a.cfg.PolicyFile)
+	if err != nil {
+		return a.policy, err
+	}
+	a.policy = p
+	return p, nil
+}
+
+func (a *Agent) applySettings(s vdibroker.AgentSettings) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.useCustomScript = s.UseCustomScript
+	if s.SampleIntervalSeconds <= 0 {
+		return
+	}
+	if d := time.Duration(s.SampleIntervalSeconds) * time.Second; d != a.sampleInterval {
+		a.sampleInterval = d
+		select {
+		case a.intervalChanged <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// sampleLoop samples metrics every sample interval; the first sample is
+// signalled on first so the first heartbeat carries metrics.
+func (a *Agent) sampleLoop(ctx context.Context, first chan<- struct{}) {
+	a.sample(ctx)
+	close(first)
+	for {
+		a.mu.Lock()
+		d := a.sampleInterval
+		a.mu.Unlock()
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-a.intervalChanged:
+			t.Stop()
+		case <-t.C:
+			a.sample(ctx)
+		}
+	}
+}
+
+// sample takes one metrics sample and runs the custom load script.
+func (a *Agent) sample(ctx context.Context) {
+	m, err := a.cfg.Metrics.Sample(ctx)
+	var custom *int
+	var customErr error
+	timedOut := false
+	if a.cfg.CustomScript != "" {
+		custom, customErr = RunCustomScript(ctx, a.cfg.CustomScript, a.cfg.CustomScriptTimeout)
+		timedOut = errors.Is(customErr, ErrScriptTimeout)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		// Keep the last sample; its age tells the broker it is stale.
+		a.metricsErr = "metrics: " + err.Error()
+	} else {
+		a.metricsErr = ""
+		a.metrics = &m
+	}
+	if a.cfg.CustomScript == "" {
+		return
+	}
+	if !timedOut {
+		a.customValue = custom // nil: no value (R-IDX3)
+	}
+	a.customErr = ""
+	if customErr != nil {
+		a.customErr = customErr.Error()
+	}
+	if a.metrics != nil {
+		a.metrics.CustomLoadValue = a.customValue
+	}
+}
+
+// execute carries out one command; every command gets a result (R-S4).
+func (a *Agent) execute(ctx context.Context, c vdibroker.Command) vdibroker.CommandResult {
+	if r, ok := a.done[c.ID]; ok {
+		return r // delivered again: report, do not run twice
+	}
+	r := a.run(ctx, c)
+	a.done[c.ID] = r
+	a.doneOrder = append(a.doneOrder, c.ID)
+	if len(a.doneOrder) > rememberedCommands {
+		delete(a.done, a.doneOrder[0])
+		a.doneOrder = a.doneOrder[1:]
+	}
+	if r.Success {
+		a.log.Info("command done", "id", c.ID, "type", c.Type, "session", c.AgentSessionID, "user", c.User)
+	} else {
+		a.log.Warn("command failed", "id", c.ID, "type", c.Type, "session", c.AgentSessionID, "user", c.User, "reason", r.Message)
+	}
+	return r
+}
+
+func (a *Agent) run(ctx context.Context, c vdibroker.Command) vdibroker.CommandResult {
+	fail := func(format string, args ...any) vdibroker.CommandResult {
+		return vdibroker.CommandResult{ID: c.ID, Message: fmt.Sprintf(format, args...)}
+	}
+	switch c.Type {
+	case vdibroker.CommandLogoff, vdibroker.CommandDisconnect, vdibroker.CommandSendMessage:
+	default:
+		return fail("unknown command type %q", c.Type)
+	}
+	id := c.AgentSessionID
+	if id == "" {
+		for _, s := range a.lastSessions {
+			if s.User == c.User && c.User != "" {
+				id = s.ID
+				break
+			}
+		}
+	}
+	if id == "" {
+		if c.Type == vdibroker.CommandLogoff {
+			return vdibroker.CommandResult{ID: c.ID, Success: true, Message: fmt.Sprintf("user %q has no session on this host; nothing to log off", c.User)}
+		}
+		return fail("user %q has no session on this host", c.User)
+	}
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	var err error
+	switch c.Type {
+	case vdibroker.CommandLogoff:
+		err = a.cfg.Sessions.Logoff(ctx, id)
+		if errors.Is(err, ErrNoSession) {
+			return vdibroker.CommandResult{ID: c.ID, Success: true, Message: fmt.Sprintf("session %q already ended", id)}
+		}
+	case vdibroker.CommandDisconnect:
+		err = a.cfg.Sessions.Disconnect(ctx, id)
+	case vdibroker.CommandSendMessage:
+		err = a.cfg.Sessions.SendMessage(ctx, id, c.Message)
+	}
+	if err != nil {
+		return fail("%s", err)
+	}
+	return vdibroker.CommandResult{ID: c.ID, Success: true}
+}

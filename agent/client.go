@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Client calls the broker's two agent endpoints (SPEC §9). Errors the broker
+// answered come back as *vdibroker.Error; anything else (connection refused,
+// timeouts, a proxy's HTML page) is a transport error the agent retries.
+type Client struct {
+	// Server is the broker's base URL, e.g. http://broker:8080.
+	Server string
+	HTTP   *http.Client
+}
+
+// maxResponse bounds what the agent reads of an answer.
+const maxResponse = 8 << 20
+
+// Register calls POST /api/v1/agent/register.
+func (c *Client) Register(ctx context.Context, req vdibroker.RegisterRequest) (*vdibroker.RegisterResponse, error) {
+	var resp vdibroker.RegisterResponse
+	if err := c.post(ctx, "/api/v1/agent/register", "", req, &resp); err != nil {
+		return nil, fmt.Errorf("register: %w", err)
+	}
+	if resp.Credential == "" {
+		return nil, fmt.Errorf("register: broker answered without a credential")
+	}
+	return &resp, nil
+}
+
+// Heartbeat calls POST /api/v1/agent/heartbeat with the host credential.
+func (c *Client) Heartbeat(ctx context.Context, credential string, req vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResponse, error) {
+	var resp vdibroker.HeartbeatResponse
+	if err := c.post(ctx, "/api/v1/agent/heartbeat", credential, req, &resp); err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return &resp, nil
+}
+
+func (c *Client) post(ctx context.Context, path, credential string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.Server, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if credential != "" {
+		req.Header.Set("Authorization", "Bearer "+credential)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxResponse))
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if res.StatusCode/100 != 2 {
+		return decodeError(res.StatusCode, data)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode answer (HTTP %d): %w", res.StatusCode, err)
+	}
+	return nil
+}
+
+// decodeError turns an error answer into *vdibroker.Error. A 5xx answer, or
+// one that is not the broker's error JSON (a proxy, a load balancer), is a
+// transport problem and stays a plain error, so the agent retries it.
+func decodeError(status int, data []byte) error {
+	var env struct {
+		Error *vdibroker.Error `json:"error"`
+	}
+	if status < 500 && json.Unmarshal(data, &env) == nil && env.Error != nil && env.Error.Code != "" {
+		return env.Error
+	}
+	if status == http.StatusUnauthorized {
+		return &vdibroker.Error{Code: vdibroker.EUnauthenticated, Message: "credential refused"}
+	}
+	snippet := strings.TrimSpace(string(data))
+	if len(snippet) > 200 {
+		snippet = snippet[:200] + "…"
+	}
+	return &transportError{status: status, body: snippet}
+}
+
+// transportError is an answer that did not come from the broker's API logic.
+type transportError struct {
+	status int
+	body   string
+}
+
+func (e *transportError) Error() string {
+	return fmt.Sprintf("HTTP %d: %s", e.status, e.body)
+}
+
+// refused reports whether err is the broker saying the credential or token is
+// not (or no longer) valid: retrying the same call cannot help.
+func refused(err error) bool {
+	var e *vdibroker.Error
+	return errors.As(err, &e) && (e.Code == vdibroker.EUnauthenticated || e.Code == vdibroker.EPermission || e.Code == vdibroker.ENotFound)
+}
+
+// apiError reports whether err is an answer of the broker's API (as opposed
+// to an unreachable or failing broker).
+func apiError(err error) bool {
+	var e *vdibroker.Error
+	return errors.As(err, &e)
+}

@@ -1,0 +1,53 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/vdibroker/vdibroker"
+)
+
+// ReadPolicyFile reads the host's own thresholds (R-LI5) from a JSON file, or
+// a YAML file when the name ends in .yaml or .yml:
+//
+//	{"hostLoadIndexThreshold": 80, "hostConnectingSessionThreshold": 5}
+//
+// Unknown keys and out-of-range values are errors naming the key.
+func ReadPolicyFile(path string) (*vdibroker.HostPolicy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy file: %w", err)
+	}
+	var p vdibroker.HostPolicy
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		err = yaml.UnmarshalWithOptions(data, &p, yaml.DisallowUnknownField())
+	default:
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(&p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	if err := validatePolicy(&p); err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	return &p, nil
+}
+
+// validatePolicy checks the §6 ranges.
+func validatePolicy(p *vdibroker.HostPolicy) error {
+	if v := p.HostLoadIndexThreshold; v != nil && (*v < 0 || *v > 100) {
+		return vdibroker.FieldError("hostLoadIndexThreshold", "%d is out of range 0..100", *v)
+	}
+	if v := p.HostConnectingSessionThreshold; v != nil && (*v < 0 || *v > 150) {
+		return vdibroker.FieldError("hostConnectingSessionThreshold", "%d is out of range 0..150", *v)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func newLogind() (SessionProvider, error) {
+	return &LogindProvider{Run: runCommand, WriteTTY: writeTTY}, nil
+}
+
+func newUtmp(path string) (SessionProvider, error) {
+	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Hangup: hangup, WriteTTY: writeTTY}, nil
+}
+
+// autoProvider picks logind when loginctl answers, else utmp when the file
+// exists.
+func autoProvider() (SessionProvider, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, _ := newLogind()
+	_, lerr := p.Sessions(ctx)
+	if lerr == nil {
+		return p, nil
+	}
+	_, uerr := os.Stat(DefaultUtmpPath)
+	if uerr == nil {
+		return newUtmp(DefaultUtmpPath)
+	}
+	return nil, fmt.Errorf("sessions provider auto: neither systemd-logind (%v) nor utmp (%v) is available; use --sessions-provider file:PATH or none", lerr, uerr)
+}
+
+// runCommand runs name and returns its stdout; a failure carries stderr.
+func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, msg)
+		}
+		return out, fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func hangup(pid int) error { return syscall.Kill(pid, syscall.SIGHUP) }
+
+var ttyPattern = regexp.MustCompile(`^(pts/[0-9]+|tty[A-Za-z0-9]+)$`)
+
+// writeTTY writes a message to /dev/<tty>, as write(1) does, without making
+// it the agent's controlling terminal.
+func writeTTY(tty, message string) error {
+	if !ttyPattern.MatchString(tty) {
+		return fmt.Errorf("send message: %q is not a terminal name: %w", tty, ErrUnsupported)
+	}
+	path := "/dev/" + tty
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("send message: %w", err)
+	}
+	if fi.Mode()&os.ModeCharDevice == 0 {
+		return fmt.Errorf("send message: %s is not a terminal", path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return fmt.Errorf("send message: %w", err)
+	}
+	_, err = f.Write(ttyMessage(message, time.Now()))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("send message to %s: %w", path, err)
+	}
+	return nil
+}

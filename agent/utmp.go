@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// DefaultUtmpPath is where glibc keeps the logged-on users.
+const DefaultUtmpPath = "/var/run/utmp"
+
+// utmpRecordSize is sizeof(struct utmp) in glibc on 64-bit Linux (x86_64,
+// arm64): 32-bit times for compatibility with 32-bit programs.
+const utmpRecordSize = 384
+
+// utmp record types (utmp.h) the agent cares about.
+const (
+	utmpUserProcess = 7
+	utmpDeadProcess = 8
+)
+
+// UtmpEntry is one utmp record.
+type UtmpEntry struct {
+	Type int16
+	PID  int32
+	// Line is the terminal ("pts/0", "tty1") or display (":10" for xrdp).
+	Line, ID, User, Host string
+	Session              int32
+	Time                 time.Time
+}
+
+// ParseUtmp decodes utmp records (glibc layout):
+//
+//	0 ut_type int16 (+2 pad)  4 ut_pid int32   8 ut_line [32]
+//	40 ut_id [4]  44 ut_user [32]  76 ut_host [256]  332 ut_exit 2×int16
+//	336 ut_session int32  340 ut_tv 2×int32  348 ut_addr_v6 [16]  364 unused [20]
+func ParseUtmp(data []byte, order binary.ByteOrder) ([]UtmpEntry, error) {
+	if len(data)%utmpRecordSize != 0 {
+		return nil, fmt.Errorf("utmp: %d bytes is not a whole number of %d-byte records (unsupported layout)", len(data), utmpRecordSize)
+	}
+	str := func(b []byte) string {
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		return string(b)
+	}
+	var out []UtmpEntry
+	for off := 0; off < len(data); off += utmpRecordSize {
+		r := data[off : off+utmpRecordSize]
+		out = append(out, UtmpEntry{
+			Type:    int16(order.Uint16(r[0:])),
+			PID:     int32(order.Uint32(r[4:])),
+			Line:    str(r[8:40]),
+			ID:      str(r[40:44]),
+			User:    str(r[44:76]),
+			Host:    str(r[76:332]),
+			Session: int32(order.Uint32(r[336:])),
+			Time:    time.Unix(int64(int32(order.Uint32(r[340:]))), int64(int32(order.Uint32(r[344:])))*1000).UTC(),
+		})
+	}
+	return out, nil
+}
+
+// UtmpSessions keeps the logged-on users: USER_PROCESS records whose process
+// is alive (a crashed login leaves a stale record behind). The session id is
+// the terminal line, unique among live records.
+func UtmpSessions(entries []UtmpEntry, alive func(pid int) bool) []vdibroker.AgentSession {
+	var list []vdibroker.AgentSession
+	for _, e := range entries {
+		if e.Type != utmpUserProcess || e.User == "" || (alive != nil && !alive(int(e.PID))) {
+			continue
+		}
+		list = append(list, vdibroker.AgentSession{ID: utmpID(e), User: e.User, State: vdibroker.StateActive})
+	}
+	return list
+}
+
+func utmpID(e UtmpEntry) string {
+	if e.Line != "" {
+		return e.Line
+	}
+	return "pid-" + strconv.Itoa(int(e.PID))
+}
+
+// UtmpProvider reads sessions from utmp, which console, ssh and xrdp logons
+// write. Logoff hangs up the session's leader process (SIGHUP, what a
+// terminal going away sends); Disconnect is unsupported; SendMessage writes to
+// the session's terminal.
+type UtmpProvider struct {
+	Path  string
+	Order binary.ByteOrder
+	// Alive reports whether a process exists; Hangup sends it SIGHUP;
+	// WriteTTY writes to a terminal such as "pts/3".
+	Alive    func(pid int) bool
+	Hangup   func(pid int) error
+	WriteTTY func(tty, message string) error
+}
+
+var _ SessionProvider = (*UtmpProvider)(nil)
+
+func (p *UtmpProvider) entries() ([]UtmpEntry, error) {
+	data, err := os.ReadFile(p.Path)
+	if err != nil {
+		return nil, fmt.Errorf("utmp sessions: %w", err)
+	}
+	return ParseUtmp(data, p.Order)
+}
+
+// Sessions implements SessionProvider.
+func (p *UtmpProvider) Sessions(ctx context.Context) ([]vdibroker.AgentSession, error) {
+	e, err := p.entries()
+	if err != nil {
+		return nil, err
+	}
+	return UtmpSessions(e, p.Alive), nil
+}
+
+func (p *UtmpProvider) find(id string) (UtmpEntry, error) {
+	list, err := p.entries()
+	if err != nil {
+		return UtmpEntry{}, err
+	}
+	for _, e := range list {
+		if e.Type == utmpUserProcess && utmpID(e) == id && (p.Alive == nil || p.Alive(int(e.PID))) {
+			return e, nil
+		}
+	}
+	return UtmpEntry{}, fmt.Errorf("session %q: %w", id, ErrNoSession)
+}
+
+// Logoff implements SessionProvider.
+func (p *UtmpProvider) Logoff(ctx context.Context, id string) error {
+	e, err := p.find(id)
+	if err != nil {
+		return err
+	}
+	if e.PID <= 1 {
+		return fmt.Errorf("log off session %q: utmp names no process to hang up", id)
+	}
+	if err := p.Hangup(int(e.PID)); err != nil {
+		return fmt.Errorf("log off session %q: hang up process %d: %w", id, e.PID, err)
+	}
+	return nil
+}
+
+// Disconnect implements SessionProvider: utmp sessions cannot be detached.
+func (p *UtmpProvider) Disconnect(ctx context.Context, id string) error {
+	if _, err := p.find(id); err != nil {
+		return err
+	}
+	return fmt.Errorf("disconnect session %q: utmp sessions cannot be disconnected, only logged off: %w", id, ErrUnsupported)
+}
+
+// SendMessage implements SessionProvider.
+func (p *UtmpProvider) SendMessage(ctx context.Context, id, message string) error {
+	e, err := p.find(id)
+	if err != nil {
+		return err
+	}
+	if e.Line == "" || strings.HasPrefix(e.Line, ":") {
+		return fmt.Errorf("send message to session %q: display %q has no terminal to write to: %w", id, e.Line, ErrUnsupported)
+	}
+	return p.WriteTTY(e.Line, message)
+}
+
+// ttyMessage is what a user sees in their terminal.
+func ttyMessage(message string, now time.Time) []byte {
+	msg := strings.ReplaceAll(message, "\n", "\r\n")
+	return []byte(fmt.Sprintf("\r\n\a*** Message from vdibroker at %s ***\r\n%s\r\n", now.Format("15:04"), msg))
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/agent"
+)
+
+func init() { rootCmd.AddCommand(newAgentCmd()) }
+
+// newAgentCmd is `vdibroker agent`, the program that runs on every session
+// host (docs/agent.md).
+func newAgentCmd() *cobra.Command {
+	hostname, _ := os.Hostname()
+	var (
+		cfg          agent.Config
+		provider     string
+		standard     bool
+		protocols    []string
+		logLevel     string
+		stateDirFlag string
+	)
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the host agent: register this session host and report its load and sessions",
+		Long: `Run the host agent on a session host. It registers the host with the broker
+once (--registration-token), keeps the host credential in --state-dir and
+reuses it after a restart, then sends a heartbeat every --heartbeat-interval
+with the host's metrics, sessions, policy and command results. It never exits
+because the broker is unreachable; SIGTERM sends a last heartbeat that marks
+the host Shutdown. The server and token may also come from VDIBROKER_SERVER
+and VDIBROKER_REGISTRATION_TOKEN.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfg.Server == "" {
+				cfg.Server = os.Getenv("VDIBROKER_SERVER")
+			}
+			if cfg.RegistrationToken == "" {
+				cfg.RegistrationToken = os.Getenv("VDIBROKER_REGISTRATION_TOKEN")
+			}
+			if cfg.Server == "" {
+				return usageError{errors.New("--server (or VDIBROKER_SERVER) is required")}
+			}
+			if cfg.Address == "" {
+				cfg.Address = net.JoinHostPort(cfg.HostName, "3389")
+			}
+			cfg.StateDir = stateDirFlag
+			cfg.Protocols = protocols
+			cfg.StandardFeatures = &standard
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)}
+			}
+			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			sessions, err := agent.NewSessionProvider(provider)
+			if err != nil {
+				return err
+			}
+			cfg.Sessions = sessions
+			a, err := agent.New(cfg)
+			if err != nil {
+				var e *vdibroker.Error
+				if errors.As(err, &e) && e.Code == vdibroker.EInvalid {
+					return usageError{err}
+				}
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return a.Run(ctx)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg.Server, "server", "", "broker base URL, e.g. http://broker:8080 (env VDIBROKER_SERVER)")
+	f.StringVar(&cfg.RegistrationToken, "registration-token", "", "host pool registration token; needed until the host has a credential (env VDIBROKER_REGISTRATION_TOKEN)")
+	f.StringVar(&cfg.HostName, "host-name", hostname, "session host name in the pool")
+	f.StringVar(&cfg.Address, "address", "", "host:port clients connect to (default <host-name>:3389)")
+	f.StringSliceVar(&protocols, "protocols", []string{"RDP"}, "protocols the host serves: RDP, PCoIP, Blast")
+	f.StringVar(&stateDirFlag, "state-dir", "/var/lib/vdibroker-agent", "directory keeping the host credential (mode 0700)")
+	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "time between heartbeats")
+	f.StringVar(&cfg.CustomScript, "custom-script", "", "custom load script printing an integer 0..100 (R-IDX3), run every sample with a 10s timeout")
+	f.StringVar(&cfg.PolicyFile, "policy-file", "", "JSON or YAML file with hostLoadIndexThreshold and hostConnectingSessionThreshold (R-LI5), re-read every heartbeat")
+	f.StringVar(&provider, "sessions-provider", "auto", "where sessions come from: auto, logind, utmp, file:PATH or none")
+	f.BoolVar(&standard, "standard-features", true, "host supports multi-session, unauthenticated access and all protocols")
+	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return c
+}
