@@ -1,0 +1,280 @@
+package http_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+func sessionByUser(t *testing.T, e *env, pool, user, state string) *vdibroker.UserSession {
+	t.Helper()
+	list, err := e.admin.ListUserSessions(context.Background(), pool, vhttp.SessionQuery{User: user, State: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Fatalf("%s has %d sessions in state %q, want 1: %+v", user, len(list), state, list)
+	}
+	return list[0]
+}
+
+// TestHeartbeatReconciliation_RS2: the agent's report drives the session
+// states, synchronously: when the heartbeat is answered, the counts show it.
+func TestHeartbeatReconciliation_RS2(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("rs2", map[string]any{"loadBalancing": map[string]any{"sampleIntervalSeconds": 15}})
+	host := e.addHosts("rs2", "rs2h", 1)[0]
+	c := e.mustConnect("rs2", "alice")
+
+	// Pending seen -> Active, with the agent's id.
+	hb := e.heartbeat(host, vdibroker.AgentSession{ID: "7", User: "alice", State: "Active"})
+	if hb.Settings.SampleIntervalSeconds != 15 || hb.Settings.HeartbeatTimeoutSeconds != 90 {
+		t.Errorf("heartbeat settings %+v", hb.Settings)
+	}
+	s := sessionByUser(t, e, "rs2", "alice", "")
+	if s.ID != c.SessionID || s.State != vdibroker.StateActive || s.AgentSessionID != "7" {
+		t.Errorf("after Active report: %+v", s)
+	}
+	// Reported disconnected -> Disconnected; a reconnect answers it (R-C1).
+	e.heartbeat(host, vdibroker.AgentSession{ID: "7", User: "alice", State: "Disconnected"})
+	if s := sessionByUser(t, e, "rs2", "alice", ""); s.State != vdibroker.StateDisconnected {
+		t.Errorf("after Disconnected report: %s", s.State)
+	}
+	if r := e.mustConnect("rs2", "alice"); !r.Reconnect || r.SessionID != c.SessionID || r.State != vdibroker.StateDisconnected {
+		t.Errorf("reconnect to disconnected session: %+v", r)
+	}
+	// Unknown user -> adopted.
+	e.heartbeat(host,
+		vdibroker.AgentSession{ID: "7", User: "alice", State: "Active"},
+		vdibroker.AgentSession{ID: "8", User: "bob", State: "Active"})
+	if s := sessionByUser(t, e, "rs2", "bob", ""); s.State != vdibroker.StateActive || s.SessionHost != host {
+		t.Errorf("adopted session: %+v", s)
+	}
+	if h, _ := e.admin.GetSessionHost(ctx, "rs2", host); h.Sessions != 2 {
+		t.Errorf("host sessions %d, want 2", h.Sessions)
+	}
+	// No longer reported -> LoggedOff; the placement view sees the freed
+	// slot at once.
+	e.heartbeat(host)
+	open, _ := e.admin.ListUserSessions(ctx, "rs2", vhttp.SessionQuery{})
+	if len(open) != 0 {
+		t.Errorf("after empty report: %d open sessions", len(open))
+	}
+	ended := sessionByUser(t, e, "rs2", "alice", vdibroker.StateLoggedOff)
+	if ended.ID != c.SessionID {
+		t.Errorf("ended session %s, want %s", ended.ID, c.SessionID)
+	}
+	if h, _ := e.admin.GetSessionHost(ctx, "rs2", host); h.Sessions != 0 {
+		t.Errorf("host sessions %d, want 0", h.Sessions)
+	}
+	if _, err := e.admin.PatchHostPool(ctx, "rs2", map[string]any{"maxSessionLimit": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.mustConnect("rs2", "carol"); !r.Created {
+		t.Errorf("carol: %+v", r)
+	}
+}
+
+// TestSessionCommands_RS4: logoff, disconnect and messages are queued (202)
+// and delivered on the host's next heartbeat.
+func TestSessionCommands_RS4(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("rs4", nil)
+	host := e.addHosts("rs4", "rs4h", 1)[0]
+	c := e.mustConnect("rs4", "alice")
+	e.heartbeat(host, vdibroker.AgentSession{ID: "42", User: "alice", State: "Active"})
+
+	if err := e.admin.SendMessage(ctx, "rs4", c.SessionID, "maintenance at 18:00"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Disconnect(ctx, "rs4", c.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := e.admin.Logoff(ctx, "rs4", c.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Type != vdibroker.CommandLogoff || cmd.State != vdibroker.CommandQueued || cmd.AgentSessionID != "42" {
+		t.Errorf("logoff command %+v", cmd)
+	}
+	hb := e.heartbeat(host, vdibroker.AgentSession{ID: "42", User: "alice", State: "Active"})
+	types := map[string]vdibroker.Command{}
+	for _, c := range hb.Commands {
+		types[c.Type] = c
+	}
+	if len(hb.Commands) != 3 || types[vdibroker.CommandSendMessage].Message != "maintenance at 18:00" ||
+		types[vdibroker.CommandLogoff].AgentSessionID != "42" || types[vdibroker.CommandDisconnect].SessionID != c.SessionID {
+		t.Errorf("delivered commands %+v", hb.Commands)
+	}
+	// Delivered once: the next heartbeat carries the results, no commands.
+	res := []vdibroker.CommandResult{}
+	for _, c := range hb.Commands {
+		res = append(res, vdibroker.CommandResult{ID: c.ID, Success: true})
+	}
+	hb2, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{Results: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hb2.Commands) != 0 {
+		t.Errorf("commands delivered twice: %+v", hb2.Commands)
+	}
+	// The agent logged alice off: the session is over; commands on it conflict.
+	_, err = e.admin.Disconnect(ctx, "rs4", c.SessionID)
+	wantCode(t, err, vdibroker.EConflict)
+	err = e.admin.SendMessage(ctx, "rs4", c.SessionID, "")
+	wantCode(t, err, vdibroker.EInvalid)
+	_, err = e.admin.Logoff(ctx, "rs4", "nosuch")
+	wantCode(t, err, vdibroker.ENotFound)
+}
+
+// TestPendingTimeout_RS3: a Pending session the agent never reports ends
+// after pendingTimeoutSeconds, and its slot is free again.
+func TestPendingTimeout_RS3(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("rs3", map[string]any{"maxSessionLimit": 1, "pendingTimeoutSeconds": 60})
+	host := e.addHosts("rs3", "rs3h", 1)[0]
+	first := e.mustConnect("rs3", "alice")
+	_, err := e.connect("rs3", "bob")
+	wantCode(t, err, vdibroker.ENoCapacity)
+	e.clock.Advance(61 * time.Second)
+	e.heartbeat(host)
+	s, err := e.admin.GetUserSession(ctx, "rs3", first.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != vdibroker.StateLoggedOff || s.EndReason != "PendingTimeout" {
+		t.Errorf("after timeout: %+v, want LoggedOff PendingTimeout", s)
+	}
+	if r := e.mustConnect("rs3", "bob"); !r.Created {
+		t.Errorf("bob after timeout: %+v", r)
+	}
+}
+
+// TestRegisterAndCredentials_RSEC: registration tokens expire and are range
+// checked; each host's credential works for that host only and dies with
+// the host; re-registering re-keys.
+func TestRegisterAndCredentials_RSEC(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("sec", nil)
+	for _, secs := range []int{3599, 2332801, -1} {
+		_, err := e.admin.CreateRegistrationToken(ctx, "sec", vhttp.RegistrationTokenRequest{ExpiresInSeconds: secs})
+		if ve := wantCode(t, err, vdibroker.EInvalid, "3600..2332800"); ve.Field != "expiresInSeconds" {
+			t.Errorf("field %q", ve.Field)
+		}
+	}
+	rt, err := e.admin.CreateRegistrationToken(ctx, "sec", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rt.ExpirationTime.Sub(e.clock.Now()); d < 3590*time.Second || d > 3600*time.Second {
+		t.Errorf("expirationTime in %s, want 1h", d)
+	}
+	_, err = e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: "wrong", HostName: "sech1"})
+	wantCode(t, err, vdibroker.EUnauthenticated)
+	_, err = e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "x"})
+	wantCode(t, err, vdibroker.EInvalid, "3..48")
+	_, err = e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "sech1", Address: "nohostport"})
+	wantCode(t, err, vdibroker.EInvalid, "host:port")
+	_, err = e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "sech1", Protocols: []string{"VNC"}})
+	wantCode(t, err, vdibroker.EInvalid, "RDP, PCoIP, Blast")
+
+	cred1 := e.register(rt.Token, "sech1")
+	e.heartbeat("sech1")
+	cred2 := e.register(rt.Token, "sech1") // re-key
+	if cred1 == cred2 {
+		t.Fatal("re-register returned the same credential")
+	}
+	_, err = e.admin.Heartbeat(ctx, cred1, &vdibroker.HeartbeatRequest{})
+	wantCode(t, err, vdibroker.EUnauthenticated)
+	if _, err := e.admin.Heartbeat(ctx, cred2, &vdibroker.HeartbeatRequest{}); err != nil {
+		t.Errorf("new credential: %v", err)
+	}
+	// An API token is not a host credential.
+	_, err = e.admin.Heartbeat(ctx, adminToken, &vdibroker.HeartbeatRequest{})
+	wantCode(t, err, vdibroker.EUnauthenticated)
+	// Bad heartbeat bodies are refused with the field.
+	_, err = e.admin.Heartbeat(ctx, cred2, &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{{ID: "1", User: "a", State: "Running"}}})
+	if ve := wantCode(t, err, vdibroker.EInvalid, "Active, Disconnected"); ve.Field != "sessions[0].state" {
+		t.Errorf("field %q", ve.Field)
+	}
+	_, err = e.admin.Heartbeat(ctx, cred2, &vdibroker.HeartbeatRequest{Metrics: &vdibroker.Metrics{CPUPercent: 140}})
+	wantCode(t, err, vdibroker.EInvalid, "metrics.cpuPercent")
+
+	// Deleting the host: 409 with sessions, force revokes the credential.
+	e.mustConnect("sec", "alice")
+	wantCode(t, e.admin.DeleteSessionHost(ctx, "sec", "sech1", false), vdibroker.EConflict)
+	if err := e.admin.DeleteSessionHost(ctx, "sec", "sech1", true); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.admin.Heartbeat(ctx, cred2, &vdibroker.HeartbeatRequest{})
+	wantCode(t, err, vdibroker.EUnauthenticated)
+	_, err = e.connect("sec", "bob")
+	wantCode(t, err, vdibroker.ENoCapacity, "no session hosts")
+
+	// Registration tokens expire.
+	e.clock.Advance(3601 * time.Second)
+	_, err = e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "sech2"})
+	wantCode(t, err, vdibroker.EUnauthenticated)
+}
+
+// TestSessionHostAPI_SPEC9: PUT/PATCH/GET of hosts with their validation;
+// PATCH takes only the four admin fields.
+func TestSessionHostAPI_SPEC9(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("hostapi", nil)
+	h, err := e.admin.PutSessionHost(ctx, "hostapi", "rdsh01", vhttp.SessionHostRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.AllowNewSession || !h.StandardFeatures || h.Status != vdibroker.StatusUnavailable || len(h.Protocols) != 1 {
+		t.Errorf("defaults: %+v", h)
+	}
+	bad := []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"address": "nohostport"}, "address"},
+		{map[string]any{"address": "host:70000"}, "address"},
+		{map[string]any{"assignedUsers": []string{"alice"}}, "assignedUsers"}, // Pooled pool
+		{map[string]any{"protocols": []string{"RDP"}}, "protocols"},
+		{map[string]any{"status": "Available"}, "status"},
+		{map[string]any{"allowNewSession": "no"}, "allowNewSession"},
+	}
+	for _, b := range bad {
+		_, err := e.admin.PatchSessionHost(ctx, "hostapi", "rdsh01", b.body)
+		if ve := wantCode(t, err, vdibroker.EInvalid); ve.Field != b.field {
+			t.Errorf("PATCH %v: field %q, want %q", b.body, ve.Field, b.field)
+		}
+	}
+	_, err = e.admin.PutSessionHost(ctx, "hostapi", "x!", vhttp.SessionHostRequest{})
+	wantCode(t, err, vdibroker.EInvalid, "3..48")
+	_, err = e.admin.PutSessionHost(ctx, "hostapi", "rdsh02", vhttp.SessionHostRequest{Protocols: &[]string{"RDP", "RDP"}})
+	wantCode(t, err, vdibroker.EInvalid, "twice")
+	got, err := e.admin.PatchSessionHost(ctx, "hostapi", "rdsh01", map[string]any{"address": "[2001:db8::1]:3389", "standardFeatures": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Address != "[2001:db8::1]:3389" || got.StandardFeatures || !got.AllowNewSession {
+		t.Errorf("after PATCH: %+v", got)
+	}
+	// PUT without an address keeps it.
+	got, err = e.admin.PutSessionHost(ctx, "hostapi", "rdsh01", vhttp.SessionHostRequest{AllowNewSession: vhttp.Ptr(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Address != "[2001:db8::1]:3389" || got.AllowNewSession || !got.StandardFeatures {
+		t.Errorf("after PUT: %+v", got)
+	}
+	_, err = e.admin.GetSessionHost(ctx, "hostapi", "nosuch")
+	wantCode(t, err, vdibroker.ENotFound)
+	_, err = e.admin.PutSessionHost(ctx, "nosuchpool", "rdsh01", vhttp.SessionHostRequest{})
+	wantCode(t, err, vdibroker.ENotFound)
+}
