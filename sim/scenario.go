@@ -141,6 +141,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	}
 	sc := p.scenario(body)
 	if len(p.errs) > 0 {
+		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
 		return nil, p.errs
 	}
 	sc.Name = file
@@ -261,7 +262,7 @@ func (p *scenarioParser) pool(n ast.Node, ps *PoolSpec) {
 		ps.MaxSessionLimits = p.limits(f.value)
 	}
 	if f, ok := m["initialSessions"]; ok {
-		seq, ok := p.sequence(f.value, "pool.initialSessions", 1, maxHosts)
+		seq, ok := p.sequence(f.value, "pool.initialSessions", 0, maxHosts)
 		if ok {
 			ps.InitialSessions = make([]int, len(seq))
 			for i, v := range seq {
@@ -403,7 +404,7 @@ func (p *scenarioParser) users(n ast.Node, duration time.Duration) []UserGroup {
 		if f, ok := m["start"]; ok {
 			g.Start = p.duration(f.value, path+".start", 0, maxDuration)
 			if duration > 0 && g.Start >= duration {
-				p.errf(f.value, path+".start", "must be before the end of the scenario (duration %s)", duration)
+				p.errf(f.value, path+".start", "must be before the end of the scenario (duration %s)", fmtDuration(duration))
 			}
 		}
 		if g.Pattern == PatternWorkday {
@@ -570,12 +571,4 @@ func fmtDuration(d time.Duration) string {
 	default:
 		return d.String()
 	}
-}
-
-// sortedLimits returns the sweep's limits ascending (reports keep file order;
-// plots of a sweep need them sorted).
-func sortedLimits(limits []int) []int {
-	out := append([]int(nil), limits...)
-	sort.Ints(out)
-	return out
 }
