@@ -273,6 +273,6 @@ func cloneHost(h Host) Host {
 func newExplain(s *settings, req Request, now time.Time) Explain {
 	return Explain{
 		Pool: s.pool.Name, User: req.User, Algorithm: s.algo, Time: now,
-		Candidates: []Candidate{}, Excluded: []Exclusion{},
+		Candidates: make([]Candidate, 0, ExplainLimit), Excluded: []Exclusion{},
 	}
 }

@@ -13,6 +13,8 @@ import (
 // depends on. Its key fields (h, li) change only while it is detached.
 type entry struct {
 	h Host
+	// words is nameWords(h.Name), the inline part of every tree key.
+	words [3]uint64
 	// li is the load index placement uses (LoadIndex pools).
 	li int
 	// class is "" for a candidate, else the exclusion reason.
@@ -116,9 +118,7 @@ func (x *indexed) attach(e *entry) {
 	e.li = s.loadIndex(&e.h, x.stats())
 	st := statusOf(&e.h, s.timeout, x.clock)
 	e.class = s.classify(&e.h, st, e.li)
-	if e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable {
-		heap.Push(&x.deadlines, deadlineItem{e})
-	}
+	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
 	for _, u := range e.h.AssignedUsers {
 		x.users[u] = append(x.users[u], e)
 	}
@@ -151,9 +151,6 @@ func (x *indexed) attach(e *entry) {
 func (x *indexed) detach(e *entry) {
 	if !e.attached {
 		return
-	}
-	if e.heapAt >= 0 {
-		heap.Remove(&x.deadlines, e.heapAt)
 	}
 	for _, u := range e.h.AssignedUsers {
 		list := x.users[u]
@@ -193,6 +190,7 @@ func (x *indexed) Upsert(h Host) {
 		x.entries[h.Name] = e
 	}
 	e.h = cloneHost(h)
+	e.words = nameWords(h.Name)
 	x.account(&e.h, +1)
 	if x.customFlipped(anyCustom) {
 		x.rebuild()
@@ -208,6 +206,7 @@ func (x *indexed) Remove(name string) {
 	}
 	anyCustom := x.customs > 0
 	x.detach(e)
+	x.syncDeadline(e, false)
 	delete(x.entries, name)
 	x.account(&e.h, -1)
 	if x.customFlipped(anyCustom) {
@@ -215,10 +214,15 @@ func (x *indexed) Remove(name string) {
 	}
 }
 
-// customFlipped reports whether every host must be re-derived because
-// R-IDX3's "some host reports a custom value" changed under useCustomScript
-// (hosts without a value go from -1 to 25 or back, and round robin on or off).
+// customFlipped settles the pool-wide inputs after account calls. It notes
+// a moved R-LI6 mean (the hosts that use it are re-derived at the next
+// Place) and reports whether every host must be re-derived because R-IDX3's
+// "some host reports a custom value" changed under useCustomScript (hosts
+// without a value go from -1 to 25 or back, and round robin on or off).
 func (x *indexed) customFlipped(before bool) bool {
+	if ps := x.mean.PerSession(); ps != x.perSession {
+		x.perSession, x.meanDirty = ps, true
+	}
 	return x.s.lb.UseCustomScript && before != (x.customs > 0)
 }
 
@@ -229,9 +233,6 @@ func (x *indexed) account(h *Host, sign int) {
 		x.mean.Add(h.Metrics, h.MetricsSessions)
 	} else {
 		x.mean.Remove(h.Metrics, h.MetricsSessions)
-	}
-	if ps := x.mean.PerSession(); ps != x.perSession {
-		x.perSession, x.meanDirty = ps, true
 	}
 	if loadindex.ValidCustom(h.Metrics) {
 		x.customs += sign
@@ -279,11 +280,11 @@ func (x *indexed) advance(now time.Time) {
 	x.clock = now
 	for len(x.deadlines) > 0 {
 		top := x.deadlines[0]
-		if now.Sub(*top.e.h.LastHeartBeat) <= x.s.timeout {
+		if now.Sub(top.hb) <= x.s.timeout {
 			break
 		}
-		x.detach(top.e) // also pops it
-		x.attach(top.e)
+		x.detach(top.e)
+		x.attach(top.e) // now Unavailable: leaves the heap
 	}
 	if x.meanDirty && x.s.algo == vdibroker.LoadIndex {
 		stats := x.stats()
@@ -483,16 +484,33 @@ func (x *indexed) placePersonal(d *Decision, ex *Explain, req Request, now time.
 	return err
 }
 
+// syncDeadline puts e in the deadline heap (alive) or takes it out. An
+// entry whose heartbeat did not change keeps its place: most updates (a
+// session placed or ended) touch no heartbeat, and the heap is left alone.
+func (x *indexed) syncDeadline(e *entry, alive bool) {
+	switch {
+	case alive && e.heapAt < 0:
+		heap.Push(&x.deadlines, deadlineItem{e, *e.h.LastHeartBeat})
+	case alive && !x.deadlines[e.heapAt].hb.Equal(*e.h.LastHeartBeat):
+		x.deadlines[e.heapAt].hb = *e.h.LastHeartBeat
+		heap.Fix(&x.deadlines, e.heapAt)
+	case !alive && e.heapAt >= 0:
+		heap.Remove(&x.deadlines, e.heapAt)
+	}
+}
+
 // deadlineHeap orders the hosts that are alive by heartbeat by when they
-// stop being (R-H1): the earliest expiry on top.
+// stop being (R-H1): the oldest heartbeat on top. The heartbeat is copied
+// into the item so the heap never reaches into the entries.
 type deadlineHeap []deadlineItem
 
-type deadlineItem struct{ e *entry }
-
-func (h deadlineHeap) Len() int { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool {
-	return h[i].e.h.LastHeartBeat.Before(*h[j].e.h.LastHeartBeat)
+type deadlineItem struct {
+	e  *entry
+	hb time.Time
 }
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].hb.Before(h[j].hb) }
 func (h deadlineHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].e.heapAt, h[j].e.heapAt = i, j
