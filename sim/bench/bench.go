@@ -1,0 +1,340 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Config is one load run.
+type Config struct {
+	Server      string // broker base URL, e.g. http://127.0.0.1:8080
+	Token       string // bearer token (admin, Contributor, or User for one user)
+	HostPool    string
+	Connects    int  // how many connects, each for a distinct user
+	Concurrency int  // workers sending at once
+	DryRun      bool // "dryRun": true: the broker decides and stores nothing (R-C8)
+	// UserPrefix starts every user name; users are UserPrefix + "0001"...
+	// Give each run its own prefix, or the broker answers reconnects (R-C1).
+	UserPrefix string
+	// Timeout bounds each request (default 30s).
+	Timeout time.Duration
+}
+
+// Validate checks the configuration before any request goes out.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.Server)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return vdibroker.FieldError("server", "must be an http:// or https:// URL, got %q", c.Server)
+	case c.HostPool == "":
+		return vdibroker.FieldError("hostPool", "required")
+	case c.Connects < 1 || c.Connects > 100_000_000:
+		return vdibroker.FieldError("connects", "must be 1..100000000")
+	case c.Concurrency < 1 || c.Concurrency > 10_000:
+		return vdibroker.FieldError("concurrency", "must be 1..10000")
+	}
+	return nil
+}
+
+// ErrorCount is how many requests failed one way: by HTTP status and the
+// error code of the body ({"error": {"code"}}), or Status 0 and Code
+// "Transport" when no HTTP answer came.
+type ErrorCount struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Count   int    `json:"count"`
+	Example string `json:"example,omitempty"` // the first message seen
+}
+
+// Result is what one run measured. Latency is per request, from sending to
+// the end of the body.
+type Result struct {
+	Connects    int           `json:"connects"`
+	Concurrency int           `json:"concurrency"`
+	OK          int           `json:"ok"`
+	Elapsed     time.Duration `json:"elapsed"`
+	Rate        float64       `json:"rate"` // completed requests per second, errors included
+	P50         time.Duration `json:"p50"`
+	P95         time.Duration `json:"p95"`
+	P99         time.Duration `json:"p99"`
+	Errors      []ErrorCount  `json:"errors"` // by status, then code
+	// ResponseBytes is the mean body size of the successful answers (of
+	// all answers when none succeeded): what Baseline answers with.
+	ResponseBytes int `json:"responseBytes"`
+}
+
+// connectBody is the connect request of SPEC §9.
+type connectBody struct {
+	User   string `json:"user"`
+	DryRun bool   `json:"dryRun"`
+}
+
+// errorBody is the error answer of SPEC §9.
+type errorBody struct {
+	Error vdibroker.Error `json:"error"`
+}
+
+// Connect runs cfg against the broker.
+func Connect(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	endpoint := strings.TrimRight(cfg.Server, "/") + "/api/v1/hostpools/" + url.PathEscape(cfg.HostPool) + "/connect"
+	return load(ctx, cfg, endpoint)
+}
+
+// outcome is one request's result, written by exactly one worker.
+type outcome struct {
+	latency time.Duration
+	status  int
+	code    string
+	message string
+	size    int
+}
+
+func load(ctx context.Context, cfg Config, endpoint string) (*Result, error) {
+	client := newClient(cfg)
+	defer client.CloseIdleConnections()
+	width := len(fmt.Sprint(cfg.Connects))
+	outcomes := make([]outcome, cfg.Connects)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= cfg.Connects || ctx.Err() != nil {
+					return
+				}
+				user := fmt.Sprintf("%s%0*d", cfg.UserPrefix, width, i+1)
+				outcomes[i] = connectOnce(ctx, client, endpoint, cfg.Token, connectBody{User: user, DryRun: cfg.DryRun})
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("load run interrupted: %w", err)
+	}
+	return summarize(cfg, outcomes, elapsed), nil
+}
+
+func newClient(cfg Config) *http.Client {
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			Proxy:               nil, // measure the broker, not a proxy
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        cfg.Concurrency,
+			MaxIdleConnsPerHost: cfg.Concurrency,
+			IdleConnTimeout:     90 * time.Second,
+		},
+	}
+}
+
+func connectOnce(ctx context.Context, client *http.Client, endpoint, token string, body connectBody) outcome {
+	data, _ := json.Marshal(body) // a struct of strings and a bool cannot fail
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(data))
+	if err != nil {
+		return outcome{code: "Transport", message: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return outcome{latency: time.Since(start), code: "Transport", message: transportMessage(err)}
+	}
+	answer, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	o := outcome{latency: time.Since(start), status: resp.StatusCode, size: len(answer)}
+	if err != nil {
+		o.status, o.code, o.message = 0, "Transport", transportMessage(err)
+		return o
+	}
+	if resp.StatusCode >= 300 {
+		var eb errorBody
+		if json.Unmarshal(answer, &eb) == nil && eb.Error.Code != "" {
+			o.code, o.message = eb.Error.Code, eb.Error.Message
+		} else {
+			o.code, o.message = "-", strings.TrimSpace(string(answer[:min(len(answer), 200)]))
+		}
+	}
+	return o
+}
+
+// transportMessage drops the URL from a *url.Error: the message is about
+// the connection, and the URL is the same for every request.
+func transportMessage(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+func summarize(cfg Config, outcomes []outcome, elapsed time.Duration) *Result {
+	r := &Result{Connects: len(outcomes), Concurrency: cfg.Concurrency, Elapsed: elapsed}
+	lat := make([]time.Duration, len(outcomes))
+	byKind := map[[2]string]*ErrorCount{}
+	okBytes, allBytes := 0, 0
+	for i, o := range outcomes {
+		lat[i] = o.latency
+		allBytes += o.size
+		if o.code == "" {
+			r.OK++
+			okBytes += o.size
+			continue
+		}
+		key := [2]string{fmt.Sprint(o.status), o.code}
+		ec, ok := byKind[key]
+		if !ok {
+			ec = &ErrorCount{Status: o.status, Code: o.code, Example: o.message}
+			byKind[key] = ec
+		}
+		ec.Count++
+	}
+	r.Errors = []ErrorCount{}
+	for _, ec := range byKind {
+		r.Errors = append(r.Errors, *ec)
+	}
+	slices.SortFunc(r.Errors, func(a, b ErrorCount) int {
+		if a.Status != b.Status {
+			return a.Status - b.Status
+		}
+		return strings.Compare(a.Code, b.Code)
+	})
+	slices.Sort(lat)
+	r.P50, r.P95, r.P99 = percentile(lat, 50), percentile(lat, 95), percentile(lat, 99)
+	if elapsed > 0 {
+		r.Rate = float64(len(outcomes)) / elapsed.Seconds()
+	}
+	switch {
+	case r.OK > 0:
+		r.ResponseBytes = okBytes / r.OK
+	case len(outcomes) > 0:
+		r.ResponseBytes = allBytes / len(outcomes)
+	}
+	return r
+}
+
+// percentile is the nearest-rank percentile of sorted latencies: the
+// smallest value with at least p% of the values at or below it.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (p*len(sorted) + 99) / 100 // ceil(p/100 * n)
+	return sorted[max(rank, 1)-1]
+}
+
+// Baseline runs the same load as cfg (connects, concurrency, client, body)
+// against a bare net/http server on 127.0.0.1:0 in this process, answering
+// 201 with a JSON body of responseBytes bytes, and returns its result.
+func Baseline(ctx context.Context, cfg Config, responseBytes int) (*Result, error) {
+	cfg.Server, cfg.HostPool = "http://127.0.0.1", "baseline"
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	answer := jsonOfSize(responseBytes)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("baseline server: %w", err)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body connectBody
+			// Decode like a server must, so the baseline is not unfairly cheap.
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+				http.Error(w, `{"error":{"code":"InvalidArgument","message":"bad body"}}`, http.StatusBadRequest)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			w.Write(answer)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	return load(ctx, cfg, "http://"+ln.Addr().String()+"/api/v1/hostpools/baseline/connect")
+}
+
+// jsonOfSize returns a JSON object of exactly n bytes (at least the size of
+// the smallest one, {"pad":""}).
+func jsonOfSize(n int) []byte {
+	const frame = `{"pad":""}`
+	pad := max(n-len(frame), 0)
+	return []byte(`{"pad":"` + strings.Repeat("x", pad) + `"}`)
+}
+
+// WriteSummary prints r as the bench command shows it.
+func (r *Result) WriteSummary(w io.Writer, title string) {
+	fmt.Fprintf(w, "%s\n", title)
+	fmt.Fprintf(w, "  connects     %d (concurrency %d) in %s\n", r.Connects, r.Concurrency, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  ok           %d\n", r.OK)
+	fmt.Fprintf(w, "  rate         %.1f per second\n", r.Rate)
+	fmt.Fprintf(w, "  latency      p50 %s  p95 %s  p99 %s\n", fmtLatency(r.P50), fmtLatency(r.P95), fmtLatency(r.P99))
+	if len(r.Errors) == 0 {
+		fmt.Fprintf(w, "  errors       none\n")
+	}
+	for i, e := range r.Errors {
+		label := "  errors       "
+		if i > 0 {
+			label = "               "
+		}
+		status := fmt.Sprint(e.Status)
+		if e.Status == 0 {
+			status = "no answer"
+		}
+		fmt.Fprintf(w, "%s%d × %s %s: %s\n", label, e.Count, status, e.Code, e.Example)
+	}
+}
+
+// WriteRatio prints broker against bare: throughput and latency ratios.
+func WriteRatio(w io.Writer, broker, bare *Result) {
+	ratio := func(a, b float64) string {
+		if b == 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", a/b)
+	}
+	fmt.Fprintf(w, "broker/bare\n")
+	fmt.Fprintf(w, "  rate         %s (broker %.1f/s, bare %.1f/s)\n", ratio(broker.Rate, bare.Rate), broker.Rate, bare.Rate)
+	fmt.Fprintf(w, "  p50 latency  %s\n", ratio(float64(broker.P50), float64(bare.P50)))
+	fmt.Fprintf(w, "  p99 latency  %s\n", ratio(float64(broker.P99), float64(bare.P99)))
+}
+
+func fmtLatency(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
+	}
+}
