@@ -152,8 +152,13 @@ func (m *model) place(t *rapid.T) {
 		}
 		return
 	}
-	if _, err := json.Marshal(fd.Explain); err != nil {
+	b, err := json.Marshal(fd.Explain)
+	if err != nil {
 		t.Fatalf("explain does not marshal: %v", err)
+	}
+	var back Explain
+	if err := json.Unmarshal(b, &back); err != nil || !cmp.Equal(back, fd.Explain) {
+		t.Fatalf("explain does not round-trip through JSON (err %v): %s", err, cmp.Diff(fd.Explain, back))
 	}
 	if fd.Reconnect {
 		return
