@@ -157,7 +157,14 @@ type hostState struct {
 	sessions, connecting, away int
 	busySince                  time.Duration // when sessions went from 0 to 1
 	windowPlaced               int           // placements this metrics interval
+	// dirty is set when anything the agent reports changed since the
+	// host's last sample.
+	dirty bool
 }
+
+// heartbeatEvery is how many samples an unchanged host may skip; the pool's
+// heartbeat timeout is twice that many intervals.
+const heartbeatEvery = 10
 
 // runner is one simulation: one algorithm, one limit.
 type runner struct {
@@ -173,6 +180,7 @@ type runner struct {
 	now    time.Duration
 	// lastSample is the time of the latest metrics sample.
 	lastSample time.Duration
+	samples    int           // samples taken
 	busy       time.Duration // host busy time, summed over closed periods
 	maxActive  int
 	spread     spreadTracker
@@ -220,9 +228,9 @@ func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit in
 		LoadBalancerType: alg,
 		MaxSessionLimit:  limit,
 		LoadBalancing:    sc.LoadBalancing,
-		// Every host heartbeats at each sample; the timeout only has to
-		// outlast one interval (all simulated hosts are healthy).
-		HeartbeatTimeoutSeconds: int(2*sc.MetricsInterval/time.Second) + 90,
+		// All simulated hosts are healthy: the timeout outlasts the
+		// longest gap between two reports of a host (see sample).
+		HeartbeatTimeoutSeconds: int(2*heartbeatEvery*sc.MetricsInterval/time.Second) + 90,
 	}
 	r.sample(0) // the agents' first report, before anyone arrives
 	r.placer = placement.New(pool, r.hosts, placement.Options{
@@ -343,6 +351,7 @@ func (r *runner) disconnect(u int32, k uint8) {
 		h.connecting--
 	}
 	h.away++
+	h.dirty = true
 	us.state, us.placedAt = userAway, -1
 	if wasPending {
 		r.push(us.host)
@@ -375,6 +384,7 @@ func (r *runner) reconnect(u int32) error {
 	r.placer.Apply(d) // a no-op for reconnects, as the server would call it
 	r.res.Reconnects++
 	r.st[us.host].away--
+	r.st[us.host].dirty = true
 	us.state = userOpen
 	r.trackActive(us.host)
 	return nil
@@ -394,6 +404,7 @@ func (r *runner) addSession(i int32) {
 	}
 	r.spread.move(h.sessions, h.sessions+1)
 	h.sessions++
+	h.dirty = true
 	r.res.MaxSessionsOnAHost = max(r.res.MaxSessionsOnAHost, h.sessions)
 	r.res.PeakSpread = max(r.res.PeakSpread, r.spread.max-r.spread.min)
 	r.trackActive(i)
@@ -403,6 +414,7 @@ func (r *runner) removeSession(i int32) {
 	h := &r.st[i]
 	r.spread.move(h.sessions, h.sessions-1)
 	h.sessions--
+	h.dirty = true
 	if h.sessions == 0 {
 		r.busy += r.now - h.busySince
 	}
@@ -415,6 +427,14 @@ func (r *runner) trackActive(i int32) {
 
 // sample is every agent's report at t: CPU from its active sessions, the
 // heartbeat, and its Pending sessions seen logged on (R-S2, R-LI6).
+//
+// A host whose sessions did not change since its last report would send the
+// engine the very values it already has (cpuPercent, sessions at sample, no
+// connecting sessions); only the timestamps would move, and decisions do not
+// read Metrics.SampledAt. So such a host is sent only every heartbeatEvery
+// samples (staggered across hosts), which keeps it well inside the
+// heartbeat timeout: the engine's decisions are the same, and a 10,000-host
+// pool is not re-indexed 10,000 times per interval.
 func (r *runner) sample(t time.Duration) {
 	r.closeWindow()
 	if r.progress != nil && t > 0 {
@@ -422,18 +442,21 @@ func (r *runner) sample(t time.Duration) {
 	}
 	r.lastSample = t
 	at := Epoch.Add(t)
-	metrics := make([]vdibroker.Metrics, len(r.hosts))
 	for i := range r.hosts {
 		s := &r.st[i]
-		s.connecting = 0
-		metrics[i] = vdibroker.Metrics{CPUPercent: r.cpu(s), SampledAt: at}
+		if r.placer != nil && !s.dirty && (r.samples+i)%heartbeatEvery != 0 {
+			continue
+		}
+		s.connecting, s.dirty = 0, false
 		h := &r.hosts[i]
-		h.Metrics, h.MetricsSessions, h.LastHeartBeat = &metrics[i], s.sessions, &at
+		h.Metrics = &vdibroker.Metrics{CPUPercent: r.cpu(s), SampledAt: at}
+		h.MetricsSessions, h.LastHeartBeat = s.sessions, &at
 		h.Sessions, h.Connecting = s.sessions, 0
 		if r.placer != nil {
 			r.placer.Upsert(*h)
 		}
 	}
+	r.samples++
 	if r.series != nil {
 		r.series.record(r, t)
 	}
