@@ -14,7 +14,7 @@ import (
 type entry struct {
 	h Host
 	// words is nameWords(h.Name), the inline part of every tree key.
-	words [3]uint64
+	words [2]uint64
 	// li is the load index placement uses (LoadIndex pools).
 	li int
 	// class is "" for a candidate, else the exclusion reason.

@@ -14,55 +14,54 @@ const (
 	byLoad                      // load index, connecting, name (R-LI4 buckets 2, 3)
 )
 
-func (o order) compare(a, b *entry) int { ka := o.key(a); return ka.compare(o.key(b)) }
+func (o order) compare(a, b *entry) int { return compareKeys(o.key(a), a, o.key(b), b) }
 
 // key is an entry's position in one order, held inline in the tree nodes so
-// a descent does not chase pointers to the entry (at 100,000 hosts the
-// cache misses, not the comparisons, are the cost).
+// a descent does not chase pointers to the entry: at 100,000 hosts the
+// cache misses, not the comparisons, are the cost, and key and node are
+// sized so a node fills one 64-byte cache line.
 type key struct {
-	a, b int
-	// words is the name's first 24 bytes, big-endian, zero-padded: comparing
-	// them compares the names byte-wise (names hold no zero byte).
-	words [3]uint64
-	name  string
+	a, b int32
+	// words is the name's first 16 bytes, big-endian, zero-padded: comparing
+	// them compares the names byte-wise (names hold no zero byte). Only
+	// names longer than that and equal so far are compared in full.
+	words [2]uint64
 }
 
-// nameWords packs name's first 24 bytes for key.words.
-func nameWords(name string) (w [3]uint64) {
-	for i := 0; i < 24 && i < len(name); i++ {
+// nameWords packs name's first 16 bytes for key.words.
+func nameWords(name string) (w [2]uint64) {
+	for i := 0; i < 16 && i < len(name); i++ {
 		w[i/8] |= uint64(name[i]) << (56 - 8*(i%8))
 	}
 	return w
 }
 
 func (o order) key(e *entry) key {
-	k := key{words: e.words, name: e.h.Name}
+	k := key{words: e.words}
 	switch o {
 	case bySessionsAsc:
-		k.a = e.h.Sessions
+		k.a = int32(e.h.Sessions)
 	case bySessionsDesc:
-		k.a = -e.h.Sessions
+		k.a = -int32(e.h.Sessions)
 	case byIndexName:
-		k.a = e.li
+		k.a = int32(e.li)
 	case byLoad:
-		k.a, k.b = e.li, e.h.Connecting
+		k.a, k.b = int32(e.li), int32(e.h.Connecting)
 	}
 	return k
 }
 
-func (k *key) compare(o key) int {
-	if c := cmp.Or(cmp.Compare(k.a, o.a), cmp.Compare(k.b, o.b)); c != 0 {
+// compareKeys orders two entries by their keys, reading the entries' names
+// only when the inline part ties and both names are longer than 16 bytes.
+func compareKeys(k key, ke *entry, o key, oe *entry) int {
+	if c := cmp.Or(cmp.Compare(k.a, o.a), cmp.Compare(k.b, o.b),
+		cmp.Compare(k.words[0], o.words[0]), cmp.Compare(k.words[1], o.words[1])); c != 0 {
 		return c
 	}
-	for i := range k.words {
-		if c := cmp.Compare(k.words[i], o.words[i]); c != 0 {
-			return c
-		}
-	}
-	if len(k.name) <= 24 && len(o.name) <= 24 {
+	if ke == oe || len(ke.h.Name) <= 16 || len(oe.h.Name) <= 16 {
 		return 0
 	}
-	return cmp.Compare(k.name, o.name)
+	return cmp.Compare(ke.h.Name, oe.h.Name)
 }
 
 // treap is an order-statistic tree (a randomized balanced binary search
@@ -83,9 +82,9 @@ type node struct {
 	k           key
 	e           *entry
 	left, right *node
-	prio        uint64
-	size        int
-	li, minLI   int
+	prio        uint32
+	size        int32
+	li, minLI   int32
 }
 
 func newTreap(o order) *treap { return &treap{order: o, seed: 0x2545f4914f6cdd1d} }
@@ -96,11 +95,11 @@ func (n *node) len() int {
 	if n == nil {
 		return 0
 	}
-	return n.size
+	return int(n.size)
 }
 
 func (n *node) fix() {
-	n.size = 1 + n.left.len() + n.right.len()
+	n.size = int32(1 + n.left.len() + n.right.len())
 	n.minLI = n.li
 	if n.left != nil && n.left.minLI < n.minLI {
 		n.minLI = n.left.minLI
@@ -112,11 +111,11 @@ func (n *node) fix() {
 
 // rand is xorshift64: tree shape only, never a decision, so it does not
 // touch the engine's injected Rand.
-func (t *treap) rand() uint64 {
+func (t *treap) rand() uint32 {
 	t.seed ^= t.seed << 13
 	t.seed ^= t.seed >> 7
 	t.seed ^= t.seed << 17
-	return t.seed
+	return uint32(t.seed >> 32)
 }
 
 // Insert adds e.
@@ -128,7 +127,7 @@ func (t *treap) Insert(e *entry) {
 	} else {
 		n = &node{}
 	}
-	n.e, n.k, n.li, n.prio = e, t.order.key(e), e.li, t.rand()
+	n.e, n.k, n.li, n.prio = e, t.order.key(e), int32(e.li), t.rand()
 	n.fix()
 	t.root = t.insert(t.root, n)
 }
@@ -138,11 +137,11 @@ func (t *treap) insert(root, n *node) *node {
 		return n
 	}
 	if n.prio > root.prio {
-		n.left, n.right = split(root, &n.k)
+		n.left, n.right = split(root, &n.k, n.e)
 		n.fix()
 		return n
 	}
-	if n.k.compare(root.k) < 0 {
+	if compareKeys(n.k, n.e, root.k, root.e) < 0 {
 		root.left = t.insert(root.left, n)
 	} else {
 		root.right = t.insert(root.right, n)
@@ -152,17 +151,17 @@ func (t *treap) insert(root, n *node) *node {
 }
 
 // split divides root into the entries before k and the rest.
-func split(root *node, k *key) (*node, *node) {
+func split(root *node, k *key, e *entry) (*node, *node) {
 	if root == nil {
 		return nil, nil
 	}
-	if root.k.compare(*k) < 0 {
-		l, r := split(root.right, k)
+	if compareKeys(root.k, root.e, *k, e) < 0 {
+		l, r := split(root.right, k, e)
 		root.right = l
 		root.fix()
 		return root, r
 	}
-	l, r := split(root.left, k)
+	l, r := split(root.left, k, e)
 	root.left = r
 	root.fix()
 	return l, root
@@ -201,7 +200,7 @@ func (t *treap) delete(root *node, e *entry, k *key) *node {
 		t.free = root
 		return n
 	}
-	if k.compare(root.k) < 0 {
+	if compareKeys(*k, e, root.k, root.e) < 0 {
 		root.left = t.delete(root.left, e, k)
 	} else {
 		root.right = t.delete(root.right, e, k)
@@ -233,7 +232,7 @@ func (t *treap) Kth(k int) *entry {
 func (t *treap) CountBelow(limit int) int {
 	count := 0
 	for n := t.root; n != nil; {
-		if n.li < limit {
+		if int(n.li) < limit {
 			count += n.left.len() + 1
 			n = n.right
 		} else {
@@ -260,14 +259,14 @@ func (t *treap) NextBelow(after string, limit int) *entry {
 }
 
 func nextBelow(n *node, after string, limit int) *entry {
-	if n == nil || n.minLI >= limit {
+	if n == nil || int(n.minLI) >= limit {
 		return nil
 	}
-	if n.k.name > after {
+	if n.e.h.Name > after {
 		if e := nextBelow(n.left, after, limit); e != nil {
 			return e
 		}
-		if n.li < limit {
+		if int(n.li) < limit {
 			return n.e
 		}
 	}
