@@ -62,9 +62,18 @@ func limitLabel(limit int) string {
 	return strconv.Itoa(limit)
 }
 
-// Placements is the number of engine decisions the report's runs made:
-// placements, rejections and reconnects.
+// Placements is the number of new sessions the report's runs placed.
 func (rep *Report) Placements() int {
+	n := 0
+	for _, r := range rep.Results {
+		n += r.Placed
+	}
+	return n
+}
+
+// Decisions is the number of engine decisions the report's runs made:
+// placements, rejections and reconnects (each a Place call).
+func (rep *Report) Decisions() int {
 	n := 0
 	for _, r := range rep.Results {
 		n += r.Placed + r.Rejected + r.Reconnects

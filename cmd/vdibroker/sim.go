@@ -114,9 +114,10 @@ func runSim(ctx context.Context, f simFlags, stdout io.Writer, stderr *os.File) 
 		return err
 	}
 	// Timing goes to stderr: stdout and report.json stay deterministic.
-	n := rep.Placements()
-	fmt.Fprintf(stderr, "%d placement decisions in %s of wall time (%.0f per second); report in %s\n",
-		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), filepath.Join(f.out, "report.json"))
+	placed, decisions := rep.Placements(), rep.Decisions()
+	fmt.Fprintf(stderr, "%d placements (%d decisions with rejections and reconnects) in %s: %.0f placements/s, %.0f decisions/s; report in %s\n",
+		placed, decisions, elapsed.Round(time.Millisecond), float64(placed)/elapsed.Seconds(), float64(decisions)/elapsed.Seconds(),
+		filepath.Join(f.out, "report.json"))
 	return nil
 }
 
