@@ -17,7 +17,7 @@ import (
 // maxPlaceAttempts bounds the retries of a connect that lost a commit race
 // to another connect or replica (ErrHostFull, ErrHostTaken,
 // ErrUserHasSession); each retry works from refreshed data.
-const maxPlaceAttempts = 8
+const maxPlaceAttempts = 10
 
 // connect is POST /hostpools/{pool}/connect (SPEC §4, §9).
 func (s *Server) connect(w nethttp.ResponseWriter, r *nethttp.Request) error {
@@ -178,7 +178,13 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 			// Another replica placed this user first: the next round finds
 			// that session and answers it (R-C6).
 		case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
-			// Another replica filled or took the host: decide again.
+			// Another replica filled or took the host: decide again. After
+			// a second loss the whole view is suspect: re-read the pool.
+			if attempt >= 1 {
+				v.mu.Lock()
+				v.stale = true
+				v.mu.Unlock()
+			}
 		default:
 			return nil, 0, fmt.Errorf("commit placement: pool=%q host=%q: %w", poolName, d.Host, err)
 		}
