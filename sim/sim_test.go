@@ -347,3 +347,47 @@ func fileExists(name string) bool {
 	st, err := os.Stat(name)
 	return err == nil && st.Size() > 0
 }
+
+// TestLoadIndexRoundRobin (R-LI3, R-LI4): sixteen users at once on eight
+// idle hosts, limit 16: every host stays in bucket 1 (session factor
+// 100*2/16 = 13 < 20), and round robin from the host after the last chosen
+// gives each exactly two, so no host gets more than an even share.
+func TestLoadIndexRoundRobin(t *testing.T) {
+	got := run(t, parse(t, `
+duration: 1h
+pool: {hosts: 8, maxSessionLimit: 16}
+algorithms: [LoadIndex]
+users: [{pattern: storm, count: 16}]
+session: {meanMinutes: 43200}
+`)).Results[0]
+	if diff := cmp.Diff([]int{2, 2, 2, 2, 2, 2, 2, 2}, got.FinalSessions); diff != "" {
+		t.Errorf("final sessions (-want +got):\n%s", diff)
+	}
+	if got.StormOvershoot != 0 || got.PeakSpread != 1 {
+		t.Errorf("stormOvershoot %d peakSpread %d, want 0 and 1", got.StormOvershoot, got.PeakSpread)
+	}
+}
+
+// TestConnectingSessionsUntilTheAgentReports (R-LI2, R-S2): a host whose
+// own connecting-session threshold is 1 takes no second session while its
+// first is still Pending. Five users at once on three hosts: three placed,
+// two rejected. The agents' sample at 30s sees the three logged on (Active),
+// so three more users at 1m are all placed, one per host.
+func TestConnectingSessionsUntilTheAgentReports(t *testing.T) {
+	got := run(t, parse(t, `
+duration: 1h
+pool: {hosts: 3, maxSessionLimit: 10}
+algorithms: [LoadIndex]
+loadBalancing: {hostConnectingSessionThreshold: 1}
+users:
+  - {pattern: storm, count: 5, start: 0s}
+  - {pattern: storm, count: 3, start: 1m}
+session: {meanMinutes: 43200}
+`)).Results[0]
+	if got.Placed != 6 || got.Rejected != 2 {
+		t.Errorf("placed %d rejected %d, want 6 and 2", got.Placed, got.Rejected)
+	}
+	if diff := cmp.Diff([]int{2, 2, 2}, got.FinalSessions); diff != "" {
+		t.Errorf("final sessions (-want +got):\n%s", diff)
+	}
+}
