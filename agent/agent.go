@@ -166,12 +166,14 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	sampled := make(chan struct{})
+	sctx, stopSampler := context.WithCancel(ctx)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		a.sampleLoop(ctx, sampled)
+		a.sampleLoop(sctx, sampled)
 	}()
 	defer wg.Wait()
+	defer stopSampler() // before the Wait: the sampler ends with Run
 	select {
 	case <-sampled:
 	case <-ctx.Done():

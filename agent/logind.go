@@ -34,7 +34,10 @@ type logindSession struct {
 // logindProps are the properties asked of show-session.
 var logindProps = []string{"Id", "Name", "State", "Class", "Type", "TTY", "Remote", "Service"}
 
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var (
+	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	uidPattern       = regexp.MustCompile(`^[0-9]+$`)
+)
 
 // ParseLoginctlList returns the session ids of `loginctl list-sessions
 // --no-legend` output: the first column, whatever columns this systemd
@@ -44,8 +47,10 @@ func ParseLoginctlList(out []byte) []string {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 2 || !sessionIDPattern.MatchString(f[0]) {
-			continue // blank lines, "No sessions."
+		// SESSION UID USER …: a line whose second column is no uid is a
+		// message ("No sessions.") or blank.
+		if len(f) < 3 || !sessionIDPattern.MatchString(f[0]) || !uidPattern.MatchString(f[1]) {
+			continue
 		}
 		ids = append(ids, f[0])
 	}

@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// writeScript writes an executable shell script into a temp dir.
+func writeScript(tb testing.TB, body string) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "load.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+func intp(v int) *int { return &v }
+
+// TestParseCustomLoad covers the R-IDX3 output rules.
+func TestParseCustomLoad(t *testing.T) {
+	tests := []struct {
+		out  string
+		want *int
+	}{
+		{"0", intp(0)},
+		{"42\n", intp(42)},
+		{"  100 \n", intp(100)},
+		{"101", intp(100)}, // over 100 is capped
+		{"99999999", intp(100)},
+		{"-1", nil}, // negative: no value
+		{"", nil},
+		{"42.5", nil},
+		{"high", nil},
+		{"42 43", nil},
+		{"0x10", nil},
+		{"99999999999999999999999", nil},
+	}
+	for _, tt := range tests {
+		got, err := ParseCustomLoad([]byte(tt.out))
+		switch {
+		case tt.want == nil && (got != nil || err == nil):
+			t.Errorf("ParseCustomLoad(%q) = %v, %v; want no value and an error", tt.out, got, err)
+		case tt.want != nil && (got == nil || *got != *tt.want || err != nil):
+			t.Errorf("ParseCustomLoad(%q) = %v, %v; want %d", tt.out, got, err, *tt.want)
+		}
+	}
+}
+
+// TestRunCustomScript runs real scripts (R-IDX3).
+func TestRunCustomScript(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		want    *int
+		timeout bool
+	}{
+		{"value", "echo 37", intp(37), false},
+		{"over 100 capped", "echo 250", intp(100), false},
+		{"garbage", "echo busy", nil, false},
+		{"negative", "echo -5", nil, false},
+		{"failing script", "echo 50; exit 3", nil, false},
+		// The child sleep holds stdout open: the process group is killed.
+		{"timeout", "sleep 30; echo 10", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RunCustomScript(t.Context(), writeScript(t, tt.body), 200*time.Millisecond)
+			if tt.timeout != errors.Is(err, ErrScriptTimeout) {
+				t.Fatalf("err = %v, timeout wanted: %v", err, tt.timeout)
+			}
+			if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+				t.Fatalf("value = %v (err %v), want %v", got, err, tt.want)
+			}
+			if tt.want == nil && err == nil {
+				t.Fatal("no value without an error saying why")
+			}
+		})
+	}
+	t.Run("missing", func(t *testing.T) {
+		if v, err := RunCustomScript(t.Context(), filepath.Join(t.TempDir(), "nope"), time.Second); v != nil || err == nil {
+			t.Fatalf("missing script = %v, %v; want no value and an error", v, err)
+		}
+	})
+	t.Run("not executable", func(t *testing.T) {
+		path := writeScript(t, "echo 1")
+		if err := os.Chmod(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := RunCustomScript(t.Context(), path, time.Second); v != nil || err == nil {
+			t.Fatalf("unexecutable script = %v, %v; want no value and an error", v, err)
+		}
+	})
+}
+
+// TestSampleKeepsValueOnTimeout: a script that times out keeps the previous
+// value (R-IDX3); garbage afterwards clears it.
+func TestSampleKeepsValueOnTimeout(t *testing.T) {
+	dir := t.TempDir()
+	mode := filepath.Join(dir, "mode")
+	script := writeScript(t, `case "$(cat `+mode+`)" in slow) sleep 30;; garbage) echo lots;; *) cat `+mode+`;; esac`)
+	a := newTestAgent(t, Config{Server: "http://127.0.0.1:1", CustomScript: script, CustomScriptTimeout: 300 * time.Millisecond})
+	set := func(s string) {
+		if err := os.WriteFile(mode, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	custom := func() *int {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.metrics.CustomLoadValue
+	}
+	set("60")
+	a.sample(t.Context())
+	if v := custom(); v == nil || *v != 60 {
+		t.Fatalf("after value 60: %v", v)
+	}
+	set("slow")
+	a.sample(t.Context())
+	if v := custom(); v == nil || *v != 60 {
+		t.Fatalf("after timeout: %v, want the previous 60 kept", v)
+	}
+	if a.customErr == "" {
+		t.Error("timeout not reported as a health error")
+	}
+	set("garbage")
+	a.sample(t.Context())
+	if v := custom(); v != nil {
+		t.Fatalf("after garbage: %v, want no value", *v)
+	}
+}
