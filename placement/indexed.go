@@ -30,8 +30,8 @@ type entry struct {
 }
 
 // indexed is the engine New returns. It keeps every host in exactly one
-// place: a treap per exclusion reason (ordered by name, for Explain and the
-// NoCapacity counts) or the candidate treaps of the pool's algorithm. A
+// place: a tree per exclusion reason (ordered by name, for Explain and the
+// NoCapacity counts) or the candidate trees of the pool's algorithm. A
 // deadline heap turns hosts Unavailable when their heartbeat expires, so a
 // decision never has to look at every host to learn who fell silent.
 type indexed struct {
@@ -42,11 +42,11 @@ type indexed struct {
 	entries map[string]*entry
 	lastRR  string
 
-	excluded  map[string]*treap // reason -> hosts by name
-	cands     *treap            // BF, DF: by rank; personal: unassigned by name; LI: all by load
-	s1ByName  *treap            // LoadIndex bucket-1 material by name, for round robin
-	s1ByIndex *treap            // ... by load index, for the raised threshold
-	s2        *treap            // LoadIndex bucket-2 material by load
+	excluded  map[string]*btree // reason -> hosts by name
+	cands     *btree            // BF, DF: by rank; personal: unassigned by name; LI: all by load
+	s1ByName  *btree            // LoadIndex bucket-1 material by name, for round robin
+	s1ByIndex *btree            // ... by load index, for the raised threshold
+	s2        *btree            // LoadIndex bucket-2 material by load
 	deadlines deadlineHeap
 	users     map[string][]*entry // personal: user -> assigned hosts
 
@@ -75,21 +75,21 @@ func New(pool Pool, hosts []Host, opts Options) Placer {
 
 // reset empties the structures (entries stay, detached).
 func (x *indexed) reset() {
-	x.excluded = map[string]*treap{}
+	x.excluded = map[string]*btree{}
 	for _, r := range reasonOrder {
-		x.excluded[r] = newTreap(byName)
+		x.excluded[r] = newTree(byName)
 	}
 	switch x.s.algo {
 	case vdibroker.BreadthFirst:
-		x.cands = newTreap(bySessionsAsc)
+		x.cands = newTree(bySessionsAsc)
 	case vdibroker.DepthFirst:
-		x.cands = newTreap(bySessionsDesc)
+		x.cands = newTree(bySessionsDesc)
 	case vdibroker.LoadIndex:
-		x.cands = newTreap(byLoad)
+		x.cands = newTree(byLoad)
 	default:
-		x.cands = newTreap(byName)
+		x.cands = newTree(byName)
 	}
-	x.s1ByName, x.s1ByIndex, x.s2 = newTreap(byName), newTreap(byIndexName), newTreap(byLoad)
+	x.s1ByName, x.s1ByIndex, x.s2 = newTree(byName), newTree(byIndexName), newTree(byLoad)
 	x.deadlines = x.deadlines[:0]
 	x.users = map[string][]*entry{}
 	x.meanDependent = map[*entry]struct{}{}
@@ -331,7 +331,7 @@ func (x *indexed) Place(req Request) (Decision, error) {
 }
 
 // explainExcluded fills the first ExplainLimit excluded hosts in query order
-// (a merge of the per-reason treaps' first ExplainLimit each) and the counts
+// (a merge of the per-reason trees' first ExplainLimit each) and the counts
 // per reason. It returns the pool's host count and those counts.
 func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts map[string]int) {
 	counts = map[string]int{}
@@ -395,7 +395,7 @@ func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 }
 
 // firsts returns the first ExplainLimit entries of t while keep holds.
-func (x *indexed) firsts(t *treap, keep func(*entry) bool) []*entry {
+func (x *indexed) firsts(t *btree, keep func(*entry) bool) []*entry {
 	var out []*entry
 	t.Ascend(func(e *entry) bool {
 		if !keep(e) {
