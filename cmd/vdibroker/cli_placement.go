@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -93,7 +94,11 @@ func writeExplain(w io.Writer, e *placement.Explain) error {
 	}
 	b.WriteString("\n")
 	if len(e.Candidates) > 0 {
-		b.WriteString("Candidates:\n")
+		if e.CandidateCount > len(e.Candidates) {
+			fmt.Fprintf(&b, "Candidates (first %d of %d):\n", len(e.Candidates), e.CandidateCount)
+		} else {
+			b.WriteString("Candidates:\n")
+		}
 		width := 0
 		for _, c := range e.Candidates {
 			width = max(width, len(c.Host))
@@ -107,7 +112,11 @@ func writeExplain(w io.Writer, e *placement.Explain) error {
 		}
 	}
 	if len(e.Excluded) > 0 {
-		b.WriteString("Excluded:\n")
+		if total, counts := excludedTotal(e); total > len(e.Excluded) {
+			fmt.Fprintf(&b, "Excluded (first %d of %d: %s):\n", len(e.Excluded), total, counts)
+		} else {
+			b.WriteString("Excluded:\n")
+		}
 		for _, x := range e.Excluded {
 			fmt.Fprintf(&b, "  %s excluded: %s\n", x.Host, exclusionWords(x))
 		}
@@ -122,6 +131,33 @@ func writeExplain(w io.Writer, e *placement.Explain) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// excludedTotal counts every excluded host (the record lists only the
+// first few) and says the counts per reason, most first.
+func excludedTotal(e *placement.Explain) (int, string) {
+	total := 0
+	reasons := make([]string, 0, len(e.ExcludedCounts))
+	for r, n := range e.ExcludedCounts {
+		total += n
+		reasons = append(reasons, r)
+	}
+	sort.Slice(reasons, func(i, j int) bool {
+		ni, nj := e.ExcludedCounts[reasons[i]], e.ExcludedCounts[reasons[j]]
+		if ni != nj {
+			return ni > nj
+		}
+		return reasons[i] < reasons[j]
+	})
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		words, ok := reasonWords[r]
+		if !ok {
+			words = r
+		}
+		parts[i] = fmt.Sprintf("%d %s", e.ExcludedCounts[r], words)
+	}
+	return total, strings.Join(parts, ", ")
 }
 
 func exclusionWords(x placement.Exclusion) string {

@@ -78,6 +78,25 @@ func TestExplainWords(t *testing.T) {
 				"  load index threshold raised to 41 for this decision (too few hosts in bucket 1)\n",
 		},
 		{
+			// The record lists the first hosts only; the counts say how many.
+			name: "long lists",
+			rec: placement.Explain{
+				Pool: "p", User: "u", Algorithm: "DepthFirst",
+				Candidates:     []placement.Candidate{{Host: "a", Sessions: 3}},
+				CandidateCount: 40,
+				Excluded:       []placement.Exclusion{{Host: "x", Reason: placement.ReasonDrained}},
+				ExcludedCounts: map[string]int{placement.ReasonDrained: 5, placement.ReasonAtLimit: 7},
+				Chosen:         "a", Rank: 1,
+			},
+			want: "Placement of u in host pool p (DepthFirst)\n" +
+				"Candidates (first 1 of 40):\n" +
+				"  a  3 sessions, 0 connecting, load index 0\n" +
+				"Excluded (first 1 of 12: 7 at maxSessionLimit, 5 drain mode):\n" +
+				"  x excluded: drain mode\n" +
+				"Decision:\n" +
+				"  chosen a: most sessions, first in query order on a tie\n",
+		},
+		{
 			name: "reconnect",
 			rec: placement.Explain{
 				Pool: "p", User: "u", Algorithm: "BreadthFirst", Reconnect: true, Chosen: "sh-2",

@@ -1,0 +1,409 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the CLI golden files in testdata/")
+
+// cliResult is what one CLI invocation printed and its exit status.
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCLI runs the admin command tree in-process as `vdibroker args...`, with
+// a fresh tree so no flag value carries over from an earlier run, and exits
+// as run does: 0, 1 for errors, 2 for usage errors.
+func runCLI(tb testing.TB, args ...string) cliResult {
+	tb.Helper()
+	root := &cobra.Command{Use: "vdibroker", SilenceUsage: true, SilenceErrors: true}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newAdminCommands()...)
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetIn(strings.NewReader(""))
+	root.SetArgs(args)
+	code := 0
+	if err := root.ExecuteContext(tb.Context()); err != nil {
+		fmt.Fprintln(&errOut, "error:", err)
+		code = 1
+		if isUsageError(err) {
+			code = 2
+		}
+	}
+	return cliResult{stdout: out.String(), stderr: errOut.String(), code: code}
+}
+
+// cliBroker is a real vdibroker on 127.0.0.1:0 with a temp data dir.
+type cliBroker struct {
+	tb testing.TB
+	m  *Main
+}
+
+func startCLIBroker(tb testing.TB) *cliBroker {
+	tb.Helper()
+	m := &Main{Listen: "127.0.0.1:0", DataDir: tb.TempDir()}
+	if err := m.Open(tb.Context()); err != nil {
+		tb.Fatalf("start broker: %v", err)
+	}
+	tb.Cleanup(func() { m.Close() })
+	return &cliBroker{tb: tb, m: m}
+}
+
+// cli runs a command against this broker with the admin token.
+func (b *cliBroker) cli(args ...string) cliResult {
+	b.tb.Helper()
+	return runCLI(b.tb, append(args, "--server", b.m.URL(), "--token", b.m.AdminToken)...)
+}
+
+// ok runs a command that must succeed and returns its stdout.
+func (b *cliBroker) ok(args ...string) string {
+	b.tb.Helper()
+	r := b.cli(args...)
+	if r.code != 0 {
+		b.tb.Fatalf("vdibroker %s: exit %d\nstderr: %s", strings.Join(args, " "), r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// cliMasker replaces what changes from run to run (times, ids, secrets) with
+// stable placeholders, so golden files compare exactly.
+type cliMasker struct {
+	names map[string]string
+	order []string
+}
+
+var cliTimeRE = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
+
+// add makes s print as placeholder, padded to s's length so table columns
+// keep their width.
+func (m *cliMasker) add(s, placeholder string) {
+	if s == "" {
+		return
+	}
+	if m.names == nil {
+		m.names = map[string]string{}
+	}
+	if len(placeholder) < len(s) {
+		placeholder += strings.Repeat("_", len(s)-len(placeholder))
+	}
+	m.names[s] = placeholder
+	m.order = append(m.order, s)
+}
+
+func (m *cliMasker) mask(s string) string {
+	for _, k := range m.order {
+		s = strings.ReplaceAll(s, k, m.names[k])
+	}
+	return cliTimeRE.ReplaceAllStringFunc(s, func(t string) string {
+		// Same width as a time to the second, as tables show them.
+		if len(t) == 20 {
+			return "2006-01-02T15:04:05Z"
+		}
+		return "<time>"
+	})
+}
+
+// checkCLIGolden compares got with testdata/name.golden (-update rewrites it).
+func checkCLIGolden(tb testing.TB, name, got string) {
+	tb.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *updateGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		tb.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+	}
+}
+
+// checkCLIError fails when an error output looks like a Go stack trace or a
+// raw JSON body rather than a message for a person.
+func checkCLIError(tb testing.TB, r cliResult) {
+	tb.Helper()
+	for _, bad := range []string{"goroutine ", "panic:", ".go:", `{"error"`, `"code":`} {
+		if strings.Contains(r.stderr, bad) || strings.Contains(r.stdout, bad) {
+			tb.Errorf("output contains %q:\nstdout: %s\nstderr: %s", bad, r.stdout, r.stderr)
+		}
+	}
+	if r.stderr != "" && !strings.HasPrefix(r.stderr, "error: ") {
+		tb.Errorf("stderr does not start with \"error: \": %q", r.stderr)
+	}
+	if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+		tb.Errorf("error is more than one line: %q", r.stderr)
+	}
+}
+
+// addHost registers a session host through the agent protocol with a
+// registration token from the CLI and sends one heartbeat, so the host is
+// Available (R-H1). It returns the host credential.
+func (b *cliBroker) addHost(pool, name string) string {
+	b.tb.Helper()
+	token := strings.TrimSpace(b.ok("registration-token", "create", "--host-pool", pool, "--expires", "24h", "--query", "token", "-o", "tsv"))
+	c := vhttp.NewClient(b.m.URL(), "")
+	reg, err := c.Register(b.tb.Context(), &vdibroker.RegisterRequest{
+		Token: token, HostName: name, Address: name + ".contoso.test:3389", Protocols: []string{"RDP"},
+	})
+	if err != nil {
+		b.tb.Fatalf("register %s: %v", name, err)
+	}
+	if _, err := c.Heartbeat(b.tb.Context(), reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
+		b.tb.Fatalf("heartbeat %s: %v", name, err)
+	}
+	return reg.Credential
+}
+
+// heartbeat sends an empty heartbeat for a host and returns the commands
+// the broker queued for it.
+func (b *cliBroker) heartbeat(credential string) []vdibroker.Command {
+	b.tb.Helper()
+	c := vhttp.NewClient(b.m.URL(), "")
+	res, err := c.Heartbeat(b.tb.Context(), credential, &vdibroker.HeartbeatRequest{})
+	if err != nil {
+		b.tb.Fatalf("heartbeat: %v", err)
+	}
+	return res.Commands
+}
+
+// TestCLISpec11 runs the example of SPEC §11 and compares the table byte
+// for byte: update prints nothing, show prints the aligned table.
+func TestCLISpec11(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+
+	r := b.cli("hostpool", "update", "--name", "contosohp01", "--load-balancer-type", "DepthFirst", "--max-session-limit", "10")
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Fatalf("update: exit %d, stdout %q, stderr %q; want a silent success", r.code, r.stdout, r.stderr)
+	}
+	got := b.ok("hostpool", "show", "--name", "contosohp01", "--output", "table")
+	want := "" +
+		"Name         LoadBalancerType    MaxSessionLimit\n" +
+		"-----------  ------------------  -----------------\n" +
+		"contosohp01  DepthFirst          10\n"
+	if got != want {
+		t.Errorf("SPEC §11 table mismatch (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	// Table is the default for show.
+	if def := b.ok("hostpool", "show", "--name", "contosohp01"); def != want {
+		t.Errorf("show without --output:\n%s\nwant:\n%s", def, want)
+	}
+}
+
+// TestCLIInvalidInput: the server refuses bad values (R-P4); the CLI exits
+// 1 naming the field and the range, and the pool is unchanged.
+func TestCLIInvalidInput(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01", "--load-balancer-type", "DepthFirst", "--max-session-limit", "10")
+	before := b.ok("hostpool", "show", "--name", "contosohp01", "-o", "json")
+
+	tests := []struct {
+		name string
+		args []string
+		want []string // in the message
+	}{
+		{"max session limit 0", []string{"--max-session-limit", "0"}, []string{"maxSessionLimit", "1..999999"}},
+		{"max session limit too big", []string{"--max-session-limit", "1000000"}, []string{"maxSessionLimit", "1..999999"}},
+		{"unknown load balancer type", []string{"--load-balancer-type", "Random"}, []string{"loadBalancerType", "BreadthFirst, DepthFirst, LoadIndex"}},
+		{"personal type on a pooled pool", []string{"--load-balancer-type", "Persistent"}, []string{"loadBalancerType", "BreadthFirst, DepthFirst, LoadIndex"}},
+		{"cpu threshold", []string{"--cpu-threshold", "101"}, []string{"cpuThreshold", "0..100"}},
+		{"min servers in queue", []string{"--min-servers-in-queue", "0"}, []string{"minServersInQueue", "1..1000"}},
+		// R-P1: refused; which field the server names first is its choice.
+		{"host pool type change (R-P1)", []string{"--host-pool-type", "Personal"}, nil},
+		// A valid field with an invalid one: nothing of the update is kept.
+		{"valid and invalid together", []string{"--max-session-limit", "5", "--heartbeat-timeout-seconds", "5"}, []string{"heartbeatTimeoutSeconds", "10..3600"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := b.cli(append([]string{"hostpool", "update", "--name", "contosohp01"}, tt.args...)...)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1; stderr %q", r.code, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q does not name %q", r.stderr, w)
+				}
+			}
+			checkCLIError(t, r)
+			if after := b.ok("hostpool", "show", "--name", "contosohp01", "-o", "json"); after != before {
+				t.Errorf("pool changed by a refused update:\n%s", cmp.Diff(before, after))
+			}
+		})
+	}
+
+	// Create with a bad value stores no pool.
+	r := b.cli("hostpool", "create", "--name", "hp-bad", "--max-session-limit", "0")
+	if r.code != 1 || !strings.Contains(r.stderr, "maxSessionLimit") {
+		t.Errorf("create with limit 0: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := b.cli("hostpool", "show", "--name", "hp-bad"); r.code != 1 {
+		t.Errorf("refused create left a pool behind: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestCLIUsageErrors: mistakes in how a command is called exit 2 and send
+// nothing.
+func TestCLIUsageErrors(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"missing required flag", []string{"hostpool", "show"}},
+		{"unknown flag", []string{"hostpool", "show", "--name", "contosohp01", "--colour", "red"}},
+		{"unknown output", []string{"hostpool", "show", "--name", "contosohp01", "--output", "xml"}},
+		{"bad query", []string{"hostpool", "list", "--query", "[?name=="}},
+		{"not an int", []string{"hostpool", "update", "--name", "contosohp01", "--max-session-limit", "ten"}},
+		{"not a bool", []string{"sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--allow-new-session", "maybe"}},
+		{"nothing to update", []string{"hostpool", "update", "--name", "contosohp01"}},
+		{"id and user", []string{"usersession", "logoff", "--host-pool", "contosohp01", "--id", "x", "--user", "y"}},
+		{"stray argument", []string{"hostpool", "list", "extra"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := b.cli(tt.args...)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2; stderr %q", r.code, r.stderr)
+			}
+			checkCLIError(t, r)
+		})
+	}
+	if got := b.ok("hostpool", "show", "--name", "contosohp01", "--query", "maxSessionLimit", "-o", "tsv"); got != "999999\n" {
+		t.Errorf("a usage error changed the pool: maxSessionLimit %q", got)
+	}
+}
+
+// TestCLIErrors: server and transport errors are one line, the server's
+// message, exit 1.
+func TestCLIErrors(t *testing.T) {
+	b := startCLIBroker(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not found", []string{"hostpool", "show", "--name", "nope", "--server", b.m.URL(), "--token", b.m.AdminToken}, "nope"},
+		{"bad token", []string{"hostpool", "list", "--server", b.m.URL(), "--token", "wrong"}, "error: "},
+		{"no server", []string{"hostpool", "list", "--server", "http://127.0.0.1:1", "--token", "x"}, "cannot reach the broker at http://127.0.0.1:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, tt.args...)
+			if r.code != 1 {
+				t.Errorf("exit %d, want 1; stderr %q", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("stderr %q does not contain %q", r.stderr, tt.want)
+			}
+			checkCLIError(t, r)
+		})
+	}
+}
+
+// TestCLIEnvironment: VDIBROKER_SERVER and VDIBROKER_TOKEN stand in for the
+// flags, and the flags win over them.
+func TestCLIEnvironment(t *testing.T) {
+	b := startCLIBroker(t)
+	t.Setenv("VDIBROKER_SERVER", b.m.URL())
+	t.Setenv("VDIBROKER_TOKEN", b.m.AdminToken)
+	if r := runCLI(t, "hostpool", "create", "--name", "envpool"); r.code != 0 {
+		t.Fatalf("with env: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got := runCLI(t, "hostpool", "list", "--query", "[].name", "-o", "tsv").stdout; got != "envpool\n" {
+		t.Errorf("list with env = %q", got)
+	}
+	if r := runCLI(t, "hostpool", "list", "--token", "wrong"); r.code != 1 {
+		t.Errorf("--token did not win over VDIBROKER_TOKEN: exit %d", r.code)
+	}
+	if r := runCLI(t, "hostpool", "list", "--server", "http://127.0.0.1:1"); r.code != 1 {
+		t.Errorf("--server did not win over VDIBROKER_SERVER: exit %d", r.code)
+	}
+}
+
+// TestCLIGolden checks the table, json, yaml and tsv output of every show
+// and list command against testdata/*.golden (go test -update rewrites
+// them). The broker is real; times, ids and secrets are masked.
+func TestCLIGolden(t *testing.T) {
+	b := startCLIBroker(t)
+	var m cliMasker
+
+	// Two pools; contosohp01 is DepthFirst so placements are deterministic
+	// (R-DF2: the first host in query order fills first).
+	b.ok("hostpool", "create", "--name", "contosohp01", "--load-balancer-type", "DepthFirst", "--max-session-limit", "10",
+		"--description", "Contoso sales", "--friendly-name", "Sales desktops")
+	b.ok("hostpool", "create", "--name", "hp-lab", "--host-pool-type", "Personal", "--personal-desktop-assignment-type", "Direct")
+	for _, h := range []string{"sh-01", "sh-02", "sh-03"} {
+		b.addHost("contosohp01", h)
+	}
+	b.ok("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-03", "--allow-new-session", "false")
+
+	for _, u := range []string{"alice", "bob"} {
+		id := strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", u, "--query", "sessionId", "-o", "tsv"))
+		m.add(id, "<session-"+u+">")
+	}
+	tok := b.ok("token", "create", "--role", "Reader", "--subject", "auditor", "--query", "[id, token]", "-o", "tsv")
+	// A list of scalars is one line per item in tsv, as in az.
+	idSecret := strings.Split(strings.TrimSpace(tok), "\n")
+	if len(idSecret) != 2 {
+		t.Fatalf("token create printed %q, want id and token on two lines", tok)
+	}
+	m.add(idSecret[0], "<token-id>")
+	m.add(idSecret[1], "<token-secret>")
+
+	cmds := map[string][]string{
+		"hostpool_show":    {"hostpool", "show", "--name", "contosohp01"},
+		"hostpool_list":    {"hostpool", "list"},
+		"sessionhost_show": {"sessionhost", "show", "--host-pool", "contosohp01", "--name", "sh-01"},
+		"sessionhost_list": {"sessionhost", "list", "--host-pool", "contosohp01"},
+		"usersession_list": {"usersession", "list", "--host-pool", "contosohp01"},
+		"token_list":       {"token", "list"},
+	}
+	for name, args := range cmds {
+		for _, format := range []string{formatTable, formatJSON, formatYAML, formatTSV} {
+			t.Run(name+"_"+format, func(t *testing.T) {
+				checkCLIGolden(t, name+"_"+format, m.mask(b.ok(append(args, "--output", format)...)))
+			})
+		}
+	}
+
+	// The decision record of bob's placement in words, and raw.
+	bobID := ""
+	for id, ph := range m.names {
+		if strings.HasPrefix(ph, "<session-bob>") {
+			bobID = id
+		}
+	}
+	t.Run("placement_show", func(t *testing.T) {
+		checkCLIGolden(t, "placement_show", m.mask(b.ok("placement", "show", "--host-pool", "contosohp01", "--session", bobID)))
+	})
+	t.Run("placement_show_json", func(t *testing.T) {
+		checkCLIGolden(t, "placement_show_json", m.mask(b.ok("placement", "show", "--host-pool", "contosohp01", "--session", bobID, "-o", "json")))
+	})
+	t.Run("connect_dry_run", func(t *testing.T) {
+		checkCLIGolden(t, "connect_dry_run", m.mask(b.ok("connect", "--host-pool", "contosohp01", "--user", "carol", "--dry-run")))
+	})
+}
