@@ -1,0 +1,503 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/metrics"
+)
+
+// Demo is `vdibroker demo`: a broker (Main, embedded store) with three host
+// pools, about twenty simulated session hosts whose agents heartbeat with
+// moving metrics, and simulated users logging on and off, so the console
+// shows a living system within seconds.
+type Demo struct {
+	Main *Main
+	// Rand drives the simulation (nil = seeded from the clock).
+	Rand *rand.Rand
+	// Heartbeat is the simulated agents' heartbeat interval; 0 is 2s.
+	Heartbeat time.Duration
+	// UserTick is how often simulated users act; 0 is 400ms.
+	UserTick time.Duration
+
+	client  *vhttp.Client
+	console *console.Console
+	hosts   []*simHost
+	byName  map[string]*simHost // pool/host -> host
+	mu      sync.Mutex          // guards rand and users
+	users   map[string]*simUser // user -> where they are
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started time.Time
+}
+
+// demoPool is one demo pool and its hosts.
+type demoPool struct {
+	name, friendly string
+	body           map[string]any
+	hosts          int
+	prefix         string
+}
+
+var demoPools = []demoPool{
+	{"office-breadth", "Office desktops (breadth-first)", map[string]any{
+		"loadBalancerType": vdibroker.BreadthFirst, "maxSessionLimit": 10,
+	}, 8, "office"},
+	{"dev-depth", "Developer workstations (depth-first)", map[string]any{
+		"loadBalancerType": vdibroker.DepthFirst, "maxSessionLimit": 6,
+	}, 6, "dev"},
+	{"rds-loadindex", "RDS farm (Horizon load index)", map[string]any{
+		"loadBalancerType": vdibroker.LoadIndex, "maxSessionLimit": 12,
+		"loadBalancing": map[string]any{
+			"includeSessionCount": true, "cpuThreshold": 85, "memoryThreshold": 90,
+			"loadIndexThreshold": 40, "connectingSessionThreshold": 20, "minServersInQueue": 2,
+			"sampleIntervalSeconds": 5,
+		},
+	}, 6, "rds"},
+}
+
+// simHost is one simulated session host and its agent.
+type simHost struct {
+	pool, name, credential string
+	standard               bool
+	health                 string
+	cpuBase, memBase       float64
+	phase                  float64
+
+	mu       sync.Mutex
+	sessions map[string]*vdibroker.AgentSession // by user
+	results  []vdibroker.CommandResult
+	nextID   int
+}
+
+// simUser is a simulated user with a session somewhere.
+type simUser struct {
+	pool, host string
+	loggedOn   bool
+}
+
+// Start opens the broker, mounts the console and /metrics when serve did
+// not, creates the pools, registers the hosts (each sends a first heartbeat
+// before Start returns, so they are Available at once), places a first wave
+// of users, and starts the agents and users. Close stops everything.
+func (d *Demo) Start(ctx context.Context) error {
+	if d.Rand == nil {
+		d.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x9e3779b97f4a7c15))
+	}
+	if d.Heartbeat <= 0 {
+		d.Heartbeat = 2 * time.Second
+	}
+	if d.UserTick <= 0 {
+		d.UserTick = 400 * time.Millisecond
+	}
+	if err := d.Main.Open(ctx); err != nil {
+		return err
+	}
+	d.mountExtras()
+	d.client = vhttp.NewClient(d.Main.URL(), d.Main.AdminToken)
+	d.users = map[string]*simUser{}
+	d.byName = map[string]*simHost{}
+	d.started = time.Now()
+	if err := d.setup(ctx); err != nil {
+		d.Close()
+		return err
+	}
+	run, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	for _, h := range d.hosts {
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.agentLoop(run, h) }()
+	}
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.userLoop(run) }()
+	return nil
+}
+
+// mountExtras mounts the console at "/" and Prometheus at "/metrics" on the
+// server's mux unless serve's Main already did.
+func (d *Demo) mountExtras() {
+	mux := d.Main.Server.Mux()
+	registered := func(path string) bool {
+		r, _ := http.NewRequest(http.MethodGet, path, nil)
+		_, pattern := mux.Handler(r)
+		// A pattern is "[METHOD ][HOST]/path"; only an exact path counts,
+		// not the catch-all "/" that matches everything.
+		return pattern == path || strings.HasSuffix(pattern, " "+path)
+	}
+	// Ask before mounting: once the console is at "/", every path matches.
+	hasConsole, hasMetrics := registered("/"), registered("/metrics")
+	if !hasConsole {
+		d.console = console.New(console.Config{
+			API: d.Main.Server.Handler(), Store: d.Main.Store,
+			SampleInterval: 10 * time.Second, Logger: d.Main.Logger,
+		})
+		mux.Handle("/", d.console)
+	}
+	if !hasMetrics {
+		mux.Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: d.Main.Store})))
+	}
+}
+
+func (d *Demo) setup(ctx context.Context) error {
+	for _, p := range demoPools {
+		body := map[string]any{"friendlyName": p.friendly, "heartbeatTimeoutSeconds": 20}
+		for k, v := range p.body {
+			body[k] = v
+		}
+		if _, err := d.client.PutHostPool(ctx, p.name, body); err != nil {
+			return fmt.Errorf("create pool %s: %w", p.name, err)
+		}
+		rt, err := d.client.CreateRegistrationToken(ctx, p.name, vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+		if err != nil {
+			return fmt.Errorf("registration token for %s: %w", p.name, err)
+		}
+		for i := 1; i <= p.hosts; i++ {
+			h := &simHost{
+				pool: p.name, name: fmt.Sprintf("%s-%02d", p.prefix, i), standard: true,
+				cpuBase: 5 + d.Rand.Float64()*15, memBase: 20 + d.Rand.Float64()*20,
+				phase: d.Rand.Float64() * 2 * math.Pi, sessions: map[string]*vdibroker.AgentSession{},
+			}
+			switch {
+			case p.prefix == "rds" && i == p.hosts:
+				h.standard = false // Horizon bucket 2 (R-LI3)
+			case p.prefix == "office" && i == 7:
+				h.health = "disk C: 93% full" // NeedsAssistance, still placeable (R-H1)
+			}
+			reg, err := d.client.Register(ctx, &vdibroker.RegisterRequest{
+				Token: rt.Token, HostName: h.name, Address: h.name + ".demo.internal:3389",
+				Protocols: []string{"RDP"}, StandardFeatures: &h.standard,
+			})
+			if err != nil {
+				return fmt.Errorf("register %s: %w", h.name, err)
+			}
+			h.credential = reg.Credential
+			d.hosts = append(d.hosts, h)
+			d.byName[h.pool+"/"+h.name] = h
+			if err := d.heartbeat(ctx, h); err != nil {
+				return err
+			}
+		}
+	}
+	// One host drained by "an admin", to show drain mode.
+	if _, err := d.client.PatchSessionHost(ctx, "office-breadth", "office-08", map[string]any{"allowNewSession": false}); err != nil {
+		return fmt.Errorf("drain office-08: %w", err)
+	}
+	// A first wave of users, logged on at once.
+	for i := 0; i < 24; i++ {
+		d.connect(ctx, true)
+	}
+	return nil
+}
+
+// agentLoop heartbeats one host until ctx ends, with some jitter so the
+// hosts do not beat in step.
+func (d *Demo) agentLoop(ctx context.Context, h *simHost) {
+	d.mu.Lock()
+	jitter := time.Duration(d.Rand.Int64N(int64(d.Heartbeat)))
+	d.mu.Unlock()
+	t := time.NewTimer(jitter)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := d.heartbeat(ctx, h); err != nil && ctx.Err() == nil {
+			d.Main.Logger.Warn("demo: heartbeat", "host", h.name, "err", err)
+		}
+		t.Reset(d.Heartbeat)
+	}
+}
+
+// heartbeat sends the host's sessions and metrics that move: a slow wave,
+// a load per session, and noise. It runs the commands it gets back (log
+// off, disconnect) the way an agent would (R-S4) and reports them next time.
+func (d *Demo) heartbeat(ctx context.Context, h *simHost) error {
+	d.mu.Lock()
+	noise := d.Rand.Float64()*6 - 3
+	d.mu.Unlock()
+	h.mu.Lock()
+	n := float64(len(h.sessions))
+	wave := math.Sin(h.phase + float64(time.Since(d.started))/float64(90*time.Second)*2*math.Pi)
+	m := &vdibroker.Metrics{
+		CPUPercent:      clampPct(h.cpuBase + 7*n + 8*wave + noise),
+		MemoryPercent:   clampPct(h.memBase + 5*n + 3*wave),
+		DiskQueueLength: math.Max(0, 0.2*n+wave),
+		SampledAt:       time.Now().UTC(),
+	}
+	req := &vdibroker.HeartbeatRequest{Metrics: m, Results: h.results, HealthError: h.health}
+	for _, s := range h.sessions {
+		req.Sessions = append(req.Sessions, *s)
+	}
+	h.results = nil
+	h.mu.Unlock()
+
+	resp, err := d.client.Heartbeat(ctx, h.credential, req)
+	if err != nil {
+		return fmt.Errorf("heartbeat %s: %w", h.name, err)
+	}
+	for _, c := range resp.Commands {
+		d.runCommand(h, c)
+	}
+	return nil
+}
+
+// runCommand executes a broker command on the simulated host.
+func (d *Demo) runCommand(h *simHost, c vdibroker.Command) {
+	h.mu.Lock()
+	s := h.sessions[c.User]
+	res := vdibroker.CommandResult{ID: c.ID, Success: true}
+	switch {
+	case s == nil:
+		res.Success, res.Message = false, "no such session on this host"
+	case c.Type == vdibroker.CommandLogoff:
+		delete(h.sessions, c.User)
+	case c.Type == vdibroker.CommandDisconnect:
+		s.State = vdibroker.StateDisconnected
+	}
+	h.results = append(h.results, res)
+	h.mu.Unlock()
+	if res.Success && c.Type == vdibroker.CommandLogoff {
+		d.mu.Lock()
+		delete(d.users, c.User)
+		d.mu.Unlock()
+	}
+}
+
+func clampPct(v float64) float64 { return math.Max(0, math.Min(100, v)) }
+
+// userLoop makes users act: the number of sessions follows a slow wave
+// (a working day in ten minutes), with users logging on, logging off,
+// disconnecting and coming back.
+func (d *Demo) userLoop(ctx context.Context) {
+	t := time.NewTicker(d.UserTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		elapsed := time.Since(d.started)
+		target := 70 + int(45*math.Sin(float64(elapsed)/float64(10*time.Minute)*2*math.Pi))
+		d.mu.Lock()
+		open := len(d.users)
+		roll := d.Rand.Float64()
+		d.mu.Unlock()
+		switch {
+		case roll < 0.1:
+			d.disconnectOrReturn(ctx)
+		case open < target:
+			d.connect(ctx, false)
+		case open > target || roll < 0.35:
+			d.logoff()
+		}
+	}
+}
+
+// connect places a user who has no session in a random pool; the user
+// "logs on" (the host's agent reports the session) now or a moment later.
+func (d *Demo) connect(ctx context.Context, now bool) {
+	d.mu.Lock()
+	var user string
+	for range 20 {
+		u := fmt.Sprintf("user%03d", 1+d.Rand.IntN(250))
+		if d.users[u] == nil {
+			user = u
+			break
+		}
+	}
+	pool := demoPools[d.Rand.IntN(len(demoPools))].name
+	delay := time.Duration(300+d.Rand.IntN(2500)) * time.Millisecond
+	d.mu.Unlock()
+	if user == "" {
+		return
+	}
+	res, err := d.client.Connect(ctx, pool, vhttp.ConnectRequest{User: user})
+	if err != nil {
+		if vdibroker.ErrorCode(err) != vdibroker.ENoCapacity && ctx.Err() == nil {
+			d.Main.Logger.Warn("demo: connect", "user", user, "pool", pool, "err", err)
+		}
+		return
+	}
+	d.mu.Lock()
+	d.users[user] = &simUser{pool: pool, host: res.SessionHost}
+	d.mu.Unlock()
+	logon := func() { d.logon(user, pool, res.SessionHost) }
+	if now {
+		logon()
+		return
+	}
+	time.AfterFunc(delay, logon)
+}
+
+// logon makes the session appear on its host, as when the user's RDP
+// client arrives: the next heartbeat turns Pending into Active (R-S2).
+func (d *Demo) logon(user, pool, host string) {
+	h := d.byName[pool+"/"+host]
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.sessions[user] == nil {
+		h.nextID++
+		h.sessions[user] = &vdibroker.AgentSession{ID: fmt.Sprint(h.nextID), User: user}
+	}
+	h.sessions[user].State = vdibroker.StateActive
+	h.mu.Unlock()
+	d.mu.Lock()
+	if u := d.users[user]; u != nil {
+		u.loggedOn = true
+	}
+	d.mu.Unlock()
+}
+
+// logoff ends a random logged-on user's session on the host; the next
+// heartbeat no longer reports it and the broker ends it (R-S2).
+func (d *Demo) logoff() {
+	d.mu.Lock()
+	var user string
+	var u *simUser
+	for name, su := range d.users { // map order is random enough here
+		if su.loggedOn {
+			user, u = name, su
+			break
+		}
+	}
+	if u != nil {
+		delete(d.users, user)
+	}
+	d.mu.Unlock()
+	if u == nil {
+		return
+	}
+	if h := d.byName[u.pool+"/"+u.host]; h != nil {
+		h.mu.Lock()
+		delete(h.sessions, user)
+		h.mu.Unlock()
+	}
+}
+
+// disconnectOrReturn disconnects a random session, or brings a
+// disconnected user back with a connect (reconnect first, R-C1).
+func (d *Demo) disconnectOrReturn(ctx context.Context) {
+	d.mu.Lock()
+	var user string
+	var u *simUser
+	for name, su := range d.users {
+		if su.loggedOn {
+			user, u = name, su
+			break
+		}
+	}
+	d.mu.Unlock()
+	if u == nil {
+		return
+	}
+	h := d.byName[u.pool+"/"+u.host]
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	s := h.sessions[user]
+	wasDisconnected := s != nil && s.State == vdibroker.StateDisconnected
+	if s != nil && !wasDisconnected {
+		s.State = vdibroker.StateDisconnected
+	}
+	h.mu.Unlock()
+	if wasDisconnected {
+		if _, err := d.client.Connect(ctx, u.pool, vhttp.ConnectRequest{User: user}); err == nil {
+			d.logon(user, u.pool, u.host)
+		}
+	}
+}
+
+// Close stops users and agents, then the broker.
+func (d *Demo) Close() error {
+	if d.cancel != nil {
+		d.cancel()
+	}
+	d.wg.Wait()
+	var errs []error
+	errs = append(errs, d.Main.Close())
+	if d.console != nil {
+		errs = append(errs, d.console.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func newDemoCmd() *cobra.Command {
+	m := &Main{}
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a broker with simulated hosts and users, and its web console",
+		Long: `demo starts a broker on the embedded store with three host pools
+(BreadthFirst, DepthFirst with a limit, LoadIndex), twenty simulated session
+hosts whose metrics move, and simulated users logging on and off. Open the
+printed URL and sign in with the printed admin token. Ctrl-C stops it.
+
+The admin token is VDIBROKER_ADMIN_TOKEN when set. Without --data-dir the
+state lives in a temporary directory removed on exit.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m.Logger = newLogger("text")
+			if m.DataDir == "" {
+				dir, err := os.MkdirTemp("", "vdibroker-demo-")
+				if err != nil {
+					return err
+				}
+				if !keep {
+					defer os.RemoveAll(dir)
+				}
+				m.DataDir = dir
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			d := &Demo{Main: m}
+			if err := d.Start(ctx); err != nil {
+				return err
+			}
+			printDemoBanner(cmd.OutOrStdout(), d)
+			<-ctx.Done()
+			fmt.Fprintln(cmd.OutOrStdout(), "stopping the demo...")
+			return d.Close()
+		},
+	}
+	cmd.Flags().StringVar(&m.Listen, "listen", "127.0.0.1:8080", "address to listen on")
+	cmd.Flags().StringVar(&m.DataDir, "data-dir", "", "directory for the embedded store (default: a temporary directory)")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary data directory on exit")
+	return cmd
+}
+
+func printDemoBanner(w io.Writer, d *Demo) {
+	url := d.Main.URL()
+	var b strings.Builder
+	fmt.Fprintf(&b, "vdibroker demo is running: %d simulated hosts in %d pools, users logging on and off.\n\n", len(d.hosts), len(demoPools))
+	fmt.Fprintf(&b, "  console      %s/\n", url)
+	fmt.Fprintf(&b, "  admin token  %s\n", d.Main.AdminToken)
+	fmt.Fprintf(&b, "  API          %s/api/v1   (vdibroker --server %s --token <admin token> hostpool list)\n", url, url)
+	fmt.Fprintf(&b, "  metrics      %s/metrics\n", url)
+	fmt.Fprintf(&b, "  data dir     %s\n\n", d.Main.DataDir)
+	b.WriteString("Press Ctrl-C to stop.\n")
+	io.WriteString(w, b.String())
+}
+
+func init() { rootCmd.AddCommand(newDemoCmd()) }

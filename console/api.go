@@ -1,0 +1,181 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/placement"
+)
+
+// apiPrefix is where the broker's API lives (SPEC §9).
+const apiPrefix = "/api/v1"
+
+// api calls the broker's HTTP API in-process with one user's token. It
+// speaks the documented REST API (SPEC §9), not the server's internals, so
+// the server authorises and validates every call.
+type api struct {
+	h          http.Handler
+	token      string
+	remoteAddr string
+}
+
+// poolAnswer is a host pool as the API answers it, with R-P3 warnings.
+type poolAnswer struct {
+	vdibroker.HostPool
+	Warnings []string `json:"warnings"`
+}
+
+type listAnswer[T any] struct {
+	Value    []T    `json:"value"`
+	NextLink string `json:"nextLink"`
+}
+
+// do sends one request and decodes a JSON answer into out (when non-nil).
+// API errors come back as *vdibroker.Error with the server's code, message
+// and field.
+func (a *api) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, path, rd)
+	if err != nil {
+		return err
+	}
+	req.RemoteAddr = a.remoteAddr
+	req.RequestURI = path
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := newRecorder()
+	a.h.ServeHTTP(rec, req)
+	if rec.code >= 400 {
+		var eb struct {
+			Error *vdibroker.Error `json:"error"`
+		}
+		if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error == nil || eb.Error.Code == "" {
+			return vdibroker.Errorf(vdibroker.EInternal, "%s %s: HTTP %d", method, path, rec.code)
+		}
+		return eb.Error
+	}
+	if out == nil || rec.body.Len() == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(rec.body.Bytes(), out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// list follows nextLink until the list is complete.
+func list[T any](ctx context.Context, a *api, path string) ([]T, error) {
+	var all []T
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	next := path + sep + "limit=1000"
+	for next != "" {
+		var page listAnswer[T]
+		if err := a.do(ctx, http.MethodGet, next, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Value...)
+		next = ""
+		if page.NextLink != "" {
+			u, err := url.Parse(page.NextLink)
+			if err != nil {
+				return nil, fmt.Errorf("bad nextLink %q: %w", page.NextLink, err)
+			}
+			next = u.RequestURI()
+		}
+	}
+	return all, nil
+}
+
+func poolPath(pool string) string { return apiPrefix + "/hostpools/" + url.PathEscape(pool) }
+
+func (a *api) listPools(ctx context.Context) ([]poolAnswer, error) {
+	return list[poolAnswer](ctx, a, apiPrefix+"/hostpools")
+}
+
+func (a *api) getPool(ctx context.Context, pool string) (*poolAnswer, error) {
+	var p poolAnswer
+	return &p, a.do(ctx, http.MethodGet, poolPath(pool), nil, &p)
+}
+
+func (a *api) patchPool(ctx context.Context, pool string, patch map[string]any) (*poolAnswer, error) {
+	var p poolAnswer
+	return &p, a.do(ctx, http.MethodPatch, poolPath(pool), patch, &p)
+}
+
+func (a *api) listHosts(ctx context.Context, pool string) ([]vdibroker.SessionHost, error) {
+	return list[vdibroker.SessionHost](ctx, a, poolPath(pool)+"/sessionhosts")
+}
+
+func (a *api) patchHost(ctx context.Context, pool, host string, patch map[string]any) error {
+	return a.do(ctx, http.MethodPatch, poolPath(pool)+"/sessionhosts/"+url.PathEscape(host), patch, nil)
+}
+
+func (a *api) listSessions(ctx context.Context, pool string) ([]vdibroker.UserSession, error) {
+	return list[vdibroker.UserSession](ctx, a, poolPath(pool)+"/usersessions")
+}
+
+func (a *api) logoff(ctx context.Context, pool, id string) error {
+	return a.do(ctx, http.MethodDelete, poolPath(pool)+"/usersessions/"+url.PathEscape(id), nil, nil)
+}
+
+func (a *api) disconnect(ctx context.Context, pool, id string) error {
+	return a.do(ctx, http.MethodPost, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/disconnect", struct{}{}, nil)
+}
+
+func (a *api) getSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
+	var s vdibroker.UserSession
+	return &s, a.do(ctx, http.MethodGet, poolPath(pool)+"/usersessions/"+url.PathEscape(id), nil, &s)
+}
+
+func (a *api) placement(ctx context.Context, pool, id string) (*placement.Explain, error) {
+	var e placement.Explain
+	return &e, a.do(ctx, http.MethodGet, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/placement", nil, &e)
+}
+
+// recorder is the in-process ResponseWriter the API answers into.
+type recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+
+// itoa is strconv.Itoa, short for templates and paths.
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,459 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Cookie names. The session cookie holds only a random id; the API token
+// stays on the server.
+const (
+	sessionCookie = "vdibroker_session"
+	signinCookie  = "vdibroker_signin"
+)
+
+// Config configures a Console.
+type Config struct {
+	// API serves the broker's HTTP API (/api/v1/...). The console calls it
+	// in-process with the signed-in user's token for every read and change.
+	// Required.
+	API http.Handler
+	// Store, when set, is sampled every SampleInterval for the "sessions
+	// over the last hour" chart, so the history fills while nobody looks.
+	// Without it, only page views record samples.
+	Store vdibroker.Store
+	// SampleInterval is the spacing of history samples; 0 is 30s.
+	SampleInterval time.Duration
+	// SessionTTL is how long a sign-in lasts; 0 is 12h.
+	SessionTTL time.Duration
+	// RefreshSeconds is how often pages refresh their live parts; 0 is 5.
+	RefreshSeconds int
+	Logger         *slog.Logger
+	// Now returns the current time (nil = time.Now).
+	Now func() time.Time
+	// Rand supplies session ids and CSRF tokens (nil = crypto/rand).
+	Rand io.Reader
+}
+
+// Console is the web console; it is an http.Handler meant to be mounted at
+// "/" next to the API. Close stops its history sampler.
+type Console struct {
+	api      http.Handler
+	store    vdibroker.Store
+	log      *slog.Logger
+	now      func() time.Time
+	rand     io.Reader
+	ttl      time.Duration
+	refresh  int
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	history  *history
+	interval time.Duration
+
+	mu       sync.Mutex
+	sessions map[string]*webSession
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// webSession is one signed-in browser.
+type webSession struct {
+	token   string // the user's API token
+	csrf    string
+	expires time.Time
+	flash   string // one-shot success message after a redirect
+}
+
+// New returns a Console. It panics if cfg.API is nil or a template does not
+// parse (both programming errors).
+func New(cfg Config) *Console {
+	if cfg.API == nil {
+		panic("console: Config.API is required")
+	}
+	c := &Console{
+		api:      cfg.API,
+		store:    cfg.Store,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		rand:     cfg.Rand,
+		ttl:      cfg.SessionTTL,
+		refresh:  cfg.RefreshSeconds,
+		interval: cfg.SampleInterval,
+		sessions: map[string]*webSession{},
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.rand == nil {
+		c.rand = rand.Reader
+	}
+	if c.ttl <= 0 {
+		c.ttl = 12 * time.Hour
+	}
+	if c.refresh <= 0 {
+		c.refresh = 5
+	}
+	if c.interval <= 0 {
+		c.interval = 30 * time.Second
+	}
+	c.history = newHistory(c.interval, time.Hour)
+	c.pages = parsePages()
+	c.routes()
+	if c.store != nil {
+		go c.sample()
+	} else {
+		close(c.done)
+	}
+	return c
+}
+
+// Close stops the history sampler.
+func (c *Console) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		<-c.done
+	})
+	return nil
+}
+
+func (c *Console) routes() {
+	c.mux = http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	c.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	c.mux.HandleFunc("GET /signin", c.signinPage)
+	c.mux.HandleFunc("POST /signin", c.signin)
+	c.mux.HandleFunc("POST /signout", c.signedIn(c.signout))
+
+	c.mux.HandleFunc("GET /{$}", c.signedIn(c.overview))
+	c.mux.HandleFunc("GET /pools/{pool}", c.signedIn(c.poolPage))
+	c.mux.HandleFunc("POST /pools/{pool}/settings", c.signedIn(c.poolSettings))
+	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/drain", c.signedIn(c.drain))
+	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))
+	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/logoff", c.signedIn(c.logoff))
+	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/disconnect", c.signedIn(c.disconnect))
+	c.mux.HandleFunc("GET /pools/{pool}/sessions/{id}/placement", c.signedIn(c.placementPage))
+	c.mux.HandleFunc("/", c.notFound)
+}
+
+// ServeHTTP implements http.Handler, adding the security headers every
+// console answer carries.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	c.mux.ServeHTTP(w, r)
+}
+
+// request is what a signed-in page handler gets.
+type request struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	sess *webSession
+	sid  string
+	api  *api
+}
+
+// signedIn wraps a handler: without a valid session a GET is sent to the
+// sign-in page and anything else is refused; every non-GET must carry the
+// session's CSRF token.
+func (c *Console) signedIn(h func(*request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sid, sess := c.session(r)
+		if sess == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			c.errorPage(w, r, http.StatusUnauthorized, "Your sign-in has expired. Sign in again.")
+			return
+		}
+		if r.Method != http.MethodGet {
+			if !sameOrigin(r) || !equal(r.PostFormValue("csrf"), sess.csrf) {
+				c.errorPage(w, r, http.StatusForbidden, "The form was stale or came from another site (CSRF check failed). Reload the page and try again.")
+				return
+			}
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		h(&request{w: w, r: r, sess: sess, sid: sid, api: &api{h: c.api, token: sess.token, remoteAddr: r.RemoteAddr}})
+	}
+}
+
+// session returns the request's valid session, or nil.
+func (c *Console) session(r *http.Request) (string, *webSession) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" {
+		return "", nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.sessions[ck.Value]
+	if s == nil {
+		return "", nil
+	}
+	if !c.now().Before(s.expires) {
+		delete(c.sessions, ck.Value)
+		return "", nil
+	}
+	return ck.Value, s
+}
+
+// takeFlash returns and clears the session's one-shot message.
+func (c *Console) takeFlash(s *webSession) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := s.flash
+	s.flash = ""
+	return f
+}
+
+// redirect answers a successful change with 303 to path and a message shown
+// once on the next page (post/redirect/get).
+func (c *Console) redirect(rq *request, path, flash string) {
+	c.mu.Lock()
+	rq.sess.flash = flash
+	c.mu.Unlock()
+	http.Redirect(rq.w, rq.r, path, http.StatusSeeOther)
+}
+
+// sameOrigin refuses cross-site form posts when the browser says where they
+// came from (defence in depth next to SameSite=Strict and the CSRF token).
+func sameOrigin(r *http.Request) bool {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil {
+		return false
+	}
+	return u.Host == r.Host || u.Host == r.Header.Get("X-Forwarded-Host")
+}
+
+func equal(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func (c *Console) newSecret() string {
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(c.rand, b); err != nil {
+		panic("console: random source failed: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+// signinPage shows the token form. A sign-in CSRF token is set in its own
+// short-lived cookie and echoed in the form (double submit), so another site
+// cannot sign a browser in with the attacker's token.
+func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
+	c.renderSignin(w, r, http.StatusOK, "")
+}
+
+func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	csrf := c.newSecret()
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: csrf, Path: "/signin", MaxAge: 3600,
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	w.Header().Set("Cache-Control", "no-store")
+	c.render(w, status, "signin", map[string]any{
+		"Title": "Sign in", "CSRF": csrf, "Error": msg, "Next": safeNext(r.FormValue("next")),
+	})
+}
+
+// signin checks the token against the API (any read the token may make)
+// and opens a session.
+func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
+	ck, err := r.Cookie(signinCookie)
+	if err != nil || !equal(r.PostFormValue("csrf"), ck.Value) || !sameOrigin(r) {
+		c.renderSignin(w, r, http.StatusForbidden, "The sign-in form was stale (CSRF check failed). Try again.")
+		return
+	}
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	if token == "" {
+		c.renderSignin(w, r, http.StatusBadRequest, "Enter an API token.")
+		return
+	}
+	a := &api{h: c.api, token: token, remoteAddr: r.RemoteAddr}
+	if _, err := a.listPools(r.Context()); err != nil {
+		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
+		msg := "That token was not accepted: " + vdibroker.ErrorMessage(err)
+		if vdibroker.ErrorCode(err) == vdibroker.EPermission {
+			msg = "That token may not read host pools (User tokens can only connect). Use a Reader, Contributor or admin token."
+		}
+		c.renderSignin(w, r, status, msg)
+		return
+	}
+	sid := c.newSecret()
+	c.mu.Lock()
+	c.sessions[sid] = &webSession{token: token, csrf: c.newSecret(), expires: c.now().Add(c.ttl)}
+	c.expireSessions()
+	c.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/signin", MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: "/", MaxAge: int(c.ttl.Seconds()),
+		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
+}
+
+// expireSessions drops ended sessions; c.mu is held.
+func (c *Console) expireSessions() {
+	now := c.now()
+	for id, s := range c.sessions {
+		if !now.Before(s.expires) {
+			delete(c.sessions, id)
+		}
+	}
+}
+
+func (c *Console) signout(rq *request) {
+	c.mu.Lock()
+	delete(c.sessions, rq.sid)
+	c.mu.Unlock()
+	http.SetCookie(rq.w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(rq.w, rq.r, "/signin", http.StatusSeeOther)
+}
+
+// safeNext keeps post-sign-in redirects on this site.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
+
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
+	c.errorPage(w, r, http.StatusNotFound, "There is no console page at "+r.URL.Path+".")
+}
+
+func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	_, sess := c.session(r)
+	data := map[string]any{"Title": http.StatusText(status), "Error": msg, "Status": status}
+	if sess != nil {
+		data["CSRF"] = sess.csrf
+		data["SignedIn"] = true
+	}
+	c.render(w, status, "error", data)
+}
+
+// apiError shows an API refusal on its own page with the API's status
+// (403 for a Reader's change, 404 for a missing pool...).
+func (c *Console) apiError(rq *request, err error) {
+	code := vdibroker.ErrorCode(err)
+	if code == vdibroker.EInternal {
+		c.log.Error("console: API call failed", "path", rq.r.URL.Path, "err", err)
+	}
+	if code == vdibroker.EUnauthenticated {
+		// The token was revoked or expired: end the session.
+		c.mu.Lock()
+		delete(c.sessions, rq.sid)
+		c.mu.Unlock()
+	}
+	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), describe(err))
+}
+
+// describe turns an API error into a sentence for people.
+func describe(err error) string {
+	switch vdibroker.ErrorCode(err) {
+	case vdibroker.EPermission:
+		return "Refused by the broker: your token may not make this change (" + vdibroker.ErrorMessage(err) + "). Reader tokens can look at everything and change nothing."
+	case vdibroker.EUnauthenticated:
+		return "Your token is no longer accepted (" + vdibroker.ErrorMessage(err) + "). Sign in again."
+	default:
+		return vdibroker.ErrorMessage(err)
+	}
+}
+
+// page renders a signed-in page with the layout's common data.
+func (c *Console) page(rq *request, status int, name string, data map[string]any) {
+	data["CSRF"] = rq.sess.csrf
+	data["SignedIn"] = true
+	data["Refresh"] = c.refresh
+	if _, ok := data["Flash"]; !ok {
+		data["Flash"] = c.takeFlash(rq.sess)
+	}
+	c.render(rq.w, status, name, data)
+}
+
+func (c *Console) render(w http.ResponseWriter, status int, name string, data map[string]any) {
+	t := c.pages[name]
+	var buf strings.Builder
+	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
+		c.log.Error("console: render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	io.WriteString(w, buf.String())
+}
+
+// sample records every pool's session count each interval (for the
+// sessions-over-time chart) until Close.
+func (c *Console) sample() {
+	defer close(c.done)
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	for {
+		c.sampleStore()
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Console) sampleStore() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.interval)
+	defer cancel()
+	pools, err := c.store.ListHostPools(ctx)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			c.log.Warn("console: sample sessions", "err", err)
+		}
+		return
+	}
+	counts := map[string]int{}
+	for _, p := range pools {
+		hosts, err := c.store.ListSessionHosts(ctx, p.Name)
+		if err != nil {
+			c.log.Warn("console: sample sessions", "pool", p.Name, "err", err)
+			return
+		}
+		for _, h := range hosts {
+			counts[p.Name] += h.Sessions
+		}
+	}
+	c.history.record(c.now(), counts)
+}

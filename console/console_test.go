@@ -1,0 +1,366 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+func TestSignInRequired(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	a := b.get("/pools/pool-a")
+	wantStatus(t, a, http.StatusSeeOther)
+	if want := "/signin?next=%2Fpools%2Fpool-a"; a.location != want {
+		t.Errorf("redirect to %q, want %q", a.location, want)
+	}
+	a = b.get("/signin")
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, `name="token"`, `type="password"`)
+}
+
+func TestSignIn(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		name       string
+		token      string
+		csrf       bool
+		wantStatus int
+		wantText   string
+	}{
+		{"admin token", adminToken, true, http.StatusSeeOther, ""},
+		{"wrong token R-SEC", "not-a-token", true, http.StatusUnauthorized, "not accepted"},
+		{"empty token", "", true, http.StatusBadRequest, "Enter an API token"},
+		{"no sign-in CSRF token", adminToken, false, http.StatusForbidden, "CSRF"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := e.browser()
+			form := url.Values{"token": {tt.token}}
+			if tt.csrf {
+				form.Set("csrf", b.csrf("/signin"))
+			}
+			a := b.post("/signin", form)
+			wantStatus(t, a, tt.wantStatus)
+			wantContains(t, a, tt.wantText)
+			if tt.wantStatus != http.StatusSeeOther {
+				// Still signed out.
+				wantStatus(t, b.get("/"), http.StatusSeeOther)
+			}
+		})
+	}
+}
+
+func TestSessionCookieFlags(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	a := b.post("/signin", url.Values{"csrf": {b.csrf("/signin")}, "token": {adminToken}})
+	wantStatus(t, a, http.StatusSeeOther)
+	var ck string
+	for _, c := range a.header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, "vdibroker_session=") {
+			ck = c
+		}
+	}
+	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+		if !strings.Contains(ck, want) {
+			t.Errorf("session cookie %q lacks %s", ck, want)
+		}
+	}
+	if strings.Contains(ck, adminToken) {
+		t.Error("session cookie carries the API token")
+	}
+	csp := b.get("/").header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("Content-Security-Policy = %q", csp)
+	}
+}
+
+func TestSignOut(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	b.signin(adminToken)
+	wantStatus(t, b.get("/"), http.StatusOK)
+	// Without the CSRF token sign-out is refused too.
+	wantStatus(t, b.post("/signout", url.Values{}), http.StatusForbidden)
+	a := b.post("/signout", url.Values{"csrf": {b.csrf("/")}})
+	wantStatus(t, a, http.StatusSeeOther)
+	wantStatus(t, b.get("/"), http.StatusSeeOther)
+}
+
+func TestOverviewPage(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice", "bob", "carol")
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.get("/")
+	wantStatus(t, a, http.StatusOK)
+	// 3 sessions on 3 available hosts with limit 4: used capacity
+	// 3 / (4 × 3) = 25% (R-A1).
+	wantContains(t, a, "pool-a", "DepthFirst", "Pooled", ">4<", "3 / 3", ">3<", "25%",
+		`aria-label="Sessions over the last hour"`)
+}
+
+func TestPoolPage(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice", "bob")
+	b := e.browser()
+	b.signin(e.token(vdibroker.RoleReader))
+	a := b.get("/pools/pool-a")
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a,
+		`data-host="host-1"`, `data-host="host-2"`, `data-host="host-3"`,
+		"Available", "42%", "61%", // CPU and memory of the last sample
+		`aria-label="Sessions per host against the limit"`, `aria-label="Load index per host"`,
+		"maxSessionLimit 4", `name="maxSessionLimit" value="4"`, `name="loadBalancing.loadIndexThreshold"`)
+	// DepthFirst put both sessions on host-1 (R-DF2).
+	wantContains(t, a, "<title>host-1: 2 sessions, 2 connecting</title>", ">2 / 4</text>", ">0 / 4</text>")
+	wantStatus(t, b.get("/pools/no-such-pool"), http.StatusNotFound)
+}
+
+func TestDrain(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	ctx := context.Background()
+	allow := func() bool {
+		h, err := e.admin.GetSessionHost(ctx, "pool-a", "host-2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.AllowNewSession
+	}
+
+	b := e.browser()
+	b.signin(adminToken)
+	csrf := b.csrf("/pools/pool-a")
+
+	t.Run("CSRF refusal", func(t *testing.T) {
+		a := b.post("/pools/pool-a/hosts/host-2/drain", url.Values{"drain": {"true"}, "csrf": {"forged"}})
+		wantStatus(t, a, http.StatusForbidden)
+		if !allow() {
+			t.Fatal("host drained by a request without the CSRF token")
+		}
+	})
+	t.Run("cross-site origin refusal", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, e.url+"/pools/pool-a/hosts/host-2/drain",
+			strings.NewReader(url.Values{"drain": {"true"}, "csrf": {csrf}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "https://evil.example")
+		resp, err := b.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !allow() {
+			t.Fatalf("cross-site post: HTTP %d, host allow=%v", resp.StatusCode, allow())
+		}
+	})
+	t.Run("Reader refusal R-SEC", func(t *testing.T) {
+		rb := e.browser()
+		rb.signin(e.token(vdibroker.RoleReader))
+		a := rb.post("/pools/pool-a/hosts/host-2/drain", url.Values{"drain": {"true"}, "csrf": {rb.csrf("/pools/pool-a")}})
+		wantStatus(t, a, http.StatusForbidden)
+		wantContains(t, a, "Refused by the broker", `data-host="host-2"`)
+		if !allow() {
+			t.Fatal("Reader drained a host")
+		}
+	})
+	t.Run("drain and resume", func(t *testing.T) {
+		a := b.post("/pools/pool-a/hosts/host-2/drain", url.Values{"drain": {"true"}, "csrf": {csrf}})
+		wantStatus(t, a, http.StatusSeeOther)
+		if allow() {
+			t.Fatal("host not drained")
+		}
+		page := b.get(a.location)
+		wantContains(t, page, "host-2 is drained", `data-action="undrain" data-host="host-2"`)
+		// The flash shows once.
+		if strings.Contains(b.get(a.location).body, "host-2 is drained") {
+			t.Error("flash message shown twice")
+		}
+		wantStatus(t, b.post("/pools/pool-a/hosts/host-2/drain", url.Values{"drain": {"false"}, "csrf": {csrf}}), http.StatusSeeOther)
+		if !allow() {
+			t.Fatal("host not resumed")
+		}
+	})
+}
+
+func TestPoolSettings(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	ctx := context.Background()
+	b := e.browser()
+	b.signin(adminToken)
+
+	// form returns the pool page's settings as posted values.
+	form := func(b *browser, set map[string]string) url.Values {
+		v := url.Values{"csrf": {b.csrf("/pools/pool-a")}, "loadBalancerType": {"DepthFirst"}, "loadBalancing.includeSessionCount": {"on"}}
+		for _, f := range []string{"maxSessionLimit", "loadBalancing.loadIndexThreshold", "loadBalancing.connectingSessionThreshold",
+			"loadBalancing.minServersInQueue", "loadBalancing.hostLoadIndexThreshold", "loadBalancing.hostConnectingSessionThreshold",
+			"loadBalancing.sampleIntervalSeconds", "loadBalancing.cpuThreshold", "loadBalancing.memoryThreshold",
+			"loadBalancing.diskQueueLengthThreshold", "loadBalancing.diskReadLatencyThreshold", "loadBalancing.diskWriteLatencyThreshold"} {
+			v.Set(f, "0")
+		}
+		v.Set("maxSessionLimit", "4")
+		v.Set("loadBalancing.loadIndexThreshold", "20")
+		v.Set("loadBalancing.connectingSessionThreshold", "20")
+		v.Set("loadBalancing.minServersInQueue", "4")
+		v.Set("loadBalancing.sampleIntervalSeconds", "30")
+		for k, x := range set {
+			v.Set(k, x)
+		}
+		return v
+	}
+	limit := func() int {
+		p, err := e.admin.GetHostPool(ctx, "pool-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.MaxSessionLimit
+	}
+
+	t.Run("save R-P1", func(t *testing.T) {
+		a := b.post("/pools/pool-a/settings", form(b, map[string]string{"maxSessionLimit": "7", "loadBalancerType": "LoadIndex", "loadBalancing.cpuThreshold": "80"}))
+		wantStatus(t, a, http.StatusSeeOther)
+		p, err := e.admin.GetHostPool(ctx, "pool-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.MaxSessionLimit != 7 || p.LoadBalancerType != "LoadIndex" || p.LoadBalancing.CPUThreshold != 80 {
+			t.Fatalf("pool after save: limit %d type %s cpu %v", p.MaxSessionLimit, p.LoadBalancerType, p.LoadBalancing.CPUThreshold)
+		}
+		wantContains(t, b.get(a.location), "Settings saved")
+	})
+	t.Run("server validation beside the field R-P4", func(t *testing.T) {
+		a := b.post("/pools/pool-a/settings", form(b, map[string]string{"maxSessionLimit": "0"}))
+		wantStatus(t, a, http.StatusBadRequest)
+		wantContains(t, a, `class="field invalid"`, `id="e-maxSessionLimit"`, "maxSessionLimit", `value="0"`)
+		if got := limit(); got != 7 {
+			t.Fatalf("limit = %d after a refused save, want 7 (nothing changed)", got)
+		}
+		a = b.post("/pools/pool-a/settings", form(b, map[string]string{"loadBalancing.cpuThreshold": "150"}))
+		wantStatus(t, a, http.StatusBadRequest)
+		wantContains(t, a, `id="e-loadBalancing.cpuThreshold"`)
+	})
+	t.Run("not a number", func(t *testing.T) {
+		a := b.post("/pools/pool-a/settings", form(b, map[string]string{"maxSessionLimit": "ten"}))
+		wantStatus(t, a, http.StatusBadRequest)
+		wantContains(t, a, "must be a whole number", `value="ten"`)
+	})
+	t.Run("CSRF refusal", func(t *testing.T) {
+		f := form(b, map[string]string{"maxSessionLimit": "9"})
+		f.Del("csrf")
+		wantStatus(t, b.post("/pools/pool-a/settings", f), http.StatusForbidden)
+		if got := limit(); got != 7 {
+			t.Fatalf("limit = %d, want 7", got)
+		}
+	})
+	t.Run("Reader refusal R-SEC", func(t *testing.T) {
+		rb := e.browser()
+		rb.signin(e.token(vdibroker.RoleReader))
+		a := rb.post("/pools/pool-a/settings", form(rb, map[string]string{"maxSessionLimit": "9"}))
+		wantStatus(t, a, http.StatusForbidden)
+		wantContains(t, a, "Refused by the broker")
+		if got := limit(); got != 7 {
+			t.Fatalf("limit = %d, want 7", got)
+		}
+	})
+}
+
+func TestSessionsPage(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice", "bob")
+	ctx := context.Background()
+	// The agent reports alice: Pending -> Active (R-S2); bob stays Pending.
+	e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
+	ss, err := e.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool-a", User: "alice"})
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("alice's session: %v %v", ss, err)
+	}
+	alice := ss[0]
+
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.get("/sessions")
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, "alice", "bob", "host-1", `class="state active"`, `class="state pending"`,
+		"/pools/pool-a/sessions/"+alice.ID+"/placement")
+	wantContains(t, b.get("/sessions?pool=pool-a"), "alice")
+
+	path := "/pools/pool-a/sessions/" + alice.ID
+	t.Run("CSRF refusal", func(t *testing.T) {
+		wantStatus(t, b.post(path+"/logoff", url.Values{"csrf": {"nope"}}), http.StatusForbidden)
+	})
+	t.Run("Reader refusal R-SEC", func(t *testing.T) {
+		rb := e.browser()
+		rb.signin(e.token(vdibroker.RoleReader))
+		a := rb.post(path+"/disconnect", url.Values{"csrf": {rb.csrf("/sessions")}})
+		wantStatus(t, a, http.StatusForbidden)
+		wantContains(t, a, "Refused by the broker")
+	})
+	// Neither refusal queued a command: the next heartbeat brings none.
+	if cmds := e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}}); len(cmds) != 0 {
+		t.Fatalf("refused requests queued commands: %+v", cmds)
+	}
+	t.Run("disconnect and log off R-S4", func(t *testing.T) {
+		csrf := b.csrf("/sessions")
+		a := b.post(path+"/disconnect", url.Values{"csrf": {csrf}, "user": {"alice"}, "back": {"/sessions"}})
+		wantStatus(t, a, http.StatusSeeOther)
+		wantContains(t, b.get(a.location), "disconnect of alice")
+		wantStatus(t, b.post(path+"/logoff", url.Values{"csrf": {csrf}}), http.StatusSeeOther)
+		cmds := e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
+		var types []string
+		for _, c := range cmds {
+			if c.SessionID == alice.ID {
+				types = append(types, c.Type)
+			}
+		}
+		if strings.Join(types, ",") != "Disconnect,Logoff" {
+			t.Fatalf("commands for alice's session: %v, want Disconnect,Logoff", types)
+		}
+	})
+}
+
+func TestPlacementPage(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	ctx := context.Background()
+	// Drain host-1 so the record has an exclusion, then place bob.
+	if _, err := e.admin.PatchSessionHost(ctx, "pool-a", "host-1", map[string]any{"allowNewSession": false}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.admin.Connect(ctx, "pool-a", connectReq("bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(e.token(vdibroker.RoleReader))
+	a := b.get("/pools/pool-a/sessions/" + res.SessionID + "/placement")
+	wantStatus(t, a, http.StatusOK)
+	// R-C7: excluded host with its reason, the algorithm's rule, the winner.
+	wantContains(t, a, "Why bob landed on "+res.SessionHost, "Depth-first (R-DF2)", "host-1", "Drained",
+		"drain mode: allowNewSession is off", `<span class="tag chosen">chosen</span>`)
+	wantStatus(t, b.get("/pools/pool-a/sessions/nope/placement"), http.StatusNotFound)
+}
+
+func TestUnknownPage(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	b.signin(adminToken)
+	wantStatus(t, b.get("/no/such/page"), http.StatusNotFound)
+	// The API keeps its JSON 404 under /api/v1.
+	a := b.get("/api/v1/nothing")
+	wantStatus(t, a, http.StatusNotFound)
+	wantContains(t, a, `"error"`)
+}
+
+func TestStaticFiles(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	for _, p := range []string{"/static/console.css", "/static/console.js", "/static/favicon.svg"} {
+		wantStatus(t, b.get(p), http.StatusOK)
+	}
+}
