@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -316,9 +317,8 @@ func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 	} else {
 		a.lastSessions = sessions
 	}
-	if sessions == nil {
-		sessions = []vdibroker.AgentSession{}
-	}
+	sessions, dropped := acceptable(sessions)
+	health = append(health, dropped...)
 	pol, err := a.readPolicy()
 	if err != nil {
 		health = append(health, err.Error())
@@ -351,7 +351,7 @@ func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 		Policy:       pol,
 		Results:      results,
 		ShuttingDown: shuttingDown,
-		HealthError:  strings.Join(health, "; "),
+		HealthError:  healthText(health),
 	})
 	if err != nil {
 		return err
@@ -529,4 +529,38 @@ func (a *Agent) run(ctx context.Context, c vdibroker.Command) vdibroker.CommandR
 		return fail("%s", err)
 	}
 	return vdibroker.CommandResult{ID: c.ID, Success: true}
+}
+
+// acceptable keeps the sessions the broker accepts (SPEC §9: id, user, state
+// Active or Disconnected): one bad entry must not get every heartbeat of the
+// host refused. Each dropped entry is a health error.
+func acceptable(list []vdibroker.AgentSession) (ok []vdibroker.AgentSession, dropped []string) {
+	ok = make([]vdibroker.AgentSession, 0, len(list))
+	for _, s := range list {
+		if err := vdibroker.ValidateHeartbeat(&vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{s}}); err != nil {
+			dropped = append(dropped, fmt.Sprintf("session %q of user %q not reported: %s", s.ID, s.User, vdibroker.ErrorMessage(err)))
+			continue
+		}
+		ok = append(ok, s)
+	}
+	return ok, dropped
+}
+
+// maxHealthText is the broker's limit on healthError (vdibroker.MaxTextLen).
+const maxHealthText = vdibroker.MaxTextLen
+
+// healthText joins the failed checks into one line the broker accepts: no
+// control characters (script stderr may have newlines), at most
+// maxHealthText characters.
+func healthText(checks []string) string {
+	s := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.Join(checks, "; "))
+	if r := []rune(s); len(r) > maxHealthText {
+		s = string(r[:maxHealthText-1]) + "…"
+	}
+	return s
 }

@@ -398,3 +398,20 @@ func TestSampleIntervalFromSettings(t *testing.T) {
 	// The default interval is 30 s; a third sample means the 1 s took over.
 	waitFor(t, "three samples", func() bool { return m.count() >= 3 })
 }
+
+func TestHealthTextAndAcceptableSessions(t *testing.T) {
+	got := healthText([]string{"script: exit status 1: line1\nline2", strings.Repeat("x", 600)})
+	if n := len([]rune(got)); n != maxHealthText || strings.ContainsAny(got, "\n\r") {
+		t.Errorf("healthText gave %d characters with control characters %v", n, strings.ContainsAny(got, "\n\r"))
+	}
+	if err := vdibroker.ValidateHeartbeat(&vdibroker.HeartbeatRequest{HealthError: got}); err != nil {
+		t.Errorf("broker would refuse the health text: %v", err)
+	}
+	ok, dropped := acceptable([]vdibroker.AgentSession{
+		{ID: "1", User: "alice", State: "Active"},
+		{ID: "2", User: "bad\x01user", State: "Active"},
+	})
+	if len(ok) != 1 || ok[0].User != "alice" || len(dropped) != 1 || !strings.Contains(dropped[0], `session "2"`) {
+		t.Errorf("acceptable = %v, dropped %v", ok, dropped)
+	}
+}
