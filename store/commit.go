@@ -29,6 +29,19 @@ const (
 	reqAbandoned
 )
 
+// CommitStats counts group-commit work since Open.
+type CommitStats struct {
+	// Batches is the number of group-commit transactions run.
+	Batches int64
+	// Placements is the number of placements they carried.
+	Placements int64
+}
+
+// CommitStats reports how well placements were batched.
+func (s *DB) CommitStats() CommitStats {
+	return CommitStats{Batches: s.batches.Load(), Placements: s.batched.Load()}
+}
+
 var errClosed = errors.New("store is closed")
 
 // batchTimeout bounds one group-commit transaction; callers' contexts cannot
@@ -140,6 +153,8 @@ func (s *DB) runBatch(batch []*commitReq) {
 		return cmp.Or(cmp.Compare(a.c.Session.HostPool, b.c.Session.HostPool),
 			cmp.Compare(a.c.Session.SessionHost, b.c.Session.SessionHost))
 	})
+	s.batches.Add(1)
+	s.batched.Add(int64(len(live)))
 	results := make([]error, len(live))
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
