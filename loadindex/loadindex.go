@@ -260,3 +260,20 @@ func quantize(v float64) int64 {
 	}
 	return int64(math.Round(v * quantum))
 }
+
+// PoolOf computes the pool-wide inputs from all of a pool's hosts: whether
+// any reports a custom value (R-IDX3) and the mean per-session value of each
+// factor (R-LI6). The server uses it to show each host's loadIndex:
+//
+//	pool := loadindex.PoolOf(hosts)
+//	shown := loadindex.Displayed(p.LoadBalancing, p.MaxSessionLimit, hosts[i], pool)
+func PoolOf(hosts []Host) Pool {
+	var mean Mean
+	var p Pool
+	for _, h := range hosts {
+		mean.Add(h.Metrics, h.MetricsSessions)
+		p.AnyCustom = p.AnyCustom || ValidCustom(h.Metrics)
+	}
+	p.PerSession = mean.PerSession()
+	return p
+}

@@ -206,3 +206,19 @@ func TestMean_RLI6(t *testing.T) {
 		t.Errorf("after removing all = %+v, want zero", got)
 	}
 }
+
+func TestPoolOf_RIDX3_RLI6(t *testing.T) {
+	hosts := []Host{
+		{Sessions: 5, MetricsSessions: 4, Metrics: &vdibroker.Metrics{CPUPercent: 20}},
+		{Sessions: 2, MetricsSessions: 0, Metrics: &vdibroker.Metrics{CPUPercent: 3, CustomLoadValue: intp(40)}},
+		{Sessions: 1},
+	}
+	p := PoolOf(hosts)
+	// Only the first host was sampled with sessions: 20 / 4 = 5 per session.
+	if !p.AnyCustom || p.PerSession.CPU != 5 {
+		t.Errorf("PoolOf = %+v, want AnyCustom and 5 cpu per session", p)
+	}
+	if p := PoolOf(hosts[:1]); p.AnyCustom {
+		t.Errorf("no custom value reported, got AnyCustom")
+	}
+}

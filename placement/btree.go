@@ -84,12 +84,16 @@ func (n *bnode) summarize(i int) {
 
 // route returns the slot of the first key ≥ k, or n.n when none.
 func (n *bnode) route(k *key, e *entry) int {
-	for i := 0; i < n.n; i++ {
-		if compareKeys(n.keys[i], n.ents[i], *k, e) >= 0 {
-			return i
+	lo, hi := 0, n.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if compareKeys(n.keys[m], n.ents[m], *k, e) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
 		}
 	}
-	return n.n
+	return lo
 }
 
 // Insert adds e.
