@@ -77,6 +77,12 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 		}
 		// Already in a transaction: its outcome is the answer.
 		return <-r.done
+	case <-s.stopped:
+		// The committer has stopped; a request it never took is refused.
+		if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+			return errClosed
+		}
+		return <-r.done
 	}
 }
 
@@ -86,6 +92,7 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 // one fsync for the whole batch instead of one per connect.
 func (s *DB) batcher() {
 	defer s.batcherWG.Done()
+	defer close(s.stopped)
 	batch := make([]*commitReq, 0, s.opts.MaxBatch)
 	for {
 		batch = batch[:0]

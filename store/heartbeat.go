@@ -21,6 +21,9 @@ type openSession struct {
 // sessions (R-S2, R-S3), R-S5 logoff commands, the host's runtime fields
 // and counts; it returns the queued commands, now Delivered.
 func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroker.HeartbeatRequest, now time.Time) (*vdibroker.HeartbeatResult, error) {
+	if hb == nil {
+		hb = &vdibroker.HeartbeatRequest{}
+	}
 	var res *vdibroker.HeartbeatResult
 	err := s.write(ctx, func(t *tx) error {
 		h, err := t.getHost(ctx, pool, host, true)

@@ -41,6 +41,7 @@ type DB struct {
 
 	commits   chan *commitReq
 	closing   chan struct{}
+	stopped   chan struct{} // closed when the group committer has exited
 	closeOnce sync.Once
 	batcherWG sync.WaitGroup
 	opts      Options
@@ -86,7 +87,7 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
 	}
-	s := &DB{log: logger, opts: opts, commits: make(chan *commitReq, 4096), closing: make(chan struct{})}
+	s := &DB{log: logger, opts: opts, commits: make(chan *commitReq, 4096), closing: make(chan struct{}), stopped: make(chan struct{})}
 	var err error
 	switch {
 	case dsn == "":

@@ -171,7 +171,9 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		}
 		if err != nil {
 			if t.d.isUnique(err) {
-				return vdibroker.Errorf(vdibroker.EConflict, "host credential already in use")
+				// A concurrent registration of the same name, or a
+				// credential hash collision: the agent retries.
+				return vdibroker.Errorf(vdibroker.EConflict, "session host %q or its credential was registered concurrently; retry", req.HostName)
 			}
 			return err
 		}
