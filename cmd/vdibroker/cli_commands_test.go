@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -406,4 +407,253 @@ func TestCLIGolden(t *testing.T) {
 	t.Run("connect_dry_run", func(t *testing.T) {
 		checkCLIGolden(t, "connect_dry_run", m.mask(b.ok("connect", "--host-pool", "contosohp01", "--user", "carol", "--dry-run")))
 	})
+}
+
+// TestCLIQuery: --query is applied to the JSON answer before any format.
+func TestCLIQuery(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01", "--load-balancer-type", "DepthFirst", "--max-session-limit", "10")
+	b.ok("hostpool", "create", "--name", "hp-bf")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"filter to names, tsv", []string{"hostpool", "list", "--query", "[?loadBalancerType=='DepthFirst'].name", "-o", "tsv"}, "contosohp01\n"},
+		{"scalar, json", []string{"hostpool", "show", "--name", "hp-bf", "--query", "maxSessionLimit", "-o", "json"}, "999999\n"},
+		{"nested field", []string{"hostpool", "show", "--name", "hp-bf", "--query", "loadBalancing.minServersInQueue", "-o", "tsv"}, "4\n"},
+		{"projection, table in query order", []string{"hostpool", "list", "--query", "[].{Pool:name, Limit:maxSessionLimit}"},
+			"Pool         Limit\n-----------  -------\ncontosohp01  10\nhp-bf        999999\n"},
+		{"projection, yaml", []string{"hostpool", "list", "--query", "[?name=='hp-bf'].{pool:name}", "-o", "yaml"}, "- pool: hp-bf\n"},
+		{"no match prints nothing", []string{"hostpool", "list", "--query", "[?name=='none']"}, ""},
+		// A mutating command prints its result when asked with --query.
+		{"update with query", []string{"hostpool", "update", "--name", "hp-bf", "--max-session-limit", "7", "--query", "maxSessionLimit"}, "7\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := b.ok(tt.args...); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCLIWarning: DepthFirst without a real limit is accepted with a
+// warning on stderr (R-P3), and stdout stays clean.
+func TestCLIWarning(t *testing.T) {
+	b := startCLIBroker(t)
+	r := b.cli("hostpool", "create", "--name", "contosohp01", "--load-balancer-type", "DepthFirst")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
+	}
+	if !strings.HasPrefix(r.stderr, "warning: ") || !strings.Contains(r.stderr, "maxSessionLimit") {
+		t.Errorf("stderr %q, want a warning about maxSessionLimit", r.stderr)
+	}
+}
+
+// TestCLIConnect: connect places a session, writes the .rdp file, and a
+// second connect of the same user is the same session (R-C1, R-C6); a dry
+// run stores nothing (R-C8); drained hosts take no new session (R-C2).
+func TestCLIConnect(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01", "--load-balancer-type", "DepthFirst", "--max-session-limit", "10")
+	b.addHost("contosohp01", "sh-01")
+	b.addHost("contosohp01", "sh-02")
+
+	dry := b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--dry-run", "-o", "json", "--query", "[dryRun, sessionHost]")
+	if dry != "[\n  true,\n  \"sh-01\"\n]\n" {
+		t.Errorf("dry run answered %q", dry)
+	}
+	if got := b.ok("usersession", "list", "--host-pool", "contosohp01", "-o", "json"); got != "[]\n" {
+		t.Errorf("a dry run stored a session: %s", got)
+	}
+
+	rdp := filepath.Join(t.TempDir(), "alice.rdp")
+	out := b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--rdp-file", rdp)
+	if !strings.Contains(out, "alice") || !strings.Contains(out, "sh-01") {
+		t.Errorf("connect table:\n%s", out)
+	}
+	data, err := os.ReadFile(rdp)
+	if err != nil {
+		t.Fatalf("--rdp-file not written: %v", err)
+	}
+	if !strings.Contains(string(data), "full address:s:sh-01.contoso.test:3389") {
+		t.Errorf(".rdp file does not point at sh-01:\n%s", data)
+	}
+	id := strings.TrimSpace(b.ok("usersession", "list", "--host-pool", "contosohp01", "--user", "alice", "--query", "[0].id", "-o", "tsv"))
+	again := b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "[sessionId, reconnect]", "-o", "tsv")
+	if again != id+"\ntrue\n" {
+		t.Errorf("second connect = %q, want the same session %s as a reconnect", again, id)
+	}
+
+	// Drain sh-01: bob goes to sh-02 although DepthFirst prefers sh-01.
+	b.ok("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--allow-new-session", "false")
+	if got := b.ok("sessionhost", "show", "--host-pool", "contosohp01", "--name", "sh-01", "--query", "allowNewSession", "-o", "tsv"); got != "false\n" {
+		t.Errorf("after drain allowNewSession = %q", got)
+	}
+	if got := b.ok("connect", "--host-pool", "contosohp01", "--user", "bob", "--query", "sessionHost", "-o", "tsv"); got != "sh-02\n" {
+		t.Errorf("bob placed on %q, want sh-02 (sh-01 drained)", got)
+	}
+	bob := strings.TrimSpace(b.ok("usersession", "list", "--host-pool", "contosohp01", "--user", "bob", "--query", "[0].id", "-o", "tsv"))
+	words := b.ok("placement", "show", "--host-pool", "contosohp01", "--session", bob)
+	if !strings.Contains(words, "sh-01 excluded: drain mode") || !strings.Contains(words, "chosen sh-02") {
+		t.Errorf("placement show:\n%s", words)
+	}
+
+	// Full pool: the server's NoCapacity message, exit 1.
+	b.ok("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-02", "--allow-new-session", "false")
+	r := b.cli("connect", "--host-pool", "contosohp01", "--user", "carol")
+	if r.code != 1 || !strings.Contains(r.stderr, "drain") {
+		t.Errorf("connect with every host drained: exit %d, stderr %q", r.code, r.stderr)
+	}
+	checkCLIError(t, r)
+}
+
+// TestCLIUserSessionCommands: logoff, disconnect and send-message are
+// queued for the host's agent (R-S4), which gets them on its heartbeat.
+func TestCLIUserSessionCommands(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	cred := b.addHost("contosohp01", "sh-01")
+	id := strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "sessionId", "-o", "tsv"))
+
+	b.ok("usersession", "send-message", "--host-pool", "contosohp01", "--id", id, "--message", "Maintenance at 18:00")
+	b.ok("usersession", "logoff", "--host-pool", "contosohp01", "--user", "alice")
+	cmds := b.heartbeat(cred)
+	var got []string
+	for _, c := range cmds {
+		got = append(got, c.Type+" "+c.SessionID+" "+c.Message)
+	}
+	want := []string{vdibroker.CommandSendMessage + " " + id + " Maintenance at 18:00", vdibroker.CommandLogoff + " " + id + " "}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("commands queued for the agent (-want +got):\n%s", diff)
+	}
+
+	r := b.cli("usersession", "disconnect", "--host-pool", "contosohp01", "--user", "nobody")
+	if r.code != 1 || !strings.Contains(r.stderr, "nobody") {
+		t.Errorf("disconnect of a user without session: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := b.cli("usersession", "send-message", "--host-pool", "contosohp01", "--id", id); r.code != 2 {
+		t.Errorf("send-message without --message: exit %d, want 2", r.code)
+	}
+}
+
+// TestCLITokens: tokens carry their role (R-SEC): a Reader reads but cannot
+// change; a deleted token no longer works.
+func TestCLITokens(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	out := b.ok("token", "create", "--role", "Reader", "--subject", "auditor", "--expires", "720h", "-o", "json")
+	var tok struct{ ID, Token, ExpirationTime string }
+	if err := json.Unmarshal([]byte(out), &tok); err != nil || tok.Token == "" || tok.ExpirationTime == "" {
+		t.Fatalf("token create -o json = %s (%v)", out, err)
+	}
+	reader := func(args ...string) cliResult {
+		return runCLI(t, append(args, "--server", b.m.URL(), "--token", tok.Token)...)
+	}
+	if r := reader("hostpool", "show", "--name", "contosohp01"); r.code != 0 {
+		t.Errorf("reader cannot read: exit %d, %s", r.code, r.stderr)
+	}
+	r := reader("hostpool", "update", "--name", "contosohp01", "--max-session-limit", "5")
+	if r.code != 1 {
+		t.Errorf("reader could update: exit %d", r.code)
+	}
+	checkCLIError(t, r)
+	if got := b.ok("token", "list", "--query", "[].subject", "-o", "tsv"); got != "auditor\n" {
+		t.Errorf("token list = %q", got)
+	}
+	if strings.Contains(b.ok("token", "list", "-o", "json"), tok.Token) {
+		t.Error("token list shows the secret")
+	}
+	b.ok("token", "delete", "--id", tok.ID)
+	if r := reader("hostpool", "show", "--name", "contosohp01"); r.code != 1 {
+		t.Errorf("deleted token still works: exit %d", r.code)
+	}
+	if r := b.cli("token", "create", "--role", "Superuser", "--subject", "x"); r.code != 1 || !strings.Contains(r.stderr, "role") {
+		t.Errorf("unknown role: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := b.cli("registration-token", "create", "--host-pool", "contosohp01", "--expires", "30m"); r.code != 1 || !strings.Contains(r.stderr, "expiresInSeconds") {
+		t.Errorf("registration token for 30m: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestCLIDelete: deletes refuse while sessions exist unless --force.
+func TestCLIDelete(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.addHost("contosohp01", "sh-01")
+	b.ok("connect", "--host-pool", "contosohp01", "--user", "alice")
+
+	for _, args := range [][]string{
+		{"sessionhost", "delete", "--host-pool", "contosohp01", "--name", "sh-01"},
+		{"hostpool", "delete", "--name", "contosohp01"},
+	} {
+		r := b.cli(args...)
+		if r.code != 1 {
+			t.Errorf("%v with a session: exit %d, want 1", args, r.code)
+		}
+		checkCLIError(t, r)
+	}
+	b.ok("sessionhost", "delete", "--host-pool", "contosohp01", "--name", "sh-01", "--force")
+	if got := b.ok("sessionhost", "list", "--host-pool", "contosohp01", "-o", "json"); got != "[]\n" {
+		t.Errorf("host not deleted: %s", got)
+	}
+	b.ok("hostpool", "delete", "--name", "contosohp01", "--force")
+	if got := b.ok("hostpool", "list"); got != "" {
+		t.Errorf("pool not deleted:\n%s", got)
+	}
+}
+
+// TestCLICompletion: cobra's completion command and the fixed values of
+// enum flags.
+func TestCLICompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		r := runCLI(t, "completion", shell)
+		if r.code != 0 || !strings.Contains(r.stdout, "vdibroker") {
+			t.Errorf("completion %s: exit %d, %d bytes", shell, r.code, len(r.stdout))
+		}
+	}
+	r := runCLI(t, "__complete", "hostpool", "update", "--load-balancer-type", "")
+	for _, v := range []string{"BreadthFirst", "DepthFirst", "LoadIndex"} {
+		if !strings.Contains(r.stdout, v+"\n") {
+			t.Errorf("--load-balancer-type completion lacks %s:\n%s", v, r.stdout)
+		}
+	}
+	r = runCLI(t, "__complete", "hostpool", "")
+	for _, v := range []string{"create", "update", "show", "list", "delete"} {
+		if !strings.Contains(r.stdout, v+"\t") && !strings.Contains(r.stdout, v+"\n") {
+			t.Errorf("hostpool subcommand completion lacks %s:\n%s", v, r.stdout)
+		}
+	}
+}
+
+// TestCLIPersonal: --assigned-user assigns a personal host (R-PE2); the
+// assigned user lands there, others are refused; "" clears the list.
+func TestCLIPersonal(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "hp-personal", "--host-pool-type", "Personal", "--personal-desktop-assignment-type", "Direct")
+	b.addHost("hp-personal", "sh-01")
+	b.ok("sessionhost", "update", "--host-pool", "hp-personal", "--name", "sh-01", "--assigned-user", "alice", "--assigned-user", "alice2")
+	if got := b.ok("sessionhost", "show", "--host-pool", "hp-personal", "--name", "sh-01", "--query", "assignedUsers", "-o", "json"); got != "[\n  \"alice\",\n  \"alice2\"\n]\n" {
+		t.Errorf("assignedUsers = %s", got)
+	}
+	if got := b.ok("connect", "--host-pool", "hp-personal", "--user", "alice", "--query", "sessionHost", "-o", "tsv"); got != "sh-01\n" {
+		t.Errorf("alice placed on %q", got)
+	}
+	r := b.cli("connect", "--host-pool", "hp-personal", "--user", "bob")
+	if r.code != 1 {
+		t.Errorf("unassigned bob: exit %d, want 1", r.code)
+	}
+	checkCLIError(t, r)
+	// Filters of usersession list.
+	if got := b.ok("usersession", "list", "--host-pool", "hp-personal", "--session-host", "sh-01", "--state", "Pending", "--query", "[].user", "-o", "tsv"); got != "alice\n" {
+		t.Errorf("filtered list = %q", got)
+	}
+	if got := b.ok("usersession", "list", "--host-pool", "hp-personal", "--state", "LoggedOff", "-o", "json"); got != "[]\n" {
+		t.Errorf("LoggedOff list = %q", got)
+	}
+	b.ok("sessionhost", "update", "--host-pool", "hp-personal", "--name", "sh-01", "--assigned-user", "")
+	if got := b.ok("sessionhost", "show", "--host-pool", "hp-personal", "--name", "sh-01", "--query", "length(assignedUsers || `[]`)", "-o", "tsv"); got != "0\n" {
+		t.Errorf("after --assigned-user \"\": %q assigned users", got)
+	}
 }
