@@ -193,13 +193,17 @@ func e2eWriteSessions(tb testing.TB, path string, list []vdibroker.AgentSession)
 	}
 }
 
-// TestAgentE2E runs the broker and one host agent through a host's life:
-// registration, reconciliation (R-S2), logoff (R-S4), SIGTERM (R-H1
-// Shutdown), restart with the saved credential, SIGKILL (R-H1 Unavailable).
-func TestAgentE2E(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: builds the binary and waits for a heartbeat timeout")
-	}
+// e2eBroker is a running `vdibroker serve` with one pool whose
+// heartbeatTimeoutSeconds is 10 (the minimum) and a registration token.
+type e2eBroker struct {
+	bin, base, dataDir, token string
+	api                       e2eAPI
+}
+
+const e2ePool = "e2e-pool"
+
+func e2eStartBroker(t *testing.T) *e2eBroker {
+	t.Helper()
 	dir := t.TempDir()
 	bin := e2eBuild(t, dir)
 	dataDir := filepath.Join(dir, "broker")
@@ -208,6 +212,7 @@ func TestAgentE2E(t *testing.T) {
 	// serve on port 0 prints the URL it listens on.
 	pr, pw := io.Pipe()
 	e2eStart(t, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + admin}, pw, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	t.Cleanup(func() { pw.Close() })
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -224,16 +229,35 @@ func TestAgentE2E(t *testing.T) {
 		t.Fatal("serve did not print its address")
 	}
 	api := e2eAPI{tb: t, base: base, token: admin}
-
-	const pool, hostName = "e2e-pool", "e2e-host-01"
-	api.call("PUT", "/hostpools/"+pool, map[string]any{
+	api.call("PUT", "/hostpools/"+e2ePool, map[string]any{
 		"hostPoolType": "Pooled", "loadBalancerType": "BreadthFirst", "heartbeatTimeoutSeconds": 10,
 	}, 201, nil)
 	var tok struct {
 		Token string `json:"token"`
 	}
-	api.call("POST", "/hostpools/"+pool+"/registrationtoken", map[string]any{"expiresInSeconds": 3600}, 201, &tok)
+	api.call("POST", "/hostpools/"+e2ePool+"/registrationtoken", map[string]any{"expiresInSeconds": 3600}, 201, &tok)
+	return &e2eBroker{bin: bin, base: base, dataDir: dataDir, token: tok.Token, api: api}
+}
 
+// TestAgentE2E runs the broker and real host agents: one through a host's
+// life (registration, reconciliation R-S2, logoff R-S4, SIGTERM Shutdown,
+// restart with the saved credential, SIGKILL Unavailable), one through the
+// host's own checks (policy R-LI5, custom script R-IDX3, health R-H1) and the
+// other commands.
+func TestAgentE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds the binary and waits for a heartbeat timeout")
+	}
+	b := e2eStartBroker(t)
+	t.Run("lifecycle", func(t *testing.T) { e2eLifecycle(t, b) })
+	t.Run("checks and commands", func(t *testing.T) { e2eChecksAndCommands(t, b) })
+}
+
+func e2eLifecycle(t *testing.T, b *e2eBroker) {
+	dir := t.TempDir()
+	api := e2eAPI{tb: t, base: b.base, token: b.api.token}
+	bin, base, dataDir := b.bin, b.base, b.dataDir
+	const pool, hostName = e2ePool, "e2e-host-01"
 	sessionsFile := filepath.Join(dir, "sessions.json")
 	stateDir := filepath.Join(dir, "agent-state")
 	agentArgs := func(token string) []string {
@@ -241,7 +265,7 @@ func TestAgentE2E(t *testing.T) {
 			"--address", "127.0.0.1:3389", "--state-dir", stateDir, "--heartbeat-interval", "1s",
 			"--sessions-provider", "file:" + sessionsFile}
 	}
-	agent := e2eStart(t, bin, nil, io.Discard, agentArgs(tok.Token)...)
+	agent := e2eStart(t, bin, nil, io.Discard, agentArgs(b.token)...)
 	e2eEventually(t, "the host Available", 30*time.Second, func() bool {
 		h, ok := api.tryHost(pool, hostName)
 		return ok && h.Status == vdibroker.StatusAvailable
@@ -349,4 +373,82 @@ func TestAgentE2E(t *testing.T) {
 	if age := time.Since(*last); age < 10*time.Second {
 		t.Errorf("Unavailable after %s without heartbeat, want at least the 10 s timeout", age)
 	}
+}
+
+func e2eChecksAndCommands(t *testing.T, b *e2eBroker) {
+	dir := t.TempDir()
+	api := e2eAPI{tb: t, base: b.base, token: b.api.token}
+	const pool, hostName = e2ePool, "e2e-host-02"
+	sessionsFile := filepath.Join(dir, "sessions.json")
+	policyFile := filepath.Join(dir, "policy.json")
+	valueFile := filepath.Join(dir, "load")
+	script := filepath.Join(dir, "load.sh")
+	write := func(path, data string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(policyFile, `{"hostLoadIndexThreshold": 70}`, 0o644)
+	write(valueFile, "150", 0o644)
+	write(script, "#!/bin/sh\ncat "+valueFile+"\n", 0o755)
+	e2eWriteSessions(t, sessionsFile, []vdibroker.AgentSession{{ID: "s-carol", User: "carol", State: "Active"}})
+	// The pool samples every 5 s (the minimum), so script changes show soon.
+	api.call("PATCH", "/hostpools/"+pool, map[string]any{"loadBalancing": map[string]any{"sampleIntervalSeconds": 5}}, 200, nil)
+
+	e2eStart(t, b.bin, nil, io.Discard, "agent", "--server", b.base, "--registration-token", b.token,
+		"--host-name", hostName, "--address", "127.0.0.1:3390", "--state-dir", filepath.Join(dir, "state"),
+		"--heartbeat-interval", "1s", "--sessions-provider", "file:"+sessionsFile,
+		"--policy-file", policyFile, "--custom-script", script)
+
+	// R-LI5 and R-IDX3: the policy arrives with the registration; the
+	// script's 150 is reported capped at 100.
+	e2eEventually(t, "the host with policy and custom value", 30*time.Second, func() bool {
+		h, ok := api.tryHost(pool, hostName)
+		return ok && h.Status == vdibroker.StatusAvailable &&
+			h.Policy.HostLoadIndexThreshold != nil && *h.Policy.HostLoadIndexThreshold == 70 &&
+			h.Metrics != nil && h.Metrics.CustomLoadValue != nil && *h.Metrics.CustomLoadValue == 100
+	})
+	// The policy file is re-read every heartbeat.
+	write(policyFile, `{"hostLoadIndexThreshold": 40, "hostConnectingSessionThreshold": 3}`, 0o644)
+	e2eEventually(t, "the new policy", 30*time.Second, func() bool {
+		p := api.host(pool, hostName).Policy
+		return p.HostLoadIndexThreshold != nil && *p.HostLoadIndexThreshold == 40 &&
+			p.HostConnectingSessionThreshold != nil && *p.HostConnectingSessionThreshold == 3
+	})
+
+	// R-H1: a script that cannot run is a failed health check: the host
+	// needs assistance (still placeable), and recovers when it runs again.
+	write(script, "#!/bin/sh\ncat "+valueFile+"\n", 0o644)
+	e2eEventually(t, "the host NeedsAssistance", 30*time.Second, func() bool {
+		h := api.host(pool, hostName)
+		return h.Status == vdibroker.StatusNeedsAssistance && strings.Contains(h.HealthError, "load.sh")
+	})
+	write(valueFile, "35", 0o644)
+	write(script, "#!/bin/sh\ncat "+valueFile+"\n", 0o755)
+	e2eEventually(t, "the host Available again with value 35", 30*time.Second, func() bool {
+		h := api.host(pool, hostName)
+		return h.Status == vdibroker.StatusAvailable && h.HealthError == "" &&
+			h.Metrics != nil && h.Metrics.CustomLoadValue != nil && *h.Metrics.CustomLoadValue == 35
+	})
+
+	// R-S4: send message and disconnect travel to the agent's sessions file.
+	var carol []vdibroker.UserSession
+	e2eEventually(t, "carol adopted", 30*time.Second, func() bool {
+		carol = api.sessions(pool, url.Values{"user": {"carol"}})
+		return len(carol) == 1 && carol[0].State == vdibroker.StateActive
+	})
+	api.call("POST", "/hostpools/"+pool+"/usersessions/"+carol[0].ID+"/sendmessage", map[string]any{"message": "Maintenance at 18:00"}, 202, nil)
+	e2eEventually(t, "the message in the messages file", 30*time.Second, func() bool {
+		data, err := os.ReadFile(sessionsFile + ".messages")
+		return err == nil && strings.Contains(string(data), `"user":"carol","message":"Maintenance at 18:00"`)
+	})
+	api.call("POST", "/hostpools/"+pool+"/usersessions/"+carol[0].ID+"/disconnect", nil, 202, nil)
+	e2eEventually(t, "carol Disconnected", 30*time.Second, func() bool {
+		s := api.sessions(pool, url.Values{"user": {"carol"}})
+		return len(s) == 1 && s[0].State == vdibroker.StateDisconnected
+	})
 }
