@@ -16,11 +16,22 @@ import (
 // Security Policy can forbid inline styles).
 
 const (
-	chartWidth = 640
-	labelWidth = 150
-	rowHeight  = 22
-	barHeight  = 14
+	chartWidth    = 1000 // time chart, a full-width card
+	barChartWidth = 480  // bar charts, half-width cards
+	valueWidth    = 84   // room right of the bars for "100 Blocked"
+	rowHeight     = 22
+	barHeight     = 14
 )
+
+// labelWidth fits the longest host name (about 7 units a character at the
+// charts' font size), within 60..180.
+func labelWidth(hosts []hostBar) int {
+	n := 0
+	for _, h := range hosts {
+		n = max(n, len(h.Name))
+	}
+	return min(180, max(60, n*7+12))
+}
 
 // svgText escapes s for SVG text and attributes.
 func svgText(s string) string { return template.HTMLEscapeString(s) }
@@ -49,10 +60,11 @@ func sessionsChart(hosts []hostBar, limit int) template.HTML {
 		}
 		scale = float64(most) * 1.25
 	}
-	plot := float64(chartWidth - labelWidth - 70)
+	labelWidth := labelWidth(hosts)
+	plot := float64(barChartWidth - labelWidth - valueWidth)
 	height := len(hosts)*rowHeight + 30
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Sessions per host against the limit">`, chartWidth, height)
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Sessions per host against the limit">`, barChartWidth, height)
 	for i, h := range hosts {
 		y := 6 + i*rowHeight
 		fmt.Fprintf(&b, `<text class="label" x="%d" y="%d" text-anchor="end">%s</text>`, labelWidth-8, y+barHeight-3, svgText(h.Name))
@@ -84,7 +96,7 @@ func sessionsChart(hosts []hostBar, limit int) template.HTML {
 		fmt.Fprintf(&b, `<line class="limit" x1="%.1f" y1="2" x2="%.1f" y2="%d"/>`, x, x, height-22)
 		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%d" text-anchor="end">maxSessionLimit %d</text>`, x, height-6, limit)
 	} else {
-		fmt.Fprintf(&b, `<text class="axis" x="%d" y="%d">no maxSessionLimit (999999): scaled to the busiest host</text>`, labelWidth, height-6)
+		fmt.Fprintf(&b, `<text class="axis" x="%d" y="%d">no limit: scaled to the busiest host</text>`, labelWidth, height-6)
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
@@ -95,10 +107,11 @@ func sessionsChart(hosts []hostBar, limit int) template.HTML {
 // (bucket 1 of R-LI3 is left of it). Hosts without a load index (-1, load
 // balancing off) are labelled "off".
 func loadIndexChart(hosts []hostBar, threshold int) template.HTML {
-	plot := float64(chartWidth - labelWidth - 70)
+	labelWidth := labelWidth(hosts)
+	plot := float64(barChartWidth - labelWidth - valueWidth)
 	height := len(hosts)*rowHeight + 30
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Load index per host">`, chartWidth, height)
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Load index per host">`, barChartWidth, height)
 	for i, h := range hosts {
 		y := 6 + i*rowHeight
 		fmt.Fprintf(&b, `<text class="label" x="%d" y="%d" text-anchor="end">%s</text>`, labelWidth-8, y+barHeight-3, svgText(h.Name))
@@ -132,7 +145,7 @@ func loadIndexChart(hosts []hostBar, threshold int) template.HTML {
 func timeChart(ss []series, now time.Time, window time.Duration) template.HTML {
 	const (
 		left, right, top, bottom = 44, 12, 12, 46
-		height                   = 240
+		height                   = 250
 	)
 	plotW := float64(chartWidth - left - right)
 	plotH := float64(height - top - bottom)
@@ -178,8 +191,8 @@ func timeChart(ss []series, now time.Time, window time.Duration) template.HTML {
 		} else if len(pts) > 1 {
 			fmt.Fprintf(&b, `<polyline class="line %s" points="%s"><title>%s</title></polyline>`, cls, strings.Join(pts, " "), svgText(s.Name))
 		}
-		lx := left + (i%3)*190
-		ly := height - 18 + (i/3)*14
+		lx := left + (i%4)*220
+		ly := height - 8 + (i/4)*14
 		last := 0
 		if len(s.Points) > 0 {
 			last = s.Points[len(s.Points)-1].n

@@ -19,17 +19,18 @@ func TestNiceCeil(t *testing.T) {
 
 func TestSessionsChartScale(t *testing.T) {
 	hosts := []hostBar{{Name: "a", Sessions: 5, Status: "Available"}, {Name: "b", Sessions: 10, Status: "Available"}}
-	// Limit 10: plot width 640-150-70 = 420; a is 5/10 -> 210, b is full 420.
+	// Limit 10: labels 60 wide (the minimum), plot width 480-60-84 = 336;
+	// a is 5/10 -> 168, b is full 336.
 	svg := string(sessionsChart(hosts, 10))
-	for _, want := range []string{`width="210.0"`, `width="420.0"`, `class="limit"`, "maxSessionLimit 10", ">10 / 10<"} {
+	for _, want := range []string{`width="168.0"`, `width="336.0"`, `class="limit"`, "maxSessionLimit 10", ">10 / 10<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("chart lacks %q", want)
 		}
 	}
 	// No limit (999999): scaled to the busiest host × 1.25, no limit line.
 	svg = string(sessionsChart(hosts, 999999))
-	if strings.Contains(svg, `class="limit"`) || !strings.Contains(svg, `width="336.0"`) {
-		t.Errorf("no-limit chart: want no limit line and b at 420/1.25 = 336\n%s", svg)
+	if strings.Contains(svg, `class="limit"`) || !strings.Contains(svg, `width="268.8"`) {
+		t.Errorf("no-limit chart: want no limit line and b at 336/1.25 = 268.8\n%s", svg)
 	}
 }
 

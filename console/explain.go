@@ -39,7 +39,7 @@ func explainStory(e *placement.Explain) []string {
 		}
 		return s
 	}
-	s = append(s, fmt.Sprintf("Algorithm %s. %d host(s) could take the session; %d were excluded.", e.Algorithm, n, excluded))
+	s = append(s, fmt.Sprintf("Algorithm %s. %s could take the session; %s excluded.", e.Algorithm, hostsText(n), hostsText(excluded)))
 	if e.Note != "" {
 		s = append(s, "Note: "+e.Note+".")
 	}
@@ -78,4 +78,12 @@ func explainStory(e *placement.Explain) []string {
 		s = append(s, fmt.Sprintf("%s chose %s.", e.Algorithm, e.Chosen))
 	}
 	return s
+}
+
+// hostsText is "1 host" or "n hosts".
+func hostsText(n int) string {
+	if n == 1 {
+		return "1 host"
+	}
+	return fmt.Sprintf("%d hosts", n)
 }
