@@ -24,6 +24,10 @@ type views struct {
 type poolView struct {
 	name string
 
+	// loadMu lets one reload run at a time; the others wait for it and
+	// use its result instead of reading the store again.
+	loadMu sync.Mutex
+
 	mu     sync.Mutex
 	pool   *vdibroker.HostPool
 	placer placement.Placer // nil until loaded
@@ -136,11 +140,18 @@ func (v *poolView) upsertLocked(h *vdibroker.SessionHost) {
 
 // ensure loads the view from the store when it is not loaded or stale.
 func (vs *views) ensure(ctx context.Context, v *poolView) error {
-	v.mu.Lock()
-	ok := v.placer != nil && !v.stale
-	v.mu.Unlock()
-	if ok {
+	fresh := func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.placer != nil && !v.stale
+	}
+	if fresh() {
 		return nil
+	}
+	v.loadMu.Lock()
+	defer v.loadMu.Unlock()
+	if fresh() {
+		return nil // reloaded while we waited
 	}
 	return vs.reload(ctx, v)
 }
