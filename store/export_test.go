@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -28,4 +29,32 @@ func (s *DB) Command(ctx context.Context, id string) (state, result string, err 
 		return t.row(ctx, `SELECT state, result FROM commands WHERE id = ?`, id).Scan(&state, &result)
 	})
 	return state, result, err
+}
+
+// CheckCounts compares every host's stored counts with its sessions (R-S1)
+// and returns a description of each mismatch.
+func (s *DB) CheckCounts(ctx context.Context) ([]string, error) {
+	var bad []string
+	err := s.read(ctx, func(t *tx) error {
+		rows, err := t.query(ctx, `SELECT h.host_pool, h.name, h.sessions, h.connecting_sessions,
+			(SELECT count(*) FROM user_sessions u WHERE u.host_pool = h.host_pool AND u.session_host = h.name AND u.state <> 'LoggedOff'),
+			(SELECT count(*) FROM user_sessions u WHERE u.host_pool = h.host_pool AND u.session_host = h.name AND u.state = 'Pending')
+			FROM session_hosts h ORDER BY h.host_pool, h.name`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var pool, name string
+			var s, c, ws, wc int
+			if err := rows.Scan(&pool, &name, &s, &c, &ws, &wc); err != nil {
+				return err
+			}
+			if s != ws || c != wc {
+				bad = append(bad, fmt.Sprintf("%s/%s: stored %d/%d, actual %d/%d", pool, name, s, c, ws, wc))
+			}
+		}
+		return rows.Err()
+	})
+	return bad, err
 }

@@ -61,6 +61,9 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 				p.PersonalDesktopAssignmentType, string(lb), p.HeartbeatTimeoutSeconds,
 				p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes, p.Description,
 				p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime))
+			if err != nil && t.d.isUnique(err) {
+				return errRaced
+			}
 			return err
 		case err != nil:
 			return err

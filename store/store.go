@@ -357,6 +357,11 @@ func (t *tx) row(ctx context.Context, query string, args ...any) *sql.Row {
 	return t.QueryRowContext(ctx, query, args...)
 }
 
+// errRaced says a concurrent transaction inserted the row this one was
+// about to create (a unique violation on a create-or-replace): run again,
+// and the replace path applies.
+var errRaced = errors.New("concurrent insert of the same key")
+
 // maxAttempts bounds how often a transaction that hit a serialization
 // failure or deadlock is run again.
 const maxAttempts = 8
@@ -367,7 +372,7 @@ func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = s.writeOnce(ctx, fn)
-		if err == nil || !s.d.isRetryable(err) || attempt == maxAttempts {
+		if err == nil || !(errors.Is(err, errRaced) || s.d.isRetryable(err)) || attempt == maxAttempts {
 			return err
 		}
 		s.log.Debug("retrying transaction", "attempt", attempt, "err", err)

@@ -171,9 +171,11 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		}
 		if err != nil {
 			if t.d.isUnique(err) {
-				// A concurrent registration of the same name, or a
-				// credential hash collision: the agent retries.
-				return vdibroker.Errorf(vdibroker.EConflict, "session host %q or its credential was registered concurrently; retry", req.HostName)
+				// A concurrent registration (or PUT) of the same name: run
+				// again and re-key. (A credential hash collision, which
+				// 256-bit secrets make impossible in practice, would fail
+				// every attempt and end as an internal error.)
+				return errRaced
 			}
 			return err
 		}
