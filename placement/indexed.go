@@ -122,7 +122,7 @@ func (x *indexed) attach(e *entry) {
 	for _, u := range e.h.AssignedUsers {
 		x.users[u] = append(x.users[u], e)
 	}
-	if e.h.Metrics != nil && e.h.MetricsSessions <= 0 && e.h.Sessions > e.h.MetricsSessions && !s.lb.UseCustomScript {
+	if x.dependsOnMean(e) {
 		x.meanDependent[e] = struct{}{}
 	}
 	e.s1, e.s2 = false, false
@@ -182,21 +182,58 @@ func (x *indexed) detach(e *entry) {
 func (x *indexed) Upsert(h Host) {
 	anyCustom := x.customs > 0
 	e, ok := x.entries[h.Name]
-	if ok {
-		x.detach(e)
-		x.account(&e.h, -1)
-	} else {
-		e = &entry{heapAt: -1}
+	if !ok {
+		e = &entry{heapAt: -1, h: cloneHost(h), words: nameWords(h.Name)}
 		x.entries[h.Name] = e
+		x.account(&e.h, +1)
+		if x.customFlipped(anyCustom) {
+			x.rebuild()
+			return
+		}
+		x.attach(e)
+		return
 	}
-	e.h = cloneHost(h)
-	e.words = nameWords(h.Name)
-	x.account(&e.h, +1)
+	nh := cloneHost(h)
+	x.account(&e.h, -1)
+	x.account(&nh, +1)
 	if x.customFlipped(anyCustom) {
+		e.h = nh
 		x.rebuild()
 		return
 	}
+	if x.refileless(e, &nh) {
+		return
+	}
+	x.detach(e) // under the old key
+	e.h = nh
 	x.attach(e)
+}
+
+// refileless updates e to nh in place when nothing a tree orders or files
+// by changes (a heartbeat, a metrics sample that leaves the load index as it
+// was): most agent reports, and the cheapest. It reports whether it did.
+func (x *indexed) refileless(e *entry, nh *Host) bool {
+	s := &x.s
+	li := s.loadIndex(nh, x.stats())
+	st := statusOf(nh, s.timeout, x.clock)
+	if !e.attached || li != e.li || s.classify(nh, st, li) != e.class ||
+		nh.Sessions != e.h.Sessions || nh.Connecting != e.h.Connecting ||
+		nh.StandardFeatures != e.h.StandardFeatures || !slices.Equal(nh.AssignedUsers, e.h.AssignedUsers) {
+		return false
+	}
+	e.h = *nh
+	delete(x.meanDependent, e)
+	if x.dependsOnMean(e) {
+		x.meanDependent[e] = struct{}{}
+	}
+	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
+	return true
+}
+
+// dependsOnMean reports whether e's load index uses the pool's mean
+// per-session values (R-LI6: sampled with no session, sessions since).
+func (x *indexed) dependsOnMean(e *entry) bool {
+	return e.h.Metrics != nil && e.h.MetricsSessions <= 0 && e.h.Sessions > e.h.MetricsSessions && !x.s.lb.UseCustomScript
 }
 
 func (x *indexed) Remove(name string) {
