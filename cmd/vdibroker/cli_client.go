@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -198,4 +200,64 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return nil
+}
+
+// completePools completes a host pool name from the broker (--host-pool,
+// hostpool --name), using --server, --token and the environment.
+func (a *admin) completePools(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	c, err := a.client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	pools, err := c.ListHostPools(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]string, len(pools))
+	for i, p := range pools {
+		names[i] = p.Name
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeHosts completes a session host name of the --host-pool given.
+func (a *admin) completeHosts(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	pool, _ := cmd.Flags().GetString("host-pool")
+	c, err := a.client()
+	if pool == "" || err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	hosts, err := c.ListSessionHosts(ctx, pool)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		names[i] = h.Name
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeNames registers broker-backed completion of --host-pool and, for
+// commands that name a pool or host with --name, of --name: on every
+// subcommand of cmd that has those flags. what is "pool" or "host".
+func (a *admin) completeNames(cmd *cobra.Command, what string) {
+	for _, sub := range cmd.Commands() {
+		if sub.Flags().Lookup("host-pool") != nil {
+			_ = sub.RegisterFlagCompletionFunc("host-pool", a.completePools)
+		}
+		if sub.Flags().Lookup("name") == nil || sub.Name() == "create" {
+			continue
+		}
+		switch what {
+		case "pool":
+			_ = sub.RegisterFlagCompletionFunc("name", a.completePools)
+		case "host":
+			_ = sub.RegisterFlagCompletionFunc("name", a.completeHosts)
+		}
+	}
 }

@@ -619,6 +619,19 @@ func TestCLICompletion(t *testing.T) {
 			t.Errorf("--load-balancer-type completion lacks %s:\n%s", v, r.stdout)
 		}
 	}
+	// Names come from the broker.
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.addHost("contosohp01", "sh-01")
+	// __complete completes the last word, so --server and --token go first.
+	r = runCLI(t, "__complete", "sessionhost", "show", "--server", b.m.URL(), "--token", b.m.AdminToken, "--host-pool", "")
+	if !strings.Contains(r.stdout, "contosohp01\n") {
+		t.Errorf("--host-pool completion lacks contosohp01:\n%s", r.stdout)
+	}
+	r = runCLI(t, "__complete", "sessionhost", "show", "--server", b.m.URL(), "--token", b.m.AdminToken, "--host-pool", "contosohp01", "--name", "")
+	if !strings.Contains(r.stdout, "sh-01\n") {
+		t.Errorf("--name completion lacks sh-01:\n%s", r.stdout)
+	}
 	r = runCLI(t, "__complete", "hostpool", "")
 	for _, v := range []string{"create", "update", "show", "list", "delete"} {
 		if !strings.Contains(r.stdout, v+"\t") && !strings.Contains(r.stdout, v+"\n") {

@@ -29,8 +29,8 @@ func newConnectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "connect --host-pool POOL --user USER [--session-host H] [--dry-run] [--rdp-file PATH]",
 		Short: "Place a user's session in a host pool and get its connection (.rdp) file",
-		Long: `Place a user's session (SPEC §4): the answer is a new Pending session or the
-user's existing one. --dry-run shows the decision and stores nothing (R-C8).
+		Long: `Place a user's session: the answer is a new Pending session or the
+user's existing one. --dry-run shows the decision and stores nothing.
 --rdp-file writes the connection file a Remote Desktop client opens.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,6 +60,10 @@ user's existing one. --dry-run shows the decision and stores nothing (R-C8).
 	f.StringVar(&host, "session-host", "", "the assigned host to use (MultiplePersistent pools)")
 	f.BoolVar(&dryRun, "dry-run", false, "compute the decision only; store nothing")
 	f.StringVar(&rdpFile, "rdp-file", "", "write the .rdp connection file to this path")
+	_ = cmd.RegisterFlagCompletionFunc("host-pool", adm.completePools)
+	_ = cmd.RegisterFlagCompletionFunc("session-host", func(c *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
+		return adm.completeHosts(c, args, s)
+	})
 	requireFlags(cmd, "host-pool", "user")
 	return cmd
 }

@@ -37,8 +37,8 @@ var poolFields = []poolField{
 	{"disconnected-session-timeout-minutes", []string{"disconnectedSessionTimeoutMinutes"}, "int", "log off sessions disconnected longer, 0..10080 (0: never)", nil},
 	{"description", []string{"description"}, "string", "description, up to 512 characters", nil},
 	{"friendly-name", []string{"friendlyName"}, "string", "display name, up to 512 characters", nil},
-	{"use-custom-script", []string{"loadBalancing", "useCustomScript"}, "bool", "load index from the agent's custom script (true|false)", nil},
-	{"include-session-count", []string{"loadBalancing", "includeSessionCount"}, "bool", "session count is a load index factor (true|false)", nil},
+	{"use-custom-script", []string{"loadBalancing", "useCustomScript"}, "bool", "load index from the agent's custom script", nil},
+	{"include-session-count", []string{"loadBalancing", "includeSessionCount"}, "bool", "session count is a load index factor", nil},
 	{"cpu-threshold", []string{"loadBalancing", "cpuThreshold"}, "float", "CPU % at load index 100, 0..100 (0: not used)", nil},
 	{"memory-threshold", []string{"loadBalancing", "memoryThreshold"}, "float", "memory % at load index 100, 0..100 (0: not used)", nil},
 	{"disk-queue-length-threshold", []string{"loadBalancing", "diskQueueLengthThreshold"}, "float", "disk queue length at load index 100, >= 0 (0: not used)", nil},
@@ -124,7 +124,7 @@ func newHostPoolCmd() *cobra.Command {
 		Aliases: []string{"host-pool"},
 		Short:   "Manage host pools",
 		Long: strings.TrimSpace(`
-Manage host pools (SPEC §2), in the spirit of az desktopvirtualization hostpool:
+Manage host pools, in the spirit of az desktopvirtualization hostpool:
 
   vdibroker hostpool update --name contosohp01 --load-balancer-type DepthFirst --max-session-limit 10
   vdibroker hostpool show --name contosohp01 --output table`),
@@ -137,6 +137,7 @@ Manage host pools (SPEC §2), in the spirit of az desktopvirtualization hostpool
 		newHostPoolListCmd(a),
 		newHostPoolDeleteCmd(a),
 	)
+	a.completeNames(cmd, "pool")
 	return cmd
 }
 

@@ -20,6 +20,7 @@ func newPlacementCmd() *cobra.Command {
 	}
 	a := addAdminFlags(cmd)
 	cmd.AddCommand(newPlacementShowCmd(a))
+	a.completeNames(cmd, "")
 	return cmd
 }
 
@@ -27,8 +28,8 @@ func newPlacementShowCmd(a *admin) *cobra.Command {
 	var pool, session string
 	cmd := &cobra.Command{
 		Use:   "show --host-pool POOL --session ID",
-		Short: "Explain why a session went where it went (R-C7)",
-		Long: `Show the decision record of a placement (R-C7) in words: the candidates, why
+		Short: "Explain why a session went where it went",
+		Long: `Show the decision record of a placement in words: the candidates, why
 each excluded host was excluded, and how the chosen host was picked (bucket,
 rank, round robin, random draw). --output json or yaml gives the raw record.`,
 		Args: cobra.NoArgs,

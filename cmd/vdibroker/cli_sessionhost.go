@@ -22,7 +22,7 @@ func newSessionHostCmd() *cobra.Command {
 		Use:     "sessionhost",
 		Aliases: []string{"session-host"},
 		Short:   "Manage session hosts: drain, assign users, remove",
-		Long: `Manage session hosts (SPEC §3). Drain a host, as Update-AzWvdSessionHost -AllowNewSession:$false does:
+		Long: `Manage session hosts. Drain a host, as Update-AzWvdSessionHost -AllowNewSession:$false does:
 
   vdibroker sessionhost update --host-pool contosohp01 --name sh-07 --allow-new-session false`,
 	}
@@ -33,6 +33,7 @@ func newSessionHostCmd() *cobra.Command {
 		newSessionHostUpdateCmd(a),
 		newSessionHostDeleteCmd(a),
 	)
+	a.completeNames(cmd, "host")
 	return cmd
 }
 
@@ -132,8 +133,8 @@ func newSessionHostUpdateCmd(a *admin) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&pool, "host-pool", "", "host pool name")
 	f.StringVarP(&name, "name", "n", "", "session host name")
-	f.Var(boolValue{&allowNew}, "allow-new-session", "false drains the host: it takes no new session (true|false)")
-	f.Var(boolValue{&standard}, "standard-features", "the host supports multi-session, unauthenticated access and all protocols (true|false)")
+	f.Var(boolValue{&allowNew}, "allow-new-session", "false drains the host: it takes no new session")
+	f.Var(boolValue{&standard}, "standard-features", "the host supports multi-session, unauthenticated access and all protocols")
 	f.StringArrayVar(&assigned, "assigned-user", nil, "user assigned to this personal host; repeat for several, \"\" for none (replaces the list)")
 	f.StringVar(&address, "address", "", "host:port clients connect to")
 	_ = cmd.RegisterFlagCompletionFunc("allow-new-session", fixedCompletion("true", "false"))

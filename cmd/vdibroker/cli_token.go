@@ -64,6 +64,7 @@ func newRegistrationTokenCmd() *cobra.Command {
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token is valid, 1h..648h")
 	requireFlags(create, "host-pool")
 	cmd.AddCommand(create)
+	a.completeNames(cmd, "")
 	return cmd
 }
 

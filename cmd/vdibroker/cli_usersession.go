@@ -25,7 +25,7 @@ func newUserSessionCmd() *cobra.Command {
 		Use:     "usersession",
 		Aliases: []string{"user-session"},
 		Short:   "List user sessions, log them off, disconnect them, send messages",
-		Long: `List user sessions and act on them (R-S4). Log off, disconnect and messages are
+		Long: `List user sessions and act on them. Log off, disconnect and messages are
 queued for the session host's agent, which carries them out on its next heartbeat.
 Name the session with --id, or with --user for that user's open session(s) in the pool.`,
 	}
@@ -36,6 +36,7 @@ Name the session with --id, or with --user for that user's open session(s) in th
 		newUserSessionActionCmd(a, "disconnect", "Disconnect a user session (it stays Disconnected, the user can reconnect)", nil),
 		newUserSessionActionCmd(a, "send-message", "Send a message to the user of a session", []string{"message"}),
 	)
+	a.completeNames(cmd, "")
 	return cmd
 }
 
