@@ -51,12 +51,18 @@ func (f *fakeStore) GetHostPool(_ context.Context, name string) (*vdibroker.Host
 	return nil, vdibroker.Errorf(vdibroker.ENotFound, "host pool %q not found", name)
 }
 
-// scrape serves reg over real HTTP and parses the text exposition.
+// scrape serves h over real HTTP and parses the text exposition.
 func scrape(t *testing.T, h http.Handler) map[string]*dtoFamily {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	resp, err := http.Get(srv.URL)
+	return scrapeURL(t, srv.URL)
+}
+
+// scrapeURL GETs a Prometheus endpoint and parses the text exposition.
+func scrapeURL(t *testing.T, u string) map[string]*dtoFamily {
+	t.Helper()
+	resp, err := http.Get(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,5 +262,36 @@ func TestInstrumentStore(t *testing.T) {
 	}
 	if _, ok := fams["vdibroker_store_tx_errors_total"].value(map[string]string{"op": "GetHostPool"}); ok {
 		t.Error("NotFound counted as a store error; only internal errors should be")
+	}
+}
+
+func TestInstrumentAPIPaths(t *testing.T) {
+	answer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"sessionId":"1","reconnect":false}`))
+	})
+	h := metrics.InstrumentAPI(answer)
+	reg := metrics.Handler(metrics.NewRegistry(metrics.Config{}))
+	count := func(pool string) float64 {
+		v, _ := scrape(t, reg)["vdibroker_connects_total"].value(map[string]string{"pool": pool, "code": "OK"})
+		return v
+	}
+	tests := []struct {
+		name, method, path, pool string
+		counted                  bool
+	}{
+		{"pool name with a space", http.MethodPost, "/api/v1/hostpools/Finance%20Pool/connect", "Finance Pool", true},
+		{"GET is not a connect", http.MethodGet, "/api/v1/hostpools/mw-get/connect", "mw-get", false},
+		{"host path is not a connect", http.MethodPost, "/api/v1/hostpools/mw-a/sessionhosts/connect", "mw-a", false},
+		{"other path", http.MethodPost, "/api/v1/hostpools/mw-b/registrationtoken", "mw-b", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := count(tt.pool)
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(tt.method, tt.path, nil))
+			if got := count(tt.pool) - before; (got == 1) != tt.counted {
+				t.Errorf("counted %v, want counted=%v", got, tt.counted)
+			}
+		})
 	}
 }

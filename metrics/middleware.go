@@ -1,0 +1,111 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// InstrumentAPI wraps the broker's HTTP handler and records every connect
+// (POST /api/v1/hostpools/{pool}/connect) in vdibroker_connects_total and
+// vdibroker_connect_duration_seconds, with the result code read from the
+// answer: OK (201), Reconnect or DryRun (200), or the error's code
+// (NoCapacity, HostStarting, NotAssigned...). Other requests pass through
+// untouched. Wrapping the handler keeps the HTTP server free of metrics code.
+//
+// Pools that do not exist (404) and unauthenticated calls (401) are counted
+// under pool "" so that made-up pool names cannot grow the label set.
+func InstrumentAPI(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pool, ok := connectPool(r)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		cw := &captureWriter{ResponseWriter: w}
+		next.ServeHTTP(cw, r)
+		status := cw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if status == http.StatusUnauthorized || status == http.StatusNotFound {
+			pool = ""
+		}
+		ObserveConnect(pool, answerCode(status, cw.body.Bytes()), time.Since(start))
+	})
+}
+
+// connectPool returns the pool of a connect request.
+func connectPool(r *http.Request) (string, bool) {
+	if r.Method != http.MethodPost {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/v1/hostpools/")
+	if !ok {
+		return "", false
+	}
+	esc, ok := strings.CutSuffix(rest, "/connect")
+	if !ok || esc == "" || strings.Contains(esc, "/") {
+		return "", false
+	}
+	pool, err := url.PathUnescape(esc)
+	if err != nil {
+		return "", false
+	}
+	return pool, true
+}
+
+// answerCode reads the result code of a connect answer.
+func answerCode(status int, body []byte) string {
+	if status >= 400 {
+		var e struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error.Code != "" && len(e.Error.Code) <= 32 {
+			return e.Error.Code
+		}
+		return "HTTP" + strconv.Itoa(status)
+	}
+	var a struct {
+		Reconnect bool `json:"reconnect"`
+		DryRun    bool `json:"dryRun"`
+	}
+	_ = json.Unmarshal(body, &a)
+	return ConnectCode(nil, a.Reconnect, a.DryRun)
+}
+
+// captureWriter keeps the status and the first bytes of the body (a
+// connect answer is small; the cap bounds memory for anything else).
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+const captureLimit = 64 << 10
+
+func (w *captureWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *captureWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if room := captureLimit - w.body.Len(); room > 0 {
+		w.body.Write(b[:min(len(b), room)])
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
