@@ -198,7 +198,9 @@ func (a *Agent) Run(ctx context.Context) error {
 				}
 				return err
 			}
-			delay = 0
+			// Not at once: a broker that keeps refusing fresh credentials
+			// must not get a tight register/heartbeat loop.
+			delay = a.backoff.next()
 		case apiError(err):
 			// The broker answered but refused this heartbeat (a bug on one
 			// side or the other); keep trying, the results stay queued.
@@ -259,12 +261,15 @@ func (a *Agent) register(ctx context.Context, renew bool) error {
 		}
 	}
 	if a.cfg.RegistrationToken == "" {
-		return fmt.Errorf("%w: the broker refused the host credential and no registration token is configured (--registration-token)", errFatal)
+		if renew {
+			return fmt.Errorf("%w: the broker refused the host credential and no registration token is configured (--registration-token)", errFatal)
+		}
+		return fmt.Errorf("%w: no saved credential in %q and no registration token (--registration-token)", errFatal, a.cfg.StateDir)
 	}
 	if renew {
 		a.log.Warn("broker refused the host credential; registering again with the token")
 	}
-	a.backoff.reset()
+	retry := backoff{base: a.cfg.BackoffBase, max: a.cfg.BackoffMax, rand: a.cfg.Rand}
 	for {
 		pol, _ := a.readPolicy()
 		resp, err := a.client.Register(ctx, vdibroker.RegisterRequest{
@@ -284,9 +289,8 @@ func (a *Agent) register(ctx context.Context, renew bool) error {
 				a.log.Error("cannot keep the credential in the state directory", "err", err)
 			}
 			a.cred = cred
-			a.setLink("registered", "registered", nil)
+			a.link = "registered" // the next heartbeat logs "heartbeating"
 			a.log.Info("host registered", "hostPool", resp.HostPool, "hostName", resp.HostName)
-			a.backoff.reset()
 			return nil
 		}
 		if apiError(err) {
@@ -295,7 +299,7 @@ func (a *Agent) register(ctx context.Context, renew bool) error {
 			return fmt.Errorf("%w: %w", errFatal, err)
 		}
 		a.setLink("unreachable", "broker unreachable; retrying registration with backoff", err)
-		t := time.NewTimer(a.backoff.next())
+		t := time.NewTimer(retry.next())
 		select {
 		case <-ctx.Done():
 			t.Stop()

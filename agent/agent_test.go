@@ -415,3 +415,26 @@ func TestHealthTextAndAcceptableSessions(t *testing.T) {
 		t.Errorf("acceptable = %v, dropped %v", ok, dropped)
 	}
 }
+
+// TestNeedsTokenOrCredential: without a saved credential the token is
+// required, and the error says so instead of retrying forever.
+func TestNeedsTokenOrCredential(t *testing.T) {
+	b := newFakeBroker(t)
+	a, err := New(Config{Server: b.srv.URL, HostName: "host-01", Address: "10.0.0.1:3389", StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "no registration token") {
+		t.Fatalf("Run = %v, want an error asking for the registration token", err)
+	}
+	for _, cfg := range []Config{
+		{Server: "broker:8080", HostName: "h", Address: "a:1", RegistrationToken: "t"},
+		{Server: b.srv.URL, Address: "a:1", RegistrationToken: "t"},
+		{Server: b.srv.URL, HostName: "h", RegistrationToken: "t"},
+		{Server: b.srv.URL, HostName: "h", Address: "a:1"},
+	} {
+		if _, err := New(cfg); vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) == "" {
+			t.Errorf("New(%+v) = %v, want InvalidArgument naming the field", cfg, err)
+		}
+	}
+}
