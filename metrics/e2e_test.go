@@ -28,6 +28,9 @@ func TestScrapeAfterConnects(t *testing.T) {
 	ts := httptest.NewServer(metrics.InstrumentAPI(srv.Handler()))
 	t.Cleanup(ts.Close)
 	c := vhttp.NewClient(ts.URL, "metrics-admin")
+	// Counters are process-wide: compare with a scrape before.
+	before := scrapeURL(t, ts.URL+"/metrics")
+	hbBefore, _ := before["vdibroker_heartbeats_total"].value(map[string]string{"code": "OK"})
 
 	// Pool "m-e2e": DepthFirst, one session per host, two hosts.
 	if _, err := c.PutHostPool(ctx, "m-e2e", map[string]any{"loadBalancerType": "DepthFirst", "maxSessionLimit": 1}); err != nil {
@@ -47,7 +50,6 @@ func TestScrapeAfterConnects(t *testing.T) {
 		}
 	}
 
-	before := scrapeURL(t, ts.URL+"/metrics")
 	unknownBefore, _ := before["vdibroker_connects_total"].value(map[string]string{"pool": "", "code": "NotFound"})
 
 	connect := func(pool, user string, dry bool) {
@@ -76,6 +78,7 @@ func TestScrapeAfterConnects(t *testing.T) {
 		{"vdibroker_host_sessions", map[string]string{"pool": "m-e2e", "host": "mh-1"}, 1},
 		{"vdibroker_pool_max_session_limit", map[string]string{"pool": "m-e2e"}, 1},
 		{"vdibroker_store_up", nil, 1},
+		{"vdibroker_heartbeats_total", map[string]string{"code": "OK"}, hbBefore + 2},
 	}
 	for _, ck := range checks {
 		if got := get(t, after, ck.name, ck.labels); got != ck.want {

@@ -58,8 +58,8 @@ var (
 	heartbeats = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace,
 		Name:      "heartbeats_total",
-		Help:      "Agent heartbeats received, by host pool and result code.",
-	}, []string{"pool", "code"})
+		Help:      "Agent heartbeats received, by result code (OK or an error code such as Unauthenticated).",
+	}, []string{"code"})
 )
 
 // Connect result codes that are not errors.
@@ -104,10 +104,10 @@ func ObserveStoreTx(op string, d time.Duration) {
 	storeTxDuration.WithLabelValues(op).Observe(d.Seconds())
 }
 
-// ObserveHeartbeat records one agent heartbeat for pool answered with code
-// ("OK" or an error code).
-func ObserveHeartbeat(pool, code string) {
-	heartbeats.WithLabelValues(pool, code).Inc()
+// ObserveHeartbeat records one agent heartbeat answered with code (CodeOK
+// or an error code). InstrumentAPI calls it.
+func ObserveHeartbeat(code string) {
+	heartbeats.WithLabelValues(code).Inc()
 }
 
 // Config configures a registry.

@@ -17,10 +17,19 @@ import (
 // (NoCapacity, HostStarting, NotAssigned...). Other requests pass through
 // untouched. Wrapping the handler keeps the HTTP server free of metrics code.
 //
+// Agent heartbeats (POST /api/v1/agent/heartbeat) are counted in
+// vdibroker_heartbeats_total by result code.
+//
 // Pools that do not exist (404) and unauthenticated calls (401) are counted
 // under pool "" so that made-up pool names cannot grow the label set.
 func InstrumentAPI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/api/v1/agent/heartbeat" {
+			cw := &captureWriter{ResponseWriter: w}
+			next.ServeHTTP(cw, r)
+			ObserveHeartbeat(answerCode(cw.statusOr200(), cw.body.Bytes()))
+			return
+		}
 		pool, ok := connectPool(r)
 		if !ok {
 			next.ServeHTTP(w, r)
@@ -29,10 +38,7 @@ func InstrumentAPI(next http.Handler) http.Handler {
 		start := time.Now()
 		cw := &captureWriter{ResponseWriter: w}
 		next.ServeHTTP(cw, r)
-		status := cw.status
-		if status == 0 {
-			status = http.StatusOK
-		}
+		status := cw.statusOr200()
 		if status == http.StatusUnauthorized || status == http.StatusNotFound {
 			pool = ""
 		}
@@ -90,6 +96,13 @@ type captureWriter struct {
 }
 
 const captureLimit = 64 << 10
+
+func (w *captureWriter) statusOr200() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
 
 func (w *captureWriter) WriteHeader(code int) {
 	if w.status == 0 {
