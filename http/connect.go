@@ -83,6 +83,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 
 	v := s.views.get(poolName)
 	reloaded := false
+	lookup := false // read the user's sessions from the store
 	for attempt := 0; attempt < maxPlaceAttempts; attempt++ {
 		if err := s.views.ensure(ctx, v); err != nil {
 			if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
@@ -93,9 +94,18 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		v.mu.Lock()
 		pool := v.pool
 		v.mu.Unlock()
-		existing, err := s.existingSession(ctx, pool, req)
-		if err != nil {
-			return nil, 0, err
+		var err error
+		var existing *vdibroker.UserSession
+		if lookup || pool.HostPoolType != vdibroker.Pooled || v.knowsUser(req.User) {
+			existing, err = s.existingSession(ctx, pool, req)
+			if err != nil {
+				return nil, 0, err
+			}
+			if existing != nil {
+				v.rememberUser(req.User, existing.ID)
+			} else {
+				v.rememberUser(req.User, "")
+			}
 		}
 
 		preq := placement.Request{User: req.User, SessionHost: req.SessionHost}
@@ -106,13 +116,19 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		d, err := v.placer.Place(preq)
 		if err != nil {
 			v.mu.Unlock()
-			if vdibroker.ErrorCode(err) == vdibroker.ENoCapacity && !reloaded {
-				// Our view may be stale (sessions ended on another
-				// replica): decide again from the store before refusing.
-				reloaded = true
-				v.mu.Lock()
-				v.stale = true
-				v.mu.Unlock()
+			code := vdibroker.ErrorCode(err)
+			if (code == vdibroker.ENoCapacity || code == vdibroker.ENotAssigned) && (!lookup || !reloaded) {
+				// Before refusing, decide again from the store: the user
+				// may have a session this server does not know of (R-C1
+				// answers it even over the limit), and our view may be
+				// stale (sessions ended on another replica).
+				if !reloaded {
+					reloaded = true
+					v.mu.Lock()
+					v.stale = true
+					v.mu.Unlock()
+				}
+				lookup = true
 				continue
 			}
 			return nil, 0, err
@@ -163,6 +179,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		v.mu.Unlock()
 
 		if err == nil {
+			v.rememberUser(req.User, sess.ID)
 			if c.EndSessionID != "" {
 				s.views.refreshHost(ctx, poolName, existing.SessionHost)
 			}
@@ -175,8 +192,10 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		s.views.refreshHost(context.WithoutCancel(ctx), poolName, d.Host)
 		switch {
 		case errors.Is(err, vdibroker.ErrUserHasSession):
-			// Another replica placed this user first: the next round finds
-			// that session and answers it (R-C6).
+			// The user has a session this server did not know of (placed
+			// by another replica, adopted, or on a lost host): the next
+			// round reads it and answers it or replaces it (R-C6, R-C1).
+			lookup = true
 		case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
 			// Another replica filled or took the host: decide again. After
 			// a second loss the whole view is suspect: re-read the pool.

@@ -324,3 +324,32 @@ func TestConnect_Validation(t *testing.T) {
 	_, err := e.connect("nosuchpool", "alice")
 	wantCode(t, err, vdibroker.ENotFound)
 }
+
+// TestConnect_RC1_ReplicaReconnectAtLimit: a user whose session another
+// replica placed gets it back from this one, even with the pool full and
+// the host drained (R-C1) — the replica must not answer NoCapacity from
+// what it does not know.
+func TestConnect_RC1_ReplicaReconnectAtLimit(t *testing.T) {
+	e := newEnvWith(t, envOptions{replicas: 2}) // two servers, one store
+	ctx := context.Background()
+	e.pool("rep", map[string]any{"maxSessionLimit": 1})
+	hosts := e.addHosts("rep", "reph", 1)
+	other := e.client(1, adminToken)
+	if _, err := other.Connect(ctx, "rep", vhttp.ConnectRequest{User: "warm", DryRun: true}); err != nil {
+		t.Fatal(err) // replica 1 loads its view while the pool is empty
+	}
+	first := e.mustConnect("rep", "alice") // on replica 0
+	// Drained through replica 1, so its own view says no capacity.
+	if _, err := other.PatchSessionHost(ctx, "rep", hosts[0], map[string]any{"allowNewSession": false}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.Connect(ctx, "rep", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatalf("alice via the other replica: %v", err)
+	}
+	if !got.Reconnect || got.SessionID != first.SessionID {
+		t.Errorf("got %+v, want reconnect to %s", got, first.SessionID)
+	}
+	_, err = other.Connect(ctx, "rep", vhttp.ConnectRequest{User: "bob"})
+	wantCode(t, err, vdibroker.ENoCapacity)
+}

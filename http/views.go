@@ -35,6 +35,13 @@ type poolView struct {
 	// hosts is what the view knows of each host beyond the placer's Host:
 	// the address the connect answer carries.
 	addrs map[string]string
+	// users maps a user to their open session as far as this server
+	// knows (it placed or answered it). A user not in it is looked up in
+	// the store only if the commit says they have a session (R-C6 is
+	// enforced by the database in Pooled pools), which saves a read per
+	// new connect; a user in it is always checked against the store, so a
+	// session that ended elsewhere is never answered.
+	users map[string]string
 	// inflight counts reservations applied to the placer whose commit has
 	// not finished: a refresh from the store adds them back so a reload
 	// does not forget placements that are about to land.
@@ -51,7 +58,7 @@ func (vs *views) get(name string) *poolView {
 	defer vs.mu.Unlock()
 	v, ok := vs.m[name]
 	if !ok {
-		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}}
+		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]string{}}
 		vs.m[name] = v
 	}
 	return v
@@ -225,4 +232,30 @@ func samePool(a, b *vdibroker.HostPool) bool {
 	x, y := *a, *b
 	x.CreateTime, x.UpdateTime = y.CreateTime, y.UpdateTime
 	return x == y
+}
+
+// maxKnownUsers bounds poolView.users; past it the map starts over, which
+// only costs store reads.
+const maxKnownUsers = 1 << 20
+
+// knowsUser reports whether the view remembers an open session of user.
+func (v *poolView) knowsUser(user string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.users[user]
+	return ok
+}
+
+// rememberUser records (id != "") or forgets (id == "") user's open session.
+func (v *poolView) rememberUser(user, id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if id == "" {
+		delete(v.users, user)
+		return
+	}
+	if len(v.users) >= maxKnownUsers {
+		v.users = map[string]string{}
+	}
+	v.users[user] = id
 }
