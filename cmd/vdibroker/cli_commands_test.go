@@ -598,6 +598,14 @@ func TestCLIDelete(t *testing.T) {
 	if got := b.ok("sessionhost", "list", "--host-pool", "contosohp01", "-o", "json"); got != "[]\n" {
 		t.Errorf("host not deleted: %s", got)
 	}
+	// create never replaces an existing pool.
+	b.ok("hostpool", "update", "--name", "contosohp01", "--max-session-limit", "3")
+	if r := b.cli("hostpool", "create", "--name", "contosohp01"); r.code != 1 || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("create of an existing pool: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got := b.ok("hostpool", "show", "--name", "contosohp01", "--query", "maxSessionLimit", "-o", "tsv"); got != "3\n" {
+		t.Errorf("create changed the existing pool: maxSessionLimit %q", got)
+	}
 	b.ok("hostpool", "delete", "--name", "contosohp01", "--force")
 	if got := b.ok("hostpool", "list"); got != "" {
 		t.Errorf("pool not deleted:\n%s", got)
