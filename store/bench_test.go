@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,13 +20,18 @@ func BenchmarkCommitPlacement(b *testing.B) {
 		name string
 		opts store.Options
 	}{
+		{"postgres/default", store.Options{}}, // skipped without VDIBROKER_TEST_POSTGRES_DSN
 		{"sqlite/default", store.Options{}},
 		{"sqlite/linger=200us", store.Options{Linger: 200 * time.Microsecond}},
 		{"sqlite/maxbatch=1", store.Options{MaxBatch: 1}},
 		{"sqlite/synchronous=NORMAL", store.Options{Synchronous: "NORMAL"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s := sqliteOpener(b)(b, bc.opts)
+			open := sqliteOpener(b)
+			if strings.HasPrefix(bc.name, "postgres") {
+				open = postgresOpener(b)
+			}
+			s := open(b, bc.opts)
 			mustPool(b, s, pool("bench", vdibroker.Pooled))
 			const hosts = 500
 			for i := range hosts {
@@ -48,7 +54,44 @@ func BenchmarkCommitPlacement(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
 			st := s.CommitStats()
-			b.ReportMetric(float64(st.Placements)/float64(max(st.Batches, 1)), "placements/batch")
+			b.ReportMetric(float64(st.Writes)/float64(max(st.Batches, 1)), "writes/batch")
 		})
 	}
+}
+
+// BenchmarkApplyHeartbeat measures heartbeats per second on SQLite from 64
+// concurrent agents over 1,000 hosts with 25 sessions each (issue 4's load
+// shape, scaled down: 10,000 hosts every 10 s is 1,000 heartbeats/s).
+func BenchmarkApplyHeartbeat(b *testing.B) {
+	s := sqliteOpener(b)(b, store.Options{})
+	mustPool(b, s, pool("bench", vdibroker.Pooled))
+	const hosts, perHost = 1000, 25
+	reports := make([][]vdibroker.AgentSession, hosts)
+	for i := range hosts {
+		name := fmt.Sprintf("host%04d", i)
+		mustHost(b, s, "bench", name)
+		for j := range perHost {
+			reports[i] = append(reports[i], vdibroker.AgentSession{ID: fmt.Sprint(j), User: fmt.Sprintf("u%d-%d", i, j), State: vdibroker.StateActive})
+		}
+		// The first heartbeat adopts the host's sessions.
+		if _, err := s.ApplyHeartbeat(b.Context(), "bench", name, &vdibroker.HeartbeatRequest{Sessions: reports[i]}, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n atomic.Int64
+	b.SetParallelism((64 + testingProcs() - 1) / testingProcs())
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(n.Add(1)) % hosts
+			hb := &vdibroker.HeartbeatRequest{Sessions: reports[i], Metrics: &vdibroker.Metrics{CPUPercent: 10, SampledAt: t0}}
+			if _, err := s.ApplyHeartbeat(b.Context(), "bench", fmt.Sprintf("host%04d", i), hb, t0.Add(time.Minute)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "heartbeats/s")
+	st := s.CommitStats()
+	b.ReportMetric(float64(st.Writes)/float64(max(st.Batches, 1)), "writes/batch")
 }

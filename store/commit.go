@@ -12,9 +12,15 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// commitReq is one CommitPlacement call waiting for the group committer.
+// commitReq is one write waiting for the group committer: a placement or a
+// heartbeat. fn runs inside the batch's transaction, in its own savepoint;
+// it may run more than once (the batch is run again after a deadlock), so
+// it must only set its results, never accumulate them.
 type commitReq struct {
-	c *vdibroker.PlacementCommit
+	// key orders the batch: requests lock their host rows in key order, so
+	// concurrent batches on PostgreSQL rarely deadlock.
+	key string
+	fn  func(ctx context.Context, t *tx) error
 	// state: 0 queued, 1 taken into a batch, 2 abandoned by its caller.
 	// The caller may abandon only before the committer takes it, so a call
 	// that returns an error never committed (Store: a failed call changed
@@ -33,13 +39,13 @@ const (
 type CommitStats struct {
 	// Batches is the number of group-commit transactions run.
 	Batches int64
-	// Placements is the number of placements they carried.
-	Placements int64
+	// Writes is the number of placements and heartbeats they carried.
+	Writes int64
 }
 
-// CommitStats reports how well placements were batched.
+// CommitStats reports how well writes were batched.
 func (s *DB) CommitStats() CommitStats {
-	return CommitStats{Batches: s.batches.Load(), Placements: s.batched.Load()}
+	return CommitStats{Batches: s.batches.Load(), Writes: s.batched.Load()}
 }
 
 var errClosed = errors.New("store is closed")
@@ -55,7 +61,18 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 	if c == nil || c.Session == nil || c.Session.ID == "" {
 		return vdibroker.Errorf(vdibroker.EInvalid, "placement commit needs a session with an id")
 	}
-	r := &commitReq{c: c, done: make(chan error, 1)}
+	err := s.grouped(ctx, hostKey(c.Session.HostPool, c.Session.SessionHost), func(ctx context.Context, t *tx) error {
+		return commitOne(ctx, t, c)
+	})
+	return wrap(err, "commit placement %s", c.Session.ID)
+}
+
+func hostKey(pool, host string) string { return pool + "\x00" + host }
+
+// grouped runs fn in the next group-commit transaction and returns its
+// outcome.
+func (s *DB) grouped(ctx context.Context, key string, fn func(ctx context.Context, t *tx) error) error {
+	r := &commitReq{key: key, fn: fn, done: make(chan error, 1)}
 	select {
 	case <-s.closing:
 		return errClosed
@@ -86,13 +103,12 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 	}
 }
 
-// batcher is the group committer: it takes every placement queued while the
+// batcher is the group committer: it takes every write queued while the
 // previous transaction ran (up to MaxBatch, waiting up to Linger for more)
 // and commits them in one transaction, one SAVEPOINT each. On SQLite that is
-// one fsync for the whole batch instead of one per connect.
+// one fsync for the whole batch instead of one per connect or heartbeat.
 func (s *DB) batcher() {
 	defer s.batcherWG.Done()
-	defer close(s.stopped)
 	batch := make([]*commitReq, 0, s.opts.MaxBatch)
 	for {
 		batch = batch[:0]
@@ -154,12 +170,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 	if len(live) == 0 {
 		return
 	}
-	// Lock hosts in one order across batches and replicas, so concurrent
-	// batches on PostgreSQL rarely deadlock (and retry when they do).
-	slices.SortStableFunc(live, func(a, b *commitReq) int {
-		return cmp.Or(cmp.Compare(a.c.Session.HostPool, b.c.Session.HostPool),
-			cmp.Compare(a.c.Session.SessionHost, b.c.Session.SessionHost))
-	})
+	slices.SortStableFunc(live, func(a, b *commitReq) int { return cmp.Compare(a.key, b.key) })
 	s.batches.Add(1)
 	s.batched.Add(int64(len(live)))
 	results := make([]error, len(live))
@@ -167,30 +178,31 @@ func (s *DB) runBatch(batch []*commitReq) {
 	defer cancel()
 	err := s.write(ctx, func(t *tx) error {
 		for i, r := range live {
-			if _, err := t.exec(ctx, `SAVEPOINT placement`); err != nil {
+			if _, err := t.exec(ctx, `SAVEPOINT batched`); err != nil {
 				return err
 			}
-			err := commitOne(ctx, t, r.c)
-			if err != nil && !t.d.isRetryable(err) {
-				// This item alone fails: undo its part, keep the others.
-				results[i] = wrap(err, "commit placement %s", r.c.Session.ID)
-				if _, err := t.exec(ctx, `ROLLBACK TO SAVEPOINT placement`); err != nil {
+			err := r.fn(ctx, t)
+			switch {
+			case err == nil:
+				results[i] = nil
+			case errors.Is(err, errRaced) || t.d.isRetryable(err):
+				return err // deadlock or serialization failure: run the batch again
+			default:
+				// This request alone fails: undo its part, keep the others.
+				results[i] = err
+				if _, err := t.exec(ctx, `ROLLBACK TO SAVEPOINT batched`); err != nil {
 					return err
 				}
-			} else if err != nil {
-				return err // deadlock or serialization failure: run the batch again
-			} else {
-				results[i] = nil
 			}
-			if _, err := t.exec(ctx, `RELEASE SAVEPOINT placement`); err != nil {
+			if _, err := t.exec(ctx, `RELEASE SAVEPOINT batched`); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		s.log.Error("group commit failed", "placements", len(live), "err", err)
-		err = fmt.Errorf("commit placements: %w", err)
+		s.log.Error("group commit failed", "writes", len(live), "err", err)
+		err = fmt.Errorf("group commit: %w", err)
 	}
 	for i, r := range live {
 		if err != nil {

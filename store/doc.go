@@ -16,7 +16,8 @@
 // transaction, conditional on the state it read, so counts stay exact with
 // any number of broker replicas on one PostgreSQL database.
 //
-// Concurrent CommitPlacement calls are batched into shared transactions
-// (group commit, commit.go): one fsync serves many connects, each item in
-// its own SAVEPOINT so a failing item does not fail the others.
+// Concurrent CommitPlacement and ApplyHeartbeat calls are batched into
+// shared transactions (group commit, commit.go): one fsync serves many
+// connects and heartbeats, each in its own SAVEPOINT so a failing one does
+// not fail the others.
 package store

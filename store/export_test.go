@@ -13,7 +13,8 @@ import (
 func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 	reqs := make([]*commitReq, len(cs))
 	for i, c := range cs {
-		reqs[i] = &commitReq{c: c, done: make(chan error, 1)}
+		reqs[i] = &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), done: make(chan error, 1),
+			fn: func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) }}
 	}
 	s.runBatch(reqs)
 	errs := make([]error, len(cs))

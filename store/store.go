@@ -61,6 +61,11 @@ type Options struct {
 	// while the previous transaction ran, which already amortises the
 	// fsync under load without delaying a lone connect).
 	Linger time.Duration
+	// Committers is how many group-commit transactions may run at once
+	// (default 1: SQLite has one writer anyway, and on PostgreSQL one
+	// committer per replica measured the same throughput as four, with
+	// eight times larger batches, so fewer fsyncs).
+	Committers int
 	// Synchronous is SQLite's synchronous pragma: "FULL" (default) or
 	// "NORMAL"; see openSQLite.
 	Synchronous string
@@ -100,8 +105,17 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 	if err != nil {
 		return nil, err
 	}
-	s.batcherWG.Add(1)
-	go s.batcher()
+	if s.opts.Committers <= 0 {
+		s.opts.Committers = 1
+	}
+	s.batcherWG.Add(s.opts.Committers)
+	for range s.opts.Committers {
+		go s.batcher()
+	}
+	go func() {
+		s.batcherWG.Wait()
+		close(s.stopped)
+	}()
 	return s, nil
 }
 
