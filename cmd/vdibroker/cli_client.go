@@ -108,7 +108,8 @@ func (e apiError) Error() string {
 	if e.err.Field != "" && !strings.Contains(msg, e.err.Field) {
 		msg = e.err.Field + ": " + msg
 	}
-	return msg
+	// One line, even when a proxy answered with a page of its own.
+	return strings.Join(strings.Fields(msg), " ")
 }
 
 func (e apiError) Unwrap() error { return e.err }
