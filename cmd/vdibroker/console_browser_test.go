@@ -147,6 +147,16 @@ func TestConsoleBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "console-pool.png")
 
+	// The page refreshes its live parts by itself (console.js polling the
+	// page; allowed by the Content-Security-Policy).
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err := chromedp.Run(pctx, chromedp.Poll[bool](`document.getElementById("live").title.startsWith("Updated")`,
+		chromedp.WithPollingInterval(200*time.Millisecond)))
+	cancel()
+	if err != nil {
+		t.Errorf("live refresh never ran: %v", err)
+	}
+
 	// The other pages, for people to look at (the handler tests check them).
 	step(t, ctx, "overview", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`svg[aria-label="Sessions over the last hour"]`)))
 	screenshot(t, ctx, "console-overview.png")
@@ -155,8 +165,9 @@ func TestConsoleBrowser(t *testing.T) {
 	step(t, ctx, "placement", chromedp.Click(chromedp.CSS(`tr[data-session] a[href$="/placement"]`)), chromedp.WaitVisible(chromedp.CSS(`.story`)))
 	screenshot(t, ctx, "console-placement.png")
 
+	var reader *vhttp.TokenResponse
 	// Sign out, then a Reader: sees the pool, its drain is refused.
-	reader, err := api.CreateToken(context.Background(), vhttp.TokenRequest{Role: vdibroker.RoleReader, Subject: "browser-reader"})
+	reader, err = api.CreateToken(context.Background(), vhttp.TokenRequest{Role: vdibroker.RoleReader, Subject: "browser-reader"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -445,7 +446,7 @@ func (d *Demo) Close() error {
 
 func newDemoCmd() *cobra.Command {
 	m := &Main{}
-	var keep bool
+	var keep, verbose bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a broker with simulated hosts and users, and its web console",
@@ -458,7 +459,13 @@ The admin token is VDIBROKER_ADMIN_TOKEN when set. Without --data-dir the
 state lives in a temporary directory removed on exit.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m.Logger = newLogger("text")
+			// The simulation makes ten requests a second: log only problems
+			// unless asked, so the banner stays readable.
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			m.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			if m.DataDir == "" {
 				dir, err := os.MkdirTemp("", "vdibroker-demo-")
 				if err != nil {
@@ -484,6 +491,7 @@ state lives in a temporary directory removed on exit.`,
 	cmd.Flags().StringVar(&m.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "", "directory for the embedded store (default: a temporary directory)")
 	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary data directory on exit")
+	cmd.Flags().BoolVar(&verbose, "verbose", false, "log every request (info level)")
 	return cmd
 }
 
