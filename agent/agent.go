@@ -81,6 +81,7 @@ type Agent struct {
 	lastSessions []vdibroker.AgentSession
 	policy       *vdibroker.HostPolicy
 	link         string // last logged connection state
+	slowWarned   bool   // warned that heartbeats come slower than the timeout
 
 	// Shared with the sampler goroutine.
 	mu              sync.Mutex
@@ -397,6 +398,13 @@ func (a *Agent) readPolicy() (*vdibroker.HostPolicy, error) {
 }
 
 func (a *Agent) applySettings(s vdibroker.AgentSettings) {
+	if t := time.Duration(s.HeartbeatTimeoutSeconds) * time.Second; t > 0 && a.cfg.HeartbeatInterval >= t && !a.slowWarned {
+		// Every heartbeat would arrive after the host was already declared
+		// Unavailable (R-H1).
+		a.slowWarned = true
+		a.log.Warn("heartbeat interval is not under the pool's heartbeatTimeoutSeconds; the host will flap to Unavailable",
+			"heartbeatInterval", a.cfg.HeartbeatInterval, "heartbeatTimeout", t)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.useCustomScript = s.UseCustomScript
