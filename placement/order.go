@@ -2,7 +2,7 @@ package placement
 
 import "cmp"
 
-// order is how a treap sorts its entries. Every order ends with the host
+// order is how a tree of the index sorts its entries. Every order ends with the host
 // name (query order), so keys are unique.
 type order uint8
 
