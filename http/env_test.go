@@ -2,9 +2,11 @@ package http_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -57,9 +59,48 @@ func postgresDSN(t testing.TB) string {
 	return dsn
 }
 
+// suitePostgres is the base DSN while TestPostgresSuite reruns the
+// end-to-end tests on PostgreSQL (tests run one at a time, not in parallel).
+var suitePostgres string
+
+// schemaDSN creates a schema of its own for the test and returns base with
+// search_path pointing at it; the schema is dropped when the test ends.
+func schemaDSN(t testing.TB, base string) string {
+	t.Helper()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := fmt.Sprintf("vdibroker_http_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 func newEnvWith(t testing.TB, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
+	if o.dsn == "" && suitePostgres != "" {
+		o.dsn = suitePostgres
+	}
+	if o.dsn != "" {
+		o.dsn = schemaDSN(t, o.dsn)
+	}
 	st, err := store.Open(ctx, o.dsn, t.TempDir(), nil)
 	if err != nil {
 		t.Fatalf("open store: %v", err)

@@ -1,0 +1,44 @@
+package http_test
+
+import "testing"
+
+// TestPostgresSuite reruns the end-to-end tests against PostgreSQL, each in
+// a schema of its own (skipped unless VDIBROKER_TEST_POSTGRES_DSN is set).
+func TestPostgresSuite(t *testing.T) {
+	dsn := postgresDSN(t)
+	suitePostgres = dsn
+	defer func() { suitePostgres = "" }()
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"PutHostPoolDefaults_SPEC2", TestPutHostPoolDefaults_SPEC2},
+		{"HostPoolValidation_RP4", TestHostPoolValidation_RP4},
+		{"BadBodies_SPEC9", TestBadBodies_SPEC9},
+		{"PatchHostPool_RP1_RP3", TestPatchHostPool_RP1_RP3},
+		{"DeleteHostPool_SPEC9", TestDeleteHostPool_SPEC9},
+		{"Connect_RC1_ReconnectToDrainedHostOverLimit", TestConnect_RC1_ReconnectToDrainedHostOverLimit},
+		{"Connect_RC1_UnavailableHostEndsOldSession", TestConnect_RC1_UnavailableHostEndsOldSession},
+		{"Connect_RC1_ReplicaReconnectAtLimit", TestConnect_RC1_ReplicaReconnectAtLimit},
+		{"Connect_RC2_DrainedHostsSkipped", TestConnect_RC2_DrainedHostsSkipped},
+		{"Connect_RC3_UnavailableHostsSkipped", TestConnect_RC3_UnavailableHostsSkipped},
+		{"Connect_RP2_LoweringLimitEndsNothing", TestConnect_RP2_LoweringLimitEndsNothing},
+		{"Connect_RC5_NoCapacityMessages", TestConnect_RC5_NoCapacityMessages},
+		{"Connect_RC8_DryRun_RC7_Record", TestConnect_RC8_DryRun_RC7_Record},
+		{"Connect_RDPFile", TestConnect_RDPFile},
+		{"Connect_RC6_IdempotencyKey", TestConnect_RC6_IdempotencyKey},
+		{"Connect_RPE_Personal", TestConnect_RPE_Personal},
+		{"Connect_Validation", TestConnect_Validation},
+		{"HeartbeatReconciliation_RS2", TestHeartbeatReconciliation_RS2},
+		{"SessionCommands_RS4", TestSessionCommands_RS4},
+		{"PendingTimeout_RS3", TestPendingTimeout_RS3},
+		{"RegisterAndCredentials_RSEC", TestRegisterAndCredentials_RSEC},
+		{"SessionHostAPI_SPEC9", TestSessionHostAPI_SPEC9},
+		{"AuthRoles_RSEC", TestAuthRoles_RSEC},
+		{"Tokens_RSEC", TestTokens_RSEC},
+		{"Paging_SPEC9", TestPaging_SPEC9},
+		{"ConcurrentConnects_RC4_RC6", TestConcurrentConnects_RC4_RC6_SQLite},
+	} {
+		t.Run(tc.name, tc.fn)
+	}
+}
