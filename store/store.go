@@ -242,11 +242,21 @@ func (s *DB) Ping(ctx context.Context) error {
 	return s.w.PingContext(ctx)
 }
 
-// tx is a transaction with dialect-aware helpers.
+// tx runs the store's SQL: in a write transaction, or, for reads, straight
+// on the read pool (one statement each, so no BEGIN and ROLLBACK round
+// trips on PostgreSQL for the lookups every request makes).
 type tx struct {
-	*sql.Tx
+	c     sqlConn
+	tx    *sql.Tx // nil for reads
 	d     *dialect
 	stmts *stmtCache // nil: the driver caches statements itself (pgx)
+}
+
+// sqlConn is what *sql.Tx and *sql.DB share.
+type sqlConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // stmtCache keeps prepared statements per query on one *sql.DB. Parsing
@@ -326,10 +336,10 @@ func (t *tx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 		return nil, nil
 	}
 	st := t.stmts.get(query)
-	if st == nil {
-		return nil, nil
+	if st == nil || t.tx == nil {
+		return st, nil
 	}
-	return t.StmtContext(ctx, st), nil
+	return t.tx.StmtContext(ctx, st), nil
 }
 
 func (t *tx) exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -342,7 +352,7 @@ func (t *tx) exec(ctx context.Context, query string, args ...any) (int64, error)
 	if st != nil {
 		res, err = st.ExecContext(ctx, args...)
 	} else {
-		res, err = t.ExecContext(ctx, query, args...)
+		res, err = t.c.ExecContext(ctx, query, args...)
 	}
 	if err != nil {
 		return 0, err
@@ -359,7 +369,7 @@ func (t *tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, e
 	if st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return t.QueryContext(ctx, query, args...)
+	return t.c.QueryContext(ctx, query, args...)
 }
 
 // row is QueryRow; a prepare error surfaces from Scan.
@@ -368,7 +378,7 @@ func (t *tx) row(ctx context.Context, query string, args ...any) *sql.Row {
 	if st, err := t.stmt(ctx, query); err == nil && st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return t.QueryRowContext(ctx, query, args...)
+	return t.c.QueryRowContext(ctx, query, args...)
 }
 
 // errRaced says a concurrent transaction inserted the row this one was
@@ -403,7 +413,7 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	t := &tx{Tx: sqlTx, d: s.d, stmts: s.wstmts}
+	t := &tx{c: sqlTx, tx: sqlTx, d: s.d, stmts: s.wstmts}
 	defer s.wstmts.prepareWanted(ctx)
 	if err := fn(t); err != nil {
 		_ = sqlTx.Rollback()
@@ -415,15 +425,12 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
 	return nil
 }
 
-// read runs fn in a read-only transaction (one consistent snapshot).
+// read runs fn's queries on the read pool, outside any transaction: each
+// read method is one statement (or, in ListSessionHosts, an existence check
+// and a list that need not share a snapshot).
 func (s *DB) read(ctx context.Context, fn func(t *tx) error) error {
-	sqlTx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: s.d.dollar})
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
 	defer s.rstmts.prepareWanted(ctx)
-	defer sqlTx.Rollback()
-	return fn(&tx{Tx: sqlTx, d: s.d, stmts: s.rstmts})
+	return fn(&tx{c: s.r, d: s.d, stmts: s.rstmts})
 }
 
 // ns is t as Unix nanoseconds; the zero time is 0.
