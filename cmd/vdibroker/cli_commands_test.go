@@ -208,6 +208,20 @@ func TestCLISpec11(t *testing.T) {
 	if got != want {
 		t.Errorf("SPEC §11 table mismatch (-want +got):\n%s", cmp.Diff(want, got))
 	}
+	// When the SPEC is at hand (the team's checkout), compare with its
+	// block itself, so the test follows the SPEC if the example changes.
+	if spec, err := os.ReadFile("../../../shared/SPEC.md"); err == nil {
+		const cmdLine = "$ vdibroker hostpool show --name contosohp01 --output table\n"
+		i := strings.Index(string(spec), cmdLine)
+		if i < 0 {
+			t.Fatal("SPEC.md has no `hostpool show` example any more")
+		}
+		block := string(spec)[i+len(cmdLine):]
+		block = block[:strings.Index(block, "```")]
+		if got != block {
+			t.Errorf("output differs from SPEC.md §11 (-spec +got):\n%s", cmp.Diff(block, got))
+		}
+	}
 	// Table is the default for show.
 	if def := b.ok("hostpool", "show", "--name", "contosohp01"); def != want {
 		t.Errorf("show without --output:\n%s\nwant:\n%s", def, want)
@@ -401,9 +415,11 @@ func TestCLIGolden(t *testing.T) {
 	t.Run("placement_show", func(t *testing.T) {
 		checkCLIGolden(t, "placement_show", m.mask(b.ok("placement", "show", "--host-pool", "contosohp01", "--session", bobID)))
 	})
-	t.Run("placement_show_json", func(t *testing.T) {
-		checkCLIGolden(t, "placement_show_json", m.mask(b.ok("placement", "show", "--host-pool", "contosohp01", "--session", bobID, "-o", "json")))
-	})
+	for _, format := range []string{formatJSON, formatYAML, formatTSV} {
+		t.Run("placement_show_"+format, func(t *testing.T) {
+			checkCLIGolden(t, "placement_show_"+format, m.mask(b.ok("placement", "show", "--host-pool", "contosohp01", "--session", bobID, "-o", format)))
+		})
+	}
 	t.Run("connect_dry_run", func(t *testing.T) {
 		checkCLIGolden(t, "connect_dry_run", m.mask(b.ok("connect", "--host-pool", "contosohp01", "--user", "carol", "--dry-run")))
 	})
