@@ -694,3 +694,23 @@ func TestCLIPersonal(t *testing.T) {
 		t.Errorf("after --assigned-user \"\": %q assigned users", got)
 	}
 }
+
+// TestCLIPlacementLoadIndex: the words of a LoadIndex decision from the
+// real engine: bucket 1, round robin after the host chosen last (R-LI4).
+func TestCLIPlacementLoadIndex(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "hp-li", "--load-balancer-type", "LoadIndex", "--max-session-limit", "10")
+	b.addHost("hp-li", "sh-01")
+	b.addHost("hp-li", "sh-02")
+	var words []string
+	for _, u := range []string{"alice", "bob"} {
+		id := strings.TrimSpace(b.ok("connect", "--host-pool", "hp-li", "--user", u, "--query", "sessionId", "-o", "tsv"))
+		words = append(words, b.ok("placement", "show", "--host-pool", "hp-li", "--session", id))
+	}
+	if !strings.Contains(words[0], "chosen sh-01: bucket 1, round robin from the first host") {
+		t.Errorf("alice's placement:\n%s", words[0])
+	}
+	if !strings.Contains(words[1], "chosen sh-02: bucket 1, round robin after sh-01") {
+		t.Errorf("bob's placement:\n%s", words[1])
+	}
+}
