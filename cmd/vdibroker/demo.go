@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/agent"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
@@ -43,6 +44,7 @@ type Demo struct {
 	byName  map[string]*simHost // pool/host -> host
 	mu      sync.Mutex          // guards rand and users
 	users   map[string]*simUser // user -> where they are
+	run     context.Context     // the agents and users run until Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started time.Time
@@ -68,23 +70,109 @@ var demoPools = []demoPool{
 		"loadBalancing": map[string]any{
 			"includeSessionCount": true, "cpuThreshold": 85, "memoryThreshold": 90,
 			"loadIndexThreshold": 40, "connectingSessionThreshold": 20, "minServersInQueue": 2,
-			"sampleIntervalSeconds": 5,
 		},
 	}, 6, "rds"},
 }
 
-// simHost is one simulated session host and its agent.
+// simHost is one simulated session host. The real host agent
+// (agent.Agent) runs for it in-process: simHost is the agent's metrics
+// source and session provider, so registration, heartbeats, reconciliation
+// and commands go through the same code as on a real host.
 type simHost struct {
-	pool, name, credential string
-	standard               bool
-	health                 string
-	cpuBase, memBase       float64
-	phase                  float64
+	demo             *Demo
+	pool, name       string
+	standard         bool
+	cpuBase, memBase float64
+	phase            float64
+	agent            *agent.Agent
 
 	mu       sync.Mutex
 	sessions map[string]*vdibroker.AgentSession // by user
-	results  []vdibroker.CommandResult
 	nextID   int
+}
+
+var (
+	_ agent.MetricsSource   = (*simHost)(nil)
+	_ agent.SessionProvider = (*simHost)(nil)
+)
+
+// Sample returns metrics that move: a slow wave, a load per session, and
+// noise.
+func (h *simHost) Sample(context.Context) (vdibroker.Metrics, error) {
+	d := h.demo
+	d.mu.Lock()
+	noise := d.Rand.Float64()*6 - 3
+	d.mu.Unlock()
+	h.mu.Lock()
+	n := float64(len(h.sessions))
+	h.mu.Unlock()
+	wave := math.Sin(h.phase + float64(time.Since(d.started))/float64(90*time.Second)*2*math.Pi)
+	return vdibroker.Metrics{
+		CPUPercent:      clampPct(h.cpuBase + 7*n + 8*wave + noise),
+		MemoryPercent:   clampPct(h.memBase + 5*n + 3*wave),
+		DiskQueueLength: math.Max(0, 0.2*n+wave),
+		SampledAt:       time.Now().UTC(),
+	}, nil
+}
+
+// Sessions reports the users logged on to the host (R-S2).
+func (h *simHost) Sessions(context.Context) ([]vdibroker.AgentSession, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]vdibroker.AgentSession, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+// byID finds a session by the host's own id; h.mu is held.
+func (h *simHost) byID(id string) *vdibroker.AgentSession {
+	for _, s := range h.sessions {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Logoff ends a session, as the broker asked (R-S4).
+func (h *simHost) Logoff(_ context.Context, id string) error {
+	h.mu.Lock()
+	s := h.byID(id)
+	if s != nil {
+		delete(h.sessions, s.User)
+	}
+	h.mu.Unlock()
+	if s == nil {
+		return agent.ErrNoSession
+	}
+	h.demo.mu.Lock()
+	delete(h.demo.users, s.User)
+	h.demo.mu.Unlock()
+	return nil
+}
+
+// Disconnect disconnects a session, as the broker asked (R-S4).
+func (h *simHost) Disconnect(_ context.Context, id string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.byID(id)
+	if s == nil {
+		return agent.ErrNoSession
+	}
+	s.State = vdibroker.StateDisconnected
+	return nil
+}
+
+// SendMessage shows a message to nobody: simulated users do not read.
+func (h *simHost) SendMessage(_ context.Context, id, _ string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byID(id) == nil {
+		return agent.ErrNoSession
+	}
+	return nil
 }
 
 // simUser is a simulated user with a session somewhere.
@@ -115,18 +203,13 @@ func (d *Demo) Start(ctx context.Context) error {
 	d.users = map[string]*simUser{}
 	d.byName = map[string]*simHost{}
 	d.started = time.Now()
+	d.run, d.cancel = context.WithCancel(context.Background())
 	if err := d.setup(ctx); err != nil {
 		d.Close()
 		return err
 	}
-	run, cancel := context.WithCancel(context.Background())
-	d.cancel = cancel
-	for _, h := range d.hosts {
-		d.wg.Add(1)
-		go func() { defer d.wg.Done(); d.agentLoop(run, h) }()
-	}
 	d.wg.Add(1)
-	go func() { defer d.wg.Done(); d.userLoop(run) }()
+	go func() { defer d.wg.Done(); d.userLoop(d.run) }()
 	return nil
 }
 
@@ -157,8 +240,16 @@ func (d *Demo) mountExtras() {
 
 func (d *Demo) setup(ctx context.Context) error {
 	for _, p := range demoPools {
-		body := map[string]any{"friendlyName": p.friendly, "heartbeatTimeoutSeconds": 20}
+		// Metrics are sampled every 5 s (the minimum) so the load index moves.
+		lb := map[string]any{"sampleIntervalSeconds": 5}
+		body := map[string]any{"friendlyName": p.friendly, "heartbeatTimeoutSeconds": 20, "loadBalancing": lb}
 		for k, v := range p.body {
+			if k == "loadBalancing" {
+				for lk, lv := range v.(map[string]any) {
+					lb[lk] = lv
+				}
+				continue
+			}
 			body[k] = v
 		}
 		if _, err := d.client.PutHostPool(ctx, p.name, body); err != nil {
@@ -169,31 +260,41 @@ func (d *Demo) setup(ctx context.Context) error {
 			return fmt.Errorf("registration token for %s: %w", p.name, err)
 		}
 		for i := 1; i <= p.hosts; i++ {
+			d.mu.Lock() // the agents already running draw from d.Rand too
 			h := &simHost{
-				pool: p.name, name: fmt.Sprintf("%s-%02d", p.prefix, i), standard: true,
+				demo: d, pool: p.name, name: fmt.Sprintf("%s-%02d", p.prefix, i), standard: true,
 				cpuBase: 5 + d.Rand.Float64()*15, memBase: 20 + d.Rand.Float64()*20,
 				phase: d.Rand.Float64() * 2 * math.Pi, sessions: map[string]*vdibroker.AgentSession{},
 			}
-			switch {
-			case p.prefix == "rds" && i == p.hosts:
+			if p.prefix == "rds" && i == p.hosts {
 				h.standard = false // Horizon bucket 2 (R-LI3)
-			case p.prefix == "office" && i == 7:
-				h.health = "disk C: 93% full" // NeedsAssistance, still placeable (R-H1)
 			}
-			reg, err := d.client.Register(ctx, &vdibroker.RegisterRequest{
-				Token: rt.Token, HostName: h.name, Address: h.name + ".demo.internal:3389",
-				Protocols: []string{"RDP"}, StandardFeatures: &h.standard,
+			agentRand := rand.New(rand.NewPCG(d.Rand.Uint64(), d.Rand.Uint64()))
+			d.mu.Unlock()
+			a, err := agent.New(agent.Config{
+				Server: d.Main.URL(), RegistrationToken: rt.Token,
+				HostName: h.name, Address: h.name + ".demo.internal:3389", StandardFeatures: &h.standard,
+				HeartbeatInterval: d.Heartbeat, Metrics: h, Sessions: h,
+				Logger: d.Main.Logger, Rand: agentRand,
+				BackoffBase: 200 * time.Millisecond, BackoffMax: 5 * time.Second,
 			})
 			if err != nil {
-				return fmt.Errorf("register %s: %w", h.name, err)
+				return fmt.Errorf("agent for %s: %w", h.name, err)
 			}
-			h.credential = reg.Credential
+			h.agent = a
 			d.hosts = append(d.hosts, h)
 			d.byName[h.pool+"/"+h.name] = h
-			if err := d.heartbeat(ctx, h); err != nil {
-				return err
-			}
+			d.wg.Add(1)
+			go func() {
+				defer d.wg.Done()
+				if err := a.Run(d.run); err != nil {
+					d.Main.Logger.Error("demo: agent stopped", "host", h.name, "err", err)
+				}
+			}()
 		}
+	}
+	if err := d.waitAvailable(ctx); err != nil {
+		return err
 	}
 	// One host drained by "an admin", to show drain mode.
 	if _, err := d.client.PatchSessionHost(ctx, "office-breadth", "office-08", map[string]any{"allowNewSession": false}); err != nil {
@@ -206,79 +307,34 @@ func (d *Demo) setup(ctx context.Context) error {
 	return nil
 }
 
-// agentLoop heartbeats one host until ctx ends, with some jitter so the
-// hosts do not beat in step.
-func (d *Demo) agentLoop(ctx context.Context, h *simHost) {
-	d.mu.Lock()
-	jitter := time.Duration(d.Rand.Int64N(int64(d.Heartbeat)))
-	d.mu.Unlock()
-	t := time.NewTimer(jitter)
-	defer t.Stop()
+// waitAvailable waits until every simulated host has registered and
+// heartbeated (status Available), so the demo is alive when Start returns.
+func (d *Demo) waitAvailable(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
 	for {
+		ready := 0
+		for _, p := range demoPools {
+			hosts, err := d.client.ListSessionHosts(ctx, p.name)
+			if err != nil {
+				return fmt.Errorf("list hosts of %s: %w", p.name, err)
+			}
+			for _, h := range hosts {
+				if vdibroker.Placeable(h.Status) {
+					ready++
+				}
+			}
+		}
+		if ready == len(d.hosts) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d simulated hosts became Available within a minute", ready, len(d.hosts))
+		}
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.C:
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
-		if err := d.heartbeat(ctx, h); err != nil && ctx.Err() == nil {
-			d.Main.Logger.Warn("demo: heartbeat", "host", h.name, "err", err)
-		}
-		t.Reset(d.Heartbeat)
-	}
-}
-
-// heartbeat sends the host's sessions and metrics that move: a slow wave,
-// a load per session, and noise. It runs the commands it gets back (log
-// off, disconnect) the way an agent would (R-S4) and reports them next time.
-func (d *Demo) heartbeat(ctx context.Context, h *simHost) error {
-	d.mu.Lock()
-	noise := d.Rand.Float64()*6 - 3
-	d.mu.Unlock()
-	h.mu.Lock()
-	n := float64(len(h.sessions))
-	wave := math.Sin(h.phase + float64(time.Since(d.started))/float64(90*time.Second)*2*math.Pi)
-	m := &vdibroker.Metrics{
-		CPUPercent:      clampPct(h.cpuBase + 7*n + 8*wave + noise),
-		MemoryPercent:   clampPct(h.memBase + 5*n + 3*wave),
-		DiskQueueLength: math.Max(0, 0.2*n+wave),
-		SampledAt:       time.Now().UTC(),
-	}
-	req := &vdibroker.HeartbeatRequest{Metrics: m, Results: h.results, HealthError: h.health}
-	for _, s := range h.sessions {
-		req.Sessions = append(req.Sessions, *s)
-	}
-	h.results = nil
-	h.mu.Unlock()
-
-	resp, err := d.client.Heartbeat(ctx, h.credential, req)
-	if err != nil {
-		return fmt.Errorf("heartbeat %s: %w", h.name, err)
-	}
-	for _, c := range resp.Commands {
-		d.runCommand(h, c)
-	}
-	return nil
-}
-
-// runCommand executes a broker command on the simulated host.
-func (d *Demo) runCommand(h *simHost, c vdibroker.Command) {
-	h.mu.Lock()
-	s := h.sessions[c.User]
-	res := vdibroker.CommandResult{ID: c.ID, Success: true}
-	switch {
-	case s == nil:
-		res.Success, res.Message = false, "no such session on this host"
-	case c.Type == vdibroker.CommandLogoff:
-		delete(h.sessions, c.User)
-	case c.Type == vdibroker.CommandDisconnect:
-		s.State = vdibroker.StateDisconnected
-	}
-	h.results = append(h.results, res)
-	h.mu.Unlock()
-	if res.Success && c.Type == vdibroker.CommandLogoff {
-		d.mu.Lock()
-		delete(d.users, c.User)
-		d.mu.Unlock()
 	}
 }
 
