@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// openPTY opens a pseudo-terminal pair and returns the master and the
+// slave's name ("pts/N"), as a logged-on user's terminal would be.
+func openPTY(tb testing.TB) (*os.File, string) {
+	tb.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		tb.Skipf("no pseudo-terminals here: %v", err)
+	}
+	tb.Cleanup(func() { master.Close() })
+	var unlock int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, master.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
+		tb.Skipf("unlock pty: %v", e)
+	}
+	var n uint32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, master.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
+		tb.Skipf("pty number: %v", e)
+	}
+	name := fmt.Sprintf("pts/%d", n)
+	// Keep the slave open so writes to it are not lost.
+	slave, err := os.OpenFile("/dev/"+name, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		tb.Skipf("open %s: %v", name, err)
+	}
+	tb.Cleanup(func() { slave.Close() })
+	return master, name
+}
+
+// readPTY reads what arrived on the terminal until want shows up.
+func readPTY(tb testing.TB, master *os.File, want string) string {
+	tb.Helper()
+	master.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var got strings.Builder
+	buf := make([]byte, 512)
+	for !strings.Contains(got.String(), want) {
+		n, err := master.Read(buf)
+		if err != nil {
+			tb.Fatalf("terminal shows %q, no %q: %v", got.String(), want, err)
+		}
+		got.Write(buf[:n])
+	}
+	return got.String()
+}
+
+// utmpRecord encodes one USER_PROCESS record (glibc layout, see ParseUtmp).
+func utmpRecord(pid int, line, user string) []byte {
+	r := make([]byte, utmpRecordSize)
+	binary.NativeEndian.PutUint16(r[0:], utmpUserProcess)
+	binary.NativeEndian.PutUint32(r[4:], uint32(pid))
+	copy(r[8:40], line)
+	copy(r[44:76], user)
+	binary.NativeEndian.PutUint32(r[340:], uint32(time.Now().Unix()))
+	return r
+}
+
+// TestWriteTTY writes a message to a real terminal, as SendMessage does.
+func TestWriteTTY(t *testing.T) {
+	master, name := openPTY(t)
+	if err := writeTTY(name, "Maintenance at 18:00\nSave your work"); err != nil {
+		t.Fatal(err)
+	}
+	got := readPTY(t, master, "Save your work")
+	if !strings.Contains(got, "Message from vdibroker") || !strings.Contains(got, "Maintenance at 18:00") {
+		t.Errorf("terminal shows %q", got)
+	}
+	for _, bad := range []string{"../etc/passwd", ":10", "pts/../../etc/shadow", ""} {
+		if err := writeTTY(bad, "x"); err == nil {
+			t.Errorf("writeTTY(%q) wrote", bad)
+		}
+	}
+}
+
+// TestUtmpProviderLive runs the Linux utmp provider (only the file is not
+// /var/run/utmp) on a real session: a process on a real terminal. Logoff
+// hangs it up.
+func TestUtmpProviderLive(t *testing.T) {
+	master, name := openPTY(t)
+	leader := exec.Command("sleep", "60")
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { leader.Process.Kill(); leader.Wait() })
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "utmp")
+	data := append(utmpRecord(leader.Process.Pid, name, "alice"), utmpRecord(dead.Process.Pid, "pts/999", "ghost")...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newUtmp(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	got, err := p.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != name || got[0].User != "alice" {
+		t.Fatalf("Sessions = %+v, want alice on %s only (ghost's process is gone)", got, name)
+	}
+	if err := p.SendMessage(ctx, name, "hello alice"); err != nil {
+		t.Fatal(err)
+	}
+	readPTY(t, master, "hello alice")
+	if err := p.Logoff(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	err = leader.Wait()
+	if ws, ok := leader.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGHUP {
+		t.Fatalf("session leader ended with %v, want SIGHUP", err)
+	}
+}
+
+// TestLogindProviderExec runs the Linux logind provider against a loginctl
+// stand-in on PATH that answers from the recorded output and logs its calls.
+func TestLogindProviderExec(t *testing.T) {
+	dir := t.TempDir()
+	td, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := filepath.Join(dir, "calls")
+	script := `#!/bin/sh
+echo "$*" >> ` + calls + `
+case "$1" in
+list-sessions) cat ` + td + `/loginctl-list-v255.txt ;;
+show-session) if [ "$2" = 42 ]; then echo "Failed to get session: No session '42' known" >&2; exit 1; fi
+  cat ` + td + `/loginctl-show.txt ;;
+terminate-session) exit 0 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "loginctl"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	p, err := newLogind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	got, err := p.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].User != "alice" || got[1].User != "bob" {
+		t.Errorf("Sessions = %+v, want alice and bob", got)
+	}
+	if err := p.Logoff(ctx, "42"); err == nil || !strings.Contains(err.Error(), "No session '42' known") {
+		t.Errorf("Logoff(42) = %v, want loginctl's own message", err)
+	}
+	// The stand-in answers every show-session with all blocks; the first
+	// (alice's session 3) names the session.
+	if err := p.Logoff(ctx, "3"); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(calls)
+	if !strings.Contains(string(log), "terminate-session 3\n") {
+		t.Errorf("loginctl calls:\n%s\nwant terminate-session 3", log)
+	}
+}
