@@ -38,6 +38,8 @@ func TestPostgresSuite(t *testing.T) {
 		{"Tokens_RSEC", TestTokens_RSEC},
 		{"Paging_SPEC9", TestPaging_SPEC9},
 		{"ConcurrentConnects_RC4_RC6", TestConcurrentConnects_RC4_RC6_SQLite},
+		{"HostStatusAndLoadIndex_RH1_RIDX", TestHostStatusAndLoadIndex_RH1_RIDX},
+		{"MaintenanceLoop_RS3", TestMaintenanceLoop_RS3},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
