@@ -5,9 +5,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 func TestSignInRequired(t *testing.T) {
@@ -362,5 +366,48 @@ func TestStaticFiles(t *testing.T) {
 	b := e.browser()
 	for _, p := range []string{"/static/console.css", "/static/console.js", "/static/favicon.svg"} {
 		wantStatus(t, b.get(p), http.StatusOK)
+	}
+}
+
+// TestPoolNameWithSpace: pool names may contain spaces (SPEC §2); links and
+// form actions escape them and the drain still reaches the right host.
+func TestPoolNameWithSpace(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.admin.PutHostPool(ctx, "Finance Pool", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutSessionHost(ctx, "Finance Pool", "fin-1", vhttp.SessionHostRequest{Address: vhttp.Ptr("fin-1:3389")}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	wantContains(t, b.get("/"), `href="/pools/Finance%20Pool"`)
+	a := b.get("/pools/Finance%20Pool")
+	wantStatus(t, a, http.StatusOK)
+	// Registered by PUT, never heard from: Unavailable (R-H1).
+	wantContains(t, a, `action="/pools/Finance%20Pool/hosts/fin-1/drain"`, "Unavailable", "never")
+	wantStatus(t, b.post("/pools/Finance%20Pool/hosts/fin-1/drain", url.Values{"drain": {"true"}, "csrf": {b.csrf("/")}}), http.StatusSeeOther)
+	h, err := e.admin.GetSessionHost(ctx, "Finance Pool", "fin-1")
+	if err != nil || h.AllowNewSession {
+		t.Fatalf("fin-1 after drain: %+v, %v", h, err)
+	}
+}
+
+func TestSessionExpires(t *testing.T) {
+	now := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := newEnvWith(t, func(c *console.Config) { c.Now = clock; c.SessionTTL = time.Hour })
+	b := e.browser()
+	b.signin(adminToken)
+	wantStatus(t, b.get("/"), http.StatusOK)
+	mu.Lock()
+	now = now.Add(time.Hour) // the TTL has passed
+	mu.Unlock()
+	a := b.get("/")
+	wantStatus(t, a, http.StatusSeeOther)
+	if !strings.HasPrefix(a.location, "/signin") {
+		t.Errorf("expired session sent to %q, want the sign-in page", a.location)
 	}
 }

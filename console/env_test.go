@@ -30,7 +30,10 @@ type env struct {
 	agents map[string]string // host -> credential
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith lets a test adjust the console's Config (clock, TTL).
+func newEnvWith(t *testing.T, adjust func(*console.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, "", t.TempDir(), nil)
@@ -40,7 +43,11 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { st.Close() })
 	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
 	t.Cleanup(func() { srv.Close() })
-	c := console.New(console.Config{API: srv.Handler(), Store: st})
+	cfg := console.Config{API: srv.Handler(), Store: st}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	c := console.New(cfg)
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())
