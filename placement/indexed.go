@@ -23,8 +23,11 @@ type entry struct {
 	// connecting < C, or every candidate with load balancing off), s2
 	// bucket-2 material (non-standard, connecting < C).
 	s1, s2 bool
-	// heapAt is the entry's index in the deadline heap, -1 when absent.
+	// heapAt is the entry's index in the deadline heap, -1 when absent;
+	// hb the heartbeat it is filed under there (read without touching the
+	// heap).
 	heapAt int
+	hb     time.Time
 	// attached is true while the entry is in the structures.
 	attached bool
 }
@@ -115,7 +118,7 @@ func (x *indexed) stats() loadindex.Pool {
 // attach derives e's load index and class at x.clock and files it.
 func (x *indexed) attach(e *entry) {
 	s := &x.s
-	e.li = s.loadIndex(&e.h, x.stats())
+	e.li = x.loadIndex(&e.h)
 	st := statusOf(&e.h, s.timeout, x.clock)
 	e.class = s.classify(&e.h, st, e.li)
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
@@ -214,7 +217,7 @@ func (x *indexed) Upsert(h Host) {
 // was): most agent reports, and the cheapest. It reports whether it did.
 func (x *indexed) refileless(e *entry, nh *Host) bool {
 	s := &x.s
-	li := s.loadIndex(nh, x.stats())
+	li := x.loadIndex(nh)
 	st := statusOf(nh, s.timeout, x.clock)
 	if !e.attached || li != e.li || s.classify(nh, st, li) != e.class ||
 		nh.Sessions != e.h.Sessions || nh.Connecting != e.h.Connecting ||
@@ -228,6 +231,16 @@ func (x *indexed) refileless(e *entry, nh *Host) bool {
 	}
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
 	return true
+}
+
+// loadIndex is h's load index as the trees and filters use it: LoadIndex
+// pools only (the other algorithms compute it fresh for the few hosts an
+// Explain lists, and skipping it spares a cache miss on the metrics).
+func (x *indexed) loadIndex(h *Host) int {
+	if x.s.algo != vdibroker.LoadIndex {
+		return 0
+	}
+	return x.s.loadIndex(h, x.stats())
 }
 
 // dependsOnMean reports whether e's load index uses the pool's mean
@@ -527,9 +540,11 @@ func (x *indexed) placePersonal(d *Decision, ex *Explain, req Request, now time.
 func (x *indexed) syncDeadline(e *entry, alive bool) {
 	switch {
 	case alive && e.heapAt < 0:
-		heap.Push(&x.deadlines, deadlineItem{e, *e.h.LastHeartBeat})
-	case alive && !x.deadlines[e.heapAt].hb.Equal(*e.h.LastHeartBeat):
-		x.deadlines[e.heapAt].hb = *e.h.LastHeartBeat
+		e.hb = *e.h.LastHeartBeat
+		heap.Push(&x.deadlines, deadlineItem{e, e.hb})
+	case alive && !e.hb.Equal(*e.h.LastHeartBeat):
+		e.hb = *e.h.LastHeartBeat
+		x.deadlines[e.heapAt].hb = e.hb
 		heap.Fix(&x.deadlines, e.heapAt)
 	case !alive && e.heapAt >= 0:
 		heap.Remove(&x.deadlines, e.heapAt)
