@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -60,6 +61,12 @@ and VDIBROKER_REGISTRATION_TOKEN.`,
 				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)}
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			switch {
+			case provider == "auto", provider == "logind", provider == "utmp", provider == "none",
+				strings.HasPrefix(provider, "file:") && len(provider) > len("file:"):
+			default:
+				return usageError{fmt.Errorf("--sessions-provider %q: want auto, logind, utmp, file:PATH or none", provider)}
+			}
 			sessions, err := agent.NewSessionProvider(provider)
 			if err != nil {
 				return err

@@ -249,6 +249,7 @@ func TestAgentE2E(t *testing.T) {
 		t.Skip("end-to-end: builds the binary and waits for a heartbeat timeout")
 	}
 	b := e2eStartBroker(t)
+	t.Run("usage", func(t *testing.T) { e2eUsage(t, b) })
 	t.Run("lifecycle", func(t *testing.T) { e2eLifecycle(t, b) })
 	t.Run("checks and commands", func(t *testing.T) { e2eChecksAndCommands(t, b) })
 }
@@ -451,4 +452,32 @@ func e2eChecksAndCommands(t *testing.T, b *e2eBroker) {
 		s := api.sessions(pool, url.Values{"user": {"carol"}})
 		return len(s) == 1 && s[0].State == vdibroker.StateDisconnected
 	})
+}
+
+// e2eUsage: wrong flags exit 2 naming the flag; a token the broker refuses
+// exits 1 with the broker's message (retrying cannot help).
+func e2eUsage(t *testing.T, b *e2eBroker) {
+	state := filepath.Join(t.TempDir(), "state")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no server", []string{"agent", "--state-dir", state}, 2, "--server"},
+		{"bad provider", []string{"agent", "--server", b.base, "--sessions-provider", "wmi"}, 2, "--sessions-provider"},
+		{"bad heartbeat interval", []string{"agent", "--server", b.base, "--heartbeat-interval", "soon"}, 2, "heartbeat-interval"},
+		{"bad host name", []string{"agent", "--server", b.base, "--registration-token", b.token, "--host-name", "x",
+			"--state-dir", state, "--sessions-provider", "none"}, 1, "hostName"},
+		{"refused token", []string{"agent", "--server", b.base, "--registration-token", "vdb_wrong", "--host-name", "e2e-host-09",
+			"--state-dir", state, "--sessions-provider", "none"}, 1, "registration token is invalid or expired"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := e2eStart(t, b.bin, nil, io.Discard, tt.args...)
+			if code := p.wait(t); code != tt.code || !strings.Contains(p.stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, p.stderr.String(), tt.code, tt.want)
+			}
+		})
+	}
 }
