@@ -113,7 +113,11 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 			preq.Existing = &placement.Existing{SessionID: existing.ID, Host: existing.SessionHost, State: existing.State}
 		}
 		v.mu.Lock()
+		t0 := time.Now()
 		d, err := v.placer.Place(preq)
+		if s.observe != nil {
+			s.observe(pool.LoadBalancerType, time.Since(t0))
+		}
 		if err != nil {
 			v.mu.Unlock()
 			code := vdibroker.ErrorCode(err)

@@ -31,6 +31,10 @@ type Config struct {
 	// Pending sessions (R-S3) and marks the placement views for a refresh
 	// from the store (so changes made by other replicas are seen). 0 = 5s.
 	MaintenanceInterval time.Duration
+	// ObservePlacement, when set, is called with the pool's load balancer
+	// type and the engine's decision time of every connect (for example
+	// metrics.ObservePlacement).
+	ObservePlacement func(algorithm string, d time.Duration)
 }
 
 // Server serves the API of SPEC §9 on a vdibroker.Store.
@@ -39,6 +43,7 @@ type Server struct {
 	log       *slog.Logger
 	now       func() time.Time
 	rand      func(n int) int
+	observe   func(algorithm string, d time.Duration)
 	adminHash [sha256.Size]byte
 	hasAdmin  bool
 
@@ -57,12 +62,13 @@ type Server struct {
 // NewServer returns a Server and starts its maintenance loop; Close stops it.
 func NewServer(cfg Config) *Server {
 	s := &Server{
-		store: cfg.Store,
-		log:   cfg.Logger,
-		now:   cfg.Now,
-		rand:  cfg.Rand,
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		store:   cfg.Store,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		rand:    cfg.Rand,
+		observe: cfg.ObservePlacement,
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

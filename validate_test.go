@@ -1,0 +1,76 @@
+package vdibroker
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestValidateHostPool_RP3_RP4 covers the pool checks that depend on other
+// fields (the per-field ranges are covered end to end in http/).
+func TestValidateHostPool_RP3_RP4(t *testing.T) {
+	cases := []struct {
+		name     string
+		edit     func(p *HostPool)
+		field    string // "" = valid
+		warnings int
+	}{
+		{"defaults", func(p *HostPool) {}, "", 0},
+		{"R-P3 DepthFirst without a limit warns", func(p *HostPool) { p.LoadBalancerType = DepthFirst }, "", 1},
+		{"DepthFirst with a limit", func(p *HostPool) { p.LoadBalancerType = DepthFirst; p.MaxSessionLimit = 10 }, "", 0},
+		{"Personal defaults to Persistent", func(p *HostPool) { p.HostPoolType = Personal; p.LoadBalancerType = "" }, "", 0},
+		{"Personal Direct", func(p *HostPool) {
+			p.HostPoolType, p.LoadBalancerType, p.PersonalDesktopAssignmentType = Personal, MultiplePersistent, Direct
+		}, "", 0},
+		{"Personal with BreadthFirst", func(p *HostPool) { p.HostPoolType, p.LoadBalancerType = Personal, BreadthFirst }, "loadBalancerType", 0},
+		{"Pooled with Direct", func(p *HostPool) { p.PersonalDesktopAssignmentType = Direct }, "personalDesktopAssignmentType", 0},
+		{"limit 0", func(p *HostPool) { p.MaxSessionLimit = 0 }, "maxSessionLimit", 0},
+		{"description with a newline is fine", func(p *HostPool) { p.Description = "line 1\nline 2" }, "", 0},
+		{"friendlyName with a newline", func(p *HostPool) { p.FriendlyName = "a\nb" }, "friendlyName", 0},
+		{"512 runes of description", func(p *HostPool) { p.Description = strings.Repeat("é", 512) }, "", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewHostPool("pool01")
+			p.LoadBalancerType = BreadthFirst
+			tc.edit(p)
+			p.FillDefaults()
+			w, err := ValidateHostPool(p)
+			if got := ErrorField(err); got != tc.field || (tc.field != "" && ErrorCode(err) != EInvalid) {
+				t.Fatalf("got %v (field %q), want field %q", err, got, tc.field)
+			}
+			if len(w) != tc.warnings {
+				t.Errorf("warnings %v, want %d", w, tc.warnings)
+			}
+		})
+	}
+}
+
+func TestValidateNamesAndAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"abc", true}, {"a b", true}, {"rdsh-01.contoso.com", true}, {"user@x_y", true},
+		{"ab", false}, {" abc", false}, {"abc ", false}, {"a/b", false}, {"a\tb", false}, {"ümlaut", false},
+		{strings.Repeat("a", 48), true}, {strings.Repeat("a", 49), false},
+	} {
+		if err := ValidateName("name", tc.in, MinHostNameLen, MaxHostNameLen); (err == nil) != tc.ok {
+			t.Errorf("ValidateName(%q) = %v, want ok=%v", tc.in, err, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"", true}, {"host:3389", true}, {"10.0.0.1:3389", true}, {"[2001:db8::1]:443", true},
+		{"host", false}, {"host:0", false}, {"host:65536", false}, {":3389", false}, {"ho st:3389", false},
+		{"host:3389\r\nfull address:s:evil", false},
+	} {
+		if err := ValidateAddress("address", tc.in); (err == nil) != tc.ok {
+			t.Errorf("ValidateAddress(%q) = %v, want ok=%v", tc.in, err, tc.ok)
+		}
+	}
+	if err := ValidateUser("user", "eve\r\nx"); err == nil {
+		t.Error("a user name with a line break was accepted (it goes into an .rdp line)")
+	}
+}
