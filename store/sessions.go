@@ -190,32 +190,47 @@ func (s *DB) EndSession(ctx context.Context, pool, id, reason string, now time.T
 // their pool's pendingTimeoutSeconds (R-S3).
 func (s *DB) ExpirePending(ctx context.Context, now time.Time) (int, error) {
 	type cand struct{ pool, host, id string }
-	var ended int
-	err := s.write(ctx, func(t *tx) error {
-		ended = 0
-		rows, err := t.query(ctx, `SELECT u.host_pool, u.session_host, u.id FROM user_sessions u
-			JOIN host_pools p ON p.name = u.host_pool
-			WHERE u.state = ? AND u.agent_session_id = '' AND u.state_time + p.pending_timeout_seconds * 1000000000 < ?
-			ORDER BY u.host_pool, u.session_host, u.id`, vdibroker.StatePending, ns(now))
+	const q = `SELECT u.host_pool, u.session_host, u.id FROM user_sessions u
+		JOIN host_pools p ON p.name = u.host_pool
+		WHERE u.state = ? AND u.agent_session_id = '' AND u.state_time + p.pending_timeout_seconds * 1000000000 < ?
+		ORDER BY u.host_pool, u.session_host, u.id`
+	candidates := func(t *tx) ([]cand, error) {
+		rows, err := t.query(ctx, q, vdibroker.StatePending, ns(now))
 		if err != nil {
-			return err
+			return nil, err
 		}
+		defer rows.Close()
 		var cands []cand
 		for rows.Next() {
 			var c cand
 			if err := rows.Scan(&c.pool, &c.host, &c.id); err != nil {
-				rows.Close()
-				return err
+				return nil, err
 			}
 			cands = append(cands, c)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		return cands, rows.Err()
+	}
+	// Usually nothing has expired: find out without taking the writer.
+	var found bool
+	err := s.read(ctx, func(t *tx) error {
+		cands, err := candidates(t)
+		found = len(cands) > 0
+		return err
+	})
+	if err != nil || !found {
+		return 0, wrap(err, "expire pending sessions")
+	}
+	var ended int
+	err = s.write(ctx, func(t *tx) error {
+		ended = 0
+		cands, err := candidates(t)
+		if err != nil {
 			return err
 		}
 		for i := 0; i < len(cands); {
 			// One host at a time: lock it, end its expired sessions, fix
-			// its counts once.
+			// its counts once. transition is conditional on Pending, so a
+			// session a heartbeat just matched is left alone.
 			j := i
 			for j < len(cands) && cands[j].pool == cands[i].pool && cands[j].host == cands[i].host {
 				j++
