@@ -27,6 +27,7 @@ import (
 
 // benchFixture is a server, its store and a pool of Available hosts.
 type benchFixture struct {
+	store  vdibroker.Store
 	url    string
 	pool   string
 	hosts  int
@@ -116,7 +117,7 @@ func fixture(b *testing.B, n int) *benchFixture {
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatalf("register hosts: %v", err)
 	}
-	f := &benchFixture{url: ts.URL, pool: pool, hosts: n, client: c}
+	f := &benchFixture{store: st, url: ts.URL, pool: pool, hosts: n, client: c}
 	fixtures[key] = f
 	return f
 }
@@ -194,6 +195,11 @@ func BenchmarkDurableConnects(b *testing.B) {
 	bareClient := vhttp.NewClient(bare.URL, adminToken)
 	bareClient.HTTPClient = benchHTTPClient()
 
+	type statser interface{ CommitStats() store.CommitStats }
+	var before store.CommitStats
+	if s, ok := f.store.(statser); ok {
+		before = s.CommitStats()
+	}
 	b.ResetTimer()
 	rate, lat, err := runClients(clients, b.N, func(int) error {
 		r, err := f.client.Connect(ctx, f.pool, vhttp.ConnectRequest{User: fmt.Sprintf("bu%09d", benchUser.Add(1))})
@@ -212,6 +218,12 @@ func BenchmarkDurableConnects(b *testing.B) {
 	})
 	if err != nil {
 		b.Fatalf("bare: %v", err)
+	}
+	if s, ok := f.store.(statser); ok {
+		after := s.CommitStats()
+		if n := after.Batches - before.Batches; n > 0 {
+			b.ReportMetric(float64(after.Writes-before.Writes)/float64(n), "writes/batch")
+		}
 	}
 	b.ReportMetric(rate, "connects/s")
 	b.ReportMetric(bareRate, "bare_req/s")
