@@ -20,7 +20,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -37,6 +39,7 @@ type Main struct {
 	Server     *vhttp.Server
 	AdminToken string
 	listener   net.Listener
+	console    *console.Console
 	httpServer *http.Server
 }
 
@@ -57,17 +60,25 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
+	// Every store call is timed for /metrics (store transaction latency).
+	st = metrics.InstrumentStore(st)
 	m.Store = st
 	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token})
+	// The console calls the API in-process with the signed-in user's token,
+	// so the API enforces roles for the console too.
+	m.console = console.New(console.Config{API: m.Server.Handler(), Store: st, Logger: m.Logger})
+	m.Server.Mux().Handle("/", m.console)
+	m.Server.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
+		m.console.Close()
 		m.Server.Close()
 		st.Close()
 		return fmt.Errorf("listen on %s: %w", m.Listen, err)
 	}
 	m.listener = ln
 	m.httpServer = &http.Server{
-		Handler:           m.Server.Handler(),
+		Handler:           metrics.InstrumentAPI(m.Server.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
@@ -90,6 +101,9 @@ func (m *Main) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		errs = append(errs, m.httpServer.Shutdown(ctx))
+	}
+	if m.console != nil {
+		errs = append(errs, m.console.Close())
 	}
 	if m.Server != nil {
 		errs = append(errs, m.Server.Close())
