@@ -270,7 +270,7 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
 		u.ID, u.HostPool, u.SessionHost, u.User, u.State, ns(u.CreateTime), ns(u.StateTime),
 		u.AgentSessionID, "", c.Pooled, false, c.Record)
-	if err != nil && t.d.isUnique(err) {
+	if err != nil && errors.Is(err, errUnique) {
 		if c.Pooled {
 			return vdibroker.ErrUserHasSession
 		}

@@ -129,7 +129,7 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 				VALUES (?,?,?,?,?,?,?,?,?)`,
 				h.HostPool, h.Name, h.Address, list(h.Protocols), h.StandardFeatures,
 				h.AllowNewSession, list(h.AssignedUsers), jsonText(h.Policy), ns(h.CreateTime))
-			if err != nil && t.d.isUnique(err) {
+			if err != nil && errors.Is(err, errUnique) {
 				return errRaced
 			}
 			return err

@@ -61,7 +61,7 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 				p.PersonalDesktopAssignmentType, string(lb), p.HeartbeatTimeoutSeconds,
 				p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes, p.Description,
 				p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime))
-			if err != nil && t.d.isUnique(err) {
+			if err != nil && errors.Is(err, errUnique) {
 				return errRaced
 			}
 			return err

@@ -355,6 +355,9 @@ func (t *tx) exec(ctx context.Context, query string, args ...any) (int64, error)
 		res, err = t.c.ExecContext(ctx, query, args...)
 	}
 	if err != nil {
+		if t.d.isUnique(err) {
+			err = fmt.Errorf("%w: %w", errUnique, err)
+		}
 		return 0, err
 	}
 	return res.RowsAffected()
@@ -380,6 +383,10 @@ func (t *tx) row(ctx context.Context, query string, args ...any) *sql.Row {
 	}
 	return t.c.QueryRowContext(ctx, query, args...)
 }
+
+// errUnique is every dialect's unique-constraint violation, translated in
+// tx.exec, so the shared code checks one sentinel.
+var errUnique = errors.New("unique constraint violated")
 
 // errRaced says a concurrent transaction inserted the row this one was
 // about to create (a unique violation on a create-or-replace): run again,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -1099,5 +1100,19 @@ func TestOpenRejectsUnknownDSN(t *testing.T) {
 	wantCode(t, err, vdibroker.EInvalid)
 	if !strings.Contains(err.Error(), "postgres://") {
 		t.Errorf("error should say what is accepted: %v", err)
+	}
+}
+
+// TestOpenDataDirWithURLCharacters: the data dir is a path, not a URL; a
+// space, '#', '?' or '%' in it must not change where the database goes.
+func TestOpenDataDirWithURLCharacters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data dir#1?x%20y")
+	s, err := store.Open(t.Context(), "", dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, "vdibroker.db")); err != nil {
+		t.Errorf("database not in the data dir: %v", err)
 	}
 }

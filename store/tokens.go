@@ -21,7 +21,7 @@ func (s *DB) CreateToken(ctx context.Context, tk *vdibroker.Token) error {
 	err := s.write(ctx, func(t *tx) error {
 		_, err := t.exec(ctx, `INSERT INTO tokens (id, role, subject, hash, create_time, expire_time) VALUES (?,?,?,?,?,?)`,
 			tk.ID, tk.Role, tk.Subject, tk.Hash, ns(tk.CreateTime), nsPtr(tk.ExpireTime))
-		if err != nil && t.d.isUnique(err) {
+		if err != nil && errors.Is(err, errUnique) {
 			return vdibroker.Errorf(vdibroker.EConflict, "token already exists")
 		}
 		return err
@@ -109,7 +109,7 @@ func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.Registra
 		}
 		_, err := t.exec(ctx, `INSERT INTO registration_tokens (id, host_pool, hash, create_time, expire_time) VALUES (?,?,?,?,?)`,
 			rt.ID, rt.HostPool, rt.Hash, ns(rt.CreateTime), ns(rt.ExpireTime))
-		if err != nil && t.d.isUnique(err) {
+		if err != nil && errors.Is(err, errUnique) {
 			return vdibroker.Errorf(vdibroker.EConflict, "registration token already exists")
 		}
 		return err
@@ -170,7 +170,7 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 				false, pool, req.HostName)
 		}
 		if err != nil {
-			if t.d.isUnique(err) {
+			if errors.Is(err, errUnique) {
 				// A concurrent registration (or PUT) of the same name: run
 				// again and re-key. (A credential hash collision, which
 				// 256-bit secrets make impossible in practice, would fail
