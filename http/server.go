@@ -122,16 +122,26 @@ func (s *Server) maintain(interval time.Duration) {
 	defer close(s.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	// Close cancels work in progress, so it never waits for a slow store.
+	base, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case <-s.stop:
+			stop()
+		case <-base.Done():
+		}
+	}()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
 		n, err := s.store.ExpirePending(ctx, s.now())
 		cancel()
-		if err != nil {
+		if err != nil && base.Err() == nil {
 			s.log.Error("expire pending sessions", "err", err)
 		} else if n > 0 {
 			s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", "PendingTimeout")
