@@ -278,3 +278,22 @@ func TestSessionHostAPI_SPEC9(t *testing.T) {
 	_, err = e.admin.PutSessionHost(ctx, "nosuchpool", "rdsh01", vhttp.SessionHostRequest{})
 	wantCode(t, err, vdibroker.ENotFound)
 }
+
+// TestDisconnectedTimeout_RS5: a session disconnected longer than the
+// pool's disconnectedSessionTimeoutMinutes gets a Logoff command on the
+// host's next heartbeat.
+func TestDisconnectedTimeout_RS5(t *testing.T) {
+	e := newEnv(t)
+	e.pool("rs5", map[string]any{"disconnectedSessionTimeoutMinutes": 1})
+	host := e.addHosts("rs5", "rs5h", 1)[0]
+	c := e.mustConnect("rs5", "alice")
+	e.heartbeat(host, vdibroker.AgentSession{ID: "9", User: "alice", State: "Disconnected"})
+	if hb := e.heartbeat(host, vdibroker.AgentSession{ID: "9", User: "alice", State: "Disconnected"}); len(hb.Commands) != 0 {
+		t.Fatalf("logoff before the timeout: %+v", hb.Commands)
+	}
+	e.clock.Advance(61 * time.Second)
+	hb := e.heartbeat(host, vdibroker.AgentSession{ID: "9", User: "alice", State: "Disconnected"})
+	if len(hb.Commands) != 1 || hb.Commands[0].Type != vdibroker.CommandLogoff || hb.Commands[0].SessionID != c.SessionID || hb.Commands[0].AgentSessionID != "9" {
+		t.Errorf("after 61 s disconnected: commands %+v, want one Logoff of %s", hb.Commands, c.SessionID)
+	}
+}

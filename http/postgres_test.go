@@ -32,6 +32,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"HeartbeatReconciliation_RS2", TestHeartbeatReconciliation_RS2},
 		{"SessionCommands_RS4", TestSessionCommands_RS4},
 		{"PendingTimeout_RS3", TestPendingTimeout_RS3},
+		{"DisconnectedTimeout_RS5", TestDisconnectedTimeout_RS5},
 		{"RegisterAndCredentials_RSEC", TestRegisterAndCredentials_RSEC},
 		{"SessionHostAPI_SPEC9", TestSessionHostAPI_SPEC9},
 		{"AuthRoles_RSEC", TestAuthRoles_RSEC},
