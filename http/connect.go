@@ -128,9 +128,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 				// stale (sessions ended on another replica).
 				if !reloaded {
 					reloaded = true
-					v.mu.Lock()
-					v.stale = true
-					v.mu.Unlock()
+					v.markStale()
 				}
 				lookup = true
 				continue
@@ -204,9 +202,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 			// Another replica filled or took the host: decide again. After
 			// a second loss the whole view is suspect: re-read the pool.
 			if attempt >= 1 {
-				v.mu.Lock()
-				v.stale = true
-				v.mu.Unlock()
+				v.markStale()
 			}
 		default:
 			return nil, 0, fmt.Errorf("commit placement: pool=%q host=%q: %w", poolName, d.Host, err)

@@ -32,6 +32,9 @@ type poolView struct {
 	pool   *vdibroker.HostPool
 	placer placement.Placer // nil until loaded
 	stale  bool
+	// gen counts markStale calls, so a reload that read the store before
+	// the latest one does not clear it.
+	gen uint64
 	// hosts is what the view knows of each host beyond the placer's Host:
 	// the address the connect answer carries.
 	addrs map[string]string
@@ -84,9 +87,7 @@ func (vs *views) markAllStale() {
 	}
 	vs.mu.Unlock()
 	for _, v := range all {
-		v.mu.Lock()
-		v.stale = true
-		v.mu.Unlock()
+		v.markStale()
 	}
 }
 
@@ -169,6 +170,9 @@ func (vs *views) ensure(ctx context.Context, v *poolView) error {
 // off by one, which the database catches (ErrHostFull → refresh) or the
 // next refresh corrects.
 func (vs *views) reload(ctx context.Context, v *poolView) error {
+	v.mu.Lock()
+	gen := v.gen
+	v.mu.Unlock()
 	pool, err := vs.s.store.GetHostPool(ctx, v.name)
 	if err != nil {
 		return err
@@ -180,7 +184,7 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.pool = pool
-	v.stale = false
+	v.stale = v.gen != gen // marked again while we read: read again next time
 	if v.placer == nil {
 		phs := make([]placement.Host, len(hosts))
 		for i, h := range hosts {
@@ -218,9 +222,7 @@ func (vs *views) refreshHost(ctx context.Context, pool, name string) {
 			return
 		}
 		if v := vs.peek(pool); v != nil {
-			v.mu.Lock()
-			v.stale = true
-			v.mu.Unlock()
+			v.markStale()
 		}
 		return
 	}
@@ -258,4 +260,12 @@ func (v *poolView) rememberUser(user, id string) {
 		v.users = map[string]string{}
 	}
 	v.users[user] = id
+}
+
+// markStale makes the next connect re-read the pool from the store.
+func (v *poolView) markStale() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.stale = true
+	v.gen++
 }
