@@ -78,6 +78,3 @@ type TokenResponse struct {
 	vdibroker.Token
 	Secret string `json:"token"`
 }
-
-// CommandResponse answers the session commands (202): the queued command.
-type CommandResponse = vdibroker.Command
