@@ -454,8 +454,10 @@ func decodeErrorAnswer(resp *nethttp.Response, data []byte) error {
 		return eb.Error
 	}
 	code := vdibroker.EInternal
+	// Not the broker's answer (a proxy's, say): map the unambiguous
+	// statuses, everything else is Internal with the text in the message.
 	for _, c := range []string{vdibroker.EInvalid, vdibroker.EUnauthenticated, vdibroker.EPermission,
-		vdibroker.ENotFound, vdibroker.EConflict, vdibroker.ENoCapacity} {
+		vdibroker.ENotFound, vdibroker.EConflict} {
 		if vdibroker.HTTPStatus(c) == resp.StatusCode {
 			code = c
 			break
