@@ -33,24 +33,14 @@ type target struct {
 	open func(t testing.TB, opts store.Options) *store.DB
 }
 
-func targets(t testing.TB) []target {
-	t.Helper()
-	return []target{
-		{name: "sqlite", open: sqliteOpener(t)},
-		{name: "postgres", open: postgresOpener(t)},
-	}
-}
-
 func sqliteOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
-	var dir string
+	dir := t.TempDir()
 	return func(tb testing.TB, opts store.Options) *store.DB {
 		tb.Helper()
-		if dir == "" {
-			dir = tb.TempDir()
-		}
 		s, err := store.OpenWith(tb.Context(), "", dir, nil, opts)
 		if err != nil {
-			tb.Fatalf("open sqlite: %v", err)
+			tb.Errorf("open sqlite: %v", err)
+			tb.FailNow()
 		}
 		tb.Cleanup(func() { s.Close() })
 		return s
@@ -60,61 +50,53 @@ func sqliteOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
 // postgresOpener creates a uniquely named schema and points search_path at
 // it; the schema is dropped when the test ends.
 func postgresOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
-	var dsn string
+	t.Helper()
+	base := os.Getenv(pgEnv)
+	if base == "" {
+		t.Skipf("PostgreSQL contract tests skipped: set %s (for example postgres://vdibroker:vdibroker@127.0.0.1:5432/vdibroker?sslmode=disable)", pgEnv)
+	}
+	schema := "vdibroker_test_" + store.NewID()[20:]
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ExecContext(t.Context(), `CREATE SCHEMA `+schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	dsn := u.String()
 	return func(tb testing.TB, opts store.Options) *store.DB {
 		tb.Helper()
-		base := os.Getenv(pgEnv)
-		if base == "" {
-			tb.Skipf("PostgreSQL contract tests skipped: set %s (for example postgres://vdibroker:vdibroker@127.0.0.1:5432/vdibroker?sslmode=disable)", pgEnv)
-		}
-		if dsn == "" {
-			schema := "vdibroker_test_" + store.NewID()[:12]
-			admin, err := sql.Open("pgx", base)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			if _, err := admin.ExecContext(tb.Context(), `CREATE SCHEMA `+schema); err != nil {
-				admin.Close()
-				tb.Fatalf("create schema: %v", err)
-			}
-			tb.Cleanup(func() {
-				_, err := admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
-				if err != nil {
-					tb.Errorf("drop schema %s: %v", schema, err)
-				}
-				admin.Close()
-			})
-			u, err := url.Parse(base)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			q := u.Query()
-			q.Set("search_path", schema)
-			u.RawQuery = q.Encode()
-			dsn = u.String()
-		}
 		s, err := store.OpenWith(tb.Context(), dsn, "", nil, opts)
 		if err != nil {
-			tb.Fatalf("open postgres: %v", err)
+			tb.Errorf("open postgres: %v", err)
+			tb.FailNow()
 		}
 		tb.Cleanup(func() { s.Close() })
 		return s
 	}
 }
 
-// run runs fn as a subtest per engine with a fresh database.
+// run runs fn as a subtest per engine, each with a fresh database.
 func run(t *testing.T, fn func(t *testing.T, tg target)) {
 	t.Helper()
-	for _, tg := range targets(t) {
-		t.Run(tg.name, func(t *testing.T) {
-			tg := target{name: tg.name}
-			if tg.name == "sqlite" {
-				tg.open = sqliteOpener(t)
-			} else {
-				tg.open = postgresOpener(t)
-			}
-			fn(t, tg)
-		})
+	for name, opener := range map[string]func(testing.TB) func(testing.TB, store.Options) *store.DB{
+		"sqlite": sqliteOpener, "postgres": postgresOpener,
+	} {
+		t.Run(name, func(t *testing.T) { fn(t, target{name: name, open: opener(t)}) })
 	}
 }
 
@@ -1115,4 +1097,26 @@ func TestOpenDataDirWithURLCharacters(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "vdibroker.db")); err != nil {
 		t.Errorf("database not in the data dir: %v", err)
 	}
+}
+
+// TestConcurrentOpenMigratesOnce: replicas starting together on an empty
+// database all open it (the migrations run once: under an advisory lock on
+// PostgreSQL, serialised by the write lock on SQLite).
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		var wg sync.WaitGroup
+		dbs := make([]*store.DB, 4)
+		for i := range dbs {
+			wg.Go(func() { dbs[i] = tg.open(t, store.Options{}) })
+		}
+		wg.Wait()
+		for _, s := range dbs {
+			if s == nil {
+				t.FailNow()
+			}
+			if err := s.Ping(t.Context()); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 }
