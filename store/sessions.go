@@ -315,3 +315,24 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 	})
 	return wrap(err, "queue command for %s/%s", c.HostPool, c.SessionHost)
 }
+
+// PruneHistory deletes sessions that ended before before (LoggedOff sessions
+// are kept for history only, SPEC §1) and commands finished or delivered
+// before it, and returns how many sessions went. It is not part of
+// vdibroker.Store: a server that wants bounded history calls it
+// periodically (type-assert the store to interface{ PruneHistory(...) }).
+func (s *DB) PruneHistory(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.write(ctx, func(t *tx) (err error) {
+		n, err = t.exec(ctx, `DELETE FROM user_sessions WHERE state = ? AND state_time < ?`, vdibroker.StateLoggedOff, ns(before))
+		if err != nil {
+			return err
+		}
+		_, err = t.exec(ctx, `DELETE FROM commands WHERE state <> ? AND create_time < ?`, vdibroker.CommandQueued, ns(before))
+		return err
+	})
+	if err != nil {
+		return 0, wrap(err, "prune history")
+	}
+	return int(n), nil
+}

@@ -1120,3 +1120,30 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		}
 	})
 }
+
+func TestPruneHistory(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		old := mustCommit(t, s, placement("pool1", "h1", "old", 10))
+		recent := mustCommit(t, s, placement("pool1", "h1", "recent", 10))
+		open := mustCommit(t, s, placement("pool1", "h1", "open", 10))
+		if err := s.EndSession(ctx, "pool1", old, "x", t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndSession(ctx, "pool1", recent, "x", t0.Add(3*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.PruneHistory(ctx, t0.Add(2*time.Hour))
+		if err != nil || n != 1 {
+			t.Fatalf("prune: got %d %v, want 1", n, err)
+		}
+		_, err = s.GetUserSession(ctx, "pool1", old)
+		wantCode(t, err, vdibroker.ENotFound)
+		for _, id := range []string{recent, open} {
+			session(t, s, "pool1", id)
+		}
+		wantCounts(t, s, "pool1", "h1", 1, 1)
+	})
+}
