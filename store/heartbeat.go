@@ -101,7 +101,7 @@ func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdi
 // the count deltas. The caller holds the host's lock.
 //
 // Matching: a reported session matches the open session carrying its agent
-// id; else the oldest Pending session of its user not yet seen (the agent's
+// id and user; else the oldest Pending session of its user not yet seen (the agent's
 // ids are its own, so a placed session is matched by user, SPEC §9); else
 // it is adopted.
 func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, err error) {
@@ -125,11 +125,15 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 		return 0, 0, err
 	}
 
+	// Agent session ids are the host's own and may be reused (Windows
+	// numbers sessions 1, 2, 3...): a report matches by id and user, so
+	// bob on alice's old id is not taken for alice.
+	agentKey := func(id, user string) string { return id + "\x00" + user }
 	byAgent := map[string]*openSession{}
 	pendingByUser := map[string][]*openSession{}
 	for _, o := range open {
 		if o.agentID != "" {
-			byAgent[o.agentID] = o
+			byAgent[agentKey(o.agentID, o.user)] = o
 		} else if o.state == vdibroker.StatePending {
 			pendingByUser[o.user] = append(pendingByUser[o.user], o)
 		}
@@ -151,7 +155,7 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 		if r.State == vdibroker.StateDisconnected {
 			want = vdibroker.StateDisconnected
 		}
-		o := byAgent[r.ID]
+		o := byAgent[agentKey(r.ID, r.User)]
 		if o == nil {
 			if l := pendingByUser[r.User]; len(l) > 0 {
 				o, pendingByUser[r.User] = l[0], l[1:]

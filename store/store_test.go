@@ -686,6 +686,17 @@ func TestHeartbeatReconciliation(t *testing.T) {
 			},
 		},
 		{
+			// The host reused alice's agent session id for bob between
+			// two heartbeats: alice's session ended, bob's is adopted.
+			name:   "reused agent session id is another session",
+			placed: []string{"alice"},
+			beats: []beat{
+				{at: 1 * time.Second, sessions: []vdibroker.AgentSession{active("2", "alice")}, want: map[string]string{"alice": "Active"}, sessions_: 1},
+				{at: 2 * time.Second, sessions: []vdibroker.AgentSession{active("2", "bob")},
+					want: map[string]string{"alice": "LoggedOff/NotReported", "bob": "Active"}, sessions_: 1},
+			},
+		},
+		{
 			name:   "two pending sessions of one user match two agent sessions",
 			placed: []string{"alice", "alice"},
 			beats: []beat{{at: time.Second, sessions: []vdibroker.AgentSession{active("s1", "alice"), active("s2", "alice")},
