@@ -384,10 +384,12 @@ func (x *indexed) Place(req Request) (Decision, error) {
 // (a merge of the per-reason trees' first ExplainLimit each) and the counts
 // per reason. It returns the pool's host count and those counts.
 func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts map[string]int) {
-	counts = map[string]int{}
 	var first []*entry
 	for _, r := range reasonOrder {
 		if t := x.excluded[r]; t.Len() > 0 {
+			if counts == nil {
+				counts = map[string]int{}
+			}
 			counts[r] = t.Len()
 			first = append(first, x.firsts(t, func(*entry) bool { return true })...)
 		}
@@ -446,7 +448,7 @@ func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 
 // firsts returns the first ExplainLimit entries of t while keep holds.
 func (x *indexed) firsts(t *btree, keep func(*entry) bool) []*entry {
-	var out []*entry
+	out := make([]*entry, 0, ExplainLimit)
 	t.Ascend(func(e *entry) bool {
 		if !keep(e) {
 			return false
