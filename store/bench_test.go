@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -39,7 +40,7 @@ func BenchmarkCommitPlacement(b *testing.B) {
 			}
 			var n atomic.Int64
 			// 64 goroutines in all, whatever GOMAXPROCS is.
-			b.SetParallelism((64 + testingProcs() - 1) / testingProcs())
+			b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -79,7 +80,7 @@ func BenchmarkApplyHeartbeat(b *testing.B) {
 		}
 	}
 	var n atomic.Int64
-	b.SetParallelism((64 + testingProcs() - 1) / testingProcs())
+	b.SetParallelism((64 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -94,4 +95,35 @@ func BenchmarkApplyHeartbeat(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "heartbeats/s")
 	st := s.CommitStats()
 	b.ReportMetric(float64(st.Writes)/float64(max(st.Batches, 1)), "writes/batch")
+}
+
+// BenchmarkCommitBatch measures the database work of one 64-placement
+// group-commit transaction on SQLite, without callers: the ceiling of
+// CommitPlacement throughput.
+func BenchmarkCommitBatch(b *testing.B) {
+	for _, sync := range []string{"FULL", "NORMAL"} {
+		b.Run("sqlite/synchronous="+sync, func(b *testing.B) {
+			s := sqliteOpener(b)(b, store.Options{Synchronous: sync})
+			mustPool(b, s, pool("bench", vdibroker.Pooled))
+			const hosts = 500
+			for i := range hosts {
+				mustHost(b, s, "bench", fmt.Sprintf("host%03d", i))
+			}
+			n := 0
+			b.ResetTimer()
+			for b.Loop() {
+				batch := make([]*vdibroker.PlacementCommit, 64)
+				for i := range batch {
+					n++
+					batch[i] = placement("bench", fmt.Sprintf("host%03d", n%hosts), fmt.Sprintf("user%d", n), vdibroker.NoSessionLimit)
+				}
+				for _, err := range s.CommitBatch(batch) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "commits/s")
+		})
+	}
 }
