@@ -63,7 +63,7 @@ func (m *Main) Open(ctx context.Context) error {
 	// Every store call is timed for /metrics (store transaction latency).
 	st = metrics.InstrumentStore(st)
 	m.Store = st
-	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token})
+	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, ObservePlacement: metrics.ObservePlacement})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: st, Logger: m.Logger})

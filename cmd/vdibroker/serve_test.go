@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// openMain starts the real broker on 127.0.0.1:0 with a temp data dir.
+func openMain(tb testing.TB) *Main {
+	tb.Helper()
+	m := &Main{Listen: "127.0.0.1:0", DataDir: tb.TempDir()}
+	if err := m.Open(context.Background()); err != nil {
+		tb.Fatalf("open broker: %v", err)
+	}
+	tb.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestServeAdminTokenFile checks R-SEC: without VDIBROKER_ADMIN_TOKEN the
+// broker creates <data-dir>/admin.token with mode 0600 on first start and
+// reuses it on the next; with the variable set, the variable wins.
+func TestServeAdminTokenFile(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	dir := t.TempDir()
+	first, err := adminToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("admin.token mode = %o, want 600", got)
+	}
+	second, err := adminToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first == "" || first != second {
+		t.Errorf("admin token not reused: first %q, second %q", first, second)
+	}
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "from-env-token")
+	if got, _ := adminToken(dir); got != "from-env-token" {
+		t.Errorf("admin token = %q, want the environment's", got)
+	}
+}
+
+// TestServeMountsConsoleAndMetrics checks that serve wires the console at /,
+// /metrics, and the placement latency hook: after one connect on a host that
+// registered and heartbeated, the connect counter and the placement
+// histogram have moved.
+func TestServeMountsConsoleAndMetrics(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	m := openMain(t)
+	ctx := t.Context()
+	c := vhttp.NewClient(m.URL(), m.AdminToken)
+	if _, err := c.PutHostPool(ctx, "servepool", map[string]any{"loadBalancerType": "DepthFirst", "maxSessionLimit": 5}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := c.CreateRegistrationToken(ctx, "servepool", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := c.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "sh-01", Address: "127.0.0.1:3389"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	before := scrape(t, m.URL())
+	res, err := c.Connect(ctx, "servepool", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionHost != "sh-01" {
+		t.Fatalf("connect placed on %q, want sh-01", res.SessionHost)
+	}
+	after := scrape(t, m.URL())
+	for _, series := range []string{
+		`vdibroker_placement_duration_seconds_count{algorithm="DepthFirst"}`,
+		`vdibroker_connects_total{code="OK",pool="servepool"}`,
+	} {
+		if got, was := metricValue(after, series), metricValue(before, series); got != was+1 {
+			t.Errorf("%s = %v after one connect, want %v", series, got, was+1)
+		}
+	}
+
+	resp, err := http.Get(m.URL() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(strings.ToLower(string(body)), "sign in") {
+		t.Errorf("GET / = %d, want the console's sign-in page; body starts %.200q", resp.StatusCode, body)
+	}
+}
+
+func scrape(tb testing.TB, base string) string {
+	tb.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET /metrics = %d, %v", resp.StatusCode, err)
+	}
+	return string(b)
+}
+
+// metricValue returns the value of one series in a Prometheus text
+// exposition, 0 when absent.
+func metricValue(exposition, series string) float64 {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
+	m := re.FindStringSubmatch(exposition)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
