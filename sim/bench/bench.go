@@ -155,9 +155,20 @@ func newClient(cfg Config) *http.Client {
 
 func connectOnce(ctx context.Context, client *http.Client, endpoint, token string, body connectBody) outcome {
 	data, _ := json.Marshal(body) // a struct of strings and a bool cannot fail
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(data))
+	o, _ := send(ctx, client, http.MethodPost, endpoint, token, data)
+	return o
+}
+
+// send makes one request with a JSON body (none when data is nil) and
+// returns its outcome and the answer's body.
+func send(ctx context.Context, client *http.Client, method, endpoint, token string, data []byte) (outcome, []byte) {
+	var body io.Reader
+	if data != nil {
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, endpoint, body)
 	if err != nil {
-		return outcome{code: "Transport", message: err.Error()}
+		return outcome{code: "Transport", message: err.Error()}, nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
@@ -166,14 +177,14 @@ func connectOnce(ctx context.Context, client *http.Client, endpoint, token strin
 	start := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return outcome{latency: time.Since(start), code: "Transport", message: transportMessage(err)}
+		return outcome{latency: time.Since(start), code: "Transport", message: transportMessage(err)}, nil
 	}
 	answer, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	o := outcome{latency: time.Since(start), status: resp.StatusCode, size: len(answer)}
 	if err != nil {
 		o.status, o.code, o.message = 0, "Transport", transportMessage(err)
-		return o
+		return o, nil
 	}
 	if resp.StatusCode >= 300 {
 		var eb errorBody
@@ -183,7 +194,7 @@ func connectOnce(ctx context.Context, client *http.Client, endpoint, token strin
 			o.code, o.message = "-", strings.TrimSpace(string(answer[:min(len(answer), 200)]))
 		}
 	}
-	return o
+	return o, answer
 }
 
 // transportMessage drops the URL from a *url.Error: the message is about
@@ -199,7 +210,6 @@ func transportMessage(err error) string {
 func summarize(cfg Config, outcomes []outcome, elapsed time.Duration) *Result {
 	r := &Result{Connects: len(outcomes), Concurrency: cfg.Concurrency, Elapsed: elapsed}
 	lat := make([]time.Duration, len(outcomes))
-	byKind := map[[2]string]*ErrorCount{}
 	okBytes, allBytes := 0, 0
 	for i, o := range outcomes {
 		lat[i] = o.latency
@@ -207,26 +217,9 @@ func summarize(cfg Config, outcomes []outcome, elapsed time.Duration) *Result {
 		if o.code == "" {
 			r.OK++
 			okBytes += o.size
-			continue
 		}
-		key := [2]string{fmt.Sprint(o.status), o.code}
-		ec, ok := byKind[key]
-		if !ok {
-			ec = &ErrorCount{Status: o.status, Code: o.code, Example: o.message}
-			byKind[key] = ec
-		}
-		ec.Count++
 	}
-	r.Errors = []ErrorCount{}
-	for _, ec := range byKind {
-		r.Errors = append(r.Errors, *ec)
-	}
-	slices.SortFunc(r.Errors, func(a, b ErrorCount) int {
-		if a.Status != b.Status {
-			return a.Status - b.Status
-		}
-		return strings.Compare(a.Code, b.Code)
-	})
+	r.Errors = countErrors(outcomes)
 	slices.Sort(lat)
 	r.P50, r.P95, r.P99 = percentile(lat, 50), percentile(lat, 95), percentile(lat, 99)
 	if elapsed > 0 {
@@ -239,6 +232,34 @@ func summarize(cfg Config, outcomes []outcome, elapsed time.Duration) *Result {
 		r.ResponseBytes = allBytes / len(outcomes)
 	}
 	return r
+}
+
+// countErrors groups the failed outcomes by status and code, sorted.
+func countErrors(outcomes []outcome) []ErrorCount {
+	byKind := map[[2]string]*ErrorCount{}
+	for _, o := range outcomes {
+		if o.code == "" {
+			continue
+		}
+		key := [2]string{fmt.Sprint(o.status), o.code}
+		ec, ok := byKind[key]
+		if !ok {
+			ec = &ErrorCount{Status: o.status, Code: o.code, Example: o.message}
+			byKind[key] = ec
+		}
+		ec.Count++
+	}
+	errs := []ErrorCount{}
+	for _, ec := range byKind {
+		errs = append(errs, *ec)
+	}
+	slices.SortFunc(errs, func(a, b ErrorCount) int {
+		if a.Status != b.Status {
+			return a.Status - b.Status
+		}
+		return strings.Compare(a.Code, b.Code)
+	})
+	return errs
 }
 
 // percentile is the nearest-rank percentile of sorted latencies: the
@@ -298,10 +319,15 @@ func (r *Result) WriteSummary(w io.Writer, title string) {
 	fmt.Fprintf(w, "  ok           %d\n", r.OK)
 	fmt.Fprintf(w, "  rate         %.1f per second\n", r.Rate)
 	fmt.Fprintf(w, "  latency      p50 %s  p95 %s  p99 %s\n", fmtLatency(r.P50), fmtLatency(r.P95), fmtLatency(r.P99))
-	if len(r.Errors) == 0 {
+	writeErrors(w, r.Errors)
+}
+
+// writeErrors prints the errors block of a summary.
+func writeErrors(w io.Writer, errs []ErrorCount) {
+	if len(errs) == 0 {
 		fmt.Fprintf(w, "  errors       none\n")
 	}
-	for i, e := range r.Errors {
+	for i, e := range errs {
 		label := "  errors       "
 		if i > 0 {
 			label = "               "
