@@ -21,6 +21,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newBenchConnectCmd())
+	cmd.AddCommand(newBenchHeartbeatCmd())
 	return cmd
 }
 

@@ -6,6 +6,12 @@
 // JSON body of the same size, so the broker's own cost can be read as a
 // ratio measured side by side.
 //
+// Heartbeat is the host agents' load: it registers a number of hosts and
+// sends each one's heartbeat, with its sessions and a metrics sample, every
+// interval, spread evenly, and measures the offered and handled rates, the
+// latency, how late heartbeats went out, and the broker's resident memory
+// and CPU time (from /proc) (issue 4's memory bound).
+//
 // It speaks plain net/http and encoding/json with the root package's types,
 // so it measures the wire and nothing else.
 package bench

@@ -123,6 +123,9 @@ type HeartbeatResult struct {
 
 	// Server (and Client, this process) before and after the heartbeats;
 	// nil when not measured or /proc is not readable.
+	// SameProcess: the broker runs in the generator's process (in-process
+	// run), so its memory and CPU include the generator's.
+	SameProcess  bool        `json:"sameProcess"`
 	ServerBefore *ProcSample `json:"serverBefore,omitempty"`
 	ServerAfter  *ProcSample `json:"serverAfter,omitempty"`
 	ClientBefore *ProcSample `json:"clientBefore,omitempty"`
@@ -186,12 +189,18 @@ func Heartbeat(ctx context.Context, cfg HeartbeatConfig) (*HeartbeatResult, erro
 	}
 	res.Hosts = len(hosts)
 
-	res.ServerBefore, res.ClientBefore = readProcOrNil(cfg.ServerPID), readProcOrNil(os.Getpid())
+	// The generator's own process is read too, unless it is the broker's.
+	self := os.Getpid()
+	res.SameProcess = cfg.ServerPID == self
+	if res.SameProcess {
+		self = 0
+	}
+	res.ServerBefore, res.ClientBefore = readProcOrNil(cfg.ServerPID), readProcOrNil(self)
 	outcomes, elapsed := sendHeartbeats(ctx, client, api+"/agent/heartbeat", hosts, cfg)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("heartbeat run interrupted: %w", err)
 	}
-	res.ServerAfter, res.ClientAfter = readProcOrNil(cfg.ServerPID), readProcOrNil(os.Getpid())
+	res.ServerAfter, res.ClientAfter = readProcOrNil(cfg.ServerPID), readProcOrNil(self)
 	summarizeHeartbeats(res, outcomes, len(hosts), elapsed)
 	return res, nil
 }
@@ -536,7 +545,11 @@ func (r *HeartbeatResult) WriteSummary(w io.Writer, title string) {
 	fmt.Fprintf(w, "  lateness     p50 %s  p99 %s  max %s\n", fmtLatency(r.LatenessP50), fmtLatency(r.LatenessP99), fmtLatency(r.LatenessMax))
 	writeErrors(w, r.Errors)
 	fmt.Fprintf(w, "  kept up      %v\n", r.KeptUp)
-	writeProc(w, "server", r.ServerBefore, r.ServerAfter)
+	server := "server"
+	if r.SameProcess {
+		server = "server+gen."
+	}
+	writeProc(w, server, r.ServerBefore, r.ServerAfter)
 	writeProc(w, "generator", r.ClientBefore, r.ClientAfter)
 }
 
