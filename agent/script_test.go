@@ -102,7 +102,9 @@ func TestSampleKeepsValueOnTimeout(t *testing.T) {
 	dir := t.TempDir()
 	mode := filepath.Join(dir, "mode")
 	script := writeScript(t, `case "$(cat `+mode+`)" in slow) sleep 30;; garbage) echo lots;; *) cat `+mode+`;; esac`)
-	a := newTestAgent(t, Config{Server: "http://127.0.0.1:1", CustomScript: script, CustomScriptTimeout: 300 * time.Millisecond})
+	// A generous timeout for the runs that must finish (a loaded CI machine
+	// can take seconds to start a shell), a short one for the slow run.
+	a := newTestAgent(t, Config{Server: "http://127.0.0.1:1", CustomScript: script, CustomScriptTimeout: 20 * time.Second})
 	set := func(s string) {
 		if err := os.WriteFile(mode, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
@@ -119,7 +121,9 @@ func TestSampleKeepsValueOnTimeout(t *testing.T) {
 		t.Fatalf("after value 60: %v", v)
 	}
 	set("slow")
+	a.cfg.CustomScriptTimeout = 300 * time.Millisecond
 	a.sample(t.Context())
+	a.cfg.CustomScriptTimeout = 20 * time.Second
 	if v := custom(); v == nil || *v != 60 {
 		t.Fatalf("after timeout: %v, want the previous 60 kept", v)
 	}
