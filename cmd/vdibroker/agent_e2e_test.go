@@ -202,17 +202,13 @@ type e2eBroker struct {
 
 const e2ePool = "e2e-pool"
 
-func e2eStartBroker(t *testing.T) *e2eBroker {
-	t.Helper()
-	dir := t.TempDir()
-	bin := e2eBuild(t, dir)
-	dataDir := filepath.Join(dir, "broker")
-	const admin = "vdb_admin_e2e_agent_test"
-
-	// serve on port 0 prints the URL it listens on.
+// e2eServe runs `vdibroker serve` on port 0 with dataDir and the admin
+// token, and returns the process and the URL it printed.
+func e2eServe(tb testing.TB, bin, dataDir, admin string) (*e2eProc, string) {
+	tb.Helper()
 	pr, pw := io.Pipe()
-	e2eStart(t, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + admin}, pw, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
-	t.Cleanup(func() { pw.Close() })
+	p := e2eStart(tb, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + admin}, pw, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	tb.Cleanup(func() { pw.Close() })
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -222,12 +218,22 @@ func e2eStartBroker(t *testing.T) *e2eBroker {
 			}
 		}
 	}()
-	var base string
 	select {
-	case base = <-urls:
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not print its address")
+	case base := <-urls:
+		return p, base
+	case <-time.After(60 * time.Second):
+		tb.Fatal("serve did not print its address")
+		return nil, ""
 	}
+}
+
+func e2eStartBroker(t *testing.T) *e2eBroker {
+	t.Helper()
+	dir := t.TempDir()
+	bin := e2eBuild(t, dir)
+	dataDir := filepath.Join(dir, "broker")
+	const admin = "vdb_admin_e2e_agent_test"
+	_, base := e2eServe(t, bin, dataDir, admin)
 	api := e2eAPI{tb: t, base: base, token: admin}
 	api.call("PUT", "/hostpools/"+e2ePool, map[string]any{
 		"hostPoolType": "Pooled", "loadBalancerType": "BreadthFirst", "heartbeatTimeoutSeconds": 10,
