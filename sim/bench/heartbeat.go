@@ -54,6 +54,8 @@ func (c *HeartbeatConfig) Validate() error {
 		return vdibroker.FieldError("server", "must be an http:// or https:// URL, got %q", c.Server)
 	case c.HostPool == "":
 		return vdibroker.FieldError("hostPool", "required")
+	case vdibroker.ValidateName("hostPool", c.HostPool, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen) != nil:
+		return vdibroker.ValidateName("hostPool", c.HostPool, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen)
 	case c.Hosts < 1 || c.Hosts > 1_000_000:
 		return vdibroker.FieldError("hosts", "must be 1..1000000")
 	case c.SessionsPerHost < 0 || c.SessionsPerHost > 1000:

@@ -201,7 +201,7 @@ func TestParseProc(t *testing.T) {
 }
 
 func TestHeartbeatValidate(t *testing.T) {
-	ok := HeartbeatConfig{Server: "http://x", HostPool: "p", Hosts: 1, Interval: time.Second, Duration: time.Second, Concurrency: 1}
+	ok := HeartbeatConfig{Server: "http://x", HostPool: "pool", Hosts: 1, Interval: time.Second, Duration: time.Second, Concurrency: 1}
 	tests := []struct {
 		name   string
 		change func(*HeartbeatConfig)
@@ -210,6 +210,7 @@ func TestHeartbeatValidate(t *testing.T) {
 		{"ok", func(*HeartbeatConfig) {}, ""},
 		{"no scheme", func(c *HeartbeatConfig) { c.Server = "x:1" }, "server"},
 		{"no pool", func(c *HeartbeatConfig) { c.HostPool = "" }, "hostPool"},
+		{"short pool name", func(c *HeartbeatConfig) { c.HostPool = "hb" }, "hostPool"},
 		{"no hosts", func(c *HeartbeatConfig) { c.Hosts = 0 }, "hosts"},
 		{"negative sessions", func(c *HeartbeatConfig) { c.SessionsPerHost = -1 }, "sessionsPerHost"},
 		{"tiny interval", func(c *HeartbeatConfig) { c.Interval = time.Millisecond }, "interval"},
