@@ -59,3 +59,26 @@ func (s *DB) CheckCounts(ctx context.Context) ([]string, error) {
 	})
 	return bad, err
 }
+
+// ExpirePendingPlan returns SQLite's EXPLAIN QUERY PLAN details for the query
+// ExpirePending runs.
+func (s *DB) ExpirePendingPlan(ctx context.Context) ([]string, error) {
+	var plan []string
+	err := s.read(ctx, func(t *tx) error {
+		rows, err := t.c.QueryContext(ctx, `EXPLAIN QUERY PLAN `+expirePendingQuery, int64(0))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				return err
+			}
+			plan = append(plan, detail)
+		}
+		return rows.Err()
+	})
+	return plan, err
+}

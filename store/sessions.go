@@ -186,16 +186,21 @@ func (s *DB) EndSession(ctx context.Context, pool, id, reason string, now time.T
 	return wrap(err, "end session %s", id)
 }
 
+// expirePendingQuery lists the expired Pending sessions by host. The state
+// is a literal, not a parameter: only then can either engine's planner use
+// the partial index user_sessions_pending (migration 00002) instead of
+// reading every open session.
+const expirePendingQuery = `SELECT u.host_pool, u.session_host, u.id FROM user_sessions u
+	JOIN host_pools p ON p.name = u.host_pool
+	WHERE u.state = 'Pending' AND u.agent_session_id = '' AND u.state_time + p.pending_timeout_seconds * 1000000000 < ?
+	ORDER BY u.host_pool, u.session_host, u.id`
+
 // ExpirePending ends Pending sessions never seen by their agent within
 // their pool's pendingTimeoutSeconds (R-S3).
 func (s *DB) ExpirePending(ctx context.Context, now time.Time) (int, error) {
 	type cand struct{ pool, host, id string }
-	const q = `SELECT u.host_pool, u.session_host, u.id FROM user_sessions u
-		JOIN host_pools p ON p.name = u.host_pool
-		WHERE u.state = ? AND u.agent_session_id = '' AND u.state_time + p.pending_timeout_seconds * 1000000000 < ?
-		ORDER BY u.host_pool, u.session_host, u.id`
 	candidates := func(t *tx) ([]cand, error) {
-		rows, err := t.query(ctx, q, vdibroker.StatePending, ns(now))
+		rows, err := t.query(ctx, expirePendingQuery, ns(now))
 		if err != nil {
 			return nil, err
 		}
