@@ -181,6 +181,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 			if _, err := t.exec(ctx, `SAVEPOINT batched`); err != nil {
 				return err
 			}
+			mark := t.cacheMark()
 			err := r.fn(ctx, t)
 			switch {
 			case err == nil:
@@ -190,6 +191,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 			default:
 				// This request alone fails: undo its part, keep the others.
 				results[i] = err
+				t.uncache(mark)
 				if _, err := t.exec(ctx, `ROLLBACK TO SAVEPOINT batched`); err != nil {
 					return err
 				}
@@ -244,6 +246,7 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 		}
 	}
 	ds, dc := countsOf(u.State)
+	t.touch(u.HostPool, u.SessionHost)
 	n, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 		WHERE host_pool = ? AND name = ? AND sessions < ?`, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit)
 	if err != nil {

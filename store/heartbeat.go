@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"time"
 
@@ -71,6 +72,14 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		h, err = t.getHost(ctx, pool, host, false)
 		if err != nil {
 			return err
+		}
+		if t.cw != nil {
+			// The next heartbeat's HostByCredential answers from memory.
+			var cred sql.NullString
+			if err := t.row(ctx, `SELECT credential_hash FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, host).Scan(&cred); err != nil {
+				return err
+			}
+			t.cacheHost(cred.String, h)
 		}
 		res = &vdibroker.HeartbeatResult{Host: h, Pool: p, Commands: cmds}
 		return nil

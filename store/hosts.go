@@ -101,12 +101,14 @@ func (t *tx) addCounts(ctx context.Context, pool, name string, sessions, connect
 	if sessions == 0 && connecting == 0 {
 		return nil
 	}
+	t.touch(pool, name)
 	_, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 		WHERE host_pool = ? AND name = ?`, sessions, connecting, pool, name)
 	return err
 }
 
 func (t *tx) writeAdminFields(ctx context.Context, h *vdibroker.SessionHost) error {
+	t.touch(h.HostPool, h.Name)
 	_, err := t.exec(ctx, `UPDATE session_hosts SET address = ?, protocols = ?, standard_features = ?,
 		allow_new_session = ?, assigned_users = ? WHERE host_pool = ? AND name = ?`,
 		h.Address, list(h.Protocols), h.StandardFeatures, h.AllowNewSession, list(h.AssignedUsers),
@@ -124,6 +126,7 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 		switch {
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			created = true
+			t.touch(h.HostPool, h.Name)
 			_, err = t.exec(ctx, `INSERT INTO session_hosts (host_pool, name, address, protocols,
 				standard_features, allow_new_session, assigned_users, policy, create_time)
 				VALUES (?,?,?,?,?,?,?,?,?)`,
@@ -223,6 +226,8 @@ func (s *DB) DeleteSessionHost(ctx context.Context, pool, name string, force boo
 		if err != nil {
 			return err
 		}
+		// The host's credential is revoked when this commits (R-SEC).
+		t.touch(pool, name)
 		if h.Sessions > 0 && !force {
 			return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %d open sessions; delete with force to end them", name, h.Sessions)
 		}

@@ -146,6 +146,7 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error 
 		if open > 0 && !force {
 			return vdibroker.Errorf(vdibroker.EConflict, "host pool %q has %d open sessions; delete with force to end them", name, open)
 		}
+		t.touchPool(name) // revokes its hosts' credentials
 		for _, q := range []string{
 			`DELETE FROM user_sessions WHERE host_pool = ?`,
 			`DELETE FROM commands WHERE host_pool = ?`,

@@ -38,6 +38,8 @@ type DB struct {
 	log *slog.Logger
 	// wstmts and rstmts cache prepared statements (SQLite only).
 	wstmts, rstmts *stmtCache
+	// hosts caches hosts by credential hash (SQLite only; see hostCache).
+	hosts *hostCache
 
 	commits   chan *commitReq
 	closing   chan struct{}
@@ -161,6 +163,7 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	r.SetConnMaxIdleTime(0)
 	s.w, s.r = w, r
 	s.wstmts, s.rstmts = newStmtCache(w), newStmtCache(r)
+	s.hosts = newHostCache()
 	if err := s.migrate(ctx, goose.DialectSQLite3, "migrations/sqlite"); err != nil {
 		s.closeDBs()
 		return err
@@ -266,6 +269,9 @@ type tx struct {
 	tx    *sql.Tx // nil for reads
 	d     *dialect
 	stmts *stmtCache // nil: the driver caches statements itself (pgx)
+	// cw collects the hosts a write transaction changes, for the host
+	// cache (nil for reads and on PostgreSQL).
+	cw *cacheWrites
 }
 
 // sqlConn is what *sql.Tx and *sql.DB share.
@@ -359,6 +365,9 @@ func (t *tx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 func (t *tx) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if t.cw != nil && !t.cw.hostsWritten && strings.Contains(query, "session_hosts") && !strings.HasPrefix(query, "SELECT") {
+		t.cw.hostsWritten = true
+	}
 	query = t.d.q(query)
 	st, err := t.stmt(ctx, query)
 	if err != nil {
@@ -437,14 +446,28 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	t := &tx{c: sqlTx, tx: sqlTx, d: s.d, stmts: s.wstmts}
+	if s.hosts != nil {
+		t.cw = &cacheWrites{}
+	}
 	defer s.wstmts.prepareWanted(ctx)
 	if err := fn(t); err != nil {
 		_ = sqlTx.Rollback()
 		return err
 	}
+	if t.cw == nil || t.cw.empty() {
+		if err := sqlTx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	}
+	// The host cache forgets what this transaction changes before it
+	// commits, and stores its copies after (see hostCache).
+	seq := s.hosts.drop(t.cw)
 	if err := sqlTx.Commit(); err != nil {
+		s.hosts.drop(t.cw)
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.hosts.committed(t.cw, seq)
 	return nil
 }
 

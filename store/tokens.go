@@ -140,6 +140,7 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		if !now.Before(fromNS(exp)) {
 			return vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token expired at %s", fromNS(exp).Format(time.RFC3339))
 		}
+		t.touch(pool, req.HostName) // a re-key revokes the old credential
 		h, err := t.getHost(ctx, pool, req.HostName, true)
 		switch {
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
@@ -180,6 +181,9 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			return err
 		}
 		out, err = t.getHost(ctx, pool, req.HostName, false)
+		if err == nil {
+			t.cacheHost(credentialHash, out)
+		}
 		return err
 	})
 	if err != nil {
@@ -190,16 +194,29 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 
 // HostByCredential finds the host a credential hash belongs to.
 func (s *DB) HostByCredential(ctx context.Context, credentialHash string) (*vdibroker.SessionHost, error) {
+	if credentialHash == "" {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "unknown host credential")
+	}
+	var seq uint64
+	if s.hosts != nil {
+		var h *vdibroker.SessionHost
+		if h, seq = s.hosts.get(credentialHash); h != nil {
+			return h, nil
+		}
+	}
 	var h *vdibroker.SessionHost
 	err := s.read(ctx, func(t *tx) (err error) {
 		h, err = scanHost(t.row(ctx, `SELECT `+hostCols+` FROM session_hosts WHERE credential_hash = ?`, credentialHash))
 		return err
 	})
-	if errors.Is(err, sql.ErrNoRows) || credentialHash == "" {
+	if errors.Is(err, sql.ErrNoRows) {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "unknown host credential")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("host by credential: %w", err)
+	}
+	if s.hosts != nil {
+		s.hosts.fill(credentialHash, h, seq)
 	}
 	return h, nil
 }
