@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -29,7 +30,8 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 	// Heartbeats are group-committed like placements: 10,000 hosts beating
 	// every 10 s must not cost 1,000 fsyncs a second on SQLite.
 	err := s.grouped(ctx, hostKey(pool, host), func(ctx context.Context, t *tx) error {
-		h, err := t.getHost(ctx, pool, host, true)
+		var cred sql.NullString
+		h, err := t.getHostAnd(ctx, pool, host, true, &cred)
 		if err != nil {
 			return err
 		}
@@ -58,10 +60,11 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 			m := jsonText(metrics)
 			metricsText = &m
 		}
+		policyText := jsonText(policy)
 		if _, err := t.exec(ctx, `UPDATE session_hosts SET last_heartbeat = ?, metrics = ?, metrics_sessions = ?,
 			policy = ?, shutting_down = ?, health_error = ?, sessions = sessions + ?,
 			connecting_sessions = connecting_sessions + ? WHERE host_pool = ? AND name = ?`,
-			ns(now), metricsText, metricsSessions, jsonText(policy), hb.ShuttingDown, hb.HealthError,
+			ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError,
 			ds, dc, pool, host); err != nil {
 			return err
 		}
@@ -69,19 +72,29 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		if err != nil {
 			return err
 		}
-		h, err = t.getHost(ctx, pool, host, false)
-		if err != nil {
-			return err
-		}
-		if t.cw != nil {
-			// The next heartbeat's HostByCredential answers from memory.
-			var cred sql.NullString
-			if err := t.row(ctx, `SELECT credential_hash FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, host).Scan(&cred); err != nil {
+		// The host as the UPDATE left it, without reading it back: the row
+		// is locked (PostgreSQL) or the writer is alone (SQLite). The JSON
+		// values are decoded from what was stored, as a read would.
+		after := *h
+		last := fromNS(ns(now))
+		after.LastHeartBeat = &last
+		after.Sessions, after.ConnectingSessions = h.Sessions+ds, h.ConnectingSessions+dc
+		after.MetricsSessions, after.ShuttingDown, after.HealthError = metricsSessions, hb.ShuttingDown, hb.HealthError
+		if hb.Metrics != nil {
+			after.Metrics = new(vdibroker.Metrics)
+			if err := json.Unmarshal([]byte(*metricsText), after.Metrics); err != nil {
 				return err
 			}
-			t.cacheHost(cred.String, h)
 		}
-		res = &vdibroker.HeartbeatResult{Host: h, Pool: p, Commands: cmds}
+		if hb.Policy != nil {
+			after.Policy = vdibroker.HostPolicy{}
+			if err := json.Unmarshal([]byte(policyText), &after.Policy); err != nil {
+				return err
+			}
+		}
+		// The next heartbeat's HostByCredential answers from memory.
+		t.cacheHost(cred.String, &after)
+		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p, Commands: cmds}
 		return nil
 	})
 	if err != nil {

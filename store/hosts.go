@@ -51,6 +51,14 @@ func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
 	return &h, nil
 }
 
+// scanMore scans the columns a scanner's caller expects, then more.
+type scanMore struct {
+	sc   scanner
+	more []any
+}
+
+func (s scanMore) Scan(dest ...any) error { return s.sc.Scan(append(dest, s.more...)...) }
+
 // list encodes a string list as JSON, never "null" (the empty list is "[]",
 // which CommitPlacement's assignment condition relies on).
 func list(l []string) string {
@@ -72,11 +80,24 @@ func jsonText(v any) string {
 // getHost reads a host; lock takes its row lock (PostgreSQL), which every
 // transaction changing the host's sessions takes first.
 func (t *tx) getHost(ctx context.Context, pool, name string, lock bool) (*vdibroker.SessionHost, error) {
+	return t.getHostAnd(ctx, pool, name, lock)
+}
+
+// getHostAnd is getHost that also reads the credential hash into cred, if
+// given (a *sql.NullString).
+func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred ...any) (*vdibroker.SessionHost, error) {
 	q := `SELECT ` + hostCols + ` FROM session_hosts WHERE host_pool = ? AND name = ?`
+	if len(cred) > 0 {
+		q = `SELECT ` + hostCols + `, credential_hash FROM session_hosts WHERE host_pool = ? AND name = ?`
+	}
 	if lock {
 		q += t.d.forUpdate
 	}
-	h, err := scanHost(t.row(ctx, q, pool, name))
+	var sc scanner = t.row(ctx, q, pool, name)
+	if len(cred) > 0 {
+		sc = scanMore{sc, cred}
+	}
+	h, err := scanHost(sc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("session host %q not found in host pool %q", name, pool)
 	}
