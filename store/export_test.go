@@ -63,9 +63,19 @@ func (s *DB) CheckCounts(ctx context.Context) ([]string, error) {
 // ExpirePendingPlan returns SQLite's EXPLAIN QUERY PLAN details for the query
 // ExpirePending runs.
 func (s *DB) ExpirePendingPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, expirePendingQuery, int64(0))
+}
+
+// OpenSessionsPlan is ExpirePendingPlan for reconcile's read of a host's
+// open sessions.
+func (s *DB) OpenSessionsPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, openSessionsQuery, "pool", "host")
+}
+
+func (s *DB) plan(ctx context.Context, query string, args ...any) ([]string, error) {
 	var plan []string
 	err := s.read(ctx, func(t *tx) error {
-		rows, err := t.c.QueryContext(ctx, `EXPLAIN QUERY PLAN `+expirePendingQuery, int64(0))
+		rows, err := t.c.QueryContext(ctx, `EXPLAIN QUERY PLAN `+query, args...)
 		if err != nil {
 			return err
 		}

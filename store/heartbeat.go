@@ -119,6 +119,13 @@ func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdi
 	return nil
 }
 
+// openSessionsQuery reads a host's open sessions for reconcile, every
+// heartbeat, from the covering index user_sessions_open_by_host_covering
+// (migration 00003): no table read per session and no sort.
+const openSessionsQuery = `SELECT id, user_name, state, agent_session_id, state_time, logoff_queued
+	FROM user_sessions WHERE host_pool = ? AND session_host = ? AND state <> 'LoggedOff'
+	ORDER BY create_time, id`
+
 // reconcile applies R-S2, R-S3 and R-S5 to the host's sessions and returns
 // the count deltas. The caller holds the host's lock.
 //
@@ -127,9 +134,7 @@ func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdi
 // ids are its own, so a placed session is matched by user, SPEC §9); else
 // it is adopted.
 func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, err error) {
-	rows, err := t.query(ctx, `SELECT id, user_name, state, agent_session_id, state_time, logoff_queued
-		FROM user_sessions WHERE host_pool = ? AND session_host = ? AND state <> 'LoggedOff'
-		ORDER BY create_time, id`, p.Name, host)
+	rows, err := t.query(ctx, openSessionsQuery, p.Name, host)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -23,3 +23,22 @@ func TestExpirePendingUsesPendingIndex(t *testing.T) {
 		t.Errorf("ExpirePending's plan does not use user_sessions_pending:\n%s", strings.Join(plan, "\n"))
 	}
 }
+
+// TestOpenSessionsUsesCoveringIndex: every heartbeat reads its host's open
+// sessions (R-S2); that read must stay within one index, unsorted.
+func TestOpenSessionsUsesCoveringIndex(t *testing.T) {
+	s, err := OpenWith(t.Context(), "", t.TempDir(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plan, err := s.OpenSessionsPlan(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := strings.Join(plan, "\n")
+	t.Logf("plan:\n%s", p)
+	if !strings.Contains(p, "COVERING INDEX user_sessions_open_by_host_covering") || strings.Contains(p, "TEMP B-TREE") {
+		t.Errorf("reconcile's read of open sessions is not one covering index range:\n%s", p)
+	}
+}
