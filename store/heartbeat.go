@@ -35,7 +35,7 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		if err != nil {
 			return err
 		}
-		p, err := t.getPool(ctx, pool)
+		p, err := t.getBatchPool(ctx, pool)
 		if err != nil {
 			return err
 		}

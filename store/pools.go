@@ -45,6 +45,26 @@ func (t *tx) getPool(ctx context.Context, name string) (*vdibroker.HostPool, err
 	return p, nil
 }
 
+// getBatchPool is getPool for the writes of a group-commit batch, which
+// never change a pool: the pool is read once per batch, not once per
+// heartbeat. Each caller gets its own copy (HostPool has no reference
+// fields).
+func (t *tx) getBatchPool(ctx context.Context, name string) (*vdibroker.HostPool, error) {
+	p, ok := t.pools[name]
+	if !ok {
+		var err error
+		if p, err = t.getPool(ctx, name); err != nil {
+			return nil, err
+		}
+		if t.pools == nil {
+			t.pools = map[string]*vdibroker.HostPool{}
+		}
+		t.pools[name] = p
+	}
+	c := *p
+	return &c, nil
+}
+
 // PutHostPool creates or replaces a pool (R-P1: the type cannot change).
 func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bool, err error) {
 	lb, err := json.Marshal(p.LoadBalancing)

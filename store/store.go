@@ -272,6 +272,8 @@ type tx struct {
 	// cw collects the hosts a write transaction changes, for the host
 	// cache (nil for reads and on PostgreSQL).
 	cw *cacheWrites
+	// pools memoizes getBatchPool within one group-commit transaction.
+	pools map[string]*vdibroker.HostPool
 }
 
 // sqlConn is what *sql.Tx and *sql.DB share.
