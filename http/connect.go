@@ -112,14 +112,8 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		if existing != nil {
 			preq.Existing = &placement.Existing{SessionID: existing.ID, Host: existing.SessionHost, State: existing.State}
 		}
-		v.mu.Lock()
-		t0 := time.Now()
-		d, err := v.placer.Place(preq)
-		if s.observe != nil {
-			s.observe(pool.LoadBalancerType, time.Since(t0))
-		}
+		d, addr, err := s.decide(v, pool, preq, !req.DryRun)
 		if err != nil {
-			v.mu.Unlock()
 			code := vdibroker.ErrorCode(err)
 			if (code == vdibroker.ENoCapacity || code == vdibroker.ENotAssigned) && (!lookup || !reloaded) {
 				// Before refusing, decide again from the store: the user
@@ -135,9 +129,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 			}
 			return nil, 0, err
 		}
-		addr := v.addrs[d.Host]
 		if req.DryRun || d.Reconnect {
-			v.mu.Unlock()
 			resp := s.answer(pool, req, d.Host, addr)
 			resp.DryRun = req.DryRun
 			resp.Reconnect = d.Reconnect
@@ -149,9 +141,6 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 			}
 			return resp, nethttp.StatusOK, nil
 		}
-		v.placer.Apply(d) // reserve: the count is up before the next Place
-		v.inflight[d.Host]++
-		v.mu.Unlock()
 
 		now := s.now().UTC()
 		sess := &vdibroker.UserSession{
@@ -210,6 +199,30 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		s.loggerFrom(ctx).Debug("placement lost a race; retrying", "pool", poolName, "host", d.Host, "err", err)
 	}
 	return nil, 0, vdibroker.Errorf(vdibroker.EConflict, "connect kept losing races with concurrent connects; try again")
+}
+
+// decide runs the placement engine on the pool's view and, when reserve is
+// set and the decision is a new session, reserves the host (the count is up
+// before the next Place). The view's lock is released by defer: a panic in
+// the engine or the observe hook, which the middleware recovers, must not
+// leave the pool locked, or every later connect to it, the maintenance loop
+// (markAllStale) and Close would wait for it forever.
+func (s *Server) decide(v *poolView, pool *vdibroker.HostPool, preq placement.Request, reserve bool) (placement.Decision, string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	t0 := time.Now()
+	d, err := v.placer.Place(preq)
+	if s.observe != nil {
+		s.observe(pool.LoadBalancerType, time.Since(t0))
+	}
+	if err != nil {
+		return d, "", err
+	}
+	if reserve && !d.Reconnect {
+		v.placer.Apply(d)
+		v.inflight[d.Host]++
+	}
+	return d, v.addrs[d.Host], nil
 }
 
 // existingSession returns the user's open session in the pool (R-C1), or

@@ -48,15 +48,22 @@ func (c *idempotency) do(key string, fn func() (ans *idemAnswer, keep bool)) *id
 			c.m[key] = e
 			c.order = append(c.order, key)
 			c.mu.Unlock()
-			ans, keep := fn()
-			c.mu.Lock()
-			if keep {
-				e.answer = ans
-			} else {
-				delete(c.m, key)
-			}
-			close(e.done)
-			c.mu.Unlock()
+			var ans *idemAnswer
+			keep := false
+			// Deferred so that a panic in fn (recovered by the middleware)
+			// still releases the requests waiting on e.done, which would
+			// otherwise wait forever.
+			defer func() {
+				c.mu.Lock()
+				if keep {
+					e.answer = ans
+				} else {
+					delete(c.m, key)
+				}
+				close(e.done)
+				c.mu.Unlock()
+			}()
+			ans, keep = fn()
 			return ans
 		}
 		c.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	nethttp "net/http"
 	"regexp"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -210,7 +211,7 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 				if p == nethttp.ErrAbortHandler {
 					panic(p)
 				}
-				log.Error("panic in handler", "panic", p, "method", r.Method, "path", r.URL.Path)
+				log.Error("panic in handler", "panic", p, "method", r.Method, "path", r.URL.Path, "stack", string(debug.Stack()))
 				if sw.status == 0 {
 					writeError(sw, r, s, errors.New("panic"))
 				}

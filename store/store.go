@@ -451,11 +451,23 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
 	if s.hosts != nil {
 		t.cw = &cacheWrites{}
 	}
+	// Deferred so that they also run when fn panics, rollback first: the
+	// transaction holds the only writer connection, which an open
+	// transaction would keep for as long as ctx lives (forever for a
+	// context.Background), hanging every later write; and prepareWanted
+	// waits for that connection, so before the rollback it would wait for
+	// itself.
 	defer s.wstmts.prepareWanted(ctx)
+	finished := false
+	defer func() {
+		if !finished {
+			_ = sqlTx.Rollback()
+		}
+	}()
 	if err := fn(t); err != nil {
-		_ = sqlTx.Rollback()
 		return err
 	}
+	finished = true // Commit ends the transaction even when it fails
 	if t.cw == nil || t.cw.empty() {
 		if err := sqlTx.Commit(); err != nil {
 			return fmt.Errorf("commit: %w", err)
