@@ -20,4 +20,8 @@
 // shared transactions (group commit, commit.go): one fsync serves many
 // connects and heartbeats, each in its own SAVEPOINT so a failing one does
 // not fail the others.
+//
+// On SQLite, which one broker process owns, HostByCredential answers from
+// an in-memory cache that every write changing a host keeps current
+// (hostcache.go); PostgreSQL, shared by replicas, has no such cache.
 package store
