@@ -4,11 +4,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // rootCmd is the top of the command tree. Each subcommand's file adds itself
@@ -45,11 +48,14 @@ func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
 func isUsageError(err error) bool {
-	_, ok := err.(usageError)
-	if ok {
+	if errors.As(err, new(usageError)) {
 		return true
 	}
-	// cobra's own flag and argument errors are usage errors too.
+	// An answer from the broker is never a usage error, whatever its text.
+	if errors.As(err, new(*vdibroker.Error)) {
+		return false
+	}
+	// cobra's own argument and command errors carry no type: match their text.
 	msg := err.Error()
 	for _, p := range []string{"unknown flag", "unknown command", "unknown shorthand", "invalid argument", "accepts ", "requires at least", "required flag", "flag needs an argument"} {
 		if strings.Contains(msg, p) {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -132,4 +134,28 @@ func metricValue(exposition, series string) float64 {
 	}
 	v, _ := strconv.ParseFloat(m[1], 64)
 	return v
+}
+
+// TestExitStatusUsageVersusServer checks the CLI's exit statuses: 2 for a
+// usage error, 1 for an error the broker answered, even when the broker's
+// message reads like a usage error.
+func TestExitStatusUsageVersusServer(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"wrapped usage error", fmt.Errorf("hostpool: %w", usageError{errors.New("bad flag")}), true},
+		{"cobra unknown command", errors.New(`unknown command "frob" for "vdibroker"`), true},
+		{"broker message that mentions an invalid argument", &vdibroker.Error{Code: vdibroker.EInvalid, Message: "invalid argument: maxSessionLimit"}, false},
+		{"wrapped broker error", fmt.Errorf("show: %w", &vdibroker.Error{Code: vdibroker.ENotFound, Message: "unknown command queue"}), false},
+		{"other error", errors.New("cannot reach the broker"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isUsageError(tt.err); got != tt.want {
+				t.Errorf("isUsageError(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
 }
