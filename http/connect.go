@@ -96,7 +96,10 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		v.mu.Unlock()
 		var err error
 		var existing *vdibroker.UserSession
-		if lookup || pool.HostPoolType != vdibroker.Pooled || v.knowsUser(req.User) {
+		// A dry run never reaches the store's R-C6 refusal that would
+		// reveal a session this server does not know of, so it reads the
+		// user's sessions first (R-C8 must answer what a connect would).
+		if lookup || req.DryRun || pool.HostPoolType != vdibroker.Pooled || v.knowsUser(req.User) {
 			existing, err = s.existingSession(ctx, pool, req)
 			if err != nil {
 				return nil, 0, err
@@ -227,11 +230,12 @@ func (s *Server) decide(v *poolView, pool *vdibroker.HostPool, preq placement.Re
 
 // existingSession returns the user's open session in the pool (R-C1), or
 // nil. A Pending session older than pendingTimeoutSeconds is ended here
-// (R-S3) rather than answered. In a Personal pool with a named session host,
-// only a session on that host counts (R-PE3).
+// (R-S3) rather than answered. In a MultiplePersistent pool with a named
+// session host, only a session on that host counts (R-PE3); Persistent pools
+// ignore the name, as placement does.
 func (s *Server) existingSession(ctx context.Context, pool *vdibroker.HostPool, req ConnectRequest) (*vdibroker.UserSession, error) {
 	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
-	if pool.HostPoolType == vdibroker.Personal && req.SessionHost != "" {
+	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" {
 		f.SessionHost = req.SessionHost
 	}
 	list, err := s.store.ListUserSessions(ctx, f)

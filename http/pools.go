@@ -93,6 +93,12 @@ func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name st
 	if p.Name != name {
 		return vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
 	}
+	// R-P1 first: a type change is refused for what it is, not for the
+	// load balancer type that no longer fits the new type.
+	validType := p.HostPoolType == vdibroker.Pooled || p.HostPoolType == vdibroker.Personal
+	if old != nil && validType && p.HostPoolType != old.HostPoolType {
+		return hostPoolTypeChange(old.HostPoolType)
+	}
 	p.FillDefaults()
 	if _, err := vdibroker.ValidateHostPool(p); err != nil {
 		return err

@@ -237,7 +237,9 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 		// instead of retrying a full host. The unique index below is what
 		// enforces it against concurrent writers.
 		var n int
-		if err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff'`,
+		// Adopted sessions (a user who logged on directly, R-S2) count
+		// too: they are the user's session in this pool (R-C1).
+		if err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND user_name = ? AND state <> 'LoggedOff'`,
 			u.HostPool, u.User).Scan(&n); err != nil {
 			return err
 		}
@@ -247,8 +249,15 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 	}
 	ds, dc := countsOf(u.State)
 	t.touch(u.HostPool, u.SessionHost)
+	// The limit is the lower of the caller's and the one stored now, and a
+	// pooled host must not be drained now: a replica whose view is a few
+	// seconds old must not place over a lowered limit (R-C4, R-P2) or on a
+	// host drained on another replica (R-C2). Personal hosts take their
+	// assigned user even when drained (R-PE4).
 	n, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
-		WHERE host_pool = ? AND name = ? AND sessions < ?`, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit)
+		WHERE host_pool = ? AND name = ? AND sessions < ?
+		AND sessions < (SELECT max_session_limit FROM host_pools WHERE host_pools.name = session_hosts.host_pool)
+		AND (allow_new_session OR NOT ?)`, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, c.Pooled)
 	if err != nil {
 		return err
 	}
