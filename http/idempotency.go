@@ -88,9 +88,10 @@ func (c *idempotency) expireLocked() {
 			case <-e.done:
 				delete(c.m, k)
 			default:
-				if len(c.order) <= idemMax {
-					return // still running; expire later
-				}
+				// Still running: keep it (and what follows) for later,
+				// even over idemMax, so it cannot stay in the map with no
+				// place in the expiry order.
+				return
 			}
 		}
 		c.order = c.order[1:]
