@@ -100,7 +100,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		// reveal a session this server does not know of, so it reads the
 		// user's sessions first (R-C8 must answer what a connect would).
 		if lookup || req.DryRun || pool.HostPoolType != vdibroker.Pooled || v.knowsUser(req.User) {
-			existing, err = s.existingSession(ctx, pool, req)
+			existing, err = s.existingSession(ctx, v, pool, req)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -233,7 +233,7 @@ func (s *Server) decide(v *poolView, pool *vdibroker.HostPool, preq placement.Re
 // (R-S3) rather than answered. In a MultiplePersistent pool with a named
 // session host, only a session on that host counts (R-PE3); Persistent pools
 // ignore the name, as placement does.
-func (s *Server) existingSession(ctx context.Context, pool *vdibroker.HostPool, req ConnectRequest) (*vdibroker.UserSession, error) {
+func (s *Server) existingSession(ctx context.Context, v *poolView, pool *vdibroker.HostPool, req ConnectRequest) (*vdibroker.UserSession, error) {
 	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" {
 		f.SessionHost = req.SessionHost
@@ -244,7 +244,9 @@ func (s *Server) existingSession(ctx context.Context, pool *vdibroker.HostPool, 
 	}
 	now := s.now()
 	timeout := time.Duration(pool.PendingTimeoutSeconds) * time.Second
+	hbTimeout := time.Duration(pool.HeartbeatTimeoutSeconds) * time.Second
 	var best *vdibroker.UserSession
+	bestLive := false
 	for _, us := range list {
 		if !us.Open() {
 			continue
@@ -256,9 +258,17 @@ func (s *Server) existingSession(ctx context.Context, pool *vdibroker.HostPool, 
 			s.views.refreshHost(ctx, pool.Name, us.SessionHost)
 			continue
 		}
-		// Several only in Personal pools: the first host in query order.
-		if best == nil || us.SessionHost < best.SessionHost {
-			best = us
+		// Several only in Personal pools: the first host in query order
+		// whose host takes sessions now, else the first in query order
+		// (R-C1 then ends it and places anew). Preferring a live host keeps
+		// a MultiplePersistent user from getting a second session on a
+		// host where one is already open.
+		live := v.placeable(us.SessionHost, hbTimeout, now)
+		switch {
+		case best == nil,
+			live && !bestLive,
+			live == bestLive && us.SessionHost < best.SessionHost:
+			best, bestLive = us, live
 		}
 	}
 	return best, nil

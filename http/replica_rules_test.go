@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
@@ -144,5 +145,44 @@ func TestPatchHostPoolTypeAlone_RP1(t *testing.T) {
 		if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != "hostPoolType" {
 			t.Errorf("PATCH %s hostPoolType=%s: %v, want InvalidArgument on hostPoolType", tc.pool, tc.to, err)
 		}
+	}
+}
+
+// TestMultiplePersistentReconnectsToLiveHost_RC1_RPE3: a user with sessions
+// on two assigned hosts whose first host (in query order) fell silent is
+// answered with the session on the live host, not given a second one there.
+func TestMultiplePersistentReconnectsToLiveHost_RC1_RPE3(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("multi", map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Direct"})
+	hosts := e.addHosts("multi", "mph", 2)
+	for _, h := range hosts {
+		if _, err := e.admin.PatchSessionHost(ctx, "multi", h, map[string]any{"assignedUsers": []string{"erin"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onSecond, err := e.admin.Connect(ctx, "multi", vhttp.ConnectRequest{User: "erin", SessionHost: hosts[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Connect(ctx, "multi", vhttp.ConnectRequest{User: "erin", SessionHost: hosts[0]}); err != nil {
+		t.Fatal(err)
+	}
+	// hosts[0] falls silent past the 90 s heartbeat timeout; hosts[1] stays.
+	e.clock.Advance(100 * time.Second)
+	e.heartbeat(hosts[1])
+	r, err := e.connect("multi", "erin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Reconnect || r.SessionID != onSecond.SessionID {
+		t.Errorf("connect = session %s on %s reconnect %v, want erin's session %s on %s (reconnect)", r.SessionID, r.SessionHost, r.Reconnect, onSecond.SessionID, hosts[1])
+	}
+	l, err := e.admin.ListUserSessions(ctx, "multi", vhttp.SessionQuery{User: "erin", SessionHost: hosts[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) != 1 {
+		t.Errorf("erin has %d open sessions on %s, want 1", len(l), hosts[1])
 	}
 }

@@ -1,6 +1,8 @@
 package http
 
 import (
+	"time"
+
 	"context"
 	"sync"
 
@@ -241,6 +243,22 @@ func samePool(a, b *vdibroker.HostPool) bool {
 const maxKnownUsers = 1 << 20
 
 // knowsUser reports whether the view remembers an open session of user.
+// placeable reports whether the view sees host as taking sessions now
+// (R-H1); false for a host it does not know.
+func (v *poolView) placeable(host string, timeout time.Duration, now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.placer == nil {
+		return false
+	}
+	h, ok := v.placer.Host(host)
+	if !ok {
+		return false
+	}
+	sh := vdibroker.SessionHost{LastHeartBeat: h.LastHeartBeat, ShuttingDown: h.ShuttingDown, HealthError: h.HealthError}
+	return vdibroker.Placeable(vdibroker.HostStatus(&sh, timeout, now))
+}
+
 func (v *poolView) knowsUser(user string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
