@@ -218,19 +218,9 @@ func (s *DB) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.Se
 		if n == 0 {
 			return notFound("host pool %q not found", pool)
 		}
-		rows, err := t.query(ctx, `SELECT `+hostCols+` FROM session_hosts WHERE host_pool = ? ORDER BY name`, pool)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			h, err := scanHost(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, h)
-		}
-		return rows.Err()
+		var err error
+		out, err = queryAll(ctx, t, scanHost, `SELECT `+hostCols+` FROM session_hosts WHERE host_pool = ? ORDER BY name`, pool)
+		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "list session hosts of %q", pool)

@@ -17,6 +17,24 @@ const poolCols = `name, host_pool_type, load_balancer_type, max_session_limit,
 
 type scanner interface{ Scan(dest ...any) error }
 
+// queryAll runs q and returns every row, each read with scan.
+func queryAll[T any](ctx context.Context, t *tx, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := t.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanPool(sc scanner) (*vdibroker.HostPool, error) {
 	var p vdibroker.HostPool
 	var lb string
@@ -123,20 +141,9 @@ func (s *DB) GetHostPool(ctx context.Context, name string) (*vdibroker.HostPool,
 // ListHostPools lists pools by name.
 func (s *DB) ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error) {
 	var out []*vdibroker.HostPool
-	err := s.read(ctx, func(t *tx) error {
-		rows, err := t.query(ctx, `SELECT `+poolCols+` FROM host_pools ORDER BY name`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			p, err := scanPool(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, p)
-		}
-		return rows.Err()
+	err := s.read(ctx, func(t *tx) (err error) {
+		out, err = queryAll(ctx, t, scanPool, `SELECT `+poolCols+` FROM host_pools ORDER BY name`)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list host pools: %w", err)

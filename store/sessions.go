@@ -157,20 +157,9 @@ func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([
 		args = append(args, f.Limit)
 	}
 	var out []*vdibroker.UserSession
-	err := s.read(ctx, func(t *tx) error {
-		rows, err := t.query(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			u, err := scanSession(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, u)
-		}
-		return rows.Err()
+	err := s.read(ctx, func(t *tx) (err error) {
+		out, err = queryAll(ctx, t, scanSession, q, args...)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list user sessions: %w", err)

@@ -62,20 +62,9 @@ func (s *DB) TokenByHash(ctx context.Context, hash string) (*vdibroker.Token, er
 // ListTokens lists API tokens by creation time, then id.
 func (s *DB) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {
 	var out []*vdibroker.Token
-	err := s.read(ctx, func(t *tx) error {
-		rows, err := t.query(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY create_time, id`)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			tk, err := scanToken(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, tk)
-		}
-		return rows.Err()
+	err := s.read(ctx, func(t *tx) (err error) {
+		out, err = queryAll(ctx, t, scanToken, `SELECT `+tokenCols+` FROM tokens ORDER BY create_time, id`)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
