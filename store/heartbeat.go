@@ -115,6 +115,15 @@ func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdi
 			state, r.Message, r.ID, pool, host); err != nil {
 			return err
 		}
+		if !r.Success {
+			// A failed logoff may be asked again (R-S5); reconcile waits
+			// a full timeout after the last request before it does.
+			if _, err := t.exec(ctx, `UPDATE user_sessions SET logoff_queued = ?
+				WHERE id = (SELECT session_id FROM commands WHERE id = ? AND host_pool = ? AND session_host = ? AND type = ?)`,
+				false, r.ID, pool, host, vdibroker.CommandLogoff); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -238,6 +247,16 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 		limit := int64(p.DisconnectedSessionTimeoutMinutes) * int64(time.Minute)
 		for _, o := range open {
 			if o.state != vdibroker.StateDisconnected || o.logoffQueued || ns(now)-o.stateTime < limit {
+				continue
+			}
+			// After a failed logoff, ask again only a full timeout after
+			// the last request, not on every heartbeat.
+			var last sql.NullInt64
+			if err := t.row(ctx, `SELECT max(create_time) FROM commands WHERE session_id = ? AND type = ?`,
+				o.id, vdibroker.CommandLogoff).Scan(&last); err != nil {
+				return 0, 0, err
+			}
+			if last.Valid && ns(now)-last.Int64 < limit {
 				continue
 			}
 			c := &vdibroker.Command{ID: NewID(), HostPool: p.Name, SessionHost: host, Type: vdibroker.CommandLogoff,

@@ -1158,3 +1158,50 @@ func TestPruneHistory(t *testing.T) {
 		wantCounts(t, s, "pool1", "h1", 1, 1)
 	})
 }
+
+// TestFailedLogoffIsAskedAgain_RS5: a logoff the agent reports as failed is
+// queued again for a session still disconnected too long, but only a full
+// timeout after the last request (10 minutes here), not on every heartbeat.
+func TestFailedLogoffIsAskedAgain_RS5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		p := pool("pool1", vdibroker.Pooled)
+		p.DisconnectedSessionTimeoutMinutes = 10
+		mustPool(t, s, p)
+		mustHost(t, s, "pool1", "h1")
+		mustCommit(t, s, placement("pool1", "h1", "alice", vdibroker.NoSessionLimit))
+		beat := func(at time.Duration, results ...vdibroker.CommandResult) []vdibroker.Command {
+			t.Helper()
+			res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{
+				Sessions: []vdibroker.AgentSession{{ID: "s1", User: "alice", State: vdibroker.StateDisconnected}}, Results: results}, t0.Add(at))
+			if err != nil {
+				t.Fatalf("heartbeat at %v: %v", at, err)
+			}
+			var logoffs []vdibroker.Command
+			for _, c := range res.Commands {
+				if c.Type == vdibroker.CommandLogoff {
+					logoffs = append(logoffs, c)
+				}
+			}
+			return logoffs
+		}
+		beat(time.Minute) // disconnected at t0+1m
+		first := beat(11 * time.Minute)
+		if len(first) != 1 {
+			t.Fatalf("at 11m: %d logoff commands, want 1", len(first))
+		}
+		failed := vdibroker.CommandResult{ID: first[0].ID, Success: false, Message: "session is locked"}
+		if got := beat(12*time.Minute, failed); len(got) != 0 {
+			t.Errorf("at 12m, right after the failure: %d logoff commands, want 0 (wait a full timeout)", len(got))
+		}
+		if got := beat(20 * time.Minute); len(got) != 0 {
+			t.Errorf("at 20m: %d logoff commands, want 0 (last request at 11m)", len(got))
+		}
+		if got := beat(21 * time.Minute); len(got) != 1 {
+			t.Errorf("at 21m: %d logoff commands, want 1 (a full timeout after the failed one)", len(got))
+		}
+		if got := beat(22 * time.Minute); len(got) != 0 {
+			t.Errorf("at 22m: %d logoff commands, want 0 (the new one is pending)", len(got))
+		}
+	})
+}
