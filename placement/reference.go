@@ -135,7 +135,10 @@ type ranked struct {
 	li int
 }
 
-func (r *reference) placePooled(d *Decision, ex *Explain, hosts []*Host, stats loadindex.Pool, now time.Time) error {
+// classifyAll splits hosts, in query order, into candidates and excluded
+// hosts: it counts exclusions by reason and records the first ExplainLimit
+// of them in ex.
+func (r *reference) classifyAll(ex *Explain, hosts []*Host, stats loadindex.Pool, now time.Time) ([]ranked, map[string]int) {
 	s := &r.s
 	var cands []ranked
 	counts := map[string]int{}
@@ -151,6 +154,12 @@ func (r *reference) placePooled(d *Decision, ex *Explain, hosts []*Host, stats l
 			ex.Excluded = append(ex.Excluded, Exclusion{Host: h.Name, Reason: reason, Detail: s.detail(h, reason, li, now)})
 		}
 	}
+	return cands, counts
+}
+
+func (r *reference) placePooled(d *Decision, ex *Explain, hosts []*Host, stats loadindex.Pool, now time.Time) error {
+	s := &r.s
+	cands, counts := r.classifyAll(ex, hosts, stats, now)
 	ex.CandidateCount = len(cands)
 	if len(counts) > 0 {
 		ex.ExcludedCounts = counts
@@ -281,20 +290,7 @@ func (r *reference) placePersonal(d *Decision, ex *Explain, req Request, hosts [
 		return notAssigned(s, req.User)
 	}
 	// R-PE1 Automatic: the first unassigned placeable host in query order.
-	var cands []ranked
-	counts := map[string]int{}
-	for _, h := range hosts {
-		li := s.loadIndex(h, stats)
-		reason := s.classify(h, statusOf(h, s.timeout, now), li)
-		if reason == "" {
-			cands = append(cands, ranked{h, li})
-			continue
-		}
-		counts[reason]++
-		if len(ex.Excluded) < ExplainLimit {
-			ex.Excluded = append(ex.Excluded, Exclusion{Host: h.Name, Reason: reason, Detail: s.detail(h, reason, li, now)})
-		}
-	}
+	cands, counts := r.classifyAll(ex, hosts, stats, now)
 	return personalAutomatic(s, d, ex, cands, len(hosts), counts)
 }
 
