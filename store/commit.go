@@ -215,6 +215,16 @@ func (s *DB) runBatch(batch []*commitReq) {
 	}
 }
 
+// openUserSessionsQuery asks whether a user has an open session in a pool,
+// adopted ones included. It runs once per pooled connect, so each half must
+// stay a range of a partial index (user_sessions_one_per_pooled_user and
+// user_sessions_open_unpooled_by_user, migrations 00001 and 00004), whatever
+// the number of sessions in the pool.
+const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
+		WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff')
+	OR EXISTS (SELECT 1 FROM user_sessions
+		WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff')`
+
 // commitOne writes one placement: end the replaced session (R-C1), take a
 // slot on the host only while it is under the limit (R-C4), assign the host
 // (R-PE1), insert the session, which the unique index refuses when the user
@@ -236,14 +246,13 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 		// Answer R-C6 before R-C4: the caller then reconnects the user
 		// instead of retrying a full host. The unique index below is what
 		// enforces it against concurrent writers.
-		var n int
+		var open bool
 		// Adopted sessions (a user who logged on directly, R-S2) count
 		// too: they are the user's session in this pool (R-C1).
-		if err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND user_name = ? AND state <> 'LoggedOff'`,
-			u.HostPool, u.User).Scan(&n); err != nil {
+		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, u.User, u.HostPool, u.User).Scan(&open); err != nil {
 			return err
 		}
-		if n > 0 {
+		if open {
 			return vdibroker.ErrUserHasSession
 		}
 	}

@@ -72,6 +72,12 @@ func (s *DB) OpenSessionsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, openSessionsQuery, "pool", "host")
 }
 
+// OpenUserSessionsPlan is ExpirePendingPlan for the R-C6 question every
+// pooled connect asks.
+func (s *DB) OpenUserSessionsPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, openUserSessionsQuery, "pool", "user", "pool", "user")
+}
+
 func (s *DB) plan(ctx context.Context, query string, args ...any) ([]string, error) {
 	var plan []string
 	err := s.read(ctx, func(t *tx) error {

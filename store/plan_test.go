@@ -42,3 +42,29 @@ func TestOpenSessionsUsesCoveringIndex(t *testing.T) {
 		t.Errorf("reconcile's read of open sessions is not one covering index range:\n%s", p)
 	}
 }
+
+// TestOpenUserSessionsUsesIndex: every pooled connect counts the user's
+// open sessions in the pool (R-C6, adopted sessions included). Without an
+// index on (host_pool, user_name) that reads every session of the pool, and
+// durable connects slow down as the pool fills (it once cost 8x).
+func TestOpenUserSessionsUsesIndex(t *testing.T) {
+	s, err := OpenWith(t.Context(), "", t.TempDir(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plan, err := s.OpenUserSessionsPlan(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := strings.Join(plan, "\n")
+	t.Logf("plan:\n%s", p)
+	for _, index := range []string{"user_sessions_one_per_pooled_user", "user_sessions_open_unpooled_by_user"} {
+		if !strings.Contains(p, "INDEX "+index+" (host_pool=? AND user_name=?)") {
+			t.Errorf("the R-C6 question does not read %s by (host_pool, user_name):\n%s", index, p)
+		}
+	}
+	if strings.Contains(p, "SCAN user_sessions") {
+		t.Errorf("the R-C6 question scans:\n%s", p)
+	}
+}

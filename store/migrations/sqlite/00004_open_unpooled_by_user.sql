@@ -1,0 +1,12 @@
+-- +goose Up
+-- Every pooled placement asks whether the user already has an open session
+-- in the pool (R-C6), adopted sessions included (R-S2, R-C1), and adopted
+-- sessions are not "pooled". The unique index of migration 00001 answers
+-- for pooled sessions; this one answers for the others, so the question
+-- never reads every session of the pool. Pooled sessions, the bulk of all
+-- inserts, are outside this partial index and do not pay for it.
+CREATE INDEX user_sessions_open_unpooled_by_user
+    ON user_sessions (host_pool, user_name) WHERE NOT pooled AND state <> 'LoggedOff';
+
+-- +goose Down
+DROP INDEX user_sessions_open_unpooled_by_user;
