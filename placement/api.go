@@ -98,6 +98,9 @@ type Decision struct {
 	Assign bool
 	// Explain is the decision record (R-C7), also filled on NoCapacity.
 	Explain Explain
+	// e is the indexed engine's entry for Host, so Apply need not look it
+	// up by name (nil from the reference engine or on a reconnect).
+	e *entry
 }
 
 // Explain is the decision record of R-C7: JSON the server stores per

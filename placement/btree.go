@@ -1,22 +1,22 @@
 package placement
 
 // btree is an order-statistic B+tree of entries, the index's ordered set:
-// insert, delete, k-th and rank in O(log n), with few cache misses per
-// operation. Each child slot of an inner node keeps its subtree's size,
-// largest key and lowest load index, so k-th (R-BF2), "how many below T"
-// and "M-th lowest" (R-LI3) and "next host in query order after X whose
-// load index is below T" (R-LI4 round robin) all descend one path.
+// insert, delete, k-th in O(log n), with few cache misses per operation.
+// Keys are uint64 (order.key: the ordering fields and the host's name label
+// packed so that integer order is the tree's order), held in a dense array
+// per node, so a leaf's search and shift read a few cache lines. Each child
+// slot of an inner node keeps its subtree's size and largest key, so k-th
+// (R-BF2) descends one path; trees made withLI also keep each slot's lowest
+// load index, so "next host in query order after X whose load index is
+// below T" (R-LI4 round robin) descends one path too.
 //
 // Why a B+tree and not a binary tree: at 100,000 hosts the cost of a
 // decision is cache misses. A balanced binary tree misses on most of its ~20
-// levels; here a path is 3 or 4 nodes, each scanned linearly (which the
-// hardware prefetches).
-//
-// An entry's key fields must not change while it is in a tree: callers
-// delete, change, then insert.
+// levels; here a path is 3 or 4 nodes.
 type btree struct {
-	root  *bnode
-	order order
+	root   *bnode
+	order  order
+	withLI bool
 }
 
 // fanout is the most items (leaf) or children (inner) a node holds; nodes
@@ -28,18 +28,19 @@ type bnode struct {
 	n    int
 	// total is the subtree's entry count (inner nodes; a leaf's is n).
 	total int
-	// keys[i] is item i's key (leaf) or child i's largest key (inner);
-	// ents[i] the entry it belongs to (for full-name ties).
-	keys [fanout + 1]key
+	// keys[i] is item i's key (leaf) or child i's largest key (inner).
+	keys [fanout + 1]uint64
+	// lis[i] is item i's load index (leaf) or child i's lowest (inner);
+	// kept only in trees made withLI.
+	lis [fanout + 1]int8
+	// inner only: child i's size.
+	cnt [fanout + 1]int32
+	// ents[i] is item i (leaf only); kids[i] child i (inner only).
 	ents [fanout + 1]*entry
-	// lis[i] is item i's load index (leaf) or child i's lowest (inner).
-	lis [fanout + 1]int32
-	// inner only: child i and its size.
-	cnt  [fanout + 1]int32
 	kids [fanout + 1]*bnode
 }
 
-func newTree(o order) *btree { return &btree{order: o} }
+func newTree(o order, withLI bool) *btree { return &btree{order: o, withLI: withLI} }
 
 // Len returns the number of entries.
 func (t *btree) Len() int {
@@ -64,30 +65,32 @@ func (n *bnode) recount() {
 	}
 }
 
-func (n *bnode) minLI() int32 {
+func (n *bnode) minLI() int8 {
 	m := n.lis[0]
-	for i := 1; i < n.n; i++ {
-		m = min(m, n.lis[i])
+	for _, v := range n.lis[1:n.n] {
+		m = min(m, v)
 	}
 	return m
 }
 
 // summarize refreshes slot i of inner node n from its child.
-func (n *bnode) summarize(i int) {
+func (t *btree) summarize(n *bnode, i int) {
 	c := n.kids[i]
-	n.keys[i], n.ents[i] = c.keys[c.n-1], c.ents[c.n-1]
+	n.keys[i] = c.keys[c.n-1]
 	size := int32(c.size())
 	n.total += int(size - n.cnt[i])
 	n.cnt[i] = size
-	n.lis[i] = c.minLI()
+	if t.withLI {
+		n.lis[i] = c.minLI()
+	}
 }
 
 // route returns the slot of the first key ≥ k, or n.n when none.
-func (n *bnode) route(k *key, e *entry) int {
+func (n *bnode) route(k uint64) int {
 	lo, hi := 0, n.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if compareKeys(n.keys[m], n.ents[m], *k, e) < 0 {
+		if n.keys[m] < k {
 			lo = m + 1
 		} else {
 			hi = m
@@ -96,37 +99,39 @@ func (n *bnode) route(k *key, e *entry) int {
 	return lo
 }
 
-// Insert adds e.
-func (t *btree) Insert(e *entry) {
-	k := t.order.key(e)
+// Insert adds e under key k (order.key(e); keys are unique).
+func (t *btree) Insert(k uint64, e *entry) {
 	if t.root == nil {
 		t.root = &bnode{leaf: true}
 	}
-	if right := t.insert(t.root, &k, e); right != nil {
+	if right := t.insert(t.root, k, e); right != nil {
 		left := t.root
 		t.root = &bnode{n: 2}
 		t.root.kids[0], t.root.kids[1] = left, right // cnt 0: summarize adds them
-		t.root.summarize(0)
-		t.root.summarize(1)
+		t.summarize(t.root, 0)
+		t.summarize(t.root, 1)
 	}
 }
 
 // insert adds e under n and returns n's new right sibling if n split.
-func (t *btree) insert(n *bnode, k *key, e *entry) *bnode {
-	i := n.route(k, e)
+func (t *btree) insert(n *bnode, k uint64, e *entry) *bnode {
+	i := n.route(k)
 	if n.leaf {
 		n.shiftRight(i)
-		n.keys[i], n.ents[i], n.lis[i] = *k, e, int32(e.li)
+		n.keys[i], n.ents[i] = k, e
+		if t.withLI {
+			n.lis[i] = int8(e.li)
+		}
 	} else {
 		if i == n.n {
 			i-- // a new largest key goes to the last child
 		}
 		right := t.insert(n.kids[i], k, e)
-		n.summarize(i)
+		t.summarize(n, i)
 		if right != nil {
 			n.shiftRight(i + 1)
 			n.kids[i+1] = right
-			n.summarize(i + 1)
+			t.summarize(n, i+1)
 		}
 	}
 	if n.n <= fanout {
@@ -136,13 +141,16 @@ func (t *btree) insert(n *bnode, k *key, e *entry) *bnode {
 	half := n.n / 2
 	right := &bnode{leaf: n.leaf, n: n.n - half}
 	copy(right.keys[:], n.keys[half:n.n])
-	copy(right.ents[:], n.ents[half:n.n])
 	copy(right.lis[:], n.lis[half:n.n])
-	copy(right.cnt[:], n.cnt[half:n.n])
-	copy(right.kids[:], n.kids[half:n.n])
-	clear(n.ents[half:n.n])
-	clear(n.kids[half:n.n])
-	clear(n.cnt[half:n.n])
+	if n.leaf {
+		copy(right.ents[:], n.ents[half:n.n])
+		clear(n.ents[half:n.n])
+	} else {
+		copy(right.cnt[:], n.cnt[half:n.n])
+		copy(right.kids[:], n.kids[half:n.n])
+		clear(n.kids[half:n.n])
+		clear(n.cnt[half:n.n])
+	}
 	n.n = half
 	if !n.leaf {
 		n.recount()
@@ -153,9 +161,10 @@ func (t *btree) insert(n *bnode, k *key, e *entry) *bnode {
 
 func (n *bnode) shiftRight(i int) {
 	copy(n.keys[i+1:n.n+1], n.keys[i:n.n])
-	copy(n.ents[i+1:n.n+1], n.ents[i:n.n])
 	copy(n.lis[i+1:n.n+1], n.lis[i:n.n])
-	if !n.leaf {
+	if n.leaf {
+		copy(n.ents[i+1:n.n+1], n.ents[i:n.n])
+	} else {
 		copy(n.cnt[i+1:n.n+1], n.cnt[i:n.n])
 		copy(n.kids[i+1:n.n+1], n.kids[i:n.n])
 		n.cnt[i] = 0 // the slot's child is summarized next
@@ -165,23 +174,23 @@ func (n *bnode) shiftRight(i int) {
 
 func (n *bnode) removeAt(i int) {
 	copy(n.keys[i:], n.keys[i+1:n.n])
-	copy(n.ents[i:], n.ents[i+1:n.n])
 	copy(n.lis[i:], n.lis[i+1:n.n])
-	if !n.leaf {
+	if n.leaf {
+		copy(n.ents[i:], n.ents[i+1:n.n])
+		n.ents[n.n-1] = nil
+	} else {
 		n.total -= int(n.cnt[i])
 		copy(n.cnt[i:], n.cnt[i+1:n.n])
 		copy(n.kids[i:], n.kids[i+1:n.n])
 		n.kids[n.n-1] = nil
 		n.cnt[n.n-1] = 0
 	}
-	n.ents[n.n-1] = nil
 	n.n--
 }
 
-// Delete removes e, which must be in the tree under its current key.
-func (t *btree) Delete(e *entry) {
-	k := t.order.key(e)
-	if t.root == nil || !t.delete(t.root, &k, e) {
+// Delete removes e, which must be in the tree under key k.
+func (t *btree) Delete(k uint64, e *entry) {
+	if t.root == nil || !t.delete(t.root, k, e) {
 		panic("placement: tree delete of a missing host " + e.h.Name)
 	}
 	for !t.root.leaf && t.root.n == 1 {
@@ -192,8 +201,8 @@ func (t *btree) Delete(e *entry) {
 	}
 }
 
-func (t *btree) delete(n *bnode, k *key, e *entry) bool {
-	i := n.route(k, e)
+func (t *btree) delete(n *bnode, k uint64, e *entry) bool {
+	i := n.route(k)
 	if i == n.n {
 		return false
 	}
@@ -212,16 +221,16 @@ func (t *btree) delete(n *bnode, k *key, e *entry) bool {
 	case c.n == 0:
 		n.removeAt(i)
 	case c.n < fanout/4:
-		n.summarize(i)
-		n.mergeAround(i)
+		t.summarize(n, i)
+		t.mergeAround(n, i)
 	default:
-		n.summarize(i)
+		t.summarize(n, i)
 	}
 	return true
 }
 
-// mergeAround merges the small child i into a neighbour when both fit.
-func (n *bnode) mergeAround(i int) {
+// mergeAround merges the small child i of n into a neighbour when both fit.
+func (t *btree) mergeAround(n *bnode, i int) {
 	j := i + 1
 	if j == n.n || n.kids[i].n+n.kids[j].n > fanout {
 		j = i - 1
@@ -232,16 +241,46 @@ func (n *bnode) mergeAround(i int) {
 	}
 	l, r := n.kids[i], n.kids[j]
 	copy(l.keys[l.n:], r.keys[:r.n])
-	copy(l.ents[l.n:], r.ents[:r.n])
 	copy(l.lis[l.n:], r.lis[:r.n])
-	copy(l.cnt[l.n:], r.cnt[:r.n])
-	copy(l.kids[l.n:], r.kids[:r.n])
+	if l.leaf {
+		copy(l.ents[l.n:], r.ents[:r.n])
+	} else {
+		copy(l.cnt[l.n:], r.cnt[:r.n])
+		copy(l.kids[l.n:], r.kids[:r.n])
+	}
 	l.n += r.n
 	if !l.leaf {
 		l.recount()
 	}
 	n.removeAt(j)
-	n.summarize(i)
+	t.summarize(n, i)
+}
+
+// SetLI records e's new load index (a withLI tree; e stays under key k):
+// one descent instead of a delete and an insert.
+func (t *btree) SetLI(k uint64, e *entry) {
+	if t.root == nil || !t.setLI(t.root, k, e) {
+		panic("placement: tree update of a missing host " + e.h.Name)
+	}
+}
+
+func (t *btree) setLI(n *bnode, k uint64, e *entry) bool {
+	i := n.route(k)
+	if i == n.n {
+		return false
+	}
+	if n.leaf {
+		if n.ents[i] != e {
+			return false
+		}
+		n.lis[i] = int8(e.li)
+		return true
+	}
+	if !t.setLI(n.kids[i], k, e) {
+		return false
+	}
+	n.lis[i] = n.kids[i].minLI()
+	return true
 }
 
 // Kth returns the entry of 0-based rank k, nil when out of range.
@@ -258,27 +297,6 @@ func (t *btree) Kth(k int) *entry {
 		n = n.kids[i]
 	}
 	return n.ents[k]
-}
-
-// CountBelow returns how many entries have a load index below limit; the
-// tree must be ordered by load index first.
-func (t *btree) CountBelow(limit int) int {
-	count := 0
-	for n := t.root; n != nil; {
-		i := 0
-		for ; i < n.n && int(n.keys[i].a) < limit; i++ {
-			if n.leaf {
-				count++
-			} else {
-				count += int(n.cnt[i])
-			}
-		}
-		if n.leaf || i == n.n {
-			break
-		}
-		n = n.kids[i] // holds the first key at or over limit; some below may precede it
-	}
-	return count
 }
 
 // Ascend calls f on the entries in order until f returns false.
@@ -301,26 +319,25 @@ func (n *bnode) ascend(f func(*entry) bool) bool {
 	return true
 }
 
-// NextBelow returns the first entry, in a tree ordered by name, whose name
-// is after `after` and whose load index is below limit; nil when none.
-func (t *btree) NextBelow(after string, limit int) *entry {
+// NextBelow returns the first entry, in a withLI tree, whose key is above
+// after and whose load index is below limit; nil when none. In a tree
+// ordered by name, after is a name label (0: from the start).
+func (t *btree) NextBelow(after uint64, limit int) *entry {
 	if t.root == nil {
 		return nil
 	}
-	probe := &entry{h: Host{Name: after}, words: nameWords(after)}
-	k := byName.key(probe)
-	return t.root.nextBelow(&k, probe, int32(limit))
+	return t.root.nextBelow(after, int8(max(min(limit, 127), -128)))
 }
 
-func (n *bnode) nextBelow(k *key, probe *entry, limit int32) *entry {
+func (n *bnode) nextBelow(after uint64, limit int8) *entry {
 	for i := 0; i < n.n; i++ {
-		if n.lis[i] >= limit || compareKeys(n.keys[i], n.ents[i], *k, probe) <= 0 {
+		if n.lis[i] >= limit || n.keys[i] <= after {
 			continue // nothing low enough, or everything at or before `after`
 		}
 		if n.leaf {
 			return n.ents[i]
 		}
-		if e := n.kids[i].nextBelow(k, probe, limit); e != nil {
+		if e := n.kids[i].nextBelow(after, limit); e != nil {
 			return e
 		}
 	}

@@ -12,14 +12,15 @@ import (
 
 // TestBtreeMatchesSortedSlice checks the tree against a sorted slice through
 // enough entries (up to 1,500, fanout 32) to split and merge nodes on
-// several levels, in every order the index uses.
+// several levels, in every order the index uses, with load index updates in
+// place (SetLI) and the round robin search (NextBelow).
 func TestBtreeMatchesSortedSlice(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		o := rapid.SampledFrom([]order{byName, bySessionsAsc, bySessionsDesc, byIndexName, byLoad}).Draw(t, "order")
-		tree := newTree(o)
+		o := rapid.SampledFrom([]order{byName, bySessionsAsc, bySessionsDesc, byLoad}).Draw(t, "order")
+		tree := newTree(o, o == byName)
 		var model []*entry
 		entries := map[string]*entry{}
-		long := rapid.Bool().Draw(t, "longNames")
+		var names labels
 		sorted := func() {
 			slices.SortFunc(model, func(a, b *entry) int { return cmp3(o, a, b) })
 		}
@@ -27,27 +28,38 @@ func TestBtreeMatchesSortedSlice(t *testing.T) {
 		for range ops {
 			i := rapid.IntRange(0, 1499).Draw(t, "host")
 			name := fmt.Sprintf("h%04d", i)
-			if long {
-				// Names of 16 bytes or more sharing their first 16, and one of
-				// exactly 16 that is a prefix of the others.
-				name = fmt.Sprintf("a-long-host-name%04d", i)
-				if i == 0 {
-					name = "a-long-host-name"
-				}
-			}
-			if e, ok := entries[name]; ok && rapid.IntRange(0, 2).Draw(t, "delete") == 0 {
-				tree.Delete(e)
+			e, ok := entries[name]
+			switch {
+			case ok && rapid.IntRange(0, 2).Draw(t, "delete") == 0:
+				tree.Delete(e.key, e)
 				model = slices.DeleteFunc(model, func(x *entry) bool { return x == e })
 				delete(entries, name)
+				names.remove(e)
 				continue
-			} else if ok {
-				tree.Delete(e)
+			case ok && o == byName && rapid.Bool().Draw(t, "setLI"):
+				e.li = rapid.IntRange(-1, 100).Draw(t, "li")
+				tree.SetLI(e.key, e)
+				continue
+			case ok:
+				tree.Delete(e.key, e)
 				model = slices.DeleteFunc(model, func(x *entry) bool { return x == e })
+			default:
+				e = &entry{h: Host{Name: name}}
+				if names.add(e) {
+					// Relabelled: every key changes, so file everything again.
+					tree = newTree(o, o == byName)
+					for _, m := range model {
+						m.key = o.key(m)
+						tree.Insert(m.key, m)
+					}
+				}
+				entries[name] = e
 			}
-			e := &entry{h: Host{Name: name, Sessions: rapid.IntRange(0, 20).Draw(t, "sessions"), Connecting: rapid.IntRange(0, 3).Draw(t, "conn")},
-				li: rapid.IntRange(-1, 100).Draw(t, "li"), words: nameWords(name)}
-			entries[name] = e
-			tree.Insert(e)
+			e.h.Sessions = rapid.IntRange(0, 20).Draw(t, "sessions")
+			e.h.Connecting = rapid.IntRange(0, 3).Draw(t, "conn")
+			e.li = rapid.IntRange(-1, 100).Draw(t, "li")
+			e.key = o.key(e)
+			tree.Insert(e.key, e)
 			model = append(model, e)
 		}
 		sorted()
@@ -65,21 +77,10 @@ func TestBtreeMatchesSortedSlice(t *testing.T) {
 			}
 		}
 		limit := rapid.IntRange(-1, 101).Draw(t, "limit")
-		if o == byIndexName {
-			want := 0
-			for _, e := range model {
-				if e.li < limit {
-					want++
-				}
-			}
-			if got := tree.CountBelow(limit); got != want {
-				t.Fatalf("CountBelow(%d) = %d, want %d", limit, got, want)
-			}
-		}
 		if o == byName {
 			after := ""
-			if len(model) > 0 && rapid.Bool().Draw(t, "afterExisting") {
-				after = rapid.SampledFrom(model).Draw(t, "after").h.Name
+			if rapid.Bool().Draw(t, "afterSome") {
+				after = fmt.Sprintf("h%04d", rapid.IntRange(0, 1499).Draw(t, "after"))
 			}
 			var want *entry
 			for _, e := range model {
@@ -88,8 +89,42 @@ func TestBtreeMatchesSortedSlice(t *testing.T) {
 					break
 				}
 			}
-			if got := tree.NextBelow(after, limit); got != want {
+			if got := tree.NextBelow(names.atOrBefore(after), limit); got != want {
 				t.Fatalf("NextBelow(%q, %d) = %v, want %v", after, limit, got, want)
+			}
+		}
+	})
+}
+
+// TestLabelsFollowNameOrder adds names in every order (ascending, the usual
+// arrival, descending, random) and checks labels stay in name order,
+// relabelling when a gap runs out.
+func TestLabelsFollowNameOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var l labels
+		n := rapid.IntRange(1, 3000).Draw(t, "n")
+		mode := rapid.IntRange(0, 2).Draw(t, "mode")
+		seen := map[string]bool{}
+		for i := range n {
+			var name string
+			switch mode {
+			case 0:
+				name = fmt.Sprintf("h%06d", i)
+			case 1:
+				name = fmt.Sprintf("h%06d", n-i)
+			default:
+				name = fmt.Sprintf("h%06d", rapid.IntRange(0, 5000).Draw(t, "name"))
+			}
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			l.add(&entry{h: Host{Name: name}})
+		}
+		for i := 1; i < len(l.sorted); i++ {
+			a, b := l.sorted[i-1], l.sorted[i]
+			if a.h.Name >= b.h.Name || a.label >= b.label || a.label == 0 {
+				t.Fatalf("labels out of order: %s=%d, %s=%d", a.h.Name, a.label, b.h.Name, b.label)
 			}
 		}
 	})
@@ -103,8 +138,6 @@ func cmp3(o order, a, b *entry) int {
 		c = cmp.Compare(a.h.Sessions, b.h.Sessions)
 	case bySessionsDesc:
 		c = cmp.Compare(b.h.Sessions, a.h.Sessions)
-	case byIndexName:
-		c = cmp.Compare(a.li, b.li)
 	case byLoad:
 		c = cmp.Or(cmp.Compare(a.li, b.li), cmp.Compare(a.h.Connecting, b.h.Connecting))
 	}

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"container/heap"
 	"slices"
 	"time"
@@ -10,32 +11,39 @@ import (
 )
 
 // entry is one host in the index with the derived figures its position
-// depends on. Its key fields (h, li) change only while it is detached.
+// depends on. The fields a decision and a re-filing touch come first, so
+// they share the entry's first cache lines.
 type entry struct {
-	h Host
-	// words is nameWords(h.Name), the inline part of every tree key.
-	words [2]uint64
+	// tree is the one tree the entry is filed in (nil while detached) and
+	// key its key there.
+	tree *btree
+	key  uint64
+	// label is the name's place in query order (order.go).
+	label uint32
+	// fileLI is li as filed (the tree's and the histogram's copy).
+	fileLI int8
+	// meanDep says the entry is in meanDependent.
+	meanDep bool
+	// removed is set when the host is removed (a Decision may still point
+	// at the entry).
+	removed bool
 	// li is the load index placement uses (LoadIndex pools).
 	li int
 	// class is "" for a candidate, else the exclusion reason.
 	class string
-	// in the LoadIndex sets of R-LI3: s1 bucket-1 material (standard,
-	// connecting < C, or every candidate with load balancing off), s2
-	// bucket-2 material (non-standard, connecting < C).
-	s1, s2 bool
 	// heapAt is the entry's index in the deadline heap, -1 when absent;
 	// hb the heartbeat it is filed under there (read without touching the
 	// heap).
 	heapAt int
 	hb     time.Time
-	// attached is true while the entry is in the structures.
-	attached bool
+	owner  *indexed
+	h      Host
 }
 
 // indexed is the engine New returns. It keeps every host in exactly one
-// place: a tree per exclusion reason (ordered by name, for Explain and the
-// NoCapacity counts) or the candidate trees of the pool's algorithm. A
-// deadline heap turns hosts Unavailable when their heartbeat expires, so a
+// tree: one per exclusion reason (ordered by name, for Explain and the
+// NoCapacity counts) or one of the candidate trees of the pool's algorithm.
+// A deadline heap turns hosts Unavailable when their heartbeat expires, so a
 // decision never has to look at every host to learn who fell silent.
 type indexed struct {
 	s    settings
@@ -43,13 +51,24 @@ type indexed struct {
 	// clock is the time statuses were last evaluated at.
 	clock   time.Time
 	entries map[string]*entry
+	names   labels
 	lastRR  string
+	// rrLabel is names.atOrBefore(lastRR), recomputed when rrStale.
+	rrLabel uint64
+	rrStale bool
 
-	excluded  map[string]*btree // reason -> hosts by name
-	cands     *btree            // BF, DF: by rank; personal: unassigned by name; LI: all by load
-	s1ByName  *btree            // LoadIndex bucket-1 material by name, for round robin
-	s1ByIndex *btree            // ... by load index, for the raised threshold
-	s2        *btree            // LoadIndex bucket-2 material by load
+	excluded map[string]*btree // reason -> hosts by name
+	// cands holds the candidates: BF, DF by rank; personal: unassigned by
+	// name; LoadIndex: those in neither s1 nor s2 (connecting ≥ C), by load.
+	cands *btree
+	// LoadIndex only: s1 is bucket-1 material (standard, connecting < C, or
+	// every candidate with load balancing off) by name with subtree-minimum
+	// load index, for round robin; s1Hist counts it per load index (index
+	// li+1), for R-LI3's count below T and M-th lowest. s2 is bucket-2
+	// material (non-standard, connecting < C) by load.
+	s1        *btree
+	s1Hist    [102]int
+	s2        *btree
 	deadlines deadlineHeap
 	users     map[string][]*entry // personal: user -> assigned hosts
 
@@ -69,10 +88,22 @@ type indexed struct {
 // as one of 100. Its decisions are the reference's, draw for draw.
 func New(pool Pool, hosts []Host, opts Options) Placer {
 	x := &indexed{s: newSettings(pool), opts: defaultOptions(opts), entries: map[string]*entry{}}
-	x.reset()
+	var list []*entry
 	for _, h := range hosts {
-		x.Upsert(h)
+		if e, ok := x.entries[h.Name]; ok {
+			e.h = cloneHost(h) // the last of a name wins, as with Upsert
+			continue
+		}
+		e := &entry{heapAt: -1, h: cloneHost(h), owner: x}
+		x.entries[h.Name] = e
+		list = append(list, e)
 	}
+	x.names.build(list)
+	for _, e := range list {
+		x.account(&e.h, +1)
+	}
+	x.customFlipped(false)
+	x.rebuild()
 	return x
 }
 
@@ -80,34 +111,38 @@ func New(pool Pool, hosts []Host, opts Options) Placer {
 func (x *indexed) reset() {
 	x.excluded = map[string]*btree{}
 	for _, r := range reasonOrder {
-		x.excluded[r] = newTree(byName)
+		x.excluded[r] = newTree(byName, false)
 	}
 	switch x.s.algo {
 	case vdibroker.BreadthFirst:
-		x.cands = newTree(bySessionsAsc)
+		x.cands = newTree(bySessionsAsc, false)
 	case vdibroker.DepthFirst:
-		x.cands = newTree(bySessionsDesc)
+		x.cands = newTree(bySessionsDesc, false)
 	case vdibroker.LoadIndex:
-		x.cands = newTree(byLoad)
+		x.cands = newTree(byLoad, false)
 	default:
-		x.cands = newTree(byName)
+		x.cands = newTree(byName, false)
 	}
-	x.s1ByName, x.s1ByIndex, x.s2 = newTree(byName), newTree(byIndexName), newTree(byLoad)
+	x.s1, x.s2 = newTree(byName, true), newTree(byLoad, false)
+	x.s1Hist = [102]int{}
 	x.deadlines = x.deadlines[:0]
 	x.users = map[string][]*entry{}
 	x.meanDependent = map[*entry]struct{}{}
 	x.meanDirty = false
+	x.rrStale = true
 	for _, e := range x.entries {
-		e.attached, e.heapAt = false, -1
+		e.tree, e.heapAt, e.meanDep = nil, -1, false
 	}
 }
 
 // rebuild re-derives every entry: after a pool change, a clock that went
-// back, or a change of R-IDX3's "any host reports a custom value".
+// back, a relabelling, or a change of R-IDX3's "any host reports a custom
+// value".
 func (x *indexed) rebuild() {
 	x.reset()
-	for _, e := range x.entries {
-		x.attach(e)
+	for _, e := range x.names.sorted {
+		x.addUsers(e)
+		x.derive(e)
 	}
 }
 
@@ -115,46 +150,87 @@ func (x *indexed) stats() loadindex.Pool {
 	return loadindex.Pool{AnyCustom: x.customs > 0, PerSession: x.perSession}
 }
 
-// attach derives e's load index and class at x.clock and files it.
-func (x *indexed) attach(e *entry) {
+// derive computes e's load index and class from e.h at x.clock and files e
+// in the tree they call for: where it was when nothing it is ordered by
+// changed (a load index that moved in the round robin tree is one
+// descent), else out of the old tree and into the new.
+func (x *indexed) derive(e *entry) {
 	s := &x.s
 	e.li = x.loadIndex(&e.h)
 	st := statusOf(&e.h, s.timeout, x.clock)
 	e.class = s.classify(&e.h, st, e.li)
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
+	if dep := x.dependsOnMean(e); dep != e.meanDep {
+		e.meanDep = dep
+		if dep {
+			x.meanDependent[e] = struct{}{}
+		} else {
+			delete(x.meanDependent, e)
+		}
+	}
+	t := x.treeFor(e)
+	k := t.order.key(e)
+	if e.tree == x.s1 {
+		x.s1Hist[int(e.fileLI)+1]--
+	}
+	switch {
+	case e.tree != t || e.key != k:
+		if e.tree != nil {
+			e.tree.Delete(e.key, e)
+		}
+		t.Insert(k, e)
+	case t.withLI && e.fileLI != int8(e.li):
+		t.SetLI(k, e)
+	}
+	e.tree, e.key, e.fileLI = t, k, int8(e.li)
+	if t == x.s1 {
+		x.s1Hist[e.li+1]++
+	}
+}
+
+// treeFor is the tree e belongs in, from its class and figures.
+func (x *indexed) treeFor(e *entry) *btree {
+	s := &x.s
+	if e.class != "" {
+		return x.excluded[e.class]
+	}
+	if s.algo == vdibroker.LoadIndex {
+		off := s.lbOff(x.stats())
+		switch {
+		case off || (e.h.StandardFeatures && e.h.Connecting < s.c):
+			return x.s1
+		case !e.h.StandardFeatures && e.h.Connecting < s.c:
+			return x.s2
+		}
+	}
+	return x.cands
+}
+
+// detach takes e out of every structure.
+func (x *indexed) detach(e *entry) {
+	if e.tree == x.s1 {
+		x.s1Hist[int(e.fileLI)+1]--
+	}
+	if e.tree != nil {
+		e.tree.Delete(e.key, e)
+		e.tree = nil
+	}
+	x.dropUsers(e)
+	if e.meanDep {
+		delete(x.meanDependent, e)
+		e.meanDep = false
+	}
+	x.syncDeadline(e, false)
+}
+
+// addUsers files e under its assigned users; dropUsers takes it out.
+func (x *indexed) addUsers(e *entry) {
 	for _, u := range e.h.AssignedUsers {
 		x.users[u] = append(x.users[u], e)
 	}
-	if x.dependsOnMean(e) {
-		x.meanDependent[e] = struct{}{}
-	}
-	e.s1, e.s2 = false, false
-	switch {
-	case e.class != "":
-		x.excluded[e.class].Insert(e)
-	default:
-		x.cands.Insert(e)
-		if s.algo == vdibroker.LoadIndex {
-			off := s.lbOff(x.stats())
-			e.s1 = off || (e.h.StandardFeatures && e.h.Connecting < s.c)
-			e.s2 = !off && !e.h.StandardFeatures && e.h.Connecting < s.c
-			if e.s1 {
-				x.s1ByName.Insert(e)
-				x.s1ByIndex.Insert(e)
-			}
-			if e.s2 {
-				x.s2.Insert(e)
-			}
-		}
-	}
-	e.attached = true
 }
 
-// detach takes e out of every structure, under the key it was filed with.
-func (x *indexed) detach(e *entry) {
-	if !e.attached {
-		return
-	}
+func (x *indexed) dropUsers(e *entry) {
 	for _, u := range e.h.AssignedUsers {
 		list := x.users[u]
 		if i := slices.Index(list, e); i >= 0 {
@@ -166,71 +242,46 @@ func (x *indexed) detach(e *entry) {
 			x.users[u] = list
 		}
 	}
-	delete(x.meanDependent, e)
-	if e.class != "" {
-		x.excluded[e.class].Delete(e)
-	} else {
-		x.cands.Delete(e)
-		if e.s1 {
-			x.s1ByName.Delete(e)
-			x.s1ByIndex.Delete(e)
-		}
-		if e.s2 {
-			x.s2.Delete(e)
-		}
-	}
-	e.attached = false
 }
 
 func (x *indexed) Upsert(h Host) {
 	anyCustom := x.customs > 0
 	e, ok := x.entries[h.Name]
 	if !ok {
-		e = &entry{heapAt: -1, h: cloneHost(h), words: nameWords(h.Name)}
+		e = &entry{heapAt: -1, h: cloneHost(h), owner: x}
 		x.entries[h.Name] = e
+		relabelled := x.names.add(e)
+		x.rrStale = true
 		x.account(&e.h, +1)
-		if x.customFlipped(anyCustom) {
+		if x.customFlipped(anyCustom) || relabelled {
 			x.rebuild()
 			return
 		}
-		x.attach(e)
+		x.addUsers(e)
+		x.derive(e)
 		return
 	}
 	nh := cloneHost(h)
-	x.account(&e.h, -1)
-	x.account(&nh, +1)
-	if x.customFlipped(anyCustom) {
+	// The pool-wide inputs change only with the sample (most updates are a
+	// session count): skip reading the old sample when it is the same.
+	if nh.Metrics != e.h.Metrics || nh.MetricsSessions != e.h.MetricsSessions {
+		x.account(&e.h, -1)
+		x.account(&nh, +1)
+		if x.customFlipped(anyCustom) {
+			e.h = nh
+			x.rebuild()
+			return
+		}
+	}
+	if slices.Equal(nh.AssignedUsers, e.h.AssignedUsers) {
+		nh.AssignedUsers = e.h.AssignedUsers
 		e.h = nh
-		x.rebuild()
-		return
+	} else {
+		x.dropUsers(e)
+		e.h = nh
+		x.addUsers(e)
 	}
-	if x.refileless(e, &nh) {
-		return
-	}
-	x.detach(e) // under the old key
-	e.h = nh
-	x.attach(e)
-}
-
-// refileless updates e to nh in place when nothing a tree orders or files
-// by changes (a heartbeat, a metrics sample that leaves the load index as it
-// was): most agent reports, and the cheapest. It reports whether it did.
-func (x *indexed) refileless(e *entry, nh *Host) bool {
-	s := &x.s
-	li := x.loadIndex(nh)
-	st := statusOf(nh, s.timeout, x.clock)
-	if !e.attached || li != e.li || s.classify(nh, st, li) != e.class ||
-		nh.Sessions != e.h.Sessions || nh.Connecting != e.h.Connecting ||
-		nh.StandardFeatures != e.h.StandardFeatures || !slices.Equal(nh.AssignedUsers, e.h.AssignedUsers) {
-		return false
-	}
-	e.h = *nh
-	delete(x.meanDependent, e)
-	if x.dependsOnMean(e) {
-		x.meanDependent[e] = struct{}{}
-	}
-	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
-	return true
+	x.derive(e)
 }
 
 // loadIndex is h's load index as the trees and filters use it: LoadIndex
@@ -256,8 +307,9 @@ func (x *indexed) Remove(name string) {
 	}
 	anyCustom := x.customs > 0
 	x.detach(e)
-	x.syncDeadline(e, false)
+	e.removed = true
 	delete(x.entries, name)
+	x.names.remove(e)
 	x.account(&e.h, -1)
 	if x.customFlipped(anyCustom) {
 		x.rebuild()
@@ -303,19 +355,28 @@ func (x *indexed) Host(name string) (Host, bool) {
 }
 
 func (x *indexed) Apply(d Decision) {
-	e, ok := x.entries[d.Host]
-	if !ok || d.Reconnect || d.Host == "" {
+	if d.Reconnect || d.Host == "" {
 		return
 	}
-	x.detach(e)
+	// The decision carries its entry: no name lookup unless the host was
+	// removed or replaced since, or the decision is not this engine's.
+	e := d.e
+	if e == nil || e.owner != x || e.removed || e.h.Name != d.Host {
+		var ok bool
+		if e, ok = x.entries[d.Host]; !ok {
+			return
+		}
+	}
 	e.h.Sessions++
 	e.h.Connecting++
 	if d.Assign && !assignedTo(&e.h, d.Explain.User) {
-		e.h.AssignedUsers = append(e.h.AssignedUsers, d.Explain.User)
+		x.dropUsers(e)
+		e.h.AssignedUsers = append(slices.Clip(e.h.AssignedUsers), d.Explain.User)
+		x.addUsers(e)
 	}
-	x.attach(e)
+	x.derive(e)
 	if d.Explain.Algorithm == vdibroker.LoadIndex && d.Explain.Bucket == 1 {
-		x.lastRR = d.Host
+		x.lastRR, x.rrLabel, x.rrStale = d.Host, uint64(e.label), false
 	}
 }
 
@@ -333,8 +394,7 @@ func (x *indexed) advance(now time.Time) {
 		if now.Sub(top.hb) <= x.s.timeout {
 			break
 		}
-		x.detach(top.e)
-		x.attach(top.e) // now Unavailable: leaves the heap
+		x.derive(top.e) // now Unavailable: leaves the heap
 	}
 	if x.meanDirty && x.s.algo == vdibroker.LoadIndex {
 		stats := x.stats()
@@ -345,8 +405,7 @@ func (x *indexed) advance(now time.Time) {
 			}
 		}
 		for _, e := range stale {
-			x.detach(e)
-			x.attach(e)
+			x.derive(e)
 		}
 	}
 	x.meanDirty = false
@@ -394,7 +453,7 @@ func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts
 			first = append(first, x.firsts(t, func(*entry) bool { return true })...)
 		}
 	}
-	slices.SortFunc(first, func(a, b *entry) int { return byName.compare(a, b) })
+	slices.SortFunc(first, byLabel)
 	for _, e := range first[:min(len(first), ExplainLimit)] {
 		ex.Excluded = append(ex.Excluded, Exclusion{Host: e.h.Name, Reason: e.class, Detail: x.s.detail(&e.h, e.class, e.li, now)})
 	}
@@ -407,7 +466,7 @@ func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts
 func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 	s := &x.s
 	total, counts := x.explainExcluded(ex, now)
-	n := x.cands.Len()
+	n := x.cands.Len() + x.s1.Len() + x.s2.Len()
 	ex.CandidateCount = n
 	if n == 0 {
 		ex.NoCapacityReason = noCapacityReason(s, total, counts)
@@ -423,7 +482,8 @@ func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 		k := (n + 1) / 2
 		r := x.opts.Rand(k)
 		ex.Draw = &Draw{Of: k, Value: r}
-		d.Host = x.cands.Kth(r).h.Name
+		d.e = x.cands.Kth(r)
+		d.Host = d.e.h.Name
 		ex.Chosen, ex.Rank = d.Host, r+1
 		for _, e := range x.firsts(x.cands, func(*entry) bool { return true }) {
 			ex.Candidates = append(ex.Candidates, candidateOf(&e.h, s.loadIndex(&e.h, stats), 0))
@@ -434,7 +494,8 @@ func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 	case vdibroker.LoadIndex:
 		list, bucket = x.loadIndexOrder(ex)
 	}
-	d.Host = list[pick].h.Name
+	d.e = list[pick]
+	d.Host = d.e.h.Name
 	ex.Chosen, ex.Rank, ex.Bucket = d.Host, pick+1, bucket
 	for _, e := range list {
 		li := e.li
@@ -465,31 +526,34 @@ func (x *indexed) loadIndexOrder(ex *Explain) ([]*entry, int) {
 	s := &x.s
 	off := s.lbOff(x.stats())
 	t := s.t
-	if size := x.s1ByIndex.Len(); !off && size > 0 {
-		below := x.s1ByIndex.CountBelow(t)
+	if size := x.s1.Len(); !off && size > 0 {
+		below := x.s1Below(t)
 		if below < s.m && size > below {
-			t = x.s1ByIndex.Kth(min(s.m, size)-1).li + 1
+			t = x.s1Rank(min(s.m, size)-1) + 1
 			ex.RaisedThreshold = t
 		}
 	}
-	if x.s1ByName.Len() > 0 {
+	if x.s1.Len() > 0 {
 		// Round robin: from the host after the last chosen, wrapping.
 		ex.RoundRobinAfter = x.lastRR
+		if x.rrStale {
+			x.rrLabel, x.rrStale = x.names.atOrBefore(x.lastRR), false
+		}
 		var list []*entry
-		after := x.lastRR
+		after := x.rrLabel
 		for len(list) < ExplainLimit {
-			e := x.s1ByName.NextBelow(after, t)
+			e := x.s1.NextBelow(after, t)
 			if e == nil {
-				if after == "" {
+				if after == 0 {
 					break // nothing below t at all (cannot happen: see R-LI3)
 				}
-				e = x.s1ByName.NextBelow("", t)
+				e = x.s1.NextBelow(0, t)
 			}
 			if e == nil || (len(list) > 0 && e == list[0]) {
 				break
 			}
 			list = append(list, e)
-			after = e.h.Name
+			after = uint64(e.label)
 		}
 		if len(list) > 0 {
 			return list, 1
@@ -498,13 +562,49 @@ func (x *indexed) loadIndexOrder(ex *Explain) ([]*entry, int) {
 	if x.s2.Len() > 0 && x.s2.Kth(0).li < t {
 		return x.firsts(x.s2, func(e *entry) bool { return e.li < t }), 2
 	}
-	return x.firsts(x.cands, func(*entry) bool { return true }), 3
+	// Bucket 3 is reached with no bucket-1 material (see above), so its
+	// hosts are s2's and cands', merged in load order.
+	all := func(*entry) bool { return true }
+	a, b := x.firsts(x.s2, all), x.firsts(x.cands, all)
+	list := make([]*entry, 0, ExplainLimit)
+	for len(list) < ExplainLimit && (len(a) > 0 || len(b) > 0) {
+		if len(b) == 0 || (len(a) > 0 && a[0].key < b[0].key) {
+			list, a = append(list, a[0]), a[1:]
+		} else {
+			list, b = append(list, b[0]), b[1:]
+		}
+	}
+	return list, 3
 }
+
+// s1Below counts the bucket-1 material with a load index below t.
+func (x *indexed) s1Below(t int) int {
+	n := 0
+	for _, c := range x.s1Hist[:max(min(t+1, len(x.s1Hist)), 0)] {
+		n += c
+	}
+	return n
+}
+
+// s1Rank returns the load index of 0-based rank k in the bucket-1
+// material's load order (k < its size).
+func (x *indexed) s1Rank(k int) int {
+	for i, c := range x.s1Hist {
+		if k < c {
+			return i - 1
+		}
+		k -= c
+	}
+	return 100
+}
+
+// byLabel orders entries by name (query order).
+func byLabel(a, b *entry) int { return cmp.Compare(a.label, b.label) }
 
 func (x *indexed) placePersonal(d *Decision, ex *Explain, req Request, now time.Time) error {
 	s := &x.s
 	mine := slices.Clone(x.users[req.User])
-	slices.SortFunc(mine, func(a, b *entry) int { return byName.compare(a, b) })
+	slices.SortFunc(mine, byLabel)
 	if s.algo == vdibroker.MultiplePersistent && req.SessionHost != "" {
 		e, ok := x.entries[req.SessionHost]
 		if !ok || !assignedTo(&e.h, req.User) {

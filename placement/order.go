@@ -1,74 +1,124 @@
 package placement
 
-import "cmp"
+import (
+	"slices"
+	"strings"
+)
 
-// order is how a tree of the index sorts its entries. Every order ends with the host
-// name (query order), so keys are unique.
+// order is how a tree of the index sorts its entries. Every order ends with
+// the host name (query order), so keys are unique.
 type order uint8
 
 const (
 	byName         order = iota // query order
 	bySessionsAsc               // BreadthFirst rank (R-BF2)
 	bySessionsDesc              // DepthFirst rank (R-DF2)
-	byIndexName                 // load index, then name: R-LI3's M-th lowest
 	byLoad                      // load index, connecting, name (R-LI4 buckets 2, 3)
 )
 
-func (o order) compare(a, b *entry) int { return compareKeys(o.key(a), a, o.key(b), b) }
+// maxConnectingKey is the largest connecting count byLoad keys tell apart;
+// larger counts (no host has 33 million connecting sessions) sort as equal,
+// then by name.
+const maxConnectingKey = 1<<25 - 1
 
-// key is an entry's position in one order, held inline in the tree nodes so
-// a descent does not chase pointers to the entry: at 100,000 hosts the
-// cache misses, not the comparisons, are the cost, and key and node are
-// sized so a node fills one 64-byte cache line.
-type key struct {
-	a, b int32
-	// words is the name's first 16 bytes, big-endian, zero-padded: comparing
-	// them compares the names byte-wise (names hold no zero byte). Only
-	// names longer than that and equal so far are compared in full.
-	words [2]uint64
-}
-
-// nameWords packs name's first 16 bytes for key.words.
-func nameWords(name string) (w [2]uint64) {
-	for i := 0; i < 16 && i < len(name); i++ {
-		w[i/8] |= uint64(name[i]) << (56 - 8*(i%8))
-	}
-	return w
-}
-
-func (o order) key(e *entry) key {
-	k := key{words: e.words}
+// key is e's position in order o as one integer: the ordering figures in
+// the high 32 bits, e's name label (labels.go) in the low 32. Trees compare
+// integers, never names, and hold keys inline: at 100,000 hosts the cache
+// misses, not the comparisons, are the cost.
+func (o order) key(e *entry) uint64 {
+	var hi uint32
 	switch o {
 	case bySessionsAsc:
-		k.a = int32(e.h.Sessions)
+		hi = uint32(int32(e.h.Sessions)) ^ 1<<31
 	case bySessionsDesc:
-		k.a = -int32(e.h.Sessions)
-	case byIndexName:
-		k.a = int32(e.li)
+		hi = uint32(-int32(e.h.Sessions)) ^ 1<<31
 	case byLoad:
-		k.a, k.b = int32(e.li), int32(e.h.Connecting)
+		// load index −1..100 in 7 bits, connecting clamped in 25.
+		hi = uint32(e.li+1)<<25 | uint32(min(max(e.h.Connecting, 0), maxConnectingKey))
 	}
-	return k
+	return uint64(hi)<<32 | uint64(e.label)
 }
 
-// compareKeys orders two entries by their keys, reading the entries' names
-// only when the inline part ties and both names are 16 bytes or longer.
-func compareKeys(k key, ke *entry, o key, oe *entry) int {
-	switch {
-	case k.a != o.a:
-		return cmp.Compare(k.a, o.a)
-	case k.b != o.b:
-		return cmp.Compare(k.b, o.b)
-	case k.words[0] != o.words[0]:
-		return cmp.Compare(k.words[0], o.words[0])
-	case k.words[1] != o.words[1]:
-		return cmp.Compare(k.words[1], o.words[1])
+// labels gives every host a uint32 label whose order is the order of the
+// names (query order), so tree keys compare as integers. A new name takes
+// the middle of the gap between its neighbours; when there is none, every
+// host is relabelled (spread evenly, the upper half left free for names that
+// sort last, the common case) and the caller re-files every entry: rare.
+type labels struct {
+	// sorted holds every entry by name.
+	sorted []*entry
+}
+
+// labelSpace is the exclusive upper bound of labels; 0 is never a label,
+// so it can stand for "before every name".
+const labelSpace = 1 << 32
+
+// pos returns how many entries have a name ≤ name.
+func (l *labels) pos(name string) int {
+	i, found := slices.BinarySearchFunc(l.sorted, name, func(e *entry, n string) int { return strings.Compare(e.h.Name, n) })
+	if found {
+		i++
 	}
-	// Equal prefixes: a name shorter than 16 bytes is then the same name
-	// (its zero padding matched); only two names of 16 bytes or more may
-	// still differ after it.
-	if ke == oe || len(ke.h.Name) < 16 || len(oe.h.Name) < 16 {
-		return 0
+	return i
+}
+
+// atOrBefore returns the label of the last name ≤ name, 0 when none: every
+// entry whose label is above it has a name above name.
+func (l *labels) atOrBefore(name string) uint64 {
+	if p := l.pos(name); p > 0 {
+		return uint64(l.sorted[p-1].label)
 	}
-	return cmp.Compare(ke.h.Name, oe.h.Name)
+	return 0
+}
+
+// add labels e (a name not yet present) and reports whether every other
+// label changed too.
+func (l *labels) add(e *entry) (relabelled bool) {
+	p := l.pos(e.h.Name)
+	l.sorted = slices.Insert(l.sorted, p, e)
+	lo, hi := uint64(0), uint64(labelSpace)
+	if p > 0 {
+		lo = uint64(l.sorted[p-1].label)
+	}
+	if p+1 < len(l.sorted) {
+		hi = uint64(l.sorted[p+1].label)
+	} else if step := l.spacing(); lo+step < hi {
+		// Names that sort last (host0001, host0002, ...) are the usual
+		// arrivals: step by an even spacing, not half the free space.
+		e.label = uint32(lo + step)
+		return false
+	}
+	if hi-lo >= 2 {
+		e.label = uint32(lo + (hi-lo)/2)
+		return false
+	}
+	l.relabel()
+	return true
+}
+
+// build labels a whole set of entries at once (distinct names).
+func (l *labels) build(entries []*entry) {
+	l.sorted = slices.SortedFunc(slices.Values(entries), func(a, b *entry) int { return strings.Compare(a.h.Name, b.h.Name) })
+	l.relabel()
+}
+
+// spacing is the gap between labels after a relabel of the current count.
+func (l *labels) spacing() uint64 {
+	return max(labelSpace/2/uint64(len(l.sorted)+1), 1)
+}
+
+// relabel spreads the labels evenly over the lower half of the space.
+func (l *labels) relabel() {
+	step := l.spacing()
+	for i, e := range l.sorted {
+		e.label = uint32(uint64(i+1) * step)
+	}
+}
+
+// remove forgets e.
+func (l *labels) remove(e *entry) {
+	p := l.pos(e.h.Name)
+	if p > 0 && l.sorted[p-1] == e {
+		l.sorted = slices.Delete(l.sorted, p-1, p)
+	}
 }
