@@ -21,11 +21,13 @@ type btree struct {
 
 // fanout is the most items (leaf) or children (inner) a node holds; nodes
 // are split at fanout+1 and merged with a neighbour when both fit in one.
-const fanout = 32
+const fanout = 64
 
 type bnode struct {
 	leaf bool
-	n    int
+	// withLI: the node keeps lis (its tree is withLI).
+	withLI bool
+	n      int
 	// total is the subtree's entry count (inner nodes; a leaf's is n).
 	total int
 	// keys[i] is item i's key (leaf) or child i's largest key (inner).
@@ -102,11 +104,11 @@ func (n *bnode) route(k uint64) int {
 // Insert adds e under key k (order.key(e); keys are unique).
 func (t *btree) Insert(k uint64, e *entry) {
 	if t.root == nil {
-		t.root = &bnode{leaf: true}
+		t.root = &bnode{leaf: true, withLI: t.withLI}
 	}
 	if right := t.insert(t.root, k, e); right != nil {
 		left := t.root
-		t.root = &bnode{n: 2}
+		t.root = &bnode{n: 2, withLI: t.withLI}
 		t.root.kids[0], t.root.kids[1] = left, right // cnt 0: summarize adds them
 		t.summarize(t.root, 0)
 		t.summarize(t.root, 1)
@@ -139,7 +141,7 @@ func (t *btree) insert(n *bnode, k uint64, e *entry) *bnode {
 	}
 	// Split: the upper half moves to a new right sibling.
 	half := n.n / 2
-	right := &bnode{leaf: n.leaf, n: n.n - half}
+	right := &bnode{leaf: n.leaf, withLI: n.withLI, n: n.n - half}
 	copy(right.keys[:], n.keys[half:n.n])
 	copy(right.lis[:], n.lis[half:n.n])
 	if n.leaf {
@@ -161,7 +163,9 @@ func (t *btree) insert(n *bnode, k uint64, e *entry) *bnode {
 
 func (n *bnode) shiftRight(i int) {
 	copy(n.keys[i+1:n.n+1], n.keys[i:n.n])
-	copy(n.lis[i+1:n.n+1], n.lis[i:n.n])
+	if n.withLI {
+		copy(n.lis[i+1:n.n+1], n.lis[i:n.n])
+	}
 	if n.leaf {
 		copy(n.ents[i+1:n.n+1], n.ents[i:n.n])
 	} else {
@@ -174,7 +178,9 @@ func (n *bnode) shiftRight(i int) {
 
 func (n *bnode) removeAt(i int) {
 	copy(n.keys[i:], n.keys[i+1:n.n])
-	copy(n.lis[i:], n.lis[i+1:n.n])
+	if n.withLI {
+		copy(n.lis[i:], n.lis[i+1:n.n])
+	}
 	if n.leaf {
 		copy(n.ents[i:], n.ents[i+1:n.n])
 		n.ents[n.n-1] = nil

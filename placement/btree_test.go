@@ -3,6 +3,7 @@ package placement
 import (
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +12,8 @@ import (
 )
 
 // TestBtreeMatchesSortedSlice checks the tree against a sorted slice through
-// enough entries (up to 1,500, fanout 32) to split and merge nodes on
-// several levels, in every order the index uses, with load index updates in
+// enough entries (up to 8,000, fanout 64) to split and merge nodes on
+// three levels, in every order the index uses, with load index updates in
 // place (SetLI) and the round robin search (NextBelow).
 func TestBtreeMatchesSortedSlice(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -24,9 +25,9 @@ func TestBtreeMatchesSortedSlice(t *testing.T) {
 		sorted := func() {
 			slices.SortFunc(model, func(a, b *entry) int { return cmp3(o, a, b) })
 		}
-		ops := rapid.IntRange(500, 3000).Draw(t, "ops")
+		ops := rapid.IntRange(500, 15000).Draw(t, "ops")
 		for range ops {
-			i := rapid.IntRange(0, 1499).Draw(t, "host")
+			i := rapid.IntRange(0, 7999).Draw(t, "host")
 			name := fmt.Sprintf("h%04d", i)
 			e, ok := entries[name]
 			switch {
@@ -80,7 +81,7 @@ func TestBtreeMatchesSortedSlice(t *testing.T) {
 		if o == byName {
 			after := ""
 			if rapid.Bool().Draw(t, "afterSome") {
-				after = fmt.Sprintf("h%04d", rapid.IntRange(0, 1499).Draw(t, "after"))
+				after = fmt.Sprintf("h%04d", rapid.IntRange(0, 7999).Draw(t, "after"))
 			}
 			var want *entry
 			for _, e := range model {
@@ -142,4 +143,47 @@ func cmp3(o order, a, b *entry) int {
 		c = cmp.Or(cmp.Compare(a.li, b.li), cmp.Compare(a.h.Connecting, b.h.Connecting))
 	}
 	return cmp.Or(c, strings.Compare(a.h.Name, b.h.Name))
+}
+
+// TestBtreeThreeLevels fills a tree past two levels (64 × 64 slots), then
+// empties it in a shuffled order, checking ranks on the way: the splits and
+// merges of inner nodes.
+func TestBtreeThreeLevels(t *testing.T) {
+	tree := newTree(bySessionsAsc, false)
+	var l labels
+	var all []*entry
+	for i := range 10000 {
+		e := &entry{h: Host{Name: fmt.Sprintf("h%05d", i), Sessions: i % 7}}
+		all = append(all, e)
+	}
+	l.build(all)
+	for _, e := range all {
+		e.key = tree.order.key(e)
+		tree.Insert(e.key, e)
+	}
+	depth := 0
+	for n := tree.root; n != nil && !n.leaf; n = n.kids[0] {
+		depth++
+	}
+	if depth < 2 {
+		t.Fatalf("tree of 10000 has %d inner levels, want ≥ 2", depth)
+	}
+	model := slices.Clone(all)
+	slices.SortFunc(model, func(a, b *entry) int { return cmp3(bySessionsAsc, a, b) })
+	shuffled := slices.Clone(all)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for i, e := range shuffled {
+		tree.Delete(e.key, e)
+		model = slices.DeleteFunc(model, func(x *entry) bool { return x == e })
+		if i%997 == 0 {
+			for k := range model {
+				if tree.Kth(k) != model[k] {
+					t.Fatalf("after %d deletes: Kth(%d) = %s, want %s", i+1, k, tree.Kth(k).h.Name, model[k].h.Name)
+				}
+			}
+		}
+	}
+	if tree.Len() != 0 || tree.root != nil {
+		t.Fatalf("emptied tree has Len %d", tree.Len())
+	}
 }
