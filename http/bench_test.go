@@ -201,6 +201,7 @@ func BenchmarkDurableConnects(b *testing.B) {
 		before = s.CommitStats()
 	}
 	b.ResetTimer()
+	cpu0, wall0 := cpuTime(), time.Now()
 	rate, lat, err := runClients(clients, b.N, func(int) error {
 		r, err := f.client.Connect(ctx, f.pool, vhttp.ConnectRequest{User: fmt.Sprintf("bu%09d", benchUser.Add(1))})
 		if err == nil && !r.Created {
@@ -209,6 +210,10 @@ func BenchmarkDurableConnects(b *testing.B) {
 		return err
 	})
 	b.StopTimer()
+	// cores is the CPU the whole process (clients included) used while the
+	// broker ran: near 2 on this machine means CPU-bound, lower means
+	// something serial (the single SQLite writer) holds the rate.
+	cores := float64(cpuTime()-cpu0) / float64(time.Since(wall0))
 	if err != nil {
 		b.Fatalf("broker connect: %v", err)
 	}
@@ -224,6 +229,9 @@ func BenchmarkDurableConnects(b *testing.B) {
 		if n := after.Batches - before.Batches; n > 0 {
 			b.ReportMetric(float64(after.Writes-before.Writes)/float64(n), "writes/batch")
 		}
+	}
+	if cores > 0 {
+		b.ReportMetric(cores, "cores")
 	}
 	b.ReportMetric(rate, "connects/s")
 	b.ReportMetric(bareRate, "bare_req/s")

@@ -21,6 +21,11 @@ type commitReq struct {
 	// concurrent batches on PostgreSQL rarely deadlock.
 	key string
 	fn  func(ctx context.Context, t *tx) error
+	// atomic says fn changes nothing when it returns a *vdibroker.Error
+	// (and fails the whole batch with any other error), so it needs no
+	// savepoint of its own: the common connect runs two statements
+	// instead of four.
+	atomic bool
 	// state: 0 queued, 1 taken into a batch, 2 abandoned by its caller.
 	// The caller may abandon only before the committer takes it, so a call
 	// that returns an error never committed (Store: a failed call changed
@@ -61,10 +66,16 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 	if c == nil || c.Session == nil || c.Session.ID == "" {
 		return vdibroker.Errorf(vdibroker.EInvalid, "placement commit needs a session with an id")
 	}
-	err := s.grouped(ctx, hostKey(c.Session.HostPool, c.Session.SessionHost), func(ctx context.Context, t *tx) error {
-		return commitOne(ctx, t, c)
-	})
+	err := s.groupedReq(ctx, &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c),
+		fn: func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) }})
 	return wrap(err, "commit placement %s", c.Session.ID)
+}
+
+// simpleCommit reports whether c is the common connect: a new session that
+// replaces none and assigns nothing, which commitOne writes with one
+// conditional UPDATE and one INSERT that cannot fail (see commitOne).
+func simpleCommit(c *vdibroker.PlacementCommit) bool {
+	return c.EndSessionID == "" && !c.Assign
 }
 
 func hostKey(pool, host string) string { return pool + "\x00" + host }
@@ -72,7 +83,12 @@ func hostKey(pool, host string) string { return pool + "\x00" + host }
 // grouped runs fn in the next group-commit transaction and returns its
 // outcome.
 func (s *DB) grouped(ctx context.Context, key string, fn func(ctx context.Context, t *tx) error) error {
-	r := &commitReq{key: key, fn: fn, done: make(chan error, 1)}
+	return s.groupedReq(ctx, &commitReq{key: key, fn: fn})
+}
+
+// groupedReq is grouped for a request built by the caller.
+func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
+	r.done = make(chan error, 1)
 	select {
 	case <-s.closing:
 		return errClosed
@@ -174,10 +190,30 @@ func (s *DB) runBatch(batch []*commitReq) {
 	s.batches.Add(1)
 	s.batched.Add(int64(len(live)))
 	results := make([]error, len(live))
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-	defer cancel()
+	// On SQLite the statements run under a context that is never done:
+	// the driver watches a cancellable context with a goroutine per
+	// statement, a fifth of the writer's time, and a local transaction has
+	// nothing to time out on but the busy timeout. PostgreSQL keeps the
+	// bound, as its statements wait on the network and on other replicas.
+	ctx := context.Background()
+	if s.d != sqliteDialect {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, batchTimeout)
+		defer cancel()
+	}
 	err := s.write(ctx, func(t *tx) error {
 		for i, r := range live {
+			if r.atomic {
+				err := r.fn(ctx, t)
+				var verr *vdibroker.Error
+				switch {
+				case err == nil, errors.As(err, &verr):
+					results[i] = err // changed nothing when it failed
+				default:
+					return err
+				}
+				continue
+			}
 			if _, err := t.exec(ctx, `SAVEPOINT batched`); err != nil {
 				return err
 			}
@@ -216,19 +252,35 @@ func (s *DB) runBatch(batch []*commitReq) {
 }
 
 // openUserSessionsQuery asks whether a user has an open session in a pool,
-// adopted ones included. It runs once per pooled connect, so each half must
-// stay a range of a partial index (user_sessions_one_per_pooled_user and
-// user_sessions_open_unpooled_by_user, migrations 00001 and 00004), whatever
-// the number of sessions in the pool.
+// adopted ones included. Each half must stay a range of a partial index
+// (user_sessions_one_per_pooled_user and user_sessions_open_unpooled_by_user,
+// migrations 00001 and 00004), whatever the number of sessions in the pool:
+// it is asked on every pooled connect, inside takeSlotQuery.
 const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 		WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff')
 	OR EXISTS (SELECT 1 FROM user_sessions
 		WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff')`
 
+// takeSlotQuery takes a session slot on a host only while it is under the
+// lower of the caller's limit and the one stored now, is not drained now
+// (unless personal, R-PE4), and, in a pooled pool, the user has no open
+// session there (R-C6; the unique index is what enforces it against
+// concurrent writers). A replica whose view is a few seconds old must not
+// place over a lowered limit (R-C4, R-P2) or on a host drained on another
+// replica (R-C2). Args: ds, dc, pool, host, limit, pooled, pooled, pool,
+// user, pool, user.
+const takeSlotQuery = `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
+	WHERE host_pool = ? AND name = ? AND sessions < ?
+	AND sessions < (SELECT max_session_limit FROM host_pools WHERE host_pools.name = session_hosts.host_pool)
+	AND (allow_new_session OR NOT ?)
+	AND (NOT ? OR NOT (` + openUserSessionsQuery + `))`
+
 // commitOne writes one placement: end the replaced session (R-C1), take a
-// slot on the host only while it is under the limit (R-C4), assign the host
-// (R-PE1), insert the session, which the unique index refuses when the user
-// already has an open session in a pooled pool (R-C6).
+// slot on the host (takeSlotQuery: R-C4, R-C2, R-C6), assign the host
+// (R-PE1), insert the session. For a simpleCommit it changes nothing when
+// it returns a *vdibroker.Error: the slot is the only write before the
+// insert, and the insert skips rather than fails on the unique index, in
+// which case the slot is given back.
 func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 	u := c.Session
 	if u.State == "" {
@@ -242,35 +294,25 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 			return err
 		}
 	}
-	if c.Pooled {
-		// Answer R-C6 before R-C4: the caller then reconnects the user
-		// instead of retrying a full host. The unique index below is what
-		// enforces it against concurrent writers.
-		var open bool
-		// Adopted sessions (a user who logged on directly, R-S2) count
-		// too: they are the user's session in this pool (R-C1).
-		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, u.User, u.HostPool, u.User).Scan(&open); err != nil {
-			return err
-		}
-		if open {
-			return vdibroker.ErrUserHasSession
-		}
-	}
 	ds, dc := countsOf(u.State)
 	t.touch(u.HostPool, u.SessionHost)
-	// The limit is the lower of the caller's and the one stored now, and a
-	// pooled host must not be drained now: a replica whose view is a few
-	// seconds old must not place over a lowered limit (R-C4, R-P2) or on a
-	// host drained on another replica (R-C2). Personal hosts take their
-	// assigned user even when drained (R-PE4).
-	n, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
-		WHERE host_pool = ? AND name = ? AND sessions < ?
-		AND sessions < (SELECT max_session_limit FROM host_pools WHERE host_pools.name = session_hosts.host_pool)
-		AND (allow_new_session OR NOT ?)`, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, c.Pooled)
+	n, err := t.exec(ctx, takeSlotQuery, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, c.Pooled,
+		c.Pooled, u.HostPool, u.User, u.HostPool, u.User)
 	if err != nil {
 		return err
 	}
 	if n == 0 {
+		// Why not? Answer R-C6 before R-C4: the caller then reconnects the
+		// user instead of retrying a full host.
+		if c.Pooled {
+			var open bool
+			if err := t.row(ctx, openUserSessionsQuery, u.HostPool, u.User, u.HostPool, u.User).Scan(&open); err != nil {
+				return err
+			}
+			if open {
+				return vdibroker.ErrUserHasSession
+			}
+		}
 		if _, err := t.getHost(ctx, u.HostPool, u.SessionHost, false); err != nil {
 			return err
 		}
@@ -286,16 +328,26 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 			return vdibroker.ErrHostTaken
 		}
 	}
-	_, err = t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+	n, err = t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
 		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`,
 		u.ID, u.HostPool, u.SessionHost, u.User, u.State, ns(u.CreateTime), ns(u.StateTime),
 		u.AgentSessionID, "", c.Pooled, false, c.Record)
-	if err != nil && errors.Is(err, errUnique) {
-		if c.Pooled {
-			return vdibroker.ErrUserHasSession
-		}
+	if err != nil || n == 1 {
+		return err
+	}
+	// Skipped: the id exists, or (another replica won the race past the
+	// check above) the user has an open pooled session. Give the slot back.
+	if _, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions - ?, connecting_sessions = connecting_sessions - ?
+		WHERE host_pool = ? AND name = ?`, ds, dc, u.HostPool, u.SessionHost); err != nil {
+		return err
+	}
+	var dup bool
+	if err := t.row(ctx, `SELECT EXISTS (SELECT 1 FROM user_sessions WHERE id = ?)`, u.ID).Scan(&dup); err != nil {
+		return err
+	}
+	if dup {
 		return vdibroker.Errorf(vdibroker.EConflict, "user session %q already exists", u.ID)
 	}
-	return err
+	return vdibroker.ErrUserHasSession
 }

@@ -7,13 +7,13 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// CommitBatch commits cs as one group-commit batch (one transaction, one
-// savepoint each), so tests can check a batch with mixed outcomes without
+// CommitBatch commits cs as one group-commit batch (one transaction, as
+// CommitPlacement would: a savepoint for each that is not a simpleCommit), so tests can check a batch with mixed outcomes without
 // depending on timing.
 func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 	reqs := make([]*commitReq, len(cs))
 	for i, c := range cs {
-		reqs[i] = &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), done: make(chan error, 1),
+		reqs[i] = &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), done: make(chan error, 1), atomic: simpleCommit(c),
 			fn: func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) }}
 	}
 	s.runBatch(reqs)

@@ -6,8 +6,9 @@ import (
 )
 
 // TestExpirePendingUsesPendingIndex: the maintenance loop runs
-// ExpirePending (R-S3) every few seconds; it must read the partial index of
-// Pending sessions (migration 00002), not every open session.
+// ExpirePending (R-S3) every few seconds; it must read only the expired
+// range of each pool in the partial index of Pending sessions (migration
+// 00005), not every open or every Pending session.
 func TestExpirePendingUsesPendingIndex(t *testing.T) {
 	s, err := OpenWith(t.Context(), "", t.TempDir(), nil, Options{})
 	if err != nil {
@@ -19,8 +20,9 @@ func TestExpirePendingUsesPendingIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("plan:\n%s", strings.Join(plan, "\n"))
-	if !strings.Contains(strings.Join(plan, "\n"), "user_sessions_pending") {
-		t.Errorf("ExpirePending's plan does not use user_sessions_pending:\n%s", strings.Join(plan, "\n"))
+	p := strings.Join(plan, "\n")
+	if !strings.Contains(p, "INDEX user_sessions_pending_by_time (host_pool=? AND state_time<?)") || strings.Contains(p, "SCAN u") {
+		t.Errorf("ExpirePending does not read only the expired range of user_sessions_pending_by_time:\n%s", p)
 	}
 }
 

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,14 +177,14 @@ func (s *DB) EndSession(ctx context.Context, pool, id, reason string, now time.T
 	return wrap(err, "end session %s", id)
 }
 
-// expirePendingQuery lists the expired Pending sessions by host. The state
-// is a literal, not a parameter: only then can either engine's planner use
-// the partial index user_sessions_pending (migration 00002) instead of
-// reading every open session.
-const expirePendingQuery = `SELECT u.host_pool, u.session_host, u.id FROM user_sessions u
-	JOIN host_pools p ON p.name = u.host_pool
-	WHERE u.state = 'Pending' AND u.agent_session_id = '' AND u.state_time + p.pending_timeout_seconds * 1000000000 < ?
-	ORDER BY u.host_pool, u.session_host, u.id`
+// expirePendingQuery lists the expired Pending sessions. The state is a
+// literal, not a parameter: only then can either engine's planner use the
+// partial index user_sessions_pending_by_time (migration 00005) instead of
+// reading every open session; CROSS JOIN makes SQLite loop over the pools
+// outside, so each pool's expired sessions are one range of that index.
+const expirePendingQuery = `SELECT u.host_pool, u.session_host, u.id FROM host_pools p CROSS JOIN user_sessions u
+	WHERE u.host_pool = p.name AND u.state = 'Pending' AND u.agent_session_id = ''
+	AND u.state_time < ? - p.pending_timeout_seconds * 1000000000`
 
 // ExpirePending ends Pending sessions never seen by their agent within
 // their pool's pendingTimeoutSeconds (R-S3).
@@ -202,6 +204,11 @@ func (s *DB) ExpirePending(ctx context.Context, now time.Time) (int, error) {
 			}
 			cands = append(cands, c)
 		}
+		// Host by host below; few expire at a time, so sorting here is
+		// cheaper than an index kept in host order.
+		slices.SortFunc(cands, func(a, b cand) int {
+			return cmp.Or(cmp.Compare(a.pool, b.pool), cmp.Compare(a.host, b.host), cmp.Compare(a.id, b.id))
+		})
 		return cands, rows.Err()
 	}
 	// Usually nothing has expired: find out without taking the writer.

@@ -129,6 +129,9 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 // the WAL on every commit, so an answered connect also survives those. The
 // cost is one fsync per transaction, which group commit spreads over every
 // placement of a batch.
+//
+// temp_store=MEMORY keeps the statement journal of each placement's
+// savepoint in memory: on disk it cost a write syscall per page changed.
 func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	s.d = sqliteDialect
 	if dataDir == "" {
@@ -143,7 +146,7 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 		return vdibroker.FieldError("synchronous", "want FULL or NORMAL, got %q", syncMode)
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(0)&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(10000)"
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(0)&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(10000)&_pragma=temp_store(MEMORY)"
 	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
 	if err != nil {
 		return fmt.Errorf("open sqlite %s: %w", path, err)
