@@ -23,6 +23,18 @@ type btree struct {
 // are split at fanout+1 and merged with a neighbour when both fit in one.
 const fanout = 64
 
+// leafMax is the most items a leaf holds.
+var leafMax = 64
+
+
+// capacity is the most items or children n holds before it splits.
+func (n *bnode) capacity() int {
+	if n.leaf {
+		return leafMax
+	}
+	return fanout
+}
+
 type bnode struct {
 	leaf bool
 	// withLI: the node keeps lis (its tree is withLI).
@@ -88,17 +100,17 @@ func (t *btree) summarize(n *bnode, i int) {
 }
 
 // route returns the slot of the first key ≥ k, or n.n when none.
+//
+// A linear scan, not a binary search: at 100,000 hosts the keys are not in
+// cache, and a scan reads them in order (the hardware prefetches the next
+// lines) where a binary search waits for one miss after another. The shift
+// that usually follows reads the same lines.
 func (n *bnode) route(k uint64) int {
-	lo, hi := 0, n.n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if n.keys[m] < k {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	i := 0
+	for i < n.n && n.keys[i] < k {
+		i++
 	}
-	return lo
+	return i
 }
 
 // Insert adds e under key k (order.key(e); keys are unique).
@@ -122,7 +134,7 @@ func (t *btree) insert(n *bnode, k uint64, e *entry) *bnode {
 		n.shiftRight(i)
 		n.keys[i], n.ents[i] = k, e
 		if t.withLI {
-			n.lis[i] = int8(e.li)
+			n.lis[i] = e.li
 		}
 	} else {
 		if i == n.n {
@@ -279,7 +291,7 @@ func (t *btree) setLI(n *bnode, k uint64, e *entry) bool {
 		if n.ents[i] != e {
 			return false
 		}
-		n.lis[i] = int8(e.li)
+		n.lis[i] = e.li
 		return true
 	}
 	if !t.setLI(n.kids[i], k, e) {
@@ -329,23 +341,34 @@ func (n *bnode) ascend(f func(*entry) bool) bool {
 // after and whose load index is below limit; nil when none. In a tree
 // ordered by name, after is a name label (0: from the start).
 func (t *btree) NextBelow(after uint64, limit int) *entry {
-	if t.root == nil {
-		return nil
-	}
-	return t.root.nextBelow(after, int8(max(min(limit, 127), -128)))
+	var found *entry
+	t.AscendBelow(after, limit, func(e *entry) bool { found = e; return false })
+	return found
 }
 
-func (n *bnode) nextBelow(after uint64, limit int8) *entry {
-	for i := 0; i < n.n; i++ {
-		if n.lis[i] >= limit || n.keys[i] <= after {
-			continue // nothing low enough, or everything at or before `after`
+// AscendBelow calls f, in order, on the entries of a withLI tree whose key
+// is above after and whose load index is below limit, until f returns
+// false. It walks one path down to the first and then only the subtrees
+// that hold such entries.
+func (t *btree) AscendBelow(after uint64, limit int, f func(*entry) bool) {
+	if t.root != nil {
+		t.root.ascendBelow(after, int8(max(min(limit, 127), -128)), f)
+	}
+}
+
+func (n *bnode) ascendBelow(after uint64, limit int8, f func(*entry) bool) bool {
+	// Slots before route(after+1) hold only keys at or before after.
+	for i := n.route(after + 1); i < n.n; i++ {
+		if n.lis[i] >= limit {
+			continue // nothing low enough
 		}
 		if n.leaf {
-			return n.ents[i]
-		}
-		if e := n.kids[i].nextBelow(after, limit); e != nil {
-			return e
+			if !f(n.ents[i]) {
+				return false
+			}
+		} else if !n.kids[i].ascendBelow(after, limit, f) {
+			return false
 		}
 	}
-	return nil
+	return true
 }

@@ -20,24 +20,25 @@ type entry struct {
 	key  uint64
 	// label is the name's place in query order (order.go).
 	label uint32
-	// fileLI is li as filed (the tree's and the histogram's copy).
-	fileLI int8
+	// li is the load index placement uses (LoadIndex pools; −1..100), as
+	// filed in the trees and the histogram.
+	li int8
 	// meanDep says the entry is in meanDependent.
 	meanDep bool
 	// removed is set when the host is removed (a Decision may still point
 	// at the entry).
 	removed bool
-	// li is the load index placement uses (LoadIndex pools).
-	li int
 	// class is "" for a candidate, else the exclusion reason.
 	class string
 	// heapAt is the entry's index in the deadline heap, -1 when absent;
-	// hb the heartbeat it is filed under there (read without touching the
-	// heap).
-	heapAt int
-	hb     time.Time
+	// hb the heartbeat (Unix ns) it is filed under there, read without
+	// touching the heap.
+	heapAt int32
+	hb     int64
 	owner  *indexed
-	h      Host
+	// h is the host as last told. The fields above fill the entry's first
+	// 64 bytes and h the next 128: an entry is three cache lines.
+	h Host
 }
 
 // indexed is the engine New returns. It keeps every host in exactly one
@@ -156,9 +157,10 @@ func (x *indexed) stats() loadindex.Pool {
 // descent), else out of the old tree and into the new.
 func (x *indexed) derive(e *entry) {
 	s := &x.s
-	e.li = x.loadIndex(&e.h)
+	old := e.li
+	e.li = int8(x.loadIndex(&e.h))
 	st := statusOf(&e.h, s.timeout, x.clock)
-	e.class = s.classify(&e.h, st, e.li)
+	e.class = s.classify(&e.h, st, int(e.li))
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
 	if dep := x.dependsOnMean(e); dep != e.meanDep {
 		e.meanDep = dep
@@ -171,7 +173,7 @@ func (x *indexed) derive(e *entry) {
 	t := x.treeFor(e)
 	k := t.order.key(e)
 	if e.tree == x.s1 {
-		x.s1Hist[int(e.fileLI)+1]--
+		x.s1Hist[int(old)+1]--
 	}
 	switch {
 	case e.tree != t || e.key != k:
@@ -179,12 +181,12 @@ func (x *indexed) derive(e *entry) {
 			e.tree.Delete(e.key, e)
 		}
 		t.Insert(k, e)
-	case t.withLI && e.fileLI != int8(e.li):
+	case t.withLI && old != e.li:
 		t.SetLI(k, e)
 	}
-	e.tree, e.key, e.fileLI = t, k, int8(e.li)
+	e.tree, e.key = t, k
 	if t == x.s1 {
-		x.s1Hist[e.li+1]++
+		x.s1Hist[int(e.li)+1]++
 	}
 }
 
@@ -209,7 +211,7 @@ func (x *indexed) treeFor(e *entry) *btree {
 // detach takes e out of every structure.
 func (x *indexed) detach(e *entry) {
 	if e.tree == x.s1 {
-		x.s1Hist[int(e.fileLI)+1]--
+		x.s1Hist[int(e.li)+1]--
 	}
 	if e.tree != nil {
 		e.tree.Delete(e.key, e)
@@ -400,7 +402,7 @@ func (x *indexed) advance(now time.Time) {
 		stats := x.stats()
 		var stale []*entry
 		for e := range x.meanDependent {
-			if x.s.loadIndex(&e.h, stats) != e.li {
+			if x.s.loadIndex(&e.h, stats) != int(e.li) {
 				stale = append(stale, e)
 			}
 		}
@@ -455,7 +457,7 @@ func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts
 	}
 	slices.SortFunc(first, byLabel)
 	for _, e := range first[:min(len(first), ExplainLimit)] {
-		ex.Excluded = append(ex.Excluded, Exclusion{Host: e.h.Name, Reason: e.class, Detail: x.s.detail(&e.h, e.class, e.li, now)})
+		ex.Excluded = append(ex.Excluded, Exclusion{Host: e.h.Name, Reason: e.class, Detail: x.s.detail(&e.h, e.class, int(e.li), now)})
 	}
 	if len(counts) > 0 {
 		ex.ExcludedCounts = counts
@@ -498,7 +500,7 @@ func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 	d.Host = d.e.h.Name
 	ex.Chosen, ex.Rank, ex.Bucket = d.Host, pick+1, bucket
 	for _, e := range list {
-		li := e.li
+		li := int(e.li)
 		if s.algo != vdibroker.LoadIndex {
 			li = s.loadIndex(&e.h, stats)
 		}
@@ -539,28 +541,28 @@ func (x *indexed) loadIndexOrder(ex *Explain) ([]*entry, int) {
 		if x.rrStale {
 			x.rrLabel, x.rrStale = x.names.atOrBefore(x.lastRR), false
 		}
-		var list []*entry
-		after := x.rrLabel
-		for len(list) < ExplainLimit {
-			e := x.s1.NextBelow(after, t)
-			if e == nil {
-				if after == 0 {
-					break // nothing below t at all (cannot happen: see R-LI3)
-				}
-				e = x.s1.NextBelow(0, t)
-			}
-			if e == nil || (len(list) > 0 && e == list[0]) {
-				break
-			}
+		// From the host after the last chosen to the end, then from the
+		// start until the list is full or comes round to its first host.
+		list := make([]*entry, 0, ExplainLimit)
+		x.s1.AscendBelow(x.rrLabel, t, func(e *entry) bool {
 			list = append(list, e)
-			after = uint64(e.label)
+			return len(list) < ExplainLimit
+		})
+		if len(list) < ExplainLimit && x.rrLabel != 0 {
+			x.s1.AscendBelow(0, t, func(e *entry) bool {
+				if len(list) > 0 && e == list[0] {
+					return false
+				}
+				list = append(list, e)
+				return len(list) < ExplainLimit
+			})
 		}
 		if len(list) > 0 {
 			return list, 1
 		}
 	}
-	if x.s2.Len() > 0 && x.s2.Kth(0).li < t {
-		return x.firsts(x.s2, func(e *entry) bool { return e.li < t }), 2
+	if x.s2.Len() > 0 && int(x.s2.Kth(0).li) < t {
+		return x.firsts(x.s2, func(e *entry) bool { return int(e.li) < t }), 2
 	}
 	// Bucket 3 is reached with no bucket-1 material (see above), so its
 	// hosts are s2's and cands', merged in load order.
@@ -642,14 +644,14 @@ func (x *indexed) placePersonal(d *Decision, ex *Explain, req Request, now time.
 func (x *indexed) syncDeadline(e *entry, alive bool) {
 	switch {
 	case alive && e.heapAt < 0:
-		e.hb = *e.h.LastHeartBeat
-		heap.Push(&x.deadlines, deadlineItem{e, e.hb})
-	case alive && !e.hb.Equal(*e.h.LastHeartBeat):
-		e.hb = *e.h.LastHeartBeat
-		x.deadlines[e.heapAt].hb = e.hb
-		heap.Fix(&x.deadlines, e.heapAt)
+		e.hb = e.h.LastHeartBeat.UnixNano()
+		heap.Push(&x.deadlines, deadlineItem{e, *e.h.LastHeartBeat})
+	case alive && e.hb != e.h.LastHeartBeat.UnixNano():
+		e.hb = e.h.LastHeartBeat.UnixNano()
+		x.deadlines[e.heapAt].hb = *e.h.LastHeartBeat
+		heap.Fix(&x.deadlines, int(e.heapAt))
 	case !alive && e.heapAt >= 0:
-		heap.Remove(&x.deadlines, e.heapAt)
+		heap.Remove(&x.deadlines, int(e.heapAt))
 	}
 }
 
@@ -667,11 +669,11 @@ func (h deadlineHeap) Len() int           { return len(h) }
 func (h deadlineHeap) Less(i, j int) bool { return h[i].hb.Before(h[j].hb) }
 func (h deadlineHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].e.heapAt, h[j].e.heapAt = i, j
+	h[i].e.heapAt, h[j].e.heapAt = int32(i), int32(j)
 }
 func (h *deadlineHeap) Push(v any) {
 	it := v.(deadlineItem)
-	it.e.heapAt = len(*h)
+	it.e.heapAt = int32(len(*h))
 	*h = append(*h, it)
 }
 func (h *deadlineHeap) Pop() any {
