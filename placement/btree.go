@@ -23,17 +23,6 @@ type btree struct {
 // are split at fanout+1 and merged with a neighbour when both fit in one.
 const fanout = 64
 
-// leafMax is the most items a leaf holds.
-var leafMax = 64
-
-
-// capacity is the most items or children n holds before it splits.
-func (n *bnode) capacity() int {
-	if n.leaf {
-		return leafMax
-	}
-	return fanout
-}
 
 type bnode struct {
 	leaf bool
