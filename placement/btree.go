@@ -23,7 +23,6 @@ type btree struct {
 // are split at fanout+1 and merged with a neighbour when both fit in one.
 const fanout = 64
 
-
 type bnode struct {
 	leaf bool
 	// withLI: the node keeps lis (its tree is withLI).
