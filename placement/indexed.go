@@ -51,7 +51,7 @@ type indexed struct {
 	opts Options
 	// clock is the time statuses were last evaluated at.
 	clock   time.Time
-	entries map[string]*entry
+	entries hostTable
 	names   labels
 	lastRR  string
 	// rrLabel is names.atOrBefore(lastRR), recomputed when rrStale.
@@ -88,15 +88,16 @@ type indexed struct {
 // O(log n + ExplainLimit) and a pool of 10,000 hosts decides about as fast
 // as one of 100. Its decisions are the reference's, draw for draw.
 func New(pool Pool, hosts []Host, opts Options) Placer {
-	x := &indexed{s: newSettings(pool), opts: defaultOptions(opts), entries: map[string]*entry{}}
+	x := &indexed{s: newSettings(pool), opts: defaultOptions(opts)}
+	x.entries.reserve(len(hosts))
 	var list []*entry
 	for _, h := range hosts {
-		if e, ok := x.entries[h.Name]; ok {
+		if e := x.entries.get(h.Name); e != nil {
 			e.h = cloneHost(h) // the last of a name wins, as with Upsert
 			continue
 		}
 		e := &entry{heapAt: -1, h: cloneHost(h), owner: x}
-		x.entries[h.Name] = e
+		x.entries.put(e)
 		list = append(list, e)
 	}
 	x.names.build(list)
@@ -131,7 +132,7 @@ func (x *indexed) reset() {
 	x.meanDependent = map[*entry]struct{}{}
 	x.meanDirty = false
 	x.rrStale = true
-	for _, e := range x.entries {
+	for _, e := range x.names.sorted {
 		e.tree, e.heapAt, e.meanDep = nil, -1, false
 	}
 }
@@ -248,10 +249,10 @@ func (x *indexed) dropUsers(e *entry) {
 
 func (x *indexed) Upsert(h Host) {
 	anyCustom := x.customs > 0
-	e, ok := x.entries[h.Name]
-	if !ok {
+	e := x.entries.get(h.Name)
+	if e == nil {
 		e = &entry{heapAt: -1, h: cloneHost(h), owner: x}
-		x.entries[h.Name] = e
+		x.entries.put(e)
 		relabelled := x.names.add(e)
 		x.rrStale = true
 		x.account(&e.h, +1)
@@ -303,14 +304,14 @@ func (x *indexed) dependsOnMean(e *entry) bool {
 }
 
 func (x *indexed) Remove(name string) {
-	e, ok := x.entries[name]
-	if !ok {
+	e := x.entries.get(name)
+	if e == nil {
 		return
 	}
 	anyCustom := x.customs > 0
 	x.detach(e)
 	e.removed = true
-	delete(x.entries, name)
+	x.entries.del(name)
 	x.names.remove(e)
 	x.account(&e.h, -1)
 	if x.customFlipped(anyCustom) {
@@ -349,8 +350,8 @@ func (x *indexed) SetPool(p Pool) {
 }
 
 func (x *indexed) Host(name string) (Host, bool) {
-	e, ok := x.entries[name]
-	if !ok {
+	e := x.entries.get(name)
+	if e == nil {
 		return Host{}, false
 	}
 	return cloneHost(e.h), true
@@ -364,8 +365,7 @@ func (x *indexed) Apply(d Decision) {
 	// removed or replaced since, or the decision is not this engine's.
 	e := d.e
 	if e == nil || e.owner != x || e.removed || e.h.Name != d.Host {
-		var ok bool
-		if e, ok = x.entries[d.Host]; !ok {
+		if e = x.entries.get(d.Host); e == nil {
 			return
 		}
 	}
@@ -420,9 +420,9 @@ func (x *indexed) Place(req Request) (Decision, error) {
 	ex := newExplain(s, req, now)
 	var d Decision
 	if e := req.Existing; e != nil {
-		h, ok := x.entries[e.Host]
+		h := x.entries.get(e.Host)
 		st := vdibroker.StatusUnavailable
-		if ok {
+		if h != nil {
 			st = statusOf(&h.h, s.timeout, now)
 		}
 		if st != vdibroker.StatusUnavailable && st != vdibroker.StatusShutdown {
@@ -462,7 +462,7 @@ func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts
 	if len(counts) > 0 {
 		ex.ExcludedCounts = counts
 	}
-	return len(x.entries), counts
+	return x.entries.n, counts
 }
 
 func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
@@ -608,8 +608,8 @@ func (x *indexed) placePersonal(d *Decision, ex *Explain, req Request, now time.
 	mine := slices.Clone(x.users[req.User])
 	slices.SortFunc(mine, byLabel)
 	if s.algo == vdibroker.MultiplePersistent && req.SessionHost != "" {
-		e, ok := x.entries[req.SessionHost]
-		if !ok || !assignedTo(&e.h, req.User) {
+		e := x.entries.get(req.SessionHost)
+		if e == nil || !assignedTo(&e.h, req.User) {
 			ex.Excluded = append(ex.Excluded, Exclusion{Host: req.SessionHost, Reason: ReasonNotAssigned})
 			ex.ExcludedCounts = map[string]int{ReasonNotAssigned: 1}
 			return vdibroker.Errorf(vdibroker.ENotAssigned,
