@@ -23,7 +23,7 @@ func BenchmarkCommitPlacement(b *testing.B) {
 	}{
 		{"postgres/default", store.Options{}}, // skipped without VDIBROKER_TEST_POSTGRES_DSN
 		{"sqlite/default", store.Options{}},
-		{"sqlite/linger=200us", store.Options{Linger: 200 * time.Microsecond}},
+		{"sqlite/linger=none", store.Options{Linger: -1}},
 		{"sqlite/maxbatch=1", store.Options{MaxBatch: 1}},
 		{"sqlite/synchronous=NORMAL", store.Options{Synchronous: "NORMAL"}},
 	} {

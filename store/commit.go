@@ -120,12 +120,14 @@ func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
 }
 
 // batcher is the group committer: it takes every write queued while the
-// previous transaction ran (up to MaxBatch, waiting up to Linger for more)
-// and commits them in one transaction, one SAVEPOINT each. On SQLite that is
-// one fsync for the whole batch instead of one per connect or heartbeat.
+// previous transaction ran (up to MaxBatch; under load it waits up to
+// Linger for more) and commits them in one transaction, a SAVEPOINT for
+// each that needs one. On SQLite that is one fsync for the whole batch
+// instead of one per connect or heartbeat.
 func (s *DB) batcher() {
 	defer s.batcherWG.Done()
 	batch := make([]*commitReq, 0, s.opts.MaxBatch)
+	prev := 0 // the previous batch's size: above 1 means load
 	for {
 		batch = batch[:0]
 		select {
@@ -142,15 +144,17 @@ func (s *DB) batcher() {
 				}
 			}
 		}
-		batch = s.fill(batch)
+		batch = s.fill(batch, prev > 1)
+		prev = len(batch)
 		s.runBatch(batch)
 	}
 }
 
-// fill adds queued requests to batch up to MaxBatch, lingering if asked.
-func (s *DB) fill(batch []*commitReq) []*commitReq {
+// fill adds queued requests to batch up to MaxBatch, lingering (see
+// Options.Linger) if loaded.
+func (s *DB) fill(batch []*commitReq, loaded bool) []*commitReq {
 	var deadline <-chan time.Time
-	if s.opts.Linger > 0 {
+	if s.opts.Linger > 0 && loaded {
 		t := time.NewTimer(s.opts.Linger)
 		defer t.Stop()
 		deadline = t.C

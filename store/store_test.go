@@ -1205,3 +1205,19 @@ func TestFailedLogoffIsAskedAgain_RS5(t *testing.T) {
 		}
 	})
 }
+
+// TestLoneConnectDoesNotLinger: the group committer waits for more writes
+// (Options.Linger) only while loaded; one connect after another on an
+// idle broker is committed at once. With an hour of linger, waiting would
+// hang this test.
+func TestLoneConnectDoesNotLinger(t *testing.T) {
+	s := sqliteOpener(t)(t, store.Options{Linger: time.Hour})
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+	for i := range 3 {
+		mustCommit(t, s, placement("p", "h1", fmt.Sprintf("u%d", i), vdibroker.NoSessionLimit))
+	}
+	if n, _ := counts(t, s, "p", "h1"); n != 3 {
+		t.Fatalf("sessions on h1 = %d, want 3", n)
+	}
+}
