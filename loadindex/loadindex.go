@@ -147,7 +147,16 @@ func Compute(lb vdibroker.LoadBalancing, maxSessionLimit int, h Host, pool Pool)
 	if h.Metrics != nil {
 		f = Compensate(f, h.MetricsSessions, h.Sessions, pool.PerSession)
 	}
-	idx, enabled := 0, false
+	idx, enabled := FactorIndex(lb, f)
+	return WithSessions(lb, maxSessionLimit, h.Sessions, idx, enabled)
+}
+
+// FactorIndex is R-IDX1 and R-IDX2 over the sampled factors f: the largest
+// enabled factor index, and whether any factor is enabled. A caller that
+// recomputes a host's index often may keep it per sample: for a host with
+// no session placed since its sample, Compute is WithSessions of
+// FactorIndex(lb, FactorsOf(h.Metrics)).
+func FactorIndex(lb vdibroker.LoadBalancing, f Factors) (idx int, enabled bool) {
 	use := func(value, threshold float64) {
 		if threshold > 0 {
 			enabled = true
@@ -159,8 +168,14 @@ func Compute(lb vdibroker.LoadBalancing, maxSessionLimit int, h Host, pool Pool)
 	use(f.DiskQueue, lb.DiskQueueLengthThreshold)
 	use(f.DiskRead, lb.DiskReadLatencyThreshold)
 	use(f.DiskWrite, lb.DiskWriteLatencyThreshold)
+	return idx, enabled
+}
+
+// WithSessions completes a FactorIndex result as Compute does: the session
+// factor counts when includeSessionCount is on or no other factor is.
+func WithSessions(lb vdibroker.LoadBalancing, maxSessionLimit, sessions, idx int, enabled bool) int {
 	if lb.IncludeSessionCount || !enabled {
-		idx = max(idx, SessionFactor(h.Sessions, maxSessionLimit))
+		idx = max(idx, SessionFactor(sessions, maxSessionLimit))
 	}
 	return idx
 }

@@ -23,6 +23,16 @@ type entry struct {
 	// li is the load index placement uses (LoadIndex pools; −1..100), as
 	// filed in the trees and the histogram.
 	li int8
+	// sampled is the load index of the metrics sample's own figures
+	// (loadindex.FactorIndex, no R-LI6 compensation) when sampledOK, and
+	// sampledOn whether any factor is enabled: a host with no session
+	// placed since its sample gets its index without reading the sample.
+	sampled              int8
+	sampledOK, sampledOn bool
+	// heapAt is the entry's index in the deadline heap, -1 when absent;
+	// hb the heartbeat (Unix ns) it is filed under there, read without
+	// touching the heap.
+	heapAt int32
 	// meanDep says the entry is in meanDependent.
 	meanDep bool
 	// removed is set when the host is removed (a Decision may still point
@@ -30,12 +40,8 @@ type entry struct {
 	removed bool
 	// class is "" for a candidate, else the exclusion reason.
 	class string
-	// heapAt is the entry's index in the deadline heap, -1 when absent;
-	// hb the heartbeat (Unix ns) it is filed under there, read without
-	// touching the heap.
-	heapAt int32
-	hb     int64
-	owner  *indexed
+	hb    int64
+	owner *indexed
 	// h is the host as last told. The fields above fill the entry's first
 	// 64 bytes and h the next 128: an entry is three cache lines.
 	h Host
@@ -72,6 +78,8 @@ type indexed struct {
 	s2        *btree
 	deadlines deadlineHeap
 	users     map[string][]*entry // personal: user -> assigned hosts
+	// scratch holds a decision's list of hosts (see firsts).
+	scratch []*entry
 
 	// R-LI6 pool mean and R-IDX3 custom-value count.
 	mean       loadindex.Mean
@@ -88,7 +96,7 @@ type indexed struct {
 // O(log n + ExplainLimit) and a pool of 10,000 hosts decides about as fast
 // as one of 100. Its decisions are the reference's, draw for draw.
 func New(pool Pool, hosts []Host, opts Options) Placer {
-	x := &indexed{s: newSettings(pool), opts: defaultOptions(opts)}
+	x := &indexed{s: newSettings(pool), opts: defaultOptions(opts), scratch: make([]*entry, 0, ExplainLimit)}
 	x.entries.reserve(len(hosts))
 	var list []*entry
 	for _, h := range hosts {
@@ -133,7 +141,7 @@ func (x *indexed) reset() {
 	x.meanDirty = false
 	x.rrStale = true
 	for _, e := range x.names.sorted {
-		e.tree, e.heapAt, e.meanDep = nil, -1, false
+		e.tree, e.heapAt, e.meanDep, e.sampledOK = nil, -1, false, false
 	}
 }
 
@@ -159,7 +167,7 @@ func (x *indexed) stats() loadindex.Pool {
 func (x *indexed) derive(e *entry) {
 	s := &x.s
 	old := e.li
-	e.li = int8(x.loadIndex(&e.h))
+	e.li = int8(x.entryLoadIndex(e))
 	st := statusOf(&e.h, s.timeout, x.clock)
 	e.class = s.classify(&e.h, st, int(e.li))
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
@@ -268,6 +276,7 @@ func (x *indexed) Upsert(h Host) {
 	// The pool-wide inputs change only with the sample (most updates are a
 	// session count): skip reading the old sample when it is the same.
 	if nh.Metrics != e.h.Metrics || nh.MetricsSessions != e.h.MetricsSessions {
+		e.sampledOK = false
 		x.account(&e.h, -1)
 		x.account(&nh, +1)
 		if x.customFlipped(anyCustom) {
@@ -295,6 +304,23 @@ func (x *indexed) loadIndex(h *Host) int {
 		return 0
 	}
 	return x.s.loadIndex(h, x.stats())
+}
+
+// entryLoadIndex is loadIndex(&e.h), from e's cached sample figures when no
+// session was placed since the sample (R-LI6 then adds nothing): most
+// session endings, which then do not read the sample. Samples are
+// immutable (a new sample is a new *Metrics), so the cache lives until the
+// Metrics pointer or the pool settings change.
+func (x *indexed) entryLoadIndex(e *entry) int {
+	h, s := &e.h, &x.s
+	if s.algo != vdibroker.LoadIndex || s.lb.UseCustomScript || h.Metrics == nil || h.Sessions > h.MetricsSessions {
+		return x.loadIndex(h)
+	}
+	if !e.sampledOK {
+		idx, on := loadindex.FactorIndex(s.lb, loadindex.FactorsOf(h.Metrics))
+		e.sampled, e.sampledOn, e.sampledOK = int8(idx), on, true
+	}
+	return loadindex.WithSessions(s.lb, s.limit, h.Sessions, int(e.sampled), e.sampledOn)
 }
 
 // dependsOnMean reports whether e's load index uses the pool's mean
@@ -452,7 +478,7 @@ func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts
 				counts = map[string]int{}
 			}
 			counts[r] = t.Len()
-			first = append(first, x.firsts(t, func(*entry) bool { return true })...)
+			first = x.firsts(first, t, func(*entry) bool { return true })
 		}
 	}
 	slices.SortFunc(first, byLabel)
@@ -487,12 +513,12 @@ func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 		d.e = x.cands.Kth(r)
 		d.Host = d.e.h.Name
 		ex.Chosen, ex.Rank = d.Host, r+1
-		for _, e := range x.firsts(x.cands, func(*entry) bool { return true }) {
+		for _, e := range x.firsts(x.scratch[:0], x.cands, func(*entry) bool { return true }) {
 			ex.Candidates = append(ex.Candidates, candidateOf(&e.h, s.loadIndex(&e.h, stats), 0))
 		}
 		return nil
 	case vdibroker.DepthFirst:
-		list = x.firsts(x.cands, func(*entry) bool { return true })
+		list = x.firsts(x.scratch[:0], x.cands, func(*entry) bool { return true })
 	case vdibroker.LoadIndex:
 		list, bucket = x.loadIndexOrder(ex)
 	}
@@ -509,17 +535,18 @@ func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 	return nil
 }
 
-// firsts returns the first ExplainLimit entries of t while keep holds.
-func (x *indexed) firsts(t *btree, keep func(*entry) bool) []*entry {
-	out := make([]*entry, 0, ExplainLimit)
+// firsts appends to dst the first ExplainLimit entries of t while keep
+// holds. A decision's lists go in x.scratch: no allocation per decision.
+func (x *indexed) firsts(dst []*entry, t *btree, keep func(*entry) bool) []*entry {
+	start := len(dst)
 	t.Ascend(func(e *entry) bool {
 		if !keep(e) {
 			return false
 		}
-		out = append(out, e)
-		return len(out) < ExplainLimit
+		dst = append(dst, e)
+		return len(dst)-start < ExplainLimit
 	})
-	return out
+	return dst
 }
 
 // loadIndexOrder is R-LI3 and R-LI4 on the index: the winning bucket's
@@ -543,7 +570,7 @@ func (x *indexed) loadIndexOrder(ex *Explain) ([]*entry, int) {
 		}
 		// From the host after the last chosen to the end, then from the
 		// start until the list is full or comes round to its first host.
-		list := make([]*entry, 0, ExplainLimit)
+		list := x.scratch[:0]
 		x.s1.AscendBelow(x.rrLabel, t, func(e *entry) bool {
 			list = append(list, e)
 			return len(list) < ExplainLimit
@@ -562,12 +589,12 @@ func (x *indexed) loadIndexOrder(ex *Explain) ([]*entry, int) {
 		}
 	}
 	if x.s2.Len() > 0 && int(x.s2.Kth(0).li) < t {
-		return x.firsts(x.s2, func(e *entry) bool { return int(e.li) < t }), 2
+		return x.firsts(x.scratch[:0], x.s2, func(e *entry) bool { return int(e.li) < t }), 2
 	}
 	// Bucket 3 is reached with no bucket-1 material (see above), so its
 	// hosts are s2's and cands', merged in load order.
 	all := func(*entry) bool { return true }
-	a, b := x.firsts(x.s2, all), x.firsts(x.cands, all)
+	a, b := x.firsts(nil, x.s2, all), x.firsts(nil, x.cands, all)
 	list := make([]*entry, 0, ExplainLimit)
 	for len(list) < ExplainLimit && (len(a) > 0 || len(b) > 0) {
 		if len(b) == 0 || (len(a) > 0 && a[0].key < b[0].key) {
@@ -630,7 +657,7 @@ func (x *indexed) placePersonal(d *Decision, ex *Explain, req Request, now time.
 	}
 	total, counts := x.explainExcluded(ex, now)
 	var cands []ranked
-	for _, e := range x.firsts(x.cands, func(*entry) bool { return true }) {
+	for _, e := range x.firsts(nil, x.cands, func(*entry) bool { return true }) {
 		cands = append(cands, ranked{&e.h, s.loadIndex(&e.h, stats)})
 	}
 	err := personalAutomatic(s, d, ex, cands, total, counts)
