@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -300,36 +299,32 @@ func newSessionID(now time.Time) string {
 // Lines end in CRLF as Windows expects. addr and user were validated (no
 // control characters), so they cannot inject lines.
 func rdpFile(addr, user string) string {
-	var b bytes.Buffer
-	for _, line := range []string{
-		"full address:s:" + addr,
-		"username:s:" + user,
-		"prompt for credentials:i:1",
-		"administrative session:i:0",
-		"screen mode id:i:2",
-		"use multimon:i:0",
-		"desktopwidth:i:1920",
-		"desktopheight:i:1080",
-		"session bpp:i:32",
-		"smart sizing:i:1",
-		"dynamic resolution:i:1",
-		"compression:i:1",
-		"connection type:i:7",
-		"networkautodetect:i:1",
-		"bandwidthautodetect:i:1",
-		"displayconnectionbar:i:1",
-		"autoreconnection enabled:i:1",
-		"authentication level:i:2",
-		"enablecredsspsupport:i:1",
-		"negotiate security layer:i:1",
-		"audiomode:i:0",
-		"redirectclipboard:i:1",
-		"redirectprinters:i:1",
-		"redirectsmartcards:i:1",
-		"drivestoredirect:s:",
-	} {
-		b.WriteString(line)
-		b.WriteString("\r\n")
-	}
-	return b.String()
+	return "full address:s:" + addr + "\r\nusername:s:" + user + "\r\n" + rdpDefaults
 }
+
+// rdpDefaults are the .rdp lines every connect shares, built once.
+var rdpDefaults = strings.Join([]string{
+	"prompt for credentials:i:1",
+	"administrative session:i:0",
+	"screen mode id:i:2",
+	"use multimon:i:0",
+	"desktopwidth:i:1920",
+	"desktopheight:i:1080",
+	"session bpp:i:32",
+	"smart sizing:i:1",
+	"dynamic resolution:i:1",
+	"compression:i:1",
+	"connection type:i:7",
+	"networkautodetect:i:1",
+	"bandwidthautodetect:i:1",
+	"displayconnectionbar:i:1",
+	"autoreconnection enabled:i:1",
+	"authentication level:i:2",
+	"enablecredsspsupport:i:1",
+	"negotiate security layer:i:1",
+	"audiomode:i:0",
+	"redirectclipboard:i:1",
+	"redirectprinters:i:1",
+	"redirectsmartcards:i:1",
+	"drivestoredirect:s:",
+}, "\r\n") + "\r\n"
