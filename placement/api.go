@@ -177,6 +177,8 @@ type Placer interface {
 	// the reservation is atomic with the choice).
 	Apply(d Decision)
 	// Upsert adds or replaces a host (counts, metrics, drain, heartbeat...).
+	// A metrics sample is immutable: a new sample is a new *Metrics (the
+	// engine keeps figures per sample and compares the pointers).
 	Upsert(h Host)
 	// Remove forgets a host.
 	Remove(name string)

@@ -186,8 +186,8 @@ func TestIndexedMatchesReference_Property(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		m := &model{
 			now: testNow,
-			// Short names and names of 16 bytes or more sharing their first
-			// 16 (the trees compare those in full).
+			// Short names and long names that share a prefix and are
+			// prefixes of one another (their labels must keep byte order).
 			names: []string{"h00", "h01", "h02", "h03", "h04", "h05", "h06", "h07",
 				"pool-a-host-0001", "pool-a-host-0001b", "pool-a-host-0001a", "pool-a-host-000"},
 			users: []string{"ann", "bob", "cy", "dee"},
