@@ -23,25 +23,23 @@ type entry struct {
 	// li is the load index placement uses (LoadIndex pools; −1..100), as
 	// filed in the trees and the histogram.
 	li int8
-	// sampled is the load index of the metrics sample's own figures
-	// (loadindex.FactorIndex, no R-LI6 compensation) when sampledOK, and
-	// sampledOn whether any factor is enabled: a host with no session
-	// placed since its sample gets its index without reading the sample.
-	sampled              int8
-	sampledOK, sampledOn bool
+	// class is 0 for a candidate, else 1 + the exclusion reason's place in
+	// reasonOrder.
+	class uint8
+	// meanDep says the entry is in meanDependent.
+	meanDep bool
+	// factorsOK says fv holds the enabled sampled factors of h.Metrics (in
+	// loadindex.Factors order; nf of them, or nf > len(fv) when more are
+	// enabled than fit): the load index is then computed without reading
+	// the sample (see entryLoadIndex).
+	factorsOK bool
 	// heapAt is the entry's index in the deadline heap, -1 when absent;
 	// hb the heartbeat (Unix ns) it is filed under there, read without
 	// touching the heap.
 	heapAt int32
-	// meanDep says the entry is in meanDependent.
-	meanDep bool
-	// removed is set when the host is removed (a Decision may still point
-	// at the entry).
-	removed bool
-	// class is "" for a candidate, else the exclusion reason.
-	class string
-	hb    int64
-	owner *indexed
+	nf     uint8
+	hb     int64
+	fv     [3]float64
 	// h is the host as last told. The fields above fill the entry's first
 	// 64 bytes and h the next 128: an entry is three cache lines.
 	h Host
@@ -64,7 +62,7 @@ type indexed struct {
 	rrLabel uint64
 	rrStale bool
 
-	excluded map[string]*btree // reason -> hosts by name
+	excluded []*btree // class -> hosts by name (excluded[0] unused)
 	// cands holds the candidates: BF, DF by rank; personal: unassigned by
 	// name; LoadIndex: those in neither s1 nor s2 (connecting ≥ C), by load.
 	cands *btree
@@ -104,7 +102,7 @@ func New(pool Pool, hosts []Host, opts Options) Placer {
 			e.h = cloneHost(h) // the last of a name wins, as with Upsert
 			continue
 		}
-		e := &entry{heapAt: -1, h: cloneHost(h), owner: x}
+		e := &entry{heapAt: -1, h: cloneHost(h)}
 		x.entries.put(e)
 		list = append(list, e)
 	}
@@ -119,9 +117,9 @@ func New(pool Pool, hosts []Host, opts Options) Placer {
 
 // reset empties the structures (entries stay, detached).
 func (x *indexed) reset() {
-	x.excluded = map[string]*btree{}
-	for _, r := range reasonOrder {
-		x.excluded[r] = newTree(byName, false)
+	x.excluded = make([]*btree, 1+len(reasonOrder))
+	for i := range x.excluded {
+		x.excluded[i] = newTree(byName, false)
 	}
 	switch x.s.algo {
 	case vdibroker.BreadthFirst:
@@ -141,7 +139,7 @@ func (x *indexed) reset() {
 	x.meanDirty = false
 	x.rrStale = true
 	for _, e := range x.names.sorted {
-		e.tree, e.heapAt, e.meanDep, e.sampledOK = nil, -1, false, false
+		e.tree, e.heapAt, e.meanDep, e.factorsOK = nil, -1, false, false
 	}
 }
 
@@ -169,7 +167,7 @@ func (x *indexed) derive(e *entry) {
 	old := e.li
 	e.li = int8(x.entryLoadIndex(e))
 	st := statusOf(&e.h, s.timeout, x.clock)
-	e.class = s.classify(&e.h, st, int(e.li))
+	e.class = classOf(s.classify(&e.h, st, int(e.li)))
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
 	if dep := x.dependsOnMean(e); dep != e.meanDep {
 		e.meanDep = dep
@@ -202,7 +200,7 @@ func (x *indexed) derive(e *entry) {
 // treeFor is the tree e belongs in, from its class and figures.
 func (x *indexed) treeFor(e *entry) *btree {
 	s := &x.s
-	if e.class != "" {
+	if e.class != 0 {
 		return x.excluded[e.class]
 	}
 	if s.algo == vdibroker.LoadIndex {
@@ -259,7 +257,7 @@ func (x *indexed) Upsert(h Host) {
 	anyCustom := x.customs > 0
 	e := x.entries.get(h.Name)
 	if e == nil {
-		e = &entry{heapAt: -1, h: cloneHost(h), owner: x}
+		e = &entry{heapAt: -1, h: cloneHost(h)}
 		x.entries.put(e)
 		relabelled := x.names.add(e)
 		x.rrStale = true
@@ -276,7 +274,7 @@ func (x *indexed) Upsert(h Host) {
 	// The pool-wide inputs change only with the sample (most updates are a
 	// session count): skip reading the old sample when it is the same.
 	if nh.Metrics != e.h.Metrics || nh.MetricsSessions != e.h.MetricsSessions {
-		e.sampledOK = false
+		e.factorsOK = false
 		x.account(&e.h, -1)
 		x.account(&nh, +1)
 		if x.customFlipped(anyCustom) {
@@ -306,21 +304,59 @@ func (x *indexed) loadIndex(h *Host) int {
 	return x.s.loadIndex(h, x.stats())
 }
 
-// entryLoadIndex is loadIndex(&e.h), from e's cached sample figures when no
-// session was placed since the sample (R-LI6 then adds nothing): most
-// session endings, which then do not read the sample. Samples are
-// immutable (a new sample is a new *Metrics), so the cache lives until the
-// Metrics pointer or the pool settings change.
+// entryLoadIndex is loadIndex(&e.h) computed from the enabled sampled
+// factors kept in e, so that a host whose session count changed gets its
+// index without reading its sample (at 100,000 hosts, a cache miss per
+// session placed or ended). The figures are loadindex.Compute's: Compensate
+// and FactorIndex look only at enabled factors. Samples are immutable (a new
+// sample is a new *Metrics), so the copy lives until the Metrics pointer or
+// the pool settings change.
 func (x *indexed) entryLoadIndex(e *entry) int {
 	h, s := &e.h, &x.s
-	if s.algo != vdibroker.LoadIndex || s.lb.UseCustomScript || h.Metrics == nil || h.Sessions > h.MetricsSessions {
+	if s.algo != vdibroker.LoadIndex || s.lb.UseCustomScript || h.Metrics == nil {
 		return x.loadIndex(h)
 	}
-	if !e.sampledOK {
-		idx, on := loadindex.FactorIndex(s.lb, loadindex.FactorsOf(h.Metrics))
-		e.sampled, e.sampledOn, e.sampledOK = int8(idx), on, true
+	lb := &s.lb
+	thresholds := [5]float64{lb.CPUThreshold, lb.MemoryThreshold, lb.DiskQueueLengthThreshold, lb.DiskReadLatencyThreshold, lb.DiskWriteLatencyThreshold}
+	if !e.factorsOK {
+		m := h.Metrics
+		values := [5]float64{m.CPUPercent, m.MemoryPercent, m.DiskQueueLength, m.DiskReadLatencyMs, m.DiskWriteLatencyMs}
+		e.nf = 0
+		for i, t := range thresholds {
+			if t > 0 {
+				if int(e.nf) < len(e.fv) {
+					e.fv[e.nf] = values[i]
+				}
+				e.nf++
+			}
+		}
+		e.factorsOK = true
 	}
-	return loadindex.WithSessions(s.lb, s.limit, h.Sessions, int(e.sampled), e.sampledOn)
+	if int(e.nf) > len(e.fv) {
+		return x.loadIndex(h)
+	}
+	var values [5]float64
+	j := 0
+	for i, t := range thresholds {
+		if t > 0 {
+			values[i] = e.fv[j]
+			j++
+		}
+	}
+	f := loadindex.Factors{CPU: values[0], Memory: values[1], DiskQueue: values[2], DiskRead: values[3], DiskWrite: values[4]}
+	f = loadindex.Compensate(f, h.MetricsSessions, h.Sessions, x.perSession)
+	idx, enabled := loadindex.FactorIndex(*lb, f)
+	return loadindex.WithSessions(*lb, s.limit, h.Sessions, idx, enabled)
+}
+
+// classOf is a reason's class (see entry.class); 0 for "".
+func classOf(reason string) uint8 {
+	for i, r := range reasonOrder {
+		if r == reason {
+			return uint8(i + 1)
+		}
+	}
+	return 0
 }
 
 // dependsOnMean reports whether e's load index uses the pool's mean
@@ -336,7 +372,6 @@ func (x *indexed) Remove(name string) {
 	}
 	anyCustom := x.customs > 0
 	x.detach(e)
-	e.removed = true
 	x.entries.del(name)
 	x.names.remove(e)
 	x.account(&e.h, -1)
@@ -390,7 +425,7 @@ func (x *indexed) Apply(d Decision) {
 	// The decision carries its entry: no name lookup unless the host was
 	// removed or replaced since, or the decision is not this engine's.
 	e := d.e
-	if e == nil || e.owner != x || e.removed || e.h.Name != d.Host {
+	if e == nil || (e.tree != x.cands && e.tree != x.s1 && e.tree != x.s2) || e.h.Name != d.Host {
 		if e = x.entries.get(d.Host); e == nil {
 			return
 		}
@@ -473,7 +508,7 @@ func (x *indexed) Place(req Request) (Decision, error) {
 func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts map[string]int) {
 	var first []*entry
 	for _, r := range reasonOrder {
-		if t := x.excluded[r]; t.Len() > 0 {
+		if t := x.excluded[classOf(r)]; t.Len() > 0 {
 			if counts == nil {
 				counts = map[string]int{}
 			}
@@ -483,7 +518,8 @@ func (x *indexed) explainExcluded(ex *Explain, now time.Time) (total int, counts
 	}
 	slices.SortFunc(first, byLabel)
 	for _, e := range first[:min(len(first), ExplainLimit)] {
-		ex.Excluded = append(ex.Excluded, Exclusion{Host: e.h.Name, Reason: e.class, Detail: x.s.detail(&e.h, e.class, int(e.li), now)})
+		r := reasonOrder[e.class-1]
+		ex.Excluded = append(ex.Excluded, Exclusion{Host: e.h.Name, Reason: r, Detail: x.s.detail(&e.h, r, int(e.li), now)})
 	}
 	if len(counts) > 0 {
 		ex.ExcludedCounts = counts

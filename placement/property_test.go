@@ -53,6 +53,10 @@ func genLoadBalancing(t *rapid.T) vdibroker.LoadBalancing {
 	lb.CPUThreshold = float64(rapid.SampledFrom([]int{0, 50, 80, 100}).Draw(t, "cpuT"))
 	lb.MemoryThreshold = float64(rapid.SampledFrom([]int{0, 90}).Draw(t, "memT"))
 	lb.DiskQueueLengthThreshold = float64(rapid.SampledFrom([]int{0, 4}).Draw(t, "dqT"))
+	// Up to five enabled factors: the indexed engine keeps up to three per
+	// host and reads the sample for more.
+	lb.DiskReadLatencyThreshold = float64(rapid.SampledFrom([]int{0, 20}).Draw(t, "drT"))
+	lb.DiskWriteLatencyThreshold = float64(rapid.SampledFrom([]int{0, 30}).Draw(t, "dwT"))
 	lb.LoadIndexThreshold = rapid.SampledFrom([]int{0, 10, 20, 50}).Draw(t, "T")
 	lb.ConnectingSessionThreshold = rapid.SampledFrom([]int{0, 1, 2, 20}).Draw(t, "C")
 	lb.MinServersInQueue = rapid.IntRange(1, 5).Draw(t, "M")
@@ -66,10 +70,12 @@ func (m *model) genMetrics(t *rapid.T) *vdibroker.Metrics {
 		return nil
 	}
 	mt := &vdibroker.Metrics{
-		CPUPercent:      rapid.Float64Range(0, 100).Draw(t, "cpu"),
-		MemoryPercent:   rapid.Float64Range(0, 100).Draw(t, "mem"),
-		DiskQueueLength: rapid.Float64Range(0, 8).Draw(t, "dq"),
-		SampledAt:       m.now,
+		CPUPercent:         rapid.Float64Range(0, 100).Draw(t, "cpu"),
+		MemoryPercent:      rapid.Float64Range(0, 100).Draw(t, "mem"),
+		DiskQueueLength:    rapid.Float64Range(0, 8).Draw(t, "dq"),
+		DiskReadLatencyMs:  rapid.Float64Range(0, 40).Draw(t, "dr"),
+		DiskWriteLatencyMs: rapid.Float64Range(0, 40).Draw(t, "dw"),
+		SampledAt:          m.now,
 	}
 	if rapid.IntRange(0, 2).Draw(t, "hasCustom") == 0 {
 		v := rapid.IntRange(-1, 120).Draw(t, "customValue")

@@ -5,7 +5,9 @@ import "hash/maphash"
 // hostTable is the index's name → entry map: open addressing with linear
 // probing over one flat array. At 100,000 hosts a lookup costs one cache
 // miss for the slot (and the entry, which the caller reads anyway), where a
-// Go map walks its directory, a table and a group: two or three misses.
+// Go map walks its directory, a table and a group: two or three misses. It
+// fills up to 80% (probes stay short: a hit reads 2.6 slots on average, one
+// cache line), so 100,000 hosts take 2 MB.
 type hostTable struct {
 	seed  maphash.Seed
 	slots []hostSlot // a power of two long; e == nil marks an empty slot
@@ -46,7 +48,7 @@ func (t *hostTable) get(name string) *entry {
 // put adds e, whose name must not be in the table.
 func (t *hostTable) put(e *entry) {
 	h := t.hash(e.h.Name)
-	if (t.n+1)*4 > len(t.slots)*3 {
+	if (t.n+1)*5 > len(t.slots)*4 {
 		t.grow(2 * len(t.slots))
 	}
 	t.place(hostSlot{h, e})
@@ -77,7 +79,7 @@ func (t *hostTable) grow(size int) {
 func (t *hostTable) reserve(n int) {
 	t.hash("")
 	size := len(t.slots)
-	for n*4 > size*3 {
+	for n*5 > size*4 {
 		size *= 2
 	}
 	if size > len(t.slots) {
