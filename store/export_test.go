@@ -7,9 +7,9 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// CommitBatch commits cs as one group-commit batch (one transaction, as
-// CommitPlacement would: a savepoint for each that is not a simpleCommit), so tests can check a batch with mixed outcomes without
-// depending on timing.
+// CommitBatch commits cs as one group-commit batch (one transaction; as in
+// CommitPlacement, a savepoint for each that is not a simpleCommit), so
+// tests can check a batch with mixed outcomes without depending on timing.
 func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 	reqs := make([]*commitReq, len(cs))
 	for i, c := range cs {
@@ -76,6 +76,12 @@ func (s *DB) OpenSessionsPlan(ctx context.Context) ([]string, error) {
 // pooled connect asks.
 func (s *DB) OpenUserSessionsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, openUserSessionsQuery, "pool", "user", "pool", "user")
+}
+
+// TakeSlotPlan is ExpirePendingPlan for the conditional UPDATE every
+// connect runs.
+func (s *DB) TakeSlotPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, takeSlotQuery, 1, 1, "pool", "host", 10, true, true, "pool", "user", "pool", "user")
 }
 
 func (s *DB) plan(ctx context.Context, query string, args ...any) ([]string, error) {

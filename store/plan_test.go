@@ -70,3 +70,29 @@ func TestOpenUserSessionsUsesIndex(t *testing.T) {
 		t.Errorf("the R-C6 question scans:\n%s", p)
 	}
 }
+
+// TestTakeSlotUsesIndexes: the conditional UPDATE every connect runs (R-C4,
+// R-C2, R-C6 in one statement) finds the host by its key and answers R-C6
+// from the two partial indexes by user, whatever the pool's size.
+func TestTakeSlotUsesIndexes(t *testing.T) {
+	s, err := OpenWith(t.Context(), "", t.TempDir(), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plan, err := s.TakeSlotPlan(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := strings.Join(plan, "\n")
+	t.Logf("plan:\n%s", p)
+	for _, index := range []string{"user_sessions_one_per_pooled_user", "user_sessions_open_unpooled_by_user"} {
+		if !strings.Contains(p, "INDEX "+index+" (host_pool=? AND user_name=?)") {
+			t.Errorf("the slot UPDATE does not read %s by (host_pool, user_name):\n%s", index, p)
+		}
+	}
+	if !strings.Contains(p, "session_hosts USING INDEX sqlite_autoindex_session_hosts_2 (host_pool=? AND name=?)") ||
+		strings.Contains(p, "SCAN session_hosts") || strings.Contains(p, "SCAN user_sessions") {
+		t.Errorf("the slot UPDATE does not find its host by key, or scans:\n%s", p)
+	}
+}

@@ -485,8 +485,8 @@ func TestCommitOneSessionPerUserConcurrent(t *testing.T) {
 }
 
 // TestGroupCommitMixedBatch commits one batch whose items succeed and fail
-// for every reason; each failure is undone alone (its savepoint) and the
-// successes are durable.
+// for every reason; each failure is undone alone (by its savepoint, or, for
+// a simple connect, by changing nothing) and the successes are durable.
 func TestGroupCommitMixedBatch(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
@@ -1215,9 +1215,44 @@ func TestLoneConnectDoesNotLinger(t *testing.T) {
 	mustPool(t, s, pool("p", vdibroker.Pooled))
 	mustHost(t, s, "p", "h1")
 	for i := range 3 {
-		mustCommit(t, s, placement("p", "h1", fmt.Sprintf("u%d", i), vdibroker.NoSessionLimit))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		err := s.CommitPlacement(ctx, placement("p", "h1", fmt.Sprintf("u%d", i), vdibroker.NoSessionLimit))
+		cancel()
+		if err != nil {
+			t.Fatalf("lone connect %d: %v (it waited for the hour of linger)", i, err)
+		}
 	}
 	if n, _ := counts(t, s, "p", "h1"); n != 3 {
 		t.Fatalf("sessions on h1 = %d, want 3", n)
 	}
+}
+
+// TestSkippedInsertGivesSlotBack: a simple connect whose INSERT is skipped
+// (here a duplicate session id; on PostgreSQL also a concurrent replica's
+// session for the same user, R-C6) gives back the slot its UPDATE took, so
+// the refused connect changes nothing (R-C4 counts), while the rest of its
+// batch commits.
+func TestSkippedInsertGivesSlotBack(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		mustHost(t, s, "p", "h1")
+		first := placement("p", "h1", "alice", vdibroker.NoSessionLimit)
+		mustCommit(t, s, first)
+		dup := placement("p", "h1", "bob", vdibroker.NoSessionLimit)
+		dup.Session.ID = first.Session.ID
+		errs := s.CommitBatch([]*vdibroker.PlacementCommit{dup, placement("p", "h1", "carol", vdibroker.NoSessionLimit)})
+		if vdibroker.ErrorCode(errs[0]) != vdibroker.EConflict || errors.Is(errs[0], vdibroker.ErrUserHasSession) {
+			t.Errorf("duplicate id: err = %v, want a Conflict naming the session", errs[0])
+		}
+		if errs[1] != nil {
+			t.Errorf("carol, in the same batch: %v", errs[1])
+		}
+		if n, c := counts(t, s, "p", "h1"); n != 2 || c != 2 {
+			t.Errorf("h1 counts %d/%d, want 2/2 (alice and carol; bob's slot given back)", n, c)
+		}
+		bad, err := s.CheckCounts(t.Context())
+		if err != nil || len(bad) > 0 {
+			t.Errorf("counts disagree with sessions (R-S1): %v %v", bad, err)
+		}
+	})
 }
