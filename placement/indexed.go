@@ -422,8 +422,9 @@ func (x *indexed) Apply(d Decision) {
 	if d.Reconnect || d.Host == "" {
 		return
 	}
-	// The decision carries its entry: no name lookup unless the host was
-	// removed or replaced since, or the decision is not this engine's.
+	// The decision carries its entry: no name lookup unless the entry is no
+	// longer one of this engine's candidates (removed or excluded since, or
+	// the decision came from another engine).
 	e := d.e
 	if e == nil || (e.tree != x.cands && e.tree != x.s1 && e.tree != x.s2) || e.h.Name != d.Host {
 		if e = x.entries.get(d.Host); e == nil {
