@@ -40,6 +40,10 @@ type DB struct {
 	wstmts, rstmts *stmtCache
 	// hosts caches hosts by credential hash (SQLite only; see hostCache).
 	hosts *hostCache
+	// ckpt checkpoints the WAL beside the writer (SQLite only).
+	ckpt *checkpointer
+	// committed counts the writer's committed transactions.
+	committed atomic.Int64
 
 	commits   chan *commitReq
 	closing   chan struct{}
@@ -77,6 +81,11 @@ type Options struct {
 	// Now is the clock for the few writes that take no time argument
 	// (default time.Now).
 	Now func() time.Time
+	// CheckpointInterval is how often SQLite's WAL is copied into the
+	// database file from a connection of its own, when there were writes
+	// (default 100ms; negative: only SQLite's automatic checkpoint in the
+	// writer). See checkpointer.
+	CheckpointInterval time.Duration
 }
 
 // Open opens the store named by dsn and applies pending migrations. An
@@ -177,6 +186,15 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 		s.closeDBs()
 		return err
 	}
+	if s.opts.CheckpointInterval >= 0 {
+		c, err := sql.Open("sqlite", base)
+		if err != nil {
+			s.closeDBs()
+			return fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		c.SetMaxOpenConns(1)
+		s.ckpt = startCheckpointer(c, cmp.Or(s.opts.CheckpointInterval, 100*time.Millisecond), s.committed.Load)
+	}
 	return nil
 }
 
@@ -254,13 +272,18 @@ func (s *DB) Close() error {
 }
 
 func (s *DB) closeDBs() error {
+	var cerr error
+	if s.ckpt != nil {
+		cerr = s.ckpt.close()
+		s.ckpt = nil
+	}
 	s.wstmts.close()
 	s.rstmts.close()
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}
-	return err
+	return errors.Join(cerr, err)
 }
 
 func (s *DB) now() time.Time { return s.opts.Now() }
@@ -481,6 +504,7 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
 		if err := sqlTx.Commit(); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
+		s.committed.Add(1)
 		return nil
 	}
 	// The host cache forgets what this transaction changes before it
@@ -490,6 +514,7 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
 		s.hosts.drop(t.cw)
 		return fmt.Errorf("commit: %w", err)
 	}
+	s.committed.Add(1)
 	s.hosts.committed(t.cw, seq)
 	return nil
 }
