@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,13 +175,22 @@ var benchUser atomic.Int64
 // user, answered 201 only once committed to SQLite with fsync) from 64
 // concurrent clients against a 500-host pool, and, in the same run with the
 // same client, a bare net/http server that decodes the same request and
-// answers a connect-shaped body without any work. Reported: connects/s,
+// answers the broker's answer (same fields and .rdp file) without any
+// work. Reported: connects/s,
 // bare_req/s, ratio (target ≥ 0.5, floor 0.3) and p99 latencies.
 func BenchmarkDurableConnects(b *testing.B) {
 	const clients = 64
 	f := fixture(b, 500)
 	ctx := context.Background()
 
+	// The bare server answers what the broker answers: the same fields,
+	// the same .rdp file (from a real dry run), a session id of the same
+	// length, encoded per request. What remains between the two is what the
+	// broker itself does.
+	sample, err := f.client.Connect(ctx, f.pool, vhttp.ConnectRequest{User: "bare-sample", DryRun: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req vhttp.ConnectRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -189,7 +199,9 @@ func BenchmarkDurableConnects(b *testing.B) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(vhttp.ConnectResponse{SessionID: "x", User: req.User, HostPool: "bench", SessionHost: "h00001", Address: "h00001:3389", State: "Pending"})
+		json.NewEncoder(w).Encode(vhttp.ConnectResponse{SessionID: "019ad0f3c2e1a4b5c6d7e8f9a0b1", User: req.User,
+			HostPool: sample.HostPool, SessionHost: sample.SessionHost, Address: sample.Address, State: "Pending",
+			RDPFile: strings.Replace(sample.RDPFile, "bare-sample", req.User, 1)})
 	}))
 	defer bare.Close()
 	bareClient := vhttp.NewClient(bare.URL, adminToken)

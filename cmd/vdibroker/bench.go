@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -22,12 +26,75 @@ func newBenchCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newBenchConnectCmd())
 	cmd.AddCommand(newBenchHeartbeatCmd())
+	cmd.AddCommand(newBenchBareServerCmd())
 	return cmd
+}
+
+// newBenchBareServerCmd is the baseline's bare server in a process of its
+// own, which bench connect --baseline starts: it prints its URL on a line
+// of its own and serves until killed or its standard input is closed.
+func newBenchBareServerCmd() *cobra.Command {
+	var listen string
+	var size int
+	cmd := &cobra.Command{
+		Use:    "bare-server [--listen ADDR] [--response-bytes N]",
+		Short:  "Serve the bare baseline server of bench connect --baseline",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			srv := &http.Server{Handler: bench.BareHandler(size), ReadHeaderTimeout: 10 * time.Second}
+			go srv.Serve(ln)
+			defer srv.Close()
+			fmt.Fprintf(cmd.OutOrStdout(), "http://%s\n", ln.Addr())
+			io.Copy(io.Discard, cmd.InOrStdin()) // until the parent closes it
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on")
+	cmd.Flags().IntVar(&size, "response-bytes", 855, "size of the JSON answer")
+	return cmd
+}
+
+// bareProcess starts `vdibroker bench bare-server` and returns its URL and
+// a function that stops it.
+func bareProcess(responseBytes int) (url string, stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	c := exec.Command(exe, "bench", "bare-server", "--response-bytes", fmt.Sprint(responseBytes))
+	stdin, err := c.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		return "", nil, err
+	}
+	stop = func() {
+		stdin.Close()
+		c.Process.Kill()
+		c.Wait()
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://") {
+		stop()
+		return "", nil, fmt.Errorf("bare server process %s: no URL on its output (%q): %v", exe, line, err)
+	}
+	return strings.TrimSpace(line), stop, nil
 }
 
 func newBenchConnectCmd() *cobra.Command {
 	var cfg bench.Config
-	var baseline bool
+	var baseline, inProcess bool
 	cmd := &cobra.Command{
 		Use:   "connect --server URL --token T --host-pool P --connects N --concurrency C [--baseline] [--dry-run]",
 		Short: "Send N connects for distinct users with C workers; print rate, latency percentiles and errors",
@@ -37,9 +104,12 @@ and prints the rate, the p50/p95/p99 latency and the errors by HTTP status
 and error code. --dry-run asks the broker to decide and store nothing.
 
 --baseline then runs the same load, with the same client and concurrency,
-against a bare net/http server started in this process on 127.0.0.1:0 that
-answers a JSON body of the broker's mean response size, and prints the ratio
-broker/bare. That ratio is what the broker itself costs.`,
+against a bare net/http server on 127.0.0.1:0 that answers a JSON body of
+the broker's mean response size, and prints the ratio broker/bare. That
+ratio is what the broker itself costs. The bare server runs as a process of
+its own, as the broker does, so both compete with this load generator for
+the CPU alike; --baseline-in-process runs it inside this process instead
+(sharing the generator's Go runtime, which favours it).`,
 		Example: `  vdibroker bench connect --server http://127.0.0.1:8080 --token "$(cat vdibroker-data/admin.token)" \
     --host-pool bench --connects 10000 --concurrency 32 --dry-run --baseline`,
 		Args: cobra.NoArgs,
@@ -51,7 +121,7 @@ broker/bare. That ratio is what the broker itself costs.`,
 				// answered as reconnects (R-C1), which measures something else.
 				cfg.UserPrefix = fmt.Sprintf("bench-%d-", time.Now().Unix())
 			}
-			return runBenchConnect(cmd, cfg, baseline, cmd.OutOrStdout())
+			return runBenchConnect(cmd, cfg, baseline, inProcess, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -63,11 +133,12 @@ broker/bare. That ratio is what the broker itself costs.`,
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, `send "dryRun": true (the broker decides and stores nothing)`)
 	fl.StringVar(&cfg.UserPrefix, "user-prefix", "", "prefix of the user names (default bench-<unix time>-)")
 	fl.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "timeout of each request")
-	fl.BoolVar(&baseline, "baseline", false, "also measure a bare in-process HTTP server and print the ratio broker/bare")
+	fl.BoolVar(&baseline, "baseline", false, "also measure a bare HTTP server (a process of its own) and print the ratio broker/bare")
+	fl.BoolVar(&inProcess, "baseline-in-process", false, "with --baseline: run the bare server inside this process")
 	return cmd
 }
 
-func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline bool, out io.Writer) error {
+func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline, inProcess bool, out io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		field := vdibroker.ErrorField(err)
 		flag := map[string]string{"server": "--server", "hostPool": "--host-pool", "connects": "--connects", "concurrency": "--concurrency"}[field]
@@ -80,11 +151,23 @@ func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline bool, out io
 	}
 	res.WriteSummary(out, fmt.Sprintf("broker %s, host pool %q, dryRun %v", cfg.Server, cfg.HostPool, cfg.DryRun))
 	if baseline {
-		bare, err := bench.Baseline(ctx, cfg, res.ResponseBytes)
+		var bare *bench.Result
+		where := "in this process"
+		if inProcess {
+			bare, err = bench.Baseline(ctx, cfg, res.ResponseBytes)
+		} else {
+			where = "own process"
+			url, stop, perr := bareProcess(res.ResponseBytes)
+			if perr != nil {
+				return perr
+			}
+			bare, err = bench.BaselineAt(ctx, cfg, url)
+			stop()
+		}
 		if err != nil {
 			return err
 		}
-		bare.WriteSummary(out, fmt.Sprintf("bare net/http server, %d-byte JSON answer", bare.ResponseBytes))
+		bare.WriteSummary(out, fmt.Sprintf("bare net/http server (%s), %d-byte JSON answer", where, bare.ResponseBytes))
 		bench.WriteRatio(out, res, bare)
 	}
 	if res.OK == 0 {

@@ -276,32 +276,42 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 // against a bare net/http server on 127.0.0.1:0 in this process, answering
 // 201 with a JSON body of responseBytes bytes, and returns its result.
 func Baseline(ctx context.Context, cfg Config, responseBytes int) (*Result, error) {
-	cfg.Server, cfg.HostPool = "http://127.0.0.1", "baseline"
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	answer := jsonOfSize(responseBytes)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("baseline server: %w", err)
 	}
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var body connectBody
-			// Decode like a server must, so the baseline is not unfairly cheap.
-			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-				http.Error(w, `{"error":{"code":"InvalidArgument","message":"bad body"}}`, http.StatusBadRequest)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusCreated)
-			w.Write(answer)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := &http.Server{Handler: BareHandler(responseBytes), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
-	return load(ctx, cfg, "http://"+ln.Addr().String()+"/api/v1/hostpools/baseline/connect")
+	return BaselineAt(ctx, cfg, "http://"+ln.Addr().String())
+}
+
+// BaselineAt is Baseline against a bare server already listening at
+// baseURL (BareHandler in a process of its own, say, as the broker is).
+func BaselineAt(ctx context.Context, cfg Config, baseURL string) (*Result, error) {
+	cfg.Server, cfg.HostPool = baseURL, "baseline"
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return load(ctx, cfg, strings.TrimSuffix(baseURL, "/")+"/api/v1/hostpools/baseline/connect")
+}
+
+// BareHandler is the baseline's bare net/http server: it decodes each
+// connect body, as any server must, and answers 201 with a fixed JSON body
+// of responseBytes bytes, doing nothing else.
+func BareHandler(responseBytes int) http.Handler {
+	answer := jsonOfSize(responseBytes)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body connectBody
+		// Decode like a server must, so the baseline is not unfairly cheap.
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, `{"error":{"code":"InvalidArgument","message":"bad body"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(answer)
+	})
 }
 
 // jsonOfSize returns a JSON object of exactly n bytes (at least the size of
