@@ -23,6 +23,10 @@ type btree struct {
 // are split at fanout+1 and merged with a neighbour when both fit in one.
 const fanout = 64
 
+// bnode is a leaf or an inner node. The header, lis and the first keys
+// share the node's first 128 bytes (the pair of cache lines the hardware
+// fetches together): a descent that stops early in a node, or a load index
+// update, reads one pair.
 type bnode struct {
 	leaf bool
 	// withLI: the node keeps lis (its tree is withLI).
@@ -30,11 +34,11 @@ type bnode struct {
 	n      int
 	// total is the subtree's entry count (inner nodes; a leaf's is n).
 	total int
-	// keys[i] is item i's key (leaf) or child i's largest key (inner).
-	keys [fanout + 1]uint64
 	// lis[i] is item i's load index (leaf) or child i's lowest (inner);
 	// kept only in trees made withLI.
 	lis [fanout + 1]int8
+	// keys[i] is item i's key (leaf) or child i's largest key (inner).
+	keys [fanout + 1]uint64
 	// inner only: child i's size.
 	cnt [fanout + 1]int32
 	// ents[i] is item i (leaf only); kids[i] child i (inner only).
@@ -213,7 +217,9 @@ func (t *btree) delete(n *bnode, k uint64, e *entry) bool {
 		return false
 	}
 	if n.leaf {
-		if n.ents[i] != e {
+		// Keys are unique (they end with the name label): the key confirms
+		// the entry without a read of the leaf's entry slots.
+		if n.keys[i] != k {
 			return false
 		}
 		n.removeAt(i)
@@ -265,28 +271,30 @@ func (t *btree) mergeAround(n *bnode, i int) {
 // SetLI records e's new load index (a withLI tree; e stays under key k):
 // one descent instead of a delete and an insert.
 func (t *btree) SetLI(k uint64, e *entry) {
-	if t.root == nil || !t.setLI(t.root, k, e) {
+	if t.root == nil {
 		panic("placement: tree update of a missing host " + e.h.Name)
 	}
+	t.setLI(t.root, k, e)
 }
 
-func (t *btree) setLI(n *bnode, k uint64, e *entry) bool {
+// setLI sets e's load index under n and reports whether n's lowest changed
+// (the parents above need no update when it did not).
+func (t *btree) setLI(n *bnode, k uint64, e *entry) (moved bool) {
 	i := n.route(k)
-	if i == n.n {
-		return false
+	if i == n.n || (n.leaf && n.keys[i] != k) {
+		panic("placement: tree update of a missing host " + e.h.Name)
 	}
+	before := n.lis[i]
 	if n.leaf {
-		if n.ents[i] != e {
-			return false
-		}
 		n.lis[i] = e.li
-		return true
+	} else if t.setLI(n.kids[i], k, e) {
+		n.lis[i] = n.kids[i].minLI()
 	}
-	if !t.setLI(n.kids[i], k, e) {
+	if n.lis[i] == before {
 		return false
 	}
-	n.lis[i] = n.kids[i].minLI()
-	return true
+	// n's lowest moves only when slot i was or is the lowest.
+	return n.lis[i] < before || before <= n.minLI()
 }
 
 // Kth returns the entry of 0-based rank k, nil when out of range.
