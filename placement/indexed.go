@@ -102,8 +102,7 @@ func New(pool Pool, hosts []Host, opts Options) Placer {
 			e.h = cloneHost(h) // the last of a name wins, as with Upsert
 			continue
 		}
-		e := &entry{heapAt: -1, h: cloneHost(h)}
-		x.entries.put(e)
+		e, _ := x.entries.add(h) // reserved: nothing moves
 		list = append(list, e)
 	}
 	x.names.build(list)
@@ -257,12 +256,16 @@ func (x *indexed) Upsert(h Host) {
 	anyCustom := x.customs > 0
 	e := x.entries.get(h.Name)
 	if e == nil {
-		e = &entry{heapAt: -1, h: cloneHost(h)}
-		x.entries.put(e)
+		var moved bool
+		e, moved = x.entries.add(h)
+		if moved {
+			// The table moved every entry: the trees are rebuilt below.
+			x.names.moved(&x.entries, e)
+		}
 		relabelled := x.names.add(e)
 		x.rrStale = true
 		x.account(&e.h, +1)
-		if x.customFlipped(anyCustom) || relabelled {
+		if x.customFlipped(anyCustom) || relabelled || moved {
 			x.rebuild()
 			return
 		}
@@ -372,9 +375,9 @@ func (x *indexed) Remove(name string) {
 	}
 	anyCustom := x.customs > 0
 	x.detach(e)
-	x.entries.del(name)
 	x.names.remove(e)
 	x.account(&e.h, -1)
+	x.entries.del(e)
 	if x.customFlipped(anyCustom) {
 		x.rebuild()
 	}

@@ -115,6 +115,19 @@ func (l *labels) relabel() {
 	}
 }
 
+// moved re-collects the entries after the name table moved them all
+// (labels move with them, so their order is unchanged); skip, the entry
+// being added, has no label yet.
+func (l *labels) moved(t *hostTable, skip *entry) {
+	l.sorted = l.sorted[:0]
+	t.all(func(e *entry) {
+		if e != skip {
+			l.sorted = append(l.sorted, e)
+		}
+	})
+	slices.SortFunc(l.sorted, byLabel)
+}
+
 // remove forgets e.
 func (l *labels) remove(e *entry) {
 	p := l.pos(e.h.Name)
