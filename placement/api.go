@@ -44,10 +44,13 @@ type Host struct {
 	HealthError      string
 	Sessions         int // Pending + Active + Disconnected (R-S1)
 	Connecting       int // Pending
-	Metrics          *vdibroker.Metrics
-	MetricsSessions  int // sessions at Metrics.SampledAt (R-LI6)
-	Policy           vdibroker.HostPolicy
-	AssignedUsers    []string
+	// Metrics is the last sample, never changed once given to a Placer:
+	// a new sample is a new *Metrics (the engine keeps figures of the
+	// sample it saw by this pointer).
+	Metrics         *vdibroker.Metrics
+	MetricsSessions int // sessions at Metrics.SampledAt (R-LI6)
+	Policy          vdibroker.HostPolicy
+	AssignedUsers   []string
 }
 
 // HostFrom converts the domain host.
@@ -184,7 +187,8 @@ type Placer interface {
 	Remove(name string)
 	// SetPool changes the pool's settings (R-P1: applies to the next Place).
 	SetPool(p Pool)
-	// Host returns the engine's current view of a host.
+	// Host returns the engine's current view of a host. Its Metrics is
+	// the engine's own sample: read it, never change it.
 	Host(name string) (Host, bool)
 }
 

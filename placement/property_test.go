@@ -26,6 +26,14 @@ type model struct {
 	users  []string
 	hosts  map[string]Host // what the caller last told both engines, plus applies
 	limits map[string]int
+	// chain is the last name added by "gapName": each next one sorts just
+	// after it and before every other name, so all land in one label gap
+	// and run it out (a relabel of every host).
+	chain string
+	// held are decisions placed but not applied yet, each as the indexed
+	// and the reference engine made it, applied later by "applyHeld"
+	// (after relabels, table rebuilds, removals and pool changes).
+	held [][2]Decision
 }
 
 func genPool(t *rapid.T) Pool {
@@ -180,7 +188,11 @@ func (m *model) place(t *rapid.T) {
 	if st := statusOf(&h, timeoutOf(m.pool), m.now); !vdibroker.Placeable(st) {
 		t.Fatalf("R-C3: placed on %s host %s", st, h.Name)
 	}
-	if rapid.IntRange(0, 4).Draw(t, "dryRun") != 0 {
+	switch rapid.IntRange(0, 5).Draw(t, "then") {
+	case 0: // a dry run
+	case 1:
+		m.held = append(m.held, [2]Decision{fd, rd})
+	default:
 		m.fast.Apply(fd)
 		m.ref.Apply(rd)
 		h, _ = m.ref.Host(fd.Host)
@@ -271,6 +283,29 @@ func TestIndexedMatchesReference_Property(t *testing.T) {
 			},
 			"addOrReplace": func(t *rapid.T) {
 				m.upsert(m.genHost(t, rapid.SampledFrom(m.names).Draw(t, "name")))
+			},
+			"gapName": func(t *rapid.T) {
+				if m.chain == "" {
+					m.chain = "h00"
+				}
+				for range rapid.IntRange(1, 16).Draw(t, "chained") {
+					m.chain += "a" // after the last one, before "h01"
+					m.names = append(m.names, m.chain)
+					m.upsert(m.genHost(t, m.chain))
+				}
+			},
+			"applyHeld": func(t *rapid.T) {
+				if len(m.held) == 0 {
+					return
+				}
+				i := rapid.IntRange(0, len(m.held)-1).Draw(t, "held")
+				d := m.held[i]
+				m.held = append(m.held[:i], m.held[i+1:]...)
+				m.fast.Apply(d[0])
+				m.ref.Apply(d[1])
+				if h, ok := m.ref.Host(d[1].Host); ok {
+					m.hosts[h.Name] = h
+				}
 			},
 			"remove": func(t *rapid.T) {
 				name := rapid.SampledFrom(m.names).Draw(t, "name")
