@@ -1,3 +1,8 @@
+-- +goose NO TRANSACTION
+-- CONCURRENTLY, outside a transaction: building the index on a large shared
+-- user_sessions table must not block the replicas' connects meanwhile. If a
+-- build fails, PostgreSQL may leave an INVALID index of that name: drop it
+-- and start the broker again.
 -- +goose Up
 -- Every pooled placement asks whether the user already has an open session
 -- in the pool (R-C6), adopted sessions included (R-S2, R-C1), and adopted
@@ -5,8 +10,8 @@
 -- for pooled sessions; this one answers for the others, so the question
 -- never reads every session of the pool. Pooled sessions, the bulk of all
 -- inserts, are outside this partial index and do not pay for it.
-CREATE INDEX user_sessions_open_unpooled_by_user
+CREATE INDEX CONCURRENTLY IF NOT EXISTS user_sessions_open_unpooled_by_user
     ON user_sessions (host_pool, user_name) WHERE NOT pooled AND state <> 'LoggedOff';
 
 -- +goose Down
-DROP INDEX user_sessions_open_unpooled_by_user;
+DROP INDEX CONCURRENTLY IF EXISTS user_sessions_open_unpooled_by_user;
