@@ -16,6 +16,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/cputime"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -213,7 +214,7 @@ func BenchmarkDurableConnects(b *testing.B) {
 		before = s.CommitStats()
 	}
 	b.ResetTimer()
-	cpu0, wall0 := cpuTime(), time.Now()
+	cpu0, wall0 := cputime.Process(), time.Now()
 	rate, lat, err := runClients(clients, b.N, func(int) error {
 		r, err := f.client.Connect(ctx, f.pool, vhttp.ConnectRequest{User: fmt.Sprintf("bu%09d", benchUser.Add(1))})
 		if err == nil && !r.Created {
@@ -225,7 +226,7 @@ func BenchmarkDurableConnects(b *testing.B) {
 	// cores is the CPU the whole process (clients included) used while the
 	// broker ran: near 2 on this machine means CPU-bound, lower means
 	// something serial (the single SQLite writer) holds the rate.
-	cores := float64(cpuTime()-cpu0) / float64(time.Since(wall0))
+	cores := float64(cputime.Process()-cpu0) / float64(time.Since(wall0))
 	if err != nil {
 		b.Fatalf("broker connect: %v", err)
 	}

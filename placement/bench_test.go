@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/cputime"
 )
 
 // benchPool builds a pool of n live hosts in steady state: limit 50, 0..25
@@ -56,7 +57,7 @@ func BenchmarkPlace(b *testing.B) {
 					var cpu0 time.Duration
 					for b.Loop() {
 						if cpu0 == 0 {
-							cpu0 = cpuTime()
+							cpu0 = cputime.Process()
 						}
 						d, err := p.Place(req)
 						if err != nil {
@@ -73,7 +74,7 @@ func BenchmarkPlace(b *testing.B) {
 							}
 						}
 					}
-					b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+					b.ReportMetric(float64(cputime.Process()-cpu0)/float64(b.N), "cpu-ns/op")
 				})
 			}
 		}

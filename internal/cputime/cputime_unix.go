@@ -1,15 +1,14 @@
 //go:build unix
 
-package placement
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the process's user+system CPU time: on a shared machine it
-// shows an op's cost without the time other processes took the CPU.
-func cpuTime() time.Duration {
+// Process is the process's user+system CPU time so far, 0 when unknown.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
