@@ -19,7 +19,9 @@ import (
 func TestBtreeMatchesSortedSlice(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		o := rapid.SampledFrom([]order{byName, bySessionsAsc, bySessionsDesc, byLoad}).Draw(t, "order")
-		tree := newTree(o, o == byName)
+		// The tree's leaves hold table slots: entry i lives at slot i.
+		ents := make([]entry, 8000)
+		tree := newTree(o, o == byName, &ents)
 		var model []*entry
 		entries := map[string]*entry{}
 		var names labels
@@ -46,10 +48,11 @@ func TestBtreeMatchesSortedSlice(t *testing.T) {
 				tree.Delete(e.key, e)
 				model = slices.DeleteFunc(model, func(x *entry) bool { return x == e })
 			default:
-				e = &entry{h: Host{Name: name}}
+				e = &ents[i]
+				*e = entry{slot: int32(i), h: Host{Name: name}}
 				if names.add(e) {
 					// Relabelled: every key changes, so file everything again.
-					tree = newTree(o, o == byName)
+					tree = newTree(o, o == byName, &ents)
 					for _, m := range model {
 						m.key = o.key(m)
 						tree.Insert(m.key, m)
@@ -150,11 +153,13 @@ func cmp3(o order, a, b *entry) int {
 // empties it in a shuffled order, checking ranks on the way: the splits and
 // merges of inner nodes.
 func TestBtreeThreeLevels(t *testing.T) {
-	tree := newTree(bySessionsAsc, false)
+	ents := make([]entry, 10000)
+	tree := newTree(bySessionsAsc, false, &ents)
 	var l labels
 	var all []*entry
-	for i := range 10000 {
-		e := &entry{h: Host{Name: fmt.Sprintf("h%05d", i), Sessions: i % 7}}
+	for i := range ents {
+		e := &ents[i]
+		*e = entry{slot: int32(i), h: Host{Name: fmt.Sprintf("h%05d", i), Sessions: i % 7}}
 		all = append(all, e)
 	}
 	l.build(all)
@@ -162,11 +167,7 @@ func TestBtreeThreeLevels(t *testing.T) {
 		e.key = tree.order.key(e)
 		tree.Insert(e.key, e)
 	}
-	depth := 0
-	for n := tree.root; n != nil && !n.leaf; n = n.kids[0] {
-		depth++
-	}
-	if depth < 2 {
+	if depth := tree.height; depth < 2 {
 		t.Fatalf("tree of 10000 has %d inner levels, want ≥ 2", depth)
 	}
 	model := slices.Clone(all)
@@ -184,7 +185,7 @@ func TestBtreeThreeLevels(t *testing.T) {
 			}
 		}
 	}
-	if tree.Len() != 0 || tree.root != nil {
+	if tree.Len() != 0 || tree.height != 0 || tree.leafRoot != nil {
 		t.Fatalf("emptied tree has Len %d", tree.Len())
 	}
 }

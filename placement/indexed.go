@@ -28,22 +28,27 @@ type entry struct {
 	class uint8
 	// meanDep says the entry is in meanDependent.
 	meanDep bool
-	// factorsOK says fv holds the enabled sampled factors of h.Metrics (in
-	// loadindex.Factors order; nf of them, or nf > len(fv) when more are
-	// enabled than fit): the load index is then computed without reading
-	// the sample (see entryLoadIndex).
-	factorsOK bool
+	// nf is how many sampled factors of h.Metrics are enabled, fv holds
+	// them (in loadindex.Factors order; nf > len(fv) when more are enabled
+	// than fit): the load index is then computed without reading the
+	// sample (see entryLoadIndex). nfStale: not taken from the sample yet.
+	nf uint8
 	// heapAt is the entry's index in the deadline heap, -1 when absent;
 	// hb the heartbeat (Unix ns) it is filed under there, read without
 	// touching the heap.
 	heapAt int32
-	nf     uint8
-	hb     int64
-	fv     [3]float64
+	// slot is the entry's place in the name table (hostTable.ents), which
+	// the trees' leaves hold instead of a pointer.
+	slot int32
+	hb   int64
+	fv   [3]float64
 	// h is the host as last told. The fields above fill the entry's first
 	// 64 bytes and h the next 128: an entry is three cache lines.
 	h Host
 }
+
+// nfStale marks entry.nf as not yet taken from the sample.
+const nfStale = 255
 
 // indexed is the engine New returns. It keeps every host in exactly one
 // tree: one per exclusion reason (ordered by name, for Explain and the
@@ -116,21 +121,22 @@ func New(pool Pool, hosts []Host, opts Options) Placer {
 
 // reset empties the structures (entries stay, detached).
 func (x *indexed) reset() {
+	ents := &x.entries.ents
 	x.excluded = make([]*btree, 1+len(reasonOrder))
 	for i := range x.excluded {
-		x.excluded[i] = newTree(byName, false)
+		x.excluded[i] = newTree(byName, false, ents)
 	}
 	switch x.s.algo {
 	case vdibroker.BreadthFirst:
-		x.cands = newTree(bySessionsAsc, false)
+		x.cands = newTree(bySessionsAsc, false, ents)
 	case vdibroker.DepthFirst:
-		x.cands = newTree(bySessionsDesc, false)
+		x.cands = newTree(bySessionsDesc, false, ents)
 	case vdibroker.LoadIndex:
-		x.cands = newTree(byLoad, false)
+		x.cands = newTree(byLoad, false, ents)
 	default:
-		x.cands = newTree(byName, false)
+		x.cands = newTree(byName, false, ents)
 	}
-	x.s1, x.s2 = newTree(byName, true), newTree(byLoad, false)
+	x.s1, x.s2 = newTree(byName, true, ents), newTree(byLoad, false, ents)
 	x.s1Hist = [102]int{}
 	x.deadlines = x.deadlines[:0]
 	x.users = map[string][]*entry{}
@@ -138,7 +144,7 @@ func (x *indexed) reset() {
 	x.meanDirty = false
 	x.rrStale = true
 	for _, e := range x.names.sorted {
-		e.tree, e.heapAt, e.meanDep, e.factorsOK = nil, -1, false, false
+		e.tree, e.heapAt, e.meanDep, e.nf = nil, -1, false, nfStale
 	}
 }
 
@@ -277,7 +283,7 @@ func (x *indexed) Upsert(h Host) {
 	// The pool-wide inputs change only with the sample (most updates are a
 	// session count): skip reading the old sample when it is the same.
 	if nh.Metrics != e.h.Metrics || nh.MetricsSessions != e.h.MetricsSessions {
-		e.factorsOK = false
+		e.nf = nfStale
 		x.account(&e.h, -1)
 		x.account(&nh, +1)
 		if x.customFlipped(anyCustom) {
@@ -321,7 +327,7 @@ func (x *indexed) entryLoadIndex(e *entry) int {
 	}
 	lb := &s.lb
 	thresholds := [5]float64{lb.CPUThreshold, lb.MemoryThreshold, lb.DiskQueueLengthThreshold, lb.DiskReadLatencyThreshold, lb.DiskWriteLatencyThreshold}
-	if !e.factorsOK {
+	if e.nf == nfStale {
 		m := h.Metrics
 		values := [5]float64{m.CPUPercent, m.MemoryPercent, m.DiskQueueLength, m.DiskReadLatencyMs, m.DiskWriteLatencyMs}
 		e.nf = 0
@@ -333,7 +339,6 @@ func (x *indexed) entryLoadIndex(e *entry) int {
 				e.nf++
 			}
 		}
-		e.factorsOK = true
 	}
 	if int(e.nf) > len(e.fv) {
 		return x.loadIndex(h)

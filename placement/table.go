@@ -88,7 +88,7 @@ func (t *hostTable) place(h Host) *entry {
 	}
 	t.hashes[i] = hash | slotLive
 	e := &t.ents[i]
-	*e = entry{heapAt: -1, h: cloneHost(h)}
+	*e = entry{heapAt: -1, slot: int32(i), nf: nfStale, h: cloneHost(h)}
 	return e
 }
 
@@ -103,7 +103,9 @@ func (t *hostTable) rebuild(size int) {
 		if hv >= slotLive {
 			old := &oldEnts[i]
 			e := t.place(old.h)
+			slot := e.slot
 			*e = *old
+			e.slot = slot
 			t.used++
 			old.tree = nil
 		}
