@@ -119,15 +119,11 @@ func runBenchHeartbeat(cmd *cobra.Command, cfg bench.HeartbeatConfig, opt benchH
 		return usageError{fmt.Errorf("%s: %s", flag, strings.TrimPrefix(vdibroker.ErrorMessage(err), field+": "))}
 	}
 	if opt.cpuProfile != "" {
-		f, err := os.Create(opt.cpuProfile)
+		stop, err := startCPUProfile(opt.cpuProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	res, err := bench.Heartbeat(ctx, cfg)
 	if err != nil {
@@ -150,4 +146,20 @@ func runBenchHeartbeat(cmd *cobra.Command, cfg bench.HeartbeatConfig, opt benchH
 		return errors.New("no heartbeat succeeded")
 	}
 	return nil
+}
+
+// startCPUProfile writes a Go CPU profile to path until the returned stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

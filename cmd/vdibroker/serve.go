@@ -146,7 +146,7 @@ func adminToken(dataDir string) (string, error) {
 
 func newServeCmd() *cobra.Command {
 	m := &Main{}
-	var logFormat string
+	var logFormat, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker: HTTP API, web console and metrics",
@@ -155,6 +155,13 @@ func newServeCmd() *cobra.Command {
 			m.Logger = newLogger(logFormat)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cpuProfile != "" {
+				stopProfile, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			if err := m.Open(ctx); err != nil {
 				return err
 			}
@@ -170,6 +177,9 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")
 	cmd.Flags().StringVar(&m.Database, "database", "", "database: empty for SQLite in --data-dir, or postgres://user:pass@host/db")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	// For measuring the broker as its own process (BENCHMARKS.md).
+	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
+	cmd.Flags().MarkHidden("cpu-profile")
 	return cmd
 }
 
