@@ -95,6 +95,7 @@ func bareProcess(responseBytes int) (url string, stop func(), err error) {
 func newBenchConnectCmd() *cobra.Command {
 	var cfg bench.Config
 	var baseline, inProcess bool
+	var rounds int
 	cmd := &cobra.Command{
 		Use:   "connect --server URL --token T --host-pool P --connects N --concurrency C [--baseline] [--dry-run]",
 		Short: "Send N connects for distinct users with C workers; print rate, latency percentiles and errors",
@@ -109,7 +110,12 @@ the broker's mean response size, and prints the ratio broker/bare. That
 ratio is what the broker itself costs. The bare server runs as a process of
 its own, as the broker does, so both compete with this load generator for
 the CPU alike; --baseline-in-process runs it inside this process instead
-(sharing the generator's Go runtime, which favours it).`,
+(sharing the generator's Go runtime, which favours it).
+
+--rounds N repeats the broker phase (each round with users of its own)
+and, with --baseline, the bare phase right after it, then prints each
+round's ratio and their median: on a machine whose speed drifts, a ratio
+taken within one round is steadier than one run of each.`,
 		Example: `  vdibroker bench connect --server http://127.0.0.1:8080 --token "$(cat vdibroker-data/admin.token)" \
     --host-pool bench --connects 10000 --concurrency 32 --dry-run --baseline`,
 		Args: cobra.NoArgs,
@@ -121,7 +127,7 @@ the CPU alike; --baseline-in-process runs it inside this process instead
 				// answered as reconnects (R-C1), which measures something else.
 				cfg.UserPrefix = fmt.Sprintf("bench-%d-", time.Now().Unix())
 			}
-			return runBenchConnect(cmd, cfg, baseline, inProcess, cmd.OutOrStdout())
+			return runBenchConnect(cmd, cfg, baseline, inProcess, rounds, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -135,42 +141,69 @@ the CPU alike; --baseline-in-process runs it inside this process instead
 	fl.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "timeout of each request")
 	fl.BoolVar(&baseline, "baseline", false, "also measure a bare HTTP server (a process of its own) and print the ratio broker/bare")
 	fl.BoolVar(&inProcess, "baseline-in-process", false, "with --baseline: run the bare server inside this process")
+	fl.IntVar(&rounds, "rounds", 1, "rounds of broker then bare phase (1..100); prints the median ratio")
 	return cmd
 }
 
-func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline, inProcess bool, out io.Writer) error {
+func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline, inProcess bool, rounds int, out io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		field := vdibroker.ErrorField(err)
 		flag := map[string]string{"server": "--server", "hostPool": "--host-pool", "connects": "--connects", "concurrency": "--concurrency"}[field]
 		return usageError{fmt.Errorf("%s: %s", flag, strings.TrimPrefix(vdibroker.ErrorMessage(err), field+": "))}
 	}
-	ctx := cmd.Context()
-	res, err := bench.Connect(ctx, cfg)
-	if err != nil {
-		return err
+	if rounds < 1 || rounds > 100 {
+		return usageError{fmt.Errorf("--rounds: must be 1..100, got %d", rounds)}
 	}
-	res.WriteSummary(out, fmt.Sprintf("broker %s, host pool %q, dryRun %v", cfg.Server, cfg.HostPool, cfg.DryRun))
-	if baseline {
+	ctx := cmd.Context()
+	var done []bench.Round
+	bareURL, where := "", "in this process"
+	prefix := cfg.UserPrefix
+	ok := 0
+	for round := 1; round <= rounds; round++ {
+		label := ""
+		if rounds > 1 {
+			// Users of an earlier round would be answered as reconnects.
+			cfg.UserPrefix = fmt.Sprintf("%sr%d-", prefix, round)
+			label = fmt.Sprintf("round %d: ", round)
+		}
+		res, err := bench.Connect(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		ok += res.OK
+		res.WriteSummary(out, fmt.Sprintf("%sbroker %s, host pool %q, dryRun %v", label, cfg.Server, cfg.HostPool, cfg.DryRun))
+		if !baseline {
+			continue
+		}
 		var bare *bench.Result
-		where := "in this process"
-		if inProcess {
+		switch {
+		case inProcess:
 			bare, err = bench.Baseline(ctx, cfg, res.ResponseBytes)
-		} else {
-			where = "own process"
-			url, stop, perr := bareProcess(res.ResponseBytes)
-			if perr != nil {
-				return perr
+		default:
+			if bareURL == "" {
+				// One bare process for every round, sized by the first
+				// round's answers.
+				where = "own process"
+				url, stop, perr := bareProcess(res.ResponseBytes)
+				if perr != nil {
+					return perr
+				}
+				defer stop()
+				bareURL = url
 			}
-			bare, err = bench.BaselineAt(ctx, cfg, url)
-			stop()
+			bare, err = bench.BaselineAt(ctx, cfg, bareURL)
 		}
 		if err != nil {
 			return err
 		}
-		bare.WriteSummary(out, fmt.Sprintf("bare net/http server (%s), %d-byte JSON answer", where, bare.ResponseBytes))
+		bare.WriteSummary(out, fmt.Sprintf("%sbare net/http server (%s), %d-byte JSON answer", label, where, bare.ResponseBytes))
 		bench.WriteRatio(out, res, bare)
+		done = append(done, bench.Round{Broker: res, Bare: bare})
 	}
-	if res.OK == 0 {
+	if len(done) > 1 {
+		bench.WriteRounds(out, done)
+	}
+	if ok == 0 {
 		return errors.New("no connect succeeded")
 	}
 	return nil

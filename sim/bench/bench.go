@@ -374,3 +374,41 @@ func fmtLatency(d time.Duration) string {
 		return d.Round(time.Microsecond).String()
 	}
 }
+
+// Round is one broker phase and the bare phase run right after it.
+type Round struct {
+	Broker *Result
+	Bare   *Result
+}
+
+// MedianRatio is the median over rounds of broker rate / bare rate, each
+// ratio taken within its round: on a machine whose speed drifts, phases
+// run side by side compare better than phases minutes apart. It is 0 when
+// no round has a bare rate.
+func MedianRatio(rounds []Round) float64 {
+	var rs []float64
+	for _, r := range rounds {
+		if r.Broker != nil && r.Bare != nil && r.Bare.Rate > 0 {
+			rs = append(rs, r.Broker.Rate/r.Bare.Rate)
+		}
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	if len(rs)%2 == 1 {
+		return rs[len(rs)/2]
+	}
+	return (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
+}
+
+// WriteRounds prints one line per round (rates, p99s, ratio) and the
+// median ratio.
+func WriteRounds(w io.Writer, rounds []Round) {
+	fmt.Fprintf(w, "rounds (broker, then bare, side by side)\n")
+	for i, r := range rounds {
+		fmt.Fprintf(w, "  %2d  broker %8.1f/s p99 %-8s  bare %8.1f/s p99 %-8s  ratio %.2f\n", i+1,
+			r.Broker.Rate, fmtLatency(r.Broker.P99), r.Bare.Rate, fmtLatency(r.Bare.P99), r.Broker.Rate/max(r.Bare.Rate, 1e-9))
+	}
+	fmt.Fprintf(w, "  median ratio %.2f over %d rounds\n", MedianRatio(rounds), len(rounds))
+}

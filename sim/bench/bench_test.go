@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -186,6 +187,34 @@ func TestJSONOfSize(t *testing.T) {
 		b := jsonOfSize(n)
 		if !json.Valid(b) || (n >= 10 && len(b) != n) {
 			t.Errorf("jsonOfSize(%d) = %d bytes, valid %v", n, len(b), json.Valid(b))
+		}
+	}
+}
+
+// TestMedianRatio: the ratio is taken within each round, then the median
+// (the middle one, or the mean of the two middle ones); rounds without a
+// bare rate do not count.
+func TestMedianRatio(t *testing.T) {
+	round := func(broker, bare float64) Round {
+		return Round{Broker: &Result{Rate: broker}, Bare: &Result{Rate: bare}}
+	}
+	cases := []struct {
+		rounds []Round
+		want   float64
+	}{
+		{nil, 0},
+		{[]Round{round(300, 0)}, 0},
+		// 0.30, 0.20, 0.40: the middle one.
+		{[]Round{round(300, 1000), round(200, 1000), round(400, 1000)}, 0.30},
+		// 0.50 (100/200), 0.25 (200/800), 0.30 (300/1000): median 0.30,
+		// where median broker / median bare is 200/800 = 0.25.
+		{[]Round{round(100, 200), round(200, 800), round(300, 1000)}, 0.30},
+		// Even count: mean of 0.2 and 0.4.
+		{[]Round{round(100, 1000), round(200, 1000), round(400, 1000), round(900, 1000)}, 0.30},
+	}
+	for i, c := range cases {
+		if got := MedianRatio(c.rounds); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("case %d: MedianRatio = %v, want %v", i, got, c.want)
 		}
 	}
 }
