@@ -65,6 +65,14 @@ type PlacementCommit struct {
 	EndSessionID string
 	// Record is the decision record (R-C7) as JSON.
 	Record []byte
+	// OnCommitted, when set, is called once the session is committed, with
+	// the commit's sequence number (see HeartbeatResult.Seq), and before
+	// any other write of the same transaction is answered (a heartbeat of
+	// the same group commit, say). A caller's in-memory view can then tell,
+	// for any heartbeat result, whether its counts include this session.
+	// It is not called when the commit fails or is refused. It runs on the
+	// store's committer: it must be quick and must not call the store.
+	OnCommitted func(seq int64)
 }
 
 // HeartbeatResult is what applying one heartbeat produced.
@@ -72,6 +80,10 @@ type HeartbeatResult struct {
 	Host     *SessionHost
 	Pool     *HostPool
 	Commands []Command
+	// Seq orders this store handle's writes as they were committed: Host's
+	// counts include exactly the placements whose OnCommitted seq is lower.
+	// Of two results for one host, the higher Seq is the newer.
+	Seq int64
 }
 
 // Store is the broker's durable state (SPEC §10). Both engines (SQLite and

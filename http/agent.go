@@ -84,7 +84,7 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		s.views.setPool(res.Pool)
 	}
 	if res.Host != nil {
-		s.views.upsertHost(res.Host)
+		s.views.upsertHeartbeat(res)
 	}
 	resp := vdibroker.HeartbeatResponse{Commands: res.Commands}
 	if resp.Commands == nil {

@@ -163,13 +163,16 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		if d.EndExisting && existing != nil {
 			c.EndSessionID = existing.ID
 		}
+		// The reservation lands when the session is stored, before any
+		// heartbeat committed with it is answered (see upsertHeartbeat).
+		landed := false
+		c.OnCommitted = func(seq int64) { v.land(d.Host, seq); landed = true }
 		err = s.store.CommitPlacement(ctx, c)
-
-		v.mu.Lock()
-		if v.inflight[d.Host]--; v.inflight[d.Host] <= 0 {
-			delete(v.inflight, d.Host)
+		if !landed {
+			v.mu.Lock()
+			v.release(d.Host)
+			v.mu.Unlock()
 		}
-		v.mu.Unlock()
 
 		if err == nil {
 			v.rememberUser(req.User, sess.ID)

@@ -51,6 +51,14 @@ type poolView struct {
 	// not finished: a refresh from the store adds them back so a reload
 	// does not forget placements that are about to land.
 	inflight map[string]int
+	// landed holds, per host, the commit seqs of this server's placements
+	// committed after the newest heartbeat count applied (seen): a
+	// heartbeat result with a lower Seq was counted before them, so they
+	// are added to its counts (see upsertHeartbeat).
+	landed map[string][]int64
+	// seen is, per host, the Seq of the newest heartbeat result applied;
+	// an older one arriving late is not applied over it.
+	seen map[string]int64
 }
 
 func newViews(s *Server) *views {
@@ -63,7 +71,8 @@ func (vs *views) get(name string) *poolView {
 	defer vs.mu.Unlock()
 	v, ok := vs.m[name]
 	if !ok {
-		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]string{}}
+		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]string{},
+			landed: map[string][]int64{}, seen: map[string]int64{}}
 		vs.m[name] = v
 	}
 	return v
@@ -111,8 +120,9 @@ func (vs *views) setPool(p *vdibroker.HostPool) {
 	}
 }
 
-// upsertHost applies a host as the store returned it (counts from the
-// store, plus this server's in-flight reservations).
+// upsertHost applies a host as the store returned it from a read or a
+// write other than a heartbeat (counts from the store, plus this server's
+// in-flight reservations).
 func (vs *views) upsertHost(h *vdibroker.SessionHost) {
 	v := vs.peek(h.HostPool)
 	if v == nil {
@@ -122,6 +132,58 @@ func (vs *views) upsertHost(h *vdibroker.SessionHost) {
 	defer v.mu.Unlock()
 	v.upsertLocked(h)
 }
+
+// upsertHeartbeat applies a heartbeat's result (R-S1). Its counts are the
+// database's as of res.Seq: they include this server's placements
+// committed before it, not those committed after it, whose answers may
+// have been given before this one (the store calls OnCommitted first).
+// A result older than one already applied is dropped.
+func (vs *views) upsertHeartbeat(res *vdibroker.HeartbeatResult) {
+	h := res.Host
+	v := vs.peek(h.HostPool)
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if res.Seq < v.seen[h.Name] {
+		return
+	}
+	v.seen[h.Name] = res.Seq
+	later := v.landed[h.Name][:0]
+	for _, seq := range v.landed[h.Name] {
+		if seq > res.Seq {
+			later = append(later, seq)
+		}
+	}
+	v.landed[h.Name] = later
+	v.apply(h, v.inflight[h.Name]+len(later))
+}
+
+// land records that a placement reserved on host is committed (seq): no
+// longer in flight, and counted by heartbeat results from seq on.
+func (v *poolView) land(host string, seq int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.release(host)
+	l := append(v.landed[host], seq)
+	if len(l) > maxLanded {
+		// A host whose heartbeats go to another replica: only a result
+		// older than all of these could still need them.
+		l = l[len(l)-maxLanded:]
+	}
+	v.landed[host] = l
+}
+
+// release ends a reservation on host.
+func (v *poolView) release(host string) {
+	if v.inflight[host]--; v.inflight[host] <= 0 {
+		delete(v.inflight, host)
+	}
+}
+
+// maxLanded bounds poolView.landed per host.
+const maxLanded = 1024
 
 func (vs *views) removeHost(pool, name string) {
 	v := vs.peek(pool)
@@ -134,14 +196,33 @@ func (vs *views) removeHost(pool, name string) {
 		v.placer.Remove(name)
 	}
 	delete(v.addrs, name)
+	delete(v.landed, name)
+	delete(v.seen, name)
 }
 
+// upsertLocked applies h as read from the store (or written other than
+// by a heartbeat): a read that began after this server's placements on h
+// committed counts them, so they are forgotten, and a heartbeat result
+// older than them is now stale.
 func (v *poolView) upsertLocked(h *vdibroker.SessionHost) {
+	v.forgetLanded(h.Name)
+	v.apply(h, v.inflight[h.Name])
+}
+
+func (v *poolView) forgetLanded(host string) {
+	if l := v.landed[host]; len(l) > 0 {
+		v.seen[host] = max(v.seen[host], l[len(l)-1])
+		delete(v.landed, host)
+	}
+}
+
+// apply puts h in the placer with n more sessions (and connecting ones)
+// than the store counted.
+func (v *poolView) apply(h *vdibroker.SessionHost, n int) {
 	if v.placer == nil {
 		return // loaded from the store on first use
 	}
 	ph := placement.HostFrom(h)
-	n := v.inflight[h.Name]
 	ph.Sessions += n
 	ph.Connecting += n
 	v.placer.Upsert(ph)
@@ -191,6 +272,7 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 		phs := make([]placement.Host, len(hosts))
 		for i, h := range hosts {
 			phs[i] = placement.HostFrom(h)
+			v.forgetLanded(h.Name)
 			n := v.inflight[h.Name]
 			phs[i].Sessions += n
 			phs[i].Connecting += n
@@ -209,6 +291,8 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 		if !seen[name] {
 			v.placer.Remove(name)
 			delete(v.addrs, name)
+			delete(v.landed, name)
+			delete(v.seen, name)
 		}
 	}
 	return nil

@@ -21,6 +21,10 @@ type commitReq struct {
 	// concurrent batches on PostgreSQL rarely deadlock.
 	key string
 	fn  func(ctx context.Context, t *tx) error
+	// committed, when set, is called with the request's seq (tx.seq)
+	// after a successful commit of fn's work, before any request of the
+	// batch is answered.
+	committed func(seq int64)
 	// atomic says fn changes nothing when it returns a *vdibroker.Error
 	// (and fails the whole batch with any other error), so it needs no
 	// savepoint of its own: the common connect runs two statements
@@ -55,6 +59,11 @@ func (s *DB) CommitStats() CommitStats {
 
 var errClosed = errors.New("store is closed")
 
+// seqIndexBits is how many low bits of a write's seq (tx.seq) number it
+// within its batch; the batch number is above them. MaxBatch stays below
+// 1<<seqIndexBits.
+const seqIndexBits = 16
+
 // batchTimeout bounds one group-commit transaction; callers' contexts cannot
 // cancel a transaction shared with others.
 const batchTimeout = 30 * time.Second
@@ -67,7 +76,8 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 		return vdibroker.Errorf(vdibroker.EInvalid, "placement commit needs a session with an id")
 	}
 	err := s.groupedReq(ctx, &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c),
-		fn: func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) }})
+		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
+		committed: c.OnCommitted})
 	return wrap(err, "commit placement %s", c.Session.ID)
 }
 
@@ -191,7 +201,8 @@ func (s *DB) runBatch(batch []*commitReq) {
 		return
 	}
 	slices.SortStableFunc(live, func(a, b *commitReq) int { return cmp.Compare(a.key, b.key) })
-	s.batches.Add(1)
+	batchNo := s.batches.Add(1)
+	seq := func(i int) int64 { return batchNo<<seqIndexBits | int64(i) }
 	s.batched.Add(int64(len(live)))
 	results := make([]error, len(live))
 	// On SQLite the statements run under a context that is never done:
@@ -207,6 +218,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 	}
 	err := s.write(ctx, func(t *tx) error {
 		for i, r := range live {
+			t.seq = seq(i)
 			if r.atomic {
 				err := r.fn(ctx, t)
 				var verr *vdibroker.Error
@@ -245,6 +257,15 @@ func (s *DB) runBatch(batch []*commitReq) {
 	if err != nil {
 		s.log.Error("group commit failed", "writes", len(live), "err", err)
 		err = fmt.Errorf("group commit: %w", err)
+	}
+	if err == nil {
+		// Every hook before any answer: a heartbeat answered from this
+		// batch carries counts that include these sessions.
+		for i, r := range live {
+			if r.committed != nil && results[i] == nil {
+				r.committed(seq(i))
+			}
+		}
 	}
 	for i, r := range live {
 		if err != nil {

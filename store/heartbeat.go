@@ -94,7 +94,7 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		}
 		// The next heartbeat's HostByCredential answers from memory.
 		t.cacheHost(cred.String, &after)
-		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p, Commands: cmds}
+		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p, Commands: cmds, Seq: t.seq}
 		return nil
 	})
 	if err != nil {

@@ -60,7 +60,7 @@ var _ vdibroker.Store = (*DB)(nil)
 // Options tune a store; the zero value gives the defaults.
 type Options struct {
 	// MaxBatch caps how many placements one group-commit transaction
-	// carries (default 256).
+	// carries (default 256, at most 65535).
 	MaxBatch int
 	// Linger is how long the group committer waits for more writes once
 	// the queue is empty, while it is under load (its previous batch
@@ -106,6 +106,7 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
 	}
+	opts.MaxBatch = min(opts.MaxBatch, 1<<seqIndexBits-1)
 	if opts.Linger == 0 {
 		opts.Linger = 300 * time.Microsecond
 	}
@@ -306,6 +307,9 @@ type tx struct {
 	cw *cacheWrites
 	// pools memoizes getBatchPool within one group-commit transaction.
 	pools map[string]*vdibroker.HostPool
+	// seq is the group-commit write being run: its batch's number, then
+	// its place in the batch (see seqIndexBits; 0 outside a batch).
+	seq int64
 }
 
 // sqlConn is what *sql.Tx and *sql.DB share.
