@@ -344,13 +344,8 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 		return vdibroker.ErrHostFull
 	}
 	if c.Assign {
-		n, err := t.exec(ctx, `UPDATE session_hosts SET assigned_users = ? WHERE host_pool = ? AND name = ? AND assigned_users = '[]'`,
-			list([]string{u.User}), u.HostPool, u.SessionHost)
-		if err != nil {
+		if err := t.assign(ctx, u.HostPool, u.SessionHost, u.User); err != nil {
 			return err
-		}
-		if n == 0 {
-			return vdibroker.ErrHostTaken
 		}
 	}
 	n, err = t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
@@ -375,4 +370,41 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 		return vdibroker.Errorf(vdibroker.EConflict, "user session %q already exists", u.ID)
 	}
 	return vdibroker.ErrUserHasSession
+}
+
+// assignQuery is assign's conditional UPDATE. Args: the user's list, pool,
+// host, pool, the user's list.
+const assignQuery = `UPDATE session_hosts SET assigned_users = ?
+	WHERE host_pool = ? AND name = ? AND assigned_users = '[]' AND allow_new_session
+	AND NOT EXISTS (SELECT 1 FROM session_hosts AS mine
+		WHERE mine.host_pool = ? AND mine.assigned_users = ? AND mine.assigned_users <> '[]')`
+
+// assign makes host the user's personal host (R-PE1). It fails with
+// ErrHostTaken, changing nothing, unless the host has no assigned user and
+// is not drained (R-C2: a drained host is not placeable, so not "the first
+// unassigned placeable host"), and the user has no host in the pool yet:
+// a server whose view is stale or who raced another replica must not give
+// the user a second host or a drained one (R-D3). On PostgreSQL an
+// advisory lock per pool and user makes concurrent assignments of one user
+// wait for each other, so the second sees the first (READ COMMITTED); on
+// SQLite the single writer does that.
+//
+// "Has a host" is an assigned_users list of just that user, as every
+// automatic assignment and most administrators' writes leave it (index
+// session_hosts_assigned).
+func (t *tx) assign(ctx context.Context, pool, host, user string) error {
+	if t.d == postgresDialect {
+		if _, err := t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))`, pool, user); err != nil {
+			return err
+		}
+	}
+	own := list([]string{user})
+	n, err := t.exec(ctx, assignQuery, own, pool, host, pool, own)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return vdibroker.ErrHostTaken
+	}
+	return nil
 }

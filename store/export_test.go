@@ -84,6 +84,11 @@ func (s *DB) TakeSlotPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, takeSlotQuery, 1, 1, "pool", "host", 10, true, true, "pool", "user", "pool", "user")
 }
 
+// AssignPlan is ExpirePendingPlan for a new automatic assignment (R-PE1).
+func (s *DB) AssignPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, assignQuery, `["alice"]`, "pool", "host", "pool", `["alice"]`)
+}
+
 func (s *DB) plan(ctx context.Context, query string, args ...any) ([]string, error) {
 	var plan []string
 	err := s.read(ctx, func(t *tx) error {

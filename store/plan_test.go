@@ -82,3 +82,15 @@ func TestTakeSlotUsesIndexes(t *testing.T) {
 		t.Errorf("the slot UPDATE does not find its host by key, or scans:\n%s", p)
 	}
 }
+
+// TestAssignUsesIndexes: a new automatic assignment (R-PE1) finds its host
+// by key and asks whether the user already has one from the partial index
+// of assigned hosts (migration 00006), not by reading every host of a
+// personal pool of thousands.
+func TestAssignUsesIndexes(t *testing.T) {
+	p := planOf(t, (*DB).AssignPlan)
+	if !strings.Contains(p, "session_hosts USING INDEX sqlite_autoindex_session_hosts_2 (host_pool=? AND name=?)") ||
+		!strings.Contains(p, "INDEX session_hosts_assigned (host_pool=? AND assigned_users=?)") || strings.Contains(p, "SCAN") {
+		t.Errorf("the assignment does not read by key and session_hosts_assigned:\n%s", p)
+	}
+}
