@@ -99,6 +99,10 @@ type Store interface {
 	// another hostPoolType is refused with InvalidArgument on field
 	// hostPoolType (R-P1). CreateTime is kept on replace.
 	PutHostPool(ctx context.Context, p *HostPool) (created bool, err error)
+	// CreateHostPool creates a pool, refused with Conflict when one of that
+	// name exists (PUT with If-None-Match: *): two creates never replace
+	// each other.
+	CreateHostPool(ctx context.Context, p *HostPool) error
 	GetHostPool(ctx context.Context, name string) (*HostPool, error)
 	// ListHostPools lists pools by name.
 	ListHostPools(ctx context.Context) ([]*HostPool, error)

@@ -106,9 +106,14 @@ func (c *Client) PatchHostPool(ctx context.Context, name string, body any) (*Hos
 	return resultOrNil(&out, err)
 }
 
-// CreateHostPool is PutHostPool (the CLI's name for it).
+// CreateHostPool creates a pool and never replaces one (PUT with
+// If-None-Match: *): Conflict when the name is taken, even by a create
+// that raced this one.
 func (c *Client) CreateHostPool(ctx context.Context, name string, body any) (*HostPoolResult, error) {
-	return c.PutHostPool(ctx, name, body)
+	var out HostPoolResult
+	status, err := c.do(ctx, "PUT", poolPath(name), nil, body, &out, nethttp.Header{"If-None-Match": {"*"}})
+	out.Created = status == nethttp.StatusCreated
+	return resultOrNil(&out, err)
 }
 
 // UpdateHostPool is PatchHostPool (the CLI's name for it).

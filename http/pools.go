@@ -59,6 +59,14 @@ func (s *Server) putPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err := decodeJSON(w, r, &HostPoolResponse{HostPool: p}); err != nil {
 		return err
 	}
+	createOnly := false
+	switch inm := r.Header.Get("If-None-Match"); inm {
+	case "":
+	case "*":
+		createOnly = true
+	default:
+		return vdibroker.FieldError("If-None-Match", `only "*" (create, never replace) is supported, got %q`, inm)
+	}
 	old, err := s.store.GetHostPool(r.Context(), name)
 	if err != nil {
 		if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
@@ -66,7 +74,14 @@ func (s *Server) putPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		}
 		old = nil
 	}
-	return s.storePool(w, r, name, old, p)
+	if createOnly && old != nil {
+		return poolExists(name)
+	}
+	return s.storePool(w, r, name, old, p, createOnly)
+}
+
+func poolExists(name string) error {
+	return vdibroker.Errorf(vdibroker.EConflict, "host pool %q already exists; change it with PATCH or PUT without If-None-Match", name)
 }
 
 // patchPool changes the fields the body names: the existing pool under the
@@ -81,15 +96,17 @@ func (s *Server) patchPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err := decodeJSON(w, r, &HostPoolResponse{HostPool: &p}); err != nil {
 		return err
 	}
-	return s.storePool(w, r, name, old, &p)
+	return s.storePool(w, r, name, old, &p, false)
 }
 
 func hostPoolTypeChange(was string) error {
 	return vdibroker.FieldError("hostPoolType", "cannot be changed after creation (R-P1): this pool is %s; create a new host pool instead", was)
 }
 
-// storePool validates p and stores it; old is the pool before (nil when new).
-func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name string, old, p *vdibroker.HostPool) error {
+// storePool validates p and stores it; old is the pool before (nil when
+// new). createOnly refuses, in the store's transaction, to replace a pool
+// created meanwhile (If-None-Match: *).
+func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name string, old, p *vdibroker.HostPool, createOnly bool) error {
 	if p.Name != name {
 		return vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
 	}
@@ -108,7 +125,16 @@ func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name st
 	}
 	now := s.now().UTC()
 	p.CreateTime, p.UpdateTime = now, now
-	created, err := s.store.PutHostPool(r.Context(), p)
+	var created bool
+	var err error
+	if createOnly {
+		created, err = true, s.store.CreateHostPool(r.Context(), p)
+		if vdibroker.ErrorCode(err) == vdibroker.EConflict {
+			return poolExists(name) // created since our read
+		}
+	} else {
+		created, err = s.store.PutHostPool(r.Context(), p)
+	}
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,35 @@ func (t *tx) getBatchPool(ctx context.Context, name string) (*vdibroker.HostPool
 	return &c, nil
 }
 
+// CreateHostPool creates a pool; Conflict if the name is taken.
+func (s *DB) CreateHostPool(ctx context.Context, p *vdibroker.HostPool) error {
+	lb, err := json.Marshal(p.LoadBalancing)
+	if err != nil {
+		return err
+	}
+	err = s.write(ctx, func(t *tx) error {
+		err := t.insertPool(ctx, p, lb)
+		if errors.Is(err, errRaced) {
+			return vdibroker.Errorf(vdibroker.EConflict, "host pool %q already exists", p.Name)
+		}
+		return err
+	})
+	return wrap(err, "create host pool %q", p.Name)
+}
+
+// insertPool inserts a new pool; errRaced when the name is taken.
+func (t *tx) insertPool(ctx context.Context, p *vdibroker.HostPool, lb []byte) error {
+	_, err := t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		p.Name, p.HostPoolType, p.LoadBalancerType, p.MaxSessionLimit,
+		p.PersonalDesktopAssignmentType, string(lb), p.HeartbeatTimeoutSeconds,
+		p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes, p.Description,
+		p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime))
+	if err != nil && errors.Is(err, errUnique) {
+		return errRaced
+	}
+	return err
+}
+
 // PutHostPool creates or replaces a pool (R-P1: the type cannot change).
 func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bool, err error) {
 	lb, err := json.Marshal(p.LoadBalancing)
@@ -94,15 +123,7 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 		switch {
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			created = true
-			_, err = t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-				p.Name, p.HostPoolType, p.LoadBalancerType, p.MaxSessionLimit,
-				p.PersonalDesktopAssignmentType, string(lb), p.HeartbeatTimeoutSeconds,
-				p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes, p.Description,
-				p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime))
-			if err != nil && errors.Is(err, errUnique) {
-				return errRaced
-			}
-			return err
+			return t.insertPool(ctx, p, lb)
 		case err != nil:
 			return err
 		}

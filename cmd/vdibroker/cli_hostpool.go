@@ -157,14 +157,13 @@ func newHostPoolCreateCmd(a *admin) *cobra.Command {
 				return err
 			}
 			body["name"] = name
-			// The API's PUT creates or replaces; create must not reset an
-			// existing pool's settings to their defaults.
-			if _, err := c.GetHostPool(cmd.Context(), name); err == nil {
-				return fmt.Errorf("host pool %q already exists; change it with hostpool update", name)
-			} else if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
-				return fail(err)
-			}
+			// Create only (If-None-Match: *): the API's plain PUT replaces,
+			// and create must not reset an existing pool's settings to
+			// their defaults, not even one created a moment ago elsewhere.
 			p, err := c.CreateHostPool(cmd.Context(), name, body)
+			if vdibroker.ErrorCode(err) == vdibroker.EConflict {
+				return fmt.Errorf("host pool %q already exists; change it with hostpool update", name)
+			}
 			if err != nil {
 				return fail(err)
 			}
