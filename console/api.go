@@ -109,6 +109,15 @@ func list[T any](ctx context.Context, a *api, path string) ([]T, error) {
 
 func poolPath(pool string) string { return apiPrefix + "/hostpools/" + url.PathEscape(pool) }
 
+// whoami returns the token's role (Admin, Contributor, Reader or User).
+func (a *api) whoami(ctx context.Context) (string, error) {
+	var me struct {
+		Role string `json:"role"`
+	}
+	err := a.do(ctx, http.MethodGet, apiPrefix+"/whoami", nil, &me)
+	return me.Role, err
+}
+
 func (a *api) listPools(ctx context.Context) ([]poolAnswer, error) {
 	return list[poolAnswer](ctx, a, apiPrefix+"/hostpools")
 }

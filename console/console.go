@@ -81,7 +81,10 @@ type Console struct {
 
 // webSession is one signed-in browser.
 type webSession struct {
-	token   string // the user's API token
+	token string // the user's API token
+	// role is the token's role as the API said at sign-in ("" if it did
+	// not): pages offer changes only to roles that may make them.
+	role    string
 	csrf    string
 	expires time.Time
 	flash   string // one-shot success message after a redirect
@@ -314,9 +317,14 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.renderSignin(w, r, status, msg)
 		return
 	}
+	role, err := a.whoami(r.Context())
+	if err != nil {
+		c.log.Warn("console: whoami failed; offering every action (the API still checks each)", "err", err)
+		role = ""
+	}
 	sid := c.newSecret()
 	c.mu.Lock()
-	c.sessions[sid] = &webSession{token: token, csrf: c.newSecret(), expires: c.now().Add(c.ttl)}
+	c.sessions[sid] = &webSession{token: token, role: role, csrf: c.newSecret(), expires: c.now().Add(c.ttl)}
 	c.expireSessions()
 	c.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/signin", MaxAge: -1})
@@ -399,6 +407,9 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 	data["CSRF"] = rq.sess.csrf
 	data["SignedIn"] = true
 	data["Refresh"] = c.refresh
+	// A Reader sees no drain, settings or log-off controls: the API would
+	// refuse them (R-SEC), and it still checks every change.
+	data["CanWrite"] = rq.sess.role != vdibroker.RoleReader && rq.sess.role != vdibroker.RoleUser
 	if _, ok := data["Flash"]; !ok {
 		data["Flash"] = c.takeFlash(rq.sess)
 	}

@@ -411,3 +411,38 @@ func TestSessionExpires(t *testing.T) {
 		t.Errorf("expired session sent to %q, want the sign-in page", a.location)
 	}
 }
+
+// TestControlsFollowTheRole_RSEC: a Reader's pages show no drain, settings
+// or log-off controls (the API would refuse them, R-SEC) and say they are
+// read-only; a Contributor's show them all. Drained hosts still show as
+// drained to the Reader.
+func TestControlsFollowTheRole_RSEC(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	drain := false
+	if _, err := e.admin.PatchSessionHost(context.Background(), "pool-a", "host-3", vhttp.SessionHostRequest{AllowNewSession: &drain}); err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
+	controls := []string{`data-action="drain"`, `data-action="undrain"`, `id="save-settings"`, `data-action="logoff"`, `data-action="disconnect"`}
+	for _, c := range []struct {
+		role     string
+		controls bool
+	}{{vdibroker.RoleReader, false}, {vdibroker.RoleContributor, true}} {
+		b := e.browser()
+		b.signin(e.token(c.role))
+		pages := b.get("/pools/pool-a").body + b.get("/sessions").body
+		for _, ctl := range controls {
+			if strings.Contains(pages, ctl) != c.controls {
+				t.Errorf("%s: shows %s = %v, want %v", c.role, ctl, !c.controls, c.controls)
+			}
+		}
+		readOnly := strings.Contains(pages, `id="read-only"`) && strings.Contains(pages, `<fieldset class="plain" disabled>`)
+		if readOnly == c.controls {
+			t.Errorf("%s: settings read-only = %v, want %v", c.role, readOnly, !c.controls)
+		}
+		if !strings.Contains(pages, `<span class="tag drained">drained</span>`) {
+			t.Errorf("%s: host-3 not shown as drained", c.role)
+		}
+	}
+}

@@ -26,6 +26,8 @@ const (
 	connect
 	// admin routes take the admin token only (issuing API tokens).
 	admin
+	// anyRole routes take every API token (whoami).
+	anyRole
 )
 
 // principal is who is calling.
@@ -117,6 +119,8 @@ func authorize(p *principal, need access) error {
 		default:
 			return vdibroker.Errorf(vdibroker.EPermission, "role %s may not connect users", p.Role)
 		}
+	case anyRole:
+		return nil
 	case admin:
 		if p.Role == vdibroker.RoleAdmin {
 			return nil

@@ -51,13 +51,14 @@ func TestAuthRoles_RSEC(t *testing.T) {
 		{"connect bob", "POST", "/api/v1/hostpools/authpool/connect", `{"user": "bob", "dryRun": true}`},
 		{"list tokens", "GET", "/api/v1/tokens", ""},
 		{"create token", "POST", "/api/v1/tokens", `{"role": "Reader", "subject": "x"}`},
+		{"whoami", "GET", "/api/v1/whoami", ""},
 	}
 	// want[role][call] = status
 	want := map[string]map[string]int{
-		"Admin":       {"list pools": 200, "get pool": 200, "list hosts": 200, "list sessions": 200, "patch pool": 200, "registration token": 201, "connect alice": 200, "connect bob": 200, "list tokens": 200, "create token": 201},
-		"Contributor": {"list pools": 200, "get pool": 200, "list hosts": 200, "list sessions": 200, "patch pool": 200, "registration token": 201, "connect alice": 200, "connect bob": 200, "list tokens": 403, "create token": 403},
-		"Reader":      {"list pools": 200, "get pool": 200, "list hosts": 200, "list sessions": 200, "patch pool": 403, "registration token": 403, "connect alice": 403, "connect bob": 403, "list tokens": 403, "create token": 403},
-		"User":        {"list pools": 403, "get pool": 403, "list hosts": 403, "list sessions": 403, "patch pool": 403, "registration token": 403, "connect alice": 200, "connect bob": 403, "list tokens": 403, "create token": 403},
+		"Admin":       {"list pools": 200, "get pool": 200, "list hosts": 200, "list sessions": 200, "patch pool": 200, "registration token": 201, "connect alice": 200, "connect bob": 200, "list tokens": 200, "create token": 201, "whoami": 200},
+		"Contributor": {"list pools": 200, "get pool": 200, "list hosts": 200, "list sessions": 200, "patch pool": 200, "registration token": 201, "connect alice": 200, "connect bob": 200, "list tokens": 403, "create token": 403, "whoami": 200},
+		"Reader":      {"list pools": 200, "get pool": 200, "list hosts": 200, "list sessions": 200, "patch pool": 403, "registration token": 403, "connect alice": 403, "connect bob": 403, "list tokens": 403, "create token": 403, "whoami": 200},
+		"User":        {"list pools": 403, "get pool": 403, "list hosts": 403, "list sessions": 403, "patch pool": 403, "registration token": 403, "connect alice": 200, "connect bob": 403, "list tokens": 403, "create token": 403, "whoami": 200},
 		"None":        {},
 		"Bogus":       {},
 	}
@@ -86,6 +87,26 @@ func TestAuthRoles_RSEC(t *testing.T) {
 
 // TestTokens_RSEC: secrets are shown once and never listed; deleted and
 // expired tokens stop working; bad requests name the field.
+// TestWhoAmI: every token learns its own role and subject (the console
+// shows a Reader no buttons that would be refused).
+func TestWhoAmI(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, role := range []string{"Contributor", "Reader", "User"} {
+		tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: role, Subject: "s-" + role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		me, err := e.client(0, tr.Secret).WhoAmI(ctx)
+		if err != nil || me.Role != role || me.Subject != "s-"+role || me.TokenID != tr.ID {
+			t.Errorf("%s token: whoami %+v, %v; want role %s, subject s-%s, id %s", role, me, err, role, role, tr.ID)
+		}
+	}
+	if me, err := e.admin.WhoAmI(ctx); err != nil || me.Role != "Admin" {
+		t.Errorf("admin token: whoami %+v, %v", me, err)
+	}
+}
+
 func TestTokens_RSEC(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

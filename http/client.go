@@ -121,6 +121,13 @@ func (c *Client) UpdateHostPool(ctx context.Context, name string, body any) (*Ho
 	return c.PatchHostPool(ctx, name, body)
 }
 
+// WhoAmI returns the client's token's role and subject.
+func (c *Client) WhoAmI(ctx context.Context) (*WhoAmI, error) {
+	var out WhoAmI
+	_, err := c.do(ctx, "GET", "/api/v1/whoami", nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
 // GetHostPool returns one pool with its warnings.
 func (c *Client) GetHostPool(ctx context.Context, name string) (*HostPoolResult, error) {
 	var out HostPoolResult

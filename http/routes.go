@@ -36,6 +36,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/tokens", admin, s.createToken)
 	s.handle("GET /api/v1/tokens", admin, s.listTokens)
 	s.handle("DELETE /api/v1/tokens/{id}", admin, s.deleteToken)
+	s.handle("GET /api/v1/whoami", anyRole, s.whoami)
 
 	s.handle("POST /api/v1/agent/register", public, s.register)
 	s.handle("POST /api/v1/agent/heartbeat", public, s.heartbeat) // host credential checked inside
@@ -43,6 +44,21 @@ func (s *Server) routes() {
 	// Anything else under /api/v1 is a JSON 404 (or 405 when the path exists
 	// with other methods), not the mux's plain text.
 	s.mux.HandleFunc("/api/v1/", s.notFound)
+}
+
+// WhoAmI is the answer of GET /api/v1/whoami: the calling token's role
+// (Admin, Contributor, Reader or User), so a client such as the web console
+// offers only what the role may do. The server checks every call anyway.
+type WhoAmI struct {
+	Role    string `json:"role"`
+	Subject string `json:"subject"`
+	TokenID string `json:"tokenId,omitempty"`
+}
+
+func (s *Server) whoami(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	p := principalFrom(r.Context())
+	writeJSON(w, nethttp.StatusOK, WhoAmI{Role: p.Role, Subject: p.Subject, TokenID: p.TokenID})
+	return nil
 }
 
 func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {
