@@ -109,3 +109,18 @@ func (s *DB) plan(ctx context.Context, query string, args ...any) ([]string, err
 	})
 	return plan, err
 }
+
+// ExecRaw runs a statement outside any transaction on the writer's
+// connection pool (tests that set up what a failed migration leaves).
+func (s *DB) ExecRaw(ctx context.Context, query string) error {
+	_, err := s.w.ExecContext(ctx, query)
+	return err
+}
+
+// IndexState reports whether a PostgreSQL index of the current schema is
+// valid and unique.
+func (s *DB) IndexState(ctx context.Context, name string) (valid, unique bool, err error) {
+	err = s.w.QueryRowContext(ctx, `SELECT i.indisvalid, i.indisunique FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`, name).Scan(&valid, &unique)
+	return valid, unique, err
+}

@@ -1,8 +1,8 @@
 -- +goose NO TRANSACTION
 -- CONCURRENTLY, outside a transaction: building the index on a large shared
 -- user_sessions table must not block the replicas' connects meanwhile. If a
--- build fails, PostgreSQL may leave an INVALID index of that name: drop it
--- and start the broker again.
+-- build fails, PostgreSQL leaves an INVALID index of that name; the
+-- migration, run again at the next start, drops it and builds it anew.
 -- +goose Up
 -- Every pooled placement asks whether the user already has an open session
 -- in the pool (R-C6), adopted sessions included (R-S2, R-C1), and adopted
@@ -10,6 +10,19 @@
 -- for pooled sessions; this one answers for the others, so the question
 -- never reads every session of the pool. Pooled sessions, the bulk of all
 -- inserts, are outside this partial index and do not pay for it.
+-- A build of this index that failed before left an INVALID index of its
+-- name, which IF NOT EXISTS would keep (unused by queries): drop it first.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+               WHERE c.relname = 'user_sessions_open_unpooled_by_user' AND c.relnamespace = current_schema()::regnamespace
+               AND NOT i.indisvalid) THEN
+        DROP INDEX user_sessions_open_unpooled_by_user;
+    END IF;
+END
+$$;
+-- +goose StatementEnd
 CREATE INDEX CONCURRENTLY IF NOT EXISTS user_sessions_open_unpooled_by_user
     ON user_sessions (host_pool, user_name) WHERE NOT pooled AND state <> 'LoggedOff';
 

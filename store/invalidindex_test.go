@@ -1,0 +1,59 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestFailedConcurrentIndexBuildIsRebuilt (PostgreSQL): migrations 00004 to
+// 00006 build their indexes CONCURRENTLY, and a build that fails leaves an
+// INVALID index of that name, which CREATE INDEX IF NOT EXISTS would keep
+// for ever, unused. Here migration 00006 "failed" that way (an invalid
+// index session_hosts_assigned, the migration not recorded); the next open
+// runs it again and must leave a valid index, which the R-PE1 check uses.
+func TestFailedConcurrentIndexBuildIsRebuilt(t *testing.T) {
+	open := postgresOpener(t)
+	s := open(t, store.Options{})
+	mustPool(t, s, pool("pers", vdibroker.Personal))
+	mustHost(t, s, "pers", "pd1")
+	mustHost(t, s, "pers", "pd2")
+	ctx := t.Context()
+	for _, q := range []string{
+		`DROP INDEX session_hosts_assigned`,
+		`DELETE FROM goose_db_version WHERE version_id = 6`,
+	} {
+		if err := s.ExecRaw(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A unique build over two rows of one pool fails and leaves the index
+	// INVALID, as an interrupted build of 00006 would.
+	if err := s.ExecRaw(ctx, `CREATE UNIQUE INDEX CONCURRENTLY session_hosts_assigned ON session_hosts (host_pool)`); err == nil {
+		t.Fatal("the failing build succeeded")
+	}
+	if valid, _ := indexValid(t, s); valid {
+		t.Fatal("setup: the index is not INVALID")
+	}
+	s.Close()
+
+	s = open(t, store.Options{})
+	valid, unique := indexValid(t, s)
+	if !valid || unique {
+		t.Errorf("after the migration ran again: session_hosts_assigned valid=%v unique=%v, want a valid, non-unique index", valid, unique)
+	}
+	mustCommit(t, s, assignment("pers", "pd1", "alice"))
+	if err := s.CommitPlacement(ctx, assignment("pers", "pd2", "alice")); err == nil {
+		t.Error("alice was assigned a second host")
+	}
+}
+
+func indexValid(t *testing.T, s *store.DB) (valid, unique bool) {
+	t.Helper()
+	valid, unique, err := s.IndexState(t.Context(), "session_hosts_assigned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return valid, unique
+}
