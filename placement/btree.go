@@ -42,11 +42,12 @@ const (
 // leaf holds items in key order: keys, their entries' slots and (withLI)
 // load indexes. Pointer-free.
 type leaf struct {
-	n    int32
+	n int32
+	// lis is kept only in trees made withLI; it comes first so that the
+	// round robin search reads it in the lines it reads the keys from.
+	lis  [leafFanout + 1]int8
 	keys [leafFanout + 1]uint64
 	ids  [leafFanout + 1]int32
-	// lis is kept only in trees made withLI.
-	lis [leafFanout + 1]int8
 }
 
 // inner routes to its children: either all inner nodes (kids) or all
