@@ -41,6 +41,7 @@ type Main struct {
 	listener   net.Listener
 	console    *console.Console
 	httpServer *http.Server
+	unlockDir  func()
 }
 
 // Open opens the store, loads or creates the admin token and starts serving.
@@ -51,13 +52,22 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	if m.Database == "" {
+		unlock, err := lockDataDir(m.DataDir)
+		if err != nil {
+			return err
+		}
+		m.unlockDir = unlock
+	}
 	token, err := adminToken(m.DataDir)
 	if err != nil {
+		m.unlock()
 		return err
 	}
 	m.AdminToken = token
 	st, err := store.Open(ctx, m.Database, m.DataDir, m.Logger)
 	if err != nil {
+		m.unlock()
 		return fmt.Errorf("open store: %w", err)
 	}
 	// Every store call is timed for /metrics (store transaction latency).
@@ -74,6 +84,7 @@ func (m *Main) Open(ctx context.Context) error {
 		m.console.Close()
 		m.Server.Close()
 		st.Close()
+		m.unlock()
 		return fmt.Errorf("listen on %s: %w", m.Listen, err)
 	}
 	m.listener = ln
@@ -88,6 +99,14 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// unlock releases the data dir lock, if held.
+func (m *Main) unlock() {
+	if m.unlockDir != nil {
+		m.unlockDir()
+		m.unlockDir = nil
+	}
 }
 
 // URL is the base URL the broker answers on.
@@ -111,6 +130,7 @@ func (m *Main) Close() error {
 	if m.Store != nil {
 		errs = append(errs, m.Store.Close())
 	}
+	m.unlock() // after the store: its last writes are done
 	return errors.Join(errs...)
 }
 
