@@ -50,7 +50,7 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		}
 		return err
 	}
-	s.views.upsertHost(h)
+	s.views.upsertHost(h, 0) // a new host: none of its placements landed
 	s.loggerFrom(r.Context()).Info("session host registered", "pool", h.HostPool, "host", h.Name, "address", h.Address)
 	writeJSON(w, nethttp.StatusCreated, vdibroker.RegisterResponse{HostPool: h.HostPool, HostName: h.Name, Credential: cred})
 	return nil

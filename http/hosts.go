@@ -195,11 +195,12 @@ func validateHost(pool *vdibroker.HostPool, h *vdibroker.SessionHost) error {
 // answerHost reads the host back, updates the pool's placement view with it
 // (drain and assignment apply to the next connect) and answers it.
 func (s *Server) answerHost(w nethttp.ResponseWriter, r *nethttp.Request, status int, pool, name string) error {
+	mark := s.views.landedMark(pool)
 	h, err := s.readHost(r, pool, name)
 	if err != nil {
 		return err
 	}
-	s.views.upsertHost(h)
+	s.views.upsertHost(h, mark)
 	writeJSON(w, status, h)
 	return nil
 }

@@ -59,6 +59,9 @@ type poolView struct {
 	// seen is, per host, the Seq of the newest heartbeat result applied;
 	// an older one arriving late is not applied over it.
 	seen map[string]int64
+	// lastLanded is the highest seq landed in this view: a read that
+	// begins after it includes every placement up to it (landedMark).
+	lastLanded int64
 }
 
 func newViews(s *Server) *views {
@@ -120,17 +123,30 @@ func (vs *views) setPool(p *vdibroker.HostPool) {
 	}
 }
 
+// landedMark is taken before reading a host of pool from the store and
+// passed to upsertHost with what was read: the read includes this server's
+// placements landed up to the mark.
+func (vs *views) landedMark(pool string) int64 {
+	v := vs.peek(pool)
+	if v == nil {
+		return 0
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lastLanded
+}
+
 // upsertHost applies a host as the store returned it from a read or a
-// write other than a heartbeat (counts from the store, plus this server's
-// in-flight reservations).
-func (vs *views) upsertHost(h *vdibroker.SessionHost) {
+// write other than a heartbeat, begun after landedMark returned mark
+// (counts from the store, plus this server's in-flight reservations).
+func (vs *views) upsertHost(h *vdibroker.SessionHost, mark int64) {
 	v := vs.peek(h.HostPool)
 	if v == nil {
 		return
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.upsertLocked(h)
+	v.upsertLocked(h, mark)
 }
 
 // upsertHeartbeat applies a heartbeat's result (R-S1). Its counts are the
@@ -166,6 +182,10 @@ func (v *poolView) land(host string, seq int64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.release(host)
+	v.lastLanded = max(v.lastLanded, seq)
+	if _, known := v.addrs[host]; !known && v.placer != nil {
+		return // removed meanwhile: nothing will read its counts
+	}
 	l := append(v.landed[host], seq)
 	if len(l) > maxLanded {
 		// A host whose heartbeats go to another replica: only a result
@@ -201,18 +221,32 @@ func (vs *views) removeHost(pool, name string) {
 }
 
 // upsertLocked applies h as read from the store (or written other than
-// by a heartbeat): a read that began after this server's placements on h
-// committed counts them, so they are forgotten, and a heartbeat result
-// older than them is now stale.
-func (v *poolView) upsertLocked(h *vdibroker.SessionHost) {
-	v.forgetLanded(h.Name)
+// by a heartbeat) by a read begun after mark (see landedMark): it counts
+// this server's placements on h landed up to mark, so those are forgotten,
+// and a heartbeat result older than them is now stale. Placements landed
+// since may or may not be in the read; they stay in landed, so a later
+// heartbeat result counts them right, and the read counts them as stored
+// (one off at most, until that heartbeat; the database enforces R-C4).
+func (v *poolView) upsertLocked(h *vdibroker.SessionHost, mark int64) {
+	v.forgetLanded(h.Name, mark)
 	v.apply(h, v.inflight[h.Name])
 }
 
-func (v *poolView) forgetLanded(host string) {
-	if l := v.landed[host]; len(l) > 0 {
-		v.seen[host] = max(v.seen[host], l[len(l)-1])
+// forgetLanded drops host's landed placements up to mark.
+func (v *poolView) forgetLanded(host string, mark int64) {
+	l := v.landed[host]
+	keep := l[:0]
+	for _, seq := range l {
+		if seq <= mark {
+			v.seen[host] = max(v.seen[host], seq)
+		} else {
+			keep = append(keep, seq)
+		}
+	}
+	if len(keep) == 0 {
 		delete(v.landed, host)
+	} else {
+		v.landed[host] = keep
 	}
 }
 
@@ -255,6 +289,7 @@ func (vs *views) ensure(ctx context.Context, v *poolView) error {
 func (vs *views) reload(ctx context.Context, v *poolView) error {
 	v.mu.Lock()
 	gen := v.gen
+	mark := v.lastLanded
 	v.mu.Unlock()
 	pool, err := vs.s.store.GetHostPool(ctx, v.name)
 	if err != nil {
@@ -272,7 +307,7 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 		phs := make([]placement.Host, len(hosts))
 		for i, h := range hosts {
 			phs[i] = placement.HostFrom(h)
-			v.forgetLanded(h.Name)
+			v.forgetLanded(h.Name, mark)
 			n := v.inflight[h.Name]
 			phs[i].Sessions += n
 			phs[i].Connecting += n
@@ -285,7 +320,7 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 	seen := make(map[string]bool, len(hosts))
 	for _, h := range hosts {
 		seen[h.Name] = true
-		v.upsertLocked(h)
+		v.upsertLocked(h, mark)
 	}
 	for name := range v.addrs {
 		if !seen[name] {
@@ -301,6 +336,7 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 // refreshHost re-reads one host from the store into the view (after a lost
 // commit race or a session change).
 func (vs *views) refreshHost(ctx context.Context, pool, name string) {
+	mark := vs.landedMark(pool)
 	h, err := vs.s.store.GetSessionHost(ctx, pool, name)
 	if err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
@@ -312,7 +348,7 @@ func (vs *views) refreshHost(ctx context.Context, pool, name string) {
 		}
 		return
 	}
-	vs.upsertHost(h)
+	vs.upsertHost(h, mark)
 }
 
 // samePool reports whether two reads of a pool have the same settings.

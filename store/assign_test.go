@@ -1,10 +1,13 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -111,4 +114,84 @@ func TestAssignConcurrentOneHostPerUser_RPE1_RD3(t *testing.T) {
 			t.Errorf("%d assignments committed, alice is assigned %v; want exactly one", ok, got)
 		}
 	})
+}
+
+// TestAssignLocksBeforeRows_RPE1 (PostgreSQL): two replicas' batches that
+// each assign alice a host and also write on the other's host must not
+// deadlock. With the user's advisory lock taken in the middle of a batch,
+// one batch held host hA and waited for alice's lock while the other held
+// alice's lock and waited for hA: PostgreSQL broke the cycle after its
+// deadlock_timeout and the batch ran again. The batch now takes every
+// assignee's lock first, before any row.
+func TestAssignLocksBeforeRows_RPE1(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	retries := &retryLog{}
+	open := func() *store.DB {
+		s, err := store.OpenWith(t.Context(), dsn, "", slog.New(retries), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	for round := range 8 {
+		p := fmt.Sprintf("lk%d", round)
+		mustPool(t, a, pool(p, vdibroker.Personal))
+		for _, h := range []string{"h0", "hA", "hB"} {
+			mustHost(t, a, p, h)
+		}
+		var errsA, errsB []error
+		var wg sync.WaitGroup
+		// Batches run in host key order: A writes on hA (carol's
+		// connect) before it assigns alice hB; B assigns alice h0, then
+		// writes on hA (dave's connect).
+		wg.Go(func() {
+			c := placement(p, "hA", "carol", vdibroker.NoSessionLimit)
+			c.Pooled = false
+			errsA = a.CommitBatch([]*vdibroker.PlacementCommit{c, assignment(p, "hB", "alice")})
+		})
+		wg.Go(func() {
+			c := placement(p, "hA", "dave", vdibroker.NoSessionLimit)
+			c.Pooled = false
+			errsB = b.CommitBatch([]*vdibroker.PlacementCommit{assignment(p, "h0", "alice"), c})
+		})
+		wg.Wait()
+		for _, err := range append(errsA, errsB...) {
+			if err != nil && !errors.Is(err, vdibroker.ErrHostTaken) {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		if got := assignedTo(t, a, p, "alice"); len(got) != 1 {
+			t.Errorf("round %d: alice is assigned %v, want one host", round, got)
+		}
+	}
+	if n := retries.count.Load(); n != 0 {
+		t.Errorf("%d batches were run again after a deadlock or serialization failure, want none: %s", n, retries.first.Load())
+	}
+}
+
+// retryLog counts the store's "retrying transaction" log records.
+type retryLog struct {
+	count atomic.Int64
+	first atomic.Value
+}
+
+func (h *retryLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *retryLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *retryLog) WithGroup(string) slog.Handler            { return h }
+func (h *retryLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "retrying transaction" {
+		if h.count.Add(1) == 1 {
+			var err string
+			r.Attrs(func(a slog.Attr) bool {
+				if a.Key == "err" {
+					err = a.Value.String()
+				}
+				return true
+			})
+			h.first.Store(err)
+		}
+	}
+	return nil
 }

@@ -21,6 +21,10 @@ type commitReq struct {
 	// concurrent batches on PostgreSQL rarely deadlock.
 	key string
 	fn  func(ctx context.Context, t *tx) error
+	// assignUser, when set, is the user this request assigns a personal
+	// host to (R-PE1): on PostgreSQL the batch takes that user's advisory
+	// lock before any row lock (see lockAssignees).
+	assignUser, assignPool string
 	// committed, when set, is called with the request's seq (tx.seq)
 	// after a successful commit of fn's work, before any request of the
 	// batch is answered.
@@ -75,10 +79,19 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 	if c == nil || c.Session == nil || c.Session.ID == "" {
 		return vdibroker.Errorf(vdibroker.EInvalid, "placement commit needs a session with an id")
 	}
-	err := s.groupedReq(ctx, &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c),
-		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
-		committed: c.OnCommitted})
+	err := s.groupedReq(ctx, placementReq(c))
 	return wrap(err, "commit placement %s", c.Session.ID)
+}
+
+// placementReq is the group-commit request that writes c.
+func placementReq(c *vdibroker.PlacementCommit) *commitReq {
+	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c),
+		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
+		committed: c.OnCommitted}
+	if c.Assign {
+		r.assignPool, r.assignUser = c.Session.HostPool, c.Session.User
+	}
+	return r
 }
 
 // simpleCommit reports whether c is the common connect: a new session that
@@ -217,6 +230,9 @@ func (s *DB) runBatch(batch []*commitReq) {
 		defer cancel()
 	}
 	err := s.write(ctx, func(t *tx) error {
+		if err := lockAssignees(ctx, t, live); err != nil {
+			return err
+		}
 		for i, r := range live {
 			t.seq = seq(i)
 			if r.atomic {
@@ -372,6 +388,43 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 	return vdibroker.ErrUserHasSession
 }
 
+// lockAssignees takes, on PostgreSQL, the advisory lock of every user the
+// batch assigns a personal host to, in one sorted order and before any row
+// lock. Taken in the middle of the batch instead (in assign), it could
+// close a cycle with another replica's batch: this one holding a host row
+// and waiting for the user's lock, the other holding the user's lock and
+// waiting for that row. Locks taken first, in one global order, then rows
+// in key order, cannot.
+func lockAssignees(ctx context.Context, t *tx, live []*commitReq) error {
+	if t.d != postgresDialect {
+		return nil
+	}
+	var keys [][2]string
+	for _, r := range live {
+		if r.assignUser != "" {
+			keys = append(keys, [2]string{r.assignPool, r.assignUser})
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	keys = slices.Compact(keys)
+	for _, k := range keys {
+		if err := lockAssignee(ctx, t, k[0], k[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockAssignee takes the transaction's advisory lock of a pool's user
+// (PostgreSQL; reentrant within the transaction).
+func lockAssignee(ctx context.Context, t *tx, pool, user string) error {
+	_, err := t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))`, pool, user)
+	return err
+}
+
 // assignQuery is assign's conditional UPDATE. Args: the user's list, pool,
 // host, pool, the user's list.
 const assignQuery = `UPDATE session_hosts SET assigned_users = ?
@@ -385,16 +438,18 @@ const assignQuery = `UPDATE session_hosts SET assigned_users = ?
 // unassigned placeable host"), and the user has no host in the pool yet:
 // a server whose view is stale or who raced another replica must not give
 // the user a second host or a drained one (R-D3). On PostgreSQL an
-// advisory lock per pool and user makes concurrent assignments of one user
-// wait for each other, so the second sees the first (READ COMMITTED); on
-// SQLite the single writer does that.
+// advisory lock per pool and user (lockAssignees) makes concurrent
+// assignments of one user wait for each other, so the second sees the
+// first (its transactions are READ COMMITTED: each statement sees what
+// committed before it began); on SQLite the single writer does that.
 //
 // "Has a host" is an assigned_users list of just that user, as every
 // automatic assignment and most administrators' writes leave it (index
 // session_hosts_assigned).
 func (t *tx) assign(ctx context.Context, pool, host, user string) error {
 	if t.d == postgresDialect {
-		if _, err := t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))`, pool, user); err != nil {
+		// Normally taken already (lockAssignees); the lock is reentrant.
+		if err := lockAssignee(ctx, t, pool, user); err != nil {
 			return err
 		}
 	}

@@ -13,8 +13,8 @@ import (
 func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 	reqs := make([]*commitReq, len(cs))
 	for i, c := range cs {
-		reqs[i] = &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), done: make(chan error, 1), atomic: simpleCommit(c),
-			fn: func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) }}
+		reqs[i] = placementReq(c)
+		reqs[i].done = make(chan error, 1)
 	}
 	s.runBatch(reqs)
 	errs := make([]error, len(cs))

@@ -73,7 +73,11 @@ type Options struct {
 	// Committers is how many group-commit transactions may run at once
 	// (default 1: SQLite has one writer anyway; on PostgreSQL, on the
 	// 2-core development machine, four committers gave no more throughput
-	// than one, with eight times smaller batches, so more fsyncs).
+	// than one, with eight times smaller batches, so more fsyncs). With
+	// more than one, write numbers (HeartbeatResult.Seq, OnCommitted) no
+	// longer follow commit order, so a server's view of a host's count
+	// can be one off until the host's next heartbeat (the database still
+	// enforces R-C4).
 	Committers int
 	// Synchronous is SQLite's synchronous pragma: "FULL" (default) or
 	// "NORMAL"; see openSQLite.
@@ -479,7 +483,13 @@ func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
 }
 
 func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
-	sqlTx, err := s.w.BeginTx(ctx, nil)
+	var opts *sql.TxOptions
+	if s.d == postgresDialect {
+		// READ COMMITTED whatever the database's default: the statements
+		// rely on seeing what committed before each began (tx.assign).
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	sqlTx, err := s.w.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

@@ -51,6 +51,23 @@ func sqliteOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
 // it; the schema is dropped when the test ends.
 func postgresOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
 	t.Helper()
+	dsn := postgresSchemaDSN(t)
+	return func(tb testing.TB, opts store.Options) *store.DB {
+		tb.Helper()
+		s, err := store.OpenWith(tb.Context(), dsn, "", nil, opts)
+		if err != nil {
+			tb.Errorf("open postgres: %v", err)
+			tb.FailNow()
+		}
+		tb.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+// postgresSchemaDSN creates a uniquely named schema, dropped when the test
+// ends, and returns a DSN whose search_path is it.
+func postgresSchemaDSN(t testing.TB) string {
+	t.Helper()
 	base := os.Getenv(pgEnv)
 	if base == "" {
 		t.Skipf("PostgreSQL contract tests skipped: set %s (for example postgres://vdibroker:vdibroker@127.0.0.1:5432/vdibroker?sslmode=disable)", pgEnv)
@@ -77,17 +94,7 @@ func postgresOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	dsn := u.String()
-	return func(tb testing.TB, opts store.Options) *store.DB {
-		tb.Helper()
-		s, err := store.OpenWith(tb.Context(), dsn, "", nil, opts)
-		if err != nil {
-			tb.Errorf("open postgres: %v", err)
-			tb.FailNow()
-		}
-		tb.Cleanup(func() { s.Close() })
-		return s
-	}
+	return u.String()
 }
 
 // run runs fn as a subtest per engine, each with a fresh database.

@@ -18,6 +18,10 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
                WHERE c.relname = 'user_sessions_open_unpooled_by_user' AND c.relnamespace = current_schema()::regnamespace
                AND NOT i.indisvalid) THEN
+        -- A plain DROP locks the table: wait at most 10 s for it (then the
+        -- migration fails and runs again at the next start) rather than
+        -- queue every replica's writes behind a long transaction.
+        PERFORM set_config('lock_timeout', '10s', true);
         DROP INDEX user_sessions_open_unpooled_by_user;
     END IF;
 END

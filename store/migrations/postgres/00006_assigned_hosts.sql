@@ -17,6 +17,10 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
                WHERE c.relname = 'session_hosts_assigned' AND c.relnamespace = current_schema()::regnamespace
                AND NOT i.indisvalid) THEN
+        -- A plain DROP locks the table: wait at most 10 s for it (then the
+        -- migration fails and runs again at the next start) rather than
+        -- queue every replica's writes behind a long transaction.
+        PERFORM set_config('lock_timeout', '10s', true);
         DROP INDEX session_hosts_assigned;
     END IF;
 END

@@ -1,0 +1,75 @@
+package http
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestStaleReadKeepsNewerHeartbeat (R-S1, R-C3): a host read that began
+// before a heartbeat and a placement committed, and is applied after the
+// placement landed, must not make the view drop that heartbeat's result.
+// Here the heartbeat says the host is shutting down: had the view dropped
+// it, this server would go on placing sessions there until the next
+// heartbeat, and count one session too few. The steps are the ones
+// refreshHost and the heartbeat handler take, run in the racy order.
+func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().UTC()
+	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 100,
+		LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: now, UpdateTime: now}
+	if _, err := st.PutHostPool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
+	if _, err := st.PutSessionHost(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{}, now); err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(Config{Store: st, Now: func() time.Time { return now }})
+	defer s.Close()
+	v := s.views.get("p")
+	if err := s.views.ensure(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	// refreshHost's read begins (outside the view's lock)...
+	mark := s.views.landedMark("p")
+	stale, err := st.GetSessionHost(ctx, "p", "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ...the host reports it is shutting down; its handler has not yet
+	// applied the result...
+	res, err := st.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{ShuttingDown: true}, now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ...a connect of this server lands on the host...
+	v.mu.Lock()
+	v.inflight["h1"]++
+	v.mu.Unlock()
+	c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: "u", HostPool: "p", SessionHost: "h1",
+		State: vdibroker.StatePending, CreateTime: now, StateTime: now}, MaxSessionLimit: 100, Pooled: true,
+		OnCommitted: func(seq int64) { v.land("h1", seq) }}
+	if err := st.CommitPlacement(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	// ...then the stale read is applied, then the heartbeat's result.
+	s.views.upsertHost(stale, mark)
+	s.views.upsertHeartbeat(res)
+	v.mu.Lock()
+	got, _ := v.placer.Host("h1")
+	v.mu.Unlock()
+	if !got.ShuttingDown || got.Sessions != 1 {
+		t.Errorf("view of h1: shuttingDown=%v sessions=%d; the store has true and 1", got.ShuttingDown, got.Sessions)
+	}
+}
