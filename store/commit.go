@@ -411,18 +411,11 @@ func lockAssignees(ctx context.Context, t *tx, live []*commitReq) error {
 	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
 	keys = slices.Compact(keys)
 	for _, k := range keys {
-		if err := lockAssignee(ctx, t, k[0], k[1]); err != nil {
+		if _, err := t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))`, k[0], k[1]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// lockAssignee takes the transaction's advisory lock of a pool's user
-// (PostgreSQL; reentrant within the transaction).
-func lockAssignee(ctx context.Context, t *tx, pool, user string) error {
-	_, err := t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))`, pool, user)
-	return err
 }
 
 // assignQuery is assign's conditional UPDATE. Args: the user's list, pool,
@@ -447,12 +440,8 @@ const assignQuery = `UPDATE session_hosts SET assigned_users = ?
 // automatic assignment and most administrators' writes leave it (index
 // session_hosts_assigned).
 func (t *tx) assign(ctx context.Context, pool, host, user string) error {
-	if t.d == postgresDialect {
-		// Normally taken already (lockAssignees); the lock is reentrant.
-		if err := lockAssignee(ctx, t, pool, user); err != nil {
-			return err
-		}
-	}
+	// The user's advisory lock is already held: every assignment comes
+	// through placementReq, whose batch takes it first (lockAssignees).
 	own := list([]string{user})
 	n, err := t.exec(ctx, assignQuery, own, pool, host, pool, own)
 	if err != nil {
