@@ -66,8 +66,12 @@ func connectPool(r *http.Request) (string, bool) {
 	return pool, true
 }
 
-// answerCode reads the result code of a connect answer.
+// answerCode reads the result code of a connect answer. A 201 is always a
+// new session (OK), so the common answer is not parsed again.
 func answerCode(status int, body []byte) string {
+	if status == http.StatusCreated {
+		return CodeOK
+	}
 	if status >= 400 {
 		var e struct {
 			Error struct {
