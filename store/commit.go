@@ -310,10 +310,11 @@ const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 // place over a lowered limit (R-C4, R-P2) or on a host drained on another
 // replica (R-C2). Args: ds, dc, pool, host, limit, pooled, pooled, pool,
 // user, pool, user.
-const takeSlotQuery = `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
+const takeSlotQuery = `UPDATE host_counts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 	WHERE host_pool = ? AND name = ? AND sessions < ?
-	AND sessions < (SELECT max_session_limit FROM host_pools WHERE host_pools.name = session_hosts.host_pool)
-	AND (allow_new_session OR NOT ?)
+	AND sessions < (SELECT max_session_limit FROM host_pools WHERE host_pools.name = host_counts.host_pool)
+	AND (NOT ? OR EXISTS (SELECT 1 FROM session_hosts AS h
+		WHERE h.host_pool = host_counts.host_pool AND h.name = host_counts.name AND h.allow_new_session))
 	AND (NOT ? OR NOT (` + openUserSessionsQuery + `))`
 
 // commitOne writes one placement: end the replaced session (R-C1), take a
@@ -374,7 +375,7 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 	}
 	// Skipped: the id exists, or (another replica won the race past the
 	// check above) the user has an open pooled session. Give the slot back.
-	if _, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions - ?, connecting_sessions = connecting_sessions - ?
+	if _, err := t.exec(ctx, `UPDATE host_counts SET sessions = sessions - ?, connecting_sessions = connecting_sessions - ?
 		WHERE host_pool = ? AND name = ?`, ds, dc, u.HostPool, u.SessionHost); err != nil {
 		return err
 	}

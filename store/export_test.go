@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -40,7 +43,7 @@ func (s *DB) CheckCounts(ctx context.Context) ([]string, error) {
 		rows, err := t.query(ctx, `SELECT h.host_pool, h.name, h.sessions, h.connecting_sessions,
 			(SELECT count(*) FROM user_sessions u WHERE u.host_pool = h.host_pool AND u.session_host = h.name AND u.state <> 'LoggedOff'),
 			(SELECT count(*) FROM user_sessions u WHERE u.host_pool = h.host_pool AND u.session_host = h.name AND u.state = 'Pending')
-			FROM session_hosts h ORDER BY h.host_pool, h.name`)
+			FROM host_counts h ORDER BY h.host_pool, h.name`)
 		if err != nil {
 			return err
 		}
@@ -114,6 +117,25 @@ func (s *DB) plan(ctx context.Context, query string, args ...any) ([]string, err
 // connection pool (tests that set up what a failed migration leaves).
 func (s *DB) ExecRaw(ctx context.Context, query string) error {
 	_, err := s.w.ExecContext(ctx, query)
+	return err
+}
+
+// MigrateDownTo runs the Down migrations of the store's dialect until
+// version is the latest applied (tests of upgrades and failed migrations).
+func (s *DB) MigrateDownTo(ctx context.Context, version int64) error {
+	d, dir := goose.DialectSQLite3, "migrations/sqlite"
+	if s.d == postgresDialect {
+		d, dir = goose.DialectPostgres, "migrations/postgres"
+	}
+	fsys, err := fs.Sub(migrations, dir)
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(d, s.w, fsys, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
 	return err
 }
 

@@ -62,10 +62,12 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		}
 		policyText := jsonText(policy)
 		if _, err := t.exec(ctx, `UPDATE session_hosts SET last_heartbeat = ?, metrics = ?, metrics_sessions = ?,
-			policy = ?, shutting_down = ?, health_error = ?, sessions = sessions + ?,
-			connecting_sessions = connecting_sessions + ? WHERE host_pool = ? AND name = ?`,
+			policy = ?, shutting_down = ?, health_error = ? WHERE host_pool = ? AND name = ?`,
 			ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError,
-			ds, dc, pool, host); err != nil {
+			pool, host); err != nil {
+			return err
+		}
+		if err := t.addCounts(ctx, pool, host, ds, dc); err != nil {
 			return err
 		}
 		cmds, err := t.deliverCommands(ctx, pool, host)

@@ -14,6 +14,11 @@ const hostCols = `host_pool, name, address, protocols, standard_features, allow_
 	assigned_users, last_heartbeat, sessions, connecting_sessions, metrics, metrics_sessions,
 	policy, shutting_down, health_error, create_time`
 
+// hostFrom is where hostCols are read: a host's row and its R-S1 counts,
+// which live in a narrow table of their own (migration 00007) because
+// every connect changes them.
+const hostFrom = `session_hosts JOIN host_counts USING (host_pool, name)`
+
 func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
 	var h vdibroker.SessionHost
 	var protocols, assigned, policy string
@@ -86,11 +91,16 @@ func (t *tx) getHost(ctx context.Context, pool, name string, lock bool) (*vdibro
 // getHostAnd is getHost that also reads the credential hash into cred, if
 // given (a *sql.NullString).
 func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred ...any) (*vdibroker.SessionHost, error) {
-	q := `SELECT ` + hostCols + ` FROM session_hosts WHERE host_pool = ? AND name = ?`
+	q := `SELECT ` + hostCols + ` FROM ` + hostFrom + ` WHERE host_pool = ? AND name = ?`
 	if len(cred) > 0 {
-		q = `SELECT ` + hostCols + `, credential_hash FROM session_hosts WHERE host_pool = ? AND name = ?`
+		q = `SELECT ` + hostCols + `, credential_hash FROM ` + hostFrom + ` WHERE host_pool = ? AND name = ?`
 	}
-	if lock {
+	if lock && t.d.forUpdate != "" {
+		// The host's lock is its counts row (see lockHost): take it
+		// first, then the host's row.
+		if err := t.lockHost(ctx, pool, name); err != nil {
+			return nil, err
+		}
 		q += t.d.forUpdate
 	}
 	var sc scanner = t.row(ctx, q, pool, name)
@@ -107,13 +117,16 @@ func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred 
 	return h, nil
 }
 
-// lockHost takes a host's row lock (a no-op on SQLite, whose writers are
-// serialised). Lock order everywhere: host row, then its sessions.
+// lockHost takes a host's lock, the row lock of its counts (a no-op on
+// SQLite, whose writers are serialised). Every transaction that changes a
+// host's sessions, counts or row takes it first; a connect takes it with
+// its conditional increment (takeSlotQuery). Lock order everywhere: the
+// host's counts, its row, then its sessions.
 func (t *tx) lockHost(ctx context.Context, pool, name string) error {
 	if t.d.forUpdate == "" {
 		return nil
 	}
-	_, err := t.exec(ctx, `SELECT name FROM session_hosts WHERE host_pool = ? AND name = ?`+t.d.forUpdate, pool, name)
+	_, err := t.exec(ctx, `SELECT name FROM host_counts WHERE host_pool = ? AND name = ?`+t.d.forUpdate, pool, name)
 	return err
 }
 
@@ -123,8 +136,14 @@ func (t *tx) addCounts(ctx context.Context, pool, name string, sessions, connect
 		return nil
 	}
 	t.touch(pool, name)
-	_, err := t.exec(ctx, `UPDATE session_hosts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
+	_, err := t.exec(ctx, `UPDATE host_counts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 		WHERE host_pool = ? AND name = ?`, sessions, connecting, pool, name)
+	return err
+}
+
+// insertCounts adds a new host's counts row (zero sessions).
+func (t *tx) insertCounts(ctx context.Context, pool, name string) error {
+	_, err := t.exec(ctx, `INSERT INTO host_counts (host_pool, name) VALUES (?, ?)`, pool, name)
 	return err
 }
 
@@ -153,6 +172,9 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 				VALUES (?,?,?,?,?,?,?,?,?)`,
 				h.HostPool, h.Name, h.Address, list(h.Protocols), h.StandardFeatures,
 				h.AllowNewSession, list(h.AssignedUsers), jsonText(h.Policy), ns(h.CreateTime))
+			if err == nil {
+				err = t.insertCounts(ctx, h.HostPool, h.Name)
+			}
 			if err != nil && errors.Is(err, errUnique) {
 				return errRaced
 			}
@@ -219,7 +241,7 @@ func (s *DB) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.Se
 			return notFound("host pool %q not found", pool)
 		}
 		var err error
-		out, err = queryAll(ctx, t, scanHost, `SELECT `+hostCols+` FROM session_hosts WHERE host_pool = ? ORDER BY name`, pool)
+		out, err = queryAll(ctx, t, scanHost, `SELECT `+hostCols+` FROM `+hostFrom+` WHERE host_pool = ? ORDER BY name`, pool)
 		return err
 	})
 	if err != nil {
@@ -247,6 +269,9 @@ func (s *DB) DeleteSessionHost(ctx context.Context, pool, name string, force boo
 			return err
 		}
 		if _, err := t.exec(ctx, `DELETE FROM commands WHERE host_pool = ? AND session_host = ?`, pool, name); err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, `DELETE FROM host_counts WHERE host_pool = ? AND name = ?`, pool, name); err != nil {
 			return err
 		}
 		_, err = t.exec(ctx, `DELETE FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, name)

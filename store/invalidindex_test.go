@@ -10,9 +10,10 @@ import (
 // TestFailedConcurrentIndexBuildIsRebuilt (PostgreSQL): migrations 00004 to
 // 00006 build their indexes CONCURRENTLY, and a build that fails leaves an
 // INVALID index of that name, which CREATE INDEX IF NOT EXISTS would keep
-// for ever, unused. Here migration 00006 "failed" that way (an invalid
-// index session_hosts_assigned, the migration not recorded); the next open
-// runs it again and must leave a valid index, which the R-PE1 check uses.
+// for ever, unused. Here migration 00006 "failed" that way (the store
+// migrated back to 00005, then an invalid index session_hosts_assigned);
+// the next open runs 00006 and 00007 again and must leave a valid index,
+// which the R-PE1 check uses.
 func TestFailedConcurrentIndexBuildIsRebuilt(t *testing.T) {
 	open := postgresOpener(t)
 	s := open(t, store.Options{})
@@ -20,13 +21,8 @@ func TestFailedConcurrentIndexBuildIsRebuilt(t *testing.T) {
 	mustHost(t, s, "pers", "pd1")
 	mustHost(t, s, "pers", "pd2")
 	ctx := t.Context()
-	for _, q := range []string{
-		`DROP INDEX session_hosts_assigned`,
-		`DELETE FROM goose_db_version WHERE version_id = 6`,
-	} {
-		if err := s.ExecRaw(ctx, q); err != nil {
-			t.Fatal(err)
-		}
+	if err := s.MigrateDownTo(ctx, 5); err != nil {
+		t.Fatal(err)
 	}
 	// A unique build over two rows of one pool fails and leaves the index
 	// INVALID, as an interrupted build of 00006 would.

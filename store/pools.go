@@ -183,7 +183,7 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error 
 		// Lock the pool's hosts first, so a concurrent placement either
 		// commits before us (and is counted below) or finds no host.
 		if s.d.forUpdate != "" {
-			if _, err := t.exec(ctx, `SELECT name FROM session_hosts WHERE host_pool = ?`+s.d.forUpdate, name); err != nil {
+			if _, err := t.exec(ctx, `SELECT name FROM host_counts WHERE host_pool = ?`+s.d.forUpdate, name); err != nil {
 				return err
 			}
 		}
@@ -199,6 +199,7 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error 
 			`DELETE FROM user_sessions WHERE host_pool = ?`,
 			`DELETE FROM commands WHERE host_pool = ?`,
 			`DELETE FROM registration_tokens WHERE host_pool = ?`,
+			`DELETE FROM host_counts WHERE host_pool = ?`,
 			`DELETE FROM session_hosts WHERE host_pool = ?`,
 			`DELETE FROM host_pools WHERE name = ?`,
 		} {
