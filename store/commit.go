@@ -308,13 +308,15 @@ const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 // session there (R-C6; the unique index is what enforces it against
 // concurrent writers). A replica whose view is a few seconds old must not
 // place over a lowered limit (R-C4, R-P2) or on a host drained on another
-// replica (R-C2). Args: ds, dc, pool, host, limit, pooled, pooled, pool,
-// user, pool, user.
+// replica (R-C2). Drain mode is checked on the counts row itself
+// (new_sessions_allowed, a copy of the host's allow_new_session written
+// with it): on PostgreSQL a connect that waited for a drain's lock on that
+// row is checked again against the row the drain left. Args: ds, dc, pool,
+// host, limit, pooled, pooled, pool, user, pool, user.
 const takeSlotQuery = `UPDATE host_counts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 	WHERE host_pool = ? AND name = ? AND sessions < ?
 	AND sessions < (SELECT max_session_limit FROM host_pools WHERE host_pools.name = host_counts.host_pool)
-	AND (NOT ? OR EXISTS (SELECT 1 FROM session_hosts AS h
-		WHERE h.host_pool = host_counts.host_pool AND h.name = host_counts.name AND h.allow_new_session))
+	AND (new_sessions_allowed OR NOT ?)
 	AND (NOT ? OR NOT (` + openUserSessionsQuery + `))`
 
 // commitOne writes one placement: end the replaced session (R-C1), take a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 
@@ -137,6 +138,61 @@ func (s *DB) MigrateDownTo(ctx context.Context, version int64) error {
 	}
 	_, err = p.DownTo(ctx, version)
 	return err
+}
+
+// PostgresHostReadPlans returns PostgreSQL's EXPLAIN of every read of hosts
+// with their counts, with sequential scans disabled: a scan left in a plan
+// then means no index can serve the query.
+func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, error) {
+	plans := map[string]string{}
+	for name, q := range map[string]struct {
+		query string
+		args  []any
+	}{
+		"by key":        {hostByKeyQuery + s.d.forUpdate, []any{"pool", "host"}},
+		"by key, cred":  {hostByKeyCredQuery, []any{"pool", "host"}},
+		"of pool":       {hostsOfPoolQuery, []any{"pool"}},
+		"by credential": {hostByCredentialQuery, []any{"hash"}},
+		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, true, true, "pool", "user", "pool", "user"}},
+	} {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		var lines []string
+		err = func() error {
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+				return err
+			}
+			rows, err := tx.QueryContext(ctx, `EXPLAIN `+s.d.q(q.query), q.args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					return err
+				}
+				lines = append(lines, line)
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		plans[name] = strings.Join(lines, "\n")
+	}
+	return plans, nil
+}
+
+// QueryInt runs a query that returns one integer on the writer's
+// connection pool, outside any transaction.
+func (s *DB) QueryInt(ctx context.Context, query string) (int, error) {
+	var n int
+	err := s.w.QueryRowContext(ctx, query).Scan(&n)
+	return n, err
 }
 
 // IndexState reports whether a PostgreSQL index of the current schema is

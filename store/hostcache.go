@@ -133,9 +133,10 @@ type cacheWrites struct {
 	keys  map[string]bool // hostKey
 	pools map[string]bool // every host of the pool
 	puts  []cachedHost    // copies as committed, stored after the commit
-	// hostsWritten: a statement changed session_hosts (set by tx.exec). A
-	// transaction that did so without naming the hosts empties the cache:
-	// a safety net for a write path that forgets tx.touch.
+	// hostsWritten: a statement changed session_hosts or host_counts (set
+	// by tx.exec). A transaction that did so without naming the hosts
+	// empties the cache: a safety net for a write path that forgets
+	// tx.touch.
 	hostsWritten bool
 }
 

@@ -1,7 +1,10 @@
 package store_test
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/store"
@@ -11,7 +14,7 @@ import (
 // R-S1 counts from its row into host_counts. A store with open sessions,
 // taken back to 00006 (whose Down puts the counts back on the host rows)
 // and opened again, must count exactly what it did before, and go on
-// counting.
+// counting. One session is Active, so sessions and connecting differ.
 func TestHostCountsMigrationKeepsCounts(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
 		s := tg.open(t, store.Options{})
@@ -21,16 +24,28 @@ func TestHostCountsMigrationKeepsCounts(t *testing.T) {
 		mustCommit(t, s, placement("p", "h1", "alice", 10))
 		mustCommit(t, s, placement("p", "h1", "bob", 10))
 		mustCommit(t, s, placement("p", "h2", "carol", 10))
+		// R-S1: alice logs on, so h1 counts 2 sessions, 1 connecting.
+		if _, err := s.ApplyHeartbeat(t.Context(), "p", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "s1", User: "alice", State: vdibroker.StateActive},
+		}}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		drain(t, s, "p", "h2")
+		wantCounts(t, s, "p", "h1", 2, 1)
 		if err := s.MigrateDownTo(t.Context(), 6); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
 
 		s = tg.open(t, store.Options{})
-		wantCounts(t, s, "p", "h1", 2, 2)
+		wantCounts(t, s, "p", "h1", 2, 1)
 		wantCounts(t, s, "p", "h2", 1, 1)
-		mustCommit(t, s, placement("p", "h2", "dave", 10))
-		wantCounts(t, s, "p", "h2", 2, 2)
+		mustCommit(t, s, placement("p", "h1", "dave", 10))
+		wantCounts(t, s, "p", "h1", 3, 2)
+		// h2's drain mode came through the migration too (R-C2).
+		if err := s.CommitPlacement(t.Context(), placement("p", "h2", "erin", 10)); err == nil {
+			t.Error("a connect was placed on the drained h2 after the migration")
+		}
 		bad, err := s.CheckCounts(t.Context())
 		if err != nil {
 			t.Fatal(err)
@@ -39,4 +54,80 @@ func TestHostCountsMigrationKeepsCounts(t *testing.T) {
 			t.Errorf("counts differ from the sessions after the migration: %v", bad)
 		}
 	})
+}
+
+func drain(t testing.TB, s *store.DB, pool, host string) {
+	t.Helper()
+	if _, err := s.UpdateSessionHost(t.Context(), pool, host, func(h *vdibroker.SessionHost) error {
+		h.AllowNewSession = false
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConnectWaitingForDrainIsRefused_RC2 (PostgreSQL): a connect whose
+// conditional increment waits for a drain's lock on the host must, once
+// the drain commits, be checked against the drained host and refused. The
+// drain answered with counts that did not include it.
+func TestConnectWaitingForDrainIsRefused_RC2(t *testing.T) {
+	s := postgresOpener(t)(t, store.Options{})
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+
+	locked, release := make(chan struct{}), make(chan struct{})
+	drained := make(chan error, 1)
+	go func() {
+		_, err := s.UpdateSessionHost(context.WithoutCancel(ctx), "p", "h1", func(h *vdibroker.SessionHost) error {
+			close(locked) // the host's lock is held from here to the commit
+			<-release
+			h.AllowNewSession = false
+			return nil
+		})
+		drained <- err
+	}()
+	<-locked
+	placed := make(chan error, 1)
+	go func() { placed <- s.CommitPlacement(context.WithoutCancel(ctx), placement("p", "h1", "alice", 10)) }()
+	// Wait until the connect waits for the drain's lock.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE host_counts SET sessions = sessions +%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("the connect never waited for the drain's lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-placed; err == nil {
+		t.Error("the connect was placed on the host drained while it waited")
+	}
+	wantCounts(t, s, "p", "h1", 0, 0)
+}
+
+// TestHostReadsUseKeys_PostgreSQL: every read of a host with its counts,
+// and the connect's conditional increment, find their rows by key in both
+// tables; a scan would read every host of every pool on each heartbeat.
+func TestHostReadsUseKeys_PostgreSQL(t *testing.T) {
+	s := postgresOpener(t)(t, store.Options{})
+	plans, err := s.PostgresHostReadPlans(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range plans {
+		if strings.Contains(p, "Seq Scan on host_counts") || strings.Contains(p, "Seq Scan on session_hosts") {
+			t.Errorf("%s scans a table:\n%s", name, p)
+		}
+	}
 }

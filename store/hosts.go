@@ -19,6 +19,15 @@ const hostCols = `host_pool, name, address, protocols, standard_features, allow_
 // every connect changes them.
 const hostFrom = `session_hosts JOIN host_counts USING (host_pool, name)`
 
+// Reads of hosts with their counts; each must find its rows by key in both
+// tables, whatever the number of hosts.
+const (
+	hostByKeyQuery        = `SELECT ` + hostCols + ` FROM ` + hostFrom + ` WHERE host_pool = ? AND name = ?`
+	hostByKeyCredQuery    = `SELECT ` + hostCols + `, credential_hash FROM ` + hostFrom + ` WHERE host_pool = ? AND name = ?`
+	hostsOfPoolQuery      = `SELECT ` + hostCols + ` FROM ` + hostFrom + ` WHERE host_pool = ? ORDER BY name`
+	hostByCredentialQuery = `SELECT ` + hostCols + ` FROM ` + hostFrom + ` WHERE credential_hash = ?`
+)
+
 func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
 	var h vdibroker.SessionHost
 	var protocols, assigned, policy string
@@ -91,9 +100,9 @@ func (t *tx) getHost(ctx context.Context, pool, name string, lock bool) (*vdibro
 // getHostAnd is getHost that also reads the credential hash into cred, if
 // given (a *sql.NullString).
 func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred ...any) (*vdibroker.SessionHost, error) {
-	q := `SELECT ` + hostCols + ` FROM ` + hostFrom + ` WHERE host_pool = ? AND name = ?`
+	q := hostByKeyQuery
 	if len(cred) > 0 {
-		q = `SELECT ` + hostCols + `, credential_hash FROM ` + hostFrom + ` WHERE host_pool = ? AND name = ?`
+		q = hostByKeyCredQuery
 	}
 	if lock && t.d.forUpdate != "" {
 		// The host's lock is its counts row (see lockHost): take it
@@ -141,18 +150,31 @@ func (t *tx) addCounts(ctx context.Context, pool, name string, sessions, connect
 	return err
 }
 
-// insertCounts adds a new host's counts row (zero sessions).
-func (t *tx) insertCounts(ctx context.Context, pool, name string) error {
-	_, err := t.exec(ctx, `INSERT INTO host_counts (host_pool, name) VALUES (?, ?)`, pool, name)
+// insertCounts adds a new host's counts row: no sessions, and drain mode
+// as allowNew says. A row left behind by a host deleted by an older
+// version (which did not know host_counts) is replaced.
+func (t *tx) insertCounts(ctx context.Context, pool, name string, allowNew bool) error {
+	_, err := t.exec(ctx, `INSERT INTO host_counts (host_pool, name, sessions, connecting_sessions, new_sessions_allowed)
+		VALUES (?, ?, 0, 0, ?) ON CONFLICT (host_pool, name) DO UPDATE
+		SET sessions = 0, connecting_sessions = 0, new_sessions_allowed = excluded.new_sessions_allowed`,
+		pool, name, allowNew)
 	return err
 }
 
+// writeAdminFields writes a host's admin fields; the caller holds the
+// host's lock.
 func (t *tx) writeAdminFields(ctx context.Context, h *vdibroker.SessionHost) error {
 	t.touch(h.HostPool, h.Name)
 	_, err := t.exec(ctx, `UPDATE session_hosts SET address = ?, protocols = ?, standard_features = ?,
 		allow_new_session = ?, assigned_users = ? WHERE host_pool = ? AND name = ?`,
 		h.Address, list(h.Protocols), h.StandardFeatures, h.AllowNewSession, list(h.AssignedUsers),
 		h.HostPool, h.Name)
+	if err != nil {
+		return err
+	}
+	// The copy the connect's conditional increment checks (takeSlotQuery).
+	_, err = t.exec(ctx, `UPDATE host_counts SET new_sessions_allowed = ? WHERE host_pool = ? AND name = ?`,
+		h.AllowNewSession, h.HostPool, h.Name)
 	return err
 }
 
@@ -173,7 +195,7 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 				h.HostPool, h.Name, h.Address, list(h.Protocols), h.StandardFeatures,
 				h.AllowNewSession, list(h.AssignedUsers), jsonText(h.Policy), ns(h.CreateTime))
 			if err == nil {
-				err = t.insertCounts(ctx, h.HostPool, h.Name)
+				err = t.insertCounts(ctx, h.HostPool, h.Name, h.AllowNewSession)
 			}
 			if err != nil && errors.Is(err, errUnique) {
 				return errRaced
@@ -241,7 +263,7 @@ func (s *DB) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.Se
 			return notFound("host pool %q not found", pool)
 		}
 		var err error
-		out, err = queryAll(ctx, t, scanHost, `SELECT `+hostCols+` FROM `+hostFrom+` WHERE host_pool = ? ORDER BY name`, pool)
+		out, err = queryAll(ctx, t, scanHost, hostsOfPoolQuery, pool)
 		return err
 	})
 	if err != nil {

@@ -407,7 +407,8 @@ func (t *tx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 func (t *tx) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	if t.cw != nil && !t.cw.hostsWritten && strings.Contains(query, "session_hosts") && !strings.HasPrefix(query, "SELECT") {
+	if t.cw != nil && !t.cw.hostsWritten && !strings.HasPrefix(query, "SELECT") &&
+		(strings.Contains(query, "session_hosts") || strings.Contains(query, "host_counts")) {
 		t.cw.hostsWritten = true
 	}
 	query = t.d.q(query)

@@ -146,7 +146,7 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 				pool, req.HostName, req.Address, list(req.Protocols), h.StandardFeatures, true,
 				list(nil), jsonText(h.Policy), ns(now), credentialHash)
 			if err == nil {
-				err = t.insertCounts(ctx, pool, req.HostName)
+				err = t.insertCounts(ctx, pool, req.HostName, true)
 			}
 		case err != nil:
 			return err
@@ -198,7 +198,7 @@ func (s *DB) HostByCredential(ctx context.Context, credentialHash string) (*vdib
 	}
 	var h *vdibroker.SessionHost
 	err := s.read(ctx, func(t *tx) (err error) {
-		h, err = scanHost(t.row(ctx, `SELECT `+hostCols+` FROM `+hostFrom+` WHERE credential_hash = ?`, credentialHash))
+		h, err = scanHost(t.row(ctx, hostByCredentialQuery, credentialHash))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {

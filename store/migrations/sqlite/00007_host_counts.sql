@@ -5,15 +5,19 @@
 -- many pages as there were hosts, each written to the WAL whole (about a
 -- quarter of the pages a connect wrote). Here a page holds about a hundred
 -- hosts' counts, so a group commit of many connects writes a few pages.
+-- new_sessions_allowed is a copy of session_hosts.allow_new_session,
+-- written with it, so that the conditional increment checks drain mode
+-- (R-C2) on the row it updates (see the PostgreSQL migration for why).
 CREATE TABLE host_counts (
-    host_pool           TEXT NOT NULL,
-    name                TEXT NOT NULL,
-    sessions            INTEGER NOT NULL DEFAULT 0 CHECK (sessions >= 0),
-    connecting_sessions INTEGER NOT NULL DEFAULT 0 CHECK (connecting_sessions >= 0),
+    host_pool            TEXT NOT NULL,
+    name                 TEXT NOT NULL,
+    sessions             INTEGER NOT NULL DEFAULT 0 CHECK (sessions >= 0),
+    connecting_sessions  INTEGER NOT NULL DEFAULT 0 CHECK (connecting_sessions >= 0),
+    new_sessions_allowed BOOLEAN NOT NULL DEFAULT TRUE,
     PRIMARY KEY (host_pool, name)
 ) WITHOUT ROWID;
-INSERT INTO host_counts (host_pool, name, sessions, connecting_sessions)
-    SELECT host_pool, name, sessions, connecting_sessions FROM session_hosts;
+INSERT INTO host_counts (host_pool, name, sessions, connecting_sessions, new_sessions_allowed)
+    SELECT host_pool, name, sessions, connecting_sessions, allow_new_session FROM session_hosts;
 ALTER TABLE session_hosts DROP COLUMN sessions;
 ALTER TABLE session_hosts DROP COLUMN connecting_sessions;
 
