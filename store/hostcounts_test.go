@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,8 +45,8 @@ func TestHostCountsMigrationKeepsCounts(t *testing.T) {
 		mustCommit(t, s, placement("p", "h1", "dave", 10))
 		wantCounts(t, s, "p", "h1", 3, 2)
 		// h2's drain mode came through the migration too (R-C2).
-		if err := s.CommitPlacement(t.Context(), placement("p", "h2", "erin", 10)); err == nil {
-			t.Error("a connect was placed on the drained h2 after the migration")
+		if err := s.CommitPlacement(t.Context(), placement("p", "h2", "erin", 10)); !errors.Is(err, vdibroker.ErrHostFull) {
+			t.Errorf("a connect on the drained h2 after the migration: %v, want ErrHostFull", err)
 		}
 		bad, err := s.CheckCounts(t.Context())
 		if err != nil {
@@ -58,12 +60,65 @@ func TestHostCountsMigrationKeepsCounts(t *testing.T) {
 
 func drain(t testing.TB, s *store.DB, pool, host string) {
 	t.Helper()
+	setAllowNew(t, s, pool, host, false)
+}
+
+func setAllowNew(t testing.TB, s *store.DB, pool, host string, allow bool) {
+	t.Helper()
 	if _, err := s.UpdateSessionHost(t.Context(), pool, host, func(h *vdibroker.SessionHost) error {
-		h.AllowNewSession = false
+		h.AllowNewSession = allow
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDrainModeReachesTheSlotUpdate_RC2: the connect's slot UPDATE checks
+// drain mode on the host's counts row (a copy of allowNewSession), so every
+// way of setting allowNewSession must reach that copy: a host created
+// drained, one replaced drained, one drained and undrained by update, and a
+// new host whose counts row an older version left behind.
+func TestDrainModeReachesTheSlotUpdate_RC2(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		put := func(name string, allow bool) {
+			t.Helper()
+			h := &vdibroker.SessionHost{HostPool: "p", Name: name, Address: name + ":3389", Protocols: []string{"RDP"},
+				StandardFeatures: true, AllowNewSession: allow, CreateTime: t0}
+			if _, err := s.PutSessionHost(ctx, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refused := func(host, user string) {
+			t.Helper()
+			if err := s.CommitPlacement(ctx, placement("p", host, user, 10)); !errors.Is(err, vdibroker.ErrHostFull) {
+				t.Errorf("connect of %s on drained %s: %v, want ErrHostFull", user, host, err)
+			}
+			wantCounts(t, s, "p", host, 0, 0)
+		}
+		put("created-drained", false)
+		refused("created-drained", "u1")
+		put("replaced", true)
+		put("replaced", false)
+		refused("replaced", "u2")
+		mustHost(t, s, "p", "updated")
+		drain(t, s, "p", "updated")
+		refused("updated", "u3")
+		setAllowNew(t, s, "p", "updated", true)
+		mustCommit(t, s, placement("p", "updated", "u4", 10))
+
+		// A counts row left by an older version's pool delete: the new
+		// host starts from zero, not drained.
+		if err := s.ExecRaw(ctx, `INSERT INTO host_counts (host_pool, name, sessions, connecting_sessions, new_sessions_allowed)
+			VALUES ('p', 'orphan', 5, 2, FALSE)`); err != nil {
+			t.Fatal(err)
+		}
+		mustHost(t, s, "p", "orphan")
+		wantCounts(t, s, "p", "orphan", 0, 0)
+		mustCommit(t, s, placement("p", "orphan", "u5", 10))
+		wantCounts(t, s, "p", "orphan", 1, 1)
+	})
 }
 
 // TestConnectWaitingForDrainIsRefused_RC2 (PostgreSQL): a connect whose
@@ -77,10 +132,12 @@ func TestConnectWaitingForDrainIsRefused_RC2(t *testing.T) {
 	mustHost(t, s, "p", "h1")
 
 	locked, release := make(chan struct{}), make(chan struct{})
+	var lockedOnce sync.Once
 	drained := make(chan error, 1)
 	go func() {
 		_, err := s.UpdateSessionHost(context.WithoutCancel(ctx), "p", "h1", func(h *vdibroker.SessionHost) error {
-			close(locked) // the host's lock is held from here to the commit
+			// The host's lock is held from here to the commit.
+			lockedOnce.Do(func() { close(locked) })
 			<-release
 			h.AllowNewSession = false
 			return nil
@@ -90,10 +147,12 @@ func TestConnectWaitingForDrainIsRefused_RC2(t *testing.T) {
 	<-locked
 	placed := make(chan error, 1)
 	go func() { placed <- s.CommitPlacement(context.WithoutCancel(ctx), placement("p", "h1", "alice", 10)) }()
-	// Wait until the connect waits for the drain's lock.
+	// Wait until the connect waits for the drain's lock (this test's
+	// connections only: the DSN names them after the test's schema).
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE host_counts SET sessions = sessions +%'`)
+			WHERE application_name = current_setting('application_name')
+			AND wait_event_type = 'Lock' AND query LIKE 'UPDATE host_counts SET sessions = sessions +%'`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,8 +169,8 @@ func TestConnectWaitingForDrainIsRefused_RC2(t *testing.T) {
 	if err := <-drained; err != nil {
 		t.Fatal(err)
 	}
-	if err := <-placed; err == nil {
-		t.Error("the connect was placed on the host drained while it waited")
+	if err := <-placed; !errors.Is(err, vdibroker.ErrHostFull) {
+		t.Errorf("the connect that waited for the drain: %v, want ErrHostFull (refused on the drained host)", err)
 	}
 	wantCounts(t, s, "p", "h1", 0, 0)
 }

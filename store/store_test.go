@@ -93,6 +93,8 @@ func postgresSchemaDSN(t testing.TB) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	// Tests that watch pg_stat_activity see only their own connections.
+	q.Set("application_name", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
 }
