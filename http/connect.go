@@ -90,7 +90,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 			}
 			return nil, 0, err
 		}
-		v.mu.Lock()
+		v.lock()
 		pool := v.pool
 		v.mu.Unlock()
 		var err error
@@ -169,7 +169,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 		c.OnCommitted = func(seq int64) { v.land(d.Host, seq); landed = true }
 		err = s.store.CommitPlacement(ctx, c)
 		if !landed {
-			v.mu.Lock()
+			v.lock()
 			v.release(d.Host)
 			v.mu.Unlock()
 		}
@@ -213,7 +213,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 // leave the pool locked, or every later connect to it, the maintenance loop
 // (markAllStale) and Close would wait for it forever.
 func (s *Server) decide(v *poolView, pool *vdibroker.HostPool, preq placement.Request, reserve bool) (placement.Decision, string, error) {
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	t0 := time.Now()
 	d, err := v.placer.Place(preq)

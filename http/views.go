@@ -62,6 +62,37 @@ type poolView struct {
 	// lastLanded is the highest seq landed in this view: a read that
 	// begins after it includes every placement up to it (landedMark).
 	lastLanded int64
+
+	// landMu guards landings: placements committed (land, called by the
+	// store's OnCommitted hook on its single committer) and not yet
+	// applied. The committer only appends under landMu and never waits
+	// for mu, which a reload of a large pool holds for milliseconds: every
+	// write of every pool would wait meanwhile. Whoever takes mu next
+	// applies them first (lock), so everything mu guards is as current as
+	// if land had taken mu itself.
+	landMu   sync.Mutex
+	landings []landing
+	spare    []landing // the previous landings slice, reused (under mu)
+}
+
+// landing is one committed placement waiting for the view (see landMu).
+type landing struct {
+	host string
+	seq  int64
+}
+
+// lock takes the view's lock and applies the placements landed meanwhile.
+// Every use of the state mu guards goes through it.
+func (v *poolView) lock() {
+	v.mu.Lock()
+	v.landMu.Lock()
+	q := v.landings
+	v.landings = v.spare[:0]
+	v.landMu.Unlock()
+	for _, l := range q {
+		v.landLocked(l.host, l.seq)
+	}
+	v.spare = q[:0]
 }
 
 func newViews(s *Server) *views {
@@ -112,7 +143,7 @@ func (vs *views) setPool(p *vdibroker.HostPool) {
 	if v == nil {
 		return
 	}
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	if v.pool != nil && samePool(v.pool, p) {
 		return // heartbeats carry the pool: skip the no-op
@@ -131,7 +162,7 @@ func (vs *views) landedMark(pool string) int64 {
 	if v == nil {
 		return 0
 	}
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	return v.lastLanded
 }
@@ -144,7 +175,7 @@ func (vs *views) upsertHost(h *vdibroker.SessionHost, mark int64) {
 	if v == nil {
 		return
 	}
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	v.upsertLocked(h, mark)
 }
@@ -160,7 +191,7 @@ func (vs *views) upsertHeartbeat(res *vdibroker.HeartbeatResult) {
 	if v == nil {
 		return
 	}
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	if res.Seq < v.seen[h.Name] {
 		return
@@ -177,10 +208,16 @@ func (vs *views) upsertHeartbeat(res *vdibroker.HeartbeatResult) {
 }
 
 // land records that a placement reserved on host is committed (seq): no
-// longer in flight, and counted by heartbeat results from seq on.
+// longer in flight, and counted by heartbeat results from seq on. It does
+// not wait for the view's lock: the next lock applies it (landLocked).
 func (v *poolView) land(host string, seq int64) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.landMu.Lock()
+	v.landings = append(v.landings, landing{host, seq})
+	v.landMu.Unlock()
+}
+
+// landLocked is land applied under the view's lock.
+func (v *poolView) landLocked(host string, seq int64) {
 	v.release(host)
 	v.lastLanded = max(v.lastLanded, seq)
 	if _, known := v.addrs[host]; !known && v.placer != nil {
@@ -210,7 +247,7 @@ func (vs *views) removeHost(pool, name string) {
 	if v == nil {
 		return
 	}
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	if v.placer != nil {
 		v.placer.Remove(name)
@@ -266,7 +303,7 @@ func (v *poolView) apply(h *vdibroker.SessionHost, n int) {
 // ensure loads the view from the store when it is not loaded or stale.
 func (vs *views) ensure(ctx context.Context, v *poolView) error {
 	fresh := func() bool {
-		v.mu.Lock()
+		v.lock()
 		defer v.mu.Unlock()
 		return v.placer != nil && !v.stale
 	}
@@ -287,7 +324,7 @@ func (vs *views) ensure(ctx context.Context, v *poolView) error {
 // off by one, which the database catches (ErrHostFull → refresh) or the
 // next refresh corrects.
 func (vs *views) reload(ctx context.Context, v *poolView) error {
-	v.mu.Lock()
+	v.lock()
 	gen := v.gen
 	mark := v.lastLanded
 	v.mu.Unlock()
@@ -299,7 +336,7 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 	if err != nil {
 		return err
 	}
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	v.pool = pool
 	v.stale = v.gen != gen // marked again while we read: read again next time
@@ -366,7 +403,7 @@ const maxKnownUsers = 1 << 20
 // placeable reports whether the view sees host as taking sessions now
 // (R-H1); false for a host it does not know.
 func (v *poolView) placeable(host string, timeout time.Duration, now time.Time) bool {
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	if v.placer == nil {
 		return false
@@ -380,7 +417,7 @@ func (v *poolView) placeable(host string, timeout time.Duration, now time.Time) 
 }
 
 func (v *poolView) knowsUser(user string) bool {
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	_, ok := v.users[user]
 	return ok
@@ -388,7 +425,7 @@ func (v *poolView) knowsUser(user string) bool {
 
 // rememberUser records (id != "") or forgets (id == "") user's open session.
 func (v *poolView) rememberUser(user, id string) {
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	if id == "" {
 		delete(v.users, user)
@@ -402,7 +439,7 @@ func (v *poolView) rememberUser(user, id string) {
 
 // markStale makes the next connect re-read the pool from the store.
 func (v *poolView) markStale() {
-	v.mu.Lock()
+	v.lock()
 	defer v.mu.Unlock()
 	v.stale = true
 	v.gen++

@@ -54,7 +54,7 @@ func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ...a connect of this server lands on the host...
-	v.mu.Lock()
+	v.lock()
 	v.inflight["h1"]++
 	v.mu.Unlock()
 	c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: "u", HostPool: "p", SessionHost: "h1",
@@ -66,10 +66,62 @@ func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
 	// ...then the stale read is applied, then the heartbeat's result.
 	s.views.upsertHost(stale, mark)
 	s.views.upsertHeartbeat(res)
-	v.mu.Lock()
+	v.lock()
 	got, _ := v.placer.Host("h1")
 	v.mu.Unlock()
 	if !got.ShuttingDown || got.Sessions != 1 {
 		t.Errorf("view of h1: shuttingDown=%v sessions=%d; the store has true and 1", got.ShuttingDown, got.Sessions)
+	}
+}
+
+// TestLandDoesNotWaitForTheViewLock: land runs on the store's single
+// committer (OnCommitted) before any write of its batch is answered. While
+// a reload of a large pool holds the view's lock for milliseconds, it must
+// not wait for it, or every write of every pool would. The landing is
+// applied by whoever takes the lock next, before they read the view.
+func TestLandDoesNotWaitForTheViewLock(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().UTC()
+	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 100,
+		LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: now, UpdateTime: now}
+	if _, err := st.PutHostPool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
+	if _, err := st.PutSessionHost(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(Config{Store: st, Now: func() time.Time { return now }})
+	defer s.Close()
+	v := s.views.get("p")
+	if err := s.views.ensure(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	v.lock()
+	v.inflight["h1"]++ // a connect reserved h1
+	// ...and a reload holds the lock while its commit lands.
+	landed := make(chan struct{})
+	go func() {
+		v.land("h1", 7)
+		close(landed)
+	}()
+	select {
+	case <-landed:
+	case <-time.After(10 * time.Second):
+		v.mu.Unlock()
+		t.Fatal("land waited for the view's lock: the committer would stall every write while a pool reloads")
+	}
+	v.mu.Unlock()
+
+	v.lock()
+	defer v.mu.Unlock()
+	if v.inflight["h1"] != 0 || v.lastLanded != 7 || len(v.landed["h1"]) != 1 || v.landed["h1"][0] != 7 {
+		t.Errorf("after the next lock: inflight %d, lastLanded %d, landed %v; want 0, 7, [7]",
+			v.inflight["h1"], v.lastLanded, v.landed["h1"])
 	}
 }
