@@ -92,8 +92,15 @@ func (v *poolView) lock() {
 	for _, l := range q {
 		v.landLocked(l.host, l.seq)
 	}
+	clear(q) // the host names
 	v.spare = q[:0]
+	if cap(q) > maxSpareLandings {
+		v.spare = nil // a burst during a long reload: give its memory back
+	}
 }
+
+// maxSpareLandings bounds the landings slice a view keeps for reuse.
+const maxSpareLandings = 4096
 
 func newViews(s *Server) *views {
 	return &views{s: s, m: make(map[string]*poolView)}

@@ -125,3 +125,65 @@ func TestLandDoesNotWaitForTheViewLock(t *testing.T) {
 			v.inflight["h1"], v.lastLanded, v.landed["h1"])
 	}
 }
+
+// TestReadersApplyLandingsFirst (R-S1): whoever reads the view applies
+// the placements landed since it last did (land only queues them). A
+// heartbeat result counted after a placement must then count it once, not
+// once as stored and once more as in flight; and a landed mark taken after
+// a placement must cover it.
+func TestReadersApplyLandingsFirst(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now().UTC()
+	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 100,
+		LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: now, UpdateTime: now}
+	if _, err := st.PutHostPool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
+	if _, err := st.PutSessionHost(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(Config{Store: st, Now: func() time.Time { return now }})
+	defer s.Close()
+	v := s.views.get("p")
+	if err := s.views.ensure(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	// place reserves h1 and commits a session there, as connect does.
+	place := func(user string) (seq int64) {
+		t.Helper()
+		v.lock()
+		v.inflight["h1"]++
+		v.mu.Unlock()
+		c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: user, HostPool: "p", SessionHost: "h1",
+			State: vdibroker.StatePending, CreateTime: now, StateTime: now}, MaxSessionLimit: 100, Pooled: true,
+			OnCommitted: func(s int64) { seq = s; v.land("h1", s) }}
+		if err := st.CommitPlacement(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+
+	place("alice")
+	res, err := st.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{}, now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.views.upsertHeartbeat(res) // counted after alice's placement: 1 session
+	v.lock()
+	got, _ := v.placer.Host("h1")
+	v.mu.Unlock()
+	if got.Sessions != 1 {
+		t.Errorf("view of h1 after a heartbeat that counted alice's session: %d sessions, want 1", got.Sessions)
+	}
+
+	seq := place("bob")
+	if mark := s.views.landedMark("p"); mark != seq {
+		t.Errorf("landed mark after bob's placement landed: %d, want its seq %d", mark, seq)
+	}
+}
