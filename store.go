@@ -65,6 +65,12 @@ type PlacementCommit struct {
 	EndSessionID string
 	// Record is the decision record (R-C7) as JSON.
 	Record []byte
+	// PoolUpdateTime, when set, is the updateTime of the pool settings the
+	// decision was made with: the commit fails with ErrPoolChanged when the
+	// stored pool has another, so a replica that has not yet heard of a
+	// settings change made on another decides again with them (R-P1: the
+	// change applies to the next placement).
+	PoolUpdateTime time.Time
 	// OnCommitted, when set, is called once the session is committed, with
 	// the commit's sequence number (see HeartbeatResult.Seq), and before
 	// any other write of the same transaction is answered (a heartbeat of
@@ -168,11 +174,12 @@ type Store interface {
 	CreateRegistrationToken(ctx context.Context, t *RegistrationToken) error
 }
 
-// Sentinel errors of CommitPlacement. The server retries ErrHostFull and
-// ErrHostTaken with a fresh view and answers ErrUserHasSession with the
-// user's existing session.
+// Sentinel errors of CommitPlacement. The server retries ErrHostFull,
+// ErrHostTaken and ErrPoolChanged with a fresh view and answers
+// ErrUserHasSession with the user's existing session.
 var (
 	ErrHostFull       = &Error{Code: EConflict, Message: "session host is at maxSessionLimit"}
 	ErrUserHasSession = &Error{Code: EConflict, Message: "user already has a session in this host pool"}
 	ErrHostTaken      = &Error{Code: EConflict, Message: "session host is already assigned"}
+	ErrPoolChanged    = &Error{Code: EConflict, Message: "host pool settings changed since the decision"}
 )

@@ -159,6 +159,7 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 			Pooled:          pool.HostPoolType == vdibroker.Pooled,
 			Assign:          d.Assign,
 			Record:          record,
+			PoolUpdateTime:  pool.UpdateTime,
 		}
 		if d.EndExisting && existing != nil {
 			c.EndSessionID = existing.ID
@@ -192,6 +193,10 @@ func (s *Server) place(ctx context.Context, poolName string, req ConnectRequest)
 			// by another replica, adopted, or on a lost host): the next
 			// round reads it and answers it or replaces it (R-C6, R-C1).
 			lookup = true
+		case errors.Is(err, vdibroker.ErrPoolChanged):
+			// Another replica changed the pool's settings since our view
+			// read them: decide again with the new ones (R-P1).
+			v.markStale()
 		case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
 			// Another replica filled or took the host: decide again. After
 			// a second loss the whole view is suspect: re-read the pool.

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -308,14 +309,17 @@ const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 // session there (R-C6; the unique index is what enforces it against
 // concurrent writers). A replica whose view is a few seconds old must not
 // place over a lowered limit (R-C4, R-P2) or on a host drained on another
-// replica (R-C2). Drain mode is checked on the counts row itself
-// (new_sessions_allowed, a copy of the host's allow_new_session written
-// with it): on PostgreSQL a connect that waited for a drain's lock on that
-// row is checked again against the row the drain left. Args: ds, dc, pool,
-// host, limit, pooled, pooled, pool, user, pool, user.
+// replica (R-C2), or with pool settings changed on another replica since
+// (R-P1; the caller's pool updateTime in ns, 0 not to check). Drain mode is
+// checked on the counts row itself (new_sessions_allowed, a copy of the
+// host's allow_new_session written with it): on PostgreSQL a connect that
+// waited for a drain's lock on that row is checked again against the row
+// the drain left. Args: ds, dc, pool, host, limit, pool update time, pool
+// update time, pooled, pooled, pool, user, pool, user.
 const takeSlotQuery = `UPDATE host_counts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 	WHERE host_pool = ? AND name = ? AND sessions < ?
-	AND sessions < (SELECT max_session_limit FROM host_pools WHERE host_pools.name = host_counts.host_pool)
+	AND (SELECT sessions < max_session_limit AND (CAST(? AS BIGINT) = 0 OR update_time = ?)
+		FROM host_pools WHERE host_pools.name = host_counts.host_pool)
 	AND (new_sessions_allowed OR NOT ?)
 	AND (NOT ? OR NOT (` + openUserSessionsQuery + `))`
 
@@ -340,8 +344,12 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 	}
 	ds, dc := countsOf(u.State)
 	t.touch(u.HostPool, u.SessionHost)
-	n, err := t.exec(ctx, takeSlotQuery, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, c.Pooled,
-		c.Pooled, u.HostPool, u.User, u.HostPool, u.User)
+	var poolTime int64
+	if !c.PoolUpdateTime.IsZero() {
+		poolTime = ns(c.PoolUpdateTime)
+	}
+	n, err := t.exec(ctx, takeSlotQuery, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, poolTime, poolTime,
+		c.Pooled, c.Pooled, u.HostPool, u.User, u.HostPool, u.User)
 	if err != nil {
 		return err
 	}
@@ -355,6 +363,16 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 			}
 			if open {
 				return vdibroker.ErrUserHasSession
+			}
+		}
+		if poolTime != 0 {
+			var stored int64
+			err := t.row(ctx, `SELECT update_time FROM host_pools WHERE name = ?`, u.HostPool).Scan(&stored)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if err == nil && stored != poolTime {
+				return vdibroker.ErrPoolChanged
 			}
 		}
 		if _, err := t.getHost(ctx, u.HostPool, u.SessionHost, false); err != nil {

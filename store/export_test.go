@@ -85,7 +85,7 @@ func (s *DB) OpenUserSessionsPlan(ctx context.Context) ([]string, error) {
 // TakeSlotPlan is ExpirePendingPlan for the conditional UPDATE every
 // connect runs.
 func (s *DB) TakeSlotPlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, takeSlotQuery, 1, 1, "pool", "host", 10, true, true, "pool", "user", "pool", "user")
+	return s.plan(ctx, takeSlotQuery, 1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user")
 }
 
 // AssignPlan is ExpirePendingPlan for a new automatic assignment (R-PE1).
@@ -153,7 +153,7 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 		"by key, cred":  {hostByKeyCredQuery, []any{"pool", "host"}},
 		"of pool":       {hostsOfPoolQuery, []any{"pool"}},
 		"by credential": {hostByCredentialQuery, []any{"hash"}},
-		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, true, true, "pool", "user", "pool", "user"}},
+		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user"}},
 	} {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {

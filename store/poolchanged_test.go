@@ -1,0 +1,48 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestCommitRefusesChangedPoolSettings_RP1: a placement decided with pool
+// settings another replica has since changed is refused with
+// ErrPoolChanged, changing nothing, so the server decides again with the
+// new settings (R-P1: a change applies to the next placement). A commit
+// with the stored settings, or without PoolUpdateTime, goes through.
+func TestCommitRefusesChangedPoolSettings_RP1(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		p := pool("p", vdibroker.Pooled)
+		mustPool(t, s, p)
+		mustHost(t, s, "p", "h1")
+		seen := p.UpdateTime // the settings a server's view read
+
+		c := placement("p", "h1", "alice", 10)
+		c.PoolUpdateTime = seen
+		mustCommit(t, s, c)
+
+		// Another replica switches the pool to DepthFirst.
+		p2 := *p
+		p2.LoadBalancerType, p2.MaxSessionLimit, p2.UpdateTime = vdibroker.DepthFirst, 10, seen.Add(time.Second)
+		if _, err := s.PutHostPool(ctx, &p2); err != nil {
+			t.Fatal(err)
+		}
+		c = placement("p", "h1", "bob", 10)
+		c.PoolUpdateTime = seen
+		if err := s.CommitPlacement(ctx, c); !errors.Is(err, vdibroker.ErrPoolChanged) {
+			t.Errorf("commit decided with the old settings: %v, want ErrPoolChanged", err)
+		}
+		wantCounts(t, s, "p", "h1", 1, 1)
+
+		c = placement("p", "h1", "bob", 10)
+		c.PoolUpdateTime = p2.UpdateTime
+		mustCommit(t, s, c)
+		mustCommit(t, s, placement("p", "h1", "carol", 10)) // no PoolUpdateTime: not checked
+		wantCounts(t, s, "p", "h1", 3, 3)
+	})
+}
