@@ -59,3 +59,41 @@ func poolChangeOnAnotherServer(t *testing.T, e *env) {
 		t.Errorf("placement through server 1 after the change on server 0: %s, want DepthFirst (R-P1)", got)
 	}
 }
+
+// TestPoolChangeWithClockSteppedBack_RP1: a pool changed while the
+// server's clock is behind the previous change (stepped back by NTP, say)
+// still applies to the next placement, dry runs included (R-P1, R-C8).
+// With h001 holding the only session, DepthFirst picks h001 and
+// BreadthFirst never does.
+func TestPoolChangeWithClockSteppedBack_RP1(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pool := uniq("rp1clock")
+	e.pool(pool, map[string]any{"loadBalancerType": "BreadthFirst", "maxSessionLimit": 10})
+	hosts := e.addHosts(pool, "h", 3)
+	dryRun := func() string {
+		t.Helper()
+		r, err := e.admin.Connect(ctx, pool, vhttp.ConnectRequest{User: "u", DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.SessionHost
+	}
+	e.clock.Advance(time.Second)
+	if _, err := e.admin.PatchHostPool(ctx, pool, map[string]any{"loadBalancerType": "DepthFirst"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.mustConnect(pool, "a").SessionHost; got != hosts[0] {
+		t.Fatalf("DepthFirst in an empty pool placed on %s, want %s (ties by name)", got, hosts[0])
+	}
+	if got := dryRun(); got != hosts[0] {
+		t.Fatalf("DepthFirst dry run: %s, want %s (the most sessions)", got, hosts[0])
+	}
+	e.clock.Advance(-10 * time.Second)
+	if _, err := e.admin.PatchHostPool(ctx, pool, map[string]any{"loadBalancerType": "BreadthFirst"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dryRun(); got == hosts[0] {
+		t.Errorf("dry run after the switch back to BreadthFirst with the clock 10 s behind: %s, the DepthFirst choice", got)
+	}
+}

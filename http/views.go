@@ -152,9 +152,6 @@ func (vs *views) setPool(p *vdibroker.HostPool) {
 	}
 	v.lock()
 	defer v.mu.Unlock()
-	if v.pool != nil && p.UpdateTime.Before(v.pool.UpdateTime) {
-		return // read before settings the view already has
-	}
 	if v.pool != nil && samePool(v.pool, p) {
 		// Heartbeats carry the pool: skip the no-op, but keep its
 		// updateTime, which a commit checks (ErrPoolChanged).

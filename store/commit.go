@@ -318,7 +318,7 @@ const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 // update time, pooled, pooled, pool, user, pool, user.
 const takeSlotQuery = `UPDATE host_counts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 	WHERE host_pool = ? AND name = ? AND sessions < ?
-	AND (SELECT sessions < max_session_limit AND (CAST(? AS BIGINT) = 0 OR update_time = ?)
+	AND (SELECT host_counts.sessions < max_session_limit AND (CAST(? AS BIGINT) = 0 OR update_time = ?)
 		FROM host_pools WHERE host_pools.name = host_counts.host_pool)
 	AND (new_sessions_allowed OR NOT ?)
 	AND (NOT ? OR NOT (` + openUserSessionsQuery + `))`

@@ -46,3 +46,38 @@ func TestCommitRefusesChangedPoolSettings_RP1(t *testing.T) {
 		wantCounts(t, s, "p", "h1", 3, 3)
 	})
 }
+
+// TestPoolUpdateTimeAlwaysMoves_RP1: every write of a pool's settings gives
+// it a later updateTime, even when the writer's clock is at or behind the
+// last writer's (another replica's clock, a clock stepped back), or a
+// placement decided with the old settings would pass the check of
+// TestCommitRefusesChangedPoolSettings_RP1.
+func TestPoolUpdateTimeAlwaysMoves_RP1(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		p := pool("p", vdibroker.Pooled)
+		mustPool(t, s, p)
+		mustHost(t, s, "p", "h1")
+		last := p.UpdateTime
+		for i, clock := range []time.Time{last, last.Add(-10 * time.Second)} {
+			p2 := *p
+			p2.LoadBalancerType, p2.MaxSessionLimit, p2.UpdateTime = []string{vdibroker.DepthFirst, vdibroker.BreadthFirst}[i], 10, clock
+			if _, err := s.PutHostPool(ctx, &p2); err != nil {
+				t.Fatal(err)
+			}
+			stored, err := s.GetHostPool(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !stored.UpdateTime.After(last) {
+				t.Errorf("write %d with the clock at %s: stored updateTime %s, not after the previous %s", i+1, clock, stored.UpdateTime, last)
+			}
+			c := placement("p", "h1", "u", 10)
+			c.PoolUpdateTime = last
+			if err := s.CommitPlacement(ctx, c); !errors.Is(err, vdibroker.ErrPoolChanged) {
+				t.Errorf("write %d: a commit decided with the previous settings: %v, want ErrPoolChanged", i+1, err)
+			}
+			last = stored.UpdateTime
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -130,6 +131,13 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 		created = false
 		if old.HostPoolType != p.HostPoolType {
 			return vdibroker.FieldError("hostPoolType", "cannot change from %s to %s after creation (R-P1)", old.HostPoolType, p.HostPoolType)
+		}
+		// updateTime identifies the settings a placement was decided with
+		// (PlacementCommit.PoolUpdateTime): it must change with every
+		// write, even when the writer's clock is behind the last writer's
+		// (another replica, a clock stepped back).
+		if !p.UpdateTime.After(old.UpdateTime) {
+			p.UpdateTime = old.UpdateTime.Add(time.Nanosecond)
 		}
 		_, err = t.exec(ctx, `UPDATE host_pools SET load_balancer_type = ?, max_session_limit = ?,
 			personal_desktop_assignment_type = ?, load_balancing = ?, heartbeat_timeout_seconds = ?,
