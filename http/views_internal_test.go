@@ -17,30 +17,7 @@ import (
 // refreshHost and the heartbeat handler take, run in the racy order.
 func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	now := time.Now().UTC()
-	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 100,
-		LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: now, UpdateTime: now}
-	if _, err := st.PutHostPool(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
-	if _, err := st.PutSessionHost(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{}, now); err != nil {
-		t.Fatal(err)
-	}
-	s := NewServer(Config{Store: st, Now: func() time.Time { return now }})
-	defer s.Close()
-	v := s.views.get("p")
-	if err := s.views.ensure(ctx, v); err != nil {
-		t.Fatal(err)
-	}
+	st, s, v, now := viewFixture(t)
 	// refreshHost's read begins (outside the view's lock)...
 	mark := s.views.landedMark("p")
 	stale, err := st.GetSessionHost(ctx, "p", "h1")
@@ -80,28 +57,7 @@ func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
 // not wait for it, or every write of every pool would. The landing is
 // applied by whoever takes the lock next, before they read the view.
 func TestLandDoesNotWaitForTheViewLock(t *testing.T) {
-	ctx := t.Context()
-	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	now := time.Now().UTC()
-	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 100,
-		LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: now, UpdateTime: now}
-	if _, err := st.PutHostPool(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
-	if _, err := st.PutSessionHost(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	s := NewServer(Config{Store: st, Now: func() time.Time { return now }})
-	defer s.Close()
-	v := s.views.get("p")
-	if err := s.views.ensure(ctx, v); err != nil {
-		t.Fatal(err)
-	}
+	_, _, v, _ := viewFixture(t)
 	v.lock()
 	v.inflight["h1"]++ // a connect reserved h1
 	// ...and a reload holds the lock while its commit lands.
@@ -133,27 +89,7 @@ func TestLandDoesNotWaitForTheViewLock(t *testing.T) {
 // a placement must cover it.
 func TestReadersApplyLandingsFirst(t *testing.T) {
 	ctx := t.Context()
-	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	now := time.Now().UTC()
-	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 100,
-		LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: now, UpdateTime: now}
-	if _, err := st.PutHostPool(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
-	if _, err := st.PutSessionHost(ctx, h); err != nil {
-		t.Fatal(err)
-	}
-	s := NewServer(Config{Store: st, Now: func() time.Time { return now }})
-	defer s.Close()
-	v := s.views.get("p")
-	if err := s.views.ensure(ctx, v); err != nil {
-		t.Fatal(err)
-	}
+	st, s, v, now := viewFixture(t)
 	// place reserves h1 and commits a session there, as connect does.
 	place := func(user string) (seq int64) {
 		t.Helper()
@@ -186,4 +122,37 @@ func TestReadersApplyLandingsFirst(t *testing.T) {
 	if mark := s.views.landedMark("p"); mark != seq {
 		t.Errorf("landed mark after bob's placement landed: %d, want its seq %d", mark, seq)
 	}
+}
+
+// viewFixture opens a SQLite store with pool "p" (BreadthFirst, limit 100)
+// and its host h1, Available since now, and a server whose view of "p" is
+// loaded; the store and server close with the test.
+func viewFixture(t *testing.T) (st *store.DB, s *Server, v *poolView, now time.Time) {
+	t.Helper()
+	ctx := t.Context()
+	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	now = time.Now().UTC()
+	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 100,
+		LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: now, UpdateTime: now}
+	if _, err := st.PutHostPool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
+	if _, err := st.PutSessionHost(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{}, now); err != nil {
+		t.Fatal(err)
+	}
+	s = NewServer(Config{Store: st, Now: func() time.Time { return now }})
+	t.Cleanup(func() { s.Close() })
+	v = s.views.get("p")
+	if err := s.views.ensure(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	return st, s, v, now
 }
