@@ -149,7 +149,7 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 		query string
 		args  []any
 	}{
-		"by key":        {hostByKeyQuery + s.d.forUpdate, []any{"pool", "host"}},
+		"by key":        {hostByKeyQuery + s.d.forUpdate + " OF host_counts", []any{"pool", "host"}},
 		"by key, cred":  {hostByKeyCredQuery, []any{"pool", "host"}},
 		"of pool":       {hostsOfPoolQuery, []any{"pool"}},
 		"by credential": {hostByCredentialQuery, []any{"hash"}},

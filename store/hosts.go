@@ -105,12 +105,9 @@ func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred 
 		q = hostByKeyCredQuery
 	}
 	if lock && t.d.forUpdate != "" {
-		// The host's lock is its counts row (see lockHost): take it
-		// first, then the host's row.
-		if err := t.lockHost(ctx, pool, name); err != nil {
-			return nil, err
-		}
-		q += t.d.forUpdate
+		// The host's lock is its counts row (see lockHost), taken by the
+		// read itself; every writer of the host's row takes it first.
+		q += t.d.forUpdate + " OF host_counts"
 	}
 	var sc scanner = t.row(ctx, q, pool, name)
 	if len(cred) > 0 {
