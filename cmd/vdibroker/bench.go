@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/sim/bench"
+	"github.com/vdibroker/vdibroker/loadgen"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -46,7 +46,7 @@ func newBenchBareServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{Handler: bench.BareHandler(size), ReadHeaderTimeout: 10 * time.Second}
+			srv := &http.Server{Handler: loadgen.BareHandler(size), ReadHeaderTimeout: 10 * time.Second}
 			go srv.Serve(ln)
 			defer srv.Close()
 			fmt.Fprintf(cmd.OutOrStdout(), "http://%s\n", ln.Addr())
@@ -93,7 +93,7 @@ func bareProcess(responseBytes int) (url string, stop func(), err error) {
 }
 
 func newBenchConnectCmd() *cobra.Command {
-	var cfg bench.Config
+	var cfg loadgen.Config
 	var baseline, inProcess bool
 	var rounds int
 	cmd := &cobra.Command{
@@ -145,7 +145,7 @@ taken within one round is steadier than one run of each.`,
 	return cmd
 }
 
-func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline, inProcess bool, rounds int, out io.Writer) error {
+func runBenchConnect(cmd *cobra.Command, cfg loadgen.Config, baseline, inProcess bool, rounds int, out io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		field := vdibroker.ErrorField(err)
 		flag := map[string]string{"server": "--server", "hostPool": "--host-pool", "connects": "--connects", "concurrency": "--concurrency"}[field]
@@ -155,7 +155,7 @@ func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline, inProcess b
 		return usageError{fmt.Errorf("--rounds: must be 1..100, got %d", rounds)}
 	}
 	ctx := cmd.Context()
-	var done []bench.Round
+	var done []loadgen.Round
 	bareURL, where := "", "in this process"
 	prefix := cfg.UserPrefix
 	ok := 0
@@ -166,7 +166,7 @@ func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline, inProcess b
 			cfg.UserPrefix = fmt.Sprintf("%sr%d-", prefix, round)
 			label = fmt.Sprintf("round %d: ", round)
 		}
-		res, err := bench.Connect(ctx, cfg)
+		res, err := loadgen.Connect(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -175,10 +175,10 @@ func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline, inProcess b
 		if !baseline {
 			continue
 		}
-		var bare *bench.Result
+		var bare *loadgen.Result
 		switch {
 		case inProcess:
-			bare, err = bench.Baseline(ctx, cfg, res.ResponseBytes)
+			bare, err = loadgen.Baseline(ctx, cfg, res.ResponseBytes)
 		default:
 			if bareURL == "" {
 				// One bare process for every round, sized by the first
@@ -191,17 +191,17 @@ func runBenchConnect(cmd *cobra.Command, cfg bench.Config, baseline, inProcess b
 				defer stop()
 				bareURL = url
 			}
-			bare, err = bench.BaselineAt(ctx, cfg, bareURL)
+			bare, err = loadgen.BaselineAt(ctx, cfg, bareURL)
 		}
 		if err != nil {
 			return err
 		}
 		bare.WriteSummary(out, fmt.Sprintf("%sbare net/http server (%s), %d-byte JSON answer", label, where, bare.ResponseBytes))
-		bench.WriteRatio(out, res, bare)
-		done = append(done, bench.Round{Broker: res, Bare: bare})
+		loadgen.WriteRatio(out, res, bare)
+		done = append(done, loadgen.Round{Broker: res, Bare: bare})
 	}
 	if len(done) > 1 {
-		bench.WriteRounds(out, done)
+		loadgen.WriteRounds(out, done)
 	}
 	if ok == 0 {
 		return errors.New("no connect succeeded")

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/sim/bench"
+	"github.com/vdibroker/vdibroker/loadgen"
 )
 
 // benchHeartbeatOptions are the flags of bench heartbeat beyond the load.
@@ -26,7 +26,7 @@ type benchHeartbeatOptions struct {
 }
 
 func newBenchHeartbeatCmd() *cobra.Command {
-	cfg := bench.HeartbeatConfig{HostPrefix: "hb"}
+	cfg := loadgen.HeartbeatConfig{HostPrefix: "hb"}
 	var opt benchHeartbeatOptions
 	cmd := &cobra.Command{
 		Use:   "heartbeat --server URL --token T --host-pool P --hosts N --sessions-per-host S --interval 10s --duration 60s [--server-pid PID | --in-process]",
@@ -85,7 +85,7 @@ broker's own memory, run vdibroker serve separately and pass --server-pid.`,
 	return cmd
 }
 
-func runBenchHeartbeat(cmd *cobra.Command, cfg bench.HeartbeatConfig, opt benchHeartbeatOptions, out io.Writer) error {
+func runBenchHeartbeat(cmd *cobra.Command, cfg loadgen.HeartbeatConfig, opt benchHeartbeatOptions, out io.Writer) error {
 	ctx := cmd.Context()
 	if opt.inProcess {
 		if cfg.Server != "" || cfg.ServerPID != 0 {
@@ -125,7 +125,7 @@ func runBenchHeartbeat(cmd *cobra.Command, cfg bench.HeartbeatConfig, opt benchH
 		}
 		defer stop()
 	}
-	res, err := bench.Heartbeat(ctx, cfg)
+	res, err := loadgen.Heartbeat(ctx, cfg)
 	if err != nil {
 		return err
 	}

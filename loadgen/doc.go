@@ -1,4 +1,4 @@
-// Package bench is vdibroker's load generator: it sends connects (POST
+// Package loadgen is vdibroker's load generator: it sends connects (POST
 // /api/v1/hostpools/{pool}/connect) to a running broker from a number of
 // concurrent workers, each for a distinct user, and measures the rate, the
 // latency percentiles and the errors by HTTP status and error code. Baseline
@@ -14,4 +14,4 @@
 //
 // It speaks plain net/http and encoding/json with the root package's types,
 // so it measures the wire and nothing else.
-package bench
+package loadgen
