@@ -43,14 +43,10 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		req.Protocols = []string{"RDP"}
 	}
 	cred := newSecret("vdbh_")
-	h, err := s.store.RegisterHost(r.Context(), hashSecret(req.Token), req, hashSecret(cred), s.now().UTC())
+	h, err := s.svc.RegisterHost(r.Context(), hashSecret(req.Token), req, hashSecret(cred))
 	if err != nil {
-		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
-			return vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token is invalid or expired")
-		}
 		return err
 	}
-	s.views.upsertHost(h, 0) // a new host: none of its placements landed
 	s.loggerFrom(r.Context()).Info("session host registered", "pool", h.HostPool, "host", h.Name, "address", h.Address)
 	writeJSON(w, nethttp.StatusCreated, vdibroker.RegisterResponse{HostPool: h.HostPool, HostName: h.Name, Credential: cred})
 	return nil
@@ -58,8 +54,7 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 
 // heartbeat is POST /agent/heartbeat with the host credential: applied to
 // the store synchronously (R-S2 reconciliation, R-S3, R-S5), so the counts
-// reflect it when the answer arrives; the pool's placement view is updated
-// with the host the store returns.
+// reflect it when the answer arrives (broker.Service.Heartbeat).
 func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	cred, err := bearer(r)
 	if err != nil {
@@ -76,15 +71,9 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.store.ApplyHeartbeat(r.Context(), host.HostPool, host.Name, hb, s.now().UTC())
+	res, err := s.svc.Heartbeat(r.Context(), host, hb)
 	if err != nil {
 		return err
-	}
-	if res.Pool != nil {
-		s.views.setPool(res.Pool)
-	}
-	if res.Host != nil {
-		s.views.upsertHeartbeat(res)
 	}
 	resp := vdibroker.HeartbeatResponse{Commands: res.Commands}
 	if resp.Commands == nil {

@@ -4,6 +4,7 @@ import (
 	nethttp "net/http"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 )
 
 // HostPoolResponse is a host pool as the API answers it: the §2 fields and
@@ -75,13 +76,9 @@ func (s *Server) putPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		old = nil
 	}
 	if createOnly && old != nil {
-		return poolExists(name)
+		return broker.PoolExists(name)
 	}
 	return s.storePool(w, r, name, old, p, createOnly)
-}
-
-func poolExists(name string) error {
-	return vdibroker.Errorf(vdibroker.EConflict, "host pool %q already exists; change it with PATCH or PUT without If-None-Match", name)
 }
 
 // patchPool changes the fields the body names: the existing pool under the
@@ -99,51 +96,13 @@ func (s *Server) patchPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	return s.storePool(w, r, name, old, &p, false)
 }
 
-func hostPoolTypeChange(was string) error {
-	return vdibroker.FieldError("hostPoolType", "cannot be changed after creation (R-P1): this pool is %s; create a new host pool instead", was)
-}
-
-// storePool validates p and stores it; old is the pool before (nil when
-// new). createOnly refuses, in the store's transaction, to replace a pool
-// created meanwhile (If-None-Match: *).
+// storePool stores p through the broker service (validation, R-P1) and
+// answers it.
 func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name string, old, p *vdibroker.HostPool, createOnly bool) error {
-	if p.Name != name {
-		return vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
-	}
-	// R-P1 first: a type change is refused for what it is, not for the
-	// load balancer type that no longer fits the new type.
-	validType := p.HostPoolType == vdibroker.Pooled || p.HostPoolType == vdibroker.Personal
-	if old != nil && validType && p.HostPoolType != old.HostPoolType {
-		return hostPoolTypeChange(old.HostPoolType)
-	}
-	p.FillDefaults()
-	if _, err := vdibroker.ValidateHostPool(p); err != nil {
-		return err
-	}
-	if old != nil && p.HostPoolType != old.HostPoolType {
-		return hostPoolTypeChange(old.HostPoolType)
-	}
-	now := s.now().UTC()
-	p.CreateTime, p.UpdateTime = now, now
-	var created bool
-	var err error
-	if createOnly {
-		created, err = true, s.store.CreateHostPool(r.Context(), p)
-		if vdibroker.ErrorCode(err) == vdibroker.EConflict {
-			return poolExists(name) // created since our read
-		}
-	} else {
-		created, err = s.store.PutHostPool(r.Context(), p)
-	}
+	stored, created, err := s.svc.StorePool(r.Context(), name, old, p, createOnly)
 	if err != nil {
 		return err
 	}
-	// Read back what the store kept (createTime on replace).
-	stored, err := s.store.GetHostPool(r.Context(), name)
-	if err != nil {
-		return err
-	}
-	s.views.setPool(stored) // R-P1: the next placement uses the new settings
 	status := nethttp.StatusOK
 	if created {
 		status = nethttp.StatusCreated
@@ -158,10 +117,9 @@ func (s *Server) deletePool(w nethttp.ResponseWriter, r *nethttp.Request) error 
 		return err
 	}
 	name := r.PathValue("pool")
-	if err := s.store.DeleteHostPool(r.Context(), name, force); err != nil {
+	if err := s.svc.DeletePool(r.Context(), name, force); err != nil {
 		return err
 	}
-	s.views.drop(name)
 	w.WriteHeader(nethttp.StatusNoContent)
 	return nil
 }

@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
-	nethttp "net/http"
+		nethttp "net/http"
 	"regexp"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 )
 
 // Config is what a Server needs. Store is required; the rest has defaults.
@@ -28,14 +27,17 @@ type Config struct {
 	// AdminToken is the plaintext admin token (R-SEC). Only its SHA-256 hash
 	// is kept; requests are compared in constant time. Empty disables it.
 	AdminToken string
-	// MaintenanceInterval is how often the background loop ends expired
-	// Pending sessions (R-S3) and marks the placement views for a refresh
-	// from the store (so changes made by other replicas are seen). 0 = 5s.
+	// MaintenanceInterval is how often the broker service's background
+	// loop runs (see broker.Config). Used only when Broker is nil.
 	MaintenanceInterval time.Duration
 	// ObservePlacement, when set, is called with the pool's load balancer
 	// type and the engine's decision time of every connect (for example
-	// metrics.ObservePlacement).
+	// metrics.ObservePlacement). Used only when Broker is nil.
 	ObservePlacement func(algorithm string, d time.Duration)
+	// Broker is the broker service the API calls. Nil makes one on Store
+	// (with Logger, Now, Rand, MaintenanceInterval and ObservePlacement),
+	// which Close then stops; a Broker given here is the caller's to close.
+	Broker *broker.Service
 }
 
 // Server serves the API of SPEC §9 on a vdibroker.Store.
@@ -43,33 +45,24 @@ type Server struct {
 	store     vdibroker.Store
 	log       *slog.Logger
 	now       func() time.Time
-	rand      func(n int) int
-	observe   func(algorithm string, d time.Duration)
 	adminHash [sha256.Size]byte
 	hasAdmin  bool
 
 	mux     *nethttp.ServeMux
 	handler nethttp.Handler
 
-	views     *views
-	userLocks keyedMutex
-	idem      *idempotency
-
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	svc    *broker.Service
+	ownSvc bool // made by NewServer: Close stops it
 }
 
-// NewServer returns a Server and starts its maintenance loop; Close stops it.
+// NewServer returns a Server on cfg.Broker, or on a broker service of its
+// own (started here, stopped by Close).
 func NewServer(cfg Config) *Server {
 	s := &Server{
-		store:   cfg.Store,
-		log:     cfg.Logger,
-		now:     cfg.Now,
-		rand:    cfg.Rand,
-		observe: cfg.ObservePlacement,
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		store: cfg.Store,
+		log:   cfg.Logger,
+		now:   cfg.Now,
+		svc:   cfg.Broker,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -77,26 +70,23 @@ func NewServer(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.rand == nil {
-		s.rand = rand.IntN
-	}
 	if cfg.AdminToken != "" {
 		s.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
 		s.hasAdmin = true
 	}
-	s.views = newViews(s)
-	s.idem = newIdempotency(s.now)
+	if s.svc == nil {
+		s.svc = broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, Rand: cfg.Rand,
+			MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement})
+		s.ownSvc = true
+	}
 	s.mux = nethttp.NewServeMux()
 	s.routes()
 	s.handler = s.middleware(s.mux)
-
-	interval := cfg.MaintenanceInterval
-	if interval <= 0 {
-		interval = 5 * time.Second
-	}
-	go s.maintain(interval)
 	return s
 }
+
+// Broker returns the broker service the server calls.
+func (s *Server) Broker() *broker.Service { return s.svc }
 
 // Handler returns the whole server: the API under /api/v1 and /healthz,
 // plus whatever was registered on Mux, wrapped in request ids, logging and
@@ -108,49 +98,13 @@ func (s *Server) Handler() nethttp.Handler { return s.handler }
 // serving; patterns must not overlap /api/v1/ or /healthz.
 func (s *Server) Mux() *nethttp.ServeMux { return s.mux }
 
-// Close stops the maintenance loop. It does not close the store.
+// Close stops the broker service if NewServer made it. It does not close
+// the store.
 func (s *Server) Close() error {
-	s.closeOnce.Do(func() {
-		close(s.stop)
-		<-s.done
-	})
-	return nil
-}
-
-// maintain runs the background work: pending timeout (R-S3) and refreshing
-// the placement views.
-func (s *Server) maintain(interval time.Duration) {
-	defer close(s.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	// Close cancels work in progress, so it never waits for a slow store.
-	base, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() {
-		select {
-		case <-s.stop:
-			stop()
-		case <-base.Done():
-		}
-	}()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
-		n, err := s.store.ExpirePending(ctx, s.now())
-		cancel()
-		if err != nil && base.Err() == nil {
-			s.log.Error("expire pending sessions", "err", err)
-		} else if n > 0 {
-			s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", "PendingTimeout")
-		}
-		// Another replica may have placed, or heartbeats may have arrived
-		// there: the next connect re-reads each pool from the store.
-		s.views.markAllStale()
+	if s.ownSvc {
+		return s.svc.Close()
 	}
+	return nil
 }
 
 type ctxKey int

@@ -77,10 +77,9 @@ func (s *Server) logoff(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		return err
 	}
 	if us.State == vdibroker.StatePending && us.AgentSessionID == "" {
-		if err := s.store.EndSession(r.Context(), us.HostPool, us.ID, "LoggedOffByAdmin", s.now().UTC()); err != nil {
+		if err := s.svc.EndSession(r.Context(), us, "LoggedOffByAdmin"); err != nil {
 			return err
 		}
-		s.views.refreshHost(r.Context(), us.HostPool, us.SessionHost)
 	}
 	return s.queue(w, r, us, vdibroker.CommandLogoff, "")
 }

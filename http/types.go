@@ -10,28 +10,10 @@ import (
 // Client share them, so they cannot drift apart.
 
 // ConnectRequest is the body of POST /hostpools/{pool}/connect.
-type ConnectRequest struct {
-	User   string `json:"user"`
-	DryRun bool   `json:"dryRun,omitempty"`
-	// SessionHost names the host for MultiplePersistent pools (R-PE3).
-	SessionHost string `json:"sessionHost,omitempty"`
-}
+type ConnectRequest = vdibroker.ConnectRequest
 
-// ConnectResponse answers a connect: the user's session (new, Pending, or
-// the existing one on reconnect) and how to reach it. A dry run has no
-// SessionID.
-type ConnectResponse struct {
-	SessionID   string `json:"sessionId,omitempty"`
-	User        string `json:"user"`
-	HostPool    string `json:"hostPool"`
-	SessionHost string `json:"sessionHost"`
-	Address     string `json:"address"`
-	State       string `json:"state"`
-	Reconnect   bool   `json:"reconnect"`
-	DryRun      bool   `json:"dryRun"`
-	// RDPFile is the text of an .rdp file an RDP client opens (CRLF lines).
-	RDPFile string `json:"rdpFile"`
-}
+// ConnectResponse answers a connect.
+type ConnectResponse = vdibroker.ConnectResponse
 
 // SessionHostRequest is the body of PUT (all fields; absent ones take their
 // defaults) and PATCH (only allowNewSession, assignedUsers,

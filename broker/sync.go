@@ -1,4 +1,4 @@
-package http
+package broker
 
 import "sync"
 

@@ -1,12 +1,12 @@
-package http
+package broker
 
 import (
 	"sync"
 	"time"
 )
 
-// Idempotency-Key support for connect (R-C6): the first request with a key
-// runs; later and concurrent ones with the same key get its answer. Only
+// Idempotency keys for connect (R-C6): the first connect with a key runs;
+// later and concurrent ones with the same key get its answer. Only
 // successful answers are kept (an error may be retried), for idemTTL, at
 // most idemMax keys (oldest dropped first).
 const (
@@ -14,14 +14,9 @@ const (
 	idemMax = 100000
 )
 
-type idemAnswer struct {
-	status int
-	body   []byte
-}
-
 type idemEntry struct {
 	done    chan struct{}
-	answer  *idemAnswer // nil when the first request failed
+	answer  *Answer // nil when the first request failed
 	created time.Time
 }
 
@@ -38,7 +33,7 @@ func newIdempotency(now func() time.Time) *idempotency {
 
 // do returns the kept answer for key, or runs fn and keeps its answer when
 // fn reports it as keepable.
-func (c *idempotency) do(key string, fn func() (ans *idemAnswer, keep bool)) *idemAnswer {
+func (c *idempotency) do(key string, fn func() (ans *Answer, keep bool)) *Answer {
 	for {
 		c.mu.Lock()
 		c.expireLocked()
@@ -48,7 +43,7 @@ func (c *idempotency) do(key string, fn func() (ans *idemAnswer, keep bool)) *id
 			c.m[key] = e
 			c.order = append(c.order, key)
 			c.mu.Unlock()
-			var ans *idemAnswer
+			var ans *Answer
 			keep := false
 			// Deferred so that a panic in fn (recovered by the middleware)
 			// still releases the requests waiting on e.done, which would

@@ -1,4 +1,4 @@
-package http
+package broker
 
 import (
 	"time"
@@ -16,7 +16,7 @@ import (
 // when it may be stale (maintenance tick, NoCapacity, a lost commit race).
 // The database stays the authority (R-D3): the view only proposes.
 type views struct {
-	s  *Server
+	s  *Service
 	mu sync.Mutex
 	m  map[string]*poolView
 }
@@ -102,7 +102,7 @@ func (v *poolView) lock() {
 // maxSpareLandings bounds the landings slice a view keeps for reuse.
 const maxSpareLandings = 4096
 
-func newViews(s *Server) *views {
+func newViews(s *Service) *views {
 	return &views{s: s, m: make(map[string]*poolView)}
 }
 

@@ -1,4 +1,4 @@
-package http
+package broker
 
 import (
 	"testing"
@@ -127,7 +127,7 @@ func TestReadersApplyLandingsFirst(t *testing.T) {
 // viewFixture opens a SQLite store with pool "p" (BreadthFirst, limit 100)
 // and its host h1, Available since now, and a server whose view of "p" is
 // loaded; the store and server close with the test.
-func viewFixture(t *testing.T) (st *store.DB, s *Server, v *poolView, now time.Time) {
+func viewFixture(t *testing.T) (st *store.DB, s *Service, v *poolView, now time.Time) {
 	t.Helper()
 	ctx := t.Context()
 	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
@@ -148,7 +148,7 @@ func viewFixture(t *testing.T) (st *store.DB, s *Server, v *poolView, now time.T
 	if _, err := st.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{}, now); err != nil {
 		t.Fatal(err)
 	}
-	s = NewServer(Config{Store: st, Now: func() time.Time { return now }})
+	s = New(Config{Store: st, Now: func() time.Time { return now }})
 	t.Cleanup(func() { s.Close() })
 	v = s.views.get("p")
 	if err := s.views.ensure(ctx, v); err != nil {

@@ -1,0 +1,202 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The writes of this file change what placement sees. Each one updates the
+// pool's view with what the store kept, so the next connect on this server
+// uses it (R-P1, R-C2); other replicas see it at their next refresh.
+
+// StorePool validates p and stores it; old is the pool as read before (nil
+// when new). createOnly refuses, in the store's transaction, to replace a
+// pool created meanwhile (If-None-Match: *). It returns the pool as stored
+// and whether it was created. Invalid input changes nothing (R-P4).
+func (s *Service) StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
+	if p.Name != name {
+		return nil, false, vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
+	}
+	// R-P1 first: a type change is refused for what it is, not for the
+	// load balancer type that no longer fits the new type.
+	validType := p.HostPoolType == vdibroker.Pooled || p.HostPoolType == vdibroker.Personal
+	if old != nil && validType && p.HostPoolType != old.HostPoolType {
+		return nil, false, hostPoolTypeChange(old.HostPoolType)
+	}
+	p.FillDefaults()
+	if _, err := vdibroker.ValidateHostPool(p); err != nil {
+		return nil, false, err
+	}
+	if old != nil && p.HostPoolType != old.HostPoolType {
+		return nil, false, hostPoolTypeChange(old.HostPoolType)
+	}
+	now := s.now().UTC()
+	p.CreateTime, p.UpdateTime = now, now
+	var created bool
+	var err error
+	if createOnly {
+		created, err = true, s.store.CreateHostPool(ctx, p)
+		if vdibroker.ErrorCode(err) == vdibroker.EConflict {
+			return nil, false, PoolExists(name) // created since the caller's read
+		}
+	} else {
+		created, err = s.store.PutHostPool(ctx, p)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	// Read back what the store kept (createTime on replace).
+	stored, err := s.store.GetHostPool(ctx, name)
+	if err != nil {
+		return nil, false, err
+	}
+	s.views.setPool(stored) // R-P1: the next placement uses the new settings
+	return stored, created, nil
+}
+
+// PoolExists is the Conflict of a create-only PUT of an existing pool.
+func PoolExists(name string) error {
+	return vdibroker.Errorf(vdibroker.EConflict, "host pool %q already exists; change it with PATCH or PUT without If-None-Match", name)
+}
+
+func hostPoolTypeChange(was string) error {
+	return vdibroker.FieldError("hostPoolType", "cannot be changed after creation (R-P1): this pool is %s; create a new host pool instead", was)
+}
+
+// DeletePool deletes a pool with its hosts and sessions (refused with
+// Conflict while sessions are open, unless force).
+func (s *Service) DeletePool(ctx context.Context, name string, force bool) error {
+	if err := s.store.DeleteHostPool(ctx, name, force); err != nil {
+		return err
+	}
+	s.views.drop(name)
+	return nil
+}
+
+// SessionHosts returns a pool and its hosts in query order with their
+// read-time fields (status, load index).
+func (s *Service) SessionHosts(ctx context.Context, poolName string) (*vdibroker.HostPool, []*vdibroker.SessionHost, error) {
+	pool, err := s.store.GetHostPool(ctx, poolName)
+	if err != nil {
+		return nil, nil, err
+	}
+	hosts, err := s.store.ListSessionHosts(ctx, pool.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pool, hosts, nil
+}
+
+// Present fills the read-time fields of show (all of all when show is
+// empty): status (R-H1) and load index (R-IDX). all should be every host
+// of the pool, for the pool-wide figures of the load index.
+func (s *Service) Present(pool *vdibroker.HostPool, all []*vdibroker.SessionHost, show ...*vdibroker.SessionHost) {
+	present(pool, all, s.now(), show...)
+}
+
+// SessionHost reads one host with its read-time fields.
+func (s *Service) SessionHost(ctx context.Context, poolName, name string) (*vdibroker.SessionHost, error) {
+	pool, err := s.store.GetHostPool(ctx, poolName)
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.store.GetSessionHost(ctx, poolName, name)
+	if err != nil {
+		return nil, err
+	}
+	all := []*vdibroker.SessionHost{h}
+	if pool.LoadBalancing.UseCustomScript || pool.LoadBalancerType == vdibroker.LoadIndex {
+		// Pool-wide figures (R-IDX3, R-LI6) matter only here.
+		if all, err = s.store.ListSessionHosts(ctx, poolName); err != nil {
+			return nil, err
+		}
+	}
+	present(pool, all, s.now(), h)
+	return h, nil
+}
+
+// PutSessionHost creates or replaces a host's admin fields and returns the
+// host as stored (with its read-time fields) and whether it was created.
+func (s *Service) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (*vdibroker.SessionHost, bool, error) {
+	created, err := s.store.PutSessionHost(ctx, h)
+	if err != nil {
+		return nil, false, err
+	}
+	got, err := s.readBack(ctx, h.HostPool, h.Name)
+	return got, created, err
+}
+
+// UpdateSessionHost changes a host's admin fields with fn in one
+// transaction (drain, assignment, address) and returns the host as stored.
+func (s *Service) UpdateSessionHost(ctx context.Context, pool, name string, fn func(*vdibroker.SessionHost) error) (*vdibroker.SessionHost, error) {
+	if _, err := s.store.UpdateSessionHost(ctx, pool, name, fn); err != nil {
+		return nil, err
+	}
+	return s.readBack(ctx, pool, name)
+}
+
+// readBack reads a host just written and updates the pool's view with it
+// (drain and assignment apply to the next connect).
+func (s *Service) readBack(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error) {
+	mark := s.views.landedMark(pool)
+	h, err := s.SessionHost(ctx, pool, name)
+	if err != nil {
+		return nil, err
+	}
+	s.views.upsertHost(h, mark)
+	return h, nil
+}
+
+// DeleteSessionHost deletes a host and revokes its credential (refused
+// with Conflict while it has open sessions, unless force).
+func (s *Service) DeleteSessionHost(ctx context.Context, pool, name string, force bool) error {
+	if err := s.store.DeleteSessionHost(ctx, pool, name, force); err != nil {
+		return err
+	}
+	s.views.removeHost(pool, name)
+	return nil
+}
+
+// RegisterHost creates or re-keys the host req names in the pool of the
+// registration token whose hash is tokenHash, with the credential whose
+// hash is credentialHash. An unknown or expired token is Unauthenticated.
+func (s *Service) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.RegisterRequest, credentialHash string) (*vdibroker.SessionHost, error) {
+	h, err := s.store.RegisterHost(ctx, tokenHash, req, credentialHash, s.now().UTC())
+	if err != nil {
+		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
+			return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token is invalid or expired")
+		}
+		return nil, err
+	}
+	s.views.upsertHost(h, 0) // a new host: none of its placements landed
+	return h, nil
+}
+
+// Heartbeat applies host's heartbeat (R-S2 reconciliation, R-S3, R-S5)
+// synchronously, so the counts reflect it when the answer arrives, and
+// updates the pool's view with the result.
+func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResult, error) {
+	res, err := s.store.ApplyHeartbeat(ctx, host.HostPool, host.Name, hb, s.now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	if res.Pool != nil {
+		s.views.setPool(res.Pool)
+	}
+	if res.Host != nil {
+		s.views.upsertHeartbeat(res)
+	}
+	return res, nil
+}
+
+// EndSession ends a session at once with reason (an admin's logoff of a
+// Pending session the agent has not seen: there is no logon to end) and
+// gives its slot back to the view.
+func (s *Service) EndSession(ctx context.Context, us *vdibroker.UserSession, reason string) error {
+	if err := s.store.EndSession(ctx, us.HostPool, us.ID, reason, s.now().UTC()); err != nil {
+		return err
+	}
+	s.views.refreshHost(ctx, us.HostPool, us.SessionHost)
+	return nil
+}

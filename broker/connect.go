@@ -1,0 +1,336 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/placement"
+)
+
+// maxPlaceAttempts bounds the rounds of one connect: each round that lost a
+// commit race to another connect or replica (ErrHostFull, ErrHostTaken,
+// ErrUserHasSession, ErrPoolChanged), or that found no capacity in a view
+// that may be stale, decides again from refreshed data.
+const maxPlaceAttempts = 10
+
+// Answer is the service's answer to a connect: the response body and
+// whether it made a new session (HTTP 201) rather than answering an
+// existing one or a dry run (200).
+type Answer struct {
+	vdibroker.ConnectResponse
+	Created bool
+}
+
+// Connect places req.User in the pool (SPEC §4): reconnect first (R-C1),
+// else a new Pending session on the host the engine picks, made durable by
+// the store, which enforces the limit (R-C4) and one session per user
+// (R-C6) even against other replicas. A dry run decides and stores nothing
+// (R-C8).
+func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.ConnectRequest) (*Answer, error) {
+	if err := vdibroker.ValidateConnect(&req); err != nil {
+		return nil, err
+	}
+	return s.place(ctx, pool, req)
+}
+
+// ConnectOnce is Connect with an idempotency key (R-C6, the
+// Idempotency-Key header): the first connect with key runs; later and
+// concurrent ones with the same key get its answer. The caller scopes key
+// to whoever may reuse it (token, pool, user). Dry runs are not kept.
+func (s *Service) ConnectOnce(ctx context.Context, key, pool string, req vdibroker.ConnectRequest) (*Answer, error) {
+	if key == "" || req.DryRun {
+		return s.Connect(ctx, pool, req)
+	}
+	var placeErr error
+	ans := s.idem.do(key, func() (*Answer, bool) {
+		a, err := s.Connect(ctx, pool, req)
+		if err != nil {
+			placeErr = err
+			return nil, false
+		}
+		return a, true
+	})
+	if ans == nil {
+		return nil, placeErr
+	}
+	return ans, nil
+}
+
+// connectRound is what one round of a connect knows besides the request:
+// the retry rule's state, carried from round to round.
+type connectRound struct {
+	// reloaded: the view was marked for a reload after a refusal.
+	reloaded bool
+	// lookup: read the user's sessions from the store this round, though
+	// the view does not know the user.
+	lookup bool
+}
+
+// again is the connect's one retry rule. It says, for the error a round
+// ended with, whether to decide again and with what refreshed: a refusal
+// (NoCapacity, NotAssigned) gets one more round from the store, since the
+// user may have a session this server does not know of (R-C1 answers it
+// even over the limit) and the view may be stale (sessions ended on
+// another replica); a lost commit race gets a round with the host (and,
+// after a second loss, the whole pool) re-read.
+func (r *connectRound) again(err error, attempt int, v *poolView) bool {
+	switch {
+	case vdibroker.ErrorCode(err) == vdibroker.ENoCapacity || vdibroker.ErrorCode(err) == vdibroker.ENotAssigned:
+		if r.lookup && r.reloaded {
+			return false // decided from the store already: the refusal stands
+		}
+		if !r.reloaded {
+			r.reloaded = true
+			v.markStale()
+		}
+		r.lookup = true
+	case errors.Is(err, vdibroker.ErrUserHasSession):
+		// The user has a session this server did not know of (placed by
+		// another replica, adopted, or on a lost host): the next round
+		// reads it and answers it or replaces it (R-C6, R-C1).
+		r.lookup = true
+	case errors.Is(err, vdibroker.ErrPoolChanged):
+		// Another replica changed the pool's settings since our view read
+		// them: decide again with the new ones (R-P1).
+		v.markStale()
+	case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
+		// Another replica filled or took the host: decide again. After a
+		// second loss the whole view is suspect: re-read the pool.
+		if attempt >= 1 {
+			v.markStale()
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// place runs the rounds of one connect: look up, decide, commit, and the
+// retry rule between rounds. Connects of one user in one pool are
+// serialised here, so they do not reserve several hosts at once.
+func (s *Service) place(ctx context.Context, poolName string, req vdibroker.ConnectRequest) (*Answer, error) {
+	unlock := s.userLocks.Lock(poolName + "\x00" + req.User)
+	defer unlock()
+
+	v := s.views.get(poolName)
+	var round connectRound
+	for attempt := 0; attempt < maxPlaceAttempts; attempt++ {
+		pool, existing, err := s.lookup(ctx, v, req, round.lookup)
+		if err != nil {
+			return nil, err
+		}
+		preq := placement.Request{User: req.User, SessionHost: req.SessionHost}
+		if existing != nil {
+			preq.Existing = &placement.Existing{SessionID: existing.ID, Host: existing.SessionHost, State: existing.State}
+		}
+		d, addr, err := s.decide(v, pool, preq, !req.DryRun)
+		if err != nil {
+			if round.again(err, attempt, v) {
+				continue
+			}
+			return nil, err
+		}
+		if req.DryRun || d.Reconnect {
+			a := &Answer{ConnectResponse: answer(pool, req, d.Host, addr)}
+			a.DryRun, a.Reconnect = req.DryRun, d.Reconnect
+			if d.Reconnect && existing != nil {
+				a.State = existing.State
+				if !req.DryRun {
+					a.SessionID = existing.ID
+				}
+			}
+			return a, nil
+		}
+		a, err := s.commit(ctx, v, pool, req, d, existing, addr)
+		if err == nil {
+			return a, nil
+		}
+		if !round.again(err, attempt, v) {
+			return nil, fmt.Errorf("commit placement: pool=%q host=%q: %w", poolName, d.Host, err)
+		}
+		s.log.DebugContext(ctx, "placement lost a race; retrying", "pool", poolName, "host", d.Host, "err", err)
+	}
+	return nil, vdibroker.Errorf(vdibroker.EConflict, "connect kept losing races with concurrent connects; try again")
+}
+
+// lookup loads the pool's view and, when needed, the user's open session
+// in the pool (R-C1). In a pooled pool a user the view does not know is
+// not read from the store: the database refuses a second session (R-C6)
+// and the retry rule then reads it (force). A dry run never reaches that
+// refusal, so it always reads (R-C8 must answer what a connect would).
+func (s *Service) lookup(ctx context.Context, v *poolView, req vdibroker.ConnectRequest, force bool) (*vdibroker.HostPool, *vdibroker.UserSession, error) {
+	if err := s.views.ensure(ctx, v); err != nil {
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			s.views.drop(v.name)
+		}
+		return nil, nil, err
+	}
+	v.lock()
+	pool := v.pool
+	v.mu.Unlock()
+	if !force && !req.DryRun && pool.HostPoolType == vdibroker.Pooled && !v.knowsUser(req.User) {
+		return pool, nil, nil
+	}
+	existing, err := s.existingSession(ctx, v, pool, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if existing != nil {
+		v.rememberUser(req.User, existing.ID)
+	} else if !req.DryRun {
+		v.rememberUser(req.User, "")
+	}
+	return pool, existing, nil
+}
+
+// decide runs the placement engine on the pool's view and, when reserve is
+// set and the decision is a new session, reserves the host (the count is up
+// before the next Place). The view's lock is released by defer: a panic in
+// the engine or the observe hook, which the HTTP middleware recovers, must
+// not leave the pool locked, or every later connect to it, the maintenance
+// loop (markAllStale) and Close would wait for it forever.
+func (s *Service) decide(v *poolView, pool *vdibroker.HostPool, preq placement.Request, reserve bool) (placement.Decision, string, error) {
+	v.lock()
+	defer v.mu.Unlock()
+	t0 := time.Now()
+	d, err := v.placer.Place(preq)
+	if s.observe != nil {
+		s.observe(pool.LoadBalancerType, time.Since(t0))
+	}
+	if err != nil {
+		return d, "", err
+	}
+	if reserve && !d.Reconnect {
+		v.placer.Apply(d)
+		v.inflight[d.Host]++
+	}
+	return d, v.addrs[d.Host], nil
+}
+
+// commit makes a decided new session durable. The reservation decide made
+// lands in the view when the session is stored, before any heartbeat
+// committed with it is answered (see views.upsertHeartbeat); when the
+// commit fails, the reservation is taken back with the store's count.
+func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
+	d placement.Decision, existing *vdibroker.UserSession, addr string) (*Answer, error) {
+	now := s.now().UTC()
+	sess := &vdibroker.UserSession{
+		ID: newSessionID(now), User: req.User, HostPool: pool.Name, SessionHost: d.Host,
+		State: vdibroker.StatePending, CreateTime: now, StateTime: now,
+	}
+	record, err := json.Marshal(d.Explain)
+	if err != nil {
+		return nil, fmt.Errorf("encode decision record: %w", err)
+	}
+	c := &vdibroker.PlacementCommit{
+		Session:         sess,
+		MaxSessionLimit: pool.MaxSessionLimit,
+		Pooled:          pool.HostPoolType == vdibroker.Pooled,
+		Assign:          d.Assign,
+		Record:          record,
+		PoolUpdateTime:  pool.UpdateTime,
+	}
+	if d.EndExisting && existing != nil {
+		c.EndSessionID = existing.ID
+	}
+	landed := false
+	c.OnCommitted = func(seq int64) { v.land(d.Host, seq); landed = true }
+	err = s.store.CommitPlacement(ctx, c)
+	if !landed {
+		v.lock()
+		v.release(d.Host)
+		v.mu.Unlock()
+	}
+	if err != nil {
+		// The reservation did not land: take it back with the store's count.
+		s.views.refreshHost(context.WithoutCancel(ctx), pool.Name, d.Host)
+		return nil, err
+	}
+	v.rememberUser(req.User, sess.ID)
+	if c.EndSessionID != "" {
+		s.views.refreshHost(ctx, pool.Name, existing.SessionHost)
+	}
+	a := &Answer{ConnectResponse: answer(pool, req, d.Host, addr), Created: true}
+	a.SessionID, a.State = sess.ID, sess.State
+	return a, nil
+}
+
+// existingSession returns the user's open session in the pool (R-C1), or
+// nil. A Pending session older than pendingTimeoutSeconds is not answered:
+// a connect ends it here (R-S3); a dry run only passes over it, since it
+// stores nothing (R-C8). In a MultiplePersistent pool with a named session
+// host, only a session on that host counts (R-PE3); Persistent pools
+// ignore the name, as placement does.
+func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (*vdibroker.UserSession, error) {
+	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
+	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" {
+		f.SessionHost = req.SessionHost
+	}
+	list, err := s.store.ListUserSessions(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	timeout := time.Duration(pool.PendingTimeoutSeconds) * time.Second
+	hbTimeout := time.Duration(pool.HeartbeatTimeoutSeconds) * time.Second
+	var best *vdibroker.UserSession
+	bestLive := false
+	for _, us := range list {
+		if !us.Open() {
+			continue
+		}
+		if us.State == vdibroker.StatePending && timeout > 0 && now.Sub(us.StateTime) > timeout {
+			if req.DryRun {
+				continue
+			}
+			if err := s.store.EndSession(ctx, pool.Name, us.ID, "PendingTimeout", now); err != nil {
+				return nil, err
+			}
+			s.views.refreshHost(ctx, pool.Name, us.SessionHost)
+			continue
+		}
+		// Several only in Personal pools: the first host in query order
+		// whose host takes sessions now, else the first in query order
+		// (R-C1 then ends it and places anew). Preferring a live host keeps
+		// a MultiplePersistent user from getting a second session on a
+		// host where one is already open.
+		live := v.placeable(us.SessionHost, hbTimeout, now)
+		switch {
+		case best == nil,
+			live && !bestLive,
+			live == bestLive && us.SessionHost < best.SessionHost:
+			best, bestLive = us, live
+		}
+	}
+	return best, nil
+}
+
+// answer is the connect answer for host at addr, a new Pending session
+// until the caller says otherwise.
+func answer(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse {
+	if addr == "" {
+		addr = host + ":3389" // not registered yet: the name is all we know
+	}
+	return vdibroker.ConnectResponse{
+		User:        req.User,
+		HostPool:    pool.Name,
+		SessionHost: host,
+		Address:     addr,
+		State:       vdibroker.StatePending,
+		RDPFile:     RDPFile(addr, req.User),
+	}
+}
+
+// newSessionID returns a session id that sorts by creation time (ms) then
+// at random, so lists by id read oldest first.
+func newSessionID(now time.Time) string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return fmt.Sprintf("%012x%s", now.UnixMilli(), hex.EncodeToString(b))
+}

@@ -1,0 +1,131 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Config is what a Service needs. Store is required; the rest has defaults.
+type Config struct {
+	Store  vdibroker.Store
+	Logger *slog.Logger // nil discards logs
+	// Now returns the current time (nil = time.Now). Status (R-H1), expiry
+	// and placement decisions use it.
+	Now func() time.Time
+	// Rand returns a uniform integer in [0, n) for placement draws (nil =
+	// math/rand/v2).
+	Rand func(n int) int
+	// MaintenanceInterval is how often the background loop ends expired
+	// Pending sessions (R-S3) and marks the placement views for a refresh
+	// from the store (so changes made by other replicas are seen). 0 = 5s.
+	MaintenanceInterval time.Duration
+	// ObservePlacement, when set, is called with the pool's load balancer
+	// type and the engine's decision time of every connect (for example
+	// metrics.ObservePlacement).
+	ObservePlacement func(algorithm string, d time.Duration)
+}
+
+// Service is the broker service on a vdibroker.Store.
+type Service struct {
+	store   vdibroker.Store
+	log     *slog.Logger
+	now     func() time.Time
+	rand    func(n int) int
+	observe func(algorithm string, d time.Duration)
+
+	views     *views
+	userLocks keyedMutex
+	idem      *idempotency
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a Service and starts its maintenance loop; Close stops it.
+func New(cfg Config) *Service {
+	s := &Service{
+		store:   cfg.Store,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		rand:    cfg.Rand,
+		observe: cfg.ObservePlacement,
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.rand == nil {
+		s.rand = rand.IntN
+	}
+	s.views = newViews(s)
+	s.idem = newIdempotency(s.now)
+	interval := cfg.MaintenanceInterval
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	go s.maintain(interval)
+	return s
+}
+
+// Store returns the store the service works on, for reads that need no
+// business rule (lists of sessions, tokens).
+func (s *Service) Store() vdibroker.Store { return s.store }
+
+// Now returns the service's current time.
+func (s *Service) Now() time.Time { return s.now() }
+
+// Close stops the maintenance loop. It does not close the store. It may be
+// called more than once.
+func (s *Service) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+	})
+	return nil
+}
+
+// maintain runs the background work: pending timeout (R-S3) and refreshing
+// the placement views.
+func (s *Service) maintain(interval time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	// Close cancels work in progress, so it never waits for a slow store.
+	base, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case <-s.stop:
+			stop()
+		case <-base.Done():
+		}
+	}()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
+		n, err := s.store.ExpirePending(ctx, s.now())
+		cancel()
+		if err != nil && base.Err() == nil {
+			s.log.Error("expire pending sessions", "err", err)
+		} else if n > 0 {
+			s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", "PendingTimeout")
+		}
+		// Another replica may have placed, or heartbeats may have arrived
+		// there: the next connect re-reads each pool from the store.
+		s.views.markAllStale()
+	}
+}

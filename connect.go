@@ -1,0 +1,41 @@
+package vdibroker
+
+// ConnectRequest is a connect (SPEC §4, §9): a user asks for a desktop in a
+// host pool. The broker service answers it; the HTTP API and its client
+// carry it as the body of POST /hostpools/{pool}/connect.
+type ConnectRequest struct {
+	User   string `json:"user"`
+	DryRun bool   `json:"dryRun,omitempty"`
+	// SessionHost names the host for MultiplePersistent pools (R-PE3).
+	SessionHost string `json:"sessionHost,omitempty"`
+}
+
+// ConnectResponse answers a connect: the user's session (new, Pending, or
+// the existing one on reconnect) and how to reach it. A dry run has no
+// SessionID (R-C8).
+type ConnectResponse struct {
+	SessionID   string `json:"sessionId,omitempty"`
+	User        string `json:"user"`
+	HostPool    string `json:"hostPool"`
+	SessionHost string `json:"sessionHost"`
+	Address     string `json:"address"`
+	State       string `json:"state"`
+	Reconnect   bool   `json:"reconnect"`
+	DryRun      bool   `json:"dryRun"`
+	// RDPFile is the text of an .rdp file an RDP client opens (CRLF lines).
+	RDPFile string `json:"rdpFile"`
+}
+
+// ValidateConnect checks a connect's fields (R-P4 style: the field and the
+// allowed form are named).
+func ValidateConnect(req *ConnectRequest) error {
+	if err := ValidateUser("user", req.User); err != nil {
+		return err
+	}
+	if req.SessionHost != "" {
+		if err := ValidateName("sessionHost", req.SessionHost, MinHostNameLen, MaxHostNameLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
