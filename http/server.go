@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
-		nethttp "net/http"
+	nethttp "net/http"
 	"regexp"
 	"runtime/debug"
 	"time"
