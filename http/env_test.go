@@ -45,6 +45,10 @@ type envOptions struct {
 	dsn      string // "" = SQLite in a temp dir
 	replicas int
 	rand     func(int) int
+	// maintenance is the servers' MaintenanceInterval (0 = the default);
+	// a test that moves the clock past a timeout sets it long, so the
+	// background loop cannot act between its steps.
+	maintenance time.Duration
 }
 
 // newEnv starts a SQLite-backed server.
@@ -121,7 +125,8 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 			}
 			t.Cleanup(func() { rs.Close() })
 		}
-		srv := vhttp.NewServer(vhttp.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken})
+		srv := vhttp.NewServer(vhttp.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
+			MaintenanceInterval: o.maintenance})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		e.srvs = append(e.srvs, srv)
