@@ -187,6 +187,14 @@ type Placer interface {
 	Remove(name string)
 	// SetPool changes the pool's settings (R-P1: applies to the next Place).
 	SetPool(p Pool)
+	// SetRoundRobin sets the R-LI4 cursor: bucket 1's round robin goes on
+	// from the host after host in query order (a host of any name, known
+	// or not; "" starts at the first). The cursor is shared through the
+	// store, so that replicas and a restarted broker go on where the pool
+	// left off.
+	SetRoundRobin(host string)
+	// RoundRobin returns the R-LI4 cursor: the host last chosen in bucket 1.
+	RoundRobin() string
 	// Host returns the engine's current view of a host. Its Metrics is
 	// the engine's own sample: read it, never change it.
 	Host(name string) (Host, bool)

@@ -413,6 +413,12 @@ func (x *indexed) account(h *Host, sign int) {
 	}
 }
 
+// SetRoundRobin implements Placer.
+func (x *indexed) SetRoundRobin(host string) { x.lastRR, x.rrStale = host, true }
+
+// RoundRobin implements Placer.
+func (x *indexed) RoundRobin() string { return x.lastRR }
+
 func (x *indexed) SetPool(p Pool) {
 	x.s = newSettings(p)
 	x.rebuild()

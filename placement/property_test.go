@@ -275,6 +275,16 @@ func TestIndexedMatchesReference_Property(t *testing.T) {
 					m.upsert(h)
 				}
 			},
+			"setRoundRobin": func(t *rapid.T) {
+				// R-LI4: the cursor another replica stored, naming a host
+				// of this pool, one removed since, or none.
+				after := rapid.SampledFrom(append([]string{"", "h03a", "zz"}, m.names...)).Draw(t, "rrAfter")
+				m.fast.SetRoundRobin(after)
+				m.ref.SetRoundRobin(after)
+				if m.fast.RoundRobin() != after || m.ref.RoundRobin() != after {
+					t.Fatalf("RoundRobin after SetRoundRobin(%q): indexed %q, reference %q", after, m.fast.RoundRobin(), m.ref.RoundRobin())
+				}
+			},
 			"tick": func(t *rapid.T) {
 				m.now = m.now.Add(time.Duration(rapid.IntRange(0, 90).Draw(t, "seconds")) * time.Second)
 			},

@@ -40,6 +40,12 @@ func (r *reference) Remove(name string) { delete(r.hosts, name) }
 
 func (r *reference) SetPool(p Pool) { r.s = newSettings(p) }
 
+// SetRoundRobin implements Placer.
+func (r *reference) SetRoundRobin(host string) { r.lastRR = host }
+
+// RoundRobin implements Placer.
+func (r *reference) RoundRobin() string { return r.lastRR }
+
 func (r *reference) Host(name string) (Host, bool) {
 	h, ok := r.hosts[name]
 	if !ok {
