@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Error codes of SPEC §9. Each maps to one HTTP status in HTTPStatus.
@@ -16,7 +17,10 @@ const (
 	EConflict        = "Conflict"
 	ENoCapacity      = "NoCapacity"
 	EHostStarting    = "HostStarting"
-	EInternal        = "Internal"
+	// EStoreUnavailable: the broker's database cannot be reached (an
+	// outage); the request may be retried after RetryAfter.
+	EStoreUnavailable = "StoreUnavailable"
+	EInternal         = "Internal"
 )
 
 // Error is the one error type of the domain. Code is one of the E* constants,
@@ -26,6 +30,9 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// RetryAfter, when set, is how long the caller should wait before
+	// trying again (the Retry-After header of a 503).
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *Error) Error() string {
@@ -68,6 +75,15 @@ func ErrorMessage(err error) string {
 	return "internal error"
 }
 
+// ErrorRetryAfter returns the RetryAfter of the first *Error in err's chain.
+func ErrorRetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}
+
 // ErrorField returns the field of the first *Error in err's chain.
 func ErrorField(err error) string {
 	var e *Error
@@ -80,15 +96,16 @@ func ErrorField(err error) string {
 // codeStatus is the one table mapping codes to HTTP statuses, used by the
 // server to answer and by the client to map back.
 var codeStatus = map[string]int{
-	EInvalid:         http.StatusBadRequest,
-	EUnauthenticated: http.StatusUnauthorized,
-	EPermission:      http.StatusForbidden,
-	ENotAssigned:     http.StatusForbidden,
-	ENotFound:        http.StatusNotFound,
-	EConflict:        http.StatusConflict,
-	ENoCapacity:      http.StatusServiceUnavailable,
-	EHostStarting:    http.StatusServiceUnavailable,
-	EInternal:        http.StatusInternalServerError,
+	EInvalid:          http.StatusBadRequest,
+	EUnauthenticated:  http.StatusUnauthorized,
+	EPermission:       http.StatusForbidden,
+	ENotAssigned:      http.StatusForbidden,
+	ENotFound:         http.StatusNotFound,
+	EConflict:         http.StatusConflict,
+	ENoCapacity:       http.StatusServiceUnavailable,
+	EHostStarting:     http.StatusServiceUnavailable,
+	EStoreUnavailable: http.StatusServiceUnavailable,
+	EInternal:         http.StatusInternalServerError,
 }
 
 // HTTPStatus returns the HTTP status for an error code (500 for unknown codes).

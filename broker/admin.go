@@ -155,6 +155,7 @@ func (s *Service) DeleteSessionHost(ctx context.Context, pool, name string, forc
 		return err
 	}
 	s.views.removeHost(pool, name)
+	s.creds.forget(pool, name)
 	return nil
 }
 
@@ -175,19 +176,19 @@ func (s *Service) RegisterHost(ctx context.Context, tokenHash string, req *vdibr
 
 // Heartbeat applies host's heartbeat (R-S2 reconciliation, R-S3, R-S5)
 // synchronously, so the counts reflect it when the answer arrives, and
-// updates the pool's view with the result.
+// updates the pool's view with the result. While the store is down it is
+// held and written when the store is back (issue 19); the result then has
+// the pool's settings and no commands.
 func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResult, error) {
-	res, err := s.store.ApplyHeartbeat(ctx, host.HostPool, host.Name, hb, s.now().UTC())
-	if err != nil {
-		return nil, err
+	now := s.now().UTC()
+	if s.health.Down() {
+		return s.holdHeartbeat(host, hb, now), nil
 	}
-	if res.Pool != nil {
-		s.views.setPool(res.Pool)
+	res, err := s.applyHeartbeat(ctx, hostKey{host.HostPool, host.Name}, hb, now)
+	if storeIsDown(err) {
+		return s.holdHeartbeat(host, hb, now), nil
 	}
-	if res.Host != nil {
-		s.views.upsertHeartbeat(res)
-	}
-	return res, nil
+	return res, err
 }
 
 // EndSession ends a session at once with reason (an admin's logoff of a

@@ -119,9 +119,15 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 	defer unlock()
 
 	v := s.views.get(poolName)
+	if s.health.Down() {
+		return s.reconnectFromMemory(v, req, nil)
+	}
 	var round connectRound
 	for attempt := 0; attempt < maxPlaceAttempts; attempt++ {
 		pool, existing, err := s.lookup(ctx, v, req, round.lookup)
+		if storeIsDown(err) {
+			return s.reconnectFromMemory(v, req, err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -181,10 +187,8 @@ func (s *Service) lookup(ctx context.Context, v *poolView, req vdibroker.Connect
 	if err != nil {
 		return nil, nil, err
 	}
-	if existing != nil {
-		v.rememberUser(req.User, existing.ID)
-	} else if !req.DryRun {
-		v.rememberUser(req.User, "")
+	if existing != nil || !req.DryRun {
+		v.rememberUser(req.User, existing)
 	}
 	return pool, existing, nil
 }
@@ -252,7 +256,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 		s.views.refreshHost(context.WithoutCancel(ctx), pool.Name, d.Host)
 		return nil, err
 	}
-	v.rememberUser(req.User, sess.ID)
+	v.rememberUser(req.User, sess)
 	if c.EndSessionID != "" {
 		s.views.refreshHost(ctx, pool.Name, existing.SessionHost)
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	// type and the engine's decision time of every connect (for example
 	// metrics.ObservePlacement).
 	ObservePlacement func(algorithm string, d time.Duration)
+	// StoreTimeout bounds every store call (0 = 5s): a database that does
+	// not answer in time is treated as down (issue 19), so no request
+	// waits longer than this for it.
+	StoreTimeout time.Duration
 }
 
 // Service is the broker service on a vdibroker.Store.
@@ -38,8 +42,12 @@ type Service struct {
 	rand    func(n int) int
 	observe func(algorithm string, d time.Duration)
 
+	health    *Health
+	held      heldHeartbeats
+	creds     credentials
 	views     *views
 	userLocks keyedMutex
+	hostLocks keyedMutex // one host's heartbeats, one at a time
 	idem      *idempotency
 
 	stop      chan struct{}
@@ -67,19 +75,31 @@ func New(cfg Config) *Service {
 	if s.rand == nil {
 		s.rand = rand.IntN
 	}
+	timeout := cfg.StoreTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	s.health = &Health{log: s.log, now: s.now, ping: cfg.Store.Ping, interval: min(timeout, time.Second), stop: s.stop}
+	s.store = &guardedStore{Store: cfg.Store, timeout: timeout, health: s.health}
 	s.views = newViews(s)
+	s.health.onUp = append(s.health.onUp, s.applyHeld, s.views.markAllStale)
 	s.idem = newIdempotency(s.now)
 	interval := cfg.MaintenanceInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
 	go s.maintain(interval)
+	go s.health.watch()
 	return s
 }
 
 // Store returns the store the service works on, for reads that need no
-// business rule (lists of sessions, tokens).
+// business rule (lists of sessions, tokens): every call is bounded by the
+// store timeout and answers StoreUnavailable during an outage.
 func (s *Service) Store() vdibroker.Store { return s.store }
+
+// Health returns what the service knows of its store.
+func (s *Service) Health() *Health { return s.health }
 
 // Now returns the service's current time.
 func (s *Service) Now() time.Time { return s.now() }
@@ -127,5 +147,10 @@ func (s *Service) maintain(interval time.Duration) {
 		// Another replica may have placed, or heartbeats may have arrived
 		// there: the next connect re-reads each pool from the store.
 		s.views.markAllStale()
+		if !s.health.Down() {
+			ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
+			s.views.catchUpAll(ctx)
+			cancel()
+		}
 	}
 }

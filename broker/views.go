@@ -46,7 +46,9 @@ type poolView struct {
 	// enforced by the database in Pooled pools), which saves a read per
 	// new connect; a user in it is always checked against the store, so a
 	// session that ended elsewhere is never answered.
-	users map[string]string
+	users map[string]knownSession
+	// usersAfter is the id of the newest session catchUpUsers read.
+	usersAfter string
 	// inflight counts reservations applied to the placer whose commit has
 	// not finished: a refresh from the store adds them back so a reload
 	// does not forget placements that are about to land.
@@ -112,7 +114,7 @@ func (vs *views) get(name string) *poolView {
 	defer vs.mu.Unlock()
 	v, ok := vs.m[name]
 	if !ok {
-		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]string{},
+		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]knownSession{},
 			landed: map[string][]int64{}, seen: map[string]int64{}}
 		vs.m[name] = v
 	}
@@ -380,6 +382,52 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 	return nil
 }
 
+// catchUpUsers adds to v's users the pool's sessions opened since the
+// last catch-up (session ids sort by creation time), so that during a store
+// outage this server can answer the reconnects of users placed by other
+// replicas or before a restart (issue 19). Users the view learnt otherwise
+// keep what it learnt. It runs when a view is first loaded and on every
+// maintenance tick, reading at most catchUpBatch sessions a time.
+func (vs *views) catchUpUsers(ctx context.Context, v *poolView) error {
+	v.lock()
+	after := v.usersAfter
+	v.mu.Unlock()
+	list, err := vs.s.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: v.name, After: after, Limit: catchUpBatch})
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	v.lock()
+	defer v.mu.Unlock()
+	for _, us := range list {
+		if _, ok := v.users[us.User]; !ok && len(v.users) < maxKnownUsers {
+			v.users[us.User] = knownSession{id: us.ID, host: us.SessionHost, state: us.State, createTime: us.CreateTime}
+		}
+	}
+	v.usersAfter = max(v.usersAfter, list[len(list)-1].ID)
+	return nil
+}
+
+// catchUpBatch bounds one catch-up read.
+const catchUpBatch = 20000
+
+// catchUpAll runs catchUpUsers on every loaded view.
+func (vs *views) catchUpAll(ctx context.Context) {
+	vs.mu.Lock()
+	all := make([]*poolView, 0, len(vs.m))
+	for _, v := range vs.m {
+		all = append(all, v)
+	}
+	vs.mu.Unlock()
+	for _, v := range all {
+		if err := vs.catchUpUsers(ctx, v); err != nil {
+			if ctx.Err() == nil {
+				vs.s.log.Warn("catch up with a pool's new sessions", "pool", v.name, "err", err)
+			}
+			return
+		}
+	}
+}
+
 // refreshHost re-reads one host from the store into the view (after a lost
 // commit race or a session change).
 func (vs *views) refreshHost(ctx context.Context, pool, name string) {
@@ -433,18 +481,34 @@ func (v *poolView) knowsUser(user string) bool {
 	return ok
 }
 
-// rememberUser records (id != "") or forgets (id == "") user's open session.
-func (v *poolView) rememberUser(user, id string) {
+// knownSession is what a view remembers of a user's open session: enough
+// to answer a reconnect from memory while the store is down (issue 19).
+type knownSession struct {
+	id, host, state string
+	createTime      time.Time
+}
+
+// rememberUser records (us != nil) or forgets (us == nil) user's open
+// session.
+func (v *poolView) rememberUser(user string, us *vdibroker.UserSession) {
 	v.lock()
 	defer v.mu.Unlock()
-	if id == "" {
+	if us == nil {
 		delete(v.users, user)
 		return
 	}
 	if len(v.users) >= maxKnownUsers {
-		v.users = map[string]string{}
+		v.users = map[string]knownSession{}
 	}
-	v.users[user] = id
+	v.users[user] = knownSession{id: us.ID, host: us.SessionHost, state: us.State, createTime: us.CreateTime}
+}
+
+// knownSession returns the session the view remembers for user.
+func (v *poolView) knownSession(user string) (knownSession, bool) {
+	v.lock()
+	defer v.mu.Unlock()
+	k, ok := v.users[user]
+	return k, ok
 }
 
 // markStale makes the next connect re-read the pool from the store.

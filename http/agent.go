@@ -60,7 +60,7 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	host, err := s.store.HostByCredential(r.Context(), hashSecret(cred))
+	host, err := s.svc.HostByCredential(r.Context(), hashSecret(cred))
 	if err != nil {
 		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
 			return vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential is invalid or revoked; register the agent again")

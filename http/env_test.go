@@ -49,6 +49,8 @@ type envOptions struct {
 	// a test that moves the clock past a timeout sets it long, so the
 	// background loop cannot act between its steps.
 	maintenance time.Duration
+	// storeTimeout is the servers' StoreTimeout (0 = the default).
+	storeTimeout time.Duration
 }
 
 // newEnv starts a SQLite-backed server.
@@ -126,7 +128,7 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 			t.Cleanup(func() { rs.Close() })
 		}
 		srv := vhttp.NewServer(vhttp.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
-			MaintenanceInterval: o.maintenance})
+			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		e.srvs = append(e.srvs, srv)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -50,6 +51,9 @@ func writeError(w nethttp.ResponseWriter, r *nethttp.Request, s *Server, err err
 	}
 	if code == vdibroker.EUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vdibroker"`)
+	}
+	if d := vdibroker.ErrorRetryAfter(err); d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((d+time.Second-1)/time.Second)))
 	}
 	writeJSON(w, vdibroker.HTTPStatus(code), errorBody{Error: e})
 }

@@ -1,9 +1,12 @@
 package http
 
 import (
+	"context"
+	"time"
 	nethttp "net/http"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 )
 
 // routes registers the API of SPEC §9 with the access each call needs.
@@ -61,13 +64,36 @@ func (s *Server) whoami(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	return nil
 }
 
+// Health is the answer of GET /healthz.
+type Health struct {
+	Status string `json:"status"` // ok, or store unavailable
+	// Store is the store's health: up, or down since when and why.
+	Store broker.HealthStatus `json:"store"`
+}
+
+// healthz is GET /healthz: 200 while the store answers, 503 with the
+// reason during an outage (issue 19), within the store timeout either way.
+// GET /healthz?live answers 200 whenever the process serves, so an
+// orchestrator does not restart a healthy broker for its database's sake.
 func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	if err := s.store.Ping(r.Context()); err != nil {
-		s.loggerFrom(r.Context()).Error("healthz: store ping", "err", err)
-		writeJSON(w, nethttp.StatusServiceUnavailable, map[string]string{"status": "store unavailable"})
+	if r.URL.Query().Has("live") {
+		writeJSON(w, nethttp.StatusOK, map[string]string{"status": "live"})
 		return nil
 	}
-	writeJSON(w, nethttp.StatusOK, map[string]string{"status": "ok"})
+	h := s.svc.Health()
+	if !h.Down() {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if err := s.store.Ping(ctx); err != nil {
+			s.loggerFrom(r.Context()).Error("healthz: store ping", "err", err)
+		}
+	}
+	st := h.Status()
+	if !st.Up {
+		writeJSON(w, nethttp.StatusServiceUnavailable, Health{Status: "store unavailable", Store: st})
+		return nil
+	}
+	writeJSON(w, nethttp.StatusOK, Health{Status: "ok", Store: st})
 	return nil
 }
 

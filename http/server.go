@@ -34,6 +34,9 @@ type Config struct {
 	// type and the engine's decision time of every connect (for example
 	// metrics.ObservePlacement). Used only when Broker is nil.
 	ObservePlacement func(algorithm string, d time.Duration)
+	// StoreTimeout bounds every store call (see broker.Config). Used only
+	// when Broker is nil.
+	StoreTimeout time.Duration
 	// Broker is the broker service the API calls. Nil makes one on Store
 	// (with Logger, Now, Rand, MaintenanceInterval and ObservePlacement),
 	// which Close then stops; a Broker given here is the caller's to close.
@@ -76,9 +79,11 @@ func NewServer(cfg Config) *Server {
 	}
 	if s.svc == nil {
 		s.svc = broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, Rand: cfg.Rand,
-			MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement})
+			MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
+			StoreTimeout: cfg.StoreTimeout})
 		s.ownSvc = true
 	}
+	s.store = s.svc.Store() // bounded by the store timeout, outage-aware
 	s.mux = nethttp.NewServeMux()
 	s.routes()
 	s.handler = s.middleware(s.mux)

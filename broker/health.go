@@ -1,0 +1,188 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Health is what the broker knows of its store: up, or down since when and
+// why (issue 19). A store call that fails with anything but a domain error,
+// or runs past the store timeout, is checked at once with a ping under a
+// short deadline; a failed ping starts an outage, and a prober pings until
+// the store answers again. Changes are logged once each.
+type Health struct {
+	log *slog.Logger
+	now func() time.Time
+
+	mu       sync.Mutex
+	down     bool
+	since    time.Time
+	reason   string
+	past     time.Duration // total length of the outages that ended
+	onUp     []func()
+	probing  bool
+	ping     func(ctx context.Context) error
+	interval time.Duration
+	stop     <-chan struct{}
+}
+
+// HealthStatus is a snapshot of Health.
+type HealthStatus struct {
+	Up bool `json:"up"`
+	// Since is when the current outage began (zero while up).
+	Since time.Time `json:"since,omitzero"`
+	// Reason says why the store is down (empty while up).
+	Reason string `json:"reason,omitempty"`
+	// OutageSeconds is the total time the store was down since start,
+	// the current outage included.
+	OutageSeconds float64 `json:"outageSeconds"`
+}
+
+// Status returns the store's health now.
+func (h *Health) Status() HealthStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := h.past
+	if h.down {
+		total += h.now().Sub(h.since)
+	}
+	return HealthStatus{Up: !h.down, Since: h.since, Reason: h.reason, OutageSeconds: total.Seconds()}
+}
+
+// Down reports whether an outage is under way.
+func (h *Health) Down() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down
+}
+
+// fail records that the store did not answer: reason is the ping's error.
+func (h *Health) fail(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down {
+		return
+	}
+	h.down, h.since, h.reason = true, h.now(), reason
+	h.log.Error("store unavailable: brokering from memory until it is back", "reason", reason)
+	if !h.probing {
+		h.probing = true
+		go h.probe()
+	}
+}
+
+// recovered ends an outage and runs the recovery hooks (outside the lock).
+func (h *Health) recovered() {
+	h.mu.Lock()
+	if !h.down {
+		h.mu.Unlock()
+		return
+	}
+	d := h.now().Sub(h.since)
+	h.past += d
+	h.down, h.since, h.reason = false, time.Time{}, ""
+	hooks := h.onUp
+	h.mu.Unlock()
+	h.log.Info("store available again", "outage", d.Round(time.Millisecond))
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// watch pings the store every interval while it is up, so an outage is
+// known within about two intervals even when no request comes (the probe
+// takes over while it is down).
+func (h *Health) watch() {
+	t := time.NewTicker(h.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		if h.Down() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.interval)
+		err := h.ping(ctx)
+		cancel()
+		if err != nil {
+			h.fail(err.Error())
+		}
+	}
+}
+
+// probe pings the store every interval until it answers.
+func (h *Health) probe() {
+	t := time.NewTicker(h.interval)
+	defer t.Stop()
+	defer func() {
+		h.mu.Lock()
+		h.probing = false
+		h.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.interval)
+		err := h.ping(ctx)
+		cancel()
+		if err == nil {
+			h.recovered()
+			return
+		}
+	}
+}
+
+// check runs after a store call that failed with err: a domain error
+// (NotFound, Conflict...) says the store answered; anything else is
+// checked with a ping. It returns the error to answer: StoreUnavailable
+// while the store is down, err otherwise.
+func (h *Health) check(err error) error {
+	if err == nil || vdibroker.ErrorCode(err) != vdibroker.EInternal {
+		return err
+	}
+	if !h.Down() {
+		ctx, cancel := context.WithTimeout(context.Background(), h.interval)
+		perr := h.ping(ctx)
+		cancel()
+		if perr == nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The store answers pings but not this call in time
+				// (overloaded, a lock held): not an outage, but the
+				// caller must not wait longer.
+				return unavailable(err)
+			}
+			return err
+		}
+		h.fail(perr.Error())
+	}
+	return unavailable(err)
+}
+
+// retryAfter is what a refusal during an outage tells the caller to wait.
+const retryAfter = 5 * time.Second
+
+func unavailable(cause error) error {
+	return &storeDown{cause: cause}
+}
+
+// storeDown is a StoreUnavailable *vdibroker.Error that keeps its cause
+// for the log and errors.Is.
+type storeDown struct{ cause error }
+
+func (e *storeDown) Error() string { return "store unavailable: " + e.cause.Error() }
+func (e *storeDown) Unwrap() []error {
+	return []error{e.cause, &vdibroker.Error{Code: vdibroker.EStoreUnavailable,
+		Message:    "the broker cannot reach its database right now; try again shortly",
+		RetryAfter: retryAfter}}
+}

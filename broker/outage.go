@@ -1,0 +1,256 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// What the service does while its store is down (issue 19): reconnects of
+// users it knows are answered from memory, new connects are refused with
+// StoreUnavailable and Retry-After, and heartbeats are accepted and kept
+// (the latest per host, with every command result) to be written when the
+// store is back.
+
+// storeIsDown reports whether err is the store's outage.
+func storeIsDown(err error) bool {
+	return vdibroker.ErrorCode(err) == vdibroker.EStoreUnavailable
+}
+
+// reconnectFromMemory answers a connect while the store is down: the
+// user's open session as the view remembers it, on its host, when the view
+// sees that host taking sessions (R-C1, R-H1). Anything else would need
+// the store (a new session, ending a lost one, R-S3) and is refused with
+// cause, a StoreUnavailable error.
+func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest, cause error) (*Answer, error) {
+	if !storeIsDown(cause) {
+		cause = unavailable(errors.New("store down"))
+	}
+	v.lock()
+	pool, loaded := v.pool, v.placer != nil
+	v.mu.Unlock()
+	if !loaded || pool == nil {
+		return nil, cause
+	}
+	k, ok := v.knownSession(req.User)
+	if !ok || k.id == "" {
+		return nil, cause
+	}
+	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" && req.SessionHost != k.host {
+		return nil, cause
+	}
+	now := s.now()
+	if k.state == vdibroker.StatePending && pool.PendingTimeoutSeconds > 0 &&
+		now.Sub(k.createTime) > time.Duration(pool.PendingTimeoutSeconds)*time.Second {
+		return nil, cause // expired (R-S3): ending it needs the store
+	}
+	if !v.placeable(k.host, time.Duration(pool.HeartbeatTimeoutSeconds)*time.Second, now) {
+		return nil, cause // R-C1 would end it and place anew
+	}
+	v.lock()
+	addr := v.addrs[k.host]
+	v.mu.Unlock()
+	a := &Answer{ConnectResponse: answer(pool, req, k.host, addr)}
+	a.Reconnect, a.DryRun, a.State = true, req.DryRun, k.state
+	if !req.DryRun {
+		a.SessionID = k.id
+	}
+	s.log.Info("reconnect answered from memory during a store outage", "pool", pool.Name, "user", req.User, "host", k.host)
+	return a, nil
+}
+
+// heldHeartbeats keeps the heartbeats that arrived during an outage, to be
+// applied when the store is back. Per host: the latest sessions, metrics,
+// policy and flags (what reconciliation needs), and every command result
+// (each was reported once, and the agent does not send it again).
+type heldHeartbeats struct {
+	mu sync.Mutex
+	m  map[hostKey]*heldHeartbeat
+}
+
+type hostKey struct{ pool, host string }
+
+type heldHeartbeat struct {
+	hb *vdibroker.HeartbeatRequest
+	at time.Time
+}
+
+// hold keeps hb, received at at, for k, with the results of the one it
+// replaces.
+func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time) {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	if hh.m == nil {
+		hh.m = map[hostKey]*heldHeartbeat{}
+	}
+	c := *hb
+	if old := hh.m[k]; old != nil {
+		c.Results = append(append([]vdibroker.CommandResult(nil), old.hb.Results...), hb.Results...)
+	}
+	hh.m[k] = &heldHeartbeat{hb: &c, at: at}
+}
+
+// take returns and forgets k's held heartbeat (nil when none).
+func (hh *heldHeartbeats) take(k hostKey) *heldHeartbeat {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	h := hh.m[k]
+	delete(hh.m, k)
+	return h
+}
+
+// keys returns the hosts with a held heartbeat.
+func (hh *heldHeartbeats) keys() []hostKey {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	ks := make([]hostKey, 0, len(hh.m))
+	for k := range hh.m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// holdHeartbeat accepts a heartbeat while the store is down: it is kept
+// for later, the view sees the host alive (so it stays placeable for
+// reconnects, and does not turn Unavailable when the store returns), and
+// the answer carries no commands (they are in the store).
+func (s *Service) holdHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest, now time.Time) *vdibroker.HeartbeatResult {
+	s.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
+	s.held.hold(hostKey{host.HostPool, host.Name}, hb, now)
+	res := &vdibroker.HeartbeatResult{}
+	v := s.views.peek(host.HostPool)
+	if v == nil {
+		return res
+	}
+	v.lock()
+	defer v.mu.Unlock()
+	res.Pool = v.pool
+	if v.placer == nil {
+		return res
+	}
+	if h, ok := v.placer.Host(host.Name); ok {
+		h.LastHeartBeat = &now
+		h.ShuttingDown = hb.ShuttingDown
+		h.HealthError = hb.HealthError
+		v.placer.Upsert(h)
+	}
+	return res
+}
+
+// applyHeld writes the heartbeats held during an outage, once the store is
+// back: reconciliation (R-S2) runs on each as it would have then.
+func (s *Service) applyHeld() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	for _, k := range s.held.keys() {
+		_, err := s.applyHeartbeat(ctx, k, nil, time.Time{})
+		switch {
+		case err == nil:
+			n++
+		case storeIsDown(err):
+			return // down again: the rest waits for the next recovery
+		default:
+			s.log.Error("apply a heartbeat held during the outage", "pool", k.pool, "host", k.host, "err", err)
+		}
+	}
+	if n > 0 {
+		s.log.Info("applied the heartbeats held during the outage", "hosts", n)
+	}
+}
+
+// applyHeartbeat writes host k's heartbeat hb, received at at, and updates
+// the pool's view with the result. A heartbeat held during an outage is
+// written first, or, when hb is newer, only its command results go with
+// hb: its sessions are old news. hb nil writes the held one alone.
+// Heartbeats of one host are written one at a time, so a held one is never
+// written over a newer one. On failure the held heartbeat is kept.
+func (s *Service) applyHeartbeat(ctx context.Context, k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time) (res *vdibroker.HeartbeatResult, err error) {
+	unlock := s.hostLocks.Lock(k.pool + "\x00" + k.host)
+	defer unlock()
+	held := s.held.take(k)
+	if held != nil {
+		defer func() {
+			if err != nil {
+				s.held.hold(k, held.hb, held.at)
+			}
+		}()
+		if hb == nil {
+			hb, at = held.hb, held.at
+		} else if len(held.hb.Results) > 0 {
+			c := *hb
+			c.Results = append(append([]vdibroker.CommandResult(nil), held.hb.Results...), hb.Results...)
+			hb = &c
+		}
+	}
+	if hb == nil {
+		return nil, nil
+	}
+	res, err = s.store.ApplyHeartbeat(ctx, k.pool, k.host, hb, at)
+	if err != nil {
+		return nil, err
+	}
+	if res.Pool != nil {
+		s.views.setPool(res.Pool)
+	}
+	if res.Host != nil {
+		s.views.upsertHeartbeat(res)
+	}
+	return res, nil
+}
+
+// credentials remembers which host a credential hash belongs to, for the
+// heartbeats of an outage only: while the store is up it is always asked,
+// so a revoked credential stops working at once.
+type credentials struct {
+	mu sync.Mutex
+	m  map[string]*vdibroker.SessionHost
+}
+
+const maxCredentials = 1 << 17
+
+func (c *credentials) put(hash string, h *vdibroker.SessionHost) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCredentials {
+		c.m = map[string]*vdibroker.SessionHost{}
+	}
+	c.m[hash] = &vdibroker.SessionHost{HostPool: h.HostPool, Name: h.Name}
+}
+
+func (c *credentials) get(hash string) (*vdibroker.SessionHost, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[hash]
+	return h, ok
+}
+
+func (c *credentials) forget(pool, host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, h := range c.m {
+		if h.HostPool == pool && h.Name == host {
+			delete(c.m, k)
+		}
+	}
+}
+
+// HostByCredential returns the host a credential hash belongs to
+// (Unauthenticated when none). During an outage a credential this service
+// saw before is trusted from memory, so heartbeats go on being accepted.
+func (s *Service) HostByCredential(ctx context.Context, credentialHash string) (*vdibroker.SessionHost, error) {
+	h, err := s.store.HostByCredential(ctx, credentialHash)
+	if err == nil {
+		s.creds.put(credentialHash, h)
+		return h, nil
+	}
+	if storeIsDown(err) {
+		if h, ok := s.creds.get(credentialHash); ok {
+			return h, nil
+		}
+	}
+	return nil, err
+}

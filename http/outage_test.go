@@ -1,0 +1,202 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
+)
+
+// TestStoreOutage_PostgreSQL (issue 19): two replicas on a PostgreSQL
+// server of the test's own, which is stopped (and, separately, paused with
+// SIGSTOP) while sessions are open. During the outage /healthz says so
+// within the store timeout and /healthz?live stays 200; reconnects of
+// existing users are answered from memory on their host (R-C1) through
+// either replica within 1 s each; new users get 503 StoreUnavailable with
+// Retry-After within the store timeout, never a hang or a 500; heartbeats
+// are accepted. When the server is back, with no restart of the brokers,
+// every session is in the database, the counts are exact, a heartbeat held
+// during the outage has been reconciled (R-S2), and new connects work.
+func TestStoreOutage_PostgreSQL(t *testing.T) {
+	for _, mode := range []string{"stopped", "paused"} {
+		t.Run(mode, func(t *testing.T) { testStoreOutage(t, mode) })
+	}
+}
+
+func testStoreOutage(t *testing.T, mode string) {
+	pg := pgtest.Start(t)
+	const storeTimeout = 2 * time.Second
+	e := newEnvWith(t, envOptions{dsn: pg.DSN, replicas: 2, maintenance: 200 * time.Millisecond, storeTimeout: storeTimeout})
+	ctx := context.Background()
+	e.pool("outage", map[string]any{"maxSessionLimit": 3})
+	hosts := e.addHosts("outage", "oh", 3)
+	placed := map[string]*vhttp.ConnectResult{}
+	for i := range 6 {
+		user := fmt.Sprintf("u%d", i)
+		r, err := e.client(i%2, adminToken).Connect(ctx, "outage", vhttp.ConnectRequest{User: user})
+		if err != nil {
+			t.Fatalf("connect %s: %v", user, err)
+		}
+		placed[user] = r
+	}
+	// Let both replicas catch up with the sessions the other placed (the
+	// maintenance loop does it every tick).
+	time.Sleep(1 * time.Second)
+
+	switch mode {
+	case "stopped":
+		pg.Stop()
+	case "paused":
+		pg.Pause()
+	}
+	// Known within the store timeout, on each replica.
+	for i := range e.urls {
+		waitHealth(t, e.urls[i], http.StatusServiceUnavailable, storeTimeout+2*time.Second)
+		if got := healthStatus(t, e.urls[i]+"/healthz?live"); got != http.StatusOK {
+			t.Errorf("replica %d: /healthz?live = %d during the outage, want 200", i, got)
+		}
+	}
+
+	// Reconnects, each through the replica that did not place it.
+	for i := range 6 {
+		user := fmt.Sprintf("u%d", i)
+		t0 := time.Now()
+		r, err := e.client((i+1)%2, adminToken).Connect(ctx, "outage", vhttp.ConnectRequest{User: user})
+		took := time.Since(t0)
+		if err != nil {
+			t.Errorf("reconnect %s during the outage: %v", user, err)
+			continue
+		}
+		want := placed[user]
+		if !r.Reconnect || r.Created || r.SessionHost != want.SessionHost || r.SessionID != want.SessionID {
+			t.Errorf("reconnect %s: %+v, want session %s on %s, reconnect", user, r.ConnectResponse, want.SessionID, want.SessionHost)
+		}
+		if took > time.Second {
+			t.Errorf("reconnect %s took %v, want under 1 s", user, took)
+		}
+	}
+
+	// A new user: refused cleanly within the store timeout.
+	t0 := time.Now()
+	status, ve, retry := rawConnect(t, e.urls[0], "outage", "newcomer")
+	if took := time.Since(t0); took > storeTimeout+time.Second {
+		t.Errorf("new connect during the outage took %v, want under the store timeout %v", took, storeTimeout)
+	}
+	if status != http.StatusServiceUnavailable || ve == nil || ve.Code != vdibroker.EStoreUnavailable || retry == "" {
+		t.Errorf("new connect during the outage: %d %+v Retry-After %q, want 503 StoreUnavailable with Retry-After", status, ve, retry)
+	}
+
+	// Heartbeats are accepted; u0's host reports u0 logged on.
+	u0 := placed["u0"]
+	for _, h := range hosts {
+		var ss []vdibroker.AgentSession
+		if h == u0.SessionHost {
+			ss = []vdibroker.AgentSession{{ID: "7", User: "u0", State: vdibroker.StateActive}}
+			for user, r := range placed {
+				if user != "u0" && r.SessionHost == h {
+					ss = append(ss, vdibroker.AgentSession{ID: "x" + user, User: user, State: vdibroker.StateActive})
+				}
+			}
+		} else {
+			for user, r := range placed {
+				if r.SessionHost == h {
+					ss = append(ss, vdibroker.AgentSession{ID: "x" + user, User: user, State: vdibroker.StateActive})
+				}
+			}
+		}
+		if _, err := e.heartbeatErr(h, &vdibroker.HeartbeatRequest{Sessions: ss}); err != nil {
+			t.Errorf("heartbeat of %s during the outage: %v", h, err)
+		}
+	}
+
+	switch mode {
+	case "stopped":
+		pg.Restart()
+	case "paused":
+		pg.Resume()
+	}
+	for i := range e.urls {
+		waitHealth(t, e.urls[i], http.StatusOK, 15*time.Second)
+	}
+
+	// Nothing lost, counts exact, the held heartbeat reconciled.
+	open, err := e.admin.ListUserSessions(ctx, "outage", vhttp.SessionQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != len(placed) {
+		t.Errorf("after recovery %d open sessions, want %d", len(open), len(placed))
+	}
+	perHost := map[string]int{}
+	for _, us := range open {
+		perHost[us.SessionHost]++
+		if us.User == "u0" && us.State != vdibroker.StateActive {
+			t.Errorf("u0 is %s after recovery; the heartbeat held during the outage reported it Active", us.State)
+		}
+	}
+	for h, n := range e.sessionsPerHost("outage") {
+		if n != perHost[h] {
+			t.Errorf("host %s counts %d sessions, %d are open", h, n, perHost[h])
+		}
+	}
+	if r, err := e.client(1, adminToken).Connect(ctx, "outage", vhttp.ConnectRequest{User: "newcomer"}); err != nil || !r.Created {
+		t.Errorf("new connect after recovery: %+v, %v", r, err)
+	}
+}
+
+// rawConnect posts a connect and returns the status, error body and
+// Retry-After header.
+func rawConnect(t *testing.T, base, pool, user string) (int, *vdibroker.Error, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", base+"/api/v1/hostpools/"+pool+"/connect", strings.NewReader(`{"user":"`+user+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var eb struct {
+		Error *vdibroker.Error `json:"error"`
+	}
+	json.Unmarshal(data, &eb)
+	return resp.StatusCode, eb.Error, resp.Header.Get("Retry-After")
+}
+
+func healthStatus(t *testing.T, url string) int {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitHealth waits until base's /healthz answers want, failing after within.
+func waitHealth(t *testing.T, base string, want int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := healthStatus(t, base+"/healthz")
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/healthz is %d after %v, want %d", base, got, within, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,211 @@
+// Package pgtest runs a PostgreSQL server of a test's own, which the test
+// may stop, start again and pause (SIGSTOP) to play a database outage
+// (issue 19) without disturbing the shared test server other tests use.
+// It needs Debian's PostgreSQL server binaries and root (the server runs
+// as the postgres user); Start skips the test otherwise.
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+// Server is a running (or stopped, or paused) PostgreSQL server.
+type Server struct {
+	t    testing.TB
+	bin  string // the directory of initdb and postgres
+	dir  string // the data directory, owned by postgres
+	port int
+	cmd  *exec.Cmd
+	// DSN connects to the server's postgres database over 127.0.0.1.
+	DSN string
+}
+
+// Start initialises a data directory and starts a server on a free
+// loopback port; the test's cleanup stops it and removes the directory.
+// It skips unless VDIBROKER_TEST_POSTGRES_DSN is set (the PostgreSQL tests
+// are on), the server binaries exist and the test runs as root.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if os.Getenv("VDIBROKER_TEST_POSTGRES_DSN") == "" {
+		t.Skip("PostgreSQL outage test: set VDIBROKER_TEST_POSTGRES_DSN (and run as root with the PostgreSQL server installed) to run it")
+	}
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	if len(bins) == 0 {
+		t.Skip("PostgreSQL outage test: no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("PostgreSQL outage test: needs root to run a server of its own as the postgres user")
+	}
+	pg, err := user.Lookup("postgres")
+	if err != nil {
+		t.Skipf("PostgreSQL outage test: no postgres user: %v", err)
+	}
+	sort.Strings(bins)
+	s := &Server{t: t, bin: filepath.Dir(bins[len(bins)-1])}
+	s.dir, err = os.MkdirTemp("", "vdibroker-pgtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(pg.Uid)
+	gid, _ := strconv.Atoi(pg.Gid)
+	if err := os.Chown(s.dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.kill()
+		os.RemoveAll(s.dir)
+	})
+	out, err := exec.Command("runuser", "-u", "postgres", "--", filepath.Join(s.bin, "initdb"),
+		"-D", filepath.Join(s.dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput()
+	if err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.port = l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+	s.Restart()
+	return s
+}
+
+// Restart starts the server (again) and waits until it accepts connections.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.cmd = exec.Command("runuser", "-u", "postgres", "--", filepath.Join(s.bin, "postgres"),
+		"-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.port), "-k", s.dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=100")
+	s.cmd.Stdout, s.cmd.Stderr = nil, nil
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("start postgres: %v", err)
+	}
+	db, err := sql.Open("pgx", s.DSN)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("postgres did not start: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop shuts the server down (fast: open transactions are rolled back).
+func (s *Server) Stop() {
+	s.t.Helper()
+	s.resume()
+	if pid := s.postmaster(); pid > 0 {
+		syscall.Kill(pid, syscall.SIGINT)
+	}
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("postgres did not stop within 30 s")
+	}
+	s.cmd = nil
+}
+
+// Pause stops every process of the server with SIGSTOP: connections stay
+// open and nothing answers, as with a hung machine.
+func (s *Server) Pause() { s.signalAll(syscall.SIGSTOP) }
+
+// Resume lets a paused server go on.
+func (s *Server) Resume() { s.resume() }
+
+func (s *Server) resume() { s.signalAll(syscall.SIGCONT) }
+
+// postmaster returns the server's main process (the child of runuser).
+func (s *Server) postmaster() int {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	kids := children(s.cmd.Process.Pid)
+	if len(kids) == 0 {
+		return 0
+	}
+	return kids[0]
+}
+
+// signalAll sends sig to the postmaster and all its children.
+func (s *Server) signalAll(sig syscall.Signal) {
+	pm := s.postmaster()
+	if pm == 0 {
+		return
+	}
+	syscall.Kill(pm, sig)
+	for _, pid := range children(pm) {
+		syscall.Kill(pid, sig)
+	}
+}
+
+func (s *Server) kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.resume()
+	if pm := s.postmaster(); pm > 0 {
+		syscall.Kill(pm, syscall.SIGQUIT)
+	}
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+	}
+}
+
+// children returns the pids whose parent is pid, read from /proc.
+func children(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
