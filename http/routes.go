@@ -2,8 +2,8 @@ package http
 
 import (
 	"context"
-	"time"
 	nethttp "net/http"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
