@@ -242,6 +242,11 @@ func (c *credentials) forget(pool, host string) {
 // (Unauthenticated when none). During an outage a credential this service
 // saw before is trusted from memory, so heartbeats go on being accepted.
 func (s *Service) HostByCredential(ctx context.Context, credentialHash string) (*vdibroker.SessionHost, error) {
+	if s.health.Down() {
+		if h, ok := s.creds.get(credentialHash); ok {
+			return h, nil
+		}
+	}
 	h, err := s.store.HostByCredential(ctx, credentialHash)
 	if err == nil {
 		s.creds.put(credentialHash, h)

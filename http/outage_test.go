@@ -32,7 +32,9 @@ func TestStoreOutage_PostgreSQL(t *testing.T) {
 }
 
 func testStoreOutage(t *testing.T, mode string) {
+	start := time.Now()
 	pg := pgtest.Start(t)
+	t.Logf("%v: PostgreSQL started", time.Since(start))
 	const storeTimeout = 2 * time.Second
 	e := newEnvWith(t, envOptions{dsn: pg.DSN, replicas: 2, maintenance: 200 * time.Millisecond, storeTimeout: storeTimeout})
 	ctx := context.Background()
@@ -65,6 +67,7 @@ func testStoreOutage(t *testing.T, mode string) {
 		}
 	}
 
+	t.Logf("%v: the outage is known", time.Since(start))
 	// Reconnects, each through the replica that did not place it.
 	for i := range 6 {
 		user := fmt.Sprintf("u%d", i)
@@ -123,11 +126,25 @@ func testStoreOutage(t *testing.T, mode string) {
 	case "paused":
 		pg.Resume()
 	}
+	t.Logf("%v: PostgreSQL is back", time.Since(start))
 	for i := range e.urls {
 		waitHealth(t, e.urls[i], http.StatusOK, 15*time.Second)
 	}
+	t.Logf("%v: the brokers know", time.Since(start))
 
-	// Nothing lost, counts exact, the held heartbeat reconciled.
+	// Nothing lost, counts exact, the held heartbeat reconciled (it is
+	// written just after the store is known to be back).
+	var open []*vdibroker.UserSession
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var err error
+		if open, err = e.admin.ListUserSessions(ctx, "outage", vhttp.SessionQuery{User: "u0"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(open) == 1 && open[0].State == vdibroker.StateActive || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	open, err := e.admin.ListUserSessions(ctx, "outage", vhttp.SessionQuery{})
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +167,7 @@ func testStoreOutage(t *testing.T, mode string) {
 	if r, err := e.client(1, adminToken).Connect(ctx, "outage", vhttp.ConnectRequest{User: "newcomer"}); err != nil || !r.Created {
 		t.Errorf("new connect after recovery: %+v, %v", r, err)
 	}
+	t.Logf("%v: checked", time.Since(start))
 }
 
 // rawConnect posts a connect and returns the status, error body and

@@ -31,6 +31,7 @@ type Server struct {
 	dir  string // the data directory, owned by postgres
 	port int
 	cmd  *exec.Cmd
+	cred *syscall.Credential // the postgres user's
 	// DSN connects to the server's postgres database over 127.0.0.1.
 	DSN string
 }
@@ -63,6 +64,7 @@ func Start(t testing.TB) *Server {
 	}
 	uid, _ := strconv.Atoi(pg.Uid)
 	gid, _ := strconv.Atoi(pg.Gid)
+	s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	if err := os.Chown(s.dir, uid, gid); err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +72,8 @@ func Start(t testing.TB) *Server {
 		s.kill()
 		os.RemoveAll(s.dir)
 	})
-	out, err := exec.Command("runuser", "-u", "postgres", "--", filepath.Join(s.bin, "initdb"),
-		"-D", filepath.Join(s.dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync").CombinedOutput()
+	initdb := s.command(filepath.Join(s.bin, "initdb"), "-D", filepath.Join(s.dir, "data"), "-A", "trust", "-U", "postgres", "--no-sync")
+	out, err := initdb.CombinedOutput()
 	if err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
@@ -89,10 +91,9 @@ func Start(t testing.TB) *Server {
 // Restart starts the server (again) and waits until it accepts connections.
 func (s *Server) Restart() {
 	s.t.Helper()
-	s.cmd = exec.Command("runuser", "-u", "postgres", "--", filepath.Join(s.bin, "postgres"),
+	s.cmd = s.command(filepath.Join(s.bin, "postgres"),
 		"-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.port), "-k", s.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=100")
-	s.cmd.Stdout, s.cmd.Stderr = nil, nil
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start postgres: %v", err)
 	}
@@ -114,6 +115,15 @@ func (s *Server) Restart() {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// command runs name as the postgres user (not through runuser, which
+// would stop itself along with a paused server).
+func (s *Server) command(name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.Dir = s.dir
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	return c
 }
 
 // Stop shuts the server down (fast: open transactions are rolled back).
@@ -142,16 +152,12 @@ func (s *Server) Resume() { s.resume() }
 
 func (s *Server) resume() { s.signalAll(syscall.SIGCONT) }
 
-// postmaster returns the server's main process (the child of runuser).
+// postmaster returns the server's main process.
 func (s *Server) postmaster() int {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return 0
 	}
-	kids := children(s.cmd.Process.Pid)
-	if len(kids) == 0 {
-		return 0
-	}
-	return kids[0]
+	return s.cmd.Process.Pid
 }
 
 // signalAll sends sig to the postmaster and all its children.
@@ -166,14 +172,14 @@ func (s *Server) signalAll(sig syscall.Signal) {
 	}
 }
 
+// kill ends the server at once: it is the test's own, and its data
+// directory goes with it.
 func (s *Server) kill() {
 	if s.cmd == nil {
 		return
 	}
 	s.resume()
-	if pm := s.postmaster(); pm > 0 {
-		syscall.Kill(pm, syscall.SIGQUIT)
-	}
+	s.signalAll(syscall.SIGKILL)
 	done := make(chan struct{})
 	go func() { s.cmd.Wait(); close(done) }()
 	select {
