@@ -1,7 +1,8 @@
 // Package vdibroker holds the domain of the vdibroker connection broker: host
 // pools, session hosts, user sessions, the agent protocol, the one error type
 // and the service interfaces that the adapters (store, http, agent) implement
-// or use. See ../shared/SPEC.md for the rules cited as R-….
+// or use. The rules cited as R-… and the sections cited as SPEC §n are in
+// docs/behaviour.md.
 package vdibroker
 
 import (

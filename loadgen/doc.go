@@ -1,16 +1,22 @@
-// Package loadgen is vdibroker's load generator: it sends connects (POST
-// /api/v1/hostpools/{pool}/connect) to a running broker from a number of
-// concurrent workers, each for a distinct user, and measures the rate, the
-// latency percentiles and the errors by HTTP status and error code. Baseline
-// runs the same load against a bare in-process net/http server answering a
-// JSON body of the same size, so the broker's own cost can be read as a
-// ratio measured side by side.
+// Package loadgen is vdibroker's load generator, behind `vdibroker bench
+// connect` and `vdibroker bench heartbeat`; the numbers in BENCHMARKS.md come
+// from it.
+//
+// Connect sends connects (POST /api/v1/hostpools/{pool}/connect) to a
+// running broker from a number of concurrent workers, each for a distinct
+// user, and measures the rate, the latency percentiles and the errors by
+// HTTP status and error code. Baseline (in-process) and BaselineAt (a bare
+// server elsewhere, see BareHandler) run the same load against a bare
+// net/http server answering a JSON body of the same size, so the broker's
+// own cost can be read as a ratio measured side by side (MedianRatio over
+// several Rounds).
 //
 // Heartbeat is the host agents' load: it registers a number of hosts and
 // sends each one's heartbeat, with its sessions and a metrics sample, every
 // interval, spread evenly, and measures the offered and handled rates, the
 // latency, how late heartbeats went out, and the broker's resident memory
-// and CPU time (from /proc) (issue 4's memory bound).
+// and CPU time (ReadProc, from /proc), for the bound BENCHMARKS.md checks:
+// 10,000 hosts with 25 sessions each, heartbeating every 10 s, on one broker.
 //
 // It speaks plain net/http and encoding/json with the root package's types,
 // so it measures the wire and nothing else.

@@ -190,8 +190,8 @@ func (b *cliBroker) heartbeat(credential string) []vdibroker.Command {
 	return res.Commands
 }
 
-// TestCLISpec11 runs the example of SPEC §11 and compares the table byte
-// for byte: update prints nothing, show prints the aligned table.
+// TestCLISpec11 runs the example of docs/behaviour.md §11 and compares the
+// table byte for byte: update prints nothing, show prints the aligned table.
 func TestCLISpec11(t *testing.T) {
 	b := startCLIBroker(t)
 	b.ok("hostpool", "create", "--name", "contosohp01")
@@ -206,21 +206,23 @@ func TestCLISpec11(t *testing.T) {
 		"-----------  ------------------  -----------------\n" +
 		"contosohp01  DepthFirst          10\n"
 	if got != want {
-		t.Errorf("SPEC §11 table mismatch (-want +got):\n%s", cmp.Diff(want, got))
+		t.Errorf("§11 table mismatch (-want +got):\n%s", cmp.Diff(want, got))
 	}
-	// When the SPEC is at hand (the team's checkout), compare with its
-	// block itself, so the test follows the SPEC if the example changes.
-	if spec, err := os.ReadFile("../../../shared/SPEC.md"); err == nil {
-		const cmdLine = "$ vdibroker hostpool show --name contosohp01 --output table\n"
-		i := strings.Index(string(spec), cmdLine)
-		if i < 0 {
-			t.Fatal("SPEC.md has no `hostpool show` example any more")
-		}
-		block := string(spec)[i+len(cmdLine):]
-		block = block[:strings.Index(block, "```")]
-		if got != block {
-			t.Errorf("output differs from SPEC.md §11 (-spec +got):\n%s", cmp.Diff(block, got))
-		}
+	// Compare with the block in the behaviour reference itself too, so the
+	// test follows the document if the example changes.
+	doc, err := os.ReadFile("../../docs/behaviour.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cmdLine = "$ vdibroker hostpool show --name contosohp01 --output table\n"
+	i := strings.Index(string(doc), cmdLine)
+	if i < 0 {
+		t.Fatal("docs/behaviour.md has no `hostpool show` example any more")
+	}
+	block := string(doc)[i+len(cmdLine):]
+	block = block[:strings.Index(block, "```")]
+	if got != block {
+		t.Errorf("output differs from docs/behaviour.md §11 (-doc +got):\n%s", cmp.Diff(block, got))
 	}
 	// Table is the default for show.
 	if def := b.ok("hostpool", "show", "--name", "contosohp01"); def != want {

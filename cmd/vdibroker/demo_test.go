@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/demo"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -19,10 +20,12 @@ import (
 func startDemo(t *testing.T) *Demo {
 	t.Helper()
 	d := &Demo{
-		Main:      &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir()},
-		Rand:      rand.New(rand.NewPCG(1, 2)),
-		Heartbeat: 100 * time.Millisecond,
-		UserTick:  50 * time.Millisecond,
+		Main: &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir()},
+		Fleet: &demo.Fleet{
+			Rand:      rand.New(rand.NewPCG(1, 2)),
+			Heartbeat: 100 * time.Millisecond,
+			UserTick:  50 * time.Millisecond,
+		},
 	}
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatalf("start demo: %v", err)

@@ -1,6 +1,7 @@
 // Command vdibroker is the vdibroker connection broker: the server (serve),
-// the host agent (agent), the demo, the simulator (sim), the load generator
-// (bench) and the admin commands, in one binary.
+// the host agent (agent), the demo (its fleet is package demo), the
+// simulator (sim), the load generators (bench connect, bench heartbeat;
+// package loadgen) and the admin commands, in one binary.
 package main
 
 import (
