@@ -65,15 +65,9 @@ type LoadBalancing struct {
 	SampleIntervalSeconds          int     `json:"sampleIntervalSeconds"`
 }
 
-// DefaultLoadBalancing returns the §6 defaults.
+// DefaultLoadBalancing returns the §6 defaults, as PoolFields has them.
 func DefaultLoadBalancing() LoadBalancing {
-	return LoadBalancing{
-		IncludeSessionCount:        true,
-		LoadIndexThreshold:         20,
-		ConnectingSessionThreshold: 20,
-		MinServersInQueue:          4,
-		SampleIntervalSeconds:      30,
-	}
+	return NewHostPool("").LoadBalancing
 }
 
 // HostPool is a set of session hosts users are placed on (SPEC §2).
