@@ -86,7 +86,7 @@ func (c *Console) hostStatus(h *vdibroker.SessionHost, p *vdibroker.HostPool) st
 	if h.Status != "" {
 		return h.Status
 	}
-	return vdibroker.HostStatus(h, time.Duration(p.HeartbeatTimeoutSeconds)*time.Second, c.now())
+	return vdibroker.HostStatus(h, p.HeartbeatTimeout(), c.now())
 }
 
 // summarize computes the overview line of a pool. Used capacity follows
