@@ -79,7 +79,7 @@ var poolFields = []Field{
 		at: func(p *HostPool) any { return &p.Name }},
 	{Path: "hostPoolType", Kind: KindEnum, Immutable: true,
 		Options: []Option{{Value: Pooled, Default: true}, {Value: Personal}},
-		Label:   "Host pool type", Help: "Pooled (load balanced) or Personal (a host per user); set at creation only",
+		Label:   "Host pool type", Help: "Pooled pools load balance, Personal pools give each user a host of their own; set at creation only (R-P1)",
 		at: func(p *HostPool) any { return &p.HostPoolType }},
 	{Path: "loadBalancerType", Kind: KindEnum,
 		Options: []Option{
@@ -93,7 +93,7 @@ var poolFields = []Field{
 		at: func(p *HostPool) any { return &p.LoadBalancerType }},
 	{Path: "personalDesktopAssignmentType", Kind: KindEnum, PoolTypes: []string{Personal},
 		Options: []Option{{Value: Automatic, Default: true}, {Value: Direct, PoolTypes: []string{Personal}}},
-		Label:   "Assignment type", Help: "Automatic: a user's first connect assigns a host (R-PE1); Direct: only an admin assigns (R-PE2)",
+		Label:   "Assignment type", Help: "how users get their personal host: Automatic at the first connect (R-PE1), Direct by an admin only (R-PE2)",
 		at: func(p *HostPool) any { return &p.PersonalDesktopAssignmentType }},
 	{Path: "maxSessionLimit", Kind: KindInt, Min: 1, Max: NoSessionLimit, Default: NoSessionLimit,
 		Label: "Max session limit", Help: fmt.Sprintf("most sessions per host (%d: no limit)", NoSessionLimit),
