@@ -14,6 +14,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/loadindex"
+	"github.com/vdibroker/vdibroker/placement"
 )
 
 // parsePages parses each page together with the layout.
@@ -489,9 +490,16 @@ func (c *Console) placementPage(rq *request) {
 		c.apiError(rq, err)
 		return
 	}
+	// The words are placement's, shared with `vdibroker placement show`.
+	type exclusionRow struct{ Host, Reason, Text string }
+	rows := make([]exclusionRow, len(e.Excluded))
+	for i, x := range e.Excluded {
+		rows[i] = exclusionRow{Host: x.Host, Reason: x.Reason, Text: placement.ExclusionText(x)}
+	}
+	total, counts := placement.ExcludedSummary(e)
 	c.page(rq, http.StatusOK, "placement", map[string]any{
 		"Title": "Placement of " + sess.User, "Nav": "sessions",
-		"Session": sess, "Explain": e, "Story": explainStory(e),
-		"Reasons": reasonText,
+		"Session": sess, "Explain": e, "Story": placement.Describe(e),
+		"Exclusions": rows, "ExcludedTotal": total, "ExcludedCounts": counts,
 	})
 }
