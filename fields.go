@@ -108,7 +108,7 @@ var poolFields = []Field{
 		Label: "Disconnected session timeout (min)", Help: "log off sessions disconnected longer (R-S5)",
 		at: func(p *HostPool) any { return &p.DisconnectedSessionTimeoutMinutes }},
 	{Path: "description", Kind: KindText, Max: MaxTextLen, Default: "", Multiline: true,
-		Label: "Description", Help: "description",
+		Label: "Description", Help: "free text about the pool",
 		at: func(p *HostPool) any { return &p.Description }},
 	{Path: "friendlyName", Kind: KindText, Max: MaxTextLen, Default: "",
 		Label: "Friendly name", Help: "display name",
