@@ -1,6 +1,7 @@
 package vdibroker
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -261,5 +262,48 @@ func TestFieldPut(t *testing.T) {
 	want := map[string]any{"maxSessionLimit": 10, "loadBalancing": map[string]any{"cpuThreshold": 80.0, "minServersInQueue": 2}}
 	if diff := cmp.Diff(want, body); diff != "" {
 		t.Errorf("body (-want +got):\n%s", diff)
+	}
+}
+
+// TestPoolFieldsPathsAreTheJSONNames: each field's accessor reaches the
+// struct field whose JSON name is its Path, so the table cannot name one
+// setting and check another.
+func TestPoolFieldsPathsAreTheJSONNames(t *testing.T) {
+	for _, f := range PoolFields() {
+		p := NewHostPool("pool01")
+		var v any
+		switch f.Kind {
+		case KindInt:
+			v = 4242
+		case KindNumber:
+			v = 42.5
+		case KindBool:
+			v = !f.Value(p).(bool)
+		default:
+			v = "marker-" + f.Key()
+		}
+		if err := f.Set(p, v); err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		var got any = doc
+		for _, k := range strings.Split(f.Path, ".") {
+			m, _ := got.(map[string]any)
+			got = m[k]
+		}
+		want := v
+		if n, ok := v.(int); ok {
+			want = float64(n) // JSON numbers decode as float64
+		}
+		if got != want {
+			t.Errorf("%s: JSON has %#v at that path after Set(%#v)", f.Path, got, v)
+		}
 	}
 }
