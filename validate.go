@@ -9,8 +9,10 @@ import (
 	"unicode"
 )
 
-// Limits of the fields of SPEC §2, §3 and §6, shared by the server (which
-// refuses bad input, R-P4) and the CLI (which can refuse it before sending).
+// Limits of the fields of SPEC §2, §3 and §9. The host pool settings'
+// ranges and defaults are PoolFields' (fields.go), which names the pool
+// constants below; read them through it (Field.Range, Field.Default) rather
+// than from here.
 const (
 	MinPoolNameLen = 3
 	MaxPoolNameLen = 64
