@@ -9,8 +9,10 @@ import (
 	"unicode"
 )
 
-// Limits of the fields of SPEC §2, §3 and §6, shared by the server (which
-// refuses bad input, R-P4) and the CLI (which can refuse it before sending).
+// Limits of the fields of SPEC §2, §3 and §9. The host pool settings'
+// ranges and defaults are PoolFields' (fields.go), which names the pool
+// constants below; read them through it (Field.Range, Field.Default) rather
+// than from here.
 const (
 	MinPoolNameLen = 3
 	MaxPoolNameLen = 64
@@ -40,77 +42,42 @@ var Protocols = []string{"RDP", "PCoIP", "Blast"}
 // DepthFirstWarning is the warning of R-P3.
 const DepthFirstWarning = "loadBalancerType DepthFirst with maxSessionLimit 999999 fills one host before the next gets any session: depth-first needs a real maxSessionLimit"
 
-// NewHostPool returns a pool named name with every §2 default set except
-// loadBalancerType, which depends on the pool type and is filled by
-// FillDefaults once the type is known. Decode a PUT body onto it, then call
-// FillDefaults and ValidateHostPool.
+// NewHostPool returns a pool named name with every §2 and §6 default of
+// PoolFields set except loadBalancerType, which depends on the pool type and
+// is filled by FillDefaults once the type is known. Decode a PUT body onto
+// it, then call FillDefaults and ValidateHostPool.
 func NewHostPool(name string) *HostPool {
-	return &HostPool{
-		Name:                          name,
-		HostPoolType:                  Pooled,
-		MaxSessionLimit:               NoSessionLimit,
-		PersonalDesktopAssignmentType: Automatic,
-		LoadBalancing:                 DefaultLoadBalancing(),
-		HeartbeatTimeoutSeconds:       DefaultHeartbeatTimeoutSeconds,
-		PendingTimeoutSeconds:         DefaultPendingTimeoutSeconds,
+	p := &HostPool{}
+	for _, f := range poolFields {
+		if f.Default != nil {
+			_ = f.Set(p, f.Default)
+		}
 	}
+	p.HostPoolType = mustField("hostPoolType").DefaultFor("").(string)
+	p.PersonalDesktopAssignmentType = mustField("personalDesktopAssignmentType").DefaultFor(p.HostPoolType).(string)
+	p.Name = name
+	return p
 }
 
-// FillDefaults sets the defaults that depend on other fields: an empty
-// loadBalancerType becomes BreadthFirst (Pooled) or Persistent (Personal),
-// empty enums their §2 default.
+// FillDefaults sets the defaults that depend on other fields: each empty
+// enum becomes its default for the pool type (hostPoolType first, so an
+// empty loadBalancerType becomes BreadthFirst for Pooled and Persistent for
+// Personal).
 func (p *HostPool) FillDefaults() {
-	if p.HostPoolType == "" {
-		p.HostPoolType = Pooled
-	}
-	if p.LoadBalancerType == "" {
-		if p.HostPoolType == Personal {
-			p.LoadBalancerType = Persistent
-		} else {
-			p.LoadBalancerType = BreadthFirst
+	for _, f := range poolFields {
+		if f.Kind == KindEnum && f.Value(p) == "" {
+			_ = f.Set(p, f.DefaultFor(p.HostPoolType))
 		}
-	}
-	if p.PersonalDesktopAssignmentType == "" {
-		p.PersonalDesktopAssignmentType = Automatic
 	}
 }
 
-// ValidateHostPool checks every field of SPEC §2 and §6 (R-P4). The error is
-// an InvalidArgument *Error naming the first bad field and its allowed range.
-// Warnings are the accepted-but-doubtful settings of R-P3.
+// ValidateHostPool checks every field of SPEC §2 and §6 (R-P4) against
+// PoolFields, in its order. The error is an InvalidArgument *Error naming
+// the first bad field and its allowed range. Warnings are the
+// accepted-but-doubtful settings of R-P3.
 func ValidateHostPool(p *HostPool) (warnings []string, err error) {
-	if err := ValidateName("name", p.Name, MinPoolNameLen, MaxPoolNameLen); err != nil {
-		return nil, err
-	}
-	if err := oneOf("hostPoolType", p.HostPoolType, Pooled, Personal); err != nil {
-		return nil, err
-	}
-	if p.HostPoolType == Pooled {
-		if err := oneOf("loadBalancerType", p.LoadBalancerType, BreadthFirst, DepthFirst, LoadIndex); err != nil {
-			return nil, FieldError("loadBalancerType", "must be one of BreadthFirst, DepthFirst, LoadIndex for a Pooled host pool, got %q", p.LoadBalancerType)
-		}
-		if p.PersonalDesktopAssignmentType != Automatic {
-			return nil, FieldError("personalDesktopAssignmentType", "must be Automatic for a Pooled host pool (Direct is for Personal pools only), got %q", p.PersonalDesktopAssignmentType)
-		}
-	} else {
-		if err := oneOf("loadBalancerType", p.LoadBalancerType, Persistent, MultiplePersistent); err != nil {
-			return nil, FieldError("loadBalancerType", "must be one of Persistent, MultiplePersistent for a Personal host pool, got %q", p.LoadBalancerType)
-		}
-		if err := oneOf("personalDesktopAssignmentType", p.PersonalDesktopAssignmentType, Automatic, Direct); err != nil {
-			return nil, err
-		}
-	}
-	checks := []error{
-		IntRange("maxSessionLimit", p.MaxSessionLimit, 1, NoSessionLimit),
-		IntRange("heartbeatTimeoutSeconds", p.HeartbeatTimeoutSeconds, MinHeartbeatTimeoutSeconds, MaxHeartbeatTimeoutSeconds),
-		IntRange("pendingTimeoutSeconds", p.PendingTimeoutSeconds, MinPendingTimeoutSeconds, MaxPendingTimeoutSeconds),
-		IntRange("disconnectedSessionTimeoutMinutes", p.DisconnectedSessionTimeoutMinutes, 0, MaxDisconnectedTimeoutMinutes),
-		textLen("description", p.Description, MaxTextLen),
-		textLen("friendlyName", p.FriendlyName, MaxTextLen),
-		ValidateLoadBalancing(&p.LoadBalancing),
-	}
-	for _, err := range checks {
-		if err != nil {
+	for _, f := range poolFields {
+		if err := f.Check(p); err != nil {
 			return nil, err
 		}
 	}
@@ -120,26 +87,15 @@ func ValidateHostPool(p *HostPool) (warnings []string, err error) {
 	return warnings, nil
 }
 
-// ValidateLoadBalancing checks the §6 ranges; fields are named
-// loadBalancing.<field>.
+// ValidateLoadBalancing checks the §6 ranges of PoolFields; fields are
+// named loadBalancing.<field>.
 func ValidateLoadBalancing(lb *LoadBalancing) error {
-	const pre = "loadBalancing."
-	checks := []error{
-		floatRange(pre+"cpuThreshold", lb.CPUThreshold, 0, 100),
-		floatRange(pre+"memoryThreshold", lb.MemoryThreshold, 0, 100),
-		floatMin(pre+"diskQueueLengthThreshold", lb.DiskQueueLengthThreshold),
-		floatMin(pre+"diskReadLatencyThreshold", lb.DiskReadLatencyThreshold),
-		floatMin(pre+"diskWriteLatencyThreshold", lb.DiskWriteLatencyThreshold),
-		IntRange(pre+"loadIndexThreshold", lb.LoadIndexThreshold, 0, 100),
-		IntRange(pre+"connectingSessionThreshold", lb.ConnectingSessionThreshold, 0, 150),
-		IntRange(pre+"minServersInQueue", lb.MinServersInQueue, 1, 1000),
-		IntRange(pre+"hostLoadIndexThreshold", lb.HostLoadIndexThreshold, 0, 100),
-		IntRange(pre+"hostConnectingSessionThreshold", lb.HostConnectingSessionThreshold, 0, 150),
-		IntRange(pre+"sampleIntervalSeconds", lb.SampleIntervalSeconds, 5, 3600),
-	}
-	for _, err := range checks {
-		if err != nil {
-			return err
+	p := &HostPool{LoadBalancing: *lb}
+	for _, f := range poolFields {
+		if strings.HasPrefix(f.Path, "loadBalancing.") {
+			if err := f.Check(p); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -151,13 +107,18 @@ func ValidateHostPolicy(prefix string, p *HostPolicy) error {
 	if p == nil {
 		return nil
 	}
-	if v := p.HostLoadIndexThreshold; v != nil {
-		if err := IntRange(prefix+"hostLoadIndexThreshold", *v, 0, 100); err != nil {
-			return err
+	for _, c := range []struct {
+		v    *int
+		pool string
+	}{
+		{p.HostLoadIndexThreshold, "loadBalancing.hostLoadIndexThreshold"},
+		{p.HostConnectingSessionThreshold, "loadBalancing.hostConnectingSessionThreshold"},
+	} {
+		if c.v == nil {
+			continue
 		}
-	}
-	if v := p.HostConnectingSessionThreshold; v != nil {
-		if err := IntRange(prefix+"hostConnectingSessionThreshold", *v, 0, 150); err != nil {
+		f := mustField(c.pool)
+		if err := f.CheckValue(prefix+f.Key(), "", *c.v); err != nil {
 			return err
 		}
 	}
@@ -270,7 +231,7 @@ func ValidateUser(field, u string) error {
 // ValidateText checks free text: at most max characters, no control
 // characters, no leading or trailing space.
 func ValidateText(field, s string, max int) error {
-	if err := textLen(field, s, max); err != nil {
+	if err := textLen(field, s, max, false); err != nil {
 		return err
 	}
 	if strings.TrimSpace(s) != s {
@@ -309,12 +270,14 @@ func oneOf(field, v string, allowed ...string) error {
 	return nil
 }
 
-func textLen(field, s string, max int) error {
+// textLen refuses more than max characters and control characters other
+// than tab (and line breaks when multiline).
+func textLen(field, s string, max int, multiline bool) error {
 	if n := len([]rune(s)); n > max {
 		return FieldError(field, "must be at most %d characters, got %d", max, n)
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) && r != '\t' && !(field == "description" && (r == '\n' || r == '\r')) {
+		if unicode.IsControl(r) && r != '\t' && !(multiline && (r == '\n' || r == '\r')) {
 			return FieldError(field, "must not contain control characters")
 		}
 	}
@@ -369,7 +332,7 @@ func ValidateHeartbeat(hb *HeartbeatRequest) error {
 			return FieldError(fmt.Sprintf("results[%d].id", i), "is required")
 		}
 	}
-	return textLen("healthError", hb.HealthError, MaxTextLen)
+	return textLen("healthError", hb.HealthError, MaxTextLen, false)
 }
 
 // ValidateRegister checks an agent registration body (SPEC §9). The token

@@ -46,6 +46,23 @@ const (
 	StateLoggedOff    = "LoggedOff"
 )
 
+// Reasons a user session ended (UserSession.EndReason), so the store, the
+// server and the views name them alike.
+const (
+	// EndPendingTimeout: a Pending session the agent never reported within
+	// pendingTimeoutSeconds (R-S3).
+	EndPendingTimeout = "PendingTimeout"
+	// EndNotReported: the agent no longer reports the session (R-S2).
+	EndNotReported = "NotReported"
+	// EndHostUnavailable: the session's host became Unavailable or
+	// Shutdown and a reconnect placed the user anew (R-C1).
+	EndHostUnavailable = "HostUnavailable"
+	// EndHostDeleted: the host was deleted with ?force=true.
+	EndHostDeleted = "HostDeleted"
+	// EndLoggedOffByAdmin: an admin logged the session off (R-S4).
+	EndLoggedOffByAdmin = "LoggedOffByAdmin"
+)
+
 // NoSessionLimit is the default maxSessionLimit: "no limit" (SPEC §2).
 const NoSessionLimit = 999999
 
@@ -66,15 +83,9 @@ type LoadBalancing struct {
 	SampleIntervalSeconds          int     `json:"sampleIntervalSeconds"`
 }
 
-// DefaultLoadBalancing returns the §6 defaults.
+// DefaultLoadBalancing returns the §6 defaults, as PoolFields has them.
 func DefaultLoadBalancing() LoadBalancing {
-	return LoadBalancing{
-		IncludeSessionCount:        true,
-		LoadIndexThreshold:         20,
-		ConnectingSessionThreshold: 20,
-		MinServersInQueue:          4,
-		SampleIntervalSeconds:      30,
-	}
+	return NewHostPool("").LoadBalancing
 }
 
 // HostPool is a set of session hosts users are placed on (SPEC §2).
@@ -92,6 +103,18 @@ type HostPool struct {
 	FriendlyName                      string        `json:"friendlyName"`
 	CreateTime                        time.Time     `json:"createTime"`
 	UpdateTime                        time.Time     `json:"updateTime"`
+}
+
+// HeartbeatTimeout is heartbeatTimeoutSeconds as a duration: a host
+// without a heartbeat for longer is Unavailable (R-H1).
+func (p *HostPool) HeartbeatTimeout() time.Duration {
+	return time.Duration(p.HeartbeatTimeoutSeconds) * time.Second
+}
+
+// PendingTimeout is pendingTimeoutSeconds as a duration: a Pending session
+// the agent has not reported for longer ends (R-S3).
+func (p *HostPool) PendingTimeout() time.Duration {
+	return time.Duration(p.PendingTimeoutSeconds) * time.Second
 }
 
 // Metrics is a host's last metrics sample (SPEC §3). CustomLoadValue is nil
@@ -152,7 +175,8 @@ type UserSession struct {
 	// AgentSessionID is the host's own id for the session, once the agent
 	// reported it (R-S2).
 	AgentSessionID string `json:"agentSessionId,omitempty"`
-	// EndReason says why a LoggedOff session ended (for example PendingTimeout).
+	// EndReason says why a LoggedOff session ended: one of the End*
+	// constants (for example EndPendingTimeout).
 	EndReason string `json:"endReason,omitempty"`
 }
 

@@ -70,6 +70,9 @@ type Console struct {
 	mux      *http.ServeMux
 	history  *history
 	interval time.Duration
+	// schema is the host pool settings table the settings form is made
+	// of (vdibroker.PoolFields).
+	schema []vdibroker.Field
 
 	mu       sync.Mutex
 	sessions map[string]*webSession
@@ -105,6 +108,7 @@ func New(cfg Config) *Console {
 		ttl:      cfg.SessionTTL,
 		refresh:  cfg.RefreshSeconds,
 		interval: cfg.SampleInterval,
+		schema:   vdibroker.PoolFields(),
 		sessions: map[string]*webSession{},
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),

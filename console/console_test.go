@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/placement"
 )
 
 func TestSignInRequired(t *testing.T) {
@@ -346,7 +348,24 @@ func TestPlacementPage(t *testing.T) {
 	wantStatus(t, a, http.StatusOK)
 	// R-C7: excluded host with its reason, the algorithm's rule, the winner.
 	wantContains(t, a, "Why bob landed on "+res.SessionHost, "Depth-first (R-DF2)", "host-1", "Drained",
-		"drain mode: allowNewSession is off", `<span class="tag chosen">chosen</span>`)
+		"drain mode (R-C2)", `<span class="tag chosen">chosen</span>`)
+	// The words are placement's, the ones `vdibroker placement show`
+	// prints: every sentence of the decision and every exclusion.
+	rec, err := e.admin.Placement(ctx, "pool-a", res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := html.UnescapeString(a.body)
+	for _, want := range placement.Describe(rec) {
+		if !strings.Contains(page, "<li>"+want+"</li>") {
+			t.Errorf("page lacks the decision sentence %q", want)
+		}
+	}
+	for _, x := range rec.Excluded {
+		if want := placement.ExclusionText(x); !strings.Contains(page, want) {
+			t.Errorf("page lacks the exclusion %q", want)
+		}
+	}
 	wantStatus(t, b.get("/pools/pool-a/sessions/nope/placement"), http.StatusNotFound)
 }
 

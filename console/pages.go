@@ -14,6 +14,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/loadindex"
+	"github.com/vdibroker/vdibroker/placement"
 )
 
 // parsePages parses each page together with the layout.
@@ -86,7 +87,7 @@ func (c *Console) hostStatus(h *vdibroker.SessionHost, p *vdibroker.HostPool) st
 	if h.Status != "" {
 		return h.Status
 	}
-	return vdibroker.HostStatus(h, time.Duration(p.HeartbeatTimeoutSeconds)*time.Second, c.now())
+	return vdibroker.HostStatus(h, p.HeartbeatTimeout(), c.now())
 }
 
 // summarize computes the overview line of a pool. Used capacity follows
@@ -156,103 +157,135 @@ type settingsForm struct {
 	Errors map[string]string
 }
 
-// Form fields of the pool settings (SPEC §2, §6), in display order.
-var (
-	intFields = []settingsField{
-		{"maxSessionLimit", "Max session limit", "1..999999 (999999 = no limit)"},
-		{"loadBalancing.loadIndexThreshold", "Load index threshold", "0..100, bucket 1 below it (R-LI3)"},
-		{"loadBalancing.connectingSessionThreshold", "Connecting session threshold", "0..150"},
-		{"loadBalancing.minServersInQueue", "Min servers in queue", "1..1000"},
-		{"loadBalancing.hostLoadIndexThreshold", "Host load index threshold", "0..100, 0 = off (R-LI2)"},
-		{"loadBalancing.hostConnectingSessionThreshold", "Host connecting session threshold", "0..150, 0 = off"},
-		{"loadBalancing.sampleIntervalSeconds", "Sample interval (s)", "5..3600"},
-	}
-	floatFields = []settingsField{
-		{"loadBalancing.cpuThreshold", "CPU threshold (%)", "0..100, 0 = not used"},
-		{"loadBalancing.memoryThreshold", "Memory threshold (%)", "0..100, 0 = not used"},
-		{"loadBalancing.diskQueueLengthThreshold", "Disk queue length threshold", "≥ 0, 0 = not used"},
-		{"loadBalancing.diskReadLatencyThreshold", "Disk read latency threshold (ms)", "≥ 0, 0 = not used"},
-		{"loadBalancing.diskWriteLatencyThreshold", "Disk write latency threshold (ms)", "≥ 0, 0 = not used"},
-	}
-	boolFields = []settingsField{
-		{"loadBalancing.includeSessionCount", "Include session count", ""},
-		{"loadBalancing.useCustomScript", "Use custom script (R-IDX3)", ""},
-	}
-)
+// settingsField is one input of the pool settings form, made from a
+// schema field (vdibroker.PoolFields): the same path, label, range and help
+// the API validates against (R-P4).
+type settingsField struct {
+	vdibroker.Field
+	// Input is the form control: "number", "text", "textarea", "select"
+	// or "checkbox".
+	Input string
+	// MinAttr, MaxAttr and Step are the number input's attributes ("" for none).
+	MinAttr, MaxAttr, Step string
+	// MaxLength bounds a text input (0 for none).
+	MaxLength int
+	// Options are a select's values for this pool's type.
+	Options []string
+	// Hint is the help shown under the input: the range and what the
+	// setting does.
+	Hint string
+}
 
-type settingsField struct{ Name, Label, Help string }
+// settingsFields are the form's inputs for a pool of poolType, in schema
+// order: every setting that can change after creation (not name, not
+// hostPoolType, R-P1) and applies to the pool's type.
+func settingsFields(schema []vdibroker.Field, poolType string) []settingsField {
+	var out []settingsField
+	for _, f := range schema {
+		if f.Immutable || !f.AppliesTo(poolType) {
+			continue
+		}
+		sf := settingsField{Field: f}
+		switch f.Kind {
+		case vdibroker.KindInt, vdibroker.KindNumber:
+			sf.Input, sf.MinAttr, sf.Step = "number", vdibroker.FormatValue(f.Min), "any"
+			if !math.IsInf(f.Max, 1) {
+				sf.MaxAttr = vdibroker.FormatValue(f.Max)
+			}
+			if f.Kind == vdibroker.KindInt {
+				sf.Step = "1"
+			}
+		case vdibroker.KindBool:
+			sf.Input = "checkbox"
+		case vdibroker.KindEnum:
+			sf.Input, sf.Options = "select", f.Values(poolType)
+		default:
+			sf.Input, sf.MaxLength = "text", int(f.Max)
+			if f.Multiline {
+				sf.Input = "textarea"
+			}
+		}
+		sf.Hint = formHint(f)
+		out = append(out, sf)
+	}
+	return out
+}
+
+// formHint is a field's help line: range, what 0 means, what it does, and
+// which load balancer types read it.
+func formHint(f vdibroker.Field) string {
+	var parts []string
+	if f.Kind != vdibroker.KindBool && f.Kind != vdibroker.KindEnum {
+		r := f.Range()
+		if f.Zero != "" {
+			r += ", 0 = " + f.Zero
+		}
+		parts = append(parts, r)
+	}
+	parts = append(parts, f.Help)
+	if f.LoadBalancerTypes != nil {
+		parts = append(parts, strings.Join(f.LoadBalancerTypes, ", ")+" only")
+	}
+	return strings.Join(parts, " · ")
+}
 
 // formFrom fills the form from a pool.
-func formFrom(p *vdibroker.HostPool) *settingsForm {
-	lb := p.LoadBalancing
+func formFrom(fields []settingsField, p *vdibroker.HostPool) *settingsForm {
 	f := &settingsForm{Values: map[string]string{}, Checks: map[string]bool{}, Errors: map[string]string{}}
-	f.Values["loadBalancerType"] = p.LoadBalancerType
-	for name, v := range map[string]int{
-		"maxSessionLimit":                              p.MaxSessionLimit,
-		"loadBalancing.loadIndexThreshold":             lb.LoadIndexThreshold,
-		"loadBalancing.connectingSessionThreshold":     lb.ConnectingSessionThreshold,
-		"loadBalancing.minServersInQueue":              lb.MinServersInQueue,
-		"loadBalancing.hostLoadIndexThreshold":         lb.HostLoadIndexThreshold,
-		"loadBalancing.hostConnectingSessionThreshold": lb.HostConnectingSessionThreshold,
-		"loadBalancing.sampleIntervalSeconds":          lb.SampleIntervalSeconds,
-	} {
-		f.Values[name] = strconv.Itoa(v)
+	for _, fd := range fields {
+		switch v := fd.Value(p).(type) {
+		case bool:
+			f.Checks[fd.Path] = v
+		default:
+			f.Values[fd.Path] = vdibroker.FormatValue(v)
+		}
 	}
-	for name, v := range map[string]float64{
-		"loadBalancing.cpuThreshold":              lb.CPUThreshold,
-		"loadBalancing.memoryThreshold":           lb.MemoryThreshold,
-		"loadBalancing.diskQueueLengthThreshold":  lb.DiskQueueLengthThreshold,
-		"loadBalancing.diskReadLatencyThreshold":  lb.DiskReadLatencyThreshold,
-		"loadBalancing.diskWriteLatencyThreshold": lb.DiskWriteLatencyThreshold,
-	} {
-		f.Values[name] = strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	f.Checks["loadBalancing.includeSessionCount"] = lb.IncludeSessionCount
-	f.Checks["loadBalancing.useCustomScript"] = lb.UseCustomScript
 	return f
 }
 
 // parseSettings reads the posted form into a PATCH body. Values that are
 // not numbers are refused here, beside their field, and nothing is sent.
-func parseSettings(r *http.Request) (*settingsForm, map[string]any) {
+// A number or text the form did not post at all is not sent (PATCH leaves
+// it); a checkbox not posted is off, as browsers send none for it.
+func parseSettings(r *http.Request, fields []settingsField) (*settingsForm, map[string]any) {
 	f := &settingsForm{Values: map[string]string{}, Checks: map[string]bool{}, Errors: map[string]string{}}
 	patch := map[string]any{}
-	lb := map[string]any{}
-	put := func(name string, v any) {
-		if k, ok := strings.CutPrefix(name, "loadBalancing."); ok {
-			lb[k] = v
-		} else {
-			patch[name] = v
-		}
-	}
-	f.Values["loadBalancerType"] = r.PostFormValue("loadBalancerType")
-	patch["loadBalancerType"] = f.Values["loadBalancerType"]
-	for _, fd := range intFields {
-		s := strings.TrimSpace(r.PostFormValue(fd.Name))
-		f.Values[fd.Name] = s
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			f.Errors[fd.Name] = fd.Name + ": must be a whole number, allowed " + fd.Help
+	_ = r.ParseForm()
+	for _, fd := range fields {
+		if fd.Kind == vdibroker.KindBool {
+			on := r.PostFormValue(fd.Path) == "on"
+			f.Checks[fd.Path] = on
+			fd.Put(patch, on)
 			continue
 		}
-		put(fd.Name, n)
-	}
-	for _, fd := range floatFields {
-		s := strings.TrimSpace(r.PostFormValue(fd.Name))
-		f.Values[fd.Name] = s
-		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			f.Errors[fd.Name] = fd.Name + ": must be a number, allowed " + fd.Help
+		if _, posted := r.PostForm[fd.Path]; !posted {
 			continue
 		}
-		put(fd.Name, v)
+		raw := r.PostFormValue(fd.Path)
+		switch fd.Kind {
+		case vdibroker.KindInt:
+			s := strings.TrimSpace(raw)
+			f.Values[fd.Path] = s
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				f.Errors[fd.Path] = fd.Path + ": must be a whole number, allowed " + fd.Range()
+				continue
+			}
+			fd.Put(patch, n)
+		case vdibroker.KindNumber:
+			s := strings.TrimSpace(raw)
+			f.Values[fd.Path] = s
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				f.Errors[fd.Path] = fd.Path + ": must be a number, allowed " + fd.Range()
+				continue
+			}
+			fd.Put(patch, v)
+		default:
+			f.Values[fd.Path] = raw
+			fd.Put(patch, raw)
+		}
 	}
-	for _, fd := range boolFields {
-		on := r.PostFormValue(fd.Name) == "on"
-		f.Checks[fd.Name] = on
-		put(fd.Name, on)
-	}
-	patch["loadBalancing"] = lb
 	return f, patch
 }
 
@@ -297,12 +330,9 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 	}
 	row := c.summarize(*p, hosts)
 	c.history.record(now, map[string]int{p.Name: row.Sessions})
+	fields := settingsFields(c.schema, p.HostPoolType)
 	if form == nil {
-		form = formFrom(&p.HostPool)
-	}
-	lbTypes := []string{vdibroker.BreadthFirst, vdibroker.DepthFirst, vdibroker.LoadIndex}
-	if p.HostPoolType == vdibroker.Personal {
-		lbTypes = []string{vdibroker.Persistent, vdibroker.MultiplePersistent}
+		form = formFrom(fields, &p.HostPool)
 	}
 	threshold := 0
 	if p.LoadBalancerType == vdibroker.LoadIndex {
@@ -313,8 +343,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
 		"SessionsChart":  sessionsChart(bars, p.MaxSessionLimit),
 		"LoadIndexChart": loadIndexChart(bars, threshold),
-		"Form":           form, "LBTypes": lbTypes,
-		"IntFields": intFields, "FloatFields": floatFields, "BoolFields": boolFields,
+		"Form":           form, "Fields": fields,
 	})
 }
 
@@ -322,12 +351,17 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 // (R-P4) and its field errors are shown beside the fields.
 func (c *Console) poolSettings(rq *request) {
 	pool := rq.r.PathValue("pool")
-	form, patch := parseSettings(rq.r)
+	p, err := rq.api.getPool(rq.r.Context(), pool)
+	if err != nil {
+		c.apiError(rq, err)
+		return
+	}
+	form, patch := parseSettings(rq.r, settingsFields(c.schema, p.HostPoolType))
 	if len(form.Errors) > 0 {
 		c.renderPool(rq, http.StatusBadRequest, "Nothing was saved: correct the fields marked below.", form)
 		return
 	}
-	p, err := rq.api.patchPool(rq.r.Context(), pool, patch)
+	p, err = rq.api.patchPool(rq.r.Context(), pool, patch)
 	if err != nil {
 		code := vdibroker.ErrorCode(err)
 		if field := vdibroker.ErrorField(err); code == vdibroker.EInvalid && field != "" {
@@ -456,9 +490,16 @@ func (c *Console) placementPage(rq *request) {
 		c.apiError(rq, err)
 		return
 	}
+	// The words are placement's, shared with `vdibroker placement show`.
+	type exclusionRow struct{ Host, Reason, Text string }
+	rows := make([]exclusionRow, len(e.Excluded))
+	for i, x := range e.Excluded {
+		rows[i] = exclusionRow{Host: x.Host, Reason: x.Reason, Text: placement.ExclusionText(x)}
+	}
+	total, counts := placement.ExcludedSummary(e)
 	c.page(rq, http.StatusOK, "placement", map[string]any{
 		"Title": "Placement of " + sess.User, "Nav": "sessions",
-		"Session": sess, "Explain": e, "Story": explainStory(e),
-		"Reasons": reasonText,
+		"Session": sess, "Explain": e, "Story": placement.Describe(e),
+		"Exclusions": rows, "ExcludedTotal": total, "ExcludedCounts": counts,
 	})
 }

@@ -4,5 +4,7 @@
 // Persistent and MultiplePersistent, each decision with an Explain record
 // (R-C7). It does no I/O: the server, the simulator and the tests drive the
 // same code. New returns the indexed engine; NewReference the plain
-// implementation it is checked against. See README.md for the pipeline.
+// implementation it is checked against. Describe and WriteText say an
+// Explain record in words, the one wording the console and the CLI share.
+// See README.md for the pipeline.
 package placement

@@ -28,14 +28,45 @@ const (
 )
 
 // Limits of the scenario fields, shared by Parse and its error messages.
+// The pool's own settings (maxSessionLimit, loadBalancing, and the sample
+// interval metricsInterval stands for) take their ranges from the field
+// schema, vdibroker.PoolFields.
 const (
-	maxHosts        = 100000
-	maxUsersTotal   = 10000000
-	maxLimitsSweep  = 32
-	minMetricsEvery = 5 * time.Second
-	maxMetricsEvery = time.Hour
-	maxDuration     = 31 * 24 * time.Hour
+	maxHosts       = 100000
+	maxUsersTotal  = 10000000
+	maxLimitsSweep = 32
+	maxDuration    = 31 * 24 * time.Hour
 )
+
+// minMetricsEvery and maxMetricsEvery bound metricsInterval: the range of
+// the pool's loadBalancing.sampleIntervalSeconds.
+var minMetricsEvery, maxMetricsEvery = metricsBounds(vdibroker.PoolFields())
+
+// metricsBounds is the sampleIntervalSeconds range of schema as durations.
+func metricsBounds(schema []vdibroker.Field) (min, max time.Duration) {
+	f := fieldOf(schema, "loadBalancing.sampleIntervalSeconds")
+	return time.Duration(f.Min) * time.Second, time.Duration(f.Max) * time.Second
+}
+
+// simulatedSettings are the loadBalancing settings (SPEC §6) a scenario may
+// set, the ones the simulator models; their types and ranges are the
+// schema's. Disk thresholds and the custom script have no simulated
+// metric; sampleIntervalSeconds follows metricsInterval.
+var simulatedSettings = []string{
+	"cpuThreshold", "memoryThreshold", "loadIndexThreshold", "connectingSessionThreshold",
+	"minServersInQueue", "hostLoadIndexThreshold", "hostConnectingSessionThreshold", "includeSessionCount",
+}
+
+// fieldOf returns the schema's field at path; the simulator names only
+// paths the schema has.
+func fieldOf(schema []vdibroker.Field, path string) vdibroker.Field {
+	for _, f := range schema {
+		if f.Path == path {
+			return f
+		}
+	}
+	panic("sim: no pool field " + path)
+}
 
 // Scenario is one simulation input: a pool, the algorithms and session limits
 // to try, and the users. The YAML names are the json-style names in the
@@ -116,6 +147,11 @@ func (es ScenarioErrors) Error() string {
 // problem is reported as "file:line: field: message" (a ScenarioErrors);
 // nothing is guessed: unknown fields and values out of range are refused.
 func Parse(file string, data []byte) (*Scenario, error) {
+	return parseWith(file, data, vdibroker.PoolFields())
+}
+
+// parseWith is Parse with the pool settings' ranges taken from schema.
+func parseWith(file string, data []byte, schema []vdibroker.Field) (*Scenario, error) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		var yerr yaml.Error
@@ -124,7 +160,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		}
 		return nil, ScenarioErrors{{File: file, Message: "invalid YAML: " + err.Error()}}
 	}
-	p := &scenarioParser{file: file}
+	p := &scenarioParser{file: file, schema: schema}
 	var body ast.Node
 	for _, doc := range f.Docs {
 		if doc.Body == nil {
@@ -151,8 +187,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 // scenarioParser walks the YAML tree by hand, so that each error knows its
 // line and dotted field name.
 type scenarioParser struct {
-	file string
-	errs ScenarioErrors
+	file   string
+	schema []vdibroker.Field // the pool settings' types and ranges
+	errs   ScenarioErrors
 }
 
 func (p *scenarioParser) errf(n ast.Node, field, format string, args ...any) {
@@ -220,7 +257,8 @@ func (p *scenarioParser) scenario(body ast.Node) *Scenario {
 		sc.Duration = p.duration(f.value, "duration", time.Minute, maxDuration)
 	}
 	if f, ok := m["metricsInterval"]; ok {
-		sc.MetricsInterval = p.duration(f.value, "metricsInterval", minMetricsEvery, maxMetricsEvery)
+		lo, hi := metricsBounds(p.schema)
+		sc.MetricsInterval = p.duration(f.value, "metricsInterval", lo, hi)
 	}
 	if f, ok := m["pool"]; ok {
 		p.pool(f.value, &sc.Pool)
@@ -266,7 +304,7 @@ func (p *scenarioParser) pool(n ast.Node, ps *PoolSpec) {
 		if ok {
 			ps.InitialSessions = make([]int, len(seq))
 			for i, v := range seq {
-				ps.InitialSessions[i] = p.int(v, fmt.Sprintf("pool.initialSessions[%d]", i), 0, vdibroker.NoSessionLimit)
+				ps.InitialSessions[i] = p.int(v, fmt.Sprintf("pool.initialSessions[%d]", i), 0, int64(fieldOf(p.schema, "maxSessionLimit").Max))
 			}
 			if ps.Hosts > 0 && len(seq) > ps.Hosts {
 				p.errf(f.value, "pool.initialSessions", "has %d entries for %d hosts", len(seq), ps.Hosts)
@@ -278,8 +316,10 @@ func (p *scenarioParser) pool(n ast.Node, ps *PoolSpec) {
 // limits reads maxSessionLimit: an integer or a list of distinct integers.
 func (p *scenarioParser) limits(n ast.Node) []int {
 	const name = "pool.maxSessionLimit"
+	f := fieldOf(p.schema, "maxSessionLimit")
+	lo, hi := int64(f.Min), int64(f.Max)
 	if _, isSeq := unwrap(n).(*ast.SequenceNode); !isSeq {
-		return []int{p.int(n, name, 1, vdibroker.NoSessionLimit)}
+		return []int{p.int(n, name, lo, hi)}
 	}
 	seq, ok := p.sequence(n, name, 1, maxLimitsSweep)
 	if !ok {
@@ -287,7 +327,7 @@ func (p *scenarioParser) limits(n ast.Node) []int {
 	}
 	out := make([]int, 0, len(seq))
 	for i, v := range seq {
-		limit := p.int(v, fmt.Sprintf("%s[%d]", name, i), 1, vdibroker.NoSessionLimit)
+		limit := p.int(v, fmt.Sprintf("%s[%d]", name, i), lo, hi)
 		for _, prev := range out {
 			if prev == limit {
 				p.errf(v, fmt.Sprintf("%s[%d]", name, i), "duplicate value %d", limit)
@@ -321,53 +361,41 @@ func (p *scenarioParser) algorithms(n ast.Node) []string {
 	return out
 }
 
-// loadBalancing overlays the §6 settings; ranges as in SPEC §6.
+// loadBalancing overlays the §6 settings of simulatedSettings, each with
+// the schema's type and range.
 func (p *scenarioParser) loadBalancing(n ast.Node, lb *vdibroker.LoadBalancing) {
-	type setting struct {
-		name     string
-		min, max float64
-		integer  bool
-		setF     *float64
-		setI     *int
-	}
-	settings := []setting{
-		{name: "cpuThreshold", max: 100, setF: &lb.CPUThreshold},
-		{name: "memoryThreshold", max: 100, setF: &lb.MemoryThreshold},
-		{name: "loadIndexThreshold", max: 100, integer: true, setI: &lb.LoadIndexThreshold},
-		{name: "connectingSessionThreshold", max: 150, integer: true, setI: &lb.ConnectingSessionThreshold},
-		{name: "minServersInQueue", min: 1, max: 1000, integer: true, setI: &lb.MinServersInQueue},
-		{name: "hostLoadIndexThreshold", max: 100, integer: true, setI: &lb.HostLoadIndexThreshold},
-		{name: "hostConnectingSessionThreshold", max: 150, integer: true, setI: &lb.HostConnectingSessionThreshold},
-	}
-	names := make([]string, 0, len(settings)+1)
-	for _, s := range settings {
-		names = append(names, s.name)
-	}
-	names = append(names, "includeSessionCount")
-	m, ok := p.mapping(n, "loadBalancing", names...)
+	m, ok := p.mapping(n, "loadBalancing", simulatedSettings...)
 	if !ok {
 		return
 	}
-	for _, s := range settings {
-		f, ok := m[s.name]
+	pool := &vdibroker.HostPool{LoadBalancing: *lb}
+	for _, key := range simulatedSettings {
+		fv, ok := m[key]
 		if !ok {
 			continue
 		}
-		name := "loadBalancing." + s.name
-		if s.integer {
-			*s.setI = p.int(f.value, name, int64(s.min), int64(s.max))
-		} else {
-			*s.setF = p.float(f.value, name, s.min, s.max)
+		f := fieldOf(p.schema, "loadBalancing."+key)
+		var v any
+		switch f.Kind {
+		case vdibroker.KindInt:
+			v = p.int(fv.value, f.Path, int64(f.Min), int64(f.Max))
+		case vdibroker.KindNumber:
+			v = p.float(fv.value, f.Path, f.Min, f.Max)
+		case vdibroker.KindBool:
+			b, isBool := unwrap(fv.value).(*ast.BoolNode)
+			if !isBool {
+				p.errf(fv.value, f.Path, "must be true or false")
+				continue
+			}
+			v = b.Value
+		default:
+			panic("sim: no parser for " + f.Path)
+		}
+		if err := f.Set(pool, v); err != nil {
+			panic(err) // the switch above gives each kind its Go type
 		}
 	}
-	if f, ok := m["includeSessionCount"]; ok {
-		b, isBool := unwrap(f.value).(*ast.BoolNode)
-		if !isBool {
-			p.errf(f.value, "loadBalancing.includeSessionCount", "must be true or false")
-		} else {
-			lb.IncludeSessionCount = b.Value
-		}
-	}
+	*lb = pool.LoadBalancing
 }
 
 func (p *scenarioParser) users(n ast.Node, duration time.Duration) []UserGroup {

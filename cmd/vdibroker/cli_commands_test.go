@@ -518,7 +518,7 @@ func TestCLIConnect(t *testing.T) {
 	}
 	bob := strings.TrimSpace(b.ok("usersession", "list", "--host-pool", "contosohp01", "--user", "bob", "--query", "[0].id", "-o", "tsv"))
 	words := b.ok("placement", "show", "--host-pool", "contosohp01", "--session", bob)
-	if !strings.Contains(words, "sh-01 excluded: drain mode") || !strings.Contains(words, "chosen sh-02") {
+	if !strings.Contains(words, "sh-01  drain mode (R-C2)") || !strings.Contains(words, "sh-02 ranked first") {
 		t.Errorf("placement show:\n%s", words)
 	}
 
@@ -713,10 +713,10 @@ func TestCLIPlacementLoadIndex(t *testing.T) {
 		id := strings.TrimSpace(b.ok("connect", "--host-pool", "hp-li", "--user", u, "--query", "sessionId", "-o", "tsv"))
 		words = append(words, b.ok("placement", "show", "--host-pool", "hp-li", "--session", id))
 	}
-	if !strings.Contains(words[0], "chosen sh-01: bucket 1, round robin from the first host") {
+	if !strings.Contains(words[0], "takes turns in name order; starting from the first host, sh-01 was next.") {
 		t.Errorf("alice's placement:\n%s", words[0])
 	}
-	if !strings.Contains(words[1], "chosen sh-02: bucket 1, round robin after sh-01") {
+	if !strings.Contains(words[1], "takes turns in name order; after sh-01, the host chosen last, sh-02 was next.") {
 		t.Errorf("bob's placement:\n%s", words[1])
 	}
 }

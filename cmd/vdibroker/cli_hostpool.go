@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -16,98 +17,137 @@ var hostPoolColumns = []column{
 	{"MaxSessionLimit", "maxSessionLimit"},
 }
 
-// poolField is one host pool field settable from a flag: SPEC §2 and, under
-// loadBalancing, §6.
-type poolField struct {
-	flag  string
-	path  []string // JSON path in the request body
-	kind  string   // "string", "int", "float", "bool"
-	usage string
-	enum  []string // completion values
-}
-
-var poolFields = []poolField{
-	{"host-pool-type", []string{"hostPoolType"}, "string", "Pooled or Personal (only at creation; default Pooled)", []string{vdibroker.Pooled, vdibroker.Personal}},
-	{"load-balancer-type", []string{"loadBalancerType"}, "string", "Pooled: BreadthFirst, DepthFirst or LoadIndex; Personal: Persistent or MultiplePersistent",
-		[]string{vdibroker.BreadthFirst, vdibroker.DepthFirst, vdibroker.LoadIndex, vdibroker.Persistent, vdibroker.MultiplePersistent}},
-	{"max-session-limit", []string{"maxSessionLimit"}, "int", "most sessions per host, 1..999999 (default 999999: no limit)", nil},
-	{"personal-desktop-assignment-type", []string{"personalDesktopAssignmentType"}, "string", "Automatic or Direct (Personal pools)", []string{vdibroker.Automatic, vdibroker.Direct}},
-	{"heartbeat-timeout-seconds", []string{"heartbeatTimeoutSeconds"}, "int", "a host without heartbeat for longer is Unavailable, 10..3600 (default 90)", nil},
-	{"pending-timeout-seconds", []string{"pendingTimeoutSeconds"}, "int", "a Pending session never seen by the agent ends after this, 10..3600 (default 300)", nil},
-	{"disconnected-session-timeout-minutes", []string{"disconnectedSessionTimeoutMinutes"}, "int", "log off sessions disconnected longer, 0..10080 (0: never)", nil},
-	{"description", []string{"description"}, "string", "description, up to 512 characters", nil},
-	{"friendly-name", []string{"friendlyName"}, "string", "display name, up to 512 characters", nil},
-	{"use-custom-script", []string{"loadBalancing", "useCustomScript"}, "bool", "load index from the agent's custom script", nil},
-	{"include-session-count", []string{"loadBalancing", "includeSessionCount"}, "bool", "session count is a load index factor", nil},
-	{"cpu-threshold", []string{"loadBalancing", "cpuThreshold"}, "float", "CPU % at load index 100, 0..100 (0: not used)", nil},
-	{"memory-threshold", []string{"loadBalancing", "memoryThreshold"}, "float", "memory % at load index 100, 0..100 (0: not used)", nil},
-	{"disk-queue-length-threshold", []string{"loadBalancing", "diskQueueLengthThreshold"}, "float", "disk queue length at load index 100, >= 0 (0: not used)", nil},
-	{"disk-read-latency-threshold", []string{"loadBalancing", "diskReadLatencyThreshold"}, "float", "disk read latency ms at load index 100, >= 0 (0: not used)", nil},
-	{"disk-write-latency-threshold", []string{"loadBalancing", "diskWriteLatencyThreshold"}, "float", "disk write latency ms at load index 100, >= 0 (0: not used)", nil},
-	{"load-index-threshold", []string{"loadBalancing", "loadIndexThreshold"}, "int", "bucket 1 takes hosts below this load index, 0..100 (default 20)", nil},
-	{"connecting-session-threshold", []string{"loadBalancing", "connectingSessionThreshold"}, "int", "bucket 1 takes hosts with fewer connecting sessions, 0..150 (default 20)", nil},
-	{"min-servers-in-queue", []string{"loadBalancing", "minServersInQueue"}, "int", "raise the load index threshold until bucket 1 has this many hosts, 1..1000 (default 4)", nil},
-	{"host-load-index-threshold", []string{"loadBalancing", "hostLoadIndexThreshold"}, "int", "a host at or above this load index takes no new session, 0..100 (0: off)", nil},
-	{"host-connecting-session-threshold", []string{"loadBalancing", "hostConnectingSessionThreshold"}, "int", "a host with this many connecting sessions takes no new one, 0..150 (0: off)", nil},
-	{"sample-interval-seconds", []string{"loadBalancing", "sampleIntervalSeconds"}, "int", "agent metrics sample interval, 5..3600 (default 30)", nil},
-}
-
-// addPoolFieldFlags registers a flag per pool field. Values are read back
-// only for flags the user set, so create leaves the rest to the server's
-// defaults and update sends only what changes.
-func addPoolFieldFlags(cmd *cobra.Command) {
-	f := cmd.Flags()
-	for _, pf := range poolFields {
-		switch pf.kind {
-		case "string":
-			f.String(pf.flag, "", pf.usage)
-		case "int":
-			f.Int(pf.flag, 0, pf.usage)
-		case "float":
-			f.Float64(pf.flag, 0, pf.usage)
-		case "bool":
-			f.Var(boolValue{new(bool)}, pf.flag, pf.usage)
+// poolFlagFields are the host pool settings settable from flags: every
+// field of the schema (vdibroker.PoolFields) but name, which each command
+// takes as its own --name.
+func poolFlagFields(schema []vdibroker.Field) []vdibroker.Field {
+	out := make([]vdibroker.Field, 0, len(schema))
+	for _, f := range schema {
+		if f.Path != "name" {
+			out = append(out, f)
 		}
-		if pf.enum != nil {
-			_ = cmd.RegisterFlagCompletionFunc(pf.flag, fixedCompletion(pf.enum...))
+	}
+	return out
+}
+
+// flagName is the field's flag: the last element of its JSON path in kebab
+// case (loadBalancing.cpuThreshold: --cpu-threshold).
+func flagName(f vdibroker.Field) string {
+	var b strings.Builder
+	for i, r := range f.Key() {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// flagUsage is the field's help from the schema: what it does, the allowed
+// values, what 0 means, and for enums whose default depends on the pool
+// type, those defaults (pflag adds "(default N)" for the others when the
+// command registers defaults).
+func flagUsage(f vdibroker.Field, defaults bool) string {
+	u := f.Help
+	switch f.Kind {
+	case vdibroker.KindEnum:
+		var types []string
+		for _, pt := range []string{vdibroker.Pooled, vdibroker.Personal} {
+			if vs := f.Values(pt); f.PoolTypes == nil && len(vs) < len(f.Values("")) {
+				types = append(types, pt+": "+strings.Join(vs, ", "))
+			}
+		}
+		if types == nil {
+			types = []string{f.Range()}
+		}
+		u += "; " + strings.Join(types, "; ")
+		if defaults && f.DefaultFor(vdibroker.Pooled) != f.DefaultFor(vdibroker.Personal) {
+			u += fmt.Sprintf(" (default %s for Pooled, %s for Personal)", f.DefaultText(vdibroker.Pooled), f.DefaultText(vdibroker.Personal))
+		}
+	case vdibroker.KindBool:
+	default:
+		u += ", " + f.Range()
+	}
+	if f.Zero != "" {
+		u += fmt.Sprintf(" (0: %s)", f.Zero)
+	}
+	if f.PoolTypes != nil {
+		u += " (" + strings.Join(f.PoolTypes, ", ") + " pools only)"
+	}
+	if f.LoadBalancerTypes != nil {
+		u += " (" + strings.Join(f.LoadBalancerTypes, ", ") + " only)"
+	}
+	return u
+}
+
+// addPoolFieldFlags registers a flag per schema field. Values are read back
+// only for flags the user set, so create leaves the rest to the server's
+// defaults and update sends only what changes. With defaults (create), each
+// flag's default is the schema's, which the help shows; update has none,
+// since a flag not given leaves the pool's value as it is.
+func addPoolFieldFlags(cmd *cobra.Command, schema []vdibroker.Field, defaults bool) {
+	f := cmd.Flags()
+	for _, pf := range poolFlagFields(schema) {
+		name, usage := flagName(pf), flagUsage(pf, defaults)
+		def := pf.Default
+		if !defaults || pf.Kind == vdibroker.KindEnum {
+			def = nil
+		}
+		if pf.Kind == vdibroker.KindEnum && defaults && pf.DefaultFor(vdibroker.Pooled) == pf.DefaultFor(vdibroker.Personal) {
+			def = pf.DefaultFor(vdibroker.Pooled)
+		}
+		switch pf.Kind {
+		case vdibroker.KindInt:
+			n, _ := def.(int)
+			f.Int(name, n, usage)
+		case vdibroker.KindNumber:
+			x, _ := def.(float64)
+			f.Float64(name, x, usage)
+		case vdibroker.KindBool:
+			b, _ := def.(bool)
+			f.Var(boolValue{&b}, name, usage)
+		default:
+			s, _ := def.(string)
+			f.String(name, s, usage)
+		}
+		if pf.Kind == vdibroker.KindEnum {
+			_ = cmd.RegisterFlagCompletionFunc(name, fixedCompletion(pf.Values("")...))
+		}
+		if pf.Kind == vdibroker.KindBool {
+			_ = cmd.RegisterFlagCompletionFunc(name, fixedCompletion("true", "false"))
 		}
 	}
 }
 
 // poolFieldsSet returns the JSON body of the pool fields whose flags were
 // set, e.g. {"maxSessionLimit": 10, "loadBalancing": {"cpuThreshold": 80}}.
-func poolFieldsSet(cmd *cobra.Command) (map[string]any, error) {
+func poolFieldsSet(cmd *cobra.Command, schema []vdibroker.Field) (map[string]any, error) {
 	f := cmd.Flags()
 	body := map[string]any{}
-	for _, pf := range poolFields {
-		if !f.Changed(pf.flag) {
+	for _, pf := range poolFlagFields(schema) {
+		name := flagName(pf)
+		if !f.Changed(name) {
 			continue
 		}
 		var v any
 		var err error
-		switch pf.kind {
-		case "string":
-			v, err = f.GetString(pf.flag)
-		case "int":
-			v, err = f.GetInt(pf.flag)
-		case "float":
-			v, err = f.GetFloat64(pf.flag)
-		case "bool":
-			v, err = strconvBool(f.Lookup(pf.flag).Value.String())
+		switch pf.Kind {
+		case vdibroker.KindInt:
+			v, err = f.GetInt(name)
+		case vdibroker.KindNumber:
+			v, err = f.GetFloat64(name)
+		case vdibroker.KindBool:
+			v, err = strconvBool(f.Lookup(name).Value.String())
+		default:
+			v, err = f.GetString(name)
 		}
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--%s: %w", pf.flag, err)}
+			return nil, usageError{fmt.Errorf("--%s: %w", name, err)}
 		}
-		m := body
-		for _, k := range pf.path[:len(pf.path)-1] {
-			sub, ok := m[k].(map[string]any)
-			if !ok {
-				sub = map[string]any{}
-				m[k] = sub
-			}
-			m = sub
-		}
-		m[pf.path[len(pf.path)-1]] = v
+		pf.Put(body, v)
 	}
 	return body, nil
 }
@@ -152,7 +192,7 @@ func newHostPoolCreateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body, err := poolFieldsSet(cmd)
+			body, err := poolFieldsSet(cmd, vdibroker.PoolFields())
 			if err != nil {
 				return err
 			}
@@ -171,8 +211,9 @@ func newHostPoolCreateCmd(a *admin) *cobra.Command {
 			return a.result(cmd, p, hostPoolColumns)
 		},
 	}
-	cmd.Flags().StringVarP(&name, "name", "n", "", "host pool name, 3..64 characters of A-Za-z0-9@._- and space")
-	addPoolFieldFlags(cmd)
+	nameField, _ := vdibroker.PoolField("name")
+	cmd.Flags().StringVarP(&name, "name", "n", "", nameField.Help+", "+nameField.Range()+" of A-Za-z0-9@._- and space")
+	addPoolFieldFlags(cmd, vdibroker.PoolFields(), true)
 	requireFlags(cmd, "name")
 	return cmd
 }
@@ -188,7 +229,7 @@ func newHostPoolUpdateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			body, err := poolFieldsSet(cmd)
+			body, err := poolFieldsSet(cmd, vdibroker.PoolFields())
 			if err != nil {
 				return err
 			}
@@ -204,7 +245,7 @@ func newHostPoolUpdateCmd(a *admin) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&name, "name", "n", "", "host pool name")
-	addPoolFieldFlags(cmd)
+	addPoolFieldFlags(cmd, vdibroker.PoolFields(), false)
 	requireFlags(cmd, "name")
 	return cmd
 }
