@@ -281,8 +281,8 @@ func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibro
 		return nil, err
 	}
 	now := s.now()
-	timeout := time.Duration(pool.PendingTimeoutSeconds) * time.Second
-	hbTimeout := time.Duration(pool.HeartbeatTimeoutSeconds) * time.Second
+	timeout := pool.PendingTimeout()
+	hbTimeout := pool.HeartbeatTimeout()
 	var best *vdibroker.UserSession
 	bestLive := false
 	for _, us := range list {
@@ -293,7 +293,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibro
 			if req.DryRun {
 				continue
 			}
-			if err := s.store.EndSession(ctx, pool.Name, us.ID, "PendingTimeout", now); err != nil {
+			if err := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndPendingTimeout, now); err != nil {
 				return nil, err
 			}
 			s.views.refreshHost(ctx, pool.Name, us.SessionHost)

@@ -44,10 +44,10 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 	}
 	now := s.now()
 	if k.state == vdibroker.StatePending && pool.PendingTimeoutSeconds > 0 &&
-		now.Sub(k.createTime) > time.Duration(pool.PendingTimeoutSeconds)*time.Second {
+		now.Sub(k.createTime) > pool.PendingTimeout() {
 		return nil, cause // expired (R-S3): ending it needs the store
 	}
-	if !v.placeable(k.host, time.Duration(pool.HeartbeatTimeoutSeconds)*time.Second, now) {
+	if !v.placeable(k.host, pool.HeartbeatTimeout(), now) {
 		return nil, cause // R-C1 would end it and place anew
 	}
 	v.lock()

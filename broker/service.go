@@ -142,7 +142,7 @@ func (s *Service) maintain(interval time.Duration) {
 		if err != nil && base.Err() == nil {
 			s.log.Error("expire pending sessions", "err", err)
 		} else if n > 0 {
-			s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", "PendingTimeout")
+			s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", vdibroker.EndPendingTimeout)
 		}
 		// Another replica may have placed, or heartbeats may have arrived
 		// there: the next connect re-reads each pool from the store.

@@ -109,7 +109,7 @@ func decodeError(err error, data []byte, t reflect.Type) error {
 			return vdibroker.Errorf(vdibroker.EInvalid, "request body must be a JSON object, got %s", typ.Value)
 		}
 		msg := fmt.Sprintf("must be %s, got %s", jsonType(typ.Type), typ.Value)
-		if hint, ok := rangeHints[field]; ok {
+		if hint, ok := vdibroker.RangeHint(field); ok {
 			msg = fmt.Sprintf("must be %s %s, got %s", jsonType(typ.Type), hint, typ.Value)
 		}
 		return vdibroker.FieldError(field, "%s", msg)
@@ -127,23 +127,6 @@ func decodeError(err error, data []byte, t reflect.Type) error {
 		return vdibroker.FieldError(f, "unknown field")
 	}
 	return vdibroker.Errorf(vdibroker.EInvalid, "request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
-// rangeHints name the allowed range of numeric fields, so a number that does
-// not even fit the type (1e12, 2.5) is answered like a range error.
-var rangeHints = map[string]string{
-	"maxSessionLimit":                              "1..999999",
-	"heartbeatTimeoutSeconds":                      "10..3600",
-	"pendingTimeoutSeconds":                        "10..3600",
-	"disconnectedSessionTimeoutMinutes":            "0..10080",
-	"loadBalancing.loadIndexThreshold":             "0..100",
-	"loadBalancing.connectingSessionThreshold":     "0..150",
-	"loadBalancing.minServersInQueue":              "1..1000",
-	"loadBalancing.hostLoadIndexThreshold":         "0..100",
-	"loadBalancing.hostConnectingSessionThreshold": "0..150",
-	"loadBalancing.sampleIntervalSeconds":          "5..3600",
-	"policy.hostLoadIndexThreshold":                "0..100",
-	"policy.hostConnectingSessionThreshold":        "0..150",
 }
 
 // jsonType names a Go type the way a JSON client thinks of it.

@@ -77,7 +77,7 @@ func (s *Server) logoff(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		return err
 	}
 	if us.State == vdibroker.StatePending && us.AgentSessionID == "" {
-		if err := s.svc.EndSession(r.Context(), us, "LoggedOffByAdmin"); err != nil {
+		if err := s.svc.EndSession(r.Context(), us, vdibroker.EndLoggedOffByAdmin); err != nil {
 			return err
 		}
 	}
