@@ -35,6 +35,9 @@ func decodeHeartbeat(body io.Reader) (*vdibroker.HeartbeatRequest, error) {
 // agent create its host (or re-key the host of that name) and get the host's
 // own credential, shown only in this answer (R-SEC).
 func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if err := s.checkAgentCert(r); err != nil {
+		return err
+	}
 	req, err := decodeRegister(nethttp.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		return err
@@ -56,6 +59,9 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 // the store synchronously (R-S2 reconciliation, R-S3, R-S5), so the counts
 // reflect it when the answer arrives (broker.Service.Heartbeat).
 func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if err := s.checkAgentCert(r); err != nil {
+		return err
+	}
 	cred, err := bearer(r)
 	if err != nil {
 		return err
@@ -87,5 +93,17 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		}
 	}
 	writeJSON(w, nethttp.StatusOK, resp)
+	return nil
+}
+
+// checkAgentCert refuses an agent call without a verified TLS client
+// certificate when the server requires one (serve --tls-client-ca).
+func (s *Server) checkAgentCert(r *nethttp.Request) error {
+	if !s.agentCert {
+		return nil
+	}
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		return vdibroker.Errorf(vdibroker.EUnauthenticated, "this broker requires agents to present a client certificate signed by its client CA (--client-cert, --client-key)")
+	}
 	return nil
 }

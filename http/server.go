@@ -37,6 +37,10 @@ type Config struct {
 	// StoreTimeout bounds every store call (see broker.Config). Used only
 	// when Broker is nil.
 	StoreTimeout time.Duration
+	// AgentClientCert makes the agent endpoints (register, heartbeat)
+	// require a verified TLS client certificate (mTLS; the listener
+	// verifies certificates that are given against its client CA).
+	AgentClientCert bool
 	// Broker is the broker service the API calls. Nil makes one on Store
 	// (with Logger, Now, Rand, MaintenanceInterval and ObservePlacement),
 	// which Close then stops; a Broker given here is the caller's to close.
@@ -56,6 +60,8 @@ type Server struct {
 
 	svc    *broker.Service
 	ownSvc bool // made by NewServer: Close stops it
+	// agentCert: the agent endpoints require a client certificate.
+	agentCert bool
 }
 
 // NewServer returns a Server on cfg.Broker, or on a broker service of its
@@ -66,6 +72,8 @@ func NewServer(cfg Config) *Server {
 		log:   cfg.Logger,
 		now:   cfg.Now,
 		svc:   cfg.Broker,
+
+		agentCert: cfg.AgentClientCert,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

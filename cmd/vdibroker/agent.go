@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/vdibroker/vdibroker"
@@ -28,6 +29,7 @@ func newAgentCmd() *cobra.Command {
 		protocols    []string
 		logLevel     string
 		stateDirFlag string
+		tlsOpts      clientTLSOptions
 	)
 	c := &cobra.Command{
 		Use:   "agent",
@@ -50,6 +52,11 @@ and VDIBROKER_REGISTRATION_TOKEN.`,
 			if cfg.Server == "" {
 				return usageError{errors.New("--server (or VDIBROKER_SERVER) is required")}
 			}
+			hc, err := tlsOpts.httpClient(cfg.Server, 30*time.Second)
+			if err != nil {
+				return err
+			}
+			cfg.HTTPClient = hc
 			if cfg.Address == "" {
 				cfg.Address = net.JoinHostPort(cfg.HostName, "3389")
 			}
@@ -98,5 +105,9 @@ and VDIBROKER_REGISTRATION_TOKEN.`,
 	f.StringVar(&provider, "sessions-provider", "auto", "where sessions come from: auto, logind, utmp, file:PATH or none")
 	f.BoolVar(&standard, "standard-features", true, "host supports multi-session, unauthenticated access and all protocols")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&tlsOpts.CAFile, "ca-file", "", "PEM CA bundle to verify the broker's HTTPS certificate (default: the system's roots)")
+	f.StringVar(&tlsOpts.CertFile, "client-cert", "", "PEM client certificate to present to the broker (mTLS)")
+	f.StringVar(&tlsOpts.KeyFile, "client-key", "", "PEM private key of --client-cert")
+	f.BoolVar(&tlsOpts.InsecureHTTP, "insecure-http", false, "allow plain http:// to a broker that is not on loopback (the credential crosses the network in clear)")
 	return c
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -34,6 +35,16 @@ type Main struct {
 	Database string // "" for SQLite in DataDir, postgres://... for PostgreSQL
 	Logger   *slog.Logger
 
+	// TLSCert and TLSKey make the broker serve HTTPS (reloaded when the
+	// files change or on SIGHUP). TLSClientCA, when set, makes the agent
+	// endpoints require a client certificate signed by it (mTLS).
+	TLSCert, TLSKey, TLSClientCA string
+	// Server timeouts (0 = the defaults of newServeCmd): a request's whole
+	// read, its answer's write, and an idle keep-alive connection.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// StoreTimeout bounds every store call (0 = 5s).
+	StoreTimeout time.Duration
+
 	// Set by Open.
 	Store      vdibroker.Store
 	Server     *vhttp.Server
@@ -41,6 +52,7 @@ type Main struct {
 	listener   net.Listener
 	console    *console.Console
 	httpServer *http.Server
+	certs      *certReloader
 	unlockDir  func()
 }
 
@@ -73,7 +85,37 @@ func (m *Main) Open(ctx context.Context) error {
 	// Every store call is timed for /metrics (store transaction latency).
 	st = metrics.InstrumentStore(st)
 	m.Store = st
-	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, ObservePlacement: metrics.ObservePlacement})
+	var tlsConfig *tls.Config
+	if m.TLSCert != "" || m.TLSKey != "" {
+		if m.TLSCert == "" || m.TLSKey == "" {
+			st.Close()
+			m.unlock()
+			return usageError{errors.New("--tls-cert and --tls-key go together")}
+		}
+		if m.certs, err = newCertReloader(m.TLSCert, m.TLSKey, m.Logger); err != nil {
+			st.Close()
+			m.unlock()
+			return err
+		}
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.certs.GetCertificate}
+		if m.TLSClientCA != "" {
+			pool, err := loadCertPool(m.TLSClientCA)
+			if err != nil {
+				m.certs.Close()
+				st.Close()
+				m.unlock()
+				return fmt.Errorf("--tls-client-ca: %w", err)
+			}
+			// Verified when given; the agent endpoints require one.
+			tlsConfig.ClientCAs, tlsConfig.ClientAuth = pool, tls.VerifyClientCertIfGiven
+		}
+	} else if m.TLSClientCA != "" {
+		st.Close()
+		m.unlock()
+		return usageError{errors.New("--tls-client-ca needs --tls-cert and --tls-key")}
+	}
+	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, ObservePlacement: metrics.ObservePlacement,
+		StoreTimeout: m.StoreTimeout, AgentClientCert: m.TLSClientCA != ""})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: st, Logger: m.Logger})
@@ -87,11 +129,17 @@ func (m *Main) Open(ctx context.Context) error {
 		m.unlock()
 		return fmt.Errorf("listen on %s: %w", m.Listen, err)
 	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
 	m.listener = ln
 	m.httpServer = &http.Server{
 		Handler:           metrics.InstrumentAPI(m.Server.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadTimeout:       orDefault(m.ReadTimeout, defaultReadTimeout),
+		WriteTimeout:      orDefault(m.WriteTimeout, defaultWriteTimeout),
+		IdleTimeout:       orDefault(m.IdleTimeout, defaultIdleTimeout),
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
 	}
 	go func() {
 		if err := m.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -109,8 +157,29 @@ func (m *Main) unlock() {
 	}
 }
 
+// The server's timeouts when Main leaves them 0. A request has 30 s to
+// arrive whole (a body sent at a byte a second is cut off), an answer 60 s
+// to be written, a keep-alive connection may idle 2 minutes.
+const (
+	defaultReadTimeout  = 30 * time.Second
+	defaultWriteTimeout = 60 * time.Second
+	defaultIdleTimeout  = 2 * time.Minute
+)
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
 // URL is the base URL the broker answers on.
-func (m *Main) URL() string { return "http://" + m.listener.Addr().String() }
+func (m *Main) URL() string {
+	if m.certs != nil {
+		return "https://" + m.listener.Addr().String()
+	}
+	return "http://" + m.listener.Addr().String()
+}
 
 // Close stops accepting requests, lets in-flight ones finish (graceful
 // shutdown), then closes the server and the store.
@@ -131,6 +200,9 @@ func (m *Main) Close() error {
 		errs = append(errs, m.Store.Close())
 	}
 	m.unlock() // after the store: its last writes are done
+	if m.certs != nil {
+		m.certs.Close()
+	}
 	return errors.Join(errs...)
 }
 
@@ -142,9 +214,7 @@ func adminToken(dataDir string) (string, error) {
 	}
 	path := filepath.Join(dataDir, "admin.token")
 	if b, err := os.ReadFile(path); err == nil {
-		if t := strings.TrimSpace(string(b)); t != "" {
-			return t, nil
-		}
+		return checkAdminTokenFile(path, strings.TrimSpace(string(b)))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("read admin token: %w", err)
 	}
@@ -162,6 +232,29 @@ func adminToken(dataDir string) (string, error) {
 		return "", err
 	}
 	return t, f.Close()
+}
+
+// minAdminTokenLen is the shortest admin token a file may hold (the
+// generated ones have 58 characters).
+const minAdminTokenLen = 32
+
+// checkAdminTokenFile refuses an admin.token that anyone but its owner may
+// read, an empty one and a short one, saying how to fix it (R-SEC).
+func checkAdminTokenFile(path, token string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("admin token %s has mode %04o: anyone on this machine may read it; run chmod 600 %s", path, perm, path)
+	}
+	if token == "" {
+		return "", fmt.Errorf("admin token %s is empty: delete it to have a new one made at start, or write a token of at least %d characters", path, minAdminTokenLen)
+	}
+	if len(token) < minAdminTokenLen {
+		return "", fmt.Errorf("admin token %s is %d characters long, want at least %d: delete it to have a new one made at start", path, len(token), minAdminTokenLen)
+	}
+	return token, nil
 }
 
 func newServeCmd() *cobra.Command {
@@ -197,6 +290,13 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")
 	cmd.Flags().StringVar(&m.Database, "database", "", "database: empty for SQLite in --data-dir, or postgres://user:pass@host/db")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&m.TLSCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded when it changes or on SIGHUP")
+	cmd.Flags().StringVar(&m.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
+	cmd.Flags().StringVar(&m.TLSClientCA, "tls-client-ca", "", "require agents to present a client certificate signed by this PEM CA (mTLS on the agent endpoints)")
+	cmd.Flags().DurationVar(&m.ReadTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included")
+	cmd.Flags().DurationVar(&m.WriteTimeout, "write-timeout", defaultWriteTimeout, "longest time to write an answer")
+	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
+	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	cmd.Flags().MarkHidden("cpu-profile")

@@ -159,3 +159,41 @@ func TestExitStatusUsageVersusServer(t *testing.T) {
 		})
 	}
 }
+
+// TestServeAdminTokenFileChecks (R-SEC, issue 14): an admin.token others
+// may read, an empty one or a short one stops the start with a message
+// saying what to do; a good one is used.
+func TestServeAdminTokenFileChecks(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	good := strings.Repeat("k", minAdminTokenLen)
+	for _, tc := range []struct {
+		name, content string
+		mode          os.FileMode
+		wantErr       string
+	}{
+		{"world-readable", good, 0o644, "chmod 600"},
+		{"group-readable", good, 0o640, "chmod 600"},
+		{"empty", "\n", 0o600, "is empty"},
+		{"short", "short-token", 0o600, "at least 32"},
+		{"good", good + "\n", 0o600, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "admin.token")
+			if err := os.WriteFile(path, []byte(tc.content), tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(path, tc.mode) // past the umask
+			got, err := adminToken(dir)
+			if tc.wantErr == "" {
+				if err != nil || got != good {
+					t.Fatalf("adminToken = %q, %v; want the file's token", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("adminToken = %q, %v; want an error saying %q", got, err, tc.wantErr)
+			}
+		})
+	}
+}
