@@ -88,8 +88,7 @@ type HeartbeatResult struct {
 	Commands []Command
 	// Seq orders this store handle's writes as they were committed: Host's
 	// counts include exactly the placements whose OnCommitted seq is lower.
-	// Of two results for one host, the higher Seq is the newer. (With the
-	// default single group committer; see store.Options.Committers.)
+	// Of two results for one host, the higher Seq is the newer.
 	Seq int64
 }
 
