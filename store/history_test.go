@@ -1,0 +1,104 @@
+package store_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestSessionListingsUseIndexes: a dry run reads the user's open sessions in
+// the pool (R-C1, R-C8), and so do ?user= listings; ?sessionHost= reads a
+// host's. In a pool with a long LoggedOff history each must be one range of
+// an index, never a walk of every session the pool ever had
+// (user_sessions_by_pool): in a pool of 10,000 hosts that made dry runs
+// answer 5-10 per second (issue 13). The store holds 20,000 ended sessions
+// (a week of history for 500 users) and some open ones.
+func TestSessionListingsUseIndexes(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("big", vdibroker.Pooled))
+		for i := range 4 {
+			mustHost(t, s, "big", fmt.Sprintf("host%02d", i))
+		}
+		for i := range 40 {
+			mustCommit(t, s, placement("big", fmt.Sprintf("host%02d", i%4), fmt.Sprintf("user%04d", i), vdibroker.NoSessionLimit))
+		}
+		if err := s.AddHistory(ctx, "big", 4, 500, 20000); err != nil {
+			t.Fatal(err)
+		}
+		byUser := []string{"user_sessions_one_per_pooled_user", "user_sessions_open_unpooled_by_user"}
+		const after = "0000000000000000000000000000100"
+		tests := []struct {
+			name  string
+			f     vdibroker.SessionFilter
+			index []string // every one must be in the plan
+		}{
+			{"user's open sessions (dry run, R-C1)", vdibroker.SessionFilter{User: "user0007"}, byUser},
+			{"?user=&state=Active", vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateActive}, byUser},
+			{"?user=&state=Pending, paged", vdibroker.SessionFilter{User: "user0007", State: vdibroker.StatePending, After: after, Limit: 101}, byUser},
+			{"?user=&sessionHost= (R-PE3)", vdibroker.SessionFilter{User: "user0007", SessionHost: "host03"}, byUser},
+			{"?user=&state=LoggedOff", vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff}, []string{"user_sessions_ended_by_user"}},
+			{"?user=&state=LoggedOff, paged", vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff, After: after, Limit: 101}, []string{"user_sessions_ended_by_user"}},
+			{"?sessionHost=", vdibroker.SessionFilter{SessionHost: "host01"}, []string{"user_sessions_open_by_host_covering"}},
+			{"?sessionHost=&state=Disconnected", vdibroker.SessionFilter{SessionHost: "host01", State: vdibroker.StateDisconnected}, []string{"user_sessions_open_by_host_covering"}},
+			{"?sessionHost=&state=LoggedOff, paged", vdibroker.SessionFilter{SessionHost: "host01", State: vdibroker.StateLoggedOff, After: after, Limit: 101}, []string{"user_sessions_ended_by_host"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				tt.f.HostPool = "big"
+				p, err := s.ListSessionsPlan(ctx, tt.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, index := range tt.index {
+					if !strings.Contains(p, index) {
+						t.Errorf("the plan does not use %s:\n%s", index, p)
+					}
+				}
+				// SQLite says SCAN for a walk of a table or a whole index,
+				// PostgreSQL Seq Scan; user_sessions_by_pool holds every
+				// session of the pool, ended ones included.
+				if strings.Contains(p, "SCAN user_sessions") || strings.Contains(p, "Seq Scan") || strings.Contains(p, "user_sessions_by_pool") {
+					t.Errorf("the plan reads the pool's sessions:\n%s", p)
+				}
+			})
+		}
+
+		// The answers are what the filters say (the query shape changed).
+		got := func(f vdibroker.SessionFilter) int {
+			t.Helper()
+			f.HostPool = "big"
+			l, err := s.ListUserSessions(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < len(l); i++ {
+				if l[i-1].ID >= l[i].ID {
+					t.Fatalf("%+v: not in id order: %s before %s", f, l[i-1].ID, l[i].ID)
+				}
+			}
+			return len(l)
+		}
+		for _, c := range []struct {
+			f    vdibroker.SessionFilter
+			want int
+		}{
+			{vdibroker.SessionFilter{User: "user0007"}, 1},
+			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateActive}, 0},
+			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff}, 40},                        // 20,000 / 500
+			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff, Limit: 7}, 7},               // paged
+			{vdibroker.SessionFilter{SessionHost: "host01", State: vdibroker.StateLoggedOff}, 5000},                 // 20,000 / 4
+			{vdibroker.SessionFilter{SessionHost: "host01"}, 10},                                                    // 40 / 4
+			{vdibroker.SessionFilter{User: "user0007", SessionHost: "host03"}, 1},                                   // user 7 is on host 7 mod 4
+			{vdibroker.SessionFilter{User: "user0007", SessionHost: "host02"}, 0},                                   // not there
+			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff, SessionHost: "host03"}, 40}, // 7 mod 4 = 3 = 7 + 500k mod 4
+		} {
+			if n := got(c.f); n != c.want {
+				t.Errorf("%+v: %d sessions, want %d", c.f, n, c.want)
+			}
+		}
+	})
+}
