@@ -208,11 +208,21 @@ func (s *DB) IndexState(ctx context.Context, name string) (valid, unique bool, e
 // each.
 func (s *DB) ListSessionsPlan(ctx context.Context, f vdibroker.SessionFilter) (string, error) {
 	q, args := listSessionsQuery(s.d, f)
+	return s.explain(ctx, q, args...)
+}
+
+// OpenCountsPlan is ListSessionsPlan for CountOpenSessions' query.
+func (s *DB) OpenCountsPlan(ctx context.Context) (string, error) {
+	return s.explain(ctx, openCountsQuery)
+}
+
+// explain returns the engine's plan of query, one line each.
+func (s *DB) explain(ctx context.Context, query string, args ...any) (string, error) {
 	if s.d == sqliteDialect {
-		plan, err := s.plan(ctx, q, args...)
+		plan, err := s.plan(ctx, query, args...)
 		return strings.Join(plan, "\n"), err
 	}
-	rows, err := s.r.QueryContext(ctx, `EXPLAIN `+s.d.q(q), args...)
+	rows, err := s.r.QueryContext(ctx, `EXPLAIN `+s.d.q(query), args...)
 	if err != nil {
 		return "", err
 	}

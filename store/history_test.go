@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/store"
@@ -99,6 +102,61 @@ func TestSessionListingsUseIndexes(t *testing.T) {
 			if n := got(c.f); n != c.want {
 				t.Errorf("%+v: %d sessions, want %d", c.f, n, c.want)
 			}
+		}
+	})
+}
+
+// TestCountOpenSessions: /metrics counts every pool's open sessions by
+// state on each scrape; with 250,000 open sessions and a week of history it
+// must not read them one by one nor walk the history (issue 13): one read
+// of the partial index of open sessions.
+func TestCountOpenSessions(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		got, err := s.CountOpenSessions(ctx)
+		if err != nil || len(got) != 0 {
+			t.Fatalf("empty store: %v, %v; want no pools", got, err)
+		}
+		mustPool(t, s, pool("pa", vdibroker.Pooled))
+		mustPool(t, s, pool("pb", vdibroker.Pooled))
+		mustPool(t, s, pool("idle", vdibroker.Pooled))
+		mustHost(t, s, "pa", "host00")
+		mustHost(t, s, "pb", "host00")
+		for i := range 5 {
+			mustCommit(t, s, placement("pa", "host00", fmt.Sprintf("user%04d", i), vdibroker.NoSessionLimit))
+		}
+		mustCommit(t, s, placement("pb", "host00", "alice", vdibroker.NoSessionLimit))
+		// pa's agent: user0000 and user0001 logged on, user0002 then
+		// disconnected; user0003 and user0004 still Pending.
+		if _, err := s.ApplyHeartbeat(ctx, "pa", "host00", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "1", User: "user0000", State: vdibroker.StateActive},
+			{ID: "2", User: "user0001", State: vdibroker.StateActive},
+			{ID: "3", User: "user0002", State: vdibroker.StateDisconnected},
+		}}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddHistory(ctx, "pa", 1, 50, 20000); err != nil {
+			t.Fatal(err)
+		}
+		got, err = s.CountOpenSessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]vdibroker.OpenSessionCounts{
+			"pa": {Pending: 2, Active: 2, Disconnected: 1},
+			"pb": {Pending: 1},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("open session counts (-want +got):\n%s", diff)
+		}
+		p, err := s.OpenCountsPlan(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("plan:\n%s", p)
+		if !strings.Contains(p, "user_sessions_open_by_host_covering") || strings.Contains(p, "Seq Scan") ||
+			strings.Contains(p, "SCAN user_sessions\n") || strings.HasSuffix(p, "SCAN user_sessions") {
+			t.Errorf("the counts do not come from the index of open sessions alone:\n%s", p)
 		}
 	})
 }

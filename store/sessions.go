@@ -218,6 +218,49 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
 	return q, args
 }
 
+// openCountsQuery counts open sessions by pool and state. The literal state
+// lets both engines read only the partial covering index of open sessions
+// (user_sessions_open_by_host_covering, which holds host_pool and state),
+// not the table with its history.
+const openCountsQuery = `SELECT host_pool, state, count(*) FROM user_sessions
+	WHERE state <> 'LoggedOff' GROUP BY host_pool, state`
+
+// CountOpenSessions returns every pool's open sessions by state.
+func (s *DB) CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSessionCounts, error) {
+	out := map[string]vdibroker.OpenSessionCounts{}
+	err := s.read(ctx, func(t *tx) error {
+		rows, err := t.query(ctx, openCountsQuery)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var pool, state string
+			var n int
+			if err := rows.Scan(&pool, &state, &n); err != nil {
+				return err
+			}
+			c := out[pool]
+			switch state {
+			case vdibroker.StatePending:
+				c.Pending += n
+			case vdibroker.StateActive:
+				c.Active += n
+			case vdibroker.StateDisconnected:
+				c.Disconnected += n
+			default:
+				return fmt.Errorf("session state %q in pool %q", state, pool)
+			}
+			out[pool] = c
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count open sessions: %w", err)
+	}
+	return out, nil
+}
+
 // EndSession marks a session LoggedOff with reason (no-op if ended).
 func (s *DB) EndSession(ctx context.Context, pool, id, reason string, now time.Time) error {
 	err := s.write(ctx, func(t *tx) error {
