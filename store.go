@@ -71,6 +71,12 @@ type PlacementCommit struct {
 	// settings change made on another decides again with them (R-P1: the
 	// change applies to the next placement).
 	PoolUpdateTime time.Time
+	// RoundRobinHost, when set, is recorded as the pool's R-LI4
+	// round-robin cursor (the host last chosen in bucket 1) in the same
+	// transaction, if the commit succeeds; it must be Session's host. The
+	// last commit wins (within one group-commit transaction, the last
+	// queued). It does not move the pool's updateTime.
+	RoundRobinHost string
 	// OnCommitted, when set, is called once the session is committed, with
 	// the commit's sequence number (see HeartbeatResult.Seq), and before
 	// any other write of the same transaction is answered (a heartbeat of
@@ -141,6 +147,10 @@ type Store interface {
 	// the database. Concurrent calls may be batched into one transaction
 	// (group commit); each call still succeeds or fails on its own.
 	CommitPlacement(ctx context.Context, c *PlacementCommit) error
+	// RoundRobinHost returns the pool's R-LI4 round-robin cursor, the
+	// RoundRobinHost of its last commit that had one; empty when none.
+	// Shared by every replica and kept over restarts.
+	RoundRobinHost(ctx context.Context, pool string) (string, error)
 	// GetPlacement returns a session's decision record (R-C7).
 	GetPlacement(ctx context.Context, pool, sessionID string) ([]byte, error)
 	GetUserSession(ctx context.Context, pool, id string) (*UserSession, error)
