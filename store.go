@@ -178,7 +178,11 @@ type Store interface {
 	// (Unauthenticated when none).
 	HostByCredential(ctx context.Context, credentialHash string) (*SessionHost, error)
 	// ApplyHeartbeat records a heartbeat in one transaction: heartbeat time,
-	// metrics (with MetricsSessions), policy, shutdown and health flags;
+	// metrics and MetricsSessions by R-LI6's rule (loadindex.Resample: a
+	// sample not newer than the stored one changes neither; a new one's
+	// MetricsSessions counts the open sessions that are not Pending and
+	// were on the host at or before its sampledAt), policy, shutdown and
+	// health flags;
 	// command results; reconciliation R-S2 (Pending seen -> Active,
 	// reported disconnected -> Disconnected, not reported -> LoggedOff,
 	// unknown -> adopted); R-S3 pending timeout; R-S5 logoff commands for
