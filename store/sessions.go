@@ -218,16 +218,23 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
 	return q, args
 }
 
-// openCountsQuery counts open sessions by pool and state. The literal state
-// lets both engines read only the partial covering index of open sessions
-// (user_sessions_open_by_host_covering, which holds host_pool and state),
-// not the table with its history.
-const openCountsQuery = `SELECT host_pool, state, count(*) FROM user_sessions
-	WHERE state <> 'LoggedOff' GROUP BY host_pool, state`
+// openCountsQuery counts every pool's open sessions by state in one
+// statement (one snapshot): the R-S1 counts of its hosts in host_counts
+// (sessions, and Pending as connecting_sessions) and its Disconnected
+// sessions from the partial index user_sessions_disconnected (migration
+// 00008). Active is the rest. Neither reads a session row: counting the
+// index of open sessions instead took 0.4 s at 250,000 on SQLite. The join
+// leaves out a counts row whose host is gone.
+const openCountsQuery = `SELECT c.host_pool, sum(c.sessions), sum(c.connecting_sessions), 0
+	FROM host_counts c JOIN session_hosts h ON h.host_pool = c.host_pool AND h.name = c.name GROUP BY c.host_pool
+	UNION ALL
+	SELECT host_pool, 0, 0, count(*) FROM user_sessions WHERE state = 'Disconnected' GROUP BY host_pool`
 
-// CountOpenSessions returns every pool's open sessions by state.
+// CountOpenSessions returns every pool's open sessions by state; a pool
+// without open sessions is absent.
 func (s *DB) CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSessionCounts, error) {
-	out := map[string]vdibroker.OpenSessionCounts{}
+	type sums struct{ sessions, pending, disconnected int }
+	by := map[string]sums{}
 	err := s.read(ctx, func(t *tx) error {
 		rows, err := t.query(ctx, openCountsQuery)
 		if err != nil {
@@ -235,28 +242,25 @@ func (s *DB) CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSe
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var pool, state string
-			var n int
-			if err := rows.Scan(&pool, &state, &n); err != nil {
+			var pool string
+			var n sums
+			if err := rows.Scan(&pool, &n.sessions, &n.pending, &n.disconnected); err != nil {
 				return err
 			}
-			c := out[pool]
-			switch state {
-			case vdibroker.StatePending:
-				c.Pending += n
-			case vdibroker.StateActive:
-				c.Active += n
-			case vdibroker.StateDisconnected:
-				c.Disconnected += n
-			default:
-				return fmt.Errorf("session state %q in pool %q", state, pool)
-			}
-			out[pool] = c
+			b := by[pool]
+			by[pool] = sums{b.sessions + n.sessions, b.pending + n.pending, b.disconnected + n.disconnected}
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("count open sessions: %w", err)
+	}
+	out := make(map[string]vdibroker.OpenSessionCounts, len(by))
+	for pool, n := range by {
+		if n.sessions == 0 {
+			continue
+		}
+		out[pool] = vdibroker.OpenSessionCounts{Pending: n.pending, Active: n.sessions - n.pending - n.disconnected, Disconnected: n.disconnected}
 	}
 	return out, nil
 }

@@ -14,7 +14,15 @@ CREATE INDEX user_sessions_ended_by_user
     ON user_sessions (host_pool, user_name, id) WHERE state = 'LoggedOff';
 CREATE INDEX user_sessions_ended_by_host
     ON user_sessions (host_pool, session_host, id) WHERE state = 'LoggedOff';
+-- Disconnected sessions by pool: every /metrics scrape counts each pool's
+-- open sessions by state (CountOpenSessions). Pending and the total come
+-- from host_counts; this small index gives the Disconnected ones, where
+-- counting the index of all open sessions took about 0.4 s at 250,000.
+-- Only a disconnect or a reconnect changes it.
+CREATE INDEX user_sessions_disconnected
+    ON user_sessions (host_pool) WHERE state = 'Disconnected';
 
 -- +goose Down
+DROP INDEX user_sessions_disconnected;
 DROP INDEX user_sessions_ended_by_host;
 DROP INDEX user_sessions_ended_by_user;
