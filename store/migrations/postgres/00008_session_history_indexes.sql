@@ -21,17 +21,17 @@
 -- +goose StatementBegin
 DO $$
 DECLARE
-    name text;
+    idx text;
 BEGIN
-    FOREACH name IN ARRAY ARRAY['user_sessions_ended_by_user', 'user_sessions_ended_by_host', 'user_sessions_disconnected'] LOOP
+    FOREACH idx IN ARRAY ARRAY['user_sessions_ended_by_user', 'user_sessions_ended_by_host', 'user_sessions_disconnected'] LOOP
         IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                   WHERE c.relname = name AND c.relnamespace = current_schema()::regnamespace
+                   WHERE c.relname = idx AND c.relnamespace = current_schema()::regnamespace
                    AND NOT i.indisvalid) THEN
             -- A plain DROP locks the table: wait at most 10 s for it (then
             -- the migration fails and runs again at the next start) rather
             -- than queue every replica's writes behind a long transaction.
             PERFORM set_config('lock_timeout', '10s', true);
-            EXECUTE format('DROP INDEX %I', name);
+            EXECUTE format('DROP INDEX %I', idx);
         END IF;
     END LOOP;
 END
