@@ -71,6 +71,12 @@ type PlacementCommit struct {
 	// settings change made on another decides again with them (R-P1: the
 	// change applies to the next placement).
 	PoolUpdateTime time.Time
+	// RoundRobinHost, when set, is recorded as the pool's R-LI4
+	// round-robin cursor (the host last chosen in bucket 1) in the same
+	// transaction, if the commit succeeds; it must be Session's host. The
+	// last commit wins (within one group-commit transaction, the last
+	// queued). It does not move the pool's updateTime.
+	RoundRobinHost string
 	// OnCommitted, when set, is called once the session is committed, with
 	// the commit's sequence number (see HeartbeatResult.Seq), and before
 	// any other write of the same transaction is answered (a heartbeat of
@@ -81,6 +87,11 @@ type PlacementCommit struct {
 	OnCommitted func(seq int64)
 }
 
+// OpenSessionCounts is a pool's open sessions by state (R-S1).
+type OpenSessionCounts struct {
+	Pending, Active, Disconnected int
+}
+
 // HeartbeatResult is what applying one heartbeat produced.
 type HeartbeatResult struct {
 	Host     *SessionHost
@@ -88,8 +99,7 @@ type HeartbeatResult struct {
 	Commands []Command
 	// Seq orders this store handle's writes as they were committed: Host's
 	// counts include exactly the placements whose OnCommitted seq is lower.
-	// Of two results for one host, the higher Seq is the newer. (With the
-	// default single group committer; see store.Options.Committers.)
+	// Of two results for one host, the higher Seq is the newer.
 	Seq int64
 }
 
@@ -137,11 +147,20 @@ type Store interface {
 	// the database. Concurrent calls may be batched into one transaction
 	// (group commit); each call still succeeds or fails on its own.
 	CommitPlacement(ctx context.Context, c *PlacementCommit) error
+	// RoundRobinHost returns the pool's R-LI4 round-robin cursor, the
+	// RoundRobinHost of its last commit that had one; empty when none.
+	// Shared by every replica and kept over restarts.
+	RoundRobinHost(ctx context.Context, pool string) (string, error)
 	// GetPlacement returns a session's decision record (R-C7).
 	GetPlacement(ctx context.Context, pool, sessionID string) ([]byte, error)
 	GetUserSession(ctx context.Context, pool, id string) (*UserSession, error)
 	// ListUserSessions lists sessions by ID ascending.
 	ListUserSessions(ctx context.Context, f SessionFilter) ([]*UserSession, error)
+	// CountOpenSessions returns every pool's open sessions by state, in one
+	// read of an index of open sessions: neither history nor the sessions'
+	// rows are read (/metrics at 250,000 sessions). A pool without open
+	// sessions is absent.
+	CountOpenSessions(ctx context.Context) (map[string]OpenSessionCounts, error)
 	// EndSession marks a session LoggedOff with reason (no-op if ended).
 	EndSession(ctx context.Context, pool, id, reason string, now time.Time) error
 	// ExpirePending ends Pending sessions older than their pool's
@@ -159,7 +178,11 @@ type Store interface {
 	// (Unauthenticated when none).
 	HostByCredential(ctx context.Context, credentialHash string) (*SessionHost, error)
 	// ApplyHeartbeat records a heartbeat in one transaction: heartbeat time,
-	// metrics (with MetricsSessions), policy, shutdown and health flags;
+	// metrics and MetricsSessions by R-LI6's rule (loadindex.Resample: a
+	// sample not newer than the stored one changes neither; a new one's
+	// MetricsSessions counts the open sessions that are not Pending and
+	// were on the host at or before its sampledAt), policy, shutdown and
+	// health flags;
 	// command results; reconciliation R-S2 (Pending seen -> Active,
 	// reported disconnected -> Disconnected, not reported -> LoggedOff,
 	// unknown -> adopted); R-S3 pending timeout; R-S5 logoff commands for

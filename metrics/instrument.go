@@ -96,6 +96,16 @@ func (s *instrumented) ListUserSessions(ctx context.Context, f vdibroker.Session
 	return s.Store.ListUserSessions(ctx, f)
 }
 
+func (s *instrumented) CountOpenSessions(ctx context.Context) (m map[string]vdibroker.OpenSessionCounts, err error) {
+	defer func(t time.Time) { observe("CountOpenSessions", t, err) }(time.Now())
+	return s.Store.CountOpenSessions(ctx)
+}
+
+func (s *instrumented) RoundRobinHost(ctx context.Context, pool string) (h string, err error) {
+	defer func(t time.Time) { observe("RoundRobinHost", t, err) }(time.Now())
+	return s.Store.RoundRobinHost(ctx, pool)
+}
+
 func (s *instrumented) EndSession(ctx context.Context, pool, id, reason string, now time.Time) (err error) {
 	defer func(t time.Time) { observe("EndSession", t, err) }(time.Now())
 	return s.Store.EndSession(ctx, pool, id, reason, now)

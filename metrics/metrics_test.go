@@ -13,35 +13,21 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/loadindex"
 	"github.com/vdibroker/vdibroker/metrics"
+	"github.com/vdibroker/vdibroker/store"
 )
 
-// fakeStore is an in-memory Store for the collector's logic; the methods the
-// collector does not call panic through the nil embedded interface.
+// fakeStore is a Store that fails: a store down, and InstrumentStore's
+// pass-through of errors; the methods it does not define panic through the
+// nil embedded interface.
 type fakeStore struct {
 	vdibroker.Store
-	pools    []*vdibroker.HostPool
-	hosts    map[string][]*vdibroker.SessionHost
-	sessions []*vdibroker.UserSession
-	err      error
+	err error
 }
 
 func (f *fakeStore) ListHostPools(context.Context) ([]*vdibroker.HostPool, error) {
-	return f.pools, f.err
-}
-
-func (f *fakeStore) ListSessionHosts(_ context.Context, pool string) ([]*vdibroker.SessionHost, error) {
-	return f.hosts[pool], nil
-}
-
-func (f *fakeStore) ListUserSessions(_ context.Context, flt vdibroker.SessionFilter) ([]*vdibroker.UserSession, error) {
-	var out []*vdibroker.UserSession
-	for _, s := range f.sessions {
-		if s.HostPool == flt.HostPool && s.Open() {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return nil, f.err
 }
 
 func (f *fakeStore) GetHostPool(_ context.Context, name string) (*vdibroker.HostPool, error) {
@@ -188,45 +174,136 @@ func TestConnectCode(t *testing.T) {
 	}
 }
 
+// noSessionReads is a real store whose ListUserSessions fails the test: a
+// scrape must not read the sessions one by one (250,000 at a full pod).
+type noSessionReads struct {
+	vdibroker.Store
+	t *testing.T
+}
+
+func (s noSessionReads) ListUserSessions(context.Context, vdibroker.SessionFilter) ([]*vdibroker.UserSession, error) {
+	s.t.Error("a scrape listed user sessions")
+	return nil, errors.New("a scrape must not list user sessions")
+}
+
+// TestStoreCollector scrapes a real SQLite store whose hosts sent real
+// metrics samples: every host's vdibroker_host_load_index and status
+// count are what the API shows (loadindex.Present), which the store does
+// not fill in (issue 13: the load index gauge was 0 in production).
 func TestStoreCollector(t *testing.T) {
+	ctx := t.Context()
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	ago := func(s int) *time.Time { t := now.Add(-time.Duration(s) * time.Second); return &t }
-	st := &fakeStore{
-		pools: []*vdibroker.HostPool{{Name: "pool-a", LoadBalancerType: vdibroker.DepthFirst, MaxSessionLimit: 10, HeartbeatTimeoutSeconds: 90}},
-		hosts: map[string][]*vdibroker.SessionHost{"pool-a": {
-			// h1: heartbeat 5 s ago -> Available (R-H1).
-			{Name: "h1", AllowNewSession: true, LastHeartBeat: ago(5), Sessions: 3, LoadIndex: 30},
-			// h2: 120 s > 90 s timeout -> Unavailable; drained.
-			{Name: "h2", AllowNewSession: false, LastHeartBeat: ago(120), Sessions: 0, LoadIndex: 0},
-			// h3: never heard from -> Unavailable, no heartbeat age sample.
-			{Name: "h3", AllowNewSession: true, LoadIndex: -1},
-		}},
-		sessions: []*vdibroker.UserSession{
-			{HostPool: "pool-a", State: vdibroker.StateActive},
-			{HostPool: "pool-a", State: vdibroker.StateActive},
-			{HostPool: "pool-a", State: vdibroker.StatePending},
-			{HostPool: "pool-a", State: vdibroker.StateLoggedOff},
-		},
+	ago := func(s int) time.Time { return now.Add(-time.Duration(s) * time.Second) }
+	st, err := store.Open(ctx, "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	h := metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st, Now: func() time.Time { return now }}))
-	fams := scrape(t, h)
+	t.Cleanup(func() { st.Close() })
+
+	lb := vdibroker.DefaultLoadBalancing()
+	lb.CPUThreshold = 80
+	custom := vdibroker.DefaultLoadBalancing()
+	custom.UseCustomScript = true
+	pools := []*vdibroker.HostPool{
+		{Name: "pool-a", LoadBalancerType: vdibroker.LoadIndex, MaxSessionLimit: 10, LoadBalancing: lb},
+		// A custom script pool where no host reports a value: load
+		// balancing off, every host -1 (R-IDX3).
+		{Name: "pool-b", LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 10, LoadBalancing: custom},
+	}
+	for _, p := range pools {
+		p.HostPoolType, p.HeartbeatTimeoutSeconds, p.PendingTimeoutSeconds = vdibroker.Pooled, 90, 300
+		p.CreateTime, p.UpdateTime = ago(3600), ago(3600)
+		if _, err := st.PutHostPool(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := func(pool, name string, allowNew bool) {
+		t.Helper()
+		h := &vdibroker.SessionHost{HostPool: pool, Name: name, Address: name + ":3389", StandardFeatures: true, AllowNewSession: allowNew, CreateTime: ago(3600)}
+		if _, err := st.PutSessionHost(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place := func(pool, name, user string, at time.Time) {
+		t.Helper()
+		u := &vdibroker.UserSession{ID: store.NewID(), User: user, HostPool: pool, SessionHost: name, State: vdibroker.StatePending, CreateTime: at, StateTime: at}
+		if err := st.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: u, MaxSessionLimit: 10, Pooled: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	beat := func(pool, name string, at time.Time, m *vdibroker.Metrics, sessions ...vdibroker.AgentSession) {
+		t.Helper()
+		if _, err := st.ApplyHeartbeat(ctx, pool, name, &vdibroker.HeartbeatRequest{Metrics: m, Sessions: sessions}, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	active := func(users ...string) []vdibroker.AgentSession {
+		var l []vdibroker.AgentSession
+		for _, u := range users {
+			l = append(l, vdibroker.AgentSession{ID: u, User: u, State: vdibroker.StateActive})
+		}
+		return l
+	}
+	// h1: four users logged on, sampled at 40 % CPU, then two placements
+	// (Pending): 40 + 40/4 × 2 = 60 → 100 × 60/80 = 75; sessions 60 % of
+	// the limit; index 75 (R-IDX2, R-LI6). Available (5 s ago).
+	host("pool-a", "h1", true)
+	for _, u := range []string{"u1", "u2", "u3", "u4"} {
+		place("pool-a", "h1", u, ago(60))
+	}
+	beat("pool-a", "h1", ago(5), &vdibroker.Metrics{CPUPercent: 40, SampledAt: ago(8)}, active("u1", "u2", "u3", "u4")...)
+	place("pool-a", "h1", "u5", ago(3))
+	place("pool-a", "h1", "u6", ago(2))
+	// h2: drained, last heard from 120 s ago (> 90 s: Unavailable), idle
+	// in its sample of 121 s ago; dora's disconnected session, adopted by
+	// that heartbeat, came after the sample, so the pool's mean per
+	// session (h1's 40/4 = 10) estimates hers (R-LI6): 0 + 10 × 1 → 100 ×
+	// 10/80 = 12.5 → 13; sessions 10 % of the limit; index 13.
+	host("pool-a", "h2", false)
+	beat("pool-a", "h2", ago(120), &vdibroker.Metrics{CPUPercent: 0, SampledAt: ago(121)},
+		vdibroker.AgentSession{ID: "d1", User: "dora", State: vdibroker.StateDisconnected})
+	// h3: never heard from: Unavailable, no heartbeat age, index 0.
+	host("pool-a", "h3", true)
+	host("pool-b", "b1", true)
+	beat("pool-b", "b1", ago(1), &vdibroker.Metrics{CPUPercent: 10, SampledAt: ago(1)})
+
+	reg := metrics.NewRegistry(metrics.Config{Store: noSessionReads{st, t}, Now: func() time.Time { return now }})
+	fams := scrape(t, metrics.Handler(reg))
+
+	// What the API shows, host by host.
+	for _, p := range pools {
+		hosts, err := st.ListSessionHosts(ctx, p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loadindex.Present(p, hosts, now)
+		for _, h := range hosts {
+			if got := get(t, fams, "vdibroker_host_load_index", map[string]string{"pool": p.Name, "host": h.Name}); got != float64(h.LoadIndex) {
+				t.Errorf("%s/%s: load index gauge %v, the API shows %d", p.Name, h.Name, got, h.LoadIndex)
+			}
+		}
+	}
 	checks := []struct {
 		name   string
 		labels map[string]string
 		want   float64
 	}{
 		{"vdibroker_store_up", nil, 1},
+		{"vdibroker_host_load_index", map[string]string{"host": "h1"}, 75},
+		{"vdibroker_host_load_index", map[string]string{"host": "h2"}, 13},
+		{"vdibroker_host_load_index", map[string]string{"host": "h3"}, 0},
+		{"vdibroker_host_load_index", map[string]string{"host": "b1"}, -1},
 		{"vdibroker_pool_max_session_limit", map[string]string{"pool": "pool-a"}, 10},
 		{"vdibroker_hosts", map[string]string{"pool": "pool-a", "status": "Available"}, 1},
 		{"vdibroker_hosts", map[string]string{"pool": "pool-a", "status": "Unavailable"}, 2},
 		{"vdibroker_hosts", map[string]string{"pool": "pool-a", "status": "Shutdown"}, 0},
+		{"vdibroker_hosts", map[string]string{"pool": "pool-b", "status": "Available"}, 1},
 		{"vdibroker_hosts_drained", map[string]string{"pool": "pool-a"}, 1},
-		{"vdibroker_sessions", map[string]string{"pool": "pool-a", "state": "Active"}, 2},
-		{"vdibroker_sessions", map[string]string{"pool": "pool-a", "state": "Pending"}, 1},
-		{"vdibroker_sessions", map[string]string{"pool": "pool-a", "state": "Disconnected"}, 0},
-		{"vdibroker_host_sessions", map[string]string{"pool": "pool-a", "host": "h1"}, 3},
-		{"vdibroker_host_load_index", map[string]string{"host": "h1"}, 30},
-		{"vdibroker_host_load_index", map[string]string{"host": "h3"}, -1},
+		{"vdibroker_sessions", map[string]string{"pool": "pool-a", "state": "Active"}, 4},
+		{"vdibroker_sessions", map[string]string{"pool": "pool-a", "state": "Pending"}, 2},
+		{"vdibroker_sessions", map[string]string{"pool": "pool-a", "state": "Disconnected"}, 1},
+		{"vdibroker_sessions", map[string]string{"pool": "pool-b", "state": "Active"}, 0},
+		{"vdibroker_host_sessions", map[string]string{"pool": "pool-a", "host": "h1"}, 6},
 		{"vdibroker_host_heartbeat_age_seconds", map[string]string{"host": "h2"}, 120},
 	}
 	for _, c := range checks {

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/loadindex"
 )
 
 var (
@@ -36,15 +37,23 @@ var (
 )
 
 var (
-	openStates = []string{vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected}
-	statuses   = []string{vdibroker.StatusAvailable, vdibroker.StatusNeedsAssistance, vdibroker.StatusUnavailable, vdibroker.StatusShutdown}
+	statuses = []string{vdibroker.StatusAvailable, vdibroker.StatusNeedsAssistance, vdibroker.StatusUnavailable, vdibroker.StatusShutdown}
 )
+
+// StoreReader is what the collector reads of a vdibroker.Store.
+type StoreReader interface {
+	ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error)
+	ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error)
+	CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSessionCounts, error)
+}
 
 // StoreCollector reads the broker's current state from a Store on every
 // scrape, so the gauges are as fresh as the database (and correct across
-// replicas sharing one PostgreSQL).
+// replicas sharing one PostgreSQL). A scrape reads the pools, each pool's
+// hosts, and one count of open sessions by pool and state: never the
+// sessions themselves (250,000 at a full pod).
 type StoreCollector struct {
-	store   vdibroker.Store
+	store   StoreReader
 	now     func() time.Time
 	timeout time.Duration
 }
@@ -54,7 +63,7 @@ var _ prometheus.Collector = (*StoreCollector)(nil)
 // NewStoreCollector returns a collector reading st. now evaluates host status
 // and heartbeat age (nil is time.Now); timeout bounds one scrape's reads (0
 // is 5s).
-func NewStoreCollector(st vdibroker.Store, now func() time.Time, timeout time.Duration) *StoreCollector {
+func NewStoreCollector(st StoreReader, now func() time.Time, timeout time.Duration) *StoreCollector {
 	if now == nil {
 		now = time.Now
 	}
@@ -95,6 +104,10 @@ func (c *StoreCollector) collect(ctx context.Context, emit func(prometheus.Metri
 	if err != nil {
 		return err
 	}
+	open, err := c.store.CountOpenSessions(ctx)
+	if err != nil {
+		return err
+	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		emit(prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...))
 	}
@@ -104,11 +117,12 @@ func (c *StoreCollector) collect(ctx context.Context, emit func(prometheus.Metri
 		if err != nil {
 			return err
 		}
+		// Status and load index as the API shows them (R-H1, SPEC §6).
+		loadindex.Present(p, hosts, now)
 		byStatus := map[string]int{}
 		drained := 0
-		timeout := time.Duration(p.HeartbeatTimeoutSeconds) * time.Second
 		for _, h := range hosts {
-			byStatus[vdibroker.HostStatus(h, timeout, now)]++
+			byStatus[h.Status]++
 			if !h.AllowNewSession {
 				drained++
 			}
@@ -123,17 +137,10 @@ func (c *StoreCollector) collect(ctx context.Context, emit func(prometheus.Metri
 		}
 		gauge(descHostsDrained, float64(drained), p.Name)
 
-		sessions, err := c.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: p.Name})
-		if err != nil {
-			return err
-		}
-		byState := map[string]int{}
-		for _, s := range sessions {
-			byState[s.State]++
-		}
-		for _, s := range openStates {
-			gauge(descSessions, float64(byState[s]), p.Name, s)
-		}
+		n := open[p.Name]
+		gauge(descSessions, float64(n.Pending), p.Name, vdibroker.StatePending)
+		gauge(descSessions, float64(n.Active), p.Name, vdibroker.StateActive)
+		gauge(descSessions, float64(n.Disconnected), p.Name, vdibroker.StateDisconnected)
 	}
 	return nil
 }

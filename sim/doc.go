@@ -7,10 +7,12 @@
 // logon-storm overshoot that stale metrics allow (R-LI6).
 //
 // The simulator plays the agent of every host: at each metrics interval it
-// samples each host (cpuPercent from its active sessions), reports the
-// heartbeat and promotes Pending sessions to Active (R-S2); between samples
-// it keeps the engine's session counts current (R-S1) with Apply on every
-// placement and Upsert on every other change.
+// samples each host (cpuPercent from its active sessions); every 10 s it
+// reports the heartbeat, which carries the last sample and promotes Pending
+// sessions to Active (R-S2), and the engine takes the sample through
+// loadindex.Resample, the store's R-LI6 rule. In between it keeps the
+// engine's session counts current (R-S1) with Apply on every placement and
+// Upsert on every other change.
 //
 // A scenario is YAML (see examples/); Parse refuses bad input with the file,
 // the line and the field. Run is deterministic: the same scenario and seed

@@ -3,10 +3,12 @@ package sim
 import "time"
 
 // Event kinds, in the order events at the same instant run: the agents'
-// sample first (it sees the state up to that instant), then logoffs and
-// disconnects (they free room), reconnects, and new arrivals last.
+// sample first (it sees the state up to that instant), their heartbeat (it
+// carries the latest sample), then logoffs and disconnects (they free
+// room), reconnects, and new arrivals last.
 const (
 	evSample uint8 = iota
+	evHeartbeat
 	evEnd
 	evDisconnect
 	evReconnect

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/loadindex"
 	"github.com/vdibroker/vdibroker/placement"
 )
 
@@ -145,9 +147,13 @@ const (
 type userState struct {
 	host  int32
 	state uint8
-	// placedAt is when the session was placed, or -1 once it can no longer
-	// be Pending; it is Pending while placedAt >= the last sample (the agent
-	// has not reported the logon yet, R-S2).
+	// slot is the session's place in its host's hostState.open.
+	slot int32
+	// at is when the session was placed.
+	at time.Duration
+	// placedAt is at, or -1 once the session can no longer be Pending; it
+	// is Pending while placedAt >= the last heartbeat (the agent has not
+	// reported the logon yet, R-S2).
 	placedAt time.Duration
 }
 
@@ -157,14 +163,27 @@ type hostState struct {
 	sessions, connecting, away int
 	busySince                  time.Duration // when sessions went from 0 to 1
 	windowPlaced               int           // placements this metrics interval
+	// initial is how many of sessions are the scenario's initialSessions,
+	// which never end; open are the users of the others.
+	initial int
+	open    []int32
+	// sample is the agent's last metrics sample, which every heartbeat
+	// carries (R-LI6); changed is set when the host's load changed since.
+	sample  *vdibroker.Metrics
+	changed bool
 	// dirty is set when anything the agent reports changed since the
-	// host's last sample.
+	// host's last heartbeat reached the engine.
 	dirty bool
 }
 
-// heartbeatEvery is how many samples an unchanged host may skip; the pool's
-// heartbeat timeout is twice that many intervals.
-const heartbeatEvery = 10
+// heartbeatInterval is how often an agent reports (the agent's default):
+// every heartbeat carries its sessions and its last metrics sample, taken
+// every metricsInterval (R-LI6).
+const heartbeatInterval = 10 * time.Second
+
+// keepAliveEvery is how many heartbeats an unchanged host may skip; the
+// pool's heartbeat timeout is twice that many intervals.
+const keepAliveEvery = 10
 
 // runner is one simulation: one algorithm, one limit.
 type runner struct {
@@ -180,15 +199,18 @@ type runner struct {
 	now    time.Duration
 	// lastSample is the time of the latest metrics sample.
 	lastSample time.Duration
-	samples    int           // samples taken
-	busy       time.Duration // host busy time, summed over closed periods
-	maxActive  int
-	spread     spreadTracker
-	touched    []int32 // hosts that got a placement this interval
-	placedWin  int
-	res        Result
-	series     *seriesRecorder
-	progress   *Progress
+	// lastHeartbeat is the time of the agents' latest heartbeat.
+	lastHeartbeat time.Duration
+	beats         int           // heartbeats sent
+	samples       int           // samples taken
+	busy          time.Duration // host busy time, summed over closed periods
+	maxActive     int
+	spread        spreadTracker
+	touched       []int32 // hosts that got a placement this interval
+	placedWin     int
+	res           Result
+	series        *seriesRecorder
+	progress      *Progress
 }
 
 func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit int, opts Options) (Result, error) {
@@ -210,7 +232,7 @@ func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit in
 			sessions = sc.Pool.InitialSessions[i]
 		}
 		r.index[name] = int32(i)
-		r.st[i] = hostState{sessions: sessions}
+		r.st[i] = hostState{sessions: sessions, initial: sessions}
 		r.hosts[i] = placement.Host{Name: name, AllowNewSession: true, StandardFeatures: true, Sessions: sessions}
 	}
 	r.spread.init(r.st)
@@ -229,10 +251,11 @@ func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit in
 		MaxSessionLimit:  limit,
 		LoadBalancing:    sc.LoadBalancing,
 		// All simulated hosts are healthy: the timeout outlasts the
-		// longest gap between two reports of a host (see sample).
-		HeartbeatTimeoutSeconds: int(2*heartbeatEvery*sc.MetricsInterval/time.Second) + 90,
+		// longest gap between two reports of a host (see heartbeat).
+		HeartbeatTimeoutSeconds: int(2*keepAliveEvery*heartbeatInterval/time.Second) + 90,
 	}
-	r.sample(0) // the agents' first report, before anyone arrives
+	r.sample(0) // the agents' first sample and report, before anyone arrives
+	r.heartbeat(0)
 	r.placer = placement.New(pool, r.hosts, placement.Options{
 		Rand: rng.IntN,
 		Now:  func() time.Time { return Epoch.Add(r.now) },
@@ -244,6 +267,9 @@ func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit in
 	}
 	if sc.MetricsInterval < sc.Duration {
 		r.q.push(event{at: sc.MetricsInterval, kind: evSample})
+	}
+	if heartbeatInterval < sc.Duration {
+		r.q.push(event{at: heartbeatInterval, kind: evHeartbeat})
 	}
 	for r.q.len() > 0 {
 		e := r.q.pop()
@@ -260,6 +286,11 @@ func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit in
 			r.sample(e.at)
 			if next := e.at + sc.MetricsInterval; next < sc.Duration {
 				r.q.push(event{at: next, kind: evSample})
+			}
+		case evHeartbeat:
+			r.heartbeat(e.at)
+			if next := e.at + heartbeatInterval; next < sc.Duration {
+				r.q.push(event{at: next, kind: evHeartbeat})
 			}
 		case evArrive:
 			err = r.arrive(e.user)
@@ -304,7 +335,8 @@ func (r *runner) arrive(u int32) error {
 	}
 	h.windowPlaced++
 	r.placedWin++
-	r.users[u] = userState{host: i, state: userOpen, placedAt: r.now}
+	r.users[u] = userState{host: i, state: userOpen, slot: int32(len(h.open)), at: r.now, placedAt: r.now}
+	h.open = append(h.open, u)
 	v := &r.w.visits[u]
 	r.q.push(event{at: v.end, kind: evEnd, user: u})
 	for k, a := range v.away {
@@ -316,9 +348,9 @@ func (r *runner) arrive(u int32) error {
 }
 
 // pending reports whether u's session is still Pending: placed after the
-// last sample and never disconnected.
+// last heartbeat and never disconnected.
 func (r *runner) pending(us *userState) bool {
-	return us.placedAt >= 0 && us.placedAt >= r.lastSample
+	return us.placedAt >= 0 && us.placedAt >= r.lastHeartbeat
 }
 
 // end logs u off: the host's count drops at once (R-S1, R-S2).
@@ -335,6 +367,10 @@ func (r *runner) end(u int32) {
 		h.connecting--
 	}
 	r.removeSession(us.host)
+	last := h.open[len(h.open)-1]
+	h.open[us.slot] = last
+	r.users[last].slot = us.slot
+	h.open = h.open[:len(h.open)-1]
 	us.state = userEnded
 	r.push(us.host)
 }
@@ -351,7 +387,7 @@ func (r *runner) disconnect(u int32, k uint8) {
 		h.connecting--
 	}
 	h.away++
-	h.dirty = true
+	h.dirty, h.changed = true, true
 	us.state, us.placedAt = userAway, -1
 	if wasPending {
 		r.push(us.host)
@@ -384,7 +420,7 @@ func (r *runner) reconnect(u int32) error {
 	r.placer.Apply(d) // a no-op for reconnects, as the server would call it
 	r.res.Reconnects++
 	r.st[us.host].away--
-	r.st[us.host].dirty = true
+	r.st[us.host].dirty, r.st[us.host].changed = true, true
 	us.state = userOpen
 	r.trackActive(us.host)
 	return nil
@@ -404,7 +440,7 @@ func (r *runner) addSession(i int32) {
 	}
 	r.spread.move(h.sessions, h.sessions+1)
 	h.sessions++
-	h.dirty = true
+	h.dirty, h.changed = true, true
 	r.res.MaxSessionsOnAHost = max(r.res.MaxSessionsOnAHost, h.sessions)
 	r.res.PeakSpread = max(r.res.PeakSpread, r.spread.max-r.spread.min)
 	r.trackActive(i)
@@ -414,7 +450,7 @@ func (r *runner) removeSession(i int32) {
 	h := &r.st[i]
 	r.spread.move(h.sessions, h.sessions-1)
 	h.sessions--
-	h.dirty = true
+	h.dirty, h.changed = true, true
 	if h.sessions == 0 {
 		r.busy += r.now - h.busySince
 	}
@@ -425,16 +461,13 @@ func (r *runner) trackActive(i int32) {
 	r.maxActive = max(r.maxActive, r.st[i].sessions-r.st[i].away)
 }
 
-// sample is every agent's report at t: CPU from its active sessions, the
-// heartbeat, and its Pending sessions seen logged on (R-S2, R-LI6).
+// sample is every agent's metrics sample at t: CPU from its active
+// sessions (a session loads its host from its placement on). It reaches the
+// engine with the host's next heartbeat.
 //
-// A host whose sessions did not change since its last report would send the
-// engine the very values it already has (cpuPercent, sessions at sample, no
-// connecting sessions); only the timestamps would move, and decisions do not
-// read Metrics.SampledAt. So such a host is sent only every heartbeatEvery
-// samples (staggered across hosts), which keeps it well inside the
-// heartbeat timeout: the engine's decisions are the same, and a 10,000-host
-// pool is not re-indexed 10,000 times per interval.
+// A host whose load did not change since its last sample keeps that one:
+// the new one would carry the very same figures and, through Resample, the
+// same base; only SampledAt would move, and decisions do not read it.
 func (r *runner) sample(t time.Duration) {
 	r.closeWindow()
 	if r.progress != nil && t > 0 {
@@ -442,23 +475,67 @@ func (r *runner) sample(t time.Duration) {
 	}
 	r.lastSample = t
 	at := Epoch.Add(t)
+	for i := range r.st {
+		s := &r.st[i]
+		if s.sample != nil && !s.changed {
+			continue
+		}
+		s.sample, s.changed, s.dirty = &vdibroker.Metrics{CPUPercent: r.cpu(s), SampledAt: at}, false, true
+	}
+	r.samples++
+	if r.series != nil {
+		r.series.record(r, t)
+	}
+}
+
+// heartbeat is every agent's report at t, as the agent sends it every
+// heartbeatInterval: its sessions (Pending ones seen logged on, R-S2) and
+// its last sample, which the engine takes through loadindex.Resample, the
+// store's rule (R-LI6): a sample already delivered changes nothing, so the
+// estimate for the sessions placed since it stays until the next sample.
+//
+// A host with nothing new to report would send the engine the very values
+// it already has; only LastHeartBeat would move. So such a host is sent
+// only every keepAliveEvery heartbeats (staggered across hosts), which
+// keeps it well inside the heartbeat timeout: the engine's decisions are
+// the same, and a 10,000-host pool is not re-indexed 10,000 times a
+// heartbeat.
+func (r *runner) heartbeat(t time.Duration) {
+	r.lastHeartbeat = t
+	at := Epoch.Add(t)
 	for i := range r.hosts {
 		s := &r.st[i]
-		if r.placer != nil && !s.dirty && (r.samples+i)%heartbeatEvery != 0 {
+		if r.placer != nil && !s.dirty && (r.beats+i)%keepAliveEvery != 0 {
 			continue
 		}
 		s.connecting, s.dirty = 0, false
 		h := &r.hosts[i]
-		h.Metrics = &vdibroker.Metrics{CPUPercent: r.cpu(s), SampledAt: at}
-		h.MetricsSessions, h.LastHeartBeat = s.sessions, &at
+		sample := loadindex.Resample(loadindex.Sample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, s.sample, at, r.openSessions(int32(i)))
+		h.Metrics, h.MetricsSessions, h.LastHeartBeat = sample.Metrics, sample.Sessions, &at
 		h.Sessions, h.Connecting = s.sessions, 0
 		if r.placer != nil {
 			r.placer.Upsert(*h)
 		}
 	}
-	r.samples++
-	if r.series != nil {
-		r.series.record(r, t)
+	r.beats++
+}
+
+// openSessions yields host i's open sessions as Resample sees them: the
+// initial ones from the start, the others from their placement.
+func (r *runner) openSessions(i int32) iter.Seq[loadindex.Session] {
+	return func(yield func(loadindex.Session) bool) {
+		s := &r.st[i]
+		for range s.initial {
+			if !yield(loadindex.Session{Since: Epoch}) {
+				return
+			}
+		}
+		for _, u := range s.open {
+			us := &r.users[u]
+			if !yield(loadindex.Session{Pending: r.pending(us), Since: Epoch.Add(us.at)}) {
+				return
+			}
+		}
 	}
 }
 

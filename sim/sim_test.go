@@ -371,8 +371,8 @@ session: {meanMinutes: 43200}
 // TestConnectingSessionsUntilTheAgentReports (R-LI2, R-S2): a host whose
 // own connecting-session threshold is 1 takes no second session while its
 // first is still Pending. Five users at once on three hosts: three placed,
-// two rejected. The agents' sample at 30s sees the three logged on (Active),
-// so three more users at 1m are all placed, one per host.
+// two rejected. The agents' heartbeat at 10s sees the three logged on
+// (Active), so three more users at 1m are all placed, one per host.
 func TestConnectingSessionsUntilTheAgentReports(t *testing.T) {
 	got := run(t, parse(t, `
 duration: 1h
@@ -389,5 +389,52 @@ session: {meanMinutes: 43200}
 	}
 	if diff := cmp.Diff([]int{2, 2, 2}, got.FinalSessions); diff != "" {
 		t.Errorf("final sessions (-want +got):\n%s", diff)
+	}
+}
+
+// TestHeartbeatsBetweenSamples (R-S2, R-LI2): agents report their sessions
+// every 10 s, whatever the metrics interval (here 1 minute, so no sample
+// between 0 s and 60 s). A host whose own connecting-session threshold is 1
+// takes its first user at 0 s; the heartbeat at 10 s reports the logon, so
+// the second user, at 15 s, is placed too. A simulator that reported only
+// with the samples kept the first Pending until 60 s and refused the
+// second.
+func TestHeartbeatsBetweenSamples(t *testing.T) {
+	got := run(t, parse(t, `
+duration: 1h
+metricsInterval: 1m
+pool: {hosts: 1, maxSessionLimit: 10}
+algorithms: [LoadIndex]
+loadBalancing: {hostConnectingSessionThreshold: 1}
+users:
+  - {pattern: storm, count: 1, start: 0s}
+  - {pattern: storm, count: 1, start: 15s}
+session: {meanMinutes: 43200}
+`)).Results[0]
+	if got.Placed != 2 || got.Rejected != 0 {
+		t.Errorf("placed %d rejected %d, want 2 and 0", got.Placed, got.Rejected)
+	}
+}
+
+// TestRepeatedSampleKeepsCompensation (R-LI6, R-LI2): one host with two
+// sessions sampled at 20 % CPU (10 % each); its own load-index threshold is
+// 50. Ten users arrive over 25 s, between two samples (0 s and 30 s):
+// the estimate 20 + 20/2 × placed reaches 50 after three, so three are
+// placed and seven refused. The heartbeats at 10 s and 20 s repeat the
+// sample of 0 s and must not make it new: taking it with the current
+// count as its base (the bug of issue 13) dropped the estimate to 20 and let
+// more in.
+func TestRepeatedSampleKeepsCompensation(t *testing.T) {
+	got := run(t, parse(t, `
+duration: 1h
+metricsInterval: 30s
+pool: {hosts: 1, maxSessionLimit: 100, initialSessions: [2]}
+algorithms: [LoadIndex]
+loadBalancing: {cpuThreshold: 100, includeSessionCount: false, hostLoadIndexThreshold: 50}
+users: [{pattern: storm, count: 10, start: 0s, over: 25s}]
+session: {meanMinutes: 43200, cpuPercentPerSession: 10}
+`)).Results[0]
+	if got.Placed != 3 || got.Rejected != 7 {
+		t.Errorf("placed %d rejected %d, want 3 and 7", got.Placed, got.Rejected)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,12 @@ type commitReq struct {
 	// after a successful commit of fn's work, before any request of the
 	// batch is answered.
 	committed func(seq int64)
+	// cursorPool and cursorHost, when set, are the pool's R-LI4 cursor to
+	// record if fn succeeds (PlacementCommit.RoundRobinHost).
+	cursorPool, cursorHost string
+	// order is the request's place in its batch as queued (the batch runs
+	// in key order): of a batch's cursors of one pool, the last queued wins.
+	order int
 	// atomic says fn changes nothing when it returns a *vdibroker.Error
 	// (and fails the whole batch with any other error), so it needs no
 	// savepoint of its own: the common connect runs two statements
@@ -80,6 +87,9 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 	if c == nil || c.Session == nil || c.Session.ID == "" {
 		return vdibroker.Errorf(vdibroker.EInvalid, "placement commit needs a session with an id")
 	}
+	if c.RoundRobinHost != "" && c.RoundRobinHost != c.Session.SessionHost {
+		return vdibroker.FieldError("roundRobinHost", "must be the session's host %q, got %q", c.Session.SessionHost, c.RoundRobinHost)
+	}
 	err := s.groupedReq(ctx, placementReq(c))
 	return wrap(err, "commit placement %s", c.Session.ID)
 }
@@ -89,6 +99,9 @@ func placementReq(c *vdibroker.PlacementCommit) *commitReq {
 	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c),
 		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
 		committed: c.OnCommitted}
+	if c.RoundRobinHost != "" {
+		r.cursorPool, r.cursorHost = c.Session.HostPool, c.RoundRobinHost
+	}
 	if c.Assign {
 		r.assignPool, r.assignUser = c.Session.HostPool, c.Session.User
 	}
@@ -208,6 +221,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 	live := batch[:0:0]
 	for _, r := range batch {
 		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			r.order = len(live)
 			live = append(live, r)
 		}
 	}
@@ -269,7 +283,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 				return err
 			}
 		}
-		return nil
+		return writeCursors(ctx, t, live, results)
 	})
 	if err != nil {
 		s.log.Error("group commit failed", "writes", len(live), "err", err)
@@ -291,6 +305,49 @@ func (s *DB) runBatch(batch []*commitReq) {
 			r.done <- results[i]
 		}
 	}
+}
+
+// writeCursors records the R-LI4 cursors of the batch's successful
+// placements, the last queued of each pool, after every other write of the
+// batch: on PostgreSQL a batch then waits for another replica's cursor row
+// only when it holds no other lock that replica could want next, and two
+// batches take their pools' rows in one order (by pool).
+func writeCursors(ctx context.Context, t *tx, live []*commitReq, results []error) error {
+	last := map[string]*commitReq{}
+	for i, r := range live {
+		if r.cursorHost == "" || results[i] != nil {
+			continue
+		}
+		if l := last[r.cursorPool]; l == nil || r.order > l.order {
+			last[r.cursorPool] = r
+		}
+	}
+	for _, pool := range slices.Sorted(maps.Keys(last)) {
+		if _, err := t.exec(ctx, `INSERT INTO pool_cursors (host_pool, round_robin_host) VALUES (?, ?)
+			ON CONFLICT (host_pool) DO UPDATE SET round_robin_host = excluded.round_robin_host`,
+			pool, last[pool].cursorHost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RoundRobinHost returns the pool's R-LI4 cursor ("" when none yet);
+// NotFound when the pool does not exist.
+func (s *DB) RoundRobinHost(ctx context.Context, pool string) (string, error) {
+	var host sql.NullString
+	err := s.read(ctx, func(t *tx) error {
+		err := t.row(ctx, `SELECT c.round_robin_host FROM host_pools p LEFT JOIN pool_cursors c ON c.host_pool = p.name
+			WHERE p.name = ?`, pool).Scan(&host)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("host pool %q not found", pool)
+		}
+		return err
+	})
+	if err != nil {
+		return "", wrap(err, "round-robin cursor of %q", pool)
+	}
+	return host.String, nil
 }
 
 // openUserSessionsQuery asks whether a user has an open session in a pool,

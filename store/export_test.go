@@ -202,3 +202,65 @@ func (s *DB) IndexState(ctx context.Context, name string) (valid, unique bool, e
 		WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`, name).Scan(&valid, &unique)
 	return valid, unique, err
 }
+
+// ListSessionsPlan returns the plan of the query ListUserSessions runs for
+// f: SQLite's EXPLAIN QUERY PLAN details or PostgreSQL's EXPLAIN, one line
+// each.
+func (s *DB) ListSessionsPlan(ctx context.Context, f vdibroker.SessionFilter) (string, error) {
+	q, args := listSessionsQuery(s.d, f)
+	return s.explain(ctx, q, args...)
+}
+
+// OpenCountsPlan is ListSessionsPlan for CountOpenSessions' query.
+func (s *DB) OpenCountsPlan(ctx context.Context) (string, error) {
+	return s.explain(ctx, openCountsQuery)
+}
+
+// explain returns the engine's plan of query, one line each.
+func (s *DB) explain(ctx context.Context, query string, args ...any) (string, error) {
+	if s.d == sqliteDialect {
+		plan, err := s.plan(ctx, query, args...)
+		return strings.Join(plan, "\n"), err
+	}
+	rows, err := s.r.QueryContext(ctx, `EXPLAIN `+s.d.q(query), args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
+}
+
+// AddHistory inserts n LoggedOff sessions into pool, the i-th on host
+// host%02d (i mod hosts) of user user%04d (i mod users), with ids that sort
+// before every NewID, in one statement; on PostgreSQL it then analyzes the
+// table, as autovacuum would after such a week.
+func (s *DB) AddHistory(ctx context.Context, pool string, hosts, users, n int) error {
+	q := `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
+		INSERT INTO user_sessions (id, host_pool, session_host, user_name, state, create_time, state_time, end_reason, pooled)
+		SELECT printf('0000%028d', i), ?, printf('host%02d', i % ?), printf('user%04d', i % ?), 'LoggedOff', i, i + 1, 'NotReported', TRUE FROM n`
+	if s.d == postgresDialect {
+		q = `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state, create_time, state_time, end_reason, pooled)
+		SELECT '0000' || lpad(i::text, 28, '0'), ?, 'host' || lpad((i % ?)::text, 2, '0'), 'user' || lpad((i % ?)::text, 4, '0'),
+			'LoggedOff', i, i + 1, 'NotReported', TRUE FROM generate_series(0, ? - 1) AS i`
+	}
+	args := []any{n, pool, hosts, users}
+	if s.d == postgresDialect {
+		args = []any{pool, hosts, users, n}
+	}
+	if _, err := s.w.ExecContext(ctx, s.d.q(q), args...); err != nil {
+		return err
+	}
+	if s.d == postgresDialect {
+		_, err := s.w.ExecContext(ctx, `ANALYZE user_sessions`)
+		return err
+	}
+	return nil
+}

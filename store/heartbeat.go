@@ -4,16 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"iter"
 	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/loadindex"
 )
 
 // openSession is what reconciliation needs of a host's open session.
 type openSession struct {
 	id, user, state, agentID string
-	stateTime                int64
+	createTime, stateTime    int64
 	logoffQueued             bool
 	seen                     bool
 }
@@ -42,15 +44,15 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		if err := t.recordResults(ctx, pool, host, hb.Results); err != nil {
 			return err
 		}
-		ds, dc, err := t.reconcile(ctx, p, host, hb.Sessions, now)
+		ds, dc, open, err := t.reconcile(ctx, p, host, hb.Sessions, now)
 		if err != nil {
 			return err
 		}
-		sessions := h.Sessions + ds
-		metrics, metricsSessions := h.Metrics, h.MetricsSessions
-		if hb.Metrics != nil {
-			metrics, metricsSessions = hb.Metrics, sessions
-		}
+		// R-LI6: a repeated sample changes nothing; a new one's base is
+		// the sessions whose load can be in it.
+		sample := loadindex.Resample(loadindex.Sample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, hb.Metrics, now, open)
+		fresh := sample.Metrics != h.Metrics
+		metrics, metricsSessions := sample.Metrics, sample.Sessions
 		policy := h.Policy
 		if hb.Policy != nil {
 			policy = *hb.Policy
@@ -82,7 +84,7 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		after.LastHeartBeat = &last
 		after.Sessions, after.ConnectingSessions = h.Sessions+ds, h.ConnectingSessions+dc
 		after.MetricsSessions, after.ShuttingDown, after.HealthError = metricsSessions, hb.ShuttingDown, hb.HealthError
-		if hb.Metrics != nil {
+		if fresh {
 			after.Metrics = new(vdibroker.Metrics)
 			if err := json.Unmarshal([]byte(*metricsText), after.Metrics); err != nil {
 				return err
@@ -133,34 +135,52 @@ func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdi
 // openSessionsQuery reads a host's open sessions for reconcile, every
 // heartbeat, from the covering index user_sessions_open_by_host_covering
 // (migration 00003): no table read per session and no sort.
-const openSessionsQuery = `SELECT id, user_name, state, agent_session_id, state_time, logoff_queued
+const openSessionsQuery = `SELECT id, user_name, state, agent_session_id, create_time, state_time, logoff_queued
 	FROM user_sessions WHERE host_pool = ? AND session_host = ? AND state <> 'LoggedOff'
 	ORDER BY create_time, id`
 
 // reconcile applies R-S2, R-S3 and R-S5 to the host's sessions and returns
-// the count deltas. The caller holds the host's lock.
+// the count deltas and the host's open sessions after it (for R-LI6). The
+// caller holds the host's lock.
 //
 // Matching: a reported session matches the open session carrying its agent
 // id and user; else the oldest Pending session of its user not yet seen (the agent's
 // ids are its own, so a placed session is matched by user, SPEC §9); else
 // it is adopted.
-func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, err error) {
+func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, after iter.Seq[loadindex.Session], err error) {
+	ds, dc, open, err := t.reconcileSessions(ctx, p, host, reported, now)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	after = func(yield func(loadindex.Session) bool) {
+		for _, o := range open {
+			if o.state != vdibroker.StateLoggedOff &&
+				!yield(loadindex.Session{Pending: o.state == vdibroker.StatePending, Since: fromNS(o.createTime)}) {
+				return
+			}
+		}
+	}
+	return ds, dc, after, nil
+}
+
+// reconcileSessions is reconcile; it returns every session that was open
+// or adopted, in its state after reconciliation.
+func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, open []*openSession, err error) {
 	rows, err := t.query(ctx, openSessionsQuery, p.Name, host)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
-	var open []*openSession
 	for rows.Next() {
 		o := new(openSession)
-		if err := rows.Scan(&o.id, &o.user, &o.state, &o.agentID, &o.stateTime, &o.logoffQueued); err != nil {
+		if err := rows.Scan(&o.id, &o.user, &o.state, &o.agentID, &o.createTime, &o.stateTime, &o.logoffQueued); err != nil {
 			rows.Close()
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		open = append(open, o)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 
 	// Agent session ids are the host's own and may be reused (Windows
@@ -199,19 +219,19 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 				o, pendingByUser[r.User] = l[0], l[1:]
 				o.agentID = r.ID
 				if _, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, r.ID, o.id); err != nil {
-					return 0, 0, err
+					return 0, 0, nil, err
 				}
 			}
 		}
 		if o == nil {
 			// R-S2: a session the broker did not place (a user who logged
 			// on directly) is adopted.
-			o = &openSession{id: NewID(), user: r.User, state: want, agentID: r.ID, stateTime: ns(now)}
+			o = &openSession{id: NewID(), user: r.User, state: want, agentID: r.ID, createTime: ns(now), stateTime: ns(now)}
 			if _, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
 				create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued)
 				VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 				o.id, p.Name, host, r.User, want, ns(now), ns(now), r.ID, "", false, false); err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
 			s1, c1 := countsOf(want)
 			ds, dc = ds+s1, dc+c1
@@ -220,7 +240,7 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 		o.seen = true
 		if o.state != want {
 			if err := move(o, want, ""); err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
 		}
 	}
@@ -233,12 +253,12 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 			// Not yet seen: the user may still be logging on (R-S3).
 			if ns(now)-o.stateTime > pendingTimeout {
 				if err := move(o, vdibroker.StateLoggedOff, ReasonPendingTimeout); err != nil {
-					return 0, 0, err
+					return 0, 0, nil, err
 				}
 			}
 		default:
 			if err := move(o, vdibroker.StateLoggedOff, ReasonNotReported); err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
 		}
 	}
@@ -256,7 +276,7 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 			var last sql.NullInt64
 			if err := t.row(ctx, `SELECT max(create_time) FROM commands WHERE session_id = ? AND type = ?`,
 				o.id, vdibroker.CommandLogoff).Scan(&last); err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
 			if last.Valid && ns(now)-last.Int64 < limit {
 				continue
@@ -265,15 +285,15 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 				SessionID: o.id, AgentSessionID: o.agentID, User: o.user, State: vdibroker.CommandQueued,
 				Message: "disconnected longer than disconnectedSessionTimeoutMinutes", CreateTime: now}
 			if err := t.insertCommand(ctx, c); err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
 			if _, err := t.exec(ctx, `UPDATE user_sessions SET logoff_queued = ? WHERE id = ?`, true, o.id); err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
 			o.logoffQueued = true
 		}
 	}
-	return ds, dc, nil
+	return ds, dc, open, nil
 }
 
 // deliverCommands marks the host's queued commands Delivered and returns

@@ -53,3 +53,38 @@ func indexValid(t *testing.T, s *store.DB) (valid, unique bool) {
 	}
 	return valid, unique
 }
+
+// TestFailedHistoryIndexBuildIsRebuilt (PostgreSQL): migration 00008 builds
+// user_sessions_ended_by_user, user_sessions_ended_by_host and
+// user_sessions_disconnected CONCURRENTLY; a failed build of any leaves an
+// INVALID index that the next start must drop and build again, or
+// ?user=&state=LoggedOff listings walk the pool's history again.
+func TestFailedHistoryIndexBuildIsRebuilt(t *testing.T) {
+	open := postgresOpener(t)
+	s := open(t, store.Options{})
+	mustPool(t, s, pool("hist", vdibroker.Pooled))
+	ctx := t.Context()
+	if err := s.AddHistory(ctx, "hist", 2, 2, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MigrateDownTo(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"user_sessions_ended_by_user", "user_sessions_ended_by_host", "user_sessions_disconnected"} {
+		if err := s.ExecRaw(ctx, `CREATE UNIQUE INDEX CONCURRENTLY `+name+` ON user_sessions (host_pool)`); err == nil {
+			t.Fatalf("the failing build of %s succeeded", name)
+		}
+	}
+	s.Close()
+
+	s = open(t, store.Options{})
+	for _, name := range []string{"user_sessions_ended_by_user", "user_sessions_ended_by_host", "user_sessions_disconnected"} {
+		valid, unique, err := s.IndexState(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !valid || unique {
+			t.Errorf("after the migration ran again: %s valid=%v unique=%v, want a valid, non-unique index", name, valid, unique)
+		}
+	}
+}

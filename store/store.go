@@ -70,15 +70,6 @@ type Options struct {
 	// batch and 10-15% more durable connects per second (fewer pages and
 	// fsyncs per connect); 1ms was slower again.
 	Linger time.Duration
-	// Committers is how many group-commit transactions may run at once
-	// (default 1: SQLite has one writer anyway; on PostgreSQL, on the
-	// 2-core development machine, four committers gave no more throughput
-	// than one, with eight times smaller batches, so more fsyncs). With
-	// more than one, write numbers (HeartbeatResult.Seq, OnCommitted) no
-	// longer follow commit order, so a server's view of a host's count
-	// can be one off until the host's next heartbeat (the database still
-	// enforces R-C4).
-	Committers int
 	// Synchronous is SQLite's synchronous pragma: "FULL" (default) or
 	// "NORMAL"; see openSQLite.
 	Synchronous string
@@ -127,13 +118,11 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 	if err != nil {
 		return nil, err
 	}
-	if s.opts.Committers <= 0 {
-		s.opts.Committers = 1
-	}
-	s.batcherWG.Add(s.opts.Committers)
-	for range s.opts.Committers {
-		go s.batcher()
-	}
+	// One group committer: write numbers (HeartbeatResult.Seq,
+	// OnCommitted) follow commit order only while one transaction runs at
+	// a time.
+	s.batcherWG.Add(1)
+	go s.batcher()
 	go func() {
 		s.batcherWG.Wait()
 		close(s.stopped)

@@ -810,8 +810,9 @@ func TestHeartbeatHostFields(t *testing.T) {
 		if diff := cmp.Diff(m, h.Metrics); diff != "" {
 			t.Errorf("metrics (-want +got):\n%s", diff)
 		}
-		// alice and bob (bob still Pending, not timed out) at sample time.
-		if h.MetricsSessions != 2 || !h.ShuttingDown || h.HealthError != "disk full" ||
+		// alice only: bob is still Pending (not timed out), so his load
+		// cannot be in the sample (R-LI6).
+		if h.MetricsSessions != 1 || !h.ShuttingDown || h.HealthError != "disk full" ||
 			h.LastHeartBeat == nil || !h.LastHeartBeat.Equal(t0.Add(2*time.Second)) ||
 			h.Policy.HostLoadIndexThreshold == nil || *h.Policy.HostLoadIndexThreshold != 10 {
 			t.Errorf("host after heartbeat: %+v", h)

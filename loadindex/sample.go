@@ -1,0 +1,71 @@
+package loadindex
+
+import (
+	"iter"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Sample is a host's stored metrics sample and its R-LI6 base: the number
+// of sessions whose load can be in it (SessionHost.MetricsSessions).
+type Sample struct {
+	Metrics  *vdibroker.Metrics
+	Sessions int
+}
+
+// Session is what the R-LI6 base needs of one of a host's open sessions.
+type Session struct {
+	// Pending: placed, and the agent has not reported the user's logon
+	// (R-S2).
+	Pending bool
+	// Since is when the session came on the host: its create time (the
+	// placement, or the report that adopted it).
+	Since time.Time
+}
+
+// InSample reports whether s's load can be in a sample taken at sampledAt:
+// it is not Pending and was on the host at or before sampledAt.
+func (s Session) InSample(sampledAt time.Time) bool {
+	return !s.Pending && !s.Since.After(sampledAt)
+}
+
+// Resample is R-LI6's rule for the sample a host's report carries; open
+// are the host's open sessions once the report is reconciled (R-S2). The
+// store applies it to every heartbeat, the simulator to every simulated
+// one.
+//
+//   - No sample, or one not newer than the stored one (same or older
+//     sampledAt): the stored sample and its base stay. The agent re-sends
+//     its last sample with every heartbeat (every 10 s; it samples every
+//     30 s); taking the repeat as new would set the base to today's count
+//     and drop the estimate of the sessions placed since the sample.
+//   - A newer sample: its base counts only the sessions whose load can be
+//     in it (Session.InSample). Sessions placed after sampledAt, or still
+//     Pending, are what Compensate estimates.
+//
+// A sample without sampledAt is taken as sampled at now, newer than any
+// stored one. open is read only for a newer sample.
+//
+// Example: a sample of 40 % CPU with 4 sessions, then 4 placements: load
+// index 80 (cpuThreshold 100: 40 + 40/4 × 4). A heartbeat repeating the
+// sample keeps base 4 and index 80; a new sample taken while the 4 are
+// still Pending has base 4 as well.
+func Resample(stored Sample, reported *vdibroker.Metrics, now time.Time, open iter.Seq[Session]) Sample {
+	if reported == nil {
+		return stored
+	}
+	at := reported.SampledAt
+	if at.IsZero() {
+		at = now
+	} else if stored.Metrics != nil && !at.After(stored.Metrics.SampledAt) {
+		return stored
+	}
+	n := 0
+	for s := range open {
+		if s.InSample(at) {
+			n++
+		}
+	}
+	return Sample{Metrics: reported, Sessions: n}
+}

@@ -1,0 +1,173 @@
+package store_test
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestSessionListingsUseIndexes: a dry run reads the user's open sessions in
+// the pool (R-C1, R-C8), and so do ?user= listings; ?sessionHost= reads a
+// host's. In a pool with a long LoggedOff history each must be one range of
+// an index, never a walk of every session the pool ever had
+// (user_sessions_by_pool): in a pool of 10,000 hosts that made dry runs
+// answer 5-10 per second (issue 13). The store holds 20,000 ended sessions
+// (a week of history for 500 users) and some open ones.
+func TestSessionListingsUseIndexes(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("big", vdibroker.Pooled))
+		for i := range 4 {
+			mustHost(t, s, "big", fmt.Sprintf("host%02d", i))
+		}
+		for i := range 40 {
+			mustCommit(t, s, placement("big", fmt.Sprintf("host%02d", i%4), fmt.Sprintf("user%04d", i), vdibroker.NoSessionLimit))
+		}
+		if err := s.AddHistory(ctx, "big", 4, 500, 20000); err != nil {
+			t.Fatal(err)
+		}
+		byUser := []string{"user_sessions_one_per_pooled_user", "user_sessions_open_unpooled_by_user"}
+		const after = "0000000000000000000000000000100"
+		tests := []struct {
+			name  string
+			f     vdibroker.SessionFilter
+			index []string // every one must be in the plan
+			anyOf []string // one of them must be
+		}{
+			{"user's open sessions (dry run, R-C1)", vdibroker.SessionFilter{User: "user0007"}, byUser, nil},
+			{"?user=&state=Active", vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateActive}, byUser, nil},
+			{"?user=&state=Pending, paged", vdibroker.SessionFilter{User: "user0007", State: vdibroker.StatePending, After: after, Limit: 101}, byUser, nil},
+			{"?user=&sessionHost= (R-PE3)", vdibroker.SessionFilter{User: "user0007", SessionHost: "host03"}, byUser, nil},
+			{"?user=&state=LoggedOff", vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff}, []string{"user_sessions_ended_by_user"}, nil},
+			{"?user=&state=LoggedOff, paged", vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff, After: after, Limit: 101}, []string{"user_sessions_ended_by_user"}, nil},
+			{"?sessionHost=", vdibroker.SessionFilter{SessionHost: "host01"}, []string{"user_sessions_open_by_host_covering"}, nil},
+			// The pool's Disconnected sessions (migration 00008) do as well.
+			{"?sessionHost=&state=Disconnected", vdibroker.SessionFilter{SessionHost: "host01", State: vdibroker.StateDisconnected}, nil,
+				[]string{"user_sessions_open_by_host_covering", "user_sessions_disconnected"}},
+			{"?sessionHost=&state=LoggedOff, paged", vdibroker.SessionFilter{SessionHost: "host01", State: vdibroker.StateLoggedOff, After: after, Limit: 101}, []string{"user_sessions_ended_by_host"}, nil},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				tt.f.HostPool = "big"
+				p, err := s.ListSessionsPlan(ctx, tt.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, index := range tt.index {
+					if !strings.Contains(p, index) {
+						t.Errorf("the plan does not use %s:\n%s", index, p)
+					}
+				}
+				if tt.anyOf != nil && !slices.ContainsFunc(tt.anyOf, func(index string) bool { return strings.Contains(p, index) }) {
+					t.Errorf("the plan uses none of %v:\n%s", tt.anyOf, p)
+				}
+				// SQLite says SCAN for a walk of a table or a whole index,
+				// PostgreSQL Seq Scan; user_sessions_by_pool holds every
+				// session of the pool, ended ones included.
+				if strings.Contains(p, "SCAN user_sessions") || strings.Contains(p, "Seq Scan") || strings.Contains(p, "user_sessions_by_pool") {
+					t.Errorf("the plan reads the pool's sessions:\n%s", p)
+				}
+			})
+		}
+
+		// The answers are what the filters say (the query shape changed).
+		got := func(f vdibroker.SessionFilter) int {
+			t.Helper()
+			f.HostPool = "big"
+			l, err := s.ListUserSessions(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < len(l); i++ {
+				if l[i-1].ID >= l[i].ID {
+					t.Fatalf("%+v: not in id order: %s before %s", f, l[i-1].ID, l[i].ID)
+				}
+			}
+			return len(l)
+		}
+		for _, c := range []struct {
+			f    vdibroker.SessionFilter
+			want int
+		}{
+			{vdibroker.SessionFilter{User: "user0007"}, 1},
+			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateActive}, 0},
+			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff}, 40},                        // 20,000 / 500
+			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff, Limit: 7}, 7},               // paged
+			{vdibroker.SessionFilter{SessionHost: "host01", State: vdibroker.StateLoggedOff}, 5000},                 // 20,000 / 4
+			{vdibroker.SessionFilter{SessionHost: "host01"}, 10},                                                    // 40 / 4
+			{vdibroker.SessionFilter{User: "user0007", SessionHost: "host03"}, 1},                                   // user 7 is on host 7 mod 4
+			{vdibroker.SessionFilter{User: "user0007", SessionHost: "host02"}, 0},                                   // not there
+			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff, SessionHost: "host03"}, 40}, // 7 mod 4 = 3 = 7 + 500k mod 4
+		} {
+			if n := got(c.f); n != c.want {
+				t.Errorf("%+v: %d sessions, want %d", c.f, n, c.want)
+			}
+		}
+	})
+}
+
+// TestCountOpenSessions: /metrics counts every pool's open sessions by
+// state on each scrape; with 250,000 open sessions and a week of history it
+// must not read them one by one nor walk the history (issue 13): the hosts'
+// counts and the small index of Disconnected sessions.
+func TestCountOpenSessions(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		got, err := s.CountOpenSessions(ctx)
+		if err != nil || len(got) != 0 {
+			t.Fatalf("empty store: %v, %v; want no pools", got, err)
+		}
+		mustPool(t, s, pool("pa", vdibroker.Pooled))
+		mustPool(t, s, pool("pb", vdibroker.Pooled))
+		mustPool(t, s, pool("idle", vdibroker.Pooled))
+		mustHost(t, s, "pa", "host00")
+		mustHost(t, s, "pb", "host00")
+		for i := range 5 {
+			mustCommit(t, s, placement("pa", "host00", fmt.Sprintf("user%04d", i), vdibroker.NoSessionLimit))
+		}
+		mustCommit(t, s, placement("pb", "host00", "alice", vdibroker.NoSessionLimit))
+		// pa's agent: user0000 and user0001 logged on, user0002 then
+		// disconnected; user0003 and user0004 still Pending.
+		if _, err := s.ApplyHeartbeat(ctx, "pa", "host00", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "1", User: "user0000", State: vdibroker.StateActive},
+			{ID: "2", User: "user0001", State: vdibroker.StateActive},
+			{ID: "3", User: "user0002", State: vdibroker.StateDisconnected},
+		}}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddHistory(ctx, "pa", 1, 50, 20000); err != nil {
+			t.Fatal(err)
+		}
+		got, err = s.CountOpenSessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]vdibroker.OpenSessionCounts{
+			"pa": {Pending: 2, Active: 2, Disconnected: 1},
+			"pb": {Pending: 1},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("open session counts (-want +got):\n%s", diff)
+		}
+		p, err := s.OpenCountsPlan(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("plan:\n%s", p)
+		// host_counts is read whole (one row a host); of user_sessions,
+		// only the partial index of Disconnected sessions.
+		if !strings.Contains(p, "user_sessions_disconnected") || strings.Contains(p, "Seq Scan on user_sessions") ||
+			strings.Contains(p, "user_sessions_open_by_host_covering") || strings.Contains(p, "user_sessions_by_pool") ||
+			regexp.MustCompile(`SCAN user_sessions($|\n)`).MatchString(p) {
+			t.Errorf("the counts read more of user_sessions than its Disconnected sessions:\n%s", p)
+		}
+	})
+}
