@@ -243,6 +243,11 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	if d.EndExisting && existing != nil {
 		c.EndSessionID = existing.ID
 	}
+	if d.Explain.Algorithm == vdibroker.LoadIndex && d.Explain.Bucket == 1 {
+		// R-LI4: the round robin goes on from here on every replica, and
+		// after a restart (the cursor is the store's; see views.reload).
+		c.RoundRobinHost = d.Host
+	}
 	landed := false
 	c.OnCommitted = func(seq int64) { v.land(d.Host, seq); landed = true }
 	err = s.store.CommitPlacement(ctx, c)

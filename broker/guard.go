@@ -198,3 +198,17 @@ func (g *guardedStore) CreateRegistrationToken(ctx context.Context, t *vdibroker
 	defer cancel()
 	return g.health.check(g.Store.CreateRegistrationToken(ctx, t))
 }
+
+func (g *guardedStore) RoundRobinHost(ctx context.Context, pool string) (string, error) {
+	ctx, cancel := g.ctx(ctx)
+	defer cancel()
+	v, err := g.Store.RoundRobinHost(ctx, pool)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSessionCounts, error) {
+	ctx, cancel := g.ctx(ctx)
+	defer cancel()
+	v, err := g.Store.CountOpenSessions(ctx)
+	return v, g.health.check(err)
+}

@@ -47,6 +47,8 @@ type poolView struct {
 	// new connect; a user in it is always checked against the store, so a
 	// session that ended elsewhere is never answered.
 	users map[string]knownSession
+	// rrRead is the R-LI4 cursor as last read from the store.
+	rrRead string
 	// usersAfter is the id of the newest session catchUpUsers read.
 	usersAfter string
 	// inflight counts reservations applied to the placer whose commit has
@@ -348,6 +350,12 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 	if err != nil {
 		return err
 	}
+	rr := ""
+	if pool.LoadBalancerType == vdibroker.LoadIndex {
+		if rr, err = vs.s.store.RoundRobinHost(ctx, v.name); err != nil {
+			return err
+		}
+	}
 	v.lock()
 	defer v.mu.Unlock()
 	v.pool = pool
@@ -363,9 +371,19 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 			v.addrs[h.Name] = h.Address
 		}
 		v.placer = placement.New(placement.PoolFrom(pool), phs, placement.Options{Rand: vs.s.rand, Now: vs.s.now})
+		v.placer.SetRoundRobin(rr)
+		v.rrRead = rr
 		return nil
 	}
 	v.placer.SetPool(placement.PoolFrom(pool))
+	// R-LI4: take the shared cursor when it moved since the last read. A
+	// placement of this server committed after the read may be taken back
+	// by it (one host gets a second turn); other replicas' moves between
+	// reads are seen at the next one.
+	if rr != v.rrRead {
+		v.placer.SetRoundRobin(rr)
+		v.rrRead = rr
+	}
 	seen := make(map[string]bool, len(hosts))
 	for _, h := range hosts {
 		seen[h.Name] = true

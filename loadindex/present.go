@@ -22,7 +22,7 @@ func Present(pool *vdibroker.HostPool, all []*vdibroker.SessionHost, now time.Ti
 		mean.Add(h.Metrics, h.MetricsSessions)
 	}
 	lp.PerSession = mean.PerSession()
-	timeout := time.Duration(pool.HeartbeatTimeoutSeconds) * time.Second
+	timeout := pool.HeartbeatTimeout()
 	if len(show) == 0 {
 		show = all
 	}
