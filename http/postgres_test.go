@@ -27,6 +27,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"Connect_RC8_DryRun_RC7_Record", TestConnect_RC8_DryRun_RC7_Record},
 		{"DryRunWritesNothing_RC8", TestDryRunWritesNothing_RC8},
 		{"RoundRobinCursorShared_RLI4", TestRoundRobinCursorShared_RLI4},
+		{"StaleMetricsCompensationSurvivesHeartbeats_RLI6", TestStaleMetricsCompensationSurvivesHeartbeats_RLI6},
 		{"Connect_RDPFile", TestConnect_RDPFile},
 		{"Connect_RC6_IdempotencyKey", TestConnect_RC6_IdempotencyKey},
 		{"Connect_RPE_Personal", TestConnect_RPE_Personal},

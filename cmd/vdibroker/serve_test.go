@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
@@ -195,5 +196,59 @@ func TestServeAdminTokenFileChecks(t *testing.T) {
 				t.Fatalf("adminToken = %q, %v; want an error saying %q", got, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestServeLoadIndexMetricIsTheAPIs (issue 13): vdibroker_host_load_index
+// is the load index the API shows for each host, on the real serve wiring
+// (store, /metrics). Before, the collector read a field the store never
+// fills and every host read 0.
+func TestServeLoadIndexMetricIsTheAPIs(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	m := openMain(t)
+	ctx := t.Context()
+	c := vhttp.NewClient(m.URL(), m.AdminToken)
+	if _, err := c.PutHostPool(ctx, "lipool", map[string]any{"loadBalancerType": "LoadIndex", "maxSessionLimit": 10,
+		"loadBalancing": map[string]any{"cpuThreshold": 80}}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := c.CreateRegistrationToken(ctx, "lipool", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cpu 60 % of a threshold of 80 → 75; 20 % → 25; no sample → the
+	// session factor, 0 (R-IDX1, R-IDX2).
+	for name, cpu := range map[string]float64{"li-01": 60, "li-02": 20, "li-03": -1} {
+		reg, err := c.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: name, Address: "127.0.0.1:3389"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb := &vdibroker.HeartbeatRequest{}
+		if cpu >= 0 {
+			hb.Metrics = &vdibroker.Metrics{CPUPercent: cpu, SampledAt: time.Now().UTC()}
+		}
+		if _, err := c.Heartbeat(ctx, reg.Credential, hb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts, err := c.ListSessionHosts(ctx, "lipool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := scrape(t, m.URL())
+	seen := map[int]bool{}
+	for _, h := range hosts {
+		series := fmt.Sprintf(`vdibroker_host_load_index{host=%q,pool="lipool"}`, h.Name)
+		if !strings.Contains(exp, series+" ") {
+			t.Errorf("no series %s in /metrics", series)
+			continue
+		}
+		if got := metricValue(exp, series); got != float64(h.LoadIndex) {
+			t.Errorf("%s = %v, the API shows loadIndex %d", series, got, h.LoadIndex)
+		}
+		seen[h.LoadIndex] = true
+	}
+	if !seen[75] || !seen[25] {
+		t.Errorf("API load indexes %v, want 75 and 25 among them (the test's samples)", seen)
 	}
 }
