@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -10,7 +11,9 @@ import (
 // guardedStore is the store as the service and its transports use it: every
 // call runs under the store timeout, so a paused or unreachable database
 // answers within it instead of hanging (issue 19), and every failure goes
-// through Health, which turns an outage into StoreUnavailable.
+// through Health, which turns an outage into StoreUnavailable. During an
+// outage calls fail at once; the prober alone asks the store whether it
+// is back.
 type guardedStore struct {
 	vdibroker.Store
 	timeout time.Duration
@@ -19,12 +22,21 @@ type guardedStore struct {
 
 var _ vdibroker.Store = (*guardedStore)(nil)
 
-func (g *guardedStore) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, g.timeout)
+// errDown is the cause of a call refused during an outage.
+var errDown = errors.New("the store is down; waiting for it to answer a ping")
+
+// begin returns the call's context under the store timeout, or the
+// outage's error.
+func (g *guardedStore) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if g.health.Down() {
+		return nil, nil, unavailable(errDown)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	return ctx, cancel, nil
 }
 
 func (g *guardedStore) Ping(ctx context.Context) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	if err := g.Store.Ping(ctx); err != nil {
 		g.health.fail(err.Error())
@@ -33,182 +45,263 @@ func (g *guardedStore) Ping(ctx context.Context) error {
 	return nil
 }
 
-func (g *guardedStore) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bool, err error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (v bool, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.PutHostPool(ctx, p)
+	v, err = g.Store.PutHostPool(ctx, p)
 	return v, g.health.check(err)
 }
 
 func (g *guardedStore) CreateHostPool(ctx context.Context, p *vdibroker.HostPool) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.CreateHostPool(ctx, p))
 }
 
-func (g *guardedStore) GetHostPool(ctx context.Context, name string) (*vdibroker.HostPool, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) GetHostPool(ctx context.Context, name string) (v *vdibroker.HostPool, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.GetHostPool(ctx, name)
+	v, err = g.Store.GetHostPool(ctx, name)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) ListHostPools(ctx context.Context) (v []*vdibroker.HostPool, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.ListHostPools(ctx)
+	v, err = g.Store.ListHostPools(ctx)
 	return v, g.health.check(err)
 }
 
 func (g *guardedStore) DeleteHostPool(ctx context.Context, name string, force bool) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.DeleteHostPool(ctx, name, force))
 }
 
-func (g *guardedStore) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (created bool, err error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (v bool, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.PutSessionHost(ctx, h)
+	v, err = g.Store.PutSessionHost(ctx, h)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) UpdateSessionHost(ctx context.Context, pool, name string, fn func(*vdibroker.SessionHost) error) (*vdibroker.SessionHost, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) UpdateSessionHost(ctx context.Context, pool, name string, fn func(*vdibroker.SessionHost) error) (v *vdibroker.SessionHost, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.UpdateSessionHost(ctx, pool, name, fn)
+	v, err = g.Store.UpdateSessionHost(ctx, pool, name, fn)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) GetSessionHost(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) GetSessionHost(ctx context.Context, pool, name string) (v *vdibroker.SessionHost, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.GetSessionHost(ctx, pool, name)
+	v, err = g.Store.GetSessionHost(ctx, pool, name)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) ListSessionHosts(ctx context.Context, pool string) (v []*vdibroker.SessionHost, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.ListSessionHosts(ctx, pool)
+	v, err = g.Store.ListSessionHosts(ctx, pool)
 	return v, g.health.check(err)
 }
 
 func (g *guardedStore) DeleteSessionHost(ctx context.Context, pool, name string, force bool) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.DeleteSessionHost(ctx, pool, name, force))
 }
 
 func (g *guardedStore) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.CommitPlacement(ctx, c))
 }
 
-func (g *guardedStore) GetPlacement(ctx context.Context, pool, sessionID string) ([]byte, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) RoundRobinHost(ctx context.Context, pool string) (v string, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.GetPlacement(ctx, pool, sessionID)
+	v, err = g.Store.RoundRobinHost(ctx, pool)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) GetUserSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) GetPlacement(ctx context.Context, pool, sessionID string) (v []byte, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.GetUserSession(ctx, pool, id)
+	v, err = g.Store.GetPlacement(ctx, pool, sessionID)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([]*vdibroker.UserSession, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) GetUserSession(ctx context.Context, pool, id string) (v *vdibroker.UserSession, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.ListUserSessions(ctx, f)
+	v, err = g.Store.GetUserSession(ctx, pool, id)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) (v []*vdibroker.UserSession, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListUserSessions(ctx, f)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) CountOpenSessions(ctx context.Context) (v map[string]vdibroker.OpenSessionCounts, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.CountOpenSessions(ctx)
 	return v, g.health.check(err)
 }
 
 func (g *guardedStore) EndSession(ctx context.Context, pool, id, reason string, now time.Time) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.EndSession(ctx, pool, id, reason, now))
 }
 
-func (g *guardedStore) ExpirePending(ctx context.Context, now time.Time) (int, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) ExpirePending(ctx context.Context, now time.Time) (v int, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.ExpirePending(ctx, now)
+	v, err = g.Store.ExpirePending(ctx, now)
 	return v, g.health.check(err)
 }
 
 func (g *guardedStore) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.QueueCommand(ctx, c))
 }
 
-func (g *guardedStore) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.RegisterRequest, credentialHash string, now time.Time) (*vdibroker.SessionHost, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.RegisterRequest, credentialHash string, now time.Time) (v *vdibroker.SessionHost, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.RegisterHost(ctx, tokenHash, req, credentialHash, now)
+	v, err = g.Store.RegisterHost(ctx, tokenHash, req, credentialHash, now)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) HostByCredential(ctx context.Context, credentialHash string) (*vdibroker.SessionHost, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) HostByCredential(ctx context.Context, credentialHash string) (v *vdibroker.SessionHost, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.HostByCredential(ctx, credentialHash)
+	v, err = g.Store.HostByCredential(ctx, credentialHash)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroker.HeartbeatRequest, now time.Time) (*vdibroker.HeartbeatResult, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroker.HeartbeatRequest, now time.Time) (v *vdibroker.HeartbeatResult, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.ApplyHeartbeat(ctx, pool, host, hb, now)
+	v, err = g.Store.ApplyHeartbeat(ctx, pool, host, hb, now)
 	return v, g.health.check(err)
 }
 
 func (g *guardedStore) CreateToken(ctx context.Context, t *vdibroker.Token) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.CreateToken(ctx, t))
 }
 
-func (g *guardedStore) TokenByHash(ctx context.Context, hash string) (*vdibroker.Token, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) TokenByHash(ctx context.Context, hash string) (v *vdibroker.Token, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.TokenByHash(ctx, hash)
+	v, err = g.Store.TokenByHash(ctx, hash)
 	return v, g.health.check(err)
 }
 
-func (g *guardedStore) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {
-	ctx, cancel := g.ctx(ctx)
+func (g *guardedStore) ListTokens(ctx context.Context) (v []*vdibroker.Token, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
 	defer cancel()
-	v, err := g.Store.ListTokens(ctx)
+	v, err = g.Store.ListTokens(ctx)
 	return v, g.health.check(err)
 }
 
 func (g *guardedStore) DeleteToken(ctx context.Context, id string) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.DeleteToken(ctx, id))
 }
 
 func (g *guardedStore) CreateRegistrationToken(ctx context.Context, t *vdibroker.RegistrationToken) error {
-	ctx, cancel := g.ctx(ctx)
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
 	defer cancel()
 	return g.health.check(g.Store.CreateRegistrationToken(ctx, t))
-}
-
-func (g *guardedStore) RoundRobinHost(ctx context.Context, pool string) (string, error) {
-	ctx, cancel := g.ctx(ctx)
-	defer cancel()
-	v, err := g.Store.RoundRobinHost(ctx, pool)
-	return v, g.health.check(err)
-}
-
-func (g *guardedStore) CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSessionCounts, error) {
-	ctx, cancel := g.ctx(ctx)
-	defer cancel()
-	v, err := g.Store.CountOpenSessions(ctx)
-	return v, g.health.check(err)
 }

@@ -27,7 +27,8 @@ type Health struct {
 	onUp     []func()
 	probing  bool
 	ping     func(ctx context.Context) error
-	interval time.Duration
+	interval time.Duration // between pings of the watch and the probe
+	timeout  time.Duration // of one ping: the store timeout
 	stop     <-chan struct{}
 }
 
@@ -109,7 +110,7 @@ func (h *Health) watch() {
 		if h.Down() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), h.interval)
+		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 		err := h.ping(ctx)
 		cancel()
 		if err != nil {
@@ -133,7 +134,7 @@ func (h *Health) probe() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), h.interval)
+		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 		err := h.ping(ctx)
 		cancel()
 		if err == nil {
@@ -152,7 +153,7 @@ func (h *Health) check(err error) error {
 		return err
 	}
 	if !h.Down() {
-		ctx, cancel := context.WithTimeout(context.Background(), h.interval)
+		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 		perr := h.ping(ctx)
 		cancel()
 		if perr == nil {

@@ -282,9 +282,11 @@ func (s *DB) closeDBs() error {
 
 func (s *DB) now() time.Time { return s.opts.Now() }
 
-// Ping checks the database answers.
+// Ping checks the database answers. It uses the read pool: on SQLite the
+// single writer may be busy with a group commit, which says nothing about
+// the database being there (the broker pings every second, issue 19).
 func (s *DB) Ping(ctx context.Context) error {
-	return s.w.PingContext(ctx)
+	return s.r.PingContext(ctx)
 }
 
 // tx runs the store's SQL: in a write transaction, or, for reads, straight
