@@ -119,6 +119,11 @@ type Config struct {
 	Now func() time.Time
 	// ScrapeTimeout bounds the store reads of one scrape; 0 is 5s.
 	ScrapeTimeout time.Duration
+	// Outage, when set, says whether the broker counts its store as down
+	// and for how long it has been down in all since start (issue 19):
+	// vdibroker_store_up is 0 while it is, and
+	// vdibroker_store_outage_seconds_total counts the seconds.
+	Outage func() (down bool, seconds float64)
 }
 
 // NewRegistry returns a registry with the event metrics, the store gauges
@@ -131,7 +136,15 @@ func NewRegistry(cfg Config) *prometheus.Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	if cfg.Store != nil {
-		reg.MustRegister(NewStoreCollector(cfg.Store, cfg.Now, cfg.ScrapeTimeout))
+		c := NewStoreCollector(cfg.Store, cfg.Now, cfg.ScrapeTimeout)
+		c.outage = cfg.Outage
+		reg.MustRegister(c)
+	}
+	if cfg.Outage != nil {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: Namespace, Name: "store_outage_seconds_total",
+			Help: "Seconds the broker has counted its store as down since it started (issue 19).",
+		}, func() float64 { _, s := cfg.Outage(); return s }))
 	}
 	return reg
 }

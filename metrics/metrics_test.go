@@ -327,6 +327,31 @@ func TestStoreCollectorStoreDown(t *testing.T) {
 	}
 }
 
+// TestStoreUpFollowsTheBrokersOutage (issue 19): while the broker counts
+// its store as down, vdibroker_store_up is 0 even if a read got through,
+// and the outage seconds are exported as a counter.
+func TestStoreUpFollowsTheBrokersOutage(t *testing.T) {
+	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	down, seconds := true, 12.5
+	reg := metrics.NewRegistry(metrics.Config{Store: st, Outage: func() (bool, float64) { return down, seconds }})
+	fams := scrape(t, metrics.Handler(reg))
+	if got := get(t, fams, "vdibroker_store_up", nil); got != 0 {
+		t.Errorf("store_up = %v during an outage, want 0", got)
+	}
+	if got := get(t, fams, "vdibroker_store_outage_seconds_total", nil); got != 12.5 {
+		t.Errorf("store_outage_seconds_total = %v, want 12.5", got)
+	}
+	down = false
+	fams = scrape(t, metrics.Handler(reg))
+	if got := get(t, fams, "vdibroker_store_up", nil); got != 1 {
+		t.Errorf("store_up = %v after the outage, want 1", got)
+	}
+}
+
 func TestInstrumentStore(t *testing.T) {
 	st := metrics.InstrumentStore(&fakeStore{})
 	_, err := st.GetHostPool(t.Context(), "nope")

@@ -12,7 +12,7 @@ import (
 
 var (
 	descStoreUp = prometheus.NewDesc(Namespace+"_store_up",
-		"1 when the last scrape could read the store, else 0.", nil, nil)
+		"1 when the scrape could read the store and the broker does not count it as down, else 0.", nil, nil)
 	descPoolLimit = prometheus.NewDesc(Namespace+"_pool_max_session_limit",
 		"The host pool's maxSessionLimit (999999 means no limit).",
 		[]string{"pool", "load_balancer_type"}, nil)
@@ -54,6 +54,7 @@ type StoreReader interface {
 // sessions themselves (250,000 at a full pod).
 type StoreCollector struct {
 	store   StoreReader
+	outage  func() (down bool, seconds float64)
 	now     func() time.Time
 	timeout time.Duration
 }
@@ -91,6 +92,11 @@ func (c *StoreCollector) Collect(ch chan<- prometheus.Metric) {
 	up := 1.0
 	if err != nil {
 		up, buf = 0, nil
+	}
+	if c.outage != nil {
+		if down, _ := c.outage(); down {
+			up = 0
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, up)
 	for _, m := range buf {

@@ -118,9 +118,14 @@ func (m *Main) Open(ctx context.Context) error {
 		StoreTimeout: m.StoreTimeout, AgentClientCert: m.TLSClientCA != ""})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
-	m.console = console.New(console.Config{API: m.Server.Handler(), Store: st, Logger: m.Logger})
+	// Console and metrics read through the service's store: bounded by the
+	// store timeout, and failing at once during an outage.
+	guarded := m.Server.Broker().Store()
+	health := m.Server.Broker().Health()
+	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger})
 	m.Server.Mux().Handle("/", m.console)
-	m.Server.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
+	m.Server.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: guarded,
+		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		m.console.Close()
