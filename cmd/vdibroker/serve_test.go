@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -251,4 +252,45 @@ func TestServeLoadIndexMetricIsTheAPIs(t *testing.T) {
 	if !seen[75] || !seen[25] {
 		t.Errorf("API load indexes %v, want 75 and 25 among them (the test's samples)", seen)
 	}
+}
+
+// TestServeCutsOffASlowBody (issue 14): a client that sends its body a
+// byte at a time is cut off at the read timeout instead of holding a
+// connection open for as long as it likes.
+func TestServeCutsOffASlowBody(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), ReadTimeout: 500 * time.Millisecond}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(m.URL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /api/v1/agent/register HTTP/1.1\r\nHost: broker\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+	closed := make(chan time.Duration, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				closed <- time.Since(start)
+				return
+			}
+		}
+	}()
+	for range 50 { // at most 10 s of trickling
+		select {
+		case took := <-closed:
+			if took > 3*time.Second {
+				t.Errorf("the slow body was cut off after %v, want about the 500ms read timeout", took)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+			conn.Write([]byte("{"))
+		}
+	}
+	t.Fatal("a body sent a byte every 200ms kept its connection for 10 s; the read timeout is 500ms")
 }

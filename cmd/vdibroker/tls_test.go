@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/agent"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// testCA is a certificate authority of the test's own.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	file string // the CA certificate, PEM
+}
+
+func newTestCA(t *testing.T, dir string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "vdibroker test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	ca := &testCA{cert: cert, key: key, file: filepath.Join(dir, "ca.pem")}
+	writePEM(t, ca.file, "CERTIFICATE", der)
+	return ca
+}
+
+// issue writes a certificate for name (a server for 127.0.0.1, or a client)
+// and its key, and returns their paths.
+func (ca *testCA) issue(t *testing.T, dir, name string, serial int64, client bool) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	if client {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	} else {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
+	return certFile, keyFile
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTLSAgentEndToEnd (issue 14): serve over HTTPS with agent client
+// certificates required; an agent with --ca-file and a client certificate
+// registers and heartbeats (its host turns Available); one without a
+// client certificate is refused; the CLI's client verifies the broker
+// against the CA; a renewed server certificate is served without a
+// restart.
+func TestTLSAgentEndToEnd(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	srvCert, srvKey := ca.issue(t, dir, "broker", 2, false)
+	agentCert, agentKey := ca.issue(t, dir, "agent", 3, true)
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: srvCert, TLSKey: srvKey, TLSClientCA: ca.file}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if !strings.HasPrefix(m.URL(), "https://") {
+		t.Fatalf("URL %s, want https", m.URL())
+	}
+	ctx := t.Context()
+	verified, err := clientTLSOptions{CAFile: ca.file}.httpClient(m.URL(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := vhttp.NewClient(m.URL(), m.AdminToken)
+	admin.HTTPClient = verified
+	if _, err := admin.PutHostPool(ctx, "tlspool", map[string]any{}); err != nil {
+		t.Fatalf("API over HTTPS with the CA: %v", err)
+	}
+	rt, err := admin.CreateRegistrationToken(ctx, "tlspool", vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Without a client certificate: refused.
+	bare := &agent.Client{Server: m.URL(), HTTP: verified}
+	_, err = bare.Register(ctx, vdibroker.RegisterRequest{Token: rt.Token, HostName: "tls-02", Address: "127.0.0.1:3389"})
+	if vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("register without a client certificate: %v, want Unauthenticated", err)
+	}
+
+	// The real agent with --ca-file, --client-cert and --client-key.
+	hc, err := clientTLSOptions{CAFile: ca.file, CertFile: agentCert, KeyFile: agentKey}.httpClient(m.URL(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Server: m.URL(), RegistrationToken: rt.Token, HostName: "tls-01", Address: "127.0.0.1:3389",
+		HeartbeatInterval: 200 * time.Millisecond, HTTPClient: hc, Sessions: agent.NoSessions{},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	t.Cleanup(func() { stop(); <-done })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h, err := admin.GetSessionHost(ctx, "tlspool", "tls-01")
+		if err == nil && h.Status == vdibroker.StatusAvailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's host is not Available over mTLS after 20 s: %+v, %v", h, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// A client that does not trust the CA is refused by TLS itself.
+	if _, err := http.Get(m.URL() + "/healthz"); err == nil {
+		t.Error("GET over HTTPS without the CA succeeded; want a certificate error")
+	}
+
+	// Renew the server certificate in place: new connections get it.
+	time.Sleep(1100 * time.Millisecond) // the reloader looks at most once a second
+	renewedCert, renewedKey := ca.issue(t, dir, "broker-renewed", 99, false)
+	for src, dst := range map[string]string{renewedCert: srvCert, renewedKey: srvKey} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	future := time.Now().Add(2 * time.Second)
+	os.Chtimes(srvCert, future, future)
+	os.Chtimes(srvKey, future, future)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	var serial int64
+	for range 2 { // the first handshake after the change triggers the reload
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(m.URL(), "https://"), &tls.Config{RootCAs: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		serial = conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+		conn.Close()
+	}
+	if serial != 99 {
+		t.Errorf("after renewing the certificate the broker serves serial %d, want 99", serial)
+	}
+}
+
+// TestAgentRefusesPlainHTTPOffLoopback (issue 14): the agent and CLI send
+// credentials; plain http:// is allowed to loopback only, unless
+// --insecure-http.
+func TestAgentRefusesPlainHTTPOffLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		url      string
+		insecure bool
+		ok       bool
+	}{
+		{"http://127.0.0.1:8080", false, true},
+		{"http://localhost:8080", false, true},
+		{"http://[::1]:8080", false, true},
+		{"https://broker.example.com", false, true},
+		{"http://broker.example.com:8080", false, false},
+		{"http://10.0.0.5:8080", false, false},
+		{"http://broker.example.com:8080", true, true},
+		{"broker.example.com:8080", false, false},
+		{"ftp://broker.example.com", true, false},
+	} {
+		_, err := clientTLSOptions{InsecureHTTP: tc.insecure}.httpClient(tc.url, time.Second)
+		if (err == nil) != tc.ok {
+			t.Errorf("httpClient(%q, insecure=%v) = %v, want ok=%v", tc.url, tc.insecure, err, tc.ok)
+		}
+		if err != nil && !isUsageError(err) {
+			t.Errorf("httpClient(%q): %v is not a usage error (exit 2)", tc.url, err)
+		}
+	}
+}
