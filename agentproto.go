@@ -58,6 +58,12 @@ type RegisterRequest struct {
 	Protocols        []string    `json:"protocols"`
 	StandardFeatures *bool       `json:"standardFeatures"`
 	Policy           *HostPolicy `json:"policy"`
+	// CurrentCredentialHash is the hash of the credential the request
+	// carried (Authorization: Bearer), set by the server: registering a
+	// name that is registered already re-keys it only with that host's
+	// current credential, or after an admin reset its registration
+	// (issue 14: a registration token cannot take over a host).
+	CurrentCredentialHash string `json:"-"`
 }
 
 // RegisterResponse answers a registration: the host credential is shown once.

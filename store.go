@@ -31,6 +31,11 @@ type RegistrationToken struct {
 	Hash       string    `json:"-"`
 	CreateTime time.Time `json:"createTime"`
 	ExpireTime time.Time `json:"expirationTime"`
+	// MaxHosts limits the token to that many new hosts (0: no limit; 1: a
+	// one-use token). Re-keying a host with its own credential is not a use.
+	MaxHosts int `json:"maxHosts"`
+	// Hosts counts the new hosts the token registered.
+	Hosts int `json:"hosts"`
 }
 
 // SessionFilter selects user sessions. Empty fields match all; an empty
@@ -170,9 +175,12 @@ type Store interface {
 	// QueueCommand stores a command for a host's agent (R-S4).
 	QueueCommand(ctx context.Context, c *Command) error
 
-	// RegisterHost consumes nothing: it checks a registration token hash
-	// (valid, not expired), creates or re-keys the host named by req in the
-	// token's pool with credentialHash, and returns the host.
+	// RegisterHost checks a registration token hash (valid, not expired,
+	// under its MaxHosts), creates the host named by req in the token's
+	// pool with credentialHash, or re-keys it when req carries the host's
+	// current credential or its registration was reset (else Conflict: a
+	// token cannot take over a registered host), and returns the host. A
+	// host deleted after the token was issued is refused (Conflict).
 	RegisterHost(ctx context.Context, tokenHash string, req *RegisterRequest, credentialHash string, now time.Time) (*SessionHost, error)
 	// HostByCredential finds the host a credential hash belongs to
 	// (Unauthenticated when none).
@@ -195,6 +203,15 @@ type Store interface {
 	ListTokens(ctx context.Context) ([]*Token, error)
 	DeleteToken(ctx context.Context, id string) error
 	CreateRegistrationToken(ctx context.Context, t *RegistrationToken) error
+	// ListRegistrationTokens lists a pool's registration tokens, expired
+	// ones included, by creation time (no secrets: Hash is empty).
+	ListRegistrationTokens(ctx context.Context, pool string) ([]*RegistrationToken, error)
+	// DeleteRegistrationToken revokes one (NotFound when absent).
+	DeleteRegistrationToken(ctx context.Context, pool, id string) error
+	// ResetRegistration revokes a host's credential and lets the next
+	// registration of its name (with a valid token) take it: an admin's
+	// leave to replace the machine behind a host name.
+	ResetRegistration(ctx context.Context, pool, host string) error
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,

@@ -178,6 +178,9 @@ type UserSession struct {
 	// EndReason says why a LoggedOff session ended: one of the End*
 	// constants (for example EndPendingTimeout).
 	EndReason string `json:"endReason,omitempty"`
+	// Adopted marks a session the broker did not place: its host reported
+	// it (R-S2, a user who logged on directly).
+	Adopted bool `json:"adopted,omitempty"`
 }
 
 // Open reports whether the session still counts toward its host (R-S1).

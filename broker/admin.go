@@ -174,6 +174,17 @@ func (s *Service) RegisterHost(ctx context.Context, tokenHash string, req *vdibr
 	return h, nil
 }
 
+// ResetRegistration revokes a host's credential and lets the next
+// registration of its name take the host (an admin replacing the machine;
+// issue 14).
+func (s *Service) ResetRegistration(ctx context.Context, pool, host string) error {
+	if err := s.store.ResetRegistration(ctx, pool, host); err != nil {
+		return err
+	}
+	s.creds.forget(pool, host)
+	return nil
+}
+
 // Heartbeat applies host's heartbeat (R-S2 reconciliation, R-S3, R-S5)
 // synchronously, so the counts reflect it when the answer arrives, and
 // updates the pool's view with the result. While the store is down it is

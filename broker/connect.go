@@ -309,11 +309,14 @@ func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibro
 		// (R-C1 then ends it and places anew). Preferring a live host keeps
 		// a MultiplePersistent user from getting a second session on a
 		// host where one is already open.
+		// A session the broker placed comes before one a host reported
+		// (adopted): a host's report cannot draw a user away (issue 14).
 		live := v.placeable(us.SessionHost, hbTimeout, now)
 		switch {
 		case best == nil,
-			live && !bestLive,
-			live == bestLive && us.SessionHost < best.SessionHost:
+			best.Adopted && !us.Adopted,
+			best.Adopted == us.Adopted && live && !bestLive,
+			best.Adopted == us.Adopted && live == bestLive && us.SessionHost < best.SessionHost:
 			best, bestLive = us, live
 		}
 	}

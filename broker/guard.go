@@ -305,3 +305,31 @@ func (g *guardedStore) CreateRegistrationToken(ctx context.Context, t *vdibroker
 	defer cancel()
 	return g.health.check(g.Store.CreateRegistrationToken(ctx, t))
 }
+
+func (g *guardedStore) ListRegistrationTokens(ctx context.Context, pool string) (v []*vdibroker.RegistrationToken, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListRegistrationTokens(ctx, pool)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) DeleteRegistrationToken(ctx context.Context, pool, id string) error {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.health.check(g.Store.DeleteRegistrationToken(ctx, pool, id))
+}
+
+func (g *guardedStore) ResetRegistration(ctx context.Context, pool, host string) error {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.health.check(g.Store.ResetRegistration(ctx, pool, host))
+}

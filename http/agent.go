@@ -45,6 +45,11 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if req.Protocols == nil {
 		req.Protocols = []string{"RDP"}
 	}
+	if cur, err := bearer(r); err == nil {
+		// An agent re-keying its own host proves it with its current
+		// credential; without it a registered host is not re-keyed.
+		req.CurrentCredentialHash = hashSecret(cur)
+	}
 	cred := newSecret("vdbh_")
 	h, err := s.svc.RegisterHost(r.Context(), hashSecret(req.Token), req, hashSecret(cred))
 	if err != nil {

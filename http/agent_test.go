@@ -158,7 +158,7 @@ func TestPendingTimeout_RS3(t *testing.T) {
 
 // TestRegisterAndCredentials_RSEC: registration tokens expire and are range
 // checked; each host's credential works for that host only and dies with
-// the host; re-registering re-keys.
+// the host; the agent re-keys its host with its current credential.
 func TestRegisterAndCredentials_RSEC(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -187,7 +187,11 @@ func TestRegisterAndCredentials_RSEC(t *testing.T) {
 
 	cred1 := e.register(rt.Token, "sech1")
 	e.heartbeat("sech1")
-	cred2 := e.register(rt.Token, "sech1") // re-key
+	rk, err := e.admin.ReKey(ctx, cred1, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "sech1", Address: "sech1.example.test:3389"})
+	if err != nil {
+		t.Fatalf("re-key with the current credential: %v", err)
+	}
+	cred2 := rk.Credential
 	if cred1 == cred2 {
 		t.Fatal("re-register returned the same credential")
 	}

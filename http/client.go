@@ -281,8 +281,11 @@ func (c *Client) ConnectIdempotent(ctx context.Context, pool string, req Connect
 func (c *Client) CreateRegistrationToken(ctx context.Context, pool string, req RegistrationTokenRequest) (*RegistrationTokenResponse, error) {
 	var out RegistrationTokenResponse
 	var body any = req
-	if req.ExpiresInSeconds == 0 {
+	if req.ExpiresInSeconds == 0 && req.MaxHosts == 0 {
 		body = struct{}{}
+	} else if req.ExpiresInSeconds == 0 {
+		req.ExpiresInSeconds = vdibroker.MinRegistrationTokenSeconds
+		body = req
 	}
 	_, err := c.do(ctx, "POST", poolPath(pool)+"/registrationtoken", nil, body, &out, nil)
 	return resultOrNil(&out, err)
@@ -313,6 +316,35 @@ func (c *Client) Register(ctx context.Context, req *vdibroker.RegisterRequest) (
 	var out vdibroker.RegisterResponse
 	_, err := c.do(ctx, "POST", "/api/v1/agent/register", nil, req, &out, nil)
 	return resultOrNil(&out, err)
+}
+
+// ReKey registers req's host again with its current credential (the
+// agent's own re-key; issue 14) and returns the new credential.
+func (c *Client) ReKey(ctx context.Context, credential string, req *vdibroker.RegisterRequest) (*vdibroker.RegisterResponse, error) {
+	var out vdibroker.RegisterResponse
+	h := nethttp.Header{"Authorization": {"Bearer " + credential}}
+	_, err := c.do(ctx, "POST", "/api/v1/agent/register", nil, req, &out, h)
+	return resultOrNil(&out, err)
+}
+
+// ListRegistrationTokens lists a pool's registration tokens (no secrets).
+func (c *Client) ListRegistrationTokens(ctx context.Context, pool string) ([]*vdibroker.RegistrationToken, error) {
+	var out page[*vdibroker.RegistrationToken]
+	_, err := c.do(ctx, "GET", poolPath(pool)+"/registrationtokens", nil, nil, &out, nil)
+	return out.Value, err
+}
+
+// DeleteRegistrationToken revokes a registration token.
+func (c *Client) DeleteRegistrationToken(ctx context.Context, pool, id string) error {
+	_, err := c.do(ctx, "DELETE", poolPath(pool)+"/registrationtokens/"+url.PathEscape(id), nil, nil, nil, nil)
+	return err
+}
+
+// ResetRegistration lets the next registration of host take it (its
+// credential is revoked).
+func (c *Client) ResetRegistration(ctx context.Context, pool, host string) error {
+	_, err := c.do(ctx, "POST", poolPath(pool)+"/sessionhosts/"+url.PathEscape(host)+"/resetregistration", nil, struct{}{}, nil, nil)
+	return err
 }
 
 // Heartbeat sends an agent heartbeat with the host credential (instead of

@@ -35,6 +35,9 @@ func (s *Server) routes() {
 
 	s.handle("POST "+p+"/connect", connect, s.connect)
 	s.handle("POST "+p+"/registrationtoken", write, s.createRegistrationToken)
+	s.handle("GET "+p+"/registrationtokens", write, s.listRegistrationTokens)
+	s.handle("DELETE "+p+"/registrationtokens/{id}", write, s.deleteRegistrationToken)
+	s.handle("POST "+p+"/sessionhosts/{host}/resetregistration", write, s.resetRegistration)
 
 	s.handle("POST /api/v1/tokens", admin, s.createToken)
 	s.handle("GET /api/v1/tokens", admin, s.listTokens)

@@ -22,6 +22,9 @@ func (s *Server) createRegistrationToken(w nethttp.ResponseWriter, r *nethttp.Re
 		vdibroker.MinRegistrationTokenSeconds, vdibroker.MaxRegistrationTokenSeconds); err != nil {
 		return err
 	}
+	if err := vdibroker.IntRange("maxHosts", req.MaxHosts, 0, maxRegistrationHosts); err != nil {
+		return err
+	}
 	pool, err := s.store.GetHostPool(r.Context(), r.PathValue("pool"))
 	if err != nil {
 		return err
@@ -34,13 +37,55 @@ func (s *Server) createRegistrationToken(w nethttp.ResponseWriter, r *nethttp.Re
 		Hash:       hashSecret(secret),
 		CreateTime: now,
 		ExpireTime: now.Add(time.Duration(req.ExpiresInSeconds) * time.Second),
+		MaxHosts:   req.MaxHosts,
 	}
 	if err := s.store.CreateRegistrationToken(r.Context(), t); err != nil {
 		return err
 	}
 	writeJSON(w, nethttp.StatusCreated, RegistrationTokenResponse{
-		ID: t.ID, HostPool: t.HostPool, Token: secret, ExpirationTime: t.ExpireTime,
+		ID: t.ID, HostPool: t.HostPool, Token: secret, ExpirationTime: t.ExpireTime, MaxHosts: t.MaxHosts,
 	})
+	return nil
+}
+
+// maxRegistrationHosts bounds a registration token's maxHosts.
+const maxRegistrationHosts = 100000
+
+// listRegistrationTokens is GET /hostpools/{pool}/registrationtokens: the
+// pool's registration tokens, expired ones included, without secrets.
+func (s *Server) listRegistrationTokens(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	list, err := s.store.ListRegistrationTokens(r.Context(), r.PathValue("pool"))
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []*vdibroker.RegistrationToken{}
+	}
+	writeJSON(w, nethttp.StatusOK, page[*vdibroker.RegistrationToken]{Value: list})
+	return nil
+}
+
+// deleteRegistrationToken is DELETE /hostpools/{pool}/registrationtokens/{id}:
+// the token registers no more hosts; hosts it registered keep their
+// credentials.
+func (s *Server) deleteRegistrationToken(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if err := s.store.DeleteRegistrationToken(r.Context(), r.PathValue("pool"), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(nethttp.StatusNoContent)
+	return nil
+}
+
+// resetRegistration is POST /hostpools/{pool}/sessionhosts/{host}/resetregistration:
+// the host's credential is revoked and the next registration of its name
+// takes it (a new machine behind the name). 204.
+func (s *Server) resetRegistration(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if err := s.svc.ResetRegistration(r.Context(), r.PathValue("pool"), r.PathValue("host")); err != nil {
+		return err
+	}
+	s.loggerFrom(r.Context()).Info("session host registration reset", "pool", r.PathValue("pool"), "host", r.PathValue("host"),
+		"by", principalFrom(r.Context()).Subject)
+	w.WriteHeader(nethttp.StatusNoContent)
 	return nil
 }
 

@@ -36,6 +36,9 @@ type SendMessageRequest struct {
 type RegistrationTokenRequest struct {
 	// ExpiresInSeconds is 3600..2332800 (1 hour..27 days); absent = 3600.
 	ExpiresInSeconds int `json:"expiresInSeconds"`
+	// MaxHosts limits the token to that many new hosts: 1 is a one-use
+	// token; 0 (absent) is no limit.
+	MaxHosts int `json:"maxHosts,omitempty"`
 }
 
 // RegistrationTokenResponse is a new registration token; the secret is
@@ -45,6 +48,7 @@ type RegistrationTokenResponse struct {
 	HostPool       string    `json:"hostPool"`
 	Token          string    `json:"token"`
 	ExpirationTime time.Time `json:"expirationTime"`
+	MaxHosts       int       `json:"maxHosts,omitempty"`
 }
 
 // TokenRequest is the body of POST /tokens.

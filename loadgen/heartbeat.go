@@ -32,7 +32,8 @@ type HeartbeatConfig struct {
 	Duration        time.Duration
 	Concurrency     int // requests in flight at once, registration and heartbeats
 	// HostPrefix starts every host name: HostPrefix + "00001"... (default
-	// "hb"). Registering a name that exists re-keys that host, so a second
+	// "hb"). A name registered by an earlier run is reset (admin) and
+	// registered again, so a second
 	// run on the same pool reuses its hosts and sessions.
 	HostPrefix string
 	// Grace is how late after the end of Duration a heartbeat may still go
@@ -180,7 +181,7 @@ func Heartbeat(ctx context.Context, cfg HeartbeatConfig) (*HeartbeatResult, erro
 		return nil, err
 	}
 	start := time.Now()
-	hosts, regOutcomes := registerHosts(ctx, client, api+"/agent/register", regToken, cfg)
+	hosts, regOutcomes := registerHosts(ctx, client, api, poolURL, regToken, cfg)
 	res.RegisterElapsed = time.Since(start)
 	res.RegisterErrors = countErrors(regOutcomes)
 	if err := ctx.Err(); err != nil {
@@ -244,7 +245,8 @@ func registrationToken(ctx context.Context, client *http.Client, poolURL, token 
 // registerHosts registers cfg.Hosts hosts from cfg.Concurrency workers and
 // returns the ones that got a credential, in host order, and every
 // registration's outcome.
-func registerHosts(ctx context.Context, client *http.Client, endpoint, regToken string, cfg HeartbeatConfig) ([]agentHost, []outcome) {
+func registerHosts(ctx context.Context, client *http.Client, api, poolURL, regToken string, cfg HeartbeatConfig) ([]agentHost, []outcome) {
+	endpoint := api + "/agent/register"
 	width := len(strconv.Itoa(cfg.Hosts))
 	all := make([]agentHost, cfg.Hosts)
 	outcomes := make([]outcome, cfg.Hosts)
@@ -265,6 +267,14 @@ func registerHosts(ctx context.Context, client *http.Client, endpoint, regToken 
 					Address: fmt.Sprintf("10.%d.%d.%d:3389", i>>16&255, i>>8&255, i&255),
 				})
 				o, answer := send(ctx, client, http.MethodPost, endpoint, "", body)
+				if o.code == vdibroker.EConflict {
+					// Registered by an earlier run: the admin lets this run
+					// take the name (a registration token alone cannot).
+					reset := poolURL + "/sessionhosts/" + url.PathEscape(h.name) + "/resetregistration"
+					if ro, _ := send(ctx, client, http.MethodPost, reset, cfg.Token, []byte("{}")); ro.code == "" {
+						o, answer = send(ctx, client, http.MethodPost, endpoint, "", body)
+					}
+				}
 				if o.code == "" {
 					var rr vdibroker.RegisterResponse
 					if err := json.Unmarshal(answer, &rr); err != nil || rr.Credential == "" {

@@ -57,7 +57,7 @@ func TestCredentialRevokedAtOnce(t *testing.T) {
 		beatAndLookUp(t, s, "pool2", "x1", "x2")
 
 		// Re-key h1.
-		if _, err := s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "h1"}, "cred-h1-new", t0.Add(2*time.Minute)); err != nil {
+		if _, err := s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "h1", CurrentCredentialHash: "cred-h1"}, "cred-h1-new", t0.Add(2*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		_, err := s.HostByCredential(ctx, "cred-h1")

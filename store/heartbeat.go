@@ -225,12 +225,22 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 		}
 		if o == nil {
 			// R-S2: a session the broker did not place (a user who logged
-			// on directly) is adopted.
+			// on directly) is adopted, unless the broker placed that user
+			// on another host of the pool: a host's word does not move a
+			// user off the session the broker gave them (issue 14: a rogue
+			// host cannot capture users by reporting their names).
+			placed, err := t.placedElsewhere(ctx, p.Name, host, r.User)
+			if err != nil {
+				return 0, 0, nil, err
+			}
+			if placed {
+				continue
+			}
 			o = &openSession{id: NewID(), user: r.User, state: want, agentID: r.ID, createTime: ns(now), stateTime: ns(now)}
 			if _, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
-				create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued)
-				VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-				o.id, p.Name, host, r.User, want, ns(now), ns(now), r.ID, "", false, false); err != nil {
+				create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted)
+				VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+				o.id, p.Name, host, r.User, want, ns(now), ns(now), r.ID, "", false, false, true); err != nil {
 				return 0, 0, nil, err
 			}
 			s1, c1 := countsOf(want)
@@ -335,4 +345,17 @@ func (t *tx) deliverCommands(ctx context.Context, pool, host string) ([]vdibroke
 		cmds = append(cmds, c)
 	}
 	return cmds, nil
+}
+
+// placedElsewhere reports whether user has an open session the broker
+// placed (not adopted) in pool on a host other than host. Both halves are
+// served by the (host_pool, user_name) partial indexes of open sessions.
+func (t *tx) placedElsewhere(ctx context.Context, pool, host, user string) (bool, error) {
+	var n int
+	err := t.row(ctx, `SELECT count(*) FROM (
+		SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff' AND session_host <> ?
+		UNION ALL
+		SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff' AND session_host <> ? AND NOT adopted
+	) AS placed`, pool, user, host, pool, user, host).Scan(&n)
+	return n > 0, err
 }

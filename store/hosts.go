@@ -293,7 +293,14 @@ func (s *DB) DeleteSessionHost(ctx context.Context, pool, name string, force boo
 		if _, err := t.exec(ctx, `DELETE FROM host_counts WHERE host_pool = ? AND name = ?`, pool, name); err != nil {
 			return err
 		}
-		_, err = t.exec(ctx, `DELETE FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, name)
+		if _, err = t.exec(ctx, `DELETE FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, name); err != nil {
+			return err
+		}
+		// Its agent cannot bring it back with a token issued before now.
+		if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND name = ?`, pool, name); err != nil {
+			return err
+		}
+		_, err = t.exec(ctx, `INSERT INTO deleted_hosts (host_pool, name, delete_time) VALUES (?,?,?)`, pool, name, ns(s.now()))
 		return err
 	})
 	return wrap(err, "delete session host %s/%s", pool, name)

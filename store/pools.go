@@ -208,6 +208,7 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error 
 			`DELETE FROM commands WHERE host_pool = ?`,
 			`DELETE FROM registration_tokens WHERE host_pool = ?`,
 			`DELETE FROM pool_cursors WHERE host_pool = ?`,
+			`DELETE FROM deleted_hosts WHERE host_pool = ?`,
 			`DELETE FROM host_counts WHERE host_pool = ?`,
 			`DELETE FROM session_hosts WHERE host_pool = ?`,
 			`DELETE FROM host_pools WHERE name = ?`,

@@ -22,13 +22,13 @@ const (
 )
 
 const sessionCols = `id, user_name, host_pool, session_host, state, create_time, state_time,
-	agent_session_id, end_reason`
+	agent_session_id, end_reason, adopted`
 
 func scanSession(sc scanner) (*vdibroker.UserSession, error) {
 	var u vdibroker.UserSession
 	var ct, st int64
 	if err := sc.Scan(&u.ID, &u.User, &u.HostPool, &u.SessionHost, &u.State, &ct, &st,
-		&u.AgentSessionID, &u.EndReason); err != nil {
+		&u.AgentSessionID, &u.EndReason, &u.Adopted); err != nil {
 		return nil, err
 	}
 	u.CreateTime, u.StateTime = fromNS(ct), fromNS(st)

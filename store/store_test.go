@@ -940,12 +940,14 @@ func TestRegisterHost(t *testing.T) {
 		_, err = s.HostByCredential(ctx, "")
 		wantCode(t, err, vdibroker.EUnauthenticated)
 
-		// Re-registering the name re-keys the host and keeps its sessions.
+		// Re-registering the name with its current credential re-keys the
+		// host and keeps its sessions.
 		mustCommit(t, s, placement("pool1", "host1", "alice", 10))
 		no := false
 		five := 5
 		h, err = s.RegisterHost(ctx, "rthash", &vdibroker.RegisterRequest{HostName: "host1", Address: "10.0.0.9:3389",
-			StandardFeatures: &no, Policy: &vdibroker.HostPolicy{HostConnectingSessionThreshold: &five}}, "cred2", t0.Add(2*time.Minute))
+			StandardFeatures: &no, Policy: &vdibroker.HostPolicy{HostConnectingSessionThreshold: &five},
+			CurrentCredentialHash: "cred1"}, "cred2", t0.Add(2*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}

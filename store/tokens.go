@@ -96,8 +96,9 @@ func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.Registra
 		if _, err := t.getPool(ctx, rt.HostPool); err != nil {
 			return err
 		}
-		_, err := t.exec(ctx, `INSERT INTO registration_tokens (id, host_pool, hash, create_time, expire_time) VALUES (?,?,?,?,?)`,
-			rt.ID, rt.HostPool, rt.Hash, ns(rt.CreateTime), ns(rt.ExpireTime))
+		_, err := t.exec(ctx, `INSERT INTO registration_tokens (id, host_pool, hash, create_time, expire_time, max_hosts)
+			VALUES (?,?,?,?,?,?)`,
+			rt.ID, rt.HostPool, rt.Hash, ns(rt.CreateTime), ns(rt.ExpireTime), rt.MaxHosts)
 		if err != nil && errors.Is(err, errUnique) {
 			return vdibroker.Errorf(vdibroker.EConflict, "registration token already exists")
 		}
@@ -117,9 +118,11 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 	}
 	var out *vdibroker.SessionHost
 	err := s.write(ctx, func(t *tx) error {
-		var pool string
-		var exp int64
-		err := t.row(ctx, `SELECT host_pool, expire_time FROM registration_tokens WHERE hash = ?`, tokenHash).Scan(&pool, &exp)
+		var pool, tokenID string
+		var exp, issued int64
+		var maxHosts, hosts int
+		err := t.row(ctx, `SELECT id, host_pool, expire_time, create_time, max_hosts, hosts FROM registration_tokens WHERE hash = ?`,
+			tokenHash).Scan(&tokenID, &pool, &exp, &issued, &maxHosts, &hosts)
 		if errors.Is(err, sql.ErrNoRows) || tokenHash == "" {
 			return vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid registration token")
 		}
@@ -129,8 +132,34 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		if !now.Before(fromNS(exp)) {
 			return vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token expired at %s", fromNS(exp).Format(time.RFC3339))
 		}
+		var cred sql.NullString
+		h, err := t.getHostAnd(ctx, pool, req.HostName, true, &cred)
+		if err == nil && cred.String != "" && cred.String != req.CurrentCredentialHash {
+			// Registered already: only the host itself (its current
+			// credential) or an admin's reset may re-key it (issue 14).
+			return vdibroker.Errorf(vdibroker.EConflict, "session host %q is registered already: an agent re-keys it with its current credential; "+
+				"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)
+		}
 		t.touch(pool, req.HostName) // a re-key revokes the old credential
-		h, err := t.getHost(ctx, pool, req.HostName, true)
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			var deleted int64
+			switch derr := t.row(ctx, `SELECT delete_time FROM deleted_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName).Scan(&deleted); {
+			case derr == nil && deleted >= issued:
+				return vdibroker.Errorf(vdibroker.EConflict, "session host %q was deleted at %s, after this registration token was issued: "+
+					"register it again with a new registration token", req.HostName, fromNS(deleted).Format(time.RFC3339))
+			case derr != nil && !errors.Is(derr, sql.ErrNoRows):
+				return derr
+			}
+			if maxHosts > 0 && hosts >= maxHosts {
+				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %d hosts (maxHosts); issue a new one", tokenID, maxHosts)
+			}
+			if _, err := t.exec(ctx, `UPDATE registration_tokens SET hosts = hosts + 1 WHERE id = ?`, tokenID); err != nil {
+				return err
+			}
+			if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName); err != nil {
+				return err
+			}
+		}
 		switch {
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			h = &vdibroker.SessionHost{HostPool: pool, Name: req.HostName, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
@@ -211,4 +240,55 @@ func (s *DB) HostByCredential(ctx context.Context, credentialHash string) (*vdib
 		s.hosts.fill(credentialHash, h, seq)
 	}
 	return h, nil
+}
+
+// ListRegistrationTokens implements vdibroker.Store.
+func (s *DB) ListRegistrationTokens(ctx context.Context, pool string) ([]*vdibroker.RegistrationToken, error) {
+	var out []*vdibroker.RegistrationToken
+	err := s.read(ctx, func(t *tx) error {
+		if _, err := t.getPool(ctx, pool); err != nil {
+			return err
+		}
+		var err error
+		out, err = queryAll(ctx, t, func(sc scanner) (*vdibroker.RegistrationToken, error) {
+			var rt vdibroker.RegistrationToken
+			var ct, et int64
+			if err := sc.Scan(&rt.ID, &rt.HostPool, &ct, &et, &rt.MaxHosts, &rt.Hosts); err != nil {
+				return nil, err
+			}
+			rt.CreateTime, rt.ExpireTime = fromNS(ct), fromNS(et)
+			return &rt, nil
+		}, `SELECT id, host_pool, create_time, expire_time, max_hosts, hosts FROM registration_tokens
+			WHERE host_pool = ? ORDER BY create_time, id`, pool)
+		return err
+	})
+	return out, wrap(err, "list registration tokens of %q", pool)
+}
+
+// DeleteRegistrationToken implements vdibroker.Store.
+func (s *DB) DeleteRegistrationToken(ctx context.Context, pool, id string) error {
+	err := s.write(ctx, func(t *tx) error {
+		n, err := t.exec(ctx, `DELETE FROM registration_tokens WHERE host_pool = ? AND id = ?`, pool, id)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound("registration token %q not found in host pool %q", id, pool)
+		}
+		return nil
+	})
+	return wrap(err, "delete registration token %s/%s", pool, id)
+}
+
+// ResetRegistration implements vdibroker.Store.
+func (s *DB) ResetRegistration(ctx context.Context, pool, host string) error {
+	err := s.write(ctx, func(t *tx) error {
+		if _, err := t.getHost(ctx, pool, host, true); err != nil {
+			return err
+		}
+		t.touch(pool, host) // the old credential stops working at commit
+		_, err := t.exec(ctx, `UPDATE session_hosts SET credential_hash = NULL WHERE host_pool = ? AND name = ?`, pool, host)
+		return err
+	})
+	return wrap(err, "reset the registration of %s/%s", pool, host)
 }

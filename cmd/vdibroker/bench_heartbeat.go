@@ -34,7 +34,7 @@ func newBenchHeartbeatCmd() *cobra.Command {
 		Long: `heartbeat is the host agents' load on a broker (issue 4's memory bound). It
 creates the host pool if it is absent (maxSessionLimit 999999), gets a
 registration token, registers --hosts hosts (named --host-prefix plus a
-number; registering an existing name re-keys it, so runs can repeat), then
+number; a name an earlier run registered is reset and registered again, so runs can repeat), then
 for --duration sends each host's heartbeat every --interval, the hosts'
 heartbeats spread evenly over the interval, from at most --concurrency
 requests in flight. Each heartbeat carries a metrics sample and the host's

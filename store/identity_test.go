@@ -1,0 +1,120 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestHostIdentity (issue 14), on both engines: a registration token does
+// not take over a registered host; the host itself re-keys with its
+// current credential; an admin's reset lets a new machine take the name;
+// a deleted host does not come back with a token issued before the
+// delete; a token limited to N hosts registers N; tokens are listed
+// without secrets and revoked.
+func TestHostIdentity(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		registerHosts(t, s, "pool1", "h1")
+		at := t0.Add(time.Minute)
+
+		// Takeover refused; the real agent keeps working.
+		_, err := s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "h1", Address: "rogue:3389"}, "cred-rogue", at)
+		wantCode(t, err, vdibroker.EConflict)
+		_, err = s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "h1", CurrentCredentialHash: "cred-wrong"}, "cred-rogue", at)
+		wantCode(t, err, vdibroker.EConflict)
+		if h, err := s.HostByCredential(ctx, "cred-h1"); err != nil || h.Address == "rogue:3389" {
+			t.Fatalf("after a refused takeover the real agent's credential gives %+v, %v", h, err)
+		}
+		// The host itself re-keys.
+		if _, err := s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "h1", CurrentCredentialHash: "cred-h1"}, "cred-h1b", at); err != nil {
+			t.Fatalf("re-key with the current credential: %v", err)
+		}
+		// An admin's reset: the old credential stops, a new machine takes it.
+		if err := s.ResetRegistration(ctx, "pool1", "h1"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.HostByCredential(ctx, "cred-h1b")
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		if _, err := s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "h1"}, "cred-new-machine", at); err != nil {
+			t.Fatalf("register after a reset: %v", err)
+		}
+		wantCode(t, s.ResetRegistration(ctx, "pool1", "nope"), vdibroker.ENotFound)
+
+		// Deleted: not back with the old token, back with a newer one.
+		if err := s.DeleteSessionHost(ctx, "pool1", "h1", false); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "h1"}, "cred-again", at.Add(time.Minute))
+		wantCode(t, err, vdibroker.EConflict)
+		// (A delete is stamped with the store's clock, the real one here.)
+		later := &vdibroker.RegistrationToken{HostPool: "pool1", Hash: "rt-later", CreateTime: time.Now().Add(time.Second),
+			ExpireTime: at.Add(3 * time.Hour), MaxHosts: 2}
+		if err := s.CreateRegistrationToken(ctx, later); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RegisterHost(ctx, "rt-later", &vdibroker.RegisterRequest{HostName: "h1"}, "cred-again", at.Add(2*time.Hour)); err != nil {
+			t.Fatalf("register a deleted host with a token issued after the delete: %v", err)
+		}
+		// maxHosts 2: one more new host, then refused; a re-key is no use.
+		if _, err := s.RegisterHost(ctx, "rt-later", &vdibroker.RegisterRequest{HostName: "h2"}, "cred-h2", at.Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RegisterHost(ctx, "rt-later", &vdibroker.RegisterRequest{HostName: "h2", CurrentCredentialHash: "cred-h2"}, "cred-h2b", at.Add(2*time.Hour)); err != nil {
+			t.Fatalf("re-key with a token at its maxHosts: %v", err)
+		}
+		_, err = s.RegisterHost(ctx, "rt-later", &vdibroker.RegisterRequest{HostName: "h3"}, "cred-h3", at.Add(2*time.Hour))
+		wantCode(t, err, vdibroker.EPermission)
+
+		// Listed without secrets, revoked.
+		list, err := s.ListRegistrationTokens(ctx, "pool1")
+		if err != nil || len(list) != 2 {
+			t.Fatalf("list: %+v, %v; want 2 tokens", list, err)
+		}
+		if l := list[1]; l.ID != later.ID || l.Hash != "" || l.MaxHosts != 2 || l.Hosts != 2 {
+			t.Errorf("listed token %+v, want id %s, no hash, maxHosts 2, hosts 2", l, later.ID)
+		}
+		if err := s.DeleteRegistrationToken(ctx, "pool1", later.ID); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.RegisterHost(ctx, "rt-later", &vdibroker.RegisterRequest{HostName: "h4"}, "cred-h4", at.Add(2*time.Hour))
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		wantCode(t, s.DeleteRegistrationToken(ctx, "pool1", later.ID), vdibroker.ENotFound)
+	})
+}
+
+// TestRogueHostCannotCaptureUsers (issue 14, R-S2): a host that reports a
+// user the broker placed on another host does not get that user adopted;
+// a user the broker never placed is adopted and marked so.
+func TestRogueHostCannotCaptureUsers(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		registerHosts(t, s, "pool1", "good", "rogue")
+		mustCommit(t, s, placement("pool1", "good", "alice", 10))
+		at := t0.Add(time.Minute)
+		if _, err := s.ApplyHeartbeat(ctx, "pool1", "rogue", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "1", User: "alice", State: vdibroker.StateActive},
+			{ID: "2", User: "walkin", State: vdibroker.StateActive},
+		}}, at); err != nil {
+			t.Fatal(err)
+		}
+		alice, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1", User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(alice) != 1 || alice[0].SessionHost != "good" || alice[0].Adopted {
+			t.Errorf("alice's open sessions after the rogue's report: %+v; want only the placed one on good", alice)
+		}
+		walkin, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1", User: "walkin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(walkin) != 1 || !walkin[0].Adopted || walkin[0].SessionHost != "rogue" {
+			t.Errorf("a user who logged on directly: %+v, want one adopted session on rogue", walkin)
+		}
+	})
+}
