@@ -306,14 +306,29 @@ func ValidateMetrics(field string, m *Metrics) error {
 	return nil
 }
 
+// MaxHeartbeatSessions and MaxHeartbeatResults bound one heartbeat (issue
+// 14): a host reporting tens of thousands of sessions or results would make
+// one write of the shared group commit stall every connect.
+const (
+	MaxHeartbeatSessions = 2000
+	MaxHeartbeatResults  = 200
+)
+
 // ValidateHeartbeat checks an agent heartbeat body (SPEC §9): metrics, the
-// reported sessions (id, user, state Active or Disconnected), the policy.
+// reported sessions (id, user, state Active or Disconnected), the policy,
+// the command results, within the caps above.
 func ValidateHeartbeat(hb *HeartbeatRequest) error {
 	if err := ValidateMetrics("metrics", hb.Metrics); err != nil {
 		return err
 	}
 	if err := ValidateHostPolicy("policy.", hb.Policy); err != nil {
 		return err
+	}
+	if len(hb.Sessions) > MaxHeartbeatSessions {
+		return FieldError("sessions", "must hold at most %d sessions, got %d", MaxHeartbeatSessions, len(hb.Sessions))
+	}
+	if len(hb.Results) > MaxHeartbeatResults {
+		return FieldError("results", "must hold at most %d command results, got %d (send the rest with the next heartbeat)", MaxHeartbeatResults, len(hb.Results))
 	}
 	for i, s := range hb.Sessions {
 		f := fmt.Sprintf("sessions[%d]", i)
@@ -328,8 +343,12 @@ func ValidateHeartbeat(hb *HeartbeatRequest) error {
 		}
 	}
 	for i, r := range hb.Results {
-		if r.ID == "" {
-			return FieldError(fmt.Sprintf("results[%d].id", i), "is required")
+		f := fmt.Sprintf("results[%d]", i)
+		if r.ID == "" || len(r.ID) > MaxUserLen {
+			return FieldError(f+".id", "is required (1..%d characters)", MaxUserLen)
+		}
+		if err := textLen(f+".message", r.Message, MaxTextLen, false); err != nil {
+			return err
 		}
 	}
 	return textLen("healthError", hb.HealthError, MaxTextLen, false)

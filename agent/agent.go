@@ -350,6 +350,9 @@ func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 	if results == nil {
 		results = []vdibroker.CommandResult{}
 	}
+	if len(results) > vdibroker.MaxHeartbeatResults {
+		results = results[:vdibroker.MaxHeartbeatResults] // the rest go next time
+	}
 	resp, err := a.client.Heartbeat(ctx, a.cred.Credential, vdibroker.HeartbeatRequest{
 		Metrics:      m,
 		Sessions:     sessions,
@@ -485,6 +488,7 @@ func (a *Agent) execute(ctx context.Context, c vdibroker.Command) vdibroker.Comm
 		return r // delivered again: report, do not run twice
 	}
 	r := a.run(ctx, c)
+	r.Message = healthText([]string{r.Message}) // within what the broker accepts
 	a.done[c.ID] = r
 	a.doneOrder = append(a.doneOrder, c.ID)
 	if len(a.doneOrder) > rememberedCommands {

@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -299,5 +300,33 @@ func TestDisconnectedTimeout_RS5(t *testing.T) {
 	hb := e.heartbeat(host, vdibroker.AgentSession{ID: "9", User: "alice", State: "Disconnected"})
 	if len(hb.Commands) != 1 || hb.Commands[0].Type != vdibroker.CommandLogoff || hb.Commands[0].SessionID != c.SessionID || hb.Commands[0].AgentSessionID != "9" {
 		t.Errorf("after 61 s disconnected: commands %+v, want one Logoff of %s", hb.Commands, c.SessionID)
+	}
+}
+
+// TestOversizedHeartbeatRefused (issue 14): a heartbeat with more results
+// or sessions than a host can have is refused with 400 naming the field,
+// instead of becoming tens of thousands of writes in the shared batch.
+func TestOversizedHeartbeatRefused(t *testing.T) {
+	e := newEnv(t)
+	e.pool("bighb", nil)
+	host := e.addHosts("bighb", "bighb", 1)[0]
+	results := make([]vdibroker.CommandResult, vdibroker.MaxHeartbeatResults+1)
+	for i := range results {
+		results[i] = vdibroker.CommandResult{ID: fmt.Sprint("c", i)}
+	}
+	_, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{Results: results})
+	if ve := wantCode(t, err, vdibroker.EInvalid, fmt.Sprint(vdibroker.MaxHeartbeatResults)); ve.Field != "results" {
+		t.Errorf("field %q, want results", ve.Field)
+	}
+	sessions := make([]vdibroker.AgentSession, vdibroker.MaxHeartbeatSessions+1)
+	for i := range sessions {
+		sessions[i] = vdibroker.AgentSession{ID: fmt.Sprint(i), User: fmt.Sprint("u", i), State: vdibroker.StateActive}
+	}
+	_, err = e.heartbeatErr(host, &vdibroker.HeartbeatRequest{Sessions: sessions})
+	if ve := wantCode(t, err, vdibroker.EInvalid); ve.Field != "sessions" {
+		t.Errorf("field %q, want sessions", ve.Field)
+	}
+	if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{Results: results[:vdibroker.MaxHeartbeatResults]}); err != nil {
+		t.Errorf("a heartbeat at the cap: %v", err)
 	}
 }

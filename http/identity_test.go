@@ -110,3 +110,21 @@ func TestRogueHostCannotCaptureUsers(t *testing.T) {
 		t.Errorf("sessions on the rogue host: %+v, want walkin alone, adopted", list)
 	}
 }
+
+// TestSendMessageRefusesControlCharacters (issue 14): a message goes to the
+// user's session, terminals included: escape sequences are refused, line
+// breaks and tabs are not.
+func TestSendMessageRefusesControlCharacters(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("msgpool", nil)
+	e.addHosts("msgpool", "msgh", 1)
+	us := e.mustConnect("msgpool", "alice")
+	err := e.admin.SendMessage(ctx, "msgpool", us.SessionID, "hello \x1b[2J\x1b]0;pwned\x07")
+	if ve := wantCode(t, err, vdibroker.EInvalid, "control characters"); ve.Field != "message" {
+		t.Errorf("field %q, want message", ve.Field)
+	}
+	if err := e.admin.SendMessage(ctx, "msgpool", us.SessionID, "Maintenance at 18:00.\n\tSave your work."); err != nil {
+		t.Errorf("a message with a line break and a tab: %v", err)
+	}
+}

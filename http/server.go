@@ -170,7 +170,17 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		}
 		w.Header().Set("X-Request-Id", id)
 		log := s.log.With("request_id", id)
+		orig := r
 		r = r.WithContext(context.WithValue(r.Context(), ctxLogger, log))
+		// Every route's body is bounded (issue 14: the console's forms had
+		// no limit), and a multipart form parsed on this copy of the
+		// request is removed here: net/http removes only the original's.
+		r.Body = nethttp.MaxBytesReader(w, r.Body, maxBodyBytes)
+		defer func() {
+			if r.MultipartForm != nil && r.MultipartForm != orig.MultipartForm {
+				r.MultipartForm.RemoveAll()
+			}
+		}()
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
 		defer func() {

@@ -3,6 +3,7 @@ package http
 import (
 	nethttp "net/http"
 	"slices"
+	"unicode"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -105,6 +106,14 @@ func (s *Server) sendMessage(w nethttp.ResponseWriter, r *nethttp.Request) error
 	}
 	if len([]rune(req.Message)) > vdibroker.MaxMessageLen {
 		return vdibroker.FieldError("message", "must be 1..%d characters", vdibroker.MaxMessageLen)
+	}
+	// The agent shows it in the user's session, terminals included: no
+	// escape sequences or other control characters (lines and tabs are
+	// fine; issue 14).
+	for _, c := range req.Message {
+		if unicode.IsControl(c) && c != '\n' && c != '\r' && c != '\t' {
+			return vdibroker.FieldError("message", "must not contain control characters (U+%04X); line breaks and tabs are allowed", c)
+		}
 	}
 	us, err := s.openSession(r)
 	if err != nil {

@@ -294,3 +294,39 @@ func TestServeCutsOffASlowBody(t *testing.T) {
 	}
 	t.Fatal("a body sent a byte every 200ms kept its connection for 10 s; the read timeout is 500ms")
 }
+
+// TestServeLeavesNoTempFilesFromBigForms (issue 14): an unauthenticated
+// multipart POST to /signin of 40 MB is refused and leaves nothing in the
+// temp directory. Before, each one left its upload behind (the middleware's
+// request copy hid the parsed form from net/http's cleanup) and console
+// routes had no body limit.
+func TestServeLeavesNoTempFilesFromBigForms(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	m := openMain(t)
+	for _, size := range []int{40 << 20, 900 << 10} { // over the limit, and under it
+		var body strings.Builder
+		body.WriteString("--XX\r\nContent-Disposition: form-data; name=\"token\"; filename=\"t.bin\"\r\n\r\n")
+		body.WriteString(strings.Repeat("x", size))
+		body.WriteString("\r\n--XX--\r\n")
+		resp, err := http.Post(m.URL()+"/signin", "multipart/form-data; boundary=XX", strings.NewReader(body.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 && resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("multipart sign-in of %d bytes answered %d", size, resp.StatusCode)
+		}
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		if strings.HasPrefix(e.Name(), "multipart-") {
+			t.Errorf("a sign-in left %s in the temp directory", e.Name())
+		}
+	}
+}
