@@ -61,6 +61,14 @@ func TestScrapeAfterConnects(t *testing.T) {
 	connect("m-e2e", "carol", false) // NoCapacity: both at limit 1 (R-C5)
 	connect("m-e2e", "alice", true)  // dry run of a reconnect (R-C8)
 	connect("no-such-pool", "dave", false)
+	// Made-up names answered 400 (bad user) and 403 (a User token for
+	// someone else) before any pool is looked up (issue 14).
+	connect("made-up-400", "", false)
+	ut, err := c.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "erin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = vhttp.NewClient(ts.URL, ut.Secret).Connect(ctx, "made-up-403", vhttp.ConnectRequest{User: "frank"})
 
 	after := scrapeURL(t, ts.URL+"/metrics")
 	checks := []struct {
@@ -85,8 +93,10 @@ func TestScrapeAfterConnects(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", ck.name, ck.labels, got, ck.want)
 		}
 	}
-	if _, ok := after["vdibroker_connects_total"].value(map[string]string{"pool": "no-such-pool"}); ok {
-		t.Error("a made-up pool name became a label value")
+	for _, made := range []string{"no-such-pool", "made-up-400", "made-up-403"} {
+		if _, ok := after["vdibroker_connects_total"].value(map[string]string{"pool": made}); ok {
+			t.Errorf("a made-up pool name (%s) became a label value", made)
+		}
 	}
 	okBefore, _ := before["vdibroker_connect_duration_seconds"].value(map[string]string{"code": "OK"})
 	if got := get(t, after, "vdibroker_connect_duration_seconds", map[string]string{"code": "OK"}); got-okBefore != 2 {

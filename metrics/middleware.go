@@ -20,8 +20,11 @@ import (
 // Agent heartbeats (POST /api/v1/agent/heartbeat) are counted in
 // vdibroker_heartbeats_total by result code.
 //
-// Pools that do not exist (404) and unauthenticated calls (401) are counted
-// under pool "" so that made-up pool names cannot grow the label set.
+// A connect is counted under its pool only when the answer shows the pool
+// exists (a session, a dry run, NoCapacity, HostStarting, NotAssigned, a
+// conflict); every other answer (400, 401, 403, 404, an outage's 503...) is
+// counted under pool "", so made-up pool names cannot grow the label set
+// (issue 14).
 func InstrumentAPI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/api/v1/agent/heartbeat" {
@@ -39,10 +42,11 @@ func InstrumentAPI(next http.Handler) http.Handler {
 		cw := &captureWriter{ResponseWriter: w}
 		next.ServeHTTP(cw, r)
 		status := cw.statusOr200()
-		if status == http.StatusUnauthorized || status == http.StatusNotFound {
+		code := answerCode(status, cw.body.Bytes())
+		if !poolKnown(status, code) {
 			pool = ""
 		}
-		ObserveConnect(pool, answerCode(status, cw.body.Bytes()), time.Since(start))
+		ObserveConnect(pool, code, time.Since(start))
 	})
 }
 
@@ -126,3 +130,19 @@ func (w *captureWriter) Write(b []byte) (int, error) {
 }
 
 func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// poolKnown reports whether a connect answered status with code could only
+// come from a pool that exists.
+func poolKnown(status int, code string) bool {
+	switch {
+	case status/100 == 2:
+		return true
+	case status == http.StatusConflict:
+		return true
+	}
+	switch code {
+	case "NoCapacity", "HostStarting", "NotAssigned":
+		return true
+	}
+	return false
+}
