@@ -212,6 +212,10 @@ type Store interface {
 	// registration of its name (with a valid token) take it: an admin's
 	// leave to replace the machine behind a host name.
 	ResetRegistration(ctx context.Context, pool, host string) error
+	// PruneHistory deletes what is older than before: ended sessions,
+	// commands no longer queued, expired tokens (serve --retention). It
+	// returns how many sessions it deleted.
+	PruneHistory(ctx context.Context, before time.Time) (int, error)
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,

@@ -333,3 +333,13 @@ func (g *guardedStore) ResetRegistration(ctx context.Context, pool, host string)
 	defer cancel()
 	return g.health.check(g.Store.ResetRegistration(ctx, pool, host))
 }
+
+func (g *guardedStore) PruneHistory(ctx context.Context, before time.Time) (v int, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.PruneHistory(ctx, before)
+	return v, g.health.check(err)
+}

@@ -28,6 +28,10 @@ type Config struct {
 	// type and the engine's decision time of every connect (for example
 	// metrics.ObservePlacement).
 	ObservePlacement func(algorithm string, d time.Duration)
+	// Retention is how long ended sessions, delivered commands and expired
+	// tokens are kept; the maintenance loop prunes older ones once an hour
+	// (issue 14). 0 keeps them forever.
+	Retention time.Duration
 	// StoreTimeout bounds every store call (0 = 5s): a database that does
 	// not answer in time is treated as down (issue 19), so no request
 	// waits longer than this for it.
@@ -50,6 +54,9 @@ type Service struct {
 	hostLocks keyedMutex // one host's heartbeats, one at a time
 	idem      *idempotency
 
+	retention time.Duration
+	lastPrune time.Time // maintenance loop only
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -58,13 +65,14 @@ type Service struct {
 // New returns a Service and starts its maintenance loop; Close stops it.
 func New(cfg Config) *Service {
 	s := &Service{
-		store:   cfg.Store,
-		log:     cfg.Logger,
-		now:     cfg.Now,
-		rand:    cfg.Rand,
-		observe: cfg.ObservePlacement,
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		store:     cfg.Store,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		rand:      cfg.Rand,
+		observe:   cfg.ObservePlacement,
+		retention: cfg.Retention,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -151,6 +159,29 @@ func (s *Service) maintain(interval time.Duration) {
 			ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
 			s.views.catchUpAll(ctx)
 			cancel()
+			s.pruneIfDue(base)
 		}
+	}
+}
+
+// pruneEvery is how often the maintenance loop prunes the history.
+const pruneEvery = time.Hour
+
+// pruneIfDue deletes what is older than the retention, at most once every
+// pruneEvery (the first tick after start included).
+func (s *Service) pruneIfDue(base context.Context) {
+	now := s.now()
+	if s.retention <= 0 || (!s.lastPrune.IsZero() && now.Sub(s.lastPrune) < pruneEvery) {
+		return
+	}
+	s.lastPrune = now
+	ctx, cancel := context.WithTimeout(base, 10*time.Minute)
+	defer cancel()
+	n, err := s.store.PruneHistory(ctx, now.Add(-s.retention))
+	switch {
+	case err != nil && base.Err() == nil:
+		s.log.Error("prune the history", "err", err)
+	case n > 0:
+		s.log.Info("pruned the history", "sessions", n, "olderThan", s.retention)
 	}
 }

@@ -37,6 +37,9 @@ type Config struct {
 	// StoreTimeout bounds every store call (see broker.Config). Used only
 	// when Broker is nil.
 	StoreTimeout time.Duration
+	// Retention is how long history is kept (see broker.Config). Used
+	// only when Broker is nil.
+	Retention time.Duration
 	// AgentClientCert makes the agent endpoints (register, heartbeat)
 	// require a verified TLS client certificate (mTLS; the listener
 	// verifies certificates that are given against its client CA).
@@ -88,7 +91,7 @@ func NewServer(cfg Config) *Server {
 	if s.svc == nil {
 		s.svc = broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, Rand: cfg.Rand,
 			MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
-			StoreTimeout: cfg.StoreTimeout})
+			StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention})
 		s.ownSvc = true
 	}
 	s.store = s.svc.Store() // bounded by the store timeout, outage-aware

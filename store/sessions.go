@@ -413,23 +413,42 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 	return wrap(err, "queue command for %s/%s", c.HostPool, c.SessionHost)
 }
 
-// PruneHistory deletes sessions that ended before before (LoggedOff sessions
-// are kept for history only, SPEC §1) and commands finished or delivered
-// before it, and returns how many sessions went. It is not part of
-// vdibroker.Store: a server that wants bounded history calls it
-// periodically (type-assert the store to interface{ PruneHistory(...) }).
+// PruneHistory deletes what is older than before: ended sessions (by the
+// time they ended), commands no longer queued, expired API tokens and
+// registration tokens. It deletes in batches of pruneBatch rows, each its
+// own short write, so a week of history does not hold the single writer
+// (and every connect behind it) for seconds. It returns the sessions
+// deleted.
 func (s *DB) PruneHistory(ctx context.Context, before time.Time) (int, error) {
-	var n int64
-	err := s.write(ctx, func(t *tx) (err error) {
-		n, err = t.exec(ctx, `DELETE FROM user_sessions WHERE state = ? AND state_time < ?`, vdibroker.StateLoggedOff, ns(before))
-		if err != nil {
-			return err
+	total := 0
+	for _, q := range []string{
+		`DELETE FROM user_sessions WHERE id IN (SELECT id FROM user_sessions WHERE state = 'LoggedOff' AND state_time < ? LIMIT ` + pruneBatchSQL + `)`,
+		`DELETE FROM commands WHERE id IN (SELECT id FROM commands WHERE create_time < ? AND state <> 'Queued' LIMIT ` + pruneBatchSQL + `)`,
+		`DELETE FROM tokens WHERE expire_time IS NOT NULL AND expire_time < ?`,
+		`DELETE FROM registration_tokens WHERE expire_time < ?`,
+	} {
+		for {
+			var n int64
+			err := s.write(ctx, func(t *tx) (err error) {
+				n, err = t.exec(ctx, q, ns(before))
+				return err
+			})
+			if err != nil {
+				return total, wrap(err, "prune history")
+			}
+			if strings.HasPrefix(q, "DELETE FROM user_sessions") {
+				total += int(n)
+			}
+			if n < pruneBatch || !strings.Contains(q, "LIMIT") {
+				break
+			}
 		}
-		_, err = t.exec(ctx, `DELETE FROM commands WHERE state <> ? AND create_time < ?`, vdibroker.CommandQueued, ns(before))
-		return err
-	})
-	if err != nil {
-		return 0, wrap(err, "prune history")
 	}
-	return int(n), nil
+	return total, nil
 }
+
+// pruneBatch is how many rows one prune write deletes.
+const (
+	pruneBatch    = 5000
+	pruneBatchSQL = "5000"
+)

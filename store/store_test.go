@@ -1158,9 +1158,32 @@ func TestPruneHistory(t *testing.T) {
 		if err := s.EndSession(ctx, "pool1", recent, "x", t0.Add(3*time.Hour)); err != nil {
 			t.Fatal(err)
 		}
+		expired, kept := t0.Add(time.Hour), t0.Add(5*time.Hour)
+		for _, tk := range []*vdibroker.Token{
+			{Role: vdibroker.RoleReader, Subject: "gone", Hash: "h-expired", CreateTime: t0, ExpireTime: &expired},
+			{Role: vdibroker.RoleReader, Subject: "kept", Hash: "h-kept", CreateTime: t0, ExpireTime: &kept},
+			{Role: vdibroker.RoleReader, Subject: "forever", Hash: "h-forever", CreateTime: t0},
+		} {
+			if err := s.CreateToken(ctx, tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.CreateRegistrationToken(ctx, &vdibroker.RegistrationToken{HostPool: "pool1", Hash: "rt-old", CreateTime: t0, ExpireTime: expired}); err != nil {
+			t.Fatal(err)
+		}
 		n, err := s.PruneHistory(ctx, t0.Add(2*time.Hour))
 		if err != nil || n != 1 {
 			t.Fatalf("prune: got %d %v, want 1", n, err)
+		}
+		_, err = s.TokenByHash(ctx, "h-expired")
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		for _, h := range []string{"h-kept", "h-forever"} {
+			if _, err := s.TokenByHash(ctx, h); err != nil {
+				t.Errorf("token %s after the prune: %v", h, err)
+			}
+		}
+		if rts, err := s.ListRegistrationTokens(ctx, "pool1"); err != nil || len(rts) != 0 {
+			t.Errorf("registration tokens after the prune: %+v %v, want none", rts, err)
 		}
 		_, err = s.GetUserSession(ctx, "pool1", old)
 		wantCode(t, err, vdibroker.ENotFound)

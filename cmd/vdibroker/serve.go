@@ -44,6 +44,9 @@ type Main struct {
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// StoreTimeout bounds every store call (0 = 5s).
 	StoreTimeout time.Duration
+	// Retention is how long ended sessions, delivered commands and expired
+	// tokens are kept (0 = forever; serve's default is 30 days).
+	Retention time.Duration
 
 	// Set by Open.
 	Store      vdibroker.Store
@@ -115,7 +118,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return usageError{errors.New("--tls-client-ca needs --tls-cert and --tls-key")}
 	}
 	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, ObservePlacement: metrics.ObservePlacement,
-		StoreTimeout: m.StoreTimeout, AgentClientCert: m.TLSClientCA != ""})
+		StoreTimeout: m.StoreTimeout, Retention: m.Retention, AgentClientCert: m.TLSClientCA != ""})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	// Console and metrics read through the service's store: bounded by the
@@ -301,6 +304,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.ReadTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included")
 	cmd.Flags().DurationVar(&m.WriteTimeout, "write-timeout", defaultWriteTimeout, "longest time to write an answer")
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
+	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
