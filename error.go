@@ -20,7 +20,9 @@ const (
 	// EStoreUnavailable: the broker's database cannot be reached (an
 	// outage); the request may be retried after RetryAfter.
 	EStoreUnavailable = "StoreUnavailable"
-	EInternal         = "Internal"
+	// ETooManyRequests: a rate limit (issue 14); retry after RetryAfter.
+	ETooManyRequests = "TooManyRequests"
+	EInternal        = "Internal"
 )
 
 // Error is the one error type of the domain. Code is one of the E* constants,
@@ -105,6 +107,7 @@ var codeStatus = map[string]int{
 	ENoCapacity:       http.StatusServiceUnavailable,
 	EHostStarting:     http.StatusServiceUnavailable,
 	EStoreUnavailable: http.StatusServiceUnavailable,
+	ETooManyRequests:  http.StatusTooManyRequests,
 	EInternal:         http.StatusInternalServerError,
 }
 

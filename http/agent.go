@@ -71,7 +71,11 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	host, err := s.svc.HostByCredential(r.Context(), hashSecret(cred))
+	credHash := hashSecret(cred)
+	if !s.heartbeats.spend(credHash) {
+		return throttled("this host's heartbeats come faster than the broker accepts (an agent sends one every 10 s)", HeartbeatsPerSecond)
+	}
+	host, err := s.svc.HostByCredential(r.Context(), credHash)
 	if err != nil {
 		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
 			return vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential is invalid or revoked; register the agent again")

@@ -133,20 +133,32 @@ func authorize(p *principal, need access) error {
 // handle registers a route: the handler runs after authentication and
 // authorization, and an error it returns is answered by writeError.
 func (s *Server) handle(pattern string, need access, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
+	limited := pattern != "GET /healthz"
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		addr := clientAddr(r)
+		if limited && s.authFailures.exhausted(addr) {
+			writeError(w, r, s, throttled("too many failed authentications from this address", AuthFailuresPerSecond))
+			return
+		}
+		fail := func(err error) {
+			if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated {
+				s.authFailures.spend(addr)
+			}
+			writeError(w, r, s, err)
+		}
 		if need != public {
 			p, err := s.authenticate(r)
 			if err == nil {
 				err = authorize(p, need)
 			}
 			if err != nil {
-				writeError(w, r, s, err)
+				fail(err)
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), ctxPrincipal, p))
 		}
 		if err := h(w, r); err != nil {
-			writeError(w, r, s, err)
+			fail(err)
 		}
 	})
 }

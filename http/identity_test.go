@@ -128,3 +128,31 @@ func TestSendMessageRefusesControlCharacters(t *testing.T) {
 		t.Errorf("a message with a line break and a tab: %v", err)
 	}
 }
+
+// TestRateLimits (issue 14): a host credential sending heartbeats far
+// faster than an agent does gets 429 with Retry-After, and another host is
+// not slowed; an address failing authentication again and again gets 429
+// even for a call that would otherwise be answered.
+func TestRateLimits(t *testing.T) {
+	e := newEnv(t)
+	e.pool("ratepool", nil)
+	hosts := e.addHosts("ratepool", "rate", 2)
+	var limited error
+	for range vhttp.HeartbeatBurst + 50 {
+		if _, err := e.heartbeatErr(hosts[0], &vdibroker.HeartbeatRequest{}); err != nil {
+			limited = err
+			break
+		}
+	}
+	wantCode(t, limited, vdibroker.ETooManyRequests)
+	e.heartbeat(hosts[1]) // another host's heartbeats are not slowed
+
+	forged := vhttp.NewClient(e.urls[0], "vdbt_forged")
+	var err error
+	for range vhttp.AuthFailureBurst + 10 {
+		if _, err = forged.ListHostPools(context.Background()); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+			break
+		}
+	}
+	wantCode(t, err, vdibroker.ETooManyRequests)
+}

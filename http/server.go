@@ -65,6 +65,9 @@ type Server struct {
 	ownSvc bool // made by NewServer: Close stops it
 	// agentCert: the agent endpoints require a client certificate.
 	agentCert bool
+	// authFailures and heartbeats are the rate limits of ratelimit.go.
+	authFailures *limiters
+	heartbeats   *limiters
 }
 
 // NewServer returns a Server on cfg.Broker, or on a broker service of its
@@ -77,6 +80,9 @@ func NewServer(cfg Config) *Server {
 		svc:   cfg.Broker,
 
 		agentCert: cfg.AgentClientCert,
+
+		authFailures: newLimiters(AuthFailuresPerSecond, AuthFailureBurst),
+		heartbeats:   newLimiters(HeartbeatsPerSecond, HeartbeatBurst),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
