@@ -264,3 +264,6 @@ func (s *DB) AddHistory(ctx context.Context, pool string, hosts, users, n int) e
 	}
 	return nil
 }
+
+// PostgresDefaults is postgresDefaults, for the tests.
+var PostgresDefaults = postgresDefaults

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +118,19 @@ func TestRogueHostCannotCaptureUsers(t *testing.T) {
 			t.Errorf("a user who logged on directly: %+v, want one adopted session on rogue", walkin)
 		}
 	})
+}
+
+// TestPostgresDefaults: a URL DSN gets connect_timeout unless it sets one;
+// other forms are left as given.
+func TestPostgresDefaults(t *testing.T) {
+	for in, want := range map[string]string{
+		"postgres://u:p@db:5432/vdi?sslmode=disable": "connect_timeout=5",
+		"postgresql://u@db/vdi":                      "connect_timeout=5",
+		"postgres://u@db/vdi?connect_timeout=30":     "connect_timeout=30",
+		"host=db user=u dbname=vdi":                  "host=db user=u dbname=vdi",
+	} {
+		if got := store.PostgresDefaults(in); !strings.Contains(got, want) {
+			t.Errorf("PostgresDefaults(%q) = %q, want it to contain %q", in, got, want)
+		}
+	}
 }

@@ -192,9 +192,27 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	return nil
 }
 
+// postgresDefaults adds connect_timeout=5 to a URL DSN that sets none, so
+// a database host that does not answer makes a new connection fail rather
+// than hang (issue 14). A statement needs no server-side timeout: every
+// call carries the broker's store deadline, and pgx cancels the statement
+// on the server when it passes.
+func postgresDefaults(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return dsn // keyword=value form: as given
+	}
+	q := u.Query()
+	if q.Get("connect_timeout") == "" {
+		q.Set("connect_timeout", "5")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
 func (s *DB) openPostgres(ctx context.Context, dsn string) error {
 	s.d = postgresDialect
-	db, err := sql.Open("pgx", dsn)
+	db, err := sql.Open("pgx", postgresDefaults(dsn))
 	if err != nil {
 		return fmt.Errorf("open postgres: %w", err)
 	}
