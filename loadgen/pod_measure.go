@@ -1,0 +1,303 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// measure runs the pod's load against the restarted broker: every host
+// heartbeating, the readers beside it, and Rounds of the four measured
+// phases, then fills res.
+func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string, pid int, large, small *podPool) error {
+	base := strings.TrimRight(baseURL, "/")
+	api := base + "/api/v1"
+	agentClient := newClient(Config{Concurrency: cfg.AgentConcurrency, Timeout: cfg.Timeout})
+	defer agentClient.CloseIdleConnections()
+	loadClient := newClient(Config{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout})
+	defer loadClient.CloseIdleConnections()
+	readClient := newClient(Config{Concurrency: 4, Timeout: cfg.Timeout})
+	defer readClient.CloseIdleConnections()
+
+	all := append(slices.Clone(large.hosts), small.hosts...)
+	window := cfg.Interval + time.Duration(cfg.Rounds*4)*cfg.Phase + 2*cfg.Interval
+	agents := startAgents(ctx, agentClient, api+"/agent/heartbeat", all, cfg.Interval, window, cfg.AgentConcurrency)
+	defer agents.stop()
+	// One whole interval: every host has heartbeated since the restart
+	// (the history load may have outlasted the heartbeat timeout).
+	cfg.Progress("measuring: heartbeats of %d hosts every %s; one interval before the phases", len(all), cfg.Interval)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(cfg.Interval):
+	}
+
+	consoleClient, err := consoleSignIn(ctx, base, cfg.Token, cfg.Timeout)
+	if err != nil {
+		return err
+	}
+	defer consoleClient.CloseIdleConnections()
+
+	stopReaders := make(chan struct{})
+	var readers sync.WaitGroup
+	var listings, scrapes, overview, poolPage readerLog
+	readers.Go(func() {
+		n := 0
+		every(stopReaders, cfg.ListEvery, func() {
+			// A logged-on user of either pool, alternately (?user=, SPEC §9).
+			p := large
+			if n%2 == 1 {
+				p = small
+			}
+			u := p.user(1 + (n*7919)%p.seats)
+			n++
+			listings.add(get(ctx, readClient, api+"/hostpools/"+url.PathEscape(p.name)+"/usersessions?user="+url.QueryEscape(u), cfg.Token))
+		})
+	})
+	readers.Go(func() {
+		every(stopReaders, cfg.MetricsEvery, func() { scrapes.add(get(ctx, readClient, base+"/metrics", "")) })
+	})
+	readers.Go(func() {
+		every(stopReaders, cfg.ConsoleEvery, func() {
+			overview.add(get(ctx, consoleClient, base+"/", ""))
+			poolPage.add(get(ctx, consoleClient, base+"/pools/"+url.PathEscape(large.name), ""))
+		})
+	})
+	var rssMu sync.Mutex
+	var peakRSS int64
+	readers.Go(func() {
+		every(stopReaders, time.Second, func() {
+			if s := readProcOrNil(pid); s != nil {
+				rssMu.Lock()
+				peakRSS = max(peakRSS, s.VmRSS)
+				rssMu.Unlock()
+			}
+		})
+	})
+
+	before := readProcOrNil(pid)
+	start := time.Now()
+	for r := range cfg.Rounds {
+		var round PodRound
+		for _, ph := range []struct {
+			p      *podPool
+			dryRun bool
+			into   *PhaseStats
+		}{
+			{large, true, &round.DryRunLarge}, {small, true, &round.DryRunSmall},
+			{large, false, &round.ConnectLarge}, {small, false, &round.ConnectSmall},
+		} {
+			*ph.into = runPhase(ctx, loadClient, api, cfg, ph.p, ph.dryRun)
+		}
+		cfg.Progress("round %d: dry runs %.1f/s (large) %.1f/s (small), connects %.1f/s (large) %.1f/s (small)", r+1,
+			round.DryRunLarge.Rate, round.DryRunSmall.Rate, round.ConnectLarge.Rate, round.ConnectSmall.Rate)
+		res.Rounds = append(res.Rounds, round)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	res.Measured = time.Since(start)
+	after := readProcOrNil(pid)
+	close(stopReaders)
+	readers.Wait()
+	agents.stop()
+
+	res.Heartbeats = agents.stats()
+	res.UserListings, res.MetricsScrapes = listings.stats(), scrapes.stats()
+	res.ConsoleOverview, res.ConsolePool = overview.stats(), poolPage.stats()
+	res.BrokerRSS = peakRSS
+	if after != nil {
+		res.BrokerHWM = after.VmHWM
+		res.BrokerRSS = max(res.BrokerRSS, after.VmRSS)
+	}
+	res.BrokerCPU = cpuCores(before, after)
+	merge := func(pick func(*PodRound) *PhaseStats) PhaseStats {
+		var ps []*PhaseStats
+		for i := range res.Rounds {
+			ps = append(ps, pick(&res.Rounds[i]))
+		}
+		return mergePhases(ps)
+	}
+	res.DryRunLarge = merge(func(r *PodRound) *PhaseStats { return &r.DryRunLarge })
+	res.DryRunSmall = merge(func(r *PodRound) *PhaseStats { return &r.DryRunSmall })
+	res.ConnectLarge = merge(func(r *PodRound) *PhaseStats { return &r.ConnectLarge })
+	res.ConnectSmall = merge(func(r *PodRound) *PhaseStats { return &r.ConnectSmall })
+	if res.DryRunSmall.Rate > 0 {
+		res.DryRunRatio = res.DryRunLarge.Rate / res.DryRunSmall.Rate
+	}
+	if res.ConnectSmall.Rate > 0 {
+		res.ConnectRatio = res.ConnectLarge.Rate / res.ConnectSmall.Rate
+	}
+	return ctx.Err()
+}
+
+// every calls fn now and then every period (at once again if fn took
+// longer) until stop is closed.
+func every(stop <-chan struct{}, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		fn()
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// runPhase sends dry runs or connects to pool p from cfg.Concurrency
+// workers for cfg.Phase. Dry runs ask for returning users (history, no
+// open session), cycling; connects for returning users in turn, then for
+// users with no history once those are used up.
+func runPhase(ctx context.Context, client *http.Client, api string, cfg PodConfig, p *podPool, dryRun bool) PhaseStats {
+	endpoint := api + "/hostpools/" + url.PathEscape(p.name) + "/connect"
+	deadline := time.Now().Add(cfg.Phase)
+	var mu sync.Mutex
+	var all []outcome
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range cfg.Concurrency {
+		wg.Go(func() {
+			var mine []outcome
+			for k := w; time.Now().Before(deadline) && ctx.Err() == nil && k < 10_000_000; k += cfg.Concurrency {
+				var user string
+				if dryRun {
+					user = p.user(p.seats + 1 + k%p.seats)
+				} else {
+					user = p.user(p.seats + 1 + int(p.nextUser.Add(1)-1))
+				}
+				mine = append(mine, connectAs(ctx, client, endpoint, cfg.Token, p, user, dryRun))
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return phaseStats(all, time.Since(start))
+}
+
+func phaseStats(outs []outcome, elapsed time.Duration) PhaseStats {
+	s := PhaseStats{Requests: len(outs), Elapsed: elapsed, outs: outs}
+	for _, o := range outs {
+		s.lat = append(s.lat, o.latency)
+		if o.code == "" {
+			s.OK++
+		}
+	}
+	slices.Sort(s.lat)
+	s.P50, s.P99 = percentile(s.lat, 50), percentile(s.lat, 99)
+	if len(s.lat) > 0 {
+		s.Max = s.lat[len(s.lat)-1]
+	}
+	if elapsed > 0 {
+		s.Rate = float64(len(outs)) / elapsed.Seconds()
+	}
+	s.Errors = countErrors(outs)
+	return s
+}
+
+// mergePhases is the phases of every round as one: rate over their summed
+// time, percentiles over all their requests.
+func mergePhases(ps []*PhaseStats) PhaseStats {
+	var outs []outcome
+	var elapsed time.Duration
+	for _, p := range ps {
+		outs = append(outs, p.outs...)
+		elapsed += p.Elapsed
+	}
+	return phaseStats(outs, elapsed)
+}
+
+// readerLog collects one reader's outcomes.
+type readerLog struct {
+	mu   sync.Mutex
+	outs []outcome
+}
+
+func (l *readerLog) add(o outcome) {
+	l.mu.Lock()
+	l.outs = append(l.outs, o)
+	l.mu.Unlock()
+}
+
+func (l *readerLog) stats() ReaderStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := ReaderStats{Requests: len(l.outs), Errors: countErrors(l.outs)}
+	var lat []time.Duration
+	bytes := 0
+	for _, o := range l.outs {
+		lat = append(lat, o.latency)
+		if o.code == "" {
+			s.OK++
+			bytes += o.size
+		}
+	}
+	slices.Sort(lat)
+	s.P50, s.P99 = percentile(lat, 50), percentile(lat, 99)
+	if len(lat) > 0 {
+		s.Max = lat[len(lat)-1]
+	}
+	if s.OK > 0 {
+		s.Bytes = bytes / s.OK
+	}
+	return s
+}
+
+// get sends one GET and returns its outcome (the body is read, not kept).
+func get(ctx context.Context, client *http.Client, endpoint, token string) outcome {
+	o, _ := send(ctx, client, http.MethodGet, endpoint, token, nil)
+	return o
+}
+
+// consoleSignIn signs in to the web console with token as a browser does
+// (the sign-in form's CSRF cookie, then the form) and returns a client
+// whose cookie jar holds the console session. It follows no redirect, so
+// a page that sends it back to the sign-in form counts as a failure.
+func consoleSignIn(ctx context.Context, base, token string, timeout time.Duration) (*http.Client, error) {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(Config{Concurrency: 2, Timeout: timeout})
+	c.Jar = jar
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if o := get(ctx, c, base+"/signin", ""); o.status != http.StatusOK {
+		return nil, fmt.Errorf("console sign-in form: %s", describeOutcome(o))
+	}
+	u, _ := url.Parse(base + "/signin")
+	csrf := ""
+	for _, ck := range jar.Cookies(u) {
+		if ck.Name == "vdibroker_signin" {
+			csrf = ck.Value
+		}
+	}
+	form := url.Values{"csrf": {csrf}, "token": {token}, "next": {"/"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/signin", strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("console sign-in: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		return nil, fmt.Errorf("console sign-in: %s, want 303", resp.Status)
+	}
+	return c, nil
+}
