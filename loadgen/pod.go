@@ -203,7 +203,8 @@ type PodRound struct {
 }
 
 // PhaseStats is one kind of request against one pool: requests, the rate
-// of completed ones, latency, errors.
+// of answered ones (200 or 201) per second of the phase, latency of all,
+// errors.
 type PhaseStats struct {
 	Requests int           `json:"requests"`
 	OK       int           `json:"ok"`

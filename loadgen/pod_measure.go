@@ -22,11 +22,16 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	defer agentClient.CloseIdleConnections()
 	loadClient := newClient(Config{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout})
 	defer loadClient.CloseIdleConnections()
-	readClient := newClient(Config{Concurrency: 4, Timeout: cfg.Timeout})
+	// A reader may take far longer than a connect (a scrape that reads
+	// every session): give it minutes, so the figure is its time, not a
+	// timeout. Readers run one request at a time, so none piles up.
+	readClient := newClient(Config{Concurrency: 4, Timeout: max(cfg.Timeout, 3*time.Minute)})
 	defer readClient.CloseIdleConnections()
 
 	all := append(slices.Clone(large.hosts), small.hosts...)
-	window := cfg.Interval + time.Duration(cfg.Rounds*4)*cfg.Phase + 2*cfg.Interval
+	// The agents' schedule outlasts the phases even when each phase's last
+	// requests run to their timeout; stop ends it when the phases end.
+	window := cfg.Interval + time.Duration(cfg.Rounds*4)*(cfg.Phase+cfg.Timeout) + 2*cfg.Interval
 	agents := startAgents(ctx, agentClient, api+"/agent/heartbeat", all, cfg.Interval, window, cfg.AgentConcurrency)
 	defer agents.stop()
 	// One whole interval: every host has heartbeated since the restart
@@ -38,7 +43,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	case <-time.After(cfg.Interval):
 	}
 
-	consoleClient, err := consoleSignIn(ctx, base, cfg.Token, cfg.Timeout)
+	consoleClient, err := consoleSignIn(ctx, base, cfg.Token, max(cfg.Timeout, 3*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -203,7 +208,8 @@ func phaseStats(outs []outcome, elapsed time.Duration) PhaseStats {
 		s.Max = s.lat[len(s.lat)-1]
 	}
 	if elapsed > 0 {
-		s.Rate = float64(len(outs)) / elapsed.Seconds()
+		// Answered requests only: a timeout is not a decision.
+		s.Rate = float64(s.OK) / elapsed.Seconds()
 	}
 	s.Errors = countErrors(outs)
 	return s
