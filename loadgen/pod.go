@@ -177,9 +177,14 @@ type PodResult struct {
 	BrokerRSS       int64          `json:"brokerRssBytes"` // peak seen while measuring
 	BrokerHWM       int64          `json:"brokerHwmBytes"` // VmHWM of the measured process at the end
 	BrokerCPU       float64        `json:"brokerCores"`    // mean cores while measuring
-	Measured        time.Duration  `json:"measured"`
-	Targets         []PodTarget    `json:"targets"`
-	Pass            bool           `json:"pass"`
+	// BrokerGoHeap and BrokerGoSys are the largest Go heap in use and Go
+	// runtime memory its /metrics reported (0 when it reports none): the
+	// rest of its RSS is memory outside Go's, SQLite's page caches.
+	BrokerGoHeap int64         `json:"brokerGoHeapInuseBytes"`
+	BrokerGoSys  int64         `json:"brokerGoSysBytes"`
+	Measured     time.Duration `json:"measured"`
+	Targets      []PodTarget   `json:"targets"`
+	Pass         bool          `json:"pass"`
 }
 
 // PodSeed is how the state was built and how long each step took.
@@ -227,6 +232,8 @@ type ReaderStats struct {
 	Max      time.Duration `json:"max"`
 	Bytes    int           `json:"meanBytes"`
 	Errors   []ErrorCount  `json:"errors"`
+	// MaxByPhase is the slowest request by the phase it started in.
+	MaxByPhase map[string]time.Duration `json:"maxByPhase"`
 }
 
 // RunPod seeds a broker with a pod's state and measures it under a pod's

@@ -7,8 +7,10 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,9 +51,15 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	}
 	defer consoleClient.CloseIdleConnections()
 
+	// phase names what the phases are doing, so each reader's times can
+	// be told apart by what ran beside them.
+	var phase atomic.Value
+	phase.Store("before phases")
+	cur := func() string { return phase.Load().(string) }
 	stopReaders := make(chan struct{})
 	var readers sync.WaitGroup
 	var listings, scrapes, overview, poolPage readerLog
+	var goMem goMemory
 	readers.Go(func() {
 		n := 0
 		every(stopReaders, cfg.ListEvery, func() {
@@ -62,16 +70,23 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 			}
 			u := p.user(1 + (n*7919)%p.seats)
 			n++
-			listings.add(get(ctx, readClient, api+"/hostpools/"+url.PathEscape(p.name)+"/usersessions?user="+url.QueryEscape(u), cfg.Token))
+			ph := cur()
+			listings.add(get(ctx, readClient, api+"/hostpools/"+url.PathEscape(p.name)+"/usersessions?user="+url.QueryEscape(u), cfg.Token), ph)
 		})
 	})
 	readers.Go(func() {
-		every(stopReaders, cfg.MetricsEvery, func() { scrapes.add(get(ctx, readClient, base+"/metrics", "")) })
+		every(stopReaders, cfg.MetricsEvery, func() {
+			ph := cur()
+			o, body := send(ctx, readClient, http.MethodGet, base+"/metrics", "", nil)
+			scrapes.add(o, ph)
+			goMem.observe(body)
+		})
 	})
 	readers.Go(func() {
 		every(stopReaders, cfg.ConsoleEvery, func() {
-			overview.add(get(ctx, consoleClient, base+"/", ""))
-			poolPage.add(get(ctx, consoleClient, base+"/pools/"+url.PathEscape(large.name), ""))
+			ph := cur()
+			overview.add(get(ctx, consoleClient, base+"/", ""), ph)
+			poolPage.add(get(ctx, consoleClient, base+"/pools/"+url.PathEscape(large.name), ""), ph)
 		})
 	})
 	var rssMu sync.Mutex
@@ -91,13 +106,15 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	for r := range cfg.Rounds {
 		var round PodRound
 		for _, ph := range []struct {
+			name   string
 			p      *podPool
 			dryRun bool
 			into   *PhaseStats
 		}{
-			{large, true, &round.DryRunLarge}, {small, true, &round.DryRunSmall},
-			{large, false, &round.ConnectLarge}, {small, false, &round.ConnectSmall},
+			{"dry runs large", large, true, &round.DryRunLarge}, {"dry runs small", small, true, &round.DryRunSmall},
+			{"connects large", large, false, &round.ConnectLarge}, {"connects small", small, false, &round.ConnectSmall},
 		} {
+			phase.Store(ph.name)
 			*ph.into = runPhase(ctx, loadClient, api, cfg, ph.p, ph.dryRun)
 		}
 		cfg.Progress("round %d: dry runs %.1f/s (large) %.1f/s (small), connects %.1f/s (large) %.1f/s (small)", r+1,
@@ -108,6 +125,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 		}
 	}
 	res.Measured = time.Since(start)
+	phase.Store("after phases")
 	after := readProcOrNil(pid)
 	close(stopReaders)
 	readers.Wait()
@@ -122,6 +140,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 		res.BrokerRSS = max(res.BrokerRSS, after.VmRSS)
 	}
 	res.BrokerCPU = cpuCores(before, after)
+	res.BrokerGoHeap, res.BrokerGoSys = goMem.heapInuse, goMem.sys
 	merge := func(pick func(*PodRound) *PhaseStats) PhaseStats {
 		var ps []*PhaseStats
 		for i := range res.Rounds {
@@ -227,25 +246,29 @@ func mergePhases(ps []*PhaseStats) PhaseStats {
 	return phaseStats(outs, elapsed)
 }
 
-// readerLog collects one reader's outcomes.
+// readerLog collects one reader's outcomes and the phase each one started
+// in.
 type readerLog struct {
-	mu   sync.Mutex
-	outs []outcome
+	mu     sync.Mutex
+	outs   []outcome
+	phases []string
 }
 
-func (l *readerLog) add(o outcome) {
+func (l *readerLog) add(o outcome, phase string) {
 	l.mu.Lock()
 	l.outs = append(l.outs, o)
+	l.phases = append(l.phases, phase)
 	l.mu.Unlock()
 }
 
 func (l *readerLog) stats() ReaderStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := ReaderStats{Requests: len(l.outs), Errors: countErrors(l.outs)}
+	s := ReaderStats{Requests: len(l.outs), Errors: countErrors(l.outs), MaxByPhase: map[string]time.Duration{}}
 	var lat []time.Duration
 	bytes := 0
-	for _, o := range l.outs {
+	for i, o := range l.outs {
+		s.MaxByPhase[l.phases[i]] = max(s.MaxByPhase[l.phases[i]], o.latency)
 		lat = append(lat, o.latency)
 		if o.code == "" {
 			s.OK++
@@ -261,6 +284,33 @@ func (l *readerLog) stats() ReaderStats {
 		s.Bytes = bytes / s.OK
 	}
 	return s
+}
+
+// goMemory is the largest Go heap in use and Go runtime memory (from the
+// OS) that the broker's /metrics reported: what of its RSS is Go's.
+type goMemory struct {
+	mu             sync.Mutex
+	heapInuse, sys int64
+}
+
+func (g *goMemory) observe(body []byte) {
+	for line := range strings.Lines(string(body)) {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || (name != "go_memstats_heap_inuse_bytes" && name != "go_memstats_sys_bytes") {
+			continue
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		g.mu.Lock()
+		if name == "go_memstats_sys_bytes" {
+			g.sys = max(g.sys, int64(f))
+		} else {
+			g.heapInuse = max(g.heapInuse, int64(f))
+		}
+		g.mu.Unlock()
+	}
 }
 
 // get sends one GET and returns its outcome (the body is read, not kept).

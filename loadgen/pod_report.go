@@ -105,10 +105,22 @@ func (r *PodResult) WriteTable(w io.Writer) {
 	phase("dry runs, small", r.DryRunSmall)
 	phase("connects, large", r.ConnectLarge)
 	phase("connects, small", r.ConnectSmall)
+	byPhase := func(s ReaderStats) {
+		var parts []string
+		for _, ph := range []string{"before phases", "dry runs large", "dry runs small", "connects large", "connects small", "after phases"} {
+			if d, ok := s.MaxByPhase[ph]; ok {
+				parts = append(parts, ph+" "+fmtLatency(d))
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "  %-22s slowest by phase: %s\n", "", strings.Join(parts, ", "))
+		}
+	}
 	reader := func(name string, s ReaderStats) {
 		fmt.Fprintf(w, "  %-22s %7d          %10s   p50 %-9s p99 %-9s max %-9s %7d B", name, s.Requests, "",
 			fmtLatency(s.P50), fmtLatency(s.P99), fmtLatency(s.Max), s.Bytes)
 		fmt.Fprintf(w, "%s\n", errorsInline(s.Errors))
+		byPhase(s)
 	}
 	reader("?user= listings", r.UserListings)
 	reader("/metrics scrapes", r.MetricsScrapes)
@@ -117,7 +129,8 @@ func (r *PodResult) WriteTable(w io.Writer) {
 	h := r.Heartbeats
 	fmt.Fprintf(w, "  %-22s %7d sent of %d due, %d skipped; p50 %s p99 %s max %s; lateness p99 %s%s\n", "heartbeats",
 		h.Sent, h.Scheduled, h.Skipped, fmtLatency(h.P50), fmtLatency(h.P99), fmtLatency(h.Max), fmtLatency(h.LatenessP99), errorsInline(h.Errors))
-	fmt.Fprintf(w, "  %-22s RSS peak %s, VmHWM %s, CPU %.2f cores\n", "broker", mib(r.BrokerRSS), mib(r.BrokerHWM), r.BrokerCPU)
+	fmt.Fprintf(w, "  %-22s RSS peak %s, VmHWM %s (Go heap in use at most %s, Go runtime %s); CPU %.2f cores\n", "broker",
+		mib(r.BrokerRSS), mib(r.BrokerHWM), mib(r.BrokerGoHeap), mib(r.BrokerGoSys), r.BrokerCPU)
 	fmt.Fprintln(w)
 	nameW, measW := len("target"), len("measured")
 	for _, t := range r.Targets {
