@@ -183,8 +183,11 @@ type PodResult struct {
 	BrokerGoHeap int64         `json:"brokerGoHeapInuseBytes"`
 	BrokerGoSys  int64         `json:"brokerGoSysBytes"`
 	Measured     time.Duration `json:"measured"`
-	Targets      []PodTarget   `json:"targets"`
-	Pass         bool          `json:"pass"`
+	// LoadAverage is /proc/loadavg before and after measuring: the
+	// machine's other work, beside the figures.
+	LoadAverage [2]string   `json:"loadAverage"`
+	Targets     []PodTarget `json:"targets"`
+	Pass        bool        `json:"pass"`
 }
 
 // PodSeed is how the state was built and how long each step took.

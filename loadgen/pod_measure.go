@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 		})
 	})
 
+	res.LoadAverage[0] = loadAverage()
 	before := readProcOrNil(pid)
 	start := time.Now()
 	for r := range cfg.Rounds {
@@ -125,6 +127,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 		}
 	}
 	res.Measured = time.Since(start)
+	res.LoadAverage[1] = loadAverage()
 	phase.Store("after phases")
 	after := readProcOrNil(pid)
 	close(stopReaders)
@@ -159,6 +162,17 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 		res.ConnectRatio = res.ConnectLarge.Rate / res.ConnectSmall.Rate
 	}
 	return ctx.Err()
+}
+
+// loadAverage is the first three fields of /proc/loadavg ("" where there
+// is none).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 // every calls fn now and then every period (at once again if fn took

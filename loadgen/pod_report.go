@@ -90,8 +90,8 @@ func (r *PodResult) WriteTable(w io.Writer) {
 		s.OpenSessions, s.ConnectElapsed.Round(time.Millisecond), s.PendingLeft)
 	fmt.Fprintf(w, "             %d LoggedOff history rows (bulk SQL, broker stopped) in %s; hosts registered in %s; seeding %s in all\n",
 		s.HistoryRows, s.HistoryElapsed.Round(time.Millisecond), s.RegisterElapsed.Round(time.Millisecond), s.Elapsed.Round(time.Second))
-	fmt.Fprintf(w, "measured     %s: %d rounds of dry runs and connects in each pool while every host heartbeats\n",
-		r.Measured.Round(time.Millisecond), len(r.Rounds))
+	fmt.Fprintf(w, "measured     %s: %d rounds of dry runs and connects in each pool while every host heartbeats; load average %s before, %s after\n",
+		r.Measured.Round(time.Millisecond), len(r.Rounds), r.LoadAverage[0], r.LoadAverage[1])
 	for i, rd := range r.Rounds {
 		fmt.Fprintf(w, "  round %-2d   dry run %8.1f/s large %8.1f/s small   connect %8.1f/s large %8.1f/s small\n",
 			i+1, rd.DryRunLarge.Rate, rd.DryRunSmall.Rate, rd.ConnectLarge.Rate, rd.ConnectSmall.Rate)

@@ -82,7 +82,7 @@ pprof FILE).`,
 	fl.IntVar(&cfg.Concurrency, "concurrency", 16, "connect and dry-run workers")
 	fl.IntVar(&cfg.AgentConcurrency, "agent-concurrency", 64, "heartbeats (and seeding requests) in flight at most")
 	fl.DurationVar(&cfg.SeedTimeout, "seed-timeout", 15*time.Minute, "bound on building the state")
-	fl.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "timeout of each request")
+	fl.DurationVar(&cfg.Timeout, "timeout", time.Minute, "timeout of each connect and heartbeat (readers get at least 3 minutes)")
 	fl.StringVar(&opt.dataDir, "data-dir", "", "the broker's data dir (default a temp dir, removed after); must be new")
 	fl.StringVar(&opt.database, "database", "", "postgres://... to run the broker on PostgreSQL, in a schema of its own (default SQLite)")
 	fl.BoolVar(&opt.keep, "keep", false, "keep the data dir and the PostgreSQL schema after the run")
@@ -107,6 +107,8 @@ func runBenchPod(ctx context.Context, cfg loadgen.PodConfig, opt benchPodOptions
 		}
 	} else if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return usageError{fmt.Errorf("--data-dir %s: must be new or empty (the bench builds its own state)", dir)}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
 	}
 	if opt.database != "" {
 		dsn, drop, err := loadgen.PostgresSchema(ctx, opt.database)
