@@ -137,9 +137,9 @@ func (c *PodConfig) Validate() error {
 
 // podPool is one pool of the bench: its hosts and how its users are named.
 // Users 1..seats are placed while seeding (they are logged on); users
-// seats+1..2×seats have history only, and the measured dry runs and
-// connects ask for them (returning users, logging on in the morning);
-// connects beyond them are users without history.
+// seats+1..2×seats have history only, and the measured dry runs ask for
+// them (returning users, logging on in the morning); measured connects
+// are for users from 2×seats+1 on (new users).
 type podPool struct {
 	name       string
 	hostPrefix string
@@ -148,7 +148,7 @@ type podPool struct {
 	hosts      []*podHost
 	byName     map[string]*podHost
 	seats      int
-	nextUser   atomic.Int64 // measured connects: next user number - seats - 1
+	nextUser   atomic.Int64 // measured connects: next user number - 2×seats - 1
 }
 
 func (p *podPool) user(n int) string {
@@ -180,9 +180,13 @@ type PodResult struct {
 	// BrokerGoHeap and BrokerGoSys are the largest Go heap in use and Go
 	// runtime memory its /metrics reported (0 when it reports none): the
 	// rest of its RSS is memory outside Go's, SQLite's page caches.
-	BrokerGoHeap int64         `json:"brokerGoHeapInuseBytes"`
-	BrokerGoSys  int64         `json:"brokerGoSysBytes"`
-	Measured     time.Duration `json:"measured"`
+	BrokerGoHeap int64 `json:"brokerGoHeapInuseBytes"`
+	BrokerGoSys  int64 `json:"brokerGoSysBytes"`
+	// MetricsStoreDown is how many scrapes answered vdibroker_store_up 0:
+	// the store collector gave up at its timeout, so the scrape's time is
+	// that timeout and the pool, host and session gauges are missing.
+	MetricsStoreDown int           `json:"metricsStoreDown"`
+	Measured         time.Duration `json:"measured"`
 	// LoadAverage is /proc/loadavg before and after measuring: the
 	// machine's other work, beside the figures.
 	LoadAverage [2]string   `json:"loadAverage"`

@@ -60,7 +60,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	stopReaders := make(chan struct{})
 	var readers sync.WaitGroup
 	var listings, scrapes, overview, poolPage readerLog
-	var goMem goMemory
+	var goMem scrapeReading
 	readers.Go(func() {
 		n := 0
 		every(stopReaders, cfg.ListEvery, func() {
@@ -80,7 +80,9 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 			ph := cur()
 			o, body := send(ctx, readClient, http.MethodGet, base+"/metrics", "", nil)
 			scrapes.add(o, ph)
-			goMem.observe(body)
+			if o.code == "" {
+				goMem.observe(body)
+			}
 		})
 	})
 	readers.Go(func() {
@@ -144,6 +146,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	}
 	res.BrokerCPU = cpuCores(before, after)
 	res.BrokerGoHeap, res.BrokerGoSys = goMem.heapInuse, goMem.sys
+	res.MetricsStoreDown = goMem.storeDown
 	merge := func(pick func(*PodRound) *PhaseStats) PhaseStats {
 		var ps []*PhaseStats
 		for i := range res.Rounds {
@@ -197,8 +200,10 @@ func every(stop <-chan struct{}, period time.Duration, fn func()) {
 
 // runPhase sends dry runs or connects to pool p from cfg.Concurrency
 // workers for cfg.Phase. Dry runs ask for returning users (history, no
-// open session), cycling; connects for returning users in turn, then for
-// users with no history once those are used up.
+// open session), cycling. Connects ask for new users (no session, no
+// history, never dry-run before): a dry run makes the server's view know
+// its user, and a connect of a known user reads the user's sessions from
+// the store, so connects of dry-run users would measure dry runs again.
 func runPhase(ctx context.Context, client *http.Client, api string, cfg PodConfig, p *podPool, dryRun bool) PhaseStats {
 	endpoint := api + "/hostpools/" + url.PathEscape(p.name) + "/connect"
 	deadline := time.Now().Add(cfg.Phase)
@@ -214,7 +219,7 @@ func runPhase(ctx context.Context, client *http.Client, api string, cfg PodConfi
 				if dryRun {
 					user = p.user(p.seats + 1 + k%p.seats)
 				} else {
-					user = p.user(p.seats + 1 + int(p.nextUser.Add(1)-1))
+					user = p.user(2*p.seats + 1 + int(p.nextUser.Add(1)-1))
 				}
 				mine = append(mine, connectAs(ctx, client, endpoint, cfg.Token, p, user, dryRun))
 			}
@@ -300,30 +305,38 @@ func (l *readerLog) stats() ReaderStats {
 	return s
 }
 
-// goMemory is the largest Go heap in use and Go runtime memory (from the
-// OS) that the broker's /metrics reported: what of its RSS is Go's.
-type goMemory struct {
+// scrapeReading is what the broker's /metrics answers said beyond their
+// time: the largest Go heap in use and Go runtime memory (what of its RSS
+// is Go's), and how many scrapes had vdibroker_store_up 0 (the store
+// collector gave up, at its timeout, and the store's gauges are missing).
+type scrapeReading struct {
 	mu             sync.Mutex
 	heapInuse, sys int64
+	storeDown      int
 }
 
-func (g *goMemory) observe(body []byte) {
+func (g *scrapeReading) observe(body []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for line := range strings.Lines(string(body)) {
 		name, val, ok := strings.Cut(strings.TrimSpace(line), " ")
-		if !ok || (name != "go_memstats_heap_inuse_bytes" && name != "go_memstats_sys_bytes") {
+		if !ok {
 			continue
 		}
 		f, err := strconv.ParseFloat(val, 64)
 		if err != nil {
 			continue
 		}
-		g.mu.Lock()
-		if name == "go_memstats_sys_bytes" {
+		switch name {
+		case "go_memstats_sys_bytes":
 			g.sys = max(g.sys, int64(f))
-		} else {
+		case "go_memstats_heap_inuse_bytes":
 			g.heapInuse = max(g.heapInuse, int64(f))
+		case "vdibroker_store_up":
+			if f == 0 {
+				g.storeDown++
+			}
 		}
-		g.mu.Unlock()
 	}
 }
 
