@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,6 +150,64 @@ type HeartbeatStats struct {
 	Max         time.Duration `json:"max"`
 	LatenessP99 time.Duration `json:"latenessP99"`
 	Errors      []ErrorCount  `json:"errors"`
+	// ByPhase is the heartbeats due in each measured phase.
+	ByPhase []HeartbeatPhase `json:"byPhase,omitempty"`
+}
+
+// HeartbeatPhase is the heartbeats due while one phase ran: how many, how
+// many were skipped (a whole interval late), and how long the sent ones
+// took.
+type HeartbeatPhase struct {
+	Phase   string        `json:"phase"`
+	Due     int           `json:"due"`
+	Skipped int           `json:"skipped"`
+	OK      int           `json:"ok"`
+	P99     time.Duration `json:"p99"`
+	Max     time.Duration `json:"max"`
+}
+
+// phaseWindow is when one measured phase ran.
+type phaseWindow struct {
+	name       string
+	start, end time.Time
+}
+
+// byPhase attributes every heartbeat due before stop to the phase whose
+// window holds its due time; call after stop.
+func (a *agentRun) byPhase(windows []phaseWindow) []HeartbeatPhase {
+	<-a.done
+	n := min(int(a.stopAt.Load()), len(a.outcomes))
+	out := make([]HeartbeatPhase, len(windows))
+	lat := make([][]time.Duration, len(windows))
+	for j := range n {
+		due := a.start.Add(dueOffset(j, a.hosts, a.interval))
+		for i, w := range windows {
+			if due.Before(w.start) || !due.Before(w.end) {
+				continue
+			}
+			o := a.outcomes[j]
+			out[i].Due++
+			switch {
+			case !o.sent:
+				out[i].Skipped++
+			case o.code == "":
+				out[i].OK++
+			}
+			if o.sent {
+				lat[i] = append(lat[i], o.latency)
+			}
+			break
+		}
+	}
+	for i, w := range windows {
+		out[i].Phase = w.name
+		slices.Sort(lat[i])
+		out[i].P99 = percentile(lat[i], 99)
+		if len(lat[i]) > 0 {
+			out[i].Max = lat[i][len(lat[i])-1]
+		}
+	}
+	return out
 }
 
 // stats summarizes the heartbeats due before stop; call after stop.

@@ -107,6 +107,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	res.LoadAverage[0] = loadAverage()
 	before := readProcOrNil(pid)
 	start := time.Now()
+	var windows []phaseWindow
 	for r := range cfg.Rounds {
 		var round PodRound
 		for _, ph := range []struct {
@@ -119,7 +120,10 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 			{"connects large", large, false, &round.ConnectLarge}, {"connects small", small, false, &round.ConnectSmall},
 		} {
 			phase.Store(ph.name)
+			w := phaseWindow{name: fmt.Sprintf("%s %d", ph.name, r+1), start: time.Now()}
 			*ph.into = runPhase(ctx, loadClient, api, cfg, ph.p, ph.dryRun)
+			w.end = time.Now()
+			windows = append(windows, w)
 		}
 		cfg.Progress("round %d: dry runs %.1f/s (large) %.1f/s (small), connects %.1f/s (large) %.1f/s (small)", r+1,
 			round.DryRunLarge.Rate, round.DryRunSmall.Rate, round.ConnectLarge.Rate, round.ConnectSmall.Rate)
@@ -137,6 +141,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	agents.stop()
 
 	res.Heartbeats = agents.stats()
+	res.Heartbeats.ByPhase = agents.byPhase(windows)
 	res.UserListings, res.MetricsScrapes = listings.stats(), scrapes.stats()
 	res.ConsoleOverview, res.ConsolePool = overview.stats(), poolPage.stats()
 	res.BrokerRSS = peakRSS

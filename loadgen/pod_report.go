@@ -131,6 +131,9 @@ func (r *PodResult) WriteTable(w io.Writer) {
 	h := r.Heartbeats
 	fmt.Fprintf(w, "  %-22s %7d sent of %d due, %d skipped; p50 %s p99 %s max %s; lateness p99 %s%s\n", "heartbeats",
 		h.Sent, h.Scheduled, h.Skipped, fmtLatency(h.P50), fmtLatency(h.P99), fmtLatency(h.Max), fmtLatency(h.LatenessP99), errorsInline(h.Errors))
+	for _, p := range h.ByPhase {
+		fmt.Fprintf(w, "  %-22s %-18s %6d due, %6d skipped, %6d ok; p99 %-9s max %s\n", "", p.Phase, p.Due, p.Skipped, p.OK, fmtLatency(p.P99), fmtLatency(p.Max))
+	}
 	fmt.Fprintf(w, "  %-22s RSS peak %s, VmHWM %s (Go heap in use at most %s, Go runtime %s); CPU %.2f cores\n", "broker",
 		mib(r.BrokerRSS), mib(r.BrokerHWM), mib(r.BrokerGoHeap), mib(r.BrokerGoSys), r.BrokerCPU)
 	fmt.Fprintln(w)
