@@ -341,14 +341,15 @@ func seedOpen(ctx context.Context, cfg PodConfig, res *PodResult, pools []*podPo
 	cfg.Progress("registered %d hosts in %s", len(all), res.Seed.RegisterElapsed.Round(time.Millisecond))
 
 	// Every host heartbeats from now on: the first round at once (hosts
-	// are Unavailable until then), then every interval.
+	// are Unavailable until then), each one sent however late, then every
+	// interval.
 	hbURL := api + "/agent/heartbeat"
-	first := startAgents(ctx, client, hbURL, all, time.Second, time.Second, cfg.AgentConcurrency)
+	first := startAgents(ctx, client, hbURL, all, time.Second, time.Second, cfg.SeedTimeout, cfg.AgentConcurrency)
 	<-first.done
 	if s := first.stats(); s.OK != len(all) {
 		return fmt.Errorf("first heartbeats: %d of %d answered 200: %s", s.OK, len(all), describeErrors(s.Errors))
 	}
-	agents := startAgents(ctx, client, hbURL, all, cfg.Interval, cfg.SeedTimeout, cfg.AgentConcurrency)
+	agents := startAgents(ctx, client, hbURL, all, cfg.Interval, cfg.SeedTimeout, cfg.Interval, cfg.AgentConcurrency)
 	defer agents.stop()
 
 	t = time.Now()

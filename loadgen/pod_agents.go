@@ -65,9 +65,9 @@ type agentRun struct {
 // startAgents sends every host's heartbeat every interval, the hosts
 // spread evenly over the interval (as sendHeartbeats does), from
 // concurrency workers, until stop is called or maxDuration has passed. A
-// heartbeat that could not go out within one interval of its due time is
+// heartbeat that could not go out within maxLate of its due time is
 // skipped (counted as not sent): the loop never piles up.
-func startAgents(ctx context.Context, client *http.Client, endpoint string, hosts []*podHost, interval, maxDuration time.Duration, concurrency int) *agentRun {
+func startAgents(ctx context.Context, client *http.Client, endpoint string, hosts []*podHost, interval, maxDuration, maxLate time.Duration, concurrency int) *agentRun {
 	total := scheduled(len(hosts), interval, maxDuration)
 	a := &agentRun{
 		stopCh: make(chan struct{}), done: make(chan struct{}),
@@ -103,8 +103,8 @@ func startAgents(ctx context.Context, client *http.Client, endpoint string, host
 				default:
 				}
 				now := time.Now()
-				if now.Sub(due) > interval {
-					continue // skipped: the broker is a whole interval behind
+				if now.Sub(due) > maxLate {
+					continue // skipped: the broker is that far behind
 				}
 				h := hosts[j%len(hosts)]
 				body, _ := json.Marshal(vdibroker.HeartbeatRequest{

@@ -35,7 +35,8 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	// The agents' schedule outlasts the phases even when each phase's last
 	// requests run to their timeout; stop ends it when the phases end.
 	window := cfg.Interval + time.Duration(cfg.Rounds*4)*(cfg.Phase+cfg.Timeout) + 2*cfg.Interval
-	agents := startAgents(ctx, agentClient, api+"/agent/heartbeat", all, cfg.Interval, window, cfg.AgentConcurrency)
+	// A heartbeat a whole interval late is skipped, as the next one is due.
+	agents := startAgents(ctx, agentClient, api+"/agent/heartbeat", all, cfg.Interval, window, cfg.Interval, cfg.AgentConcurrency)
 	defer agents.stop()
 	// One whole interval: every host has heartbeated since the restart
 	// (the history load may have outlasted the heartbeat timeout).
