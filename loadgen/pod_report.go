@@ -84,7 +84,15 @@ func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // WriteTable prints the result as bench pod shows it: the state, the
 // measured phases and readers, and the targets with PASS or FAIL.
-func (r *PodResult) WriteTable(w io.Writer) {
+func (r *PodResult) WriteTable(out io.Writer) {
+	var b strings.Builder
+	r.writeTable(&b)
+	for line := range strings.Lines(b.String()) {
+		fmt.Fprintln(out, strings.TrimRight(line, " \n"))
+	}
+}
+
+func (r *PodResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "bench pod: %s store; pools %s (%d hosts) and %s (%d hosts), %d open sessions per host\n",
 		r.Store, PodLargePool, r.Hosts, PodSmallPool, r.SmallHosts, r.SessionsPerHost)
 	s := r.Seed
