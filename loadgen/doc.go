@@ -12,6 +12,13 @@
 // latency, how late heartbeats went out, and the broker's resident memory
 // and CPU time (from /proc) (issue 4's memory bound).
 //
+// RunPod is issue 13's pod bench: it builds a full pod's state in one
+// broker (hosts registered and heartbeating, every seat's session placed
+// by a connect and reported by its agent, a week of LoggedOff history
+// bulk-loaded with the broker stopped) and measures dry runs, connects,
+// listings, /metrics and console pages in a large and a small pool side
+// by side, against the targets of the issue (BENCHMARKS.md "bench pod").
+//
 // It speaks plain net/http and encoding/json with the root package's types,
 // so it measures the wire and nothing else.
 package loadgen

@@ -331,7 +331,7 @@ func seedOpen(ctx context.Context, cfg PodConfig, res *PodResult, pools []*podPo
 		}
 		p.byName = map[string]*podHost{}
 		for _, h := range hosts {
-			ph := &podHost{pool: p.name, name: h.name, credential: h.credential}
+			ph := &podHost{name: h.name, credential: h.credential}
 			p.hosts = append(p.hosts, ph)
 			p.byName[h.name] = ph
 		}

@@ -18,7 +18,6 @@ import (
 // this host adds the user, and the host's next heartbeat reports it Active,
 // as a real agent reports a user who logged on (R-S2).
 type podHost struct {
-	pool       string
 	name       string
 	credential string
 
@@ -41,12 +40,6 @@ func (h *podHost) report() []vdibroker.AgentSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sessions[:len(h.sessions):len(h.sessions)]
-}
-
-func (h *podHost) sessionCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions)
 }
 
 // agentRun is a running heartbeat loop of podHosts; stop ends it early.

@@ -21,7 +21,6 @@ import (
 // 127.0.0.1:0, and restartable on the same data dir or database, as the
 // pod bench needs.
 type podTestBroker struct {
-	t        *testing.T
 	dataDir  string
 	database string
 	stop     func() error
@@ -73,7 +72,7 @@ func TestPodBenchTiny(t *testing.T) {
 	}
 	for name, base := range engines {
 		t.Run(name, func(t *testing.T) {
-			b := &podTestBroker{t: t, dataDir: t.TempDir()}
+			b := &podTestBroker{dataDir: t.TempDir()}
 			if base != "" {
 				dsn, drop, err := PostgresSchema(t.Context(), base)
 				if err != nil {
