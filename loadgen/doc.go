@@ -20,5 +20,6 @@
 // by side, against the targets of the issue (BENCHMARKS.md "bench pod").
 //
 // It speaks plain net/http and encoding/json with the root package's types,
-// so it measures the wire and nothing else.
+// so it measures the wire and nothing else; only RunPod's history load
+// writes to the broker's database, while the broker is stopped.
 package loadgen
