@@ -26,6 +26,7 @@ func newBenchCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newBenchConnectCmd())
 	cmd.AddCommand(newBenchHeartbeatCmd())
+	cmd.AddCommand(newBenchPodCmd())
 	cmd.AddCommand(newBenchBareServerCmd())
 	return cmd
 }

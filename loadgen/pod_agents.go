@@ -1,0 +1,229 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// podHost is one simulated agent of the pod bench. Unlike agentHost, its
+// sessions grow while the bench runs: a connect the broker answers with
+// this host adds the user, and the host's next heartbeat reports it Active,
+// as a real agent reports a user who logged on (R-S2).
+type podHost struct {
+	name       string
+	credential string
+
+	mu       sync.Mutex
+	sessions []vdibroker.AgentSession
+}
+
+// addSession records that user now has a session on the host.
+func (h *podHost) addSession(user string) {
+	h.mu.Lock()
+	h.sessions = append(h.sessions, vdibroker.AgentSession{
+		ID: fmt.Sprint(len(h.sessions) + 1), User: user, State: vdibroker.StateActive,
+	})
+	h.mu.Unlock()
+}
+
+// report is the host's sessions now (a copy's header: entries are never
+// changed once appended).
+func (h *podHost) report() []vdibroker.AgentSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[:len(h.sessions):len(h.sessions)]
+}
+
+// agentRun is a running heartbeat loop of podHosts; stop ends it early.
+type agentRun struct {
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	done     chan struct{}
+
+	start    time.Time
+	hosts    int
+	interval time.Duration
+	outcomes []heartbeatOutcome // by schedule index; read after done
+	stopAt   atomic.Int64       // schedule index at which stop was asked
+}
+
+// startAgents sends every host's heartbeat every interval, the hosts
+// spread evenly over the interval (as sendHeartbeats does), from
+// concurrency workers, until stop is called or maxDuration has passed. A
+// heartbeat that could not go out within maxLate of its due time is
+// skipped (counted as not sent): the loop never piles up.
+func startAgents(ctx context.Context, client *http.Client, endpoint string, hosts []*podHost, interval, maxDuration, maxLate time.Duration, concurrency int) *agentRun {
+	total := scheduled(len(hosts), interval, maxDuration)
+	a := &agentRun{
+		stopCh: make(chan struct{}), done: make(chan struct{}),
+		start: time.Now(), hosts: len(hosts), interval: interval,
+		outcomes: make([]heartbeatOutcome, total),
+	}
+	a.stopAt.Store(int64(total))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range concurrency {
+		wg.Go(func() {
+			timer := time.NewTimer(0)
+			defer timer.Stop()
+			for {
+				j := int(next.Add(1)) - 1
+				if j >= total || ctx.Err() != nil {
+					return
+				}
+				due := a.start.Add(dueOffset(j, len(hosts), interval))
+				if wait := time.Until(due); wait > 0 {
+					timer.Reset(wait)
+					select {
+					case <-ctx.Done():
+						return
+					case <-a.stopCh:
+						return
+					case <-timer.C:
+					}
+				}
+				select {
+				case <-a.stopCh:
+					return
+				default:
+				}
+				now := time.Now()
+				if now.Sub(due) > maxLate {
+					continue // skipped: the broker is that far behind
+				}
+				h := hosts[j%len(hosts)]
+				body, _ := json.Marshal(vdibroker.HeartbeatRequest{
+					Metrics:  sampleMetrics(j, j/len(hosts), now),
+					Sessions: h.report(),
+				})
+				o, _ := send(ctx, client, http.MethodPost, endpoint, h.credential, body)
+				a.outcomes[j] = heartbeatOutcome{outcome: o, sent: true, lateness: now.Sub(due), done: time.Now()}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(a.done)
+	}()
+	return a
+}
+
+// stop ends the loop (heartbeats in flight finish) and waits for it.
+func (a *agentRun) stop() {
+	a.stopOnce.Do(func() {
+		a.stopAt.Store(int64(scheduled(a.hosts, a.interval, time.Since(a.start))))
+		close(a.stopCh)
+	})
+	<-a.done
+}
+
+// HeartbeatStats is what the agents' heartbeats measured while the bench
+// ran: offered is every heartbeat due in the window, handled those answered
+// 200, both per second of the window.
+type HeartbeatStats struct {
+	Hosts       int           `json:"hosts"`
+	Interval    time.Duration `json:"interval"`
+	Window      time.Duration `json:"window"`
+	Scheduled   int           `json:"scheduled"`
+	Sent        int           `json:"sent"`
+	Skipped     int           `json:"skipped"` // a whole interval late: not sent
+	OK          int           `json:"ok"`
+	OfferedRate float64       `json:"offeredRate"`
+	HandledRate float64       `json:"handledRate"`
+	P50         time.Duration `json:"p50"`
+	P99         time.Duration `json:"p99"`
+	Max         time.Duration `json:"max"`
+	LatenessP99 time.Duration `json:"latenessP99"`
+	Errors      []ErrorCount  `json:"errors"`
+	// ByPhase is the heartbeats due in each measured phase.
+	ByPhase []HeartbeatPhase `json:"byPhase,omitempty"`
+}
+
+// HeartbeatPhase is the heartbeats due while one phase ran: how many, how
+// many were skipped (a whole interval late), and how long the sent ones
+// took.
+type HeartbeatPhase struct {
+	Phase   string        `json:"phase"`
+	Due     int           `json:"due"`
+	Skipped int           `json:"skipped"`
+	OK      int           `json:"ok"`
+	P99     time.Duration `json:"p99"`
+	Max     time.Duration `json:"max"`
+}
+
+// phaseWindow is when one measured phase ran.
+type phaseWindow struct {
+	name       string
+	start, end time.Time
+}
+
+// byPhase attributes every heartbeat due before stop to the phase whose
+// window holds its due time; call after stop.
+func (a *agentRun) byPhase(windows []phaseWindow) []HeartbeatPhase {
+	<-a.done
+	n := min(int(a.stopAt.Load()), len(a.outcomes))
+	out := make([]HeartbeatPhase, len(windows))
+	lat := make([][]time.Duration, len(windows))
+	for j := range n {
+		due := a.start.Add(dueOffset(j, a.hosts, a.interval))
+		for i, w := range windows {
+			if due.Before(w.start) || !due.Before(w.end) {
+				continue
+			}
+			o := a.outcomes[j]
+			out[i].Due++
+			switch {
+			case !o.sent:
+				out[i].Skipped++
+			case o.code == "":
+				out[i].OK++
+			}
+			if o.sent {
+				lat[i] = append(lat[i], o.latency)
+			}
+			break
+		}
+	}
+	for i, w := range windows {
+		out[i].Phase = w.name
+		slices.Sort(lat[i])
+		out[i].P99 = percentile(lat[i], 99)
+		if len(lat[i]) > 0 {
+			out[i].Max = lat[i][len(lat[i])-1]
+		}
+	}
+	return out
+}
+
+// stats summarizes the heartbeats due before stop; call after stop.
+func (a *agentRun) stats() HeartbeatStats {
+	<-a.done
+	n := int(a.stopAt.Load())
+	n = min(n, len(a.outcomes))
+	hr := &HeartbeatResult{Duration: max(dueOffset(n, a.hosts, a.interval), time.Millisecond), Interval: a.interval}
+	summarizeHeartbeats(hr, a.outcomes[:n], a.hosts, 0)
+	s := HeartbeatStats{
+		Hosts: a.hosts, Interval: a.interval, Window: hr.Duration,
+		Scheduled: hr.Scheduled, Sent: hr.Sent, Skipped: hr.Skipped, OK: hr.OK,
+		OfferedRate: hr.OfferedRate, P50: hr.P50, P99: hr.P99, Max: hr.Max,
+		LatenessP99: hr.LatenessP99, Errors: hr.Errors,
+	}
+	// Handled per second from the start to the last answer (at least the
+	// window): a broker that answers late shows a lower rate.
+	last := a.start.Add(hr.Duration)
+	for _, o := range a.outcomes[:n] {
+		if o.sent && o.done.After(last) {
+			last = o.done
+		}
+	}
+	s.HandledRate = float64(hr.OK) / last.Sub(a.start).Seconds()
+	return s
+}

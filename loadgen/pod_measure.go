@@ -1,0 +1,392 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// measure runs the pod's load against the restarted broker: every host
+// heartbeating, the readers beside it, and Rounds of the four measured
+// phases, then fills res.
+func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string, pid int, large, small *podPool) error {
+	base := strings.TrimRight(baseURL, "/")
+	api := base + "/api/v1"
+	agentClient := newClient(Config{Concurrency: cfg.AgentConcurrency, Timeout: cfg.Timeout})
+	defer agentClient.CloseIdleConnections()
+	loadClient := newClient(Config{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout})
+	defer loadClient.CloseIdleConnections()
+	// A reader may take far longer than a connect (a scrape that reads
+	// every session): give it minutes, so the figure is its time, not a
+	// timeout. Readers run one request at a time, so none piles up.
+	readClient := newClient(Config{Concurrency: 4, Timeout: max(cfg.Timeout, 3*time.Minute)})
+	defer readClient.CloseIdleConnections()
+
+	all := append(slices.Clone(large.hosts), small.hosts...)
+	// The agents' schedule outlasts the phases even when each phase's last
+	// requests run to their timeout; stop ends it when the phases end.
+	window := cfg.Interval + time.Duration(cfg.Rounds*4)*(cfg.Phase+cfg.Timeout) + 2*cfg.Interval
+	// A heartbeat a whole interval late is skipped, as the next one is due.
+	agents := startAgents(ctx, agentClient, api+"/agent/heartbeat", all, cfg.Interval, window, cfg.Interval, cfg.AgentConcurrency)
+	defer agents.stop()
+	// One whole interval: every host has heartbeated since the restart
+	// (the history load may have outlasted the heartbeat timeout).
+	cfg.Progress("measuring: heartbeats of %d hosts every %s; one interval before the phases", len(all), cfg.Interval)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(cfg.Interval):
+	}
+
+	consoleClient, err := consoleSignIn(ctx, base, cfg.Token, max(cfg.Timeout, 3*time.Minute))
+	if err != nil {
+		return err
+	}
+	defer consoleClient.CloseIdleConnections()
+
+	// phase names what the phases are doing, so each reader's times can
+	// be told apart by what ran beside them.
+	var phase atomic.Value
+	phase.Store("before phases")
+	cur := func() string { return phase.Load().(string) }
+	stopReaders := make(chan struct{})
+	var readers sync.WaitGroup
+	var listings, scrapes, overview, poolPage readerLog
+	var goMem scrapeReading
+	readers.Go(func() {
+		n := 0
+		every(stopReaders, cfg.ListEvery, func() {
+			// A logged-on user of either pool, alternately (?user=, SPEC §9).
+			p := large
+			if n%2 == 1 {
+				p = small
+			}
+			u := p.user(1 + (n*7919)%p.seats)
+			n++
+			ph := cur()
+			listings.add(get(ctx, readClient, api+"/hostpools/"+url.PathEscape(p.name)+"/usersessions?user="+url.QueryEscape(u), cfg.Token), ph)
+		})
+	})
+	readers.Go(func() {
+		every(stopReaders, cfg.MetricsEvery, func() {
+			ph := cur()
+			o, body := send(ctx, readClient, http.MethodGet, base+"/metrics", "", nil)
+			scrapes.add(o, ph)
+			if o.code == "" {
+				goMem.observe(body)
+			}
+		})
+	})
+	readers.Go(func() {
+		every(stopReaders, cfg.ConsoleEvery, func() {
+			ph := cur()
+			overview.add(get(ctx, consoleClient, base+"/", ""), ph)
+			poolPage.add(get(ctx, consoleClient, base+"/pools/"+url.PathEscape(large.name), ""), ph)
+		})
+	})
+	var rssMu sync.Mutex
+	var peakRSS int64
+	readers.Go(func() {
+		every(stopReaders, time.Second, func() {
+			if s := readProcOrNil(pid); s != nil {
+				rssMu.Lock()
+				peakRSS = max(peakRSS, s.VmRSS)
+				rssMu.Unlock()
+			}
+		})
+	})
+
+	res.LoadAverage[0] = loadAverage()
+	before := readProcOrNil(pid)
+	start := time.Now()
+	var windows []phaseWindow
+	for r := range cfg.Rounds {
+		var round PodRound
+		for _, ph := range []struct {
+			name   string
+			p      *podPool
+			dryRun bool
+			into   *PhaseStats
+		}{
+			{"dry runs large", large, true, &round.DryRunLarge}, {"dry runs small", small, true, &round.DryRunSmall},
+			{"connects large", large, false, &round.ConnectLarge}, {"connects small", small, false, &round.ConnectSmall},
+		} {
+			phase.Store(ph.name)
+			w := phaseWindow{name: fmt.Sprintf("%s %d", ph.name, r+1), start: time.Now()}
+			*ph.into = runPhase(ctx, loadClient, api, cfg, ph.p, ph.dryRun)
+			w.end = time.Now()
+			windows = append(windows, w)
+		}
+		cfg.Progress("round %d: dry runs %.1f/s (large) %.1f/s (small), connects %.1f/s (large) %.1f/s (small)", r+1,
+			round.DryRunLarge.Rate, round.DryRunSmall.Rate, round.ConnectLarge.Rate, round.ConnectSmall.Rate)
+		res.Rounds = append(res.Rounds, round)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	res.Measured = time.Since(start)
+	res.LoadAverage[1] = loadAverage()
+	phase.Store("after phases")
+	after := readProcOrNil(pid)
+	close(stopReaders)
+	readers.Wait()
+	agents.stop()
+
+	res.Heartbeats = agents.stats()
+	res.Heartbeats.ByPhase = agents.byPhase(windows)
+	res.UserListings, res.MetricsScrapes = listings.stats(), scrapes.stats()
+	res.ConsoleOverview, res.ConsolePool = overview.stats(), poolPage.stats()
+	res.BrokerRSS = peakRSS
+	if after != nil {
+		res.BrokerHWM = after.VmHWM
+		res.BrokerRSS = max(res.BrokerRSS, after.VmRSS)
+	}
+	res.BrokerCPU = cpuCores(before, after)
+	res.BrokerGoHeap, res.BrokerGoSys = goMem.heapInuse, goMem.sys
+	res.MetricsStoreDown = goMem.storeDown
+	merge := func(pick func(*PodRound) *PhaseStats) PhaseStats {
+		var ps []*PhaseStats
+		for i := range res.Rounds {
+			ps = append(ps, pick(&res.Rounds[i]))
+		}
+		return mergePhases(ps)
+	}
+	res.DryRunLarge = merge(func(r *PodRound) *PhaseStats { return &r.DryRunLarge })
+	res.DryRunSmall = merge(func(r *PodRound) *PhaseStats { return &r.DryRunSmall })
+	res.ConnectLarge = merge(func(r *PodRound) *PhaseStats { return &r.ConnectLarge })
+	res.ConnectSmall = merge(func(r *PodRound) *PhaseStats { return &r.ConnectSmall })
+	if res.DryRunSmall.Rate > 0 {
+		res.DryRunRatio = res.DryRunLarge.Rate / res.DryRunSmall.Rate
+	}
+	if res.ConnectSmall.Rate > 0 {
+		res.ConnectRatio = res.ConnectLarge.Rate / res.ConnectSmall.Rate
+	}
+	return ctx.Err()
+}
+
+// loadAverage is the first three fields of /proc/loadavg ("" where there
+// is none).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// every calls fn now and then every period (at once again if fn took
+// longer) until stop is closed.
+func every(stop <-chan struct{}, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		fn()
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// runPhase sends dry runs or connects to pool p from cfg.Concurrency
+// workers for cfg.Phase. Dry runs ask for returning users (history, no
+// open session), cycling. Connects ask for new users (no session, no
+// history, never dry-run before): a dry run makes the server's view know
+// its user, and a connect of a known user reads the user's sessions from
+// the store, so connects of dry-run users would measure dry runs again.
+func runPhase(ctx context.Context, client *http.Client, api string, cfg PodConfig, p *podPool, dryRun bool) PhaseStats {
+	endpoint := api + "/hostpools/" + url.PathEscape(p.name) + "/connect"
+	deadline := time.Now().Add(cfg.Phase)
+	var mu sync.Mutex
+	var all []outcome
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range cfg.Concurrency {
+		wg.Go(func() {
+			var mine []outcome
+			for k := w; time.Now().Before(deadline) && ctx.Err() == nil && k < 10_000_000; k += cfg.Concurrency {
+				var user string
+				if dryRun {
+					user = p.user(p.seats + 1 + k%p.seats)
+				} else {
+					user = p.user(2*p.seats + 1 + int(p.nextUser.Add(1)-1))
+				}
+				mine = append(mine, connectAs(ctx, client, endpoint, cfg.Token, p, user, dryRun))
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return phaseStats(all, time.Since(start))
+}
+
+func phaseStats(outs []outcome, elapsed time.Duration) PhaseStats {
+	s := PhaseStats{Requests: len(outs), Elapsed: elapsed, outs: outs}
+	for _, o := range outs {
+		s.lat = append(s.lat, o.latency)
+		if o.code == "" {
+			s.OK++
+		}
+	}
+	slices.Sort(s.lat)
+	s.P50, s.P99 = percentile(s.lat, 50), percentile(s.lat, 99)
+	if len(s.lat) > 0 {
+		s.Max = s.lat[len(s.lat)-1]
+	}
+	if elapsed > 0 {
+		// Answered requests only: a timeout is not a decision.
+		s.Rate = float64(s.OK) / elapsed.Seconds()
+	}
+	s.Errors = countErrors(outs)
+	return s
+}
+
+// mergePhases is the phases of every round as one: rate over their summed
+// time, percentiles over all their requests.
+func mergePhases(ps []*PhaseStats) PhaseStats {
+	var outs []outcome
+	var elapsed time.Duration
+	for _, p := range ps {
+		outs = append(outs, p.outs...)
+		elapsed += p.Elapsed
+	}
+	return phaseStats(outs, elapsed)
+}
+
+// readerLog collects one reader's outcomes and the phase each one started
+// in.
+type readerLog struct {
+	mu     sync.Mutex
+	outs   []outcome
+	phases []string
+}
+
+func (l *readerLog) add(o outcome, phase string) {
+	l.mu.Lock()
+	l.outs = append(l.outs, o)
+	l.phases = append(l.phases, phase)
+	l.mu.Unlock()
+}
+
+func (l *readerLog) stats() ReaderStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := ReaderStats{Requests: len(l.outs), Errors: countErrors(l.outs), MaxByPhase: map[string]time.Duration{}}
+	var lat []time.Duration
+	bytes := 0
+	for i, o := range l.outs {
+		s.MaxByPhase[l.phases[i]] = max(s.MaxByPhase[l.phases[i]], o.latency)
+		lat = append(lat, o.latency)
+		if o.code == "" {
+			s.OK++
+			bytes += o.size
+		}
+	}
+	slices.Sort(lat)
+	s.P50, s.P99 = percentile(lat, 50), percentile(lat, 99)
+	if len(lat) > 0 {
+		s.Max = lat[len(lat)-1]
+	}
+	if s.OK > 0 {
+		s.Bytes = bytes / s.OK
+	}
+	return s
+}
+
+// scrapeReading is what the broker's /metrics answers said beyond their
+// time: the largest Go heap in use and Go runtime memory (what of its RSS
+// is Go's), and how many scrapes had vdibroker_store_up 0 (the store
+// collector gave up, at its timeout, and the store's gauges are missing).
+type scrapeReading struct {
+	mu             sync.Mutex
+	heapInuse, sys int64
+	storeDown      int
+}
+
+func (g *scrapeReading) observe(body []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for line := range strings.Lines(string(body)) {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "go_memstats_sys_bytes":
+			g.sys = max(g.sys, int64(f))
+		case "go_memstats_heap_inuse_bytes":
+			g.heapInuse = max(g.heapInuse, int64(f))
+		case "vdibroker_store_up":
+			if f == 0 {
+				g.storeDown++
+			}
+		}
+	}
+}
+
+// get sends one GET and returns its outcome (the body is read, not kept).
+func get(ctx context.Context, client *http.Client, endpoint, token string) outcome {
+	o, _ := send(ctx, client, http.MethodGet, endpoint, token, nil)
+	return o
+}
+
+// consoleSignIn signs in to the web console with token as a browser does
+// (the sign-in form's CSRF cookie, then the form) and returns a client
+// whose cookie jar holds the console session. It follows no redirect, so
+// a page that sends it back to the sign-in form counts as a failure.
+func consoleSignIn(ctx context.Context, base, token string, timeout time.Duration) (*http.Client, error) {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(Config{Concurrency: 2, Timeout: timeout})
+	c.Jar = jar
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if o := get(ctx, c, base+"/signin", ""); o.status != http.StatusOK {
+		return nil, fmt.Errorf("console sign-in form: %s", describeOutcome(o))
+	}
+	u, _ := url.Parse(base + "/signin")
+	csrf := ""
+	for _, ck := range jar.Cookies(u) {
+		if ck.Name == "vdibroker_signin" {
+			csrf = ck.Value
+		}
+	}
+	form := url.Values{"csrf": {csrf}, "token": {token}, "next": {"/"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/signin", strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("console sign-in: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		return nil, fmt.Errorf("console sign-in: %s, want 303", resp.Status)
+	}
+	return c, nil
+}

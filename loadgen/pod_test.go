@@ -1,0 +1,176 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker/console"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/metrics"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// podTestBroker is the broker wired as vdibroker serve wires it (store
+// timed for /metrics, API, console at /, /metrics), in this process on
+// 127.0.0.1:0, and restartable on the same data dir or database, as the
+// pod bench needs.
+type podTestBroker struct {
+	dataDir  string
+	database string
+	stop     func() error
+}
+
+func (b *podTestBroker) start(ctx context.Context, phase string) (string, int, error) {
+	st, err := store.Open(ctx, b.database, b.dataDir, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	st = metrics.InstrumentStore(st)
+	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: testAdmin, ObservePlacement: metrics.ObservePlacement})
+	con := console.New(console.Config{API: srv.Handler(), Store: st})
+	srv.Mux().Handle("/", con)
+	srv.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		st.Close()
+		return "", 0, err
+	}
+	hs := &http.Server{Handler: metrics.InstrumentAPI(srv.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	b.stop = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return errors.Join(hs.Shutdown(ctx), con.Close(), srv.Close(), st.Close())
+	}
+	return "http://" + ln.Addr().String(), os.Getpid(), nil
+}
+
+func (b *podTestBroker) close() error {
+	if b.stop == nil {
+		return nil
+	}
+	err := b.stop()
+	b.stop = nil
+	return err
+}
+
+// TestPodBenchTiny runs the whole pod bench at a tiny size against the
+// real broker, on SQLite (and PostgreSQL when VDIBROKER_TEST_POSTGRES_DSN
+// is set), and checks the report is complete and sane: the state was
+// built as asked, every phase and reader ran, every target was evaluated.
+// It asserts nothing about speed.
+func TestPodBenchTiny(t *testing.T) {
+	engines := map[string]string{"sqlite": ""}
+	if dsn := os.Getenv("VDIBROKER_TEST_POSTGRES_DSN"); dsn != "" {
+		engines["postgres"] = dsn
+	}
+	for name, base := range engines {
+		t.Run(name, func(t *testing.T) {
+			b := &podTestBroker{dataDir: t.TempDir()}
+			if base != "" {
+				dsn, drop, err := PostgresSchema(t.Context(), base)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					if err := drop(context.Background()); err != nil {
+						t.Error(err)
+					}
+				})
+				b.database = dsn
+			}
+			t.Cleanup(func() { b.close() })
+			cfg := PodConfig{
+				Broker: PodBroker{Start: b.start, Stop: b.close},
+				Token:  testAdmin, Database: b.database, DataDir: b.dataDir,
+				Hosts: 20, SmallHosts: 4, SessionsPerHost: 3,
+				HistoryDays: 7, LogonsPerSeatDay: 1.5,
+				Interval: time.Second, Rounds: 1, Phase: 500 * time.Millisecond,
+				Concurrency: 4, AgentConcurrency: 8,
+				ListEvery: 50 * time.Millisecond, MetricsEvery: 200 * time.Millisecond, ConsoleEvery: 200 * time.Millisecond,
+				SeedTimeout: time.Minute, Timeout: 20 * time.Second,
+				Progress: func(f string, a ...any) { t.Logf(f, a...) },
+			}
+			res, err := RunPod(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			res.WriteTable(&out)
+			t.Log("\n" + out.String())
+
+			// 20 hosts × 3 + 4 × 3 = 72 seats; history 72 × 7 × 1.5 = 756 rows.
+			if res.Seed.OpenSessions != 72 || res.Seed.PendingLeft != 0 {
+				t.Errorf("open sessions %d, Pending left %d: want 72 placed, none Pending", res.Seed.OpenSessions, res.Seed.PendingLeft)
+			}
+			if res.Seed.HistoryRows != 756 {
+				t.Errorf("history rows %d, want 756", res.Seed.HistoryRows)
+			}
+			for name, p := range map[string]PhaseStats{
+				"dry runs large": res.DryRunLarge, "dry runs small": res.DryRunSmall,
+				"connects large": res.ConnectLarge, "connects small": res.ConnectSmall,
+			} {
+				if p.OK == 0 || p.Rate <= 0 || p.P99 <= 0 || len(p.Errors) > 0 {
+					t.Errorf("%s: %d ok, rate %.1f, p99 %s, errors %v: want answers, a rate and no error", name, p.OK, p.Rate, p.P99, p.Errors)
+				}
+			}
+			for name, r := range map[string]ReaderStats{
+				"listings": res.UserListings, "scrapes": res.MetricsScrapes,
+				"overview": res.ConsoleOverview, "pool page": res.ConsolePool,
+			} {
+				if r.OK == 0 || r.OK != r.Requests || r.Bytes == 0 {
+					t.Errorf("%s: %d of %d ok, %d bytes: want every one answered", name, r.OK, r.Requests, r.Bytes)
+				}
+			}
+			// 24 hosts every second.
+			if h := res.Heartbeats; h.OK == 0 || h.HandledRate <= 0 || h.OfferedRate < 20 || h.OfferedRate > 28 || len(h.Errors) > 0 {
+				t.Errorf("heartbeats: %+v: want about 24/s offered, some handled, no error", h)
+			}
+			if res.DryRunRatio <= 0 || res.ConnectRatio <= 0 || res.BrokerRSS <= 0 {
+				t.Errorf("ratios %.2f %.2f, RSS %d: want all > 0", res.DryRunRatio, res.ConnectRatio, res.BrokerRSS)
+			}
+			if len(res.Targets) != 7 {
+				t.Errorf("%d targets, want 7", len(res.Targets))
+			}
+			for _, tg := range res.Targets {
+				if tg.Name == "" || tg.Measured == "" || tg.Target == "" || tg.Limit <= 0 {
+					t.Errorf("target not evaluated: %+v", tg)
+				}
+			}
+			if !strings.Contains(out.String(), "PASS") && !strings.Contains(out.String(), "FAIL") {
+				t.Error("table has no verdict")
+			}
+		})
+	}
+}
+
+func TestPodValidate(t *testing.T) {
+	noop := PodBroker{
+		Start: func(context.Context, string) (string, int, error) { return "", 0, nil },
+		Stop:  func() error { return nil },
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  PodConfig
+		want string
+	}{
+		{"no broker", PodConfig{DataDir: "x"}, "no broker"},
+		{"no data dir for sqlite", PodConfig{Broker: noop}, "dataDir"},
+		{"too many hosts", PodConfig{Broker: noop, DataDir: "x", Hosts: 200_000}, "hosts"},
+		{"phase too short", PodConfig{Broker: noop, DataDir: "x", Phase: time.Millisecond}, "phase"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.defaults()
+			err := tc.cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want an error naming %q", err, tc.want)
+			}
+		})
+	}
+}
