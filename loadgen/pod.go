@@ -323,8 +323,8 @@ func seedOpen(ctx context.Context, cfg PodConfig, res *PodResult, pools []*podPo
 		if err != nil {
 			return err
 		}
-		hosts, outs := registerHosts(ctx, client, api+"/agent/register", regToken, HeartbeatConfig{
-			Hosts: p.hostCount, HostPrefix: p.hostPrefix, Concurrency: cfg.AgentConcurrency,
+		hosts, outs := registerHosts(ctx, client, api, poolURL, regToken, HeartbeatConfig{
+			Hosts: p.hostCount, HostPrefix: p.hostPrefix, Concurrency: cfg.AgentConcurrency, Token: cfg.Token,
 		})
 		if errs := countErrors(outs); len(errs) > 0 {
 			return fmt.Errorf("register hosts of %s: %s", p.name, describeErrors(errs))

@@ -36,7 +36,7 @@ type historySpec struct {
 }
 
 // The history INSERTs, one per engine, writing the columns of migration
-// 00001's user_sessions (unchanged by later migrations). Parameters, in
+// 00001's user_sessions (later migrations add only columns with defaults). Parameters, in
 // order: pool, host prefix, host name width, hosts, user prefix, user name
 // width, users, first create time (ns), step between rows (ns), id tag,
 // first row, rows in this chunk. An id is 12 hex digits of the create
