@@ -207,3 +207,14 @@ func HostStatus(h *SessionHost, timeout time.Duration, now time.Time) string {
 func Placeable(status string) bool {
 	return status == StatusAvailable || status == StatusNeedsAssistance
 }
+
+// PoolSummary is a host pool's state at a glance: its hosts by status
+// (R-H1), how many are drained, and its open sessions (R-S1). The console's
+// overview shows it for every pool without listing every host.
+type PoolSummary struct {
+	Hosts     int            `json:"hosts"`
+	Available int            `json:"available"` // hosts that take sessions now (Available, NeedsAssistance)
+	Drained   int            `json:"drained"`
+	Sessions  int            `json:"sessions"`
+	ByStatus  map[string]int `json:"byStatus"`
+}

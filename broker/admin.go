@@ -212,3 +212,26 @@ func (s *Service) EndSession(ctx context.Context, us *vdibroker.UserSession, rea
 	s.views.refreshHost(ctx, us.HostPool, us.SessionHost)
 	return nil
 }
+
+// Summary returns pool's hosts by status, drained hosts and open sessions,
+// from one read of its hosts.
+func (s *Service) Summary(ctx context.Context, pool *vdibroker.HostPool) (*vdibroker.PoolSummary, error) {
+	hosts, err := s.store.ListSessionHosts(ctx, pool.Name)
+	if err != nil {
+		return nil, err
+	}
+	now, timeout := s.now(), pool.HeartbeatTimeout()
+	sum := &vdibroker.PoolSummary{Hosts: len(hosts), ByStatus: map[string]int{}}
+	for _, h := range hosts {
+		st := vdibroker.HostStatus(h, timeout, now)
+		sum.ByStatus[st]++
+		if vdibroker.Placeable(st) {
+			sum.Available++
+		}
+		if !h.AllowNewSession {
+			sum.Drained++
+		}
+		sum.Sessions += h.Sessions
+	}
+	return sum, nil
+}

@@ -30,7 +30,8 @@ type api struct {
 // poolAnswer is a host pool as the API answers it, with R-P3 warnings.
 type poolAnswer struct {
 	vdibroker.HostPool
-	Warnings []string `json:"warnings"`
+	Warnings []string               `json:"warnings"`
+	Summary  *vdibroker.PoolSummary `json:"summary"`
 }
 
 type listAnswer[T any] struct {
@@ -120,6 +121,12 @@ func (a *api) whoami(ctx context.Context) (string, error) {
 
 func (a *api) listPools(ctx context.Context) ([]poolAnswer, error) {
 	return list[poolAnswer](ctx, a, apiPrefix+"/hostpools")
+}
+
+// listPoolSummaries lists the pools with their summaries (one read of
+// each pool's hosts on the server, not a page of hosts each).
+func (a *api) listPoolSummaries(ctx context.Context) ([]poolAnswer, error) {
+	return list[poolAnswer](ctx, a, apiPrefix+"/hostpools?summary=true")
 }
 
 func (a *api) getPool(ctx context.Context, pool string) (*poolAnswer, error) {

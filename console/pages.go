@@ -104,22 +104,38 @@ func (c *Console) summarize(p poolAnswer, hosts []vdibroker.SessionHost) poolRow
 		}
 		row.Sessions += h.Sessions
 	}
-	if p.MaxSessionLimit < vdibroker.NoSessionLimit {
-		if capacity := p.MaxSessionLimit * row.Available; capacity > 0 {
-			row.Capacity = 100 * float64(row.Sessions) / float64(capacity)
-		} else if row.Sessions > 0 {
-			row.Capacity = 100
-		} else {
-			row.Capacity = 0
-		}
-		row.Meter = meter(row.Capacity)
-	}
+	capacityOf(&row, p.MaxSessionLimit)
 	return row
+}
+
+// summaryRow is a pool's overview row from the API's summary of it.
+func summaryRow(p poolAnswer) poolRow {
+	row := poolRow{Pool: p, Capacity: -1}
+	if s := p.Summary; s != nil {
+		row.Total, row.Available, row.Drained, row.Sessions = s.Hosts, s.Available, s.Drained, s.Sessions
+	}
+	capacityOf(&row, p.MaxSessionLimit)
+	return row
+}
+
+// capacityOf fills row's used capacity (R-A1) and its meter.
+func capacityOf(row *poolRow, limit int) {
+	if limit >= vdibroker.NoSessionLimit {
+		return
+	}
+	if capacity := limit * row.Available; capacity > 0 {
+		row.Capacity = 100 * float64(row.Sessions) / float64(capacity)
+	} else if row.Sessions > 0 {
+		row.Capacity = 100
+	} else {
+		row.Capacity = 0
+	}
+	row.Meter = meter(row.Capacity)
 }
 
 func (c *Console) overview(rq *request) {
 	ctx := rq.r.Context()
-	pools, err := rq.api.listPools(ctx)
+	pools, err := rq.api.listPoolSummaries(ctx)
 	if err != nil {
 		c.apiError(rq, err)
 		return
@@ -128,12 +144,7 @@ func (c *Console) overview(rq *request) {
 	counts := map[string]int{}
 	var total poolRow
 	for _, p := range pools {
-		hosts, err := rq.api.listHosts(ctx, p.Name)
-		if err != nil {
-			c.apiError(rq, err)
-			return
-		}
-		row := c.summarize(p, hosts)
+		row := summaryRow(p)
 		rows = append(rows, row)
 		counts[p.Name] = row.Sessions
 		total.Available += row.Available

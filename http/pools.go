@@ -13,6 +13,9 @@ import (
 type HostPoolResponse struct {
 	*vdibroker.HostPool
 	Warnings []string `json:"warnings,omitempty"`
+	// Summary is the pool's hosts and sessions at a glance, with
+	// ?summary=true (ignored on input).
+	Summary *vdibroker.PoolSummary `json:"summary,omitempty"`
 }
 
 func poolAnswer(w nethttp.ResponseWriter, status int, p *vdibroker.HostPool) {
@@ -32,11 +35,20 @@ func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
+	summary, err := boolParam(r, "summary")
+	if err != nil {
+		return err
+	}
 	pg := pageOf(r, pools, func(p *vdibroker.HostPool) string { return p.Name }, limit, after)
 	out := page[HostPoolResponse]{Value: make([]HostPoolResponse, len(pg.Value)), NextLink: pg.NextLink}
 	for i, p := range pg.Value {
 		warnings, _ := vdibroker.ValidateHostPool(p)
 		out.Value[i] = HostPoolResponse{HostPool: p, Warnings: warnings}
+		if summary {
+			if out.Value[i].Summary, err = s.svc.Summary(r.Context(), p); err != nil {
+				return err
+			}
+		}
 	}
 	writeJSON(w, nethttp.StatusOK, out)
 	return nil
