@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
@@ -194,4 +193,3 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 // itoa is strconv.Itoa, short for templates and paths.
-func itoa(n int) string { return strconv.Itoa(n) }

@@ -25,9 +25,8 @@ const adminToken = "test-admin-token"
 // forward (heartbeat age R-H1, pending timeout R-S3, token expiry).
 type clock struct{ offset atomic.Int64 }
 
-func (c *clock) Now() time.Time                  { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *clock) Advance(d time.Duration)         { c.offset.Add(int64(d)) }
-func (c *clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // env is one or more real servers (httptest, 127.0.0.1) on one real store.
 type env struct {

@@ -278,7 +278,7 @@ func quantize(v float64) int64 {
 
 // PoolOf computes the pool-wide inputs from all of a pool's hosts: whether
 // any reports a custom value (R-IDX3) and the mean per-session value of each
-// factor (R-LI6). The server uses it to show each host's loadIndex:
+// factor (R-LI6). Present uses it to show each host's loadIndex:
 //
 //	pool := loadindex.PoolOf(hosts)
 //	shown := loadindex.Displayed(p.LoadBalancing, p.MaxSessionLimit, hosts[i], pool)

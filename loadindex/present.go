@@ -13,15 +13,11 @@ import (
 // host of pool: the pool-wide inputs of R-IDX3 and R-LI6 (PoolOf) come
 // from them. show may be a subset of all.
 func Present(pool *vdibroker.HostPool, all []*vdibroker.SessionHost, now time.Time, show ...*vdibroker.SessionHost) {
-	var lp Pool
-	var mean Mean
-	for _, h := range all {
-		if ValidCustom(h.Metrics) {
-			lp.AnyCustom = true
-		}
-		mean.Add(h.Metrics, h.MetricsSessions)
+	hosts := make([]Host, len(all))
+	for i, h := range all {
+		hosts[i] = Host{Sessions: h.Sessions, Metrics: h.Metrics, MetricsSessions: h.MetricsSessions}
 	}
-	lp.PerSession = mean.PerSession()
+	lp := PoolOf(hosts)
 	timeout := pool.HeartbeatTimeout()
 	if len(show) == 0 {
 		show = all

@@ -74,15 +74,6 @@ func statusOf(h *Host, timeout time.Duration, now time.Time) string {
 	return vdibroker.HostStatus(&sh, timeout, now)
 }
 
-// deadline is when h turns Unavailable for lack of heartbeat: HostStatus
-// says Unavailable once now − lastHeartBeat > timeout.
-func deadline(h *Host, timeout time.Duration) (time.Time, bool) {
-	if h.LastHeartBeat == nil {
-		return time.Time{}, false
-	}
-	return h.LastHeartBeat.Add(timeout), true
-}
-
 // settings are the pool figures a decision uses, derived once per SetPool.
 type settings struct {
 	pool    Pool

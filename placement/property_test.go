@@ -18,14 +18,13 @@ import (
 // and the same clock and random source, and checks they agree on every
 // decision and every host, and that no host ever goes over its limit (R-C4).
 type model struct {
-	now    time.Time
-	pool   Pool
-	fast   Placer
-	ref    Placer
-	names  []string
-	users  []string
-	hosts  map[string]Host // what the caller last told both engines, plus applies
-	limits map[string]int
+	now   time.Time
+	pool  Pool
+	fast  Placer
+	ref   Placer
+	names []string
+	users []string
+	hosts map[string]Host // what the caller last told both engines, plus applies
 	// chain is the last name added by "gapName": each next one sorts just
 	// after it and before every other name, so all land in one label gap
 	// and run it out (a relabel of every host).

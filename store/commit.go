@@ -395,7 +395,7 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 		u.StateTime = u.CreateTime
 	}
 	if c.EndSessionID != "" {
-		if err := t.endSession(ctx, u.HostPool, c.EndSessionID, ReasonHostUnavailable, u.CreateTime); err != nil {
+		if err := t.endSession(ctx, u.HostPool, c.EndSessionID, vdibroker.EndHostUnavailable, u.CreateTime); err != nil {
 			return err
 		}
 	}

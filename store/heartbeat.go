@@ -255,19 +255,19 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 		}
 	}
 
-	pendingTimeout := int64(p.PendingTimeoutSeconds) * int64(time.Second)
+	pendingTimeout := int64(p.PendingTimeout())
 	for _, o := range open {
 		switch {
 		case o.seen:
 		case o.state == vdibroker.StatePending && o.agentID == "":
 			// Not yet seen: the user may still be logging on (R-S3).
 			if ns(now)-o.stateTime > pendingTimeout {
-				if err := move(o, vdibroker.StateLoggedOff, ReasonPendingTimeout); err != nil {
+				if err := move(o, vdibroker.StateLoggedOff, vdibroker.EndPendingTimeout); err != nil {
 					return 0, 0, nil, err
 				}
 			}
 		default:
-			if err := move(o, vdibroker.StateLoggedOff, ReasonNotReported); err != nil {
+			if err := move(o, vdibroker.StateLoggedOff, vdibroker.EndNotReported); err != nil {
 				return 0, 0, nil, err
 			}
 		}

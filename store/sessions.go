@@ -13,14 +13,6 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Reasons a session ended (UserSession.EndReason).
-const (
-	ReasonPendingTimeout  = "PendingTimeout"
-	ReasonNotReported     = "NotReported"
-	ReasonHostUnavailable = "HostUnavailable"
-	ReasonHostDeleted     = "HostDeleted"
-)
-
 const sessionCols = `id, user_name, host_pool, session_host, state, create_time, state_time,
 	agent_session_id, end_reason, adopted`
 
@@ -338,7 +330,7 @@ func (s *DB) ExpirePending(ctx context.Context, now time.Time) (int, error) {
 			}
 			var ds, dc int
 			for _, c := range cands[i:j] {
-				s1, c1, err := t.transition(ctx, c.id, vdibroker.StatePending, vdibroker.StateLoggedOff, ReasonPendingTimeout, now)
+				s1, c1, err := t.transition(ctx, c.id, vdibroker.StatePending, vdibroker.StateLoggedOff, vdibroker.EndPendingTimeout, now)
 				if err != nil {
 					return err
 				}

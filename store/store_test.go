@@ -397,7 +397,7 @@ func TestDeleteSessionHost(t *testing.T) {
 		_, err := s.HostByCredential(ctx, "cred1")
 		wantCode(t, err, vdibroker.EUnauthenticated)
 		u := session(t, s, "pool1", id)
-		if u.State != vdibroker.StateLoggedOff || u.EndReason != store.ReasonHostDeleted {
+		if u.State != vdibroker.StateLoggedOff || u.EndReason != vdibroker.EndHostDeleted {
 			t.Errorf("session after forced delete: %+v", u)
 		}
 		wantCode(t, s.DeleteSessionHost(ctx, "pool1", "host1", false), vdibroker.ENotFound)
@@ -574,7 +574,7 @@ func TestCommitEndsReplacedSession(t *testing.T) {
 		c.EndSessionID = old
 		mustCommit(t, s, c)
 		u := session(t, s, "pool1", old)
-		if u.State != vdibroker.StateLoggedOff || u.EndReason != store.ReasonHostUnavailable {
+		if u.State != vdibroker.StateLoggedOff || u.EndReason != vdibroker.EndHostUnavailable {
 			t.Errorf("old session: %+v", u)
 		}
 		wantCounts(t, s, "pool1", "h1", 0, 0)
@@ -618,7 +618,7 @@ func TestEndSessionAndExpirePending(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("expire at 61s: got %d %v, want 1", n, err)
 		}
-		if u := session(t, s, "pool1", b); u.State != vdibroker.StateLoggedOff || u.EndReason != store.ReasonPendingTimeout {
+		if u := session(t, s, "pool1", b); u.State != vdibroker.StateLoggedOff || u.EndReason != vdibroker.EndPendingTimeout {
 			t.Errorf("bob: %+v", u)
 		}
 		if u := session(t, s, "pool1", c); u.State != vdibroker.StatePending {
