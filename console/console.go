@@ -42,7 +42,7 @@ type Config struct {
 	// Store, when set, is sampled every SampleInterval for the "sessions
 	// over the last hour" chart, so the history fills while nobody looks.
 	// Without it, only page views record samples.
-	Store vdibroker.Store
+	Store SessionCounter
 	// SampleInterval is the spacing of history samples; 0 is 30s.
 	SampleInterval time.Duration
 	// SessionTTL is how long a sign-in lasts; 0 is 12h.
@@ -60,7 +60,7 @@ type Config struct {
 // "/" next to the API. Close stops its history sampler.
 type Console struct {
 	api      http.Handler
-	store    vdibroker.Store
+	store    SessionCounter
 	log      *slog.Logger
 	now      func() time.Time
 	rand     io.Reader
@@ -91,6 +91,12 @@ type webSession struct {
 	csrf    string
 	expires time.Time
 	flash   string // one-shot success message after a redirect
+}
+
+// SessionCounter is what the console reads of the store: every pool's
+// open sessions by state, in one indexed count (vdibroker.Store has it).
+type SessionCounter interface {
+	CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSessionCounts, error)
 }
 
 // New returns a Console. It panics if cfg.API is nil or a template does not
@@ -452,23 +458,16 @@ func (c *Console) sample() {
 func (c *Console) sampleStore() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.interval)
 	defer cancel()
-	pools, err := c.store.ListHostPools(ctx)
+	open, err := c.store.CountOpenSessions(ctx)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			c.log.Warn("console: sample sessions", "err", err)
 		}
 		return
 	}
-	counts := map[string]int{}
-	for _, p := range pools {
-		hosts, err := c.store.ListSessionHosts(ctx, p.Name)
-		if err != nil {
-			c.log.Warn("console: sample sessions", "pool", p.Name, "err", err)
-			return
-		}
-		for _, h := range hosts {
-			counts[p.Name] += h.Sessions
-		}
+	counts := make(map[string]int, len(open))
+	for pool, n := range open {
+		counts[pool] = n.Pending + n.Active + n.Disconnected
 	}
 	c.history.record(c.now(), counts)
 }
