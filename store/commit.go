@@ -78,7 +78,7 @@ const seqIndexBits = 16
 
 // batchTimeout bounds one group-commit transaction; callers' contexts cannot
 // cancel a transaction shared with others.
-const batchTimeout = 30 * time.Second
+const batchTimeout = 5 * time.Second
 
 // CommitPlacement makes one placement durable (R-D2), enforcing R-C4 and
 // R-C6 in the database (R-D3). Concurrent calls share transactions: see
@@ -241,7 +241,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 	ctx := context.Background()
 	if s.d != sqliteDialect {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, batchTimeout)
+		ctx, cancel = context.WithTimeout(ctx, cmp.Or(s.opts.BatchTimeout, batchTimeout))
 		defer cancel()
 	}
 	err := s.write(ctx, func(t *tx) error {

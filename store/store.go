@@ -81,6 +81,10 @@ type Options struct {
 	// (default 100ms; negative: only SQLite's automatic checkpoint in the
 	// writer). See checkpointer.
 	CheckpointInterval time.Duration
+	// BatchTimeout bounds one PostgreSQL group-commit transaction (default
+	// 5s, the broker's default store timeout): a connect waiting for a
+	// batch that a paused database holds is answered within it (issue 19).
+	BatchTimeout time.Duration
 }
 
 // Open opens the store named by dsn and applies pending migrations. An

@@ -80,13 +80,13 @@ func (m *Main) Open(ctx context.Context) error {
 		return err
 	}
 	m.AdminToken = token
-	st, err := store.Open(ctx, m.Database, m.DataDir, m.Logger)
+	db, err := store.OpenWith(ctx, m.Database, m.DataDir, m.Logger, store.Options{BatchTimeout: m.StoreTimeout})
 	if err != nil {
 		m.unlock()
 		return fmt.Errorf("open store: %w", err)
 	}
 	// Every store call is timed for /metrics (store transaction latency).
-	st = metrics.InstrumentStore(st)
+	st := metrics.InstrumentStore(db)
 	m.Store = st
 	var tlsConfig *tls.Config
 	if m.TLSCert != "" || m.TLSKey != "" {
