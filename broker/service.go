@@ -28,6 +28,10 @@ type Config struct {
 	// type and the engine's decision time of every connect (for example
 	// metrics.ObservePlacement).
 	ObservePlacement func(algorithm string, d time.Duration)
+	// RDPProperties are the admin's extra .rdp properties, from
+	// ParseRDPProperties, in every connect's rdpFile (AVD's
+	// customRdpProperty).
+	RDPProperties []RDPProperty
 }
 
 // Service is the broker service on a vdibroker.Store.
@@ -37,6 +41,7 @@ type Service struct {
 	now     func() time.Time
 	rand    func(n int) int
 	observe func(algorithm string, d time.Duration)
+	rdp     []RDPProperty
 
 	views     *views
 	userLocks keyedMutex
@@ -55,6 +60,7 @@ func New(cfg Config) *Service {
 		now:     cfg.Now,
 		rand:    cfg.Rand,
 		observe: cfg.ObservePlacement,
+		rdp:     cfg.RDPProperties,
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
@@ -33,12 +34,15 @@ type Main struct {
 	DataDir  string // SQLite file, admin.token
 	Database string // "" for SQLite in DataDir, postgres://... for PostgreSQL
 	Logger   *slog.Logger
+	// RDPProperties are the admins' extra .rdp properties (--rdp-defaults).
+	RDPProperties []broker.RDPProperty
 
 	// Set by Open.
 	Store      vdibroker.Store
 	Server     *vhttp.Server
 	AdminToken string
 	listener   net.Listener
+	broker     *broker.Service
 	console    *console.Console
 	httpServer *http.Server
 	unlockDir  func()
@@ -73,7 +77,8 @@ func (m *Main) Open(ctx context.Context) error {
 	// Every store call is timed for /metrics (store transaction latency).
 	st = metrics.InstrumentStore(st)
 	m.Store = st
-	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, ObservePlacement: metrics.ObservePlacement})
+	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement, RDPProperties: m.RDPProperties})
+	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, Broker: m.broker})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: st, Logger: m.Logger})
@@ -83,6 +88,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		m.console.Close()
 		m.Server.Close()
+		m.broker.Close()
 		st.Close()
 		m.unlock()
 		return fmt.Errorf("listen on %s: %w", m.Listen, err)
@@ -127,6 +133,9 @@ func (m *Main) Close() error {
 	if m.Server != nil {
 		errs = append(errs, m.Server.Close())
 	}
+	if m.broker != nil {
+		errs = append(errs, m.broker.Close())
+	}
 	if m.Store != nil {
 		errs = append(errs, m.Store.Close())
 	}
@@ -166,13 +175,22 @@ func adminToken(dataDir string) (string, error) {
 
 func newServeCmd() *cobra.Command {
 	m := &Main{}
-	var logFormat, cpuProfile string
+	var logFormat, cpuProfile, rdpDefaults string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker: HTTP API, web console and metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m.Logger = newLogger(logFormat)
+			if rdpDefaults != "" {
+				data, err := os.ReadFile(rdpDefaults)
+				if err == nil {
+					m.RDPProperties, err = broker.ParseRDPProperties(data)
+				}
+				if err != nil {
+					return usageError{fmt.Errorf("--rdp-defaults %s: %w", rdpDefaults, err)}
+				}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if cpuProfile != "" {
@@ -197,6 +215,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")
 	cmd.Flags().StringVar(&m.Database, "database", "", "database: empty for SQLite in --data-dir, or postgres://user:pass@host/db")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	cmd.Flags().MarkHidden("cpu-profile")
