@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,6 +41,10 @@ const (
 //     X server's own side answers without netlink (read in the X server's
 //     network namespace, /proc/<pid>/net/unix, in case the agent runs in
 //     another);
+//   - while xrdp is still attaching the client that started the session
+//     (an X server younger than LogonGrace that was never seen connected),
+//     the session is reported Active: it is being logged on to, not left,
+//     and a Pending session must not pass through Disconnected;
 //   - the id is "xrdp-<display>-<start>", the display and the X server's
 //     start time in clock ticks after boot: stable for the session's life,
 //     also across disconnects and reconnects, and never given to a later
@@ -76,7 +82,20 @@ type XrdpProvider struct {
 	// Grace is how long a process has to exit after SIGTERM before SIGKILL
 	// (defaultXrdpGrace when 0); Poll how often to look (100ms when 0).
 	Grace, Poll time.Duration
+	// LogonGrace is how long after its X server started a session that
+	// never had a client is still taken as logging on
+	// (defaultXrdpLogonGrace when 0).
+	LogonGrace time.Duration
+
+	mu        sync.Mutex
+	connected map[string]bool // sessions seen with a client
 }
+
+const defaultXrdpLogonGrace = 30 * time.Second
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's start time: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
 
 var _ SessionProvider = (*XrdpProvider)(nil)
 
@@ -190,9 +209,34 @@ func (p *XrdpProvider) sockets(pid int) map[uint64]bool {
 	return held
 }
 
+// uptime returns the time since boot, or false when unknown.
+func (p *XrdpProvider) uptime() (time.Duration, bool) {
+	data, err := os.ReadFile(filepath.Join(p.proc(), "uptime"))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0, false
+	}
+	sec, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || sec < 0 {
+		return 0, false
+	}
+	return time.Duration(sec * float64(time.Second)), true
+}
+
 // sessions finds the xrdp sessions among all processes, by display.
 func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 	var list []xrdpSession
+	up, upKnown := p.uptime()
+	logonGrace := p.LogonGrace
+	if logonGrace <= 0 {
+		logonGrace = defaultXrdpLogonGrace
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[string]bool{}
 	for _, pr := range all {
 		if pr.State == 'Z' {
 			continue
@@ -232,8 +276,16 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 				s.State = vdibroker.StateActive
 			}
 		}
+		if s.State == vdibroker.StateActive {
+			seen[s.ID] = true
+		} else if p.connected[s.ID] {
+			seen[s.ID] = true
+		} else if age := up - time.Duration(pr.Start)*time.Second/clockTicks; upKnown && age < logonGrace {
+			s.State = vdibroker.StateActive // logging on
+		}
 		list = append(list, s)
 	}
+	p.connected = seen
 	sort.Slice(list, func(i, j int) bool { return list[i].Display < list[j].Display })
 	return list
 }

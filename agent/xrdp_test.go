@@ -429,3 +429,46 @@ func TestXrdpSmallParsers(t *testing.T) {
 		t.Error("ParseNetUnix without header: no error")
 	}
 }
+
+// While xrdp attaches the client that started a session, the X server runs
+// a moment without it: a young session never seen connected is logging on
+// (Active), not Disconnected; once seen with a client it is Disconnected
+// as soon as the client goes.
+func TestXrdpLogonGrace(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	// Xorg :10 started at 57169 ticks (571.69 s), :11 at 69049 (690.49 s).
+	if err := os.WriteFile(filepath.Join(proc, "uptime"), []byte("700.00 1300.00\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &XrdpProvider{Proc: proc, LogonGrace: 30 * time.Second}
+	states := func() []string {
+		t.Helper()
+		list, err := p.Sessions(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range list {
+			out = append(out, s.ID+" "+s.State)
+		}
+		return out
+	}
+	// :10 is 128 s old: past the grace, Disconnected. :11 is connected.
+	want := []string{"xrdp-10-57169 Disconnected", "xrdp-11-69049 Active"}
+	if got := states(); !cmp.Equal(want, got) {
+		t.Errorf("states %q, want %q", got, want)
+	}
+	// :11 loses its client 9.5 s after it started: seen connected before,
+	// so Disconnected at once.
+	removeLines(t, filepath.Join(proc, "2987/net/unix"), " 03 63465 ")
+	want = []string{"xrdp-10-57169 Disconnected", "xrdp-11-69049 Disconnected"}
+	if got := states(); !cmp.Equal(want, got) {
+		t.Errorf("after the client left: states %q, want %q", got, want)
+	}
+	// A fresh provider has not seen :11 with a client: logging on.
+	p = &XrdpProvider{Proc: proc, LogonGrace: 30 * time.Second}
+	want = []string{"xrdp-10-57169 Disconnected", "xrdp-11-69049 Active"}
+	if got := states(); !cmp.Equal(want, got) {
+		t.Errorf("logging on: states %q, want %q", got, want)
+	}
+}
