@@ -309,6 +309,7 @@ func TestRDPE2E(t *testing.T) {
 	api.call("POST", "/hostpools/"+rdpPool+"/registrationtoken", map[string]any{"expiresInSeconds": 3600}, 201, &tok)
 
 	// The session host: xrdp as the packages install it, and the agent.
+	rdpPIDFiles(t)
 	inNS := func(args ...string) []string { return append([]string{"netns", "exec", rdpNetns}, args...) }
 	rdpStart(t, "ip", nil, inNS("xrdp-sesman", "--nodaemon")...)
 	rdpStart(t, "ip", nil, inNS("xrdp", "--nodaemon")...)
@@ -429,6 +430,23 @@ func TestRDPE2E(t *testing.T) {
 		t.Error("xfreerdp still runs after the logoff ended its session")
 	}
 	t.Logf("RDP end-to-end test took %v", time.Since(start).Round(time.Second))
+}
+
+// rdpPIDFiles makes way for the test's xrdp: the daemons refuse to start
+// while their pid files exist. A file whose process is gone (a killed run)
+// is removed; a running xrdp on the host fails the test with what to do.
+func rdpPIDFiles(t *testing.T) {
+	for _, path := range []string{"/run/xrdp/xrdp-sesman.pid", "/run/xrdp/xrdp.pid"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err == nil && pid > 0 && syscall.Kill(pid, 0) == nil {
+			t.Fatalf("xrdp already runs on this machine (%s: pid %d); stop it (/etc/init.d/xrdp stop) for the test", path, pid)
+		}
+		os.Remove(path)
+	}
 }
 
 // rdpServe runs `vdibroker serve` on the host's end of the pair, port 0,
