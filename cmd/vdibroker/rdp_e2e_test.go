@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // The end-to-end test of issue 18: a real RDP client reaches a real Linux
@@ -8,6 +10,8 @@ package main
 // What the test believes about the host it reads with other tools than the
 // agent's (ss for the client connection, /proc for the X server), so the
 // agent's provider is checked, not trusted.
+//
+// Linux only: network namespaces, process groups and xrdp.
 
 import (
 	"bufio"
