@@ -434,6 +434,29 @@ func TestRDPE2E(t *testing.T) {
 		return len(s) == 1 && s[0].ID == first.SessionID && s[0].State == vdibroker.StateActive
 	})
 
+	// Disconnect through the API (R-S4): the agent has xrdp drop the
+	// client, the session stays, the client is told.
+	api.call("POST", "/hostpools/"+rdpPool+"/usersessions/"+first.SessionID+"/disconnect", nil, 202, nil)
+	e2eEventually(t, "the client dropped on the host", 30*time.Second, func() bool { return !rdpClientConnected(t, xdisplay) })
+	select {
+	case <-client.done:
+	case <-time.After(20 * time.Second):
+		t.Error("xfreerdp still runs after the broker disconnected it")
+	}
+	if p, _, ok := rdpXorg(uid); !ok || p != xorgPID {
+		t.Fatalf("the X server %d ended with a disconnect (now %d, %v)", xorgPID, p, ok)
+	}
+	e2eEventually(t, "the broker's session Disconnected by the admin", 30*time.Second, func() bool {
+		s := api.sessions(rdpPool, url.Values{"user": {rdpUser}})
+		return len(s) == 1 && s[0].ID == first.SessionID && s[0].State == vdibroker.StateDisconnected
+	})
+	api.call("POST", "/hostpools/"+rdpPool+"/connect", map[string]any{"user": rdpUser}, 200, &again)
+	if again.SessionID != first.SessionID {
+		t.Fatalf("second reconnect answered session %s, want %s", again.SessionID, first.SessionID)
+	}
+	client = rdpClient(t, dir, "third.rdp", again.RDPFile, display, password)
+	e2eEventually(t, "the client attached a third time", 60*time.Second, func() bool { return rdpClientConnected(t, xdisplay) })
+
 	// Logoff through the API (R-S4): the agent ends the xrdp session and
 	// the user's processes, the client is told, the broker's session ends.
 	api.call("DELETE", "/hostpools/"+rdpPool+"/usersessions/"+first.SessionID, nil, 202, nil)
