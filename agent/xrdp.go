@@ -113,6 +113,9 @@ type xrdpSession struct {
 	Display int
 	Server  xrdpProc
 	SockDir string
+	// Attached: a client is attached now (State may also be Active for
+	// a session being logged on to).
+	Attached bool
 }
 
 func (p *XrdpProvider) proc() string {
@@ -273,10 +276,10 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		s.State = vdibroker.StateDisconnected
 		if data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pr.PID), "net", "unix")); err == nil {
 			if table, err := ParseNetUnix(data); err == nil && displayConnected(table, p.sockets(pr.PID), s.SockDir, n) {
-				s.State = vdibroker.StateActive
+				s.State, s.Attached = vdibroker.StateActive, true
 			}
 		}
-		if s.State == vdibroker.StateActive {
+		if s.Attached {
 			seen[s.ID] = true
 		} else if p.connected[s.ID] {
 			seen[s.ID] = true
@@ -410,7 +413,7 @@ func (p *XrdpProvider) Disconnect(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if s.State != vdibroker.StateActive {
+	if !s.Attached {
 		return nil
 	}
 	path := filepath.Join(s.SockDir, "xrdp_disconnect_display_"+strconv.Itoa(s.Display))
@@ -420,7 +423,7 @@ func (p *XrdpProvider) Disconnect(ctx context.Context, id string) error {
 	deadline := time.Now().Add(p.grace())
 	for {
 		s, _, err := p.find(id)
-		if err != nil || s.State != vdibroker.StateActive {
+		if err != nil || !s.Attached {
 			return err // ended meanwhile: ErrNoSession
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {

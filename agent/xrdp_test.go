@@ -471,4 +471,13 @@ func TestXrdpLogonGrace(t *testing.T) {
 	if got := states(); !cmp.Equal(want, got) {
 		t.Errorf("logging on: states %q, want %q", got, want)
 	}
+	// Active while logging on, but no client to drop: Disconnect does
+	// nothing.
+	p.SendDatagram = func(path string, _ []byte) error {
+		t.Errorf("datagram to %s for a session without a client", path)
+		return nil
+	}
+	if err := p.Disconnect(t.Context(), "xrdp-11-69049"); err != nil {
+		t.Errorf("Disconnect while logging on = %v", err)
+	}
 }
