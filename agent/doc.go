@@ -11,8 +11,9 @@
 //     kernel's counters; the arithmetic is in pure functions over parsed
 //     /proc/stat and /proc/diskstats samples).
 //   - SessionProvider lists sessions and carries out logoff, disconnect and
-//     send-message (systemd-logind, utmp, a JSON file, or none).
+//     send-message (systemd-logind, utmp, xrdp's X servers in /proc, a JSON
+//     file, or none).
 //
 // Platform code lives in _linux.go / _other.go pairs: on other systems the
-// logind and utmp providers answer ErrUnsupported.
+// logind, utmp and xrdp providers answer ErrUnsupported.
 package agent

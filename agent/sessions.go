@@ -34,7 +34,8 @@ var ErrUnsupported = errors.New("unsupported")
 var ErrNoSession = errors.New("no such session on this host")
 
 // NewSessionProvider builds the provider a --sessions-provider value names:
-// auto (logind, else utmp), logind, utmp, file:PATH or none.
+// auto (xrdp when xrdp-sesman runs, else logind, else utmp), logind, utmp,
+// xrdp, file:PATH or none.
 func NewSessionProvider(spec string) (SessionProvider, error) {
 	switch {
 	case spec == "" || spec == "auto":
@@ -43,6 +44,8 @@ func NewSessionProvider(spec string) (SessionProvider, error) {
 		return newLogind()
 	case spec == "utmp":
 		return newUtmp(DefaultUtmpPath)
+	case spec == "xrdp":
+		return newXrdp()
 	case strings.HasPrefix(spec, "file:"):
 		path := strings.TrimPrefix(spec, "file:")
 		if path == "" {
@@ -52,7 +55,7 @@ func NewSessionProvider(spec string) (SessionProvider, error) {
 	case spec == "none":
 		return NoSessions{}, nil
 	}
-	return nil, fmt.Errorf("sessions provider %q: want auto, logind, utmp, file:PATH or none", spec)
+	return nil, fmt.Errorf("sessions provider %q: want auto, logind, utmp, xrdp, file:PATH or none", spec)
 }
 
 // NoSessions is the "none" provider: the host reports no session and runs no

@@ -22,9 +22,13 @@ func newUtmp(path string) (SessionProvider, error) {
 	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Hangup: hangup, WriteTTY: writeTTY}, nil
 }
 
-// autoProvider picks logind when loginctl answers, else utmp when the file
-// exists.
+// autoProvider picks xrdp when xrdp-sesman runs (its sessions are in
+// neither logind nor utmp without systemd), else logind when loginctl
+// answers, else utmp when the file exists.
 func autoProvider() (SessionProvider, error) {
+	if xrdpSesmanRunning(DefaultProcDir) {
+		return newXrdp()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, _ := newLogind()
@@ -36,7 +40,7 @@ func autoProvider() (SessionProvider, error) {
 	if uerr == nil {
 		return newUtmp(DefaultUtmpPath)
 	}
-	return nil, fmt.Errorf("sessions provider auto: neither systemd-logind (%v) nor utmp (%v) is available; use --sessions-provider file:PATH or none", lerr, uerr)
+	return nil, fmt.Errorf("sessions provider auto: no xrdp-sesman runs and neither systemd-logind (%v) nor utmp (%v) is available; use --sessions-provider file:PATH or none", lerr, uerr)
 }
 
 // runCommand runs name and returns its stdout; a failure carries stderr.

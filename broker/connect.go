@@ -143,7 +143,7 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 			return nil, err
 		}
 		if req.DryRun || d.Reconnect {
-			a := &Answer{ConnectResponse: answer(pool, req, d.Host, addr)}
+			a := &Answer{ConnectResponse: s.answer(pool, req, d.Host, addr)}
 			a.DryRun, a.Reconnect = req.DryRun, d.Reconnect
 			if d.Reconnect && existing != nil {
 				a.State = existing.State
@@ -265,7 +265,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	if c.EndSessionID != "" {
 		s.views.refreshHost(ctx, pool.Name, existing.SessionHost)
 	}
-	a := &Answer{ConnectResponse: answer(pool, req, d.Host, addr), Created: true}
+	a := &Answer{ConnectResponse: s.answer(pool, req, d.Host, addr), Created: true}
 	a.SessionID, a.State = sess.ID, sess.State
 	return a, nil
 }
@@ -325,7 +325,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibro
 
 // answer is the connect answer for host at addr, a new Pending session
 // until the caller says otherwise.
-func answer(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse {
+func (s *Service) answer(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse {
 	if addr == "" {
 		addr = host + ":3389" // not registered yet: the name is all we know
 	}
@@ -335,7 +335,7 @@ func answer(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr s
 		SessionHost: host,
 		Address:     addr,
 		State:       vdibroker.StatePending,
-		RDPFile:     RDPFile(addr, req.User),
+		RDPFile:     RDPFile(addr, req.User, s.rdp),
 	}
 }
 

@@ -53,7 +53,7 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 	v.lock()
 	addr := v.addrs[k.host]
 	v.mu.Unlock()
-	a := &Answer{ConnectResponse: answer(pool, req, k.host, addr)}
+	a := &Answer{ConnectResponse: s.answer(pool, req, k.host, addr)}
 	a.Reconnect, a.DryRun, a.State = true, req.DryRun, k.state
 	if !req.DryRun {
 		a.SessionID = k.id

@@ -36,6 +36,10 @@ type Config struct {
 	// not answer in time is treated as down (issue 19), so no request
 	// waits longer than this for it.
 	StoreTimeout time.Duration
+	// RDPProperties are the admin's extra .rdp properties, from
+	// ParseRDPProperties, in every connect's rdpFile (AVD's
+	// customRdpProperty).
+	RDPProperties []RDPProperty
 }
 
 // Service is the broker service on a vdibroker.Store.
@@ -45,6 +49,7 @@ type Service struct {
 	now     func() time.Time
 	rand    func(n int) int
 	observe func(algorithm string, d time.Duration)
+	rdp     []RDPProperty
 
 	health    *Health
 	held      heldHeartbeats
@@ -71,6 +76,7 @@ func New(cfg Config) *Service {
 		rand:      cfg.Rand,
 		observe:   cfg.ObservePlacement,
 		retention: cfg.Retention,
+		rdp:       cfg.RDPProperties,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}

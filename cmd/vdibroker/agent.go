@@ -69,10 +69,10 @@ and VDIBROKER_REGISTRATION_TOKEN.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			switch {
-			case provider == "auto", provider == "logind", provider == "utmp", provider == "none",
+			case provider == "auto", provider == "logind", provider == "utmp", provider == "xrdp", provider == "none",
 				strings.HasPrefix(provider, "file:") && len(provider) > len("file:"):
 			default:
-				return usageError{fmt.Errorf("--sessions-provider %q: want auto, logind, utmp, file:PATH or none", provider)}
+				return usageError{fmt.Errorf("--sessions-provider %q: want auto, logind, utmp, xrdp, file:PATH or none", provider)}
 			}
 			sessions, err := agent.NewSessionProvider(provider)
 			if err != nil {
@@ -102,7 +102,7 @@ and VDIBROKER_REGISTRATION_TOKEN.`,
 	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "time between heartbeats")
 	f.StringVar(&cfg.CustomScript, "custom-script", "", "custom load script printing an integer 0..100 (R-IDX3), run every sample with a 10s timeout")
 	f.StringVar(&cfg.PolicyFile, "policy-file", "", "JSON or YAML file with hostLoadIndexThreshold and hostConnectingSessionThreshold (R-LI5), re-read every heartbeat")
-	f.StringVar(&provider, "sessions-provider", "auto", "where sessions come from: auto, logind, utmp, file:PATH or none")
+	f.StringVar(&provider, "sessions-provider", "auto", "where sessions come from: auto (xrdp when xrdp-sesman runs, else logind, else utmp), logind, utmp, xrdp, file:PATH or none")
 	f.BoolVar(&standard, "standard-features", true, "host supports multi-session, unauthenticated access and all protocols")
 	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&tlsOpts.CAFile, "ca-file", "", "PEM CA bundle to verify the broker's HTTPS certificate (default: the system's roots)")

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
@@ -34,6 +35,8 @@ type Main struct {
 	DataDir  string // SQLite file, admin.token
 	Database string // "" for SQLite in DataDir, postgres://... for PostgreSQL
 	Logger   *slog.Logger
+	// RDPProperties are the admins' extra .rdp properties (--rdp-defaults).
+	RDPProperties []broker.RDPProperty
 
 	// TLSCert and TLSKey make the broker serve HTTPS (reloaded when the
 	// files change or on SIGHUP). TLSClientCA, when set, makes the agent
@@ -53,6 +56,7 @@ type Main struct {
 	Server     *vhttp.Server
 	AdminToken string
 	listener   net.Listener
+	broker     *broker.Service
 	console    *console.Console
 	httpServer *http.Server
 	certs      *certReloader
@@ -117,8 +121,10 @@ func (m *Main) Open(ctx context.Context) error {
 		m.unlock()
 		return usageError{errors.New("--tls-client-ca needs --tls-cert and --tls-key")}
 	}
-	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, ObservePlacement: metrics.ObservePlacement,
-		StoreTimeout: m.StoreTimeout, Retention: m.Retention, AgentClientCert: m.TLSClientCA != ""})
+	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
+		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention})
+	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, Broker: m.broker,
+		AgentClientCert: m.TLSClientCA != ""})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	// Console and metrics read through the service's store: bounded by the
@@ -133,6 +139,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		m.console.Close()
 		m.Server.Close()
+		m.broker.Close()
 		st.Close()
 		m.unlock()
 		return fmt.Errorf("listen on %s: %w", m.Listen, err)
@@ -204,6 +211,9 @@ func (m *Main) Close() error {
 	if m.Server != nil {
 		errs = append(errs, m.Server.Close())
 	}
+	if m.broker != nil {
+		errs = append(errs, m.broker.Close())
+	}
 	if m.Store != nil {
 		errs = append(errs, m.Store.Close())
 	}
@@ -267,13 +277,22 @@ func checkAdminTokenFile(path, token string) (string, error) {
 
 func newServeCmd() *cobra.Command {
 	m := &Main{}
-	var logFormat, cpuProfile string
+	var logFormat, cpuProfile, rdpDefaults string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker: HTTP API, web console and metrics",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m.Logger = newLogger(logFormat)
+			if rdpDefaults != "" {
+				data, err := os.ReadFile(rdpDefaults)
+				if err == nil {
+					m.RDPProperties, err = broker.ParseRDPProperties(data)
+				}
+				if err != nil {
+					return usageError{fmt.Errorf("--rdp-defaults %s: %w", rdpDefaults, err)}
+				}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if cpuProfile != "" {
@@ -306,6 +325,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
+	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	cmd.Flags().MarkHidden("cpu-profile")

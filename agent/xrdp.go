@@ -1,0 +1,467 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Defaults of the xrdp provider.
+const (
+	DefaultProcDir     = "/proc"
+	DefaultXrdpSockDir = "/run/xrdp/sockdir" // Debian's --with-socketdir
+	defaultXrdpGrace   = 5 * time.Second
+)
+
+// XrdpProvider finds the host's xrdp sessions in /proc. xrdp 0.9 without
+// systemd writes its sessions neither to logind nor to utmp, and its own
+// listing (xrdp-sesadmin) needs the user's password, so the process tree
+// is the source that always answers:
+//
+//   - a session is an X server whose parent is a per-session xrdp-sesman
+//     process and whose first argument is its display (":10"); it runs as
+//     the session's user, whose name is the USER sesman put in its
+//     environment (else the uid's name);
+//   - the session is connected while the X server holds a connected socket
+//     on its xrdp_display_<N> listening socket in xrdp's socket directory:
+//     that is the end xorgxrdp accepted from the xrdp process serving the
+//     client, which closes when the client goes. /proc/net/unix does not
+//     name a socket's peer, but it lists an accepted socket with its
+//     listener's path, and the X server's fd links name its inodes, so the
+//     X server's own side answers without netlink (read in the X server's
+//     network namespace, /proc/<pid>/net/unix, in case the agent runs in
+//     another);
+//   - while xrdp is still attaching the client that started the session
+//     (an X server younger than LogonGrace that was never seen connected),
+//     the session is reported Active: it is being logged on to, not left,
+//     and a Pending session must not pass through Disconnected;
+//   - the id is "xrdp-<display>-<start>", the display and the X server's
+//     start time in clock ticks after boot: stable for the session's life,
+//     also across disconnects and reconnects, and never given to a later
+//     session on the same display.
+//
+// Logoff ends the X server (SIGTERM, SIGKILL after Grace), which ends the
+// session's window manager and sesman's session process, then the user's
+// processes left over from that session (those whose environment has
+// XRDP_SESSION and the session's DISPLAY, such as an ssh-agent), the same
+// way. Disconnect asks the X server to drop its client through xorgxrdp's
+// xrdp_disconnect_display_<N> socket, xrdp's own mechanism: the xrdp
+// process serving the client then ends its connection, and the session
+// stays for a reconnect. SendMessage is unsupported: an X session has no
+// terminal to write to.
+//
+// Only X servers with the xorgxrdp module (Xorg, Debian's default) are
+// reported; Xvnc sessions, which xrdp reaches over TCP, are not.
+type XrdpProvider struct {
+	// Proc is the proc file system's root (DefaultProcDir); tests point it
+	// at a recorded tree.
+	Proc string
+	// SockDir is xrdp's socket directory when the X server's environment
+	// does not name one (XRDP_SOCKET_PATH); DefaultXrdpSockDir when empty.
+	SockDir string
+	// LookupUser names a uid when the X server's environment has no USER.
+	LookupUser func(uid int) (string, error)
+	// Signal sends sig to the process pid that started at start (clock
+	// ticks after boot), and must not signal a later process that reused
+	// the pid; os.ErrProcessDone when it has gone.
+	Signal func(pid int, start uint64, sig syscall.Signal) error
+	// SendDatagram sends one datagram to a Unix socket path.
+	SendDatagram func(path string, msg []byte) error
+	// Self is the agent's own pid, never signalled.
+	Self int
+	// Grace is how long a process has to exit after SIGTERM before SIGKILL
+	// (defaultXrdpGrace when 0); Poll how often to look (100ms when 0).
+	Grace, Poll time.Duration
+	// LogonGrace is how long after its X server started a session that
+	// never had a client is still taken as logging on
+	// (defaultXrdpLogonGrace when 0).
+	LogonGrace time.Duration
+
+	mu        sync.Mutex
+	connected map[string]bool // sessions seen with a client
+}
+
+const defaultXrdpLogonGrace = 30 * time.Second
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's start time: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+var _ SessionProvider = (*XrdpProvider)(nil)
+
+// xrdpProc is what the provider knows of one process.
+type xrdpProc struct {
+	PIDStat
+	UID  int
+	Args []string
+	Env  []string // nil when unreadable
+}
+
+// xrdpSession is one xrdp session: its X server and what was read of it.
+type xrdpSession struct {
+	vdibroker.AgentSession
+	Display int
+	Server  xrdpProc
+	SockDir string
+	// Attached: a client is attached now (State may also be Active for
+	// a session being logged on to).
+	Attached bool
+}
+
+func (p *XrdpProvider) proc() string {
+	if p.Proc == "" {
+		return DefaultProcDir
+	}
+	return p.Proc
+}
+
+func (p *XrdpProvider) grace() time.Duration {
+	if p.Grace <= 0 {
+		return defaultXrdpGrace
+	}
+	return p.Grace
+}
+
+func (p *XrdpProvider) poll() time.Duration {
+	if p.Poll <= 0 {
+		return 100 * time.Millisecond
+	}
+	return p.Poll
+}
+
+// readProc reads one process; an error means it is gone or unreadable.
+func (p *XrdpProvider) readProc(pid int) (xrdpProc, error) {
+	dir := filepath.Join(p.proc(), strconv.Itoa(pid))
+	data, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return xrdpProc{}, err
+	}
+	st, err := ParsePIDStat(data)
+	if err != nil {
+		return xrdpProc{}, err
+	}
+	data, err = os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return xrdpProc{}, err
+	}
+	uid, err := ParseProcStatusUID(data)
+	if err != nil {
+		return xrdpProc{}, err
+	}
+	pr := xrdpProc{PIDStat: st, UID: uid}
+	if data, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
+		pr.Args = ParseNulList(data)
+	}
+	// Another user's environment is readable only by root (or that user).
+	if data, err := os.ReadFile(filepath.Join(dir, "environ")); err == nil {
+		pr.Env = ParseNulList(data)
+		if pr.Env == nil {
+			pr.Env = []string{}
+		}
+	}
+	return pr, nil
+}
+
+// procs reads every process of the tree, by pid; processes that end while
+// it reads are left out.
+func (p *XrdpProvider) procs() (map[int]xrdpProc, error) {
+	ents, err := os.ReadDir(p.proc())
+	if err != nil {
+		return nil, fmt.Errorf("xrdp sessions: %w", err)
+	}
+	all := make(map[int]xrdpProc, len(ents))
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if pr, err := p.readProc(pid); err == nil {
+			all[pid] = pr
+		}
+	}
+	return all, nil
+}
+
+// sockets returns the inodes of pid's sockets.
+func (p *XrdpProvider) sockets(pid int) map[uint64]bool {
+	dir := filepath.Join(p.proc(), strconv.Itoa(pid), "fd")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	held := make(map[uint64]bool)
+	for _, e := range ents {
+		link, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		if inode, ok := ParseSocketLink(link); ok {
+			held[inode] = true
+		}
+	}
+	return held
+}
+
+// uptime returns the time since boot, or false when unknown.
+func (p *XrdpProvider) uptime() (time.Duration, bool) {
+	data, err := os.ReadFile(filepath.Join(p.proc(), "uptime"))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0, false
+	}
+	sec, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || sec < 0 {
+		return 0, false
+	}
+	return time.Duration(sec * float64(time.Second)), true
+}
+
+// sessions finds the xrdp sessions among all processes, by display.
+func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
+	var list []xrdpSession
+	up, upKnown := p.uptime()
+	logonGrace := p.LogonGrace
+	if logonGrace <= 0 {
+		logonGrace = defaultXrdpLogonGrace
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := map[string]bool{}
+	for _, pr := range all {
+		if pr.State == 'Z' {
+			continue
+		}
+		n, ok := XrdpDisplay(pr.Args)
+		if !ok {
+			continue
+		}
+		parent, ok := all[pr.PPID]
+		if !ok || parent.Comm != "xrdp-sesman" {
+			continue // an X server xrdp did not start (a console, Xvfb)
+		}
+		if pr.Env != nil {
+			if _, ok := envValue(pr.Env, "XRDP_SESSION"); !ok {
+				continue
+			}
+		}
+		s := xrdpSession{Display: n, Server: pr, SockDir: p.SockDir}
+		if dir, ok := envValue(pr.Env, "XRDP_SOCKET_PATH"); ok && dir != "" {
+			s.SockDir = dir
+		}
+		if s.SockDir == "" {
+			s.SockDir = DefaultXrdpSockDir
+		}
+		user, _ := envValue(pr.Env, "USER")
+		if user == "" && p.LookupUser != nil {
+			user, _ = p.LookupUser(pr.UID)
+		}
+		if user == "" {
+			user = strconv.Itoa(pr.UID)
+		}
+		s.ID = "xrdp-" + strconv.Itoa(n) + "-" + strconv.FormatUint(pr.Start, 10)
+		s.User = user
+		s.State = vdibroker.StateDisconnected
+		if data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pr.PID), "net", "unix")); err == nil {
+			if table, err := ParseNetUnix(data); err == nil && displayConnected(table, p.sockets(pr.PID), s.SockDir, n) {
+				s.State, s.Attached = vdibroker.StateActive, true
+			}
+		}
+		if s.Attached {
+			seen[s.ID] = true
+		} else if p.connected[s.ID] {
+			seen[s.ID] = true
+		} else if age := up - time.Duration(pr.Start)*time.Second/clockTicks; upKnown && age < logonGrace {
+			s.State = vdibroker.StateActive // logging on
+		}
+		list = append(list, s)
+	}
+	p.connected = seen
+	sort.Slice(list, func(i, j int) bool { return list[i].Display < list[j].Display })
+	return list
+}
+
+func (p *XrdpProvider) find(id string) (xrdpSession, map[int]xrdpProc, error) {
+	all, err := p.procs()
+	if err != nil {
+		return xrdpSession{}, nil, err
+	}
+	for _, s := range p.sessions(all) {
+		if s.ID == id {
+			return s, all, nil
+		}
+	}
+	return xrdpSession{}, nil, fmt.Errorf("session %q: %w", id, ErrNoSession)
+}
+
+// Sessions implements SessionProvider.
+func (p *XrdpProvider) Sessions(ctx context.Context) ([]vdibroker.AgentSession, error) {
+	all, err := p.procs()
+	if err != nil {
+		return nil, err
+	}
+	var list []vdibroker.AgentSession
+	for _, s := range p.sessions(all) {
+		list = append(list, s.AgentSession)
+	}
+	return list, nil
+}
+
+// members are the session's user processes other than its X server: the
+// user's processes whose environment marks them as started in the session
+// (XRDP_SESSION and the session's DISPLAY), wherever they are in the tree
+// now (orphans are children of init).
+func (p *XrdpProvider) members(s xrdpSession, all map[int]xrdpProc) []xrdpProc {
+	var list []xrdpProc
+	for _, pr := range all {
+		if pr.PID == s.Server.PID || pr.PID <= 1 || pr.PID == p.Self || pr.UID != s.Server.UID || pr.State == 'Z' {
+			continue
+		}
+		if _, ok := envValue(pr.Env, "XRDP_SESSION"); !ok {
+			continue
+		}
+		if d, ok := envValue(pr.Env, "DISPLAY"); ok && onDisplay(d, s.Display) {
+			list = append(list, pr)
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].PID < list[j].PID })
+	return list
+}
+
+// alive reports whether the process pr (pid and start time) still runs.
+func (p *XrdpProvider) alive(pr xrdpProc) bool {
+	now, err := p.readProc(pr.PID)
+	return err == nil && now.Start == pr.Start && now.State != 'Z'
+}
+
+// end sends SIGTERM to the processes, waits up to Grace for them to exit,
+// then sends SIGKILL to the rest and waits once more. It returns the pids
+// still running at the end.
+func (p *XrdpProvider) end(ctx context.Context, procs []xrdpProc) []int {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		var left []xrdpProc
+		for _, pr := range procs {
+			if err := p.Signal(pr.PID, pr.Start, sig); err == nil || !errors.Is(err, os.ErrProcessDone) {
+				left = append(left, pr)
+			}
+		}
+		deadline := time.Now().Add(p.grace())
+		for len(left) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+			still := left[:0]
+			for _, pr := range left {
+				if p.alive(pr) {
+					still = append(still, pr)
+				}
+			}
+			left = still
+			if len(left) > 0 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(p.poll()):
+				}
+			}
+		}
+		procs = left
+		if len(procs) == 0 {
+			return nil
+		}
+	}
+	pids := make([]int, len(procs))
+	for i, pr := range procs {
+		pids[i] = pr.PID
+	}
+	return pids
+}
+
+// Logoff implements SessionProvider: the X server first (the session ends
+// with it), then whatever of the session's user processes is left.
+func (p *XrdpProvider) Logoff(ctx context.Context, id string) error {
+	s, _, err := p.find(id)
+	if err != nil {
+		return err
+	}
+	if left := p.end(ctx, []xrdpProc{s.Server}); len(left) > 0 {
+		return fmt.Errorf("log off session %q: X server (pid %d) still runs after SIGKILL", id, s.Server.PID)
+	}
+	all, err := p.procs()
+	if err != nil {
+		return fmt.Errorf("log off session %q: %w", id, err)
+	}
+	if left := p.end(ctx, p.members(s, all)); len(left) > 0 {
+		return fmt.Errorf("log off session %q: processes %v of user %q still run after SIGKILL", id, left, s.User)
+	}
+	return ctx.Err()
+}
+
+// Disconnect implements SessionProvider: xorgxrdp drops the client when a
+// datagram reaches the display's disconnect socket. A session that is not
+// connected is left as it is.
+func (p *XrdpProvider) Disconnect(ctx context.Context, id string) error {
+	s, _, err := p.find(id)
+	if err != nil {
+		return err
+	}
+	if !s.Attached {
+		return nil
+	}
+	path := filepath.Join(s.SockDir, "xrdp_disconnect_display_"+strconv.Itoa(s.Display))
+	if err := p.SendDatagram(path, []byte("sig")); err != nil {
+		return fmt.Errorf("disconnect session %q: %w", id, err)
+	}
+	deadline := time.Now().Add(p.grace())
+	for {
+		s, _, err := p.find(id)
+		if err != nil || !s.Attached {
+			return err // ended meanwhile: ErrNoSession
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("disconnect session %q: display :%d still has its client %s after the request to %s", id, s.Display, p.grace(), path)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(p.poll()):
+		}
+	}
+}
+
+// SendMessage implements SessionProvider: unsupported.
+func (p *XrdpProvider) SendMessage(ctx context.Context, id, message string) error {
+	if _, _, err := p.find(id); err != nil {
+		return err
+	}
+	return fmt.Errorf("send message to session %q: an xrdp session has no terminal to write to: %w", id, ErrUnsupported)
+}
+
+// xrdpSesmanRunning reports whether an xrdp-sesman process runs in the tree
+// under proc: the sign for `auto` that the host serves xrdp sessions.
+func xrdpSesmanRunning(proc string) bool {
+	ents, err := os.ReadDir(proc)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if st, err := ParsePIDStat(data); err == nil && st.Comm == "xrdp-sesman" && st.State != 'Z' {
+			return true
+		}
+	}
+	return false
+}
