@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"time"
 
 	"context"
@@ -310,8 +311,45 @@ func (v *poolView) apply(h *vdibroker.SessionHost, n int) {
 	ph := placement.HostFrom(h)
 	ph.Sessions += n
 	ph.Connecting += n
-	v.placer.Upsert(ph)
 	v.addrs[h.Name] = h.Address
+	if cur, ok := v.placer.Host(h.Name); ok && sameHost(&cur, &ph) {
+		// A reload re-reads every host: most are as the view has them
+		// (this server applied their heartbeats), and re-filing 10,000 of
+		// them under the view's lock would stall the pool's connects.
+		return
+	}
+	v.placer.Upsert(ph)
+}
+
+// sameHost reports whether a and b hold the same values (pointers compared
+// by what they point at: a read from the store makes new ones).
+func sameHost(a, b *placement.Host) bool {
+	return a.Name == b.Name && a.AllowNewSession == b.AllowNewSession && a.StandardFeatures == b.StandardFeatures &&
+		a.ShuttingDown == b.ShuttingDown && a.HealthError == b.HealthError &&
+		a.Sessions == b.Sessions && a.Connecting == b.Connecting && a.MetricsSessions == b.MetricsSessions &&
+		sameTime(a.LastHeartBeat, b.LastHeartBeat) && sameMetrics(a.Metrics, b.Metrics) &&
+		sameInt(a.Policy.HostLoadIndexThreshold, b.Policy.HostLoadIndexThreshold) &&
+		sameInt(a.Policy.HostConnectingSessionThreshold, b.Policy.HostConnectingSessionThreshold) &&
+		slices.Equal(a.AssignedUsers, b.AssignedUsers)
+}
+
+func sameTime(a, b *time.Time) bool { return a == b || a != nil && b != nil && a.Equal(*b) }
+func sameInt(a, b *int) bool        { return a == b || a != nil && b != nil && *a == *b }
+
+func sameMetrics(a, b *vdibroker.Metrics) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	x, y := *a, *b
+	if !sameInt(x.CustomLoadValue, y.CustomLoadValue) || !x.SampledAt.Equal(y.SampledAt) {
+		return false
+	}
+	x.CustomLoadValue, y.CustomLoadValue = nil, nil
+	x.SampledAt, y.SampledAt = time.Time{}, time.Time{}
+	return x == y
 }
 
 // ensure loads the view from the store when it is not loaded or stale.
@@ -385,9 +423,18 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 		v.rrRead = rr
 	}
 	seen := make(map[string]bool, len(hosts))
-	for _, h := range hosts {
+	for i, h := range hosts {
 		seen[h.Name] = true
 		v.upsertLocked(h, mark)
+		if i%reloadChunk == reloadChunk-1 {
+			// Let the pool's connects and heartbeats through: each host is
+			// consistent on its own, the view's other state is untouched.
+			// (A host registered meanwhile is not in this read and is
+			// dropped below, as one registered while the store was read
+			// already was; its next heartbeat brings it back.)
+			v.mu.Unlock()
+			v.lock()
+		}
 	}
 	for name := range v.addrs {
 		if !seen[name] {
@@ -445,6 +492,10 @@ func (vs *views) catchUpAll(ctx context.Context) {
 		}
 	}
 }
+
+// reloadChunk is how many hosts a reload applies per hold of the view's
+// lock.
+const reloadChunk = 512
 
 // refreshHost re-reads one host from the store into the view (after a lost
 // commit race or a session change).
