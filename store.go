@@ -172,6 +172,8 @@ type Store interface {
 	ListTokens(ctx context.Context) ([]*Token, error)
 	DeleteToken(ctx context.Context, id string) error
 	CreateRegistrationToken(ctx context.Context, t *RegistrationToken) error
+
+	FederationStore // federation.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,
