@@ -56,6 +56,8 @@ type Server struct {
 
 	svc    *broker.Service
 	ownSvc bool // made by NewServer: Close stops it
+
+	fed *federationState // federation.go; nil unless a pod
 }
 
 // NewServer returns a Server on cfg.Broker, or on a broker service of its

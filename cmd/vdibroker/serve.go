@@ -33,6 +33,8 @@ type Main struct {
 	DataDir  string // SQLite file, admin.token
 	Database string // "" for SQLite in DataDir, postgres://... for PostgreSQL
 	Logger   *slog.Logger
+	// Federation makes the broker a pod (federation_serve.go).
+	Federation FederationFlags
 
 	// Set by Open.
 	Store      vdibroker.Store
@@ -59,6 +61,10 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 		m.unlockDir = unlock
 	}
+	if err := m.Federation.load(); err != nil {
+		m.unlock()
+		return err
+	}
 	token, err := adminToken(m.DataDir)
 	if err != nil {
 		m.unlock()
@@ -74,11 +80,12 @@ func (m *Main) Open(ctx context.Context) error {
 	st = metrics.InstrumentStore(st)
 	m.Store = st
 	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, ObservePlacement: metrics.ObservePlacement})
+	m.Federation.attach(m.Server)
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: st, Logger: m.Logger})
 	m.Server.Mux().Handle("/", m.console)
-	m.Server.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
+	m.Server.Mux().Handle("GET /metrics", metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: st}))))
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		m.console.Close()
@@ -197,6 +204,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")
 	cmd.Flags().StringVar(&m.Database, "database", "", "database: empty for SQLite in --data-dir, or postgres://user:pass@host/db")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	m.Federation.addFlags(cmd.Flags())
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	cmd.Flags().MarkHidden("cpu-profile")

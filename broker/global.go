@@ -1,0 +1,744 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+)
+
+// PodClient calls a peer pod over the signed pod-to-pod API (R-G5). The
+// http package implements it; every call is bounded by the ctx it gets.
+type PodClient interface {
+	Loads(ctx context.Context, pod vdibroker.Pod) (*federation.LoadsResponse, error)
+	Sessions(ctx context.Context, pod vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error)
+	Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*Answer, error)
+}
+
+// GlobalConfig is what a Global needs: the pod's own broker service, its
+// identity (serve --pod-name, --site, --external-url) and its peers.
+type GlobalConfig struct {
+	Service *Service
+	Pod     string
+	Site    string
+	URL     string
+	Peers   PodClient
+	// PodTimeout bounds every pod-to-pod call (0 = 2s, R-G5).
+	PodTimeout time.Duration
+	// LoadTTL is how long a peer's load summary is reused (0 = 3s), so a
+	// global connect usually costs no load call at all.
+	LoadTTL time.Duration
+	// ObserveConnect, when set, is called once per global connect with its
+	// outcome (Created, Reconnect, DryRun or an error code) and the pod
+	// that answered ("" when none).
+	ObserveConnect func(outcome, pod string)
+	// ObservePodCall, when set, is called after every pod-to-pod call.
+	ObservePodCall func(peer, op string, d time.Duration, err error)
+}
+
+// Global is the Cloud Pod Architecture service of one pod (SPEC §7): the
+// federation document, global connects across pods (R-G1..R-G5), and the
+// pod side of the pod-to-pod API.
+type Global struct {
+	cfg   GlobalConfig
+	svc   *Service
+	locks keyedMutex
+
+	mu    sync.Mutex
+	loads map[string]*loadEntry // by peer pod name
+	peers map[string]*PeerStatus
+}
+
+// loadEntry is a peer's cached load summary (or the failure to get it).
+type loadEntry struct {
+	resp  *federation.LoadsResponse
+	err   error
+	at    time.Time
+	ready chan struct{} // closed once resp/err are set
+}
+
+// PeerStatus is what this pod knows of a peer from its last calls.
+type PeerStatus struct {
+	Pod         string     `json:"pod"`
+	Site        string     `json:"site"`
+	URL         string     `json:"url"`
+	LastContact *time.Time `json:"lastContact,omitempty"`
+	// Health is "ok", or why the last call failed.
+	Health string `json:"health"`
+	// Generation is the federation generation the peer holds (0: none).
+	Generation int64 `json:"generation"`
+	// GenerationMismatch flags a peer on another generation than this pod.
+	GenerationMismatch bool `json:"generationMismatch,omitempty"`
+	// LatencyMs is the duration of the last call.
+	LatencyMs float64 `json:"latencyMs"`
+}
+
+// GlobalConnectRequest is the body of POST
+// /globalentitlements/{name}/connect.
+type GlobalConnectRequest struct {
+	User   string   `json:"user"`
+	Groups []string `json:"groups,omitempty"`
+	DryRun bool     `json:"dryRun,omitempty"`
+}
+
+// GlobalAnswer is a pool connect's answer plus the pod and site that
+// answered and the decision (R-C7 for global entitlements).
+type GlobalAnswer struct {
+	vdibroker.ConnectResponse
+	Pod      string               `json:"pod"`
+	Site     string               `json:"site"`
+	Decision *federation.Decision `json:"decision"`
+	Created  bool                 `json:"-"`
+}
+
+// NewGlobal returns the federation service of a pod.
+func NewGlobal(cfg GlobalConfig) *Global {
+	if cfg.PodTimeout <= 0 {
+		cfg.PodTimeout = 2 * time.Second
+	}
+	if cfg.LoadTTL <= 0 {
+		cfg.LoadTTL = 3 * time.Second
+	}
+	return &Global{cfg: cfg, svc: cfg.Service, loads: map[string]*loadEntry{}, peers: map[string]*PeerStatus{}}
+}
+
+// Self is this pod's identity.
+func (g *Global) Self() federation.Self {
+	return federation.Self{Pod: g.cfg.Pod, Site: g.cfg.Site, URL: g.cfg.URL}
+}
+
+// PodTimeout is the bound of every pod-to-pod call.
+func (g *Global) PodTimeout() time.Duration { return g.cfg.PodTimeout }
+
+// PutDocument validates f as this pod sees it and stores it (the
+// generation check is the store's). Cached peer loads are dropped: the
+// members may have changed.
+func (g *Global) PutDocument(ctx context.Context, f *vdibroker.Federation) (bool, error) {
+	federation.Normalize(f)
+	if err := federation.Validate(f, g.Self()); err != nil {
+		return false, err
+	}
+	created, err := g.svc.store.PutFederation(ctx, f)
+	if err != nil {
+		return false, err
+	}
+	g.mu.Lock()
+	clear(g.loads)
+	g.mu.Unlock()
+	return created, nil
+}
+
+// Document returns the stored document (NotFound when none).
+func (g *Global) Document(ctx context.Context) (*vdibroker.Federation, error) {
+	return g.svc.store.GetFederation(ctx)
+}
+
+// FederationStatus is GET /federation: the document, this pod, and what
+// it knows of each peer.
+type FederationStatus struct {
+	Pod      string                `json:"pod"`
+	Site     string                `json:"site"`
+	Document *vdibroker.Federation `json:"document"`
+	Peers    []PeerStatus          `json:"peers"`
+}
+
+// Status returns the document with each peer's health and generation,
+// asking the peers whose load summary is not cached (in parallel, each
+// within the pod timeout).
+func (g *Global) Status(ctx context.Context) (*FederationStatus, error) {
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	for _, p := range doc.Pods {
+		if p.Name != g.cfg.Pod {
+			wg.Go(func() { g.peerLoads(ctx, p) })
+		}
+	}
+	wg.Wait()
+	st := &FederationStatus{Pod: g.cfg.Pod, Site: g.cfg.Site, Document: doc, Peers: []PeerStatus{}}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range doc.Pods {
+		if p.Name == g.cfg.Pod {
+			continue
+		}
+		ps := PeerStatus{Pod: p.Name, Site: p.Site, URL: p.URL, Health: "unknown"}
+		if known := g.peers[p.Name]; known != nil {
+			ps = *known
+			ps.Site, ps.URL = p.Site, p.URL
+		}
+		ps.GenerationMismatch = ps.Generation != doc.Generation
+		st.Peers = append(st.Peers, ps)
+	}
+	return st, nil
+}
+
+// EntitlementView is a global entitlement with its members' facts and
+// loads (GET /globalentitlements).
+type EntitlementView struct {
+	vdibroker.GlobalEntitlement
+	Members []MemberView `json:"members"`
+}
+
+// MemberView is one member with what its pod last said of it.
+type MemberView struct {
+	vdibroker.Member
+	Site string `json:"site"`
+	// Load is R-G2 under the entitlement's policy (absent under None or
+	// when unknown).
+	Load  *float64              `json:"load,omitempty"`
+	Facts *federation.PoolFacts `json:"facts,omitempty"`
+	// Error says why the member's pod could not be asked.
+	Error string `json:"error,omitempty"`
+}
+
+// Entitlements returns every global entitlement (or the one named, when
+// name is not empty: NotFound when there is none) with its members' loads.
+func (g *Global) Entitlements(ctx context.Context, name string) ([]EntitlementView, error) {
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	states := g.gather(ctx, doc, doc.Pods, "", false)
+	out := []EntitlementView{}
+	for _, ge := range doc.GlobalEntitlements {
+		if name != "" && ge.Name != name {
+			continue
+		}
+		v := EntitlementView{GlobalEntitlement: ge, Members: []MemberView{}}
+		for _, m := range ge.Members {
+			mv := MemberView{Member: m}
+			if p := doc.Pod(m.Pod); p != nil {
+				mv.Site = p.Site
+			}
+			st := states[m.Pod]
+			if st.Err != "" {
+				mv.Error = st.Err
+			} else if f, ok := st.Pools[m.HostPool]; ok {
+				mv.Facts = &f
+				if l, ok := federation.PoolLoad(f, ge.SessionDistribution); ok {
+					mv.Load = &l
+				}
+			}
+			v.Members = append(v.Members, mv)
+		}
+		out = append(out, v)
+	}
+	if name != "" && len(out) == 0 {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q not found", name)
+	}
+	return out, nil
+}
+
+// podState is what gather learnt of one pod.
+type podState struct {
+	federation.PodState
+	sessions []*vdibroker.UserSession
+}
+
+// gather asks every pod of pods, in parallel, for its member pools' facts
+// (peers: from the cache when fresh) and, when user is set, for the user's
+// sessions in its member pools of ge. A peer that fails is named with why.
+func (g *Global) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge ...*vdibroker.GlobalEntitlement) map[string]podState {
+	out := make(map[string]podState, len(pods))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		var pools []string
+		for _, e := range ge {
+			for _, m := range e.Members {
+				if m.Pod == p.Name {
+					pools = append(pools, m.HostPool)
+				}
+			}
+		}
+		wg.Go(func() {
+			var st podState
+			if p.Name == g.cfg.Pod {
+				st.Pools = g.localFacts(ctx, doc)
+				if sessions {
+					var err error
+					st.sessions, err = g.localSessions(ctx, user, pools)
+					if err != nil {
+						st.Err = "unavailable: " + vdibroker.ErrorMessage(err)
+					}
+				}
+			} else {
+				st = g.remoteState(ctx, p, user, pools, sessions)
+			}
+			mu.Lock()
+			out[p.Name] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// remoteState is gather for one peer: its loads (cached) and the user's
+// sessions, asked at the same time; a peer known to be unreachable from
+// the last few seconds is not asked again (each connect would otherwise
+// wait out its timeout).
+func (g *Global) remoteState(ctx context.Context, p vdibroker.Pod, user string, pools []string, sessions bool) podState {
+	var st podState
+	if e := g.cachedFailure(p.Name); e != nil {
+		st.Err = g.reason(e)
+		return st
+	}
+	var (
+		wg      sync.WaitGroup
+		lr      *federation.LoadsResponse
+		lerr    error
+		sessErr error
+	)
+	wg.Go(func() { lr, lerr = g.peerLoads(ctx, p) })
+	if sessions && len(pools) > 0 {
+		wg.Go(func() {
+			st.sessions, sessErr = g.callSessions(ctx, p, federation.SessionsRequest{User: user, HostPools: pools})
+		})
+	}
+	wg.Wait()
+	switch {
+	case lerr != nil:
+		st.Err = g.reason(lerr)
+	case sessErr != nil:
+		st.Err = g.reason(sessErr)
+	default:
+		st.Pools = map[string]federation.PoolFacts{}
+		for _, f := range lr.Pools {
+			st.Pools[f.HostPool] = f
+		}
+	}
+	return st
+}
+
+// reason is how a failed pod call reads in a decision.
+func (g *Global) reason(err error) string {
+	var e *vdibroker.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("unreachable: timeout after %s", g.cfg.PodTimeout)
+	case errors.As(err, &e):
+		return "refused: " + e.Message
+	}
+	return "unreachable: " + err.Error()
+}
+
+// cachedFailure returns the error of a fresh failed load call to pod.
+func (g *Global) cachedFailure(pod string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.loads[pod]
+	if e == nil {
+		return nil
+	}
+	select {
+	case <-e.ready:
+	default:
+		return nil
+	}
+	if e.err != nil && time.Since(e.at) < g.cfg.LoadTTL {
+		return e.err
+	}
+	return nil
+}
+
+// peerLoads returns pod's load summary: the cached one while fresh, else
+// one call (shared by every connect that needs it meanwhile), bounded by
+// the pod timeout.
+func (g *Global) peerLoads(ctx context.Context, p vdibroker.Pod) (*federation.LoadsResponse, error) {
+	g.mu.Lock()
+	e := g.loads[p.Name]
+	fresh := false
+	if e != nil {
+		select {
+		case <-e.ready:
+			fresh = time.Since(e.at) < g.cfg.LoadTTL
+		default:
+			fresh = true // in flight: wait for it
+		}
+	}
+	if !fresh {
+		e = &loadEntry{ready: make(chan struct{})}
+		g.loads[p.Name] = e
+		go func() {
+			// Not tied to the caller: other connects wait for this call.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.PodTimeout)
+			defer cancel()
+			start := time.Now()
+			resp, err := g.cfg.Peers.Loads(cctx, p)
+			g.observe(p, "loads", start, err, resp)
+			g.mu.Lock()
+			e.resp, e.err, e.at = resp, err, time.Now()
+			g.mu.Unlock()
+			close(e.ready)
+		}()
+	}
+	g.mu.Unlock()
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return e.resp, e.err
+}
+
+// placed counts a new session in pod's cached summary, so the connects
+// until the next refresh see it and a logon storm does not pile onto the
+// pod that looked least loaded a few seconds ago.
+func (g *Global) placed(pod, pool string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.loads[pod]
+	if e == nil || e.resp == nil {
+		return
+	}
+	resp := *e.resp
+	resp.Pools = slices.Clone(resp.Pools)
+	for i := range resp.Pools {
+		if resp.Pools[i].HostPool == pool {
+			resp.Pools[i].Sessions++
+		}
+	}
+	e.resp = &resp
+}
+
+// observe records a pod call in the peer's status and the metrics hook.
+func (g *Global) observe(p vdibroker.Pod, op string, start time.Time, err error, lr *federation.LoadsResponse) {
+	d := time.Since(start)
+	if g.cfg.ObservePodCall != nil {
+		g.cfg.ObservePodCall(p.Name, op, d, err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ps := g.peers[p.Name]
+	if ps == nil {
+		ps = &PeerStatus{Pod: p.Name}
+		g.peers[p.Name] = ps
+	}
+	ps.LatencyMs = float64(d.Microseconds()) / 1000
+	if err != nil {
+		ps.Health = g.reason(err)
+		return
+	}
+	now := time.Now().UTC()
+	ps.LastContact, ps.Health = &now, "ok"
+	if lr != nil {
+		ps.Generation = lr.Generation
+	}
+}
+
+func (g *Global) callSessions(ctx context.Context, p vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+	defer cancel()
+	start := time.Now()
+	s, err := g.cfg.Peers.Sessions(ctx, p, req)
+	g.observe(p, "sessions", start, err, nil)
+	return s, err
+}
+
+func (g *Global) callConnect(ctx context.Context, p vdibroker.Pod, req federation.ConnectRequest) (*Answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+	defer cancel()
+	start := time.Now()
+	a, err := g.cfg.Peers.Connect(ctx, p, req)
+	var e *vdibroker.Error
+	callErr := err
+	if errors.As(err, &e) {
+		callErr = nil // the pod answered: a refusal is not a failed call
+	}
+	g.observe(p, "connect", start, callErr, nil)
+	return a, err
+}
+
+// Connect is a connect to global entitlement name (SPEC §7): the user's
+// existing session in scope first (R-G1), else a new one in the member
+// pool R-G2..R-G4 choose, made by the chosen pod through its own connect
+// path, so its database enforces its limits (R-C4). A pod that does not
+// answer within the pod timeout is skipped and named (R-G5).
+func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequest) (a *GlobalAnswer, err error) {
+	defer func() {
+		if g.cfg.ObserveConnect == nil {
+			return
+		}
+		switch {
+		case err != nil:
+			g.cfg.ObserveConnect(vdibroker.ErrorCode(err), "")
+		case a.DryRun:
+			g.cfg.ObserveConnect("DryRun", a.Pod)
+		case a.Reconnect:
+			g.cfg.ObserveConnect("Reconnect", a.Pod)
+		default:
+			g.cfg.ObserveConnect("Created", a.Pod)
+		}
+	}()
+	if err := vdibroker.ValidateUser("user", req.User); err != nil {
+		return nil, err
+	}
+	for i, grp := range req.Groups {
+		if err := vdibroker.ValidateUser(fmt.Sprintf("groups[%d]", i), grp); err != nil {
+			return nil, err
+		}
+	}
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ge := doc.Entitlement(name)
+	if ge == nil {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q not found", name)
+	}
+	// One user's connects to one entitlement, one at a time on this pod,
+	// so they do not make two sessions in two pods.
+	unlock := g.locks.Lock(name + "\x00" + req.User)
+	defer unlock()
+
+	start, _ := federation.StartSite(doc, ge, req.User, req.Groups, g.cfg.Pod)
+	scope := federation.Scope(doc, ge, g.cfg.Pod, start)
+	states := g.gather(ctx, doc, scope, req.User, true, ge)
+	in := federation.Input{Doc: doc, Entitlement: ge, ConnectedPod: g.cfg.Pod, User: req.User, Groups: req.Groups,
+		Pods: map[string]federation.PodState{}}
+	for pod, st := range states {
+		in.Pods[pod] = st.PodState
+	}
+	d, cands := federation.Plan(in)
+
+	// R-G1: the existing session, in search order.
+	for _, p := range scope {
+		st := states[p.Name]
+		if st.Err != "" || len(st.sessions) == 0 {
+			continue
+		}
+		c := federation.Candidate{Pod: p.Name, HostPool: firstMember(ge, p.Name, st.sessions)}
+		ans, err := g.try(ctx, doc, ge, c, req)
+		if err == nil {
+			d.ExistingSession = &c
+			return g.answer(d, c, doc, ans), nil
+		}
+		if errNotPlaced(err) {
+			d.Skip(c, skipReason(err))
+			cands = slices.DeleteFunc(cands, func(x federation.Candidate) bool { return x == c })
+		} else {
+			cands = d.SkipPod(c.Pod, g.reason(err), cands)
+		}
+		break
+	}
+	for len(cands) > 0 {
+		c := cands[0]
+		cands = cands[1:]
+		ans, err := g.try(ctx, doc, ge, c, req)
+		if err == nil {
+			if ans.Created && c.Pod != g.cfg.Pod {
+				g.placed(c.Pod, c.HostPool)
+			}
+			return g.answer(d, c, doc, ans), nil
+		}
+		if errNotPlaced(err) {
+			d.Skip(c, skipReason(err))
+			continue
+		}
+		if c.Pod == g.cfg.Pod {
+			return nil, err // this pod's own failure (its store): say so
+		}
+		cands = d.SkipPod(c.Pod, g.reason(err), cands)
+	}
+	return nil, noCapacity(d)
+}
+
+// try connects the user into candidate c: this pod's own connect path, or
+// the pod-to-pod connect of c's pod.
+func (g *Global) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c federation.Candidate, req GlobalConnectRequest) (*Answer, error) {
+	if c.Pod == g.cfg.Pod {
+		return g.svc.Connect(ctx, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+	}
+	return g.callConnect(ctx, *doc.Pod(c.Pod), federation.ConnectRequest{
+		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun})
+}
+
+// errNotPlaced reports a pool's refusal to take the session (it answered;
+// the next candidate may).
+func errNotPlaced(err error) bool {
+	switch vdibroker.ErrorCode(err) {
+	case vdibroker.ENoCapacity, vdibroker.ENotAssigned, vdibroker.ENotFound, vdibroker.EHostStarting:
+		return true
+	}
+	return false
+}
+
+func skipReason(err error) string {
+	switch vdibroker.ErrorCode(err) {
+	case vdibroker.ENoCapacity:
+		return federation.SkipNoCapacity
+	case vdibroker.ENotFound:
+		return federation.SkipNotFound
+	}
+	return vdibroker.ErrorCode(err) + ": " + vdibroker.ErrorMessage(err)
+}
+
+// noCapacity is the refusal when no candidate took the session: the
+// message names every pod and why it was passed over (R-C5 style).
+func noCapacity(d *federation.Decision) error {
+	var why []string
+	for _, p := range d.Pods {
+		why = append(why, fmt.Sprintf("%s (%s): %s", p.Pod, p.Site, p.Skipped))
+	}
+	return vdibroker.Errorf(vdibroker.ENoCapacity,
+		"global entitlement %q has no member host pool that can take a session in scope %s from site %s: %s; add capacity to its member pools or widen its scope",
+		d.GlobalEntitlement, d.Scope, d.StartSite, strings.Join(why, "; "))
+}
+
+func (g *Global) answer(d *federation.Decision, c federation.Candidate, doc *vdibroker.Federation, a *Answer) *GlobalAnswer {
+	d.Choose(c)
+	ga := &GlobalAnswer{ConnectResponse: a.ConnectResponse, Pod: c.Pod, Decision: d, Created: a.Created}
+	if p := doc.Pod(c.Pod); p != nil {
+		ga.Site = p.Site
+	}
+	return ga
+}
+
+// firstMember returns the member pool (of pod, in listed order) that holds
+// one of sessions.
+func firstMember(ge *vdibroker.GlobalEntitlement, pod string, sessions []*vdibroker.UserSession) string {
+	for _, m := range ge.Members {
+		if m.Pod != pod {
+			continue
+		}
+		for _, s := range sessions {
+			if s.HostPool == m.HostPool {
+				return m.HostPool
+			}
+		}
+	}
+	return sessions[0].HostPool
+}
+
+// memberPools returns this pod's member pools in every global entitlement
+// of doc, each once, in document order.
+func (g *Global) memberPools(doc *vdibroker.Federation) []string {
+	var out []string
+	for _, ge := range doc.GlobalEntitlements {
+		for _, m := range ge.Members {
+			if m.Pod == g.cfg.Pod && !slices.Contains(out, m.HostPool) {
+				out = append(out, m.HostPool)
+			}
+		}
+	}
+	return out
+}
+
+// localFacts are this pod's member pools' facts, read now from its store.
+func (g *Global) localFacts(ctx context.Context, doc *vdibroker.Federation) map[string]federation.PoolFacts {
+	out := map[string]federation.PoolFacts{}
+	for _, name := range g.memberPools(doc) {
+		pool, hosts, err := g.svc.SessionHosts(ctx, name)
+		if err != nil {
+			out[name] = federation.PoolFacts{HostPool: name}
+			continue
+		}
+		g.svc.Present(pool, hosts)
+		out[name] = federation.Facts(pool, hosts)
+	}
+	return out
+}
+
+// localSessions are the user's open sessions in pools of this pod.
+func (g *Global) localSessions(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
+	var out []*vdibroker.UserSession
+	for _, p := range pools {
+		list, err := g.svc.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: p, User: user})
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range list {
+			if s.Open() {
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// PodLoads is the pod side of LoadsPath: this pod's member pools' facts.
+func (g *Global) PodLoads(ctx context.Context) (*federation.LoadsResponse, error) {
+	resp := &federation.LoadsResponse{Pod: g.cfg.Pod, Site: g.cfg.Site, Pools: []federation.PoolFacts{}}
+	doc, err := g.Document(ctx)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		return resp, nil // no document yet: generation 0, nothing to offer
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp.Generation = doc.Generation
+	facts := g.localFacts(ctx, doc)
+	for _, name := range g.memberPools(doc) {
+		resp.Pools = append(resp.Pools, facts[name])
+	}
+	return resp, nil
+}
+
+// PodSessions is the pod side of SessionsPath: the user's open sessions
+// in those of the named pools that are members of this pod.
+func (g *Global) PodSessions(ctx context.Context, req federation.SessionsRequest) (*federation.SessionsResponse, error) {
+	if err := vdibroker.ValidateUser("user", req.User); err != nil {
+		return nil, err
+	}
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	members := g.memberPools(doc)
+	var pools []string
+	for _, p := range req.HostPools {
+		if slices.Contains(members, p) {
+			pools = append(pools, p)
+		}
+	}
+	list, err := g.localSessions(ctx, req.User, pools)
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []*vdibroker.UserSession{}
+	}
+	return &federation.SessionsResponse{Sessions: list}, nil
+}
+
+// PodConnect is the pod side of ConnectPath: a connect into one of this
+// pod's member pools, through the pod's own connect path.
+func (g *Global) PodConnect(ctx context.Context, req federation.ConnectRequest) (*Answer, error) {
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(g.memberPools(doc), req.HostPool) {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "host pool %q is not a member of a global entitlement on pod %s", req.HostPool, g.cfg.Pod)
+	}
+	return g.svc.Connect(ctx, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+}
+
+// The federation document's store calls, bounded by the store timeout
+// like every other call of the service (guard.go).
+
+func (g *guardedStore) GetFederation(ctx context.Context) (*vdibroker.Federation, error) {
+	ctx, cancel := g.ctx(ctx)
+	defer cancel()
+	v, err := g.Store.GetFederation(ctx)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) PutFederation(ctx context.Context, f *vdibroker.Federation) (bool, error) {
+	ctx, cancel := g.ctx(ctx)
+	defer cancel()
+	v, err := g.Store.PutFederation(ctx, f)
+	return v, g.health.check(err)
+}
