@@ -311,6 +311,7 @@ func (g *Global) remoteState(ctx context.Context, p vdibroker.Pod, user string, 
 		st.Err = g.reason(lerr)
 	case sessErr != nil:
 		st.Err = g.reason(sessErr)
+		g.markFailed(p.Name, sessErr)
 	default:
 		st.Pools = map[string]federation.PoolFacts{}
 		for _, f := range lr.Pools {
@@ -391,6 +392,21 @@ func (g *Global) peerLoads(ctx context.Context, p vdibroker.Pod) (*federation.Lo
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return e.resp, e.err
+}
+
+// markFailed remembers, for the load TTL, that a call to pod failed in
+// transport (a refusal it answered is not a failure), so the connects
+// meanwhile skip it at once instead of each waiting out the pod timeout.
+func (g *Global) markFailed(pod string, err error) {
+	var e *vdibroker.Error
+	if errors.As(err, &e) {
+		return
+	}
+	ready := make(chan struct{})
+	close(ready)
+	g.mu.Lock()
+	g.loads[pod] = &loadEntry{err: err, at: time.Now(), ready: ready}
+	g.mu.Unlock()
 }
 
 // placed counts a new session in pod's cached summary, so the connects
@@ -529,6 +545,7 @@ func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequ
 			d.Skip(c, skipReason(err))
 			cands = slices.DeleteFunc(cands, func(x federation.Candidate) bool { return x == c })
 		} else {
+			g.markFailed(c.Pod, err)
 			cands = d.SkipPod(c.Pod, g.reason(err), cands)
 		}
 		break
@@ -550,6 +567,7 @@ func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequ
 		if c.Pod == g.cfg.Pod {
 			return nil, err // this pod's own failure (its store): say so
 		}
+		g.markFailed(c.Pod, err)
 		cands = d.SkipPod(c.Pod, g.reason(err), cands)
 	}
 	return nil, noCapacity(d)
