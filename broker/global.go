@@ -207,7 +207,7 @@ func (g *Global) Entitlements(ctx context.Context, name string) ([]EntitlementVi
 	if err != nil {
 		return nil, err
 	}
-	states := g.gather(ctx, doc, doc.Pods, "", false)
+	states := g.gather(ctx, doc, doc.Pods, "", false, nil)
 	out := []EntitlementView{}
 	for _, ge := range doc.GlobalEntitlements {
 		if name != "" && ge.Name != name {
@@ -245,16 +245,17 @@ type podState struct {
 }
 
 // gather asks every pod of pods, in parallel, for its member pools' facts
-// (peers: from the cache when fresh) and, when user is set, for the user's
+// (peers: from the cache when fresh; this pod: its pools of ge, or all its
+// member pools without ge) and, when sessions is set, for the user's
 // sessions in its member pools of ge. A peer that fails is named with why.
-func (g *Global) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge ...*vdibroker.GlobalEntitlement) map[string]podState {
+func (g *Global) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement) map[string]podState {
 	out := make(map[string]podState, len(pods))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range pods {
 		var pools []string
-		for _, e := range ge {
-			for _, m := range e.Members {
+		if ge != nil {
+			for _, m := range ge.Members {
 				if m.Pod == p.Name {
 					pools = append(pools, m.HostPool)
 				}
@@ -263,7 +264,10 @@ func (g *Global) gather(ctx context.Context, doc *vdibroker.Federation, pods []v
 		wg.Go(func() {
 			var st podState
 			if p.Name == g.cfg.Pod {
-				st.Pools = g.localFacts(ctx, doc)
+				if ge == nil {
+					pools = g.memberPools(doc)
+				}
+				st.Pools = g.localFacts(ctx, pools)
 				if sessions {
 					var err error
 					st.sessions, err = g.localSessions(ctx, user, pools)
@@ -654,10 +658,10 @@ func (g *Global) memberPools(doc *vdibroker.Federation) []string {
 	return out
 }
 
-// localFacts are this pod's member pools' facts, read now from its store.
-func (g *Global) localFacts(ctx context.Context, doc *vdibroker.Federation) map[string]federation.PoolFacts {
+// localFacts are the facts of pools of this pod, read now from its store.
+func (g *Global) localFacts(ctx context.Context, pools []string) map[string]federation.PoolFacts {
 	out := map[string]federation.PoolFacts{}
-	for _, name := range g.memberPools(doc) {
+	for _, name := range pools {
 		pool, hosts, err := g.svc.SessionHosts(ctx, name)
 		if err != nil {
 			out[name] = federation.PoolFacts{HostPool: name}
@@ -697,8 +701,9 @@ func (g *Global) PodLoads(ctx context.Context) (*federation.LoadsResponse, error
 		return nil, err
 	}
 	resp.Generation = doc.Generation
-	facts := g.localFacts(ctx, doc)
-	for _, name := range g.memberPools(doc) {
+	members := g.memberPools(doc)
+	facts := g.localFacts(ctx, members)
+	for _, name := range members {
 		resp.Pools = append(resp.Pools, facts[name])
 	}
 	return resp, nil

@@ -55,7 +55,7 @@ func freePort(tb testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func startPod(t *testing.T, bin, dir, secretFile, name, site string) *fedPod {
+func startPod(t testing.TB, bin, dir, secretFile, name, site string) *fedPod {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	url := "http://" + addr
@@ -87,7 +87,7 @@ func startPod(t *testing.T, bin, dir, secretFile, name, site string) *fedPod {
 // addPool creates a pooled BreadthFirst pool with one session host, which
 // a goroutine keeps Available with a heartbeat every second until the test
 // ends.
-func addPool(t *testing.T, p *fedPod, pool string, limit int) {
+func addPool(t testing.TB, p *fedPod, pool string, limit int) {
 	t.Helper()
 	p.api.call("PUT", "/hostpools/"+pool, map[string]any{
 		"hostPoolType": "Pooled", "loadBalancerType": "BreadthFirst", "maxSessionLimit": limit, "heartbeatTimeoutSeconds": 10,
