@@ -53,6 +53,8 @@ type Global struct {
 	mu    sync.Mutex
 	loads map[string]*loadEntry // by peer pod name
 	peers map[string]*PeerStatus
+	doc   *vdibroker.Federation // cached for docTTL from docAt
+	docAt time.Time
 }
 
 // loadEntry is a peer's cached load summary (or the failure to get it).
@@ -113,6 +115,17 @@ func (g *Global) Self() federation.Self {
 	return federation.Self{Pod: g.cfg.Pod, Site: g.cfg.Site, URL: g.cfg.URL}
 }
 
+// site is this pod's site: --site, else what the document says.
+func (g *Global) site(doc *vdibroker.Federation) string {
+	if g.cfg.Site != "" {
+		return g.cfg.Site
+	}
+	if p := doc.Pod(g.cfg.Pod); p != nil {
+		return p.Site
+	}
+	return ""
+}
+
 // PodTimeout is the bound of every pod-to-pod call.
 func (g *Global) PodTimeout() time.Duration { return g.cfg.PodTimeout }
 
@@ -130,13 +143,33 @@ func (g *Global) PutDocument(ctx context.Context, f *vdibroker.Federation) (bool
 	}
 	g.mu.Lock()
 	clear(g.loads)
+	g.doc = nil
 	g.mu.Unlock()
 	return created, nil
 }
 
-// Document returns the stored document (NotFound when none).
+// docTTL is how long the stored document is reused from memory: every
+// global connect and pod-to-pod call reads it, and a PUT on another
+// replica of this pod is seen within it (a PUT here at once).
+const docTTL = time.Second
+
+// Document returns the stored document (NotFound when none). Callers must
+// not change it.
 func (g *Global) Document(ctx context.Context) (*vdibroker.Federation, error) {
-	return g.svc.store.GetFederation(ctx)
+	g.mu.Lock()
+	doc, at := g.doc, g.docAt
+	g.mu.Unlock()
+	if doc != nil && time.Since(at) < docTTL {
+		return doc, nil
+	}
+	doc, err := g.svc.store.GetFederation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.doc, g.docAt = doc, time.Now()
+	g.mu.Unlock()
+	return doc, nil
 }
 
 // FederationStatus is GET /federation: the document, this pod, and what
@@ -163,7 +196,7 @@ func (g *Global) Status(ctx context.Context) (*FederationStatus, error) {
 		}
 	}
 	wg.Wait()
-	st := &FederationStatus{Pod: g.cfg.Pod, Site: g.cfg.Site, Document: doc, Peers: []PeerStatus{}}
+	st := &FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []PeerStatus{}}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range doc.Pods {
@@ -403,8 +436,8 @@ func (g *Global) peerLoads(ctx context.Context, p vdibroker.Pod) (*federation.Lo
 // meanwhile skip it at once instead of each waiting out the pod timeout.
 func (g *Global) markFailed(pod string, err error) {
 	var e *vdibroker.Error
-	if errors.As(err, &e) {
-		return
+	if errors.As(err, &e) || errors.Is(err, context.Canceled) {
+		return // an answer, or our own caller gone: the peer is fine
 	}
 	ready := make(chan struct{})
 	close(ready)
@@ -568,8 +601,16 @@ func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequ
 			d.Skip(c, skipReason(err))
 			continue
 		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if c.Pod == g.cfg.Pod {
-			return nil, err // this pod's own failure (its store): say so
+			// This pod's own failure (its store down, say): the other
+			// pods may still place the user, which is what a federation
+			// is for. The decision says why this pod was passed over.
+			g.svc.log.WarnContext(ctx, "global connect: this pod's connect failed; trying other pods", "pool", c.HostPool, "err", err)
+			cands = d.SkipPod(c.Pod, "unavailable: "+vdibroker.ErrorMessage(err), cands)
+			continue
 		}
 		g.markFailed(c.Pod, err)
 		cands = d.SkipPod(c.Pod, g.reason(err), cands)
@@ -700,7 +741,7 @@ func (g *Global) PodLoads(ctx context.Context) (*federation.LoadsResponse, error
 	if err != nil {
 		return nil, err
 	}
-	resp.Generation = doc.Generation
+	resp.Generation, resp.Site = doc.Generation, g.site(doc)
 	members := g.memberPools(doc)
 	facts := g.localFacts(ctx, members)
 	for _, name := range members {
