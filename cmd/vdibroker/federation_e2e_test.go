@@ -444,4 +444,24 @@ func TestFederationE2E(t *testing.T) {
 			t.Fatalf("second connect took %s with ams1 %q; want it skipped at once", took, gina.skipped("ams1"))
 		}
 	})
+
+	t.Run("metrics: global connects by outcome and pod, pod calls and failures", func(t *testing.T) {
+		res, err := http.Get(fra1.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, want := range []string{
+			`vdibroker_global_connects_total{outcome="Created",pod="ams1"} 1`,
+			`vdibroker_global_connects_total{outcome="Created",pod="fra1"} 2`,
+			`vdibroker_global_connects_total{outcome="NoCapacity",pod=""} 1`,
+			`vdibroker_pod_call_failures_total{op="sessions",peer="ams1"} 1`,
+			`vdibroker_pod_call_duration_seconds_count{op="connect",peer="ams1"}`,
+		} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
 }
