@@ -15,9 +15,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -442,6 +445,39 @@ func TestFederationE2E(t *testing.T) {
 		gina := connect(fra1, "office", map[string]any{"user": "gina"}, 201)
 		if took := time.Since(start); took > fedTimeout/2 || gina.skipped("ams1") == "" {
 			t.Fatalf("second connect took %s with ams1 %q; want it skipped at once", took, gina.skipped("ams1"))
+		}
+	})
+
+	t.Run("the console shows the federation", func(t *testing.T) {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := c.Get(fra1.url + "/signin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+		if m == nil {
+			t.Fatalf("no sign-in form:\n%s", page)
+		}
+		form := url.Values{"csrf": {string(m[1])}, "token": {fedAdmin}, "next": {"/federation"}}
+		req, _ := http.NewRequest("POST", fra1.url+"/signin", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", fra1.url)
+		if res, err = c.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res, err = c.Get(fra1.url + "/federation"); err != nil {
+			t.Fatal(err)
+		}
+		page, _ = io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, want := range []string{`data-peer="ams1"`, `data-peer="nyc1"`, "Global entitlement small-within", `data-member="nyc1/office-nyc1"`} {
+			if !strings.Contains(string(page), want) {
+				t.Errorf("console /federation (HTTP %d) lacks %s", res.StatusCode, want)
+			}
 		}
 	})
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/console"
 	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
@@ -90,4 +91,11 @@ func (f *FederationFlags) attach(srv *vhttp.Server) {
 func (f *FederationFlags) registry(reg *prometheus.Registry) *prometheus.Registry {
 	metrics.RegisterFederation(reg)
 	return reg
+}
+
+// addConsole adds the console's federation page when --pod-name is set.
+func (f *FederationFlags) addConsole(c *console.Console) {
+	if f.PodName != "" {
+		c.EnableFederation()
+	}
 }

@@ -84,6 +84,7 @@ func (m *Main) Open(ctx context.Context) error {
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: st, Logger: m.Logger})
+	m.Federation.addConsole(m.console)
 	m.Server.Mux().Handle("/", m.console)
 	m.Server.Mux().Handle("GET /metrics", metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: st}))))
 	ln, err := net.Listen("tcp", m.Listen)
