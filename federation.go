@@ -100,4 +100,9 @@ type FederationStore interface {
 	// needs a new generation); the stored generation with the same content
 	// changes nothing. created reports that no document was stored before.
 	PutFederation(ctx context.Context, f *Federation) (created bool, err error)
+	// OpenSessionsOfUser returns user's open sessions (not LoggedOff) in
+	// each of pools, pool by pool. It reads only the user's sessions, so a
+	// global connect's lookup of the user in every pod (R-G1) stays cheap
+	// however many sessions the pools hold.
+	OpenSessionsOfUser(ctx context.Context, user string, pools []string) ([]*UserSession, error)
 }

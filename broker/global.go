@@ -716,19 +716,10 @@ func (g *Global) localFacts(ctx context.Context, pools []string) map[string]fede
 
 // localSessions are the user's open sessions in pools of this pod.
 func (g *Global) localSessions(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
-	var out []*vdibroker.UserSession
-	for _, p := range pools {
-		list, err := g.svc.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: p, User: user})
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range list {
-			if s.Open() {
-				out = append(out, s)
-			}
-		}
+	if len(pools) == 0 {
+		return nil, nil
 	}
-	return out, nil
+	return g.svc.store.OpenSessionsOfUser(ctx, user, pools)
 }
 
 // PodLoads is the pod side of LoadsPath: this pod's member pools' facts.
@@ -804,5 +795,12 @@ func (g *guardedStore) PutFederation(ctx context.Context, f *vdibroker.Federatio
 	ctx, cancel := g.ctx(ctx)
 	defer cancel()
 	v, err := g.Store.PutFederation(ctx, f)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) OpenSessionsOfUser(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
+	ctx, cancel := g.ctx(ctx)
+	defer cancel()
+	v, err := g.Store.OpenSessionsOfUser(ctx, user, pools)
 	return v, g.health.check(err)
 }

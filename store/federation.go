@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -70,4 +72,38 @@ func (s *DB) PutFederation(ctx context.Context, f *vdibroker.Federation) (create
 		return err
 	})
 	return created, wrap(err, "put federation")
+}
+
+// openOfUserQuery reads a user's open sessions in one pool through the two
+// partial indexes on (host_pool, user_name): the unique one of pooled
+// sessions (00001) and the one of the others (00004). Their conditions are
+// spelled as the indexes spell them, so SQLite and PostgreSQL use them; the
+// general ListUserSessions filter matches neither and reads every session
+// of the pool, which a global connect, asking every pod in scope about
+// every user, cannot afford.
+const openOfUserQuery = `SELECT ` + sessionCols + ` FROM user_sessions
+ WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff'
+ UNION ALL
+ SELECT ` + sessionCols + ` FROM user_sessions
+ WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff'`
+
+// OpenSessionsOfUser returns user's open sessions in each of pools, pool by
+// pool, by id within a pool.
+func (s *DB) OpenSessionsOfUser(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
+	var out []*vdibroker.UserSession
+	err := s.read(ctx, func(t *tx) error {
+		for _, p := range pools {
+			list, err := queryAll(ctx, t, scanSession, openOfUserQuery, p, user, p, user)
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(list, func(a, b *vdibroker.UserSession) int { return strings.Compare(a.ID, b.ID) })
+			out = append(out, list...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open sessions of user: %w", err)
+	}
+	return out, nil
 }

@@ -57,3 +57,35 @@ func TestFederationGeneration(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenSessionsOfUser: a user's open sessions, pooled (placed) and
+// adopted (reported by the agent, R-S2) alike, pool by pool; ended ones
+// and other users' are not.
+func TestOpenSessionsOfUser(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		for _, p := range []string{"pool-a", "pool-b"} {
+			mustPool(t, s, pool(p, vdibroker.Pooled))
+			mustHost(t, s, p, "h1")
+		}
+		a := mustCommit(t, s, placement("pool-a", "h1", "alice", 10))
+		mustCommit(t, s, placement("pool-a", "h1", "bob", 10))
+		ended := mustCommit(t, s, placement("pool-b", "h1", "alice", 10))
+		if err := s.EndSession(ctx, "pool-b", ended, vdibroker.EndLoggedOffByAdmin, t0); err != nil {
+			t.Fatal(err)
+		}
+		// The agent on pool-b's host reports alice, whom the broker did
+		// not place there (any more): she is adopted, not pooled.
+		if _, err := s.ApplyHeartbeat(ctx, "pool-b", "h1", &vdibroker.HeartbeatRequest{
+			Sessions: []vdibroker.AgentSession{{ID: "s1", User: "alice", State: vdibroker.StateActive}}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.OpenSessionsOfUser(ctx, "alice", []string{"pool-a", "pool-b", "pool-c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].ID != a || got[1].HostPool != "pool-b" || got[1].ID == ended || !got[1].Open() {
+			t.Fatalf("alice's open sessions: %+v; want %s in pool-a and the adopted one in pool-b", got, a)
+		}
+	})
+}
