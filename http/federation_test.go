@@ -16,11 +16,21 @@ import (
 
 const testFedSecret = "http-test-federation-secret"
 
-// fedPods starts n in-process pods (pod0..), pod0 and pod1 in site s0, the
+// fedPodsTLS is fedPods with every pod serving HTTPS (httptest's TLS
+// server), the pod clients trusting the test certificate.
+func fedPodsTLS(t *testing.T, n int) []*env {
+	return fedPodsWith(t, n, 1, 5, vdibroker.DistributionNone, true)
+}
+
+func fedPods(t *testing.T, n, hosts, limit int, policy string) []*env {
+	return fedPodsWith(t, n, hosts, limit, policy, false)
+}
+
+// fedPodsWith starts n in-process pods (pod0..), pod0 and pod1 in site s0, the
 // rest in s1, each with its own SQLite store, a pool office-<pod> of hosts
 // hosts with limit limit, and the federation document applied. Unlike the
 // end-to-end test (cmd/vdibroker), this one runs under the race detector.
-func fedPods(t *testing.T, n, hosts, limit int, policy string) []*env {
+func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*env {
 	t.Helper()
 	var envs []*env
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}}}
@@ -35,12 +45,23 @@ func fedPods(t *testing.T, n, hosts, limit int, policy string) []*env {
 			site = "s1"
 		}
 		srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
+		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
+		ts := httptest.NewUnstartedServer(srv.Handler())
+		if tls {
+			// Every httptest TLS server has the same certificate: its
+			// client trusts them all.
+			ts.StartTLS()
+			peers.HTTPClient = ts.Client()
+		} else {
+			ts.Start()
+		}
 		srv.SetFederation(broker.NewGlobal(broker.GlobalConfig{Service: srv.Broker(), Pod: name, Site: site,
-			Peers: vhttp.NewPodClient(name, []byte(testFedSecret)), PodTimeout: 2 * time.Second}), []byte(testFedSecret))
-		ts := httptest.NewServer(srv.Handler())
+			Peers: peers, PodTimeout: 2 * time.Second}), []byte(testFedSecret))
 		t.Cleanup(func() { ts.Close(); srv.Close(); st.Close() })
+		admin := vhttp.NewClient(ts.URL, adminToken)
+		admin.HTTPClient = ts.Client()
 		e := &env{t: t, store: st, clock: &clock{}, srvs: []*vhttp.Server{srv}, urls: []string{ts.URL},
-			admin: vhttp.NewClient(ts.URL, adminToken), agents: map[string]string{}}
+			admin: admin, agents: map[string]string{}}
 		pool := "office-" + name
 		e.pool(pool, map[string]any{"maxSessionLimit": limit})
 		e.addHosts(pool, name+"-h", hosts)
@@ -131,4 +152,27 @@ func TestGlobalConnectRoles(t *testing.T) {
 	}
 	_, err = envs[0].admin.GlobalConnect(t.Context(), "nothing", broker.GlobalConnectRequest{User: "alice"})
 	wantCode(t, err, vdibroker.ENotFound)
+}
+
+// TestGlobalConnectOverHTTPS: pods reach each other over HTTPS as well as
+// plain HTTP; the signature is the same.
+func TestGlobalConnectOverHTTPS(t *testing.T) {
+	envs := fedPodsTLS(t, 3)
+	// Fill pod0's pool (limit 5): None then goes on to pod1, over HTTPS.
+	for i := range 5 {
+		envs[0].mustConnect("office-pod0", fmt.Sprintf("local%d", i))
+	}
+	a, err := envs[0].admin.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice"})
+	if err != nil || a.Pod != "pod1" || !a.Created {
+		t.Fatalf("global connect over HTTPS: %+v %v; want a new session on pod1", a, err)
+	}
+	st, err := envs[0].admin.GetFederation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Peers {
+		if p.Health != "ok" {
+			t.Errorf("peer %s over HTTPS: health %q", p.Pod, p.Health)
+		}
+	}
 }
