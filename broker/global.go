@@ -230,11 +230,13 @@ func (g *Global) Entitlements(ctx context.Context, name string) ([]EntitlementVi
 			st := states[m.Pod]
 			if st.Err != "" {
 				mv.Error = st.Err
-			} else if f, ok := st.Pools[m.HostPool]; ok {
+			} else if f, ok := st.Pools[m.HostPool]; ok && f.Found {
 				mv.Facts = &f
 				if l, ok := federation.PoolLoad(f, ge.SessionDistribution); ok {
 					mv.Load = &l
 				}
+			} else {
+				mv.Error = federation.SkipNotFound
 			}
 			v.Members = append(v.Members, mv)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -135,6 +136,10 @@ func (g *Global) reason(err error) string {
 		return fmt.Sprintf("unreachable: timeout after %s", g.cfg.PodTimeout)
 	case errors.As(err, &e):
 		return "refused: " + e.Message
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the URL is the document's: the cause is what matters
 	}
 	return "unreachable: " + err.Error()
 }

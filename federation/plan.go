@@ -310,7 +310,11 @@ func Plan(in Input) (*Decision, []Candidate) {
 			}
 			if pi.err == "" {
 				pd.Pools, cands = poolOrder(pi.pod.Name, pi.facts, policy, cands)
-				if !slices.ContainsFunc(pd.Pools, func(p PoolDecision) bool { return p.Skipped == "" }) {
+				switch {
+				case slices.ContainsFunc(pd.Pools, func(p PoolDecision) bool { return p.Skipped == "" }):
+				case !slices.ContainsFunc(pd.Pools, func(p PoolDecision) bool { return p.Skipped != SkipNotFound }):
+					pd.Skipped = SkipNotFound // a document ahead of the pod's pools
+				default:
 					pd.Skipped = SkipNoCapacity
 				}
 			}

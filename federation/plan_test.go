@@ -137,6 +137,15 @@ func TestPlan(t *testing.T) {
 			wantStart: "emea", wantOrder: "fra1/office-fra1 nyc1/office-nyc1",
 			wantSkipped: map[string]string{"ams1": "unreachable: timeout after 2s"},
 		},
+		{
+			// nyc1 has no pool office-nyc1 (the document is ahead of it):
+			// skipped as such, not as full.
+			name: "member pool missing on its pod", scope: vdibroker.ScopeAllSites, policy: vdibroker.DistributionLoadIndex,
+			user: "bob", connected: "fra1",
+			pods:      states(pool("office-fra1", 1, 0), pool("office-fra1b", 1, 0), pool("office-ams1", 1, 0), PoolFacts{HostPool: "office-nyc1"}),
+			wantStart: "emea", wantOrder: "fra1/office-fra1 fra1/office-fra1b ams1/office-ams1",
+			wantSkipped: map[string]string{"nyc1": SkipNotFound},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := testDoc(tc.scope, tc.policy)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -142,7 +144,14 @@ func applyAll(ctx context.Context, doc *vdibroker.Federation, token string) []ap
 			defer cancel()
 			rows[i] = applyRow{Pod: p.Name, URL: p.URL, Generation: doc.Generation, Result: "applied"}
 			d := *doc
-			if _, err := vhttp.NewClient(p.URL, token).PutFederation(ctx, &d); err != nil {
+			_, err := vhttp.NewClient(p.URL, token).PutFederation(ctx, &d)
+			var ue *url.Error
+			switch {
+			case err == nil:
+			case errors.As(err, &ue):
+				// The URL is the document's, not --server's.
+				rows[i].Result = "unreachable: " + ue.Err.Error()
+			default:
 				rows[i].Result = fail(err).Error()
 			}
 		})
