@@ -162,8 +162,15 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		if err != nil {
 			return decodeError(err, nil, nil)
 		}
-		if _, err := fed.verifier.Verify(r.Header.Get, r.Method, r.URL.Path, body); err != nil {
+		pod, err := fed.verifier.Verify(r.Header.Get, r.Method, r.URL.Path, body)
+		if err != nil {
 			return err
+		}
+		// The secret is the federation's; the caller must also be one of
+		// its pods as this pod's document lists them (none yet: anyone
+		// with the secret, so a new federation can start).
+		if doc, err := fed.g.Document(r.Context()); err == nil && doc.Pod(pod) == nil {
+			return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds (generation %d)", pod, fed.g.Self().Pod, doc.Generation)
 		}
 		return h(w, r, fed, body)
 	}

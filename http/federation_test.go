@@ -176,3 +176,16 @@ func TestGlobalConnectOverHTTPS(t *testing.T) {
 		}
 	}
 }
+
+// TestPodCallFromAnUnlistedPod: the federation secret is not enough; the
+// calling pod must be in the document.
+func TestPodCallFromAnUnlistedPod(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	c := vhttp.NewPodClient("intruder", []byte(testFedSecret))
+	_, err := c.Loads(t.Context(), vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]})
+	wantCode(t, err, vdibroker.EPermission, "intruder")
+	c = vhttp.NewPodClient("pod1", []byte(testFedSecret))
+	if _, err := c.Loads(t.Context(), vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}); err != nil {
+		t.Fatalf("listed pod refused: %v", err)
+	}
+}
