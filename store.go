@@ -216,6 +216,8 @@ type Store interface {
 	// commands no longer queued, expired tokens (serve --retention). It
 	// returns how many sessions it deleted.
 	PruneHistory(ctx context.Context, before time.Time) (int, error)
+
+	FederationStore // federation.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,

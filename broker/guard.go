@@ -343,3 +343,33 @@ func (g *guardedStore) PruneHistory(ctx context.Context, before time.Time) (v in
 	v, err = g.Store.PruneHistory(ctx, before)
 	return v, g.health.check(err)
 }
+
+func (g *guardedStore) GetFederation(ctx context.Context) (v *vdibroker.Federation, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.GetFederation(ctx)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) PutFederation(ctx context.Context, f *vdibroker.Federation) (v bool, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.PutFederation(ctx, f)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) OpenSessionsOfUser(ctx context.Context, user string, pools []string) (v []*vdibroker.UserSession, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.OpenSessionsOfUser(ctx, user, pools)
+	return v, g.health.check(err)
+}

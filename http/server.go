@@ -68,6 +68,8 @@ type Server struct {
 	// authFailures and heartbeats are the rate limits of ratelimit.go.
 	authFailures *limiters
 	heartbeats   *limiters
+
+	fed *federationState // federation.go; nil unless a pod
 }
 
 // NewServer returns a Server on cfg.Broker, or on a broker service of its

@@ -50,6 +50,8 @@ type Main struct {
 	// Retention is how long ended sessions, delivered commands and expired
 	// tokens are kept (0 = forever; serve's default is 30 days).
 	Retention time.Duration
+	// Federation makes the broker a pod (federation_serve.go).
+	Federation FederationFlags
 
 	// Set by Open.
 	Store      vdibroker.Store
@@ -77,6 +79,10 @@ func (m *Main) Open(ctx context.Context) error {
 			return err
 		}
 		m.unlockDir = unlock
+	}
+	if err := m.Federation.load(); err != nil {
+		m.unlock()
+		return err
 	}
 	token, err := adminToken(m.DataDir)
 	if err != nil {
@@ -125,6 +131,7 @@ func (m *Main) Open(ctx context.Context) error {
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention})
 	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, Broker: m.broker,
 		AgentClientCert: m.TLSClientCA != ""})
+	m.Federation.attach(m.Server)
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	// Console and metrics read through the service's store: bounded by the
@@ -132,9 +139,10 @@ func (m *Main) Open(ctx context.Context) error {
 	guarded := m.Server.Broker().Store()
 	health := m.Server.Broker().Health()
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger})
+	m.Federation.addConsole(m.console)
 	m.Server.Mux().Handle("/", m.console)
-	m.Server.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: guarded,
-		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))
+	m.Server.Mux().Handle("GET /metrics", metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
+		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }}))))
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		m.console.Close()
@@ -326,6 +334,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")
+	m.Federation.addFlags(cmd.Flags())
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	cmd.Flags().MarkHidden("cpu-profile")

@@ -1,0 +1,420 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+)
+
+// PodClient calls a peer pod over the signed pod-to-pod API (R-G5). The
+// http package implements it; every call is bounded by the ctx it gets.
+type PodClient interface {
+	Loads(ctx context.Context, pod vdibroker.Pod) (*federation.LoadsResponse, error)
+	Sessions(ctx context.Context, pod vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error)
+	Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*Answer, error)
+}
+
+// GlobalConfig is what a Global needs: the pod's own broker service, its
+// identity (serve --pod-name, --site, --external-url) and its peers.
+type GlobalConfig struct {
+	Service *Service
+	Pod     string
+	Site    string
+	URL     string
+	Peers   PodClient
+	// PodTimeout bounds every pod-to-pod call (0 = 2s, R-G5).
+	PodTimeout time.Duration
+	// LoadTTL is how long a peer's load summary is reused (0 = 3s), so a
+	// global connect usually costs no load call at all.
+	LoadTTL time.Duration
+	// ObserveConnect, when set, is called once per global connect with its
+	// outcome (Created, Reconnect, DryRun or an error code) and the pod
+	// that answered ("" when none).
+	ObserveConnect func(outcome, pod string)
+	// ObservePodCall, when set, is called after every pod-to-pod call.
+	ObservePodCall func(peer, op string, d time.Duration, err error)
+}
+
+// Global is the Cloud Pod Architecture service of one pod (SPEC §7): the
+// federation document, global connects across pods (R-G1..R-G5), and the
+// pod side of the pod-to-pod API.
+type Global struct {
+	cfg   GlobalConfig
+	svc   *Service
+	locks keyedMutex
+
+	mu    sync.Mutex
+	loads map[string]*loadEntry // by peer pod name
+	peers map[string]*PeerStatus
+	doc   *vdibroker.Federation // cached for docTTL from docAt
+	docAt time.Time
+}
+
+// GlobalConnectRequest is the body of POST
+// /globalentitlements/{name}/connect.
+type GlobalConnectRequest struct {
+	User   string   `json:"user"`
+	Groups []string `json:"groups,omitempty"`
+	DryRun bool     `json:"dryRun,omitempty"`
+}
+
+// GlobalAnswer is a pool connect's answer plus the pod and site that
+// answered and the decision (R-C7 for global entitlements).
+type GlobalAnswer struct {
+	vdibroker.ConnectResponse
+	Pod      string               `json:"pod"`
+	Site     string               `json:"site"`
+	Decision *federation.Decision `json:"decision"`
+	Created  bool                 `json:"-"`
+}
+
+// NewGlobal returns the federation service of a pod.
+func NewGlobal(cfg GlobalConfig) *Global {
+	if cfg.PodTimeout <= 0 {
+		cfg.PodTimeout = 2 * time.Second
+	}
+	if cfg.LoadTTL <= 0 {
+		cfg.LoadTTL = 3 * time.Second
+	}
+	return &Global{cfg: cfg, svc: cfg.Service, loads: map[string]*loadEntry{}, peers: map[string]*PeerStatus{}}
+}
+
+// Self is this pod's identity.
+func (g *Global) Self() federation.Self {
+	return federation.Self{Pod: g.cfg.Pod, Site: g.cfg.Site, URL: g.cfg.URL}
+}
+
+// site is this pod's site: --site, else what the document says.
+func (g *Global) site(doc *vdibroker.Federation) string {
+	if g.cfg.Site != "" {
+		return g.cfg.Site
+	}
+	if p := doc.Pod(g.cfg.Pod); p != nil {
+		return p.Site
+	}
+	return ""
+}
+
+// PodTimeout is the bound of every pod-to-pod call.
+func (g *Global) PodTimeout() time.Duration { return g.cfg.PodTimeout }
+
+// PutDocument validates f as this pod sees it and stores it (the
+// generation check is the store's). Cached peer loads are dropped: the
+// members may have changed.
+func (g *Global) PutDocument(ctx context.Context, f *vdibroker.Federation) (bool, error) {
+	federation.Normalize(f)
+	if err := federation.Validate(f, g.Self()); err != nil {
+		return false, err
+	}
+	created, err := g.svc.store.PutFederation(ctx, f)
+	if err != nil {
+		return false, err
+	}
+	g.mu.Lock()
+	clear(g.loads)
+	g.doc = nil
+	g.mu.Unlock()
+	return created, nil
+}
+
+// docTTL is how long the stored document is reused from memory: every
+// global connect and pod-to-pod call reads it, and a PUT on another
+// replica of this pod is seen within it (a PUT here at once).
+const docTTL = time.Second
+
+// Document returns the stored document (NotFound when none). Callers must
+// not change it.
+func (g *Global) Document(ctx context.Context) (*vdibroker.Federation, error) {
+	g.mu.Lock()
+	doc, at := g.doc, g.docAt
+	g.mu.Unlock()
+	if doc != nil && time.Since(at) < docTTL {
+		return doc, nil
+	}
+	doc, err := g.svc.store.GetFederation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.doc, g.docAt = doc, time.Now()
+	g.mu.Unlock()
+	return doc, nil
+}
+
+// FederationStatus is GET /federation: the document, this pod, and what
+// it knows of each peer.
+type FederationStatus struct {
+	Pod      string                `json:"pod"`
+	Site     string                `json:"site"`
+	Document *vdibroker.Federation `json:"document"`
+	Peers    []PeerStatus          `json:"peers"`
+}
+
+// Status returns the document with each peer's health and generation,
+// asking the peers whose load summary is not cached (in parallel, each
+// within the pod timeout).
+func (g *Global) Status(ctx context.Context) (*FederationStatus, error) {
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	for _, p := range doc.Pods {
+		if p.Name != g.cfg.Pod {
+			wg.Go(func() { g.peerLoads(ctx, p) })
+		}
+	}
+	wg.Wait()
+	st := &FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []PeerStatus{}}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range doc.Pods {
+		if p.Name == g.cfg.Pod {
+			continue
+		}
+		ps := PeerStatus{Pod: p.Name, Site: p.Site, URL: p.URL, Health: "unknown"}
+		if known := g.peers[p.Name]; known != nil {
+			ps = *known
+			ps.Site, ps.URL = p.Site, p.URL
+		}
+		ps.GenerationMismatch = ps.Generation != doc.Generation
+		st.Peers = append(st.Peers, ps)
+	}
+	return st, nil
+}
+
+// EntitlementView is a global entitlement with its members' facts and
+// loads (GET /globalentitlements).
+type EntitlementView struct {
+	vdibroker.GlobalEntitlement
+	Members []MemberView `json:"members"`
+}
+
+// MemberView is one member with what its pod last said of it.
+type MemberView struct {
+	vdibroker.Member
+	Site string `json:"site"`
+	// Load is R-G2 under the entitlement's policy (absent under None or
+	// when unknown).
+	Load  *float64              `json:"load,omitempty"`
+	Facts *federation.PoolFacts `json:"facts,omitempty"`
+	// Error says why the member's pod could not be asked.
+	Error string `json:"error,omitempty"`
+}
+
+// Entitlements returns every global entitlement (or the one named, when
+// name is not empty: NotFound when there is none) with its members' loads.
+func (g *Global) Entitlements(ctx context.Context, name string) ([]EntitlementView, error) {
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	states := g.gather(ctx, doc, doc.Pods, "", false, nil)
+	out := []EntitlementView{}
+	for _, ge := range doc.GlobalEntitlements {
+		if name != "" && ge.Name != name {
+			continue
+		}
+		v := EntitlementView{GlobalEntitlement: ge, Members: []MemberView{}}
+		for _, m := range ge.Members {
+			mv := MemberView{Member: m}
+			if p := doc.Pod(m.Pod); p != nil {
+				mv.Site = p.Site
+			}
+			st := states[m.Pod]
+			if st.Err != "" {
+				mv.Error = st.Err
+			} else if f, ok := st.Pools[m.HostPool]; ok && f.Found {
+				mv.Facts = &f
+				if l, ok := federation.PoolLoad(f, ge.SessionDistribution); ok {
+					mv.Load = &l
+				}
+			} else {
+				mv.Error = federation.SkipNotFound
+			}
+			v.Members = append(v.Members, mv)
+		}
+		out = append(out, v)
+	}
+	if name != "" && len(out) == 0 {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q not found", name)
+	}
+	return out, nil
+}
+
+// Connect is a connect to global entitlement name (SPEC §7): the user's
+// existing session in scope first (R-G1), else a new one in the member
+// pool R-G2..R-G4 choose, made by the chosen pod through its own connect
+// path, so its database enforces its limits (R-C4). A pod that does not
+// answer within the pod timeout is skipped and named (R-G5).
+func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequest) (a *GlobalAnswer, err error) {
+	defer func() {
+		if g.cfg.ObserveConnect == nil {
+			return
+		}
+		switch {
+		case err != nil:
+			g.cfg.ObserveConnect(vdibroker.ErrorCode(err), "")
+		case a.DryRun:
+			g.cfg.ObserveConnect("DryRun", a.Pod)
+		case a.Reconnect:
+			g.cfg.ObserveConnect("Reconnect", a.Pod)
+		default:
+			g.cfg.ObserveConnect("Created", a.Pod)
+		}
+	}()
+	if err := vdibroker.ValidateUser("user", req.User); err != nil {
+		return nil, err
+	}
+	for i, grp := range req.Groups {
+		if err := vdibroker.ValidateUser(fmt.Sprintf("groups[%d]", i), grp); err != nil {
+			return nil, err
+		}
+	}
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ge := doc.Entitlement(name)
+	if ge == nil {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q not found", name)
+	}
+	// One user's connects to one entitlement, one at a time on this pod,
+	// so they do not make two sessions in two pods.
+	unlock := g.locks.Lock(name + "\x00" + req.User)
+	defer unlock()
+
+	start, _ := federation.StartSite(doc, ge, req.User, req.Groups, g.cfg.Pod)
+	scope := federation.Scope(doc, ge, g.cfg.Pod, start)
+	states := g.gather(ctx, doc, scope, req.User, true, ge)
+	in := federation.Input{Doc: doc, Entitlement: ge, ConnectedPod: g.cfg.Pod, User: req.User, Groups: req.Groups,
+		Pods: map[string]federation.PodState{}}
+	for pod, st := range states {
+		in.Pods[pod] = st.PodState
+	}
+	d, cands := federation.Plan(in)
+
+	// R-G1: the existing session, in search order.
+	for _, p := range scope {
+		st := states[p.Name]
+		if st.Err != "" || len(st.sessions) == 0 {
+			continue
+		}
+		c := federation.Candidate{Pod: p.Name, HostPool: firstMember(ge, p.Name, st.sessions)}
+		ans, err := g.try(ctx, doc, ge, c, req)
+		if err == nil {
+			d.ExistingSession = &c
+			return g.answer(d, c, doc, ans), nil
+		}
+		if errNotPlaced(err) {
+			d.Skip(c, skipReason(err))
+			cands = slices.DeleteFunc(cands, func(x federation.Candidate) bool { return x == c })
+		} else {
+			g.markFailed(c.Pod, err)
+			cands = d.SkipPod(c.Pod, g.reason(err), cands)
+		}
+		break
+	}
+	for len(cands) > 0 {
+		c := cands[0]
+		cands = cands[1:]
+		ans, err := g.try(ctx, doc, ge, c, req)
+		if err == nil {
+			if ans.Created && c.Pod != g.cfg.Pod {
+				g.placed(c.Pod, c.HostPool)
+			}
+			return g.answer(d, c, doc, ans), nil
+		}
+		if errNotPlaced(err) {
+			d.Skip(c, skipReason(err))
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if c.Pod == g.cfg.Pod {
+			// This pod's own failure (its store down, say): the other
+			// pods may still place the user, which is what a federation
+			// is for. The decision says why this pod was passed over.
+			g.svc.log.WarnContext(ctx, "global connect: this pod's connect failed; trying other pods", "pool", c.HostPool, "err", err)
+			cands = d.SkipPod(c.Pod, "unavailable: "+vdibroker.ErrorMessage(err), cands)
+			continue
+		}
+		g.markFailed(c.Pod, err)
+		cands = d.SkipPod(c.Pod, g.reason(err), cands)
+	}
+	return nil, noCapacity(d)
+}
+
+// try connects the user into candidate c: this pod's own connect path, or
+// the pod-to-pod connect of c's pod.
+func (g *Global) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c federation.Candidate, req GlobalConnectRequest) (*Answer, error) {
+	if c.Pod == g.cfg.Pod {
+		return g.svc.Connect(ctx, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+	}
+	return g.callConnect(ctx, *doc.Pod(c.Pod), federation.ConnectRequest{
+		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun})
+}
+
+// errNotPlaced reports a pool's refusal to take the session (it answered;
+// the next candidate may).
+func errNotPlaced(err error) bool {
+	switch vdibroker.ErrorCode(err) {
+	case vdibroker.ENoCapacity, vdibroker.ENotAssigned, vdibroker.ENotFound, vdibroker.EHostStarting:
+		return true
+	}
+	return false
+}
+
+func skipReason(err error) string {
+	switch vdibroker.ErrorCode(err) {
+	case vdibroker.ENoCapacity:
+		return federation.SkipNoCapacity
+	case vdibroker.ENotFound:
+		return federation.SkipNotFound
+	}
+	return vdibroker.ErrorCode(err) + ": " + vdibroker.ErrorMessage(err)
+}
+
+// noCapacity is the refusal when no candidate took the session: the
+// message names every pod and why it was passed over (R-C5 style).
+func noCapacity(d *federation.Decision) error {
+	var why []string
+	for _, p := range d.Pods {
+		why = append(why, fmt.Sprintf("%s (%s): %s", p.Pod, p.Site, p.Skipped))
+	}
+	return vdibroker.Errorf(vdibroker.ENoCapacity,
+		"global entitlement %q has no member host pool that can take a session in scope %s from site %s: %s; add capacity to its member pools or widen its scope",
+		d.GlobalEntitlement, d.Scope, d.StartSite, strings.Join(why, "; "))
+}
+
+func (g *Global) answer(d *federation.Decision, c federation.Candidate, doc *vdibroker.Federation, a *Answer) *GlobalAnswer {
+	d.Choose(c)
+	ga := &GlobalAnswer{ConnectResponse: a.ConnectResponse, Pod: c.Pod, Decision: d, Created: a.Created}
+	if p := doc.Pod(c.Pod); p != nil {
+		ga.Site = p.Site
+	}
+	return ga
+}
+
+// firstMember returns the member pool (of pod, in listed order) that holds
+// one of sessions.
+func firstMember(ge *vdibroker.GlobalEntitlement, pod string, sessions []*vdibroker.UserSession) string {
+	for _, m := range ge.Members {
+		if m.Pod != pod {
+			continue
+		}
+		for _, s := range sessions {
+			if s.HostPool == m.HostPool {
+				return m.HostPool
+			}
+		}
+	}
+	return sessions[0].HostPool
+}

@@ -1,0 +1,289 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+)
+
+// The peers side of Global: asking the pods in scope, in parallel and each
+// within the pod timeout, caching their load summaries, remembering their
+// failures and health.
+
+// loadEntry is a peer's cached load summary (or the failure to get it).
+type loadEntry struct {
+	resp  *federation.LoadsResponse
+	err   error
+	at    time.Time
+	ready chan struct{} // closed once resp/err are set
+}
+
+// PeerStatus is what this pod knows of a peer from its last calls.
+type PeerStatus struct {
+	Pod         string     `json:"pod"`
+	Site        string     `json:"site"`
+	URL         string     `json:"url"`
+	LastContact *time.Time `json:"lastContact,omitempty"`
+	// Health is "ok", or why the last call failed.
+	Health string `json:"health"`
+	// Generation is the federation generation the peer holds (0: none).
+	Generation int64 `json:"generation"`
+	// GenerationMismatch flags a peer on another generation than this pod.
+	GenerationMismatch bool `json:"generationMismatch,omitempty"`
+	// LatencyMs is the duration of the last call.
+	LatencyMs float64 `json:"latencyMs"`
+}
+
+// podState is what gather learnt of one pod.
+type podState struct {
+	federation.PodState
+	sessions []*vdibroker.UserSession
+}
+
+// gather asks every pod of pods, in parallel, for its member pools' facts
+// (peers: from the cache when fresh; this pod: its pools of ge, or all its
+// member pools without ge) and, when sessions is set, for the user's
+// sessions in its member pools of ge. A peer that fails is named with why.
+func (g *Global) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement) map[string]podState {
+	out := make(map[string]podState, len(pods))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		var pools []string
+		if ge != nil {
+			for _, m := range ge.Members {
+				if m.Pod == p.Name {
+					pools = append(pools, m.HostPool)
+				}
+			}
+		}
+		wg.Go(func() {
+			var st podState
+			if p.Name == g.cfg.Pod {
+				if ge == nil {
+					pools = g.memberPools(doc)
+				}
+				st.Pools = g.localFacts(ctx, pools)
+				if sessions {
+					var err error
+					st.sessions, err = g.localSessions(ctx, user, pools)
+					if err != nil {
+						st.Err = "unavailable: " + vdibroker.ErrorMessage(err)
+					}
+				}
+			} else {
+				st = g.remoteState(ctx, p, user, pools, sessions)
+			}
+			mu.Lock()
+			out[p.Name] = st
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// remoteState is gather for one peer: its loads (cached) and the user's
+// sessions, asked at the same time; a peer known to be unreachable from
+// the last few seconds is not asked again (each connect would otherwise
+// wait out its timeout).
+func (g *Global) remoteState(ctx context.Context, p vdibroker.Pod, user string, pools []string, sessions bool) podState {
+	var st podState
+	if e := g.cachedFailure(p.Name); e != nil {
+		st.Err = g.reason(e)
+		return st
+	}
+	var (
+		wg      sync.WaitGroup
+		lr      *federation.LoadsResponse
+		lerr    error
+		sessErr error
+	)
+	wg.Go(func() { lr, lerr = g.peerLoads(ctx, p) })
+	if sessions && len(pools) > 0 {
+		wg.Go(func() {
+			st.sessions, sessErr = g.callSessions(ctx, p, federation.SessionsRequest{User: user, HostPools: pools})
+		})
+	}
+	wg.Wait()
+	switch {
+	case lerr != nil:
+		st.Err = g.reason(lerr)
+	case sessErr != nil:
+		st.Err = g.reason(sessErr)
+		g.markFailed(p.Name, sessErr)
+	default:
+		st.Pools = map[string]federation.PoolFacts{}
+		for _, f := range lr.Pools {
+			st.Pools[f.HostPool] = f
+		}
+	}
+	return st
+}
+
+// reason is how a failed pod call reads in a decision.
+func (g *Global) reason(err error) string {
+	var e *vdibroker.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("unreachable: timeout after %s", g.cfg.PodTimeout)
+	case errors.As(err, &e):
+		return "refused: " + e.Message
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the URL is the document's: the cause is what matters
+	}
+	return "unreachable: " + err.Error()
+}
+
+// cachedFailure returns the error of a fresh failed load call to pod.
+func (g *Global) cachedFailure(pod string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.loads[pod]
+	if e == nil {
+		return nil
+	}
+	select {
+	case <-e.ready:
+	default:
+		return nil
+	}
+	if e.err != nil && time.Since(e.at) < g.cfg.LoadTTL {
+		return e.err
+	}
+	return nil
+}
+
+// peerLoads returns pod's load summary: the cached one while fresh, else
+// one call (shared by every connect that needs it meanwhile), bounded by
+// the pod timeout.
+func (g *Global) peerLoads(ctx context.Context, p vdibroker.Pod) (*federation.LoadsResponse, error) {
+	g.mu.Lock()
+	e := g.loads[p.Name]
+	fresh := false
+	if e != nil {
+		select {
+		case <-e.ready:
+			fresh = time.Since(e.at) < g.cfg.LoadTTL
+		default:
+			fresh = true // in flight: wait for it
+		}
+	}
+	if !fresh {
+		e = &loadEntry{ready: make(chan struct{})}
+		g.loads[p.Name] = e
+		go func() {
+			// Not tied to the caller: other connects wait for this call.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.PodTimeout)
+			defer cancel()
+			start := time.Now()
+			resp, err := g.cfg.Peers.Loads(cctx, p)
+			g.observe(p, "loads", start, err, resp)
+			g.mu.Lock()
+			e.resp, e.err, e.at = resp, err, time.Now()
+			g.mu.Unlock()
+			close(e.ready)
+		}()
+	}
+	g.mu.Unlock()
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return e.resp, e.err
+}
+
+// markFailed remembers, for the load TTL, that a call to pod failed in
+// transport (a refusal it answered is not a failure), so the connects
+// meanwhile skip it at once instead of each waiting out the pod timeout.
+func (g *Global) markFailed(pod string, err error) {
+	var e *vdibroker.Error
+	if errors.As(err, &e) || errors.Is(err, context.Canceled) {
+		return // an answer, or our own caller gone: the peer is fine
+	}
+	ready := make(chan struct{})
+	close(ready)
+	g.mu.Lock()
+	g.loads[pod] = &loadEntry{err: err, at: time.Now(), ready: ready}
+	g.mu.Unlock()
+}
+
+// placed counts a new session in pod's cached summary, so the connects
+// until the next refresh see it and a logon storm does not pile onto the
+// pod that looked least loaded a few seconds ago.
+func (g *Global) placed(pod, pool string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.loads[pod]
+	if e == nil || e.resp == nil {
+		return
+	}
+	resp := *e.resp
+	resp.Pools = slices.Clone(resp.Pools)
+	for i := range resp.Pools {
+		if resp.Pools[i].HostPool == pool {
+			resp.Pools[i].Sessions++
+		}
+	}
+	e.resp = &resp
+}
+
+// observe records a pod call in the peer's status and the metrics hook.
+func (g *Global) observe(p vdibroker.Pod, op string, start time.Time, err error, lr *federation.LoadsResponse) {
+	d := time.Since(start)
+	if g.cfg.ObservePodCall != nil {
+		g.cfg.ObservePodCall(p.Name, op, d, err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ps := g.peers[p.Name]
+	if ps == nil {
+		ps = &PeerStatus{Pod: p.Name}
+		g.peers[p.Name] = ps
+	}
+	ps.LatencyMs = float64(d.Microseconds()) / 1000
+	if err != nil {
+		ps.Health = g.reason(err)
+		return
+	}
+	now := time.Now().UTC()
+	ps.LastContact, ps.Health = &now, "ok"
+	if lr != nil {
+		ps.Generation = lr.Generation
+	}
+}
+
+func (g *Global) callSessions(ctx context.Context, p vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+	defer cancel()
+	start := time.Now()
+	s, err := g.cfg.Peers.Sessions(ctx, p, req)
+	g.observe(p, "sessions", start, err, nil)
+	return s, err
+}
+
+func (g *Global) callConnect(ctx context.Context, p vdibroker.Pod, req federation.ConnectRequest) (*Answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+	defer cancel()
+	start := time.Now()
+	a, err := g.cfg.Peers.Connect(ctx, p, req)
+	var e *vdibroker.Error
+	callErr := err
+	if errors.As(err, &e) {
+		callErr = nil // the pod answered: a refusal is not a failed call
+	}
+	g.observe(p, "connect", start, callErr, nil)
+	return a, err
+}

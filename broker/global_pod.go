@@ -1,0 +1,109 @@
+package broker
+
+import (
+	"context"
+	"slices"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+)
+
+// The pod side of Global: what this pod tells its peers about its own
+// member pools (the pod-to-pod API's handlers call these), and the store
+// calls of the federation, bounded like every other (guard.go).
+
+// memberPools returns this pod's member pools in every global entitlement
+// of doc, each once, in document order.
+func (g *Global) memberPools(doc *vdibroker.Federation) []string {
+	var out []string
+	for _, ge := range doc.GlobalEntitlements {
+		for _, m := range ge.Members {
+			if m.Pod == g.cfg.Pod && !slices.Contains(out, m.HostPool) {
+				out = append(out, m.HostPool)
+			}
+		}
+	}
+	return out
+}
+
+// localFacts are the facts of pools of this pod, read now from its store.
+func (g *Global) localFacts(ctx context.Context, pools []string) map[string]federation.PoolFacts {
+	out := map[string]federation.PoolFacts{}
+	for _, name := range pools {
+		pool, hosts, err := g.svc.SessionHosts(ctx, name)
+		if err != nil {
+			out[name] = federation.PoolFacts{HostPool: name}
+			continue
+		}
+		g.svc.Present(pool, hosts)
+		out[name] = federation.Facts(pool, hosts)
+	}
+	return out
+}
+
+// localSessions are the user's open sessions in pools of this pod.
+func (g *Global) localSessions(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
+	if len(pools) == 0 {
+		return nil, nil
+	}
+	return g.svc.store.OpenSessionsOfUser(ctx, user, pools)
+}
+
+// PodLoads is the pod side of LoadsPath: this pod's member pools' facts.
+func (g *Global) PodLoads(ctx context.Context) (*federation.LoadsResponse, error) {
+	resp := &federation.LoadsResponse{Pod: g.cfg.Pod, Site: g.cfg.Site, Pools: []federation.PoolFacts{}}
+	doc, err := g.Document(ctx)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		return resp, nil // no document yet: generation 0, nothing to offer
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp.Generation, resp.Site = doc.Generation, g.site(doc)
+	members := g.memberPools(doc)
+	facts := g.localFacts(ctx, members)
+	for _, name := range members {
+		resp.Pools = append(resp.Pools, facts[name])
+	}
+	return resp, nil
+}
+
+// PodSessions is the pod side of SessionsPath: the user's open sessions
+// in those of the named pools that are members of this pod.
+func (g *Global) PodSessions(ctx context.Context, req federation.SessionsRequest) (*federation.SessionsResponse, error) {
+	if err := vdibroker.ValidateUser("user", req.User); err != nil {
+		return nil, err
+	}
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	members := g.memberPools(doc)
+	var pools []string
+	for _, p := range req.HostPools {
+		if slices.Contains(members, p) {
+			pools = append(pools, p)
+		}
+	}
+	list, err := g.localSessions(ctx, req.User, pools)
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []*vdibroker.UserSession{}
+	}
+	return &federation.SessionsResponse{Sessions: list}, nil
+}
+
+// PodConnect is the pod side of ConnectPath: a connect into one of this
+// pod's member pools, through the pod's own connect path.
+func (g *Global) PodConnect(ctx context.Context, req federation.ConnectRequest) (*Answer, error) {
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(g.memberPools(doc), req.HostPool) {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "host pool %q is not a member of a global entitlement on pod %s", req.HostPool, g.cfg.Pod)
+	}
+	return g.svc.Connect(ctx, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// The federation commands (SPEC §7, issue 16): apply the federation
+// document to every pod it lists, show what a pod holds, and list or show
+// global entitlements with their members' loads.
+
+var applyColumns = []column{
+	{"Pod", "pod"},
+	{"URL", "url"},
+	{"Generation", "generation"},
+	{"Result", "result"},
+}
+
+var peerColumns = []column{
+	{"Pod", "pod"},
+	{"Site", "site"},
+	{"Health", "health"},
+	{"Generation", "generation"},
+	{"GenerationMismatch", "generationMismatch"},
+	{"LastContact", "lastContact"},
+}
+
+var globalEntitlementColumns = []column{
+	{"Name", "name"},
+	{"Scope", "scope"},
+	{"SessionDistribution", "sessionDistribution"},
+	{"UseHomeSite", "useHomeSite"},
+	{"Members", "length(members)"},
+}
+
+var memberColumns = []column{
+	{"Pod", "pod"},
+	{"Site", "site"},
+	{"HostPool", "hostPool"},
+	{"Load", "load"},
+	{"Sessions", "facts.sessions"},
+	{"Hosts", "facts.hosts"},
+	{"HasCapacity", "facts.hasCapacity"},
+	{"Error", "error"},
+}
+
+func init() { rootCmd.AddCommand(newFederationCmd(), newGlobalEntitlementCmd()) }
+
+func newFederationCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "federation",
+		Short: "Apply and show the federation document (sites, pods, global entitlements)",
+	}
+	a := addAdminFlags(cmd)
+	var file string
+	apply := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Send the federation document (YAML or JSON) to every pod it lists and report per pod",
+		Long: "Send the federation document to every pod it lists, at the URL the document gives it, with the\n" +
+			"same --token; each pod checks it (a lower generation than the one it holds is refused) and\n" +
+			"stores it in its own database. Exits 1 when any pod refused it or could not be reached.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			doc, err := readFederation(file)
+			if err != nil {
+				return usageError{err}
+			}
+			if _, err := a.client(); err != nil {
+				return err
+			}
+			token := firstNonEmpty(a.token, os.Getenv("VDIBROKER_TOKEN"))
+			rows := applyAll(cmd.Context(), doc, token)
+			failed := 0
+			for _, r := range rows {
+				if r.Result != "applied" {
+					failed++
+				}
+			}
+			if err := a.show(cmd, rows, applyColumns); err != nil {
+				return err
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d pods did not take generation %d", failed, len(rows), doc.Generation)
+			}
+			return nil
+		},
+	}
+	apply.Flags().StringVarP(&file, "file", "f", "", "federation document, YAML or JSON")
+	requireFlags(apply, "file")
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Show the document the pod at --server holds, with each peer's health and generation",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			st, err := c.GetFederation(cmd.Context())
+			if err != nil {
+				return fail(err)
+			}
+			if o := a.outputFor(formatTable); o.Format == formatTable && o.Query == "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Pod %s in site %s holds generation %d: %d sites, %d pods, %d global entitlements\n\n",
+					st.Pod, st.Site, st.Document.Generation, len(st.Document.Sites), len(st.Document.Pods), len(st.Document.GlobalEntitlements))
+				return a.show(cmd, st.Peers, peerColumns)
+			}
+			return a.show(cmd, st, nil)
+		},
+	}
+	cmd.AddCommand(apply, show)
+	return cmd
+}
+
+// applyRow is one pod's line in the apply report.
+type applyRow struct {
+	Pod        string `json:"pod"`
+	URL        string `json:"url"`
+	Generation int64  `json:"generation"`
+	Result     string `json:"result"`
+}
+
+// applyAll sends doc to every pod it lists, in parallel, each within 30s.
+func applyAll(ctx context.Context, doc *vdibroker.Federation, token string) []applyRow {
+	rows := make([]applyRow, len(doc.Pods))
+	var wg sync.WaitGroup
+	for i, p := range doc.Pods {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			rows[i] = applyRow{Pod: p.Name, URL: p.URL, Generation: doc.Generation, Result: "applied"}
+			d := *doc
+			_, err := vhttp.NewClient(p.URL, token).PutFederation(ctx, &d)
+			var ue *url.Error
+			switch {
+			case err == nil:
+			case errors.As(err, &ue):
+				// The URL is the document's, not --server's.
+				rows[i].Result = "unreachable: " + ue.Err.Error()
+			default:
+				rows[i].Result = fail(err).Error()
+			}
+		})
+	}
+	wg.Wait()
+	return rows
+}
+
+// readFederation reads a document, YAML or JSON, refusing unknown fields.
+func readFederation(path string) (*vdibroker.Federation, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		if data, err = yaml.YAMLToJSON(data); err != nil {
+			return nil, fmt.Errorf("%s: not YAML or JSON: %w", path, err)
+		}
+	}
+	var doc vdibroker.Federation
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: %s", path, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return &doc, nil
+}
+
+func newGlobalEntitlementCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "globalentitlement",
+		Aliases: []string{"global-entitlement"},
+		Short:   "List and show global entitlements with their members' loads",
+	}
+	a := addAdminFlags(cmd)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the global entitlements of the pod at --server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListGlobalEntitlements(cmd.Context())
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, l, globalEntitlementColumns)
+		},
+	}
+	var name string
+	show := &cobra.Command{
+		Use:   "show --name NAME",
+		Short: "Show a global entitlement and its members' loads as the pods report them",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ge, err := c.GetGlobalEntitlement(cmd.Context(), name)
+			if err != nil {
+				return fail(err)
+			}
+			if o := a.outputFor(formatTable); o.Format == formatTable && o.Query == "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: scope %s, sessionDistribution %s, useHomeSite %v\n\n",
+					ge.Name, ge.Scope, ge.SessionDistribution, ge.UseHomeSite)
+				return a.show(cmd, ge.Members, memberColumns)
+			}
+			return a.show(cmd, ge, nil)
+		},
+	}
+	show.Flags().StringVar(&name, "name", "", "global entitlement name")
+	requireFlags(show, "name")
+	cmd.AddCommand(list, show)
+	return cmd
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/console"
+	"github.com/vdibroker/vdibroker/federation"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/metrics"
+)
+
+// FederationFlags make `serve` a pod of a federation (SPEC §7, issue 16).
+// Without PodName the broker is no pod and the federation API answers 404.
+type FederationFlags struct {
+	PodName     string
+	Site        string
+	ExternalURL string
+	SecretFile  string
+	// PodTimeout bounds every pod-to-pod call (R-G5).
+	PodTimeout time.Duration
+
+	secret []byte
+}
+
+func (f *FederationFlags) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&f.PodName, "pod-name", "", "name of this pod in the federation document (empty: not a pod)")
+	fl.StringVar(&f.Site, "site", "", "site of this pod; a document that puts it elsewhere is refused")
+	fl.StringVar(&f.ExternalURL, "external-url", "", "URL peers reach this pod at; a document that says otherwise is refused")
+	fl.StringVar(&f.SecretFile, "federation-secret-file", "", "file holding the federation's shared secret (the same on every pod, at least 16 bytes)")
+	fl.DurationVar(&f.PodTimeout, "pod-timeout", 2*time.Second, "bound of every pod-to-pod call; a pod that does not answer in time is skipped")
+}
+
+// load checks the flags and reads the secret, before anything is opened.
+func (f *FederationFlags) load() error {
+	if f.PodName == "" {
+		if f.Site != "" || f.ExternalURL != "" || f.SecretFile != "" {
+			return usageError{fmt.Errorf("--site, --external-url and --federation-secret-file need --pod-name")}
+		}
+		return nil
+	}
+	if err := vdibroker.ValidateName("pod-name", f.PodName, 1, 64); err != nil {
+		return usageError{err}
+	}
+	if f.SecretFile == "" {
+		return usageError{fmt.Errorf("--pod-name needs --federation-secret-file: pods authenticate each other with its secret")}
+	}
+	if f.ExternalURL != "" {
+		if u, err := url.Parse(f.ExternalURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError{fmt.Errorf("--external-url must be an http:// or https:// URL, got %q", f.ExternalURL)}
+		}
+	}
+	if f.PodTimeout <= 0 {
+		return usageError{fmt.Errorf("--pod-timeout must be positive, got %s", f.PodTimeout)}
+	}
+	b, err := os.ReadFile(f.SecretFile)
+	if err != nil {
+		return fmt.Errorf("read federation secret: %w", err)
+	}
+	f.secret = []byte(strings.TrimSpace(string(b)))
+	if len(f.secret) < federation.MinSecretLen {
+		return fmt.Errorf("federation secret in %s is %d bytes; want at least %d", f.SecretFile, len(f.secret), federation.MinSecretLen)
+	}
+	return nil
+}
+
+// attach makes srv a pod when --pod-name is set.
+func (f *FederationFlags) attach(srv *vhttp.Server) {
+	if f.PodName == "" {
+		return
+	}
+	g := broker.NewGlobal(broker.GlobalConfig{
+		Service: srv.Broker(), Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
+		Peers:          vhttp.NewPodClient(f.PodName, f.secret),
+		PodTimeout:     f.PodTimeout,
+		ObserveConnect: metrics.ObserveGlobalConnect,
+		ObservePodCall: metrics.ObservePodCall,
+	})
+	srv.SetFederation(g, f.secret)
+}
+
+// registry adds the federation metrics to reg.
+func (f *FederationFlags) registry(reg *prometheus.Registry) *prometheus.Registry {
+	metrics.RegisterFederation(reg)
+	return reg
+}
+
+// addConsole adds the console's federation page when --pod-name is set.
+func (f *FederationFlags) addConsole(c *console.Console) {
+	if f.PodName != "" {
+		c.EnableFederation()
+	}
+}

@@ -1,0 +1,194 @@
+package federation
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Names of sites, pods and global entitlements: the alphabet of pool names
+// (SPEC §2), 1..64 characters.
+const (
+	minNameLen = 1
+	maxNameLen = 64
+)
+
+// Scopes and Distributions are the allowed values, defaults first.
+var (
+	Scopes        = []string{vdibroker.ScopeAllSites, vdibroker.ScopeWithinSite, vdibroker.ScopeWithinPod}
+	Distributions = []string{vdibroker.DistributionNone, vdibroker.DistributionLoadIndex, vdibroker.DistributionSessionCount}
+)
+
+// Self is who validates a document: this pod's --pod-name, and its --site
+// and --external-url when set ("" skips those checks).
+type Self struct {
+	Pod, Site, URL string
+}
+
+// Normalize fills the defaults of a document: scope AllSites and
+// sessionDistribution None (as in Horizon), and empty lists as [] so the
+// stored and answered document reads the same.
+func Normalize(f *vdibroker.Federation) {
+	for i := range f.GlobalEntitlements {
+		ge := &f.GlobalEntitlements[i]
+		if ge.Scope == "" {
+			ge.Scope = vdibroker.ScopeAllSites
+		}
+		if ge.SessionDistribution == "" {
+			ge.SessionDistribution = vdibroker.DistributionNone
+		}
+		if ge.Members == nil {
+			ge.Members = []vdibroker.Member{}
+		}
+	}
+	if f.Sites == nil {
+		f.Sites = []vdibroker.Site{}
+	}
+	if f.Pods == nil {
+		f.Pods = []vdibroker.Pod{}
+	}
+	if f.GlobalEntitlements == nil {
+		f.GlobalEntitlements = []vdibroker.GlobalEntitlement{}
+	}
+}
+
+// Validate checks a (normalized) document as self would store it. The
+// error is InvalidArgument naming the field by its JSON path
+// (pods[1].site, globalEntitlements[0].members[2].pod) and the allowed
+// values.
+func Validate(f *vdibroker.Federation, self Self) error {
+	if f.Generation < 1 {
+		return vdibroker.FieldError("generation", "must be at least 1, got %d", f.Generation)
+	}
+	if len(f.Sites) == 0 {
+		return vdibroker.FieldError("sites", "must list at least one site")
+	}
+	sites := map[string]bool{}
+	for i, s := range f.Sites {
+		field := fmt.Sprintf("sites[%d].name", i)
+		if err := vdibroker.ValidateName(field, s.Name, minNameLen, maxNameLen); err != nil {
+			return err
+		}
+		if sites[s.Name] {
+			return vdibroker.FieldError(field, "duplicate site name %q", s.Name)
+		}
+		sites[s.Name] = true
+	}
+	pods := map[string]bool{}
+	for i, p := range f.Pods {
+		field := fmt.Sprintf("pods[%d]", i)
+		if err := vdibroker.ValidateName(field+".name", p.Name, minNameLen, maxNameLen); err != nil {
+			return err
+		}
+		if pods[p.Name] {
+			return vdibroker.FieldError(field+".name", "duplicate pod name %q", p.Name)
+		}
+		pods[p.Name] = true
+		if p.Site == "" {
+			return vdibroker.FieldError(field+".site", "is required: every pod is in a site (one of %s)", names(f.Sites))
+		}
+		if !sites[p.Site] {
+			return vdibroker.FieldError(field+".site", "unknown site %q; sites are %s", p.Site, names(f.Sites))
+		}
+		if err := validURL(field+".url", p.URL); err != nil {
+			return err
+		}
+	}
+	me := f.Pod(self.Pod)
+	if me == nil {
+		return vdibroker.FieldError("pods", "does not list this pod %q (serve --pod-name): a pod stores only a document it is part of", self.Pod)
+	}
+	i := slices.IndexFunc(f.Pods, func(p vdibroker.Pod) bool { return p.Name == self.Pod })
+	if self.Site != "" && me.Site != self.Site {
+		return vdibroker.FieldError(fmt.Sprintf("pods[%d].site", i), "this pod runs with --site %q, the document says %q", self.Site, me.Site)
+	}
+	if self.URL != "" && strings.TrimRight(me.URL, "/") != strings.TrimRight(self.URL, "/") {
+		return vdibroker.FieldError(fmt.Sprintf("pods[%d].url", i), "this pod runs with --external-url %q, the document says %q", self.URL, me.URL)
+	}
+	ges := map[string]bool{}
+	for i, ge := range f.GlobalEntitlements {
+		field := fmt.Sprintf("globalEntitlements[%d]", i)
+		if err := vdibroker.ValidateName(field+".name", ge.Name, minNameLen, maxNameLen); err != nil {
+			return err
+		}
+		if ges[ge.Name] {
+			return vdibroker.FieldError(field+".name", "duplicate global entitlement name %q", ge.Name)
+		}
+		ges[ge.Name] = true
+		if !slices.Contains(Scopes, ge.Scope) {
+			return vdibroker.FieldError(field+".scope", "must be one of %s, got %q", strings.Join(Scopes, ", "), ge.Scope)
+		}
+		if !slices.Contains(Distributions, ge.SessionDistribution) {
+			return vdibroker.FieldError(field+".sessionDistribution", "must be one of %s, got %q", strings.Join(Distributions, ", "), ge.SessionDistribution)
+		}
+		if len(ge.Members) == 0 {
+			return vdibroker.FieldError(field+".members", "must list at least one member host pool")
+		}
+		for j, m := range ge.Members {
+			mf := fmt.Sprintf("%s.members[%d]", field, j)
+			if !pods[m.Pod] {
+				return vdibroker.FieldError(mf+".pod", "unknown pod %q; pods are %s", m.Pod, podNames(f.Pods))
+			}
+			if err := vdibroker.ValidateName(mf+".hostPool", m.HostPool, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
+				return err
+			}
+			if slices.Contains(ge.Members[:j], m) {
+				return vdibroker.FieldError(mf, "duplicate member %s/%s", m.Pod, m.HostPool)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for i, h := range f.HomeSites {
+		field := fmt.Sprintf("homeSites[%d]", i)
+		var key string
+		switch {
+		case (h.User == "") == (h.Group == ""):
+			return vdibroker.FieldError(field, "must name exactly one of user and group")
+		case h.User != "":
+			if err := vdibroker.ValidateUser(field+".user", h.User); err != nil {
+				return err
+			}
+			key = "user\x00" + h.User
+		default:
+			if err := vdibroker.ValidateUser(field+".group", h.Group); err != nil {
+				return err
+			}
+			key = "group\x00" + h.Group
+		}
+		if seen[key] {
+			return vdibroker.FieldError(field, "a second home site for the same %s", strings.Split(key, "\x00")[0])
+		}
+		seen[key] = true
+		if !sites[h.Site] {
+			return vdibroker.FieldError(field+".site", "unknown site %q; sites are %s", h.Site, names(f.Sites))
+		}
+	}
+	return nil
+}
+
+func validURL(field, s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return vdibroker.FieldError(field, "must be an http:// or https:// URL peers reach the pod at, got %q", s)
+	}
+	return nil
+}
+
+func names(sites []vdibroker.Site) string {
+	out := make([]string, len(sites))
+	for i, s := range sites {
+		out[i] = s.Name
+	}
+	return strings.Join(out, ", ")
+}
+
+func podNames(pods []vdibroker.Pod) string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,63 @@
+package federation
+
+import (
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// TestValidate: bad documents are refused naming the field.
+func TestValidate(t *testing.T) {
+	self := Self{Pod: "fra1"}
+	for _, tc := range []struct {
+		name  string
+		edit  func(f *vdibroker.Federation)
+		self  Self
+		field string
+	}{
+		{"valid", func(f *vdibroker.Federation) {}, self, ""},
+		{"unknown pod in a member", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Members[2].Pod = "par1" }, self, "globalEntitlements[0].members[2].pod"},
+		{"duplicate site", func(f *vdibroker.Federation) { f.Sites[1].Name = "emea" }, self, "sites[1].name"},
+		{"duplicate pod", func(f *vdibroker.Federation) { f.Pods[1].Name = "fra1" }, self, "pods[1].name"},
+		{"duplicate entitlement", func(f *vdibroker.Federation) {
+			f.GlobalEntitlements = append(f.GlobalEntitlements, f.GlobalEntitlements[0])
+		}, self, "globalEntitlements[1].name"},
+		{"duplicate member", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Members[1].HostPool = "office-fra1" }, self, "globalEntitlements[0].members[1]"},
+		{"bad scope", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Scope = "Everywhere" }, self, "globalEntitlements[0].scope"},
+		{"bad policy", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].SessionDistribution = "RoundRobin" }, self, "globalEntitlements[0].sessionDistribution"},
+		{"pod in no site", func(f *vdibroker.Federation) { f.Pods[2].Site = "" }, self, "pods[2].site"},
+		{"pod in an unknown site", func(f *vdibroker.Federation) { f.Pods[2].Site = "apac" }, self, "pods[2].site"},
+		{"document without this pod", func(f *vdibroker.Federation) {}, Self{Pod: "lon1"}, "pods"},
+		{"site other than --site", func(f *vdibroker.Federation) {}, Self{Pod: "nyc1", Site: "emea"}, "pods[2].site"},
+		{"url other than --external-url", func(f *vdibroker.Federation) {}, Self{Pod: "ams1", URL: "http://127.0.0.1:9"}, "pods[1].url"},
+		{"bad url", func(f *vdibroker.Federation) { f.Pods[0].URL = "fra1:8443" }, self, "pods[0].url"},
+		{"generation 0", func(f *vdibroker.Federation) { f.Generation = 0 }, self, "generation"},
+		{"home site of an unknown site", func(f *vdibroker.Federation) { f.HomeSites[0].Site = "apac" }, self, "homeSites[0].site"},
+		{"home site with user and group", func(f *vdibroker.Federation) { f.HomeSites[0].Group = "g" }, self, "homeSites[0]"},
+		{"entitlement without members", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Members = nil }, self, "globalEntitlements[0].members"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := testDoc("", "")
+			tc.edit(f)
+			Normalize(f)
+			err := Validate(f, tc.self)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("valid document refused: %v", err)
+				}
+				return
+			}
+			if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != tc.field {
+				t.Fatalf("got %v (field %q), want InvalidArgument on %s", err, vdibroker.ErrorField(err), tc.field)
+			}
+		})
+	}
+}
+
+func TestNormalizeDefaults(t *testing.T) {
+	f := testDoc("", "")
+	Normalize(f)
+	if ge := f.GlobalEntitlements[0]; ge.Scope != vdibroker.ScopeAllSites || ge.SessionDistribution != vdibroker.DistributionNone {
+		t.Fatalf("defaults: scope %q distribution %q, want AllSites, None", ge.Scope, ge.SessionDistribution)
+	}
+}

@@ -1,0 +1,328 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	nethttp "net/http"
+	"net/url"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/federation"
+)
+
+// The Cloud Pod Architecture API (SPEC §7, issue 16): the federation
+// document, global entitlements and their connect, and the pod-to-pod API
+// (federation.LoadsPath and the others), which takes no bearer token but
+// the federation secret's signature.
+
+// federationState is a pod's federation service and the verifier of its
+// peers' signatures; nil on a broker that is not a pod.
+type federationState struct {
+	g        *broker.Global
+	verifier *federation.Verifier
+}
+
+// SetFederation makes the server a pod of a federation: g answers the
+// federation API and secret signs and checks pod-to-pod calls. Call it
+// before serving.
+func (s *Server) SetFederation(g *broker.Global, secret []byte) {
+	s.fed = &federationState{g: g, verifier: &federation.Verifier{Secret: secret, Now: s.now}}
+}
+
+// federationRoutes registers the federation API (routes.go calls it).
+func (s *Server) federationRoutes() {
+	const ge = "/api/v1/globalentitlements"
+	s.handle("PUT /api/v1/federation", write, s.putFederation)
+	s.handle("GET /api/v1/federation", read, s.getFederation)
+	s.handle("GET "+ge, read, s.listGlobalEntitlements)
+	s.handle("GET "+ge+"/{name}", read, s.getGlobalEntitlement)
+	s.handle("POST "+ge+"/{name}/connect", connect, s.globalConnect)
+	// Signed with the federation secret, checked inside (podCall).
+	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads))
+	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions))
+	s.handle("POST "+federation.ConnectPath, public, s.podCall(s.podConnect))
+}
+
+// federated returns the pod's federation service, or NotFound on a broker
+// started without --pod-name.
+func (s *Server) federated() (*federationState, error) {
+	if s.fed == nil {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "this broker is not a pod of a federation: start serve with --pod-name, --site, --external-url and --federation-secret-file")
+	}
+	return s.fed, nil
+}
+
+func (s *Server) putFederation(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	fed, err := s.federated()
+	if err != nil {
+		return err
+	}
+	var doc vdibroker.Federation
+	if err := decodeJSON(w, r, &doc); err != nil {
+		return err
+	}
+	created, err := fed.g.PutDocument(r.Context(), &doc)
+	if err != nil {
+		return err
+	}
+	status := nethttp.StatusOK
+	if created {
+		status = nethttp.StatusCreated
+	}
+	writeJSON(w, status, &doc)
+	return nil
+}
+
+func (s *Server) getFederation(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	fed, err := s.federated()
+	if err != nil {
+		return err
+	}
+	st, err := fed.g.Status(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, st)
+	return nil
+}
+
+func (s *Server) listGlobalEntitlements(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	fed, err := s.federated()
+	if err != nil {
+		return err
+	}
+	list, err := fed.g.Entitlements(r.Context(), "")
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, page[broker.EntitlementView]{Value: list})
+	return nil
+}
+
+func (s *Server) getGlobalEntitlement(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	fed, err := s.federated()
+	if err != nil {
+		return err
+	}
+	list, err := fed.g.Entitlements(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, list[0])
+	return nil
+}
+
+// globalConnect is POST /globalentitlements/{name}/connect. A User token
+// connects only its own user, and its groups come from its identity (a
+// token has none), so only a Contributor may name groups.
+func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	fed, err := s.federated()
+	if err != nil {
+		return err
+	}
+	var req broker.GlobalConnectRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if p := principalFrom(r.Context()); p.Role == vdibroker.RoleUser {
+		if p.Subject != req.User {
+			return vdibroker.Errorf(vdibroker.EPermission, "a User token may connect only its own user %q", p.Subject)
+		}
+		if len(req.Groups) > 0 {
+			return &vdibroker.Error{Code: vdibroker.EPermission, Field: "groups",
+				Message: "groups: only a Contributor may name a user's groups; a User's groups come from its identity"}
+		}
+	}
+	a, err := fed.g.Connect(r.Context(), r.PathValue("name"), req)
+	if err != nil {
+		return err
+	}
+	status := nethttp.StatusOK
+	if a.Created {
+		status = nethttp.StatusCreated
+	}
+	writeJSON(w, status, a)
+	return nil
+}
+
+// podCall checks a pod-to-pod call's signature (over method, path, body,
+// timestamp and nonce: a missing or wrong one, or a replay, is
+// Unauthenticated) and passes the body on.
+func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error) func(nethttp.ResponseWriter, *nethttp.Request) error {
+	return func(w nethttp.ResponseWriter, r *nethttp.Request) error {
+		fed, err := s.federated()
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(nethttp.MaxBytesReader(w, r.Body, maxBodyBytes))
+		if err != nil {
+			return decodeError(err, nil, nil)
+		}
+		pod, err := fed.verifier.Verify(r.Header.Get, r.Method, r.URL.Path, body)
+		if err != nil {
+			return err
+		}
+		// The secret is the federation's; the caller must also be one of
+		// its pods as this pod's document lists them (none yet: anyone
+		// with the secret, so a new federation can start).
+		if doc, err := fed.g.Document(r.Context()); err == nil && doc.Pod(pod) == nil {
+			return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds (generation %d)", pod, fed.g.Self().Pod, doc.Generation)
+		}
+		return h(w, r, fed, body)
+	}
+}
+
+func (s *Server) podLoads(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, _ []byte) error {
+	resp, err := fed.g.PodLoads(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, resp)
+	return nil
+}
+
+func (s *Server) podSessions(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error {
+	var req federation.SessionsRequest
+	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	resp, err := fed.g.PodSessions(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, resp)
+	return nil
+}
+
+func (s *Server) podConnect(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error {
+	var req federation.ConnectRequest
+	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	if err := vdibroker.ValidateUser("user", req.User); err != nil {
+		return err
+	}
+	a, err := fed.g.PodConnect(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	status := nethttp.StatusOK
+	if a.Created {
+		status = nethttp.StatusCreated
+	}
+	writeJSON(w, status, a.ConnectResponse)
+	return nil
+}
+
+// PodClient is broker.PodClient over HTTP: it signs every call with the
+// federation secret as pod Pod. The caller bounds each call with its ctx.
+type PodClient struct {
+	Pod    string
+	Secret []byte
+	// HTTPClient does the requests (nil: one with keep-alive connections
+	// to each peer).
+	HTTPClient *nethttp.Client
+	Now        func() time.Time
+}
+
+var _ broker.PodClient = (*PodClient)(nil)
+
+// NewPodClient returns the pod-to-pod client of pod with secret.
+func NewPodClient(pod string, secret []byte) *PodClient {
+	tr := nethttp.DefaultTransport.(*nethttp.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &PodClient{Pod: pod, Secret: secret, HTTPClient: &nethttp.Client{Transport: tr}}
+}
+
+func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any) (int, error) {
+	var raw []byte
+	var send any
+	if body != nil {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			return 0, err
+		}
+		send = json.RawMessage(raw)
+	}
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	h := nethttp.Header{}
+	for k, v := range federation.Sign(c.Secret, method, path, c.Pod, raw, now()) {
+		h.Set(k, v)
+	}
+	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient}
+	return cl.do(ctx, method, path, nil, send, out, h)
+}
+
+// Loads asks pod for its member pools' facts.
+func (c *PodClient) Loads(ctx context.Context, pod vdibroker.Pod) (*federation.LoadsResponse, error) {
+	var out federation.LoadsResponse
+	_, err := c.call(ctx, pod, "GET", federation.LoadsPath, nil, &out)
+	return resultOrNil(&out, err)
+}
+
+// Sessions asks pod for the user's open sessions in its pools.
+func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error) {
+	var out federation.SessionsResponse
+	if _, err := c.call(ctx, pod, "POST", federation.SessionsPath, req, &out); err != nil {
+		return nil, err
+	}
+	return out.Sessions, nil
+}
+
+// Connect asks pod to connect the user into one of its member pools.
+func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*broker.Answer, error) {
+	var out broker.Answer
+	status, err := c.call(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse)
+	if err != nil {
+		return nil, err
+	}
+	out.Created = status == nethttp.StatusCreated
+	return &out, nil
+}
+
+// GlobalConnectResult is a global connect's answer.
+type GlobalConnectResult = broker.GlobalAnswer
+
+// PutFederation stores the federation document on the client's broker.
+func (c *Client) PutFederation(ctx context.Context, doc *vdibroker.Federation) (*vdibroker.Federation, error) {
+	var out vdibroker.Federation
+	_, err := c.do(ctx, "PUT", "/api/v1/federation", nil, doc, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// GetFederation returns the broker's federation document with its peers'
+// health and generations.
+func (c *Client) GetFederation(ctx context.Context) (*broker.FederationStatus, error) {
+	var out broker.FederationStatus
+	_, err := c.do(ctx, "GET", "/api/v1/federation", nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// ListGlobalEntitlements returns every global entitlement with its
+// members' loads.
+func (c *Client) ListGlobalEntitlements(ctx context.Context) ([]*broker.EntitlementView, error) {
+	return listAll[*broker.EntitlementView](ctx, c, "/api/v1/globalentitlements", nil)
+}
+
+// GetGlobalEntitlement returns one global entitlement with its members'
+// loads.
+func (c *Client) GetGlobalEntitlement(ctx context.Context, name string) (*broker.EntitlementView, error) {
+	var out broker.EntitlementView
+	_, err := c.do(ctx, "GET", "/api/v1/globalentitlements/"+url.PathEscape(name), nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// GlobalConnect connects a user through a global entitlement (SPEC §7).
+func (c *Client) GlobalConnect(ctx context.Context, name string, req broker.GlobalConnectRequest) (*GlobalConnectResult, error) {
+	var out GlobalConnectResult
+	status, err := c.do(ctx, "POST", "/api/v1/globalentitlements/"+url.PathEscape(name)+"/connect", nil, req, &out, nil)
+	out.Created = status == nethttp.StatusCreated
+	return resultOrNil(&out, err)
+}

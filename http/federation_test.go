@@ -1,0 +1,191 @@
+package http_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+const testFedSecret = "http-test-federation-secret"
+
+// fedPodsTLS is fedPods with every pod serving HTTPS (httptest's TLS
+// server), the pod clients trusting the test certificate.
+func fedPodsTLS(t *testing.T, n int) []*env {
+	return fedPodsWith(t, n, 1, 5, vdibroker.DistributionNone, true)
+}
+
+func fedPods(t *testing.T, n, hosts, limit int, policy string) []*env {
+	return fedPodsWith(t, n, hosts, limit, policy, false)
+}
+
+// fedPodsWith starts n in-process pods (pod0..), pod0 and pod1 in site s0, the
+// rest in s1, each with its own SQLite store, a pool office-<pod> of hosts
+// hosts with limit limit, and the federation document applied. Unlike the
+// end-to-end test (cmd/vdibroker), this one runs under the race detector.
+func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*env {
+	t.Helper()
+	var envs []*env
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}}}
+	ge := vdibroker.GlobalEntitlement{Name: "office", SessionDistribution: policy}
+	for i := range n {
+		st, err := store.Open(context.Background(), "", t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, site := fmt.Sprintf("pod%d", i), "s0"
+		if i >= 2 {
+			site = "s1"
+		}
+		srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
+		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
+		ts := httptest.NewUnstartedServer(srv.Handler())
+		if tls {
+			// Every httptest TLS server has the same certificate: its
+			// client trusts them all.
+			ts.StartTLS()
+			peers.HTTPClient = ts.Client()
+		} else {
+			ts.Start()
+		}
+		srv.SetFederation(broker.NewGlobal(broker.GlobalConfig{Service: srv.Broker(), Pod: name, Site: site,
+			Peers: peers, PodTimeout: 2 * time.Second}), []byte(testFedSecret))
+		t.Cleanup(func() { ts.Close(); srv.Close(); st.Close() })
+		admin := vhttp.NewClient(ts.URL, adminToken)
+		admin.HTTPClient = ts.Client()
+		e := &env{t: t, store: st, clock: &clock{}, srvs: []*vhttp.Server{srv}, urls: []string{ts.URL},
+			admin: admin, agents: map[string]string{}}
+		pool := "office-" + name
+		e.pool(pool, map[string]any{"maxSessionLimit": limit})
+		e.addHosts(pool, name+"-h", hosts)
+		envs = append(envs, e)
+		doc.Pods = append(doc.Pods, vdibroker.Pod{Name: name, Site: site, URL: ts.URL})
+		ge.Members = append(ge.Members, vdibroker.Member{Pod: name, HostPool: pool})
+	}
+	doc.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	for _, e := range envs {
+		d := *doc
+		if _, err := e.admin.PutFederation(context.Background(), &d); err != nil {
+			t.Fatalf("put federation: %v", err)
+		}
+	}
+	return envs
+}
+
+// TestGlobalConnectConcurrent: users connect at once through every pod;
+// each gets one session, no pool goes over its limit (the chosen pod's
+// database enforces it, R-C4), and the refusals once all is full are
+// NoCapacity.
+func TestGlobalConnectConcurrent(t *testing.T) {
+	// 3 pods × 2 hosts × limit 3 = 18 places for 24 users.
+	envs := fedPods(t, 3, 2, 3, vdibroker.DistributionSessionCount)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	placed := map[string]string{} // user -> pod
+	refused := 0
+	for i := range 24 {
+		wg.Go(func() {
+			user := fmt.Sprintf("user%02d", i)
+			a, err := envs[i%3].admin.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: user})
+			mu.Lock()
+			defer mu.Unlock()
+			switch vdibroker.ErrorCode(err) {
+			case "":
+				placed[user] = a.Pod
+			case vdibroker.ENoCapacity:
+				refused++
+			default:
+				t.Errorf("%s: %v", user, err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(placed) != 18 || refused != 6 {
+		t.Fatalf("placed %d, refused %d; want 18 and 6", len(placed), refused)
+	}
+	for i, e := range envs {
+		for h, n := range e.sessionsPerHost(fmt.Sprintf("office-pod%d", i)) {
+			if n != 3 {
+				t.Errorf("pod%d host %s has %d sessions, want 3 (full, never over)", i, h, n)
+			}
+		}
+	}
+	// Every placed user reconnects to the same pod from any pod (R-G1).
+	for user, pod := range placed {
+		a, err := envs[2].admin.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: user})
+		if err != nil || a.Pod != pod || !a.Reconnect {
+			t.Fatalf("%s again: %+v %v; want a reconnect on %s", user, a, err, pod)
+		}
+	}
+}
+
+// TestGlobalConnectRoles: a User token connects only itself and names no
+// groups; a dry run stores nothing.
+func TestGlobalConnectRoles(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	tok, err := envs[0].admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := envs[0].client(0, tok.Secret)
+	_, err = user.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "bob"})
+	wantCode(t, err, vdibroker.EPermission)
+	_, err = user.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice", Groups: []string{"admins"}})
+	wantCode(t, err, vdibroker.EPermission, "groups")
+	a, err := user.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice", DryRun: true})
+	if err != nil || !a.DryRun || a.SessionID != "" || a.Pod != "pod0" {
+		t.Fatalf("dry run: %+v %v; want pod0 (None: the connected pod first), no session", a, err)
+	}
+	if n := envs[0].sessionsPerHost("office-pod0")["pod0-h001"]; n != 0 {
+		t.Fatalf("dry run stored a session: %d", n)
+	}
+	a, err = user.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice"})
+	if err != nil || !a.Created || a.Pod != "pod0" {
+		t.Fatalf("connect: %+v %v", a, err)
+	}
+	_, err = envs[0].admin.GlobalConnect(t.Context(), "nothing", broker.GlobalConnectRequest{User: "alice"})
+	wantCode(t, err, vdibroker.ENotFound)
+}
+
+// TestGlobalConnectOverHTTPS: pods reach each other over HTTPS as well as
+// plain HTTP; the signature is the same.
+func TestGlobalConnectOverHTTPS(t *testing.T) {
+	envs := fedPodsTLS(t, 3)
+	// Fill pod0's pool (limit 5): None then goes on to pod1, over HTTPS.
+	for i := range 5 {
+		envs[0].mustConnect("office-pod0", fmt.Sprintf("local%d", i))
+	}
+	a, err := envs[0].admin.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice"})
+	if err != nil || a.Pod != "pod1" || !a.Created {
+		t.Fatalf("global connect over HTTPS: %+v %v; want a new session on pod1", a, err)
+	}
+	st, err := envs[0].admin.GetFederation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Peers {
+		if p.Health != "ok" {
+			t.Errorf("peer %s over HTTPS: health %q", p.Pod, p.Health)
+		}
+	}
+}
+
+// TestPodCallFromAnUnlistedPod: the federation secret is not enough; the
+// calling pod must be in the document.
+func TestPodCallFromAnUnlistedPod(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	c := vhttp.NewPodClient("intruder", []byte(testFedSecret))
+	_, err := c.Loads(t.Context(), vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]})
+	wantCode(t, err, vdibroker.EPermission, "intruder")
+	c = vhttp.NewPodClient("pod1", []byte(testFedSecret))
+	if _, err := c.Loads(t.Context(), vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}); err != nil {
+		t.Fatalf("listed pod refused: %v", err)
+	}
+}

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// GetFederation returns the federation document this pod holds (NotFound
+// when none was stored).
+func (s *DB) GetFederation(ctx context.Context) (*vdibroker.Federation, error) {
+	var doc string
+	err := s.read(ctx, func(t *tx) error {
+		return t.row(ctx, `SELECT document FROM federation WHERE id = 1`).Scan(&doc)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("no federation document is stored on this pod (PUT /api/v1/federation)")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get federation: %w", err)
+	}
+	var f vdibroker.Federation
+	if err := json.Unmarshal([]byte(doc), &f); err != nil {
+		return nil, fmt.Errorf("get federation: decode stored document: %w", err)
+	}
+	return &f, nil
+}
+
+// PutFederation stores f, with the generation check in the same
+// transaction (the row is locked on PostgreSQL; SQLite's writer is one), so
+// two applies racing each other cannot both win with the older one last.
+func (s *DB) PutFederation(ctx context.Context, f *vdibroker.Federation) (created bool, err error) {
+	doc, err := json.Marshal(f)
+	if err != nil {
+		return false, fmt.Errorf("put federation: encode: %w", err)
+	}
+	err = s.write(ctx, func(t *tx) error {
+		created = false
+		var gen int64
+		var old string
+		err := t.row(ctx, `SELECT generation, document FROM federation WHERE id = 1`+t.d.forUpdate).Scan(&gen, &old)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err := t.exec(ctx, `INSERT INTO federation (id, generation, document, update_time) VALUES (1, ?, ?, ?)`,
+				f.Generation, string(doc), ns(s.now()))
+			if errors.Is(err, errUnique) {
+				return errRaced // another apply inserted first: run again
+			}
+			created = err == nil
+			return err
+		case err != nil:
+			return err
+		case f.Generation < gen:
+			return &vdibroker.Error{Code: vdibroker.EConflict, Field: "generation",
+				Message: fmt.Sprintf("generation: this pod holds generation %d; %d is older", gen, f.Generation)}
+		case f.Generation == gen:
+			if bytes.Equal([]byte(old), doc) {
+				return nil // applied again: nothing changes
+			}
+			return &vdibroker.Error{Code: vdibroker.EConflict, Field: "generation",
+				Message: fmt.Sprintf("generation: this pod holds generation %d with other content; a changed document needs a higher generation", gen)}
+		}
+		_, err = t.exec(ctx, `UPDATE federation SET generation = ?, document = ?, update_time = ? WHERE id = 1`,
+			f.Generation, string(doc), ns(s.now()))
+		return err
+	})
+	return created, wrap(err, "put federation")
+}
+
+// openOfUserQuery reads a user's open sessions in one pool through the two
+// partial indexes on (host_pool, user_name): the unique one of pooled
+// sessions (00001) and the one of the others (00004). Their conditions are
+// spelled as the indexes spell them, so SQLite and PostgreSQL use them; the
+// general ListUserSessions filter matches neither and reads every session
+// of the pool, which a global connect, asking every pod in scope about
+// every user, cannot afford.
+const openOfUserQuery = `SELECT ` + sessionCols + ` FROM user_sessions
+ WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff'
+ UNION ALL
+ SELECT ` + sessionCols + ` FROM user_sessions
+ WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff'`
+
+// OpenSessionsOfUser returns user's open sessions in each of pools, pool by
+// pool, by id within a pool.
+func (s *DB) OpenSessionsOfUser(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
+	var out []*vdibroker.UserSession
+	err := s.read(ctx, func(t *tx) error {
+		for _, p := range pools {
+			list, err := queryAll(ctx, t, scanSession, openOfUserQuery, p, user, p, user)
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(list, func(a, b *vdibroker.UserSession) int { return strings.Compare(a.ID, b.ID) })
+			out = append(out, list...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open sessions of user: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+func fedDoc(gen int64, pods ...string) *vdibroker.Federation {
+	f := &vdibroker.Federation{Generation: gen, Sites: []vdibroker.Site{{Name: "emea"}}}
+	for _, p := range pods {
+		f.Pods = append(f.Pods, vdibroker.Pod{Name: p, Site: "emea", URL: "http://127.0.0.1:1"})
+	}
+	return f
+}
+
+// TestFederationGeneration: the document is stored per pod; an older
+// generation is refused with Conflict (the stored one unchanged), the same
+// generation applied again changes nothing, the same generation with other
+// content is refused, a newer one replaces it.
+func TestFederationGeneration(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		_, err := s.GetFederation(ctx)
+		wantCode(t, err, vdibroker.ENotFound)
+
+		created, err := s.PutFederation(ctx, fedDoc(3, "fra1"))
+		if err != nil || !created {
+			t.Fatalf("first put: created=%v err=%v", created, err)
+		}
+		if created, err := s.PutFederation(ctx, fedDoc(3, "fra1")); err != nil || created {
+			t.Fatalf("same document again: created=%v err=%v, want nil, false", created, err)
+		}
+		_, err = s.PutFederation(ctx, fedDoc(2, "fra1", "old"))
+		wantCode(t, err, vdibroker.EConflict)
+		if f := vdibroker.ErrorField(err); f != "generation" {
+			t.Errorf("older generation: field %q, want generation", f)
+		}
+		_, err = s.PutFederation(ctx, fedDoc(3, "fra1", "other"))
+		wantCode(t, err, vdibroker.EConflict)
+		got, err := s.GetFederation(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(fedDoc(3, "fra1"), got); diff != "" {
+			t.Fatalf("stored document changed by refused puts (-want +got):\n%s", diff)
+		}
+		if _, err := s.PutFederation(ctx, fedDoc(4, "fra1", "ams1")); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = s.GetFederation(ctx)
+		if diff := cmp.Diff(fedDoc(4, "fra1", "ams1"), got); diff != "" {
+			t.Fatalf("newer generation not stored (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// TestOpenSessionsOfUser: a user's open sessions, pooled (placed) and
+// adopted (reported by the agent, R-S2) alike, pool by pool; ended ones
+// and other users' are not.
+func TestOpenSessionsOfUser(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		for _, p := range []string{"pool-a", "pool-b"} {
+			mustPool(t, s, pool(p, vdibroker.Pooled))
+			mustHost(t, s, p, "h1")
+		}
+		a := mustCommit(t, s, placement("pool-a", "h1", "alice", 10))
+		mustCommit(t, s, placement("pool-a", "h1", "bob", 10))
+		ended := mustCommit(t, s, placement("pool-b", "h1", "alice", 10))
+		if err := s.EndSession(ctx, "pool-b", ended, vdibroker.EndLoggedOffByAdmin, t0); err != nil {
+			t.Fatal(err)
+		}
+		// The agent on pool-b's host reports alice, whom the broker did
+		// not place there (any more): she is adopted, not pooled.
+		if _, err := s.ApplyHeartbeat(ctx, "pool-b", "h1", &vdibroker.HeartbeatRequest{
+			Sessions: []vdibroker.AgentSession{{ID: "s1", User: "alice", State: vdibroker.StateActive}}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.OpenSessionsOfUser(ctx, "alice", []string{"pool-a", "pool-b", "pool-c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].ID != a || got[1].HostPool != "pool-b" || got[1].ID == ended || !got[1].Open() {
+			t.Fatalf("alice's open sessions: %+v; want %s in pool-a and the adopted one in pool-b", got, a)
+		}
+	})
+}
