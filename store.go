@@ -144,6 +144,9 @@ type Store interface {
 	// with current Sessions and ConnectingSessions (R-S1). Status is left for
 	// the caller to evaluate (HostStatus).
 	ListSessionHosts(ctx context.Context, pool string) ([]*SessionHost, error)
+	// ListSessionHostsPage is ListSessionHosts from the host after after
+	// (by name), at most limit hosts: one page of a pool of 10,000.
+	ListSessionHostsPage(ctx context.Context, pool, after string, limit int) ([]*SessionHost, error)
 	// DeleteSessionHost deletes a host and revokes its credential; refused
 	// with Conflict while it has open sessions unless force (then they end).
 	DeleteSessionHost(ctx context.Context, pool, name string, force bool) error

@@ -2,8 +2,11 @@ package broker
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/loadindex"
 )
 
 // The writes of this file change what placement sees. Each one updates the
@@ -234,4 +237,73 @@ func (s *Service) Summary(ctx context.Context, pool *vdibroker.HostPool) (*vdibr
 		sum.Sessions += h.Sessions
 	}
 	return sum, nil
+}
+
+// HostsPage returns a pool and up to limit+1 of its hosts after after (by
+// name), with their read-time fields: one more than limit tells the caller
+// a next page exists. Only the page is read from the store; the pool-wide
+// inputs of the load index (R-IDX3, R-LI6) come from one read of all the
+// pool's hosts, kept for figuresTTL, so walking the 10 pages of a
+// 10,000-host pool reads it once, not ten times.
+func (s *Service) HostsPage(ctx context.Context, poolName, after string, limit int) (*vdibroker.HostPool, []*vdibroker.SessionHost, error) {
+	pool, err := s.store.GetHostPool(ctx, poolName)
+	if err != nil {
+		return nil, nil, err
+	}
+	page, err := s.store.ListSessionHostsPage(ctx, poolName, after, limit+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	var lp loadindex.Pool
+	if after == "" && len(page) <= limit {
+		lp = loadindex.PoolOfHosts(page) // the whole pool
+	} else if lp, err = s.figures.get(ctx, s, poolName); err != nil {
+		return nil, nil, err
+	}
+	loadindex.PresentWith(pool, lp, s.now(), page...)
+	for _, h := range page {
+		if h.Protocols == nil {
+			h.Protocols = []string{}
+		}
+		if h.AssignedUsers == nil {
+			h.AssignedUsers = []string{}
+		}
+	}
+	return pool, page, nil
+}
+
+// figuresTTL is how long a pool's load-index inputs serve pages.
+const figuresTTL = 2 * time.Second
+
+// poolFigures caches each pool's pool-wide load-index inputs.
+type poolFigures struct {
+	mu sync.Mutex
+	m  map[string]cachedFigures
+}
+
+type cachedFigures struct {
+	lp loadindex.Pool
+	at time.Time
+}
+
+func (f *poolFigures) get(ctx context.Context, s *Service, pool string) (loadindex.Pool, error) {
+	now := time.Now()
+	f.mu.Lock()
+	c, ok := f.m[pool]
+	f.mu.Unlock()
+	if ok && now.Sub(c.at) < figuresTTL {
+		return c.lp, nil
+	}
+	all, err := s.store.ListSessionHosts(ctx, pool)
+	if err != nil {
+		return loadindex.Pool{}, err
+	}
+	lp := loadindex.PoolOfHosts(all)
+	f.mu.Lock()
+	if f.m == nil || len(f.m) > 10000 {
+		f.m = map[string]cachedFigures{}
+	}
+	f.m[pool] = cachedFigures{lp, now}
+	f.mu.Unlock()
+	return lp, nil
 }

@@ -373,3 +373,13 @@ func (g *guardedStore) OpenSessionsOfUser(ctx context.Context, user string, pool
 	v, err = g.Store.OpenSessionsOfUser(ctx, user, pools)
 	return v, g.health.check(err)
 }
+
+func (g *guardedStore) ListSessionHostsPage(ctx context.Context, pool, after string, limit int) (v []*vdibroker.SessionHost, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListSessionHostsPage(ctx, pool, after, limit)
+	return v, g.health.check(err)
+}

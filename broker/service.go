@@ -54,6 +54,7 @@ type Service struct {
 	health    *Health
 	held      heldHeartbeats
 	creds     credentials
+	figures   poolFigures
 	views     *views
 	userLocks keyedMutex
 	hostLocks keyedMutex // one host's heartbeats, one at a time

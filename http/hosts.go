@@ -11,12 +11,15 @@ func (s *Server) listHosts(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	pool, hosts, err := s.svc.SessionHosts(r.Context(), r.PathValue("pool"))
+	_, hosts, err := s.svc.HostsPage(r.Context(), r.PathValue("pool"), after, limit)
 	if err != nil {
 		return err
 	}
-	pg := pageOf(r, hosts, func(h *vdibroker.SessionHost) string { return h.Name }, limit, after)
-	s.svc.Present(pool, hosts, pg.Value...)
+	pg := page[*vdibroker.SessionHost]{Value: hosts}
+	if len(hosts) > limit {
+		pg.Value = hosts[:limit]
+		pg.NextLink = nextLink(r, limit, hosts[limit-1].Name)
+	}
 	writeJSON(w, nethttp.StatusOK, pg)
 	return nil
 }

@@ -13,15 +13,25 @@ import (
 // host of pool: the pool-wide inputs of R-IDX3 and R-LI6 (PoolOf) come
 // from them. show may be a subset of all.
 func Present(pool *vdibroker.HostPool, all []*vdibroker.SessionHost, now time.Time, show ...*vdibroker.SessionHost) {
+	if len(show) == 0 {
+		show = all
+	}
+	PresentWith(pool, PoolOfHosts(all), now, show...)
+}
+
+// PoolOfHosts is PoolOf of a pool's domain hosts.
+func PoolOfHosts(all []*vdibroker.SessionHost) Pool {
 	hosts := make([]Host, len(all))
 	for i, h := range all {
 		hosts[i] = Host{Sessions: h.Sessions, Metrics: h.Metrics, MetricsSessions: h.MetricsSessions}
 	}
-	lp := PoolOf(hosts)
+	return PoolOf(hosts)
+}
+
+// PresentWith is Present with the pool-wide inputs given (lp, from
+// PoolOfHosts of every host of the pool): for a page of a large pool.
+func PresentWith(pool *vdibroker.HostPool, lp Pool, now time.Time, show ...*vdibroker.SessionHost) {
 	timeout := pool.HeartbeatTimeout()
-	if len(show) == 0 {
-		show = all
-	}
 	for _, h := range show {
 		h.Status = vdibroker.HostStatus(h, timeout, now)
 		h.LoadIndex = Displayed(pool.LoadBalancing, pool.MaxSessionLimit,

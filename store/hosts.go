@@ -26,6 +26,7 @@ const (
 	hostByKeyCredQuery    = `SELECT ` + hostCols + `, credential_hash FROM ` + hostFrom + ` WHERE host_pool = ? AND name = ?`
 	hostsOfPoolQuery      = `SELECT ` + hostCols + ` FROM ` + hostFrom + ` WHERE host_pool = ? ORDER BY name`
 	hostByCredentialQuery = `SELECT ` + hostCols + ` FROM ` + hostFrom + ` WHERE credential_hash = ?`
+	hostsPageQuery        = `SELECT ` + hostCols + ` FROM ` + hostFrom + ` WHERE host_pool = ? AND name > ? ORDER BY name LIMIT ?`
 )
 
 func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
@@ -265,6 +266,30 @@ func (s *DB) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.Se
 	})
 	if err != nil {
 		return nil, wrap(err, "list session hosts of %q", pool)
+	}
+	return out, nil
+}
+
+// ListSessionHostsPage implements vdibroker.Store.
+func (s *DB) ListSessionHostsPage(ctx context.Context, pool, after string, limit int) ([]*vdibroker.SessionHost, error) {
+	if limit <= 0 {
+		return nil, vdibroker.Errorf(vdibroker.EInvalid, "limit must be positive")
+	}
+	var out []*vdibroker.SessionHost
+	err := s.read(ctx, func(t *tx) error {
+		var n int
+		if err := t.row(ctx, `SELECT count(*) FROM host_pools WHERE name = ?`, pool).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound("host pool %q not found", pool)
+		}
+		var err error
+		out, err = queryAll(ctx, t, scanHost, hostsPageQuery, pool, after, limit)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "list session hosts of %q after %q", pool, after)
 	}
 	return out, nil
 }

@@ -134,3 +134,35 @@ func TestPostgresDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestListSessionHostsPage: a page of a pool's hosts after a name, in
+// query order (byte-wise, R-query order), on both engines.
+func TestListSessionHostsPage(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		for _, h := range []string{"h-b", "h-a", "H-z", "h-c"} {
+			mustHost(t, s, "pool1", h)
+		}
+		var got []string
+		after := ""
+		for {
+			page, err := s.ListSessionHostsPage(ctx, "pool1", after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range page {
+				got = append(got, h.Name)
+			}
+			if len(page) < 2 {
+				break
+			}
+			after = page[len(page)-1].Name
+		}
+		if want := []string{"H-z", "h-a", "h-b", "h-c"}; strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("pages gave %v, want %v", got, want)
+		}
+		_, err := s.ListSessionHostsPage(ctx, "nope", "", 2)
+		wantCode(t, err, vdibroker.ENotFound)
+	})
+}
