@@ -145,6 +145,9 @@ type HeartbeatStats struct {
 	Errors      []ErrorCount  `json:"errors"`
 	// ByPhase is the heartbeats due in each measured phase.
 	ByPhase []HeartbeatPhase `json:"byPhase,omitempty"`
+	// WarmUp is the first interval after the broker's restart, left out
+	// of the figures above (nil when they include it).
+	WarmUp *HeartbeatPhase `json:"warmUp,omitempty"`
 }
 
 // HeartbeatPhase is the heartbeats due while one phase ran: how many, how
@@ -204,12 +207,41 @@ func (a *agentRun) byPhase(windows []phaseWindow) []HeartbeatPhase {
 }
 
 // stats summarizes the heartbeats due before stop; call after stop.
-func (a *agentRun) stats() HeartbeatStats {
+func (a *agentRun) stats() HeartbeatStats { return a.statsFrom(0) }
+
+// steadyStats is stats without the first interval (the broker's first
+// heartbeat of every host after its restart, with cold caches), which it
+// reports apart as WarmUp: the target is about a running pod.
+func (a *agentRun) steadyStats() HeartbeatStats {
+	<-a.done
+	n := min(int(a.stopAt.Load()), len(a.outcomes))
+	if n <= a.hosts {
+		return a.statsFrom(0)
+	}
+	s := a.statsFrom(a.hosts)
+	w := HeartbeatPhase{Phase: "first interval after the broker's restart", Due: a.hosts}
+	for _, o := range a.outcomes[:a.hosts] {
+		switch {
+		case !o.sent:
+			w.Skipped++
+		case o.code == "":
+			w.OK++
+		}
+		w.Max = max(w.Max, o.latency)
+	}
+	s.WarmUp = &w
+	return s
+}
+
+// statsFrom summarizes the heartbeats due from the from-th (a multiple of
+// the hosts: whole intervals) to stop.
+func (a *agentRun) statsFrom(from int) HeartbeatStats {
 	<-a.done
 	n := int(a.stopAt.Load())
 	n = min(n, len(a.outcomes))
-	hr := &HeartbeatResult{Duration: max(dueOffset(n, a.hosts, a.interval), time.Millisecond), Interval: a.interval}
-	summarizeHeartbeats(hr, a.outcomes[:n], a.hosts, 0)
+	start := a.start.Add(dueOffset(from, a.hosts, a.interval))
+	hr := &HeartbeatResult{Duration: max(dueOffset(n, a.hosts, a.interval)-dueOffset(from, a.hosts, a.interval), time.Millisecond), Interval: a.interval}
+	summarizeHeartbeats(hr, a.outcomes[from:n], a.hosts, 0)
 	s := HeartbeatStats{
 		Hosts: a.hosts, Interval: a.interval, Window: hr.Duration,
 		Scheduled: hr.Scheduled, Sent: hr.Sent, Skipped: hr.Skipped, OK: hr.OK,
@@ -218,12 +250,12 @@ func (a *agentRun) stats() HeartbeatStats {
 	}
 	// Handled per second from the start to the last answer (at least the
 	// window): a broker that answers late shows a lower rate.
-	last := a.start.Add(hr.Duration)
-	for _, o := range a.outcomes[:n] {
+	last := start.Add(hr.Duration)
+	for _, o := range a.outcomes[from:n] {
 		if o.sent && o.done.After(last) {
 			last = o.done
 		}
 	}
-	s.HandledRate = float64(hr.OK) / last.Sub(a.start).Seconds()
+	s.HandledRate = float64(hr.OK) / last.Sub(start).Seconds()
 	return s
 }

@@ -141,7 +141,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	readers.Wait()
 	agents.stop()
 
-	res.Heartbeats = agents.stats()
+	res.Heartbeats = agents.steadyStats()
 	res.Heartbeats.ByPhase = agents.byPhase(windows)
 	res.UserListings, res.MetricsScrapes = listings.stats(), scrapes.stats()
 	res.ConsoleOverview, res.ConsolePool = overview.stats(), poolPage.stats()

@@ -39,7 +39,7 @@ func evaluate(res *PodResult) {
 			Pass: res.ConnectSmall.OK > 0 && res.ConnectRatio >= 0.7,
 		},
 		{
-			Name: "heartbeats handled",
+			Name: "heartbeats handled, after the first interval",
 			Measured: fmt.Sprintf("%.1f/s of %.1f/s offered (%d hosts every %s)",
 				res.Heartbeats.HandledRate, res.Heartbeats.OfferedRate, res.Heartbeats.Hosts, res.Heartbeats.Interval),
 			Target: fmt.Sprintf(">= %.1f/s (99%% of offered)", hbTarget),
@@ -141,6 +141,10 @@ func (r *PodResult) writeTable(w io.Writer) {
 		h.Sent, h.Scheduled, h.Skipped, fmtLatency(h.P50), fmtLatency(h.P99), fmtLatency(h.Max), fmtLatency(h.LatenessP99), errorsInline(h.Errors))
 	for _, p := range h.ByPhase {
 		fmt.Fprintf(w, "  %-22s %-18s %6d due, %6d skipped, %6d ok; p99 %-9s max %s\n", "", p.Phase, p.Due, p.Skipped, p.OK, fmtLatency(p.P99), fmtLatency(p.Max))
+	}
+	if p := h.WarmUp; p != nil {
+		fmt.Fprintf(w, "  %-22s not in the figures above: the %s: %d due, %d skipped, %d ok; max %s\n", "",
+			p.Phase, p.Due, p.Skipped, p.OK, fmtLatency(p.Max))
 	}
 	fmt.Fprintf(w, "  %-22s RSS peak %s, VmHWM %s (Go heap in use at most %s, Go runtime %s); CPU %.2f cores\n", "broker",
 		mib(r.BrokerRSS), mib(r.BrokerHWM), mib(r.BrokerGoHeap), mib(r.BrokerGoSys), r.BrokerCPU)
