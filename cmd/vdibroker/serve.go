@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
@@ -50,6 +52,8 @@ type Main struct {
 	// Retention is how long ended sessions, delivered commands and expired
 	// tokens are kept (0 = forever; serve's default is 30 days).
 	Retention time.Duration
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
 	// Federation makes the broker a pod (federation_serve.go).
 	Federation FederationFlags
 
@@ -141,8 +145,8 @@ func (m *Main) Open(ctx context.Context) error {
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger})
 	m.Federation.addConsole(m.console)
 	m.Server.Mux().Handle("/", m.console)
-	m.Server.Mux().Handle("GET /metrics", metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
-		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }}))))
+	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
+		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))))
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		m.console.Close()
@@ -178,6 +182,24 @@ func (m *Main) unlock() {
 		m.unlockDir()
 		m.unlockDir = nil
 	}
+}
+
+// requireBearer serves h only to requests with "Authorization: Bearer
+// token"; an empty token serves everyone.
+func requireBearer(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return h
+	}
+	want := sha256.Sum256([]byte("Bearer " + token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="vdibroker metrics"`)
+			http.Error(w, "metrics need the token of serve --metrics-token-file", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // The server's timeouts when Main leaves them 0. A request has 30 s to
@@ -285,7 +307,7 @@ func checkAdminTokenFile(path, token string) (string, error) {
 
 func newServeCmd() *cobra.Command {
 	m := &Main{}
-	var logFormat, cpuProfile, rdpDefaults string
+	var logFormat, cpuProfile, rdpDefaults, metricsTokenFile string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker: HTTP API, web console and metrics",
@@ -299,6 +321,15 @@ func newServeCmd() *cobra.Command {
 				}
 				if err != nil {
 					return usageError{fmt.Errorf("--rdp-defaults %s: %w", rdpDefaults, err)}
+				}
+			}
+			if metricsTokenFile != "" {
+				b, err := os.ReadFile(metricsTokenFile)
+				if err != nil {
+					return usageError{fmt.Errorf("--metrics-token-file: %w", err)}
+				}
+				if m.MetricsToken = strings.TrimSpace(string(b)); len(m.MetricsToken) < 16 {
+					return usageError{fmt.Errorf("--metrics-token-file %s: want a token of at least 16 characters", metricsTokenFile)}
 				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -331,6 +362,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.ReadTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included")
 	cmd.Flags().DurationVar(&m.WriteTimeout, "write-timeout", defaultWriteTimeout, "longest time to write an answer")
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
+	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token /metrics then requires as Authorization: Bearer (default: /metrics is open)")
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")

@@ -330,3 +330,40 @@ func TestServeLeavesNoTempFilesFromBigForms(t *testing.T) {
 		}
 	}
 }
+
+// TestServeMetricsBehindAToken (issue 14): with a metrics token, /metrics
+// answers 401 without it or with another, and the exposition with it.
+func TestServeMetricsBehindAToken(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), MetricsToken: "scrape-secret-0123456789"}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{
+		{"", http.StatusUnauthorized},
+		{"Bearer wrong", http.StatusUnauthorized},
+		{"Bearer " + m.AdminToken, http.StatusUnauthorized},
+		{"Bearer scrape-secret-0123456789", http.StatusOK},
+	} {
+		req, _ := http.NewRequest("GET", m.URL()+"/metrics", nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET /metrics with %q = %d, want %d", tc.auth, resp.StatusCode, tc.want)
+		}
+		if tc.want == http.StatusOK && !strings.Contains(string(body), "vdibroker_store_up") {
+			t.Errorf("the exposition lacks vdibroker_store_up")
+		}
+	}
+}
