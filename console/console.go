@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -45,6 +46,10 @@ type Config struct {
 	Store SessionCounter
 	// SampleInterval is the spacing of history samples; 0 is 30s.
 	SampleInterval time.Duration
+	// SecureCookies marks the sign-in cookie Secure even on a request that
+	// arrived over plain HTTP: the broker is reached over HTTPS through a
+	// TLS-terminating proxy (serve --external-url https://...).
+	SecureCookies bool
 	// SessionTTL is how long a sign-in lasts; 0 is 12h.
 	SessionTTL time.Duration
 	// RefreshSeconds is how often pages refresh their live parts; 0 is 5.
@@ -59,17 +64,19 @@ type Config struct {
 // Console is the web console; it is an http.Handler meant to be mounted at
 // "/" next to the API. Close stops its history sampler.
 type Console struct {
-	api      http.Handler
-	store    SessionCounter
-	log      *slog.Logger
-	now      func() time.Time
-	rand     io.Reader
-	ttl      time.Duration
-	refresh  int
-	pages    map[string]*template.Template
-	mux      *http.ServeMux
-	history  *history
-	interval time.Duration
+	api   http.Handler
+	store SessionCounter
+	// secureCookies: see Config.SecureCookies.
+	secureCookies bool
+	log           *slog.Logger
+	now           func() time.Time
+	rand          io.Reader
+	ttl           time.Duration
+	refresh       int
+	pages         map[string]*template.Template
+	mux           *http.ServeMux
+	history       *history
+	interval      time.Duration
 	// schema is the host pool settings table the settings form is made
 	// of (vdibroker.PoolFields).
 	schema []vdibroker.Field
@@ -106,18 +113,19 @@ func New(cfg Config) *Console {
 		panic("console: Config.API is required")
 	}
 	c := &Console{
-		api:      cfg.API,
-		store:    cfg.Store,
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		rand:     cfg.Rand,
-		ttl:      cfg.SessionTTL,
-		refresh:  cfg.RefreshSeconds,
-		interval: cfg.SampleInterval,
-		schema:   vdibroker.PoolFields(),
-		sessions: map[string]*webSession{},
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		api:           cfg.API,
+		store:         cfg.Store,
+		secureCookies: cfg.SecureCookies,
+		log:           cfg.Logger,
+		now:           cfg.Now,
+		rand:          cfg.Rand,
+		ttl:           cfg.SessionTTL,
+		refresh:       cfg.RefreshSeconds,
+		interval:      cfg.SampleInterval,
+		schema:        vdibroker.PoolFields(),
+		sessions:      map[string]*webSession{},
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -297,7 +305,7 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	csrf := c.newSecret()
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: csrf, Path: "/signin", MaxAge: 3600,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteStrictMode})
 	w.Header().Set("Cache-Control", "no-store")
 	c.render(w, status, "signin", map[string]any{
 		"Title": "Sign in", "CSRF": csrf, "Error": msg, "Next": safeNext(r.FormValue("next")),
@@ -339,7 +347,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	c.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/signin", MaxAge: -1})
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: "/", MaxAge: int(c.ttl.Seconds()),
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
 }
 
@@ -362,9 +370,25 @@ func (c *Console) signout(rq *request) {
 	http.Redirect(rq.w, rq.r, "/signin", http.StatusSeeOther)
 }
 
-// safeNext keeps post-sign-in redirects on this site.
+// secure reports whether cookies set in answer to r are Secure: always
+// over TLS, and behind a TLS-terminating proxy when configured.
+func (c *Console) secure(r *http.Request) bool { return r.TLS != nil || c.secureCookies }
+
+// safeNext keeps post-sign-in redirects on this site: a path of this
+// site, with no control character, space or backslash anywhere (browsers
+// drop tabs and newlines and read "\\" as "/", so "/\t/evil.example" is
+// "//evil.example" to them; issue 14), and no scheme or host once parsed.
 func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		return "/"
+	}
+	for _, c := range next {
+		if c <= ' ' || c == '\\' || c == 0x7f || unicode.IsControl(c) || unicode.IsSpace(c) {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return next

@@ -34,16 +34,21 @@ type FederationFlags struct {
 func (f *FederationFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.PodName, "pod-name", "", "name of this pod in the federation document (empty: not a pod)")
 	fl.StringVar(&f.Site, "site", "", "site of this pod; a document that puts it elsewhere is refused")
-	fl.StringVar(&f.ExternalURL, "external-url", "", "URL peers reach this pod at; a document that says otherwise is refused")
+	fl.StringVar(&f.ExternalURL, "external-url", "", "URL users and peers reach this broker at (https:// behind a TLS-terminating proxy makes console cookies Secure); for a pod, a document that says otherwise is refused")
 	fl.StringVar(&f.SecretFile, "federation-secret-file", "", "file holding the federation's shared secret (the same on every pod, at least 16 bytes)")
 	fl.DurationVar(&f.PodTimeout, "pod-timeout", 2*time.Second, "bound of every pod-to-pod call; a pod that does not answer in time is skipped")
 }
 
 // load checks the flags and reads the secret, before anything is opened.
 func (f *FederationFlags) load() error {
+	if f.ExternalURL != "" {
+		if u, err := url.Parse(f.ExternalURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError{fmt.Errorf("--external-url must be an http:// or https:// URL, got %q", f.ExternalURL)}
+		}
+	}
 	if f.PodName == "" {
-		if f.Site != "" || f.ExternalURL != "" || f.SecretFile != "" {
-			return usageError{fmt.Errorf("--site, --external-url and --federation-secret-file need --pod-name")}
+		if f.Site != "" || f.SecretFile != "" {
+			return usageError{fmt.Errorf("--site and --federation-secret-file need --pod-name")}
 		}
 		return nil
 	}
@@ -52,11 +57,6 @@ func (f *FederationFlags) load() error {
 	}
 	if f.SecretFile == "" {
 		return usageError{fmt.Errorf("--pod-name needs --federation-secret-file: pods authenticate each other with its secret")}
-	}
-	if f.ExternalURL != "" {
-		if u, err := url.Parse(f.ExternalURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usageError{fmt.Errorf("--external-url must be an http:// or https:// URL, got %q", f.ExternalURL)}
-		}
 	}
 	if f.PodTimeout <= 0 {
 		return usageError{fmt.Errorf("--pod-timeout must be positive, got %s", f.PodTimeout)}

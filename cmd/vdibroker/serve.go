@@ -142,7 +142,8 @@ func (m *Main) Open(ctx context.Context) error {
 	// store timeout, and failing at once during an outage.
 	guarded := m.Server.Broker().Store()
 	health := m.Server.Broker().Health()
-	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger})
+	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger,
+		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://")})
 	m.Federation.addConsole(m.console)
 	m.Server.Mux().Handle("/", m.console)
 	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,

@@ -367,3 +367,35 @@ func TestServeMetricsBehindAToken(t *testing.T) {
 		}
 	}
 }
+
+// TestServeSecureCookiesBehindAProxy (issue 14): reached over plain HTTP
+// behind a TLS-terminating proxy (--external-url https://...), the
+// console's cookies are still Secure; without it, over plain HTTP, not.
+func TestServeSecureCookiesBehindAProxy(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	for _, tc := range []struct {
+		external string
+		secure   bool
+	}{{"https://vdi.example.com", true}, {"", false}} {
+		m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
+		m.Federation.ExternalURL = tc.external
+		if err := m.Open(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get(m.URL() + "/signin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cookies := resp.Cookies()
+		if len(cookies) == 0 {
+			t.Fatalf("GET /signin set no cookie")
+		}
+		for _, c := range cookies {
+			if c.Secure != tc.secure {
+				t.Errorf("external URL %q: cookie %s Secure=%v, want %v", tc.external, c.Name, c.Secure, tc.secure)
+			}
+		}
+		m.Close()
+	}
+}

@@ -1,0 +1,29 @@
+package console
+
+import "testing"
+
+// TestSafeNext (issue 14): after sign-in the console redirects only to a
+// path of its own. Browsers drop tabs and newlines in URLs and read a
+// backslash as a slash, so each of these is another site to them.
+func TestSafeNext(t *testing.T) {
+	for next, want := range map[string]string{
+		"/":                        "/",
+		"/hostpools/p1?tab=hosts":  "/hostpools/p1?tab=hosts",
+		"/sessions?user=alice%40x": "/sessions?user=alice%40x",
+		"":                         "/",
+		"https://evil.example/":    "/",
+		"//evil.example":           "/",
+		"/\\evil.example":          "/",
+		"/\t/evil.example":         "/",
+		"/\n/evil.example":         "/",
+		"/ /evil.example":          "/",
+		"/x\\y":                    "/",
+		"/\x7f/evil.example":       "/",
+		"/\u2028/evil.example":     "/",
+		"javascript:alert(1)":      "/",
+	} {
+		if got := safeNext(next); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
