@@ -110,14 +110,38 @@ func (h *Health) watch() {
 		if h.Down() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-		err := h.ping(ctx)
-		cancel()
-		if err != nil {
+		if err := h.confirm(); err != nil {
 			h.fail(err.Error())
 		}
 	}
 }
+
+// confirm pings the store and, when that fails, once more a moment later:
+// an outage is declared on two failures, not on one that a full connection
+// pool or a lost packet explains (every request then fails at once until
+// the store answers, so a false outage is costly).
+func (h *Health) confirm() error {
+	var err error
+	for attempt := range 2 {
+		if attempt > 0 {
+			select {
+			case <-h.stop:
+				return err
+			case <-time.After(confirmPause):
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+		err = h.ping(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// confirmPause is the wait between the two pings of confirm.
+const confirmPause = 200 * time.Millisecond
 
 // probe pings the store every interval until it answers.
 func (h *Health) probe() {
@@ -153,9 +177,7 @@ func (h *Health) check(err error) error {
 		return err
 	}
 	if !h.Down() {
-		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-		perr := h.ping(ctx)
-		cancel()
+		perr := h.confirm()
 		if perr == nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				// The store answers pings but not this call in time

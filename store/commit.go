@@ -78,7 +78,7 @@ const seqIndexBits = 16
 
 // batchTimeout bounds one group-commit transaction; callers' contexts cannot
 // cancel a transaction shared with others.
-const batchTimeout = 5 * time.Second
+const batchTimeout = 30 * time.Second
 
 // CommitPlacement makes one placement durable (R-D2), enforcing R-C4 and
 // R-C6 in the database (R-D3). Concurrent calls share transactions: see

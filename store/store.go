@@ -82,8 +82,9 @@ type Options struct {
 	// writer). See checkpointer.
 	CheckpointInterval time.Duration
 	// BatchTimeout bounds one PostgreSQL group-commit transaction (default
-	// 5s, the broker's default store timeout): a connect waiting for a
-	// batch that a paused database holds is answered within it (issue 19).
+	// 30s; serve sets its --store-timeout, 5s by default): a connect
+	// waiting for a batch that a paused database holds is answered within
+	// it (issue 19).
 	BatchTimeout time.Duration
 }
 
