@@ -136,14 +136,19 @@ func (vs *views) drop(name string) {
 	delete(vs.m, name)
 }
 
-func (vs *views) markAllStale() {
+// all returns the views there are now.
+func (vs *views) all() []*poolView {
 	vs.mu.Lock()
+	defer vs.mu.Unlock()
 	all := make([]*poolView, 0, len(vs.m))
 	for _, v := range vs.m {
 		all = append(all, v)
 	}
-	vs.mu.Unlock()
-	for _, v := range all {
+	return all
+}
+
+func (vs *views) markAllStale() {
+	for _, v := range vs.all() {
 		v.markStale()
 	}
 }
@@ -477,13 +482,7 @@ const catchUpBatch = 20000
 
 // catchUpAll runs catchUpUsers on every loaded view.
 func (vs *views) catchUpAll(ctx context.Context) {
-	vs.mu.Lock()
-	all := make([]*poolView, 0, len(vs.m))
-	for _, v := range vs.m {
-		all = append(all, v)
-	}
-	vs.mu.Unlock()
-	for _, v := range all {
+	for _, v := range vs.all() {
 		if err := vs.catchUpUsers(ctx, v); err != nil {
 			if ctx.Err() == nil {
 				vs.s.log.Warn("catch up with a pool's new sessions", "pool", v.name, "err", err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 )
 
 // connect is POST /hostpools/{pool}/connect (SPEC §4, §9): the broker
@@ -31,6 +32,12 @@ func (s *Server) connect(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		key = strings.Join([]string{p.Role, p.TokenID, pool, req.User, key}, "\x00")
 	}
 	a, err := s.svc.ConnectOnce(r.Context(), key, pool, req)
+	return writeConnect(w, a, err)
+}
+
+// writeConnect answers a connect: 201 for a new session, 200 for an
+// existing one or a dry run.
+func writeConnect(w nethttp.ResponseWriter, a *broker.Answer, err error) error {
 	if err != nil {
 		return err
 	}

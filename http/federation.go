@@ -207,15 +207,7 @@ func (s *Server) podConnect(w nethttp.ResponseWriter, r *nethttp.Request, fed *f
 		return err
 	}
 	a, err := fed.g.PodConnect(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	status := nethttp.StatusOK
-	if a.Created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, a.ConnectResponse)
-	return nil
+	return writeConnect(w, a, err)
 }
 
 // PodClient is broker.PodClient over HTTP: it signs every call with the

@@ -2,11 +2,8 @@ package http_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -174,22 +171,8 @@ func testStoreOutage(t *testing.T, mode string) {
 // Retry-After header.
 func rawConnect(t *testing.T, base, pool, user string) (int, *vdibroker.Error, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", base+"/api/v1/hostpools/"+pool+"/connect", strings.NewReader(`{"user":"`+user+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	var eb struct {
-		Error *vdibroker.Error `json:"error"`
-	}
-	json.Unmarshal(data, &eb)
-	return resp.StatusCode, eb.Error, resp.Header.Get("Retry-After")
+	resp, ve, _ := rawDoAt(t, base, "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user":"`+user+`"}`)
+	return resp.StatusCode, ve, resp.Header.Get("Retry-After")
 }
 
 func healthStatus(t *testing.T, url string) int {

@@ -19,7 +19,15 @@ import (
 // rawDo sends a raw body and returns status and the decoded error (if any).
 func rawDo(t *testing.T, e *env, method, path, token, body string) (int, *vdibroker.Error, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.urls[0]+path, strings.NewReader(body))
+	resp, ve, data := rawDoAt(t, e.urls[0], method, path, token, body)
+	return resp.StatusCode, ve, data
+}
+
+// rawDoAt is rawDo to the server at base; it returns the answer too (for
+// its headers; the body is read).
+func rawDoAt(t *testing.T, base, method, path, token, body string) (*http.Response, *vdibroker.Error, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +44,7 @@ func rawDo(t *testing.T, e *env, method, path, token, body string) (int, *vdibro
 		Error *vdibroker.Error `json:"error"`
 	}
 	json.Unmarshal(data, &eb)
-	return resp.StatusCode, eb.Error, data
+	return resp, eb.Error, data
 }
 
 // TestPutHostPoolDefaults_SPEC2: an empty PUT body gets every §2 and §6

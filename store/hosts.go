@@ -251,23 +251,8 @@ func (s *DB) GetSessionHost(ctx context.Context, pool, name string) (*vdibroker.
 // ListSessionHosts lists a pool's hosts in query order (NotFound when the
 // pool does not exist).
 func (s *DB) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
-	var out []*vdibroker.SessionHost
-	err := s.read(ctx, func(t *tx) error {
-		var n int
-		if err := t.row(ctx, `SELECT count(*) FROM host_pools WHERE name = ?`, pool).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			return notFound("host pool %q not found", pool)
-		}
-		var err error
-		out, err = queryAll(ctx, t, scanHost, hostsOfPoolQuery, pool)
-		return err
-	})
-	if err != nil {
-		return nil, wrap(err, "list session hosts of %q", pool)
-	}
-	return out, nil
+	out, err := s.hostsOf(ctx, pool, hostsOfPoolQuery, pool)
+	return out, wrap(err, "list session hosts of %q", pool)
 }
 
 // ListSessionHostsPage implements vdibroker.Store.
@@ -275,6 +260,12 @@ func (s *DB) ListSessionHostsPage(ctx context.Context, pool, after string, limit
 	if limit <= 0 {
 		return nil, vdibroker.Errorf(vdibroker.EInvalid, "limit must be positive")
 	}
+	out, err := s.hostsOf(ctx, pool, hostsPageQuery, pool, after, limit)
+	return out, wrap(err, "list session hosts of %q after %q", pool, after)
+}
+
+// hostsOf runs a query of pool's hosts; NotFound when the pool is not.
+func (s *DB) hostsOf(ctx context.Context, pool, q string, args ...any) ([]*vdibroker.SessionHost, error) {
 	var out []*vdibroker.SessionHost
 	err := s.read(ctx, func(t *tx) error {
 		var n int
@@ -285,11 +276,11 @@ func (s *DB) ListSessionHostsPage(ctx context.Context, pool, after string, limit
 			return notFound("host pool %q not found", pool)
 		}
 		var err error
-		out, err = queryAll(ctx, t, scanHost, hostsPageQuery, pool, after, limit)
+		out, err = queryAll(ctx, t, scanHost, q, args...)
 		return err
 	})
 	if err != nil {
-		return nil, wrap(err, "list session hosts of %q after %q", pool, after)
+		return nil, err
 	}
 	return out, nil
 }
