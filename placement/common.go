@@ -11,9 +11,12 @@ import (
 )
 
 // ExplainLimit is how many candidates and how many excluded hosts an Explain
-// lists; CandidateCount and ExcludedCounts give the full numbers. It keeps a
-// decision record small and a decision's cost independent of the pool size.
-const ExplainLimit = 10
+// lists; CandidateCount and ExcludedCounts give the full numbers. 50 lists
+// every host of the pools most farms have (an admin asking "why not
+// rds-06?" finds it in the record), while a pool of thousands still writes
+// a record of a few kilobytes per placement and decides in
+// O(log n + ExplainLimit).
+const ExplainLimit = 50
 
 // DefaultHeartbeatTimeout applies when the pool's heartbeatTimeoutSeconds is
 // not set (SPEC §2 default 90).
