@@ -69,6 +69,7 @@ type Console struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	history  *history
+	hostHist *hostHistory
 	interval time.Duration
 	// schema is the host pool settings table the settings form is made
 	// of (vdibroker.PoolFields).
@@ -132,6 +133,7 @@ func New(cfg Config) *Console {
 		c.interval = 30 * time.Second
 	}
 	c.history = newHistory(c.interval, time.Hour)
+	c.hostHist = newHostHistory(c.interval, time.Hour)
 	c.pages = parsePages()
 	c.routes()
 	if c.store != nil {
@@ -163,7 +165,9 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /pools/{pool}", c.signedIn(c.poolPage))
 	c.mux.HandleFunc("POST /pools/{pool}/settings", c.signedIn(c.poolSettings))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/drain", c.signedIn(c.drain))
+	c.mux.HandleFunc("GET /pools/{pool}/hosts/{host}", c.signedIn(c.hostPage))
 	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))
+	c.mux.HandleFunc("GET "+rulesPath, c.rulesPage)
 	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/logoff", c.signedIn(c.logoff))
 	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/disconnect", c.signedIn(c.disconnect))
 	c.mux.HandleFunc("GET /pools/{pool}/sessions/{id}/placement", c.signedIn(c.placementPage))
@@ -468,6 +472,7 @@ func (c *Console) sampleStore() {
 		}
 		for _, h := range hosts {
 			counts[p.Name] += h.Sessions
+			c.hostHist.record(c.now(), p.Name, h.Name, hostSample(h))
 		}
 	}
 	c.history.record(c.now(), counts)

@@ -21,7 +21,7 @@ func TestSettingsFieldsFromAChangedSchema(t *testing.T) {
 		}
 	}
 	var got *settingsField
-	fields := settingsFields(schema, vdibroker.Pooled)
+	fields := settingsFields(schema, vdibroker.Pooled, "")
 	for i := range fields {
 		if fields[i].Path == "maxSessionLimit" {
 			got = &fields[i]

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,6 +101,69 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("screenshot: %s", path)
 }
 
+// consoleErrors collects what the pages write to the browser's console as
+// errors: uncaught exceptions, console.error calls and error entries of the
+// browser log (a Content-Security-Policy violation, a failed load).
+type consoleErrors struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// watchConsole starts collecting the tab's console errors until the test ends.
+func watchConsole(t *testing.T, ctx context.Context) *consoleErrors {
+	t.Helper()
+	w := &consoleErrors{}
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	msgs := chromedp.Console(wctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				w.mu.Lock()
+				w.msgs = append(w.msgs, m.String())
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// check fails the test with the errors written since the last check, naming
+// the page they came from.
+func (w *consoleErrors) check(t *testing.T, page string) {
+	t.Helper()
+	time.Sleep(150 * time.Millisecond) // let the last events of the page arrive
+	w.mu.Lock()
+	msgs := w.msgs
+	w.msgs = nil
+	w.mu.Unlock()
+	for _, m := range msgs {
+		t.Errorf("%s: browser console error: %s", page, m)
+	}
+}
+
+// take returns and clears the errors collected so far.
+func (w *consoleErrors) take() []string {
+	time.Sleep(150 * time.Millisecond)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	msgs := w.msgs
+	w.msgs = nil
+	return msgs
+}
+
+func count(t *testing.T, ctx context.Context, js string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return n
+}
+
 // TestConsoleBrowser drives the console of a running demo in headless
 // Chromium: an admin signs in, opens a pool, sees its hosts and drains one
 // (confirmed through the API); a Reader's drain is refused by the server
@@ -115,6 +179,17 @@ func TestConsoleBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		return h.AllowNewSession
+	}
+
+	errs := watchConsole(t, ctx)
+	// The watcher itself must see an error, or a page's errors would pass
+	// unseen.
+	step(t, ctx, "watcher self-test", chromedp.Navigate(base+"/signin"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`console.error("watcher self-test"), true`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := errs.take(); len(got) != 1 || !strings.Contains(got[0], "watcher self-test") {
+		t.Fatalf("the console watcher saw %q, want the self-test error", got)
 	}
 
 	// Admin: sign in, open the pool from the overview, drain dev-02.
@@ -146,6 +221,73 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Errorf("flash after drain = %q", got)
 	}
 	screenshot(t, ctx, "console-pool.png")
+	errs.check(t, "pool page")
+
+	// dev-depth is DepthFirst: its settings show no load index field, and
+	// the form is grouped.
+	if n := count(t, ctx, `document.querySelectorAll('#settings [name^="loadBalancing."]:not([name="loadBalancing.sampleIntervalSeconds"])').length`); n != 0 {
+		t.Errorf("the DepthFirst pool's settings show %d load index fields, want none", n)
+	}
+	if n := count(t, ctx, `document.querySelectorAll('#group-load-index').length`); n != 0 {
+		t.Error("the DepthFirst pool's settings have a Load index section")
+	}
+	for _, g := range []string{"capacity", "timeouts", "general"} {
+		if n := count(t, ctx, `document.querySelectorAll('#settings fieldset#group-`+g+` legend').length`); n != 1 {
+			t.Errorf("settings section %s: %d legends, want 1", g, n)
+		}
+	}
+
+	// The drained host's page says who drained it and since when.
+	step(t, ctx, "host page of the drained dev-02",
+		chromedp.Click(chromedp.CSS(`tr[data-host="dev-02"] a[data-host-link]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#checks`)),
+	)
+	if got := text(t, ctx, `li[data-check="Drained"]`); !strings.Contains(got, "Drained by admin since") {
+		t.Errorf("dev-02's drain check = %q, want it to name the admin and the time", got)
+	}
+	if got := text(t, ctx, `#host-status`); got == "" {
+		t.Error("host page shows no status")
+	}
+	screenshot(t, ctx, "console-host-drained.png")
+	errs.check(t, "host page (drained)")
+
+	// rds-06 is not standard: its page gives the Horizon bucket 2 reason,
+	// and the rule id links to the behaviour reference.
+	step(t, ctx, "host page of the non-standard rds-06",
+		chromedp.Navigate(base+"/pools/rds-loadindex/hosts/rds-06"),
+		chromedp.WaitVisible(chromedp.CSS(`#checks`)),
+	)
+	if got := text(t, ctx, `li[data-check="Not standard: bucket 2 at best"]`); !strings.Contains(got, "never in bucket 1") {
+		t.Errorf("rds-06's bucket check = %q", got)
+	}
+	if got := text(t, ctx, `#verdict`); !strings.Contains(got, "ucket") {
+		t.Errorf("rds-06's verdict = %q, want it to name its bucket", got)
+	}
+	screenshot(t, ctx, "console-host-nonstandard.png")
+	errs.check(t, "host page (non-standard)")
+	step(t, ctx, "rule link to the reference",
+		chromedp.Click(chromedp.CSS(`li[data-check="Not standard: bucket 2 at best"] a.rule[href="/rules#R-LI3"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`li#R-LI3`)),
+	)
+	if got := text(t, ctx, `li#R-LI3`); !strings.Contains(got, "buckets") {
+		t.Errorf("the reference's R-LI3 = %q", got)
+	}
+	screenshot(t, ctx, "console-rules.png")
+	errs.check(t, "behaviour reference")
+
+	// The LoadIndex pool's chart labels every quarter and its threshold.
+	step(t, ctx, "LoadIndex pool", chromedp.Navigate(base+"/pools/rds-loadindex"), chromedp.WaitVisible(chromedp.CSS(`svg[aria-label="Load index per host"]`)))
+	if got, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`svg[aria-label="Load index per host"] text.threshold`))); err != nil || got != "loadIndexThreshold 40" {
+		t.Errorf("threshold label = %q (%v)", got, err)
+	}
+	if n := count(t, ctx, `[...document.querySelectorAll('svg[aria-label="Load index per host"] text.axis')].filter(e => e.textContent === "50").length`); n != 1 {
+		t.Errorf("the load index axis labels 50 %d times, want once", n)
+	}
+	if n := count(t, ctx, `document.querySelectorAll('#group-load-index [name^="loadBalancing."]').length`); n == 0 {
+		t.Error("the LoadIndex pool's settings have no load index fields")
+	}
+	screenshot(t, ctx, "console-pool-loadindex.png")
+	errs.check(t, "LoadIndex pool page")
 
 	// The page refreshes its live parts by itself (console.js polling the
 	// page; allowed by the Content-Security-Policy).
@@ -160,10 +302,13 @@ func TestConsoleBrowser(t *testing.T) {
 	// The other pages, for people to look at (the handler tests check them).
 	step(t, ctx, "overview", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`svg[aria-label="Sessions over the last hour"]`)))
 	screenshot(t, ctx, "console-overview.png")
+	errs.check(t, "overview")
 	step(t, ctx, "sessions", chromedp.Navigate(base+"/sessions?pool=dev-depth"), chromedp.WaitVisible(chromedp.CSS(`tr[data-session]`)))
 	screenshot(t, ctx, "console-sessions.png")
+	errs.check(t, "sessions")
 	step(t, ctx, "placement", chromedp.Click(chromedp.CSS(`tr[data-session] a[href$="/placement"]`)), chromedp.WaitVisible(chromedp.CSS(`.story`)))
 	screenshot(t, ctx, "console-placement.png")
+	errs.check(t, "placement")
 
 	var reader *vhttp.TokenResponse
 	// Sign out, then a Reader: sees the pool, and no control it may not use
@@ -192,4 +337,5 @@ func TestConsoleBrowser(t *testing.T) {
 	if !allow("dev-03") {
 		t.Fatal("dev-03 was drained")
 	}
+	errs.check(t, "Reader's pool page")
 }
