@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -338,4 +340,122 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatal("dev-03 was drained")
 	}
 	errs.check(t, "Reader's pool page")
+}
+
+// TestConsoleSessionsAtScale: with 10,000 open sessions in one pool the
+// sessions page finds one user by search (the API's ?user=) and pages
+// through all the others with the API's nextLink, 500 rows a page, each
+// session exactly once; the page needs no script and shows no console
+// error.
+func TestConsoleSessionsAtScale(t *testing.T) {
+	ctx := newBrowser(t)
+	b := startCLIBroker(t)
+	base := b.m.URL()
+	api := vhttp.NewClient(base, b.m.AdminToken)
+	bg := context.Background()
+	const pool, hosts, users = "big", 25, 10000
+	if _, err := api.PutHostPool(bg, pool, map[string]any{"heartbeatTimeoutSeconds": 3600, "pendingTimeoutSeconds": 3600}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := api.CreateRegistrationToken(bg, pool, vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range hosts {
+		name := fmt.Sprintf("big-%02d", i+1)
+		reg, err := api.Register(bg, &vdibroker.RegisterRequest{Token: rt.Token, HostName: name, Address: name + ":3389", Protocols: []string{"RDP"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := api.Heartbeat(bg, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				if _, err := api.Connect(bg, pool, vhttp.ConnectRequest{User: fmt.Sprintf("user-%05d", i)}); err != nil {
+					failed.Add(1)
+					t.Errorf("connect %d: %v", i, err)
+				}
+			}
+		})
+	}
+	for i := range users {
+		if failed.Load() > 0 {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%d connects in %s", users, time.Since(start).Round(time.Millisecond))
+	errs := watchConsole(t, ctx)
+
+	step(t, ctx, "sign in", chromedp.Navigate(base+"/sessions?pool="+pool+"&limit=500"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), b.m.AdminToken),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS(`#sessions-table`)),
+	)
+	if got := text(t, ctx, "#count"); !strings.Contains(got, "500 sessions on this page of 10000 open") {
+		t.Errorf("count line = %q", got)
+	}
+	screenshot(t, ctx, "console-sessions-10000.png")
+	errs.check(t, "sessions, first page")
+
+	// Page through every session.
+	seen := map[string]bool{}
+	pages := 0
+	for {
+		pages++
+		ids, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr[data-session]")].map(r => r.dataset.session)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("page %d shows session %s again", pages, id)
+			}
+			seen[id] = true
+		}
+		if count(t, ctx, `document.querySelectorAll("#next-page").length`) == 0 {
+			break
+		}
+		if pages > users/500+1 {
+			t.Fatalf("still a next page after %d pages", pages)
+		}
+		step(t, ctx, fmt.Sprintf("page %d", pages+1), chromedp.Click(chromedp.CSS("#next-page")), chromedp.WaitVisible(chromedp.CSS("#first-page")))
+	}
+	if len(seen) != users || pages != users/500 {
+		t.Errorf("paged through %d sessions in %d pages, want %d in %d", len(seen), pages, users, users/500)
+	}
+	errs.check(t, "sessions, paging")
+
+	// Search one user among them.
+	step(t, ctx, "search user-04242",
+		chromedp.Navigate(base+"/sessions"),
+		chromedp.WaitVisible(chromedp.CSS("#user")),
+		chromedp.SendKeys(chromedp.CSS("#user"), "user-04242"),
+		chromedp.Click(chromedp.CSS("#search")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-user="user-04242"]`)),
+	)
+	if n := count(t, ctx, `document.querySelectorAll("tr[data-session]").length`); n != 1 {
+		t.Errorf("search for user-04242 shows %d rows, want 1", n)
+	}
+	screenshot(t, ctx, "console-sessions-search.png")
+	// Its host links to the host page.
+	step(t, ctx, "host link", chromedp.Click(chromedp.CSS(`tr[data-user="user-04242"] a[data-host-link]`)), chromedp.WaitVisible(chromedp.CSS("#checks")))
+	screenshot(t, ctx, "console-host-big.png")
+	errs.check(t, "search and host page")
+	step(t, ctx, "a page of 25, sorted by host", chromedp.Navigate(base+"/sessions?pool="+pool+"&limit=25&sort=host"), chromedp.WaitVisible(chromedp.CSS("#sessions-table")))
+	screenshot(t, ctx, "console-sessions-25.png")
+	errs.check(t, "sorted page")
 }
