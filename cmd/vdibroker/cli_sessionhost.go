@@ -55,7 +55,7 @@ func newSessionHostListCmd(a *admin) *cobra.Command {
 			return a.show(cmd, hosts, sessionHostColumns)
 		},
 	}
-	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
 	requireFlags(cmd, "host-pool")
 	return cmd
 }
@@ -78,8 +78,8 @@ func newSessionHostShowCmd(a *admin) *cobra.Command {
 			return a.show(cmd, h, sessionHostColumns)
 		},
 	}
-	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
-	cmd.Flags().StringVarP(&name, "name", "n", "", "session host name")
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
 	requireFlags(cmd, "host-pool", "name")
 	return cmd
 }
@@ -131,8 +131,8 @@ func newSessionHostUpdateCmd(a *admin) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&pool, "host-pool", "", "host pool name")
-	f.StringVarP(&name, "name", "n", "", "session host name")
+	poolNameVar(f, &pool, "host-pool", "", "host pool name")
+	hostNameVar(f, &name, "name", "n", "session host name")
 	f.Var(boolValue{&allowNew}, "allow-new-session", "false drains the host: it takes no new session")
 	f.Var(boolValue{&standard}, "standard-features", "the host supports multi-session, unauthenticated access and all protocols")
 	f.StringArrayVar(&assigned, "assigned-user", nil, "user assigned to this personal host; repeat for several, \"\" for none (replaces the list)")
@@ -160,8 +160,8 @@ func newSessionHostDeleteCmd(a *admin) *cobra.Command {
 			return fail(c.DeleteSessionHost(cmd.Context(), pool, name, force))
 		},
 	}
-	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
-	cmd.Flags().StringVarP(&name, "name", "n", "", "session host name")
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
 	cmd.Flags().BoolVar(&force, "force", false, "delete even while sessions exist")
 	requireFlags(cmd, "host-pool", "name")
 	return cmd
