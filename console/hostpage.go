@@ -12,11 +12,36 @@ import (
 	"github.com/vdibroker/vdibroker/placement"
 )
 
-// check is one line of the host page's "can it take a new session?" list:
-// a state (ok, warn, bad or info), a short title and the sentence, which
-// cites the rule (linked by the template).
-type check struct {
+// Check is one line of a host's "can it take a new session?" list (the
+// host page's, and `vdibroker sessionhost show`'s): a state (ok, warn,
+// bad or info), a short title and the sentence, which cites the rule (the
+// console links it).
+type Check struct {
 	State, Title, Text string
+}
+
+type check = Check
+
+// HostReport says whether the host name of pool p could take a new
+// session at now, and why: the placement engine's verdict for a new user
+// connecting now (made here, from hosts as the API lists them, with their
+// status; nothing is stored) and the checks rule by rule. hosts are all
+// the pool's hosts; name must be one of them.
+func HostReport(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, name string, now time.Time) (verdict Check, checks []Check) {
+	var h *vdibroker.SessionHost
+	for i := range hosts {
+		if hosts[i].Name == name {
+			h = &hosts[i]
+		}
+	}
+	if h == nil {
+		return Check{"info", "Unknown host", name + " is not a host of " + p.Name}, nil
+	}
+	status := h.Status
+	if status == "" {
+		status = vdibroker.HostStatus(h, p.HeartbeatTimeout(), now)
+	}
+	return hostVerdict(p, hosts, name, now), hostChecks(p, h, status, now)
 }
 
 // probeUser is the user of the host page's what-if decision: a name no
@@ -122,7 +147,7 @@ func loadIndexChecks(p *vdibroker.HostPool, h *vdibroker.SessionHost) []check {
 // user connecting now: the decision of a what-if Place over the pool's
 // hosts as the API listed them. Nothing is stored (no dry run is sent; the
 // engine runs here, on a copy).
-func (c *Console) verdict(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, name string) check {
+func hostVerdict(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, name string, now time.Time) check {
 	hs := make([]placement.Host, len(hosts))
 	for i := range hosts {
 		h := placement.HostFrom(&hosts[i])
@@ -132,7 +157,7 @@ func (c *Console) verdict(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, 
 		h.MetricsSessions = h.Sessions
 		hs[i] = h
 	}
-	pl := placement.New(placement.PoolFrom(p), hs, placement.Options{Rand: func(int) int { return 0 }, Now: c.now})
+	pl := placement.New(placement.PoolFrom(p), hs, placement.Options{Rand: func(int) int { return 0 }, Now: func() time.Time { return now }})
 	d, err := pl.Place(placement.Request{User: probeUser})
 	e := d.Explain
 	for i, cand := range e.Candidates {
@@ -235,7 +260,7 @@ func (c *Console) hostPage(rq *request) {
 	c.page(rq, http.StatusOK, "host", map[string]any{
 		"Title": name + " · " + poolName, "Nav": "overview",
 		"Pool": p, "Host": h, "Status": status, "HeartbeatAge": age,
-		"Verdict":  c.verdict(&p.HostPool, hosts, name),
+		"Verdict":  hostVerdict(&p.HostPool, hosts, name, now),
 		"Checks":   hostChecks(&p.HostPool, h, status, now),
 		"Sessions": rows, "MoreSessions": next != "", "Recent": recentRows,
 		"History": timeChartLabeled(hist, now, time.Hour, "Sessions, CPU and memory of "+name+" over the last hour"),

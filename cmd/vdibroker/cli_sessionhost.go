@@ -2,8 +2,13 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // sessionHostColumns is the table of a session host (SPEC §3).
@@ -75,7 +80,13 @@ func newSessionHostShowCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
-			return a.show(cmd, h, sessionHostColumns)
+			if err := a.show(cmd, h, sessionHostColumns); err != nil {
+				return err
+			}
+			if o := a.outputFor(formatTable); o.Format != formatTable || o.Query != "" {
+				return nil
+			}
+			return a.writeHostReport(cmd, c, pool, name)
 		},
 	}
 	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
@@ -165,4 +176,29 @@ func newSessionHostDeleteCmd(a *admin) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "delete even while sessions exist")
 	requireFlags(cmd, "host-pool", "name")
 	return cmd
+}
+
+// writeHostReport prints under the table whether the host could take a new
+// session now and why: the console host page's list, in the same words.
+func (a *admin) writeHostReport(cmd *cobra.Command, c *vhttp.Client, pool, name string) error {
+	p, err := c.GetHostPool(cmd.Context(), pool)
+	if err != nil {
+		return fail(err)
+	}
+	list, err := c.ListSessionHosts(cmd.Context(), pool)
+	if err != nil {
+		return fail(err)
+	}
+	hosts := make([]vdibroker.SessionHost, len(list))
+	for i, h := range list {
+		hosts[i] = *h
+	}
+	verdict, checks := console.HostReport(p.HostPool, hosts, name, time.Now())
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "\nCan it take a new session now? %s. %s\n", verdict.Title, verdict.Text)
+	marks := map[string]string{"ok": "ok  ", "warn": "warn", "bad": "no  ", "info": "info"}
+	for _, ck := range checks {
+		fmt.Fprintf(w, "  %s  %s: %s\n", marks[ck.State], ck.Title, ck.Text)
+	}
+	return nil
 }
