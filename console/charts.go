@@ -109,12 +109,20 @@ func sessionsChart(hosts []hostBar, limit int) template.HTML {
 func loadIndexChart(hosts []hostBar, threshold int) template.HTML {
 	labelWidth := labelWidth(hosts)
 	plot := float64(barChartWidth - labelWidth - valueWidth)
-	height := len(hosts)*rowHeight + 42 // bars, the threshold's label, the axis
+	height := len(hosts)*rowHeight + 30 // bars and the axis
+	if threshold > 0 && threshold <= 100 {
+		height += 12 // the threshold's label
+	}
+	// Lines end above the axis and, when there is one, the threshold's label.
+	lineEnd := height - 22
+	if threshold > 0 && threshold <= 100 {
+		lineEnd = height - 40
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Load index per host">`, barChartWidth, height)
 	for _, tick := range []int{25, 50, 75} { // under the bars
 		x := float64(labelWidth) + plot*float64(tick)/100
-		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="2" x2="%.1f" y2="%d"/>`, x, x, height-40)
+		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="2" x2="%.1f" y2="%d"/>`, x, x, lineEnd)
 	}
 	for i, h := range hosts {
 		y := 6 + i*rowHeight
@@ -144,7 +152,7 @@ func loadIndexChart(hosts []hostBar, threshold int) template.HTML {
 		// the axis, beside its line on the side with room (left of the
 		// line past the middle), so it covers neither a bar nor a tick.
 		x := float64(labelWidth) + plot*float64(threshold)/100
-		fmt.Fprintf(&b, `<line class="limit" x1="%.1f" y1="2" x2="%.1f" y2="%d"><title>loadIndexThreshold %d</title></line>`, x, x, height-40, threshold)
+		fmt.Fprintf(&b, `<line class="limit" x1="%.1f" y1="2" x2="%.1f" y2="%d"><title>loadIndexThreshold %d</title></line>`, x, x, lineEnd, threshold)
 		anchor, dx := "start", 4.0
 		if threshold > 50 {
 			anchor, dx = "end", -4

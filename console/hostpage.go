@@ -168,7 +168,7 @@ func hostVerdict(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, name stri
 	}
 	for _, x := range e.Excluded {
 		if x.Host == name {
-			return check{"bad", "Not a candidate now", "Excluded: " + placement.ExclusionText(x) + " (R-C7)."}
+			return check{"bad", "Not a candidate now", "Excluded: " + placement.ExclusionText(x) + "."}
 		}
 	}
 	if len(hosts) <= placement.ExplainLimit && err == nil && e.Algorithm == vdibroker.LoadIndex && e.Bucket > 0 {

@@ -629,8 +629,15 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 	first := f
 	first.At, first.After = "", ""
 	cols := map[string]string{}
+	arrows := map[string]string{}
 	for _, k := range sortKeys {
 		cols[k] = f.sortLink(k)
+		switch f.Sort {
+		case k:
+			arrows[k] = " ▲"
+		case "-" + k:
+			arrows[k] = " ▼"
+		}
 	}
 	hasNext := next.At != ""
 	c.page(rq, status, "sessions", map[string]any{
@@ -638,7 +645,7 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 		"Sessions": rows, "Pools": names, "F": f, "Error": banner,
 		"States": sessionStatesShown, "PageSizes": pageSizes, "Total": total,
 		"Next": next.link(), "HasNext": hasNext, "First": first.link(), "Paged": f.At != "" || f.After != "",
-		"SortLinks": cols, "Back": rq.r.URL.RequestURI(),
+		"SortLinks": cols, "SortArrows": arrows, "Back": rq.r.URL.RequestURI(),
 	})
 }
 
