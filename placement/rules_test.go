@@ -445,12 +445,18 @@ func TestBucketsAndRaisedThreshold_RLI3(t *testing.T) {
 		hosts := []Host{liveHost("a", 6), liveHost("b", 1), liveHost("c", 3), liveHost("d", 4), liveHost("e", 5), with(liveHost("n", 0), nonStd)}
 		p := newPlacer(loadPool(), hosts, testOptions(1))
 		d := mustPlace(t, p, Request{User: "u"})
+		// The record lists every candidate of this small pool: bucket 1 in
+		// round robin order, then n (non-standard, 0 < 51: bucket 2), then
+		// a (60 ≥ 51: bucket 3).
 		var order []string
+		var buckets []int
 		for _, c := range d.Explain.Candidates {
 			order = append(order, c.Host)
+			buckets = append(buckets, c.Bucket)
 		}
-		if d.Host != "b" || d.Explain.Bucket != 1 || d.Explain.RaisedThreshold != 51 || !cmp.Equal(order, []string{"b", "c", "d", "e"}) {
-			t.Errorf("got %s bucket %d raised %d order %v", d.Host, d.Explain.Bucket, d.Explain.RaisedThreshold, order)
+		if d.Host != "b" || d.Explain.Bucket != 1 || d.Explain.RaisedThreshold != 51 ||
+			!cmp.Equal(order, []string{"b", "c", "d", "e", "n", "a"}) || !cmp.Equal(buckets, []int{1, 1, 1, 1, 2, 3}) {
+			t.Errorf("got %s bucket %d raised %d order %v buckets %v", d.Host, d.Explain.Bucket, d.Explain.RaisedThreshold, order, buckets)
 		}
 	})
 }
