@@ -13,8 +13,16 @@ import (
 // caller's subject and the time; reads of the host and of the pool's hosts
 // show them; an address change keeps them; undraining clears them; and a
 // host deleted and made again under the same name does not inherit them.
-func TestDrainRecordsWhoAndWhen(t *testing.T) {
-	e := newEnv(t)
+func TestDrainRecordsWhoAndWhen(t *testing.T) { testDrainRecords(t, envOptions{}) }
+
+// TestDrainRecordsWhoAndWhen_Postgres is the same on PostgreSQL (its own
+// schema, migration 00010 of the postgres dialect).
+func TestDrainRecordsWhoAndWhen_Postgres(t *testing.T) {
+	testDrainRecords(t, envOptions{dsn: postgresDSN(t)})
+}
+
+func testDrainRecords(t *testing.T, o envOptions) {
+	e := newEnvWith(t, o)
 	ctx := context.Background()
 	pool := uniq("drain")
 	e.pool(pool, nil)
