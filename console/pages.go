@@ -611,7 +611,7 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 	// How many sessions there are in all, when the hosts' counts (R-S1)
 	// say it without reading a session: open sessions, no user filter.
 	total := -1
-	if f.User == "" && (f.State == "" || f.State == "open") {
+	if f.User == "" && f.State == "" {
 		total = 0
 		for _, pool := range targets {
 			hosts, err := rq.api.listHosts(ctx, pool)
