@@ -148,6 +148,13 @@ func loadIndexChecks(p *vdibroker.HostPool, h *vdibroker.SessionHost) []check {
 // hosts as the API listed them. Nothing is stored (no dry run is sent; the
 // engine runs here, on a copy).
 func hostVerdict(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, name string, now time.Time) check {
+	if p.HostPoolType == vdibroker.Personal {
+		for i := range hosts {
+			if hosts[i].Name == name {
+				return personalVerdict(p, &hosts[i], now)
+			}
+		}
+	}
 	hs := make([]placement.Host, len(hosts))
 	for i := range hosts {
 		h := placement.HostFrom(&hosts[i])
@@ -180,6 +187,26 @@ func hostVerdict(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, name stri
 		return check{"bad", "Not a candidate now", "No host of the pool can take a new session: " + vdibroker.ErrorMessage(err) + " (R-C5)."}
 	}
 	return check{"info", "Not listed", fmt.Sprintf("The decision lists the first %d candidates and exclusions of %d hosts; this host is not among them (R-C7).", placement.ExplainLimit, len(hosts))}
+}
+
+// personalVerdict is the verdict of a personal pool's host, which is not
+// a question of load: whose desktop it is (R-PE1..R-PE4).
+func personalVerdict(p *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) check {
+	status := h.Status
+	if status == "" {
+		status = vdibroker.HostStatus(h, p.HeartbeatTimeout(), now)
+	}
+	switch {
+	case !vdibroker.Placeable(status):
+		return check{"bad", "Not available", fmt.Sprintf("The host is %s: nobody's connect lands here until it is back (R-H1, R-C3).", status)}
+	case len(h.AssignedUsers) > 0:
+		return check{"ok", "Assigned", fmt.Sprintf("Assigned to %s: their connects land here, drained or not (R-PE4).", strings.Join(h.AssignedUsers, ", "))}
+	case p.PersonalDesktopAssignmentType == vdibroker.Direct:
+		return check{"info", "Unassigned", "Nobody is assigned: in a Direct pool only an admin assigns it (R-PE2)."}
+	case !h.AllowNewSession:
+		return check{"bad", "Unassigned and drained", "No new user is given a drained host (R-C2, R-PE1)."}
+	}
+	return check{"ok", "Unassigned", "The next user without a desktop may be given it at their first connect (R-PE1)."}
 }
 
 // candidateVerdict says where candidate i stands in the decision e.

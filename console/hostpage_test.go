@@ -145,3 +145,35 @@ func TestRulesPage(t *testing.T) {
 		}
 	}
 }
+
+// TestHostPagePersonal: a personal host's verdict is whose desktop it is,
+// not a question of load: unassigned, then its user's after their first
+// connect (R-PE1, R-PE4).
+func TestHostPagePersonal(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.admin.PutHostPool(ctx, "pool-p", map[string]any{"hostPoolType": "Personal"}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := e.admin.CreateRegistrationToken(ctx, "pool-p", vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "pc-01", Address: "pc-01:3389"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.agents["pc-01"] = reg.Credential
+	e.heartbeat("pc-01", nil)
+	b := e.browser()
+	b.signin(adminToken)
+	if page := textOf(b.get("/pools/pool-p/hosts/pc-01").body); !strings.Contains(page, "Unassigned.") || !strings.Contains(page, "first connect") {
+		t.Errorf("unassigned personal host's page:\n%s", page)
+	}
+	if _, err := e.admin.Connect(ctx, "pool-p", vhttp.ConnectRequest{User: "dana"}); err != nil {
+		t.Fatal(err)
+	}
+	if page := textOf(b.get("/pools/pool-p/hosts/pc-01").body); !strings.Contains(page, "Assigned to dana: their connects land here") {
+		t.Errorf("assigned personal host's page:\n%s", page)
+	}
+}
