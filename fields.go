@@ -61,6 +61,9 @@ type Field struct {
 	Multiline bool
 	// Immutable settings are set at creation only (R-P1: hostPoolType).
 	Immutable bool
+	// Group is the part of the settings the field belongs to (one of the
+	// Group* constants), the console's settings form's sections.
+	Group string
 	// Label is a short title (a form label); Help one line saying what the
 	// setting does, without the range or default (Range and Default say
 	// those).
@@ -70,18 +73,27 @@ type Field struct {
 	at func(p *HostPool) any
 }
 
+// Groups of host pool settings, in the order the console shows them.
+const (
+	GroupGeneral   = "General"
+	GroupCapacity  = "Capacity"
+	GroupLoadIndex = "Load index"
+	GroupTimeouts  = "Timeouts"
+	GroupPersonal  = "Personal desktops"
+)
+
 // poolFields is the schema, in SPEC §2 order with §6 (loadBalancing) last.
 // The order is the order of validation: the first bad field is the one
 // reported.
 var poolFields = []Field{
-	{Path: "name", Kind: KindName, Min: MinPoolNameLen, Max: MaxPoolNameLen, Immutable: true,
+	{Path: "name", Kind: KindName, Group: GroupGeneral, Min: MinPoolNameLen, Max: MaxPoolNameLen, Immutable: true,
 		Label: "Name", Help: "host pool name",
 		at: func(p *HostPool) any { return &p.Name }},
-	{Path: "hostPoolType", Kind: KindEnum, Immutable: true,
+	{Path: "hostPoolType", Kind: KindEnum, Group: GroupGeneral, Immutable: true,
 		Options: []Option{{Value: Pooled, Default: true}, {Value: Personal}},
 		Label:   "Host pool type", Help: "Pooled pools load balance, Personal pools give each user a host of their own; set at creation only (R-P1)",
 		at: func(p *HostPool) any { return &p.HostPoolType }},
-	{Path: "loadBalancerType", Kind: KindEnum,
+	{Path: "loadBalancerType", Kind: KindEnum, Group: GroupCapacity,
 		Options: []Option{
 			{Value: BreadthFirst, PoolTypes: []string{Pooled}, Default: true},
 			{Value: DepthFirst, PoolTypes: []string{Pooled}},
@@ -91,66 +103,66 @@ var poolFields = []Field{
 		},
 		Label: "Load balancer type", Help: "how a new session's host is chosen; applies to the next placement (R-P1)",
 		at: func(p *HostPool) any { return &p.LoadBalancerType }},
-	{Path: "personalDesktopAssignmentType", Kind: KindEnum, PoolTypes: []string{Personal},
+	{Path: "personalDesktopAssignmentType", Kind: KindEnum, Group: GroupPersonal, PoolTypes: []string{Personal},
 		Options: []Option{{Value: Automatic, Default: true}, {Value: Direct, PoolTypes: []string{Personal}}},
 		Label:   "Assignment type", Help: "how users get their personal host: Automatic at the first connect (R-PE1), Direct by an admin only (R-PE2)",
 		at: func(p *HostPool) any { return &p.PersonalDesktopAssignmentType }},
-	{Path: "maxSessionLimit", Kind: KindInt, Min: 1, Max: NoSessionLimit, Default: NoSessionLimit,
+	{Path: "maxSessionLimit", Kind: KindInt, Group: GroupCapacity, Min: 1, Max: NoSessionLimit, Default: NoSessionLimit,
 		Label: "Max session limit", Help: fmt.Sprintf("most sessions per host (%d: no limit)", NoSessionLimit),
 		at: func(p *HostPool) any { return &p.MaxSessionLimit }},
-	{Path: "heartbeatTimeoutSeconds", Kind: KindInt, Min: MinHeartbeatTimeoutSeconds, Max: MaxHeartbeatTimeoutSeconds, Default: DefaultHeartbeatTimeoutSeconds,
+	{Path: "heartbeatTimeoutSeconds", Kind: KindInt, Group: GroupTimeouts, Min: MinHeartbeatTimeoutSeconds, Max: MaxHeartbeatTimeoutSeconds, Default: DefaultHeartbeatTimeoutSeconds,
 		Label: "Heartbeat timeout (s)", Help: "a host without heartbeat for longer is Unavailable (R-H1)",
 		at: func(p *HostPool) any { return &p.HeartbeatTimeoutSeconds }},
-	{Path: "pendingTimeoutSeconds", Kind: KindInt, Min: MinPendingTimeoutSeconds, Max: MaxPendingTimeoutSeconds, Default: DefaultPendingTimeoutSeconds,
+	{Path: "pendingTimeoutSeconds", Kind: KindInt, Group: GroupTimeouts, Min: MinPendingTimeoutSeconds, Max: MaxPendingTimeoutSeconds, Default: DefaultPendingTimeoutSeconds,
 		Label: "Pending timeout (s)", Help: "a Pending session never seen by the agent ends after this (R-S3)",
 		at: func(p *HostPool) any { return &p.PendingTimeoutSeconds }},
-	{Path: "disconnectedSessionTimeoutMinutes", Kind: KindInt, Min: 0, Max: MaxDisconnectedTimeoutMinutes, Default: 0, Zero: "never",
+	{Path: "disconnectedSessionTimeoutMinutes", Kind: KindInt, Group: GroupTimeouts, Min: 0, Max: MaxDisconnectedTimeoutMinutes, Default: 0, Zero: "never",
 		Label: "Disconnected session timeout (min)", Help: "log off sessions disconnected longer (R-S5)",
 		at: func(p *HostPool) any { return &p.DisconnectedSessionTimeoutMinutes }},
-	{Path: "description", Kind: KindText, Max: MaxTextLen, Default: "", Multiline: true,
+	{Path: "description", Kind: KindText, Group: GroupGeneral, Max: MaxTextLen, Default: "", Multiline: true,
 		Label: "Description", Help: "free text about the pool",
 		at: func(p *HostPool) any { return &p.Description }},
-	{Path: "friendlyName", Kind: KindText, Max: MaxTextLen, Default: "",
+	{Path: "friendlyName", Kind: KindText, Group: GroupGeneral, Max: MaxTextLen, Default: "",
 		Label: "Friendly name", Help: "display name",
 		at: func(p *HostPool) any { return &p.FriendlyName }},
 
-	{Path: "loadBalancing.useCustomScript", Kind: KindBool, Default: false,
+	{Path: "loadBalancing.useCustomScript", Kind: KindBool, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Default: false,
 		Label: "Use custom script", Help: "the load index is the agent's custom script value alone (R-IDX3)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.UseCustomScript }},
-	{Path: "loadBalancing.includeSessionCount", Kind: KindBool, Default: true,
+	{Path: "loadBalancing.includeSessionCount", Kind: KindBool, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Default: true,
 		Label: "Include session count", Help: "the session count is a load index factor (R-IDX1)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.IncludeSessionCount }},
-	{Path: "loadBalancing.cpuThreshold", Kind: KindNumber, Min: 0, Max: 100, Default: 0.0, Zero: "not used",
+	{Path: "loadBalancing.cpuThreshold", Kind: KindNumber, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Min: 0, Max: 100, Default: 0.0, Zero: "not used",
 		Label: "CPU threshold (%)", Help: "CPU % at load index 100 (R-IDX1)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.CPUThreshold }},
-	{Path: "loadBalancing.memoryThreshold", Kind: KindNumber, Min: 0, Max: 100, Default: 0.0, Zero: "not used",
+	{Path: "loadBalancing.memoryThreshold", Kind: KindNumber, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Min: 0, Max: 100, Default: 0.0, Zero: "not used",
 		Label: "Memory threshold (%)", Help: "memory % at load index 100 (R-IDX1)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.MemoryThreshold }},
-	{Path: "loadBalancing.diskQueueLengthThreshold", Kind: KindNumber, Min: 0, Max: math.Inf(1), Default: 0.0, Zero: "not used",
+	{Path: "loadBalancing.diskQueueLengthThreshold", Kind: KindNumber, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Min: 0, Max: math.Inf(1), Default: 0.0, Zero: "not used",
 		Label: "Disk queue length threshold", Help: "disk queue length at load index 100 (R-IDX1)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.DiskQueueLengthThreshold }},
-	{Path: "loadBalancing.diskReadLatencyThreshold", Kind: KindNumber, Min: 0, Max: math.Inf(1), Default: 0.0, Zero: "not used",
+	{Path: "loadBalancing.diskReadLatencyThreshold", Kind: KindNumber, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Min: 0, Max: math.Inf(1), Default: 0.0, Zero: "not used",
 		Label: "Disk read latency threshold (ms)", Help: "disk read latency in ms at load index 100 (R-IDX1)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.DiskReadLatencyThreshold }},
-	{Path: "loadBalancing.diskWriteLatencyThreshold", Kind: KindNumber, Min: 0, Max: math.Inf(1), Default: 0.0, Zero: "not used",
+	{Path: "loadBalancing.diskWriteLatencyThreshold", Kind: KindNumber, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Min: 0, Max: math.Inf(1), Default: 0.0, Zero: "not used",
 		Label: "Disk write latency threshold (ms)", Help: "disk write latency in ms at load index 100 (R-IDX1)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.DiskWriteLatencyThreshold }},
-	{Path: "loadBalancing.loadIndexThreshold", Kind: KindInt, Min: 0, Max: 100, Default: 20, LoadBalancerTypes: []string{LoadIndex},
+	{Path: "loadBalancing.loadIndexThreshold", Kind: KindInt, Group: GroupLoadIndex, Min: 0, Max: 100, Default: 20, LoadBalancerTypes: []string{LoadIndex},
 		Label: "Load index threshold", Help: "bucket 1 takes hosts below this load index (R-LI3)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.LoadIndexThreshold }},
-	{Path: "loadBalancing.connectingSessionThreshold", Kind: KindInt, Min: 0, Max: 150, Default: 20, LoadBalancerTypes: []string{LoadIndex},
+	{Path: "loadBalancing.connectingSessionThreshold", Kind: KindInt, Group: GroupLoadIndex, Min: 0, Max: 150, Default: 20, LoadBalancerTypes: []string{LoadIndex},
 		Label: "Connecting session threshold", Help: "bucket 1 takes hosts with fewer connecting sessions (R-LI3)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.ConnectingSessionThreshold }},
-	{Path: "loadBalancing.minServersInQueue", Kind: KindInt, Min: 1, Max: 1000, Default: 4, LoadBalancerTypes: []string{LoadIndex},
+	{Path: "loadBalancing.minServersInQueue", Kind: KindInt, Group: GroupLoadIndex, Min: 1, Max: 1000, Default: 4, LoadBalancerTypes: []string{LoadIndex},
 		Label: "Min servers in queue", Help: "raise the load index threshold until bucket 1 has this many hosts (R-LI3)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.MinServersInQueue }},
-	{Path: "loadBalancing.hostLoadIndexThreshold", Kind: KindInt, Min: 0, Max: 100, Default: 0, Zero: "off", LoadBalancerTypes: []string{LoadIndex},
+	{Path: "loadBalancing.hostLoadIndexThreshold", Kind: KindInt, Group: GroupLoadIndex, Min: 0, Max: 100, Default: 0, Zero: "off", LoadBalancerTypes: []string{LoadIndex},
 		Label: "Host load index threshold", Help: "a host at or above this load index takes no new session (R-LI2)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.HostLoadIndexThreshold }},
-	{Path: "loadBalancing.hostConnectingSessionThreshold", Kind: KindInt, Min: 0, Max: 150, Default: 0, Zero: "off", LoadBalancerTypes: []string{LoadIndex},
+	{Path: "loadBalancing.hostConnectingSessionThreshold", Kind: KindInt, Group: GroupLoadIndex, Min: 0, Max: 150, Default: 0, Zero: "off", LoadBalancerTypes: []string{LoadIndex},
 		Label: "Host connecting session threshold", Help: "a host with this many connecting sessions takes no new one (R-LI2)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.HostConnectingSessionThreshold }},
-	{Path: "loadBalancing.sampleIntervalSeconds", Kind: KindInt, Min: 5, Max: 3600, Default: 30,
+	{Path: "loadBalancing.sampleIntervalSeconds", Kind: KindInt, Group: GroupTimeouts, Min: 5, Max: 3600, Default: 30,
 		Label: "Sample interval (s)", Help: "how often the agent samples its metrics (R-LI6)",
 		at: func(p *HostPool) any { return &p.LoadBalancing.SampleIntervalSeconds }},
 }

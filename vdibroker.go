@@ -161,6 +161,11 @@ type SessionHost struct {
 	// (R-H1 NeedsAssistance); empty when healthy.
 	HealthError string    `json:"healthError,omitempty"`
 	CreateTime  time.Time `json:"createTime"`
+	// DrainedBy and DrainTime say who drained the host (allowNewSession
+	// false) through the API and when; empty when the host is not drained
+	// or the drain was not recorded (set at creation, or before 00010).
+	DrainedBy string     `json:"drainedBy,omitempty"`
+	DrainTime *time.Time `json:"drainTime,omitempty"`
 }
 
 // UserSession is one user's session on one host (SPEC §1, §9).

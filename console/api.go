@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
@@ -148,6 +149,45 @@ func (a *api) patchHost(ctx context.Context, pool, host string, patch map[string
 
 func (a *api) listSessions(ctx context.Context, pool string) ([]vdibroker.UserSession, error) {
 	return list[vdibroker.UserSession](ctx, a, poolPath(pool)+"/usersessions")
+}
+
+func (a *api) getHost(ctx context.Context, pool, host string) (*vdibroker.SessionHost, error) {
+	var h vdibroker.SessionHost
+	return &h, a.do(ctx, http.MethodGet, poolPath(pool)+"/sessionhosts/"+url.PathEscape(host), nil, &h)
+}
+
+// sessionQuery is one page of GET .../usersessions: the API's filters
+// (SPEC §9), its page size and cursor.
+type sessionQuery struct {
+	User, State, SessionHost string
+	Limit                    int
+	After                    string // the cursor of the API's nextLink
+}
+
+// sessionsPage reads one page of a pool's sessions; next is the cursor of
+// the page after it ("" when this is the last).
+func (a *api) sessionsPage(ctx context.Context, pool string, q sessionQuery) (sessions []vdibroker.UserSession, next string, err error) {
+	v := url.Values{}
+	for k, val := range map[string]string{"user": q.User, "state": q.State, "sessionHost": q.SessionHost, "after": q.After} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var page listAnswer[vdibroker.UserSession]
+	if err := a.do(ctx, http.MethodGet, poolPath(pool)+"/usersessions?"+v.Encode(), nil, &page); err != nil {
+		return nil, "", err
+	}
+	if page.NextLink != "" {
+		u, err := url.Parse(page.NextLink)
+		if err != nil {
+			return nil, "", fmt.Errorf("bad nextLink %q: %w", page.NextLink, err)
+		}
+		next = u.Query().Get("after")
+	}
+	return page.Value, next, nil
 }
 
 func (a *api) logoff(ctx context.Context, pool, id string) error {

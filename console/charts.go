@@ -109,9 +109,21 @@ func sessionsChart(hosts []hostBar, limit int) template.HTML {
 func loadIndexChart(hosts []hostBar, threshold int) template.HTML {
 	labelWidth := labelWidth(hosts)
 	plot := float64(barChartWidth - labelWidth - valueWidth)
-	height := len(hosts)*rowHeight + 30
+	height := len(hosts)*rowHeight + 30 // bars and the axis
+	if threshold > 0 && threshold <= 100 {
+		height += 12 // the threshold's label
+	}
+	// Lines end above the axis and, when there is one, the threshold's label.
+	lineEnd := height - 22
+	if threshold > 0 && threshold <= 100 {
+		lineEnd = height - 40
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Load index per host">`, barChartWidth, height)
+	for _, tick := range []int{25, 50, 75} { // under the bars
+		x := float64(labelWidth) + plot*float64(tick)/100
+		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="2" x2="%.1f" y2="%d"/>`, x, x, lineEnd)
+	}
 	for i, h := range hosts {
 		y := 6 + i*rowHeight
 		fmt.Fprintf(&b, `<text class="label" x="%d" y="%d" text-anchor="end">%s</text>`, labelWidth-8, y+barHeight-3, svgText(h.Name))
@@ -128,13 +140,24 @@ func loadIndexChart(hosts []hostBar, threshold int) template.HTML {
 		}
 		fmt.Fprintf(&b, `<text class="value" x="%.1f" y="%d">%d %s</text>`, float64(labelWidth)+plot+6, y+barHeight-3, h.LoadIndex, pref)
 	}
-	for _, tick := range []int{0, 25, 75, 100} {
+	// Every quarter is labelled (0, 25, 50, 75, 100): the preference
+	// bands of R-IDX4 start at 25 and 75, and 50 is where an eye looks for
+	// the middle.
+	for _, tick := range []int{0, 25, 50, 75, 100} {
 		x := float64(labelWidth) + plot*float64(tick)/100
 		fmt.Fprintf(&b, `<text class="axis" x="%.1f" y="%d" text-anchor="middle">%d</text>`, x, height-6, tick)
 	}
 	if threshold > 0 && threshold <= 100 {
+		// The threshold's label has a row of its own between the bars and
+		// the axis, beside its line on the side with room (left of the
+		// line past the middle), so it covers neither a bar nor a tick.
 		x := float64(labelWidth) + plot*float64(threshold)/100
-		fmt.Fprintf(&b, `<line class="limit" x1="%.1f" y1="2" x2="%.1f" y2="%d"><title>loadIndexThreshold %d</title></line>`, x, x, height-22, threshold)
+		fmt.Fprintf(&b, `<line class="limit" x1="%.1f" y1="2" x2="%.1f" y2="%d"><title>loadIndexThreshold %d</title></line>`, x, x, lineEnd, threshold)
+		anchor, dx := "start", 4.0
+		if threshold > 50 {
+			anchor, dx = "end", -4
+		}
+		fmt.Fprintf(&b, `<text class="threshold" x="%.1f" y="%d" text-anchor="%s">loadIndexThreshold %d</text>`, x+dx, height-26, anchor, threshold)
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
@@ -143,6 +166,12 @@ func loadIndexChart(hosts []hostBar, threshold int) template.HTML {
 // timeChart draws each pool's session count over [now-window, now] as a
 // line, with a legend. Pools are given colour classes s0..s5 in name order.
 func timeChart(ss []series, now time.Time, window time.Duration) template.HTML {
+	return timeChartLabeled(ss, now, window, "Sessions over the last hour")
+}
+
+// timeChartLabeled is timeChart with its own accessible label (the host
+// page's chart of one host's sessions, CPU and memory).
+func timeChartLabeled(ss []series, now time.Time, window time.Duration, label string) template.HTML {
 	const (
 		left, right, top, bottom = 44, 12, 12, 46
 		height                   = 250
@@ -163,7 +192,7 @@ func timeChart(ss []series, now time.Time, window time.Duration) template.HTML {
 	y := func(n int) float64 { return top + plotH - plotH*float64(n)/float64(yMax) }
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="Sessions over the last hour">`, chartWidth, height)
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img" aria-label="%s">`, chartWidth, height, svgText(label))
 	for i := 0; i <= 4; i++ {
 		v := yMax * i / 4
 		fmt.Fprintf(&b, `<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`, left, y(v), chartWidth-right, y(v))

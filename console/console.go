@@ -43,7 +43,7 @@ type Config struct {
 	// Store, when set, is sampled every SampleInterval for the "sessions
 	// over the last hour" chart, so the history fills while nobody looks.
 	// Without it, only page views record samples.
-	Store SessionCounter
+	Store StoreReader
 	// SampleInterval is the spacing of history samples; 0 is 30s.
 	SampleInterval time.Duration
 	// SecureCookies marks the sign-in cookie Secure even on a request that
@@ -65,7 +65,7 @@ type Config struct {
 // "/" next to the API. Close stops its history sampler.
 type Console struct {
 	api   http.Handler
-	store SessionCounter
+	store StoreReader
 	// secureCookies: see Config.SecureCookies.
 	secureCookies bool
 	log           *slog.Logger
@@ -76,6 +76,7 @@ type Console struct {
 	pages         map[string]*template.Template
 	mux           *http.ServeMux
 	history       *history
+	hostHist      *hostHistory
 	interval      time.Duration
 	// schema is the host pool settings table the settings form is made
 	// of (vdibroker.PoolFields).
@@ -100,10 +101,11 @@ type webSession struct {
 	flash   string // one-shot success message after a redirect
 }
 
-// SessionCounter is what the console reads of the store: every pool's
-// open sessions by state, in one indexed count (vdibroker.Store has it).
-type SessionCounter interface {
-	CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSessionCounts, error)
+// StoreReader is what the console reads of the store for its history
+// charts: the pools and their hosts (vdibroker.Store has both).
+type StoreReader interface {
+	ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error)
+	ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error)
 }
 
 // New returns a Console. It panics if cfg.API is nil or a template does not
@@ -146,6 +148,7 @@ func New(cfg Config) *Console {
 		c.interval = 30 * time.Second
 	}
 	c.history = newHistory(c.interval, time.Hour)
+	c.hostHist = newHostHistory(c.interval, time.Hour)
 	c.pages = parsePages()
 	c.routes()
 	if c.store != nil {
@@ -177,7 +180,9 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /pools/{pool}", c.signedIn(c.poolPage))
 	c.mux.HandleFunc("POST /pools/{pool}/settings", c.signedIn(c.poolSettings))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/drain", c.signedIn(c.drain))
+	c.mux.HandleFunc("GET /pools/{pool}/hosts/{host}", c.signedIn(c.hostPage))
 	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))
+	c.mux.HandleFunc("GET "+rulesPath, c.rulesPage)
 	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/logoff", c.signedIn(c.logoff))
 	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/disconnect", c.signedIn(c.disconnect))
 	c.mux.HandleFunc("GET /pools/{pool}/sessions/{id}/placement", c.signedIn(c.placementPage))
@@ -482,16 +487,24 @@ func (c *Console) sample() {
 func (c *Console) sampleStore() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.interval)
 	defer cancel()
-	open, err := c.store.CountOpenSessions(ctx)
+	pools, err := c.store.ListHostPools(ctx)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			c.log.Warn("console: sample sessions", "err", err)
 		}
 		return
 	}
-	counts := make(map[string]int, len(open))
-	for pool, n := range open {
-		counts[pool] = n.Pending + n.Active + n.Disconnected
+	counts := map[string]int{}
+	for _, p := range pools {
+		hosts, err := c.store.ListSessionHosts(ctx, p.Name)
+		if err != nil {
+			c.log.Warn("console: sample sessions", "pool", p.Name, "err", err)
+			return
+		}
+		for _, h := range hosts {
+			counts[p.Name] += h.Sessions
+			c.hostHist.record(c.now(), p.Name, h.Name, hostSample(h))
+		}
 	}
 	c.history.record(c.now(), counts)
 }

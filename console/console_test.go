@@ -122,7 +122,14 @@ func TestPoolPage(t *testing.T) {
 		`data-host="host-1"`, `data-host="host-2"`, `data-host="host-3"`,
 		"Available", "42%", "61%", // CPU and memory of the last sample
 		`aria-label="Sessions per host against the limit"`, `aria-label="Load index per host"`,
-		"maxSessionLimit 4", `name="maxSessionLimit" value="4"`, `name="loadBalancing.loadIndexThreshold"`)
+		"maxSessionLimit 4", `name="maxSessionLimit" value="4"`,
+		// Every host name links to its page.
+		`href="/pools/pool-a/hosts/host-1"`)
+	// pool-a is DepthFirst: no load index setting is shown (only LoadIndex
+	// placement reads them).
+	if strings.Contains(a.body, `name="loadBalancing.loadIndexThreshold"`) || strings.Contains(a.body, `name="loadBalancing.cpuThreshold"`) {
+		t.Error("a DepthFirst pool's settings show load index fields")
+	}
 	// DepthFirst put both sessions on host-1 (R-DF2).
 	wantContains(t, a, "<title>host-1: 2 sessions, 2 connecting</title>", ">2 / 4</text>", ">0 / 4</text>")
 	wantStatus(t, b.get("/pools/no-such-pool"), http.StatusNotFound)
@@ -229,7 +236,15 @@ func TestPoolSettings(t *testing.T) {
 	}
 
 	t.Run("save R-P1", func(t *testing.T) {
+		// The DepthFirst form has no load index field: a cpuThreshold
+		// posted with it is not sent. Once the pool is LoadIndex, its form
+		// has the field and saves it.
 		a := b.post("/pools/pool-a/settings", form(b, map[string]string{"maxSessionLimit": "7", "loadBalancerType": "LoadIndex", "loadBalancing.cpuThreshold": "80"}))
+		wantStatus(t, a, http.StatusSeeOther)
+		if p, err := e.admin.GetHostPool(ctx, "pool-a"); err != nil || p.LoadBalancerType != "LoadIndex" || p.LoadBalancing.CPUThreshold != 0 {
+			t.Fatalf("pool after the DepthFirst form's save: %v, type %s cpu %v", err, p.LoadBalancerType, p.LoadBalancing.CPUThreshold)
+		}
+		a = b.post("/pools/pool-a/settings", form(b, map[string]string{"maxSessionLimit": "7", "loadBalancerType": "LoadIndex", "loadBalancing.cpuThreshold": "80"}))
 		wantStatus(t, a, http.StatusSeeOther)
 		p, err := e.admin.GetHostPool(ctx, "pool-a")
 		if err != nil {
@@ -347,8 +362,8 @@ func TestPlacementPage(t *testing.T) {
 	a := b.get("/pools/pool-a/sessions/" + res.SessionID + "/placement")
 	wantStatus(t, a, http.StatusOK)
 	// R-C7: excluded host with its reason, the algorithm's rule, the winner.
-	wantContains(t, a, "Why bob landed on "+res.SessionHost, "Depth-first (R-DF2)", "host-1", "Drained",
-		"drain mode (R-C2)", `<span class="tag chosen">chosen</span>`)
+	wantContains(t, a, ">"+res.SessionHost+"</a></h1>", "Depth-first (", `href="/rules#R-DF2"`, "host-1", "Drained",
+		`href="/pools/pool-a/hosts/host-1"`, `<span class="tag chosen">chosen</span>`)
 	// The words are placement's, the ones `vdibroker placement show`
 	// prints: every sentence of the decision and every exclusion.
 	rec, err := e.admin.Placement(ctx, "pool-a", res.SessionID)
@@ -356,13 +371,16 @@ func TestPlacementPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := html.UnescapeString(a.body)
+	if !strings.Contains(textOf(page), "Why bob landed on "+res.SessionHost) {
+		t.Errorf("page lacks the title")
+	}
 	for _, want := range placement.Describe(rec) {
-		if !strings.Contains(page, "<li>"+want+"</li>") {
+		if !strings.Contains(stripRuleLinks(page), "<li>"+want+"</li>") {
 			t.Errorf("page lacks the decision sentence %q", want)
 		}
 	}
 	for _, x := range rec.Excluded {
-		if want := placement.ExclusionText(x); !strings.Contains(page, want) {
+		if want := placement.ExclusionText(x); !strings.Contains(stripRuleLinks(page), want) {
 			t.Errorf("page lacks the exclusion %q", want)
 		}
 	}

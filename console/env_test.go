@@ -196,3 +196,15 @@ func wantContains(t *testing.T, a answer, subs ...string) {
 }
 
 func connectReq(user string) vhttp.ConnectRequest { return vhttp.ConnectRequest{User: user} }
+
+var (
+	ruleLink = regexp.MustCompile(`<a class="rule" href="/rules#(R-[A-Z]+[0-9]*)"[^>]*>R-[A-Z]+[0-9]*</a>`)
+	anyTag   = regexp.MustCompile(`<[^>]+>`)
+)
+
+// stripRuleLinks undoes the console's links of rule ids (R-C2 is shown as
+// a link to /rules#R-C2), so a page's words can be compared with text.
+func stripRuleLinks(page string) string { return ruleLink.ReplaceAllString(page, "$1") }
+
+// textOf is a page with every tag removed.
+func textOf(page string) string { return anyTag.ReplaceAllString(page, "") }

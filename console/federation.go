@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -20,9 +18,8 @@ import (
 // EnableFederation adds the federation page at /federation. Call it before
 // serving.
 func (c *Console) EnableFederation() {
-	funcs := template.FuncMap{
-		"lower":   strings.ToLower,
-		"pathesc": url.PathEscape,
+	funcs := pageFuncs()
+	for k, f := range (template.FuncMap{
 		"load": func(f *float64) string {
 			if f == nil {
 				return "–"
@@ -35,6 +32,8 @@ func (c *Console) EnableFederation() {
 			}
 			return durationText(c.now().Sub(*t)) + " ago"
 		},
+	}) {
+		funcs[k] = f
 	}
 	c.pages["federation"] = template.Must(template.New("federation").Funcs(funcs).
 		ParseFS(templateFS, "templates/layout.html", "templates/federation.html"))

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestSettingsFieldsFromAChangedSchema(t *testing.T) {
 		}
 	}
 	var got *settingsField
-	fields := settingsFields(schema, vdibroker.Pooled)
+	fields := settingsFields(schema, vdibroker.Pooled, "")
 	for i := range fields {
 		if fields[i].Path == "maxSessionLimit" {
 			got = &fields[i]
@@ -39,5 +40,30 @@ func TestSettingsFieldsFromAChangedSchema(t *testing.T) {
 	form, _ := parseSettings(r, fields)
 	if want := "maxSessionLimit: must be a whole number, allowed 2..500"; form.Errors["maxSessionLimit"] != want {
 		t.Errorf("error %q, want %q", form.Errors["maxSessionLimit"], want)
+	}
+}
+
+// TestSettingsGroups: every setting of the schema is in one of the form's
+// sections, in their order; a DepthFirst pool's form has no load index
+// section and a Pooled pool's no personal one.
+func TestSettingsGroups(t *testing.T) {
+	for _, f := range vdibroker.PoolFields() {
+		if !slices.Contains(groupOrder, f.Group) {
+			t.Errorf("%s: group %q is not one of the form's sections %v", f.Path, f.Group, groupOrder)
+		}
+	}
+	var names []string
+	for _, g := range groupFields(settingsFields(vdibroker.PoolFields(), vdibroker.Pooled, vdibroker.DepthFirst)) {
+		names = append(names, g.Name)
+	}
+	if want := []string{vdibroker.GroupCapacity, vdibroker.GroupTimeouts, vdibroker.GroupGeneral}; !slices.Equal(names, want) {
+		t.Errorf("DepthFirst sections %v, want %v", names, want)
+	}
+	names = nil
+	for _, g := range groupFields(settingsFields(vdibroker.PoolFields(), vdibroker.Pooled, vdibroker.LoadIndex)) {
+		names = append(names, g.Name)
+	}
+	if want := []string{vdibroker.GroupCapacity, vdibroker.GroupLoadIndex, vdibroker.GroupTimeouts, vdibroker.GroupGeneral}; !slices.Equal(names, want) {
+		t.Errorf("LoadIndex sections %v, want %v", names, want)
 	}
 }

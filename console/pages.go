@@ -19,7 +19,17 @@ import (
 
 // parsePages parses each page together with the layout.
 func parsePages() map[string]*template.Template {
-	funcs := template.FuncMap{
+	funcs := pageFuncs()
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"signin", "error", "overview", "pool", "sessions", "placement", "host", "rules"} {
+		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+	return pages
+}
+
+// pageFuncs are the template functions every page (and the layout) uses.
+func pageFuncs() template.FuncMap {
+	return template.FuncMap{
 		"limit":    limitText,
 		"pref":     loadindex.Preference,
 		"lower":    strings.ToLower,
@@ -28,6 +38,8 @@ func parsePages() map[string]*template.Template {
 		"percent":  func(f float64) string { return fmt.Sprintf("%.0f%%", f) },
 		"add1":     func(i int) int { return i + 1 },
 		"dict":     func(root, f any) map[string]any { return map[string]any{"Root": root, "F": f} },
+		"rules":    linkRules,
+		"slug":     func(s string) string { return strings.ToLower(strings.ReplaceAll(s, " ", "-")) },
 		"metric": func(m *vdibroker.Metrics, which string) string {
 			if m == nil {
 				return "–"
@@ -39,11 +51,6 @@ func parsePages() map[string]*template.Template {
 			return fmt.Sprintf("%.0f%%", v)
 		},
 	}
-	pages := map[string]*template.Template{}
-	for _, name := range []string{"signin", "error", "overview", "pool", "sessions", "placement"} {
-		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
-	}
-	return pages
 }
 
 // limitText shows maxSessionLimit, with 999999 as "no limit".
@@ -187,13 +194,18 @@ type settingsField struct {
 	Hint string
 }
 
-// settingsFields are the form's inputs for a pool of poolType, in schema
-// order: every setting that can change after creation (not name, not
-// hostPoolType, R-P1) and applies to the pool's type.
-func settingsFields(schema []vdibroker.Field, poolType string) []settingsField {
+// settingsFields are the form's inputs for a pool of poolType whose load
+// balancer type is lbType, in schema order: every setting that can change
+// after creation (not name, not hostPoolType, R-P1), applies to the pool's
+// type and is read by its load balancer type (a DepthFirst pool shows no
+// load index setting). lbType "" keeps every load balancer type's settings.
+func settingsFields(schema []vdibroker.Field, poolType, lbType string) []settingsField {
 	var out []settingsField
 	for _, f := range schema {
 		if f.Immutable || !f.AppliesTo(poolType) {
+			continue
+		}
+		if lbType != "" && f.LoadBalancerTypes != nil && !slices.Contains(f.LoadBalancerTypes, lbType) {
 			continue
 		}
 		sf := settingsField{Field: f}
@@ -222,8 +234,45 @@ func settingsFields(schema []vdibroker.Field, poolType string) []settingsField {
 	return out
 }
 
-// formHint is a field's help line: range, what 0 means, what it does, and
-// which load balancer types read it.
+// settingsGroup is one section of the settings form.
+type settingsGroup struct {
+	Name   string
+	Fields []settingsField
+}
+
+// groupOrder is the order of the form's sections (vdibroker.Group*).
+var groupOrder = []string{vdibroker.GroupCapacity, vdibroker.GroupLoadIndex, vdibroker.GroupTimeouts, vdibroker.GroupPersonal, vdibroker.GroupGeneral}
+
+// groupFields splits the form's fields into their schema groups, in
+// groupOrder, leaving out empty groups; fields of a group the order does
+// not know go last, under their own name.
+func groupFields(fields []settingsField) []settingsGroup {
+	byName := map[string]*settingsGroup{}
+	var out []*settingsGroup
+	for _, name := range groupOrder {
+		g := &settingsGroup{Name: name}
+		byName[name] = g
+		out = append(out, g)
+	}
+	for _, f := range fields {
+		g := byName[f.Group]
+		if g == nil {
+			g = &settingsGroup{Name: cmp.Or(f.Group, "Other")}
+			byName[f.Group] = g
+			out = append(out, g)
+		}
+		g.Fields = append(g.Fields, f)
+	}
+	var groups []settingsGroup
+	for _, g := range out {
+		if len(g.Fields) > 0 {
+			groups = append(groups, *g)
+		}
+	}
+	return groups
+}
+
+// formHint is a field's help line: range, what 0 means, what it does.
 func formHint(f vdibroker.Field) string {
 	var parts []string
 	if f.Kind != vdibroker.KindBool && f.Kind != vdibroker.KindEnum {
@@ -234,9 +283,8 @@ func formHint(f vdibroker.Field) string {
 		parts = append(parts, r)
 	}
 	parts = append(parts, f.Help)
-	if f.LoadBalancerTypes != nil {
-		parts = append(parts, strings.Join(f.LoadBalancerTypes, ", ")+" only")
-	}
+	// No "LoadIndex only": the form shows a setting only to the pools
+	// whose load balancer type reads it.
 	return strings.Join(parts, " · ")
 }
 
@@ -341,7 +389,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 	}
 	row := c.summarize(*p, hosts)
 	c.history.record(now, map[string]int{p.Name: row.Sessions})
-	fields := settingsFields(c.schema, p.HostPoolType)
+	fields := settingsFields(c.schema, p.HostPoolType, p.LoadBalancerType)
 	if form == nil {
 		form = formFrom(fields, &p.HostPool)
 	}
@@ -354,7 +402,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
 		"SessionsChart":  sessionsChart(bars, p.MaxSessionLimit),
 		"LoadIndexChart": loadIndexChart(bars, threshold),
-		"Form":           form, "Fields": fields,
+		"Form":           form, "Groups": groupFields(fields),
 	})
 }
 
@@ -367,7 +415,7 @@ func (c *Console) poolSettings(rq *request) {
 		c.apiError(rq, err)
 		return
 	}
-	form, patch := parseSettings(rq.r, settingsFields(c.schema, p.HostPoolType))
+	form, patch := parseSettings(rq.r, settingsFields(c.schema, p.HostPoolType, p.LoadBalancerType))
 	if len(form.Errors) > 0 {
 		c.renderPool(rq, http.StatusBadRequest, "Nothing was saved: correct the fields marked below.", form)
 		return
@@ -427,40 +475,199 @@ func (c *Console) sessionsPage(rq *request) {
 	c.renderSessions(rq, http.StatusOK, "")
 }
 
+// sessionsFilter is what the sessions page shows: the API's filters
+// (SPEC §9: ?user=, ?state=, ?sessionHost=) per pool, a page size, the
+// cursor of the page (the pool it starts in and the API's own cursor
+// there), and how the page's rows are sorted.
+type sessionsFilter struct {
+	Pool, User, Host, State string
+	Sort                    string // "", user, host, state, since, created; "-" first for descending
+	Limit                   int
+	At, After               string
+}
+
+// pageSizes are the sessions page's choices of rows per page.
+var pageSizes = []int{25, 50, 100, 200, 500}
+
+// sortKeys are the columns the sessions page sorts by.
+var sortKeys = []string{"created", "user", "host", "state", "since"}
+
+func sessionsFilterFrom(r *http.Request) sessionsFilter {
+	q := r.URL.Query()
+	f := sessionsFilter{
+		Pool: q.Get("pool"), User: strings.TrimSpace(q.Get("user")), Host: strings.TrimSpace(q.Get("host")),
+		State: q.Get("state"), Sort: q.Get("sort"), At: q.Get("at"), After: q.Get("after"), Limit: 50,
+	}
+	if n, err := strconv.Atoi(q.Get("limit")); err == nil && slices.Contains(pageSizes, n) {
+		f.Limit = n
+	}
+	if !slices.Contains(sortKeys, strings.TrimPrefix(f.Sort, "-")) {
+		f.Sort = ""
+	}
+	return f
+}
+
+// link is the sessions page's URL for f.
+func (f sessionsFilter) link() string {
+	v := url.Values{}
+	for k, val := range map[string]string{"pool": f.Pool, "user": f.User, "host": f.Host, "state": f.State, "sort": f.Sort, "at": f.At, "after": f.After} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	if f.Limit != 50 {
+		v.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if len(v) == 0 {
+		return "/sessions"
+	}
+	return "/sessions?" + v.Encode()
+}
+
+// sortLink is the link of a column header: sort by key, ascending, or
+// descending when the page is sorted ascending by it already. The cursor
+// stays: the sort orders the rows of this page.
+func (f sessionsFilter) sortLink(key string) string {
+	g := f
+	g.Sort = key
+	if f.Sort == key {
+		g.Sort = "-" + key
+	}
+	return g.link()
+}
+
+// sortRows orders a page's rows by the filter's sort key.
+func sortRows(rows []sessionRow, key string) {
+	desc := strings.HasPrefix(key, "-")
+	key = strings.TrimPrefix(key, "-")
+	if key == "" || key == "created" && !desc {
+		return // the API's order: by id, which starts with the creation time
+	}
+	slices.SortStableFunc(rows, func(a, b sessionRow) int {
+		var c int
+		switch key {
+		case "user":
+			c = cmp.Compare(a.User, b.User)
+		case "host":
+			c = cmp.Or(cmp.Compare(a.HostPool, b.HostPool), cmp.Compare(a.SessionHost, b.SessionHost))
+		case "state":
+			c = cmp.Compare(a.State, b.State)
+		case "since":
+			c = a.StateTime.Compare(b.StateTime)
+		case "created":
+			c = cmp.Compare(a.ID, b.ID)
+		}
+		if desc {
+			c = -c
+		}
+		return c
+	})
+}
+
+// renderSessions shows one page of sessions. The API pages each pool by
+// session id (nextLink); with every pool selected the page goes on into
+// the next pool, in name order, so 250,000 sessions are a walk of pages
+// each costing one or two indexed reads, never a read of them all. A user
+// search is the API's ?user= in each pool (one index lookup per pool).
 func (c *Console) renderSessions(rq *request, status int, banner string) {
 	ctx := rq.r.Context()
-	filter := rq.r.URL.Query().Get("pool")
+	f := sessionsFilterFrom(rq.r)
 	pools, err := rq.api.listPools(ctx)
 	if err != nil {
 		c.apiError(rq, err)
 		return
 	}
-	now := c.now()
-	var rows []sessionRow
 	names := make([]string, 0, len(pools))
 	for _, p := range pools {
 		names = append(names, p.Name)
-		if filter != "" && p.Name != filter {
-			continue
+	}
+	targets := names
+	if f.Pool != "" {
+		targets = []string{f.Pool}
+	}
+	start := 0
+	if f.At != "" {
+		if i := slices.Index(targets, f.At); i >= 0 {
+			start = i
 		}
-		ss, err := rq.api.listSessions(ctx, p.Name)
+	}
+	now := c.now()
+	var rows []sessionRow
+	next := f
+	next.At, next.After = "", ""
+	after := f.After
+	for i := start; i < len(targets); i++ {
+		ss, cursor, err := rq.api.sessionsPage(ctx, targets[i], sessionQuery{
+			User: f.User, State: f.State, SessionHost: f.Host, Limit: f.Limit - len(rows), After: after,
+		})
 		if err != nil {
+			if vdibroker.ErrorCode(err) == vdibroker.EInvalid {
+				banner = describe(err)
+				break
+			}
 			c.apiError(rq, err)
 			return
 		}
+		after = ""
 		for _, s := range ss {
 			rows = append(rows, sessionRow{UserSession: s, Since: durationText(now.Sub(s.StateTime))})
 		}
+		if cursor != "" {
+			next.At, next.After = targets[i], cursor
+			break
+		}
+		if len(rows) >= f.Limit {
+			if i+1 < len(targets) {
+				next.At = targets[i+1]
+			}
+			break
+		}
 	}
-	slices.SortFunc(rows, func(a, b sessionRow) int {
-		return cmp.Or(cmp.Compare(a.HostPool, b.HostPool), cmp.Compare(a.User, b.User), cmp.Compare(a.ID, b.ID))
-	})
+	sortRows(rows, f.Sort)
+	// How many sessions there are in all, when the hosts' counts (R-S1)
+	// say it without reading a session: open sessions, no user filter.
+	total := -1
+	if f.User == "" && f.State == "" {
+		total = 0
+		for _, pool := range targets {
+			hosts, err := rq.api.listHosts(ctx, pool)
+			if err != nil {
+				total = -1
+				break
+			}
+			for _, h := range hosts {
+				if f.Host == "" || h.Name == f.Host {
+					total += h.Sessions
+				}
+			}
+		}
+	}
+	first := f
+	first.At, first.After = "", ""
+	cols := map[string]string{}
+	arrows := map[string]string{}
+	for _, k := range sortKeys {
+		cols[k] = f.sortLink(k)
+		switch f.Sort {
+		case k:
+			arrows[k] = " ▲"
+		case "-" + k:
+			arrows[k] = " ▼"
+		}
+	}
+	hasNext := next.At != ""
 	c.page(rq, status, "sessions", map[string]any{
 		"Title": "Sessions", "Nav": "sessions",
-		"Sessions": rows, "Pools": names, "Filter": filter, "Error": banner,
-		"Back": rq.r.URL.RequestURI(),
+		"Sessions": rows, "Pools": names, "F": f, "Error": banner,
+		"States": sessionStatesShown, "PageSizes": pageSizes, "Total": total,
+		"Next": next.link(), "HasNext": hasNext, "First": first.link(), "Paged": f.At != "" || f.After != "",
+		"SortLinks": cols, "SortArrows": arrows, "Back": rq.r.URL.RequestURI(),
 	})
 }
+
+// sessionStatesShown are the state filter's choices: "" (open: Pending,
+// Active and Disconnected, the API's default) or one state.
+var sessionStatesShown = []string{vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff}
 
 func (c *Console) logoff(rq *request)     { c.sessionCommand(rq, "log off") }
 func (c *Console) disconnect(rq *request) { c.sessionCommand(rq, "disconnect") }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,13 +32,23 @@ func TestSettingsFormFollowsTheSchema_RP4(t *testing.T) {
 	}
 	b := e.browser()
 	b.signin(adminToken)
-	for pool, poolType := range map[string]string{"pool-a": vdibroker.Pooled, "pool-p": vdibroker.Personal} {
+	if _, err := e.admin.PutHostPool(context.Background(), "pool-li", map[string]any{"loadBalancerType": "LoadIndex"}); err != nil {
+		t.Fatal(err)
+	}
+	pools := map[string][2]string{
+		"pool-a":  {vdibroker.Pooled, vdibroker.DepthFirst},
+		"pool-li": {vdibroker.Pooled, vdibroker.LoadIndex},
+		"pool-p":  {vdibroker.Personal, vdibroker.Persistent},
+	}
+	for pool, types := range pools {
+		poolType, lbType := types[0], types[1]
 		a := b.get("/pools/" + pool)
 		wantStatus(t, a, http.StatusOK)
-		page := html.UnescapeString(a.body)
+		page := html.UnescapeString(stripRuleLinks(a.body))
 		for _, f := range vdibroker.PoolFields() {
 			c := control(page, f.Path)
-			if f.Immutable || !f.AppliesTo(poolType) {
+			readBy := f.LoadBalancerTypes == nil || slices.Contains(f.LoadBalancerTypes, lbType)
+			if f.Immutable || !f.AppliesTo(poolType) || !readBy {
 				if c != "" {
 					t.Errorf("%s: %s has a control %s, want none", pool, f.Path, c)
 				}

@@ -103,7 +103,11 @@ func (s *Server) patchHost(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		return err
 	}
 	got, err := s.svc.UpdateSessionHost(r.Context(), poolName, name, func(h *vdibroker.SessionHost) error {
+		wasAllowed := h.AllowNewSession
 		applyHostRequest(h, &req)
+		if wasAllowed && !h.AllowNewSession {
+			s.noteDrain(r, h)
+		}
 		return validateHost(pool, h)
 	})
 	if err != nil {
@@ -111,6 +115,19 @@ func (s *Server) patchHost(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	}
 	writeJSON(w, nethttp.StatusOK, got)
 	return nil
+}
+
+// noteDrain records on h who drains it and when (the store keeps it with
+// the drain; the host page and `sessionhost show` show it).
+func (s *Server) noteDrain(r *nethttp.Request, h *vdibroker.SessionHost) {
+	now := s.now().UTC()
+	h.DrainTime, h.DrainedBy = &now, "unknown"
+	if p := principalFrom(r.Context()); p != nil {
+		h.DrainedBy = p.Subject
+		if p.Subject == "" {
+			h.DrainedBy = p.Role
+		}
+	}
 }
 
 func applyHostRequest(h *vdibroker.SessionHost, req *SessionHostRequest) {

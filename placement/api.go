@@ -116,7 +116,10 @@ type Explain struct {
 	Reconnect bool      `json:"reconnect,omitempty"`
 	// Candidates are the first ExplainLimit hosts that could take the
 	// session, in the algorithm's rank order (for LoadIndex bucket 1: round
-	// robin order from the winner); CandidateCount counts them all.
+	// robin order from the winner); CandidateCount counts them all. A
+	// LoadIndex record lists the winning bucket's hosts and, in a pool of
+	// at most ExplainLimit hosts, the later buckets' after them (each with
+	// its bucket), so every candidate of a small pool is in the record.
 	Candidates     []Candidate `json:"candidates"`
 	CandidateCount int         `json:"candidateCount"`
 	// Excluded are the first ExplainLimit excluded hosts in query order;

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -11,9 +12,12 @@ import (
 )
 
 // ExplainLimit is how many candidates and how many excluded hosts an Explain
-// lists; CandidateCount and ExcludedCounts give the full numbers. It keeps a
-// decision record small and a decision's cost independent of the pool size.
-const ExplainLimit = 10
+// lists; CandidateCount and ExcludedCounts give the full numbers. 50 lists
+// every host of the pools most farms have (an admin asking "why not
+// rds-06?" finds it in the record), while a pool of thousands still writes
+// a record of a few kilobytes per placement and decides in
+// O(log n + ExplainLimit).
+const ExplainLimit = 50
 
 // DefaultHeartbeatTimeout applies when the pool's heartbeatTimeoutSeconds is
 // not set (SPEC §2 default 90).
@@ -266,4 +270,25 @@ func newExplain(s *settings, req Request, now time.Time) Explain {
 		Pool: s.pool.Name, User: req.User, Algorithm: s.algo, Time: now,
 		Candidates: make([]Candidate, 0, ExplainLimit), Excluded: []Exclusion{},
 	}
+}
+
+// laterBucket is the R-LI3 bucket of a LoadIndex candidate that the
+// winning bucket did not list, for the record of a small pool (at most
+// ExplainLimit hosts, where Explain lists every candidate): 2 for a
+// non-standard host under the decision's threshold t with fewer than C
+// connecting sessions, 3 for the others. It is never 1: bucket 1's hosts
+// are listed when it wins, and it wins whenever it has any.
+func (s *settings) laterBucket(h *Host, li, t int) int {
+	if !h.StandardFeatures && li < t && h.Connecting < s.c {
+		return 2
+	}
+	return 3
+}
+
+// byBucketThenLoad orders the later buckets' candidates of a record:
+// bucket, then R-LI4's order within buckets 2 and 3 (lowest load index,
+// fewest connecting sessions, query order).
+func byBucketThenLoad(a, b Candidate) int {
+	return cmp.Or(cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.LoadIndex, b.LoadIndex),
+		cmp.Compare(a.Connecting, b.Connecting), strings.Compare(a.Host, b.Host))
 }

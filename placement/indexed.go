@@ -583,6 +583,21 @@ func (x *indexed) placePooled(d *Decision, ex *Explain, now time.Time) error {
 		}
 		ex.Candidates = append(ex.Candidates, candidateOf(&e.h, li, bucket))
 	}
+	if s.algo == vdibroker.LoadIndex && bucket < 3 && x.entries.n <= ExplainLimit && !s.lbOff(stats) {
+		// A small pool's record lists every candidate: the later buckets'
+		// after the winning one's (at most ExplainLimit hosts to visit).
+		t := cmp.Or(ex.RaisedThreshold, s.t)
+		first := len(ex.Candidates)
+		for _, tree := range []*btree{x.s1, x.s2, x.cands} {
+			tree.Ascend(func(e *entry) bool {
+				if li := int(e.li); !(tree == x.s1 && li < t) && !(bucket == 2 && tree == x.s2 && li < t) {
+					ex.Candidates = append(ex.Candidates, candidateOf(&e.h, li, s.laterBucket(&e.h, li, t)))
+				}
+				return true
+			})
+		}
+		slices.SortFunc(ex.Candidates[first:], byBucketThenLoad)
+	}
 	return nil
 }
 

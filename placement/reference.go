@@ -201,6 +201,23 @@ func (r *reference) placePooled(d *Decision, ex *Explain, hosts []*Host, stats l
 	for _, c := range order[:min(len(order), ExplainLimit)] {
 		ex.Candidates = append(ex.Candidates, candidateOf(c.h, c.li, bucket))
 	}
+	if s.algo == vdibroker.LoadIndex && bucket < 3 && len(hosts) <= ExplainLimit && !s.lbOff(stats) {
+		// A small pool's record lists every candidate: the later buckets'
+		// after the winning one's.
+		t := cmp.Or(ex.RaisedThreshold, s.t)
+		listed := map[string]bool{}
+		for _, c := range order {
+			listed[c.h.Name] = true
+		}
+		var later []Candidate
+		for _, c := range cands {
+			if !listed[c.h.Name] {
+				later = append(later, candidateOf(c.h, c.li, s.laterBucket(c.h, c.li, t)))
+			}
+		}
+		slices.SortFunc(later, byBucketThenLoad)
+		ex.Candidates = append(ex.Candidates, later...)
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -302,23 +303,25 @@ func TestNoCapacitySaysWhyAndWhatToDo_RC5(t *testing.T) {
 
 func TestExplainListsAndCounts_RC7(t *testing.T) {
 	implementations(t, func(t *testing.T, newPlacer func(Pool, []Host, Options) Placer) {
-		// 25 drained hosts and 15 live: the record lists the first 10 of each
-		// and counts them all.
+		// ExplainLimit+15 drained hosts and ExplainLimit+10 live: the record
+		// lists the first ExplainLimit of each and counts them all.
 		var hosts []Host
-		for i := range 25 {
-			hosts = append(hosts, with(liveHost(string(rune('A'+i)), 0), drained))
+		nDrained, nLive := ExplainLimit+15, ExplainLimit+10
+		for i := range nDrained {
+			hosts = append(hosts, with(liveHost(fmt.Sprintf("D%03d", i), 0), drained))
 		}
-		for i := range 15 {
-			hosts = append(hosts, liveHost(string(rune('a'+i)), i))
+		for i := range nLive {
+			hosts = append(hosts, liveHost(fmt.Sprintf("h%03d", i), i))
 		}
 		p := newPlacer(pooled(vdibroker.BreadthFirst, 100), hosts, Options{Rand: fixedRand(7, nil), Now: func() time.Time { return testNow }})
 		d := mustPlace(t, p, Request{User: "ann"})
 		ex := d.Explain
-		// 15 candidates, ceil(15/2) = 8, draw 7: the 8th ranked, h (7 sessions).
-		if ex.Chosen != "h" || ex.Rank != 8 || ex.CandidateCount != 15 || len(ex.Candidates) != ExplainLimit {
+		// 60 candidates (ExplainLimit 50), ceil(60/2) = 30, draw 7: the 8th
+		// ranked, h007 (7 sessions).
+		if ex.Chosen != "h007" || ex.Rank != 8 || ex.CandidateCount != nLive || len(ex.Candidates) != ExplainLimit {
 			t.Errorf("chosen %s rank %d count %d listed %d", ex.Chosen, ex.Rank, ex.CandidateCount, len(ex.Candidates))
 		}
-		if len(ex.Excluded) != ExplainLimit || ex.Excluded[0].Host != "A" || ex.ExcludedCounts[ReasonDrained] != 25 {
+		if len(ex.Excluded) != ExplainLimit || ex.Excluded[0].Host != "D000" || ex.ExcludedCounts[ReasonDrained] != nDrained {
 			t.Errorf("excluded %d first %+v counts %v", len(ex.Excluded), ex.Excluded[0], ex.ExcludedCounts)
 		}
 		if ex.Pool != "pool1" || ex.User != "ann" || ex.Algorithm != vdibroker.BreadthFirst || !ex.Time.Equal(testNow) {
@@ -442,12 +445,18 @@ func TestBucketsAndRaisedThreshold_RLI3(t *testing.T) {
 		hosts := []Host{liveHost("a", 6), liveHost("b", 1), liveHost("c", 3), liveHost("d", 4), liveHost("e", 5), with(liveHost("n", 0), nonStd)}
 		p := newPlacer(loadPool(), hosts, testOptions(1))
 		d := mustPlace(t, p, Request{User: "u"})
+		// The record lists every candidate of this small pool: bucket 1 in
+		// round robin order, then n (non-standard, 0 < 51: bucket 2), then
+		// a (60 ≥ 51: bucket 3).
 		var order []string
+		var buckets []int
 		for _, c := range d.Explain.Candidates {
 			order = append(order, c.Host)
+			buckets = append(buckets, c.Bucket)
 		}
-		if d.Host != "b" || d.Explain.Bucket != 1 || d.Explain.RaisedThreshold != 51 || !cmp.Equal(order, []string{"b", "c", "d", "e"}) {
-			t.Errorf("got %s bucket %d raised %d order %v", d.Host, d.Explain.Bucket, d.Explain.RaisedThreshold, order)
+		if d.Host != "b" || d.Explain.Bucket != 1 || d.Explain.RaisedThreshold != 51 ||
+			!cmp.Equal(order, []string{"b", "c", "d", "e", "n", "a"}) || !cmp.Equal(buckets, []int{1, 1, 1, 1, 2, 3}) {
+			t.Errorf("got %s bucket %d raised %d order %v buckets %v", d.Host, d.Explain.Bucket, d.Explain.RaisedThreshold, order, buckets)
 		}
 	})
 }

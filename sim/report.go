@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,8 +24,9 @@ func (rep *Report) JSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// WriteFiles writes DIR/report.json and, unless noPlots, the plots; it
-// creates dir if needed.
+// WriteFiles writes DIR/report.json, unless noPlots the plots, and
+// DIR/index.html showing the table and the plots together; it creates dir
+// if needed.
 func (rep *Report) WriteFiles(dir string, noPlots bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create output directory: %w", err)
@@ -36,10 +38,57 @@ func (rep *Report) WriteFiles(dir string, noPlots bool) error {
 	if err := os.WriteFile(filepath.Join(dir, "report.json"), data, 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	if noPlots {
-		return nil
+	var plots []plotFile
+	if !noPlots {
+		if plots, err = rep.writePlots(dir); err != nil {
+			return err
+		}
 	}
-	return rep.WritePlots(dir)
+	return rep.writeIndex(dir, plots)
+}
+
+// indexPage is DIR/index.html: the summary table and every plot on one
+// page, the trade-off first, each result's sessions and CPU side by side.
+var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>vdibroker sim report</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:24px;color:#1c2333}
+table{border-collapse:collapse;margin:8px 0 24px}th,td{padding:4px 10px;border-bottom:1px solid #e3e7ef;text-align:right}
+th:first-child,td:first-child{text-align:left}th{font-size:12px;color:#667085}
+.plots{display:grid;grid-template-columns:1fr 1fr;gap:16px}figure{margin:0}img{width:100%;border:1px solid #e3e7ef}
+figcaption{font-size:13px;color:#667085}.wide{grid-column:1/-1;max-width:1000px}
+</style></head><body>
+<h1>Simulation report</h1>
+<p>One row per algorithm and maxSessionLimit; the same figures as <a href="report.json">report.json</a> and the table <code>vdibroker sim</code> prints.</p>
+<table id="summary"><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</tbody></table>
+{{if .Plots}}<div class="plots">
+{{range .Plots}}<figure{{if eq .Name "tradeoff"}} class="wide"{{end}}><a href="{{.Name}}.svg"><img src="{{.Name}}.png" alt="{{.Title}}"></a><figcaption>{{.Title}} (<a href="{{.Name}}.svg">SVG</a>)</figcaption></figure>
+{{end}}</div>{{else}}<p>No plots (written with --no-plots).</p>{{end}}
+</body></html>
+`))
+
+// writeIndex writes DIR/index.html for the plots written.
+func (rep *Report) writeIndex(dir string, plots []plotFile) error {
+	// The trade-off first: it is the page's answer.
+	if n := len(plots); n > 0 && plots[n-1].Name == "tradeoff" {
+		plots = append([]plotFile{plots[n-1]}, plots[:n-1]...)
+	}
+	header := []string{"Algorithm", "Limit", "Placed", "Rejected", "Violations", "Max/host", "Peak spread", "Peak CPU%", "Host hours", "Storm overshoot"}
+	var rows [][]string
+	for _, r := range rep.Results {
+		rows = append(rows, []string{r.Algorithm, limitLabel(r.MaxSessionLimit), strconv.Itoa(r.Placed), strconv.Itoa(r.Rejected),
+			strconv.Itoa(r.LimitViolations), strconv.Itoa(r.MaxSessionsOnAHost), strconv.Itoa(r.PeakSpread),
+			strconv.FormatFloat(r.PeakCPUPercent, 'f', 1, 64), strconv.FormatFloat(r.HostHours, 'f', 2, 64), strconv.Itoa(r.StormOvershoot)})
+	}
+	var buf bytes.Buffer
+	if err := indexPage.Execute(&buf, map[string]any{"Header": header, "Rows": rows, "Plots": plots}); err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write index: %w", err)
+	}
+	return nil
 }
 
 // WriteTable prints the summary table, one row per result.

@@ -170,6 +170,9 @@ func (t *tx) writeAdminFields(ctx context.Context, h *vdibroker.SessionHost) err
 	if err != nil {
 		return err
 	}
+	if err := t.writeDrain(ctx, h); err != nil { // store/drain.go
+		return err
+	}
 	// The copy the connect's conditional increment checks (takeSlotQuery).
 	_, err = t.exec(ctx, `UPDATE host_counts SET new_sessions_allowed = ? WHERE host_pool = ? AND name = ?`,
 		h.AllowNewSession, h.HostPool, h.Name)
@@ -242,7 +245,9 @@ func (s *DB) UpdateSessionHost(ctx context.Context, pool, name string, fn func(*
 func (s *DB) GetSessionHost(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error) {
 	var h *vdibroker.SessionHost
 	err := s.read(ctx, func(t *tx) (err error) {
-		h, err = t.getHost(ctx, pool, name, false)
+		if h, err = t.getHost(ctx, pool, name, false); err == nil {
+			err = t.fillDrains(ctx, h) // store/drain.go
+		}
 		return err
 	})
 	return h, err
@@ -276,7 +281,9 @@ func (s *DB) hostsOf(ctx context.Context, pool, q string, args ...any) ([]*vdibr
 			return notFound("host pool %q not found", pool)
 		}
 		var err error
-		out, err = queryAll(ctx, t, scanHost, q, args...)
+		if out, err = queryAll(ctx, t, scanHost, q, args...); err == nil {
+			err = t.fillDrains(ctx, out...) // store/drain.go
+		}
 		return err
 	})
 	if err != nil {

@@ -64,9 +64,47 @@ func (a *admin) client() (*vhttp.Client, error) {
 	if err := a.outputFor(formatTable).validate(); err != nil {
 		return nil, err
 	}
-	server := firstNonEmpty(a.server, os.Getenv("VDIBROKER_SERVER"), defaultServer)
+	server, from := defaultServer, ""
+	switch {
+	case a.server != "":
+		server, from = a.server, "--server"
+	case os.Getenv("VDIBROKER_SERVER") != "":
+		server, from = os.Getenv("VDIBROKER_SERVER"), "VDIBROKER_SERVER"
+	}
+	base, err := serverURL(server, from)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	token := firstNonEmpty(a.token, os.Getenv("VDIBROKER_TOKEN"))
-	return vhttp.NewClient(strings.TrimRight(server, "/"), token), nil
+	if token == "" {
+		return nil, usageError{errors.New(noTokenHint)}
+	}
+	return vhttp.NewClient(base, token), nil
+}
+
+// noTokenHint is the error of an admin command run without a token.
+const noTokenHint = "no API token: set --token or VDIBROKER_TOKEN (serve writes the admin token to <data-dir>/admin.token on first start)"
+
+// serverURL checks the broker's URL as given by from (--server or
+// VDIBROKER_SERVER) and returns it without a trailing slash. A URL
+// without a scheme, or one that names the API's /api/v1 instead of the
+// broker, is refused with the URL to use instead.
+func serverURL(server, from string) (string, error) {
+	if from == "" {
+		from = "the default server"
+	}
+	if !strings.Contains(server, "://") {
+		return "", fmt.Errorf("%s %q has no scheme: use http://%s (or https://%s)", from, server, server, server)
+	}
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("%s %q is not a broker URL: use http://HOST:PORT or https://HOST", from, server)
+	}
+	if p := strings.TrimRight(u.Path, "/"); strings.HasSuffix(p, "/api/v1") || strings.HasSuffix(p, "/api") {
+		u.Path = strings.TrimSuffix(strings.TrimSuffix(p, "/v1"), "/api")
+		return "", fmt.Errorf("%s %q names the API, not the broker: use %s (the CLI adds /api/v1 itself)", from, server, u.String())
+	}
+	return strings.TrimRight(server, "/"), nil
 }
 
 // outputFor returns the output settings with def as the format when
@@ -108,6 +146,10 @@ func (e apiError) Error() string {
 	if e.err.Field != "" && !strings.Contains(msg, e.err.Field) {
 		msg = e.err.Field + ": " + msg
 	}
+	// A host pool setting is named by its flag, as the user typed it.
+	if flag, ok := flagOfField(e.err.Field); ok {
+		msg = strings.Replace(msg, e.err.Field+": ", flag+": ", 1)
+	}
 	// One line, even when a proxy answered with a page of its own.
 	return strings.Join(strings.Fields(msg), " ")
 }
@@ -121,6 +163,9 @@ func fail(err error) error {
 	}
 	var e *vdibroker.Error
 	if errors.As(err, &e) {
+		if e.Code == vdibroker.EUnauthenticated {
+			return fmt.Errorf("the broker refused the token (%s): check --token or VDIBROKER_TOKEN", strings.TrimSuffix(e.Message, "."))
+		}
 		return apiError{e}
 	}
 	var ue *url.Error
@@ -225,7 +270,10 @@ func (a *admin) completePools(cmd *cobra.Command, _ []string, _ string) ([]strin
 
 // completeHosts completes a session host name of the --host-pool given.
 func (a *admin) completeHosts(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	pool, _ := cmd.Flags().GetString("host-pool")
+	pool := ""
+	if f := cmd.Flags().Lookup("host-pool"); f != nil {
+		pool = f.Value.String()
+	}
 	c, err := a.client()
 	if pool == "" || err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp

@@ -55,9 +55,9 @@ user's existing one. --dry-run shows the decision and stores nothing.
 	}
 	adm = addAdminFlags(cmd)
 	f := cmd.Flags()
-	f.StringVar(&pool, "host-pool", "", "host pool name")
+	poolNameVar(f, &pool, "host-pool", "", "host pool name")
 	f.StringVar(&user, "user", "", "user to place")
-	f.StringVar(&host, "session-host", "", "the assigned host to use (MultiplePersistent pools)")
+	hostNameVar(f, &host, "session-host", "", "the assigned host to use (MultiplePersistent pools)")
 	f.BoolVar(&dryRun, "dry-run", false, "compute the decision only; store nothing")
 	f.StringVar(&rdpFile, "rdp-file", "", "write the .rdp connection file to this path")
 	_ = cmd.RegisterFlagCompletionFunc("host-pool", adm.completePools)

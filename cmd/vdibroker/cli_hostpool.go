@@ -100,12 +100,9 @@ func addPoolFieldFlags(cmd *cobra.Command, schema []vdibroker.Field, defaults bo
 			def = pf.DefaultFor(vdibroker.Pooled)
 		}
 		switch pf.Kind {
-		case vdibroker.KindInt:
-			n, _ := def.(int)
-			f.Int(name, n, usage)
-		case vdibroker.KindNumber:
-			x, _ := def.(float64)
-			f.Float64(name, x, usage)
+		case vdibroker.KindInt, vdibroker.KindNumber, vdibroker.KindEnum:
+			// Checked against the schema as the flag is parsed.
+			f.Var(&fieldValue{f: pf, v: def}, name, usage)
 		case vdibroker.KindBool:
 			b, _ := def.(bool)
 			f.Var(boolValue{&b}, name, usage)
@@ -135,10 +132,8 @@ func poolFieldsSet(cmd *cobra.Command, schema []vdibroker.Field) (map[string]any
 		var v any
 		var err error
 		switch pf.Kind {
-		case vdibroker.KindInt:
-			v, err = f.GetInt(name)
-		case vdibroker.KindNumber:
-			v, err = f.GetFloat64(name)
+		case vdibroker.KindInt, vdibroker.KindNumber, vdibroker.KindEnum:
+			v = f.Lookup(name).Value.(*fieldValue).v
 		case vdibroker.KindBool:
 			v, err = strconvBool(f.Lookup(name).Value.String())
 		default:
@@ -212,7 +207,7 @@ func newHostPoolCreateCmd(a *admin) *cobra.Command {
 		},
 	}
 	nameField, _ := vdibroker.PoolField("name")
-	cmd.Flags().StringVarP(&name, "name", "n", "", nameField.Help+", "+nameField.Range()+" of A-Za-z0-9@._- and space")
+	poolNameVar(cmd.Flags(), &name, "name", "n", nameField.Help+", "+nameField.Range()+" of A-Za-z0-9@._- and space")
 	addPoolFieldFlags(cmd, vdibroker.PoolFields(), true)
 	requireFlags(cmd, "name")
 	return cmd
@@ -244,7 +239,7 @@ func newHostPoolUpdateCmd(a *admin) *cobra.Command {
 			return a.result(cmd, p, hostPoolColumns)
 		},
 	}
-	cmd.Flags().StringVarP(&name, "name", "n", "", "host pool name")
+	poolNameVar(cmd.Flags(), &name, "name", "n", "host pool name")
 	addPoolFieldFlags(cmd, vdibroker.PoolFields(), false)
 	requireFlags(cmd, "name")
 	return cmd
@@ -268,7 +263,7 @@ func newHostPoolShowCmd(a *admin) *cobra.Command {
 			return a.show(cmd, p, hostPoolColumns)
 		},
 	}
-	cmd.Flags().StringVarP(&name, "name", "n", "", "host pool name")
+	poolNameVar(cmd.Flags(), &name, "name", "n", "host pool name")
 	requireFlags(cmd, "name")
 	return cmd
 }
@@ -310,7 +305,7 @@ func newHostPoolDeleteCmd(a *admin) *cobra.Command {
 			return fail(c.DeleteHostPool(cmd.Context(), name, force))
 		},
 	}
-	cmd.Flags().StringVarP(&name, "name", "n", "", "host pool name")
+	poolNameVar(cmd.Flags(), &name, "name", "n", "host pool name")
 	cmd.Flags().BoolVar(&force, "force", false, "delete even while sessions exist")
 	requireFlags(cmd, "name")
 	return cmd

@@ -20,8 +20,9 @@ func newPlacementCmd() *cobra.Command {
 func newPlacementShowCmd(a *admin) *cobra.Command {
 	var pool, session string
 	cmd := &cobra.Command{
-		Use:   "show --host-pool POOL --session ID",
-		Short: "Explain why a session went where it went",
+		Use:        "show --host-pool POOL --session ID",
+		Short:      "Explain why a session went where it went",
+		SuggestFor: []string{"explain", "why", "describe"},
 		Long: `Show the decision record of a placement in words: the candidates, why
 each excluded host was excluded, and how the chosen host was picked (bucket,
 rank, round robin, random draw). --output json or yaml gives the raw record.`,
@@ -42,7 +43,7 @@ rank, round robin, random draw). --output json or yaml gives the raw record.`,
 			return o.print(cmd.OutOrStdout(), rec, explainColumns)
 		},
 	}
-	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
 	cmd.Flags().StringVar(&session, "session", "", "user session id")
 	requireFlags(cmd, "host-pool", "session")
 	return cmd

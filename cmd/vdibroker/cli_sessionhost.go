@@ -2,8 +2,13 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // sessionHostColumns is the table of a session host (SPEC §3).
@@ -55,7 +60,7 @@ func newSessionHostListCmd(a *admin) *cobra.Command {
 			return a.show(cmd, hosts, sessionHostColumns)
 		},
 	}
-	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
 	requireFlags(cmd, "host-pool")
 	return cmd
 }
@@ -75,11 +80,17 @@ func newSessionHostShowCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
-			return a.show(cmd, h, sessionHostColumns)
+			if err := a.show(cmd, h, sessionHostColumns); err != nil {
+				return err
+			}
+			if o := a.outputFor(formatTable); o.Format != formatTable || o.Query != "" {
+				return nil
+			}
+			return a.writeHostReport(cmd, c, pool, name)
 		},
 	}
-	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
-	cmd.Flags().StringVarP(&name, "name", "n", "", "session host name")
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
 	requireFlags(cmd, "host-pool", "name")
 	return cmd
 }
@@ -131,8 +142,8 @@ func newSessionHostUpdateCmd(a *admin) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&pool, "host-pool", "", "host pool name")
-	f.StringVarP(&name, "name", "n", "", "session host name")
+	poolNameVar(f, &pool, "host-pool", "", "host pool name")
+	hostNameVar(f, &name, "name", "n", "session host name")
 	f.Var(boolValue{&allowNew}, "allow-new-session", "false drains the host: it takes no new session")
 	f.Var(boolValue{&standard}, "standard-features", "the host supports multi-session, unauthenticated access and all protocols")
 	f.StringArrayVar(&assigned, "assigned-user", nil, "user assigned to this personal host; repeat for several, \"\" for none (replaces the list)")
@@ -160,9 +171,34 @@ func newSessionHostDeleteCmd(a *admin) *cobra.Command {
 			return fail(c.DeleteSessionHost(cmd.Context(), pool, name, force))
 		},
 	}
-	cmd.Flags().StringVar(&pool, "host-pool", "", "host pool name")
-	cmd.Flags().StringVarP(&name, "name", "n", "", "session host name")
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
 	cmd.Flags().BoolVar(&force, "force", false, "delete even while sessions exist")
 	requireFlags(cmd, "host-pool", "name")
 	return cmd
+}
+
+// writeHostReport prints under the table whether the host could take a new
+// session now and why: the console host page's list, in the same words.
+func (a *admin) writeHostReport(cmd *cobra.Command, c *vhttp.Client, pool, name string) error {
+	p, err := c.GetHostPool(cmd.Context(), pool)
+	if err != nil {
+		return fail(err)
+	}
+	list, err := c.ListSessionHosts(cmd.Context(), pool)
+	if err != nil {
+		return fail(err)
+	}
+	hosts := make([]vdibroker.SessionHost, len(list))
+	for i, h := range list {
+		hosts[i] = *h
+	}
+	verdict, checks := console.HostReport(p.HostPool, hosts, name, time.Now())
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "\nCan it take a new session now? %s. %s\n", verdict.Title, verdict.Text)
+	marks := map[string]string{"ok": "ok  ", "warn": "warn", "bad": "no  ", "info": "info"}
+	for _, ck := range checks {
+		fmt.Fprintf(w, "  %s  %s: %s\n", marks[ck.State], ck.Title, ck.Text)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,7 +46,7 @@ func newRegistrationTokenCmd() *cobra.Command {
 		Short: "Issue a registration token (valid 1h..648h, i.e. 27 days)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			secs, err := durationSeconds(expires)
+			secs, err := expiresSeconds(expires, registrationTokenMin, registrationTokenMax, false)
 			if err != nil {
 				return err
 			}
@@ -60,7 +61,7 @@ func newRegistrationTokenCmd() *cobra.Command {
 			return a.show(cmd, t, registrationTokenColumns)
 		},
 	}
-	create.Flags().StringVar(&pool, "host-pool", "", "host pool name")
+	poolNameVar(create.Flags(), &pool, "host-pool", "", "host pool name")
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token is valid, 1h..648h")
 	requireFlags(create, "host-pool")
 	cmd.AddCommand(create)
@@ -88,7 +89,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 		Short: "Issue an API token; its secret is shown only now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			secs, err := durationSeconds(expires)
+			secs, err := expiresSeconds(expires, apiTokenMin, apiTokenMax, true)
 			if err != nil {
 				return err
 			}
@@ -104,9 +105,9 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&role, "role", "", "Reader (read only), Contributor (all admin calls) or User (connect as the subject only)")
+	f.Var(newEnum(&role, "", vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleUser), "role", "Reader (read only), Contributor (all admin calls) or User (connect as the subject only)")
 	f.StringVar(&subject, "subject", "", "who the token is for; for the User role, the user name it may connect as")
-	f.DurationVar(&expires, "expires", 0, "how long the token is valid, e.g. 720h (0: never expires)")
+	f.DurationVar(&expires, "expires", 0, "how long the token is valid, 1m..87600h (10 years), e.g. 720h (0: never expires)")
 	_ = cmd.RegisterFlagCompletionFunc("role", fixedCompletion(vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleUser))
 	requireFlags(cmd, "role", "subject")
 	return cmd
@@ -150,14 +151,43 @@ func newTokenDeleteCmd(a *admin) *cobra.Command {
 	return cmd
 }
 
-// durationSeconds converts an --expires duration to whole seconds; the
-// server checks the range.
-func durationSeconds(d time.Duration) (int, error) {
-	if d < 0 {
-		return 0, usageError{fmt.Errorf("--expires %s: must not be negative", d)}
+// The --expires ranges of SPEC §9, in the flag's unit: registration
+// tokens live 1h..648h (27 days), API tokens 1m..87600h (10 years) or
+// forever (0).
+const (
+	registrationTokenMin = time.Hour
+	registrationTokenMax = 648 * time.Hour
+	apiTokenMin          = time.Minute
+	apiTokenMax          = 87600 * time.Hour
+)
+
+// expiresSeconds checks an --expires duration against lo..hi (and 0 when
+// zeroOK) and converts it to whole seconds, so the flag's mistakes are
+// said as durations, not in the API's expiresInSeconds.
+func expiresSeconds(d, lo, hi time.Duration, zeroOK bool) (int, error) {
+	allowed := fmt.Sprintf("%s..%s", shortDuration(lo), shortDuration(hi))
+	if zeroOK {
+		allowed += ", or 0 for never"
 	}
-	if d%time.Second != 0 {
+	switch {
+	case d == 0 && zeroOK:
+		return 0, nil
+	case d < lo || d > hi:
+		return 0, usageError{fmt.Errorf("--expires %s: must be %s", shortDuration(d), allowed)}
+	case d%time.Second != 0:
 		return 0, usageError{fmt.Errorf("--expires %s: must be whole seconds", d)}
 	}
 	return int(d / time.Second), nil
+}
+
+// shortDuration writes d without zero units: 1h, 648h, 10m, 1h30m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -59,10 +59,10 @@ func newUserSessionListCmd(a *admin) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&pool, "host-pool", "", "host pool name")
+	poolNameVar(f, &pool, "host-pool", "", "host pool name")
 	f.StringVar(&user, "user", "", "only this user's sessions")
-	f.StringVar(&state, "state", "", "only sessions in this state: Pending, Active, Disconnected or LoggedOff")
-	f.StringVar(&host, "session-host", "", "only sessions on this session host")
+	f.Var(newEnum(&state, "", vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff), "state", "only sessions in this state: Pending, Active, Disconnected or LoggedOff")
+	hostNameVar(f, &host, "session-host", "", "only sessions on this session host")
 	_ = cmd.RegisterFlagCompletionFunc("state", fixedCompletion(vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff))
 	requireFlags(cmd, "host-pool")
 	return cmd
@@ -110,7 +110,7 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&pool, "host-pool", "", "host pool name")
+	poolNameVar(f, &pool, "host-pool", "", "host pool name")
 	f.StringVar(&id, "id", "", "user session id")
 	f.StringVar(&user, "user", "", "act on this user's open session(s) in the pool")
 	if name == "send-message" {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,6 +103,69 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("screenshot: %s", path)
 }
 
+// consoleErrors collects what the pages write to the browser's console as
+// errors: uncaught exceptions, console.error calls and error entries of the
+// browser log (a Content-Security-Policy violation, a failed load).
+type consoleErrors struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// watchConsole starts collecting the tab's console errors until the test ends.
+func watchConsole(t *testing.T, ctx context.Context) *consoleErrors {
+	t.Helper()
+	w := &consoleErrors{}
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	msgs := chromedp.Console(wctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				w.mu.Lock()
+				w.msgs = append(w.msgs, m.String())
+				w.mu.Unlock()
+			}
+		}
+	}()
+	return w
+}
+
+// check fails the test with the errors written since the last check, naming
+// the page they came from.
+func (w *consoleErrors) check(t *testing.T, page string) {
+	t.Helper()
+	time.Sleep(150 * time.Millisecond) // let the last events of the page arrive
+	w.mu.Lock()
+	msgs := w.msgs
+	w.msgs = nil
+	w.mu.Unlock()
+	for _, m := range msgs {
+		t.Errorf("%s: browser console error: %s", page, m)
+	}
+}
+
+// take returns and clears the errors collected so far.
+func (w *consoleErrors) take() []string {
+	time.Sleep(150 * time.Millisecond)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	msgs := w.msgs
+	w.msgs = nil
+	return msgs
+}
+
+func count(t *testing.T, ctx context.Context, js string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return n
+}
+
 // TestConsoleBrowser drives the console of a running demo in headless
 // Chromium: an admin signs in, opens a pool, sees its hosts and drains one
 // (confirmed through the API); a Reader's drain is refused by the server
@@ -115,6 +181,17 @@ func TestConsoleBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		return h.AllowNewSession
+	}
+
+	errs := watchConsole(t, ctx)
+	// The watcher itself must see an error, or a page's errors would pass
+	// unseen.
+	step(t, ctx, "watcher self-test", chromedp.Navigate(base+"/signin"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`console.error("watcher self-test"), true`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := errs.take(); len(got) != 1 || !strings.Contains(got[0], "watcher self-test") {
+		t.Fatalf("the console watcher saw %q, want the self-test error", got)
 	}
 
 	// Admin: sign in, open the pool from the overview, drain dev-02.
@@ -146,6 +223,73 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Errorf("flash after drain = %q", got)
 	}
 	screenshot(t, ctx, "console-pool.png")
+	errs.check(t, "pool page")
+
+	// dev-depth is DepthFirst: its settings show no load index field, and
+	// the form is grouped.
+	if n := count(t, ctx, `document.querySelectorAll('#settings [name^="loadBalancing."]:not([name="loadBalancing.sampleIntervalSeconds"])').length`); n != 0 {
+		t.Errorf("the DepthFirst pool's settings show %d load index fields, want none", n)
+	}
+	if n := count(t, ctx, `document.querySelectorAll('#group-load-index').length`); n != 0 {
+		t.Error("the DepthFirst pool's settings have a Load index section")
+	}
+	for _, g := range []string{"capacity", "timeouts", "general"} {
+		if n := count(t, ctx, `document.querySelectorAll('#settings fieldset#group-`+g+` legend').length`); n != 1 {
+			t.Errorf("settings section %s: %d legends, want 1", g, n)
+		}
+	}
+
+	// The drained host's page says who drained it and since when.
+	step(t, ctx, "host page of the drained dev-02",
+		chromedp.Click(chromedp.CSS(`tr[data-host="dev-02"] a[data-host-link]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#checks`)),
+	)
+	if got := text(t, ctx, `li[data-check="Drained"]`); !strings.Contains(got, "Drained by admin since") {
+		t.Errorf("dev-02's drain check = %q, want it to name the admin and the time", got)
+	}
+	if got := text(t, ctx, `#host-status`); got == "" {
+		t.Error("host page shows no status")
+	}
+	screenshot(t, ctx, "console-host-drained.png")
+	errs.check(t, "host page (drained)")
+
+	// rds-06 is not standard: its page gives the Horizon bucket 2 reason,
+	// and the rule id links to the behaviour reference.
+	step(t, ctx, "host page of the non-standard rds-06",
+		chromedp.Navigate(base+"/pools/rds-loadindex/hosts/rds-06"),
+		chromedp.WaitVisible(chromedp.CSS(`#checks`)),
+	)
+	if got := text(t, ctx, `li[data-check="Not standard: bucket 2 at best"]`); !strings.Contains(got, "never in bucket 1") {
+		t.Errorf("rds-06's bucket check = %q", got)
+	}
+	if got := text(t, ctx, `#verdict`); !strings.Contains(got, "ucket") {
+		t.Errorf("rds-06's verdict = %q, want it to name its bucket", got)
+	}
+	screenshot(t, ctx, "console-host-nonstandard.png")
+	errs.check(t, "host page (non-standard)")
+	step(t, ctx, "rule link to the reference",
+		chromedp.Click(chromedp.CSS(`li[data-check="Not standard: bucket 2 at best"] a.rule[href="/rules#R-LI3"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`li#R-LI3`)),
+	)
+	if got := text(t, ctx, `li#R-LI3`); !strings.Contains(got, "buckets") {
+		t.Errorf("the reference's R-LI3 = %q", got)
+	}
+	screenshot(t, ctx, "console-rules.png")
+	errs.check(t, "behaviour reference")
+
+	// The LoadIndex pool's chart labels every quarter and its threshold.
+	step(t, ctx, "LoadIndex pool", chromedp.Navigate(base+"/pools/rds-loadindex"), chromedp.WaitVisible(chromedp.CSS(`svg[aria-label="Load index per host"]`)))
+	if got, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`svg[aria-label="Load index per host"] text.threshold`))); err != nil || got != "loadIndexThreshold 40" {
+		t.Errorf("threshold label = %q (%v)", got, err)
+	}
+	if n := count(t, ctx, `[...document.querySelectorAll('svg[aria-label="Load index per host"] text.axis')].filter(e => e.textContent === "50").length`); n != 1 {
+		t.Errorf("the load index axis labels 50 %d times, want once", n)
+	}
+	if n := count(t, ctx, `document.querySelectorAll('#group-load-index [name^="loadBalancing."]').length`); n == 0 {
+		t.Error("the LoadIndex pool's settings have no load index fields")
+	}
+	screenshot(t, ctx, "console-pool-loadindex.png")
+	errs.check(t, "LoadIndex pool page")
 
 	// The page refreshes its live parts by itself (console.js polling the
 	// page; allowed by the Content-Security-Policy).
@@ -160,10 +304,13 @@ func TestConsoleBrowser(t *testing.T) {
 	// The other pages, for people to look at (the handler tests check them).
 	step(t, ctx, "overview", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`svg[aria-label="Sessions over the last hour"]`)))
 	screenshot(t, ctx, "console-overview.png")
+	errs.check(t, "overview")
 	step(t, ctx, "sessions", chromedp.Navigate(base+"/sessions?pool=dev-depth"), chromedp.WaitVisible(chromedp.CSS(`tr[data-session]`)))
 	screenshot(t, ctx, "console-sessions.png")
+	errs.check(t, "sessions")
 	step(t, ctx, "placement", chromedp.Click(chromedp.CSS(`tr[data-session] a[href$="/placement"]`)), chromedp.WaitVisible(chromedp.CSS(`.story`)))
 	screenshot(t, ctx, "console-placement.png")
+	errs.check(t, "placement")
 
 	var reader *vhttp.TokenResponse
 	// Sign out, then a Reader: sees the pool, and no control it may not use
@@ -192,4 +339,123 @@ func TestConsoleBrowser(t *testing.T) {
 	if !allow("dev-03") {
 		t.Fatal("dev-03 was drained")
 	}
+	errs.check(t, "Reader's pool page")
+}
+
+// TestConsoleSessionsAtScale: with 10,000 open sessions in one pool the
+// sessions page finds one user by search (the API's ?user=) and pages
+// through all the others with the API's nextLink, 500 rows a page, each
+// session exactly once; the page needs no script and shows no console
+// error.
+func TestConsoleSessionsAtScale(t *testing.T) {
+	ctx := newBrowser(t)
+	b := startCLIBroker(t)
+	base := b.m.URL()
+	api := vhttp.NewClient(base, b.m.AdminToken)
+	bg := context.Background()
+	const pool, hosts, users = "big", 25, 10000
+	if _, err := api.PutHostPool(bg, pool, map[string]any{"heartbeatTimeoutSeconds": 3600, "pendingTimeoutSeconds": 3600}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := api.CreateRegistrationToken(bg, pool, vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range hosts {
+		name := fmt.Sprintf("big-%02d", i+1)
+		reg, err := api.Register(bg, &vdibroker.RegisterRequest{Token: rt.Token, HostName: name, Address: name + ":3389", Protocols: []string{"RDP"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := api.Heartbeat(bg, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				if _, err := api.Connect(bg, pool, vhttp.ConnectRequest{User: fmt.Sprintf("user-%05d", i)}); err != nil {
+					failed.Add(1)
+					t.Errorf("connect %d: %v", i, err)
+				}
+			}
+		})
+	}
+	for i := range users {
+		if failed.Load() > 0 {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%d connects in %s", users, time.Since(start).Round(time.Millisecond))
+	errs := watchConsole(t, ctx)
+
+	step(t, ctx, "sign in", chromedp.Navigate(base+"/sessions?pool="+pool+"&limit=500"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), b.m.AdminToken),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS(`#sessions-table`)),
+	)
+	if got := text(t, ctx, "#count"); !strings.Contains(got, "500 sessions on this page of 10000 open") {
+		t.Errorf("count line = %q", got)
+	}
+	screenshot(t, ctx, "console-sessions-10000.png")
+	errs.check(t, "sessions, first page")
+
+	// Page through every session.
+	seen := map[string]bool{}
+	pages := 0
+	for {
+		pages++
+		ids, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr[data-session]")].map(r => r.dataset.session)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("page %d shows session %s again", pages, id)
+			}
+			seen[id] = true
+		}
+		if count(t, ctx, `document.querySelectorAll("#next-page").length`) == 0 {
+			break
+		}
+		if pages > users/500+1 {
+			t.Fatalf("still a next page after %d pages", pages)
+		}
+		step(t, ctx, fmt.Sprintf("page %d", pages+1), chromedp.Click(chromedp.CSS("#next-page")), chromedp.WaitVisible(chromedp.CSS("#first-page")))
+	}
+	if len(seen) != users || pages != users/500 {
+		t.Errorf("paged through %d sessions in %d pages, want %d in %d", len(seen), pages, users, users/500)
+	}
+	errs.check(t, "sessions, paging")
+
+	// Search one user among them.
+	step(t, ctx, "search user-04242",
+		chromedp.Navigate(base+"/sessions"),
+		chromedp.WaitVisible(chromedp.CSS("#user")),
+		chromedp.SendKeys(chromedp.CSS("#user"), "user-04242"),
+		chromedp.Click(chromedp.CSS("#search")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-user="user-04242"]`)),
+	)
+	if n := count(t, ctx, `document.querySelectorAll("tr[data-session]").length`); n != 1 {
+		t.Errorf("search for user-04242 shows %d rows, want 1", n)
+	}
+	screenshot(t, ctx, "console-sessions-search.png")
+	// Its host links to the host page.
+	step(t, ctx, "host link", chromedp.Click(chromedp.CSS(`tr[data-user="user-04242"] a[data-host-link]`)), chromedp.WaitVisible(chromedp.CSS("#checks")))
+	screenshot(t, ctx, "console-host-big.png")
+	errs.check(t, "search and host page")
+	step(t, ctx, "a page of 25, sorted by host", chromedp.Navigate(base+"/sessions?pool="+pool+"&limit=25&sort=host"), chromedp.WaitVisible(chromedp.CSS("#sessions-table")))
+	screenshot(t, ctx, "console-sessions-25.png")
+	errs.check(t, "sorted page")
 }

@@ -7,6 +7,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -31,9 +32,22 @@ func main() {
 // run executes the command tree with args and returns the exit status: 0 on
 // success, 2 for usage errors, 1 for every other error.
 func run(args []string) int {
-	rootCmd.SetArgs(args)
-	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
+	return execute(rootCmd, args, os.Stderr)
+}
+
+// execute runs root with args, prints an error as one "error: ..." line on
+// stderr, and returns the exit status. Every command that only groups
+// others refuses an unknown subcommand (exit 2) instead of printing its
+// help and exiting 0.
+func execute(root *cobra.Command, args []string, stderr io.Writer) int {
+	groupCommands(root)
+	root.SetArgs(args)
+	err := unknownRootCommand(root, args)
+	if err == nil {
+		err = root.Execute()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
 		if isUsageError(err) {
 			return 2
 		}
@@ -66,6 +80,4 @@ func isUsageError(err error) bool {
 	return false
 }
 
-func init() {
-	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-}
+func init() { configureRoot(rootCmd) }

@@ -342,12 +342,14 @@ func newServeCmd() *cobra.Command {
 				}
 				defer stopProfile()
 			}
+			tokenNote := firstStart(m.DataDir) // cli_serve.go
 			if err := m.Open(ctx); err != nil {
 				return err
 			}
 			m.Logger.Info("vdibroker serving", "url", m.URL(), "dataDir", m.DataDir, "store", storeKind(m.Database))
 			// The line below is read by tests and scripts that start on port 0.
 			fmt.Fprintf(cmd.OutOrStdout(), "vdibroker listening on %s\n", m.URL())
+			tokenNote(cmd.OutOrStdout(), m.AdminToken)
 			<-ctx.Done()
 			m.Logger.Info("shutting down")
 			return m.Close()
@@ -356,7 +358,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&m.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")
 	cmd.Flags().StringVar(&m.Database, "database", "", "database: empty for SQLite in --data-dir, or postgres://user:pass@host/db")
-	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().Var(newEnum(&logFormat, "text", logFormats...), "log-format", "log format: text or json")
 	cmd.Flags().StringVar(&m.TLSCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded when it changes or on SIGHUP")
 	cmd.Flags().StringVar(&m.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
 	cmd.Flags().StringVar(&m.TLSClientCA, "tls-client-ca", "", "require agents to present a client certificate signed by this PEM CA (mTLS on the agent endpoints)")

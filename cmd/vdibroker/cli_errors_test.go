@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestCLIErrorsGolden: each mistake of issue 20 gets one line in the CLI's
+// words and the right exit status, against a real broker on loopback:
+// unknown commands and flags exit 2 with a "did you mean"; a bad value
+// names the flag and what it allows, in the flag's units; a URL without a
+// scheme, one naming /api/v1, a missing and a rejected token each get a
+// hint. The outputs are testdata/error_*.golden (go test -update rewrites
+// them); the exit status is part of each file.
+func TestCLIErrorsGolden(t *testing.T) {
+	t.Setenv("VDIBROKER_SERVER", "")
+	t.Setenv("VDIBROKER_TOKEN", "")
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	url := b.m.URL()
+	hostPort := strings.TrimPrefix(url, "http://")
+	auth := []string{"--server", url, "--token", b.m.AdminToken}
+	tests := []struct {
+		name string
+		args []string
+		auth bool // append --server and --token
+		code int
+	}{
+		{"unknown_subcommand", []string{"hostpool", "lst"}, true, 2},
+		{"placement_explain", []string{"placement", "explain"}, true, 2},
+		{"unknown_command", []string{"hostpol", "list"}, true, 2},
+		{"unknown_flag", []string{"hostpool", "update", "--name", "contosohp01", "--max-sesion-limit", "3"}, true, 2},
+		{"expires_10m", []string{"registration-token", "create", "--host-pool", "contosohp01", "--expires", "10m"}, true, 2},
+		{"expires_not_a_duration", []string{"registration-token", "create", "--host-pool", "contosohp01", "--expires", "ten"}, true, 2},
+		{"token_expires_too_long", []string{"token", "create", "--role", "Reader", "--subject", "x", "--expires", "100000h"}, true, 2},
+		{"max_session_limit_abc", []string{"hostpool", "update", "--name", "contosohp01", "--max-session-limit", "abc"}, true, 2},
+		{"max_session_limit_0", []string{"hostpool", "update", "--name", "contosohp01", "--max-session-limit", "0"}, true, 2},
+		{"load_balancer_type_case", []string{"hostpool", "update", "--name", "contosohp01", "--load-balancer-type", "depthfirst"}, true, 2},
+		{"load_balancer_type_of_personal", []string{"hostpool", "update", "--name", "contosohp01", "--load-balancer-type", "Persistent"}, true, 1},
+		{"role_enum", []string{"token", "create", "--role", "Admin", "--subject", "x"}, true, 2},
+		{"state_enum", []string{"usersession", "list", "--host-pool", "contosohp01", "--state", "Open"}, true, 2},
+		{"name_with_slash", []string{"hostpool", "show", "--name", "bad/name"}, true, 2},
+		{"host_name_with_slash", []string{"sessionhost", "show", "--host-pool", "contosohp01", "--name", "a/b"}, true, 2},
+		{"server_without_scheme", []string{"hostpool", "list", "--server", hostPort, "--token", b.m.AdminToken}, false, 2},
+		{"server_with_api_v1", []string{"hostpool", "list", "--server", url + "/api/v1", "--token", b.m.AdminToken}, false, 2},
+		{"missing_token", []string{"hostpool", "list", "--server", url}, false, 2},
+		{"rejected_token", []string{"hostpool", "list", "--server", url, "--token", "vdbt_wrong"}, false, 1},
+		{"log_format_xml", []string{"serve", "--log-format", "xml"}, false, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.auth {
+				args = append(append([]string(nil), tt.args...), auth...)
+			}
+			r := runCLI(t, args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d; stderr %q", r.code, tt.code, r.stderr)
+			}
+			checkCLIError(t, r)
+			norm := func(s string) string {
+				s = strings.ReplaceAll(s, b.m.AdminToken, "<admin-token>")
+				s = strings.ReplaceAll(s, url, "http://BROKER")
+				return strings.ReplaceAll(s, hostPort, "BROKER")
+			}
+			got := fmt.Sprintf("$ vdibroker %s\nexit %d\n--- stderr\n%s--- stdout\n%s", norm(strings.Join(tt.args, " ")), r.code, norm(r.stderr), norm(r.stdout))
+			path := filepath.Join("testdata", "error_"+tt.name+".golden")
+			if *updateGolden {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+			}
+		})
+	}
+	// Nothing of those mistakes reached the pool.
+	if got := b.ok("hostpool", "show", "--name", "contosohp01", "--query", "maxSessionLimit", "-o", "tsv"); got != "999999\n" {
+		t.Errorf("a refused command changed the pool: maxSessionLimit %q", got)
+	}
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The CLI fails loudly and in its own words: a mistake in how a command is
+// called exits 2 with one line that names the flag or the command, what
+// is allowed (in the flag's own units), and a "did you mean" when a near
+// name exists. Values are checked as flags are parsed, so nothing is sent
+// to the broker when one is wrong.
+
+// configureRoot gives a root command the CLI's handling of mistakes: flag
+// errors in the CLI's words, and unknown commands refused with exit 2.
+func configureRoot(root *cobra.Command) {
+	root.SetFlagErrorFunc(flagError)
+	root.Args = cobra.ArbitraryArgs
+	root.RunE = groupRunE
+}
+
+// groupCommands makes every command with subcommands and no action of its
+// own refuse an unknown subcommand (cobra would print the help and exit 0,
+// which scripts take for success), recursively.
+func groupCommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		groupCommands(sub)
+	}
+	if cmd.HasSubCommands() && cmd.Run == nil && cmd.RunE == nil {
+		cmd.Args = cobra.ArbitraryArgs
+		cmd.RunE = groupRunE
+	}
+}
+
+// unknownRootCommand is the error of args whose first word is no command
+// of root ("vdibroker hostpol list"), found before root parses flags that
+// belong to the subcommand the user meant; nil otherwise.
+func unknownRootCommand(root *cobra.Command, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil
+	}
+	switch args[0] {
+	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+		return nil // cobra adds these as it executes
+	}
+	if c, _, err := root.Find(args); err == nil && c != root {
+		return nil
+	}
+	return usageError{unknownCommand(root, args[0])}
+}
+
+// groupRunE runs a command that only groups others: no argument shows its
+// help; anything else is an unknown command.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	return usageError{unknownCommand(cmd, args[0])}
+}
+
+// unknownCommand says that name is not a subcommand of cmd, with the
+// nearest names or, lacking any, the list of its commands.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, which SuggestionsFor does not apply
+	}
+	hint := ""
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		hint = fmt.Sprintf(" (did you mean %s?)", quoteList(s))
+	} else {
+		var names []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+			}
+		}
+		hint = " (commands: " + strings.Join(names, ", ") + ")"
+	}
+	return fmt.Errorf("unknown command %q for %q%s; see %s --help", name, cmd.CommandPath(), hint, cmd.CommandPath())
+}
+
+func quoteList(s []string) string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = strconv.Quote(v)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+var (
+	unknownFlagRe = regexp.MustCompile(`^unknown flag: --(\S+)$`)
+	invalidArgRe  = regexp.MustCompile(`^invalid argument "(.*)" for "(.*)" flag: (.*)$`)
+)
+
+// flagError rewrites pflag's errors in the CLI's words: an unknown flag
+// with the nearest known one, a bad value with the flag, the value and
+// what is allowed (never a Go parser's message).
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	if m := unknownFlagRe.FindStringSubmatch(msg); m != nil {
+		near := nearestFlags(cmd, m[1])
+		if len(near) > 0 {
+			return usageError{fmt.Errorf("unknown flag --%s for %q (did you mean %s?)", m[1], cmd.CommandPath(), quoteList(near))}
+		}
+		return usageError{fmt.Errorf("unknown flag --%s for %q; see %s --help", m[1], cmd.CommandPath(), cmd.CommandPath())}
+	}
+	if m := invalidArgRe.FindStringSubmatch(msg); m != nil {
+		value, flag, why := m[1], m[2], m[3]
+		if _, long, ok := strings.Cut(flag, ", "); ok {
+			flag = long // pflag names a flag with a shorthand "-n, --name"
+		}
+		return usageError{fmt.Errorf("%s %q: %s", flag, value, plainReason(why))}
+	}
+	return usageError{err}
+}
+
+// plainReason replaces the parsers' messages of pflag's own flag types.
+func plainReason(why string) string {
+	switch {
+	case strings.HasPrefix(why, "time: "):
+		return "must be a duration such as 90s, 30m, 24h or 1h30m"
+	case strings.HasPrefix(why, "strconv.ParseInt"), strings.HasPrefix(why, "strconv.Atoi"):
+		return "must be a whole number"
+	case strings.HasPrefix(why, "strconv.ParseFloat"):
+		return "must be a number"
+	case strings.HasPrefix(why, "strconv.ParseBool"):
+		return "must be true or false"
+	}
+	return why
+}
+
+// nearestFlags returns the flags of cmd (its own and inherited) whose names
+// are within an edit distance of 2 of name, or that it is a prefix of.
+func nearestFlags(cmd *cobra.Command, name string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	var cands []cand
+	seen := map[string]bool{}
+	visit := func(f *pflag.Flag) {
+		if f.Hidden || seen[f.Name] {
+			return
+		}
+		seen[f.Name] = true
+		d := levenshtein(name, f.Name)
+		if d <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
+			cands = append(cands, cand{f.Name, d})
+		}
+	}
+	cmd.LocalFlags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
+	var out []string
+	for _, c := range cands[:min(len(cands), 3)] {
+		out = append(out, "--"+c.name)
+	}
+	return out
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// enumValue is a string flag that takes one of a fixed list of values.
+type enumValue struct {
+	v       *string
+	allowed []string
+}
+
+func newEnum(v *string, def string, allowed ...string) *enumValue {
+	*v = def
+	return &enumValue{v: v, allowed: allowed}
+}
+
+func (e *enumValue) String() string { return *e.v }
+func (e *enumValue) Type() string   { return strings.Join(e.allowed, "|") }
+func (e *enumValue) Set(s string) error {
+	if !slices.Contains(e.allowed, s) {
+		for _, a := range e.allowed {
+			if strings.EqualFold(a, s) {
+				return fmt.Errorf("must be one of %s (did you mean %s?)", strings.Join(e.allowed, ", "), a)
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(e.allowed, ", "))
+	}
+	*e.v = s
+	return nil
+}
+
+// nameValue is a host pool or session host name flag, checked as the API
+// checks names (SPEC §2, §3), so a name the API would not route (a slash)
+// or refuse is refused here in the flag's words.
+type nameValue struct {
+	v        *string
+	min, max int
+}
+
+func poolNameVar(f *pflag.FlagSet, v *string, name, short, usage string) {
+	f.VarP(&nameValue{v, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen}, name, short, usage)
+}
+
+func hostNameVar(f *pflag.FlagSet, v *string, name, short, usage string) {
+	f.VarP(&nameValue{v, vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen}, name, short, usage)
+}
+
+func (n *nameValue) String() string { return *n.v }
+func (n *nameValue) Type() string   { return "name" }
+func (n *nameValue) Set(s string) error {
+	if err := vdibroker.ValidateName("name", s, n.min, n.max); err != nil {
+		return errors.New(strings.TrimPrefix(vdibroker.ErrorMessage(err), "name: "))
+	}
+	*n.v = s
+	return nil
+}
+
+// fieldValue is the flag of a numeric or enum host pool setting, checked
+// against the schema (vdibroker.PoolFields) as it is parsed: the same
+// range the API enforces (R-P4), said with the flag's name.
+type fieldValue struct {
+	f   vdibroker.Field
+	set bool
+	v   any // int, float64 or string
+}
+
+func (fv *fieldValue) String() string {
+	if fv.v == nil {
+		return ""
+	}
+	return vdibroker.FormatValue(fv.v)
+}
+
+func (fv *fieldValue) Type() string {
+	switch fv.f.Kind {
+	case vdibroker.KindInt:
+		return "int"
+	case vdibroker.KindNumber:
+		return "number"
+	case vdibroker.KindEnum:
+		return "string"
+	}
+	return "string"
+}
+
+func (fv *fieldValue) Set(s string) error {
+	f := fv.f
+	switch f.Kind {
+	case vdibroker.KindInt:
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("must be a whole number, %s", f.Range())
+		}
+		if err := f.CheckValue(f.Path, "", n); err != nil {
+			return errors.New(fieldReason(f, err))
+		}
+		fv.v = n
+	case vdibroker.KindNumber:
+		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("must be a number, %s", f.Range())
+		}
+		if err := f.CheckValue(f.Path, "", x); err != nil {
+			return errors.New(fieldReason(f, err))
+		}
+		fv.v = x
+	case vdibroker.KindEnum:
+		// Every value of any pool type: the broker says which fit the
+		// pool's type.
+		allowed := f.Values("")
+		if !slices.Contains(allowed, s) {
+			return (&enumValue{v: new(string), allowed: allowed}).Set(s)
+		}
+		fv.v = s
+	default:
+		fv.v = s
+	}
+	fv.set = true
+	return nil
+}
+
+// fieldReason is a schema check's message without the field's JSON path
+// (the flag error names the flag instead), with what 0 means.
+func fieldReason(f vdibroker.Field, err error) string {
+	msg := strings.TrimPrefix(vdibroker.ErrorMessage(err), f.Path+": ")
+	if f.Zero != "" && !strings.Contains(msg, "0 =") {
+		msg += " (0: " + f.Zero + ")"
+	}
+	return msg
+}
+
+// flagOfField maps the JSON path of a host pool setting to its flag, so
+// that a refusal by the broker names the flag the user typed.
+func flagOfField(path string) (string, bool) {
+	f, ok := vdibroker.PoolField(path)
+	if !ok {
+		return "", false
+	}
+	return "--" + flagName(f), true
+}
