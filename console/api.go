@@ -139,6 +139,31 @@ func (a *api) patchPool(ctx context.Context, pool string, patch map[string]any) 
 	return &p, a.do(ctx, http.MethodPatch, poolPath(pool), patch, &p)
 }
 
+// getPoolSummary is getPool with the pool's summary (hosts by status,
+// sessions) from one read on the server.
+func (a *api) getPoolSummary(ctx context.Context, pool string) (*poolAnswer, error) {
+	var p poolAnswer
+	return &p, a.do(ctx, http.MethodGet, poolPath(pool)+"?summary=true", nil, &p)
+}
+
+// hostsPage is one page of a pool's hosts after after (by name) and the
+// name to ask the next page after ("" on the last page).
+func (a *api) hostsPage(ctx context.Context, pool, after string, limit int) ([]vdibroker.SessionHost, string, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	var page listAnswer[vdibroker.SessionHost]
+	if err := a.do(ctx, http.MethodGet, poolPath(pool)+"/sessionhosts?"+q.Encode(), nil, &page); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if page.NextLink != "" && len(page.Value) > 0 {
+		next = page.Value[len(page.Value)-1].Name
+	}
+	return page.Value, next, nil
+}
+
 func (a *api) listHosts(ctx context.Context, pool string) ([]vdibroker.SessionHost, error) {
 	return list[vdibroker.SessionHost](ctx, a, poolPath(pool)+"/sessionhosts")
 }

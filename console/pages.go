@@ -97,24 +97,6 @@ func (c *Console) hostStatus(h *vdibroker.SessionHost, p *vdibroker.HostPool) st
 	return vdibroker.HostStatus(h, p.HeartbeatTimeout(), c.now())
 }
 
-// summarize computes the overview line of a pool. Used capacity follows
-// R-A1: open sessions / (maxSessionLimit × placeable hosts).
-func (c *Console) summarize(p poolAnswer, hosts []vdibroker.SessionHost) poolRow {
-	row := poolRow{Pool: p, Total: len(hosts), Capacity: -1}
-	for i := range hosts {
-		h := &hosts[i]
-		if vdibroker.Placeable(c.hostStatus(h, &p.HostPool)) {
-			row.Available++
-		}
-		if !h.AllowNewSession {
-			row.Drained++
-		}
-		row.Sessions += h.Sessions
-	}
-	capacityOf(&row, p.MaxSessionLimit)
-	return row
-}
-
 // summaryRow is a pool's overview row from the API's summary of it.
 func summaryRow(p poolAnswer) poolRow {
 	row := poolRow{Pool: p, Capacity: -1}
@@ -125,7 +107,8 @@ func summaryRow(p poolAnswer) poolRow {
 	return row
 }
 
-// capacityOf fills row's used capacity (R-A1) and its meter.
+// capacityOf fills row's used capacity and its meter. Used capacity
+// follows R-A1: open sessions / (maxSessionLimit × placeable hosts).
 func capacityOf(row *poolRow, limit int) {
 	if limit >= vdibroker.NoSessionLimit {
 		return
@@ -355,15 +338,21 @@ func (c *Console) poolPage(rq *request) {
 
 // renderPool shows the pool page with an optional error banner (an API
 // refusal, with its status) and an optional settings form as posted.
+// hostsPerPage is how many hosts the pool page lists at a time.
+const hostsPerPage = 100
+
 func (c *Console) renderPool(rq *request, status int, banner string, form *settingsForm) {
 	ctx := rq.r.Context()
 	name := rq.r.PathValue("pool")
-	p, err := rq.api.getPool(ctx, name)
+	p, err := rq.api.getPoolSummary(ctx, name)
 	if err != nil {
 		c.apiError(rq, err)
 		return
 	}
-	hosts, err := rq.api.listHosts(ctx, name)
+	// One page of hosts: a pool of 10,000 is 100 pages, not one page of
+	// 15 MB; the summary above the table counts them all.
+	after := rq.r.URL.Query().Get("after")
+	hosts, next, err := rq.api.hostsPage(ctx, name, after, hostsPerPage)
 	if err != nil {
 		c.apiError(rq, err)
 		return
@@ -387,7 +376,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		rows[i] = hostRow{SessionHost: *h, Status: st, Preference: loadindex.Preference(h.LoadIndex), HeartbeatAge: age}
 		bars[i] = hostBar{Name: h.Name, Sessions: h.Sessions, Connecting: h.ConnectingSessions, LoadIndex: h.LoadIndex, Drained: !h.AllowNewSession, Status: st}
 	}
-	row := c.summarize(*p, hosts)
+	row := summaryRow(*p)
 	c.history.record(now, map[string]int{p.Name: row.Sessions})
 	fields := settingsFields(c.schema, p.HostPoolType, p.LoadBalancerType)
 	if form == nil {
@@ -400,6 +389,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 	c.page(rq, status, "pool", map[string]any{
 		"Title": p.Name, "Nav": "overview",
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
+		"After": after, "NextAfter": next, "PageSize": hostsPerPage,
 		"SessionsChart":  sessionsChart(bars, p.MaxSessionLimit),
 		"LoadIndexChart": loadIndexChart(bars, threshold),
 		"Form":           form, "Groups": groupFields(fields),

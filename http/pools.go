@@ -18,12 +18,16 @@ type HostPoolResponse struct {
 	Summary *vdibroker.PoolSummary `json:"summary,omitempty"`
 }
 
-func poolAnswer(w nethttp.ResponseWriter, status int, p *vdibroker.HostPool) {
+func poolAnswer(w nethttp.ResponseWriter, status int, p *vdibroker.HostPool, sum ...*vdibroker.PoolSummary) {
 	warnings, _ := vdibroker.ValidateHostPool(p)
 	for _, wn := range warnings {
 		w.Header().Add("Warning", `299 vdibroker "`+wn+`"`)
 	}
-	writeJSON(w, status, HostPoolResponse{HostPool: p, Warnings: warnings})
+	resp := HostPoolResponse{HostPool: p, Warnings: warnings}
+	if len(sum) > 0 {
+		resp.Summary = sum[0]
+	}
+	writeJSON(w, status, resp)
 }
 
 func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {
@@ -59,7 +63,19 @@ func (s *Server) getPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	poolAnswer(w, nethttp.StatusOK, p)
+	summary, err := boolParam(r, "summary")
+	if err != nil {
+		return err
+	}
+	if !summary {
+		poolAnswer(w, nethttp.StatusOK, p)
+		return nil
+	}
+	sum, err := s.svc.Summary(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	poolAnswer(w, nethttp.StatusOK, p, sum)
 	return nil
 }
 

@@ -1,0 +1,56 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestPoolPageIsPaged (issue 13): the pool page of a large pool lists one
+// page of hosts with a link to the next, while its summary counts every
+// host. Before, a 10,000-host pool's page listed every host: 15 MB of HTML
+// and most of a full pod's broker CPU.
+func TestPoolPageIsPaged(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.admin.PutHostPool(ctx, "big-pool", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := e.admin.CreateRegistrationToken(ctx, "big-pool", vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 130
+	for i := range n {
+		name := fmt.Sprintf("bh-%03d", i)
+		if _, err := e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: name, Address: name + ":3389"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	first := b.get("/pools/big-pool")
+	wantStatus(t, first, 200)
+	text := textOf(first.body)
+	if got := strings.Count(first.body, `data-host-link`); got != 100 {
+		t.Errorf("the first page lists %d hosts, want 100", got)
+	}
+	if !strings.Contains(text, fmt.Sprintf("of %d hosts available", n)) {
+		t.Errorf("the summary does not count all %d hosts: %.300s", n, text)
+	}
+	if !strings.Contains(first.body, `?after=bh-099`) || strings.Contains(first.body, "bh-100</strong>") {
+		t.Fatalf("the first page has no link to the hosts after bh-099, or lists bh-100")
+	}
+	second := b.get("/pools/big-pool?after=bh-099")
+	wantStatus(t, second, 200)
+	if got := strings.Count(second.body, `data-host-link`); got != n-100 {
+		t.Errorf("the second page lists %d hosts, want %d", got, n-100)
+	}
+	if !strings.Contains(second.body, "bh-100</strong>") || strings.Contains(second.body, `data-page="next"`) {
+		t.Errorf("the second page should start at bh-100 and be the last")
+	}
+}
