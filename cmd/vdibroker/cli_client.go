@@ -43,6 +43,7 @@ type admin struct {
 	server string
 	token  string
 	out    output
+	tls    clientTLSOptions
 }
 
 // addAdminFlags registers --server, --token, --output and --query on a
@@ -52,6 +53,8 @@ func addAdminFlags(cmd *cobra.Command) *admin {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&a.server, "server", "", "broker URL (default $VDIBROKER_SERVER, else "+defaultServer+")")
 	pf.StringVar(&a.token, "token", "", "API token (default $VDIBROKER_TOKEN)")
+	pf.StringVar(&a.tls.CAFile, "ca-file", "", "PEM CA bundle to verify the broker's HTTPS certificate (default: the system's roots)")
+	pf.BoolVar(&a.tls.InsecureHTTP, "insecure-http", false, "allow plain http:// to a broker that is not on loopback (the token crosses the network in clear)")
 	pf.StringVarP(&a.out.Format, "output", "o", "", "output format: table, json, yaml or tsv")
 	pf.StringVar(&a.out.Query, "query", "", "JMESPath query applied to the result before formatting, e.g. \"[].name\"")
 	_ = cmd.RegisterFlagCompletionFunc("output", fixedCompletion(formatTable, formatJSON, formatYAML, formatTSV))
@@ -79,7 +82,13 @@ func (a *admin) client() (*vhttp.Client, error) {
 	if token == "" {
 		return nil, usageError{errors.New(noTokenHint)}
 	}
-	return vhttp.NewClient(base, token), nil
+	hc, err := a.tls.httpClient(base, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	c := vhttp.NewClient(base, token)
+	c.HTTPClient = hc
+	return c, nil
 }
 
 // noTokenHint is the error of an admin command run without a token.

@@ -37,6 +37,7 @@ func newSessionHostCmd() *cobra.Command {
 		newSessionHostShowCmd(a),
 		newSessionHostUpdateCmd(a),
 		newSessionHostDeleteCmd(a),
+		newSessionHostResetRegistrationCmd(a),
 	)
 	a.completeNames(cmd, "host")
 	return cmd
@@ -174,6 +175,26 @@ func newSessionHostDeleteCmd(a *admin) *cobra.Command {
 	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
 	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
 	cmd.Flags().BoolVar(&force, "force", false, "delete even while sessions exist")
+	requireFlags(cmd, "host-pool", "name")
+	return cmd
+}
+
+func newSessionHostResetRegistrationCmd(a *admin) *cobra.Command {
+	var pool, name string
+	cmd := &cobra.Command{
+		Use:   "reset-registration --host-pool POOL --name HOST",
+		Short: "Revoke a host's credential and let the next agent that registers its name take it (a new machine behind the name)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			return fail(c.ResetRegistration(cmd.Context(), pool, name))
+		},
+	}
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
 	requireFlags(cmd, "host-pool", "name")
 	return cmd
 }

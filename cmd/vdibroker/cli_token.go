@@ -18,6 +18,15 @@ var registrationTokenColumns = []column{
 	{"Token", "token"},
 }
 
+// registrationTokenListColumns is the table of registration-token list.
+var registrationTokenListColumns = []column{
+	{"Id", "id"},
+	{"HostPool", "hostPool"},
+	{"ExpirationTime", "expirationTime"},
+	{"MaxHosts", "maxHosts"},
+	{"Hosts", "hosts"},
+}
+
 // tokenColumns is the table of an API token; the secret column is empty in
 // lists (the server never shows a secret twice).
 var tokenColumns = []column{
@@ -38,11 +47,12 @@ func newRegistrationTokenCmd() *cobra.Command {
 	}
 	a := addAdminFlags(cmd)
 	var (
-		pool    string
-		expires time.Duration
+		pool     string
+		expires  time.Duration
+		maxHosts int
 	)
 	create := &cobra.Command{
-		Use:   "create --host-pool POOL [--expires 24h]",
+		Use:   "create --host-pool POOL [--expires 24h] [--max-hosts N]",
 		Short: "Issue a registration token (valid 1h..648h, i.e. 27 days)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,11 +60,14 @@ func newRegistrationTokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if maxHosts < 0 {
+				return usageError{fmt.Errorf("--max-hosts must be 0 (no limit) or more, got %d", maxHosts)}
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateRegistrationToken(cmd.Context(), pool, vhttp.RegistrationTokenRequest{ExpiresInSeconds: secs})
+			t, err := c.CreateRegistrationToken(cmd.Context(), pool, vhttp.RegistrationTokenRequest{ExpiresInSeconds: secs, MaxHosts: maxHosts})
 			if err != nil {
 				return fail(err)
 			}
@@ -63,8 +76,44 @@ func newRegistrationTokenCmd() *cobra.Command {
 	}
 	poolNameVar(create.Flags(), &pool, "host-pool", "", "host pool name")
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token is valid, 1h..648h")
+	create.Flags().IntVar(&maxHosts, "max-hosts", 0, "how many new hosts the token may register (1: a one-use token; 0: no limit)")
 	requireFlags(create, "host-pool")
-	cmd.AddCommand(create)
+	var listPool string
+	list := &cobra.Command{
+		Use:   "list --host-pool POOL",
+		Short: "List a pool's registration tokens (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListRegistrationTokens(cmd.Context(), listPool)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, l, registrationTokenListColumns)
+		},
+	}
+	poolNameVar(list.Flags(), &listPool, "host-pool", "", "host pool name")
+	requireFlags(list, "host-pool")
+	var delPool, delID string
+	del := &cobra.Command{
+		Use:   "delete --host-pool POOL --id ID",
+		Short: "Revoke a registration token: it registers no more hosts (those it registered keep their credentials)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			return fail(c.DeleteRegistrationToken(cmd.Context(), delPool, delID))
+		},
+	}
+	poolNameVar(del.Flags(), &delPool, "host-pool", "", "host pool name")
+	del.Flags().StringVar(&delID, "id", "", "the token's id (from list)")
+	requireFlags(del, "host-pool", "id")
+	cmd.AddCommand(create, list, del)
 	a.completeNames(cmd, "")
 	return cmd
 }

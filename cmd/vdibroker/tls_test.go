@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"log/slog"
 	"math/big"
@@ -223,5 +224,66 @@ func TestAgentRefusesPlainHTTPOffLoopback(t *testing.T) {
 		if err != nil && !isUsageError(err) {
 			t.Errorf("httpClient(%q): %v is not a usage error (exit 2)", tc.url, err)
 		}
+	}
+}
+
+// TestCLIOverTLSAndHostIdentity (issue 14): the admin CLI verifies the
+// broker against --ca-file (and fails without it), refuses plain http://
+// off loopback before sending anything, and drives the host-identity
+// verbs: a one-use registration token, its listing and revocation, and a
+// host's registration reset.
+func TestCLIOverTLSAndHostIdentity(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	cert, key := ca.issue(t, dir, "broker", 2, false)
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: cert, TLSKey: key}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	cli := func(args ...string) cliResult {
+		return runCLI(t, append(args, "--server", m.URL(), "--token", m.AdminToken)...)
+	}
+	if r := cli("hostpool", "list"); r.code == 0 {
+		t.Errorf("hostpool list over HTTPS without --ca-file succeeded: %s", r.stdout)
+	}
+	if r := runCLI(t, "hostpool", "list", "--server", "http://10.0.0.5:8080", "--token", "x"); r.code != 2 || !strings.Contains(r.stderr, "insecure-http") {
+		t.Errorf("plain http:// off loopback: exit %d, %q; want 2 and a hint about --insecure-http", r.code, r.stderr)
+	}
+	tls := func(args ...string) cliResult { return cli(append(args, "--ca-file", ca.file)...) }
+	if r := tls("hostpool", "create", "--name", "clipool"); r.code != 0 {
+		t.Fatalf("hostpool create over HTTPS with --ca-file: exit %d: %s", r.code, r.stderr)
+	}
+	r := tls("registration-token", "create", "--host-pool", "clipool", "--max-hosts", "1", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("registration-token create --max-hosts 1: %s", r.stderr)
+	}
+	var rt struct{ ID, Token string }
+	if err := json.Unmarshal([]byte(r.stdout), &rt); err != nil || rt.Token == "" {
+		t.Fatalf("registration-token create answered %q", r.stdout)
+	}
+	hc, err := clientTLSOptions{CAFile: ca.file}.httpClient(m.URL(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := &agent.Client{Server: m.URL(), HTTP: hc}
+	if _, err := ac.Register(t.Context(), vdibroker.RegisterRequest{Token: rt.Token, HostName: "cli-01", Address: "127.0.0.1:3389"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ac.Register(t.Context(), vdibroker.RegisterRequest{Token: rt.Token, HostName: "cli-02", Address: "127.0.0.1:3389"}); vdibroker.ErrorCode(err) != vdibroker.EPermission {
+		t.Errorf("a second host with a one-use token: %v, want PermissionDenied", err)
+	}
+	if r := tls("registration-token", "list", "--host-pool", "clipool", "-o", "tsv", "--query", "[].[id, maxHosts, hosts]"); r.code != 0 || !strings.Contains(r.stdout, rt.ID+"\t1\t1") {
+		t.Errorf("registration-token list: exit %d %q; want %s with maxHosts 1, hosts 1", r.code, r.stdout, rt.ID)
+	}
+	if r := tls("sessionhost", "reset-registration", "--host-pool", "clipool", "--name", "cli-01"); r.code != 0 {
+		t.Errorf("sessionhost reset-registration: exit %d: %s", r.code, r.stderr)
+	}
+	if r := tls("registration-token", "delete", "--host-pool", "clipool", "--id", rt.ID); r.code != 0 {
+		t.Errorf("registration-token delete: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := ac.Register(t.Context(), vdibroker.RegisterRequest{Token: rt.Token, HostName: "cli-01", Address: "127.0.0.1:3389"}); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("registering with a deleted token: %v, want Unauthenticated", err)
 	}
 }
