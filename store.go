@@ -22,6 +22,10 @@ type Token struct {
 	Hash       string     `json:"-"`
 	CreateTime time.Time  `json:"createTime"`
 	ExpireTime *time.Time `json:"expirationTime,omitempty"`
+	// HostPools scopes the token to these host pools (issue 15): a Reader
+	// sees only them, a Contributor changes only them, a User connects
+	// only there. Empty is every pool.
+	HostPools []string `json:"hostPools,omitempty"`
 }
 
 // RegistrationToken lets agents register hosts into one pool until it expires.
@@ -216,6 +220,8 @@ type Store interface {
 	// commands no longer queued, expired tokens (serve --retention). It
 	// returns how many sessions it deleted.
 	PruneHistory(ctx context.Context, before time.Time) (int, error)
+
+	AuditStore // audit.go
 
 	FederationStore // federation.go
 }
