@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/identity"
 )
 
 // access is what a route requires of the caller's token (R-SEC).
@@ -92,6 +93,13 @@ func (s *Server) authenticate(r *nethttp.Request) (*principal, error) {
 	sum := sha256.Sum256([]byte(tok))
 	if s.hasAdmin && subtle.ConstantTimeCompare(sum[:], s.adminHash[:]) == 1 {
 		return &principal{Role: vdibroker.RoleAdmin, Subject: "admin", Kind: vdibroker.PrincipalAdmin}, nil
+	}
+	if s.oidc != nil && identity.LooksLikeJWT(tok) {
+		id, err := s.oidc.Verify(r.Context(), tok)
+		if err != nil {
+			return nil, err
+		}
+		return &principal{Role: id.Role, Subject: id.Subject, Kind: vdibroker.PrincipalOIDC, HostPools: id.HostPools}, nil
 	}
 	hash := hex.EncodeToString(sum[:])
 	t, err := s.store.TokenByHash(r.Context(), hash)
