@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ const loginTTL = 10 * time.Minute
 
 type oidcLogin struct {
 	p       *identity.Provider
+	audit   vdibroker.AuditStore // records refused sign-ins; nil: logged only
 	mu      sync.Mutex
 	pending map[string]*pendingLogin // by state
 }
@@ -39,10 +41,11 @@ type pendingLogin struct {
 	expires time.Time
 }
 
-// EnableOIDC adds "Sign in with single sign-on" through p. Call it before
-// serving.
-func (c *Console) EnableOIDC(p *identity.Provider) {
-	c.oidc = &oidcLogin{p: p, pending: map[string]*pendingLogin{}}
+// EnableOIDC adds "Sign in with single sign-on" through p. Refused
+// sign-ins are written to audit when set (a successful one is recorded by
+// the API's POST /signin). Call it before serving.
+func (c *Console) EnableOIDC(p *identity.Provider, audit vdibroker.AuditStore) {
+	c.oidc = &oidcLogin{p: p, audit: audit, pending: map[string]*pendingLogin{}}
 	c.mux.HandleFunc("GET /signin/oidc", c.oidcStart)
 	c.mux.HandleFunc("GET /signin/oidc/callback", c.oidcCallback)
 }
@@ -123,8 +126,23 @@ func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, pl.next, http.StatusSeeOther)
 }
 
+// oidcRefused answers a refused sign-in and records it in the audit trail.
 func (c *Console) oidcRefused(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	c.log.Warn("console: OIDC sign-in refused", "reason", msg, "remote", r.RemoteAddr)
+	if c.oidc.audit != nil {
+		addr, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			addr = r.RemoteAddr
+		}
+		ev := &vdibroker.AuditEntry{Time: c.now().UTC(), Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous},
+			RemoteAddr: addr, RequestID: w.Header().Get("X-Request-Id"), Action: "signin", Target: "signin/oidc",
+			Outcome: vdibroker.AuditRefused, Error: msg}
+		if err := c.oidc.audit.AppendAudit(context.WithoutCancel(r.Context()), ev); err != nil {
+			c.log.Error("console: cannot record a refused sign-in", "err", err)
+		} else {
+			c.log.Info("audit", "audit", ev)
+		}
+	}
 	c.errorPage(w, r, status, msg)
 }
 

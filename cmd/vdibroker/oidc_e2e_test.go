@@ -158,9 +158,15 @@ func TestOIDCConsoleFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || list[0].Principal.Kind != "oidc" || list[0].Principal.ID != "carol" || list[0].Principal.Role != "Contributor" ||
-		len(list[0].Principal.HostPools) != 1 {
-		t.Errorf("sign-in entries %+v", list)
+	// First carol's sign-in, then the three refusals above.
+	if len(list) != 4 || list[0].Principal.Kind != "oidc" || list[0].Principal.ID != "carol" || list[0].Principal.Role != "Contributor" ||
+		len(list[0].Principal.HostPools) != 1 || list[0].Outcome != "ok" {
+		t.Fatalf("sign-in entries %+v", list)
+	}
+	for i, want := range []string{"used already", "state mismatch", "no role is mapped"} {
+		if e := list[i+1]; e.Outcome != "refused" || e.Target != "signin/oidc" || !strings.Contains(e.Error, want) || e.RemoteAddr != "127.0.0.1" {
+			t.Errorf("refusal %d: %+v, want one for %q", i, e, want)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	"github.com/vdibroker/vdibroker/identity"
 )
@@ -65,9 +66,10 @@ func (f *OIDCFlags) load(ctx context.Context) error {
 	return err
 }
 
-// addConsole offers single sign-on on the console's sign-in page.
-func (f *OIDCFlags) addConsole(c *console.Console) {
+// addConsole offers single sign-on on the console's sign-in page; refused
+// sign-ins go to the audit trail through audit.
+func (f *OIDCFlags) addConsole(c *console.Console, audit vdibroker.AuditStore) {
 	if f.provider != nil {
-		c.EnableOIDC(f.provider)
+		c.EnableOIDC(f.provider, audit)
 	}
 }

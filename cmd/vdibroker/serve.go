@@ -146,7 +146,7 @@ func (m *Main) Open(ctx context.Context) error {
 	health := m.Server.Broker().Health()
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger})
 	m.Federation.addConsole(m.console)
-	m.OIDC.addConsole(m.console)
+	m.OIDC.addConsole(m.console, guarded)
 	m.Server.Mux().Handle("/", m.console)
 	m.Server.Mux().Handle("GET /metrics", metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
 		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }}))))
