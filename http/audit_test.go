@@ -383,3 +383,14 @@ func TestAudit_LogLine(t *testing.T) {
 		t.Errorf("refusal line %v", lines[1])
 	}
 }
+
+// TestAudit_Federation: applying the federation document is audited with
+// the document before and after.
+func TestAudit_Federation(t *testing.T) {
+	envs := fedPods(t, 1, 1, 1, vdibroker.DistributionSessionCount)
+	e := envs[0]
+	a, before, after := oneEntry(t, e, "federation.put", "federation")
+	if a.Principal.Kind != "admin" || before != nil || after["generation"] == nil || after["pods"] == nil {
+		t.Errorf("first apply: %+v before %v after %v", a, before, after)
+	}
+}
