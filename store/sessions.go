@@ -419,7 +419,7 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 
 // PruneHistory deletes what is older than before: ended sessions (by the
 // time they ended), commands no longer queued, expired API tokens and
-// registration tokens. It deletes in batches of pruneBatch rows, each its
+// registration tokens, and audit entries. It deletes in batches of pruneBatch rows, each its
 // own short write, so a week of history does not hold the single writer
 // (and every connect behind it) for seconds. It returns the sessions
 // deleted.
