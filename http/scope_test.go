@@ -9,6 +9,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testop"
 )
 
 // scopeWorld is what one credential kind's fresh server holds: pools "pin"
@@ -19,15 +20,18 @@ type scopeWorld struct {
 	session   map[string]string // pool -> alice's session id
 	spareReg  map[string]string // pool -> registration token id
 	spareTok  string
-	regSecret string // a registration token of pout, as a bearer
-	hostCred  string // the credential of pout's first host
+	regSecret string     // a registration token of pout, as a bearer
+	hostCred  string     // the credential of pout's first host
+	op        *testop.OP // the OpenID provider the server trusts (testRoles)
 }
 
 func newScopeWorld(t *testing.T) *scopeWorld {
 	t.Helper()
-	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	op := testop.Start(t, "vdibroker-test", "s3cret")
+	e := newEnvWith(t, envOptions{maintenance: time.Hour, oidc: mustProvider(t, op)})
+	op.Now = e.clock.Now
 	ctx := context.Background()
-	w := &scopeWorld{e: e, session: map[string]string{}, spareReg: map[string]string{}}
+	w := &scopeWorld{e: e, session: map[string]string{}, spareReg: map[string]string{}, op: op}
 	for _, p := range []string{"pin", "pout"} {
 		e.pool(p, nil)
 		hosts := e.addHosts(p, p+"h", 4)
@@ -196,6 +200,17 @@ func TestAuthMatrix_Scopes(t *testing.T) {
 	tok := func(role, subject string, pools []string) func(*testing.T, *scopeWorld) string {
 		return func(t *testing.T, w *scopeWorld) string { return w.token(t, role, subject, pools, 0) }
 	}
+	// mint is an ID token of subject alice in group, expiring in exp (0:
+	// an hour).
+	mint := func(group string, exp time.Duration) func(*testing.T, *scopeWorld) string {
+		return func(t *testing.T, w *scopeWorld) string {
+			c := map[string]any{"sub": "alice", "groups": []string{group}}
+			if exp != 0 {
+				c["exp"] = w.e.clock.Now().Add(exp).Unix()
+			}
+			return w.op.Mint(c)
+		}
+	}
 	creds := []cred{
 		{name: "none", secret: func(*testing.T, *scopeWorld) string { return "" }},
 		{name: "forged", secret: func(*testing.T, *scopeWorld) string { return "vdbt_forged-0123456789abcdef" }},
@@ -223,6 +238,14 @@ func TestAuthMatrix_Scopes(t *testing.T) {
 		{name: "scoped Contributor", role: "Contributor", scoped: true, secret: tok("Contributor", "pin-ops", []string{"pin"})},
 		{name: "User alice", role: "User", user: "alice", secret: tok("User", "alice", nil)},
 		{name: "scoped User alice", role: "User", user: "alice", scoped: true, secret: tok("User", "alice", []string{"pin"})},
+		// The provider's ID tokens, their role and scope from testRoles.
+		{name: "OIDC Reader", role: "Reader", secret: mint("readers", 0)},
+		{name: "OIDC scoped Contributor", role: "Contributor", scoped: true, secret: mint("pin-ops", 0)},
+		{name: "OIDC scoped User alice", role: "User", user: "alice", scoped: true, secret: mint("pin-users", 0)},
+		{name: "OIDC expired", secret: mint("pin-ops", -time.Minute)},
+		{name: "OIDC wrong audience", secret: func(t *testing.T, w *scopeWorld) string {
+			return w.op.Mint(map[string]any{"sub": "alice", "groups": []string{"pin-ops"}, "aud": "someone-else"})
+		}},
 	}
 	for _, k := range creds {
 		t.Run(k.name, func(t *testing.T) {
