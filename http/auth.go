@@ -194,7 +194,10 @@ func authorizeRole(p *principal, need access) error {
 }
 
 // handle registers a route: the handler runs after authentication and
-// authorization, and an error it returns is answered by writeError.
+// authorization (authorize, the one decision), and an error it returns is
+// answered by writeError. Every request's audit entry starts here: for a
+// route of auditedActions it rides in the context to the store, which
+// writes it with the change; a refusal is recorded by refused (audit.go).
 func (s *Server) handle(pattern string, need access, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
 	limited := pattern != "GET /healthz"
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
