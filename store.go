@@ -22,6 +22,10 @@ type Token struct {
 	Hash       string     `json:"-"`
 	CreateTime time.Time  `json:"createTime"`
 	ExpireTime *time.Time `json:"expirationTime,omitempty"`
+	// HostPools scopes the token to these host pools (issue 15): a Reader
+	// sees only them, a Contributor changes only them, a User connects
+	// only there. Empty is every pool.
+	HostPools []string `json:"hostPools,omitempty"`
 }
 
 // RegistrationToken lets agents register hosts into one pool until it expires.
@@ -216,9 +220,12 @@ type Store interface {
 	// leave to replace the machine behind a host name.
 	ResetRegistration(ctx context.Context, pool, host string) error
 	// PruneHistory deletes what is older than before: ended sessions,
-	// commands no longer queued, expired tokens (serve --retention). It
+	// commands no longer queued, expired tokens, audit entries (serve
+	// --retention; nothing else deletes audit entries). It
 	// returns how many sessions it deleted.
 	PruneHistory(ctx context.Context, before time.Time) (int, error)
+
+	AuditStore // audit.go
 
 	FederationStore // federation.go
 }

@@ -383,3 +383,22 @@ func (g *guardedStore) ListSessionHostsPage(ctx context.Context, pool, after str
 	v, err = g.Store.ListSessionHostsPage(ctx, pool, after, limit)
 	return v, g.health.check(err)
 }
+
+func (g *guardedStore) AppendAudit(ctx context.Context, e *vdibroker.AuditEntry) error {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.health.check(g.Store.AppendAudit(ctx, e))
+}
+
+func (g *guardedStore) ListAudit(ctx context.Context, f vdibroker.AuditFilter) (v []*vdibroker.AuditEntry, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListAudit(ctx, f)
+	return v, g.health.check(err)
+}

@@ -84,6 +84,7 @@ type Console struct {
 
 	mu       sync.Mutex
 	sessions map[string]*webSession
+	oidc     *oidcLogin // oidc.go; nil unless EnableOIDC
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -313,7 +314,7 @@ func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status in
 		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteStrictMode})
 	w.Header().Set("Cache-Control", "no-store")
 	c.render(w, status, "signin", map[string]any{
-		"Title": "Sign in", "CSRF": csrf, "Error": msg, "Next": safeNext(r.FormValue("next")),
+		"Title": "Sign in", "CSRF": csrf, "Error": msg, "Next": safeNext(r.FormValue("next")), "OIDC": c.oidc != nil,
 	})
 }
 
@@ -340,7 +341,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.renderSignin(w, r, status, msg)
 		return
 	}
-	role, err := a.whoami(r.Context())
+	role, err := a.signinWhoami(r.Context()) // oidc.go: recorded as a sign-in
 	if err != nil {
 		c.log.Warn("console: whoami failed; offering every action (the API still checks each)", "err", err)
 		role = ""

@@ -145,7 +145,7 @@ func (c *Console) overview(rq *request) {
 	c.page(rq, http.StatusOK, "overview", map[string]any{
 		"Title": "Overview", "Nav": "overview",
 		"Pools": rows, "Total": total,
-		"History": timeChart(c.history.series(), c.now(), time.Hour),
+		"History": timeChart(onlyPools(c.history.series(), counts), c.now(), time.Hour), // scope.go
 	})
 }
 

@@ -45,6 +45,9 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if req.Protocols == nil {
 		req.Protocols = []string{"RDP"}
 	}
+	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+		ev.Target = "agent/register/" + req.HostName // the store names the pool when the token is valid
+	}
 	if cur, err := bearer(r); err == nil {
 		// An agent re-keying its own host proves it with its current
 		// credential; without it a registered host is not re-keyed.

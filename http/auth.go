@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/identity"
 )
 
 // access is what a route requires of the caller's token (R-SEC).
@@ -35,6 +36,26 @@ type principal struct {
 	Role    string // vdibroker.Role*
 	Subject string
 	TokenID string
+	// Kind is vdibroker.PrincipalAdmin, PrincipalToken or PrincipalOIDC.
+	Kind string
+	// HostPools scopes the principal to these pools (empty: every pool).
+	HostPools []string
+}
+
+// audit is the principal as an audit entry names it.
+func (p *principal) audit() vdibroker.AuditPrincipal {
+	id := p.TokenID
+	if p.Kind == vdibroker.PrincipalOIDC || p.Kind == vdibroker.PrincipalAdmin {
+		id = p.Subject
+	}
+	return vdibroker.AuditPrincipal{Kind: p.Kind, ID: id, Name: p.Subject, Role: p.Role, HostPools: p.HostPools}
+}
+
+// sees reports whether the principal may see (and, with its role, act on)
+// pool: the one test of a host-pool scope, used by authorize for a route's
+// pool and by list routes to filter.
+func (p *principal) sees(pool string) bool {
+	return p != nil && vdibroker.InScope(p.HostPools, pool)
 }
 
 func principalFrom(ctx context.Context) *principal {
@@ -71,7 +92,14 @@ func (s *Server) authenticate(r *nethttp.Request) (*principal, error) {
 	}
 	sum := sha256.Sum256([]byte(tok))
 	if s.hasAdmin && subtle.ConstantTimeCompare(sum[:], s.adminHash[:]) == 1 {
-		return &principal{Role: vdibroker.RoleAdmin, Subject: "admin"}, nil
+		return &principal{Role: vdibroker.RoleAdmin, Subject: "admin", Kind: vdibroker.PrincipalAdmin}, nil
+	}
+	if s.oidc != nil && identity.LooksLikeJWT(tok) {
+		id, err := s.oidc.Verify(r.Context(), tok)
+		if err != nil {
+			return nil, err
+		}
+		return &principal{Role: id.Role, Subject: id.Subject, Kind: vdibroker.PrincipalOIDC, HostPools: id.HostPools}, nil
 	}
 	hash := hex.EncodeToString(sum[:])
 	t, err := s.store.TokenByHash(r.Context(), hash)
@@ -90,11 +118,46 @@ func (s *Server) authenticate(r *nethttp.Request) (*principal, error) {
 	if t.ExpireTime != nil && !s.now().Before(*t.ExpireTime) {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	return &principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID}, nil
+	return &principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools}, nil
 }
 
-// authorize checks the principal's role against what the route needs.
-func authorize(p *principal, need access) error {
+// unscopedRoutes are the routes without a {pool} that a principal scoped
+// to host pools may call: their handlers filter what they answer by
+// principal.sees. Every other route without a pool is global, refused to
+// a scoped principal.
+var unscopedRoutes = map[string]bool{
+	"GET /api/v1/hostpools": true,
+	"GET /api/v1/whoami":    true,
+	"POST /api/v1/signin":   true,
+	"GET /api/v1/auditlog":  true,
+}
+
+// authorize decides whether principal p may make request r to a route
+// that needs need: its role first, then its host-pool scope. A pool out
+// of scope is not found for a read (a scoped Reader cannot tell it from a
+// pool that does not exist) and forbidden for anything else; both answers
+// are the same whether the pool exists or not.
+func authorize(p *principal, need access, r *nethttp.Request) error {
+	if err := authorizeRole(p, need); err != nil || need == public || len(p.HostPools) == 0 {
+		return err
+	}
+	if pool := r.PathValue("pool"); pool != "" {
+		if p.sees(pool) {
+			return nil
+		}
+		if r.Method == nethttp.MethodGet {
+			return vdibroker.Errorf(vdibroker.ENotFound, "host pool %q not found", pool)
+		}
+		return vdibroker.Errorf(vdibroker.EPermission, "host pool %q is outside this token's host pools", pool)
+	}
+	if unscopedRoutes[r.Pattern] {
+		return nil
+	}
+	return vdibroker.Errorf(vdibroker.EPermission, "a token scoped to host pools may not call %s %s", r.Method, r.URL.Path)
+}
+
+// authorizeRole checks the principal's role against what the route needs.
+func authorizeRole(p *principal, need access) error {
 	switch need {
 	case public:
 		return nil
@@ -131,7 +194,10 @@ func authorize(p *principal, need access) error {
 }
 
 // handle registers a route: the handler runs after authentication and
-// authorization, and an error it returns is answered by writeError.
+// authorization (authorize, the one decision), and an error it returns is
+// answered by writeError. Every request's audit entry starts here: for a
+// route of auditedActions it rides in the context to the store, which
+// writes it with the change; a refusal is recorded by refused (audit.go).
 func (s *Server) handle(pattern string, need access, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
 	limited := pattern != "GET /healthz"
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -140,25 +206,33 @@ func (s *Server) handle(pattern string, need access, h func(w nethttp.ResponseWr
 			writeError(w, r, s, throttled("too many failed authentications from this address", AuthFailuresPerSecond))
 			return
 		}
-		fail := func(err error) {
+		ev := s.startAudit(w, r)
+		fail := func(err error, refusal bool) {
 			if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated {
 				s.authFailures.spend(addr)
 			}
+			s.refused(r, ev, err, refusal)
 			writeError(w, r, s, err)
 		}
 		if need != public {
 			p, err := s.authenticate(r)
 			if err == nil {
-				err = authorize(p, need)
+				ev.Principal = p.audit()
+				err = authorize(p, need, r)
 			}
 			if err != nil {
-				fail(err)
+				fail(err, true)
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), ctxPrincipal, p))
 		}
-		if err := h(w, r); err != nil {
-			fail(err)
+		if auditedActions[pattern] != "" {
+			r = r.WithContext(vdibroker.WithAudit(r.Context(), ev))
 		}
+		if err := h(w, r); err != nil {
+			fail(err, false)
+			return
+		}
+		s.recorded(r, ev)
 	})
 }

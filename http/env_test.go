@@ -16,6 +16,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/identity"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -50,6 +51,8 @@ type envOptions struct {
 	maintenance time.Duration
 	// storeTimeout is the servers' StoreTimeout (0 = the default).
 	storeTimeout time.Duration
+	// oidc is the servers' OpenID provider (nil: none).
+	oidc *identity.Provider
 }
 
 // newEnv starts a SQLite-backed server.
@@ -127,7 +130,7 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 			t.Cleanup(func() { rs.Close() })
 		}
 		srv := vhttp.NewServer(vhttp.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
-			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout})
+			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		e.srvs = append(e.srvs, srv)

@@ -2,6 +2,7 @@ package http
 
 import (
 	nethttp "net/http"
+	"slices"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
@@ -39,6 +40,8 @@ func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
+	me := principalFrom(r.Context())
+	pools = slices.DeleteFunc(pools, func(p *vdibroker.HostPool) bool { return !me.sees(p.Name) })
 	summary, err := boolParam(r, "summary")
 	if err != nil {
 		return err

@@ -44,6 +44,11 @@ func TestPostgresSuite(t *testing.T) {
 		{"ConcurrentConnects_RC4_RC6", TestConcurrentConnects_RC4_RC6_SQLite},
 		{"HostStatusAndLoadIndex_RH1_RIDX", TestHostStatusAndLoadIndex_RH1_RIDX},
 		{"MaintenanceLoop_RS3", TestMaintenanceLoop_RS3},
+		{"AuthMatrix_Scopes", TestAuthMatrix_Scopes},
+		{"ScopedToken_RSEC", TestScopedToken_RSEC},
+		{"Audit_EveryAction", TestAudit_EveryAction},
+		{"Audit_Refusals", TestAudit_Refusals},
+		{"OIDCBearer", TestOIDCBearer},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -43,6 +43,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/tokens", admin, s.listTokens)
 	s.handle("DELETE /api/v1/tokens/{id}", admin, s.deleteToken)
 	s.handle("GET /api/v1/whoami", anyRole, s.whoami)
+	s.handle("POST /api/v1/signin", anyRole, s.signin)   // audit.go
+	s.handle("GET /api/v1/auditlog", write, s.listAudit) // audit.go: admin and Contributors
 
 	s.handle("POST /api/v1/agent/register", public, s.register)
 	s.handle("POST /api/v1/agent/heartbeat", public, s.heartbeat) // host credential checked inside
@@ -61,11 +63,15 @@ type WhoAmI struct {
 	Role    string `json:"role"`
 	Subject string `json:"subject"`
 	TokenID string `json:"tokenId,omitempty"`
+	// Kind is admin, token or oidc (issue 15).
+	Kind string `json:"kind,omitempty"`
+	// HostPools is the caller's scope; absent is every pool.
+	HostPools []string `json:"hostPools,omitempty"`
 }
 
 func (s *Server) whoami(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	p := principalFrom(r.Context())
-	writeJSON(w, nethttp.StatusOK, WhoAmI{Role: p.Role, Subject: p.Subject, TokenID: p.TokenID})
+	writeJSON(w, nethttp.StatusOK, WhoAmI{Role: p.Role, Subject: p.Subject, TokenID: p.TokenID, Kind: p.Kind, HostPools: p.HostPools})
 	return nil
 }
 

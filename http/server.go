@@ -12,6 +12,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/identity"
 )
 
 // Config is what a Server needs. Store is required; the rest has defaults.
@@ -48,6 +49,10 @@ type Config struct {
 	// (with Logger, Now, Rand, MaintenanceInterval and ObservePlacement),
 	// which Close then stops; a Broker given here is the caller's to close.
 	Broker *broker.Service
+	// OIDC, when set, accepts the identity provider's ID tokens (and JWT
+	// access tokens for this client) as bearer tokens besides vdibroker's
+	// own (issue 15).
+	OIDC *identity.Provider
 }
 
 // Server serves the API of SPEC §9 on a vdibroker.Store.
@@ -70,6 +75,8 @@ type Server struct {
 	heartbeats   *limiters
 
 	fed *federationState // federation.go; nil unless a pod
+
+	oidc *identity.Provider // nil unless serve --oidc-issuer
 }
 
 // NewServer returns a Server on cfg.Broker, or on a broker service of its
@@ -82,6 +89,7 @@ func NewServer(cfg Config) *Server {
 		svc:   cfg.Broker,
 
 		agentCert: cfg.AgentClientCert,
+		oidc:      cfg.OIDC,
 
 		authFailures: newLimiters(AuthFailuresPerSecond, AuthFailureBurst),
 		heartbeats:   newLimiters(HeartbeatsPerSecond, HeartbeatBurst),

@@ -3,6 +3,7 @@ package http
 import (
 	nethttp "net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -89,6 +90,9 @@ func (s *Server) resetRegistration(w nethttp.ResponseWriter, r *nethttp.Request)
 	return nil
 }
 
+// maxTokenPools bounds a token's host-pool scope.
+const maxTokenPools = 100
+
 // createToken issues an API token (admin only). The secret is answered once
 // and stored as its SHA-256 hash.
 func (s *Server) createToken(w nethttp.ResponseWriter, r *nethttp.Request) error {
@@ -115,6 +119,14 @@ func (s *Server) createToken(w nethttp.ResponseWriter, r *nethttp.Request) error
 				vdibroker.MinTokenSeconds, vdibroker.MaxTokenSeconds, req.ExpiresInSeconds)
 		}
 	}
+	if len(req.HostPools) > maxTokenPools {
+		return vdibroker.FieldError("hostPools", "at most %d host pools, got %d", maxTokenPools, len(req.HostPools))
+	}
+	for i, p := range req.HostPools {
+		if err := vdibroker.ValidateName("hostPools["+strconv.Itoa(i)+"]", p, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
+			return err
+		}
+	}
 	now := s.now().UTC()
 	secret := newSecret("vdbt_")
 	t := vdibroker.Token{
@@ -123,6 +135,7 @@ func (s *Server) createToken(w nethttp.ResponseWriter, r *nethttp.Request) error
 		Subject:    req.Subject,
 		Hash:       hashSecret(secret),
 		CreateTime: now,
+		HostPools:  slices.Compact(slices.Sorted(slices.Values(req.HostPools))),
 	}
 	if req.ExpiresInSeconds != 0 {
 		exp := now.Add(time.Duration(req.ExpiresInSeconds) * time.Second)

@@ -57,6 +57,9 @@ type TokenRequest struct {
 	Subject string `json:"subject"`
 	// ExpiresInSeconds is 60..315360000, or 0 for a token that never expires.
 	ExpiresInSeconds int `json:"expiresInSeconds,omitempty"`
+	// HostPools scopes the token to these host pools (issue 15); absent
+	// is every pool.
+	HostPools []string `json:"hostPools,omitempty"`
 }
 
 // TokenResponse is a new API token; the secret is shown only here.

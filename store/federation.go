@@ -54,6 +54,7 @@ func (s *DB) PutFederation(ctx context.Context, f *vdibroker.Federation) (create
 				return errRaced // another apply inserted first: run again
 			}
 			created = err == nil
+			t.audited(nil, json.RawMessage(doc))
 			return err
 		case err != nil:
 			return err
@@ -69,6 +70,7 @@ func (s *DB) PutFederation(ctx context.Context, f *vdibroker.Federation) (create
 		}
 		_, err = t.exec(ctx, `UPDATE federation SET generation = ?, document = ?, update_time = ? WHERE id = 1`,
 			f.Generation, string(doc), ns(s.now()))
+		t.audited(json.RawMessage(old), json.RawMessage(doc))
 		return err
 	})
 	return created, wrap(err, "put federation")

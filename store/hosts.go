@@ -201,12 +201,14 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 			if err != nil && errors.Is(err, errUnique) {
 				return errRaced
 			}
+			t.audited(nil, h)
 			return err
 		case err != nil:
 			return err
 		}
 		created = false
 		h.CreateTime = old.CreateTime
+		t.audited(old, h)
 		return t.writeAdminFields(ctx, h)
 	})
 	if err != nil {
@@ -224,6 +226,7 @@ func (s *DB) UpdateSessionHost(ctx context.Context, pool, name string, fn func(*
 		if err != nil {
 			return err
 		}
+		before := *h
 		if err := fn(h); err != nil {
 			return err
 		}
@@ -233,6 +236,7 @@ func (s *DB) UpdateSessionHost(ctx context.Context, pool, name string, fn func(*
 			return err
 		}
 		out, err = t.getHost(ctx, pool, name, false)
+		t.audited(&before, out)
 		return err
 	})
 	if err != nil {
@@ -303,6 +307,7 @@ func (s *DB) DeleteSessionHost(ctx context.Context, pool, name string, force boo
 		}
 		// The host's credential is revoked when this commits (R-SEC).
 		t.touch(pool, name)
+		t.audited(h, nil)
 		if h.Sessions > 0 && !force {
 			return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %d open sessions; delete with force to end them", name, h.Sessions)
 		}

@@ -95,6 +95,7 @@ func (s *DB) CreateHostPool(ctx context.Context, p *vdibroker.HostPool) error {
 		if errors.Is(err, errRaced) {
 			return vdibroker.Errorf(vdibroker.EConflict, "host pool %q already exists", p.Name)
 		}
+		t.audited(nil, p)
 		return err
 	})
 	return wrap(err, "create host pool %q", p.Name)
@@ -124,6 +125,7 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 		switch {
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			created = true
+			t.audited(nil, p)
 			return t.insertPool(ctx, p, lb)
 		case err != nil:
 			return err
@@ -148,6 +150,7 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 			p.Description, p.FriendlyName, ns(p.UpdateTime), p.Name)
 		if err == nil {
 			p.CreateTime = old.CreateTime
+			t.audited(old, p)
 		}
 		return err
 	})
@@ -185,9 +188,11 @@ func (s *DB) ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error) {
 // force.
 func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error {
 	err := s.write(ctx, func(t *tx) error {
-		if _, err := t.getPool(ctx, name); err != nil {
+		old, err := t.getPool(ctx, name)
+		if err != nil {
 			return err
 		}
+		t.audited(old, nil)
 		// Lock the pool's hosts first, so a concurrent placement either
 		// commits before us (and is counted below) or finds no host.
 		if s.d.forUpdate != "" {

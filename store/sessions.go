@@ -260,7 +260,18 @@ func (s *DB) CountOpenSessions(ctx context.Context) (map[string]vdibroker.OpenSe
 // EndSession marks a session LoggedOff with reason (no-op if ended).
 func (s *DB) EndSession(ctx context.Context, pool, id, reason string, now time.Time) error {
 	err := s.write(ctx, func(t *tx) error {
-		return t.endSession(ctx, pool, id, reason, now)
+		before, _ := t.getSession(ctx, pool, id)
+		if err := t.endSession(ctx, pool, id, reason, now); err != nil {
+			return err
+		}
+		if t.audit != nil {
+			after, err := t.getSession(ctx, pool, id)
+			if err != nil {
+				return err
+			}
+			t.audited(before, after)
+		}
+		return nil
 	})
 	return wrap(err, "end session %s", id)
 }
@@ -400,6 +411,7 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 				c.AgentSessionID = u.AgentSessionID
 			}
 		}
+		t.audited(nil, c)
 		return t.insertCommand(ctx, c)
 	})
 	return wrap(err, "queue command for %s/%s", c.HostPool, c.SessionHost)
@@ -407,7 +419,7 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 
 // PruneHistory deletes what is older than before: ended sessions (by the
 // time they ended), commands no longer queued, expired API tokens and
-// registration tokens. It deletes in batches of pruneBatch rows, each its
+// registration tokens, and audit entries. It deletes in batches of pruneBatch rows, each its
 // own short write, so a week of history does not hold the single writer
 // (and every connect behind it) for seconds. It returns the sessions
 // deleted.
@@ -418,6 +430,8 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time) (int, error) {
 		`DELETE FROM commands WHERE id IN (SELECT id FROM commands WHERE create_time < ? AND state <> 'Queued' LIMIT ` + pruneBatchSQL + `)`,
 		`DELETE FROM tokens WHERE expire_time IS NOT NULL AND expire_time < ?`,
 		`DELETE FROM registration_tokens WHERE expire_time < ?`,
+		// The audit trail is kept as long as history (issue 15).
+		`DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE time < ? LIMIT ` + pruneBatchSQL + `)`,
 	} {
 		for {
 			var n int64

@@ -333,6 +333,10 @@ type tx struct {
 	// seq is the group-commit write being run: its batch's number, then
 	// its place in the batch (see seqIndexBits; 0 outside a batch).
 	seq int64
+	// audit is the entry of the request this write serves (nil when
+	// none): the write's methods set its Before and After (audited), and
+	// writeOnce inserts it in the same transaction (audit.go).
+	audit *vdibroker.AuditEntry
 }
 
 // sqlConn is what *sql.Tx and *sql.DB share.
@@ -502,7 +506,7 @@ func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
 	}
 }
 
-func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
+func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) (commitErr error) {
 	var opts *sql.TxOptions
 	if s.d == postgresDialect {
 		// READ COMMITTED whatever the database's default: the statements
@@ -530,9 +534,19 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) error {
 			_ = sqlTx.Rollback()
 		}
 	}()
+	t.audit = pendingAudit(ctx)
 	if err := fn(t); err != nil {
 		return err
 	}
+	auditSeq, err := t.insertAudit(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if finished && t.audit != nil && commitErr == nil {
+			t.audit.Seq = auditSeq
+		}
+	}()
 	finished = true // Commit ends the transaction even when it fails
 	if t.cw == nil || t.cw.empty() {
 		if err := sqlTx.Commit(); err != nil {

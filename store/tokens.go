@@ -19,25 +19,28 @@ func (s *DB) CreateToken(ctx context.Context, tk *vdibroker.Token) error {
 		return vdibroker.Errorf(vdibroker.EInvalid, "token hash is empty")
 	}
 	err := s.write(ctx, func(t *tx) error {
-		_, err := t.exec(ctx, `INSERT INTO tokens (id, role, subject, hash, create_time, expire_time) VALUES (?,?,?,?,?,?)`,
-			tk.ID, tk.Role, tk.Subject, tk.Hash, ns(tk.CreateTime), nsPtr(tk.ExpireTime))
+		_, err := t.exec(ctx, `INSERT INTO tokens (id, role, subject, hash, create_time, expire_time, host_pools) VALUES (?,?,?,?,?,?,?)`,
+			tk.ID, tk.Role, tk.Subject, tk.Hash, ns(tk.CreateTime), nsPtr(tk.ExpireTime), list(tk.HostPools))
 		if err != nil && errors.Is(err, errUnique) {
 			return vdibroker.Errorf(vdibroker.EConflict, "token already exists")
 		}
+		t.audited(nil, tk) // Hash is not marshalled
 		return err
 	})
 	return wrap(err, "create token")
 }
 
-const tokenCols = `id, role, subject, hash, create_time, expire_time`
+const tokenCols = `id, role, subject, hash, create_time, expire_time, host_pools`
 
 func scanToken(sc scanner) (*vdibroker.Token, error) {
 	var tk vdibroker.Token
 	var ct int64
 	var et sql.NullInt64
-	if err := sc.Scan(&tk.ID, &tk.Role, &tk.Subject, &tk.Hash, &ct, &et); err != nil {
+	var pools string
+	if err := sc.Scan(&tk.ID, &tk.Role, &tk.Subject, &tk.Hash, &ct, &et, &pools); err != nil {
 		return nil, err
 	}
+	tk.HostPools = parseList(pools)
 	tk.CreateTime, tk.ExpireTime = fromNS(ct), fromNSPtr(et)
 	return &tk, nil
 }
@@ -75,11 +78,18 @@ func (s *DB) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {
 // DeleteToken deletes an API token (NotFound when none).
 func (s *DB) DeleteToken(ctx context.Context, id string) error {
 	err := s.write(ctx, func(t *tx) error {
-		n, err := t.exec(ctx, `DELETE FROM tokens WHERE id = ?`, id)
-		if err == nil && n == 0 {
+		old, err := scanToken(t.row(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("token %q not found", id)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, `DELETE FROM tokens WHERE id = ?`, id); err != nil {
+			return err
+		}
+		t.audited(old, nil)
+		return nil
 	})
 	return wrap(err, "delete token %s", id)
 }
@@ -102,6 +112,7 @@ func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.Registra
 		if err != nil && errors.Is(err, errUnique) {
 			return vdibroker.Errorf(vdibroker.EConflict, "registration token already exists")
 		}
+		t.audited(nil, rt)
 		return err
 	})
 	return wrap(err, "create registration token for %q", rt.HostPool)
@@ -132,8 +143,17 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		if !now.Before(fromNS(exp)) {
 			return vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token expired at %s", fromNS(exp).Format(time.RFC3339))
 		}
+		if t.audit != nil {
+			t.audit.Principal.ID = tokenID
+			t.audit.HostPool, t.audit.Target = pool, "hostpools/"+pool+"/sessionhosts/"+req.HostName
+		}
 		var cred sql.NullString
 		h, err := t.getHostAnd(ctx, pool, req.HostName, true, &cred)
+		var before *vdibroker.SessionHost
+		if err == nil {
+			b := *h
+			before = &b
+		}
 		if err == nil && cred.String != "" && cred.String != req.CurrentCredentialHash {
 			// Registered already: only the host itself (its current
 			// credential) or an admin's reset may re-key it (issue 14).
@@ -204,6 +224,10 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		out, err = t.getHost(ctx, pool, req.HostName, false)
 		if err == nil {
 			t.cacheHost(credentialHash, out)
+			if before != nil && t.audit != nil {
+				t.audit.Action = "sessionhost.rekey"
+			}
+			t.audited(before, out)
 		}
 		return err
 	})
@@ -275,6 +299,7 @@ func (s *DB) DeleteRegistrationToken(ctx context.Context, pool, id string) error
 		if n == 0 {
 			return notFound("registration token %q not found in host pool %q", id, pool)
 		}
+		t.audited(map[string]string{"id": id, "hostPool": pool}, nil)
 		return nil
 	})
 	return wrap(err, "delete registration token %s/%s", pool, id)
@@ -288,6 +313,7 @@ func (s *DB) ResetRegistration(ctx context.Context, pool, host string) error {
 		}
 		t.touch(pool, host) // the old credential stops working at commit
 		_, err := t.exec(ctx, `UPDATE session_hosts SET credential_hash = NULL WHERE host_pool = ? AND name = ?`, pool, host)
+		t.audited(map[string]any{"registered": true}, map[string]any{"registered": false})
 		return err
 	})
 	return wrap(err, "reset the registration of %s/%s", pool, host)

@@ -56,6 +56,8 @@ type Main struct {
 	MetricsToken string
 	// Federation makes the broker a pod (federation_serve.go).
 	Federation FederationFlags
+	// OIDC is single sign-on (oidc_serve.go).
+	OIDC OIDCFlags
 
 	// Set by Open.
 	Store      vdibroker.Store
@@ -85,6 +87,10 @@ func (m *Main) Open(ctx context.Context) error {
 		m.unlockDir = unlock
 	}
 	if err := m.Federation.load(); err != nil {
+		m.unlock()
+		return err
+	}
+	if err := m.OIDC.load(ctx); err != nil {
 		m.unlock()
 		return err
 	}
@@ -134,7 +140,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention})
 	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, Broker: m.broker,
-		AgentClientCert: m.TLSClientCA != ""})
+		AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
 	m.Federation.attach(m.Server)
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
@@ -145,6 +151,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger,
 		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://")})
 	m.Federation.addConsole(m.console)
+	m.OIDC.addConsole(m.console, guarded)
 	m.Server.Mux().Handle("/", m.console)
 	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
 		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))))
@@ -370,6 +377,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")
 	m.Federation.addFlags(cmd.Flags())
+	m.OIDC.addFlags(cmd.Flags())
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	cmd.Flags().MarkHidden("cpu-profile")

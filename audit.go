@@ -1,0 +1,110 @@
+package vdibroker
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// The audit trail (issue 15): who changed what, from where, and what it was
+// before and after. The HTTP layer starts an entry for every audited request
+// and puts it in the request's context (WithAudit); the store writes it in
+// the transaction of the change (AuditFrom), filling in Before and After,
+// so a change is never committed without its entry. A refused request is
+// recorded alone (AppendAudit) with Outcome AuditRefused.
+
+// Audit outcomes.
+const (
+	AuditOK      = "ok"
+	AuditRefused = "refused"
+)
+
+// Principal kinds in an audit entry.
+const (
+	PrincipalAdmin        = "admin"        // the admin token
+	PrincipalToken        = "token"        // a vdibroker API token (ID is its id)
+	PrincipalOIDC         = "oidc"         // an OpenID Connect identity (ID is its subject)
+	PrincipalRegistration = "registration" // an agent presenting a registration token
+	PrincipalHost         = "host"         // an agent presenting its host credential
+	PrincipalAnonymous    = "anonymous"    // no or an invalid credential
+)
+
+// AuditPrincipal is who did it.
+type AuditPrincipal struct {
+	Kind string `json:"kind"`
+	// ID is the token id, the OIDC subject or the host; empty when unknown.
+	ID string `json:"id,omitempty"`
+	// Name is the token's subject (the user a User token connects).
+	Name string `json:"name,omitempty"`
+	Role string `json:"role,omitempty"`
+	// HostPools is the principal's scope; empty is every pool.
+	HostPools []string `json:"hostPools,omitempty"`
+}
+
+// AuditEntry is one row of the audit trail.
+type AuditEntry struct {
+	Seq        int64          `json:"seq"`
+	Time       time.Time      `json:"time"`
+	Principal  AuditPrincipal `json:"principal"`
+	RemoteAddr string         `json:"remoteAddress"`
+	RequestID  string         `json:"requestId"`
+	// Action is what was done: hostpool.put, sessionhost.update,
+	// usersession.logoff, token.create, sessionhost.register, signin...
+	Action string `json:"action"`
+	// Target is what it was done to, as an API path below /api/v1:
+	// hostpools/p1/sessionhosts/h1, tokens/abc...
+	Target string `json:"target"`
+	// HostPool is the target's pool ("" for none): scoped principals see
+	// the entries of their pools.
+	HostPool string `json:"hostPool,omitempty"`
+	Outcome  string `json:"outcome"`
+	// Error is why a refused request was refused (code: message).
+	Error  string          `json:"error,omitempty"`
+	Before json.RawMessage `json:"before"`
+	After  json.RawMessage `json:"after"`
+}
+
+// AuditFilter selects audit entries; empty fields match all.
+type AuditFilter struct {
+	Target string // exact, or a prefix ending in "/"
+	// Principal matches the principal's ID or Name.
+	Principal string
+	Action    string
+	Since     time.Time
+	// HostPools, when set, keeps only entries of these pools (a scoped
+	// principal's view).
+	HostPools []string
+	// After is the paging cursor: entries with Seq > After.
+	After int64
+	Limit int
+}
+
+// AuditStore is the audit trail's part of Store.
+type AuditStore interface {
+	// AppendAudit writes one entry in a transaction of its own (a refusal,
+	// a sign-in): it sets e.Seq.
+	AppendAudit(ctx context.Context, e *AuditEntry) error
+	// ListAudit lists entries by Seq ascending.
+	ListAudit(ctx context.Context, f AuditFilter) ([]*AuditEntry, error)
+}
+
+type auditKey struct{}
+
+// WithAudit returns ctx carrying e: the store's next write in ctx records e
+// in its transaction (and sets e.Seq).
+func WithAudit(ctx context.Context, e *AuditEntry) context.Context {
+	return context.WithValue(ctx, auditKey{}, e)
+}
+
+// AuditFrom returns the entry of WithAudit, or nil.
+func AuditFrom(ctx context.Context) *AuditEntry {
+	e, _ := ctx.Value(auditKey{}).(*AuditEntry)
+	return e
+}
+
+// InScope reports whether a principal scoped to pools (empty: every pool)
+// may act on pool. It is the one test of a host-pool scope.
+func InScope(pools []string, pool string) bool {
+	return len(pools) == 0 || slices.Contains(pools, pool)
+}

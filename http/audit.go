@@ -1,0 +1,146 @@
+package http
+
+import (
+	"context"
+	nethttp "net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The audit trail (issue 15). handle starts an entry for every request
+// (startAudit); for the routes of auditedActions it rides in the request's
+// context, and the store writes it in the transaction of the change
+// (vdibroker.WithAudit). A refusal is written alone (refused). Every entry
+// written is also one JSON log line, message "audit" (recorded), for a SIEM.
+
+// auditedActions names the action of every route that changes something.
+var auditedActions = map[string]string{
+	"PUT /api/v1/hostpools/{pool}":                                        "hostpool.put",
+	"PATCH /api/v1/hostpools/{pool}":                                      "hostpool.update",
+	"DELETE /api/v1/hostpools/{pool}":                                     "hostpool.delete",
+	"PUT /api/v1/hostpools/{pool}/sessionhosts/{host}":                    "sessionhost.put",
+	"PATCH /api/v1/hostpools/{pool}/sessionhosts/{host}":                  "sessionhost.update",
+	"DELETE /api/v1/hostpools/{pool}/sessionhosts/{host}":                 "sessionhost.delete",
+	"DELETE /api/v1/hostpools/{pool}/usersessions/{id}":                   "usersession.logoff",
+	"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect":          "usersession.disconnect",
+	"POST /api/v1/hostpools/{pool}/usersessions/{id}/sendmessage":         "usersession.sendmessage",
+	"POST /api/v1/hostpools/{pool}/registrationtoken":                     "registrationtoken.create",
+	"DELETE /api/v1/hostpools/{pool}/registrationtokens/{id}":             "registrationtoken.revoke",
+	"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/resetregistration": "sessionhost.resetregistration",
+	"POST /api/v1/tokens":                                                 "token.create",
+	"DELETE /api/v1/tokens/{id}":                                          "token.revoke",
+	"POST /api/v1/agent/register":                                         "sessionhost.register",
+	"PUT /api/v1/federation":                                              "federation.put",
+	"POST /api/v1/signin":                                                 "signin",
+}
+
+// startAudit begins the request's entry: time, remote address, request
+// id, action and target; the principal is filled in once authenticated.
+func (s *Server) startAudit(w nethttp.ResponseWriter, r *nethttp.Request) *vdibroker.AuditEntry {
+	action := auditedActions[r.Pattern]
+	if action == "" {
+		action = r.Pattern
+	}
+	kind := vdibroker.PrincipalAnonymous
+	switch r.Pattern {
+	case "POST /api/v1/agent/register":
+		kind = vdibroker.PrincipalRegistration
+	case "POST /api/v1/agent/heartbeat":
+		kind = vdibroker.PrincipalHost
+	}
+	return &vdibroker.AuditEntry{
+		Time:       s.now().UTC(),
+		Principal:  vdibroker.AuditPrincipal{Kind: kind},
+		RemoteAddr: clientAddr(r),
+		RequestID:  w.Header().Get("X-Request-Id"),
+		Action:     action,
+		Target:     strings.TrimPrefix(r.URL.Path, "/api/v1/"),
+		HostPool:   r.PathValue("pool"),
+	}
+}
+
+// refused records a refused request: every failed authentication and
+// authorization (authz), and any error of a route that changes something.
+// Nothing was changed (a store method that fails has changed nothing), so
+// the entry is written alone. Throttled requests and store outages are
+// not recorded: the first would let a flood fill the table, the second
+// cannot be.
+func (s *Server) refused(r *nethttp.Request, ev *vdibroker.AuditEntry, err error, authz bool) {
+	code := vdibroker.ErrorCode(err)
+	switch {
+	case ev.Seq != 0, code == vdibroker.ETooManyRequests, code == vdibroker.EStoreUnavailable:
+		return
+	case authz, code == vdibroker.EUnauthenticated, code == vdibroker.EPermission, auditedActions[r.Pattern] != "":
+	default:
+		return
+	}
+	ev.Outcome = vdibroker.AuditRefused
+	ev.Error = code + ": " + vdibroker.ErrorMessage(err)
+	ev.Before, ev.After = nil, nil
+	if aerr := s.store.AppendAudit(context.WithoutCancel(r.Context()), ev); aerr != nil {
+		s.loggerFrom(r.Context()).Error("audit: cannot record a refusal", "err", aerr, "action", ev.Action, "target", ev.Target)
+		return
+	}
+	s.recorded(r, ev)
+}
+
+// recorded logs an entry the store wrote (none: no log).
+func (s *Server) recorded(r *nethttp.Request, ev *vdibroker.AuditEntry) {
+	if ev.Seq == 0 {
+		return
+	}
+	s.loggerFrom(r.Context()).Info("audit", "audit", ev)
+}
+
+// listAudit is GET /api/v1/auditlog: entries by seq, paged (?limit=,
+// ?after=<seq>), filtered by ?target= (exact, or a prefix ending in /),
+// ?principal= (token id, OIDC subject or token subject), ?action= and
+// ?since= (RFC 3339). A principal scoped to host pools sees their entries.
+func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	limit, after, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := vdibroker.AuditFilter{Target: q.Get("target"), Principal: q.Get("principal"), Action: q.Get("action"),
+		HostPools: principalFrom(r.Context()).HostPools, Limit: limit + 1}
+	if after != "" {
+		if f.After, err = strconv.ParseInt(after, 10, 64); err != nil || f.After < 0 {
+			return vdibroker.FieldError("after", "must be an entry's seq, got %q", after)
+		}
+	}
+	if v := q.Get("since"); v != "" {
+		if f.Since, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return vdibroker.FieldError("since", "must be an RFC 3339 time such as 2026-01-02T03:04:05Z, got %q", v)
+		}
+	}
+	list, err := s.store.ListAudit(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := page[*vdibroker.AuditEntry]{Value: list}
+	if len(list) > limit {
+		out.Value = list[:limit]
+		out.NextLink = nextLink(r, limit, strconv.FormatInt(list[limit-1].Seq, 10))
+	}
+	if out.Value == nil {
+		out.Value = []*vdibroker.AuditEntry{}
+	}
+	writeJSON(w, nethttp.StatusOK, out)
+	return nil
+}
+
+// signin is POST /api/v1/signin: whoami that is recorded in the audit
+// trail as a sign-in (the console signs in with it). A failed sign-in is
+// recorded as a refusal by handle.
+func (s *Server) signin(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+		if err := s.store.AppendAudit(r.Context(), ev); err != nil {
+			return err
+		}
+	}
+	return s.whoami(w, r)
+}

@@ -1,0 +1,396 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// oneEntry fails unless the audit trail holds exactly one entry of action
+// on target, and returns it with its before and after decoded.
+func oneEntry(t *testing.T, e *env, action, target string) (*vdibroker.AuditEntry, map[string]any, map[string]any) {
+	t.Helper()
+	list, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: action, Target: target})
+	if err != nil {
+		t.Fatalf("list audit: %v", err)
+	}
+	if len(list) != 1 {
+		var b strings.Builder
+		for _, a := range list {
+			j, _ := json.Marshal(a)
+			b.Write(j)
+			b.WriteByte('\n')
+		}
+		t.Fatalf("%s on %s: %d audit entries, want 1:\n%s", action, target, len(list), b.String())
+	}
+	var before, after map[string]any
+	_ = json.Unmarshal(list[0].Before, &before)
+	_ = json.Unmarshal(list[0].After, &after)
+	return list[0], before, after
+}
+
+// TestAudit_EveryAction: each audited action, made through the API, leaves
+// exactly one entry naming its principal, target and the fields before and
+// after.
+func TestAudit_EveryAction(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	ctr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Contributor", Subject: "ops", HostPools: []string{"aud1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := ctr.Secret
+	do := func(method, path, body string, want int) []byte {
+		t.Helper()
+		status, _, raw := rawDo(t, e, method, path, ops, body)
+		if status != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, status, raw, want)
+		}
+		return raw
+	}
+	byOps := func(a *vdibroker.AuditEntry) {
+		t.Helper()
+		p := a.Principal
+		if p.Kind != "token" || p.ID != ctr.ID || p.Name != "ops" || p.Role != "Contributor" ||
+			strings.Join(p.HostPools, ",") != "aud1" || a.Outcome != "ok" || a.RemoteAddr != "127.0.0.1" || a.RequestID == "" {
+			t.Errorf("%s: entry %+v, want by token %s (ops, Contributor, [aud1]) from 127.0.0.1, ok", a.Action, a, ctr.ID)
+		}
+	}
+	const p = "/api/v1/hostpools/aud1"
+
+	do("PUT", p, `{"description": "first"}`, 201)
+	a, before, after := oneEntry(t, e, "hostpool.put", "hostpools/aud1")
+	byOps(a)
+	if before != nil || after["name"] != "aud1" || after["description"] != "first" || a.HostPool != "aud1" {
+		t.Errorf("hostpool.put: before %v after %v pool %q", before, after, a.HostPool)
+	}
+
+	do("PATCH", p, `{"description": "second"}`, 200)
+	a, before, after = oneEntry(t, e, "hostpool.update", "hostpools/aud1")
+	byOps(a)
+	if before["description"] != "first" || after["description"] != "second" {
+		t.Errorf("hostpool.update: before %v after %v", before, after)
+	}
+
+	// Registration: by the registration token, into its pool.
+	raw := do("POST", p+"/registrationtoken", `{}`, 201)
+	var rt vhttp.RegistrationTokenResponse
+	_ = json.Unmarshal(raw, &rt)
+	a, _, after = oneEntry(t, e, "registrationtoken.create", "hostpools/aud1/registrationtoken")
+	byOps(a)
+	if after["id"] != rt.ID || strings.Contains(string(a.After), rt.Token) {
+		t.Errorf("registrationtoken.create: after %s (token %s)", a.After, rt.ID)
+	}
+	cred := e.register(rt.Token, "audh1")
+	a, before, after = oneEntry(t, e, "sessionhost.register", "hostpools/aud1/sessionhosts/audh1")
+	if a.Principal.Kind != "registration" || a.Principal.ID != rt.ID || before != nil || after["name"] != "audh1" || a.Outcome != "ok" {
+		t.Errorf("sessionhost.register: %+v before %v after %v", a, before, after)
+	}
+	if strings.Contains(string(a.After), cred) {
+		t.Errorf("the register entry shows the credential: %s", a.After)
+	}
+	res, err := e.admin.ReKey(ctx, cred, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "audh1", Address: "audh1.example.test:3389"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.agents["audh1"] = res.Credential
+	a, before, after = oneEntry(t, e, "sessionhost.rekey", "hostpools/aud1/sessionhosts/audh1")
+	if a.Principal.Kind != "registration" || before["name"] != "audh1" || after["name"] != "audh1" {
+		t.Errorf("sessionhost.rekey: %+v before %v after %v", a, before, after)
+	}
+	e.heartbeat("audh1")
+
+	// Drain.
+	do("PATCH", p+"/sessionhosts/audh1", `{"allowNewSession": false}`, 200)
+	a, before, after = oneEntry(t, e, "sessionhost.update", "hostpools/aud1/sessionhosts/audh1")
+	byOps(a)
+	if before["allowNewSession"] != true || after["allowNewSession"] != false {
+		t.Errorf("drain: before %v after %v", before, after)
+	}
+	do("PUT", p+"/sessionhosts/audh1", `{"address": "moved.example.test:3389", "allowNewSession": true}`, 200)
+	a, before, after = oneEntry(t, e, "sessionhost.put", "hostpools/aud1/sessionhosts/audh1")
+	byOps(a)
+	if before["address"] != "audh1.example.test:3389" || after["address"] != "moved.example.test:3389" {
+		t.Errorf("sessionhost.put: before %v after %v", before, after)
+	}
+
+	// Sessions: message, disconnect, logoff.
+	c := e.mustConnect("aud1", "alice")
+	e.heartbeat("audh1", vdibroker.AgentSession{ID: "1", User: "alice", State: "Active"})
+	sp := p + "/usersessions/" + c.SessionID
+	do("POST", sp+"/sendmessage", `{"message": "maintenance at 03:00"}`, 202)
+	a, before, after = oneEntry(t, e, "usersession.sendmessage", "hostpools/aud1/usersessions/"+c.SessionID+"/sendmessage")
+	byOps(a)
+	if before != nil || after["type"] != "SendMessage" || after["message"] != "maintenance at 03:00" || after["user"] != "alice" {
+		t.Errorf("sendmessage: before %v after %v", before, after)
+	}
+	do("POST", sp+"/disconnect", "", 202)
+	a, _, after = oneEntry(t, e, "usersession.disconnect", "hostpools/aud1/usersessions/"+c.SessionID+"/disconnect")
+	byOps(a)
+	if after["type"] != "Disconnect" || after["sessionId"] != c.SessionID {
+		t.Errorf("disconnect: after %v", after)
+	}
+	do("DELETE", sp, "", 202)
+	a, _, after = oneEntry(t, e, "usersession.logoff", "hostpools/aud1/usersessions/"+c.SessionID)
+	byOps(a)
+	if after["type"] != "Logoff" || after["sessionId"] != c.SessionID {
+		t.Errorf("logoff: after %v", after)
+	}
+	// A Pending session ends at once: the entry shows its state change.
+	e.pool("aud2", nil)
+	e.addHosts("aud2", "aud2h", 1)
+	c2 := e.mustConnect("aud2", "bob")
+	if _, err := e.admin.Logoff(ctx, "aud2", c2.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	a, before, after = oneEntry(t, e, "usersession.logoff", "hostpools/aud2/usersessions/"+c2.SessionID)
+	if a.Principal.Kind != "admin" || before["state"] != "Pending" || after["state"] != "LoggedOff" {
+		t.Errorf("logoff of a Pending session: %+v before %v after %v", a, before, after)
+	}
+
+	do("POST", p+"/sessionhosts/audh1/resetregistration", "", 204)
+	a, before, after = oneEntry(t, e, "sessionhost.resetregistration", "hostpools/aud1/sessionhosts/audh1/resetregistration")
+	byOps(a)
+	if before["registered"] != true || after["registered"] != false {
+		t.Errorf("resetregistration: before %v after %v", before, after)
+	}
+	do("DELETE", p+"/registrationtokens/"+rt.ID, "", 204)
+	a, before, after = oneEntry(t, e, "registrationtoken.revoke", "hostpools/aud1/registrationtokens/"+rt.ID)
+	byOps(a)
+	if before["id"] != rt.ID || after != nil {
+		t.Errorf("registrationtoken.revoke: before %v after %v", before, after)
+	}
+	do("DELETE", p+"/sessionhosts/audh1?force=true", "", 204)
+	a, before, after = oneEntry(t, e, "sessionhost.delete", "hostpools/aud1/sessionhosts/audh1")
+	byOps(a)
+	if before["name"] != "audh1" || after != nil {
+		t.Errorf("sessionhost.delete: before %v after %v", before, after)
+	}
+	do("DELETE", p+"?force=true", "", 204)
+	a, before, after = oneEntry(t, e, "hostpool.delete", "hostpools/aud1")
+	byOps(a)
+	if before["description"] != "second" || after != nil {
+		t.Errorf("hostpool.delete: before %v after %v", before, after)
+	}
+
+	// Tokens, by the admin.
+	tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Reader", Subject: "auditor", HostPools: []string{"aud2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "token.create"})
+	var found *vdibroker.AuditEntry
+	for _, x := range list {
+		var af map[string]any
+		_ = json.Unmarshal(x.After, &af)
+		if af["id"] == tr.ID {
+			found, after = x, af
+		}
+	}
+	if found == nil || found.Principal.Kind != "admin" || after["role"] != "Reader" || strings.Contains(string(found.After), tr.Secret) {
+		t.Errorf("token.create: %+v after %v", found, after)
+	}
+	if err := e.admin.DeleteToken(ctx, tr.ID); err != nil {
+		t.Fatal(err)
+	}
+	a, before, _ = oneEntry(t, e, "token.revoke", "tokens/"+tr.ID)
+	if a.Principal.Kind != "admin" || before["subject"] != "auditor" || a.After == nil {
+		t.Errorf("token.revoke: %+v before %v", a, before)
+	}
+
+	// Sign-in.
+	do("POST", "/api/v1/signin", "", 200)
+	a, _, _ = oneEntry(t, e, "signin", "signin")
+	byOps(a)
+
+	// The filters: by principal, since.
+	mine, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Principal: ctr.ID})
+	if err != nil || len(mine) < 10 {
+		t.Errorf("?principal=%s: %d entries, %v", ctr.ID, len(mine), err)
+	}
+	for _, m := range mine {
+		if m.Principal.ID != ctr.ID {
+			t.Errorf("?principal= answered %+v", m.Principal)
+		}
+	}
+	later, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Since: e.clock.Now().Add(time.Hour)})
+	if err != nil || len(later) != 0 {
+		t.Errorf("?since= an hour ahead: %d entries, %v", len(later), err)
+	}
+	pool1, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/aud1/"})
+	if err != nil || len(pool1) < 10 {
+		t.Errorf("?target=hostpools/aud1/: %d, %v", len(pool1), err)
+	}
+	// Paging follows nextLink.
+	small := e.client(0, adminToken)
+	small.PageSize = 3
+	all, err := small.ListAudit(ctx, vhttp.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, _ := e.admin.ListAudit(ctx, vhttp.AuditQuery{})
+	if len(all) != len(big) || len(all) < 15 {
+		t.Errorf("paged %d entries, unpaged %d", len(all), len(big))
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].Seq <= all[i-1].Seq {
+			t.Errorf("entries out of order: %d after %d", all[i].Seq, all[i-1].Seq)
+		}
+	}
+	// A scoped Contributor sees the entries of its pools only.
+	scoped, err := e.client(0, ops).ListAudit(ctx, vhttp.AuditQuery{})
+	if err != nil || len(scoped) == 0 {
+		t.Fatalf("scoped list: %d, %v", len(scoped), err)
+	}
+	for _, s := range scoped {
+		if s.HostPool != "aud1" {
+			t.Errorf("scoped Contributor sees %s %s (pool %q)", s.Action, s.Target, s.HostPool)
+		}
+	}
+}
+
+// TestAudit_Refusals: a refused request leaves one refusal entry and
+// changes nothing.
+func TestAudit_Refusals(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	e.pool("ref1", map[string]any{"description": "kept"})
+	rd, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Reader", Subject: "auditor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _, raw := rawDo(t, e, "PATCH", "/api/v1/hostpools/ref1", rd.Secret, `{"description": "changed"}`)
+	if status != 403 {
+		t.Fatalf("Reader PATCH: %d %s", status, raw)
+	}
+	a, _, _ := oneEntry(t, e, "hostpool.update", "hostpools/ref1")
+	if a.Outcome != "refused" || a.Principal.ID != rd.ID || a.Principal.Role != "Reader" || !strings.HasPrefix(a.Error, "PermissionDenied") {
+		t.Errorf("refusal entry %+v", a)
+	}
+	if p, _ := e.admin.GetHostPool(ctx, "ref1"); p.Description != "kept" {
+		t.Errorf("refused PATCH changed the pool: %q", p.Description)
+	}
+
+	// No API deletes the trail: only the retention prune does.
+	ctr, _ := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Contributor", Subject: "ops"})
+	for _, m := range []string{"DELETE", "PUT", "PATCH", "POST"} {
+		if status, _, raw := rawDo(t, e, m, "/api/v1/auditlog", ctr.Secret, `{}`); status != 405 {
+			t.Errorf("%s /api/v1/auditlog: %d %s, want 405", m, status, raw)
+		}
+	}
+	// A forged token: refused as anonymous.
+	if status, _, _ := rawDo(t, e, "DELETE", "/api/v1/hostpools/ref1", "vdbt_forged", ""); status != 401 {
+		t.Fatalf("forged DELETE: %d", status)
+	}
+	a, _, _ = oneEntry(t, e, "hostpool.delete", "hostpools/ref1")
+	if a.Outcome != "refused" || a.Principal.Kind != "anonymous" || !strings.HasPrefix(a.Error, "Unauthenticated") {
+		t.Errorf("forged refusal %+v", a)
+	}
+	// A failed sign-in.
+	if status, _, _ := rawDo(t, e, "POST", "/api/v1/signin", "vdbt_wrong", ""); status != 401 {
+		t.Fatalf("bad sign-in: %d", status)
+	}
+	a, _, _ = oneEntry(t, e, "signin", "signin")
+	if a.Outcome != "refused" {
+		t.Errorf("failed sign-in %+v", a)
+	}
+
+	// Registrations refused: a bogus token, and a takeover of a
+	// registered host; the host keeps its credential.
+	_, err = e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: "vdbr_bogus", HostName: "refh1", Address: "refh1.example.test:3389"})
+	wantCode(t, err, vdibroker.EUnauthenticated)
+	a, _, _ = oneEntry(t, e, "sessionhost.register", "agent/register/refh1")
+	if a.Outcome != "refused" || a.Principal.Kind != "registration" {
+		t.Errorf("bogus registration %+v", a)
+	}
+	hosts := e.addHosts("ref1", "refh", 1)
+	rt, err := e.admin.CreateRegistrationToken(ctx, "ref1", vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: hosts[0], Address: "evil.example.test:3389"})
+	wantCode(t, err, vdibroker.EConflict)
+	// The token was valid: the refusal names its pool and the token.
+	list, _ := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "sessionhost.register", Target: "hostpools/ref1/sessionhosts/" + hosts[0]})
+	if len(list) != 2 || list[0].Outcome != "ok" || list[1].Outcome != "refused" || !strings.HasPrefix(list[1].Error, "Conflict") ||
+		list[1].Principal.ID != rt.ID {
+		t.Errorf("registration then refused takeover: %+v", list)
+	}
+	e.heartbeat(hosts[0]) // its old credential still works
+	if h, _ := e.admin.GetSessionHost(ctx, "ref1", hosts[0]); h.Address == "evil.example.test:3389" {
+		t.Errorf("refused registration changed the host")
+	}
+	// Out of scope: refused, recorded, nothing changed.
+	sc, _ := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Contributor", Subject: "other", HostPools: []string{"elsewhere"}})
+	if status, _, _ := rawDo(t, e, "PATCH", "/api/v1/hostpools/ref1", sc.Secret, `{"description": "x"}`); status != 403 {
+		t.Fatalf("out of scope PATCH: %d", status)
+	}
+	list, _ = e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "hostpool.update", Principal: sc.ID})
+	if len(list) != 1 || list[0].Outcome != "refused" || !strings.Contains(list[0].Error, "outside") {
+		t.Errorf("out of scope refusal %+v", list)
+	}
+	if p, _ := e.admin.GetHostPool(ctx, "ref1"); p.Description != "kept" {
+		t.Errorf("out of scope PATCH changed the pool")
+	}
+}
+
+// TestAudit_LogLine: every entry written is one JSON log line, message
+// "audit", for a SIEM; refusals too.
+func TestAudit_LogLine(t *testing.T) {
+	st, err := store.Open(context.Background(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var logs syncBuffer
+	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	c := vhttp.NewClient(ts.URL, adminToken)
+	if _, err := c.PutHostPool(context.Background(), "logp", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := vhttp.NewClient(ts.URL, "forged").DeleteHostPool(context.Background(), "logp", false); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Fatalf("forged delete: %v", err)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON line: %q", l)
+		}
+		if m["msg"] == "audit" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("%d audit log lines, want 2 (the put, the refused delete): %s", len(lines), logs.String())
+	}
+	a, _ := lines[0]["audit"].(map[string]any)
+	if a["action"] != "hostpool.put" || a["target"] != "hostpools/logp" || a["outcome"] != "ok" || lines[0]["request_id"] == nil {
+		t.Errorf("put line %v", lines[0])
+	}
+	b, _ := lines[1]["audit"].(map[string]any)
+	if b["action"] != "hostpool.delete" || b["outcome"] != "refused" {
+		t.Errorf("refusal line %v", lines[1])
+	}
+}
+
+// TestAudit_Federation: applying the federation document is audited with
+// the document before and after.
+func TestAudit_Federation(t *testing.T) {
+	envs := fedPods(t, 1, 1, 1, vdibroker.DistributionSessionCount)
+	e := envs[0]
+	a, before, after := oneEntry(t, e, "federation.put", "federation")
+	if a.Principal.Kind != "admin" || before != nil || after["generation"] == nil || after["pods"] == nil {
+		t.Errorf("first apply: %+v before %v after %v", a, before, after)
+	}
+}

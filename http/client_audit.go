@@ -1,0 +1,32 @@
+package http
+
+import (
+	"context"
+	"net/url"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// AuditQuery filters GET /api/v1/auditlog; empty fields match all.
+type AuditQuery struct {
+	Target    string // exact, or a prefix ending in "/"
+	Principal string // token id, OIDC subject or token subject
+	Action    string
+	Since     time.Time
+}
+
+// ListAudit lists audit entries, oldest first, following nextLink to the
+// end (issue 15; admin and Contributors).
+func (c *Client) ListAudit(ctx context.Context, q AuditQuery) ([]*vdibroker.AuditEntry, error) {
+	v := url.Values{}
+	for k, s := range map[string]string{"target": q.Target, "principal": q.Principal, "action": q.Action} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	return listAll[*vdibroker.AuditEntry](ctx, c, "/api/v1/auditlog", v)
+}

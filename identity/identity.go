@@ -1,0 +1,287 @@
+// Package identity signs people in with OpenID Connect (issue 15): the
+// authorization code flow with PKCE, state and nonce for the console, and
+// the verification of an identity provider's ID tokens (and JWT access
+// tokens) presented to the API as bearer tokens. A role map turns the
+// groups claim into a vdibroker role and host-pool scope.
+//
+// Tokens are verified with github.com/coreos/go-oidc (signature against the
+// issuer's published keys, issuer, audience = the client id, expiry); the
+// code exchange is golang.org/x/oauth2's.
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/goccy/go-yaml"
+	"golang.org/x/oauth2"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Config configures a Provider.
+type Config struct {
+	// Issuer is the provider's issuer URL (its discovery document is at
+	// Issuer + "/.well-known/openid-configuration").
+	Issuer       string
+	ClientID     string
+	ClientSecret string
+	// RedirectURL is the console's callback, <external URL>/signin/oidc/callback.
+	RedirectURL string
+	// GroupsClaim is the claim holding the user's groups (default "groups").
+	GroupsClaim string
+	Roles       RoleMap
+	// Now is the clock tokens' expiry is checked against (nil: time.Now).
+	Now func() time.Time
+	// HTTPClient reaches the provider (nil: http.DefaultClient).
+	HTTPClient *http.Client
+}
+
+// RoleMap maps groups to roles: the file of serve --oidc-role-map.
+//
+//	groups:
+//	  vdi-admins:   {role: Contributor}
+//	  pool-a-ops:   {role: Contributor, hostPools: [pool-a]}
+//	  helpdesk:     {role: Reader}
+//	  pool-a-users: {role: User, hostPools: [pool-a]}
+type RoleMap struct {
+	Groups map[string]Grant `yaml:"groups" json:"groups"`
+}
+
+// Grant is a role, scoped to host pools (none: every pool).
+type Grant struct {
+	Role      string   `yaml:"role" json:"role"`
+	HostPools []string `yaml:"hostPools" json:"hostPools"`
+}
+
+// LoadRoleMap reads and checks a role map file.
+func LoadRoleMap(path string) (RoleMap, error) {
+	var m RoleMap
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return m, err
+	}
+	if err := yaml.UnmarshalWithOptions(b, &m, yaml.Strict()); err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
+	for g, gr := range m.Groups {
+		switch gr.Role {
+		case vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleUser:
+		default:
+			return m, fmt.Errorf("%s: group %q: role must be Reader, Contributor or User, got %q", path, g, gr.Role)
+		}
+		for _, p := range gr.HostPools {
+			if err := vdibroker.ValidateName("hostPools", p, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
+				return m, fmt.Errorf("%s: group %q: %v", path, g, err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// roleRank orders roles: the strongest of a user's groups wins.
+var roleRank = map[string]int{vdibroker.RoleUser: 1, vdibroker.RoleReader: 2, vdibroker.RoleContributor: 3}
+
+// Resolve returns the role and scope of a user in groups: the strongest
+// role any group grants, scoped to the union of the host pools of the
+// groups granting it (every pool if one of them is unscoped). ok is false
+// when no group is mapped.
+func (m RoleMap) Resolve(groups []string) (role string, pools []string, ok bool) {
+	unscoped := false
+	for _, g := range groups {
+		gr, found := m.Groups[g]
+		if !found {
+			continue
+		}
+		switch {
+		case roleRank[gr.Role] > roleRank[role]:
+			role, pools, unscoped = gr.Role, nil, false
+		case gr.Role != role:
+			continue
+		}
+		if len(gr.HostPools) == 0 {
+			unscoped = true
+		}
+		pools = append(pools, gr.HostPools...)
+	}
+	if role == "" {
+		return "", nil, false
+	}
+	if unscoped {
+		return role, nil, true
+	}
+	slices.Sort(pools)
+	return role, slices.Compact(pools), true
+}
+
+// Identity is a verified user.
+type Identity struct {
+	Subject   string
+	Name      string // preferred_username, email or name, for display
+	Role      string
+	HostPools []string
+	Expiry    time.Time
+	Groups    []string
+}
+
+// Provider is a configured OpenID provider.
+type Provider struct {
+	cfg      Config
+	verifier *oidc.IDTokenVerifier
+	oauth    oauth2.Config
+}
+
+// New discovers the provider and returns it.
+func New(ctx context.Context, cfg Config) (*Provider, error) {
+	if cfg.Issuer == "" || cfg.ClientID == "" {
+		return nil, errors.New("oidc: the issuer and the client id are required")
+	}
+	if cfg.GroupsClaim == "" {
+		cfg.GroupsClaim = "groups"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	ctx = oidc.ClientContext(ctx, cfg.HTTPClient)
+	p, err := oidc.NewProvider(ctx, cfg.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("oidc: discover %s: %w", cfg.Issuer, err)
+	}
+	return &Provider{
+		cfg:      cfg,
+		verifier: p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now}),
+		oauth: oauth2.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, Endpoint: p.Endpoint(),
+			RedirectURL: cfg.RedirectURL, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}},
+	}, nil
+}
+
+// Issuer returns the issuer URL.
+func (p *Provider) Issuer() string { return p.cfg.Issuer }
+
+// LooksLikeJWT reports whether a bearer token is a compact JWS (three
+// base64url parts), which vdibroker's own tokens never are.
+func LooksLikeJWT(tok string) bool {
+	return strings.Count(tok, ".") == 2 && !strings.HasPrefix(tok, "vdb")
+}
+
+// Verify checks a raw ID token (or JWT access token whose audience is the
+// client id): signature against the issuer's keys, issuer, audience and
+// expiry; then maps its groups to a role. A user none of whose groups is
+// mapped is refused (PermissionDenied).
+func (p *Provider) Verify(ctx context.Context, raw string) (*Identity, error) {
+	id, _, err := p.verify(ctx, raw)
+	return id, err
+}
+
+func (p *Provider) verify(ctx context.Context, raw string) (*Identity, *oidc.IDToken, error) {
+	ctx = oidc.ClientContext(ctx, p.cfg.HTTPClient)
+	tok, err := p.verifier.Verify(ctx, raw)
+	if err != nil {
+		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token: %v", err)
+	}
+	claims := map[string]any{}
+	if err := tok.Claims(&claims); err != nil {
+		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token claims: %v", err)
+	}
+	id := &Identity{Subject: tok.Subject, Expiry: tok.Expiry, Groups: stringList(claims[p.cfg.GroupsClaim])}
+	for _, k := range []string{"preferred_username", "email", "name"} {
+		if s, ok := claims[k].(string); ok && s != "" {
+			id.Name = s
+			break
+		}
+	}
+	if id.Subject == "" {
+		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token: no subject")
+	}
+	role, pools, ok := p.cfg.Roles.Resolve(id.Groups)
+	if !ok {
+		return nil, nil, vdibroker.Errorf(vdibroker.EPermission, "no role is mapped to the groups of %s (claim %q: %v)", id.Subject, p.cfg.GroupsClaim, id.Groups)
+	}
+	id.Role, id.HostPools = role, pools
+	return id, tok, nil
+}
+
+// stringList reads a claim that is a list of strings (or one string).
+func stringList(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// Login is one sign-in under way: its state, nonce and PKCE verifier, kept
+// by the caller until the callback, and the redirect URL it used.
+type Login struct {
+	State       string
+	Nonce       string
+	Verifier    string
+	RedirectURL string
+}
+
+// RedirectURL is the configured callback ("" when none: the caller derives
+// it from the request).
+func (p *Provider) RedirectURL() string { return p.cfg.RedirectURL }
+
+// NewLogin returns a Login with fresh random values and the URL to send
+// the browser to; the provider sends it back to redirectURL.
+func (p *Provider) NewLogin(redirectURL string) (*Login, string) {
+	l := &Login{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(), RedirectURL: redirectURL}
+	oc := p.oauth
+	oc.RedirectURL = redirectURL
+	u := oc.AuthCodeURL(l.State, oidc.Nonce(l.Nonce), oauth2.S256ChallengeOption(l.Verifier))
+	return l, u
+}
+
+// Finish exchanges the callback's code (with the login's PKCE verifier),
+// verifies the ID token and its nonce, and returns the identity and the
+// raw ID token.
+func (p *Provider) Finish(ctx context.Context, l *Login, code string) (*Identity, string, error) {
+	ctx = oidc.ClientContext(ctx, p.cfg.HTTPClient)
+	oc := p.oauth
+	oc.RedirectURL = l.RedirectURL
+	tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(l.Verifier))
+	if err != nil {
+		return nil, "", vdibroker.Errorf(vdibroker.EUnauthenticated, "the identity provider refused the code: %v", err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return nil, "", vdibroker.Errorf(vdibroker.EUnauthenticated, "the identity provider answered no id_token")
+	}
+	id, idt, err := p.verify(ctx, raw)
+	if err != nil {
+		return nil, "", err
+	}
+	if idt.Nonce == "" || idt.Nonce != l.Nonce {
+		return nil, "", vdibroker.Errorf(vdibroker.EUnauthenticated, "the ID token's nonce is not this sign-in's")
+	}
+	return id, raw, nil
+}
+
+func randomString() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}

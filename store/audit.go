@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The audit trail (issue 15, migration 00014). A write serving an audited
+// request (vdibroker.WithAudit) inserts the request's entry in its own
+// transaction (writeOnce), after the method's changes: the change and its
+// entry commit together or not at all. Only the first write of a request
+// records it (a request that writes twice records its first change).
+
+// pendingAudit returns ctx's entry if no write has recorded it yet.
+func pendingAudit(ctx context.Context) *vdibroker.AuditEntry {
+	e := vdibroker.AuditFrom(ctx)
+	if e == nil || e.Seq != 0 {
+		return nil
+	}
+	return e
+}
+
+// audited records what the write changed: before and after (nil: none) as
+// JSON. A no-op outside an audited request.
+func (t *tx) audited(before, after any) {
+	if t.audit == nil {
+		return
+	}
+	t.audit.Before, t.audit.After = auditJSON(before), auditJSON(after)
+}
+
+func auditJSON(v any) json.RawMessage {
+	if v == nil {
+		return json.RawMessage("null")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// insertAudit inserts the transaction's entry (none: 0, nil).
+func (t *tx) insertAudit(ctx context.Context) (int64, error) {
+	if t.audit == nil {
+		return 0, nil
+	}
+	return insertAuditRow(ctx, t, t.audit)
+}
+
+func insertAuditRow(ctx context.Context, t *tx, e *vdibroker.AuditEntry) (int64, error) {
+	if e.Outcome == "" {
+		e.Outcome = vdibroker.AuditOK
+	}
+	if len(e.Before) == 0 {
+		e.Before = json.RawMessage("null")
+	}
+	if len(e.After) == 0 {
+		e.After = json.RawMessage("null")
+	}
+	var seq int64
+	err := t.row(ctx, `INSERT INTO audit_log (time, principal_kind, principal_id, principal_name, principal_role,
+		principal_scope, remote_addr, request_id, action, target, host_pool, outcome, error, before, after)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING seq`,
+		ns(e.Time), e.Principal.Kind, e.Principal.ID, e.Principal.Name, e.Principal.Role,
+		list(e.Principal.HostPools), e.RemoteAddr, e.RequestID, e.Action, e.Target, e.HostPool,
+		e.Outcome, e.Error, string(e.Before), string(e.After)).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("insert audit entry: %w", err)
+	}
+	return seq, nil
+}
+
+// AppendAudit implements vdibroker.AuditStore.
+func (s *DB) AppendAudit(ctx context.Context, e *vdibroker.AuditEntry) error {
+	if e.Time.IsZero() {
+		e.Time = s.now()
+	}
+	var seq int64
+	err := s.write(context.WithoutCancel(ctx), func(t *tx) (err error) {
+		t.audit = nil // this entry is the write, not a change it records
+		seq, err = insertAuditRow(ctx, t, e)
+		return err
+	})
+	if err != nil {
+		return wrap(err, "append audit entry")
+	}
+	e.Seq = seq
+	return nil
+}
+
+// ListAudit implements vdibroker.AuditStore.
+func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibroker.AuditEntry, error) {
+	var where []string
+	var args []any
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	if f.After > 0 {
+		add("seq > ?", f.After)
+	}
+	switch {
+	case strings.HasSuffix(f.Target, "/"):
+		add("substr(target, 1, ?) = ?", len(f.Target), f.Target)
+	case f.Target != "":
+		add("target = ?", f.Target)
+	}
+	if f.Principal != "" {
+		add("(principal_id = ? OR principal_name = ?)", f.Principal, f.Principal)
+	}
+	if f.Action != "" {
+		add("action = ?", f.Action)
+	}
+	if !f.Since.IsZero() {
+		add("time >= ?", ns(f.Since))
+	}
+	if len(f.HostPools) > 0 {
+		ph := strings.TrimSuffix(strings.Repeat("?,", len(f.HostPools)), ",")
+		for _, p := range f.HostPools {
+			args = append(args, p)
+		}
+		where = append(where, "host_pool IN ("+ph+")")
+	}
+	q := `SELECT seq, time, principal_kind, principal_id, principal_name, principal_role, principal_scope,
+		remote_addr, request_id, action, target, host_pool, outcome, error, before, after FROM audit_log`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY seq"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	var out []*vdibroker.AuditEntry
+	err := s.read(ctx, func(t *tx) (err error) {
+		out, err = queryAll(ctx, t, scanAudit, q, args...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list audit entries: %w", err)
+	}
+	return out, nil
+}
+
+func scanAudit(sc scanner) (*vdibroker.AuditEntry, error) {
+	var e vdibroker.AuditEntry
+	var tm int64
+	var scope, before, after string
+	if err := sc.Scan(&e.Seq, &tm, &e.Principal.Kind, &e.Principal.ID, &e.Principal.Name, &e.Principal.Role, &scope,
+		&e.RemoteAddr, &e.RequestID, &e.Action, &e.Target, &e.HostPool, &e.Outcome, &e.Error, &before, &after); err != nil {
+		return nil, err
+	}
+	e.Time = fromNS(tm)
+	e.Principal.HostPools = parseList(scope)
+	e.Before, e.After = json.RawMessage(before), json.RawMessage(after)
+	return &e, nil
+}
+
+// parseList decodes list's JSON; bad or empty text is nil.
+func parseList(s string) []string {
+	var l []string
+	if err := json.Unmarshal([]byte(s), &l); err != nil || len(l) == 0 {
+		return nil
+	}
+	return l
+}
