@@ -54,3 +54,18 @@ func TestPoolPageIsPaged(t *testing.T) {
 		t.Errorf("the second page should start at bh-100 and be the last")
 	}
 }
+
+// TestSessionsPageMarksAdopted (issue 14): a session the host reported but
+// the broker did not place is marked adopted on the sessions page.
+func TestSessionsPageMarksAdopted(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	e.heartbeat("host-2", []vdibroker.AgentSession{{ID: "9", User: "walkin", State: vdibroker.StateActive}})
+	b := e.browser()
+	b.signin(adminToken)
+	page := b.get("/sessions?pool=pool-a")
+	wantStatus(t, page, 200)
+	if got := strings.Count(page.body, "data-adopted"); got != 1 {
+		t.Errorf("%d sessions marked adopted, want 1 (walkin; alice was placed)", got)
+	}
+}

@@ -280,6 +280,9 @@ func TestCLIOverTLSAndHostIdentity(t *testing.T) {
 	if r := tls("sessionhost", "reset-registration", "--host-pool", "clipool", "--name", "cli-01"); r.code != 0 {
 		t.Errorf("sessionhost reset-registration: exit %d: %s", r.code, r.stderr)
 	}
+	if r := tls("token", "create", "--role", "Reader", "--subject", "auditor", "--host-pools", "clipool", "-o", "json", "--query", "hostPools"); r.code != 0 || !strings.Contains(r.stdout, `"clipool"`) {
+		t.Errorf("token create --host-pools: exit %d %q; want the token scoped to clipool", r.code, r.stdout)
+	}
 	if r := tls("registration-token", "delete", "--host-pool", "clipool", "--id", rt.ID); r.code != 0 {
 		t.Errorf("registration-token delete: exit %d: %s", r.code, r.stderr)
 	}
