@@ -333,7 +333,13 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := &api{h: c.api, token: token, remoteAddr: r.RemoteAddr}
-	if _, err := a.listPools(r.Context()); err != nil {
+	// The sign-in itself first: the API records it, or its refusal, as a
+	// sign-in in the audit trail (issue 15).
+	role, err := a.signinWhoami(r.Context())
+	if err == nil {
+		_, err = a.listPools(r.Context())
+	}
+	if err != nil {
 		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
 		msg := "That token was not accepted: " + vdibroker.ErrorMessage(err)
 		if vdibroker.ErrorCode(err) == vdibroker.EPermission {
@@ -341,11 +347,6 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		}
 		c.renderSignin(w, r, status, msg)
 		return
-	}
-	role, err := a.signinWhoami(r.Context()) // oidc.go: recorded as a sign-in
-	if err != nil {
-		c.log.Warn("console: whoami failed; offering every action (the API still checks each)", "err", err)
-		role = ""
 	}
 	sid := c.newSecret()
 	c.mu.Lock()

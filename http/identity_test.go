@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -107,7 +108,13 @@ func TestRogueHostCannotCaptureUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(list) != 1 || list[0].User != "walkin" || !list[0].Adopted {
-		t.Errorf("sessions on the rogue host: %+v, want walkin alone, adopted", list)
+		t.Fatalf("sessions on the rogue host: %+v, want walkin alone, adopted", list)
+	}
+	// The audit trail says the host's report put it there.
+	status, _, body := rawDo(t, e, "GET", "/api/v1/auditlog?action=usersession.adopt", adminToken, "")
+	if status != 200 || strings.Count(string(body), `"action":"usersession.adopt"`) != 1 ||
+		!strings.Contains(string(body), "usersessions/"+list[0].ID) || !strings.Contains(string(body), `"kind":"host"`) {
+		t.Errorf("audit of the adoption: %d %s; want one usersession.adopt entry by the host for %s", status, body, list[0].ID)
 	}
 }
 

@@ -267,3 +267,13 @@ func (s *DB) AddHistory(ctx context.Context, pool string, hosts, users, n int) e
 
 // PostgresDefaults is postgresDefaults, for the tests.
 var PostgresDefaults = postgresDefaults
+
+// PostgresSetting is SHOW name on one of the store's own connections.
+func (s *DB) PostgresSetting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, "SHOW "+name).Scan(&v)
+	return v, err
+}
+
+// IsPostgres reports whether the store is on PostgreSQL.
+func (s *DB) IsPostgres() bool { return s.d == postgresDialect }

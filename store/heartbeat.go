@@ -243,6 +243,14 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 				o.id, p.Name, host, r.User, want, ns(now), ns(now), r.ID, "", false, false, true); err != nil {
 				return 0, 0, nil, err
 			}
+			// The audit trail says a host's report, not the broker, put
+			// this session there (issue 14).
+			if _, err := insertAuditRow(ctx, t, &vdibroker.AuditEntry{Time: now,
+				Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalHost, ID: host},
+				Action:    "usersession.adopt", Target: "hostpools/" + p.Name + "/usersessions/" + o.id, HostPool: p.Name,
+				After: auditJSON(map[string]string{"user": r.User, "sessionHost": host, "state": want, "agentSessionId": r.ID})}); err != nil {
+				return 0, 0, nil, err
+			}
 			s1, c1 := countsOf(want)
 			ds, dc = ds+s1, dc+c1
 			open = append(open, o)

@@ -166,3 +166,18 @@ func TestListSessionHostsPage(t *testing.T) {
 		wantCode(t, err, vdibroker.ENotFound)
 	})
 }
+
+// TestPostgresStatementTimeout (issue 14): the store's own PostgreSQL
+// connections carry a statement_timeout, as a backstop behind the store
+// deadline of each call.
+func TestPostgresStatementTimeout(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		if !s.IsPostgres() {
+			t.Skip("PostgreSQL only")
+		}
+		got, err := s.PostgresSetting(t.Context(), "statement_timeout")
+		if err != nil || got != "30s" {
+			t.Errorf("statement_timeout = %q, %v; want 30s", got, err)
+		}
+	})
+}

@@ -220,9 +220,44 @@ func postgresDefaults(dsn string) string {
 	return u.String()
 }
 
+// statementTimeout is the server-side bound of every statement of the
+// broker's own connections (issue 14): a backstop behind the store
+// deadline each call carries, for a statement whose client went away. The
+// migrations run on connections of their own without it (an index build
+// on a week of history may take longer).
+const statementTimeout = "30s"
+
+// withStatementTimeout adds statement_timeout to a URL DSN that sets none.
+func withStatementTimeout(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return dsn
+	}
+	q := u.Query()
+	if q.Get("statement_timeout") == "" {
+		q.Set("statement_timeout", statementTimeout)
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
 func (s *DB) openPostgres(ctx context.Context, dsn string) error {
 	s.d = postgresDialect
-	db, err := sql.Open("pgx", postgresDefaults(dsn))
+	dsn = postgresDefaults(dsn)
+	mdb, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return fmt.Errorf("open postgres: %w", err)
+	}
+	defer mdb.Close()
+	mdb.SetMaxOpenConns(2)
+	if err := mdb.PingContext(ctx); err != nil {
+		return fmt.Errorf("open postgres: %w", err)
+	}
+	s.w, s.r = mdb, mdb
+	if err := s.migrate(ctx, goose.DialectPostgres, "migrations/postgres"); err != nil {
+		return err
+	}
+	db, err := sql.Open("pgx", withStatementTimeout(dsn))
 	if err != nil {
 		return fmt.Errorf("open postgres: %w", err)
 	}
@@ -232,10 +267,6 @@ func (s *DB) openPostgres(ctx context.Context, dsn string) error {
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return fmt.Errorf("open postgres: %w", err)
-	}
-	if err := s.migrate(ctx, goose.DialectPostgres, "migrations/postgres"); err != nil {
-		db.Close()
-		return err
 	}
 	return nil
 }
