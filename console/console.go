@@ -452,6 +452,7 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 	// A Reader sees no drain, settings or log-off controls: the API would
 	// refuse them (R-SEC), and it still checks every change.
 	data["CanWrite"] = rq.sess.role != vdibroker.RoleReader && rq.sess.role != vdibroker.RoleUser
+	_, data["Federation"] = c.pages["federation"] // a pod (EnableFederation)
 	if _, ok := data["Flash"]; !ok {
 		data["Flash"] = c.takeFlash(rq.sess)
 	}

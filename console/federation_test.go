@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,6 +45,9 @@ func TestFederationPage(t *testing.T) {
 	e.seed("alice")
 	b := e.browser()
 	b.signin(adminToken)
+	if !strings.Contains(b.get("/").body, `href="/federation"`) {
+		t.Errorf("a pod's console nav has no federation link")
+	}
 	a := b.get("/federation")
 	wantStatus(t, a, http.StatusOK)
 	wantContains(t, a, "no federation document")

@@ -69,3 +69,14 @@ func TestSessionsPageMarksAdopted(t *testing.T) {
 		t.Errorf("%d sessions marked adopted, want 1 (walkin; alice was placed)", got)
 	}
 }
+
+// TestNavWithoutFederation: a broker that is no pod offers no federation
+// page in its nav.
+func TestNavWithoutFederation(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	b.signin(adminToken)
+	if strings.Contains(b.get("/").body, `href="/federation"`) {
+		t.Errorf("the nav of a broker that is no pod links to /federation")
+	}
+}
