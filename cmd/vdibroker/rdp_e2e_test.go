@@ -343,7 +343,9 @@ func TestRDPE2E(t *testing.T) {
 	})
 	rdpStart(t, "ip", nil, inNS(bin, "agent", "--server", base, "--registration-token", tok.Token,
 		"--host-name", rdpHostName, "--address", rdpNSAddr+":3389", "--state-dir", filepath.Join(dir, "agent"),
-		"--heartbeat-interval", heartbeat.String(), "--sessions-provider", "xrdp", "--log-level", "debug")...)
+		"--heartbeat-interval", heartbeat.String(), "--sessions-provider", "xrdp", "--log-level", "debug",
+		// The broker is the test's own, across the test's own veth pair.
+		"--insecure-http")...)
 	e2eEventually(t, "the host Available", 30*time.Second, func() bool {
 		h, ok := api.tryHost(rdpPool, rdpHostName)
 		return ok && h.Status == vdibroker.StatusAvailable
