@@ -35,14 +35,16 @@ func (g *guardedStore) begin(ctx context.Context) (context.Context, context.Canc
 	return ctx, cancel, nil
 }
 
+// Ping asks the store; a failure is confirmed like any other (a caller
+// that hangs up, or one slow ping, does not start an outage).
 func (g *guardedStore) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	if err := g.Store.Ping(ctx); err != nil {
-		g.health.fail(err.Error())
-		return unavailable(err)
+	err := g.Store.Ping(ctx)
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
 	}
-	return nil
+	return g.health.check(err)
 }
 
 func (g *guardedStore) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (v bool, err error) {

@@ -6,7 +6,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"log/slog"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,3 +100,91 @@ func (h *hungStore) GetHostPool(ctx context.Context, name string) (*vdibroker.Ho
 	}
 	return h.Store.GetHostPool(ctx, name)
 }
+
+// TestHealthRecoversAfterAFlap (review): the store fails again while the
+// recovery hooks run (a flapping failover); once it answers for good, the
+// broker must leave outage mode by itself. Before, the prober still
+// counted as running when that second outage began, so none was started
+// and the broker stayed down until restarted.
+func TestHealthRecoversAfterAFlap(t *testing.T) {
+	var mu sync.Mutex
+	up := false
+	ping := func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if up {
+			return nil
+		}
+		return errors.New("connection refused")
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: ping, interval: 20 * time.Millisecond,
+		timeout: 20 * time.Millisecond, stop: stop}
+	flapped := make(chan struct{})
+	var once sync.Once
+	h.onUp = append(h.onUp, func() {
+		once.Do(func() {
+			mu.Lock()
+			up = false // down again while recovering
+			mu.Unlock()
+			h.check(errors.New("write failed"))
+			if !h.Down() {
+				t.Error("a failed write during recovery, its pings failing, did not start an outage")
+			}
+			mu.Lock()
+			up = true // and back for good
+			mu.Unlock()
+			close(flapped)
+		})
+	})
+	h.fail("connection refused")
+	mu.Lock()
+	up = true
+	mu.Unlock()
+	select {
+	case <-flapped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the store came back but the recovery hooks did not run")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.Down() {
+		if time.Now().After(deadline) {
+			t.Fatal("still down 5 s after the store came back for good: no prober after the flap")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPingFailureIsConfirmed (review): one failed or abandoned ping (a
+// /healthz caller that hung up) does not start an outage.
+func TestPingFailureIsConfirmed(t *testing.T) {
+	calls := 0
+	ping := func(ctx context.Context) error {
+		calls++
+		if calls == 1 {
+			return errors.New("timeout")
+		}
+		return nil
+	}
+	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: ping, interval: time.Hour, timeout: time.Second, stop: make(chan struct{})}
+	g := &guardedStore{Store: &pingStore{ping: ping}, timeout: time.Second, health: h}
+	g.Ping(t.Context())
+	if h.Down() {
+		t.Errorf("one failed ping started an outage")
+	}
+	cctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	g2 := &guardedStore{Store: &pingStore{ping: func(ctx context.Context) error { return ctx.Err() }}, timeout: time.Second, health: h}
+	g2.Ping(cctx)
+	if h.Down() {
+		t.Errorf("a caller that hung up started an outage")
+	}
+}
+
+type pingStore struct {
+	vdibroker.Store
+	ping func(context.Context) error
+}
+
+func (p *pingStore) Ping(ctx context.Context) error { return p.ping(ctx) }

@@ -78,8 +78,12 @@ func (h *Health) fail(reason string) {
 }
 
 // recovered ends an outage and runs the recovery hooks (outside the lock).
+// The prober calls it and ends with it: it is no longer probing from the
+// moment the outage ends, so an outage that starts again while the hooks
+// run (a flapping failover) starts a prober of its own.
 func (h *Health) recovered() {
 	h.mu.Lock()
+	h.probing = false
 	if !h.down {
 		h.mu.Unlock()
 		return
@@ -110,7 +114,7 @@ func (h *Health) watch() {
 		if h.Down() {
 			continue
 		}
-		if err := h.confirm(); err != nil {
+		if err := h.confirm(h.timeout); err != nil {
 			h.fail(err.Error())
 		}
 	}
@@ -120,7 +124,7 @@ func (h *Health) watch() {
 // an outage is declared on two failures, not on one that a full connection
 // pool or a lost packet explains (every request then fails at once until
 // the store answers, so a false outage is costly).
-func (h *Health) confirm() error {
+func (h *Health) confirm(timeout time.Duration) error {
 	var err error
 	for attempt := range 2 {
 		if attempt > 0 {
@@ -130,7 +134,7 @@ func (h *Health) confirm() error {
 			case <-time.After(confirmPause):
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err = h.ping(ctx)
 		cancel()
 		if err == nil {
@@ -140,6 +144,10 @@ func (h *Health) confirm() error {
 	return err
 }
 
+// confirmTimeout bounds each ping of confirm: a request that failed has
+// waited already, and its answer should not wait two store timeouts more.
+func (h *Health) confirmTimeout() time.Duration { return min(h.timeout, time.Second) }
+
 // confirmPause is the wait between the two pings of confirm.
 const confirmPause = 200 * time.Millisecond
 
@@ -147,14 +155,12 @@ const confirmPause = 200 * time.Millisecond
 func (h *Health) probe() {
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
-	defer func() {
-		h.mu.Lock()
-		h.probing = false
-		h.mu.Unlock()
-	}()
 	for {
 		select {
 		case <-h.stop:
+			h.mu.Lock()
+			h.probing = false
+			h.mu.Unlock()
 			return
 		case <-t.C:
 		}
@@ -162,7 +168,7 @@ func (h *Health) probe() {
 		err := h.ping(ctx)
 		cancel()
 		if err == nil {
-			h.recovered()
+			h.recovered() // no longer probing from here on
 			return
 		}
 	}
@@ -177,7 +183,7 @@ func (h *Health) check(err error) error {
 		return err
 	}
 	if !h.Down() {
-		perr := h.confirm()
+		perr := h.confirm(h.confirmTimeout())
 		if perr == nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				// The store answers pings but not this call in time
