@@ -199,17 +199,17 @@ func authorizeRole(p *principal, need access) error {
 // route of auditedActions it rides in the context to the store, which
 // writes it with the change; a refusal is recorded by refused (audit.go).
 func (s *Server) handle(pattern string, need access, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
-	limited := pattern != "GET /healthz"
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		addr := clientAddr(r)
-		if limited && s.authFailures.exhausted(addr) {
-			writeError(w, r, s, throttled("too many failed authentications from this address", AuthFailuresPerSecond))
-			return
-		}
 		ev := s.startAudit(w, r)
 		fail := func(err error, refusal bool) {
-			if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated {
-				s.authFailures.spend(addr)
+			// Only failed authentications spend the address's bucket, and
+			// only they are answered 429 once it is empty (and no longer
+			// audited one by one): a valid token or host credential is
+			// never throttled, even from an address (a proxy, a NAT) that
+			// others share.
+			if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated && !s.authFailures.spend(clientAddr(r)) {
+				writeError(w, r, s, throttled("too many failed authentications from this address", AuthFailuresPerSecond))
+				return
 			}
 			s.refused(r, ev, err, refusal)
 			writeError(w, r, s, err)

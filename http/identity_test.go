@@ -163,3 +163,28 @@ func TestRateLimits(t *testing.T) {
 	}
 	wantCode(t, err, vdibroker.ETooManyRequests)
 }
+
+// TestRateLimitSparesValidCredentials (review): once an address has
+// failed authentication too often, its failed attempts get 429, but a
+// valid token and a host's heartbeat from the same address (a proxy, a
+// NAT) are still answered.
+func TestRateLimitSparesValidCredentials(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("sparepool", nil)
+	host := e.addHosts("sparepool", "spare", 1)[0]
+	forged := vhttp.NewClient(e.urls[0], "vdbt_forged")
+	var err error
+	for range vhttp.AuthFailureBurst + 10 {
+		if _, err = forged.ListHostPools(ctx); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+			break
+		}
+	}
+	wantCode(t, err, vdibroker.ETooManyRequests)
+	if _, err := e.admin.ListHostPools(ctx); err != nil {
+		t.Errorf("a valid token from the throttled address: %v", err)
+	}
+	if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{}); err != nil {
+		t.Errorf("a heartbeat from the throttled address: %v", err)
+	}
+}

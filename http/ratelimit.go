@@ -15,9 +15,10 @@ import (
 // what a busy pod does: a logon storm of valid tokens is never limited.
 //   - Failed authentication per client address: every 401 spends a token
 //     of the address's bucket (AuthFailuresPerSecond, burst
-//     AuthFailureBurst); while it is empty the address gets 429 for every
-//     call that needs a credential, so tokens and credentials cannot be
-//     guessed at speed.
+//     AuthFailureBurst); while it is empty the address's failed attempts
+//     are answered 429 (and not audited one by one), so tokens and
+//     credentials cannot be guessed at speed. A request that authenticates
+//     is never refused for its address.
 //   - Heartbeats per host credential (HeartbeatsPerSecond, burst
 //     HeartbeatBurst): an agent sends one every 10 s; a stolen or broken
 //     one cannot flood the shared write batch.
@@ -58,10 +59,6 @@ func (l *limiters) get(key string) *rate.Limiter {
 	return lim
 }
 
-// exhausted reports whether key's bucket is empty now, without spending.
-func (l *limiters) exhausted(key string) bool {
-	return l.get(key).Tokens() < 1
-}
 
 // spend takes one token of key's bucket, if any is left.
 func (l *limiters) spend(key string) bool { return l.get(key).Allow() }
