@@ -59,7 +59,6 @@ func (l *limiters) get(key string) *rate.Limiter {
 	return lim
 }
 
-
 // spend takes one token of key's bucket, if any is left.
 func (l *limiters) spend(key string) bool { return l.get(key).Allow() }
 
