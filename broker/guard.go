@@ -336,12 +336,13 @@ func (g *guardedStore) ResetRegistration(ctx context.Context, pool, host string)
 	return g.health.check(g.Store.ResetRegistration(ctx, pool, host))
 }
 
+// PruneHistory deletes in many short batches (store.PruneHistory); the
+// whole of it may take longer than one store timeout, so it runs under its
+// caller's deadline. It still fails at once during an outage.
 func (g *guardedStore) PruneHistory(ctx context.Context, before time.Time) (v int, err error) {
-	ctx, cancel, err := g.begin(ctx)
-	if err != nil {
-		return v, err
+	if g.health.Down() {
+		return 0, unavailable(errDown)
 	}
-	defer cancel()
 	v, err = g.Store.PruneHistory(ctx, before)
 	return v, g.health.check(err)
 }

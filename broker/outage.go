@@ -88,7 +88,15 @@ func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at tim
 	}
 	c := *hb
 	if old := hh.m[k]; old != nil {
-		c.Results = append(append([]vdibroker.CommandResult(nil), old.hb.Results...), hb.Results...)
+		if old.at.After(at) {
+			// A write that failed gives back an older heartbeat than
+			// one held meanwhile: keep the newer, add the older's results.
+			c = *old.hb
+			at = old.at
+			c.Results = append(append([]vdibroker.CommandResult(nil), hb.Results...), old.hb.Results...)
+		} else {
+			c.Results = append(append([]vdibroker.CommandResult(nil), old.hb.Results...), hb.Results...)
+		}
 	}
 	hh.m[k] = &heldHeartbeat{hb: &c, at: at}
 }

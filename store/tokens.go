@@ -170,11 +170,16 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			case derr != nil && !errors.Is(derr, sql.ErrNoRows):
 				return derr
 			}
-			if maxHosts > 0 && hosts >= maxHosts {
-				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %d hosts (maxHosts); issue a new one", tokenID, maxHosts)
-			}
-			if _, err := t.exec(ctx, `UPDATE registration_tokens SET hosts = hosts + 1 WHERE id = ?`, tokenID); err != nil {
+			// Counted and checked in one statement, so two registrations
+			// racing on one token (PostgreSQL's READ COMMITTED) cannot both
+			// take its last place.
+			n, err := t.exec(ctx, `UPDATE registration_tokens SET hosts = hosts + 1
+				WHERE id = ? AND (max_hosts = 0 OR hosts < max_hosts)`, tokenID)
+			if err != nil {
 				return err
+			}
+			if n == 0 {
+				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %d hosts (maxHosts); issue a new one", tokenID, maxHosts)
 			}
 			if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName); err != nil {
 				return err

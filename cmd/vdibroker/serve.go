@@ -353,6 +353,18 @@ func newServeCmd() *cobra.Command {
 			if err := m.Open(ctx); err != nil {
 				return err
 			}
+			if m.certs == nil {
+				// systemctl reload sends SIGHUP: without a certificate to
+				// reload it must not end the broker (its default action).
+				hup := make(chan os.Signal, 1)
+				signal.Notify(hup, syscall.SIGHUP)
+				defer signal.Stop(hup)
+				go func() {
+					for range hup {
+						m.Logger.Info("SIGHUP: nothing to reload (no --tls-cert)")
+					}
+				}()
+			}
 			m.Logger.Info("vdibroker serving", "url", m.URL(), "dataDir", m.DataDir, "store", storeKind(m.Database))
 			// The line below is read by tests and scripts that start on port 0.
 			fmt.Fprintf(cmd.OutOrStdout(), "vdibroker listening on %s\n", m.URL())
