@@ -173,7 +173,7 @@ func (s *Service) RegisterHost(ctx context.Context, tokenHash string, req *vdibr
 		}
 		return nil, err
 	}
-	s.views.upsertHost(h, 0) // a new host: none of its placements landed
+	s.views.upsertHost(h, 0)           // a new host: none of its placements landed
 	s.creds.forget(h.HostPool, h.Name) // a re-key revoked the old credential
 	return h, nil
 }
