@@ -196,6 +196,7 @@ func (s *Service) ResetRegistration(ctx context.Context, pool, host string) erro
 // the pool's settings and no commands.
 func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResult, error) {
 	now := s.now().UTC()
+	s.reports.set(hostKey{host.HostPool, host.Name}, hb.Sessions, now)
 	if s.health.Down() {
 		return s.holdHeartbeat(host, hb, now), nil
 	}

@@ -43,12 +43,23 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 		return nil, cause
 	}
 	now := s.now()
-	if k.state == vdibroker.StatePending && pool.PendingTimeoutSeconds > 0 &&
-		now.Sub(k.createTime) > pool.PendingTimeout() {
-		return nil, cause // expired (R-S3): ending it needs the store
-	}
 	if !v.placeable(k.host, pool.HeartbeatTimeout(), now) {
 		return nil, cause // R-C1 would end it and place anew
+	}
+	// Is the session still there? The host's last report says so for a
+	// logged-on user; a Pending session the host has not reported is
+	// answered while its user may still be logging on (R-S3).
+	reported, known, goneAt := s.reports.has(hostKey{pool.Name, k.host}, req.User)
+	switch {
+	case reported:
+	case !goneAt.IsZero() && !goneAt.Before(k.createTime):
+		return nil, cause // the host reported the user, then no more: logged off
+	case k.state == vdibroker.StatePending && (pool.PendingTimeoutSeconds == 0 || now.Sub(k.createTime) <= pool.PendingTimeout()):
+	case !known && k.state != vdibroker.StatePending:
+		// No report from the host since this server started: nothing says
+		// the session ended.
+	default:
+		return nil, cause // ended since (logged off), or expired (R-S3)
 	}
 	v.lock()
 	addr := v.addrs[k.host]
@@ -266,4 +277,64 @@ func (s *Service) HostByCredential(ctx context.Context, credentialHash string) (
 		}
 	}
 	return nil, err
+}
+
+// reports keeps, per host, the users its agent's last heartbeat reported
+// and those a report dropped since (logged off), so that a reconnect
+// answered from memory during an outage is one to a session the host still
+// has: the view remembers sessions, not their end.
+type reports struct {
+	mu sync.Mutex
+	m  map[hostKey]*hostReport
+}
+
+type hostReport struct {
+	users map[string]struct{}
+	gone  map[string]time.Time // user -> when a report first lacked them
+}
+
+// goneFor is how long a logged-off user is remembered as gone.
+const goneFor = 24 * time.Hour
+
+// set records the users of host k's report at now.
+func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Time) {
+	users := make(map[string]struct{}, len(sessions))
+	for _, s := range sessions {
+		users[s.User] = struct{}{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) > 1<<17 {
+		r.m = map[hostKey]*hostReport{}
+	}
+	old := r.m[k]
+	if old == nil {
+		r.m[k] = &hostReport{users: users, gone: map[string]time.Time{}}
+		return
+	}
+	for u := range old.users {
+		if _, ok := users[u]; !ok {
+			old.gone[u] = now
+		}
+	}
+	for u, at := range old.gone {
+		if _, back := users[u]; back || now.Sub(at) > goneFor {
+			delete(old.gone, u)
+		}
+	}
+	old.users = users
+}
+
+// has says whether host k's last report had user, whether this server
+// has a report of k at all, and when a report stopped having user (zero
+// when none did).
+func (r *reports) has(k hostKey, user string) (reported, known bool, goneAt time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hr := r.m[k]
+	if hr == nil {
+		return false, false, time.Time{}
+	}
+	_, reported = hr.users[user]
+	return reported, true, hr.gone[user]
 }

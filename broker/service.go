@@ -55,6 +55,7 @@ type Service struct {
 	held      heldHeartbeats
 	creds     credentials
 	figures   poolFigures
+	reports   reports
 	views     *views
 	userLocks keyedMutex
 	hostLocks keyedMutex // one host's heartbeats, one at a time

@@ -46,6 +46,27 @@ func testStoreOutage(t *testing.T, mode string) {
 		}
 		placed[user] = r
 	}
+	// The agents report their users logged on; then u4 logs off (placed
+	// by replica 0, which remembers the session; the report it applies
+	// says it ended).
+	report := func() {
+		t.Helper()
+		for _, h := range hosts {
+			var ss []vdibroker.AgentSession
+			for user, r := range placed {
+				if r.SessionHost == h {
+					ss = append(ss, vdibroker.AgentSession{ID: "x" + user, User: user, State: vdibroker.StateActive})
+				}
+			}
+			if _, err := e.heartbeatErr(h, &vdibroker.HeartbeatRequest{Sessions: ss}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	report()
+	gone := placed["u4"]
+	delete(placed, "u4")
+	report()
 	// Let both replicas catch up with the sessions the other placed (the
 	// maintenance loop does it every tick).
 	time.Sleep(1 * time.Second)
@@ -65,9 +86,17 @@ func testStoreOutage(t *testing.T, mode string) {
 	}
 
 	t.Logf("%v: the outage is known", time.Since(start))
+	// u4's session ended: replica 0 remembers it, but its host's last
+	// report does not have u4, so it is not answered from memory.
+	if status, ve, _ := rawConnect(t, e.urls[0], "outage", "u4"); status != http.StatusServiceUnavailable || ve == nil || ve.Code != vdibroker.EStoreUnavailable {
+		t.Errorf("u4, logged off before the outage: %d %+v, want 503 StoreUnavailable, not its ended session %s", status, ve, gone.SessionID)
+	}
 	// Reconnects, each through the replica that did not place it.
 	for i := range 6 {
 		user := fmt.Sprintf("u%d", i)
+		if user == "u4" {
+			continue
+		}
 		t0 := time.Now()
 		r, err := e.client((i+1)%2, adminToken).Connect(ctx, "outage", vhttp.ConnectRequest{User: user})
 		took := time.Since(t0)
@@ -94,22 +123,16 @@ func testStoreOutage(t *testing.T, mode string) {
 		t.Errorf("new connect during the outage: %d %+v Retry-After %q, want 503 StoreUnavailable with Retry-After", status, ve, retry)
 	}
 
-	// Heartbeats are accepted; u0's host reports u0 logged on.
-	u0 := placed["u0"]
+	// Heartbeats are accepted; u0's host reports u0 disconnected.
 	for _, h := range hosts {
 		var ss []vdibroker.AgentSession
-		if h == u0.SessionHost {
-			ss = []vdibroker.AgentSession{{ID: "7", User: "u0", State: vdibroker.StateActive}}
-			for user, r := range placed {
-				if user != "u0" && r.SessionHost == h {
-					ss = append(ss, vdibroker.AgentSession{ID: "x" + user, User: user, State: vdibroker.StateActive})
+		for user, r := range placed {
+			if r.SessionHost == h {
+				state := vdibroker.StateActive
+				if user == "u0" {
+					state = vdibroker.StateDisconnected
 				}
-			}
-		} else {
-			for user, r := range placed {
-				if r.SessionHost == h {
-					ss = append(ss, vdibroker.AgentSession{ID: "x" + user, User: user, State: vdibroker.StateActive})
-				}
+				ss = append(ss, vdibroker.AgentSession{ID: "x" + user, User: user, State: state})
 			}
 		}
 		if _, err := e.heartbeatErr(h, &vdibroker.HeartbeatRequest{Sessions: ss}); err != nil {
@@ -137,7 +160,7 @@ func testStoreOutage(t *testing.T, mode string) {
 		if open, err = e.admin.ListUserSessions(ctx, "outage", vhttp.SessionQuery{User: "u0"}); err != nil {
 			t.Fatal(err)
 		}
-		if len(open) == 1 && open[0].State == vdibroker.StateActive || time.Now().After(deadline) {
+		if len(open) == 1 && open[0].State == vdibroker.StateDisconnected || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -152,8 +175,8 @@ func testStoreOutage(t *testing.T, mode string) {
 	perHost := map[string]int{}
 	for _, us := range open {
 		perHost[us.SessionHost]++
-		if us.User == "u0" && us.State != vdibroker.StateActive {
-			t.Errorf("u0 is %s after recovery; the heartbeat held during the outage reported it Active", us.State)
+		if us.User == "u0" && us.State != vdibroker.StateDisconnected {
+			t.Errorf("u0 is %s after recovery; the heartbeat held during the outage reported it Disconnected", us.State)
 		}
 	}
 	for h, n := range e.sessionsPerHost("outage") {
