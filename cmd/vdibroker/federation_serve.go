@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -27,8 +30,12 @@ type FederationFlags struct {
 	SecretFile  string
 	// PodTimeout bounds every pod-to-pod call (R-G5).
 	PodTimeout time.Duration
+	// CAFile, when set, is the PEM CA bundle pod-to-pod HTTPS calls verify
+	// the peers against (a private CA, as README's TLS setup makes).
+	CAFile string
 
 	secret []byte
+	roots  *x509.CertPool // from CAFile
 }
 
 func (f *FederationFlags) addFlags(fl *pflag.FlagSet) {
@@ -36,6 +43,7 @@ func (f *FederationFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Site, "site", "", "site of this pod; a document that puts it elsewhere is refused")
 	fl.StringVar(&f.ExternalURL, "external-url", "", "URL users and peers reach this broker at (https:// behind a TLS-terminating proxy makes console cookies Secure); for a pod, a document that says otherwise is refused")
 	fl.StringVar(&f.SecretFile, "federation-secret-file", "", "file holding the federation's shared secret (the same on every pod, at least 16 bytes)")
+	fl.StringVar(&f.CAFile, "federation-ca-file", "", "PEM CA bundle to verify the other pods' HTTPS certificates (default: the system's roots)")
 	fl.DurationVar(&f.PodTimeout, "pod-timeout", 2*time.Second, "bound of every pod-to-pod call; a pod that does not answer in time is skipped")
 }
 
@@ -61,6 +69,13 @@ func (f *FederationFlags) load() error {
 	if f.PodTimeout <= 0 {
 		return usageError{fmt.Errorf("--pod-timeout must be positive, got %s", f.PodTimeout)}
 	}
+	if f.CAFile != "" {
+		pool, err := loadCertPool(f.CAFile)
+		if err != nil {
+			return usageError{fmt.Errorf("--federation-ca-file: %w", err)}
+		}
+		f.roots = pool
+	}
 	b, err := os.ReadFile(f.SecretFile)
 	if err != nil {
 		return fmt.Errorf("read federation secret: %w", err)
@@ -77,9 +92,10 @@ func (f *FederationFlags) attach(srv *vhttp.Server) {
 	if f.PodName == "" {
 		return
 	}
+	peers := f.podClient()
 	g := broker.NewGlobal(broker.GlobalConfig{
 		Service: srv.Broker(), Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
-		Peers:          vhttp.NewPodClient(f.PodName, f.secret),
+		Peers:          peers,
 		PodTimeout:     f.PodTimeout,
 		ObserveConnect: metrics.ObserveGlobalConnect,
 		ObservePodCall: metrics.ObservePodCall,
@@ -98,4 +114,14 @@ func (f *FederationFlags) addConsole(c *console.Console) {
 	if f.PodName != "" {
 		c.EnableFederation()
 	}
+}
+
+// podClient is the pod-to-pod client: signed as this pod, verifying peers
+// against --federation-ca-file when given.
+func (f *FederationFlags) podClient() *vhttp.PodClient {
+	peers := vhttp.NewPodClient(f.PodName, f.secret)
+	if f.roots != nil {
+		peers.HTTPClient.Transport.(*http.Transport).TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: f.roots}
+	}
+	return peers
 }

@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -288,5 +289,45 @@ func TestCLIOverTLSAndHostIdentity(t *testing.T) {
 	}
 	if _, err := ac.Register(t.Context(), vdibroker.RegisterRequest{Token: rt.Token, HostName: "cli-01", Address: "127.0.0.1:3389"}); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
 		t.Errorf("registering with a deleted token: %v, want Unauthenticated", err)
+	}
+}
+
+// TestPodClientTrustsTheFederationCA (review): pod-to-pod calls over HTTPS
+// verify the peers against --federation-ca-file; without it, a pod whose
+// certificate a private CA signed is refused.
+func TestPodClientTrustsTheFederationCA(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	cert, key := ca.issue(t, dir, "pod", 5, false)
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	secretFile := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secretFile, []byte("a-federation-secret-of-32-bytes!"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, withCA := range []bool{false, true} {
+		f := FederationFlags{PodName: "fra1", SecretFile: secretFile, PodTimeout: time.Second}
+		if withCA {
+			f.CAFile = ca.file
+		}
+		if err := f.load(); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := f.podClient().HTTPClient.Get(ts.URL)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if withCA && err != nil {
+			t.Errorf("with --federation-ca-file the pod call failed: %v", err)
+		}
+		if !withCA && err == nil {
+			t.Errorf("without --federation-ca-file a privately signed pod was trusted")
+		}
 	}
 }
