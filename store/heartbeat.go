@@ -218,7 +218,19 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 			if l := pendingByUser[r.User]; len(l) > 0 {
 				o, pendingByUser[r.User] = l[0], l[1:]
 				o.agentID = r.ID
-				if _, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, r.ID, o.id); err != nil {
+				// The logon: its agent id and its new state in one
+				// statement (a logon storm is thousands a second).
+				n, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ?, state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
+					WHERE id = ? AND state = ?`, r.ID, want, ns(now), "", false, o.id, o.state)
+				if err != nil {
+					return 0, 0, nil, err
+				}
+				if n > 0 {
+					s0, c0 := countsOf(o.state)
+					s1, c1 := countsOf(want)
+					ds, dc = ds+s1-s0, dc+c1-c0
+					o.state, o.stateTime, o.logoffQueued = want, ns(now), false
+				} else if _, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, r.ID, o.id); err != nil {
 					return 0, 0, nil, err
 				}
 			}
