@@ -206,8 +206,15 @@ const e2ePool = "e2e-pool"
 // token, and returns the process and the URL it printed.
 func e2eServe(tb testing.TB, bin, dataDir, admin string) (*e2eProc, string) {
 	tb.Helper()
+	return e2eServeAt(tb, bin, dataDir, admin, "127.0.0.1:0")
+}
+
+// e2eServeAt is e2eServe listening on listen, with more serve flags.
+func e2eServeAt(tb testing.TB, bin, dataDir, admin, listen string, args ...string) (*e2eProc, string) {
+	tb.Helper()
 	pr, pw := io.Pipe()
-	p := e2eStart(tb, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + admin}, pw, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	p := e2eStart(tb, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + admin}, pw,
+		append([]string{"serve", "--listen", listen, "--data-dir", dataDir}, args...)...)
 	tb.Cleanup(func() { pw.Close() })
 	urls := make(chan string, 1)
 	go func() {

@@ -495,26 +495,9 @@ func rdpPIDFiles(t *testing.T) {
 // rdpServe runs `vdibroker serve` on the host's end of the pair, port 0,
 // and returns its URL.
 func rdpServe(t *testing.T, bin, dataDir, admin string, args ...string) string {
-	pr, pw := io.Pipe()
-	e2eStart(t, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + admin}, pw,
-		append([]string{"serve", "--listen", rdpHostAddr + ":0", "--data-dir", dataDir}, args...)...)
-	t.Cleanup(func() { pw.Close() })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "vdibroker listening on "); ok {
-				urls <- u
-			}
-		}
-	}()
-	select {
-	case u := <-urls:
-		return u
-	case <-time.After(60 * time.Second):
-		t.Fatal("serve did not print its address")
-		return ""
-	}
+	t.Helper()
+	_, u := e2eServeAt(t, bin, dataDir, admin, rdpHostAddr+":0", args...)
+	return u
 }
 
 // rdpXvfb starts a virtual display for the client and returns its name.
