@@ -228,6 +228,10 @@ type Store interface {
 	AuditStore // audit.go
 
 	FederationStore // federation.go
+
+	PowerStore // power.go
+
+	ScalingStore // scaling.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,

@@ -101,6 +101,12 @@ type HostPool struct {
 	DisconnectedSessionTimeoutMinutes int           `json:"disconnectedSessionTimeoutMinutes"`
 	Description                       string        `json:"description"`
 	FriendlyName                      string        `json:"friendlyName"`
+	// PowerDriver names a driver of serve --power-config (issue 17, R-A4);
+	// empty: the pool's hosts are not power-managed.
+	PowerDriver string `json:"powerDriver"`
+	// StartVMOnConnect starts a stopped host when a connect finds no
+	// capacity (R-A4), answering 503 HostStarting with Retry-After.
+	StartVMOnConnect bool `json:"startVMOnConnect"`
 	CreateTime                        time.Time     `json:"createTime"`
 	UpdateTime                        time.Time     `json:"updateTime"`
 }
@@ -166,6 +172,13 @@ type SessionHost struct {
 	// or the drain was not recorded (set at creation, or before 00010).
 	DrainedBy string     `json:"drainedBy,omitempty"`
 	DrainTime *time.Time `json:"drainTime,omitempty"`
+	// PowerState is one of the Power* constants (issue 17, R-A4).
+	PowerState string `json:"powerState"`
+	// AutoscaleDrain is set while the autoscaler drains the host to stop
+	// it (R-A3). It keeps new sessions off like allowNewSession false, but
+	// is a separate flag: the autoscaler sets and clears only this one,
+	// never an admin's drain, and an admin's undrain does not clear it.
+	AutoscaleDrain bool `json:"autoscaleDrain"`
 }
 
 // UserSession is one user's session on one host (SPEC §1, §9).
