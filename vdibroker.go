@@ -106,9 +106,9 @@ type HostPool struct {
 	PowerDriver string `json:"powerDriver"`
 	// StartVMOnConnect starts a stopped host when a connect finds no
 	// capacity (R-A4), answering 503 HostStarting with Retry-After.
-	StartVMOnConnect bool `json:"startVMOnConnect"`
-	CreateTime                        time.Time     `json:"createTime"`
-	UpdateTime                        time.Time     `json:"updateTime"`
+	StartVMOnConnect bool      `json:"startVMOnConnect"`
+	CreateTime       time.Time `json:"createTime"`
+	UpdateTime       time.Time `json:"updateTime"`
 }
 
 // HeartbeatTimeout is heartbeatTimeoutSeconds as a duration: a host
