@@ -232,6 +232,8 @@ type Store interface {
 	PowerStore // power.go
 
 	ScalingStore // scaling.go
+
+	AutoscaleStore // scaling.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,
