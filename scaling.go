@@ -1,6 +1,9 @@
 package vdibroker
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Scaling plan phases (SPEC §8), in the order a day goes through them.
 const (
@@ -70,8 +73,18 @@ type ScalingSchedule struct {
 }
 
 // ScalingStore is the store's part of scaling plans (issue 17, SPEC §8).
-// Its methods are added by the scaling-plan work.
 type ScalingStore interface {
+	// PutScalingPlan creates (created=true) or replaces a plan; CreateTime
+	// is kept on replace. A pool is in at most one plan: naming a pool of
+	// another plan is refused with Conflict on field hostPools.
+	PutScalingPlan(ctx context.Context, p *ScalingPlan) (created bool, err error)
+	GetScalingPlan(ctx context.Context, name string) (*ScalingPlan, error)
+	// ListScalingPlans lists plans by name.
+	ListScalingPlans(ctx context.Context) ([]*ScalingPlan, error)
+	DeleteScalingPlan(ctx context.Context, name string) error
+	// ScalingPlanForPool returns the plan that names the pool; NotFound
+	// when none does.
+	ScalingPlanForPool(ctx context.Context, pool string) (*ScalingPlan, error)
 }
 
 // AutoscaleStore is the store's part of the autoscaler (issue 17): the

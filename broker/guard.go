@@ -405,3 +405,52 @@ func (g *guardedStore) ListAudit(ctx context.Context, f vdibroker.AuditFilter) (
 	v, err = g.Store.ListAudit(ctx, f)
 	return v, g.health.check(err)
 }
+
+func (g *guardedStore) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan) (v bool, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.PutScalingPlan(ctx, p)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) GetScalingPlan(ctx context.Context, name string) (v *vdibroker.ScalingPlan, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.GetScalingPlan(ctx, name)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) ListScalingPlans(ctx context.Context) (v []*vdibroker.ScalingPlan, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListScalingPlans(ctx)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) DeleteScalingPlan(ctx context.Context, name string) error {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.health.check(g.Store.DeleteScalingPlan(ctx, name))
+}
+
+func (g *guardedStore) ScalingPlanForPool(ctx context.Context, pool string) (v *vdibroker.ScalingPlan, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ScalingPlanForPool(ctx, pool)
+	return v, g.health.check(err)
+}
