@@ -1,0 +1,9 @@
+// Package power starts and stops session hosts for the broker (issue 17,
+// R-A4): a Driver per kind of infrastructure, configured only on the
+// broker (serve --power-config), never through the API, so that no API
+// caller can make the broker run a command or call a URL.
+//
+// Three drivers: Exec runs an argv per action without a shell, Webhook
+// POSTs a JSON body per action, Simulated keeps the state in memory (demo,
+// simulator, tests). Load reads the YAML file that names them.
+package power
