@@ -1,5 +1,10 @@
 package vdibroker
 
+import (
+	"context"
+	"time"
+)
+
 // Power states of a session host (issue 17, R-A4): what the host's power
 // driver last said, or what the broker asked of it. Hosts without a power
 // driver are Running while their agent heartbeats and Unknown otherwise.
@@ -14,6 +19,54 @@ const (
 // PowerStore is the store's part of power management (issue 17): a host's
 // power state and its autoscale drain (R-A3), which is kept apart from an
 // admin's drain (allowNewSession) so that neither clears the other. Its
-// methods are added by the power work; see power.go's history.
+// methods are audited when ctx carries an entry (WithAudit).
 type PowerStore interface {
+	// SetPowerState records host's power state (one of the Power*
+	// constants) at now. With from given, it is written only while the
+	// recorded state is one of them ("" counts as Unknown), so that a
+	// status poll cannot undo a start asked after it; changed says whether
+	// it was written. NotFound when the host is not.
+	SetPowerState(ctx context.Context, pool, host, state string, now time.Time, from ...string) (h *SessionHost, changed bool, err error)
+	// SetAutoscaleDrain sets or clears host's autoscale drain (R-A3). It
+	// never changes allowNewSession (an admin's drain), and new sessions
+	// are refused while either drain is on (the connect's conditional
+	// write checks both).
+	SetAutoscaleDrain(ctx context.Context, pool, host string, on bool) (*SessionHost, error)
+}
+
+// PowerStateOf is h's power state as the API shows it: the recorded one,
+// or, when no driver has spoken and the broker never asked (a pool
+// without a power driver), Running while the agent heartbeats within
+// timeout and Unknown otherwise.
+func PowerStateOf(h *SessionHost, timeout time.Duration, now time.Time) string {
+	switch {
+	case h.PowerState != "":
+		return h.PowerState
+	case h.LastHeartBeat != nil && now.Sub(*h.LastHeartBeat) <= timeout && !h.ShuttingDown:
+		return PowerRunning
+	}
+	return PowerUnknown
+}
+
+// PowerAfterHeartbeat is h's recorded power state after a heartbeat at now
+// (issue 17): an agent that heartbeats runs, so Starting and Unknown become
+// Running. Stopped and Stopping become Running only when the heartbeat
+// comes more than timeout after the state was recorded (the host was
+// started outside the broker, or the stop failed): the heartbeats just
+// after a stop are the agent's last ones before the power went. A
+// heartbeat saying the agent is shutting down changes nothing, and ""
+// stays "" (PowerStateOf reads it from the heartbeat).
+func PowerAfterHeartbeat(h *SessionHost, timeout time.Duration, shuttingDown bool, now time.Time) string {
+	if shuttingDown {
+		return h.PowerState
+	}
+	switch h.PowerState {
+	case PowerStarting, PowerUnknown:
+		return PowerRunning
+	case PowerStopped, PowerStopping:
+		if h.PowerStateTime == nil || now.Sub(*h.PowerStateTime) > timeout {
+			return PowerRunning
+		}
+	}
+	return h.PowerState
 }

@@ -174,6 +174,9 @@ type SessionHost struct {
 	DrainTime *time.Time `json:"drainTime,omitempty"`
 	// PowerState is one of the Power* constants (issue 17, R-A4).
 	PowerState string `json:"powerState"`
+	// PowerStateTime is when PowerState was last set by the broker or its
+	// driver; nil when never (the state is then read from the heartbeat).
+	PowerStateTime *time.Time `json:"powerStateTime,omitempty"`
 	// AutoscaleDrain is set while the autoscaler drains the host to stop
 	// it (R-A3). It keeps new sessions off like allowNewSession false, but
 	// is a separate flag: the autoscaler sets and clears only this one,
@@ -204,13 +207,16 @@ type UserSession struct {
 // Open reports whether the session still counts toward its host (R-S1).
 func (s *UserSession) Open() bool { return s.State != StateLoggedOff }
 
-// HostStatus evaluates R-H1 at now: Shutdown when the agent said so,
+// HostStatus evaluates R-H1 at now: Shutdown when the agent said so or
+// the host's power driver stopped it,
 // Unavailable without a heartbeat within timeout, NeedsAssistance when a
 // health check failed, else Available. Evaluated when read and when placing,
 // so no background job has to run first.
 func HostStatus(h *SessionHost, timeout time.Duration, now time.Time) string {
 	switch {
-	case h.ShuttingDown:
+	case h.ShuttingDown, h.PowerState == PowerStopped:
+		// A host its power driver stopped is Shutdown (issue 17), even
+		// before its last heartbeat times out.
 		return StatusShutdown
 	case h.LastHeartBeat == nil || now.Sub(*h.LastHeartBeat) > timeout:
 		return StatusUnavailable

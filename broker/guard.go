@@ -115,6 +115,27 @@ func (g *guardedStore) UpdateSessionHost(ctx context.Context, pool, name string,
 	return v, g.health.check(err)
 }
 
+// SetPowerState and SetAutoscaleDrain are the PowerStore (issue 17).
+func (g *guardedStore) SetPowerState(ctx context.Context, pool, host, state string, now time.Time, from ...string) (v *vdibroker.SessionHost, changed bool, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, changed, err
+	}
+	defer cancel()
+	v, changed, err = g.Store.SetPowerState(ctx, pool, host, state, now, from...)
+	return v, changed, g.health.check(err)
+}
+
+func (g *guardedStore) SetAutoscaleDrain(ctx context.Context, pool, host string, on bool) (v *vdibroker.SessionHost, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.SetAutoscaleDrain(ctx, pool, host, on)
+	return v, g.health.check(err)
+}
+
 func (g *guardedStore) GetSessionHost(ctx context.Context, pool, name string) (v *vdibroker.SessionHost, err error) {
 	ctx, cancel, err := g.begin(ctx)
 	if err != nil {

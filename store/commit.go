@@ -499,7 +499,7 @@ func lockAssignees(ctx context.Context, t *tx, live []*commitReq) error {
 // assignQuery is assign's conditional UPDATE. Args: the user's list, pool,
 // host, pool, the user's list.
 const assignQuery = `UPDATE session_hosts SET assigned_users = ?
-	WHERE host_pool = ? AND name = ? AND assigned_users = '[]' AND allow_new_session
+	WHERE host_pool = ? AND name = ? AND assigned_users = '[]' AND allow_new_session AND NOT autoscale_drain
 	AND NOT EXISTS (SELECT 1 FROM session_hosts AS mine
 		WHERE mine.host_pool = ? AND mine.assigned_users = ? AND mine.assigned_users <> '[]')`
 

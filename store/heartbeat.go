@@ -63,9 +63,20 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 			metricsText = &m
 		}
 		policyText := jsonText(policy)
+		// An agent that heartbeats runs (issue 17): a Starting host is
+		// Running now.
+		power, powerTime := vdibroker.PowerAfterHeartbeat(h, p.HeartbeatTimeout(), hb.ShuttingDown, now), h.PowerStateTime
+		if power != h.PowerState {
+			at := fromNS(ns(now))
+			powerTime = &at
+		}
+		var powerNS int64
+		if powerTime != nil {
+			powerNS = ns(*powerTime)
+		}
 		if _, err := t.exec(ctx, `UPDATE session_hosts SET last_heartbeat = ?, metrics = ?, metrics_sessions = ?,
-			policy = ?, shutting_down = ?, health_error = ? WHERE host_pool = ? AND name = ?`,
-			ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError,
+			policy = ?, shutting_down = ?, health_error = ?, power_state = ?, power_state_time = ? WHERE host_pool = ? AND name = ?`,
+			ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError, power, powerNS,
 			pool, host); err != nil {
 			return err
 		}
@@ -84,6 +95,7 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		after.LastHeartBeat = &last
 		after.Sessions, after.ConnectingSessions = h.Sessions+ds, h.ConnectingSessions+dc
 		after.MetricsSessions, after.ShuttingDown, after.HealthError = metricsSessions, hb.ShuttingDown, hb.HealthError
+		after.PowerState, after.PowerStateTime = power, powerTime
 		if fresh {
 			after.Metrics = new(vdibroker.Metrics)
 			if err := json.Unmarshal([]byte(*metricsText), after.Metrics); err != nil {

@@ -12,7 +12,7 @@ import (
 
 const hostCols = `host_pool, name, address, protocols, standard_features, allow_new_session,
 	assigned_users, last_heartbeat, sessions, connecting_sessions, metrics, metrics_sessions,
-	policy, shutting_down, health_error, create_time`
+	policy, shutting_down, health_error, create_time, power_state, power_state_time, autoscale_drain`
 
 // hostFrom is where hostCols are read: a host's row and its R-S1 counts,
 // which live in a narrow table of their own (migration 00007) because
@@ -34,11 +34,16 @@ func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
 	var protocols, assigned, policy string
 	var metrics sql.NullString
 	var hb sql.NullInt64
-	var ct int64
+	var ct, pt int64
 	if err := sc.Scan(&h.HostPool, &h.Name, &h.Address, &protocols, &h.StandardFeatures,
 		&h.AllowNewSession, &assigned, &hb, &h.Sessions, &h.ConnectingSessions, &metrics,
-		&h.MetricsSessions, &policy, &h.ShuttingDown, &h.HealthError, &ct); err != nil {
+		&h.MetricsSessions, &policy, &h.ShuttingDown, &h.HealthError, &ct,
+		&h.PowerState, &pt, &h.AutoscaleDrain); err != nil {
 		return nil, err
+	}
+	if pt != 0 {
+		at := fromNS(pt)
+		h.PowerStateTime = &at
 	}
 	h.LastHeartBeat = fromNSPtr(hb)
 	h.CreateTime = fromNS(ct)
@@ -173,9 +178,17 @@ func (t *tx) writeAdminFields(ctx context.Context, h *vdibroker.SessionHost) err
 	if err := t.writeDrain(ctx, h); err != nil { // store/drain.go
 		return err
 	}
-	// The copy the connect's conditional increment checks (takeSlotQuery).
-	_, err = t.exec(ctx, `UPDATE host_counts SET new_sessions_allowed = ? WHERE host_pool = ? AND name = ?`,
-		h.AllowNewSession, h.HostPool, h.Name)
+	return t.syncNewSessionsAllowed(ctx, h.HostPool, h.Name)
+}
+
+// syncNewSessionsAllowed writes the copy of the host's drains the
+// connect's conditional increment checks (takeSlotQuery): new sessions
+// are allowed unless an admin (allow_new_session) or the autoscaler
+// (autoscale_drain, R-A3) drained the host. The caller holds its lock.
+func (t *tx) syncNewSessionsAllowed(ctx context.Context, pool, name string) error {
+	_, err := t.exec(ctx, `UPDATE host_counts SET new_sessions_allowed = (SELECT allow_new_session AND NOT autoscale_drain
+		FROM session_hosts WHERE session_hosts.host_pool = host_counts.host_pool AND session_hosts.name = host_counts.name)
+		WHERE host_pool = ? AND name = ?`, pool, name)
 	return err
 }
 

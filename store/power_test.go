@@ -1,0 +1,150 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestPoolPowerSettings: powerDriver and startVMOnConnect are stored with
+// the pool's other settings, on create and on replace (issue 17).
+func TestPoolPowerSettings(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		p := pool("pw", vdibroker.Pooled)
+		p.PowerDriver, p.StartVMOnConnect = "lab", true
+		mustPool(t, s, p)
+		got, err := s.GetHostPool(t.Context(), "pw")
+		if err != nil || got.PowerDriver != "lab" || !got.StartVMOnConnect {
+			t.Fatalf("created: %+v, %v", got, err)
+		}
+		p.PowerDriver, p.StartVMOnConnect, p.UpdateTime = "", false, t0.Add(time.Second)
+		mustPool(t, s, p)
+		list, err := s.ListHostPools(t.Context())
+		if err != nil || len(list) != 1 || list[0].PowerDriver != "" || list[0].StartVMOnConnect {
+			t.Fatalf("replaced: %+v, %v", list[0], err)
+		}
+	})
+}
+
+// TestSetPowerState: the state and its time are recorded; with from, only
+// while the recorded state is one of them ("" reads as Unknown); a bad
+// state is a field error that writes nothing.
+func TestSetPowerState(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pw", vdibroker.Pooled))
+		mustHost(t, s, "pw", "h1")
+		h, err := s.GetSessionHost(ctx, "pw", "h1")
+		if err != nil || h.PowerState != "" || h.PowerStateTime != nil || h.AutoscaleDrain {
+			t.Fatalf("new host: %+v, %v", h, err)
+		}
+		at := t0.Add(time.Minute)
+		h, changed, err := s.SetPowerState(ctx, "pw", "h1", vdibroker.PowerStarting, at, vdibroker.PowerStopped, vdibroker.PowerUnknown)
+		if err != nil || !changed || h.PowerState != vdibroker.PowerStarting {
+			t.Fatalf("from Unknown: %+v, %v, %v", h, changed, err)
+		}
+		// A status poll that read Stopped before the start must not undo it.
+		_, changed, err = s.SetPowerState(ctx, "pw", "h1", vdibroker.PowerStopped, at, vdibroker.PowerStopping)
+		if err != nil || changed {
+			t.Fatalf("conditional write over Starting: changed=%v, %v", changed, err)
+		}
+		h, err = s.GetSessionHost(ctx, "pw", "h1")
+		if err != nil || h.PowerState != vdibroker.PowerStarting || h.PowerStateTime == nil || !h.PowerStateTime.Equal(at) {
+			t.Fatalf("read back: %+v, %v", h, err)
+		}
+		_, _, err = s.SetPowerState(ctx, "pw", "h1", "Hibernating", at)
+		wantCode(t, err, vdibroker.EInvalid)
+		_, _, err = s.SetPowerState(ctx, "pw", "nope", vdibroker.PowerStopped, at)
+		wantCode(t, err, vdibroker.ENotFound)
+	})
+}
+
+// TestHeartbeatMakesHostRunning: a Starting host whose agent heartbeats is
+// Running; the heartbeats just after a stop do not bring it back, a later
+// one (started outside the broker) does; a shutting-down agent changes
+// nothing (issue 17).
+func TestHeartbeatMakesHostRunning(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pw", vdibroker.Pooled)) // heartbeat timeout 90 s
+		mustHost(t, s, "pw", "h1")
+		power := func(at time.Time, shutting bool) string {
+			t.Helper()
+			res, err := s.ApplyHeartbeat(ctx, "pw", "h1", &vdibroker.HeartbeatRequest{ShuttingDown: shutting}, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := s.GetSessionHost(ctx, "pw", "h1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Host.PowerState != h.PowerState {
+				t.Fatalf("heartbeat answered %q, store has %q", res.Host.PowerState, h.PowerState)
+			}
+			return h.PowerState
+		}
+		if got := power(t0, false); got != "" {
+			t.Fatalf("never power-managed: %q, want \"\" (read from the heartbeat)", got)
+		}
+		s.SetPowerState(ctx, "pw", "h1", vdibroker.PowerStarting, t0)
+		if got := power(t0.Add(time.Second), false); got != vdibroker.PowerRunning {
+			t.Fatalf("Starting + heartbeat: %q", got)
+		}
+		s.SetPowerState(ctx, "pw", "h1", vdibroker.PowerStopped, t0.Add(2*time.Second))
+		if got := power(t0.Add(3*time.Second), true); got != vdibroker.PowerStopped {
+			t.Fatalf("shutting-down heartbeat after the stop: %q", got)
+		}
+		if got := power(t0.Add(4*time.Second), false); got != vdibroker.PowerStopped {
+			t.Fatalf("a last heartbeat 2 s after the stop: %q", got)
+		}
+		// 2 s + 90 s timeout = 92 s: a heartbeat at 93 s is a running host.
+		if got := power(t0.Add(93*time.Second), false); got != vdibroker.PowerRunning {
+			t.Fatalf("a heartbeat past the timeout after the stop: %q", got)
+		}
+	})
+}
+
+// TestAutoscaleDrain (R-A3): the autoscale drain keeps new sessions off
+// like an admin's drain, in the store's own conditional write, and neither
+// drain clears the other.
+func TestAutoscaleDrain(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pw", vdibroker.Pooled))
+		mustHost(t, s, "pw", "h1")
+		h, err := s.SetAutoscaleDrain(ctx, "pw", "h1", true)
+		if err != nil || !h.AutoscaleDrain || !h.AllowNewSession {
+			t.Fatalf("drain: %+v, %v", h, err)
+		}
+		if err := s.CommitPlacement(ctx, placement("pw", "h1", "u1", 10)); !errors.Is(err, vdibroker.ErrHostFull) {
+			t.Fatalf("connect to an autoscale-drained host: %v, want ErrHostFull", err)
+		}
+		// An admin's drain and undrain leave the autoscale drain on.
+		for _, allow := range []bool{false, true} {
+			if _, err := s.UpdateSessionHost(ctx, "pw", "h1", func(h *vdibroker.SessionHost) error { h.AllowNewSession = allow; return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h, _ = s.GetSessionHost(ctx, "pw", "h1")
+		if !h.AutoscaleDrain || !h.AllowNewSession {
+			t.Fatalf("after an admin's drain and undrain: %+v", h)
+		}
+		if err := s.CommitPlacement(ctx, placement("pw", "h1", "u1", 10)); !errors.Is(err, vdibroker.ErrHostFull) {
+			t.Fatalf("admin's undrain cleared the autoscale drain: %v", err)
+		}
+		// The admin drains; clearing the autoscale drain keeps the admin's.
+		s.UpdateSessionHost(ctx, "pw", "h1", func(h *vdibroker.SessionHost) error { h.AllowNewSession = false; return nil })
+		h, err = s.SetAutoscaleDrain(ctx, "pw", "h1", false)
+		if err != nil || h.AutoscaleDrain || h.AllowNewSession {
+			t.Fatalf("undrain by the autoscaler: %+v, %v", h, err)
+		}
+		if err := s.CommitPlacement(ctx, placement("pw", "h1", "u1", 10)); !errors.Is(err, vdibroker.ErrHostFull) {
+			t.Fatalf("the admin's drain was cleared: %v", err)
+		}
+		s.UpdateSessionHost(ctx, "pw", "h1", func(h *vdibroker.SessionHost) error { h.AllowNewSession = true; return nil })
+		mustCommit(t, s, placement("pw", "h1", "u1", 10))
+	})
+}
