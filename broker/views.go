@@ -331,6 +331,7 @@ func (v *poolView) apply(h *vdibroker.SessionHost, n int) {
 func sameHost(a, b *placement.Host) bool {
 	return a.Name == b.Name && a.AllowNewSession == b.AllowNewSession && a.StandardFeatures == b.StandardFeatures &&
 		a.ShuttingDown == b.ShuttingDown && a.HealthError == b.HealthError &&
+		a.PowerStopped == b.PowerStopped && a.AutoscaleDrain == b.AutoscaleDrain &&
 		a.Sessions == b.Sessions && a.Connecting == b.Connecting && a.MetricsSessions == b.MetricsSessions &&
 		sameTime(a.LastHeartBeat, b.LastHeartBeat) && sameMetrics(a.Metrics, b.Metrics) &&
 		sameInt(a.Policy.HostLoadIndexThreshold, b.Policy.HostLoadIndexThreshold) &&
@@ -539,6 +540,9 @@ func (v *poolView) placeable(host string, timeout time.Duration, now time.Time) 
 		return false
 	}
 	sh := vdibroker.SessionHost{LastHeartBeat: h.LastHeartBeat, ShuttingDown: h.ShuttingDown, HealthError: h.HealthError}
+	if h.PowerStopped {
+		sh.PowerState = vdibroker.PowerStopped
+	}
 	return vdibroker.Placeable(vdibroker.HostStatus(&sh, timeout, now))
 }
 

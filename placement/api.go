@@ -32,8 +32,8 @@ func PoolFrom(p *vdibroker.HostPool) Pool {
 }
 
 // Host is what a decision needs of one session host. Status is evaluated by
-// the engine at decision time from LastHeartBeat, ShuttingDown and
-// HealthError with vdibroker.HostStatus (R-H1), so a host that fell silent
+// the engine at decision time from LastHeartBeat, ShuttingDown, PowerStopped
+// and HealthError with vdibroker.HostStatus (R-H1), so a host that fell silent
 // is never placed on even if nobody touched it since.
 type Host struct {
 	Name             string
@@ -41,9 +41,16 @@ type Host struct {
 	StandardFeatures bool
 	LastHeartBeat    *time.Time
 	ShuttingDown     bool
-	HealthError      string
-	Sessions         int // Pending + Active + Disconnected (R-S1)
-	Connecting       int // Pending
+	// PowerStopped: the host's power driver stopped it (issue 17), which
+	// makes it Shutdown (R-H1). Flags beside ShuttingDown, in its padding:
+	// an entry must stay within three cache lines (btree_test.go).
+	PowerStopped bool
+	// AutoscaleDrain keeps new sessions off like AllowNewSession false
+	// (R-A3), as a reason of its own.
+	AutoscaleDrain bool
+	HealthError    string
+	Sessions       int // Pending + Active + Disconnected (R-S1)
+	Connecting     int // Pending
 	// Metrics is the last sample, never changed once given to a Placer:
 	// a new sample is a new *Metrics (the engine keeps figures of the
 	// sample it saw by this pointer).
@@ -62,6 +69,8 @@ func HostFrom(h *vdibroker.SessionHost) Host {
 		LastHeartBeat:    h.LastHeartBeat,
 		ShuttingDown:     h.ShuttingDown,
 		HealthError:      h.HealthError,
+		PowerStopped:     h.PowerState == vdibroker.PowerStopped,
+		AutoscaleDrain:   h.AutoscaleDrain,
 		Sessions:         h.Sessions,
 		Connecting:       h.ConnectingSessions,
 		Metrics:          h.Metrics,
@@ -160,7 +169,9 @@ type Draw struct {
 
 // Named exclusion reasons (R-C7).
 const (
-	ReasonDrained          = "Drained"
+	ReasonDrained = "Drained"
+	// ReasonAutoscaleDrained: the autoscaler drains the host to stop it (R-A3).
+	ReasonAutoscaleDrained = "AutoscaleDrained"
 	ReasonUnavailable      = "Unavailable"
 	ReasonShutdown         = "Shutdown"
 	ReasonAtLimit          = "AtLimit"

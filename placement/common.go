@@ -27,7 +27,7 @@ const DefaultHeartbeatTimeout = 90 * time.Second
 // the first that applies is the one recorded.
 var reasonOrder = []string{
 	ReasonShutdown, ReasonUnavailable, ReasonAssignedToOthers,
-	ReasonDrained, ReasonAtLimit, ReasonHostThreshold,
+	ReasonDrained, ReasonAutoscaleDrained, ReasonAtLimit, ReasonHostThreshold,
 }
 
 // algorithmOf returns the pool's algorithm, defaulting like SPEC §2: an
@@ -74,6 +74,9 @@ func statusOf(h *Host, timeout time.Duration, now time.Time) string {
 		ShuttingDown:  h.ShuttingDown,
 		LastHeartBeat: h.LastHeartBeat,
 		HealthError:   h.HealthError,
+	}
+	if h.PowerStopped {
+		sh.PowerState = vdibroker.PowerStopped
 	}
 	return vdibroker.HostStatus(&sh, timeout, now)
 }
@@ -153,6 +156,8 @@ func (s *settings) classify(h *Host, st string, li int) string {
 		return ReasonAssignedToOthers
 	case !h.AllowNewSession:
 		return ReasonDrained
+	case h.AutoscaleDrain:
+		return ReasonAutoscaleDrained
 	case h.Sessions >= s.limit:
 		return ReasonAtLimit
 	case s.algo == vdibroker.LoadIndex && s.overHostThreshold(h, li):
@@ -170,9 +175,14 @@ func (s *settings) detail(h *Host, reason string, li int, now time.Time) string 
 		}
 		return fmt.Sprintf("last heartbeat %s ago, timeout %s", now.Sub(*h.LastHeartBeat).Round(time.Second), s.timeout)
 	case ReasonShutdown:
+		if h.PowerStopped && !h.ShuttingDown {
+			return "its power driver stopped it"
+		}
 		return "the agent reported it is shutting down"
 	case ReasonDrained:
 		return "allowNewSession is false"
+	case ReasonAutoscaleDrained:
+		return "the autoscaler drains it to stop it"
 	case ReasonAtLimit:
 		return fmt.Sprintf("%d sessions, maxSessionLimit %d", h.Sessions, s.limit)
 	case ReasonHostThreshold:
@@ -219,6 +229,7 @@ func noCapacityReason(s *settings, total int, counts map[string]int) string {
 		ReasonUnavailable:      fmt.Sprintf("unavailable (no heartbeat within %s)", s.timeout),
 		ReasonAssignedToOthers: "assigned to other users",
 		ReasonDrained:          "drained (allowNewSession false)",
+		ReasonAutoscaleDrained: "drained by the autoscaler",
 		ReasonAtLimit:          fmt.Sprintf("at maxSessionLimit %d", s.limit),
 		ReasonHostThreshold:    "over their host load or connecting-session threshold",
 	}

@@ -19,6 +19,7 @@ import (
 // reasonWords names each exclusion reason and the rule behind it.
 var reasonWords = map[string]struct{ words, rule string }{
 	ReasonDrained:          {"drain mode", "R-C2"},
+	ReasonAutoscaleDrained: {"autoscale drain", "R-A3"},
 	ReasonUnavailable:      {"unavailable", "R-H1, R-C3"},
 	ReasonShutdown:         {"shut down", "R-H1, R-C3"},
 	ReasonAtLimit:          {"at maxSessionLimit", "R-C4"},
