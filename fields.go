@@ -80,6 +80,7 @@ const (
 	GroupLoadIndex = "Load index"
 	GroupTimeouts  = "Timeouts"
 	GroupPersonal  = "Personal desktops"
+	GroupPower     = "Power"
 )
 
 // poolFields is the schema, in SPEC §2 order with §6 (loadBalancing) last.
@@ -125,6 +126,12 @@ var poolFields = []Field{
 	{Path: "friendlyName", Kind: KindText, Group: GroupGeneral, Max: MaxTextLen, Default: "",
 		Label: "Friendly name", Help: "display name",
 		at: func(p *HostPool) any { return &p.FriendlyName }},
+	{Path: "powerDriver", Kind: KindText, Group: GroupPower, Max: MaxPoolNameLen, Default: "", Zero: "not power-managed",
+		Label: "Power driver", Help: "the driver of serve --power-config that starts and stops this pool's hosts (R-A4); empty: none",
+		at: func(p *HostPool) any { return &p.PowerDriver }},
+	{Path: "startVMOnConnect", Kind: KindBool, Group: GroupPower, Default: false,
+		Label: "Start VM on connect", Help: "a connect that finds no capacity starts a stopped host and answers 503 HostStarting (R-A4); needs a power driver",
+		at: func(p *HostPool) any { return &p.StartVMOnConnect }},
 
 	{Path: "loadBalancing.useCustomScript", Kind: KindBool, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Default: false,
 		Label: "Use custom script", Help: "the load index is the agent's custom script value alone (R-IDX3)",

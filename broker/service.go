@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/power"
 )
 
 // Config is what a Service needs. Store is required; the rest has defaults.
@@ -40,6 +41,12 @@ type Config struct {
 	// ParseRDPProperties, in every connect's rdpFile (AVD's
 	// customRdpProperty).
 	RDPProperties []RDPProperty
+	// PowerDrivers are the drivers of serve --power-config (issue 17); a
+	// pool's powerDriver must name one of them.
+	PowerDrivers power.Set
+	// PowerPollInterval is how often the status of stopping hosts is asked
+	// of their drivers (0 = 30s).
+	PowerPollInterval time.Duration
 }
 
 // Service is the broker service on a vdibroker.Store.
@@ -60,13 +67,15 @@ type Service struct {
 	userLocks keyedMutex
 	hostLocks keyedMutex // one host's heartbeats, one at a time
 	idem      *idempotency
+	power     powerState
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
 
-	stop      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	stop          chan struct{}
+	done          chan struct{}
+	powerPollDone chan struct{} // nil without power drivers
+	closeOnce     sync.Once
 }
 
 // New returns a Service and starts its maintenance loop; Close stops it.
@@ -79,6 +88,7 @@ func New(cfg Config) *Service {
 		observe:   cfg.ObservePlacement,
 		retention: cfg.Retention,
 		rdp:       cfg.RDPProperties,
+		power:     powerState{drivers: cfg.PowerDrivers},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -105,6 +115,14 @@ func New(cfg Config) *Service {
 		interval = 5 * time.Second
 	}
 	go s.maintain(interval)
+	if len(cfg.PowerDrivers) > 0 {
+		poll := cfg.PowerPollInterval
+		if poll <= 0 {
+			poll = 30 * time.Second
+		}
+		s.powerPollDone = make(chan struct{})
+		go s.pollPowerEvery(poll)
+	}
 	go s.health.watch()
 	return s
 }
@@ -126,6 +144,10 @@ func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
+		if s.powerPollDone != nil {
+			<-s.powerPollDone
+		}
+		s.power.bg.Wait()
 	})
 	return nil
 }
@@ -191,5 +213,25 @@ func (s *Service) pruneIfDue(base context.Context) {
 		s.log.Error("prune the history", "err", err)
 	case n > 0:
 		s.log.Info("pruned the history", "sessions", n, "olderThan", s.retention)
+	}
+}
+
+// pollPowerEvery runs pollPower until Close.
+func (s *Service) pollPowerEvery(interval time.Duration) {
+	defer close(s.powerPollDone)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		if s.health.Down() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		s.pollPower(ctx)
+		cancel()
 	}
 }

@@ -25,6 +25,9 @@ func (s *DB) SetPowerState(ctx context.Context, pool, host, state string, now ti
 			cur = vdibroker.PowerUnknown
 		}
 		if len(from) > 0 && !slices.Contains(from, cur) {
+			// Nothing changed, so nothing is recorded: a refusal is the
+			// caller's to record.
+			t.audit = nil
 			out = h
 			return nil
 		}

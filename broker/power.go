@@ -1,0 +1,402 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/power"
+)
+
+// Power management (issue 17, R-A4). The drivers come from serve
+// --power-config only: a pool names one (powerDriver), and no API call can
+// add or change a driver, so no API caller can make the broker run a
+// command or call a URL of their choosing.
+//
+// A start is recorded (Starting) before the driver is asked, in a write
+// that succeeds only from a state a start makes sense from: concurrent
+// connects, the autoscaler and admins on any replica start a host once.
+// The host becomes Running when its agent heartbeats (store: the
+// heartbeat's write). A stop is recorded (Stopping), then Stopped when the
+// driver accepted it (a driver without a status action) or when its status
+// says so (pollPower).
+
+// StartRetryAfter is the Retry-After of a connect answered HostStarting: a
+// host takes about this long to boot and its agent to heartbeat.
+const StartRetryAfter = 30 * time.Second
+
+// StartTimeout is how long a started host may take to heartbeat; after
+// it, start VM on connect no longer counts on it and may start another.
+const StartTimeout = 10 * time.Minute
+
+// DriverTimeout bounds a driver call the broker makes in the background
+// (start VM on connect); each driver has its own timeout inside it too.
+const DriverTimeout = 5 * time.Minute
+
+// PrincipalBroker is the audit principal kind of a power action the
+// broker took itself: its ID says why ("connect", "autoscale").
+const PrincipalBroker = "broker"
+
+// powerState is the service's power part: the loaded drivers and, per
+// pool, the users waiting for a started host (start VM on connect).
+type powerState struct {
+	drivers power.Set
+	mu      sync.Mutex
+	waiting map[string]map[string]time.Time // pool -> user -> when answered HostStarting
+	starts  keyedMutex                      // one start-on-connect decision per pool at a time
+	bg      sync.WaitGroup
+}
+
+// PowerDrivers returns the names of the loaded power drivers.
+func (s *Service) PowerDrivers() []string { return s.power.drivers.Names() }
+
+// validatePower checks a pool's power settings against the loaded
+// drivers (R-P4: a 400 naming the field).
+func (s *Service) validatePower(p *vdibroker.HostPool) error {
+	if p.PowerDriver != "" && s.power.drivers[p.PowerDriver] == nil {
+		names := s.PowerDrivers()
+		if len(names) == 0 {
+			return vdibroker.FieldError("powerDriver", "must be empty: this broker has no power drivers (serve --power-config), got %q", p.PowerDriver)
+		}
+		return vdibroker.FieldError("powerDriver", "must be empty or one of the drivers of serve --power-config (%s), got %q", strings.Join(names, ", "), p.PowerDriver)
+	}
+	if p.StartVMOnConnect && p.PowerDriver == "" {
+		return vdibroker.FieldError("startVMOnConnect", "needs a powerDriver to start hosts with")
+	}
+	return nil
+}
+
+// driverOf returns pool's driver; Conflict when it has none.
+func (s *Service) driverOf(p *vdibroker.HostPool) (power.Driver, error) {
+	if p.PowerDriver == "" {
+		return nil, vdibroker.Errorf(vdibroker.EConflict, "host pool %q has no powerDriver; set one of the drivers of serve --power-config", p.Name)
+	}
+	d := s.power.drivers[p.PowerDriver]
+	if d == nil {
+		// A driver removed from the file since the pool named it.
+		return nil, vdibroker.Errorf(vdibroker.EConflict, "host pool %q names power driver %q, which this broker has not loaded (serve --power-config)", p.Name, p.PowerDriver)
+	}
+	return d, nil
+}
+
+// powerAudit returns ctx with an audit entry for a power action the broker
+// takes itself (by: "connect", "autoscale"); a request's own entry (an
+// admin's start or stop through the API) is kept as it is.
+func (s *Service) powerAudit(ctx context.Context, action, pool, host, by string) context.Context {
+	if vdibroker.AuditFrom(ctx) != nil {
+		return ctx
+	}
+	return vdibroker.WithAudit(ctx, &vdibroker.AuditEntry{
+		Time: s.now().UTC(), Principal: vdibroker.AuditPrincipal{Kind: PrincipalBroker, ID: by},
+		Action: action, Target: "hostpools/" + pool + "/sessionhosts/" + host, HostPool: pool,
+	})
+}
+
+// startable are the states a start is recorded from: not while the host
+// starts, runs or stops already.
+var startable = []string{vdibroker.PowerStopped, vdibroker.PowerUnknown}
+
+// StartHost asks the pool's power driver to start the host (R-A4) and records
+// PowerState Starting; by is who asked (audit: "autoscale", an admin's id, "connect").
+func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
+	d, h, err := s.claimStart(ctx, pool, host, by, false)
+	if err != nil {
+		return err
+	}
+	return s.driveStart(ctx, d, h)
+}
+
+// claimStart records that host starts. With onlyStopped (start VM on
+// connect) it succeeds only from Stopped, else from Stopped or Unknown; a
+// host in another state is a Conflict, and an error changes nothing.
+func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlyStopped bool) (power.Driver, *vdibroker.SessionHost, error) {
+	p, err := s.store.GetHostPool(ctx, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := s.driverOf(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	from := startable
+	if onlyStopped {
+		from = []string{vdibroker.PowerStopped}
+	}
+	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
+	h, changed, err := s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !changed {
+		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is %s; only a Stopped or Unknown host is started", host, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), s.now()))
+	}
+	s.views.refreshHost(context.WithoutCancel(ctx), pool, host)
+	s.log.Info("starting session host", "pool", pool, "host", host, "by", by, "driver", p.PowerDriver)
+	return d, h, nil
+}
+
+// driveStart asks the driver to start h, recorded Starting. When the
+// driver fails, the host is Unknown: whether it runs is for its agent's
+// heartbeat (or an admin) to say.
+func (s *Service) driveStart(ctx context.Context, d power.Driver, h *vdibroker.SessionHost) error {
+	err := d.Start(ctx, power.Target{Pool: h.HostPool, Host: h.Name, Address: h.Address})
+	if err == nil {
+		return nil
+	}
+	s.log.Error("power driver failed to start a session host", "pool", h.HostPool, "host", h.Name, "err", err)
+	bg := context.WithoutCancel(ctx)
+	if _, _, serr := s.store.SetPowerState(bg, h.HostPool, h.Name, vdibroker.PowerUnknown, s.now().UTC(), vdibroker.PowerStarting); serr != nil {
+		s.log.Error("record a failed start", "pool", h.HostPool, "host", h.Name, "err", serr)
+	}
+	s.views.refreshHost(bg, h.HostPool, h.Name)
+	return driverError("start", h, err)
+}
+
+func driverError(action string, h *vdibroker.SessionHost, err error) error {
+	return &vdibroker.Error{Code: vdibroker.EInternal, Message: fmt.Sprintf("the power driver could not %s session host %q: %v", action, h.Name, err)}
+}
+
+// StopHost asks the driver to stop the host and records Stopping, then Stopped
+// when the driver (or status polling) confirms; refused with Conflict (409)
+// while the host has open sessions unless force.
+func (s *Service) StopHost(ctx context.Context, pool, host string, force bool, by string) error {
+	p, err := s.store.GetHostPool(ctx, pool)
+	if err != nil {
+		return err
+	}
+	d, err := s.driverOf(p)
+	if err != nil {
+		return err
+	}
+	h, err := s.store.GetSessionHost(ctx, pool, host)
+	if err != nil {
+		return err
+	}
+	if h.Sessions > 0 && !force {
+		return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %d open sessions; stop with force to stop it anyway (its users lose their sessions)", host, h.Sessions)
+	}
+	ctx = s.powerAudit(ctx, "sessionhost.stop", pool, host, by)
+	now := s.now().UTC()
+	if h, _, err = s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStopping, now); err != nil {
+		return err
+	}
+	s.views.refreshHost(context.WithoutCancel(ctx), pool, host)
+	s.log.Info("stopping session host", "pool", pool, "host", host, "by", by, "force", force, "driver", p.PowerDriver)
+	t := power.Target{Pool: pool, Host: host, Address: h.Address}
+	if err := d.Stop(ctx, t); err != nil {
+		s.log.Error("power driver failed to stop a session host", "pool", pool, "host", host, "err", err)
+		s.setPower(context.WithoutCancel(ctx), pool, host, vdibroker.PowerUnknown, vdibroker.PowerStopping)
+		return driverError("stop", h, err)
+	}
+	// Confirmed now when the driver can tell, or has no way to (it
+	// accepted the stop); else pollPower confirms it later.
+	st, err := d.Status(ctx, t)
+	if err == power.ErrNoStatus || (err == nil && st == vdibroker.PowerStopped) {
+		s.setPower(context.WithoutCancel(ctx), pool, host, vdibroker.PowerStopped, vdibroker.PowerStopping)
+	}
+	return nil
+}
+
+// setPower records state when the host is in one of from, and refreshes
+// the pool's view; failures are logged (the caller's action stands).
+func (s *Service) setPower(ctx context.Context, pool, host, state string, from ...string) {
+	if _, _, err := s.store.SetPowerState(ctx, pool, host, state, s.now().UTC(), from...); err != nil {
+		s.log.Error("record power state", "pool", pool, "host", host, "state", state, "err", err)
+		return
+	}
+	s.views.refreshHost(ctx, pool, host)
+}
+
+// SetAutoscaleDrain sets or clears the host's autoscale drain (R-A3), never
+// touching allowNewSession (an admin's drain).
+func (s *Service) SetAutoscaleDrain(ctx context.Context, pool, host string, on bool) error {
+	if _, err := s.store.SetAutoscaleDrain(ctx, pool, host, on); err != nil {
+		return err
+	}
+	s.views.refreshHost(ctx, pool, host)
+	return nil
+}
+
+// pollPower asks the drivers for the state of the hosts recorded Stopping
+// and records Stopped when they say so. Starting hosts are not polled: an
+// agent's heartbeat is what says a started host can take sessions.
+func (s *Service) pollPower(ctx context.Context) {
+	if len(s.power.drivers) == 0 {
+		return
+	}
+	pools, err := s.store.ListHostPools(ctx)
+	if err != nil {
+		return
+	}
+	for _, p := range pools {
+		d := s.power.drivers[p.PowerDriver]
+		if d == nil {
+			continue
+		}
+		hosts, err := s.store.ListSessionHosts(ctx, p.Name)
+		if err != nil {
+			continue
+		}
+		for _, h := range hosts {
+			if h.PowerState != vdibroker.PowerStopping {
+				continue
+			}
+			st, err := d.Status(ctx, power.Target{Pool: p.Name, Host: h.Name, Address: h.Address})
+			if err == nil && st == vdibroker.PowerStopped {
+				s.setPower(ctx, p.Name, h.Name, vdibroker.PowerStopped, vdibroker.PowerStopping)
+			}
+		}
+	}
+}
+
+// startOnConnect is start VM on connect (R-A4), for a connect the pool
+// answered NoCapacity: when the pool starts hosts on connect and one
+// stopped host can take the user, it starts one (the first by name, or
+// the user's own in a Personal pool) and answers HostStarting with
+// Retry-After. Hosts that are starting already are counted first: N
+// waiting users need ceil(N / maxSessionLimit) hosts, so a connect while
+// enough hosts start for those waiting starts none and answers
+// HostStarting too. It returns nil when it has nothing to offer (the
+// NoCapacity stands).
+func (s *Service) startOnConnect(ctx context.Context, pool *vdibroker.HostPool, user string) error {
+	if !pool.StartVMOnConnect || pool.PowerDriver == "" {
+		return nil
+	}
+	d, err := s.driverOf(pool)
+	if err != nil {
+		return nil
+	}
+	unlock := s.power.starts.Lock(pool.Name)
+	defer unlock()
+	hosts, err := s.store.ListSessionHosts(ctx, pool.Name)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	personal := pool.HostPoolType == vdibroker.Personal
+	var mine *vdibroker.SessionHost
+	starting := 0
+	var stopped []*vdibroker.SessionHost
+	for _, h := range hosts {
+		assigned := len(h.AssignedUsers) > 0
+		if personal && slices.Contains(h.AssignedUsers, user) {
+			mine = h
+		}
+		switch {
+		case personal && assigned:
+			// Someone's own host: started for its user only.
+		case h.PowerState == vdibroker.PowerStarting && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) < StartTimeout &&
+			h.AllowNewSession && !h.AutoscaleDrain:
+			starting++
+		case h.PowerState == vdibroker.PowerStopped && h.AllowNewSession && !h.AutoscaleDrain:
+			stopped = append(stopped, h) // in name order (ListSessionHosts)
+		}
+	}
+	waiting := s.wait(pool.Name, user, now)
+	if personal && mine != nil {
+		// The user's own host (R-PE1): started for them, drained or not.
+		switch mine.PowerState {
+		case vdibroker.PowerStopped:
+			return s.startForConnect(ctx, d, pool, mine, user)
+		case vdibroker.PowerStarting:
+			return hostStarting(pool.Name, mine.Name)
+		}
+		s.unwait(pool.Name, user)
+		return nil
+	}
+	if personal && pool.PersonalDesktopAssignmentType == vdibroker.Direct {
+		s.unwait(pool.Name, user)
+		return nil // no host of their own, and none is given on connect (R-PE2)
+	}
+	limit := pool.MaxSessionLimit
+	if personal || limit <= 0 {
+		limit = 1
+	}
+	need := int(math.Ceil(float64(waiting) / float64(limit)))
+	if starting >= need {
+		if starting > 0 {
+			return hostStarting(pool.Name, "")
+		}
+		s.unwait(pool.Name, user)
+		return nil
+	}
+	for _, h := range stopped {
+		err := s.startForConnect(ctx, d, pool, h, user)
+		if vdibroker.ErrorCode(err) == vdibroker.EHostStarting {
+			return err
+		}
+		// Started meanwhile by another replica or an admin: the next one.
+	}
+	if starting > 0 {
+		return hostStarting(pool.Name, "")
+	}
+	s.unwait(pool.Name, user)
+	return nil
+}
+
+// startForConnect claims h's start and asks the driver in the background
+// (a driver may take a minute; the user is answered now).
+func (s *Service) startForConnect(ctx context.Context, d power.Driver, pool *vdibroker.HostPool, h *vdibroker.SessionHost, user string) error {
+	_, claimed, err := s.claimStart(ctx, pool.Name, h.Name, "connect", true)
+	if err != nil {
+		return err
+	}
+	s.power.bg.Add(1)
+	go func() {
+		defer s.power.bg.Done()
+		bctx, cancel := context.WithTimeout(context.Background(), DriverTimeout)
+		defer cancel()
+		s.driveStart(bctx, d, claimed)
+	}()
+	s.log.Info("start VM on connect", "pool", pool.Name, "host", h.Name, "user", user)
+	return hostStarting(pool.Name, h.Name)
+}
+
+func hostStarting(pool, host string) error {
+	msg := fmt.Sprintf("host pool %q has no capacity now; a session host is starting: try again in %d seconds", pool, int(StartRetryAfter/time.Second))
+	if host != "" {
+		msg = fmt.Sprintf("host pool %q has no capacity now; session host %q is starting: try again in %d seconds", pool, host, int(StartRetryAfter/time.Second))
+	}
+	return &vdibroker.Error{Code: vdibroker.EHostStarting, Message: msg, RetryAfter: StartRetryAfter}
+}
+
+// wait records that user waits for a host in pool and returns how many
+// users wait there (those answered HostStarting within StartTimeout).
+func (s *Service) wait(pool, user string, now time.Time) int {
+	s.power.mu.Lock()
+	defer s.power.mu.Unlock()
+	if s.power.waiting == nil {
+		s.power.waiting = map[string]map[string]time.Time{}
+	}
+	w := s.power.waiting[pool]
+	if w == nil {
+		w = map[string]time.Time{}
+		s.power.waiting[pool] = w
+	}
+	if _, ok := w[user]; !ok {
+		w[user] = now
+	}
+	for u, at := range w {
+		if now.Sub(at) > StartTimeout {
+			delete(w, u)
+		}
+	}
+	return len(w)
+}
+
+// unwait forgets that user waits in pool: placed, or nothing to wait for.
+func (s *Service) unwait(pool, user string) {
+	s.power.mu.Lock()
+	defer s.power.mu.Unlock()
+	if w := s.power.waiting[pool]; w != nil {
+		delete(w, user)
+		if len(w) == 0 {
+			delete(s.power.waiting, pool)
+		}
+	}
+}
