@@ -93,7 +93,8 @@ func (s *Service) powerAudit(ctx context.Context, action, pool, host, by string)
 	}
 	return vdibroker.WithAudit(ctx, &vdibroker.AuditEntry{
 		Time: s.now().UTC(), Principal: vdibroker.AuditPrincipal{Kind: PrincipalBroker, ID: by},
-		Action: action, Target: "hostpools/" + pool + "/sessionhosts/" + host, HostPool: pool,
+		// The target an API call of the same action has.
+		Action: action, Target: "hostpools/" + pool + "/sessionhosts/" + host + "/" + strings.TrimPrefix(action, "sessionhost."), HostPool: pool,
 	})
 }
 

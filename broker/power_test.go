@@ -210,7 +210,7 @@ func TestStartStopHost(t *testing.T) {
 	if err != nil || h.Status != vdibroker.StatusShutdown {
 		t.Fatalf("a stopped host's status: %+v, %v; want Shutdown (R-H1)", h, err)
 	}
-	entries, err := st.ListAudit(ctx, vdibroker.AuditFilter{Target: "hostpools/pwr/sessionhosts/h1"})
+	entries, err := st.ListAudit(ctx, vdibroker.AuditFilter{Target: "hostpools/pwr/sessionhosts/h1/"})
 	if err != nil {
 		t.Fatal(err)
 	}

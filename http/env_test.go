@@ -17,6 +17,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -53,6 +54,8 @@ type envOptions struct {
 	storeTimeout time.Duration
 	// oidc is the servers' OpenID provider (nil: none).
 	oidc *identity.Provider
+	// power are the servers' power drivers (nil: none).
+	power power.Set
 }
 
 // newEnv starts a SQLite-backed server.
@@ -130,7 +133,7 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 			t.Cleanup(func() { rs.Close() })
 		}
 		srv := vhttp.NewServer(vhttp.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
-			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc})
+			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc, PowerDrivers: o.power})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		e.srvs = append(e.srvs, srv)

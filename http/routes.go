@@ -38,6 +38,8 @@ func (s *Server) routes() {
 	s.handle("GET "+p+"/registrationtokens", write, s.listRegistrationTokens)
 	s.handle("DELETE "+p+"/registrationtokens/{id}", write, s.deleteRegistrationToken)
 	s.handle("POST "+p+"/sessionhosts/{host}/resetregistration", write, s.resetRegistration)
+	s.handle("POST "+p+"/sessionhosts/{host}/start", write, s.startHost) // power.go
+	s.handle("POST "+p+"/sessionhosts/{host}/stop", write, s.stopHost)
 
 	s.handle("POST /api/v1/tokens", admin, s.createToken)
 	s.handle("GET /api/v1/tokens", admin, s.listTokens)

@@ -113,6 +113,10 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"list registration tokens", "GET", p + "/registrationtokens", "", cWrite, 200},
 		{"revoke registration token", "DELETE", p + "/registrationtokens/" + w.spareReg[pool], "", cWrite, 204},
 		{"reset registration", "POST", p + "/sessionhosts/" + pool + "h003/resetregistration", "", cWrite, 204},
+		// The pools have no power driver: an allowed caller is answered
+		// 409 (TestPowerAPI has drivers), anyone else is refused first.
+		{"start host", "POST", p + "/sessionhosts/" + pool + "h004/start", "", cWrite, 409},
+		{"stop host", "POST", p + "/sessionhosts/" + pool + "h004/stop?force=true", "", cWrite, 409},
 		{"delete host", "DELETE", p + "/sessionhosts/" + pool + "h004", "", cWrite, 204},
 		{"logoff", "DELETE", p + "/usersessions/" + sid, "", cWrite, 202},
 		{"list tokens", "GET", "/api/v1/tokens", "", cAdmin, 200},

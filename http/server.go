@@ -13,6 +13,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/power"
 )
 
 // Config is what a Server needs. Store is required; the rest has defaults.
@@ -45,6 +46,9 @@ type Config struct {
 	// require a verified TLS client certificate (mTLS; the listener
 	// verifies certificates that are given against its client CA).
 	AgentClientCert bool
+	// PowerDrivers are serve --power-config's drivers (see broker.Config).
+	// Used only when Broker is nil.
+	PowerDrivers power.Set
 	// Broker is the broker service the API calls. Nil makes one on Store
 	// (with Logger, Now, Rand, MaintenanceInterval and ObservePlacement),
 	// which Close then stops; a Broker given here is the caller's to close.
@@ -107,7 +111,7 @@ func NewServer(cfg Config) *Server {
 	if s.svc == nil {
 		s.svc = broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, Rand: cfg.Rand,
 			MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
-			StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention})
+			StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers})
 		s.ownSvc = true
 	}
 	s.store = s.svc.Store() // bounded by the store timeout, outage-aware
