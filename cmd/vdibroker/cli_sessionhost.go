@@ -15,6 +15,7 @@ import (
 var sessionHostColumns = []column{
 	{"Name", "name"},
 	{"Status", "status"},
+	{"PowerState", "powerState"},
 	{"AllowNewSession", "allowNewSession"},
 	{"Sessions", "sessions"},
 	{"ConnectingSessions", "connectingSessions"},
@@ -26,10 +27,14 @@ func newSessionHostCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "sessionhost",
 		Aliases: []string{"session-host"},
-		Short:   "Manage session hosts: drain, assign users, remove",
+		Short:   "Manage session hosts: drain, assign users, start, stop, remove",
 		Long: `Manage session hosts. Drain a host, as Update-AzWvdSessionHost -AllowNewSession:$false does:
 
-  vdibroker sessionhost update --host-pool contosohp01 --name sh-07 --allow-new-session false`,
+  vdibroker sessionhost update --host-pool contosohp01 --name sh-07 --allow-new-session false
+
+Start or stop it through the pool's power driver (serve --power-config):
+
+  vdibroker sessionhost stop --host-pool contosohp01 --name sh-07`,
 	}
 	a := addAdminFlags(cmd)
 	cmd.AddCommand(
@@ -38,6 +43,8 @@ func newSessionHostCmd() *cobra.Command {
 		newSessionHostUpdateCmd(a),
 		newSessionHostDeleteCmd(a),
 		newSessionHostResetRegistrationCmd(a),
+		newSessionHostStartCmd(a),
+		newSessionHostStopCmd(a),
 	)
 	a.completeNames(cmd, "host")
 	return cmd
@@ -195,6 +202,58 @@ func newSessionHostResetRegistrationCmd(a *admin) *cobra.Command {
 	}
 	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
 	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
+	requireFlags(cmd, "host-pool", "name")
+	return cmd
+}
+
+func newSessionHostStartCmd(a *admin) *cobra.Command {
+	var pool, name string
+	cmd := &cobra.Command{
+		Use:   "start --host-pool POOL --name HOST",
+		Short: "Start a stopped session host through the pool's power driver (R-A4); it takes sessions once its agent heartbeats",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			h, err := c.StartSessionHost(cmd.Context(), pool, name)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, h, sessionHostColumns)
+		},
+	}
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
+	requireFlags(cmd, "host-pool", "name")
+	return cmd
+}
+
+func newSessionHostStopCmd(a *admin) *cobra.Command {
+	var (
+		pool, name string
+		force      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "stop --host-pool POOL --name HOST [--force]",
+		Short: "Stop a session host through the pool's power driver (refused while it has sessions unless --force)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			h, err := c.StopSessionHost(cmd.Context(), pool, name, force)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, h, sessionHostColumns)
+		},
+	}
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
+	cmd.Flags().BoolVar(&force, "force", false, "stop even while sessions exist (their users lose them)")
 	requireFlags(cmd, "host-pool", "name")
 	return cmd
 }

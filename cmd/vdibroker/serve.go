@@ -27,6 +27,7 @@ import (
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
+	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -39,6 +40,9 @@ type Main struct {
 	Logger   *slog.Logger
 	// RDPProperties are the admins' extra .rdp properties (--rdp-defaults).
 	RDPProperties []broker.RDPProperty
+	// PowerDrivers are the drivers of --power-config (issue 17): the only
+	// way a pool's hosts are started and stopped.
+	PowerDrivers power.Set
 
 	// TLSCert and TLSKey make the broker serve HTTPS (reloaded when the
 	// files change or on SIGHUP). TLSClientCA, when set, makes the agent
@@ -138,7 +142,7 @@ func (m *Main) Open(ctx context.Context) error {
 		return usageError{errors.New("--tls-client-ca needs --tls-cert and --tls-key")}
 	}
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
-		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention})
+		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers})
 	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, Broker: m.broker,
 		AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
 	m.Federation.attach(m.Server)
@@ -315,7 +319,7 @@ func checkAdminTokenFile(path, token string) (string, error) {
 
 func newServeCmd() *cobra.Command {
 	m := &Main{}
-	var logFormat, cpuProfile, rdpDefaults, metricsTokenFile string
+	var logFormat, cpuProfile, rdpDefaults, metricsTokenFile, powerConfig string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker: HTTP API, web console and metrics",
@@ -330,6 +334,16 @@ func newServeCmd() *cobra.Command {
 				if err != nil {
 					return usageError{fmt.Errorf("--rdp-defaults %s: %w", rdpDefaults, err)}
 				}
+			}
+			if powerConfig != "" {
+				// A missing or bad file is fatal: a broker that silently ran
+				// without its drivers would answer connects NoCapacity.
+				set, err := power.LoadFile(powerConfig, m.Logger)
+				if err != nil {
+					return usageError{fmt.Errorf("--power-config: %w", err)}
+				}
+				m.PowerDrivers = set
+				m.Logger.Info("power drivers loaded", "file", powerConfig, "drivers", set.Names())
 			}
 			if metricsTokenFile != "" {
 				b, err := os.ReadFile(metricsTokenFile)
@@ -388,6 +402,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")
+	cmd.Flags().StringVar(&powerConfig, "power-config", "", "YAML file of the power drivers (exec, webhook, simulated) pools may name in powerDriver to start and stop their hosts (R-A4)")
 	m.Federation.addFlags(cmd.Flags())
 	m.OIDC.addFlags(cmd.Flags())
 	// For measuring the broker as its own process (BENCHMARKS.md).
