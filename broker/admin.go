@@ -265,14 +265,10 @@ func (s *Service) HostsPage(ctx context.Context, poolName, after string, limit i
 	} else if lp, err = s.figures.get(ctx, s, poolName); err != nil {
 		return nil, nil, err
 	}
-	loadindex.PresentWith(pool, lp, s.now(), page...)
+	now := s.now()
+	loadindex.PresentWith(pool, lp, now, page...)
 	for _, h := range page {
-		if h.Protocols == nil {
-			h.Protocols = []string{}
-		}
-		if h.AssignedUsers == nil {
-			h.AssignedUsers = []string{}
-		}
+		presentFields(pool, h, now)
 	}
 	return pool, page, nil
 }

@@ -17,12 +17,18 @@ func present(pool *vdibroker.HostPool, all []*vdibroker.SessionHost, now time.Ti
 	}
 	loadindex.Present(pool, all, now, show...)
 	for _, h := range show {
-		h.PowerState = vdibroker.PowerStateOf(h, pool.HeartbeatTimeout(), now)
-		if h.Protocols == nil {
-			h.Protocols = []string{}
-		}
-		if h.AssignedUsers == nil {
-			h.AssignedUsers = []string{}
-		}
+		presentFields(pool, h, now)
+	}
+}
+
+// presentFields fills h's read-time fields that need no other host: the
+// power state (PowerStateOf) and empty lists rather than null.
+func presentFields(pool *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) {
+	h.PowerState = vdibroker.PowerStateOf(h, pool.HeartbeatTimeout(), now)
+	if h.Protocols == nil {
+		h.Protocols = []string{}
+	}
+	if h.AssignedUsers == nil {
+		h.AssignedUsers = []string{}
 	}
 }

@@ -172,6 +172,15 @@ func (a *api) patchHost(ctx context.Context, pool, host string, patch map[string
 	return a.do(ctx, http.MethodPatch, poolPath(pool)+"/sessionhosts/"+url.PathEscape(host), patch, nil)
 }
 
+// powerHost asks the API to start or stop a host (issue 17, R-A4).
+func (a *api) powerHost(ctx context.Context, pool, host, action string, force bool) error {
+	path := poolPath(pool) + "/sessionhosts/" + url.PathEscape(host) + "/" + action
+	if force {
+		path += "?force=true"
+	}
+	return a.do(ctx, http.MethodPost, path, struct{}{}, nil)
+}
+
 func (a *api) listSessions(ctx context.Context, pool string) ([]vdibroker.UserSession, error) {
 	return list[vdibroker.UserSession](ctx, a, poolPath(pool)+"/usersessions")
 }

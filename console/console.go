@@ -181,6 +181,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /pools/{pool}", c.signedIn(c.poolPage))
 	c.mux.HandleFunc("POST /pools/{pool}/settings", c.signedIn(c.poolSettings))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/drain", c.signedIn(c.drain))
+	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/power", c.signedIn(c.power))
 	c.mux.HandleFunc("GET /pools/{pool}/hosts/{host}", c.signedIn(c.hostPage))
 	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))
 	c.mux.HandleFunc("GET /audit", c.signedIn(c.auditPage))

@@ -65,13 +65,23 @@ func hostChecks(p *vdibroker.HostPool, h *vdibroker.SessionHost, status string, 
 	case vdibroker.StatusNeedsAssistance:
 		out = append(out, check{"warn", "Needs assistance", fmt.Sprintf("The agent reports a failing health check: %q. The host still takes new sessions (R-H1). Last heartbeat %s.", h.HealthError, age)})
 	case vdibroker.StatusShutdown:
-		out = append(out, check{"bad", "Shut down", fmt.Sprintf("The agent said it is stopping, or a power action stopped it: no new session (R-H1, R-C3). Last heartbeat %s.", age)})
+		text := fmt.Sprintf("The agent said it is stopping, or a power action stopped it: no new session (R-H1, R-C3). Last heartbeat %s.", age)
+		if h.PowerState == vdibroker.PowerStopped {
+			text = fmt.Sprintf("Its power driver stopped it: no new session until it is started again (R-H1, R-A4). Last heartbeat %s.", age)
+			if p.StartVMOnConnect {
+				text += " A connect that finds no capacity may start it (startVMOnConnect)."
+			}
+		}
+		out = append(out, check{"bad", "Shut down", text})
 	default:
 		text := fmt.Sprintf("No heartbeat for %s, more than heartbeatTimeoutSeconds %d: no new session until the agent is back (R-H1, R-C3).", strings.TrimSuffix(age, " ago"), int(timeout.Seconds()))
 		if h.LastHeartBeat == nil {
 			text = "No heartbeat ever: the host takes no session until `vdibroker agent` registers under this name and sends one (R-H1, R-C3)."
 		}
 		out = append(out, check{"bad", "Unavailable", text})
+	}
+	if h.AutoscaleDrain {
+		out = append(out, check{"bad", "Autoscale drain", "The autoscaler drains it to stop it: no new session; an admin's drain is kept apart and not changed (R-A3)."})
 	}
 	if h.AllowNewSession {
 		out = append(out, check{"ok", "Not drained", "allowNewSession is true: the host takes new sessions (R-C2)."})

@@ -455,6 +455,38 @@ func (c *Console) drain(rq *request) {
 	c.redirect(rq, "/pools/"+url.PathEscape(pool), msg)
 }
 
+// power starts or stops a host through the API (issue 17, R-A4): form
+// action start or stop, force true to stop a host with sessions; back
+// "host" returns to the host's page, else to the pool's.
+func (c *Console) power(rq *request) {
+	pool, host := rq.r.PathValue("pool"), rq.r.PathValue("host")
+	action := rq.r.PostFormValue("action")
+	if action != "start" && action != "stop" {
+		c.renderPool(rq, http.StatusBadRequest, "power: action must be start or stop", nil)
+		return
+	}
+	force := rq.r.PostFormValue("force") == "true"
+	back := "/pools/" + url.PathEscape(pool)
+	if rq.r.PostFormValue("back") == "host" {
+		back += "/hosts/" + url.PathEscape(host)
+	}
+	if err := rq.api.powerHost(rq.r.Context(), pool, host, action, force); err != nil {
+		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
+			c.apiError(rq, err)
+			return
+		}
+		// A refusal (sessions open, no driver, already starting) is told
+		// with its status, as drain's are.
+		c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
+		return
+	}
+	msg := host + " is starting: it takes sessions once its agent heartbeats (R-A4)."
+	if action == "stop" {
+		msg = host + " is stopping through the pool's power driver."
+	}
+	c.redirect(rq, back, msg)
+}
+
 // sessionRow is one line of the sessions page.
 type sessionRow struct {
 	vdibroker.UserSession

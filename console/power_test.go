@@ -1,0 +1,85 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/power"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// newPowerEnv is newEnv with a simulated power driver "sim", which pool-a
+// (seeded) uses.
+func newPowerEnv(t *testing.T) (*env, *power.Simulated) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sim := &power.Simulated{}
+	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": sim}})
+	t.Cleanup(func() { srv.Close() })
+	c := console.New(console.Config{API: srv.Handler(), Store: st})
+	t.Cleanup(func() { c.Close() })
+	srv.Mux().Handle("/", c)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	e := &env{t: t, url: ts.URL, store: st, admin: vhttp.NewClient(ts.URL, adminToken), agents: map[string]string{}}
+	e.seed("alice") // alice on host-1 (DepthFirst)
+	if _, err := e.admin.PatchHostPool(ctx, "pool-a", map[string]any{"powerDriver": "sim"}); err != nil {
+		t.Fatal(err)
+	}
+	return e, sim
+}
+
+// TestConsolePower (issue 17): the pool page shows each host's power
+// state with Start/Stop for a Contributor, not for a Reader; a stop with
+// the session's CSRF token stops the host through the API, a forged token
+// or a Reader is refused and the driver is never asked; a stop of a host
+// with sessions is refused with the API's reason; the host page shows the
+// state and the stopped host's check.
+func TestConsolePower(t *testing.T) {
+	e, sim := newPowerEnv(t)
+	ctx := context.Background()
+	b := e.browser()
+	b.signin(e.token(vdibroker.RoleContributor))
+	page := b.get("/pools/pool-a")
+	wantContains(t, page, `data-power="Running"`, `data-action="stop" data-host="host-2"`)
+
+	rb := e.browser()
+	rb.signin(e.token(vdibroker.RoleReader))
+	if rp := rb.get("/pools/pool-a"); strings.Contains(rp.body, `data-action="stop"`) || !strings.Contains(rp.body, `data-power="Running"`) {
+		t.Fatal("a Reader sees power buttons, or no power state")
+	}
+	a := rb.post("/pools/pool-a/hosts/host-2/power", url.Values{"action": {"stop"}, "csrf": {rb.csrf("/pools/pool-a")}})
+	wantStatus(t, a, http.StatusForbidden)
+	wantStatus(t, b.post("/pools/pool-a/hosts/host-2/power", url.Values{"action": {"stop"}, "csrf": {"forged"}}), http.StatusForbidden)
+	if sim.Calls("stop", "pool-a", "host-2") != 0 {
+		t.Fatal("a refused request stopped host-2")
+	}
+
+	csrf := b.csrf("/pools/pool-a")
+	a = b.post("/pools/pool-a/hosts/host-1/power", url.Values{"action": {"stop"}, "csrf": {csrf}})
+	wantStatus(t, a, http.StatusConflict)
+	wantContains(t, a, "open sessions")
+	a = b.post("/pools/pool-a/hosts/host-2/power", url.Values{"action": {"stop"}, "csrf": {csrf}, "back": {"host"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if a.location != "/pools/pool-a/hosts/host-2" {
+		t.Fatalf("back to %q", a.location)
+	}
+	if h, err := e.admin.GetSessionHost(ctx, "pool-a", "host-2"); err != nil || h.PowerState != vdibroker.PowerStopped || sim.Calls("stop", "pool-a", "host-2") != 1 {
+		t.Fatalf("after the stop: %+v, %v", h, err)
+	}
+	hp := b.get(a.location)
+	wantContains(t, hp, "host-2 is stopping", `id="host-power">Stopped`, "Its power driver stopped it", `id="power-form"`)
+	wantContains(t, b.get("/pools/pool-a"), `data-action="start" data-host="host-2"`)
+}
