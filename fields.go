@@ -126,7 +126,7 @@ var poolFields = []Field{
 	{Path: "friendlyName", Kind: KindText, Group: GroupGeneral, Max: MaxTextLen, Default: "",
 		Label: "Friendly name", Help: "display name",
 		at: func(p *HostPool) any { return &p.FriendlyName }},
-	{Path: "powerDriver", Kind: KindText, Group: GroupPower, Max: MaxPoolNameLen, Default: "", Zero: "not power-managed",
+	{Path: "powerDriver", Kind: KindText, Group: GroupPower, Max: MaxPoolNameLen, Default: "",
 		Label: "Power driver", Help: "the driver of serve --power-config that starts and stops this pool's hosts (R-A4); empty: none",
 		at: func(p *HostPool) any { return &p.PowerDriver }},
 	{Path: "startVMOnConnect", Kind: KindBool, Group: GroupPower, Default: false,

@@ -31,12 +31,16 @@ func poolFlagFields(schema []vdibroker.Field) []vdibroker.Field {
 }
 
 // flagName is the field's flag: the last element of its JSON path in kebab
-// case (loadBalancing.cpuThreshold: --cpu-threshold).
+// case (loadBalancing.cpuThreshold: --cpu-threshold), an acronym one word
+// (startVMOnConnect: --start-vm-on-connect).
 func flagName(f vdibroker.Field) string {
 	var b strings.Builder
-	for i, r := range f.Key() {
+	rs := []rune(f.Key())
+	for i, r := range rs {
 		if unicode.IsUpper(r) {
-			if i > 0 {
+			// A word starts at an upper-case letter after a lower-case
+			// one, or at the last capital of an acronym before a word.
+			if i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1])) {
 				b.WriteByte('-')
 			}
 			r = unicode.ToLower(r)
