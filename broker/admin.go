@@ -236,7 +236,7 @@ func (s *Service) Summary(ctx context.Context, pool *vdibroker.HostPool) (*vdibr
 		if vdibroker.Placeable(st) {
 			sum.Available++
 		}
-		if !h.AllowNewSession {
+		if !h.AllowNewSession || h.AutoscaleDrain { // either drain (R-C2, R-A3)
 			sum.Drained++
 		}
 		sum.Sessions += h.Sessions

@@ -53,7 +53,7 @@ func Facts(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost) PoolFacts {
 			// A personal host's user may be assigned already: the
 			// pool's connect decides (R-PE1..R-PE4).
 			f.HasCapacity = true
-		case h.AllowNewSession && h.Sessions < pool.MaxSessionLimit:
+		case h.AllowNewSession && !h.AutoscaleDrain && h.Sessions < pool.MaxSessionLimit: // either drain (R-C2, R-A3)
 			f.HasCapacity = true
 		}
 	}
