@@ -128,6 +128,14 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlySto
 	if onlyStopped {
 		from = []string{vdibroker.PowerStopped}
 	}
+	cur, err := s.store.GetSessionHost(ctx, pool, host)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st := vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), s.now()); st == vdibroker.PowerRunning {
+		// Never recorded, but its agent heartbeats: it runs.
+		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is Running (its agent heartbeats); only a Stopped or Unknown host is started", host)
+	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
 	h, changed, err := s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
 	if err != nil {

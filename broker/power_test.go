@@ -222,6 +222,15 @@ func TestStartStopHost(t *testing.T) {
 		t.Fatalf("audit %q, want %q", strings.Join(got, ","), want)
 	}
 	// SetAutoscaleDrain never touches the admin's drain (R-A3).
+	// A host whose agent heartbeats runs, recorded or not: no start.
+	if _, err := st.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "pwr", Name: "h9", Address: "h9:3389",
+		Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	heartbeat(t, svc, "pwr", "h9")
+	if err := svc.StartHost(ctx, "pwr", "h9", "admin-1"); vdibroker.ErrorCode(err) != vdibroker.EConflict || !strings.Contains(err.Error(), "Running") {
+		t.Fatalf("start of a heartbeating host: %v, want Conflict", err)
+	}
 	if err := svc.SetAutoscaleDrain(ctx, "pwr", "h1", true); err != nil {
 		t.Fatal(err)
 	}
