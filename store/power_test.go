@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,5 +147,42 @@ func TestAutoscaleDrain(t *testing.T) {
 		}
 		s.UpdateSessionHost(ctx, "pw", "h1", func(h *vdibroker.SessionHost) error { h.AllowNewSession = true; return nil })
 		mustCommit(t, s, placement("pw", "h1", "u1", 10))
+	})
+}
+
+// TestSetPowerStateRace: connects on two replicas race to start one
+// stopped host; the conditional write lets exactly one claim it (R-A4:
+// "repeated connects start no second host").
+func TestSetPowerStateRace(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		replicas := []*store.DB{tg.open(t, store.Options{}), tg.open(t, store.Options{})}
+		ctx := t.Context()
+		mustPool(t, replicas[0], pool("pw", vdibroker.Pooled))
+		mustHost(t, replicas[0], "pw", "h1")
+		if _, _, err := replicas[0].SetPowerState(ctx, "pw", "h1", vdibroker.PowerStopped, t0); err != nil {
+			t.Fatal(err)
+		}
+		const n = 16
+		won := make([]bool, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, won[i], errs[i] = replicas[i%2].SetPowerState(ctx, "pw", "h1", vdibroker.PowerStarting, t0.Add(time.Second), vdibroker.PowerStopped)
+			})
+		}
+		wg.Wait()
+		winners := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("claim %d: %v", i, errs[i])
+			}
+			if won[i] {
+				winners++
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("%d claims won the start of one stopped host, want 1", winners)
+		}
 	})
 }
