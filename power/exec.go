@@ -100,7 +100,7 @@ func (e *Exec) run(ctx context.Context, action string, argv []string, t Target) 
 	err = cmd.Run()
 	outLog.flush()
 	errLog.flush()
-	if ctx.Err() != nil && !errors.Is(err, exec.ErrWaitDelay) {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, exec.ErrWaitDelay) {
 		log.Warn("power action timed out", "timeout", timeout)
 		return -1, fmt.Errorf("power driver %q: %s %s/%s: killed after %s", e.Name, action, t.Pool, t.Host, timeout)
 	}

@@ -19,8 +19,7 @@ type Simulated struct {
 
 	mu    sync.Mutex
 	hosts map[Target]simHost
-	// Calls counts Start and Stop calls per host, "start pool/host".
-	calls map[string]int
+	calls map[string]int // "start pool/host" -> how many Start calls (Calls)
 }
 
 type simHost struct {
