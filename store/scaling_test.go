@@ -124,9 +124,9 @@ func TestScalingPlanPoolRules_RSP4(t *testing.T) {
 		mustPlan(t, s, plan("first", "pooled1"))
 
 		for _, tc := range []struct {
-			name     string
-			p        *vdibroker.ScalingPlan
-			code     string
+			name      string
+			p         *vdibroker.ScalingPlan
+			code      string
 			inMessage string
 		}{
 			{"missing pool", plan("second", "pooled2", "nope"), vdibroker.EInvalid, `host pool "nope" does not exist`},
