@@ -416,8 +416,8 @@ func (s *ScalingSchedule) checkOrder(prefix string) error {
 	for i := 1; i < 4; i++ {
 		off := (st[i] - st[0] + 1440) % 1440
 		if off <= prev {
-			return FieldError(prefix+names[i], "must come after %s %s and before %s %s, going forward from ramp-up over at most one midnight (R-SP1); got %s",
-				names[i-1], s.timeOf(i-1), names[0], s.timeOf(0), s.timeOf(i))
+			return FieldError(prefix+names[i], "must come after %s %s: the starts follow each other as ramp-up, peak, ramp-down, off-peak, crossing midnight at most once (R-SP1); got %s, %s, %s, %s",
+				names[i-1], s.timeOf(i-1), s.timeOf(0), s.timeOf(1), s.timeOf(2), s.timeOf(3))
 		}
 		prev = off
 	}

@@ -70,7 +70,7 @@ func TestScalingPlanValidate_RSP1(t *testing.T) {
 		// Off-peak after midnight: 07:00, 09:00, 17:00, 01:00 (+18 h).
 		{name: "off-peak after midnight", change: func(p *ScalingPlan) { p.Schedules[0].OffPeakStartTime = "01:00" }},
 		// Off-peak 08:00 is +1 h, before peak's +2 h: it would wrap twice.
-		{name: "wraps twice", change: func(p *ScalingPlan) { p.Schedules[0].OffPeakStartTime = "08:00" }, wantField: s0 + "offPeakStartTime", wantMsg: "at most one midnight"},
+		{name: "wraps twice", change: func(p *ScalingPlan) { p.Schedules[0].OffPeakStartTime = "08:00" }, wantField: s0 + "offPeakStartTime", wantMsg: "crossing midnight at most once"},
 		{name: "algorithm bad", change: func(p *ScalingPlan) { p.Schedules[0].PeakLoadBalancingAlgorithm = "LoadIndex" }, wantField: s0 + "peakLoadBalancingAlgorithm", wantMsg: "BreadthFirst, DepthFirst"},
 		{name: "ramp-up min 101", change: func(p *ScalingPlan) { p.Schedules[0].RampUpMinimumHostsPct = 101 }, wantField: s0 + "rampUpMinimumHostsPct", wantMsg: "0..100"},
 		{name: "ramp-up min -1", change: func(p *ScalingPlan) { p.Schedules[0].RampUpMinimumHostsPct = -1 }, wantField: s0 + "rampUpMinimumHostsPct", wantMsg: "0..100"},
