@@ -1,6 +1,7 @@
 package vdibroker
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -221,4 +222,55 @@ func TestScalingPlanDefaults(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("defaults: got %v, want %v", got, want)
 	}
+}
+
+// FuzzScalingPlanValidate: any JSON body decoded onto a plan validates
+// without panicking, and a plan Validate accepts still validates after a
+// JSON round trip (what the store keeps and the API answers), with the
+// same four starts in cyclic order (R-SP1).
+func FuzzScalingPlanValidate(f *testing.F) {
+	// Seeds: a valid plan, a night shift over midnight, a Personal plan,
+	// an out-of-order cycle, bad types, and bytes that are not JSON.
+	good, _ := json.Marshal(validPlan())
+	f.Add(string(good))
+	f.Add(`{"name":"night","timeZone":"UTC","schedules":[{"name":"n","daysOfWeek":["Sunday"],"rampUpStartTime":"20:00","peakStartTime":"22:00","rampDownStartTime":"05:00","offPeakStartTime":"07:00","rampUpCapacityThresholdPct":1,"rampDownCapacityThresholdPct":100}]}`)
+	f.Add(`{"name":"desks","timeZone":"Asia/Tokyo","hostPoolType":"Personal","schedules":[{"name":"d","daysOfWeek":["Monday"],"rampUpStartTime":"00:00","peakStartTime":"00:01","rampDownStartTime":"23:58","offPeakStartTime":"23:59","stopHostAfterLogoffMinutes":10080}]}`)
+	f.Add(`{"name":"bad","timeZone":"UTC","schedules":[{"rampUpStartTime":"09:00","peakStartTime":"08:00"}]}`)
+	f.Add(`{"schedules":[{"peakMinimumHostsPct":-1,"daysOfWeek":[]}]}`)
+	f.Add("\x00{")
+	f.Fuzz(func(t *testing.T, body string) {
+		var p ScalingPlan
+		if json.Unmarshal([]byte(body), &p) != nil {
+			return
+		}
+		p.FillDefaults()
+		if err := p.Validate(); err != nil {
+			if ErrorCode(err) != EInvalid || ErrorField(err) == "" {
+				t.Fatalf("refusal without a field: %v", err)
+			}
+			return
+		}
+		b, err := json.Marshal(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var q ScalingPlan
+		if err := json.Unmarshal(b, &q); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Validate(); err != nil {
+			t.Fatalf("accepted plan refused after a round trip: %v\n%s", err, b)
+		}
+		for _, s := range q.Schedules {
+			st := s.StartMinutes()
+			prev := 0
+			for i := 1; i < 4; i++ {
+				off := (st[i] - st[0] + 1440) % 1440
+				if off <= prev {
+					t.Fatalf("accepted starts out of cyclic order: %v", st)
+				}
+				prev = off
+			}
+		}
+	})
 }

@@ -3,7 +3,9 @@ package http_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -292,5 +294,42 @@ func TestDeletePoolLeavesPlanAPI_RSP4(t *testing.T) {
 	p, err := e.admin.GetScalingPlan(ctx, "plan")
 	if err != nil || strings.Join(p.HostPools, ",") != "stay" {
 		t.Errorf("plan after deleting pool gone: %v %+v", err, p)
+	}
+}
+
+// TestScalingPlanReplicasRace_RSP4: plans naming one pool PUT at once
+// through two replicas (each its own store handle on PostgreSQL): one is
+// created, every other is 409 naming a plan, and the pool is in one plan.
+func TestScalingPlanReplicasRace_RSP4(t *testing.T) {
+	e := newEnvWith(t, envOptions{replicas: 2})
+	e.pool("shared", nil)
+	const n = 6
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := e.client(i%2, adminToken).PutScalingPlan(context.Background(), fmt.Sprintf("plan-%d", i), planBody("shared"))
+			statuses[i] = vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
+			if err == nil {
+				statuses[i] = 201
+			}
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for i, st := range statuses {
+		switch st {
+		case 201:
+			created++
+		case 409:
+		default:
+			t.Errorf("plan-%d: status %d", i, st)
+		}
+	}
+	plans, err := e.admin.ListScalingPlans(context.Background())
+	if created != 1 || err != nil || len(plans) != 1 {
+		t.Errorf("%d created, %d stored (%v), want 1 and 1: statuses %v", created, len(plans), err, statuses)
 	}
 }
