@@ -31,7 +31,10 @@ const KindTime FieldKind = "time"
 // PlanField is one setting of a scaling schedule: Field's path (relative to
 // the schedule, e.g. "rampUpCapacityThresholdPct"), kind, range, default
 // and help. PoolTypes are the plan types the setting is for (nil: both);
-// in a plan of another type the setting must be left empty (R-SP3).
+// in a plan of another type the setting must be left empty (R-SP3). The
+// Default of a number is AVD's suggested value, which a schedule made by
+// `vdibroker scalingplan create` starts from; the API fills no number
+// (FillDefaults).
 type PlanField struct {
 	Field
 	// Optional settings (peakMinimumHostsPct, offPeakMaximumHostsPct) may
@@ -63,7 +66,7 @@ var planFields = []PlanField{
 		Options: dayOptions()},
 		at: func(s *ScalingSchedule) any { return &s.DaysOfWeek }},
 
-	{Phase: PhaseRampUp, Field: Field{Path: "rampUpStartTime", Kind: KindTime, Label: "Ramp-up start", Help: "when ramp-up begins (HH:MM in the plan's time zone)"},
+	{Phase: PhaseRampUp, Field: Field{Path: "rampUpStartTime", Kind: KindTime, Label: "Ramp-up start", Help: "when ramp-up begins, in the plan's time zone"},
 		at: func(s *ScalingSchedule) any { return &s.RampUpStartTime }},
 	{Phase: PhaseRampUp, Field: Field{Path: "rampUpLoadBalancingAlgorithm", Kind: KindEnum, PoolTypes: pooledOnly, Options: algorithms(true),
 		Label: "Ramp-up load balancing", Help: "the pool's load balancer type during ramp-up"},
@@ -75,7 +78,7 @@ var planFields = []PlanField{
 		Label: "Ramp-up capacity threshold (%)", Help: "used capacity above which a host is started (R-A2)"},
 		at: func(s *ScalingSchedule) any { return &s.RampUpCapacityThresholdPct }},
 
-	{Phase: PhasePeak, Field: Field{Path: "peakStartTime", Kind: KindTime, Label: "Peak start", Help: "when peak begins (HH:MM in the plan's time zone)"},
+	{Phase: PhasePeak, Field: Field{Path: "peakStartTime", Kind: KindTime, Label: "Peak start", Help: "when peak begins, in the plan's time zone"},
 		at: func(s *ScalingSchedule) any { return &s.PeakStartTime }},
 	{Phase: PhasePeak, Field: Field{Path: "peakLoadBalancingAlgorithm", Kind: KindEnum, PoolTypes: pooledOnly, Options: algorithms(true),
 		Label: "Peak load balancing", Help: "the pool's load balancer type during peak"},
@@ -84,7 +87,7 @@ var planFields = []PlanField{
 		Label: "Peak minimum hosts (%)", Help: "share of the pool's hosts kept running during peak (our addition; absent: none)"},
 		at: func(s *ScalingSchedule) any { return &s.PeakMinimumHostsPct }},
 
-	{Phase: PhaseRampDown, Field: Field{Path: "rampDownStartTime", Kind: KindTime, Label: "Ramp-down start", Help: "when ramp-down begins (HH:MM in the plan's time zone)"},
+	{Phase: PhaseRampDown, Field: Field{Path: "rampDownStartTime", Kind: KindTime, Label: "Ramp-down start", Help: "when ramp-down begins, in the plan's time zone"},
 		at: func(s *ScalingSchedule) any { return &s.RampDownStartTime }},
 	{Phase: PhaseRampDown, Field: Field{Path: "rampDownLoadBalancingAlgorithm", Kind: KindEnum, PoolTypes: pooledOnly, Options: algorithms(false),
 		Label: "Ramp-down load balancing", Help: "the pool's load balancer type during ramp-down"},
@@ -109,7 +112,7 @@ var planFields = []PlanField{
 		Label:   "Stop hosts when", Help: "ZeroSessions: no session at all; ZeroActiveSessions: disconnected sessions do not keep a host running"},
 		at: func(s *ScalingSchedule) any { return &s.RampDownStopHostsWhen }},
 
-	{Phase: PhaseOffPeak, Field: Field{Path: "offPeakStartTime", Kind: KindTime, Label: "Off-peak start", Help: "when off-peak begins (HH:MM in the plan's time zone); it lasts until the next ramp-up"},
+	{Phase: PhaseOffPeak, Field: Field{Path: "offPeakStartTime", Kind: KindTime, Label: "Off-peak start", Help: "when off-peak begins, in the plan's time zone; it lasts until the next ramp-up"},
 		at: func(s *ScalingSchedule) any { return &s.OffPeakStartTime }},
 	{Phase: PhaseOffPeak, Field: Field{Path: "offPeakLoadBalancingAlgorithm", Kind: KindEnum, PoolTypes: pooledOnly, Options: algorithms(false),
 		Label: "Off-peak load balancing", Help: "the pool's load balancer type during off-peak"},

@@ -52,6 +52,9 @@ func scheduleUsage(f vdibroker.PlanField, defaults bool) string {
 	if f.PoolTypes != nil {
 		u += " (" + strings.Join(f.PoolTypes, ", ") + " plans only)"
 	}
+	if defaults && f.Path == "name" {
+		u += ` (default "default")`
+	}
 	if defaults && f.Kind == vdibroker.KindEnum && f.DefaultFor(vdibroker.Pooled) != "" {
 		u += fmt.Sprintf(" (default %s)", f.DefaultText(vdibroker.Pooled))
 	}
