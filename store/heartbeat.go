@@ -63,20 +63,26 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 			metricsText = &m
 		}
 		policyText := jsonText(policy)
-		// An agent that heartbeats runs (issue 17): a Starting host is
-		// Running now.
+		// An agent that heartbeats runs (issue 17): the rule of
+		// vdibroker.PowerAfterHeartbeat, evaluated by the UPDATE on the row
+		// as it is now (on PostgreSQL a start or stop may have committed
+		// while this heartbeat waited for the host's lock; h may predate
+		// it). Args: not shutting down, stop-or-start recorded before now
+		// minus the heartbeat timeout.
 		power, powerTime := vdibroker.PowerAfterHeartbeat(h, p.HeartbeatTimeout(), hb.ShuttingDown, now), h.PowerStateTime
 		if power != h.PowerState {
 			at := fromNS(ns(now))
 			powerTime = &at
 		}
-		var powerNS int64
-		if powerTime != nil {
-			powerNS = ns(*powerTime)
-		}
+		const runs = `(? AND (power_state IN ('Starting', 'Unknown') OR (power_state IN ('Stopped', 'Stopping') AND power_state_time < ?)))`
+		stale := ns(now.Add(-p.HeartbeatTimeout()))
 		if _, err := t.exec(ctx, `UPDATE session_hosts SET last_heartbeat = ?, metrics = ?, metrics_sessions = ?,
-			policy = ?, shutting_down = ?, health_error = ?, power_state = ?, power_state_time = ? WHERE host_pool = ? AND name = ?`,
-			ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError, power, powerNS,
+			policy = ?, shutting_down = ?, health_error = ?,
+			power_state = CASE WHEN `+runs+` THEN 'Running' ELSE power_state END,
+			power_state_time = CASE WHEN `+runs+` THEN ? ELSE power_state_time END
+			WHERE host_pool = ? AND name = ?`,
+			ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError,
+			!hb.ShuttingDown, stale, !hb.ShuttingDown, stale, ns(now),
 			pool, host); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -20,27 +21,36 @@ func (s *DB) SetPowerState(ctx context.Context, pool, host, state string, now ti
 		if err != nil {
 			return err
 		}
-		cur := h.PowerState
-		if cur == "" {
-			cur = vdibroker.PowerUnknown
+		before := *h
+		// The condition is the UPDATE's own: on PostgreSQL a writer that
+		// waited for another's lock sees the row that one left (a read
+		// of the joined host row before the wait may be older), so two
+		// replicas cannot both claim one stopped host.
+		q, args := `UPDATE session_hosts SET power_state = ?, power_state_time = ? WHERE host_pool = ? AND name = ?`,
+			[]any{state, ns(now), pool, host}
+		if len(from) > 0 {
+			q += ` AND (CASE WHEN power_state = '' THEN 'Unknown' ELSE power_state END) IN (?` + strings.Repeat(`, ?`, len(from)-1) + `)`
+			for _, f := range from {
+				args = append(args, f)
+			}
 		}
-		if len(from) > 0 && !slices.Contains(from, cur) {
+		t.touch(pool, host)
+		n, err := t.exec(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
 			// Nothing changed, so nothing is recorded: a refusal is the
 			// caller's to record.
 			t.audit = nil
-			out = h
-			return nil
-		}
-		before := *h
-		t.touch(pool, host)
-		if _, err := t.exec(ctx, `UPDATE session_hosts SET power_state = ?, power_state_time = ? WHERE host_pool = ? AND name = ?`,
-			state, ns(now), pool, host); err != nil {
+			out, err = t.getHost(ctx, pool, host, false)
 			return err
 		}
-		at := fromNS(ns(now))
-		h.PowerState, h.PowerStateTime = state, &at
-		t.audited(&before, h)
-		out, changed = h, true
+		if out, err = t.getHost(ctx, pool, host, false); err != nil {
+			return err
+		}
+		t.audited(&before, out)
+		changed = true
 		return nil
 	})
 	if err != nil {

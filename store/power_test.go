@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"sync"
 	"testing"
@@ -185,4 +187,74 @@ func TestSetPowerStateRace(t *testing.T) {
 			t.Fatalf("%d claims won the start of one stopped host, want 1", winners)
 		}
 	})
+}
+
+// TestHeartbeatWaitingForStopKeepsIt (PostgreSQL): a heartbeat that waits
+// for the host's lock while a stop is being recorded must not write back
+// the Running it would have read before the wait: the stop stands (issue
+// 17). The heartbeat's read under the lock may return the host's row as
+// it was before the wait, so the rule is the UPDATE's own.
+func TestHeartbeatWaitingForStopKeepsIt(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+	now := time.Now().UTC()
+	if _, _, err := s.SetPowerState(ctx, "p", "h1", vdibroker.PowerStarting, now.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyHeartbeat(ctx, "p", "h1", nil, now.Add(-30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// The stop's transaction: the host's lock, then the Stopped record.
+	if _, err := tx.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = 'h1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE session_hosts SET power_state = 'Stopped', power_state_time = $1 WHERE host_pool = 'p' AND name = 'h1'`, now.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.ApplyHeartbeat(context.WithoutCancel(ctx), "p", "h1", nil, now.Add(time.Second))
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the heartbeat never waited for the stop's lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.GetSessionHost(ctx, "p", "h1")
+	if err != nil || h.PowerState != vdibroker.PowerStopped {
+		t.Fatalf("after the heartbeat that waited: %+v, %v; want Stopped kept", h, err)
+	}
 }
