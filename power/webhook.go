@@ -100,7 +100,11 @@ func (w *Webhook) call(ctx context.Context, action string, t Target) ([]byte, er
 		return nil, fmt.Errorf("power driver %q: %s %s/%s: read answer: %w", w.Name, action, t.Pool, t.Host, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("power driver %q: %s %s/%s: HTTP %d: %s", w.Name, action, t.Pool, t.Host, resp.StatusCode, bytes.TrimSpace(body))
+		msg := bytes.TrimSpace(body)
+		if len(msg) > 512 {
+			msg = append(msg[:512:512], "..."...)
+		}
+		return nil, fmt.Errorf("power driver %q: %s %s/%s: HTTP %d: %s", w.Name, action, t.Pool, t.Host, resp.StatusCode, msg)
 	}
 	return body, nil
 }
