@@ -126,7 +126,7 @@ func TestPlan(t *testing.T) {
 			// A host being drained is running: lifting its drain gives
 			// capacity back at once, before any start.
 			name: "ramp-down lifts a drain before it starts", phase: vdibroker.PhaseRampDown, sc: &base, limit: 10,
-			hosts: append(hosts([]int{10, 9, 9}, 1), Host{Name: "d", Placeable: true, Power: vdibroker.PowerRunning, AutoscaleDrained: true, Sessions: 1}),
+			hosts:   append(hosts([]int{10, 9, 9}, 1), Host{Name: "d", Placeable: true, Power: vdibroker.PowerRunning, AutoscaleDrained: true, Sessions: 1}),
 			undrain: []string{"d"}, used: 96.7, avail: 30, running: 3,
 		},
 		{
