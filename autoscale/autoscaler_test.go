@@ -294,7 +294,7 @@ func TestAdminChangeOfLoadBalancerIsKept(t *testing.T) {
 	a := newAutoscaler(w, "a")
 	evaluate(t, a)
 	w.plans = nil
-	w.pools["p"].LoadBalancerType = vdibroker.BreadthFirst+"x"
+	w.pools["p"].LoadBalancerType = vdibroker.BreadthFirst + "x"
 	evaluate(t, a)
 	if w.pools["p"].LoadBalancerType != vdibroker.BreadthFirst+"x" {
 		t.Errorf("load balancer %s, want the admin's RoundRobin", w.pools["p"].LoadBalancerType)
