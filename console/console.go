@@ -182,6 +182,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /pools/{pool}/settings", c.signedIn(c.poolSettings))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/drain", c.signedIn(c.drain))
 	c.mux.HandleFunc("GET /pools/{pool}/hosts/{host}", c.signedIn(c.hostPage))
+	c.mux.HandleFunc("GET /pools/{pool}/autoscale", c.signedIn(c.autoscalePage)) // autoscale.go
 	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))
 	c.mux.HandleFunc("GET /audit", c.signedIn(c.auditPage))
 	c.mux.HandleFunc("GET "+rulesPath, c.rulesPage)
