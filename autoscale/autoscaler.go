@@ -180,6 +180,8 @@ type eval struct {
 	now  time.Time
 	// notes are said in the record when nothing was done.
 	notes []string
+	// stored: the store has a state for the pool.
+	stored bool
 }
 
 func (e *eval) did(action, host, reason string, err error) {
@@ -194,7 +196,7 @@ func (e *eval) did(action, host, reason string, err error) {
 }
 
 func (a *Autoscaler) evaluatePool(ctx context.Context, plan *vdibroker.ScalingPlan, poolName string, st *vdibroker.AutoscaleState, now time.Time) error {
-	e := &eval{a: a, now: now, rec: &vdibroker.AutoscaleEvaluation{HostPool: poolName, Time: now.UTC(), Holder: a.holder, Plan: plan.Name}}
+	e := &eval{a: a, now: now, stored: st != nil, rec: &vdibroker.AutoscaleEvaluation{HostPool: poolName, Time: now.UTC(), Holder: a.holder, Plan: plan.Name}}
 	if st == nil {
 		st = &vdibroker.AutoscaleState{HostPool: poolName}
 	}
@@ -212,9 +214,12 @@ func (a *Autoscaler) finish(ctx context.Context, e *eval) error {
 		e.rec.Note = strings.Join(e.notes, "; ")
 	}
 	var errs []error
-	if e.st.OriginalLoadBalancer == "" && e.st.AppliedLoadBalancer == "" && len(e.st.Hosts) == 0 {
-		errs = append(errs, a.store.DeleteAutoscaleState(ctx, e.st.HostPool))
-	} else {
+	switch {
+	case e.st.OriginalLoadBalancer == "" && e.st.AppliedLoadBalancer == "" && len(e.st.Hosts) == 0:
+		if e.stored {
+			errs = append(errs, a.store.DeleteAutoscaleState(ctx, e.st.HostPool))
+		}
+	default:
 		e.st.UpdateTime = e.now.UTC()
 		errs = append(errs, a.store.PutAutoscaleState(ctx, e.st))
 	}
@@ -540,7 +545,7 @@ func (e *eval) personal(ctx context.Context, all []*vdibroker.SessionHost) error
 // more: its autoscale drains are lifted, and the admin's load balancer is
 // restored unless an admin changed it meanwhile.
 func (a *Autoscaler) release(ctx context.Context, st *vdibroker.AutoscaleState, now time.Time) error {
-	e := &eval{a: a, now: now, st: st, rec: &vdibroker.AutoscaleEvaluation{HostPool: st.HostPool, Time: now.UTC(), Holder: a.holder}}
+	e := &eval{a: a, now: now, st: st, stored: true, rec: &vdibroker.AutoscaleEvaluation{HostPool: st.HostPool, Time: now.UTC(), Holder: a.holder}}
 	e.notes = append(e.notes, "no scaling plan covers the pool any more")
 	pool, all, err := a.act.SessionHosts(ctx, st.HostPool)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {

@@ -1,6 +1,7 @@
 package autoscale
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -374,4 +375,34 @@ func TestNoPowerDriver(t *testing.T) {
 	if !strings.Contains(e.Note, "no powerDriver") || e.UsedCapacityPct != 90 {
 		t.Errorf("evaluation %+v", e)
 	}
+}
+
+// TestRunReleasesTheLease: Run evaluates at once, and when its context ends
+// it gives the lease up, so another replica acts at its next evaluation
+// instead of two intervals later.
+func TestRunReleasesTheLease(t *testing.T) {
+	t0 := monday.Add(12 * time.Hour)
+	w := newWorld(t0)
+	w.addPool(testPool(), running("h1", t0))
+	w.plans = []*vdibroker.ScalingPlan{testPlan(nil)}
+	seen := make(chan *vdibroker.AutoscaleEvaluation, 1)
+	a := New(Config{Store: w, Actions: w, Holder: "a", Interval: time.Hour, Now: func() time.Time { return t0 },
+		Observe: func(e *vdibroker.AutoscaleEvaluation) {
+			select {
+			case seen <- e:
+			default:
+			}
+		}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	if e := <-seen; e.Holder != "a" || e.HostPool != "p" {
+		t.Fatalf("first evaluation %+v", e)
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("Run returned %v", err)
+	}
+	b := newAutoscaler(w, "b")
+	evaluate(t, b) // at t0: a's lease would still run for two hours
 }

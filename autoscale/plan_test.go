@@ -83,6 +83,12 @@ func TestPlan(t *testing.T) {
 			hosts: hosts([]int{0}, 4), start: []string{"a1", "a2"}, used: 0, avail: 10, minimum: 3, running: 1,
 		},
 		{
+			// Exactly at the threshold is not above it: 12 sessions on 2
+			// hosts of 10 = 60%: need ceil(1200/600) = 2, no start (R-A2).
+			name: "ramp-up at the threshold starts nothing", phase: vdibroker.PhaseRampUp, sc: &base, limit: 10,
+			hosts: hosts([]int{6, 6}, 2), used: 60, avail: 20, running: 2,
+		},
+		{
 			// Ramp-up never stops, even with 5 idle hosts.
 			name: "ramp-up never stops", phase: vdibroker.PhaseRampUp, sc: &base, limit: 10,
 			hosts: hosts([]int{0, 0, 0, 0, 0}, 0), used: 0, avail: 50, running: 5,
