@@ -149,12 +149,32 @@ func (a *Autoscaler) Evaluate(ctx context.Context) (bool, error) {
 	}
 	covered := map[string]bool{}
 	var errs []error
+	renewed := now
+	// keep renews the lease during a long evaluation (every half
+	// interval), so that it never expires while this replica acts; false
+	// when another replica has it.
+	keep := func() bool {
+		t := a.now()
+		if t.Sub(renewed) < a.interval/2 {
+			return true
+		}
+		ok, err := a.store.AcquireAutoscaleLease(ctx, a.holder, t, 2*a.interval)
+		if err != nil || !ok {
+			errs = append(errs, fmt.Errorf("autoscale lease lost during the evaluation: %w", err))
+			return false
+		}
+		renewed = t
+		return true
+	}
 	for _, plan := range plans {
 		for _, pool := range plan.HostPools {
 			if covered[pool] {
 				continue // a pool is in one plan (ScalingStore refuses a second)
 			}
 			covered[pool] = true
+			if !keep() {
+				return true, errors.Join(errs...)
+			}
 			if err := a.evaluatePool(ctx, plan, pool, byPool[pool], now); err != nil {
 				errs = append(errs, err)
 			}
@@ -162,6 +182,9 @@ func (a *Autoscaler) Evaluate(ctx context.Context) (bool, error) {
 	}
 	for _, st := range states {
 		if !covered[st.HostPool] {
+			if !keep() {
+				return true, errors.Join(errs...)
+			}
 			if err := a.release(ctx, st, now); err != nil {
 				errs = append(errs, err)
 			}
@@ -279,6 +302,7 @@ func (e *eval) run(ctx context.Context, plan *vdibroker.ScalingPlan) error {
 	for _, s := range d.Start {
 		e.did(vdibroker.ActionStart, s.Host, s.Reason, e.a.act.StartHost(ctx, pool.Name, s.Host, By))
 	}
+	defer e.forget(all)
 	if !stops(where.Phase) {
 		return nil
 	}
@@ -302,13 +326,17 @@ func (e *eval) run(ctx context.Context, plan *vdibroker.ScalingPlan) error {
 			}
 		}
 	}
-	// Forget hosts no longer drained (deleted, or undrained by hand).
+	return nil
+}
+
+// forget drops the state of hosts no longer drained (deleted, stopped, or
+// undrained by hand or in this evaluation).
+func (e *eval) forget(all []*vdibroker.SessionHost) {
 	for name := range e.st.Hosts {
 		if !slices.ContainsFunc(all, func(h *vdibroker.SessionHost) bool { return h.Name == name && h.AutoscaleDrain }) {
 			delete(e.st.Hosts, name)
 		}
 	}
-	return nil
 }
 
 // host is a store host as the arithmetic sees it.

@@ -406,3 +406,33 @@ func TestRunReleasesTheLease(t *testing.T) {
 	b := newAutoscaler(w, "b")
 	evaluate(t, b) // at t0: a's lease would still run for two hours
 }
+
+// TestLeaseLostMidEvaluation: an evaluation that outlasts half an interval
+// renews the lease before the next pool; when another replica has taken
+// it meanwhile, it stops there and acts on no further pool.
+func TestLeaseLostMidEvaluation(t *testing.T) {
+	t0 := monday.Add(12 * time.Hour)
+	w := newWorld(t0)
+	w.addPool(testPool(), running("h1", t0))
+	calls := 0
+	a := New(Config{Store: w, Actions: w, Holder: "a", Interval: time.Minute, Now: func() time.Time {
+		calls++
+		if calls == 1 {
+			return t0
+		}
+		// Later calls: the first acquire is long past, and "b" took the
+		// lease (a stalled, say, longer than the lease).
+		w.mu.Lock()
+		w.lease.holder, w.lease.expire = "b", t0.Add(time.Hour)
+		w.mu.Unlock()
+		return t0.Add(3 * time.Minute)
+	}})
+	w.plans = []*vdibroker.ScalingPlan{testPlan(nil)}
+	held, err := a.Evaluate(t.Context())
+	if !held || err == nil || !strings.Contains(err.Error(), "lease lost") {
+		t.Fatalf("held %v, err %v; want the lease lost", held, err)
+	}
+	if len(w.evals) != 0 {
+		t.Errorf("%d evaluations recorded after the lease was lost", len(w.evals))
+	}
+}
