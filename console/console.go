@@ -185,6 +185,8 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /pools/{pool}/autoscale", c.signedIn(c.autoscalePage)) // autoscale.go
 	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))
 	c.mux.HandleFunc("GET /audit", c.signedIn(c.auditPage))
+	c.mux.HandleFunc("GET /scalingplans", c.signedIn(c.scalingPlansPage))       // scalingplans.go
+	c.mux.HandleFunc("GET /scalingplans/{name}", c.signedIn(c.scalingPlanPage)) // scalingplans.go
 	c.mux.HandleFunc("GET "+rulesPath, c.rulesPage)
 	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/logoff", c.signedIn(c.logoff))
 	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/disconnect", c.signedIn(c.disconnect))

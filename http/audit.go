@@ -30,6 +30,8 @@ var auditedActions = map[string]string{
 	"POST /api/v1/hostpools/{pool}/registrationtoken":                     "registrationtoken.create",
 	"DELETE /api/v1/hostpools/{pool}/registrationtokens/{id}":             "registrationtoken.revoke",
 	"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/resetregistration": "sessionhost.resetregistration",
+	"PUT /api/v1/scalingplans/{name}":                                     "scalingplan.put",
+	"DELETE /api/v1/scalingplans/{name}":                                  "scalingplan.delete",
 	"POST /api/v1/tokens":                                                 "token.create",
 	"DELETE /api/v1/tokens/{id}":                                          "token.revoke",
 	"POST /api/v1/agent/register":                                         "sessionhost.register",

@@ -30,6 +30,7 @@ func FuzzAPIBodies(f *testing.F) {
 		{"POST", "/api/v1/hostpools/fz-pool/registrationtoken"},
 		{"POST", "/api/v1/tokens"},
 		{"POST", "/api/v1/agent/register"},
+		{"PUT", "/api/v1/scalingplans/fz-plan"},
 	}
 	seeds := []string{
 		`{}`, `{"maxSessionLimit":5}`, `{"maxSessionLimit":0}`, `{"loadBalancerType":"DepthFirst","maxSessionLimit":10}`,
@@ -38,6 +39,7 @@ func FuzzAPIBodies(f *testing.F) {
 		`{"user":"alice"}`, `{"user":"alice","dryRun":true}`, `{"user":""}`, `{"user":"a\u0000b"}`,
 		`{"expiresInSeconds":3600,"maxHosts":1}`, `{"role":"Reader","subject":"x"}`, `{"role":"Admin","subject":"x"}`,
 		`{"token":"nope","hostName":"fz-host","address":"fz:3389"}`,
+		planJSON("fz-pool"), planJSON("fz-pool", "nope"), `{"timeZone":"UTC","schedules":[{"name":"s","daysOfWeek":["Monday"],"rampUpStartTime":"23:00","peakStartTime":"01:00","rampDownStartTime":"02:00","offPeakStartTime":"22:59","rampUpCapacityThresholdPct":1,"rampDownCapacityThresholdPct":1}]}`,
 		`null`, `[]`, `"x"`, `{"name":"other"}`, `{} {}`, `{"unknown":1}`, "\xff\xfe", `{"description":"` + string(bytes.Repeat([]byte("d"), 600)) + `"}`,
 	}
 	for i := range routes {
@@ -95,7 +97,7 @@ func FuzzAPIBodies(f *testing.F) {
 // times a write moves and the fields read-time computes).
 func snapshot(do func(string, string, []byte) *httptest.ResponseRecorder) map[string]any {
 	out := map[string]any{}
-	for _, path := range []string{"/api/v1/hostpools/fz-pool", "/api/v1/hostpools/fz-pool/sessionhosts/fz-host"} {
+	for _, path := range []string{"/api/v1/hostpools/fz-pool", "/api/v1/hostpools/fz-pool/sessionhosts/fz-host", "/api/v1/scalingplans/fz-plan"} {
 		rec := do("GET", path, nil)
 		var v map[string]any
 		json.Unmarshal(rec.Body.Bytes(), &v)

@@ -49,6 +49,12 @@ func TestPostgresSuite(t *testing.T) {
 		{"Audit_EveryAction", TestAudit_EveryAction},
 		{"Audit_Refusals", TestAudit_Refusals},
 		{"OIDCBearer", TestOIDCBearer},
+		{"ScalingPlanAPI", TestScalingPlanAPI},
+		{"ScalingPlanBadInput_RSP1", TestScalingPlanBadInput_RSP1},
+		{"ScalingPlanAttackers_RSP5", TestScalingPlanAttackers_RSP5},
+		{"ScalingPlanAudit", TestScalingPlanAudit},
+		{"DeletePoolLeavesPlanAPI_RSP4", TestDeletePoolLeavesPlanAPI_RSP4},
+		{"ScalingPlanReplicasRace_RSP4", TestScalingPlanReplicasRace_RSP4},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

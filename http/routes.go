@@ -41,6 +41,12 @@ func (s *Server) routes() {
 	s.handle("DELETE "+p+"/registrationtokens/{id}", write, s.deleteRegistrationToken)
 	s.handle("POST "+p+"/sessionhosts/{host}/resetregistration", write, s.resetRegistration)
 
+	// Scaling plans (scalingplans.go): global, scope checked per plan.
+	s.handle("GET /api/v1/scalingplans", read, s.listScalingPlans)
+	s.handle("GET /api/v1/scalingplans/{name}", read, s.getScalingPlan)
+	s.handle("PUT /api/v1/scalingplans/{name}", write, s.putScalingPlan)
+	s.handle("DELETE /api/v1/scalingplans/{name}", write, s.deleteScalingPlan)
+
 	s.handle("POST /api/v1/tokens", admin, s.createToken)
 	s.handle("GET /api/v1/tokens", admin, s.listTokens)
 	s.handle("DELETE /api/v1/tokens/{id}", admin, s.deleteToken)

@@ -39,6 +39,9 @@ func newScopeWorld(t *testing.T) *scopeWorld {
 		e.heartbeat(hosts[0], vdibroker.AgentSession{ID: "1", User: "alice", State: "Active"})
 		e.heartbeat(hosts[1], vdibroker.AgentSession{ID: "2", User: "alice", State: "Active"})
 		w.session[p] = c.SessionID
+		if _, err := e.admin.PutScalingPlan(ctx, "plan-"+p, planBody(p)); err != nil {
+			t.Fatal(err)
+		}
 		rt, err := e.admin.CreateRegistrationToken(ctx, p, vhttp.RegistrationTokenRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -79,6 +82,12 @@ const (
 	cGConnect        // connect, global
 	cList            // read, global, filtered by scope
 	cAudit           // Contributor and up, global, filtered by scope
+	// Scaling plans (R-SP5): global routes whose scope is the plan's
+	// pools. A scoped principal gets 404 for a plan of no pool of its
+	// scope (GET and DELETE: it cannot tell it from a missing plan) and
+	// 403 for a PUT naming a pool outside its scope.
+	cPlanRead
+	cPlanWrite
 )
 
 type scopeCall struct {
@@ -130,6 +139,10 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"global connect", "POST", "/api/v1/globalentitlements/g/connect", `{"user": "alice"}`, cGConnect, 404},
 		{"healthz", "GET", "/healthz", "", cPublic, 200},
 		{"register bogus", "POST", "/api/v1/agent/register", `{"token": "vdbr_bogus", "hostName": "newhost", "address": "n.example.test:3389"}`, cPublic, 401},
+		{"list scaling plans", "GET", "/api/v1/scalingplans", "", cList, 200},
+		{"get scaling plan", "GET", "/api/v1/scalingplans/plan-" + pool, "", cPlanRead, 200},
+		{"put scaling plan", "PUT", "/api/v1/scalingplans/plan-" + pool, planJSON(pool), cPlanWrite, 200},
+		{"delete scaling plan", "DELETE", "/api/v1/scalingplans/plan-" + pool, "", cPlanWrite, 204},
 		{"delete pool", "DELETE", p + "?force=true", "", cWrite, 204},
 	}
 }
@@ -155,9 +168,9 @@ func want(k cred, c scopeCall, pool string) int {
 	}
 	role := map[int]bool{}
 	switch c.class {
-	case cRead, cGRead, cList:
+	case cRead, cGRead, cList, cPlanRead:
 		role = map[int]bool{0: k.role != "User"}
-	case cWrite, cGWrite, cAudit:
+	case cWrite, cGWrite, cAudit, cPlanWrite:
 		role = map[int]bool{0: k.role == "Admin" || k.role == "Contributor"}
 	case cConnect, cGConnect:
 		role = map[int]bool{0: k.role == "Admin" || k.role == "Contributor" || k.role == "User"}
@@ -173,6 +186,13 @@ func want(k cred, c scopeCall, pool string) int {
 		switch c.class {
 		case cGRead, cGWrite, cGConnect, cAdmin:
 			return 403
+		case cPlanRead, cPlanWrite:
+			if pool != "pin" {
+				if c.method == "PUT" {
+					return 403
+				}
+				return 404
+			}
 		case cRead, cWrite, cConnect:
 			if pool != "pin" {
 				if c.method == "GET" {
@@ -266,8 +286,8 @@ func TestAuthMatrix_Scopes(t *testing.T) {
 					if status >= 400 && (ve == nil || ve.Message == "") {
 						t.Errorf("%s: error answer without error body: %s", c.name, raw)
 					}
-					if k.scoped && c.name == "list pools" && status == 200 && strings.Contains(string(raw), "pout") {
-						t.Errorf("scoped list shows pool pout: %s", raw)
+					if k.scoped && (c.name == "list pools" || c.name == "list scaling plans") && status == 200 && strings.Contains(string(raw), "pout") {
+						t.Errorf("scoped %s shows pool pout: %s", c.name, raw)
 					}
 				}
 			}

@@ -217,6 +217,9 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error 
 			`DELETE FROM host_counts WHERE host_pool = ?`,
 			`DELETE FROM session_hosts WHERE host_pool = ?`,
 			`DELETE FROM host_pools WHERE name = ?`,
+			// Last, after the pool's row is locked: a scaling plan that
+			// took the pool meanwhile has committed (R-SP4).
+			`DELETE FROM scaling_plan_pools WHERE host_pool = ?`,
 		} {
 			if _, err := t.exec(ctx, q, name); err != nil {
 				return err

@@ -2,29 +2,238 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
 
-// Scaling plans (issue 17, SPEC §8). Placeholders until the scaling-plan
-// work lands: every call says it is not there yet.
+// Scaling plans (issue 17, SPEC §8, migration 00016). A plan's row holds
+// its schedules as JSON; its pools are rows of scaling_plan_pools, keyed
+// by the pool, so the database itself keeps a pool in at most one plan
+// (R-SP4) however many replicas write at once. Deleting a host pool
+// deletes its row there (DeleteHostPool): the plan stays, without the pool.
 
-var errNoPlans = &vdibroker.Error{Code: vdibroker.EInternal, Message: "scaling plans are not implemented yet"}
+const planCols = `name, description, time_zone, host_pool_type, schedules, create_time, update_time`
 
-func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan) (bool, error) {
-	return false, errNoPlans
+func scanPlan(sc scanner) (*vdibroker.ScalingPlan, error) {
+	var p vdibroker.ScalingPlan
+	var sched string
+	var ct, ut int64
+	if err := sc.Scan(&p.Name, &p.Description, &p.TimeZone, &p.HostPoolType, &sched, &ct, &ut); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(sched), &p.Schedules); err != nil {
+		return nil, fmt.Errorf("scaling plan %q: schedules: %w", p.Name, err)
+	}
+	p.CreateTime, p.UpdateTime = fromNS(ct), fromNS(ut)
+	p.HostPools = []string{}
+	return &p, nil
 }
 
+func (t *tx) getPlan(ctx context.Context, name string) (*vdibroker.ScalingPlan, error) {
+	p, err := scanPlan(t.row(ctx, `SELECT `+planCols+` FROM scaling_plans WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("scaling plan %q not found", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get scaling plan %q: %w", name, err)
+	}
+	if err := t.planPools(ctx, map[string]*vdibroker.ScalingPlan{p.Name: p}, `WHERE plan = ?`, name); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planPools fills the HostPools of plans (by name) from the rows where
+// says, in the plans' order.
+func (t *tx) planPools(ctx context.Context, plans map[string]*vdibroker.ScalingPlan, where string, args ...any) error {
+	rows, err := t.query(ctx, `SELECT plan, host_pool FROM scaling_plan_pools `+where+` ORDER BY plan, position`, args...)
+	if err != nil {
+		return fmt.Errorf("scaling plan pools: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var plan, pool string
+		if err := rows.Scan(&plan, &pool); err != nil {
+			return err
+		}
+		if p := plans[plan]; p != nil {
+			p.HostPools = append(p.HostPools, pool)
+		}
+	}
+	return rows.Err()
+}
+
+// PutScalingPlan implements vdibroker.ScalingStore: it creates or replaces
+// p, checking in the same transaction that each of its pools exists, has
+// the plan's type, and is in no other plan (R-SP4). On replace CreateTime
+// is kept and UpdateTime moves forward. The caller validated p.
+func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan) (created bool, err error) {
+	sched, err := json.Marshal(p.Schedules)
+	if err != nil {
+		return false, err
+	}
+	err = s.write(ctx, func(t *tx) error {
+		old, err := t.getPlan(ctx, p.Name)
+		switch {
+		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+			old = nil
+		case err != nil:
+			return err
+		}
+		created = old == nil
+		for _, pool := range p.HostPools {
+			if err := t.checkPlanPool(ctx, p, pool); err != nil {
+				return err
+			}
+		}
+		if created {
+			_, err = t.exec(ctx, `INSERT INTO scaling_plans (`+planCols+`) VALUES (?,?,?,?,?,?,?)`,
+				p.Name, p.Description, p.TimeZone, p.HostPoolType, string(sched), ns(p.CreateTime), ns(p.UpdateTime))
+			if errors.Is(err, errUnique) {
+				return errRaced // created meanwhile: run again as a replace
+			}
+		} else {
+			p.CreateTime = old.CreateTime
+			if !p.UpdateTime.After(old.UpdateTime) {
+				p.UpdateTime = old.UpdateTime.Add(time.Nanosecond)
+			}
+			_, err = t.exec(ctx, `UPDATE scaling_plans SET description = ?, time_zone = ?, host_pool_type = ?,
+				schedules = ?, update_time = ? WHERE name = ?`,
+				p.Description, p.TimeZone, p.HostPoolType, string(sched), ns(p.UpdateTime), p.Name)
+			if err == nil {
+				_, err = t.exec(ctx, `DELETE FROM scaling_plan_pools WHERE plan = ?`, p.Name)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		for i, pool := range p.HostPools {
+			_, err := t.exec(ctx, `INSERT INTO scaling_plan_pools (host_pool, plan, position) VALUES (?,?,?)`, pool, p.Name, i)
+			if errors.Is(err, errUnique) {
+				// Another plan took the pool after checkPlanPool read it
+				// (PostgreSQL, two replicas): run again, and the check
+				// names that plan.
+				return errRaced
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if created {
+			t.audited(nil, p)
+		} else {
+			t.audited(old, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, wrap(err, "put scaling plan %q", p.Name)
+	}
+	return created, nil
+}
+
+// checkPlanPool refuses a pool that does not exist or has another type
+// (400 on hostPools) or is in another plan (409). The pool's row is locked
+// (PostgreSQL), so a concurrent DeleteHostPool either commits first (and
+// the pool is not found) or waits for this plan and then removes the pool
+// from it.
+func (t *tx) checkPlanPool(ctx context.Context, p *vdibroker.ScalingPlan, pool string) error {
+	var typ string
+	err := t.row(ctx, `SELECT host_pool_type FROM host_pools WHERE name = ?`+t.d.forUpdate, pool).Scan(&typ)
+	if errors.Is(err, sql.ErrNoRows) {
+		return vdibroker.FieldError("hostPools", "host pool %q does not exist", pool)
+	}
+	if err != nil {
+		return fmt.Errorf("scaling plan pool %q: %w", pool, err)
+	}
+	if typ != p.HostPoolType {
+		return vdibroker.FieldError("hostPools", "host pool %q is %s; a %s scaling plan takes %s host pools only", pool, typ, p.HostPoolType, p.HostPoolType)
+	}
+	var other string
+	err = t.row(ctx, `SELECT plan FROM scaling_plan_pools WHERE host_pool = ?`, pool).Scan(&other)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("scaling plan pool %q: %w", pool, err)
+	case other != p.Name:
+		return &vdibroker.Error{Code: vdibroker.EConflict, Field: "hostPools",
+			Message: fmt.Sprintf("host pool %q is already in scaling plan %q; a host pool is in at most one plan (R-SP4)", pool, other)}
+	}
+	return nil
+}
+
+// GetScalingPlan implements vdibroker.ScalingStore.
 func (s *DB) GetScalingPlan(ctx context.Context, name string) (*vdibroker.ScalingPlan, error) {
-	return nil, errNoPlans
+	var p *vdibroker.ScalingPlan
+	err := s.read(ctx, func(t *tx) (err error) {
+		p, err = t.getPlan(ctx, name)
+		return err
+	})
+	return p, err
 }
 
+// ListScalingPlans implements vdibroker.ScalingStore: plans by name.
 func (s *DB) ListScalingPlans(ctx context.Context) ([]*vdibroker.ScalingPlan, error) {
-	return nil, errNoPlans
+	var out []*vdibroker.ScalingPlan
+	err := s.read(ctx, func(t *tx) (err error) {
+		out, err = queryAll(ctx, t, scanPlan, `SELECT `+planCols+` FROM scaling_plans ORDER BY name`)
+		if err != nil {
+			return err
+		}
+		byName := make(map[string]*vdibroker.ScalingPlan, len(out))
+		for _, p := range out {
+			byName[p.Name] = p
+		}
+		return t.planPools(ctx, byName, ``)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list scaling plans: %w", err)
+	}
+	return out, nil
 }
 
-func (s *DB) DeleteScalingPlan(ctx context.Context, name string) error { return errNoPlans }
+// DeleteScalingPlan implements vdibroker.ScalingStore; NotFound when there
+// is no such plan. Its pools are free for another plan afterwards.
+func (s *DB) DeleteScalingPlan(ctx context.Context, name string) error {
+	err := s.write(ctx, func(t *tx) error {
+		old, err := t.getPlan(ctx, name)
+		if err != nil {
+			return err
+		}
+		for _, q := range []string{`DELETE FROM scaling_plan_pools WHERE plan = ?`, `DELETE FROM scaling_plans WHERE name = ?`} {
+			if _, err := t.exec(ctx, q, name); err != nil {
+				return err
+			}
+		}
+		t.audited(old, nil)
+		return nil
+	})
+	return wrap(err, "delete scaling plan %q", name)
+}
 
+// ScalingPlanForPool implements vdibroker.ScalingStore.
 func (s *DB) ScalingPlanForPool(ctx context.Context, pool string) (*vdibroker.ScalingPlan, error) {
-	return nil, errNoPlans
+	var p *vdibroker.ScalingPlan
+	err := s.read(ctx, func(t *tx) error {
+		var plan string
+		err := t.row(ctx, `SELECT plan FROM scaling_plan_pools WHERE host_pool = ?`, pool).Scan(&plan)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("host pool %q is in no scaling plan", pool)
+		}
+		if err != nil {
+			return err
+		}
+		p, err = t.getPlan(ctx, plan)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "scaling plan for pool %q", pool)
+	}
+	return p, nil
 }

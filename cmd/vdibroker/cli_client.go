@@ -32,6 +32,7 @@ func newAdminCommands() []*cobra.Command {
 		newPlacementCmd(),
 		newRegistrationTokenCmd(),
 		newTokenCmd(),
+		newScalingPlanCmd(),
 	}
 }
 
