@@ -33,6 +33,11 @@ func TestPhaseAt(t *testing.T) {
 	night.Name = "night"
 	// Ramp-down 22:00, off-peak 01:00 the next day.
 	night.RampUpStartTime, night.PeakStartTime, night.RampDownStartTime, night.OffPeakStartTime = "06:00", "08:00", "22:00", "01:00"
+	// R-SP1's night shift: ramp-up 20:00, peak 22:00, ramp-down 05:00 and
+	// off-peak 07:00 the next morning.
+	shift := weekdays()
+	shift.Name = "shift"
+	shift.RampUpStartTime, shift.PeakStartTime, shift.RampDownStartTime, shift.OffPeakStartTime = "20:00", "22:00", "05:00", "07:00"
 	weekend := weekdays()
 	weekend.Name, weekend.DaysOfWeek = "weekend", []string{"Saturday", "Sunday"}
 	weekend.RampUpStartTime, weekend.PeakStartTime, weekend.RampDownStartTime, weekend.OffPeakStartTime = "10:00", "11:00", "15:00", "16:00"
@@ -54,6 +59,10 @@ func TestPhaseAt(t *testing.T) {
 		// Ramp-down from 22:00 runs past midnight to off-peak at 01:00.
 		{"00:30 is the day before's ramp-down", []vdibroker.ScalingSchedule{night}, "2026-12-01 00:30", "night", vdibroker.PhaseRampDown, "2026-11-30"},
 		{"01:30 is the day before's off-peak", []vdibroker.ScalingSchedule{night}, "2026-12-01 01:30", "night", vdibroker.PhaseOffPeak, "2026-11-30"},
+		{"night shift: Tuesday 03:00 is Monday's peak", []vdibroker.ScalingSchedule{shift}, "2026-12-01 03:00", "shift", vdibroker.PhasePeak, "2026-11-30"},
+		{"night shift: Tuesday 06:00 is Monday's ramp-down", []vdibroker.ScalingSchedule{shift}, "2026-12-01 06:00", "shift", vdibroker.PhaseRampDown, "2026-11-30"},
+		{"night shift: Tuesday 12:00 is Monday's off-peak", []vdibroker.ScalingSchedule{shift}, "2026-12-01 12:00", "shift", vdibroker.PhaseOffPeak, "2026-11-30"},
+		{"night shift: Tuesday 21:00 is Tuesday's ramp-up", []vdibroker.ScalingSchedule{shift}, "2026-12-01 21:00", "shift", vdibroker.PhaseRampUp, "2026-12-01"},
 		// Monday 03:00: the last ramp-up was Friday's (no weekend schedule).
 		{"Monday 03:00 is Friday's off-peak", []vdibroker.ScalingSchedule{weekdays()}, "2026-11-30 03:00", "weekdays", vdibroker.PhaseOffPeak, "2026-11-27"},
 		{"Sunday noon without a weekend schedule", []vdibroker.ScalingSchedule{weekdays()}, "2026-11-29 12:00", "weekdays", vdibroker.PhaseOffPeak, "2026-11-27"},

@@ -16,10 +16,10 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// The loop on the real store, SQLite and PostgreSQL: the lease between two
-// replicas, the evaluation records, and the state another replica carries
-// on with. Scaling plans and power actions are in memory here (their
-// store and the power service are the plans and power work's).
+// The loop on the real store, SQLite and PostgreSQL: the scaling plan as
+// stored, the lease between two replicas, the evaluation records, and the
+// state another replica carries on with. The power actions are in memory
+// here (the power service is the power work's).
 
 const pgEnv = "VDIBROKER_TEST_POSTGRES_DSN"
 
@@ -86,19 +86,6 @@ func postgresSchemaDSN(t *testing.T) string {
 	u.RawQuery = q.Encode()
 	schemaOnce[t] = u.String()
 	return u.String()
-}
-
-// replica is one broker replica's view: a store handle with the plans of
-// the test (ScalingStore is not this work's), and power actions on a
-// shared in-memory power state.
-type replica struct {
-	*store.DB
-	plans []*vdibroker.ScalingPlan
-	power *power
-}
-
-func (r *replica) ListScalingPlans(ctx context.Context) ([]*vdibroker.ScalingPlan, error) {
-	return r.plans, nil
 }
 
 // power is the hosts' power state and autoscale drain, which the power
@@ -174,7 +161,7 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			dbA, dbB := opener(t), opener(t)
-			pool := vdibroker.NewHostPool("p")
+			pool := vdibroker.NewHostPool("office")
 			pool.HostPoolType, pool.LoadBalancerType, pool.MaxSessionLimit, pool.PowerDriver = vdibroker.Pooled, vdibroker.BreadthFirst, 10, "sim"
 			t0 := time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC) // Monday, ramp-down
 			pool.CreateTime, pool.UpdateTime = t0, t0
@@ -183,7 +170,7 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			}
 			pw := &power{now: t0, state: map[string]string{}, drain: map[string]bool{}}
 			for _, h := range []string{"h1", "h2"} {
-				if _, err := dbA.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "p", Name: h, Address: h + ":3389",
+				if _, err := dbA.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "office", Name: h, Address: h + ":3389",
 					Protocols: []string{"RDP"}, AllowNewSession: true, CreateTime: t0}); err != nil {
 					t.Fatal(err)
 				}
@@ -191,21 +178,28 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			}
 			// h1: one session, h2: three; ramp-down 90%: drain h1.
 			for i, h := range []string{"h1", "h2", "h2", "h2"} {
-				c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: string(rune('a' + i)), HostPool: "p",
+				c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: string(rune('a' + i)), HostPool: "office",
 					SessionHost: h, State: vdibroker.StatePending, CreateTime: t0, StateTime: t0}, MaxSessionLimit: 10, Pooled: true, Record: []byte(`{}`)}
 				if err := dbA.CommitPlacement(ctx, c); err != nil {
 					t.Fatal(err)
 				}
 			}
-			plan := &vdibroker.ScalingPlan{Name: "plan", TimeZone: "UTC", HostPools: []string{"p"}, Schedules: []vdibroker.ScalingSchedule{{
+			plan := &vdibroker.ScalingPlan{Name: "plan", TimeZone: "UTC", HostPoolType: vdibroker.Pooled, HostPools: []string{"office"}, Schedules: []vdibroker.ScalingSchedule{{
 				Name: "weekdays", DaysOfWeek: []string{"Monday"}, RampUpStartTime: "07:00", PeakStartTime: "09:00",
 				RampDownStartTime: "18:00", OffPeakStartTime: "22:00", RampUpCapacityThresholdPct: 60, RampDownCapacityThresholdPct: 90,
 				RampDownForceLogoffUsers: true, RampDownWaitTimeMinutes: 15, RampDownStopHostsWhen: vdibroker.StopWhenZeroSessions,
 			}}}
+			plan.FillDefaults()
+			if err := plan.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dbA.PutScalingPlan(ctx, plan); err != nil {
+				t.Fatal(err)
+			}
 			now := t0
 			clock := func() time.Time { return now }
 			mk := func(db *store.DB, holder string) *autoscale.Autoscaler {
-				return autoscale.New(autoscale.Config{Store: &replica{DB: db, plans: []*vdibroker.ScalingPlan{plan}}, Actions: actions{db, pw},
+				return autoscale.New(autoscale.Config{Store: db, Actions: actions{db, pw},
 					Holder: holder, Interval: time.Minute, Now: clock})
 			}
 			a, b := mk(dbA, "a"), mk(dbB, "b")
@@ -221,14 +215,20 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			}
 			step(a, true)
 			step(b, false)
-			evals, err := dbB.ListAutoscaleEvaluations(ctx, "p", 0, 0)
+			evals, err := dbB.ListAutoscaleEvaluations(ctx, "office", 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(evals) != 1 || evals[0].Holder != "a" || len(evals[0].Actions) != 2 ||
-				evals[0].Actions[0].Action != vdibroker.ActionDrain || evals[0].Actions[0].Host != "h1" ||
+			// The plan's ramp-down load balancer (DepthFirst, AVD's default)
+			// is set on the stored pool; h1 is drained and notified.
+			if len(evals) != 1 || evals[0].Holder != "a" || len(evals[0].Actions) != 3 ||
+				evals[0].Actions[0].Action != vdibroker.ActionSetLoadBalancer ||
+				evals[0].Actions[1].Action != vdibroker.ActionDrain || evals[0].Actions[1].Host != "h1" ||
 				evals[0].Phase != vdibroker.PhaseRampDown || evals[0].AvailableCapacity != 20 || evals[0].UsedCapacityPct != 20 {
 				t.Fatalf("evaluations after a's first: %d, %+v", len(evals), *evals[0])
+			}
+			if p, err := dbB.GetHostPool(ctx, "office"); err != nil || p.LoadBalancerType != vdibroker.DepthFirst {
+				t.Fatalf("stored pool: %v, %v", p, err)
 			}
 			// a is killed at 19:01 (its last renewal was at 19:00, the lease
 			// runs to 19:02). b tries each minute.
@@ -243,7 +243,7 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			pw.now = now
 			step(b, true)
 			logoffs := func() int {
-				evals, err := dbB.ListAutoscaleEvaluations(ctx, "p", 0, 0)
+				evals, err := dbB.ListAutoscaleEvaluations(ctx, "office", 0, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -266,7 +266,7 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			if n := logoffs(); n != 1 {
 				t.Fatalf("%d logoffs at the end of the wait begun under a, want 1", n)
 			}
-			evals, err = dbA.ListAutoscaleEvaluations(ctx, "p", 0, 0)
+			evals, err = dbA.ListAutoscaleEvaluations(ctx, "office", 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,9 +2,9 @@ package sim
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -38,7 +38,7 @@ type AutoscaleResult struct {
 }
 
 // scalingPlan decodes scalingPlan with the API's field names, refusing
-// unknown ones, and checks what the simulator needs of it.
+// unknown ones, and checks it as the API does.
 func (p *scenarioParser) scalingPlan(n ast.Node) *vdibroker.ScalingPlan {
 	const name = "scalingPlan"
 	var plan vdibroker.ScalingPlan
@@ -54,54 +54,17 @@ func (p *scenarioParser) scalingPlan(n ast.Node) *vdibroker.ScalingPlan {
 	if plan.Name == "" {
 		plan.Name = "scenario"
 	}
-	if _, err := time.LoadLocation(plan.TimeZone); err != nil || plan.TimeZone == "" {
-		p.errf(n, name+".timeZone", "must be an IANA time zone such as Europe/Berlin, got %q", plan.TimeZone)
+	// The API's own checks and defaults (R-SP1..R-SP3): a plan the
+	// simulator takes is one the broker takes.
+	plan.FillDefaults()
+	if err := plan.Validate(); err != nil {
+		field := vdibroker.ErrorField(err)
+		p.errf(n, join(name, field), "%s", strings.TrimPrefix(vdibroker.ErrorMessage(err), field+": "))
+		return nil
 	}
-	if len(plan.Schedules) == 0 {
-		p.errf(n, name+".schedules", "required: at least one schedule")
-	}
-	days := []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
-	for i, sc := range plan.Schedules {
-		path := fmt.Sprintf("%s.schedules[%d]", name, i)
-		if len(sc.DaysOfWeek) == 0 {
-			p.errf(n, path+".daysOfWeek", "required: one or more of %v", days)
-		}
-		for _, d := range sc.DaysOfWeek {
-			if !slices.Contains(days, d) {
-				p.errf(n, path+".daysOfWeek", "%q is not one of %v", d, days)
-			}
-		}
-		for field, v := range map[string]string{"rampUpStartTime": sc.RampUpStartTime, "peakStartTime": sc.PeakStartTime,
-			"rampDownStartTime": sc.RampDownStartTime, "offPeakStartTime": sc.OffPeakStartTime} {
-			if _, err := time.Parse("15:04", v); err != nil {
-				p.errf(n, path+"."+field, "must be a time HH:MM, got %q", v)
-			}
-		}
-		pcts := []struct {
-			field    string
-			v        *int
-			min, max int
-		}{
-			{"rampUpMinimumHostsPct", &sc.RampUpMinimumHostsPct, 0, 100},
-			{"rampUpCapacityThresholdPct", &sc.RampUpCapacityThresholdPct, 1, 100},
-			{"peakMinimumHostsPct", sc.PeakMinimumHostsPct, 0, 100},
-			{"rampDownMinimumHostsPct", &sc.RampDownMinimumHostsPct, 0, 100},
-			{"rampDownCapacityThresholdPct", &sc.RampDownCapacityThresholdPct, 1, 100},
-			{"rampDownWaitTimeMinutes", &sc.RampDownWaitTimeMinutes, 0, 24 * 60},
-			{"offPeakMaximumHostsPct", sc.OffPeakMaximumHostsPct, 0, 100},
-		}
-		for _, c := range pcts {
-			if c.v != nil && (*c.v < c.min || *c.v > c.max) {
-				p.errf(n, path+"."+c.field, "must be %d..%d, got %d", c.min, c.max, *c.v)
-			}
-		}
-		switch sc.RampDownStopHostsWhen {
-		case "":
-			plan.Schedules[i].RampDownStopHostsWhen = vdibroker.StopWhenZeroSessions
-		case vdibroker.StopWhenZeroSessions, vdibroker.StopWhenZeroActiveSessions:
-		default:
-			p.errf(n, path+".rampDownStopHostsWhen", "must be ZeroSessions or ZeroActiveSessions, got %q", sc.RampDownStopHostsWhen)
-		}
+	if plan.HostPoolType != vdibroker.Pooled {
+		p.errf(n, name+".hostPoolType", "the simulator's pool is Pooled, got %q", plan.HostPoolType)
+		return nil
 	}
 	return &plan
 }

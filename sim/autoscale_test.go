@@ -93,19 +93,22 @@ func TestLogonsWaitForAStart(t *testing.T) {
 	}
 }
 
-// TestScalingPlanErrors: the plan's fields are checked with their names.
+// TestScalingPlanErrors: the plan is checked as the API checks it
+// (ScalingPlan.Validate, R-SP1..R-SP3), errors named by field.
 func TestScalingPlanErrors(t *testing.T) {
 	base := "pool: {hosts: 2}\nusers:\n  - {pattern: storm, count: 1}\n"
 	tests := []struct{ name, plan, want string }{
 		{"unknown field", "scalingPlan: {timeZone: UTC, bogus: 1}\n", `scalingPlan: unknown field "bogus"`},
-		{"bad zone", "scalingPlan: {timeZone: Mars/Base, schedules: []}\n", "scalingPlan.timeZone: must be an IANA time zone"},
+		{"bad zone", "scalingPlan: {timeZone: Mars/Base, schedules: []}\n", `scalingPlan.timeZone: must be an IANA time zone such as Europe/Berlin or UTC, got "Mars/Base"`},
 		{"threshold 0", "scalingPlan:\n  timeZone: UTC\n  schedules:\n    - {name: s, daysOfWeek: [Monday], rampUpStartTime: \"07:00\", peakStartTime: \"09:00\", rampDownStartTime: \"17:00\", offPeakStartTime: \"20:00\", rampUpCapacityThresholdPct: 0, rampDownCapacityThresholdPct: 90}\n",
 			"scalingPlan.schedules[0].rampUpCapacityThresholdPct: must be 1..100, got 0"},
 		{"bad time", "scalingPlan:\n  timeZone: UTC\n  schedules:\n    - {name: s, daysOfWeek: [Monday], rampUpStartTime: \"7h\", peakStartTime: \"09:00\", rampDownStartTime: \"17:00\", offPeakStartTime: \"20:00\", rampUpCapacityThresholdPct: 60, rampDownCapacityThresholdPct: 90}\n",
-			`scalingPlan.schedules[0].rampUpStartTime: must be a time HH:MM, got "7h"`},
+			`scalingPlan.schedules[0].rampUpStartTime: must be HH:MM, 00:00..23:59, got "7h"`},
 		{"bad day", "scalingPlan:\n  timeZone: UTC\n  schedules:\n    - {name: s, daysOfWeek: [Montag], rampUpStartTime: \"07:00\", peakStartTime: \"09:00\", rampDownStartTime: \"17:00\", offPeakStartTime: \"20:00\", rampUpCapacityThresholdPct: 60, rampDownCapacityThresholdPct: 90}\n",
-			`scalingPlan.schedules[0].daysOfWeek: "Montag" is not one of`},
-		{"start delay", "scalingPlan: {timeZone: UTC}\n", "scalingPlan.schedules: required"},
+			`scalingPlan.schedules[0].daysOfWeek: must be days of Monday, Tuesday`},
+		{"no schedule", "scalingPlan: {timeZone: UTC}\n", "scalingPlan.schedules: must hold 1..7 schedules, got none"},
+		{"personal", "scalingPlan: {timeZone: UTC, hostPoolType: Personal, schedules: [{name: s, daysOfWeek: [Monday], rampUpStartTime: \"07:00\", peakStartTime: \"09:00\", rampDownStartTime: \"17:00\", offPeakStartTime: \"20:00\"}]}\n",
+			"scalingPlan.hostPoolType: the simulator's pool is Pooled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
