@@ -157,8 +157,8 @@ type AutoscaleState struct {
 	UpdateTime           time.Time                      `json:"updateTime"`
 }
 
-// AutoscaleHostState is a host the autoscaler drains to stop (R-A3) or,
-// in a personal pool, watches while it is idle.
+// AutoscaleHostState is a host the autoscaler drains to stop (R-A3), has
+// started, or, in a personal pool, watches while it is idle.
 type AutoscaleHostState struct {
 	// DrainTime is when the autoscale drain began: the wait of
 	// rampDownWaitTimeMinutes counts from it, across evaluations.
@@ -172,6 +172,10 @@ type AutoscaleHostState struct {
 	// IdleSince is when a personal host was first seen without sessions
 	// (its user logged off).
 	IdleSince *time.Time `json:"idleSince,omitempty"`
+	// StartTime is when the autoscaler started the host, while it is
+	// Starting: past the start timeout it no longer counts as capacity
+	// to come.
+	StartTime *time.Time `json:"startTime,omitempty"`
 }
 
 // AutoscaleStore is the store's part of the autoscaler (issue 17): the

@@ -56,6 +56,10 @@ type Config struct {
 	// Observe, when set, is called with every evaluation recorded (for
 	// example metrics.ObserveAutoscale).
 	Observe func(e *vdibroker.AutoscaleEvaluation)
+	// StartTimeout is how long a host the autoscaler started may stay
+	// Starting and still count as capacity to come (0: 10 minutes, the
+	// power service's start timeout).
+	StartTimeout time.Duration
 }
 
 // By is who the autoscaler's power actions are by, in logs and audit.
@@ -75,12 +79,16 @@ type Autoscaler struct {
 	now      func() time.Time
 	log      *slog.Logger
 	observe  func(*vdibroker.AutoscaleEvaluation)
+	startTO  time.Duration
 }
 
 // New returns an Autoscaler; Run starts it.
 func New(cfg Config) *Autoscaler {
 	a := &Autoscaler{store: cfg.Store, act: cfg.Actions, interval: cfg.Interval, holder: cfg.Holder,
-		now: cfg.Now, log: cfg.Logger, observe: cfg.Observe}
+		now: cfg.Now, log: cfg.Logger, observe: cfg.Observe, startTO: cfg.StartTimeout}
+	if a.startTO <= 0 {
+		a.startTO = 10 * time.Minute
+	}
 	if a.interval <= 0 {
 		a.interval = time.Minute
 	}
@@ -300,7 +308,17 @@ func (e *eval) run(ctx context.Context, plan *vdibroker.ScalingPlan) error {
 		e.undrain(ctx, s.Host, s.Reason)
 	}
 	for _, s := range d.Start {
-		e.did(vdibroker.ActionStart, s.Host, s.Reason, e.a.act.StartHost(ctx, pool.Name, s.Host, By))
+		err := e.a.act.StartHost(ctx, pool.Name, s.Host, By)
+		e.did(vdibroker.ActionStart, s.Host, s.Reason, err)
+		if err == nil {
+			t := e.now.UTC()
+			e.hostState(s.Host).StartTime = &t
+			for _, h := range all {
+				if h.Name == s.Host {
+					h.PowerState = vdibroker.PowerStarting // as the power service recorded it
+				}
+			}
+		}
 	}
 	defer e.forget(all)
 	if !stops(where.Phase) {
@@ -329,21 +347,60 @@ func (e *eval) run(ctx context.Context, plan *vdibroker.ScalingPlan) error {
 	return nil
 }
 
-// forget drops the state of hosts no longer drained (deleted, stopped, or
-// undrained by hand or in this evaluation).
+// forget drops what is kept of hosts neither drained nor starting
+// (deleted, stopped, up, or undrained by hand or in this evaluation).
 func (e *eval) forget(all []*vdibroker.SessionHost) {
-	for name := range e.st.Hosts {
-		if !slices.ContainsFunc(all, func(h *vdibroker.SessionHost) bool { return h.Name == name && h.AutoscaleDrain }) {
+	for name, hs := range e.st.Hosts {
+		i := slices.IndexFunc(all, func(h *vdibroker.SessionHost) bool { return h.Name == name })
+		if i < 0 {
+			delete(e.st.Hosts, name)
+			continue
+		}
+		if all[i].PowerState != vdibroker.PowerStarting {
+			hs.StartTime = nil // up, or failed: the start is over
+		}
+		if !all[i].AutoscaleDrain {
+			hs.DrainTime, hs.MinSessions, hs.Notified, hs.LoggedOff = nil, 0, false, false
+		}
+		if hs.StartTime == nil && hs.DrainTime == nil {
 			delete(e.st.Hosts, name)
 		}
 	}
 }
 
-// host is a store host as the arithmetic sees it.
+// hostState returns the state kept for host, creating it.
+func (e *eval) hostState(host string) *vdibroker.AutoscaleHostState {
+	if e.st.Hosts == nil {
+		e.st.Hosts = map[string]*vdibroker.AutoscaleHostState{}
+	}
+	hs := e.st.Hosts[host]
+	if hs == nil {
+		hs = &vdibroker.AutoscaleHostState{}
+		e.st.Hosts[host] = hs
+	}
+	return hs
+}
+
+// host is a store host as the arithmetic sees it. A power state never
+// recorded (a pool without a driver, or a host no driver has told of) is
+// Running while the agent heartbeats and Unknown otherwise, as the API
+// shows it; a host the autoscaler started that is still Starting after
+// the start timeout is PowerStartTimedOut.
 func (e *eval) host(h *vdibroker.SessionHost) Host {
 	status := vdibroker.HostStatus(h, e.pool.HeartbeatTimeout(), e.now)
+	power := h.PowerState
+	switch {
+	case power == "" && status != vdibroker.StatusUnavailable && status != vdibroker.StatusShutdown:
+		power = vdibroker.PowerRunning
+	case power == "":
+		power = vdibroker.PowerUnknown
+	case power == vdibroker.PowerStarting:
+		if hs := e.st.Hosts[h.Name]; hs != nil && hs.StartTime != nil && e.now.Sub(*hs.StartTime) >= e.a.startTO {
+			power = PowerStartTimedOut
+		}
+	}
 	return Host{
-		Name: h.Name, Placeable: vdibroker.Placeable(status), Power: h.PowerState,
+		Name: h.Name, Placeable: vdibroker.Placeable(status), Power: power,
 		AdminDrained: !h.AllowNewSession, AutoscaleDrained: h.AutoscaleDrain,
 		Sessions: h.Sessions, Active: h.Sessions,
 	}
@@ -417,11 +474,10 @@ func (e *eval) drain(ctx context.Context, h *vdibroker.SessionHost) error {
 	if e.st.Hosts == nil {
 		e.st.Hosts = map[string]*vdibroker.AutoscaleHostState{}
 	}
-	hs := e.st.Hosts[h.Name]
-	if hs == nil {
+	hs := e.hostState(h.Name)
+	if hs.DrainTime == nil {
 		t := e.now.UTC()
-		hs = &vdibroker.AutoscaleHostState{DrainTime: &t, MinSessions: n}
-		e.st.Hosts[h.Name] = hs
+		hs.DrainTime, hs.MinSessions = &t, n
 	}
 	if n > hs.MinSessions {
 		e.undrain(ctx, h.Name, fmt.Sprintf("got a session while draining (%d, was %d): kept running (R-A3)", n, hs.MinSessions))

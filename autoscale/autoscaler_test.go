@@ -44,7 +44,7 @@ func (w *world) at(t time.Time) {
 	w.now = t
 	for _, hs := range w.hosts {
 		for _, h := range hs {
-			if h.PowerState == vdibroker.PowerRunning {
+			if h.PowerState == vdibroker.PowerRunning || h.PowerState == "" {
 				hb := t
 				h.LastHeartBeat = &hb
 			}
@@ -434,5 +434,41 @@ func TestLeaseLostMidEvaluation(t *testing.T) {
 	}
 	if len(w.evals) != 0 {
 		t.Errorf("%d evaluations recorded after the lease was lost", len(w.evals))
+	}
+}
+
+// TestStartTimeout: a host the autoscaler started that has not come up
+// within the start timeout no longer holds the demand: the next
+// evaluation starts another. A host whose power state was never recorded
+// and whose agent heartbeats is running capacity.
+func TestStartTimeout(t *testing.T) {
+	t0 := monday.Add(8 * time.Hour)
+	w := newWorld(t0)
+	never := running("h0", t0)
+	never.PowerState = "" // no driver has told of it: its heartbeat says it runs
+	w.addPool(testPool(), never, running("h1", t0), stoppedHost("h2"), stoppedHost("h3"))
+	w.plans = []*vdibroker.ScalingPlan{testPlan(nil)}
+	// 13 sessions on 2 hosts of 10, ramp-up 60%: need 3.
+	for i := range 13 {
+		w.addSession("p", []string{"h0", "h1"}[i%2], string(rune('a'+i)), vdibroker.StateActive, t0)
+	}
+	a := New(Config{Store: w, Actions: w, Holder: "a", Interval: time.Minute, StartTimeout: 10 * time.Minute, Now: func() time.Time {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.now
+	}})
+	evaluate(t, a)
+	wantActions(t, w.lastEval("p"), "Start h2")
+	if e := w.lastEval("p"); e.RunningHosts != 2 {
+		t.Errorf("running %d, want 2 (h0 heartbeats)", e.RunningHosts)
+	}
+	w.at(t0.Add(9 * time.Minute))
+	evaluate(t, a)
+	wantActions(t, w.lastEval("p"))
+	w.at(t0.Add(10 * time.Minute))
+	evaluate(t, a)
+	wantActions(t, w.lastEval("p"), "Start h3")
+	if d := cmp.Diff([]string{"h2", "h3"}, w.starts); d != "" {
+		t.Errorf("starts (-want +got):\n%s", d)
 	}
 }

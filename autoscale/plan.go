@@ -15,7 +15,7 @@ type Host struct {
 	// Placeable: its status takes sessions (R-H1 Available or
 	// NeedsAssistance).
 	Placeable bool
-	// Power is its power state (vdibroker.Power*).
+	// Power is its power state (vdibroker.Power*, or PowerStartTimedOut).
 	Power string
 	// AdminDrained: an admin set allowNewSession false. The autoscaler
 	// leaves such a host alone: it neither starts, stops nor undrains it,
@@ -27,6 +27,12 @@ type Host struct {
 	// Active those of them Active.
 	Sessions, Active int
 }
+
+// PowerStartTimedOut is the Power of a host the autoscaler started that
+// has not come up within Config.StartTimeout: it is no longer counted as
+// capacity to come, so the demand starts another host, and it is not
+// started again (it is still Starting for the power service).
+const PowerStartTimedOut = "StartTimedOut"
 
 // Input is a pool at one evaluation.
 type Input struct {
@@ -114,7 +120,7 @@ func stops(phase string) bool {
 func Plan(in Input) Decision {
 	threshold, minPct, maxPct := figures(in.Phase, in.Schedule)
 	d := Decision{ThresholdPct: threshold}
-	var running, starting, stopped, draining []Host
+	var running, starting, stopped, unknown, draining []Host
 	for _, h := range in.Hosts {
 		d.Sessions += h.Sessions
 		if h.AdminDrained {
@@ -126,7 +132,11 @@ func Plan(in Input) Decision {
 			starting = append(starting, h)
 		case h.Power == vdibroker.PowerStopped:
 			stopped = append(stopped, h)
-		case h.Power == vdibroker.PowerStopping || !h.Placeable:
+		case h.Power == vdibroker.PowerUnknown && !h.Placeable:
+			// A start that failed, or a host no driver has told of and
+			// whose agent is silent: started after the Stopped ones.
+			unknown = append(unknown, h)
+		case h.Power == vdibroker.PowerStopping || h.Power == PowerStartTimedOut || !h.Placeable:
 			// Neither capacity nor startable: on its way down, or
 			// running without a heartbeat.
 		case h.AutoscaleDrained:
@@ -167,8 +177,10 @@ func Plan(in Input) Decision {
 			have++
 		}
 	}
-	slices.SortStableFunc(stopped, func(a, b Host) int { return cmp.Compare(a.Name, b.Name) })
-	for _, h := range stopped {
+	byName := func(a, b Host) int { return cmp.Compare(a.Name, b.Name) }
+	slices.SortStableFunc(stopped, byName)
+	slices.SortStableFunc(unknown, byName)
+	for _, h := range append(stopped, unknown...) {
 		if have >= want {
 			break
 		}
@@ -224,6 +236,9 @@ func reasonMore(d Decision, need, have, want int) string {
 
 func noteIdle(phase string, d Decision, need, want int) string {
 	switch {
+	case d.UsedPct > float64(d.ThresholdPct) && d.Starting > 0:
+		return fmt.Sprintf("used %.1f%% > threshold %d%%: the %d hosts starting bring %d, enough for the %d sessions (no second start for the same demand)",
+			d.UsedPct, d.ThresholdPct, d.Starting, d.Running+d.Starting, d.Sessions)
 	case !stops(phase):
 		return fmt.Sprintf("%s: used %.1f%% ≤ threshold %d%% with %d running and %d starting, minimum %d; %s stops no host (R-A2)",
 			phase, d.UsedPct, d.ThresholdPct, d.Running, d.Starting, d.MinimumHosts, phase)

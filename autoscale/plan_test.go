@@ -164,6 +164,27 @@ func TestPlan(t *testing.T) {
 			used:  65, avail: 20, running: 2,
 		},
 		{
+			// A start that failed leaves the host Unknown (no heartbeat): it
+			// is started again, after the Stopped ones. 13 sessions on 2
+			// hosts of 10 at 60%: need 3, then the minimum 50% of 5 = 3.
+			name: "unknown host started after the stopped ones", phase: vdibroker.PhaseRampUp, sc: &base, limit: 10,
+			hosts: append(hosts([]int{7, 6}, 0), Host{Name: "u", Power: vdibroker.PowerUnknown}, Host{Name: "a9", Power: vdibroker.PowerStopped},
+				Host{Name: "b0", Power: vdibroker.PowerStopped}),
+			start: []string{"a9"}, used: 65, avail: 20, running: 2,
+		},
+		{
+			// Only an Unknown host left: it is started.
+			name: "unknown host started when no stopped one is left", phase: vdibroker.PhaseRampUp, sc: &base, limit: 10,
+			hosts: append(hosts([]int{7, 6}, 0), Host{Name: "u", Power: vdibroker.PowerUnknown}),
+			start: []string{"u"}, used: 65, avail: 20, running: 2,
+		},
+		{
+			// A start that timed out is not capacity to come: another starts.
+			name: "timed-out start does not hold the demand", phase: vdibroker.PhaseRampUp, sc: &base, limit: 10,
+			hosts: append(hosts([]int{7, 6}, 1), Host{Name: "t", Power: PowerStartTimedOut}),
+			start: []string{"a2"}, used: 65, avail: 20, running: 2,
+		},
+		{
 			// Unavailable (no heartbeat) but powered: neither capacity nor
 			// startable; 5 sessions on none: used 100%, need 1, start the
 			// stopped one.
