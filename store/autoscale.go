@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -44,9 +45,14 @@ func (s *DB) ReleaseAutoscaleLease(ctx context.Context, holder string) error {
 }
 
 // trimEvery: the cap of MaxAutoscaleEvaluations per pool is enforced on
-// every trimEvery-th record, so an append does not walk the pool's index
-// each time.
-const trimEvery = 64
+// one append in trimEvery, drawn at random (so that pools evaluated in a
+// fixed order are all trimmed, whatever their number), so an append does
+// not walk the pool's index each time.
+// keepEvaluations is vdibroker.MaxAutoscaleEvaluations; tests lower both.
+var (
+	trimEvery       = 64
+	keepEvaluations = vdibroker.MaxAutoscaleEvaluations
+)
 
 // AppendAutoscaleEvaluation implements vdibroker.AutoscaleStore.
 func (s *DB) AppendAutoscaleEvaluation(ctx context.Context, e *vdibroker.AutoscaleEvaluation) error {
@@ -63,12 +69,12 @@ func (s *DB) AppendAutoscaleEvaluation(ctx context.Context, e *vdibroker.Autosca
 			e.HostPool, ns(e.Time), string(rec)).Scan(&seq); err != nil {
 			return err
 		}
-		if seq%trimEvery != 0 {
+		if rand.IntN(trimEvery) != 0 {
 			return nil
 		}
 		_, err := t.exec(ctx, `DELETE FROM autoscale_evaluations WHERE host_pool = ? AND seq <
 			(SELECT seq FROM autoscale_evaluations WHERE host_pool = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
-			e.HostPool, e.HostPool, vdibroker.MaxAutoscaleEvaluations-1)
+			e.HostPool, e.HostPool, keepEvaluations-1)
 		return err
 	})
 	if err != nil {

@@ -205,3 +205,32 @@ func TestAutoscaleState(t *testing.T) {
 		}
 	})
 }
+
+// TestAutoscaleEvaluationsCap: a pool keeps its last evaluations (here 5),
+// and trimming one pool leaves another's alone.
+func TestAutoscaleEvaluationsCap(t *testing.T) {
+	store.SetEvaluationTrim(t, 5, 1)
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		for i := range 12 {
+			for _, p := range []string{"p1", "p2"} {
+				if p == "p2" && i >= 3 {
+					continue
+				}
+				if err := s.AppendAutoscaleEvaluation(ctx, &vdibroker.AutoscaleEvaluation{HostPool: p, Time: t0.Add(time.Duration(i) * time.Minute), RunningHosts: i}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := s.ListAutoscaleEvaluations(ctx, "p1", 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 5 || got[0].RunningHosts != 11 || got[4].RunningHosts != 7 {
+			t.Fatalf("p1 keeps %d evaluations (newest %+v)", len(got), got[0])
+		}
+		if p2, err := s.ListAutoscaleEvaluations(ctx, "p2", 0, 100); err != nil || len(p2) != 3 {
+			t.Fatalf("p2 keeps %d, err %v; want its 3", len(p2), err)
+		}
+	})
+}
