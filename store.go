@@ -220,9 +220,9 @@ type Store interface {
 	// leave to replace the machine behind a host name.
 	ResetRegistration(ctx context.Context, pool, host string) error
 	// PruneHistory deletes what is older than before: ended sessions,
-	// commands no longer queued, expired tokens, audit entries (serve
-	// --retention; nothing else deletes audit entries). It
-	// returns how many sessions it deleted.
+	// commands no longer queued, expired tokens, audit entries and
+	// autoscale evaluations (serve --retention; nothing else deletes audit
+	// entries). It returns how many sessions it deleted.
 	PruneHistory(ctx context.Context, before time.Time) (int, error)
 
 	AuditStore // audit.go

@@ -475,3 +475,69 @@ func (g *guardedStore) ScalingPlanForPool(ctx context.Context, pool string) (v *
 	v, err = g.Store.ScalingPlanForPool(ctx, pool)
 	return v, g.health.check(err)
 }
+
+func (g *guardedStore) AcquireAutoscaleLease(ctx context.Context, holder string, now time.Time, ttl time.Duration) (v bool, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.AcquireAutoscaleLease(ctx, holder, now, ttl)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) ReleaseAutoscaleLease(ctx context.Context, holder string) error {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.health.check(g.Store.ReleaseAutoscaleLease(ctx, holder))
+}
+
+func (g *guardedStore) AppendAutoscaleEvaluation(ctx context.Context, e *vdibroker.AutoscaleEvaluation) error {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.health.check(g.Store.AppendAutoscaleEvaluation(ctx, e))
+}
+
+func (g *guardedStore) ListAutoscaleEvaluations(ctx context.Context, pool string, before int64, limit int) (v []*vdibroker.AutoscaleEvaluation, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListAutoscaleEvaluations(ctx, pool, before, limit)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) ListAutoscaleStates(ctx context.Context) (v []*vdibroker.AutoscaleState, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListAutoscaleStates(ctx)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) PutAutoscaleState(ctx context.Context, st *vdibroker.AutoscaleState) error {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.health.check(g.Store.PutAutoscaleState(ctx, st))
+}
+
+func (g *guardedStore) DeleteAutoscaleState(ctx context.Context, pool string) error {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return g.health.check(g.Store.DeleteAutoscaleState(ctx, pool))
+}

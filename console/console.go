@@ -183,6 +183,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/drain", c.signedIn(c.drain))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/power", c.signedIn(c.power))
 	c.mux.HandleFunc("GET /pools/{pool}/hosts/{host}", c.signedIn(c.hostPage))
+	c.mux.HandleFunc("GET /pools/{pool}/autoscale", c.signedIn(c.autoscalePage)) // autoscale.go
 	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))
 	c.mux.HandleFunc("GET /audit", c.signedIn(c.auditPage))
 	c.mux.HandleFunc("GET /scalingplans", c.signedIn(c.scalingPlansPage))       // scalingplans.go

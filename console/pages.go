@@ -21,7 +21,7 @@ import (
 func parsePages() map[string]*template.Template {
 	funcs := pageFuncs()
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"signin", "error", "overview", "pool", "sessions", "placement", "host", "rules", "audit", "scalingplans", "scalingplan"} {
+	for _, name := range []string{"signin", "error", "overview", "pool", "sessions", "placement", "host", "rules", "audit", "scalingplans", "scalingplan", "autoscale"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return pages

@@ -33,6 +33,8 @@ func (s *Server) routes() {
 	s.handle("POST "+p+"/usersessions/{id}/sendmessage", write, s.sendMessage)
 	s.handle("GET "+p+"/usersessions/{id}/placement", read, s.getPlacement)
 
+	s.handle("GET "+p+"/autoscale/evaluations", read, s.listAutoscaleEvaluations) // autoscale.go
+
 	s.handle("POST "+p+"/connect", connect, s.connect)
 	s.handle("POST "+p+"/registrationtoken", write, s.createRegistrationToken)
 	s.handle("GET "+p+"/registrationtokens", write, s.listRegistrationTokens)

@@ -114,6 +114,7 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"list sessions", "GET", p + "/usersessions", "", cRead, 200},
 		{"get session", "GET", p + "/usersessions/" + sid, "", cRead, 200},
 		{"placement", "GET", p + "/usersessions/" + sid + "/placement", "", cRead, 200},
+		{"autoscale evaluations", "GET", p + "/autoscale/evaluations", "", cRead, 200},
 		{"disconnect", "POST", p + "/usersessions/" + sid + "/disconnect", "", cWrite, 202},
 		{"send message", "POST", p + "/usersessions/" + sid + "/sendmessage", `{"message": "hi"}`, cWrite, 202},
 		{"connect alice", "POST", p + "/connect", `{"user": "alice", "dryRun": true}`, cConnect, 200},

@@ -132,6 +132,7 @@ func NewRegistry(cfg Config) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		connects, connectDuration, placementDuration, storeTxDuration, storeTxErrors, heartbeats,
+		autoscaleEvaluations, autoscaleActions, autoscaleRunning, autoscaleUsed, // autoscale.go
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -6,17 +6,24 @@ import "time"
 // sample first (it sees the state up to that instant), their heartbeat (it
 // carries the latest sample), then logoffs and disconnects (they free
 // room), reconnects, and new arrivals last.
+//
+// With a scaling plan, a host that finished starting is ready before the
+// logons that waited for it arrive again, and the autoscaler evaluates
+// last, seeing everything up to that instant.
 const (
 	evSample uint8 = iota
 	evHeartbeat
+	evHostReady
 	evEnd
 	evDisconnect
 	evReconnect
 	evArrive
+	evAutoscale
 )
 
 // event is one thing that happens at a simulated time. user indexes the
-// workload; for evDisconnect and evReconnect, away says which period.
+// workload (the host, for evHostReady); for evDisconnect and evReconnect,
+// away says which period.
 type event struct {
 	at   time.Duration
 	seq  uint64 // insertion order: ties break the same way every run

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -75,11 +76,15 @@ func (rep *Report) writeIndex(dir string, plots []plotFile) error {
 		plots = append([]plotFile{plots[n-1]}, plots[:n-1]...)
 	}
 	header := []string{"Algorithm", "Limit", "Placed", "Rejected", "Violations", "Max/host", "Peak spread", "Peak CPU%", "Host hours", "Storm overshoot"}
+	if rep.autoscaled() {
+		header = append(header, autoscaleHeader...)
+	}
 	var rows [][]string
 	for _, r := range rep.Results {
-		rows = append(rows, []string{r.Algorithm, limitLabel(r.MaxSessionLimit), strconv.Itoa(r.Placed), strconv.Itoa(r.Rejected),
+		rows = append(rows, append([]string{r.Algorithm, limitLabel(r.MaxSessionLimit), strconv.Itoa(r.Placed), strconv.Itoa(r.Rejected),
 			strconv.Itoa(r.LimitViolations), strconv.Itoa(r.MaxSessionsOnAHost), strconv.Itoa(r.PeakSpread),
-			strconv.FormatFloat(r.PeakCPUPercent, 'f', 1, 64), strconv.FormatFloat(r.HostHours, 'f', 2, 64), strconv.Itoa(r.StormOvershoot)})
+			strconv.FormatFloat(r.PeakCPUPercent, 'f', 1, 64), strconv.FormatFloat(r.HostHours, 'f', 2, 64), strconv.Itoa(r.StormOvershoot)},
+			autoscaleCells(r)...))
 	}
 	var buf bytes.Buffer
 	if err := indexPage.Execute(&buf, map[string]any{"Header": header, "Rows": rows, "Plots": plots}); err != nil {
@@ -94,12 +99,20 @@ func (rep *Report) writeIndex(dir string, plots []plotFile) error {
 // WriteTable prints the summary table, one row per result.
 func (rep *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ALGORITHM\tLIMIT\tPLACED\tREJECTED\tVIOLATIONS\tMAX/HOST\tPEAK SPREAD\tPEAK CPU%\tHOST HOURS\tSTORM OVERSHOOT")
+	head := "ALGORITHM\tLIMIT\tPLACED\tREJECTED\tVIOLATIONS\tMAX/HOST\tPEAK SPREAD\tPEAK CPU%\tHOST HOURS\tSTORM OVERSHOOT"
+	if rep.autoscaled() {
+		head += "\t" + strings.ToUpper(strings.Join(autoscaleHeader, "\t"))
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%d",
 			r.Algorithm, limitLabel(r.MaxSessionLimit), r.Placed, r.Rejected, r.LimitViolations,
 			r.MaxSessionsOnAHost, r.PeakSpread, strconv.FormatFloat(r.PeakCPUPercent, 'f', 1, 64),
 			strconv.FormatFloat(r.HostHours, 'f', 2, 64), r.StormOvershoot)
+		for _, c := range autoscaleCells(r) {
+			fmt.Fprintf(tw, "\t%s", c)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -128,4 +141,22 @@ func (rep *Report) Decisions() int {
 		n += r.Placed + r.Rejected + r.Reconnects
 	}
 	return n
+}
+
+// The columns a scaling plan adds (autoscale.go): powered host-hours
+// against always-on, starts, stops, and logons that waited for a start.
+var autoscaleHeader = []string{"Powered h", "Always-on h", "Starts", "Stops", "Waited"}
+
+// autoscaled reports whether the runs had a scaling plan.
+func (rep *Report) autoscaled() bool {
+	return len(rep.Results) > 0 && rep.Results[0].Autoscale != nil
+}
+
+func autoscaleCells(r Result) []string {
+	a := r.Autoscale
+	if a == nil {
+		return nil
+	}
+	return []string{strconv.FormatFloat(a.PoweredHostHours, 'f', 2, 64), strconv.FormatFloat(a.AlwaysOnHostHours, 'f', 2, 64),
+		strconv.Itoa(a.Starts), strconv.Itoa(a.Stops), strconv.Itoa(a.LogonsWaitedForStart)}
 }

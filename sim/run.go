@@ -45,6 +45,9 @@ type Result struct {
 	// host received beyond an even share, ceil(placements in the interval /
 	// hosts).
 	StormOvershoot int `json:"stormOvershoot"`
+	// Autoscale is what the scenario's scaling plan did (autoscale.go);
+	// nil without one.
+	Autoscale *AutoscaleResult `json:"autoscale,omitempty"`
 
 	Reconnects    int     `json:"-"`
 	FinalSessions []int   `json:"-"` // per host, at the end
@@ -211,6 +214,7 @@ type runner struct {
 	res           Result
 	series        *seriesRecorder
 	progress      *Progress
+	as            *simAutoscale // nil without a scaling plan
 }
 
 func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit int, opts Options) (Result, error) {
@@ -254,6 +258,11 @@ func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit in
 		// longest gap between two reports of a host (see heartbeat).
 		HeartbeatTimeoutSeconds: int(2*keepAliveEvery*heartbeatInterval/time.Second) + 90,
 	}
+	if sc.ScalingPlan != nil {
+		if err := r.initAutoscale(); err != nil {
+			return Result{}, err
+		}
+	}
 	r.sample(0) // the agents' first sample and report, before anyone arrives
 	r.heartbeat(0)
 	r.placer = placement.New(pool, r.hosts, placement.Options{
@@ -294,6 +303,10 @@ func runOne(ctx context.Context, sc *Scenario, w *workload, alg string, limit in
 			}
 		case evArrive:
 			err = r.arrive(e.user)
+		case evHostReady:
+			r.hostReady(e.user)
+		case evAutoscale:
+			err = r.evaluate()
 		case evEnd:
 			r.end(e.user)
 		case evDisconnect:
@@ -313,6 +326,9 @@ func (r *runner) arrive(u int32) error {
 	d, err := r.placer.Place(placement.Request{User: r.w.users[u]})
 	if err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.ENoCapacity {
+			if r.as != nil && r.waitForStart(u) {
+				return nil
+			}
 			r.res.Rejected++
 			return nil
 		}
@@ -340,7 +356,7 @@ func (r *runner) arrive(u int32) error {
 	v := &r.w.visits[u]
 	r.q.push(event{at: v.end, kind: evEnd, user: u})
 	for k, a := range v.away {
-		if a.from < v.end && a.from < r.sc.Duration {
+		if a.from < v.end && a.from < r.sc.Duration && a.from >= r.now { // a logon that waited for a start may come after it
 			r.q.push(event{at: a.from, kind: evDisconnect, user: u, away: uint8(k)})
 		}
 	}
@@ -576,6 +592,9 @@ func (r *runner) finish() (Result, error) {
 		}
 	}
 	r.res.HostHours = math.Round(float64(r.busy)/float64(time.Hour)*100) / 100
+	if r.as != nil {
+		r.finishAutoscale()
+	}
 	r.res.PeakCPUPercent = min(100, float64(r.maxActive)*r.sc.Session.CPUPercentPerSession)
 	if r.series != nil {
 		r.res.Series = r.series.s

@@ -83,6 +83,14 @@ type Scenario struct {
 	LoadBalancing vdibroker.LoadBalancing
 	Users         []UserGroup // users
 	Session       SessionSpec // session
+	// ScalingPlan is scalingPlan: a plan with the API's field names
+	// (hostPools and name are not needed) that the simulated autoscaler
+	// applies to the pool, starting hosts on connect too; nil: every host
+	// is always on.
+	ScalingPlan *vdibroker.ScalingPlan
+	// AutoscaleInterval is autoscaleInterval: how often the plan is
+	// evaluated (serve --autoscale-interval; default 1m).
+	AutoscaleInterval time.Duration
 }
 
 // PoolSpec is the simulated host pool.
@@ -94,6 +102,9 @@ type PoolSpec struct {
 	// InitialSessions is initialSessions: sessions each host already carries
 	// at time 0 (in host order; missing hosts have 0). They never end.
 	InitialSessions []int
+	// StartDelay is startDelay: how long a stopped host takes to start
+	// and take sessions, with a scaling plan (default 5m).
+	StartDelay time.Duration
 }
 
 // UserGroup is one entry of users.
@@ -246,7 +257,9 @@ func (p *scenarioParser) scenario(body ast.Node) *Scenario {
 		LoadBalancing:   vdibroker.DefaultLoadBalancing(),
 		Session:         SessionSpec{MeanMinutes: 240, ReconnectMeanMinutes: 15, CPUPercentPerSession: 4},
 	}
-	m, ok := p.mapping(body, "", "seed", "duration", "metricsInterval", "pool", "algorithms", "loadBalancing", "users", "session")
+	sc.AutoscaleInterval, sc.Pool.StartDelay = time.Minute, 5*time.Minute
+	m, ok := p.mapping(body, "", "seed", "duration", "metricsInterval", "pool", "algorithms", "loadBalancing", "users", "session",
+		"scalingPlan", "autoscaleInterval")
 	if !ok {
 		return sc
 	}
@@ -280,13 +293,22 @@ func (p *scenarioParser) scenario(body ast.Node) *Scenario {
 	if f, ok := m["session"]; ok {
 		p.session(f.value, &sc.Session)
 	}
+	if f, ok := m["scalingPlan"]; ok {
+		sc.ScalingPlan = p.scalingPlan(f.value)
+	}
+	if f, ok := m["autoscaleInterval"]; ok {
+		sc.AutoscaleInterval = p.duration(f.value, "autoscaleInterval", 10*time.Second, time.Hour)
+	}
 	return sc
 }
 
 func (p *scenarioParser) pool(n ast.Node, ps *PoolSpec) {
-	m, ok := p.mapping(n, "pool", "hosts", "hostCores", "maxSessionLimit", "initialSessions")
+	m, ok := p.mapping(n, "pool", "hosts", "hostCores", "maxSessionLimit", "initialSessions", "startDelay")
 	if !ok {
 		return
+	}
+	if f, ok := m["startDelay"]; ok {
+		ps.StartDelay = p.duration(f.value, "pool.startDelay", 0, time.Hour)
 	}
 	if f, ok := m["hosts"]; ok {
 		ps.Hosts = p.int(f.value, "pool.hosts", 1, maxHosts)

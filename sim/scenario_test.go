@@ -29,9 +29,9 @@ func TestParseErrors(t *testing.T) {
 		{"hosts missing", "pool:\n  hostCores: 8\n" + okUsers,
 			"scenario.yaml:2: pool.hosts: required"},
 		{"unknown top-level field", "pool: {hosts: 2}\nfoo: 1\n" + okUsers,
-			"scenario.yaml:2: foo: unknown field (allowed: seed, duration, metricsInterval, pool, algorithms, loadBalancing, users, session)"},
+			"scenario.yaml:2: foo: unknown field (allowed: seed, duration, metricsInterval, pool, algorithms, loadBalancing, users, session, scalingPlan, autoscaleInterval)"},
 		{"unknown nested field", "pool: {hosts: 2, maxSessions: 3}\n" + okUsers,
-			"scenario.yaml:1: pool.maxSessions: unknown field (allowed: hosts, hostCores, maxSessionLimit, initialSessions)"},
+			"scenario.yaml:1: pool.maxSessions: unknown field (allowed: hosts, hostCores, maxSessionLimit, initialSessions, startDelay)"},
 		{"duplicate field", "pool: {hosts: 2}\npool: {hosts: 3}\n" + okUsers,
 			`scenario.yaml:2: invalid YAML: mapping key "pool" already defined at [1:1]`},
 		{"limit zero", "pool:\n  hosts: 2\n  maxSessionLimit: 0\n" + okUsers,
@@ -138,14 +138,15 @@ session:
 	lb.CPUThreshold = 90
 	want := &Scenario{
 		Name: "issue.yaml", Seed: 7, Duration: 10 * time.Hour, MetricsInterval: 30 * time.Second,
-		Pool:          PoolSpec{Hosts: 40, HostCores: 8, MaxSessionLimits: []int{16}},
+		Pool:          PoolSpec{Hosts: 40, HostCores: 8, MaxSessionLimits: []int{16}, StartDelay: 5 * time.Minute},
 		Algorithms:    []string{"BreadthFirst", "DepthFirst", "LoadIndex"},
 		LoadBalancing: lb,
 		Users: []UserGroup{
 			{Pattern: "storm", Count: 400, Over: 10 * time.Minute},
 			{Pattern: "workday", Count: 200, Start: time.Hour, Over: 2 * time.Hour, WorkHours: 8 * time.Hour},
 		},
-		Session: SessionSpec{MeanMinutes: 240, DisconnectProbability: 0.1, ReconnectMeanMinutes: 15, CPUPercentPerSession: 4},
+		Session:           SessionSpec{MeanMinutes: 240, DisconnectProbability: 0.1, ReconnectMeanMinutes: 15, CPUPercentPerSession: 4},
+		AutoscaleInterval: time.Minute,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Parse (-want +got):\n%s", diff)

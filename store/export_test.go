@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"testing"
 
 	"github.com/pressly/goose/v3"
 
@@ -277,3 +278,11 @@ func (s *DB) PostgresSetting(ctx context.Context, name string) (string, error) {
 
 // IsPostgres reports whether the store is on PostgreSQL.
 func (s *DB) IsPostgres() bool { return s.d == postgresDialect }
+
+// SetEvaluationTrim makes a pool keep keep evaluations, trimmed on one
+// append in every (1: each), until the test ends.
+func SetEvaluationTrim(t testing.TB, keep, every int) {
+	oldKeep, oldEvery := keepEvaluations, trimEvery
+	keepEvaluations, trimEvery = keep, every
+	t.Cleanup(func() { keepEvaluations, trimEvery = oldKeep, oldEvery })
+}

@@ -432,6 +432,8 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time) (int, error) {
 		`DELETE FROM registration_tokens WHERE expire_time < ?`,
 		// The audit trail is kept as long as history (issue 15).
 		`DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE time < ? LIMIT ` + pruneBatchSQL + `)`,
+		// Autoscale evaluations too (issue 17).
+		`DELETE FROM autoscale_evaluations WHERE seq IN (SELECT seq FROM autoscale_evaluations WHERE time < ? LIMIT ` + pruneBatchSQL + `)`,
 	} {
 		for {
 			var n int64

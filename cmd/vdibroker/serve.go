@@ -56,6 +56,9 @@ type Main struct {
 	// Retention is how long ended sessions, delivered commands and expired
 	// tokens are kept (0 = forever; serve's default is 30 days).
 	Retention time.Duration
+	// AutoscaleInterval is how often the autoscaler evaluates the scaling
+	// plans (issue 17); 0 turns it off.
+	AutoscaleInterval time.Duration
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
 	// Federation makes the broker a pod (federation_serve.go).
@@ -73,6 +76,8 @@ type Main struct {
 	httpServer *http.Server
 	certs      *certReloader
 	unlockDir  func()
+	// stopAutoscale stops the autoscaler and waits for it (nil: none).
+	stopAutoscale func()
 }
 
 // Open opens the store, loads or creates the admin token and starts serving.
@@ -157,6 +162,7 @@ func (m *Main) Open(ctx context.Context) error {
 	m.Federation.addConsole(m.console)
 	m.OIDC.addConsole(m.console, guarded)
 	m.Server.Mux().Handle("/", m.console)
+	m.startAutoscale(guarded)
 	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
 		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))))
 	ln, err := net.Listen("tcp", m.Listen)
@@ -252,6 +258,9 @@ func (m *Main) Close() error {
 	}
 	if m.Server != nil {
 		errs = append(errs, m.Server.Close())
+	}
+	if m.stopAutoscale != nil {
+		m.stopAutoscale()
 	}
 	if m.broker != nil {
 		errs = append(errs, m.broker.Close())
@@ -400,6 +409,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
 	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token /metrics then requires as Authorization: Bearer (default: /metrics is open)")
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
+	cmd.Flags().DurationVar(&m.AutoscaleInterval, "autoscale-interval", time.Minute, "how often the autoscaler evaluates the scaling plans; with several replicas one evaluates, under a lease of two intervals (0 = off)")
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")
 	cmd.Flags().StringVar(&powerConfig, "power-config", "", "YAML file of the power drivers (exec, webhook, simulated) pools may name in powerDriver to start and stop their hosts (R-A4)")

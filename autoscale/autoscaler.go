@@ -1,0 +1,656 @@
+package autoscale
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Actions is what the autoscaler does to pools and hosts: the broker
+// service (*broker.Service) in serve, an in-memory pool in unit tests.
+type Actions interface {
+	// SessionHosts returns a pool and its hosts with their session counts.
+	SessionHosts(ctx context.Context, pool string) (*vdibroker.HostPool, []*vdibroker.SessionHost, error)
+	// StorePool stores p (a changed copy of old), as an admin's PUT does.
+	StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error)
+	// StartHost asks the pool's power driver to start the host (R-A4).
+	StartHost(ctx context.Context, pool, host, by string) error
+	// StopHost asks the driver to stop it: Conflict while it has sessions
+	// unless force.
+	StopHost(ctx context.Context, pool, host string, force bool, by string) error
+	// SetAutoscaleDrain sets or clears the host's autoscale drain, never
+	// its allowNewSession (R-A3).
+	SetAutoscaleDrain(ctx context.Context, pool, host string, on bool) error
+}
+
+// Store is the autoscaler's part of vdibroker.Store.
+type Store interface {
+	ListScalingPlans(ctx context.Context) ([]*vdibroker.ScalingPlan, error)
+	// ListUserSessions lists a host's open sessions (SessionHost set).
+	ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([]*vdibroker.UserSession, error)
+	// QueueCommand queues SendMessage and Logoff for an agent (R-S4).
+	QueueCommand(ctx context.Context, c *vdibroker.Command) error
+	vdibroker.AutoscaleStore
+}
+
+// Config configures an Autoscaler. Store and Actions are required.
+type Config struct {
+	Store   Store
+	Actions Actions
+	// Interval between evaluations (0: a minute, serve
+	// --autoscale-interval). The lease lasts two intervals.
+	Interval time.Duration
+	// Holder names this replica in the lease and the records ("": a
+	// random id).
+	Holder string
+	Now    func() time.Time // nil: time.Now
+	Logger *slog.Logger     // nil discards
+	// Observe, when set, is called with every evaluation recorded (for
+	// example metrics.ObserveAutoscale).
+	Observe func(e *vdibroker.AutoscaleEvaluation)
+	// StartTimeout is how long a host the autoscaler started may stay
+	// Starting and still count as capacity to come (0: 10 minutes, the
+	// power service's start timeout).
+	StartTimeout time.Duration
+}
+
+// By is who the autoscaler's power actions are by, in logs and audit.
+const By = "autoscale"
+
+// DefaultNotificationMessage is sent when a plan forces logoff without a
+// rampDownNotificationMessage.
+const DefaultNotificationMessage = "This session host is shutting down in %d minutes. Save your work and sign out; you can sign in again at once."
+
+// Autoscaler evaluates every pool of every scaling plan at an interval
+// while it holds the lease.
+type Autoscaler struct {
+	store    Store
+	act      Actions
+	interval time.Duration
+	holder   string
+	now      func() time.Time
+	log      *slog.Logger
+	observe  func(*vdibroker.AutoscaleEvaluation)
+	startTO  time.Duration
+}
+
+// New returns an Autoscaler; Run starts it.
+func New(cfg Config) *Autoscaler {
+	a := &Autoscaler{store: cfg.Store, act: cfg.Actions, interval: cfg.Interval, holder: cfg.Holder,
+		now: cfg.Now, log: cfg.Logger, observe: cfg.Observe, startTO: cfg.StartTimeout}
+	if a.startTO <= 0 {
+		a.startTO = 10 * time.Minute
+	}
+	if a.interval <= 0 {
+		a.interval = time.Minute
+	}
+	if a.holder == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		a.holder = hex.EncodeToString(b[:])
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	return a
+}
+
+// Holder returns the replica's lease holder id.
+func (a *Autoscaler) Holder() string { return a.holder }
+
+// Run evaluates at once and then every interval until ctx ends, then
+// releases the lease so that another replica takes over at its next
+// evaluation. A replica that dies without releasing it is replaced once
+// the lease expires, within two intervals.
+func (a *Autoscaler) Run(ctx context.Context) error {
+	t := time.NewTicker(a.interval)
+	defer t.Stop()
+	for {
+		if _, err := a.Evaluate(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("autoscale evaluation", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := a.store.ReleaseAutoscaleLease(rctx, a.holder); err != nil {
+				a.log.Warn("release the autoscale lease", "err", err)
+			}
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Evaluate takes or renews the lease and, if this replica holds it,
+// evaluates every pool of every plan, and every pool a plan no longer
+// covers that the autoscaler had changed. It reports whether it held the
+// lease. One pool's failure does not stop the others.
+func (a *Autoscaler) Evaluate(ctx context.Context) (bool, error) {
+	now := a.now()
+	ok, err := a.store.AcquireAutoscaleLease(ctx, a.holder, now, 2*a.interval)
+	if err != nil || !ok {
+		return false, err
+	}
+	plans, err := a.store.ListScalingPlans(ctx)
+	if err != nil {
+		return true, fmt.Errorf("list scaling plans: %w", err)
+	}
+	states, err := a.store.ListAutoscaleStates(ctx)
+	if err != nil {
+		return true, fmt.Errorf("list autoscale states: %w", err)
+	}
+	byPool := map[string]*vdibroker.AutoscaleState{}
+	for _, st := range states {
+		byPool[st.HostPool] = st
+	}
+	covered := map[string]bool{}
+	var errs []error
+	renewed := now
+	// keep renews the lease during a long evaluation (every half
+	// interval), so that it never expires while this replica acts; false
+	// when another replica has it.
+	keep := func() bool {
+		t := a.now()
+		if t.Sub(renewed) < a.interval/2 {
+			return true
+		}
+		ok, err := a.store.AcquireAutoscaleLease(ctx, a.holder, t, 2*a.interval)
+		if err != nil || !ok {
+			errs = append(errs, fmt.Errorf("autoscale lease lost during the evaluation: %w", err))
+			return false
+		}
+		renewed = t
+		return true
+	}
+	for _, plan := range plans {
+		for _, pool := range plan.HostPools {
+			if covered[pool] {
+				continue // a pool is in one plan (ScalingStore refuses a second)
+			}
+			covered[pool] = true
+			if !keep() {
+				return true, errors.Join(errs...)
+			}
+			if err := a.evaluatePool(ctx, plan, pool, byPool[pool], now); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, st := range states {
+		if !covered[st.HostPool] {
+			if !keep() {
+				return true, errors.Join(errs...)
+			}
+			if err := a.release(ctx, st, now); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return true, errors.Join(errs...)
+}
+
+// eval is one pool's evaluation in progress.
+type eval struct {
+	a    *Autoscaler
+	rec  *vdibroker.AutoscaleEvaluation
+	st   *vdibroker.AutoscaleState
+	pool *vdibroker.HostPool
+	sc   *vdibroker.ScalingSchedule
+	now  time.Time
+	// notes are said in the record when nothing was done.
+	notes []string
+	// stored: the store has a state for the pool.
+	stored bool
+}
+
+func (e *eval) did(action, host, reason string, err error) {
+	a := vdibroker.AutoscaleAction{Action: action, Host: host, Reason: reason}
+	if err != nil {
+		a.Error = err.Error()
+		e.a.log.Warn("autoscale action failed", "pool", e.rec.HostPool, "action", action, "host", host, "err", err)
+	} else {
+		e.a.log.Info("autoscale", "pool", e.rec.HostPool, "action", action, "host", host, "reason", reason)
+	}
+	e.rec.Actions = append(e.rec.Actions, a)
+}
+
+func (a *Autoscaler) evaluatePool(ctx context.Context, plan *vdibroker.ScalingPlan, poolName string, st *vdibroker.AutoscaleState, now time.Time) error {
+	e := &eval{a: a, now: now, stored: st != nil, rec: &vdibroker.AutoscaleEvaluation{HostPool: poolName, Time: now.UTC(), Holder: a.holder, Plan: plan.Name}}
+	if st == nil {
+		st = &vdibroker.AutoscaleState{HostPool: poolName}
+	}
+	e.st = st
+	err := e.run(ctx, plan)
+	if err != nil {
+		e.notes = append(e.notes, "evaluation failed: "+err.Error())
+	}
+	return errors.Join(err, a.finish(ctx, e))
+}
+
+// finish stores the state and the record.
+func (a *Autoscaler) finish(ctx context.Context, e *eval) error {
+	if len(e.rec.Actions) == 0 || len(e.notes) > 0 {
+		e.rec.Note = strings.Join(e.notes, "; ")
+	}
+	var errs []error
+	switch {
+	case e.st.OriginalLoadBalancer == "" && e.st.AppliedLoadBalancer == "" && len(e.st.Hosts) == 0:
+		if e.stored {
+			errs = append(errs, a.store.DeleteAutoscaleState(ctx, e.st.HostPool))
+		}
+	default:
+		e.st.UpdateTime = e.now.UTC()
+		errs = append(errs, a.store.PutAutoscaleState(ctx, e.st))
+	}
+	errs = append(errs, a.store.AppendAutoscaleEvaluation(ctx, e.rec))
+	if a.observe != nil {
+		a.observe(e.rec)
+	}
+	return errors.Join(errs...)
+}
+
+func (e *eval) run(ctx context.Context, plan *vdibroker.ScalingPlan) error {
+	where, ok, err := PhaseAt(plan, e.now)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		e.notes = append(e.notes, "no schedule applies: the plan has no schedule with a day of the week")
+		return nil
+	}
+	e.sc = where.Schedule
+	e.rec.Schedule, e.rec.Phase, e.rec.LocalTime = where.Schedule.Name, where.Phase, where.Local.Format("Mon 2006-01-02 15:04 MST")
+	pool, all, err := e.a.act.SessionHosts(ctx, e.rec.HostPool)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		e.notes = append(e.notes, "the host pool does not exist")
+		e.st.Hosts = nil
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	e.pool = pool
+	if pool.HostPoolType == vdibroker.Personal {
+		return e.personal(ctx, all)
+	}
+	e.loadBalancer(ctx, where.Phase)
+
+	in := Input{Phase: where.Phase, Schedule: where.Schedule, MaxSessionLimit: pool.MaxSessionLimit}
+	for _, h := range all {
+		in.Hosts = append(in.Hosts, e.host(h))
+	}
+	d := Plan(in)
+	e.rec.Hosts, e.rec.RunningHosts, e.rec.StartingHosts, e.rec.Sessions = d.Hosts, d.Running, d.Starting, d.Sessions
+	e.rec.AvailableCapacity, e.rec.UsedCapacityPct, e.rec.ThresholdPct = d.Available, d.UsedPct, d.ThresholdPct
+	e.rec.MinimumHosts, e.rec.MaximumHosts = d.MinimumHosts, d.MaximumHosts
+	if d.Note != "" {
+		e.notes = append(e.notes, d.Note)
+	}
+	if pool.PowerDriver == "" {
+		e.notes = append(e.notes, "the pool has no powerDriver: the autoscaler starts and stops nothing")
+		return nil
+	}
+	undrained := map[string]bool{}
+	for _, s := range d.Undrain {
+		undrained[s.Host] = true
+		e.undrain(ctx, s.Host, s.Reason)
+	}
+	for _, s := range d.Start {
+		err := e.a.act.StartHost(ctx, pool.Name, s.Host, By)
+		e.did(vdibroker.ActionStart, s.Host, s.Reason, err)
+		if err == nil {
+			t := e.now.UTC()
+			e.hostState(s.Host).StartTime = &t
+			for _, h := range all {
+				if h.Name == s.Host {
+					h.PowerState = vdibroker.PowerStarting // as the power service recorded it
+				}
+			}
+		}
+	}
+	defer e.forget(all)
+	if !stops(where.Phase) {
+		return nil
+	}
+	for _, s := range d.Drain {
+		err := e.a.act.SetAutoscaleDrain(ctx, pool.Name, s.Host, true)
+		e.did(vdibroker.ActionDrain, s.Host, s.Reason, err)
+		if err != nil {
+			continue
+		}
+		for _, h := range all {
+			if h.Name == s.Host {
+				h.AutoscaleDrain = true
+			}
+		}
+	}
+	// Carry every drain on: notify, wait, log off, stop (R-A3).
+	for _, h := range all {
+		if h.AutoscaleDrain && !undrained[h.Name] {
+			if err := e.drain(ctx, h); err != nil {
+				e.did(vdibroker.ActionStop, h.Name, "draining", err)
+			}
+		}
+	}
+	return nil
+}
+
+// forget drops what is kept of hosts neither drained nor starting
+// (deleted, stopped, up, or undrained by hand or in this evaluation).
+func (e *eval) forget(all []*vdibroker.SessionHost) {
+	for name, hs := range e.st.Hosts {
+		i := slices.IndexFunc(all, func(h *vdibroker.SessionHost) bool { return h.Name == name })
+		if i < 0 {
+			delete(e.st.Hosts, name)
+			continue
+		}
+		if all[i].PowerState != vdibroker.PowerStarting {
+			hs.StartTime = nil // up, or failed: the start is over
+		}
+		if !all[i].AutoscaleDrain {
+			hs.DrainTime, hs.MinSessions, hs.Notified, hs.LoggedOff = nil, 0, false, false
+		}
+		if hs.StartTime == nil && hs.DrainTime == nil {
+			delete(e.st.Hosts, name)
+		}
+	}
+}
+
+// hostState returns the state kept for host, creating it.
+func (e *eval) hostState(host string) *vdibroker.AutoscaleHostState {
+	if e.st.Hosts == nil {
+		e.st.Hosts = map[string]*vdibroker.AutoscaleHostState{}
+	}
+	hs := e.st.Hosts[host]
+	if hs == nil {
+		hs = &vdibroker.AutoscaleHostState{}
+		e.st.Hosts[host] = hs
+	}
+	return hs
+}
+
+// host is a store host as the arithmetic sees it. A power state never
+// recorded (a pool without a driver, or a host no driver has told of) is
+// Running while the agent heartbeats and Unknown otherwise, as the API
+// shows it; a host the autoscaler started that is still Starting after
+// the start timeout is PowerStartTimedOut.
+func (e *eval) host(h *vdibroker.SessionHost) Host {
+	status := vdibroker.HostStatus(h, e.pool.HeartbeatTimeout(), e.now)
+	power := h.PowerState
+	switch {
+	case power == "" && status != vdibroker.StatusUnavailable && status != vdibroker.StatusShutdown:
+		power = vdibroker.PowerRunning
+	case power == "":
+		power = vdibroker.PowerUnknown
+	case power == vdibroker.PowerStarting:
+		if hs := e.st.Hosts[h.Name]; hs != nil && hs.StartTime != nil && e.now.Sub(*hs.StartTime) >= e.a.startTO {
+			power = PowerStartTimedOut
+		}
+	}
+	return Host{
+		Name: h.Name, Placeable: vdibroker.Placeable(status), Power: power,
+		AdminDrained: !h.AllowNewSession, AutoscaleDrained: h.AutoscaleDrain,
+		Sessions: h.Sessions, Active: h.Sessions,
+	}
+}
+
+// loadBalancer applies the phase's load balancer to the pool. The admin's
+// own is kept to restore when no plan covers the pool any more; an admin
+// who changes it while the plan covers the pool changes what is restored,
+// and the plan's phase sets its own again.
+func (e *eval) loadBalancer(ctx context.Context, phase string) {
+	want := map[string]string{
+		vdibroker.PhaseRampUp: e.sc.RampUpLoadBalancingAlgorithm, vdibroker.PhasePeak: e.sc.PeakLoadBalancingAlgorithm,
+		vdibroker.PhaseRampDown: e.sc.RampDownLoadBalancingAlgorithm, vdibroker.PhaseOffPeak: e.sc.OffPeakLoadBalancingAlgorithm,
+	}[phase]
+	if want == "" || e.pool.LoadBalancerType == want {
+		return
+	}
+	if e.st.AppliedLoadBalancer == "" || e.pool.LoadBalancerType != e.st.AppliedLoadBalancer {
+		e.st.OriginalLoadBalancer = e.pool.LoadBalancerType
+	}
+	p := *e.pool
+	p.LoadBalancerType = want
+	stored, _, err := e.a.act.StorePool(ctx, p.Name, e.pool, &p, false)
+	e.did(vdibroker.ActionSetLoadBalancer, "", fmt.Sprintf("%s load balancer %s (was %s)", phase, want, e.pool.LoadBalancerType), err)
+	if err == nil {
+		e.st.AppliedLoadBalancer = want
+		e.pool = stored
+	}
+}
+
+func (e *eval) undrain(ctx context.Context, host, reason string) {
+	err := e.a.act.SetAutoscaleDrain(ctx, e.pool.Name, host, false)
+	e.did(vdibroker.ActionUndrain, host, reason, err)
+	if err == nil {
+		delete(e.st.Hosts, host)
+	}
+}
+
+// counted is how many of open count for rampDownStopHostsWhen.
+func (e *eval) counted(open []*vdibroker.UserSession) int {
+	if e.sc.RampDownStopHostsWhen != vdibroker.StopWhenZeroActiveSessions {
+		return len(open)
+	}
+	n := 0
+	for _, s := range open {
+		if s.State != vdibroker.StateDisconnected {
+			n++ // Pending will be Active
+		}
+	}
+	return n
+}
+
+func (e *eval) openSessions(ctx context.Context, host string) ([]*vdibroker.UserSession, error) {
+	return e.a.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: e.pool.Name, SessionHost: host})
+}
+
+// drain carries one autoscale-drained host on (R-A3): the wait counts
+// from the drain's start, kept in the store across evaluations.
+func (e *eval) drain(ctx context.Context, h *vdibroker.SessionHost) error {
+	if h.PowerState == vdibroker.PowerStopped || h.PowerState == vdibroker.PowerStopping {
+		// Stopped meanwhile (by an admin, or our stop of an earlier
+		// evaluation): its drain is no longer ours to keep.
+		e.undrain(ctx, h.Name, "the host is "+h.PowerState+": its autoscale drain is lifted")
+		return nil
+	}
+	open, err := e.openSessions(ctx, h.Name)
+	if err != nil {
+		return err
+	}
+	n := e.counted(open)
+	if e.st.Hosts == nil {
+		e.st.Hosts = map[string]*vdibroker.AutoscaleHostState{}
+	}
+	hs := e.hostState(h.Name)
+	if hs.DrainTime == nil {
+		t := e.now.UTC()
+		hs.DrainTime, hs.MinSessions = &t, n
+	}
+	if n > hs.MinSessions {
+		e.undrain(ctx, h.Name, fmt.Sprintf("got a session while draining (%d, was %d): kept running (R-A3)", n, hs.MinSessions))
+		return nil
+	}
+	hs.MinSessions = n
+	force := e.sc.RampDownForceLogoffUsers
+	wait := time.Duration(e.sc.RampDownWaitTimeMinutes) * time.Minute
+	if force && !hs.Notified && len(open) > 0 {
+		msg := e.sc.RampDownNotificationMessage
+		if msg == "" {
+			msg = fmt.Sprintf(DefaultNotificationMessage, e.sc.RampDownWaitTimeMinutes)
+		}
+		e.did(vdibroker.ActionNotify, h.Name, fmt.Sprintf("%d sessions told to sign out within %d minutes", len(open), e.sc.RampDownWaitTimeMinutes),
+			e.queue(ctx, open, vdibroker.CommandSendMessage, msg))
+		hs.Notified = true
+	}
+	if n == 0 {
+		return e.stop(ctx, h, hs)
+	}
+	if force && !hs.LoggedOff && !e.now.Before(hs.DrainTime.Add(wait)) {
+		e.did(vdibroker.ActionLogoff, h.Name, fmt.Sprintf("rampDownForceLogoffUsers: %d sessions logged off after %d minutes", len(open), e.sc.RampDownWaitTimeMinutes),
+			e.queue(ctx, open, vdibroker.CommandLogoff, ""))
+		hs.LoggedOff = true
+		return nil
+	}
+	e.notes = append(e.notes, fmt.Sprintf("%s drained since %s: %d sessions left", h.Name, hs.DrainTime.Format(time.RFC3339), n))
+	return nil
+}
+
+// stop stops a drained host with no sessions left to wait for. Its
+// sessions are read again right before: a host that got one meanwhile is
+// kept (R-A3). With ZeroSessions the stop is not forced, so the power
+// service refuses it if a session arrives between that read and the stop.
+func (e *eval) stop(ctx context.Context, h *vdibroker.SessionHost, hs *vdibroker.AutoscaleHostState) error {
+	open, err := e.openSessions(ctx, h.Name)
+	if err != nil {
+		return err
+	}
+	if n := e.counted(open); n > 0 {
+		e.undrain(ctx, h.Name, fmt.Sprintf("got a session right before the stop (%d): kept running (R-A3)", n))
+		return nil
+	}
+	force := len(open) > 0 // ZeroActiveSessions: disconnected ones end with the host
+	err = e.a.act.StopHost(ctx, e.pool.Name, h.Name, force, By)
+	if vdibroker.ErrorCode(err) == vdibroker.EConflict {
+		e.undrain(ctx, h.Name, "the stop was refused, the host has sessions: kept running (R-A3)")
+		return nil
+	}
+	why := "no sessions left"
+	if force {
+		why = fmt.Sprintf("no active sessions left (%d disconnected, rampDownStopHostsWhen ZeroActiveSessions)", len(open))
+	}
+	e.did(vdibroker.ActionStop, h.Name, why, err)
+	if err != nil {
+		return nil
+	}
+	// Stopping: no longer placeable by its power state; the drain was ours.
+	e.undrain(ctx, h.Name, "stopped: its autoscale drain is lifted")
+	return nil
+}
+
+func (e *eval) queue(ctx context.Context, open []*vdibroker.UserSession, typ, msg string) error {
+	var errs []error
+	for _, s := range open {
+		errs = append(errs, e.a.store.QueueCommand(ctx, &vdibroker.Command{
+			ID: newID(), HostPool: s.HostPool, SessionHost: s.SessionHost, Type: typ, SessionID: s.ID,
+			AgentSessionID: s.AgentSessionID, User: s.User, Message: msg, State: vdibroker.CommandQueued, CreateTime: e.now.UTC(),
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// personal evaluates a personal pool: a host whose user logged off (no
+// sessions) for stopHostAfterLogoffMinutes, or whose sessions are all
+// disconnected for stopHostAfterDisconnectMinutes, is stopped. Start is on
+// connect (R-A4). A logoff's time is when an evaluation first saw the
+// host without sessions (at most an interval late).
+func (e *eval) personal(ctx context.Context, all []*vdibroker.SessionHost) error {
+	e.rec.Hosts = len(all)
+	if e.pool.PowerDriver == "" {
+		e.notes = append(e.notes, "the pool has no powerDriver: the autoscaler stops nothing")
+		return nil
+	}
+	if e.st.Hosts == nil {
+		e.st.Hosts = map[string]*vdibroker.AutoscaleHostState{}
+	}
+	seen := map[string]bool{}
+	for _, h := range all {
+		hh := e.host(h)
+		if hh.AdminDrained || !hh.Placeable || h.PowerState == vdibroker.PowerStopped || h.PowerState == vdibroker.PowerStopping || h.PowerState == vdibroker.PowerStarting {
+			continue
+		}
+		e.rec.RunningHosts++
+		e.rec.Sessions += h.Sessions
+		open, err := e.openSessions(ctx, h.Name)
+		if err != nil {
+			return err
+		}
+		if len(open) == 0 {
+			seen[h.Name] = true
+			hs := e.st.Hosts[h.Name]
+			if hs == nil || hs.IdleSince == nil {
+				t := e.now.UTC()
+				hs = &vdibroker.AutoscaleHostState{IdleSince: &t}
+				e.st.Hosts[h.Name] = hs
+			}
+			after := time.Duration(e.sc.StopHostAfterLogoffMinutes) * time.Minute
+			if after > 0 && !e.now.Before(hs.IdleSince.Add(after)) {
+				err := e.a.act.StopHost(ctx, e.pool.Name, h.Name, false, By)
+				e.did(vdibroker.ActionStop, h.Name, fmt.Sprintf("no session for %d minutes (stopHostAfterLogoffMinutes)", e.sc.StopHostAfterLogoffMinutes), err)
+				if err == nil {
+					delete(e.st.Hosts, h.Name)
+				}
+			}
+			continue
+		}
+		var since time.Time
+		for _, s := range open {
+			if s.State != vdibroker.StateDisconnected {
+				since = time.Time{}
+				break
+			}
+			if s.StateTime.After(since) {
+				since = s.StateTime
+			}
+		}
+		after := time.Duration(e.sc.StopHostAfterDisconnectMinutes) * time.Minute
+		if !since.IsZero() && after > 0 && !e.now.Before(since.Add(after)) {
+			e.did(vdibroker.ActionStop, h.Name, fmt.Sprintf("user disconnected for %d minutes (stopHostAfterDisconnectMinutes)", e.sc.StopHostAfterDisconnectMinutes),
+				e.a.act.StopHost(ctx, e.pool.Name, h.Name, true, By))
+		}
+	}
+	for name := range e.st.Hosts {
+		if !seen[name] {
+			delete(e.st.Hosts, name)
+		}
+	}
+	return nil
+}
+
+// release undoes what the autoscaler changed in a pool no plan covers any
+// more: its autoscale drains are lifted, and the admin's load balancer is
+// restored unless an admin changed it meanwhile.
+func (a *Autoscaler) release(ctx context.Context, st *vdibroker.AutoscaleState, now time.Time) error {
+	e := &eval{a: a, now: now, st: st, stored: true, rec: &vdibroker.AutoscaleEvaluation{HostPool: st.HostPool, Time: now.UTC(), Holder: a.holder}}
+	e.notes = append(e.notes, "no scaling plan covers the pool any more")
+	pool, all, err := a.act.SessionHosts(ctx, st.HostPool)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		return a.store.DeleteAutoscaleState(ctx, st.HostPool)
+	}
+	if err != nil {
+		return err
+	}
+	e.pool = pool
+	for _, h := range all {
+		if h.AutoscaleDrain {
+			e.undrain(ctx, h.Name, "the plan no longer covers the pool")
+		}
+	}
+	st.Hosts = nil
+	if st.OriginalLoadBalancer != "" && pool.LoadBalancerType == st.AppliedLoadBalancer {
+		p := *pool
+		p.LoadBalancerType = st.OriginalLoadBalancer
+		_, _, err := a.act.StorePool(ctx, p.Name, pool, &p, false)
+		e.did(vdibroker.ActionSetLoadBalancer, "", "restored the admin's load balancer "+st.OriginalLoadBalancer, err)
+	}
+	st.OriginalLoadBalancer, st.AppliedLoadBalancer = "", ""
+	return a.finish(ctx, e)
+}

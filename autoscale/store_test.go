@@ -1,0 +1,285 @@
+package autoscale_test
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/autoscale"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// The loop on the real store, SQLite and PostgreSQL: the scaling plan as
+// stored, the lease between two replicas, the evaluation records, and the
+// state another replica carries on with. The power actions are in memory
+// here (the power service is the power work's).
+
+const pgEnv = "VDIBROKER_TEST_POSTGRES_DSN"
+
+// openers returns, per engine, a function opening a store handle on one
+// fresh database (each handle a replica).
+func engines(t *testing.T) map[string]func(t *testing.T) *store.DB {
+	dir := t.TempDir()
+	out := map[string]func(t *testing.T) *store.DB{
+		"sqlite": func(t *testing.T) *store.DB { return open(t, "", dir) },
+	}
+	out["postgres"] = func(t *testing.T) *store.DB {
+		return open(t, postgresSchemaDSN(t), "")
+	}
+	return out
+}
+
+func open(t *testing.T, dsn, dir string) *store.DB {
+	t.Helper()
+	s, err := store.OpenWith(t.Context(), dsn, dir, nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var schemaOnce = map[*testing.T]string{}
+var schemaMu sync.Mutex
+
+// postgresSchemaDSN creates a schema for the test (one per test, shared by
+// its handles), dropped when it ends; it skips without PostgreSQL.
+func postgresSchemaDSN(t *testing.T) string {
+	t.Helper()
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	if dsn, ok := schemaOnce[t]; ok {
+		return dsn
+	}
+	base := os.Getenv(pgEnv)
+	if base == "" {
+		t.Skipf("PostgreSQL test skipped: set %s (for example postgres://vdibroker:vdibroker@127.0.0.1:5432/vdibroker?sslmode=disable)", pgEnv)
+	}
+	schema := "vdibroker_autoscale_" + store.NewID()[20:]
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ExecContext(t.Context(), `CREATE SCHEMA `+schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	schemaOnce[t] = u.String()
+	return u.String()
+}
+
+// power is the hosts' power state and autoscale drain, which the power
+// work keeps in the store; here shared by the replicas in memory.
+type power struct {
+	mu    sync.Mutex
+	now   time.Time
+	state map[string]string
+	drain map[string]bool
+	stops []string
+}
+
+type actions struct {
+	db *store.DB
+	p  *power
+}
+
+func (a actions) SessionHosts(ctx context.Context, pool string) (*vdibroker.HostPool, []*vdibroker.SessionHost, error) {
+	p, err := a.db.GetHostPool(ctx, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The store keeps powerDriver once the power work lands.
+	p.PowerDriver = "sim"
+	hs, err := a.db.ListSessionHosts(ctx, pool)
+	a.p.mu.Lock()
+	defer a.p.mu.Unlock()
+	for _, h := range hs {
+		h.PowerState, h.AutoscaleDrain = a.p.state[h.Name], a.p.drain[h.Name]
+		if h.PowerState == vdibroker.PowerRunning {
+			hb := a.p.now
+			h.LastHeartBeat = &hb
+		}
+	}
+	return p, hs, err
+}
+
+func (a actions) StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
+	_, err := a.db.PutHostPool(ctx, p)
+	return p, false, err
+}
+
+func (a actions) StartHost(ctx context.Context, pool, host, by string) error {
+	a.p.mu.Lock()
+	defer a.p.mu.Unlock()
+	a.p.state[host] = vdibroker.PowerStarting
+	return nil
+}
+
+func (a actions) StopHost(ctx context.Context, pool, host string, force bool, by string) error {
+	a.p.mu.Lock()
+	defer a.p.mu.Unlock()
+	a.p.state[host] = vdibroker.PowerStopped
+	a.p.stops = append(a.p.stops, host)
+	return nil
+}
+
+func (a actions) SetAutoscaleDrain(ctx context.Context, pool, host string, on bool) error {
+	a.p.mu.Lock()
+	defer a.p.mu.Unlock()
+	a.p.drain[host] = on
+	return nil
+}
+
+// TestTwoReplicasOnTheStore: two autoscalers on one database (R-A3 issue
+// 17): only the lease holder evaluates and records; it drains a host and
+// keeps the drain's start in the store; killed (it stops renewing), the
+// other replica takes over once the lease expired and carries the same
+// drain on: the forced logoff comes when the wait that began under the
+// first replica ends, not a wait later.
+func TestTwoReplicasOnTheStore(t *testing.T) {
+	for name, opener := range engines(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			dbA, dbB := opener(t), opener(t)
+			pool := vdibroker.NewHostPool("office")
+			pool.HostPoolType, pool.LoadBalancerType, pool.MaxSessionLimit, pool.PowerDriver = vdibroker.Pooled, vdibroker.BreadthFirst, 10, "sim"
+			t0 := time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC) // Monday, ramp-down
+			pool.CreateTime, pool.UpdateTime = t0, t0
+			if _, err := dbA.PutHostPool(ctx, pool); err != nil {
+				t.Fatal(err)
+			}
+			pw := &power{now: t0, state: map[string]string{}, drain: map[string]bool{}}
+			for _, h := range []string{"h1", "h2"} {
+				if _, err := dbA.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "office", Name: h, Address: h + ":3389",
+					Protocols: []string{"RDP"}, AllowNewSession: true, CreateTime: t0}); err != nil {
+					t.Fatal(err)
+				}
+				pw.state[h] = vdibroker.PowerRunning
+			}
+			// h1: one session, h2: three; ramp-down 90%: drain h1.
+			for i, h := range []string{"h1", "h2", "h2", "h2"} {
+				c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: string(rune('a' + i)), HostPool: "office",
+					SessionHost: h, State: vdibroker.StatePending, CreateTime: t0, StateTime: t0}, MaxSessionLimit: 10, Pooled: true, Record: []byte(`{}`)}
+				if err := dbA.CommitPlacement(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			plan := &vdibroker.ScalingPlan{Name: "plan", TimeZone: "UTC", HostPoolType: vdibroker.Pooled, HostPools: []string{"office"}, Schedules: []vdibroker.ScalingSchedule{{
+				Name: "weekdays", DaysOfWeek: []string{"Monday"}, RampUpStartTime: "07:00", PeakStartTime: "09:00",
+				RampDownStartTime: "18:00", OffPeakStartTime: "22:00", RampUpCapacityThresholdPct: 60, RampDownCapacityThresholdPct: 90,
+				RampDownForceLogoffUsers: true, RampDownWaitTimeMinutes: 15, RampDownStopHostsWhen: vdibroker.StopWhenZeroSessions,
+			}}}
+			plan.FillDefaults()
+			if err := plan.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dbA.PutScalingPlan(ctx, plan); err != nil {
+				t.Fatal(err)
+			}
+			now := t0
+			clock := func() time.Time { return now }
+			mk := func(db *store.DB, holder string) *autoscale.Autoscaler {
+				return autoscale.New(autoscale.Config{Store: db, Actions: actions{db, pw},
+					Holder: holder, Interval: time.Minute, Now: clock})
+			}
+			a, b := mk(dbA, "a"), mk(dbB, "b")
+			step := func(r *autoscale.Autoscaler, wantHeld bool) {
+				t.Helper()
+				held, err := r.Evaluate(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if held != wantHeld {
+					t.Fatalf("%s at %s: held=%v, want %v", r.Holder(), now.Format("15:04"), held, wantHeld)
+				}
+			}
+			step(a, true)
+			step(b, false)
+			evals, err := dbB.ListAutoscaleEvaluations(ctx, "office", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The plan's ramp-down load balancer (DepthFirst, AVD's default)
+			// is set on the stored pool; h1 is drained and notified.
+			if len(evals) != 1 || evals[0].Holder != "a" || len(evals[0].Actions) != 3 ||
+				evals[0].Actions[0].Action != vdibroker.ActionSetLoadBalancer ||
+				evals[0].Actions[1].Action != vdibroker.ActionDrain || evals[0].Actions[1].Host != "h1" ||
+				evals[0].Phase != vdibroker.PhaseRampDown || evals[0].AvailableCapacity != 20 || evals[0].UsedCapacityPct != 20 {
+				t.Fatalf("evaluations after a's first: %d, %+v", len(evals), *evals[0])
+			}
+			if p, err := dbB.GetHostPool(ctx, "office"); err != nil || p.LoadBalancerType != vdibroker.DepthFirst {
+				t.Fatalf("stored pool: %v, %v", p, err)
+			}
+			// a is killed at 19:01 (its last renewal was at 19:00, the lease
+			// runs to 19:02). b tries each minute.
+			now = t0.Add(time.Minute)
+			pw.now = now
+			step(b, false)
+			now = t0.Add(2 * time.Minute)
+			pw.now = now
+			step(b, true)
+			// The wait began at 19:00 under a: b logs off at 19:15.
+			now = t0.Add(14 * time.Minute)
+			pw.now = now
+			step(b, true)
+			logoffs := func() int {
+				evals, err := dbB.ListAutoscaleEvaluations(ctx, "office", 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for _, e := range evals {
+					for _, ac := range e.Actions {
+						if ac.Action == vdibroker.ActionLogoff {
+							n++
+						}
+					}
+				}
+				return n
+			}
+			if n := logoffs(); n != 0 {
+				t.Fatalf("logged off before the wait ended")
+			}
+			now = t0.Add(15 * time.Minute)
+			pw.now = now
+			step(b, true)
+			if n := logoffs(); n != 1 {
+				t.Fatalf("%d logoffs at the end of the wait begun under a, want 1", n)
+			}
+			evals, err = dbA.ListAutoscaleEvaluations(ctx, "office", 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if evals[0].Holder != "b" || evals[len(evals)-1].Holder != "a" {
+				t.Errorf("holders newest %s, oldest %s", evals[0].Holder, evals[len(evals)-1].Holder)
+			}
+			states, err := dbA.ListAutoscaleStates(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(states) != 1 || states[0].Hosts["h1"] == nil || !states[0].Hosts["h1"].DrainTime.Equal(t0) || !states[0].Hosts["h1"].LoggedOff {
+				t.Errorf("state: %+v", states)
+			}
+		})
+	}
+}
