@@ -110,10 +110,17 @@ func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred 
 	if len(cred) > 0 {
 		q = hostByKeyCredQuery
 	}
-	if lock && t.d.forUpdate != "" {
-		// The host's lock is its counts row (see lockHost), taken by the
-		// read itself; every writer of the host's row takes it first.
-		q += t.d.forUpdate + " OF host_counts"
+	if lock {
+		// The host's lock is its counts row (see lockHost); every writer
+		// of the host's row takes it first. It is taken by a statement of
+		// its own, before the read: a read that took it with FOR UPDATE OF
+		// host_counts and had to wait would return the host's row as it
+		// was before the wait (PostgreSQL re-reads only the locked row), so
+		// an UpdateSessionHost behind another replica's change would write
+		// the old address back.
+		if err := t.lockHost(ctx, pool, name); err != nil {
+			return nil, fmt.Errorf("lock host %s/%s: %w", pool, name, err)
+		}
 	}
 	var sc scanner = t.row(ctx, q, pool, name)
 	if len(cred) > 0 {

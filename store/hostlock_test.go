@@ -1,0 +1,82 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// An admin's change that waited for the host's lock behind another
+// replica's change of the same host sees that change: the read under the
+// lock is not the row as it was before the wait (PostgreSQL, READ
+// COMMITTED), so the drain does not write the old address back.
+func TestUpdateSessionHostAfterWaitSeesTheOtherChange(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// The other replica's change: the host's lock, then a new address.
+	if _, err := tx.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = 'h1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE session_hosts SET address = 'moved.example:3389' WHERE host_pool = 'p' AND name = 'h1'`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var seen string
+	go func() {
+		_, err := s.UpdateSessionHost(context.WithoutCancel(ctx), "p", "h1", func(h *vdibroker.SessionHost) error {
+			seen = h.Address
+			h.AllowNewSession = false
+			return nil
+		})
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the update never waited for the other change's lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.GetSessionHost(ctx, "p", "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != "moved.example:3389" || h.Address != "moved.example:3389" || h.AllowNewSession {
+		t.Fatalf("the update saw address %q; stored %q, allowNewSession %v; want the other change kept and the drain applied",
+			seen, h.Address, h.AllowNewSession)
+	}
+}
