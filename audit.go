@@ -65,6 +65,17 @@ type AuditEntry struct {
 	After  json.RawMessage `json:"after"`
 }
 
+// String is the entry as its JSON: a text log line (serve --log-format
+// text) shows the entry as a JSON log line does, before and after as
+// documents rather than lists of bytes.
+func (e *AuditEntry) String() string {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "audit entry: " + err.Error()
+	}
+	return string(b)
+}
+
 // AuditFilter selects audit entries; empty fields match all.
 type AuditFilter struct {
 	Target string // exact, or a prefix ending in "/"

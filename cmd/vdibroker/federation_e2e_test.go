@@ -500,7 +500,7 @@ func TestFederationE2E(t *testing.T) {
 		}
 		// The paused pod's failed call: its sessions call, or its load
 		// call when the cached summary had expired.
-		if !regexp.MustCompile(`vdibroker_pod_call_failures_total\{op="(loads|sessions)",peer="ams1"\} [1-9]`).Match(body) {
+		if !regexp.MustCompile(`vdibroker_pod_call_failures_total\{op="(connect|loads|sessions)",peer="ams1"\} [1-9]`).Match(body) {
 			t.Errorf("/metrics lacks a failed call to ams1")
 		}
 		if t.Failed() {
