@@ -3,6 +3,7 @@ package http
 import (
 	"net"
 	nethttp "net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -35,27 +36,48 @@ type limiters struct {
 	m     map[string]*rate.Limiter
 	every rate.Limit
 	burst int
+	max   int
+	// overflow is the one bucket every new key shares while the map is
+	// full of keys with state (a flood of addresses): the flood gets one
+	// bucket, not a fresh one per address.
+	overflow *rate.Limiter
+	swept    time.Time
 }
 
-// maxLimiterKeys bounds a limiters map; past it the map starts over (a
-// flood of new addresses costs buckets, never memory without bound).
+// maxLimiterKeys bounds a limiters map.
 const maxLimiterKeys = 1 << 16
 
 func newLimiters(perSecond float64, burst int) *limiters {
-	return &limiters{m: map[string]*rate.Limiter{}, every: rate.Limit(perSecond), burst: burst}
+	return &limiters{m: map[string]*rate.Limiter{}, every: rate.Limit(perSecond), burst: burst,
+		max: maxLimiterKeys, overflow: rate.NewLimiter(rate.Limit(perSecond), burst)}
 }
 
+// get returns key's bucket. A full map first forgets the buckets that
+// have filled up again, which are the same as new ones; it never forgets
+// a bucket with tokens spent, so flooding it with new addresses does not
+// give an address that was being throttled a fresh bucket (issue 14).
 func (l *limiters) get(key string) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lim, ok := l.m[key]
-	if !ok {
-		if len(l.m) >= maxLimiterKeys {
-			l.m = map[string]*rate.Limiter{}
-		}
-		lim = rate.NewLimiter(l.every, l.burst)
-		l.m[key] = lim
+	if ok {
+		return lim
 	}
+	if now := time.Now(); len(l.m) >= l.max && now.Sub(l.swept) >= time.Second {
+		// At most a sweep a second: a flood must not make every new
+		// address walk the whole map.
+		l.swept = now
+		for k, b := range l.m {
+			if b.TokensAt(now) >= float64(l.burst) {
+				delete(l.m, k)
+			}
+		}
+	}
+	if len(l.m) >= l.max {
+		return l.overflow
+	}
+	lim = rate.NewLimiter(l.every, l.burst)
+	l.m[key] = lim
 	return lim
 }
 
@@ -74,6 +96,13 @@ func clientAddr(r *nethttp.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
+	}
+	// An IPv6 client has a /64 to itself (the least a site is given):
+	// one bucket per /64, or every address of it would be a new bucket.
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Is6() && !ip.Is4In6() {
+		if p, err := ip.Prefix(64); err == nil {
+			return p.String()
+		}
 	}
 	return host
 }

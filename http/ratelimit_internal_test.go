@@ -1,0 +1,73 @@
+package http
+
+import (
+	nethttp "net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// A flood of new addresses does not give a throttled address a fresh
+// bucket (issue 14): the full map keeps every bucket with tokens spent and
+// the flood shares one overflow bucket.
+func TestLimitersFloodKeepsThrottledAddress(t *testing.T) {
+	l := newLimiters(0.001, 3)
+	l.max = 100
+	for range 3 {
+		l.spend("attacker")
+	}
+	if l.spend("attacker") {
+		t.Fatal("the attacker's bucket should be empty after its burst")
+	}
+	for i := range 500 {
+		l.spend("flood-" + strconv.Itoa(i))
+	}
+	if l.spend("attacker") {
+		t.Fatal("after a flood of new addresses the throttled address got a fresh bucket")
+	}
+	if len(l.m) > l.max {
+		t.Fatalf("%d buckets, want at most %d", len(l.m), l.max)
+	}
+	// The flood past the map shares one bucket: three new addresses in a
+	// row spend its burst, and the fourth is refused.
+	refused := false
+	for i := range 4 {
+		if !l.spend("late-" + strconv.Itoa(i)) {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Error("new addresses past a full map were each given a bucket of their own")
+	}
+}
+
+// Buckets that filled up again are forgotten when the map is full, so a
+// slow stream of failed attempts from many addresses never locks out new
+// ones.
+func TestLimitersForgetIdleBuckets(t *testing.T) {
+	l := newLimiters(1000, 3) // refills within milliseconds
+	l.max = 10
+	for i := range 10 {
+		l.spend("a" + strconv.Itoa(i))
+	}
+	time.Sleep(20 * time.Millisecond) // a token a millisecond: every bucket is full again
+	lim := l.get("new")
+	if lim == l.overflow {
+		t.Fatal("a full map of idle buckets gave a new address the overflow bucket")
+	}
+}
+
+// One /64 of IPv6 is one address for the limits: its other addresses do
+// not get buckets of their own.
+func TestClientAddrIPv6Prefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"[2001:db8:1:2:aaaa::1]:5000": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:bbbb::9]:5001": "2001:db8:1:2::/64",
+		"192.0.2.7:4000":              "192.0.2.7",
+		"[::ffff:192.0.2.7]:4000":     "::ffff:192.0.2.7",
+	} {
+		if got := clientAddr(&nethttp.Request{RemoteAddr: in}); got != want {
+			t.Errorf("clientAddr(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
