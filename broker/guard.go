@@ -454,3 +454,23 @@ func (g *guardedStore) ScalingPlanForPool(ctx context.Context, pool string) (v *
 	v, err = g.Store.ScalingPlanForPool(ctx, pool)
 	return v, g.health.check(err)
 }
+
+func (g *guardedStore) PutEscrows(ctx context.Context, replica string, want []vdibroker.Escrow, now time.Time) (v []vdibroker.Escrow, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.PutEscrows(ctx, replica, want, now)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) ListEscrows(ctx context.Context, pool string, now time.Time) (v []vdibroker.Escrow, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListEscrows(ctx, pool, now)
+	return v, g.health.check(err)
+}

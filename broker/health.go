@@ -182,6 +182,11 @@ func (h *Health) check(err error) error {
 	if err == nil || vdibroker.ErrorCode(err) != vdibroker.EInternal {
 		return err
 	}
+	if !h.Down() && errors.Is(err, vdibroker.ErrStoreWrite) {
+		// The database said it cannot write (disk full, read-only,
+		// failing): no ping needed, and a read-only ping could pass.
+		h.fail(err.Error())
+	}
 	if !h.Down() {
 		perr := h.confirm(h.confirmTimeout())
 		if perr == nil {
