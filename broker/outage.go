@@ -37,7 +37,7 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 	}
 	k, ok := v.knownSession(req.User)
 	if !ok || k.id == "" {
-		return nil, cause
+		return s.placeInOutage(v, req, cause) // escrow.go; cause when off
 	}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" && req.SessionHost != k.host {
 		return nil, cause

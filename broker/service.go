@@ -40,6 +40,10 @@ type Config struct {
 	// ParseRDPProperties, in every connect's rdpFile (AVD's
 	// customRdpProperty).
 	RDPProperties []RDPProperty
+	// OutagePlacement lets the service place new users during a store
+	// outage within an escrow it holds while the store is up (issue 19;
+	// escrow.go).
+	OutagePlacement OutagePlacement
 }
 
 // Service is the broker service on a vdibroker.Store.
@@ -60,6 +64,7 @@ type Service struct {
 	userLocks keyedMutex
 	hostLocks keyedMutex // one host's heartbeats, one at a time
 	idem      *idempotency
+	escrow    *escrowKeeper // nil: outage placement off
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
@@ -104,6 +109,13 @@ func New(cfg Config) *Service {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
+	if cfg.OutagePlacement.Enabled {
+		s.escrow = newEscrowKeeper(s, cfg.OutagePlacement, interval)
+		// The outage's sessions are written before the held heartbeats
+		// are applied, which would adopt them.
+		s.health.onUp = append([]func(){s.writeOutagePlacements}, s.health.onUp...)
+		s.escrow.run(s.stop)
+	}
 	go s.maintain(interval)
 	go s.health.watch()
 	return s
@@ -126,6 +138,9 @@ func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
+		if s.escrow != nil {
+			s.escrow.wg.Wait() // gives the escrows back
+		}
 	})
 	return nil
 }
