@@ -126,6 +126,7 @@ func TestPingWriteProbe(t *testing.T) {
 		t.Fatalf("ping on a healthy disk: %v", err)
 	}
 	fill := fillDisk(t, dir)
+	time.Sleep(600 * time.Millisecond) // past probeEvery: a passed probe stands that long
 	err = s.Ping(t.Context())
 	if err == nil || !errors.Is(err, vdibroker.ErrStoreWrite) {
 		t.Errorf("ping on a full disk: %v, want an ErrStoreWrite", err)

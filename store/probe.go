@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
@@ -35,7 +36,26 @@ const probeSize = 16 << 10
 //     transaction of its own, which on SQLite appends a WAL frame and
 //     fsyncs it (synchronous=FULL) through the one writer connection, as
 //     every commit does.
+//
+// A probe that passed less than probeEvery ago is not run again: /healthz
+// is public and pings, and each probe is an fsync.
 func (s *DB) probeWrite(ctx context.Context) error {
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if !s.probed.IsZero() && time.Since(s.probed) < probeEvery {
+		return nil
+	}
+	if err := s.probeOnce(ctx); err != nil {
+		return err
+	}
+	s.probed = time.Now()
+	return nil
+}
+
+// probeEvery is how long a passed write probe stands for.
+const probeEvery = 500 * time.Millisecond
+
+func (s *DB) probeOnce(ctx context.Context) error {
 	if s.dir != "" {
 		if err := probeFile(filepath.Join(s.dir, "vdibroker.db-probe")); err != nil {
 			return fmt.Errorf("%w: write probe: %w", vdibroker.ErrStoreWrite, err)

@@ -57,6 +57,10 @@ type DB struct {
 	// dir is SQLite's data directory, where Ping's write probe writes a
 	// file ("" on PostgreSQL).
 	dir string
+	// probeMu serialises Ping's write probes; probed is when the last
+	// one passed (probe.go).
+	probeMu sync.Mutex
+	probed  time.Time
 }
 
 var _ vdibroker.Store = (*DB)(nil)
