@@ -14,6 +14,12 @@ import (
 // working while no write can land.
 var ErrStoreWrite = errors.New("the database cannot write")
 
+// EndOutagePlacementWritten ends the record of a session a host reported
+// and the broker adopted (R-S2) when it is the logon of a session a
+// replica placed during an outage: the placement's own record, with its
+// decision record, replaces it (issue 19, R-OUT3).
+const EndOutagePlacementWritten = "OutagePlacementWritten"
+
 // Escrow is one replica's reserved share of one host's free slots, held
 // while the store is up so that the replica may place new sessions there
 // during an outage (serve --outage-placement, issue 19). Every replica's

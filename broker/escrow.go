@@ -367,11 +367,7 @@ func (s *Service) writeOutagePlacements() {
 	defer cancel()
 	written := 0
 	for i, p := range todo {
-		pool, err := s.store.GetHostPool(ctx, p.sess.HostPool)
-		if err == nil {
-			err = s.store.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: p.sess, MaxSessionLimit: pool.MaxSessionLimit,
-				Pooled: true, Record: p.record})
-		}
+		err := s.writeOutagePlacement(ctx, p)
 		switch {
 		case err == nil:
 			written++
@@ -392,6 +388,41 @@ func (s *Service) writeOutagePlacements() {
 	clear(k.used)
 	k.mu.Unlock()
 	s.log.Info("wrote the sessions placed during the outage", "written", written, "of", len(todo))
+}
+
+// writeOutagePlacement writes one session placed during the outage. When
+// the user has an open session already that the host reported and the
+// broker adopted (R-S2) — another replica applied the host's heartbeats
+// first — that is this very logon: the adopted record is ended (reason
+// OutagePlacementWritten) and this one, with its decision record, written
+// in its place. Should the write fail then, the host's next report adopts
+// the user again.
+func (s *Service) writeOutagePlacement(ctx context.Context, p *outagePlacement) error {
+	pool, err := s.store.GetHostPool(ctx, p.sess.HostPool)
+	if err != nil {
+		return err
+	}
+	commit := func() error {
+		return s.store.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: p.sess, MaxSessionLimit: pool.MaxSessionLimit,
+			Pooled: true, Record: p.record})
+	}
+	err = commit()
+	if !errors.Is(err, vdibroker.ErrUserHasSession) {
+		return err
+	}
+	list, lerr := s.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: pool.Name, User: p.sess.User})
+	if lerr != nil {
+		return lerr
+	}
+	for _, us := range list {
+		if us.Open() && us.Adopted && us.SessionHost == p.sess.SessionHost && us.ID != p.sess.ID {
+			if err := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndOutagePlacementWritten, s.now()); err != nil {
+				return err
+			}
+			return commit()
+		}
+	}
+	return err
 }
 
 // EscrowStatus is what /healthz says of outage placement.
