@@ -407,19 +407,23 @@ func (s *Service) writeOutagePlacement(ctx context.Context, p *outagePlacement) 
 			Pooled: true, Record: p.record})
 	}
 	err = commit()
-	if !errors.Is(err, vdibroker.ErrUserHasSession) {
+	if err != nil && !errors.Is(err, vdibroker.ErrUserHasSession) {
 		return err
 	}
+	// Refused for an adopted record, or written while another replica's
+	// heartbeat adopted the logon at the same moment: end the adopted one.
 	list, lerr := s.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: pool.Name, User: p.sess.User})
 	if lerr != nil {
-		return lerr
+		return errors.Join(err, lerr)
 	}
 	for _, us := range list {
 		if us.Open() && us.Adopted && us.SessionHost == p.sess.SessionHost && us.ID != p.sess.ID {
-			if err := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndOutagePlacementWritten, s.now()); err != nil {
-				return err
+			if eerr := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndOutagePlacementWritten, s.now()); eerr != nil {
+				return errors.Join(err, eerr)
 			}
-			return commit()
+			if err != nil {
+				return commit()
+			}
 		}
 	}
 	return err

@@ -160,6 +160,9 @@ func (w *outageWorld) openSessions() map[string]vdibroker.UserSession {
 	w.t.Helper()
 	out := map[string]vdibroker.UserSession{}
 	for _, s := range w.brokers[0].api.sessions(outagePool, url.Values{}) {
+		if d, ok := out[s.User]; ok {
+			w.t.Errorf("%s has two open sessions: %+v and %+v", s.User, d, s)
+		}
 		out[s.User] = s
 	}
 	return out
@@ -207,6 +210,19 @@ func (w *outageWorld) waitHealth(want int, within time.Duration) {
 	}
 }
 
+// consolePage returns the body of a console page.
+func consolePage(t *testing.T, u string) string {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	res, err := c.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
 func httpStatus(u string) int {
 	c := http.Client{Timeout: 5 * time.Second}
 	res, err := c.Get(u)
@@ -228,6 +244,9 @@ func (w *outageWorld) duringOutage(refuseNew bool) {
 	for i, b := range w.brokers {
 		if got := httpStatus(b.api.base + "/healthz?live"); got != http.StatusOK {
 			w.t.Errorf("broker %d: /healthz?live = %d during the outage, want 200", i, got)
+		}
+		if page := consolePage(w.t, b.api.base+"/signin"); !strings.Contains(page, `id="outage"`) {
+			w.t.Errorf("broker %d: the console's header does not show the outage:\n%s", i, page)
 		}
 	}
 	for user, want := range w.placed {
@@ -269,16 +288,28 @@ func (w *outageWorld) afterRecovery() {
 		default:
 		}
 	}
+	for i, b := range w.brokers {
+		if page := consolePage(w.t, b.api.base+"/signin"); strings.Contains(page, `id="outage"`) {
+			w.t.Errorf("broker %d: the console's header still shows the outage after recovery", i)
+		}
+	}
 	var open map[string]vdibroker.UserSession
-	e2eEventually(w.t, "every acknowledged session open", 30*time.Second, func() bool {
-		open = w.openSessions()
+	var missing []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		open, missing = w.openSessions(), nil
 		for user, a := range w.placed {
 			if s, ok := open[user]; !ok || s.ID != a.SessionID {
-				return false
+				missing = append(missing, fmt.Sprintf("%s (acknowledged %s on %s, open: %+v)", user, a.SessionID, a.SessionHost, s))
 			}
 		}
-		return true
-	})
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			all := w.brokers[0].api.sessions(outagePool, url.Values{"state": {vdibroker.StateLoggedOff}})
+			w.t.Fatalf("acknowledged sessions not open after recovery: %v\nended: %+v", missing, all)
+		}
+	}
 	perHost := map[string]int{}
 	for user, s := range open {
 		perHost[s.SessionHost]++
@@ -410,11 +441,29 @@ func testOutagePlacementE2E(t *testing.T, bin string) {
 			t.Errorf("decision record of %s: %+v, want outageMode on %s", user, rec, w.placed[user].SessionHost)
 		}
 	}
-	// Every host is full now, and the escrows say so: a new user is refused
-	// NoCapacity by both brokers, not placed over the limit.
-	for i := range w.brokers {
-		if a := w.connect(i, fmt.Sprintf("late-%d", i)); a.Error == nil || a.Error.Code != vdibroker.ENoCapacity {
-			t.Errorf("new user through broker %d with every host at its limit: %d %+v, want NoCapacity", i, a.Status, a.Error)
+	// With the store back, new users through each broker in turn fill the
+	// pool up to its limit, less what the escrows hold back: a replica may
+	// use its own share, never another's (R-OUT2). At most one slot per
+	// host stays held back (the last free slot of a host, rounded up to
+	// one replica's share), and no host goes over its limit.
+	for round := range 2 {
+		for i := range w.brokers {
+			for n := 0; n < 3*outageLimit; n++ {
+				a := w.connect(i, fmt.Sprintf("late-%d-%d-%d", round, i, n))
+				if a.Status == http.StatusCreated {
+					continue
+				}
+				if a.Error == nil || a.Error.Code != vdibroker.ENoCapacity {
+					t.Errorf("new user through broker %d after recovery: %d %+v, want 201 or NoCapacity", i, a.Status, a.Error)
+				}
+				break
+			}
+		}
+	}
+	for _, h := range w.hosts {
+		got := w.brokers[0].api.host(outagePool, h.name)
+		if got.Sessions > outageLimit || got.Sessions < outageLimit-1 {
+			t.Errorf("host %s has %d sessions after new users filled the pool, want %d (its limit) or one fewer (held in escrow)", h.name, got.Sessions, outageLimit)
 		}
 	}
 }

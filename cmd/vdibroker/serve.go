@@ -156,7 +156,14 @@ func (m *Main) Open(ctx context.Context) error {
 	guarded := m.Server.Broker().Store()
 	health := m.Server.Broker().Health()
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger,
-		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://")})
+		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://"),
+		Outage: func() *console.Outage {
+			st := health.Status()
+			if st.Up {
+				return nil
+			}
+			return &console.Outage{Since: st.Since, Reason: st.Reason, Placement: m.OutagePlacement.Enabled}
+		}})
 	m.Federation.addConsole(m.console)
 	m.OIDC.addConsole(m.console, guarded)
 	m.Server.Mux().Handle("/", m.console)
