@@ -50,12 +50,13 @@ type outageHost struct {
 }
 
 type outageWorld struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	brokers []*outageBroker
 	hosts   []*outageHost
 	// placed is every session a broker acknowledged: user -> its answer.
 	placed map[string]outageConnect
+	limit  int // the pool's maxSessionLimit
 }
 
 // outageConnect is a connect's answer as the test reads it.
@@ -74,14 +75,26 @@ type outageConnect struct {
 // answer took (a check of behaviour with a generous bound, not a figure).
 func (w *outageWorld) connect(i int, user string) outageConnect {
 	w.t.Helper()
+	a, err := w.try(i, user)
+	if err != nil {
+		w.t.Fatalf("connect %s through broker %d: %v", user, i, err)
+	}
+	return a
+}
+
+// outageClient is the connects' client: keep-alive connections to every
+// broker, and a bound that only ends a hung request.
+var outageClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+// try is connect for goroutines: a failed request is returned, not fatal.
+func (w *outageWorld) try(i int, user string) (outageConnect, error) {
 	req, _ := http.NewRequest("POST", w.brokers[i].api.base+"/api/v1/hostpools/"+outagePool+"/connect", strings.NewReader(`{"user":"`+user+`"}`))
 	req.Header.Set("Authorization", "Bearer "+outageAdmin)
 	req.Header.Set("Content-Type", "application/json")
-	c := http.Client{Timeout: 30 * time.Second}
 	t0 := time.Now()
-	res, err := c.Do(req)
+	res, err := outageClient.Do(req)
 	if err != nil {
-		w.t.Fatalf("connect %s through broker %d: %v", user, i, err)
+		return outageConnect{}, err
 	}
 	defer res.Body.Close()
 	data, _ := io.ReadAll(res.Body)
@@ -92,19 +105,24 @@ func (w *outageWorld) connect(i int, user string) outageConnect {
 		}
 		json.Unmarshal(data, &body)
 		a.Error = body.Error
-		return a
+		return a, nil
 	}
 	if err := json.Unmarshal(data, &a); err != nil {
-		w.t.Fatalf("connect %s: decode %s: %v", user, data, err)
+		return a, fmt.Errorf("decode %s: %w", data, err)
 	}
-	return a
+	return a, nil
 }
 
 // start runs the brokers on dsn ("" = SQLite in dataDirs[0]), the pool, and
 // one agent per host, each heartbeating to broker i%len(brokers).
-func startOutageWorld(t *testing.T, bin, dsn string, dataDirs []string, hosts int, extra ...string) *outageWorld {
+func startOutageWorld(t testing.TB, bin, dsn string, dataDirs []string, hosts int, extra ...string) *outageWorld {
+	return startOutageWorldLimit(t, bin, dsn, dataDirs, hosts, outageLimit, extra...)
+}
+
+// startOutageWorldLimit is startOutageWorld with the pool's maxSessionLimit.
+func startOutageWorldLimit(t testing.TB, bin, dsn string, dataDirs []string, hosts, limit int, extra ...string) *outageWorld {
 	t.Helper()
-	w := &outageWorld{t: t, bin: bin, placed: map[string]outageConnect{}}
+	w := &outageWorld{t: t, bin: bin, placed: map[string]outageConnect{}, limit: limit}
 	for i, dir := range dataDirs {
 		args := []string{"--store-timeout", outageStoreTimeout.String(), "--maintenance-interval", "500ms", "--replica-id", fmt.Sprintf("replica-%d", i)}
 		if dsn != "" {
@@ -116,7 +134,7 @@ func startOutageWorld(t *testing.T, bin, dsn string, dataDirs []string, hosts in
 	api := w.brokers[0].api
 	api.call("PUT", "/hostpools/"+outagePool, map[string]any{
 		"hostPoolType": "Pooled", "loadBalancerType": "BreadthFirst", "heartbeatTimeoutSeconds": 30,
-		"maxSessionLimit": outageLimit,
+		"maxSessionLimit": limit,
 	}, 201, nil)
 	var tok struct {
 		Token string `json:"token"`
@@ -159,13 +177,19 @@ func (w *outageWorld) logOn() {
 func (w *outageWorld) openSessions() map[string]vdibroker.UserSession {
 	w.t.Helper()
 	out := map[string]vdibroker.UserSession{}
-	for _, s := range w.brokers[0].api.sessions(outagePool, url.Values{}) {
-		if d, ok := out[s.User]; ok {
-			w.t.Errorf("%s has two open sessions: %+v and %+v", s.User, d, s)
+	for after := ""; ; {
+		list := w.brokers[0].api.sessions(outagePool, url.Values{"limit": {"100"}, "after": {after}})
+		for _, s := range list {
+			if d, ok := out[s.User]; ok {
+				w.t.Errorf("%s has two open sessions: %+v and %+v", s.User, d, s)
+			}
+			out[s.User] = s
 		}
-		out[s.User] = s
+		if len(list) < 100 {
+			return out
+		}
+		after = list[len(list)-1].ID
 	}
-	return out
 }
 
 // place connects n users u<i>, alternately through each broker, and lets
@@ -211,7 +235,7 @@ func (w *outageWorld) waitHealth(want int, within time.Duration) {
 }
 
 // consolePage returns the body of a console page.
-func consolePage(t *testing.T, u string) string {
+func consolePage(t testing.TB, u string) string {
 	t.Helper()
 	c := http.Client{Timeout: 5 * time.Second}
 	res, err := c.Get(u)
@@ -327,8 +351,8 @@ func (w *outageWorld) afterRecovery() {
 		if got.Sessions != perHost[h.name] {
 			w.t.Errorf("host %s counts %d sessions, %d are open", h.name, got.Sessions, perHost[h.name])
 		}
-		if got.Sessions > outageLimit {
-			w.t.Errorf("host %s has %d sessions, over its limit %d", h.name, got.Sessions, outageLimit)
+		if got.Sessions > w.limit {
+			w.t.Errorf("host %s has %d sessions, over its limit %d", h.name, got.Sessions, w.limit)
 		}
 		if got.Status == vdibroker.StatusUnavailable {
 			w.t.Errorf("host %s Unavailable after recovery: its heartbeats during the outage were lost", h.name)
@@ -472,7 +496,7 @@ func testOutagePlacementE2E(t *testing.T, bin string) {
 // twice more since its rows first appeared (outage placement uses the
 // smaller of the last two grants, and the numbers no longer move), and
 // returns each replica's slots in all.
-func waitEscrowsSettled(t *testing.T, dsn string, replicas int) map[string]int {
+func waitEscrowsSettled(t testing.TB, dsn string, replicas int) map[string]int {
 	t.Helper()
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -558,7 +582,7 @@ func testOutageDiskFullE2E(t *testing.T, bin string) {
 }
 
 // fillFile writes path until its disk is full.
-func fillFile(t *testing.T, path string) {
+func fillFile(t testing.TB, path string) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
