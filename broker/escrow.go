@@ -301,7 +301,7 @@ func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause
 	var cands []placement.Host
 	for name := range v.addrs {
 		h, ok := v.placer.Host(name)
-		if ok && h.AllowNewSession && hostPlaceable(&h, timeout, now) && k.left(hostKey{pool.Name, name}, now) > 0 {
+		if ok && h.AllowNewSession && s.aliveInOutage(&h, timeout, now) && k.left(hostKey{pool.Name, name}, now) > 0 {
 			cands = append(cands, h)
 		}
 	}
@@ -427,30 +427,4 @@ func (s *Service) writeOutagePlacement(ctx context.Context, p *outagePlacement) 
 		}
 	}
 	return err
-}
-
-// EscrowStatus is what /healthz says of outage placement.
-type EscrowStatus struct {
-	Replica string `json:"replica"`
-	// Slots is this replica's usable share now, over every host.
-	Slots int `json:"slots"`
-	// Unwritten counts the sessions placed during the outage and not yet
-	// written.
-	Unwritten int `json:"unwritten"`
-}
-
-// Escrow returns this replica's outage placement status (nil when off).
-func (s *Service) Escrow() *EscrowStatus {
-	k := s.escrow
-	if k == nil {
-		return nil
-	}
-	now := s.now()
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	st := &EscrowStatus{Replica: k.replica, Unwritten: len(k.pending)}
-	for h := range k.cur {
-		st.Slots += max(k.left(h, now), 0)
-	}
-	return st
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -25,7 +26,9 @@ import (
 // StoreUnavailable), and the sessions lost (acknowledged, not in the
 // database after recovery). With VDIBROKER_BENCH_OUTAGE_PLACEMENT=1 the
 // replicas run --outage-placement and new users are placed within their
-// escrows until these run out.
+// escrows until these run out. VDIBROKER_BENCH_OUTAGE_MODE=paused pauses
+// PostgreSQL with SIGSTOP instead of stopping it (connections stay open,
+// nothing answers).
 //
 //	VDIBROKER_TEST_POSTGRES_DSN=... go test -run '^$' -bench BenchmarkOutage -benchtime 1x ./cmd/vdibroker
 func BenchmarkOutage(b *testing.B) {
@@ -41,6 +44,7 @@ func BenchmarkOutage(b *testing.B) {
 	if os.Getenv("VDIBROKER_BENCH_OUTAGE_PLACEMENT") == "1" {
 		extra = []string{"--outage-placement", "--outage-escrow-renew", "1s"}
 	}
+	paused := os.Getenv("VDIBROKER_BENCH_OUTAGE_MODE") == "paused"
 	bin := e2eBuild(b, b.TempDir())
 	pg := pgtest.Start(b)
 	for range b.N {
@@ -110,7 +114,11 @@ func BenchmarkOutage(b *testing.B) {
 			}()
 		}
 		t0 := time.Now()
-		pg.Stop()
+		if paused {
+			pg.Pause()
+		} else {
+			pg.Stop()
+		}
 		w.waitHealth(http.StatusServiceUnavailable, 30*time.Second)
 		detected := time.Since(t0)
 		time.Sleep(max(outage-detected, 0))
@@ -118,7 +126,11 @@ func BenchmarkOutage(b *testing.B) {
 		mu.Lock()
 		outReconnects, outReconnected, outRefusals, outReqs := reconnects, reconnected, slices.Clone(refusals), reqs
 		mu.Unlock()
-		pg.Restart()
+		if paused {
+			pg.Resume()
+		} else {
+			pg.Restart()
+		}
 		w.waitHealth(http.StatusOK, 60*time.Second)
 		recovered := time.Since(t0)
 		close(stop)
@@ -128,17 +140,23 @@ func BenchmarkOutage(b *testing.B) {
 		for u, a := range newPlaced {
 			w.placed[u] = a
 		}
-		var lost int
-		e2eEventually(b, "the outage's placements written", 30*time.Second, func() bool {
+		var lost []string
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 			open := w.openSessions()
-			lost = 0
+			lost = lost[:0]
 			for u, a := range w.placed {
 				if s, ok := open[u]; !ok || s.ID != a.SessionID {
-					lost++
+					lost = append(lost, u)
 				}
 			}
-			return lost == 0
-		})
+			if len(lost) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		for _, u := range lost {
+			all := w.brokers[0].api.sessions(outagePool, url.Values{"user": {u}, "state": {vdibroker.StateLoggedOff}})
+			b.Errorf("session of %s lost (acknowledged %+v): ended %+v", u, w.placed[u], all)
+		}
 		slices.Sort(outRefusals)
 		pct := func(p float64) time.Duration {
 			if len(outRefusals) == 0 {
@@ -149,9 +167,9 @@ func BenchmarkOutage(b *testing.B) {
 		share := 100 * float64(outReconnected) / float64(max(outReconnects, 1))
 		b.ReportMetric(share, "%reconnects-answered")
 		b.ReportMetric(float64(pct(0.99).Microseconds())/1000, "p99-refusal-ms")
-		b.ReportMetric(float64(lost), "sessions-lost")
-		b.Logf("outage %v (known after %v, over after %v): %d requests while down; reconnects %d/%d answered (%.2f %%); new users refused %d (p50 %v, p99 %v, max %v), placed %d in all, other answers %v; sessions lost %d of %d",
-			outage, detected.Round(time.Millisecond), recovered.Round(time.Millisecond), outReqs, outReconnected, outReconnects, share,
-			len(outRefusals), pct(0.5), pct(0.99), pct(1), len(newPlaced), otherNew, lost, len(w.placed))
+		b.ReportMetric(float64(len(lost)), "sessions-lost")
+		b.Logf("outage %v, PostgreSQL %s (known after %v, over after %v): %d requests while down; reconnects %d/%d answered (%.2f %%); new users refused %d (p50 %v, p99 %v, max %v), placed %d in all, other answers %v; sessions lost %d of %d",
+			outage, map[bool]string{false: "stopped", true: "paused"}[paused], detected.Round(time.Millisecond), recovered.Round(time.Millisecond), outReqs, outReconnected, outReconnects, share,
+			len(outRefusals), pct(0.5), pct(0.99), pct(1), len(newPlaced), otherNew, len(lost), len(w.placed))
 	}
 }

@@ -1,0 +1,43 @@
+package broker
+
+import (
+	"testing"
+	"time"
+)
+
+// TestEscrowLeft (R-OUT3): what a replica may place on a host during an
+// outage is the smaller of its last two grants, less its own placements
+// since the last renewal and this outage's, and nothing once the last
+// grant is within escrowMargin of its expiry.
+func TestEscrowLeft(t *testing.T) {
+	now := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
+	h := hostKey{"p", "h1"}
+	tests := []struct {
+		name      string
+		prev, cur int
+		own, used int
+		expireIn  time.Duration
+		want      int
+	}{
+		// min(2, 3) - 0 - 0 = 2
+		{name: "settled", prev: 2, cur: 3, expireIn: 30 * time.Second, want: 2},
+		// The first grant is not settled: no renewal before it, min(0, 2) = 0.
+		{name: "first grant", prev: 0, cur: 2, expireIn: 30 * time.Second, want: 0},
+		// min(2, 2) - 1 own placement since the renewal = 1.
+		{name: "own placement", prev: 2, cur: 2, own: 1, expireIn: 30 * time.Second, want: 1},
+		// min(2, 2) - 2 placed in this outage = 0.
+		{name: "used up", prev: 2, cur: 2, used: 2, expireIn: 30 * time.Second, want: 0},
+		// 500 ms before expiry is within the 1 s margin: 0.
+		{name: "expiring", prev: 2, cur: 2, expireIn: 500 * time.Millisecond, want: 0},
+		{name: "expired", prev: 2, cur: 2, expireIn: -time.Second, want: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &escrowKeeper{prev: map[hostKey]int{h: tc.prev}, cur: map[hostKey]int{h: tc.cur},
+				own: map[hostKey]int{h: tc.own}, used: map[hostKey]int{h: tc.used}, expire: now.Add(tc.expireIn)}
+			if got := max(k.left(h, now), 0); got != tc.want {
+				t.Errorf("left = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
