@@ -41,3 +41,35 @@ func TestEscrowLeft(t *testing.T) {
 		})
 	}
 }
+
+// TestHealthCredit (R-H1, issue 19): a heartbeat time before the end of
+// the last outage moves forward by its length, never past its end; one
+// after it, or with no outage yet, stays.
+func TestHealthCredit(t *testing.T) {
+	start := time.Date(2026, 12, 1, 19, 0, 0, 0, time.UTC)
+	end := start.Add(60 * time.Second)
+	h := &Health{lastSince: start, lastEnd: end}
+	at := func(d time.Duration) *time.Time { x := start.Add(d); return &x }
+	tests := []struct {
+		name   string
+		hb     *time.Time
+		want   *time.Time
+		health *Health
+	}{
+		// 5 s before the outage: 5 s before its end (age since the outage 5 s).
+		{name: "before the outage", hb: at(-5 * time.Second), want: at(55 * time.Second), health: h},
+		// 10 s into it (held by another replica): moved to the end, not past.
+		{name: "during the outage", hb: at(10 * time.Second), want: at(60 * time.Second), health: h},
+		{name: "after the outage", hb: at(61 * time.Second), want: at(61 * time.Second), health: h},
+		{name: "no outage yet", hb: at(-5 * time.Second), want: at(-5 * time.Second), health: &Health{}},
+		{name: "never heard", hb: nil, want: nil, health: h},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.health.credit(tc.hb)
+			if (got == nil) != (tc.want == nil) || got != nil && !got.Equal(*tc.want) {
+				t.Errorf("credit(%v) = %v, want %v", tc.hb, got, tc.want)
+			}
+		})
+	}
+}

@@ -72,6 +72,8 @@ type poolView struct {
 	// them as sessions, and a commit's limit is lowered by them, so no
 	// replica places into another's share.
 	held map[string]int
+	// health credits the last outage to the hosts' heartbeat times.
+	health *Health
 
 	// landMu guards landings: placements committed (land, called by the
 	// store's OnCommitted hook on its single committer) and not yet
@@ -123,7 +125,7 @@ func (vs *views) get(name string) *poolView {
 	v, ok := vs.m[name]
 	if !ok {
 		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]knownSession{},
-			landed: map[string][]int64{}, seen: map[string]int64{}}
+			landed: map[string][]int64{}, seen: map[string]int64{}, health: vs.s.health}
 		vs.m[name] = v
 	}
 	return v
@@ -319,6 +321,7 @@ func (v *poolView) apply(h *vdibroker.SessionHost, n int) {
 		return // loaded from the store on first use
 	}
 	ph := placement.HostFrom(h)
+	ph.LastHeartBeat = v.health.credit(ph.LastHeartBeat)
 	ph.Sessions += n + v.held[h.Name]
 	ph.Connecting += n
 	v.addrs[h.Name] = h.Address
@@ -417,6 +420,7 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 		phs := make([]placement.Host, len(hosts))
 		for i, h := range hosts {
 			phs[i] = placement.HostFrom(h)
+			phs[i].LastHeartBeat = v.health.credit(phs[i].LastHeartBeat)
 			v.forgetLanded(h.Name, mark)
 			n := v.inflight[h.Name]
 			phs[i].Sessions += n + held[h.Name]
