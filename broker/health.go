@@ -19,19 +19,19 @@ type Health struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu       sync.Mutex
-	down     bool
-	since    time.Time
-	reason   string
-	past     time.Duration // total length of the outages that ended
+	mu     sync.Mutex
+	down   bool
+	since  time.Time
+	reason string
+	past   time.Duration // total length of the outages that ended
 	// lastSince and lastEnd are the last outage that ended (zero: none).
 	lastSince, lastEnd time.Time
-	onUp     []func()
-	probing  bool
-	ping     func(ctx context.Context) error
-	interval time.Duration // between pings of the watch and the probe
-	timeout  time.Duration // of one ping: the store timeout
-	stop     <-chan struct{}
+	onUp               []func()
+	probing            bool
+	ping               func(ctx context.Context) error
+	interval           time.Duration // between pings of the watch and the probe
+	timeout            time.Duration // of one ping: the store timeout
+	stop               <-chan struct{}
 }
 
 // HealthStatus is a snapshot of Health.

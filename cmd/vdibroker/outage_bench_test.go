@@ -63,6 +63,7 @@ func BenchmarkOutage(b *testing.B) {
 			mu                      sync.Mutex
 			reconnects, reconnected int
 			refusals                []time.Duration
+			reconnectTook           []time.Duration
 			newPlaced               = map[string]outageConnect{}
 			otherNew                = map[string]int{}
 			reqs                    int
@@ -92,6 +93,7 @@ func BenchmarkOutage(b *testing.B) {
 						if err == nil && a.Status == http.StatusOK && a.Reconnect && a.SessionID == w.placed[user].SessionID {
 							reconnected++
 						}
+						reconnectTook = append(reconnectTook, a.Took)
 						mu.Unlock()
 						continue
 					}
@@ -125,6 +127,7 @@ func BenchmarkOutage(b *testing.B) {
 		// Only what was answered while the store was down counts.
 		mu.Lock()
 		outReconnects, outReconnected, outRefusals, outReqs := reconnects, reconnected, slices.Clone(refusals), reqs
+		outReconnectTook := slices.Clone(reconnectTook)
 		mu.Unlock()
 		if paused {
 			pg.Resume()
@@ -158,18 +161,21 @@ func BenchmarkOutage(b *testing.B) {
 			b.Errorf("session of %s lost (acknowledged %+v): ended %+v", u, w.placed[u], all)
 		}
 		slices.Sort(outRefusals)
-		pct := func(p float64) time.Duration {
-			if len(outRefusals) == 0 {
+		slices.Sort(outReconnectTook)
+		pctOf := func(l []time.Duration, p float64) time.Duration {
+			if len(l) == 0 {
 				return 0
 			}
-			return outRefusals[min(len(outRefusals)-1, int(p*float64(len(outRefusals))))]
+			return l[min(len(l)-1, int(p*float64(len(l))))]
 		}
+		pct := func(p float64) time.Duration { return pctOf(outRefusals, p) }
 		share := 100 * float64(outReconnected) / float64(max(outReconnects, 1))
 		b.ReportMetric(share, "%reconnects-answered")
 		b.ReportMetric(float64(pct(0.99).Microseconds())/1000, "p99-refusal-ms")
 		b.ReportMetric(float64(len(lost)), "sessions-lost")
-		b.Logf("outage %v, PostgreSQL %s (known after %v, over after %v): %d requests while down; reconnects %d/%d answered (%.2f %%); new users refused %d (p50 %v, p99 %v, max %v), placed %d in all, other answers %v; sessions lost %d of %d",
-			outage, map[bool]string{false: "stopped", true: "paused"}[paused], detected.Round(time.Millisecond), recovered.Round(time.Millisecond), outReqs, outReconnected, outReconnects, share,
+		b.ReportMetric(float64(pctOf(outReconnectTook, 0.99).Microseconds())/1000, "p99-reconnect-ms")
+		b.Logf("outage %v, PostgreSQL %s (known after %v, over after %v): %d requests while down; reconnects %d/%d answered (%.2f %%; p99 %v, max %v); new users refused %d (p50 %v, p99 %v, max %v), placed %d in all, other answers %v; sessions lost %d of %d",
+			outage, map[bool]string{false: "stopped", true: "paused"}[paused], detected.Round(time.Millisecond), recovered.Round(time.Millisecond), outReqs, outReconnected, outReconnects, share, pctOf(outReconnectTook, 0.99), pctOf(outReconnectTook, 1),
 			len(outRefusals), pct(0.5), pct(0.99), pct(1), len(newPlaced), otherNew, len(lost), len(w.placed))
 	}
 }
