@@ -272,10 +272,24 @@ func (s *Service) heldByOthers(ctx context.Context, pool string) (map[string]int
 // limitFor is the limit a commit on host checks: the pool's, less what
 // other replicas hold in escrow there (R-OUT2). The store refuses at or
 // above it, so 0 refuses.
+//
+// It is lowered too by this replica's outage placements on host not yet
+// written: in the moment between the store's return and their write, a
+// connect must not take the slot one of them holds.
 func (v *poolView) limitFor(pool *vdibroker.HostPool, host string) int {
 	v.lock()
 	defer v.mu.Unlock()
-	return max(pool.MaxSessionLimit-v.held[host], 0)
+	return max(pool.MaxSessionLimit-v.held[host]-v.escrow.unwritten(hostKey{v.name, host}), 0)
+}
+
+// unwritten counts the outage placements on h not yet written (nil-safe).
+func (k *escrowKeeper) unwritten(h hostKey) int {
+	if k == nil {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.used[h]
 }
 
 // placeInOutage places a user the view does not know while the store is

@@ -74,6 +74,8 @@ type poolView struct {
 	held map[string]int
 	// health credits the last outage to the hosts' heartbeat times.
 	health *Health
+	// escrow is the service's outage placement (nil: off; escrow.go).
+	escrow *escrowKeeper
 
 	// landMu guards landings: placements committed (land, called by the
 	// store's OnCommitted hook on its single committer) and not yet
@@ -125,7 +127,7 @@ func (vs *views) get(name string) *poolView {
 	v, ok := vs.m[name]
 	if !ok {
 		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]knownSession{},
-			landed: map[string][]int64{}, seen: map[string]int64{}, health: vs.s.health}
+			landed: map[string][]int64{}, seen: map[string]int64{}, health: vs.s.health, escrow: vs.s.escrow}
 		vs.m[name] = v
 	}
 	return v

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,4 +178,57 @@ func fillDisk(t testing.TB, dir string) string {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestReconcileTwin (issue 19, R-OUT3, R-S2): a user with two open
+// sessions on one host (one replica adopted the logon from the host's
+// report while another wrote the session it had placed for it during an
+// outage) keeps the one acknowledged first; the twin ends with reason
+// OutagePlacementWritten, and the counts stay exact.
+func TestReconcileTwin(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		p := pool("twin", vdibroker.Pooled)
+		p.MaxSessionLimit = 10
+		mustPool(t, s, p)
+		mustHost(t, s, "twin", "h1")
+		report := &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{{ID: "s-twin", User: "twin", State: vdibroker.StateActive}}}
+		// The adoption, at t0+10s.
+		if _, err := s.ApplyHeartbeat(ctx, "twin", "h1", report, t0.Add(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// The outage placement, placed at t0 and written since (as the race
+		// leaves it: past the commit's check).
+		placedID := store.NewID()
+		if err := s.ExecRaw(ctx, fmt.Sprintf(`INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+			create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
+			VALUES ('%s', 'twin', 'h1', 'twin', 'Pending', %d, %d, '', '', TRUE, FALSE, '{"outageMode":true}')`, placedID, t0.UnixNano(), t0.UnixNano())); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ExecRaw(ctx, `UPDATE host_counts SET sessions = sessions + 1, connecting_sessions = connecting_sessions + 1 WHERE host_pool = 'twin' AND name = 'h1'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ApplyHeartbeat(ctx, "twin", "h1", report, t0.Add(20*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		open, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "twin", User: "twin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var still []*vdibroker.UserSession
+		for _, us := range open {
+			if us.Open() {
+				still = append(still, us)
+			} else if us.EndReason != vdibroker.EndOutagePlacementWritten {
+				t.Errorf("the twin ended with reason %q, want %s", us.EndReason, vdibroker.EndOutagePlacementWritten)
+			}
+		}
+		if len(still) != 1 || still[0].ID != placedID || still[0].State != vdibroker.StateActive || still[0].AgentSessionID != "s-twin" {
+			t.Fatalf("open sessions of twin: %+v, want the placed one %s alone, Active with agent id s-twin", still, placedID)
+		}
+		wantCounts(t, s, "twin", "h1", 1, 0)
+		if bad, err := s.CheckCounts(ctx); err != nil || len(bad) > 0 {
+			t.Errorf("counts: %v %v", bad, err)
+		}
+	})
 }

@@ -214,6 +214,17 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 			want = vdibroker.StateDisconnected
 		}
 		o := byAgent[agentKey(r.ID, r.User)]
+		if l := pendingByUser[r.User]; o != nil && len(l) > 0 && l[0].createTime < o.createTime {
+			// Two open sessions of one user on one host: the logon was
+			// adopted from this report on one replica while another wrote
+			// the session it placed for it during a store outage (issue
+			// 19, R-OUT3). The one acknowledged first stays; the twin ends.
+			if err := move(o, vdibroker.StateLoggedOff, vdibroker.EndOutagePlacementWritten); err != nil {
+				return 0, 0, nil, err
+			}
+			o.seen = true
+			o = nil
+		}
 		if o == nil {
 			if l := pendingByUser[r.User]; len(l) > 0 {
 				o, pendingByUser[r.User] = l[0], l[1:]
