@@ -226,7 +226,7 @@ func (e *storeDown) Unwrap() []error {
 
 // credit moves a heartbeat time that fell in the last outage, or shortly
 // before it, forward by the outage's length (never past its end): the
-// outage does not count against a host's heartbeat age (R-H1). A host's
+// outage does not count against a host's heartbeat age (R-H1, R-OUT5). A host's
 // heartbeats during an outage may have gone to another replica, which
 // writes them only once it sees the store again, a moment after this one
 // does; meanwhile the store's heartbeat time is from before the outage,

@@ -77,7 +77,7 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 	return a, nil
 }
 
-// aliveInOutage is R-H1's liveness of host h while the store is down. A
+// aliveInOutage is R-H1's liveness of host h while the store is down (R-OUT5). A
 // host's heartbeats may all go to another replica (the agents' load
 // balancer decides), which writes them to the store this one cannot read
 // now: their silence here says nothing. So a host this replica has not
