@@ -234,6 +234,8 @@ type Store interface {
 	ScalingStore // scaling.go
 
 	AutoscaleStore // scaling.go
+
+	EscrowStore // outage.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,

@@ -242,7 +242,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	}
 	c := &vdibroker.PlacementCommit{
 		Session:         sess,
-		MaxSessionLimit: pool.MaxSessionLimit,
+		MaxSessionLimit: v.limitFor(pool, d.Host), // escrow.go
 		Pooled:          pool.HostPoolType == vdibroker.Pooled,
 		Assign:          d.Assign,
 		Record:          record,
@@ -270,6 +270,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 		return nil, err
 	}
 	v.rememberUser(req.User, sess)
+	s.escrow.placed(pool.Name, d.Host) // escrow.go
 	if c.EndSessionID != "" {
 		s.views.refreshHost(ctx, pool.Name, existing.SessionHost)
 	}

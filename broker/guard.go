@@ -541,3 +541,23 @@ func (g *guardedStore) DeleteAutoscaleState(ctx context.Context, pool string) er
 	defer cancel()
 	return g.health.check(g.Store.DeleteAutoscaleState(ctx, pool))
 }
+
+func (g *guardedStore) PutEscrows(ctx context.Context, replica string, want []vdibroker.Escrow, now time.Time) (v []vdibroker.Escrow, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.PutEscrows(ctx, replica, want, now)
+	return v, g.health.check(err)
+}
+
+func (g *guardedStore) ListEscrows(ctx context.Context, pool string, now time.Time) (v []vdibroker.Escrow, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListEscrows(ctx, pool, now)
+	return v, g.health.check(err)
+}

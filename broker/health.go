@@ -19,17 +19,19 @@ type Health struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu       sync.Mutex
-	down     bool
-	since    time.Time
-	reason   string
-	past     time.Duration // total length of the outages that ended
-	onUp     []func()
-	probing  bool
-	ping     func(ctx context.Context) error
-	interval time.Duration // between pings of the watch and the probe
-	timeout  time.Duration // of one ping: the store timeout
-	stop     <-chan struct{}
+	mu     sync.Mutex
+	down   bool
+	since  time.Time
+	reason string
+	past   time.Duration // total length of the outages that ended
+	// lastSince and lastEnd are the last outage that ended (zero: none).
+	lastSince, lastEnd time.Time
+	onUp               []func()
+	probing            bool
+	ping               func(ctx context.Context) error
+	interval           time.Duration // between pings of the watch and the probe
+	timeout            time.Duration // of one ping: the store timeout
+	stop               <-chan struct{}
 }
 
 // HealthStatus is a snapshot of Health.
@@ -90,6 +92,7 @@ func (h *Health) recovered() {
 	}
 	d := h.now().Sub(h.since)
 	h.past += d
+	h.lastSince, h.lastEnd = h.since, h.since.Add(d)
 	h.down, h.since, h.reason = false, time.Time{}, ""
 	hooks := h.onUp
 	h.mu.Unlock()
@@ -182,6 +185,11 @@ func (h *Health) check(err error) error {
 	if err == nil || vdibroker.ErrorCode(err) != vdibroker.EInternal {
 		return err
 	}
+	if !h.Down() && errors.Is(err, vdibroker.ErrStoreWrite) {
+		// The database said it cannot write (disk full, read-only,
+		// failing): no ping needed, and a read-only ping could pass.
+		h.fail(err.Error())
+	}
 	if !h.Down() {
 		perr := h.confirm(h.confirmTimeout())
 		if perr == nil {
@@ -214,4 +222,30 @@ func (e *storeDown) Unwrap() []error {
 	return []error{e.cause, &vdibroker.Error{Code: vdibroker.EStoreUnavailable,
 		Message:    "the broker cannot reach its database right now; try again shortly",
 		RetryAfter: retryAfter}}
+}
+
+// credit moves a heartbeat time that fell in the last outage, or shortly
+// before it, forward by the outage's length (never past its end): the
+// outage does not count against a host's heartbeat age (R-H1, R-OUT5). A host's
+// heartbeats during an outage may have gone to another replica, which
+// writes them only once it sees the store again, a moment after this one
+// does; meanwhile the store's heartbeat time is from before the outage,
+// and R-C1 would end every session on the host as if it were Unavailable.
+// A host that really went silent turns Unavailable heartbeatTimeout after
+// the end of the outage. at nil is returned as is.
+func (h *Health) credit(at *time.Time) *time.Time {
+	if at == nil || h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	since, end := h.lastSince, h.lastEnd
+	h.mu.Unlock()
+	if end.IsZero() || !at.Before(end) {
+		return at
+	}
+	moved := at.Add(end.Sub(since))
+	if moved.After(end) {
+		moved = end
+	}
+	return &moved
 }

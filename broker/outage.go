@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/placement"
 )
 
 // What the service does while its store is down (issue 19): reconnects of
@@ -37,13 +38,16 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 	}
 	k, ok := v.knownSession(req.User)
 	if !ok || k.id == "" {
-		return nil, cause
+		return s.placeInOutage(v, req, cause) // escrow.go; cause when off
 	}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" && req.SessionHost != k.host {
 		return nil, cause
 	}
 	now := s.now()
-	if !v.placeable(k.host, pool.HeartbeatTimeout(), now) {
+	v.lock()
+	h, known := v.placer.Host(k.host)
+	v.mu.Unlock()
+	if !known || !s.aliveInOutage(&h, pool.HeartbeatTimeout(), now) {
 		return nil, cause // R-C1 would end it and place anew
 	}
 	// Is the session still there? The host's last report says so for a
@@ -71,6 +75,23 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 	}
 	s.log.Info("reconnect answered from memory during a store outage", "pool", pool.Name, "user", req.User, "host", k.host)
 	return a, nil
+}
+
+// aliveInOutage is R-H1's liveness of host h while the store is down (R-OUT5). A
+// host's heartbeats may all go to another replica (the agents' load
+// balancer decides), which writes them to the store this one cannot read
+// now: their silence here says nothing. So a host this replica has not
+// heard from since the outage began is judged as it was then; one it has
+// heard from (holdHeartbeat puts the heartbeat in the view) is judged now,
+// its shutdown or failed health check included. A host that was silent
+// already when the outage began stays so.
+func (s *Service) aliveInOutage(h *placement.Host, timeout time.Duration, now time.Time) bool {
+	at := now
+	if st := s.health.Status(); !st.Up && !st.Since.IsZero() && st.Since.Before(now) &&
+		(h.LastHeartBeat == nil || !h.LastHeartBeat.After(st.Since)) {
+		at = st.Since
+	}
+	return hostPlaceable(h, timeout, at)
 }
 
 // heldHeartbeats keeps the heartbeats that arrived during an outage, to be

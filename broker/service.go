@@ -47,6 +47,10 @@ type Config struct {
 	// PowerPollInterval is how often the status of stopping hosts is asked
 	// of their drivers (0 = 30s).
 	PowerPollInterval time.Duration
+	// OutagePlacement lets the service place new users during a store
+	// outage within an escrow it holds while the store is up (issue 19;
+	// escrow.go).
+	OutagePlacement OutagePlacement
 }
 
 // Service is the broker service on a vdibroker.Store.
@@ -68,6 +72,7 @@ type Service struct {
 	hostLocks keyedMutex // one host's heartbeats, one at a time
 	idem      *idempotency
 	power     powerState
+	escrow    *escrowKeeper // nil: outage placement off
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
@@ -114,6 +119,13 @@ func New(cfg Config) *Service {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
+	if cfg.OutagePlacement.Enabled {
+		s.escrow = newEscrowKeeper(s, cfg.OutagePlacement, interval)
+		// The outage's sessions are written before the held heartbeats
+		// are applied, which would adopt them.
+		s.health.onUp = append([]func(){s.writeOutagePlacements}, s.health.onUp...)
+		s.escrow.run(s.stop)
+	}
 	go s.maintain(interval)
 	if len(cfg.PowerDrivers) > 0 {
 		poll := cfg.PowerPollInterval
@@ -148,6 +160,9 @@ func (s *Service) Close() error {
 			<-s.powerPollDone
 		}
 		s.power.bg.Wait()
+		if s.escrow != nil {
+			s.escrow.wg.Wait() // gives the escrows back
+		}
 	})
 	return nil
 }

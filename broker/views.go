@@ -67,6 +67,15 @@ type poolView struct {
 	// lastLanded is the highest seq landed in this view: a read that
 	// begins after it includes every placement up to it (landedMark).
 	lastLanded int64
+	// held is, per host, the slots other replicas hold in escrow for an
+	// outage (issue 19, R-OUT2), as of the last reload: the placer counts
+	// them as sessions, and a commit's limit is lowered by them, so no
+	// replica places into another's share.
+	held map[string]int
+	// health credits the last outage to the hosts' heartbeat times.
+	health *Health
+	// escrow is the service's outage placement (nil: off; escrow.go).
+	escrow *escrowKeeper
 
 	// landMu guards landings: placements committed (land, called by the
 	// store's OnCommitted hook on its single committer) and not yet
@@ -118,7 +127,7 @@ func (vs *views) get(name string) *poolView {
 	v, ok := vs.m[name]
 	if !ok {
 		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]knownSession{},
-			landed: map[string][]int64{}, seen: map[string]int64{}}
+			landed: map[string][]int64{}, seen: map[string]int64{}, health: vs.s.health, escrow: vs.s.escrow}
 		vs.m[name] = v
 	}
 	return v
@@ -314,7 +323,8 @@ func (v *poolView) apply(h *vdibroker.SessionHost, n int) {
 		return // loaded from the store on first use
 	}
 	ph := placement.HostFrom(h)
-	ph.Sessions += n
+	ph.LastHeartBeat = v.health.credit(ph.LastHeartBeat)
+	ph.Sessions += n + v.held[h.Name]
 	ph.Connecting += n
 	v.addrs[h.Name] = h.Address
 	if cur, ok := v.placer.Host(h.Name); ok && sameHost(&cur, &ph) {
@@ -400,17 +410,23 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 			return err
 		}
 	}
+	held, err := vs.s.heldByOthers(ctx, v.name) // escrow.go
+	if err != nil {
+		return err
+	}
 	v.lock()
 	defer v.mu.Unlock()
 	v.pool = pool
+	v.held = held
 	v.stale = v.gen != gen // marked again while we read: read again next time
 	if v.placer == nil {
 		phs := make([]placement.Host, len(hosts))
 		for i, h := range hosts {
 			phs[i] = placement.HostFrom(h)
+			phs[i].LastHeartBeat = v.health.credit(phs[i].LastHeartBeat)
 			v.forgetLanded(h.Name, mark)
 			n := v.inflight[h.Name]
-			phs[i].Sessions += n
+			phs[i].Sessions += n + held[h.Name]
 			phs[i].Connecting += n
 			v.addrs[h.Name] = h.Address
 		}

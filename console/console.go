@@ -59,6 +59,19 @@ type Config struct {
 	Now func() time.Time
 	// Rand supplies session ids and CSRF tokens (nil = crypto/rand).
 	Rand io.Reader
+	// Outage, when set, says whether the broker's store is down (nil
+	// while it is up): every page's header then says so (issue 19).
+	Outage func() *Outage
+}
+
+// Outage is a store outage as the console's header shows it. Reason is
+// shown to signed-in users only: it may name the database's address.
+type Outage struct {
+	Since  time.Time
+	Reason string
+	// Placement: new users are placed within this replica's escrow
+	// (serve --outage-placement) rather than refused.
+	Placement bool
 }
 
 // Console is the web console; it is an http.Handler meant to be mounted at
@@ -66,6 +79,8 @@ type Config struct {
 type Console struct {
 	api   http.Handler
 	store StoreReader
+	// outage is Config.Outage.
+	outage func() *Outage
 	// secureCookies: see Config.SecureCookies.
 	secureCookies bool
 	log           *slog.Logger
@@ -118,6 +133,7 @@ func New(cfg Config) *Console {
 	c := &Console{
 		api:           cfg.API,
 		store:         cfg.Store,
+		outage:        cfg.Outage,
 		secureCookies: cfg.SecureCookies,
 		log:           cfg.Logger,
 		now:           cfg.Now,
@@ -465,6 +481,11 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, data map[string]any) {
 	t := c.pages[name]
+	if c.outage != nil {
+		if o := c.outage(); o != nil {
+			data["Outage"] = o
+		}
+	}
 	var buf strings.Builder
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
 		c.log.Error("console: render", "page", name, "err", err)

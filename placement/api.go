@@ -143,6 +143,10 @@ type Explain struct {
 	RoundRobinAfter  string         `json:"roundRobinAfter,omitempty"`
 	NoCapacityReason string         `json:"noCapacityReason,omitempty"`
 	Note             string         `json:"note,omitempty"`
+	// OutageMode marks a placement a replica made while its store was
+	// down, within its own escrow (issue 19, R-OUT3), and wrote when the
+	// store was back.
+	OutageMode bool `json:"outageMode,omitempty"`
 }
 
 // Candidate is a host that could take the session.

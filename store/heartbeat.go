@@ -232,6 +232,17 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 			want = vdibroker.StateDisconnected
 		}
 		o := byAgent[agentKey(r.ID, r.User)]
+		if l := pendingByUser[r.User]; o != nil && len(l) > 0 && l[0].createTime < o.createTime {
+			// Two open sessions of one user on one host: the logon was
+			// adopted from this report on one replica while another wrote
+			// the session it placed for it during a store outage (issue
+			// 19, R-OUT3). The one acknowledged first stays; the twin ends.
+			if err := move(o, vdibroker.StateLoggedOff, vdibroker.EndOutagePlacementWritten); err != nil {
+				return 0, 0, nil, err
+			}
+			o.seen = true
+			o = nil
+		}
 		if o == nil {
 			if l := pendingByUser[r.User]; len(l) > 0 {
 				o, pendingByUser[r.User] = l[0], l[1:]
@@ -267,11 +278,21 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 				continue
 			}
 			o = &openSession{id: NewID(), user: r.User, state: want, agentID: r.ID, createTime: ns(now), stateTime: ns(now)}
-			if _, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+			// Not over a pooled session committed since this transaction
+			// read the host's (on PostgreSQL another replica may have
+			// written one meanwhile: a session placed during an outage
+			// whose user logged on before it was written, issue 19); the
+			// next heartbeat matches that one instead.
+			n, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
 				create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted)
-				VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-				o.id, p.Name, host, r.User, want, ns(now), ns(now), r.ID, "", false, false, true); err != nil {
+				SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
+					WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff')`,
+				o.id, p.Name, host, r.User, want, ns(now), ns(now), r.ID, "", false, false, true, p.Name, r.User)
+			if err != nil {
 				return 0, 0, nil, err
+			}
+			if n == 0 {
+				continue
 			}
 			// The audit trail says a host's report, not the broker, put
 			// this session there (issue 14).

@@ -53,6 +53,14 @@ type DB struct {
 	opts      Options
 
 	batches, batched atomic.Int64 // CommitStats
+
+	// dir is SQLite's data directory, where Ping's write probe writes a
+	// file ("" on PostgreSQL).
+	dir string
+	// probeMu serialises Ping's write probes; probed is when the last
+	// one passed (probe.go).
+	probeMu sync.Mutex
+	probed  time.Time
 }
 
 var _ vdibroker.Store = (*DB)(nil)
@@ -155,6 +163,7 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 		return fmt.Errorf("open sqlite: %w", err)
 	}
 	path := filepath.Join(dataDir, "vdibroker.db")
+	s.dir = dataDir
 	syncMode := cmp.Or(s.opts.Synchronous, "FULL")
 	if syncMode != "FULL" && syncMode != "NORMAL" {
 		return vdibroker.FieldError("synchronous", "want FULL or NORMAL, got %q", syncMode)
@@ -345,7 +354,10 @@ func (s *DB) now() time.Time { return s.opts.Now() }
 // single writer may be busy with a group commit, which says nothing about
 // the database being there (the broker pings every second, issue 19).
 func (s *DB) Ping(ctx context.Context) error {
-	return s.r.PingContext(ctx)
+	if err := s.r.PingContext(ctx); err != nil {
+		return err
+	}
+	return s.probeWrite(ctx) // probe.go
 }
 
 // tx runs the store's SQL: in a write transaction, or, for reads, straight
@@ -526,7 +538,7 @@ func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err = s.writeOnce(ctx, fn)
 		if err == nil || !(errors.Is(err, errRaced) || s.d.isRetryable(err)) || attempt == maxAttempts {
-			return err
+			return markWriteFault(err) // probe.go
 		}
 		s.log.Debug("retrying transaction", "attempt", attempt, "err", err)
 		select {

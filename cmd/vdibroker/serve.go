@@ -53,6 +53,12 @@ type Main struct {
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// StoreTimeout bounds every store call (0 = 5s).
 	StoreTimeout time.Duration
+	// OutagePlacement places new users during a store outage within an
+	// escrow held while the store is up (--outage-placement, issue 19).
+	OutagePlacement broker.OutagePlacement
+	// MaintenanceInterval is the broker's maintenance tick (0 = 5s; a
+	// hidden flag, for tests).
+	MaintenanceInterval time.Duration
 	// Retention is how long ended sessions, delivered commands and expired
 	// tokens are kept (0 = forever; serve's default is 30 days).
 	Retention time.Duration
@@ -147,7 +153,8 @@ func (m *Main) Open(ctx context.Context) error {
 		return usageError{errors.New("--tls-client-ca needs --tls-cert and --tls-key")}
 	}
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
-		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers})
+		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers,
+		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval})
 	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, Broker: m.broker,
 		AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
 	m.Federation.attach(m.Server)
@@ -158,7 +165,14 @@ func (m *Main) Open(ctx context.Context) error {
 	guarded := m.Server.Broker().Store()
 	health := m.Server.Broker().Health()
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger,
-		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://")})
+		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://"),
+		Outage: func() *console.Outage {
+			st := health.Status()
+			if st.Up {
+				return nil
+			}
+			return &console.Outage{Since: st.Since, Reason: st.Reason, Placement: m.OutagePlacement.Enabled}
+		}})
 	m.Federation.addConsole(m.console)
 	m.OIDC.addConsole(m.console, guarded)
 	m.Server.Mux().Handle("/", m.console)
@@ -335,6 +349,9 @@ func newServeCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m.Logger = newLogger(logFormat)
+			if err := checkOutageFlags(&m.OutagePlacement); err != nil {
+				return err
+			}
 			if rdpDefaults != "" {
 				data, err := os.ReadFile(rdpDefaults)
 				if err == nil {
@@ -413,6 +430,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")
 	cmd.Flags().StringVar(&powerConfig, "power-config", "", "YAML file of the power drivers (exec, webhook, simulated) pools may name in powerDriver to start and stop their hosts (R-A4)")
+	addOutageFlags(cmd, m) // outage_serve.go
 	m.Federation.addFlags(cmd.Flags())
 	m.OIDC.addFlags(cmd.Flags())
 	// For measuring the broker as its own process (BENCHMARKS.md).

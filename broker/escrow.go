@@ -1,0 +1,444 @@
+package broker
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/placement"
+)
+
+// Outage placement (serve --outage-placement, issue 19, R-OUT2, R-OUT3).
+//
+// While the store is up, each replica holds in escrow a share of each
+// host's free slots: a row per host in the store (replica, pool, host,
+// slots, expiry), renewed every Renew and expiring after three of them.
+// Every replica's placement counts the other replicas' escrows as taken
+// (the view adds them to the host's sessions, and the commit's limit is
+// lowered by them), so while the store is up nobody places into another's
+// share. During an outage a replica places a new user only within its own
+// share, so no host can go over its limit even when several replicas are
+// cut off from the store and from each other. Those sessions are kept in
+// memory and written, with decision records marked outageMode, when the
+// store is back.
+//
+// A replica uses, during an outage, the smaller of its last two grants per
+// host: a grant is honoured by another replica only once that replica has
+// re-read the escrows, which it does at least every maintenance interval,
+// and Renew is at least two of them. It stops at the grant's expiry, after
+// which other replicas may hand its slots out again. Its own placements
+// since the last renewal count against its share (it cannot tell which
+// free slot they took).
+
+// OutagePlacement configures outage placement (serve --outage-placement).
+type OutagePlacement struct {
+	// Enabled turns it on; the rest has defaults.
+	Enabled bool
+	// Share is the percentage of a host's free slots each replica asks
+	// for (rounded up, so a host with one free slot is held by one
+	// replica), 1 to 100; 0 = 25.
+	Share int
+	// MaxPerHost caps a replica's share of one host; 0 = 2.
+	MaxPerHost int
+	// Renew is how often the escrows are renewed (at least twice the
+	// maintenance interval); 0 = 10s. They expire after 3 × Renew.
+	Renew time.Duration
+	// Replica names this replica in the escrow table; "" = the host name
+	// and a random suffix (a restarted replica is a new one: the old
+	// one's escrows expire).
+	Replica string
+}
+
+// escrowKeeper holds this replica's escrows and its outage placements.
+type escrowKeeper struct {
+	s       *Service
+	replica string
+	share   int
+	max     int
+	renew   time.Duration
+
+	mu      sync.Mutex
+	prev    map[hostKey]int // the grants of the renewal before the last
+	cur     map[hostKey]int // the grants of the last renewal
+	expire  time.Time       // when cur expires
+	own     map[hostKey]int // this replica's placements since the last renewal
+	used    map[hostKey]int // placed in outage mode, not yet written
+	pending []*outagePlacement
+	wg      sync.WaitGroup
+}
+
+// outagePlacement is a session placed during an outage, to be written.
+type outagePlacement struct {
+	sess   *vdibroker.UserSession
+	record []byte
+}
+
+func newEscrowKeeper(s *Service, o OutagePlacement, maintenance time.Duration) *escrowKeeper {
+	k := &escrowKeeper{s: s, replica: o.Replica, share: cmp.Or(o.Share, 25), max: cmp.Or(o.MaxPerHost, 2),
+		renew: max(cmp.Or(o.Renew, 10*time.Second), 2*maintenance),
+		own:   map[hostKey]int{}, used: map[hostKey]int{}}
+	if k.replica == "" {
+		name, _ := os.Hostname()
+		b := make([]byte, 4)
+		rand.Read(b)
+		k.replica = cmp.Or(name, "replica") + "-" + hex.EncodeToString(b)
+	}
+	return k
+}
+
+// ttl is how long a grant lasts.
+func (k *escrowKeeper) ttl() time.Duration { return 3 * k.renew }
+
+// run renews the escrows every renew until stop, then gives them back.
+func (k *escrowKeeper) run(stop <-chan struct{}) {
+	k.wg.Add(1)
+	go func() {
+		defer k.wg.Done()
+		t := time.NewTicker(k.renew)
+		defer t.Stop()
+		k.renewOnce()
+		for {
+			select {
+			case <-stop:
+				k.release()
+				return
+			case <-t.C:
+			}
+			k.renewOnce()
+		}
+	}()
+}
+
+// renewOnce asks for this replica's share of every loaded pooled pool's
+// hosts. Nothing is renewed while the store is down or outage placements
+// wait to be written (the grant they were placed in must stay).
+func (k *escrowKeeper) renewOnce() {
+	s := k.s
+	k.mu.Lock()
+	waiting := len(k.pending) > 0
+	k.mu.Unlock()
+	if s.health.Down() || waiting {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(k.renew, 30*time.Second))
+	defer cancel()
+	pools, err := s.store.ListHostPools(ctx)
+	if err != nil {
+		s.log.Warn("outage escrow: list pools", "err", err)
+		return
+	}
+	now := s.now()
+	exp := now.Add(k.ttl())
+	var want []vdibroker.Escrow
+	for _, p := range pools {
+		if p.HostPoolType != vdibroker.Pooled {
+			continue
+		}
+		v := s.views.get(p.Name)
+		if err := s.views.ensure(ctx, v); err != nil {
+			s.log.Warn("outage escrow: load pool", "pool", p.Name, "err", err)
+			continue
+		}
+		want = append(want, k.wants(v, now, exp)...)
+	}
+	// Placements from here on count against the next grant, which the
+	// store computes from counts that may or may not include them.
+	k.mu.Lock()
+	own := k.own
+	k.own = map[hostKey]int{}
+	k.mu.Unlock()
+	granted, err := s.store.PutEscrows(ctx, k.replica, want, now)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err != nil {
+		for h, n := range own { // not renewed: they still count
+			k.own[h] += n
+		}
+		s.log.Warn("outage escrow: renew", "err", err)
+		return
+	}
+	cur := make(map[hostKey]int, len(granted))
+	for _, e := range granted {
+		cur[hostKey{e.HostPool, e.Host}] = e.Slots
+	}
+	k.prev, k.cur, k.expire = k.cur, cur, exp
+}
+
+// wants is this replica's ask for v's hosts: Share % of each placeable
+// host's free slots (as the view sees them: its sessions, in-flight
+// placements and the other replicas' escrows), rounded up, at most
+// MaxPerHost.
+func (k *escrowKeeper) wants(v *poolView, now, exp time.Time) []vdibroker.Escrow {
+	v.lock()
+	defer v.mu.Unlock()
+	if v.placer == nil || v.pool == nil || v.pool.HostPoolType != vdibroker.Pooled {
+		return nil
+	}
+	limit := v.pool.MaxSessionLimit
+	timeout := v.pool.HeartbeatTimeout()
+	var out []vdibroker.Escrow
+	for name := range v.addrs {
+		h, ok := v.placer.Host(name)
+		if !ok || !h.AllowNewSession || !hostPlaceable(&h, timeout, now) {
+			continue
+		}
+		free := limit - h.Sessions
+		if free <= 0 {
+			continue
+		}
+		n := min(k.max, (free*k.share+99)/100)
+		out = append(out, vdibroker.Escrow{HostPool: v.name, Host: name, Slots: n, Expire: exp})
+	}
+	return out
+}
+
+func hostPlaceable(h *placement.Host, timeout time.Duration, now time.Time) bool {
+	sh := vdibroker.SessionHost{LastHeartBeat: h.LastHeartBeat, ShuttingDown: h.ShuttingDown, HealthError: h.HealthError}
+	return vdibroker.Placeable(vdibroker.HostStatus(&sh, timeout, now))
+}
+
+// release gives this replica's escrows back (a clean shutdown).
+func (k *escrowKeeper) release() {
+	if k.s.health.Down() {
+		return // they expire
+	}
+	k.mu.Lock()
+	waiting := len(k.pending) > 0
+	k.mu.Unlock()
+	if waiting {
+		return // the outage's sessions are still unwritten: keep their slots until expiry
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := k.s.store.PutEscrows(ctx, k.replica, nil, k.s.now()); err != nil {
+		k.s.log.Warn("outage escrow: give back", "err", err)
+	}
+}
+
+// placed counts a placement this replica committed while the store was up
+// (nil-safe: outage placement off).
+func (k *escrowKeeper) placed(pool, host string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	k.own[hostKey{pool, host}]++
+	k.mu.Unlock()
+}
+
+// left is what this replica may still place on host k during an outage:
+// the smaller of its last two grants, less its placements since the last
+// renewal and those of this outage; 0 once the grant has expired.
+func (k *escrowKeeper) left(h hostKey, now time.Time) int {
+	if !now.Before(k.expire.Add(-escrowMargin)) {
+		return 0
+	}
+	return min(k.prev[h], k.cur[h]) - k.own[h] - k.used[h]
+}
+
+// escrowMargin is how long before its expiry a grant stops being used, for
+// clocks a little apart.
+const escrowMargin = time.Second
+
+// heldByOthers returns, per host of pool, the slots the other replicas
+// hold in escrow (issue 19, R-OUT2).
+func (s *Service) heldByOthers(ctx context.Context, pool string) (map[string]int, error) {
+	list, err := s.store.ListEscrows(ctx, pool, s.now())
+	if err != nil {
+		return nil, err
+	}
+	var held map[string]int
+	for _, e := range list {
+		if s.escrow != nil && e.Replica == s.escrow.replica {
+			continue
+		}
+		if held == nil {
+			held = map[string]int{}
+		}
+		held[e.Host] += e.Slots
+	}
+	return held, nil
+}
+
+// limitFor is the limit a commit on host checks: the pool's, less what
+// other replicas hold in escrow there (R-OUT2). The store refuses at or
+// above it, so 0 refuses.
+//
+// It is lowered too by this replica's outage placements on host not yet
+// written: in the moment between the store's return and their write, a
+// connect must not take the slot one of them holds.
+func (v *poolView) limitFor(pool *vdibroker.HostPool, host string) int {
+	v.lock()
+	defer v.mu.Unlock()
+	return max(pool.MaxSessionLimit-v.held[host]-v.escrow.unwritten(hostKey{v.name, host}), 0)
+}
+
+// unwritten counts the outage placements on h not yet written (nil-safe).
+func (k *escrowKeeper) unwritten(h hostKey) int {
+	if k == nil {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.used[h]
+}
+
+// placeInOutage places a user the view does not know while the store is
+// down, within this replica's escrow (R-OUT3): on the placeable host with
+// slots left in it, fewest sessions first (most for DepthFirst), then by
+// name. The session is answered Pending at once and written when the
+// store is back. Without outage placement, or with no share left, the
+// connect is refused with cause (StoreUnavailable).
+func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause error) (*Answer, error) {
+	k := s.escrow
+	if k == nil || req.DryRun {
+		return nil, cause
+	}
+	now := s.now()
+	v.lock()
+	pool := v.pool
+	if pool == nil || v.placer == nil || pool.HostPoolType != vdibroker.Pooled {
+		v.mu.Unlock()
+		return nil, cause
+	}
+	timeout := pool.HeartbeatTimeout()
+	k.mu.Lock()
+	var cands []placement.Host
+	for name := range v.addrs {
+		h, ok := v.placer.Host(name)
+		if ok && h.AllowNewSession && s.aliveInOutage(&h, timeout, now) && k.left(hostKey{pool.Name, name}, now) > 0 {
+			cands = append(cands, h)
+		}
+	}
+	if len(cands) == 0 {
+		k.mu.Unlock()
+		v.mu.Unlock()
+		return nil, cause
+	}
+	slices.SortFunc(cands, func(a, b placement.Host) int {
+		c := cmp.Compare(a.Sessions, b.Sessions)
+		if pool.LoadBalancerType == vdibroker.DepthFirst {
+			c = -c
+		}
+		return cmp.Or(c, cmp.Compare(a.Name, b.Name))
+	})
+	chosen := cands[0]
+	hk := hostKey{pool.Name, chosen.Name}
+	k.used[hk]++
+	left := k.left(hk, now)
+	ex := placement.Explain{Pool: pool.Name, User: req.User, Algorithm: pool.LoadBalancerType, Time: now.UTC(),
+		Chosen: chosen.Name, Rank: 1, CandidateCount: len(cands), OutageMode: true,
+		Note: fmt.Sprintf("placed in outage mode by replica %s within its escrow on %s (%d slots left there)", k.replica, chosen.Name, left)}
+	for i, h := range cands {
+		if i == placement.ExplainLimit {
+			break
+		}
+		ex.Candidates = append(ex.Candidates, placement.Candidate{Host: h.Name, Sessions: h.Sessions, Connecting: h.Connecting})
+	}
+	record, _ := json.Marshal(ex)
+	sess := &vdibroker.UserSession{ID: newSessionID(now.UTC()), User: req.User, HostPool: pool.Name, SessionHost: chosen.Name,
+		State: vdibroker.StatePending, CreateTime: now.UTC(), StateTime: now.UTC()}
+	k.pending = append(k.pending, &outagePlacement{sess: sess, record: record})
+	k.mu.Unlock()
+	chosen.Sessions++
+	chosen.Connecting++
+	v.placer.Upsert(chosen)
+	addr := v.addrs[chosen.Name]
+	v.mu.Unlock()
+	v.rememberUser(req.User, sess)
+	s.log.Info("placed during a store outage within this replica's escrow", "pool", pool.Name, "user", req.User, "host", chosen.Name, "left", left)
+	a := &Answer{ConnectResponse: s.answer(pool, req, chosen.Name, addr), Created: true}
+	a.SessionID = sess.ID
+	return a, nil
+}
+
+// writeOutagePlacements writes the sessions placed during the outage, once
+// the store is back, before the held heartbeats (which would otherwise
+// adopt them). One the store refuses is left to the host's agent: its
+// next report has the user, and the session is adopted (R-S2).
+func (s *Service) writeOutagePlacements() {
+	k := s.escrow
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	todo := k.pending
+	k.pending = nil
+	k.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	written := 0
+	for i, p := range todo {
+		err := s.writeOutagePlacement(ctx, p)
+		switch {
+		case err == nil:
+			written++
+		case storeIsDown(err):
+			k.mu.Lock()
+			k.pending = append(todo[i:len(todo):len(todo)], k.pending...)
+			k.mu.Unlock()
+			return // down again: the rest waits for the next recovery
+		case errors.Is(err, vdibroker.ErrUserHasSession):
+			s.log.Warn("a session placed during the outage was not written: the user has another (placed elsewhere, or adopted from a report)",
+				"pool", p.sess.HostPool, "user", p.sess.User, "host", p.sess.SessionHost)
+		default:
+			s.log.Error("a session placed during the outage was not written; the host's agent will report it and it is adopted (R-S2)",
+				"pool", p.sess.HostPool, "user", p.sess.User, "host", p.sess.SessionHost, "err", err)
+		}
+	}
+	k.mu.Lock()
+	clear(k.used)
+	k.mu.Unlock()
+	s.log.Info("wrote the sessions placed during the outage", "written", written, "of", len(todo))
+}
+
+// writeOutagePlacement writes one session placed during the outage. When
+// the user has an open session already that the host reported and the
+// broker adopted (R-S2) — another replica applied the host's heartbeats
+// first — that is this very logon: the adopted record is ended (reason
+// OutagePlacementWritten) and this one, with its decision record, written
+// in its place. Should the write fail then, the host's next report adopts
+// the user again.
+func (s *Service) writeOutagePlacement(ctx context.Context, p *outagePlacement) error {
+	pool, err := s.store.GetHostPool(ctx, p.sess.HostPool)
+	if err != nil {
+		return err
+	}
+	commit := func() error {
+		return s.store.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: p.sess, MaxSessionLimit: pool.MaxSessionLimit,
+			Pooled: true, Record: p.record})
+	}
+	err = commit()
+	if err != nil && !errors.Is(err, vdibroker.ErrUserHasSession) {
+		return err
+	}
+	// Refused for an adopted record, or written while another replica's
+	// heartbeat adopted the logon at the same moment: end the adopted one.
+	list, lerr := s.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: pool.Name, User: p.sess.User})
+	if lerr != nil {
+		return errors.Join(err, lerr)
+	}
+	for _, us := range list {
+		if us.Open() && us.Adopted && us.SessionHost == p.sess.SessionHost && us.ID != p.sess.ID {
+			if eerr := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndOutagePlacementWritten, s.now()); eerr != nil {
+				return errors.Join(err, eerr)
+			}
+			if err != nil {
+				return commit()
+			}
+		}
+	}
+	return err
+}

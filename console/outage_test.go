@@ -1,0 +1,44 @@
+package console_test
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker/console"
+)
+
+// TestOutageHeader (issue 19): while the store is down every page's header
+// says so, the sign-in page included; the reason (which may name the
+// database's address) only to a signed-in user; nothing once it is back.
+// The end-to-end test (cmd/vdibroker TestOutageE2E) checks the header of
+// a real outage.
+func TestOutageHeader(t *testing.T) {
+	var down atomic.Pointer[console.Outage]
+	e := newEnvWith(t, func(c *console.Config) {
+		c.Outage = func() *console.Outage { return down.Load() }
+	})
+	e.seed("alice")
+	b := e.browser()
+	b.signin(adminToken)
+	pages := []string{"/", "/sessions", "/hostpools/pool-a", "/rules", "/audit"}
+	for _, p := range append(pages, "/signin") {
+		if a := b.get(p); strings.Contains(a.body, `id="outage"`) {
+			t.Errorf("%s shows the outage header while the store is up", p)
+		}
+	}
+	down.Store(&console.Outage{Since: time.Date(2026, 12, 1, 19, 4, 5, 0, time.UTC), Reason: "dial tcp 10.0.0.7:5432: connection refused"})
+	for _, p := range pages {
+		a := b.get(p)
+		wantContains(t, a, `id="outage"`, "Database unavailable", "since 19:04:05 UTC", "new users are refused", "dial tcp 10.0.0.7:5432")
+	}
+	anon := e.browser()
+	a := anon.get("/signin")
+	wantContains(t, a, `id="outage"`, "Database unavailable")
+	if strings.Contains(a.body, "10.0.0.7") {
+		t.Errorf("the sign-in page shows the outage's reason to a visitor who is not signed in:\n%s", a.body)
+	}
+	down.Store(&console.Outage{Since: time.Now(), Reason: "x", Placement: true})
+	wantContains(t, b.get("/"), "placed within this replica's reserved share")
+}
