@@ -190,10 +190,6 @@ func e2eRampDown(t *testing.T, e *e2eAutoscale) {
 	if e.lab.messages("dn-3") != "" || e.lab.messages("dn-1") != "" {
 		t.Errorf("messages on hosts not drained: dn-1 %q dn-3 %q", e.lab.messages("dn-1"), e.lab.messages("dn-3"))
 	}
-	if !strings.Contains(e.lab.readSessions("dn-2"), "alice") {
-		// The logoff comes after the wait (5 s), not with the message.
-		t.Logf("alice already logged off when the message was seen")
-	}
 	// After the wait: logged off (the provider dropped her), stopped.
 	e2eEventually(t, "dn-2 stopped", 60*time.Second, func() bool {
 		h := api.host(pool, "dn-2")
@@ -227,6 +223,20 @@ func e2eRampDown(t *testing.T, e *e2eAutoscale) {
 		t.Errorf("driver actions %q: want dn-2 stopped and no other", got)
 	}
 	evs := e.evaluations(pool)
+	// The message goes with the drain; the logoff once the wait of 10
+	// plan minutes (5 s of the test's clock) has passed since the drain.
+	when := map[string]time.Time{}
+	for _, ev := range evs {
+		for _, a := range ev.Actions {
+			when[a.Action] = ev.Time
+		}
+	}
+	if !when[vdibroker.ActionNotify].Equal(when[vdibroker.ActionDrain]) {
+		t.Errorf("notified at %s, drained at %s: want the message with the drain", when[vdibroker.ActionNotify], when[vdibroker.ActionDrain])
+	}
+	if d := when[vdibroker.ActionLogoff].Sub(when[vdibroker.ActionDrain]); d < 5*time.Second {
+		t.Errorf("logged off %s after the drain, want after the wait of 10 plan minutes (5 s)", d)
+	}
 	last := evs[len(evs)-1]
 	// Last: dn-3 alone runs, 3 sessions (dn-1's count as demand) over 5.
 	if last.Phase != vdibroker.PhaseRampDown || last.Plan != "plan-down" || last.Hosts != 2 || last.RunningHosts != 1 || last.Sessions != 3 ||
