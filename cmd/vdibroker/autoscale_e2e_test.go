@@ -302,6 +302,8 @@ func e2eRampUp(t *testing.T, e *e2eAutoscale) {
 		h := api.host(pool, "up-2")
 		return h.Status == vdibroker.StatusAvailable && h.PowerState == vdibroker.PowerRunning
 	})
+	n := len(e.evaluations(pool))
+	e2eEventually(t, "one more evaluation", 30*time.Second, func() bool { return len(e.evaluations(pool)) > n })
 	code, _, body := e2eConnect(t, api, pool, "judy")
 	if code != 201 || body["sessionHost"] != "up-2" {
 		t.Fatalf("judy's connect: %d %v, want 201 on up-2", code, body)

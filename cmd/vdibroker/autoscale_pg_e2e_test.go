@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -101,7 +102,14 @@ func TestAutoscaleReplicasE2E(t *testing.T) {
 		return evs[len(evs)-1].Holder == holderB
 	})
 	lab.sessions("rp-2", e2eSessions("mia", "ned"))
-	e2eEventually(t, "rp-3 started by B", 60*time.Second, func() bool { return api.host(pool, "rp-3").PowerState != vdibroker.PowerStopped })
+	// The evaluation is recorded after the start it did (the host is
+	// Starting a moment before).
+	e2eEventually(t, "rp-3's start recorded", 60*time.Second, func() bool {
+		return slices.Contains(e.actions(t, pool), "Start rp-3")
+	})
+	if h := api.host(pool, "rp-3"); h.PowerState == vdibroker.PowerStopped {
+		t.Errorf("rp-3 %s after its start", h.PowerState)
+	}
 
 	evs := e.evaluations(pool)
 	var holders []string
