@@ -155,6 +155,7 @@ func TestAutoscaleE2E(t *testing.T) {
 	e := e2eStartAutoscale(t)
 	t.Run("ramp-down", func(t *testing.T) { e2eRampDown(t, e) })
 	t.Run("session during the wait", func(t *testing.T) { e2eSessionDuringWait(t, e) })
+	t.Run("session during the drain", func(t *testing.T) { e2eSessionDuringDrain(t, e) })
 	t.Run("ramp-up", func(t *testing.T) { e2eRampUp(t, e) })
 }
 
@@ -283,6 +284,44 @@ func e2eSessionDuringWait(t *testing.T, e *e2eAutoscale) {
 	}
 	if strings.Contains(e.lab.actions(), "stop kp-") {
 		t.Errorf("driver actions %q: a kp host was stopped", e.lab.actions())
+	}
+}
+
+// e2eSessionDuringDrain: without forced logoff, no message, and the host
+// waits for its users. ka-1 (1 session) and ka-2 (5), maxSessionLimit 10:
+// 6 over 20 = 30%; without ka-1 6/10 = 60% <= 90, so ka-1 is drained.
+// Then oscar logs on at ka-1 (its agent reports him, R-S2): 7 over ka-2's
+// 10 is 70%, the plan does not need ka-1 back, but ka-1 got a session
+// while draining (2 > the 1 it had) and is kept running, its autoscale
+// drain lifted (R-A3). The plan's numbers may drain it again at a later
+// evaluation; it is never stopped while its users are on it.
+func e2eSessionDuringDrain(t *testing.T, e *e2eAutoscale) {
+	const pool = "as-drain"
+	e.pool(t, pool, 10, map[string][]vdibroker.AgentSession{"ka-1": e2eSessions("nina"), "ka-2": e2eSessions("o1", "o2", "o3", "o4", "o5")})
+	e.plan("plan-drain", pool, e2eSchedule(6, 8, 11, 15))
+	api := e.api
+	e2eEventually(t, "ka-1 in autoscale drain", 30*time.Second, func() bool { return api.host(pool, "ka-1").AutoscaleDrain })
+	e.lab.sessions("ka-1", e2eSessions("nina", "oscar"))
+	e2eEventually(t, "ka-1's undrain recorded", 30*time.Second, func() bool { return slices.Contains(e.actions(t, pool), "Undrain ka-1") })
+	got := e.actions(t, pool)
+	if len(got) < 2 || got[0] != "Drain ka-1" || got[1] != "Undrain ka-1" {
+		t.Fatalf("actions %q, want Drain ka-1 then Undrain ka-1", got)
+	}
+	for _, ev := range e.evaluations(pool) {
+		for _, a := range ev.Actions {
+			if a.Action == vdibroker.ActionUndrain && !strings.Contains(a.Reason, "got a session while draining (2, was 1)") {
+				t.Errorf("undrain's reason %q, want that it got a session while draining", a.Reason)
+			}
+			if a.Action == vdibroker.ActionNotify || a.Action == vdibroker.ActionLogoff || a.Action == vdibroker.ActionStop {
+				t.Errorf("%s %s (%s): without rampDownForceLogoffUsers nobody is told, logged off or stopped", a.Action, a.Host, a.Reason)
+			}
+		}
+	}
+	if h := api.host(pool, "ka-1"); h.PowerState != vdibroker.PowerRunning || h.Sessions != 2 {
+		t.Errorf("ka-1 %s with %d sessions, want running with both", h.PowerState, h.Sessions)
+	}
+	if m := e.lab.messages("ka-1"); m != "" {
+		t.Errorf("ka-1's users were sent %q without rampDownForceLogoffUsers", m)
 	}
 }
 
