@@ -60,6 +60,10 @@ type Config struct {
 	// Starting and still count as capacity to come (0: 10 minutes, the
 	// power service's start timeout).
 	StartTimeout time.Duration
+	// Minute is how long a minute of the plan's waits lasts
+	// (rampDownWaitTimeMinutes, stopHostAfter*Minutes); 0: a minute.
+	// Only end-to-end tests shorten it (serve's hidden --autoscale-minute).
+	Minute time.Duration
 }
 
 // By is who the autoscaler's power actions are by, in logs and audit.
@@ -80,12 +84,16 @@ type Autoscaler struct {
 	log      *slog.Logger
 	observe  func(*vdibroker.AutoscaleEvaluation)
 	startTO  time.Duration
+	minute   time.Duration
 }
 
 // New returns an Autoscaler; Run starts it.
 func New(cfg Config) *Autoscaler {
 	a := &Autoscaler{store: cfg.Store, act: cfg.Actions, interval: cfg.Interval, holder: cfg.Holder,
-		now: cfg.Now, log: cfg.Logger, observe: cfg.Observe, startTO: cfg.StartTimeout}
+		now: cfg.Now, log: cfg.Logger, observe: cfg.Observe, startTO: cfg.StartTimeout, minute: cfg.Minute}
+	if a.minute <= 0 {
+		a.minute = time.Minute
+	}
 	if a.startTO <= 0 {
 		a.startTO = 10 * time.Minute
 	}
@@ -485,7 +493,7 @@ func (e *eval) drain(ctx context.Context, h *vdibroker.SessionHost) error {
 	}
 	hs.MinSessions = n
 	force := e.sc.RampDownForceLogoffUsers
-	wait := time.Duration(e.sc.RampDownWaitTimeMinutes) * time.Minute
+	wait := time.Duration(e.sc.RampDownWaitTimeMinutes) * e.a.minute
 	if force && !hs.Notified && len(open) > 0 {
 		msg := e.sc.RampDownNotificationMessage
 		if msg == "" {
@@ -591,7 +599,7 @@ func (e *eval) personal(ctx context.Context, all []*vdibroker.SessionHost) error
 				hs = &vdibroker.AutoscaleHostState{IdleSince: &t}
 				e.st.Hosts[h.Name] = hs
 			}
-			after := time.Duration(e.sc.StopHostAfterLogoffMinutes) * time.Minute
+			after := time.Duration(e.sc.StopHostAfterLogoffMinutes) * e.a.minute
 			if after > 0 && !e.now.Before(hs.IdleSince.Add(after)) {
 				err := e.a.act.StopHost(ctx, e.pool.Name, h.Name, false, By)
 				e.did(vdibroker.ActionStop, h.Name, fmt.Sprintf("no session for %d minutes (stopHostAfterLogoffMinutes)", e.sc.StopHostAfterLogoffMinutes), err)
@@ -611,7 +619,7 @@ func (e *eval) personal(ctx context.Context, all []*vdibroker.SessionHost) error
 				since = s.StateTime
 			}
 		}
-		after := time.Duration(e.sc.StopHostAfterDisconnectMinutes) * time.Minute
+		after := time.Duration(e.sc.StopHostAfterDisconnectMinutes) * e.a.minute
 		if !since.IsZero() && after > 0 && !e.now.Before(since.Add(after)) {
 			e.did(vdibroker.ActionStop, h.Name, fmt.Sprintf("user disconnected for %d minutes (stopHostAfterDisconnectMinutes)", e.sc.StopHostAfterDisconnectMinutes),
 				e.a.act.StopHost(ctx, e.pool.Name, h.Name, true, By))

@@ -215,7 +215,8 @@ One schedule can be given with flags, several with --schedules-file:
     --schedule-name workweek --days-of-week Monday,Tuesday,Wednesday,Thursday,Friday \
     --ramp-up-start-time 07:00 --peak-start-time 09:00 --ramp-down-start-time 17:00 --off-peak-start-time 19:00
   vdibroker scalingplan update --name weekdays --schedule-name workweek --ramp-down-capacity-threshold-pct 80
-  vdibroker scalingplan show --name weekdays --output json`),
+  vdibroker scalingplan show --name weekdays --output json
+  vdibroker scalingplan evaluations --host-pool contosohp01 --top 10`),
 	}
 	a := addAdminFlags(cmd)
 	cmd.AddCommand(
@@ -224,7 +225,9 @@ One schedule can be given with flags, several with --schedules-file:
 		newScalingPlanShowCmd(a),
 		newScalingPlanListCmd(a),
 		newScalingPlanDeleteCmd(a),
+		newScalingPlanEvaluationsCmd(a),
 	)
+	a.completeNames(cmd, "")
 	return cmd
 }
 
@@ -409,5 +412,50 @@ func newScalingPlanDeleteCmd(a *admin) *cobra.Command {
 	}
 	poolNameVar(cmd.Flags(), &name, "name", "n", "scaling plan name")
 	requireFlags(cmd, "name")
+	return cmd
+}
+
+// autoscaleEvaluationColumns is the table of the autoscaler's evaluations
+// of a pool (issue 17): when, where the plan was, the figures of R-A1 and
+// what was done, or why nothing was.
+var autoscaleEvaluationColumns = []column{
+	{"Time", "time"},
+	{"Holder", "holder"},
+	{"Phase", "phase"},
+	{"Running", "runningHosts"},
+	{"Sessions", "sessions"},
+	{"UsedPct", "usedCapacityPct"},
+	{"ThresholdPct", "capacityThresholdPct"},
+	{"Actions", "actions[].join(' ', [action, sessionHost || ''])"},
+	{"Note", "note"},
+}
+
+func newScalingPlanEvaluationsCmd(a *admin) *cobra.Command {
+	var (
+		pool string
+		top  int
+	)
+	cmd := &cobra.Command{
+		Use:   "evaluations --host-pool NAME [--top N]",
+		Short: "List the autoscaler's evaluations of a host pool, newest first, each action with its reason",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if top < 1 || top > 1000 {
+				return usageError{fmt.Errorf("--top: must be 1..1000, got %d", top)}
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.AutoscaleEvaluations(cmd.Context(), pool, top)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, list, autoscaleEvaluationColumns)
+		},
+	}
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	cmd.Flags().IntVar(&top, "top", 20, "how many evaluations, 1..1000")
+	requireFlags(cmd, "host-pool")
 	return cmd
 }

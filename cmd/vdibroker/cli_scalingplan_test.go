@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -141,5 +142,59 @@ func TestScalingPlanCLI(t *testing.T) {
 	b.ok("scalingplan", "delete", "--name", "weekdays")
 	if r := b.cli("scalingplan", "show", "--name", "weekdays"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("show after delete: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// TestScalingPlanEvaluationsCLI: scalingplan evaluations lists what the
+// autoscaler of a real broker recorded (issue 17), newest first: the
+// plan's phase applies its load balancer (an action with its reason) and,
+// the pool having no powerDriver, the note says nothing is started or
+// stopped. --top bounds the list; a bad --top is a usage error (exit 2)
+// sent nowhere; an unknown pool is the broker's NotFound (exit 1).
+func TestScalingPlanEvaluationsCLI(t *testing.T) {
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), AutoscaleInterval: 50 * time.Millisecond}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	b := &cliBroker{tb: t, m: m}
+	b.ok("hostpool", "create", "--name", "office", "--load-balancer-type", "BreadthFirst")
+	args := []string{"scalingplan", "create", "--name", "allday", "--time-zone", "UTC", "--host-pools", "office",
+		"--days-of-week", "Monday,Tuesday,Wednesday,Thursday,Friday,Saturday,Sunday",
+		"--ramp-up-start-time", "00:00", "--peak-start-time", "06:00", "--ramp-down-start-time", "12:00", "--off-peak-start-time", "18:00"}
+	for _, phase := range []string{"ramp-up", "peak", "ramp-down", "off-peak"} {
+		args = append(args, "--"+phase+"-load-balancing-algorithm", "DepthFirst")
+	}
+	b.ok(args...)
+	var list []vdibroker.AutoscaleEvaluation
+	e2eEventually(t, "two evaluations", 30*time.Second, func() bool {
+		list = nil
+		return json.Unmarshal([]byte(b.ok("scalingplan", "evaluations", "--host-pool", "office", "--output", "json")), &list) == nil && len(list) >= 2
+	})
+	if list[0].Seq <= list[1].Seq {
+		t.Errorf("evaluations seq %d then %d, want newest first", list[0].Seq, list[1].Seq)
+	}
+	first := list[len(list)-1]
+	if first.Plan != "allday" || len(first.Actions) != 1 || first.Actions[0].Action != vdibroker.ActionSetLoadBalancer ||
+		!strings.Contains(first.Actions[0].Reason, "DepthFirst (was BreadthFirst)") || !strings.Contains(first.Note, "no powerDriver") {
+		t.Errorf("first evaluation %+v: want plan allday setting DepthFirst, with the note that the pool has no powerDriver", first)
+	}
+	table := b.ok("scalingplan", "evaluations", "--host-pool", "office", "--top", "100")
+	for _, want := range []string{"Phase", "UsedPct", "SetLoadBalancer", "no powerDriver"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if got := b.ok("scalingplan", "evaluations", "--host-pool", "office", "--top", "1", "--query", "length(@)", "-o", "tsv"); strings.TrimSpace(got) != "1" {
+		t.Errorf("--top 1 listed %q evaluations", got)
+	}
+	if r := b.cli("scalingplan", "evaluations", "--host-pool", "office", "--top", "0"); r.code != 2 || !strings.Contains(r.stderr, "--top: must be 1..1000") {
+		t.Errorf("--top 0: exit %d %q, want a usage error naming the range", r.code, r.stderr)
+	}
+	if r := b.cli("scalingplan", "evaluations", "--host-pool", "nowhere"); r.code != 1 || !strings.Contains(r.stderr, "nowhere") {
+		t.Errorf("unknown pool: exit %d %q, want the broker's NotFound", r.code, r.stderr)
+	}
+	if r := b.cli("scalingplan", "evaluations"); r.code != 2 || !strings.Contains(r.stderr, "host-pool") {
+		t.Errorf("without --host-pool: exit %d %q, want a usage error", r.code, r.stderr)
 	}
 }

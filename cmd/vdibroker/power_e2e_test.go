@@ -15,10 +15,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,19 +65,8 @@ func TestPowerExecE2E(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := e2eBuild(t, dir)
-	work := filepath.Join(dir, "vms")
-	os.MkdirAll(work, 0o755)
-	startLog := filepath.Join(work, "actions.log")
-	cfg := filepath.Join(dir, "power.yaml")
-	start, stop, status := filepath.Join(dir, "vm-start"), filepath.Join(dir, "vm-stop"), filepath.Join(dir, "vm-status")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`drivers:
-  - name: lab
-    type: exec
-    start: [%q, "{host}", "{pool}"]
-    stop: [%q, "{host}"]
-    status: [%q, "{host}"]
-    timeout: 30s
-`, start, stop, status)), 0o600)
+	lab := e2eNewLab(t, dir)
+	cfg := lab.cfg
 
 	// A bad config: serve refuses to start, naming the flag and the field.
 	bad := filepath.Join(dir, "bad.yaml")
@@ -105,40 +92,8 @@ func TestPowerExecE2E(t *testing.T) {
 		Token string `json:"token"`
 	}
 	api.call("POST", "/hostpools/"+pool+"/registrationtoken", map[string]any{"expiresInSeconds": 3600}, 201, &tok)
-	os.WriteFile(filepath.Join(work, "token"), []byte(tok.Token), 0o600)
-	e2eWriteSessions(t, filepath.Join(work, "sessions.json"), nil)
-
-	// The "hypervisor": start runs an agent for the host in the
-	// background (its output to a file, so the action returns), stop
-	// SIGTERMs it and waits for it to exit, status asks whether it runs.
-	e2eScript(t, start, fmt.Sprintf(`W=%q
-echo "start $1 $2" >> "$W/actions.log"
-%q agent --server %q --registration-token "$(cat "$W/token")" --host-name "$1" --address 127.0.0.1:3389 \
-  --state-dir "$W/$1" --heartbeat-interval 1s --sessions-provider "file:$W/sessions.json" > "$W/$1.log" 2>&1 &
-echo $! > "$W/$1.pid"
-`, work, bin, base))
-	e2eScript(t, stop, fmt.Sprintf(`W=%q
-echo "stop $1" >> "$W/actions.log"
-[ -f "$W/$1.pid" ] || exit 0
-pid=$(cat "$W/$1.pid")
-kill -TERM "$pid"
-i=0
-while kill -0 "$pid" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done
-rm -f "$W/$1.pid"
-`, work))
-	e2eScript(t, status, fmt.Sprintf(`W=%q
-[ -f "$W/$1.pid" ] && kill -0 "$(cat "$W/$1.pid")" 2>/dev/null && exit 0
-exit 3
-`, work))
-	t.Cleanup(func() { // agents left running by a failed test
-		for _, h := range []string{"e2e-pw-01", "e2e-pw-02"} {
-			if b, err := os.ReadFile(filepath.Join(work, h+".pid")); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
-	})
+	lab.token(pool, tok.Token)
+	lab.install(bin, base)
 
 	hosts := []string{"e2e-pw-01", "e2e-pw-02"}
 	for _, h := range hosts {
@@ -173,29 +128,20 @@ exit 3
 			t.Fatalf("%s's connect after the start: %d %v, want 201 on %s", u, code, body, hosts[0])
 		}
 	}
-	actions, _ := os.ReadFile(startLog)
-	if got, want := string(actions), "stop e2e-pw-01\nstop e2e-pw-02\nstart e2e-pw-01 e2e-power\n"; got != want {
+	if got, want := lab.actions(), "stop e2e-pw-01\nstop e2e-pw-02\nstart e2e-pw-01 e2e-power\n"; got != want {
 		t.Fatalf("driver actions %q, want %q", got, want)
 	}
 
 	// Stop: refused with sessions, forced it SIGTERMs the agent.
 	api.call("POST", "/hostpools/"+pool+"/sessionhosts/"+hosts[0]+"/stop", nil, 409, nil)
-	pidText, err := os.ReadFile(filepath.Join(work, hosts[0]+".pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	pid := lab.pid(hosts[0])
 	var got vdibroker.SessionHost
 	api.call("POST", "/hostpools/"+pool+"/sessionhosts/"+hosts[0]+"/stop?force=true", nil, 202, &got)
 	if got.PowerState != vdibroker.PowerStopped || got.Status != vdibroker.StatusShutdown {
 		t.Fatalf("after the forced stop: powerState %s status %s", got.PowerState, got.Status)
 	}
-	if syscall.Kill(pid, 0) == nil {
-		// Reaped by init once the script's shell is gone; a zombie
-		// answers signal 0 too, so read its state.
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
-			t.Fatalf("agent %d still runs after the stop", pid)
-		}
+	if !e2eGone(pid) {
+		t.Fatalf("agent %d still runs after the stop", pid)
 	}
 }
 

@@ -65,6 +65,9 @@ type Main struct {
 	// AutoscaleInterval is how often the autoscaler evaluates the scaling
 	// plans (issue 17); 0 turns it off.
 	AutoscaleInterval time.Duration
+	// AutoscaleMinute is how long a minute of a scaling plan's waits lasts
+	// (hidden --autoscale-minute: end-to-end tests shorten it).
+	AutoscaleMinute time.Duration
 	// MetricsToken, when set, is the bearer token /metrics requires.
 	MetricsToken string
 	// Federation makes the broker a pod (federation_serve.go).
@@ -436,6 +439,9 @@ func newServeCmd() *cobra.Command {
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	cmd.Flags().MarkHidden("cpu-profile")
+	// For end-to-end tests of ramp-down's waits (autoscale_e2e_test.go).
+	cmd.Flags().DurationVar(&m.AutoscaleMinute, "autoscale-minute", time.Minute, "how long a minute of a scaling plan's waits (rampDownWaitTimeMinutes) lasts")
+	cmd.Flags().MarkHidden("autoscale-minute")
 	return cmd
 }
 

@@ -17,7 +17,7 @@ func (m *Main) startAutoscale(st vdibroker.Store) {
 		return
 	}
 	host, _ := os.Hostname()
-	a := autoscale.New(autoscale.Config{Store: st, Actions: m.broker, Interval: m.AutoscaleInterval, Logger: m.Logger,
+	a := autoscale.New(autoscale.Config{Store: st, Actions: m.broker, Interval: m.AutoscaleInterval, Minute: m.AutoscaleMinute, Logger: m.Logger,
 		Observe: metrics.ObserveAutoscale, Holder: fmt.Sprintf("%s:%d", host, os.Getpid())})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
