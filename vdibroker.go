@@ -214,9 +214,10 @@ func (s *UserSession) Open() bool { return s.State != StateLoggedOff }
 // so no background job has to run first.
 func HostStatus(h *SessionHost, timeout time.Duration, now time.Time) string {
 	switch {
-	case h.ShuttingDown, h.PowerState == PowerStopped:
-		// A host its power driver stopped is Shutdown (issue 17), even
-		// before its last heartbeat times out.
+	case h.ShuttingDown, h.PowerState == PowerStopped, h.PowerState == PowerStopping:
+		// A host its power driver stopped, or is stopping, is Shutdown
+		// (issue 17), even before its last heartbeat times out: a stop
+		// the driver accepted may leave the machine up for a while.
 		return StatusShutdown
 	case h.LastHeartBeat == nil || now.Sub(*h.LastHeartBeat) > timeout:
 		return StatusUnavailable

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +265,48 @@ func TestPoolPowerValidation(t *testing.T) {
 	}
 	if err := svc.StartHost(ctx, "pwr", "h1", "x"); vdibroker.ErrorCode(err) != vdibroker.EConflict {
 		t.Fatalf("start without a driver: %v", err)
+	}
+}
+
+// TestStoppingHostTakesNoSession: a stop the driver accepted while the
+// machine still shuts down (its status says Running, so the host stays
+// Stopping until the poll sees it Stopped) must not be placed on: the
+// connect would land on a host whose power is going (R-A4, R-H1). The
+// autoscaler lifts its drain right after the stop, so its stopped hosts
+// are in the same state.
+func TestStoppingHostTakesNoSession(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	vm := filepath.Join(t.TempDir(), "vm")
+	// stop is accepted; status exits 0 (Running): the VM is still going down.
+	if err := os.WriteFile(vm, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	drv := &power.Exec{Name: "lab", StartArgv: []string{vm, "start"}, StopArgv: []string{vm, "stop"}, StatusArgv: []string{vm, "status"}, Timeout: 10 * time.Second}
+	svc := New(Config{Store: st, PowerDrivers: power.Set{"lab": drv}, MaintenanceInterval: time.Hour, PowerPollInterval: time.Hour})
+	t.Cleanup(func() { svc.Close() })
+	p := vdibroker.NewHostPool("pwr")
+	p.MaxSessionLimit, p.PowerDriver = 10, "lab"
+	if _, _, err := svc.StorePool(ctx, "pwr", nil, p, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "pwr", Name: "h1", Address: "h1:3389",
+		Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	heartbeat(t, svc, "pwr", "h1")
+	if err := svc.StopHost(ctx, "pwr", "h1", false, "admin-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := powerOf(t, st, "pwr", "h1"); got != vdibroker.PowerStopping {
+		t.Fatalf("h1 is %s, want Stopping (its status still says Running)", got)
+	}
+	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"})
+	if vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
+		t.Fatalf("connect while h1 stops: %+v, %v; want NoCapacity", a, err)
 	}
 }

@@ -41,8 +41,8 @@ type Host struct {
 	StandardFeatures bool
 	LastHeartBeat    *time.Time
 	ShuttingDown     bool
-	// PowerStopped: the host's power driver stopped it (issue 17), which
-	// makes it Shutdown (R-H1). Flags beside ShuttingDown, in its padding:
+	// PowerStopped: the host's power driver stopped it or is stopping it
+	// (issue 17), which makes it Shutdown (R-H1). Flags beside ShuttingDown, in its padding:
 	// an entry must stay within three cache lines (btree_test.go).
 	PowerStopped bool
 	// AutoscaleDrain keeps new sessions off like AllowNewSession false
@@ -69,7 +69,7 @@ func HostFrom(h *vdibroker.SessionHost) Host {
 		LastHeartBeat:    h.LastHeartBeat,
 		ShuttingDown:     h.ShuttingDown,
 		HealthError:      h.HealthError,
-		PowerStopped:     h.PowerState == vdibroker.PowerStopped,
+		PowerStopped:     h.PowerState == vdibroker.PowerStopped || h.PowerState == vdibroker.PowerStopping,
 		AutoscaleDrain:   h.AutoscaleDrain,
 		Sessions:         h.Sessions,
 		Connecting:       h.ConnectingSessions,

@@ -16,7 +16,9 @@ import (
 
 // Exec runs an argv per action, without a shell: {pool}, {host} and
 // {address} in any argument are replaced by the target's values, and
-// nothing else is interpreted, so a host name cannot inject a command.
+// nothing else is interpreted, so a host name cannot inject a command;
+// an argument whose value would begin with "-" where the config's does
+// not is refused, so it cannot inject an option either.
 // Each run is bounded by Timeout; on timeout the whole process group is
 // killed (a script's children too). Output is logged line by line.
 //
@@ -79,7 +81,19 @@ func (e *Exec) run(ctx context.Context, action string, argv []string, t Target) 
 	if log == nil {
 		log = slog.Default()
 	}
-	argv = Substitute(argv, t)
+	subst := Substitute(argv, t)
+	for i, a := range subst {
+		// A host registers its own name and address (a registration
+		// token is enough): a value beginning with "-" would be read as
+		// an option of the admin's program ("vm stop --all"), so an
+		// argument may begin with "-" only when the config's does.
+		if strings.HasPrefix(a, "-") && !strings.HasPrefix(argv[i], "-") {
+			log.Warn("power action refused: an argument would begin with '-'", "arg", a)
+			return -1, fmt.Errorf("power driver %q: %s %s/%s: refused: argument %d would be %q, read as an option by %s (a pool, host or address beginning with \"-\")",
+				e.Name, action, t.Pool, t.Host, i, a, argv[0])
+		}
+	}
+	argv = subst
 	timeout := e.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -294,3 +294,38 @@ func TestParseErrors(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// A registration token lets a host choose its name and address (both may
+// begin with "-"): substituted as a whole argument they must not become an
+// option of the admin's program, as "vm stop --all" would (review of
+// issue 17: option injection).
+func TestExecRefusesOptionLikeValues(t *testing.T) {
+	if err := vdibroker.ValidateName("hostName", "--all", vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen); err != nil {
+		t.Fatalf("the attack needs %q to be a valid host name: %v", "--all", err)
+	}
+	if err := vdibroker.ValidateAddress("address", "-oProxy:1"); err != nil {
+		t.Fatalf("the attack needs %q to be a valid address: %v", "-oProxy:1", err)
+	}
+	out := filepath.Join(t.TempDir(), "args")
+	vm := script(t, `echo "$@" >> `+out+"\n")
+	e := &Exec{Name: "lab", StartArgv: []string{vm, "start", "{address}"}, StopArgv: []string{vm, "stop", "{host}"},
+		Timeout: 10 * time.Second, Log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))}
+	ctx := t.Context()
+	if err := e.Stop(ctx, Target{Pool: "p", Host: "--all"}); err == nil || !strings.Contains(err.Error(), `"--all"`) {
+		t.Fatalf("stop of host --all: err %v, want a refusal naming it", err)
+	}
+	if err := e.Start(ctx, Target{Pool: "p", Host: "h", Address: "-oProxy:1"}); err == nil {
+		t.Fatal("start with address -oProxy:1: no error")
+	}
+	if b, _ := os.ReadFile(out); len(b) != 0 {
+		t.Fatalf("the program ran: %q", b)
+	}
+	// An option the config itself spells is substituted as before.
+	e.StopArgv = []string{vm, "stop", "--name={host}"}
+	if err := e.Stop(ctx, Target{Pool: "p", Host: "-x"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "stop --name=-x\n" {
+		t.Fatalf("ran %q", b)
+	}
+}
