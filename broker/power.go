@@ -191,10 +191,19 @@ func (s *Service) StopHost(ctx context.Context, pool, host string, force bool, b
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.stop", pool, host, by)
 	now := s.now().UTC()
+	was := vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), now)
+	// Stopping takes no new session from the moment it is written (the
+	// connect's commit checks it under the host's lock), so the count it
+	// returns is final: a connect that committed since the read above is
+	// in it, and the stop is refused rather than taking that user down.
 	if h, _, err = s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStopping, now); err != nil {
 		return err
 	}
 	s.views.refreshHost(context.WithoutCancel(ctx), pool, host)
+	if h.Sessions > 0 && !force {
+		s.setPower(context.WithoutCancel(ctx), pool, host, was, vdibroker.PowerStopping)
+		return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %d open sessions; stop with force to stop it anyway (its users lose their sessions)", host, h.Sessions)
+	}
 	s.log.Info("stopping session host", "pool", pool, "host", host, "by", by, "force", force, "driver", p.PowerDriver)
 	t := power.Target{Pool: pool, Host: host, Address: h.Address}
 	if err := d.Stop(ctx, t); err != nil {

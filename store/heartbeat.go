@@ -89,6 +89,14 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		if err := t.addCounts(ctx, pool, host, ds, dc); err != nil {
 			return err
 		}
+		if power != h.PowerState {
+			// A stopped host that runs again takes sessions again (h is
+			// the row under the host's lock, so the rule's guess is the
+			// UPDATE's outcome).
+			if err := t.syncNewSessionsAllowed(ctx, pool, host); err != nil {
+				return err
+			}
+		}
 		cmds, err := t.deliverCommands(ctx, pool, host)
 		if err != nil {
 			return err

@@ -191,9 +191,13 @@ func (t *tx) writeAdminFields(ctx context.Context, h *vdibroker.SessionHost) err
 // syncNewSessionsAllowed writes the copy of the host's drains the
 // connect's conditional increment checks (takeSlotQuery): new sessions
 // are allowed unless an admin (allow_new_session) or the autoscaler
-// (autoscale_drain, R-A3) drained the host. The caller holds its lock.
+// (autoscale_drain, R-A3) drained the host, or it is being stopped or was
+// stopped (power_state Stopping or Stopped, R-H1 Shutdown), so a connect
+// decided on a view from before a stop cannot land on the host the stop
+// is taking down. The caller holds its lock.
 func (t *tx) syncNewSessionsAllowed(ctx context.Context, pool, name string) error {
 	_, err := t.exec(ctx, `UPDATE host_counts SET new_sessions_allowed = (SELECT allow_new_session AND NOT autoscale_drain
+		AND power_state NOT IN ('Stopping', 'Stopped')
 		FROM session_hosts WHERE session_hosts.host_pool = host_counts.host_pool AND session_hosts.name = host_counts.name)
 		WHERE host_pool = ? AND name = ?`, pool, name)
 	return err

@@ -46,6 +46,9 @@ func (s *DB) SetPowerState(ctx context.Context, pool, host, state string, now ti
 			out, err = t.getHost(ctx, pool, host, false)
 			return err
 		}
+		if err := t.syncNewSessionsAllowed(ctx, pool, host); err != nil {
+			return err
+		}
 		if out, err = t.getHost(ctx, pool, host, false); err != nil {
 			return err
 		}

@@ -258,3 +258,36 @@ func TestHeartbeatWaitingForStopKeepsIt(t *testing.T) {
 		t.Fatalf("after the heartbeat that waited: %+v, %v; want Stopped kept", h, err)
 	}
 }
+
+// TestStoppingHostRefusesCommits (R-H1, R-A3): from the moment a stop is
+// recorded the host's conditional write refuses new sessions, so a
+// connect decided on a view from before the stop cannot land on a host
+// being taken down; a host that runs again (its agent heartbeats past the
+// timeout after the stop) takes sessions again.
+func TestStoppingHostRefusesCommits(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pw", vdibroker.Pooled)) // heartbeat timeout 90 s
+		mustHost(t, s, "pw", "h1")
+		for _, st := range []string{vdibroker.PowerStopping, vdibroker.PowerStopped} {
+			if _, _, err := s.SetPowerState(ctx, "pw", "h1", st, t0); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.CommitPlacement(ctx, placement("pw", "h1", "u-"+st, 10)); !errors.Is(err, vdibroker.ErrHostFull) {
+				t.Fatalf("connect to a %s host: %v, want ErrHostFull", st, err)
+			}
+		}
+		if _, err := s.ApplyHeartbeat(ctx, "pw", "h1", &vdibroker.HeartbeatRequest{}, t0.Add(91*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, s, placement("pw", "h1", "u-after", 10))
+		// An admin's start back to Running lifts it as well.
+		if _, _, err := s.SetPowerState(ctx, "pw", "h1", vdibroker.PowerStopping, t0.Add(92*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.SetPowerState(ctx, "pw", "h1", vdibroker.PowerRunning, t0.Add(93*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		mustCommit(t, s, placement("pw", "h1", "u-running", 10))
+	})
+}
