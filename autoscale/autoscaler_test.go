@@ -252,10 +252,14 @@ func TestRampUpStartsOnceAndLoadBalancer(t *testing.T) {
 	w.plans = []*vdibroker.ScalingPlan{testPlan(func(s *vdibroker.ScalingSchedule) {
 		s.RampUpLoadBalancingAlgorithm = vdibroker.DepthFirst
 	})}
-	// 13 sessions: need ceil(1300/600) = 3 hosts; h1 and left (undrained)
-	// make 2: start h3.
+	// 13 sessions (7 on h1, 6 on left): need ceil(1300/600) = 3 hosts; h1
+	// and left (undrained) make 2: start h3.
 	for i := range 13 {
-		w.addSession("p", "h1", string(rune('a'+i)), vdibroker.StateActive, t0)
+		host := "h1"
+		if i >= 7 {
+			host = "left"
+		}
+		w.addSession("p", host, string(rune('a'+i)), vdibroker.StateActive, t0)
 	}
 	a := newAutoscaler(w, "a")
 	evaluate(t, a)

@@ -121,8 +121,13 @@ func Plan(in Input) Decision {
 	threshold, minPct, maxPct := figures(in.Phase, in.Schedule)
 	d := Decision{ThresholdPct: threshold}
 	var running, starting, stopped, unknown, draining []Host
+	L := max(in.MaxSessionLimit, 1)
 	for _, h := range in.Hosts {
-		d.Sessions += h.Sessions
+		// A host counts at most its limit: more than that are sessions
+		// its agent reported (R-S2 adoption), and one host's credential
+		// must not be able to make the autoscaler start the whole pool
+		// by reporting two thousand made-up users.
+		d.Sessions += min(h.Sessions, L)
 		if h.AdminDrained {
 			continue
 		}
@@ -145,7 +150,6 @@ func Plan(in Input) Decision {
 			running = append(running, h)
 		}
 	}
-	L := max(in.MaxSessionLimit, 1)
 	d.Running, d.Starting = len(running), len(starting)
 	d.Available = L * d.Running
 	d.UsedPct = usedPct(d.Sessions, d.Available)

@@ -64,10 +64,17 @@ func TestPlan(t *testing.T) {
 			hosts: hosts([]int{7, 6}, 3), start: []string{"a2"}, used: 65, avail: 20, running: 2,
 		},
 		{
-			// 40 sessions on 2 hosts: 200%; need ceil(4000/600) = 7, 2
-			// running, 3 stopped: all three start.
+			// 40 sessions on 4 full hosts: 100%; need ceil(4000/600) = 7,
+			// 4 running, 2 stopped: both start.
 			name: "several starts in one evaluation, up to what exists", phase: vdibroker.PhasePeak, sc: &base, limit: 10,
-			hosts: hosts([]int{20, 20}, 3), start: []string{"a2", "a3", "a4"}, used: 200, avail: 20, running: 2,
+			hosts: hosts([]int{10, 10, 10, 10}, 2), start: []string{"a4", "a5"}, used: 100, avail: 40, running: 4,
+		},
+		{
+			// One host's agent reports 2,000 sessions (adopted, R-S2): it
+			// counts as full (10), not as 2,000: 10 of 20 = 50% ≤ 60%, so
+			// a made-up report starts no host.
+			name: "a host counts at most its limit", phase: vdibroker.PhasePeak, sc: &base, limit: 10,
+			hosts: hosts([]int{2000, 0}, 5), used: 50, avail: 20, running: 2,
 		},
 		{
 			// A host Starting is capacity to come: 13 sessions need 3, 2
@@ -148,10 +155,11 @@ func TestPlan(t *testing.T) {
 			hosts: hosts([]int{8, 8, 4, 4}, 4), drain: []string{"a2", "a3"}, used: 60, avail: 40, running: 4,
 		},
 		{
-			// The cap also limits starts: 30 sessions on 1 host need 4,
-			// the cap of 2 starts one.
+			// The cap also limits starts: 20 sessions on 2 full hosts
+			// need ceil(2000/900) = 3, but the cap of 25% of 8 is 2, both
+			// running: none starts.
 			name: "off-peak cap limits starts", phase: vdibroker.PhaseOffPeak, sc: with(func(s *vdibroker.ScalingSchedule) { s.OffPeakMaximumHostsPct = ptr(25) }), limit: 10,
-			hosts: hosts([]int{30}, 7), start: []string{"a1"}, used: 300, avail: 10, running: 1,
+			hosts: hosts([]int{10, 10}, 6), used: 100, avail: 20, running: 2,
 		},
 		{
 			// An admin-drained host is not capacity, not counted in the
