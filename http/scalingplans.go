@@ -115,6 +115,11 @@ func (s *Server) putScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) er
 	// allowed those too. (The store's transaction re-reads the plan; a
 	// plan changed in between by another writer is replaced whole, as
 	// any PUT is.)
+	if old != nil && !me.mayRead(old) {
+		// A plan it cannot see is not told about, not even its pools
+		// (R-SP5: as a missing one would be, it cannot be created either).
+		return vdibroker.Errorf(vdibroker.EPermission, "scaling plan %q cannot be written with this token's host pools (R-SP5)", name)
+	}
 	if err := me.mayWrite(old); err != nil {
 		return err
 	}

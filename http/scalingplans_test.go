@@ -196,6 +196,11 @@ func TestScalingPlanAttackers_RSP5(t *testing.T) {
 		if status >= 400 && (ve == nil || ve.Message == "") {
 			t.Errorf("%s: no §9 error body: %s", c.name, raw)
 		}
+		// A plan the token cannot read is not described to it: the
+		// refusal does not name the pools outside its scope.
+		if c.token == scoped && strings.Contains(c.path, "plan-pout") && ve != nil && strings.Contains(ve.Message, `"pout"`) {
+			t.Errorf("%s: the refusal names a pool outside the token's scope: %s", c.name, raw)
+		}
 	}
 	// Nothing changed: plan-pin still holds pin only, plan-pout pout.
 	for name, pool := range map[string]string{"plan-pin": "pin", "plan-pout": "pout"} {
