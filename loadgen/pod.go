@@ -51,11 +51,11 @@ type PodConfig struct {
 	Rounds      int
 	Phase       time.Duration
 	Concurrency int // connect and dry-run workers (default 16)
-	// AgentConcurrency bounds the seeding's requests in flight, its
-	// heartbeats included (default 64).
+	// AgentConcurrency bounds the seeding's registrations, connects and
+	// first round of heartbeats in flight (default 64).
 	AgentConcurrency int
-	// HeartbeatConcurrency bounds the measured heartbeats in flight
-	// (default 1000). A pod's agents do not wait for each other: each
+	// HeartbeatConcurrency bounds the heartbeats in flight after the
+	// first round, seeding and measuring (default 1000). A pod's agents do not wait for each other: each
 	// sends when its interval is up, so heartbeats in flight are the rate
 	// times the broker's latency (Little's law). A small bound turns the
 	// broker's latency into the generator's lateness: with 64, a mean
@@ -363,7 +363,12 @@ func seedOpen(ctx context.Context, cfg PodConfig, res *PodResult, pools []*podPo
 	if s := first.stats(); s.OK != len(all) {
 		return fmt.Errorf("first heartbeats: %d of %d answered 200: %s", s.OK, len(all), describeErrors(s.Errors))
 	}
-	agents := startAgents(ctx, client, hbURL, all, cfg.Interval, cfg.SeedTimeout, cfg.Interval, cfg.AgentConcurrency)
+	// The agents do not wait for the seeding's connects (nor for each
+	// other): on a busy machine 64 heartbeats in flight fell behind
+	// until hosts went Unavailable and the seeding's connects failed.
+	hbClient := newClient(Config{Concurrency: cfg.HeartbeatConcurrency, Timeout: cfg.Timeout})
+	defer hbClient.CloseIdleConnections()
+	agents := startAgents(ctx, hbClient, hbURL, all, cfg.Interval, cfg.SeedTimeout, cfg.Interval, cfg.HeartbeatConcurrency)
 	defer agents.stop()
 
 	t = time.Now()
