@@ -30,15 +30,8 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 	}
 	var res *vdibroker.HeartbeatResult
 	// Heartbeats are group-committed like placements: 10,000 hosts beating
-	// every 10 s must not cost 1,000 fsyncs a second on SQLite. Atomic (no
-	// savepoint of its own): the only *vdibroker.Error it returns (host or
-	// pool not found) comes before its first write, and after that only a
-	// database error can, which fails the batch (run again when
-	// retryable). On PostgreSQL the batch is one connection's statements
-	// one after the other, and a heartbeat's SAVEPOINT and RELEASE were two
-	// of its seven round trips (issue 13, bench pod: the committer's
-	// backend was mostly idle in transaction, waiting for the next one).
-	err := s.groupedReq(ctx, &commitReq{key: hostKey(pool, host), atomic: true, fn: func(ctx context.Context, t *tx) error {
+	// every 10 s must not cost 1,000 fsyncs a second on SQLite.
+	err := s.grouped(ctx, hostKey(pool, host), func(ctx context.Context, t *tx) error {
 		var cred sql.NullString
 		h, err := t.getHostAnd(ctx, pool, host, true, &cred)
 		if err != nil {
@@ -107,7 +100,7 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		t.cacheHost(cred.String, &after)
 		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p, Commands: cmds, Seq: t.seq}
 		return nil
-	}})
+	})
 	if err != nil {
 		return nil, wrap(err, "heartbeat %s/%s", pool, host)
 	}
