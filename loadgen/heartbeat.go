@@ -141,6 +141,11 @@ type heartbeatOutcome struct {
 	sent     bool
 	lateness time.Duration
 	done     time.Time
+	// build is the generator's own time to make the body (the report
+	// copied and marshalled), before the request went out.
+	build time.Duration
+	// bytes is the body's size.
+	bytes int
 }
 
 // agentHost is one simulated host: its credential and its report.

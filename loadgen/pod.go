@@ -51,9 +51,17 @@ type PodConfig struct {
 	Rounds      int
 	Phase       time.Duration
 	Concurrency int // connect and dry-run workers (default 16)
-	// AgentConcurrency bounds heartbeats and seeding requests in flight
-	// (default 64).
+	// AgentConcurrency bounds the seeding's registrations, connects and
+	// first round of heartbeats in flight (default 64).
 	AgentConcurrency int
+	// HeartbeatConcurrency bounds the heartbeats in flight after the
+	// first round, seeding and measuring (default 1000). A pod's agents do not wait for each other: each
+	// sends when its interval is up, so heartbeats in flight are the rate
+	// times the broker's latency (Little's law). A small bound turns the
+	// broker's latency into the generator's lateness: with 64, a mean
+	// round trip above 63 ms at 1,010/s leaves heartbeats queued in the
+	// generator until they are skipped (see BENCHMARKS.md, bench pod).
+	HeartbeatConcurrency int
 	// Every how often the readers beside the load run (defaults 100ms,
 	// 5s, 2s): a ?user= listing, a /metrics scrape, the console overview
 	// and the large pool's console page.
@@ -84,6 +92,7 @@ func (c *PodConfig) defaults() {
 	def(&c.Rounds, 2)
 	def(&c.Concurrency, 16)
 	def(&c.AgentConcurrency, 64)
+	def(&c.HeartbeatConcurrency, 1000)
 	if c.LogonsPerSeatDay == 0 {
 		c.LogonsPerSeatDay = 1.5
 	}
@@ -129,6 +138,8 @@ func (c *PodConfig) Validate() error {
 		return vdibroker.FieldError("concurrency", "must be 1..1000")
 	case c.AgentConcurrency < 1 || c.AgentConcurrency > 1000:
 		return vdibroker.FieldError("agentConcurrency", "must be 1..1000")
+	case c.HeartbeatConcurrency < 1 || c.HeartbeatConcurrency > 10_000:
+		return vdibroker.FieldError("heartbeatConcurrency", "must be 1..10000")
 	case c.DataDir == "" && c.Database == "":
 		return vdibroker.FieldError("dataDir", "required for SQLite (the history is loaded into its file)")
 	}
@@ -157,26 +168,28 @@ func (p *podPool) user(n int) string {
 
 // PodResult is what one pod bench measured.
 type PodResult struct {
-	Store           string         `json:"store"` // sqlite or postgres
-	Hosts           int            `json:"hosts"`
-	SmallHosts      int            `json:"smallHosts"`
-	SessionsPerHost int            `json:"sessionsPerHost"`
-	Seed            PodSeed        `json:"seed"`
-	Rounds          []PodRound     `json:"rounds"`
-	DryRunLarge     PhaseStats     `json:"dryRunLarge"`
-	DryRunSmall     PhaseStats     `json:"dryRunSmall"`
-	ConnectLarge    PhaseStats     `json:"connectLarge"`
-	ConnectSmall    PhaseStats     `json:"connectSmall"`
-	DryRunRatio     float64        `json:"dryRunRatio"`  // large rate / small rate
-	ConnectRatio    float64        `json:"connectRatio"` // large rate / small rate
-	Heartbeats      HeartbeatStats `json:"heartbeats"`
-	UserListings    ReaderStats    `json:"userListings"`
-	MetricsScrapes  ReaderStats    `json:"metricsScrapes"`
-	ConsoleOverview ReaderStats    `json:"consoleOverview"`
-	ConsolePool     ReaderStats    `json:"consolePool"`
-	BrokerRSS       int64          `json:"brokerRssBytes"` // peak seen while measuring
-	BrokerHWM       int64          `json:"brokerHwmBytes"` // VmHWM of the measured process at the end
-	BrokerCPU       float64        `json:"brokerCores"`    // mean cores while measuring
+	Store           string `json:"store"` // sqlite or postgres
+	Hosts           int    `json:"hosts"`
+	SmallHosts      int    `json:"smallHosts"`
+	SessionsPerHost int    `json:"sessionsPerHost"`
+	// HeartbeatConcurrency is the bound on measured heartbeats in flight.
+	HeartbeatConcurrency int            `json:"heartbeatConcurrency"`
+	Seed                 PodSeed        `json:"seed"`
+	Rounds               []PodRound     `json:"rounds"`
+	DryRunLarge          PhaseStats     `json:"dryRunLarge"`
+	DryRunSmall          PhaseStats     `json:"dryRunSmall"`
+	ConnectLarge         PhaseStats     `json:"connectLarge"`
+	ConnectSmall         PhaseStats     `json:"connectSmall"`
+	DryRunRatio          float64        `json:"dryRunRatio"`  // large rate / small rate
+	ConnectRatio         float64        `json:"connectRatio"` // large rate / small rate
+	Heartbeats           HeartbeatStats `json:"heartbeats"`
+	UserListings         ReaderStats    `json:"userListings"`
+	MetricsScrapes       ReaderStats    `json:"metricsScrapes"`
+	ConsoleOverview      ReaderStats    `json:"consoleOverview"`
+	ConsolePool          ReaderStats    `json:"consolePool"`
+	BrokerRSS            int64          `json:"brokerRssBytes"` // peak seen while measuring
+	BrokerHWM            int64          `json:"brokerHwmBytes"` // VmHWM of the measured process at the end
+	BrokerCPU            float64        `json:"brokerCores"`    // mean cores while measuring
 	// BrokerGoHeap and BrokerGoSys are the largest Go heap in use and Go
 	// runtime memory its /metrics reported (0 when it reports none): the
 	// rest of its RSS is memory outside Go's, SQLite's page caches.
@@ -250,7 +263,8 @@ func RunPod(ctx context.Context, cfg PodConfig) (*PodResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	res := &PodResult{Store: "sqlite", Hosts: cfg.Hosts, SmallHosts: cfg.SmallHosts, SessionsPerHost: cfg.SessionsPerHost}
+	res := &PodResult{Store: "sqlite", Hosts: cfg.Hosts, SmallHosts: cfg.SmallHosts, SessionsPerHost: cfg.SessionsPerHost,
+		HeartbeatConcurrency: cfg.HeartbeatConcurrency}
 	if cfg.Database != "" {
 		res.Store = "postgres"
 	}
@@ -349,7 +363,12 @@ func seedOpen(ctx context.Context, cfg PodConfig, res *PodResult, pools []*podPo
 	if s := first.stats(); s.OK != len(all) {
 		return fmt.Errorf("first heartbeats: %d of %d answered 200: %s", s.OK, len(all), describeErrors(s.Errors))
 	}
-	agents := startAgents(ctx, client, hbURL, all, cfg.Interval, cfg.SeedTimeout, cfg.Interval, cfg.AgentConcurrency)
+	// The agents do not wait for the seeding's connects (nor for each
+	// other): on a busy machine 64 heartbeats in flight fell behind
+	// until hosts went Unavailable and the seeding's connects failed.
+	hbClient := newClient(Config{Concurrency: cfg.HeartbeatConcurrency, Timeout: cfg.Timeout})
+	defer hbClient.CloseIdleConnections()
+	agents := startAgents(ctx, hbClient, hbURL, all, cfg.Interval, cfg.SeedTimeout, cfg.Interval, cfg.HeartbeatConcurrency)
 	defer agents.stop()
 
 	t = time.Now()

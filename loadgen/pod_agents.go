@@ -74,26 +74,29 @@ func startAgents(ctx context.Context, client *http.Client, endpoint string, host
 		wg.Go(func() {
 			timer := time.NewTimer(0)
 			defer timer.Stop()
+			stop := a.stopCh
 			for {
 				j := int(next.Add(1)) - 1
-				if j >= total || ctx.Err() != nil {
+				// stopAt is total until stop is asked: a heartbeat due
+				// before stop still goes out (a pod's agents do not stop
+				// when the bench does), so the last phase's heartbeats are
+				// not cut off in the generator's queue.
+				if j >= total || int64(j) >= a.stopAt.Load() || ctx.Err() != nil {
 					return
 				}
 				due := a.start.Add(dueOffset(j, len(hosts), interval))
-				if wait := time.Until(due); wait > 0 {
+				for wait := time.Until(due); wait > 0; wait = time.Until(due) {
 					timer.Reset(wait)
 					select {
 					case <-ctx.Done():
 						return
-					case <-a.stopCh:
-						return
+					case <-stop:
+						stop = nil
+						if int64(j) >= a.stopAt.Load() {
+							return
+						}
 					case <-timer.C:
 					}
-				}
-				select {
-				case <-a.stopCh:
-					return
-				default:
 				}
 				now := time.Now()
 				if now.Sub(due) > maxLate {
@@ -104,8 +107,9 @@ func startAgents(ctx context.Context, client *http.Client, endpoint string, host
 					Metrics:  sampleMetrics(j, j/len(hosts), now),
 					Sessions: h.report(),
 				})
+				build := time.Since(now)
 				o, _ := send(ctx, client, http.MethodPost, endpoint, h.credential, body)
-				a.outcomes[j] = heartbeatOutcome{outcome: o, sent: true, lateness: now.Sub(due), done: time.Now()}
+				a.outcomes[j] = heartbeatOutcome{outcome: o, sent: true, lateness: now.Sub(due), done: time.Now(), build: build, bytes: len(body)}
 			}
 		})
 	}
@@ -116,10 +120,12 @@ func startAgents(ctx context.Context, client *http.Client, endpoint string, host
 	return a
 }
 
-// stop ends the loop (heartbeats in flight finish) and waits for it.
+// stop ends the loop and waits for it: no heartbeat due after now is
+// sent; those due before now still go out (each at most maxLate late),
+// and those in flight finish.
 func (a *agentRun) stop() {
 	a.stopOnce.Do(func() {
-		a.stopAt.Store(int64(scheduled(a.hosts, a.interval, time.Since(a.start))))
+		a.stopAt.Store(int64(min(scheduled(a.hosts, a.interval, time.Since(a.start)), len(a.outcomes))))
 		close(a.stopCh)
 	})
 	<-a.done
@@ -160,6 +166,22 @@ type HeartbeatPhase struct {
 	OK      int           `json:"ok"`
 	P99     time.Duration `json:"p99"`
 	Max     time.Duration `json:"max"`
+	// LatenessP99 and LatenessMax are how late after their due time the
+	// phase's heartbeats went out: a heartbeat waits only for a free
+	// worker, so lateness is every worker busy in a round trip.
+	LatenessP99 time.Duration `json:"latenessP99"`
+	LatenessMax time.Duration `json:"latenessMax"`
+	// BuildP99 is the generator's own time to make a body (copy the
+	// report, marshal it) before sending; MaxBytes the largest body.
+	BuildP99 time.Duration `json:"buildP99"`
+	MaxBytes int           `json:"maxBytes"`
+	// StoreMean is the broker's own mean time in ApplyHeartbeat (queue
+	// of the group committer included) from its
+	// vdibroker_store_tx_duration_seconds between two /metrics scrapes of
+	// the phase; StoreP99Below the bucket bound its p99 is under; 0 when
+	// no two scrapes fell in the phase.
+	StoreMean     time.Duration `json:"storeMean"`
+	StoreP99Below time.Duration `json:"storeP99Below"`
 }
 
 // phaseWindow is when one measured phase ran.
@@ -175,6 +197,8 @@ func (a *agentRun) byPhase(windows []phaseWindow) []HeartbeatPhase {
 	n := min(int(a.stopAt.Load()), len(a.outcomes))
 	out := make([]HeartbeatPhase, len(windows))
 	lat := make([][]time.Duration, len(windows))
+	late := make([][]time.Duration, len(windows))
+	build := make([][]time.Duration, len(windows))
 	for j := range n {
 		due := a.start.Add(dueOffset(j, a.hosts, a.interval))
 		for i, w := range windows {
@@ -191,17 +215,25 @@ func (a *agentRun) byPhase(windows []phaseWindow) []HeartbeatPhase {
 			}
 			if o.sent {
 				lat[i] = append(lat[i], o.latency)
+				late[i] = append(late[i], o.lateness)
+				build[i] = append(build[i], o.build)
+				out[i].MaxBytes = max(out[i].MaxBytes, o.bytes)
 			}
 			break
 		}
 	}
 	for i, w := range windows {
 		out[i].Phase = w.name
-		slices.Sort(lat[i])
+		for _, s := range [][]time.Duration{lat[i], late[i], build[i]} {
+			slices.Sort(s)
+		}
 		out[i].P99 = percentile(lat[i], 99)
 		if len(lat[i]) > 0 {
 			out[i].Max = lat[i][len(lat[i])-1]
+			out[i].LatenessMax = late[i][len(late[i])-1]
 		}
+		out[i].LatenessP99 = percentile(late[i], 99)
+		out[i].BuildP99 = percentile(build[i], 99)
 	}
 	return out
 }

@@ -21,7 +21,7 @@ import (
 func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string, pid int, large, small *podPool) error {
 	base := strings.TrimRight(baseURL, "/")
 	api := base + "/api/v1"
-	agentClient := newClient(Config{Concurrency: cfg.AgentConcurrency, Timeout: cfg.Timeout})
+	agentClient := newClient(Config{Concurrency: cfg.HeartbeatConcurrency, Timeout: cfg.Timeout})
 	defer agentClient.CloseIdleConnections()
 	loadClient := newClient(Config{Concurrency: cfg.Concurrency, Timeout: cfg.Timeout})
 	defer loadClient.CloseIdleConnections()
@@ -36,7 +36,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	// requests run to their timeout; stop ends it when the phases end.
 	window := cfg.Interval + time.Duration(cfg.Rounds*4)*(cfg.Phase+cfg.Timeout) + 2*cfg.Interval
 	// A heartbeat a whole interval late is skipped, as the next one is due.
-	agents := startAgents(ctx, agentClient, api+"/agent/heartbeat", all, cfg.Interval, window, cfg.Interval, cfg.AgentConcurrency)
+	agents := startAgents(ctx, agentClient, api+"/agent/heartbeat", all, cfg.Interval, window, cfg.Interval, cfg.HeartbeatConcurrency)
 	defer agents.stop()
 	// One whole interval: every host has heartbeated since the restart
 	// (the history load may have outlasted the heartbeat timeout).
@@ -122,6 +122,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 		} {
 			phase.Store(ph.name)
 			w := phaseWindow{name: fmt.Sprintf("%s %d", ph.name, r+1), start: time.Now()}
+			cfg.Progress("phase %s", w.name)
 			*ph.into = runPhase(ctx, loadClient, api, cfg, ph.p, ph.dryRun)
 			w.end = time.Now()
 			windows = append(windows, w)
@@ -143,6 +144,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 
 	res.Heartbeats = agents.steadyStats()
 	res.Heartbeats.ByPhase = agents.byPhase(windows)
+	goMem.storeTimes(res.Heartbeats.ByPhase, windows)
 	res.UserListings, res.MetricsScrapes = listings.stats(), scrapes.stats()
 	res.ConsoleOverview, res.ConsolePool = overview.stats(), poolPage.stats()
 	res.BrokerRSS = peakRSS
@@ -319,12 +321,89 @@ type scrapeReading struct {
 	mu             sync.Mutex
 	heapInuse, sys int64
 	storeDown      int
+	// heartbeats is the broker's ApplyHeartbeat histogram at each scrape.
+	heartbeats []histReading
+}
+
+// histReading is one histogram of the broker's /metrics at one moment:
+// cumulative counts by upper bound (seconds), sum and count.
+type histReading struct {
+	at         time.Time
+	sum        float64
+	count      float64
+	le         []float64
+	cumulative []float64
+}
+
+// heartbeatHist is the series of the broker's store time of heartbeats.
+const heartbeatHist = `vdibroker_store_tx_duration_seconds`
+const heartbeatOp = `op="ApplyHeartbeat"`
+
+// between is the mean and the bucket bound under which 99% fall of the
+// observations between two readings (0, 0 when none).
+func between(a, b histReading) (mean, p99Below time.Duration) {
+	n := b.count - a.count
+	if n <= 0 || len(a.le) != len(b.le) {
+		return 0, 0
+	}
+	mean = time.Duration((b.sum - a.sum) / n * float64(time.Second))
+	for i := range b.le {
+		if b.cumulative[i]-a.cumulative[i] >= 0.99*n {
+			return mean, time.Duration(b.le[i] * float64(time.Second))
+		}
+	}
+	return mean, -1 // above the last finite bound
+}
+
+// storeTimes fills each phase's StoreMean and StoreP99Below from the
+// first and last scrape that started and ended inside it.
+func (g *scrapeReading) storeTimes(phases []HeartbeatPhase, windows []phaseWindow) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, w := range windows {
+		var first, last *histReading
+		for k := range g.heartbeats {
+			r := &g.heartbeats[k]
+			if r.at.Before(w.start) || !r.at.Before(w.end) {
+				continue
+			}
+			if first == nil {
+				first = r
+			}
+			last = r
+		}
+		if first != nil && last != first && i < len(phases) {
+			phases[i].StoreMean, phases[i].StoreP99Below = between(*first, *last)
+		}
+	}
 }
 
 func (g *scrapeReading) observe(body []byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	hr := histReading{at: time.Now()}
 	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, heartbeatHist) && strings.Contains(line, heartbeatOp) {
+			name, val, _ := strings.Cut(strings.TrimSpace(line), " ")
+			f, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(name, heartbeatHist+"_sum"):
+				hr.sum = f
+			case strings.HasPrefix(name, heartbeatHist+"_count"):
+				hr.count = f
+			case strings.HasPrefix(name, heartbeatHist+"_bucket"):
+				_, le, _ := strings.Cut(name, `le="`)
+				le, _, _ = strings.Cut(le, `"`)
+				if bound, err := strconv.ParseFloat(le, 64); err == nil && le != "+Inf" {
+					hr.le = append(hr.le, bound)
+					hr.cumulative = append(hr.cumulative, f)
+				}
+			}
+			continue
+		}
 		name, val, ok := strings.Cut(strings.TrimSpace(line), " ")
 		if !ok {
 			continue
@@ -343,6 +422,9 @@ func (g *scrapeReading) observe(body []byte) {
 				g.storeDown++
 			}
 		}
+	}
+	if hr.count > 0 {
+		g.heartbeats = append(g.heartbeats, hr)
 	}
 }
 

@@ -100,8 +100,8 @@ func (r *PodResult) writeTable(w io.Writer) {
 		s.OpenSessions, s.ConnectElapsed.Round(time.Millisecond), s.PendingLeft)
 	fmt.Fprintf(w, "             %d LoggedOff history rows (bulk SQL, broker stopped) in %s; hosts registered in %s; seeding %s in all\n",
 		s.HistoryRows, s.HistoryElapsed.Round(time.Millisecond), s.RegisterElapsed.Round(time.Millisecond), s.Elapsed.Round(time.Second))
-	fmt.Fprintf(w, "measured     %s: %d rounds of dry runs and connects in each pool while every host heartbeats; load average %s before, %s after\n",
-		r.Measured.Round(time.Millisecond), len(r.Rounds), r.LoadAverage[0], r.LoadAverage[1])
+	fmt.Fprintf(w, "measured     %s: %d rounds of dry runs and connects in each pool while every host heartbeats (at most %d in flight); load average %s before, %s after\n",
+		r.Measured.Round(time.Millisecond), len(r.Rounds), r.HeartbeatConcurrency, r.LoadAverage[0], r.LoadAverage[1])
 	for i, rd := range r.Rounds {
 		fmt.Fprintf(w, "  round %-2d   dry run %8.1f/s large %8.1f/s small   connect %8.1f/s large %8.1f/s small\n",
 			i+1, rd.DryRunLarge.Rate, rd.DryRunSmall.Rate, rd.ConnectLarge.Rate, rd.ConnectSmall.Rate)
@@ -140,7 +140,9 @@ func (r *PodResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "  %-22s %7d sent of %d due, %d skipped; p50 %s p99 %s max %s; lateness p99 %s%s\n", "heartbeats",
 		h.Sent, h.Scheduled, h.Skipped, fmtLatency(h.P50), fmtLatency(h.P99), fmtLatency(h.Max), fmtLatency(h.LatenessP99), errorsInline(h.Errors))
 	for _, p := range h.ByPhase {
-		fmt.Fprintf(w, "  %-22s %-18s %6d due, %6d skipped, %6d ok; p99 %-9s max %s\n", "", p.Phase, p.Due, p.Skipped, p.OK, fmtLatency(p.P99), fmtLatency(p.Max))
+		fmt.Fprintf(w, "  %-22s %-18s %6d due, %6d skipped, %6d ok; p99 %-9s max %-9s late p99 %-9s max %-9s build p99 %-9s %6d B; broker mean %s p99<%s\n", "",
+			p.Phase, p.Due, p.Skipped, p.OK, fmtLatency(p.P99), fmtLatency(p.Max), fmtLatency(p.LatenessP99), fmtLatency(p.LatenessMax),
+			fmtLatency(p.BuildP99), p.MaxBytes, fmtLatency(p.StoreMean), fmtLatency(p.StoreP99Below))
 	}
 	if p := h.WarmUp; p != nil {
 		fmt.Fprintf(w, "  %-22s not in the figures above: the %s: %d due, %d skipped, %d ok; max %s\n", "",

@@ -53,6 +53,11 @@ func TestSessionListingsUseIndexes(t *testing.T) {
 			{"?sessionHost=&state=Disconnected", vdibroker.SessionFilter{SessionHost: "host01", State: vdibroker.StateDisconnected}, nil,
 				[]string{"user_sessions_open_by_host_covering", "user_sessions_disconnected"}},
 			{"?sessionHost=&state=LoggedOff, paged", vdibroker.SessionFilter{SessionHost: "host01", State: vdibroker.StateLoggedOff, After: after, Limit: 101}, []string{"user_sessions_ended_by_host"}, nil},
+			// The views' catch-up (broker catchUpUsers: after a restart
+			// it read the whole history on every tick) and the pool's
+			// paged listing of open sessions: migration 00019.
+			{"the views' catch-up: open sessions after a cursor", vdibroker.SessionFilter{After: after, Limit: 20000}, []string{"user_sessions_open_by_pool"}, nil},
+			{"?state=Pending, paged", vdibroker.SessionFilter{State: vdibroker.StatePending, After: after, Limit: 101}, []string{"user_sessions_open_by_pool"}, nil},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +111,9 @@ func TestSessionListingsUseIndexes(t *testing.T) {
 			{vdibroker.SessionFilter{User: "user0007", SessionHost: "host03"}, 1},                                   // user 7 is on host 7 mod 4
 			{vdibroker.SessionFilter{User: "user0007", SessionHost: "host02"}, 0},                                   // not there
 			{vdibroker.SessionFilter{User: "user0007", State: vdibroker.StateLoggedOff, SessionHost: "host03"}, 40}, // 7 mod 4 = 3 = 7 + 500k mod 4
+			{vdibroker.SessionFilter{}, 40},                                                                         // the pool's open sessions
+			{vdibroker.SessionFilter{Limit: 15}, 15},                                                                // paged
+			{vdibroker.SessionFilter{State: vdibroker.StatePending}, 40},                                            // all still Pending
 		} {
 			if n := got(c.f); n != c.want {
 				t.Errorf("%+v: %d sessions, want %d", c.f, n, c.want)

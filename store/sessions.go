@@ -146,7 +146,8 @@ func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([
 //     UNION ALL each, as neither index holds the other's rows;
 //   - a host's open sessions come from user_sessions_open_by_host_covering;
 //   - ended sessions by user or host from user_sessions_ended_by_user and
-//     user_sessions_ended_by_host (migration 00008).
+//     user_sessions_ended_by_host (migration 00008);
+//   - a pool's open sessions from user_sessions_open_by_pool (00019).
 //
 // SQLite is told the index (INDEXED BY): without statistics its planner
 // prefers user_sessions_by_pool, whose (host_pool, id) order saves the sort
@@ -199,6 +200,11 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
 		q = from("user_sessions_ended_by_host")
 	case f.SessionHost != "":
 		q = from("user_sessions_open_by_host_covering")
+	case !ended:
+		// A pool's open sessions in id order (the views' catch-up, paged
+		// listings): user_sessions_open_by_pool (migration 00019), so the
+		// pool's history is never walked.
+		q = from("user_sessions_open_by_pool")
 	default:
 		q = from("")
 	}
