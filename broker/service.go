@@ -189,13 +189,10 @@ func (s *Service) maintain(interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
-		n, err := s.store.ExpirePending(ctx, s.now())
-		cancel()
-		if err != nil && base.Err() == nil {
-			s.log.Error("expire pending sessions", "err", err)
-		} else if n > 0 {
-			s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", vdibroker.EndPendingTimeout)
+		if !s.health.Down() {
+			// During an outage the store refuses it, and the outage
+			// is logged once (Health), not once per tick.
+			s.expirePending(base, interval)
 		}
 		// Another replica may have placed, or heartbeats may have arrived
 		// there: the next connect re-reads each pool from the store.
@@ -206,6 +203,19 @@ func (s *Service) maintain(interval time.Duration) {
 			cancel()
 			s.pruneIfDue(base)
 		}
+	}
+}
+
+// expirePending ends the Pending sessions past their timeout (R-S3).
+func (s *Service) expirePending(base context.Context, interval time.Duration) {
+	ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
+	defer cancel()
+	n, err := s.store.ExpirePending(ctx, s.now())
+	switch {
+	case err != nil && base.Err() == nil && !storeIsDown(err):
+		s.log.Error("expire pending sessions", "err", err)
+	case n > 0:
+		s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", vdibroker.EndPendingTimeout)
 	}
 }
 

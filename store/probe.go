@@ -88,10 +88,25 @@ func probeFile(path string) error {
 
 // markWriteFault marks err with vdibroker.ErrStoreWrite when it says the
 // database cannot write (see isWriteFault); other errors are returned as
-// they are.
-func markWriteFault(err error) error {
+// they are. On SQLite it also says why, from the data directory: SQLite's
+// own error names the operation, not the cause (a commit on a file system
+// the kernel turned read-only fails with "disk I/O error (778)",
+// SQLITE_IOERR_WRITE, and the EROFS behind it is lost), and the first
+// failed write is what /healthz and the log show as the outage's reason
+// (issue 19). The next Ping probes afresh.
+func (s *DB) markWriteFault(err error) error {
 	if err == nil || errors.Is(err, vdibroker.ErrStoreWrite) || !isWriteFault(err) {
 		return err
+	}
+	if s.dir != "" && s.probeMu.TryLock() {
+		// One cause is enough: a write that fails while another probes
+		// does not wait for it (each probe is an fsync on a failing disk).
+		s.probed = time.Time{}
+		perr := probeFile(filepath.Join(s.dir, "vdibroker.db-probe"))
+		s.probeMu.Unlock()
+		if perr != nil {
+			return fmt.Errorf("%w: %w (the data directory: %w)", vdibroker.ErrStoreWrite, err, perr)
+		}
 	}
 	return fmt.Errorf("%w: %w", vdibroker.ErrStoreWrite, err)
 }

@@ -538,7 +538,7 @@ func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err = s.writeOnce(ctx, fn)
 		if err == nil || !(errors.Is(err, errRaced) || s.d.isRetryable(err)) || attempt == maxAttempts {
-			return markWriteFault(err) // probe.go
+			return s.markWriteFault(err) // probe.go
 		}
 		s.log.Debug("retrying transaction", "attempt", attempt, "err", err)
 		select {

@@ -38,14 +38,18 @@ const (
 
 // outageBroker is one `vdibroker serve` replica.
 type outageBroker struct {
-	proc *e2eProc
-	api  e2eAPI
+	proc    *e2eProc
+	api     e2eAPI
+	dataDir string
+	args    []string // serve's flags besides --listen and --data-dir
 }
 
 // outageHost is one host and its real agent, whose sessions file the test
 // writes as users log on and off.
 type outageHost struct {
 	name, file string
+	stateDir   string // the agent's, with its credential
+	agent      *e2eProc
 	users      map[string]bool
 }
 
@@ -128,8 +132,9 @@ func startOutageWorldLimit(t testing.TB, bin, dsn string, dataDirs []string, hos
 		if dsn != "" {
 			args = append(args, "--database", dsn)
 		}
-		p, base := e2eServeAt(t, bin, dir, outageAdmin, "127.0.0.1:0", append(args, extra...)...)
-		w.brokers = append(w.brokers, &outageBroker{proc: p, api: e2eAPI{tb: t, base: base, token: outageAdmin}})
+		args = append(args, extra...)
+		p, base := e2eServeAt(t, bin, dir, outageAdmin, "127.0.0.1:0", args...)
+		w.brokers = append(w.brokers, &outageBroker{proc: p, api: e2eAPI{tb: t, base: base, token: outageAdmin}, dataDir: dir, args: args})
 	}
 	api := w.brokers[0].api
 	api.call("PUT", "/hostpools/"+outagePool, map[string]any{
@@ -142,10 +147,11 @@ func startOutageWorldLimit(t testing.TB, bin, dsn string, dataDirs []string, hos
 	api.call("POST", "/hostpools/"+outagePool+"/registrationtoken", map[string]any{"expiresInSeconds": 3600}, 201, &tok)
 	dir := t.TempDir()
 	for i := range hosts {
-		h := &outageHost{name: fmt.Sprintf("oh-%02d", i), file: filepath.Join(dir, fmt.Sprintf("sessions-%d.json", i)), users: map[string]bool{}}
+		name := fmt.Sprintf("oh-%02d", i)
+		h := &outageHost{name: name, file: filepath.Join(dir, fmt.Sprintf("sessions-%d.json", i)), stateDir: filepath.Join(dir, name), users: map[string]bool{}}
 		e2eWriteSessions(t, h.file, nil)
-		e2eStart(t, bin, nil, io.Discard, "agent", "--server", w.brokers[i%len(w.brokers)].api.base, "--registration-token", tok.Token,
-			"--host-name", h.name, "--address", "127.0.0.1:3389", "--state-dir", filepath.Join(dir, h.name),
+		h.agent = e2eStart(t, bin, nil, io.Discard, "agent", "--server", w.brokers[i%len(w.brokers)].api.base, "--registration-token", tok.Token,
+			"--host-name", h.name, "--address", "127.0.0.1:3389", "--state-dir", h.stateDir,
 			"--heartbeat-interval", "1s", "--sessions-provider", "file:"+h.file)
 		w.hosts = append(w.hosts, h)
 	}
@@ -305,8 +311,8 @@ func (w *outageWorld) duringOutage(refuseNew bool) {
 	}
 }
 
-// afterRecovery checks, once the store is back and with the same broker
-// processes: every acknowledged session is open on its host, each host's
+// afterRecovery checks, once the store is back (with the same broker
+// processes, or after a failed disk restarted ones): every acknowledged session is open on its host, each host's
 // count is its open sessions exactly and within the limit, no host is
 // Unavailable (the held heartbeats were applied), and new connects work.
 func (w *outageWorld) afterRecovery() {
@@ -370,7 +376,7 @@ func (w *outageWorld) afterRecovery() {
 // TestOutageE2E (issue 19): two real brokers on one PostgreSQL server the
 // test stops, and separately pauses (SIGSTOP), with sessions open; and
 // with --outage-placement, both cut off at once; and one broker on SQLite
-// whose disk fills up.
+// whose disk fills up, and one whose disk fails (goes read-only).
 func TestOutageE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and runs PostgreSQL servers")
@@ -403,6 +409,7 @@ func TestOutageE2E(t *testing.T) {
 	}
 	t.Run("postgres outage placement", func(t *testing.T) { testOutagePlacementE2E(t, bin) })
 	t.Run("sqlite disk full", func(t *testing.T) { testOutageDiskFullE2E(t, bin) })
+	t.Run("sqlite read-only disk", func(t *testing.T) { testOutageReadOnlyDiskE2E(t, bin) })
 }
 
 // testOutagePlacementE2E (R-OUT2, R-OUT3): two brokers with
@@ -543,10 +550,10 @@ func waitEscrowsSettled(t testing.TB, dsn string, replicas int) map[string]int {
 }
 
 // testOutageDiskFullE2E: one broker on SQLite whose data directory is a
-// tiny tmpfs the test fills (a failing disk: root ignores permissions, and
-// a filesystem with open files cannot be remounted read-only). The write
+// tiny tmpfs the test fills (ENOSPC, which goes away when room is made). The write
 // probe finds it: /healthz 503, reconnects answered, new users refused
-// cleanly; with room again it recovers by itself and nothing is lost.
+// cleanly; with room again it recovers by itself, with no restart, and
+// nothing is lost. A disk that fails for good is testOutageReadOnlyDiskE2E.
 func testOutageDiskFullE2E(t *testing.T, bin string) {
 	dir := t.TempDir()
 	if os.Geteuid() != 0 {
@@ -565,19 +572,8 @@ func testOutageDiskFullE2E(t *testing.T, bin string) {
 	filler := filepath.Join(dir, "filler")
 	fillFile(t, filler)
 	w.duringOutage(true)
-	var health struct {
-		Store struct {
-			Reason string `json:"reason"`
-		} `json:"store"`
-	}
-	res, err := http.Get(w.brokers[0].api.base + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	json.NewDecoder(res.Body).Decode(&health)
-	res.Body.Close()
-	if !strings.Contains(health.Store.Reason, "no space") && !strings.Contains(health.Store.Reason, "cannot write") {
-		t.Errorf("/healthz reason %q, want the full disk named", health.Store.Reason)
+	if reason := storeReason(t, w.brokers[0].api.base); !strings.Contains(reason, "no space") && !strings.Contains(reason, "cannot write") {
+		t.Errorf("/healthz reason %q, want the full disk named", reason)
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
