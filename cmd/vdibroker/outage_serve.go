@@ -23,15 +23,20 @@ func addOutageFlags(cmd *cobra.Command, m *Main) {
 	f.MarkHidden("maintenance-interval")
 }
 
-// checkOutageFlags refuses values out of range, naming the flag.
-func checkOutageFlags(o *broker.OutagePlacement) error {
+// checkOutageFlags refuses values out of range, naming the flag. The
+// escrow's renewal must be at least two maintenance ticks (maintenance: 0
+// is the default 5 s), or the broker would lengthen it without a word.
+func checkOutageFlags(o *broker.OutagePlacement, maintenance time.Duration) error {
+	if maintenance <= 0 {
+		maintenance = 5 * time.Second
+	}
 	switch {
 	case o.Share < 1 || o.Share > 100:
 		return usageError{fmt.Errorf("--outage-share %d: want 1 to 100 (percent)", o.Share)}
 	case o.MaxPerHost < 1 || o.MaxPerHost > 10000:
 		return usageError{fmt.Errorf("--outage-share-max %d: want 1 to 10000", o.MaxPerHost)}
-	case o.Renew < time.Second || o.Renew > time.Hour:
-		return usageError{fmt.Errorf("--outage-escrow-renew %s: want 1s to 1h", o.Renew)}
+	case o.Renew < 2*maintenance || o.Renew > time.Hour:
+		return usageError{fmt.Errorf("--outage-escrow-renew %s: want %s (twice the maintenance interval) to 1h", o.Renew, 2*maintenance)}
 	case len(o.Replica) > 128:
 		return usageError{fmt.Errorf("--replica-id: want at most 128 characters")}
 	}

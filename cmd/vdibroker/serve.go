@@ -352,7 +352,7 @@ func newServeCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m.Logger = newLogger(logFormat)
-			if err := checkOutageFlags(&m.OutagePlacement); err != nil {
+			if err := checkOutageFlags(&m.OutagePlacement, m.MaintenanceInterval); err != nil {
 				return err
 			}
 			if rdpDefaults != "" {
