@@ -308,33 +308,57 @@ func (f Field) Value(p *HostPool) any {
 // Set stores v in p. v must have the setting's Go type (an int is also
 // taken for a number).
 func (f Field) Set(p *HostPool, v any) error {
-	switch ptr := f.at(p).(type) {
+	if setAt(f.at(p), v) {
+		return nil
+	}
+	return fmt.Errorf("vdibroker: %s takes a %s, not %T", f.Path, f.Kind, v)
+}
+
+// setAt stores v at ptr when v is of the type ptr points to (an int also
+// into a float64, and into an optional *int, where nil clears it), and
+// reports whether it did: the one conversion of the pool and plan schemas.
+func setAt(ptr, v any) bool {
+	switch ptr := ptr.(type) {
 	case *int:
 		if x, ok := v.(int); ok {
 			*ptr = x
-			return nil
+			return true
+		}
+	case **int:
+		switch x := v.(type) {
+		case int:
+			*ptr = &x
+			return true
+		case nil:
+			*ptr = nil
+			return true
 		}
 	case *float64:
 		switch x := v.(type) {
 		case float64:
 			*ptr = x
-			return nil
+			return true
 		case int:
 			*ptr = float64(x)
-			return nil
+			return true
 		}
 	case *bool:
 		if x, ok := v.(bool); ok {
 			*ptr = x
-			return nil
+			return true
 		}
 	case *string:
 		if x, ok := v.(string); ok {
 			*ptr = x
-			return nil
+			return true
+		}
+	case *[]string:
+		if x, ok := v.([]string); ok {
+			*ptr = x
+			return true
 		}
 	}
-	return fmt.Errorf("vdibroker: %s takes a %s, not %T", f.Path, f.Kind, v)
+	return false
 }
 
 // Put stores v at the field's path in a JSON body, making the nested

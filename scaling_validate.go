@@ -180,36 +180,8 @@ func (f PlanField) Value(s *ScalingSchedule) any {
 // Set stores v in s: an int, bool, string or []string as the setting
 // takes (an int also for an optional setting; nil clears it).
 func (f PlanField) Set(s *ScalingSchedule, v any) error {
-	switch ptr := f.at(s).(type) {
-	case *int:
-		if x, ok := v.(int); ok {
-			*ptr = x
-			return nil
-		}
-	case **int:
-		switch x := v.(type) {
-		case int:
-			*ptr = &x
-			return nil
-		case nil:
-			*ptr = nil
-			return nil
-		}
-	case *bool:
-		if x, ok := v.(bool); ok {
-			*ptr = x
-			return nil
-		}
-	case *string:
-		if x, ok := v.(string); ok {
-			*ptr = x
-			return nil
-		}
-	case *[]string:
-		if x, ok := v.([]string); ok {
-			*ptr = x
-			return nil
-		}
+	if setAt(f.at(s), v) {
+		return nil
 	}
 	return fmt.Errorf("vdibroker: %s takes a %s, not %T", f.Path, f.Kind, v)
 }

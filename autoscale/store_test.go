@@ -2,9 +2,7 @@ package autoscale_test
 
 import (
 	"context"
-	"database/sql"
-	"net/url"
-	"os"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
 	"sync"
 	"testing"
 	"time"
@@ -58,34 +56,9 @@ func postgresSchemaDSN(t *testing.T) string {
 	if dsn, ok := schemaOnce[t]; ok {
 		return dsn
 	}
-	base := os.Getenv(pgEnv)
-	if base == "" {
-		t.Skipf("PostgreSQL test skipped: set %s (for example postgres://vdibroker:vdibroker@127.0.0.1:5432/vdibroker?sslmode=disable)", pgEnv)
-	}
-	schema := "vdibroker_autoscale_" + store.NewID()[20:]
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.ExecContext(t.Context(), `CREATE SCHEMA `+schema); err != nil {
-		admin.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	schemaOnce[t] = u.String()
-	return u.String()
+	dsn := pgtest.SchemaDSN(t, "vdibroker_autoscale_", "PostgreSQL test")
+	schemaOnce[t] = dsn
+	return dsn
 }
 
 // power is the hosts' power state and autoscale drain, which the power

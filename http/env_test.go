@@ -2,11 +2,10 @@ package http_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -78,29 +77,7 @@ var suitePostgres string
 // search_path pointing at it; the schema is dropped when the test ends.
 func schemaDSN(t testing.TB, base string) string {
 	t.Helper()
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := fmt.Sprintf("vdibroker_http_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		admin.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.Schema(t, base, "vdibroker_http_")
 }
 
 func newEnvWith(t testing.TB, o envOptions) *env {

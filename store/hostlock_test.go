@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"testing"
-	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/store"
@@ -51,20 +50,7 @@ func TestUpdateSessionHostAfterWaitSeesTheOtherChange(t *testing.T) {
 		})
 		done <- err
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the update never waited for the other change's lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForLockWaiter(t, s, "the update")
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}

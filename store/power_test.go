@@ -233,20 +233,7 @@ func TestHeartbeatWaitingForStopKeepsIt(t *testing.T) {
 		_, err := s.ApplyHeartbeat(context.WithoutCancel(ctx), "p", "h1", nil, now.Add(time.Second))
 		done <- err
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the heartbeat never waited for the stop's lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForLockWaiter(t, s, "the heartbeat")
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,9 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,39 +63,33 @@ func postgresOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
 	}
 }
 
+// waitForLockWaiter waits (up to 10 s) until one of s's connections waits
+// for a row lock (PostgreSQL; s on a DSN of postgresSchemaDSN, whose
+// application_name tells its connections from other tests'): who is the
+// write that should be waiting, for the failure message.
+func waitForLockWaiter(t *testing.T, s *store.DB, who string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n, err := s.QueryInt(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never waited for the other transaction's lock", who)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // postgresSchemaDSN creates a uniquely named schema, dropped when the test
 // ends, and returns a DSN whose search_path is it.
 func postgresSchemaDSN(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(pgEnv)
-	if base == "" {
-		t.Skipf("PostgreSQL contract tests skipped: set %s (for example postgres://vdibroker:vdibroker@127.0.0.1:5432/vdibroker?sslmode=disable)", pgEnv)
-	}
-	schema := "vdibroker_test_" + store.NewID()[20:]
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.ExecContext(t.Context(), `CREATE SCHEMA `+schema); err != nil {
-		admin.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		admin.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	// Tests that watch pg_stat_activity see only their own connections.
-	q.Set("application_name", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.SchemaDSN(t, "vdibroker_test_", "PostgreSQL contract tests")
 }
 
 // run runs fn as a subtest per engine, each with a fresh database.

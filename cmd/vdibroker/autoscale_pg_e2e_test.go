@@ -4,10 +4,8 @@ package main
 // the autoscaler on (issue 17, docs/behaviour.md §8 "One replica acts").
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
-	"net/url"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,33 +23,7 @@ import (
 // search_path is it; the schema is dropped when the test ends.
 func e2ePostgresDSN(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv("VDIBROKER_TEST_POSTGRES_DSN")
-	if base == "" {
-		t.Skip("PostgreSQL end-to-end test skipped: set VDIBROKER_TEST_POSTGRES_DSN (for example postgres://vdibroker:vdibroker@127.0.0.1:5432/vdibroker?sslmode=disable)")
-	}
-	db, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := fmt.Sprintf("vdibroker_e2e_%d", time.Now().UnixNano())
-	if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		db.Close()
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		db.Close()
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.SchemaDSN(t, "vdibroker_e2e_", "PostgreSQL end-to-end test")
 }
 
 // TestAutoscaleReplicasE2E: replicas A and B serve one PostgreSQL
