@@ -107,8 +107,10 @@ type HeartbeatResult struct {
 	Pool     *HostPool
 	Commands []Command
 	// Seq orders this store handle's writes as they were committed: Host's
-	// counts include exactly the placements whose OnCommitted seq is lower.
-	// Of two results for one host, the higher Seq is the newer.
+	// counts include exactly the placements on this host whose OnCommitted
+	// seq is lower. Of two results for one host, the higher Seq is the
+	// newer. Every write numbered below a seq a caller has seen (a
+	// result's or an OnCommitted's) has committed, on any host.
 	Seq int64
 }
 

@@ -78,8 +78,8 @@ type poolView struct {
 	escrow *escrowKeeper
 
 	// landMu guards landings: placements committed (land, called by the
-	// store's OnCommitted hook on its single committer) and not yet
-	// applied. The committer only appends under landMu and never waits
+	// store's OnCommitted hook on a committer) and not yet applied. A
+	// committer only appends under landMu and never waits
 	// for mu, which a reload of a large pool holds for milliseconds: every
 	// write of every pool would wait meanwhile. Whoever takes mu next
 	// applies them first (lock), so everything mu guards is as current as

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -27,9 +28,9 @@ type commitReq struct {
 	// host to (R-PE1): on PostgreSQL the batch takes that user's advisory
 	// lock before any row lock (see lockAssignees).
 	assignUser, assignPool string
-	// committed, when set, is called with the request's seq (tx.seq)
-	// after a successful commit of fn's work, before any request of the
-	// batch is answered.
+	// committed, when set, is called with the request's number (its
+	// batch's, then its place in the batch) after a successful commit of
+	// fn's work, before any request of the batch is answered.
 	committed func(seq int64)
 	// cursorPool and cursorHost, when set, are the pool's R-LI4 cursor to
 	// record if fn succeeds (PlacementCommit.RoundRobinHost).
@@ -37,10 +38,11 @@ type commitReq struct {
 	// order is the request's place in its batch as queued (the batch runs
 	// in key order): of a batch's cursors of one pool, the last queued wins.
 	order int
-	// atomic says fn changes nothing when it returns a *vdibroker.Error
-	// (and fails the whole batch with any other error), so it needs no
-	// savepoint of its own: the common connect runs two statements
-	// instead of four.
+	// atomic says fn changes nothing when it returns a *vdibroker.Error,
+	// so it needs no savepoint of its own: the common connect runs two
+	// statements instead of four, a heartbeat six instead of eight. Any
+	// other error runs the batch again with this request in a savepoint
+	// (errRunApart).
 	atomic bool
 	// state: 0 queued, 1 taken into a batch, 2 abandoned by its caller.
 	// The caller may abandon only before the committer takes it, so a call
@@ -71,7 +73,12 @@ func (s *DB) CommitStats() CommitStats {
 
 var errClosed = errors.New("store is closed")
 
-// seqIndexBits is how many low bits of a write's seq (tx.seq) number it
+// errRunApart runs a batch again after an atomic request failed other than
+// with a *vdibroker.Error: it is no longer atomic, so it fails alone in its
+// savepoint instead of failing every write of the batch.
+var errRunApart = errors.New("run the batch again, one request in a savepoint")
+
+// seqIndexBits is how many low bits of a write's number (runBatch) number it
 // within its batch; the batch number is above them. MaxBatch stays below
 // 1<<seqIndexBits.
 const seqIndexBits = 16
@@ -132,7 +139,7 @@ func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
 	default:
 	}
 	select {
-	case s.commits <- r:
+	case s.commits[shard(r.key, len(s.commits))] <- r:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.closing:
@@ -156,32 +163,53 @@ func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
 	}
 }
 
-// batcher is the group committer: it takes every write queued while the
-// previous transaction ran (up to MaxBatch; under load it waits up to
+// postgresCommitters is how many group committers a PostgreSQL store runs.
+// A batch's statements go one after another on its connection, about
+// eight round trips per heartbeat: one committer spent most of its time
+// waiting for the network, and a full pod's 1,000 heartbeats a second
+// filled it, so connects queued behind them for a second (issue 13).
+// Several committers, each on its own connection, wait in parallel.
+const postgresCommitters = 4
+
+// shard is the committer of a request's key. One host's writes always go
+// to one committer, so they are committed in the order they were queued
+// and their numbers (HeartbeatResult.Seq, OnCommitted) follow that order,
+// and the broker's own committers never wait for each other's host locks.
+func shard(key string, n int) int {
+	if n == 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// batcher is a group committer: it takes every write queued on q while
+// its previous transaction ran (up to MaxBatch; under load it waits up to
 // Linger for more) and commits them in one transaction, a SAVEPOINT for
 // each that needs one. On SQLite that is one fsync for the whole batch
 // instead of one per connect or heartbeat.
-func (s *DB) batcher() {
+func (s *DB) batcher(q chan *commitReq) {
 	defer s.batcherWG.Done()
 	batch := make([]*commitReq, 0, s.opts.MaxBatch)
 	prev := 0 // the previous batch's size: above 1 means load
 	for {
 		batch = batch[:0]
 		select {
-		case r := <-s.commits:
+		case r := <-q:
 			batch = append(batch, r)
 		case <-s.closing:
 			// Commit what is still queued, then stop.
 			for {
 				select {
-				case r := <-s.commits:
+				case r := <-q:
 					s.runBatch([]*commitReq{r})
 				default:
 					return
 				}
 			}
 		}
-		batch = s.fill(batch, prev > 1)
+		batch = s.fill(q, batch, prev > 1)
 		prev = len(batch)
 		s.runBatch(batch)
 	}
@@ -189,7 +217,7 @@ func (s *DB) batcher() {
 
 // fill adds queued requests to batch up to MaxBatch, lingering (see
 // Options.Linger) if loaded.
-func (s *DB) fill(batch []*commitReq, loaded bool) []*commitReq {
+func (s *DB) fill(q chan *commitReq, batch []*commitReq, loaded bool) []*commitReq {
 	var deadline <-chan time.Time
 	if s.opts.Linger > 0 && loaded {
 		t := time.NewTimer(s.opts.Linger)
@@ -198,7 +226,7 @@ func (s *DB) fill(batch []*commitReq, loaded bool) []*commitReq {
 	}
 	for len(batch) < s.opts.MaxBatch {
 		select {
-		case r := <-s.commits:
+		case r := <-q:
 			batch = append(batch, r)
 			continue
 		default:
@@ -207,7 +235,7 @@ func (s *DB) fill(batch []*commitReq, loaded bool) []*commitReq {
 			return batch
 		}
 		select {
-		case r := <-s.commits:
+		case r := <-q:
 			batch = append(batch, r)
 		case <-deadline:
 			return batch
@@ -229,8 +257,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 		return
 	}
 	slices.SortStableFunc(live, func(a, b *commitReq) int { return cmp.Compare(a.key, b.key) })
-	batchNo := s.batches.Add(1)
-	seq := func(i int) int64 { return batchNo<<seqIndexBits | int64(i) }
+	s.batches.Add(1)
 	s.batched.Add(int64(len(live)))
 	results := make([]error, len(live))
 	// On SQLite the statements run under a context that is never done:
@@ -249,15 +276,20 @@ func (s *DB) runBatch(batch []*commitReq) {
 			return err
 		}
 		for i, r := range live {
-			t.seq = seq(i)
 			if r.atomic {
 				err := r.fn(ctx, t)
 				var verr *vdibroker.Error
 				switch {
 				case err == nil, errors.As(err, &verr):
 					results[i] = err // changed nothing when it failed
+				case errors.Is(err, errRaced) || t.d.isRetryable(err):
+					return err // run the batch again
 				default:
-					return err
+					// Unexpected: the transaction may be aborted
+					// (PostgreSQL). Run the batch again with this request
+					// in a savepoint, so it fails alone.
+					r.atomic = false
+					return errRunApart
 				}
 				continue
 			}
@@ -290,13 +322,21 @@ func (s *DB) runBatch(batch []*commitReq) {
 		err = fmt.Errorf("group commit: %w", err)
 	}
 	if err == nil {
-		// Every hook before any answer: a heartbeat answered from this
-		// batch carries counts that include these sessions.
+		// The batch is numbered once committed, and its hooks run in the
+		// same step: when a hook has seen a number, every batch numbered
+		// below it has committed and run its hooks, whichever committer
+		// ran it (a read begun after then sees them all: the view's
+		// landedMark). Every hook before any answer: a heartbeat answered
+		// from this batch carries counts that include these sessions.
+		s.numberMu.Lock()
+		s.numbered++
+		seq := func(i int) int64 { return s.numbered<<seqIndexBits | int64(i) }
 		for i, r := range live {
 			if r.committed != nil && results[i] == nil {
 				r.committed(seq(i))
 			}
 		}
+		s.numberMu.Unlock()
 	}
 	for i, r := range live {
 		if err != nil {

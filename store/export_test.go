@@ -286,3 +286,38 @@ func SetEvaluationTrim(t testing.TB, keep, every int) {
 	keepEvaluations, trimEvery = keep, every
 	t.Cleanup(func() { keepEvaluations, trimEvery = oldKeep, oldEvery })
 }
+
+// CommitterOf is the group committer that writes the host (see shard), and
+// Committers how many the store runs.
+func (s *DB) CommitterOf(pool, host string) int { return shard(hostKey(pool, host), len(s.commits)) }
+
+func (s *DB) Committers() int { return len(s.commits) }
+
+// CommitBatchWithFailure commits cs as one batch, as CommitBatch, with one
+// more atomic request among them whose statement fails with a database
+// error (not a *vdibroker.Error); it returns the placements' outcomes and
+// that request's.
+func (s *DB) CommitBatchWithFailure(cs []*vdibroker.PlacementCommit) (errs []error, failed error) {
+	reqs := make([]*commitReq, 0, len(cs)+1)
+	for _, c := range cs {
+		reqs = append(reqs, placementReq(c))
+	}
+	bad := &commitReq{key: hostKey(cs[0].Session.HostPool, cs[0].Session.SessionHost), atomic: true,
+		fn: func(ctx context.Context, t *tx) error {
+			_, err := t.exec(ctx, `SELECT no_such_column FROM host_pools`)
+			return err
+		}}
+	reqs = append(reqs[:1], append([]*commitReq{bad}, reqs[1:]...)...)
+	for _, r := range reqs {
+		r.done = make(chan error, 1)
+	}
+	s.runBatch(reqs)
+	for _, r := range reqs {
+		if r == bad {
+			failed = <-r.done
+			continue
+		}
+		errs = append(errs, <-r.done)
+	}
+	return errs, failed
+}

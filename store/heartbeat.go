@@ -31,7 +31,10 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 	var res *vdibroker.HeartbeatResult
 	// Heartbeats are group-committed like placements: 10,000 hosts beating
 	// every 10 s must not cost 1,000 fsyncs a second on SQLite.
-	err := s.grouped(ctx, hostKey(pool, host), func(ctx context.Context, t *tx) error {
+	// Atomic: its only *vdibroker.Error (the host or its pool not found)
+	// comes before its first write.
+	r := &commitReq{key: hostKey(pool, host), atomic: true, committed: func(seq int64) { res.Seq = seq }}
+	r.fn = func(ctx context.Context, t *tx) error {
 		var cred sql.NullString
 		h, err := t.getHostAnd(ctx, pool, host, true, &cred)
 		if err != nil {
@@ -124,10 +127,10 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		}
 		// The next heartbeat's HostByCredential answers from memory.
 		t.cacheHost(cred.String, &after)
-		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p, Commands: cmds, Seq: t.seq}
+		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p, Commands: cmds}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := s.groupedReq(ctx, r); err != nil {
 		return nil, wrap(err, "heartbeat %s/%s", pool, host)
 	}
 	return res, nil

@@ -110,17 +110,19 @@ func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred 
 	if len(cred) > 0 {
 		q = hostByKeyCredQuery
 	}
-	if lock {
+	if lock && t.d.forUpdate != "" {
 		// The host's lock is its counts row (see lockHost); every writer
-		// of the host's row takes it first. It is taken by a statement of
-		// its own, before the read: a read that took it with FOR UPDATE OF
-		// host_counts and had to wait would return the host's row as it
-		// was before the wait (PostgreSQL re-reads only the locked row), so
-		// an UpdateSessionHost behind another replica's change would write
-		// the old address back.
-		if err := t.lockHost(ctx, pool, name); err != nil {
-			return nil, fmt.Errorf("lock host %s/%s: %w", pool, name, err)
-		}
+		// of the host's row takes it first. The read takes it, and the
+		// host's row after it (FOR UPDATE locks in the order the clause
+		// names them: counts, row, as everywhere). Both are locked, so a
+		// read that had to wait returns both rows as the other writer
+		// left them: PostgreSQL re-reads after a wait only the rows it
+		// locks, and a read that locked only the counts would return the
+		// host's row as it was before the wait (an UpdateSessionHost
+		// behind another replica's change would write the old address
+		// back). One statement, not a lock and then a read: a heartbeat
+		// is a few round trips, and this was one of them (issue 13).
+		q += ` FOR UPDATE OF host_counts, session_hosts`
 	}
 	var sc scanner = t.row(ctx, q, pool, name)
 	if len(cred) > 0 {

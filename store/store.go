@@ -45,14 +45,23 @@ type DB struct {
 	// committed counts the writer's committed transactions.
 	committed atomic.Int64
 
-	commits   chan *commitReq
+	// commits are the group committers' queues: one on SQLite, whose
+	// writer is alone anyway; postgresCommitters on PostgreSQL, each
+	// taking the same hosts always (see shard).
+	commits   []chan *commitReq
 	closing   chan struct{}
-	stopped   chan struct{} // closed when the group committer has exited
+	stopped   chan struct{} // closed when every group committer has exited
 	closeOnce sync.Once
 	batcherWG sync.WaitGroup
 	opts      Options
 
 	batches, batched atomic.Int64 // CommitStats
+
+	// numberMu makes numbering a committed batch and running its
+	// OnCommitted hooks one step (see runBatch): numbers follow commit
+	// order across committers.
+	numberMu sync.Mutex
+	numbered int64 // the last committed batch's number
 
 	// dir is SQLite's data directory, where Ping's write probe writes a
 	// file ("" on PostgreSQL).
@@ -118,7 +127,7 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 	if opts.Linger == 0 {
 		opts.Linger = 300 * time.Microsecond
 	}
-	s := &DB{log: logger, opts: opts, commits: make(chan *commitReq, 4096), closing: make(chan struct{}), stopped: make(chan struct{})}
+	s := &DB{log: logger, opts: opts, closing: make(chan struct{}), stopped: make(chan struct{})}
 	var err error
 	switch {
 	case dsn == "":
@@ -131,11 +140,16 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 	if err != nil {
 		return nil, err
 	}
-	// One group committer: write numbers (HeartbeatResult.Seq,
-	// OnCommitted) follow commit order only while one transaction runs at
-	// a time.
-	s.batcherWG.Add(1)
-	go s.batcher()
+	committers := 1
+	if s.d == postgresDialect {
+		committers = postgresCommitters
+	}
+	for range committers {
+		q := make(chan *commitReq, 4096)
+		s.commits = append(s.commits, q)
+		s.batcherWG.Add(1)
+		go s.batcher(q)
+	}
 	go func() {
 		s.batcherWG.Wait()
 		close(s.stopped)
@@ -373,9 +387,6 @@ type tx struct {
 	cw *cacheWrites
 	// pools memoizes getBatchPool within one group-commit transaction.
 	pools map[string]*vdibroker.HostPool
-	// seq is the group-commit write being run: its batch's number, then
-	// its place in the batch (see seqIndexBits; 0 outside a batch).
-	seq int64
 	// audit is the entry of the request this write serves (nil when
 	// none): the write's methods set its Before and After (audited), and
 	// writeOnce inserts it in the same transaction (audit.go).
@@ -537,6 +548,9 @@ func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = s.writeOnce(ctx, fn)
+		if errors.Is(err, errRunApart) && attempt < maxAttempts {
+			continue // at once: nothing to wait for
+		}
 		if err == nil || !(errors.Is(err, errRaced) || s.d.isRetryable(err)) || attempt == maxAttempts {
 			return s.markWriteFault(err) // probe.go
 		}

@@ -1,0 +1,183 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// On PostgreSQL a write waiting for one host's lock (another replica's
+// long transaction holds it) holds up only the writes of its own group
+// committer: connects on hosts of the other committers commit meanwhile.
+// With one committer, a full pod's heartbeats queued connects behind them
+// for a second (issue 13).
+func TestCommittersDoNotWaitForEachOther(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if s.Committers() < 2 {
+		t.Fatalf("PostgreSQL store runs %d group committers, want several", s.Committers())
+	}
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	// One host per committer.
+	hosts := map[int]string{}
+	for i := 0; len(hosts) < s.Committers(); i++ {
+		name := fmt.Sprintf("h%d", i)
+		if _, ok := hosts[s.CommitterOf("p", name)]; !ok {
+			hosts[s.CommitterOf("p", name)] = name
+			mustHost(t, s, "p", name)
+		}
+	}
+	blocked := hosts[0]
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = $1 FOR UPDATE`, blocked); err != nil {
+		t.Fatal(err)
+	}
+	beat := make(chan error, 1)
+	go func() {
+		_, err := s.ApplyHeartbeat(context.WithoutCancel(ctx), "p", blocked, &vdibroker.HeartbeatRequest{}, t0)
+		beat <- err
+	}()
+	waitForLockWaiter(t, s, "the heartbeat of "+blocked)
+	for c, host := range hosts {
+		if c == 0 {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := s.CommitPlacement(wctx, placement("p", host, "user-"+host, 10))
+		cancel()
+		if err != nil {
+			t.Fatalf("connect on %s (committer %d) while committer 0 waits for %s's lock: %v", host, c, blocked, err)
+		}
+	}
+	select {
+	case err := <-beat:
+		t.Fatalf("the heartbeat of %s did not wait for its host's lock: %v", blocked, err)
+	default:
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-beat; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Write numbers follow commit order whatever the number of committers
+// (HeartbeatResult.Seq, OnCommitted): hooks see them rising, so a caller
+// that has seen one has seen every lower one (the view's landedMark relies
+// on it), and each host's heartbeat counts include exactly that host's
+// placements numbered lower (R-S1).
+func TestCommitNumbersFollowCommitOrder(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		s := tg.open(t, store.Options{})
+		mustPool(t, s, pool("seq", vdibroker.Pooled))
+		const hosts, perHost = 16, 24
+		for h := range hosts {
+			mustHost(t, s, "seq", fmt.Sprintf("h%02d", h))
+		}
+		var (
+			mu       sync.Mutex
+			last     int64
+			disorder []string
+			placed   = map[string][]int64{} // host: committed seqs
+			beats    = map[string][][2]int64{}
+			wg       sync.WaitGroup
+		)
+		for h := range hosts {
+			host := fmt.Sprintf("h%02d", h)
+			for u := range perHost {
+				wg.Go(func() {
+					c := placement("seq", host, fmt.Sprintf("%s-u%02d", host, u), perHost)
+					c.OnCommitted = func(seq int64) {
+						mu.Lock()
+						defer mu.Unlock()
+						if seq <= last {
+							disorder = append(disorder, fmt.Sprintf("%d after %d", seq, last))
+						}
+						last = seq
+						placed[host] = append(placed[host], seq)
+					}
+					if err := s.CommitPlacement(t.Context(), c); err != nil {
+						t.Error(err)
+					}
+				})
+				wg.Go(func() {
+					res, err := s.ApplyHeartbeat(t.Context(), "seq", host, &vdibroker.HeartbeatRequest{}, t0)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					beats[host] = append(beats[host], [2]int64{res.Seq, int64(res.Host.Sessions)})
+					mu.Unlock()
+				})
+			}
+		}
+		wg.Wait()
+		if len(disorder) > 0 {
+			t.Errorf("%d committers: OnCommitted saw numbers out of order: %v", s.Committers(), disorder)
+		}
+		for host, l := range beats {
+			for _, b := range l {
+				want := 0
+				for _, seq := range placed[host] {
+					if seq < b[0] {
+						want++
+					}
+				}
+				if int(b[1]) != want {
+					t.Errorf("%s: heartbeat seq %d answered %d sessions; %d of its placements have a lower seq", host, b[0], b[1], want)
+				}
+			}
+		}
+	})
+}
+
+// A request without a savepoint of its own (a connect, a heartbeat) that
+// fails with a database error fails alone: the batch runs again with it in
+// a savepoint, and the other writes of the batch commit.
+func TestAtomicRequestFailsAlone(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		mustHost(t, s, "p", "h1")
+		mustHost(t, s, "p", "h2")
+		cs := []*vdibroker.PlacementCommit{placement("p", "h1", "alice", 10), placement("p", "h2", "bob", 10)}
+		errs, failed := s.CommitBatchWithFailure(cs)
+		if failed == nil || !strings.Contains(failed.Error(), "no_such_column") {
+			t.Errorf("the failing request answered %v, want its database error", failed)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("placement of %s failed with the other request: %v", cs[i].Session.User, err)
+				continue
+			}
+			if _, err := s.GetUserSession(t.Context(), "p", cs[i].Session.ID); err != nil {
+				t.Errorf("placement of %s answered, yet: %v", cs[i].Session.User, err)
+			}
+		}
+		if bad, err := s.CheckCounts(t.Context()); err != nil || len(bad) > 0 {
+			t.Errorf("counts after the batch: %v %v", bad, err)
+		}
+	})
+}
