@@ -44,6 +44,9 @@ type commitReq struct {
 	// other error runs the batch again with this request in a savepoint
 	// (errRunApart).
 	atomic bool
+	// beat says the request is a heartbeat: it waits behind the other
+	// writes (committer.beats).
+	beat bool
 	// state: 0 queued, 1 taken into a batch, 2 abandoned by its caller.
 	// The caller may abandon only before the committer takes it, so a call
 	// that returns an error never committed (Store: a failed call changed
@@ -124,6 +127,15 @@ func simpleCommit(c *vdibroker.PlacementCommit) bool {
 
 func hostKey(pool, host string) string { return pool + "\x00" + host }
 
+// queue is the committer queue r waits in.
+func (s *DB) queue(r *commitReq) chan *commitReq {
+	c := s.commits[shard(r.key, len(s.commits))]
+	if r.beat {
+		return c.beats
+	}
+	return c.first
+}
+
 // grouped runs fn in the next group-commit transaction and returns its
 // outcome.
 func (s *DB) grouped(ctx context.Context, key string, fn func(ctx context.Context, t *tx) error) error {
@@ -139,7 +151,7 @@ func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
 	default:
 	}
 	select {
-	case s.commits[shard(r.key, len(s.commits))] <- r:
+	case s.queue(r) <- r:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.closing:
@@ -184,50 +196,99 @@ func shard(key string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// batcher is a group committer: it takes every write queued on q while
-// its previous transaction ran (up to MaxBatch; under load it waits up to
+// committer is one group committer's queues. Heartbeats wait in a queue
+// of their own, so a connect goes into the next batch whatever the number
+// of heartbeats queued before it.
+type committer struct {
+	first chan *commitReq // placements and every other write
+	beats chan *commitReq // heartbeats (commitReq.beat)
+}
+
+func newCommitter() *committer {
+	return &committer{first: make(chan *commitReq, 4096), beats: make(chan *commitReq, 4096)}
+}
+
+// postgresBeatsPerBatch is how many heartbeats one PostgreSQL batch
+// carries at most. A batch's statements run one after another, so a batch
+// of 256 heartbeats took a few hundred milliseconds, and a connect queued
+// behind it waited that long, then as long again for its own batch (issue
+// 13: connect p99 under 100 ms). 16 heartbeats are about 20 ms; the
+// committers still carry several times a full pod's 1,000 a second. SQLite
+// keeps MaxBatch: its batches cost one fsync each, not round trips.
+const postgresBeatsPerBatch = 16
+
+// batcher is a group committer: it takes every write queued on c while
+// its previous transaction ran (up to MaxBatch, heartbeats after the other
+// writes and at most beatsPerBatch of them; under load it waits up to
 // Linger for more) and commits them in one transaction, a SAVEPOINT for
 // each that needs one. On SQLite that is one fsync for the whole batch
 // instead of one per connect or heartbeat.
-func (s *DB) batcher(q chan *commitReq) {
+func (s *DB) batcher(c *committer) {
 	defer s.batcherWG.Done()
 	batch := make([]*commitReq, 0, s.opts.MaxBatch)
 	prev := 0 // the previous batch's size: above 1 means load
 	for {
 		batch = batch[:0]
 		select {
-		case r := <-q:
+		case r := <-c.first:
+			batch = append(batch, r)
+		case r := <-c.beats:
 			batch = append(batch, r)
 		case <-s.closing:
 			// Commit what is still queued, then stop.
 			for {
 				select {
-				case r := <-q:
+				case r := <-c.first:
+					s.runBatch([]*commitReq{r})
+				case r := <-c.beats:
 					s.runBatch([]*commitReq{r})
 				default:
 					return
 				}
 			}
 		}
-		batch = s.fill(q, batch, prev > 1)
+		batch = s.fill(c, batch, prev > 1)
 		prev = len(batch)
 		s.runBatch(batch)
 	}
 }
 
-// fill adds queued requests to batch up to MaxBatch, lingering (see
+// fill adds queued requests to batch up to MaxBatch, the other writes
+// before heartbeats and at most beatsPerBatch heartbeats, lingering (see
 // Options.Linger) if loaded.
-func (s *DB) fill(q chan *commitReq, batch []*commitReq, loaded bool) []*commitReq {
+func (s *DB) fill(c *committer, batch []*commitReq, loaded bool) []*commitReq {
 	var deadline <-chan time.Time
 	if s.opts.Linger > 0 && loaded {
 		t := time.NewTimer(s.opts.Linger)
 		defer t.Stop()
 		deadline = t.C
 	}
+	beats := 0
+	for _, r := range batch {
+		if r.beat {
+			beats++
+		}
+	}
+	take := func(r *commitReq) {
+		batch = append(batch, r)
+		if r.beat {
+			beats++
+		}
+	}
 	for len(batch) < s.opts.MaxBatch {
+		beatQ := c.beats
+		if beats >= s.beatsPerBatch {
+			beatQ = nil // a nil channel is never ready
+		}
 		select {
-		case r := <-q:
-			batch = append(batch, r)
+		case r := <-c.first:
+			take(r)
+			continue
+		default:
+		}
+		select {
+		case r := <-beatQ:
+			take(r)
 			continue
 		default:
 		}
@@ -235,8 +296,10 @@ func (s *DB) fill(q chan *commitReq, batch []*commitReq, loaded bool) []*commitR
 			return batch
 		}
 		select {
-		case r := <-q:
-			batch = append(batch, r)
+		case r := <-c.first:
+			take(r)
+		case r := <-beatQ:
+			take(r)
 		case <-deadline:
 			return batch
 		}

@@ -321,3 +321,12 @@ func (s *DB) CommitBatchWithFailure(cs []*vdibroker.PlacementCommit) (errs []err
 	}
 	return errs, failed
 }
+
+// Queued is how many writes wait in committer c's queues: heartbeats and
+// the others.
+func (s *DB) Queued(c int) (beats, first int) {
+	return len(s.commits[c].beats), len(s.commits[c].first)
+}
+
+// PostgresBeatsPerBatch is postgresBeatsPerBatch.
+const PostgresBeatsPerBatch = postgresBeatsPerBatch

@@ -33,7 +33,7 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 	// every 10 s must not cost 1,000 fsyncs a second on SQLite.
 	// Atomic: its only *vdibroker.Error (the host or its pool not found)
 	// comes before its first write.
-	r := &commitReq{key: hostKey(pool, host), atomic: true, committed: func(seq int64) { res.Seq = seq }}
+	r := &commitReq{key: hostKey(pool, host), atomic: true, beat: true, committed: func(seq int64) { res.Seq = seq }}
 	r.fn = func(ctx context.Context, t *tx) error {
 		var cred sql.NullString
 		h, err := t.getHostAnd(ctx, pool, host, true, &cred)

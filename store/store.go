@@ -48,7 +48,7 @@ type DB struct {
 	// commits are the group committers' queues: one on SQLite, whose
 	// writer is alone anyway; postgresCommitters on PostgreSQL, each
 	// taking the same hosts always (see shard).
-	commits   []chan *commitReq
+	commits   []*committer
 	closing   chan struct{}
 	stopped   chan struct{} // closed when every group committer has exited
 	closeOnce sync.Once
@@ -56,6 +56,8 @@ type DB struct {
 	opts      Options
 
 	batches, batched atomic.Int64 // CommitStats
+	// beatsPerBatch caps the heartbeats of one batch (see fill).
+	beatsPerBatch int
 
 	// numberMu makes numbering a committed batch and running its
 	// OnCommitted hooks one step (see runBatch): numbers follow commit
@@ -141,14 +143,15 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 		return nil, err
 	}
 	committers := 1
+	s.beatsPerBatch = s.opts.MaxBatch
 	if s.d == postgresDialect {
-		committers = postgresCommitters
+		committers, s.beatsPerBatch = postgresCommitters, min(postgresBeatsPerBatch, s.opts.MaxBatch)
 	}
 	for range committers {
-		q := make(chan *commitReq, 4096)
-		s.commits = append(s.commits, q)
+		c := newCommitter()
+		s.commits = append(s.commits, c)
 		s.batcherWG.Add(1)
-		go s.batcher(q)
+		go s.batcher(c)
 	}
 	go func() {
 		s.batcherWG.Wait()
