@@ -150,6 +150,11 @@ type Store interface {
 	// with current Sessions and ConnectingSessions (R-S1). Status is left for
 	// the caller to evaluate (HostStatus).
 	ListSessionHosts(ctx context.Context, pool string) ([]*SessionHost, error)
+	// ListHostStates returns a pool's hosts, by name, with only what
+	// HostStatus and a PoolSummary read filled in (name, drains, last
+	// heartbeat, counts, shutting down, health error, power state): a
+	// large pool's summary without decoding every host.
+	ListHostStates(ctx context.Context, pool string) ([]*SessionHost, error)
 	// ListSessionHostsPage is ListSessionHosts from the host after after
 	// (by name), at most limit hosts: one page of a pool of 10,000.
 	ListSessionHostsPage(ctx context.Context, pool, after string, limit int) ([]*SessionHost, error)

@@ -222,9 +222,10 @@ func (s *Service) EndSession(ctx context.Context, us *vdibroker.UserSession, rea
 }
 
 // Summary returns pool's hosts by status, drained hosts and open sessions,
-// from one read of its hosts.
+// from one read of its hosts' states (ListHostStates: the console's
+// overview of a 10,000-host pool decodes no host's metrics).
 func (s *Service) Summary(ctx context.Context, pool *vdibroker.HostPool) (*vdibroker.PoolSummary, error) {
-	hosts, err := s.store.ListSessionHosts(ctx, pool.Name)
+	hosts, err := s.store.ListHostStates(ctx, pool.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -156,6 +156,16 @@ func (g *guardedStore) ListSessionHosts(ctx context.Context, pool string) (v []*
 	return v, g.health.check(err)
 }
 
+func (g *guardedStore) ListHostStates(ctx context.Context, pool string) (v []*vdibroker.SessionHost, err error) {
+	ctx, cancel, err := g.begin(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer cancel()
+	v, err = g.Store.ListHostStates(ctx, pool)
+	return v, g.health.check(err)
+}
+
 func (g *guardedStore) DeleteSessionHost(ctx context.Context, pool, name string, force bool) error {
 	ctx, cancel, err := g.begin(ctx)
 	if err != nil {

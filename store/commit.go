@@ -208,18 +208,33 @@ func newCommitter() *committer {
 	return &committer{first: make(chan *commitReq, 4096), beats: make(chan *commitReq, 4096)}
 }
 
-// postgresBeatsPerBatch is how many heartbeats one PostgreSQL batch
-// carries at most. A batch's statements run one after another, so a batch
-// of 256 heartbeats took a few hundred milliseconds, and a connect queued
-// behind it waited that long, then as long again for its own batch (issue
-// 13: connect p99 under 100 ms). 16 heartbeats are about 20 ms; the
-// committers still carry several times a full pod's 1,000 a second. SQLite
-// keeps MaxBatch: its batches cost one fsync each, not round trips.
-const postgresBeatsPerBatch = 16
+// How many writes one PostgreSQL batch carries at most: heartbeats, and
+// the others (connects). A batch's statements run one after another, so a
+// batch of 256 heartbeats took a few hundred milliseconds, and a connect
+// queued behind it waited that long, then as long again for its own batch
+// (issue 13: connect p99 under 100 ms). 16 heartbeats and 64 connects are
+// some 50 ms at most; the four committers still carry several times a full
+// pod's 1,000 heartbeats a second, and a logon storm's connects cannot
+// starve the heartbeats (hosts whose heartbeats wait 90 s go Unavailable).
+const (
+	postgresBeatsPerBatch = 16
+	postgresFirstPerBatch = 64
+)
+
+// batchCaps returns how many heartbeats and other writes one batch takes
+// at most. SQLite's batches cost one fsync each, not round trips: they
+// stay large, but a storm of connects leaves a quarter of each batch to
+// heartbeats.
+func (s *DB) batchCaps() (beats, first int) {
+	if s.d == postgresDialect {
+		return min(postgresBeatsPerBatch, s.opts.MaxBatch), min(postgresFirstPerBatch, s.opts.MaxBatch)
+	}
+	return s.opts.MaxBatch, max(1, s.opts.MaxBatch*3/4)
+}
 
 // batcher is a group committer: it takes every write queued on c while
 // its previous transaction ran (up to MaxBatch, heartbeats after the other
-// writes and at most beatsPerBatch of them; under load it waits up to
+// writes and each kind up to its cap, batchCaps; under load it waits up to
 // Linger for more) and commits them in one transaction, a SAVEPOINT for
 // each that needs one. On SQLite that is one fsync for the whole batch
 // instead of one per connect or heartbeat.
@@ -254,7 +269,7 @@ func (s *DB) batcher(c *committer) {
 }
 
 // fill adds queued requests to batch up to MaxBatch, the other writes
-// before heartbeats and at most beatsPerBatch heartbeats, lingering (see
+// before heartbeats, each kind up to its cap (batchCaps), lingering (see
 // Options.Linger) if loaded.
 func (s *DB) fill(c *committer, batch []*commitReq, loaded bool) []*commitReq {
 	var deadline <-chan time.Time
@@ -263,25 +278,35 @@ func (s *DB) fill(c *committer, batch []*commitReq, loaded bool) []*commitReq {
 		defer t.Stop()
 		deadline = t.C
 	}
-	beats := 0
-	for _, r := range batch {
+	beats, first := 0, 0
+	count := func(r *commitReq) {
 		if r.beat {
 			beats++
+		} else {
+			first++
 		}
+	}
+	for _, r := range batch {
+		count(r)
 	}
 	take := func(r *commitReq) {
 		batch = append(batch, r)
-		if r.beat {
-			beats++
-		}
+		count(r)
 	}
 	for len(batch) < s.opts.MaxBatch {
-		beatQ := c.beats
+		// A nil channel is never ready: a kind at its cap waits.
+		firstQ, beatQ := c.first, c.beats
+		if first >= s.firstPerBatch {
+			firstQ = nil
+		}
 		if beats >= s.beatsPerBatch {
-			beatQ = nil // a nil channel is never ready
+			beatQ = nil
+		}
+		if firstQ == nil && beatQ == nil {
+			return batch
 		}
 		select {
-		case r := <-c.first:
+		case r := <-firstQ:
 			take(r)
 			continue
 		default:
@@ -296,7 +321,7 @@ func (s *DB) fill(c *committer, batch []*commitReq, loaded bool) []*commitReq {
 			return batch
 		}
 		select {
-		case r := <-c.first:
+		case r := <-firstQ:
 			take(r)
 		case r := <-beatQ:
 			take(r)

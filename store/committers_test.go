@@ -276,3 +276,16 @@ func TestConnectGoesAheadOfQueuedHeartbeats(t *testing.T) {
 	}
 	t.Logf("%d of %d heartbeats committed before the connect", before, len(beats))
 }
+
+// A logon storm does not starve the heartbeats: with more connects queued
+// than one batch takes, each batch still carries heartbeats (a host whose
+// heartbeats wait 90 s goes Unavailable and takes no more sessions).
+func TestBatchesKeepRoomForHeartbeats(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		beats, first := s.FillFromFullQueues(400, 400)
+		if beats == 0 || first == 0 || beats+first > 256 {
+			t.Fatalf("a batch from 400 queued connects and 400 queued heartbeats took %d connects and %d heartbeats; want both kinds, at most 256 in all", first, beats)
+		}
+		t.Logf("a batch from full queues: %d connects, %d heartbeats", first, beats)
+	})
+}

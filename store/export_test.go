@@ -330,3 +330,24 @@ func (s *DB) Queued(c int) (beats, first int) {
 
 // PostgresBeatsPerBatch is postgresBeatsPerBatch.
 const PostgresBeatsPerBatch = postgresBeatsPerBatch
+
+// FillFromFullQueues queues n connects and m heartbeats on a committer of
+// its own and returns how many of each the first batch takes (fill).
+func (s *DB) FillFromFullQueues(n, m int) (beats, first int) {
+	c := &committer{first: make(chan *commitReq, n), beats: make(chan *commitReq, m)}
+	for range n {
+		c.first <- &commitReq{}
+	}
+	for range m {
+		c.beats <- &commitReq{beat: true}
+	}
+	batch := s.fill(c, []*commitReq{<-c.first}, true)
+	for _, r := range batch {
+		if r.beat {
+			beats++
+		} else {
+			first++
+		}
+	}
+	return beats, first
+}

@@ -290,6 +290,38 @@ func (s *DB) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.Se
 	return out, wrap(err, "list session hosts of %q", pool)
 }
 
+// hostStatesQuery reads what ListHostStates fills: no JSON column, so a
+// 10,000-host pool's summary decodes no metrics, policies or protocols.
+const hostStatesQuery = `SELECT host_pool, name, allow_new_session, last_heartbeat, sessions, connecting_sessions,
+	shutting_down, health_error, power_state, autoscale_drain FROM ` + hostFrom + ` WHERE host_pool = ? ORDER BY name`
+
+// ListHostStates implements vdibroker.Store.
+func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
+	var out []*vdibroker.SessionHost
+	err := s.read(ctx, func(t *tx) error {
+		var n int
+		if err := t.row(ctx, `SELECT count(*) FROM host_pools WHERE name = ?`, pool).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return notFound("host pool %q not found", pool)
+		}
+		var err error
+		out, err = queryAll(ctx, t, func(sc scanner) (*vdibroker.SessionHost, error) {
+			h := new(vdibroker.SessionHost)
+			var hb sql.NullInt64
+			if err := sc.Scan(&h.HostPool, &h.Name, &h.AllowNewSession, &hb, &h.Sessions, &h.ConnectingSessions,
+				&h.ShuttingDown, &h.HealthError, &h.PowerState, &h.AutoscaleDrain); err != nil {
+				return nil, err
+			}
+			h.LastHeartBeat = fromNSPtr(hb)
+			return h, nil
+		}, hostStatesQuery, pool)
+		return err
+	})
+	return out, wrap(err, "list host states of %q", pool)
+}
+
 // ListSessionHostsPage implements vdibroker.Store.
 func (s *DB) ListSessionHostsPage(ctx context.Context, pool, after string, limit int) ([]*vdibroker.SessionHost, error) {
 	if limit <= 0 {

@@ -56,8 +56,9 @@ type DB struct {
 	opts      Options
 
 	batches, batched atomic.Int64 // CommitStats
-	// beatsPerBatch caps the heartbeats of one batch (see fill).
-	beatsPerBatch int
+	// beatsPerBatch and firstPerBatch cap the heartbeats and the other
+	// writes of one batch (batchCaps).
+	beatsPerBatch, firstPerBatch int
 
 	// numberMu makes numbering a committed batch and running its
 	// OnCommitted hooks one step (see runBatch): numbers follow commit
@@ -143,10 +144,10 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 		return nil, err
 	}
 	committers := 1
-	s.beatsPerBatch = s.opts.MaxBatch
 	if s.d == postgresDialect {
-		committers, s.beatsPerBatch = postgresCommitters, min(postgresBeatsPerBatch, s.opts.MaxBatch)
+		committers = postgresCommitters
 	}
+	s.beatsPerBatch, s.firstPerBatch = s.batchCaps()
 	for range committers {
 		c := newCommitter()
 		s.commits = append(s.commits, c)
