@@ -195,10 +195,20 @@ func (s *Service) maintain(interval time.Duration) {
 			s.expirePending(base, interval)
 		}
 		// Another replica may have placed, or heartbeats may have arrived
-		// there: the next connect re-reads each pool from the store.
-		s.views.markAllStale()
+		// there: each loaded pool view is read again from the store, here,
+		// while connects go on with the view they have (the database checks
+		// every commit, R-D3). A connect that found its view marked stale
+		// read it itself, and every connect of the pool waited for that
+		// read: a quarter of a second for a 10,000-host pool on PostgreSQL
+		// under a full pod's load, every tick (issue 13, connect p99).
+		// During an outage the store cannot be read: the next connect
+		// re-reads once it is back.
+		if s.health.Down() {
+			s.views.markAllStale()
+		}
 		if !s.health.Down() {
 			ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
+			s.views.refreshAll(ctx)
 			s.views.catchUpAll(ctx)
 			cancel()
 			s.pruneIfDue(base)

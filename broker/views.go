@@ -162,6 +162,33 @@ func (vs *views) markAllStale() {
 	}
 }
 
+// refreshAll reads every loaded view again from the store, one at a time,
+// beside the connects (see reload). A view whose read fails is marked
+// stale: its next connect reads it; one whose pool is gone is dropped.
+func (vs *views) refreshAll(ctx context.Context) {
+	for _, v := range vs.all() {
+		v.lock()
+		loaded := v.placer != nil
+		v.mu.Unlock()
+		if !loaded {
+			continue
+		}
+		v.loadMu.Lock()
+		err := vs.reload(ctx, v)
+		v.loadMu.Unlock()
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			vs.drop(v.name) // deleted on another replica
+			continue
+		}
+		if err != nil {
+			v.markStale()
+			if ctx.Err() == nil && !storeIsDown(err) {
+				vs.s.log.Warn("refresh a pool's view", "pool", v.name, "err", err)
+			}
+		}
+	}
+}
+
 // setPool applies new pool settings to a loaded view (R-P1: the next
 // placement uses them).
 func (vs *views) setPool(p *vdibroker.HostPool) {
