@@ -10,17 +10,18 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// slowHostsStore is a real store whose ListSessionHosts, once armed, waits
-// until released: a large pool's read on a loaded database.
+// slowHostsStore is a real store whose second ListSessionHosts (the first
+// reads the view when it is first used) waits until released: a large
+// pool's read on a loaded database.
 type slowHostsStore struct {
 	vdibroker.Store
-	armed   atomic.Bool
+	calls   atomic.Int32
 	entered chan struct{}
 	release chan struct{}
 }
 
 func (s *slowHostsStore) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
-	if s.armed.CompareAndSwap(true, false) {
+	if s.calls.Add(1) == 2 {
 		close(s.entered)
 		select {
 		case <-s.release:
@@ -43,7 +44,6 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	slow := &slowHostsStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
-	defer close(slow.release)
 	svc := New(Config{Store: slow, MaintenanceInterval: 50 * time.Millisecond})
 	t.Cleanup(func() { svc.Close() })
 	p := vdibroker.NewHostPool("refresh")
@@ -59,9 +59,8 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 		heartbeat(t, svc, "refresh", name)
 	}
 	if _, err := svc.Connect(ctx, "refresh", vdibroker.ConnectRequest{User: "alice"}); err != nil {
-		t.Fatal(err) // loads the view
+		t.Fatal(err) // loads the view (the first read)
 	}
-	slow.armed.Store(true)
 	select {
 	case <-slow.entered:
 	case <-time.After(5 * time.Second):
@@ -76,5 +75,15 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	}
 	if a.SessionHost != "h1" && a.SessionHost != "h2" {
 		t.Errorf("bob placed on %q", a.SessionHost)
+	}
+	// Once the pool is idle, the ticks read nothing (the next connect
+	// reads the view): wait out the reads its last use asked for, then
+	// count over several ticks.
+	slow.release <- struct{}{}
+	time.Sleep(300 * time.Millisecond)
+	before := slow.calls.Load()
+	time.Sleep(300 * time.Millisecond)
+	if n := slow.calls.Load() - before; n != 0 {
+		t.Errorf("an idle pool's hosts were read %d times in 6 ticks; want none", n)
 	}
 }

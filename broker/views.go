@@ -35,6 +35,9 @@ type poolView struct {
 	pool   *vdibroker.HostPool
 	placer placement.Placer // nil until loaded
 	stale  bool
+	// used says a connect or dry run needed the view since the last
+	// maintenance tick (refreshAll).
+	used bool
 	// gen counts markStale calls, so a reload that read the store before
 	// the latest one does not clear it.
 	gen uint64
@@ -162,15 +165,22 @@ func (vs *views) markAllStale() {
 	}
 }
 
-// refreshAll reads every loaded view again from the store, one at a time,
-// beside the connects (see reload). A view whose read fails is marked
-// stale: its next connect reads it; one whose pool is gone is dropped.
+// refreshAll reads every loaded view used since the last tick again from
+// the store, one at a time, beside the connects (see reload). A view not
+// used since is marked stale instead: an idle pool costs no reads, and its
+// next connect reads it. A view whose read fails is marked stale too; one
+// whose pool is gone is dropped.
 func (vs *views) refreshAll(ctx context.Context) {
 	for _, v := range vs.all() {
 		v.lock()
-		loaded := v.placer != nil
+		loaded, used := v.placer != nil, v.used
+		v.used = false
 		v.mu.Unlock()
 		if !loaded {
+			continue
+		}
+		if !used {
+			v.markStale()
 			continue
 		}
 		v.loadMu.Lock()
@@ -400,6 +410,7 @@ func (vs *views) ensure(ctx context.Context, v *poolView) error {
 	fresh := func() bool {
 		v.lock()
 		defer v.mu.Unlock()
+		v.used = true
 		return v.placer != nil && !v.stale
 	}
 	if fresh() {
