@@ -83,6 +83,13 @@ type HeartbeatRequest struct {
 	ShuttingDown bool `json:"shuttingDown,omitempty"`
 	// HealthError is a failed non-fatal health check (R-H1 NeedsAssistance).
 	HealthError string `json:"healthError,omitempty"`
+	// CredentialHash is the hash of the credential the heartbeat came
+	// with, set by the server and never read from the agent's JSON. When
+	// set, the store applies the heartbeat only while it is still the
+	// host's credential, checked under the host's lock: the server may
+	// have taken the host from memory, and the host may have been deleted
+	// or re-keyed since, on any replica.
+	CredentialHash string `json:"-"`
 }
 
 // HeartbeatResponse answers a heartbeat with the commands to run and the

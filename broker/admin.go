@@ -197,17 +197,29 @@ func (s *Service) ResetRegistration(ctx context.Context, pool, host string) erro
 // updates the pool's view with the result. While the store is down it is
 // held and written when the store is back (issue 19); the result then has
 // the pool's settings and no commands.
+//
+// A heartbeat whose hb.CredentialHash is no longer the host's is refused
+// with Unauthenticated, and this service forgets the credential.
 func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResult, error) {
 	now := s.now().UTC()
-	s.reports.set(hostKey{host.HostPool, host.Name}, hb.Sessions, now)
+	k := hostKey{host.HostPool, host.Name}
 	if s.health.Down() {
+		s.reports.set(k, hb.Sessions, now)
 		return s.holdHeartbeat(host, hb, now), nil
 	}
-	res, err := s.applyHeartbeat(ctx, hostKey{host.HostPool, host.Name}, hb, now)
-	if storeIsDown(err) {
+	res, err := s.applyHeartbeat(ctx, k, hb, now)
+	switch {
+	case storeIsDown(err):
+		s.reports.set(k, hb.Sessions, now)
 		return s.holdHeartbeat(host, hb, now), nil
+	case vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated:
+		s.creds.forget(host.HostPool, host.Name)
+		return nil, err
+	case err != nil:
+		return nil, err
 	}
-	return res, err
+	s.reports.set(k, hb.Sessions, now)
+	return res, nil
 }
 
 // EndSession ends a session at once with reason (an admin's logoff of a

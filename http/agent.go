@@ -89,7 +89,13 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
+	// The host may come from the service's memory: the store applies the
+	// heartbeat only while this is still its credential.
+	hb.CredentialHash = credHash
 	res, err := s.svc.Heartbeat(r.Context(), host, hb)
+	if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated {
+		return vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential is invalid or revoked; register the agent again")
+	}
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,9 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 	r.fn = func(ctx context.Context, t *tx) error {
 		var cred sql.NullString
 		h, err := t.getHostAnd(ctx, pool, host, true, &cred)
+		if hb.CredentialHash != "" && (vdibroker.ErrorCode(err) == vdibroker.ENotFound || (err == nil && cred.String != hb.CredentialHash)) {
+			return errRevoked
+		}
 		if err != nil {
 			return err
 		}
@@ -135,6 +138,10 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 	}
 	return res, nil
 }
+
+// errRevoked refuses a heartbeat whose credential is no longer its host's
+// (HeartbeatRequest.CredentialHash).
+var errRevoked = vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential is invalid or revoked; register the agent again")
 
 // recordResults marks the host's commands Succeeded or Failed. Results for
 // unknown commands or other hosts' commands are ignored.
