@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -40,19 +39,7 @@ func TestCommittersDoNotWaitForEachOther(t *testing.T) {
 		}
 	}
 	blocked := hosts[0]
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	tx, err := raw.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = $1 FOR UPDATE`, blocked); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdHostLock(t, dsn, "p", blocked)
 	beat := make(chan error, 1)
 	go func() {
 		_, err := s.ApplyHeartbeat(context.WithoutCancel(ctx), "p", blocked, &vdibroker.HeartbeatRequest{}, t0)
@@ -204,19 +191,7 @@ func TestConnectGoesAheadOfQueuedHeartbeats(t *testing.T) {
 		}
 	}
 	blocked, target, beating := hosts[0], hosts[len(hosts)-1], hosts[1:len(hosts)-1]
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	tx, err := raw.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = $1 FOR UPDATE`, blocked); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdHostLock(t, dsn, "p", blocked)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex

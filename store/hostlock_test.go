@@ -23,20 +23,8 @@ func TestUpdateSessionHostAfterWaitSeesTheOtherChange(t *testing.T) {
 	ctx := t.Context()
 	mustPool(t, s, pool("p", vdibroker.Pooled))
 	mustHost(t, s, "p", "h1")
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	tx, err := raw.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
 	// The other replica's change: the host's lock, then a new address.
-	if _, err := tx.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = 'h1' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdHostLock(t, dsn, "p", "h1")
 	if _, err := tx.ExecContext(ctx, `UPDATE session_hosts SET address = 'moved.example:3389' WHERE host_pool = 'p' AND name = 'h1'`); err != nil {
 		t.Fatal(err)
 	}
@@ -65,4 +53,26 @@ func TestUpdateSessionHostAfterWaitSeesTheOtherChange(t *testing.T) {
 		t.Fatalf("the update saw address %q; stored %q, allowNewSession %v; want the other change kept and the drain applied",
 			seen, h.Address, h.AllowNewSession)
 	}
+}
+
+// holdHostLock begins another connection's transaction (another replica's
+// write) on the schema of dsn and takes the host's lock, its counts row,
+// as every writer of the host does first; the transaction is rolled back
+// when the test ends unless the test commits it.
+func holdHostLock(t *testing.T, dsn, pool, host string) *sql.Tx {
+	t.Helper()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	tx, err := raw.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	if _, err := tx.ExecContext(t.Context(), `SELECT name FROM host_counts WHERE host_pool = $1 AND name = $2 FOR UPDATE`, pool, host); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }

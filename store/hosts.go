@@ -299,12 +299,8 @@ const hostStatesQuery = `SELECT host_pool, name, allow_new_session, last_heartbe
 func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
 	var out []*vdibroker.SessionHost
 	err := s.read(ctx, func(t *tx) error {
-		var n int
-		if err := t.row(ctx, `SELECT count(*) FROM host_pools WHERE name = ?`, pool).Scan(&n); err != nil {
+		if err := t.poolExists(ctx, pool); err != nil {
 			return err
-		}
-		if n == 0 {
-			return notFound("host pool %q not found", pool)
 		}
 		var err error
 		out, err = queryAll(ctx, t, func(sc scanner) (*vdibroker.SessionHost, error) {
@@ -331,16 +327,25 @@ func (s *DB) ListSessionHostsPage(ctx context.Context, pool, after string, limit
 	return out, wrap(err, "list session hosts of %q after %q", pool, after)
 }
 
+// poolExists is NotFound unless the pool exists: a read of its hosts that
+// finds none tells an empty pool from a missing one.
+func (t *tx) poolExists(ctx context.Context, pool string) error {
+	var n int
+	if err := t.row(ctx, `SELECT count(*) FROM host_pools WHERE name = ?`, pool).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound("host pool %q not found", pool)
+	}
+	return nil
+}
+
 // hostsOf runs a query of pool's hosts; NotFound when the pool is not.
 func (s *DB) hostsOf(ctx context.Context, pool, q string, args ...any) ([]*vdibroker.SessionHost, error) {
 	var out []*vdibroker.SessionHost
 	err := s.read(ctx, func(t *tx) error {
-		var n int
-		if err := t.row(ctx, `SELECT count(*) FROM host_pools WHERE name = ?`, pool).Scan(&n); err != nil {
+		if err := t.poolExists(ctx, pool); err != nil {
 			return err
-		}
-		if n == 0 {
-			return notFound("host pool %q not found", pool)
 		}
 		var err error
 		if out, err = queryAll(ctx, t, scanHost, q, args...); err == nil {

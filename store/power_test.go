@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"sync"
 	"testing"
@@ -211,20 +210,8 @@ func TestHeartbeatWaitingForStopKeepsIt(t *testing.T) {
 	if _, err := s.ApplyHeartbeat(ctx, "p", "h1", nil, now.Add(-30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	tx, err := raw.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
 	// The stop's transaction: the host's lock, then the Stopped record.
-	if _, err := tx.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = 'h1' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdHostLock(t, dsn, "p", "h1")
 	if _, err := tx.ExecContext(ctx, `UPDATE session_hosts SET power_state = 'Stopped', power_state_time = $1 WHERE host_pool = 'p' AND name = 'h1'`, now.UnixNano()); err != nil {
 		t.Fatal(err)
 	}
