@@ -40,13 +40,24 @@ type commitReq struct {
 	order int
 	// atomic says fn changes nothing when it returns a *vdibroker.Error,
 	// so it needs no savepoint of its own: the common connect runs two
-	// statements instead of four, a heartbeat six instead of eight. Any
+	// statements instead of four, a heartbeat one less than with. Any
 	// other error runs the batch again with this request in a savepoint
 	// (errRunApart).
 	atomic bool
 	// beat says the request is a heartbeat: it waits behind the other
 	// writes (committer.beats).
 	beat bool
+	// pool and host, when set, are the host whose lock the request takes
+	// (heartbeats and placements): a batch with heartbeats takes all of
+	// them at once (readAhead).
+	pool, host string
+	// ownHost says fn writes no host but its own (a heartbeat, a
+	// simpleCommit): the heartbeats after it may use the batch's reads
+	// (readsAhead).
+	ownHost bool
+	// deliver, set for heartbeats, is given the host's commands once the
+	// batch marked them Delivered (deliverBatch).
+	deliver func(cmds []vdibroker.Command)
 	// state: 0 queued, 1 taken into a batch, 2 abandoned by its caller.
 	// The caller may abandon only before the committer takes it, so a call
 	// that returns an error never committed (Store: a failed call changed
@@ -107,6 +118,7 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 // placementReq is the group-commit request that writes c.
 func placementReq(c *vdibroker.PlacementCommit) *commitReq {
 	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c),
+		pool: c.Session.HostPool, host: c.Session.SessionHost, ownHost: simpleCommit(c),
 		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
 		committed: c.OnCommitted}
 	if c.RoundRobinHost != "" {
@@ -176,8 +188,8 @@ func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
 }
 
 // postgresCommitters is how many group committers a PostgreSQL store runs.
-// A batch's statements go one after another on its connection, about
-// eight round trips per heartbeat: one committer spent most of its time
+// A batch's statements go one after another on its connection (there were
+// eight round trips per heartbeat then): one committer spent most of its time
 // waiting for the network, and a full pod's 1,000 heartbeats a second
 // filled it, so connects queued behind them for a second (issue 13).
 // Several committers, each on its own connection, wait in parallel.
@@ -363,7 +375,17 @@ func (s *DB) runBatch(batch []*commitReq) {
 		if err := lockAssignees(ctx, t, live); err != nil {
 			return err
 		}
+		use := readsAhead(live)
+		read, err := readAhead(ctx, t, live, use)
+		if err != nil {
+			return err
+		}
+		defer func() { t.beat = nil }()
 		for i, r := range live {
+			t.beat = nil
+			if use[i] {
+				t.beat = read[r.key] // nil when not found: fn reads and answers NotFound
+			}
 			if r.atomic {
 				err := r.fn(ctx, t)
 				var verr *vdibroker.Error
@@ -402,6 +424,10 @@ func (s *DB) runBatch(batch []*commitReq) {
 			if _, err := t.exec(ctx, `RELEASE SAVEPOINT batched`); err != nil {
 				return err
 			}
+		}
+		t.beat = nil
+		if err := deliverBatch(ctx, t, live, results); err != nil {
+			return err
 		}
 		return writeCursors(ctx, t, live, results)
 	})

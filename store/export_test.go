@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -27,6 +29,39 @@ func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 		errs[i] = <-r.done
 	}
 	return errs
+}
+
+// Write is one write of CommitMixedBatch: a heartbeat of Pool/Host
+// (Beat set) or a placement.
+type Write struct {
+	Pool, Host string
+	Beat       *vdibroker.HeartbeatRequest
+	Placement  *vdibroker.PlacementCommit
+}
+
+// CommitMixedBatch commits ws as one group-commit batch, as queued in that
+// order, at now; it returns each write's outcome and each heartbeat's
+// result (nil for placements).
+func (s *DB) CommitMixedBatch(ws []Write, now time.Time) ([]error, []*vdibroker.HeartbeatResult) {
+	reqs := make([]*commitReq, len(ws))
+	res := make([]**vdibroker.HeartbeatResult, len(ws))
+	for i, w := range ws {
+		if w.Beat != nil {
+			reqs[i], res[i] = heartbeatReq(w.Pool, w.Host, w.Beat, now)
+		} else {
+			reqs[i] = placementReq(w.Placement)
+		}
+		reqs[i].done = make(chan error, 1)
+	}
+	s.runBatch(reqs)
+	errs := make([]error, len(ws))
+	results := make([]*vdibroker.HeartbeatResult, len(ws))
+	for i, r := range reqs {
+		if errs[i] = <-r.done; errs[i] == nil && res[i] != nil {
+			results[i] = *res[i]
+		}
+	}
+	return errs, results
 }
 
 // Command reads a command's state and result.
@@ -75,6 +110,21 @@ func (s *DB) ExpirePendingPlan(ctx context.Context) ([]string, error) {
 // open sessions.
 func (s *DB) OpenSessionsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, openSessionsQuery, "pool", "host")
+}
+
+// BeatHostsPlan, BeatSessionsPlan and DeliverPlan are ExpirePendingPlan
+// for the batch's reads and deliveries for its heartbeats (readAhead,
+// deliverBatch), of two hosts.
+func (s *DB) BeatHostsPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, beatHostsQuery(s.d, 2), "pool", "h1", "h2", "h1", "h2")
+}
+
+func (s *DB) BeatSessionsPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, beatSessionsQuery(2), "pool", "h1", "h2")
+}
+
+func (s *DB) DeliverPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, deliverQuery(2), "Delivered", "pool", "h1", "h2", "Queued")
 }
 
 // OpenUserSessionsPlan is ExpirePendingPlan for the R-C6 question every
@@ -184,6 +234,33 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		plans[name] = strings.Join(lines, "\n")
+	}
+	return plans, nil
+}
+
+// PostgresBatchReadPlans returns PostgreSQL's EXPLAIN of a batch's reads
+// and deliveries for its heartbeats (readAhead, deliverBatch) of the given
+// hosts of pool.
+func (s *DB) PostgresBatchReadPlans(ctx context.Context, pool string, hosts ...string) (map[string]string, error) {
+	args := []any{pool}
+	for _, h := range hosts {
+		args = append(args, h)
+	}
+	hostArgs := append(slices.Clone(args), args[1:]...)
+	plans := map[string]string{}
+	for name, q := range map[string]struct {
+		query string
+		args  []any
+	}{
+		"beats' hosts":         {beatHostsQuery(s.d, len(hosts)), hostArgs},
+		"beats' open sessions": {beatSessionsQuery(len(hosts)), args},
+		"beats' commands":      {deliverQuery(len(hosts)), append(append([]any{"Delivered"}, args...), "Queued")},
+	} {
+		p, err := s.explain(ctx, q.query, q.args...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		plans[name] = p
 	}
 	return plans, nil
 }

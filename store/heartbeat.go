@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"iter"
-	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -25,6 +24,16 @@ type openSession struct {
 // sessions (R-S2, R-S3), R-S5 logoff commands, the host's runtime fields
 // and counts; it returns the queued commands, now Delivered.
 func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroker.HeartbeatRequest, now time.Time) (*vdibroker.HeartbeatResult, error) {
+	r, res := heartbeatReq(pool, host, hb, now)
+	if err := s.groupedReq(ctx, r); err != nil {
+		return nil, wrap(err, "heartbeat %s/%s", pool, host)
+	}
+	return *res, nil
+}
+
+// heartbeatReq is the group-commit request that applies hb; once it is
+// answered without error, *res is its result.
+func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Time) (r *commitReq, result **vdibroker.HeartbeatResult) {
 	if hb == nil {
 		hb = &vdibroker.HeartbeatRequest{}
 	}
@@ -33,10 +42,20 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 	// every 10 s must not cost 1,000 fsyncs a second on SQLite.
 	// Atomic: its only *vdibroker.Error (the host or its pool not found)
 	// comes before its first write.
-	r := &commitReq{key: hostKey(pool, host), atomic: true, beat: true, committed: func(seq int64) { res.Seq = seq }}
+	r = &commitReq{key: hostKey(pool, host), atomic: true, beat: true, pool: pool, host: host, ownHost: true,
+		committed: func(seq int64) { res.Seq = seq },
+		deliver:   func(cmds []vdibroker.Command) { res.Commands = cmds }}
 	r.fn = func(ctx context.Context, t *tx) error {
 		var cred sql.NullString
-		h, err := t.getHostAnd(ctx, pool, host, true, &cred)
+		var h *vdibroker.SessionHost
+		var err error
+		if t.beat != nil {
+			// Read with the batch's other heartbeats, under the host's
+			// lock (readAhead).
+			h, cred = t.beat.host, t.beat.cred
+		} else {
+			h, err = t.getHostAnd(ctx, pool, host, true, &cred)
+		}
 		if hb.CredentialHash != "" && (vdibroker.ErrorCode(err) == vdibroker.ENotFound || (err == nil && cred.String != hb.CredentialHash)) {
 			return errRevoked
 		}
@@ -103,10 +122,6 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 				return err
 			}
 		}
-		cmds, err := t.deliverCommands(ctx, pool, host)
-		if err != nil {
-			return err
-		}
 		// The host as the UPDATE left it, without reading it back: the row
 		// is locked (PostgreSQL) or the writer is alone (SQLite). The JSON
 		// values are decoded from what was stored, as a read would.
@@ -130,13 +145,11 @@ func (s *DB) ApplyHeartbeat(ctx context.Context, pool, host string, hb *vdibroke
 		}
 		// The next heartbeat's HostByCredential answers from memory.
 		t.cacheHost(cred.String, &after)
-		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p, Commands: cmds}
+		// The commands go out with the batch's (deliverBatch).
+		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p}
 		return nil
 	}
-	if err := s.groupedReq(ctx, r); err != nil {
-		return nil, wrap(err, "heartbeat %s/%s", pool, host)
-	}
-	return res, nil
+	return r, &res
 }
 
 // errRevoked refuses a heartbeat whose credential is no longer its host's
@@ -202,20 +215,9 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 // reconcileSessions is reconcile; it returns every session that was open
 // or adopted, in its state after reconciliation.
 func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, open []*openSession, err error) {
-	rows, err := t.query(ctx, openSessionsQuery, p.Name, host)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	for rows.Next() {
-		o := new(openSession)
-		if err := rows.Scan(&o.id, &o.user, &o.state, &o.agentID, &o.createTime, &o.stateTime, &o.logoffQueued); err != nil {
-			rows.Close()
-			return 0, 0, nil, err
-		}
-		open = append(open, o)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if t.beat != nil {
+		open = t.beat.open // read with the batch's other heartbeats (readAhead)
+	} else if open, err = t.openSessions(ctx, p.Name, host); err != nil {
 		return 0, 0, nil, err
 	}
 
@@ -383,45 +385,22 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 	return ds, dc, open, nil
 }
 
-// deliverCommands marks the host's queued commands Delivered and returns
-// them in the order they were queued, with the agent's session id filled in
-// where the session got one after the command was queued.
-func (t *tx) deliverCommands(ctx context.Context, pool, host string) ([]vdibroker.Command, error) {
-	rows, err := t.query(ctx, `UPDATE commands SET state = ? WHERE host_pool = ? AND session_host = ? AND state = ?
-		RETURNING `+commandCols+`, seq`, vdibroker.CommandDelivered, pool, host, vdibroker.CommandQueued)
+// openSessions reads a host's open sessions (openSessionsQuery).
+func (t *tx) openSessions(ctx context.Context, pool, host string) ([]*openSession, error) {
+	rows, err := t.query(ctx, openSessionsQuery, pool, host)
 	if err != nil {
 		return nil, err
 	}
-	type seqCmd struct {
-		seq int64
-		c   vdibroker.Command
-	}
-	var l []seqCmd
+	defer rows.Close()
+	var open []*openSession
 	for rows.Next() {
-		var sc seqCmd
-		if sc.c, err = scanCommand(rows, &sc.seq); err != nil {
-			rows.Close()
+		o := new(openSession)
+		if err := rows.Scan(&o.id, &o.user, &o.state, &o.agentID, &o.createTime, &o.stateTime, &o.logoffQueued); err != nil {
 			return nil, err
 		}
-		l = append(l, sc)
+		open = append(open, o)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(l, func(a, b seqCmd) int { return int(a.seq - b.seq) })
-	cmds := make([]vdibroker.Command, 0, len(l))
-	for _, sc := range l {
-		c := sc.c
-		if c.AgentSessionID == "" && c.SessionID != "" {
-			var agentID string
-			if err := t.row(ctx, `SELECT agent_session_id FROM user_sessions WHERE id = ?`, c.SessionID).Scan(&agentID); err == nil {
-				c.AgentSessionID = agentID
-			}
-		}
-		cmds = append(cmds, c)
-	}
-	return cmds, nil
+	return open, rows.Err()
 }
 
 // placedElsewhere reports whether user has an open session the broker

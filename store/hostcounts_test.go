@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -185,8 +186,54 @@ func TestHostReadsUseKeys_PostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, p := range plans {
-		if strings.Contains(p, "Seq Scan on host_counts") || strings.Contains(p, "Seq Scan on session_hosts") {
+		t.Logf("%s:\n%s", name, p)
+		if strings.Contains(p, "Seq Scan on host_counts") || strings.Contains(p, "Seq Scan on session_hosts") ||
+			strings.Contains(p, "Seq Scan on user_sessions") || strings.Contains(p, "Seq Scan on commands") {
 			t.Errorf("%s scans a table:\n%s", name, p)
+		}
+	}
+}
+
+// TestBatchReadsUseKeys_PostgreSQL: a batch's heartbeats read their hosts,
+// their open sessions and their commands one statement per pool (readAhead,
+// deliverBatch). In a pool of thousands of hosts with open sessions and
+// history, PostgreSQL must look up each host of the list in the index, not
+// read the whole pool's range and filter it: that would read every session
+// of the pool on each batch.
+func TestBatchReadsUseKeys_PostgreSQL(t *testing.T) {
+	s := postgresOpener(t)(t, store.Options{})
+	mustPool(t, s, pool("big", vdibroker.Pooled))
+	mustHost(t, s, "big", "h0")
+	mustCommit(t, s, placement("big", "h0", "u0", 100))
+	for _, q := range []string{
+		// 1,000 hosts like h0, 20 open sessions and 30 ended ones each.
+		`INSERT INTO session_hosts SELECT (jsonb_populate_record(NULL::session_hosts, to_jsonb(h) ||
+			jsonb_build_object('name', 'h' || g, 'credential_hash', 'c' || g))).*
+			FROM session_hosts h, generate_series(1, 1000) g`,
+		`INSERT INTO host_counts SELECT (jsonb_populate_record(NULL::host_counts, to_jsonb(c) ||
+			jsonb_build_object('name', 'h' || g))).* FROM host_counts c, generate_series(1, 1000) g`,
+		`INSERT INTO user_sessions SELECT (jsonb_populate_record(NULL::user_sessions, to_jsonb(u) ||
+			jsonb_build_object('id', 's' || g || '-' || k, 'session_host', 'h' || g, 'user_name', 'u' || g || '-' || k,
+				'state', CASE WHEN k <= 20 THEN 'Active' ELSE 'LoggedOff' END))).*
+			FROM user_sessions u, generate_series(1, 1000) g, generate_series(1, 50) k`,
+		// 10 finished commands a host.
+		`INSERT INTO commands (id, host_pool, session_host, type, session_id, agent_session_id, user_name, message, state, result, create_time)
+			SELECT 'c' || g || '-' || k, 'big', 'h' || g, 'Logoff', '', '', 'u', '', 'Succeeded', '', k FROM generate_series(1, 1000) g, generate_series(1, 10) k`,
+		`ANALYZE`,
+	} {
+		if err := s.ExecRaw(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	plans, err := s.PostgresBatchReadPlans(t.Context(), "big", "h1", "h2", "h3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range map[string]string{"beats' hosts": "name = ANY", "beats' open sessions": "session_host = ANY", "beats' commands": "session_host = ANY"} {
+		p := plans[name]
+		t.Logf("%s:\n%s", name, p)
+		if !regexp.MustCompile(`Index Cond: \(.*` + regexp.QuoteMeta(key)).MatchString(p) {
+			t.Errorf("%s does not look its hosts up in an index (%s as an index condition):\n%s", name, key, p)
 		}
 	}
 }

@@ -94,3 +94,32 @@ func TestAssignUsesIndexes(t *testing.T) {
 		t.Errorf("the assignment does not read by key and session_hosts_assigned:\n%s", p)
 	}
 }
+
+// TestBatchReadsUseIndexes: a batch's heartbeats read their hosts, their
+// open sessions and their commands in one statement each (readAhead,
+// deliverBatch); each host must stay one range of an index, whatever the
+// number of hosts, sessions and commands.
+func TestBatchReadsUseIndexes(t *testing.T) {
+	for name, c := range map[string]struct {
+		get  func(*DB, context.Context) ([]string, error)
+		want []string
+	}{
+		"hosts":         {(*DB).BeatHostsPlan, []string{"SEARCH session_hosts USING INDEX sqlite_autoindex_session_hosts_2 (host_pool=? AND name=?)", "SEARCH host_counts USING PRIMARY KEY (host_pool=? AND name=?)"}},
+		"open sessions": {(*DB).BeatSessionsPlan, []string{"SEARCH user_sessions USING COVERING INDEX user_sessions_open_by_host_covering (host_pool=? AND session_host=?)"}},
+		"commands":      {(*DB).DeliverPlan, []string{"SEARCH commands USING COVERING INDEX commands_by_host (host_pool=? AND session_host=? AND state=?)"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := planOf(t, c.get)
+			for _, w := range c.want {
+				if !strings.Contains(p, w) {
+					t.Errorf("the plan does not read %s:\n%s", w, p)
+				}
+			}
+			for _, line := range strings.Split(p, "\n") {
+				if strings.HasPrefix(line, "SCAN ") && !strings.Contains(line, "CONSTANT ROW") && !strings.Contains(line, "VALUES") {
+					t.Errorf("the plan scans a table (%s):\n%s", line, p)
+				}
+			}
+		})
+	}
+}

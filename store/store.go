@@ -391,6 +391,9 @@ type tx struct {
 	cw *cacheWrites
 	// pools memoizes getBatchPool within one group-commit transaction.
 	pools map[string]*vdibroker.HostPool
+	// beat, while a heartbeat of a group commit runs, is what the batch
+	// read for it (readAhead); nil: it reads for itself.
+	beat *beatRead
 	// audit is the entry of the request this write serves (nil when
 	// none): the write's methods set its Before and After (audited), and
 	// writeOnce inserts it in the same transaction (audit.go).

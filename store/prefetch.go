@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// A batch's heartbeats read what they need in two statements for the
+// whole batch, and their queued commands are delivered in a third, instead
+// of three statements each (issue 13). On PostgreSQL every statement is a
+// round trip, and a full pod's 1,000 heartbeats a second at four
+// statements each kept the committers so busy that under a load of dry
+// runs heartbeats waited a second, and the connects after them with them.
+// What is left per heartbeat is its UPDATE of the host's row (and of its
+// counts and sessions when they change).
+
+// beatRead is what a heartbeat reads before it writes: its host under the
+// host's lock, the host's credential, and the host's open sessions.
+type beatRead struct {
+	host *vdibroker.SessionHost
+	cred sql.NullString
+	open []*openSession
+}
+
+// readsAhead says which of the batch's requests (in the order they run)
+// may use what the batch read before its first request ran: the heartbeats
+// whose host no earlier request of the batch can have written. A heartbeat
+// writes only its own host, and so does the common connect (simpleCommit);
+// any other write may write any host, so the heartbeats after it read for
+// themselves.
+func readsAhead(live []*commitReq) []bool {
+	use := make([]bool, len(live))
+	seen := map[string]bool{}
+	clean := true
+	for i, r := range live {
+		if r.beat && clean && !seen[r.key] {
+			use[i] = true
+		}
+		seen[r.key] = true
+		if !r.beat && !r.ownHost {
+			clean = false
+		}
+	}
+	return use
+}
+
+// readAhead runs the batch's reads for its heartbeats (use, readsAhead):
+// one statement for their hosts and one for the hosts' open sessions per
+// pool of the batch (almost always one). When the batch has a heartbeat it
+// also takes, on PostgreSQL, the lock of every host the batch's heartbeats
+// and connects write, in key order (live is sorted by key: pool by pool,
+// each pool's hosts by name): a batch that took its heartbeats' locks
+// first and its connects' after could close a cycle with another
+// replica's batch.
+func readAhead(ctx context.Context, t *tx, live []*commitReq, use []bool) (map[string]*beatRead, error) {
+	if !slices.Contains(use, true) {
+		return nil, nil
+	}
+	got := map[string]*beatRead{}
+	for _, g := range byPool(live, nil) {
+		want := map[string]bool{}
+		for _, i := range g.reqs {
+			if use[i] {
+				want[live[i].host] = true
+			}
+		}
+		rows, err := t.query(ctx, beatHostsQuery(t.d, len(g.hosts)), g.args(2)...)
+		if err != nil {
+			return nil, err
+		}
+		var found []string
+		for rows.Next() {
+			b := new(beatRead)
+			h, err := scanHost(scanMore{rows, []any{&b.cred}})
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if want[h.Name] {
+				b.host = h
+				got[hostKey(g.pool, h.Name)] = b
+				found = append(found, h.Name)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			continue
+		}
+		// Their open sessions, each host a range of the covering index of
+		// openSessionsQuery, in its order.
+		rows, err = t.query(ctx, beatSessionsQuery(len(found)), (&poolHosts{pool: g.pool, hosts: found}).args(1)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var host string
+			o := new(openSession)
+			if err := rows.Scan(&host, &o.id, &o.user, &o.state, &o.agentID, &o.createTime, &o.stateTime, &o.logoffQueued); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if b := got[hostKey(g.pool, host)]; b != nil {
+				b.open = append(b.open, o)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return got, nil
+}
+
+// poolHosts is one pool's hosts of a batch, in the batch's order, and the
+// requests (their places in the batch) that write them.
+type poolHosts struct {
+	pool  string
+	hosts []string
+	reqs  []int
+}
+
+// args is the pool, then its hosts (times times): the arguments of the
+// queries below.
+func (g *poolHosts) args(times int) []any {
+	a := make([]any, 0, 1+times*len(g.hosts))
+	a = append(a, g.pool)
+	for range times {
+		for _, h := range g.hosts {
+			a = append(a, h)
+		}
+	}
+	return a
+}
+
+// byPool groups the hosts of the batch's requests that have one (take
+// nil: all of them) by pool, in the batch's order, each host once.
+func byPool(live []*commitReq, take func(i int) bool) []*poolHosts {
+	var out []*poolHosts
+	seen := map[string]bool{}
+	for i, r := range live {
+		if r.host == "" || (take != nil && !take(i)) {
+			continue
+		}
+		if len(out) == 0 || out[len(out)-1].pool != r.pool {
+			out = append(out, &poolHosts{pool: r.pool})
+		}
+		g := out[len(out)-1]
+		g.reqs = append(g.reqs, i)
+		if k := r.key; !seen[k] {
+			seen[k] = true
+			g.hosts = append(g.hosts, r.host)
+		}
+	}
+	return out
+}
+
+// deliverBatch marks the queued commands of the batch's heartbeats that
+// succeeded Delivered, in one statement per pool after every request of
+// the batch ran, and gives each heartbeat its host's commands
+// (commitReq.deliver) in the order they were queued, with the agent's
+// session id filled in where the session got one after the command was
+// queued. A command queued in the batch (an R-S5 logoff of the heartbeat
+// itself) goes out with it.
+func deliverBatch(ctx context.Context, t *tx, live []*commitReq, results []error) error {
+	type seqCmd struct {
+		seq int64
+		c   vdibroker.Command
+	}
+	for _, g := range byPool(live, func(i int) bool { return live[i].deliver != nil && results[i] == nil }) {
+		rows, err := t.query(ctx, deliverQuery(len(g.hosts)),
+			append(append([]any{vdibroker.CommandDelivered}, g.args(1)...), vdibroker.CommandQueued)...)
+		if err != nil {
+			return err
+		}
+		var l []seqCmd
+		for rows.Next() {
+			var sc seqCmd
+			if sc.c, err = scanCommand(rows, &sc.seq); err != nil {
+				rows.Close()
+				return err
+			}
+			l = append(l, sc)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		slices.SortFunc(l, func(a, b seqCmd) int { return int(a.seq - b.seq) })
+		cmds := map[string][]vdibroker.Command{}
+		for _, sc := range l {
+			c := sc.c
+			if c.AgentSessionID == "" && c.SessionID != "" {
+				var agentID string
+				if err := t.row(ctx, `SELECT agent_session_id FROM user_sessions WHERE id = ?`, c.SessionID).Scan(&agentID); err == nil {
+					c.AgentSessionID = agentID
+				}
+			}
+			cmds[c.SessionHost] = append(cmds[c.SessionHost], c)
+		}
+		// Two heartbeats of one host in one batch: the last one carries the
+		// commands (both are answered after the commit).
+		last := map[string]int{}
+		for _, i := range g.reqs {
+			last[live[i].host] = i
+		}
+		for _, i := range g.reqs {
+			r := live[i]
+			if last[r.host] == i {
+				r.deliver(cmds[r.host])
+			} else {
+				r.deliver(nil)
+			}
+		}
+	}
+	return nil
+}
+
+// beatHostsQuery reads n hosts of one pool (args: pool, hosts, hosts) with
+// their counts and credentials, by key in both tables (the list is given
+// for each table: PostgreSQL does not carry it across the join, and read
+// all the pool's counts instead), and on PostgreSQL locks them in name
+// order (counts, then row, as getHostAnd).
+func beatHostsQuery(d *dialect, n int) string {
+	q := `SELECT ` + hostCols + `, credential_hash FROM ` + hostFrom + `
+		WHERE host_pool = ? AND session_hosts.name IN ` + params(n) + ` AND host_counts.name IN ` + params(n) + ` ORDER BY name`
+	if d.forUpdate != "" {
+		q += ` FOR UPDATE OF host_counts, session_hosts`
+	}
+	return q
+}
+
+// beatSessionsQuery is openSessionsQuery for n hosts of one pool at once
+// (args: pool, hosts), each host a range of
+// user_sessions_open_by_host_covering.
+func beatSessionsQuery(n int) string {
+	return `SELECT session_host, id, user_name, state, agent_session_id, create_time, state_time, logoff_queued
+		FROM user_sessions WHERE host_pool = ? AND session_host IN ` + params(n) + ` AND state <> 'LoggedOff'
+		ORDER BY create_time, id`
+}
+
+// deliverQuery marks the queued commands of n hosts of one pool Delivered
+// (args: the Delivered state, pool, hosts, the Queued state), each host a
+// range of commands_by_host.
+func deliverQuery(n int) string {
+	return `UPDATE commands SET state = ?
+		WHERE host_pool = ? AND session_host IN ` + params(n) + ` AND state = ?
+		RETURNING ` + commandCols + `, seq`
+}
+
+// params is a list of n placeholders: "(?,?,?)".
+func params(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("?,", n), ",") + ")"
+}
