@@ -40,7 +40,7 @@ type commitReq struct {
 	order int
 	// atomic says fn changes nothing when it returns a *vdibroker.Error,
 	// so it needs no savepoint of its own: the common connect runs two
-	// statements instead of four, a heartbeat one less than with. Any
+	// statements instead of four, a heartbeat one fewer. Any
 	// other error runs the batch again with this request in a savepoint
 	// (errRunApart).
 	atomic bool
