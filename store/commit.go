@@ -386,6 +386,12 @@ func (s *DB) runBatch(batch []*commitReq) {
 			if use[i] {
 				t.beat = read[r.key] // nil when not found: fn reads and answers NotFound
 			}
+			if t.beat == nil && (r.beat || !r.ownHost) {
+				// It may read a host's row: write the heartbeats' first.
+				if err := t.flushBeats(ctx); err != nil {
+					return err
+				}
+			}
 			if r.atomic {
 				err := r.fn(ctx, t)
 				var verr *vdibroker.Error
@@ -426,6 +432,9 @@ func (s *DB) runBatch(batch []*commitReq) {
 			}
 		}
 		t.beat = nil
+		if err := t.flushBeats(ctx); err != nil {
+			return err
+		}
 		if err := deliverBatch(ctx, t, live, results); err != nil {
 			return err
 		}

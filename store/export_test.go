@@ -112,15 +112,19 @@ func (s *DB) OpenSessionsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, openSessionsQuery, "pool", "host")
 }
 
-// BeatHostsPlan, BeatSessionsPlan and DeliverPlan are ExpirePendingPlan
-// for the batch's reads and deliveries for its heartbeats (readAhead,
-// deliverBatch), of two hosts.
+// BeatHostsPlan, BeatSessionsPlan, BeatsUpdatePlan and DeliverPlan are
+// ExpirePendingPlan for the batch's reads, writes and deliveries for its
+// heartbeats (readAhead, flushBeats, deliverBatch), of two hosts.
 func (s *DB) BeatHostsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, beatHostsQuery(s.d, 2), "pool", "h1", "h2", "h1", "h2")
 }
 
 func (s *DB) BeatSessionsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, beatSessionsQuery(2), "pool", "h1", "h2")
+}
+
+func (s *DB) BeatsUpdatePlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, beatsUpdateQuery(2), "pool", "h1", 1, nil, 0, "{}", false, "", "pool", "h2", 1, nil, 0, "{}", false, "")
 }
 
 func (s *DB) DeliverPlan(ctx context.Context) ([]string, error) {
@@ -247,6 +251,10 @@ func (s *DB) PostgresBatchReadPlans(ctx context.Context, pool string, hosts ...s
 		args = append(args, h)
 	}
 	hostArgs := append(slices.Clone(args), args[1:]...)
+	var rowArgs []any
+	for _, h := range hosts {
+		rowArgs = append(rowArgs, pool, h, int64(1), nil, 0, "{}", false, "")
+	}
 	plans := map[string]string{}
 	for name, q := range map[string]struct {
 		query string
@@ -255,6 +263,7 @@ func (s *DB) PostgresBatchReadPlans(ctx context.Context, pool string, hosts ...s
 		"beats' hosts":         {beatHostsQuery(s.d, len(hosts)), hostArgs},
 		"beats' open sessions": {beatSessionsQuery(len(hosts)), args},
 		"beats' commands":      {deliverQuery(len(hosts)), append(append([]any{"Delivered"}, args...), "Queued")},
+		"beats' rows":          {beatsUpdateQuery(len(hosts)), rowArgs},
 	} {
 		p, err := s.explain(ctx, q.query, q.args...)
 		if err != nil {

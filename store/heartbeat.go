@@ -99,22 +99,31 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 			at := fromNS(ns(now))
 			powerTime = &at
 		}
-		const runs = `(? AND (power_state IN ('Starting', 'Unknown') OR (power_state IN ('Stopped', 'Stopping') AND power_state_time < ?)))`
-		stale := ns(now.Add(-p.HeartbeatTimeout()))
-		if _, err := t.exec(ctx, `UPDATE session_hosts SET last_heartbeat = ?, metrics = ?, metrics_sessions = ?,
-			policy = ?, shutting_down = ?, health_error = ?,
-			power_state = CASE WHEN `+runs+` THEN 'Running' ELSE power_state END,
-			power_state_time = CASE WHEN `+runs+` THEN ? ELSE power_state_time END
-			WHERE host_pool = ? AND name = ?`,
-			ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError,
-			!hb.ShuttingDown, stale, !hb.ShuttingDown, stale, ns(now),
-			pool, host); err != nil {
-			return err
-		}
-		if err := t.addCounts(ctx, pool, host, ds, dc); err != nil {
-			return err
-		}
-		if power != h.PowerState {
+		if power == h.PowerState {
+			// The usual heartbeat: its row's UPDATE waits to go with the
+			// batch's other heartbeats' (tx.flushBeats), after the last
+			// step that can fail.
+			if err := t.addCounts(ctx, pool, host, ds, dc); err != nil {
+				return err
+			}
+			t.beats = append(t.beats, hostBeat{pool: pool, host: host, at: ns(now), metrics: metricsText,
+				metricsSessions: metricsSessions, policy: policyText, shuttingDown: hb.ShuttingDown, healthError: hb.HealthError})
+		} else {
+			const runs = `(? AND (power_state IN ('Starting', 'Unknown') OR (power_state IN ('Stopped', 'Stopping') AND power_state_time < ?)))`
+			stale := ns(now.Add(-p.HeartbeatTimeout()))
+			if _, err := t.exec(ctx, `UPDATE session_hosts SET last_heartbeat = ?, metrics = ?, metrics_sessions = ?,
+				policy = ?, shutting_down = ?, health_error = ?,
+				power_state = CASE WHEN `+runs+` THEN 'Running' ELSE power_state END,
+				power_state_time = CASE WHEN `+runs+` THEN ? ELSE power_state_time END
+				WHERE host_pool = ? AND name = ?`,
+				ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError,
+				!hb.ShuttingDown, stale, !hb.ShuttingDown, stale, ns(now),
+				pool, host); err != nil {
+				return err
+			}
+			if err := t.addCounts(ctx, pool, host, ds, dc); err != nil {
+				return err
+			}
 			// A stopped host that runs again takes sessions again (h is
 			// the row under the host's lock, so the rule's guess is the
 			// UPDATE's outcome).

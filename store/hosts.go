@@ -30,16 +30,31 @@ const (
 )
 
 func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
-	var h vdibroker.SessionHost
-	var protocols, assigned, policy string
-	var metrics sql.NullString
+	var r hostRow
+	if err := scanHostRow(sc, &r); err != nil {
+		return nil, err
+	}
+	return r.decode()
+}
+
+// hostRow is a host as read, its JSON columns not yet decoded: a batch's
+// read of its hosts locks and reads its connects' hosts too, and decodes
+// only its heartbeats' (readAhead).
+type hostRow struct {
+	h                           vdibroker.SessionHost
+	protocols, assigned, policy string
+	metrics                     sql.NullString
+}
+
+func scanHostRow(sc scanner, r *hostRow) error {
+	h := &r.h
 	var hb sql.NullInt64
 	var ct, pt int64
-	if err := sc.Scan(&h.HostPool, &h.Name, &h.Address, &protocols, &h.StandardFeatures,
-		&h.AllowNewSession, &assigned, &hb, &h.Sessions, &h.ConnectingSessions, &metrics,
-		&h.MetricsSessions, &policy, &h.ShuttingDown, &h.HealthError, &ct,
+	if err := sc.Scan(&h.HostPool, &h.Name, &h.Address, &r.protocols, &h.StandardFeatures,
+		&h.AllowNewSession, &r.assigned, &hb, &h.Sessions, &h.ConnectingSessions, &r.metrics,
+		&h.MetricsSessions, &r.policy, &h.ShuttingDown, &h.HealthError, &ct,
 		&h.PowerState, &pt, &h.AutoscaleDrain); err != nil {
-		return nil, err
+		return err
 	}
 	if pt != 0 {
 		at := fromNS(pt)
@@ -47,18 +62,24 @@ func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
 	}
 	h.LastHeartBeat = fromNSPtr(hb)
 	h.CreateTime = fromNS(ct)
-	if err := json.Unmarshal([]byte(protocols), &h.Protocols); err != nil {
+	return nil
+}
+
+// decode decodes the row's JSON columns and returns the host.
+func (r *hostRow) decode() (*vdibroker.SessionHost, error) {
+	h := &r.h
+	if err := json.Unmarshal([]byte(r.protocols), &h.Protocols); err != nil {
 		return nil, fmt.Errorf("host %q: protocols: %w", h.Name, err)
 	}
-	if err := json.Unmarshal([]byte(assigned), &h.AssignedUsers); err != nil {
+	if err := json.Unmarshal([]byte(r.assigned), &h.AssignedUsers); err != nil {
 		return nil, fmt.Errorf("host %q: assigned_users: %w", h.Name, err)
 	}
-	if err := json.Unmarshal([]byte(policy), &h.Policy); err != nil {
+	if err := json.Unmarshal([]byte(r.policy), &h.Policy); err != nil {
 		return nil, fmt.Errorf("host %q: policy: %w", h.Name, err)
 	}
-	if metrics.Valid {
+	if r.metrics.Valid {
 		h.Metrics = new(vdibroker.Metrics)
-		if err := json.Unmarshal([]byte(metrics.String), h.Metrics); err != nil {
+		if err := json.Unmarshal([]byte(r.metrics.String), h.Metrics); err != nil {
 			return nil, fmt.Errorf("host %q: metrics: %w", h.Name, err)
 		}
 	}
@@ -68,7 +89,7 @@ func scanHost(sc scanner) (*vdibroker.SessionHost, error) {
 	if h.AssignedUsers == nil {
 		h.AssignedUsers = []string{}
 	}
-	return &h, nil
+	return h, nil
 }
 
 // scanMore scans the columns a scanner's caller expects, then more.

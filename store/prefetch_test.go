@@ -39,11 +39,18 @@ func TestBatchedHeartbeatsGetTheirOwnHosts(t *testing.T) {
 		}
 		x5 := placement("p", "h5", "x5", 10)
 		now := t0.Add(time.Second)
+		h1 := report("a1", "uh1", vdibroker.StateActive)
+		h1.Metrics = &vdibroker.Metrics{CPUPercent: 41, MemoryPercent: 42, SampledAt: now}
+		h3 := report("a3", "uh3", vdibroker.StateActive)
+		h3.HealthError = "first"
+		threshold := 70
+		h3.Policy = &vdibroker.HostPolicy{HostLoadIndexThreshold: &threshold}
 		ws := []store.Write{
-			{Pool: "p", Host: "h1", Beat: report("a1", "uh1", vdibroker.StateActive)},
+			{Pool: "p", Host: "h1", Beat: h1},
 			{Pool: "p", Host: "h2", Beat: &vdibroker.HeartbeatRequest{}},
-			{Pool: "p", Host: "h3", Beat: report("a3", "uh3", vdibroker.StateActive)},
-			// Two heartbeats of one host: the second sees the first's logon.
+			{Pool: "p", Host: "h3", Beat: h3},
+			// Two heartbeats of one host: the second sees the first's
+			// logon, and its row is written after the first's.
 			{Pool: "p", Host: "h3", Beat: report("a3", "uh3", vdibroker.StateDisconnected)},
 			{Pool: "p", Host: "h4", Beat: report("a4", "uh4", vdibroker.StateActive)},
 			// A connect, then its host's heartbeat reporting the logon.
@@ -91,6 +98,22 @@ func TestBatchedHeartbeatsGetTheirOwnHosts(t *testing.T) {
 		for _, h := range []string{"h2", "h4"} {
 			if state, _, err := s.Command(ctx, cmds[h]); err != nil || state != vdibroker.CommandDelivered {
 				t.Errorf("%s's command is %s (%v); want Delivered", h, state, err)
+			}
+		}
+		// The hosts' rows, written together after the heartbeats ran.
+		for _, h := range []string{"h1", "h2", "h3", "h4", "h5"} {
+			got, err := s.GetSessionHost(ctx, "p", h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LastHeartBeat == nil || !got.LastHeartBeat.Equal(now) || got.HealthError != "" {
+				t.Errorf("%s's row: last heartbeat %v, health error %q; want %v, none", h, got.LastHeartBeat, got.HealthError, now)
+			}
+			if h == "h3" && (got.Policy.HostLoadIndexThreshold == nil || *got.Policy.HostLoadIndexThreshold != 70) {
+				t.Errorf("h3's policy %+v; want the threshold its first heartbeat set (the second, sending none, keeps it)", got.Policy)
+			}
+			if h == "h1" && (got.Metrics == nil || got.Metrics.CPUPercent != 41 || got.Metrics.MemoryPercent != 42 || got.MetricsSessions != 1) {
+				t.Errorf("h1's metrics %+v over %d sessions; want the sample sent (41 %% CPU, 42 %% memory) over 1", got.Metrics, got.MetricsSessions)
 			}
 		}
 		if bad, err := s.CheckCounts(ctx); err != nil || len(bad) > 0 {

@@ -394,6 +394,9 @@ type tx struct {
 	// beat, while a heartbeat of a group commit runs, is what the batch
 	// read for it (readAhead); nil: it reads for itself.
 	beat *beatRead
+	// beats are the batch's heartbeats' writes of their hosts' rows not
+	// yet made (flushBeats).
+	beats []hostBeat
 	// audit is the entry of the request this write serves (nil when
 	// none): the write's methods set its Before and After (audited), and
 	// writeOnce inserts it in the same transaction (audit.go).
