@@ -141,6 +141,9 @@ func hostKey(pool, host string) string { return pool + "\x00" + host }
 
 // queue is the committer queue r waits in.
 func (s *DB) queue(r *commitReq) chan *commitReq {
+	if r.beat && len(s.beatCommits) > 0 {
+		return s.beatCommits[shard(r.key, len(s.beatCommits))].beats
+	}
 	c := s.commits[shard(r.key, len(s.commits))]
 	if r.beat {
 		return c.beats
@@ -187,18 +190,25 @@ func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
 	}
 }
 
-// postgresCommitters is how many group committers a PostgreSQL store runs.
-// A batch's statements go one after another on its connection (there were
-// eight round trips per heartbeat then): one committer spent most of its time
-// waiting for the network, and a full pod's 1,000 heartbeats a second
-// filled it, so connects queued behind them for a second (issue 13).
-// Several committers, each on its own connection, wait in parallel.
+// postgresCommitters is how many group committers a PostgreSQL store runs
+// for connects and the other writes, and as many again for heartbeats. A
+// batch's statements go one after another on its connection, each a
+// round trip: one committer spent most of its time waiting for the
+// network, and connects queued behind a full pod's 1,000 heartbeats a
+// second (issue 13). Several committers, each on its own connection, wait
+// in parallel; and a connect never waits for a batch of heartbeats, whose
+// reads and writes (a host's sessions each) made a batch with a connect
+// in it up to a hundred milliseconds long under a pod's load. A host's
+// connect and its heartbeat may then commit in either order, as they may
+// from two replicas: both take the host's lock (R-D3), and batches are
+// numbered in commit order.
 const postgresCommitters = 4
 
-// shard is the committer of a request's key. One host's writes always go
-// to one committer, so they are committed in the order they were queued
-// and their numbers (HeartbeatResult.Seq, OnCommitted) follow that order,
-// and the broker's own committers never wait for each other's host locks.
+// shard is the committer of a request's key. One host's writes of one
+// kind (heartbeats, the others) always go to one committer, so they are
+// committed in the order they were queued and their numbers
+// (HeartbeatResult.Seq, OnCommitted) follow that order, and the broker's
+// committers of one kind never wait for each other's host locks.
 func shard(key string, n int) int {
 	if n == 1 {
 		return 0
@@ -220,16 +230,16 @@ func newCommitter() *committer {
 	return &committer{first: make(chan *commitReq, 4096), beats: make(chan *commitReq, 4096)}
 }
 
-// How many writes one PostgreSQL batch carries at most: heartbeats, and
-// the others (connects). A batch's statements run one after another, so a
-// batch of 256 heartbeats took a few hundred milliseconds, and a connect
-// queued behind it waited that long, then as long again for its own batch
-// (issue 13: connect p99 under 100 ms). 16 heartbeats and 64 connects are
-// some 50 ms at most; the four committers still carry several times a full
-// pod's 1,000 heartbeats a second, and a logon storm's connects cannot
-// starve the heartbeats (hosts whose heartbeats wait 90 s go Unavailable).
+// How many writes one PostgreSQL batch carries at most: heartbeats (a
+// heartbeats' committer's batch), and the others (connects). A batch's
+// statements run one after another, so a batch of 256 connects would take
+// a few hundred milliseconds, and a connect queued behind it would wait
+// that long, then as long again for its own batch (issue 13: connect p99
+// under 100 ms). Heartbeats wait for no connect, and cost a few statements
+// a batch (readAhead, flushBeats): 64 of them are one larger batch instead
+// of four.
 const (
-	postgresBeatsPerBatch = 16
+	postgresBeatsPerBatch = 64
 	postgresFirstPerBatch = 64
 )
 

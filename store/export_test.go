@@ -373,11 +373,16 @@ func SetEvaluationTrim(t testing.TB, keep, every int) {
 	t.Cleanup(func() { keepEvaluations, trimEvery = oldKeep, oldEvery })
 }
 
-// CommitterOf is the group committer that writes the host (see shard), and
-// Committers how many the store runs.
+// CommitterOf is the group committer that writes the host's connects
+// (see shard), and Committers how many the store runs for them; on
+// PostgreSQL as many more write the heartbeats, BeatCommitterOf's.
 func (s *DB) CommitterOf(pool, host string) int { return shard(hostKey(pool, host), len(s.commits)) }
 
 func (s *DB) Committers() int { return len(s.commits) }
+
+func (s *DB) BeatCommitterOf(pool, host string) int {
+	return shard(hostKey(pool, host), len(s.beatCommits))
+}
 
 // CommitBatchWithFailure commits cs as one batch, as CommitBatch, with one
 // more atomic request among them whose statement fails with a database
@@ -408,14 +413,11 @@ func (s *DB) CommitBatchWithFailure(cs []*vdibroker.PlacementCommit) (errs []err
 	return errs, failed
 }
 
-// Queued is how many writes wait in committer c's queues: heartbeats and
-// the others.
+// Queued is how many heartbeats wait for heartbeat committer c
+// (PostgreSQL), and how many other writes for committer c.
 func (s *DB) Queued(c int) (beats, first int) {
-	return len(s.commits[c].beats), len(s.commits[c].first)
+	return len(s.beatCommits[c].beats), len(s.commits[c].first)
 }
-
-// PostgresBeatsPerBatch is postgresBeatsPerBatch.
-const PostgresBeatsPerBatch = postgresBeatsPerBatch
 
 // FillFromFullQueues queues n connects and m heartbeats on a committer of
 // its own and returns how many of each the first batch takes (fill).

@@ -47,13 +47,15 @@ type DB struct {
 
 	// commits are the group committers' queues: one on SQLite, whose
 	// writer is alone anyway; postgresCommitters on PostgreSQL, each
-	// taking the same hosts always (see shard).
-	commits   []*committer
-	closing   chan struct{}
-	stopped   chan struct{} // closed when every group committer has exited
-	closeOnce sync.Once
-	batcherWG sync.WaitGroup
-	opts      Options
+	// taking the same hosts always (see shard). beatCommits, on PostgreSQL
+	// only, are as many committers for the heartbeats (s.queue).
+	commits     []*committer
+	beatCommits []*committer
+	closing     chan struct{}
+	stopped     chan struct{} // closed when every group committer has exited
+	closeOnce   sync.Once
+	batcherWG   sync.WaitGroup
+	opts        Options
 
 	batches, batched atomic.Int64 // CommitStats
 	// beatsPerBatch and firstPerBatch cap the heartbeats and the other
@@ -153,6 +155,14 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 		s.commits = append(s.commits, c)
 		s.batcherWG.Add(1)
 		go s.batcher(c)
+	}
+	if s.d == postgresDialect {
+		for range committers {
+			c := newCommitter()
+			s.beatCommits = append(s.beatCommits, c)
+			s.batcherWG.Add(1)
+			go s.batcher(c)
+		}
 	}
 	go func() {
 		s.batcherWG.Wait()
