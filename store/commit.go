@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -200,8 +201,8 @@ func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
 // reads and writes (a host's sessions each) made a batch with a connect
 // in it up to a hundred milliseconds long under a pod's load. A host's
 // connect and its heartbeat may then commit in either order, as they may
-// from two replicas: both take the host's lock (R-D3), and batches are
-// numbered in commit order.
+// from two replicas: both take the host's lock (R-D3), and their batches
+// are numbered in the order they held it (numbering).
 const postgresCommitters = 4
 
 // shard is the committer of a request's key. One host's writes of one
@@ -381,7 +382,14 @@ func (s *DB) runBatch(batch []*commitReq) {
 		ctx, cancel = context.WithTimeout(ctx, cmp.Or(s.opts.BatchTimeout, batchTimeout))
 		defer cancel()
 	}
+	var num int64 // the number this batch took (0: none)
 	err := s.write(ctx, func(t *tx) error {
+		if num != 0 {
+			// An earlier run of the batch took a number and did not
+			// commit.
+			s.numbers.skip(num)
+			num = 0
+		}
 		if err := lockAssignees(ctx, t, live); err != nil {
 			return err
 		}
@@ -448,28 +456,34 @@ func (s *DB) runBatch(batch []*commitReq) {
 		if err := deliverBatch(ctx, t, live, results); err != nil {
 			return err
 		}
-		return writeCursors(ctx, t, live, results)
+		if err := writeCursors(ctx, t, live, results); err != nil {
+			return err
+		}
+		// The batch's number, taken after its last statement, while it
+		// still holds its hosts' locks, just before it commits (see
+		// numbering).
+		num = s.numbers.take()
+		return nil
 	})
 	if err != nil {
 		s.log.Error("group commit failed", "writes", len(live), "err", err)
 		err = fmt.Errorf("group commit: %w", err)
+		if num != 0 {
+			s.numbers.skip(num)
+		}
 	}
 	if err == nil {
-		// The batch is numbered once committed, and its hooks run in the
-		// same step: when a hook has seen a number, every batch numbered
-		// below it has committed and run its hooks, whichever committer
-		// ran it (a read begun after then sees them all: the view's
-		// landedMark). Every hook before any answer: a heartbeat answered
-		// from this batch carries counts that include these sessions.
-		s.numberMu.Lock()
-		s.numbered++
-		seq := func(i int) int64 { return s.numbered<<seqIndexBits | int64(i) }
-		for i, r := range live {
-			if r.committed != nil && results[i] == nil {
-				r.committed(seq(i))
+		// The hooks run in number order, every hook before any answer: a
+		// heartbeat answered from this batch carries counts that include
+		// these sessions.
+		s.numbers.inTurn(num, func() {
+			seq := func(i int) int64 { return num<<seqIndexBits | int64(i) }
+			for i, r := range live {
+				if r.committed != nil && results[i] == nil {
+					r.committed(seq(i))
+				}
 			}
-		}
-		s.numberMu.Unlock()
+		})
 	}
 	for i, r := range live {
 		if err != nil {
@@ -478,6 +492,64 @@ func (s *DB) runBatch(batch []*commitReq) {
 			r.done <- results[i]
 		}
 	}
+}
+
+// numbering numbers the committed batches (HeartbeatResult.Seq,
+// OnCommitted) and runs their hooks in number order, whichever committer
+// ran them. A batch takes its number after its last statement, while it
+// still holds its hosts' locks, just before it commits: of two batches
+// that write one host, the one that locked it first (and committed before
+// the other could lock it) has the lower number, so a heartbeat's counts
+// include exactly the placements of its host numbered below it (R-S1),
+// though the two ran on different committers (heartbeats have their own
+// on PostgreSQL). A number taken when a batch then fails to commit is
+// skipped. Hooks run in turn: when a hook has seen a number, every batch
+// numbered below it has committed and run its hooks, or failed (a read
+// begun after then sees them all: the view's landedMark).
+type numbering struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	last int64          // the last number taken
+	done int64          // every number up to this one has had its turn
+	over map[int64]bool // numbers above done that have had theirs
+}
+
+func newNumbering() *numbering {
+	n := &numbering{over: map[int64]bool{}}
+	n.cond = sync.NewCond(&n.mu)
+	return n
+}
+
+func (n *numbering) take() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.last++
+	return n.last
+}
+
+// inTurn runs fn once every number below num has had its turn, then gives
+// num's turn up.
+func (n *numbering) inTurn(num int64, fn func()) {
+	n.mu.Lock()
+	for n.done != num-1 {
+		n.cond.Wait()
+	}
+	n.mu.Unlock()
+	fn()
+	n.skip(num)
+}
+
+// skip marks num's turn as had (without hooks, for a batch that did not
+// commit; or after them, inTurn).
+func (n *numbering) skip(num int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.over[num] = true
+	for n.over[n.done+1] {
+		delete(n.over, n.done+1)
+		n.done++
+	}
+	n.cond.Broadcast()
 }
 
 // writeCursors records the R-LI4 cursors of the batch's successful
@@ -578,53 +650,99 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 	if !c.PoolUpdateTime.IsZero() {
 		poolTime = ns(c.PoolUpdateTime)
 	}
-	n, err := t.exec(ctx, takeSlotQuery, ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, poolTime, poolTime,
-		c.Pooled, c.Pooled, u.HostPool, u.User, u.HostPool, u.User)
+	slotArgs := []any{ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, poolTime, poolTime,
+		c.Pooled, c.Pooled, u.HostPool, u.User, u.HostPool, u.User}
+	sessionArgs := []any{u.ID, u.HostPool, u.SessionHost, u.User, u.State, ns(u.CreateTime), ns(u.StateTime),
+		u.AgentSessionID, "", c.Pooled, false, c.Record}
+	if t.d == postgresDialect && simpleCommit(c) {
+		// Both statements in one round trip (slotAndInsertQuery).
+		var slot, inserted bool
+		if err := t.row(ctx, slotAndInsertQuery, append(slotArgs, sessionArgs...)...).Scan(&slot, &inserted); err != nil {
+			return err
+		}
+		switch {
+		case inserted:
+			return nil
+		case !slot:
+			return noSlot(ctx, t, c, poolTime)
+		}
+		return skipped(ctx, t, c, ds, dc)
+	}
+	n, err := t.exec(ctx, takeSlotQuery, slotArgs...)
 	if err != nil {
 		return err
 	}
 	if n == 0 {
-		// Why not? Answer R-C6 before R-C4: the caller then reconnects the
-		// user instead of retrying a full host.
-		if c.Pooled {
-			var open bool
-			if err := t.row(ctx, openUserSessionsQuery, u.HostPool, u.User, u.HostPool, u.User).Scan(&open); err != nil {
-				return err
-			}
-			if open {
-				return vdibroker.ErrUserHasSession
-			}
-		}
-		if poolTime != 0 {
-			var stored int64
-			err := t.row(ctx, `SELECT update_time FROM host_pools WHERE name = ?`, u.HostPool).Scan(&stored)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if err == nil && stored != poolTime {
-				return vdibroker.ErrPoolChanged
-			}
-		}
-		if _, err := t.getHost(ctx, u.HostPool, u.SessionHost, false); err != nil {
-			return err
-		}
-		return vdibroker.ErrHostFull
+		return noSlot(ctx, t, c, poolTime)
 	}
 	if c.Assign {
 		if err := t.assign(ctx, u.HostPool, u.SessionHost, u.User); err != nil {
 			return err
 		}
 	}
-	n, err = t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
-		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`,
-		u.ID, u.HostPool, u.SessionHost, u.User, u.State, ns(u.CreateTime), ns(u.StateTime),
-		u.AgentSessionID, "", c.Pooled, false, c.Record)
+	n, err = t.exec(ctx, insertSessionQuery, sessionArgs...)
 	if err != nil || n == 1 {
 		return err
 	}
-	// Skipped: the id exists, or (another replica won the race past the
-	// check above) the user has an open pooled session. Give the slot back.
+	return skipped(ctx, t, c, ds, dc)
+}
+
+// insertSessionQuery inserts a placed session, or skips it (ON CONFLICT
+// DO NOTHING) when its id exists or its user has an open pooled session
+// (R-C6's unique index).
+const insertSessionQuery = `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+	create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`
+
+// slotAndInsertQuery is, on PostgreSQL, the common connect's two
+// statements in one, a round trip less per connect: takeSlotQuery, then
+// insertSessionQuery only if the slot was taken. Args: takeSlotQuery's,
+// then insertSessionQuery's; it answers whether the slot was taken and
+// whether the session was inserted. (Its values are cast: an INSERT ...
+// SELECT does not type them by their columns.)
+const slotAndInsertQuery = `WITH slot AS (` + takeSlotQuery + ` RETURNING 1),
+	ins AS (INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
+		SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT),
+			CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS BOOLEAN), CAST(? AS BYTEA)
+		WHERE EXISTS (SELECT 1 FROM slot) ON CONFLICT DO NOTHING RETURNING 1)
+	SELECT EXISTS (SELECT 1 FROM slot), EXISTS (SELECT 1 FROM ins)`
+
+// noSlot answers why takeSlotQuery took no slot for c: R-C6 before R-C4,
+// so the caller reconnects the user instead of retrying a full host.
+func noSlot(ctx context.Context, t *tx, c *vdibroker.PlacementCommit, poolTime int64) error {
+	u := c.Session
+	if c.Pooled {
+		var open bool
+		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, u.User, u.HostPool, u.User).Scan(&open); err != nil {
+			return err
+		}
+		if open {
+			return vdibroker.ErrUserHasSession
+		}
+	}
+	if poolTime != 0 {
+		var stored int64
+		err := t.row(ctx, `SELECT update_time FROM host_pools WHERE name = ?`, u.HostPool).Scan(&stored)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err == nil && stored != poolTime {
+			return vdibroker.ErrPoolChanged
+		}
+	}
+	if _, err := t.getHost(ctx, u.HostPool, u.SessionHost, false); err != nil {
+		return err
+	}
+	return vdibroker.ErrHostFull
+}
+
+// skipped answers a session insert that was skipped after its slot was
+// taken: the id exists, or (another replica won the race past
+// takeSlotQuery's check) the user has an open pooled session. The slot is
+// given back.
+func skipped(ctx context.Context, t *tx, c *vdibroker.PlacementCommit, ds, dc int) error {
+	u := c.Session
 	if _, err := t.exec(ctx, `UPDATE host_counts SET sessions = sessions - ?, connecting_sessions = connecting_sessions - ?
 		WHERE host_pool = ? AND name = ?`, ds, dc, u.HostPool, u.SessionHost); err != nil {
 		return err

@@ -153,7 +153,7 @@ func TestConnectWaitingForDrainIsRefused_RC2(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = current_setting('application_name')
-			AND wait_event_type = 'Lock' AND query LIKE 'UPDATE host_counts SET sessions = sessions +%'`)
+			AND wait_event_type = 'Lock' AND query LIKE '%UPDATE host_counts SET sessions = sessions +%'`)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -62,11 +62,9 @@ type DB struct {
 	// writes of one batch (batchCaps).
 	beatsPerBatch, firstPerBatch int
 
-	// numberMu makes numbering a committed batch and running its
-	// OnCommitted hooks one step (see runBatch): numbers follow commit
-	// order across committers.
-	numberMu sync.Mutex
-	numbered int64 // the last committed batch's number
+	// numbers numbers the committed batches and runs their OnCommitted
+	// hooks in turn (see numbering).
+	numbers *numbering
 
 	// dir is SQLite's data directory, where Ping's write probe writes a
 	// file ("" on PostgreSQL).
@@ -145,6 +143,7 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 	if err != nil {
 		return nil, err
 	}
+	s.numbers = newNumbering()
 	committers := 1
 	if s.d == postgresDialect {
 		committers = postgresCommitters
