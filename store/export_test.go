@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,15 +119,15 @@ func (s *DB) BeatHostsPlan(ctx context.Context) ([]string, error) {
 }
 
 func (s *DB) BeatSessionsPlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, beatSessionsQuery(2), "pool", "h1", "h2")
+	return s.plan(ctx, beatSessionsQuery(s.d, 2), "pool", "h1", "h2")
 }
 
 func (s *DB) BeatsUpdatePlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, beatsUpdateQuery(2), "pool", "h1", 1, nil, 0, "{}", false, "", "pool", "h2", 1, nil, 0, "{}", false, "")
+	return s.plan(ctx, beatsUpdateQuery(s.d, 2), "pool", "h1", 1, nil, 0, "{}", false, "", "pool", "h2", 1, nil, 0, "{}", false, "")
 }
 
 func (s *DB) DeliverPlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, deliverQuery(2), "Delivered", "pool", "h1", "h2", "Queued")
+	return s.plan(ctx, deliverQuery(s.d, 2), "Delivered", "pool", "h1", "h2", "Queued")
 }
 
 // OpenUserSessionsPlan is ExpirePendingPlan for the R-C6 question every
@@ -246,24 +245,22 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 // and deliveries for its heartbeats (readAhead, deliverBatch) of the given
 // hosts of pool.
 func (s *DB) PostgresBatchReadPlans(ctx context.Context, pool string, hosts ...string) (map[string]string, error) {
-	args := []any{pool}
-	for _, h := range hosts {
-		args = append(args, h)
-	}
-	hostArgs := append(slices.Clone(args), args[1:]...)
-	var rowArgs []any
-	for _, h := range hosts {
-		rowArgs = append(rowArgs, pool, h, int64(1), nil, 0, "{}", false, "")
+	g := &poolHosts{pool: pool, hosts: hosts}
+	args := g.args(s.d, 1)
+	n := len(hosts)
+	pools, at, sessions, metrics, down := make([]string, n), make([]int64, n), make([]int64, n), make([]*string, n), make([]bool, n)
+	for i := range hosts {
+		pools[i], at[i] = pool, 1
 	}
 	plans := map[string]string{}
 	for name, q := range map[string]struct {
 		query string
 		args  []any
 	}{
-		"beats' hosts":         {beatHostsQuery(s.d, len(hosts)), hostArgs},
-		"beats' open sessions": {beatSessionsQuery(len(hosts)), args},
-		"beats' commands":      {deliverQuery(len(hosts)), append(append([]any{"Delivered"}, args...), "Queued")},
-		"beats' rows":          {beatsUpdateQuery(len(hosts)), rowArgs},
+		"beats' hosts":         {beatHostsQuery(s.d, n), g.args(s.d, 2)},
+		"beats' open sessions": {beatSessionsQuery(s.d, n), args},
+		"beats' commands":      {deliverQuery(s.d, n), append(append([]any{"Delivered"}, args...), "Queued")},
+		"beats' rows":          {beatsUpdateQuery(s.d, n), []any{pools, hosts, at, metrics, sessions, pools, down, pools}},
 	} {
 		p, err := s.explain(ctx, q.query, q.args...)
 		if err != nil {

@@ -69,7 +69,7 @@ func readAhead(ctx context.Context, t *tx, live []*commitReq, use []bool) (map[s
 				want[live[i].host] = true
 			}
 		}
-		rows, err := t.query(ctx, beatHostsQuery(t.d, len(g.hosts)), g.args(2)...)
+		rows, err := t.query(ctx, beatHostsQuery(t.d, len(g.hosts)), g.args(t.d, 2)...)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +102,7 @@ func readAhead(ctx context.Context, t *tx, live []*commitReq, use []bool) (map[s
 		}
 		// Their open sessions, each host a range of the covering index of
 		// openSessionsQuery, in its order.
-		rows, err = t.query(ctx, beatSessionsQuery(len(found)), (&poolHosts{pool: g.pool, hosts: found}).args(1)...)
+		rows, err = t.query(ctx, beatSessionsQuery(t.d, len(found)), (&poolHosts{pool: g.pool, hosts: found}).args(t.d, 1)...)
 		if err != nil {
 			return nil, err
 		}
@@ -134,11 +134,17 @@ type poolHosts struct {
 }
 
 // args is the pool, then its hosts (times times): the arguments of the
-// queries below.
-func (g *poolHosts) args(times int) []any {
-	a := make([]any, 0, 1+times*len(g.hosts))
-	a = append(a, g.pool)
+// queries below. On PostgreSQL the hosts are one array argument (each
+// time), so each query is one statement text whatever the number of
+// hosts: a statement is prepared and planned once per connection, not
+// once per number of hosts (a restarted broker prepared hundreds).
+func (g *poolHosts) args(d *dialect, times int) []any {
+	a := []any{g.pool}
 	for range times {
+		if d == postgresDialect {
+			a = append(a, g.hosts)
+			continue
+		}
 		for _, h := range g.hosts {
 			a = append(a, h)
 		}
@@ -181,8 +187,8 @@ func deliverBatch(ctx context.Context, t *tx, live []*commitReq, results []error
 		c   vdibroker.Command
 	}
 	for _, g := range byPool(live, func(i int) bool { return live[i].deliver != nil && results[i] == nil }) {
-		rows, err := t.query(ctx, deliverQuery(len(g.hosts)),
-			append(append([]any{vdibroker.CommandDelivered}, g.args(1)...), vdibroker.CommandQueued)...)
+		rows, err := t.query(ctx, deliverQuery(t.d, len(g.hosts)),
+			append(append([]any{vdibroker.CommandDelivered}, g.args(t.d, 1)...), vdibroker.CommandQueued)...)
 		if err != nil {
 			return err
 		}
@@ -229,14 +235,14 @@ func deliverBatch(ctx context.Context, t *tx, live []*commitReq, results []error
 	return nil
 }
 
-// beatHostsQuery reads n hosts of one pool (args: pool, hosts, hosts) with
-// their counts and credentials, by key in both tables (the list is given
-// for each table: PostgreSQL does not carry it across the join, and read
-// all the pool's counts instead), and on PostgreSQL locks them in name
-// order (counts, then row, as getHostAnd).
+// beatHostsQuery reads n hosts of one pool (args: poolHosts.args, twice)
+// with their counts and credentials, by key in both tables (the list is
+// given for each table: PostgreSQL does not carry it across the join, and
+// read all the pool's counts instead), and on PostgreSQL locks them in
+// name order (counts, then row, as getHostAnd).
 func beatHostsQuery(d *dialect, n int) string {
 	q := `SELECT ` + hostCols + `, credential_hash FROM ` + hostFrom + `
-		WHERE host_pool = ? AND session_hosts.name IN ` + params(n) + ` AND host_counts.name IN ` + params(n) + ` ORDER BY name`
+		WHERE host_pool = ? AND session_hosts.name ` + oneOf(d, n) + ` AND host_counts.name ` + oneOf(d, n) + ` ORDER BY name`
 	if d.forUpdate != "" {
 		q += ` FOR UPDATE OF host_counts, session_hosts`
 	}
@@ -244,21 +250,30 @@ func beatHostsQuery(d *dialect, n int) string {
 }
 
 // beatSessionsQuery is openSessionsQuery for n hosts of one pool at once
-// (args: pool, hosts), each host a range of
+// (args: poolHosts.args), each host a range of
 // user_sessions_open_by_host_covering.
-func beatSessionsQuery(n int) string {
+func beatSessionsQuery(d *dialect, n int) string {
 	return `SELECT session_host, id, user_name, state, agent_session_id, create_time, state_time, logoff_queued
-		FROM user_sessions WHERE host_pool = ? AND session_host IN ` + params(n) + ` AND state <> 'LoggedOff'
+		FROM user_sessions WHERE host_pool = ? AND session_host ` + oneOf(d, n) + ` AND state <> 'LoggedOff'
 		ORDER BY create_time, id`
 }
 
 // deliverQuery marks the queued commands of n hosts of one pool Delivered
-// (args: the Delivered state, pool, hosts, the Queued state), each host a
-// range of commands_by_host.
-func deliverQuery(n int) string {
+// (args: the Delivered state, poolHosts.args, the Queued state), each host
+// a range of commands_by_host.
+func deliverQuery(d *dialect, n int) string {
 	return `UPDATE commands SET state = ?
-		WHERE host_pool = ? AND session_host IN ` + params(n) + ` AND state = ?
+		WHERE host_pool = ? AND session_host ` + oneOf(d, n) + ` AND state = ?
 		RETURNING ` + commandCols + `, seq`
+}
+
+// oneOf is the condition that a value is one of n arguments: "= ANY(?)"
+// of one array argument on PostgreSQL, "IN (?,?,?)" on SQLite.
+func oneOf(d *dialect, n int) string {
+	if d == postgresDialect {
+		return `= ANY(?)`
+	}
+	return `IN ` + params(n)
 }
 
 // params is a list of n placeholders: "(?,?,?)".
@@ -288,20 +303,42 @@ func (t *tx) flushBeats(ctx context.Context) error {
 	if len(t.beats) == 0 {
 		return nil
 	}
-	args := make([]any, 0, 8*len(t.beats))
-	for _, b := range t.beats {
-		args = append(args, b.pool, b.host, b.at, b.metrics, b.metricsSessions, b.policy, b.shuttingDown, b.healthError)
+	var args []any
+	if t.d == postgresDialect {
+		// One array a column (beatsUpdateQuery).
+		n := len(t.beats)
+		pools, hosts, policies, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		at, sessions := make([]int64, n), make([]int64, n)
+		metrics, down := make([]*string, n), make([]bool, n)
+		for i, b := range t.beats {
+			pools[i], hosts[i], at[i], metrics[i] = b.pool, b.host, b.at, b.metrics
+			sessions[i], policies[i], down[i], errs[i] = int64(b.metricsSessions), b.policy, b.shuttingDown, b.healthError
+		}
+		args = []any{pools, hosts, at, metrics, sessions, policies, down, errs}
+	} else {
+		for _, b := range t.beats {
+			args = append(args, b.pool, b.host, b.at, b.metrics, b.metricsSessions, b.policy, b.shuttingDown, b.healthError)
+		}
 	}
-	_, err := t.exec(ctx, beatsUpdateQuery(len(t.beats)), args...)
+	_, err := t.exec(ctx, beatsUpdateQuery(t.d, len(t.beats)), args...)
 	t.beats = t.beats[:0]
 	return err
 }
 
-// beatsUpdateQuery writes n heartbeats' host rows (args: pool, host,
-// time, metrics, metrics sessions, policy, shutting down, health error,
-// for each), each found by key. The values are cast: a VALUES list has no
-// column types of its own.
-func beatsUpdateQuery(n int) string {
+// beatsUpdateQuery writes n heartbeats' host rows, each found by key.
+// Args: pool, host, time, metrics, metrics sessions, policy, shutting
+// down, health error; on SQLite for each heartbeat (a VALUES list, its
+// values cast: a VALUES list has no column types of its own), on
+// PostgreSQL each one array of all the heartbeats' values (unnest).
+func beatsUpdateQuery(d *dialect, n int) string {
+	if d == postgresDialect {
+		return `UPDATE session_hosts SET last_heartbeat = v.at, metrics = v.metrics, metrics_sessions = v.metrics_sessions,
+		policy = v.policy, shutting_down = v.shutting_down, health_error = v.health_error
+		FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]),
+			CAST(? AS TEXT[]), CAST(? AS BOOLEAN[]), CAST(? AS TEXT[]))
+			AS v(host_pool, name, at, metrics, metrics_sessions, policy, shutting_down, health_error)
+		WHERE session_hosts.host_pool = v.host_pool AND session_hosts.name = v.name`
+	}
 	const row = `(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT))`
 	return `UPDATE session_hosts SET last_heartbeat = v.column3, metrics = v.column4, metrics_sessions = v.column5,
 		policy = v.column6, shutting_down = v.column7, health_error = v.column8
