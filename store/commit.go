@@ -220,8 +220,10 @@ func shard(key string, n int) int {
 }
 
 // committer is one group committer's queues. Heartbeats wait in a queue
-// of their own, so a connect goes into the next batch whatever the number
-// of heartbeats queued before it.
+// of their own, so on SQLite's one committer a connect goes into the next
+// batch whatever the number of heartbeats queued before it. (On
+// PostgreSQL a committer uses one of them: s.commits the first,
+// s.beatCommits the beats.)
 type committer struct {
 	first chan *commitReq // placements and every other write
 	beats chan *commitReq // heartbeats (commitReq.beat)
@@ -236,9 +238,10 @@ func newCommitter() *committer {
 // statements run one after another, so a batch of 256 connects would take
 // a few hundred milliseconds, and a connect queued behind it would wait
 // that long, then as long again for its own batch (issue 13: connect p99
-// under 100 ms). Heartbeats wait for no connect, and cost a few statements
-// a batch (readAhead, flushBeats): 64 of them are one larger batch instead
-// of four.
+// under 100 ms). No connect waits for heartbeats (they have committers of
+// their own), and a batch's heartbeats cost a few statements in all
+// (readAhead, flushBeats, deliverBatch): 64 of them are one larger batch
+// instead of four.
 const (
 	postgresBeatsPerBatch = 64
 	postgresFirstPerBatch = 64
