@@ -10,14 +10,13 @@ import (
 )
 
 // A batch's heartbeats read what they need in two statements for the
-// whole batch, their queued commands are delivered in a third and their
-// hosts' rows written in a fourth, instead of four statements each (issue
-// 13). On PostgreSQL every statement is a
-// round trip, and a full pod's 1,000 heartbeats a second at four
-// statements each kept the committers so busy that under a load of dry
-// runs heartbeats waited a second, and the connects after them with them.
-// What is left per heartbeat is the writes of its counts and sessions when
-// they change.
+// whole batch, their hosts' rows are written in a third and their queued
+// commands delivered in a fourth, instead of four statements each (issue
+// 13). On PostgreSQL every statement is a round trip, and a full pod's
+// 1,000 heartbeats a second at four statements each kept the committers
+// so busy that under a load of dry runs heartbeats waited a second, and
+// the connects after them with them. What is left per heartbeat is the
+// writes of its counts and sessions when they change.
 
 // beatRead is what a heartbeat reads before it writes: its host under the
 // host's lock, the host's credential, and the host's open sessions.
@@ -51,12 +50,13 @@ func readsAhead(live []*commitReq) []bool {
 
 // readAhead runs the batch's reads for its heartbeats (use, readsAhead):
 // one statement for their hosts and one for the hosts' open sessions per
-// pool of the batch (almost always one). When the batch has a heartbeat it
-// also takes, on PostgreSQL, the lock of every host the batch's heartbeats
-// and connects write, in key order (live is sorted by key: pool by pool,
-// each pool's hosts by name): a batch that took its heartbeats' locks
-// first and its connects' after could close a cycle with another
-// replica's batch.
+// pool of the batch (almost always one). On PostgreSQL the first also
+// takes the lock of every host the batch's heartbeats and connects write,
+// in key order (live is sorted by key: pool by pool, each pool's hosts by
+// name): a batch that took its heartbeats' locks first and its connects'
+// after could close a cycle with another batch. (PostgreSQL's heartbeats
+// have committers of their own, so there its batches with heartbeats have
+// no connects; SQLite's one committer mixes them, and takes no locks.)
 func readAhead(ctx context.Context, t *tx, live []*commitReq, use []bool) (map[string]*beatRead, error) {
 	if !slices.Contains(use, true) {
 		return nil, nil
