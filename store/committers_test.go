@@ -172,7 +172,7 @@ func TestAtomicRequestFailsAlone(t *testing.T) {
 // On PostgreSQL a connect does not wait for heartbeats: with a heartbeat
 // committer held up by a host's lock and 100 heartbeats of its hosts
 // queued behind it, a connect on one of those hosts commits at once
-// (issue 13, connect p99 under 100 ms while a pod's 1,000 heartbeats a
+// (R-D2; issue 13, connect p99 under 100 ms while a pod's 1,000 heartbeats a
 // second are committed), and the heartbeats commit after the lock is
 // released.
 func TestConnectsDoNotWaitForHeartbeats(t *testing.T) {

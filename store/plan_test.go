@@ -95,7 +95,7 @@ func TestAssignUsesIndexes(t *testing.T) {
 	}
 }
 
-// TestBatchReadsUseIndexes: a batch's heartbeats read their hosts and
+// TestBatchReadsUseIndexes (R-S2, R-S4): a batch's heartbeats read their hosts and
 // their open sessions, write their rows and get their commands in one
 // statement each (readAhead, flushBeats, deliverBatch); each host must stay one range of an index, whatever the
 // number of hosts, sessions and commands.

@@ -61,8 +61,13 @@ func readAhead(ctx context.Context, t *tx, live []*commitReq, use []bool) (map[s
 	if !slices.Contains(use, true) {
 		return nil, nil
 	}
+	// SQLite takes no locks: only the hosts read for are read.
+	var take func(i int) bool
+	if t.d.forUpdate == "" {
+		take = func(i int) bool { return use[i] }
+	}
 	got := map[string]*beatRead{}
-	for _, g := range byPool(live, nil) {
+	for _, g := range byPool(live, take) {
 		want := map[string]bool{}
 		for _, i := range g.reqs {
 			if use[i] {

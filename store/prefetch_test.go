@@ -11,7 +11,8 @@ import (
 
 // A batch's heartbeats read their hosts and open sessions together and
 // get their commands together (readAhead, deliverBatch): each must still
-// get its own host, its own sessions and its own commands, and a
+// get its own host, its own sessions reconciled (R-S2) and counted
+// (R-S1), and its own commands (R-S4), and a
 // heartbeat after another write of its host in the batch must see that
 // write.
 func TestBatchedHeartbeatsGetTheirOwnHosts(t *testing.T) {
