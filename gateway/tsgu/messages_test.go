@@ -22,7 +22,7 @@ func allMessages() []Message {
 		&TunnelCreate{Caps: CapIdleTimeout},
 		&TunnelResponse{ServerVersion: 1, StatusCode: EProxyCookieAuthenticationDenied,
 			FieldsPresent: TunnelResponseFieldTunnelID | TunnelResponseFieldCaps | TunnelResponseFieldSOHReq | TunnelResponseFieldConsentMsg,
-			TunnelID: 7, Caps: CapIdleTimeout, Nonce: [16]byte{1, 2}, ServerCert: "cert", ConsentMsg: "Ünïcode ✓"},
+			TunnelID:      7, Caps: CapIdleTimeout, Nonce: [16]byte{1, 2}, ServerCert: "cert", ConsentMsg: "Ünïcode ✓"},
 		&TunnelAuth{FieldsPresent: TunnelAuthFieldSOH, ClientName: "laptop-42", StatementOfHealth: []byte{9}},
 		&TunnelAuthResponse{FieldsPresent: TunnelAuthResponseFieldRedirFlags | TunnelAuthResponseFieldIdleTimeout | TunnelAuthResponseFieldSOHResponse,
 			RedirFlags: RedirEnableAll, IdleTimeout: 30, SOHResponse: []byte{4, 5}},
