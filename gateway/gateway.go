@@ -410,6 +410,9 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 	}
 	out := p.conn
 	t := g.newTunnel(ip, p.started, body, out, func() { conn.Close(); out.Close() }, conn.SetReadDeadline)
+	if t == nil {
+		return
+	}
 	// The client writes nothing more on OUT; its end there ends the tunnel.
 	go func() {
 		var b [1]byte
