@@ -35,10 +35,15 @@ type tunnel struct {
 	claims   gatewaytoken.Claims
 	admitted bool // the broker admitted the token: TunnelClose is owed
 	reserved bool
-	reached  bool
+	reached  atomic.Bool
+	answered atomic.Bool // the client's close was answered: no close packet of ours
+	tmu      sync.Mutex  // guards target against end() from another goroutine
 	target   net.Conn
 
 	toHost, toClient atomic.Int64
+	// lastActive is when data last crossed, in Unix nanoseconds of the
+	// gateway's clock.
+	lastActive atomic.Int64
 
 	once   sync.Once
 	reason string // why it ended, set once
@@ -75,7 +80,7 @@ func (t *tunnel) end(reason string, status uint32) {
 	t.once.Do(func() {
 		t.reason = reason
 		close(t.done)
-		if status != 0 || t.reached {
+		if status != 0 || (t.reached.Load() && !t.answered.Load()) {
 			// The client may not be reading: give the write a second.
 			wrote := make(chan struct{})
 			go func() { t.fr.WriteMessage(&tsgu.Close{StatusCode: status}); close(wrote) }()
@@ -85,9 +90,11 @@ func (t *tunnel) end(reason string, status uint32) {
 			}
 		}
 		t.closeConns()
+		t.tmu.Lock()
 		if t.target != nil {
 			t.target.Close()
 		}
+		t.tmu.Unlock()
 	})
 }
 
@@ -111,7 +118,7 @@ func (t *tunnel) finish() {
 		g.m.open.Dec()
 		g.m.closed.WithLabelValues(t.reason).Inc()
 		ev := t.event()
-		ev.BytesToHost, ev.BytesToClient, ev.Reason, ev.Reached = t.toHost.Load(), t.toClient.Load(), t.reason, t.reached
+		ev.BytesToHost, ev.BytesToClient, ev.Reason, ev.Reached = t.toHost.Load(), t.toClient.Load(), t.reason, t.reached.Load()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), brokerTimeout)
 		if err := g.cfg.Broker.TunnelClose(ctx, ev); err != nil {
 			g.cfg.Logger.Error("report tunnel close to the broker", "tokenId", t.claims.ID, "err", err)
@@ -211,7 +218,7 @@ func (t *tunnel) handshake() bool {
 func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 	g := t.g
 	denied := &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyCookieAuthenticationDenied}
-	if m.FieldsPresent&tsgu.TunnelFieldPAACookie == 0 || len(m.PAACookie) == 0 {
+	if m.FieldsPresent&tsgu.TunnelFieldPAACookie == 0 || m.PAACookieString() == "" {
 		t.refuse("no_token", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyCookieBadPacket})
 		return false
 	}
@@ -277,9 +284,11 @@ func (t *tunnel) openChannel(m *tsgu.ChannelCreate) bool {
 		t.refuse("target_unreachable", &tsgu.ChannelResponse{ErrorCode: tsgu.EProxyTSConnectFailed}, "err", cut(err.Error(), 160))
 		return false
 	}
+	t.tmu.Lock()
 	t.target = conn
+	t.tmu.Unlock()
 	select {
-	case <-t.done: // aborted while dialling: end() did not see the target
+	case <-t.done: // aborted while dialling: end() may not have seen the target
 		conn.Close()
 		return false
 	default:
@@ -289,7 +298,7 @@ func (t *tunnel) openChannel(m *tsgu.ChannelCreate) bool {
 		return false
 	}
 	t.st.Opened()
-	t.reached = true
+	t.reached.Store(true)
 	g.m.handshake.Observe(g.cfg.Clock.Since(t.started).Seconds())
 	ctx, cancel := context.WithTimeout(g.ctx, brokerTimeout)
 	if err := g.cfg.Broker.ChannelOpen(ctx, t.event()); err != nil {
@@ -382,6 +391,7 @@ func (t *tunnel) pump() {
 				}
 				t.toClient.Add(int64(n))
 				g.m.toClient.Add(float64(n))
+				t.lastActive.Store(g.cfg.Clock.Now().UnixNano())
 			}
 			if err != nil {
 				t.end("host_closed", 0)
@@ -414,9 +424,10 @@ func (t *tunnel) pump() {
 			}
 			t.toHost.Add(int64(len(data)))
 			g.m.toHost.Add(float64(len(data)))
+			t.lastActive.Store(g.cfg.Clock.Now().UnixNano())
 		case tsgu.PktCloseChannel:
 			t.fr.WriteMessage(&tsgu.Close{Response: true})
-			t.reached = false // answered; no close packet of our own
+			t.answered.Store(true)
 			t.end("client_closed", 0)
 			return
 		case tsgu.PktCloseChannelResponse:
@@ -434,7 +445,8 @@ func (t *tunnel) watch() {
 	every := min(idle/4, life/4, 30*time.Second)
 	tick := clk.NewTicker(every)
 	defer tick.Stop()
-	opened, lastActive, lastBytes := clk.Now(), clk.Now(), int64(0)
+	opened := clk.Now()
+	t.lastActive.CompareAndSwap(0, opened.UnixNano())
 	for {
 		select {
 		case <-t.done:
@@ -442,11 +454,8 @@ func (t *tunnel) watch() {
 		case <-tick.C():
 		}
 		now := clk.Now()
-		if b := t.toHost.Load() + t.toClient.Load(); b != lastBytes {
-			lastBytes, lastActive = b, now
-		}
 		switch {
-		case now.Sub(lastActive) >= idle:
+		case now.Sub(time.Unix(0, t.lastActive.Load())) >= idle:
 			t.end("idle_timeout", tsgu.EProxySessionTimeout)
 			return
 		case now.Sub(opened) >= life:
