@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"time"
@@ -150,7 +149,7 @@ func dialHTTP(ctx context.Context, cfg DialConfig, connID string) (*ClientConn, 
 	}
 	out.SetDeadline(time.Time{})
 	in.SetDeadline(time.Time{})
-	return &ClientConn{fr: tsgu.NewFramer(br, httputil.NewChunkedWriter(in)), closers: []io.Closer{in, out}}, nil
+	return &ClientConn{fr: tsgu.NewFramer(br, &chunkWriter{w: in}), closers: []io.Closer{in, out}}, nil
 }
 
 // methodRewriter sends the WebSocket upgrade as RDG_OUT_DATA, as RD Gateway
@@ -300,4 +299,22 @@ func (c *ClientConn) Close() error {
 		errs = append(errs, cl.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// chunkWriter writes each Write as one HTTP/1.1 chunk in one write to the
+// connection (one TLS record, where httputil's writer makes three).
+type chunkWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (c *chunkWriter) Write(p []byte) (int, error) {
+	c.buf = strconv.AppendInt(c.buf[:0], int64(len(p)), 16)
+	c.buf = append(c.buf, '\r', '\n')
+	c.buf = append(c.buf, p...)
+	c.buf = append(c.buf, '\r', '\n')
+	if _, err := c.w.Write(c.buf); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
