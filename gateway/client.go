@@ -53,9 +53,10 @@ func (e *RefusedError) Error() string {
 // ClientConn is the RDP stream of a tunnel, client side: what FreeRDP's
 // gateway transport does, for tests and `vdibroker bench gateway`.
 type ClientConn struct {
-	fr      *tsgu.Framer
-	closers []io.Closer
-	rest    []byte
+	fr         *tsgu.Framer
+	closers    []io.Closer
+	deadliners []interface{ SetDeadline(time.Time) error }
+	rest       []byte
 }
 
 // Dial opens a tunnel through a gateway to cfg.Target, the MS-TSGU HTTP
@@ -74,9 +75,18 @@ func Dial(ctx context.Context, cfg DialConfig) (*ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The handshake is bounded by ctx too.
+	if dl, ok := ctx.Deadline(); ok {
+		for _, d := range c.deadliners {
+			d.SetDeadline(dl)
+		}
+	}
 	if err := c.handshake(cfg); err != nil {
 		c.Close()
 		return nil, err
+	}
+	for _, d := range c.deadliners {
+		d.SetDeadline(time.Time{})
 	}
 	return c, nil
 }
@@ -149,7 +159,8 @@ func dialHTTP(ctx context.Context, cfg DialConfig, connID string) (*ClientConn, 
 	}
 	out.SetDeadline(time.Time{})
 	in.SetDeadline(time.Time{})
-	return &ClientConn{fr: tsgu.NewFramer(br, &chunkWriter{w: in}), closers: []io.Closer{in, out}}, nil
+	return &ClientConn{fr: tsgu.NewFramer(br, &chunkWriter{w: in}), closers: []io.Closer{in, out},
+		deadliners: []interface{ SetDeadline(time.Time) error }{in, out}}, nil
 }
 
 // methodRewriter sends the WebSocket upgrade as RDG_OUT_DATA, as RD Gateway
@@ -176,7 +187,7 @@ func dialWebSocket(ctx context.Context, cfg DialConfig, connID string) (*ClientC
 		return nil, err
 	}
 	nc := websocket.NetConn(context.WithoutCancel(ctx), ws, websocket.MessageBinary)
-	return &ClientConn{fr: tsgu.NewFramer(nc, nc), closers: []io.Closer{nc}}, nil
+	return &ClientConn{fr: tsgu.NewFramer(nc, nc), closers: []io.Closer{nc}, deadliners: []interface{ SetDeadline(time.Time) error }{nc}}, nil
 }
 
 // expect reads the next packet other than a keepalive.

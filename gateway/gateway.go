@@ -345,14 +345,8 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		g.refuse("no_hijack", ip)
 		return
 	}
-	seed := make([]byte, 10)
-	rand.Read(seed)
-	brw.WriteString("HTTP/1.1 200 OK\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
-	brw.Write(seed)
-	if err := brw.Flush(); err != nil {
-		conn.Close()
-		return
-	}
+	// Registered before the answer goes out: the client opens its IN
+	// channel as soon as it has read the answer.
 	p := &pendingOut{conn: conn, client: ip, started: start}
 	g.mu.Lock()
 	if _, dup := g.pending[id]; dup || g.closed {
@@ -362,17 +356,32 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 	}
 	g.pending[id] = p
 	p.timer = g.cfg.Clock.AfterFunc(g.cfg.HandshakeTimeout, func() {
-		g.mu.Lock()
-		if g.pending[id] == p {
-			delete(g.pending, id)
-			g.mu.Unlock()
+		if g.takePending(id, p) {
 			g.refuse("no_in_channel", ip)
 			conn.Close()
-			return
 		}
-		g.mu.Unlock()
 	})
 	g.mu.Unlock()
+	seed := make([]byte, 10)
+	rand.Read(seed)
+	brw.WriteString("HTTP/1.1 200 OK\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
+	brw.Write(seed)
+	if err := brw.Flush(); err != nil && g.takePending(id, p) {
+		p.timer.Stop()
+		conn.Close()
+	}
+}
+
+// takePending removes the pending OUT channel p of id, if it is still
+// there, and says whether it was.
+func (g *Gateway) takePending(id string, p *pendingOut) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending[id] != p {
+		return false
+	}
+	delete(g.pending, id)
+	return true
 }
 
 // serveIn takes the IN channel. Its first request (no body) is answered
