@@ -28,6 +28,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(newBenchHeartbeatCmd())
 	cmd.AddCommand(newBenchPodCmd())
 	cmd.AddCommand(newBenchBareServerCmd())
+	cmd.AddCommand(newBenchGatewayCmd())
 	return cmd
 }
 

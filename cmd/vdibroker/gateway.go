@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
+
+	"github.com/vdibroker/vdibroker/gateway"
+	"github.com/vdibroker/vdibroker/gatewaytoken"
+)
+
+// GatewayMain is the `vdibroker gateway` program: an RD Gateway on its own
+// TLS listener, its token keys and its broker. Tests start it on
+// 127.0.0.1:0.
+type GatewayMain struct {
+	Listen           string
+	TLSCert, TLSKey  string
+	Logger           *slog.Logger
+	Name             string
+	KeysFile         string
+	KeysURL          string
+	KeysToken        string
+	KeysRefresh      time.Duration
+	BrokerURL        string
+	BrokerToken      string
+	MetricsToken     string
+	MaxHeaderBytes   int
+	Config           gateway.Config // limits; Verifier, Broker, Logger, Registry are set by Open
+	clientTLS        clientTLSOptions
+	certs            *certReloader
+	keys             *gatewaytoken.Keyring
+	Gateway          *gateway.Gateway
+	server           *http.Server
+	listener         net.Listener
+	stopKeys         context.CancelFunc
+	stopHUP          func()
+	localBrokerInUse bool
+}
+
+// Open loads the keys and the certificate and starts serving.
+func (m *GatewayMain) Open(ctx context.Context) error {
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	if m.TLSCert == "" || m.TLSKey == "" {
+		return usageError{errors.New("--tls-cert and --tls-key are required: RD Gateway clients speak HTTPS only")}
+	}
+	if (m.KeysFile == "") == (m.KeysURL == "") {
+		return usageError{errors.New("one of --keys-file and --keys-url is required: the public keys the broker signs access tokens with")}
+	}
+	var src gatewaytoken.KeySource = gatewaytoken.FileSource{Path: m.KeysFile}
+	if m.KeysURL != "" {
+		client, err := m.clientTLS.httpClient(m.KeysURL, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		src = gatewaytoken.URLSource{URL: m.KeysURL, Token: m.KeysToken, Client: client}
+	}
+	keys, err := gatewaytoken.NewKeyring(ctx, src, m.KeysRefresh, nil, m.Logger)
+	if err != nil {
+		return err
+	}
+	m.keys = keys
+	var broker gateway.Broker = &gateway.MemoryBroker{}
+	m.localBrokerInUse = true
+	if m.BrokerURL != "" {
+		client, err := m.clientTLS.httpClient(m.BrokerURL, 15*time.Second)
+		if err != nil {
+			return err
+		}
+		broker, m.localBrokerInUse = &gateway.HTTPBroker{URL: m.BrokerURL, Token: m.BrokerToken, Client: client}, false
+	}
+	if m.certs, err = newCertReloader(m.TLSCert, m.TLSKey, m.Logger); err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := m.Config
+	cfg.Name, cfg.Verifier, cfg.Broker, cfg.Logger, cfg.Registry = m.Name, keys, broker, m.Logger, reg
+	if m.Gateway, err = gateway.New(cfg); err != nil {
+		m.certs.Close()
+		return err
+	}
+	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopKeys = cancel
+	go keys.Run(kctx)
+	// SIGHUP reloads the keys too (the certificate reloader has its own).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if err := keys.Reload(kctx); err != nil {
+					m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	m.stopHUP = func() { signal.Stop(hup); close(done) }
+
+	mux := http.NewServeMux()
+	mux.Handle(gateway.Path, m.Gateway)
+	mux.Handle("GET /metrics", requireBearer(m.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	ln, err := net.Listen("tcp", m.Listen)
+	if err != nil {
+		m.Close()
+		return fmt.Errorf("listen on %s: %w", m.Listen, err)
+	}
+	// HTTP/1.1 only: the transport hijacks its connections.
+	m.listener = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.certs.GetCertificate, NextProtos: []string{"http/1.1"}})
+	m.server = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    m.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := m.server.Serve(m.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("gateway server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Addr is the address the gateway listens on.
+func (m *GatewayMain) Addr() string { return m.listener.Addr().String() }
+
+// Close stops the listener, ends the tunnels (reporting each to the
+// broker) and the reloaders.
+func (m *GatewayMain) Close() error {
+	var errs []error
+	if m.server != nil {
+		errs = append(errs, m.server.Close())
+	}
+	if m.Gateway != nil {
+		errs = append(errs, m.Gateway.Close())
+	}
+	if m.stopKeys != nil {
+		m.stopKeys()
+	}
+	if m.stopHUP != nil {
+		m.stopHUP()
+	}
+	if m.certs != nil {
+		m.certs.Close()
+	}
+	return errors.Join(errs...)
+}
+
+func readTokenFile(flag, path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", usageError{fmt.Errorf("%s: %w", flag, err)}
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func newGatewayCmd() *cobra.Command {
+	m := &GatewayMain{}
+	var logLevel, keysTokenFile, brokerTokenFile, metricsTokenFile string
+	var requestRate float64
+	cmd := &cobra.Command{
+		Use:   "gateway --tls-cert FILE --tls-key FILE --keys-file FILE|--keys-url URL [--broker-url URL]",
+		Short: "Run an RD Gateway (MS-TSGU over HTTPS) that tunnels clients to the host their broker-signed access token names",
+		Long: `gateway runs vdibroker's RD Gateway. RDP clients (mstsc, FreeRDP) reach it over
+HTTPS with the .rdp lines gatewayhostname, gatewayusagemethod:i:1 and
+gatewayaccesstoken (FreeRDP: /g:HOST /gat:TOKEN); it checks the token with the
+broker's public keys (--keys-file, a JWKS document, or --keys-url) and opens a
+tunnel only to the host:port the token names. Tunnel open, host reached and
+close are reported to the broker (--broker-url); without it a token is
+admitted once by this gateway alone. See docs/gateway.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)}
+			}
+			var err error
+			m.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+			if m.KeysToken, err = readTokenFile("--keys-token-file", keysTokenFile); err != nil {
+				return err
+			}
+			if m.BrokerToken, err = readTokenFile("--broker-token-file", brokerTokenFile); err != nil {
+				return err
+			}
+			if m.MetricsToken, err = readTokenFile("--metrics-token-file", metricsTokenFile); err != nil {
+				return err
+			}
+			if m.MaxHeaderBytes < 1024 || m.MaxHeaderBytes > 1<<20 {
+				return usageError{fmt.Errorf("--max-header-bytes: must be 1024..1048576, got %d", m.MaxHeaderBytes)}
+			}
+			if requestRate <= 0 {
+				return usageError{fmt.Errorf("--request-rate: must be above 0, got %v", requestRate)}
+			}
+			m.Config.RequestRate = rate.Limit(requestRate)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := m.Open(ctx); err != nil {
+				return err
+			}
+			if m.localBrokerInUse {
+				m.Logger.Warn("no --broker-url: each token is admitted once by this gateway only; run one gateway, or give the broker's URL")
+			}
+			m.Logger.Info("vdibroker gateway serving", "addr", m.Addr(), "keys", m.keys.Current().KeyIDs())
+			// Read by tests and scripts that start on port 0.
+			fmt.Fprintf(cmd.OutOrStdout(), "vdibroker gateway listening on %s\n", m.Addr())
+			<-ctx.Done()
+			m.Logger.Info("shutting down")
+			return m.Close()
+		},
+	}
+	cmd.AddCommand(newGatewayKeygenCmd(), newGatewayTokenCmd())
+	fl := cmd.Flags()
+	fl.StringVar(&m.Listen, "listen", "0.0.0.0:443", "address to listen on (HTTPS)")
+	fl.StringVar(&m.TLSCert, "tls-cert", "", "PEM certificate (chain) for the gateway's host name; reloaded when it changes or on SIGHUP")
+	fl.StringVar(&m.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
+	fl.StringVar(&m.Name, "name", hostnameOr("gateway"), "this gateway's name in the reports to the broker")
+	fl.StringVar(&m.KeysFile, "keys-file", "", "JWKS file of the broker's Ed25519 token keys (current and previous); reloaded every --keys-refresh and on SIGHUP")
+	fl.StringVar(&m.KeysURL, "keys-url", "", "URL of the broker's JWKS document of token keys, instead of --keys-file")
+	fl.StringVar(&keysTokenFile, "keys-token-file", "", "file with a bearer token for --keys-url")
+	fl.DurationVar(&m.KeysRefresh, "keys-refresh", time.Minute, "how often the keys are read again")
+	fl.StringVar(&m.BrokerURL, "broker-url", "", "URL the tunnel reports are POSTed to (…/open, …/channel, …/close)")
+	fl.StringVar(&brokerTokenFile, "broker-token-file", "", "file with the bearer token of --broker-url")
+	fl.StringVar(&m.clientTLS.CAFile, "ca-file", "", "PEM CA bundle that verifies the broker's certificate (--keys-url, --broker-url)")
+	fl.StringVar(&metricsTokenFile, "metrics-token-file", "", "file with the bearer token /metrics requires (default: open)")
+	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.DurationVar(&m.Config.IdleTimeout, "idle-timeout", time.Hour, "close a tunnel idle this long (a token's idle claim overrides)")
+	fl.DurationVar(&m.Config.MaxLifetime, "max-lifetime", 24*time.Hour, "close a tunnel this long after it opened (a token may ask for less)")
+	fl.DurationVar(&m.Config.MaxStartWait, "max-start-wait", 5*time.Minute, "longest a client is held while its host starts (a token's wait claim asks for up to this)")
+	fl.DurationVar(&m.Config.KeepaliveInterval, "keepalive-interval", 15*time.Second, "keepalive to a held client this often")
+	fl.DurationVar(&m.Config.HandshakeTimeout, "handshake-timeout", 30*time.Second, "longest wait for each packet of a client's handshake")
+	fl.IntVar(&m.Config.MaxTunnelsPerUser, "max-tunnels-per-user", 10, "tunnels one user may hold on this gateway")
+	fl.IntVar(&m.Config.MaxTunnels, "max-tunnels", 10000, "tunnels (and handshakes) this gateway holds at most")
+	fl.Float64Var(&requestRate, "request-rate", 5, "HTTP requests a second one IP address may make before any token is checked")
+	fl.IntVar(&m.Config.RequestBurst, "request-burst", 20, "burst of --request-rate")
+	fl.IntVar(&m.MaxHeaderBytes, "max-header-bytes", 8<<10, "largest HTTP request head accepted (1024..1048576)")
+	return cmd
+}
+
+// hostnameOr is the machine's host name, or def.
+func hostnameOr(def string) string {
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return def
+}
+
+var _ io.Closer = (*GatewayMain)(nil)
+
+func init() { rootCmd.AddCommand(newGatewayCmd()) }

@@ -1,0 +1,543 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+
+	"github.com/vdibroker/vdibroker/gatewaytoken"
+)
+
+// Path is the resource RD Gateway clients request.
+const Path = "/remoteDesktopGateway/"
+
+// The HTTP methods and header of the HTTP transport (MS-TSGU 2.2.3).
+const (
+	methodOut          = "RDG_OUT_DATA"
+	methodIn           = "RDG_IN_DATA"
+	headerConnectionID = "RDG-Connection-Id"
+	headerAuthScheme   = "RDG-Auth-Scheme"
+)
+
+// Verifier checks an access token: *gatewaytoken.Keyring and
+// *gatewaytoken.KeySet are Verifiers.
+type Verifier interface {
+	Verify(tok string, now time.Time) (gatewaytoken.Claims, error)
+}
+
+// Config configures a Gateway. Zero limits take the defaults below.
+type Config struct {
+	// Name is this gateway's name in the reports to the broker.
+	Name     string
+	Verifier Verifier
+	Broker   Broker
+	Logger   *slog.Logger
+	// Registry, when set, gets the gateway's metrics.
+	Registry prometheus.Registerer
+	// Clock drives the timers (nil: the real clock).
+	Clock clock.WithTickerAndDelayedExecution
+	// Dial opens the TCP connection to a host (nil: net.Dialer).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// IdleTimeout closes a tunnel with no traffic either way for this long,
+	// unless its token says otherwise (default 1 hour).
+	IdleTimeout time.Duration
+	// MaxLifetime closes a tunnel this long after it opened, unless its
+	// token says less (default 24 hours).
+	MaxLifetime time.Duration
+	// MaxStartWait bounds how long a client is held while a starting host's
+	// RDP port does not answer (default 5 minutes); the token's wait claim
+	// asks for up to this much.
+	MaxStartWait time.Duration
+	// KeepaliveInterval is how often a held client gets a keepalive packet
+	// (default 15 s).
+	KeepaliveInterval time.Duration
+	// HandshakeTimeout bounds each step of the handshake, from a request to
+	// the client's next packet (default 30 s).
+	HandshakeTimeout time.Duration
+	// MaxTunnelsPerUser bounds one user's tunnels on this gateway
+	// (default 10); MaxTunnels all tunnels (default 10,000).
+	MaxTunnelsPerUser int
+	MaxTunnels        int
+	// RequestRate and RequestBurst limit the HTTP requests from one IP
+	// address before any token is seen (default 5 a second, burst 20);
+	// MaxAddresses bounds the addresses tracked (default 10,000).
+	RequestRate  rate.Limit
+	RequestBurst int
+	MaxAddresses int
+	// MaxPendingChannels bounds OUT channels waiting for their IN channel
+	// (default 1,000).
+	MaxPendingChannels int
+}
+
+func (c *Config) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.IdleTimeout, time.Hour)
+	def(&c.MaxLifetime, 24*time.Hour)
+	def(&c.MaxStartWait, 5*time.Minute)
+	def(&c.KeepaliveInterval, 15*time.Second)
+	def(&c.HandshakeTimeout, 30*time.Second)
+	defInt(&c.MaxTunnelsPerUser, 10)
+	defInt(&c.MaxTunnels, 10_000)
+	defInt(&c.RequestBurst, 20)
+	defInt(&c.MaxAddresses, 10_000)
+	defInt(&c.MaxPendingChannels, 1000)
+	if c.RequestRate <= 0 {
+		c.RequestRate = 5
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Dial == nil {
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		c.Dial = d.DialContext
+	}
+	if c.Name == "" {
+		c.Name = "gateway"
+	}
+}
+
+// Gateway serves the HTTP transport of MS-TSGU. It is an http.Handler; the
+// server it runs in must allow hijacking (HTTP/1.1).
+type Gateway struct {
+	cfg     Config
+	m       *metrics
+	ctx     context.Context
+	cancel  context.CancelFunc
+	logRate *rate.Limiter
+
+	mu       sync.Mutex
+	closed   bool
+	pending  map[string]*pendingOut // OUT channels by RDG-Connection-Id
+	limiters map[string]*addrLimiter
+	tunnels  map[*tunnel]struct{}
+	perUser  map[string]int
+	wg       sync.WaitGroup
+}
+
+type addrLimiter struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// pendingOut is an OUT channel waiting for its IN channel.
+type pendingOut struct {
+	conn    net.Conn
+	client  string
+	started time.Time
+	timer   clock.Timer
+}
+
+// New returns a gateway; Verifier and Broker are required.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Verifier == nil || cfg.Broker == nil {
+		return nil, errors.New("gateway: Verifier and Broker are required")
+	}
+	cfg.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Gateway{cfg: cfg, m: newMetrics(cfg.Registry), ctx: ctx, cancel: cancel,
+		logRate:  rate.NewLimiter(20, 100),
+		pending:  map[string]*pendingOut{},
+		limiters: map[string]*addrLimiter{},
+		tunnels:  map[*tunnel]struct{}{},
+		perUser:  map[string]int{},
+	}, nil
+}
+
+// Close ends every tunnel and pending channel and waits for their reports
+// to the broker. Requests after Close are refused.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	for id, p := range g.pending {
+		p.timer.Stop()
+		p.conn.Close()
+		delete(g.pending, id)
+	}
+	for t := range g.tunnels {
+		t.abort()
+	}
+	g.mu.Unlock()
+	g.cancel()
+	g.wg.Wait()
+	return nil
+}
+
+// refuse counts and logs a refusal. Every string from the client is cut
+// and the log lines themselves are rate limited: a flood of bad requests
+// costs a counter, not the disk.
+func (g *Gateway) refuse(reason, client string, attrs ...any) {
+	g.m.refusals.WithLabelValues(reason).Inc()
+	if !g.logRate.AllowN(g.cfg.Clock.Now(), 1) {
+		g.m.logDrops.Inc()
+		return
+	}
+	g.cfg.Logger.Warn("gateway refused", append([]any{"reason", reason, "client", client}, attrs...)...)
+}
+
+// cut shortens a string that came from outside for a log line.
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// allow applies the per-address rate limit of anonymous requests. The
+// table of addresses is bounded: when full, addresses not seen for a
+// minute are dropped, and if none was, the request is refused.
+func (g *Gateway) allow(ip string) bool {
+	now := g.cfg.Clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l, ok := g.limiters[ip]
+	if !ok {
+		if len(g.limiters) >= g.cfg.MaxAddresses {
+			for a, o := range g.limiters {
+				if now.Sub(o.seen) > time.Minute {
+					delete(g.limiters, a)
+				}
+			}
+			if len(g.limiters) >= g.cfg.MaxAddresses {
+				return false
+			}
+		}
+		l = &addrLimiter{lim: rate.NewLimiter(g.cfg.RequestRate, g.cfg.RequestBurst)}
+		g.limiters[ip] = l
+	}
+	l.seen = now
+	return l.lim.AllowN(now, 1)
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// validConnectionID accepts the GUIDs clients send ({xxxxxxxx-...}) and
+// nothing long or odd.
+func validConnectionID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-' || c == '{' || c == '}') {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP answers the RD Gateway requests.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := g.cfg.Clock.Now()
+	ip := clientIP(r)
+	g.mu.Lock()
+	closed := g.closed
+	g.mu.Unlock()
+	if closed {
+		http.Error(w, "gateway closing", http.StatusServiceUnavailable)
+		return
+	}
+	if !g.allow(ip) {
+		g.refuse("rate_limited", ip)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many requests", http.StatusTooManyRequests)
+		return
+	}
+	if r.URL.Path != Path {
+		g.refuse("not_found", ip, "path", cut(r.URL.Path, 64))
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != methodOut && r.Method != methodIn {
+		g.refuse("bad_method", ip, "method", cut(r.Method, 32))
+		w.Header().Set("Allow", methodOut+", "+methodIn)
+		http.Error(w, "RD Gateway: RDG_OUT_DATA or RDG_IN_DATA", http.StatusMethodNotAllowed)
+		return
+	}
+	id := r.Header.Get(headerConnectionID)
+	if !validConnectionID(id) {
+		g.refuse("bad_request", ip, "connectionId", cut(id, 64))
+		http.Error(w, "RDG-Connection-Id: want the client's GUID", http.StatusBadRequest)
+		return
+	}
+	// Only pluggable authentication: the access token comes in the tunnel
+	// create packet. A client offering another scheme is told which one.
+	if !strings.EqualFold(r.Header.Get(headerAuthScheme), "PAA") {
+		g.refuse("unsupported_auth", ip, "scheme", cut(r.Header.Get(headerAuthScheme), 32))
+		w.Header().Set("WWW-Authenticate", "PAA")
+		http.Error(w, "this gateway accepts only an access token (gatewayaccesstoken, RDG-Auth-Scheme: PAA)", http.StatusUnauthorized)
+		return
+	}
+	switch {
+	case r.Method == methodOut && headerHasToken(r.Header, "Upgrade", "websocket"):
+		g.serveWebSocket(w, r, ip, start)
+	case r.Method == methodOut:
+		g.serveOut(w, r, id, ip, start)
+	default:
+		g.serveIn(w, r, id, ip)
+	}
+}
+
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// serveOut takes the OUT channel: 200 OK with no length and a 10-byte seed
+// (FreeRDP skips exactly 10 bytes; MS-TSGU 3.3.5.1 speaks of a random body
+// of limited size), then the connection carries the server's packets. It
+// waits for its IN channel under the same RDG-Connection-Id.
+func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string, start time.Time) {
+	g.mu.Lock()
+	_, dup := g.pending[id]
+	full := len(g.pending) >= g.cfg.MaxPendingChannels
+	g.mu.Unlock()
+	if dup || full {
+		reason := "pending_full"
+		if dup {
+			reason = "duplicate_channel"
+		}
+		g.refuse(reason, ip)
+		http.Error(w, "cannot take this channel now", http.StatusServiceUnavailable)
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		g.refuse("no_hijack", ip)
+		return
+	}
+	// Registered before the answer goes out: the client opens its IN
+	// channel as soon as it has read the answer.
+	p := &pendingOut{conn: conn, client: ip, started: start}
+	g.mu.Lock()
+	if _, dup := g.pending[id]; dup || g.closed {
+		g.mu.Unlock()
+		conn.Close()
+		return
+	}
+	g.pending[id] = p
+	p.timer = g.cfg.Clock.AfterFunc(g.cfg.HandshakeTimeout, func() {
+		if g.takePending(id, p) {
+			g.refuse("no_in_channel", ip)
+			conn.Close()
+		}
+	})
+	g.mu.Unlock()
+	seed := make([]byte, 10)
+	rand.Read(seed)
+	brw.WriteString("HTTP/1.1 200 OK\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
+	brw.Write(seed)
+	if err := brw.Flush(); err != nil && g.takePending(id, p) {
+		p.timer.Stop()
+		conn.Close()
+	}
+}
+
+// takePending removes the pending OUT channel p of id, if it is still
+// there, and says whether it was.
+func (g *Gateway) takePending(id string, p *pendingOut) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending[id] != p {
+		return false
+	}
+	delete(g.pending, id)
+	return true
+}
+
+// serveIn takes the IN channel. Its first request (no body) is answered
+// 200 at once, as after an authentication exchange; the request the client
+// then sends with a chunked (or very long) body is the channel itself,
+// joined to the waiting OUT channel of the same RDG-Connection-Id from the
+// same address.
+func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string) {
+	chunked := len(r.TransferEncoding) > 0 && r.TransferEncoding[0] == "chunked"
+	if !chunked && r.ContentLength <= 0 {
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	g.mu.Lock()
+	p, ok := g.pending[id]
+	if ok && p.client == ip {
+		delete(g.pending, id)
+		p.timer.Stop()
+	}
+	g.mu.Unlock()
+	if !ok || p.client != ip {
+		g.refuse("no_out_channel", ip)
+		http.Error(w, "no OUT channel with this RDG-Connection-Id from this address", http.StatusBadRequest)
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		p.conn.Close()
+		return
+	}
+	var body = httputil.NewChunkedReader(brw.Reader)
+	if !chunked {
+		body = &limitedReader{r: brw.Reader, n: r.ContentLength}
+	}
+	out := p.conn
+	t := g.newTunnel(ip, p.started, body, out, func() { conn.Close(); out.Close() }, conn.SetReadDeadline)
+	if t == nil {
+		return
+	}
+	// The client writes nothing more on OUT; its end there ends the tunnel.
+	go func() {
+		var b [1]byte
+		for {
+			if _, err := out.Read(b[:]); err != nil {
+				t.abort()
+				return
+			}
+		}
+	}()
+	t.run()
+}
+
+type limitedReader struct {
+	r *bufio.Reader
+	n int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errors.New("IN channel: content length used up")
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// serveWebSocket takes the WebSocket variant: one connection both ways.
+// FreeRDP 2.11 sends a Sec-WebSocket-Key that is not the base64 of 16
+// bytes (RFC 6455 asks for one; IIS does not check): the library is handed
+// a well-formed stand-in and the answer carries the accept value of the
+// client's own key, which FreeRDP checks.
+func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip string, start time.Time) {
+	key := r.Header.Get("Sec-WebSocket-Key")
+	if key == "" || len(key) > 64 {
+		g.refuse("bad_request", ip, "websocketKey", cut(key, 64))
+		http.Error(w, "Sec-WebSocket-Key missing or too long", http.StatusBadRequest)
+		return
+	}
+	r.Header.Set("Sec-WebSocket-Key", base64.StdEncoding.EncodeToString(make([]byte, 16)))
+	r.Method = http.MethodGet // the library upgrades GET requests only
+	c, err := websocket.Accept(acceptFixer{w, websocketAccept(key)}, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		g.refuse("bad_request", ip, "websocket", cut(err.Error(), 120))
+		return
+	}
+	nc := websocket.NetConn(g.ctx, c, websocket.MessageBinary)
+	t := g.newTunnel(ip, start, nc, nc, func() { nc.Close() }, nc.SetReadDeadline)
+	t.run()
+}
+
+// acceptFixer sets the Sec-WebSocket-Accept of the client's real key as
+// the 101 answer goes out.
+type acceptFixer struct {
+	http.ResponseWriter
+	accept string
+}
+
+func (a acceptFixer) WriteHeader(code int) {
+	if code == http.StatusSwitchingProtocols {
+		a.Header().Set("Sec-WebSocket-Accept", a.accept)
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a acceptFixer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(a.ResponseWriter).Hijack()
+}
+
+// websocketAccept is RFC 6455's Sec-WebSocket-Accept of key.
+func websocketAccept(key string) string {
+	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(h[:])
+}
+
+// reserve takes a tunnel slot for user: at most MaxTunnelsPerUser each and
+// MaxTunnels in all.
+func (g *Gateway) reserve(user string) (reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closed:
+		return "closing"
+	case len(g.tunnels) >= g.cfg.MaxTunnels:
+		return "gateway_full"
+	case g.perUser[user] >= g.cfg.MaxTunnelsPerUser:
+		return "user_limit"
+	}
+	g.perUser[user]++
+	return ""
+}
+
+func (g *Gateway) release(user string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.perUser[user] <= 1 {
+		delete(g.perUser, user)
+	} else {
+		g.perUser[user]--
+	}
+}
+
+// Stats is a snapshot of the gateway's tunnels.
+type Stats struct {
+	Tunnels, PendingChannels, Addresses int
+}
+
+// Stats returns how many tunnels, pending OUT channels and rate-limited
+// addresses the gateway holds.
+func (g *Gateway) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return Stats{Tunnels: len(g.tunnels), PendingChannels: len(g.pending), Addresses: len(g.limiters)}
+}
+
+func (g *Gateway) String() string { return fmt.Sprintf("gateway %s", g.cfg.Name) }

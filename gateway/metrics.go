@@ -1,0 +1,39 @@
+package gateway
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the gateway's Prometheus metrics, on the registry the caller
+// gives (the gateway's own /metrics in `vdibroker gateway`).
+type metrics struct {
+	open      prometheus.Gauge
+	bytes     *prometheus.CounterVec
+	toHost    prometheus.Counter
+	toClient  prometheus.Counter
+	refusals  *prometheus.CounterVec
+	handshake prometheus.Histogram
+	closed    *prometheus.CounterVec
+	logDrops  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		open: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vdibroker_gateway_tunnels_open",
+			Help: "Tunnels open now (authorised, from tunnel create to close)."}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vdibroker_gateway_tunnel_bytes_total",
+			Help: "RDP bytes carried through tunnels, by direction (to_host, to_client)."}, []string{"direction"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vdibroker_gateway_refusals_total",
+			Help: "Requests and tunnels refused, by reason."}, []string{"reason"}),
+		handshake: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "vdibroker_gateway_handshake_seconds",
+			Help:    "Time from a client's first request to its channel open (includes waiting for a starting host).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vdibroker_gateway_tunnels_closed_total",
+			Help: "Tunnels closed, by reason."}, []string{"reason"}),
+		logDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "vdibroker_gateway_refusal_logs_dropped_total",
+			Help: "Refusal log lines not written because they came faster than the log's rate limit."}),
+	}
+	m.toHost, m.toClient = m.bytes.WithLabelValues("to_host"), m.bytes.WithLabelValues("to_client")
+	if reg != nil {
+		reg.MustRegister(m.open, m.bytes, m.refusals, m.handshake, m.closed, m.logDrops)
+	}
+	return m
+}

@@ -1,0 +1,466 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vdibroker/vdibroker/gateway/tsgu"
+	"github.com/vdibroker/vdibroker/gatewaytoken"
+)
+
+// brokerTimeout bounds each call to the broker.
+const brokerTimeout = 10 * time.Second
+
+// tunnel is one client's connection through the gateway, from its first
+// packet to its close: the MS-TSGU state machine and the two pumps.
+type tunnel struct {
+	g       *Gateway
+	client  string
+	started time.Time
+	fr      *tsgu.Framer
+	// closeConns closes the client's connection(s), which unblocks reads.
+	closeConns      func()
+	setReadDeadline func(time.Time) error
+
+	st       tsgu.ServerState
+	claims   gatewaytoken.Claims
+	admitted bool // the broker admitted the token: TunnelClose is owed
+	reserved bool
+	reached  atomic.Bool
+	answered atomic.Bool // the client's close was answered: no close packet of ours
+	tmu      sync.Mutex  // guards target against end() from another goroutine
+	target   net.Conn
+
+	toHost, toClient atomic.Int64
+	// lastActive is when data last crossed, in Unix nanoseconds of the
+	// gateway's clock.
+	lastActive atomic.Int64
+
+	once   sync.Once
+	reason string // why it ended, set once
+	done   chan struct{}
+}
+
+// newTunnel registers a tunnel; nil when the gateway holds MaxTunnels
+// already (handshakes count, so idle anonymous connections are bounded).
+func (g *Gateway) newTunnel(client string, started time.Time, r io.Reader, w io.Writer, closeConns func(), setReadDeadline func(time.Time) error) *tunnel {
+	t := &tunnel{g: g, client: client, started: started, fr: tsgu.NewFramer(r, w),
+		closeConns: closeConns, setReadDeadline: setReadDeadline, done: make(chan struct{})}
+	g.mu.Lock()
+	full := g.closed || len(g.tunnels) >= g.cfg.MaxTunnels
+	if !full {
+		g.tunnels[t] = struct{}{}
+		g.wg.Add(1)
+	}
+	g.mu.Unlock()
+	if full {
+		g.refuse("gateway_full", client)
+		closeConns()
+		return nil
+	}
+	return t
+}
+
+// abort ends the tunnel from outside (gateway Close, the OUT channel gone).
+func (t *tunnel) abort() { t.end("aborted", 0) }
+
+// end records why the tunnel ends, tells the client with a close packet
+// when status is set or the channel is open, and closes its connections,
+// which ends both pumps. Only the first call counts.
+func (t *tunnel) end(reason string, status uint32) {
+	t.once.Do(func() {
+		t.reason = reason
+		close(t.done)
+		if status != 0 || (t.reached.Load() && !t.answered.Load()) {
+			// The client may not be reading: give the write a second.
+			wrote := make(chan struct{})
+			go func() { t.fr.WriteMessage(&tsgu.Close{StatusCode: status}); close(wrote) }()
+			select {
+			case <-wrote:
+			case <-time.After(time.Second):
+			}
+		}
+		t.closeConns()
+		t.tmu.Lock()
+		if t.target != nil {
+			t.target.Close()
+		}
+		t.tmu.Unlock()
+	})
+}
+
+// run serves the tunnel to its end.
+func (t *tunnel) run() {
+	if t == nil {
+		return
+	}
+	defer t.finish()
+	if !t.handshake() {
+		return
+	}
+	t.pump()
+}
+
+// finish releases what the tunnel held and reports its close.
+func (t *tunnel) finish() {
+	t.end("closed", 0)
+	g := t.g
+	if t.admitted {
+		g.m.open.Dec()
+		g.m.closed.WithLabelValues(t.reason).Inc()
+		ev := t.event()
+		ev.BytesToHost, ev.BytesToClient, ev.Reason, ev.Reached = t.toHost.Load(), t.toClient.Load(), t.reason, t.reached.Load()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), brokerTimeout)
+		if err := g.cfg.Broker.TunnelClose(ctx, ev); err != nil {
+			g.cfg.Logger.Error("report tunnel close to the broker", "tokenId", t.claims.ID, "err", err)
+		}
+		cancel()
+		g.cfg.Logger.Info("tunnel closed", "tokenId", t.claims.ID, "user", t.claims.User, "session", t.claims.Session,
+			"host", t.claims.Host, "client", t.client, "reason", t.reason, "bytesToHost", ev.BytesToHost,
+			"bytesToClient", ev.BytesToClient, "duration", g.cfg.Clock.Since(t.started).Round(time.Millisecond))
+	}
+	if t.reserved {
+		g.release(t.claims.User)
+	}
+	g.mu.Lock()
+	delete(g.tunnels, t)
+	g.mu.Unlock()
+	g.wg.Done()
+}
+
+func (t *tunnel) event() TunnelEvent {
+	c := t.claims
+	return TunnelEvent{TokenID: c.ID, User: c.User, Session: c.Session, Pool: c.Pool, Host: c.Host,
+		Client: t.client, Gateway: t.g.cfg.Name, At: t.g.cfg.Clock.Now(), Expiry: time.Unix(c.Expiry, 0)}
+}
+
+// refuse answers the pending request with its refusal, counts and logs it,
+// and ends the tunnel.
+func (t *tunnel) refuse(reason string, answer tsgu.Message, attrs ...any) {
+	if answer != nil {
+		t.fr.WriteMessage(answer)
+	}
+	t.st.Refuse()
+	if t.claims.ID != "" {
+		attrs = append(attrs, "tokenId", t.claims.ID, "user", t.claims.User, "session", t.claims.Session)
+	}
+	t.g.refuse(reason, t.client, attrs...)
+	t.end(reason, 0)
+}
+
+// handshake runs the packets up to the open channel (MS-TSGU 3.3.5):
+// handshake, tunnel create with the token, tunnel authorisation, channel
+// create to the token's host. It reports whether the channel opened.
+func (t *tunnel) handshake() bool {
+	g := t.g
+	for t.st.State() != tsgu.StateOpened {
+		t.setReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
+		m, err := t.fr.ReadMessage()
+		if err != nil {
+			reason := "protocol_error"
+			var ne net.Error
+			switch {
+			case errors.As(err, &ne) && ne.Timeout():
+				reason = "handshake_timeout"
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+				reason = "client_gone"
+			}
+			t.refuse(reason, nil, "state", t.st.State().String(), "err", cut(err.Error(), 160))
+			return false
+		}
+		if err := t.st.Receive(m.Type()); err != nil {
+			t.refuse("protocol_error", nil, "err", err.Error())
+			return false
+		}
+		switch m := m.(type) {
+		case *tsgu.Keepalive:
+		case *tsgu.HandshakeRequest:
+			if m.VerMajor != 1 || m.ExtendedAuth&tsgu.ExtendedAuthPAA == 0 {
+				t.refuse("unsupported_auth", &tsgu.HandshakeResponse{ErrorCode: tsgu.EProxyUnsupportedAuthenticationMth, VerMajor: 1},
+					"version", m.VerMajor, "extendedAuth", m.ExtendedAuth)
+				return false
+			}
+			t.fr.WriteMessage(&tsgu.HandshakeResponse{VerMajor: 1, ExtendedAuth: tsgu.ExtendedAuthPAA})
+			t.st.Accept()
+		case *tsgu.TunnelCreate:
+			if !t.authorize(m) {
+				return false
+			}
+		case *tsgu.TunnelAuth:
+			t.fr.WriteMessage(&tsgu.TunnelAuthResponse{
+				FieldsPresent: tsgu.TunnelAuthResponseFieldRedirFlags | tsgu.TunnelAuthResponseFieldIdleTimeout,
+				RedirFlags:    tsgu.RedirEnableAll, IdleTimeout: uint32(t.idleTimeout() / time.Minute)})
+			t.st.Accept()
+		case *tsgu.ChannelCreate:
+			if !t.openChannel(m) {
+				return false
+			}
+		default:
+			t.refuse("protocol_error", nil, "packet", m.Type().String())
+			return false
+		}
+	}
+	t.setReadDeadline(time.Time{})
+	return true
+}
+
+// authorize checks the token of a tunnel create packet, takes a slot for
+// its user and asks the broker to admit its id once.
+func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
+	g := t.g
+	denied := &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyCookieAuthenticationDenied}
+	if m.FieldsPresent&tsgu.TunnelFieldPAACookie == 0 || m.PAACookieString() == "" {
+		t.refuse("no_token", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyCookieBadPacket})
+		return false
+	}
+	claims, err := g.cfg.Verifier.Verify(m.PAACookieString(), g.cfg.Clock.Now())
+	if err != nil {
+		reason := gatewaytoken.Reason(err)
+		if reason == "" {
+			reason = "malformed"
+		}
+		t.refuse("token_"+reason, denied, "err", cut(err.Error(), 160))
+		return false
+	}
+	t.claims = claims
+	if reason := g.reserve(claims.User); reason != "" {
+		t.refuse(reason, &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyMaxConnectionsReached})
+		return false
+	}
+	t.reserved = true
+	ctx, cancel := context.WithTimeout(g.ctx, brokerTimeout)
+	err = g.cfg.Broker.TunnelOpen(ctx, t.event())
+	cancel()
+	switch {
+	case errors.Is(err, ErrTokenUsed):
+		t.refuse("token_reused", denied)
+		return false
+	case err != nil:
+		t.refuse("broker_unavailable", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyInternalError}, "err", cut(err.Error(), 160))
+		return false
+	}
+	t.admitted = true
+	g.m.open.Inc()
+	var id [4]byte
+	rand.Read(id[:])
+	t.fr.WriteMessage(&tsgu.TunnelResponse{ServerVersion: 1,
+		FieldsPresent: tsgu.TunnelResponseFieldTunnelID | tsgu.TunnelResponseFieldCaps,
+		TunnelID:      binary.LittleEndian.Uint32(id[:]), Caps: m.Caps & tsgu.CapIdleTimeout})
+	t.st.Accept()
+	g.cfg.Logger.Info("tunnel authorised", "tokenId", claims.ID, "user", claims.User, "session", claims.Session,
+		"pool", claims.Pool, "host", claims.Host, "client", t.client)
+	return true
+}
+
+// openChannel checks the client's target against the token's host and
+// connects to it, holding the client while a starting host does not answer.
+func (t *tunnel) openChannel(m *tsgu.ChannelCreate) bool {
+	g := t.g
+	host, port, _ := gatewaytoken.SplitHostPort(t.claims.Host)
+	match := m.Protocol == tsgu.ProtocolRDP && m.Port == port && matchHost(m.Resources, host)
+	if !match {
+		t.refuse("target_mismatch", &tsgu.ChannelResponse{ErrorCode: tsgu.EProxyRAPAccessDenied},
+			"requested", cut(fmt.Sprintf("%s:%d", strings.Join(m.Resources, ","), m.Port), 160), "allowed", t.claims.Host)
+		return false
+	}
+	t.st.Accept()
+	wait := min(time.Duration(t.claims.StartWaitSeconds)*time.Second, g.cfg.MaxStartWait)
+	conn, err := t.dialHost(wait)
+	if err != nil {
+		select {
+		case <-t.done:
+			return false
+		default:
+		}
+		t.refuse("target_unreachable", &tsgu.ChannelResponse{ErrorCode: tsgu.EProxyTSConnectFailed}, "err", cut(err.Error(), 160))
+		return false
+	}
+	t.tmu.Lock()
+	t.target = conn
+	t.tmu.Unlock()
+	select {
+	case <-t.done: // aborted while dialling: end() may not have seen the target
+		conn.Close()
+		return false
+	default:
+	}
+	if err := t.fr.WriteMessage(&tsgu.ChannelResponse{FieldsPresent: tsgu.ChannelResponseFieldChannelID, ChannelID: 1}); err != nil {
+		t.end("client_gone", 0)
+		return false
+	}
+	t.st.Opened()
+	t.reached.Store(true)
+	g.m.handshake.Observe(g.cfg.Clock.Since(t.started).Seconds())
+	ctx, cancel := context.WithTimeout(g.ctx, brokerTimeout)
+	if err := g.cfg.Broker.ChannelOpen(ctx, t.event()); err != nil {
+		g.cfg.Logger.Error("report channel open to the broker", "tokenId", t.claims.ID, "err", err)
+	}
+	cancel()
+	g.cfg.Logger.Info("tunnel reached its host", "tokenId", t.claims.ID, "host", t.claims.Host, "client", t.client)
+	return true
+}
+
+// matchHost says whether one of the client's names for its target is the
+// token's host (names compare without case).
+func matchHost(resources []string, host string) bool {
+	for _, r := range resources {
+		if strings.EqualFold(strings.Trim(r, "[]"), host) {
+			return true
+		}
+	}
+	return false
+}
+
+// Backoff of the connects to a starting host.
+const (
+	firstBackoff = 250 * time.Millisecond
+	maxBackoff   = 5 * time.Second
+)
+
+// dialHost connects to the token's host. With wait > 0 a refused or
+// unanswered connect is retried with backoff until wait has passed, and
+// the client gets a keepalive every KeepaliveInterval meanwhile, so it
+// keeps waiting (MS-TSGU's keepalive packet).
+func (t *tunnel) dialHost(wait time.Duration) (net.Conn, error) {
+	g := t.g
+	clk := g.cfg.Clock
+	deadline := clk.Now().Add(wait)
+	lastKeepalive := clk.Now()
+	backoff := firstBackoff
+	for {
+		ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
+		conn, err := g.cfg.Dial(ctx, "tcp", t.claims.Host)
+		cancel()
+		if err == nil {
+			return conn, nil
+		}
+		if clk.Now().Add(backoff).After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-clk.After(backoff):
+		case <-t.done:
+			return nil, errors.New("tunnel ended while waiting for the host")
+		}
+		if clk.Since(lastKeepalive) >= g.cfg.KeepaliveInterval {
+			if err := t.fr.WriteMessage(&tsgu.Keepalive{}); err != nil {
+				return nil, fmt.Errorf("keepalive to the client: %w", err)
+			}
+			lastKeepalive = clk.Now()
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+func (t *tunnel) idleTimeout() time.Duration {
+	if s := t.claims.IdleSeconds; s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return t.g.cfg.IdleTimeout
+}
+
+func (t *tunnel) lifetime() time.Duration {
+	if s := t.claims.LifetimeSeconds; s > 0 {
+		return min(time.Duration(s)*time.Second, t.g.cfg.MaxLifetime)
+	}
+	return t.g.cfg.MaxLifetime
+}
+
+// pump carries the RDP stream both ways until either end closes, the
+// tunnel idles or outlives its lifetime.
+func (t *tunnel) pump() {
+	g := t.g
+	go t.watch()
+	go func() {
+		buf := make([]byte, tsgu.MaxDataSize)
+		for {
+			n, err := t.target.Read(buf)
+			if n > 0 {
+				if werr := t.fr.WriteData(buf[:n]); werr != nil {
+					t.end("client_gone", 0)
+					return
+				}
+				t.toClient.Add(int64(n))
+				g.m.toClient.Add(float64(n))
+				t.lastActive.Store(g.cfg.Clock.Now().UnixNano())
+			}
+			if err != nil {
+				t.end("host_closed", 0)
+				return
+			}
+		}
+	}()
+	for {
+		p, err := t.fr.ReadPacket()
+		if err != nil {
+			t.end("client_gone", 0)
+			return
+		}
+		h, _ := tsgu.ParseHeader(p)
+		if err := t.st.Receive(h.Type); err != nil {
+			t.g.refuse("protocol_error", t.client, "tokenId", t.claims.ID, "err", err.Error())
+			t.end("protocol_error", tsgu.EProxyInternalError)
+			return
+		}
+		switch h.Type {
+		case tsgu.PktData:
+			data, err := tsgu.DataPayload(p)
+			if err != nil {
+				t.end("protocol_error", tsgu.EProxyInternalError)
+				return
+			}
+			if _, err := t.target.Write(data); err != nil {
+				t.end("host_closed", 0)
+				return
+			}
+			t.toHost.Add(int64(len(data)))
+			g.m.toHost.Add(float64(len(data)))
+			t.lastActive.Store(g.cfg.Clock.Now().UnixNano())
+		case tsgu.PktCloseChannel:
+			t.fr.WriteMessage(&tsgu.Close{Response: true})
+			t.answered.Store(true)
+			t.end("client_closed", 0)
+			return
+		case tsgu.PktCloseChannelResponse:
+			t.end("client_closed", 0)
+			return
+		}
+	}
+}
+
+// watch closes the tunnel when it has carried nothing for its idle timeout
+// or has lived its lifetime, checked on the gateway's clock.
+func (t *tunnel) watch() {
+	clk := t.g.cfg.Clock
+	idle, life := t.idleTimeout(), t.lifetime()
+	every := min(idle/4, life/4, 30*time.Second)
+	tick := clk.NewTicker(every)
+	defer tick.Stop()
+	opened := clk.Now()
+	t.lastActive.CompareAndSwap(0, opened.UnixNano())
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C():
+		}
+		now := clk.Now()
+		switch {
+		case now.Sub(time.Unix(0, t.lastActive.Load())) >= idle:
+			t.end("idle_timeout", tsgu.EProxySessionTimeout)
+			return
+		case now.Sub(opened) >= life:
+			t.end("lifetime", tsgu.EProxySessionTimeout)
+			return
+		}
+	}
+}

@@ -1,0 +1,285 @@
+package gatewaytoken
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// KeySet is the public keys tokens are verified with, by key id. It is
+// immutable; a Keyring swaps in a new one on reload.
+type KeySet struct {
+	keys map[string]ed25519.PublicKey
+}
+
+// MaxKeys bounds a key set: the current key and a few previous ones.
+const MaxKeys = 16
+
+// NewKeySet makes a key set of the given keys.
+func NewKeySet(keys map[string]ed25519.PublicKey) (*KeySet, error) {
+	if len(keys) > MaxKeys {
+		return nil, fmt.Errorf("%d keys, at most %d", len(keys), MaxKeys)
+	}
+	ks := &KeySet{keys: make(map[string]ed25519.PublicKey, len(keys))}
+	for kid, k := range keys {
+		if !keyIDPattern.MatchString(kid) {
+			return nil, fmt.Errorf("key id %q: want 1..64 of A-Z a-z 0-9 _ -", cut(kid, 64))
+		}
+		if len(k) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("key %s: not an Ed25519 public key", kid)
+		}
+		ks.keys[kid] = k
+	}
+	return ks, nil
+}
+
+// KeyIDs lists the set's key ids, sorted.
+func (ks *KeySet) KeyIDs() []string {
+	ids := make([]string, 0, len(ks.keys))
+	for kid := range ks.keys {
+		ids = append(ids, kid)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// jwk is one key of a JWKS document (RFC 7517, RFC 8037 for OKP).
+type jwk struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv"`
+	Kid string `json:"kid"`
+	X   string `json:"x"`
+	Use string `json:"use,omitempty"`
+}
+
+// MarshalJWKS encodes keys as a JWKS document: what the broker publishes
+// and a gateway's key file holds.
+func MarshalJWKS(keys map[string]ed25519.PublicKey) ([]byte, error) {
+	ks, err := NewKeySet(keys)
+	if err != nil {
+		return nil, err
+	}
+	doc := struct {
+		Keys []jwk `json:"keys"`
+	}{Keys: []jwk{}}
+	for _, kid := range ks.KeyIDs() {
+		doc.Keys = append(doc.Keys, jwk{Kty: "OKP", Crv: "Ed25519", Kid: kid, X: b64.EncodeToString(ks.keys[kid]), Use: "sig"})
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+// ParseJWKS decodes a JWKS document of Ed25519 keys; a key of another kind
+// is an error rather than skipped, so a misconfigured broker is noticed.
+func ParseJWKS(data []byte) (*KeySet, error) {
+	var doc struct {
+		Keys []jwk `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("key set: %w", err)
+	}
+	if len(doc.Keys) == 0 {
+		return nil, errors.New("key set: no keys")
+	}
+	if len(doc.Keys) > MaxKeys {
+		return nil, fmt.Errorf("key set: %d keys, at most %d", len(doc.Keys), MaxKeys)
+	}
+	keys := map[string]ed25519.PublicKey{}
+	for i, k := range doc.Keys {
+		if k.Kty != "OKP" || k.Crv != "Ed25519" {
+			return nil, fmt.Errorf("key set: key %d: kty %q crv %q, want OKP Ed25519", i, cut(k.Kty, 16), cut(k.Crv, 16))
+		}
+		x, err := b64.DecodeString(k.X)
+		if err != nil || len(x) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("key set: key %q: x is not a base64url Ed25519 key", cut(k.Kid, 64))
+		}
+		if _, dup := keys[k.Kid]; dup {
+			return nil, fmt.Errorf("key set: key id %q twice", cut(k.Kid, 64))
+		}
+		keys[k.Kid] = x
+	}
+	return NewKeySet(keys)
+}
+
+// MarshalPrivateKeyPEM encodes a signer's key as PKCS #8 PEM.
+func MarshalPrivateKeyPEM(key ed25519.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// ParsePrivateKeyPEM decodes an Ed25519 key in PKCS #8 PEM.
+func ParsePrivateKeyPEM(data []byte) (ed25519.PrivateKey, error) {
+	b, _ := pem.Decode(data)
+	if b == nil || b.Type != "PRIVATE KEY" {
+		return nil, errors.New("no PEM PRIVATE KEY block")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	ek, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("a %T, not an Ed25519 key", k)
+	}
+	return ek, nil
+}
+
+// KeySource yields the current key set: a file, or the broker's URL.
+type KeySource interface {
+	Keys(ctx context.Context) (*KeySet, error)
+}
+
+// FileSource reads a JWKS file.
+type FileSource struct{ Path string }
+
+// maxKeySetBytes bounds a key set document read from a file or a URL.
+const maxKeySetBytes = 1 << 20
+
+func (s FileSource) Keys(context.Context) (*KeySet, error) {
+	f, err := os.Open(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeySetBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxKeySetBytes {
+		return nil, fmt.Errorf("%s: over %d bytes", s.Path, maxKeySetBytes)
+	}
+	ks, err := ParseJWKS(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Path, err)
+	}
+	return ks, nil
+}
+
+// URLSource fetches a JWKS document over HTTP(S), as the broker will
+// publish it; Token, when set, is sent as a bearer credential.
+type URLSource struct {
+	URL    string
+	Token  string
+	Client *http.Client
+}
+
+func (s URLSource) Keys(ctx context.Context) (*KeySet, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", s.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.Token)
+	}
+	c := s.Client
+	if c == nil {
+		c = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxKeySetBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: HTTP %d", s.URL, resp.StatusCode)
+	}
+	if len(data) > maxKeySetBytes {
+		return nil, fmt.Errorf("%s: over %d bytes", s.URL, maxKeySetBytes)
+	}
+	ks, err := ParseJWKS(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.URL, err)
+	}
+	return ks, nil
+}
+
+// StaticSource is a fixed key set (tests, and a gateway started with one
+// key).
+type StaticSource struct{ Set *KeySet }
+
+func (s StaticSource) Keys(context.Context) (*KeySet, error) { return s.Set, nil }
+
+// Keyring holds the key set in force and reloads it from its source: every
+// Interval in Run, and whenever Reload is called (SIGHUP). A failed reload
+// keeps the keys in force, so a broker briefly down does not stop the
+// gateway; tunnels already open never depend on the keys again.
+type Keyring struct {
+	src      KeySource
+	log      *slog.Logger
+	clock    clock.WithTicker
+	interval time.Duration
+	cur      atomic.Pointer[KeySet]
+}
+
+// NewKeyring loads the first key set, which must succeed.
+func NewKeyring(ctx context.Context, src KeySource, interval time.Duration, clk clock.WithTicker, log *slog.Logger) (*Keyring, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	k := &Keyring{src: src, log: log, clock: clk, interval: interval}
+	if err := k.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Reload reads the source again; on error the keys in force stay.
+func (k *Keyring) Reload(ctx context.Context) error {
+	ks, err := k.src.Keys(ctx)
+	if err != nil {
+		return fmt.Errorf("load gateway token keys: %w", err)
+	}
+	if old := k.cur.Swap(ks); old == nil || fmt.Sprint(old.KeyIDs()) != fmt.Sprint(ks.KeyIDs()) {
+		k.log.Info("gateway token keys loaded", "keys", ks.KeyIDs())
+	}
+	return nil
+}
+
+// Current returns the key set in force.
+func (k *Keyring) Current() *KeySet { return k.cur.Load() }
+
+// Verify checks tok with the keys in force.
+func (k *Keyring) Verify(tok string, now time.Time) (Claims, error) {
+	return k.Current().Verify(tok, now)
+}
+
+// Run reloads every interval until ctx ends.
+func (k *Keyring) Run(ctx context.Context) {
+	if k.interval <= 0 {
+		return
+	}
+	t := k.clock.NewTicker(k.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if err := k.Reload(ctx); err != nil {
+				k.log.Warn("reload gateway token keys; keeping the keys in force", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package gatewaytoken
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+func testClaims() Claims {
+	return Claims{ID: NewID(), User: "alice", Session: "s-1", Pool: "pool-a", Host: "10.0.0.2:3389",
+		NotBefore: t0.Unix(), Expiry: t0.Add(5 * time.Minute).Unix(), IdleSeconds: 600}
+}
+
+func signer(t testing.TB, kid string) *Signer {
+	t.Helper()
+	s, err := GenerateSigner(kid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func keySet(t testing.TB, signers ...*Signer) *KeySet {
+	t.Helper()
+	keys := map[string]ed25519.PublicKey{}
+	for _, s := range signers {
+		keys[s.KeyID] = s.PublicKey()
+	}
+	ks, err := NewKeySet(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+// TestVerify: a token verifies to its claims inside its window (with the
+// clock leeway at both ends) and is refused, with the reason a metric
+// records, when expired, early, altered, signed by another key or naming
+// an unknown key.
+func TestVerify(t *testing.T) {
+	cur, prev, stranger := signer(t, "k2"), signer(t, "k1"), signer(t, "k2")
+	ks := keySet(t, cur, prev)
+	c := testClaims()
+	tok, err := cur.Sign(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := prev.Sign(c)
+	forged, _ := stranger.Sign(c) // same key id, other key
+
+	// Altering the claims: re-encode them with another host, keep the signature.
+	parts := strings.Split(tok, ".")
+	other := c
+	other.Host = "10.0.0.9:3389"
+	otherTok, _ := cur.Sign(other)
+	altered := strings.Join([]string{parts[0], parts[1], strings.Split(otherTok, ".")[2], parts[3]}, ".")
+	// Flipping one signature bit.
+	sig, _ := base64.RawURLEncoding.DecodeString(parts[3])
+	sig[0] ^= 1
+	flipped := strings.Join(append(parts[:3:3], base64.RawURLEncoding.EncodeToString(sig)), ".")
+
+	tests := []struct {
+		name   string
+		tok    string
+		now    time.Time
+		reason string
+	}{
+		{"valid", tok, t0.Add(time.Minute), ""},
+		{"previous key still valid", old, t0.Add(time.Minute), ""},
+		{"at nbf minus leeway", tok, t0.Add(-Leeway), ""},
+		{"before nbf beyond leeway", tok, t0.Add(-Leeway - time.Second), "not_yet_valid"},
+		// exp is t0+5m; with 30 s leeway the last valid second is exp+29s.
+		{"just before exp plus leeway", tok, t0.Add(5*time.Minute + Leeway - time.Second), ""},
+		{"expired", tok, t0.Add(5*time.Minute + Leeway), "expired"},
+		{"altered claims", altered, t0.Add(time.Minute), "bad_signature"},
+		{"flipped signature", flipped, t0.Add(time.Minute), "bad_signature"},
+		{"other key same id", forged, t0.Add(time.Minute), "bad_signature"},
+		{"unknown key", strings.Replace(tok, "v1.k2.", "v1.k9.", 1), t0.Add(time.Minute), "unknown_key"},
+		{"not a token", "hello", t0, "malformed"},
+		{"three fields", "v1.k2.abc", t0, "malformed"},
+		{"version 2", strings.Replace(tok, "v1.", "v2.", 1), t0, "malformed"},
+		{"too long", tok + strings.Repeat("A", MaxTokenLen), t0, "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ks.Verify(tt.tok, tt.now)
+			if Reason(err) != tt.reason || (tt.reason != "" && !errors.Is(err, ErrRefused)) {
+				t.Fatalf("Verify: %v (reason %q), want reason %q", err, Reason(err), tt.reason)
+			}
+			if tt.reason == "" {
+				if diff := cmp.Diff(c, got); diff != "" {
+					t.Errorf("claims (-signed +verified):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestSignRefuses: the signer refuses claims the gateway could not use: no
+// port, a window over MaxValidity, an empty user.
+func TestSignRefuses(t *testing.T) {
+	s := signer(t, "k")
+	for name, mut := range map[string]func(*Claims){
+		"host without port": func(c *Claims) { c.Host = "10.0.0.2" },
+		"port 0":            func(c *Claims) { c.Host = "10.0.0.2:0" },
+		"window of a day":   func(c *Claims) { c.Expiry = c.NotBefore + 86400 },
+		"exp before nbf":    func(c *Claims) { c.Expiry = c.NotBefore - 1 },
+		"no user":           func(c *Claims) { c.User = "" },
+		"negative idle":     func(c *Claims) { c.IdleSeconds = -1 },
+	} {
+		c := testClaims()
+		mut(&c)
+		if tok, err := s.Sign(c); err == nil {
+			t.Errorf("%s: signed %s", name, tok)
+		}
+	}
+}
+
+// TestJWKSRoundTrip: the published document reads back to the same keys;
+// a document with a key of another kind is refused.
+func TestJWKSRoundTrip(t *testing.T) {
+	a, b := signer(t, "a"), signer(t, "b")
+	doc, err := MarshalJWKS(map[string]ed25519.PublicKey{"a": a.PublicKey(), "b": b.PublicKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := ParseJWKS(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ks.KeyIDs(); !cmp.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("key ids %v", got)
+	}
+	tok, _ := b.Sign(testClaims())
+	if _, err := ks.Verify(tok, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"keys":[]}`, `{"keys":[{"kty":"RSA","kid":"r","n":"x"}]}`,
+		`{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"a","x":"c2hvcnQ"}]}`, `not json`} {
+		if _, err := ParseJWKS([]byte(bad)); err == nil {
+			t.Errorf("ParseJWKS(%s) accepted", bad)
+		}
+	}
+	pemKey, err := MarshalPrivateKeyPEM(a.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParsePrivateKeyPEM(pemKey)
+	if err != nil || !back.Equal(a.Key) {
+		t.Fatalf("PEM round trip: %v", err)
+	}
+}
+
+// TestKeyringRotation: the keyring reloads its source on each tick of its
+// clock; a token of a new key verifies after the tick, a failed reload
+// keeps the keys in force, and a key removed from the source stops
+// verifying.
+func TestKeyringRotation(t *testing.T) {
+	k1, k2 := signer(t, "k1"), signer(t, "k2")
+	path := filepath.Join(t.TempDir(), "keys.json")
+	write := func(signers ...*Signer) {
+		keys := map[string]ed25519.PublicKey{}
+		for _, s := range signers {
+			keys[s.KeyID] = s.PublicKey()
+		}
+		doc, err := MarshalJWKS(keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(k1)
+	clk := clocktesting.NewFakeClock(t0)
+	ring, err := NewKeyring(t.Context(), FileSource{Path: path}, time.Minute, clk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go ring.Run(ctx)
+	tick := func(wantIDs string) {
+		t.Helper()
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		clk.Step(time.Minute)
+		deadline := time.Now().Add(5 * time.Second)
+		for strings.Join(ring.Current().KeyIDs(), ",") != wantIDs {
+			if time.Now().After(deadline) {
+				t.Fatalf("keys %v, want %s", ring.Current().KeyIDs(), wantIDs)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	c := testClaims()
+	tok2, _ := k2.Sign(c)
+	if _, err := ring.Verify(tok2, t0); Reason(err) != "unknown_key" {
+		t.Fatalf("k2 before rotation: %v", err)
+	}
+	write(k1, k2) // the broker publishes its next key beside the current
+	tick("k1,k2")
+	if _, err := ring.Verify(tok2, t0); err != nil {
+		t.Fatalf("k2 after rotation: %v", err)
+	}
+	os.WriteFile(path, []byte("garbage"), 0o644) // a bad reload keeps k1,k2
+	clk.Step(time.Minute)
+	write(k2) // k1 retired
+	tick("k2")
+	tok1, _ := k1.Sign(c)
+	if _, err := ring.Verify(tok1, t0); Reason(err) != "unknown_key" {
+		t.Fatalf("k1 after retirement: %v", err)
+	}
+}
+
+// TestURLSource: keys fetched from a URL with the bearer credential; an
+// error status is an error, not an empty key set.
+func TestURLSource(t *testing.T) {
+	k := signer(t, "k")
+	doc, _ := MarshalJWKS(map[string]ed25519.PublicKey{"k": k.PublicKey()})
+	var fail atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer secret" || fail.Load() {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		w.Write(doc)
+	}))
+	defer srv.Close()
+	ks, err := URLSource{URL: srv.URL, Token: "secret"}.Keys(t.Context())
+	if err != nil || !cmp.Equal(ks.KeyIDs(), []string{"k"}) {
+		t.Fatalf("keys %v, %v", ks, err)
+	}
+	if _, err := (URLSource{URL: srv.URL}).Keys(t.Context()); err == nil {
+		t.Fatal("no credential: keys fetched")
+	}
+}
