@@ -3,8 +3,8 @@ package demo
 import (
 	"context"
 	"math/rand/v2"
-	"slices"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 

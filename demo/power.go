@@ -171,7 +171,7 @@ func (f *Fleet) setupAutoscale(ctx context.Context) error {
 			"rampDownStartTime": at(9), "rampDownMinimumHostsPct": 25, "rampDownCapacityThresholdPct": 90,
 			"rampDownForceLogoffUsers": true, "rampDownWaitTimeMinutes": 1,
 			"rampDownNotificationMessage": "This desktop shuts down in a minute: save your work.",
-			"offPeakStartTime": at(13), "offPeakMaximumHostsPct": 50,
+			"offPeakStartTime":            at(13), "offPeakMaximumHostsPct": 50,
 		}},
 	}
 	if _, err := f.client.PutScalingPlan(ctx, AutoscalePlan, plan); err != nil {
