@@ -169,7 +169,7 @@ func (f *Fleet) setupAutoscale(ctx context.Context) error {
 			"daysOfWeek":                   vdibroker.DaysOfWeek,
 			"rampUpStartTime":              at(0),
 			"rampUpMinimumHostsPct":        25,
-			"rampUpCapacityThresholdPct":   30,
+			"rampUpCapacityThresholdPct":   50,
 			"peakStartTime":                at(5),
 			"peakMinimumHostsPct":          50,
 			"rampDownStartTime":            at(9),
