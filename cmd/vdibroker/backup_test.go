@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/store"
 )
 
 // runBackupCLI runs backup or restore as the command line does.
@@ -155,5 +157,50 @@ func TestBackupRestoreE2E(t *testing.T) {
 	}
 	if toks, err := c.ListTokens(ctx); err != nil || len(toks) != 1 || toks[0].Subject != "auditor" {
 		t.Errorf("tokens after restore: %v, %v", toks, err)
+	}
+}
+
+// TestServeRefusesNewerSchema: serve on a database a newer vdibroker
+// migrated (one more goose version than this binary carries) exits 1
+// naming both versions and saying to upgrade, on SQLite and PostgreSQL.
+func TestServeRefusesNewerSchema(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			dir, dsn := t.TempDir(), ""
+			if engine == "postgres" {
+				dsn = e2ePostgresDSN(t)
+			}
+			st, err := store.Open(t.Context(), dsn, dir, nil) // migrated by this binary
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Close()
+			driver, source := "sqlite", filepath.Join(dir, store.SQLiteFile)
+			if dsn != "" {
+				driver, source = "pgx", dsn
+			}
+			db, err := sql.Open(driver, source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var known int
+			if err := db.QueryRow(`SELECT MAX(version_id) FROM goose_db_version`).Scan(&known); err != nil {
+				t.Fatal(err)
+			}
+			// What a release with one more migration leaves behind.
+			if _, err := db.Exec(fmt.Sprintf(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (%d, true)`, known+1)); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir}
+			if dsn != "" {
+				args = append(args, "--database", dsn)
+			}
+			r := runCLI(t, args...)
+			want := fmt.Sprintf("schema version %d, this vdibroker knows versions up to %d: upgrade vdibroker", known+1, known)
+			if r.code != 1 || !strings.Contains(r.stderr, want) {
+				t.Errorf("serve on a newer schema: exit %d, %q; want 1 and %q", r.code, r.stderr, want)
+			}
+		})
 	}
 }
