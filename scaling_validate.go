@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Validation of scaling plans (SPEC §8, R-SP1..R-SP4 of docs/behaviour.md).
@@ -305,22 +304,6 @@ func (p *ScalingPlan) Validate() error {
 			}
 			days[d] = i
 		}
-	}
-	return nil
-}
-
-// ValidateTimeZone checks an IANA time zone name ("Europe/Berlin", "UTC").
-// "Local" is refused: it would be the broker's own zone, which differs
-// between replicas.
-func ValidateTimeZone(field, tz string) error {
-	if tz == "" {
-		return FieldError(field, "is required: an IANA time zone such as Europe/Berlin or UTC")
-	}
-	if tz == "Local" {
-		return FieldError(field, "must be an IANA time zone such as Europe/Berlin or UTC, not Local (the broker's zone)")
-	}
-	if _, err := time.LoadLocation(tz); err != nil {
-		return FieldError(field, "must be an IANA time zone such as Europe/Berlin or UTC, got %q", tz)
 	}
 	return nil
 }

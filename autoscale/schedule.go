@@ -40,7 +40,7 @@ const lookBack = 8
 // ok is false when no schedule has a ramp-up in the week before now (a
 // plan without schedules).
 func PhaseAt(plan *vdibroker.ScalingPlan, now time.Time) (w Where, ok bool, err error) {
-	loc, err := time.LoadLocation(plan.TimeZone)
+	loc, err := vdibroker.LoadTimeZone(plan.TimeZone)
 	if err != nil {
 		return Where{}, false, fmt.Errorf("scaling plan %q: time zone %q: %w", plan.Name, plan.TimeZone, err)
 	}

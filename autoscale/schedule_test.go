@@ -112,10 +112,16 @@ func TestPhaseAtDaylightSaving(t *testing.T) {
 		{"New York, skipped 02:15", "America/New_York", "02:15", "2026-03-08", "2026-03-08T07:00:00Z"},
 		// 01:30 twice on 1 November: first at 05:30 UTC (EDT, -4).
 		{"New York, doubled 01:30", "America/New_York", "01:30", "2026-11-01", "2026-11-01T05:30:00Z"},
+		// A plan in AVD's Windows names is evaluated in CLDR's zones for
+		// them: W. Europe Standard Time is Europe/Berlin, Eastern Standard
+		// Time America/New_York, with the same jumps.
+		{"W. Europe Standard Time, skipped 02:30", "W. Europe Standard Time", "02:30", "2026-03-29", "2026-03-29T01:00:00Z"},
+		{"W. Europe Standard Time, doubled 02:30", "W. Europe Standard Time", "02:30", "2026-10-25", "2026-10-25T00:30:00Z"},
+		{"Eastern Standard Time, doubled 01:30", "Eastern Standard Time", "01:30", "2026-11-01", "2026-11-01T05:30:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			loc, err := time.LoadLocation(tt.zone)
+			loc, err := vdibroker.LoadTimeZone(tt.zone)
 			if err != nil {
 				t.Fatal(err)
 			}

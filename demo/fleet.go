@@ -32,6 +32,9 @@ type Fleet struct {
 	Heartbeat time.Duration
 	// UserTick is how often simulated users act; 0 is 400ms.
 	UserTick time.Duration
+	// PowerStartDelay is how long a host the power driver starts takes
+	// to boot (its agent runs again after it); 0 is 20s.
+	PowerStartDelay time.Duration
 
 	client  *vhttp.Client
 	hosts   []*simHost
@@ -42,6 +45,8 @@ type Fleet struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started time.Time
+	driver  *driver // PowerDrivers
+	closed  bool    // Close began: no agent starts (guarded by mu)
 }
 
 // Hosts is the number of simulated session hosts (after Start).
@@ -59,8 +64,10 @@ type demoPool struct {
 }
 
 var demoPools = []demoPool{
-	{"office-breadth", "Office desktops (breadth-first)", map[string]any{
-		"loadBalancerType": vdibroker.BreadthFirst, "maxSessionLimit": 10,
+	// Autoscaled (power.go): started and stopped by the office-hours plan
+	// through the fleet's power driver.
+	{autoscalePool, "Office desktops (breadth-first, autoscaled)", map[string]any{
+		"loadBalancerType": vdibroker.BreadthFirst, "maxSessionLimit": 10, "powerDriver": DriverName,
 	}, 8, "office"},
 	{"dev-depth", "Developer workstations (depth-first)", map[string]any{
 		"loadBalancerType": vdibroker.DepthFirst, "maxSessionLimit": 6,
@@ -85,6 +92,10 @@ type simHost struct {
 	cpuBase, memBase float64
 	phase            float64
 	agent            *agent.Agent
+	// stop ends the agent's run and done is closed when it has ended
+	// (nil while the host is powered off; guarded by the fleet's mu).
+	stop func()
+	done chan struct{}
 
 	mu       sync.Mutex
 	sessions map[string]*vdibroker.AgentSession // by user
@@ -183,9 +194,11 @@ type simUser struct {
 
 // Start creates the pools, registers the hosts (each sends a first
 // heartbeat before Start returns, so they are Available at once), drains
-// one host to show drain mode, places a first wave of users, and starts the
-// agents and users. The broker at URL must be serving. Close stops
-// everything Start started, also after Start failed.
+// one host to show drain mode, powers off five office hosts and puts the
+// office pool under a scaling plan (power.go), places a first wave of
+// users, and starts the agents and users. The broker at URL must be
+// serving with PowerDrivers among its drivers. Close stops everything
+// Start started, also after Start failed.
 func (f *Fleet) Start(ctx context.Context) error {
 	if f.Logger == nil {
 		f.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -259,21 +272,18 @@ func (f *Fleet) setup(ctx context.Context) error {
 			h.agent = a
 			f.hosts = append(f.hosts, h)
 			f.byName[h.pool+"/"+h.name] = h
-			f.wg.Add(1)
-			go func() {
-				defer f.wg.Done()
-				if err := a.Run(f.run); err != nil {
-					f.Logger.Error("demo: agent stopped", "host", h.name, "err", err)
-				}
-			}()
+			f.powerOn(h.pool, h.name)
 		}
 	}
 	if err := f.waitAvailable(ctx); err != nil {
 		return err
 	}
 	// One host drained by "an admin", to show drain mode.
-	if _, err := f.client.PatchSessionHost(ctx, "office-breadth", "office-08", map[string]any{"allowNewSession": false}); err != nil {
+	if _, err := f.client.PatchSessionHost(ctx, autoscalePool, "office-08", map[string]any{"allowNewSession": false}); err != nil {
 		return fmt.Errorf("drain office-08: %w", err)
+	}
+	if err := f.setupAutoscale(ctx); err != nil {
+		return err
 	}
 	// A first wave of users, logged on at once.
 	for i := 0; i < 24; i++ {
@@ -464,6 +474,9 @@ func (f *Fleet) disconnectOrReturn(ctx context.Context) {
 // Close stops the users and the agents and waits for them. The broker
 // keeps running; a stopped agent just stops heartbeating.
 func (f *Fleet) Close() error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
 	if f.cancel != nil {
 		f.cancel()
 	}

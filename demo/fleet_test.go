@@ -4,24 +4,28 @@ import (
 	"context"
 	"math/rand/v2"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/autoscale"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/store"
 )
 
 // startBroker serves the real API (no console, no /metrics: the fleet
-// needs neither) on a SQLite store in a temp dir.
-func startBroker(t *testing.T) (url, token string) {
+// needs neither) on a SQLite store in a temp dir, with the fleet's power
+// driver.
+func startBroker(t *testing.T, drivers power.Set) (url, token string) {
 	t.Helper()
 	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const admin = "fleet-test-admin"
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: admin})
+	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: admin, PowerDrivers: drivers})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		ts.Close()
@@ -31,24 +35,24 @@ func startBroker(t *testing.T) (url, token string) {
 	return ts.URL, admin
 }
 
-// TestFleet: Start leaves every simulated host Available, office-08 drained
-// and the first wave of users placed; the agents soon report users Active
+// TestFleet: Start leaves every simulated host Available but the five
+// office hosts it powered off for autoscale, office-08 drained and the
+// first wave of users placed; the agents soon report users Active
 // (R-S2) and the drained host never gets a new session (R-C2). After Close
 // the agents stop heartbeating.
 func TestFleet(t *testing.T) {
-	url, token := startBroker(t)
 	f := &Fleet{
-		URL: url, AdminToken: token,
 		Rand:      rand.New(rand.NewPCG(3, 4)),
 		Heartbeat: 100 * time.Millisecond,
 		UserTick:  20 * time.Millisecond,
 	}
+	f.URL, f.AdminToken = startBroker(t, f.PowerDrivers())
 	if err := f.Start(t.Context()); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(func() { f.Close() })
 	ctx := context.Background()
-	c := vhttp.NewClient(url, token)
+	c := vhttp.NewClient(f.URL, f.AdminToken)
 
 	if got, want := f.Pools(), 3; got != want {
 		t.Errorf("Pools() = %d, want %d", got, want)
@@ -60,7 +64,11 @@ func TestFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, h := range hs {
-			if !vdibroker.Placeable(h.Status) {
+			off := p.name == autoscalePool && slices.Contains(stoppedAtStart, h.Name)
+			switch {
+			case off && (h.Status != vdibroker.StatusShutdown || h.PowerState != vdibroker.PowerStopped):
+				t.Errorf("%s/%s is %s, power %s right after Start, want Shutdown and Stopped (powered off for autoscale)", p.name, h.Name, h.Status, h.PowerState)
+			case !off && !vdibroker.Placeable(h.Status):
 				t.Errorf("%s/%s is %s right after Start, want Available", p.name, h.Name, h.Status)
 			}
 		}
@@ -120,5 +128,72 @@ func TestFleet(t *testing.T) {
 	}
 	if before.LastHeartBeat == nil || after.LastHeartBeat == nil || !after.LastHeartBeat.Equal(*before.LastHeartBeat) {
 		t.Errorf("dev-01 heartbeat moved from %v to %v after Close", before.LastHeartBeat, after.LastHeartBeat)
+	}
+}
+
+// TestFleetAutoscale: Start puts the office pool under a scaling plan in
+// the machine's time zone whose ramp-up has begun; a host the broker
+// starts through the fleet's power driver runs its agent again once the
+// simulated boot is over (Available, Running), and one it stops sends its
+// last heartbeat (Shutdown, Stopped) and keeps quiet.
+func TestFleetAutoscale(t *testing.T) {
+	f := &Fleet{Rand: rand.New(rand.NewPCG(5, 6)), Heartbeat: 100 * time.Millisecond, UserTick: time.Hour, PowerStartDelay: 200 * time.Millisecond}
+	f.URL, f.AdminToken = startBroker(t, f.PowerDrivers())
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	ctx := t.Context()
+	c := vhttp.NewClient(f.URL, f.AdminToken)
+
+	plan, err := c.GetScalingPlan(ctx, AutoscalePlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.TimeZone != localZone() || !slices.Equal(plan.HostPools, []string{autoscalePool}) {
+		t.Errorf("plan: zone %q (want %q), pools %v", plan.TimeZone, localZone(), plan.HostPools)
+	}
+	where, ok, err := autoscale.PhaseAt(plan, time.Now())
+	if err != nil || !ok || where.Phase != vdibroker.PhaseRampUp {
+		t.Errorf("the plan's phase now: %+v %v %v, want RampUp (begun a minute ago)", where, ok, err)
+	}
+	if later, _, _ := autoscale.PhaseAt(plan, time.Now().Add(9*time.Minute)); later.Phase != vdibroker.PhaseRampDown {
+		t.Errorf("in 9 minutes: %s, want RampDown", later.Phase)
+	}
+
+	host := func(name string) *vdibroker.SessionHost {
+		t.Helper()
+		h, err := c.GetSessionHost(ctx, autoscalePool, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	waitFor := func(name, status, power string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			h := host(name)
+			if h.Status == status && h.PowerState == power {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is %s, power %s; want %s, %s", name, h.Status, h.PowerState, status, power)
+			}
+		}
+	}
+	if _, err := c.StartSessionHost(ctx, autoscalePool, "office-04"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("office-04", vdibroker.StatusAvailable, vdibroker.PowerRunning)
+
+	if _, err := c.StopSessionHost(ctx, autoscalePool, "office-01", true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("office-01", vdibroker.StatusShutdown, vdibroker.PowerStopped)
+	time.Sleep(5 * f.Heartbeat) // its last heartbeat (Shutdown) may still be on its way
+	before := host("office-01").LastHeartBeat
+	time.Sleep(5 * f.Heartbeat)
+	if after := host("office-01").LastHeartBeat; before == nil || after == nil || !after.Equal(*before) {
+		t.Errorf("office-01 heartbeats after its stop: %v, then %v", before, after)
 	}
 }

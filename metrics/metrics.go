@@ -136,6 +136,7 @@ func NewRegistry(cfg Config) *prometheus.Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	initEventSeries()
 	if cfg.Store != nil {
 		c := NewStoreCollector(cfg.Store, cfg.Now, cfg.ScrapeTimeout)
 		c.outage = cfg.Outage
@@ -148,6 +149,25 @@ func NewRegistry(cfg Config) *prometheus.Registry {
 		}, func() float64 { _, s := cfg.Outage(); return s }))
 	}
 	return reg
+}
+
+// initEventSeries gives the event metrics whose labels are known in
+// advance their series at 0 from the start, so the first events show in a
+// rate() (initPoolCounters does the same for each pool's connect
+// counters): heartbeats by their common outcomes, connect latency by the
+// codes of a pool that exists, decision latency by load balancer type.
+// vdibroker_store_tx_duration_seconds is left out: its operations are the
+// store's method names, known to the store's instrumentation.
+func initEventSeries() {
+	heartbeats.WithLabelValues(CodeOK)
+	heartbeats.WithLabelValues(vdibroker.EUnauthenticated)
+	for _, code := range poolConnectCodes {
+		connectDuration.WithLabelValues(code)
+	}
+	lbt, _ := vdibroker.PoolField("loadBalancerType")
+	for _, lb := range lbt.Values("") {
+		placementDuration.WithLabelValues(lb)
+	}
 }
 
 // Handler serves reg in the Prometheus text format (GET /metrics).

@@ -397,3 +397,31 @@ func TestInstrumentAPIPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestCountersStartAtZero: once a scrape has seen a pool, the next one
+// has its vdibroker_connects_total of every connect code at 0, NoCapacity
+// among them, so the pool's first refusal is an increase a rate sees; the
+// heartbeat outcomes OK and Unauthenticated are there from the start.
+func TestCountersStartAtZero(t *testing.T) {
+	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p := &vdibroker.HostPool{Name: "zero-pool", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst,
+		MaxSessionLimit: 1, LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300}
+	if _, err := st.PutHostPool(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	h := metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st}))
+	scrape(t, h) // sees the pool
+	fams := scrape(t, h)
+	for _, code := range []string{metrics.CodeOK, metrics.CodeReconnect, vdibroker.ENoCapacity, vdibroker.EHostStarting} {
+		if v := get(t, fams, "vdibroker_connects_total", map[string]string{"pool": "zero-pool", "code": code}); v != 0 {
+			t.Errorf("connects_total{code=%s} = %v before any connect", code, v)
+		}
+	}
+	for _, code := range []string{metrics.CodeOK, vdibroker.EUnauthenticated} {
+		get(t, fams, "vdibroker_heartbeats_total", map[string]string{"code": code})
+	}
+}

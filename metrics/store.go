@@ -117,6 +117,7 @@ func (c *StoreCollector) collect(ctx context.Context, emit func(prometheus.Metri
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		emit(prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...))
 	}
+	initPoolCounters(pools)
 	for _, p := range pools {
 		gauge(descPoolLimit, float64(p.MaxSessionLimit), p.Name, p.LoadBalancerType)
 		hosts, err := c.store.ListSessionHosts(ctx, p.Name)
@@ -149,4 +150,26 @@ func (c *StoreCollector) collect(ctx context.Context, emit func(prometheus.Metri
 		gauge(descSessions, float64(n.Disconnected), p.Name, vdibroker.StateDisconnected)
 	}
 	return nil
+}
+
+// poolConnectCodes are the result codes of a connect to a pool that exists
+// (InstrumentAPI's poolKnown): the label sets of
+// vdibroker_connects_total each pool has from the start.
+var poolConnectCodes = []string{CodeOK, CodeReconnect, CodeDryRun,
+	vdibroker.ENoCapacity, vdibroker.EHostStarting, vdibroker.ENotAssigned, vdibroker.EConflict}
+
+// initPoolCounters gives each pool its vdibroker_connects_total series of
+// every connect code, at 0, from the first scrape that sees the pool on:
+// rate() and increase() see a counter's first increment only after a
+// sample from before it, so without a 0 the first NoCapacity refusal of a
+// pool would never show in a rate. (A counter first incremented before
+// any scrape saw its pool still starts at 1.) Creating a child that
+// exists is a map lookup. The registry gathers collectors concurrently,
+// so the series appear in this scrape or the next.
+func initPoolCounters(pools []*vdibroker.HostPool) {
+	for _, p := range pools {
+		for _, code := range poolConnectCodes {
+			connects.WithLabelValues(p.Name, code)
+		}
+	}
 }

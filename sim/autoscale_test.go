@@ -99,7 +99,7 @@ func TestScalingPlanErrors(t *testing.T) {
 	base := "pool: {hosts: 2}\nusers:\n  - {pattern: storm, count: 1}\n"
 	tests := []struct{ name, plan, want string }{
 		{"unknown field", "scalingPlan: {timeZone: UTC, bogus: 1}\n", `scalingPlan: unknown field "bogus"`},
-		{"bad zone", "scalingPlan: {timeZone: Mars/Base, schedules: []}\n", `scalingPlan.timeZone: must be an IANA time zone such as Europe/Berlin or UTC, got "Mars/Base"`},
+		{"bad zone", "scalingPlan: {timeZone: Mars/Base, schedules: []}\n", `scalingPlan.timeZone: must be an IANA time zone such as Europe/Berlin or UTC, or a Windows time zone such as W. Europe Standard Time, got "Mars/Base"`},
 		{"threshold 0", "scalingPlan:\n  timeZone: UTC\n  schedules:\n    - {name: s, daysOfWeek: [Monday], rampUpStartTime: \"07:00\", peakStartTime: \"09:00\", rampDownStartTime: \"17:00\", offPeakStartTime: \"20:00\", rampUpCapacityThresholdPct: 0, rampDownCapacityThresholdPct: 90}\n",
 			"scalingPlan.schedules[0].rampUpCapacityThresholdPct: must be 1..100, got 0"},
 		{"bad time", "scalingPlan:\n  timeZone: UTC\n  schedules:\n    - {name: s, daysOfWeek: [Monday], rampUpStartTime: \"7h\", peakStartTime: \"09:00\", rampDownStartTime: \"17:00\", offPeakStartTime: \"20:00\", rampUpCapacityThresholdPct: 60, rampDownCapacityThresholdPct: 90}\n",

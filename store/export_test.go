@@ -436,3 +436,7 @@ func (s *DB) FillFromFullQueues(n, m int) (beats, first int) {
 	}
 	return beats, first
 }
+
+// Migrations is the embedded migrations (tests that need the newest
+// version).
+var Migrations = migrations

@@ -326,6 +326,9 @@ func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
+	if err := checkSchemaVersion(ctx, p, s.d.name); err != nil {
+		return err
+	}
 	// SQLite has no advisory lock: two processes migrating one new file
 	// at once make the loser's transaction fail ("table already exists")
 	// and roll back. Running it again finds the winner's version and has
@@ -348,6 +351,27 @@ func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
 	}
 	for _, r := range res {
 		s.log.Info("applied migration", "dialect", s.d.name, "version", r.Source.Version, "path", r.Source.Path)
+	}
+	return nil
+}
+
+// ErrSchemaTooNew is the error of Open on a database whose schema a newer
+// vdibroker migrated: this binary does not know its tables, and running on
+// them could lose or corrupt data.
+var ErrSchemaTooNew = errors.New("database schema newer than this vdibroker")
+
+// checkSchemaVersion refuses a database migrated past the newest embedded
+// migration, naming both versions: an older binary started on a newer
+// database (a rollback, a restored backup, a replica left behind) would
+// otherwise run its queries against tables it does not know.
+func checkSchemaVersion(ctx context.Context, p *goose.Provider, dialect string) error {
+	current, known, err := p.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("migrations: read the schema version: %w", err)
+	}
+	if current > known {
+		return fmt.Errorf("%w: the %s database is at schema version %d, this vdibroker knows versions up to %d: upgrade vdibroker to the release that migrated it (or restore a backup taken with this release)",
+			ErrSchemaTooNew, dialect, current, known)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -27,7 +26,7 @@ func newAgentCmd() *cobra.Command {
 		provider     string
 		standard     bool
 		protocols    []string
-		logLevel     string
+		logs         logFlags
 		stateDirFlag string
 		tlsOpts      clientTLSOptions
 	)
@@ -39,15 +38,15 @@ once (--registration-token), keeps the host credential in --state-dir and
 reuses it after a restart, then sends a heartbeat every --heartbeat-interval
 with the host's metrics, sessions, policy and command results. It never exits
 because the broker is unreachable; SIGTERM sends a last heartbeat that marks
-the host Shutdown. The server and token may also come from VDIBROKER_SERVER
-and VDIBROKER_REGISTRATION_TOKEN.`,
+the host Shutdown; SIGHUP reads --log-level-file again.
+` + envFlagsHelp + `
+The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), not on
+the command line, which ps shows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cfg.Server == "" {
-				cfg.Server = os.Getenv("VDIBROKER_SERVER")
-			}
-			if cfg.RegistrationToken == "" {
-				cfg.RegistrationToken = os.Getenv("VDIBROKER_REGISTRATION_TOKEN")
+			fromEnv, err := flagsFromEnv(cmd)
+			if err != nil {
+				return err
 			}
 			if cfg.Server == "" {
 				return usageError{errors.New("--server (or VDIBROKER_SERVER) is required")}
@@ -63,11 +62,12 @@ and VDIBROKER_REGISTRATION_TOKEN.`,
 			cfg.StateDir = stateDirFlag
 			cfg.Protocols = protocols
 			cfg.StandardFeatures = &standard
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)}
+			if cfg.Logger, err = logs.logger(os.Stderr); err != nil {
+				return err
 			}
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			if len(fromEnv) > 0 {
+				cfg.Logger.Debug("flags from the environment", "flags", fromEnv)
+			}
 			switch {
 			case provider == "auto", provider == "logind", provider == "utmp", provider == "xrdp", provider == "none",
 				strings.HasPrefix(provider, "file:") && len(provider) > len("file:"):
@@ -89,6 +89,7 @@ and VDIBROKER_REGISTRATION_TOKEN.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			onHUP(ctx, func() { logs.reload(cfg.Logger) })
 			return a.Run(ctx)
 		},
 	}
@@ -104,7 +105,7 @@ and VDIBROKER_REGISTRATION_TOKEN.`,
 	f.StringVar(&cfg.PolicyFile, "policy-file", "", "JSON or YAML file with hostLoadIndexThreshold and hostConnectingSessionThreshold (R-LI5), re-read every heartbeat")
 	f.StringVar(&provider, "sessions-provider", "auto", "where sessions come from: auto (xrdp when xrdp-sesman runs, else logind, else utmp), logind, utmp, xrdp, file:PATH or none")
 	f.BoolVar(&standard, "standard-features", true, "host supports multi-session, unauthenticated access and all protocols")
-	f.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	logs.addFlags(f, false)
 	f.StringVar(&tlsOpts.CAFile, "ca-file", "", "PEM CA bundle to verify the broker's HTTPS certificate (default: the system's roots)")
 	f.StringVar(&tlsOpts.CertFile, "client-cert", "", "PEM client certificate to present to the broker (mTLS)")
 	f.StringVar(&tlsOpts.KeyFile, "client-key", "", "PEM private key of --client-cert")

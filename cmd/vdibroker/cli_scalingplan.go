@@ -18,9 +18,27 @@ import (
 var scalingPlanColumns = []column{
 	{"Name", "name"},
 	{"HostPoolType", "hostPoolType"},
-	{"TimeZone", "timeZone"},
+	// A Windows zone with the IANA zone it is evaluated in.
+	{"TimeZone", "ianaTimeZone && join('', [timeZone, ' (', ianaTimeZone, ')']) || timeZone"},
 	{"HostPools", "hostPools"},
 	{"Schedules", "schedules[].name"},
+}
+
+// planView is a scaling plan as the CLI shows it: a plan keeps the time
+// zone as its admin wrote it, and one in a Windows name ("W. Europe
+// Standard Time") also shows ianaTimeZone, the zone its schedules are
+// evaluated in ("Europe/Berlin").
+type planView struct {
+	*vdibroker.ScalingPlan
+	IANATimeZone string `json:"ianaTimeZone,omitempty"`
+}
+
+func viewPlan(p *vdibroker.ScalingPlan) planView {
+	v := planView{ScalingPlan: p}
+	if vdibroker.IsWindowsTimeZone(p.TimeZone) {
+		v.IANATimeZone = vdibroker.IANATimeZone(p.TimeZone)
+	}
+	return v
 }
 
 // scheduleFlag is the flag of a schedule setting: its JSON path in kebab
@@ -175,7 +193,7 @@ type planFlags struct {
 func addPlanFlags(cmd *cobra.Command, p *planFlags, create bool) {
 	f := cmd.Flags()
 	poolNameVar(f, &p.name, "name", "n", fmt.Sprintf("scaling plan name, %d..%d characters of A-Za-z0-9@._- and space", vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen))
-	f.StringVar(&p.timeZone, "time-zone", "", "IANA time zone of the schedules' times, e.g. Europe/Berlin or UTC")
+	f.StringVar(&p.timeZone, "time-zone", "", "time zone of the schedules' times: IANA (Europe/Berlin, UTC) or Windows as AVD names them (W. Europe Standard Time)")
 	help := "Pooled or Personal: the type of the plan's host pools"
 	if create {
 		help += " (default Pooled)"
@@ -275,7 +293,7 @@ func newScalingPlanCreateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
-			return a.result(cmd, &res.ScalingPlan, scalingPlanColumns)
+			return a.result(cmd, viewPlan(&res.ScalingPlan), scalingPlanColumns)
 		},
 	}
 	addPlanFlags(cmd, &p, true)
@@ -347,7 +365,7 @@ func newScalingPlanUpdateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
-			return a.result(cmd, &res.ScalingPlan, scalingPlanColumns)
+			return a.result(cmd, viewPlan(&res.ScalingPlan), scalingPlanColumns)
 		},
 	}
 	addPlanFlags(cmd, &p, false)
@@ -369,7 +387,7 @@ func newScalingPlanShowCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
-			return a.show(cmd, p, scalingPlanColumns)
+			return a.show(cmd, viewPlan(p), scalingPlanColumns)
 		},
 	}
 	poolNameVar(cmd.Flags(), &name, "name", "n", "scaling plan name")
@@ -391,7 +409,11 @@ func newScalingPlanListCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
-			return a.show(cmd, plans, scalingPlanColumns)
+			views := make([]planView, len(plans))
+			for i, p := range plans {
+				views[i] = viewPlan(p)
+			}
+			return a.show(cmd, views, scalingPlanColumns)
 		},
 	}
 }

@@ -145,6 +145,35 @@ func TestScalingPlanCLI(t *testing.T) {
 	}
 }
 
+// TestScalingPlanWindowsTimeZone: a plan in AVD's Windows zone name goes
+// through the CLI and the API and is kept as given; show adds the IANA
+// zone its schedules are evaluated in (CLDR's, territory 001). An unknown
+// name is refused by the broker naming the field.
+func TestScalingPlanWindowsTimeZone(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "office")
+	b.ok("scalingplan", "create", "--name", "avd", "--time-zone", "W. Europe Standard Time", "--host-pools", "office",
+		"--days-of-week", "Monday", "--ramp-up-start-time", "07:00", "--peak-start-time", "09:00",
+		"--ramp-down-start-time", "17:00", "--off-peak-start-time", "19:00")
+	var got struct {
+		TimeZone     string `json:"timeZone"`
+		IANATimeZone string `json:"ianaTimeZone"`
+	}
+	if err := json.Unmarshal([]byte(b.ok("scalingplan", "show", "--name", "avd", "-o", "json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.TimeZone != "W. Europe Standard Time" || got.IANATimeZone != "Europe/Berlin" {
+		t.Errorf("show: timeZone %q, ianaTimeZone %q; want as given and Europe/Berlin", got.TimeZone, got.IANATimeZone)
+	}
+	if table := b.ok("scalingplan", "show", "--name", "avd"); !strings.Contains(table, "W. Europe Standard Time (Europe/Berlin)") {
+		t.Errorf("show table lacks both zones:\n%s", table)
+	}
+	r := b.cli("scalingplan", "update", "--name", "avd", "--time-zone", "Mars Standard Time")
+	if r.code != 1 || !strings.Contains(r.stderr, "timeZone") || !strings.Contains(r.stderr, "Windows time zone") {
+		t.Errorf("unknown zone: exit %d, %q; want the broker's refusal naming timeZone", r.code, r.stderr)
+	}
+}
+
 // TestScalingPlanEvaluationsCLI: scalingplan evaluations lists what the
 // autoscaler of a real broker recorded (issue 17), newest first: the
 // plan's phase applies its load balancer (an action with its reason) and,

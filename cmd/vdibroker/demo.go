@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,8 +25,12 @@ type Demo struct {
 	Fleet *demo.Fleet
 }
 
-// Start opens the broker, then starts the fleet against it.
+// Start opens the broker, with the fleet's power driver, then starts the
+// fleet against it.
 func (d *Demo) Start(ctx context.Context) error {
+	if d.Main.PowerDrivers == nil {
+		d.Main.PowerDrivers = d.Fleet.PowerDrivers()
+	}
 	if err := d.Main.Open(ctx); err != nil {
 		return err
 	}
@@ -50,7 +55,11 @@ func newDemoCmd() *cobra.Command {
 		Short: "Run a broker with simulated hosts and users, and its web console",
 		Long: `demo starts a broker on the embedded store with three host pools
 (BreadthFirst, DepthFirst with a limit, LoadIndex), twenty simulated session
-hosts whose metrics move, and simulated users logging on and off. Open the
+hosts whose metrics move, and simulated users logging on and off. The
+office pool is autoscaled: a scaling plan in this machine's time zone whose
+ramp-up began a minute ago starts its powered-off hosts as users arrive
+(through a simulated power driver), and ramp-down drains and stops them
+eight minutes later; its autoscale page shows each decision. Open the
 printed URL and sign in with the printed admin token. Ctrl-C stops it.
 
 The admin token is VDIBROKER_ADMIN_TOKEN when set. Without --data-dir the
@@ -64,6 +73,7 @@ state lives in a temporary directory removed on exit.`,
 				level = slog.LevelInfo
 			}
 			m.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			m.AutoscaleInterval = 10 * time.Second // decisions show within seconds
 			if m.DataDir == "" {
 				dir, err := os.MkdirTemp("", "vdibroker-demo-")
 				if err != nil {
@@ -101,6 +111,7 @@ func printDemoBanner(w io.Writer, d *Demo) {
 	fmt.Fprintf(&b, "  admin token  %s\n", d.Main.AdminToken)
 	fmt.Fprintf(&b, "  API          %s/api/v1   (vdibroker --server %s --token <admin token> hostpool list)\n", url, url)
 	fmt.Fprintf(&b, "  metrics      %s/metrics\n", url)
+	fmt.Fprintf(&b, "  autoscale    %s/pools/office-breadth/autoscale   (scaling plan %s: hosts started and stopped by a simulated power driver)\n", url, demo.AutoscalePlan)
 	fmt.Fprintf(&b, "  data dir     %s\n\n", d.Main.DataDir)
 	b.WriteString("Press Ctrl-C to stop.\n")
 	io.WriteString(w, b.String())

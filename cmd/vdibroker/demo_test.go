@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -15,17 +16,22 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// startDemo runs the demo in-process on 127.0.0.1:0 with a temp data dir and
-// fast agents, and closes it when the test ends.
-func startDemo(t *testing.T) *Demo {
+// startDemo runs the demo in-process on 127.0.0.1:0 with a temp data dir,
+// fast agents and fast hosts, the autoscaler evaluating every autoscale
+// (0: off), and closes it when the test ends.
+func startDemo(t *testing.T, autoscale ...time.Duration) *Demo {
 	t.Helper()
 	d := &Demo{
 		Main: &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir()},
 		Fleet: &demo.Fleet{
-			Rand:      rand.New(rand.NewPCG(1, 2)),
-			Heartbeat: 100 * time.Millisecond,
-			UserTick:  50 * time.Millisecond,
+			Rand:            rand.New(rand.NewPCG(1, 2)),
+			Heartbeat:       100 * time.Millisecond,
+			UserTick:        50 * time.Millisecond,
+			PowerStartDelay: 200 * time.Millisecond,
 		},
+	}
+	if len(autoscale) > 0 {
+		d.Main.AutoscaleInterval = autoscale[0]
 	}
 	if err := d.Start(t.Context()); err != nil {
 		t.Fatalf("start demo: %v", err)
@@ -131,9 +137,58 @@ func TestDemoBanner(t *testing.T) {
 	d := startDemo(t)
 	var out bytes.Buffer
 	printDemoBanner(&out, d)
-	for _, want := range []string{d.Main.URL() + "/", "banner-token", "/metrics", "Ctrl-C"} {
+	for _, want := range []string{d.Main.URL() + "/", "banner-token", "/metrics", "/pools/office-breadth/autoscale", "Ctrl-C"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestDemoAutoscale: the demo's office pool is under a scaling plan at
+// work: with the autoscaler on, an evaluation in ramp-up starts one of
+// the powered-off hosts through the simulated power driver, saying why,
+// and the host comes up (its agent heartbeats: Available, Running).
+func TestDemoAutoscale(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "demo-autoscale-admin")
+	d := startDemo(t, 200*time.Millisecond)
+	ctx := t.Context()
+	c := vhttp.NewClient(d.Main.URL(), "demo-autoscale-admin")
+	var started string
+	deadline := time.Now().Add(60 * time.Second)
+	for started == "" {
+		evs, err := c.AutoscaleEvaluations(ctx, "office-breadth", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Phase != vdibroker.PhaseRampUp || e.Plan != demo.AutoscalePlan {
+				t.Fatalf("evaluation in %s of plan %q, want ramp-up of %s", e.Phase, e.Plan, demo.AutoscalePlan)
+			}
+			for _, a := range e.Actions {
+				if a.Action == vdibroker.ActionStart && a.Error == "" && a.Reason != "" {
+					started = a.Host
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			last := "none"
+			if len(evs) > 0 {
+				last = fmt.Sprintf("%+v", *evs[0])
+			}
+			t.Fatalf("no host started by the autoscaler within a minute; the last evaluation: %s", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		h, err := c.GetSessionHost(ctx, "office-breadth", started)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Status == vdibroker.StatusAvailable && h.PowerState == vdibroker.PowerRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s, started by the autoscaler, is %s, power %s; want Available, Running", started, h.Status, h.PowerState)
 		}
 	}
 }

@@ -128,7 +128,9 @@ func startOutageWorldLimit(t testing.TB, bin, dsn string, dataDirs []string, hos
 	t.Helper()
 	w := &outageWorld{t: t, bin: bin, placed: map[string]outageConnect{}, limit: limit}
 	for i, dir := range dataDirs {
-		args := []string{"--store-timeout", outageStoreTimeout.String(), "--maintenance-interval", "500ms", "--replica-id", fmt.Sprintf("replica-%d", i)}
+		// Debug: the tests count the access lines of heartbeats, which
+		// are debug when they succeed.
+		args := []string{"--store-timeout", outageStoreTimeout.String(), "--maintenance-interval", "500ms", "--replica-id", fmt.Sprintf("replica-%d", i), "--log-level", "debug"}
 		if dsn != "" {
 			args = append(args, "--database", dsn)
 		}

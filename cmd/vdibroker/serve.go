@@ -13,9 +13,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -345,13 +347,27 @@ func checkAdminTokenFile(path, token string) (string, error) {
 
 func newServeCmd() *cobra.Command {
 	m := &Main{}
-	var logFormat, cpuProfile, rdpDefaults, metricsTokenFile, powerConfig string
+	var cpuProfile, rdpDefaults, metricsTokenFile, powerConfig, databaseFile string
+	var logs logFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the broker: HTTP API, web console and metrics",
+		Long:  "Run the broker: HTTP API, web console and metrics.\n" + envFlagsHelp,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m.Logger = newLogger(logFormat)
+			fromEnv, err := flagsFromEnv(cmd)
+			if err != nil {
+				return err
+			}
+			if m.Logger, err = logs.logger(os.Stderr); err != nil {
+				return err
+			}
+			if len(fromEnv) > 0 {
+				m.Logger.Info("flags from the environment", "flags", fromEnv)
+			}
+			if err := databaseFrom(m, databaseFile, slices.Contains(fromEnv, "database"), m.Logger); err != nil {
+				return err
+			}
 			if err := checkOutageFlags(&m.OutagePlacement, m.MaintenanceInterval); err != nil {
 				return err
 			}
@@ -385,6 +401,9 @@ func newServeCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// SIGHUP (systemctl reload) reads the log level again; the TLS
+			// certificate, when served, is read again by its reloader.
+			onHUP(ctx, func() { logs.reload(m.Logger) })
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -395,18 +414,6 @@ func newServeCmd() *cobra.Command {
 			tokenNote := firstStart(m.DataDir) // cli_serve.go
 			if err := m.Open(ctx); err != nil {
 				return err
-			}
-			if m.certs == nil {
-				// systemctl reload sends SIGHUP: without a certificate to
-				// reload it must not end the broker (its default action).
-				hup := make(chan os.Signal, 1)
-				signal.Notify(hup, syscall.SIGHUP)
-				defer signal.Stop(hup)
-				go func() {
-					for range hup {
-						m.Logger.Info("SIGHUP: nothing to reload (no --tls-cert)")
-					}
-				}()
 			}
 			m.Logger.Info("vdibroker serving", "url", m.URL(), "dataDir", m.DataDir, "store", storeKind(m.Database))
 			// The line below is read by tests and scripts that start on port 0.
@@ -419,8 +426,9 @@ func newServeCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&m.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")
-	cmd.Flags().StringVar(&m.Database, "database", "", "database: empty for SQLite in --data-dir, or postgres://user:pass@host/db")
-	cmd.Flags().Var(newEnum(&logFormat, "text", logFormats...), "log-format", "log format: text or json")
+	cmd.Flags().StringVar(&m.Database, "database", "", "database: empty for SQLite in --data-dir, or postgres://user@host/db; keep a password out of the command line (ps shows it): VDIBROKER_DATABASE, --database-file, or PGPASSWORD / PGPASSFILE")
+	cmd.Flags().StringVar(&databaseFile, "database-file", "", "file holding the --database URL (read once at start), so its password is in neither the command line nor the environment")
+	logs.addFlags(cmd.Flags(), true)
 	cmd.Flags().StringVar(&m.TLSCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded when it changes or on SIGHUP")
 	cmd.Flags().StringVar(&m.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
 	cmd.Flags().StringVar(&m.TLSClientCA, "tls-client-ca", "", "require agents to present a client certificate signed by this PEM CA (mTLS on the agent endpoints)")
@@ -452,11 +460,39 @@ func storeKind(dsn string) string {
 	return "postgres"
 }
 
-func newLogger(format string) *slog.Logger {
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil))
+// databaseFrom sets m.Database from --database-file, and warns when a
+// password came on the command line, where every user's `ps` shows it
+// (fromEnv: --database came from VDIBROKER_DATABASE, which ps does not
+// show).
+func databaseFrom(m *Main, file string, fromEnv bool, log *slog.Logger) error {
+	if file != "" {
+		if m.Database != "" {
+			return usageError{errors.New("give --database or --database-file, not both")}
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return usageError{fmt.Errorf("--database-file: %w", err)}
+		}
+		if m.Database = strings.TrimSpace(string(b)); m.Database == "" {
+			return usageError{fmt.Errorf("--database-file %s is empty", file)}
+		}
+		return nil
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if !fromEnv && dsnHasPassword(m.Database) {
+		log.Warn("--database holds a password, which ps shows to every user of this machine: use VDIBROKER_DATABASE, --database-file, or PGPASSWORD / PGPASSFILE instead")
+	}
+	return nil
+}
+
+// dsnHasPassword reports whether a PostgreSQL URL or key=value DSN holds
+// a password.
+func dsnHasPassword(dsn string) bool {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return true
+		}
+	}
+	return strings.Contains(dsn, "password=") // key=value, or a URL's query
 }
 
 func init() { rootCmd.AddCommand(newServeCmd()) }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker/store"
+)
+
+func init() { rootCmd.AddCommand(newBackupCmd(), newRestoreCmd()) }
+
+// newBackupCmd is `vdibroker backup`: a consistent copy of the embedded
+// store, taken while serve runs (docs/operations.md).
+func newBackupCmd() *cobra.Command {
+	var dataDir, output string
+	cmd := &cobra.Command{
+		Use:   "backup --data-dir DIR --output FILE",
+		Short: "Copy the embedded SQLite store, consistently, while serve runs",
+		Long: `backup writes a consistent copy of the embedded SQLite store of --data-dir
+to --output (a new file, mode 0600), while vdibroker serve may be running
+on it: SQLite's VACUUM INTO copies one snapshot of the database, every
+commit up to that instant and none after it, and serve goes on meanwhile.
+The copy is checked (integrity check, schema version) before it is renamed
+into place. Put it back with vdibroker restore (serve stopped).
+
+admin.token is a file of its own in the data dir: keep a copy of it with
+the backup, or set VDIBROKER_ADMIN_TOKEN. A PostgreSQL database is backed
+up with pg_dump (docs/operations.md).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info, err := store.BackupSQLite(cmd.Context(), dataDir, output)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "backup of %s written to %s: %s\n", dataDir, output, info)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "./vdibroker-data", "data dir of the store to back up (serve's --data-dir)")
+	cmd.Flags().StringVar(&output, "output", "", "file to write the backup to; must not exist")
+	requireFlags(cmd, "output")
+	return cmd
+}
+
+// newRestoreCmd is `vdibroker restore`: the backup becomes the store of a
+// data dir whose serve is stopped.
+func newRestoreCmd() *cobra.Command {
+	var dataDir, input string
+	cmd := &cobra.Command{
+		Use:   "restore --data-dir DIR --input FILE",
+		Short: "Make a backup the embedded store of a data dir (serve stopped)",
+		Long: `restore checks the backup --input (integrity, a schema version this
+vdibroker knows) and makes it the store of --data-dir. serve must be
+stopped: restore takes the data dir's lock, as serve does, and refuses
+while another process holds it. The store files it replaces (vdibroker.db
+and its -wal and -shm) are moved aside to <name>.before-restore-<time>,
+not deleted. Then start serve on the data dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := os.MkdirAll(dataDir, 0o700); err != nil {
+				return err
+			}
+			unlock, err := lockDataDir(dataDir)
+			if err != nil {
+				return err
+			}
+			defer unlock()
+			info, moved, err := store.RestoreSQLite(cmd.Context(), dataDir, input, time.Now())
+			for _, m := range moved {
+				fmt.Fprintf(cmd.OutOrStdout(), "moved aside: %s\n", m)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %s\n", input, dataDir, info)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "./vdibroker-data", "data dir to restore into (serve's --data-dir)")
+	cmd.Flags().StringVar(&input, "input", "", "the backup file (from vdibroker backup)")
+	requireFlags(cmd, "input")
+	return cmd
+}

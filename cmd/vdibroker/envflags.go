@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// The long-running commands (serve, agent) take every flag also from the
+// environment, as VDIBROKER_ and the flag's name in upper case with "_"
+// for "-" (--tls-cert is VDIBROKER_TLS_CERT): a systemd unit then keeps its
+// optional settings in an EnvironmentFile, and secrets such as a database
+// URL with its password stay out of the command line, which `ps` shows to
+// every user. A flag given on the command line wins over the environment.
+
+// envName is the environment variable of flag name.
+func envName(flag string) string {
+	return "VDIBROKER_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// flagsFromEnv sets each flag of cmd not given on the command line from
+// its environment variable, when that is set and not empty. It returns the
+// names of the flags it set; a value the flag refuses is a usage error
+// naming the variable.
+func flagsFromEnv(cmd *cobra.Command) ([]string, error) {
+	var set []string
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" {
+			return
+		}
+		v, ok := os.LookupEnv(envName(f.Name))
+		if !ok || v == "" {
+			return
+		}
+		if e := cmd.Flags().Set(f.Name, v); e != nil {
+			err = usageError{fmt.Errorf("%s: %w", envName(f.Name), e)}
+			return
+		}
+		set = append(set, f.Name)
+	})
+	return set, err
+}
+
+// envFlagsHelp is the paragraph the help of serve and agent end with.
+const envFlagsHelp = `
+Every flag may also be given in the environment as VDIBROKER_<FLAG>, upper
+case with "_" for "-" (--tls-cert is VDIBROKER_TLS_CERT); the command line
+wins. The systemd units in deploy/ keep their settings that way, in an
+EnvironmentFile.`

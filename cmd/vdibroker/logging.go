@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// logFlags are the logging flags of serve and agent. The level lives in a
+// slog.LevelVar, so it changes while the program runs: on SIGHUP it is
+// read again from --log-level-file. A level cannot be read again from the
+// command line or from a unit's EnvironmentFile (the process got them
+// once, at start), so the file is what an admin edits:
+//
+//	echo debug > /etc/vdibroker/log-level && systemctl reload vdibroker
+//
+// and removing the file (then reload) goes back to --log-level.
+type logFlags struct {
+	format    string
+	level     string
+	levelFile string
+	lv        slog.LevelVar
+}
+
+func (l *logFlags) addFlags(f *pflag.FlagSet, withFormat bool) {
+	if withFormat {
+		f.Var(newEnum(&l.format, "text", logFormats...), "log-format", "log format: text or json")
+	}
+	f.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&l.levelFile, "log-level-file", "", "file holding the log level (debug, info, warn, error), read at start and again on SIGHUP; overrides --log-level while it exists")
+}
+
+// parseLevel reads a level name, as --log-level takes it.
+func parseLevel(s string) (slog.Level, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(strings.TrimSpace(s))); err != nil {
+		return 0, fmt.Errorf("want debug, info, warn or error, got %q", strings.TrimSpace(s))
+	}
+	return lv, nil
+}
+
+// wanted returns the level the flags ask for now: the file's when it
+// exists, else --log-level's; from says which.
+func (l *logFlags) wanted() (lv slog.Level, from string, err error) {
+	if l.levelFile != "" {
+		b, err := os.ReadFile(l.levelFile)
+		switch {
+		case err == nil:
+			lv, err := parseLevel(string(bytes.TrimSpace(b)))
+			if err != nil {
+				return 0, "", fmt.Errorf("--log-level-file %s: %w", l.levelFile, err)
+			}
+			return lv, l.levelFile, nil
+		case !errors.Is(err, os.ErrNotExist):
+			return 0, "", fmt.Errorf("--log-level-file: %w", err)
+		}
+	}
+	lv, err = parseLevel(l.level)
+	if err != nil {
+		return 0, "", fmt.Errorf("--log-level: %w", err)
+	}
+	return lv, "--log-level", nil
+}
+
+// logger builds the logger on w: a bad level is a usage error, so a typo
+// stops the start instead of logging at a level nobody asked for.
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	lv, _, err := l.wanted()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	l.lv.Set(lv)
+	opts := &slog.HandlerOptions{Level: &l.lv}
+	if l.format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// reload sets the level again from the flags (SIGHUP). A file that does
+// not hold a level keeps the level running and says so: a reload must not
+// silence a broker.
+func (l *logFlags) reload(log *slog.Logger) {
+	lv, from, err := l.wanted()
+	if err != nil {
+		log.Error("SIGHUP: log level kept", "level", l.lv.Level().String(), "err", err)
+		return
+	}
+	old := l.lv.Level()
+	l.lv.Set(lv)
+	// Logged at warn so that the line shows at every level.
+	log.Warn("SIGHUP: log level", "level", lv.String(), "was", old.String(), "from", from)
+}
+
+// onHUP calls reload on every SIGHUP until ctx ends. systemctl reload
+// sends SIGHUP; without a handler it would end the process (its default
+// action).
+func onHUP(ctx context.Context, reload func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload()
+			}
+		}
+	}()
+}

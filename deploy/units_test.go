@@ -1,0 +1,276 @@
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker/deploy"
+)
+
+// build builds the vdibroker binary into dir/bin/vdibroker.
+func build(t *testing.T, dir string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not found; the test builds vdibroker")
+	}
+	bin := filepath.Join(dir, "bin", "vdibroker")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "../cmd/vdibroker").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func file(t *testing.T, name string) string {
+	t.Helper()
+	b, err := deploy.Files.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestUnitsVerify: systemd-analyze verify finds nothing to say about
+// either unit: no unknown key, no bad value, the commands executable. The
+// binary the units start, /usr/local/bin/vdibroker, is the one just built,
+// bound there in a mount namespace of the test's own (unshare, as root),
+// so the machine's /usr/local/bin is not touched.
+func TestUnitsVerify(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not found (Debian package systemd): units not verified")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the test binds the built binary at /usr/local/bin/vdibroker in a mount namespace, which needs root")
+	}
+	dir := t.TempDir()
+	bin := build(t, dir)
+	for _, unit := range []string{"vdibroker.service", "vdibroker-agent.service"} {
+		t.Run(unit, func(t *testing.T) {
+			path := filepath.Join(dir, unit)
+			if err := os.WriteFile(path, []byte(file(t, unit)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("unshare", "--mount", "sh", "-c", `mount --bind "$1" /usr/local/bin && exec systemd-analyze verify --man=no "$2"`, "sh", filepath.Dir(bin), path)
+			out, err := cmd.CombinedOutput()
+			if err != nil || len(bytes.TrimSpace(out)) > 0 {
+				t.Errorf("systemd-analyze verify %s: %v\n%s", unit, err, out)
+			}
+		})
+	}
+}
+
+// execStart returns the arguments of the unit's ExecStart after the
+// binary, with ${STATE_DIRECTORY} as stateDir and unset $VARS dropped (as
+// systemd does with a variable the environment lacks).
+func execStart(t *testing.T, unit, stateDir string) []string {
+	t.Helper()
+	text := strings.ReplaceAll(file(t, unit), "\\\n", " ")
+	for _, line := range strings.Split(text, "\n") {
+		cmdline, ok := strings.CutPrefix(line, "ExecStart=")
+		if !ok {
+			continue
+		}
+		var args []string
+		for i, f := range strings.Fields(cmdline) {
+			switch {
+			case i == 0:
+				if f != "/usr/local/bin/vdibroker" {
+					t.Fatalf("%s starts %s", unit, f)
+				}
+			case strings.HasPrefix(f, "$") && !strings.HasPrefix(f, "${"):
+				// An extra-flags variable, not set here.
+			default:
+				args = append(args, strings.ReplaceAll(f, "${STATE_DIRECTORY}", stateDir))
+			}
+		}
+		return args
+	}
+	t.Fatalf("%s has no ExecStart", unit)
+	return nil
+}
+
+var setting = regexp.MustCompile(`(?m)^#?(VDIBROKER_[A-Z_]+)=(.*)$`)
+
+// settings returns the environment file's lines that are set (not
+// commented out), and the names of all, set or not.
+func settings(t *testing.T, name string) (set map[string]string, all []string) {
+	t.Helper()
+	set = map[string]string{}
+	for _, m := range setting.FindAllStringSubmatch(file(t, name), -1) {
+		all = append(all, m[1])
+		if !strings.HasPrefix(m[0], "#") {
+			set[m[1]] = m[2]
+		}
+	}
+	return set, all
+}
+
+// flagOf is the flag of an environment variable (VDIBROKER_TLS_CERT is
+// --tls-cert).
+func flagOf(env string) string {
+	return "--" + strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(env, "VDIBROKER_"), "_", "-"))
+}
+
+// TestEnvironmentFilesNameRealFlags: every setting the environment files
+// show, set or commented out, is a flag of the program the unit starts
+// (serve, agent), so the examples cannot drift from the program.
+func TestEnvironmentFilesNameRealFlags(t *testing.T) {
+	bin := build(t, t.TempDir())
+	for envFile, command := range map[string]string{"broker.env": "serve", "agent.env": "agent"} {
+		help, err := exec.Command(bin, command, "--help").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s --help: %v", command, err)
+		}
+		_, all := settings(t, envFile)
+		if len(all) < 5 {
+			t.Fatalf("%s shows %d settings", envFile, len(all))
+		}
+		for _, name := range all {
+			if name == "VDIBROKER_ADMIN_TOKEN" { // serve's own variable, not a flag
+				continue
+			}
+			if !strings.Contains(string(help), flagOf(name)+" ") {
+				t.Errorf("%s: %s, but %s has no %s", envFile, name, command, flagOf(name))
+			}
+		}
+	}
+}
+
+// TestUnitsStartAsDocumented: the broker started as its unit starts it,
+// with broker.env as shipped (every line optional, none set) and only a
+// listen address of the test's own, serves without TLS files; the agent
+// started as its unit starts it, with agent.env's two settings filled in
+// and nothing else (no CA, no client certificate), registers its host.
+// That is the install of docs/operations.md and docs/agent.md on loopback.
+func TestUnitsStartAsDocumented(t *testing.T) {
+	dir := t.TempDir()
+	bin := build(t, dir)
+	set, _ := settings(t, "broker.env")
+	if len(set) != 0 {
+		t.Fatalf("broker.env sets %v: the shipped file must set nothing (every setting optional)", set)
+	}
+	const admin = "vdb_admin_units_test_0123456789abcdef"
+	env := []string{"VDIBROKER_LISTEN=127.0.0.1:0", "VDIBROKER_ADMIN_TOKEN=" + admin}
+	base := start(t, bin, env, execStart(t, "vdibroker.service", filepath.Join(dir, "state")), "vdibroker listening on ")
+	if !strings.HasPrefix(base, "http://127.0.0.1:") {
+		t.Fatalf("broker at %q", base)
+	}
+	call := func(method, path, body string, out any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		if res.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, data)
+		}
+		if out != nil {
+			json.Unmarshal(data, out)
+		}
+	}
+	call("PUT", "/hostpools/units-pool", `{}`, nil)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	call("POST", "/hostpools/units-pool/registrationtoken", `{"expiresInSeconds": 3600}`, &tok)
+
+	agentSet, _ := settings(t, "agent.env")
+	if len(agentSet) != 2 || agentSet["VDIBROKER_SERVER"] == "" || agentSet["VDIBROKER_REGISTRATION_TOKEN"] != "" {
+		t.Fatalf("agent.env sets %v: want only the server and an empty token to fill in", agentSet)
+	}
+	agentEnv := []string{"VDIBROKER_SERVER=" + base, "VDIBROKER_REGISTRATION_TOKEN=" + tok.Token,
+		"VDIBROKER_HOST_NAME=units-host", "VDIBROKER_HEARTBEAT_INTERVAL=200ms", "VDIBROKER_SESSIONS_PROVIDER=none"}
+	start(t, bin, agentEnv, execStart(t, "vdibroker-agent.service", filepath.Join(dir, "agent-state")), "")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var h struct {
+			Status string `json:"status"`
+		}
+		req, _ := http.NewRequest("GET", base+"/api/v1/hostpools/units-pool/sessionhosts/units-host", nil)
+		req.Header.Set("Authorization", "Bearer "+admin)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			json.NewDecoder(res.Body).Decode(&h)
+			res.Body.Close()
+		}
+		if h.Status == "Available" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent's host is %q after 30 s, want Available", h.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "agent-state", "credential.json")); err != nil {
+		t.Errorf("the agent kept no credential in its state directory: %v", err)
+	}
+}
+
+// start runs bin with args in a clean environment plus env (as systemd
+// gives a service only its unit's and file's variables), stopped when the
+// test ends. With a prefix, it waits for a line of stdout starting with
+// it and returns the rest.
+func start(t *testing.T, bin string, env, args []string, prefix string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("%s %s:\n%s", filepath.Base(bin), args[0], stderr.String())
+		}
+	})
+	lines := make(chan string, 16)
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		cmd.Wait()
+	}()
+	if prefix == "" {
+		return ""
+	}
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case l := <-lines:
+			if rest, ok := strings.CutPrefix(l, prefix); ok {
+				return rest
+			}
+		case <-done:
+			t.Fatalf("%s exited before it printed %q", args[0], prefix)
+		case <-timeout:
+			t.Fatalf("%s printed no %q", args[0], prefix)
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Backup and restore of the embedded SQLite store (docs/operations.md).
+// PostgreSQL is backed up with its own tools (pg_dump, pg_restore).
+
+// SQLiteFile is the embedded store's file in its data directory.
+const SQLiteFile = "vdibroker.db"
+
+// BackupInfo describes a backup (or a store file): its schema version and
+// what it holds.
+type BackupInfo struct {
+	SchemaVersion int64
+	Pools         int
+	Hosts         int
+	OpenSessions  int
+	Tokens        int
+	Bytes         int64
+}
+
+func (b *BackupInfo) String() string {
+	return fmt.Sprintf("schema version %d, %d host pools, %d session hosts, %d open sessions, %d tokens, %d bytes",
+		b.SchemaVersion, b.Pools, b.Hosts, b.OpenSessions, b.Tokens, b.Bytes)
+}
+
+// sqliteURL is the URL modernc's driver opens path with, with pragmas.
+func sqliteURL(path string, pragmas ...string) string {
+	u := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=busy_timeout(10000)"
+	for _, p := range pragmas {
+		u += "&" + p
+	}
+	return u
+}
+
+// BackupSQLite writes a consistent copy of the store in dataDir to output
+// while a broker may be serving from it. SQLite's VACUUM INTO reads the
+// database in one read transaction, a snapshot that includes every commit
+// in the WAL and none that comes later, and writes it out compacted; the
+// broker's writes go on meanwhile (WAL readers do not block the writer).
+// The copy is written beside output and renamed into place once it is
+// complete and checked, so output never holds half a backup; an existing
+// output is refused.
+func BackupSQLite(ctx context.Context, dataDir, output string) (*BackupInfo, error) {
+	src := filepath.Join(dataDir, SQLiteFile)
+	if _, err := os.Stat(src); err != nil {
+		return nil, fmt.Errorf("backup: no store in %s: %w", dataDir, err)
+	}
+	if _, err := os.Lstat(output); err == nil {
+		return nil, fmt.Errorf("backup: %s exists: give a new file (a backup never replaces one)", output)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".partial-*")
+	if err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	os.Remove(tmpPath) // VACUUM INTO wants to create the file itself
+	defer os.Remove(tmpPath)
+
+	// mode=rw: the source must exist (it is not created empty); no
+	// journal_mode pragma, which would write.
+	db, err := sql.Open("sqlite", sqliteURL(src, "mode=rw"))
+	if err != nil {
+		return nil, fmt.Errorf("backup: open %s: %w", src, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmpPath); err != nil {
+		return nil, fmt.Errorf("backup: copy %s: %w", src, err)
+	}
+	if err := os.Chmod(tmpPath, 0o600); err != nil { // it holds credential hashes
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	info, err := InspectSQLite(ctx, tmpPath)
+	if err != nil {
+		return nil, fmt.Errorf("backup: the copy does not check: %w", err)
+	}
+	if err := syncFile(tmpPath); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Rename(tmpPath, output); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	return info, syncDir(filepath.Dir(output))
+}
+
+// InspectSQLite checks a store file (a backup) and tells what it holds:
+// SQLite's integrity check must pass, and its schema must be one this
+// binary knows (ErrSchemaTooNew otherwise). It opens the file read-only.
+func InspectSQLite(ctx context.Context, path string) (*BackupInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", sqliteURL(path, "mode=ro"))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var check string
+	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&check); err != nil {
+		return nil, fmt.Errorf("%s: not a vdibroker store: %w", path, err)
+	}
+	if check != "ok" {
+		return nil, fmt.Errorf("%s: integrity check: %s", path, check)
+	}
+	info := &BackupInfo{Bytes: fi.Size()}
+	if err := db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&info.SchemaVersion); err != nil {
+		return nil, fmt.Errorf("%s: not a vdibroker store (no schema version): %w", path, err)
+	}
+	known, err := newestMigration("migrations/sqlite")
+	if err != nil {
+		return nil, err
+	}
+	if info.SchemaVersion > known {
+		return nil, fmt.Errorf("%w: %s is at schema version %d, this vdibroker knows versions up to %d: upgrade vdibroker to the release that wrote it",
+			ErrSchemaTooNew, path, info.SchemaVersion, known)
+	}
+	for _, c := range []struct {
+		n     *int
+		query string
+	}{
+		{&info.Pools, `SELECT count(*) FROM host_pools`},
+		{&info.Hosts, `SELECT count(*) FROM session_hosts`},
+		{&info.OpenSessions, `SELECT count(*) FROM user_sessions WHERE state <> 'LoggedOff'`},
+		{&info.Tokens, `SELECT count(*) FROM tokens`},
+	} {
+		if err := db.QueryRowContext(ctx, c.query).Scan(c.n); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return info, nil
+}
+
+// newestMigration is the version of the newest migration in dir of the
+// embedded migrations (files are named 00001_...).
+func newestMigration(dir string) (int64, error) {
+	files, err := fs.Glob(migrations, dir+"/*.sql")
+	if err != nil || len(files) == 0 {
+		return 0, fmt.Errorf("embedded migrations %s: %v", dir, err)
+	}
+	name := filepath.Base(files[len(files)-1])
+	v, err := strconv.ParseInt(name[:strings.IndexByte(name, '_')], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("embedded migration %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// RestoreSQLite makes the backup at input the store of dataDir. The broker
+// must be stopped: the caller holds the data dir's lock. The backup is
+// checked first (InspectSQLite); the files it replaces (the database and
+// its -wal and -shm, whose pages would otherwise be replayed onto the
+// restored file) are moved aside to <name>.before-restore-<now>, never
+// deleted. It returns the backup's description and the files moved aside.
+func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*BackupInfo, []string, error) {
+	info, err := InspectSQLite(ctx, input)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restore: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("restore: %w", err)
+	}
+	dst := filepath.Join(dataDir, SQLiteFile)
+	tmp := dst + ".restoring"
+	if err := copyFile(input, tmp); err != nil {
+		os.Remove(tmp)
+		return nil, nil, fmt.Errorf("restore: %w", err)
+	}
+	var moved []string
+	suffix := ".before-restore-" + now.UTC().Format("20060102T150405Z")
+	for _, name := range []string{dst, dst + "-wal", dst + "-shm"} {
+		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := os.Rename(name, name+suffix); err != nil {
+			os.Remove(tmp)
+			return nil, moved, fmt.Errorf("restore: move %s aside: %w", name, err)
+		}
+		moved = append(moved, name+suffix)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return nil, moved, fmt.Errorf("restore: %w", err)
+	}
+	return info, moved, syncDir(dataDir)
+}
+
+// copyFile copies src to a new file dst (mode 0600) and fsyncs it.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}

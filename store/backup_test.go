@@ -1,0 +1,179 @@
+package store_test
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+func openSQLite(t *testing.T, dir string) *store.DB {
+	t.Helper()
+	s, err := store.OpenWith(t.Context(), "", dir, nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func countPools(t *testing.T, s *store.DB) int {
+	t.Helper()
+	ps, err := s.ListHostPools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ps)
+}
+
+// TestBackupSQLiteWhileWriting: a backup taken while pools are being
+// created is one snapshot: opened as a store, it holds exactly the pools
+// its description counted, at least those created before it began.
+func TestBackupSQLiteWhileWriting(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	defer s.Close()
+	for i := range 5 {
+		mustPool(t, s, pool(fmt.Sprintf("before-%d", i), vdibroker.Pooled))
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 200 {
+			if _, err := s.PutHostPool(t.Context(), pool(fmt.Sprintf("during-%03d", i), vdibroker.Pooled)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	out := filepath.Join(t.TempDir(), "backup.db")
+	info, err := store.BackupSQLite(t.Context(), dir, out)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Pools < 5 || info.Pools > 205 {
+		t.Fatalf("backup holds %d pools, want 5..205", info.Pools)
+	}
+	restored := t.TempDir()
+	if _, _, err := store.RestoreSQLite(t.Context(), restored, out, t0); err != nil {
+		t.Fatal(err)
+	}
+	r := openSQLite(t, restored)
+	defer r.Close()
+	if got := countPools(t, r); got != info.Pools {
+		t.Errorf("the restored store holds %d pools, the backup said %d", got, info.Pools)
+	}
+	if _, err := store.BackupSQLite(t.Context(), dir, out); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Errorf("a backup over an existing file: %v", err)
+	}
+	if _, err := store.BackupSQLite(t.Context(), t.TempDir(), filepath.Join(t.TempDir(), "x.db")); err == nil {
+		t.Error("a backup of a data dir without a store succeeded")
+	}
+}
+
+// copyTo copies files of dir (those that exist) into dst: the image a
+// process killed at this instant leaves on disk.
+func copyTo(t *testing.T, dir, dst string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		in, err := os.Open(filepath.Join(dir, n))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(filepath.Join(dst, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(out, in)
+		in.Close()
+		out.Close()
+	}
+}
+
+// TestRestoreSQLiteMovesWALAside: restoring over a data dir a crashed
+// broker left (database, -wal, -shm) moves all three aside: the old WAL
+// is not replayed onto the restored file, whose pools are the backup's.
+func TestRestoreSQLiteMovesWALAside(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	defer s.Close()
+	mustPool(t, s, pool("kept", vdibroker.Pooled))
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(t.Context(), dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	mustPool(t, s, pool("after-backup", vdibroker.Pooled))
+	crashed := t.TempDir()
+	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal", store.SQLiteFile+"-shm")
+	if _, err := os.Stat(filepath.Join(crashed, store.SQLiteFile+"-wal")); err != nil {
+		t.Fatalf("the crash image has no WAL: %v", err)
+	}
+	info, moved, err := store.RestoreSQLite(t.Context(), crashed, backup, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Pools != 1 || len(moved) < 2 {
+		t.Errorf("restore: %v, moved aside %v", info, moved)
+	}
+	for _, m := range moved {
+		if !strings.Contains(m, ".before-restore-20261129T120000Z") {
+			t.Errorf("moved aside to %s", m)
+		}
+	}
+	r := openSQLite(t, crashed)
+	defer r.Close()
+	if _, err := r.GetHostPool(t.Context(), "after-backup"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("a pool created after the backup is in the restored store (%v): the old WAL was replayed", err)
+	}
+	if _, err := r.GetHostPool(t.Context(), "kept"); err != nil {
+		t.Errorf("the backup's pool: %v", err)
+	}
+}
+
+// TestRestoreSQLiteRefusesNewerSchema: a backup a newer vdibroker wrote
+// is refused before anything in the data dir changes.
+func TestRestoreSQLiteRefusesNewerSchema(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	mustPool(t, s, pool("mine", vdibroker.Pooled))
+	s.Close()
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(t.Context(), dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, newestMigration(t, "sqlite")+1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, _ := os.ReadDir(dir)
+	_, _, err = store.RestoreSQLite(t.Context(), dir, backup, time.Now())
+	if !errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "upgrade vdibroker") {
+		t.Fatalf("restore of a newer backup: %v", err)
+	}
+	after, _ := os.ReadDir(dir)
+	if len(after) != len(before) {
+		t.Errorf("the data dir changed: %d files, then %d", len(before), len(after))
+	}
+	r := openSQLite(t, dir)
+	defer r.Close()
+	if countPools(t, r) != 1 {
+		t.Error("the store is not as it was")
+	}
+}
