@@ -226,7 +226,7 @@ func TestStoreCollector(t *testing.T) {
 	}
 	place := func(pool, name, user string, at time.Time) {
 		t.Helper()
-		u := &vdibroker.UserSession{ID: store.NewID(), User: user, HostPool: pool, SessionHost: name, State: vdibroker.StatePending, CreateTime: at, StateTime: at}
+		u := &vdibroker.UserSession{ID: vdibroker.NewID(), User: user, HostPool: pool, SessionHost: name, State: vdibroker.StatePending, CreateTime: at, StateTime: at}
 		if err := st.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: u, MaxSessionLimit: 10, Pooled: true}); err != nil {
 			t.Fatal(err)
 		}

@@ -306,7 +306,7 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 			if placed {
 				continue
 			}
-			o = &openSession{id: NewID(), user: r.User, state: want, agentID: r.ID, createTime: ns(now), stateTime: ns(now)}
+			o = &openSession{id: vdibroker.NewID(), user: r.User, state: want, agentID: r.ID, createTime: ns(now), stateTime: ns(now)}
 			// Not over a pooled session committed since this transaction
 			// read the host's (on PostgreSQL another replica may have
 			// written one meanwhile: a session placed during an outage
@@ -379,7 +379,7 @@ func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host 
 			if last.Valid && ns(now)-last.Int64 < limit {
 				continue
 			}
-			c := &vdibroker.Command{ID: NewID(), HostPool: p.Name, SessionHost: host, Type: vdibroker.CommandLogoff,
+			c := &vdibroker.Command{ID: vdibroker.NewID(), HostPool: p.Name, SessionHost: host, Type: vdibroker.CommandLogoff,
 				SessionID: o.id, AgentSessionID: o.agentID, User: o.user, State: vdibroker.CommandQueued,
 				Message: "disconnected longer than disconnectedSessionTimeoutMinutes", CreateTime: now}
 			if err := t.insertCommand(ctx, c); err != nil {
