@@ -200,7 +200,7 @@ type Store interface {
 	// (Unauthenticated when none).
 	HostByCredential(ctx context.Context, credentialHash string) (*SessionHost, error)
 	// ApplyHeartbeat records a heartbeat in one transaction: heartbeat time,
-	// metrics and MetricsSessions by R-LI6's rule (loadindex.Resample: a
+	// metrics and MetricsSessions by R-LI6's rule (vdibroker.Resample: a
 	// sample not newer than the stored one changes neither; a new one's
 	// MetricsSessions counts the open sessions that are not Pending and
 	// were on the host at or before its sampledAt), policy, shutdown and

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/loadindex"
 )
 
 // openSession is what reconciliation needs of a host's open session.
@@ -75,7 +74,7 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 		}
 		// R-LI6: a repeated sample changes nothing; a new one's base is
 		// the sessions whose load can be in it.
-		sample := loadindex.Resample(loadindex.Sample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, hb.Metrics, now, open)
+		sample := vdibroker.Resample(vdibroker.MetricsSample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, hb.Metrics, now, open)
 		fresh := sample.Metrics != h.Metrics
 		metrics, metricsSessions := sample.Metrics, sample.Sessions
 		policy := h.Policy
@@ -205,15 +204,15 @@ const openSessionsQuery = `SELECT id, user_name, state, agent_session_id, create
 // id and user; else the oldest Pending session of its user not yet seen (the agent's
 // ids are its own, so a placed session is matched by user, SPEC §9); else
 // it is adopted.
-func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, after iter.Seq[loadindex.Session], err error) {
+func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, after iter.Seq[vdibroker.SampleSession], err error) {
 	ds, dc, open, err := t.reconcileSessions(ctx, p, host, reported, now)
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	after = func(yield func(loadindex.Session) bool) {
+	after = func(yield func(vdibroker.SampleSession) bool) {
 		for _, o := range open {
 			if o.state != vdibroker.StateLoggedOff &&
-				!yield(loadindex.Session{Pending: o.state == vdibroker.StatePending, Since: fromNS(o.createTime)}) {
+				!yield(vdibroker.SampleSession{Pending: o.state == vdibroker.StatePending, Since: fromNS(o.createTime)}) {
 				return
 			}
 		}
