@@ -213,7 +213,7 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 		}
 		rec = vdibroker.Reconcile(in)
 	}
-	notAdopted := map[string]bool{}
+	var notAdopted map[string]bool // adoptions the database refused
 	for _, st := range rec.Steps {
 		var s1, c1 int
 		adopted := true
@@ -226,6 +226,9 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 			return 0, 0, nil, err
 		}
 		if !adopted {
+			if notAdopted == nil {
+				notAdopted = map[string]bool{}
+			}
 			notAdopted[st.SessionID] = true
 		}
 		ds, dc = ds+s1, dc+c1
