@@ -200,16 +200,16 @@ type Store interface {
 	// (Unauthenticated when none).
 	HostByCredential(ctx context.Context, credentialHash string) (*SessionHost, error)
 	// ApplyHeartbeat records a heartbeat in one transaction: heartbeat time,
-	// metrics and MetricsSessions by R-LI6's rule (loadindex.Resample: a
-	// sample not newer than the stored one changes neither; a new one's
+	// metrics and MetricsSessions by R-LI6's rule (Resample: a sample not
+	// newer than the stored one changes neither; a new one's
 	// MetricsSessions counts the open sessions that are not Pending and
 	// were on the host at or before its sampledAt), policy, shutdown and
-	// health flags;
-	// command results; reconciliation R-S2 (Pending seen -> Active,
-	// reported disconnected -> Disconnected, not reported -> LoggedOff,
-	// unknown -> adopted); R-S3 pending timeout; R-S5 logoff commands for
-	// sessions disconnected too long. It returns the host after the
-	// changes and the commands to deliver now (marked Delivered).
+	// health flags; command results; the steps of Reconcile: R-S2
+	// (Pending seen -> Active, reported disconnected -> Disconnected, not
+	// reported -> LoggedOff, unknown -> adopted), R-S3 pending timeout,
+	// R-S5 logoff commands for sessions disconnected too long. It returns
+	// the host after the changes and the commands to deliver now (marked
+	// Delivered).
 	ApplyHeartbeat(ctx context.Context, pool, host string, hb *HeartbeatRequest, now time.Time) (*HeartbeatResult, error)
 
 	CreateToken(ctx context.Context, t *Token) error

@@ -552,17 +552,11 @@ func (e *eval) queue(ctx context.Context, open []*vdibroker.UserSession, typ, ms
 	var errs []error
 	for _, s := range open {
 		errs = append(errs, e.a.store.QueueCommand(ctx, &vdibroker.Command{
-			ID: newID(), HostPool: s.HostPool, SessionHost: s.SessionHost, Type: typ, SessionID: s.ID,
+			ID: vdibroker.NewID(), HostPool: s.HostPool, SessionHost: s.SessionHost, Type: typ, SessionID: s.ID,
 			AgentSessionID: s.AgentSessionID, User: s.User, Message: msg, State: vdibroker.CommandQueued, CreateTime: e.now.UTC(),
 		}))
 	}
 	return errors.Join(errs...)
-}
-
-func newID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // personal evaluates a personal pool: a host whose user logged off (no

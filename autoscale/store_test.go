@@ -151,7 +151,7 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			}
 			// h1: one session, h2: three; ramp-down 90%: drain h1.
 			for i, h := range []string{"h1", "h2", "h2", "h2"} {
-				c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: string(rune('a' + i)), HostPool: "office",
+				c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: string(rune('a' + i)), HostPool: "office",
 					SessionHost: h, State: vdibroker.StatePending, CreateTime: t0, StateTime: t0}, MaxSessionLimit: 10, Pooled: true, Record: []byte(`{}`)}
 				if err := dbA.CommitPlacement(ctx, c); err != nil {
 					t.Fatal(err)

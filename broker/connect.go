@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -233,7 +231,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	d placement.Decision, existing *vdibroker.UserSession, addr string) (*Answer, error) {
 	now := s.now().UTC()
 	sess := &vdibroker.UserSession{
-		ID: newSessionID(now), User: req.User, HostPool: pool.Name, SessionHost: d.Host,
+		ID: vdibroker.NewID(), User: req.User, HostPool: pool.Name, SessionHost: d.Host,
 		State: vdibroker.StatePending, CreateTime: now, StateTime: now,
 	}
 	record, err := json.Marshal(d.Explain)
@@ -346,12 +344,4 @@ func (s *Service) answer(pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
 		State:       vdibroker.StatePending,
 		RDPFile:     RDPFile(addr, req.User, s.rdp),
 	}
-}
-
-// newSessionID returns a session id that sorts by creation time (ms) then
-// at random, so lists by id read oldest first.
-func newSessionID(now time.Time) string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return fmt.Sprintf("%012x%s", now.UnixMilli(), hex.EncodeToString(b))
 }

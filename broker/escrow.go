@@ -345,7 +345,7 @@ func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause
 		ex.Candidates = append(ex.Candidates, placement.Candidate{Host: h.Name, Sessions: h.Sessions, Connecting: h.Connecting})
 	}
 	record, _ := json.Marshal(ex)
-	sess := &vdibroker.UserSession{ID: newSessionID(now.UTC()), User: req.User, HostPool: pool.Name, SessionHost: chosen.Name,
+	sess := &vdibroker.UserSession{ID: vdibroker.NewID(), User: req.User, HostPool: pool.Name, SessionHost: chosen.Name,
 		State: vdibroker.StatePending, CreateTime: now.UTC(), StateTime: now.UTC()}
 	k.pending = append(k.pending, &outagePlacement{sess: sess, record: record})
 	k.mu.Unlock()

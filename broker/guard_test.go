@@ -3,9 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -16,33 +13,47 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// TestGuardCoversEveryStoreMethod: every Store method that takes a context
-// is declared in guard.go on guardedStore itself, so none reaches the store
-// without the store timeout (a method only promoted from the embedded
-// Store would).
-func TestGuardCoversEveryStoreMethod(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "guard.go", nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := map[string]bool{}
-	for _, d := range f.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Recv == nil {
-			continue
-		}
-		if star, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
-			if id, ok := star.X.(*ast.Ident); ok && id.Name == "guardedStore" {
-				own[fd.Name.Name] = true
-			}
-		}
-	}
+// TestGuardRefusesEveryCallDuringAnOutage: during an outage every method
+// of vdibroker.Store fails at once with StoreUnavailable, without reaching
+// the store (here nil: reaching it would panic), except Ping, which asks
+// the store (that is how the outage ends), and Close.
+func TestGuardRefusesEveryCallDuringAnOutage(t *testing.T) {
+	// Down, without a prober: nothing here may end the outage.
+	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, down: true, since: time.Now(), reason: "test outage"}
+	var pinged bool
+	inner := &pingStore{ping: func(context.Context) error { pinged = true; return nil }}
+	g := reflect.ValueOf(guardedStore(inner, time.Second, h))
 	iface := reflect.TypeFor[vdibroker.Store]()
 	ctxType := reflect.TypeFor[context.Context]()
 	for i := range iface.NumMethod() {
 		m := iface.Method(i)
-		if m.Type.NumIn() > 0 && m.Type.In(0) == ctxType && !own[m.Name] {
-			t.Errorf("guardedStore does not declare %s: it would run without the store timeout", m.Name)
+		var args []reflect.Value
+		for j := range m.Type.NumIn() {
+			if m.Type.IsVariadic() && j == m.Type.NumIn()-1 {
+				break
+			}
+			if m.Type.In(j) == ctxType {
+				args = append(args, reflect.ValueOf(t.Context()))
+			} else {
+				args = append(args, reflect.Zero(m.Type.In(j)))
+			}
+		}
+		out := g.MethodByName(m.Name).Call(args)
+		err, _ := out[len(out)-1].Interface().(error)
+		switch m.Name {
+		case "Ping":
+			if err != nil || !pinged {
+				t.Errorf("Ping during an outage: %v, reached the store %v; want it asked", err, pinged)
+			}
+			continue
+		case "Close":
+			if err != nil || !inner.closed {
+				t.Errorf("Close during an outage: %v, reached the store %v; want it closed", err, inner.closed)
+			}
+			continue
+		}
+		if vdibroker.ErrorCode(err) != vdibroker.EStoreUnavailable {
+			t.Errorf("%s during an outage: %v, want StoreUnavailable at once", m.Name, err)
 		}
 	}
 }
@@ -168,23 +179,70 @@ func TestPingFailureIsConfirmed(t *testing.T) {
 		return nil
 	}
 	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: ping, interval: time.Hour, timeout: time.Second, stop: make(chan struct{})}
-	g := &guardedStore{Store: &pingStore{ping: ping}, timeout: time.Second, health: h}
+	g := guardedStore(&pingStore{ping: ping}, time.Second, h)
 	g.Ping(t.Context())
 	if h.Down() {
 		t.Errorf("one failed ping started an outage")
 	}
+	// The store is down for the pings that would confirm a failure: a
+	// canceled ping is no failure, and confirms nothing.
+	refused := func(context.Context) error { return errors.New("connection refused") }
+	h2 := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: refused, interval: time.Hour, timeout: time.Second, stop: make(chan struct{})}
 	cctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	g2 := &guardedStore{Store: &pingStore{ping: func(ctx context.Context) error { return ctx.Err() }}, timeout: time.Second, health: h}
-	g2.Ping(cctx)
-	if h.Down() {
+	g2 := guardedStore(&pingStore{ping: func(ctx context.Context) error { return ctx.Err() }}, time.Second, h2)
+	if err := g2.Ping(cctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("a canceled ping: %v, want the cancellation", err)
+	}
+	if h2.Down() {
 		t.Errorf("a caller that hung up started an outage")
 	}
 }
 
+// TestGuardTimeouts: a call runs under the store timeout, PruneHistory
+// under its caller's deadline alone (it deletes in many short batches).
+func TestGuardTimeouts(t *testing.T) {
+	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now}
+	inner := &deadlineStore{}
+	g := guardedStore(inner, time.Minute, h)
+	if _, err := g.GetHostPool(t.Context(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := inner.deadline(); !ok || time.Until(d) > time.Minute {
+		t.Errorf("GetHostPool ran with deadline %v (set %v), want within the store timeout of 1m", d, ok)
+	}
+	if _, err := g.PruneHistory(t.Context(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := inner.deadline(); ok {
+		t.Errorf("PruneHistory ran with deadline %v, want its caller's (none)", d)
+	}
+}
+
+// deadlineStore records the context of its last call.
+type deadlineStore struct {
+	vdibroker.Store
+	ctx context.Context
+}
+
+func (d *deadlineStore) deadline() (time.Time, bool) { return d.ctx.Deadline() }
+
+func (d *deadlineStore) GetHostPool(ctx context.Context, name string) (*vdibroker.HostPool, error) {
+	d.ctx = ctx
+	return &vdibroker.HostPool{Name: name}, nil
+}
+
+func (d *deadlineStore) PruneHistory(ctx context.Context, before time.Time) (int, error) {
+	d.ctx = ctx
+	return 0, nil
+}
+
 type pingStore struct {
 	vdibroker.Store
-	ping func(context.Context) error
+	ping   func(context.Context) error
+	closed bool
 }
 
 func (p *pingStore) Ping(ctx context.Context) error { return p.ping(ctx) }
+
+func (p *pingStore) Close() error { p.closed = true; return nil }

@@ -30,7 +30,7 @@ func TestMaintenancePrunesHistory(t *testing.T) {
 	}
 	ids := map[string]time.Duration{"old": 3 * time.Hour, "recent": 10 * time.Minute}
 	for user, ago := range ids {
-		id := store.NewID()
+		id := vdibroker.NewID()
 		c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: id, User: user, HostPool: "prune", SessionHost: "h1",
 			State: vdibroker.StatePending, CreateTime: now.Add(-ago), StateTime: now.Add(-ago)}, MaxSessionLimit: 10, Pooled: true}
 		if err := st.CommitPlacement(ctx, c); err != nil {

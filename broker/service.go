@@ -111,7 +111,7 @@ func New(cfg Config) *Service {
 		timeout = 5 * time.Second
 	}
 	s.health = &Health{log: s.log, now: s.now, ping: cfg.Store.Ping, interval: min(timeout, time.Second), timeout: timeout, stop: s.stop}
-	s.store = &guardedStore{Store: cfg.Store, timeout: timeout, health: s.health}
+	s.store = guardedStore(cfg.Store, timeout, s.health)
 	s.views = newViews(s)
 	s.health.onUp = append(s.health.onUp, s.applyHeld, s.views.markAllStale)
 	s.idem = newIdempotency(s.now)

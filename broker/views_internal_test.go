@@ -34,7 +34,7 @@ func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
 	v.lock()
 	v.inflight["h1"]++
 	v.mu.Unlock()
-	c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: "u", HostPool: "p", SessionHost: "h1",
+	c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: "u", HostPool: "p", SessionHost: "h1",
 		State: vdibroker.StatePending, CreateTime: now, StateTime: now}, MaxSessionLimit: 100, Pooled: true,
 		OnCommitted: func(seq int64) { v.land("h1", seq) }}
 	if err := st.CommitPlacement(ctx, c); err != nil {
@@ -96,7 +96,7 @@ func TestReadersApplyLandingsFirst(t *testing.T) {
 		v.lock()
 		v.inflight["h1"]++
 		v.mu.Unlock()
-		c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: store.NewID(), User: user, HostPool: "p", SessionHost: "h1",
+		c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: user, HostPool: "p", SessionHost: "h1",
 			State: vdibroker.StatePending, CreateTime: now, StateTime: now}, MaxSessionLimit: 100, Pooled: true,
 			OnCommitted: func(s int64) { seq = s; v.land("h1", s) }}
 		if err := st.CommitPlacement(ctx, c); err != nil {

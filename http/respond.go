@@ -150,7 +150,8 @@ func jsonType(t reflect.Type) string {
 	}
 }
 
-// newID returns n random bytes as hex (ids, request ids).
+// newID returns n random bytes as hex: request ids and the random part of
+// secrets (newSecret). Stored rows take vdibroker.NewID.
 func newID(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)

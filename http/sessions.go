@@ -138,7 +138,7 @@ func (s *Server) openSession(r *nethttp.Request) (*vdibroker.UserSession, error)
 // the agent's next heartbeat (R-S4). Answers 202 with the command.
 func (s *Server) queue(w nethttp.ResponseWriter, r *nethttp.Request, us *vdibroker.UserSession, typ, msg string) error {
 	c := &vdibroker.Command{
-		ID:             newID(12),
+		ID:             vdibroker.NewID(),
 		HostPool:       us.HostPool,
 		SessionHost:    us.SessionHost,
 		Type:           typ,

@@ -33,7 +33,7 @@ func (s *Server) createRegistrationToken(w nethttp.ResponseWriter, r *nethttp.Re
 	now := s.now().UTC()
 	secret := newSecret("vdbr_")
 	t := &vdibroker.RegistrationToken{
-		ID:         newID(8),
+		ID:         vdibroker.NewID(),
 		HostPool:   pool.Name,
 		Hash:       hashSecret(secret),
 		CreateTime: now,
@@ -130,7 +130,7 @@ func (s *Server) createToken(w nethttp.ResponseWriter, r *nethttp.Request) error
 	now := s.now().UTC()
 	secret := newSecret("vdbt_")
 	t := vdibroker.Token{
-		ID:         newID(8),
+		ID:         vdibroker.NewID(),
 		Role:       req.Role,
 		Subject:    req.Subject,
 		Hash:       hashSecret(secret),

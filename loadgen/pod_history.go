@@ -40,7 +40,7 @@ type historySpec struct {
 // order: pool, host prefix, host name width, hosts, user prefix, user name
 // width, users, first create time (ns), step between rows (ns), id tag,
 // first row, rows in this chunk. An id is 12 hex digits of the create
-// time's Unix milliseconds and 20 of tag+row, the shape of store.NewID.
+// time's Unix milliseconds and 20 of tag+row, the shape of vdibroker.NewID.
 const (
 	sqliteHistorySQL = `INSERT INTO user_sessions
   (id, host_pool, session_host, user_name, state, create_time, state_time,

@@ -2,6 +2,6 @@
 // and the stale-metric compensation of R-LI6. It holds pure functions only, so
 // the placement engine, the server (to show a host's loadIndex: Present), the
 // /metrics collector and the simulator all compute the same number from the
-// same inputs, and the store and the simulator apply one rule to the samples
-// the agents report (Resample).
+// same inputs. Which sample and which base a host keeps (R-LI6) is the
+// domain's rule, vdibroker.Resample, which the store and the simulator apply.
 package loadindex

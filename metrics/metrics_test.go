@@ -30,6 +30,14 @@ func (f *fakeStore) ListHostPools(context.Context) ([]*vdibroker.HostPool, error
 	return nil, f.err
 }
 
+func (f *fakeStore) ListHostStates(context.Context, string) ([]*vdibroker.SessionHost, error) {
+	return nil, f.err
+}
+
+func (f *fakeStore) ListSessionHostsPage(context.Context, string, string, int) ([]*vdibroker.SessionHost, error) {
+	return nil, f.err
+}
+
 func (f *fakeStore) GetHostPool(_ context.Context, name string) (*vdibroker.HostPool, error) {
 	if f.err != nil {
 		return nil, f.err
@@ -226,7 +234,7 @@ func TestStoreCollector(t *testing.T) {
 	}
 	place := func(pool, name, user string, at time.Time) {
 		t.Helper()
-		u := &vdibroker.UserSession{ID: store.NewID(), User: user, HostPool: pool, SessionHost: name, State: vdibroker.StatePending, CreateTime: at, StateTime: at}
+		u := &vdibroker.UserSession{ID: vdibroker.NewID(), User: user, HostPool: pool, SessionHost: name, State: vdibroker.StatePending, CreateTime: at, StateTime: at}
 		if err := st.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: u, MaxSessionLimit: 10, Pooled: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -352,18 +360,36 @@ func TestStoreUpFollowsTheBrokersOutage(t *testing.T) {
 	}
 }
 
+// TestInstrumentStore: every operation is timed under its method's name
+// (ListHostStates and ListSessionHostsPage were once passed through
+// untimed), and only internal errors are counted as failures.
 func TestInstrumentStore(t *testing.T) {
 	st := metrics.InstrumentStore(&fakeStore{})
 	_, err := st.GetHostPool(t.Context(), "nope")
 	if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 		t.Fatalf("GetHostPool error = %v, want NotFound passed through", err)
 	}
+	if _, err := st.ListHostStates(t.Context(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ListSessionHostsPage(t.Context(), "p", "", 10); err != nil {
+		t.Fatal(err)
+	}
+	broken := metrics.InstrumentStore(&fakeStore{err: errors.New("database is locked")})
+	if _, err := broken.ListHostPools(t.Context()); err == nil {
+		t.Fatal("ListHostPools of a broken store succeeded")
+	}
 	fams := scrape(t, metrics.Handler(metrics.NewRegistry(metrics.Config{})))
-	if got := get(t, fams, "vdibroker_store_tx_duration_seconds", map[string]string{"op": "GetHostPool"}); got < 1 {
-		t.Errorf("GetHostPool not timed: count %v", got)
+	for _, op := range []string{"GetHostPool", "ListHostStates", "ListSessionHostsPage", "ListHostPools"} {
+		if got := get(t, fams, "vdibroker_store_tx_duration_seconds", map[string]string{"op": op}); got < 1 {
+			t.Errorf("%s not timed: count %v", op, got)
+		}
 	}
 	if _, ok := fams["vdibroker_store_tx_errors_total"].value(map[string]string{"op": "GetHostPool"}); ok {
 		t.Error("NotFound counted as a store error; only internal errors should be")
+	}
+	if got := get(t, fams, "vdibroker_store_tx_errors_total", map[string]string{"op": "ListHostPools"}); got < 1 {
+		t.Errorf("an internal error of ListHostPools not counted: %v", got)
 	}
 }
 

@@ -10,7 +10,7 @@
 // samples each host (cpuPercent from its active sessions); every 10 s it
 // reports the heartbeat, which carries the last sample and promotes Pending
 // sessions to Active (R-S2), and the engine takes the sample through
-// loadindex.Resample, the store's R-LI6 rule. In between it keeps the
+// vdibroker.Resample, the store's R-LI6 rule. In between it keeps the
 // engine's session counts current (R-S1) with Apply on every placement and
 // Upsert on every other change.
 //

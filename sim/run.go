@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/loadindex"
 	"github.com/vdibroker/vdibroker/placement"
 )
 
@@ -506,7 +505,7 @@ func (r *runner) sample(t time.Duration) {
 
 // heartbeat is every agent's report at t, as the agent sends it every
 // heartbeatInterval: its sessions (Pending ones seen logged on, R-S2) and
-// its last sample, which the engine takes through loadindex.Resample, the
+// its last sample, which the engine takes through vdibroker.Resample, the
 // store's rule (R-LI6): a sample already delivered changes nothing, so the
 // estimate for the sessions placed since it stays until the next sample.
 //
@@ -526,7 +525,7 @@ func (r *runner) heartbeat(t time.Duration) {
 		}
 		s.connecting, s.dirty = 0, false
 		h := &r.hosts[i]
-		sample := loadindex.Resample(loadindex.Sample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, s.sample, at, r.openSessions(int32(i)))
+		sample := vdibroker.Resample(vdibroker.MetricsSample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, s.sample, at, r.openSessions(int32(i)))
 		h.Metrics, h.MetricsSessions, h.LastHeartBeat = sample.Metrics, sample.Sessions, &at
 		h.Sessions, h.Connecting = s.sessions, 0
 		if r.placer != nil {
@@ -538,17 +537,17 @@ func (r *runner) heartbeat(t time.Duration) {
 
 // openSessions yields host i's open sessions as Resample sees them: the
 // initial ones from the start, the others from their placement.
-func (r *runner) openSessions(i int32) iter.Seq[loadindex.Session] {
-	return func(yield func(loadindex.Session) bool) {
+func (r *runner) openSessions(i int32) iter.Seq[vdibroker.SampleSession] {
+	return func(yield func(vdibroker.SampleSession) bool) {
 		s := &r.st[i]
 		for range s.initial {
-			if !yield(loadindex.Session{Since: Epoch}) {
+			if !yield(vdibroker.SampleSession{Since: Epoch}) {
 				return
 			}
 		}
 		for _, u := range s.open {
 			us := &r.users[u]
-			if !yield(loadindex.Session{Pending: r.pending(us), Since: Epoch.Add(us.at)}) {
+			if !yield(vdibroker.SampleSession{Pending: r.pending(us), Since: Epoch.Add(us.at)}) {
 				return
 			}
 		}

@@ -30,7 +30,7 @@ func TestCheckpointerCopiesBesideTheWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 20 {
-		c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: NewID(), User: "u" + string(rune('a'+i)), HostPool: "p", SessionHost: "h1",
+		c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: "u" + string(rune('a'+i)), HostPool: "p", SessionHost: "h1",
 			State: vdibroker.StatePending, CreateTime: time.Now(), StateTime: time.Now()}, MaxSessionLimit: 100, Pooled: true}
 		if err := s.CommitPlacement(t.Context(), c); err != nil {
 			t.Fatal(err)

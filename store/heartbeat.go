@@ -4,20 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/loadindex"
 )
-
-// openSession is what reconciliation needs of a host's open session.
-type openSession struct {
-	id, user, state, agentID string
-	createTime, stateTime    int64
-	logoffQueued             bool
-	seen                     bool
-}
 
 // ApplyHeartbeat records one heartbeat in one transaction (see
 // vdibroker.Store): command results, reconciliation of the reported
@@ -69,13 +62,13 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 		if err := t.recordResults(ctx, pool, host, hb.Results); err != nil {
 			return err
 		}
-		ds, dc, open, err := t.reconcile(ctx, p, host, hb.Sessions, now)
+		ds, dc, open, err := t.reconcile(ctx, p, h, hb.Sessions, now)
 		if err != nil {
 			return err
 		}
 		// R-LI6: a repeated sample changes nothing; a new one's base is
 		// the sessions whose load can be in it.
-		sample := loadindex.Resample(loadindex.Sample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, hb.Metrics, now, open)
+		sample := vdibroker.Resample(vdibroker.MetricsSample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, hb.Metrics, now, open)
 		fresh := sample.Metrics != h.Metrics
 		metrics, metricsSessions := sample.Metrics, sample.Sessions
 		policy := h.Policy
@@ -197,23 +190,52 @@ const openSessionsQuery = `SELECT id, user_name, state, agent_session_id, create
 	FROM user_sessions WHERE host_pool = ? AND session_host = ? AND state <> 'LoggedOff'
 	ORDER BY create_time, id`
 
-// reconcile applies R-S2, R-S3 and R-S5 to the host's sessions and returns
-// the count deltas and the host's open sessions after it (for R-LI6). The
-// caller holds the host's lock.
-//
-// Matching: a reported session matches the open session carrying its agent
-// id and user; else the oldest Pending session of its user not yet seen (the agent's
-// ids are its own, so a placed session is matched by user, SPEC §9); else
-// it is adopted.
-func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, after iter.Seq[loadindex.Session], err error) {
-	ds, dc, open, err := t.reconcileSessions(ctx, p, host, reported, now)
-	if err != nil {
+// reconcile applies R-S2, R-S3 and R-S5 (vdibroker.Reconcile decides) to
+// the host's sessions and returns the count deltas and the host's open
+// sessions after it (for R-LI6). The caller holds the host's lock.
+func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.SessionHost, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, after iter.Seq[vdibroker.SampleSession], err error) {
+	host := h.Name
+	in := vdibroker.HostReport{Pool: p, Reported: reported, Now: now}
+	if t.beat != nil {
+		in.Open = t.beat.open // read with the batch's other heartbeats (readAhead)
+	} else if in.Open, err = t.openSessions(ctx, p.Name, host, h.Sessions); err != nil {
 		return 0, 0, nil, err
 	}
-	after = func(yield func(loadindex.Session) bool) {
-		for _, o := range open {
-			if o.state != vdibroker.StateLoggedOff &&
-				!yield(loadindex.Session{Pending: o.state == vdibroker.StatePending, Since: fromNS(o.createTime)}) {
+	rec := vdibroker.Reconcile(in)
+	// The facts of other rows, looked up only for the steps that depend
+	// on them (rarely any: adoptions and R-S5 logoffs), then decided again.
+	if users, asks := stepsNeedingFacts(rec.Steps); len(users) > 0 || len(asks) > 0 {
+		if in.PlacedElsewhere, err = t.placedElsewhere(ctx, p.Name, host, users); err != nil {
+			return 0, 0, nil, err
+		}
+		if in.LastLogoff, err = t.lastLogoffs(ctx, asks); err != nil {
+			return 0, 0, nil, err
+		}
+		rec = vdibroker.Reconcile(in)
+	}
+	var notAdopted map[string]bool // adoptions the database refused
+	for _, st := range rec.Steps {
+		var s1, c1 int
+		adopted := true
+		if st.Kind == vdibroker.StepAdopt {
+			s1, c1, adopted, err = t.adopt(ctx, p.Name, host, st, now)
+		} else {
+			s1, c1, err = t.applyStep(ctx, p.Name, host, st, now)
+		}
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if !adopted {
+			if notAdopted == nil {
+				notAdopted = map[string]bool{}
+			}
+			notAdopted[st.SessionID] = true
+		}
+		ds, dc = ds+s1, dc+c1
+	}
+	after = func(yield func(vdibroker.SampleSession) bool) {
+		for _, o := range rec.After {
+			if !notAdopted[o.ID] && !yield(vdibroker.SampleSession{Pending: o.State == vdibroker.StatePending, Since: o.CreateTime}) {
 				return
 			}
 		}
@@ -221,190 +243,100 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, host string, 
 	return ds, dc, after, nil
 }
 
-// reconcileSessions is reconcile; it returns every session that was open
-// or adopted, in its state after reconciliation.
-func (t *tx) reconcileSessions(ctx context.Context, p *vdibroker.HostPool, host string, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, open []*openSession, err error) {
-	if t.beat != nil {
-		open = t.beat.open // read with the batch's other heartbeats (readAhead)
-	} else if open, err = t.openSessions(ctx, p.Name, host); err != nil {
-		return 0, 0, nil, err
-	}
-
-	// Agent session ids are the host's own and may be reused (Windows
-	// numbers sessions 1, 2, 3...): a report matches by id and user, so
-	// bob on alice's old id is not taken for alice.
-	agentKey := func(id, user string) string { return id + "\x00" + user }
-	byAgent := map[string]*openSession{}
-	pendingByUser := map[string][]*openSession{}
-	for _, o := range open {
-		if o.agentID != "" {
-			byAgent[agentKey(o.agentID, o.user)] = o
-		} else if o.state == vdibroker.StatePending {
-			pendingByUser[o.user] = append(pendingByUser[o.user], o)
+// stepsNeedingFacts returns the users of steps' adoptions and the sessions
+// of its R-S5 logoffs: the steps that HostReport's PlacedElsewhere and
+// LastLogoff may take away.
+func stepsNeedingFacts(steps []vdibroker.SessionStep) (users, sessions []string) {
+	for _, st := range steps {
+		switch st.Kind {
+		case vdibroker.StepAdopt:
+			if !slices.Contains(users, st.User) {
+				users = append(users, st.User)
+			}
+		case vdibroker.StepAskLogoff:
+			sessions = append(sessions, st.SessionID)
 		}
 	}
-	move := func(o *openSession, to, reason string) error {
-		s1, c1, err := t.transition(ctx, o.id, o.state, to, reason, now)
-		ds, dc = ds+s1, dc+c1
-		o.state, o.stateTime, o.logoffQueued = to, ns(now), false
-		return err
-	}
-
-	reportedIDs := map[string]bool{}
-	for _, r := range reported {
-		if r.ID == "" || reportedIDs[r.ID] {
-			continue
-		}
-		reportedIDs[r.ID] = true
-		want := vdibroker.StateActive
-		if r.State == vdibroker.StateDisconnected {
-			want = vdibroker.StateDisconnected
-		}
-		o := byAgent[agentKey(r.ID, r.User)]
-		if l := pendingByUser[r.User]; o != nil && len(l) > 0 && l[0].createTime < o.createTime {
-			// Two open sessions of one user on one host: the logon was
-			// adopted from this report on one replica while another wrote
-			// the session it placed for it during a store outage (issue
-			// 19, R-OUT3). The one acknowledged first stays; the twin ends.
-			if err := move(o, vdibroker.StateLoggedOff, vdibroker.EndOutagePlacementWritten); err != nil {
-				return 0, 0, nil, err
-			}
-			o.seen = true
-			o = nil
-		}
-		if o == nil {
-			if l := pendingByUser[r.User]; len(l) > 0 {
-				o, pendingByUser[r.User] = l[0], l[1:]
-				o.agentID = r.ID
-				// The logon: its agent id and its new state in one
-				// statement (a logon storm is thousands a second).
-				n, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ?, state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
-					WHERE id = ? AND state = ?`, r.ID, want, ns(now), "", false, o.id, o.state)
-				if err != nil {
-					return 0, 0, nil, err
-				}
-				if n > 0 {
-					s0, c0 := countsOf(o.state)
-					s1, c1 := countsOf(want)
-					ds, dc = ds+s1-s0, dc+c1-c0
-					o.state, o.stateTime, o.logoffQueued = want, ns(now), false
-				} else if _, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, r.ID, o.id); err != nil {
-					return 0, 0, nil, err
-				}
-			}
-		}
-		if o == nil {
-			// R-S2: a session the broker did not place (a user who logged
-			// on directly) is adopted, unless the broker placed that user
-			// on another host of the pool: a host's word does not move a
-			// user off the session the broker gave them (issue 14: a rogue
-			// host cannot capture users by reporting their names).
-			placed, err := t.placedElsewhere(ctx, p.Name, host, r.User)
-			if err != nil {
-				return 0, 0, nil, err
-			}
-			if placed {
-				continue
-			}
-			o = &openSession{id: NewID(), user: r.User, state: want, agentID: r.ID, createTime: ns(now), stateTime: ns(now)}
-			// Not over a pooled session committed since this transaction
-			// read the host's (on PostgreSQL another replica may have
-			// written one meanwhile: a session placed during an outage
-			// whose user logged on before it was written, issue 19); the
-			// next heartbeat matches that one instead.
-			n, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
-				create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted)
-				SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
-					WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff')`,
-				o.id, p.Name, host, r.User, want, ns(now), ns(now), r.ID, "", false, false, true, p.Name, r.User)
-			if err != nil {
-				return 0, 0, nil, err
-			}
-			if n == 0 {
-				continue
-			}
-			// The audit trail says a host's report, not the broker, put
-			// this session there (issue 14).
-			if _, err := insertAuditRow(ctx, t, &vdibroker.AuditEntry{Time: now,
-				Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalHost, ID: host},
-				Action:    "usersession.adopt", Target: "hostpools/" + p.Name + "/usersessions/" + o.id, HostPool: p.Name,
-				After: auditJSON(map[string]string{"user": r.User, "sessionHost": host, "state": want, "agentSessionId": r.ID})}); err != nil {
-				return 0, 0, nil, err
-			}
-			s1, c1 := countsOf(want)
-			ds, dc = ds+s1, dc+c1
-			open = append(open, o)
-		}
-		o.seen = true
-		if o.state != want {
-			if err := move(o, want, ""); err != nil {
-				return 0, 0, nil, err
-			}
-		}
-	}
-
-	pendingTimeout := int64(p.PendingTimeout())
-	for _, o := range open {
-		switch {
-		case o.seen:
-		case o.state == vdibroker.StatePending && o.agentID == "":
-			// Not yet seen: the user may still be logging on (R-S3).
-			if ns(now)-o.stateTime > pendingTimeout {
-				if err := move(o, vdibroker.StateLoggedOff, vdibroker.EndPendingTimeout); err != nil {
-					return 0, 0, nil, err
-				}
-			}
-		default:
-			if err := move(o, vdibroker.StateLoggedOff, vdibroker.EndNotReported); err != nil {
-				return 0, 0, nil, err
-			}
-		}
-	}
-
-	// R-S5: ask the agent, once per disconnection, to log off sessions
-	// disconnected longer than the pool allows.
-	if p.DisconnectedSessionTimeoutMinutes > 0 {
-		limit := int64(p.DisconnectedSessionTimeoutMinutes) * int64(time.Minute)
-		for _, o := range open {
-			if o.state != vdibroker.StateDisconnected || o.logoffQueued || ns(now)-o.stateTime < limit {
-				continue
-			}
-			// After a failed logoff, ask again only a full timeout after
-			// the last request, not on every heartbeat.
-			var last sql.NullInt64
-			if err := t.row(ctx, `SELECT max(create_time) FROM commands WHERE session_id = ? AND type = ?`,
-				o.id, vdibroker.CommandLogoff).Scan(&last); err != nil {
-				return 0, 0, nil, err
-			}
-			if last.Valid && ns(now)-last.Int64 < limit {
-				continue
-			}
-			c := &vdibroker.Command{ID: NewID(), HostPool: p.Name, SessionHost: host, Type: vdibroker.CommandLogoff,
-				SessionID: o.id, AgentSessionID: o.agentID, User: o.user, State: vdibroker.CommandQueued,
-				Message: "disconnected longer than disconnectedSessionTimeoutMinutes", CreateTime: now}
-			if err := t.insertCommand(ctx, c); err != nil {
-				return 0, 0, nil, err
-			}
-			if _, err := t.exec(ctx, `UPDATE user_sessions SET logoff_queued = ? WHERE id = ?`, true, o.id); err != nil {
-				return 0, 0, nil, err
-			}
-			o.logoffQueued = true
-		}
-	}
-	return ds, dc, open, nil
+	return users, sessions
 }
 
-// openSessions reads a host's open sessions (openSessionsQuery).
-func (t *tx) openSessions(ctx context.Context, pool, host string) ([]*openSession, error) {
+// applyStep writes one step of vdibroker.Reconcile other than an adoption
+// and returns the host count deltas it caused: none when the session had
+// moved on since it was read (it is no longer in the step's From).
+func (t *tx) applyStep(ctx context.Context, pool, host string, st vdibroker.SessionStep, now time.Time) (ds, dc int, err error) {
+	switch st.Kind {
+	case vdibroker.StepMove:
+		return t.transition(ctx, st.SessionID, st.From, st.To, st.Reason, now)
+	case vdibroker.StepLogon:
+		// Its agent id and its new state in one statement (a logon storm
+		// is thousands a second); the agent id alone when the session
+		// has moved on.
+		n, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ?, state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
+			WHERE id = ? AND state = ?`, st.AgentSessionID, st.To, ns(now), "", false, st.SessionID, st.From)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n == 0 {
+			_, err = t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, st.AgentSessionID, st.SessionID)
+			return 0, 0, err
+		}
+		s0, c0 := countsOf(st.From)
+		s1, c1 := countsOf(st.To)
+		return s1 - s0, c1 - c0, nil
+	case vdibroker.StepAskLogoff:
+		c := &vdibroker.Command{ID: vdibroker.NewID(), HostPool: pool, SessionHost: host, Type: vdibroker.CommandLogoff,
+			SessionID: st.SessionID, AgentSessionID: st.AgentSessionID, User: st.User, State: vdibroker.CommandQueued,
+			Message: "disconnected longer than disconnectedSessionTimeoutMinutes", CreateTime: now}
+		if err := t.insertCommand(ctx, c); err != nil {
+			return 0, 0, err
+		}
+		_, err = t.exec(ctx, `UPDATE user_sessions SET logoff_queued = ? WHERE id = ?`, true, st.SessionID)
+		return 0, 0, err
+	}
+	return 0, 0, fmt.Errorf("reconcile: no such step %q", st.Kind)
+}
+
+// adopt writes an adopted session (R-S2) and its audit entry, and returns
+// the host count deltas; adopted is false when the database refused it.
+func (t *tx) adopt(ctx context.Context, pool, host string, st vdibroker.SessionStep, now time.Time) (ds, dc int, adopted bool, err error) {
+	// Not over a pooled session of the user committed since this
+	// transaction read the host's (on PostgreSQL another replica may have
+	// written one meanwhile: a session placed during an outage whose user
+	// logged on before it was written, R-OUT3); the next heartbeat matches
+	// that one instead.
+	n, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted)
+		SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
+			WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff')`,
+		st.SessionID, pool, host, st.User, st.To, ns(now), ns(now), st.AgentSessionID, "", false, false, true, pool, st.User)
+	if err != nil || n == 0 {
+		return 0, 0, false, err
+	}
+	// The audit trail (SPEC §9, Audit) says a host's report, not the
+	// broker, put this session there.
+	if _, err := insertAuditRow(ctx, t, &vdibroker.AuditEntry{Time: now,
+		Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalHost, ID: host},
+		Action:    "usersession.adopt", Target: "hostpools/" + pool + "/usersessions/" + st.SessionID, HostPool: pool,
+		After: auditJSON(map[string]string{"user": st.User, "sessionHost": host, "state": st.To, "agentSessionId": st.AgentSessionID})}); err != nil {
+		return 0, 0, false, err
+	}
+	ds, dc = countsOf(st.To)
+	return ds, dc, true, nil
+}
+
+// openSessions reads a host's open sessions (openSessionsQuery); n, the
+// host's count of them, sizes the slice.
+func (t *tx) openSessions(ctx context.Context, pool, host string, n int) ([]vdibroker.OpenSession, error) {
 	rows, err := t.query(ctx, openSessionsQuery, pool, host)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var open []*openSession
+	open := make([]vdibroker.OpenSession, 0, max(n, 0))
+	sc := newOpenSessionScanner()
 	for rows.Next() {
-		o := new(openSession)
-		if err := rows.Scan(&o.id, &o.user, &o.state, &o.agentID, &o.createTime, &o.stateTime, &o.logoffQueued); err != nil {
+		o, err := sc.scan(rows)
+		if err != nil {
 			return nil, err
 		}
 		open = append(open, o)
@@ -412,15 +344,66 @@ func (t *tx) openSessions(ctx context.Context, pool, host string) ([]*openSessio
 	return open, rows.Err()
 }
 
-// placedElsewhere reports whether user has an open session the broker
+// openSessionScanner reads rows of openSessionsQuery's columns, after the
+// ones of lead, through one set of destinations for every row (the open
+// sessions of every host are read on every heartbeat).
+type openSessionScanner struct {
+	o      vdibroker.OpenSession
+	ct, st int64
+	dest   []any
+}
+
+func newOpenSessionScanner(lead ...any) *openSessionScanner {
+	s := new(openSessionScanner)
+	s.dest = append(lead, &s.o.ID, &s.o.User, &s.o.State, &s.o.AgentSessionID, &s.ct, &s.st, &s.o.LogoffQueued)
+	return s
+}
+
+// scan reads the row sc is on.
+func (s *openSessionScanner) scan(sc scanner) (vdibroker.OpenSession, error) {
+	if err := sc.Scan(s.dest...); err != nil {
+		return vdibroker.OpenSession{}, err
+	}
+	o := s.o
+	o.CreateTime, o.StateTime = fromNS(s.ct), fromNS(s.st)
+	return o, nil
+}
+
+// placedElsewhere returns which of users have an open session the broker
 // placed (not adopted) in pool on a host other than host. Both halves are
 // served by the (host_pool, user_name) partial indexes of open sessions.
-func (t *tx) placedElsewhere(ctx context.Context, pool, host, user string) (bool, error) {
-	var n int
-	err := t.row(ctx, `SELECT count(*) FROM (
-		SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff' AND session_host <> ?
-		UNION ALL
-		SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff' AND session_host <> ? AND NOT adopted
-	) AS placed`, pool, user, host, pool, user, host).Scan(&n)
-	return n > 0, err
+func (t *tx) placedElsewhere(ctx context.Context, pool, host string, users []string) (map[string]bool, error) {
+	placed := map[string]bool{}
+	for _, user := range users {
+		var n int
+		err := t.row(ctx, `SELECT count(*) FROM (
+			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff' AND session_host <> ?
+			UNION ALL
+			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff' AND session_host <> ? AND NOT adopted
+		) AS placed`, pool, user, host, pool, user, host).Scan(&n)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			placed[user] = true
+		}
+	}
+	return placed, nil
+}
+
+// lastLogoffs returns, for each of sessions that has one, when a logoff of
+// it was last asked (R-S5 asks again only a full timeout after).
+func (t *tx) lastLogoffs(ctx context.Context, sessions []string) (map[string]time.Time, error) {
+	last := map[string]time.Time{}
+	for _, id := range sessions {
+		var at sql.NullInt64
+		if err := t.row(ctx, `SELECT max(create_time) FROM commands WHERE session_id = ? AND type = ?`,
+			id, vdibroker.CommandLogoff).Scan(&at); err != nil {
+			return nil, err
+		}
+		if at.Valid {
+			last[id] = fromNS(at.Int64)
+		}
+	}
+	return last, nil
 }

@@ -120,6 +120,76 @@ func TestRogueHostCannotCaptureUsers(t *testing.T) {
 	})
 }
 
+// TestRogueHostCannotCapturePersonalUsers (R-S2): in a personal pool the
+// user's session is not pooled, so only the rule's own look-up (placed, not
+// adopted, on another host of the pool) keeps a host that reports her from
+// adopting her.
+func TestRogueHostCannotCapturePersonalUsers(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("desk", vdibroker.Personal))
+		registerHosts(t, s, "desk", "hers", "rogue")
+		mustCommit(t, s, assignment("desk", "hers", "alice"))
+		if _, err := s.ApplyHeartbeat(ctx, "desk", "rogue", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "1", User: "alice", State: vdibroker.StateActive},
+			{ID: "2", User: "walkin", State: vdibroker.StateActive},
+		}}, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		onRogue, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "desk", SessionHost: "rogue"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(onRogue) != 1 || onRogue[0].User != "walkin" || !onRogue[0].Adopted {
+			t.Errorf("sessions on the rogue host: %+v; want walkin's alone, adopted", onRogue)
+		}
+		wantCounts(t, s, "desk", "rogue", 1, 0)
+	})
+}
+
+// TestAdoptionNotOverTheUsersPooledSession_RS2: a report that changes the
+// host's id of a user's placed (pooled) session ends that session
+// (NotReported) and adopts the new one only on the next heartbeat: the
+// database checks the adoption against the user's open pooled sessions as
+// they were before the report's other steps (R-C6 holds at every commit).
+// The refused adoption is not in the R-LI6 base either: an undated sample
+// (sampled now) counts no session.
+func TestAdoptionNotOverTheUsersPooledSession_RS2(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		placed := mustCommit(t, s, placement("pool1", "h1", "alice", vdibroker.NoSessionLimit))
+		beat := func(at time.Duration, agentID string) []*vdibroker.UserSession {
+			t.Helper()
+			res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+				{ID: agentID, User: "alice", State: vdibroker.StateActive}}, Metrics: &vdibroker.Metrics{CPUPercent: 10}}, t0.Add(at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := res.Host.Sessions; res.Host.MetricsSessions != want {
+				t.Errorf("heartbeat at %v: R-LI6 base %d, want %d (the open sessions, as of an undated sample)", at, res.Host.MetricsSessions, want)
+			}
+			open, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1", User: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return open
+		}
+		if open := beat(10*time.Second, "3"); len(open) != 1 || open[0].ID != placed || open[0].AgentSessionID != "3" {
+			t.Fatalf("after the logon: %+v; want the placed %s with agent id 3", open, placed)
+		}
+		if open := beat(20*time.Second, "5"); len(open) != 0 {
+			t.Fatalf("after the report of id 5: %+v; want none open (the placed one ended, no adoption yet)", open)
+		}
+		wantCounts(t, s, "pool1", "h1", 0, 0)
+		if open := beat(30*time.Second, "5"); len(open) != 1 || !open[0].Adopted || open[0].AgentSessionID != "5" {
+			t.Fatalf("a heartbeat later: %+v; want one adopted session with agent id 5", open)
+		}
+		wantCounts(t, s, "pool1", "h1", 1, 0)
+	})
+}
+
 // TestPostgresDefaults: a URL DSN gets connect_timeout unless it sets one;
 // other forms are left as given.
 func TestPostgresDefaults(t *testing.T) {

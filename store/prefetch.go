@@ -23,7 +23,7 @@ import (
 type beatRead struct {
 	host *vdibroker.SessionHost
 	cred sql.NullString
-	open []*openSession
+	open []vdibroker.OpenSession
 }
 
 // readsAhead says which of the batch's requests (in the order they run)
@@ -111,14 +111,18 @@ func readAhead(ctx context.Context, t *tx, live []*commitReq, use []bool) (map[s
 		if err != nil {
 			return nil, err
 		}
+		var host string
+		sc := newOpenSessionScanner(&host)
 		for rows.Next() {
-			var host string
-			o := new(openSession)
-			if err := rows.Scan(&host, &o.id, &o.user, &o.state, &o.agentID, &o.createTime, &o.stateTime, &o.logoffQueued); err != nil {
+			o, err := sc.scan(rows)
+			if err != nil {
 				rows.Close()
 				return nil, err
 			}
 			if b := got[hostKey(g.pool, host)]; b != nil {
+				if b.open == nil {
+					b.open = make([]vdibroker.OpenSession, 0, max(b.host.Sessions, 1)) // the host's count of them
+				}
 				b.open = append(b.open, o)
 			}
 		}

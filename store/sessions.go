@@ -392,7 +392,7 @@ func (t *tx) insertCommand(ctx context.Context, c *vdibroker.Command) error {
 // generated; the state is Queued.
 func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 	if c.ID == "" {
-		c.ID = NewID()
+		c.ID = vdibroker.NewID()
 	}
 	if c.CreateTime.IsZero() {
 		c.CreateTime = s.now()

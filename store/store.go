@@ -3,10 +3,8 @@ package store
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -705,23 +703,6 @@ func fromNSPtr(n sql.NullInt64) *time.Time {
 	}
 	t := fromNS(n.Int64)
 	return &t
-}
-
-// NewID returns a 128-bit identifier as 32 hex digits: 48 bits of Unix
-// milliseconds, then 80 random bits. Ids sort by creation time, so paging by
-// id lists sessions oldest first, and inserts append to the right edge of
-// the primary key's B-tree instead of dirtying a random page each (which
-// doubled the pages a group commit writes on SQLite).
-func NewID() string {
-	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
-	for i := range 6 {
-		b[i] = byte(ms >> (8 * (5 - i)))
-	}
-	if _, err := rand.Read(b[6:]); err != nil {
-		panic(err) // crypto/rand does not fail on supported systems
-	}
-	return hex.EncodeToString(b[:])
 }
 
 func notFound(format string, args ...any) error {

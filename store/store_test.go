@@ -140,7 +140,7 @@ func mustHost(t testing.TB, s *store.DB, pool, name string) {
 
 func placement(pool, host, user string, limit int) *vdibroker.PlacementCommit {
 	return &vdibroker.PlacementCommit{
-		Session: &vdibroker.UserSession{ID: store.NewID(), User: user, HostPool: pool, SessionHost: host,
+		Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: user, HostPool: pool, SessionHost: host,
 			State: vdibroker.StatePending, CreateTime: t0, StateTime: t0},
 		MaxSessionLimit: limit, Pooled: true, Record: []byte(`{"chosen":"` + host + `"}`),
 	}

@@ -13,7 +13,7 @@ import (
 // CreateToken stores an API token (its hash only).
 func (s *DB) CreateToken(ctx context.Context, tk *vdibroker.Token) error {
 	if tk.ID == "" {
-		tk.ID = NewID()
+		tk.ID = vdibroker.NewID()
 	}
 	if tk.Hash == "" {
 		return vdibroker.Errorf(vdibroker.EInvalid, "token hash is empty")
@@ -97,7 +97,7 @@ func (s *DB) DeleteToken(ctx context.Context, id string) error {
 // CreateRegistrationToken stores a registration token for an existing pool.
 func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.RegistrationToken) error {
 	if rt.ID == "" {
-		rt.ID = NewID()
+		rt.ID = vdibroker.NewID()
 	}
 	if rt.Hash == "" {
 		return vdibroker.Errorf(vdibroker.EInvalid, "registration token hash is empty")

@@ -1,21 +1,20 @@
-package loadindex
+package vdibroker
 
 import (
 	"iter"
 	"time"
-
-	"github.com/vdibroker/vdibroker"
 )
 
-// Sample is a host's stored metrics sample and its R-LI6 base: the number
-// of sessions whose load can be in it (SessionHost.MetricsSessions).
-type Sample struct {
-	Metrics  *vdibroker.Metrics
+// MetricsSample is a host's stored metrics sample and its R-LI6 base: the
+// number of sessions whose load can be in it (SessionHost.MetricsSessions).
+type MetricsSample struct {
+	Metrics  *Metrics
 	Sessions int
 }
 
-// Session is what the R-LI6 base needs of one of a host's open sessions.
-type Session struct {
+// SampleSession is what the R-LI6 base needs of one of a host's open
+// sessions.
+type SampleSession struct {
 	// Pending: placed, and the agent has not reported the user's logon
 	// (R-S2).
 	Pending bool
@@ -26,14 +25,15 @@ type Session struct {
 
 // InSample reports whether s's load can be in a sample taken at sampledAt:
 // it is not Pending and was on the host at or before sampledAt.
-func (s Session) InSample(sampledAt time.Time) bool {
+func (s SampleSession) InSample(sampledAt time.Time) bool {
 	return !s.Pending && !s.Since.After(sampledAt)
 }
 
 // Resample is R-LI6's rule for the sample a host's report carries; open
-// are the host's open sessions once the report is reconciled (R-S2). The
-// store applies it to every heartbeat, the simulator to every simulated
-// one.
+// are the host's open sessions once the report is reconciled (R-S2,
+// Reconcile). It is the rule's one home: the store applies it to every
+// heartbeat it records, the simulator to every simulated one, and the
+// load index (package loadindex) reads the base it keeps.
 //
 //   - No sample, or one not newer than the stored one (same or older
 //     sampledAt): the stored sample and its base stay. The agent re-sends
@@ -41,8 +41,8 @@ func (s Session) InSample(sampledAt time.Time) bool {
 //     30 s); taking the repeat as new would set the base to today's count
 //     and drop the estimate of the sessions placed since the sample.
 //   - A newer sample: its base counts only the sessions whose load can be
-//     in it (Session.InSample). Sessions placed after sampledAt, or still
-//     Pending, are what Compensate estimates.
+//     in it (SampleSession.InSample). Sessions placed after sampledAt, or
+//     still Pending, are what loadindex.Compensate estimates.
 //
 // A sample without sampledAt is taken as sampled at now, newer than any
 // stored one. open is read only for a newer sample.
@@ -51,7 +51,7 @@ func (s Session) InSample(sampledAt time.Time) bool {
 // index 80 (cpuThreshold 100: 40 + 40/4 × 4). A heartbeat repeating the
 // sample keeps base 4 and index 80; a new sample taken while the 4 are
 // still Pending has base 4 as well.
-func Resample(stored Sample, reported *vdibroker.Metrics, now time.Time, open iter.Seq[Session]) Sample {
+func Resample(stored MetricsSample, reported *Metrics, now time.Time, open iter.Seq[SampleSession]) MetricsSample {
 	if reported == nil {
 		return stored
 	}
@@ -67,5 +67,5 @@ func Resample(stored Sample, reported *vdibroker.Metrics, now time.Time, open it
 			n++
 		}
 	}
-	return Sample{Metrics: reported, Sessions: n}
+	return MetricsSample{Metrics: reported, Sessions: n}
 }

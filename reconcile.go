@@ -1,0 +1,293 @@
+package vdibroker
+
+import (
+	"slices"
+	"time"
+)
+
+// OpenSession is what reconciliation (R-S2) knows of one of a host's open
+// sessions: its row as the store read it under the host's lock.
+type OpenSession struct {
+	ID   string
+	User string
+	// State is Pending, Active or Disconnected.
+	State string
+	// AgentSessionID is the host's own id for the session, once the host
+	// has reported it.
+	AgentSessionID string
+	CreateTime     time.Time
+	StateTime      time.Time
+	// LogoffQueued: an R-S5 logoff was asked since the session last
+	// changed state.
+	LogoffQueued bool
+}
+
+// HostReport is one heartbeat's sessions set against the broker's own for
+// the host: what Reconcile decides from.
+type HostReport struct {
+	// Pool is the host's pool: its PendingTimeout (R-S3) and
+	// DisconnectedSessionTimeoutMinutes (R-S5).
+	Pool *HostPool
+	// Open are the host's open sessions, oldest first (by create time,
+	// then ID).
+	Open []OpenSession
+	// Reported are the sessions the host reports, in its order.
+	Reported []AgentSession
+	Now      time.Time
+
+	// Two facts about rows of other hosts and of the commands, which the
+	// store looks up only for the sessions whose step depends on them
+	// (see Reconcile).
+
+	// PlacedElsewhere holds the users the broker placed (not adopted) on
+	// another host of the pool.
+	PlacedElsewhere map[string]bool
+	// LastLogoff holds, by session ID, when a logoff of the session was
+	// last asked of the host's agent (R-S4, R-S5).
+	LastLogoff map[string]time.Time
+
+	// NewID names adopted sessions; nil is NewID.
+	NewID func() string
+}
+
+// SessionStepKind names what a SessionStep does to a session.
+type SessionStepKind string
+
+// The steps of reconciliation.
+const (
+	// StepMove moves session SessionID from state From to state To (with
+	// Reason when To is LoggedOff), if it is still in From.
+	StepMove SessionStepKind = "Move"
+	// StepLogon records the host's first report of a Pending session the
+	// broker placed: its AgentSessionID, and its state From (Pending) to
+	// To, if it is still in From.
+	StepLogon SessionStepKind = "Logon"
+	// StepAdopt records a session the broker did not place: SessionID,
+	// User, AgentSessionID, in state To, created and changed at Now,
+	// marked adopted.
+	StepAdopt SessionStepKind = "Adopt"
+	// StepAskLogoff queues a logoff of session SessionID (User,
+	// AgentSessionID) for the host's agent and marks it asked (R-S5).
+	StepAskLogoff SessionStepKind = "AskLogoff"
+)
+
+// SessionStep is one change reconciliation makes; the store applies the
+// steps in their order, each in SQL alone.
+type SessionStep struct {
+	Kind           SessionStepKind
+	SessionID      string
+	User           string
+	AgentSessionID string
+	From, To       string
+	Reason         string
+}
+
+// Reconciliation is what Reconcile decided.
+type Reconciliation struct {
+	// Steps are the changes, in the order they are to be applied.
+	Steps []SessionStep
+	// After are the host's open sessions once the steps are applied: the
+	// open ones given that stay open, in their order, then the adopted
+	// ones. It is what R-LI6's base is counted from (Resample).
+	After []OpenSession
+}
+
+// Reconcile is R-S2 (with R-S3 and R-S5 on the same heartbeat): it sets a
+// host's report of its sessions against the broker's open sessions for the
+// host, and returns the steps that bring the broker's to what the host
+// says. It reads nothing and writes nothing; the store applies the steps.
+//
+//  1. Each reported session (the first with a given ID; empty IDs are
+//     skipped) wants state Disconnected when reported disconnected, else
+//     Active. It is matched, in this order:
+//     a. to the open session carrying its agent id and user (agent ids are
+//     the host's own and may be reused: bob on alice's old id is not
+//     alice);
+//     b. else to its user's oldest Pending session the host has not
+//     reported yet (a placed session is matched by user name, SPEC §9):
+//     a Logon step;
+//     c. else the session is adopted (adopt).
+//     A session matched by (a) while its user also has an older unreported
+//     Pending session is the twin of an outage placement (R-OUT3): one
+//     replica adopted the logon while another wrote the session it placed
+//     for it. The one acknowledged first stays: the twin ends
+//     (OutagePlacementWritten) and the report matches the Pending one.
+//     A matched session in another state than wanted moves to it.
+//  2. An open session not matched ends: a Pending one the host never
+//     reported after pendingTimeoutSeconds (R-S3, PendingTimeout; before
+//     that the user may still be logging on), any other at once
+//     (NotReported).
+//  3. With disconnectedSessionTimeoutMinutes above 0, a session
+//     disconnected (and not changed since) for that long is asked to log
+//     off, once per disconnection, and after a failed logoff again only a
+//     full timeout after the last request (R-S5).
+//
+// User names are compared as they are, byte for byte.
+//
+// A caller that does not know PlacedElsewhere and LastLogoff calls
+// Reconcile without them (nobody placed elsewhere, no logoff asked before),
+// looks up the users of its Adopt steps and the sessions of its AskLogoff
+// steps, and, when there are any, calls it again with what it found: the
+// facts only take Adopt and AskLogoff steps away, and no other step
+// depends on those.
+func Reconcile(r HostReport) Reconciliation {
+	rc := newReconciler(r)
+	rc.matchReported()
+	rc.endUnreported()
+	rc.askLogoffs()
+	// The sessions still open, in place: a heartbeat reconciles every
+	// host's sessions, and each copy is one more per heartbeat.
+	after := rc.sessions[:0]
+	for _, o := range rc.sessions {
+		if o.State != StateLoggedOff {
+			after = append(after, o)
+		}
+	}
+	return Reconciliation{Steps: rc.steps, After: after}
+}
+
+// mayAdopt is the adoption rule (R-S2): a session the broker did not place
+// (a user who logged on to the host directly) is adopted, unless the broker
+// placed that user on another host of the pool: a host's word does not move
+// a user off the session the broker gave them (a rogue host cannot capture
+// users by reporting their names).
+func (r *HostReport) mayAdopt(user string) bool {
+	return !r.PlacedElsewhere[user]
+}
+
+// reconciler is one Reconcile. Sessions are named by their index in
+// sessions.
+type reconciler struct {
+	HostReport
+	// sessions are the open sessions given, then the adopted ones, as
+	// the steps so far left them.
+	sessions []OpenSession
+	// seen[i]: a report matched sessions[i] (or it is the twin a report
+	// ended).
+	seen          []bool
+	byAgent       map[string]int
+	pendingByUser map[string][]int
+	steps         []SessionStep
+}
+
+func newReconciler(r HostReport) *reconciler {
+	rc := &reconciler{HostReport: r, sessions: slices.Clone(r.Open), seen: make([]bool, len(r.Open)),
+		byAgent: make(map[string]int, len(r.Open)), pendingByUser: map[string][]int{}}
+	for i, o := range r.Open {
+		if o.AgentSessionID != "" {
+			rc.byAgent[agentKey(o.AgentSessionID, o.User)] = i
+		} else if o.State == StatePending {
+			rc.pendingByUser[o.User] = append(rc.pendingByUser[o.User], i)
+		}
+	}
+	return rc
+}
+
+// agentKey is how a report finds a session the host reported before: by
+// the host's id and the user together.
+func agentKey(id, user string) string { return id + "\x00" + user }
+
+// matchReported is step 1 of Reconcile.
+func (rc *reconciler) matchReported() {
+	reported := make(map[string]bool, len(rc.Reported))
+	for _, rep := range rc.Reported {
+		if rep.ID == "" || reported[rep.ID] {
+			continue
+		}
+		reported[rep.ID] = true
+		want := StateActive
+		if rep.State == StateDisconnected {
+			want = StateDisconnected
+		}
+		i, ok := rc.byAgent[agentKey(rep.ID, rep.User)]
+		if l := rc.pendingByUser[rep.User]; ok && len(l) > 0 && rc.sessions[l[0]].CreateTime.Before(rc.sessions[i].CreateTime) {
+			rc.move(i, StateLoggedOff, EndOutagePlacementWritten)
+			rc.seen[i] = true
+			ok = false
+		}
+		if !ok {
+			i, ok = rc.logon(rep, want)
+		}
+		if !ok {
+			rc.adopt(rep, want)
+			continue
+		}
+		rc.seen[i] = true
+		if rc.sessions[i].State != want {
+			rc.move(i, want, "")
+		}
+	}
+}
+
+// logon matches rep to its user's oldest Pending session the host has not
+// reported yet (step 1b), if there is one, and records the logon.
+func (rc *reconciler) logon(rep AgentSession, want string) (int, bool) {
+	l := rc.pendingByUser[rep.User]
+	if len(l) == 0 {
+		return 0, false
+	}
+	i := l[0]
+	rc.pendingByUser[rep.User] = l[1:]
+	o := &rc.sessions[i]
+	rc.steps = append(rc.steps, SessionStep{Kind: StepLogon, SessionID: o.ID, AgentSessionID: rep.ID, From: o.State, To: want})
+	o.AgentSessionID = rep.ID
+	o.State, o.StateTime, o.LogoffQueued = want, rc.Now, false
+	return i, true
+}
+
+// adopt is step 1c: rep matches none of the broker's sessions; it is
+// adopted in state want if mayAdopt allows.
+func (rc *reconciler) adopt(rep AgentSession, want string) {
+	if !rc.mayAdopt(rep.User) {
+		return
+	}
+	newID := rc.NewID
+	if newID == nil {
+		newID = NewID
+	}
+	o := OpenSession{ID: newID(), User: rep.User, State: want, AgentSessionID: rep.ID, CreateTime: rc.Now, StateTime: rc.Now}
+	rc.steps = append(rc.steps, SessionStep{Kind: StepAdopt, SessionID: o.ID, User: o.User, AgentSessionID: rep.ID, To: want})
+	rc.sessions = append(rc.sessions, o)
+	rc.seen = append(rc.seen, true)
+}
+
+// endUnreported is step 2 of Reconcile.
+func (rc *reconciler) endUnreported() {
+	for i, o := range rc.sessions {
+		switch {
+		case rc.seen[i]:
+		case o.State == StatePending && o.AgentSessionID == "":
+			if rc.Now.Sub(o.StateTime) > rc.Pool.PendingTimeout() {
+				rc.move(i, StateLoggedOff, EndPendingTimeout)
+			}
+		default:
+			rc.move(i, StateLoggedOff, EndNotReported)
+		}
+	}
+}
+
+// askLogoffs is step 3 of Reconcile.
+func (rc *reconciler) askLogoffs() {
+	if rc.Pool.DisconnectedSessionTimeoutMinutes <= 0 {
+		return
+	}
+	limit := time.Duration(rc.Pool.DisconnectedSessionTimeoutMinutes) * time.Minute
+	for i := range rc.sessions {
+		o := &rc.sessions[i]
+		if o.State != StateDisconnected || o.LogoffQueued || rc.Now.Sub(o.StateTime) < limit {
+			continue
+		}
+		if last, ok := rc.LastLogoff[o.ID]; ok && rc.Now.Sub(last) < limit {
+			continue
+		}
+		rc.steps = append(rc.steps, SessionStep{Kind: StepAskLogoff, SessionID: o.ID, User: o.User, AgentSessionID: o.AgentSessionID})
+		o.LogoffQueued = true
+	}
+}
+
+// move records a state change of sessions[i].
+func (rc *reconciler) move(i int, to, reason string) {
+	o := &rc.sessions[i]
+	rc.steps = append(rc.steps, SessionStep{Kind: StepMove, SessionID: o.ID, From: o.State, To: to, Reason: reason})
+	o.State, o.StateTime, o.LogoffQueued = to, rc.Now, false
+}
