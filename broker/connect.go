@@ -11,6 +11,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/placement"
+	"github.com/vdibroker/vdibroker/rdp"
 )
 
 // maxPlaceAttempts bounds the rounds of one connect: each round that lost a
@@ -344,7 +345,7 @@ func (s *Service) answer(pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
 		SessionHost: host,
 		Address:     addr,
 		State:       vdibroker.StatePending,
-		RDPFile:     RDPFile(addr, req.User, s.rdp),
+		RDPFile:     rdp.File(addr, req.User, s.rdp),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/power"
+	"github.com/vdibroker/vdibroker/rdp"
 )
 
 // Config is what a Service needs. Store is required; the rest has defaults.
@@ -38,9 +39,9 @@ type Config struct {
 	// waits longer than this for it.
 	StoreTimeout time.Duration
 	// RDPProperties are the admin's extra .rdp properties, from
-	// ParseRDPProperties, in every connect's rdpFile (AVD's
+	// rdp.ParseProperties, in every connect's rdpFile (AVD's
 	// customRdpProperty).
-	RDPProperties []RDPProperty
+	RDPProperties []rdp.Property
 	// PowerDrivers are the drivers of serve --power-config (issue 17); a
 	// pool's powerDriver must name one of them.
 	PowerDrivers power.Set
@@ -60,7 +61,7 @@ type Service struct {
 	now     func() time.Time
 	rand    func(n int) int
 	observe func(algorithm string, d time.Duration)
-	rdp     []RDPProperty
+	rdp     []rdp.Property
 
 	health    *Health
 	held      heldHeartbeats

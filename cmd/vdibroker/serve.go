@@ -28,6 +28,7 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/power"
+	"github.com/vdibroker/vdibroker/rdp"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -39,7 +40,7 @@ type Main struct {
 	Database string // "" for SQLite in DataDir, postgres://... for PostgreSQL
 	Logger   *slog.Logger
 	// RDPProperties are the admins' extra .rdp properties (--rdp-defaults).
-	RDPProperties []broker.RDPProperty
+	RDPProperties []rdp.Property
 	// PowerDrivers are the drivers of --power-config (issue 17): the only
 	// way a pool's hosts are started and stopped.
 	PowerDrivers power.Set
@@ -358,7 +359,7 @@ func newServeCmd() *cobra.Command {
 			if rdpDefaults != "" {
 				data, err := os.ReadFile(rdpDefaults)
 				if err == nil {
-					m.RDPProperties, err = broker.ParseRDPProperties(data)
+					m.RDPProperties, err = rdp.ParseProperties(data)
 				}
 				if err != nil {
 					return usageError{fmt.Errorf("--rdp-defaults %s: %w", rdpDefaults, err)}
