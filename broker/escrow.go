@@ -188,7 +188,7 @@ func (k *escrowKeeper) wants(v *poolView, now, exp time.Time) []vdibroker.Escrow
 	var out []vdibroker.Escrow
 	for name := range v.addrs {
 		h, ok := v.placer.Host(name)
-		if !ok || !h.AllowNewSession || !hostPlaceable(&h, timeout, now) {
+		if !ok || !placement.TakesNewSession(&h, timeout, now) {
 			continue
 		}
 		free := limit - h.Sessions
@@ -199,11 +199,6 @@ func (k *escrowKeeper) wants(v *poolView, now, exp time.Time) []vdibroker.Escrow
 		out = append(out, vdibroker.Escrow{HostPool: v.name, Host: name, Slots: n, Expire: exp})
 	}
 	return out
-}
-
-func hostPlaceable(h *placement.Host, timeout time.Duration, now time.Time) bool {
-	sh := vdibroker.SessionHost{LastHeartBeat: h.LastHeartBeat, ShuttingDown: h.ShuttingDown, HealthError: h.HealthError}
-	return vdibroker.Placeable(vdibroker.HostStatus(&sh, timeout, now))
 }
 
 // release gives this replica's escrows back (a clean shutdown).
@@ -293,8 +288,9 @@ func (k *escrowKeeper) unwritten(h hostKey) int {
 }
 
 // placeInOutage places a user the view does not know while the store is
-// down, within this replica's escrow (R-OUT3): on the placeable host with
-// slots left in it, fewest sessions first (most for DepthFirst), then by
+// down, within this replica's escrow (R-OUT3): on a host that placement
+// would give a new session (placement.TakesNewSession, judged as of
+// outageTime) with slots left in it, fewest sessions first (most for DepthFirst), then by
 // name. The session is answered Pending at once and written when the
 // store is back. Without outage placement, or with no share left, the
 // connect is refused with cause (StoreUnavailable).
@@ -315,7 +311,7 @@ func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause
 	var cands []placement.Host
 	for name := range v.addrs {
 		h, ok := v.placer.Host(name)
-		if ok && h.AllowNewSession && s.aliveInOutage(&h, timeout, now) && k.left(hostKey{pool.Name, name}, now) > 0 {
+		if ok && placement.TakesNewSession(&h, timeout, s.outageTime(&h, now)) && k.left(hostKey{pool.Name, name}, now) > 0 {
 			cands = append(cands, h)
 		}
 	}

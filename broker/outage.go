@@ -47,7 +47,7 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 	v.lock()
 	h, known := v.placer.Host(k.host)
 	v.mu.Unlock()
-	if !known || !s.aliveInOutage(&h, pool.HeartbeatTimeout(), now) {
+	if !known || !vdibroker.Placeable(placement.Status(&h, pool.HeartbeatTimeout(), s.outageTime(&h, now))) {
 		return nil, cause // R-C1 would end it and place anew
 	}
 	// Is the session still there? The host's last report says so for a
@@ -77,21 +77,20 @@ func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest,
 	return a, nil
 }
 
-// aliveInOutage is R-H1's liveness of host h while the store is down (R-OUT5). A
-// host's heartbeats may all go to another replica (the agents' load
-// balancer decides), which writes them to the store this one cannot read
-// now: their silence here says nothing. So a host this replica has not
-// heard from since the outage began is judged as it was then; one it has
-// heard from (holdHeartbeat puts the heartbeat in the view) is judged now,
-// its shutdown or failed health check included. A host that was silent
-// already when the outage began stays so.
-func (s *Service) aliveInOutage(h *placement.Host, timeout time.Duration, now time.Time) bool {
-	at := now
+// outageTime is the time host h's R-H1 status is judged at while the
+// store is down (R-OUT5). A host's heartbeats may all go to another
+// replica (the agents' load balancer decides), which writes them to the
+// store this one cannot read now: their silence here says nothing. So a
+// host this replica has not heard from since the outage began is judged
+// as it was then; one it has heard from (holdHeartbeat puts the heartbeat
+// in the view) is judged now, its shutdown or failed health check
+// included. A host that was silent already when the outage began stays so.
+func (s *Service) outageTime(h *placement.Host, now time.Time) time.Time {
 	if st := s.health.Status(); !st.Up && !st.Since.IsZero() && st.Since.Before(now) &&
 		(h.LastHeartBeat == nil || !h.LastHeartBeat.After(st.Since)) {
-		at = st.Since
+		return st.Since
 	}
-	return hostPlaceable(h, timeout, at)
+	return now
 }
 
 // heldHeartbeats keeps the heartbeats that arrived during an outage, to be

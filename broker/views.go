@@ -580,7 +580,6 @@ func samePool(a, b *vdibroker.HostPool) bool {
 // only costs store reads.
 const maxKnownUsers = 1 << 20
 
-// knowsUser reports whether the view remembers an open session of user.
 // placeable reports whether the view sees host as taking sessions now
 // (R-H1); false for a host it does not know.
 func (v *poolView) placeable(host string, timeout time.Duration, now time.Time) bool {
@@ -593,13 +592,10 @@ func (v *poolView) placeable(host string, timeout time.Duration, now time.Time) 
 	if !ok {
 		return false
 	}
-	sh := vdibroker.SessionHost{LastHeartBeat: h.LastHeartBeat, ShuttingDown: h.ShuttingDown, HealthError: h.HealthError}
-	if h.PowerStopped {
-		sh.PowerState = vdibroker.PowerStopped
-	}
-	return vdibroker.Placeable(vdibroker.HostStatus(&sh, timeout, now))
+	return vdibroker.Placeable(placement.Status(&h, timeout, now))
 }
 
+// knowsUser reports whether the view remembers an open session of user.
 func (v *poolView) knowsUser(user string) bool {
 	v.lock()
 	defer v.mu.Unlock()
