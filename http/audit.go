@@ -110,7 +110,7 @@ func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	}
 	q := r.URL.Query()
 	f := vdibroker.AuditFilter{Target: q.Get("target"), Principal: q.Get("principal"), Action: q.Get("action"),
-		HostPools: principalFrom(r.Context()).HostPools, Limit: limit + 1}
+		HostPools: vdibroker.PrincipalFrom(r.Context()).HostPools, Limit: limit + 1}
 	if after != "" {
 		if f.After, err = strconv.ParseInt(after, 10, 64); err != nil || f.After < 0 {
 			return vdibroker.FieldError("after", "must be an entry's seq, got %q", after)

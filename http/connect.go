@@ -19,9 +19,9 @@ func (s *Server) connect(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err := vdibroker.ValidateConnect(&req); err != nil {
 		return err
 	}
-	p := principalFrom(r.Context())
-	if p.Role == vdibroker.RoleUser && p.Subject != req.User {
-		return vdibroker.Errorf(vdibroker.EPermission, "a User token may connect only its own user %q", p.Subject)
+	p := vdibroker.PrincipalFrom(r.Context())
+	if err := vdibroker.Authorize(p, vdibroker.ActionConnect, vdibroker.Target{HostPool: pool, For: &vdibroker.UserIdentity{User: req.User}}); err != nil {
+		return err
 	}
 	key := r.Header.Get("Idempotency-Key")
 	if len(key) > 255 {

@@ -36,11 +36,11 @@ func (s *Server) SetFederation(g *broker.Global, secret []byte) {
 // federationRoutes registers the federation API (routes.go calls it).
 func (s *Server) federationRoutes() {
 	const ge = "/api/v1/globalentitlements"
-	s.handle("PUT /api/v1/federation", write, s.putFederation)
-	s.handle("GET /api/v1/federation", read, s.getFederation)
-	s.handle("GET "+ge, read, s.listGlobalEntitlements)
-	s.handle("GET "+ge+"/{name}", read, s.getGlobalEntitlement)
-	s.handle("POST "+ge+"/{name}/connect", connect, s.globalConnect)
+	s.handle("PUT /api/v1/federation", vdibroker.ActionWrite, s.putFederation)
+	s.handle("GET /api/v1/federation", vdibroker.ActionRead, s.getFederation)
+	s.handle("GET "+ge, vdibroker.ActionRead, s.listGlobalEntitlements)
+	s.handle("GET "+ge+"/{name}", vdibroker.ActionRead, s.getGlobalEntitlement)
+	s.handle("POST "+ge+"/{name}/connect", vdibroker.ActionConnect, s.globalConnect)
 	// Signed with the federation secret, checked inside (podCall).
 	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads))
 	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions))
@@ -128,14 +128,9 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if p := principalFrom(r.Context()); p.Role == vdibroker.RoleUser {
-		if p.Subject != req.User {
-			return vdibroker.Errorf(vdibroker.EPermission, "a User token may connect only its own user %q", p.Subject)
-		}
-		if len(req.Groups) > 0 {
-			return &vdibroker.Error{Code: vdibroker.EPermission, Field: "groups",
-				Message: "groups: only a Contributor may name a user's groups; a User's groups come from its identity"}
-		}
+	if err := vdibroker.Authorize(vdibroker.PrincipalFrom(r.Context()), vdibroker.ActionConnect,
+		vdibroker.Target{Global: r.Method + " " + r.URL.Path, For: &vdibroker.UserIdentity{User: req.User, Groups: req.Groups}}); err != nil {
+		return err
 	}
 	a, err := fed.g.Connect(r.Context(), r.PathValue("name"), req)
 	if err != nil {

@@ -122,7 +122,7 @@ func (s *Server) patchHost(w nethttp.ResponseWriter, r *nethttp.Request) error {
 func (s *Server) noteDrain(r *nethttp.Request, h *vdibroker.SessionHost) {
 	now := s.now().UTC()
 	h.DrainTime, h.DrainedBy = &now, "unknown"
-	if p := principalFrom(r.Context()); p != nil {
+	if p := vdibroker.PrincipalFrom(r.Context()); p != nil {
 		h.DrainedBy = p.Subject
 		if p.Subject == "" {
 			h.DrainedBy = p.Role

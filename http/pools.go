@@ -40,8 +40,8 @@ func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	me := principalFrom(r.Context())
-	pools = slices.DeleteFunc(pools, func(p *vdibroker.HostPool) bool { return !me.sees(p.Name) })
+	me := vdibroker.PrincipalFrom(r.Context())
+	pools = slices.DeleteFunc(pools, func(p *vdibroker.HostPool) bool { return !me.Sees(p.Name) })
 	summary, err := boolParam(r, "summary")
 	if err != nil {
 		return err

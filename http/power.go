@@ -42,15 +42,7 @@ func (s *Server) writeHostAccepted(w nethttp.ResponseWriter, r *nethttp.Request,
 	return nil
 }
 
-// actor names the caller as an audit entry does (token id, OIDC subject,
-// admin), for the service's logs of who asked.
+// actor names the caller for the service's logs of who asked.
 func actor(r *nethttp.Request) string {
-	p := principalFrom(r.Context())
-	if p == nil {
-		return vdibroker.PrincipalAnonymous
-	}
-	if id := p.audit().ID; id != "" {
-		return id
-	}
-	return p.Role
+	return vdibroker.PrincipalFrom(r.Context()).Actor()
 }

@@ -14,47 +14,47 @@ func (s *Server) routes() {
 	const p = "/api/v1/hostpools/{pool}"
 	s.handle("GET /healthz", public, s.healthz)
 
-	s.handle("GET /api/v1/hostpools", read, s.listPools)
-	s.handle("GET "+p, read, s.getPool)
-	s.handle("PUT "+p, write, s.putPool)
-	s.handle("PATCH "+p, write, s.patchPool)
-	s.handle("DELETE "+p, write, s.deletePool)
+	s.handle("GET /api/v1/hostpools", vdibroker.ActionRead, s.listPools)
+	s.handle("GET "+p, vdibroker.ActionRead, s.getPool)
+	s.handle("PUT "+p, vdibroker.ActionWrite, s.putPool)
+	s.handle("PATCH "+p, vdibroker.ActionWrite, s.patchPool)
+	s.handle("DELETE "+p, vdibroker.ActionWrite, s.deletePool)
 
-	s.handle("GET "+p+"/sessionhosts", read, s.listHosts)
-	s.handle("GET "+p+"/sessionhosts/{host}", read, s.getHost)
-	s.handle("PUT "+p+"/sessionhosts/{host}", write, s.putHost)
-	s.handle("PATCH "+p+"/sessionhosts/{host}", write, s.patchHost)
-	s.handle("DELETE "+p+"/sessionhosts/{host}", write, s.deleteHost)
+	s.handle("GET "+p+"/sessionhosts", vdibroker.ActionRead, s.listHosts)
+	s.handle("GET "+p+"/sessionhosts/{host}", vdibroker.ActionRead, s.getHost)
+	s.handle("PUT "+p+"/sessionhosts/{host}", vdibroker.ActionWrite, s.putHost)
+	s.handle("PATCH "+p+"/sessionhosts/{host}", vdibroker.ActionWrite, s.patchHost)
+	s.handle("DELETE "+p+"/sessionhosts/{host}", vdibroker.ActionWrite, s.deleteHost)
 
-	s.handle("GET "+p+"/usersessions", read, s.listSessions)
-	s.handle("GET "+p+"/usersessions/{id}", read, s.getSession)
-	s.handle("DELETE "+p+"/usersessions/{id}", write, s.logoff)
-	s.handle("POST "+p+"/usersessions/{id}/disconnect", write, s.disconnect)
-	s.handle("POST "+p+"/usersessions/{id}/sendmessage", write, s.sendMessage)
-	s.handle("GET "+p+"/usersessions/{id}/placement", read, s.getPlacement)
+	s.handle("GET "+p+"/usersessions", vdibroker.ActionRead, s.listSessions)
+	s.handle("GET "+p+"/usersessions/{id}", vdibroker.ActionRead, s.getSession)
+	s.handle("DELETE "+p+"/usersessions/{id}", vdibroker.ActionWrite, s.logoff)
+	s.handle("POST "+p+"/usersessions/{id}/disconnect", vdibroker.ActionWrite, s.disconnect)
+	s.handle("POST "+p+"/usersessions/{id}/sendmessage", vdibroker.ActionWrite, s.sendMessage)
+	s.handle("GET "+p+"/usersessions/{id}/placement", vdibroker.ActionRead, s.getPlacement)
 
-	s.handle("GET "+p+"/autoscale/evaluations", read, s.listAutoscaleEvaluations) // autoscale.go
+	s.handle("GET "+p+"/autoscale/evaluations", vdibroker.ActionRead, s.listAutoscaleEvaluations) // autoscale.go
 
-	s.handle("POST "+p+"/connect", connect, s.connect)
-	s.handle("POST "+p+"/registrationtoken", write, s.createRegistrationToken)
-	s.handle("GET "+p+"/registrationtokens", write, s.listRegistrationTokens)
-	s.handle("DELETE "+p+"/registrationtokens/{id}", write, s.deleteRegistrationToken)
-	s.handle("POST "+p+"/sessionhosts/{host}/resetregistration", write, s.resetRegistration)
-	s.handle("POST "+p+"/sessionhosts/{host}/start", write, s.startHost) // power.go
-	s.handle("POST "+p+"/sessionhosts/{host}/stop", write, s.stopHost)
+	s.handle("POST "+p+"/connect", vdibroker.ActionConnect, s.connect)
+	s.handle("POST "+p+"/registrationtoken", vdibroker.ActionWrite, s.createRegistrationToken)
+	s.handle("GET "+p+"/registrationtokens", vdibroker.ActionInspect, s.listRegistrationTokens)
+	s.handle("DELETE "+p+"/registrationtokens/{id}", vdibroker.ActionWrite, s.deleteRegistrationToken)
+	s.handle("POST "+p+"/sessionhosts/{host}/resetregistration", vdibroker.ActionWrite, s.resetRegistration)
+	s.handle("POST "+p+"/sessionhosts/{host}/start", vdibroker.ActionWrite, s.startHost) // power.go
+	s.handle("POST "+p+"/sessionhosts/{host}/stop", vdibroker.ActionWrite, s.stopHost)
 
 	// Scaling plans (scalingplans.go): global, scope checked per plan.
-	s.handle("GET /api/v1/scalingplans", read, s.listScalingPlans)
-	s.handle("GET /api/v1/scalingplans/{name}", read, s.getScalingPlan)
-	s.handle("PUT /api/v1/scalingplans/{name}", write, s.putScalingPlan)
-	s.handle("DELETE /api/v1/scalingplans/{name}", write, s.deleteScalingPlan)
+	s.handle("GET /api/v1/scalingplans", vdibroker.ActionRead, s.listScalingPlans)
+	s.handle("GET /api/v1/scalingplans/{name}", vdibroker.ActionRead, s.getScalingPlan)
+	s.handle("PUT /api/v1/scalingplans/{name}", vdibroker.ActionWrite, s.putScalingPlan)
+	s.handle("DELETE /api/v1/scalingplans/{name}", vdibroker.ActionWrite, s.deleteScalingPlan)
 
-	s.handle("POST /api/v1/tokens", admin, s.createToken)
-	s.handle("GET /api/v1/tokens", admin, s.listTokens)
-	s.handle("DELETE /api/v1/tokens/{id}", admin, s.deleteToken)
-	s.handle("GET /api/v1/whoami", anyRole, s.whoami)
-	s.handle("POST /api/v1/signin", anyRole, s.signin)   // audit.go
-	s.handle("GET /api/v1/auditlog", write, s.listAudit) // audit.go: admin and Contributors
+	s.handle("POST /api/v1/tokens", vdibroker.ActionManageTokens, s.createToken)
+	s.handle("GET /api/v1/tokens", vdibroker.ActionManageTokens, s.listTokens)
+	s.handle("DELETE /api/v1/tokens/{id}", vdibroker.ActionManageTokens, s.deleteToken)
+	s.handle("GET /api/v1/whoami", vdibroker.ActionIdentify, s.whoami)
+	s.handle("POST /api/v1/signin", vdibroker.ActionIdentify, s.signin)   // audit.go
+	s.handle("GET /api/v1/auditlog", vdibroker.ActionInspect, s.listAudit) // audit.go: admin and Contributors
 
 	s.handle("POST /api/v1/agent/register", public, s.register)
 	s.handle("POST /api/v1/agent/heartbeat", public, s.heartbeat) // host credential checked inside
@@ -80,7 +80,7 @@ type WhoAmI struct {
 }
 
 func (s *Server) whoami(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	p := principalFrom(r.Context())
+	p := vdibroker.PrincipalFrom(r.Context())
 	writeJSON(w, nethttp.StatusOK, WhoAmI{Role: p.Role, Subject: p.Subject, TokenID: p.TokenID, Kind: p.Kind, HostPools: p.HostPools})
 	return nil
 }

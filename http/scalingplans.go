@@ -14,30 +14,18 @@ import (
 // the plans that touch one of its pools and writes only plans whose pools,
 // before and after, are all in its scope.
 
-// mayRead reports whether the principal sees plan p: unscoped principals
-// see every plan, scoped ones those naming one of their pools.
-func (me *principal) mayRead(p *vdibroker.ScalingPlan) bool {
-	if len(me.HostPools) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(p.HostPools, me.sees)
+// mayRead reports whether the principal sees plan p (R-SP5).
+func mayRead(me *vdibroker.Principal, p *vdibroker.ScalingPlan) bool {
+	return vdibroker.Authorize(me, vdibroker.ActionRead, vdibroker.Target{ScalingPlan: p}) == nil
 }
 
-// mayWrite refuses a scoped principal a plan (as stored or as sent) with
-// no pool or with a pool outside its scope.
-func (me *principal) mayWrite(p *vdibroker.ScalingPlan) error {
-	if len(me.HostPools) == 0 || p == nil {
+// mayWrite refuses a principal a plan (as stored or as sent; nil: none)
+// it may not write (R-SP5).
+func mayWrite(me *vdibroker.Principal, p *vdibroker.ScalingPlan) error {
+	if p == nil {
 		return nil
 	}
-	if len(p.HostPools) == 0 {
-		return vdibroker.Errorf(vdibroker.EPermission, "scaling plan %q names no host pool: a token scoped to host pools may write only plans of its pools (R-SP5)", p.Name)
-	}
-	for _, pool := range p.HostPools {
-		if !me.sees(pool) {
-			return vdibroker.Errorf(vdibroker.EPermission, "scaling plan %q names host pool %q, which is outside this token's host pools (R-SP5)", p.Name, pool)
-		}
-	}
-	return nil
+	return vdibroker.Authorize(me, vdibroker.ActionWrite, vdibroker.Target{ScalingPlan: p})
 }
 
 // readablePlan reads the plan at name, answering NotFound for a plan the
@@ -47,7 +35,7 @@ func (s *Server) readablePlan(r *nethttp.Request, name string) (*vdibroker.Scali
 	if err != nil {
 		return nil, err
 	}
-	if !principalFrom(r.Context()).mayRead(p) {
+	if !mayRead(vdibroker.PrincipalFrom(r.Context()), p) {
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "scaling plan %q not found", name)
 	}
 	return p, nil
@@ -62,8 +50,8 @@ func (s *Server) listScalingPlans(w nethttp.ResponseWriter, r *nethttp.Request) 
 	if err != nil {
 		return err
 	}
-	me := principalFrom(r.Context())
-	plans = slices.DeleteFunc(plans, func(p *vdibroker.ScalingPlan) bool { return !me.mayRead(p) })
+	me := vdibroker.PrincipalFrom(r.Context())
+	plans = slices.DeleteFunc(plans, func(p *vdibroker.ScalingPlan) bool { return !mayRead(me, p) })
 	writeJSON(w, nethttp.StatusOK, pageOf(r, plans, func(p *vdibroker.ScalingPlan) string { return p.Name }, limit, after))
 	return nil
 }
@@ -100,8 +88,8 @@ func (s *Server) putScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) er
 	if p.HostPools == nil {
 		p.HostPools = []string{}
 	}
-	me := principalFrom(r.Context())
-	if err := me.mayWrite(p); err != nil {
+	me := vdibroker.PrincipalFrom(r.Context())
+	if err := mayWrite(me, p); err != nil {
 		return err
 	}
 	old, err := s.store.GetScalingPlan(r.Context(), name)
@@ -115,12 +103,12 @@ func (s *Server) putScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) er
 	// allowed those too. (The store's transaction re-reads the plan; a
 	// plan changed in between by another writer is replaced whole, as
 	// any PUT is.)
-	if old != nil && !me.mayRead(old) {
+	if old != nil && !mayRead(me, old) {
 		// A plan it cannot see is not told about, not even its pools
 		// (R-SP5: as a missing one would be, it cannot be created either).
 		return vdibroker.Errorf(vdibroker.EPermission, "scaling plan %q cannot be written with this token's host pools (R-SP5)", name)
 	}
-	if err := me.mayWrite(old); err != nil {
+	if err := mayWrite(me, old); err != nil {
 		return err
 	}
 	auditPool(r, p, old)
@@ -148,7 +136,7 @@ func (s *Server) deleteScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request)
 	if err != nil {
 		return err
 	}
-	if err := principalFrom(r.Context()).mayWrite(old); err != nil {
+	if err := mayWrite(vdibroker.PrincipalFrom(r.Context()), old); err != nil {
 		return err
 	}
 	auditPool(r, old)

@@ -145,10 +145,7 @@ func (s *Server) Close() error {
 
 type ctxKey int
 
-const (
-	ctxLogger ctxKey = iota
-	ctxPrincipal
-)
+const ctxLogger ctxKey = 0
 
 // loggerFrom returns the request's logger (with its request id).
 func (s *Server) loggerFrom(ctx context.Context) *slog.Logger {

@@ -85,7 +85,7 @@ func (s *Server) resetRegistration(w nethttp.ResponseWriter, r *nethttp.Request)
 		return err
 	}
 	s.loggerFrom(r.Context()).Info("session host registration reset", "pool", r.PathValue("pool"), "host", r.PathValue("host"),
-		"by", principalFrom(r.Context()).Subject)
+		"by", vdibroker.PrincipalFrom(r.Context()).Subject)
 	w.WriteHeader(nethttp.StatusNoContent)
 	return nil
 }
