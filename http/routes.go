@@ -53,7 +53,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/tokens", vdibroker.ActionManageTokens, s.listTokens)
 	s.handle("DELETE /api/v1/tokens/{id}", vdibroker.ActionManageTokens, s.deleteToken)
 	s.handle("GET /api/v1/whoami", vdibroker.ActionIdentify, s.whoami)
-	s.handle("POST /api/v1/signin", vdibroker.ActionIdentify, s.signin)   // audit.go
+	s.handle("POST /api/v1/signin", vdibroker.ActionIdentify, s.signin)    // audit.go
 	s.handle("GET /api/v1/auditlog", vdibroker.ActionInspect, s.listAudit) // audit.go: admin and Contributors
 
 	s.handle("POST /api/v1/agent/register", public, s.register)
