@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -20,37 +21,41 @@ import (
 // that may be stale, decides again from refreshed data.
 const maxPlaceAttempts = 10
 
-// Answer is the service's answer to a connect: the response body and
-// whether it made a new session (HTTP 201) rather than answering an
-// existing one or a dry run (200).
-type Answer struct {
-	vdibroker.ConnectResponse
-	Created bool
-}
+var _ vdibroker.ConnectService = (*Service)(nil)
 
 // Connect places req.User in the pool (SPEC §4): reconnect first (R-C1),
 // else a new Pending session on the host the engine picks, made durable by
 // the store, which enforces the limit (R-C4) and one session per user
 // (R-C6) even against other replicas. A dry run decides and stores nothing
 // (R-C8).
-func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.ConnectRequest) (*Answer, error) {
+//
+// With an idempotency key (R-C6, the Idempotency-Key header) the first
+// connect runs; later and concurrent ones with the same key, from the same
+// caller for the same pool and user, get its answer. Dry runs are not
+// kept.
+func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.ConnectRequest, key string) (*vdibroker.ConnectAnswer, error) {
 	if err := vdibroker.ValidateConnect(&req); err != nil {
 		return nil, err
 	}
-	return s.place(ctx, pool, req)
-}
-
-// ConnectOnce is Connect with an idempotency key (R-C6, the
-// Idempotency-Key header): the first connect with key runs; later and
-// concurrent ones with the same key get its answer. The caller scopes key
-// to whoever may reuse it (token, pool, user). Dry runs are not kept.
-func (s *Service) ConnectOnce(ctx context.Context, key, pool string, req vdibroker.ConnectRequest) (*Answer, error) {
-	if key == "" || req.DryRun {
-		return s.Connect(ctx, pool, req)
+	p := vdibroker.PrincipalFrom(ctx)
+	if err := vdibroker.Authorize(p, vdibroker.ActionConnect, vdibroker.Target{HostPool: pool, For: &vdibroker.UserIdentity{User: req.User}}); err != nil {
+		return nil, err
 	}
+	if len(key) > 255 {
+		return nil, vdibroker.FieldError("Idempotency-Key", "must be 1..255 characters")
+	}
+	if key == "" || req.DryRun {
+		return s.place(ctx, pool, req)
+	}
+	role, token := "", ""
+	if p != nil {
+		role, token = p.Role, p.TokenID
+	}
+	// The key is scoped to the caller, the pool and the user.
+	key = strings.Join([]string{role, token, pool, req.User, key}, "\x00")
 	var placeErr error
-	ans := s.idem.do(key, func() (*Answer, bool) {
-		a, err := s.Connect(ctx, pool, req)
+	ans := s.idem.do(key, func() (*vdibroker.ConnectAnswer, bool) {
+		a, err := s.place(ctx, pool, req)
 		if err != nil {
 			placeErr = err
 			return nil, false
@@ -115,7 +120,7 @@ func (r *connectRound) again(err error, attempt int, v *poolView) bool {
 // place runs the rounds of one connect: look up, decide, commit, and the
 // retry rule between rounds. Connects of one user in one pool are
 // serialised here, so they do not reserve several hosts at once.
-func (s *Service) place(ctx context.Context, poolName string, req vdibroker.ConnectRequest) (*Answer, error) {
+func (s *Service) place(ctx context.Context, poolName string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	unlock := s.userLocks.Lock(poolName + "\x00" + req.User)
 	defer unlock()
 
@@ -151,7 +156,7 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 			return nil, err
 		}
 		if req.DryRun || d.Reconnect {
-			a := &Answer{ConnectResponse: s.answer(pool, req, d.Host, addr)}
+			a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, d.Host, addr)}
 			a.DryRun, a.Reconnect = req.DryRun, d.Reconnect
 			if d.Reconnect && existing != nil {
 				a.State = existing.State
@@ -231,7 +236,7 @@ func (s *Service) decide(v *poolView, pool *vdibroker.HostPool, preq placement.R
 // committed with it is answered (see views.upsertHeartbeat); when the
 // commit fails, the reservation is taken back with the store's count.
 func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
-	d placement.Decision, existing *vdibroker.UserSession, addr string) (*Answer, error) {
+	d placement.Decision, existing *vdibroker.UserSession, addr string) (*vdibroker.ConnectAnswer, error) {
 	now := s.now().UTC()
 	sess := &vdibroker.UserSession{
 		ID: newSessionID(now), User: req.User, HostPool: pool.Name, SessionHost: d.Host,
@@ -275,7 +280,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	if c.EndSessionID != "" {
 		s.views.refreshHost(ctx, pool.Name, existing.SessionHost)
 	}
-	a := &Answer{ConnectResponse: s.answer(pool, req, d.Host, addr), Created: true}
+	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, d.Host, addr), Created: true}
 	a.SessionID, a.State = sess.ID, sess.State
 	return a, nil
 }

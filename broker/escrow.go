@@ -294,7 +294,7 @@ func (k *escrowKeeper) unwritten(h hostKey) int {
 // name. The session is answered Pending at once and written when the
 // store is back. Without outage placement, or with no share left, the
 // connect is refused with cause (StoreUnavailable).
-func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause error) (*Answer, error) {
+func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
 	k := s.escrow
 	if k == nil || req.DryRun {
 		return nil, cause
@@ -352,7 +352,7 @@ func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause
 	v.mu.Unlock()
 	v.rememberUser(req.User, sess)
 	s.log.Info("placed during a store outage within this replica's escrow", "pool", pool.Name, "user", req.User, "host", chosen.Name, "left", left)
-	a := &Answer{ConnectResponse: s.answer(pool, req, chosen.Name, addr), Created: true}
+	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, chosen.Name, addr), Created: true}
 	a.SessionID = sess.ID
 	return a, nil
 }

@@ -17,7 +17,7 @@ import (
 type PodClient interface {
 	Loads(ctx context.Context, pod vdibroker.Pod) (*federation.LoadsResponse, error)
 	Sessions(ctx context.Context, pod vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error)
-	Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*Answer, error)
+	Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*vdibroker.ConnectAnswer, error)
 }
 
 // GlobalConfig is what a Global needs: the pod's own broker service, its
@@ -354,9 +354,9 @@ func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequ
 
 // try connects the user into candidate c: this pod's own connect path, or
 // the pod-to-pod connect of c's pod.
-func (g *Global) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c federation.Candidate, req GlobalConnectRequest) (*Answer, error) {
+func (g *Global) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c federation.Candidate, req GlobalConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	if c.Pod == g.cfg.Pod {
-		return g.svc.Connect(ctx, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+		return g.svc.Connect(ctx, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, "")
 	}
 	return g.callConnect(ctx, *doc.Pod(c.Pod), federation.ConnectRequest{
 		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun})
@@ -394,7 +394,7 @@ func noCapacity(d *federation.Decision) error {
 		d.GlobalEntitlement, d.Scope, d.StartSite, strings.Join(why, "; "))
 }
 
-func (g *Global) answer(d *federation.Decision, c federation.Candidate, doc *vdibroker.Federation, a *Answer) *GlobalAnswer {
+func (g *Global) answer(d *federation.Decision, c federation.Candidate, doc *vdibroker.Federation, a *vdibroker.ConnectAnswer) *GlobalAnswer {
 	d.Choose(c)
 	ga := &GlobalAnswer{ConnectResponse: a.ConnectResponse, Pod: c.Pod, Decision: d, Created: a.Created}
 	if p := doc.Pod(c.Pod); p != nil {

@@ -274,7 +274,7 @@ func (g *Global) callSessions(ctx context.Context, p vdibroker.Pod, req federati
 	return s, err
 }
 
-func (g *Global) callConnect(ctx context.Context, p vdibroker.Pod, req federation.ConnectRequest) (*Answer, error) {
+func (g *Global) callConnect(ctx context.Context, p vdibroker.Pod, req federation.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
 	start := time.Now()

@@ -97,7 +97,7 @@ func (g *Global) PodSessions(ctx context.Context, req federation.SessionsRequest
 
 // PodConnect is the pod side of ConnectPath: a connect into one of this
 // pod's member pools, through the pod's own connect path.
-func (g *Global) PodConnect(ctx context.Context, req federation.ConnectRequest) (*Answer, error) {
+func (g *Global) PodConnect(ctx context.Context, req federation.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	doc, err := g.Document(ctx)
 	if err != nil {
 		return nil, err
@@ -105,5 +105,5 @@ func (g *Global) PodConnect(ctx context.Context, req federation.ConnectRequest) 
 	if !slices.Contains(g.memberPools(doc), req.HostPool) {
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "host pool %q is not a member of a global entitlement on pod %s", req.HostPool, g.cfg.Pod)
 	}
-	return g.svc.Connect(ctx, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+	return g.svc.Connect(ctx, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, "")
 }

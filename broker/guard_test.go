@@ -71,7 +71,7 @@ func TestGuardBoundsAHungStore(t *testing.T) {
 	if vdibroker.ErrorRetryAfter(err) <= 0 {
 		t.Errorf("StoreUnavailable without RetryAfter: %v", err)
 	}
-	if st := s.Health().Status(); st.Up || st.Reason == "" {
+	if st := s.StoreHealth().Status(); st.Up || st.Reason == "" {
 		t.Errorf("health after a hung store: %+v, want down with a reason", st)
 	}
 }

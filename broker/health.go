@@ -34,27 +34,15 @@ type Health struct {
 	stop               <-chan struct{}
 }
 
-// HealthStatus is a snapshot of Health.
-type HealthStatus struct {
-	Up bool `json:"up"`
-	// Since is when the current outage began (zero while up).
-	Since time.Time `json:"since,omitzero"`
-	// Reason says why the store is down (empty while up).
-	Reason string `json:"reason,omitempty"`
-	// OutageSeconds is the total time the store was down since start,
-	// the current outage included.
-	OutageSeconds float64 `json:"outageSeconds"`
-}
-
 // Status returns the store's health now.
-func (h *Health) Status() HealthStatus {
+func (h *Health) Status() vdibroker.HealthStatus {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	total := h.past
 	if h.down {
 		total += h.now().Sub(h.since)
 	}
-	return HealthStatus{Up: !h.down, Since: h.since, Reason: h.reason, OutageSeconds: total.Seconds()}
+	return vdibroker.HealthStatus{Up: !h.down, Since: h.since, Reason: h.reason, OutageSeconds: total.Seconds()}
 }
 
 // Down reports whether an outage is under way.

@@ -70,7 +70,7 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 	// undo a power state).
 	svc.setPower(ctx, "out", "a-stopped", vdibroker.PowerStopped)
 	svc.setPower(ctx, "out", "b-stopping", vdibroker.PowerStopping)
-	if _, err := svc.UpdateSessionHost(ctx, "out", "c-drained", func(h *vdibroker.SessionHost) error {
+	if _, err := svc.updateHost(ctx, "out", "c-drained", func(h *vdibroker.SessionHost) error {
 		h.AllowNewSession = false
 		return nil
 	}); err != nil {
@@ -85,7 +85,7 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 	placed := map[string]int{}
 	for i := range 10 {
 		user := fmt.Sprintf("u%d", i)
-		a, err := svc.Connect(ctx, "out", vdibroker.ConnectRequest{User: user})
+		a, err := svc.Connect(ctx, "out", vdibroker.ConnectRequest{User: user}, "")
 		if err != nil {
 			if code := vdibroker.ErrorCode(err); code != vdibroker.EStoreUnavailable {
 				t.Fatalf("connect %s: %v; want placed or StoreUnavailable", user, err)

@@ -73,7 +73,7 @@ func powerOf(t *testing.T, st *store.DB, pool, host string) string {
 func TestStartVMOnConnect(t *testing.T) {
 	svc, st, sim, _ := powerFixture(t, vdibroker.Pooled, 10, 3)
 	ctx := t.Context()
-	_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"})
+	_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"}, "")
 	if vdibroker.ErrorCode(err) != vdibroker.EHostStarting || vdibroker.ErrorRetryAfter(err) != StartRetryAfter {
 		t.Fatalf("first connect: %v (retry after %s), want HostStarting after %s", err, vdibroker.ErrorRetryAfter(err), StartRetryAfter)
 	}
@@ -88,7 +88,7 @@ func TestStartVMOnConnect(t *testing.T) {
 		t.Fatalf("h1 is %s", got)
 	}
 	for _, u := range []string{"alice", "bob", "carol"} {
-		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
+		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}, ""); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
 			t.Fatalf("%s while h1 starts: %v", u, err)
 		}
 	}
@@ -100,13 +100,13 @@ func TestStartVMOnConnect(t *testing.T) {
 	if got := powerOf(t, st, "pwr", "h1"); got != vdibroker.PowerRunning {
 		t.Fatalf("after its heartbeat h1 is %s", got)
 	}
-	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"})
+	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"}, "")
 	if err != nil || !a.Created || a.SessionHost != "h1" {
 		t.Fatalf("connect after the start: %+v, %v", a, err)
 	}
 	// A dry run never starts a host (R-C8 stores nothing).
 	svc2, _, sim2, _ := powerFixture(t, vdibroker.Pooled, 10, 1)
-	if _, err := svc2.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "x", DryRun: true}); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
+	if _, err := svc2.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "x", DryRun: true}, ""); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
 		t.Fatalf("dry run: %v, want NoCapacity", err)
 	}
 	svc2.power.bg.Wait()
@@ -122,7 +122,7 @@ func TestStartVMOnConnectDemand(t *testing.T) {
 	svc, _, sim, _ := powerFixture(t, vdibroker.Pooled, 2, 3)
 	ctx := t.Context()
 	for _, u := range []string{"u1", "u2", "u3", "u4"} {
-		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
+		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}, ""); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
 			t.Fatalf("%s: %v", u, err)
 		}
 	}
@@ -141,7 +141,7 @@ func TestStartVMOnConnectSkipsDrainedAndOff(t *testing.T) {
 	if _, err := st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AllowNewSession = false; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
+	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}, ""); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
 		t.Fatalf("only a drained stopped host: %v, want NoCapacity", err)
 	}
 	st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AllowNewSession = true; return nil })
@@ -149,7 +149,7 @@ func TestStartVMOnConnectSkipsDrainedAndOff(t *testing.T) {
 	if _, _, err := svc.StorePool(ctx, "pwr", p, p, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
+	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}, ""); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
 		t.Fatalf("startVMOnConnect off: %v, want NoCapacity", err)
 	}
 	svc.power.bg.Wait()
@@ -166,7 +166,7 @@ func TestStartVMOnConnectPersonal(t *testing.T) {
 	if _, err := st.UpdateSessionHost(ctx, "pwr", "h2", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"dana"}; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "dana"})
+	_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "dana"}, "")
 	if vdibroker.ErrorCode(err) != vdibroker.EHostStarting || !strings.Contains(err.Error(), `"h2"`) {
 		t.Fatalf("dana: %v, want HostStarting of h2", err)
 	}
@@ -175,7 +175,7 @@ func TestStartVMOnConnectPersonal(t *testing.T) {
 		t.Fatalf("starts: h1 %d, h2 %d", sim.Calls("start", "pwr", "h1"), sim.Calls("start", "pwr", "h2"))
 	}
 	heartbeat(t, svc, "pwr", "h2")
-	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "dana"})
+	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "dana"}, "")
 	if err != nil || a.SessionHost != "h2" {
 		t.Fatalf("dana after the start: %+v, %v", a, err)
 	}
@@ -192,7 +192,7 @@ func TestStartStopHost(t *testing.T) {
 		t.Fatalf("start of a Starting host: %v, want Conflict", err)
 	}
 	heartbeat(t, svc, "pwr", "h1")
-	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}); err != nil {
+	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.StopHost(ctx, "pwr", "h1", false, "admin-1"); vdibroker.ErrorCode(err) != vdibroker.EConflict {
@@ -305,7 +305,7 @@ func TestStoppingHostTakesNoSession(t *testing.T) {
 	if got := powerOf(t, st, "pwr", "h1"); got != vdibroker.PowerStopping {
 		t.Fatalf("h1 is %s, want Stopping (its status still says Running)", got)
 	}
-	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"})
+	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"}, "")
 	if vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
 		t.Fatalf("connect while h1 stops: %+v, %v; want NoCapacity", a, err)
 	}

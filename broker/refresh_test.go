@@ -58,7 +58,7 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 		}
 		heartbeat(t, svc, "refresh", name)
 	}
-	if _, err := svc.Connect(ctx, "refresh", vdibroker.ConnectRequest{User: "alice"}); err != nil {
+	if _, err := svc.Connect(ctx, "refresh", vdibroker.ConnectRequest{User: "alice"}, ""); err != nil {
 		t.Fatal(err) // loads the view (the first read)
 	}
 	select {
@@ -69,7 +69,7 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	// The tick's read is held: a connect answers from the view it has.
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	a, err := svc.Connect(cctx, "refresh", vdibroker.ConnectRequest{User: "bob"})
+	a, err := svc.Connect(cctx, "refresh", vdibroker.ConnectRequest{User: "bob"}, "")
 	if err != nil {
 		t.Fatalf("a connect while the tick re-read the pool: %v; want it answered from the view", err)
 	}

@@ -145,8 +145,25 @@ func New(cfg Config) *Service {
 // store timeout and answers StoreUnavailable during an outage.
 func (s *Service) Store() vdibroker.Store { return s.store }
 
-// Health returns what the service knows of its store.
-func (s *Service) Health() *Health { return s.health }
+// StoreHealth returns what the service knows of its store.
+func (s *Service) StoreHealth() *Health { return s.health }
+
+var _ vdibroker.HealthService = (*Service)(nil)
+
+// Health pings the store, unless an outage is known already, and returns
+// its health: within the store timeout either way.
+func (s *Service) Health(ctx context.Context) vdibroker.HealthStatus {
+	if !s.health.Down() {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if err := s.store.Ping(ctx); err != nil {
+			s.log.ErrorContext(ctx, "health: store ping", "err", err)
+		}
+	}
+	return s.health.Status()
+}
+
+var _ vdibroker.PowerService = (*Service)(nil)
 
 // Now returns the service's current time.
 func (s *Service) Now() time.Time { return s.now() }
@@ -270,4 +287,11 @@ func (s *Service) pollPowerEvery(interval time.Duration) {
 		s.pollPower(ctx)
 		cancel()
 	}
+}
+
+// Services returns the service as the vdibroker.Services it is (a pod adds
+// its Federation).
+func (s *Service) Services() vdibroker.Services {
+	return vdibroker.Services{Connect: s, Hosts: s, Sessions: s, Pools: s, ScalingPlans: s,
+		Tokens: s, Audit: s, Power: s, Health: s}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -24,10 +25,10 @@ func newPodEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken})
 	t.Cleanup(func() { srv.Close() })
 	secret := []byte("console-test-federation-secret")
-	srv.SetFederation(broker.NewGlobal(broker.GlobalConfig{Service: srv.Broker(), Pod: "fra1",
+	srv.SetFederation(broker.NewGlobal(broker.GlobalConfig{Service: srv.Broker, Pod: "fra1",
 		Peers: vhttp.NewPodClient("fra1", secret), PodTimeout: 500 * time.Millisecond}), secret)
 	c := console.New(console.Config{API: srv.Handler()})
 	c.EnableFederation()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -21,7 +22,7 @@ func startBroker(t *testing.T) (url, token string) {
 		t.Fatal(err)
 	}
 	const admin = "fleet-test-admin"
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: admin})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: admin})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		ts.Close()

@@ -16,13 +16,6 @@ import (
 // authenticates nor authorizes it.
 const public vdibroker.Action = 0
 
-// hashSecret is how every secret is stored: hex SHA-256. Bearer secrets are
-// 256-bit random values, so an unsalted fast hash is enough.
-func hashSecret(secret string) string {
-	h := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(h[:])
-}
-
 // bearer returns the token of an "Authorization: Bearer <token>" header.
 func bearer(r *nethttp.Request) (string, error) {
 	h := r.Header.Get("Authorization")
@@ -37,7 +30,8 @@ func bearer(r *nethttp.Request) (string, error) {
 }
 
 // authenticate finds the principal of a request's bearer token: the admin
-// token (compared by hash in constant time) or a stored API token.
+// token (compared by hash in constant time), an OpenID Connect identity,
+// or an API token (the token service).
 func (s *Server) authenticate(r *nethttp.Request) (*vdibroker.Principal, error) {
 	tok, err := bearer(r)
 	if err != nil {
@@ -54,24 +48,7 @@ func (s *Server) authenticate(r *nethttp.Request) (*vdibroker.Principal, error) 
 		}
 		return &vdibroker.Principal{Role: id.Role, Subject: id.Subject, Kind: vdibroker.PrincipalOIDC, HostPools: id.HostPools}, nil
 	}
-	hash := hex.EncodeToString(sum[:])
-	t, err := s.store.TokenByHash(r.Context(), hash)
-	switch vdibroker.ErrorCode(err) {
-	case "":
-	case vdibroker.ENotFound, vdibroker.EUnauthenticated:
-		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid token")
-	default:
-		return nil, err
-	}
-	// The store found the row by hash; compare again in constant time so
-	// the answer does not depend on how the lookup compared.
-	if subtle.ConstantTimeCompare([]byte(t.Hash), []byte(hash)) != 1 {
-		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid token")
-	}
-	if t.ExpireTime != nil && !s.now().Before(*t.ExpireTime) {
-		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
-	}
-	return &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools}, nil
+	return s.svc.Tokens.Authenticate(r.Context(), hex.EncodeToString(sum[:]))
 }
 
 // unscopedRoutes are the routes without a {pool} that a principal scoped

@@ -264,8 +264,8 @@ func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req federat
 }
 
 // Connect asks pod to connect the user into one of its member pools.
-func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*broker.Answer, error) {
-	var out broker.Answer
+func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
+	var out vdibroker.ConnectAnswer
 	status, err := c.call(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -44,7 +45,7 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		if i >= 2 {
 			site = "s1"
 		}
-		srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
+		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken})
 		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
 		ts := httptest.NewUnstartedServer(srv.Handler())
 		if tls {
@@ -55,12 +56,12 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		} else {
 			ts.Start()
 		}
-		srv.SetFederation(broker.NewGlobal(broker.GlobalConfig{Service: srv.Broker(), Pod: name, Site: site,
+		srv.SetFederation(broker.NewGlobal(broker.GlobalConfig{Service: srv.Broker, Pod: name, Site: site,
 			Peers: peers, PodTimeout: 2 * time.Second}), []byte(testFedSecret))
 		t.Cleanup(func() { ts.Close(); srv.Close(); st.Close() })
 		admin := vhttp.NewClient(ts.URL, adminToken)
 		admin.HTTPClient = ts.Client()
-		e := &env{t: t, store: st, clock: &clock{}, srvs: []*vhttp.Server{srv}, urls: []string{ts.URL},
+		e := &env{t: t, store: st, clock: &clock{}, srvs: []*testserver.Server{srv}, urls: []string{ts.URL},
 			admin: admin, agents: map[string]string{}}
 		pool := "office-" + name
 		e.pool(pool, map[string]any{"maxSessionLimit": limit})

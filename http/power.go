@@ -15,7 +15,7 @@ import (
 
 func (s *Server) startHost(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	pool, name := r.PathValue("pool"), r.PathValue("host")
-	if err := s.svc.StartHost(r.Context(), pool, name, actor(r)); err != nil {
+	if err := s.svc.Power.StartHost(r.Context(), pool, name, actor(r)); err != nil {
 		return err
 	}
 	return s.writeHostAccepted(w, r, pool, name)
@@ -27,14 +27,14 @@ func (s *Server) stopHost(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		return err
 	}
 	pool, name := r.PathValue("pool"), r.PathValue("host")
-	if err := s.svc.StopHost(r.Context(), pool, name, force, actor(r)); err != nil {
+	if err := s.svc.Power.StopHost(r.Context(), pool, name, force, actor(r)); err != nil {
 		return err
 	}
 	return s.writeHostAccepted(w, r, pool, name)
 }
 
 func (s *Server) writeHostAccepted(w nethttp.ResponseWriter, r *nethttp.Request, pool, name string) error {
-	h, err := s.svc.SessionHost(r.Context(), pool, name)
+	h, err := s.svc.Hosts.SessionHost(r.Context(), pool, name)
 	if err != nil {
 		return err
 	}

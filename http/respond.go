@@ -2,8 +2,6 @@ package http
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,19 +146,6 @@ func jsonType(t reflect.Type) string {
 	default:
 		return "an object"
 	}
-}
-
-// newID returns n random bytes as hex (ids, request ids).
-func newID(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// newSecret returns a bearer secret with a prefix that says what it is
-// (vdbt_ API token, vdbr_ registration token, vdbh_ host credential).
-func newSecret(prefix string) string {
-	return prefix + newID(32)
 }
 
 // jsonPath drops the Go names of embedded structs from a decoder field path

@@ -1,12 +1,9 @@
 package http
 
 import (
-	"context"
 	nethttp "net/http"
-	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/broker"
 )
 
 // routes registers the API of SPEC §9 with the access each call needs.
@@ -89,7 +86,7 @@ func (s *Server) whoami(w nethttp.ResponseWriter, r *nethttp.Request) error {
 type Health struct {
 	Status string `json:"status"` // ok, or store unavailable
 	// Store is the store's health: up, or down since when and why.
-	Store broker.HealthStatus `json:"store"`
+	Store vdibroker.HealthStatus `json:"store"`
 }
 
 // healthz is GET /healthz: 200 while the store answers, 503 with the
@@ -101,15 +98,7 @@ func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		writeJSON(w, nethttp.StatusOK, map[string]string{"status": "live"})
 		return nil
 	}
-	h := s.svc.Health()
-	if !h.Down() {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-		defer cancel()
-		if err := s.store.Ping(ctx); err != nil {
-			s.loggerFrom(r.Context()).Error("healthz: store ping", "err", err)
-		}
-	}
-	st := h.Status()
+	st := s.svc.Health.Health(r.Context())
 	if !st.Up {
 		writeJSON(w, nethttp.StatusServiceUnavailable, Health{Status: "store unavailable", Store: st})
 		return nil

@@ -87,14 +87,14 @@ func (f *FederationFlags) load() error {
 	return nil
 }
 
-// attach makes srv a pod when --pod-name is set.
-func (f *FederationFlags) attach(srv *vhttp.Server) {
+// attach makes srv, on svc, a pod when --pod-name is set.
+func (f *FederationFlags) attach(srv *vhttp.Server, svc *broker.Service) {
 	if f.PodName == "" {
 		return
 	}
 	peers := f.podClient()
 	g := broker.NewGlobal(broker.GlobalConfig{
-		Service: srv.Broker(), Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
+		Service: svc, Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
 		Peers:          peers,
 		PodTimeout:     f.PodTimeout,
 		ObserveConnect: metrics.ObserveGlobalConnect,

@@ -159,15 +159,15 @@ func (m *Main) Open(ctx context.Context) error {
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers,
 		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval})
-	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, Broker: m.broker,
+	m.Server = vhttp.NewServer(vhttp.Config{Services: m.broker.Services(), Logger: m.Logger, AdminToken: token,
 		AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
-	m.Federation.attach(m.Server)
+	m.Federation.attach(m.Server, m.broker)
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	// Console and metrics read through the service's store: bounded by the
 	// store timeout, and failing at once during an outage.
-	guarded := m.Server.Broker().Store()
-	health := m.Server.Broker().Health()
+	guarded := m.broker.Store()
+	health := m.broker.StoreHealth()
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger,
 		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://"),
 		Outage: func() *console.Outage {
@@ -186,7 +186,6 @@ func (m *Main) Open(ctx context.Context) error {
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		m.console.Close()
-		m.Server.Close()
 		m.broker.Close()
 		st.Close()
 		m.unlock()
@@ -273,9 +272,6 @@ func (m *Main) Close() error {
 	}
 	if m.console != nil {
 		errs = append(errs, m.console.Close())
-	}
-	if m.Server != nil {
-		errs = append(errs, m.Server.Close())
 	}
 	if m.stopAutoscale != nil {
 		m.stopAutoscale()

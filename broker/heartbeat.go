@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The agents' side of the host service: a heartbeat is authenticated by
+// its host credential (HostByCredential, from memory when it can), then
+// written with the store's reconciliation (R-S2, R-S3, R-S5), and its
+// result applied to the pool's view.
+
+// Heartbeat applies host's heartbeat (R-S2 reconciliation, R-S3, R-S5)
+// synchronously, so the counts reflect it when the answer arrives, and
+// updates the pool's view with the result. While the store is down it is
+// held and written when the store is back (issue 19); the result then has
+// the pool's settings and no commands.
+//
+// A heartbeat whose hb.CredentialHash is no longer the host's is refused
+// with Unauthenticated, and this service forgets the credential.
+func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResult, error) {
+	now := s.now().UTC()
+	k := hostKey{host.HostPool, host.Name}
+	if s.health.Down() {
+		s.reports.set(k, hb.Sessions, now)
+		return s.holdHeartbeat(host, hb, now), nil
+	}
+	res, err := s.applyHeartbeat(ctx, k, hb, now)
+	switch {
+	case storeIsDown(err):
+		s.reports.set(k, hb.Sessions, now)
+		return s.holdHeartbeat(host, hb, now), nil
+	case vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated:
+		s.creds.forget(host.HostPool, host.Name)
+		return nil, err
+	case err != nil:
+		return nil, err
+	}
+	s.reports.set(k, hb.Sessions, now)
+	return res, nil
+}
+
+// applyHeartbeat writes host k's heartbeat hb, received at at, and updates
+// the pool's view with the result. A heartbeat held during an outage is
+// written first, or, when hb is newer, only its command results go with
+// hb: its sessions are old news. hb nil writes the held one alone.
+// Heartbeats of one host are written one at a time, so a held one is never
+// written over a newer one. On failure the held heartbeat is kept.
+func (s *Service) applyHeartbeat(ctx context.Context, k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time) (res *vdibroker.HeartbeatResult, err error) {
+	unlock := s.hostLocks.Lock(k.pool + "\x00" + k.host)
+	defer unlock()
+	held := s.held.take(k)
+	if held != nil {
+		defer func() {
+			// Kept for the next try, unless its credential was revoked
+			// meanwhile: that one is never applied.
+			if err != nil && vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+				s.held.hold(k, held.hb, held.at)
+			}
+		}()
+		if hb == nil {
+			hb, at = held.hb, held.at
+		} else if len(held.hb.Results) > 0 {
+			c := *hb
+			c.Results = append(append([]vdibroker.CommandResult(nil), held.hb.Results...), hb.Results...)
+			hb = &c
+		}
+	}
+	if hb == nil {
+		return nil, nil
+	}
+	res, err = s.store.ApplyHeartbeat(ctx, k.pool, k.host, hb, at)
+	if err != nil {
+		return nil, err
+	}
+	if res.Pool != nil {
+		s.views.setPool(res.Pool)
+	}
+	if res.Host != nil {
+		s.views.upsertHeartbeat(res)
+	}
+	return res, nil
+}
+
+// credentials remembers which host a credential hash belongs to, so a
+// heartbeat is authenticated without a read of its own (and during an
+// outage at all). A revoked credential still stops working at once: the
+// heartbeat carries its credential, and the store applies it only while
+// that is the host's (HeartbeatRequest.CredentialHash).
+type credentials struct {
+	mu sync.Mutex
+	m  map[string]*vdibroker.SessionHost
+}
+
+const maxCredentials = 1 << 17
+
+func (c *credentials) put(hash string, h *vdibroker.SessionHost) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxCredentials {
+		c.m = map[string]*vdibroker.SessionHost{}
+	}
+	c.m[hash] = &vdibroker.SessionHost{HostPool: h.HostPool, Name: h.Name}
+}
+
+func (c *credentials) get(hash string) (*vdibroker.SessionHost, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[hash]
+	return h, ok
+}
+
+func (c *credentials) forget(pool, host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, h := range c.m {
+		if h.HostPool == pool && h.Name == host {
+			delete(c.m, k)
+		}
+	}
+}
+
+// HostByCredential returns the host a credential hash belongs to
+// (Unauthenticated when none), for a heartbeat that carries the hash
+// (HeartbeatRequest.CredentialHash): a credential this service saw before
+// is taken from memory, and the store checks it again when it applies the
+// heartbeat. So a full pod's 1,000 heartbeats a second cost no read each
+// (on PostgreSQL a round trip and a host decoded), and during an outage
+// heartbeats go on being accepted.
+func (s *Service) HostByCredential(ctx context.Context, credentialHash string) (*vdibroker.SessionHost, error) {
+	if h, ok := s.creds.get(credentialHash); ok {
+		return h, nil
+	}
+	h, err := s.store.HostByCredential(ctx, credentialHash)
+	if err == nil {
+		s.creds.put(credentialHash, h)
+		return h, nil
+	}
+	if storeIsDown(err) {
+		if h, ok := s.creds.get(credentialHash); ok {
+			return h, nil
+		}
+	}
+	return nil, err
+}

@@ -1,0 +1,52 @@
+// Package testserver wires an HTTP server to a broker service of its own on
+// a store, as cmd/vdibroker's serve does, for the tests of the packages
+// that serve or call the API (http, console, metrics, loadgen, demo).
+package testserver
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/power"
+)
+
+// Config is what a test varies: the store and the settings of the broker
+// service and of the server (see broker.Config and http.Config).
+type Config struct {
+	Store               vdibroker.Store
+	Logger              *slog.Logger
+	Now                 func() time.Time
+	Rand                func(n int) int
+	AdminToken          string
+	MaintenanceInterval time.Duration
+	ObservePlacement    func(algorithm string, d time.Duration)
+	StoreTimeout        time.Duration
+	Retention           time.Duration
+	AgentClientCert     bool
+	PowerDrivers        power.Set
+	OIDC                *identity.Provider
+}
+
+// Server is an HTTP server on its own broker service; Close stops the
+// service (not the store).
+type Server struct {
+	*vhttp.Server
+	Broker *broker.Service
+}
+
+// New returns a server on a new broker service on cfg.Store.
+func New(cfg Config) *Server {
+	svc := broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, Rand: cfg.Rand,
+		MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
+		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers})
+	srv := vhttp.NewServer(vhttp.Config{Services: svc.Services(), Logger: cfg.Logger, Now: cfg.Now,
+		AdminToken: cfg.AdminToken, AgentClientCert: cfg.AgentClientCert, OIDC: cfg.OIDC})
+	return &Server{Server: srv, Broker: svc}
+}
+
+// Close stops the broker service.
+func (s *Server) Close() error { return s.Broker.Close() }
