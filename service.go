@@ -24,6 +24,8 @@ type Services struct {
 	Audit        AuditService
 	Power        PowerService
 	Health       HealthService
+	// Federation is nil on a broker that is not a pod (SPEC §7).
+	Federation FederationService
 }
 
 // ConnectService places users on session hosts (SPEC §4).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/keyed"
 	"github.com/vdibroker/vdibroker/power"
 )
 
@@ -48,7 +49,7 @@ type powerState struct {
 	drivers power.Set
 	mu      sync.Mutex
 	waiting map[string]map[string]time.Time // pool -> user -> when answered HostStarting
-	starts  keyedMutex                      // one start-on-connect decision per pool at a time
+	starts  keyed.Mutex                     // one start-on-connect decision per pool at a time
 	bg      sync.WaitGroup
 }
 

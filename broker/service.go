@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/keyed"
 	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/rdp"
 )
@@ -69,8 +70,8 @@ type Service struct {
 	figures   poolFigures
 	reports   reports
 	views     *views
-	userLocks keyedMutex
-	hostLocks keyedMutex // one host's heartbeats, one at a time
+	userLocks keyed.Mutex
+	hostLocks keyed.Mutex // one host's heartbeats, one at a time
 	idem      *idempotency
 	power     powerState
 	escrow    *escrowKeeper // nil: outage placement off

@@ -11,16 +11,20 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 	"github.com/vdibroker/vdibroker/identity"
 )
 
-// Config is what a Server needs. Services are required; the rest has
-// defaults.
+// Config is what a Server needs. Services are required (Federation
+// only on a pod); the rest has defaults.
 type Config struct {
 	// Services are the broker's services the API calls; cmd/vdibroker
 	// wires them.
 	Services vdibroker.Services
-	Logger   *slog.Logger // nil discards logs
+	// FederationSecret signs and checks the pod-to-pod calls of a pod
+	// (Services.Federation set).
+	FederationSecret []byte
+	Logger           *slog.Logger // nil discards logs
 	// Now returns the current time (nil = time.Now): audit entries and
 	// the pod-to-pod signatures' freshness.
 	Now func() time.Time
@@ -82,6 +86,9 @@ func NewServer(cfg Config) *Server {
 	if cfg.AdminToken != "" {
 		s.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
 		s.hasAdmin = true
+	}
+	if cfg.Services.Federation != nil {
+		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now}}
 	}
 	s.mux = nethttp.NewServeMux()
 	s.routes()

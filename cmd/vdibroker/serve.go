@@ -159,9 +159,10 @@ func (m *Main) Open(ctx context.Context) error {
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers,
 		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval})
-	m.Server = vhttp.NewServer(vhttp.Config{Services: m.broker.Services(), Logger: m.Logger, AdminToken: token,
-		AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
-	m.Federation.attach(m.Server, m.broker)
+	services := m.broker.Services()
+	services.Federation = m.Federation.federation(m.broker, m.Logger)
+	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
+		AdminToken: token, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	// Console and metrics read through the service's store: bounded by the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/federation/global"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
 	"github.com/vdibroker/vdibroker/power"
@@ -29,6 +30,14 @@ type Config struct {
 	AgentClientCert     bool
 	PowerDrivers        power.Set
 	OIDC                *identity.Provider
+	// Pod, when set, makes the server a pod of a federation (see
+	// global.Config): its site, its peers, the bound of a pod-to-pod call
+	// and the federation's secret.
+	Pod              string
+	Site             string
+	Peers            vdibroker.PodClient
+	PodTimeout       time.Duration
+	FederationSecret []byte
 }
 
 // Server is an HTTP server on its own broker service; Close stops the
@@ -43,7 +52,12 @@ func New(cfg Config) *Server {
 	svc := broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, Rand: cfg.Rand,
 		MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
 		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers})
-	srv := vhttp.NewServer(vhttp.Config{Services: svc.Services(), Logger: cfg.Logger, Now: cfg.Now,
+	services := svc.Services()
+	if cfg.Pod != "" {
+		services.Federation = global.New(global.Config{Connect: svc, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
+			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout})
+	}
+	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: cfg.FederationSecret, Logger: cfg.Logger, Now: cfg.Now,
 		AdminToken: cfg.AdminToken, AgentClientCert: cfg.AgentClientCert, OIDC: cfg.OIDC})
 	return &Server{Server: srv, Broker: svc}
 }
