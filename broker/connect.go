@@ -149,7 +149,7 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 			if vdibroker.ErrorCode(err) == vdibroker.ENoCapacity && !req.DryRun {
 				// R-A4: a stopped host may be started for the user
 				// (power.go), who is answered HostStarting.
-				if serr := s.startOnConnect(ctx, pool, req.User); serr != nil {
+				if serr := s.power.StartOnConnect(ctx, pool, req.User); serr != nil {
 					return nil, serr
 				}
 			}
@@ -168,7 +168,7 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 		}
 		a, err := s.commit(ctx, v, pool, req, d, existing, addr)
 		if err == nil {
-			s.unwait(poolName, req.User) // no longer waits for a started host (power.go)
+			s.power.Unwait(poolName, req.User) // no longer waits for a started host (power.go)
 			return a, nil
 		}
 		if !round.again(err, attempt, v) {

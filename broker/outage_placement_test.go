@@ -68,15 +68,19 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 	// Then, before the next renewal, hosts close to new sessions; the
 	// view sees each change (recorded after the heartbeats, so they do not
 	// undo a power state).
-	svc.setPower(ctx, "out", "a-stopped", vdibroker.PowerStopped)
-	svc.setPower(ctx, "out", "b-stopping", vdibroker.PowerStopping)
+	for host, state := range map[string]string{"a-stopped": vdibroker.PowerStopped, "b-stopping": vdibroker.PowerStopping} {
+		if _, _, err := svc.Store().SetPowerState(ctx, "out", host, state, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		svc.views.refreshHost(ctx, "out", host)
+	}
 	if _, err := svc.updateHost(ctx, "out", "c-drained", func(h *vdibroker.SessionHost) error {
 		h.AllowNewSession = false
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.SetAutoscaleDrain(ctx, "out", "d-autoscale", true); err != nil {
+	if err := svc.Power().SetAutoscaleDrain(ctx, "out", "d-autoscale", true); err != nil {
 		t.Fatal(err)
 	}
 

@@ -78,7 +78,7 @@ func (s *Service) StorePool(ctx context.Context, name string, old, p *vdibroker.
 	if _, err := vdibroker.ValidateHostPool(p); err != nil {
 		return nil, false, err
 	}
-	if err := s.validatePower(p); err != nil { // power.go: the loaded drivers
+	if err := s.power.Validate(p); err != nil { // the loaded drivers
 		return nil, false, err
 	}
 	if old != nil && p.HostPoolType != old.HostPoolType {

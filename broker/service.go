@@ -73,16 +73,15 @@ type Service struct {
 	userLocks keyed.Mutex
 	hostLocks keyed.Mutex // one host's heartbeats, one at a time
 	idem      *idempotency
-	power     powerState
+	power     *power.Service
 	escrow    *escrowKeeper // nil: outage placement off
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
 
-	stop          chan struct{}
-	done          chan struct{}
-	powerPollDone chan struct{} // nil without power drivers
-	closeOnce     sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Service and starts its maintenance loop; Close stops it.
@@ -95,7 +94,6 @@ func New(cfg Config) *Service {
 		observe:   cfg.ObservePlacement,
 		retention: cfg.Retention,
 		rdp:       cfg.RDPProperties,
-		power:     powerState{drivers: cfg.PowerDrivers},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -129,14 +127,8 @@ func New(cfg Config) *Service {
 		s.escrow.run(s.stop)
 	}
 	go s.maintain(interval)
-	if len(cfg.PowerDrivers) > 0 {
-		poll := cfg.PowerPollInterval
-		if poll <= 0 {
-			poll = 30 * time.Second
-		}
-		s.powerPollDone = make(chan struct{})
-		go s.pollPowerEvery(poll)
-	}
+	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: s.views.refreshHost,
+		Now: s.now, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down})
 	go s.health.watch()
 	return s
 }
@@ -164,7 +156,8 @@ func (s *Service) Health(ctx context.Context) vdibroker.HealthStatus {
 	return s.health.Status()
 }
 
-var _ vdibroker.PowerService = (*Service)(nil)
+// Power returns the power service: start and stop hosts (R-A4).
+func (s *Service) Power() *power.Service { return s.power }
 
 // Now returns the service's current time.
 func (s *Service) Now() time.Time { return s.now() }
@@ -175,10 +168,7 @@ func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
-		if s.powerPollDone != nil {
-			<-s.powerPollDone
-		}
-		s.power.bg.Wait()
+		s.power.Close()
 		if s.escrow != nil {
 			s.escrow.wg.Wait() // gives the escrows back
 		}
@@ -270,29 +260,9 @@ func (s *Service) pruneIfDue(base context.Context) {
 	}
 }
 
-// pollPowerEvery runs pollPower until Close.
-func (s *Service) pollPowerEvery(interval time.Duration) {
-	defer close(s.powerPollDone)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		if s.health.Down() {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), interval)
-		s.pollPower(ctx)
-		cancel()
-	}
-}
-
 // Services returns the service as the vdibroker.Services it is (a pod adds
 // its Federation).
 func (s *Service) Services() vdibroker.Services {
 	return vdibroker.Services{Connect: s, Hosts: s, Sessions: s, Pools: s, ScalingPlans: s,
-		Tokens: s, Audit: s, Power: s, Health: s}
+		Tokens: s, Audit: s, Power: s.power, Health: s}
 }
