@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/placement"
 	"github.com/vdibroker/vdibroker/rdp"
 )
@@ -85,7 +86,7 @@ type connectRound struct {
 // even over the limit) and the view may be stale (sessions ended on
 // another replica); a lost commit race gets a round with the host (and,
 // after a second loss, the whole pool) re-read.
-func (r *connectRound) again(err error, attempt int, v *poolView) bool {
+func (r *connectRound) again(err error, attempt int, v interface{ MarkStale() }) bool {
 	switch {
 	case vdibroker.ErrorCode(err) == vdibroker.ENoCapacity || vdibroker.ErrorCode(err) == vdibroker.ENotAssigned:
 		if r.lookup && r.reloaded {
@@ -93,7 +94,7 @@ func (r *connectRound) again(err error, attempt int, v *poolView) bool {
 		}
 		if !r.reloaded {
 			r.reloaded = true
-			v.markStale()
+			v.MarkStale()
 		}
 		r.lookup = true
 	case errors.Is(err, vdibroker.ErrUserHasSession):
@@ -104,12 +105,12 @@ func (r *connectRound) again(err error, attempt int, v *poolView) bool {
 	case errors.Is(err, vdibroker.ErrPoolChanged):
 		// Another replica changed the pool's settings since our view read
 		// them: decide again with the new ones (R-P1).
-		v.markStale()
+		v.MarkStale()
 	case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
 		// Another replica filled or took the host: decide again. After a
 		// second loss the whole view is suspect: re-read the pool.
 		if attempt >= 1 {
-			v.markStale()
+			v.MarkStale()
 		}
 	default:
 		return false
@@ -124,7 +125,7 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 	unlock := s.userLocks.Lock(poolName + "\x00" + req.User)
 	defer unlock()
 
-	v := s.views.get(poolName)
+	v := s.views.Get(poolName)
 	if s.health.Down() {
 		return s.reconnectFromMemory(v, req, nil)
 	}
@@ -141,7 +142,7 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 		if existing != nil {
 			preq.Existing = &placement.Existing{SessionID: existing.ID, Host: existing.SessionHost, State: existing.State}
 		}
-		d, addr, err := s.decide(v, pool, preq, !req.DryRun)
+		d, addr, err := v.Decide(preq, !req.DryRun)
 		if err != nil {
 			if round.again(err, attempt, v) {
 				continue
@@ -184,17 +185,15 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 // not read from the store: the database refuses a second session (R-C6)
 // and the retry rule then reads it (force). A dry run never reaches that
 // refusal, so it always reads (R-C8 must answer what a connect would).
-func (s *Service) lookup(ctx context.Context, v *poolView, req vdibroker.ConnectRequest, force bool) (*vdibroker.HostPool, *vdibroker.UserSession, error) {
-	if err := s.views.ensure(ctx, v); err != nil {
+func (s *Service) lookup(ctx context.Context, v *poolview.View, req vdibroker.ConnectRequest, force bool) (*vdibroker.HostPool, *vdibroker.UserSession, error) {
+	if err := s.views.Ensure(ctx, v); err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-			s.views.drop(v.name)
+			s.views.Drop(v.Name())
 		}
 		return nil, nil, err
 	}
-	v.lock()
-	pool := v.pool
-	v.mu.Unlock()
-	if !force && !req.DryRun && pool.HostPoolType == vdibroker.Pooled && !v.knowsUser(req.User) {
+	pool, _ := v.Pool()
+	if !force && !req.DryRun && pool.HostPoolType == vdibroker.Pooled && !v.KnowsUser(req.User) {
 		return pool, nil, nil
 	}
 	existing, err := s.existingSession(ctx, v, pool, req)
@@ -202,40 +201,16 @@ func (s *Service) lookup(ctx context.Context, v *poolView, req vdibroker.Connect
 		return nil, nil, err
 	}
 	if existing != nil || !req.DryRun {
-		v.rememberUser(req.User, existing)
+		v.RememberUser(req.User, existing)
 	}
 	return pool, existing, nil
 }
 
-// decide runs the placement engine on the pool's view and, when reserve is
-// set and the decision is a new session, reserves the host (the count is up
-// before the next Place). The view's lock is released by defer: a panic in
-// the engine or the observe hook, which the HTTP middleware recovers, must
-// not leave the pool locked, or every later connect to it, the maintenance
-// loop (markAllStale) and Close would wait for it forever.
-func (s *Service) decide(v *poolView, pool *vdibroker.HostPool, preq placement.Request, reserve bool) (placement.Decision, string, error) {
-	v.lock()
-	defer v.mu.Unlock()
-	t0 := time.Now()
-	d, err := v.placer.Place(preq)
-	if s.observe != nil {
-		s.observe(pool.LoadBalancerType, time.Since(t0))
-	}
-	if err != nil {
-		return d, "", err
-	}
-	if reserve && !d.Reconnect {
-		v.placer.Apply(d)
-		v.inflight[d.Host]++
-	}
-	return d, v.addrs[d.Host], nil
-}
-
-// commit makes a decided new session durable. The reservation decide made
+// commit makes a decided new session durable. The reservation Decide made
 // lands in the view when the session is stored, before any heartbeat
-// committed with it is answered (see views.upsertHeartbeat); when the
+// committed with it is answered (see Views.UpsertHeartbeat); when the
 // commit fails, the reservation is taken back with the store's count.
-func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
+func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
 	d placement.Decision, existing *vdibroker.UserSession, addr string) (*vdibroker.ConnectAnswer, error) {
 	now := s.now().UTC()
 	sess := &vdibroker.UserSession{
@@ -248,7 +223,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	}
 	c := &vdibroker.PlacementCommit{
 		Session:         sess,
-		MaxSessionLimit: v.limitFor(pool, d.Host), // escrow.go
+		MaxSessionLimit: v.LimitFor(pool, d.Host), // less the escrows of outage placement
 		Pooled:          pool.HostPoolType == vdibroker.Pooled,
 		Assign:          d.Assign,
 		Record:          record,
@@ -259,26 +234,24 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	}
 	if d.Explain.Algorithm == vdibroker.LoadIndex && d.Explain.Bucket == 1 {
 		// R-LI4: the round robin goes on from here on every replica, and
-		// after a restart (the cursor is the store's; see views.reload).
+		// after a restart (the cursor is the store's; see poolview.Views.reload).
 		c.RoundRobinHost = d.Host
 	}
 	landed := false
-	c.OnCommitted = func(seq int64) { v.land(d.Host, seq); landed = true }
+	c.OnCommitted = func(seq int64) { v.Land(d.Host, seq); landed = true }
 	err = s.store.CommitPlacement(ctx, c)
 	if !landed {
-		v.lock()
-		v.release(d.Host)
-		v.mu.Unlock()
+		v.Release(d.Host)
 	}
 	if err != nil {
 		// The reservation did not land: take it back with the store's count.
-		s.views.refreshHost(context.WithoutCancel(ctx), pool.Name, d.Host)
+		s.views.RefreshHost(context.WithoutCancel(ctx), pool.Name, d.Host)
 		return nil, err
 	}
-	v.rememberUser(req.User, sess)
+	v.RememberUser(req.User, sess)
 	s.escrow.placed(pool.Name, d.Host) // escrow.go
 	if c.EndSessionID != "" {
-		s.views.refreshHost(ctx, pool.Name, existing.SessionHost)
+		s.views.RefreshHost(ctx, pool.Name, existing.SessionHost)
 	}
 	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, d.Host, addr), Created: true}
 	a.SessionID, a.State = sess.ID, sess.State
@@ -291,7 +264,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 // stores nothing (R-C8). In a MultiplePersistent pool with a named session
 // host, only a session on that host counts (R-PE3); Persistent pools
 // ignore the name, as placement does.
-func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (*vdibroker.UserSession, error) {
+func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (*vdibroker.UserSession, error) {
 	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" {
 		f.SessionHost = req.SessionHost
@@ -316,7 +289,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibro
 			if err := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndPendingTimeout, now); err != nil {
 				return nil, err
 			}
-			s.views.refreshHost(ctx, pool.Name, us.SessionHost)
+			s.views.RefreshHost(ctx, pool.Name, us.SessionHost)
 			continue
 		}
 		// Several only in Personal pools: the first host in query order
@@ -326,7 +299,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibro
 		// host where one is already open.
 		// A session the broker placed comes before one a host reported
 		// (adopted): a host's report cannot draw a user away (issue 14).
-		live := v.placeable(us.SessionHost, hbTimeout, now)
+		live := v.Placeable(us.SessionHost, hbTimeout, now)
 		switch {
 		case best == nil,
 			best.Adopted && !us.Adopted,

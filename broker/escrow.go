@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/placement"
 )
 
@@ -143,8 +144,8 @@ func (k *escrowKeeper) renewOnce() {
 		if p.HostPoolType != vdibroker.Pooled {
 			continue
 		}
-		v := s.views.get(p.Name)
-		if err := s.views.ensure(ctx, v); err != nil {
+		v := s.views.Get(p.Name)
+		if err := s.views.Ensure(ctx, v); err != nil {
 			s.log.Warn("outage escrow: load pool", "pool", p.Name, "err", err)
 			continue
 		}
@@ -177,18 +178,16 @@ func (k *escrowKeeper) renewOnce() {
 // host's free slots (as the view sees them: its sessions, in-flight
 // placements and the other replicas' escrows), rounded up, at most
 // MaxPerHost.
-func (k *escrowKeeper) wants(v *poolView, now, exp time.Time) []vdibroker.Escrow {
-	v.lock()
-	defer v.mu.Unlock()
-	if v.placer == nil || v.pool == nil || v.pool.HostPoolType != vdibroker.Pooled {
+func (k *escrowKeeper) wants(v *poolview.View, now, exp time.Time) []vdibroker.Escrow {
+	pool, loaded := v.Pool()
+	if !loaded || pool.HostPoolType != vdibroker.Pooled {
 		return nil
 	}
-	limit := v.pool.MaxSessionLimit
-	timeout := v.pool.HeartbeatTimeout()
+	limit := pool.MaxSessionLimit
+	timeout := pool.HeartbeatTimeout()
 	var out []vdibroker.Escrow
-	for name := range v.addrs {
-		h, ok := v.placer.Host(name)
-		if !ok || !placement.TakesNewSession(&h, timeout, now) {
+	for _, h := range v.Hosts() {
+		if !placement.TakesNewSession(&h, timeout, now) {
 			continue
 		}
 		free := limit - h.Sessions
@@ -196,7 +195,7 @@ func (k *escrowKeeper) wants(v *poolView, now, exp time.Time) []vdibroker.Escrow
 			continue
 		}
 		n := min(k.max, (free*k.share+99)/100)
-		out = append(out, vdibroker.Escrow{HostPool: v.name, Host: name, Slots: n, Expire: exp})
+		out = append(out, vdibroker.Escrow{HostPool: pool.Name, Host: h.Name, Slots: n, Expire: exp})
 	}
 	return out
 }
@@ -264,19 +263,6 @@ func (s *Service) heldByOthers(ctx context.Context, pool string) (map[string]int
 	return held, nil
 }
 
-// limitFor is the limit a commit on host checks: the pool's, less what
-// other replicas hold in escrow there (R-OUT2). The store refuses at or
-// above it, so 0 refuses.
-//
-// It is lowered too by this replica's outage placements on host not yet
-// written: in the moment between the store's return and their write, a
-// connect must not take the slot one of them holds.
-func (v *poolView) limitFor(pool *vdibroker.HostPool, host string) int {
-	v.lock()
-	defer v.mu.Unlock()
-	return max(pool.MaxSessionLimit-v.held[host]-v.escrow.unwritten(hostKey{v.name, host}), 0)
-}
-
 // unwritten counts the outage placements on h not yet written (nil-safe).
 func (k *escrowKeeper) unwritten(h hostKey) int {
 	if k == nil {
@@ -294,30 +280,27 @@ func (k *escrowKeeper) unwritten(h hostKey) int {
 // name. The session is answered Pending at once and written when the
 // store is back. Without outage placement, or with no share left, the
 // connect is refused with cause (StoreUnavailable).
-func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+func (s *Service) placeInOutage(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
 	k := s.escrow
 	if k == nil || req.DryRun {
 		return nil, cause
 	}
 	now := s.now()
-	v.lock()
-	pool := v.pool
-	if pool == nil || v.placer == nil || pool.HostPoolType != vdibroker.Pooled {
-		v.mu.Unlock()
+	pool, loaded := v.Pool()
+	if !loaded || pool.HostPoolType != vdibroker.Pooled {
 		return nil, cause
 	}
 	timeout := pool.HeartbeatTimeout()
+	hosts := v.Hosts()
 	k.mu.Lock()
 	var cands []placement.Host
-	for name := range v.addrs {
-		h, ok := v.placer.Host(name)
-		if ok && placement.TakesNewSession(&h, timeout, s.outageTime(&h, now)) && k.left(hostKey{pool.Name, name}, now) > 0 {
+	for _, h := range hosts {
+		if placement.TakesNewSession(&h, timeout, s.outageTime(&h, now)) && k.left(hostKey{pool.Name, h.Name}, now) > 0 {
 			cands = append(cands, h)
 		}
 	}
 	if len(cands) == 0 {
 		k.mu.Unlock()
-		v.mu.Unlock()
 		return nil, cause
 	}
 	slices.SortFunc(cands, func(a, b placement.Host) int {
@@ -345,12 +328,8 @@ func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause
 		State: vdibroker.StatePending, CreateTime: now.UTC(), StateTime: now.UTC()}
 	k.pending = append(k.pending, &outagePlacement{sess: sess, record: record})
 	k.mu.Unlock()
-	chosen.Sessions++
-	chosen.Connecting++
-	v.placer.Upsert(chosen)
-	addr := v.addrs[chosen.Name]
-	v.mu.Unlock()
-	v.rememberUser(req.User, sess)
+	addr := v.AddSession(chosen.Name)
+	v.RememberUser(req.User, sess)
 	s.log.Info("placed during a store outage within this replica's escrow", "pool", pool.Name, "user", req.User, "host", chosen.Name, "left", left)
 	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, chosen.Name, addr), Created: true}
 	a.SessionID = sess.ID

@@ -77,10 +77,10 @@ func (s *Service) applyHeartbeat(ctx context.Context, k hostKey, hb *vdibroker.H
 		return nil, err
 	}
 	if res.Pool != nil {
-		s.views.setPool(res.Pool)
+		s.views.SetPool(res.Pool)
 	}
 	if res.Host != nil {
-		s.views.upsertHeartbeat(res)
+		s.views.UpsertHeartbeat(res)
 	}
 	return res, nil
 }

@@ -176,12 +176,12 @@ func validateHost(pool *vdibroker.HostPool, h *vdibroker.SessionHost) error {
 // readBack reads a host just written and updates the pool's view with it
 // (drain and assignment apply to the next connect).
 func (s *Service) readBack(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error) {
-	mark := s.views.landedMark(pool)
+	mark := s.views.LandedMark(pool)
 	h, err := s.SessionHost(ctx, pool, name)
 	if err != nil {
 		return nil, err
 	}
-	s.views.upsertHost(h, mark)
+	s.views.UpsertHost(h, mark)
 	return h, nil
 }
 
@@ -191,7 +191,7 @@ func (s *Service) DeleteSessionHost(ctx context.Context, pool, name string, forc
 	if err := s.store.DeleteSessionHost(ctx, pool, name, force); err != nil {
 		return err
 	}
-	s.views.removeHost(pool, name)
+	s.views.RemoveHost(pool, name)
 	s.creds.forget(pool, name)
 	return nil
 }
@@ -216,7 +216,7 @@ func (s *Service) RegisterHost(ctx context.Context, req *vdibroker.RegisterReque
 		}
 		return nil, err
 	}
-	s.views.upsertHost(h, 0)           // a new host: none of its placements landed
+	s.views.UpsertHost(h, 0)           // a new host: none of its placements landed
 	s.creds.forget(h.HostPool, h.Name) // a re-key revoked the old credential
 	s.log.InfoContext(ctx, "session host registered", "pool", h.HostPool, "host", h.Name, "address", h.Address)
 	return &vdibroker.RegisterResponse{HostPool: h.HostPool, HostName: h.Name, Credential: cred}, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/placement"
 )
 
@@ -26,54 +27,47 @@ func storeIsDown(err error) bool {
 // sees that host taking sessions (R-C1, R-H1). Anything else would need
 // the store (a new session, ending a lost one, R-S3) and is refused with
 // cause, a StoreUnavailable error.
-func (s *Service) reconnectFromMemory(v *poolView, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+func (s *Service) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
 	if !storeIsDown(cause) {
 		cause = unavailable(errors.New("store down"))
 	}
-	v.lock()
-	pool, loaded := v.pool, v.placer != nil
-	v.mu.Unlock()
-	if !loaded || pool == nil {
+	pool, loaded := v.Pool()
+	if !loaded {
 		return nil, cause
 	}
-	k, ok := v.knownSession(req.User)
-	if !ok || k.id == "" {
+	k, ok := v.KnownSession(req.User)
+	if !ok || k.ID == "" {
 		return s.placeInOutage(v, req, cause) // escrow.go; cause when off
 	}
-	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" && req.SessionHost != k.host {
+	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" && req.SessionHost != k.Host {
 		return nil, cause
 	}
 	now := s.now()
-	v.lock()
-	h, known := v.placer.Host(k.host)
-	v.mu.Unlock()
+	h, addr, known := v.Host(k.Host)
 	if !known || !vdibroker.Placeable(placement.Status(&h, pool.HeartbeatTimeout(), s.outageTime(&h, now))) {
 		return nil, cause // R-C1 would end it and place anew
 	}
 	// Is the session still there? The host's last report says so for a
 	// logged-on user; a Pending session the host has not reported is
 	// answered while its user may still be logging on (R-S3).
-	reported, known, goneAt := s.reports.has(hostKey{pool.Name, k.host}, req.User)
+	reported, known, goneAt := s.reports.has(hostKey{pool.Name, k.Host}, req.User)
 	switch {
 	case reported:
-	case !goneAt.IsZero() && !goneAt.Before(k.createTime):
+	case !goneAt.IsZero() && !goneAt.Before(k.CreateTime):
 		return nil, cause // the host reported the user, then no more: logged off
-	case k.state == vdibroker.StatePending && (pool.PendingTimeoutSeconds == 0 || now.Sub(k.createTime) <= pool.PendingTimeout()):
-	case !known && k.state != vdibroker.StatePending:
+	case k.State == vdibroker.StatePending && (pool.PendingTimeoutSeconds == 0 || now.Sub(k.CreateTime) <= pool.PendingTimeout()):
+	case !known && k.State != vdibroker.StatePending:
 		// No report from the host since this server started: nothing says
 		// the session ended.
 	default:
 		return nil, cause // ended since (logged off), or expired (R-S3)
 	}
-	v.lock()
-	addr := v.addrs[k.host]
-	v.mu.Unlock()
-	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, k.host, addr)}
-	a.Reconnect, a.DryRun, a.State = true, req.DryRun, k.state
+	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, k.Host, addr)}
+	a.Reconnect, a.DryRun, a.State = true, req.DryRun, k.State
 	if !req.DryRun {
-		a.SessionID = k.id
+		a.SessionID = k.ID
 	}
-	s.log.Info("reconnect answered from memory during a store outage", "pool", pool.Name, "user", req.User, "host", k.host)
+	s.log.Info("reconnect answered from memory during a store outage", "pool", pool.Name, "user", req.User, "host", k.Host)
 	return a, nil
 }
 
@@ -160,22 +154,12 @@ func (s *Service) holdHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.Heart
 	s.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
 	s.held.hold(hostKey{host.HostPool, host.Name}, hb, now)
 	res := &vdibroker.HeartbeatResult{}
-	v := s.views.peek(host.HostPool)
+	v := s.views.Peek(host.HostPool)
 	if v == nil {
 		return res
 	}
-	v.lock()
-	defer v.mu.Unlock()
-	res.Pool = v.pool
-	if v.placer == nil {
-		return res
-	}
-	if h, ok := v.placer.Host(host.Name); ok {
-		h.LastHeartBeat = &now
-		h.ShuttingDown = hb.ShuttingDown
-		h.HealthError = hb.HealthError
-		v.placer.Upsert(h)
-	}
+	res.Pool, _ = v.Pool()
+	v.SeeHeartbeat(host.Name, now, hb.ShuttingDown, hb.HealthError)
 	return res
 }
 

@@ -72,7 +72,7 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 		if _, _, err := svc.Store().SetPowerState(ctx, "out", host, state, time.Now().UTC()); err != nil {
 			t.Fatal(err)
 		}
-		svc.views.refreshHost(ctx, "out", host)
+		svc.views.RefreshHost(ctx, "out", host)
 	}
 	if _, err := svc.updateHost(ctx, "out", "c-drained", func(h *vdibroker.SessionHost) error {
 		h.AllowNewSession = false

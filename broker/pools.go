@@ -104,7 +104,7 @@ func (s *Service) StorePool(ctx context.Context, name string, old, p *vdibroker.
 	if err != nil {
 		return nil, false, err
 	}
-	s.views.setPool(stored) // R-P1: the next placement uses the new settings
+	s.views.SetPool(stored) // R-P1: the next placement uses the new settings
 	return stored, created, nil
 }
 
@@ -123,7 +123,7 @@ func (s *Service) DeletePool(ctx context.Context, name string, force bool) error
 	if err := s.store.DeleteHostPool(ctx, name, force); err != nil {
 		return err
 	}
-	s.views.drop(name)
+	s.views.Drop(name)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/internal/keyed"
 	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/rdp"
@@ -57,19 +58,18 @@ type Config struct {
 
 // Service is the broker service on a vdibroker.Store.
 type Service struct {
-	store   vdibroker.Store
-	log     *slog.Logger
-	now     func() time.Time
-	rand    func(n int) int
-	observe func(algorithm string, d time.Duration)
-	rdp     []rdp.Property
+	store vdibroker.Store
+	log   *slog.Logger
+	now   func() time.Time
+	rand  func(n int) int
+	rdp   []rdp.Property
 
 	health    *Health
 	held      heldHeartbeats
 	creds     credentials
 	figures   poolFigures
 	reports   reports
-	views     *views
+	views     *poolview.Views
 	userLocks keyed.Mutex
 	hostLocks keyed.Mutex // one host's heartbeats, one at a time
 	idem      *idempotency
@@ -91,7 +91,6 @@ func New(cfg Config) *Service {
 		log:       cfg.Logger,
 		now:       cfg.Now,
 		rand:      cfg.Rand,
-		observe:   cfg.ObservePlacement,
 		retention: cfg.Retention,
 		rdp:       cfg.RDPProperties,
 		stop:      make(chan struct{}),
@@ -112,8 +111,10 @@ func New(cfg Config) *Service {
 	}
 	s.health = &Health{log: s.log, now: s.now, ping: cfg.Store.Ping, interval: min(timeout, time.Second), timeout: timeout, stop: s.stop}
 	s.store = &guardedStore{Store: cfg.Store, timeout: timeout, health: s.health}
-	s.views = newViews(s)
-	s.health.onUp = append(s.health.onUp, s.applyHeld, s.views.markAllStale)
+	s.views = poolview.New(poolview.Config{Store: s.store, Logger: s.log, Now: s.now, Rand: s.rand,
+		Observe: cfg.ObservePlacement, Credit: s.health.credit, HeldByOthers: s.heldByOthers,
+		Unwritten: func(pool, host string) int { return s.escrow.unwritten(hostKey{pool, host}) }})
+	s.health.onUp = append(s.health.onUp, s.applyHeld, s.views.MarkAllStale)
 	s.idem = newIdempotency(s.now)
 	interval := cfg.MaintenanceInterval
 	if interval <= 0 {
@@ -127,7 +128,7 @@ func New(cfg Config) *Service {
 		s.escrow.run(s.stop)
 	}
 	go s.maintain(interval)
-	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: s.views.refreshHost,
+	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: s.views.RefreshHost,
 		Now: s.now, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down})
 	go s.health.watch()
 	return s
@@ -213,12 +214,12 @@ func (s *Service) maintain(interval time.Duration) {
 		// During an outage the store cannot be read: the next connect
 		// re-reads once it is back.
 		if s.health.Down() {
-			s.views.markAllStale()
+			s.views.MarkAllStale()
 		}
 		if !s.health.Down() {
 			ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
-			s.views.refreshAll(ctx)
-			s.views.catchUpAll(ctx)
+			s.views.RefreshAll(ctx)
+			s.views.CatchUpAll(ctx)
 			cancel()
 			s.pruneIfDue(base)
 		}

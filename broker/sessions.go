@@ -128,6 +128,6 @@ func (s *Service) EndSession(ctx context.Context, us *vdibroker.UserSession, rea
 	if err := s.store.EndSession(ctx, us.HostPool, us.ID, reason, s.now().UTC()); err != nil {
 		return err
 	}
-	s.views.refreshHost(ctx, us.HostPool, us.SessionHost)
+	s.views.RefreshHost(ctx, us.HostPool, us.SessionHost)
 	return nil
 }
