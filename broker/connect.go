@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/placement"
 	"github.com/vdibroker/vdibroker/rdp"
@@ -118,25 +119,40 @@ func (r *connectRound) again(err error, attempt int, v interface{ MarkStale() })
 	return true
 }
 
-// place runs the rounds of one connect: look up, decide, commit, and the
-// retry rule between rounds. Connects of one user in one pool are
-// serialised here, so they do not reserve several hosts at once.
+// place runs one connect: its rounds while the store answers, else the
+// outage mode's one fallback (R-OUT1, R-OUT3). Connects of one user in
+// one pool are serialised here, so they do not reserve several hosts at
+// once.
 func (s *Service) place(ctx context.Context, poolName string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	unlock := s.userLocks.Lock(poolName + "\x00" + req.User)
 	defer unlock()
 
 	v := s.views.Get(poolName)
+	a, down, err := s.rounds(ctx, v, poolName, req)
+	if down {
+		// Nothing was decided: memory answers what it can (a known
+		// session, a new one within this replica's escrow), else err.
+		return s.outage.Connect(v, req, err)
+	}
+	return a, err
+}
+
+// rounds runs the rounds of one connect: look up, decide, commit, and the
+// retry rule between rounds. down says the store was down before anything
+// was decided: known so already (err nil), or found by the lookup (err is
+// its StoreUnavailable).
+func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string, req vdibroker.ConnectRequest) (a *vdibroker.ConnectAnswer, down bool, err error) {
 	if s.health.Down() {
-		return s.reconnectFromMemory(v, req, nil)
+		return nil, true, nil
 	}
 	var round connectRound
 	for attempt := 0; attempt < maxPlaceAttempts; attempt++ {
 		pool, existing, err := s.lookup(ctx, v, req, round.lookup)
-		if storeIsDown(err) {
-			return s.reconnectFromMemory(v, req, err)
+		if outage.IsStoreDown(err) {
+			return nil, true, err
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		preq := placement.Request{User: req.User, SessionHost: req.SessionHost}
 		if existing != nil {
@@ -151,10 +167,10 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 				// R-A4: a stopped host may be started for the user
 				// (power.go), who is answered HostStarting.
 				if serr := s.power.StartOnConnect(ctx, pool, req.User); serr != nil {
-					return nil, serr
+					return nil, false, serr
 				}
 			}
-			return nil, err
+			return nil, false, err
 		}
 		if req.DryRun || d.Reconnect {
 			a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, d.Host, addr)}
@@ -165,19 +181,19 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 					a.SessionID = existing.ID
 				}
 			}
-			return a, nil
+			return a, false, nil
 		}
 		a, err := s.commit(ctx, v, pool, req, d, existing, addr)
 		if err == nil {
-			s.power.Unwait(poolName, req.User) // no longer waits for a started host (power.go)
-			return a, nil
+			s.power.Unwait(poolName, req.User) // no longer waits for a started host (R-A4)
+			return a, false, nil
 		}
 		if !round.again(err, attempt, v) {
-			return nil, fmt.Errorf("commit placement: pool=%q host=%q: %w", poolName, d.Host, err)
+			return nil, false, fmt.Errorf("commit placement: pool=%q host=%q: %w", poolName, d.Host, err)
 		}
 		s.log.DebugContext(ctx, "placement lost a race; retrying", "pool", poolName, "host", d.Host, "err", err)
 	}
-	return nil, vdibroker.Errorf(vdibroker.EConflict, "connect kept losing races with concurrent connects; try again")
+	return nil, false, vdibroker.Errorf(vdibroker.EConflict, "connect kept losing races with concurrent connects; try again")
 }
 
 // lookup loads the pool's view and, when needed, the user's open session
@@ -249,7 +265,7 @@ func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.
 		return nil, err
 	}
 	v.RememberUser(req.User, sess)
-	s.escrow.placed(pool.Name, d.Host) // escrow.go
+	s.outage.Placed(pool.Name, d.Host) // against this replica's escrow (R-OUT2)
 	if c.EndSessionID != "" {
 		s.views.RefreshHost(ctx, pool.Name, existing.SessionHost)
 	}

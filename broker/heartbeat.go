@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 )
 
 // The agents' side of the host service: a heartbeat is authenticated by
@@ -23,56 +24,54 @@ import (
 // with Unauthenticated, and this service forgets the credential.
 func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest) (*vdibroker.HeartbeatResult, error) {
 	now := s.now().UTC()
-	k := hostKey{host.HostPool, host.Name}
 	if s.health.Down() {
-		s.reports.set(k, hb.Sessions, now)
-		return s.holdHeartbeat(host, hb, now), nil
+		s.outage.Report(host.HostPool, host.Name, hb.Sessions, now)
+		return s.outage.HoldHeartbeat(host, hb, now), nil
 	}
-	res, err := s.applyHeartbeat(ctx, k, hb, now)
+	res, err := s.applyHeartbeat(ctx, host.HostPool, host.Name, hb, now)
 	switch {
-	case storeIsDown(err):
-		s.reports.set(k, hb.Sessions, now)
-		return s.holdHeartbeat(host, hb, now), nil
+	case outage.IsStoreDown(err):
+		s.outage.Report(host.HostPool, host.Name, hb.Sessions, now)
+		return s.outage.HoldHeartbeat(host, hb, now), nil
 	case vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated:
 		s.creds.forget(host.HostPool, host.Name)
 		return nil, err
 	case err != nil:
 		return nil, err
 	}
-	s.reports.set(k, hb.Sessions, now)
+	s.outage.Report(host.HostPool, host.Name, hb.Sessions, now)
 	return res, nil
 }
 
-// applyHeartbeat writes host k's heartbeat hb, received at at, and updates
+// applyHeartbeat writes host's heartbeat hb, received at at, and updates
 // the pool's view with the result. A heartbeat held during an outage is
 // written first, or, when hb is newer, only its command results go with
 // hb: its sessions are old news. hb nil writes the held one alone.
 // Heartbeats of one host are written one at a time, so a held one is never
 // written over a newer one. On failure the held heartbeat is kept.
-func (s *Service) applyHeartbeat(ctx context.Context, k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time) (res *vdibroker.HeartbeatResult, err error) {
-	unlock := s.hostLocks.Lock(k.pool + "\x00" + k.host)
+func (s *Service) applyHeartbeat(ctx context.Context, pool, host string, hb *vdibroker.HeartbeatRequest, at time.Time) (res *vdibroker.HeartbeatResult, err error) {
+	unlock := s.hostLocks.Lock(pool + "\x00" + host)
 	defer unlock()
-	held := s.held.take(k)
-	if held != nil {
+	if held, heldAt := s.outage.TakeHeld(pool, host); held != nil {
 		defer func() {
 			// Kept for the next try, unless its credential was revoked
 			// meanwhile: that one is never applied.
 			if err != nil && vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
-				s.held.hold(k, held.hb, held.at)
+				s.outage.Hold(pool, host, held, heldAt)
 			}
 		}()
 		if hb == nil {
-			hb, at = held.hb, held.at
-		} else if len(held.hb.Results) > 0 {
+			hb, at = held, heldAt
+		} else if len(held.Results) > 0 {
 			c := *hb
-			c.Results = append(append([]vdibroker.CommandResult(nil), held.hb.Results...), hb.Results...)
+			c.Results = append(append([]vdibroker.CommandResult(nil), held.Results...), hb.Results...)
 			hb = &c
 		}
 	}
 	if hb == nil {
 		return nil, nil
 	}
-	res, err = s.store.ApplyHeartbeat(ctx, k.pool, k.host, hb, at)
+	res, err = s.store.ApplyHeartbeat(ctx, pool, host, hb, at)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +82,28 @@ func (s *Service) applyHeartbeat(ctx context.Context, k hostKey, hb *vdibroker.H
 		s.views.UpsertHeartbeat(res)
 	}
 	return res, nil
+}
+
+// applyHeld writes the heartbeats held during an outage, once the store is
+// back: reconciliation (R-S2) runs on each as it would have then.
+func (s *Service) applyHeld() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	for _, k := range s.outage.HeldHosts() {
+		_, err := s.applyHeartbeat(ctx, k[0], k[1], nil, time.Time{})
+		switch {
+		case err == nil:
+			n++
+		case outage.IsStoreDown(err):
+			return // down again: the rest waits for the next recovery
+		default:
+			s.log.Error("apply a heartbeat held during the outage", "pool", k[0], "host", k[1], "err", err)
+		}
+	}
+	if n > 0 {
+		s.log.Info("applied the heartbeats held during the outage", "hosts", n)
+	}
 }
 
 // credentials remembers which host a credential hash belongs to, so a
@@ -139,7 +160,7 @@ func (s *Service) HostByCredential(ctx context.Context, credentialHash string) (
 		s.creds.put(credentialHash, h)
 		return h, nil
 	}
-	if storeIsDown(err) {
+	if outage.IsStoreDown(err) {
 		if h, ok := s.creds.get(credentialHash); ok {
 			return h, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/internal/keyed"
 	"github.com/vdibroker/vdibroker/power"
@@ -52,8 +53,8 @@ type Config struct {
 	PowerPollInterval time.Duration
 	// OutagePlacement lets the service place new users during a store
 	// outage within an escrow it holds while the store is up (issue 19;
-	// escrow.go).
-	OutagePlacement OutagePlacement
+	// package outage).
+	OutagePlacement outage.Placement
 }
 
 // Service is the broker service on a vdibroker.Store.
@@ -64,17 +65,15 @@ type Service struct {
 	rand  func(n int) int
 	rdp   []rdp.Property
 
-	health    *Health
-	held      heldHeartbeats
+	health    *outage.Health
+	outage    *outage.Mode
 	creds     credentials
 	figures   poolFigures
-	reports   reports
 	views     *poolview.Views
 	userLocks keyed.Mutex
 	hostLocks keyed.Mutex // one host's heartbeats, one at a time
 	idem      *idempotency
 	power     *power.Service
-	escrow    *escrowKeeper // nil: outage placement off
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
@@ -109,28 +108,31 @@ func New(cfg Config) *Service {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	s.health = &Health{log: s.log, now: s.now, ping: cfg.Store.Ping, interval: min(timeout, time.Second), timeout: timeout, stop: s.stop}
-	s.store = &guardedStore{Store: cfg.Store, timeout: timeout, health: s.health}
-	s.views = poolview.New(poolview.Config{Store: s.store, Logger: s.log, Now: s.now, Rand: s.rand,
-		Observe: cfg.ObservePlacement, Credit: s.health.credit, HeldByOthers: s.heldByOthers,
-		Unwritten: func(pool, host string) int { return s.escrow.unwritten(hostKey{pool, host}) }})
-	s.health.onUp = append(s.health.onUp, s.applyHeld, s.views.MarkAllStale)
-	s.idem = newIdempotency(s.now)
 	interval := cfg.MaintenanceInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
-	if cfg.OutagePlacement.Enabled {
-		s.escrow = newEscrowKeeper(s, cfg.OutagePlacement, interval)
-		// The outage's sessions are written before the held heartbeats
-		// are applied, which would adopt them.
-		s.health.onUp = append([]func(){s.writeOutagePlacements}, s.health.onUp...)
-		s.escrow.run(s.stop)
-	}
+	// Every store call goes through the guard: bounded by the store
+	// timeout, and StoreUnavailable while the health says it is down.
+	s.health = outage.NewHealth(outage.HealthConfig{Ping: cfg.Store.Ping, Timeout: timeout, Logger: s.log, Now: s.now, Stop: s.stop})
+	s.store = outage.Guard(cfg.Store, timeout, s.health)
+	s.views = poolview.New(poolview.Config{Store: s.store, Logger: s.log, Now: s.now, Rand: s.rand,
+		Observe: cfg.ObservePlacement, Credit: s.health.Credit,
+		HeldByOthers: func(ctx context.Context, pool string) (map[string]int, error) {
+			return s.outage.HeldByOthers(ctx, pool)
+		},
+		Unwritten: func(pool, host string) int { return s.outage.Unwritten(pool, host) }})
+	s.outage = outage.New(outage.Config{Health: s.health, Store: s.store, Views: s.views, Answer: s.answer, Logger: s.log,
+		Now: s.now, Placement: cfg.OutagePlacement, MaintenanceInterval: interval, NewID: newSessionID})
+	// When the store is back: the outage's sessions are written before
+	// the held heartbeats are applied, which would adopt them.
+	s.health.OnUp(s.outage.WriteOutagePlacements, s.applyHeld, s.views.MarkAllStale)
+	s.idem = newIdempotency(s.now)
+	s.outage.Run(s.stop)
 	go s.maintain(interval)
 	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: s.views.RefreshHost,
 		Now: s.now, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down})
-	go s.health.watch()
+	go s.health.Watch()
 	return s
 }
 
@@ -140,7 +142,7 @@ func New(cfg Config) *Service {
 func (s *Service) Store() vdibroker.Store { return s.store }
 
 // StoreHealth returns what the service knows of its store.
-func (s *Service) StoreHealth() *Health { return s.health }
+func (s *Service) StoreHealth() *outage.Health { return s.health }
 
 var _ vdibroker.HealthService = (*Service)(nil)
 
@@ -170,9 +172,7 @@ func (s *Service) Close() error {
 		close(s.stop)
 		<-s.done
 		s.power.Close()
-		if s.escrow != nil {
-			s.escrow.wg.Wait() // gives the escrows back
-		}
+		s.outage.Wait() // gives the escrows back
 	})
 	return nil
 }
@@ -232,7 +232,7 @@ func (s *Service) expirePending(base context.Context, interval time.Duration) {
 	defer cancel()
 	n, err := s.store.ExpirePending(ctx, s.now())
 	switch {
-	case err != nil && base.Err() == nil && !storeIsDown(err):
+	case err != nil && base.Err() == nil && !outage.IsStoreDown(err):
 		s.log.Error("expire pending sessions", "err", err)
 	case n > 0:
 		s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", vdibroker.EndPendingTimeout)

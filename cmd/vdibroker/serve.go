@@ -24,6 +24,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
@@ -56,7 +57,7 @@ type Main struct {
 	StoreTimeout time.Duration
 	// OutagePlacement places new users during a store outage within an
 	// escrow held while the store is up (--outage-placement, issue 19).
-	OutagePlacement broker.OutagePlacement
+	OutagePlacement outage.Placement
 	// MaintenanceInterval is the broker's maintenance tick (0 = 5s; a
 	// hidden flag, for tests).
 	MaintenanceInterval time.Duration

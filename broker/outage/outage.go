@@ -1,8 +1,9 @@
-package broker
+package outage
 
 import (
-	"context"
+	"cmp"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -11,15 +12,90 @@ import (
 	"github.com/vdibroker/vdibroker/placement"
 )
 
-// What the service does while its store is down (issue 19): reconnects of
-// users it knows are answered from memory, new connects are refused with
+// Config is what a Mode needs. Health, Store, Views and Answer are
+// required.
+type Config struct {
+	// Health is the store's health the guarded store keeps.
+	Health *Health
+	// Store is the broker's store, guarded (Guard).
+	Store vdibroker.Store
+	// Views are the broker's pool views.
+	Views *poolview.Views
+	// Answer is a connect's answer for host at addr (its .rdp file).
+	Answer func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse
+	Logger *slog.Logger // nil discards logs
+	// Now returns the current time (nil = time.Now).
+	Now func() time.Time
+	// Placement configures outage placement (off unless Enabled).
+	Placement Placement
+	// MaintenanceInterval is the broker's: the escrow is renewed at least
+	// every two of them (0 = 5s).
+	MaintenanceInterval time.Duration
+	// NewID returns a new session's id (outage placement).
+	NewID func(now time.Time) string
+}
+
+// Mode is what the broker does while its store is down: reconnects of
+// users it knows are answered from memory, new users are placed within
+// this replica's escrow (outage placement) or refused with
 // StoreUnavailable and Retry-After, and heartbeats are accepted and kept
 // (the latest per host, with every command result) to be written when the
 // store is back.
+type Mode struct {
+	health  *Health
+	store   vdibroker.Store
+	views   *poolview.Views
+	answer  func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse
+	log     *slog.Logger
+	now     func() time.Time
+	held    heldHeartbeats
+	reports reports
+	escrow  *escrowKeeper // nil: outage placement off
+	newID   func(now time.Time) string
+}
 
-// storeIsDown reports whether err is the store's outage.
-func storeIsDown(err error) bool {
+// New returns the outage mode of a broker; Run starts its escrow.
+func New(cfg Config) *Mode {
+	m := &Mode{health: cfg.Health, store: cfg.Store, views: cfg.Views, answer: cfg.Answer, log: cfg.Logger, now: cfg.Now,
+		newID: cfg.NewID}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if cfg.Placement.Enabled {
+		m.escrow = newEscrowKeeper(m, cfg.Placement, cmp.Or(cfg.MaintenanceInterval, 5*time.Second))
+	}
+	return m
+}
+
+// Run renews this replica's escrow until stop, then gives it back (Wait
+// waits for that); nothing without outage placement.
+func (m *Mode) Run(stop <-chan struct{}) {
+	if m.escrow != nil {
+		m.escrow.run(stop)
+	}
+}
+
+// Wait waits for Run to end, after stop.
+func (m *Mode) Wait() {
+	if m.escrow != nil {
+		m.escrow.wg.Wait()
+	}
+}
+
+// IsStoreDown reports whether err is the store's outage (StoreUnavailable).
+func IsStoreDown(err error) bool {
 	return vdibroker.ErrorCode(err) == vdibroker.EStoreUnavailable
+}
+
+// Connect is the connect path's one fallback while the store is down
+// (cause is the StoreUnavailable that said so, or nil): the user's known
+// session answered from memory, else a new one placed within this
+// replica's escrow, else cause.
+func (m *Mode) Connect(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+	return m.reconnectFromMemory(v, req, cause)
 }
 
 // reconnectFromMemory answers a connect while the store is down: the
@@ -27,8 +103,8 @@ func storeIsDown(err error) bool {
 // sees that host taking sessions (R-C1, R-H1). Anything else would need
 // the store (a new session, ending a lost one, R-S3) and is refused with
 // cause, a StoreUnavailable error.
-func (s *Service) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
-	if !storeIsDown(cause) {
+func (m *Mode) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+	if !IsStoreDown(cause) {
 		cause = unavailable(errors.New("store down"))
 	}
 	pool, loaded := v.Pool()
@@ -37,20 +113,20 @@ func (s *Service) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectReq
 	}
 	k, ok := v.KnownSession(req.User)
 	if !ok || k.ID == "" {
-		return s.placeInOutage(v, req, cause) // escrow.go; cause when off
+		return m.placeInOutage(v, req, cause) // escrow.go; cause when off
 	}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" && req.SessionHost != k.Host {
 		return nil, cause
 	}
-	now := s.now()
+	now := m.now()
 	h, addr, known := v.Host(k.Host)
-	if !known || !vdibroker.Placeable(placement.Status(&h, pool.HeartbeatTimeout(), s.outageTime(&h, now))) {
+	if !known || !vdibroker.Placeable(placement.Status(&h, pool.HeartbeatTimeout(), m.outageTime(&h, now))) {
 		return nil, cause // R-C1 would end it and place anew
 	}
 	// Is the session still there? The host's last report says so for a
 	// logged-on user; a Pending session the host has not reported is
 	// answered while its user may still be logging on (R-S3).
-	reported, known, goneAt := s.reports.has(hostKey{pool.Name, k.Host}, req.User)
+	reported, known, goneAt := m.reports.has(hostKey{pool.Name, k.Host}, req.User)
 	switch {
 	case reported:
 	case !goneAt.IsZero() && !goneAt.Before(k.CreateTime):
@@ -62,12 +138,12 @@ func (s *Service) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectReq
 	default:
 		return nil, cause // ended since (logged off), or expired (R-S3)
 	}
-	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, k.Host, addr)}
+	a := &vdibroker.ConnectAnswer{ConnectResponse: m.answer(pool, req, k.Host, addr)}
 	a.Reconnect, a.DryRun, a.State = true, req.DryRun, k.State
 	if !req.DryRun {
 		a.SessionID = k.ID
 	}
-	s.log.Info("reconnect answered from memory during a store outage", "pool", pool.Name, "user", req.User, "host", k.Host)
+	m.log.Info("reconnect answered from memory during a store outage", "pool", pool.Name, "user", req.User, "host", k.Host)
 	return a, nil
 }
 
@@ -79,8 +155,8 @@ func (s *Service) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectReq
 // as it was then; one it has heard from (holdHeartbeat puts the heartbeat
 // in the view) is judged now, its shutdown or failed health check
 // included. A host that was silent already when the outage began stays so.
-func (s *Service) outageTime(h *placement.Host, now time.Time) time.Time {
-	if st := s.health.Status(); !st.Up && !st.Since.IsZero() && st.Since.Before(now) &&
+func (m *Mode) outageTime(h *placement.Host, now time.Time) time.Time {
+	if st := m.health.Status(); !st.Up && !st.Since.IsZero() && st.Since.Before(now) &&
 		(h.LastHeartBeat == nil || !h.LastHeartBeat.After(st.Since)) {
 		return st.Since
 	}
@@ -146,15 +222,15 @@ func (hh *heldHeartbeats) keys() []hostKey {
 	return ks
 }
 
-// holdHeartbeat accepts a heartbeat while the store is down: it is kept
+// HoldHeartbeat accepts a heartbeat while the store is down: it is kept
 // for later, the view sees the host alive (so it stays placeable for
 // reconnects, and does not turn Unavailable when the store returns), and
 // the answer carries no commands (they are in the store).
-func (s *Service) holdHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest, now time.Time) *vdibroker.HeartbeatResult {
-	s.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
-	s.held.hold(hostKey{host.HostPool, host.Name}, hb, now)
+func (m *Mode) HoldHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest, now time.Time) *vdibroker.HeartbeatResult {
+	m.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
+	m.held.hold(hostKey{host.HostPool, host.Name}, hb, now)
 	res := &vdibroker.HeartbeatResult{}
-	v := s.views.Peek(host.HostPool)
+	v := m.views.Peek(host.HostPool)
 	if v == nil {
 		return res
 	}
@@ -163,26 +239,34 @@ func (s *Service) holdHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.Heart
 	return res
 }
 
-// applyHeld writes the heartbeats held during an outage, once the store is
-// back: reconciliation (R-S2) runs on each as it would have then.
-func (s *Service) applyHeld() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n := 0
-	for _, k := range s.held.keys() {
-		_, err := s.applyHeartbeat(ctx, k, nil, time.Time{})
-		switch {
-		case err == nil:
-			n++
-		case storeIsDown(err):
-			return // down again: the rest waits for the next recovery
-		default:
-			s.log.Error("apply a heartbeat held during the outage", "pool", k.pool, "host", k.host, "err", err)
-		}
+// Hold keeps hb, received at at, for host, to be written once the store
+// is back (a write that failed gives it back).
+func (m *Mode) Hold(pool, host string, hb *vdibroker.HeartbeatRequest, at time.Time) {
+	m.held.hold(hostKey{pool, host}, hb, at)
+}
+
+// TakeHeld returns and forgets host's held heartbeat and when it came
+// (nil when none).
+func (m *Mode) TakeHeld(pool, host string) (*vdibroker.HeartbeatRequest, time.Time) {
+	if h := m.held.take(hostKey{pool, host}); h != nil {
+		return h.hb, h.at
 	}
-	if n > 0 {
-		s.log.Info("applied the heartbeats held during the outage", "hosts", n)
+	return nil, time.Time{}
+}
+
+// HeldHosts returns the hosts with a held heartbeat, as pool and host.
+func (m *Mode) HeldHosts() [][2]string {
+	var out [][2]string
+	for _, k := range m.held.keys() {
+		out = append(out, [2]string{k.pool, k.host})
 	}
+	return out
+}
+
+// Report records the users of host's heartbeat at now, so a reconnect
+// answered from memory is one to a session the host still has.
+func (m *Mode) Report(pool, host string, sessions []vdibroker.AgentSession, now time.Time) {
+	m.reports.set(hostKey{pool, host}, sessions, now)
 }
 
 // reports keeps, per host, the users its agent's last heartbeat reported

@@ -1,4 +1,4 @@
-package broker
+package outage
 
 import (
 	"context"
@@ -32,6 +32,45 @@ type Health struct {
 	interval           time.Duration // between pings of the watch and the probe
 	timeout            time.Duration // of one ping: the store timeout
 	stop               <-chan struct{}
+}
+
+// HealthConfig is what a Health needs.
+type HealthConfig struct {
+	// Ping asks the store whether it answers (the store's own Ping).
+	Ping func(ctx context.Context) error
+	// Timeout bounds a ping: the store timeout.
+	Timeout time.Duration
+	// Interval is the wait between the pings of the watch and the probe
+	// (0 = the smaller of Timeout and 1s).
+	Interval time.Duration
+	Logger   *slog.Logger // nil discards logs
+	// Now returns the current time (nil = time.Now).
+	Now func() time.Time
+	// Stop ends the watch and the probe.
+	Stop <-chan struct{}
+}
+
+// NewHealth returns the health of a store that is up; Watch starts
+// watching it.
+func NewHealth(cfg HealthConfig) *Health {
+	h := &Health{log: cfg.Logger, now: cfg.Now, ping: cfg.Ping, timeout: cfg.Timeout, interval: cfg.Interval, stop: cfg.Stop}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.interval <= 0 {
+		h.interval = min(h.timeout, time.Second)
+	}
+	return h
+}
+
+// OnUp adds hooks that run, in order, each time an outage ends.
+func (h *Health) OnUp(hooks ...func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onUp = append(h.onUp, hooks...)
 }
 
 // Status returns the store's health now.
@@ -90,10 +129,10 @@ func (h *Health) recovered() {
 	}
 }
 
-// watch pings the store every interval while it is up, so an outage is
+// Watch pings the store every interval while it is up, so an outage is
 // known within about two intervals even when no request comes (the probe
-// takes over while it is down).
-func (h *Health) watch() {
+// takes over while it is down). It returns at Stop.
+func (h *Health) Watch() {
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	for {
@@ -212,7 +251,7 @@ func (e *storeDown) Unwrap() []error {
 		RetryAfter: retryAfter}}
 }
 
-// credit moves a heartbeat time that fell in the last outage, or shortly
+// Credit moves a heartbeat time that fell in the last outage, or shortly
 // before it, forward by the outage's length (never past its end): the
 // outage does not count against a host's heartbeat age (R-H1, R-OUT5). A host's
 // heartbeats during an outage may have gone to another replica, which
@@ -221,7 +260,7 @@ func (e *storeDown) Unwrap() []error {
 // and R-C1 would end every session on the host as if it were Unavailable.
 // A host that really went silent turns Unavailable heartbeatTimeout after
 // the end of the outage. at nil is returned as is.
-func (h *Health) credit(at *time.Time) *time.Time {
+func (h *Health) Credit(at *time.Time) *time.Time {
 	if at == nil || h == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package broker
+package outage
 
 import (
 	"context"
@@ -21,6 +21,13 @@ type guardedStore struct {
 }
 
 var _ vdibroker.Store = (*guardedStore)(nil)
+
+// Guard returns st as the broker uses it: every call bounded by timeout,
+// and every failure checked by h, which turns an outage into
+// StoreUnavailable.
+func Guard(st vdibroker.Store, timeout time.Duration, h *Health) vdibroker.Store {
+	return &guardedStore{Store: st, timeout: timeout, health: h}
+}
 
 // errDown is the cause of a call refused during an outage.
 var errDown = errors.New("the store is down; waiting for it to answer a ping")

@@ -1,4 +1,4 @@
-package broker
+package outage
 
 import (
 	"context"
@@ -58,10 +58,12 @@ func TestGuardBoundsAHungStore(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	hung := &hungStore{Store: st, release: make(chan struct{})}
 	t.Cleanup(func() { close(hung.release) })
-	s := New(Config{Store: hung, StoreTimeout: 200 * time.Millisecond, MaintenanceInterval: time.Hour})
-	t.Cleanup(func() { s.Close() })
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	h := NewHealth(HealthConfig{Ping: hung.Ping, Timeout: 200 * time.Millisecond, Stop: stop})
+	guarded := Guard(hung, 200*time.Millisecond, h)
 	t0 := time.Now()
-	_, err = s.Store().GetHostPool(t.Context(), "p")
+	_, err = guarded.GetHostPool(t.Context(), "p")
 	if took := time.Since(t0); took > 2*time.Second {
 		t.Errorf("a hung store call took %v; the store timeout is 200ms (and a 200ms ping)", took)
 	}
@@ -71,7 +73,7 @@ func TestGuardBoundsAHungStore(t *testing.T) {
 	if vdibroker.ErrorRetryAfter(err) <= 0 {
 		t.Errorf("StoreUnavailable without RetryAfter: %v", err)
 	}
-	if st := s.StoreHealth().Status(); st.Up || st.Reason == "" {
+	if st := h.Status(); st.Up || st.Reason == "" {
 		t.Errorf("health after a hung store: %+v, want down with a reason", st)
 	}
 }
