@@ -18,6 +18,7 @@ require (
 	golang.org/x/oauth2 v0.38.0
 	golang.org/x/time v0.16.0
 	gonum.org/v1/plot v0.17.0
+	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab
 	modernc.org/sqlite v1.62.0
 	pgregory.net/rapid v1.3.0
 )

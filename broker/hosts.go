@@ -281,7 +281,7 @@ type cachedFigures struct {
 }
 
 func (f *poolFigures) get(ctx context.Context, s *Service, pool string) (loadindex.Pool, error) {
-	now := time.Now()
+	now := s.now()
 	f.mu.Lock()
 	c, ok := f.m[pool]
 	f.mu.Unlock()

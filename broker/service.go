@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/broker/poolview"
@@ -19,9 +21,11 @@ import (
 type Config struct {
 	Store  vdibroker.Store
 	Logger *slog.Logger // nil discards logs
-	// Now returns the current time (nil = time.Now). Status (R-H1), expiry
-	// and placement decisions use it.
-	Now func() time.Time
+	// Clock is the service's time: Now for status (R-H1), expiry and
+	// placement decisions, and the tickers of its loops (maintenance, the
+	// store's health, the escrow, the power poll). nil = the real clock;
+	// tests step a fake one.
+	Clock clock.WithTicker
 	// Rand returns a uniform integer in [0, n) for placement draws (nil =
 	// math/rand/v2).
 	Rand func(n int) int
@@ -61,7 +65,8 @@ type Config struct {
 type Service struct {
 	store vdibroker.Store
 	log   *slog.Logger
-	now   func() time.Time
+	clock clock.WithTicker
+	now   func() time.Time // clock.Now
 	rand  func(n int) int
 	rdp   []rdp.Property
 
@@ -88,7 +93,7 @@ func New(cfg Config) *Service {
 	s := &Service{
 		store:     cfg.Store,
 		log:       cfg.Logger,
-		now:       cfg.Now,
+		clock:     cfg.Clock,
 		rand:      cfg.Rand,
 		retention: cfg.Retention,
 		rdp:       cfg.RDPProperties,
@@ -98,9 +103,10 @@ func New(cfg Config) *Service {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
 	}
+	s.now = s.clock.Now
 	if s.rand == nil {
 		s.rand = rand.IntN
 	}
@@ -114,7 +120,7 @@ func New(cfg Config) *Service {
 	}
 	// Every store call goes through the guard: bounded by the store
 	// timeout, and StoreUnavailable while the health says it is down.
-	s.health = outage.NewHealth(outage.HealthConfig{Ping: cfg.Store.Ping, Timeout: timeout, Logger: s.log, Now: s.now, Stop: s.stop})
+	s.health = outage.NewHealth(outage.HealthConfig{Ping: cfg.Store.Ping, Timeout: timeout, Logger: s.log, Clock: s.clock, Stop: s.stop})
 	s.store = outage.Guard(cfg.Store, timeout, s.health)
 	s.views = poolview.New(poolview.Config{Store: s.store, Logger: s.log, Now: s.now, Rand: s.rand,
 		Observe: cfg.ObservePlacement, Credit: s.health.Credit,
@@ -123,16 +129,16 @@ func New(cfg Config) *Service {
 		},
 		Unwritten: func(pool, host string) int { return s.outage.Unwritten(pool, host) }})
 	s.outage = outage.New(outage.Config{Health: s.health, Store: s.store, Views: s.views, Answer: s.answer, Logger: s.log,
-		Now: s.now, Placement: cfg.OutagePlacement, MaintenanceInterval: interval, NewID: newSessionID})
+		Clock: s.clock, Placement: cfg.OutagePlacement, MaintenanceInterval: interval, NewID: newSessionID})
 	// When the store is back: the outage's sessions are written before
 	// the held heartbeats are applied, which would adopt them.
 	s.health.OnUp(s.outage.WriteOutagePlacements, s.applyHeld, s.views.MarkAllStale)
 	s.idem = newIdempotency(s.now)
 	s.outage.Run(s.stop)
-	go s.maintain(interval)
+	go s.maintain(s.clock.NewTicker(interval), interval)
 	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: s.views.RefreshHost,
-		Now: s.now, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down})
-	go s.health.Watch()
+		Clock: s.clock, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down})
+	s.health.Watch()
 	return s
 }
 
@@ -179,9 +185,8 @@ func (s *Service) Close() error {
 
 // maintain runs the background work: pending timeout (R-S3) and refreshing
 // the placement views.
-func (s *Service) maintain(interval time.Duration) {
+func (s *Service) maintain(t clock.Ticker, interval time.Duration) {
 	defer close(s.done)
-	t := time.NewTicker(interval)
 	defer t.Stop()
 	// Close cancels work in progress, so it never waits for a slow store.
 	base, stop := context.WithCancel(context.Background())
@@ -197,7 +202,7 @@ func (s *Service) maintain(interval time.Duration) {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if !s.health.Down() {
 			// During an outage the store refuses it, and the outage

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/internal/keyed"
 )
@@ -62,8 +64,9 @@ type ServiceConfig struct {
 	// changed into the broker's placement view, so the next connect sees
 	// it.
 	Refresh func(ctx context.Context, pool, host string)
-	// Now returns the current time (nil = time.Now).
-	Now    func() time.Time
+	// Clock is the service's time and the ticker of its poll (nil = the
+	// real clock).
+	Clock  clock.WithTicker
 	Logger *slog.Logger // nil discards logs
 	// PollInterval is how often the status of stopping hosts is asked of
 	// their drivers (0 = 30s).
@@ -79,7 +82,8 @@ type Service struct {
 	store   Store
 	drivers Set
 	refresh func(ctx context.Context, pool, host string)
-	now     func() time.Time
+	clock   clock.WithTicker
+	now     func() time.Time // clock.Now
 	log     *slog.Logger
 
 	mu      sync.Mutex
@@ -97,14 +101,15 @@ var _ vdibroker.PowerService = (*Service)(nil)
 // NewService returns a power service and, with drivers, starts polling the
 // stopping hosts' status.
 func NewService(cfg ServiceConfig) *Service {
-	s := &Service{store: cfg.Store, drivers: cfg.Drivers, refresh: cfg.Refresh, now: cfg.Now, log: cfg.Logger,
+	s := &Service{store: cfg.Store, drivers: cfg.Drivers, refresh: cfg.Refresh, clock: cfg.Clock, log: cfg.Logger,
 		stop: make(chan struct{})}
 	if s.refresh == nil {
 		s.refresh = func(context.Context, string, string) {}
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
 	}
+	s.now = s.clock.Now
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -118,7 +123,7 @@ func NewService(cfg ServiceConfig) *Service {
 			down = func() bool { return false }
 		}
 		s.pollDone = make(chan struct{})
-		go s.pollEvery(poll, down)
+		go s.pollEvery(s.clock.NewTicker(poll), poll, down)
 	}
 	return s
 }
@@ -142,15 +147,14 @@ func (s *Service) Wait() { s.bg.Wait() }
 
 // pollEvery runs pollPower every interval until Close, but while the
 // store is down.
-func (s *Service) pollEvery(interval time.Duration, down func() bool) {
+func (s *Service) pollEvery(t clock.Ticker, interval time.Duration, down func() bool) {
 	defer close(s.pollDone)
-	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if down() {
 			continue

@@ -102,9 +102,9 @@ func (k *escrowKeeper) ttl() time.Duration { return 3 * k.renew }
 // run renews the escrows every renew until stop, then gives them back.
 func (k *escrowKeeper) run(stop <-chan struct{}) {
 	k.wg.Add(1)
+	t := k.m.clock.NewTicker(k.renew)
 	go func() {
 		defer k.wg.Done()
-		t := time.NewTicker(k.renew)
 		defer t.Stop()
 		k.renewOnce()
 		for {
@@ -112,7 +112,7 @@ func (k *escrowKeeper) run(stop <-chan struct{}) {
 			case <-stop:
 				k.release()
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 			k.renewOnce()
 		}

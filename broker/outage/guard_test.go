@@ -6,11 +6,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"log/slog"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/store"
@@ -121,12 +123,14 @@ func TestHealthRecoversAfterAFlap(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: ping, interval: 20 * time.Millisecond,
-		timeout: 20 * time.Millisecond, stop: stop}
-	flapped := make(chan struct{})
-	var once sync.Once
-	h.onUp = append(h.onUp, func() {
-		once.Do(func() {
+	fc := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	h := NewHealth(HealthConfig{Ping: ping, Timeout: 20 * time.Millisecond, Interval: 20 * time.Millisecond, Clock: fc, Stop: stop})
+	flapped, again := make(chan struct{}), make(chan struct{})
+	recoveries := 0
+	h.OnUp(func() {
+		recoveries++ // the probes run one at a time
+		switch recoveries {
+		case 1:
 			mu.Lock()
 			up = false // down again while recovering
 			mu.Unlock()
@@ -138,23 +142,48 @@ func TestHealthRecoversAfterAFlap(t *testing.T) {
 			up = true // and back for good
 			mu.Unlock()
 			close(flapped)
-		})
+		case 2:
+			close(again)
+		}
 	})
-	h.fail("connection refused")
+	h.fail("connection refused") // its prober's ticker is set by now
 	mu.Lock()
 	up = true
 	mu.Unlock()
-	select {
-	case <-flapped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the store came back but the recovery hooks did not run")
+	fc.Step(20 * time.Millisecond) // the prober's ping answers: the hooks run
+	// The hook's failed write is confirmed by a second ping 200 ms after
+	// the first: once that wait is set (the prober's ticker and it), step.
+	waitWaiters(t, fc, 2)
+	fc.Step(confirmPause)
+	wait(t, flapped, "the recovery hook never saw its flap confirmed")
+	// The flap's outage has a prober of its own: its first tick recovers.
+	fc.Step(20 * time.Millisecond)
+	wait(t, again, "still down after the store came back for good: no prober after the flap")
+	if h.Down() {
+		t.Fatal("the second recovery left the store down")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for h.Down() {
+}
+
+// waitWaiters waits (bounded) until fc has at least n timers and tickers
+// set: a goroutine reached its wait.
+func waitWaiters(t *testing.T, fc *clocktesting.FakeClock, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for fc.Waiters() < n {
 		if time.Now().After(deadline) {
-			t.Fatal("still down 5 s after the store came back for good: no prober after the flap")
+			t.Fatalf("%d waiters on the fake clock after 10 s, want %d", fc.Waiters(), n)
 		}
-		time.Sleep(10 * time.Millisecond)
+		runtime.Gosched()
+	}
+}
+
+// wait waits (bounded) for ch to close.
+func wait(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(msg)
 	}
 }
 
@@ -169,7 +198,7 @@ func TestPingFailureIsConfirmed(t *testing.T) {
 		}
 		return nil
 	}
-	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: ping, interval: time.Hour, timeout: time.Second, stop: make(chan struct{})}
+	h := NewHealth(HealthConfig{Ping: ping, Timeout: time.Second, Interval: time.Hour, Stop: make(chan struct{})})
 	g := &guardedStore{Store: &pingStore{ping: ping}, timeout: time.Second, health: h}
 	g.Ping(t.Context())
 	if h.Down() {

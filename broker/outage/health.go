@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 )
 
@@ -16,8 +18,9 @@ import (
 // short deadline; a failed ping starts an outage, and a prober pings until
 // the store answers again. Changes are logged once each.
 type Health struct {
-	log *slog.Logger
-	now func() time.Time
+	log   *slog.Logger
+	clock clock.WithTicker
+	now   func() time.Time // clock.Now
 
 	mu     sync.Mutex
 	down   bool
@@ -44,8 +47,9 @@ type HealthConfig struct {
 	// (0 = the smaller of Timeout and 1s).
 	Interval time.Duration
 	Logger   *slog.Logger // nil discards logs
-	// Now returns the current time (nil = time.Now).
-	Now func() time.Time
+	// Clock is the health's time and the tickers of its watch and probe
+	// (nil = the real clock).
+	Clock clock.WithTicker
 	// Stop ends the watch and the probe.
 	Stop <-chan struct{}
 }
@@ -53,13 +57,14 @@ type HealthConfig struct {
 // NewHealth returns the health of a store that is up; Watch starts
 // watching it.
 func NewHealth(cfg HealthConfig) *Health {
-	h := &Health{log: cfg.Logger, now: cfg.Now, ping: cfg.Ping, timeout: cfg.Timeout, interval: cfg.Interval, stop: cfg.Stop}
+	h := &Health{log: cfg.Logger, clock: cfg.Clock, ping: cfg.Ping, timeout: cfg.Timeout, interval: cfg.Interval, stop: cfg.Stop}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	if h.now == nil {
-		h.now = time.Now
+	if h.clock == nil {
+		h.clock = clock.RealClock{}
 	}
+	h.now = h.clock.Now
 	if h.interval <= 0 {
 		h.interval = min(h.timeout, time.Second)
 	}
@@ -102,7 +107,7 @@ func (h *Health) fail(reason string) {
 	h.log.Error("store unavailable: brokering from memory until it is back", "reason", reason)
 	if !h.probing {
 		h.probing = true
-		go h.probe()
+		go h.probe(h.clock.NewTicker(h.interval))
 	}
 }
 
@@ -129,17 +134,21 @@ func (h *Health) recovered() {
 	}
 }
 
-// Watch pings the store every interval while it is up, so an outage is
-// known within about two intervals even when no request comes (the probe
-// takes over while it is down). It returns at Stop.
+// Watch starts pinging the store every interval while it is up, so an
+// outage is known within about two intervals even when no request comes
+// (the probe takes over while it is down), until Stop.
 func (h *Health) Watch() {
-	t := time.NewTicker(h.interval)
+	t := h.clock.NewTicker(h.interval)
+	go h.watch(t)
+}
+
+func (h *Health) watch(t clock.Ticker) {
 	defer t.Stop()
 	for {
 		select {
 		case <-h.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if h.Down() {
 			continue
@@ -161,7 +170,7 @@ func (h *Health) confirm(timeout time.Duration) error {
 			select {
 			case <-h.stop:
 				return err
-			case <-time.After(confirmPause):
+			case <-h.clock.After(confirmPause):
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -182,8 +191,7 @@ func (h *Health) confirmTimeout() time.Duration { return min(h.timeout, time.Sec
 const confirmPause = 200 * time.Millisecond
 
 // probe pings the store every interval until it answers.
-func (h *Health) probe() {
-	t := time.NewTicker(h.interval)
+func (h *Health) probe(t clock.Ticker) {
 	defer t.Stop()
 	for {
 		select {
@@ -192,7 +200,7 @@ func (h *Health) probe() {
 			h.probing = false
 			h.mu.Unlock()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 		err := h.ping(ctx)

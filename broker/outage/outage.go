@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/placement"
@@ -24,8 +26,9 @@ type Config struct {
 	// Answer is a connect's answer for host at addr (its .rdp file).
 	Answer func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse
 	Logger *slog.Logger // nil discards logs
-	// Now returns the current time (nil = time.Now).
-	Now func() time.Time
+	// Clock is the mode's time and the ticker of the escrow's renewals
+	// (nil = the real clock).
+	Clock clock.WithTicker
 	// Placement configures outage placement (off unless Enabled).
 	Placement Placement
 	// MaintenanceInterval is the broker's: the escrow is renewed at least
@@ -47,7 +50,8 @@ type Mode struct {
 	views   *poolview.Views
 	answer  func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse
 	log     *slog.Logger
-	now     func() time.Time
+	clock   clock.WithTicker
+	now     func() time.Time // clock.Now
 	held    heldHeartbeats
 	reports reports
 	escrow  *escrowKeeper // nil: outage placement off
@@ -56,14 +60,15 @@ type Mode struct {
 
 // New returns the outage mode of a broker; Run starts its escrow.
 func New(cfg Config) *Mode {
-	m := &Mode{health: cfg.Health, store: cfg.Store, views: cfg.Views, answer: cfg.Answer, log: cfg.Logger, now: cfg.Now,
+	m := &Mode{health: cfg.Health, store: cfg.Store, views: cfg.Views, answer: cfg.Answer, log: cfg.Logger, clock: cfg.Clock,
 		newID: cfg.NewID}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
 	}
-	if m.now == nil {
-		m.now = time.Now
+	if m.clock == nil {
+		m.clock = clock.RealClock{}
 	}
+	m.now = m.clock.Now
 	if cfg.Placement.Enabled {
 		m.escrow = newEscrowKeeper(m, cfg.Placement, cmp.Or(cfg.MaintenanceInterval, 5*time.Second))
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
 	"github.com/vdibroker/vdibroker/internal/keyed"
@@ -40,6 +42,10 @@ type Config struct {
 	ObserveConnect func(outcome, pod string)
 	// ObservePodCall, when set, is called after every pod-to-pod call.
 	ObservePodCall func(peer, op string, d time.Duration, err error)
+	// Clock is the time of the caches (the document for docTTL, peer
+	// loads for LoadTTL) and of the peers' last contact (nil = the real
+	// clock).
+	Clock clock.PassiveClock
 }
 
 // Hosts reads a pool's hosts and fills their read-time fields (status,
@@ -55,6 +61,7 @@ type Hosts interface {
 type Service struct {
 	cfg   Config
 	log   *slog.Logger
+	clock clock.PassiveClock
 	locks keyed.Mutex
 
 	mu    sync.Mutex
@@ -78,7 +85,11 @@ func New(cfg Config) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, log: log, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{}}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{}}
 }
 
 // Pod is this pod's name.
@@ -133,7 +144,7 @@ func (g *Service) Document(ctx context.Context) (*vdibroker.Federation, error) {
 	g.mu.Lock()
 	doc, at := g.doc, g.docAt
 	g.mu.Unlock()
-	if doc != nil && time.Since(at) < docTTL {
+	if doc != nil && g.clock.Since(at) < docTTL {
 		return doc, nil
 	}
 	doc, err := g.cfg.Store.GetFederation(ctx)
@@ -141,7 +152,7 @@ func (g *Service) Document(ctx context.Context) (*vdibroker.Federation, error) {
 		return nil, err
 	}
 	g.mu.Lock()
-	g.doc, g.docAt = doc, time.Now()
+	g.doc, g.docAt = doc, g.clock.Now()
 	g.mu.Unlock()
 	return doc, nil
 }

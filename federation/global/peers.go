@@ -141,7 +141,7 @@ func (g *Service) cachedFailure(pod string) error {
 	default:
 		return nil
 	}
-	if e.err != nil && time.Since(e.at) < g.cfg.LoadTTL {
+	if e.err != nil && g.clock.Since(e.at) < g.cfg.LoadTTL {
 		return e.err
 	}
 	return nil
@@ -157,7 +157,7 @@ func (g *Service) peerLoads(ctx context.Context, p vdibroker.Pod) (*vdibroker.Po
 	if e != nil {
 		select {
 		case <-e.ready:
-			fresh = time.Since(e.at) < g.cfg.LoadTTL
+			fresh = g.clock.Since(e.at) < g.cfg.LoadTTL
 		default:
 			fresh = true // in flight: wait for it
 		}
@@ -169,11 +169,11 @@ func (g *Service) peerLoads(ctx context.Context, p vdibroker.Pod) (*vdibroker.Po
 			// Not tied to the caller: other connects wait for this call.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.PodTimeout)
 			defer cancel()
-			start := time.Now()
+			start := g.clock.Now()
 			resp, err := g.cfg.Peers.Loads(cctx, p)
 			g.observe(p, "loads", start, err, resp)
 			g.mu.Lock()
-			e.resp, e.err, e.at = resp, err, time.Now()
+			e.resp, e.err, e.at = resp, err, g.clock.Now()
 			g.mu.Unlock()
 			close(e.ready)
 		}()
@@ -200,7 +200,7 @@ func (g *Service) markFailed(pod string, err error) {
 	ready := make(chan struct{})
 	close(ready)
 	g.mu.Lock()
-	g.loads[pod] = &loadEntry{err: err, at: time.Now(), ready: ready}
+	g.loads[pod] = &loadEntry{err: err, at: g.clock.Now(), ready: ready}
 	g.mu.Unlock()
 }
 
@@ -226,7 +226,7 @@ func (g *Service) placed(pod, pool string) {
 
 // observe records a pod call in the peer's status and the metrics hook.
 func (g *Service) observe(p vdibroker.Pod, op string, start time.Time, err error, lr *vdibroker.PodLoads) {
-	d := time.Since(start)
+	d := g.clock.Since(start)
 	if g.cfg.ObservePodCall != nil {
 		g.cfg.ObservePodCall(p.Name, op, d, err)
 	}
@@ -242,7 +242,7 @@ func (g *Service) observe(p vdibroker.Pod, op string, start time.Time, err error
 		ps.Health = g.reason(err)
 		return
 	}
-	now := time.Now().UTC()
+	now := g.clock.Now().UTC()
 	ps.LastContact, ps.Health = &now, "ok"
 	if lr != nil {
 		ps.Generation = lr.Generation
@@ -252,7 +252,7 @@ func (g *Service) observe(p vdibroker.Pod, op string, start time.Time, err error
 func (g *Service) callSessions(ctx context.Context, p vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
-	start := time.Now()
+	start := g.clock.Now()
 	s, err := g.cfg.Peers.Sessions(ctx, p, req)
 	g.observe(p, "sessions", start, err, nil)
 	return s, err
@@ -261,7 +261,7 @@ func (g *Service) callSessions(ctx context.Context, p vdibroker.Pod, req vdibrok
 func (g *Service) callConnect(ctx context.Context, p vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
-	start := time.Now()
+	start := g.clock.Now()
 	a, err := g.cfg.Peers.Connect(ctx, p, req)
 	var e *vdibroker.Error
 	callErr := err

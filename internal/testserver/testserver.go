@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/federation/global"
@@ -18,8 +20,12 @@ import (
 // Config is what a test varies: the store and the settings of the broker
 // service and of the server (see broker.Config and http.Config).
 type Config struct {
-	Store               vdibroker.Store
-	Logger              *slog.Logger
+	Store  vdibroker.Store
+	Logger *slog.Logger
+	// Clock is the broker service's (nil = the real clock); Now, when
+	// set instead, is the real clock with another time: a test's clock
+	// moved forward by hand, whose tickers tick in real time.
+	Clock               clock.WithTicker
 	Now                 func() time.Time
 	Rand                func(n int) int
 	AdminToken          string
@@ -49,7 +55,11 @@ type Server struct {
 
 // New returns a server on a new broker service on cfg.Store.
 func New(cfg Config) *Server {
-	svc := broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, Rand: cfg.Rand,
+	clk := cfg.Clock
+	if clk == nil && cfg.Now != nil {
+		clk = skewed{now: cfg.Now}
+	}
+	svc := broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Clock: clk, Rand: cfg.Rand,
 		MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
 		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers})
 	services := svc.Services()
@@ -64,3 +74,12 @@ func New(cfg Config) *Server {
 
 // Close stops the broker service.
 func (s *Server) Close() error { return s.Broker.Close() }
+
+// skewed is the real clock with another Now.
+type skewed struct {
+	clock.RealClock
+	now func() time.Time
+}
+
+func (c skewed) Now() time.Time                  { return c.now() }
+func (c skewed) Since(t time.Time) time.Duration { return c.now().Sub(t) }
