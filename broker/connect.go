@@ -165,7 +165,7 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 			}
 			if vdibroker.ErrorCode(err) == vdibroker.ENoCapacity && !req.DryRun {
 				// R-A4: a stopped host may be started for the user
-				// (power.go), who is answered HostStarting.
+				// (the power service), who is answered HostStarting.
 				if serr := s.power.StartOnConnect(ctx, pool, req.User); serr != nil {
 					return nil, false, serr
 				}
@@ -314,7 +314,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 		// a MultiplePersistent user from getting a second session on a
 		// host where one is already open.
 		// A session the broker placed comes before one a host reported
-		// (adopted): a host's report cannot draw a user away (issue 14).
+		// (adopted): a host's report cannot draw a user away (R-S2).
 		live := v.Placeable(us.SessionHost, hbTimeout, now)
 		switch {
 		case best == nil,

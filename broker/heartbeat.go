@@ -17,7 +17,7 @@ import (
 // Heartbeat applies host's heartbeat (R-S2 reconciliation, R-S3, R-S5)
 // synchronously, so the counts reflect it when the answer arrives, and
 // updates the pool's view with the result. While the store is down it is
-// held and written when the store is back (issue 19); the result then has
+// held and written when the store is back (R-OUT1); the result then has
 // the pool's settings and no commands.
 //
 // A heartbeat whose hb.CredentialHash is no longer the host's is refused

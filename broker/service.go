@@ -30,8 +30,11 @@ type Config struct {
 	// math/rand/v2).
 	Rand func(n int) int
 	// MaintenanceInterval is how often the background loop ends expired
-	// Pending sessions (R-S3) and marks the placement views for a refresh
-	// from the store (so changes made by other replicas are seen). 0 = 5s.
+	// Pending sessions (R-S3), reads again from the store the pool views
+	// used since the last tick (so changes made by other replicas are
+	// seen; an idle view is only marked stale, and its next connect reads
+	// it), learns the sessions opened since (for reconnects during an
+	// outage), and prunes the history when due. 0 = 5s.
 	MaintenanceInterval time.Duration
 	// ObservePlacement, when set, is called with the pool's load balancer
 	// type and the engine's decision time of every connect (for example
@@ -39,25 +42,25 @@ type Config struct {
 	ObservePlacement func(algorithm string, d time.Duration)
 	// Retention is how long ended sessions, delivered commands and expired
 	// tokens are kept; the maintenance loop prunes older ones once an hour
-	// (issue 14). 0 keeps them forever.
+	// (serve --retention). 0 keeps them forever.
 	Retention time.Duration
 	// StoreTimeout bounds every store call (0 = 5s): a database that does
-	// not answer in time is treated as down (issue 19), so no request
+	// not answer in time is treated as down (R-OUT1), so no request
 	// waits longer than this for it.
 	StoreTimeout time.Duration
 	// RDPProperties are the admin's extra .rdp properties, from
 	// rdp.ParseProperties, in every connect's rdpFile (AVD's
 	// customRdpProperty).
 	RDPProperties []rdp.Property
-	// PowerDrivers are the drivers of serve --power-config (issue 17); a
+	// PowerDrivers are the drivers of serve --power-config (R-A4); a
 	// pool's powerDriver must name one of them.
 	PowerDrivers power.Set
 	// PowerPollInterval is how often the status of stopping hosts is asked
 	// of their drivers (0 = 30s).
 	PowerPollInterval time.Duration
 	// OutagePlacement lets the service place new users during a store
-	// outage within an escrow it holds while the store is up (issue 19;
-	// package outage).
+	// outage within an escrow it holds while the store is up (R-OUT2,
+	// R-OUT3; package outage).
 	OutagePlacement outage.Placement
 }
 
@@ -215,7 +218,7 @@ func (s *Service) maintain(t clock.Ticker, interval time.Duration) {
 		// every commit, R-D3). A connect that found its view marked stale
 		// read it itself, and every connect of the pool waited for that
 		// read: a quarter of a second for a 10,000-host pool on PostgreSQL
-		// under a full pod's load, every tick (issue 13, connect p99).
+		// under a full pod's load, every tick (connect p99, BENCHMARKS.md).
 		// During an outage the store cannot be read: the next connect
 		// re-reads once it is back.
 		if s.health.Down() {

@@ -10,7 +10,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// The audit trail (issue 15). handle starts an entry for every request
+// The audit trail (R-SEC). handle starts an entry for every request
 // (startAudit); for the routes of auditedActions it rides in the request's
 // context, and the store writes it in the transaction of the change
 // (vdibroker.WithAudit). A refusal is written alone (refused). Every entry

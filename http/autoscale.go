@@ -10,7 +10,7 @@ import (
 )
 
 // listAutoscaleEvaluations is GET .../hostpools/{pool}/autoscale/evaluations
-// (issue 17): the autoscaler's evaluations of the pool, newest first,
+// (SPEC §8): the autoscaler's evaluations of the pool, newest first,
 // paged with ?limit= and ?after=<seq> (the nextLink: older ones). Readers
 // may read it; a token scoped to other pools does not see the pool.
 func (s *Server) listAutoscaleEvaluations(w nethttp.ResponseWriter, r *nethttp.Request) error {

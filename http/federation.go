@@ -13,7 +13,7 @@ import (
 	"github.com/vdibroker/vdibroker/federation"
 )
 
-// The Cloud Pod Architecture API (SPEC §7, issue 16): the federation
+// The Cloud Pod Architecture API (SPEC §7): the federation
 // document, global entitlements and their connect, and the pod-to-pod API
 // (federation.LoadsPath and the others), which takes no bearer token but
 // the federation secret's signature.

@@ -6,7 +6,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Power actions (issue 17, R-A4): POST .../sessionhosts/{host}/start and
+// Power actions (R-A4): POST .../sessionhosts/{host}/start and
 // .../stop (?force=true to stop a host with sessions). Contributor and the
 // admin token, within the token's pool scope; the driver that runs is the
 // pool's powerDriver, one of serve --power-config's, never a request's.

@@ -70,7 +70,7 @@ type WhoAmI struct {
 	Role    string `json:"role"`
 	Subject string `json:"subject"`
 	TokenID string `json:"tokenId,omitempty"`
-	// Kind is admin, token or oidc (issue 15).
+	// Kind is admin, token or oidc.
 	Kind string `json:"kind,omitempty"`
 	// HostPools is the caller's scope; absent is every pool.
 	HostPools []string `json:"hostPools,omitempty"`
@@ -90,7 +90,7 @@ type Health struct {
 }
 
 // healthz is GET /healthz: 200 while the store answers, 503 with the
-// reason during an outage (issue 19), within the store timeout either way.
+// reason during an outage (R-OUT1), within the store timeout either way.
 // GET /healthz?live answers 200 whenever the process serves, so an
 // orchestrator does not restart a healthy broker for its database's sake.
 func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {

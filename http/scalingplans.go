@@ -6,7 +6,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Scaling plans (issue 17, SPEC §8): PUT, GET and DELETE
+// Scaling plans (SPEC §8): PUT, GET and DELETE
 // /api/v1/scalingplans/{name} and GET /api/v1/scalingplans. A plan is
 // global (no {pool} in its path): the scaling plan service authorizes a
 // principal scoped to host pools by the plan's pools (R-SP5).

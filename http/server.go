@@ -155,7 +155,7 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		log := s.log.With("request_id", id)
 		orig := r
 		r = r.WithContext(context.WithValue(r.Context(), ctxLogger, log))
-		// Every route's body is bounded (issue 14: the console's forms had
+		// Every route's body is bounded (R-SEC: the console's forms had
 		// no limit), and a multipart form parsed on this copy of the
 		// request is removed here: net/http removes only the original's.
 		r.Body = nethttp.MaxBytesReader(w, r.Body, maxBodyBytes)

@@ -18,7 +18,7 @@ import (
 	"github.com/vdibroker/vdibroker/placement"
 )
 
-// Outage placement (serve --outage-placement, issue 19, R-OUT2, R-OUT3).
+// Outage placement (serve --outage-placement, R-OUT2, R-OUT3).
 //
 // While the store is up, each replica holds in escrow a share of each
 // host's free slots: a row per host in the store (replica, pool, host,

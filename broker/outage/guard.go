@@ -10,7 +10,7 @@ import (
 
 // guardedStore is the store as the service and its transports use it: every
 // call runs under the store timeout, so a paused or unreachable database
-// answers within it instead of hanging (issue 19), and every failure goes
+// answers within it instead of hanging (R-OUT1), and every failure goes
 // through Health, which turns an outage into StoreUnavailable. During an
 // outage calls fail at once; the prober alone asks the store whether it
 // is back.
@@ -122,7 +122,7 @@ func (g *guardedStore) UpdateSessionHost(ctx context.Context, pool, name string,
 	return v, g.health.check(err)
 }
 
-// SetPowerState and SetAutoscaleDrain are the PowerStore (issue 17).
+// SetPowerState and SetAutoscaleDrain are the PowerStore (R-A4).
 func (g *guardedStore) SetPowerState(ctx context.Context, pool, host, state string, now time.Time, from ...string) (v *vdibroker.SessionHost, changed bool, err error) {
 	ctx, cancel, err := g.begin(ctx)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // Health is what the broker knows of its store: up, or down since when and
-// why (issue 19). A store call that fails with anything but a domain error,
+// why (R-OUT1). A store call that fails with anything but a domain error,
 // or runs past the store timeout, is checked at once with a ping under a
 // short deadline; a failed ping starts an outage, and a prober pings until
 // the store answers again. Changes are logged once each.

@@ -72,7 +72,7 @@ type View struct {
 	// gen counts markStale calls, so a reload that read the store before
 	// the latest one does not clear it.
 	gen uint64
-	// hosts is what the view knows of each host beyond the placer's Host:
+	// addrs is what the view knows of each host beyond the placer's Host:
 	// the address the connect answer carries.
 	addrs map[string]string
 	// users maps a user to their open session as far as this server
@@ -102,7 +102,7 @@ type View struct {
 	// begins after it includes every placement up to it (landedMark).
 	lastLanded int64
 	// held is, per host, the slots other replicas hold in escrow for an
-	// outage (issue 19, R-OUT2), as of the last reload: the placer counts
+	// outage (R-OUT2), as of the last reload: the placer counts
 	// them as sessions, and a commit's limit is lowered by them, so no
 	// replica places into another's share.
 	held map[string]int
@@ -553,7 +553,7 @@ func (vs *Views) reload(ctx context.Context, v *View) error {
 // catchUpUsers adds to v's users the pool's sessions opened since the
 // last catch-up (session ids sort by creation time), so that during a store
 // outage this server can answer the reconnects of users placed by other
-// replicas or before a restart (issue 19). Users the view learnt otherwise
+// replicas or before a restart (R-OUT1). Users the view learnt otherwise
 // keep what it learnt. It runs when a view is first loaded and on every
 // maintenance tick, reading at most catchUpBatch sessions a time.
 func (vs *Views) catchUpUsers(ctx context.Context, v *View) error {
@@ -647,7 +647,7 @@ func (v *View) KnowsUser(user string) bool {
 }
 
 // KnownSession is what a view remembers of a user's open session: enough
-// to answer a reconnect from memory while the store is down (issue 19).
+// to answer a reconnect from memory while the store is down (R-OUT1).
 type KnownSession struct {
 	ID, Host, State string
 	CreateTime      time.Time
