@@ -3,7 +3,7 @@
 // registration and API tokens, scaling plans, the audit log, the agent's
 // register and heartbeat, the federation API and the signed pod-to-pod
 // API) plus /healthz, and Client is the typed Go client of the API that the
-// CLI and the tools (demo, loadgen) use.
+// CLI and the demo use.
 //
 // A handler decodes the request, calls one of the broker's services
 // (vdibroker.Services, given by cmd/vdibroker: the server holds the
