@@ -24,10 +24,6 @@ func writeConnect(w nethttp.ResponseWriter, a *vdibroker.ConnectAnswer, err erro
 	if err != nil {
 		return err
 	}
-	status := nethttp.StatusOK
-	if a.Created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, a.ConnectResponse)
+	writeJSON(w, createdStatus(a.Created), a.ConnectResponse)
 	return nil
 }

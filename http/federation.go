@@ -61,11 +61,7 @@ func (s *Server) putFederation(w nethttp.ResponseWriter, r *nethttp.Request) err
 	if err != nil {
 		return err
 	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, &doc)
+	writeJSON(w, createdStatus(created), &doc)
 	return nil
 }
 
@@ -128,11 +124,7 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 	if err != nil {
 		return err
 	}
-	status := nethttp.StatusOK
-	if a.Created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, a)
+	writeJSON(w, createdStatus(a.Created), a)
 	return nil
 }
 

@@ -45,11 +45,7 @@ func (s *Server) putHost(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, got)
+	writeJSON(w, createdStatus(created), got)
 	return nil
 }
 

@@ -99,11 +99,7 @@ func (s *Server) putPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	poolAnswer(w, status, stored)
+	poolAnswer(w, createdStatus(created), stored)
 	return nil
 }
 

@@ -37,6 +37,15 @@ func writeJSON(w nethttp.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
+// createdStatus is the status of a write that created what it answers
+// (201) or changed it (200).
+func createdStatus(created bool) int {
+	if created {
+		return nethttp.StatusCreated
+	}
+	return nethttp.StatusOK
+}
+
 // writeError is the one place an error becomes an answer: the code picks the
 // status (vdibroker.HTTPStatus); internal errors are logged with their
 // details and answered "internal error".

@@ -45,11 +45,7 @@ func (s *Server) putScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) er
 	if err != nil {
 		return err
 	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, stored)
+	writeJSON(w, createdStatus(created), stored)
 	return nil
 }
 
