@@ -1,6 +1,10 @@
 package vdibroker
 
-import "context"
+import (
+	"context"
+	"slices"
+	"time"
+)
 
 // Global entitlement scopes (SPEC §7, R-G3).
 const (
@@ -105,4 +109,269 @@ type FederationStore interface {
 	// global connect's lookup of the user in every pod (R-G1) stays cheap
 	// however many sessions the pools hold.
 	OpenSessionsOfUser(ctx context.Context, user string, pools []string) ([]*UserSession, error)
+}
+
+// The Cloud Pod Architecture service's contract (SPEC §7): the federation
+// document, global entitlements and their connect, and the pod-to-pod
+// calls (R-G5), with what they exchange. The pure rules (validation, the
+// plan of a global connect, the loads) are package federation's.
+
+// FederationService is the federation service of one pod.
+type FederationService interface {
+	// Document returns the stored federation document (NotFound when
+	// none). Callers must not change it.
+	Document(ctx context.Context) (*Federation, error)
+	// PutDocument validates f as this pod sees it and stores it; created
+	// reports that none was stored before. A generation older than the
+	// stored one is refused (Conflict).
+	PutDocument(ctx context.Context, f *Federation) (created bool, err error)
+	// Status is the document, this pod, and what it knows of each peer.
+	Status(ctx context.Context) (*FederationStatus, error)
+	// Entitlements returns every global entitlement (or the one named,
+	// when name is not empty: NotFound when there is none) with its
+	// members' loads.
+	Entitlements(ctx context.Context, name string) ([]EntitlementView, error)
+	// Connect connects a user through global entitlement name: their
+	// existing session in scope first (R-G1), else a new one in the
+	// member pool R-G2..R-G4 choose, made by the chosen pod's own connect.
+	Connect(ctx context.Context, name string, req GlobalConnectRequest) (*GlobalAnswer, error)
+	// Pod is this pod's name.
+	Pod() string
+
+	// The pod side of the pod-to-pod API, for peers whose signature was
+	// checked.
+
+	// PodLoads is this pod's member pools' facts.
+	PodLoads(ctx context.Context) (*PodLoads, error)
+	// PodSessions is the user's open sessions in those of the named pools
+	// that are members of this pod.
+	PodSessions(ctx context.Context, req PodSessionsRequest) (*PodSessions, error)
+	// PodConnect connects a user into one of this pod's member pools.
+	PodConnect(ctx context.Context, req PodConnectRequest) (*ConnectAnswer, error)
+}
+
+// PodClient calls a peer pod over the signed pod-to-pod API (R-G5). The
+// http package implements it; every call is bounded by the ctx it gets.
+type PodClient interface {
+	Loads(ctx context.Context, pod Pod) (*PodLoads, error)
+	Sessions(ctx context.Context, pod Pod, req PodSessionsRequest) ([]*UserSession, error)
+	Connect(ctx context.Context, pod Pod, req PodConnectRequest) (*ConnectAnswer, error)
+}
+
+// GlobalConnectRequest is the body of POST
+// /globalentitlements/{name}/connect.
+type GlobalConnectRequest struct {
+	User   string   `json:"user"`
+	Groups []string `json:"groups,omitempty"`
+	DryRun bool     `json:"dryRun,omitempty"`
+}
+
+// GlobalAnswer is a pool connect's answer plus the pod and site that
+// answered and the decision (R-C7 for global entitlements).
+type GlobalAnswer struct {
+	ConnectResponse
+	Pod      string          `json:"pod"`
+	Site     string          `json:"site"`
+	Decision *GlobalDecision `json:"decision"`
+	Created  bool            `json:"-"`
+}
+
+// FederationStatus is GET /federation: the document, this pod, and what
+// it knows of each peer.
+type FederationStatus struct {
+	Pod      string       `json:"pod"`
+	Site     string       `json:"site"`
+	Document *Federation  `json:"document"`
+	Peers    []PeerStatus `json:"peers"`
+}
+
+// PeerStatus is what this pod knows of a peer from its last calls.
+type PeerStatus struct {
+	Pod         string     `json:"pod"`
+	Site        string     `json:"site"`
+	URL         string     `json:"url"`
+	LastContact *time.Time `json:"lastContact,omitempty"`
+	// Health is "ok", or why the last call failed.
+	Health string `json:"health"`
+	// Generation is the federation generation the peer holds (0: none).
+	Generation int64 `json:"generation"`
+	// GenerationMismatch flags a peer on another generation than this pod.
+	GenerationMismatch bool `json:"generationMismatch,omitempty"`
+	// LatencyMs is the duration of the last call.
+	LatencyMs float64 `json:"latencyMs"`
+}
+
+// EntitlementView is a global entitlement with its members' facts and
+// loads (GET /globalentitlements).
+type EntitlementView struct {
+	GlobalEntitlement
+	Members []MemberView `json:"members"`
+}
+
+// MemberView is one member with what its pod last said of it.
+type MemberView struct {
+	Member
+	Site string `json:"site"`
+	// Load is R-G2 under the entitlement's policy (absent under None or
+	// when unknown).
+	Load  *float64   `json:"load,omitempty"`
+	Facts *PoolFacts `json:"facts,omitempty"`
+	// Error says why the member's pod could not be asked.
+	Error string `json:"error,omitempty"`
+}
+
+// PoolFacts is what a pod tells about one of its member pools: what R-G2's
+// loads and the capacity check need, nothing about users. Pods exchange it
+// over the pod-to-pod API.
+type PoolFacts struct {
+	HostPool string `json:"hostPool"`
+	// Found is false when the pool does not exist on the pod.
+	Found            bool   `json:"found"`
+	LoadBalancerType string `json:"loadBalancerType,omitempty"`
+	MaxSessionLimit  int    `json:"maxSessionLimit,omitempty"`
+	// Hosts is every session host of the pool, whatever its status (the
+	// size of the pool, as Horizon counts VMs).
+	Hosts int `json:"hosts"`
+	// Sessions is the pool's open sessions: Pending, Active and
+	// Disconnected all count (R-G2).
+	Sessions int `json:"sessions"`
+	// LoadIndexes are the load indexes (0..100) of the placeable hosts
+	// that report one, for LoadIndex pools (RDS farms); -1 (load
+	// balancing off) is left out.
+	LoadIndexes []int `json:"loadIndexes,omitempty"`
+	// HasCapacity: some host could take a new session now (placeable, not
+	// drained, under the limit). The pool's own connect has the last word.
+	HasCapacity bool `json:"hasCapacity"`
+}
+
+// PodLoads is a pod's summary of its member pools.
+type PodLoads struct {
+	Pod        string      `json:"pod"`
+	Site       string      `json:"site"`
+	Generation int64       `json:"generation"`
+	Pools      []PoolFacts `json:"pools"`
+}
+
+// PodSessionsRequest asks for a user's open sessions in some pools.
+type PodSessionsRequest struct {
+	User      string   `json:"user"`
+	HostPools []string `json:"hostPools"`
+}
+
+// PodSessions lists them.
+type PodSessions struct {
+	Sessions []*UserSession `json:"sessions"`
+}
+
+// PodConnectRequest asks a pod to connect a user into one of its pools on
+// behalf of a global entitlement.
+type PodConnectRequest struct {
+	GlobalEntitlement string `json:"globalEntitlement"`
+	HostPool          string `json:"hostPool"`
+	User              string `json:"user"`
+	DryRun            bool   `json:"dryRun,omitempty"`
+}
+
+// GlobalDecision is the record of a global connect (the "decision" of its
+// answer): where it started, and per pod considered, its site, its load,
+// and why it was skipped if it was; per member pool likewise.
+type GlobalDecision struct {
+	GlobalEntitlement   string `json:"globalEntitlement"`
+	Scope               string `json:"scope"`
+	SessionDistribution string `json:"sessionDistribution"`
+	ConnectedPod        string `json:"connectedPod"`
+	StartSite           string `json:"startSite"`
+	// HomeSite says where the start site came from: "user", "group" or ""
+	// (the site of the connected pod).
+	HomeSite string `json:"homeSite,omitempty"`
+	// ExistingSession is set when the user's existing session was found
+	// (R-G1): the answer reconnects it.
+	ExistingSession *MemberCandidate `json:"existingSession,omitempty"`
+	// Sites lists the sites in the order they were considered, with their
+	// loads (not under None).
+	Sites []SiteDecision `json:"sites"`
+	Pods  []PodDecision  `json:"pods"`
+}
+
+// SiteDecision is one site's line in a decision.
+type SiteDecision struct {
+	Site string   `json:"site"`
+	Load *float64 `json:"load,omitempty"`
+}
+
+// PodDecision is one pod's line in a decision.
+type PodDecision struct {
+	Pod     string         `json:"pod"`
+	Site    string         `json:"site"`
+	Load    *float64       `json:"load,omitempty"`
+	Skipped string         `json:"skipped,omitempty"`
+	Chosen  bool           `json:"chosen,omitempty"`
+	Pools   []PoolDecision `json:"pools,omitempty"`
+}
+
+// PoolDecision is one member pool's line in a decision.
+type PoolDecision struct {
+	HostPool string   `json:"hostPool"`
+	Load     *float64 `json:"load,omitempty"`
+	Skipped  string   `json:"skipped,omitempty"`
+	Chosen   bool     `json:"chosen,omitempty"`
+}
+
+// MemberCandidate is a member pool to try, in a pod.
+type MemberCandidate struct {
+	Pod      string `json:"pod"`
+	HostPool string `json:"hostPool"`
+}
+
+// Skip records that a candidate's pool refused (reason
+// federation.SkipNoCapacity,
+// say) and, when no pool of its pod is left untried, that the pod is
+// skipped for the same reason.
+func (d *GlobalDecision) Skip(c MemberCandidate, reason string) {
+	for i := range d.Pods {
+		pd := &d.Pods[i]
+		if pd.Pod != c.Pod {
+			continue
+		}
+		left := false
+		for j := range pd.Pools {
+			if pd.Pools[j].HostPool == c.HostPool {
+				pd.Pools[j].Skipped = reason
+			}
+			if pd.Pools[j].Skipped == "" {
+				left = true
+			}
+		}
+		if !left && pd.Skipped == "" {
+			pd.Skipped = reason
+		}
+	}
+}
+
+// SkipPod records that a pod could not be reached while trying it: the
+// pod is skipped with reason and its remaining pools are dropped from
+// cands, which is returned.
+func (d *GlobalDecision) SkipPod(pod, reason string, cands []MemberCandidate) []MemberCandidate {
+	for i := range d.Pods {
+		if d.Pods[i].Pod == pod {
+			d.Pods[i].Skipped = reason
+		}
+	}
+	return slices.DeleteFunc(cands, func(c MemberCandidate) bool { return c.Pod == pod })
+}
+
+// Choose records the member pool that took the session.
+func (d *GlobalDecision) Choose(c MemberCandidate) {
+	for i := range d.Pods {
+		pd := &d.Pods[i]
+		if pd.Pod != c.Pod {
+			continue
+		}
+		pd.Chosen = true
+		for j := range pd.Pools {
+			if pd.Pools[j].HostPool == c.HostPool {
+				pd.Pools[j].Chosen = true
+			}
+		}
+	}
 }

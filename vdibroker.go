@@ -1,8 +1,9 @@
 // Package vdibroker holds the domain of the vdibroker connection broker: host
-// pools, session hosts, user sessions, the agent protocol, the one error type
-// and the service interfaces that the adapters (store, http, agent) implement
-// or use. The rules cited as R-… and the sections cited as SPEC §n are in
-// docs/behaviour.md.
+// pools, session hosts, user sessions, the agent protocol, the one error
+// type, the one access checker (access.go) and the contracts: the Store the
+// engines implement (store.go) and the services the broker implements and
+// the transports call (service.go, federation.go). The rules cited as R-…
+// and the sections cited as SPEC §n are in docs/behaviour.md.
 package vdibroker
 
 import (

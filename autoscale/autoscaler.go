@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 )
 
@@ -51,8 +53,12 @@ type Config struct {
 	// Holder names this replica in the lease and the records ("": a
 	// random id).
 	Holder string
-	Now    func() time.Time // nil: time.Now
-	Logger *slog.Logger     // nil discards
+	// Clock is the autoscaler's time and the ticker of Run (nil = the
+	// real clock).
+	Clock clock.WithTicker
+	// Now, when set, is the time instead of Clock's (a test's).
+	Now    func() time.Time
+	Logger *slog.Logger // nil discards
 	// Observe, when set, is called with every evaluation recorded (for
 	// example metrics.ObserveAutoscale).
 	Observe func(e *vdibroker.AutoscaleEvaluation)
@@ -80,6 +86,7 @@ type Autoscaler struct {
 	act      Actions
 	interval time.Duration
 	holder   string
+	clock    clock.WithTicker
 	now      func() time.Time
 	log      *slog.Logger
 	observe  func(*vdibroker.AutoscaleEvaluation)
@@ -90,7 +97,7 @@ type Autoscaler struct {
 // New returns an Autoscaler; Run starts it.
 func New(cfg Config) *Autoscaler {
 	a := &Autoscaler{store: cfg.Store, act: cfg.Actions, interval: cfg.Interval, holder: cfg.Holder,
-		now: cfg.Now, log: cfg.Logger, observe: cfg.Observe, startTO: cfg.StartTimeout, minute: cfg.Minute}
+		clock: cfg.Clock, now: cfg.Now, log: cfg.Logger, observe: cfg.Observe, startTO: cfg.StartTimeout, minute: cfg.Minute}
 	if a.minute <= 0 {
 		a.minute = time.Minute
 	}
@@ -105,8 +112,11 @@ func New(cfg Config) *Autoscaler {
 		_, _ = rand.Read(b[:])
 		a.holder = hex.EncodeToString(b[:])
 	}
+	if a.clock == nil {
+		a.clock = clock.RealClock{}
+	}
 	if a.now == nil {
-		a.now = time.Now
+		a.now = a.clock.Now
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -122,7 +132,7 @@ func (a *Autoscaler) Holder() string { return a.holder }
 // evaluation. A replica that dies without releasing it is replaced once
 // the lease expires, within two intervals.
 func (a *Autoscaler) Run(ctx context.Context) error {
-	t := time.NewTicker(a.interval)
+	t := a.clock.NewTicker(a.interval)
 	defer t.Stop()
 	for {
 		if _, err := a.Evaluate(ctx); err != nil && ctx.Err() == nil {
@@ -136,7 +146,7 @@ func (a *Autoscaler) Run(ctx context.Context) error {
 				a.log.Warn("release the autoscale lease", "err", err)
 			}
 			return ctx.Err()
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

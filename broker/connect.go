@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/outage"
+	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/placement"
+	"github.com/vdibroker/vdibroker/rdp"
 )
 
 // maxPlaceAttempts bounds the rounds of one connect: each round that lost a
@@ -17,37 +20,41 @@ import (
 // that may be stale, decides again from refreshed data.
 const maxPlaceAttempts = 10
 
-// Answer is the service's answer to a connect: the response body and
-// whether it made a new session (HTTP 201) rather than answering an
-// existing one or a dry run (200).
-type Answer struct {
-	vdibroker.ConnectResponse
-	Created bool
-}
+var _ vdibroker.ConnectService = (*Service)(nil)
 
 // Connect places req.User in the pool (SPEC §4): reconnect first (R-C1),
 // else a new Pending session on the host the engine picks, made durable by
 // the store, which enforces the limit (R-C4) and one session per user
 // (R-C6) even against other replicas. A dry run decides and stores nothing
 // (R-C8).
-func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.ConnectRequest) (*Answer, error) {
+//
+// With an idempotency key (R-C6, the Idempotency-Key header) the first
+// connect runs; later and concurrent ones with the same key, from the same
+// caller for the same pool and user, get its answer. Dry runs are not
+// kept.
+func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.ConnectRequest, key string) (*vdibroker.ConnectAnswer, error) {
 	if err := vdibroker.ValidateConnect(&req); err != nil {
 		return nil, err
 	}
-	return s.place(ctx, pool, req)
-}
-
-// ConnectOnce is Connect with an idempotency key (R-C6, the
-// Idempotency-Key header): the first connect with key runs; later and
-// concurrent ones with the same key get its answer. The caller scopes key
-// to whoever may reuse it (token, pool, user). Dry runs are not kept.
-func (s *Service) ConnectOnce(ctx context.Context, key, pool string, req vdibroker.ConnectRequest) (*Answer, error) {
-	if key == "" || req.DryRun {
-		return s.Connect(ctx, pool, req)
+	p := vdibroker.PrincipalFrom(ctx)
+	if err := vdibroker.Authorize(p, vdibroker.ActionConnect, vdibroker.Target{HostPool: pool, For: &vdibroker.UserIdentity{User: req.User}}); err != nil {
+		return nil, err
 	}
+	if len(key) > 255 {
+		return nil, vdibroker.FieldError("Idempotency-Key", "must be 1..255 characters")
+	}
+	if key == "" || req.DryRun {
+		return s.place(ctx, pool, req)
+	}
+	role, token := "", ""
+	if p != nil {
+		role, token = p.Role, p.TokenID
+	}
+	// The key is scoped to the caller, the pool and the user.
+	key = strings.Join([]string{role, token, pool, req.User, key}, "\x00")
 	var placeErr error
-	ans := s.idem.do(key, func() (*Answer, bool) {
-		a, err := s.Connect(ctx, pool, req)
+	ans := s.idem.do(key, func() (*vdibroker.ConnectAnswer, bool) {
+		a, err := s.place(ctx, pool, req)
 		if err != nil {
 			placeErr = err
 			return nil, false
@@ -77,7 +84,7 @@ type connectRound struct {
 // even over the limit) and the view may be stale (sessions ended on
 // another replica); a lost commit race gets a round with the host (and,
 // after a second loss, the whole pool) re-read.
-func (r *connectRound) again(err error, attempt int, v *poolView) bool {
+func (r *connectRound) again(err error, attempt int, v interface{ MarkStale() }) bool {
 	switch {
 	case vdibroker.ErrorCode(err) == vdibroker.ENoCapacity || vdibroker.ErrorCode(err) == vdibroker.ENotAssigned:
 		if r.lookup && r.reloaded {
@@ -85,7 +92,7 @@ func (r *connectRound) again(err error, attempt int, v *poolView) bool {
 		}
 		if !r.reloaded {
 			r.reloaded = true
-			v.markStale()
+			v.MarkStale()
 		}
 		r.lookup = true
 	case errors.Is(err, vdibroker.ErrUserHasSession):
@@ -96,12 +103,12 @@ func (r *connectRound) again(err error, attempt int, v *poolView) bool {
 	case errors.Is(err, vdibroker.ErrPoolChanged):
 		// Another replica changed the pool's settings since our view read
 		// them: decide again with the new ones (R-P1).
-		v.markStale()
+		v.MarkStale()
 	case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
 		// Another replica filled or took the host: decide again. After a
 		// second loss the whole view is suspect: re-read the pool.
 		if attempt >= 1 {
-			v.markStale()
+			v.MarkStale()
 		}
 	default:
 		return false
@@ -109,46 +116,61 @@ func (r *connectRound) again(err error, attempt int, v *poolView) bool {
 	return true
 }
 
-// place runs the rounds of one connect: look up, decide, commit, and the
-// retry rule between rounds. Connects of one user in one pool are
-// serialised here, so they do not reserve several hosts at once.
-func (s *Service) place(ctx context.Context, poolName string, req vdibroker.ConnectRequest) (*Answer, error) {
+// place runs one connect: its rounds while the store answers, else the
+// outage mode's one fallback (R-OUT1, R-OUT3). Connects of one user in
+// one pool are serialised here, so they do not reserve several hosts at
+// once.
+func (s *Service) place(ctx context.Context, poolName string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	unlock := s.userLocks.Lock(poolName + "\x00" + req.User)
 	defer unlock()
 
-	v := s.views.get(poolName)
+	v := s.views.Get(poolName)
+	a, down, err := s.rounds(ctx, v, poolName, req)
+	if down {
+		// Nothing was decided: memory answers what it can (a known
+		// session, a new one within this replica's escrow), else err.
+		return s.outage.Connect(v, req, err)
+	}
+	return a, err
+}
+
+// rounds runs the rounds of one connect: look up, decide, commit, and the
+// retry rule between rounds. down says the store was down before anything
+// was decided: known so already (err nil), or found by the lookup (err is
+// its StoreUnavailable).
+func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string, req vdibroker.ConnectRequest) (a *vdibroker.ConnectAnswer, down bool, err error) {
 	if s.health.Down() {
-		return s.reconnectFromMemory(v, req, nil)
+		return nil, true, nil
 	}
 	var round connectRound
 	for attempt := 0; attempt < maxPlaceAttempts; attempt++ {
 		pool, existing, err := s.lookup(ctx, v, req, round.lookup)
-		if storeIsDown(err) {
-			return s.reconnectFromMemory(v, req, err)
+		if outage.IsStoreDown(err) {
+			return nil, true, err
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		preq := placement.Request{User: req.User, SessionHost: req.SessionHost}
 		if existing != nil {
 			preq.Existing = &placement.Existing{SessionID: existing.ID, Host: existing.SessionHost, State: existing.State}
 		}
-		d, addr, err := s.decide(v, pool, preq, !req.DryRun)
+		d, addr, err := v.Decide(preq, !req.DryRun)
 		if err != nil {
 			if round.again(err, attempt, v) {
 				continue
 			}
 			if vdibroker.ErrorCode(err) == vdibroker.ENoCapacity && !req.DryRun {
 				// R-A4: a stopped host may be started for the user
-				// (power.go), who is answered HostStarting.
-				if serr := s.startOnConnect(ctx, pool, req.User); serr != nil {
-					return nil, serr
+				// (the power service), who is answered HostStarting.
+				if serr := s.power.StartOnConnect(ctx, pool, req.User); serr != nil {
+					return nil, false, serr
 				}
 			}
-			return nil, err
+			return nil, false, err
 		}
 		if req.DryRun || d.Reconnect {
-			a := &Answer{ConnectResponse: s.answer(pool, req, d.Host, addr)}
+			a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, d.Host, addr)}
 			a.DryRun, a.Reconnect = req.DryRun, d.Reconnect
 			if d.Reconnect && existing != nil {
 				a.State = existing.State
@@ -156,19 +178,19 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 					a.SessionID = existing.ID
 				}
 			}
-			return a, nil
+			return a, false, nil
 		}
 		a, err := s.commit(ctx, v, pool, req, d, existing, addr)
 		if err == nil {
-			s.unwait(poolName, req.User) // no longer waits for a started host (power.go)
-			return a, nil
+			s.power.Unwait(poolName, req.User) // no longer waits for a started host (R-A4)
+			return a, false, nil
 		}
 		if !round.again(err, attempt, v) {
-			return nil, fmt.Errorf("commit placement: pool=%q host=%q: %w", poolName, d.Host, err)
+			return nil, false, fmt.Errorf("commit placement: pool=%q host=%q: %w", poolName, d.Host, err)
 		}
 		s.log.DebugContext(ctx, "placement lost a race; retrying", "pool", poolName, "host", d.Host, "err", err)
 	}
-	return nil, vdibroker.Errorf(vdibroker.EConflict, "connect kept losing races with concurrent connects; try again")
+	return nil, false, vdibroker.Errorf(vdibroker.EConflict, "connect kept losing races with concurrent connects; try again")
 }
 
 // lookup loads the pool's view and, when needed, the user's open session
@@ -176,17 +198,15 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 // not read from the store: the database refuses a second session (R-C6)
 // and the retry rule then reads it (force). A dry run never reaches that
 // refusal, so it always reads (R-C8 must answer what a connect would).
-func (s *Service) lookup(ctx context.Context, v *poolView, req vdibroker.ConnectRequest, force bool) (*vdibroker.HostPool, *vdibroker.UserSession, error) {
-	if err := s.views.ensure(ctx, v); err != nil {
+func (s *Service) lookup(ctx context.Context, v *poolview.View, req vdibroker.ConnectRequest, force bool) (*vdibroker.HostPool, *vdibroker.UserSession, error) {
+	if err := s.views.Ensure(ctx, v); err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-			s.views.drop(v.name)
+			s.views.Drop(v.Name())
 		}
 		return nil, nil, err
 	}
-	v.lock()
-	pool := v.pool
-	v.mu.Unlock()
-	if !force && !req.DryRun && pool.HostPoolType == vdibroker.Pooled && !v.knowsUser(req.User) {
+	pool, _ := v.Pool()
+	if !force && !req.DryRun && pool.HostPoolType == vdibroker.Pooled && !v.KnowsUser(req.User) {
 		return pool, nil, nil
 	}
 	existing, err := s.existingSession(ctx, v, pool, req)
@@ -194,41 +214,17 @@ func (s *Service) lookup(ctx context.Context, v *poolView, req vdibroker.Connect
 		return nil, nil, err
 	}
 	if existing != nil || !req.DryRun {
-		v.rememberUser(req.User, existing)
+		v.RememberUser(req.User, existing)
 	}
 	return pool, existing, nil
 }
 
-// decide runs the placement engine on the pool's view and, when reserve is
-// set and the decision is a new session, reserves the host (the count is up
-// before the next Place). The view's lock is released by defer: a panic in
-// the engine or the observe hook, which the HTTP middleware recovers, must
-// not leave the pool locked, or every later connect to it, the maintenance
-// loop (markAllStale) and Close would wait for it forever.
-func (s *Service) decide(v *poolView, pool *vdibroker.HostPool, preq placement.Request, reserve bool) (placement.Decision, string, error) {
-	v.lock()
-	defer v.mu.Unlock()
-	t0 := time.Now()
-	d, err := v.placer.Place(preq)
-	if s.observe != nil {
-		s.observe(pool.LoadBalancerType, time.Since(t0))
-	}
-	if err != nil {
-		return d, "", err
-	}
-	if reserve && !d.Reconnect {
-		v.placer.Apply(d)
-		v.inflight[d.Host]++
-	}
-	return d, v.addrs[d.Host], nil
-}
-
-// commit makes a decided new session durable. The reservation decide made
+// commit makes a decided new session durable. The reservation Decide made
 // lands in the view when the session is stored, before any heartbeat
-// committed with it is answered (see views.upsertHeartbeat); when the
+// committed with it is answered (see Views.UpsertHeartbeat); when the
 // commit fails, the reservation is taken back with the store's count.
-func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
-	d placement.Decision, existing *vdibroker.UserSession, addr string) (*Answer, error) {
+func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
+	d placement.Decision, existing *vdibroker.UserSession, addr string) (*vdibroker.ConnectAnswer, error) {
 	now := s.now().UTC()
 	sess := &vdibroker.UserSession{
 		ID: vdibroker.NewID(), User: req.User, HostPool: pool.Name, SessionHost: d.Host,
@@ -240,7 +236,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	}
 	c := &vdibroker.PlacementCommit{
 		Session:         sess,
-		MaxSessionLimit: v.limitFor(pool, d.Host), // escrow.go
+		MaxSessionLimit: v.LimitFor(pool, d.Host), // less the escrows of outage placement
 		Pooled:          pool.HostPoolType == vdibroker.Pooled,
 		Assign:          d.Assign,
 		Record:          record,
@@ -251,28 +247,26 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 	}
 	if d.Explain.Algorithm == vdibroker.LoadIndex && d.Explain.Bucket == 1 {
 		// R-LI4: the round robin goes on from here on every replica, and
-		// after a restart (the cursor is the store's; see views.reload).
+		// after a restart (the cursor is the store's; see poolview.Views.reload).
 		c.RoundRobinHost = d.Host
 	}
 	landed := false
-	c.OnCommitted = func(seq int64) { v.land(d.Host, seq); landed = true }
+	c.OnCommitted = func(seq int64) { v.Land(d.Host, seq); landed = true }
 	err = s.store.CommitPlacement(ctx, c)
 	if !landed {
-		v.lock()
-		v.release(d.Host)
-		v.mu.Unlock()
+		v.Release(d.Host)
 	}
 	if err != nil {
 		// The reservation did not land: take it back with the store's count.
-		s.views.refreshHost(context.WithoutCancel(ctx), pool.Name, d.Host)
+		s.views.RefreshHost(context.WithoutCancel(ctx), pool.Name, d.Host)
 		return nil, err
 	}
-	v.rememberUser(req.User, sess)
-	s.escrow.placed(pool.Name, d.Host) // escrow.go
+	v.RememberUser(req.User, sess)
+	s.outage.Placed(pool.Name, d.Host) // against this replica's escrow (R-OUT2)
 	if c.EndSessionID != "" {
-		s.views.refreshHost(ctx, pool.Name, existing.SessionHost)
+		s.views.RefreshHost(ctx, pool.Name, existing.SessionHost)
 	}
-	a := &Answer{ConnectResponse: s.answer(pool, req, d.Host, addr), Created: true}
+	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, d.Host, addr), Created: true}
 	a.SessionID, a.State = sess.ID, sess.State
 	return a, nil
 }
@@ -283,7 +277,7 @@ func (s *Service) commit(ctx context.Context, v *poolView, pool *vdibroker.HostP
 // stores nothing (R-C8). In a MultiplePersistent pool with a named session
 // host, only a session on that host counts (R-PE3); Persistent pools
 // ignore the name, as placement does.
-func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (*vdibroker.UserSession, error) {
+func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (*vdibroker.UserSession, error) {
 	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" {
 		f.SessionHost = req.SessionHost
@@ -308,7 +302,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibro
 			if err := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndPendingTimeout, now); err != nil {
 				return nil, err
 			}
-			s.views.refreshHost(ctx, pool.Name, us.SessionHost)
+			s.views.RefreshHost(ctx, pool.Name, us.SessionHost)
 			continue
 		}
 		// Several only in Personal pools: the first host in query order
@@ -317,8 +311,8 @@ func (s *Service) existingSession(ctx context.Context, v *poolView, pool *vdibro
 		// a MultiplePersistent user from getting a second session on a
 		// host where one is already open.
 		// A session the broker placed comes before one a host reported
-		// (adopted): a host's report cannot draw a user away (issue 14).
-		live := v.placeable(us.SessionHost, hbTimeout, now)
+		// (adopted): a host's report cannot draw a user away (R-S2).
+		live := v.Placeable(us.SessionHost, hbTimeout, now)
 		switch {
 		case best == nil,
 			best.Adopted && !us.Adopted,
@@ -342,6 +336,6 @@ func (s *Service) answer(pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
 		SessionHost: host,
 		Address:     addr,
 		State:       vdibroker.StatePending,
-		RDPFile:     RDPFile(addr, req.User, s.rdp),
+		RDPFile:     rdp.File(addr, req.User, s.rdp),
 	}
 }

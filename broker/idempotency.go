@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"github.com/vdibroker/vdibroker"
+
 	"sync"
 	"time"
 )
@@ -16,7 +18,7 @@ const (
 
 type idemEntry struct {
 	done    chan struct{}
-	answer  *Answer // nil when the first request failed
+	answer  *vdibroker.ConnectAnswer // nil when the first request failed
 	created time.Time
 }
 
@@ -33,7 +35,7 @@ func newIdempotency(now func() time.Time) *idempotency {
 
 // do returns the kept answer for key, or runs fn and keeps its answer when
 // fn reports it as keepable.
-func (c *idempotency) do(key string, fn func() (ans *Answer, keep bool)) *Answer {
+func (c *idempotency) do(key string, fn func() (ans *vdibroker.ConnectAnswer, keep bool)) *vdibroker.ConnectAnswer {
 	for {
 		c.mu.Lock()
 		c.expireLocked()
@@ -43,7 +45,7 @@ func (c *idempotency) do(key string, fn func() (ans *Answer, keep bool)) *Answer
 			c.m[key] = e
 			c.order = append(c.order, key)
 			c.mu.Unlock()
-			var ans *Answer
+			var ans *vdibroker.ConnectAnswer
 			keep := false
 			// Deferred so that a panic in fn (recovered by the middleware)
 			// still releases the requests waiting on e.done, which would

@@ -73,14 +73,14 @@ func powerOf(t *testing.T, st *store.DB, pool, host string) string {
 func TestStartVMOnConnect(t *testing.T) {
 	svc, st, sim, _ := powerFixture(t, vdibroker.Pooled, 10, 3)
 	ctx := t.Context()
-	_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"})
-	if vdibroker.ErrorCode(err) != vdibroker.EHostStarting || vdibroker.ErrorRetryAfter(err) != StartRetryAfter {
-		t.Fatalf("first connect: %v (retry after %s), want HostStarting after %s", err, vdibroker.ErrorRetryAfter(err), StartRetryAfter)
+	_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"}, "")
+	if vdibroker.ErrorCode(err) != vdibroker.EHostStarting || vdibroker.ErrorRetryAfter(err) != power.StartRetryAfter {
+		t.Fatalf("first connect: %v (retry after %s), want HostStarting after %s", err, vdibroker.ErrorRetryAfter(err), power.StartRetryAfter)
 	}
 	if !strings.Contains(err.Error(), `"h1" is starting`) {
 		t.Errorf("message %q does not name h1", err)
 	}
-	svc.power.bg.Wait() // the driver is asked in the background
+	svc.Power().Wait() // the driver is asked in the background
 	if got := sim.Calls("start", "pwr", "h1"); got != 1 {
 		t.Fatalf("h1 started %d times", got)
 	}
@@ -88,11 +88,11 @@ func TestStartVMOnConnect(t *testing.T) {
 		t.Fatalf("h1 is %s", got)
 	}
 	for _, u := range []string{"alice", "bob", "carol"} {
-		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
+		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}, ""); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
 			t.Fatalf("%s while h1 starts: %v", u, err)
 		}
 	}
-	svc.power.bg.Wait()
+	svc.Power().Wait()
 	if sim.Calls("start", "pwr", "h2")+sim.Calls("start", "pwr", "h3") != 0 || sim.Calls("start", "pwr", "h1") != 1 {
 		t.Fatalf("a second start for the same demand: h1 %d, h2 %d, h3 %d", sim.Calls("start", "pwr", "h1"), sim.Calls("start", "pwr", "h2"), sim.Calls("start", "pwr", "h3"))
 	}
@@ -100,16 +100,16 @@ func TestStartVMOnConnect(t *testing.T) {
 	if got := powerOf(t, st, "pwr", "h1"); got != vdibroker.PowerRunning {
 		t.Fatalf("after its heartbeat h1 is %s", got)
 	}
-	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"})
+	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"}, "")
 	if err != nil || !a.Created || a.SessionHost != "h1" {
 		t.Fatalf("connect after the start: %+v, %v", a, err)
 	}
 	// A dry run never starts a host (R-C8 stores nothing).
 	svc2, _, sim2, _ := powerFixture(t, vdibroker.Pooled, 10, 1)
-	if _, err := svc2.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "x", DryRun: true}); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
+	if _, err := svc2.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "x", DryRun: true}, ""); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
 		t.Fatalf("dry run: %v, want NoCapacity", err)
 	}
-	svc2.power.bg.Wait()
+	svc2.Power().Wait()
 	if sim2.Calls("start", "pwr", "h1") != 0 {
 		t.Fatal("a dry run started a host")
 	}
@@ -122,11 +122,11 @@ func TestStartVMOnConnectDemand(t *testing.T) {
 	svc, _, sim, _ := powerFixture(t, vdibroker.Pooled, 2, 3)
 	ctx := t.Context()
 	for _, u := range []string{"u1", "u2", "u3", "u4"} {
-		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
+		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}, ""); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
 			t.Fatalf("%s: %v", u, err)
 		}
 	}
-	svc.power.bg.Wait()
+	svc.Power().Wait()
 	if got := []int{sim.Calls("start", "pwr", "h1"), sim.Calls("start", "pwr", "h2"), sim.Calls("start", "pwr", "h3")}; got[0] != 1 || got[1] != 1 || got[2] != 0 {
 		t.Fatalf("starts of h1, h2, h3: %v, want [1 1 0]", got)
 	}
@@ -141,7 +141,7 @@ func TestStartVMOnConnectSkipsDrainedAndOff(t *testing.T) {
 	if _, err := st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AllowNewSession = false; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
+	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}, ""); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
 		t.Fatalf("only a drained stopped host: %v, want NoCapacity", err)
 	}
 	st.UpdateSessionHost(ctx, "pwr", "h1", func(h *vdibroker.SessionHost) error { h.AllowNewSession = true; return nil })
@@ -149,10 +149,10 @@ func TestStartVMOnConnectSkipsDrainedAndOff(t *testing.T) {
 	if _, _, err := svc.StorePool(ctx, "pwr", p, p, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
+	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}, ""); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
 		t.Fatalf("startVMOnConnect off: %v, want NoCapacity", err)
 	}
-	svc.power.bg.Wait()
+	svc.Power().Wait()
 	if sim.Calls("start", "pwr", "h1") != 0 {
 		t.Fatal("started a host")
 	}
@@ -166,16 +166,16 @@ func TestStartVMOnConnectPersonal(t *testing.T) {
 	if _, err := st.UpdateSessionHost(ctx, "pwr", "h2", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"dana"}; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "dana"})
+	_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "dana"}, "")
 	if vdibroker.ErrorCode(err) != vdibroker.EHostStarting || !strings.Contains(err.Error(), `"h2"`) {
 		t.Fatalf("dana: %v, want HostStarting of h2", err)
 	}
-	svc.power.bg.Wait()
+	svc.Power().Wait()
 	if sim.Calls("start", "pwr", "h2") != 1 || sim.Calls("start", "pwr", "h1") != 0 {
 		t.Fatalf("starts: h1 %d, h2 %d", sim.Calls("start", "pwr", "h1"), sim.Calls("start", "pwr", "h2"))
 	}
 	heartbeat(t, svc, "pwr", "h2")
-	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "dana"})
+	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "dana"}, "")
 	if err != nil || a.SessionHost != "h2" {
 		t.Fatalf("dana after the start: %+v, %v", a, err)
 	}
@@ -185,23 +185,23 @@ func TestStartVMOnConnectPersonal(t *testing.T) {
 func TestStartStopHost(t *testing.T) {
 	svc, st, sim, _ := powerFixture(t, vdibroker.Pooled, 10, 1)
 	ctx := t.Context()
-	if err := svc.StartHost(ctx, "pwr", "h1", "admin-1"); err != nil {
+	if err := svc.Power().StartHost(ctx, "pwr", "h1", "admin-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.StartHost(ctx, "pwr", "h1", "admin-1"); vdibroker.ErrorCode(err) != vdibroker.EConflict {
+	if err := svc.Power().StartHost(ctx, "pwr", "h1", "admin-1"); vdibroker.ErrorCode(err) != vdibroker.EConflict {
 		t.Fatalf("start of a Starting host: %v, want Conflict", err)
 	}
 	heartbeat(t, svc, "pwr", "h1")
-	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}); err != nil {
+	if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "u"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.StopHost(ctx, "pwr", "h1", false, "admin-1"); vdibroker.ErrorCode(err) != vdibroker.EConflict {
+	if err := svc.Power().StopHost(ctx, "pwr", "h1", false, "admin-1"); vdibroker.ErrorCode(err) != vdibroker.EConflict {
 		t.Fatalf("stop with a session: %v, want Conflict", err)
 	}
 	if got := powerOf(t, st, "pwr", "h1"); got != vdibroker.PowerRunning {
 		t.Fatalf("a refused stop changed the state to %s", got)
 	}
-	if err := svc.StopHost(ctx, "pwr", "h1", true, "autoscale"); err != nil {
+	if err := svc.Power().StopHost(ctx, "pwr", "h1", true, "autoscale"); err != nil {
 		t.Fatal(err)
 	}
 	// The simulated driver answers status: Stopped is confirmed at once.
@@ -230,10 +230,10 @@ func TestStartStopHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	heartbeat(t, svc, "pwr", "h9")
-	if err := svc.StartHost(ctx, "pwr", "h9", "admin-1"); vdibroker.ErrorCode(err) != vdibroker.EConflict || !strings.Contains(err.Error(), "Running") {
+	if err := svc.Power().StartHost(ctx, "pwr", "h9", "admin-1"); vdibroker.ErrorCode(err) != vdibroker.EConflict || !strings.Contains(err.Error(), "Running") {
 		t.Fatalf("start of a heartbeating host: %v, want Conflict", err)
 	}
-	if err := svc.SetAutoscaleDrain(ctx, "pwr", "h1", true); err != nil {
+	if err := svc.Power().SetAutoscaleDrain(ctx, "pwr", "h1", true); err != nil {
 		t.Fatal(err)
 	}
 	if h, _ := st.GetSessionHost(ctx, "pwr", "h1"); !h.AutoscaleDrain || !h.AllowNewSession {
@@ -263,7 +263,7 @@ func TestPoolPowerValidation(t *testing.T) {
 	if _, _, err := svc.StorePool(ctx, "pwr", p, &bad, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.StartHost(ctx, "pwr", "h1", "x"); vdibroker.ErrorCode(err) != vdibroker.EConflict {
+	if err := svc.Power().StartHost(ctx, "pwr", "h1", "x"); vdibroker.ErrorCode(err) != vdibroker.EConflict {
 		t.Fatalf("start without a driver: %v", err)
 	}
 }
@@ -299,13 +299,13 @@ func TestStoppingHostTakesNoSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	heartbeat(t, svc, "pwr", "h1")
-	if err := svc.StopHost(ctx, "pwr", "h1", false, "admin-1"); err != nil {
+	if err := svc.Power().StopHost(ctx, "pwr", "h1", false, "admin-1"); err != nil {
 		t.Fatal(err)
 	}
 	if got := powerOf(t, st, "pwr", "h1"); got != vdibroker.PowerStopping {
 		t.Fatalf("h1 is %s, want Stopping (its status still says Running)", got)
 	}
-	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"})
+	a, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: "alice"}, "")
 	if vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
 		t.Fatalf("connect while h1 stops: %+v, %v; want NoCapacity", a, err)
 	}

@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/store"
@@ -40,23 +43,37 @@ func TestMaintenancePrunesHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := New(Config{Store: st, Retention: time.Hour, MaintenanceInterval: 20 * time.Millisecond})
+	// The fake clock starts at now; the first tick prunes (R-S3's
+	// ExpirePending tells a tick began, and one ends before the next).
+	ticks := &tickStore{Store: st, ticks: make(chan struct{}, 1)}
+	fc := clocktesting.NewFakeClock(now)
+	s := New(Config{Store: ticks, Retention: time.Hour, MaintenanceInterval: time.Minute, Clock: fc})
 	t.Cleanup(func() { s.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		list, err := st.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "prune", State: vdibroker.StateLoggedOff})
-		if err != nil {
-			t.Fatal(err)
+	for range 2 { // tick 1, then tick 2 begins once tick 1 ended
+		fc.Step(time.Minute)
+		select {
+		case <-ticks.ticks:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the clock stepped a maintenance interval, yet no tick began")
 		}
-		if len(list) == 1 {
-			if list[0].User != "recent" {
-				t.Fatalf("kept %s, want the session that ended 10 minutes ago", list[0].User)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s %d ended sessions remain, want 1 (the retention is 1h)", len(list))
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	list, err := st.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "prune", State: vdibroker.StateLoggedOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].User != "recent" {
+		t.Fatalf("after a tick %d ended sessions remain (%v), want only the one that ended 10 minutes ago (the retention is 1h)", len(list), list)
+	}
+}
+
+// tickStore is a real store that signals each maintenance tick's start:
+// the tick's ExpirePending (R-S3).
+type tickStore struct {
+	vdibroker.Store
+	ticks chan struct{}
+}
+
+func (s *tickStore) ExpirePending(ctx context.Context, now time.Time) (int, error) {
+	s.ticks <- struct{}{}
+	return s.Store.ExpirePending(ctx, now)
 }

@@ -6,15 +6,18 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/store"
 )
 
 // slowHostsStore is a real store whose second ListSessionHosts (the first
 // reads the view when it is first used) waits until released: a large
-// pool's read on a loaded database.
+// pool's read on a loaded database. It signals each tick's start, as
+// tickStore does.
 type slowHostsStore struct {
-	vdibroker.Store
+	*tickStore
 	calls   atomic.Int32
 	entered chan struct{}
 	release chan struct{}
@@ -32,10 +35,14 @@ func (s *slowHostsStore) ListSessionHosts(ctx context.Context, pool string) ([]*
 	return s.Store.ListSessionHosts(ctx, pool)
 }
 
-// The maintenance tick reads a loaded pool view again itself, and connects
-// meanwhile go on with the view they have instead of waiting for the read
-// (issue 13: every 5 s a 10,000-host pool's read held up every connect of
-// the pool for a quarter of a second on PostgreSQL under a full pod's load).
+// TestTickRefreshesViewsBesideConnects: the maintenance tick reads a
+// loaded pool view again itself, and connects meanwhile go on with the
+// view they have instead of waiting for the read (at a full pod's load, a
+// 10,000-host pool's read on PostgreSQL took a quarter of a second, and
+// held up every connect of the pool each tick). A pool nobody used since
+// the last tick is not read at all: its next connect reads it. The test
+// steps a fake clock tick by tick; a tick has ended when the next one
+// begins (the loop runs them one at a time).
 func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	ctx := t.Context()
 	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
@@ -43,9 +50,20 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	slow := &slowHostsStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
-	svc := New(Config{Store: slow, MaintenanceInterval: 50 * time.Millisecond})
+	slow := &slowHostsStore{tickStore: &tickStore{Store: st, ticks: make(chan struct{}, 1)}, entered: make(chan struct{}), release: make(chan struct{})}
+	const interval = 5 * time.Second
+	fc := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	svc := New(Config{Store: slow, MaintenanceInterval: interval, Clock: fc})
 	t.Cleanup(func() { svc.Close() })
+	tick := func() {
+		t.Helper()
+		fc.Step(interval)
+		select {
+		case <-slow.ticks:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the clock stepped a maintenance interval, yet no tick began")
+		}
+	}
 	p := vdibroker.NewHostPool("refresh")
 	p.MaxSessionLimit = 10
 	if _, _, err := svc.StorePool(ctx, "refresh", nil, p, false); err != nil {
@@ -53,37 +71,52 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	}
 	for _, name := range []string{"h1", "h2"} {
 		if _, err := st.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "refresh", Name: name, Address: name + ":3389",
-			Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: time.Now().UTC()}); err != nil {
+			Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: fc.Now().UTC()}); err != nil {
 			t.Fatal(err)
 		}
 		heartbeat(t, svc, "refresh", name)
 	}
-	if _, err := svc.Connect(ctx, "refresh", vdibroker.ConnectRequest{User: "alice"}); err != nil {
-		t.Fatal(err) // loads the view (the first read)
+	if _, err := svc.Connect(ctx, "refresh", vdibroker.ConnectRequest{User: "alice"}, ""); err != nil {
+		t.Fatal(err) // loads the view: the first read
 	}
+	if n := slow.calls.Load(); n != 1 {
+		t.Fatalf("%d reads of the pool's hosts after its first connect, want 1", n)
+	}
+
+	tick() // tick 1: the view was used, so the tick reads it again (read 2, held)
 	select {
 	case <-slow.entered:
-	case <-time.After(20 * time.Second): // ticks every 50 ms; the bound is for a loaded CI machine under -race
+	case <-time.After(10 * time.Second):
 		t.Fatal("the maintenance tick never read the loaded pool's hosts again")
 	}
 	// The tick's read is held: a connect answers from the view it has.
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	a, err := svc.Connect(cctx, "refresh", vdibroker.ConnectRequest{User: "bob"})
+	a, err := svc.Connect(cctx, "refresh", vdibroker.ConnectRequest{User: "bob"}, "")
 	if err != nil {
 		t.Fatalf("a connect while the tick re-read the pool: %v; want it answered from the view", err)
 	}
 	if a.SessionHost != "h1" && a.SessionHost != "h2" {
 		t.Errorf("bob placed on %q", a.SessionHost)
 	}
-	// Once the pool is idle, the ticks read nothing (the next connect
-	// reads the view): wait out the reads its last use asked for, then
-	// count over several ticks.
-	slow.release <- struct{}{}
-	time.Sleep(300 * time.Millisecond)
-	before := slow.calls.Load()
-	time.Sleep(300 * time.Millisecond)
-	if n := slow.calls.Load() - before; n != 0 {
-		t.Errorf("an idle pool's hosts were read %d times in 6 ticks; want none", n)
+	close(slow.release)
+
+	tick() // tick 2 begins once tick 1 ended; bob used the view: read 3
+	tick() // tick 2 ended
+	if n := slow.calls.Load(); n != 3 {
+		t.Fatalf("%d reads after the ticks that followed alice's and bob's connects, want 3", n)
+	}
+	// Idle from here on: ticks 3 to 5 read nothing (the next connect will).
+	tick()
+	tick()
+	tick()
+	if n := slow.calls.Load(); n != 3 {
+		t.Errorf("an idle pool's hosts were read %d times in 3 ticks; want none", n-3)
+	}
+	if _, err := svc.Connect(ctx, "refresh", vdibroker.ConnectRequest{User: "carol"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if n := slow.calls.Load(); n != 4 {
+		t.Errorf("the first connect after idle ticks read the pool %d times, want once (read 4)", n-3)
 	}
 }

@@ -7,23 +7,34 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/outage"
+	"github.com/vdibroker/vdibroker/broker/poolview"
+	"github.com/vdibroker/vdibroker/internal/keyed"
 	"github.com/vdibroker/vdibroker/power"
+	"github.com/vdibroker/vdibroker/rdp"
 )
 
 // Config is what a Service needs. Store is required; the rest has defaults.
 type Config struct {
 	Store  vdibroker.Store
 	Logger *slog.Logger // nil discards logs
-	// Now returns the current time (nil = time.Now). Status (R-H1), expiry
-	// and placement decisions use it.
-	Now func() time.Time
+	// Clock is the service's time: Now for status (R-H1), expiry and
+	// placement decisions, and the tickers of its loops (maintenance, the
+	// store's health, the escrow, the power poll). nil = the real clock;
+	// tests step a fake one.
+	Clock clock.WithTicker
 	// Rand returns a uniform integer in [0, n) for placement draws (nil =
 	// math/rand/v2).
 	Rand func(n int) int
 	// MaintenanceInterval is how often the background loop ends expired
-	// Pending sessions (R-S3) and marks the placement views for a refresh
-	// from the store (so changes made by other replicas are seen). 0 = 5s.
+	// Pending sessions (R-S3), reads again from the store the pool views
+	// used since the last tick (so changes made by other replicas are
+	// seen; an idle view is only marked stale, and its next connect reads
+	// it), learns the sessions opened since (for reconnects during an
+	// outage), and prunes the history when due. 0 = 5s.
 	MaintenanceInterval time.Duration
 	// ObservePlacement, when set, is called with the pool's load balancer
 	// type and the engine's decision time of every connect (for example
@@ -31,56 +42,53 @@ type Config struct {
 	ObservePlacement func(algorithm string, d time.Duration)
 	// Retention is how long ended sessions, delivered commands and expired
 	// tokens are kept; the maintenance loop prunes older ones once an hour
-	// (issue 14). 0 keeps them forever.
+	// (serve --retention). 0 keeps them forever.
 	Retention time.Duration
 	// StoreTimeout bounds every store call (0 = 5s): a database that does
-	// not answer in time is treated as down (issue 19), so no request
+	// not answer in time is treated as down (R-OUT1), so no request
 	// waits longer than this for it.
 	StoreTimeout time.Duration
 	// RDPProperties are the admin's extra .rdp properties, from
-	// ParseRDPProperties, in every connect's rdpFile (AVD's
+	// rdp.ParseProperties, in every connect's rdpFile (AVD's
 	// customRdpProperty).
-	RDPProperties []RDPProperty
-	// PowerDrivers are the drivers of serve --power-config (issue 17); a
+	RDPProperties []rdp.Property
+	// PowerDrivers are the drivers of serve --power-config (R-A4); a
 	// pool's powerDriver must name one of them.
 	PowerDrivers power.Set
 	// PowerPollInterval is how often the status of stopping hosts is asked
 	// of their drivers (0 = 30s).
 	PowerPollInterval time.Duration
 	// OutagePlacement lets the service place new users during a store
-	// outage within an escrow it holds while the store is up (issue 19;
-	// escrow.go).
-	OutagePlacement OutagePlacement
+	// outage within an escrow it holds while the store is up (R-OUT2,
+	// R-OUT3; package outage).
+	OutagePlacement outage.Placement
 }
 
 // Service is the broker service on a vdibroker.Store.
 type Service struct {
-	store   vdibroker.Store
-	log     *slog.Logger
-	now     func() time.Time
-	rand    func(n int) int
-	observe func(algorithm string, d time.Duration)
-	rdp     []RDPProperty
+	store vdibroker.Store
+	log   *slog.Logger
+	clock clock.WithTicker
+	now   func() time.Time // clock.Now
+	rand  func(n int) int
+	rdp   []rdp.Property
 
-	health    *Health
-	held      heldHeartbeats
+	health    *outage.Health
+	outage    *outage.Mode
 	creds     credentials
 	figures   poolFigures
-	reports   reports
-	views     *views
-	userLocks keyedMutex
-	hostLocks keyedMutex // one host's heartbeats, one at a time
+	views     *poolview.Views
+	userLocks keyed.Mutex
+	hostLocks keyed.Mutex // one host's heartbeats, one at a time
 	idem      *idempotency
-	power     powerState
-	escrow    *escrowKeeper // nil: outage placement off
+	power     *power.Service
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
 
-	stop          chan struct{}
-	done          chan struct{}
-	powerPollDone chan struct{} // nil without power drivers
-	closeOnce     sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // New returns a Service and starts its maintenance loop; Close stops it.
@@ -88,21 +96,20 @@ func New(cfg Config) *Service {
 	s := &Service{
 		store:     cfg.Store,
 		log:       cfg.Logger,
-		now:       cfg.Now,
+		clock:     cfg.Clock,
 		rand:      cfg.Rand,
-		observe:   cfg.ObservePlacement,
 		retention: cfg.Retention,
 		rdp:       cfg.RDPProperties,
-		power:     powerState{drivers: cfg.PowerDrivers},
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
 	}
+	s.now = s.clock.Now
 	if s.rand == nil {
 		s.rand = rand.IntN
 	}
@@ -110,32 +117,31 @@ func New(cfg Config) *Service {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	s.health = &Health{log: s.log, now: s.now, ping: cfg.Store.Ping, interval: min(timeout, time.Second), timeout: timeout, stop: s.stop}
-	s.store = guardedStore(cfg.Store, timeout, s.health)
-	s.views = newViews(s)
-	s.health.onUp = append(s.health.onUp, s.applyHeld, s.views.markAllStale)
-	s.idem = newIdempotency(s.now)
 	interval := cfg.MaintenanceInterval
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
-	if cfg.OutagePlacement.Enabled {
-		s.escrow = newEscrowKeeper(s, cfg.OutagePlacement, interval)
-		// The outage's sessions are written before the held heartbeats
-		// are applied, which would adopt them.
-		s.health.onUp = append([]func(){s.writeOutagePlacements}, s.health.onUp...)
-		s.escrow.run(s.stop)
-	}
-	go s.maintain(interval)
-	if len(cfg.PowerDrivers) > 0 {
-		poll := cfg.PowerPollInterval
-		if poll <= 0 {
-			poll = 30 * time.Second
-		}
-		s.powerPollDone = make(chan struct{})
-		go s.pollPowerEvery(poll)
-	}
-	go s.health.watch()
+	// Every store call goes through the guard: bounded by the store
+	// timeout, and StoreUnavailable while the health says it is down.
+	s.health = outage.NewHealth(outage.HealthConfig{Ping: cfg.Store.Ping, Timeout: timeout, Logger: s.log, Clock: s.clock, Stop: s.stop})
+	s.store = outage.Guard(cfg.Store, timeout, s.health)
+	s.views = poolview.New(poolview.Config{Store: s.store, Logger: s.log, Now: s.now, Rand: s.rand,
+		Observe: cfg.ObservePlacement, Credit: s.health.Credit,
+		HeldByOthers: func(ctx context.Context, pool string) (map[string]int, error) {
+			return s.outage.HeldByOthers(ctx, pool)
+		},
+		Unwritten: func(pool, host string) int { return s.outage.Unwritten(pool, host) }})
+	s.outage = outage.New(outage.Config{Health: s.health, Store: s.store, Views: s.views, Answer: s.answer, Logger: s.log,
+		Clock: s.clock, Placement: cfg.OutagePlacement, MaintenanceInterval: interval})
+	// When the store is back: the outage's sessions are written before
+	// the held heartbeats are applied, which would adopt them.
+	s.health.OnUp(s.outage.WriteOutagePlacements, s.applyHeld, s.views.MarkAllStale)
+	s.idem = newIdempotency(s.now)
+	s.outage.Run(s.stop)
+	go s.maintain(s.clock.NewTicker(interval), interval)
+	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: s.views.RefreshHost,
+		Clock: s.clock, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down})
+	s.health.Watch()
 	return s
 }
 
@@ -144,8 +150,26 @@ func New(cfg Config) *Service {
 // store timeout and answers StoreUnavailable during an outage.
 func (s *Service) Store() vdibroker.Store { return s.store }
 
-// Health returns what the service knows of its store.
-func (s *Service) Health() *Health { return s.health }
+// StoreHealth returns what the service knows of its store.
+func (s *Service) StoreHealth() *outage.Health { return s.health }
+
+var _ vdibroker.HealthService = (*Service)(nil)
+
+// Health pings the store, unless an outage is known already, and returns
+// its health: within the store timeout either way.
+func (s *Service) Health(ctx context.Context) vdibroker.HealthStatus {
+	if !s.health.Down() {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if err := s.store.Ping(ctx); err != nil {
+			s.log.ErrorContext(ctx, "health: store ping", "err", err)
+		}
+	}
+	return s.health.Status()
+}
+
+// Power returns the power service: start and stop hosts (R-A4).
+func (s *Service) Power() *power.Service { return s.power }
 
 // Now returns the service's current time.
 func (s *Service) Now() time.Time { return s.now() }
@@ -156,22 +180,16 @@ func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
-		if s.powerPollDone != nil {
-			<-s.powerPollDone
-		}
-		s.power.bg.Wait()
-		if s.escrow != nil {
-			s.escrow.wg.Wait() // gives the escrows back
-		}
+		s.power.Close()
+		s.outage.Wait() // gives the escrows back
 	})
 	return nil
 }
 
 // maintain runs the background work: pending timeout (R-S3) and refreshing
 // the placement views.
-func (s *Service) maintain(interval time.Duration) {
+func (s *Service) maintain(t clock.Ticker, interval time.Duration) {
 	defer close(s.done)
-	t := time.NewTicker(interval)
 	defer t.Stop()
 	// Close cancels work in progress, so it never waits for a slow store.
 	base, stop := context.WithCancel(context.Background())
@@ -187,7 +205,7 @@ func (s *Service) maintain(interval time.Duration) {
 		select {
 		case <-s.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if !s.health.Down() {
 			// During an outage the store refuses it, and the outage
@@ -200,16 +218,16 @@ func (s *Service) maintain(interval time.Duration) {
 		// every commit, R-D3). A connect that found its view marked stale
 		// read it itself, and every connect of the pool waited for that
 		// read: a quarter of a second for a 10,000-host pool on PostgreSQL
-		// under a full pod's load, every tick (issue 13, connect p99).
+		// under a full pod's load, every tick (connect p99, BENCHMARKS.md).
 		// During an outage the store cannot be read: the next connect
 		// re-reads once it is back.
 		if s.health.Down() {
-			s.views.markAllStale()
+			s.views.MarkAllStale()
 		}
 		if !s.health.Down() {
 			ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
-			s.views.refreshAll(ctx)
-			s.views.catchUpAll(ctx)
+			s.views.RefreshAll(ctx)
+			s.views.CatchUpAll(ctx)
 			cancel()
 			s.pruneIfDue(base)
 		}
@@ -222,7 +240,7 @@ func (s *Service) expirePending(base context.Context, interval time.Duration) {
 	defer cancel()
 	n, err := s.store.ExpirePending(ctx, s.now())
 	switch {
-	case err != nil && base.Err() == nil && !storeIsDown(err):
+	case err != nil && base.Err() == nil && !outage.IsStoreDown(err):
 		s.log.Error("expire pending sessions", "err", err)
 	case n > 0:
 		s.log.Info("ended pending sessions never seen by their agent", "count", n, "reason", vdibroker.EndPendingTimeout)
@@ -251,22 +269,9 @@ func (s *Service) pruneIfDue(base context.Context) {
 	}
 }
 
-// pollPowerEvery runs pollPower until Close.
-func (s *Service) pollPowerEvery(interval time.Duration) {
-	defer close(s.powerPollDone)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		if s.health.Down() {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), interval)
-		s.pollPower(ctx)
-		cancel()
-	}
+// Services returns the service as the vdibroker.Services it is (a pod adds
+// its Federation).
+func (s *Service) Services() vdibroker.Services {
+	return vdibroker.Services{Connect: s, Hosts: s, Sessions: s, Pools: s, ScalingPlans: s,
+		Tokens: s, Audit: s, Power: s.power, Health: s}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -41,7 +42,7 @@ func newEnvWith(t *testing.T, adjust func(*console.Config)) *env {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken})
 	t.Cleanup(func() { srv.Close() })
 	cfg := console.Config{API: srv.Handler(), Store: st}
 	if adjust != nil {

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -24,11 +24,10 @@ func newPodEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
-	t.Cleanup(func() { srv.Close() })
 	secret := []byte("console-test-federation-secret")
-	srv.SetFederation(broker.NewGlobal(broker.GlobalConfig{Service: srv.Broker(), Pod: "fra1",
-		Peers: vhttp.NewPodClient("fra1", secret), PodTimeout: 500 * time.Millisecond}), secret)
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "fra1",
+		Peers: vhttp.NewPodClient("fra1", secret), PodTimeout: 500 * time.Millisecond, FederationSecret: secret})
+	t.Cleanup(func() { srv.Close() })
 	c := console.New(console.Config{API: srv.Handler()})
 	c.EnableFederation()
 	t.Cleanup(func() { c.Close() })

@@ -12,6 +12,7 @@ import (
 
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -27,7 +28,7 @@ func FuzzConsoleForms(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { st.Close() })
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken})
 	f.Cleanup(func() { srv.Close() })
 	c := console.New(console.Config{API: srv.Handler(), Store: st})
 	f.Cleanup(func() { c.Close() })

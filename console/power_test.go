@@ -11,6 +11,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -26,7 +27,7 @@ func newPowerEnv(t *testing.T) (*env, *power.Simulated) {
 	}
 	t.Cleanup(func() { st.Close() })
 	sim := &power.Simulated{}
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": sim}})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": sim}})
 	t.Cleanup(func() { srv.Close() })
 	c := console.New(console.Config{API: srv.Handler(), Store: st})
 	t.Cleanup(func() { c.Close() })

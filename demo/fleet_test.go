@@ -11,6 +11,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/autoscale"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -25,7 +26,7 @@ func startBroker(t *testing.T, drivers power.Set) (url, token string) {
 		t.Fatal(err)
 	}
 	const admin = "fleet-test-admin"
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: admin, PowerDrivers: drivers})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: admin, PowerDrivers: drivers})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		ts.Close()

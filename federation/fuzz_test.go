@@ -34,9 +34,9 @@ func FuzzPlan(f *testing.F) {
 			for _, m := range ge.Members {
 				st := pods[m.Pod]
 				if st.Pools == nil {
-					st.Pools = map[string]PoolFacts{}
+					st.Pools = map[string]vdibroker.PoolFacts{}
 				}
-				st.Pools[m.HostPool] = PoolFacts{HostPool: m.HostPool, Found: true, Hosts: hosts & 0xff, Sessions: sessions & 0xffff,
+				st.Pools[m.HostPool] = vdibroker.PoolFacts{HostPool: m.HostPool, Found: true, Hosts: hosts & 0xff, Sessions: sessions & 0xffff,
 					MaxSessionLimit: 10, HasCapacity: sessions%2 == 0, LoadBalancerType: vdibroker.LoadIndex, LoadIndexes: []int{sessions & 0x7f}}
 				pods[m.Pod] = st
 			}

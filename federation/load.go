@@ -12,34 +12,10 @@ import (
 // sessions per RDS host (R-G2).
 const UnlimitedCapacity = 150
 
-// PoolFacts is what a pod tells about one of its member pools: what R-G2's
-// loads and the capacity check need, nothing about users. Pods exchange it
-// over the pod-to-pod API.
-type PoolFacts struct {
-	HostPool string `json:"hostPool"`
-	// Found is false when the pool does not exist on the pod.
-	Found            bool   `json:"found"`
-	LoadBalancerType string `json:"loadBalancerType,omitempty"`
-	MaxSessionLimit  int    `json:"maxSessionLimit,omitempty"`
-	// Hosts is every session host of the pool, whatever its status (the
-	// size of the pool, as Horizon counts VMs).
-	Hosts int `json:"hosts"`
-	// Sessions is the pool's open sessions: Pending, Active and
-	// Disconnected all count (R-G2).
-	Sessions int `json:"sessions"`
-	// LoadIndexes are the load indexes (0..100) of the placeable hosts
-	// that report one, for LoadIndex pools (RDS farms); -1 (load
-	// balancing off) is left out.
-	LoadIndexes []int `json:"loadIndexes,omitempty"`
-	// HasCapacity: some host could take a new session now (placeable, not
-	// drained, under the limit). The pool's own connect has the last word.
-	HasCapacity bool `json:"hasCapacity"`
-}
-
 // Facts summarises a pool whose hosts carry their read-time status and
 // load index (broker.Service.Present).
-func Facts(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost) PoolFacts {
-	f := PoolFacts{HostPool: pool.Name, Found: true, LoadBalancerType: pool.LoadBalancerType,
+func Facts(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost) vdibroker.PoolFacts {
+	f := vdibroker.PoolFacts{HostPool: pool.Name, Found: true, LoadBalancerType: pool.LoadBalancerType,
 		MaxSessionLimit: pool.MaxSessionLimit, Hosts: len(hosts)}
 	for _, h := range hosts {
 		f.Sessions += h.Sessions
@@ -62,7 +38,7 @@ func Facts(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost) PoolFacts {
 
 // FactsAt is Facts for hosts whose status has not been evaluated: it sets
 // each host's Status at now (R-H1) first. The load index is taken as read.
-func FactsAt(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost, now time.Time) PoolFacts {
+func FactsAt(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost, now time.Time) vdibroker.PoolFacts {
 	for _, h := range hosts {
 		h.Status = vdibroker.HostStatus(h, pool.HeartbeatTimeout(), now)
 	}
@@ -80,7 +56,7 @@ func FactsAt(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost, now time.
 //   - SessionCount: sessions / (maxSessionLimit × hosts), with 150 per
 //     host when the limit is 999999.
 //   - None: no load (R-G4 compares none).
-func PoolLoad(f PoolFacts, policy string) (float64, bool) {
+func PoolLoad(f vdibroker.PoolFacts, policy string) (float64, bool) {
 	if !f.Found || f.Hosts == 0 {
 		return 0, false
 	}
@@ -101,7 +77,7 @@ func PoolLoad(f PoolFacts, policy string) (float64, bool) {
 }
 
 // capacity is the pool's session capacity for SessionCount.
-func capacity(f PoolFacts) int {
+func capacity(f vdibroker.PoolFacts) int {
 	per := f.MaxSessionLimit
 	if per <= 0 || per == vdibroker.NoSessionLimit {
 		per = UnlimitedCapacity
@@ -111,7 +87,7 @@ func capacity(f PoolFacts) int {
 
 // weight is how much a pool counts in its pod's and site's load: hosts
 // under LoadIndex, capacity under SessionCount (see the package doc).
-func weight(f PoolFacts, policy string) float64 {
+func weight(f vdibroker.PoolFacts, policy string) float64 {
 	if _, ok := PoolLoad(f, policy); !ok {
 		return 0
 	}
@@ -123,7 +99,7 @@ func weight(f PoolFacts, policy string) float64 {
 
 // Aggregate is the load of a pod or a site from its member pools' facts
 // (see the package doc): their weighted mean, and false when none weighs.
-func Aggregate(pools []PoolFacts, policy string) (float64, bool) {
+func Aggregate(pools []vdibroker.PoolFacts, policy string) (float64, bool) {
 	var sum, w float64
 	for _, f := range pools {
 		l, ok := PoolLoad(f, policy)

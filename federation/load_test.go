@@ -13,28 +13,28 @@ import (
 func TestPoolLoad(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		f      PoolFacts
+		f      vdibroker.PoolFacts
 		policy string
 		want   float64
 		ok     bool
 	}{
 		// "if the total number of VMs in a desktop pool is 100 and the
 		// current session count is 20, the load index is 20*100/100 = 20".
-		{"desktop pool 100 VMs 20 sessions", PoolFacts{Found: true, LoadBalancerType: vdibroker.BreadthFirst, Hosts: 100, Sessions: 20, MaxSessionLimit: 1}, vdibroker.DistributionLoadIndex, 20, true},
+		{"desktop pool 100 VMs 20 sessions", vdibroker.PoolFacts{Found: true, LoadBalancerType: vdibroker.BreadthFirst, Hosts: 100, Sessions: 20, MaxSessionLimit: 1}, vdibroker.DistributionLoadIndex, 20, true},
 		// "a farm of 4 RDS hosts reporting 20, 30, 40 and 50 has the
 		// average load index 35".
-		{"RDS farm 20 30 40 50", PoolFacts{Found: true, LoadBalancerType: vdibroker.LoadIndex, Hosts: 4, Sessions: 7, LoadIndexes: []int{20, 30, 40, 50}}, vdibroker.DistributionLoadIndex, 35, true},
+		{"RDS farm 20 30 40 50", vdibroker.PoolFacts{Found: true, LoadBalancerType: vdibroker.LoadIndex, Hosts: 4, Sessions: 7, LoadIndexes: []int{20, 30, 40, 50}}, vdibroker.DistributionLoadIndex, 35, true},
 		// A farm whose hosts report no load index: the desktop formula,
 		// 10 sessions * 100 / 4 hosts = 250.
-		{"RDS farm without load indexes", PoolFacts{Found: true, LoadBalancerType: vdibroker.LoadIndex, Hosts: 4, Sessions: 10}, vdibroker.DistributionLoadIndex, 250, true},
+		{"RDS farm without load indexes", vdibroker.PoolFacts{Found: true, LoadBalancerType: vdibroker.LoadIndex, Hosts: 4, Sessions: 10}, vdibroker.DistributionLoadIndex, 250, true},
 		// SessionCount: sessions / (maxSessionLimit * hosts): 30 / (10*6).
-		{"SessionCount limit 10", PoolFacts{Found: true, Hosts: 6, Sessions: 30, MaxSessionLimit: 10}, vdibroker.DistributionSessionCount, 0.5, true},
+		{"SessionCount limit 10", vdibroker.PoolFacts{Found: true, Hosts: 6, Sessions: 30, MaxSessionLimit: 10}, vdibroker.DistributionSessionCount, 0.5, true},
 		// "150 sessions is used as the default capacity if unlimited is
 		// selected": 30 / (150*2) = 0.1.
-		{"SessionCount unlimited uses 150 per host", PoolFacts{Found: true, Hosts: 2, Sessions: 30, MaxSessionLimit: vdibroker.NoSessionLimit}, vdibroker.DistributionSessionCount, 0.1, true},
-		{"no host has no load", PoolFacts{Found: true, Hosts: 0}, vdibroker.DistributionSessionCount, 0, false},
-		{"missing pool has no load", PoolFacts{Found: false, Hosts: 3}, vdibroker.DistributionLoadIndex, 0, false},
-		{"None compares nothing", PoolFacts{Found: true, Hosts: 3, Sessions: 1}, vdibroker.DistributionNone, 0, false},
+		{"SessionCount unlimited uses 150 per host", vdibroker.PoolFacts{Found: true, Hosts: 2, Sessions: 30, MaxSessionLimit: vdibroker.NoSessionLimit}, vdibroker.DistributionSessionCount, 0.1, true},
+		{"no host has no load", vdibroker.PoolFacts{Found: true, Hosts: 0}, vdibroker.DistributionSessionCount, 0, false},
+		{"missing pool has no load", vdibroker.PoolFacts{Found: false, Hosts: 3}, vdibroker.DistributionLoadIndex, 0, false},
+		{"None compares nothing", vdibroker.PoolFacts{Found: true, Hosts: 3, Sessions: 1}, vdibroker.DistributionNone, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := PoolLoad(tc.f, tc.policy)
@@ -75,19 +75,19 @@ func TestFactsCountsEveryOpenState(t *testing.T) {
 // TestAggregate: a pod's and a site's load is their member pools' as one
 // pool (see the package doc).
 func TestAggregate(t *testing.T) {
-	a := PoolFacts{Found: true, Hosts: 100, Sessions: 20, MaxSessionLimit: 1}
-	b := PoolFacts{Found: true, Hosts: 50, Sessions: 40, MaxSessionLimit: 1}
+	a := vdibroker.PoolFacts{Found: true, Hosts: 100, Sessions: 20, MaxSessionLimit: 1}
+	b := vdibroker.PoolFacts{Found: true, Hosts: 50, Sessions: 40, MaxSessionLimit: 1}
 	// LoadIndex: (20+40)*100/(100+50) = 40 (host-weighted mean of 20, 80).
-	if got, _ := Aggregate([]PoolFacts{a, b}, vdibroker.DistributionLoadIndex); math.Abs(got-40) > 1e-9 {
+	if got, _ := Aggregate([]vdibroker.PoolFacts{a, b}, vdibroker.DistributionLoadIndex); math.Abs(got-40) > 1e-9 {
 		t.Errorf("LoadIndex aggregate = %v, want 40", got)
 	}
-	c := PoolFacts{Found: true, Hosts: 2, Sessions: 30, MaxSessionLimit: vdibroker.NoSessionLimit} // capacity 300
-	d := PoolFacts{Found: true, Hosts: 10, Sessions: 90, MaxSessionLimit: 10}                      // capacity 100
+	c := vdibroker.PoolFacts{Found: true, Hosts: 2, Sessions: 30, MaxSessionLimit: vdibroker.NoSessionLimit} // capacity 300
+	d := vdibroker.PoolFacts{Found: true, Hosts: 10, Sessions: 90, MaxSessionLimit: 10}                      // capacity 100
 	// SessionCount: (30+90)/(300+100) = 0.3.
-	if got, _ := Aggregate([]PoolFacts{c, d, {HostPool: "missing"}}, vdibroker.DistributionSessionCount); math.Abs(got-0.3) > 1e-9 {
+	if got, _ := Aggregate([]vdibroker.PoolFacts{c, d, {HostPool: "missing"}}, vdibroker.DistributionSessionCount); math.Abs(got-0.3) > 1e-9 {
 		t.Errorf("SessionCount aggregate = %v, want 0.3", got)
 	}
-	if _, ok := Aggregate([]PoolFacts{{HostPool: "missing"}}, vdibroker.DistributionSessionCount); ok {
+	if _, ok := Aggregate([]vdibroker.PoolFacts{{HostPool: "missing"}}, vdibroker.DistributionSessionCount); ok {
 		t.Error("no weight: want no load")
 	}
 }

@@ -20,7 +20,7 @@ const (
 // "unreachable: timeout after 2s").
 type PodState struct {
 	Err   string
-	Pools map[string]PoolFacts // by host pool name
+	Pools map[string]vdibroker.PoolFacts // by host pool name
 }
 
 // Input is what Plan needs: the document, the entitlement, the pod the
@@ -33,57 +33,6 @@ type Input struct {
 	User         string
 	Groups       []string
 	Pods         map[string]PodState
-}
-
-// Decision is the record of a global connect (the "decision" of its
-// answer): where it started, and per pod considered, its site, its load,
-// and why it was skipped if it was; per member pool likewise.
-type Decision struct {
-	GlobalEntitlement   string `json:"globalEntitlement"`
-	Scope               string `json:"scope"`
-	SessionDistribution string `json:"sessionDistribution"`
-	ConnectedPod        string `json:"connectedPod"`
-	StartSite           string `json:"startSite"`
-	// HomeSite says where the start site came from: "user", "group" or ""
-	// (the site of the connected pod).
-	HomeSite string `json:"homeSite,omitempty"`
-	// ExistingSession is set when the user's existing session was found
-	// (R-G1): the answer reconnects it.
-	ExistingSession *Candidate `json:"existingSession,omitempty"`
-	// Sites lists the sites in the order they were considered, with their
-	// loads (not under None).
-	Sites []SiteDecision `json:"sites"`
-	Pods  []PodDecision  `json:"pods"`
-}
-
-// SiteDecision is one site's line in a decision.
-type SiteDecision struct {
-	Site string   `json:"site"`
-	Load *float64 `json:"load,omitempty"`
-}
-
-// PodDecision is one pod's line in a decision.
-type PodDecision struct {
-	Pod     string         `json:"pod"`
-	Site    string         `json:"site"`
-	Load    *float64       `json:"load,omitempty"`
-	Skipped string         `json:"skipped,omitempty"`
-	Chosen  bool           `json:"chosen,omitempty"`
-	Pools   []PoolDecision `json:"pools,omitempty"`
-}
-
-// PoolDecision is one member pool's line in a decision.
-type PoolDecision struct {
-	HostPool string   `json:"hostPool"`
-	Load     *float64 `json:"load,omitempty"`
-	Skipped  string   `json:"skipped,omitempty"`
-	Chosen   bool     `json:"chosen,omitempty"`
-}
-
-// Candidate is a member pool to try, in a pod.
-type Candidate struct {
-	Pod      string `json:"pod"`
-	HostPool string `json:"hostPool"`
 }
 
 // StartSite is R-G3's starting site: with useHomeSite, the user's own home
@@ -175,7 +124,7 @@ func Scope(doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, connected
 // document order, as far as the scope allows. When useHomeSite sends the
 // user to a home site other than the connected pod's, that site's pods
 // come first (in document order), since the home site is the start site.
-func Plan(in Input) (*Decision, []Candidate) {
+func Plan(in Input) (*vdibroker.GlobalDecision, []vdibroker.MemberCandidate) {
 	ge := in.Entitlement
 	policy := ge.SessionDistribution
 	start, from := StartSite(in.Doc, ge, in.User, in.Groups, in.ConnectedPod)
@@ -184,8 +133,8 @@ func Plan(in Input) (*Decision, []Candidate) {
 			start, from = p.Site, ""
 		}
 	}
-	d := &Decision{GlobalEntitlement: ge.Name, Scope: ge.Scope, SessionDistribution: policy,
-		ConnectedPod: in.ConnectedPod, StartSite: start, HomeSite: from, Sites: []SiteDecision{}, Pods: []PodDecision{}}
+	d := &vdibroker.GlobalDecision{GlobalEntitlement: ge.Name, Scope: ge.Scope, SessionDistribution: policy,
+		ConnectedPod: in.ConnectedPod, StartSite: start, HomeSite: from, Sites: []vdibroker.SiteDecision{}, Pods: []vdibroker.PodDecision{}}
 	all, members := memberPods(in.Doc, ge)
 	scope := Scope(in.Doc, ge, in.ConnectedPod, start)
 	inScope := map[string]bool{}
@@ -197,7 +146,7 @@ func Plan(in Input) (*Decision, []Candidate) {
 	// Per pod: its pools' facts and its load.
 	type podInfo struct {
 		pod   vdibroker.Pod
-		facts []PoolFacts
+		facts []vdibroker.PoolFacts
 		load  float64
 		has   bool
 		err   string
@@ -217,7 +166,7 @@ func Plan(in Input) (*Decision, []Candidate) {
 			for _, hp := range members[p.Name] {
 				f, ok := st.Pools[hp]
 				if !ok {
-					f = PoolFacts{HostPool: hp}
+					f = vdibroker.PoolFacts{HostPool: hp}
 				}
 				pi.facts = append(pi.facts, f)
 			}
@@ -240,7 +189,7 @@ func Plan(in Input) (*Decision, []Candidate) {
 	siteLoad := map[string]float64{}
 	siteHas := map[string]bool{}
 	for _, s := range siteOrder {
-		var facts []PoolFacts
+		var facts []vdibroker.PoolFacts
 		for _, p := range scope {
 			if p.Site == s {
 				facts = append(facts, infos[p.Name].facts...)
@@ -270,9 +219,9 @@ func Plan(in Input) (*Decision, []Candidate) {
 		return cmp.Compare(docOrder(a), docOrder(b))
 	})
 
-	var cands []Candidate
+	var cands []vdibroker.MemberCandidate
 	for _, s := range siteOrder {
-		sd := SiteDecision{Site: s}
+		sd := vdibroker.SiteDecision{Site: s}
 		if loads && siteHas[s] {
 			sd.Load = ptr(siteLoad[s])
 		}
@@ -304,15 +253,15 @@ func Plan(in Input) (*Decision, []Candidate) {
 			return cmp.Compare(a.order, b.order)
 		})
 		for _, pi := range pods {
-			pd := PodDecision{Pod: pi.pod.Name, Site: pi.pod.Site, Skipped: pi.err}
+			pd := vdibroker.PodDecision{Pod: pi.pod.Name, Site: pi.pod.Site, Skipped: pi.err}
 			if pi.has {
 				pd.Load = ptr(pi.load)
 			}
 			if pi.err == "" {
 				pd.Pools, cands = poolOrder(pi.pod.Name, pi.facts, policy, cands)
 				switch {
-				case slices.ContainsFunc(pd.Pools, func(p PoolDecision) bool { return p.Skipped == "" }):
-				case !slices.ContainsFunc(pd.Pools, func(p PoolDecision) bool { return p.Skipped != SkipNotFound }):
+				case slices.ContainsFunc(pd.Pools, func(p vdibroker.PoolDecision) bool { return p.Skipped == "" }):
+				case !slices.ContainsFunc(pd.Pools, func(p vdibroker.PoolDecision) bool { return p.Skipped != SkipNotFound }):
 					pd.Skipped = SkipNotFound // a document ahead of the pod's pools
 				default:
 					pd.Skipped = SkipNoCapacity
@@ -323,7 +272,7 @@ func Plan(in Input) (*Decision, []Candidate) {
 	}
 	for _, p := range all {
 		if !inScope[p.Name] {
-			d.Pods = append(d.Pods, PodDecision{Pod: p.Name, Site: p.Site, Skipped: SkipOutOfScope})
+			d.Pods = append(d.Pods, vdibroker.PodDecision{Pod: p.Name, Site: p.Site, Skipped: SkipOutOfScope})
 		}
 	}
 	return d, cands
@@ -331,19 +280,19 @@ func Plan(in Input) (*Decision, []Candidate) {
 
 // poolOrder orders one pod's member pools for Plan: those with capacity
 // by load (not under None), ties in listed order; the others are skipped.
-func poolOrder(pod string, facts []PoolFacts, policy string, cands []Candidate) ([]PoolDecision, []Candidate) {
+func poolOrder(pod string, facts []vdibroker.PoolFacts, policy string, cands []vdibroker.MemberCandidate) ([]vdibroker.PoolDecision, []vdibroker.MemberCandidate) {
 	type pl struct {
-		f    PoolFacts
+		f    vdibroker.PoolFacts
 		load float64
 		has  bool
 		i    int
 	}
 	var ok []pl
-	out := make([]PoolDecision, 0, len(facts))
-	var skipped []PoolDecision
+	out := make([]vdibroker.PoolDecision, 0, len(facts))
+	var skipped []vdibroker.PoolDecision
 	for i, f := range facts {
 		l, has := PoolLoad(f, policy)
-		pd := PoolDecision{HostPool: f.HostPool}
+		pd := vdibroker.PoolDecision{HostPool: f.HostPool}
 		if has {
 			pd.Load = ptr(l)
 		}
@@ -370,66 +319,14 @@ func poolOrder(pod string, facts []PoolFacts, policy string, cands []Candidate) 
 		})
 	}
 	for _, p := range ok {
-		pd := PoolDecision{HostPool: p.f.HostPool}
+		pd := vdibroker.PoolDecision{HostPool: p.f.HostPool}
 		if p.has {
 			pd.Load = ptr(p.load)
 		}
 		out = append(out, pd)
-		cands = append(cands, Candidate{Pod: pod, HostPool: p.f.HostPool})
+		cands = append(cands, vdibroker.MemberCandidate{Pod: pod, HostPool: p.f.HostPool})
 	}
 	return append(out, skipped...), cands
-}
-
-// Skip records that a candidate's pool refused (reason SkipNoCapacity,
-// say) and, when no pool of its pod is left untried, that the pod is
-// skipped for the same reason.
-func (d *Decision) Skip(c Candidate, reason string) {
-	for i := range d.Pods {
-		pd := &d.Pods[i]
-		if pd.Pod != c.Pod {
-			continue
-		}
-		left := false
-		for j := range pd.Pools {
-			if pd.Pools[j].HostPool == c.HostPool {
-				pd.Pools[j].Skipped = reason
-			}
-			if pd.Pools[j].Skipped == "" {
-				left = true
-			}
-		}
-		if !left && pd.Skipped == "" {
-			pd.Skipped = reason
-		}
-	}
-}
-
-// SkipPod records that a pod could not be reached while trying it: the
-// pod is skipped with reason and its remaining pools are dropped from
-// cands, which is returned.
-func (d *Decision) SkipPod(pod, reason string, cands []Candidate) []Candidate {
-	for i := range d.Pods {
-		if d.Pods[i].Pod == pod {
-			d.Pods[i].Skipped = reason
-		}
-	}
-	return slices.DeleteFunc(cands, func(c Candidate) bool { return c.Pod == pod })
-}
-
-// Choose records the member pool that took the session.
-func (d *Decision) Choose(c Candidate) {
-	for i := range d.Pods {
-		pd := &d.Pods[i]
-		if pd.Pod != c.Pod {
-			continue
-		}
-		pd.Chosen = true
-		for j := range pd.Pools {
-			if pd.Pools[j].HostPool == c.HostPool {
-				pd.Pools[j].Chosen = true
-			}
-		}
-	}
 }
 
 func ptr(f float64) *float64 {

@@ -32,20 +32,20 @@ func testDoc(scope, policy string) *vdibroker.Federation {
 }
 
 // pool is a pooled pool of hosts hosts, limit 10, with sessions sessions.
-func pool(name string, hosts, sessions int) PoolFacts {
-	return PoolFacts{HostPool: name, Found: true, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 10,
+func pool(name string, hosts, sessions int) vdibroker.PoolFacts {
+	return vdibroker.PoolFacts{HostPool: name, Found: true, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 10,
 		Hosts: hosts, Sessions: sessions, HasCapacity: sessions < hosts*10}
 }
 
-func states(fra1, fra1b, ams1, nyc1 PoolFacts) map[string]PodState {
+func states(fra1, fra1b, ams1, nyc1 vdibroker.PoolFacts) map[string]PodState {
 	return map[string]PodState{
-		"fra1": {Pools: map[string]PoolFacts{"office-fra1": fra1, "office-fra1b": fra1b}},
-		"ams1": {Pools: map[string]PoolFacts{"office-ams1": ams1}},
-		"nyc1": {Pools: map[string]PoolFacts{"office-nyc1": nyc1}},
+		"fra1": {Pools: map[string]vdibroker.PoolFacts{"office-fra1": fra1, "office-fra1b": fra1b}},
+		"ams1": {Pools: map[string]vdibroker.PoolFacts{"office-ams1": ams1}},
+		"nyc1": {Pools: map[string]vdibroker.PoolFacts{"office-nyc1": nyc1}},
 	}
 }
 
-func order(cs []Candidate) string {
+func order(cs []vdibroker.MemberCandidate) string {
 	var s []string
 	for _, c := range cs {
 		s = append(s, c.Pod+"/"+c.HostPool)
@@ -130,9 +130,9 @@ func TestPlan(t *testing.T) {
 			name: "unreachable pod skipped", scope: vdibroker.ScopeAllSites, policy: vdibroker.DistributionSessionCount,
 			user: "bob", connected: "fra1",
 			pods: map[string]PodState{
-				"fra1": {Pools: map[string]PoolFacts{"office-fra1": pool("office-fra1", 1, 5), "office-fra1b": {HostPool: "office-fra1b"}}},
+				"fra1": {Pools: map[string]vdibroker.PoolFacts{"office-fra1": pool("office-fra1", 1, 5), "office-fra1b": {HostPool: "office-fra1b"}}},
 				"ams1": {Err: "unreachable: timeout after 2s"},
-				"nyc1": {Pools: map[string]PoolFacts{"office-nyc1": pool("office-nyc1", 1, 0)}},
+				"nyc1": {Pools: map[string]vdibroker.PoolFacts{"office-nyc1": pool("office-nyc1", 1, 0)}},
 			},
 			wantStart: "emea", wantOrder: "fra1/office-fra1 nyc1/office-nyc1",
 			wantSkipped: map[string]string{"ams1": "unreachable: timeout after 2s"},
@@ -142,7 +142,7 @@ func TestPlan(t *testing.T) {
 			// skipped as such, not as full.
 			name: "member pool missing on its pod", scope: vdibroker.ScopeAllSites, policy: vdibroker.DistributionLoadIndex,
 			user: "bob", connected: "fra1",
-			pods:      states(pool("office-fra1", 1, 0), pool("office-fra1b", 1, 0), pool("office-ams1", 1, 0), PoolFacts{HostPool: "office-nyc1"}),
+			pods:      states(pool("office-fra1", 1, 0), pool("office-fra1b", 1, 0), pool("office-ams1", 1, 0), vdibroker.PoolFacts{HostPool: "office-nyc1"}),
 			wantStart: "emea", wantOrder: "fra1/office-fra1 fra1/office-fra1b ams1/office-ams1",
 			wantSkipped: map[string]string{"nyc1": SkipNotFound},
 		},

@@ -42,30 +42,22 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	if req.Protocols == nil {
-		req.Protocols = []string{"RDP"}
-	}
-	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
-		ev.Target = "agent/register/" + req.HostName // the store names the pool when the token is valid
-	}
 	if cur, err := bearer(r); err == nil {
 		// An agent re-keying its own host proves it with its current
 		// credential; without it a registered host is not re-keyed.
-		req.CurrentCredentialHash = hashSecret(cur)
+		req.CurrentCredentialHash = vdibroker.HashSecret(cur)
 	}
-	cred := newSecret("vdbh_")
-	h, err := s.svc.RegisterHost(r.Context(), hashSecret(req.Token), req, hashSecret(cred))
+	resp, err := s.svc.Hosts.RegisterHost(r.Context(), req)
 	if err != nil {
 		return err
 	}
-	s.loggerFrom(r.Context()).Info("session host registered", "pool", h.HostPool, "host", h.Name, "address", h.Address)
-	writeJSON(w, nethttp.StatusCreated, vdibroker.RegisterResponse{HostPool: h.HostPool, HostName: h.Name, Credential: cred})
+	writeJSON(w, nethttp.StatusCreated, resp)
 	return nil
 }
 
 // heartbeat is POST /agent/heartbeat with the host credential: applied to
 // the store synchronously (R-S2 reconciliation, R-S3, R-S5), so the counts
-// reflect it when the answer arrives (broker.Service.Heartbeat).
+// reflect it when the answer arrives (the host service's Heartbeat).
 func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err := s.checkAgentCert(r); err != nil {
 		return err
@@ -74,11 +66,11 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	credHash := hashSecret(cred)
+	credHash := vdibroker.HashSecret(cred)
 	if !s.heartbeats.spend(credHash) {
 		return throttled("this host's heartbeats come faster than the broker accepts (an agent sends one every 10 s)", HeartbeatsPerSecond)
 	}
-	host, err := s.svc.HostByCredential(r.Context(), credHash)
+	host, err := s.svc.Hosts.HostByCredential(r.Context(), credHash)
 	if err != nil {
 		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
 			return vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential is invalid or revoked; register the agent again")
@@ -92,7 +84,7 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	// The host may come from the service's memory: the store applies the
 	// heartbeat only while this is still its credential.
 	hb.CredentialHash = credHash
-	res, err := s.svc.Heartbeat(r.Context(), host, hb)
+	res, err := s.svc.Hosts.Heartbeat(r.Context(), host, hb)
 	if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated {
 		return vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential is invalid or revoked; register the agent again")
 	}

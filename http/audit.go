@@ -10,7 +10,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// The audit trail (issue 15). handle starts an entry for every request
+// The audit trail (R-SEC). handle starts an entry for every request
 // (startAudit); for the routes of auditedActions it rides in the request's
 // context, and the store writes it in the transaction of the change
 // (vdibroker.WithAudit). A refusal is written alone (refused). Every entry
@@ -84,7 +84,7 @@ func (s *Server) refused(r *nethttp.Request, ev *vdibroker.AuditEntry, err error
 	ev.Outcome = vdibroker.AuditRefused
 	ev.Error = code + ": " + vdibroker.ErrorMessage(err)
 	ev.Before, ev.After = nil, nil
-	if aerr := s.store.AppendAudit(context.WithoutCancel(r.Context()), ev); aerr != nil {
+	if aerr := s.svc.Audit.AppendAudit(context.WithoutCancel(r.Context()), ev); aerr != nil {
 		s.loggerFrom(r.Context()).Error("audit: cannot record a refusal", "err", aerr, "action", ev.Action, "target", ev.Target)
 		return
 	}
@@ -102,15 +102,15 @@ func (s *Server) recorded(r *nethttp.Request, ev *vdibroker.AuditEntry) {
 // listAudit is GET /api/v1/auditlog: entries by seq, paged (?limit=,
 // ?after=<seq>), filtered by ?target= (exact, or a prefix ending in /),
 // ?principal= (token id, OIDC subject or token subject), ?action= and
-// ?since= (RFC 3339). A principal scoped to host pools sees their entries.
+// ?since= (RFC 3339). A principal scoped to host pools sees their entries
+// (the audit service keeps them).
 func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	limit, after, err := pageParams(r)
 	if err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	f := vdibroker.AuditFilter{Target: q.Get("target"), Principal: q.Get("principal"), Action: q.Get("action"),
-		HostPools: principalFrom(r.Context()).HostPools, Limit: limit + 1}
+	f := vdibroker.AuditFilter{Target: q.Get("target"), Principal: q.Get("principal"), Action: q.Get("action"), Limit: limit + 1}
 	if after != "" {
 		if f.After, err = strconv.ParseInt(after, 10, 64); err != nil || f.After < 0 {
 			return vdibroker.FieldError("after", "must be an entry's seq, got %q", after)
@@ -121,7 +121,7 @@ func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 			return vdibroker.FieldError("since", "must be an RFC 3339 time such as 2026-01-02T03:04:05Z, got %q", v)
 		}
 	}
-	list, err := s.store.ListAudit(r.Context(), f)
+	list, err := s.svc.Audit.ListAudit(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 // recorded as a refusal by handle.
 func (s *Server) signin(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
-		if err := s.store.AppendAudit(r.Context(), ev); err != nil {
+		if err := s.svc.Audit.AppendAudit(r.Context(), ev); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -351,7 +352,7 @@ func TestAudit_LogLine(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	var logs syncBuffer
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	c := vhttp.NewClient(ts.URL, adminToken)

@@ -10,7 +10,7 @@ import (
 )
 
 // listAutoscaleEvaluations is GET .../hostpools/{pool}/autoscale/evaluations
-// (issue 17): the autoscaler's evaluations of the pool, newest first,
+// (SPEC §8): the autoscaler's evaluations of the pool, newest first,
 // paged with ?limit= and ?after=<seq> (the nextLink: older ones). Readers
 // may read it; a token scoped to other pools does not see the pool.
 func (s *Server) listAutoscaleEvaluations(w nethttp.ResponseWriter, r *nethttp.Request) error {
@@ -24,11 +24,7 @@ func (s *Server) listAutoscaleEvaluations(w nethttp.ResponseWriter, r *nethttp.R
 			return vdibroker.FieldError("after", "must be an evaluation's seq (1 or more), got %q", after)
 		}
 	}
-	pool := r.PathValue("pool")
-	if _, err := s.store.GetHostPool(r.Context(), pool); err != nil {
-		return err
-	}
-	list, err := s.store.ListAutoscaleEvaluations(r.Context(), pool, before, limit+1)
+	list, err := s.svc.ScalingPlans.AutoscaleEvaluations(r.Context(), r.PathValue("pool"), before, limit+1)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/cputime"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -78,7 +79,7 @@ func fixture(b *testing.B, n int) *benchFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken})
 	ts := httptest.NewServer(srv.Handler()) // lives until the process ends
 	c := vhttp.NewClient(ts.URL, adminToken)
 	c.HTTPClient = benchHTTPClient()

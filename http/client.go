@@ -319,7 +319,7 @@ func (c *Client) Register(ctx context.Context, req *vdibroker.RegisterRequest) (
 }
 
 // ReKey registers req's host again with its current credential (the
-// agent's own re-key; issue 14) and returns the new credential.
+// agent's own re-key; R-SEC) and returns the new credential.
 func (c *Client) ReKey(ctx context.Context, credential string, req *vdibroker.RegisterRequest) (*vdibroker.RegisterResponse, error) {
 	var out vdibroker.RegisterResponse
 	h := nethttp.Header{"Authorization": {"Bearer " + credential}}

@@ -17,7 +17,7 @@ type AuditQuery struct {
 }
 
 // ListAudit lists audit entries, oldest first, following nextLink to the
-// end (issue 15; admin and Contributors).
+// end (R-SEC; admin and Contributors).
 func (c *Client) ListAudit(ctx context.Context, q AuditQuery) ([]*vdibroker.AuditEntry, error) {
 	v := url.Values{}
 	for k, s := range map[string]string{"target": q.Target, "principal": q.Principal, "action": q.Action} {

@@ -1,14 +1,20 @@
 // Package http is the broker's HTTP adapter: Server serves the API of
 // SPEC §9 under /api/v1 (host pools, session hosts, user sessions, connect,
-// registration and API tokens, the agent's register and heartbeat) plus
-// /healthz on any vdibroker.Store, and Client is the typed Go client of the
-// whole API that the CLI and the console use.
+// registration and API tokens, scaling plans, the audit log, the agent's
+// register and heartbeat, the federation API and the signed pod-to-pod
+// API) plus /healthz, and Client is the typed Go client of the API that the
+// CLI and the demo use.
 //
-// Connect (SPEC §4) works from an in-memory placement.Placer per host pool,
-// loaded from the store and kept current by this server's own changes; the
-// store's CommitPlacement is the authority (R-D3): a placement that lost a
-// race with another replica is decided again from fresh data. See place in
-// connect.go.
+// A handler decodes the request, calls one of the broker's services
+// (vdibroker.Services, given by cmd/vdibroker: the server holds the
+// interfaces, never the store or the services' packages) and encodes the
+// answer; errors become the one error body in writeError. Before the
+// handler, handle authenticates the caller (the admin token, an OpenID
+// Connect identity or an API token) and asks vdibroker.Authorize for the
+// route's action on the route's pool; the principal rides in the request's
+// context to the services, which authorize what only they see. The web
+// console (package console) calls this API in-process with the signed-in
+// user's token, so it gets the same checks.
 //
 // Choices the SPEC leaves open, made here:
 //   - R-P3 warnings are answered in the pool body as "warnings": [...] (also

@@ -16,6 +16,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -34,7 +35,7 @@ type env struct {
 	t      testing.TB
 	store  vdibroker.Store
 	clock  *clock
-	srvs   []*vhttp.Server
+	srvs   []*testserver.Server
 	urls   []string
 	admin  *vhttp.Client // talks to the first server
 	agents map[string]string
@@ -109,7 +110,7 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 			}
 			t.Cleanup(func() { rs.Close() })
 		}
-		srv := vhttp.NewServer(vhttp.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
+		srv := testserver.New(testserver.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
 			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc, PowerDrivers: o.power})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(func() { ts.Close(); srv.Close() })

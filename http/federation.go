@@ -10,11 +10,10 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/federation"
 )
 
-// The Cloud Pod Architecture API (SPEC §7, issue 16): the federation
+// The Cloud Pod Architecture API (SPEC §7): the federation
 // document, global entitlements and their connect, and the pod-to-pod API
 // (federation.LoadsPath and the others), which takes no bearer token but
 // the federation secret's signature.
@@ -22,25 +21,18 @@ import (
 // federationState is a pod's federation service and the verifier of its
 // peers' signatures; nil on a broker that is not a pod.
 type federationState struct {
-	g        *broker.Global
+	g        vdibroker.FederationService
 	verifier *federation.Verifier
-}
-
-// SetFederation makes the server a pod of a federation: g answers the
-// federation API and secret signs and checks pod-to-pod calls. Call it
-// before serving.
-func (s *Server) SetFederation(g *broker.Global, secret []byte) {
-	s.fed = &federationState{g: g, verifier: &federation.Verifier{Secret: secret, Now: s.now}}
 }
 
 // federationRoutes registers the federation API (routes.go calls it).
 func (s *Server) federationRoutes() {
 	const ge = "/api/v1/globalentitlements"
-	s.handle("PUT /api/v1/federation", write, s.putFederation)
-	s.handle("GET /api/v1/federation", read, s.getFederation)
-	s.handle("GET "+ge, read, s.listGlobalEntitlements)
-	s.handle("GET "+ge+"/{name}", read, s.getGlobalEntitlement)
-	s.handle("POST "+ge+"/{name}/connect", connect, s.globalConnect)
+	s.handle("PUT /api/v1/federation", vdibroker.ActionWrite, s.putFederation)
+	s.handle("GET /api/v1/federation", vdibroker.ActionRead, s.getFederation)
+	s.handle("GET "+ge, vdibroker.ActionRead, s.listGlobalEntitlements)
+	s.handle("GET "+ge+"/{name}", vdibroker.ActionRead, s.getGlobalEntitlement)
+	s.handle("POST "+ge+"/{name}/connect", vdibroker.ActionConnect, s.globalConnect)
 	// Signed with the federation secret, checked inside (podCall).
 	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads))
 	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions))
@@ -69,11 +61,7 @@ func (s *Server) putFederation(w nethttp.ResponseWriter, r *nethttp.Request) err
 	if err != nil {
 		return err
 	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, &doc)
+	writeJSON(w, createdStatus(created), &doc)
 	return nil
 }
 
@@ -99,7 +87,7 @@ func (s *Server) listGlobalEntitlements(w nethttp.ResponseWriter, r *nethttp.Req
 	if err != nil {
 		return err
 	}
-	writeJSON(w, nethttp.StatusOK, page[broker.EntitlementView]{Value: list})
+	writeJSON(w, nethttp.StatusOK, page[vdibroker.EntitlementView]{Value: list})
 	return nil
 }
 
@@ -124,28 +112,19 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 	if err != nil {
 		return err
 	}
-	var req broker.GlobalConnectRequest
+	var req vdibroker.GlobalConnectRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if p := principalFrom(r.Context()); p.Role == vdibroker.RoleUser {
-		if p.Subject != req.User {
-			return vdibroker.Errorf(vdibroker.EPermission, "a User token may connect only its own user %q", p.Subject)
-		}
-		if len(req.Groups) > 0 {
-			return &vdibroker.Error{Code: vdibroker.EPermission, Field: "groups",
-				Message: "groups: only a Contributor may name a user's groups; a User's groups come from its identity"}
-		}
+	if err := vdibroker.Authorize(vdibroker.PrincipalFrom(r.Context()), vdibroker.ActionConnect,
+		vdibroker.Target{Global: r.Method + " " + r.URL.Path, For: &vdibroker.UserIdentity{User: req.User, Groups: req.Groups}}); err != nil {
+		return err
 	}
 	a, err := fed.g.Connect(r.Context(), r.PathValue("name"), req)
 	if err != nil {
 		return err
 	}
-	status := nethttp.StatusOK
-	if a.Created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, a)
+	writeJSON(w, createdStatus(a.Created), a)
 	return nil
 }
 
@@ -170,7 +149,7 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		// its pods as this pod's document lists them (none yet: anyone
 		// with the secret, so a new federation can start).
 		if doc, err := fed.g.Document(r.Context()); err == nil && doc.Pod(pod) == nil {
-			return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds (generation %d)", pod, fed.g.Self().Pod, doc.Generation)
+			return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds (generation %d)", pod, fed.g.Pod(), doc.Generation)
 		}
 		return h(w, r, fed, body)
 	}
@@ -186,7 +165,7 @@ func (s *Server) podLoads(w nethttp.ResponseWriter, r *nethttp.Request, fed *fed
 }
 
 func (s *Server) podSessions(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error {
-	var req federation.SessionsRequest
+	var req vdibroker.PodSessionsRequest
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
 		return err
 	}
@@ -199,7 +178,7 @@ func (s *Server) podSessions(w nethttp.ResponseWriter, r *nethttp.Request, fed *
 }
 
 func (s *Server) podConnect(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error {
-	var req federation.ConnectRequest
+	var req vdibroker.PodConnectRequest
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
 		return err
 	}
@@ -210,7 +189,7 @@ func (s *Server) podConnect(w nethttp.ResponseWriter, r *nethttp.Request, fed *f
 	return writeConnect(w, a, err)
 }
 
-// PodClient is broker.PodClient over HTTP: it signs every call with the
+// PodClient is vdibroker.PodClient over HTTP: it signs every call with the
 // federation secret as pod Pod. The caller bounds each call with its ctx.
 type PodClient struct {
 	Pod    string
@@ -221,7 +200,7 @@ type PodClient struct {
 	Now        func() time.Time
 }
 
-var _ broker.PodClient = (*PodClient)(nil)
+var _ vdibroker.PodClient = (*PodClient)(nil)
 
 // NewPodClient returns the pod-to-pod client of pod with secret.
 func NewPodClient(pod string, secret []byte) *PodClient {
@@ -253,15 +232,15 @@ func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path st
 }
 
 // Loads asks pod for its member pools' facts.
-func (c *PodClient) Loads(ctx context.Context, pod vdibroker.Pod) (*federation.LoadsResponse, error) {
-	var out federation.LoadsResponse
+func (c *PodClient) Loads(ctx context.Context, pod vdibroker.Pod) (*vdibroker.PodLoads, error) {
+	var out vdibroker.PodLoads
 	_, err := c.call(ctx, pod, "GET", federation.LoadsPath, nil, &out)
 	return resultOrNil(&out, err)
 }
 
 // Sessions asks pod for the user's open sessions in its pools.
-func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error) {
-	var out federation.SessionsResponse
+func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
+	var out vdibroker.PodSessions
 	if _, err := c.call(ctx, pod, "POST", federation.SessionsPath, req, &out); err != nil {
 		return nil, err
 	}
@@ -269,8 +248,8 @@ func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req federat
 }
 
 // Connect asks pod to connect the user into one of its member pools.
-func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*broker.Answer, error) {
-	var out broker.Answer
+func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
+	var out vdibroker.ConnectAnswer
 	status, err := c.call(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse)
 	if err != nil {
 		return nil, err
@@ -280,7 +259,7 @@ func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req federati
 }
 
 // GlobalConnectResult is a global connect's answer.
-type GlobalConnectResult = broker.GlobalAnswer
+type GlobalConnectResult = vdibroker.GlobalAnswer
 
 // PutFederation stores the federation document on the client's broker.
 func (c *Client) PutFederation(ctx context.Context, doc *vdibroker.Federation) (*vdibroker.Federation, error) {
@@ -291,28 +270,28 @@ func (c *Client) PutFederation(ctx context.Context, doc *vdibroker.Federation) (
 
 // GetFederation returns the broker's federation document with its peers'
 // health and generations.
-func (c *Client) GetFederation(ctx context.Context) (*broker.FederationStatus, error) {
-	var out broker.FederationStatus
+func (c *Client) GetFederation(ctx context.Context) (*vdibroker.FederationStatus, error) {
+	var out vdibroker.FederationStatus
 	_, err := c.do(ctx, "GET", "/api/v1/federation", nil, nil, &out, nil)
 	return resultOrNil(&out, err)
 }
 
 // ListGlobalEntitlements returns every global entitlement with its
 // members' loads.
-func (c *Client) ListGlobalEntitlements(ctx context.Context) ([]*broker.EntitlementView, error) {
-	return listAll[*broker.EntitlementView](ctx, c, "/api/v1/globalentitlements", nil)
+func (c *Client) ListGlobalEntitlements(ctx context.Context) ([]*vdibroker.EntitlementView, error) {
+	return listAll[*vdibroker.EntitlementView](ctx, c, "/api/v1/globalentitlements", nil)
 }
 
 // GetGlobalEntitlement returns one global entitlement with its members'
 // loads.
-func (c *Client) GetGlobalEntitlement(ctx context.Context, name string) (*broker.EntitlementView, error) {
-	var out broker.EntitlementView
+func (c *Client) GetGlobalEntitlement(ctx context.Context, name string) (*vdibroker.EntitlementView, error) {
+	var out vdibroker.EntitlementView
 	_, err := c.do(ctx, "GET", "/api/v1/globalentitlements/"+url.PathEscape(name), nil, nil, &out, nil)
 	return resultOrNil(&out, err)
 }
 
 // GlobalConnect connects a user through a global entitlement (SPEC §7).
-func (c *Client) GlobalConnect(ctx context.Context, name string, req broker.GlobalConnectRequest) (*GlobalConnectResult, error) {
+func (c *Client) GlobalConnect(ctx context.Context, name string, req vdibroker.GlobalConnectRequest) (*GlobalConnectResult, error) {
 	var out GlobalConnectResult
 	status, err := c.do(ctx, "POST", "/api/v1/globalentitlements/"+url.PathEscape(name)+"/connect", nil, req, &out, nil)
 	out.Created = status == nethttp.StatusCreated

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/broker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -44,8 +44,9 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		if i >= 2 {
 			site = "s1"
 		}
-		srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
 		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
+		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: name, Site: site,
+			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret)})
 		ts := httptest.NewUnstartedServer(srv.Handler())
 		if tls {
 			// Every httptest TLS server has the same certificate: its
@@ -55,12 +56,10 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		} else {
 			ts.Start()
 		}
-		srv.SetFederation(broker.NewGlobal(broker.GlobalConfig{Service: srv.Broker(), Pod: name, Site: site,
-			Peers: peers, PodTimeout: 2 * time.Second}), []byte(testFedSecret))
 		t.Cleanup(func() { ts.Close(); srv.Close(); st.Close() })
 		admin := vhttp.NewClient(ts.URL, adminToken)
 		admin.HTTPClient = ts.Client()
-		e := &env{t: t, store: st, clock: &clock{}, srvs: []*vhttp.Server{srv}, urls: []string{ts.URL},
+		e := &env{t: t, store: st, clock: &clock{}, srvs: []*testserver.Server{srv}, urls: []string{ts.URL},
 			admin: admin, agents: map[string]string{}}
 		pool := "office-" + name
 		e.pool(pool, map[string]any{"maxSessionLimit": limit})
@@ -93,7 +92,7 @@ func TestGlobalConnectConcurrent(t *testing.T) {
 	for i := range 24 {
 		wg.Go(func() {
 			user := fmt.Sprintf("user%02d", i)
-			a, err := envs[i%3].admin.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: user})
+			a, err := envs[i%3].admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: user})
 			mu.Lock()
 			defer mu.Unlock()
 			switch vdibroker.ErrorCode(err) {
@@ -119,7 +118,7 @@ func TestGlobalConnectConcurrent(t *testing.T) {
 	}
 	// Every placed user reconnects to the same pod from any pod (R-G1).
 	for user, pod := range placed {
-		a, err := envs[2].admin.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: user})
+		a, err := envs[2].admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: user})
 		if err != nil || a.Pod != pod || !a.Reconnect {
 			t.Fatalf("%s again: %+v %v; want a reconnect on %s", user, a, err, pod)
 		}
@@ -135,22 +134,22 @@ func TestGlobalConnectRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := envs[0].client(0, tok.Secret)
-	_, err = user.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "bob"})
+	_, err = user.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: "bob"})
 	wantCode(t, err, vdibroker.EPermission)
-	_, err = user.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice", Groups: []string{"admins"}})
+	_, err = user.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: "alice", Groups: []string{"admins"}})
 	wantCode(t, err, vdibroker.EPermission, "groups")
-	a, err := user.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice", DryRun: true})
+	a, err := user.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: "alice", DryRun: true})
 	if err != nil || !a.DryRun || a.SessionID != "" || a.Pod != "pod0" {
 		t.Fatalf("dry run: %+v %v; want pod0 (None: the connected pod first), no session", a, err)
 	}
 	if n := envs[0].sessionsPerHost("office-pod0")["pod0-h001"]; n != 0 {
 		t.Fatalf("dry run stored a session: %d", n)
 	}
-	a, err = user.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice"})
+	a, err = user.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: "alice"})
 	if err != nil || !a.Created || a.Pod != "pod0" {
 		t.Fatalf("connect: %+v %v", a, err)
 	}
-	_, err = envs[0].admin.GlobalConnect(t.Context(), "nothing", broker.GlobalConnectRequest{User: "alice"})
+	_, err = envs[0].admin.GlobalConnect(t.Context(), "nothing", vdibroker.GlobalConnectRequest{User: "alice"})
 	wantCode(t, err, vdibroker.ENotFound)
 }
 
@@ -162,7 +161,7 @@ func TestGlobalConnectOverHTTPS(t *testing.T) {
 	for i := range 5 {
 		envs[0].mustConnect("office-pod0", fmt.Sprintf("local%d", i))
 	}
-	a, err := envs[0].admin.GlobalConnect(t.Context(), "office", broker.GlobalConnectRequest{User: "alice"})
+	a, err := envs[0].admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: "alice"})
 	if err != nil || a.Pod != "pod1" || !a.Created {
 		t.Fatalf("global connect over HTTPS: %+v %v; want a new session on pod1", a, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vdibroker/vdibroker"
-	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -52,7 +52,7 @@ func FuzzAPIBodies(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { st.Close() })
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: adminToken})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken})
 	f.Cleanup(func() { srv.Close() })
 	h := srv.Handler()
 	do := func(method, path string, body []byte) *httptest.ResponseRecorder {

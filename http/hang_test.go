@@ -9,6 +9,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 )
 
 // TestPanicInPlacementDoesNotWedgePool: a panic while the pool's view is
@@ -21,7 +22,7 @@ import (
 func TestPanicInPlacementDoesNotWedgePool(t *testing.T) {
 	e := newEnv(t)
 	var calls atomic.Int32
-	srv := vhttp.NewServer(vhttp.Config{Store: e.store, Now: e.clock.Now, AdminToken: adminToken,
+	srv := testserver.New(testserver.Config{Store: e.store, Now: e.clock.Now, AdminToken: adminToken,
 		MaintenanceInterval: 10 * time.Millisecond,
 		ObservePlacement: func(string, time.Duration) {
 			if calls.Add(1) == 1 {

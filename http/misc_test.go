@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 )
 
 // syncBuffer is a log sink safe for the server's goroutines.
@@ -47,7 +47,7 @@ func (failingStore) ListHostPools(context.Context) ([]*vdibroker.HostPool, error
 func TestInternalErrors_SPEC9(t *testing.T) {
 	e := newEnv(t)
 	var logs syncBuffer
-	srv := vhttp.NewServer(vhttp.Config{Store: failingStore{e.store}, AdminToken: adminToken,
+	srv := testserver.New(testserver.Config{Store: failingStore{e.store}, AdminToken: adminToken,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	defer srv.Close()
 	ts := httptest.NewServer(srv.Handler())
@@ -147,7 +147,7 @@ func TestHostStatusAndLoadIndex_RH1_RIDX(t *testing.T) {
 func TestMaintenanceLoop_RS3(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	srv := vhttp.NewServer(vhttp.Config{Store: e.store, Now: e.clock.Now, AdminToken: adminToken, MaintenanceInterval: 10 * time.Millisecond})
+	srv := testserver.New(testserver.Config{Store: e.store, Now: e.clock.Now, AdminToken: adminToken, MaintenanceInterval: 10 * time.Millisecond})
 	defer srv.Close()
 	e.pool("loop", map[string]any{"pendingTimeoutSeconds": 30})
 	e.addHosts("loop", "looph", 1)

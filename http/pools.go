@@ -2,10 +2,8 @@ package http
 
 import (
 	nethttp "net/http"
-	"slices"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/broker"
 )
 
 // HostPoolResponse is a host pool as the API answers it: the §2 fields and
@@ -36,12 +34,10 @@ func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
-	pools, err := s.store.ListHostPools(r.Context())
+	pools, err := s.svc.Pools.ListPools(r.Context())
 	if err != nil {
 		return err
 	}
-	me := principalFrom(r.Context())
-	pools = slices.DeleteFunc(pools, func(p *vdibroker.HostPool) bool { return !me.sees(p.Name) })
 	summary, err := boolParam(r, "summary")
 	if err != nil {
 		return err
@@ -52,7 +48,7 @@ func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		warnings, _ := vdibroker.ValidateHostPool(p)
 		out.Value[i] = HostPoolResponse{HostPool: p, Warnings: warnings}
 		if summary {
-			if out.Value[i].Summary, err = s.svc.Summary(r.Context(), p); err != nil {
+			if out.Value[i].Summary, err = s.svc.Pools.Summary(r.Context(), p); err != nil {
 				return err
 			}
 		}
@@ -62,7 +58,7 @@ func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {
 }
 
 func (s *Server) getPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	p, err := s.store.GetHostPool(r.Context(), r.PathValue("pool"))
+	p, err := s.svc.Pools.Pool(r.Context(), r.PathValue("pool"))
 	if err != nil {
 		return err
 	}
@@ -74,7 +70,7 @@ func (s *Server) getPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		poolAnswer(w, nethttp.StatusOK, p)
 		return nil
 	}
-	sum, err := s.svc.Summary(r.Context(), p)
+	sum, err := s.svc.Pools.Summary(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -99,46 +95,24 @@ func (s *Server) putPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	default:
 		return vdibroker.FieldError("If-None-Match", `only "*" (create, never replace) is supported, got %q`, inm)
 	}
-	old, err := s.store.GetHostPool(r.Context(), name)
+	stored, created, err := s.svc.Pools.PutPool(r.Context(), name, p, createOnly)
 	if err != nil {
-		if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
-			return err
-		}
-		old = nil
+		return err
 	}
-	if createOnly && old != nil {
-		return broker.PoolExists(name)
-	}
-	return s.storePool(w, r, name, old, p, createOnly)
+	poolAnswer(w, createdStatus(created), stored)
+	return nil
 }
 
 // patchPool changes the fields the body names: the existing pool under the
 // body, validated as a whole; refused means nothing changed (R-P4).
 func (s *Server) patchPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	name := r.PathValue("pool")
-	old, err := s.store.GetHostPool(r.Context(), name)
+	stored, err := s.svc.Pools.UpdatePool(r.Context(), r.PathValue("pool"), func(p *vdibroker.HostPool) error {
+		return decodeJSON(w, r, &HostPoolResponse{HostPool: p})
+	})
 	if err != nil {
 		return err
 	}
-	p := *old
-	if err := decodeJSON(w, r, &HostPoolResponse{HostPool: &p}); err != nil {
-		return err
-	}
-	return s.storePool(w, r, name, old, &p, false)
-}
-
-// storePool stores p through the broker service (validation, R-P1) and
-// answers it.
-func (s *Server) storePool(w nethttp.ResponseWriter, r *nethttp.Request, name string, old, p *vdibroker.HostPool, createOnly bool) error {
-	stored, created, err := s.svc.StorePool(r.Context(), name, old, p, createOnly)
-	if err != nil {
-		return err
-	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	poolAnswer(w, status, stored)
+	poolAnswer(w, nethttp.StatusOK, stored)
 	return nil
 }
 
@@ -148,7 +122,7 @@ func (s *Server) deletePool(w nethttp.ResponseWriter, r *nethttp.Request) error 
 		return err
 	}
 	name := r.PathValue("pool")
-	if err := s.svc.DeletePool(r.Context(), name, force); err != nil {
+	if err := s.svc.Pools.DeletePool(r.Context(), name, force); err != nil {
 		return err
 	}
 	w.WriteHeader(nethttp.StatusNoContent)

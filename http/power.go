@@ -6,7 +6,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Power actions (issue 17, R-A4): POST .../sessionhosts/{host}/start and
+// Power actions (R-A4): POST .../sessionhosts/{host}/start and
 // .../stop (?force=true to stop a host with sessions). Contributor and the
 // admin token, within the token's pool scope; the driver that runs is the
 // pool's powerDriver, one of serve --power-config's, never a request's.
@@ -15,7 +15,7 @@ import (
 
 func (s *Server) startHost(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	pool, name := r.PathValue("pool"), r.PathValue("host")
-	if err := s.svc.StartHost(r.Context(), pool, name, actor(r)); err != nil {
+	if err := s.svc.Power.StartHost(r.Context(), pool, name, actor(r)); err != nil {
 		return err
 	}
 	return s.writeHostAccepted(w, r, pool, name)
@@ -27,14 +27,14 @@ func (s *Server) stopHost(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		return err
 	}
 	pool, name := r.PathValue("pool"), r.PathValue("host")
-	if err := s.svc.StopHost(r.Context(), pool, name, force, actor(r)); err != nil {
+	if err := s.svc.Power.StopHost(r.Context(), pool, name, force, actor(r)); err != nil {
 		return err
 	}
 	return s.writeHostAccepted(w, r, pool, name)
 }
 
 func (s *Server) writeHostAccepted(w nethttp.ResponseWriter, r *nethttp.Request, pool, name string) error {
-	h, err := s.svc.SessionHost(r.Context(), pool, name)
+	h, err := s.svc.Hosts.SessionHost(r.Context(), pool, name)
 	if err != nil {
 		return err
 	}
@@ -42,15 +42,7 @@ func (s *Server) writeHostAccepted(w nethttp.ResponseWriter, r *nethttp.Request,
 	return nil
 }
 
-// actor names the caller as an audit entry does (token id, OIDC subject,
-// admin), for the service's logs of who asked.
+// actor names the caller for the service's logs of who asked.
 func actor(r *nethttp.Request) string {
-	p := principalFrom(r.Context())
-	if p == nil {
-		return vdibroker.PrincipalAnonymous
-	}
-	if id := p.audit().ID; id != "" {
-		return id
-	}
-	return p.Role
+	return vdibroker.PrincipalFrom(r.Context()).Actor()
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Rate limits (issue 14). They are aimed at what an attacker does, not at
+// Rate limits (R-SEC). They are aimed at what an attacker does, not at
 // what a busy pod does: a logon storm of valid tokens is never limited.
 //   - Failed authentication per client address: every 401 spends a token
 //     of the address's bucket (AuthFailuresPerSecond, burst
@@ -55,7 +55,7 @@ func newLimiters(perSecond float64, burst int) *limiters {
 // get returns key's bucket. A full map first forgets the buckets that
 // have filled up again, which are the same as new ones; it never forgets
 // a bucket with tokens spent, so flooding it with new addresses does not
-// give an address that was being throttled a fresh bucket (issue 14).
+// give an address that was being throttled a fresh bucket (R-SEC).
 func (l *limiters) get(key string) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -2,8 +2,6 @@ package http
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +35,15 @@ func writeJSON(w nethttp.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))
+}
+
+// createdStatus is the status of a write that created what it answers
+// (201) or changed it (200).
+func createdStatus(created bool) int {
+	if created {
+		return nethttp.StatusCreated
+	}
+	return nethttp.StatusOK
 }
 
 // writeError is the one place an error becomes an answer: the code picks the
@@ -148,20 +155,6 @@ func jsonType(t reflect.Type) string {
 	default:
 		return "an object"
 	}
-}
-
-// newID returns n random bytes as hex: request ids and the random part of
-// secrets (newSecret). Stored rows take vdibroker.NewID.
-func newID(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// newSecret returns a bearer secret with a prefix that says what it is
-// (vdbt_ API token, vdbr_ registration token, vdbh_ host credential).
-func newSecret(prefix string) string {
-	return prefix + newID(32)
 }
 
 // jsonPath drops the Go names of embedded structs from a decoder field path

@@ -1,6 +1,8 @@
 package http_test
 
 import (
+	"github.com/vdibroker/vdibroker/internal/testserver"
+
 	"context"
 	"net/http/httptest"
 	"testing"
@@ -36,7 +38,7 @@ func TestRoundRobinCursorShared_RLI4(t *testing.T) {
 	got = append(got, connect(e.client(0, adminToken), "u3"))
 
 	// A restarted broker on the same store goes on from the cursor.
-	srv := vhttp.NewServer(vhttp.Config{Store: e.store, Now: e.clock.Now, AdminToken: adminToken})
+	srv := testserver.New(testserver.Config{Store: e.store, Now: e.clock.Now, AdminToken: adminToken})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	got = append(got, connect(vhttp.NewClient(ts.URL, adminToken), "u4"))

@@ -1,12 +1,9 @@
 package http
 
 import (
-	"context"
 	nethttp "net/http"
-	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/broker"
 )
 
 // routes registers the API of SPEC §9 with the access each call needs.
@@ -14,47 +11,47 @@ func (s *Server) routes() {
 	const p = "/api/v1/hostpools/{pool}"
 	s.handle("GET /healthz", public, s.healthz)
 
-	s.handle("GET /api/v1/hostpools", read, s.listPools)
-	s.handle("GET "+p, read, s.getPool)
-	s.handle("PUT "+p, write, s.putPool)
-	s.handle("PATCH "+p, write, s.patchPool)
-	s.handle("DELETE "+p, write, s.deletePool)
+	s.handle("GET /api/v1/hostpools", vdibroker.ActionRead, s.listPools)
+	s.handle("GET "+p, vdibroker.ActionRead, s.getPool)
+	s.handle("PUT "+p, vdibroker.ActionWrite, s.putPool)
+	s.handle("PATCH "+p, vdibroker.ActionWrite, s.patchPool)
+	s.handle("DELETE "+p, vdibroker.ActionWrite, s.deletePool)
 
-	s.handle("GET "+p+"/sessionhosts", read, s.listHosts)
-	s.handle("GET "+p+"/sessionhosts/{host}", read, s.getHost)
-	s.handle("PUT "+p+"/sessionhosts/{host}", write, s.putHost)
-	s.handle("PATCH "+p+"/sessionhosts/{host}", write, s.patchHost)
-	s.handle("DELETE "+p+"/sessionhosts/{host}", write, s.deleteHost)
+	s.handle("GET "+p+"/sessionhosts", vdibroker.ActionRead, s.listHosts)
+	s.handle("GET "+p+"/sessionhosts/{host}", vdibroker.ActionRead, s.getHost)
+	s.handle("PUT "+p+"/sessionhosts/{host}", vdibroker.ActionWrite, s.putHost)
+	s.handle("PATCH "+p+"/sessionhosts/{host}", vdibroker.ActionWrite, s.patchHost)
+	s.handle("DELETE "+p+"/sessionhosts/{host}", vdibroker.ActionWrite, s.deleteHost)
 
-	s.handle("GET "+p+"/usersessions", read, s.listSessions)
-	s.handle("GET "+p+"/usersessions/{id}", read, s.getSession)
-	s.handle("DELETE "+p+"/usersessions/{id}", write, s.logoff)
-	s.handle("POST "+p+"/usersessions/{id}/disconnect", write, s.disconnect)
-	s.handle("POST "+p+"/usersessions/{id}/sendmessage", write, s.sendMessage)
-	s.handle("GET "+p+"/usersessions/{id}/placement", read, s.getPlacement)
+	s.handle("GET "+p+"/usersessions", vdibroker.ActionRead, s.listSessions)
+	s.handle("GET "+p+"/usersessions/{id}", vdibroker.ActionRead, s.getSession)
+	s.handle("DELETE "+p+"/usersessions/{id}", vdibroker.ActionWrite, s.logoff)
+	s.handle("POST "+p+"/usersessions/{id}/disconnect", vdibroker.ActionWrite, s.disconnect)
+	s.handle("POST "+p+"/usersessions/{id}/sendmessage", vdibroker.ActionWrite, s.sendMessage)
+	s.handle("GET "+p+"/usersessions/{id}/placement", vdibroker.ActionRead, s.getPlacement)
 
-	s.handle("GET "+p+"/autoscale/evaluations", read, s.listAutoscaleEvaluations) // autoscale.go
+	s.handle("GET "+p+"/autoscale/evaluations", vdibroker.ActionRead, s.listAutoscaleEvaluations) // autoscale.go
 
-	s.handle("POST "+p+"/connect", connect, s.connect)
-	s.handle("POST "+p+"/registrationtoken", write, s.createRegistrationToken)
-	s.handle("GET "+p+"/registrationtokens", write, s.listRegistrationTokens)
-	s.handle("DELETE "+p+"/registrationtokens/{id}", write, s.deleteRegistrationToken)
-	s.handle("POST "+p+"/sessionhosts/{host}/resetregistration", write, s.resetRegistration)
-	s.handle("POST "+p+"/sessionhosts/{host}/start", write, s.startHost) // power.go
-	s.handle("POST "+p+"/sessionhosts/{host}/stop", write, s.stopHost)
+	s.handle("POST "+p+"/connect", vdibroker.ActionConnect, s.connect)
+	s.handle("POST "+p+"/registrationtoken", vdibroker.ActionWrite, s.createRegistrationToken)
+	s.handle("GET "+p+"/registrationtokens", vdibroker.ActionInspect, s.listRegistrationTokens)
+	s.handle("DELETE "+p+"/registrationtokens/{id}", vdibroker.ActionWrite, s.deleteRegistrationToken)
+	s.handle("POST "+p+"/sessionhosts/{host}/resetregistration", vdibroker.ActionWrite, s.resetRegistration)
+	s.handle("POST "+p+"/sessionhosts/{host}/start", vdibroker.ActionWrite, s.startHost) // power.go
+	s.handle("POST "+p+"/sessionhosts/{host}/stop", vdibroker.ActionWrite, s.stopHost)
 
 	// Scaling plans (scalingplans.go): global, scope checked per plan.
-	s.handle("GET /api/v1/scalingplans", read, s.listScalingPlans)
-	s.handle("GET /api/v1/scalingplans/{name}", read, s.getScalingPlan)
-	s.handle("PUT /api/v1/scalingplans/{name}", write, s.putScalingPlan)
-	s.handle("DELETE /api/v1/scalingplans/{name}", write, s.deleteScalingPlan)
+	s.handle("GET /api/v1/scalingplans", vdibroker.ActionRead, s.listScalingPlans)
+	s.handle("GET /api/v1/scalingplans/{name}", vdibroker.ActionRead, s.getScalingPlan)
+	s.handle("PUT /api/v1/scalingplans/{name}", vdibroker.ActionWrite, s.putScalingPlan)
+	s.handle("DELETE /api/v1/scalingplans/{name}", vdibroker.ActionWrite, s.deleteScalingPlan)
 
-	s.handle("POST /api/v1/tokens", admin, s.createToken)
-	s.handle("GET /api/v1/tokens", admin, s.listTokens)
-	s.handle("DELETE /api/v1/tokens/{id}", admin, s.deleteToken)
-	s.handle("GET /api/v1/whoami", anyRole, s.whoami)
-	s.handle("POST /api/v1/signin", anyRole, s.signin)   // audit.go
-	s.handle("GET /api/v1/auditlog", write, s.listAudit) // audit.go: admin and Contributors
+	s.handle("POST /api/v1/tokens", vdibroker.ActionManageTokens, s.createToken)
+	s.handle("GET /api/v1/tokens", vdibroker.ActionManageTokens, s.listTokens)
+	s.handle("DELETE /api/v1/tokens/{id}", vdibroker.ActionManageTokens, s.deleteToken)
+	s.handle("GET /api/v1/whoami", vdibroker.ActionIdentify, s.whoami)
+	s.handle("POST /api/v1/signin", vdibroker.ActionIdentify, s.signin)    // audit.go
+	s.handle("GET /api/v1/auditlog", vdibroker.ActionInspect, s.listAudit) // audit.go: admin and Contributors
 
 	s.handle("POST /api/v1/agent/register", public, s.register)
 	s.handle("POST /api/v1/agent/heartbeat", public, s.heartbeat) // host credential checked inside
@@ -73,14 +70,14 @@ type WhoAmI struct {
 	Role    string `json:"role"`
 	Subject string `json:"subject"`
 	TokenID string `json:"tokenId,omitempty"`
-	// Kind is admin, token or oidc (issue 15).
+	// Kind is admin, token or oidc.
 	Kind string `json:"kind,omitempty"`
 	// HostPools is the caller's scope; absent is every pool.
 	HostPools []string `json:"hostPools,omitempty"`
 }
 
 func (s *Server) whoami(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	p := principalFrom(r.Context())
+	p := vdibroker.PrincipalFrom(r.Context())
 	writeJSON(w, nethttp.StatusOK, WhoAmI{Role: p.Role, Subject: p.Subject, TokenID: p.TokenID, Kind: p.Kind, HostPools: p.HostPools})
 	return nil
 }
@@ -89,11 +86,11 @@ func (s *Server) whoami(w nethttp.ResponseWriter, r *nethttp.Request) error {
 type Health struct {
 	Status string `json:"status"` // ok, or store unavailable
 	// Store is the store's health: up, or down since when and why.
-	Store broker.HealthStatus `json:"store"`
+	Store vdibroker.HealthStatus `json:"store"`
 }
 
 // healthz is GET /healthz: 200 while the store answers, 503 with the
-// reason during an outage (issue 19), within the store timeout either way.
+// reason during an outage (R-OUT1), within the store timeout either way.
 // GET /healthz?live answers 200 whenever the process serves, so an
 // orchestrator does not restart a healthy broker for its database's sake.
 func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {
@@ -101,15 +98,7 @@ func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		writeJSON(w, nethttp.StatusOK, map[string]string{"status": "live"})
 		return nil
 	}
-	h := s.svc.Health()
-	if !h.Down() {
-		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-		defer cancel()
-		if err := s.store.Ping(ctx); err != nil {
-			s.loggerFrom(r.Context()).Error("healthz: store ping", "err", err)
-		}
-	}
-	st := h.Status()
+	st := s.svc.Health.Health(r.Context())
 	if !st.Up {
 		writeJSON(w, nethttp.StatusServiceUnavailable, Health{Status: "store unavailable", Store: st})
 		return nil

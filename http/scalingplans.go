@@ -2,74 +2,30 @@ package http
 
 import (
 	nethttp "net/http"
-	"slices"
 
 	"github.com/vdibroker/vdibroker"
 )
 
-// Scaling plans (issue 17, SPEC §8): PUT, GET and DELETE
+// Scaling plans (SPEC §8): PUT, GET and DELETE
 // /api/v1/scalingplans/{name} and GET /api/v1/scalingplans. A plan is
-// global (no {pool} in its path), so the host-pool scope of a principal is
-// checked here against the plan's pools (R-SP5): a scoped principal reads
-// the plans that touch one of its pools and writes only plans whose pools,
-// before and after, are all in its scope.
-
-// mayRead reports whether the principal sees plan p: unscoped principals
-// see every plan, scoped ones those naming one of their pools.
-func (me *principal) mayRead(p *vdibroker.ScalingPlan) bool {
-	if len(me.HostPools) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(p.HostPools, me.sees)
-}
-
-// mayWrite refuses a scoped principal a plan (as stored or as sent) with
-// no pool or with a pool outside its scope.
-func (me *principal) mayWrite(p *vdibroker.ScalingPlan) error {
-	if len(me.HostPools) == 0 || p == nil {
-		return nil
-	}
-	if len(p.HostPools) == 0 {
-		return vdibroker.Errorf(vdibroker.EPermission, "scaling plan %q names no host pool: a token scoped to host pools may write only plans of its pools (R-SP5)", p.Name)
-	}
-	for _, pool := range p.HostPools {
-		if !me.sees(pool) {
-			return vdibroker.Errorf(vdibroker.EPermission, "scaling plan %q names host pool %q, which is outside this token's host pools (R-SP5)", p.Name, pool)
-		}
-	}
-	return nil
-}
-
-// readablePlan reads the plan at name, answering NotFound for a plan the
-// principal may not see (it cannot tell it from a missing one).
-func (s *Server) readablePlan(r *nethttp.Request, name string) (*vdibroker.ScalingPlan, error) {
-	p, err := s.store.GetScalingPlan(r.Context(), name)
-	if err != nil {
-		return nil, err
-	}
-	if !principalFrom(r.Context()).mayRead(p) {
-		return nil, vdibroker.Errorf(vdibroker.ENotFound, "scaling plan %q not found", name)
-	}
-	return p, nil
-}
+// global (no {pool} in its path): the scaling plan service authorizes a
+// principal scoped to host pools by the plan's pools (R-SP5).
 
 func (s *Server) listScalingPlans(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	limit, after, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	plans, err := s.store.ListScalingPlans(r.Context())
+	plans, err := s.svc.ScalingPlans.ListScalingPlans(r.Context())
 	if err != nil {
 		return err
 	}
-	me := principalFrom(r.Context())
-	plans = slices.DeleteFunc(plans, func(p *vdibroker.ScalingPlan) bool { return !me.mayRead(p) })
 	writeJSON(w, nethttp.StatusOK, pageOf(r, plans, func(p *vdibroker.ScalingPlan) string { return p.Name }, limit, after))
 	return nil
 }
 
 func (s *Server) getScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	p, err := s.readablePlan(r, r.PathValue("name"))
+	p, err := s.svc.ScalingPlans.ScalingPlan(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -78,99 +34,25 @@ func (s *Server) getScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) er
 }
 
 // putScalingPlan creates (201) or replaces (200) a plan: the body decoded
-// strictly (unknown fields refused), defaults filled, validated (R-SP1..3),
-// then stored with the pool checks of R-SP4 in one transaction. A refused
-// plan changes nothing.
+// strictly (unknown fields refused), then validated and stored by the
+// service. A refused plan changes nothing.
 func (s *Server) putScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	name := r.PathValue("name")
 	p := &vdibroker.ScalingPlan{}
 	if err := decodeJSON(w, r, p); err != nil {
 		return err
 	}
-	if p.Name == "" {
-		p.Name = name
-	}
-	if p.Name != name {
-		return vdibroker.FieldError("name", "must match the scaling plan name in the path (%q), got %q", name, p.Name)
-	}
-	p.FillDefaults()
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	if p.HostPools == nil {
-		p.HostPools = []string{}
-	}
-	me := principalFrom(r.Context())
-	if err := me.mayWrite(p); err != nil {
-		return err
-	}
-	old, err := s.store.GetScalingPlan(r.Context(), name)
-	switch {
-	case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
-		old = nil
-	case err != nil:
-		return err
-	}
-	// Replacing a plan takes its pools out of it: the principal must be
-	// allowed those too. (The store's transaction re-reads the plan; a
-	// plan changed in between by another writer is replaced whole, as
-	// any PUT is.)
-	if old != nil && !me.mayRead(old) {
-		// A plan it cannot see is not told about, not even its pools
-		// (R-SP5: as a missing one would be, it cannot be created either).
-		return vdibroker.Errorf(vdibroker.EPermission, "scaling plan %q cannot be written with this token's host pools (R-SP5)", name)
-	}
-	if err := me.mayWrite(old); err != nil {
-		return err
-	}
-	auditPool(r, p, old)
-	now := s.now().UTC()
-	p.CreateTime, p.UpdateTime = now, now
-	created, err := s.store.PutScalingPlan(r.Context(), p)
+	stored, created, err := s.svc.ScalingPlans.PutScalingPlan(r.Context(), r.PathValue("name"), p)
 	if err != nil {
 		return err
 	}
-	stored, err := s.store.GetScalingPlan(r.Context(), name)
-	if err != nil {
-		return err
-	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	writeJSON(w, status, stored)
+	writeJSON(w, createdStatus(created), stored)
 	return nil
 }
 
 func (s *Server) deleteScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	name := r.PathValue("name")
-	old, err := s.readablePlan(r, name)
-	if err != nil {
-		return err
-	}
-	if err := principalFrom(r.Context()).mayWrite(old); err != nil {
-		return err
-	}
-	auditPool(r, old)
-	if err := s.store.DeleteScalingPlan(r.Context(), name); err != nil {
+	if err := s.svc.ScalingPlans.DeleteScalingPlan(r.Context(), r.PathValue("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(nethttp.StatusNoContent)
 	return nil
-}
-
-// auditPool names the first pool of the plans (the new one first) in the
-// request's audit entry, so a principal scoped to that pool finds the
-// change in its audit log; a plan of no pool is audited with none.
-func auditPool(r *nethttp.Request, plans ...*vdibroker.ScalingPlan) {
-	ev := vdibroker.AuditFrom(r.Context())
-	if ev == nil {
-		return
-	}
-	for _, p := range plans {
-		if p != nil && len(p.HostPools) > 0 {
-			ev.HostPool = p.HostPools[0]
-			return
-		}
-	}
 }

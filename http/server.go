@@ -11,57 +11,40 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/federation"
 	"github.com/vdibroker/vdibroker/identity"
-	"github.com/vdibroker/vdibroker/power"
 )
 
-// Config is what a Server needs. Store is required; the rest has defaults.
+// Config is what a Server needs. Services are required (Federation
+// only on a pod); the rest has defaults.
 type Config struct {
-	Store  vdibroker.Store
-	Logger *slog.Logger // nil discards logs
-	// Now returns the current time (nil = time.Now). Status (R-H1), expiry
-	// and placement decisions use it.
+	// Services are the broker's services the API calls; cmd/vdibroker
+	// wires them.
+	Services vdibroker.Services
+	// FederationSecret signs and checks the pod-to-pod calls of a pod
+	// (Services.Federation set).
+	FederationSecret []byte
+	Logger           *slog.Logger // nil discards logs
+	// Now returns the current time (nil = time.Now): audit entries and
+	// the pod-to-pod signatures' freshness.
 	Now func() time.Time
-	// Rand returns a uniform integer in [0, n) for placement draws (nil =
-	// math/rand/v2).
-	Rand func(n int) int
 	// AdminToken is the plaintext admin token (R-SEC). Only its SHA-256 hash
 	// is kept; requests are compared in constant time. Empty disables it.
 	AdminToken string
-	// MaintenanceInterval is how often the broker service's background
-	// loop runs (see broker.Config). Used only when Broker is nil.
-	MaintenanceInterval time.Duration
-	// ObservePlacement, when set, is called with the pool's load balancer
-	// type and the engine's decision time of every connect (for example
-	// metrics.ObservePlacement). Used only when Broker is nil.
-	ObservePlacement func(algorithm string, d time.Duration)
-	// StoreTimeout bounds every store call (see broker.Config). Used only
-	// when Broker is nil.
-	StoreTimeout time.Duration
-	// Retention is how long history is kept (see broker.Config). Used
-	// only when Broker is nil.
-	Retention time.Duration
 	// AgentClientCert makes the agent endpoints (register, heartbeat)
 	// require a verified TLS client certificate (mTLS; the listener
 	// verifies certificates that are given against its client CA).
 	AgentClientCert bool
-	// PowerDrivers are serve --power-config's drivers (see broker.Config).
-	// Used only when Broker is nil.
-	PowerDrivers power.Set
-	// Broker is the broker service the API calls. Nil makes one on Store
-	// (with Logger, Now, Rand, MaintenanceInterval and ObservePlacement),
-	// which Close then stops; a Broker given here is the caller's to close.
-	Broker *broker.Service
 	// OIDC, when set, accepts the identity provider's ID tokens (and JWT
 	// access tokens for this client) as bearer tokens besides vdibroker's
-	// own (issue 15).
+	// own.
 	OIDC *identity.Provider
 }
 
-// Server serves the API of SPEC §9 on a vdibroker.Store.
+// Server serves the API of SPEC §9: it decodes a request, calls one of
+// the broker's services and encodes the answer.
 type Server struct {
-	store     vdibroker.Store
+	svc       vdibroker.Services
 	log       *slog.Logger
 	now       func() time.Time
 	adminHash [sha256.Size]byte
@@ -70,8 +53,6 @@ type Server struct {
 	mux     *nethttp.ServeMux
 	handler nethttp.Handler
 
-	svc    *broker.Service
-	ownSvc bool // made by NewServer: Close stops it
 	// agentCert: the agent endpoints require a client certificate.
 	agentCert bool
 	// authFailures and heartbeats are the rate limits of ratelimit.go.
@@ -83,14 +64,12 @@ type Server struct {
 	oidc *identity.Provider // nil unless serve --oidc-issuer
 }
 
-// NewServer returns a Server on cfg.Broker, or on a broker service of its
-// own (started here, stopped by Close).
+// NewServer returns a Server on cfg's services.
 func NewServer(cfg Config) *Server {
 	s := &Server{
-		store: cfg.Store,
-		log:   cfg.Logger,
-		now:   cfg.Now,
-		svc:   cfg.Broker,
+		svc: cfg.Services,
+		log: cfg.Logger,
+		now: cfg.Now,
 
 		agentCert: cfg.AgentClientCert,
 		oidc:      cfg.OIDC,
@@ -108,21 +87,14 @@ func NewServer(cfg Config) *Server {
 		s.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
 		s.hasAdmin = true
 	}
-	if s.svc == nil {
-		s.svc = broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now, Rand: cfg.Rand,
-			MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
-			StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers})
-		s.ownSvc = true
+	if cfg.Services.Federation != nil {
+		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now}}
 	}
-	s.store = s.svc.Store() // bounded by the store timeout, outage-aware
 	s.mux = nethttp.NewServeMux()
 	s.routes()
 	s.handler = s.middleware(s.mux)
 	return s
 }
-
-// Broker returns the broker service the server calls.
-func (s *Server) Broker() *broker.Service { return s.svc }
 
 // Handler returns the whole server: the API under /api/v1 and /healthz,
 // plus whatever was registered on Mux, wrapped in request ids, logging and
@@ -134,21 +106,9 @@ func (s *Server) Handler() nethttp.Handler { return s.handler }
 // serving; patterns must not overlap /api/v1/ or /healthz.
 func (s *Server) Mux() *nethttp.ServeMux { return s.mux }
 
-// Close stops the broker service if NewServer made it. It does not close
-// the store.
-func (s *Server) Close() error {
-	if s.ownSvc {
-		return s.svc.Close()
-	}
-	return nil
-}
-
 type ctxKey int
 
-const (
-	ctxLogger ctxKey = iota
-	ctxPrincipal
-)
+const ctxLogger ctxKey = 0
 
 // loggerFrom returns the request's logger (with its request id).
 func (s *Server) loggerFrom(ctx context.Context) *slog.Logger {
@@ -189,13 +149,13 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID.MatchString(id) {
-			id = newID(8)
+			id = vdibroker.RandomHex(8)
 		}
 		w.Header().Set("X-Request-Id", id)
 		log := s.log.With("request_id", id)
 		orig := r
 		r = r.WithContext(context.WithValue(r.Context(), ctxLogger, log))
-		// Every route's body is bounded (issue 14: the console's forms had
+		// Every route's body is bounded (R-SEC: the console's forms had
 		// no limit), and a multipart form parsed on this copy of the
 		// request is removed here: net/http removes only the original's.
 		r.Body = nethttp.MaxBytesReader(w, r.Body, maxBodyBytes)

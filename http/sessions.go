@@ -2,13 +2,9 @@ package http
 
 import (
 	nethttp "net/http"
-	"slices"
-	"unicode"
 
 	"github.com/vdibroker/vdibroker"
 )
-
-var sessionStates = []string{vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff}
 
 // listSessions lists a pool's sessions, open ones unless ?state= says
 // otherwise, filtered by ?user= and ?sessionHost=, paged by id.
@@ -26,13 +22,7 @@ func (s *Server) listSessions(w nethttp.ResponseWriter, r *nethttp.Request) erro
 		After:       after,
 		Limit:       limit + 1, // one more tells whether a next page exists
 	}
-	if f.State != "" && !slices.Contains(sessionStates, f.State) {
-		return vdibroker.FieldError("state", "must be one of Pending, Active, Disconnected, LoggedOff, got %q", f.State)
-	}
-	if _, err := s.store.GetHostPool(r.Context(), f.HostPool); err != nil {
-		return err
-	}
-	list, err := s.store.ListUserSessions(r.Context(), f)
+	list, err := s.svc.Sessions.ListSessions(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -49,7 +39,7 @@ func (s *Server) listSessions(w nethttp.ResponseWriter, r *nethttp.Request) erro
 }
 
 func (s *Server) getSession(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	us, err := s.store.GetUserSession(r.Context(), r.PathValue("pool"), r.PathValue("id"))
+	us, err := s.svc.Sessions.Session(r.Context(), r.PathValue("pool"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -58,7 +48,7 @@ func (s *Server) getSession(w nethttp.ResponseWriter, r *nethttp.Request) error 
 }
 
 func (s *Server) getPlacement(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	rec, err := s.store.GetPlacement(r.Context(), r.PathValue("pool"), r.PathValue("id"))
+	rec, err := s.svc.Sessions.Placement(r.Context(), r.PathValue("pool"), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -69,31 +59,16 @@ func (s *Server) getPlacement(w nethttp.ResponseWriter, r *nethttp.Request) erro
 }
 
 // logoff is DELETE .../usersessions/{id} (R-S4): queued for the host's
-// agent. A Pending session the agent has not seen yet has no logon to end,
-// so it ends at once (and the Logoff is still queued, in case the logon is
-// under way).
+// agent (a Pending session the agent has not seen ends at once). 202 with
+// the command.
 func (s *Server) logoff(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	us, err := s.openSession(r)
-	if err != nil {
-		return err
-	}
-	if us.State == vdibroker.StatePending && us.AgentSessionID == "" {
-		if err := s.svc.EndSession(r.Context(), us, vdibroker.EndLoggedOffByAdmin); err != nil {
-			return err
-		}
-	}
-	return s.queue(w, r, us, vdibroker.CommandLogoff, "")
+	c, err := s.svc.Sessions.Logoff(r.Context(), r.PathValue("pool"), r.PathValue("id"))
+	return writeCommand(w, c, err)
 }
 
 func (s *Server) disconnect(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	us, err := s.openSession(r)
-	if err != nil {
-		return err
-	}
-	if us.State != vdibroker.StateActive {
-		return vdibroker.Errorf(vdibroker.EConflict, "session %s is %s; only Active sessions can be disconnected", us.ID, us.State)
-	}
-	return s.queue(w, r, us, vdibroker.CommandDisconnect, "")
+	c, err := s.svc.Sessions.Disconnect(r.Context(), r.PathValue("pool"), r.PathValue("id"))
+	return writeCommand(w, c, err)
 }
 
 func (s *Server) sendMessage(w nethttp.ResponseWriter, r *nethttp.Request) error {
@@ -101,55 +76,14 @@ func (s *Server) sendMessage(w nethttp.ResponseWriter, r *nethttp.Request) error
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	if req.Message == "" {
-		return vdibroker.FieldError("message", "is required (1..%d characters)", vdibroker.MaxMessageLen)
-	}
-	if len([]rune(req.Message)) > vdibroker.MaxMessageLen {
-		return vdibroker.FieldError("message", "must be 1..%d characters", vdibroker.MaxMessageLen)
-	}
-	// The agent shows it in the user's session, terminals included: no
-	// escape sequences or other control characters (lines and tabs are
-	// fine; issue 14).
-	for _, c := range req.Message {
-		if unicode.IsControl(c) && c != '\n' && c != '\r' && c != '\t' {
-			return vdibroker.FieldError("message", "must not contain control characters (U+%04X); line breaks and tabs are allowed", c)
-		}
-	}
-	us, err := s.openSession(r)
-	if err != nil {
-		return err
-	}
-	return s.queue(w, r, us, vdibroker.CommandSendMessage, req.Message)
+	c, err := s.svc.Sessions.SendMessage(r.Context(), r.PathValue("pool"), r.PathValue("id"), req.Message)
+	return writeCommand(w, c, err)
 }
 
-// openSession reads the session of the path; ended sessions are a Conflict.
-func (s *Server) openSession(r *nethttp.Request) (*vdibroker.UserSession, error) {
-	us, err := s.store.GetUserSession(r.Context(), r.PathValue("pool"), r.PathValue("id"))
+// writeCommand answers a queued command: 202, delivered on the agent's
+// next heartbeat.
+func writeCommand(w nethttp.ResponseWriter, c *vdibroker.Command, err error) error {
 	if err != nil {
-		return nil, err
-	}
-	if !us.Open() {
-		return nil, vdibroker.Errorf(vdibroker.EConflict, "session %s is already logged off", us.ID)
-	}
-	return us, nil
-}
-
-// queue stores a command for the session's host agent; it is delivered on
-// the agent's next heartbeat (R-S4). Answers 202 with the command.
-func (s *Server) queue(w nethttp.ResponseWriter, r *nethttp.Request, us *vdibroker.UserSession, typ, msg string) error {
-	c := &vdibroker.Command{
-		ID:             vdibroker.NewID(),
-		HostPool:       us.HostPool,
-		SessionHost:    us.SessionHost,
-		Type:           typ,
-		SessionID:      us.ID,
-		AgentSessionID: us.AgentSessionID,
-		User:           us.User,
-		Message:        msg,
-		State:          vdibroker.CommandQueued,
-		CreateTime:     s.now().UTC(),
-	}
-	if err := s.store.QueueCommand(r.Context(), c); err != nil {
 		return err
 	}
 	writeJSON(w, nethttp.StatusAccepted, c)

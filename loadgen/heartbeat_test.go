@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vdibroker/vdibroker"
-	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -28,7 +28,7 @@ func newBroker(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: testAdmin})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: testAdmin})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		ts.Close()

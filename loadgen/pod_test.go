@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker/console"
-	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -32,7 +32,7 @@ func (b *podTestBroker) start(ctx context.Context, phase string) (string, int, e
 		return "", 0, err
 	}
 	st = metrics.InstrumentStore(st)
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: testAdmin, ObservePlacement: metrics.ObservePlacement})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: testAdmin, ObservePlacement: metrics.ObservePlacement})
 	con := console.New(console.Config{API: srv.Handler(), Store: st})
 	srv.Mux().Handle("/", con)
 	srv.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))

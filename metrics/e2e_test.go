@@ -7,6 +7,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -22,7 +23,7 @@ func TestScrapeAfterConnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: "metrics-admin"})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: "metrics-admin"})
 	t.Cleanup(func() { srv.Close() })
 	srv.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
 	ts := httptest.NewServer(metrics.InstrumentAPI(srv.Handler()))

@@ -68,8 +68,11 @@ func timeoutOf(p Pool) time.Duration {
 	return time.Duration(p.HeartbeatTimeoutSeconds) * time.Second
 }
 
-// statusOf evaluates R-H1 for h at now.
-func statusOf(h *Host, timeout time.Duration, now time.Time) string {
+// Status is R-H1's status of h at now, timeout being the pool's heartbeat
+// timeout: the one reading of a placement host's status, for placement
+// and for whoever decides from a view of placement hosts (the broker's
+// reconnect preference, outage placement).
+func Status(h *Host, timeout time.Duration, now time.Time) string {
 	sh := vdibroker.SessionHost{
 		ShuttingDown:  h.ShuttingDown,
 		LastHeartBeat: h.LastHeartBeat,
@@ -79,6 +82,40 @@ func statusOf(h *Host, timeout time.Duration, now time.Time) string {
 		sh.PowerState = vdibroker.PowerStopped
 	}
 	return vdibroker.HostStatus(&sh, timeout, now)
+}
+
+// TakesNewSession reports whether h may take a new session at now, before
+// any count is looked at: its status takes sessions (R-H1: not Shutdown,
+// which a stopped or stopping power state is, nor Unavailable) and
+// neither an admin (R-C2) nor the autoscaler (R-A3) drains it. Every
+// placement applies it first (classify); the limit (R-C4) and the host
+// thresholds (R-LI2) come after, and outage placement counts its escrow
+// in their place (R-OUT3).
+func TakesNewSession(h *Host, timeout time.Duration, now time.Time) bool {
+	return statusReason(Status(h, timeout, now)) == "" && drainReason(h) == ""
+}
+
+// statusReason is the exclusion reason of R-H1 status st ("" when a host
+// in it takes sessions).
+func statusReason(st string) string {
+	switch st {
+	case vdibroker.StatusShutdown:
+		return ReasonShutdown
+	case vdibroker.StatusUnavailable:
+		return ReasonUnavailable
+	}
+	return ""
+}
+
+// drainReason is the exclusion reason of h's drains ("" when none is on).
+func drainReason(h *Host) string {
+	switch {
+	case !h.AllowNewSession:
+		return ReasonDrained
+	case h.AutoscaleDrain:
+		return ReasonAutoscaleDrained
+	}
+	return ""
 }
 
 // settings are the pool figures a decision uses, derived once per SetPool.
@@ -147,17 +184,14 @@ func (s *settings) loadIndex(h *Host, stats loadindex.Pool) int {
 // Personal pools exclude hosts assigned to anyone (for a user without an
 // assignment) and never apply host-side thresholds.
 func (s *settings) classify(h *Host, st string, li int) string {
+	if r := statusReason(st); r != "" {
+		return r
+	}
 	switch {
-	case st == vdibroker.StatusShutdown:
-		return ReasonShutdown
-	case st == vdibroker.StatusUnavailable:
-		return ReasonUnavailable
 	case personal(s.algo) && len(h.AssignedUsers) > 0:
 		return ReasonAssignedToOthers
-	case !h.AllowNewSession:
-		return ReasonDrained
-	case h.AutoscaleDrain:
-		return ReasonAutoscaleDrained
+	case drainReason(h) != "":
+		return drainReason(h)
 	case h.Sessions >= s.limit:
 		return ReasonAtLimit
 	case s.algo == vdibroker.LoadIndex && s.overHostThreshold(h, li):

@@ -171,7 +171,7 @@ func (x *indexed) derive(e *entry) {
 	s := &x.s
 	old := e.li
 	e.li = int8(x.entryLoadIndex(e))
-	st := statusOf(&e.h, s.timeout, x.clock)
+	st := Status(&e.h, s.timeout, x.clock)
 	e.class = classOf(s.classify(&e.h, st, int(e.li)))
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
 	if dep := x.dependsOnMean(e); dep != e.meanDep {
@@ -499,7 +499,7 @@ func (x *indexed) Place(req Request) (Decision, error) {
 		h := x.entries.get(e.Host)
 		st := vdibroker.StatusUnavailable
 		if h != nil {
-			st = statusOf(&h.h, s.timeout, now)
+			st = Status(&h.h, s.timeout, now)
 		}
 		if st != vdibroker.StatusUnavailable && st != vdibroker.StatusShutdown {
 			return reconnect(ex, e), nil

@@ -184,7 +184,7 @@ func (m *model) place(t *rapid.T) {
 	if !h.AllowNewSession && !personal(algorithmOf(m.pool)) {
 		t.Fatalf("R-C2: placed on drained host %s", h.Name)
 	}
-	if st := statusOf(&h, timeoutOf(m.pool), m.now); !vdibroker.Placeable(st) {
+	if st := Status(&h, timeoutOf(m.pool), m.now); !vdibroker.Placeable(st) {
 		t.Fatalf("R-C3: placed on %s host %s", st, h.Name)
 	}
 	switch rapid.IntRange(0, 5).Draw(t, "then") {

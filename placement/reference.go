@@ -102,7 +102,7 @@ func (r *reference) Place(req Request) (Decision, error) {
 		h, ok := r.hosts[e.Host]
 		st := vdibroker.StatusUnavailable
 		if ok {
-			st = statusOf(h, s.timeout, now)
+			st = Status(h, s.timeout, now)
 		}
 		if st != vdibroker.StatusUnavailable && st != vdibroker.StatusShutdown {
 			return reconnect(ex, e), nil
@@ -150,7 +150,7 @@ func (r *reference) classifyAll(ex *Explain, hosts []*Host, stats loadindex.Pool
 	counts := map[string]int{}
 	for _, h := range hosts {
 		li := s.loadIndex(h, stats)
-		reason := s.classify(h, statusOf(h, s.timeout, now), li)
+		reason := s.classify(h, Status(h, s.timeout, now), li)
 		if reason == "" {
 			cands = append(cands, ranked{h, li})
 			continue
@@ -347,7 +347,7 @@ func personalAssigned(s *settings, d *Decision, ex *Explain, mine []*Host, stats
 	for _, h := range mine {
 		li := s.loadIndex(h, stats)
 		reason := ""
-		switch st := statusOf(h, s.timeout, now); {
+		switch st := Status(h, s.timeout, now); {
 		case !vdibroker.Placeable(st):
 			reason = map[string]string{vdibroker.StatusShutdown: ReasonShutdown}[st]
 			if reason == "" {

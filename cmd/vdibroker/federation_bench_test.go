@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -84,7 +84,7 @@ func BenchmarkFederationConnect(b *testing.B) {
 	})
 	b.Run("global-connect-three-pods", func(b *testing.B) {
 		run(b, func(i int64) error {
-			_, err := clients[i%3].GlobalConnect(b.Context(), "office", broker.GlobalConnectRequest{User: fmt.Sprintf("g%07d", i)})
+			_, err := clients[i%3].GlobalConnect(b.Context(), "office", vdibroker.GlobalConnectRequest{User: fmt.Sprintf("g%07d", i)})
 			return err
 		})
 	})

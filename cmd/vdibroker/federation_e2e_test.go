@@ -153,15 +153,15 @@ func fedDocument(pods []*fedPod, gen int) map[string]any {
 
 // globalAnswer is what the test reads of a global connect's answer.
 type globalAnswer struct {
-	SessionID string              `json:"sessionId"`
-	User      string              `json:"user"`
-	HostPool  string              `json:"hostPool"`
-	Address   string              `json:"address"`
-	RDPFile   string              `json:"rdpFile"`
-	Reconnect bool                `json:"reconnect"`
-	Pod       string              `json:"pod"`
-	Site      string              `json:"site"`
-	Decision  federation.Decision `json:"decision"`
+	SessionID string                   `json:"sessionId"`
+	User      string                   `json:"user"`
+	HostPool  string                   `json:"hostPool"`
+	Address   string                   `json:"address"`
+	RDPFile   string                   `json:"rdpFile"`
+	Reconnect bool                     `json:"reconnect"`
+	Pod       string                   `json:"pod"`
+	Site      string                   `json:"site"`
+	Decision  vdibroker.GlobalDecision `json:"decision"`
 }
 
 func (a globalAnswer) skipped(pod string) string {

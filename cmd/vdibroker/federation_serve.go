@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/console"
 	"github.com/vdibroker/vdibroker/federation"
+	"github.com/vdibroker/vdibroker/federation/global"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
 )
@@ -87,20 +89,20 @@ func (f *FederationFlags) load() error {
 	return nil
 }
 
-// attach makes srv a pod when --pod-name is set.
-func (f *FederationFlags) attach(srv *vhttp.Server) {
+// federation returns the federation service of a pod on svc, or nil
+// without --pod-name.
+func (f *FederationFlags) federation(svc *broker.Service, log *slog.Logger) vdibroker.FederationService {
 	if f.PodName == "" {
-		return
+		return nil
 	}
-	peers := f.podClient()
-	g := broker.NewGlobal(broker.GlobalConfig{
-		Service: srv.Broker(), Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
-		Peers:          peers,
+	return global.New(global.Config{
+		Connect: svc, Hosts: svc, Store: svc.Store(), Logger: log,
+		Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
+		Peers:          f.podClient(),
 		PodTimeout:     f.PodTimeout,
 		ObserveConnect: metrics.ObserveGlobalConnect,
 		ObservePodCall: metrics.ObservePodCall,
 	})
-	srv.SetFederation(g, f.secret)
 }
 
 // registry adds the federation metrics to reg.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 )
 
 // addOutageFlags adds serve's outage placement flags (issue 19).
@@ -26,7 +26,7 @@ func addOutageFlags(cmd *cobra.Command, m *Main) {
 // checkOutageFlags refuses values out of range, naming the flag. The
 // escrow's renewal must be at least two maintenance ticks (maintenance: 0
 // is the default 5 s), or the broker would lengthen it without a word.
-func checkOutageFlags(o *broker.OutagePlacement, maintenance time.Duration) error {
+func checkOutageFlags(o *outage.Placement, maintenance time.Duration) error {
 	if maintenance <= 0 {
 		maintenance = 5 * time.Second
 	}

@@ -22,12 +22,11 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/autoscale"
-	"github.com/vdibroker/vdibroker/broker"
 )
 
-// The service has the power actions the autoscaler drives (serve starts it
+// The services have the actions the autoscaler drives (serve starts it
 // only if so: serve_autoscale.go).
-var _ autoscale.Actions = (*broker.Service)(nil)
+var _ autoscale.Actions = autoscaleActions{}
 
 // e2eScript writes an executable script.
 func e2eScript(tb testing.TB, path, body string) {

@@ -26,10 +26,12 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/power"
+	"github.com/vdibroker/vdibroker/rdp"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -41,7 +43,7 @@ type Main struct {
 	Database string // "" for SQLite in DataDir, postgres://... for PostgreSQL
 	Logger   *slog.Logger
 	// RDPProperties are the admins' extra .rdp properties (--rdp-defaults).
-	RDPProperties []broker.RDPProperty
+	RDPProperties []rdp.Property
 	// PowerDrivers are the drivers of --power-config (issue 17): the only
 	// way a pool's hosts are started and stopped.
 	PowerDrivers power.Set
@@ -57,7 +59,7 @@ type Main struct {
 	StoreTimeout time.Duration
 	// OutagePlacement places new users during a store outage within an
 	// escrow held while the store is up (--outage-placement, issue 19).
-	OutagePlacement broker.OutagePlacement
+	OutagePlacement outage.Placement
 	// MaintenanceInterval is the broker's maintenance tick (0 = 5s; a
 	// hidden flag, for tests).
 	MaintenanceInterval time.Duration
@@ -160,15 +162,16 @@ func (m *Main) Open(ctx context.Context) error {
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers,
 		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval})
-	m.Server = vhttp.NewServer(vhttp.Config{Store: st, Logger: m.Logger, AdminToken: token, Broker: m.broker,
-		AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
-	m.Federation.attach(m.Server)
+	services := m.broker.Services()
+	services.Federation = m.Federation.federation(m.broker, m.Logger)
+	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
+		AdminToken: token, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	// Console and metrics read through the service's store: bounded by the
 	// store timeout, and failing at once during an outage.
-	guarded := m.Server.Broker().Store()
-	health := m.Server.Broker().Health()
+	guarded := m.broker.Store()
+	health := m.broker.StoreHealth()
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger,
 		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://"),
 		Outage: func() *console.Outage {
@@ -187,7 +190,6 @@ func (m *Main) Open(ctx context.Context) error {
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		m.console.Close()
-		m.Server.Close()
 		m.broker.Close()
 		st.Close()
 		m.unlock()
@@ -274,9 +276,6 @@ func (m *Main) Close() error {
 	}
 	if m.console != nil {
 		errs = append(errs, m.console.Close())
-	}
-	if m.Server != nil {
-		errs = append(errs, m.Server.Close())
 	}
 	if m.stopAutoscale != nil {
 		m.stopAutoscale()
@@ -374,7 +373,7 @@ func newServeCmd() *cobra.Command {
 			if rdpDefaults != "" {
 				data, err := os.ReadFile(rdpDefaults)
 				if err == nil {
-					m.RDPProperties, err = broker.ParseRDPProperties(data)
+					m.RDPProperties, err = rdp.ParseProperties(data)
 				}
 				if err != nil {
 					return usageError{fmt.Errorf("--rdp-defaults %s: %w", rdpDefaults, err)}

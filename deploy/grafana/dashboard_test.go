@@ -14,6 +14,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/deploy/grafana"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -83,7 +84,7 @@ func TestDashboardQueriesServedMetrics(t *testing.T) {
 	}
 	st = metrics.InstrumentStore(st)
 	t.Cleanup(func() { st.Close() })
-	srv := vhttp.NewServer(vhttp.Config{Store: st, AdminToken: "grafana-test", ObservePlacement: metrics.ObservePlacement})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: "grafana-test", ObservePlacement: metrics.ObservePlacement})
 	t.Cleanup(func() { srv.Close() })
 	srv.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
 	ts := httptest.NewServer(metrics.InstrumentAPI(srv.Handler()))

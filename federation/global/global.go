@@ -1,33 +1,36 @@
-package broker
+package global
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
+	"github.com/vdibroker/vdibroker/internal/keyed"
 )
 
-// PodClient calls a peer pod over the signed pod-to-pod API (R-G5). The
-// http package implements it; every call is bounded by the ctx it gets.
-type PodClient interface {
-	Loads(ctx context.Context, pod vdibroker.Pod) (*federation.LoadsResponse, error)
-	Sessions(ctx context.Context, pod vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error)
-	Connect(ctx context.Context, pod vdibroker.Pod, req federation.ConnectRequest) (*Answer, error)
-}
-
-// GlobalConfig is what a Global needs: the pod's own broker service, its
+// Config is what a Service needs: this pod's own services and store, its
 // identity (serve --pod-name, --site, --external-url) and its peers.
-type GlobalConfig struct {
-	Service *Service
-	Pod     string
-	Site    string
-	URL     string
-	Peers   PodClient
+type Config struct {
+	// Connect is this pod's own connect, which places a global connect's
+	// user in a member pool of this pod.
+	Connect vdibroker.ConnectService
+	// Hosts reads this pod's member pools for their facts.
+	Hosts Hosts
+	// Store keeps this pod's copy of the federation document.
+	Store  vdibroker.FederationStore
+	Logger *slog.Logger // nil discards logs
+	Pod    string
+	Site   string
+	URL    string
+	Peers  vdibroker.PodClient
 	// PodTimeout bounds every pod-to-pod call (0 = 2s, R-G5).
 	PodTimeout time.Duration
 	// LoadTTL is how long a peer's load summary is reused (0 = 3s), so a
@@ -39,59 +42,66 @@ type GlobalConfig struct {
 	ObserveConnect func(outcome, pod string)
 	// ObservePodCall, when set, is called after every pod-to-pod call.
 	ObservePodCall func(peer, op string, d time.Duration, err error)
+	// Clock is the time of the caches (the document for docTTL, peer
+	// loads for LoadTTL) and of the peers' last contact (nil = the real
+	// clock).
+	Clock clock.PassiveClock
 }
 
-// Global is the Cloud Pod Architecture service of one pod (SPEC §7): the
+// Hosts reads a pool's hosts and fills their read-time fields (status,
+// load index): the broker service.
+type Hosts interface {
+	SessionHosts(ctx context.Context, pool string) (*vdibroker.HostPool, []*vdibroker.SessionHost, error)
+	Present(pool *vdibroker.HostPool, all []*vdibroker.SessionHost, show ...*vdibroker.SessionHost)
+}
+
+// Service is the Cloud Pod Architecture service of one pod (SPEC §7): the
 // federation document, global connects across pods (R-G1..R-G5), and the
 // pod side of the pod-to-pod API.
-type Global struct {
-	cfg   GlobalConfig
-	svc   *Service
-	locks keyedMutex
+type Service struct {
+	cfg   Config
+	log   *slog.Logger
+	clock clock.PassiveClock
+	locks keyed.Mutex
 
 	mu    sync.Mutex
 	loads map[string]*loadEntry // by peer pod name
-	peers map[string]*PeerStatus
+	peers map[string]*vdibroker.PeerStatus
 	doc   *vdibroker.Federation // cached for docTTL from docAt
 	docAt time.Time
 }
 
-// GlobalConnectRequest is the body of POST
-// /globalentitlements/{name}/connect.
-type GlobalConnectRequest struct {
-	User   string   `json:"user"`
-	Groups []string `json:"groups,omitempty"`
-	DryRun bool     `json:"dryRun,omitempty"`
-}
+var _ vdibroker.FederationService = (*Service)(nil)
 
-// GlobalAnswer is a pool connect's answer plus the pod and site that
-// answered and the decision (R-C7 for global entitlements).
-type GlobalAnswer struct {
-	vdibroker.ConnectResponse
-	Pod      string               `json:"pod"`
-	Site     string               `json:"site"`
-	Decision *federation.Decision `json:"decision"`
-	Created  bool                 `json:"-"`
-}
-
-// NewGlobal returns the federation service of a pod.
-func NewGlobal(cfg GlobalConfig) *Global {
+// New returns the federation service of a pod.
+func New(cfg Config) *Service {
 	if cfg.PodTimeout <= 0 {
 		cfg.PodTimeout = 2 * time.Second
 	}
 	if cfg.LoadTTL <= 0 {
 		cfg.LoadTTL = 3 * time.Second
 	}
-	return &Global{cfg: cfg, svc: cfg.Service, loads: map[string]*loadEntry{}, peers: map[string]*PeerStatus{}}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{}}
 }
 
+// Pod is this pod's name.
+func (g *Service) Pod() string { return g.cfg.Pod }
+
 // Self is this pod's identity.
-func (g *Global) Self() federation.Self {
+func (g *Service) Self() federation.Self {
 	return federation.Self{Pod: g.cfg.Pod, Site: g.cfg.Site, URL: g.cfg.URL}
 }
 
 // site is this pod's site: --site, else what the document says.
-func (g *Global) site(doc *vdibroker.Federation) string {
+func (g *Service) site(doc *vdibroker.Federation) string {
 	if g.cfg.Site != "" {
 		return g.cfg.Site
 	}
@@ -102,17 +112,17 @@ func (g *Global) site(doc *vdibroker.Federation) string {
 }
 
 // PodTimeout is the bound of every pod-to-pod call.
-func (g *Global) PodTimeout() time.Duration { return g.cfg.PodTimeout }
+func (g *Service) PodTimeout() time.Duration { return g.cfg.PodTimeout }
 
 // PutDocument validates f as this pod sees it and stores it (the
 // generation check is the store's). Cached peer loads are dropped: the
 // members may have changed.
-func (g *Global) PutDocument(ctx context.Context, f *vdibroker.Federation) (bool, error) {
+func (g *Service) PutDocument(ctx context.Context, f *vdibroker.Federation) (bool, error) {
 	federation.Normalize(f)
 	if err := federation.Validate(f, g.Self()); err != nil {
 		return false, err
 	}
-	created, err := g.svc.store.PutFederation(ctx, f)
+	created, err := g.cfg.Store.PutFederation(ctx, f)
 	if err != nil {
 		return false, err
 	}
@@ -130,36 +140,27 @@ const docTTL = time.Second
 
 // Document returns the stored document (NotFound when none). Callers must
 // not change it.
-func (g *Global) Document(ctx context.Context) (*vdibroker.Federation, error) {
+func (g *Service) Document(ctx context.Context) (*vdibroker.Federation, error) {
 	g.mu.Lock()
 	doc, at := g.doc, g.docAt
 	g.mu.Unlock()
-	if doc != nil && time.Since(at) < docTTL {
+	if doc != nil && g.clock.Since(at) < docTTL {
 		return doc, nil
 	}
-	doc, err := g.svc.store.GetFederation(ctx)
+	doc, err := g.cfg.Store.GetFederation(ctx)
 	if err != nil {
 		return nil, err
 	}
 	g.mu.Lock()
-	g.doc, g.docAt = doc, time.Now()
+	g.doc, g.docAt = doc, g.clock.Now()
 	g.mu.Unlock()
 	return doc, nil
-}
-
-// FederationStatus is GET /federation: the document, this pod, and what
-// it knows of each peer.
-type FederationStatus struct {
-	Pod      string                `json:"pod"`
-	Site     string                `json:"site"`
-	Document *vdibroker.Federation `json:"document"`
-	Peers    []PeerStatus          `json:"peers"`
 }
 
 // Status returns the document with each peer's health and generation,
 // asking the peers whose load summary is not cached (in parallel, each
 // within the pod timeout).
-func (g *Global) Status(ctx context.Context) (*FederationStatus, error) {
+func (g *Service) Status(ctx context.Context) (*vdibroker.FederationStatus, error) {
 	doc, err := g.Document(ctx)
 	if err != nil {
 		return nil, err
@@ -171,14 +172,14 @@ func (g *Global) Status(ctx context.Context) (*FederationStatus, error) {
 		}
 	}
 	wg.Wait()
-	st := &FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []PeerStatus{}}
+	st := &vdibroker.FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []vdibroker.PeerStatus{}}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range doc.Pods {
 		if p.Name == g.cfg.Pod {
 			continue
 		}
-		ps := PeerStatus{Pod: p.Name, Site: p.Site, URL: p.URL, Health: "unknown"}
+		ps := vdibroker.PeerStatus{Pod: p.Name, Site: p.Site, URL: p.URL, Health: "unknown"}
 		if known := g.peers[p.Name]; known != nil {
 			ps = *known
 			ps.Site, ps.URL = p.Site, p.URL
@@ -189,41 +190,22 @@ func (g *Global) Status(ctx context.Context) (*FederationStatus, error) {
 	return st, nil
 }
 
-// EntitlementView is a global entitlement with its members' facts and
-// loads (GET /globalentitlements).
-type EntitlementView struct {
-	vdibroker.GlobalEntitlement
-	Members []MemberView `json:"members"`
-}
-
-// MemberView is one member with what its pod last said of it.
-type MemberView struct {
-	vdibroker.Member
-	Site string `json:"site"`
-	// Load is R-G2 under the entitlement's policy (absent under None or
-	// when unknown).
-	Load  *float64              `json:"load,omitempty"`
-	Facts *federation.PoolFacts `json:"facts,omitempty"`
-	// Error says why the member's pod could not be asked.
-	Error string `json:"error,omitempty"`
-}
-
 // Entitlements returns every global entitlement (or the one named, when
 // name is not empty: NotFound when there is none) with its members' loads.
-func (g *Global) Entitlements(ctx context.Context, name string) ([]EntitlementView, error) {
+func (g *Service) Entitlements(ctx context.Context, name string) ([]vdibroker.EntitlementView, error) {
 	doc, err := g.Document(ctx)
 	if err != nil {
 		return nil, err
 	}
 	states := g.gather(ctx, doc, doc.Pods, "", false, nil)
-	out := []EntitlementView{}
+	out := []vdibroker.EntitlementView{}
 	for _, ge := range doc.GlobalEntitlements {
 		if name != "" && ge.Name != name {
 			continue
 		}
-		v := EntitlementView{GlobalEntitlement: ge, Members: []MemberView{}}
+		v := vdibroker.EntitlementView{GlobalEntitlement: ge, Members: []vdibroker.MemberView{}}
 		for _, m := range ge.Members {
-			mv := MemberView{Member: m}
+			mv := vdibroker.MemberView{Member: m}
 			if p := doc.Pod(m.Pod); p != nil {
 				mv.Site = p.Site
 			}
@@ -253,7 +235,7 @@ func (g *Global) Entitlements(ctx context.Context, name string) ([]EntitlementVi
 // pool R-G2..R-G4 choose, made by the chosen pod through its own connect
 // path, so its database enforces its limits (R-C4). A pod that does not
 // answer within the pod timeout is skipped and named (R-G5).
-func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequest) (a *GlobalAnswer, err error) {
+func (g *Service) Connect(ctx context.Context, name string, req vdibroker.GlobalConnectRequest) (a *vdibroker.GlobalAnswer, err error) {
 	defer func() {
 		if g.cfg.ObserveConnect == nil {
 			return
@@ -306,7 +288,7 @@ func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequ
 		if st.Err != "" || len(st.sessions) == 0 {
 			continue
 		}
-		c := federation.Candidate{Pod: p.Name, HostPool: firstMember(ge, p.Name, st.sessions)}
+		c := vdibroker.MemberCandidate{Pod: p.Name, HostPool: firstMember(ge, p.Name, st.sessions)}
 		ans, err := g.try(ctx, doc, ge, c, req)
 		if err == nil {
 			d.ExistingSession = &c
@@ -314,7 +296,7 @@ func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequ
 		}
 		if errNotPlaced(err) {
 			d.Skip(c, skipReason(err))
-			cands = slices.DeleteFunc(cands, func(x federation.Candidate) bool { return x == c })
+			cands = slices.DeleteFunc(cands, func(x vdibroker.MemberCandidate) bool { return x == c })
 		} else {
 			g.markFailed(c.Pod, err)
 			cands = d.SkipPod(c.Pod, g.reason(err), cands)
@@ -342,7 +324,7 @@ func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequ
 			// This pod's own failure (its store down, say): the other
 			// pods may still place the user, which is what a federation
 			// is for. The decision says why this pod was passed over.
-			g.svc.log.WarnContext(ctx, "global connect: this pod's connect failed; trying other pods", "pool", c.HostPool, "err", err)
+			g.log.WarnContext(ctx, "global connect: this pod's connect failed; trying other pods", "pool", c.HostPool, "err", err)
 			cands = d.SkipPod(c.Pod, "unavailable: "+vdibroker.ErrorMessage(err), cands)
 			continue
 		}
@@ -354,11 +336,11 @@ func (g *Global) Connect(ctx context.Context, name string, req GlobalConnectRequ
 
 // try connects the user into candidate c: this pod's own connect path, or
 // the pod-to-pod connect of c's pod.
-func (g *Global) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c federation.Candidate, req GlobalConnectRequest) (*Answer, error) {
+func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	if c.Pod == g.cfg.Pod {
-		return g.svc.Connect(ctx, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+		return g.cfg.Connect.Connect(ctx, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, "")
 	}
-	return g.callConnect(ctx, *doc.Pod(c.Pod), federation.ConnectRequest{
+	return g.callConnect(ctx, *doc.Pod(c.Pod), vdibroker.PodConnectRequest{
 		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun})
 }
 
@@ -384,7 +366,7 @@ func skipReason(err error) string {
 
 // noCapacity is the refusal when no candidate took the session: the
 // message names every pod and why it was passed over (R-C5 style).
-func noCapacity(d *federation.Decision) error {
+func noCapacity(d *vdibroker.GlobalDecision) error {
 	var why []string
 	for _, p := range d.Pods {
 		why = append(why, fmt.Sprintf("%s (%s): %s", p.Pod, p.Site, p.Skipped))
@@ -394,9 +376,9 @@ func noCapacity(d *federation.Decision) error {
 		d.GlobalEntitlement, d.Scope, d.StartSite, strings.Join(why, "; "))
 }
 
-func (g *Global) answer(d *federation.Decision, c federation.Candidate, doc *vdibroker.Federation, a *Answer) *GlobalAnswer {
+func (g *Service) answer(d *vdibroker.GlobalDecision, c vdibroker.MemberCandidate, doc *vdibroker.Federation, a *vdibroker.ConnectAnswer) *vdibroker.GlobalAnswer {
 	d.Choose(c)
-	ga := &GlobalAnswer{ConnectResponse: a.ConnectResponse, Pod: c.Pod, Decision: d, Created: a.Created}
+	ga := &vdibroker.GlobalAnswer{ConnectResponse: a.ConnectResponse, Pod: c.Pod, Decision: d, Created: a.Created}
 	if p := doc.Pod(c.Pod); p != nil {
 		ga.Site = p.Site
 	}

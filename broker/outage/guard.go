@@ -1,4 +1,4 @@
-package broker
+package outage
 
 import (
 	"context"
@@ -19,6 +19,13 @@ import (
 func guardedStore(st vdibroker.Store, timeout time.Duration, health *Health) *intercept.Store {
 	g := &guard{timeout: timeout, health: health}
 	return intercept.NewStore(st, g.around)
+}
+
+// Guard returns st as the broker uses it: every call bounded by timeout,
+// and every failure checked by h, which turns an outage into
+// StoreUnavailable (guardedStore).
+func Guard(st vdibroker.Store, timeout time.Duration, h *Health) vdibroker.Store {
+	return guardedStore(st, timeout, h)
 }
 
 // guard is guardedStore's hook.

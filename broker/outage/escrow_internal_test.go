@@ -1,4 +1,4 @@
-package broker
+package outage
 
 import (
 	"testing"
@@ -66,7 +66,7 @@ func TestHealthCredit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.health.credit(tc.hb)
+			got := tc.health.Credit(tc.hb)
 			if (got == nil) != (tc.want == nil) || got != nil && !got.Equal(*tc.want) {
 				t.Errorf("credit(%v) = %v, want %v", tc.hb, got, tc.want)
 			}

@@ -1,4 +1,4 @@
-package broker
+package global
 
 import (
 	"context"
@@ -13,32 +13,16 @@ import (
 	"github.com/vdibroker/vdibroker/federation"
 )
 
-// The peers side of Global: asking the pods in scope, in parallel and each
+// The peers side of the service: asking the pods in scope, in parallel and each
 // within the pod timeout, caching their load summaries, remembering their
 // failures and health.
 
 // loadEntry is a peer's cached load summary (or the failure to get it).
 type loadEntry struct {
-	resp  *federation.LoadsResponse
+	resp  *vdibroker.PodLoads
 	err   error
 	at    time.Time
 	ready chan struct{} // closed once resp/err are set
-}
-
-// PeerStatus is what this pod knows of a peer from its last calls.
-type PeerStatus struct {
-	Pod         string     `json:"pod"`
-	Site        string     `json:"site"`
-	URL         string     `json:"url"`
-	LastContact *time.Time `json:"lastContact,omitempty"`
-	// Health is "ok", or why the last call failed.
-	Health string `json:"health"`
-	// Generation is the federation generation the peer holds (0: none).
-	Generation int64 `json:"generation"`
-	// GenerationMismatch flags a peer on another generation than this pod.
-	GenerationMismatch bool `json:"generationMismatch,omitempty"`
-	// LatencyMs is the duration of the last call.
-	LatencyMs float64 `json:"latencyMs"`
 }
 
 // podState is what gather learnt of one pod.
@@ -51,7 +35,7 @@ type podState struct {
 // (peers: from the cache when fresh; this pod: its pools of ge, or all its
 // member pools without ge) and, when sessions is set, for the user's
 // sessions in its member pools of ge. A peer that fails is named with why.
-func (g *Global) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement) map[string]podState {
+func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement) map[string]podState {
 	out := make(map[string]podState, len(pods))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -94,7 +78,7 @@ func (g *Global) gather(ctx context.Context, doc *vdibroker.Federation, pods []v
 // sessions, asked at the same time; a peer known to be unreachable from
 // the last few seconds is not asked again (each connect would otherwise
 // wait out its timeout).
-func (g *Global) remoteState(ctx context.Context, p vdibroker.Pod, user string, pools []string, sessions bool) podState {
+func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string, pools []string, sessions bool) podState {
 	var st podState
 	if e := g.cachedFailure(p.Name); e != nil {
 		st.Err = g.reason(e)
@@ -102,14 +86,14 @@ func (g *Global) remoteState(ctx context.Context, p vdibroker.Pod, user string, 
 	}
 	var (
 		wg      sync.WaitGroup
-		lr      *federation.LoadsResponse
+		lr      *vdibroker.PodLoads
 		lerr    error
 		sessErr error
 	)
 	wg.Go(func() { lr, lerr = g.peerLoads(ctx, p) })
 	if sessions && len(pools) > 0 {
 		wg.Go(func() {
-			st.sessions, sessErr = g.callSessions(ctx, p, federation.SessionsRequest{User: user, HostPools: pools})
+			st.sessions, sessErr = g.callSessions(ctx, p, vdibroker.PodSessionsRequest{User: user, HostPools: pools})
 		})
 	}
 	wg.Wait()
@@ -120,7 +104,7 @@ func (g *Global) remoteState(ctx context.Context, p vdibroker.Pod, user string, 
 		st.Err = g.reason(sessErr)
 		g.markFailed(p.Name, sessErr)
 	default:
-		st.Pools = map[string]federation.PoolFacts{}
+		st.Pools = map[string]vdibroker.PoolFacts{}
 		for _, f := range lr.Pools {
 			st.Pools[f.HostPool] = f
 		}
@@ -129,7 +113,7 @@ func (g *Global) remoteState(ctx context.Context, p vdibroker.Pod, user string, 
 }
 
 // reason is how a failed pod call reads in a decision.
-func (g *Global) reason(err error) string {
+func (g *Service) reason(err error) string {
 	var e *vdibroker.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -145,7 +129,7 @@ func (g *Global) reason(err error) string {
 }
 
 // cachedFailure returns the error of a fresh failed load call to pod.
-func (g *Global) cachedFailure(pod string) error {
+func (g *Service) cachedFailure(pod string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := g.loads[pod]
@@ -157,7 +141,7 @@ func (g *Global) cachedFailure(pod string) error {
 	default:
 		return nil
 	}
-	if e.err != nil && time.Since(e.at) < g.cfg.LoadTTL {
+	if e.err != nil && g.clock.Since(e.at) < g.cfg.LoadTTL {
 		return e.err
 	}
 	return nil
@@ -166,14 +150,14 @@ func (g *Global) cachedFailure(pod string) error {
 // peerLoads returns pod's load summary: the cached one while fresh, else
 // one call (shared by every connect that needs it meanwhile), bounded by
 // the pod timeout.
-func (g *Global) peerLoads(ctx context.Context, p vdibroker.Pod) (*federation.LoadsResponse, error) {
+func (g *Service) peerLoads(ctx context.Context, p vdibroker.Pod) (*vdibroker.PodLoads, error) {
 	g.mu.Lock()
 	e := g.loads[p.Name]
 	fresh := false
 	if e != nil {
 		select {
 		case <-e.ready:
-			fresh = time.Since(e.at) < g.cfg.LoadTTL
+			fresh = g.clock.Since(e.at) < g.cfg.LoadTTL
 		default:
 			fresh = true // in flight: wait for it
 		}
@@ -185,11 +169,11 @@ func (g *Global) peerLoads(ctx context.Context, p vdibroker.Pod) (*federation.Lo
 			// Not tied to the caller: other connects wait for this call.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.PodTimeout)
 			defer cancel()
-			start := time.Now()
+			start := g.clock.Now()
 			resp, err := g.cfg.Peers.Loads(cctx, p)
 			g.observe(p, "loads", start, err, resp)
 			g.mu.Lock()
-			e.resp, e.err, e.at = resp, err, time.Now()
+			e.resp, e.err, e.at = resp, err, g.clock.Now()
 			g.mu.Unlock()
 			close(e.ready)
 		}()
@@ -208,7 +192,7 @@ func (g *Global) peerLoads(ctx context.Context, p vdibroker.Pod) (*federation.Lo
 // markFailed remembers, for the load TTL, that a call to pod failed in
 // transport (a refusal it answered is not a failure), so the connects
 // meanwhile skip it at once instead of each waiting out the pod timeout.
-func (g *Global) markFailed(pod string, err error) {
+func (g *Service) markFailed(pod string, err error) {
 	var e *vdibroker.Error
 	if errors.As(err, &e) || errors.Is(err, context.Canceled) {
 		return // an answer, or our own caller gone: the peer is fine
@@ -216,14 +200,14 @@ func (g *Global) markFailed(pod string, err error) {
 	ready := make(chan struct{})
 	close(ready)
 	g.mu.Lock()
-	g.loads[pod] = &loadEntry{err: err, at: time.Now(), ready: ready}
+	g.loads[pod] = &loadEntry{err: err, at: g.clock.Now(), ready: ready}
 	g.mu.Unlock()
 }
 
 // placed counts a new session in pod's cached summary, so the connects
 // until the next refresh see it and a logon storm does not pile onto the
 // pod that looked least loaded a few seconds ago.
-func (g *Global) placed(pod, pool string) {
+func (g *Service) placed(pod, pool string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	e := g.loads[pod]
@@ -241,8 +225,8 @@ func (g *Global) placed(pod, pool string) {
 }
 
 // observe records a pod call in the peer's status and the metrics hook.
-func (g *Global) observe(p vdibroker.Pod, op string, start time.Time, err error, lr *federation.LoadsResponse) {
-	d := time.Since(start)
+func (g *Service) observe(p vdibroker.Pod, op string, start time.Time, err error, lr *vdibroker.PodLoads) {
+	d := g.clock.Since(start)
 	if g.cfg.ObservePodCall != nil {
 		g.cfg.ObservePodCall(p.Name, op, d, err)
 	}
@@ -250,7 +234,7 @@ func (g *Global) observe(p vdibroker.Pod, op string, start time.Time, err error,
 	defer g.mu.Unlock()
 	ps := g.peers[p.Name]
 	if ps == nil {
-		ps = &PeerStatus{Pod: p.Name}
+		ps = &vdibroker.PeerStatus{Pod: p.Name}
 		g.peers[p.Name] = ps
 	}
 	ps.LatencyMs = float64(d.Microseconds()) / 1000
@@ -258,26 +242,26 @@ func (g *Global) observe(p vdibroker.Pod, op string, start time.Time, err error,
 		ps.Health = g.reason(err)
 		return
 	}
-	now := time.Now().UTC()
+	now := g.clock.Now().UTC()
 	ps.LastContact, ps.Health = &now, "ok"
 	if lr != nil {
 		ps.Generation = lr.Generation
 	}
 }
 
-func (g *Global) callSessions(ctx context.Context, p vdibroker.Pod, req federation.SessionsRequest) ([]*vdibroker.UserSession, error) {
+func (g *Service) callSessions(ctx context.Context, p vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
-	start := time.Now()
+	start := g.clock.Now()
 	s, err := g.cfg.Peers.Sessions(ctx, p, req)
 	g.observe(p, "sessions", start, err, nil)
 	return s, err
 }
 
-func (g *Global) callConnect(ctx context.Context, p vdibroker.Pod, req federation.ConnectRequest) (*Answer, error) {
+func (g *Service) callConnect(ctx context.Context, p vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
-	start := time.Now()
+	start := g.clock.Now()
 	a, err := g.cfg.Peers.Connect(ctx, p, req)
 	var e *vdibroker.Error
 	callErr := err

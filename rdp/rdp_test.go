@@ -1,4 +1,4 @@
-package broker
+package rdp
 
 import (
 	"strings"
@@ -25,7 +25,7 @@ func rdpLines(tb testing.TB, file string) []string {
 }
 
 func TestRDPFileDefaults(t *testing.T) {
-	lines := rdpLines(t, RDPFile("rdsh01.example.test:3389", `CONTOSO\alice`, nil))
+	lines := rdpLines(t, File("rdsh01.example.test:3389", `CONTOSO\alice`, nil))
 	if lines[0] != "full address:s:rdsh01.example.test:3389" || lines[1] != `username:s:CONTOSO\alice` {
 		t.Fatalf("first lines %q, want the address with its port and the user", lines[:2])
 	}
@@ -73,11 +73,11 @@ func TestWithRDPPort(t *testing.T) {
 }
 
 func TestRDPFileExtra(t *testing.T) {
-	extra, err := ParseRDPProperties([]byte("# the admin's choices\r\nScreen Mode ID:i:1\r\nredirectclipboard:i:0\r\n\r\nkeyboardhook:i:2\r\ndrivestoredirect:s:*\r\n"))
+	extra, err := ParseProperties([]byte("# the admin's choices\r\nScreen Mode ID:i:1\r\nredirectclipboard:i:0\r\n\r\nkeyboardhook:i:2\r\ndrivestoredirect:s:*\r\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := rdpLines(t, RDPFile("h:3389", "alice", extra))
+	lines := rdpLines(t, File("h:3389", "alice", extra))
 	count := map[string]int{}
 	for _, l := range lines {
 		count[strings.SplitN(l, ":", 2)[0]]++
@@ -97,16 +97,16 @@ func TestRDPFileExtra(t *testing.T) {
 func TestParseRDPProperties(t *testing.T) {
 	tests := []struct {
 		name, in string
-		want     []RDPProperty
+		want     []Property
 		err      string // part of the error; "" for none
 	}{
 		{name: "empty", in: "", want: nil},
 		{name: "comments and blank lines", in: "# x\n\n  \nuse multimon:i:1\n",
-			want: []RDPProperty{{"use multimon", 'i', "1"}}},
+			want: []Property{{"use multimon", 'i', "1"}}},
 		{name: "string with colons", in: "gatewayhostname:s:gw.example.test:443",
-			want: []RDPProperty{{"gatewayhostname", 's', "gw.example.test:443"}}},
+			want: []Property{{"gatewayhostname", 's', "gw.example.test:443"}}},
 		{name: "integer in range, case folded", in: "DesktopWidth:i:2560",
-			want: []RDPProperty{{"desktopwidth", 'i', "2560"}}},
+			want: []Property{{"desktopwidth", 'i', "2560"}}},
 		{name: "unknown", in: "use multimon:i:1\nfrobnicate:i:1", err: `line 2: property "frobnicate": not a known .rdp property`},
 		{name: "loadbalanceinfo refused", in: "loadbalanceinfo:s:tsv://MS Terminal Services Plugin.1.pool", err: `line 1: property "loadbalanceinfo": cannot be set here`},
 		{name: "full address refused", in: "full address:s:evil:3389", err: `line 1: property "full address": cannot be set here`},
@@ -123,7 +123,7 @@ func TestParseRDPProperties(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseRDPProperties([]byte(tt.in))
+			got, err := ParseProperties([]byte(tt.in))
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want %q", err, tt.err)
@@ -149,9 +149,9 @@ func TestParseRDPPropertiesUTF16(t *testing.T) {
 		le = append(le, byte(c), byte(c>>8))
 		be = append(be, byte(c>>8), byte(c))
 	}
-	want := []RDPProperty{{"redirectprinters", 'i', "0"}, {"session bpp", 'i', "24"}}
+	want := []Property{{"redirectprinters", 'i', "0"}, {"session bpp", 'i', "24"}}
 	for name, data := range map[string][]byte{"LE": le, "BE": be} {
-		got, err := ParseRDPProperties(data)
+		got, err := ParseProperties(data)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -159,7 +159,7 @@ func TestParseRDPPropertiesUTF16(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
 		}
 	}
-	if _, err := ParseRDPProperties(le[:len(le)-1]); err == nil {
+	if _, err := ParseProperties(le[:len(le)-1]); err == nil {
 		t.Error("odd UTF-16: no error")
 	}
 }
@@ -179,11 +179,11 @@ func FuzzParseRDPProperties(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		extra, err := ParseRDPProperties(data)
+		extra, err := ParseProperties(data)
 		if err != nil {
 			return
 		}
-		lines := rdpLines(t, RDPFile("h:3389", "alice", extra))
+		lines := rdpLines(t, File("h:3389", "alice", extra))
 		if lines[0] != "full address:s:h:3389" || lines[1] != "username:s:alice" {
 			t.Fatalf("first lines %q", lines[:2])
 		}

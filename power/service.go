@@ -1,19 +1,22 @@
-package broker
+package power
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/power"
+	"github.com/vdibroker/vdibroker/internal/keyed"
 )
 
-// Power management (issue 17, R-A4). The drivers come from serve
+// The power service (R-A4). The drivers come from serve
 // --power-config only: a pool names one (powerDriver), and no API call can
 // add or change a driver, so no API caller can make the broker run a
 // command or call a URL of their choosing.
@@ -42,23 +45,133 @@ const DriverTimeout = 5 * time.Minute
 // broker took itself: its ID says why ("connect", "autoscale").
 const PrincipalBroker = "broker"
 
-// powerState is the service's power part: the loaded drivers and, per
-// pool, the users waiting for a started host (start VM on connect).
-type powerState struct {
-	drivers power.Set
+// Store is what the power service reads and writes of the broker's store.
+type Store interface {
+	GetHostPool(ctx context.Context, name string) (*vdibroker.HostPool, error)
+	ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error)
+	GetSessionHost(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error)
+	ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error)
+	vdibroker.PowerStore
+}
+
+// ServiceConfig is what a Service needs. Store is required.
+type ServiceConfig struct {
+	// Store is the broker's store (bounded by its timeout, outage-aware).
+	Store Store
+	// Drivers are serve --power-config's; a pool's powerDriver names one.
+	Drivers Set
+	// Refresh, when set, re-reads a host whose power state or drain
+	// changed into the broker's placement view, so the next connect sees
+	// it.
+	Refresh func(ctx context.Context, pool, host string)
+	// Clock is the service's time and the ticker of its poll (nil = the
+	// real clock).
+	Clock  clock.WithTicker
+	Logger *slog.Logger // nil discards logs
+	// PollInterval is how often the status of stopping hosts is asked of
+	// their drivers (0 = 30s).
+	PollInterval time.Duration
+	// Down, when set, reports a store outage: the poll waits it out.
+	Down func() bool
+}
+
+// Service is the power service (vdibroker.PowerService): the loaded
+// drivers, the hosts' starts and stops, and, per pool, the users waiting
+// for a started host (start VM on connect). Close stops its poll.
+type Service struct {
+	store   Store
+	drivers Set
+	refresh func(ctx context.Context, pool, host string)
+	clock   clock.WithTicker
+	now     func() time.Time // clock.Now
+	log     *slog.Logger
+
 	mu      sync.Mutex
 	waiting map[string]map[string]time.Time // pool -> user -> when answered HostStarting
-	starts  keyedMutex                      // one start-on-connect decision per pool at a time
+	starts  keyed.Mutex                     // one start-on-connect decision per pool at a time
 	bg      sync.WaitGroup
+
+	stop      chan struct{}
+	pollDone  chan struct{} // nil without drivers
+	closeOnce sync.Once
+}
+
+var _ vdibroker.PowerService = (*Service)(nil)
+
+// NewService returns a power service and, with drivers, starts polling the
+// stopping hosts' status.
+func NewService(cfg ServiceConfig) *Service {
+	s := &Service{store: cfg.Store, drivers: cfg.Drivers, refresh: cfg.Refresh, clock: cfg.Clock, log: cfg.Logger,
+		stop: make(chan struct{})}
+	if s.refresh == nil {
+		s.refresh = func(context.Context, string, string) {}
+	}
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
+	}
+	s.now = s.clock.Now
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Drivers) > 0 {
+		poll := cfg.PollInterval
+		if poll <= 0 {
+			poll = 30 * time.Second
+		}
+		down := cfg.Down
+		if down == nil {
+			down = func() bool { return false }
+		}
+		s.pollDone = make(chan struct{})
+		go s.pollEvery(s.clock.NewTicker(poll), poll, down)
+	}
+	return s
+}
+
+// Close stops the poll and waits for the starts under way in the
+// background. It may be called more than once.
+func (s *Service) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		if s.pollDone != nil {
+			<-s.pollDone
+		}
+		s.bg.Wait()
+	})
+	return nil
+}
+
+// Wait waits for the driver calls under way in the background (the starts
+// of start VM on connect).
+func (s *Service) Wait() { s.bg.Wait() }
+
+// pollEvery runs pollPower every interval until Close, but while the
+// store is down.
+func (s *Service) pollEvery(t clock.Ticker, interval time.Duration, down func() bool) {
+	defer close(s.pollDone)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C():
+		}
+		if down() {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		s.pollPower(ctx)
+		cancel()
+	}
 }
 
 // PowerDrivers returns the names of the loaded power drivers.
-func (s *Service) PowerDrivers() []string { return s.power.drivers.Names() }
+func (s *Service) PowerDrivers() []string { return s.drivers.Names() }
 
-// validatePower checks a pool's power settings against the loaded
+// Validate checks a pool's power settings against the loaded
 // drivers (R-P4: a 400 naming the field).
-func (s *Service) validatePower(p *vdibroker.HostPool) error {
-	if p.PowerDriver != "" && s.power.drivers[p.PowerDriver] == nil {
+func (s *Service) Validate(p *vdibroker.HostPool) error {
+	if p.PowerDriver != "" && s.drivers[p.PowerDriver] == nil {
 		names := s.PowerDrivers()
 		if len(names) == 0 {
 			return vdibroker.FieldError("powerDriver", "must be empty: this broker has no power drivers (serve --power-config), got %q", p.PowerDriver)
@@ -72,11 +185,11 @@ func (s *Service) validatePower(p *vdibroker.HostPool) error {
 }
 
 // driverOf returns pool's driver; Conflict when it has none.
-func (s *Service) driverOf(p *vdibroker.HostPool) (power.Driver, error) {
+func (s *Service) driverOf(p *vdibroker.HostPool) (Driver, error) {
 	if p.PowerDriver == "" {
 		return nil, vdibroker.Errorf(vdibroker.EConflict, "host pool %q has no powerDriver; set one of the drivers of serve --power-config", p.Name)
 	}
-	d := s.power.drivers[p.PowerDriver]
+	d := s.drivers[p.PowerDriver]
 	if d == nil {
 		// A driver removed from the file since the pool named it.
 		return nil, vdibroker.Errorf(vdibroker.EConflict, "host pool %q names power driver %q, which this broker has not loaded (serve --power-config)", p.Name, p.PowerDriver)
@@ -115,7 +228,7 @@ func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
 // claimStart records that host starts. With onlyStopped (start VM on
 // connect) it succeeds only from Stopped, else from Stopped or Unknown; a
 // host in another state is a Conflict, and an error changes nothing.
-func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlyStopped bool) (power.Driver, *vdibroker.SessionHost, error) {
+func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlyStopped bool) (Driver, *vdibroker.SessionHost, error) {
 	p, err := s.store.GetHostPool(ctx, pool)
 	if err != nil {
 		return nil, nil, err
@@ -144,7 +257,7 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlySto
 	if !changed {
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is %s; only a Stopped or Unknown host is started", host, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), s.now()))
 	}
-	s.views.refreshHost(context.WithoutCancel(ctx), pool, host)
+	s.refresh(context.WithoutCancel(ctx), pool, host)
 	s.log.Info("starting session host", "pool", pool, "host", host, "by", by, "driver", p.PowerDriver)
 	return d, h, nil
 }
@@ -152,8 +265,8 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlySto
 // driveStart asks the driver to start h, recorded Starting. When the
 // driver fails, the host is Unknown: whether it runs is for its agent's
 // heartbeat (or an admin) to say.
-func (s *Service) driveStart(ctx context.Context, d power.Driver, h *vdibroker.SessionHost) error {
-	err := d.Start(ctx, power.Target{Pool: h.HostPool, Host: h.Name, Address: h.Address})
+func (s *Service) driveStart(ctx context.Context, d Driver, h *vdibroker.SessionHost) error {
+	err := d.Start(ctx, Target{Pool: h.HostPool, Host: h.Name, Address: h.Address})
 	if err == nil {
 		return nil
 	}
@@ -162,7 +275,7 @@ func (s *Service) driveStart(ctx context.Context, d power.Driver, h *vdibroker.S
 	if _, _, serr := s.store.SetPowerState(bg, h.HostPool, h.Name, vdibroker.PowerUnknown, s.now().UTC(), vdibroker.PowerStarting); serr != nil {
 		s.log.Error("record a failed start", "pool", h.HostPool, "host", h.Name, "err", serr)
 	}
-	s.views.refreshHost(bg, h.HostPool, h.Name)
+	s.refresh(bg, h.HostPool, h.Name)
 	return driverError("start", h, err)
 }
 
@@ -199,13 +312,13 @@ func (s *Service) StopHost(ctx context.Context, pool, host string, force bool, b
 	if h, _, err = s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStopping, now); err != nil {
 		return err
 	}
-	s.views.refreshHost(context.WithoutCancel(ctx), pool, host)
+	s.refresh(context.WithoutCancel(ctx), pool, host)
 	if h.Sessions > 0 && !force {
 		s.setPower(context.WithoutCancel(ctx), pool, host, was, vdibroker.PowerStopping)
 		return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %d open sessions; stop with force to stop it anyway (its users lose their sessions)", host, h.Sessions)
 	}
 	s.log.Info("stopping session host", "pool", pool, "host", host, "by", by, "force", force, "driver", p.PowerDriver)
-	t := power.Target{Pool: pool, Host: host, Address: h.Address}
+	t := Target{Pool: pool, Host: host, Address: h.Address}
 	if err := d.Stop(ctx, t); err != nil {
 		s.log.Error("power driver failed to stop a session host", "pool", pool, "host", host, "err", err)
 		s.setPower(context.WithoutCancel(ctx), pool, host, vdibroker.PowerUnknown, vdibroker.PowerStopping)
@@ -214,7 +327,7 @@ func (s *Service) StopHost(ctx context.Context, pool, host string, force bool, b
 	// Confirmed now when the driver can tell, or has no way to (it
 	// accepted the stop); else pollPower confirms it later.
 	st, err := d.Status(ctx, t)
-	if err == power.ErrNoStatus || (err == nil && st == vdibroker.PowerStopped) {
+	if err == ErrNoStatus || (err == nil && st == vdibroker.PowerStopped) {
 		s.setPower(context.WithoutCancel(ctx), pool, host, vdibroker.PowerStopped, vdibroker.PowerStopping)
 	}
 	return nil
@@ -227,7 +340,7 @@ func (s *Service) setPower(ctx context.Context, pool, host, state string, from .
 		s.log.Error("record power state", "pool", pool, "host", host, "state", state, "err", err)
 		return
 	}
-	s.views.refreshHost(ctx, pool, host)
+	s.refresh(ctx, pool, host)
 }
 
 // SetAutoscaleDrain sets or clears the host's autoscale drain (R-A3), never
@@ -236,7 +349,7 @@ func (s *Service) SetAutoscaleDrain(ctx context.Context, pool, host string, on b
 	if _, err := s.store.SetAutoscaleDrain(ctx, pool, host, on); err != nil {
 		return err
 	}
-	s.views.refreshHost(ctx, pool, host)
+	s.refresh(ctx, pool, host)
 	return nil
 }
 
@@ -244,7 +357,7 @@ func (s *Service) SetAutoscaleDrain(ctx context.Context, pool, host string, on b
 // and records Stopped when they say so. Starting hosts are not polled: an
 // agent's heartbeat is what says a started host can take sessions.
 func (s *Service) pollPower(ctx context.Context) {
-	if len(s.power.drivers) == 0 {
+	if len(s.drivers) == 0 {
 		return
 	}
 	pools, err := s.store.ListHostPools(ctx)
@@ -252,7 +365,7 @@ func (s *Service) pollPower(ctx context.Context) {
 		return
 	}
 	for _, p := range pools {
-		d := s.power.drivers[p.PowerDriver]
+		d := s.drivers[p.PowerDriver]
 		if d == nil {
 			continue
 		}
@@ -264,7 +377,7 @@ func (s *Service) pollPower(ctx context.Context) {
 			if h.PowerState != vdibroker.PowerStopping {
 				continue
 			}
-			st, err := d.Status(ctx, power.Target{Pool: p.Name, Host: h.Name, Address: h.Address})
+			st, err := d.Status(ctx, Target{Pool: p.Name, Host: h.Name, Address: h.Address})
 			if err == nil && st == vdibroker.PowerStopped {
 				s.setPower(ctx, p.Name, h.Name, vdibroker.PowerStopped, vdibroker.PowerStopping)
 			}
@@ -272,7 +385,7 @@ func (s *Service) pollPower(ctx context.Context) {
 	}
 }
 
-// startOnConnect is start VM on connect (R-A4), for a connect the pool
+// StartOnConnect is start VM on connect (R-A4), for a connect the pool
 // answered NoCapacity: when the pool starts hosts on connect and one
 // stopped host can take the user, it starts one (the first by name, or
 // the user's own in a Personal pool) and answers HostStarting with
@@ -281,7 +394,7 @@ func (s *Service) pollPower(ctx context.Context) {
 // enough hosts start for those waiting starts none and answers
 // HostStarting too. It returns nil when it has nothing to offer (the
 // NoCapacity stands).
-func (s *Service) startOnConnect(ctx context.Context, pool *vdibroker.HostPool, user string) error {
+func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, user string) error {
 	if !pool.StartVMOnConnect || pool.PowerDriver == "" {
 		return nil
 	}
@@ -289,7 +402,7 @@ func (s *Service) startOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	if err != nil {
 		return nil
 	}
-	unlock := s.power.starts.Lock(pool.Name)
+	unlock := s.starts.Lock(pool.Name)
 	defer unlock()
 	hosts, err := s.store.ListSessionHosts(ctx, pool.Name)
 	if err != nil {
@@ -324,11 +437,11 @@ func (s *Service) startOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		case vdibroker.PowerStarting:
 			return hostStarting(pool.Name, mine.Name)
 		}
-		s.unwait(pool.Name, user)
+		s.Unwait(pool.Name, user)
 		return nil
 	}
 	if personal && pool.PersonalDesktopAssignmentType == vdibroker.Direct {
-		s.unwait(pool.Name, user)
+		s.Unwait(pool.Name, user)
 		return nil // no host of their own, and none is given on connect (R-PE2)
 	}
 	limit := pool.MaxSessionLimit
@@ -340,7 +453,7 @@ func (s *Service) startOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		if starting > 0 {
 			return hostStarting(pool.Name, "")
 		}
-		s.unwait(pool.Name, user)
+		s.Unwait(pool.Name, user)
 		return nil
 	}
 	for _, h := range stopped {
@@ -353,20 +466,20 @@ func (s *Service) startOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	if starting > 0 {
 		return hostStarting(pool.Name, "")
 	}
-	s.unwait(pool.Name, user)
+	s.Unwait(pool.Name, user)
 	return nil
 }
 
 // startForConnect claims h's start and asks the driver in the background
 // (a driver may take a minute; the user is answered now).
-func (s *Service) startForConnect(ctx context.Context, d power.Driver, pool *vdibroker.HostPool, h *vdibroker.SessionHost, user string) error {
+func (s *Service) startForConnect(ctx context.Context, d Driver, pool *vdibroker.HostPool, h *vdibroker.SessionHost, user string) error {
 	_, claimed, err := s.claimStart(ctx, pool.Name, h.Name, "connect", true)
 	if err != nil {
 		return err
 	}
-	s.power.bg.Add(1)
+	s.bg.Add(1)
 	go func() {
-		defer s.power.bg.Done()
+		defer s.bg.Done()
 		bctx, cancel := context.WithTimeout(context.Background(), DriverTimeout)
 		defer cancel()
 		s.driveStart(bctx, d, claimed)
@@ -386,15 +499,15 @@ func hostStarting(pool, host string) error {
 // wait records that user waits for a host in pool and returns how many
 // users wait there (those answered HostStarting within StartTimeout).
 func (s *Service) wait(pool, user string, now time.Time) int {
-	s.power.mu.Lock()
-	defer s.power.mu.Unlock()
-	if s.power.waiting == nil {
-		s.power.waiting = map[string]map[string]time.Time{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiting == nil {
+		s.waiting = map[string]map[string]time.Time{}
 	}
-	w := s.power.waiting[pool]
+	w := s.waiting[pool]
 	if w == nil {
 		w = map[string]time.Time{}
-		s.power.waiting[pool] = w
+		s.waiting[pool] = w
 	}
 	if _, ok := w[user]; !ok {
 		w[user] = now
@@ -407,14 +520,14 @@ func (s *Service) wait(pool, user string, now time.Time) int {
 	return len(w)
 }
 
-// unwait forgets that user waits in pool: placed, or nothing to wait for.
-func (s *Service) unwait(pool, user string) {
-	s.power.mu.Lock()
-	defer s.power.mu.Unlock()
-	if w := s.power.waiting[pool]; w != nil {
+// Unwait forgets that user waits in pool: placed, or nothing to wait for.
+func (s *Service) Unwait(pool, user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.waiting[pool]; w != nil {
 		delete(w, user)
 		if len(w) == 0 {
-			delete(s.power.waiting, pool)
+			delete(s.waiting, pool)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package broker
+package outage
 
 import (
 	"context"
@@ -7,17 +7,20 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 )
 
 // Health is what the broker knows of its store: up, or down since when and
-// why (issue 19). A store call that fails with anything but a domain error,
+// why (R-OUT1). A store call that fails with anything but a domain error,
 // or runs past the store timeout, is checked at once with a ping under a
 // short deadline; a failed ping starts an outage, and a prober pings until
 // the store answers again. Changes are logged once each.
 type Health struct {
-	log *slog.Logger
-	now func() time.Time
+	log   *slog.Logger
+	clock clock.WithTicker
+	now   func() time.Time // clock.Now
 
 	mu     sync.Mutex
 	down   bool
@@ -34,27 +37,56 @@ type Health struct {
 	stop               <-chan struct{}
 }
 
-// HealthStatus is a snapshot of Health.
-type HealthStatus struct {
-	Up bool `json:"up"`
-	// Since is when the current outage began (zero while up).
-	Since time.Time `json:"since,omitzero"`
-	// Reason says why the store is down (empty while up).
-	Reason string `json:"reason,omitempty"`
-	// OutageSeconds is the total time the store was down since start,
-	// the current outage included.
-	OutageSeconds float64 `json:"outageSeconds"`
+// HealthConfig is what a Health needs.
+type HealthConfig struct {
+	// Ping asks the store whether it answers (the store's own Ping).
+	Ping func(ctx context.Context) error
+	// Timeout bounds a ping: the store timeout.
+	Timeout time.Duration
+	// Interval is the wait between the pings of the watch and the probe
+	// (0 = the smaller of Timeout and 1s).
+	Interval time.Duration
+	Logger   *slog.Logger // nil discards logs
+	// Clock is the health's time and the tickers of its watch and probe
+	// (nil = the real clock).
+	Clock clock.WithTicker
+	// Stop ends the watch and the probe.
+	Stop <-chan struct{}
+}
+
+// NewHealth returns the health of a store that is up; Watch starts
+// watching it.
+func NewHealth(cfg HealthConfig) *Health {
+	h := &Health{log: cfg.Logger, clock: cfg.Clock, ping: cfg.Ping, timeout: cfg.Timeout, interval: cfg.Interval, stop: cfg.Stop}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.clock == nil {
+		h.clock = clock.RealClock{}
+	}
+	h.now = h.clock.Now
+	if h.interval <= 0 {
+		h.interval = min(h.timeout, time.Second)
+	}
+	return h
+}
+
+// OnUp adds hooks that run, in order, each time an outage ends.
+func (h *Health) OnUp(hooks ...func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.onUp = append(h.onUp, hooks...)
 }
 
 // Status returns the store's health now.
-func (h *Health) Status() HealthStatus {
+func (h *Health) Status() vdibroker.HealthStatus {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	total := h.past
 	if h.down {
 		total += h.now().Sub(h.since)
 	}
-	return HealthStatus{Up: !h.down, Since: h.since, Reason: h.reason, OutageSeconds: total.Seconds()}
+	return vdibroker.HealthStatus{Up: !h.down, Since: h.since, Reason: h.reason, OutageSeconds: total.Seconds()}
 }
 
 // Down reports whether an outage is under way.
@@ -75,7 +107,7 @@ func (h *Health) fail(reason string) {
 	h.log.Error("store unavailable: brokering from memory until it is back", "reason", reason)
 	if !h.probing {
 		h.probing = true
-		go h.probe()
+		go h.probe(h.clock.NewTicker(h.interval))
 	}
 }
 
@@ -102,17 +134,21 @@ func (h *Health) recovered() {
 	}
 }
 
-// watch pings the store every interval while it is up, so an outage is
-// known within about two intervals even when no request comes (the probe
-// takes over while it is down).
-func (h *Health) watch() {
-	t := time.NewTicker(h.interval)
+// Watch starts pinging the store every interval while it is up, so an
+// outage is known within about two intervals even when no request comes
+// (the probe takes over while it is down), until Stop.
+func (h *Health) Watch() {
+	t := h.clock.NewTicker(h.interval)
+	go h.watch(t)
+}
+
+func (h *Health) watch(t clock.Ticker) {
 	defer t.Stop()
 	for {
 		select {
 		case <-h.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		if h.Down() {
 			continue
@@ -134,7 +170,7 @@ func (h *Health) confirm(timeout time.Duration) error {
 			select {
 			case <-h.stop:
 				return err
-			case <-time.After(confirmPause):
+			case <-h.clock.After(confirmPause):
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -155,8 +191,7 @@ func (h *Health) confirmTimeout() time.Duration { return min(h.timeout, time.Sec
 const confirmPause = 200 * time.Millisecond
 
 // probe pings the store every interval until it answers.
-func (h *Health) probe() {
-	t := time.NewTicker(h.interval)
+func (h *Health) probe(t clock.Ticker) {
 	defer t.Stop()
 	for {
 		select {
@@ -165,7 +200,7 @@ func (h *Health) probe() {
 			h.probing = false
 			h.mu.Unlock()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 		err := h.ping(ctx)
@@ -224,7 +259,7 @@ func (e *storeDown) Unwrap() []error {
 		RetryAfter: retryAfter}}
 }
 
-// credit moves a heartbeat time that fell in the last outage, or shortly
+// Credit moves a heartbeat time that fell in the last outage, or shortly
 // before it, forward by the outage's length (never past its end): the
 // outage does not count against a host's heartbeat age (R-H1, R-OUT5). A host's
 // heartbeats during an outage may have gone to another replica, which
@@ -233,7 +268,7 @@ func (e *storeDown) Unwrap() []error {
 // and R-C1 would end every session on the host as if it were Unavailable.
 // A host that really went silent turns Unavailable heartbeatTimeout after
 // the end of the outage. at nil is returned as is.
-func (h *Health) credit(at *time.Time) *time.Time {
+func (h *Health) Credit(at *time.Time) *time.Time {
 	if at == nil || h == nil {
 		return nil
 	}

@@ -1,13 +1,16 @@
-package broker
+package outage
 
 import (
 	"context"
 	"errors"
 	"log/slog"
 	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/store"
@@ -69,10 +72,12 @@ func TestGuardBoundsAHungStore(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	hung := &hungStore{Store: st, release: make(chan struct{})}
 	t.Cleanup(func() { close(hung.release) })
-	s := New(Config{Store: hung, StoreTimeout: 200 * time.Millisecond, MaintenanceInterval: time.Hour})
-	t.Cleanup(func() { s.Close() })
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	h := NewHealth(HealthConfig{Ping: hung.Ping, Timeout: 200 * time.Millisecond, Stop: stop})
+	guarded := Guard(hung, 200*time.Millisecond, h)
 	t0 := time.Now()
-	_, err = s.Store().GetHostPool(t.Context(), "p")
+	_, err = guarded.GetHostPool(t.Context(), "p")
 	if took := time.Since(t0); took > 2*time.Second {
 		t.Errorf("a hung store call took %v; the store timeout is 200ms (and a 200ms ping)", took)
 	}
@@ -82,7 +87,7 @@ func TestGuardBoundsAHungStore(t *testing.T) {
 	if vdibroker.ErrorRetryAfter(err) <= 0 {
 		t.Errorf("StoreUnavailable without RetryAfter: %v", err)
 	}
-	if st := s.Health().Status(); st.Up || st.Reason == "" {
+	if st := h.Status(); st.Up || st.Reason == "" {
 		t.Errorf("health after a hung store: %+v, want down with a reason", st)
 	}
 }
@@ -130,12 +135,14 @@ func TestHealthRecoversAfterAFlap(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
-	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: ping, interval: 20 * time.Millisecond,
-		timeout: 20 * time.Millisecond, stop: stop}
-	flapped := make(chan struct{})
-	var once sync.Once
-	h.onUp = append(h.onUp, func() {
-		once.Do(func() {
+	fc := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	h := NewHealth(HealthConfig{Ping: ping, Timeout: 20 * time.Millisecond, Interval: 20 * time.Millisecond, Clock: fc, Stop: stop})
+	flapped, again := make(chan struct{}), make(chan struct{})
+	recoveries := 0
+	h.OnUp(func() {
+		recoveries++ // the probes run one at a time
+		switch recoveries {
+		case 1:
 			mu.Lock()
 			up = false // down again while recovering
 			mu.Unlock()
@@ -147,23 +154,48 @@ func TestHealthRecoversAfterAFlap(t *testing.T) {
 			up = true // and back for good
 			mu.Unlock()
 			close(flapped)
-		})
+		case 2:
+			close(again)
+		}
 	})
-	h.fail("connection refused")
+	h.fail("connection refused") // its prober's ticker is set by now
 	mu.Lock()
 	up = true
 	mu.Unlock()
-	select {
-	case <-flapped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the store came back but the recovery hooks did not run")
+	fc.Step(20 * time.Millisecond) // the prober's ping answers: the hooks run
+	// The hook's failed write is confirmed by a second ping 200 ms after
+	// the first: once that wait is set (the prober's ticker and it), step.
+	waitWaiters(t, fc, 2)
+	fc.Step(confirmPause)
+	wait(t, flapped, "the recovery hook never saw its flap confirmed")
+	// The flap's outage has a prober of its own: its first tick recovers.
+	fc.Step(20 * time.Millisecond)
+	wait(t, again, "still down after the store came back for good: no prober after the flap")
+	if h.Down() {
+		t.Fatal("the second recovery left the store down")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for h.Down() {
+}
+
+// waitWaiters waits (bounded) until fc has at least n timers and tickers
+// set: a goroutine reached its wait.
+func waitWaiters(t *testing.T, fc *clocktesting.FakeClock, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for fc.Waiters() < n {
 		if time.Now().After(deadline) {
-			t.Fatal("still down 5 s after the store came back for good: no prober after the flap")
+			t.Fatalf("%d waiters on the fake clock after 10 s, want %d", fc.Waiters(), n)
 		}
-		time.Sleep(10 * time.Millisecond)
+		runtime.Gosched()
+	}
+}
+
+// wait waits (bounded) for ch to close.
+func wait(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(msg)
 	}
 }
 
@@ -178,7 +210,7 @@ func TestPingFailureIsConfirmed(t *testing.T) {
 		}
 		return nil
 	}
-	h := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: ping, interval: time.Hour, timeout: time.Second, stop: make(chan struct{})}
+	h := NewHealth(HealthConfig{Ping: ping, Timeout: time.Second, Interval: time.Hour, Stop: make(chan struct{})})
 	g := guardedStore(&pingStore{ping: ping}, time.Second, h)
 	g.Ping(t.Context())
 	if h.Down() {
@@ -187,7 +219,7 @@ func TestPingFailureIsConfirmed(t *testing.T) {
 	// The store is down for the pings that would confirm a failure: a
 	// canceled ping is no failure, and confirms nothing.
 	refused := func(context.Context) error { return errors.New("connection refused") }
-	h2 := &Health{log: slog.New(slog.DiscardHandler), now: time.Now, ping: refused, interval: time.Hour, timeout: time.Second, stop: make(chan struct{})}
+	h2 := NewHealth(HealthConfig{Ping: refused, Timeout: time.Second, Interval: time.Hour, Stop: make(chan struct{})})
 	cctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	g2 := guardedStore(&pingStore{ping: func(ctx context.Context) error { return ctx.Err() }}, time.Second, h2)

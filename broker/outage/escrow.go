@@ -1,4 +1,4 @@
-package broker
+package outage
 
 import (
 	"cmp"
@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/placement"
 )
 
-// Outage placement (serve --outage-placement, issue 19, R-OUT2, R-OUT3).
+// Outage placement (serve --outage-placement, R-OUT2, R-OUT3).
 //
 // While the store is up, each replica holds in escrow a share of each
 // host's free slots: a row per host in the store (replica, pool, host,
@@ -39,8 +40,8 @@ import (
 // since the last renewal count against its share (it cannot tell which
 // free slot they took).
 
-// OutagePlacement configures outage placement (serve --outage-placement).
-type OutagePlacement struct {
+// Placement configures outage placement (serve --outage-placement).
+type Placement struct {
 	// Enabled turns it on; the rest has defaults.
 	Enabled bool
 	// Share is the percentage of a host's free slots each replica asks
@@ -60,7 +61,7 @@ type OutagePlacement struct {
 
 // escrowKeeper holds this replica's escrows and its outage placements.
 type escrowKeeper struct {
-	s       *Service
+	m       *Mode
 	replica string
 	share   int
 	max     int
@@ -82,8 +83,8 @@ type outagePlacement struct {
 	record []byte
 }
 
-func newEscrowKeeper(s *Service, o OutagePlacement, maintenance time.Duration) *escrowKeeper {
-	k := &escrowKeeper{s: s, replica: o.Replica, share: cmp.Or(o.Share, 25), max: cmp.Or(o.MaxPerHost, 2),
+func newEscrowKeeper(m *Mode, o Placement, maintenance time.Duration) *escrowKeeper {
+	k := &escrowKeeper{m: m, replica: o.Replica, share: cmp.Or(o.Share, 25), max: cmp.Or(o.MaxPerHost, 2),
 		renew: max(cmp.Or(o.Renew, 10*time.Second), 2*maintenance),
 		own:   map[hostKey]int{}, used: map[hostKey]int{}}
 	if k.replica == "" {
@@ -101,9 +102,9 @@ func (k *escrowKeeper) ttl() time.Duration { return 3 * k.renew }
 // run renews the escrows every renew until stop, then gives them back.
 func (k *escrowKeeper) run(stop <-chan struct{}) {
 	k.wg.Add(1)
+	t := k.m.clock.NewTicker(k.renew)
 	go func() {
 		defer k.wg.Done()
-		t := time.NewTicker(k.renew)
 		defer t.Stop()
 		k.renewOnce()
 		for {
@@ -111,7 +112,7 @@ func (k *escrowKeeper) run(stop <-chan struct{}) {
 			case <-stop:
 				k.release()
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 			k.renewOnce()
 		}
@@ -122,30 +123,30 @@ func (k *escrowKeeper) run(stop <-chan struct{}) {
 // hosts. Nothing is renewed while the store is down or outage placements
 // wait to be written (the grant they were placed in must stay).
 func (k *escrowKeeper) renewOnce() {
-	s := k.s
+	m := k.m
 	k.mu.Lock()
 	waiting := len(k.pending) > 0
 	k.mu.Unlock()
-	if s.health.Down() || waiting {
+	if m.health.Down() || waiting {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(k.renew, 30*time.Second))
 	defer cancel()
-	pools, err := s.store.ListHostPools(ctx)
+	pools, err := m.store.ListHostPools(ctx)
 	if err != nil {
-		s.log.Warn("outage escrow: list pools", "err", err)
+		m.log.Warn("outage escrow: list pools", "err", err)
 		return
 	}
-	now := s.now()
+	now := m.now()
 	exp := now.Add(k.ttl())
 	var want []vdibroker.Escrow
 	for _, p := range pools {
 		if p.HostPoolType != vdibroker.Pooled {
 			continue
 		}
-		v := s.views.get(p.Name)
-		if err := s.views.ensure(ctx, v); err != nil {
-			s.log.Warn("outage escrow: load pool", "pool", p.Name, "err", err)
+		v := m.views.Get(p.Name)
+		if err := m.views.Ensure(ctx, v); err != nil {
+			m.log.Warn("outage escrow: load pool", "pool", p.Name, "err", err)
 			continue
 		}
 		want = append(want, k.wants(v, now, exp)...)
@@ -156,14 +157,14 @@ func (k *escrowKeeper) renewOnce() {
 	own := k.own
 	k.own = map[hostKey]int{}
 	k.mu.Unlock()
-	granted, err := s.store.PutEscrows(ctx, k.replica, want, now)
+	granted, err := m.store.PutEscrows(ctx, k.replica, want, now)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err != nil {
 		for h, n := range own { // not renewed: they still count
 			k.own[h] += n
 		}
-		s.log.Warn("outage escrow: renew", "err", err)
+		m.log.Warn("outage escrow: renew", "err", err)
 		return
 	}
 	cur := make(map[hostKey]int, len(granted))
@@ -177,18 +178,16 @@ func (k *escrowKeeper) renewOnce() {
 // host's free slots (as the view sees them: its sessions, in-flight
 // placements and the other replicas' escrows), rounded up, at most
 // MaxPerHost.
-func (k *escrowKeeper) wants(v *poolView, now, exp time.Time) []vdibroker.Escrow {
-	v.lock()
-	defer v.mu.Unlock()
-	if v.placer == nil || v.pool == nil || v.pool.HostPoolType != vdibroker.Pooled {
+func (k *escrowKeeper) wants(v *poolview.View, now, exp time.Time) []vdibroker.Escrow {
+	pool, loaded := v.Pool()
+	if !loaded || pool.HostPoolType != vdibroker.Pooled {
 		return nil
 	}
-	limit := v.pool.MaxSessionLimit
-	timeout := v.pool.HeartbeatTimeout()
+	limit := pool.MaxSessionLimit
+	timeout := pool.HeartbeatTimeout()
 	var out []vdibroker.Escrow
-	for name := range v.addrs {
-		h, ok := v.placer.Host(name)
-		if !ok || !h.AllowNewSession || !hostPlaceable(&h, timeout, now) {
+	for _, h := range v.Hosts() {
+		if !placement.TakesNewSession(&h, timeout, now) {
 			continue
 		}
 		free := limit - h.Sessions
@@ -196,19 +195,14 @@ func (k *escrowKeeper) wants(v *poolView, now, exp time.Time) []vdibroker.Escrow
 			continue
 		}
 		n := min(k.max, (free*k.share+99)/100)
-		out = append(out, vdibroker.Escrow{HostPool: v.name, Host: name, Slots: n, Expire: exp})
+		out = append(out, vdibroker.Escrow{HostPool: pool.Name, Host: h.Name, Slots: n, Expire: exp})
 	}
 	return out
 }
 
-func hostPlaceable(h *placement.Host, timeout time.Duration, now time.Time) bool {
-	sh := vdibroker.SessionHost{LastHeartBeat: h.LastHeartBeat, ShuttingDown: h.ShuttingDown, HealthError: h.HealthError}
-	return vdibroker.Placeable(vdibroker.HostStatus(&sh, timeout, now))
-}
-
 // release gives this replica's escrows back (a clean shutdown).
 func (k *escrowKeeper) release() {
-	if k.s.health.Down() {
+	if k.m.health.Down() {
 		return // they expire
 	}
 	k.mu.Lock()
@@ -219,8 +213,8 @@ func (k *escrowKeeper) release() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := k.s.store.PutEscrows(ctx, k.replica, nil, k.s.now()); err != nil {
-		k.s.log.Warn("outage escrow: give back", "err", err)
+	if _, err := k.m.store.PutEscrows(ctx, k.replica, nil, k.m.now()); err != nil {
+		k.m.log.Warn("outage escrow: give back", "err", err)
 	}
 }
 
@@ -249,16 +243,16 @@ func (k *escrowKeeper) left(h hostKey, now time.Time) int {
 // clocks a little apart.
 const escrowMargin = time.Second
 
-// heldByOthers returns, per host of pool, the slots the other replicas
-// hold in escrow (issue 19, R-OUT2).
-func (s *Service) heldByOthers(ctx context.Context, pool string) (map[string]int, error) {
-	list, err := s.store.ListEscrows(ctx, pool, s.now())
+// HeldByOthers returns, per host of pool, the slots the other replicas
+// hold in escrow (R-OUT2): the views count them as taken.
+func (m *Mode) HeldByOthers(ctx context.Context, pool string) (map[string]int, error) {
+	list, err := m.store.ListEscrows(ctx, pool, m.now())
 	if err != nil {
 		return nil, err
 	}
 	var held map[string]int
 	for _, e := range list {
-		if s.escrow != nil && e.Replica == s.escrow.replica {
+		if m.escrow != nil && e.Replica == m.escrow.replica {
 			continue
 		}
 		if held == nil {
@@ -269,18 +263,15 @@ func (s *Service) heldByOthers(ctx context.Context, pool string) (map[string]int
 	return held, nil
 }
 
-// limitFor is the limit a commit on host checks: the pool's, less what
-// other replicas hold in escrow there (R-OUT2). The store refuses at or
-// above it, so 0 refuses.
-//
-// It is lowered too by this replica's outage placements on host not yet
-// written: in the moment between the store's return and their write, a
-// connect must not take the slot one of them holds.
-func (v *poolView) limitFor(pool *vdibroker.HostPool, host string) int {
-	v.lock()
-	defer v.mu.Unlock()
-	return max(pool.MaxSessionLimit-v.held[host]-v.escrow.unwritten(hostKey{v.name, host}), 0)
+// Unwritten counts this replica's outage placements on a host not yet
+// written (R-OUT3): a commit's limit is lowered by them.
+func (m *Mode) Unwritten(pool, host string) int {
+	return m.escrow.unwritten(hostKey{pool, host})
 }
+
+// Placed counts a placement this replica committed while the store was
+// up, against its escrow on host.
+func (m *Mode) Placed(pool, host string) { m.escrow.placed(pool, host) }
 
 // unwritten counts the outage placements on h not yet written (nil-safe).
 func (k *escrowKeeper) unwritten(h hostKey) int {
@@ -293,35 +284,33 @@ func (k *escrowKeeper) unwritten(h hostKey) int {
 }
 
 // placeInOutage places a user the view does not know while the store is
-// down, within this replica's escrow (R-OUT3): on the placeable host with
-// slots left in it, fewest sessions first (most for DepthFirst), then by
+// down, within this replica's escrow (R-OUT3): on a host that placement
+// would give a new session (placement.TakesNewSession, judged as of
+// outageTime) with slots left in it, fewest sessions first (most for DepthFirst), then by
 // name. The session is answered Pending at once and written when the
 // store is back. Without outage placement, or with no share left, the
 // connect is refused with cause (StoreUnavailable).
-func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause error) (*Answer, error) {
-	k := s.escrow
+func (m *Mode) placeInOutage(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+	k := m.escrow
 	if k == nil || req.DryRun {
 		return nil, cause
 	}
-	now := s.now()
-	v.lock()
-	pool := v.pool
-	if pool == nil || v.placer == nil || pool.HostPoolType != vdibroker.Pooled {
-		v.mu.Unlock()
+	now := m.now()
+	pool, loaded := v.Pool()
+	if !loaded || pool.HostPoolType != vdibroker.Pooled {
 		return nil, cause
 	}
 	timeout := pool.HeartbeatTimeout()
+	hosts := v.Hosts()
 	k.mu.Lock()
 	var cands []placement.Host
-	for name := range v.addrs {
-		h, ok := v.placer.Host(name)
-		if ok && h.AllowNewSession && s.aliveInOutage(&h, timeout, now) && k.left(hostKey{pool.Name, name}, now) > 0 {
+	for _, h := range hosts {
+		if placement.TakesNewSession(&h, timeout, m.outageTime(&h, now)) && k.left(hostKey{pool.Name, h.Name}, now) > 0 {
 			cands = append(cands, h)
 		}
 	}
 	if len(cands) == 0 {
 		k.mu.Unlock()
-		v.mu.Unlock()
 		return nil, cause
 	}
 	slices.SortFunc(cands, func(a, b placement.Host) int {
@@ -349,24 +338,20 @@ func (s *Service) placeInOutage(v *poolView, req vdibroker.ConnectRequest, cause
 		State: vdibroker.StatePending, CreateTime: now.UTC(), StateTime: now.UTC()}
 	k.pending = append(k.pending, &outagePlacement{sess: sess, record: record})
 	k.mu.Unlock()
-	chosen.Sessions++
-	chosen.Connecting++
-	v.placer.Upsert(chosen)
-	addr := v.addrs[chosen.Name]
-	v.mu.Unlock()
-	v.rememberUser(req.User, sess)
-	s.log.Info("placed during a store outage within this replica's escrow", "pool", pool.Name, "user", req.User, "host", chosen.Name, "left", left)
-	a := &Answer{ConnectResponse: s.answer(pool, req, chosen.Name, addr), Created: true}
+	addr := v.AddSession(chosen.Name)
+	v.RememberUser(req.User, sess)
+	m.log.Info("placed during a store outage within this replica's escrow", "pool", pool.Name, "user", req.User, "host", chosen.Name, "left", left)
+	a := &vdibroker.ConnectAnswer{ConnectResponse: m.answer(pool, req, chosen.Name, addr), Created: true}
 	a.SessionID = sess.ID
 	return a, nil
 }
 
-// writeOutagePlacements writes the sessions placed during the outage, once
+// WriteOutagePlacements writes the sessions placed during the outage, once
 // the store is back, before the held heartbeats (which would otherwise
 // adopt them). One the store refuses is left to the host's agent: its
 // next report has the user, and the session is adopted (R-S2).
-func (s *Service) writeOutagePlacements() {
-	k := s.escrow
+func (m *Mode) WriteOutagePlacements() {
+	k := m.escrow
 	if k == nil {
 		return
 	}
@@ -381,27 +366,27 @@ func (s *Service) writeOutagePlacements() {
 	defer cancel()
 	written := 0
 	for i, p := range todo {
-		err := s.writeOutagePlacement(ctx, p)
+		err := m.writeOutagePlacement(ctx, p)
 		switch {
 		case err == nil:
 			written++
-		case storeIsDown(err):
+		case IsStoreDown(err):
 			k.mu.Lock()
 			k.pending = append(todo[i:len(todo):len(todo)], k.pending...)
 			k.mu.Unlock()
 			return // down again: the rest waits for the next recovery
 		case errors.Is(err, vdibroker.ErrUserHasSession):
-			s.log.Warn("a session placed during the outage was not written: the user has another (placed elsewhere, or adopted from a report)",
+			m.log.Warn("a session placed during the outage was not written: the user has another (placed elsewhere, or adopted from a report)",
 				"pool", p.sess.HostPool, "user", p.sess.User, "host", p.sess.SessionHost)
 		default:
-			s.log.Error("a session placed during the outage was not written; the host's agent will report it and it is adopted (R-S2)",
+			m.log.Error("a session placed during the outage was not written; the host's agent will report it and it is adopted (R-S2)",
 				"pool", p.sess.HostPool, "user", p.sess.User, "host", p.sess.SessionHost, "err", err)
 		}
 	}
 	k.mu.Lock()
 	clear(k.used)
 	k.mu.Unlock()
-	s.log.Info("wrote the sessions placed during the outage", "written", written, "of", len(todo))
+	m.log.Info("wrote the sessions placed during the outage", "written", written, "of", len(todo))
 }
 
 // writeOutagePlacement writes one session placed during the outage. When
@@ -411,13 +396,13 @@ func (s *Service) writeOutagePlacements() {
 // OutagePlacementWritten) and this one, with its decision record, written
 // in its place. Should the write fail then, the host's next report adopts
 // the user again.
-func (s *Service) writeOutagePlacement(ctx context.Context, p *outagePlacement) error {
-	pool, err := s.store.GetHostPool(ctx, p.sess.HostPool)
+func (m *Mode) writeOutagePlacement(ctx context.Context, p *outagePlacement) error {
+	pool, err := m.store.GetHostPool(ctx, p.sess.HostPool)
 	if err != nil {
 		return err
 	}
 	commit := func() error {
-		return s.store.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: p.sess, MaxSessionLimit: pool.MaxSessionLimit,
+		return m.store.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: p.sess, MaxSessionLimit: pool.MaxSessionLimit,
 			Pooled: true, Record: p.record})
 	}
 	err = commit()
@@ -426,13 +411,13 @@ func (s *Service) writeOutagePlacement(ctx context.Context, p *outagePlacement) 
 	}
 	// Refused for an adopted record, or written while another replica's
 	// heartbeat adopted the logon at the same moment: end the adopted one.
-	list, lerr := s.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: pool.Name, User: p.sess.User})
+	list, lerr := m.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: pool.Name, User: p.sess.User})
 	if lerr != nil {
 		return errors.Join(err, lerr)
 	}
 	for _, us := range list {
 		if us.Open() && us.Adopted && us.SessionHost == p.sess.SessionHost && us.ID != p.sess.ID {
-			if eerr := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndOutagePlacementWritten, s.now()); eerr != nil {
+			if eerr := m.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndOutagePlacementWritten, m.now()); eerr != nil {
 				return errors.Join(err, eerr)
 			}
 			if err != nil {

@@ -1,4 +1,4 @@
-package broker
+package rdp
 
 import (
 	"bytes"
@@ -12,10 +12,10 @@ import (
 	"unicode/utf8"
 )
 
-// RDPFile returns an .rdp file for addr and user that mstsc, the Microsoft
+// File returns an .rdp file for addr and user that mstsc, the Microsoft
 // Remote Desktop apps, FreeRDP and Remmina open: the address with its port,
 // the user name as a hint, a credential prompt, full screen and the usual
-// redirections, then the admin's properties (extra, from ParseRDPProperties),
+// redirections, then the admin's properties (extra, from ParseProperties),
 // each replacing a default of the same name. Lines end in CRLF as Windows
 // expects. addr and user were validated (no control characters), so they
 // cannot inject lines; neither can extra, which was parsed.
@@ -23,17 +23,17 @@ import (
 // There is no loadbalanceinfo: the client connects straight to the session
 // host, and a routing token it does not expect makes xrdp refuse the
 // connection.
-func RDPFile(addr, user string, extra []RDPProperty) string {
+func File(addr, user string, extra []Property) string {
 	var b strings.Builder
 	b.WriteString("full address:s:" + withRDPPort(addr) + "\r\nusername:s:" + user + "\r\n")
 	for _, d := range rdpDefaults {
-		if i := slices.IndexFunc(extra, func(p RDPProperty) bool { return p.Name == d.Name }); i >= 0 {
+		if i := slices.IndexFunc(extra, func(p Property) bool { return p.Name == d.Name }); i >= 0 {
 			d = extra[i]
 		}
 		b.WriteString(d.String() + "\r\n")
 	}
 	for _, p := range extra {
-		if !slices.ContainsFunc(rdpDefaults, func(d RDPProperty) bool { return d.Name == p.Name }) {
+		if !slices.ContainsFunc(rdpDefaults, func(d Property) bool { return d.Name == p.Name }) {
 			b.WriteString(p.String() + "\r\n")
 		}
 	}
@@ -58,7 +58,7 @@ func withRDPPort(addr string) string {
 // networkautodetect was inverted) and FreeRDP 3 reads networkautodetect:i:0
 // with it as invalid; left out, both and mstsc auto-detect the network from
 // bandwidthautodetect and connection type 7.
-var rdpDefaults = []RDPProperty{
+var rdpDefaults = []Property{
 	{"prompt for credentials", 'i', "1"},
 	{"administrative session", 'i', "0"},
 	{"screen mode id", 'i', "2"},
@@ -83,16 +83,16 @@ var rdpDefaults = []RDPProperty{
 	{"drivestoredirect", 's', ""},
 }
 
-// RDPProperty is one .rdp line, "name:type:value"; Type is 'i' (integer),
+// Property is one .rdp line, "name:type:value"; Type is 'i' (integer),
 // 's' (string) or 'b' (binary, hex).
-type RDPProperty struct {
+type Property struct {
 	Name  string
 	Type  byte
 	Value string
 }
 
 // String is the property as an .rdp line without its line end.
-func (p RDPProperty) String() string { return p.Name + ":" + string(p.Type) + ":" + p.Value }
+func (p Property) String() string { return p.Name + ":" + string(p.Type) + ":" + p.Value }
 
 // rdpKnown is a property the .rdp readers know: its type and, where the
 // set is small, its allowed values (else any integer in [min, max] for
@@ -211,18 +211,18 @@ func knownRDP(name string) (rdpKnown, bool) {
 	return rdpKnown{}, false
 }
 
-// ParseRDPProperties reads an admin's extra .rdp properties (vdibroker
+// ParseProperties reads an admin's extra .rdp properties (vdibroker
 // serve --rdp-defaults FILE; AVD's customRdpProperty): one "name:type:value"
 // per line, blank lines and lines starting with '#' skipped, UTF-8 or the
 // UTF-16 mstsc saves files in. Each must be a known property (rdpProperties)
 // of its type with an allowed value, at most once; the error names the line
 // and the property. Names come back as the table spells them.
-func ParseRDPProperties(data []byte) ([]RDPProperty, error) {
+func ParseProperties(data []byte) ([]Property, error) {
 	text, err := rdpText(data)
 	if err != nil {
 		return nil, err
 	}
-	var list []RDPProperty
+	var list []Property
 	seen := map[string]int{}
 	for i, line := range strings.Split(text, "\n") {
 		n := i + 1
@@ -269,40 +269,40 @@ func rdpText(data []byte) (string, error) {
 	return string(utf16.Decode(u)), nil
 }
 
-func parseRDPLine(line string) (RDPProperty, error) {
+func parseRDPLine(line string) (Property, error) {
 	name, rest, ok1 := strings.Cut(line, ":")
 	typ, value, ok2 := strings.Cut(rest, ":")
 	name = strings.TrimSpace(name)
 	if !ok1 || !ok2 || name == "" {
-		return RDPProperty{}, fmt.Errorf("%q: want name:type:value, e.g. redirectclipboard:i:0", line)
+		return Property{}, fmt.Errorf("%q: want name:type:value, e.g. redirectclipboard:i:0", line)
 	}
 	k, ok := knownRDP(name)
 	if !ok {
-		return RDPProperty{}, fmt.Errorf("property %q: not a known .rdp property", name)
+		return Property{}, fmt.Errorf("property %q: not a known .rdp property", name)
 	}
 	if k.refused != "" {
-		return RDPProperty{}, fmt.Errorf("property %q: cannot be set here: %s", k.name, k.refused)
+		return Property{}, fmt.Errorf("property %q: cannot be set here: %s", k.name, k.refused)
 	}
 	if len(typ) != 1 || typ[0] != k.typ {
-		return RDPProperty{}, fmt.Errorf("property %q: type %q, want %c", k.name, typ, k.typ)
+		return Property{}, fmt.Errorf("property %q: type %q, want %c", k.name, typ, k.typ)
 	}
 	for _, r := range value {
 		if unicode.IsControl(r) {
-			return RDPProperty{}, fmt.Errorf("property %q: value has a control character", k.name)
+			return Property{}, fmt.Errorf("property %q: value has a control character", k.name)
 		}
 	}
 	switch {
 	case k.values != nil && !slices.Contains(k.values, value):
-		return RDPProperty{}, fmt.Errorf("property %q: value %q, want one of %s", k.name, value, strings.Join(k.values, ", "))
+		return Property{}, fmt.Errorf("property %q: value %q, want one of %s", k.name, value, strings.Join(k.values, ", "))
 	case k.typ == 'i':
 		v, err := strconv.Atoi(value)
 		if err != nil {
-			return RDPProperty{}, fmt.Errorf("property %q: value %q is not an integer", k.name, value)
+			return Property{}, fmt.Errorf("property %q: value %q is not an integer", k.name, value)
 		}
 		if k.max > 0 && (v < k.min || v > k.max) {
-			return RDPProperty{}, fmt.Errorf("property %q: value %d, want %d..%d", k.name, v, k.min, k.max)
+			return Property{}, fmt.Errorf("property %q: value %d, want %d..%d", k.name, v, k.min, k.max)
 		}
 		value = strconv.Itoa(v)
 	}
-	return RDPProperty{Name: k.name, Type: k.typ, Value: value}, nil
+	return Property{Name: k.name, Type: k.typ, Value: value}, nil
 }

@@ -1,30 +1,61 @@
-package broker
+package poolview
 
 import (
-	"slices"
-	"time"
-
 	"context"
+	"log/slog"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/placement"
 )
 
-// views holds one placement view per host pool: an in-memory
+// Store is what the views read of the broker's store.
+type Store interface {
+	GetHostPool(ctx context.Context, name string) (*vdibroker.HostPool, error)
+	ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error)
+	GetSessionHost(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error)
+	RoundRobinHost(ctx context.Context, pool string) (string, error)
+	ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([]*vdibroker.UserSession, error)
+}
+
+// Config is what Views need. Store is required; the rest has defaults.
+type Config struct {
+	Store  Store
+	Logger *slog.Logger // nil discards logs
+	// Now and Rand are the placement engine's (placement.Options).
+	Now  func() time.Time
+	Rand func(n int) int
+	// Observe, when set, is called with the pool's load balancer type and
+	// the engine's decision time of every Decide.
+	Observe func(algorithm string, d time.Duration)
+	// Credit moves a host's heartbeat time that fell in the last store
+	// outage forward by the outage's length (R-H1, R-OUT5); nil: as is.
+	Credit func(at *time.Time) *time.Time
+	// HeldByOthers returns, per host of pool, the slots other replicas
+	// hold in escrow for an outage (R-OUT2); nil: none.
+	HeldByOthers func(ctx context.Context, pool string) (map[string]int, error)
+	// Unwritten counts this replica's outage placements on a host that
+	// are not written yet (R-OUT3); nil: none.
+	Unwritten func(pool, host string) int
+}
+
+// Views holds one placement view per host pool: an in-memory
 // placement.Placer built from the store and kept current by this server's
 // own changes (connects, host edits, heartbeats), refreshed from the store
 // when it may be stale (maintenance tick, NoCapacity, a lost commit race).
 // The database stays the authority (R-D3): the view only proposes.
-type views struct {
-	s  *Service
-	mu sync.Mutex
-	m  map[string]*poolView
+type Views struct {
+	cfg Config
+	log *slog.Logger
+	mu  sync.Mutex
+	m   map[string]*View
 }
 
-// poolView is one pool's placement state. mu serialises Place and Apply
+// View is one pool's placement state. mu serialises Place and Apply
 // (a Placer is not safe for concurrent use); commits run outside it.
-type poolView struct {
+type View struct {
 	name string
 
 	// loadMu lets one reload run at a time; the others wait for it and
@@ -41,7 +72,7 @@ type poolView struct {
 	// gen counts markStale calls, so a reload that read the store before
 	// the latest one does not clear it.
 	gen uint64
-	// hosts is what the view knows of each host beyond the placer's Host:
+	// addrs is what the view knows of each host beyond the placer's Host:
 	// the address the connect answer carries.
 	addrs map[string]string
 	// users maps a user to their open session as far as this server
@@ -50,7 +81,7 @@ type poolView struct {
 	// enforced by the database in Pooled pools), which saves a read per
 	// new connect; a user in it is always checked against the store, so a
 	// session that ended elsewhere is never answered.
-	users map[string]knownSession
+	users map[string]KnownSession
 	// rrRead is the R-LI4 cursor as last read from the store.
 	rrRead string
 	// usersAfter is the id of the newest session catchUpUsers read.
@@ -71,14 +102,12 @@ type poolView struct {
 	// begins after it includes every placement up to it (landedMark).
 	lastLanded int64
 	// held is, per host, the slots other replicas hold in escrow for an
-	// outage (issue 19, R-OUT2), as of the last reload: the placer counts
+	// outage (R-OUT2), as of the last reload: the placer counts
 	// them as sessions, and a commit's limit is lowered by them, so no
 	// replica places into another's share.
 	held map[string]int
-	// health credits the last outage to the hosts' heartbeat times.
-	health *Health
-	// escrow is the service's outage placement (nil: off; escrow.go).
-	escrow *escrowKeeper
+	// cfg is the Views' (Credit, Unwritten, Observe).
+	cfg *Config
 
 	// landMu guards landings: placements committed (land, called by the
 	// store's OnCommitted hook on a committer) and not yet applied. A
@@ -100,7 +129,7 @@ type landing struct {
 
 // lock takes the view's lock and applies the placements landed meanwhile.
 // Every use of the state mu guards goes through it.
-func (v *poolView) lock() {
+func (v *View) lock() {
 	v.mu.Lock()
 	v.landMu.Lock()
 	q := v.landings
@@ -119,58 +148,72 @@ func (v *poolView) lock() {
 // maxSpareLandings bounds the landings slice a view keeps for reuse.
 const maxSpareLandings = 4096
 
-func newViews(s *Service) *views {
-	return &views{s: s, m: make(map[string]*poolView)}
+// New returns views with none loaded: a pool's view is read from the
+// store on its first use.
+func New(cfg Config) *Views {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Credit == nil {
+		cfg.Credit = func(at *time.Time) *time.Time { return at }
+	}
+	if cfg.HeldByOthers == nil {
+		cfg.HeldByOthers = func(context.Context, string) (map[string]int, error) { return nil, nil }
+	}
+	if cfg.Unwritten == nil {
+		cfg.Unwritten = func(string, string) int { return 0 }
+	}
+	return &Views{cfg: cfg, log: cfg.Logger, m: make(map[string]*View)}
 }
 
-// get returns the pool's view, creating an unloaded one.
-func (vs *views) get(name string) *poolView {
+// Get returns the pool's view, creating an unloaded one.
+func (vs *Views) Get(name string) *View {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	v, ok := vs.m[name]
 	if !ok {
-		v = &poolView{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]knownSession{},
-			landed: map[string][]int64{}, seen: map[string]int64{}, health: vs.s.health, escrow: vs.s.escrow}
+		v = &View{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]KnownSession{},
+			landed: map[string][]int64{}, seen: map[string]int64{}, cfg: &vs.cfg}
 		vs.m[name] = v
 	}
 	return v
 }
 
-func (vs *views) peek(name string) *poolView {
+func (vs *Views) Peek(name string) *View {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	return vs.m[name]
 }
 
-func (vs *views) drop(name string) {
+func (vs *Views) Drop(name string) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	delete(vs.m, name)
 }
 
 // all returns the views there are now.
-func (vs *views) all() []*poolView {
+func (vs *Views) all() []*View {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	all := make([]*poolView, 0, len(vs.m))
+	all := make([]*View, 0, len(vs.m))
 	for _, v := range vs.m {
 		all = append(all, v)
 	}
 	return all
 }
 
-func (vs *views) markAllStale() {
+func (vs *Views) MarkAllStale() {
 	for _, v := range vs.all() {
-		v.markStale()
+		v.MarkStale()
 	}
 }
 
-// refreshAll reads every loaded view used since the last tick again from
+// RefreshAll reads every loaded view used since the last tick again from
 // the store, one at a time, beside the connects (see reload). A view not
 // used since is marked stale instead: an idle pool costs no reads, and its
 // next connect reads it. A view whose read fails is marked stale too; one
 // whose pool is gone is dropped.
-func (vs *views) refreshAll(ctx context.Context) {
+func (vs *Views) RefreshAll(ctx context.Context) {
 	for _, v := range vs.all() {
 		v.lock()
 		loaded, used := v.placer != nil, v.used
@@ -180,29 +223,29 @@ func (vs *views) refreshAll(ctx context.Context) {
 			continue
 		}
 		if !used {
-			v.markStale()
+			v.MarkStale()
 			continue
 		}
 		v.loadMu.Lock()
 		err := vs.reload(ctx, v)
 		v.loadMu.Unlock()
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-			vs.drop(v.name) // deleted on another replica
+			vs.Drop(v.name) // deleted on another replica
 			continue
 		}
 		if err != nil {
-			v.markStale()
-			if ctx.Err() == nil && !storeIsDown(err) {
-				vs.s.log.Warn("refresh a pool's view", "pool", v.name, "err", err)
+			v.MarkStale()
+			if ctx.Err() == nil && vdibroker.ErrorCode(err) != vdibroker.EStoreUnavailable {
+				vs.log.Warn("refresh a pool's view", "pool", v.name, "err", err)
 			}
 		}
 	}
 }
 
-// setPool applies new pool settings to a loaded view (R-P1: the next
+// SetPool applies new pool settings to a loaded view (R-P1: the next
 // placement uses them).
-func (vs *views) setPool(p *vdibroker.HostPool) {
-	v := vs.peek(p.Name)
+func (vs *Views) SetPool(p *vdibroker.HostPool) {
+	v := vs.Peek(p.Name)
 	if v == nil {
 		return
 	}
@@ -220,11 +263,11 @@ func (vs *views) setPool(p *vdibroker.HostPool) {
 	}
 }
 
-// landedMark is taken before reading a host of pool from the store and
+// LandedMark is taken before reading a host of pool from the store and
 // passed to upsertHost with what was read: the read includes this server's
 // placements landed up to the mark.
-func (vs *views) landedMark(pool string) int64 {
-	v := vs.peek(pool)
+func (vs *Views) LandedMark(pool string) int64 {
+	v := vs.Peek(pool)
 	if v == nil {
 		return 0
 	}
@@ -233,11 +276,11 @@ func (vs *views) landedMark(pool string) int64 {
 	return v.lastLanded
 }
 
-// upsertHost applies a host as the store returned it from a read or a
+// UpsertHost applies a host as the store returned it from a read or a
 // write other than a heartbeat, begun after landedMark returned mark
 // (counts from the store, plus this server's in-flight reservations).
-func (vs *views) upsertHost(h *vdibroker.SessionHost, mark int64) {
-	v := vs.peek(h.HostPool)
+func (vs *Views) UpsertHost(h *vdibroker.SessionHost, mark int64) {
+	v := vs.Peek(h.HostPool)
 	if v == nil {
 		return
 	}
@@ -246,14 +289,14 @@ func (vs *views) upsertHost(h *vdibroker.SessionHost, mark int64) {
 	v.upsertLocked(h, mark)
 }
 
-// upsertHeartbeat applies a heartbeat's result (R-S1). Its counts are the
+// UpsertHeartbeat applies a heartbeat's result (R-S1). Its counts are the
 // database's as of res.Seq: they include this server's placements
 // committed before it, not those committed after it, whose answers may
 // have been given before this one (the store calls OnCommitted first).
 // A result older than one already applied is dropped.
-func (vs *views) upsertHeartbeat(res *vdibroker.HeartbeatResult) {
+func (vs *Views) UpsertHeartbeat(res *vdibroker.HeartbeatResult) {
 	h := res.Host
-	v := vs.peek(h.HostPool)
+	v := vs.Peek(h.HostPool)
 	if v == nil {
 		return
 	}
@@ -273,17 +316,17 @@ func (vs *views) upsertHeartbeat(res *vdibroker.HeartbeatResult) {
 	v.apply(h, v.inflight[h.Name]+len(later))
 }
 
-// land records that a placement reserved on host is committed (seq): no
+// Land records that a placement reserved on host is committed (seq): no
 // longer in flight, and counted by heartbeat results from seq on. It does
 // not wait for the view's lock: the next lock applies it (landLocked).
-func (v *poolView) land(host string, seq int64) {
+func (v *View) Land(host string, seq int64) {
 	v.landMu.Lock()
 	v.landings = append(v.landings, landing{host, seq})
 	v.landMu.Unlock()
 }
 
 // landLocked is land applied under the view's lock.
-func (v *poolView) landLocked(host string, seq int64) {
+func (v *View) landLocked(host string, seq int64) {
 	v.release(host)
 	v.lastLanded = max(v.lastLanded, seq)
 	if _, known := v.addrs[host]; !known && v.placer != nil {
@@ -299,17 +342,17 @@ func (v *poolView) landLocked(host string, seq int64) {
 }
 
 // release ends a reservation on host.
-func (v *poolView) release(host string) {
+func (v *View) release(host string) {
 	if v.inflight[host]--; v.inflight[host] <= 0 {
 		delete(v.inflight, host)
 	}
 }
 
-// maxLanded bounds poolView.landed per host.
+// maxLanded bounds View.landed per host.
 const maxLanded = 1024
 
-func (vs *views) removeHost(pool, name string) {
-	v := vs.peek(pool)
+func (vs *Views) RemoveHost(pool, name string) {
+	v := vs.Peek(pool)
 	if v == nil {
 		return
 	}
@@ -330,13 +373,13 @@ func (vs *views) removeHost(pool, name string) {
 // since may or may not be in the read; they stay in landed, so a later
 // heartbeat result counts them right, and the read counts them as stored
 // (one off at most, until that heartbeat; the database enforces R-C4).
-func (v *poolView) upsertLocked(h *vdibroker.SessionHost, mark int64) {
+func (v *View) upsertLocked(h *vdibroker.SessionHost, mark int64) {
 	v.forgetLanded(h.Name, mark)
 	v.apply(h, v.inflight[h.Name])
 }
 
 // forgetLanded drops host's landed placements up to mark.
-func (v *poolView) forgetLanded(host string, mark int64) {
+func (v *View) forgetLanded(host string, mark int64) {
 	l := v.landed[host]
 	keep := l[:0]
 	for _, seq := range l {
@@ -355,12 +398,12 @@ func (v *poolView) forgetLanded(host string, mark int64) {
 
 // apply puts h in the placer with n more sessions (and connecting ones)
 // than the store counted.
-func (v *poolView) apply(h *vdibroker.SessionHost, n int) {
+func (v *View) apply(h *vdibroker.SessionHost, n int) {
 	if v.placer == nil {
 		return // loaded from the store on first use
 	}
 	ph := placement.HostFrom(h)
-	ph.LastHeartBeat = v.health.credit(ph.LastHeartBeat)
+	ph.LastHeartBeat = v.cfg.Credit(ph.LastHeartBeat)
 	ph.Sessions += n + v.held[h.Name]
 	ph.Connecting += n
 	v.addrs[h.Name] = h.Address
@@ -405,8 +448,8 @@ func sameMetrics(a, b *vdibroker.Metrics) bool {
 	return x == y
 }
 
-// ensure loads the view from the store when it is not loaded or stale.
-func (vs *views) ensure(ctx context.Context, v *poolView) error {
+// Ensure loads the view from the store when it is not loaded or stale.
+func (vs *Views) Ensure(ctx context.Context, v *View) error {
 	fresh := func() bool {
 		v.lock()
 		defer v.mu.Unlock()
@@ -429,26 +472,26 @@ func (vs *views) ensure(ctx context.Context, v *poolView) error {
 // connects keep flowing; a commit finishing in between can leave a count
 // off by one, which the database catches (ErrHostFull → refresh) or the
 // next refresh corrects.
-func (vs *views) reload(ctx context.Context, v *poolView) error {
+func (vs *Views) reload(ctx context.Context, v *View) error {
 	v.lock()
 	gen := v.gen
 	mark := v.lastLanded
 	v.mu.Unlock()
-	pool, err := vs.s.store.GetHostPool(ctx, v.name)
+	pool, err := vs.cfg.Store.GetHostPool(ctx, v.name)
 	if err != nil {
 		return err
 	}
-	hosts, err := vs.s.store.ListSessionHosts(ctx, v.name)
+	hosts, err := vs.cfg.Store.ListSessionHosts(ctx, v.name)
 	if err != nil {
 		return err
 	}
 	rr := ""
 	if pool.LoadBalancerType == vdibroker.LoadIndex {
-		if rr, err = vs.s.store.RoundRobinHost(ctx, v.name); err != nil {
+		if rr, err = vs.cfg.Store.RoundRobinHost(ctx, v.name); err != nil {
 			return err
 		}
 	}
-	held, err := vs.s.heldByOthers(ctx, v.name) // escrow.go
+	held, err := vs.cfg.HeldByOthers(ctx, v.name)
 	if err != nil {
 		return err
 	}
@@ -461,14 +504,14 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 		phs := make([]placement.Host, len(hosts))
 		for i, h := range hosts {
 			phs[i] = placement.HostFrom(h)
-			phs[i].LastHeartBeat = v.health.credit(phs[i].LastHeartBeat)
+			phs[i].LastHeartBeat = v.cfg.Credit(phs[i].LastHeartBeat)
 			v.forgetLanded(h.Name, mark)
 			n := v.inflight[h.Name]
 			phs[i].Sessions += n + held[h.Name]
 			phs[i].Connecting += n
 			v.addrs[h.Name] = h.Address
 		}
-		v.placer = placement.New(placement.PoolFrom(pool), phs, placement.Options{Rand: vs.s.rand, Now: vs.s.now})
+		v.placer = placement.New(placement.PoolFrom(pool), phs, placement.Options{Rand: vs.cfg.Rand, Now: vs.cfg.Now})
 		v.placer.SetRoundRobin(rr)
 		v.rrRead = rr
 		return nil
@@ -510,14 +553,14 @@ func (vs *views) reload(ctx context.Context, v *poolView) error {
 // catchUpUsers adds to v's users the pool's sessions opened since the
 // last catch-up (session ids sort by creation time), so that during a store
 // outage this server can answer the reconnects of users placed by other
-// replicas or before a restart (issue 19). Users the view learnt otherwise
+// replicas or before a restart (R-OUT1). Users the view learnt otherwise
 // keep what it learnt. It runs when a view is first loaded and on every
 // maintenance tick, reading at most catchUpBatch sessions a time.
-func (vs *views) catchUpUsers(ctx context.Context, v *poolView) error {
+func (vs *Views) catchUpUsers(ctx context.Context, v *View) error {
 	v.lock()
 	after := v.usersAfter
 	v.mu.Unlock()
-	list, err := vs.s.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: v.name, After: after, Limit: catchUpBatch})
+	list, err := vs.cfg.Store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: v.name, After: after, Limit: catchUpBatch})
 	if err != nil || len(list) == 0 {
 		return err
 	}
@@ -525,7 +568,7 @@ func (vs *views) catchUpUsers(ctx context.Context, v *poolView) error {
 	defer v.mu.Unlock()
 	for _, us := range list {
 		if _, ok := v.users[us.User]; !ok && len(v.users) < maxKnownUsers {
-			v.users[us.User] = knownSession{id: us.ID, host: us.SessionHost, state: us.State, createTime: us.CreateTime}
+			v.users[us.User] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime}
 		}
 	}
 	v.usersAfter = max(v.usersAfter, list[len(list)-1].ID)
@@ -535,12 +578,12 @@ func (vs *views) catchUpUsers(ctx context.Context, v *poolView) error {
 // catchUpBatch bounds one catch-up read.
 const catchUpBatch = 20000
 
-// catchUpAll runs catchUpUsers on every loaded view.
-func (vs *views) catchUpAll(ctx context.Context) {
+// CatchUpAll runs catchUpUsers on every loaded view.
+func (vs *Views) CatchUpAll(ctx context.Context) {
 	for _, v := range vs.all() {
 		if err := vs.catchUpUsers(ctx, v); err != nil {
 			if ctx.Err() == nil {
-				vs.s.log.Warn("catch up with a pool's new sessions", "pool", v.name, "err", err)
+				vs.log.Warn("catch up with a pool's new sessions", "pool", v.name, "err", err)
 			}
 			return
 		}
@@ -551,22 +594,22 @@ func (vs *views) catchUpAll(ctx context.Context) {
 // lock.
 const reloadChunk = 512
 
-// refreshHost re-reads one host from the store into the view (after a lost
+// RefreshHost re-reads one host from the store into the view (after a lost
 // commit race or a session change).
-func (vs *views) refreshHost(ctx context.Context, pool, name string) {
-	mark := vs.landedMark(pool)
-	h, err := vs.s.store.GetSessionHost(ctx, pool, name)
+func (vs *Views) RefreshHost(ctx context.Context, pool, name string) {
+	mark := vs.LandedMark(pool)
+	h, err := vs.cfg.Store.GetSessionHost(ctx, pool, name)
 	if err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-			vs.removeHost(pool, name)
+			vs.RemoveHost(pool, name)
 			return
 		}
-		if v := vs.peek(pool); v != nil {
-			v.markStale()
+		if v := vs.Peek(pool); v != nil {
+			v.MarkStale()
 		}
 		return
 	}
-	vs.upsertHost(h, mark)
+	vs.UpsertHost(h, mark)
 }
 
 // samePool reports whether two reads of a pool have the same settings.
@@ -576,14 +619,13 @@ func samePool(a, b *vdibroker.HostPool) bool {
 	return x == y
 }
 
-// maxKnownUsers bounds poolView.users; past it the map starts over, which
+// maxKnownUsers bounds View.users; past it the map starts over, which
 // only costs store reads.
 const maxKnownUsers = 1 << 20
 
-// knowsUser reports whether the view remembers an open session of user.
-// placeable reports whether the view sees host as taking sessions now
+// Placeable reports whether the view sees host as taking sessions now
 // (R-H1); false for a host it does not know.
-func (v *poolView) placeable(host string, timeout time.Duration, now time.Time) bool {
+func (v *View) Placeable(host string, timeout time.Duration, now time.Time) bool {
 	v.lock()
 	defer v.mu.Unlock()
 	if v.placer == nil {
@@ -593,30 +635,27 @@ func (v *poolView) placeable(host string, timeout time.Duration, now time.Time) 
 	if !ok {
 		return false
 	}
-	sh := vdibroker.SessionHost{LastHeartBeat: h.LastHeartBeat, ShuttingDown: h.ShuttingDown, HealthError: h.HealthError}
-	if h.PowerStopped {
-		sh.PowerState = vdibroker.PowerStopped
-	}
-	return vdibroker.Placeable(vdibroker.HostStatus(&sh, timeout, now))
+	return vdibroker.Placeable(placement.Status(&h, timeout, now))
 }
 
-func (v *poolView) knowsUser(user string) bool {
+// KnowsUser reports whether the view remembers an open session of user.
+func (v *View) KnowsUser(user string) bool {
 	v.lock()
 	defer v.mu.Unlock()
 	_, ok := v.users[user]
 	return ok
 }
 
-// knownSession is what a view remembers of a user's open session: enough
-// to answer a reconnect from memory while the store is down (issue 19).
-type knownSession struct {
-	id, host, state string
-	createTime      time.Time
+// KnownSession is what a view remembers of a user's open session: enough
+// to answer a reconnect from memory while the store is down (R-OUT1).
+type KnownSession struct {
+	ID, Host, State string
+	CreateTime      time.Time
 }
 
-// rememberUser records (us != nil) or forgets (us == nil) user's open
+// RememberUser records (us != nil) or forgets (us == nil) user's open
 // session.
-func (v *poolView) rememberUser(user string, us *vdibroker.UserSession) {
+func (v *View) RememberUser(user string, us *vdibroker.UserSession) {
 	v.lock()
 	defer v.mu.Unlock()
 	if us == nil {
@@ -624,21 +663,21 @@ func (v *poolView) rememberUser(user string, us *vdibroker.UserSession) {
 		return
 	}
 	if len(v.users) >= maxKnownUsers {
-		v.users = map[string]knownSession{}
+		v.users = map[string]KnownSession{}
 	}
-	v.users[user] = knownSession{id: us.ID, host: us.SessionHost, state: us.State, createTime: us.CreateTime}
+	v.users[user] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime}
 }
 
-// knownSession returns the session the view remembers for user.
-func (v *poolView) knownSession(user string) (knownSession, bool) {
+// KnownSession returns the session the view remembers for user.
+func (v *View) KnownSession(user string) (KnownSession, bool) {
 	v.lock()
 	defer v.mu.Unlock()
 	k, ok := v.users[user]
 	return k, ok
 }
 
-// markStale makes the next connect re-read the pool from the store.
-func (v *poolView) markStale() {
+// MarkStale makes the next connect re-read the pool from the store.
+func (v *View) MarkStale() {
 	v.lock()
 	defer v.mu.Unlock()
 	v.stale = true

@@ -1,4 +1,4 @@
-package broker
+package global
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"github.com/vdibroker/vdibroker/federation"
 )
 
-// The pod side of Global: what this pod tells its peers about its own
+// The pod side of the service: what this pod tells its peers about its own
 // member pools (the pod-to-pod API's handlers call these), and the store
 // calls of the federation, bounded like every other (guard.go).
 
 // memberPools returns this pod's member pools in every global entitlement
 // of doc, each once, in document order.
-func (g *Global) memberPools(doc *vdibroker.Federation) []string {
+func (g *Service) memberPools(doc *vdibroker.Federation) []string {
 	var out []string
 	for _, ge := range doc.GlobalEntitlements {
 		for _, m := range ge.Members {
@@ -27,31 +27,31 @@ func (g *Global) memberPools(doc *vdibroker.Federation) []string {
 }
 
 // localFacts are the facts of pools of this pod, read now from its store.
-func (g *Global) localFacts(ctx context.Context, pools []string) map[string]federation.PoolFacts {
-	out := map[string]federation.PoolFacts{}
+func (g *Service) localFacts(ctx context.Context, pools []string) map[string]vdibroker.PoolFacts {
+	out := map[string]vdibroker.PoolFacts{}
 	for _, name := range pools {
-		pool, hosts, err := g.svc.SessionHosts(ctx, name)
+		pool, hosts, err := g.cfg.Hosts.SessionHosts(ctx, name)
 		if err != nil {
-			out[name] = federation.PoolFacts{HostPool: name}
+			out[name] = vdibroker.PoolFacts{HostPool: name}
 			continue
 		}
-		g.svc.Present(pool, hosts)
+		g.cfg.Hosts.Present(pool, hosts)
 		out[name] = federation.Facts(pool, hosts)
 	}
 	return out
 }
 
 // localSessions are the user's open sessions in pools of this pod.
-func (g *Global) localSessions(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
+func (g *Service) localSessions(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
 	if len(pools) == 0 {
 		return nil, nil
 	}
-	return g.svc.store.OpenSessionsOfUser(ctx, user, pools)
+	return g.cfg.Store.OpenSessionsOfUser(ctx, user, pools)
 }
 
 // PodLoads is the pod side of LoadsPath: this pod's member pools' facts.
-func (g *Global) PodLoads(ctx context.Context) (*federation.LoadsResponse, error) {
-	resp := &federation.LoadsResponse{Pod: g.cfg.Pod, Site: g.cfg.Site, Pools: []federation.PoolFacts{}}
+func (g *Service) PodLoads(ctx context.Context) (*vdibroker.PodLoads, error) {
+	resp := &vdibroker.PodLoads{Pod: g.cfg.Pod, Site: g.cfg.Site, Pools: []vdibroker.PoolFacts{}}
 	doc, err := g.Document(ctx)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
 		return resp, nil // no document yet: generation 0, nothing to offer
@@ -70,7 +70,7 @@ func (g *Global) PodLoads(ctx context.Context) (*federation.LoadsResponse, error
 
 // PodSessions is the pod side of SessionsPath: the user's open sessions
 // in those of the named pools that are members of this pod.
-func (g *Global) PodSessions(ctx context.Context, req federation.SessionsRequest) (*federation.SessionsResponse, error) {
+func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequest) (*vdibroker.PodSessions, error) {
 	if err := vdibroker.ValidateUser("user", req.User); err != nil {
 		return nil, err
 	}
@@ -92,12 +92,12 @@ func (g *Global) PodSessions(ctx context.Context, req federation.SessionsRequest
 	if list == nil {
 		list = []*vdibroker.UserSession{}
 	}
-	return &federation.SessionsResponse{Sessions: list}, nil
+	return &vdibroker.PodSessions{Sessions: list}, nil
 }
 
 // PodConnect is the pod side of ConnectPath: a connect into one of this
 // pod's member pools, through the pod's own connect path.
-func (g *Global) PodConnect(ctx context.Context, req federation.ConnectRequest) (*Answer, error) {
+func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	doc, err := g.Document(ctx)
 	if err != nil {
 		return nil, err
@@ -105,5 +105,5 @@ func (g *Global) PodConnect(ctx context.Context, req federation.ConnectRequest) 
 	if !slices.Contains(g.memberPools(doc), req.HostPool) {
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "host pool %q is not a member of a global entitlement on pod %s", req.HostPool, g.cfg.Pod)
 	}
-	return g.svc.Connect(ctx, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+	return g.cfg.Connect.Connect(ctx, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, "")
 }

@@ -1,10 +1,11 @@
-package broker
+package poolview
 
 import (
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/placement"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -14,12 +15,12 @@ import (
 // Here the heartbeat says the host is shutting down: had the view dropped
 // it, this server would go on placing sessions there until the next
 // heartbeat, and count one session too few. The steps are the ones
-// refreshHost and the heartbeat handler take, run in the racy order.
+// RefreshHost and the heartbeat handler take, run in the racy order.
 func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
 	ctx := t.Context()
-	st, s, v, now := viewFixture(t)
+	st, vs, v, now := viewFixture(t)
 	// refreshHost's read begins (outside the view's lock)...
-	mark := s.views.landedMark("p")
+	mark := vs.LandedMark("p")
 	stale, err := st.GetSessionHost(ctx, "p", "h1")
 	if err != nil {
 		t.Fatal(err)
@@ -36,13 +37,13 @@ func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
 	v.mu.Unlock()
 	c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: "u", HostPool: "p", SessionHost: "h1",
 		State: vdibroker.StatePending, CreateTime: now, StateTime: now}, MaxSessionLimit: 100, Pooled: true,
-		OnCommitted: func(seq int64) { v.land("h1", seq) }}
+		OnCommitted: func(seq int64) { v.Land("h1", seq) }}
 	if err := st.CommitPlacement(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	// ...then the stale read is applied, then the heartbeat's result.
-	s.views.upsertHost(stale, mark)
-	s.views.upsertHeartbeat(res)
+	vs.UpsertHost(stale, mark)
+	vs.UpsertHeartbeat(res)
 	v.lock()
 	got, _ := v.placer.Host("h1")
 	v.mu.Unlock()
@@ -51,7 +52,7 @@ func TestStaleReadKeepsNewerHeartbeat(t *testing.T) {
 	}
 }
 
-// TestLandDoesNotWaitForTheViewLock: land runs on the store's single
+// TestLandDoesNotWaitForTheViewLock: Land runs on the store's single
 // committer (OnCommitted) before any write of its batch is answered. While
 // a reload of a large pool holds the view's lock for milliseconds, it must
 // not wait for it, or every write of every pool would. The landing is
@@ -63,7 +64,7 @@ func TestLandDoesNotWaitForTheViewLock(t *testing.T) {
 	// ...and a reload holds the lock while its commit lands.
 	landed := make(chan struct{})
 	go func() {
-		v.land("h1", 7)
+		v.Land("h1", 7)
 		close(landed)
 	}()
 	select {
@@ -89,7 +90,7 @@ func TestLandDoesNotWaitForTheViewLock(t *testing.T) {
 // a placement must cover it.
 func TestReadersApplyLandingsFirst(t *testing.T) {
 	ctx := t.Context()
-	st, s, v, now := viewFixture(t)
+	st, vs, v, now := viewFixture(t)
 	// place reserves h1 and commits a session there, as connect does.
 	place := func(user string) (seq int64) {
 		t.Helper()
@@ -98,7 +99,7 @@ func TestReadersApplyLandingsFirst(t *testing.T) {
 		v.mu.Unlock()
 		c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: user, HostPool: "p", SessionHost: "h1",
 			State: vdibroker.StatePending, CreateTime: now, StateTime: now}, MaxSessionLimit: 100, Pooled: true,
-			OnCommitted: func(s int64) { seq = s; v.land("h1", s) }}
+			OnCommitted: func(s int64) { seq = s; v.Land("h1", s) }}
 		if err := st.CommitPlacement(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +111,7 @@ func TestReadersApplyLandingsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.views.upsertHeartbeat(res) // counted after alice's placement: 1 session
+	vs.UpsertHeartbeat(res) // counted after alice's placement: 1 session
 	v.lock()
 	got, _ := v.placer.Host("h1")
 	v.mu.Unlock()
@@ -119,15 +120,15 @@ func TestReadersApplyLandingsFirst(t *testing.T) {
 	}
 
 	seq := place("bob")
-	if mark := s.views.landedMark("p"); mark != seq {
+	if mark := vs.LandedMark("p"); mark != seq {
 		t.Errorf("landed mark after bob's placement landed: %d, want its seq %d", mark, seq)
 	}
 }
 
 // viewFixture opens a SQLite store with pool "p" (BreadthFirst, limit 100)
-// and its host h1, Available since now, and a server whose view of "p" is
-// loaded; the store and server close with the test.
-func viewFixture(t *testing.T) (st *store.DB, s *Service, v *poolView, now time.Time) {
+// and its host h1, Available since now, and views on it whose view of "p"
+// is loaded; the store closes with the test.
+func viewFixture(t *testing.T) (st *store.DB, vs *Views, v *View, now time.Time) {
 	t.Helper()
 	ctx := t.Context()
 	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
@@ -148,11 +149,49 @@ func viewFixture(t *testing.T) (st *store.DB, s *Service, v *poolView, now time.
 	if _, err := st.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{}, now); err != nil {
 		t.Fatal(err)
 	}
-	s = New(Config{Store: st, Now: func() time.Time { return now }})
-	t.Cleanup(func() { s.Close() })
-	v = s.views.get("p")
-	if err := s.views.ensure(ctx, v); err != nil {
+	vs = New(Config{Store: st, Now: func() time.Time { return now }})
+	v = vs.Get("p")
+	if err := vs.Ensure(ctx, v); err != nil {
 		t.Fatal(err)
 	}
-	return st, s, v, now
+	return st, vs, v, now
+}
+
+// TestSameHost: a reload skips a host whose stored values are the view's,
+// whatever the pointers; any difference that placement reads is applied.
+func TestSameHost(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	seven, eight := 7, 8
+	base := func() placement.Host {
+		at2 := at
+		return placement.Host{Name: "h1", AllowNewSession: true, StandardFeatures: true, LastHeartBeat: &at2,
+			Sessions: 3, Connecting: 1, MetricsSessions: 2,
+			Metrics:       &vdibroker.Metrics{CPUPercent: 40, SampledAt: at, CustomLoadValue: &seven},
+			Policy:        vdibroker.HostPolicy{HostLoadIndexThreshold: &seven},
+			AssignedUsers: []string{"alice"}}
+	}
+	a, b := base(), base()
+	if !sameHost(&a, &b) {
+		t.Fatal("equal values with other pointers are not the same host")
+	}
+	for name, change := range map[string]func(h *placement.Host){
+		"drain":      func(h *placement.Host) { h.AllowNewSession = false },
+		"sessions":   func(h *placement.Host) { h.Sessions++ },
+		"connecting": func(h *placement.Host) { h.Connecting++ },
+		"heartbeat":  func(h *placement.Host) { later := at.Add(time.Second); h.LastHeartBeat = &later },
+		"no metrics": func(h *placement.Host) { h.Metrics = nil },
+		"cpu":        func(h *placement.Host) { m := *h.Metrics; m.CPUPercent = 41; h.Metrics = &m },
+		"custom":     func(h *placement.Host) { m := *h.Metrics; m.CustomLoadValue = &eight; h.Metrics = &m },
+		"sampledAt":  func(h *placement.Host) { m := *h.Metrics; m.SampledAt = at.Add(time.Second); h.Metrics = &m },
+		"policy":     func(h *placement.Host) { h.Policy.HostLoadIndexThreshold = &eight },
+		"assigned":   func(h *placement.Host) { h.AssignedUsers = []string{"bob"} },
+		"shutdown":   func(h *placement.Host) { h.ShuttingDown = true },
+		"health":     func(h *placement.Host) { h.HealthError = "disk full" },
+	} {
+		b := base()
+		change(&b)
+		if sameHost(&a, &b) {
+			t.Errorf("%s changed, yet the host counts as the same", name)
+		}
+	}
 }

@@ -1,0 +1,218 @@
+package vdibroker
+
+import (
+	"context"
+	"slices"
+)
+
+// Authorization (R-SEC, R-SP5): one function, Authorize, decides whether a
+// principal may take an action on a target, from the principal's role and
+// host-pool scope. The HTTP layer authenticates the caller, puts the
+// principal in the request's context (WithPrincipal) and asks Authorize
+// for the route's action on the route's pool; a service asks again where
+// only it sees the target (a scaling plan's pools, the user a connect is
+// for), reading the principal from its context.
+
+// Principal is who makes a call: the admin token, an API token or an
+// OpenID Connect identity.
+type Principal struct {
+	// Kind is PrincipalAdmin, PrincipalToken or PrincipalOIDC.
+	Kind string
+	// Role is one of the Role* constants.
+	Role    string
+	Subject string
+	TokenID string
+	// HostPools scopes the principal to these pools (empty: every pool).
+	HostPools []string
+	// End-user entitlements (user groups assigned to application groups)
+	// add the principal's Groups here, and Authorize a target for them.
+}
+
+// Audit is the principal as an audit entry names it.
+func (p *Principal) Audit() AuditPrincipal {
+	id := p.TokenID
+	if p.Kind == PrincipalOIDC || p.Kind == PrincipalAdmin {
+		id = p.Subject
+	}
+	return AuditPrincipal{Kind: p.Kind, ID: id, Name: p.Subject, Role: p.Role, HostPools: p.HostPools}
+}
+
+// Actor names the principal as an audit entry does (token id, OIDC
+// subject, admin), else by its role: who asked, in a service's logs. A nil
+// principal is the anonymous one.
+func (p *Principal) Actor() string {
+	if p == nil {
+		return PrincipalAnonymous
+	}
+	if id := p.Audit().ID; id != "" {
+		return id
+	}
+	return p.Role
+}
+
+// Sees reports whether pool is in the principal's scope: the one test of
+// a host-pool scope, for Authorize and for the lists that keep what their
+// caller sees. A nil principal is the broker itself and sees every pool.
+func (p *Principal) Sees(pool string) bool {
+	return p == nil || InScope(p.HostPools, pool)
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p, the caller of what ctx is for.
+func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal of WithPrincipal, or nil: a call the
+// broker makes itself (a background job, a pod-to-pod call whose signature
+// was checked), which Authorize allows.
+func PrincipalFrom(ctx context.Context) *Principal {
+	p, _ := ctx.Value(principalKey{}).(*Principal)
+	return p
+}
+
+// Action is what a principal asks to do. Each names the roles that may
+// (R-SEC) and how a target out of the principal's scope is answered.
+type Action int
+
+const (
+	// ActionRead reads: Reader, Contributor and the admin token. A host
+	// pool or scaling plan out of scope is not found, so a scoped Reader
+	// cannot tell it from one that does not exist.
+	ActionRead Action = iota + 1
+	// ActionInspect reads what only those who may change it see (a pool's
+	// registration tokens, the audit log): Contributor and the admin
+	// token. Out of scope is not found, as for ActionRead.
+	ActionInspect
+	// ActionWrite changes something: Contributor and the admin token. Out
+	// of scope is forbidden.
+	ActionWrite
+	// ActionConnect connects a user: Contributor, the admin token, and a
+	// User token for its own user only (Target.For), naming no groups.
+	ActionConnect
+	// ActionManageTokens issues, lists and revokes API tokens: the admin
+	// token only.
+	ActionManageTokens
+	// ActionIdentify asks who the caller is (whoami, sign-in): every role.
+	ActionIdentify
+)
+
+// Target is what an action is done to; the zero Target is nothing in
+// particular (a list that keeps what its caller sees).
+type Target struct {
+	// HostPool is the pool acted on or in.
+	HostPool string
+	// Global, when set, names an action on what belongs to no pool (the
+	// federation document, a global entitlement): a principal scoped to
+	// host pools may not take it. It reads in the refusal, as the method
+	// and path of the call.
+	Global string
+	// ScalingPlan is a plan acted on (R-SP5): a scoped principal reads
+	// the plans naming one of its pools and writes only plans whose pools
+	// are all in its scope.
+	ScalingPlan *ScalingPlan
+	// For is who a connect is for, once the request is read (nil before).
+	For *UserIdentity
+}
+
+// UserIdentity is a user and the groups a request names for them.
+type UserIdentity struct {
+	User   string
+	Groups []string
+}
+
+// Authorize decides whether principal p may take action a on target t
+// (nil: yes). Its refusals are PermissionDenied, or NotFound for a read
+// out of scope; the answers are the same whether the target exists or
+// not. A nil p is the broker itself: everything is allowed.
+func Authorize(p *Principal, a Action, t Target) error {
+	if p == nil {
+		return nil
+	}
+	if err := authorizeRole(p, a); err != nil {
+		return err
+	}
+	if err := authorizeScope(p, a, t); err != nil {
+		return err
+	}
+	if a == ActionConnect && p.Role == RoleUser && t.For != nil {
+		if p.Subject != t.For.User {
+			return Errorf(EPermission, "a User token may connect only its own user %q", p.Subject)
+		}
+		if len(t.For.Groups) > 0 {
+			return &Error{Code: EPermission, Field: "groups",
+				Message: "groups: only a Contributor may name a user's groups; a User's groups come from its identity"}
+		}
+	}
+	return nil
+}
+
+// authorizeRole checks the principal's role against the action.
+func authorizeRole(p *Principal, a Action) error {
+	switch a {
+	case ActionRead:
+		if p.Role == RoleUser {
+			return Errorf(EPermission, "role User may only connect")
+		}
+		return nil
+	case ActionInspect, ActionWrite:
+		switch p.Role {
+		case RoleAdmin, RoleContributor:
+			return nil
+		case RoleReader:
+			return Errorf(EPermission, "role Reader may only read (GET)")
+		default:
+			return Errorf(EPermission, "role %s may only connect", p.Role)
+		}
+	case ActionConnect:
+		switch p.Role {
+		case RoleAdmin, RoleContributor, RoleUser:
+			return nil
+		default:
+			return Errorf(EPermission, "role %s may not connect users", p.Role)
+		}
+	case ActionIdentify:
+		return nil
+	case ActionManageTokens:
+		if p.Role == RoleAdmin {
+			return nil
+		}
+		return Errorf(EPermission, "only the admin token may manage API tokens")
+	}
+	return Errorf(EPermission, "permission denied")
+}
+
+// authorizeScope checks the target against the principal's host pools.
+func authorizeScope(p *Principal, a Action, t Target) error {
+	if len(p.HostPools) == 0 {
+		return nil
+	}
+	reads := a == ActionRead || a == ActionInspect
+	if t.HostPool != "" && !p.Sees(t.HostPool) {
+		if reads {
+			return Errorf(ENotFound, "host pool %q not found", t.HostPool)
+		}
+		return Errorf(EPermission, "host pool %q is outside this token's host pools", t.HostPool)
+	}
+	if t.Global != "" {
+		return Errorf(EPermission, "a token scoped to host pools may not call %s", t.Global)
+	}
+	if sp := t.ScalingPlan; sp != nil {
+		if reads {
+			if !slices.ContainsFunc(sp.HostPools, p.Sees) {
+				return Errorf(ENotFound, "scaling plan %q not found", sp.Name)
+			}
+			return nil
+		}
+		if len(sp.HostPools) == 0 {
+			return Errorf(EPermission, "scaling plan %q names no host pool: a token scoped to host pools may write only plans of its pools (R-SP5)", sp.Name)
+		}
+		for _, pool := range sp.HostPools {
+			if !p.Sees(pool) {
+				return Errorf(EPermission, "scaling plan %q names host pool %q, which is outside this token's host pools (R-SP5)", sp.Name, pool)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package vdibroker
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestAuthorize (R-SEC, R-SP5): the one decision of what a principal may
+// do, with the codes and messages the API answers.
+func TestAuthorize(t *testing.T) {
+	admin := &Principal{Kind: PrincipalAdmin, Role: RoleAdmin, Subject: "admin"}
+	contrib := &Principal{Kind: PrincipalToken, Role: RoleContributor, TokenID: "c1"}
+	reader := &Principal{Kind: PrincipalToken, Role: RoleReader, TokenID: "r1"}
+	user := &Principal{Kind: PrincipalToken, Role: RoleUser, Subject: "alice", TokenID: "u1"}
+	scoped := &Principal{Kind: PrincipalToken, Role: RoleContributor, TokenID: "s1", HostPools: []string{"p1", "p2"}}
+	scopedReader := &Principal{Kind: PrincipalOIDC, Role: RoleReader, Subject: "bob", HostPools: []string{"p1"}}
+	plan := func(pools ...string) *ScalingPlan { return &ScalingPlan{Name: "sp", HostPools: pools} }
+	tests := []struct {
+		name     string
+		p        *Principal
+		a        Action
+		t        Target
+		code     string // "" = allowed
+		contains string
+	}{
+		{name: "the broker itself", p: nil, a: ActionManageTokens, t: Target{Global: "POST /api/v1/tokens"}},
+		{name: "reader reads", p: reader, a: ActionRead, t: Target{HostPool: "p9"}},
+		{name: "user reads", p: user, a: ActionRead, code: EPermission, contains: "role User may only connect"},
+		{name: "reader writes", p: reader, a: ActionWrite, code: EPermission, contains: "role Reader may only read (GET)"},
+		{name: "user writes", p: user, a: ActionWrite, code: EPermission, contains: "role User may only connect"},
+		{name: "reader inspects", p: reader, a: ActionInspect, code: EPermission, contains: "role Reader may only read"},
+		{name: "contributor inspects", p: contrib, a: ActionInspect},
+		{name: "reader connects", p: reader, a: ActionConnect, code: EPermission, contains: "role Reader may not connect users"},
+		{name: "contributor issues tokens", p: contrib, a: ActionManageTokens, code: EPermission, contains: "only the admin token may manage API tokens"},
+		{name: "admin issues tokens", p: admin, a: ActionManageTokens, t: Target{Global: "POST /api/v1/tokens"}},
+		{name: "user identifies", p: user, a: ActionIdentify},
+
+		// Host-pool scope: a read out of scope is not found, a change forbidden.
+		{name: "scoped read in scope", p: scopedReader, a: ActionRead, t: Target{HostPool: "p1"}},
+		{name: "scoped read out of scope", p: scopedReader, a: ActionRead, t: Target{HostPool: "p3"}, code: ENotFound, contains: `host pool "p3" not found`},
+		{name: "scoped inspect out of scope", p: scoped, a: ActionInspect, t: Target{HostPool: "p3"}, code: ENotFound},
+		{name: "scoped write out of scope", p: scoped, a: ActionWrite, t: Target{HostPool: "p3"}, code: EPermission, contains: `host pool "p3" is outside this token's host pools`},
+		{name: "scoped global", p: scoped, a: ActionRead, t: Target{Global: "GET /api/v1/federation"}, code: EPermission,
+			contains: "a token scoped to host pools may not call GET /api/v1/federation"},
+		{name: "unscoped global", p: contrib, a: ActionWrite, t: Target{Global: "PUT /api/v1/federation"}},
+		{name: "scoped list", p: scoped, a: ActionRead},
+
+		// R-SP5: plans by their pools.
+		{name: "plan read, one pool in scope", p: scopedReader, a: ActionRead, t: Target{ScalingPlan: plan("p1", "p7")}},
+		{name: "plan read, none in scope", p: scopedReader, a: ActionRead, t: Target{ScalingPlan: plan("p7")}, code: ENotFound, contains: `scaling plan "sp" not found`},
+		{name: "plan write, all in scope", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan("p1", "p2")}},
+		{name: "plan write, one out", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan("p1", "p7")}, code: EPermission,
+			contains: `names host pool "p7", which is outside this token's host pools (R-SP5)`},
+		{name: "plan write, no pool", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan()}, code: EPermission, contains: "names no host pool"},
+		{name: "plan write, unscoped", p: contrib, a: ActionWrite, t: Target{ScalingPlan: plan()}},
+
+		// A User token connects its own user, naming no groups.
+		{name: "user connects itself", p: user, a: ActionConnect, t: Target{HostPool: "p1", For: &UserIdentity{User: "alice"}}},
+		{name: "user connects another", p: user, a: ActionConnect, t: Target{HostPool: "p1", For: &UserIdentity{User: "bob"}}, code: EPermission,
+			contains: `a User token may connect only its own user "alice"`},
+		{name: "user names groups", p: user, a: ActionConnect, t: Target{For: &UserIdentity{User: "alice", Groups: []string{"g"}}}, code: EPermission,
+			contains: "only a Contributor may name a user's groups"},
+		{name: "user before the request is read", p: user, a: ActionConnect, t: Target{HostPool: "p1"}},
+		{name: "contributor connects anyone", p: contrib, a: ActionConnect, t: Target{For: &UserIdentity{User: "bob", Groups: []string{"g"}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Authorize(tc.p, tc.a, tc.t)
+			if got := ErrorCode(err); got != tc.code {
+				t.Fatalf("Authorize = %v, want code %q", err, tc.code)
+			}
+			if tc.contains != "" && !strings.Contains(ErrorMessage(err), tc.contains) {
+				t.Errorf("message %q lacks %q", ErrorMessage(err), tc.contains)
+			}
+		})
+	}
+}
+
+func TestPrincipalInContext(t *testing.T) {
+	if p := PrincipalFrom(context.Background()); p != nil {
+		t.Fatalf("PrincipalFrom(empty) = %+v, want nil (the broker itself)", p)
+	}
+	p := &Principal{Role: RoleReader, TokenID: "t1"}
+	if got := PrincipalFrom(WithPrincipal(context.Background(), p)); got != p {
+		t.Fatalf("PrincipalFrom = %+v, want %+v", got, p)
+	}
+	if got := p.Actor(); got != "t1" {
+		t.Errorf("Actor = %q, want the token id", got)
+	}
+	if got := (*Principal)(nil).Actor(); got != PrincipalAnonymous {
+		t.Errorf("nil Actor = %q, want %q", got, PrincipalAnonymous)
+	}
+}

@@ -1,0 +1,331 @@
+package outage
+
+import (
+	"cmp"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/poolview"
+	"github.com/vdibroker/vdibroker/placement"
+)
+
+// Config is what a Mode needs. Health, Store, Views and Answer are
+// required.
+type Config struct {
+	// Health is the store's health the guarded store keeps.
+	Health *Health
+	// Store is the broker's store, guarded (Guard).
+	Store vdibroker.Store
+	// Views are the broker's pool views.
+	Views *poolview.Views
+	// Answer is a connect's answer for host at addr (its .rdp file).
+	Answer func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse
+	Logger *slog.Logger // nil discards logs
+	// Clock is the mode's time and the ticker of the escrow's renewals
+	// (nil = the real clock).
+	Clock clock.WithTicker
+	// Placement configures outage placement (off unless Enabled).
+	Placement Placement
+	// MaintenanceInterval is the broker's: the escrow is renewed at least
+	// every two of them (0 = 5s).
+	MaintenanceInterval time.Duration
+}
+
+// Mode is what the broker does while its store is down: reconnects of
+// users it knows are answered from memory, new users are placed within
+// this replica's escrow (outage placement) or refused with
+// StoreUnavailable and Retry-After, and heartbeats are accepted and kept
+// (the latest per host, with every command result) to be written when the
+// store is back.
+type Mode struct {
+	health  *Health
+	store   vdibroker.Store
+	views   *poolview.Views
+	answer  func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse
+	log     *slog.Logger
+	clock   clock.WithTicker
+	now     func() time.Time // clock.Now
+	held    heldHeartbeats
+	reports reports
+	escrow  *escrowKeeper // nil: outage placement off
+}
+
+// New returns the outage mode of a broker; Run starts its escrow.
+func New(cfg Config) *Mode {
+	m := &Mode{health: cfg.Health, store: cfg.Store, views: cfg.Views, answer: cfg.Answer, log: cfg.Logger, clock: cfg.Clock}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if m.clock == nil {
+		m.clock = clock.RealClock{}
+	}
+	m.now = m.clock.Now
+	if cfg.Placement.Enabled {
+		m.escrow = newEscrowKeeper(m, cfg.Placement, cmp.Or(cfg.MaintenanceInterval, 5*time.Second))
+	}
+	return m
+}
+
+// Run renews this replica's escrow until stop, then gives it back (Wait
+// waits for that); nothing without outage placement.
+func (m *Mode) Run(stop <-chan struct{}) {
+	if m.escrow != nil {
+		m.escrow.run(stop)
+	}
+}
+
+// Wait waits for Run to end, after stop.
+func (m *Mode) Wait() {
+	if m.escrow != nil {
+		m.escrow.wg.Wait()
+	}
+}
+
+// IsStoreDown reports whether err is the store's outage (StoreUnavailable).
+func IsStoreDown(err error) bool {
+	return vdibroker.ErrorCode(err) == vdibroker.EStoreUnavailable
+}
+
+// Connect is the connect path's one fallback while the store is down
+// (cause is the StoreUnavailable that said so, or nil): the user's known
+// session answered from memory, else a new one placed within this
+// replica's escrow, else cause.
+func (m *Mode) Connect(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+	return m.reconnectFromMemory(v, req, cause)
+}
+
+// reconnectFromMemory answers a connect while the store is down: the
+// user's open session as the view remembers it, on its host, when the view
+// sees that host taking sessions (R-C1, R-H1). Anything else would need
+// the store (a new session, ending a lost one, R-S3) and is refused with
+// cause, a StoreUnavailable error.
+func (m *Mode) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+	if !IsStoreDown(cause) {
+		cause = unavailable(errors.New("store down"))
+	}
+	pool, loaded := v.Pool()
+	if !loaded {
+		return nil, cause
+	}
+	k, ok := v.KnownSession(req.User)
+	if !ok || k.ID == "" {
+		return m.placeInOutage(v, req, cause) // escrow.go; cause when off
+	}
+	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" && req.SessionHost != k.Host {
+		return nil, cause
+	}
+	now := m.now()
+	h, addr, known := v.Host(k.Host)
+	if !known || !vdibroker.Placeable(placement.Status(&h, pool.HeartbeatTimeout(), m.outageTime(&h, now))) {
+		return nil, cause // R-C1 would end it and place anew
+	}
+	// Is the session still there? The host's last report says so for a
+	// logged-on user; a Pending session the host has not reported is
+	// answered while its user may still be logging on (R-S3).
+	reported, known, goneAt := m.reports.has(hostKey{pool.Name, k.Host}, req.User)
+	switch {
+	case reported:
+	case !goneAt.IsZero() && !goneAt.Before(k.CreateTime):
+		return nil, cause // the host reported the user, then no more: logged off
+	case k.State == vdibroker.StatePending && (pool.PendingTimeoutSeconds == 0 || now.Sub(k.CreateTime) <= pool.PendingTimeout()):
+	case !known && k.State != vdibroker.StatePending:
+		// No report from the host since this server started: nothing says
+		// the session ended.
+	default:
+		return nil, cause // ended since (logged off), or expired (R-S3)
+	}
+	a := &vdibroker.ConnectAnswer{ConnectResponse: m.answer(pool, req, k.Host, addr)}
+	a.Reconnect, a.DryRun, a.State = true, req.DryRun, k.State
+	if !req.DryRun {
+		a.SessionID = k.ID
+	}
+	m.log.Info("reconnect answered from memory during a store outage", "pool", pool.Name, "user", req.User, "host", k.Host)
+	return a, nil
+}
+
+// outageTime is the time host h's R-H1 status is judged at while the
+// store is down (R-OUT5). A host's heartbeats may all go to another
+// replica (the agents' load balancer decides), which writes them to the
+// store this one cannot read now: their silence here says nothing. So a
+// host this replica has not heard from since the outage began is judged
+// as it was then; one it has heard from (holdHeartbeat puts the heartbeat
+// in the view) is judged now, its shutdown or failed health check
+// included. A host that was silent already when the outage began stays so.
+func (m *Mode) outageTime(h *placement.Host, now time.Time) time.Time {
+	if st := m.health.Status(); !st.Up && !st.Since.IsZero() && st.Since.Before(now) &&
+		(h.LastHeartBeat == nil || !h.LastHeartBeat.After(st.Since)) {
+		return st.Since
+	}
+	return now
+}
+
+// heldHeartbeats keeps the heartbeats that arrived during an outage, to be
+// applied when the store is back. Per host: the latest sessions, metrics,
+// policy and flags (what reconciliation needs), and every command result
+// (each was reported once, and the agent does not send it again).
+type heldHeartbeats struct {
+	mu sync.Mutex
+	m  map[hostKey]*heldHeartbeat
+}
+
+type hostKey struct{ pool, host string }
+
+type heldHeartbeat struct {
+	hb *vdibroker.HeartbeatRequest
+	at time.Time
+}
+
+// hold keeps hb, received at at, for k, with the results of the one it
+// replaces.
+func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time) {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	if hh.m == nil {
+		hh.m = map[hostKey]*heldHeartbeat{}
+	}
+	c := *hb
+	if old := hh.m[k]; old != nil {
+		if old.at.After(at) {
+			// A write that failed gives back an older heartbeat than
+			// one held meanwhile: keep the newer, add the older's results.
+			c = *old.hb
+			at = old.at
+			c.Results = append(append([]vdibroker.CommandResult(nil), hb.Results...), old.hb.Results...)
+		} else {
+			c.Results = append(append([]vdibroker.CommandResult(nil), old.hb.Results...), hb.Results...)
+		}
+	}
+	hh.m[k] = &heldHeartbeat{hb: &c, at: at}
+}
+
+// take returns and forgets k's held heartbeat (nil when none).
+func (hh *heldHeartbeats) take(k hostKey) *heldHeartbeat {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	h := hh.m[k]
+	delete(hh.m, k)
+	return h
+}
+
+// keys returns the hosts with a held heartbeat.
+func (hh *heldHeartbeats) keys() []hostKey {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	ks := make([]hostKey, 0, len(hh.m))
+	for k := range hh.m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// HoldHeartbeat accepts a heartbeat while the store is down: it is kept
+// for later, the view sees the host alive (so it stays placeable for
+// reconnects, and does not turn Unavailable when the store returns), and
+// the answer carries no commands (they are in the store).
+func (m *Mode) HoldHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest, now time.Time) *vdibroker.HeartbeatResult {
+	m.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
+	m.held.hold(hostKey{host.HostPool, host.Name}, hb, now)
+	res := &vdibroker.HeartbeatResult{}
+	v := m.views.Peek(host.HostPool)
+	if v == nil {
+		return res
+	}
+	res.Pool, _ = v.Pool()
+	v.SeeHeartbeat(host.Name, now, hb.ShuttingDown, hb.HealthError)
+	return res
+}
+
+// Hold keeps hb, received at at, for host, to be written once the store
+// is back (a write that failed gives it back).
+func (m *Mode) Hold(pool, host string, hb *vdibroker.HeartbeatRequest, at time.Time) {
+	m.held.hold(hostKey{pool, host}, hb, at)
+}
+
+// TakeHeld returns and forgets host's held heartbeat and when it came
+// (nil when none).
+func (m *Mode) TakeHeld(pool, host string) (*vdibroker.HeartbeatRequest, time.Time) {
+	if h := m.held.take(hostKey{pool, host}); h != nil {
+		return h.hb, h.at
+	}
+	return nil, time.Time{}
+}
+
+// HeldHosts returns the hosts with a held heartbeat, as pool and host.
+func (m *Mode) HeldHosts() [][2]string {
+	var out [][2]string
+	for _, k := range m.held.keys() {
+		out = append(out, [2]string{k.pool, k.host})
+	}
+	return out
+}
+
+// Report records the users of host's heartbeat at now, so a reconnect
+// answered from memory is one to a session the host still has.
+func (m *Mode) Report(pool, host string, sessions []vdibroker.AgentSession, now time.Time) {
+	m.reports.set(hostKey{pool, host}, sessions, now)
+}
+
+// reports keeps, per host, the users its agent's last heartbeat reported
+// and those a report dropped since (logged off), so that a reconnect
+// answered from memory during an outage is one to a session the host still
+// has: the view remembers sessions, not their end.
+type reports struct {
+	mu sync.Mutex
+	m  map[hostKey]*hostReport
+}
+
+type hostReport struct {
+	users map[string]struct{}
+	gone  map[string]time.Time // user -> when a report first lacked them
+}
+
+// goneFor is how long a logged-off user is remembered as gone.
+const goneFor = 24 * time.Hour
+
+// set records the users of host k's report at now.
+func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Time) {
+	users := make(map[string]struct{}, len(sessions))
+	for _, s := range sessions {
+		users[s.User] = struct{}{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil || len(r.m) > 1<<17 {
+		r.m = map[hostKey]*hostReport{}
+	}
+	old := r.m[k]
+	if old == nil {
+		r.m[k] = &hostReport{users: users, gone: map[string]time.Time{}}
+		return
+	}
+	for u := range old.users {
+		if _, ok := users[u]; !ok {
+			old.gone[u] = now
+		}
+	}
+	for u, at := range old.gone {
+		if _, back := users[u]; back || now.Sub(at) > goneFor {
+			delete(old.gone, u)
+		}
+	}
+	old.users = users
+}
+
+// has says whether host k's last report had user, whether this server
+// has a report of k at all, and when a report stopped having user (zero
+// when none did).
+func (r *reports) has(k hostKey, user string) (reported, known bool, goneAt time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	hr := r.m[k]
+	if hr == nil {
+		return false, false, time.Time{}
+	}
+	_, reported = hr.users[user]
+	return reported, true, hr.gone[user]
+}

@@ -1,0 +1,123 @@
+package outage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/poolview"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// switchStore is a real store whose Ping fails while down is set: the
+// health then keeps the outage it was told of.
+type switchStore struct {
+	vdibroker.Store
+	down atomic.Bool
+}
+
+func (s *switchStore) Ping(ctx context.Context) error {
+	if s.down.Load() {
+		return errors.New("connection refused")
+	}
+	return s.Store.Ping(ctx)
+}
+
+// TestOutagePlacementTakesOnlyOpenHosts (R-OUT3, R-H1, R-C2, R-A3):
+// during a store outage a replica places new users only on hosts that
+// placement itself would give a new session, whatever escrow it holds:
+// never on a host its power driver stopped or is stopping, nor on one an
+// admin or the autoscaler drains, though each heartbeats and had free
+// slots when the escrow was taken.
+func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
+	ctx := t.Context()
+	db, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	raw := &switchStore{Store: db}
+	stop := make(chan struct{})
+	t.Cleanup(func() { raw.down.Store(false); close(stop) })
+	health := NewHealth(HealthConfig{Ping: raw.Ping, Timeout: time.Second, Stop: stop})
+	st := Guard(raw, time.Second, health)
+	var m *Mode
+	views := poolview.New(poolview.Config{Store: st, Credit: health.Credit,
+		HeldByOthers: func(ctx context.Context, pool string) (map[string]int, error) { return m.HeldByOthers(ctx, pool) },
+		Unwritten:    func(pool, host string) int { return m.Unwritten(pool, host) }})
+	m = New(Config{Health: health, Store: st, Views: views, MaintenanceInterval: time.Hour,
+		Placement: Placement{Enabled: true, Share: 100, MaxPerHost: 2, Replica: "r1"},
+		Answer: func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse {
+			return vdibroker.ConnectResponse{User: req.User, HostPool: pool.Name, SessionHost: host, Address: addr}
+		}})
+
+	now := time.Now().UTC()
+	p := vdibroker.NewHostPool("out")
+	p.MaxSessionLimit = 10
+	p.CreateTime, p.UpdateTime = now, now
+	if _, err := st.PutHostPool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	hosts := []string{"a-stopped", "b-stopping", "c-drained", "d-autoscale", "z-open"}
+	for _, name := range hosts {
+		if _, err := st.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "out", Name: name, Address: name + ":3389",
+			Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.ApplyHeartbeat(ctx, "out", name, &vdibroker.HeartbeatRequest{}, now); err != nil {
+			t.Fatal(err) // fresh: every host is alive
+		}
+	}
+	// Escrow is taken while every host is open: two renewals, as a grant
+	// is used once a second one confirms it (renewOnce loads the view).
+	m.escrow.renewOnce()
+	m.escrow.renewOnce()
+	for _, name := range hosts {
+		if got := m.escrow.left(hostKey{"out", name}, time.Now()); got != 2 {
+			t.Fatalf("escrow left on %s = %d, want 2 (share 100%%, at most 2)", name, got)
+		}
+	}
+	// Then, before the next renewal, hosts close to new sessions; the
+	// view sees each change.
+	for host, state := range map[string]string{"a-stopped": vdibroker.PowerStopped, "b-stopping": vdibroker.PowerStopping} {
+		if _, _, err := st.SetPowerState(ctx, "out", host, state, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.UpdateSessionHost(ctx, "out", "c-drained", func(h *vdibroker.SessionHost) error {
+		h.AllowNewSession = false
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetAutoscaleDrain(ctx, "out", "d-autoscale", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range hosts {
+		views.RefreshHost(ctx, "out", name)
+	}
+
+	raw.down.Store(true)
+	health.fail("test outage")
+	v := views.Get("out")
+	placed := map[string]int{}
+	for i := range 10 {
+		user := fmt.Sprintf("u%d", i)
+		a, err := m.Connect(v, vdibroker.ConnectRequest{User: user}, nil)
+		if err != nil {
+			if code := vdibroker.ErrorCode(err); code != vdibroker.EStoreUnavailable {
+				t.Fatalf("connect %s: %v; want placed or StoreUnavailable", user, err)
+			}
+			continue
+		}
+		placed[a.SessionHost]++
+	}
+	// z-open's escrow holds 2: two users there, the other eight refused.
+	if len(placed) != 1 || placed["z-open"] != 2 {
+		t.Errorf("placed during the outage: %v; want 2 on z-open and none on a stopped, stopping or drained host", placed)
+	}
+}

@@ -1,0 +1,152 @@
+package broker
+
+import (
+	"context"
+	"slices"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The pool service (vdibroker.PoolService): a pool's settings are what
+// placement decides with, so each write updates the pool's view with what
+// the store kept, and the next connect on this server uses it (R-P1);
+// other replicas see it at their next refresh.
+
+var _ vdibroker.PoolService = (*Service)(nil)
+
+// ListPools lists the pools the caller sees, by name.
+func (s *Service) ListPools(ctx context.Context) ([]*vdibroker.HostPool, error) {
+	pools, err := s.store.ListHostPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	me := vdibroker.PrincipalFrom(ctx)
+	return slices.DeleteFunc(pools, func(p *vdibroker.HostPool) bool { return !me.Sees(p.Name) }), nil
+}
+
+// Pool reads one pool.
+func (s *Service) Pool(ctx context.Context, name string) (*vdibroker.HostPool, error) {
+	return s.store.GetHostPool(ctx, name)
+}
+
+// PutPool creates or replaces pool name with p: the pool as read before
+// decides between create and replace, and createOnly refuses a replace.
+func (s *Service) PutPool(ctx context.Context, name string, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
+	old, err := s.store.GetHostPool(ctx, name)
+	if err != nil {
+		if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			return nil, false, err
+		}
+		old = nil
+	}
+	if createOnly && old != nil {
+		return nil, false, PoolExists(name)
+	}
+	return s.StorePool(ctx, name, old, p, createOnly)
+}
+
+// UpdatePool changes pool name with change, given a copy of it, and
+// stores the result: refused means nothing changed (R-P4).
+func (s *Service) UpdatePool(ctx context.Context, name string, change func(*vdibroker.HostPool) error) (*vdibroker.HostPool, error) {
+	old, err := s.store.GetHostPool(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	p := *old
+	if err := change(&p); err != nil {
+		return nil, err
+	}
+	stored, _, err := s.StorePool(ctx, name, old, &p, false)
+	return stored, err
+}
+
+// StorePool validates p and stores it; old is the pool as read before (nil
+// when new). createOnly refuses, in the store's transaction, to replace a
+// pool created meanwhile (If-None-Match: *). It returns the pool as stored
+// and whether it was created. Invalid input changes nothing (R-P4).
+func (s *Service) StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
+	if p.Name != name {
+		return nil, false, vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
+	}
+	// R-P1 first: a type change is refused for what it is, not for the
+	// load balancer type that no longer fits the new type.
+	validType := p.HostPoolType == vdibroker.Pooled || p.HostPoolType == vdibroker.Personal
+	if old != nil && validType && p.HostPoolType != old.HostPoolType {
+		return nil, false, hostPoolTypeChange(old.HostPoolType)
+	}
+	p.FillDefaults()
+	if _, err := vdibroker.ValidateHostPool(p); err != nil {
+		return nil, false, err
+	}
+	if err := s.power.Validate(p); err != nil { // the loaded drivers
+		return nil, false, err
+	}
+	if old != nil && p.HostPoolType != old.HostPoolType {
+		return nil, false, hostPoolTypeChange(old.HostPoolType)
+	}
+	now := s.now().UTC()
+	p.CreateTime, p.UpdateTime = now, now
+	var created bool
+	var err error
+	if createOnly {
+		created, err = true, s.store.CreateHostPool(ctx, p)
+		if vdibroker.ErrorCode(err) == vdibroker.EConflict {
+			return nil, false, PoolExists(name) // created since the caller's read
+		}
+	} else {
+		created, err = s.store.PutHostPool(ctx, p)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	// Read back what the store kept (createTime on replace).
+	stored, err := s.store.GetHostPool(ctx, name)
+	if err != nil {
+		return nil, false, err
+	}
+	s.views.SetPool(stored) // R-P1: the next placement uses the new settings
+	return stored, created, nil
+}
+
+// PoolExists is the Conflict of a create-only PUT of an existing pool.
+func PoolExists(name string) error {
+	return vdibroker.Errorf(vdibroker.EConflict, "host pool %q already exists; change it with PATCH or PUT without If-None-Match", name)
+}
+
+func hostPoolTypeChange(was string) error {
+	return vdibroker.FieldError("hostPoolType", "cannot be changed after creation (R-P1): this pool is %s; create a new host pool instead", was)
+}
+
+// DeletePool deletes a pool with its hosts and sessions (refused with
+// Conflict while sessions are open, unless force).
+func (s *Service) DeletePool(ctx context.Context, name string, force bool) error {
+	if err := s.store.DeleteHostPool(ctx, name, force); err != nil {
+		return err
+	}
+	s.views.Drop(name)
+	return nil
+}
+
+// Summary returns pool's hosts by status, drained hosts and open sessions,
+// from one read of its hosts' states (ListHostStates: the console's
+// overview of a 10,000-host pool decodes no host's metrics).
+func (s *Service) Summary(ctx context.Context, pool *vdibroker.HostPool) (*vdibroker.PoolSummary, error) {
+	hosts, err := s.store.ListHostStates(ctx, pool.Name)
+	if err != nil {
+		return nil, err
+	}
+	now, timeout := s.now(), pool.HeartbeatTimeout()
+	sum := &vdibroker.PoolSummary{Hosts: len(hosts), ByStatus: map[string]int{}}
+	for _, h := range hosts {
+		st := vdibroker.HostStatus(h, timeout, now)
+		sum.ByStatus[st]++
+		if vdibroker.Placeable(st) {
+			sum.Available++
+		}
+		if !h.AllowNewSession || h.AutoscaleDrain { // either drain (R-C2, R-A3)
+			sum.Drained++
+		}
+		sum.Sessions += h.Sessions
+	}
+	return sum, nil
+}

@@ -1,0 +1,133 @@
+package broker
+
+import (
+	"context"
+	"slices"
+	"unicode"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The session service (vdibroker.SessionService): reads of user sessions
+// and the commands an admin queues for their hosts' agents (R-S4),
+// delivered on each agent's next heartbeat.
+
+var _ vdibroker.SessionService = (*Service)(nil)
+
+var sessionStates = []string{vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff}
+
+// ListSessions lists the sessions f selects in f.HostPool, which must exist.
+func (s *Service) ListSessions(ctx context.Context, f vdibroker.SessionFilter) ([]*vdibroker.UserSession, error) {
+	if f.State != "" && !slices.Contains(sessionStates, f.State) {
+		return nil, vdibroker.FieldError("state", "must be one of Pending, Active, Disconnected, LoggedOff, got %q", f.State)
+	}
+	if _, err := s.store.GetHostPool(ctx, f.HostPool); err != nil {
+		return nil, err
+	}
+	return s.store.ListUserSessions(ctx, f)
+}
+
+// Session reads one session.
+func (s *Service) Session(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
+	return s.store.GetUserSession(ctx, pool, id)
+}
+
+// Placement returns a session's decision record (R-C7).
+func (s *Service) Placement(ctx context.Context, pool, id string) ([]byte, error) {
+	return s.store.GetPlacement(ctx, pool, id)
+}
+
+// Logoff queues a Logoff (R-S4). A Pending session the agent has not seen
+// yet has no logon to end, so it ends at once (and the Logoff is still
+// queued, in case the logon is under way).
+func (s *Service) Logoff(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
+	us, err := s.openSession(ctx, pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if us.State == vdibroker.StatePending && us.AgentSessionID == "" {
+		if err := s.EndSession(ctx, us, vdibroker.EndLoggedOffByAdmin); err != nil {
+			return nil, err
+		}
+	}
+	return s.queue(ctx, us, vdibroker.CommandLogoff, "")
+}
+
+// Disconnect queues a Disconnect of an Active session.
+func (s *Service) Disconnect(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
+	us, err := s.openSession(ctx, pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if us.State != vdibroker.StateActive {
+		return nil, vdibroker.Errorf(vdibroker.EConflict, "session %s is %s; only Active sessions can be disconnected", us.ID, us.State)
+	}
+	return s.queue(ctx, us, vdibroker.CommandDisconnect, "")
+}
+
+// SendMessage queues a message for the session's user.
+func (s *Service) SendMessage(ctx context.Context, pool, id, message string) (*vdibroker.Command, error) {
+	if message == "" {
+		return nil, vdibroker.FieldError("message", "is required (1..%d characters)", vdibroker.MaxMessageLen)
+	}
+	if len([]rune(message)) > vdibroker.MaxMessageLen {
+		return nil, vdibroker.FieldError("message", "must be 1..%d characters", vdibroker.MaxMessageLen)
+	}
+	// The agent shows it in the user's session, terminals included: no
+	// escape sequences or other control characters (lines and tabs are
+	// fine).
+	for _, c := range message {
+		if unicode.IsControl(c) && c != '\n' && c != '\r' && c != '\t' {
+			return nil, vdibroker.FieldError("message", "must not contain control characters (U+%04X); line breaks and tabs are allowed", c)
+		}
+	}
+	us, err := s.openSession(ctx, pool, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.queue(ctx, us, vdibroker.CommandSendMessage, message)
+}
+
+// openSession reads a session; ended sessions are a Conflict.
+func (s *Service) openSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
+	us, err := s.store.GetUserSession(ctx, pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if !us.Open() {
+		return nil, vdibroker.Errorf(vdibroker.EConflict, "session %s is already logged off", us.ID)
+	}
+	return us, nil
+}
+
+// queue stores a command for the session's host agent, delivered on the
+// agent's next heartbeat (R-S4).
+func (s *Service) queue(ctx context.Context, us *vdibroker.UserSession, typ, msg string) (*vdibroker.Command, error) {
+	c := &vdibroker.Command{
+		ID:             vdibroker.NewID(),
+		HostPool:       us.HostPool,
+		SessionHost:    us.SessionHost,
+		Type:           typ,
+		SessionID:      us.ID,
+		AgentSessionID: us.AgentSessionID,
+		User:           us.User,
+		Message:        msg,
+		State:          vdibroker.CommandQueued,
+		CreateTime:     s.now().UTC(),
+	}
+	if err := s.store.QueueCommand(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// EndSession ends a session at once with reason (an admin's logoff of a
+// Pending session the agent has not seen: there is no logon to end) and
+// gives its slot back to the view.
+func (s *Service) EndSession(ctx context.Context, us *vdibroker.UserSession, reason string) error {
+	if err := s.store.EndSession(ctx, us.HostPool, us.ID, reason, s.now().UTC()); err != nil {
+		return err
+	}
+	s.views.RefreshHost(ctx, us.HostPool, us.SessionHost)
+	return nil
+}

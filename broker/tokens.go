@@ -1,0 +1,160 @@
+package broker
+
+import (
+	"context"
+	"crypto/subtle"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The token service (vdibroker.TokenService): API tokens and registration
+// tokens (R-SEC). A secret is answered once, when it is made, and stored
+// as its hash (vdibroker.HashSecret).
+
+var _ vdibroker.TokenService = (*Service)(nil)
+
+// Bounds of what a token request may ask.
+const (
+	// maxTokenPools bounds a token's host-pool scope.
+	maxTokenPools = 100
+	// maxRegistrationHosts bounds a registration token's maxHosts.
+	maxRegistrationHosts = 100000
+)
+
+// Authenticate returns the principal of the API token whose secret hashes
+// to hash.
+func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Principal, error) {
+	t, err := s.store.TokenByHash(ctx, hash)
+	switch vdibroker.ErrorCode(err) {
+	case "":
+	case vdibroker.ENotFound, vdibroker.EUnauthenticated:
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid token")
+	default:
+		return nil, err
+	}
+	// The store found the row by hash; compare again in constant time so
+	// the answer does not depend on how the lookup compared.
+	if subtle.ConstantTimeCompare([]byte(t.Hash), []byte(hash)) != 1 {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid token")
+	}
+	if t.ExpireTime != nil && !s.now().Before(*t.ExpireTime) {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	return &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools}, nil
+}
+
+// CreateToken issues an API token of a role, for a subject (the user a
+// User token connects), optionally expiring and scoped to host pools.
+func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (*vdibroker.TokenResponse, error) {
+	switch req.Role {
+	case vdibroker.RoleReader, vdibroker.RoleContributor:
+		if err := vdibroker.ValidateText("subject", req.Subject, vdibroker.MaxUserLen); err != nil {
+			return nil, err
+		}
+	case vdibroker.RoleUser:
+		if err := vdibroker.ValidateUser("subject", req.Subject); err != nil {
+			return nil, vdibroker.FieldError("subject", "is required for role User: the user the token may connect (1..%d characters, no control characters)", vdibroker.MaxUserLen)
+		}
+	default:
+		return nil, vdibroker.FieldError("role", "must be one of Reader, Contributor, User, got %q", req.Role)
+	}
+	if req.ExpiresInSeconds != 0 {
+		if err := vdibroker.IntRange("expiresInSeconds", req.ExpiresInSeconds,
+			vdibroker.MinTokenSeconds, vdibroker.MaxTokenSeconds); err != nil {
+			return nil, vdibroker.FieldError("expiresInSeconds", "must be %d..%d, or 0 for no expiry, got %d",
+				vdibroker.MinTokenSeconds, vdibroker.MaxTokenSeconds, req.ExpiresInSeconds)
+		}
+	}
+	if len(req.HostPools) > maxTokenPools {
+		return nil, vdibroker.FieldError("hostPools", "at most %d host pools, got %d", maxTokenPools, len(req.HostPools))
+	}
+	for i, p := range req.HostPools {
+		if err := vdibroker.ValidateName("hostPools["+strconv.Itoa(i)+"]", p, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
+			return nil, err
+		}
+	}
+	now := s.now().UTC()
+	secret := vdibroker.NewSecret("vdbt_")
+	t := vdibroker.Token{
+		ID:         vdibroker.NewID(),
+		Role:       req.Role,
+		Subject:    req.Subject,
+		Hash:       vdibroker.HashSecret(secret),
+		CreateTime: now,
+		HostPools:  slices.Compact(slices.Sorted(slices.Values(req.HostPools))),
+	}
+	if req.ExpiresInSeconds != 0 {
+		exp := now.Add(time.Duration(req.ExpiresInSeconds) * time.Second)
+		t.ExpireTime = &exp
+	}
+	if err := s.store.CreateToken(ctx, &t); err != nil {
+		return nil, err
+	}
+	return &vdibroker.TokenResponse{Token: t, Secret: secret}, nil
+}
+
+// ListTokens lists the API tokens by id.
+func (s *Service) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {
+	list, err := s.store.ListTokens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list, func(a, b *vdibroker.Token) int { return strings.Compare(a.ID, b.ID) })
+	return list, nil
+}
+
+// DeleteToken revokes an API token.
+func (s *Service) DeleteToken(ctx context.Context, id string) error {
+	return s.store.DeleteToken(ctx, id)
+}
+
+// CreateRegistrationToken issues a token agents use to register hosts
+// into pool, valid 1 hour..27 days.
+func (s *Service) CreateRegistrationToken(ctx context.Context, poolName string, req vdibroker.RegistrationTokenRequest) (*vdibroker.RegistrationTokenResponse, error) {
+	if err := vdibroker.IntRange("expiresInSeconds", req.ExpiresInSeconds,
+		vdibroker.MinRegistrationTokenSeconds, vdibroker.MaxRegistrationTokenSeconds); err != nil {
+		return nil, err
+	}
+	if err := vdibroker.IntRange("maxHosts", req.MaxHosts, 0, maxRegistrationHosts); err != nil {
+		return nil, err
+	}
+	pool, err := s.store.GetHostPool(ctx, poolName)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	secret := vdibroker.NewSecret("vdbr_")
+	t := &vdibroker.RegistrationToken{
+		ID:         vdibroker.NewID(),
+		HostPool:   pool.Name,
+		Hash:       vdibroker.HashSecret(secret),
+		CreateTime: now,
+		ExpireTime: now.Add(time.Duration(req.ExpiresInSeconds) * time.Second),
+		MaxHosts:   req.MaxHosts,
+	}
+	if err := s.store.CreateRegistrationToken(ctx, t); err != nil {
+		return nil, err
+	}
+	return &vdibroker.RegistrationTokenResponse{
+		ID: t.ID, HostPool: t.HostPool, Token: secret, ExpirationTime: t.ExpireTime, MaxHosts: t.MaxHosts,
+	}, nil
+}
+
+// ListRegistrationTokens lists a pool's registration tokens.
+func (s *Service) ListRegistrationTokens(ctx context.Context, pool string) ([]*vdibroker.RegistrationToken, error) {
+	list, err := s.store.ListRegistrationTokens(ctx, pool)
+	if list == nil && err == nil {
+		list = []*vdibroker.RegistrationToken{}
+	}
+	return list, err
+}
+
+// DeleteRegistrationToken revokes a registration token: it registers no
+// more hosts, and hosts it registered keep their credentials.
+func (s *Service) DeleteRegistrationToken(ctx context.Context, pool, id string) error {
+	return s.store.DeleteRegistrationToken(ctx, pool, id)
+}
