@@ -186,6 +186,28 @@ func TestWTSBrokerState(t *testing.T) {
 	}
 }
 
+// TestWTSUserSession: a user's logon needs a user state, a user and a
+// session other than 0, which since Vista holds services only (a user
+// shown there, as Windows Server 2003 showed its console user, is none).
+func TestWTSUserSession(t *testing.T) {
+	tests := []struct {
+		s    WTSSession
+		want bool
+	}{
+		{WTSSession{ID: 2, State: WTSActive, User: "alice"}, true},
+		{WTSSession{ID: 3, State: WTSDisconnected, User: "bob"}, true},
+		{WTSSession{ID: 0, State: WTSActive, User: "alice"}, false},
+		{WTSSession{ID: 1, State: WTSActive}, false},
+		{WTSSession{ID: 1, State: WTSConnected, User: "alice"}, false}, // logging on
+		{WTSSession{ID: 65536, State: WTSListen}, false},
+	}
+	for _, tt := range tests {
+		if got := tt.s.isUserSession(); got != tt.want {
+			t.Errorf("isUserSession(%+v) = %v, want %v", tt.s, got, tt.want)
+		}
+	}
+}
+
 func TestWTSConnectStateText(t *testing.T) {
 	for _, in := range []string{"WTSDisconnected", "4"} {
 		var s WTSConnectState
