@@ -559,12 +559,7 @@ func TestWTSProviderInAgent(t *testing.T) {
 	start(t, a)
 	var results []vdibroker.CommandResult
 	waitFor(t, "the logoff's result", func() bool {
-		b.locked(func() {
-			results = nil
-			for _, h := range b.heartbeats {
-				results = append(results, h.Results...)
-			}
-		})
+		results = b.results()
 		return len(results) == 1
 	})
 	if r := results[0]; !r.Success || r.Message != "" {
