@@ -125,6 +125,25 @@ func TestWindowsStateDir(t *testing.T) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		t.Fatalf("state dir not made: %v", err)
 	}
+	// A link in its place is refused: whoever made it could point it
+	// elsewhere once the agent has checked it.
+	other := filepath.Join(tempDir(t), "elsewhere")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(filepath.Dir(dir), "link")
+	switch err := os.Symlink(other, link); {
+	case err != nil:
+		t.Logf("no symbolic link made (%v): not checked", err)
+	case isWine():
+		// Wine 8 makes a Unix symbolic link and follows it: no reparse
+		// point to see.
+		t.Log("Wine: links are not reparse points; checked on Windows only")
+	default:
+		if err := secureDir(link); err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("secureDir(a link) = %v, want it refused", err)
+		}
+	}
 	if isWine() {
 		t.Log("Wine: the DACL set is not kept; checked on Windows only")
 		return
