@@ -58,6 +58,19 @@ func defaultAgentStateDir(goos string, getenv func(string) string) string {
 	return strings.TrimRight(pd, `\`) + `\vdibroker`
 }
 
+// agentExeWarning is install's warning when the program is not where only
+// administrators can write by default (%ProgramFiles%, %SystemRoot%): the
+// service runs it as LocalSystem, so whoever can replace it can run
+// anything so. Empty when it is there.
+func agentExeWarning(exe string, getenv func(string) string) string {
+	for _, dir := range []string{getenv("ProgramFiles"), getenv("ProgramFiles(x86)"), getenv("SystemRoot")} {
+		if dir != "" && strings.HasPrefix(strings.ToLower(exe), strings.ToLower(strings.TrimRight(dir, `\`)+`\`)) {
+			return ""
+		}
+	}
+	return "warning: " + exe + " is not under %ProgramFiles%: the service runs it as LocalSystem, so make sure only administrators can change it and its folder"
+}
+
 // agentTokenPath is the registration token's file in stateDir.
 func agentTokenPath(stateDir string) string {
 	return strings.TrimRight(stateDir, `\`) + `\` + agentTokenFile

@@ -120,6 +120,24 @@ func TestAgentServiceArgs(t *testing.T) {
 	})
 }
 
+func TestAgentExeWarning(t *testing.T) {
+	env := map[string]string{"ProgramFiles": `C:\Program Files`, "ProgramFiles(x86)": `C:\Program Files (x86)`, "SystemRoot": `C:\Windows`}
+	getenv := func(k string) string { return env[k] }
+	for exe, warn := range map[string]bool{
+		`C:\Program Files\vdibroker\vdibroker.exe`:       false,
+		`c:\program files\vdibroker\vdibroker.exe`:       false, // paths are not case-sensitive
+		`C:\Program Files (x86)\vdibroker\vdibroker.exe`: false,
+		`C:\Windows\vdibroker.exe`:                       false,
+		`C:\Users\alice\Downloads\vdibroker.exe`:         true,
+		`C:\Program Files Evil\vdibroker.exe`:            true, // a prefix of the name is not the folder
+		`Z:\tmp\vdibroker.exe`:                           true,
+	} {
+		if got := agentExeWarning(exe, getenv); (got != "") != warn {
+			t.Errorf("agentExeWarning(%s) = %q, want a warning: %v", exe, got, warn)
+		}
+	}
+}
+
 // TestAgentServiceOffWindows: install and uninstall say they are Windows
 // only; --windows-service is a usage error.
 func TestAgentServiceOffWindows(t *testing.T) {

@@ -95,6 +95,9 @@ func installAgentService(o *agentFlags, f *pflag.FlagSet, out io.Writer) (err er
 	if err := waitServiceState(s, svc.Running); err != nil {
 		return fmt.Errorf("service %s did not start (see the Application event log, source %s): %w", agentServiceName, agentServiceName, err)
 	}
+	if w := agentExeWarning(exe, os.Getenv); w != "" {
+		fmt.Fprintln(out, w)
+	}
 	fmt.Fprintf(out, "service %s installed and running: %s %s\nstate directory %s (SYSTEM and Administrators only); events in the Application log, source %s\n",
 		agentServiceName, exe, strings.Join(args, " "), o.stateDir, agentServiceName)
 	return nil

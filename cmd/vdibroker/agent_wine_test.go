@@ -336,6 +336,9 @@ func wineService(t *testing.T, w *wineEnv, b *e2eBroker, exe string) {
 	if code != 0 || !strings.Contains(out, "service vdibroker-agent installed and running") {
 		t.Fatalf("install: exit %d\n%s", code, out)
 	}
+	if !strings.Contains(out, `is not under %ProgramFiles%`) {
+		t.Errorf("install of a program in %s did not warn:\n%s", winPath(exe), out)
+	}
 	t.Cleanup(func() { w.wine(t, exe, "agent", "uninstall") })
 
 	var h vdibroker.SessionHost
