@@ -50,6 +50,14 @@ type Config struct {
 	// CustomScriptTimeout (default 10 s).
 	CustomScript        string
 	CustomScriptTimeout time.Duration
+	// CustomLoadRegistry is a registry value holding the R-IDX3 custom
+	// load value (HKLM\KEY\VALUE, or "horizon" for Horizon's
+	// CustomLoadValue), read every sample; Windows only. With CustomScript
+	// too, the script runs first and its output is not used: it writes the
+	// value, as Horizon's scripts do.
+	CustomLoadRegistry string
+	// ReadRegistry reads the registry; the system's when nil.
+	ReadRegistry RegistryReader
 	// PolicyFile holds the host's own thresholds (R-LI5), re-read every
 	// heartbeat; Policy is a fixed policy used when PolicyFile is empty.
 	PolicyFile string
@@ -68,10 +76,11 @@ type Config struct {
 
 // Agent is one host's agent. Run it with Run.
 type Agent struct {
-	cfg     Config
-	client  *Client
-	log     *slog.Logger
-	backoff backoff
+	cfg      Config
+	registry *RegistryValuePath // the custom load value's, if any
+	client   *Client
+	log      *slog.Logger
+	backoff  backoff
 
 	// The heartbeat loop's own state (one goroutine).
 	cred         *savedCredential
@@ -115,11 +124,22 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.CustomScriptTimeout <= 0 {
 		cfg.CustomScriptTimeout = DefaultScriptTimeout
 	}
+	var registry *RegistryValuePath
+	if cfg.CustomLoadRegistry != "" {
+		p, err := ParseRegistryValuePath(cfg.CustomLoadRegistry)
+		if err != nil {
+			return nil, vdibroker.FieldError("customLoadRegistry", "%v", err)
+		}
+		if cfg.ReadRegistry == nil {
+			cfg.ReadRegistry = systemRegistry
+		}
+		if cfg.ReadRegistry == nil {
+			return nil, vdibroker.FieldError("customLoadRegistry", "the registry is Windows only; use a custom load script (--custom-script)")
+		}
+		registry = &p
+	}
 	if len(cfg.Protocols) == 0 {
 		cfg.Protocols = []string{"RDP"}
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = &SystemMetrics{}
 	}
 	if cfg.Sessions == nil {
 		cfg.Sessions = NoSessions{}
@@ -129,6 +149,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = &SystemMetrics{Logger: cfg.Logger}
 	}
 	if cfg.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
@@ -142,6 +165,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{
 		cfg:             cfg,
+		registry:        registry,
 		client:          &Client{Server: cfg.Server, HTTP: cfg.HTTPClient},
 		log:             cfg.Logger.With("host", cfg.HostName),
 		backoff:         backoff{base: cfg.BackoffBase, max: cfg.BackoffMax, rand: cfg.Rand},
@@ -314,12 +338,18 @@ func (a *Agent) register(ctx context.Context, renew bool) error {
 func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 	var health []string
 	sessions, err := a.cfg.Sessions.Sessions(ctx)
-	if err != nil {
+	var partial *PartialListError
+	switch {
+	case errors.As(err, &partial):
+		// The sessions listed are right; the ones left out are named.
+		health = append(health, partial.Reasons...)
+		a.lastSessions = sessions
+	case err != nil:
 		// Report the last known sessions: an empty list would make the
 		// broker end every session of the host (R-S2).
 		health = append(health, err.Error())
 		sessions = a.lastSessions
-	} else {
+	default:
 		a.lastSessions = sessions
 	}
 	sessions, dropped := acceptable(sessions)
@@ -341,8 +371,8 @@ func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 	if a.customErr != "" {
 		health = append(health, a.customErr)
 	}
-	if a.useCustomScript && a.cfg.CustomScript == "" && (m == nil || m.CustomLoadValue == nil) {
-		health = append(health, "the pool uses a custom load script but this agent has none (--custom-script)")
+	if a.useCustomScript && a.cfg.CustomScript == "" && a.registry == nil && (m == nil || m.CustomLoadValue == nil) {
+		health = append(health, "the pool uses a custom load script but this agent has none (--custom-script or --custom-load-registry)")
 	}
 	a.mu.Unlock()
 
@@ -445,16 +475,10 @@ func (a *Agent) sampleLoop(ctx context.Context, first chan<- struct{}) {
 	}
 }
 
-// sample takes one metrics sample and runs the custom load script.
+// sample takes one metrics sample and the custom load value (R-IDX3).
 func (a *Agent) sample(ctx context.Context) {
 	m, err := a.cfg.Metrics.Sample(ctx)
-	var custom *int
-	var customErr error
-	timedOut := false
-	if a.cfg.CustomScript != "" {
-		custom, customErr = RunCustomScript(ctx, a.cfg.CustomScript, a.cfg.CustomScriptTimeout)
-		timedOut = errors.Is(customErr, ErrScriptTimeout)
-	}
+	custom, keepPrevious, customErr := a.customLoad(ctx)
 	if ctx.Err() != nil {
 		return
 	}
@@ -467,10 +491,10 @@ func (a *Agent) sample(ctx context.Context) {
 		a.metricsErr = ""
 		a.metrics = &m
 	}
-	if a.cfg.CustomScript == "" {
+	if a.cfg.CustomScript == "" && a.registry == nil {
 		return
 	}
-	if !timedOut {
+	if !keepPrevious {
 		a.customValue = custom // nil: no value (R-IDX3)
 	}
 	a.customErr = ""
@@ -480,6 +504,34 @@ func (a *Agent) sample(ctx context.Context) {
 	if a.metrics != nil {
 		a.metrics.CustomLoadValue = a.customValue
 	}
+}
+
+// customLoad finds the custom load value (R-IDX3): the script's output, or
+// the registry value (after running the script, which writes it, when there
+// is one). The error says why there is no value or what else failed;
+// keepPrevious is set when the script timed out and its output is all
+// there is, so the previous value stays. With the registry, the value a
+// timed-out script left there is read, stale, as Horizon reads it.
+func (a *Agent) customLoad(ctx context.Context) (v *int, keepPrevious bool, err error) {
+	if a.registry == nil {
+		if a.cfg.CustomScript == "" {
+			return nil, false, nil
+		}
+		v, err = RunCustomScript(ctx, a.cfg.CustomScript, a.cfg.CustomScriptTimeout)
+		return v, errors.Is(err, ErrScriptTimeout), err
+	}
+	var scriptErr error
+	if a.cfg.CustomScript != "" {
+		scriptErr = RunLoadScript(ctx, a.cfg.CustomScript, a.cfg.CustomScriptTimeout)
+	}
+	v, err = readRegistryLoad(ctx, a.cfg.ReadRegistry, *a.registry)
+	switch {
+	case scriptErr != nil && err != nil:
+		err = fmt.Errorf("%w; %w", scriptErr, err)
+	case scriptErr != nil:
+		err = scriptErr
+	}
+	return v, false, err
 }
 
 // execute carries out one command; every command gets a result (R-S4).
@@ -515,7 +567,7 @@ func (a *Agent) run(ctx context.Context, c vdibroker.Command) vdibroker.CommandR
 	id := c.AgentSessionID
 	if id == "" {
 		for _, s := range a.lastSessions {
-			if s.User == c.User && c.User != "" {
+			if sameUser(s.User, c.User) {
 				id = s.ID
 				break
 			}

@@ -271,12 +271,7 @@ func TestCommands(t *testing.T) {
 	b.locked(func() { b.commands = cmds })
 	var results []vdibroker.CommandResult
 	waitFor(t, "the results", func() bool {
-		b.locked(func() {
-			results = nil
-			for _, h := range b.heartbeats {
-				results = append(results, h.Results...)
-			}
-		})
+		results = b.results()
 		return len(results) >= len(cmds)
 	})
 	want := []vdibroker.CommandResult{

@@ -121,6 +121,17 @@ func (b *fakeBroker) heartbeatCount() int {
 	return len(b.heartbeats)
 }
 
+// results is every command result the heartbeats carried, in order.
+func (b *fakeBroker) results() []vdibroker.CommandResult {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []vdibroker.CommandResult
+	for _, h := range b.heartbeats {
+		out = append(out, h.Results...)
+	}
+	return out
+}
+
 func (b *fakeBroker) lastHeartbeat() vdibroker.HeartbeatRequest {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,28 @@ var ErrScriptTimeout = errors.New("custom load script timed out")
 // (nil) and an error saying why. On timeout the script and its children are
 // killed and the error wraps ErrScriptTimeout.
 func RunCustomScript(ctx context.Context, path string, timeout time.Duration) (*int, error) {
+	out, err := runScript(ctx, path, timeout)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ParseCustomLoad(out)
+	if err != nil {
+		return nil, fmt.Errorf("custom load script %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// RunLoadScript runs a load script that writes its value somewhere else (a
+// Horizon script writes the registry) and ignores its output; the error says
+// why it failed, wrapping ErrScriptTimeout on timeout.
+func RunLoadScript(ctx context.Context, path string, timeout time.Duration) error {
+	_, err := runScript(ctx, path, timeout)
+	return err
+}
+
+// runScript runs the script at path without arguments and returns its
+// standard output.
+func runScript(ctx context.Context, path string, timeout time.Duration) ([]byte, error) {
 	if timeout <= 0 {
 		timeout = DefaultScriptTimeout
 	}
@@ -48,28 +71,42 @@ func RunCustomScript(ctx context.Context, path string, timeout time.Duration) (*
 		}
 		return nil, fmt.Errorf("custom load script %s: %w", path, err)
 	}
-	v, err := ParseCustomLoad(stdout.Bytes())
-	if err != nil {
-		return nil, fmt.Errorf("custom load script %s: %w", path, err)
-	}
-	return v, nil
+	return stdout.Bytes(), nil
 }
 
 // ParseCustomLoad reads a custom load script's output (R-IDX3): one integer,
 // surrounding white space allowed; 0..100 as is, over 100 capped at 100;
 // negative numbers, fractions, words or several values are "no value".
 func ParseCustomLoad(out []byte) (*int, error) {
-	s := string(bytes.TrimSpace(out))
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		if len(s) > 40 {
-			s = s[:40] + "…"
+	n, err := parseLoadText(string(out))
+	if err == nil {
+		var v *int
+		if v, err = loadValue(n); err == nil {
+			return v, nil
 		}
-		return nil, fmt.Errorf("printed %q, want an integer 0..100", s)
 	}
+	return nil, fmt.Errorf("printed %w", err)
+}
+
+// parseLoadText reads one decimal integer with white space around it.
+func parseLoadText(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		if r := []rune(s); len(r) > 40 {
+			s = string(r[:40]) + "…"
+		}
+		return 0, fmt.Errorf("%q, want an integer 0..100", s)
+	}
+	return n, nil
+}
+
+// loadValue applies R-IDX3's range to a custom load value, from a script or
+// the registry: negative is no value, above 100 is 100.
+func loadValue(n int64) (*int, error) {
 	if n < 0 {
-		return nil, fmt.Errorf("printed %d, want an integer 0..100", n)
+		return nil, fmt.Errorf("%d, want an integer 0..100", n)
 	}
-	n = min(n, 100)
-	return &n, nil
+	v := int(min(n, 100))
+	return &v, nil
 }

@@ -33,29 +33,60 @@ var ErrUnsupported = errors.New("unsupported")
 // ErrNoSession is returned for a command on a session the host does not have.
 var ErrNoSession = errors.New("no such session on this host")
 
-// NewSessionProvider builds the provider a --sessions-provider value names:
-// auto (xrdp when xrdp-sesman runs, else logind, else utmp), logind, utmp,
-// xrdp, file:PATH or none.
+// NewSessionProvider builds the provider a --sessions-provider value names
+// (CheckSessionsProvider): auto (on Linux xrdp when xrdp-sesman runs, else
+// logind, else utmp; on Windows wts), logind, utmp, xrdp, wts[:FORMAT],
+// file:PATH or none.
 func NewSessionProvider(spec string) (SessionProvider, error) {
-	switch {
-	case spec == "" || spec == "auto":
-		return autoProvider()
-	case spec == "logind":
+	kind, arg, err := parseSessionsProvider(spec)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case "logind":
 		return newLogind()
-	case spec == "utmp":
+	case "utmp":
 		return newUtmp(DefaultUtmpPath)
-	case spec == "xrdp":
+	case "xrdp":
 		return newXrdp()
-	case strings.HasPrefix(spec, "file:"):
-		path := strings.TrimPrefix(spec, "file:")
-		if path == "" {
-			return nil, fmt.Errorf("sessions provider file: needs a path (file:PATH)")
-		}
-		return &FileProvider{Path: path}, nil
-	case spec == "none":
+	case "wts":
+		return newWTS(WindowsUserFormat(arg))
+	case "file":
+		return &FileProvider{Path: arg}, nil
+	case "none":
 		return NoSessions{}, nil
 	}
-	return nil, fmt.Errorf("sessions provider %q: want auto, logind, utmp, xrdp, file:PATH or none", spec)
+	return autoProvider()
+}
+
+// CheckSessionsProvider reports whether spec is a --sessions-provider value,
+// without looking at the system: auto (or empty), logind, utmp, xrdp, wts,
+// wts:FORMAT (upn, domain or user; wts is wts:upn), file:PATH or none.
+func CheckSessionsProvider(spec string) error {
+	_, _, err := parseSessionsProvider(spec)
+	return err
+}
+
+func parseSessionsProvider(spec string) (kind, arg string, err error) {
+	name, arg, hasArg := strings.Cut(spec, ":")
+	switch {
+	case spec == "" || spec == "auto":
+		return "auto", "", nil
+	case !hasArg && (name == "logind" || name == "utmp" || name == "xrdp" || name == "none"):
+		return name, "", nil
+	case name == "wts":
+		f, err := ParseWindowsUserFormat(arg)
+		if err != nil || (hasArg && arg == "") {
+			return "", "", fmt.Errorf("sessions provider %q: want wts or wts:FORMAT with FORMAT upn, domain or user", spec)
+		}
+		return name, string(f), nil
+	case name == "file":
+		if arg == "" {
+			return "", "", fmt.Errorf("sessions provider file: needs a path (file:PATH)")
+		}
+		return name, arg, nil
+	}
+	return "", "", fmt.Errorf("sessions provider %q: want auto, logind, utmp, xrdp, wts[:upn|domain|user], file:PATH or none", spec)
 }
 
 // NoSessions is the "none" provider: the host reports no session and runs no

@@ -14,7 +14,3 @@ func newLogind() (SessionProvider, error) {
 func newUtmp(path string) (SessionProvider, error) {
 	return nil, fmt.Errorf("sessions provider utmp: %w on %s (Linux only); use file:PATH or none", ErrUnsupported, runtime.GOOS)
 }
-
-func autoProvider() (SessionProvider, error) {
-	return nil, fmt.Errorf("sessions provider auto: no session source is %w on %s yet; use file:PATH or none", ErrUnsupported, runtime.GOOS)
-}

@@ -41,17 +41,15 @@ func loadCredential(dir string) (*savedCredential, error) {
 	return &c, nil
 }
 
-// saveCredential writes the credential readable by the agent's user only:
-// the directory 0700, the file 0600, replaced atomically so a crash leaves
+// saveCredential writes the credential readable by the agent's user only
+// (on Windows, by LocalSystem and Administrators: StateDirSDDL): the
+// directory 0700, the file 0600, replaced atomically so a crash leaves
 // either the old or the new credential, never half of one.
 func saveCredential(dir string, c *savedCredential) error {
 	if dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("save credential: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := secureDir(dir); err != nil {
 		return fmt.Errorf("save credential: %w", err)
 	}
 	data, err := json.MarshalIndent(c, "", "  ")

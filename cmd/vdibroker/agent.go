@@ -3,33 +3,147 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/agent"
 )
 
 func init() { rootCmd.AddCommand(newAgentCmd()) }
 
-// newAgentCmd is `vdibroker agent`, the program that runs on every session
-// host (docs/agent.md).
-func newAgentCmd() *cobra.Command {
+// agentFlags are the flags of `vdibroker agent`. `agent install` takes the
+// same ones and registers the Windows service with them.
+type agentFlags struct {
+	cfg       agent.Config
+	provider  string
+	standard  bool
+	protocols []string
+	logs      logFlags
+	stateDir  string
+	tokenFile string
+	tls       clientTLSOptions
+	// windowsService runs the agent under the Windows service control
+	// manager; the service's command line has it (agentServiceArgs).
+	windowsService bool
+}
+
+// register adds the flags to f.
+func (o *agentFlags) register(f *pflag.FlagSet) {
 	hostname, _ := os.Hostname()
-	var (
-		cfg          agent.Config
-		provider     string
-		standard     bool
-		protocols    []string
-		logs         logFlags
-		stateDirFlag string
-		tlsOpts      clientTLSOptions
-	)
+	f.StringVar(&o.cfg.Server, "server", "", "broker base URL, e.g. http://broker:8080 (env VDIBROKER_SERVER)")
+	f.StringVar(&o.cfg.RegistrationToken, "registration-token", "", "host pool registration token; needed until the host has a credential (env VDIBROKER_REGISTRATION_TOKEN)")
+	f.StringVar(&o.tokenFile, "registration-token-file", "", "file holding the registration token (what the Windows service uses: its command line is readable by every user)")
+	f.StringVar(&o.cfg.HostName, "host-name", hostname, "session host name in the pool")
+	f.StringVar(&o.cfg.Address, "address", "", "host:port clients connect to (default <host-name>:3389)")
+	f.StringSliceVar(&o.protocols, "protocols", []string{"RDP"}, "protocols the host serves: RDP, PCoIP, Blast")
+	f.StringVar(&o.stateDir, "state-dir", defaultAgentStateDir(runtime.GOOS, os.Getenv), "directory keeping the host credential (readable by the agent's user only; on Windows by SYSTEM and Administrators only)")
+	f.DurationVar(&o.cfg.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "time between heartbeats")
+	f.StringVar(&o.cfg.CustomScript, "custom-script", "", "custom load script printing an integer 0..100 (R-IDX3), run every sample with a 10s timeout")
+	f.StringVar(&o.cfg.CustomLoadRegistry, "custom-load-registry", "", `Windows: registry value holding the custom load value (R-IDX3), read every sample: HKLM\KEY\VALUE, or horizon for Horizon's `+agent.HorizonCustomLoadValue)
+	f.StringVar(&o.cfg.PolicyFile, "policy-file", "", "JSON or YAML file with hostLoadIndexThreshold and hostConnectingSessionThreshold (R-LI5), re-read every heartbeat")
+	f.StringVar(&o.provider, "sessions-provider", "auto", "where sessions come from: auto (Linux: xrdp when xrdp-sesman runs, else logind, else utmp; Windows: wts), logind, utmp, xrdp, wts[:upn|domain|user], file:PATH or none")
+	f.BoolVar(&o.standard, "standard-features", true, "host supports multi-session, unauthenticated access and all protocols")
+	o.logs.addFlags(f, false)
+	f.StringVar(&o.tls.CAFile, "ca-file", "", "PEM CA bundle to verify the broker's HTTPS certificate (default: the system's roots)")
+	f.StringVar(&o.tls.CertFile, "client-cert", "", "PEM client certificate to present to the broker (mTLS)")
+	f.StringVar(&o.tls.KeyFile, "client-key", "", "PEM private key of --client-cert")
+	f.BoolVar(&o.tls.InsecureHTTP, "insecure-http", false, "allow plain http:// to a broker that is not on loopback (the credential crosses the network in clear)")
+	f.BoolVar(&o.windowsService, "windows-service", false, "run under the Windows service control manager (the service installed by agent install)")
+	f.MarkHidden("windows-service")
+}
+
+// config checks the flags and the environment and returns the agent's
+// configuration, without its logger and sessions provider; wrong flags are
+// usage errors.
+func (o *agentFlags) config() (agent.Config, slog.Level, error) {
+	cfg := o.cfg
+	var level slog.Level
+	if cfg.Server == "" {
+		cfg.Server = os.Getenv("VDIBROKER_SERVER")
+	}
+	if cfg.Server == "" {
+		return cfg, level, usageError{errors.New("--server (or VDIBROKER_SERVER) is required")}
+	}
+	if o.tokenFile != "" && cfg.RegistrationToken != "" {
+		return cfg, level, usageError{errors.New("--registration-token and --registration-token-file: give one")}
+	}
+	if cfg.RegistrationToken == "" && o.tokenFile != "" {
+		t, err := readTokenFile(o.tokenFile)
+		if err != nil {
+			return cfg, level, err
+		}
+		cfg.RegistrationToken = t
+	}
+	if cfg.RegistrationToken == "" {
+		cfg.RegistrationToken = os.Getenv("VDIBROKER_REGISTRATION_TOKEN")
+	}
+	hc, err := o.tls.httpClient(cfg.Server, 30*time.Second)
+	if err != nil {
+		return cfg, level, err
+	}
+	cfg.HTTPClient = hc
+	if cfg.Address == "" {
+		cfg.Address = net.JoinHostPort(cfg.HostName, "3389")
+	}
+	cfg.StateDir = o.stateDir
+	cfg.Protocols = o.protocols
+	standard := o.standard
+	cfg.StandardFeatures = &standard
+	if level, _, err = o.logs.wanted(); err != nil {
+		return cfg, level, usageError{err}
+	}
+	if err := agent.CheckSessionsProvider(o.provider); err != nil {
+		return cfg, level, usageError{fmt.Errorf("--sessions-provider: %w", err)}
+	}
+	return cfg, level, nil
+}
+
+// readTokenFile reads a registration token file; a file that is gone means
+// no token (the host may have its credential already).
+func readTokenFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("--registration-token-file: %w", err)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// newAgent builds the agent of cfg with its sessions provider.
+func (o *agentFlags) newAgent(cfg agent.Config) (*agent.Agent, error) {
+	sessions, err := agent.NewSessionProvider(o.provider)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sessions = sessions
+	a, err := agent.New(cfg)
+	if err != nil {
+		var e *vdibroker.Error
+		if errors.As(err, &e) && e.Code == vdibroker.EInvalid {
+			return nil, usageError{err}
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// newAgentCmd is `vdibroker agent`, the program that runs on every session
+// host (docs/agent.md), with `agent install` and `agent uninstall` for the
+// Windows service.
+func newAgentCmd() *cobra.Command {
+	var o agentFlags
 	c := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the host agent: register this session host and report its load and sessions",
@@ -37,78 +151,42 @@ func newAgentCmd() *cobra.Command {
 once (--registration-token), keeps the host credential in --state-dir and
 reuses it after a restart, then sends a heartbeat every --heartbeat-interval
 with the host's metrics, sessions, policy and command results. It never exits
-because the broker is unreachable; SIGTERM sends a last heartbeat that marks
-the host Shutdown; SIGHUP reads --log-level-file again.
+because the broker is unreachable; SIGTERM (Ctrl+C, or stopping the Windows
+service) sends a last heartbeat that marks the host Shutdown; SIGHUP reads
+--log-level-file again. On Windows, "agent install" runs it as a service.
 ` + envFlagsHelp + `
-The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), not on
-the command line, which ps shows.`,
+The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
+--registration-token-file, not on the command line, which ps shows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fromEnv, err := flagsFromEnv(cmd)
 			if err != nil {
 				return err
 			}
-			if cfg.Server == "" {
-				return usageError{errors.New("--server (or VDIBROKER_SERVER) is required")}
-			}
-			hc, err := tlsOpts.httpClient(cfg.Server, 30*time.Second)
+			cfg, level, err := o.config()
 			if err != nil {
 				return err
 			}
-			cfg.HTTPClient = hc
-			if cfg.Address == "" {
-				cfg.Address = net.JoinHostPort(cfg.HostName, "3389")
+			if o.windowsService {
+				return runAgentService(&o, cfg, level)
 			}
-			cfg.StateDir = stateDirFlag
-			cfg.Protocols = protocols
-			cfg.StandardFeatures = &standard
-			if cfg.Logger, err = logs.logger(os.Stderr); err != nil {
+			if cfg.Logger, err = o.logs.logger(os.Stderr); err != nil {
 				return err
 			}
 			if len(fromEnv) > 0 {
 				cfg.Logger.Debug("flags from the environment", "flags", fromEnv)
 			}
-			switch {
-			case provider == "auto", provider == "logind", provider == "utmp", provider == "xrdp", provider == "none",
-				strings.HasPrefix(provider, "file:") && len(provider) > len("file:"):
-			default:
-				return usageError{fmt.Errorf("--sessions-provider %q: want auto, logind, utmp, xrdp, file:PATH or none", provider)}
-			}
-			sessions, err := agent.NewSessionProvider(provider)
+			a, err := o.newAgent(cfg)
 			if err != nil {
-				return err
-			}
-			cfg.Sessions = sessions
-			a, err := agent.New(cfg)
-			if err != nil {
-				var e *vdibroker.Error
-				if errors.As(err, &e) && e.Code == vdibroker.EInvalid {
-					return usageError{err}
-				}
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			onHUP(ctx, func() { logs.reload(cfg.Logger) })
+			onHUP(ctx, func() { o.logs.reload(cfg.Logger) })
 			return a.Run(ctx)
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&cfg.Server, "server", "", "broker base URL, e.g. http://broker:8080 (env VDIBROKER_SERVER)")
-	f.StringVar(&cfg.RegistrationToken, "registration-token", "", "host pool registration token; needed until the host has a credential (env VDIBROKER_REGISTRATION_TOKEN)")
-	f.StringVar(&cfg.HostName, "host-name", hostname, "session host name in the pool")
-	f.StringVar(&cfg.Address, "address", "", "host:port clients connect to (default <host-name>:3389)")
-	f.StringSliceVar(&protocols, "protocols", []string{"RDP"}, "protocols the host serves: RDP, PCoIP, Blast")
-	f.StringVar(&stateDirFlag, "state-dir", "/var/lib/vdibroker-agent", "directory keeping the host credential (mode 0700)")
-	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "time between heartbeats")
-	f.StringVar(&cfg.CustomScript, "custom-script", "", "custom load script printing an integer 0..100 (R-IDX3), run every sample with a 10s timeout")
-	f.StringVar(&cfg.PolicyFile, "policy-file", "", "JSON or YAML file with hostLoadIndexThreshold and hostConnectingSessionThreshold (R-LI5), re-read every heartbeat")
-	f.StringVar(&provider, "sessions-provider", "auto", "where sessions come from: auto (xrdp when xrdp-sesman runs, else logind, else utmp), logind, utmp, xrdp, file:PATH or none")
-	f.BoolVar(&standard, "standard-features", true, "host supports multi-session, unauthenticated access and all protocols")
-	logs.addFlags(f, false)
-	f.StringVar(&tlsOpts.CAFile, "ca-file", "", "PEM CA bundle to verify the broker's HTTPS certificate (default: the system's roots)")
-	f.StringVar(&tlsOpts.CertFile, "client-cert", "", "PEM client certificate to present to the broker (mTLS)")
-	f.StringVar(&tlsOpts.KeyFile, "client-key", "", "PEM private key of --client-cert")
-	f.BoolVar(&tlsOpts.InsecureHTTP, "insecure-http", false, "allow plain http:// to a broker that is not on loopback (the credential crosses the network in clear)")
+	o.register(c.Flags())
+	c.AddCommand(newAgentInstallCmd(), newAgentUninstallCmd())
 	return c
 }

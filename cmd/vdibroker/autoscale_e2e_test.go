@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // End-to-end tests of issue 17's autoscaler (R-A1..R-A3): the real binary

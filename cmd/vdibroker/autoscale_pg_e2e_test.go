@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // Two replicas of `vdibroker serve` on one PostgreSQL database, both with

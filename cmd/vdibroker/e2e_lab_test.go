@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // The "hypervisor" of the end-to-end tests of issue 17 (power_e2e_test.go,

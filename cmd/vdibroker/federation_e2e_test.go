@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // End-to-end test of issue 16 (Cloud Pod Architecture, SPEC §7): three

@@ -168,7 +168,8 @@ func (m *GatewayMain) Close() error {
 	return errors.Join(errs...)
 }
 
-func readTokenFile(flag, path string) (string, error) {
+// readSecretFile reads the secret a flag names (empty path: none).
+func readSecretFile(flag, path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
@@ -201,13 +202,13 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 			}
 			var err error
 			m.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-			if m.KeysToken, err = readTokenFile("--keys-token-file", keysTokenFile); err != nil {
+			if m.KeysToken, err = readSecretFile("--keys-token-file", keysTokenFile); err != nil {
 				return err
 			}
-			if m.BrokerToken, err = readTokenFile("--broker-token-file", brokerTokenFile); err != nil {
+			if m.BrokerToken, err = readSecretFile("--broker-token-file", brokerTokenFile); err != nil {
 				return err
 			}
-			if m.MetricsToken, err = readTokenFile("--metrics-token-file", metricsTokenFile); err != nil {
+			if m.MetricsToken, err = readSecretFile("--metrics-token-file", metricsTokenFile); err != nil {
 				return err
 			}
 			if m.MaxHeaderBytes < 1024 || m.MaxHeaderBytes > 1<<20 {

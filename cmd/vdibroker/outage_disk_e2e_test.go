@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // The read-only disk of issue 19: SQLite's data directory on an ext4 file

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // End-to-end tests of issue 19: real `vdibroker serve` processes and real

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // End-to-end tests of issue 17's power drivers (R-A4): the real binary

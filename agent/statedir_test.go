@@ -1,0 +1,44 @@
+package agent
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestStateDirSDDL: the state directory is Administrators' and only
+// LocalSystem and Administrators may use it; nothing comes from the parent
+// (%ProgramData%, where every user may create and read). Whether Windows
+// reads the string so is TestWindowsStateDir's (wts_windows_test.go).
+func TestStateDirSDDL(t *testing.T) {
+	const want = "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
+	if StateDirSDDL != want {
+		t.Fatalf("StateDirSDDL = %q, want %q", StateDirSDDL, want)
+	}
+	// The same, as properties a change must keep.
+	owner, dacl, ok := strings.Cut(StateDirSDDL, "D:")
+	if !ok || owner != "O:BA" {
+		t.Errorf("owner part %q, want O:BA", owner)
+	}
+	flags, aces, _ := strings.Cut(dacl, "(")
+	if flags != "P" {
+		t.Errorf("DACL flags %q, want P (protected, no inherited ACEs; AI would let them in)", flags)
+	}
+	ace := regexp.MustCompile(`^A;OICI;FA;;;(SY|BA)$`)
+	seen := map[string]bool{}
+	for _, a := range strings.Split(strings.TrimSuffix("("+aces, ")"), ")(") {
+		a = strings.TrimPrefix(a, "(")
+		m := ace.FindStringSubmatch(a)
+		if m == nil {
+			t.Errorf("ACE %q: want an allow of full access, inherited below, to SY or BA only", a)
+			continue
+		}
+		seen[m[1]] = true
+	}
+	if !seen["SY"] || !seen["BA"] {
+		t.Errorf("accounts %v, want SY and BA", seen)
+	}
+	if got := buildSDDL("SY", nil); got != "O:SYD:P" {
+		t.Errorf("buildSDDL with no ACE = %q: an empty protected DACL denies everyone", got)
+	}
+}
