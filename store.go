@@ -134,9 +134,11 @@ type Store interface {
 	GetHostPool(ctx context.Context, name string) (*HostPool, error)
 	// ListHostPools lists pools by name.
 	ListHostPools(ctx context.Context) ([]*HostPool, error)
-	// DeleteHostPool deletes a pool with its hosts, sessions and tokens; it is
-	// refused with Conflict while open sessions exist unless force.
-	DeleteHostPool(ctx context.Context, name string, force bool) error
+	// DeleteHostPool deletes a pool with its hosts, sessions and tokens,
+	// and takes it out of its scaling plan (audited as that plan's change),
+	// and returns what went. It is refused with Conflict, naming what
+	// would go, while the pool has hosts or open sessions, unless force.
+	DeleteHostPool(ctx context.Context, name string, force bool) (*PoolDeletion, error)
 
 	// PutSessionHost creates or replaces a host's admin fields (address,
 	// protocols, standardFeatures, allowNewSession, assignedUsers); runtime

@@ -359,7 +359,7 @@ func TestAudit_LogLine(t *testing.T) {
 	if _, err := c.PutHostPool(context.Background(), "logp", map[string]any{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := vhttp.NewClient(ts.URL, "forged").DeleteHostPool(context.Background(), "logp", false); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+	if _, err := vhttp.NewClient(ts.URL, "forged").DeleteHostPool(context.Background(), "logp", false); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
 		t.Fatalf("forged delete: %v", err)
 	}
 	var lines []map[string]any

@@ -140,11 +140,13 @@ func (c *Client) ListHostPools(ctx context.Context) ([]*HostPoolResult, error) {
 	return listAll[*HostPoolResult](ctx, c, "/api/v1/hostpools", nil)
 }
 
-// DeleteHostPool deletes a pool with its hosts; refused with Conflict while
-// sessions exist unless force.
-func (c *Client) DeleteHostPool(ctx context.Context, name string, force bool) error {
-	_, err := c.do(ctx, "DELETE", poolPath(name), forceQuery(force), nil, nil, nil)
-	return err
+// DeleteHostPool deletes a pool with its hosts and returns what went;
+// refused with Conflict, naming what would go, while it has hosts or open
+// sessions, unless force.
+func (c *Client) DeleteHostPool(ctx context.Context, name string, force bool) (*vdibroker.PoolDeletion, error) {
+	var out vdibroker.PoolDeletion
+	_, err := c.do(ctx, "DELETE", poolPath(name), forceQuery(force), nil, &out, nil)
+	return resultOrNil(&out, err)
 }
 
 // PutSessionHost creates or replaces a host's admin fields (absent ones take

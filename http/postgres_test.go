@@ -17,6 +17,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"BadBodies_SPEC9", TestBadBodies_SPEC9},
 		{"PatchHostPool_RP1_RP3", TestPatchHostPool_RP1_RP3},
 		{"DeleteHostPool_SPEC9", TestDeleteHostPool_SPEC9},
+		{"DeletePoolWithRunningHost_SPEC9", TestDeletePoolWithRunningHost_SPEC9},
 		{"Connect_RC1_ReconnectToDrainedHostOverLimit", TestConnect_RC1_ReconnectToDrainedHostOverLimit},
 		{"Connect_RC1_UnavailableHostEndsOldSession", TestConnect_RC1_UnavailableHostEndsOldSession},
 		{"Connect_RC1_ReplicaReconnectAtLimit", TestConnect_RC1_ReplicaReconnectAtLimit},
