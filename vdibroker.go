@@ -64,6 +64,9 @@ const (
 	EndHostDeleted = "HostDeleted"
 	// EndLoggedOffByAdmin: an admin logged the session off (R-S4).
 	EndLoggedOffByAdmin = "LoggedOffByAdmin"
+	// EndDisconnectedTimeout: the broker logged the session off after
+	// disconnectedSessionTimeoutMinutes (R-S5).
+	EndDisconnectedTimeout = "DisconnectedTimeout"
 )
 
 // NoSessionLimit is the default maxSessionLimit: "no limit" (SPEC §2).

@@ -136,6 +136,12 @@ func (s *DB) OpenUserSessionsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, openUserSessionsQuery, "pool", "user", "pool", "user")
 }
 
+// LoggedOffPlan is ExpirePendingPlan for a heartbeat's question whether
+// a session it ends was logged off by a command (HostReport.LoggedOff).
+func (s *DB) LoggedOffPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, loggedOffQuery, "s1", vdibroker.CommandLogoff, vdibroker.CommandDelivered, vdibroker.CommandSucceeded)
+}
+
 // TakeSlotPlan is ExpirePendingPlan for the conditional UPDATE every
 // connect runs.
 func (s *DB) TakeSlotPlan(ctx context.Context) ([]string, error) {
