@@ -83,9 +83,12 @@ func durationText(d time.Duration) string {
 type poolRow struct {
 	Pool                       poolAnswer
 	Available, Total, Sessions int
-	Drained                    int
-	Capacity                   float64 // used capacity in percent (R-A1); -1 with no limit
-	Meter                      template.HTML
+	// Taking counts the hosts that take new sessions now: available and
+	// not drained (a drained host is available and takes none).
+	Taking   int
+	Drained  int
+	Capacity float64 // used capacity in percent (R-A1); -1 with no limit
+	Meter    template.HTML
 }
 
 // hostStatus is the host's status as the API answered it, or evaluated
@@ -101,19 +104,20 @@ func (c *Console) hostStatus(h *vdibroker.SessionHost, p *vdibroker.HostPool) st
 func summaryRow(p poolAnswer) poolRow {
 	row := poolRow{Pool: p, Capacity: -1}
 	if s := p.Summary; s != nil {
-		row.Total, row.Available, row.Drained, row.Sessions = s.Hosts, s.Available, s.Drained, s.Sessions
+		row.Total, row.Available, row.Drained, row.Sessions, row.Taking = s.Hosts, s.Available, s.Drained, s.Sessions, s.TakingSessions
 	}
 	capacityOf(&row, p.MaxSessionLimit)
 	return row
 }
 
 // capacityOf fills row's used capacity and its meter. Used capacity
-// follows R-A1: open sessions / (maxSessionLimit × placeable hosts).
+// follows R-A1: open sessions / (maxSessionLimit × placeable hosts not
+// drained): a drained host's places are not capacity.
 func capacityOf(row *poolRow, limit int) {
 	if limit >= vdibroker.NoSessionLimit {
 		return
 	}
-	if capacity := limit * row.Available; capacity > 0 {
+	if capacity := limit * row.Taking; capacity > 0 {
 		row.Capacity = 100 * float64(row.Sessions) / float64(capacity)
 	} else if row.Sessions > 0 {
 		row.Capacity = 100
@@ -138,6 +142,8 @@ func (c *Console) overview(rq *request) {
 		rows = append(rows, row)
 		counts[p.Name] = row.Sessions
 		total.Available += row.Available
+		total.Taking += row.Taking
+		total.Drained += row.Drained
 		total.Total += row.Total
 		total.Sessions += row.Sessions
 	}
@@ -390,10 +396,27 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		"Title": p.Name, "Nav": "overview",
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
 		"After": after, "NextAfter": next, "PageSize": hostsPerPage,
-		"SessionsChart":  sessionsChart(bars, p.MaxSessionLimit),
+		"SessionsChart": sessionsChart(bars, p.MaxSessionLimit),
+		// The load index decides only in LoadIndex pools (R-IDX): a
+		// DepthFirst pool's "100 Blocked" said nothing about placement.
+		"UsesLoadIndex":  p.LoadBalancerType == vdibroker.LoadIndex,
+		"NoLoadIndex":    noLoadIndexText(p.LoadBalancerType),
 		"LoadIndexChart": loadIndexChart(bars, threshold),
 		"Form":           form, "Groups": groupFields(fields),
 	})
+}
+
+// noLoadIndexText says why a pool of load balancer type lb shows no load
+// index: its hosts are chosen by another rule (the host page says so too).
+func noLoadIndexText(lb string) string {
+	how := map[string]string{
+		vdibroker.DepthFirst:   "which fills the host with the most sessions first (R-DF2)",
+		vdibroker.BreadthFirst: "which spreads sessions over the hosts with the fewest (R-BF2)",
+	}[lb]
+	if how == "" {
+		how = "whose hosts are each user's own (R-PE1)"
+	}
+	return fmt.Sprintf("Not used: this pool is %s, %s. The load index (CPU, memory and disk, R-IDX) decides only in LoadIndex pools, so this page shows none.", lb, how)
 }
 
 // poolSettings saves the settings form with PATCH; the server validates
