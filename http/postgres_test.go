@@ -50,6 +50,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"ScopedToken_RSEC", TestScopedToken_RSEC},
 		{"Audit_EveryAction", TestAudit_EveryAction},
 		{"Audit_Refusals", TestAudit_Refusals},
+		{"Audit_NewestFirst", TestAudit_NewestFirst},
 		{"OIDCBearer", TestOIDCBearer},
 		{"ScalingPlanAPI", TestScalingPlanAPI},
 		{"ScalingPlanBadInput_RSP1", TestScalingPlanBadInput_RSP1},
