@@ -437,7 +437,8 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 // apiError shows an API refusal on its own page with the API's status
-// (403 for a Reader's change, 404 for a missing pool...).
+// (403 for a Reader's change, 404 for a missing pool...); a refused page
+// (a GET) says what may not be seen, not that a change was refused.
 func (c *Console) apiError(rq *request, err error) {
 	code := vdibroker.ErrorCode(err)
 	if code == vdibroker.EInternal {
@@ -449,7 +450,11 @@ func (c *Console) apiError(rq *request, err error) {
 		delete(c.sessions, rq.sid)
 		c.mu.Unlock()
 	}
-	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), describe(err))
+	msg := describe(err)
+	if code == vdibroker.EPermission && rq.r.Method == http.MethodGet {
+		msg = "Refused by the broker: your token may not see this page (" + vdibroker.ErrorMessage(err) + ")."
+	}
+	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), msg)
 }
 
 // describe turns an API error into a sentence for people.
