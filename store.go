@@ -45,11 +45,16 @@ type RegistrationToken struct {
 // SessionFilter selects user sessions. Empty fields match all; an empty
 // State matches every open state (not LoggedOff), per SPEC §9.
 type SessionFilter struct {
-	HostPool    string
-	User        string
+	HostPool string
+	User     string
+	// UserPrefix selects the users whose name starts with it, compared
+	// case-insensitively (the database's lower()): a search, listed by
+	// the folded name, then ID, instead of by ID. Not with User.
+	UserPrefix  string
 	State       string
 	SessionHost string
-	// After is the paging cursor: only sessions with ID > After.
+	// After is the paging cursor: only sessions with ID > After; in a
+	// UserPrefix search, the sessions after that one in its order.
 	After string
 	// Limit caps the number returned (0 = no cap).
 	Limit int

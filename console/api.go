@@ -194,15 +194,18 @@ func (a *api) getHost(ctx context.Context, pool, host string) (*vdibroker.Sessio
 // (SPEC §9), its page size and cursor.
 type sessionQuery struct {
 	User, State, SessionHost string
-	Limit                    int
-	After                    string // the cursor of the API's nextLink
+	// UserPrefix searches by the start of the name, any case (the API's
+	// ?userPrefix=), instead of one exact User.
+	UserPrefix string
+	Limit      int
+	After      string // the cursor of the API's nextLink
 }
 
 // sessionsPage reads one page of a pool's sessions; next is the cursor of
 // the page after it ("" when this is the last).
 func (a *api) sessionsPage(ctx context.Context, pool string, q sessionQuery) (sessions []vdibroker.UserSession, next string, err error) {
 	v := url.Values{}
-	for k, val := range map[string]string{"user": q.User, "state": q.State, "sessionHost": q.SessionHost, "after": q.After} {
+	for k, val := range map[string]string{"user": q.User, "userPrefix": q.UserPrefix, "state": q.State, "sessionHost": q.SessionHost, "after": q.After} {
 		if val != "" {
 			v.Set(k, val)
 		}

@@ -6,6 +6,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -182,4 +183,32 @@ func TestLabelNeedsAssistanceNotJustNextInLine(t *testing.T) {
 	// A healthy next-in-line host is still simply that.
 	e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
 	wantContains(t, b.get("/pools/pool-a/hosts/host-1"), `class="verdict ok"`, "Next in line.")
+}
+
+// TestSessionsUserSearch: the sessions page's user field finds every user
+// whose name starts with what was typed, in any case, A to Z (the API's
+// ?userPrefix=, one index range); a user's own link is exact.
+func TestSessionsUserSearch(t *testing.T) {
+	e := newEnv(t)
+	e.seed("Alice", "alice2", "albert", "bob", "xal")
+	b := e.browser()
+	b.signin(adminToken)
+	users := func(path string) []string {
+		t.Helper()
+		a := b.get(path)
+		wantStatus(t, a, http.StatusOK)
+		var out []string
+		for _, m := range regexp.MustCompile(`data-user="([^"]+)"`).FindAllStringSubmatch(a.body, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	if got := users("/sessions?user=AL"); strings.Join(got, ",") != "albert,Alice,alice2" {
+		t.Errorf("search AL: %v, want albert, Alice, alice2", got)
+	}
+	if got := users("/sessions?user=alice2&exact=1"); strings.Join(got, ",") != "alice2" {
+		t.Errorf("alice2's link: %v", got)
+	}
+	a := b.get("/sessions?user=ali")
+	wantContains(t, a, "for users whose name starts with “ali” (any case)", `href="/sessions?user=Alice&amp;exact=1"`)
 }

@@ -526,9 +526,24 @@ func (c *Console) sessionsPage(rq *request) {
 // there), and how the page's rows are sorted.
 type sessionsFilter struct {
 	Pool, User, Host, State string
-	Sort                    string // "", user, host, state, since, created; "-" first for descending
-	Limit                   int
-	At, After               string
+	// Exact makes User one user's name (a link to their sessions); else
+	// User is a search: the start of names, any case (?userPrefix=).
+	Exact     bool
+	Sort      string // "", user, host, state, since, created; "-" first for descending
+	Limit     int
+	At, After string
+}
+
+// query is the API's filter of f for one page: a user search unless the
+// name is exact.
+func (f sessionsFilter) query(limit int, after string) sessionQuery {
+	q := sessionQuery{State: f.State, SessionHost: f.Host, Limit: limit, After: after}
+	if f.Exact {
+		q.User = f.User
+	} else {
+		q.UserPrefix = f.User
+	}
+	return q
 }
 
 // pageSizes are the sessions page's choices of rows per page.
@@ -542,6 +557,7 @@ func sessionsFilterFrom(r *http.Request) sessionsFilter {
 	f := sessionsFilter{
 		Pool: q.Get("pool"), User: strings.TrimSpace(q.Get("user")), Host: strings.TrimSpace(q.Get("host")),
 		State: q.Get("state"), Sort: q.Get("sort"), At: q.Get("at"), After: q.Get("after"), Limit: 50,
+		Exact: q.Get("exact") == "1",
 	}
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && slices.Contains(pageSizes, n) {
 		f.Limit = n
@@ -562,6 +578,9 @@ func (f sessionsFilter) link() string {
 	}
 	if f.Limit != 50 {
 		v.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Exact && f.User != "" {
+		v.Set("exact", "1")
 	}
 	if len(v) == 0 {
 		return "/sessions"
@@ -613,7 +632,9 @@ func sortRows(rows []sessionRow, key string) {
 // session id (nextLink); with every pool selected the page goes on into
 // the next pool, in name order, so 250,000 sessions are a walk of pages
 // each costing one or two indexed reads, never a read of them all. A user
-// search is the API's ?user= in each pool (one index lookup per pool).
+// search is the API's ?userPrefix= in each pool: the names starting with
+// what was typed, any case, in name order, one index range per pool and
+// page; a link to one user's sessions is the exact ?user=.
 func (c *Console) renderSessions(rq *request, status int, banner string) {
 	ctx := rq.r.Context()
 	f := sessionsFilterFrom(rq.r)
@@ -642,9 +663,7 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 	next.At, next.After = "", ""
 	after := f.After
 	for i := start; i < len(targets); i++ {
-		ss, cursor, err := rq.api.sessionsPage(ctx, targets[i], sessionQuery{
-			User: f.User, State: f.State, SessionHost: f.Host, Limit: f.Limit - len(rows), After: after,
-		})
+		ss, cursor, err := rq.api.sessionsPage(ctx, targets[i], f.query(f.Limit-len(rows), after))
 		if err != nil {
 			if vdibroker.ErrorCode(err) == vdibroker.EInvalid {
 				banner = describe(err)
@@ -707,6 +726,7 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 		"States": sessionStatesShown, "PageSizes": pageSizes, "Total": total,
 		"Next": next.link(), "HasNext": hasNext, "First": first.link(), "Paged": f.At != "" || f.After != "",
 		"SortLinks": cols, "SortArrows": arrows, "Back": rq.r.URL.RequestURI(),
+		"Search": f.User != "" && !f.Exact,
 	})
 }
 

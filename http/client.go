@@ -72,7 +72,9 @@ type LoadBalancingFields struct {
 // SessionQuery filters ListUserSessions; empty fields match all, an empty
 // State matches the open states (not LoggedOff).
 type SessionQuery struct {
-	User        string
+	User string
+	// UserPrefix searches the users whose name starts with it, any case.
+	UserPrefix  string
 	State       string
 	SessionHost string
 }
@@ -193,7 +195,7 @@ func (c *Client) DeleteSessionHost(ctx context.Context, pool, name string, force
 // ListUserSessions returns the pool's sessions matching q, by id.
 func (c *Client) ListUserSessions(ctx context.Context, pool string, q SessionQuery) ([]*vdibroker.UserSession, error) {
 	v := url.Values{}
-	for k, s := range map[string]string{"user": q.User, "state": q.State, "sessionHost": q.SessionHost} {
+	for k, s := range map[string]string{"user": q.User, "userPrefix": q.UserPrefix, "state": q.State, "sessionHost": q.SessionHost} {
 		if s != "" {
 			v.Set(k, s)
 		}

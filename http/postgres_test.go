@@ -42,6 +42,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"AuthRoles_RSEC", TestAuthRoles_RSEC},
 		{"Tokens_RSEC", TestTokens_RSEC},
 		{"Paging_SPEC9", TestPaging_SPEC9},
+		{"UserPrefixSearch_SPEC9", TestUserPrefixSearch_SPEC9},
 		{"StoredIDsOneShape", TestStoredIDsOneShape},
 		{"ConcurrentConnects_RC4_RC6", TestConcurrentConnects_RC4_RC6_SQLite},
 		{"HostStatusAndLoadIndex_RH1_RIDX", TestHostStatusAndLoadIndex_RH1_RIDX},

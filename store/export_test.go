@@ -297,9 +297,18 @@ func (s *DB) IndexState(ctx context.Context, name string) (valid, unique bool, e
 // f: SQLite's EXPLAIN QUERY PLAN details or PostgreSQL's EXPLAIN, one line
 // each.
 func (s *DB) ListSessionsPlan(ctx context.Context, f vdibroker.SessionFilter) (string, error) {
-	q, args := listSessionsQuery(s.d, f)
+	var us *userSearch
+	if f.UserPrefix != "" {
+		// Folded here as the database would fold these ASCII names.
+		from := strings.ToLower(f.UserPrefix)
+		us = &userSearch{from: from, to: prefixEnd(from), afterKey: from + "zz"}
+	}
+	q, args := listSessionsQuery(s.d, f, us)
 	return s.explain(ctx, q, args...)
 }
+
+// PrefixEnd is prefixEnd, for its table test.
+func PrefixEnd(p string) string { return prefixEnd(p) }
 
 // OpenCountsPlan is ListSessionsPlan for CountOpenSessions' query.
 func (s *DB) OpenCountsPlan(ctx context.Context) (string, error) {
