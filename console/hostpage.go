@@ -298,6 +298,12 @@ func candidateVerdict(p *vdibroker.HostPool, e *placement.Explain, i int, cand p
 // hostPage shows one host: why it does or does not take new sessions, its
 // sessions, its recent placements and its last hour.
 func (c *Console) hostPage(rq *request) {
+	c.renderHost(rq, http.StatusOK, "")
+}
+
+// renderHost shows the host page with an optional error banner (an API
+// refusal of an action on the host, with its status).
+func (c *Console) renderHost(rq *request, code int, banner string) {
 	ctx := rq.r.Context()
 	poolName, name := rq.r.PathValue("pool"), rq.r.PathValue("host")
 	p, err := rq.api.getPool(ctx, poolName)
@@ -342,8 +348,8 @@ func (c *Console) hostPage(rq *request) {
 		age = durationText(now.Sub(*h.LastHeartBeat)) + " ago"
 	}
 	hist := c.hostHist.series(poolName, name)
-	c.page(rq, http.StatusOK, "host", map[string]any{
-		"Title": name + " · " + poolName, "Nav": "overview",
+	c.page(rq, code, "host", map[string]any{
+		"Title": name + " · " + poolName, "Nav": "overview", "Error": banner,
 		"Pool": p, "Host": h, "Status": status, "HeartbeatAge": age,
 		"Verdict":  hostVerdict(&p.HostPool, hosts, name, now),
 		"Checks":   hostChecks(&p.HostPool, h, status, now),

@@ -21,7 +21,7 @@ import (
 func parsePages() map[string]*template.Template {
 	funcs := pageFuncs()
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"signin", "error", "overview", "pool", "sessions", "placement", "host", "rules", "audit", "scalingplans", "scalingplan", "autoscale"} {
+	for _, name := range []string{"signin", "error", "overview", "pool", "sessions", "placement", "host", "rules", "audit", "scalingplans", "scalingplan", "autoscale", "regkey", "message"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return pages
@@ -37,6 +37,7 @@ func pageFuncs() template.FuncMap {
 		"duration": durationText,
 		"percent":  func(f float64) string { return fmt.Sprintf("%.0f%%", f) },
 		"add1":     func(i int) int { return i + 1 },
+		"div24":    func(i int) int { return i / 24 },
 		"dict":     func(root, f any) map[string]any { return map[string]any{"Root": root, "F": f} },
 		"rules":    linkRules,
 		"slug":     func(s string) string { return strings.ToLower(strings.ReplaceAll(s, " ", "-")) },
@@ -128,6 +129,12 @@ func capacityOf(row *poolRow, limit int) {
 }
 
 func (c *Console) overview(rq *request) {
+	c.renderOverview(rq, http.StatusOK, "", nil)
+}
+
+// renderOverview shows the overview with an optional error banner and the
+// new host pool form as posted (nil: empty and folded).
+func (c *Console) renderOverview(rq *request, status int, banner string, form *createForm) {
 	ctx := rq.r.Context()
 	pools, err := rq.api.listPoolSummaries(ctx)
 	if err != nil {
@@ -148,10 +155,19 @@ func (c *Console) overview(rq *request) {
 		total.Sessions += row.Sessions
 	}
 	c.history.record(c.now(), counts)
-	c.page(rq, http.StatusOK, "overview", map[string]any{
-		"Title": "Overview", "Nav": "overview",
+	if form == nil {
+		form = &createForm{Values: map[string]string{}, Errors: map[string]string{}}
+	}
+	field := func(path string) vdibroker.Field {
+		f, _ := vdibroker.PoolField(path)
+		return f
+	}
+	c.page(rq, status, "overview", map[string]any{
+		"Title": "Overview", "Nav": "overview", "Error": banner,
 		"Pools": rows, "Total": total,
 		"History": timeChart(onlyPools(c.history.series(), counts), c.now(), time.Hour), // scope.go
+		"Create":  form, "PoolTypes": field("hostPoolType").Values(""), "LBTypes": field("loadBalancerType").Values(""),
+		"LimitRange": field("maxSessionLimit").Range(),
 	})
 }
 
@@ -392,7 +408,16 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 	if p.LoadBalancerType == vdibroker.LoadIndex {
 		threshold = p.LoadBalancing.LoadIndexThreshold
 	}
+	// The pool's registration keys, for those who may issue them (the API
+	// shows them to Contributors and the admin only, ActionInspect).
+	var keys []keyRow
+	if canWrite(rq.sess) {
+		if list, err := rq.api.listRegistrationTokens(ctx, name); err == nil {
+			keys = keyRows(list, now)
+		}
+	}
 	c.page(rq, status, "pool", map[string]any{
+		"Keys": keys, "KeyExpiries": keyExpiries,
 		"Title": p.Name, "Nav": "overview",
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
 		"After": after, "NextAfter": next, "PageSize": hostsPerPage,
@@ -475,7 +500,11 @@ func (c *Console) drain(rq *request) {
 	if !on {
 		msg = host + " takes new sessions again."
 	}
-	c.redirect(rq, "/pools/"+url.PathEscape(pool), msg)
+	back := "/pools/" + url.PathEscape(pool)
+	if rq.r.PostFormValue("back") == "host" {
+		back += "/hosts/" + url.PathEscape(host)
+	}
+	c.redirect(rq, back, msg)
 }
 
 // power starts or stops a host through the API (issue 17, R-A4): form
