@@ -248,7 +248,9 @@ func (c *Console) renderMessage(rq *request, status int, text, fieldErr string) 
 // next heartbeat (R-S4).
 func (c *Console) sendMessage(rq *request) {
 	pool, id := rq.r.PathValue("pool"), rq.r.PathValue("id")
-	text := rq.r.PostFormValue("message")
+	// A textarea posts its line breaks as CRLF (HTML): the agent gets
+	// them as the user typed them, one LF each.
+	text := strings.ReplaceAll(rq.r.PostFormValue("message"), "\r\n", "\n")
 	if err := rq.api.sendMessage(rq.r.Context(), pool, id, text); err != nil {
 		switch code := vdibroker.ErrorCode(err); code {
 		case vdibroker.EInvalid:

@@ -227,11 +227,12 @@ func TestActionSendMessage(t *testing.T) {
 	a := b.post("/pools/pool-a/sessions/"+id+"/message", url.Values{"csrf": {csrf}, "message": {"bell\x07"}, "user": {"alice"}})
 	wantStatus(t, a, http.StatusBadRequest)
 	wantContains(t, a, "control characters", `id="e-message"`)
-	a = b.post("/pools/pool-a/sessions/"+id+"/message", url.Values{"csrf": {csrf}, "message": {"Maintenance at 18:00.\nSave your work."}, "user": {"alice"}, "back": {"/sessions?pool=pool-a"}})
+	a = b.post("/pools/pool-a/sessions/"+id+"/message", url.Values{"csrf": {csrf}, "message": {"Maintenance at 18:00.\r\nSave your work."}, "user": {"alice"}, "back": {"/sessions?pool=pool-a"}})
 	wantStatus(t, a, http.StatusSeeOther)
 	if a.location != "/sessions?pool=pool-a" {
 		t.Errorf("back to %q", a.location)
 	}
+	// The textarea's CRLF reaches the agent as the LF typed.
 	cmds := e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
 	if len(cmds) != 1 || cmds[0].Type != vdibroker.CommandSendMessage || cmds[0].Message != "Maintenance at 18:00.\nSave your work." || cmds[0].AgentSessionID != "7" {
 		t.Errorf("the agent got %+v, want the message once", cmds)
