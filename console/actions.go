@@ -91,11 +91,7 @@ func (c *Console) deletePool(rq *request) {
 	force := rq.r.PostFormValue("force") == "true"
 	del, err := rq.api.deletePool(rq.r.Context(), pool, force)
 	if err != nil {
-		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
-			c.apiError(rq, err)
-			return
-		}
-		c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
+		c.refusedOnPool(rq, err)
 		return
 	}
 	c.redirect(rq, "/", fmt.Sprintf("Host pool %s deleted: %s.", pool, del.Text()))
@@ -125,11 +121,7 @@ func (c *Console) registrationKey(rq *request) {
 	}
 	key, err := rq.api.createRegistrationToken(rq.r.Context(), pool, req)
 	if err != nil {
-		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
-			c.apiError(rq, err)
-			return
-		}
-		c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
+		c.refusedOnPool(rq, err)
 		return
 	}
 	scheme := "http"
@@ -158,6 +150,18 @@ func (c *Console) removeHost(rq *request) {
 		return
 	}
 	c.redirect(rq, "/pools/"+url.PathEscape(pool), host+" removed: its agent's credential is revoked, so it must register again to come back.")
+}
+
+// refusedOnPool answers the API's refusal of an action on a pool or its
+// host: a pool or host that is not there (or not the user's to see) and a
+// token no longer accepted on their own page, any other refusal (a
+// Reader's change, a Conflict) on the pool page with its status and why.
+func (c *Console) refusedOnPool(rq *request, err error) {
+	if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
+		c.apiError(rq, err)
+		return
+	}
+	c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
 }
 
 // maxBulkHosts bounds one bulk drain: a page of the pool's hosts.

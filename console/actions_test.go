@@ -209,13 +209,7 @@ func TestActionResumeDrainedHost(t *testing.T) {
 func TestActionSendMessage(t *testing.T) {
 	e := newEnv(t)
 	e.seed("alice")
-	ctx := context.Background()
-	e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
-	open, err := e.admin.ListUserSessions(ctx, "pool-a", vhttp.SessionQuery{User: "alice"})
-	if err != nil || len(open) != 1 {
-		t.Fatalf("alice's session: %v %v", open, err)
-	}
-	id := open[0].ID
+	id := e.activeSession("alice")
 	b := e.browser()
 	b.signin(adminToken)
 	wantContains(t, b.get("/sessions"), `/pools/pool-a/sessions/`+id+`/message?back=`)

@@ -108,6 +108,18 @@ func (e *env) heartbeat(host string, sessions []vdibroker.AgentSession) []vdibro
 	return resp.Commands
 }
 
+// activeSession has host-1's agent report user's session Active and
+// returns its id (seed placed it on host-1).
+func (e *env) activeSession(user string) string {
+	e.t.Helper()
+	e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: user, State: vdibroker.StateActive}})
+	open, err := e.admin.ListUserSessions(context.Background(), "pool-a", vhttp.SessionQuery{User: user})
+	if err != nil || len(open) != 1 {
+		e.t.Fatalf("%s's session: %v %v", user, open, err)
+	}
+	return open[0].ID
+}
+
 func (e *env) token(role string) string {
 	e.t.Helper()
 	tok, err := e.admin.CreateToken(context.Background(), vhttp.TokenRequest{Role: role, Subject: strings.ToLower(role) + "-1"})

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
-	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // The console's labels that misled an administrator, one test each: each
@@ -135,21 +134,17 @@ func TestLabelAdminLogoffEndReason(t *testing.T) {
 	e := newEnv(t)
 	e.seed("alice")
 	ctx := context.Background()
-	e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
-	open, err := e.admin.ListUserSessions(ctx, "pool-a", vhttp.SessionQuery{User: "alice"})
-	if err != nil || len(open) != 1 {
-		t.Fatalf("alice's session: %v %v", open, err)
-	}
+	id := e.activeSession("alice")
 	b := e.browser()
 	b.signin(adminToken)
-	a := b.post("/pools/pool-a/sessions/"+open[0].ID+"/logoff", url.Values{"csrf": {b.csrf("/sessions")}, "user": {"alice"}})
+	a := b.post("/pools/pool-a/sessions/"+id+"/logoff", url.Values{"csrf": {b.csrf("/sessions")}, "user": {"alice"}})
 	wantStatus(t, a, http.StatusSeeOther)
 	cmds := e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
 	if len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
 		t.Fatalf("the agent got %+v, want the logoff", cmds)
 	}
 	e.heartbeat("host-1", nil) // the agent logged alice off
-	s, err := e.admin.GetUserSession(ctx, "pool-a", open[0].ID)
+	s, err := e.admin.GetUserSession(ctx, "pool-a", id)
 	if err != nil || s.EndReason != vdibroker.EndLoggedOffByAdmin {
 		t.Fatalf("after the admin's logoff: %+v, %v", s, err)
 	}

@@ -489,11 +489,7 @@ func (c *Console) drain(rq *request) {
 		return
 	}
 	if err := rq.api.patchHost(rq.r.Context(), pool, host, map[string]any{"allowNewSession": !on}); err != nil {
-		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
-			c.apiError(rq, err)
-			return
-		}
-		c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
+		c.refusedOnPool(rq, err) // actions.go
 		return
 	}
 	msg := host + " is drained: it takes no new sessions; its sessions stay (R-C2)."
@@ -523,13 +519,9 @@ func (c *Console) power(rq *request) {
 		back += "/hosts/" + url.PathEscape(host)
 	}
 	if err := rq.api.powerHost(rq.r.Context(), pool, host, action, force); err != nil {
-		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
-			c.apiError(rq, err)
-			return
-		}
 		// A refusal (sessions open, no driver, already starting) is told
 		// with its status, as drain's are.
-		c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
+		c.refusedOnPool(rq, err)
 		return
 	}
 	msg := host + " is starting: it takes sessions once its agent heartbeats (R-A4)."

@@ -64,12 +64,19 @@ func TestUserPrefixSearch_SPEC9(t *testing.T) {
 	if wantK := append([]string{"kelly"}, want...); !slices.Equal(paged, wantK) {
 		t.Errorf("k, paged by 3: %v, want %v", paged, wantK)
 	}
-	for query, field := range map[string]string{
+	wantBadQueries(t, e, "/api/v1/hostpools/search/usersessions", map[string]string{
 		"userPrefix=kim&user=Kim.01": "userPrefix",
 		"userPrefix=%01kim":          "userPrefix",
 		"userPrefix=kim%20":          "userPrefix",
-	} {
-		status, ve, _ := rawDo(t, e, "GET", "/api/v1/hostpools/search/usersessions?"+query, adminToken, "")
+	})
+}
+
+// wantBadQueries fails unless each query of path (by the admin) is 400
+// naming its field.
+func wantBadQueries(t *testing.T, e *env, path string, fields map[string]string) {
+	t.Helper()
+	for query, field := range fields {
+		status, ve, _ := rawDo(t, e, "GET", path+"?"+query, adminToken, "")
 		if status != 400 || ve == nil || ve.Field != field {
 			t.Errorf("?%s: %d %+v, want 400 on %s", query, status, ve, field)
 		}
