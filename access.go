@@ -161,6 +161,11 @@ func authorizeRole(p *Principal, a Action) error {
 		case RoleAdmin, RoleContributor:
 			return nil
 		case RoleReader:
+			if a == ActionInspect {
+				// A read too, so not "may only read": what only those
+				// who may change it see.
+				return Errorf(EPermission, "role Reader may not read the audit trail or registration tokens: they are for Contributors and the admin token")
+			}
 			return Errorf(EPermission, "role Reader may only read (GET)")
 		default:
 			return Errorf(EPermission, "role %s may only connect", p.Role)

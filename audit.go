@@ -82,11 +82,17 @@ type AuditFilter struct {
 	// Principal matches the principal's ID or Name.
 	Principal string
 	Action    string
-	Since     time.Time
+	// Since and Until bound the entries' time: Since <= Time < Until
+	// (zero: unbounded).
+	Since, Until time.Time
 	// HostPools, when set, keeps only entries of these pools (a scoped
 	// principal's view).
 	HostPools []string
-	// After is the paging cursor: entries with Seq > After.
+	// Newest lists newest first (by Seq descending), else oldest first.
+	Newest bool
+	// After is the paging cursor: entries after the one with Seq After in
+	// the listing's order (Seq > After oldest first, Seq < After newest
+	// first); 0 is from the start.
 	After int64
 	Limit int
 }
@@ -96,7 +102,7 @@ type AuditStore interface {
 	// AppendAudit writes one entry in a transaction of its own (a refusal,
 	// a sign-in): it sets e.Seq.
 	AppendAudit(ctx context.Context, e *AuditEntry) error
-	// ListAudit lists entries by Seq ascending.
+	// ListAudit lists entries by Seq, ascending or (f.Newest) descending.
 	ListAudit(ctx context.Context, f AuditFilter) ([]*AuditEntry, error)
 }
 

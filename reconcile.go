@@ -45,6 +45,11 @@ type HostReport struct {
 	// LastLogoff holds, by session ID, when a logoff of the session was
 	// last asked of the host's agent (R-S4, R-S5).
 	LastLogoff map[string]time.Time
+	// LoggedOff holds the sessions whose logoff the host's agent was given
+	// (delivered, and not reported failed): one the host stops reporting
+	// ended by that logoff, an admin's (R-S4) or the broker's (R-S5), not
+	// unseen (NotReported).
+	LoggedOff map[string]bool
 
 	// NewID names adopted sessions; nil is NewID.
 	NewID func() string
@@ -115,8 +120,10 @@ type Reconciliation struct {
 //     A matched session in another state than wanted moves to it.
 //  2. An open session not matched ends: a Pending one the host never
 //     reported after pendingTimeoutSeconds (R-S3, PendingTimeout; before
-//     that the user may still be logging on), any other at once
-//     (NotReported).
+//     that the user may still be logging on), any other at once: by the
+//     logoff its agent was given (LoggedOff), an admin's (R-S4,
+//     LoggedOffByAdmin) or the broker's after the disconnected timeout
+//     (R-S5, DisconnectedTimeout), else NotReported.
 //  3. With disconnectedSessionTimeoutMinutes above 0, a session
 //     disconnected (and not changed since) for that long is asked to log
 //     off, once per disconnection, and after a failed logoff again only a
@@ -124,11 +131,12 @@ type Reconciliation struct {
 //
 // User names are compared as they are, byte for byte.
 //
-// A caller that does not know PlacedElsewhere and LastLogoff calls
-// Reconcile without them (nobody placed elsewhere, no logoff asked before),
-// looks up the users of its Adopt steps and the sessions of its AskLogoff
-// steps, and, when there are any, calls it again with what it found: the
-// facts only take Adopt and AskLogoff steps away, and no other step
+// A caller that does not know PlacedElsewhere, LastLogoff and LoggedOff
+// calls Reconcile without them (nobody placed elsewhere, no logoff asked
+// before), looks up the users of its Adopt steps, the sessions of its
+// AskLogoff steps and those its NotReported steps end, and, when there
+// are any, calls it again with what it found: the facts only take Adopt
+// and AskLogoff steps away and name an end's reason, and no other step
 // depends on those.
 func Reconcile(r HostReport) Reconciliation {
 	rc := newReconciler(r)
@@ -260,6 +268,12 @@ func (rc *reconciler) endUnreported() {
 			if rc.Now.Sub(o.StateTime) > rc.Pool.PendingTimeout() {
 				rc.move(i, StateLoggedOff, EndPendingTimeout)
 			}
+		case rc.LoggedOff[o.ID] && o.LogoffQueued:
+			// The broker's own ask (R-S5) is the one since the
+			// session last changed state.
+			rc.move(i, StateLoggedOff, EndDisconnectedTimeout)
+		case rc.LoggedOff[o.ID]:
+			rc.move(i, StateLoggedOff, EndLoggedOffByAdmin)
 		default:
 			rc.move(i, StateLoggedOff, EndNotReported)
 		}

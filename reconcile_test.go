@@ -93,6 +93,7 @@ func TestReconcile(t *testing.T) {
 		reported        []vdibroker.AgentSession
 		placedElsewhere map[string]bool
 		lastLogoff      map[string]time.Time
+		loggedOff       map[string]bool
 		want            vdibroker.Reconciliation
 	}{
 		{
@@ -145,6 +146,33 @@ func TestReconcile(t *testing.T) {
 			name: "R-S2 a session no longer reported ends NotReported",
 			open: []vdibroker.OpenSession{aliceActive},
 			want: vdibroker.Reconciliation{Steps: []vdibroker.SessionStep{move("s1", active, loggedOff, vdibroker.EndNotReported)}},
+		},
+		{
+			// R-S4: the agent was given an admin's logoff; the session
+			// it no longer reports ended by it, not unseen.
+			name:      "R-S4 a session logged off by an admin ends LoggedOffByAdmin",
+			open:      []vdibroker.OpenSession{aliceActive},
+			loggedOff: map[string]bool{"s1": true},
+			want:      vdibroker.Reconciliation{Steps: []vdibroker.SessionStep{move("s1", active, loggedOff, vdibroker.EndLoggedOffByAdmin)}},
+		},
+		{
+			// R-S5: the broker's own ask since the disconnection.
+			name: "R-S5 a session the broker logged off ends DisconnectedTimeout",
+			pool: r5,
+			open: []vdibroker.OpenSession{func() vdibroker.OpenSession {
+				o := aliceAwayLong
+				o.LogoffQueued = true
+				return o
+			}()},
+			loggedOff: map[string]bool{"s1": true},
+			want:      vdibroker.Reconciliation{Steps: []vdibroker.SessionStep{move("s1", disconnected, loggedOff, vdibroker.EndDisconnectedTimeout)}},
+		},
+		{
+			// A logoff of another session says nothing of this one.
+			name:      "R-S2 another session's logoff leaves NotReported",
+			open:      []vdibroker.OpenSession{aliceActive},
+			loggedOff: map[string]bool{"s2": true},
+			want:      vdibroker.Reconciliation{Steps: []vdibroker.SessionStep{move("s1", active, loggedOff, vdibroker.EndNotReported)}},
 		},
 		{
 			// Reported once (it has the host's id) and then no longer:
@@ -339,7 +367,7 @@ func TestReconcile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := vdibroker.HostReport{Pool: tt.pool, Open: tt.open, Reported: tt.reported, Now: now,
-				PlacedElsewhere: tt.placedElsewhere, LastLogoff: tt.lastLogoff, NewID: newIDs()}
+				PlacedElsewhere: tt.placedElsewhere, LastLogoff: tt.lastLogoff, LoggedOff: tt.loggedOff, NewID: newIDs()}
 			if in.Pool == nil {
 				in.Pool = pool
 			}
@@ -352,11 +380,13 @@ func TestReconcile(t *testing.T) {
 }
 
 // TestReconcileFactsOnlyTakeStepsAway is the contract the store relies on
-// when it calls Reconcile without PlacedElsewhere and LastLogoff, looks up
-// the users of its Adopt steps and the sessions of its AskLogoff steps, and
-// calls it again: with any facts, the steps are those without them, less
-// the adoptions of users placed elsewhere and the logoffs asked recently,
-// and the sessions after are those without them, less the adoptions.
+// when it calls Reconcile without PlacedElsewhere, LastLogoff and
+// LoggedOff, looks up the users of its Adopt steps, the sessions of its
+// AskLogoff steps and those it ends NotReported, and calls it again: with
+// any facts, the steps are those without them, less the adoptions of
+// users placed elsewhere and the logoffs asked recently, with the reason
+// of a logged-off session's end named, and the sessions after are those
+// without them, less the adoptions.
 func TestReconcileFactsOnlyTakeStepsAway(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		users := []string{"alice", "bob", "carol"}
@@ -389,9 +419,15 @@ func TestReconcileFactsOnlyTakeStepsAway(t *testing.T) {
 				lastLogoff[o.ID] = ago(time.Duration(rapid.IntRange(0, 7200).Draw(t, "asked age s")) * time.Second)
 			}
 		}
+		loggedOffBy := map[string]bool{}
+		queued := map[string]bool{}
+		for _, o := range open {
+			loggedOffBy[o.ID] = rapid.Bool().Draw(t, "logoff given "+o.ID)
+			queued[o.ID] = o.LogoffQueued
+		}
 		in := vdibroker.HostReport{Pool: pool, Open: open, Reported: reported, Now: now}
 		without := vdibroker.Reconcile(in)
-		in.PlacedElsewhere, in.LastLogoff = placedElsewhere, lastLogoff
+		in.PlacedElsewhere, in.LastLogoff, in.LoggedOff = placedElsewhere, lastLogoff, loggedOffBy
 		with := vdibroker.Reconcile(in)
 
 		limit := time.Duration(pool.DisconnectedSessionTimeoutMinutes) * time.Minute
@@ -402,6 +438,13 @@ func TestReconcileFactsOnlyTakeStepsAway(t *testing.T) {
 			case st.Kind == vdibroker.StepAdopt && placedElsewhere[st.User]:
 				dropped[st.SessionID] = true
 			case st.Kind == vdibroker.StepAskLogoff && !lastLogoff[st.SessionID].IsZero() && now.Sub(lastLogoff[st.SessionID]) < limit:
+			case st.Reason == vdibroker.EndNotReported && loggedOffBy[st.SessionID]:
+				// The fact names the end's reason, and changes nothing else.
+				st.Reason = vdibroker.EndLoggedOffByAdmin
+				if queued[st.SessionID] {
+					st.Reason = vdibroker.EndDisconnectedTimeout
+				}
+				want = append(want, st)
 			default:
 				want = append(want, st)
 			}

@@ -134,9 +134,10 @@ type PoolService interface {
 	// stored pool (a PATCH body decoded onto it), and stores it as
 	// PutPool does.
 	UpdatePool(ctx context.Context, name string, change func(*HostPool) error) (*HostPool, error)
-	// DeletePool deletes a pool with its hosts and sessions (refused with
-	// Conflict while sessions are open, unless force).
-	DeletePool(ctx context.Context, name string, force bool) error
+	// DeletePool deletes a pool with its hosts and sessions and returns
+	// what went; refused with Conflict, naming what would go, while the
+	// pool has hosts or open sessions, unless force.
+	DeletePool(ctx context.Context, name string, force bool) (*PoolDeletion, error)
 	// Summary is the pool's hosts by status, drained hosts and open
 	// sessions.
 	Summary(ctx context.Context, p *HostPool) (*PoolSummary, error)

@@ -45,11 +45,16 @@ type RegistrationToken struct {
 // SessionFilter selects user sessions. Empty fields match all; an empty
 // State matches every open state (not LoggedOff), per SPEC §9.
 type SessionFilter struct {
-	HostPool    string
-	User        string
+	HostPool string
+	User     string
+	// UserPrefix selects the users whose name starts with it, compared
+	// case-insensitively (the database's lower()): a search, listed by
+	// the folded name, then ID, instead of by ID. Not with User.
+	UserPrefix  string
 	State       string
 	SessionHost string
-	// After is the paging cursor: only sessions with ID > After.
+	// After is the paging cursor: only sessions with ID > After; in a
+	// UserPrefix search, the sessions after that one in its order.
 	After string
 	// Limit caps the number returned (0 = no cap).
 	Limit int
@@ -134,9 +139,11 @@ type Store interface {
 	GetHostPool(ctx context.Context, name string) (*HostPool, error)
 	// ListHostPools lists pools by name.
 	ListHostPools(ctx context.Context) ([]*HostPool, error)
-	// DeleteHostPool deletes a pool with its hosts, sessions and tokens; it is
-	// refused with Conflict while open sessions exist unless force.
-	DeleteHostPool(ctx context.Context, name string, force bool) error
+	// DeleteHostPool deletes a pool with its hosts, sessions and tokens,
+	// and takes it out of its scaling plan (audited as that plan's change),
+	// and returns what went. It is refused with Conflict, naming what
+	// would go, while the pool has hosts or open sessions, unless force.
+	DeleteHostPool(ctx context.Context, name string, force bool) (*PoolDeletion, error)
 
 	// PutSessionHost creates or replaces a host's admin fields (address,
 	// protocols, standardFeatures, allowNewSession, assignedUsers); runtime

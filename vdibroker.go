@@ -7,6 +7,8 @@
 package vdibroker
 
 import (
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -62,6 +64,9 @@ const (
 	EndHostDeleted = "HostDeleted"
 	// EndLoggedOffByAdmin: an admin logged the session off (R-S4).
 	EndLoggedOffByAdmin = "LoggedOffByAdmin"
+	// EndDisconnectedTimeout: the broker logged the session off after
+	// disconnectedSessionTimeoutMinutes (R-S5).
+	EndDisconnectedTimeout = "DisconnectedTimeout"
 )
 
 // NoSessionLimit is the default maxSessionLimit: "no limit" (SPEC §2).
@@ -238,9 +243,116 @@ func Placeable(status string) bool {
 // (R-H1), how many are drained, and its open sessions (R-S1). The console's
 // overview shows it for every pool without listing every host.
 type PoolSummary struct {
-	Hosts     int            `json:"hosts"`
-	Available int            `json:"available"` // hosts that take sessions now (Available, NeedsAssistance)
-	Drained   int            `json:"drained"`
-	Sessions  int            `json:"sessions"`
-	ByStatus  map[string]int `json:"byStatus"`
+	Hosts int `json:"hosts"`
+	// Available counts the hosts whose status is placeable (Available,
+	// NeedsAssistance), drained or not.
+	Available int `json:"available"`
+	// TakingSessions counts the hosts that take a new session now: a
+	// placeable status and neither drain (R-C2, R-C3, R-A3). A drained
+	// host is available and takes none.
+	TakingSessions int            `json:"takingSessions"`
+	Drained        int            `json:"drained"`
+	Sessions       int            `json:"sessions"`
+	ByStatus       map[string]int `json:"byStatus"`
+}
+
+// MaxDeletionNames bounds the host names a PoolDeletion lists: the count
+// says how many there are.
+const MaxDeletionNames = 20
+
+// PoolDeletion is what deleting a host pool removes, or, refused, would
+// remove (SPEC §9): its session hosts, whose agents' credentials are
+// revoked with them; its open sessions, ended; its registration tokens;
+// and its place in a scaling plan, which stays without it (R-SP4).
+type PoolDeletion struct {
+	HostPool string `json:"hostPool"`
+	// SessionHosts counts the pool's hosts; HostNames names the first
+	// MaxDeletionNames of them by name.
+	SessionHosts int      `json:"sessionHosts"`
+	HostNames    []string `json:"hostNames,omitempty"`
+	// OpenSessions counts the open (Pending, Active, Disconnected)
+	// sessions.
+	OpenSessions int `json:"openSessions"`
+	// RegistrationTokens counts the tokens that could still register a
+	// host (not expired, not used up).
+	RegistrationTokens int `json:"registrationTokens"`
+	// ScalingPlan names the plan the pool is taken out of ("" for none).
+	ScalingPlan string `json:"scalingPlan,omitempty"`
+}
+
+// Blocks reports whether the deletion must be forced: the pool has hosts
+// or open sessions (SPEC §9).
+func (d *PoolDeletion) Blocks() bool { return d.SessionHosts > 0 || d.OpenSessions > 0 }
+
+// hostList is "2 session hosts (h1, h2)", naming at most HostNames.
+func (d *PoolDeletion) hostList() string {
+	names := strings.Join(d.HostNames, ", ")
+	if n := d.SessionHosts - len(d.HostNames); n > 0 {
+		names += fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("%s (%s)", plural(d.SessionHosts, "session host"), names)
+}
+
+// Refusal is the Conflict of a delete without force: what the pool has and
+// what deleting it would do, and how to delete it anyway.
+func (d *PoolDeletion) Refusal() string {
+	var has, would []string
+	if d.SessionHosts > 0 {
+		has = append(has, d.hostList())
+		would = append(would, "delete the hosts and revoke their agents' credentials")
+	}
+	if d.OpenSessions > 0 {
+		has = append(has, plural(d.OpenSessions, "open session"))
+		would = append(would, "end the sessions")
+	}
+	if d.RegistrationTokens > 0 {
+		has = append(has, plural(d.RegistrationTokens, "registration token"))
+		would = append(would, "revoke the registration tokens")
+	}
+	msg := fmt.Sprintf("host pool %q has %s", d.HostPool, join(has))
+	if d.ScalingPlan != "" {
+		msg += fmt.Sprintf(" and is in scaling plan %q", d.ScalingPlan)
+		would = append(would, fmt.Sprintf("take it out of scaling plan %q", d.ScalingPlan))
+	}
+	return msg + "; deleting it would " + join(would) + ". Delete with force (?force=true, vdibroker hostpool delete --force) to do so"
+}
+
+// Text says what a deletion removed: "2 session hosts (h1, h2) deleted and
+// their agents' credentials revoked; 3 open sessions ended; 1 registration
+// token revoked; taken out of scaling plan "office", which keeps its other
+// pools".
+func (d *PoolDeletion) Text() string {
+	var parts []string
+	if d.SessionHosts > 0 {
+		parts = append(parts, d.hostList()+" deleted and their agents' credentials revoked")
+	}
+	if d.OpenSessions > 0 {
+		parts = append(parts, plural(d.OpenSessions, "open session")+" ended")
+	}
+	if d.RegistrationTokens > 0 {
+		parts = append(parts, plural(d.RegistrationTokens, "registration token")+" revoked")
+	}
+	if d.ScalingPlan != "" {
+		parts = append(parts, fmt.Sprintf("taken out of scaling plan %q, which keeps its other pools", d.ScalingPlan))
+	}
+	if len(parts) == 0 {
+		return "it had no hosts, sessions, registration tokens or scaling plan"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// join is "a", "a and b", "a, b and c".
+func join(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+// plural is "1 host" or "2 hosts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

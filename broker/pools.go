@@ -117,14 +117,16 @@ func hostPoolTypeChange(was string) error {
 	return vdibroker.FieldError("hostPoolType", "cannot be changed after creation (R-P1): this pool is %s; create a new host pool instead", was)
 }
 
-// DeletePool deletes a pool with its hosts and sessions (refused with
-// Conflict while sessions are open, unless force).
-func (s *Service) DeletePool(ctx context.Context, name string, force bool) error {
-	if err := s.store.DeleteHostPool(ctx, name, force); err != nil {
-		return err
+// DeletePool deletes a pool with its hosts and sessions and returns what
+// went (refused with Conflict while it has hosts or open sessions, unless
+// force).
+func (s *Service) DeletePool(ctx context.Context, name string, force bool) (*vdibroker.PoolDeletion, error) {
+	del, err := s.store.DeleteHostPool(ctx, name, force)
+	if err != nil {
+		return nil, err
 	}
 	s.views.Drop(name)
-	return nil
+	return del, nil
 }
 
 // Summary returns pool's hosts by status, drained hosts and open sessions,
@@ -142,6 +144,9 @@ func (s *Service) Summary(ctx context.Context, pool *vdibroker.HostPool) (*vdibr
 		sum.ByStatus[st]++
 		if vdibroker.Placeable(st) {
 			sum.Available++
+			if h.AllowNewSession && !h.AutoscaleDrain {
+				sum.TakingSessions++
+			}
 		}
 		if !h.AllowNewSession || h.AutoscaleDrain { // either drain (R-C2, R-A3)
 			sum.Drained++

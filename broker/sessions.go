@@ -21,6 +21,14 @@ func (s *Service) ListSessions(ctx context.Context, f vdibroker.SessionFilter) (
 	if f.State != "" && !slices.Contains(sessionStates, f.State) {
 		return nil, vdibroker.FieldError("state", "must be one of Pending, Active, Disconnected, LoggedOff, got %q", f.State)
 	}
+	if f.UserPrefix != "" {
+		if f.User != "" {
+			return nil, vdibroker.FieldError("userPrefix", "searches by the start of a name; it cannot be combined with user, which is one exact name")
+		}
+		if err := vdibroker.ValidateText("userPrefix", f.UserPrefix, vdibroker.MaxUserLen); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := s.store.GetHostPool(ctx, f.HostPool); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,11 @@ type listAnswer[T any] struct {
 // API errors come back as *vdibroker.Error with the server's code, message
 // and field.
 func (a *api) do(ctx context.Context, method, path string, body, out any) error {
+	return a.doHeader(ctx, method, path, nil, body, out)
+}
+
+// doHeader is do with request headers h (If-None-Match).
+func (a *api) doHeader(ctx context.Context, method, path string, h http.Header, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -54,6 +59,9 @@ func (a *api) do(ctx context.Context, method, path string, body, out any) error 
 	req, err := http.NewRequestWithContext(ctx, method, path, rd)
 	if err != nil {
 		return err
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
 	}
 	req.RemoteAddr = a.remoteAddr
 	req.RequestURI = path
@@ -194,15 +202,18 @@ func (a *api) getHost(ctx context.Context, pool, host string) (*vdibroker.Sessio
 // (SPEC §9), its page size and cursor.
 type sessionQuery struct {
 	User, State, SessionHost string
-	Limit                    int
-	After                    string // the cursor of the API's nextLink
+	// UserPrefix searches by the start of the name, any case (the API's
+	// ?userPrefix=), instead of one exact User.
+	UserPrefix string
+	Limit      int
+	After      string // the cursor of the API's nextLink
 }
 
 // sessionsPage reads one page of a pool's sessions; next is the cursor of
 // the page after it ("" when this is the last).
 func (a *api) sessionsPage(ctx context.Context, pool string, q sessionQuery) (sessions []vdibroker.UserSession, next string, err error) {
 	v := url.Values{}
-	for k, val := range map[string]string{"user": q.User, "state": q.State, "sessionHost": q.SessionHost, "after": q.After} {
+	for k, val := range map[string]string{"user": q.User, "userPrefix": q.UserPrefix, "state": q.State, "sessionHost": q.SessionHost, "after": q.After} {
 		if val != "" {
 			v.Set(k, val)
 		}
@@ -240,6 +251,42 @@ func (a *api) getSession(ctx context.Context, pool, id string) (*vdibroker.UserS
 func (a *api) placement(ctx context.Context, pool, id string) (*placement.Explain, error) {
 	var e placement.Explain
 	return &e, a.do(ctx, http.MethodGet, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/placement", nil, &e)
+}
+
+// createPool creates pool name from body (the §2 fields), never replacing
+// one of that name (If-None-Match: *).
+func (a *api) createPool(ctx context.Context, name string, body map[string]any) (*poolAnswer, error) {
+	var p poolAnswer
+	return &p, a.doHeader(ctx, http.MethodPut, poolPath(name), http.Header{"If-None-Match": {"*"}}, body, &p)
+}
+
+// deletePool deletes a pool and answers what went (SPEC §9): refused
+// while it has hosts or open sessions, unless force.
+func (a *api) deletePool(ctx context.Context, pool string, force bool) (*vdibroker.PoolDeletion, error) {
+	var d vdibroker.PoolDeletion
+	return &d, a.do(ctx, http.MethodDelete, poolPath(pool)+"?force="+strconv.FormatBool(force), nil, &d)
+}
+
+// createRegistrationToken issues a registration key; its secret is only
+// in this answer.
+func (a *api) createRegistrationToken(ctx context.Context, pool string, req vdibroker.RegistrationTokenRequest) (*vdibroker.RegistrationTokenResponse, error) {
+	var t vdibroker.RegistrationTokenResponse
+	return &t, a.do(ctx, http.MethodPost, poolPath(pool)+"/registrationtoken", req, &t)
+}
+
+func (a *api) listRegistrationTokens(ctx context.Context, pool string) ([]vdibroker.RegistrationToken, error) {
+	return list[vdibroker.RegistrationToken](ctx, a, poolPath(pool)+"/registrationtokens")
+}
+
+// deleteHost removes a host and revokes its credential; refused while it
+// has sessions, unless force.
+func (a *api) deleteHost(ctx context.Context, pool, host string, force bool) error {
+	return a.do(ctx, http.MethodDelete, poolPath(pool)+"/sessionhosts/"+url.PathEscape(host)+"?force="+strconv.FormatBool(force), nil, nil)
+}
+
+// sendMessage queues a message for a session's user (R-S4).
+func (a *api) sendMessage(ctx context.Context, pool, id, message string) error {
+	return a.do(ctx, http.MethodPost, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/sendmessage", map[string]string{"message": message}, nil)
 }
 
 // recorder is the in-process ResponseWriter the API answers into.

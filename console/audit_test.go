@@ -2,10 +2,17 @@ package console_test
 
 import (
 	"context"
+	"html"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // TestAuditPage (issue 15): the console's audit page lists the trail's
@@ -39,7 +46,102 @@ func TestAuditPage(t *testing.T) {
 	if strings.Contains(rb.get("/").body, `href="/audit"`) {
 		t.Errorf("a Reader's nav offers the audit page")
 	}
-	if a := rb.get("/audit"); a.status != 403 {
+	a := rb.get("/audit")
+	if a.status != 403 {
 		t.Errorf("a Reader's /audit = %d, want 403", a.status)
 	}
+	// Told what they may not do and who may, not that a change was refused.
+	wantContains(t, a, "The role Reader may not read the audit trail", "is for Contributors and the admin token",
+		"Reader may look at host pools, hosts, sessions and scaling plans")
+	if strings.Contains(a.body, "may not make this change") || strings.Contains(a.body, `id="audit-table"`) {
+		t.Error("a Reader's audit page speaks of a change, or shows entries")
+	}
+}
+
+// TestAuditPageNewestFirstFiltersDiff: the audit page lists newest first
+// and pages on to older entries; it filters by principal, action, target
+// and time range as the API does; an update shows the fields it changed,
+// each before and after, not the documents as one line; a bad time is 400
+// beside the form.
+func TestAuditPageNewestFirstFiltersDiff(t *testing.T) {
+	const pageSize = 50 // the page's size (console.auditPageSize)
+	e := newEnv(t)
+	ctx := context.Background()
+	e.seed()
+	ops, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleContributor, Subject: "ops-dana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opsAPI := vhttp.NewClient(e.url, ops.Secret)
+	if _, err := opsAPI.PatchHostPool(ctx, "pool-a", map[string]any{"maxSessionLimit": 7, "loadBalancing": map[string]any{"cpuThreshold": 80}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pageSize + 5 { // more than a page, newer than the patch
+		if _, err := e.admin.PatchSessionHost(ctx, "pool-a", "host-2", map[string]any{"allowNewSession": i%2 == 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	seqs := func(a answer) []int {
+		var out []int
+		for _, m := range regexp.MustCompile(`data-seq="(\d+)"`).FindAllStringSubmatch(a.body, -1) {
+			n, _ := strconv.Atoi(m[1])
+			out = append(out, n)
+		}
+		return out
+	}
+	first := b.get("/audit")
+	wantStatus(t, first, 200)
+	s1 := seqs(first)
+	if len(s1) != pageSize || !slices.IsSortedFunc(s1, func(a, b int) int { return b - a }) {
+		t.Fatalf("page 1: %d entries %v, want %d newest first", len(s1), s1, pageSize)
+	}
+	all, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newest := int(all[len(all)-1].Seq); s1[0] != newest {
+		t.Errorf("page 1 starts at seq %d, want the newest, %d", s1[0], newest)
+	}
+	next := regexp.MustCompile(`href="(/audit\?[^"]+)" rel="next"`).FindStringSubmatch(first.body)
+	if next == nil {
+		t.Fatal("no link to older entries")
+	}
+	second := b.get(html.UnescapeString(next[1]))
+	if s2 := seqs(second); len(s2) == 0 || s2[0] >= s1[len(s1)-1] {
+		t.Errorf("page 2 %v does not go on below page 1's last, %d", s2, s1[len(s1)-1])
+	}
+	wantContains(t, second, `data-page="first"`)
+
+	// The pool's update by ops-dana, by principal and action: its two
+	// changed fields, before and after, and no field it did not change.
+	a := b.get("/audit?principal=ops-dana&action=hostpool.update")
+	wantStatus(t, a, 200)
+	if n := len(seqs(a)); n != 1 {
+		t.Fatalf("principal and action filter: %d entries, want 1", n)
+	}
+	wantContains(t, a, `<li data-field="maxSessionLimit"><code>maxSessionLimit</code> <del title="before">4</del> → <ins title="after">7</ins></li>`,
+		`data-field="loadBalancing.cpuThreshold"`)
+	if strings.Contains(a.body, `data-field="hostPoolType"`) || strings.Contains(a.body, `{&#34;`) || strings.Contains(a.body, `{"name"`) {
+		t.Error("the update shows unchanged fields or raw JSON")
+	}
+	// The target filter, and a created entry folded.
+	a = b.get("/audit?target=hostpools/pool-a&action=hostpool.put")
+	wantContains(t, a, "<summary>created, ")
+
+	// The time range: exactly the patch's instant.
+	var patch *vdibroker.AuditEntry
+	for _, en := range all {
+		if en.Action == "hostpool.update" {
+			patch = en
+		}
+	}
+	q := url.Values{"from": {patch.Time.Format(time.RFC3339Nano)}, "to": {patch.Time.Add(time.Microsecond).Format(time.RFC3339Nano)}}
+	if got := seqs(b.get("/audit?" + q.Encode())); len(got) != 1 || got[0] != int(patch.Seq) {
+		t.Errorf("time range of the patch: %v, want [%d]", got, patch.Seq)
+	}
+	a = b.get("/audit?from=yesterday")
+	wantStatus(t, a, 400)
+	wantContains(t, a, `from: &#34;yesterday&#34; is not a time`, `value="yesterday"`)
 }

@@ -198,6 +198,13 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /pools/{pool}/settings", c.signedIn(c.poolSettings))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/drain", c.signedIn(c.drain))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/power", c.signedIn(c.power))
+	c.mux.HandleFunc("POST /pools", c.signedIn(c.createPool))                               // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/delete", c.signedIn(c.deletePool))                 // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/registrationtoken", c.signedIn(c.registrationKey)) // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/hosts/drain", c.signedIn(c.bulkDrain))             // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/delete", c.signedIn(c.removeHost))    // actions.go
+	c.mux.HandleFunc("GET /pools/{pool}/sessions/{id}/message", c.signedIn(c.messagePage))  // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/message", c.signedIn(c.sendMessage)) // actions.go
 	c.mux.HandleFunc("GET /pools/{pool}/hosts/{host}", c.signedIn(c.hostPage))
 	c.mux.HandleFunc("GET /pools/{pool}/autoscale", c.signedIn(c.autoscalePage)) // autoscale.go
 	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))
@@ -437,7 +444,8 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 // apiError shows an API refusal on its own page with the API's status
-// (403 for a Reader's change, 404 for a missing pool...).
+// (403 for a Reader's change, 404 for a missing pool...); a refused page
+// (a GET) says what may not be seen, not that a change was refused.
 func (c *Console) apiError(rq *request, err error) {
 	code := vdibroker.ErrorCode(err)
 	if code == vdibroker.EInternal {
@@ -449,7 +457,11 @@ func (c *Console) apiError(rq *request, err error) {
 		delete(c.sessions, rq.sid)
 		c.mu.Unlock()
 	}
-	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), describe(err))
+	msg := describe(err)
+	if code == vdibroker.EPermission && rq.r.Method == http.MethodGet {
+		msg = "Refused by the broker: your token may not see this page (" + vdibroker.ErrorMessage(err) + ")."
+	}
+	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), msg)
 }
 
 // describe turns an API error into a sentence for people.
@@ -471,12 +483,18 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 	data["Refresh"] = c.refresh
 	// A Reader sees no drain, settings or log-off controls: the API would
 	// refuse them (R-SEC), and it still checks every change.
-	data["CanWrite"] = rq.sess.role != vdibroker.RoleReader && rq.sess.role != vdibroker.RoleUser
+	data["CanWrite"] = canWrite(rq.sess)
 	_, data["Federation"] = c.pages["federation"] // a pod (EnableFederation)
 	if _, ok := data["Flash"]; !ok {
 		data["Flash"] = c.takeFlash(rq.sess)
 	}
 	c.render(rq.w, status, name, data)
+}
+
+// canWrite reports whether the session's role may change things, so its
+// pages offer the controls (the API checks every change anyway).
+func canWrite(s *webSession) bool {
+	return s.role != vdibroker.RoleReader && s.role != vdibroker.RoleUser
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, data map[string]any) {

@@ -121,7 +121,7 @@ func TestPoolPage(t *testing.T) {
 	wantContains(t, a,
 		`data-host="host-1"`, `data-host="host-2"`, `data-host="host-3"`,
 		"Available", "42%", "61%", // CPU and memory of the last sample
-		`aria-label="Sessions per host against the limit"`, `aria-label="Load index per host"`,
+		`aria-label="Sessions per host against the limit"`,
 		"maxSessionLimit 4", `name="maxSessionLimit" value="4"`,
 		// Every host name links to its page.
 		`href="/pools/pool-a/hosts/host-1"`)

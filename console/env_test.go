@@ -15,11 +15,16 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
 const adminToken = "console-test-admin"
+
+// suitePostgres is set while TestConsolePostgres reruns console tests on
+// PostgreSQL: newEnvWith then opens a schema of the test's own.
+var suitePostgres bool
 
 // env is the real broker (SQLite store, API server) with the console
 // mounted at "/" on its mux, served on 127.0.0.1 by httptest.
@@ -37,7 +42,11 @@ func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 func newEnvWith(t *testing.T, adjust func(*console.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, "", t.TempDir(), nil)
+	dsn := ""
+	if suitePostgres {
+		dsn = pgtest.SchemaDSN(t, "vdibroker_console_", "console PostgreSQL test")
+	}
+	st, err := store.Open(ctx, dsn, t.TempDir(), nil)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -97,6 +106,18 @@ func (e *env) heartbeat(host string, sessions []vdibroker.AgentSession) []vdibro
 		e.t.Fatalf("heartbeat %s: %v", host, err)
 	}
 	return resp.Commands
+}
+
+// activeSession has host-1's agent report user's session Active and
+// returns its id (seed placed it on host-1).
+func (e *env) activeSession(user string) string {
+	e.t.Helper()
+	e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: user, State: vdibroker.StateActive}})
+	open, err := e.admin.ListUserSessions(context.Background(), "pool-a", vhttp.SessionQuery{User: user})
+	if err != nil || len(open) != 1 {
+		e.t.Fatalf("%s's session: %v %v", user, open, err)
+	}
+	return open[0].ID
 }
 
 func (e *env) token(role string) string {

@@ -115,8 +115,31 @@ func hostChecks(p *vdibroker.HostPool, h *vdibroker.SessionHost, status string, 
 		}
 		out = append(out, check{"info", "Assigned users", "Assigned to " + users + ": only they get sessions here (R-PE4)."})
 	}
-	out = append(out, check{"info", "Power state", "Not reported: no power driver is configured, so the broker knows only what the agent's heartbeat says (R-A4)."})
+	out = append(out, powerCheck(p, h, now))
 	return out
+}
+
+// powerCheck says where the host's power state comes from: the pool's
+// power driver, or, without one, the agent's heartbeats (R-A4), so the
+// page never shows "Running" beside "not reported".
+func powerCheck(p *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) check {
+	state := cmp.Or(h.PowerState, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), now))
+	since := ""
+	if h.PowerStateTime != nil {
+		since = fmt.Sprintf(" since %s (%s ago)", h.PowerStateTime.Local().Format("2006-01-02 15:04 MST"), durationText(now.Sub(*h.PowerStateTime)))
+	}
+	if p.PowerDriver == "" {
+		from := "its agent heartbeats"
+		if state != vdibroker.PowerRunning {
+			from = "its agent is silent or said it is stopping"
+		}
+		return check{"info", "Power state", fmt.Sprintf("%s%s, as far as the broker knows: %s. The pool has no power driver, so the broker can neither start nor stop it (R-A4).", state, since, from)}
+	}
+	st := "info"
+	if state == vdibroker.PowerStopped || state == vdibroker.PowerStopping {
+		st = "bad"
+	}
+	return check{st, "Power state", fmt.Sprintf("%s%s, from power driver %s and the agent's heartbeats (R-A4).", state, since, p.PowerDriver)}
 }
 
 // loadIndexChecks are the R-LI checks of a LoadIndex pool's host: the
@@ -181,11 +204,17 @@ func hostVerdict(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, name stri
 		if cand.Host != name {
 			continue
 		}
-		return candidateVerdict(p, &e, i, cand)
+		return needsAssistance(candidateVerdict(p, &e, i, cand), hosts, name)
 	}
 	for _, x := range e.Excluded {
 		if x.Host == name {
-			return check{"bad", "Not a candidate now", "Excluded: " + placement.ExclusionText(x) + "."}
+			text := "Excluded: " + placement.ExclusionText(x) + "."
+			if err != nil && e.CandidateCount == 0 {
+				// The pool's refusal, as the API words it (R-C5): why
+				// no host can, and what to do about that cause.
+				text += " No host of the pool can take a new session: " + vdibroker.ErrorMessage(err) + " (R-C5)."
+			}
+			return check{"bad", "Not a candidate now", text}
 		}
 	}
 	if len(hosts) <= placement.ExplainLimit && err == nil && e.Algorithm == vdibroker.LoadIndex && e.Bucket > 0 {
@@ -197,6 +226,25 @@ func hostVerdict(p *vdibroker.HostPool, hosts []vdibroker.SessionHost, name stri
 		return check{"bad", "Not a candidate now", "No host of the pool can take a new session: " + vdibroker.ErrorMessage(err) + " (R-C5)."}
 	}
 	return check{"info", "Not listed", fmt.Sprintf("The decision lists the first %d candidates and exclusions of %d hosts; this host is not among them (R-C7).", placement.ExplainLimit, len(hosts))}
+}
+
+// needsAssistance qualifies a candidate's verdict when its agent reports a
+// failing health check (R-H1 NeedsAssistance): the host still takes new
+// sessions, as AVD's do, but an agent that cannot see its sessions, for
+// one, leaves users placed there Pending until pendingTimeoutSeconds (R-S3).
+// "Next in line" alone would send an administrator looking elsewhere.
+func needsAssistance(v check, hosts []vdibroker.SessionHost, name string) check {
+	i := slices.IndexFunc(hosts, func(h vdibroker.SessionHost) bool { return h.Name == name })
+	if i < 0 || hosts[i].Status != vdibroker.StatusNeedsAssistance {
+		return v
+	}
+	h := &hosts[i]
+	if v.State == "ok" {
+		v.State = "warn"
+	}
+	v.Title += ", but it needs assistance"
+	v.Text += fmt.Sprintf(" Its agent reports %q: new sessions still land here (R-H1); if the agent cannot see its sessions, they stay Pending until pendingTimeoutSeconds (R-S3). Drain it until the agent is fixed (R-C2).", h.HealthError)
+	return v
 }
 
 // personalVerdict is the verdict of a personal pool's host, which is not
@@ -250,6 +298,12 @@ func candidateVerdict(p *vdibroker.HostPool, e *placement.Explain, i int, cand p
 // hostPage shows one host: why it does or does not take new sessions, its
 // sessions, its recent placements and its last hour.
 func (c *Console) hostPage(rq *request) {
+	c.renderHost(rq, http.StatusOK, "")
+}
+
+// renderHost shows the host page with an optional error banner (an API
+// refusal of an action on the host, with its status).
+func (c *Console) renderHost(rq *request, code int, banner string) {
 	ctx := rq.r.Context()
 	poolName, name := rq.r.PathValue("pool"), rq.r.PathValue("host")
 	p, err := rq.api.getPool(ctx, poolName)
@@ -294,8 +348,8 @@ func (c *Console) hostPage(rq *request) {
 		age = durationText(now.Sub(*h.LastHeartBeat)) + " ago"
 	}
 	hist := c.hostHist.series(poolName, name)
-	c.page(rq, http.StatusOK, "host", map[string]any{
-		"Title": name + " · " + poolName, "Nav": "overview",
+	c.page(rq, code, "host", map[string]any{
+		"Title": name + " · " + poolName, "Nav": "overview", "Error": banner,
 		"Pool": p, "Host": h, "Status": status, "HeartbeatAge": age,
 		"Verdict":  hostVerdict(&p.HostPool, hosts, name, now),
 		"Checks":   hostChecks(&p.HostPool, h, status, now),

@@ -21,7 +21,7 @@ import (
 func parsePages() map[string]*template.Template {
 	funcs := pageFuncs()
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"signin", "error", "overview", "pool", "sessions", "placement", "host", "rules", "audit", "scalingplans", "scalingplan", "autoscale"} {
+	for _, name := range []string{"signin", "error", "overview", "pool", "sessions", "placement", "host", "rules", "audit", "scalingplans", "scalingplan", "autoscale", "regkey", "message"} {
 		pages[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
 	}
 	return pages
@@ -37,6 +37,7 @@ func pageFuncs() template.FuncMap {
 		"duration": durationText,
 		"percent":  func(f float64) string { return fmt.Sprintf("%.0f%%", f) },
 		"add1":     func(i int) int { return i + 1 },
+		"div24":    func(i int) int { return i / 24 },
 		"dict":     func(root, f any) map[string]any { return map[string]any{"Root": root, "F": f} },
 		"rules":    linkRules,
 		"slug":     func(s string) string { return strings.ToLower(strings.ReplaceAll(s, " ", "-")) },
@@ -83,9 +84,12 @@ func durationText(d time.Duration) string {
 type poolRow struct {
 	Pool                       poolAnswer
 	Available, Total, Sessions int
-	Drained                    int
-	Capacity                   float64 // used capacity in percent (R-A1); -1 with no limit
-	Meter                      template.HTML
+	// Taking counts the hosts that take new sessions now: available and
+	// not drained (a drained host is available and takes none).
+	Taking   int
+	Drained  int
+	Capacity float64 // used capacity in percent (R-A1); -1 with no limit
+	Meter    template.HTML
 }
 
 // hostStatus is the host's status as the API answered it, or evaluated
@@ -101,19 +105,20 @@ func (c *Console) hostStatus(h *vdibroker.SessionHost, p *vdibroker.HostPool) st
 func summaryRow(p poolAnswer) poolRow {
 	row := poolRow{Pool: p, Capacity: -1}
 	if s := p.Summary; s != nil {
-		row.Total, row.Available, row.Drained, row.Sessions = s.Hosts, s.Available, s.Drained, s.Sessions
+		row.Total, row.Available, row.Drained, row.Sessions, row.Taking = s.Hosts, s.Available, s.Drained, s.Sessions, s.TakingSessions
 	}
 	capacityOf(&row, p.MaxSessionLimit)
 	return row
 }
 
 // capacityOf fills row's used capacity and its meter. Used capacity
-// follows R-A1: open sessions / (maxSessionLimit × placeable hosts).
+// follows R-A1: open sessions / (maxSessionLimit × placeable hosts not
+// drained): a drained host's places are not capacity.
 func capacityOf(row *poolRow, limit int) {
 	if limit >= vdibroker.NoSessionLimit {
 		return
 	}
-	if capacity := limit * row.Available; capacity > 0 {
+	if capacity := limit * row.Taking; capacity > 0 {
 		row.Capacity = 100 * float64(row.Sessions) / float64(capacity)
 	} else if row.Sessions > 0 {
 		row.Capacity = 100
@@ -124,6 +129,12 @@ func capacityOf(row *poolRow, limit int) {
 }
 
 func (c *Console) overview(rq *request) {
+	c.renderOverview(rq, http.StatusOK, "", nil)
+}
+
+// renderOverview shows the overview with an optional error banner and the
+// new host pool form as posted (nil: empty and folded).
+func (c *Console) renderOverview(rq *request, status int, banner string, form *createForm) {
 	ctx := rq.r.Context()
 	pools, err := rq.api.listPoolSummaries(ctx)
 	if err != nil {
@@ -138,14 +149,25 @@ func (c *Console) overview(rq *request) {
 		rows = append(rows, row)
 		counts[p.Name] = row.Sessions
 		total.Available += row.Available
+		total.Taking += row.Taking
+		total.Drained += row.Drained
 		total.Total += row.Total
 		total.Sessions += row.Sessions
 	}
 	c.history.record(c.now(), counts)
-	c.page(rq, http.StatusOK, "overview", map[string]any{
-		"Title": "Overview", "Nav": "overview",
+	if form == nil {
+		form = &createForm{Values: map[string]string{}, Errors: map[string]string{}}
+	}
+	field := func(path string) vdibroker.Field {
+		f, _ := vdibroker.PoolField(path)
+		return f
+	}
+	c.page(rq, status, "overview", map[string]any{
+		"Title": "Overview", "Nav": "overview", "Error": banner,
 		"Pools": rows, "Total": total,
 		"History": timeChart(onlyPools(c.history.series(), counts), c.now(), time.Hour), // scope.go
+		"Create":  form, "PoolTypes": field("hostPoolType").Values(""), "LBTypes": field("loadBalancerType").Values(""),
+		"LimitRange": field("maxSessionLimit").Range(),
 	})
 }
 
@@ -386,14 +408,40 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 	if p.LoadBalancerType == vdibroker.LoadIndex {
 		threshold = p.LoadBalancing.LoadIndexThreshold
 	}
+	// The pool's registration keys, for those who may issue them (the API
+	// shows them to Contributors and the admin only, ActionInspect).
+	var keys []keyRow
+	if canWrite(rq.sess) {
+		if list, err := rq.api.listRegistrationTokens(ctx, name); err == nil {
+			keys = keyRows(list, now)
+		}
+	}
 	c.page(rq, status, "pool", map[string]any{
+		"Keys": keys, "KeyExpiries": keyExpiries,
 		"Title": p.Name, "Nav": "overview",
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
 		"After": after, "NextAfter": next, "PageSize": hostsPerPage,
-		"SessionsChart":  sessionsChart(bars, p.MaxSessionLimit),
+		"SessionsChart": sessionsChart(bars, p.MaxSessionLimit),
+		// The load index decides only in LoadIndex pools (R-IDX): a
+		// DepthFirst pool's "100 Blocked" said nothing about placement.
+		"UsesLoadIndex":  p.LoadBalancerType == vdibroker.LoadIndex,
+		"NoLoadIndex":    noLoadIndexText(p.LoadBalancerType),
 		"LoadIndexChart": loadIndexChart(bars, threshold),
 		"Form":           form, "Groups": groupFields(fields),
 	})
+}
+
+// noLoadIndexText says why a pool of load balancer type lb shows no load
+// index: its hosts are chosen by another rule (the host page says so too).
+func noLoadIndexText(lb string) string {
+	how := map[string]string{
+		vdibroker.DepthFirst:   "which fills the host with the most sessions first (R-DF2)",
+		vdibroker.BreadthFirst: "which spreads sessions over the hosts with the fewest (R-BF2)",
+	}[lb]
+	if how == "" {
+		how = "whose hosts are each user's own (R-PE1)"
+	}
+	return fmt.Sprintf("Not used: this pool is %s, %s. The load index (CPU, memory and disk, R-IDX) decides only in LoadIndex pools, so this page shows none.", lb, how)
 }
 
 // poolSettings saves the settings form with PATCH; the server validates
@@ -441,18 +489,18 @@ func (c *Console) drain(rq *request) {
 		return
 	}
 	if err := rq.api.patchHost(rq.r.Context(), pool, host, map[string]any{"allowNewSession": !on}); err != nil {
-		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
-			c.apiError(rq, err)
-			return
-		}
-		c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
+		c.refusedOnPool(rq, err) // actions.go
 		return
 	}
 	msg := host + " is drained: it takes no new sessions; its sessions stay (R-C2)."
 	if !on {
 		msg = host + " takes new sessions again."
 	}
-	c.redirect(rq, "/pools/"+url.PathEscape(pool), msg)
+	back := "/pools/" + url.PathEscape(pool)
+	if rq.r.PostFormValue("back") == "host" {
+		back += "/hosts/" + url.PathEscape(host)
+	}
+	c.redirect(rq, back, msg)
 }
 
 // power starts or stops a host through the API (issue 17, R-A4): form
@@ -471,13 +519,9 @@ func (c *Console) power(rq *request) {
 		back += "/hosts/" + url.PathEscape(host)
 	}
 	if err := rq.api.powerHost(rq.r.Context(), pool, host, action, force); err != nil {
-		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
-			c.apiError(rq, err)
-			return
-		}
 		// A refusal (sessions open, no driver, already starting) is told
 		// with its status, as drain's are.
-		c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
+		c.refusedOnPool(rq, err)
 		return
 	}
 	msg := host + " is starting: it takes sessions once its agent heartbeats (R-A4)."
@@ -503,9 +547,24 @@ func (c *Console) sessionsPage(rq *request) {
 // there), and how the page's rows are sorted.
 type sessionsFilter struct {
 	Pool, User, Host, State string
-	Sort                    string // "", user, host, state, since, created; "-" first for descending
-	Limit                   int
-	At, After               string
+	// Exact makes User one user's name (a link to their sessions); else
+	// User is a search: the start of names, any case (?userPrefix=).
+	Exact     bool
+	Sort      string // "", user, host, state, since, created; "-" first for descending
+	Limit     int
+	At, After string
+}
+
+// query is the API's filter of f for one page: a user search unless the
+// name is exact.
+func (f sessionsFilter) query(limit int, after string) sessionQuery {
+	q := sessionQuery{State: f.State, SessionHost: f.Host, Limit: limit, After: after}
+	if f.Exact {
+		q.User = f.User
+	} else {
+		q.UserPrefix = f.User
+	}
+	return q
 }
 
 // pageSizes are the sessions page's choices of rows per page.
@@ -519,6 +578,7 @@ func sessionsFilterFrom(r *http.Request) sessionsFilter {
 	f := sessionsFilter{
 		Pool: q.Get("pool"), User: strings.TrimSpace(q.Get("user")), Host: strings.TrimSpace(q.Get("host")),
 		State: q.Get("state"), Sort: q.Get("sort"), At: q.Get("at"), After: q.Get("after"), Limit: 50,
+		Exact: q.Get("exact") == "1",
 	}
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && slices.Contains(pageSizes, n) {
 		f.Limit = n
@@ -539,6 +599,9 @@ func (f sessionsFilter) link() string {
 	}
 	if f.Limit != 50 {
 		v.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Exact && f.User != "" {
+		v.Set("exact", "1")
 	}
 	if len(v) == 0 {
 		return "/sessions"
@@ -590,7 +653,9 @@ func sortRows(rows []sessionRow, key string) {
 // session id (nextLink); with every pool selected the page goes on into
 // the next pool, in name order, so 250,000 sessions are a walk of pages
 // each costing one or two indexed reads, never a read of them all. A user
-// search is the API's ?user= in each pool (one index lookup per pool).
+// search is the API's ?userPrefix= in each pool: the names starting with
+// what was typed, any case, in name order, one index range per pool and
+// page; a link to one user's sessions is the exact ?user=.
 func (c *Console) renderSessions(rq *request, status int, banner string) {
 	ctx := rq.r.Context()
 	f := sessionsFilterFrom(rq.r)
@@ -619,9 +684,7 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 	next.At, next.After = "", ""
 	after := f.After
 	for i := start; i < len(targets); i++ {
-		ss, cursor, err := rq.api.sessionsPage(ctx, targets[i], sessionQuery{
-			User: f.User, State: f.State, SessionHost: f.Host, Limit: f.Limit - len(rows), After: after,
-		})
+		ss, cursor, err := rq.api.sessionsPage(ctx, targets[i], f.query(f.Limit-len(rows), after))
 		if err != nil {
 			if vdibroker.ErrorCode(err) == vdibroker.EInvalid {
 				banner = describe(err)
@@ -684,6 +747,7 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 		"States": sessionStatesShown, "PageSizes": pageSizes, "Total": total,
 		"Next": next.link(), "HasNext": hasNext, "First": first.link(), "Paged": f.At != "" || f.After != "",
 		"SortLinks": cols, "SortArrows": arrows, "Back": rq.r.URL.RequestURI(),
+		"Search": f.User != "" && !f.Exact,
 	})
 }
 

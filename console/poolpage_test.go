@@ -39,7 +39,7 @@ func TestPoolPageIsPaged(t *testing.T) {
 	if got := strings.Count(first.body, `data-host-link`); got != 100 {
 		t.Errorf("the first page lists %d hosts, want 100", got)
 	}
-	if !strings.Contains(text, fmt.Sprintf("of %d hosts available", n)) {
+	if !strings.Contains(text, fmt.Sprintf("0 of %d hosts take new sessions", n)) {
 		t.Errorf("the summary does not count all %d hosts: %.300s", n, text)
 	}
 	if !strings.Contains(first.body, `?after=bh-099`) || strings.Contains(first.body, "bh-100</strong>") {

@@ -124,7 +124,18 @@ func TestSessionCommands_RS4(t *testing.T) {
 	if len(hb2.Commands) != 0 {
 		t.Errorf("commands delivered twice: %+v", hb2.Commands)
 	}
-	// The agent logged alice off: the session is over; commands on it conflict.
+	// The agent logged alice off: the session is over, ended by the
+	// admin's logoff, not unseen (NotReported); commands on it conflict.
+	if s, err := e.admin.GetUserSession(ctx, "rs4", c.SessionID); err != nil || s.State != vdibroker.StateLoggedOff || s.EndReason != vdibroker.EndLoggedOffByAdmin {
+		t.Errorf("after the agent's logoff: %+v, %v; want LoggedOff LoggedOffByAdmin", s, err)
+	}
+	// A user who logs off alone, with no logoff asked, is NotReported.
+	bob := e.mustConnect("rs4", "bob")
+	e.heartbeat(host, vdibroker.AgentSession{ID: "43", User: "bob", State: "Active"})
+	e.heartbeat(host)
+	if s, err := e.admin.GetUserSession(ctx, "rs4", bob.SessionID); err != nil || s.EndReason != vdibroker.EndNotReported {
+		t.Errorf("bob's own logoff: %+v, %v; want NotReported", s, err)
+	}
 	_, err = e.admin.Disconnect(ctx, "rs4", c.SessionID)
 	wantCode(t, err, vdibroker.EConflict)
 	err = e.admin.SendMessage(ctx, "rs4", c.SessionID, "")
@@ -300,6 +311,11 @@ func TestDisconnectedTimeout_RS5(t *testing.T) {
 	hb := e.heartbeat(host, vdibroker.AgentSession{ID: "9", User: "alice", State: "Disconnected"})
 	if len(hb.Commands) != 1 || hb.Commands[0].Type != vdibroker.CommandLogoff || hb.Commands[0].SessionID != c.SessionID || hb.Commands[0].AgentSessionID != "9" {
 		t.Errorf("after 61 s disconnected: commands %+v, want one Logoff of %s", hb.Commands, c.SessionID)
+	}
+	// The agent logs alice off: her session ended by the broker's logoff.
+	e.heartbeat(host)
+	if s, err := e.admin.GetUserSession(context.Background(), "rs5", c.SessionID); err != nil || s.EndReason != vdibroker.EndDisconnectedTimeout {
+		t.Errorf("after the R-S5 logoff: %+v, %v; want LoggedOff DisconnectedTimeout", s, err)
 	}
 }
 

@@ -99,11 +99,13 @@ func (s *Server) recorded(r *nethttp.Request, ev *vdibroker.AuditEntry) {
 	s.loggerFrom(r.Context()).Info("audit", "audit", ev)
 }
 
-// listAudit is GET /api/v1/auditlog: entries by seq, paged (?limit=,
-// ?after=<seq>), filtered by ?target= (exact, or a prefix ending in /),
-// ?principal= (token id, OIDC subject or token subject), ?action= and
-// ?since= (RFC 3339). A principal scoped to host pools sees their entries
-// (the audit service keeps them).
+// listAudit is GET /api/v1/auditlog: entries by seq, oldest first or,
+// with ?order=desc, newest first, paged (?limit=, ?after=<seq>: the
+// entries after that one in the listing's order), filtered by ?target=
+// (exact, or a prefix ending in /), ?principal= (token id, OIDC subject or
+// token subject), ?action=, ?since= and ?until= (RFC 3339; since <= time <
+// until). A principal scoped to host pools sees their entries (the audit
+// service keeps them).
 func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	limit, after, err := pageParams(r)
 	if err != nil {
@@ -111,15 +113,27 @@ func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	}
 	q := r.URL.Query()
 	f := vdibroker.AuditFilter{Target: q.Get("target"), Principal: q.Get("principal"), Action: q.Get("action"), Limit: limit + 1}
+	switch o := q.Get("order"); o {
+	case "", "asc":
+	case "desc":
+		f.Newest = true
+	default:
+		return vdibroker.FieldError("order", "must be asc (oldest first, the default) or desc (newest first), got %q", o)
+	}
 	if after != "" {
 		if f.After, err = strconv.ParseInt(after, 10, 64); err != nil || f.After < 0 {
 			return vdibroker.FieldError("after", "must be an entry's seq, got %q", after)
 		}
 	}
-	if v := q.Get("since"); v != "" {
-		if f.Since, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			return vdibroker.FieldError("since", "must be an RFC 3339 time such as 2026-01-02T03:04:05Z, got %q", v)
+	for name, t := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
+		if v := q.Get(name); v != "" {
+			if *t, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				return vdibroker.FieldError(name, "must be an RFC 3339 time such as 2026-01-02T03:04:05Z, got %q", v)
+			}
 		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
+		return vdibroker.FieldError("until", "must be after since (%s), got %s", f.Since.Format(time.RFC3339), f.Until.Format(time.RFC3339))
 	}
 	list, err := s.svc.Audit.ListAudit(r.Context(), f)
 	if err != nil {

@@ -72,7 +72,9 @@ type LoadBalancingFields struct {
 // SessionQuery filters ListUserSessions; empty fields match all, an empty
 // State matches the open states (not LoggedOff).
 type SessionQuery struct {
-	User        string
+	User string
+	// UserPrefix searches the users whose name starts with it, any case.
+	UserPrefix  string
 	State       string
 	SessionHost string
 }
@@ -140,11 +142,13 @@ func (c *Client) ListHostPools(ctx context.Context) ([]*HostPoolResult, error) {
 	return listAll[*HostPoolResult](ctx, c, "/api/v1/hostpools", nil)
 }
 
-// DeleteHostPool deletes a pool with its hosts; refused with Conflict while
-// sessions exist unless force.
-func (c *Client) DeleteHostPool(ctx context.Context, name string, force bool) error {
-	_, err := c.do(ctx, "DELETE", poolPath(name), forceQuery(force), nil, nil, nil)
-	return err
+// DeleteHostPool deletes a pool with its hosts and returns what went;
+// refused with Conflict, naming what would go, while it has hosts or open
+// sessions, unless force.
+func (c *Client) DeleteHostPool(ctx context.Context, name string, force bool) (*vdibroker.PoolDeletion, error) {
+	var out vdibroker.PoolDeletion
+	_, err := c.do(ctx, "DELETE", poolPath(name), forceQuery(force), nil, &out, nil)
+	return resultOrNil(&out, err)
 }
 
 // PutSessionHost creates or replaces a host's admin fields (absent ones take
@@ -191,7 +195,7 @@ func (c *Client) DeleteSessionHost(ctx context.Context, pool, name string, force
 // ListUserSessions returns the pool's sessions matching q, by id.
 func (c *Client) ListUserSessions(ctx context.Context, pool string, q SessionQuery) ([]*vdibroker.UserSession, error) {
 	v := url.Values{}
-	for k, s := range map[string]string{"user": q.User, "state": q.State, "sessionHost": q.SessionHost} {
+	for k, s := range map[string]string{"user": q.User, "userPrefix": q.UserPrefix, "state": q.State, "sessionHost": q.SessionHost} {
 		if s != "" {
 			v.Set(k, s)
 		}

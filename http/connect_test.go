@@ -97,7 +97,7 @@ func TestConnect_RC3_UnavailableHostsSkipped(t *testing.T) {
 		t.Errorf("new host status %s, want Unavailable", h.Status)
 	}
 	_, err = e.connect("rc3", "alice")
-	wantCode(t, err, vdibroker.ENoCapacity, "unavailable", "increase maxSessionLimit or add session hosts")
+	wantCode(t, err, vdibroker.ENoCapacity, "unavailable", "bring the unavailable hosts' agents back")
 
 	rt, err := e.admin.CreateRegistrationToken(ctx, "rc3", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 7200})
 	if err != nil {
@@ -150,14 +150,17 @@ func TestConnect_RC5_NoCapacityMessages(t *testing.T) {
 	e := newEnv(t)
 	e.pool("rc5", map[string]any{"maxSessionLimit": 1})
 	_, err := e.connect("rc5", "alice")
-	wantCode(t, err, vdibroker.ENoCapacity, "no session hosts", "add session hosts")
+	wantCode(t, err, vdibroker.ENoCapacity, "no session hosts", "register session hosts")
 
 	hosts := e.addHosts("rc5", "rc5h", 2)
 	for _, h := range hosts {
 		drain(t, e, "rc5", h, false)
 	}
 	_, err = e.connect("rc5", "alice")
-	wantCode(t, err, vdibroker.ENoCapacity, "all 2 session hosts are drained")
+	// All drained: raising maxSessionLimit would not help (R-C5).
+	if e := wantCode(t, err, vdibroker.ENoCapacity, "all 2 session hosts are drained", "resume a drained host"); strings.Contains(e.Message, "maxSessionLimit") {
+		t.Errorf("all drained, and the advice is about maxSessionLimit: %q", e.Message)
+	}
 
 	for _, h := range hosts {
 		drain(t, e, "rc5", h, true)

@@ -121,10 +121,10 @@ func (s *Server) deletePool(w nethttp.ResponseWriter, r *nethttp.Request) error 
 	if err != nil {
 		return err
 	}
-	name := r.PathValue("pool")
-	if err := s.svc.Pools.DeletePool(r.Context(), name, force); err != nil {
+	del, err := s.svc.Pools.DeletePool(r.Context(), r.PathValue("pool"), force)
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(nethttp.StatusNoContent)
+	writeJSON(w, nethttp.StatusOK, del)
 	return nil
 }

@@ -247,12 +247,75 @@ func TestDeleteHostPool_SPEC9(t *testing.T) {
 	e.pool("delpool", nil)
 	e.addHosts("delpool", "dh", 1)
 	e.mustConnect("delpool", "alice")
-	wantCode(t, e.admin.DeleteHostPool(ctx, "delpool", false), vdibroker.EConflict)
-	if err := e.admin.DeleteHostPool(ctx, "delpool", true); err != nil {
+	_, err := e.admin.DeleteHostPool(ctx, "delpool", false)
+	wantCode(t, err, vdibroker.EConflict, "1 open session", "end the sessions")
+	del, err := e.admin.DeleteHostPool(ctx, "delpool", true)
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.admin.GetHostPool(ctx, "delpool")
+	if del.OpenSessions != 1 || del.SessionHosts != 1 {
+		t.Errorf("forced delete answered %+v, want 1 host and 1 session", del)
+	}
+	_, err = e.admin.GetHostPool(ctx, "delpool")
 	wantCode(t, err, vdibroker.ENotFound)
 	_, err = e.connect("delpool", "alice")
 	wantCode(t, err, vdibroker.ENotFound)
+}
+
+// TestDeletePoolWithRunningHost_SPEC9: a pool whose registered host
+// heartbeats and has no session is not deleted at once (its agent would
+// lose its credential, its plan the pool, unseen): 409 naming the host
+// and the plan, and nothing changes; ?force=true answers what went, the
+// agent's credential is revoked, and the plan's loss of the pool is in
+// the audit trail beside the delete.
+func TestDeletePoolWithRunningHost_SPEC9(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("running", nil)
+	e.pool("stays", nil)
+	e.addHosts("running", "rh", 2)
+	if _, err := e.admin.PutScalingPlan(ctx, "office", planBody("stays", "running")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.admin.DeleteHostPool(ctx, "running", false)
+	wantCode(t, err, vdibroker.EConflict, `host pool "running" has 2 session hosts (rh001, rh002)`,
+		`scaling plan "office"`, "revoke their agents' credentials", "force=true", "--force")
+	for query, want := range map[string]int{"?force=false": http.StatusConflict, "?force=maybe": http.StatusBadRequest} {
+		status, ve, _ := rawDo(t, e, http.MethodDelete, "/api/v1/hostpools/running"+query, adminToken, "")
+		if status != want || ve == nil || ve.Field != "force" {
+			t.Errorf("DELETE %s: HTTP %d %+v, want %d naming field force", query, status, ve, want)
+		}
+	}
+	e.heartbeat("rh001") // the agent still works
+	if p, err := e.admin.GetScalingPlan(ctx, "office"); err != nil || len(p.HostPools) != 2 {
+		t.Fatalf("a refused delete changed the plan: %+v, %v", p, err)
+	}
+
+	del, err := e.admin.DeleteHostPool(ctx, "running", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// addHosts' registration token has no host limit and has not expired.
+	want := &vdibroker.PoolDeletion{HostPool: "running", SessionHosts: 2, HostNames: []string{"rh001", "rh002"}, RegistrationTokens: 1, ScalingPlan: "office"}
+	if diff := cmp.Diff(want, del); diff != "" {
+		t.Errorf("what went (-want +got):\n%s", diff)
+	}
+	_, err = e.heartbeatErr("rh001", &vdibroker.HeartbeatRequest{})
+	wantCode(t, err, vdibroker.EUnauthenticated)
+	if p, err := e.admin.GetScalingPlan(ctx, "office"); err != nil || strings.Join(p.HostPools, ",") != "stays" {
+		t.Errorf("plan after the forced delete: %+v, %v", p, err)
+	}
+	entries, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "scalingplans/office"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := entries[len(entries)-1]
+	if last.Action != "scalingplan.update" || last.Principal.Kind != vdibroker.PrincipalAdmin || !strings.Contains(string(last.After), `"hostPools":["stays"]`) {
+		t.Errorf("the plan's last audit entry: %s by %+v, after %s", last.Action, last.Principal, last.After)
+	}
+
+	e.pool("empty", nil)
+	if _, err = e.admin.DeleteHostPool(ctx, "empty", false); err != nil {
+		t.Errorf("an empty pool is deleted without force: %v", err)
+	}
 }

@@ -293,7 +293,7 @@ func TestDeletePoolLeavesPlanAPI_RSP4(t *testing.T) {
 	if _, err := e.admin.PutScalingPlan(ctx, "plan", planBody("stay", "gone")); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.admin.DeleteHostPool(ctx, "gone", false); err != nil {
+	if _, err := e.admin.DeleteHostPool(ctx, "gone", false); err != nil {
 		t.Fatal(err)
 	}
 	p, err := e.admin.GetScalingPlan(ctx, "plan")

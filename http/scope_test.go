@@ -147,7 +147,7 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"get scaling plan", "GET", "/api/v1/scalingplans/plan-" + pool, "", cPlanRead, 200},
 		{"put scaling plan", "PUT", "/api/v1/scalingplans/plan-" + pool, planJSON(pool), cPlanWrite, 200},
 		{"delete scaling plan", "DELETE", "/api/v1/scalingplans/plan-" + pool, "", cPlanWrite, 204},
-		{"delete pool", "DELETE", p + "?force=true", "", cWrite, 204},
+		{"delete pool", "DELETE", p + "?force=true", "", cWrite, 200},
 	}
 }
 

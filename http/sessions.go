@@ -7,7 +7,9 @@ import (
 )
 
 // listSessions lists a pool's sessions, open ones unless ?state= says
-// otherwise, filtered by ?user= and ?sessionHost=, paged by id.
+// otherwise, filtered by ?user= (exact) or ?userPrefix= (a search: the
+// start of a name, any case, listed by name) and ?sessionHost=, paged by
+// id (a search in its own order; nextLink's cursor carries on either).
 func (s *Server) listSessions(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	limit, after, err := pageParams(r)
 	if err != nil {
@@ -17,6 +19,7 @@ func (s *Server) listSessions(w nethttp.ResponseWriter, r *nethttp.Request) erro
 	f := vdibroker.SessionFilter{
 		HostPool:    r.PathValue("pool"),
 		User:        q.Get("user"),
+		UserPrefix:  q.Get("userPrefix"),
 		State:       q.Get("state"),
 		SessionHost: q.Get("sessionHost"),
 		After:       after,

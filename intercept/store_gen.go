@@ -132,10 +132,12 @@ func (s *Store) ListHostPools(ctx context.Context) (r0 []*vdibroker.HostPool, er
 }
 
 // DeleteHostPool runs the wrapped store's DeleteHostPool through the hook.
-func (s *Store) DeleteHostPool(ctx context.Context, name string, force bool) error {
-	return s.hook(ctx, OpDeleteHostPool, func(ctx context.Context) error {
-		return s.inner.DeleteHostPool(ctx, name, force)
+func (s *Store) DeleteHostPool(ctx context.Context, name string, force bool) (r0 *vdibroker.PoolDeletion, err error) {
+	err = s.hook(ctx, OpDeleteHostPool, func(ctx context.Context) (err error) {
+		r0, err = s.inner.DeleteHostPool(ctx, name, force)
+		return err
 	})
+	return r0, err
 }
 
 // PutSessionHost runs the wrapped store's PutSessionHost through the hook.

@@ -247,11 +247,45 @@ func assignedTo(h *Host, user string) bool {
 }
 
 // noCapacity builds R-C5's error: why no host can take the session, from
-// the exclusion counts, and what to do.
+// the exclusion counts, and what to do about that cause.
 func noCapacity(s *settings, total int, counts map[string]int) *vdibroker.Error {
 	why := noCapacityReason(s, total, counts)
 	return vdibroker.Errorf(vdibroker.ENoCapacity,
-		"host pool %q has no capacity: %s; increase maxSessionLimit or add session hosts", s.pool.Name, why)
+		"host pool %q has no capacity: %s; %s", s.pool.Name, why, noCapacityAdvice(total, counts, "add session hosts"))
+}
+
+// remedies says what makes room again when hosts are excluded for a
+// reason: only raising maxSessionLimit helps hosts at the limit, and it
+// helps no drained host (R-C5). Hosts assigned to others have none but
+// more hosts.
+var remedies = map[string]string{
+	ReasonShutdown:         "start the shut-down hosts",
+	ReasonUnavailable:      "bring the unavailable hosts' agents back (a heartbeat within heartbeatTimeoutSeconds)",
+	ReasonDrained:          "resume a drained host (allowNewSession true)",
+	ReasonAutoscaleDrained: "wait for the autoscaler to lift its drain as demand grows (R-A2)",
+	ReasonAtLimit:          "increase maxSessionLimit",
+	ReasonHostThreshold:    "wait for the hosts' load to fall or raise their host thresholds",
+}
+
+// noCapacityAdvice is R-C5's "what to do": the remedy of each reason that
+// kept hosts out, in reasonOrder, then last, which always helps ("add
+// session hosts"): "resume a drained host (allowNewSession true) or add
+// session hosts". A pool without hosts needs hosts registered.
+func noCapacityAdvice(total int, counts map[string]int, last string) string {
+	if total == 0 {
+		return "register session hosts (vdibroker agent with a registration token of the pool)"
+	}
+	var do []string
+	for _, r := range reasonOrder {
+		if counts[r] > 0 && remedies[r] != "" {
+			do = append(do, remedies[r])
+		}
+	}
+	do = append(do, last)
+	if len(do) == 1 {
+		return do[0]
+	}
+	return strings.Join(do[:len(do)-1], ", ") + " or " + do[len(do)-1]
 }
 
 func noCapacityReason(s *settings, total int, counts map[string]int) string {

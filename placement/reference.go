@@ -327,8 +327,8 @@ func personalAutomatic(s *settings, d *Decision, ex *Explain, cands []ranked, to
 	if len(cands) == 0 {
 		ex.NoCapacityReason = noCapacityReason(s, total, counts)
 		return vdibroker.Errorf(vdibroker.ENoCapacity,
-			"host pool %q has no unassigned session host for a new user: %s; add session hosts (increase maxSessionLimit or add session hosts)",
-			s.pool.Name, ex.NoCapacityReason)
+			"host pool %q has no unassigned session host for a new user: %s; %s",
+			s.pool.Name, ex.NoCapacityReason, noCapacityAdvice(total, counts, "add session hosts"))
 	}
 	for _, c := range cands[:min(len(cands), ExplainLimit)] {
 		ex.Candidates = append(ex.Candidates, candidateOf(c.h, c.li, 0))
@@ -374,8 +374,8 @@ func personalAssigned(s *settings, d *Decision, ex *Explain, mine []*Host, stats
 	if ex.CandidateCount == 0 {
 		ex.NoCapacityReason = noCapacityReason(s, len(mine), counts)
 		return vdibroker.Errorf(vdibroker.ENoCapacity,
-			"host pool %q: the session host assigned to user %q cannot take a session: %s; start the host or ask an administrator to assign another (increase maxSessionLimit or add session hosts)",
-			s.pool.Name, ex.User, ex.NoCapacityReason)
+			"host pool %q: the session host assigned to user %q cannot take a session: %s; %s",
+			s.pool.Name, ex.User, ex.NoCapacityReason, noCapacityAdvice(len(mine), counts, "ask an administrator to assign another"))
 	}
 	d.Host = ex.Candidates[0].Host
 	ex.Chosen, ex.Rank = d.Host, 1

@@ -263,22 +263,27 @@ func TestLimitNeverExceeded_RC4(t *testing.T) {
 }
 
 func TestNoCapacitySaysWhyAndWhatToDo_RC5(t *testing.T) {
+	// The advice is the cause's own: raising maxSessionLimit helps only
+	// hosts at the limit, never a drained or silent one.
 	tests := []struct {
-		name  string
-		hosts []Host
-		want  string
+		name   string
+		hosts  []Host
+		want   string
+		advice string
 	}{
-		{"empty pool", nil, "it has no session hosts"},
+		{"empty pool", nil, "it has no session hosts", "register session hosts (vdibroker agent with a registration token of the pool)"},
 		{"all drained", []Host{with(liveHost("a", 0), drained), with(liveHost("b", 0), drained)},
-			"all 2 session hosts are drained (allowNewSession false)"},
+			"all 2 session hosts are drained (allowNewSession false)", "resume a drained host (allowNewSession true) or add session hosts"},
 		{"all unavailable", []Host{with(liveHost("a", 0), silent), with(liveHost("b", 0), silent), with(liveHost("c", 0), silent)},
-			"all 3 session hosts are unavailable (no heartbeat within 1m30s)"},
+			"all 3 session hosts are unavailable (no heartbeat within 1m30s)",
+			"bring the unavailable hosts' agents back (a heartbeat within heartbeatTimeoutSeconds) or add session hosts"},
 		{"all at the limit", []Host{liveHost("a", 5), liveHost("b", 6)},
-			"all 2 session hosts are at maxSessionLimit 5"},
+			"all 2 session hosts are at maxSessionLimit 5", "increase maxSessionLimit or add session hosts"},
 		{"only host shut down", []Host{with(liveHost("a", 0), stopping)},
-			"its only session host is shut down"},
+			"its only session host is shut down", "start the shut-down hosts or add session hosts"},
 		{"mixed", []Host{with(liveHost("a", 0), drained), liveHost("b", 5), liveHost("c", 5), with(liveHost("d", 0), silent)},
-			"no session host can take a new session: 1 unavailable (no heartbeat within 1m30s), 1 drained (allowNewSession false), 2 at maxSessionLimit 5"},
+			"no session host can take a new session: 1 unavailable (no heartbeat within 1m30s), 1 drained (allowNewSession false), 2 at maxSessionLimit 5",
+			"bring the unavailable hosts' agents back (a heartbeat within heartbeatTimeoutSeconds), resume a drained host (allowNewSession true), increase maxSessionLimit or add session hosts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +294,7 @@ func TestNoCapacitySaysWhyAndWhatToDo_RC5(t *testing.T) {
 				if !errors.As(err, &e) || e.Code != vdibroker.ENoCapacity || vdibroker.HTTPStatus(e.Code) != 503 {
 					t.Fatalf("err = %v, want a 503 NoCapacity *vdibroker.Error", err)
 				}
-				want := `host pool "pool1" has no capacity: ` + tt.want + "; increase maxSessionLimit or add session hosts"
+				want := `host pool "pool1" has no capacity: ` + tt.want + "; " + tt.advice
 				if e.Message != want {
 					t.Errorf("message\n got %q\nwant %q", e.Message, want)
 				}
@@ -299,6 +304,30 @@ func TestNoCapacitySaysWhyAndWhatToDo_RC5(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestNoCapacityPersonalAdvice_RC5: a personal pool's refusals advise for
+// their cause too: a user whose own desktop is shut down is told to start
+// it or ask for another, not to raise maxSessionLimit; a new user finding
+// only others' desktops is told to add hosts.
+func TestNoCapacityPersonalAdvice_RC5(t *testing.T) {
+	implementations(t, func(t *testing.T, newPlacer func(Pool, []Host, Options) Placer) {
+		for user, c := range map[string]struct {
+			a    func(*Host)
+			want string
+		}{
+			"ann": {stopping, "its only session host is shut down; start the shut-down hosts or ask an administrator to assign another"},
+			"cy":  {func(*Host) {}, "all 2 session hosts are assigned to other users; add session hosts"},
+		} {
+			hosts := []Host{with(with(liveHost("a", 0), assigned("ann")), c.a), with(liveHost("b", 0), assigned("bob"))}
+			p := newPlacer(personalPool(vdibroker.Persistent, vdibroker.Automatic), hosts, testOptions(1))
+			want := c.want
+			_, err := p.Place(Request{User: user})
+			if vdibroker.ErrorCode(err) != vdibroker.ENoCapacity || !strings.HasSuffix(vdibroker.ErrorMessage(err), want) {
+				t.Errorf("%s: %v, want NoCapacity ending %q", user, err, want)
+			}
+		}
+	})
 }
 
 func TestExplainListsAndCounts_RC7(t *testing.T) {

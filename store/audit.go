@@ -101,7 +101,10 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 		where = append(where, cond)
 		args = append(args, a...)
 	}
-	if f.After > 0 {
+	switch {
+	case f.After > 0 && f.Newest:
+		add("seq < ?", f.After)
+	case f.After > 0:
 		add("seq > ?", f.After)
 	}
 	switch {
@@ -119,6 +122,9 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 	if !f.Since.IsZero() {
 		add("time >= ?", ns(f.Since))
 	}
+	if !f.Until.IsZero() {
+		add("time < ?", ns(f.Until))
+	}
 	if len(f.HostPools) > 0 {
 		ph := strings.TrimSuffix(strings.Repeat("?,", len(f.HostPools)), ",")
 		for _, p := range f.HostPools {
@@ -132,6 +138,9 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY seq"
+	if f.Newest {
+		q += " DESC"
+	}
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}

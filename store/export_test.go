@@ -136,6 +136,12 @@ func (s *DB) OpenUserSessionsPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, openUserSessionsQuery, "pool", "user", "pool", "user")
 }
 
+// LoggedOffPlan is ExpirePendingPlan for a heartbeat's question whether
+// a session it ends was logged off by a command (HostReport.LoggedOff).
+func (s *DB) LoggedOffPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, loggedOffQuery, "s1", vdibroker.CommandLogoff, vdibroker.CommandDelivered, vdibroker.CommandSucceeded)
+}
+
 // TakeSlotPlan is ExpirePendingPlan for the conditional UPDATE every
 // connect runs.
 func (s *DB) TakeSlotPlan(ctx context.Context) ([]string, error) {
@@ -291,9 +297,18 @@ func (s *DB) IndexState(ctx context.Context, name string) (valid, unique bool, e
 // f: SQLite's EXPLAIN QUERY PLAN details or PostgreSQL's EXPLAIN, one line
 // each.
 func (s *DB) ListSessionsPlan(ctx context.Context, f vdibroker.SessionFilter) (string, error) {
-	q, args := listSessionsQuery(s.d, f)
+	var us *userSearch
+	if f.UserPrefix != "" {
+		// Folded here as the database would fold these ASCII names.
+		from := strings.ToLower(f.UserPrefix)
+		us = &userSearch{from: from, to: prefixEnd(from), afterKey: from + "zz"}
+	}
+	q, args := listSessionsQuery(s.d, f, us)
 	return s.explain(ctx, q, args...)
 }
+
+// PrefixEnd is prefixEnd, for its table test.
+func PrefixEnd(p string) string { return prefixEnd(p) }
 
 // OpenCountsPlan is ListSessionsPlan for CountOpenSessions' query.
 func (s *DB) OpenCountsPlan(ctx context.Context) (string, error) {

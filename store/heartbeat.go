@@ -204,11 +204,14 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 	rec := vdibroker.Reconcile(in)
 	// The facts of other rows, looked up only for the steps that depend
 	// on them (rarely any: adoptions and R-S5 logoffs), then decided again.
-	if users, asks := stepsNeedingFacts(rec.Steps); len(users) > 0 || len(asks) > 0 {
+	if users, asks, ended := stepsNeedingFacts(rec.Steps); len(users) > 0 || len(asks) > 0 || len(ended) > 0 {
 		if in.PlacedElsewhere, err = t.placedElsewhere(ctx, p.Name, host, users); err != nil {
 			return 0, 0, nil, err
 		}
 		if in.LastLogoff, err = t.lastLogoffs(ctx, asks); err != nil {
+			return 0, 0, nil, err
+		}
+		if in.LoggedOff, err = t.loggedOff(ctx, ended); err != nil {
 			return 0, 0, nil, err
 		}
 		rec = vdibroker.Reconcile(in)
@@ -243,21 +246,24 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 	return ds, dc, after, nil
 }
 
-// stepsNeedingFacts returns the users of steps' adoptions and the sessions
-// of its R-S5 logoffs: the steps that HostReport's PlacedElsewhere and
-// LastLogoff may take away.
-func stepsNeedingFacts(steps []vdibroker.SessionStep) (users, sessions []string) {
+// stepsNeedingFacts returns the users of steps' adoptions, the sessions
+// of its R-S5 logoffs and the sessions it ends as NotReported: the steps
+// that HostReport's PlacedElsewhere and LastLogoff may take away, and
+// whose reason its LoggedOff may name.
+func stepsNeedingFacts(steps []vdibroker.SessionStep) (users, sessions, ended []string) {
 	for _, st := range steps {
-		switch st.Kind {
-		case vdibroker.StepAdopt:
+		switch {
+		case st.Kind == vdibroker.StepAdopt:
 			if !slices.Contains(users, st.User) {
 				users = append(users, st.User)
 			}
-		case vdibroker.StepAskLogoff:
+		case st.Kind == vdibroker.StepAskLogoff:
 			sessions = append(sessions, st.SessionID)
+		case st.Kind == vdibroker.StepMove && st.Reason == vdibroker.EndNotReported:
+			ended = append(ended, st.SessionID)
 		}
 	}
-	return users, sessions
+	return users, sessions, ended
 }
 
 // applyStep writes one step of vdibroker.Reconcile other than an adoption
@@ -389,6 +395,28 @@ func (t *tx) placedElsewhere(ctx context.Context, pool, host string, users []str
 		}
 	}
 	return placed, nil
+}
+
+// loggedOffQuery counts a session's logoffs given to its agent and not
+// reported failed.
+const loggedOffQuery = `SELECT count(*) FROM commands WHERE session_id = ? AND type = ? AND state IN (?, ?)`
+
+// loggedOff returns which of sessions had a logoff delivered to their
+// agent that it did not report failed (HostReport.LoggedOff), one lookup
+// of commands_by_session each (migration 00045): only for sessions that
+// end unreported.
+func (t *tx) loggedOff(ctx context.Context, sessions []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, id := range sessions {
+		var n int
+		if err := t.row(ctx, loggedOffQuery, id, vdibroker.CommandLogoff, vdibroker.CommandDelivered, vdibroker.CommandSucceeded).Scan(&n); err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out[id] = true
+		}
+	}
+	return out, nil
 }
 
 // lastLogoffs returns, for each of sessions that has one, when a logoff of

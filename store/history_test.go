@@ -58,6 +58,12 @@ func TestSessionListingsUseIndexes(t *testing.T) {
 			// paged listing of open sessions: migration 00019.
 			{"the views' catch-up: open sessions after a cursor", vdibroker.SessionFilter{After: after, Limit: 20000}, []string{"user_sessions_open_by_pool"}, nil},
 			{"?state=Pending, paged", vdibroker.SessionFilter{State: vdibroker.StatePending, After: after, Limit: 101}, []string{"user_sessions_open_by_pool"}, nil},
+			// The console's user search (migration 00046): one range of
+			// the folded names, open or ended, its pages too.
+			{"?userPrefix=", vdibroker.SessionFilter{UserPrefix: "User00", Limit: 51}, []string{"user_sessions_open_by_user_key"}, nil},
+			{"?userPrefix=, paged", vdibroker.SessionFilter{UserPrefix: "user00", After: after, Limit: 51}, []string{"user_sessions_open_by_user_key"}, nil},
+			{"?userPrefix=&state=LoggedOff, paged", vdibroker.SessionFilter{UserPrefix: "user00", State: vdibroker.StateLoggedOff, After: after, Limit: 51},
+				[]string{"user_sessions_ended_by_user_key"}, nil},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -178,4 +184,101 @@ func TestCountOpenSessions(t *testing.T) {
 			t.Errorf("the counts read more of user_sessions than its Disconnected sessions:\n%s", p)
 		}
 	})
+}
+
+// TestUserSearch: ?userPrefix= finds the users whose name starts with the
+// prefix in any case (the database's lower(): ASCII on SQLite), listed by
+// the folded name then id, and pages through them with the last row's id
+// as the cursor, each session once; open and ended sessions apart; the
+// other filters still apply.
+func TestUserSearch(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		mustPool(t, s, pool("other", vdibroker.Pooled))
+		mustHost(t, s, "p", "h1")
+		mustHost(t, s, "p", "h2")
+		mustHost(t, s, "other", "h1")
+		for i, u := range []string{"Alice", "alice2", "ALIX", "al_x", "bob", "Alfred", "xal"} {
+			mustCommit(t, s, placement("p", fmt.Sprintf("h%d", i%2+1), u, vdibroker.NoSessionLimit))
+		}
+		mustCommit(t, s, placement("other", "h1", "alien", vdibroker.NoSessionLimit))
+		ended := mustCommit(t, s, placement("p", "h1", "Alma", vdibroker.NoSessionLimit))
+		if err := s.EndSession(ctx, "p", ended, vdibroker.EndNotReported, t0); err != nil {
+			t.Fatal(err)
+		}
+		search := func(f vdibroker.SessionFilter) []string {
+			t.Helper()
+			f.HostPool = "p"
+			l, err := s.ListUserSessions(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var users []string
+			for _, u := range l {
+				users = append(users, u.User)
+			}
+			return users
+		}
+		// Folded: al_x (0x5f) < alfred < alice < alice2 < alix, byte order.
+		want := []string{"al_x", "Alfred", "Alice", "alice2", "ALIX"}
+		for _, prefix := range []string{"al", "AL", "aL"} {
+			if diff := cmp.Diff(want, search(vdibroker.SessionFilter{UserPrefix: prefix})); diff != "" {
+				t.Errorf("prefix %q (-want +got):\n%s", prefix, diff)
+			}
+		}
+		// Pages of 2: the cursor is the last row's id, as the API's nextLink.
+		var paged []string
+		f := vdibroker.SessionFilter{HostPool: "p", UserPrefix: "AL", Limit: 2}
+		for range 10 {
+			l, err := s.ListUserSessions(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range l {
+				paged = append(paged, u.User)
+			}
+			if len(l) < 2 {
+				break
+			}
+			f.After = l[len(l)-1].ID
+		}
+		if diff := cmp.Diff(want, paged); diff != "" {
+			t.Errorf("paged by 2 (-want +got):\n%s", diff)
+		}
+		for _, c := range []struct {
+			f    vdibroker.SessionFilter
+			want []string
+		}{
+			{vdibroker.SessionFilter{UserPrefix: "alic"}, []string{"Alice", "alice2"}},
+			{vdibroker.SessionFilter{UserPrefix: "ALICE2"}, []string{"alice2"}},
+			{vdibroker.SessionFilter{UserPrefix: "al", SessionHost: "h2"}, []string{"al_x", "Alfred", "alice2"}}, // every other user on h2
+			{vdibroker.SessionFilter{UserPrefix: "al", State: vdibroker.StateLoggedOff}, []string{"Alma"}},
+			{vdibroker.SessionFilter{UserPrefix: "z"}, nil},
+			{vdibroker.SessionFilter{UserPrefix: "al", After: "no-such-session"}, nil},
+		} {
+			if diff := cmp.Diff(c.want, search(c.f)); diff != "" {
+				t.Errorf("%+v (-want +got):\n%s", c.f, diff)
+			}
+		}
+	})
+}
+
+// TestPrefixEnd: the least string past every string with a prefix, in
+// byte order, which a search's range ends before.
+func TestPrefixEnd(t *testing.T) {
+	for p, want := range map[string]string{
+		"al":                     "am",
+		"a":                      "b",
+		"a\U0010FFFF":            "b",
+		"\U0010FFFF":             "",
+		"x\uD7FF":                "x\uE000",
+		"jö":                     "j÷",
+		"":                       "",
+		"al\U0010FFFF\U0010FFFF": "am",
+	} {
+		if got := store.PrefixEnd(p); got != want {
+			t.Errorf("prefixEnd(%q) = %q, want %q", p, got, want)
+		}
+	}
 }

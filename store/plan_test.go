@@ -71,6 +71,16 @@ func TestOpenUserSessionsUsesIndex(t *testing.T) {
 	}
 }
 
+// TestLoggedOffUsesIndex (R-S4, R-S5): a session a heartbeat no longer
+// reports asks whether its agent was given a logoff; that is a range of
+// commands_by_session (migration 00045), not a walk of every command.
+func TestLoggedOffUsesIndex(t *testing.T) {
+	p := planOf(t, (*DB).LoggedOffPlan)
+	if !strings.Contains(p, "COVERING INDEX commands_by_session (session_id=? AND type=? AND state=?)") || strings.Contains(p, "SCAN") {
+		t.Errorf("the logoff question does not read commands_by_session:\n%s", p)
+	}
+}
+
 // TestTakeSlotUsesIndexes: the conditional UPDATE every connect runs (R-C4,
 // R-C2, R-C6 in one statement) finds the host's counts by key and answers
 // R-C6 from the two partial indexes by user, whatever the pool's size.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -184,28 +185,38 @@ func (s *DB) ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error) {
 }
 
 // DeleteHostPool deletes a pool with its hosts, sessions, commands and
-// registration tokens; refused with Conflict while sessions are open unless
-// force.
-func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error {
+// registration tokens, and takes it out of its scaling plan, and returns
+// what went. While the pool has hosts or open sessions it is refused with
+// Conflict, naming what would go, unless force (SPEC §9): a registered
+// host's agent would lose its credential, and a plan its pool, unseen.
+func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) (*vdibroker.PoolDeletion, error) {
+	var del *vdibroker.PoolDeletion
 	err := s.write(ctx, func(t *tx) error {
 		old, err := t.getPool(ctx, name)
 		if err != nil {
 			return err
 		}
 		t.audited(old, nil)
-		// Lock the pool's hosts first, so a concurrent placement either
-		// commits before us (and is counted below) or finds no host.
+		// Lock the pool's row, then its hosts, so a concurrent placement
+		// either commits before us (and is counted below) or finds no
+		// host, and a plan taking the pool waits for us (R-SP4).
 		if s.d.forUpdate != "" {
-			if _, err := t.exec(ctx, `SELECT name FROM host_counts WHERE host_pool = ?`+s.d.forUpdate, name); err != nil {
-				return err
+			for _, q := range []string{`SELECT name FROM host_pools WHERE name = ?`, `SELECT name FROM host_counts WHERE host_pool = ?`} {
+				if _, err := t.exec(ctx, q+s.d.forUpdate, name); err != nil {
+					return err
+				}
 			}
 		}
-		var open int
-		if err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND state <> 'LoggedOff'`, name).Scan(&open); err != nil {
+		if del, err = t.poolDeletion(ctx, name, s.now()); err != nil {
 			return err
 		}
-		if open > 0 && !force {
-			return vdibroker.Errorf(vdibroker.EConflict, "host pool %q has %d open sessions; delete with force to end them", name, open)
+		if del.Blocks() && !force {
+			return &vdibroker.Error{Code: vdibroker.EConflict, Field: "force", Message: del.Refusal()}
+		}
+		if del.ScalingPlan != "" {
+			if err := t.leavePlan(ctx, del.ScalingPlan, name); err != nil {
+				return err
+			}
 		}
 		t.touchPool(name) // revokes its hosts' credentials
 		for _, q := range []string{
@@ -217,9 +228,6 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error 
 			`DELETE FROM host_counts WHERE host_pool = ?`,
 			`DELETE FROM session_hosts WHERE host_pool = ?`,
 			`DELETE FROM host_pools WHERE name = ?`,
-			// Last, after the pool's row is locked: a scaling plan that
-			// took the pool meanwhile has committed (R-SP4).
-			`DELETE FROM scaling_plan_pools WHERE host_pool = ?`,
 		} {
 			if _, err := t.exec(ctx, q, name); err != nil {
 				return err
@@ -227,7 +235,75 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error 
 		}
 		return nil
 	})
-	return wrap(err, "delete host pool %q", name)
+	if err != nil {
+		return nil, wrap(err, "delete host pool %q", name)
+	}
+	return del, nil
+}
+
+// poolDeletion reads what deleting pool would remove: its hosts (the
+// first by name), open sessions, usable registration tokens and plan.
+func (t *tx) poolDeletion(ctx context.Context, pool string, now time.Time) (*vdibroker.PoolDeletion, error) {
+	d := &vdibroker.PoolDeletion{HostPool: pool}
+	for q, n := range map[string]*int{
+		`SELECT count(*) FROM session_hosts WHERE host_pool = ?`:                          &d.SessionHosts,
+		`SELECT count(*) FROM user_sessions WHERE host_pool = ? AND state <> 'LoggedOff'`: &d.OpenSessions,
+	} {
+		if err := t.row(ctx, q, pool).Scan(n); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.row(ctx, `SELECT count(*) FROM registration_tokens WHERE host_pool = ? AND expire_time > ?
+		AND (max_hosts = 0 OR hosts < max_hosts)`, pool, ns(now)).Scan(&d.RegistrationTokens); err != nil {
+		return nil, err
+	}
+	rows, err := t.query(ctx, `SELECT name FROM session_hosts WHERE host_pool = ? ORDER BY name LIMIT ?`, pool, vdibroker.MaxDeletionNames)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		d.HostNames = append(d.HostNames, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	err = t.row(ctx, `SELECT plan FROM scaling_plan_pools WHERE host_pool = ?`, pool).Scan(&d.ScalingPlan)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	return d, nil
+}
+
+// leavePlan takes pool out of plan (deleting the pool): the plan keeps its
+// other pools. An audited request records the plan's change as an entry of
+// its own, scalingplan.update by the same principal, beside the pool's
+// deletion, so the plan's history says where its pool went.
+func (t *tx) leavePlan(ctx context.Context, plan, pool string) error {
+	var before *vdibroker.ScalingPlan
+	if t.audit != nil {
+		var err error
+		if before, err = t.getPlan(ctx, plan); err != nil {
+			return err
+		}
+	}
+	if _, err := t.exec(ctx, `DELETE FROM scaling_plan_pools WHERE host_pool = ?`, pool); err != nil {
+		return err
+	}
+	if before == nil {
+		return nil
+	}
+	after := *before
+	after.HostPools = slices.DeleteFunc(slices.Clone(before.HostPools), func(p string) bool { return p == pool })
+	e := *t.audit
+	e.Seq, e.Action, e.Target, e.HostPool = 0, "scalingplan.update", "scalingplans/"+plan, pool
+	e.Before, e.After = auditJSON(before), auditJSON(&after)
+	_, err := insertAuditRow(ctx, t, &e)
+	return err
 }
 
 // wrap adds context to internal errors and passes domain errors through

@@ -158,7 +158,7 @@ func TestDeletePoolLeavesPlan_RSP4(t *testing.T) {
 		mustPool(t, s, pool("keep", vdibroker.Pooled))
 		mustPool(t, s, pool("gone", vdibroker.Pooled))
 		mustPlan(t, s, plan("office", "keep", "gone"))
-		if err := s.DeleteHostPool(ctx, "gone", false); err != nil {
+		if _, err := s.DeleteHostPool(ctx, "gone", false); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff([]string{"keep"}, getPlan(t, s, "office").HostPools); diff != "" {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -119,12 +120,20 @@ func (s *DB) GetUserSession(ctx context.Context, pool, id string) (*vdibroker.Us
 	return u, err
 }
 
-// ListUserSessions lists sessions by ID ascending, after f.After, at most
-// f.Limit.
+// ListUserSessions lists sessions by ID ascending (a UserPrefix search by
+// folded user name, then ID), after f.After, at most f.Limit.
 func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([]*vdibroker.UserSession, error) {
-	q, args := listSessionsQuery(s.d, f)
 	var out []*vdibroker.UserSession
-	err := s.read(ctx, func(t *tx) (err error) {
+	err := s.read(ctx, func(t *tx) error {
+		var us *userSearch
+		if f.UserPrefix != "" {
+			var err error
+			if us, err = t.userSearch(ctx, f); err != nil || us == nil {
+				return err // nil: the cursor's session is gone, nothing after it
+			}
+		}
+		q, args := listSessionsQuery(s.d, f, us)
+		var err error
 		out, err = queryAll(ctx, t, scanSession, q, args...)
 		return err
 	})
@@ -147,14 +156,18 @@ func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([
 //   - a host's open sessions come from user_sessions_open_by_host_covering;
 //   - ended sessions by user or host from user_sessions_ended_by_user and
 //     user_sessions_ended_by_host (migration 00008);
-//   - a pool's open sessions from user_sessions_open_by_pool (00019).
+//   - a pool's open sessions from user_sessions_open_by_pool (00019);
+//   - a user search (UserPrefix) from user_sessions_open_by_user_key or
+//     user_sessions_ended_by_user_key (00046): one range of the folded
+//     names, read in the order it lists, so a page stops at its limit
+//     however many names share the prefix.
 //
 // SQLite is told the index (INDEXED BY): without statistics its planner
 // prefers user_sessions_by_pool, whose (host_pool, id) order saves the sort
 // of a few rows, and walks the pool's history; and should the index go, the
 // query fails rather than walk it. PostgreSQL's planner, with the
 // statistics autovacuum keeps, chooses these indexes itself.
-func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
+func listSessionsQuery(d *dialect, f vdibroker.SessionFilter, us *userSearch) (string, []any) {
 	var where []string
 	var args []any
 	add := func(cond string, arg any) {
@@ -166,6 +179,21 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
 	}
 	if f.User != "" {
 		add("user_name = ?", f.User)
+	}
+	key := userKey(d)
+	if us != nil {
+		// A page after the first starts at its cursor's key, itself in
+		// the range: SQLite takes no row value as an index bound, so the
+		// key alone starts the range there and the row value below
+		// skips the few rows of that key before the cursor.
+		if f.After == "" {
+			add(key+" >= ?", us.from)
+		} else {
+			add(key+" >= ?", us.afterKey)
+		}
+		if us.to != "" {
+			add(key+" < ?", us.to)
+		}
 	}
 	ended := f.State == vdibroker.StateLoggedOff
 	if ended {
@@ -179,7 +207,11 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
 	if f.SessionHost != "" {
 		add("session_host = ?", f.SessionHost)
 	}
-	if f.After != "" {
+	switch {
+	case us != nil && f.After != "":
+		where = append(where, "("+key+", id) > (?, ?)")
+		args = append(args, us.afterKey, f.After)
+	case f.After != "":
 		add("id > ?", f.After)
 	}
 	from := func(index string) string {
@@ -189,7 +221,12 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
 		return `SELECT ` + sessionCols + ` FROM user_sessions INDEXED BY ` + index + ` WHERE ` + strings.Join(where, " AND ")
 	}
 	var q string
+	order := ` ORDER BY id`
 	switch {
+	case us != nil && ended:
+		q, order = from("user_sessions_ended_by_user_key"), ` ORDER BY `+key+`, id`
+	case us != nil:
+		q, order = from("user_sessions_open_by_user_key"), ` ORDER BY `+key+`, id`
 	case f.User != "" && ended:
 		q = from("user_sessions_ended_by_user")
 	case f.User != "":
@@ -208,12 +245,66 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
 	default:
 		q = from("")
 	}
-	q += ` ORDER BY id`
+	q += order
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
 	return q, args
+}
+
+// userKey is the key of a user search: the database's own fold of the
+// name, in byte order (migration 00046 indexes exactly this expression).
+func userKey(d *dialect) string {
+	if d == sqliteDialect {
+		return "lower(user_name)"
+	}
+	return `lower(user_name) COLLATE "C"`
+}
+
+// userSearch is a prefix search's bounds as the database folds them: the
+// folded prefix (from), the first key past every key starting with it (to,
+// "" for none) and the key of the paging cursor's session.
+type userSearch struct{ from, to, afterKey string }
+
+// userSearch folds f's prefix with the database's lower(), so the bounds
+// match the index whatever the engine's case folding, and reads the
+// cursor's key; nil when the cursor's session is not in the pool.
+func (t *tx) userSearch(ctx context.Context, f vdibroker.SessionFilter) (*userSearch, error) {
+	us := &userSearch{}
+	if err := t.row(ctx, `SELECT lower(?)`, f.UserPrefix).Scan(&us.from); err != nil {
+		return nil, err
+	}
+	us.to = prefixEnd(us.from)
+	if f.After == "" {
+		return us, nil
+	}
+	err := t.row(ctx, `SELECT lower(user_name) FROM user_sessions WHERE host_pool = ? AND id = ?`, f.HostPool, f.After).Scan(&us.afterKey)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return us, err
+}
+
+// prefixEnd is the least string after every string that starts with p, in
+// byte order (which is code point order for UTF-8): p with its last
+// character one code point on ("al" → "am"), past the surrogates, and
+// shorter when that character is the last code point; "" when there is
+// none.
+func prefixEnd(p string) string {
+	r := []rune(p)
+	for i := len(r) - 1; i >= 0; i-- {
+		switch {
+		case r[i] == utf8.MaxRune:
+			continue
+		case r[i] == 0xD7FF:
+			r[i] = 0xE000 // the surrogates are no characters
+		default:
+			r[i]++
+		}
+		return string(r[:i+1])
+	}
+	return ""
 }
 
 // openCountsQuery counts every pool's open sessions by state in one

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/vdibroker/vdibroker/internal/pgtest"
@@ -246,12 +247,13 @@ func TestHostPoolCRUD(t *testing.T) {
 			t.Errorf("list order (-want +got):\n%s", diff)
 		}
 
-		if err := s.DeleteHostPool(ctx, "pool-b", false); err != nil {
+		if _, err := s.DeleteHostPool(ctx, "pool-b", false); err != nil {
 			t.Fatal(err)
 		}
 		_, err = s.GetHostPool(ctx, "pool-b")
 		wantCode(t, err, vdibroker.ENotFound)
-		wantCode(t, s.DeleteHostPool(ctx, "pool-b", false), vdibroker.ENotFound)
+		_, err = s.DeleteHostPool(ctx, "pool-b", false)
+		wantCode(t, err, vdibroker.ENotFound)
 	})
 }
 
@@ -265,12 +267,17 @@ func TestDeleteHostPoolWithSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		wantCode(t, s.DeleteHostPool(ctx, "pool1", false), vdibroker.EConflict)
+		_, err := s.DeleteHostPool(ctx, "pool1", false)
+		wantCode(t, err, vdibroker.EConflict)
 		if _, err := s.GetSessionHost(ctx, "pool1", "host1"); err != nil {
 			t.Fatalf("refused delete removed the host: %v", err)
 		}
-		if err := s.DeleteHostPool(ctx, "pool1", true); err != nil {
+		del, err := s.DeleteHostPool(ctx, "pool1", true)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if del.SessionHosts != 1 || del.OpenSessions != 1 {
+			t.Errorf("forced delete says %+v, want 1 host and 1 session gone", del)
 		}
 		l, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1"})
 		if err != nil || len(l) != 0 {
@@ -280,6 +287,92 @@ func TestDeleteHostPoolWithSessions(t *testing.T) {
 		mustPool(t, s, pool("pool1", vdibroker.Pooled))
 		_, err = s.RegisterHost(ctx, "rt1", &vdibroker.RegisterRequest{HostName: "host1"}, "cred", t0)
 		wantCode(t, err, vdibroker.EUnauthenticated)
+	})
+}
+
+// TestDeleteHostPoolWithHosts (SPEC §9): a pool with a registered host and
+// no session is refused too, naming its hosts, its usable registration
+// token and its scaling plan; forced, the answer says what went, and the
+// plan's loss of the pool is an audit entry of its own beside the pool's.
+func TestDeleteHostPoolWithHosts(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustPool(t, s, pool("other", vdibroker.Pooled))
+		for i := range vdibroker.MaxDeletionNames + 2 {
+			mustHost(t, s, "pool1", fmt.Sprintf("host%02d", i))
+		}
+		mustPlan(t, s, plan("office", "other", "pool1"))
+		now := time.Now()
+		for i, tok := range []vdibroker.RegistrationToken{
+			{HostPool: "pool1", Hash: "usable", CreateTime: now, ExpireTime: now.Add(time.Hour)},
+			{HostPool: "pool1", Hash: "expired", CreateTime: now.Add(-2 * time.Hour), ExpireTime: now.Add(-time.Hour)},
+		} {
+			tok.ID = fmt.Sprintf("rt%d", i)
+			if err := s.CreateRegistrationToken(ctx, &tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		_, err := s.DeleteHostPool(ctx, "pool1", false)
+		wantCode(t, err, vdibroker.EConflict)
+		// 22 hosts: the first 20 by name, and how many more.
+		for _, want := range []string{`host pool "pool1" has 22 session hosts (host00, host01,`, "host19 and 2 more)",
+			"1 registration token", `scaling plan "office"`, "revoke their agents' credentials", "--force"} {
+			if !strings.Contains(vdibroker.ErrorMessage(err), want) {
+				t.Errorf("refusal %q does not say %q", vdibroker.ErrorMessage(err), want)
+			}
+		}
+		if got := getPlan(t, s, "office").HostPools; len(got) != 2 {
+			t.Errorf("a refused delete took the pool out of its plan: %v", got)
+		}
+
+		entry := &vdibroker.AuditEntry{Time: t0, Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAdmin, ID: "admin"},
+			Action: "hostpool.delete", Target: "hostpools/pool1", HostPool: "pool1", RequestID: "req-1"}
+		del, err := s.DeleteHostPool(vdibroker.WithAudit(ctx, entry), "pool1", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &vdibroker.PoolDeletion{HostPool: "pool1", SessionHosts: 22, RegistrationTokens: 1, ScalingPlan: "office"}
+		for i := range vdibroker.MaxDeletionNames {
+			want.HostNames = append(want.HostNames, fmt.Sprintf("host%02d", i))
+		}
+		if diff := cmp.Diff(want, del); diff != "" {
+			t.Errorf("what went (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"other"}, getPlan(t, s, "office").HostPools); diff != "" {
+			t.Errorf("plan after the delete (-want +got):\n%s", diff)
+		}
+		entries, err := s.ListAudit(ctx, vdibroker.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var actions []string
+		for _, e := range entries {
+			actions = append(actions, e.Action+" "+e.Target+" "+e.RequestID)
+			if e.Action == "scalingplan.update" {
+				var before, after vdibroker.ScalingPlan
+				if err := json.Unmarshal(e.Before, &before); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(e.After, &after); err != nil {
+					t.Fatal(err)
+				}
+				if strings.Join(before.HostPools, ",") != "other,pool1" || strings.Join(after.HostPools, ",") != "other" {
+					t.Errorf("the plan's entry: before %v, after %v", before.HostPools, after.HostPools)
+				}
+			}
+		}
+		if diff := cmp.Diff([]string{"scalingplan.update scalingplans/office req-1", "hostpool.delete hostpools/pool1 req-1"}, actions); diff != "" {
+			t.Errorf("audit entries (-want +got):\n%s", diff)
+		}
+
+		// A pool with nothing in it goes without force.
+		mustPool(t, s, pool("empty", vdibroker.Pooled))
+		del, err = s.DeleteHostPool(ctx, "empty", false)
+		if err != nil || del.Blocks() {
+			t.Errorf("empty pool: %+v, %v", del, err)
+		}
 	})
 }
 

@@ -44,8 +44,8 @@ func newAuditListCmd(a *admin) *cobra.Command {
 		since string
 	)
 	cmd := &cobra.Command{
-		Use:   "list [--target T] [--principal P] [--action A] [--since 24h|2026-01-02T03:04:05Z]",
-		Short: "List audit entries, oldest first",
+		Use:   "list [--target T] [--principal P] [--action A] [--since 24h|2026-01-02T03:04:05Z] [--newest]",
+		Short: "List audit entries, oldest first (newest first with --newest)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if since != "" {
@@ -71,6 +71,7 @@ func newAuditListCmd(a *admin) *cobra.Command {
 	f.StringVar(&q.Principal, "principal", "", "token id, OIDC subject or token subject")
 	f.StringVar(&q.Action, "action", "", "e.g. sessionhost.update, token.create, signin")
 	f.StringVar(&since, "since", "", "entries from this time on: an RFC 3339 time, or a duration back from now (24h)")
+	f.BoolVar(&q.Newest, "newest", false, "newest first")
 	return cmd
 }
 

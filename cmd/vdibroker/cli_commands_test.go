@@ -636,6 +636,31 @@ func TestCLIDelete(t *testing.T) {
 	}
 }
 
+// TestCLIDeletePoolWithHost (SPEC §9): hostpool delete of a pool whose
+// registered host runs without a session exits 1 saying what would go and
+// how to force it, and the agent keeps working; --force prints what went
+// and the agent's credential is refused from then on.
+func TestCLIDeletePoolWithHost(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "hp-run")
+	cred := b.addHost("hp-run", "sh-01")
+	r := b.cli("hostpool", "delete", "--name", "hp-run")
+	if r.code != 1 || !strings.Contains(r.stderr, `has 1 session host (sh-01)`) || !strings.Contains(r.stderr, "hostpool delete --force") {
+		t.Errorf("delete of a pool with a running host: exit %d, stderr %q", r.code, r.stderr)
+	}
+	checkCLIError(t, r)
+	b.heartbeat(cred)
+	out := b.ok("hostpool", "delete", "--name", "hp-run", "--force", "-o", "json")
+	var del vdibroker.PoolDeletion
+	if err := json.Unmarshal([]byte(out), &del); err != nil || del.SessionHosts != 1 || del.HostPool != "hp-run" || del.RegistrationTokens != 1 {
+		t.Errorf("--force printed %q (%v), want the pool, 1 host and addHost's registration token", out, err)
+	}
+	_, err := vhttp.NewClient(b.m.URL(), "").Heartbeat(t.Context(), cred, &vdibroker.HeartbeatRequest{})
+	if vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("the deleted host's agent heartbeats: %v", err)
+	}
+}
+
 // TestCLICompletion: cobra's completion command and the fixed values of
 // enum flags.
 func TestCLICompletion(t *testing.T) {

@@ -17,6 +17,15 @@ var hostPoolColumns = []column{
 	{"MaxSessionLimit", "maxSessionLimit"},
 }
 
+// poolDeletionColumns are hostpool delete's table: what went with the pool.
+var poolDeletionColumns = []column{
+	{"Deleted", "hostPool"},
+	{"SessionHosts", "sessionHosts"},
+	{"OpenSessions", "openSessions"},
+	{"RegistrationTokens", "registrationTokens"},
+	{"ScalingPlan", "scalingPlan"},
+}
+
 // poolFlagFields are the host pool settings settable from flags: every
 // field of the schema (vdibroker.PoolFields) but name, which each command
 // takes as its own --name.
@@ -299,18 +308,27 @@ func newHostPoolDeleteCmd(a *admin) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "delete --name NAME [--force]",
-		Short: "Delete a host pool (refused while it has sessions unless --force)",
-		Args:  cobra.NoArgs,
+		Short: "Delete a host pool (refused while it has hosts or sessions unless --force)",
+		Long: `Delete a host pool. While the pool has session hosts or open sessions
+the broker refuses and says what would go; with --force it deletes the
+hosts (their agents' credentials are revoked), ends the sessions, revokes
+the pool's registration tokens and takes the pool out of its scaling plan
+(recorded in the audit trail), and prints what went.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			return fail(c.DeleteHostPool(cmd.Context(), name, force))
+			del, err := c.DeleteHostPool(cmd.Context(), name, force)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, del, poolDeletionColumns)
 		},
 	}
 	poolNameVar(cmd.Flags(), &name, "name", "n", "host pool name")
-	cmd.Flags().BoolVar(&force, "force", false, "delete even while sessions exist")
+	cmd.Flags().BoolVar(&force, "force", false, "delete even while it has session hosts or open sessions: they go with it")
 	requireFlags(cmd, "name")
 	return cmd
 }

@@ -28,7 +28,14 @@
         var doc = new DOMParser().parseFromString(html, "text/html");
         document.querySelectorAll("[data-live][id]").forEach(function (el) {
           var fresh = doc.getElementById(el.id);
-          if (fresh && fresh.innerHTML !== el.innerHTML) el.innerHTML = fresh.innerHTML;
+          if (!fresh || fresh.innerHTML === el.innerHTML) return;
+          // Ticked boxes (hosts picked to drain together) stay ticked.
+          var kept = {};
+          el.querySelectorAll("input[data-keep]:checked").forEach(function (box) { kept[box.name + "=" + box.value] = true; });
+          el.innerHTML = fresh.innerHTML;
+          el.querySelectorAll("input[data-keep]").forEach(function (box) {
+            if (kept[box.name + "=" + box.value]) box.checked = true;
+          });
         });
         if (badge) { badge.classList.remove("stale"); badge.title = "Updated " + new Date().toLocaleTimeString(); }
       })
@@ -42,11 +49,33 @@
     sel.addEventListener("change", function () { sel.form.submit(); });
   });
 
-  // Ask before ending a user's session.
+  // Ask before ending a user's session, removing a host or deleting a pool.
+  var asks = {
+    "logoff": function () { return "Log off this user's session? Unsaved work in it is lost."; },
+    "remove-host": function (btn) { return "Remove " + btn.dataset.host + "? Its agent's credential is revoked: it must register again to come back."; },
+    "delete-pool": function (btn) { return "Delete host pool " + btn.dataset.pool + "?"; }
+  };
   document.addEventListener("submit", function (ev) {
     var btn = ev.submitter;
-    if (btn && btn.dataset.action === "logoff" && !window.confirm("Log off this user's session? Unsaved work in it is lost.")) {
+    var ask = btn && asks[btn.dataset.action];
+    if (ask && !window.confirm(ask(btn))) {
       ev.preventDefault();
     }
+  });
+
+  // Copy buttons: data-copy names the input whose value they copy.
+  document.querySelectorAll("button[data-copy]").forEach(function (btn) {
+    btn.addEventListener("click", function () {
+      var field = document.getElementById(btn.dataset.copy);
+      if (!field) return;
+      var done = function () { btn.textContent = "Copied"; btn.dataset.copied = "1"; };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(field.value).then(done, function () { btn.textContent = "Select and copy it"; field.select(); });
+        return;
+      }
+      // Plain HTTP to a name other than localhost: no clipboard API.
+      field.select();
+      if (document.execCommand && document.execCommand("copy")) done(); else btn.textContent = "Press Ctrl+C";
+    });
   });
 })();

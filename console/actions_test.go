@@ -1,0 +1,429 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// The console's actions, through HTTP as a browser posts them: each needs
+// the session's CSRF token, is decided by the API's access checker (role
+// and host-pool scope, R-SEC) and leaves an audit entry; a refusal changes
+// nothing. TestConsolePostgres runs them again on PostgreSQL.
+
+// lastAudit returns the newest audit entry of action on target, or nil.
+func (e *env) lastAudit(action, target string) *vdibroker.AuditEntry {
+	e.t.Helper()
+	l, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: action, Target: target, Newest: true})
+	if err != nil {
+		e.t.Fatalf("audit: %v", err)
+	}
+	for _, a := range l {
+		if a.Outcome == vdibroker.AuditOK {
+			return a
+		}
+	}
+	return nil
+}
+
+// wantAudited fails unless the newest ok entry of action on target is by
+// the principal named name.
+func (e *env) wantAudited(action, target, name string) {
+	e.t.Helper()
+	a := e.lastAudit(action, target)
+	if a == nil {
+		e.t.Errorf("no audit entry %s on %s", action, target)
+		return
+	}
+	if a.Principal.Name != name && a.Principal.ID != name {
+		e.t.Errorf("audit entry %s on %s by %+v, want %s", action, target, a.Principal, name)
+	}
+}
+
+func TestActionCreatePool(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	b := e.browser()
+	b.signin(adminToken)
+	csrf := b.csrf("/")
+	wantContains(t, b.get("/"), `id="create-pool-form"`)
+
+	// Without the CSRF token nothing is created.
+	wantStatus(t, b.post("/pools", url.Values{"name": {"nocsrf"}}), http.StatusForbidden)
+	a := b.post("/pools", url.Values{"csrf": {csrf}, "name": {"pool-new"}, "hostPoolType": {"Pooled"},
+		"loadBalancerType": {"DepthFirst"}, "maxSessionLimit": {"6"}, "friendlyName": {"Finance"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if a.location != "/pools/pool-new" {
+		t.Errorf("redirect to %q", a.location)
+	}
+	p, err := e.admin.GetHostPool(ctx, "pool-new")
+	if err != nil || p.LoadBalancerType != "DepthFirst" || p.MaxSessionLimit != 6 || p.FriendlyName != "Finance" {
+		t.Fatalf("created pool: %+v, %v", p, err)
+	}
+	e.wantAudited("hostpool.put", "hostpools/pool-new", "admin")
+	wantContains(t, b.get("/pools/pool-new"), "Host pool pool-new created")
+
+	// A second create of the name replaces nothing (If-None-Match: *).
+	a = b.post("/pools", url.Values{"csrf": {csrf}, "name": {"pool-new"}, "maxSessionLimit": {"2"}})
+	wantStatus(t, a, http.StatusConflict)
+	if p, _ := e.admin.GetHostPool(ctx, "pool-new"); p.MaxSessionLimit != 6 {
+		t.Errorf("a refused create changed the pool: limit %d", p.MaxSessionLimit)
+	}
+	// Bad values are refused beside their field, and the form stays open.
+	for _, c := range []struct {
+		limit, want string
+	}{
+		{"lots", "maxSessionLimit: must be a whole number"},
+		{"0", "maxSessionLimit"},
+	} {
+		a = b.post("/pools", url.Values{"csrf": {csrf}, "name": {"pool-bad"}, "maxSessionLimit": {c.limit}})
+		wantStatus(t, a, http.StatusBadRequest)
+		wantContains(t, a, `<details open>`, `class="field invalid"`, c.want, `value="pool-bad"`)
+		if _, err := e.admin.GetHostPool(ctx, "pool-bad"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("maxSessionLimit %q: a refused create made the pool (%v)", c.limit, err)
+		}
+	}
+	a = b.post("/pools", url.Values{"csrf": {csrf}, "name": {""}})
+	wantStatus(t, a, http.StatusBadRequest)
+	wantContains(t, a, "name: is required")
+}
+
+func TestActionRegistrationKey(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	ctx := context.Background()
+	b := e.browser()
+	b.signin(adminToken)
+	csrf := b.csrf("/pools/pool-a")
+	a := b.post("/pools/pool-a/registrationtoken", url.Values{"csrf": {csrf}, "expiresInHours": {"8"}, "maxHosts": {"1"}})
+	wantStatus(t, a, http.StatusCreated)
+	if a.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("the key's page may be cached: Cache-Control %q", a.header.Get("Cache-Control"))
+	}
+	m := regexp.MustCompile(`id="key" value="([^"]+)"`).FindStringSubmatch(a.body)
+	if m == nil {
+		t.Fatalf("no key on the page:\n%s", a.body)
+	}
+	key := html.UnescapeString(m[1])
+	wantContains(t, a, `data-copy="key"`, `id="key-expiry"`, "for 1 new host", "--registration-token "+m[1])
+	list, err := e.admin.ListRegistrationTokens(ctx, "pool-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var issued *vdibroker.RegistrationToken
+	for _, k := range list {
+		if k.MaxHosts == 1 {
+			issued = k
+		}
+	}
+	if issued == nil {
+		t.Fatalf("the API lists no key for 1 host: %+v", list)
+	}
+	if d := issued.ExpireTime.Sub(issued.CreateTime).Hours(); d != 8 {
+		t.Errorf("the key is valid %.2f hours, want 8", d)
+	}
+	wantContains(t, a, "Valid until <strong>"+issued.ExpireTime.UTC().Format("2006-01-02 15:04 UTC"))
+	// It registers a host, once.
+	if _, err := e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: key, HostName: "host-9", Address: "host-9:3389"}); err != nil {
+		t.Fatalf("register with the console's key: %v", err)
+	}
+	e.wantAudited("registrationtoken.create", "hostpools/pool-a/registrationtoken", "admin")
+	wantContains(t, b.get("/pools/pool-a"), `data-key="`+issued.ID+`"`, "used up")
+
+	// Bad input changes nothing.
+	for _, form := range []url.Values{{"expiresInHours": {"soon"}}, {"expiresInHours": {"1000"}}, {"expiresInHours": {"8"}, "maxHosts": {"-1"}}} {
+		form.Set("csrf", csrf)
+		if a := b.post("/pools/pool-a/registrationtoken", form); a.status != http.StatusBadRequest {
+			t.Errorf("%v: HTTP %d, want 400", form, a.status)
+		}
+	}
+	if l, _ := e.admin.ListRegistrationTokens(ctx, "pool-a"); len(l) != len(list) {
+		t.Errorf("refused keys were issued: %d keys, want %d", len(l), len(list))
+	}
+}
+
+func TestActionRemoveHost(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	ctx := context.Background()
+	b := e.browser()
+	b.signin(adminToken)
+	csrf := b.csrf("/pools/pool-a/hosts/host-1")
+	wantContains(t, b.get("/pools/pool-a/hosts/host-1"), `data-action="remove-host"`, `id="remove-force"`)
+	// host-1 has alice's session: refused without force, on the host page.
+	a := b.post("/pools/pool-a/hosts/host-1/delete", url.Values{"csrf": {csrf}})
+	wantStatus(t, a, http.StatusConflict)
+	wantContains(t, a, `id="verdict"`, "open sessions")
+	if _, err := e.admin.GetSessionHost(ctx, "pool-a", "host-1"); err != nil {
+		t.Fatalf("a refused remove removed the host: %v", err)
+	}
+	a = b.post("/pools/pool-a/hosts/host-1/delete", url.Values{"csrf": {csrf}, "force": {"true"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if _, err := e.admin.GetSessionHost(ctx, "pool-a", "host-1"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("host-1 after its removal: %v", err)
+	}
+	if _, err := e.admin.Heartbeat(ctx, e.agents["host-1"], &vdibroker.HeartbeatRequest{}); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("the removed host's agent still heartbeats: %v", err)
+	}
+	e.wantAudited("sessionhost.delete", "hostpools/pool-a/sessionhosts/host-1", "admin")
+	wantContains(t, b.get(a.location), "host-1 removed")
+}
+
+func TestActionResumeDrainedHost(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	ctx := context.Background()
+	if _, err := e.admin.PatchSessionHost(ctx, "pool-a", "host-2", map[string]any{"allowNewSession": false}); err != nil {
+		t.Fatal(err)
+	}
+	ops := e.token(vdibroker.RoleContributor)
+	b := e.browser()
+	b.signin(ops)
+	page := b.get("/pools/pool-a/hosts/host-2")
+	wantContains(t, page, "Drained by admin", `data-action="undrain"`)
+	a := b.post("/pools/pool-a/hosts/host-2/drain", url.Values{"csrf": {b.csrf("/")}, "drain": {"false"}, "back": {"host"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if a.location != "/pools/pool-a/hosts/host-2" {
+		t.Errorf("resume went back to %q, want the host page", a.location)
+	}
+	if h, err := e.admin.GetSessionHost(ctx, "pool-a", "host-2"); err != nil || !h.AllowNewSession {
+		t.Fatalf("host-2 after Resume: %+v, %v", h, err)
+	}
+	e.wantAudited("sessionhost.update", "hostpools/pool-a/sessionhosts/host-2", "contributor-1")
+	page = b.get(a.location)
+	wantContains(t, page, "host-2 takes new sessions again", `data-action="drain"`)
+	if strings.Contains(textOf(page.body), "Drained by") {
+		t.Error("the resumed host's page still says it is drained")
+	}
+}
+
+func TestActionSendMessage(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	id := e.activeSession("alice")
+	b := e.browser()
+	b.signin(adminToken)
+	wantContains(t, b.get("/sessions"), `/pools/pool-a/sessions/`+id+`/message?back=`)
+	form := b.get("/pools/pool-a/sessions/" + id + "/message")
+	wantStatus(t, form, http.StatusOK)
+	wantContains(t, form, "Message to alice", `id="message-form"`)
+	csrf := b.csrf("/pools/pool-a/sessions/" + id + "/message")
+
+	a := b.post("/pools/pool-a/sessions/"+id+"/message", url.Values{"csrf": {csrf}, "message": {"bell\x07"}, "user": {"alice"}})
+	wantStatus(t, a, http.StatusBadRequest)
+	wantContains(t, a, "control characters", `id="e-message"`)
+	a = b.post("/pools/pool-a/sessions/"+id+"/message", url.Values{"csrf": {csrf}, "message": {"Maintenance at 18:00.\r\nSave your work."}, "user": {"alice"}, "back": {"/sessions?pool=pool-a"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if a.location != "/sessions?pool=pool-a" {
+		t.Errorf("back to %q", a.location)
+	}
+	// The textarea's CRLF reaches the agent as the LF typed.
+	cmds := e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
+	if len(cmds) != 1 || cmds[0].Type != vdibroker.CommandSendMessage || cmds[0].Message != "Maintenance at 18:00.\nSave your work." || cmds[0].AgentSessionID != "7" {
+		t.Errorf("the agent got %+v, want the message once", cmds)
+	}
+	e.wantAudited("usersession.sendmessage", "hostpools/pool-a/usersessions/"+id+"/sendmessage", "admin")
+	wantContains(t, b.get(a.location), "The message to alice is queued")
+}
+
+func TestActionBulkDrain(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	ctx := context.Background()
+	b := e.browser()
+	b.signin(adminToken)
+	page := b.get("/pools/pool-a")
+	wantContains(t, page, `name="host" value="host-1" form="bulk"`, `id="bulk-drain"`)
+	csrf := b.csrf("/pools/pool-a")
+	allowed := func() string {
+		t.Helper()
+		var s []string
+		for _, h := range []string{"host-1", "host-2", "host-3"} {
+			got, err := e.admin.GetSessionHost(ctx, "pool-a", h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = append(s, fmt.Sprint(got.AllowNewSession))
+		}
+		return strings.Join(s, ",")
+	}
+	a := b.post("/pools/pool-a/hosts/drain", url.Values{"csrf": {csrf}, "action": {"drain"}, "host": {"host-1", "host-3"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if got := allowed(); got != "false,true,false" {
+		t.Errorf("after draining host-1 and host-3: allowNewSession %s", got)
+	}
+	for _, h := range []string{"host-1", "host-3"} {
+		e.wantAudited("sessionhost.update", "hostpools/pool-a/sessionhosts/"+h, "admin")
+	}
+	wantContains(t, b.get("/pools/pool-a"), "Drained 2 hosts: host-1, host-3.")
+
+	// One unknown host: the others are resumed, the page says which failed.
+	a = b.post("/pools/pool-a/hosts/drain", url.Values{"csrf": {csrf}, "action": {"resume"}, "host": {"host-1", "nope", "host-3"}})
+	wantStatus(t, a, http.StatusNotFound)
+	wantContains(t, a, "Resumed 2 hosts: host-1, host-3.", "Refused by the broker for nope:")
+	if got := allowed(); got != "true,true,true" {
+		t.Errorf("after resuming: allowNewSession %s", got)
+	}
+	// Bad input changes nothing.
+	many := url.Values{"csrf": {csrf}, "action": {"drain"}}
+	for i := range 101 {
+		many.Add("host", fmt.Sprintf("h%d", i))
+	}
+	for _, form := range []url.Values{
+		many,
+		{"csrf": {csrf}, "action": {"drain"}},
+		{"csrf": {csrf}, "action": {"explode"}, "host": {"host-2"}},
+	} {
+		if a := b.post("/pools/pool-a/hosts/drain", form); a.status != http.StatusBadRequest {
+			t.Errorf("%.80v: HTTP %d, want 400", form, a.status)
+		}
+	}
+	if got := allowed(); got != "true,true,true" {
+		t.Errorf("refused bulk drains changed hosts: %s", got)
+	}
+}
+
+func TestActionDeletePool(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	ctx := context.Background()
+	b := e.browser()
+	b.signin(adminToken)
+	csrf := b.csrf("/pools/pool-a")
+	wantContains(t, b.get("/pools/pool-a"), `id="delete-pool-form"`, "also its 3 hosts and 1 session")
+	a := b.post("/pools/pool-a/delete", url.Values{"csrf": {csrf}})
+	wantStatus(t, a, http.StatusConflict)
+	wantContains(t, a, "has 3 session hosts (host-1, host-2, host-3), 1 open session", "revoke their agents&#39; credentials")
+	if _, err := e.admin.GetHostPool(ctx, "pool-a"); err != nil {
+		t.Fatalf("a refused delete deleted the pool: %v", err)
+	}
+	a = b.post("/pools/pool-a/delete", url.Values{"csrf": {csrf}, "force": {"true"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if a.location != "/" {
+		t.Errorf("after the delete: to %q", a.location)
+	}
+	if _, err := e.admin.GetHostPool(ctx, "pool-a"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("pool-a after its delete: %v", err)
+	}
+	e.wantAudited("hostpool.delete", "hostpools/pool-a", "admin")
+	wantContains(t, b.get("/"), "Host pool pool-a deleted: 3 session hosts (host-1, host-2, host-3) deleted and their agents&#39; credentials revoked; 1 open session ended")
+}
+
+// TestActionsRefusedByScope (R-SEC): a Reader and a Contributor scoped to
+// another pool post every action on pool-a with a valid CSRF token: the
+// API refuses each (403, or 404 for what they may not see), nothing
+// changes, and the refusal is in the audit trail.
+func TestActionsRefusedByScope(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	ctx := context.Background()
+	if _, err := e.admin.PutHostPool(ctx, "pool-b", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	open, err := e.admin.ListUserSessions(ctx, "pool-a", vhttp.SessionQuery{})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("sessions: %v %v", open, err)
+	}
+	scoped, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleContributor, Subject: "ops-b", HostPools: []string{"pool-b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := []struct {
+		path string
+		form url.Values
+	}{
+		{"/pools", url.Values{"name": {"pool-c"}}},
+		{"/pools/pool-a/registrationtoken", url.Values{"expiresInHours": {"1"}}},
+		{"/pools/pool-a/hosts/host-1/delete", url.Values{"force": {"true"}}},
+		{"/pools/pool-a/hosts/drain", url.Values{"action": {"drain"}, "host": {"host-2"}}},
+		{"/pools/pool-a/hosts/host-3/drain", url.Values{"drain": {"true"}, "back": {"host"}}},
+		{"/pools/pool-a/sessions/" + open[0].ID + "/message", url.Values{"message": {"hi"}}},
+		{"/pools/pool-a/delete", url.Values{"force": {"true"}}},
+	}
+	for _, who := range []struct {
+		name, token string
+	}{{"Reader", e.token(vdibroker.RoleReader)}, {"scoped Contributor", scoped.Secret}} {
+		b := e.browser()
+		b.signin(who.token)
+		csrf := b.csrf("/")
+		for _, act := range actions {
+			if who.name == "scoped Contributor" && act.path == "/pools" {
+				continue // pool-c is not pool-b either: below
+			}
+			act.form.Set("csrf", csrf)
+			a := b.post(act.path, act.form)
+			if a.status != http.StatusForbidden && a.status != http.StatusNotFound {
+				t.Errorf("%s POST %s: HTTP %d, want 403 or 404", who.name, act.path, a.status)
+			}
+		}
+	}
+	// The scoped Contributor may not create a pool outside its scope.
+	b := e.browser()
+	b.signin(scoped.Secret)
+	if a := b.post("/pools", url.Values{"csrf": {b.csrf("/")}, "name": {"pool-c"}}); a.status != http.StatusForbidden {
+		t.Errorf("scoped create of pool-c: HTTP %d, want 403", a.status)
+	}
+	// Nothing changed.
+	if _, err := e.admin.GetHostPool(ctx, "pool-c"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("pool-c was created: %v", err)
+	}
+	hosts, err := e.admin.ListSessionHosts(ctx, "pool-a")
+	if err != nil || len(hosts) != 3 {
+		t.Fatalf("pool-a's hosts: %d, %v", len(hosts), err)
+	}
+	for _, h := range hosts {
+		if !h.AllowNewSession {
+			t.Errorf("%s was drained", h.Name)
+		}
+	}
+	if keys, _ := e.admin.ListRegistrationTokens(ctx, "pool-a"); len(keys) != 1 {
+		t.Errorf("pool-a has %d registration keys, want seed's 1", len(keys))
+	}
+	if a := e.lastAudit("", "hostpools/pool-a/sessionhosts/host-2"); a != nil && a.Action == "sessionhost.update" {
+		t.Errorf("an ok update of host-2 was audited: %+v", a)
+	}
+	refused, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Principal: "ops-b"})
+	if err != nil || len(refused) == 0 || refused[len(refused)-1].Outcome != vdibroker.AuditRefused {
+		t.Errorf("the scoped Contributor's refusals are not in the audit trail: %d entries, %v", len(refused), err)
+	}
+}
+
+// TestConsolePostgres reruns the action tests on PostgreSQL, each in a
+// schema of its own (skipped unless VDIBROKER_TEST_POSTGRES_DSN is set).
+func TestConsolePostgres(t *testing.T) {
+	if os.Getenv("VDIBROKER_TEST_POSTGRES_DSN") == "" {
+		t.Skip("console PostgreSQL tests: set VDIBROKER_TEST_POSTGRES_DSN=postgres://... to run them")
+	}
+	suitePostgres = true // the subtests run one at a time
+	defer func() { suitePostgres = false }()
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T)
+	}{
+		{"ActionCreatePool", TestActionCreatePool},
+		{"ActionRegistrationKey", TestActionRegistrationKey},
+		{"ActionRemoveHost", TestActionRemoveHost},
+		{"ActionResumeDrainedHost", TestActionResumeDrainedHost},
+		{"ActionSendMessage", TestActionSendMessage},
+		{"ActionBulkDrain", TestActionBulkDrain},
+		{"ActionDeletePool", TestActionDeletePool},
+		{"ActionsRefusedByScope", TestActionsRefusedByScope},
+		{"AuditPage", TestAuditPage},
+		{"AuditPageNewestFirstFiltersDiff", TestAuditPageNewestFirstFiltersDiff},
+		{"SessionsUserSearch", TestSessionsUserSearch},
+		{"LabelHostsTakingSessions", TestLabelHostsTakingSessions},
+		{"LabelAdminLogoffEndReason", TestLabelAdminLogoffEndReason},
+		{"LabelNoCapacityAllDrained", TestLabelNoCapacityAllDrained},
+	} {
+		t.Run(tc.name, tc.fn)
+	}
+}
