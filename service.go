@@ -24,6 +24,8 @@ type Services struct {
 	Audit        AuditService
 	Power        PowerService
 	Health       HealthService
+	// Gateway receives the RD gateways' tunnel reports (gateway.go).
+	Gateway GatewayService
 	// Federation is nil on a broker that is not a pod (SPEC §7).
 	Federation FederationService
 }
