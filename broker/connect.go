@@ -129,9 +129,18 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 	if down {
 		// Nothing was decided: memory answers what it can (a known
 		// session, a new one within this replica's escrow), else err.
-		return s.outage.Connect(v, req, err)
+		a, err = s.outage.Connect(v, req, err)
 	}
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	// Through the pool's RD gateway, if it has one (R-GW1).
+	if pool, _ := v.Pool(); pool != nil {
+		if err := s.gatewayAnswer(ctx, pool, a, 0); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // rounds runs the rounds of one connect: look up, decide, commit, and the
