@@ -99,7 +99,7 @@ func Describe(e *Explain) []string {
 		if e.Note != "" {
 			s = append(s, "Note: "+e.Note+".")
 		}
-		return s
+		return append(s, reached(e)...)
 	}
 	n := max(e.CandidateCount, len(e.Candidates))
 	excluded, _ := ExcludedSummary(e)
@@ -144,7 +144,16 @@ func Describe(e *Explain) []string {
 	default:
 		s = append(s, fmt.Sprintf("%s: %s was chosen.", e.Algorithm, e.Chosen))
 	}
-	return s
+	return append(s, reached(e)...)
+}
+
+// reached says through which RD gateway the user reached the host, if one
+// did (R-GW2).
+func reached(e *Explain) []string {
+	if e.Gateway == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("The user reached %s through gateway %s at %s (R-GW2).", e.Chosen, e.Gateway.Name, e.Gateway.Time.UTC().Format(time.RFC3339))}
 }
 
 // WriteText writes a decision record as the CLI shows it, for example:
