@@ -72,7 +72,7 @@ func TestDescribeGolden_RC7(t *testing.T) {
 				Pool: "p", User: "u", Algorithm: "BreadthFirst", Time: at,
 				Candidates: []Candidate{{Host: "sh-1"}},
 				Chosen:     "sh-1", Rank: 1, Draw: &Draw{Of: 1, Value: 0},
-				Gateway:    &GatewayReach{Name: "rdgw-1", Time: at.Add(9 * time.Second)},
+				Gateway: &GatewayReach{Name: "rdgw-1", Time: at.Add(9 * time.Second)},
 			}},
 		{"reconnect", Explain{
 			Pool: "p", User: "u", Algorithm: "BreadthFirst", Reconnect: true, Chosen: "sh-2",
