@@ -7,7 +7,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +18,10 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker/outage"
+	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
+	"github.com/vdibroker/vdibroker/placement"
+	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/rdp"
 )
 
@@ -248,6 +253,53 @@ func (s *Service) gatewayAnswer(ctx context.Context, pool *vdibroker.HostPool, a
 	a.RDPFile = rdp.WithGateway(a.RDPFile, gw, token)
 	a.Gateway = gw
 	return nil
+}
+
+// waitForStart is start VM on connect through a gateway (R-GW5): when the
+// connect that found no capacity (d's record) started host for the user,
+// or the user's own host is starting, and the pool goes through a
+// gateway, the user gets a Pending session on that host now and a token
+// that asks the gateway to hold the client until the host's RDP port
+// answers, instead of 503 HostStarting and a connect again later. Nil
+// when that cannot be: no gateway, no such host or address, a personal
+// host not yet the user's (its first assignment waits for a connect to a
+// running host), an open session of the user elsewhere, or a commit the
+// store refused; the caller answers HostStarting then.
+func (s *Service) waitForStart(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
+	d placement.Decision, existing *vdibroker.UserSession, host string) *vdibroker.ConnectAnswer {
+	if host == "" || existing != nil || vdibroker.GatewayHostFor(pool, s.gw.cfg.HostName) == "" {
+		return nil
+	}
+	h, addr, ok := v.Host(host)
+	personal := pool.HostPoolType == vdibroker.Personal
+	if !ok || addr == "" || (personal && !slices.Contains(h.AssignedUsers, req.User)) {
+		return nil
+	}
+	now := s.now().UTC()
+	rec := d.Explain
+	rec.Chosen, rec.StartedOnConnect, rec.Time = host, true, now
+	record, err := json.Marshal(&rec)
+	if err != nil {
+		return nil
+	}
+	sess := &vdibroker.UserSession{ID: vdibroker.NewID(), User: req.User, HostPool: pool.Name, SessionHost: host,
+		State: vdibroker.StatePending, CreateTime: now, StateTime: now}
+	c := &vdibroker.PlacementCommit{Session: sess, MaxSessionLimit: v.LimitFor(pool, host), Pooled: !personal,
+		Record: record, PoolUpdateTime: pool.UpdateTime}
+	if err := s.store.CommitPlacement(ctx, c); err != nil {
+		s.log.InfoContext(ctx, "start VM on connect: no session on the starting host; answering HostStarting", "pool", pool.Name, "host", host, "err", err)
+		return nil
+	}
+	// The view did not reserve this host (it takes no sessions until its
+	// agent heartbeats): its counts come from the store.
+	s.views.RefreshHost(ctx, pool.Name, host)
+	v.RememberUser(req.User, sess)
+	s.power.Unwait(pool.Name, req.User)
+	s.log.InfoContext(ctx, "start VM on connect: the user waits at the gateway", "pool", pool.Name, "host", host, "user", req.User)
+	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, host, addr), Created: true,
+		StartWait: min(pool.PendingTimeout(), power.StartTimeout)}
+	a.SessionID, a.State = sess.ID, sess.State
+	return a
 }
 
 // GatewayKeys returns the JWKS document of the signing keys (R-GW6).

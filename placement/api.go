@@ -147,6 +147,11 @@ type Explain struct {
 	// down, within its own escrow (issue 19, R-OUT3), and wrote when the
 	// store was back.
 	OutageMode bool `json:"outageMode,omitempty"`
+	// StartedOnConnect marks a session placed, when no host could take
+	// it, on the host start VM on connect started for the user (R-A4): the
+	// client waits for it at the gateway (R-GW5). Chosen is that host;
+	// NoCapacityReason says why no running host could take the session.
+	StartedOnConnect bool `json:"startedOnConnect,omitempty"`
 	// Gateway, when set, says the user reached the chosen host through
 	// an RD gateway, with the broker's token (R-GW2): not stored with the
 	// record, but added from the session when the record is read.

@@ -107,6 +107,11 @@ func Describe(e *Explain) []string {
 	if e.Note != "" {
 		s = append(s, "Note: "+e.Note+".")
 	}
+	if e.StartedOnConnect {
+		s = append(s, fmt.Sprintf("No running host could take the session: %s (R-C5); start VM on connect started %s for the user, who waits for it at the gateway (R-A4, R-GW5).",
+			e.NoCapacityReason, e.Chosen))
+		return append(s, reached(e)...)
+	}
 	if e.Chosen == "" {
 		if e.NoCapacityReason != "" {
 			return append(s, "No host can take the session: "+e.NoCapacityReason+" (R-C5).")
