@@ -91,6 +91,56 @@ type gatewaySide struct {
 	// refusals rate-limits the audit entries of refused reports: a flood
 	// of reused tokens must not fill the audit log.
 	refusals *rate.Limiter
+	// gateways are the Gateway tokens this replica authenticated lately,
+	// by hash: while the store is down they still authenticate, so the
+	// gateways' reports go on (R-GW4, R-OUT1).
+	gateways map[string]knownToken
+}
+
+// knownToken is a Gateway token as last authenticated from the store.
+type knownToken struct {
+	p      *vdibroker.Principal
+	seen   time.Time
+	expire *time.Time
+}
+
+// Bounds of the Gateway tokens kept for an outage: how long after their
+// last check against the store, and how many.
+const (
+	knownGatewayTTL = 15 * time.Minute
+	maxKnownGateway = 1000
+)
+
+func (g *gatewaySide) rememberGateway(hash string, p *vdibroker.Principal, expire *time.Time, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gateways == nil || len(g.gateways) >= maxKnownGateway {
+		g.gateways = map[string]knownToken{}
+	}
+	g.gateways[hash] = knownToken{p: p, seen: now, expire: expire}
+}
+
+// knownGateway returns the Gateway token of hash if this replica checked
+// it against the store within knownGatewayTTL and it has not expired.
+func (g *gatewaySide) knownGateway(hash string, now time.Time) *vdibroker.Principal {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k, ok := g.gateways[hash]
+	if !ok || now.Sub(k.seen) > knownGatewayTTL || (k.expire != nil && !now.Before(*k.expire)) {
+		return nil
+	}
+	return k.p
+}
+
+// forgetGateway drops a revoked token.
+func (g *gatewaySide) forgetGateway(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for h, k := range g.gateways {
+		if k.p.TokenID == id {
+			delete(g.gateways, h)
+		}
+	}
 }
 
 func newGatewaySide(cfg GatewayConfig) *gatewaySide {

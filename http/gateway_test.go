@@ -18,6 +18,7 @@ import (
 	"github.com/vdibroker/vdibroker/gateway/tsgu"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
 )
 
 // gwWorld is a broker with a server-wide gateway, a real vdibroker
@@ -33,9 +34,13 @@ type gwWorld struct {
 }
 
 func newGatewayWorld(t *testing.T, cfg broker.GatewayConfig) *gwWorld {
+	return newGatewayWorldWith(t, envOptions{maintenance: time.Hour, gateway: cfg})
+}
+
+func newGatewayWorldWith(t *testing.T, o envOptions) *gwWorld {
 	t.Helper()
-	cfg.HostName = "rdgw.example.test"
-	e := newEnvWith(t, envOptions{maintenance: time.Hour, gateway: cfg})
+	o.gateway.HostName = "rdgw.example.test"
+	e := newEnvWith(t, o)
 	ctx := context.Background()
 	tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleGateway, Subject: "rdgw-1"})
 	if err != nil {
@@ -356,4 +361,55 @@ func TestGatewayReportsRefused_RGW4(t *testing.T) {
 	if status != 400 || ve == nil || ve.Field != "host" {
 		t.Errorf("malformed report: %d %s, want 400 on host", status, raw)
 	}
+}
+
+// TestGatewayDuringOutage_PostgreSQL (R-GW4, R-OUT1): while the store is
+// down, a reconnect answered from memory carries a token signed with the
+// keys in hand, and the gateway's open of its tunnel, with the Gateway
+// token the replica checked before the outage, is admitted in the
+// replica's memory, once: the user reaches the host, a second use of the
+// token is refused.
+func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
+	pg := pgtest.Start(t)
+	const storeTimeout = 2 * time.Second
+	w := newGatewayWorldWith(t, envOptions{dsn: pg.DSN, maintenance: 200 * time.Millisecond, storeTimeout: storeTimeout})
+	ctx := context.Background()
+	w.e.pool("gwout", nil)
+	addr := w.addEchoHost(t, "gwout", "goh001")
+	c, err := w.e.admin.Connect(ctx, "gwout", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A first tunnel: the replica checks the gateway's token against the
+	// store (and, during the outage, remembers it).
+	first, err := w.dial(t, c.RDPFile, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	w.e.heartbeat("goh001", vdibroker.AgentSession{ID: "x1", User: "alice", State: vdibroker.StateActive})
+	pg.Stop()
+	t.Cleanup(pg.Restart) // before the schema is dropped
+	waitHealth(t, w.e.urls[0], 503, storeTimeout+2*time.Second)
+
+	again, err := w.e.admin.Connect(ctx, "gwout", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatalf("reconnect during the outage: %v", err)
+	}
+	if again.SessionID != c.SessionID || again.Gateway != "rdgw.example.test" {
+		t.Fatalf("reconnect during the outage: %+v, want session %s through the gateway", again.ConnectResponse, c.SessionID)
+	}
+	conn, err := w.dial(t, again.RDPFile, addr)
+	if err != nil {
+		t.Fatalf("tunnel during the outage: %v", err)
+	}
+	go conn.Write([]byte("rdp!"))
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "rdp!" {
+		t.Fatalf("through the tunnel: %q %v", got, err)
+	}
+	if _, err := w.dial(t, again.RDPFile, addr); !refusedWith(err, tsgu.EProxyCookieAuthenticationDenied) {
+		t.Errorf("the token's second use during the outage: %v, want refused", err)
+	}
+	conn.Close()
 }
