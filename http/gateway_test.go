@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/vdibroker/vdibroker/gateway/tsgu"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/echotest"
 	"github.com/vdibroker/vdibroker/internal/pgtest"
 )
 
@@ -63,25 +63,6 @@ func newGatewayWorldWith(t *testing.T, o envOptions) *gwWorld {
 	return w
 }
 
-// echoHost is a session host's RDP port: it answers every byte back.
-func echoHost(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // addEchoHost registers host in pool at an echo server's address and
 // heartbeats it once.
 func (w *gwWorld) addEchoHost(t *testing.T, pool, host string) string {
@@ -90,7 +71,7 @@ func (w *gwWorld) addEchoHost(t *testing.T, pool, host string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := echoHost(t)
+	addr := echotest.Listen(t)
 	res, err := w.e.admin.Register(context.Background(), &vdibroker.RegisterRequest{Token: rt.Token, HostName: host, Address: addr, Protocols: []string{"RDP"}})
 	if err != nil {
 		t.Fatal(err)

@@ -81,15 +81,8 @@ func TestGatewayE2EThroughTheBroker(t *testing.T) {
 		Token string `json:"token"`
 	}
 	api.call("POST", "/hostpools/"+rdpPool+"/registrationtoken", map[string]any{"expiresInSeconds": 3600}, 201, &reg)
-	rdpPIDFiles(t)
-	inNS := func(args ...string) []string { return append([]string{"netns", "exec", rdpNetns}, args...) }
-	rdpStart(t, "ip", nil, inNS("xrdp-sesman", "--nodaemon")...)
-	rdpStart(t, "ip", nil, inNS("xrdp", "--nodaemon")...)
-	e2eEventually(t, "xrdp listening on "+hostAddr, 20*time.Second, func() bool {
-		out, _ := exec.Command("ip", inNS("ss", "-Hltn")...).Output()
-		return strings.Contains(string(out), ":3389") && strings.Contains(string(out), "[::1]:3350")
-	})
-	rdpStart(t, "ip", nil, inNS(bin, "agent", "--server", base, "--registration-token", reg.Token,
+	gwHostXRDP(t)
+	rdpStart(t, "ip", nil, inHostNS(bin, "agent", "--server", base, "--registration-token", reg.Token,
 		"--host-name", rdpHostName, "--address", hostAddr, "--state-dir", filepath.Join(dir, "agent"),
 		"--heartbeat-interval", heartbeat.String(), "--sessions-provider", "xrdp", "--log-level", "debug", "--insecure-http")...)
 	e2eEventually(t, "the host Available", 30*time.Second, func() bool {
@@ -105,18 +98,8 @@ func TestGatewayE2EThroughTheBroker(t *testing.T) {
 	api.call("POST", "/tokens", map[string]any{"role": "Gateway", "subject": "gw-e2e"}, 201, &gwTok)
 	tokenFile := filepath.Join(dir, "gateway.token")
 	os.WriteFile(tokenFile, []byte(gwTok.Token+"\n"), 0o600)
-	cert, key := gwSelfSigned(t, dir)
-	gw := rdpStart(t, bin, nil, "gateway", "--listen", gwHostAddr+":0", "--tls-cert", cert, "--tls-key", key,
-		"--keys-url", base+"/api/v1/gateway/keys", "--broker-url", base+"/api/v1/gateway/tunnels", "--broker-token-file", tokenFile,
-		"--insecure-http", "--name", "gw-e2e", "--log-level", "debug")
-	listening := regexp.MustCompile(`vdibroker gateway listening on (\S+)`)
-	var gwAddr string
-	e2eEventually(t, "the gateway listening", 20*time.Second, func() bool {
-		if m := listening.FindStringSubmatch(gw.output()); m != nil {
-			gwAddr = m[1]
-		}
-		return gwAddr != ""
-	})
+	gw, gwAddr := gwStart(t, bin, dir, "--keys-url", base+"/api/v1/gateway/keys",
+		"--broker-url", base+"/api/v1/gateway/tunnels", "--broker-token-file", tokenFile, "--insecure-http")
 	// The pool's own gateway (the server has none): its connects go there.
 	api.call("PATCH", "/hostpools/"+rdpPool, map[string]any{"gatewayHostName": gwAddr}, 200, nil)
 
@@ -243,20 +226,7 @@ func TestGatewayE2EThroughTheBroker(t *testing.T) {
 	} {
 		before := strings.Count(gw.output(), tc.reason)
 		c := client(strings.ReplaceAll(tc.name, " ", "-")+".rdp", tc.rdp)
-		select {
-		case <-c.done:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s: xfreerdp still runs after 60 s", tc.name)
-		}
-		if strings.Count(gw.output(), tc.reason) <= before {
-			t.Errorf("%s: the gateway did not log %s:\n%s", tc.name, tc.reason, tail(gw.output(), 2000))
-		}
-		if !strings.Contains(c.output(), tc.code) {
-			t.Errorf("%s: xfreerdp did not report %s:\n%s", tc.name, tc.code, tail(c.output(), 2000))
-		}
-		if rdpClientConnected(t, xdisplay) {
-			t.Fatalf("%s: a client is attached to the session", tc.name)
-		}
+		gwRefused(t, gw, c, tc.name, tc.reason, tc.code, before, xdisplay)
 	}
 	if s := api.sessions(rdpPool, url.Values{"user": {rdpUser}}); len(s) != 1 || s[0].State != vdibroker.StateDisconnected {
 		t.Errorf("sessions after the refused tunnels: %+v, want the one Disconnected", s)

@@ -6,8 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -17,27 +15,8 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/gateway"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/echotest"
 )
-
-// echoListener is a session host's RDP port on loopback: it answers
-// every byte back.
-func echoListener(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // TestServeGatewayListen (R-GW1..R-GW3): serve --gateway-listen runs the
 // RD gateway in the broker's process, on the broker's certificate: a
@@ -71,7 +50,7 @@ func TestServeGatewayListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := echoListener(t)
+	addr := echotest.Listen(t)
 	reg, err := admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "ip001", Address: addr, Protocols: []string{"RDP"}})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +95,7 @@ func TestServeGatewayListen(t *testing.T) {
 	if u.State != vdibroker.StateActive || u.Gateway != "rdgw-inproc" {
 		t.Fatalf("session %+v, want Active through rdgw-inproc before any heartbeat", u)
 	}
-	if v := metricValue(scrapeTLS(t, m.URL(), client), "vdibroker_gateway_tunnels_open"); v != 1 {
+	if v := metricValue(scrapeWith(t, client, m.URL()), "vdibroker_gateway_tunnels_open"); v != 1 {
 		t.Errorf("vdibroker_gateway_tunnels_open = %v on the broker's /metrics, want 1", v)
 	}
 	tokens, err := admin.ListTokens(ctx)
@@ -184,20 +163,6 @@ func TestServeGatewayListen(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// scrapeTLS is scrape over the broker's HTTPS.
-func scrapeTLS(t *testing.T, base string, c interface {
-	Get(string) (*http.Response, error)
-}) string {
-	t.Helper()
-	resp, err := c.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 // TestServeGatewayFlags: the gateway flags are checked before anything
