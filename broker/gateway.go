@@ -82,9 +82,10 @@ const (
 type gatewaySide struct {
 	cfg GatewayConfig
 
-	mu     sync.Mutex
-	keys   []vdibroker.GatewayKey // newest first; nil until first read
-	readAt time.Time
+	loading sync.Mutex // held while the keys are read from the store
+	mu      sync.Mutex
+	keys    []vdibroker.GatewayKey // newest first; nil until first read
+	readAt  time.Time
 	// outageAdmits are the token ids admitted in memory during a store
 	// outage, with their expiry (R-GW4's exception, R-OUT1).
 	outageAdmits map[string]time.Time
@@ -174,6 +175,15 @@ func (s *Service) gatewayKeys(ctx context.Context, fresh bool) ([]vdibroker.Gate
 	if len(keys) > 0 && age < gatewayKeysTTL && (!fresh || age < time.Second) {
 		return keys, nil
 	}
+	// One read at a time: the keys are public (GET /gateway/keys), and a
+	// burst of anonymous requests must not become a burst of reads.
+	if !g.loading.TryLock() {
+		if len(keys) > 0 {
+			return keys, nil
+		}
+		g.loading.Lock()
+	}
+	defer g.loading.Unlock()
 	stored, err := s.store.GatewayKeys(ctx)
 	if err != nil {
 		if len(keys) > 0 && outage.IsStoreDown(err) {
@@ -446,6 +456,13 @@ func (s *Service) TunnelOpen(ctx context.Context, r *vdibroker.TunnelReport) err
 		return err
 	}
 	now := s.now()
+	if now.After(r.Expiry.Add(gatewaytoken.Leeway)) {
+		// The gateway checks the window; a report of an old token is
+		// refused all the same, as its id may be pruned already.
+		err := vdibroker.Errorf(vdibroker.ENotFound, "token %s expired at %s", cutID(r.TokenID), r.Expiry.UTC().Format(time.RFC3339))
+		s.gatewayRefused(ctx, vdibroker.TunnelOpen, r, err)
+		return err
+	}
 	t := &vdibroker.GatewayTunnel{TokenID: r.TokenID, User: r.User, HostPool: r.Pool, Session: r.Session, Gateway: r.Gateway,
 		Open: now, Expiry: r.Expiry.Add(gatewaytoken.Leeway + time.Minute), LiveUntil: now.Add(tunnelLifetime)}
 	err := s.store.AdmitGatewayTunnel(s.gatewayAudit(ctx, "gateway.tunnel.open", r, now), t, max(s.gw.cfg.MaxTunnelsPerUser, 0), now)

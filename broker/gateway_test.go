@@ -204,3 +204,35 @@ func TestStartVMOnConnectThroughGateway_RGW5(t *testing.T) {
 		t.Errorf("the Direct pool's host was not started")
 	}
 }
+
+// TestGatewayReportChecks_RGW4: the service takes a report only for a
+// token it issued, with the claims it issued it with, within the token's
+// window: a report after the token expired is refused even where the id
+// was never used (its record may be pruned already).
+func TestGatewayReportChecks_RGW4(t *testing.T) {
+	svc, _, fc := gatewayFixture(t, GatewayConfig{})
+	ctx := t.Context()
+	_, tok := keyOf(t, svc, "alice")
+	ks, _ := published(t, svc)
+	c, err := ks.Verify(tok, fc.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := func() *vdibroker.TunnelReport {
+		return &vdibroker.TunnelReport{TokenID: c.ID, User: c.User, Session: c.Session, Pool: c.Pool, Host: c.Host,
+			Gateway: "rdgw-1", At: fc.Now(), Expiry: time.Unix(c.Expiry, 0)}
+	}
+	other := r()
+	other.Session = "another-session"
+	if err := svc.TunnelOpen(ctx, other); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("a report naming another session: %v, want NotFound", err)
+	}
+	fc.Step(DefaultGatewayTokenTTL + gatewaytoken.Leeway + time.Second)
+	if err := svc.TunnelOpen(ctx, r()); vdibroker.ErrorCode(err) != vdibroker.ENotFound || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("a report after the token expired: %v, want NotFound naming the expiry", err)
+	}
+	fc.Step(-DefaultGatewayTokenTTL)
+	if err := svc.TunnelOpen(ctx, r()); err != nil {
+		t.Errorf("within the token's window: %v", err)
+	}
+}
