@@ -512,7 +512,9 @@ func (s *Service) TunnelChannel(ctx context.Context, r *vdibroker.TunnelReport) 
 		s.gatewayRefused(ctx, vdibroker.TunnelChannel, r, err)
 		return err
 	}
-	s.views.Get(r.Pool).RememberUser(r.User, u)
+	if u.Open() {
+		s.views.Get(r.Pool).RememberUser(r.User, u)
+	}
 	s.log.Info("gateway tunnel reached its host", "gateway", r.Gateway, "user", r.User, "pool", r.Pool, "session", r.Session, "state", u.State)
 	return nil
 }
@@ -529,7 +531,9 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 		s.gatewayRefused(ctx, vdibroker.TunnelClose, r, err)
 		return err
 	}
-	s.views.Get(r.Pool).RememberUser(r.User, u)
+	if u.Open() {
+		s.views.Get(r.Pool).RememberUser(r.User, u)
+	}
 	s.log.Info("gateway tunnel closed", "gateway", r.Gateway, "user", r.User, "pool", r.Pool, "session", r.Session, "state", u.State,
 		"reason", r.Reason, "bytesToHost", r.BytesToHost, "bytesToClient", r.BytesToClient)
 	return nil
