@@ -94,8 +94,12 @@ const (
 	// ActionManageTokens issues, lists and revokes API tokens: the admin
 	// token only.
 	ActionManageTokens
-	// ActionIdentify asks who the caller is (whoami, sign-in): every role.
+	// ActionIdentify asks who the caller is (whoami, sign-in): every role
+	// but Gateway.
 	ActionIdentify
+	// ActionGatewayReport reports an RD gateway's tunnels (R-GW4): a
+	// Gateway token, whose role may do nothing else, and the admin token.
+	ActionGatewayReport
 )
 
 // Target is what an action is done to; the zero Target is nothing in
@@ -150,6 +154,11 @@ func Authorize(p *Principal, a Action, t Target) error {
 
 // authorizeRole checks the principal's role against the action.
 func authorizeRole(p *Principal, a Action) error {
+	if p.Role == RoleGateway && a != ActionGatewayReport {
+		// The weakest credential that reaches the tunnel reports, kept
+		// on a gateway in a DMZ: it reports and does nothing else.
+		return Errorf(EPermission, "role Gateway may only report an RD gateway's tunnels")
+	}
 	switch a {
 	case ActionRead:
 		if p.Role == RoleUser {
@@ -179,6 +188,11 @@ func authorizeRole(p *Principal, a Action) error {
 		}
 	case ActionIdentify:
 		return nil
+	case ActionGatewayReport:
+		if p.Role == RoleGateway || p.Role == RoleAdmin {
+			return nil
+		}
+		return Errorf(EPermission, "only a Gateway token may report an RD gateway's tunnels")
 	case ActionManageTokens:
 		if p.Role == RoleAdmin {
 			return nil

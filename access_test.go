@@ -15,6 +15,8 @@ func TestAuthorize(t *testing.T) {
 	user := &Principal{Kind: PrincipalToken, Role: RoleUser, Subject: "alice", TokenID: "u1"}
 	scoped := &Principal{Kind: PrincipalToken, Role: RoleContributor, TokenID: "s1", HostPools: []string{"p1", "p2"}}
 	scopedReader := &Principal{Kind: PrincipalOIDC, Role: RoleReader, Subject: "bob", HostPools: []string{"p1"}}
+	gateway := &Principal{Kind: PrincipalToken, Role: RoleGateway, Subject: "rdgw1", TokenID: "g1"}
+	scopedGateway := &Principal{Kind: PrincipalToken, Role: RoleGateway, Subject: "rdgw2", TokenID: "g2", HostPools: []string{"p1"}}
 	plan := func(pools ...string) *ScalingPlan { return &ScalingPlan{Name: "sp", HostPools: pools} }
 	tests := []struct {
 		name     string
@@ -35,6 +37,20 @@ func TestAuthorize(t *testing.T) {
 		{name: "contributor issues tokens", p: contrib, a: ActionManageTokens, code: EPermission, contains: "only the admin token may manage API tokens"},
 		{name: "admin issues tokens", p: admin, a: ActionManageTokens, t: Target{Global: "POST /api/v1/tokens"}},
 		{name: "user identifies", p: user, a: ActionIdentify},
+
+		// R-GW4: a Gateway token reports tunnels and does nothing else;
+		// nobody else but the admin token reports.
+		{name: "gateway reports", p: gateway, a: ActionGatewayReport, t: Target{HostPool: "p1"}},
+		{name: "admin reports", p: admin, a: ActionGatewayReport, t: Target{HostPool: "p1"}},
+		{name: "user reports", p: user, a: ActionGatewayReport, t: Target{HostPool: "p1"}, code: EPermission, contains: "only a Gateway token"},
+		{name: "contributor reports", p: contrib, a: ActionGatewayReport, code: EPermission, contains: "only a Gateway token"},
+		{name: "gateway reads", p: gateway, a: ActionRead, t: Target{HostPool: "p1"}, code: EPermission, contains: "role Gateway may only report"},
+		{name: "gateway connects", p: gateway, a: ActionConnect, t: Target{HostPool: "p1"}, code: EPermission, contains: "role Gateway may only report"},
+		{name: "gateway identifies", p: gateway, a: ActionIdentify, code: EPermission, contains: "role Gateway may only report"},
+		{name: "gateway manages tokens", p: gateway, a: ActionManageTokens, code: EPermission},
+		{name: "scoped gateway reports out of scope", p: scopedGateway, a: ActionGatewayReport, t: Target{HostPool: "p3"}, code: EPermission,
+			contains: `host pool "p3" is outside`},
+		{name: "scoped gateway reports in scope", p: scopedGateway, a: ActionGatewayReport, t: Target{HostPool: "p1"}},
 
 		// Host-pool scope: a read out of scope is not found, a change forbidden.
 		{name: "scoped read in scope", p: scopedReader, a: ActionRead, t: Target{HostPool: "p1"}},

@@ -24,6 +24,9 @@ type ConnectResponse struct {
 	DryRun      bool   `json:"dryRun"`
 	// RDPFile is the text of an .rdp file an RDP client opens (CRLF lines).
 	RDPFile string `json:"rdpFile"`
+	// Gateway is the RD gateway the file sends the client through (the
+	// file holds its access token, R-GW1); empty: straight to the host.
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // ValidateConnect checks a connect's fields (R-P4 style: the field and the

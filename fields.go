@@ -81,6 +81,7 @@ const (
 	GroupTimeouts  = "Timeouts"
 	GroupPersonal  = "Personal desktops"
 	GroupPower     = "Power"
+	GroupGateway   = "Gateway"
 )
 
 // poolFields is the schema, in SPEC §2 order with §6 (loadBalancing) last.
@@ -132,6 +133,19 @@ var poolFields = []Field{
 	{Path: "startVMOnConnect", Kind: KindBool, Group: GroupPower, Default: false,
 		Label: "Start VM on connect", Help: "a connect that finds no capacity starts a stopped host and answers 503 HostStarting (R-A4); needs a power driver",
 		at: func(p *HostPool) any { return &p.StartVMOnConnect }},
+	{Path: "gatewayUsage", Kind: KindEnum, Group: GroupGateway,
+		Options: []Option{{Value: GatewayUsageGateway, Default: true}, {Value: GatewayUsageDirect}},
+		Label:   "Gateway usage", Help: "Gateway: through gatewayHostName or, when empty, the server's RD gateway (serve --gateway-hostname), straight to the host with neither; Direct: straight to the host (R-GW1)",
+		at: func(p *HostPool) any { return &p.GatewayUsage }},
+	{Path: "gatewayHostName", Kind: KindText, Group: GroupGateway, Max: MaxGatewayHostLen, Default: "",
+		Label: "Gateway host name", Help: "this pool's RD gateway as clients reach it, host or host:port; empty: the server's (R-GW1)",
+		at: func(p *HostPool) any { return &p.GatewayHostName }},
+	{Path: "idleSessionLimitMinutes", Kind: KindInt, Group: GroupGateway, Min: 0, Max: MaxSessionLimitMinutes, Default: 0, Zero: "the gateway's own",
+		Label: "Idle session limit (min)", Help: "a gateway closes a tunnel that carried nothing for this long (R-GW1)",
+		at: func(p *HostPool) any { return &p.IdleSessionLimitMinutes }},
+	{Path: "activeSessionLimitMinutes", Kind: KindInt, Group: GroupGateway, Min: 0, Max: MaxSessionLimitMinutes, Default: 0, Zero: "the gateway's own",
+		Label: "Active session limit (min)", Help: "a gateway closes a tunnel open this long (R-GW1)",
+		at: func(p *HostPool) any { return &p.ActiveSessionLimitMinutes }},
 
 	{Path: "loadBalancing.useCustomScript", Kind: KindBool, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Default: false,
 		Label: "Use custom script", Help: "the load index is the agent's custom script value alone (R-IDX3)",

@@ -83,6 +83,16 @@ func TestPoolFieldsRanges_RP4(t *testing.T) {
 				check(strings.Repeat("a", int(f.Min)-1), false)
 				check(strings.Repeat("a", int(f.Max)+1), false)
 			case KindText:
+				if f.Path == "gatewayHostName" { // a host name, not any text
+					check("", true)
+					check("rdgw.example.com", true)
+					check("[2001:db8::1]:8443", true)
+					check("rdgw.example.com:0", false)
+					check("rdgw example", false)
+					check(strings.Repeat("a", int(f.Max)+1), false)
+					check("a\x00b", false)
+					return
+				}
 				check("", true)
 				check(strings.Repeat("é", int(f.Max)), true)
 				check(strings.Repeat("é", int(f.Max)+1), false)
@@ -134,6 +144,11 @@ func TestPoolFieldsSpec(t *testing.T) {
 		// Issue 17 (R-A4), vdibroker's additions to §2.
 		"powerDriver text at most 64 characters default ",
 		"startVMOnConnect bool true or false default false",
+		// RD gateways (R-GW1), vdibroker's additions to §2.
+		"gatewayUsage enum Gateway, Direct default Gateway",
+		"gatewayHostName text at most 260 characters default ",
+		"idleSessionLimitMinutes int 0..10080 default 0",
+		"activeSessionLimitMinutes int 0..10080 default 0",
 		"loadBalancing.useCustomScript bool true or false default false",
 		"loadBalancing.includeSessionCount bool true or false default true",
 		"loadBalancing.cpuThreshold number 0..100 default 0",

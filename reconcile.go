@@ -63,9 +63,10 @@ const (
 	// StepMove moves session SessionID from state From to state To (with
 	// Reason when To is LoggedOff), if it is still in From.
 	StepMove SessionStepKind = "Move"
-	// StepLogon records the host's first report of a Pending session the
-	// broker placed: its AgentSessionID, and its state From (Pending) to
-	// To, if it is still in From.
+	// StepLogon records the host's first report of a session the broker
+	// placed: its AgentSessionID, and its state From (Pending, or what a
+	// gateway's report made it, R-GW2) to To, if it is still in From and
+	// unreported. The session no longer counts as connecting.
 	StepLogon SessionStepKind = "Logon"
 	// StepAdopt records a session the broker did not place: SessionID,
 	// User, AgentSessionID, in state To, created and changed at Now,
@@ -108,9 +109,9 @@ type Reconciliation struct {
 //     a. to the open session carrying its agent id and user (agent ids are
 //     the host's own and may be reused: bob on alice's old id is not
 //     alice);
-//     b. else to its user's oldest Pending session the host has not
-//     reported yet (a placed session is matched by user name, SPEC §9):
-//     a Logon step;
+//     b. else to its user's oldest open session the host has not
+//     reported yet (Pending, or moved by an RD gateway's report, R-GW2; a
+//     placed session is matched by user name, SPEC §9): a Logon step;
 //     c. else the session is adopted (adopt).
 //     A session matched by (a) while its user also has an older unreported
 //     Pending session is the twin of an outage placement (R-OUT3): one
@@ -118,12 +119,13 @@ type Reconciliation struct {
 //     for it. The one acknowledged first stays: the twin ends
 //     (OutagePlacementWritten) and the report matches the Pending one.
 //     A matched session in another state than wanted moves to it.
-//  2. An open session not matched ends: a Pending one the host never
-//     reported after pendingTimeoutSeconds (R-S3, PendingTimeout; before
-//     that the user may still be logging on), any other at once: by the
-//     logoff its agent was given (LoggedOff), an admin's (R-S4,
-//     LoggedOffByAdmin) or the broker's after the disconnected timeout
-//     (R-S5, DisconnectedTimeout), else NotReported.
+//  2. An open session not matched ends: one the host never reported
+//     (Pending, or moved by a gateway) after pendingTimeoutSeconds since
+//     its last change (R-S3, PendingTimeout; before that the user may
+//     still be logging on), any other at once: by the logoff its agent
+//     was given (LoggedOff), an admin's (R-S4, LoggedOffByAdmin) or the
+//     broker's after the disconnected timeout (R-S5, DisconnectedTimeout),
+//     else NotReported.
 //  3. With disconnectedSessionTimeoutMinutes above 0, a session
 //     disconnected (and not changed since) for that long is asked to log
 //     off, once per disconnection, and after a failed logoff again only a
@@ -184,7 +186,10 @@ func newReconciler(r HostReport) *reconciler {
 	for i, o := range r.Open {
 		if o.AgentSessionID != "" {
 			rc.byAgent[agentKey(o.AgentSessionID, o.User)] = i
-		} else if o.State == StatePending {
+		} else {
+			// Pending, or turned Active or Disconnected by a gateway's
+			// report before the host reported it (R-GW2): both wait
+			// for the host's word.
 			rc.pendingByUser[o.User] = append(rc.pendingByUser[o.User], i)
 		}
 	}
@@ -227,7 +232,7 @@ func (rc *reconciler) matchReported() {
 	}
 }
 
-// logon matches rep to its user's oldest Pending session the host has not
+// logon matches rep to its user's oldest open session the host has not
 // reported yet (step 1b), if there is one, and records the logon.
 func (rc *reconciler) logon(rep AgentSession, want string) (int, bool) {
 	l := rc.pendingByUser[rep.User]
@@ -264,7 +269,9 @@ func (rc *reconciler) endUnreported() {
 	for i, o := range rc.sessions {
 		switch {
 		case rc.seen[i]:
-		case o.State == StatePending && o.AgentSessionID == "":
+		case o.AgentSessionID == "":
+			// Never reported (Pending, or moved by a gateway, R-GW2):
+			// the user may still be logging on.
 			if rc.Now.Sub(o.StateTime) > rc.Pool.PendingTimeout() {
 				rc.move(i, StateLoggedOff, EndPendingTimeout)
 			}

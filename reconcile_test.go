@@ -108,6 +108,33 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
+			// R-GW2: a session an RD gateway turned Active before the
+			// host reported it is matched by user like a Pending one; its
+			// state stays, it is reported now (no longer connecting).
+			name:     "R-GW2 a session a gateway turned Active is matched by user",
+			open:     []vdibroker.OpenSession{{ID: "s1", User: "alice", State: active, CreateTime: ago(20 * time.Second), StateTime: ago(10 * time.Second)}},
+			reported: []vdibroker.AgentSession{report("7", "alice", active)},
+			want: vdibroker.Reconciliation{
+				Steps: []vdibroker.SessionStep{{Kind: vdibroker.StepLogon, SessionID: "s1", AgentSessionID: "7", From: active, To: active}},
+				After: []vdibroker.OpenSession{{ID: "s1", User: "alice", State: active, AgentSessionID: "7", CreateTime: ago(20 * time.Second), StateTime: now}},
+			},
+		},
+		{
+			// R-GW2, R-S3: unreported, it stays while the user may still
+			// be logging on (a report without it), and ends after
+			// pendingTimeoutSeconds since the gateway moved it, whatever
+			// that moved it to.
+			name: "R-GW2 a gateway's unreported sessions end after the pending timeout",
+			open: []vdibroker.OpenSession{
+				{ID: "s1", User: "alice", State: active, CreateTime: ago(time.Hour), StateTime: ago(299 * time.Second)},
+				{ID: "s2", User: "bob", State: disconnected, CreateTime: ago(time.Hour), StateTime: ago(301 * time.Second)},
+			},
+			want: vdibroker.Reconciliation{
+				Steps: []vdibroker.SessionStep{move("s2", disconnected, loggedOff, vdibroker.EndPendingTimeout)},
+				After: []vdibroker.OpenSession{{ID: "s1", User: "alice", State: active, CreateTime: ago(time.Hour), StateTime: ago(299 * time.Second)}},
+			},
+		},
+		{
 			// R-S2: a logon first reported disconnected is Disconnected.
 			name:     "R-S2 a placed session first reported disconnected",
 			open:     []vdibroker.OpenSession{alicePlaced},

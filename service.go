@@ -24,6 +24,8 @@ type Services struct {
 	Audit        AuditService
 	Power        PowerService
 	Health       HealthService
+	// Gateway receives the RD gateways' tunnel reports (gateway.go).
+	Gateway GatewayService
 	// Federation is nil on a broker that is not a pod (SPEC §7).
 	Federation FederationService
 }
@@ -46,6 +48,9 @@ type ConnectService interface {
 type ConnectAnswer struct {
 	ConnectResponse
 	Created bool
+	// StartWait, when set, says the session's host is starting (start VM
+	// on connect): a gateway holds the client this long for it (R-GW5).
+	StartWait time.Duration
 }
 
 // HostService keeps the session hosts: the admin's changes, and the

@@ -12,6 +12,9 @@ const (
 	RoleUser        = "User"
 	// RoleAdmin is the admin token: a Contributor that may also issue tokens.
 	RoleAdmin = "Admin"
+	// RoleGateway is an RD gateway's credential: it may report tunnels
+	// (ActionGatewayReport) and nothing else (R-GW4).
+	RoleGateway = "Gateway"
 )
 
 // Token is an API token. The secret is never stored: only its SHA-256 hash.
@@ -250,6 +253,8 @@ type Store interface {
 	AutoscaleStore // scaling.go
 
 	EscrowStore // outage.go
+
+	GatewayStore // gateway.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,

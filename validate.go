@@ -27,6 +27,8 @@ const (
 	MinPendingTimeoutSeconds       = 10
 	MaxPendingTimeoutSeconds       = 3600
 	MaxDisconnectedTimeoutMinutes  = 10080
+	MaxSessionLimitMinutes         = 10080 // idle and active session limits (a week)
+	MaxGatewayHostLen              = 260   // a DNS name and a port
 	DefaultHeartbeatTimeoutSeconds = 90
 	DefaultPendingTimeoutSeconds   = 300
 
@@ -81,10 +83,32 @@ func ValidateHostPool(p *HostPool) (warnings []string, err error) {
 			return nil, err
 		}
 	}
+	if err := ValidateGatewayHost("gatewayHostName", p.GatewayHostName); err != nil {
+		return nil, err
+	}
 	if p.LoadBalancerType == DepthFirst && p.MaxSessionLimit == NoSessionLimit {
 		warnings = append(warnings, DepthFirstWarning) // R-P3
 	}
 	return warnings, nil
+}
+
+// ValidateGatewayHost checks an RD gateway's name as clients reach it: a
+// DNS name or IP address, with a port or without (443). Empty is allowed.
+func ValidateGatewayHost(field, s string) error {
+	if s == "" {
+		return nil
+	}
+	given := s
+	if _, _, err := net.SplitHostPort(s); err != nil {
+		if ip := net.ParseIP(s); ip != nil && ip.To4() == nil {
+			s = "[" + s + "]"
+		}
+		s += ":443"
+	}
+	if err := ValidateAddress(field, s); err != nil {
+		return FieldError(field, "must be a DNS name or IP address, optionally with :port (for example rdgw.example.com), at most %d characters, got %q", MaxGatewayHostLen, given)
+	}
+	return nil
 }
 
 // ValidateLoadBalancing checks the §6 ranges of PoolFields; fields are

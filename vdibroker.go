@@ -112,9 +112,19 @@ type HostPool struct {
 	PowerDriver string `json:"powerDriver"`
 	// StartVMOnConnect starts a stopped host when a connect finds no
 	// capacity (R-A4), answering 503 HostStarting with Retry-After.
-	StartVMOnConnect bool      `json:"startVMOnConnect"`
-	CreateTime       time.Time `json:"createTime"`
-	UpdateTime       time.Time `json:"updateTime"`
+	StartVMOnConnect bool `json:"startVMOnConnect"`
+	// GatewayUsage says whether connects reach the pool's hosts through
+	// an RD gateway (R-GW1): Gateway (GatewayHostName, or the server's
+	// when it is empty) or Direct.
+	GatewayUsage    string `json:"gatewayUsage"`
+	GatewayHostName string `json:"gatewayHostName"`
+	// IdleSessionLimitMinutes and ActiveSessionLimitMinutes close a
+	// tunnel through a gateway that carried nothing for that long, or
+	// that has been open that long (0: the gateway's own limits; R-GW1).
+	IdleSessionLimitMinutes   int       `json:"idleSessionLimitMinutes"`
+	ActiveSessionLimitMinutes int       `json:"activeSessionLimitMinutes"`
+	CreateTime                time.Time `json:"createTime"`
+	UpdateTime                time.Time `json:"updateTime"`
 }
 
 // HeartbeatTimeout is heartbeatTimeoutSeconds as a duration: a host
@@ -208,7 +218,23 @@ type UserSession struct {
 	// Adopted marks a session the broker did not place: its host reported
 	// it (R-S2, a user who logged on directly).
 	Adopted bool `json:"adopted,omitempty"`
+	// Gateway and GatewayTime say through which RD gateway the user last
+	// reached the host, and when; nil GatewayTime: no gateway ever did.
+	// A session a gateway reached is confirmed: the broker's own token
+	// brought the user there, not only a host's report (R-GW2).
+	Gateway     string     `json:"gateway,omitempty"`
+	GatewayTime *time.Time `json:"gatewayTime,omitempty"`
 }
+
+// ConfirmedByGateway reports whether an RD gateway reached the session's
+// host with a token the broker issued for it (R-GW2).
+func (s *UserSession) ConfirmedByGateway() bool { return s.GatewayTime != nil }
+
+// AwaitingAgent reports whether the session is open and its host's agent
+// has not reported it yet: Pending, or turned Active or Disconnected by a
+// gateway's report before the agent's (R-GW2). Such a session counts as
+// connecting (R-LI2, R-LI3) and is outside a metrics sample (R-LI6).
+func (s *UserSession) AwaitingAgent() bool { return s.Open() && s.AgentSessionID == "" }
 
 // Open reports whether the session still counts toward its host (R-S1).
 func (s *UserSession) Open() bool { return s.State != StateLoggedOff }

@@ -11,6 +11,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/broker/poolview"
 	"github.com/vdibroker/vdibroker/placement"
+	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/rdp"
 )
 
@@ -129,9 +130,18 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 	if down {
 		// Nothing was decided: memory answers what it can (a known
 		// session, a new one within this replica's escrow), else err.
-		return s.outage.Connect(v, req, err)
+		a, err = s.outage.Connect(v, req, err)
 	}
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	// Through the pool's RD gateway, if it has one (R-GW1).
+	if pool, _ := v.Pool(); pool != nil {
+		if err := s.gatewayAnswer(ctx, pool, a, a.StartWait); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // rounds runs the rounds of one connect: look up, decide, commit, and the
@@ -162,8 +172,12 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 			}
 			if vdibroker.ErrorCode(err) == vdibroker.ENoCapacity && !req.DryRun {
 				// R-A4: a stopped host may be started for the user
-				// (the power service), who is answered HostStarting.
+				// (the power service), who is answered HostStarting;
+				// through a gateway, the user waits for it there (R-GW5).
 				if serr := s.power.StartOnConnect(ctx, pool, req.User); serr != nil {
+					if a := s.waitForStart(ctx, v, pool, req, d, existing, power.StartingHost(serr)); a != nil {
+						return a, false, nil
+					}
 					return nil, false, serr
 				}
 			}

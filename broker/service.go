@@ -62,6 +62,9 @@ type Config struct {
 	// outage within an escrow it holds while the store is up (R-OUT2,
 	// R-OUT3; package outage).
 	OutagePlacement outage.Placement
+	// Gateway is the RD gateway side (gateway.go): the server's gateway,
+	// token lifetime, key rotation, tunnels per user.
+	Gateway GatewayConfig
 }
 
 // Service is the broker service on a vdibroker.Store.
@@ -82,6 +85,7 @@ type Service struct {
 	hostLocks keyed.Mutex // one host's heartbeats, one at a time
 	idem      *idempotency
 	power     *power.Service
+	gw        *gatewaySide
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
@@ -100,6 +104,7 @@ func New(cfg Config) *Service {
 		rand:      cfg.Rand,
 		retention: cfg.Retention,
 		rdp:       cfg.RDPProperties,
+		gw:        newGatewaySide(cfg.Gateway),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -228,6 +233,7 @@ func (s *Service) maintain(t clock.Ticker, interval time.Duration) {
 			ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
 			s.views.RefreshAll(ctx)
 			s.views.CatchUpAll(ctx)
+			s.gatewayMaintain(ctx)
 			cancel()
 			s.pruneIfDue(base)
 		}
@@ -273,5 +279,5 @@ func (s *Service) pruneIfDue(base context.Context) {
 // its Federation).
 func (s *Service) Services() vdibroker.Services {
 	return vdibroker.Services{Connect: s, Hosts: s, Sessions: s, Pools: s, ScalingPlans: s,
-		Tokens: s, Audit: s, Power: s.power, Health: s}
+		Tokens: s, Audit: s, Power: s.power, Health: s, Gateway: s}
 }

@@ -2,10 +2,13 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"unicode"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/placement"
 )
 
 // The session service (vdibroker.SessionService): reads of user sessions
@@ -41,8 +44,24 @@ func (s *Service) Session(ctx context.Context, pool, id string) (*vdibroker.User
 }
 
 // Placement returns a session's decision record (R-C7).
+//
+// A session a gateway reached has it in the record: "reached the host
+// through gateway G at T" (R-GW2).
 func (s *Service) Placement(ctx context.Context, pool, id string) ([]byte, error) {
-	return s.store.GetPlacement(ctx, pool, id)
+	rec, err := s.store.GetPlacement(ctx, pool, id)
+	if err != nil {
+		return nil, err
+	}
+	us, err := s.store.GetUserSession(ctx, pool, id)
+	if err != nil || us.GatewayTime == nil {
+		return rec, err
+	}
+	var e placement.Explain
+	if err := json.Unmarshal(rec, &e); err != nil {
+		return nil, fmt.Errorf("decision record of %s: %w", id, err)
+	}
+	e.Gateway = &placement.GatewayReach{Name: us.Gateway, Time: *us.GatewayTime}
+	return json.Marshal(&e)
 }
 
 // Logoff queues a Logoff (R-S4). A Pending session the agent has not seen

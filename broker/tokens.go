@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 )
 
 // The token service (vdibroker.TokenService): API tokens and registration
@@ -29,6 +30,12 @@ const (
 // to hash.
 func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Principal, error) {
 	t, err := s.store.TokenByHash(ctx, hash)
+	if outage.IsStoreDown(err) {
+		// A gateway's reports go on during an outage (R-GW4).
+		if p := s.gw.knownGateway(hash, s.now()); p != nil {
+			return p, nil
+		}
+	}
 	switch vdibroker.ErrorCode(err) {
 	case "":
 	case vdibroker.ENotFound, vdibroker.EUnauthenticated:
@@ -44,14 +51,18 @@ func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Pri
 	if t.ExpireTime != nil && !s.now().Before(*t.ExpireTime) {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	return &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools}, nil
+	p := &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools}
+	if p.Role == vdibroker.RoleGateway {
+		s.gw.rememberGateway(hash, p, t.ExpireTime, s.now())
+	}
+	return p, nil
 }
 
 // CreateToken issues an API token of a role, for a subject (the user a
 // User token connects), optionally expiring and scoped to host pools.
 func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (*vdibroker.TokenResponse, error) {
 	switch req.Role {
-	case vdibroker.RoleReader, vdibroker.RoleContributor:
+	case vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleGateway:
 		if err := vdibroker.ValidateText("subject", req.Subject, vdibroker.MaxUserLen); err != nil {
 			return nil, err
 		}
@@ -60,7 +71,7 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 			return nil, vdibroker.FieldError("subject", "is required for role User: the user the token may connect (1..%d characters, no control characters)", vdibroker.MaxUserLen)
 		}
 	default:
-		return nil, vdibroker.FieldError("role", "must be one of Reader, Contributor, User, got %q", req.Role)
+		return nil, vdibroker.FieldError("role", "must be one of Reader, Contributor, User, Gateway, got %q", req.Role)
 	}
 	if req.ExpiresInSeconds != 0 {
 		if err := vdibroker.IntRange("expiresInSeconds", req.ExpiresInSeconds,
@@ -109,7 +120,11 @@ func (s *Service) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {
 
 // DeleteToken revokes an API token.
 func (s *Service) DeleteToken(ctx context.Context, id string) error {
-	return s.store.DeleteToken(ctx, id)
+	if err := s.store.DeleteToken(ctx, id); err != nil {
+		return err
+	}
+	s.gw.forgetGateway(id)
+	return nil
 }
 
 // CreateRegistrationToken issues a token agents use to register hosts

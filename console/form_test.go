@@ -56,14 +56,14 @@ func TestSettingsGroups(t *testing.T) {
 	for _, g := range groupFields(settingsFields(vdibroker.PoolFields(), vdibroker.Pooled, vdibroker.DepthFirst)) {
 		names = append(names, g.Name)
 	}
-	if want := []string{vdibroker.GroupCapacity, vdibroker.GroupTimeouts, vdibroker.GroupPower, vdibroker.GroupGeneral}; !slices.Equal(names, want) {
+	if want := []string{vdibroker.GroupCapacity, vdibroker.GroupTimeouts, vdibroker.GroupPower, vdibroker.GroupGateway, vdibroker.GroupGeneral}; !slices.Equal(names, want) {
 		t.Errorf("DepthFirst sections %v, want %v", names, want)
 	}
 	names = nil
 	for _, g := range groupFields(settingsFields(vdibroker.PoolFields(), vdibroker.Pooled, vdibroker.LoadIndex)) {
 		names = append(names, g.Name)
 	}
-	if want := []string{vdibroker.GroupCapacity, vdibroker.GroupLoadIndex, vdibroker.GroupTimeouts, vdibroker.GroupPower, vdibroker.GroupGeneral}; !slices.Equal(names, want) {
+	if want := []string{vdibroker.GroupCapacity, vdibroker.GroupLoadIndex, vdibroker.GroupTimeouts, vdibroker.GroupPower, vdibroker.GroupGateway, vdibroker.GroupGeneral}; !slices.Equal(names, want) {
 		t.Errorf("LoadIndex sections %v, want %v", names, want)
 	}
 }

@@ -246,7 +246,7 @@ type settingsGroup struct {
 }
 
 // groupOrder is the order of the form's sections (vdibroker.Group*).
-var groupOrder = []string{vdibroker.GroupCapacity, vdibroker.GroupLoadIndex, vdibroker.GroupTimeouts, vdibroker.GroupPersonal, vdibroker.GroupPower, vdibroker.GroupGeneral}
+var groupOrder = []string{vdibroker.GroupCapacity, vdibroker.GroupLoadIndex, vdibroker.GroupTimeouts, vdibroker.GroupPersonal, vdibroker.GroupPower, vdibroker.GroupGateway, vdibroker.GroupGeneral}
 
 // groupFields splits the form's fields into their schema groups, in
 // groupOrder, leaving out empty groups; fields of a group the order does

@@ -25,8 +25,17 @@ type Broker interface {
 	TunnelClose(ctx context.Context, ev TunnelEvent) error
 }
 
-// ErrTokenUsed is the broker's answer to a token id it admitted before.
-var ErrTokenUsed = errors.New("gateway access token already used")
+// The broker's refusals of a TunnelOpen.
+var (
+	// ErrTokenUsed is the broker's answer to a token id it admitted before.
+	ErrTokenUsed = errors.New("gateway access token already used")
+	// ErrUserLimit: the user holds the most tunnels the broker allows,
+	// counted across every gateway.
+	ErrUserLimit = errors.New("the user holds the most tunnels the broker allows")
+	// ErrNotAdmitted: the broker did not issue the token, or its session
+	// has ended.
+	ErrNotAdmitted = errors.New("the broker does not admit this tunnel")
+)
 
 // TunnelEvent is one report about a tunnel.
 type TunnelEvent struct {

@@ -14,7 +14,9 @@ import (
 // TunnelEvent POSTed to URL + "/open", "/channel" or "/close" with
 // "Authorization: Bearer Token". The broker answers 2xx to admit or
 // acknowledge, 409 Conflict when a token id was admitted before
-// (ErrTokenUsed); any other answer refuses an open.
+// (ErrTokenUsed), 429 when the user holds its most tunnels (ErrUserLimit),
+// 404 for a token it did not issue or whose session ended
+// (ErrNotAdmitted); any other answer refuses an open too.
 type HTTPBroker struct {
 	URL    string // e.g. https://broker.example.com/api/v1/gateway/tunnels
 	Token  string
@@ -59,6 +61,10 @@ func (b *HTTPBroker) post(ctx context.Context, what string, ev TunnelEvent) erro
 	switch {
 	case resp.StatusCode == http.StatusConflict:
 		return ErrTokenUsed
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return ErrUserLimit
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("%w: %s", ErrNotAdmitted, bytes.TrimSpace(msg))
 	case resp.StatusCode/100 != 2:
 		return fmt.Errorf("broker tunnel %s: HTTP %d: %s", what, resp.StatusCode, bytes.TrimSpace(msg))
 	}

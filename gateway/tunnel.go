@@ -244,6 +244,12 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 	case errors.Is(err, ErrTokenUsed):
 		t.refuse("token_reused", denied)
 		return false
+	case errors.Is(err, ErrUserLimit):
+		t.refuse("user_limit", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyMaxConnectionsReached})
+		return false
+	case errors.Is(err, ErrNotAdmitted):
+		t.refuse("broker_refused", denied, "err", cut(err.Error(), 160))
+		return false
 	case err != nil:
 		t.refuse("broker_unavailable", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyInternalError}, "err", cut(err.Error(), 160))
 		return false

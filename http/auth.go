@@ -66,6 +66,11 @@ var unscopedRoutes = map[string]bool{
 	"GET /api/v1/scalingplans/{name}":    true,
 	"PUT /api/v1/scalingplans/{name}":    true,
 	"DELETE /api/v1/scalingplans/{name}": true,
+	// A gateway's reports name their pool in the body: the gateway
+	// service authorizes it (R-GW4).
+	"POST /api/v1/gateway/tunnels/open":    true,
+	"POST /api/v1/gateway/tunnels/channel": true,
+	"POST /api/v1/gateway/tunnels/close":   true,
 }
 
 // routeTarget is what a request to a route acts on, for Authorize: the

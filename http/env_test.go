@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
 	"github.com/vdibroker/vdibroker/internal/testserver"
@@ -56,6 +57,8 @@ type envOptions struct {
 	oidc *identity.Provider
 	// power are the servers' power drivers (nil: none).
 	power power.Set
+	// gateway is the servers' RD gateway side.
+	gateway broker.GatewayConfig
 }
 
 // newEnv starts a SQLite-backed server.
@@ -111,7 +114,7 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 			t.Cleanup(func() { rs.Close() })
 		}
 		srv := testserver.New(testserver.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
-			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc, PowerDrivers: o.power})
+			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc, PowerDrivers: o.power, Gateway: o.gateway})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		e.srvs = append(e.srvs, srv)

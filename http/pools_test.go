@@ -59,7 +59,7 @@ func TestPutHostPoolDefaults_SPEC2(t *testing.T) {
 		Name: "contosohp01", HostPoolType: "Pooled", LoadBalancerType: "BreadthFirst",
 		MaxSessionLimit: 999999, PersonalDesktopAssignmentType: "Automatic",
 		LoadBalancing:           vdibroker.DefaultLoadBalancing(),
-		HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300,
+		HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, GatewayUsage: "Gateway",
 	}
 	if d := cmp.Diff(want, *got.HostPool, cmpopts.IgnoreFields(vdibroker.HostPool{}, "CreateTime", "UpdateTime")); d != "" {
 		t.Errorf("defaults (-want +got):\n%s", d)

@@ -57,6 +57,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/agent/heartbeat", public, s.heartbeat) // host credential checked inside
 
 	s.federationRoutes() // federation.go
+	s.gatewayRoutes()    // gateway.go
 
 	// Anything else under /api/v1 is a JSON 404 (or 405 when the path exists
 	// with other methods), not the mux's plain text.

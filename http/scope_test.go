@@ -88,6 +88,9 @@ const (
 	// 403 for a PUT naming a pool outside its scope.
 	cPlanRead
 	cPlanWrite
+	// An RD gateway's tunnel reports (R-GW4): a Gateway token and the
+	// admin token; the report's pool is the scope.
+	cGateway
 )
 
 type scopeCall struct {
@@ -147,8 +150,22 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"get scaling plan", "GET", "/api/v1/scalingplans/plan-" + pool, "", cPlanRead, 200},
 		{"put scaling plan", "PUT", "/api/v1/scalingplans/plan-" + pool, planJSON(pool), cPlanWrite, 200},
 		{"delete scaling plan", "DELETE", "/api/v1/scalingplans/plan-" + pool, "", cPlanWrite, 204},
+		// The keys are public; rotating them is the admin's. A report of a
+		// token the broker never issued is NotFound to whoever may report.
+		{"gateway keys", "GET", "/api/v1/gateway/keys", "", cPublic, 200},
+		{"rotate gateway key", "POST", "/api/v1/gateway/keys/rotate", "", cAdmin, 204},
+		{"tunnel open", "POST", "/api/v1/gateway/tunnels/open", tunnelReport(pool, sid), cGateway, 404},
+		{"tunnel channel", "POST", "/api/v1/gateway/tunnels/channel", tunnelReport(pool, sid), cGateway, 404},
+		{"tunnel close", "POST", "/api/v1/gateway/tunnels/close", tunnelReport(pool, sid), cGateway, 404},
 		{"delete pool", "DELETE", p + "?force=true", "", cWrite, 200},
 	}
+}
+
+// tunnelReport is a well-formed report about alice's session in pool of a
+// token the broker did not issue.
+func tunnelReport(pool, sid string) string {
+	return `{"tokenId": "` + strings.Repeat("ab", 32) + `", "user": "alice", "sessionId": "` + sid + `", "hostPool": "` + pool +
+		`", "host": "` + pool + `h001.example.test:3389", "gateway": "rdgw-1", "tokenExpiry": "2030-01-01T00:00:00Z"}`
 }
 
 // cred is one kind of credential and what it may do.
@@ -170,6 +187,9 @@ func want(k cred, c scopeCall, pool string) int {
 	if k.role == "" {
 		return 401
 	}
+	if k.role == "Gateway" && c.class != cGateway {
+		return 403 // a Gateway token reports tunnels and does nothing else (R-GW4)
+	}
 	role := map[int]bool{}
 	switch c.class {
 	case cRead, cGRead, cList, cPlanRead:
@@ -182,6 +202,8 @@ func want(k cred, c scopeCall, pool string) int {
 		role = map[int]bool{0: k.role == "Admin"}
 	case cAny:
 		role = map[int]bool{0: true}
+	case cGateway:
+		role = map[int]bool{0: k.role == "Admin" || k.role == "Gateway"}
 	}
 	if !role[0] {
 		return 403
@@ -197,7 +219,7 @@ func want(k cred, c scopeCall, pool string) int {
 				}
 				return 404
 			}
-		case cRead, cWrite, cConnect:
+		case cRead, cWrite, cConnect, cGateway:
 			if pool != "pin" {
 				if c.method == "GET" {
 					return 404
@@ -263,6 +285,8 @@ func TestAuthMatrix_Scopes(t *testing.T) {
 		{name: "scoped Contributor", role: "Contributor", scoped: true, secret: tok("Contributor", "pin-ops", []string{"pin"})},
 		{name: "User alice", role: "User", user: "alice", secret: tok("User", "alice", nil)},
 		{name: "scoped User alice", role: "User", user: "alice", scoped: true, secret: tok("User", "alice", []string{"pin"})},
+		{name: "Gateway", role: "Gateway", secret: tok("Gateway", "rdgw-1", nil)},
+		{name: "scoped Gateway", role: "Gateway", scoped: true, secret: tok("Gateway", "rdgw-2", []string{"pin"})},
 		// The provider's ID tokens, their role and scope from testRoles.
 		{name: "OIDC Reader", role: "Reader", secret: mint("readers", 0)},
 		{name: "OIDC scoped Contributor", role: "Contributor", scoped: true, secret: mint("pin-ops", 0)},

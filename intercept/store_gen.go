@@ -81,6 +81,12 @@ const (
 	OpDeleteAutoscaleState      = "DeleteAutoscaleState"
 	OpPutEscrows                = "PutEscrows"
 	OpListEscrows               = "ListEscrows"
+	OpGatewayKeys               = "GatewayKeys"
+	OpAddGatewayKey             = "AddGatewayKey"
+	OpAdmitGatewayTunnel        = "AdmitGatewayTunnel"
+	OpGatewayReached            = "GatewayReached"
+	OpGatewayClosed             = "GatewayClosed"
+	OpPruneGatewayTunnels       = "PruneGatewayTunnels"
 )
 
 // Close runs the wrapped store's Close through the hook.
@@ -546,6 +552,58 @@ func (s *Store) PutEscrows(ctx context.Context, replica string, want []vdibroker
 func (s *Store) ListEscrows(ctx context.Context, pool string, now time.Time) (r0 []vdibroker.Escrow, err error) {
 	err = s.hook(ctx, OpListEscrows, func(ctx context.Context) (err error) {
 		r0, err = s.inner.ListEscrows(ctx, pool, now)
+		return err
+	})
+	return r0, err
+}
+
+// GatewayKeys runs the wrapped store's GatewayKeys through the hook.
+func (s *Store) GatewayKeys(ctx context.Context) (r0 []vdibroker.GatewayKey, err error) {
+	err = s.hook(ctx, OpGatewayKeys, func(ctx context.Context) (err error) {
+		r0, err = s.inner.GatewayKeys(ctx)
+		return err
+	})
+	return r0, err
+}
+
+// AddGatewayKey runs the wrapped store's AddGatewayKey through the hook.
+func (s *Store) AddGatewayKey(ctx context.Context, k vdibroker.GatewayKey, notBefore time.Time, keep int) (r0 bool, err error) {
+	err = s.hook(ctx, OpAddGatewayKey, func(ctx context.Context) (err error) {
+		r0, err = s.inner.AddGatewayKey(ctx, k, notBefore, keep)
+		return err
+	})
+	return r0, err
+}
+
+// AdmitGatewayTunnel runs the wrapped store's AdmitGatewayTunnel through the hook.
+func (s *Store) AdmitGatewayTunnel(ctx context.Context, t *vdibroker.GatewayTunnel, maxPerUser int, now time.Time) error {
+	return s.hook(ctx, OpAdmitGatewayTunnel, func(ctx context.Context) error {
+		return s.inner.AdmitGatewayTunnel(ctx, t, maxPerUser, now)
+	})
+}
+
+// GatewayReached runs the wrapped store's GatewayReached through the hook.
+func (s *Store) GatewayReached(ctx context.Context, pool string, session string, token string, gateway string, at time.Time) (r0 *vdibroker.UserSession, err error) {
+	err = s.hook(ctx, OpGatewayReached, func(ctx context.Context) (err error) {
+		r0, err = s.inner.GatewayReached(ctx, pool, session, token, gateway, at)
+		return err
+	})
+	return r0, err
+}
+
+// GatewayClosed runs the wrapped store's GatewayClosed through the hook.
+func (s *Store) GatewayClosed(ctx context.Context, pool string, session string, token string, at time.Time) (r0 *vdibroker.UserSession, err error) {
+	err = s.hook(ctx, OpGatewayClosed, func(ctx context.Context) (err error) {
+		r0, err = s.inner.GatewayClosed(ctx, pool, session, token, at)
+		return err
+	})
+	return r0, err
+}
+
+// PruneGatewayTunnels runs the wrapped store's PruneGatewayTunnels through the hook.
+func (s *Store) PruneGatewayTunnels(ctx context.Context, now time.Time, limit int) (r0 int, err error) {
+	err = s.hook(ctx, OpPruneGatewayTunnels, func(ctx context.Context) (err error) {
+		r0, err = s.inner.PruneGatewayTunnels(ctx, now, limit)
 		return err
 	})
 	return r0, err

@@ -147,6 +147,22 @@ type Explain struct {
 	// down, within its own escrow (issue 19, R-OUT3), and wrote when the
 	// store was back.
 	OutageMode bool `json:"outageMode,omitempty"`
+	// StartedOnConnect marks a session placed, when no host could take
+	// it, on the host start VM on connect started for the user (R-A4): the
+	// client waits for it at the gateway (R-GW5). Chosen is that host;
+	// NoCapacityReason says why no running host could take the session.
+	StartedOnConnect bool `json:"startedOnConnect,omitempty"`
+	// Gateway, when set, says the user reached the chosen host through
+	// an RD gateway, with the broker's token (R-GW2): not stored with the
+	// record, but added from the session when the record is read.
+	Gateway *GatewayReach `json:"gateway,omitempty"`
+}
+
+// GatewayReach is the RD gateway through which a session's user last
+// reached its host, and when.
+type GatewayReach struct {
+	Name string    `json:"name"`
+	Time time.Time `json:"time"`
 }
 
 // Candidate is a host that could take the session.

@@ -99,13 +99,18 @@ func Describe(e *Explain) []string {
 		if e.Note != "" {
 			s = append(s, "Note: "+e.Note+".")
 		}
-		return s
+		return append(s, reached(e)...)
 	}
 	n := max(e.CandidateCount, len(e.Candidates))
 	excluded, _ := ExcludedSummary(e)
 	s = append(s, fmt.Sprintf("Algorithm %s: %s could take the session, %d excluded.", e.Algorithm, plural(n, "host"), excluded))
 	if e.Note != "" {
 		s = append(s, "Note: "+e.Note+".")
+	}
+	if e.StartedOnConnect {
+		s = append(s, fmt.Sprintf("No running host could take the session: %s (R-C5); start VM on connect started %s for the user, who waits for it at the gateway (R-A4, R-GW5).",
+			e.NoCapacityReason, e.Chosen))
+		return append(s, reached(e)...)
 	}
 	if e.Chosen == "" {
 		if e.NoCapacityReason != "" {
@@ -144,7 +149,16 @@ func Describe(e *Explain) []string {
 	default:
 		s = append(s, fmt.Sprintf("%s: %s was chosen.", e.Algorithm, e.Chosen))
 	}
-	return s
+	return append(s, reached(e)...)
+}
+
+// reached says through which RD gateway the user reached the host, if one
+// did (R-GW2).
+func reached(e *Explain) []string {
+	if e.Gateway == nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("The user reached %s through gateway %s at %s (R-GW2).", e.Chosen, e.Gateway.Name, e.Gateway.Time.UTC().Format(time.RFC3339))}
 }
 
 // WriteText writes a decision record as the CLI shows it, for example:

@@ -66,6 +66,23 @@ func TestDescribeGolden_RC7(t *testing.T) {
 				ExcludedCounts: map[string]int{ReasonDrained: 5, ReasonAtLimit: 7},
 				Chosen:         "a", Rank: 1,
 			}},
+		{
+			// A gateway reached the host with the broker's token (R-GW2).
+			"reached_through_gateway", Explain{
+				Pool: "p", User: "u", Algorithm: "BreadthFirst", Time: at,
+				Candidates: []Candidate{{Host: "sh-1"}},
+				Chosen:     "sh-1", Rank: 1, Draw: &Draw{Of: 1, Value: 0},
+				Gateway: &GatewayReach{Name: "rdgw-1", Time: at.Add(9 * time.Second)},
+			}},
+		{
+			// No capacity; the host started for the user, who waits at
+			// the gateway (R-GW5).
+			"started_on_connect", Explain{
+				Pool: "p", User: "u", Algorithm: "BreadthFirst", Time: at,
+				Excluded:         []Exclusion{{Host: "sh-1", Reason: ReasonShutdown, Detail: "stopped by its power driver"}},
+				NoCapacityReason: "its only session host is shut down",
+				Chosen:           "sh-1", StartedOnConnect: true,
+			}},
 		{"reconnect", Explain{
 			Pool: "p", User: "u", Algorithm: "BreadthFirst", Reconnect: true, Chosen: "sh-2",
 			Note: "existing Active session s-1",

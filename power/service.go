@@ -2,9 +2,9 @@ package power
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -411,7 +411,13 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	now := s.now()
 	personal := pool.HostPoolType == vdibroker.Personal
 	var mine *vdibroker.SessionHost
-	starting := 0
+	limit := pool.MaxSessionLimit
+	if personal || limit <= 0 {
+		limit = 1
+	}
+	// starting hosts, and the users they will take: their limit less the
+	// sessions placed on them already (users who wait at a gateway, R-GW5).
+	starting, room := 0, 0
 	var stopped []*vdibroker.SessionHost
 	for _, h := range hosts {
 		assigned := len(h.AssignedUsers) > 0
@@ -424,6 +430,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		case h.PowerState == vdibroker.PowerStarting && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) < StartTimeout &&
 			h.AllowNewSession && !h.AutoscaleDrain:
 			starting++
+			room += max(limit-h.Sessions, 0)
 		case h.PowerState == vdibroker.PowerStopped && h.AllowNewSession && !h.AutoscaleDrain:
 			stopped = append(stopped, h) // in name order (ListSessionHosts)
 		}
@@ -444,12 +451,9 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		s.Unwait(pool.Name, user)
 		return nil // no host of their own, and none is given on connect (R-PE2)
 	}
-	limit := pool.MaxSessionLimit
-	if personal || limit <= 0 {
-		limit = 1
-	}
-	need := int(math.Ceil(float64(waiting) / float64(limit)))
-	if starting >= need {
+	// N waiting users need ceil(N / limit) hosts: no more start while
+	// the starting ones have room for them.
+	if room >= waiting {
 		if starting > 0 {
 			return hostStarting(pool.Name, "")
 		}
@@ -493,7 +497,29 @@ func hostStarting(pool, host string) error {
 	if host != "" {
 		msg = fmt.Sprintf("host pool %q has no capacity now; session host %q is starting: try again in %d seconds", pool, host, int(StartRetryAfter/time.Second))
 	}
-	return &vdibroker.Error{Code: vdibroker.EHostStarting, Message: msg, RetryAfter: StartRetryAfter}
+	return &startingError{err: &vdibroker.Error{Code: vdibroker.EHostStarting, Message: msg, RetryAfter: StartRetryAfter}, host: host}
+}
+
+// startingError is StartOnConnect's HostStarting, naming the host it
+// started for the user (or the user's own, starting), if one.
+type startingError struct {
+	err  *vdibroker.Error
+	host string
+}
+
+func (e *startingError) Error() string { return e.err.Error() }
+func (e *startingError) Unwrap() error { return e.err }
+
+// StartingHost returns the host a HostStarting error of StartOnConnect
+// started for the connecting user, or the user's own host that is
+// starting: "" when it names none (other hosts start for the users who
+// wait). Through a gateway the user may wait for that host (R-GW5).
+func StartingHost(err error) string {
+	var e *startingError
+	if errors.As(err, &e) {
+		return e.host
+	}
+	return ""
 }
 
 // wait records that user waits for a host in pool and returns how many

@@ -122,6 +122,7 @@ var rdpProperties = []rdpKnown{
 	{name: "username", typ: 's', refused: "the broker sets it to the connecting user"},
 	{name: "loadbalanceinfo", typ: 's', refused: "clients connect straight to the session host, which would refuse the routing token"},
 	{name: "password 51", typ: 'b', refused: "the broker puts no secrets in .rdp files"},
+	{name: "gatewayaccesstoken", typ: 's', refused: "the broker signs one per connect for its own RD gateway (R-GW1)"},
 	// Connection and authentication.
 	{name: "domain", typ: 's'},
 	{name: "prompt for credentials", typ: 'i', values: bit},

@@ -647,7 +647,7 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 			return err
 		}
 	}
-	ds, dc := countsOf(u.State)
+	ds, dc := countsOf(u.State, u.AgentSessionID)
 	t.touch(u.HostPool, u.SessionHost)
 	var poolTime int64
 	if !c.PoolUpdateTime.IsZero() {

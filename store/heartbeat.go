@@ -238,7 +238,9 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 	}
 	after = func(yield func(vdibroker.SampleSession) bool) {
 		for _, o := range rec.After {
-			if !notAdopted[o.ID] && !yield(vdibroker.SampleSession{Pending: o.State == vdibroker.StatePending, Since: o.CreateTime}) {
+			// Unreported sessions (Pending, or moved by a gateway first,
+			// R-GW2) are outside any sample the host took (R-LI6).
+			if !notAdopted[o.ID] && !yield(vdibroker.SampleSession{Pending: o.AgentSessionID == "", Since: o.CreateTime}) {
 				return
 			}
 		}
@@ -278,7 +280,7 @@ func (t *tx) applyStep(ctx context.Context, pool, host string, st vdibroker.Sess
 		// is thousands a second); the agent id alone when the session
 		// has moved on.
 		n, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ?, state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
-			WHERE id = ? AND state = ?`, st.AgentSessionID, st.To, ns(now), "", false, st.SessionID, st.From)
+			WHERE id = ? AND state = ? AND agent_session_id = ''`, st.AgentSessionID, st.To, ns(now), "", false, st.SessionID, st.From)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -286,8 +288,9 @@ func (t *tx) applyStep(ctx context.Context, pool, host string, st vdibroker.Sess
 			_, err = t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, st.AgentSessionID, st.SessionID)
 			return 0, 0, err
 		}
-		s0, c0 := countsOf(st.From)
-		s1, c1 := countsOf(st.To)
+		// It was unreported, so connecting, whatever its state (R-GW2).
+		s0, c0 := countsOf(st.From, "")
+		s1, c1 := countsOf(st.To, st.AgentSessionID)
 		return s1 - s0, c1 - c0, nil
 	case vdibroker.StepAskLogoff:
 		c := &vdibroker.Command{ID: vdibroker.NewID(), HostPool: pool, SessionHost: host, Type: vdibroker.CommandLogoff,
@@ -326,7 +329,7 @@ func (t *tx) adopt(ctx context.Context, pool, host string, st vdibroker.SessionS
 		After: auditJSON(map[string]string{"user": st.User, "sessionHost": host, "state": st.To, "agentSessionId": st.AgentSessionID})}); err != nil {
 		return 0, 0, false, err
 	}
-	ds, dc = countsOf(st.To)
+	ds, dc = countsOf(st.To, st.AgentSessionID)
 	return ds, dc, true, nil
 }
 

@@ -15,7 +15,8 @@ import (
 const poolCols = `name, host_pool_type, load_balancer_type, max_session_limit,
 	personal_desktop_assignment_type, load_balancing, heartbeat_timeout_seconds,
 	pending_timeout_seconds, disconnected_session_timeout_minutes, description,
-	friendly_name, create_time, update_time, power_driver, start_vm_on_connect`
+	friendly_name, create_time, update_time, power_driver, start_vm_on_connect,
+	gateway_usage, gateway_host_name, idle_session_limit_minutes, active_session_limit_minutes`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -44,7 +45,8 @@ func scanPool(sc scanner) (*vdibroker.HostPool, error) {
 	if err := sc.Scan(&p.Name, &p.HostPoolType, &p.LoadBalancerType, &p.MaxSessionLimit,
 		&p.PersonalDesktopAssignmentType, &lb, &p.HeartbeatTimeoutSeconds,
 		&p.PendingTimeoutSeconds, &p.DisconnectedSessionTimeoutMinutes, &p.Description,
-		&p.FriendlyName, &ct, &ut, &p.PowerDriver, &p.StartVMOnConnect); err != nil {
+		&p.FriendlyName, &ct, &ut, &p.PowerDriver, &p.StartVMOnConnect,
+		&p.GatewayUsage, &p.GatewayHostName, &p.IdleSessionLimitMinutes, &p.ActiveSessionLimitMinutes); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(lb), &p.LoadBalancing); err != nil {
@@ -104,11 +106,12 @@ func (s *DB) CreateHostPool(ctx context.Context, p *vdibroker.HostPool) error {
 
 // insertPool inserts a new pool; errRaced when the name is taken.
 func (t *tx) insertPool(ctx context.Context, p *vdibroker.HostPool, lb []byte) error {
-	_, err := t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.Name, p.HostPoolType, p.LoadBalancerType, p.MaxSessionLimit,
 		p.PersonalDesktopAssignmentType, string(lb), p.HeartbeatTimeoutSeconds,
 		p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes, p.Description,
-		p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect)
+		p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect,
+		p.GatewayUsage, p.GatewayHostName, p.IdleSessionLimitMinutes, p.ActiveSessionLimitMinutes)
 	if err != nil && errors.Is(err, errUnique) {
 		return errRaced
 	}
@@ -145,10 +148,13 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 		_, err = t.exec(ctx, `UPDATE host_pools SET load_balancer_type = ?, max_session_limit = ?,
 			personal_desktop_assignment_type = ?, load_balancing = ?, heartbeat_timeout_seconds = ?,
 			pending_timeout_seconds = ?, disconnected_session_timeout_minutes = ?, description = ?,
-			friendly_name = ?, update_time = ?, power_driver = ?, start_vm_on_connect = ? WHERE name = ?`,
+			friendly_name = ?, update_time = ?, power_driver = ?, start_vm_on_connect = ?,
+			gateway_usage = ?, gateway_host_name = ?, idle_session_limit_minutes = ?, active_session_limit_minutes = ?
+			WHERE name = ?`,
 			p.LoadBalancerType, p.MaxSessionLimit, p.PersonalDesktopAssignmentType, string(lb),
 			p.HeartbeatTimeoutSeconds, p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes,
-			p.Description, p.FriendlyName, ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect, p.Name)
+			p.Description, p.FriendlyName, ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect,
+			p.GatewayUsage, p.GatewayHostName, p.IdleSessionLimitMinutes, p.ActiveSessionLimitMinutes, p.Name)
 		if err == nil {
 			p.CreateTime = old.CreateTime
 			t.audited(old, p)

@@ -15,16 +15,20 @@ import (
 )
 
 const sessionCols = `id, user_name, host_pool, session_host, state, create_time, state_time,
-	agent_session_id, end_reason, adopted`
+	agent_session_id, end_reason, adopted, gateway, gateway_time`
 
 func scanSession(sc scanner) (*vdibroker.UserSession, error) {
 	var u vdibroker.UserSession
-	var ct, st int64
+	var ct, st, gt int64
 	if err := sc.Scan(&u.ID, &u.User, &u.HostPool, &u.SessionHost, &u.State, &ct, &st,
-		&u.AgentSessionID, &u.EndReason, &u.Adopted); err != nil {
+		&u.AgentSessionID, &u.EndReason, &u.Adopted, &u.Gateway, &gt); err != nil {
 		return nil, err
 	}
 	u.CreateTime, u.StateTime = fromNS(ct), fromNS(st)
+	if gt != 0 {
+		at := fromNS(gt)
+		u.GatewayTime = &at
+	}
 	return &u, nil
 }
 
@@ -39,29 +43,37 @@ func (t *tx) getSession(ctx context.Context, pool, id string) (*vdibroker.UserSe
 	return u, nil
 }
 
-// countsOf is what a session in state adds to its host's counts (R-S1).
-func countsOf(state string) (sessions, connecting int) {
-	switch state {
-	case vdibroker.StatePending:
+// countsOf is what a session in state adds to its host's counts (R-S1):
+// an open one is a session, and a connecting one while its host's agent
+// has not reported it (agentID empty: Pending, or turned Active or
+// Disconnected by a gateway's report first, R-GW2).
+func countsOf(state, agentID string) (sessions, connecting int) {
+	switch {
+	case state == vdibroker.StateLoggedOff || state == "":
+		return 0, 0
+	case state == vdibroker.StatePending || agentID == "":
 		return 1, 1
-	case vdibroker.StateActive, vdibroker.StateDisconnected:
-		return 1, 0
 	}
-	return 0, 0
+	return 1, 0
 }
 
 // transition moves a session from state from to state to, only if it is
 // still in from, and returns the host count deltas it caused (zero when the
 // session had moved on). The caller holds the host's lock and applies the
-// deltas in the same transaction.
+// deltas in the same transaction; the session's agent id, which says
+// whether it is connecting, changes only under that lock too.
 func (t *tx) transition(ctx context.Context, id, from, to, reason string, now time.Time) (ds, dc int, err error) {
-	n, err := t.exec(ctx, `UPDATE user_sessions SET state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
-		WHERE id = ? AND state = ?`, to, ns(now), reason, false, id, from)
-	if err != nil || n == 0 {
+	var agentID string
+	err = t.row(ctx, `UPDATE user_sessions SET state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
+		WHERE id = ? AND state = ? RETURNING agent_session_id`, to, ns(now), reason, false, id, from).Scan(&agentID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	if err != nil {
 		return 0, 0, err
 	}
-	s0, c0 := countsOf(from)
-	s1, c1 := countsOf(to)
+	s0, c0 := countsOf(from, agentID)
+	s1, c1 := countsOf(to, agentID)
 	return s1 - s0, c1 - c0, nil
 }
 
@@ -309,13 +321,18 @@ func prefixEnd(p string) string {
 
 // openCountsQuery counts every pool's open sessions by state in one
 // statement (one snapshot): the R-S1 counts of its hosts in host_counts
-// (sessions, and Pending as connecting_sessions) and its Disconnected
-// sessions from the partial index user_sessions_disconnected (migration
-// 00008). Active is the rest. Neither reads a session row: counting the
-// index of open sessions instead took 0.4 s at 250,000 on SQLite. The join
-// leaves out a counts row whose host is gone.
-const openCountsQuery = `SELECT c.host_pool, sum(c.sessions), sum(c.connecting_sessions), 0
+// (sessions), its Pending sessions from the partial index
+// user_sessions_pending_by_time (migration 00005: the connecting count
+// also holds the sessions a gateway turned Active before their agent
+// reported them, R-GW2) and its Disconnected sessions from the partial
+// index user_sessions_disconnected (migration 00008). Active is the rest.
+// Neither reads a session row: counting the index of open sessions
+// instead took 0.4 s at 250,000 on SQLite. The join leaves out a counts
+// row whose host is gone.
+const openCountsQuery = `SELECT c.host_pool, sum(c.sessions), 0, 0
 	FROM host_counts c JOIN session_hosts h ON h.host_pool = c.host_pool AND h.name = c.name GROUP BY c.host_pool
+	UNION ALL
+	SELECT host_pool, 0, count(*), 0 FROM user_sessions WHERE state = 'Pending' AND agent_session_id = '' GROUP BY host_pool
 	UNION ALL
 	SELECT host_pool, 0, 0, count(*) FROM user_sessions WHERE state = 'Disconnected' GROUP BY host_pool`
 

@@ -247,6 +247,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.StringVar(&m.BrokerURL, "broker-url", "", "URL the tunnel reports are POSTed to (…/open, …/channel, …/close)")
 	fl.StringVar(&brokerTokenFile, "broker-token-file", "", "file with the bearer token of --broker-url")
 	fl.StringVar(&m.clientTLS.CAFile, "ca-file", "", "PEM CA bundle that verifies the broker's certificate (--keys-url, --broker-url)")
+	fl.BoolVar(&m.clientTLS.InsecureHTTP, "insecure-http", false, "allow plain http:// in --keys-url and --broker-url to a host other than loopback (sends the gateway's token in clear; for a test network only)")
 	fl.StringVar(&metricsTokenFile, "metrics-token-file", "", "file with the bearer token /metrics requires (default: open)")
 	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.DurationVar(&m.Config.IdleTimeout, "idle-timeout", time.Hour, "close a tunnel idle this long (a token's idle claim overrides)")

@@ -53,6 +53,22 @@ func gwClientNamespace(t *testing.T) {
 	rdpRun(t, "ip", "netns", "exec", gwClientNetns, "ip", "link", "set", "lo", "up")
 }
 
+// inHostNS is the args of `ip` that run a command in the host's namespace.
+func inHostNS(args ...string) []string { return append([]string{"netns", "exec", rdpNetns}, args...) }
+
+// gwHostXRDP starts xrdp-sesman and xrdp, as packaged, in the host's
+// namespace and waits until both listen.
+func gwHostXRDP(t *testing.T) {
+	t.Helper()
+	rdpPIDFiles(t)
+	rdpStart(t, "ip", nil, inHostNS("xrdp-sesman", "--nodaemon")...)
+	rdpStart(t, "ip", nil, inHostNS("xrdp", "--nodaemon")...)
+	e2eEventually(t, "xrdp listening on "+rdpNSAddr+":3389 and sesman on [::1]:3350", 20*time.Second, func() bool {
+		out, _ := exec.Command("ip", inHostNS("ss", "-Hltn")...).Output()
+		return strings.Contains(string(out), ":3389") && strings.Contains(string(out), "[::1]:3350")
+	})
+}
+
 // gwProbe says whether a TCP connect from the client's namespace to addr
 // succeeds within 3 s.
 func gwProbe(addr string) bool {
@@ -91,14 +107,7 @@ func TestGatewayE2EXfreerdpThroughGateway(t *testing.T) {
 	hostAddr := rdpNSAddr + ":3389"
 
 	// The session host: xrdp as packaged, in its namespace.
-	rdpPIDFiles(t)
-	inNS := func(args ...string) []string { return append([]string{"netns", "exec", rdpNetns}, args...) }
-	rdpStart(t, "ip", nil, inNS("xrdp-sesman", "--nodaemon")...)
-	rdpStart(t, "ip", nil, inNS("xrdp", "--nodaemon")...)
-	e2eEventually(t, "xrdp listening on "+hostAddr, 20*time.Second, func() bool {
-		out, _ := exec.Command("ip", inNS("ss", "-Hltn")...).Output()
-		return strings.Contains(string(out), ":3389")
-	})
+	gwHostXRDP(t)
 
 	// The client cannot reach the host: no route from its namespace.
 	if gwProbe(hostAddr) {
@@ -113,17 +122,7 @@ func TestGatewayE2EXfreerdpThroughGateway(t *testing.T) {
 	jwks, _ := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"e2e-1": signer.PublicKey()})
 	keysFile := filepath.Join(dir, "keys.json")
 	os.WriteFile(keysFile, jwks, 0o644)
-	cert, key := gwSelfSigned(t, dir)
-	gw := rdpStart(t, bin, nil, "gateway", "--listen", gwHostAddr+":0", "--tls-cert", cert, "--tls-key", key,
-		"--keys-file", keysFile, "--name", "gw-e2e", "--log-level", "debug")
-	listening := regexp.MustCompile(`vdibroker gateway listening on (\S+)`)
-	var gwAddr string
-	e2eEventually(t, "the gateway listening", 20*time.Second, func() bool {
-		if m := listening.FindStringSubmatch(gw.output()); m != nil {
-			gwAddr = m[1]
-		}
-		return gwAddr != ""
-	})
+	gw, gwAddr := gwStart(t, bin, dir, "--keys-file", keysFile)
 	if !gwProbe(gwAddr) {
 		t.Fatalf("the client's namespace does not reach the gateway at %s", gwAddr)
 	}
@@ -211,22 +210,50 @@ func TestGatewayE2EXfreerdpThroughGateway(t *testing.T) {
 	} {
 		before := strings.Count(gw.output(), tc.reason)
 		c := client(strings.ReplaceAll(tc.name, " ", "-")+".rdp", tc.tok, "/log-level:DEBUG")
-		select {
-		case <-c.done:
-		case <-time.After(60 * time.Second):
-			t.Fatalf("%s: xfreerdp still runs after 60 s", tc.name)
-		}
-		if strings.Count(gw.output(), tc.reason) <= before {
-			t.Errorf("%s: the gateway did not log %s:\n%s", tc.name, tc.reason, tail(gw.output(), 2000))
-		}
-		if !strings.Contains(c.output(), tc.code) {
-			t.Errorf("%s: xfreerdp did not report %s:\n%s", tc.name, tc.code, tail(c.output(), 2000))
-		}
-		if rdpClientConnected(t, xdisplay) {
-			t.Fatalf("%s: a client is attached to the session", tc.name)
-		}
+		gwRefused(t, gw, c, tc.name, tc.reason, tc.code, before, xdisplay)
 	}
 	t.Logf("gateway end-to-end test took %v", time.Since(start).Round(time.Second))
+}
+
+// gwRefused waits, bounded, for a client the gateway must refuse to end,
+// and checks that the gateway logged reason once more than before, that
+// the client reported the protocol's code, and that no client is
+// attached to the session on xdisplay.
+func gwRefused(t *testing.T, gw, c *rdpDaemon, name, reason, code string, before, xdisplay int) {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s: xfreerdp still runs after 60 s", name)
+	}
+	if strings.Count(gw.output(), reason) <= before {
+		t.Errorf("%s: the gateway did not log %s:\n%s", name, reason, tail(gw.output(), 2000))
+	}
+	if !strings.Contains(c.output(), code) {
+		t.Errorf("%s: xfreerdp did not report %s:\n%s", name, code, tail(c.output(), 2000))
+	}
+	if rdpClientConnected(t, xdisplay) {
+		t.Fatalf("%s: a client is attached to the session", name)
+	}
+}
+
+// gwStart runs `vdibroker gateway` named gw-e2e on the client's link
+// (10.214.0.1, a port of its own) with a certificate for that address and
+// args, and returns it once it listens, with its address.
+func gwStart(t *testing.T, bin, dir string, args ...string) (*rdpDaemon, string) {
+	t.Helper()
+	cert, key := gwSelfSigned(t, dir)
+	gw := rdpStart(t, bin, nil, append([]string{"gateway", "--listen", gwHostAddr + ":0", "--tls-cert", cert, "--tls-key", key,
+		"--name", "gw-e2e", "--log-level", "debug"}, args...)...)
+	listening := regexp.MustCompile(`vdibroker gateway listening on (\S+)`)
+	var addr string
+	e2eEventually(t, "the gateway listening", 20*time.Second, func() bool {
+		if m := listening.FindStringSubmatch(gw.output()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	return gw, addr
 }
 
 // gwScreenshot saves the client's display as name in the artifact

@@ -78,6 +78,9 @@ type Main struct {
 	Federation FederationFlags
 	// OIDC is single sign-on (oidc_serve.go).
 	OIDC OIDCFlags
+	// Gateway is the RD gateway side (gateway_serve.go): the server's
+	// gateway, its tokens, and the gateway in-process.
+	Gateway GatewayFlags
 
 	// Set by Open.
 	Store      vdibroker.Store
@@ -97,6 +100,9 @@ type Main struct {
 func (m *Main) Open(ctx context.Context) error {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := m.Gateway.check(m.TLSCert != "" && m.TLSKey != ""); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
@@ -159,9 +165,17 @@ func (m *Main) Open(ctx context.Context) error {
 		m.unlock()
 		return usageError{errors.New("--tls-client-ca needs --tls-cert and --tls-key")}
 	}
+	if err := m.Gateway.listen(m.certs); err != nil {
+		if m.certs != nil {
+			m.certs.Close()
+		}
+		st.Close()
+		m.unlock()
+		return err
+	}
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers,
-		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval})
+		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval, Gateway: m.Gateway.brokerConfig()})
 	services := m.broker.Services()
 	services.Federation = m.Federation.federation(m.broker, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
@@ -185,10 +199,21 @@ func (m *Main) Open(ctx context.Context) error {
 	m.OIDC.addConsole(m.console, guarded)
 	m.Server.Mux().Handle("/", m.console)
 	m.startAutoscale(guarded)
-	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
-		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))))
+	reg := m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
+		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }}))
+	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(reg)))
+	// The in-process gateway's metrics are the broker's (vdibroker_gateway_*).
+	if err := m.Gateway.start(ctx, services.Gateway, reg, m.Logger); err != nil {
+		m.Gateway.close()
+		m.console.Close()
+		m.broker.Close()
+		st.Close()
+		m.unlock()
+		return fmt.Errorf("in-process gateway: %w", err)
+	}
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
+		m.Gateway.close()
 		m.console.Close()
 		m.broker.Close()
 		st.Close()
@@ -277,6 +302,8 @@ func (m *Main) Close() error {
 	if m.console != nil {
 		errs = append(errs, m.console.Close())
 	}
+	// Before the broker: the gateway reports its tunnels' closes to it.
+	errs = append(errs, m.Gateway.close())
 	if m.stopAutoscale != nil {
 		m.stopAutoscale()
 	}
@@ -443,6 +470,7 @@ func newServeCmd() *cobra.Command {
 	addOutageFlags(cmd, m) // outage_serve.go
 	m.Federation.addFlags(cmd.Flags())
 	m.OIDC.addFlags(cmd.Flags())
+	m.Gateway.addFlags(cmd.Flags())
 	// For measuring the broker as its own process (BENCHMARKS.md).
 	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a Go CPU profile of the whole run to this file")
 	cmd.Flags().MarkHidden("cpu-profile")

@@ -114,7 +114,13 @@ func TestServeMountsConsoleAndMetrics(t *testing.T) {
 
 func scrape(tb testing.TB, base string) string {
 	tb.Helper()
-	resp, err := http.Get(base + "/metrics")
+	return scrapeWith(tb, http.DefaultClient, base)
+}
+
+// scrapeWith is scrape with client (an HTTPS broker's).
+func scrapeWith(tb testing.TB, client *http.Client, base string) string {
+	tb.Helper()
+	resp, err := client.Get(base + "/metrics")
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -44,6 +44,8 @@ type Config struct {
 	Peers            vdibroker.PodClient
 	PodTimeout       time.Duration
 	FederationSecret []byte
+	// Gateway is the broker's RD gateway side (broker.GatewayConfig).
+	Gateway broker.GatewayConfig
 }
 
 // Server is an HTTP server on its own broker service; Close stops the
@@ -61,7 +63,7 @@ func New(cfg Config) *Server {
 	}
 	svc := broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Clock: clk, Rand: cfg.Rand,
 		MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
-		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers})
+		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers, Gateway: cfg.Gateway})
 	services := svc.Services()
 	if cfg.Pod != "" {
 		services.Federation = global.New(global.Config{Connect: svc, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,

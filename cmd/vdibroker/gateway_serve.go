@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/gateway"
+	"github.com/vdibroker/vdibroker/gatewaytoken"
+)
+
+// GatewayFlags are serve's RD gateway flags (docs/gateway.md, R-GW1..R-GW6):
+// the server's gateway that connect answers send clients through, the
+// access tokens' settings, and, with --gateway-listen, the gateway itself
+// in this process, on the broker's certificate, checking tokens with the
+// broker's keys and reporting to the broker without HTTP.
+type GatewayFlags struct {
+	// HostName is the server's gateway as clients reach it (the .rdp's
+	// gatewayhostname); with Listen and no HostName, the listener's
+	// address.
+	HostName          string
+	TokenTTL          time.Duration
+	KeyRotation       time.Duration
+	MaxTunnelsPerUser int
+	// Listen runs the gateway in-process on this address (HTTPS, the
+	// broker's --tls-cert).
+	Listen string
+	// Name is the in-process gateway's name in the reports.
+	Name string
+	// Config holds the in-process gateway's limits (gateway.Config's
+	// defaults when zero).
+	Config gateway.Config
+
+	Gateway  *gateway.Gateway // set by start
+	listener net.Listener
+	server   *http.Server
+	stopKeys context.CancelFunc
+}
+
+func (f *GatewayFlags) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&f.HostName, "gateway-hostname", "", "the RD gateway clients reach the hosts through, host or host:port (the .rdp's gatewayhostname): every pool whose gatewayUsage is Gateway and that names no gatewayHostName of its own goes through it, with an access token the broker signs per connect (docs/gateway.md)")
+	fl.DurationVar(&f.TokenTTL, "gateway-token-ttl", broker.DefaultGatewayTokenTTL, "how long a gateway access token may open its tunnel after the connect (1m..1h)")
+	fl.DurationVar(&f.KeyRotation, "gateway-key-rotation", broker.DefaultGatewayKeyRotation, "make a new token signing key this often (at least 1h); it signs once gateways had 5 minutes to read it")
+	fl.IntVar(&f.MaxTunnelsPerUser, "gateway-max-tunnels-per-user", broker.DefaultGatewayMaxTunnelsPerUser, "tunnels one user may hold open through all gateways together (0: no limit)")
+	fl.StringVar(&f.Listen, "gateway-listen", "", "also run the RD gateway in this process on this address (HTTPS with --tls-cert, e.g. 0.0.0.0:443)")
+	fl.StringVar(&f.Name, "gateway-name", hostnameOr("gateway"), "the in-process gateway's name in the reports and the audit log")
+}
+
+// check validates the flags before anything opens; tls says serve has a
+// certificate.
+func (f *GatewayFlags) check(tls bool) error {
+	if err := vdibroker.ValidateGatewayHost("--gateway-hostname", f.HostName); err != nil {
+		return usageError{errors.New(vdibroker.ErrorMessage(err))}
+	}
+	// Zero is the default (a Main built by a test).
+	if f.TokenTTL != 0 && (f.TokenTTL < time.Minute || f.TokenTTL > gatewaytoken.MaxValidity) {
+		return usageError{fmt.Errorf("--gateway-token-ttl: must be 1m..1h, got %v", f.TokenTTL)}
+	}
+	if f.KeyRotation != 0 && f.KeyRotation < time.Hour {
+		return usageError{fmt.Errorf("--gateway-key-rotation: must be at least 1h, got %v", f.KeyRotation)}
+	}
+	if f.MaxTunnelsPerUser < 0 {
+		return usageError{fmt.Errorf("--gateway-max-tunnels-per-user: must be 0 or more, got %d", f.MaxTunnelsPerUser)}
+	}
+	if f.Listen != "" && !tls {
+		return usageError{errors.New("--gateway-listen needs --tls-cert and --tls-key: RD Gateway clients speak HTTPS only")}
+	}
+	return nil
+}
+
+// listen opens the in-process gateway's listener, when there is one,
+// before the broker starts, so that the server's gateway defaults to its
+// address.
+func (f *GatewayFlags) listen(certs *certReloader) error {
+	if f.Listen == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", f.Listen)
+	if err != nil {
+		return fmt.Errorf("--gateway-listen %s: %w", f.Listen, err)
+	}
+	if f.HostName == "" {
+		f.HostName = ln.Addr().String()
+	}
+	// HTTP/1.1 only: the transport hijacks its connections. The
+	// certificate is serve's, reloaded alike.
+	f.listener = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate, NextProtos: []string{"http/1.1"}})
+	return nil
+}
+
+// brokerConfig is the broker's side of the flags.
+func (f *GatewayFlags) brokerConfig() broker.GatewayConfig {
+	max := f.MaxTunnelsPerUser
+	if max == 0 {
+		max = -1 // the flag's 0 is "no limit"
+	}
+	return broker.GatewayConfig{HostName: f.HostName, TokenTTL: f.TokenTTL, KeyRotation: f.KeyRotation, MaxTunnelsPerUser: max}
+}
+
+// inProcessKeysRefresh is how often the in-process gateway reads the
+// broker's keys (from memory: the service's copy).
+const inProcessKeysRefresh = 15 * time.Second
+
+// start serves the in-process gateway on the listener of listen.
+func (f *GatewayFlags) start(ctx context.Context, svc vdibroker.GatewayService, reg prometheus.Registerer, log *slog.Logger) error {
+	if f.listener == nil {
+		return nil
+	}
+	keys, err := gatewaytoken.NewKeyring(ctx, serviceKeys{svc}, inProcessKeysRefresh, nil, log)
+	if err != nil {
+		return err
+	}
+	cfg := f.Config
+	cfg.Name, cfg.Verifier, cfg.Broker, cfg.Logger, cfg.Registry = f.Name, keys, gatewayReports{svc}, log, reg
+	if f.Gateway, err = gateway.New(cfg); err != nil {
+		return err
+	}
+	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f.stopKeys = cancel
+	go keys.Run(kctx)
+	mux := http.NewServeMux()
+	mux.Handle(gateway.Path, f.Gateway)
+	f.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 8 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() {
+		if err := f.server.Serve(f.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("gateway server stopped", "err", err)
+		}
+	}()
+	log.Info("RD gateway serving in-process", "addr", f.listener.Addr().String(), "hostName", f.HostName, "name", f.Name)
+	return nil
+}
+
+// Addr is the in-process gateway's address.
+func (f *GatewayFlags) Addr() string { return f.listener.Addr().String() }
+
+// close stops the in-process gateway: its listener, its tunnels (each
+// reported closed to the broker, which must still run) and its key reload.
+func (f *GatewayFlags) close() error {
+	var errs []error
+	if f.server != nil {
+		errs = append(errs, f.server.Close())
+	} else if f.listener != nil {
+		errs = append(errs, f.listener.Close())
+	}
+	if f.Gateway != nil {
+		errs = append(errs, f.Gateway.Close())
+	}
+	if f.stopKeys != nil {
+		f.stopKeys()
+	}
+	return errors.Join(errs...)
+}
+
+// serviceKeys is the in-process gateway's key source: the broker's own
+// JWKS, read from the service.
+type serviceKeys struct{ svc vdibroker.GatewayService }
+
+func (k serviceKeys) Keys(ctx context.Context) (*gatewaytoken.KeySet, error) {
+	doc, err := k.svc.GatewayKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return gatewaytoken.ParseJWKS(doc)
+}
+
+// gatewayReports is the in-process gateway's Broker: its reports go to the
+// broker's gateway service as calls, the broker's own (no principal), and
+// its refusals come back as the gateway's errors.
+type gatewayReports struct{ svc vdibroker.GatewayService }
+
+var _ gateway.Broker = gatewayReports{}
+
+func report(ev gateway.TunnelEvent) *vdibroker.TunnelReport {
+	return &vdibroker.TunnelReport{TokenID: ev.TokenID, User: ev.User, Session: ev.Session, Pool: ev.Pool, Host: ev.Host,
+		Client: ev.Client, Gateway: ev.Gateway, At: ev.At, Expiry: ev.Expiry, BytesToHost: ev.BytesToHost,
+		BytesToClient: ev.BytesToClient, Reason: ev.Reason, Reached: ev.Reached}
+}
+
+func (g gatewayReports) TunnelOpen(ctx context.Context, ev gateway.TunnelEvent) error {
+	err := g.svc.TunnelOpen(ctx, report(ev))
+	switch vdibroker.ErrorCode(err) {
+	case vdibroker.EConflict:
+		return gateway.ErrTokenUsed
+	case vdibroker.ETooManyRequests:
+		return gateway.ErrUserLimit
+	case vdibroker.ENotFound:
+		return fmt.Errorf("%w: %s", gateway.ErrNotAdmitted, vdibroker.ErrorMessage(err))
+	}
+	return err
+}
+
+func (g gatewayReports) ChannelOpen(ctx context.Context, ev gateway.TunnelEvent) error {
+	return g.svc.TunnelChannel(ctx, report(ev))
+}
+
+func (g gatewayReports) TunnelClose(ctx context.Context, ev gateway.TunnelEvent) error {
+	return g.svc.TunnelClose(ctx, report(ev))
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/gateway"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/echotest"
+)
+
+// TestServeGatewayListen (R-GW1..R-GW3): serve --gateway-listen runs the
+// RD gateway in the broker's process, on the broker's certificate: a
+// connect's .rdp names it, the tunnel reaches the host with the broker's
+// token, and its reports reach the broker as calls (no Gateway token
+// exists, and the audit log names the gateway itself): the session is
+// Active at once and Disconnected at the close. The gateway's metrics are
+// the broker's; a renewed certificate is served without a restart.
+func TestServeGatewayListen(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	cert, key := ca.issue(t, dir, "broker", 2, false)
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: cert, TLSKey: key,
+		Gateway: GatewayFlags{Listen: "127.0.0.1:0", Name: "rdgw-inproc"}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ctx := t.Context()
+	client, err := clientTLSOptions{CAFile: ca.file}.httpClient(m.URL(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := vhttp.NewClient(m.URL(), m.AdminToken)
+	admin.HTTPClient = client
+	if _, err := admin.PutHostPool(ctx, "inproc", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := admin.CreateRegistrationToken(ctx, "inproc", vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := echotest.Listen(t)
+	reg, err := admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "ip001", Address: addr, Protocols: []string{"RDP"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := admin.Connect(ctx, "inproc", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without --gateway-hostname, the gateway's own address.
+	if c.Gateway != m.Gateway.Addr() || !strings.Contains(c.RDPFile, "gatewayhostname:s:"+m.Gateway.Addr()+"\r\n") {
+		t.Fatalf("connect answer %+v, want the in-process gateway %s", c, m.Gateway.Addr())
+	}
+	tok := regexp.MustCompile(`gatewayaccesstoken:s:(\S+)\r\n`).FindStringSubmatch(c.RDPFile)
+	if tok == nil {
+		t.Fatalf("no token in:\n%s", c.RDPFile)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	dial := func() (*gateway.ClientConn, error) {
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return gateway.Dial(dctx, gateway.DialConfig{Gateway: m.Gateway.Addr(), TLSConfig: &tls.Config{RootCAs: roots},
+			Token: tok[1], Target: addr, ClientName: "test"})
+	}
+	conn, err := dial()
+	if err != nil {
+		t.Fatalf("tunnel through the in-process gateway: %v", err)
+	}
+	go conn.Write([]byte("rdp!"))
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "rdp!" {
+		t.Fatalf("through the tunnel: %q %v", buf, err)
+	}
+	u, err := admin.GetUserSession(ctx, "inproc", c.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.State != vdibroker.StateActive || u.Gateway != "rdgw-inproc" {
+		t.Fatalf("session %+v, want Active through rdgw-inproc before any heartbeat", u)
+	}
+	if v := metricValue(scrapeWith(t, client, m.URL()), "vdibroker_gateway_tunnels_open"); v != 1 {
+		t.Errorf("vdibroker_gateway_tunnels_open = %v on the broker's /metrics, want 1", v)
+	}
+	tokens, err := admin.ListTokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tokens) != 0 {
+		t.Errorf("tokens %+v: the in-process gateway needs none", tokens)
+	}
+	entries, err := admin.ListAudit(ctx, vhttp.AuditQuery{Action: "gateway.tunnel.reached"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Principal.Kind != vdibroker.PrincipalGateway || entries[0].Principal.ID != "rdgw-inproc" {
+		t.Errorf("audit %+v, want one entry by the gateway rdgw-inproc", entries)
+	}
+	// Its token opens one tunnel.
+	var re *gateway.RefusedError
+	if _, err := dial(); !errors.As(err, &re) {
+		t.Errorf("the token's second use: %v, want refused", err)
+	}
+	conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		u, err := admin.GetUserSession(ctx, "inproc", c.SessionID)
+		if err == nil && u.State == vdibroker.StateDisconnected {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %+v %v: not Disconnected 10 s after the tunnel closed", u, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// A renewed certificate (serial 9) is served on the gateway's
+	// listener too, without a restart: serve's reloader checks the files
+	// at most once a second.
+	newCert, newKey := ca.issue(t, dir, "renewed", 9, false)
+	for _, f := range [][2]string{{newCert, cert}, {newKey, key}} {
+		b, err := os.ReadFile(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f[1]+".tmp", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(f[1]+".tmp", f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	future := time.Now().Add(2 * time.Second)
+	os.Chtimes(cert, future, future)
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		c, err := tls.Dial("tcp", m.Gateway.Addr(), &tls.Config{RootCAs: roots})
+		if err == nil {
+			serial := c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+			c.Close()
+			if serial == 9 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway still serves the old certificate 10 s after it was replaced (%v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestServeGatewayFlags: the gateway flags are checked before anything
+// opens, naming the flag and what it allows.
+func TestServeGatewayFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--gateway-listen", "127.0.0.1:0"}, "--gateway-listen needs --tls-cert"},
+		{[]string{"--gateway-hostname", "rd gw"}, "--gateway-hostname: must be a DNS name or IP address"},
+		{[]string{"--gateway-token-ttl", "2h"}, "--gateway-token-ttl: must be 1m..1h"},
+		{[]string{"--gateway-key-rotation", "10m"}, "--gateway-key-rotation: must be at least 1h"},
+		{[]string{"--gateway-max-tunnels-per-user", "-1"}, "--gateway-max-tunnels-per-user: must be 0 or more"},
+	} {
+		cmd := newServeCmd()
+		cmd.SetArgs(append([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"}, tc.args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v = %v, want a usage error saying %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package vdibroker
+
+import (
+	"context"
+	"time"
+)
+
+// RD gateways (docs/gateway.md, R-GW1..R-GW6): when a pool's users reach
+// their hosts through an RD gateway, each connect answer's .rdp names the
+// gateway and carries an access token the broker signs (package
+// gatewaytoken); the gateway reports each tunnel back (GatewayService), and
+// those reports move the session (R-GW2, R-GW3).
+
+// A pool's gatewayUsage: whether its connects go through an RD gateway.
+const (
+	// GatewayUsageGateway: through the pool's gatewayHostName or, when it
+	// is empty, the server's gateway (serve --gateway-hostname), as an RD
+	// Gateway is a deployment's setting in RDS that a collection may
+	// override; straight to the host when neither is set. The default.
+	GatewayUsageGateway = "Gateway"
+	// GatewayUsageDirect: straight to the host, even when the server has
+	// a gateway.
+	GatewayUsageDirect = "Direct"
+)
+
+// GatewayHostFor returns the gateway a pool's connects go through, given
+// the server's (empty: none): "" means straight to the host (R-GW1).
+func GatewayHostFor(p *HostPool, server string) string {
+	switch {
+	case p.GatewayUsage == GatewayUsageDirect:
+		return ""
+	case p.GatewayHostName != "":
+		return p.GatewayHostName
+	}
+	return server
+}
+
+// PrincipalGateway is the audit principal kind of a gateway's report
+// (its ID is the gateway's name).
+const PrincipalGateway = "gateway"
+
+// Tunnel report kinds.
+const (
+	TunnelOpen    = "open"    // the gateway checked the token and asks to open a tunnel
+	TunnelChannel = "channel" // the tunnel reached its host
+	TunnelClose   = "close"   // the tunnel ended
+)
+
+// TunnelReport is one report of an RD gateway about one tunnel: the
+// claims of the token it checked, and what happened.
+type TunnelReport struct {
+	TokenID string    `json:"tokenId"`
+	User    string    `json:"user"`
+	Session string    `json:"sessionId"`
+	Pool    string    `json:"hostPool"`
+	Host    string    `json:"host"`          // the token's host:port
+	Client  string    `json:"clientAddress"` // the client's IP address as the gateway saw it
+	Gateway string    `json:"gateway"`       // the gateway's name
+	At      time.Time `json:"at"`
+	Expiry  time.Time `json:"tokenExpiry"`
+	// Set by a close.
+	BytesToHost   int64  `json:"bytesToHost,omitempty"`
+	BytesToClient int64  `json:"bytesToClient,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	Reached       bool   `json:"reached,omitempty"`
+}
+
+// GatewayService is the broker's side of its RD gateways: the reports they
+// send (an HTTP route each, or in-process from serve --gateway-listen) and
+// the public keys they verify access tokens with.
+type GatewayService interface {
+	// TunnelOpen admits the tunnel of a token the broker issued, once per
+	// token id across every replica (R-GW4): Conflict for a token id
+	// admitted before, TooManyRequests when the user holds the most
+	// tunnels allowed, NotFound when the session the token names has
+	// ended or the token is not the broker's.
+	TunnelOpen(ctx context.Context, r *TunnelReport) error
+	// TunnelChannel records that the tunnel reached its host: the session
+	// turns Active (R-GW2).
+	TunnelChannel(ctx context.Context, r *TunnelReport) error
+	// TunnelClose records the tunnel's end: a session it had turned Active
+	// turns Disconnected (R-GW3).
+	TunnelClose(ctx context.Context, r *TunnelReport) error
+	// GatewayKeys returns the JWKS document of the public keys gateways
+	// verify access tokens with: the signing key and the ones before and
+	// after it (R-GW6).
+	GatewayKeys(ctx context.Context) ([]byte, error)
+	// RotateGatewayKey adds a new signing key now; it signs once
+	// gateways had time to read it (R-GW6).
+	RotateGatewayKey(ctx context.Context) error
+}
+
+// GatewayKey is one Ed25519 key the broker signs gateway access tokens
+// with, shared by every replica through the store.
+type GatewayKey struct {
+	ID string
+	// Seed is the Ed25519 private key's 32-byte seed.
+	Seed       []byte
+	CreateTime time.Time
+}
+
+// GatewayTunnel is the store's record of one admitted tunnel: it keeps
+// its token id used (R-GW4) until the token expired and the tunnel is
+// over.
+type GatewayTunnel struct {
+	TokenID  string
+	User     string
+	HostPool string
+	Session  string
+	Gateway  string
+	Open     time.Time
+	// Expiry is the token's: until then the id must stay refused.
+	Expiry time.Time
+	// LiveUntil is the longest the tunnel may be open (its lifetime): a
+	// tunnel whose close never came counts for its user until then.
+	LiveUntil time.Time
+}
+
+// GatewayStore is the store's part of the RD gateways.
+type GatewayStore interface {
+	// GatewayKeys returns the signing keys, newest first.
+	GatewayKeys(ctx context.Context) ([]GatewayKey, error)
+	// AddGatewayKey adds k unless a key created after notBefore exists
+	// (so that of replicas rotating at once one adds a key; the zero
+	// notBefore adds it always), then deletes all but the newest keep
+	// keys. It says whether k was added.
+	AddGatewayKey(ctx context.Context, k GatewayKey, notBefore time.Time, keep int) (bool, error)
+	// AdmitGatewayTunnel records t's token id, in one transaction with
+	// the audit entry of ctx (WithAudit): Conflict when the id was
+	// admitted before (ErrTokenUsed), TooManyRequests when maxPerUser > 0
+	// and the user holds that many tunnels open at now (not closed, not
+	// past their LiveUntil), NotFound when t.Session is not an open
+	// session of t.User in t.HostPool. Records no longer needed at now
+	// are deleted on the way (PruneGatewayTunnels).
+	AdmitGatewayTunnel(ctx context.Context, t *GatewayTunnel, maxPerUser int, now time.Time) error
+	// GatewayReached records that the tunnel of token reached the host
+	// of session through gateway at at: a Pending or Disconnected session
+	// turns Active (R-GW2), and the session is confirmed (UserSession's
+	// GatewayTime). It returns the session as it is after; an ended one
+	// is unchanged.
+	GatewayReached(ctx context.Context, pool, session, token, gateway string, at time.Time) (*UserSession, error)
+	// GatewayClosed records the end of token's tunnel at at: when that
+	// tunnel is the last one that reached the session and it is Active,
+	// it turns Disconnected (R-GW3). The tunnel's record is closed either
+	// way. It returns the session as it is after.
+	GatewayClosed(ctx context.Context, pool, session, token string, at time.Time) (*UserSession, error)
+	// PruneGatewayTunnels deletes up to limit records whose token expired
+	// and whose tunnel is closed or past its LiveUntil at now, and
+	// returns how many it deleted.
+	PruneGatewayTunnels(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// ErrTokenUsed is the store's answer to a gateway access token id admitted
+// before (R-GW4).
+var ErrTokenUsed = &Error{Code: EConflict, Message: "gateway access token already used: a token opens one tunnel; connect again for a new one"}
+
+// MaxTunnelReportText bounds the free strings of a tunnel report (the
+// gateway's name, the client's address, the close reason).
+const MaxTunnelReportText = 256
+
+// ValidateTunnelReport checks a gateway's report; the error names the
+// field and what is allowed.
+func ValidateTunnelReport(r *TunnelReport) error {
+	for _, f := range []struct{ name, v string }{{"tokenId", r.TokenID}, {"sessionId", r.Session}} {
+		if f.v == "" || len(f.v) > MaxUserLen {
+			return FieldError(f.name, "is required (1..%d characters)", MaxUserLen)
+		}
+	}
+	if err := ValidateUser("user", r.User); err != nil {
+		return err
+	}
+	if err := ValidateName("hostPool", r.Pool, MinPoolNameLen, MaxPoolNameLen); err != nil {
+		return err
+	}
+	if r.Host == "" {
+		return FieldError("host", "is required: the token's host:port")
+	}
+	if err := ValidateAddress("host", r.Host); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{{"gateway", r.Gateway}, {"clientAddress", r.Client}, {"reason", r.Reason}} {
+		if err := ValidateText(f.name, f.v, MaxTunnelReportText); err != nil {
+			return err
+		}
+	}
+	if r.Expiry.IsZero() {
+		return FieldError("tokenExpiry", "is required: the token's expiry")
+	}
+	if r.BytesToHost < 0 || r.BytesToClient < 0 {
+		return FieldError("bytesToHost", "bytesToHost and bytesToClient must be 0 or more")
+	}
+	return nil
+}

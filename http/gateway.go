@@ -1,0 +1,75 @@
+package http
+
+import (
+	nethttp "net/http"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The RD gateways' routes (docs/gateway.md). A gateway (vdibroker gateway
+// --broker-url .../api/v1/gateway/tunnels) POSTs a report of each tunnel
+// with a Gateway token, a role that may do nothing else (R-GW4); it reads
+// the public keys it verifies access tokens with (--keys-url
+// .../api/v1/gateway/keys) without a credential: they are public.
+
+// gatewayRoutes registers the gateway routes.
+func (s *Server) gatewayRoutes() {
+	s.handle("GET /api/v1/gateway/keys", public, s.gatewayKeys)
+	s.handle("POST /api/v1/gateway/keys/rotate", vdibroker.ActionManageTokens, s.rotateGatewayKey)
+	s.handle("POST /api/v1/gateway/tunnels/open", vdibroker.ActionGatewayReport, s.tunnelReport(vdibroker.TunnelOpen))
+	s.handle("POST /api/v1/gateway/tunnels/channel", vdibroker.ActionGatewayReport, s.tunnelReport(vdibroker.TunnelChannel))
+	s.handle("POST /api/v1/gateway/tunnels/close", vdibroker.ActionGatewayReport, s.tunnelReport(vdibroker.TunnelClose))
+}
+
+// gatewayKeys is GET /gateway/keys: the JWKS document of the token keys
+// (R-GW6). The service answers from its copy of the keys, read from the
+// store at most every 30 seconds, so an anonymous caller cannot make it
+// read more often.
+func (s *Server) gatewayKeys(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	doc, err := s.svc.Gateway.GatewayKeys(r.Context())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "max-age=30")
+	w.WriteHeader(nethttp.StatusOK)
+	_, err = w.Write(doc)
+	return err
+}
+
+// rotateGatewayKey is POST /gateway/keys/rotate (the admin token): a new
+// signing key, published now, signing after the publish delay (R-GW6).
+func (s *Server) rotateGatewayKey(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if err := s.svc.Gateway.RotateGatewayKey(r.Context()); err != nil {
+		return err
+	}
+	w.WriteHeader(nethttp.StatusNoContent)
+	return nil
+}
+
+// tunnelReport is POST /gateway/tunnels/{open,channel,close}: 204 once
+// the report is taken; 409 for a token id admitted before, 429 for a user
+// at the tunnel limit, 404 for a token the broker did not issue or a
+// session that ended (R-GW4).
+func (s *Server) tunnelReport(kind string) func(nethttp.ResponseWriter, *nethttp.Request) error {
+	return func(w nethttp.ResponseWriter, r *nethttp.Request) error {
+		var rep vdibroker.TunnelReport
+		if err := decodeJSON(w, r, &rep); err != nil {
+			return err
+		}
+		var err error
+		switch kind {
+		case vdibroker.TunnelOpen:
+			err = s.svc.Gateway.TunnelOpen(r.Context(), &rep)
+		case vdibroker.TunnelChannel:
+			err = s.svc.Gateway.TunnelChannel(r.Context(), &rep)
+		default:
+			err = s.svc.Gateway.TunnelClose(r.Context(), &rep)
+		}
+		if err != nil {
+			return err
+		}
+		w.WriteHeader(nethttp.StatusNoContent)
+		return nil
+	}
+}

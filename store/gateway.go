@@ -1,0 +1,272 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The RD gateways' part of the store (migration 00040): the keys access
+// tokens are signed with, the admitted token ids (R-GW4) and what the
+// gateways' reports do to sessions (R-GW2, R-GW3).
+
+// GatewayKeys returns the signing keys, newest first.
+func (s *DB) GatewayKeys(ctx context.Context) ([]vdibroker.GatewayKey, error) {
+	var keys []vdibroker.GatewayKey
+	err := s.read(ctx, func(t *tx) (err error) {
+		keys, err = queryAll(ctx, t, scanGatewayKey, `SELECT kid, seed, create_time FROM gateway_keys ORDER BY create_time DESC, kid DESC`)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gateway keys: %w", err)
+	}
+	return keys, nil
+}
+
+func scanGatewayKey(sc scanner) (vdibroker.GatewayKey, error) {
+	var k vdibroker.GatewayKey
+	var seed string
+	var ct int64
+	if err := sc.Scan(&k.ID, &seed, &ct); err != nil {
+		return k, err
+	}
+	b, err := base64.StdEncoding.DecodeString(seed)
+	if err != nil {
+		return k, fmt.Errorf("gateway key %s: seed: %w", k.ID, err)
+	}
+	k.Seed, k.CreateTime = b, fromNS(ct)
+	return k, nil
+}
+
+// gatewayKeysLock is the advisory lock under which a replica adds a
+// gateway key on PostgreSQL, so that of two replicas rotating at once only
+// one adds a key (SQLite has one writer).
+const gatewayKeysLock = `SELECT pg_advisory_xact_lock(hashtext('vdibroker gateway keys'))`
+
+// AddGatewayKey adds k unless a key newer than notBefore exists, and keeps
+// only the newest keep keys.
+func (s *DB) AddGatewayKey(ctx context.Context, k vdibroker.GatewayKey, notBefore time.Time, keep int) (bool, error) {
+	added := false
+	err := s.write(ctx, func(t *tx) error {
+		added = false
+		if t.d == postgresDialect {
+			if _, err := t.exec(ctx, gatewayKeysLock); err != nil {
+				return err
+			}
+		}
+		if !notBefore.IsZero() {
+			var newer bool
+			if err := t.row(ctx, `SELECT EXISTS (SELECT 1 FROM gateway_keys WHERE create_time > ?)`, ns(notBefore)).Scan(&newer); err != nil {
+				return err
+			}
+			if newer {
+				return nil
+			}
+		}
+		if _, err := t.exec(ctx, `INSERT INTO gateway_keys (kid, seed, create_time) VALUES (?, ?, ?)`,
+			k.ID, base64.StdEncoding.EncodeToString(k.Seed), ns(k.CreateTime)); err != nil {
+			return err
+		}
+		added = true
+		t.audited(nil, map[string]any{"kid": k.ID, "createTime": k.CreateTime})
+		_, err := t.exec(ctx, `DELETE FROM gateway_keys WHERE kid NOT IN
+			(SELECT kid FROM gateway_keys ORDER BY create_time DESC, kid DESC LIMIT ?)`, max(keep, 1))
+		return err
+	})
+	if err != nil {
+		return false, wrap(err, "add gateway key %s", k.ID)
+	}
+	return added, nil
+}
+
+// gatewayUserLock is, on PostgreSQL, the advisory lock of one user's
+// tunnels: two replicas admitting the user's tunnels at once count one
+// after the other, so the limit holds across replicas.
+const gatewayUserLock = `SELECT pg_advisory_xact_lock(hashtext('vdibroker gateway tunnels'), hashtext(?))`
+
+// admitPruneBatch is how many records no longer needed an admission
+// deletes on its way: the table shrinks at least as fast as it grows.
+const admitPruneBatch = 16
+
+// AdmitGatewayTunnel records an admitted tunnel (R-GW4).
+func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel, maxPerUser int, now time.Time) error {
+	err := s.write(ctx, func(t *tx) error {
+		if t.d == postgresDialect {
+			if _, err := t.exec(ctx, gatewayUserLock, g.User); err != nil {
+				return err
+			}
+		}
+		u, err := t.getSession(ctx, g.HostPool, g.Session)
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound || (err == nil && (!u.Open() || u.User != g.User)) {
+			return vdibroker.Errorf(vdibroker.ENotFound, "user session %q of %q is not open in host pool %q", g.Session, g.User, g.HostPool)
+		}
+		if err != nil {
+			return err
+		}
+		n, err := t.exec(ctx, `INSERT INTO gateway_tunnels (token_id, user_name, host_pool, session_id, gateway,
+			open_time, expire_time, live_until, closed) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`,
+			g.TokenID, g.User, g.HostPool, g.Session, g.Gateway, ns(g.Open), ns(g.Expiry), ns(g.LiveUntil), false)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return vdibroker.ErrTokenUsed
+		}
+		if maxPerUser > 0 {
+			var open int
+			if err := t.row(ctx, `SELECT count(*) FROM gateway_tunnels WHERE user_name = ? AND NOT closed AND live_until > ?`,
+				g.User, ns(now)).Scan(&open); err != nil {
+				return err
+			}
+			if open > maxPerUser {
+				// Rolled back with the insert: the token may try again
+				// once a tunnel closed.
+				return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
+					Message: fmt.Sprintf("user %q holds %d tunnels through the gateways, the most allowed (serve --gateway-max-tunnels-per-user)", g.User, maxPerUser)}
+			}
+		}
+		t.audited(nil, g)
+		_, err = pruneTunnels(ctx, t, now, admitPruneBatch)
+		return err
+	})
+	return wrap(err, "admit gateway tunnel")
+}
+
+// tunnelOf reads an admitted tunnel's session; NotFound unless token is
+// admitted for session in pool.
+func (t *tx) tunnelOf(ctx context.Context, pool, session, token string) (closed bool, err error) {
+	var p, sid string
+	err = t.row(ctx, `SELECT host_pool, session_id, closed FROM gateway_tunnels WHERE token_id = ?`, token).Scan(&p, &sid, &closed)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (p != pool || sid != session)) {
+		return false, vdibroker.Errorf(vdibroker.ENotFound, "no tunnel of user session %q in host pool %q was admitted with this token", session, pool)
+	}
+	return closed, err
+}
+
+// GatewayReached records that a tunnel reached the session's host (R-GW2).
+func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway string, at time.Time) (*vdibroker.UserSession, error) {
+	var out *vdibroker.UserSession
+	err := s.write(ctx, func(t *tx) error {
+		closed, err := t.tunnelOf(ctx, pool, session, token)
+		if err != nil {
+			return err
+		}
+		u, err := t.lockedSession(ctx, pool, session)
+		if err != nil {
+			return err
+		}
+		out = u
+		if !u.Open() || closed {
+			return nil // an ended session stays ended; a closed tunnel reached nothing more
+		}
+		before := *u
+		stateTime := u.StateTime
+		if u.State != vdibroker.StateActive {
+			stateTime = at
+		}
+		// The state moves between open states only, and the agent id not
+		// at all: the host's counts stay (R-S1, R-GW2).
+		// An R-S5 logoff asked for the disconnection is for a disconnection
+		// that ended.
+		if _, err := t.exec(ctx, `UPDATE user_sessions SET state = ?, state_time = ?,
+			logoff_queued = CASE WHEN state = ? THEN logoff_queued ELSE ? END,
+			gateway = ?, gateway_time = ?, gateway_tunnel = ? WHERE id = ?`,
+			vdibroker.StateActive, ns(stateTime), vdibroker.StateActive, false, gateway, ns(at), token, session); err != nil {
+			return err
+		}
+		after := *u
+		after.State, after.StateTime, after.Gateway = vdibroker.StateActive, stateTime, gateway
+		reached := at.UTC()
+		after.GatewayTime = &reached
+		out = &after
+		t.audited(&before, &after)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "gateway reached session %s", session)
+	}
+	return out, nil
+}
+
+// GatewayClosed records the end of a tunnel (R-GW3).
+func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at time.Time) (*vdibroker.UserSession, error) {
+	var out *vdibroker.UserSession
+	err := s.write(ctx, func(t *tx) error {
+		if _, err := t.tunnelOf(ctx, pool, session, token); err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET closed = ? WHERE token_id = ?`, true, token); err != nil {
+			return err
+		}
+		u, err := t.lockedSession(ctx, pool, session)
+		if err != nil {
+			return err
+		}
+		out = u
+		var last string
+		if err := t.row(ctx, `SELECT gateway_tunnel FROM user_sessions WHERE id = ?`, session).Scan(&last); err != nil {
+			return err
+		}
+		// Another tunnel reached the session since (the user connected
+		// again, through this gateway or another): its close decides.
+		if u.State != vdibroker.StateActive || last != token {
+			t.audited(u, u)
+			return nil
+		}
+		ds, dc, err := t.transition(ctx, session, vdibroker.StateActive, vdibroker.StateDisconnected, "", at)
+		if err != nil {
+			return err
+		}
+		if err := t.addCounts(ctx, pool, u.SessionHost, ds, dc); err != nil {
+			return err
+		}
+		after := *u
+		after.State, after.StateTime = vdibroker.StateDisconnected, at.UTC()
+		out = &after
+		t.audited(u, &after)
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "gateway closed session %s", session)
+	}
+	return out, nil
+}
+
+// lockedSession reads a session under its host's lock (every change of a
+// session's state holds it), NotFound when there is none.
+func (t *tx) lockedSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
+	u, err := t.getSession(ctx, pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.lockHost(ctx, pool, u.SessionHost); err != nil {
+		return nil, err
+	}
+	return t.getSession(ctx, pool, id)
+}
+
+// PruneGatewayTunnels deletes up to limit tunnel records no longer needed.
+func (s *DB) PruneGatewayTunnels(ctx context.Context, now time.Time, limit int) (int, error) {
+	var n int64
+	err := s.write(ctx, func(t *tx) (err error) {
+		n, err = pruneTunnels(ctx, t, now, limit)
+		return err
+	})
+	if err != nil {
+		return 0, wrap(err, "prune gateway tunnels")
+	}
+	return int(n), nil
+}
+
+// pruneTunnels deletes up to limit records whose token expired and whose
+// tunnel is closed or past its lifetime, oldest tokens first (the expiry
+// index).
+func pruneTunnels(ctx context.Context, t *tx, now time.Time, limit int) (int64, error) {
+	return t.exec(ctx, `DELETE FROM gateway_tunnels WHERE token_id IN (SELECT token_id FROM gateway_tunnels
+		WHERE expire_time < ? AND (closed OR live_until < ?) ORDER BY expire_time LIMIT ?)`, ns(now), ns(now), limit)
+}

@@ -1,0 +1,365 @@
+package store_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// tunnel is an admitted tunnel of user's session id, its token expiring a
+// minute after t0.
+func tunnel(token, user, id string) *vdibroker.GatewayTunnel {
+	return &vdibroker.GatewayTunnel{TokenID: token, User: user, HostPool: "gw", Session: id, Gateway: "rdgw-1",
+		Open: t0, Expiry: t0.Add(time.Minute), LiveUntil: t0.Add(24 * time.Hour)}
+}
+
+// TestGatewayTokenOnce_RGW4: a token id is admitted once, across two
+// store instances (replicas) racing with it, and stays refused after its
+// tunnel closed; a token for an ended session or another user's session
+// is refused.
+func TestGatewayTokenOnce_RGW4(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		mustPool(t, a, pool("gw", vdibroker.Pooled))
+		mustHost(t, a, "gw", "h1")
+		id := mustCommit(t, a, placement("gw", "h1", "alice", 10))
+		ctx := t.Context()
+
+		// Eight admissions of one token id on two replicas at once: one wins.
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			s := []*store.DB{a, b}[i%2]
+			wg.Go(func() { errs[i] = s.AdmitGatewayTunnel(ctx, tunnel("tok-1", "alice", id), 0, t0) })
+		}
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case vdibroker.ErrorCode(err) != vdibroker.EConflict:
+				t.Errorf("a losing admission: %v, want Conflict", err)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d admissions of one token id succeeded, want 1", won)
+		}
+		if _, err := a.GatewayClosed(ctx, "gw", id, "tok-1", t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, b.AdmitGatewayTunnel(ctx, tunnel("tok-1", "alice", id), 0, t0.Add(2*time.Second)), vdibroker.EConflict)
+
+		// Someone else's session, and a session that ended.
+		wantCode(t, a.AdmitGatewayTunnel(ctx, tunnel("tok-2", "bob", id), 0, t0), vdibroker.ENotFound)
+		if err := a.EndSession(ctx, "gw", id, "test", t0); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, a.AdmitGatewayTunnel(ctx, tunnel("tok-3", "alice", id), 0, t0), vdibroker.ENotFound)
+		wantCode(t, a.AdmitGatewayTunnel(ctx, tunnel("tok-4", "alice", "no-such-session"), 0, t0), vdibroker.ENotFound)
+	})
+}
+
+// TestGatewayTunnelsPerUser_RGW4: a user's open tunnels across gateways
+// are bounded, across replicas at once; a closed tunnel, or one past its
+// lifetime, no longer counts, and a refused admission leaves its token id
+// free to try again.
+func TestGatewayTunnelsPerUser_RGW4(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		p := pool("gw", vdibroker.Personal) // several sessions of one user
+		mustPool(t, a, p)
+		var ids []string
+		for i := range 4 {
+			h := fmt.Sprintf("h%d", i)
+			mustHost(t, a, "gw", h)
+			c := placement("gw", h, "alice", 10)
+			c.Pooled = false
+			ids = append(ids, mustCommit(t, a, c))
+		}
+		ctx := t.Context()
+		// Six tunnels of alice at once on two replicas, at most 3.
+		var wg sync.WaitGroup
+		errs := make([]error, 6)
+		for i := range errs {
+			s := []*store.DB{a, b}[i%2]
+			wg.Go(func() {
+				errs[i] = s.AdmitGatewayTunnel(ctx, tunnel(fmt.Sprintf("t%d", i), "alice", ids[i%len(ids)]), 3, t0)
+			})
+		}
+		wg.Wait()
+		var admitted []int
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				admitted = append(admitted, i)
+			case vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests:
+				t.Errorf("tunnel %d: %v, want TooManyRequests", i, err)
+			}
+		}
+		if len(admitted) != 3 {
+			t.Fatalf("admitted %v, want 3 of 6", admitted)
+		}
+		refused := -1
+		for i := range errs {
+			if errs[i] != nil {
+				refused = i
+				break
+			}
+		}
+		// One closes: the refused token may open now.
+		first := admitted[0]
+		if _, err := a.GatewayClosed(ctx, "gw", ids[first%len(ids)], fmt.Sprintf("t%d", first), t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.AdmitGatewayTunnel(ctx, tunnel(fmt.Sprintf("t%d", refused), "alice", ids[refused%len(ids)]), 3, t0); err != nil {
+			t.Fatalf("after a close: %v", err)
+		}
+		wantCode(t, a.AdmitGatewayTunnel(ctx, tunnel("t-more", "alice", ids[0]), 3, t0), vdibroker.ETooManyRequests)
+		// Past their lifetime the others count no more (a gateway died).
+		if err := a.AdmitGatewayTunnel(ctx, tunnel("t-late", "alice", ids[0]), 3, t0.Add(25*time.Hour)); err != nil {
+			t.Fatalf("after the lifetime: %v", err)
+		}
+		// Another user is not limited by alice's.
+		c := placement("gw", "h0", "bob", 10)
+		c.Pooled = false
+		if err := a.AdmitGatewayTunnel(ctx, tunnel("t-bob", "bob", mustCommit(t, a, c)), 3, t0); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestGatewayReachedAndClosed_RGW2_RGW3: a tunnel that reaches the host
+// turns the Pending session Active at once and confirms it, and the
+// session counts as connecting until its agent reports it (R-LI2,
+// R-LI3); the tunnel's close turns it Disconnected, the close of an older
+// tunnel does not, and an ended session stays ended. Reports of a token
+// not admitted for the session are NotFound.
+func TestGatewayReachedAndClosed_RGW2_RGW3(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("gw", vdibroker.Pooled))
+		mustHost(t, s, "gw", "h1")
+		id := mustCommit(t, s, placement("gw", "h1", "alice", 10))
+		ctx := t.Context()
+		wantCounts(t, s, "gw", "h1", 1, 1)
+		if err := s.AdmitGatewayTunnel(ctx, tunnel("tok-1", "alice", id), 0, t0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.GatewayReached(ctx, "gw", id, "tok-other", "rdgw-1", t0)
+		wantCode(t, err, vdibroker.ENotFound)
+		_, err = s.GatewayClosed(ctx, "gw", "other-session", "tok-1", t0)
+		wantCode(t, err, vdibroker.ENotFound)
+
+		at := t0.Add(3 * time.Second)
+		u, err := s.GatewayReached(ctx, "gw", id, "tok-1", "rdgw-1", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := session(t, s, "gw", id)
+		if got.State != vdibroker.StateActive || !got.StateTime.Equal(at) || got.Gateway != "rdgw-1" || got.GatewayTime == nil || !got.GatewayTime.Equal(at) || !got.ConfirmedByGateway() {
+			t.Fatalf("after the tunnel reached the host: %+v, want Active since %v through rdgw-1", got, at)
+		}
+		if u.State != got.State || u.Gateway != got.Gateway {
+			t.Errorf("GatewayReached answered %+v, the store holds %+v", u, got)
+		}
+		wantCounts(t, s, "gw", "h1", 1, 1) // connecting until the agent says so
+
+		// The agent's heartbeat before the user's logon: the session stays.
+		if _, err := s.ApplyHeartbeat(ctx, "gw", "h1", &vdibroker.HeartbeatRequest{}, at.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got := session(t, s, "gw", id); got.State != vdibroker.StateActive {
+			t.Fatalf("a heartbeat without the session ended it: %+v", got)
+		}
+		wantCounts(t, s, "gw", "h1", 1, 1)
+		// The agent reports the logon: no longer connecting, still confirmed.
+		if _, err := s.ApplyHeartbeat(ctx, "gw", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "x1", User: "alice", State: vdibroker.StateActive}}}, at.Add(2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		got = session(t, s, "gw", id)
+		if got.State != vdibroker.StateActive || got.AgentSessionID != "x1" || !got.ConfirmedByGateway() || got.Adopted {
+			t.Fatalf("after the agent's report: %+v", got)
+		}
+		wantCounts(t, s, "gw", "h1", 1, 0)
+
+		// A second tunnel (the user connected again) reaches the session,
+		// then the first one's close comes: it changes nothing.
+		if err := s.AdmitGatewayTunnel(ctx, tunnel("tok-2", "alice", id), 0, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GatewayReached(ctx, "gw", id, "tok-2", "rdgw-2", at.Add(3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GatewayClosed(ctx, "gw", id, "tok-1", at.Add(4*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got := session(t, s, "gw", id); got.State != vdibroker.StateActive || got.Gateway != "rdgw-2" {
+			t.Fatalf("the older tunnel's close moved the session: %+v", got)
+		}
+		u, err = s.GatewayClosed(ctx, "gw", id, "tok-2", at.Add(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := session(t, s, "gw", id); got.State != vdibroker.StateDisconnected || u.State != vdibroker.StateDisconnected || !got.StateTime.Equal(at.Add(5*time.Second)) {
+			t.Fatalf("after the last tunnel closed: %+v (answered %+v), want Disconnected", got, u)
+		}
+		wantCounts(t, s, "gw", "h1", 1, 0)
+
+		// An ended session stays ended whatever a gateway says.
+		if err := s.AdmitGatewayTunnel(ctx, tunnel("tok-3", "alice", id), 0, t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndSession(ctx, "gw", id, "test", at.Add(6*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GatewayReached(ctx, "gw", id, "tok-3", "rdgw-1", at.Add(7*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got := session(t, s, "gw", id); got.State != vdibroker.StateLoggedOff {
+			t.Fatalf("a gateway reopened an ended session: %+v", got)
+		}
+		wantCounts(t, s, "gw", "h1", 0, 0)
+	})
+}
+
+// TestGatewaySessionNeverReported_RGW2: a session a gateway turned Active
+// whose agent never reports it ends after pendingTimeoutSeconds since the
+// tunnel reached the host (R-S3), counts included; one that closed before
+// the agent saw it (Disconnected, unreported) likewise.
+func TestGatewaySessionNeverReported_RGW2(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("gw", vdibroker.Pooled)) // pendingTimeoutSeconds 300
+		mustHost(t, s, "gw", "h1")
+		ctx := t.Context()
+		alice := mustCommit(t, s, placement("gw", "h1", "alice", 10))
+		bob := mustCommit(t, s, placement("gw", "h1", "bob", 10))
+		for _, c := range []struct{ tok, user, id string }{{"ta", "alice", alice}, {"tb", "bob", bob}} {
+			if err := s.AdmitGatewayTunnel(ctx, tunnel(c.tok, c.user, c.id), 0, t0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.GatewayReached(ctx, "gw", c.id, c.tok, "rdgw-1", t0.Add(100*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.GatewayClosed(ctx, "gw", bob, "tb", t0.Add(100*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		wantCounts(t, s, "gw", "h1", 2, 2)
+		beat := func(at time.Duration) {
+			t.Helper()
+			if _, err := s.ApplyHeartbeat(ctx, "gw", "h1", &vdibroker.HeartbeatRequest{}, t0.Add(at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		beat(400 * time.Second) // 300 s after the tunnel: not over
+		if a, b := session(t, s, "gw", alice), session(t, s, "gw", bob); a.State != vdibroker.StateActive || b.State != vdibroker.StateDisconnected {
+			t.Fatalf("within the pending timeout: alice %s, bob %s", a.State, b.State)
+		}
+		beat(401 * time.Second)
+		for _, id := range []string{alice, bob} {
+			if u := session(t, s, "gw", id); u.State != vdibroker.StateLoggedOff || u.EndReason != vdibroker.EndPendingTimeout {
+				t.Errorf("never reported: %+v, want LoggedOff PendingTimeout", u)
+			}
+		}
+		wantCounts(t, s, "gw", "h1", 0, 0)
+	})
+}
+
+// TestGatewayKeys_RGW6: keys come back newest first; of two replicas
+// rotating at once one adds a key; only the newest kept are kept.
+func TestGatewayKeys_RGW6(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		ctx := t.Context()
+		key := func(id string, at time.Time) vdibroker.GatewayKey {
+			return vdibroker.GatewayKey{ID: id, Seed: []byte(id + "-seed-of-thirty-two-bytes-xxxxx")[:32], CreateTime: at}
+		}
+		if added, err := a.AddGatewayKey(ctx, key("k1", t0), time.Unix(0, 0), 3); err != nil || !added {
+			t.Fatalf("first key: %v %v", added, err)
+		}
+		// Due at t0+1h on both replicas at once: one key.
+		var wg sync.WaitGroup
+		added := make([]bool, 2)
+		for i, s := range []*store.DB{a, b} {
+			wg.Go(func() {
+				var err error
+				added[i], err = s.AddGatewayKey(ctx, key(fmt.Sprintf("k2-%d", i), t0.Add(time.Hour)), t0, 3)
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if added[0] == added[1] {
+			t.Fatalf("replicas rotating at once added %v, want one key", added)
+		}
+		for i, at := range []time.Duration{2 * time.Hour, 3 * time.Hour} {
+			if _, err := b.AddGatewayKey(ctx, key(fmt.Sprintf("k%d", i+3), t0.Add(at)), time.Time{}, 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		keys, err := a.GatewayKeys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, k := range keys {
+			ids = append(ids, k.ID)
+			if string(k.Seed) != (k.ID + "-seed-of-thirty-two-bytes-xxxxx")[:32] {
+				t.Errorf("key %s: seed %q", k.ID, k.Seed)
+			}
+		}
+		if len(ids) != 3 || ids[0] != "k4" || ids[1] != "k3" || !keys[2].CreateTime.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("keys %v, want k4, k3 and the rotated k2 (the newest 3)", ids)
+		}
+	})
+}
+
+// TestPruneGatewayTunnels_RGW4: a record goes once its token expired and
+// its tunnel closed or outlived its lifetime; until then its id stays
+// refused.
+func TestPruneGatewayTunnels_RGW4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("gw", vdibroker.Personal))
+		mustHost(t, s, "gw", "h1")
+		ctx := t.Context()
+		c := placement("gw", "h1", "alice", 10)
+		c.Pooled = false
+		id := mustCommit(t, s, c)
+		for _, tok := range []string{"closed", "open", "young"} {
+			g := tunnel(tok, "alice", id)
+			if tok == "young" {
+				g.Expiry = t0.Add(time.Hour)
+			}
+			if err := s.AdmitGatewayTunnel(ctx, g, 0, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.GatewayClosed(ctx, "gw", id, "closed", t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GatewayClosed(ctx, "gw", id, "young", t0); err != nil {
+			t.Fatal(err)
+		}
+		// Two minutes on: "closed" expired and closed; "open" is open;
+		// "young" is closed but its token is still valid.
+		n, err := s.PruneGatewayTunnels(ctx, t0.Add(2*time.Minute), 100)
+		if err != nil || n != 1 {
+			t.Fatalf("prune: %d %v, want 1", n, err)
+		}
+		wantCode(t, s.AdmitGatewayTunnel(ctx, tunnel("open", "alice", id), 0, t0), vdibroker.EConflict)
+		wantCode(t, s.AdmitGatewayTunnel(ctx, tunnel("young", "alice", id), 0, t0), vdibroker.EConflict)
+		// A day on, the open one outlived its lifetime, the young one expired.
+		if n, err := s.PruneGatewayTunnels(ctx, t0.Add(25*time.Hour), 1); err != nil || n != 1 {
+			t.Fatalf("prune with limit 1: %d %v", n, err)
+		}
+		if n, err := s.PruneGatewayTunnels(ctx, t0.Add(25*time.Hour), 100); err != nil || n != 1 {
+			t.Fatalf("prune the rest: %d %v", n, err)
+		}
+	})
+}
