@@ -206,19 +206,24 @@ func TestBatchReadsUseKeys_PostgreSQL(t *testing.T) {
 	mustHost(t, s, "big", "h0")
 	mustCommit(t, s, placement("big", "h0", "u0", 100))
 	for _, q := range []string{
-		// 1,000 hosts like h0, 20 open sessions and 30 ended ones each.
-		`INSERT INTO session_hosts SELECT (jsonb_populate_record(NULL::session_hosts, to_jsonb(h) ||
+		// 1,000 hosts like h0, 20 open sessions and 30 ended ones each,
+		// without the connections' 30 s statement timeout (a backstop for
+		// the broker's own statements): beside a full test run on two
+		// cores, 50,000 rows and their indexes took longer once.
+		`BEGIN; SET LOCAL statement_timeout = '10min';
+		INSERT INTO session_hosts SELECT (jsonb_populate_record(NULL::session_hosts, to_jsonb(h) ||
 			jsonb_build_object('name', 'h' || g, 'credential_hash', 'c' || g))).*
-			FROM session_hosts h, generate_series(1, 1000) g`,
-		`INSERT INTO host_counts SELECT (jsonb_populate_record(NULL::host_counts, to_jsonb(c) ||
-			jsonb_build_object('name', 'h' || g))).* FROM host_counts c, generate_series(1, 1000) g`,
-		`INSERT INTO user_sessions SELECT (jsonb_populate_record(NULL::user_sessions, to_jsonb(u) ||
+			FROM session_hosts h, generate_series(1, 1000) g;
+		INSERT INTO host_counts SELECT (jsonb_populate_record(NULL::host_counts, to_jsonb(c) ||
+			jsonb_build_object('name', 'h' || g))).* FROM host_counts c, generate_series(1, 1000) g;
+		INSERT INTO user_sessions SELECT (jsonb_populate_record(NULL::user_sessions, to_jsonb(u) ||
 			jsonb_build_object('id', 's' || g || '-' || k, 'session_host', 'h' || g, 'user_name', 'u' || g || '-' || k,
 				'state', CASE WHEN k <= 20 THEN 'Active' ELSE 'LoggedOff' END))).*
-			FROM user_sessions u, generate_series(1, 1000) g, generate_series(1, 50) k`,
-		// 10 finished commands a host.
-		`INSERT INTO commands (id, host_pool, session_host, type, session_id, agent_session_id, user_name, message, state, result, create_time)
-			SELECT 'c' || g || '-' || k, 'big', 'h' || g, 'Logoff', '', '', 'u', '', 'Succeeded', '', k FROM generate_series(1, 1000) g, generate_series(1, 10) k`,
+			FROM user_sessions u, generate_series(1, 1000) g, generate_series(1, 50) k;
+		-- 10 finished commands a host.
+		INSERT INTO commands (id, host_pool, session_host, type, session_id, agent_session_id, user_name, message, state, result, create_time)
+			SELECT 'c' || g || '-' || k, 'big', 'h' || g, 'Logoff', '', '', 'u', '', 'Succeeded', '', k FROM generate_series(1, 1000) g, generate_series(1, 10) k;
+		COMMIT`,
 		// The tables by name: a bare ANALYZE takes every table of the
 		// database, other tests' throwaway schemas included, and deadlocked
 		// with one being dropped beside it.
