@@ -243,6 +243,10 @@ type Store interface {
 	AutoscaleStore // scaling.go
 
 	EscrowStore // outage.go
+
+	WebSessionStore // websession.go
+
+	SharedStore // websession.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,
