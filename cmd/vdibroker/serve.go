@@ -116,17 +116,20 @@ func (m *Main) Open(ctx context.Context) error {
 		m.unlock()
 		return err
 	}
-	token, err := adminToken(m.DataDir)
-	if err != nil {
-		m.unlock()
-		return err
-	}
-	m.AdminToken = token
 	db, err := store.OpenWith(ctx, m.Database, m.DataDir, m.Logger, store.Options{BatchTimeout: m.StoreTimeout})
 	if err != nil {
 		m.unlock()
 		return fmt.Errorf("open store: %w", err)
 	}
+	// One admin token for every replica: its hash is in the database
+	// (admintoken_shared.go).
+	token, adminHash, err := adminCredential(ctx, db, m.DataDir, m.Database != "", m.Logger)
+	if err != nil {
+		db.Close()
+		m.unlock()
+		return fmt.Errorf("admin token: %w", err)
+	}
+	m.AdminToken = token
 	// Every store call is timed for /metrics (store transaction latency).
 	st := metrics.InstrumentStore(db)
 	m.Store = st
@@ -165,31 +168,11 @@ func (m *Main) Open(ctx context.Context) error {
 	services := m.broker.Services()
 	services.Federation = m.Federation.federation(m.broker, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
-		AdminToken: token, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
-	// The console calls the API in-process with the signed-in user's token,
-	// so the API enforces roles for the console too.
-	// Console and metrics read through the service's store: bounded by the
-	// store timeout, and failing at once during an outage.
-	guarded := m.broker.Store()
-	health := m.broker.StoreHealth()
-	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger,
-		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://"),
-		Outage: func() *console.Outage {
-			st := health.Status()
-			if st.Up {
-				return nil
-			}
-			return &console.Outage{Since: st.Since, Reason: st.Reason, Placement: m.OutagePlacement.Enabled}
-		}})
-	m.Federation.addConsole(m.console)
-	m.OIDC.addConsole(m.console, guarded)
-	m.Server.Mux().Handle("/", m.console)
-	m.startAutoscale(guarded)
-	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
-		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))))
+		AdminTokenHash: adminHash, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
+	// Listening before the console is made: single sign-on's callback of
+	// a broker on loopback is its own URL (siteURL).
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
-		m.console.Close()
 		m.broker.Close()
 		st.Close()
 		m.unlock()
@@ -199,6 +182,34 @@ func (m *Main) Open(ctx context.Context) error {
 		ln = tls.NewListener(ln, tlsConfig)
 	}
 	m.listener = ln
+	// The console calls the API in-process with the signed-in user's token,
+	// so the API enforces roles for the console too.
+	// Console and metrics read through the service's store: bounded by the
+	// store timeout, and failing at once during an outage.
+	guarded := m.broker.Store()
+	health := m.broker.StoreHealth()
+	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Sessions: guarded, Logger: m.Logger,
+		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://"),
+		Outage: func() *console.Outage {
+			st := health.Status()
+			if st.Up {
+				return nil
+			}
+			return &console.Outage{Since: st.Since, Reason: st.Reason, Placement: m.OutagePlacement.Enabled}
+		}})
+	m.Federation.addConsole(m.console)
+	if err := m.addOIDCConsole(ctx, m.console, guarded); err != nil {
+		ln.Close()
+		m.console.Close()
+		m.broker.Close()
+		st.Close()
+		m.unlock()
+		return err
+	}
+	m.Server.Mux().Handle("/", m.console)
+	m.startAutoscale(guarded)
+	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
+		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))))
 	m.httpServer = &http.Server{
 		Handler:           metrics.InstrumentAPI(m.Server.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -400,9 +411,13 @@ func newServeCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			// SIGHUP (systemctl reload) reads the log level again; the TLS
-			// certificate, when served, is read again by its reloader.
-			onHUP(ctx, func() { logs.reload(m.Logger) })
+			// SIGHUP (systemctl reload) reads the log level and the OIDC
+			// role map again; the TLS certificate, when served, is read
+			// again by its reloader.
+			onHUP(ctx, func() {
+				logs.reload(m.Logger)
+				m.OIDC.reload(m.Logger)
+			})
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {

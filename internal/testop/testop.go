@@ -49,9 +49,6 @@ type OP struct {
 	ClientID     string
 	ClientSecret string
 	Now          func() time.Time
-	// PostLogoutRedirects are the post_logout_redirect_uri values the
-	// end_session_endpoint accepts (registered with the client).
-	PostLogoutRedirects []string
 
 	srv *httptest.Server
 
@@ -63,6 +60,8 @@ type OP struct {
 	// sessions are the browsers signed in at the provider, by the value
 	// of their session cookie.
 	sessions map[string]User
+	// postLogout are the post_logout_redirect_uri values registered.
+	postLogout map[string]bool
 	// LastRedirect is the last callback URL the provider sent a browser to.
 	lastRedirect string
 	jwksFetches  int
@@ -94,7 +93,7 @@ func Start(t testing.TB, clientID, secret string, users ...User) *OP {
 func StartAt(t testing.TB, host, clientID, secret string, users ...User) *OP {
 	t.Helper()
 	op := &OP{ClientID: clientID, ClientSecret: secret, Now: time.Now,
-		users: map[string]User{}, codes: map[string]*grant{}, sessions: map[string]User{}}
+		users: map[string]User{}, codes: map[string]*grant{}, sessions: map[string]User{}, postLogout: map[string]bool{}}
 	op.RotateKey()
 	for _, u := range users {
 		op.users[u.Subject] = u
@@ -123,6 +122,14 @@ func (op *OP) RotateKey() {
 	op.mu.Lock()
 	op.key, op.kid = key, randomString()[:8]
 	op.mu.Unlock()
+}
+
+// AllowPostLogoutRedirect registers u as a post_logout_redirect_uri of
+// the client.
+func (op *OP) AllowPostLogoutRedirect(u string) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	op.postLogout[u] = true
 }
 
 // JWKSFetches returns how many times the JWKS was fetched.
@@ -317,9 +324,9 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 }
 
 // logout is the end_session_endpoint: id_token_hint must be a token this
-// provider signed for the client, post_logout_redirect_uri one of
-// PostLogoutRedirects; the browser's session here ends and it is sent
-// back.
+// provider signed for the client, post_logout_redirect_uri one
+// registered (AllowPostLogoutRedirect); the browser's session here ends
+// and it is sent back.
 func (op *OP) logout(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	hint := q.Get("id_token_hint")
@@ -333,10 +340,9 @@ func (op *OP) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := q.Get("post_logout_redirect_uri")
-	registered := false
-	for _, u := range op.PostLogoutRedirects {
-		registered = registered || u == back
-	}
+	op.mu.Lock()
+	registered := op.postLogout[back]
+	op.mu.Unlock()
 	if back != "" && !registered {
 		http.Error(w, "post_logout_redirect_uri is not registered", http.StatusBadRequest)
 		return
