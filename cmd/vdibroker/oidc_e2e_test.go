@@ -367,4 +367,3 @@ func TestOIDCUserRoleBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "console-oidc-user.png")
 }
-
