@@ -73,12 +73,12 @@ func noRedirects(c *http.Client) *http.Client {
 	return &nc
 }
 
-// oidcLogin signs in through the provider's form with a cookie jar
-// client and returns the callback URL the provider sent it to, without
-// following it.
-func oidcLogin(t *testing.T, m *Main, c *http.Client, user, password string) string {
+// oidcLogin signs in to the console at base through the provider's form
+// with a cookie jar client and returns the callback URL the provider sent
+// it to, without following it.
+func oidcLogin(t *testing.T, base string, c *http.Client, user, password string) string {
 	t.Helper()
-	res, err := c.Get(m.URL() + "/signin/oidc?next=/")
+	res, err := c.Get(base + "/signin/oidc?next=/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func jarClient() *http.Client {
 func TestOIDCConsoleFlow(t *testing.T) {
 	m, _ := oidcBroker(t, "127.0.0.1", nil)
 	c := jarClient()
-	callback := oidcLogin(t, m, c, "carol", "pw-carol")
+	callback := oidcLogin(t, m.URL(), c, "carol", "pw-carol")
 	if !strings.HasPrefix(callback, m.URL()+"/signin/oidc/callback?") {
 		t.Fatalf("callback %q", callback)
 	}
@@ -155,18 +155,18 @@ func TestOIDCConsoleFlow(t *testing.T) {
 		t.Errorf("replayed callback: %d %s", res.StatusCode, body)
 	}
 	// A callback not started in this browser.
-	cb2 := oidcLogin(t, m, jarClient(), "carol", "pw-carol")
+	cb2 := oidcLogin(t, m.URL(), jarClient(), "carol", "pw-carol")
 	if res, body := getBody(t, &http.Client{}, cb2); res.StatusCode != http.StatusForbidden || !strings.Contains(body, "state mismatch") {
 		t.Errorf("callback without the browser's state cookie: %d", res.StatusCode)
 	}
 	// A user whose groups map to no role.
 	c3 := jarClient()
-	if res, body := getBody(t, c3, oidcLogin(t, m, c3, "mallory", "pw-mallory")); res.StatusCode != http.StatusForbidden || !strings.Contains(body, "no role is mapped") {
+	if res, body := getBody(t, c3, oidcLogin(t, m.URL(), c3, "mallory", "pw-mallory")); res.StatusCode != http.StatusForbidden || !strings.Contains(body, "no role is mapped") {
 		t.Errorf("unmapped user: %d, want 403", res.StatusCode)
 	}
 	// A User: this console is not theirs.
 	c4 := jarClient()
-	res, body = getBody(t, c4, oidcLogin(t, m, c4, "uma", "pw-uma"))
+	res, body = getBody(t, c4, oidcLogin(t, m.URL(), c4, "uma", "pw-uma"))
 	if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "This console is for administrators") ||
 		!strings.Contains(body, `href="/portal/"`) || strings.Contains(body, "may not make this change") {
 		t.Errorf("a User's sign-in: %d\n%s", res.StatusCode, body)
