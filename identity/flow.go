@@ -84,9 +84,10 @@ func (f *Flow) Provider() *Provider { return f.cfg.Provider }
 // Start begins a sign-in: a fresh state, nonce and PKCE verifier sealed
 // into the state cookie, and a 303 to the provider's authorization
 // endpoint. next is where Finish sends the browser afterwards, a path of
-// this site the caller has checked ("/" if it is longer than 1 KiB).
+// this site the caller has checked ("/" if it is longer than 1 KiB or
+// names another host).
 func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
-	if len(next) > maxNext || !strings.HasPrefix(next, "/") {
+	if !nextPath(next) {
 		next = "/"
 	}
 	p := &pending{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(), Next: next,

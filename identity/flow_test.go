@@ -2,6 +2,8 @@ package identity
 
 import (
 	"crypto/tls"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -202,13 +204,14 @@ func TestFlowSignIn(t *testing.T) {
 	}
 }
 
-// TestFlowNextIsBounded: a next path over 1 KiB, or not a path, is "/".
+// TestFlowNextIsBounded: a next path over 1 KiB, or not a path of this
+// site, is "/".
 func TestFlowNextIsBounded(t *testing.T) {
 	op := testop.Start(t, "cid", "sec")
 	clk := &testClock{now: time.Now()}
 	f := newTestFlow(t, newTestProvider(t, op, clk), clk, "vdibroker_oidc")
 	for next, want := range map[string]string{"/" + strings.Repeat("a", 1023): "/" + strings.Repeat("a", 1023),
-		"/" + strings.Repeat("a", 1024): "/", "https://evil.example/": "/"} {
+		"/" + strings.Repeat("a", 1024): "/", "https://evil.example/": "/", "//evil.example/": "/"} {
 		ck, _ := start(t, f, "broker", next)
 		if len(ck.Value) > maxStateCookie {
 			t.Errorf("a state cookie of %d bytes, over %d", len(ck.Value), maxStateCookie)
@@ -309,8 +312,13 @@ func TestEndSessionURL(t *testing.T) {
 
 // FuzzOpenState: the state cookie decoder takes any cookie value without
 // panicking; what it accepts is a well-formed sign-in that seals and
-// opens again to the same. Seeds: a cookie this key sealed, one cut short,
-// one of another area's name (same bytes), base64 of garbage, not base64.
+// opens again to the same. Besides the value as sent, the fuzzer's
+// plaintext is sealed with the key, so the decoding behind the seal (JSON
+// with unknown fields, trailing data, empty or long fields, a next that is
+// not a path) is reached too. Seeds: a cookie this key sealed, one cut
+// short, one of another area's name (same bytes), base64 of garbage, not
+// base64; plaintexts of a good sign-in, one with an unknown field, one
+// with a second document after it, one with next "//evil".
 func FuzzOpenState(f *testing.F) {
 	aead, err := stateAEAD(testKey)
 	if err != nil {
@@ -318,22 +326,28 @@ func FuzzOpenState(f *testing.F) {
 	}
 	now := time.Unix(1_800_000_000, 0)
 	good := sealState(aead, "vdibroker_oidc", &pending{State: "s", Nonce: "n", Verifier: "v", Next: "/", Expires: now.Unix() + 600})
-	f.Add("vdibroker_oidc", good)
-	f.Add("vdibroker_oidc", good[:len(good)-3])
-	f.Add("vdibroker_portal_oidc", good)
-	f.Add("vdibroker_oidc", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
-	f.Add("vdibroker_oidc", "%%%not base64%%%")
-	f.Fuzz(func(t *testing.T, name, value string) {
+	exp := fmt.Sprint(now.Unix() + 600)
+	f.Add("vdibroker_oidc", good, []byte(`{"s":"s","n":"n","v":"v","x":"/","e":`+exp+`}`))
+	f.Add("vdibroker_oidc", good[:len(good)-3], []byte(`{"s":"s","n":"n","v":"v","x":"/","e":`+exp+`,"admin":true}`))
+	f.Add("vdibroker_portal_oidc", good, []byte(`{"s":"s","n":"n","v":"v","x":"/","e":`+exp+`}{}`))
+	f.Add("vdibroker_oidc", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", []byte(`{"s":"s","n":"n","v":"v","x":"//evil","e":`+exp+`}`))
+	f.Add("vdibroker_oidc", "%%%not base64%%%", []byte{})
+	check := func(t *testing.T, name, value string) {
 		p, err := openState(aead, name, value, now)
 		if err != nil {
 			return
 		}
-		if p.State == "" || p.Nonce == "" || p.Verifier == "" || !strings.HasPrefix(p.Next, "/") || len(p.Next) > maxNext {
+		if p.State == "" || p.Nonce == "" || p.Verifier == "" || !strings.HasPrefix(p.Next, "/") || strings.HasPrefix(p.Next, "//") || len(p.Next) > maxNext {
 			t.Fatalf("accepted a malformed sign-in %+v", p)
 		}
 		again, err := openState(aead, name, sealState(aead, name, p), now)
 		if err != nil || *again != *p {
 			t.Fatalf("resealed: %+v, %v; want %+v", again, err, p)
 		}
+	}
+	f.Fuzz(func(t *testing.T, name, value string, plain []byte) {
+		check(t, name, value)
+		nonce := make([]byte, aead.NonceSize())
+		check(t, name, base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(name))))
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -35,6 +36,13 @@ const maxStateCookie = 3000
 
 // maxNext bounds the path the browser goes to after signing in.
 const maxNext = 1024
+
+// nextPath reports whether next may be where a sign-in goes after: a
+// path of this site (not "//host"), at most maxNext bytes. The area
+// checks it more closely before Start.
+func nextPath(next string) bool {
+	return len(next) <= maxNext && strings.HasPrefix(next, "/") && !strings.HasPrefix(next, "//")
+}
 
 // stateAEAD returns the cipher sealing state cookies with key (32 bytes).
 func stateAEAD(key []byte) (cipher.AEAD, error) {
@@ -83,7 +91,7 @@ func openState(aead cipher.AEAD, name, value string, now time.Time) (*pending, e
 	if err := dec.Decode(&p); err != nil || dec.More() {
 		return nil, errBadState
 	}
-	if p.State == "" || p.Nonce == "" || p.Verifier == "" || len(p.Next) > maxNext || len(p.Next) == 0 || p.Next[0] != '/' {
+	if p.State == "" || p.Nonce == "" || p.Verifier == "" || !nextPath(p.Next) {
 		return nil, errBadState
 	}
 	if !now.Before(time.Unix(p.Expires, 0)) {
