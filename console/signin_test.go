@@ -7,28 +7,16 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 )
-
-// handClock is a clock a test moves by hand.
-type handClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *handClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *handClock) Step(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // signinRows counts the audit trail's successful sign-ins.
 func (e *env) signinRows() int {
@@ -53,7 +41,7 @@ func (e *env) signinRows() int {
 // PerArea 5, then a sign-in is refused and everyone stays signed in. The
 // audit trail holds one row per session opened, however many were tried.
 func TestSignInLimits_RSEC(t *testing.T) {
-	clk := &handClock{now: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	e := newEnvWith(t, func(c *console.Config) {
 		c.Now = clk.Now
 		c.SessionLimits = vdibroker.WebSessionLimits{PerPrincipal: 3, Window: time.Minute, PerArea: 5}
@@ -175,7 +163,7 @@ func TestSignInOnAnotherConsole(t *testing.T) {
 // one row counting the rest once the window has passed.
 func TestAuditRefusalsBound(t *testing.T) {
 	e := newEnv(t)
-	clk := &handClock{now: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	r := &console.AuditRefusals{Store: e.store, Now: clk.Now, Window: time.Minute, Budget: 10}
 	ctx := context.Background()
 	rows := func() []*vdibroker.AuditEntry {

@@ -5,28 +5,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker/identity"
 	"github.com/vdibroker/vdibroker/internal/testop"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
-
-// stepClock is a clock that moves only when a test steps it.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *stepClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *stepClock) Step(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // clientFrom is an HTTP client whose connections come from the loopback
 // address ip (127.0.0.2: another client address on this machine).
@@ -59,7 +47,7 @@ func whoamiStatus(t *testing.T, c *http.Client, base, token string) int {
 // not refill while the test runs; the provider's clock is stepped.
 func TestUnknownKeyIDsFetchKeysOnceAMinute(t *testing.T) {
 	op := testop.Start(t, "vdibroker-test", "s3cret")
-	idClock := &stepClock{now: time.Now()}
+	idClock := clocktesting.NewFakeClock(time.Now())
 	op.Now = idClock.Now
 	p, err := identity.New(context.Background(), identity.Config{Issuer: op.Issuer, ClientID: op.ClientID,
 		ClientSecret: op.ClientSecret, Roles: testRoles, Now: idClock.Now})

@@ -8,28 +8,15 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/internal/testop"
 )
-
-// testClock is a clock tests move by hand.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Step(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 const testCallback = "https://broker.example.test/signin/oidc/callback"
 
@@ -37,7 +24,7 @@ var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 // newTestProvider is a provider on op whose group g is a Reader of
 // pool-a, on clk.
-func newTestProvider(t *testing.T, op *testop.OP, clk *testClock) *Provider {
+func newTestProvider(t *testing.T, op *testop.OP, clk *clocktesting.FakeClock) *Provider {
 	t.Helper()
 	p, err := New(t.Context(), Config{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecret: op.ClientSecret, Now: clk.Now,
 		Roles: RoleMap{Groups: map[string]Grant{"g": {Role: "Reader", HostPools: []string{"pool-a"}}}}})
@@ -47,7 +34,7 @@ func newTestProvider(t *testing.T, op *testop.OP, clk *testClock) *Provider {
 	return p
 }
 
-func newTestFlow(t *testing.T, p *Provider, clk *testClock, cookie string) *Flow {
+func newTestFlow(t *testing.T, p *Provider, clk *clocktesting.FakeClock, cookie string) *Flow {
 	t.Helper()
 	f, err := NewFlow(FlowConfig{Provider: p, CallbackURL: testCallback, StateCookie: cookie, StatePath: "/signin/oidc", Key: testKey,
 		Secure: func(r *http.Request) bool { return true }, Now: clk.Now})
@@ -75,23 +62,15 @@ func start(t *testing.T, f *Flow, host, next string) (*http.Cookie, *url.URL) {
 	return res.Cookies()[0], loc
 }
 
-// signInAt posts the provider's login form for the authorization request
-// auth and returns the callback URL the provider sends the browser to.
+// signInAt signs in at the provider for the authorization request auth
+// and returns the callback URL the provider sends the browser to.
 func signInAt(t *testing.T, op *testop.OP, auth *url.URL, user, password string) string {
 	t.Helper()
-	form := auth.Query()
-	form.Set("username", user)
-	form.Set("password", password)
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := c.PostForm(op.Issuer+"/authorize", form)
+	cb, err := testop.SignIn(&http.Client{}, auth.String(), user, password)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("provider login: %d", res.StatusCode)
-	}
-	return res.Header.Get("Location")
+	return cb
 }
 
 // finish runs Finish for the callback URL with the cookie (nil: none).
@@ -117,7 +96,7 @@ func finish(f *Flow, callback string, ck *http.Cookie) (*Identity, string, strin
 // nonce, and the provider's error, whose text is cut.
 func TestFlowSignIn(t *testing.T) {
 	op := testop.Start(t, "cid", "sec", testop.User{Subject: "dave", Password: "pw", Name: "dave@example.test", Groups: []string{"g"}})
-	clk := &testClock{now: time.Now()}
+	clk := clocktesting.NewFakeClock(time.Now())
 	p := newTestProvider(t, op, clk)
 	f := newTestFlow(t, p, clk, "vdibroker_oidc")
 
@@ -208,7 +187,7 @@ func TestFlowSignIn(t *testing.T) {
 // site, is "/".
 func TestFlowNextIsBounded(t *testing.T) {
 	op := testop.Start(t, "cid", "sec")
-	clk := &testClock{now: time.Now()}
+	clk := clocktesting.NewFakeClock(time.Now())
 	f := newTestFlow(t, newTestProvider(t, op, clk), clk, "vdibroker_oidc")
 	for next, want := range map[string]string{"/" + strings.Repeat("a", 1023): "/" + strings.Repeat("a", 1023),
 		"/" + strings.Repeat("a", 1024): "/", "https://evil.example/": "/", "//evil.example/": "/"} {
@@ -230,7 +209,7 @@ func TestFlowNextIsBounded(t *testing.T) {
 // next fetch, and a token of a key held never fetches.
 func TestKeySetRefresh(t *testing.T) {
 	op := testop.Start(t, "cid", "sec")
-	clk := &testClock{now: time.Now()}
+	clk := clocktesting.NewFakeClock(time.Now())
 	op.Now = clk.Now
 	p := newTestProvider(t, op, clk)
 	ctx := t.Context()
@@ -275,7 +254,7 @@ func TestKeySetRefresh(t *testing.T) {
 // TestSetRoles: a new role map applies to the next verification.
 func TestSetRoles(t *testing.T) {
 	op := testop.Start(t, "cid", "sec")
-	clk := &testClock{now: time.Now()}
+	clk := clocktesting.NewFakeClock(time.Now())
 	p := newTestProvider(t, op, clk)
 	tok := op.Mint(map[string]any{"sub": "eve", "groups": []string{"g"}})
 	if id, err := p.Verify(t.Context(), tok); err != nil || id.Role != "Reader" {
@@ -295,7 +274,7 @@ func TestSetRoles(t *testing.T) {
 // token as hint, the client id and where to come back; none without it.
 func TestEndSessionURL(t *testing.T) {
 	op := testop.Start(t, "cid", "sec")
-	p := newTestProvider(t, op, &testClock{now: time.Now()})
+	p := newTestProvider(t, op, clocktesting.NewFakeClock(time.Now()))
 	u, err := url.Parse(p.EndSessionURL("the.id.token", "https://broker.example.test/signin"))
 	if err != nil {
 		t.Fatal(err)

@@ -87,22 +87,20 @@ func oidcLogin(t *testing.T, base string, c *http.Client, user, password string)
 	if res.StatusCode != 200 || !strings.Contains(string(body), "test provider") {
 		t.Fatalf("the provider's login page: %d %s", res.StatusCode, body)
 	}
-	form := url.Values{"username": {user}, "password": {password}}
+	form := url.Values{}
 	for _, m := range hiddenRE.FindAllStringSubmatch(string(body), -1) {
 		form.Set(m[1], htmlUnescape(m[2]))
 	}
 	if form.Get("code_challenge") == "" || form.Get("nonce") == "" || form.Get("state") == "" {
 		t.Fatalf("the authorization request lacks PKCE, nonce or state: %v", form)
 	}
-	res, err = noRedirects(c).PostForm(res.Request.URL.String(), form)
+	auth := *res.Request.URL
+	auth.RawQuery = form.Encode()
+	cb, err := testop.SignIn(c, auth.String(), user, password)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusFound {
-		t.Fatalf("provider login: %d", res.StatusCode)
-	}
-	return res.Header.Get("Location")
+	return cb
 }
 
 func htmlUnescape(s string) string {
@@ -251,11 +249,8 @@ func TestOIDCRedirectFromExternalURL(t *testing.T) {
 	}
 	// The provider sends the browser to the external URL; the proxy
 	// passes it to the broker.
-	form := loc.Query()
-	form.Set("username", "carol")
-	form.Set("password", "pw-carol")
-	if res, err := c.PostForm(op.Issuer+"/authorize", form); err != nil || res.StatusCode != http.StatusFound {
-		t.Fatalf("provider login: %v", err)
+	if _, err := testop.SignIn(c, loc.String(), "carol", "pw-carol"); err != nil {
+		t.Fatal(err)
 	}
 	cb, _ := url.Parse(op.LastRedirect())
 	req, _ = http.NewRequest("GET", m.URL()+cb.RequestURI(), nil)

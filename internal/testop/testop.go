@@ -323,6 +323,31 @@ func (op *OP) token(w http.ResponseWriter, r *http.Request) {
 		"expires_in": 3600, "id_token": idToken})
 }
 
+// SignIn posts a test provider's login form for the authorization
+// request authURL (its /authorize with the parameters a relying party
+// sent the browser with) as user, with c's cookies, and returns the
+// callback URL the provider redirects to, without following it.
+func SignIn(c *http.Client, authURL, user, password string) (string, error) {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return "", err
+	}
+	form := u.Query()
+	form.Set("username", user)
+	form.Set("password", password)
+	nc := *c
+	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res, err := nc.PostForm(u.Scheme+"://"+u.Host+"/authorize", form)
+	if err != nil {
+		return "", err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusFound {
+		return "", fmt.Errorf("provider login: %s", res.Status)
+	}
+	return res.Header.Get("Location"), nil
+}
+
 // logout is the end_session_endpoint: id_token_hint must be a token this
 // provider signed for the client, post_logout_redirect_uri one
 // registered (AllowPostLogoutRedirect); the browser's session here ends
