@@ -213,7 +213,8 @@ func (m *Manager) Get(r *http.Request) *Session {
 			c := *s
 			return &c
 		}
-		m.cfg.Logger.Warn("web session: cannot read", "area", m.cfg.Area, "err", err)
+		// Not logged: anyone may send a cookie, and the outage is logged
+		// where it begins.
 		return nil
 	}
 	s := &Session{Principal: row.Principal, Role: row.Role, Expires: row.ExpireTime, Flash: row.Flash,
