@@ -117,11 +117,6 @@ type Console struct {
 
 	web  *websession.Manager
 	oidc *oidcLogin // oidc.go; nil unless EnableOIDC
-	// formAction is what the Content-Security-Policy's form-action allows
-	// besides 'self': the provider's end-session origin, which the
-	// sign-out form's redirect goes to (browsers apply form-action to a
-	// form's redirects).
-	formAction string
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -185,6 +180,7 @@ func New(cfg Config) *Console {
 	c.hostHist = newHostHistory(c.interval, time.Hour)
 	c.pages = parsePages()
 	c.pages["foruser"] = template.Must(template.New("foruser").Funcs(pageFuncs()).ParseFS(templateFS, "templates/layout.html", "templates/foruser.html"))
+	c.pages["signout"] = template.Must(template.New("signout").ParseFS(templateFS, "templates/signout.html"))
 	c.routes()
 	if c.store != nil {
 		go c.sample()
@@ -234,7 +230,7 @@ func (c *Console) routes() {
 // console answer carries.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'"+c.formAction+"; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
@@ -412,12 +408,16 @@ func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token stri
 // signout ends the session on every replica; a single sign-on session is
 // ended at the provider too when it offers an end_session_endpoint
 // (RP-Initiated Logout), which sends the browser back to the sign-in
-// page, so that the next sign-in asks again.
+// page, so that the next sign-in asks again. The way to the provider is a
+// page of its own that moves on at once (a meta refresh, and a link):
+// browsers apply the Content-Security-Policy's form-action to every
+// redirect of a form's answer, and a provider's sign-out may pass through
+// several origins of its own.
 func (c *Console) signout(rq *request) {
 	c.web.End(rq.r.Context(), rq.w, rq.r, rq.sess)
 	if c.oidc != nil && rq.sess.OIDC() {
 		if u := c.oidc.endSessionURL(rq.sess.Token); u != "" {
-			http.Redirect(rq.w, rq.r, u, http.StatusSeeOther)
+			c.render(rq.w, http.StatusOK, "signout", map[string]any{"URL": u})
 			return
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/url"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/identity"
@@ -86,9 +85,6 @@ func (c *Console) EnableOIDC(cfg OIDCConfig) error {
 		return err
 	}
 	c.oidc = &oidcLogin{flow: flow, postLogout: cfg.PostLogoutURL, limit: cfg.Limit, refusals: cfg.Refusals}
-	if u, err := url.Parse(c.oidc.endSessionURL("")); err == nil && u.Host != "" {
-		c.formAction = " " + u.Scheme + "://" + u.Host
-	}
 	c.mux.HandleFunc("GET "+oidcStartPath, c.oidcStart)
 	c.mux.HandleFunc("GET "+oidcCallbackPath, c.oidcCallback)
 	return nil
