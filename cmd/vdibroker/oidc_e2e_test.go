@@ -278,6 +278,22 @@ func TestOIDCRedirectFromExternalURL(t *testing.T) {
 	}
 }
 
+// carolSignsIn are the browser's steps of carol's single sign-on to the
+// console at base, through a provider's login form (#username,
+// #password, #login), to the overview listing pin.
+func carolSignsIn(base string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(base + "/"),
+		chromedp.WaitVisible(chromedp.CSS("#signin-oidc")),
+		chromedp.Click(chromedp.CSS("#signin-oidc")),
+		chromedp.WaitVisible(chromedp.CSS("#username")),
+		chromedp.SendKeys(chromedp.CSS("#username"), "carol"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "pw-carol"),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-pool="pin"]`)),
+	}
+}
+
 // fakeListener is a listener that only has an address.
 type fakeListener struct{ addr net.Addr }
 
@@ -299,16 +315,7 @@ func TestOIDCConsoleBrowser(t *testing.T) {
 	if !strings.HasPrefix(op.Issuer, "http://localhost:") || !strings.HasPrefix(m.URL(), "http://127.0.0.1:") {
 		t.Fatalf("provider %s and broker %s must be on different sites", op.Issuer, m.URL())
 	}
-	step(t, ctx, "sign in through the provider",
-		chromedp.Navigate(m.URL()+"/"),
-		chromedp.WaitVisible(chromedp.CSS("#signin-oidc")),
-		chromedp.Click(chromedp.CSS("#signin-oidc")),
-		chromedp.WaitVisible(chromedp.CSS("#username")),
-		chromedp.SendKeys(chromedp.CSS("#username"), "carol"),
-		chromedp.SendKeys(chromedp.CSS("#password"), "pw-carol"),
-		chromedp.Click(chromedp.CSS("#login")),
-		chromedp.WaitVisible(chromedp.CSS(`tr[data-pool="pin"]`)),
-	)
+	step(t, ctx, "sign in through the provider", carolSignsIn(m.URL())...)
 	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-pool="pout"]').length`))
 	if err != nil {
 		t.Fatal(err)

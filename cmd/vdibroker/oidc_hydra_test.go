@@ -195,16 +195,7 @@ func TestOIDCHydraBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	step(t, ctx, "sign in through Hydra",
-		chromedp.Navigate(m.URL()+"/"),
-		chromedp.WaitVisible(chromedp.CSS("#signin-oidc")),
-		chromedp.Click(chromedp.CSS("#signin-oidc")),
-		chromedp.WaitVisible(chromedp.CSS("#username")),
-		chromedp.SendKeys(chromedp.CSS("#username"), "carol"),
-		chromedp.SendKeys(chromedp.CSS("#password"), "pw-carol"),
-		chromedp.Click(chromedp.CSS("#login")),
-		chromedp.WaitVisible(chromedp.CSS(`tr[data-pool="pin"]`)),
-	)
+	step(t, ctx, "sign in through Hydra", carolSignsIn(m.URL())...)
 	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('tr[data-pool="pout"]').length`))
 	if err != nil || n != 0 {
 		t.Errorf("the overview lists pout (%d, %v), outside the role's scope", n, err)
