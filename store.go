@@ -255,6 +255,10 @@ type Store interface {
 	EscrowStore // outage.go
 
 	GatewayStore // gateway.go
+
+	WebSessionStore // websession.go
+
+	SharedStore // websession.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,

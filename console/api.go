@@ -118,13 +118,19 @@ func list[T any](ctx context.Context, a *api, path string) ([]T, error) {
 
 func poolPath(pool string) string { return apiPrefix + "/hostpools/" + url.PathEscape(pool) }
 
-// whoami returns the token's role (Admin, Contributor, Reader or User).
-func (a *api) whoami(ctx context.Context) (string, error) {
-	var me struct {
-		Role string `json:"role"`
-	}
+// whoAmI is who a token is, as GET /api/v1/whoami answers.
+type whoAmI struct {
+	Role    string `json:"role"` // Admin, Contributor, Reader or User
+	Subject string `json:"subject"`
+	TokenID string `json:"tokenId"`
+	Kind    string `json:"kind"` // admin, token or oidc
+}
+
+// whoami returns who the token is.
+func (a *api) whoami(ctx context.Context) (*whoAmI, error) {
+	var me whoAmI
 	err := a.do(ctx, http.MethodGet, apiPrefix+"/whoami", nil, &me)
-	return me.Role, err
+	return &me, err
 }
 
 func (a *api) listPools(ctx context.Context) ([]poolAnswer, error) {

@@ -104,7 +104,7 @@ func (c *Console) auditPage(rq *request) {
 // may not do, and who may: the API refuses the read (R-SEC), and "may not
 // make this change" was false of a page that changes nothing.
 func (c *Console) auditDenied(rq *request, err error) {
-	role := rq.sess.role
+	role := rq.sess.Role
 	if role == "" {
 		role = "your token's"
 	}

@@ -13,12 +13,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/websession"
 )
 
 //go:embed templates/*.html
@@ -28,11 +32,18 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Cookie names. The session cookie holds only a random id; the API token
-// stays on the server.
+// stays on the server (package websession).
 const (
 	sessionCookie = "vdibroker_session"
 	signinCookie  = "vdibroker_signin"
 )
+
+// Area is the console's name for its web sessions (websession.Config).
+const Area = "console"
+
+// PortalPath is where users (role User) connect to their desktops: the
+// console sends a User who signs in there.
+const PortalPath = "/portal/"
 
 // Config configures a Console.
 type Config struct {
@@ -50,8 +61,15 @@ type Config struct {
 	// arrived over plain HTTP: the broker is reached over HTTPS through a
 	// TLS-terminating proxy (serve --external-url https://...).
 	SecureCookies bool
+	// Sessions keeps the sign-ins (the database: every replica serves
+	// every sign-in, and a restart keeps them). Required.
+	Sessions vdibroker.WebSessionStore
 	// SessionTTL is how long a sign-in lasts; 0 is 12h.
 	SessionTTL time.Duration
+	// SessionLimits bound the sign-ins (zero: websession.DefaultLimits).
+	SessionLimits vdibroker.WebSessionLimits
+	// Clock drives the sweep of expired sign-ins (nil: the real clock).
+	Clock clock.WithTicker
 	// RefreshSeconds is how often pages refresh their live parts; 0 is 5.
 	RefreshSeconds int
 	Logger         *slog.Logger
@@ -97,25 +115,18 @@ type Console struct {
 	// of (vdibroker.PoolFields).
 	schema []vdibroker.Field
 
-	mu       sync.Mutex
-	sessions map[string]*webSession
-	oidc     *oidcLogin // oidc.go; nil unless EnableOIDC
+	web  *websession.Manager
+	oidc *oidcLogin // oidc.go; nil unless EnableOIDC
 
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
-// webSession is one signed-in browser.
-type webSession struct {
-	token string // the user's API token
-	// role is the token's role as the API said at sign-in ("" if it did
-	// not): pages offer changes only to roles that may make them.
-	role    string
-	csrf    string
-	expires time.Time
-	flash   string // one-shot success message after a redirect
-}
+// webSession is one signed-in browser: its Token is the API token the
+// console calls the API with, its Role the token's as the API said at
+// sign-in (pages offer changes only to roles that may make them).
+type webSession = websession.Session
 
 // StoreReader is what the console reads of the store for its history
 // charts: the pools and their hosts (vdibroker.Store has both).
@@ -127,8 +138,8 @@ type StoreReader interface {
 // New returns a Console. It panics if cfg.API is nil or a template does not
 // parse (both programming errors).
 func New(cfg Config) *Console {
-	if cfg.API == nil {
-		panic("console: Config.API is required")
+	if cfg.API == nil || cfg.Sessions == nil {
+		panic("console: Config.API and Config.Sessions are required")
 	}
 	c := &Console{
 		api:           cfg.API,
@@ -142,7 +153,6 @@ func New(cfg Config) *Console {
 		refresh:       cfg.RefreshSeconds,
 		interval:      cfg.SampleInterval,
 		schema:        vdibroker.PoolFields(),
-		sessions:      map[string]*webSession{},
 		stop:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
@@ -164,9 +174,13 @@ func New(cfg Config) *Console {
 	if c.interval <= 0 {
 		c.interval = 30 * time.Second
 	}
+	c.web = websession.New(websession.Config{Store: cfg.Sessions, Area: Area, Cookie: sessionCookie, Path: "/",
+		TTL: c.ttl, Limits: cfg.SessionLimits, Secure: c.secure, Clock: cfg.Clock, Now: cfg.Now, Rand: cfg.Rand, Logger: c.log})
 	c.history = newHistory(c.interval, time.Hour)
 	c.hostHist = newHostHistory(c.interval, time.Hour)
 	c.pages = parsePages()
+	c.pages["foruser"] = template.Must(template.New("foruser").Funcs(pageFuncs()).ParseFS(templateFS, "templates/layout.html", "templates/foruser.html"))
+	c.pages["signout"] = template.Must(template.New("signout").ParseFS(templateFS, "templates/signout.html"))
 	c.routes()
 	if c.store != nil {
 		go c.sample()
@@ -176,11 +190,12 @@ func New(cfg Config) *Console {
 	return c
 }
 
-// Close stops the history sampler.
+// Close stops the history sampler and the sweep of expired sign-ins.
 func (c *Console) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.stop)
 		<-c.done
+		c.web.Close()
 	})
 	return nil
 }
@@ -253,55 +268,40 @@ func (c *Console) signedIn(h func(*request)) http.HandlerFunc {
 			return
 		}
 		if r.Method != http.MethodGet {
-			if !sameOrigin(r) || !equal(r.PostFormValue("csrf"), sess.csrf) {
+			if !sameOrigin(r) || !equal(r.PostFormValue("csrf"), sess.CSRF) {
 				c.errorPage(w, r, http.StatusForbidden, "The form was stale or came from another site (CSRF check failed). Reload the page and try again.")
 				return
 			}
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		h(&request{w: w, r: r, sess: sess, sid: sid, api: &api{h: c.api, token: sess.token, remoteAddr: r.RemoteAddr}})
+		h(&request{w: w, r: r, sess: sess, sid: sid, api: &api{h: c.api, token: sess.Token, remoteAddr: r.RemoteAddr}})
 	}
 }
 
-// session returns the request's valid session, or nil.
+// session returns the request's valid session, and its cookie's value, or
+// nil.
 func (c *Console) session(r *http.Request) (string, *webSession) {
-	ck, err := r.Cookie(sessionCookie)
-	if err != nil || ck.Value == "" {
-		return "", nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.sessions[ck.Value]
+	s := c.web.Get(r)
 	if s == nil {
 		return "", nil
 	}
-	if !c.now().Before(s.expires) {
-		delete(c.sessions, ck.Value)
-		return "", nil
-	}
-	return ck.Value, s
-}
-
-// takeFlash returns and clears the session's one-shot message.
-func (c *Console) takeFlash(s *webSession) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f := s.flash
-	s.flash = ""
-	return f
+	return s.ID(), s
 }
 
 // redirect answers a successful change with 303 to path and a message shown
-// once on the next page (post/redirect/get).
+// once on the next page (post/redirect/get), which another replica may
+// serve.
 func (c *Console) redirect(rq *request, path, flash string) {
-	c.mu.Lock()
-	rq.sess.flash = flash
-	c.mu.Unlock()
+	c.web.SetFlash(rq.r.Context(), rq.sess, flash)
 	http.Redirect(rq.w, rq.r, path, http.StatusSeeOther)
 }
 
 // sameOrigin refuses cross-site form posts when the browser says where they
-// came from (defence in depth next to SameSite=Strict and the CSRF token).
+// came from. With the session's CSRF token, which every change must carry,
+// it is what protects changes: the session cookie is SameSite=Lax (sent
+// on a top-level navigation from another site, such as the identity
+// provider's redirect back, never on another site's form post), and no
+// GET changes anything.
 func sameOrigin(r *http.Request) bool {
 	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
 		return false
@@ -346,8 +346,7 @@ func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status in
 	})
 }
 
-// signin checks the token against the API (any read the token may make)
-// and opens a session.
+// signin checks the token against the API and opens a session.
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	ck, err := r.Cookie(signinCookie)
 	if err != nil || !equal(r.PostFormValue("csrf"), ck.Value) || !sameOrigin(r) {
@@ -359,49 +358,76 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.renderSignin(w, r, http.StatusBadRequest, "Enter an API token.")
 		return
 	}
-	a := &api{h: c.api, token: token, remoteAddr: r.RemoteAddr}
-	// The sign-in itself first: the API records it, or its refusal, as a
-	// sign-in in the audit trail (issue 15).
-	role, err := a.signinWhoami(r.Context())
-	if err == nil {
-		_, err = a.listPools(r.Context())
-	}
-	if err != nil {
-		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
-		msg := "That token was not accepted: " + vdibroker.ErrorMessage(err)
-		if vdibroker.ErrorCode(err) == vdibroker.EPermission {
-			msg = "That token may not read host pools (User tokens can only connect). Use a Reader, Contributor or admin token."
-		}
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/signin", MaxAge: -1})
+	c.openSession(w, r, token, time.Time{}, safeNext(r.PostFormValue("next")), func(status int, msg string) {
 		c.renderSignin(w, r, status, msg)
+	})
+}
+
+// openSession signs a browser in with token (an API token, or an ID
+// token from single sign-on) until expires at the latest (zero: the TTL):
+// who it is (GET whoami, which the API refuses, and records, for a bad
+// token); a User is told this console is for administrators; the session
+// is opened within its limits (R-SEC), then the sign-in recorded (POST
+// /api/v1/signin, the audit trail's "signin"), then the browser sent to
+// next. refuse answers a refusal.
+func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time, next string, refuse func(status int, msg string)) {
+	ctx := r.Context()
+	a := &api{h: c.api, token: token, remoteAddr: r.RemoteAddr}
+	me, err := a.whoami(ctx)
+	if err != nil {
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "That sign-in was not accepted: "+vdibroker.ErrorMessage(err))
 		return
 	}
-	sid := c.newSecret()
-	c.mu.Lock()
-	c.sessions[sid] = &webSession{token: token, role: role, csrf: c.newSecret(), expires: c.now().Add(c.ttl)}
-	c.expireSessions()
-	c.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/signin", MaxAge: -1})
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: "/", MaxAge: int(c.ttl.Seconds()),
-		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, safeNext(r.PostFormValue("next")), http.StatusSeeOther)
+	if me.Role == vdibroker.RoleUser {
+		w.Header().Set("Cache-Control", "no-store")
+		c.render(w, http.StatusForbidden, "foruser", map[string]any{"Title": "For administrators", "Name": me.Subject, "Portal": PortalPath})
+		return
+	}
+	principal := me.Kind
+	switch me.Kind {
+	case vdibroker.PrincipalToken:
+		principal += ":" + me.TokenID
+	case vdibroker.PrincipalOIDC:
+		principal += ":" + me.Subject
+	}
+	s, err := c.web.Open(ctx, w, r, token, principal, me.Role, expires)
+	if err != nil {
+		if vdibroker.ErrorCode(err) == vdibroker.EInternal {
+			c.log.Error("console: open a session", "err", err)
+		}
+		if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(ra.Seconds()+0.5)))
+		}
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "Not signed in: "+vdibroker.ErrorMessage(err))
+		return
+	}
+	if _, err := a.signinWhoami(ctx); err != nil {
+		// Not recorded, so not signed in.
+		c.web.Forget(context.WithoutCancel(ctx), s)
+		w.Header().Del("Set-Cookie")
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "That sign-in was not accepted: "+vdibroker.ErrorMessage(err))
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// expireSessions drops ended sessions; c.mu is held.
-func (c *Console) expireSessions() {
-	now := c.now()
-	for id, s := range c.sessions {
-		if !now.Before(s.expires) {
-			delete(c.sessions, id)
+// signout ends the session on every replica; a single sign-on session is
+// ended at the provider too when it offers an end_session_endpoint
+// (RP-Initiated Logout), which sends the browser back to the sign-in
+// page, so that the next sign-in asks again. The way to the provider is a
+// page of its own that moves on at once (a meta refresh, and a link):
+// browsers apply the Content-Security-Policy's form-action to every
+// redirect of a form's answer, and a provider's sign-out may pass through
+// several origins of its own.
+func (c *Console) signout(rq *request) {
+	c.web.End(rq.r.Context(), rq.w, rq.r, rq.sess)
+	if c.oidc != nil && rq.sess.OIDC() {
+		if u := c.oidc.endSessionURL(rq.sess.Token); u != "" {
+			c.render(rq.w, http.StatusOK, "signout", map[string]any{"URL": u})
+			return
 		}
 	}
-}
-
-func (c *Console) signout(rq *request) {
-	c.mu.Lock()
-	delete(c.sessions, rq.sid)
-	c.mu.Unlock()
-	http.SetCookie(rq.w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(rq.w, rq.r, "/signin", http.StatusSeeOther)
 }
 
@@ -437,7 +463,7 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 	_, sess := c.session(r)
 	data := map[string]any{"Title": http.StatusText(status), "Error": msg, "Status": status}
 	if sess != nil {
-		data["CSRF"] = sess.csrf
+		data["CSRF"] = sess.CSRF
 		data["SignedIn"] = true
 	}
 	c.render(w, status, "error", data)
@@ -453,9 +479,7 @@ func (c *Console) apiError(rq *request, err error) {
 	}
 	if code == vdibroker.EUnauthenticated {
 		// The token was revoked or expired: end the session.
-		c.mu.Lock()
-		delete(c.sessions, rq.sid)
-		c.mu.Unlock()
+		c.web.Forget(rq.r.Context(), rq.sess)
 	}
 	msg := describe(err)
 	if code == vdibroker.EPermission && rq.r.Method == http.MethodGet {
@@ -478,7 +502,7 @@ func describe(err error) string {
 
 // page renders a signed-in page with the layout's common data.
 func (c *Console) page(rq *request, status int, name string, data map[string]any) {
-	data["CSRF"] = rq.sess.csrf
+	data["CSRF"] = rq.sess.CSRF
 	data["SignedIn"] = true
 	data["Refresh"] = c.refresh
 	// A Reader sees no drain, settings or log-off controls: the API would
@@ -486,7 +510,7 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 	data["CanWrite"] = canWrite(rq.sess)
 	_, data["Federation"] = c.pages["federation"] // a pod (EnableFederation)
 	if _, ok := data["Flash"]; !ok {
-		data["Flash"] = c.takeFlash(rq.sess)
+		data["Flash"] = c.web.TakeFlash(rq.r.Context(), rq.sess)
 	}
 	c.render(rq.w, status, name, data)
 }
@@ -494,7 +518,7 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 // canWrite reports whether the session's role may change things, so its
 // pages offer the controls (the API checks every change anyway).
 func canWrite(s *webSession) bool {
-	return s.role != vdibroker.RoleReader && s.role != vdibroker.RoleUser
+	return s.Role != vdibroker.RoleReader && s.Role != vdibroker.RoleUser
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, data map[string]any) {

@@ -61,6 +61,13 @@ func TestSignIn(t *testing.T) {
 	}
 }
 
+// TestSessionCookieFlags (R-SEC): the session cookie is HttpOnly, on the
+// whole site, SameSite=Lax (it must come along on the identity
+// provider's redirect back, a navigation that began on another site;
+// changes are guarded by the CSRF token and the Origin check, "cross-site
+// origin refusal" in TestDrain), holds no token, and is Secure behind a
+// TLS-terminating proxy (SecureCookies) though the request came over
+// plain HTTP.
 func TestSessionCookieFlags(t *testing.T) {
 	e := newEnv(t)
 	b := e.browser()
@@ -72,10 +79,13 @@ func TestSessionCookieFlags(t *testing.T) {
 			ck = c
 		}
 	}
-	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/"} {
+	for _, want := range []string{"HttpOnly", "SameSite=Lax", "Path=/"} {
 		if !strings.Contains(ck, want) {
 			t.Errorf("session cookie %q lacks %s", ck, want)
 		}
+	}
+	if strings.Contains(ck, "Secure") {
+		t.Errorf("session cookie %q is Secure over plain HTTP without SecureCookies", ck)
 	}
 	if strings.Contains(ck, adminToken) {
 		t.Error("session cookie carries the API token")
@@ -83,6 +93,14 @@ func TestSessionCookieFlags(t *testing.T) {
 	csp := b.get("/").header.Get("Content-Security-Policy")
 	if !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("Content-Security-Policy = %q", csp)
+	}
+
+	proxied := newEnvWith(t, func(c *console.Config) { c.SecureCookies = true }).browser()
+	a = proxied.post("/signin", url.Values{"csrf": {proxied.csrf("/signin")}, "token": {adminToken}})
+	for _, c := range a.header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, "vdibroker_session=") && !strings.Contains(c, "; Secure") {
+			t.Errorf("behind a TLS-terminating proxy the session cookie %q is not Secure", c)
+		}
 	}
 }
 

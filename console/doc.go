@@ -8,8 +8,10 @@
 // token; every read and change is sent to the broker's own HTTP API (the
 // handler given as Config.API, called in-process) with that token, so the
 // API server enforces roles (a Reader changes nothing, R-SEC) and validates
-// input (R-P4) exactly as for any other client. The token is kept in a
-// server-side session map; the browser holds only a random session id in an
-// HttpOnly SameSite=Strict cookie, and every change carries a CSRF token
-// checked against the session.
+// input (R-P4) exactly as for any other client. The token is kept in the
+// database, sealed under the session's cookie (package websession), so
+// every replica serves every sign-in; the browser holds only a random
+// session id in an HttpOnly SameSite=Lax cookie, and every change carries
+// a CSRF token checked against the session and a same-origin Origin.
+// Single sign-on is identity.Flow, mounted at /signin/oidc (oidc.go).
 package console

@@ -28,7 +28,7 @@ func newPodEnv(t *testing.T) *env {
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "fra1",
 		Peers: vhttp.NewPodClient("fra1", secret), PodTimeout: 500 * time.Millisecond, FederationSecret: secret})
 	t.Cleanup(func() { srv.Close() })
-	c := console.New(console.Config{API: srv.Handler()})
+	c := console.New(console.Config{API: srv.Handler(), Sessions: st})
 	c.EnableFederation()
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)

@@ -30,7 +30,7 @@ func FuzzConsoleForms(f *testing.F) {
 	f.Cleanup(func() { st.Close() })
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken})
 	f.Cleanup(func() { srv.Close() })
-	c := console.New(console.Config{API: srv.Handler(), Store: st})
+	c := console.New(console.Config{API: srv.Handler(), Store: st, Sessions: st})
 	f.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())

@@ -29,7 +29,7 @@ func newPowerEnv(t *testing.T) (*env, *power.Simulated) {
 	sim := &power.Simulated{}
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": sim}})
 	t.Cleanup(func() { srv.Close() })
-	c := console.New(console.Config{API: srv.Handler(), Store: st})
+	c := console.New(console.Config{API: srv.Handler(), Store: st, Sessions: st})
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())

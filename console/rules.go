@@ -184,7 +184,7 @@ func (c *Console) rulesPage(w http.ResponseWriter, r *http.Request) {
 	_, sess := c.session(r)
 	data := map[string]any{"Title": "Behaviour reference", "Nav": "rules", "Doc": behaviourHTML}
 	if sess != nil {
-		data["CSRF"] = sess.csrf
+		data["CSRF"] = sess.CSRF
 		data["SignedIn"] = true
 	}
 	c.render(w, http.StatusOK, "rules", data)

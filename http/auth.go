@@ -31,7 +31,12 @@ func bearer(r *nethttp.Request) (string, error) {
 
 // authenticate finds the principal of a request's bearer token: the admin
 // token (compared by hash in constant time), an OpenID Connect identity,
-// or an API token (the token service).
+// or an API token (the token service). The address's failed-
+// authentication bucket is looked at first: from an address that has
+// used it up, an OpenID Connect token is checked against the provider's
+// keys held, never making the broker fetch them (a valid token still
+// passes; one of an unknown key is refused without a request to the
+// provider).
 func (s *Server) authenticate(r *nethttp.Request) (*vdibroker.Principal, error) {
 	tok, err := bearer(r)
 	if err != nil {
@@ -42,7 +47,11 @@ func (s *Server) authenticate(r *nethttp.Request) (*vdibroker.Principal, error) 
 		return &vdibroker.Principal{Role: vdibroker.RoleAdmin, Subject: "admin", Kind: vdibroker.PrincipalAdmin}, nil
 	}
 	if s.oidc != nil && identity.LooksLikeJWT(tok) {
-		id, err := s.oidc.Verify(r.Context(), tok)
+		ctx := r.Context()
+		if s.Throttled(r) {
+			ctx = identity.CachedKeysOnly(ctx)
+		}
+		id, err := s.oidc.Verify(ctx, tok)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +111,7 @@ func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethtt
 			// audited one by one): a valid token or host credential is
 			// never throttled, even from an address (a proxy, a NAT) that
 			// others share.
-			if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated && !s.authFailures.spend(clientAddr(r)) {
+			if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated && !s.FailedAuthentication(r) {
 				writeError(w, r, s, throttled("too many failed authentications from this address", AuthFailuresPerSecond))
 				return
 			}

@@ -81,8 +81,35 @@ func (l *limiters) get(key string) *rate.Limiter {
 	return lim
 }
 
-// spend takes one token of key's bucket, if any is left.
-func (l *limiters) spend(key string) bool { return l.get(key).Allow() }
+// spend takes one token of key's bucket at now, if any is left.
+func (l *limiters) spend(key string, now time.Time) bool { return l.get(key).AllowN(now, 1) }
+
+// spent reports whether key's bucket is empty at now, taking nothing (a
+// key without a bucket has a full one).
+func (l *limiters) spent(key string, now time.Time) bool {
+	l.mu.Lock()
+	lim, ok := l.m[key]
+	if !ok && len(l.m) >= l.max {
+		lim, ok = l.overflow, true
+	}
+	l.mu.Unlock()
+	return ok && lim.TokensAt(now) < 1
+}
+
+// Throttled reports whether r's address has used up its failed
+// authentications (R-SEC), for other adapters that take credentials from
+// anonymous callers: the console refuses its OpenID Connect callback
+// from such an address before it asks the provider anything.
+func (s *Server) Throttled(r *nethttp.Request) bool {
+	return s.authFailures.spent(clientAddr(r), s.now())
+}
+
+// FailedAuthentication spends one of r's address's failed
+// authentications, and reports false when none was left (the caller then
+// answers 429 and records nothing).
+func (s *Server) FailedAuthentication(r *nethttp.Request) bool {
+	return s.authFailures.spend(clientAddr(r), s.now())
+}
 
 // throttled is the 429 answer, with how long to wait.
 func throttled(what string, perSecond float64) error {

@@ -14,15 +14,15 @@ func TestLimitersFloodKeepsThrottledAddress(t *testing.T) {
 	l := newLimiters(0.001, 3)
 	l.max = 100
 	for range 3 {
-		l.spend("attacker")
+		l.spend("attacker", time.Now())
 	}
-	if l.spend("attacker") {
+	if l.spend("attacker", time.Now()) {
 		t.Fatal("the attacker's bucket should be empty after its burst")
 	}
 	for i := range 500 {
-		l.spend("flood-" + strconv.Itoa(i))
+		l.spend("flood-"+strconv.Itoa(i), time.Now())
 	}
-	if l.spend("attacker") {
+	if l.spend("attacker", time.Now()) {
 		t.Fatal("after a flood of new addresses the throttled address got a fresh bucket")
 	}
 	if len(l.m) > l.max {
@@ -32,7 +32,7 @@ func TestLimitersFloodKeepsThrottledAddress(t *testing.T) {
 	// row spend its burst, and the fourth is refused.
 	refused := false
 	for i := range 4 {
-		if !l.spend("late-" + strconv.Itoa(i)) {
+		if !l.spend("late-"+strconv.Itoa(i), time.Now()) {
 			refused = true
 		}
 	}
@@ -48,7 +48,7 @@ func TestLimitersForgetIdleBuckets(t *testing.T) {
 	l := newLimiters(1000, 3) // refills within milliseconds
 	l.max = 10
 	for i := range 10 {
-		l.spend("a" + strconv.Itoa(i))
+		l.spend("a"+strconv.Itoa(i), time.Now())
 	}
 	time.Sleep(20 * time.Millisecond) // a token a millisecond: every bucket is full again
 	lim := l.get("new")

@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	nethttp "net/http"
@@ -31,6 +32,10 @@ type Config struct {
 	// AdminToken is the plaintext admin token (R-SEC). Only its SHA-256 hash
 	// is kept; requests are compared in constant time. Empty disables it.
 	AdminToken string
+	// AdminTokenHash is the admin token's vdibroker.HashSecret, for a
+	// replica that knows only the hash the replicas share (serve). It is
+	// used when AdminToken is empty.
+	AdminTokenHash string
 	// AgentClientCert makes the agent endpoints (register, heartbeat)
 	// require a verified TLS client certificate (mTLS; the listener
 	// verifies certificates that are given against its client CA).
@@ -85,6 +90,9 @@ func NewServer(cfg Config) *Server {
 	}
 	if cfg.AdminToken != "" {
 		s.adminHash = sha256.Sum256([]byte(cfg.AdminToken))
+		s.hasAdmin = true
+	} else if h, err := hex.DecodeString(cfg.AdminTokenHash); err == nil && len(h) == sha256.Size {
+		copy(s.adminHash[:], h)
 		s.hasAdmin = true
 	}
 	if cfg.Services.Federation != nil {

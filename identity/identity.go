@@ -5,8 +5,11 @@
 // groups claim into a vdibroker role and host-pool scope.
 //
 // Tokens are verified with github.com/coreos/go-oidc (signature against the
-// issuer's published keys, issuer, audience = the client id, expiry); the
-// code exchange is golang.org/x/oauth2's.
+// issuer's published keys, issuer, audience = the client id, expiry)
+// with a key set of our own that fetches the keys at most once per
+// KeyRefresh (keyset.go); the code exchange is golang.org/x/oauth2's. The
+// browser's side of a sign-in, for any area of the site, is Flow
+// (flow.go).
 package identity
 
 import (
@@ -16,12 +19,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/goccy/go-yaml"
 	"golang.org/x/oauth2"
 
@@ -35,8 +41,6 @@ type Config struct {
 	Issuer       string
 	ClientID     string
 	ClientSecret string
-	// RedirectURL is the console's callback, <external URL>/signin/oidc/callback.
-	RedirectURL string
 	// GroupsClaim is the claim holding the user's groups (default "groups").
 	GroupsClaim string
 	Roles       RoleMap
@@ -136,8 +140,23 @@ type Identity struct {
 // Provider is a configured OpenID provider.
 type Provider struct {
 	cfg      Config
+	keys     *keySet
 	verifier *oidc.IDTokenVerifier
 	oauth    oauth2.Config
+	// roles is the role map in force: SetRoles replaces it (serve reads
+	// the file again on SIGHUP).
+	roles atomic.Pointer[RoleMap]
+	// endSession is the provider's end_session_endpoint ("" when it
+	// offers none): signing out ends the provider's session too.
+	endSession string
+}
+
+// discovery is what the provider's discovery document says beyond what
+// go-oidc reads.
+type discovery struct {
+	JWKSURL    string   `json:"jwks_uri"`
+	Algs       []string `json:"id_token_signing_alg_values_supported"`
+	EndSession string   `json:"end_session_endpoint"`
 }
 
 // New discovers the provider and returns it.
@@ -159,12 +178,61 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oidc: discover %s: %w", cfg.Issuer, err)
 	}
-	return &Provider{
-		cfg:      cfg,
-		verifier: p.Verifier(&oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now}),
+	var d discovery
+	if err := p.Claims(&d); err != nil || d.JWKSURL == "" {
+		return nil, fmt.Errorf("oidc: discover %s: no jwks_uri (%v)", cfg.Issuer, err)
+	}
+	if d.EndSession != "" {
+		if u, err := url.Parse(d.EndSession); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("oidc: discover %s: end_session_endpoint %q is not an http(s) URL", cfg.Issuer, d.EndSession)
+		}
+	}
+	keys := &keySet{url: d.JWKSURL, client: cfg.HTTPClient, now: cfg.Now}
+	if _, err := keys.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("oidc: %s: %w", cfg.Issuer, err)
+	}
+	var algs []string
+	for _, a := range d.Algs {
+		if slices.Contains(signingAlgs, jose.SignatureAlgorithm(a)) {
+			algs = append(algs, a)
+		}
+	}
+	pr := &Provider{
+		cfg:        cfg,
+		keys:       keys,
+		verifier:   oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{ClientID: cfg.ClientID, Now: cfg.Now, SupportedSigningAlgs: algs}),
+		endSession: d.EndSession,
 		oauth: oauth2.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, Endpoint: p.Endpoint(),
-			RedirectURL: cfg.RedirectURL, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}},
-	}, nil
+			Scopes: []string{oidc.ScopeOpenID, "profile", "email"}},
+	}
+	pr.roles.Store(&cfg.Roles)
+	return pr, nil
+}
+
+// SetRoles puts m in force for the tokens verified from now on (serve's
+// SIGHUP); a session already open keeps its role until it ends.
+func (p *Provider) SetRoles(m RoleMap) { p.roles.Store(&m) }
+
+// EndSessionURL returns where to send a browser to end its session at the
+// provider too (OpenID Connect RP-Initiated Logout 1.0): the provider's
+// end_session_endpoint with id_token_hint, client_id and, when set,
+// post_logout_redirect_uri, which must be registered at the provider. It
+// is "" when the provider offers no end_session_endpoint.
+func (p *Provider) EndSessionURL(idTokenHint, postLogoutRedirect string) string {
+	if p.endSession == "" {
+		return ""
+	}
+	u, _ := url.Parse(p.endSession) // checked by New
+	q := u.Query()
+	q.Set("client_id", p.cfg.ClientID)
+	if idTokenHint != "" {
+		q.Set("id_token_hint", idTokenHint)
+	}
+	if postLogoutRedirect != "" {
+		q.Set("post_logout_redirect_uri", postLogoutRedirect)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Issuer returns the issuer URL.
@@ -205,7 +273,7 @@ func (p *Provider) verify(ctx context.Context, raw string) (*Identity, *oidc.IDT
 	if id.Subject == "" {
 		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token: no subject")
 	}
-	role, pools, ok := p.cfg.Roles.Resolve(id.Groups)
+	role, pools, ok := p.roles.Load().Resolve(id.Groups)
 	if !ok {
 		return nil, nil, vdibroker.Errorf(vdibroker.EPermission, "no role is mapped to the groups of %s (claim %q: %v)", id.Subject, p.cfg.GroupsClaim, id.Groups)
 	}
@@ -230,37 +298,14 @@ func stringList(v any) []string {
 	return nil
 }
 
-// Login is one sign-in under way: its state, nonce and PKCE verifier, kept
-// by the caller until the callback, and the redirect URL it used.
-type Login struct {
-	State       string
-	Nonce       string
-	Verifier    string
-	RedirectURL string
-}
-
-// RedirectURL is the configured callback ("" when none: the caller derives
-// it from the request).
-func (p *Provider) RedirectURL() string { return p.cfg.RedirectURL }
-
-// NewLogin returns a Login with fresh random values and the URL to send
-// the browser to; the provider sends it back to redirectURL.
-func (p *Provider) NewLogin(redirectURL string) (*Login, string) {
-	l := &Login{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(), RedirectURL: redirectURL}
-	oc := p.oauth
-	oc.RedirectURL = redirectURL
-	u := oc.AuthCodeURL(l.State, oidc.Nonce(l.Nonce), oauth2.S256ChallengeOption(l.Verifier))
-	return l, u
-}
-
-// Finish exchanges the callback's code (with the login's PKCE verifier),
-// verifies the ID token and its nonce, and returns the identity and the
-// raw ID token.
-func (p *Provider) Finish(ctx context.Context, l *Login, code string) (*Identity, string, error) {
+// exchange trades an authorization code (with its PKCE verifier) for
+// the provider's tokens, verifies the ID token and its nonce, and returns
+// the identity and the raw ID token.
+func (p *Provider) exchange(ctx context.Context, redirectURL, code, verifier, nonce string) (*Identity, string, error) {
 	ctx = oidc.ClientContext(ctx, p.cfg.HTTPClient)
 	oc := p.oauth
-	oc.RedirectURL = l.RedirectURL
-	tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(l.Verifier))
+	oc.RedirectURL = redirectURL
+	tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(verifier))
 	if err != nil {
 		return nil, "", vdibroker.Errorf(vdibroker.EUnauthenticated, "the identity provider refused the code: %v", err)
 	}
@@ -272,7 +317,7 @@ func (p *Provider) Finish(ctx context.Context, l *Login, code string) (*Identity
 	if err != nil {
 		return nil, "", err
 	}
-	if idt.Nonce == "" || idt.Nonce != l.Nonce {
+	if idt.Nonce == "" || idt.Nonce != nonce {
 		return nil, "", vdibroker.Errorf(vdibroker.EUnauthenticated, "the ID token's nonce is not this sign-in's")
 	}
 	return id, raw, nil

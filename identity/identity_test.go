@@ -1,9 +1,6 @@
 package identity_test
 
 import (
-	"context"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/identity"
-	"github.com/vdibroker/vdibroker/internal/testop"
 )
 
 func TestResolve(t *testing.T) {
@@ -78,75 +73,5 @@ func TestLoadRoleMap(t *testing.T) {
 				t.Errorf("err %v, want one containing %q", err, tc.err)
 			}
 		})
-	}
-}
-
-// login drives the provider's login form for l and returns the code.
-func login(t *testing.T, op *testop.OP, authURL, user, password string) string {
-	t.Helper()
-	u, err := url.Parse(authURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	form := u.Query()
-	form.Set("username", user)
-	form.Set("password", password)
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := c.PostForm(op.Issuer+"/authorize", form)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	loc, err := url.Parse(res.Header.Get("Location"))
-	if err != nil || res.StatusCode != http.StatusFound {
-		t.Fatalf("login: %d %v", res.StatusCode, err)
-	}
-	if loc.Query().Get("state") != form.Get("state") {
-		t.Fatalf("state %q came back as %q", form.Get("state"), loc.Query().Get("state"))
-	}
-	return loc.Query().Get("code")
-}
-
-// TestFinish: the code flow's checks: a good sign-in gives the mapped
-// identity; a wrong PKCE verifier, a nonce that is not the sign-in's and
-// a code used twice are refused.
-func TestFinish(t *testing.T) {
-	op := testop.Start(t, "cid", "sec", testop.User{Subject: "dave", Password: "pw", Name: "dave@example.test", Groups: []string{"g"}})
-	p, err := identity.New(context.Background(), identity.Config{Issuer: op.Issuer, ClientID: "cid", ClientSecret: "sec",
-		Roles: identity.RoleMap{Groups: map[string]identity.Grant{"g": {Role: "Reader", HostPools: []string{"pool-a"}}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const redirect = "http://127.0.0.1:1/signin/oidc/callback"
-	ctx := context.Background()
-
-	l, authURL := p.NewLogin(redirect)
-	if !strings.Contains(authURL, "code_challenge_method=S256") || !strings.Contains(authURL, "nonce=") {
-		t.Fatalf("authorization URL without PKCE or nonce: %s", authURL)
-	}
-	code := login(t, op, authURL, "dave", "pw")
-	id, raw, err := p.Finish(ctx, l, code)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id.Subject != "dave" || id.Role != "Reader" || !cmp.Equal(id.HostPools, []string{"pool-a"}) || id.Name != "dave@example.test" || raw == "" {
-		t.Errorf("identity %+v", id)
-	}
-	if _, _, err := p.Finish(ctx, l, code); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
-		t.Errorf("a code used twice: %v", err)
-	}
-
-	l, authURL = p.NewLogin(redirect)
-	code = login(t, op, authURL, "dave", "pw")
-	l.Verifier = "not-the-verifier-of-this-login-0123456789abcdefghij"
-	if _, _, err := p.Finish(ctx, l, code); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
-		t.Errorf("a wrong PKCE verifier: %v", err)
-	}
-
-	l, authURL = p.NewLogin(redirect)
-	code = login(t, op, authURL, "dave", "pw")
-	l.Nonce = "another-nonce"
-	if _, _, err := p.Finish(ctx, l, code); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || !strings.Contains(err.Error(), "nonce") {
-		t.Errorf("a nonce not the sign-in's: %v", err)
 	}
 }

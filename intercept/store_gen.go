@@ -87,6 +87,14 @@ const (
 	OpGatewayReached            = "GatewayReached"
 	OpGatewayClosed             = "GatewayClosed"
 	OpPruneGatewayTunnels       = "PruneGatewayTunnels"
+	OpCreateWebSession          = "CreateWebSession"
+	OpWebSession                = "WebSession"
+	OpDeleteWebSession          = "DeleteWebSession"
+	OpSetWebSessionFlash        = "SetWebSessionFlash"
+	OpDeleteExpiredWebSessions  = "DeleteExpiredWebSessions"
+	OpSharedValue               = "SharedValue"
+	OpInitSharedValue           = "InitSharedValue"
+	OpSetSharedValue            = "SetSharedValue"
 )
 
 // Close runs the wrapped store's Close through the hook.
@@ -607,4 +615,68 @@ func (s *Store) PruneGatewayTunnels(ctx context.Context, now time.Time, limit in
 		return err
 	})
 	return r0, err
+}
+
+// CreateWebSession runs the wrapped store's CreateWebSession through the hook.
+func (s *Store) CreateWebSession(ctx context.Context, ws *vdibroker.WebSession, lim vdibroker.WebSessionLimits, now time.Time) error {
+	return s.hook(ctx, OpCreateWebSession, func(ctx context.Context) error {
+		return s.inner.CreateWebSession(ctx, ws, lim, now)
+	})
+}
+
+// WebSession runs the wrapped store's WebSession through the hook.
+func (s *Store) WebSession(ctx context.Context, idHash string, now time.Time) (r0 *vdibroker.WebSession, err error) {
+	err = s.hook(ctx, OpWebSession, func(ctx context.Context) (err error) {
+		r0, err = s.inner.WebSession(ctx, idHash, now)
+		return err
+	})
+	return r0, err
+}
+
+// DeleteWebSession runs the wrapped store's DeleteWebSession through the hook.
+func (s *Store) DeleteWebSession(ctx context.Context, idHash string) error {
+	return s.hook(ctx, OpDeleteWebSession, func(ctx context.Context) error {
+		return s.inner.DeleteWebSession(ctx, idHash)
+	})
+}
+
+// SetWebSessionFlash runs the wrapped store's SetWebSessionFlash through the hook.
+func (s *Store) SetWebSessionFlash(ctx context.Context, idHash string, flash string) error {
+	return s.hook(ctx, OpSetWebSessionFlash, func(ctx context.Context) error {
+		return s.inner.SetWebSessionFlash(ctx, idHash, flash)
+	})
+}
+
+// DeleteExpiredWebSessions runs the wrapped store's DeleteExpiredWebSessions through the hook.
+func (s *Store) DeleteExpiredWebSessions(ctx context.Context, now time.Time) (r0 int, err error) {
+	err = s.hook(ctx, OpDeleteExpiredWebSessions, func(ctx context.Context) (err error) {
+		r0, err = s.inner.DeleteExpiredWebSessions(ctx, now)
+		return err
+	})
+	return r0, err
+}
+
+// SharedValue runs the wrapped store's SharedValue through the hook.
+func (s *Store) SharedValue(ctx context.Context, name string) (r0 string, err error) {
+	err = s.hook(ctx, OpSharedValue, func(ctx context.Context) (err error) {
+		r0, err = s.inner.SharedValue(ctx, name)
+		return err
+	})
+	return r0, err
+}
+
+// InitSharedValue runs the wrapped store's InitSharedValue through the hook.
+func (s *Store) InitSharedValue(ctx context.Context, name string, value string, now time.Time) (r0 string, err error) {
+	err = s.hook(ctx, OpInitSharedValue, func(ctx context.Context) (err error) {
+		r0, err = s.inner.InitSharedValue(ctx, name, value, now)
+		return err
+	})
+	return r0, err
+}
+
+// SetSharedValue runs the wrapped store's SetSharedValue through the hook.
+func (s *Store) SetSharedValue(ctx context.Context, name string, value string, now time.Time) error {
+	return s.hook(ctx, OpSetSharedValue, func(ctx context.Context) error {
+		return s.inner.SetSharedValue(ctx, name, value, now)
+	})
 }

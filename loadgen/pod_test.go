@@ -33,7 +33,7 @@ func (b *podTestBroker) start(ctx context.Context, phase string) (string, int, e
 	}
 	st = metrics.InstrumentStore(st)
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: testAdmin, ObservePlacement: metrics.ObservePlacement})
-	con := console.New(console.Config{API: srv.Handler(), Store: st})
+	con := console.New(console.Config{API: srv.Handler(), Store: st, Sessions: st})
 	srv.Mux().Handle("/", con)
 	srv.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

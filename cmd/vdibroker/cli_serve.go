@@ -16,7 +16,8 @@ var logFormats = []string{"text", "json"}
 // tells after the start where the admin token was written, if this start
 // created it: the path, never the token (unless it is the demo's "demo"),
 // so that nobody has to guess where it went and no secret lands in a
-// terminal's scrollback or a service log.
+// terminal's scrollback or a service log. A replica that knows only the
+// hash the replicas share (token "") says where the token is.
 func firstStart(dataDir string) func(out io.Writer, token string) {
 	path := filepath.Join(dataDir, "admin.token")
 	_, err := os.Stat(path)
@@ -25,6 +26,8 @@ func firstStart(dataDir string) func(out io.Writer, token string) {
 		switch {
 		case token == "demo":
 			fmt.Fprintln(out, "admin token: demo")
+		case token == "":
+			fmt.Fprintln(out, "the admin token is the one the replicas share through the database: the admin.token of the replica that started first, or VDIBROKER_ADMIN_TOKEN")
 		case created:
 			if abs, err := filepath.Abs(path); err == nil {
 				path = abs

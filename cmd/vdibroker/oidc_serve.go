@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -14,8 +20,8 @@ import (
 	"github.com/vdibroker/vdibroker/identity"
 )
 
-// OIDCFlags are serve's OpenID Connect flags (issue 15). Sign-in with an
-// identity provider is off unless --oidc-issuer is set.
+// OIDCFlags are serve's OpenID Connect flags. Sign-in with an identity
+// provider is off unless --oidc-issuer is set.
 type OIDCFlags struct {
 	Issuer           string
 	ClientID         string
@@ -23,7 +29,9 @@ type OIDCFlags struct {
 	RoleMapFile      string
 	GroupsClaim      string
 	// RedirectURL is the console's callback registered at the provider;
-	// empty derives it from each sign-in's request (scheme://host/signin/oidc/callback).
+	// empty is --external-url's /signin/oidc/callback (a broker listening
+	// on loopback without --external-url: its own URL's). Never a
+	// request's Host.
 	RedirectURL string
 
 	provider *identity.Provider // set by load
@@ -33,9 +41,9 @@ func (f *OIDCFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Issuer, "oidc-issuer", "", "OpenID Connect issuer URL (e.g. https://login.microsoftonline.com/TENANT/v2.0); empty: no single sign-on")
 	fs.StringVar(&f.ClientID, "oidc-client-id", "", "the client (application) id registered at the issuer; ID and access tokens must name it as their audience")
 	fs.StringVar(&f.ClientSecretFile, "oidc-client-secret-file", "", "file holding the client secret (none: a public client, PKCE only)")
-	fs.StringVar(&f.RoleMapFile, "oidc-role-map", "", "YAML file mapping groups to a role and host pools (groups: {NAME: {role: Contributor, hostPools: [p1]}})")
+	fs.StringVar(&f.RoleMapFile, "oidc-role-map", "", "YAML file mapping groups to a role and host pools (groups: {NAME: {role: Contributor, hostPools: [p1]}}); read again on SIGHUP")
 	fs.StringVar(&f.GroupsClaim, "oidc-groups-claim", "groups", "the token claim holding the user's groups")
-	fs.StringVar(&f.RedirectURL, "oidc-redirect-url", "", "the console's callback registered at the issuer, https://HOST/signin/oidc/callback (default: from each request's host)")
+	fs.StringVar(&f.RedirectURL, "oidc-redirect-url", "", "the console's callback registered at the issuer (default: --external-url + /signin/oidc/callback; register --external-url + /signin as the post-logout redirect)")
 }
 
 // load discovers the provider when configured.
@@ -48,6 +56,11 @@ func (f *OIDCFlags) load(ctx context.Context) error {
 	}
 	if f.ClientID == "" || f.RoleMapFile == "" {
 		return usageError{errors.New("--oidc-issuer needs --oidc-client-id and --oidc-role-map")}
+	}
+	if f.RedirectURL != "" {
+		if u, err := url.Parse(f.RedirectURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usageError{fmt.Errorf("--oidc-redirect-url must be an http:// or https:// URL, got %q", f.RedirectURL)}
+		}
 	}
 	roles, err := identity.LoadRoleMap(f.RoleMapFile)
 	if err != nil {
@@ -62,14 +75,72 @@ func (f *OIDCFlags) load(ctx context.Context) error {
 		secret = strings.TrimSpace(string(b))
 	}
 	f.provider, err = identity.New(ctx, identity.Config{Issuer: f.Issuer, ClientID: f.ClientID, ClientSecret: secret,
-		RedirectURL: f.RedirectURL, GroupsClaim: f.GroupsClaim, Roles: roles})
+		GroupsClaim: f.GroupsClaim, Roles: roles})
 	return err
 }
 
-// addConsole offers single sign-on on the console's sign-in page; refused
-// sign-ins go to the audit trail through audit.
-func (f *OIDCFlags) addConsole(c *console.Console, audit vdibroker.AuditStore) {
-	if f.provider != nil {
-		c.EnableOIDC(f.provider, audit)
+// reload reads the role map again (SIGHUP): sign-ins and tokens verified
+// from now on get the new roles. A file that does not load keeps the map
+// in force and says why.
+func (f *OIDCFlags) reload(log *slog.Logger) {
+	if f.provider == nil {
+		return
 	}
+	roles, err := identity.LoadRoleMap(f.RoleMapFile)
+	if err != nil {
+		log.Error("SIGHUP: OIDC role map kept", "file", f.RoleMapFile, "err", err)
+		return
+	}
+	f.provider.SetRoles(roles)
+	log.Warn("SIGHUP: OIDC role map", "file", f.RoleMapFile, "groups", len(roles.Groups))
+}
+
+// siteURL is the URL the browser reaches the broker at, which the
+// provider sends it back to: --external-url; else the origin of
+// --oidc-redirect-url; else, for a broker listening on loopback only,
+// its own URL. Never a request's Host header.
+func (m *Main) siteURL() (string, error) {
+	if m.Federation.ExternalURL != "" {
+		return strings.TrimSuffix(m.Federation.ExternalURL, "/"), nil
+	}
+	if m.OIDC.RedirectURL != "" {
+		u, _ := url.Parse(m.OIDC.RedirectURL) // checked by load
+		return u.Scheme + "://" + u.Host, nil
+	}
+	if ip := net.ParseIP(m.listener.Addr().(*net.TCPAddr).IP.String()); ip != nil && ip.IsLoopback() {
+		return m.URL(), nil
+	}
+	return "", usageError{errors.New("--oidc-issuer needs --external-url (the URL browsers reach this broker at) unless it listens on loopback only")}
+}
+
+// addConsole offers single sign-on on the console's sign-in page: the
+// callback and post-logout URLs from siteURL, the state cookie's key the
+// replicas share (made by the first), the API's per-address limit of
+// failed authentications, refusals recorded within a budget.
+func (m *Main) addOIDCConsole(ctx context.Context, c *console.Console, st vdibroker.Store) error {
+	if m.OIDC.provider == nil {
+		return nil
+	}
+	site, err := m.siteURL()
+	if err != nil {
+		return err
+	}
+	callback := m.OIDC.RedirectURL
+	if callback == "" {
+		callback = site + console.OIDCCallbackPath
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	stored, err := st.InitSharedValue(ctx, vdibroker.SharedSigninKey, hex.EncodeToString(key), time.Now())
+	if err != nil {
+		return fmt.Errorf("the sign-in state key: %w", err)
+	}
+	if key, err = hex.DecodeString(stored); err != nil || len(key) != 32 {
+		return fmt.Errorf("the sign-in state key in the database is not 32 bytes of hex")
+	}
+	m.Logger.Info("single sign-on", "issuer", m.OIDC.Issuer, "callback", callback, "postLogout", site+"/signin")
+	return c.EnableOIDC(console.OIDCConfig{Provider: m.OIDC.provider, CallbackURL: callback, PostLogoutURL: site + "/signin", Key: key,
+		Limit: m.Server, Refusals: &console.AuditRefusals{Store: st, Logger: m.Logger}})
 }

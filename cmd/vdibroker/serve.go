@@ -97,7 +97,7 @@ type Main struct {
 }
 
 // Open opens the store, loads or creates the admin token and starts serving.
-func (m *Main) Open(ctx context.Context) error {
+func (m *Main) Open(ctx context.Context) (err error) {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -107,86 +107,82 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	// What Open has started, undone in reverse order when a later step
+	// fails, so a failed Open leaves nothing running or locked.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
 	if m.Database == "" {
 		unlock, err := lockDataDir(m.DataDir)
 		if err != nil {
 			return err
 		}
 		m.unlockDir = unlock
+		undo = append(undo, m.unlock)
 	}
 	if err := m.Federation.load(); err != nil {
-		m.unlock()
 		return err
 	}
 	if err := m.OIDC.load(ctx); err != nil {
-		m.unlock()
 		return err
 	}
-	token, err := adminToken(m.DataDir)
-	if err != nil {
-		m.unlock()
-		return err
-	}
-	m.AdminToken = token
 	db, err := store.OpenWith(ctx, m.Database, m.DataDir, m.Logger, store.Options{BatchTimeout: m.StoreTimeout})
 	if err != nil {
-		m.unlock()
 		return fmt.Errorf("open store: %w", err)
 	}
+	undo = append(undo, func() { db.Close() })
+	// One admin token for every replica: its hash is in the database
+	// (admintoken_shared.go).
+	token, adminHash, err := adminCredential(ctx, db, m.DataDir, m.Database != "", m.Logger)
+	if err != nil {
+		return fmt.Errorf("admin token: %w", err)
+	}
+	m.AdminToken = token
 	// Every store call is timed for /metrics (store transaction latency).
 	st := metrics.InstrumentStore(db)
 	m.Store = st
-	var tlsConfig *tls.Config
-	if m.TLSCert != "" || m.TLSKey != "" {
-		if m.TLSCert == "" || m.TLSKey == "" {
-			st.Close()
-			m.unlock()
-			return usageError{errors.New("--tls-cert and --tls-key go together")}
-		}
-		if m.certs, err = newCertReloader(m.TLSCert, m.TLSKey, m.Logger); err != nil {
-			st.Close()
-			m.unlock()
-			return err
-		}
-		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.certs.GetCertificate}
-		if m.TLSClientCA != "" {
-			pool, err := loadCertPool(m.TLSClientCA)
-			if err != nil {
-				m.certs.Close()
-				st.Close()
-				m.unlock()
-				return fmt.Errorf("--tls-client-ca: %w", err)
-			}
-			// Verified when given; the agent endpoints require one.
-			tlsConfig.ClientCAs, tlsConfig.ClientAuth = pool, tls.VerifyClientCertIfGiven
-		}
-	} else if m.TLSClientCA != "" {
-		st.Close()
-		m.unlock()
-		return usageError{errors.New("--tls-client-ca needs --tls-cert and --tls-key")}
-	}
-	if err := m.Gateway.listen(m.certs); err != nil {
-		if m.certs != nil {
-			m.certs.Close()
-		}
-		st.Close()
-		m.unlock()
+	tlsConfig, err := m.serverTLS()
+	if err != nil {
 		return err
 	}
+	if m.certs != nil {
+		undo = append(undo, func() { m.certs.Close() })
+	}
+	if err := m.Gateway.listen(m.certs); err != nil {
+		return err
+	}
+	undo = append(undo, func() { m.Gateway.close() })
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers,
 		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval, Gateway: m.Gateway.brokerConfig()})
+	undo = append(undo, func() { m.broker.Close() })
 	services := m.broker.Services()
 	services.Federation = m.Federation.federation(m.broker, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
-		AdminToken: token, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
+		AdminTokenHash: adminHash, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
+	// Listening before the console is made: single sign-on's callback of
+	// a broker on loopback is its own URL (siteURL).
+	ln, err := net.Listen("tcp", m.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", m.Listen, err)
+	}
+	undo = append(undo, func() { ln.Close() })
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	m.listener = ln
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	// Console and metrics read through the service's store: bounded by the
 	// store timeout, and failing at once during an outage.
 	guarded := m.broker.Store()
 	health := m.broker.StoreHealth()
-	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Logger: m.Logger,
+	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Sessions: guarded, Logger: m.Logger,
 		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://"),
 		Outage: func() *console.Outage {
 			st := health.Status()
@@ -195,35 +191,20 @@ func (m *Main) Open(ctx context.Context) error {
 			}
 			return &console.Outage{Since: st.Since, Reason: st.Reason, Placement: m.OutagePlacement.Enabled}
 		}})
+	undo = append(undo, func() { m.console.Close() })
 	m.Federation.addConsole(m.console)
-	m.OIDC.addConsole(m.console, guarded)
+	if err := m.addOIDCConsole(ctx, m.console, guarded); err != nil {
+		return err
+	}
 	m.Server.Mux().Handle("/", m.console)
-	m.startAutoscale(guarded)
 	reg := m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
 		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }}))
 	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(reg)))
 	// The in-process gateway's metrics are the broker's (vdibroker_gateway_*).
 	if err := m.Gateway.start(ctx, services.Gateway, reg, m.Logger); err != nil {
-		m.Gateway.close()
-		m.console.Close()
-		m.broker.Close()
-		st.Close()
-		m.unlock()
 		return fmt.Errorf("in-process gateway: %w", err)
 	}
-	ln, err := net.Listen("tcp", m.Listen)
-	if err != nil {
-		m.Gateway.close()
-		m.console.Close()
-		m.broker.Close()
-		st.Close()
-		m.unlock()
-		return fmt.Errorf("listen on %s: %w", m.Listen, err)
-	}
-	if tlsConfig != nil {
-		ln = tls.NewListener(ln, tlsConfig)
-	}
-	m.listener = ln
+	m.startAutoscale(guarded)
 	m.httpServer = &http.Server{
 		Handler:           metrics.InstrumentAPI(m.Server.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -238,6 +219,36 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// serverTLS returns the listener's TLS configuration from the --tls-*
+// flags (nil without TLS), with m.certs reloading the certificate.
+func (m *Main) serverTLS() (*tls.Config, error) {
+	if m.TLSCert == "" && m.TLSKey == "" {
+		if m.TLSClientCA != "" {
+			return nil, usageError{errors.New("--tls-client-ca needs --tls-cert and --tls-key")}
+		}
+		return nil, nil
+	}
+	if m.TLSCert == "" || m.TLSKey == "" {
+		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}
+	}
+	certs, err := newCertReloader(m.TLSCert, m.TLSKey, m.Logger)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+	if m.TLSClientCA != "" {
+		pool, err := loadCertPool(m.TLSClientCA)
+		if err != nil {
+			certs.Close()
+			return nil, fmt.Errorf("--tls-client-ca: %w", err)
+		}
+		// Verified when given; the agent endpoints require one.
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven
+	}
+	m.certs = certs
+	return cfg, nil
 }
 
 // unlock releases the data dir lock, if held.
@@ -427,9 +438,13 @@ func newServeCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			// SIGHUP (systemctl reload) reads the log level again; the TLS
-			// certificate, when served, is read again by its reloader.
-			onHUP(ctx, func() { logs.reload(m.Logger) })
+			// SIGHUP (systemctl reload) reads the log level and the OIDC
+			// role map again; the TLS certificate, when served, is read
+			// again by its reloader.
+			onHUP(ctx, func() {
+				logs.reload(m.Logger)
+				m.OIDC.reload(m.Logger)
+			})
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {

@@ -1,0 +1,163 @@
+package identity
+
+import (
+	"crypto/cipher"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// LoginTTL is how long a started sign-in may take to come back from the
+// provider.
+const LoginTTL = 10 * time.Minute
+
+// MaxReflected bounds the provider's error text a refused callback shows
+// and records: the callback's query is anyone's to write.
+const MaxReflected = 200
+
+// FlowConfig configures a Flow.
+type FlowConfig struct {
+	Provider *Provider
+	// CallbackURL is the absolute URL the provider sends the browser back
+	// to, as registered there: the broker's external URL and the area's
+	// callback path. It is never taken from a request, whose Host header
+	// is the client's to choose.
+	CallbackURL string
+	// StateCookie names the cookie carrying the sign-in under way, and
+	// StatePath is its Path (the callback's, or a directory above it).
+	StateCookie, StatePath string
+	// Key seals the state cookie: 32 bytes, the same on every replica
+	// (serve keeps it in the database), so a sign-in started on one
+	// replica may come back to another.
+	Key []byte
+	// Secure says whether a cookie set in answer to r is Secure: always
+	// over TLS, and behind a TLS-terminating proxy (an https external URL).
+	Secure func(r *http.Request) bool
+	// Now is the clock sign-ins expire by (nil: time.Now).
+	Now func() time.Time
+}
+
+// Flow is the browser's side of signing in with the provider (the
+// authorization code flow with PKCE, state and nonce) for one area of the
+// site: the admin console, the user portal. Start sends the browser to
+// the provider; Finish takes it back, checks it is the browser that
+// started, exchanges the code and verifies the ID token. What a verified
+// identity may do there, and the session it gets, are the area's. Flow
+// keeps nothing in memory: a sign-in under way is in its state cookie
+// (statecookie.go), whose SameSite=Lax lets it come back on the
+// provider's top-level redirect.
+type Flow struct {
+	cfg  FlowConfig
+	aead cipher.AEAD
+}
+
+// NewFlow returns a Flow, or an error when cfg is incomplete.
+func NewFlow(cfg FlowConfig) (*Flow, error) {
+	if cfg.Provider == nil || cfg.StateCookie == "" || cfg.StatePath == "" || cfg.Secure == nil {
+		return nil, errors.New("identity: a flow needs a provider, a state cookie, its path and the Secure rule")
+	}
+	u, err := url.Parse(cfg.CallbackURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("identity: a flow's callback URL must be an absolute http(s) URL, got " + cfg.CallbackURL)
+	}
+	aead, err := stateAEAD(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Flow{cfg: cfg, aead: aead}, nil
+}
+
+// Provider returns the flow's provider.
+func (f *Flow) Provider() *Provider { return f.cfg.Provider }
+
+// Start begins a sign-in: a fresh state, nonce and PKCE verifier sealed
+// into the state cookie, and a 303 to the provider's authorization
+// endpoint. next is where Finish sends the browser afterwards, a path of
+// this site the caller has checked ("/" if it is longer than 1 KiB or
+// names another host).
+func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
+	if !nextPath(next) {
+		next = "/"
+	}
+	p := &pending{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(), Next: next,
+		Expires: f.cfg.Now().Add(LoginTTL).Unix()}
+	oc := f.cfg.Provider.oauth
+	oc.RedirectURL = f.cfg.CallbackURL
+	authURL := oc.AuthCodeURL(p.State, oidc.Nonce(p.Nonce), oauth2.S256ChallengeOption(p.Verifier))
+	http.SetCookie(w, &http.Cookie{Name: f.cfg.StateCookie, Value: sealState(f.aead, f.cfg.StateCookie, p), Path: f.cfg.StatePath,
+		MaxAge: int(LoginTTL.Seconds()), HttpOnly: true, Secure: f.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, authURL, http.StatusSeeOther)
+}
+
+// Finish completes the sign-in the provider sent the browser back with
+// (GET of the callback URL): the state must be the one sealed in this
+// browser's state cookie, unexpired; the code is exchanged with the PKCE
+// verifier and the ID token verified, its nonce included. It returns the
+// identity, the raw ID token and where to go next. The state cookie is
+// cleared whatever the outcome. An error is a *vdibroker.Error whose
+// message may be shown to the person (Unauthenticated: the provider
+// refused, or the token did not verify; PermissionDenied: not this
+// browser's sign-in, or no role is mapped to the user's groups); what it
+// quotes of the request is cut to MaxReflected bytes of printable ASCII.
+func (f *Flow) Finish(w http.ResponseWriter, r *http.Request) (*Identity, string, string, error) {
+	http.SetCookie(w, &http.Cookie{Name: f.cfg.StateCookie, Value: "", Path: f.cfg.StatePath, MaxAge: -1,
+		HttpOnly: true, Secure: f.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+	w.Header().Set("Cache-Control", "no-store")
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		msg := "The identity provider did not sign you in: " + Printable(e, 64)
+		if d := q.Get("error_description"); d != "" {
+			msg += ": " + Printable(d, MaxReflected)
+		}
+		return nil, "", "", vdibroker.Errorf(vdibroker.EUnauthenticated, "%s", msg)
+	}
+	ck, err := r.Cookie(f.cfg.StateCookie)
+	if err != nil {
+		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in was not started in this browser (state mismatch). Sign in again.")
+	}
+	p, err := openState(f.aead, f.cfg.StateCookie, ck.Value, f.cfg.Now())
+	switch {
+	case err != nil && !errors.Is(err, errBadState):
+		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in took longer than %s. Sign in again.", LoginTTL)
+	case err != nil || !equalString(q.Get("state"), p.State):
+		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in was not started in this browser (state mismatch). Sign in again.")
+	}
+	id, raw, err := f.cfg.Provider.exchange(r.Context(), f.cfg.CallbackURL, q.Get("code"), p.Verifier, p.Nonce)
+	if err != nil {
+		return nil, "", "", &vdibroker.Error{Code: vdibroker.ErrorCode(err), Message: Printable(vdibroker.ErrorMessage(err), 2*MaxReflected)}
+	}
+	return id, raw, p.Next, nil
+}
+
+// Printable returns s with every byte that is not printable ASCII
+// dropped, cut to max bytes (an ellipsis marks a cut): text from a
+// request, fit for a page, a log line and an audit row.
+func Printable(s string, max int) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if b.Len() == max {
+			return b.String() + "…"
+		}
+		if c := s[i]; c >= 0x20 && c < 0x7f {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// equalString compares two non-empty strings in constant time.
+func equalString(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}

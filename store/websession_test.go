@@ -1,0 +1,191 @@
+package store_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+func webSession(id, principal string, created time.Time) *vdibroker.WebSession {
+	return &vdibroker.WebSession{IDHash: id, Area: "console", Principal: principal, Role: vdibroker.RoleReader,
+		Sealed: []byte("sealed-" + id), CreateTime: created, ExpireTime: created.Add(time.Hour)}
+}
+
+// TestWebSessions (R-SEC, web sessions): a session made on one store
+// handle is read on another (a replica); it expires; its flash is set and
+// cleared; deleted, it is gone; the sweep deletes only expired rows.
+func TestWebSessions(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		ctx := t.Context()
+		if err := a.CreateWebSession(ctx, webSession("s1", "token:r1", t0), vdibroker.WebSessionLimits{}, t0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.WebSession(ctx, "s1", t0.Add(time.Minute))
+		if err != nil || got.Principal != "token:r1" || string(got.Sealed) != "sealed-s1" || !got.ExpireTime.Equal(t0.Add(time.Hour)) {
+			t.Fatalf("read on another handle: %+v, %v", got, err)
+		}
+		if _, err := b.WebSession(ctx, "s1", t0.Add(time.Hour)); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("at its expiry: %v, want NotFound", err)
+		}
+		if err := b.SetWebSessionFlash(ctx, "s1", "Drained host-1."); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := a.WebSession(ctx, "s1", t0); got.Flash != "Drained host-1." {
+			t.Errorf("flash %q", got.Flash)
+		}
+		if err := a.CreateWebSession(ctx, webSession("s2", "token:r2", t0.Add(30*time.Minute)), vdibroker.WebSessionLimits{}, t0.Add(30*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.DeleteExpiredWebSessions(ctx, t0.Add(time.Hour))
+		if err != nil || n != 1 {
+			t.Fatalf("sweep at s1's expiry: %d, %v; want 1", n, err)
+		}
+		if _, err := a.WebSession(ctx, "s2", t0.Add(time.Hour)); err != nil {
+			t.Errorf("s2 swept before its expiry: %v", err)
+		}
+		if err := b.DeleteWebSession(ctx, "s2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.WebSession(ctx, "s2", t0); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("deleted: %v", err)
+		}
+	})
+}
+
+// TestWebSessionLimits (R-SEC): a principal keeps PerPrincipal sessions,
+// a new one replacing its oldest; PerPrincipal sign-ins within the window
+// refuse the next (TooManyRequests) without touching the others; a full
+// area refuses new sessions and signs no one out. Concurrent sign-ins of
+// many principals on two handles (replicas) never leave more than PerArea
+// sessions.
+func TestWebSessionLimits(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		s := tg.open(t, store.Options{})
+		ctx := t.Context()
+		lim := vdibroker.WebSessionLimits{PerPrincipal: 3, Window: time.Minute, PerArea: 7}
+		// Three sign-ins of alice a minute apart, then a fourth: the
+		// first is replaced.
+		for i := range 4 {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			if err := s.CreateWebSession(ctx, webSession(fmt.Sprintf("a%d", i), "oidc:alice", at), lim, at); err != nil {
+				t.Fatalf("alice's sign-in %d: %v", i, err)
+			}
+		}
+		now := t0.Add(3 * time.Minute)
+		if _, err := s.WebSession(ctx, "a0", now); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("alice's oldest session survived her fourth: %v", err)
+		}
+		for _, id := range []string{"a1", "a2", "a3"} {
+			if _, err := s.WebSession(ctx, id, now); err != nil {
+				t.Errorf("%s: %v", id, err)
+			}
+		}
+		// Bob signs in three times in a second: the fourth is refused and
+		// his three stay.
+		for i := range 3 {
+			if err := s.CreateWebSession(ctx, webSession(fmt.Sprintf("b%d", i), "token:bob", now), lim, now); err != nil {
+				t.Fatalf("bob's sign-in %d: %v", i, err)
+			}
+		}
+		err := s.CreateWebSession(ctx, webSession("b3", "token:bob", now), lim, now)
+		if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != time.Minute {
+			t.Errorf("bob's fourth sign-in within a minute: %v (retry after %s), want TooManyRequests after 1m", err, vdibroker.ErrorRetryAfter(err))
+		}
+		if _, err := s.WebSession(ctx, "b0", now); err != nil {
+			t.Errorf("a refused sign-in ended bob's oldest session: %v", err)
+		}
+		// 3 of alice + 3 of bob + carol's makes the area's 7: dave is
+		// refused, and nobody was signed out for it.
+		if err := s.CreateWebSession(ctx, webSession("c0", "token:carol", now), lim, now); err != nil {
+			t.Fatalf("carol's sign-in: %v", err)
+		}
+		if err := s.CreateWebSession(ctx, webSession("d0", "token:dave", now), lim, now); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+			t.Errorf("a sign-in into a full area: %v, want TooManyRequests", err)
+		}
+		for _, id := range []string{"a1", "a2", "a3", "b0", "b1", "b2", "c0"} {
+			if _, err := s.WebSession(ctx, id, now); err != nil {
+				t.Errorf("%s after the area filled: %v", id, err)
+			}
+		}
+		// Once they expire there is room again.
+		later := now.Add(2 * time.Hour)
+		if err := s.CreateWebSession(ctx, webSession("d1", "token:dave", later), lim, later); err != nil {
+			t.Errorf("after the others expired: %v", err)
+		}
+
+		// Many principals at once.
+		s2 := tg.open(t, store.Options{})
+		at := later.Add(2 * time.Hour)
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				db := s
+				if i%2 == 1 {
+					db = s2
+				}
+				db.CreateWebSession(ctx, webSession(fmt.Sprintf("x%d", i), fmt.Sprintf("token:x%d", i), at), lim, at)
+			}()
+		}
+		wg.Wait()
+		var left int
+		for i := range 20 {
+			if _, err := s.WebSession(ctx, fmt.Sprintf("x%d", i), at); err == nil {
+				left++
+			}
+		}
+		if left > lim.PerArea {
+			t.Errorf("%d sessions after 20 concurrent sign-ins, want at most %d", left, lim.PerArea)
+		}
+	})
+}
+
+// TestSharedValues: the first of two handles to initialise a value wins
+// and both get its value; Set replaces it.
+func TestSharedValues(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		ctx := t.Context()
+		if _, err := a.SharedValue(ctx, vdibroker.SharedAdminTokenHash); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Fatalf("before any: %v", err)
+		}
+		got := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				db := a
+				if i%2 == 1 {
+					db = b
+				}
+				v, err := db.InitSharedValue(ctx, vdibroker.SharedAdminTokenHash, fmt.Sprintf("v%d", i), t0)
+				if err != nil {
+					t.Error(err)
+				}
+				got[i] = v
+			}()
+		}
+		wg.Wait()
+		for _, v := range got {
+			if v != got[0] || v == "" {
+				t.Fatalf("racing initialisations got %q", got)
+			}
+		}
+		if err := b.SetSharedValue(ctx, vdibroker.SharedAdminTokenHash, "replaced", t0); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := a.SharedValue(ctx, vdibroker.SharedAdminTokenHash); err != nil || v != "replaced" {
+			t.Errorf("after Set: %q, %v", v, err)
+		}
+		if v, _ := a.InitSharedValue(ctx, vdibroker.SharedAdminTokenHash, "late", t0); v != "replaced" {
+			t.Errorf("Init over a stored value returned %q", v)
+		}
+	})
+}

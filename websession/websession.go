@@ -1,0 +1,372 @@
+// Package websession keeps the sessions of signed-in browsers for an area
+// of the site (the admin console; the user portal): the cookie, the row
+// in the database that every replica reads (vdibroker.WebSessionStore),
+// the limits on how many there are, and the timer that sweeps expired
+// ones (R-SEC, "Web sessions").
+//
+// The cookie holds 256 random bits and nothing else. The database holds
+// their hash, who signed in, and the API token the session acts with,
+// sealed (AES-256-GCM) under a key derived from the cookie's value: a
+// copy of the table alone signs nobody in. The CSRF token of a session is
+// derived from the cookie's value too, so it is the same on every
+// replica and stored nowhere.
+//
+// A replica keeps a copy of the sessions it has read, used only while the
+// database does not answer (an outage, R-OUT1): a signed-in administrator
+// still sees the console's pages, and its header saying the database is
+// away, on the replica that served them before.
+package websession
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Defaults of Config.
+const (
+	DefaultTTL           = 12 * time.Hour
+	DefaultSweepInterval = 10 * time.Minute
+)
+
+// DefaultLimits bound an area's sessions: 16 per principal (a script
+// signing in again and again replaces its own, and may do so 16 times a
+// minute), 10,000 in all.
+var DefaultLimits = vdibroker.WebSessionLimits{PerPrincipal: 16, Window: time.Minute, PerArea: 10000}
+
+// Config configures a Manager.
+type Config struct {
+	// Store keeps the sessions (the database, shared by the replicas).
+	Store vdibroker.WebSessionStore
+	// Area names the part of the site ("console").
+	Area string
+	// Cookie is the session cookie's name, Path its path.
+	Cookie, Path string
+	// TTL is the longest a session lasts (0: DefaultTTL).
+	TTL time.Duration
+	// Limits (zero: DefaultLimits).
+	Limits vdibroker.WebSessionLimits
+	// Secure says whether the cookie set in answer to r is Secure.
+	Secure func(r *http.Request) bool
+	// Clock is the time sessions expire by and the sweep's ticker (nil:
+	// the real clock); Now, when set, overrides its Now.
+	Clock clock.WithTicker
+	Now   func() time.Time
+	// SweepInterval is how often expired sessions are deleted (0:
+	// DefaultSweepInterval).
+	SweepInterval time.Duration
+	// Rand makes the cookies' values (nil: crypto/rand).
+	Rand   io.Reader
+	Logger *slog.Logger
+}
+
+// Session is a signed-in browser.
+type Session struct {
+	// Token is the API token the session acts with (the OpenID Connect
+	// ID token for an "oidc:" principal).
+	Token     string
+	Principal string
+	Role      string
+	Expires   time.Time
+	// Flash is the one-shot message of the next page.
+	Flash string
+	// CSRF is the token every form of the session carries.
+	CSRF string
+
+	id, idHash string
+}
+
+// ID is the cookie's value (never stored).
+func (s *Session) ID() string { return s.id }
+
+// OIDC reports whether the session was opened by single sign-on: its
+// Token is the provider's ID token.
+func (s *Session) OIDC() bool { return strings.HasPrefix(s.Principal, "oidc:") }
+
+// Manager keeps an area's sessions. Close stops its sweep.
+type Manager struct {
+	cfg Config
+	now func() time.Time
+
+	mu sync.Mutex
+	// seen are the sessions this replica has read, by idHash: used only
+	// while the store fails (bounded by Limits.PerArea).
+	seen map[string]*Session
+
+	stop, done chan struct{}
+	once       sync.Once
+}
+
+// New returns a Manager and starts its sweep. It panics without a store,
+// an area or a cookie (programming errors).
+func New(cfg Config) *Manager {
+	if cfg.Store == nil || cfg.Area == "" || cfg.Cookie == "" {
+		panic("websession: a store, an area and a cookie name are required")
+	}
+	if cfg.Path == "" {
+		cfg.Path = "/"
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Limits == (vdibroker.WebSessionLimits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	if cfg.Secure == nil {
+		cfg.Secure = func(r *http.Request) bool { return r.TLS != nil }
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = DefaultSweepInterval
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{cfg: cfg, now: cfg.Now, seen: map[string]*Session{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if m.now == nil {
+		m.now = cfg.Clock.Now
+	}
+	go m.sweep()
+	return m
+}
+
+// Close stops the sweep.
+func (m *Manager) Close() {
+	m.once.Do(func() {
+		close(m.stop)
+		<-m.done
+	})
+}
+
+// TTL is the longest a session lasts.
+func (m *Manager) TTL() time.Duration { return m.cfg.TTL }
+
+// Open opens a session for a principal whose token the caller has
+// checked, lasting until expires or the TTL, whichever is sooner, and
+// sets its cookie on w. It fails with TooManyRequests past the limits
+// (nothing is set then).
+func (m *Manager) Open(ctx context.Context, w http.ResponseWriter, r *http.Request, token, principal, role string, expires time.Time) (*Session, error) {
+	now := m.now()
+	if max := now.Add(m.cfg.TTL); expires.IsZero() || expires.After(max) {
+		expires = max
+	}
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(m.cfg.Rand, b); err != nil {
+		return nil, err
+	}
+	s := &Session{Token: token, Principal: principal, Role: role, Expires: expires, id: hex.EncodeToString(b)}
+	s.idHash, s.CSRF = vdibroker.HashSecret(s.id), derive(s.id, "csrf")
+	sealed, err := m.seal(s)
+	if err != nil {
+		return nil, err
+	}
+	row := &vdibroker.WebSession{IDHash: s.idHash, Area: m.cfg.Area, Principal: principal, Role: role, Sealed: sealed,
+		CreateTime: now, ExpireTime: expires}
+	if err := m.cfg.Store.CreateWebSession(ctx, row, m.cfg.Limits, now); err != nil {
+		return nil, err
+	}
+	m.remember(s)
+	http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: s.id, Path: m.cfg.Path, MaxAge: int(expires.Sub(now).Seconds()) + 1,
+		HttpOnly: true, Secure: m.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+	return s, nil
+}
+
+// Get returns r's session, or nil when it has none, it ended or expired.
+// While the store fails, a session this replica has read is still
+// answered until it expires.
+func (m *Manager) Get(r *http.Request) *Session {
+	ck, err := r.Cookie(m.cfg.Cookie)
+	if err != nil || len(ck.Value) != 64 {
+		return nil
+	}
+	id, now := ck.Value, m.now()
+	hash := vdibroker.HashSecret(id)
+	row, err := m.cfg.Store.WebSession(r.Context(), hash, now)
+	switch {
+	case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+		m.forget(hash)
+		return nil
+	case err != nil:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if s := m.seen[hash]; s != nil && now.Before(s.Expires) {
+			c := *s
+			return &c
+		}
+		// Not logged: anyone may send a cookie, and the outage is logged
+		// where it begins.
+		return nil
+	}
+	s := &Session{Principal: row.Principal, Role: row.Role, Expires: row.ExpireTime, Flash: row.Flash,
+		id: id, idHash: hash, CSRF: derive(id, "csrf")}
+	if s.Token, err = m.open(id, row); err != nil {
+		m.cfg.Logger.Warn("web session: its token does not open", "area", m.cfg.Area, "err", err)
+		return nil
+	}
+	m.remember(s)
+	return s
+}
+
+// End ends s (no longer valid on any replica) and clears its cookie.
+func (m *Manager) End(ctx context.Context, w http.ResponseWriter, r *http.Request, s *Session) {
+	m.Forget(ctx, s)
+	http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: "", Path: m.cfg.Path, MaxAge: -1,
+		HttpOnly: true, Secure: m.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+}
+
+// Forget ends s without touching the cookie (its token was revoked).
+func (m *Manager) Forget(ctx context.Context, s *Session) {
+	m.forget(s.idHash)
+	if err := m.cfg.Store.DeleteWebSession(ctx, s.idHash); err != nil {
+		m.cfg.Logger.Warn("web session: cannot end", "area", m.cfg.Area, "err", err)
+	}
+}
+
+// SetFlash sets s's one-shot message (lost if the store fails).
+func (m *Manager) SetFlash(ctx context.Context, s *Session, msg string) {
+	s.Flash = msg
+	if err := m.cfg.Store.SetWebSessionFlash(ctx, s.idHash, msg); err != nil {
+		m.cfg.Logger.Warn("web session: cannot keep a message", "area", m.cfg.Area, "err", err)
+	}
+}
+
+// TakeFlash returns s's one-shot message and clears it.
+func (m *Manager) TakeFlash(ctx context.Context, s *Session) string {
+	msg := s.Flash
+	if msg != "" {
+		m.SetFlash(ctx, s, "")
+	}
+	return msg
+}
+
+// Sweep deletes the expired sessions (the store's and the copies).
+func (m *Manager) Sweep(ctx context.Context) {
+	now := m.now()
+	n, err := m.cfg.Store.DeleteExpiredWebSessions(ctx, now)
+	if err != nil {
+		m.cfg.Logger.Warn("web session: sweep", "area", m.cfg.Area, "err", err)
+	} else if n > 0 {
+		m.cfg.Logger.Debug("web session: swept", "area", m.cfg.Area, "expired", n)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.dropExpired(now)
+}
+
+func (m *Manager) sweep() {
+	defer close(m.done)
+	t := m.cfg.Clock.NewTicker(m.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C():
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			m.Sweep(ctx)
+			cancel()
+		}
+	}
+}
+
+// remember keeps a copy of s for an outage, within the area's limit.
+func (m *Manager) remember(s *Session) {
+	c := *s
+	c.Flash = ""
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.seen[s.idHash]; !ok && len(m.seen) >= m.cfg.Limits.PerArea {
+		m.dropExpired(m.now())
+		for h := range m.seen {
+			if len(m.seen) < m.cfg.Limits.PerArea {
+				break
+			}
+			delete(m.seen, h) // any one: the database still has it
+		}
+	}
+	m.seen[s.idHash] = &c
+}
+
+func (m *Manager) forget(hash string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.seen, hash)
+}
+
+// dropExpired deletes the expired copies; m.mu is held.
+func (m *Manager) dropExpired(now time.Time) {
+	for h, s := range m.seen {
+		if !now.Before(s.Expires) {
+			delete(m.seen, h)
+		}
+	}
+}
+
+// derive returns a 32-byte value of the cookie's value id for purpose, in
+// hex: the session's CSRF token; its sealing key (raw).
+func derive(id, purpose string) string {
+	return hex.EncodeToString(deriveKey(id, purpose))
+}
+
+func deriveKey(id, purpose string) []byte {
+	k, err := hkdf.Key(sha256.New, []byte(id), nil, "vdibroker web session "+purpose, 32)
+	if err != nil {
+		panic("websession: hkdf: " + err.Error()) // only for lengths out of range
+	}
+	return k
+}
+
+// aead is the cipher sealing a session's token under its cookie's key.
+func aead(id string) cipher.AEAD {
+	b, _ := aes.NewCipher(deriveKey(id, "token")) // a 32-byte key: no error
+	g, _ := cipher.NewGCM(b)
+	return g
+}
+
+// additional binds a sealed token to its row's area and principal.
+func (m *Manager) additional(principal string) []byte {
+	return []byte(m.cfg.Area + "\x00" + principal)
+}
+
+func (m *Manager) seal(s *Session) ([]byte, error) {
+	g := aead(s.id)
+	nonce := make([]byte, g.NonceSize(), g.NonceSize()+len(s.Token)+g.Overhead())
+	if _, err := io.ReadFull(rand.Reader, nonce); err != nil {
+		return nil, err
+	}
+	return g.Seal(nonce, nonce, []byte(s.Token), m.additional(s.Principal)), nil
+}
+
+var errSealed = errors.New("the sealed token does not open with this cookie")
+
+func (m *Manager) open(id string, row *vdibroker.WebSession) (string, error) {
+	g := aead(id)
+	if len(row.Sealed) < g.NonceSize()+g.Overhead() || row.Area != m.cfg.Area {
+		return "", errSealed
+	}
+	plain, err := g.Open(nil, row.Sealed[:g.NonceSize()], row.Sealed[g.NonceSize():], m.additional(row.Principal))
+	if err != nil {
+		return "", errSealed
+	}
+	return string(plain), nil
+}

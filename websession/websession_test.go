@@ -1,0 +1,185 @@
+package websession_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
+	"github.com/vdibroker/vdibroker/store"
+	"github.com/vdibroker/vdibroker/websession"
+)
+
+// stores opens two handles of one fresh database, as two replicas have:
+// SQLite in a temp dir, or PostgreSQL when VDIBROKER_TEST_POSTGRES_DSN
+// is set.
+func stores(t *testing.T) (vdibroker.Store, vdibroker.Store) {
+	t.Helper()
+	dsn, dir := "", t.TempDir()
+	if os.Getenv("VDIBROKER_TEST_POSTGRES_DSN") != "" {
+		dsn = pgtest.SchemaDSN(t, "vdibroker_websession_", "web session tests")
+	}
+	open := func() vdibroker.Store {
+		s, err := store.Open(t.Context(), dsn, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a := open()
+	if dsn == "" {
+		return a, a // SQLite: one process holds the file
+	}
+	return a, open()
+}
+
+func manager(t *testing.T, st vdibroker.WebSessionStore, clk *clocktesting.FakeClock) *websession.Manager {
+	t.Helper()
+	m := websession.New(websession.Config{Store: st, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: time.Hour})
+	t.Cleanup(m.Close)
+	return m
+}
+
+// open opens a session for principal and returns its cookie.
+func open(t *testing.T, m *websession.Manager, token, principal string) (*websession.Session, *http.Cookie) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	s, err := m.Open(t.Context(), w, httptest.NewRequest("POST", "/signin", nil), token, principal, vdibroker.RoleReader, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := w.Result().Cookies()
+	if len(cs) != 1 {
+		t.Fatalf("cookies %v", cs)
+	}
+	return s, cs[0]
+}
+
+func get(m *websession.Manager, ck *http.Cookie) *websession.Session {
+	r := httptest.NewRequest("GET", "/", nil)
+	r.AddCookie(ck)
+	return m.Get(r)
+}
+
+// TestSessionOnAnotherReplica (R-SEC, web sessions): a session opened by
+// one replica is the same on another: token, principal, role, CSRF token
+// and flash. The cookie is HttpOnly and SameSite=Lax and holds no token;
+// the database holds neither the cookie's value nor the token; a cookie
+// of the right shape that is not a session's gets nothing. Ended on one
+// replica, it is gone on the other.
+func TestSessionOnAnotherReplica(t *testing.T) {
+	sa, sb := stores(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, b := manager(t, sa, clk), manager(t, sb, clk)
+	const token = "vdbt_0123456789abcdef0123456789abcdef"
+	s, ck := open(t, a, token, "token:r1")
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/" || bytes.Contains([]byte(ck.Value), []byte(token)) {
+		t.Errorf("cookie %+v", ck)
+	}
+	got := get(b, ck)
+	if got == nil || got.Token != token || got.Principal != "token:r1" || got.Role != vdibroker.RoleReader || got.CSRF != s.CSRF || got.CSRF == "" {
+		t.Fatalf("on the other replica: %+v", got)
+	}
+	row, err := sb.WebSession(t.Context(), vdibroker.HashSecret(ck.Value), clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(row.Sealed, []byte(token)) || row.IDHash == ck.Value {
+		t.Error("the database holds the token or the cookie's value in clear")
+	}
+	a.SetFlash(t.Context(), got, "Drained host-1.")
+	if msg := b.TakeFlash(t.Context(), get(b, ck)); msg != "Drained host-1." {
+		t.Errorf("flash %q", msg)
+	}
+	if msg := a.TakeFlash(t.Context(), get(a, ck)); msg != "" {
+		t.Errorf("flash shown twice: %q", msg)
+	}
+	forged := *ck
+	forged.Value = "ab" + ck.Value[2:]
+	if get(b, &forged) != nil {
+		t.Error("a cookie that is not a session's got one")
+	}
+	w := httptest.NewRecorder()
+	b.End(t.Context(), w, httptest.NewRequest("POST", "/signout", nil), got)
+	if get(a, ck) != nil {
+		t.Error("a session ended on one replica lives on the other")
+	}
+}
+
+// TestSweepOnTimer: expired sessions are deleted from the database when
+// the sweep's ticker fires, not before: the clock is stepped to the
+// expiry (no sweep yet, the row stays), then by one sweep interval.
+func TestSweepOnTimer(t *testing.T) {
+	st, _ := stores(t)
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+	m := websession.New(websession.Config{Store: st, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: time.Hour,
+		SweepInterval: 2 * time.Hour})
+	t.Cleanup(m.Close)
+	_, ck := open(t, m, "tok", "token:r1")
+	hash := vdibroker.HashSecret(ck.Value)
+	stored := func() bool {
+		_, err := st.WebSession(t.Context(), hash, start) // as of its start: expired rows count
+		return err == nil
+	}
+	clk.Step(time.Hour) // expired, but no sweep has run yet
+	if get(m, ck) != nil {
+		t.Error("an expired session was answered")
+	}
+	if !stored() {
+		t.Fatal("deleted before a sweep")
+	}
+	clk.Step(time.Hour) // the sweep's tick
+	// The tick is handled on the sweep's goroutine: wait for its write.
+	for deadline := time.Now().Add(10 * time.Second); stored(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweep's tick did not delete the expired session")
+		}
+	}
+}
+
+// failing is the real store, failing every read while down is set.
+type failing struct {
+	vdibroker.WebSessionStore
+	down atomic.Bool
+}
+
+func (f *failing) WebSession(ctx context.Context, h string, now time.Time) (*vdibroker.WebSession, error) {
+	if f.down.Load() {
+		return nil, &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
+	}
+	return f.WebSessionStore.WebSession(ctx, h, now)
+}
+
+// TestSessionThroughAnOutage (R-OUT1): while the store does not answer,
+// a session this replica has read is still answered until it expires; a
+// session it never read is not.
+func TestSessionThroughAnOutage(t *testing.T) {
+	st, _ := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := manager(t, f, clk)
+	_, ck := open(t, m, "tok", "token:r1")
+	other := manager(t, st, clk)
+	_, ck2 := open(t, other, "tok2", "token:r2")
+	f.down.Store(true)
+	if s := get(m, ck); s == nil || s.Token != "tok" {
+		t.Errorf("during an outage: %+v", s)
+	}
+	if get(m, ck2) != nil {
+		t.Error("a session this replica never read was answered during an outage")
+	}
+	clk.Step(time.Hour)
+	if get(m, ck) != nil {
+		t.Error("an expired session was answered during an outage")
+	}
+}
