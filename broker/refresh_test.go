@@ -53,10 +53,13 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	slow := &slowHostsStore{tickStore: &tickStore{Store: st, ticks: make(chan struct{}, 1)}, entered: make(chan struct{}), release: make(chan struct{})}
 	const interval = 5 * time.Second
 	fc := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	svc := New(Config{Store: slow, MaintenanceInterval: interval, Clock: fc})
+	ended := make(chan struct{}, 16) // the loop never waits on it
+	svc := New(Config{Store: slow, MaintenanceInterval: interval, Clock: fc, afterTick: func() { ended <- struct{}{} }})
 	t.Cleanup(func() { svc.Close() })
+	begun := 0
 	tick := func() {
 		t.Helper()
+		begun++
 		fc.Step(interval)
 		select {
 		case <-slow.ticks:
@@ -102,16 +105,26 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	close(slow.release)
 
 	tick() // tick 2 begins once tick 1 ended; bob used the view: read 3
-	tick() // tick 2 ended
+	tick() // tick 3 begins: tick 2 ended
 	if n := slow.calls.Load(); n != 3 {
 		t.Fatalf("%d reads after the ticks that followed alice's and bob's connects, want 3", n)
 	}
-	// Idle from here on: ticks 3 to 5 read nothing (the next connect will).
+	// Idle from here on: ticks 3 to 6 read nothing (the next connect will).
 	tick()
 	tick()
 	tick()
+	// The last tick has begun; carol connects once every tick has ended,
+	// so that her connect, not a tick's refresh, makes the read counted
+	// below.
+	for range begun {
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a maintenance tick never ended")
+		}
+	}
 	if n := slow.calls.Load(); n != 3 {
-		t.Errorf("an idle pool's hosts were read %d times in 3 ticks; want none", n-3)
+		t.Errorf("an idle pool's hosts were read %d times in 4 ticks; want none", n-3)
 	}
 	if _, err := svc.Connect(ctx, "refresh", vdibroker.ConnectRequest{User: "carol"}, ""); err != nil {
 		t.Fatal(err)

@@ -65,16 +65,20 @@ type Config struct {
 	// Gateway is the RD gateway side (gateway.go): the server's gateway,
 	// token lifetime, key rotation, tunnels per user.
 	Gateway GatewayConfig
+	// afterTick, when set, is called at the end of each maintenance tick:
+	// tests of the loop wait for a tick to have ended before they act.
+	afterTick func()
 }
 
 // Service is the broker service on a vdibroker.Store.
 type Service struct {
-	store vdibroker.Store
-	log   *slog.Logger
-	clock clock.WithTicker
-	now   func() time.Time // clock.Now
-	rand  func(n int) int
-	rdp   []rdp.Property
+	afterTick func() // Config.afterTick
+	store     vdibroker.Store
+	log       *slog.Logger
+	clock     clock.WithTicker
+	now       func() time.Time // clock.Now
+	rand      func(n int) int
+	rdp       []rdp.Property
 
 	health    *outage.Health
 	outage    *outage.Mode
@@ -98,6 +102,7 @@ type Service struct {
 // New returns a Service and starts its maintenance loop; Close stops it.
 func New(cfg Config) *Service {
 	s := &Service{
+		afterTick: cfg.afterTick,
 		store:     cfg.Store,
 		log:       cfg.Logger,
 		clock:     cfg.Clock,
@@ -236,6 +241,9 @@ func (s *Service) maintain(t clock.Ticker, interval time.Duration) {
 			s.gatewayMaintain(ctx)
 			cancel()
 			s.pruneIfDue(base)
+		}
+		if s.afterTick != nil {
+			s.afterTick()
 		}
 	}
 }
