@@ -83,6 +83,13 @@ const (
 	GroupPower     = "Power"
 )
 
+// GroupRDP holds the settings of the .rdp files a pool's connects answer
+// (R-E8).
+const GroupRDP = "Remote Desktop"
+
+// MaxCustomRdpPropertyLen bounds a pool's customRdpProperty.
+const MaxCustomRdpPropertyLen = 4096
+
 // poolFields is the schema, in SPEC §2 order with §6 (loadBalancing) last.
 // The order is the order of validation: the first bad field is the one
 // reported.
@@ -132,6 +139,9 @@ var poolFields = []Field{
 	{Path: "startVMOnConnect", Kind: KindBool, Group: GroupPower, Default: false,
 		Label: "Start VM on connect", Help: "a connect that finds no capacity starts a stopped host and answers 503 HostStarting (R-A4); needs a power driver",
 		at: func(p *HostPool) any { return &p.StartVMOnConnect }},
+	{Path: "customRdpProperty", Kind: KindText, Group: GroupRDP, Max: MaxCustomRdpPropertyLen, Default: "", Multiline: true,
+		Label: "Custom RDP properties", Help: "the pool's own .rdp properties, name:type:value separated by ; or line breaks, over serve --rdp-defaults (R-E8)",
+		at: func(p *HostPool) any { return &p.CustomRdpProperty }},
 
 	{Path: "loadBalancing.useCustomScript", Kind: KindBool, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Default: false,
 		Label: "Use custom script", Help: "the load index is the agent's custom script value alone (R-IDX3)",

@@ -134,6 +134,8 @@ func TestPoolFieldsSpec(t *testing.T) {
 		// Issue 17 (R-A4), vdibroker's additions to §2.
 		"powerDriver text at most 64 characters default ",
 		"startVMOnConnect bool true or false default false",
+		// AVD's per-pool .rdp properties (R-E8).
+		"customRdpProperty text at most 4096 characters default ",
 		"loadBalancing.useCustomScript bool true or false default false",
 		"loadBalancing.includeSessionCount bool true or false default true",
 		"loadBalancing.cpuThreshold number 0..100 default 0",

@@ -206,13 +206,13 @@ func ValidateProtocols(field string, ps []string) error {
 }
 
 // ValidateUsers checks a list of user names (each as ValidateUser), without
-// repeats.
+// repeats in any case (R-E5).
 func ValidateUsers(field string, users []string) error {
 	for i, u := range users {
 		if err := ValidateUser(fmt.Sprintf("%s[%d]", field, i), u); err != nil {
 			return err
 		}
-		if slices.Contains(users[:i], u) {
+		if ContainsUser(users[:i], u) {
 			return FieldError(field, "lists %q twice", u)
 		}
 	}

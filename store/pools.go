@@ -14,7 +14,7 @@ import (
 const poolCols = `name, host_pool_type, load_balancer_type, max_session_limit,
 	personal_desktop_assignment_type, load_balancing, heartbeat_timeout_seconds,
 	pending_timeout_seconds, disconnected_session_timeout_minutes, description,
-	friendly_name, create_time, update_time, power_driver, start_vm_on_connect`
+	friendly_name, create_time, update_time, power_driver, start_vm_on_connect, custom_rdp_property`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -43,7 +43,7 @@ func scanPool(sc scanner) (*vdibroker.HostPool, error) {
 	if err := sc.Scan(&p.Name, &p.HostPoolType, &p.LoadBalancerType, &p.MaxSessionLimit,
 		&p.PersonalDesktopAssignmentType, &lb, &p.HeartbeatTimeoutSeconds,
 		&p.PendingTimeoutSeconds, &p.DisconnectedSessionTimeoutMinutes, &p.Description,
-		&p.FriendlyName, &ct, &ut, &p.PowerDriver, &p.StartVMOnConnect); err != nil {
+		&p.FriendlyName, &ct, &ut, &p.PowerDriver, &p.StartVMOnConnect, &p.CustomRdpProperty); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(lb), &p.LoadBalancing); err != nil {
@@ -103,11 +103,11 @@ func (s *DB) CreateHostPool(ctx context.Context, p *vdibroker.HostPool) error {
 
 // insertPool inserts a new pool; errRaced when the name is taken.
 func (t *tx) insertPool(ctx context.Context, p *vdibroker.HostPool, lb []byte) error {
-	_, err := t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.Name, p.HostPoolType, p.LoadBalancerType, p.MaxSessionLimit,
 		p.PersonalDesktopAssignmentType, string(lb), p.HeartbeatTimeoutSeconds,
 		p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes, p.Description,
-		p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect)
+		p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect, p.CustomRdpProperty)
 	if err != nil && errors.Is(err, errUnique) {
 		return errRaced
 	}
@@ -144,10 +144,10 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 		_, err = t.exec(ctx, `UPDATE host_pools SET load_balancer_type = ?, max_session_limit = ?,
 			personal_desktop_assignment_type = ?, load_balancing = ?, heartbeat_timeout_seconds = ?,
 			pending_timeout_seconds = ?, disconnected_session_timeout_minutes = ?, description = ?,
-			friendly_name = ?, update_time = ?, power_driver = ?, start_vm_on_connect = ? WHERE name = ?`,
+			friendly_name = ?, update_time = ?, power_driver = ?, start_vm_on_connect = ?, custom_rdp_property = ? WHERE name = ?`,
 			p.LoadBalancerType, p.MaxSessionLimit, p.PersonalDesktopAssignmentType, string(lb),
 			p.HeartbeatTimeoutSeconds, p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes,
-			p.Description, p.FriendlyName, ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect, p.Name)
+			p.Description, p.FriendlyName, ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect, p.CustomRdpProperty, p.Name)
 		if err == nil {
 			p.CreateTime = old.CreateTime
 			t.audited(old, p)
@@ -220,6 +220,12 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) error 
 			// Last, after the pool's row is locked: a scaling plan that
 			// took the pool meanwhile has committed (R-SP4).
 			`DELETE FROM scaling_plan_pools WHERE host_pool = ?`,
+			// Its application groups, with their assignments and
+			// applications (R-E1); an application group written
+			// meanwhile locked the pool's row first (lockGroupPool).
+			`DELETE FROM applications WHERE application_group IN (SELECT name FROM application_groups WHERE host_pool = ?)`,
+			`DELETE FROM application_group_assignments WHERE application_group IN (SELECT name FROM application_groups WHERE host_pool = ?)`,
+			`DELETE FROM application_groups WHERE host_pool = ?`,
 		} {
 			if _, err := t.exec(ctx, q, name); err != nil {
 				return err

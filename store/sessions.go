@@ -165,7 +165,7 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter) (string, []any) {
 		add("host_pool = ?", f.HostPool)
 	}
 	if f.User != "" {
-		add("user_name = ?", f.User)
+		add("user_key = ?", vdibroker.FoldUser(f.User)) // any case finds the user's sessions (R-E5)
 	}
 	ended := f.State == vdibroker.StateLoggedOff
 	if ended {
