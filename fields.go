@@ -83,10 +83,6 @@ const (
 	GroupPower     = "Power"
 )
 
-// GroupRDP holds the settings of the .rdp files a pool's connects answer
-// (R-E8).
-const GroupRDP = "Remote Desktop"
-
 // MaxCustomRdpPropertyLen bounds a pool's customRdpProperty.
 const MaxCustomRdpPropertyLen = 4096
 
@@ -139,7 +135,7 @@ var poolFields = []Field{
 	{Path: "startVMOnConnect", Kind: KindBool, Group: GroupPower, Default: false,
 		Label: "Start VM on connect", Help: "a connect that finds no capacity starts a stopped host and answers 503 HostStarting (R-A4); needs a power driver",
 		at: func(p *HostPool) any { return &p.StartVMOnConnect }},
-	{Path: "customRdpProperty", Kind: KindText, Group: GroupRDP, Max: MaxCustomRdpPropertyLen, Default: "", Multiline: true,
+	{Path: "customRdpProperty", Kind: KindText, Group: GroupGeneral, Max: MaxCustomRdpPropertyLen, Default: "", Multiline: true,
 		Label: "Custom RDP properties", Help: "the pool's own .rdp properties, name:type:value separated by ; or line breaks, over serve --rdp-defaults (R-E8)",
 		at: func(p *HostPool) any { return &p.CustomRdpProperty }},
 

@@ -122,7 +122,9 @@ type Reconciliation struct {
 //     off, once per disconnection, and after a failed logoff again only a
 //     full timeout after the last request (R-S5).
 //
-// User names are compared as they are, byte for byte.
+// User names are compared without regard to case (FoldUser, R-E5): a host
+// that reports ALICE@contoso.com logs on the session placed for
+// Alice@Contoso.com.
 //
 // A caller that does not know PlacedElsewhere and LastLogoff calls
 // Reconcile without them (nobody placed elsewhere, no logoff asked before),
@@ -177,15 +179,16 @@ func newReconciler(r HostReport) *reconciler {
 		if o.AgentSessionID != "" {
 			rc.byAgent[agentKey(o.AgentSessionID, o.User)] = i
 		} else if o.State == StatePending {
-			rc.pendingByUser[o.User] = append(rc.pendingByUser[o.User], i)
+			k := FoldUser(o.User)
+			rc.pendingByUser[k] = append(rc.pendingByUser[k], i)
 		}
 	}
 	return rc
 }
 
 // agentKey is how a report finds a session the host reported before: by
-// the host's id and the user together.
-func agentKey(id, user string) string { return id + "\x00" + user }
+// the host's id and the user together (in any case, R-E5).
+func agentKey(id, user string) string { return id + "\x00" + FoldUser(user) }
 
 // matchReported is step 1 of Reconcile.
 func (rc *reconciler) matchReported() {
@@ -200,7 +203,7 @@ func (rc *reconciler) matchReported() {
 			want = StateDisconnected
 		}
 		i, ok := rc.byAgent[agentKey(rep.ID, rep.User)]
-		if l := rc.pendingByUser[rep.User]; ok && len(l) > 0 && rc.sessions[l[0]].CreateTime.Before(rc.sessions[i].CreateTime) {
+		if l := rc.pendingByUser[FoldUser(rep.User)]; ok && len(l) > 0 && rc.sessions[l[0]].CreateTime.Before(rc.sessions[i].CreateTime) {
 			rc.move(i, StateLoggedOff, EndOutagePlacementWritten)
 			rc.seen[i] = true
 			ok = false
@@ -222,12 +225,13 @@ func (rc *reconciler) matchReported() {
 // logon matches rep to its user's oldest Pending session the host has not
 // reported yet (step 1b), if there is one, and records the logon.
 func (rc *reconciler) logon(rep AgentSession, want string) (int, bool) {
-	l := rc.pendingByUser[rep.User]
+	k := FoldUser(rep.User)
+	l := rc.pendingByUser[k]
 	if len(l) == 0 {
 		return 0, false
 	}
 	i := l[0]
-	rc.pendingByUser[rep.User] = l[1:]
+	rc.pendingByUser[k] = l[1:]
 	o := &rc.sessions[i]
 	rc.steps = append(rc.steps, SessionStep{Kind: StepLogon, SessionID: o.ID, AgentSessionID: rep.ID, From: o.State, To: want})
 	o.AgentSessionID = rep.ID

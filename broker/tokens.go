@@ -44,7 +44,8 @@ func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Pri
 	if t.ExpireTime != nil && !s.now().Before(*t.ExpireTime) {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	return &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools}, nil
+	return &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools,
+		Groups: t.Groups}, nil
 }
 
 // CreateToken issues an API token of a role, for a subject (the user a
@@ -77,6 +78,14 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 			return nil, err
 		}
 	}
+	// R-E6: an end user's groups, which its assignments through groups
+	// entitle; the other roles connect no user of their own.
+	if len(req.Groups) > 0 && req.Role != vdibroker.RoleUser {
+		return nil, vdibroker.FieldError("groups", "only a User token has groups (the groups of its user), not a %s token", req.Role)
+	}
+	if err := vdibroker.ValidateGroups("groups", req.Groups); err != nil {
+		return nil, err
+	}
 	now := s.now().UTC()
 	secret := vdibroker.NewSecret("vdbt_")
 	t := vdibroker.Token{
@@ -86,6 +95,7 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 		Hash:       vdibroker.HashSecret(secret),
 		CreateTime: now,
 		HostPools:  slices.Compact(slices.Sorted(slices.Values(req.HostPools))),
+		Groups:     req.Groups,
 	}
 	if req.ExpiresInSeconds != 0 {
 		exp := now.Add(time.Duration(req.ExpiresInSeconds) * time.Second)

@@ -778,7 +778,7 @@ func lockAssignees(ctx context.Context, t *tx, live []*commitReq) error {
 	var keys [][2]string
 	for _, r := range live {
 		if r.assignUser != "" {
-			keys = append(keys, [2]string{r.assignPool, r.assignUser})
+			keys = append(keys, [2]string{r.assignPool, vdibroker.FoldUser(r.assignUser)}) // Alice waits for alice (R-E5)
 		}
 	}
 	if len(keys) == 0 {

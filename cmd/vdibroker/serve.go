@@ -28,6 +28,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/console"
+	"github.com/vdibroker/vdibroker/entitlement"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/power"
@@ -163,6 +164,10 @@ func (m *Main) Open(ctx context.Context) error {
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers,
 		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval})
 	services := m.broker.Services()
+	// End users' connects pass the entitlement service (R-E3); the
+	// federation's keep the broker's own, a global grant being enough.
+	ents := entitlement.New(entitlement.Config{Store: m.broker.Store(), Connect: m.broker, Logger: m.Logger, Pod: m.Federation.PodName != ""})
+	services.Connect, services.Entitlements = ents, ents
 	services.Federation = m.Federation.federation(m.broker, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
 		AdminToken: token, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
