@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http/httptest"
 	"path"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -352,6 +355,29 @@ func TestUpgradeKeepsPoolsUsable(t *testing.T) {
 		s = tg.open(t, store.Options{})
 		if l, _ := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "p1", User: "ÉRIC"}); len(l) != 2 {
 			t.Errorf("after a second open: %d sessions of Éric", len(l))
+		}
+
+		// Through the API, an end user still connects to the old pool;
+		// a pool made after the upgrade has no group (R-E4).
+		srv := testserver.New(testserver.Config{Store: s, AdminToken: "admin"})
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() { ts.Close(); srv.Close() })
+		admin := vhttp.NewClient(ts.URL, "admin")
+		tok, err := admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "zoe"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zoe := vhttp.NewClient(ts.URL, tok.Secret)
+		// h1 has had no heartbeat: past the entitlement, placement finds
+		// no capacity.
+		if _, err := zoe.Connect(ctx, "p1", vhttp.ConnectRequest{User: "zoe", DryRun: true}); vdibroker.ErrorCode(err) != vdibroker.ENoCapacity {
+			t.Errorf("an end user's connect to a pool of before the upgrade: %v, want it placed (NoCapacity: h1 has no heartbeat)", err)
+		}
+		if _, err := admin.PutHostPool(ctx, "p3-new", map[string]any{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := zoe.Connect(ctx, "p3-new", vhttp.ConnectRequest{User: "zoe", DryRun: true}); vdibroker.ErrorCode(err) != vdibroker.ENotEntitled {
+			t.Errorf("an end user's connect to a new pool: %v, want NotEntitled", err)
 		}
 	})
 }
