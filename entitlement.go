@@ -121,17 +121,22 @@ type AppConnectRequest struct {
 }
 
 // Resource is what an entitlement is asked for: a pool's desktop (the
-// pool's Desktop group) or a RemoteApp group.
+// pool's Desktop group), a RemoteApp group, or a global entitlement.
 type Resource struct {
 	// HostPool, alone, asks for the pool's Desktop group.
 	HostPool string
 	// ApplicationGroup asks for that group.
 	ApplicationGroup string
+	// GlobalEntitlement asks for that global entitlement (R-E9).
+	GlobalEntitlement string
 }
 
 // String names the resource as a refusal does.
 func (r Resource) String() string {
-	if r.ApplicationGroup != "" {
+	switch {
+	case r.GlobalEntitlement != "":
+		return fmt.Sprintf("global entitlement %q", r.GlobalEntitlement)
+	case r.ApplicationGroup != "":
 		return fmt.Sprintf("application group %q", r.ApplicationGroup)
 	}
 	return fmt.Sprintf("the desktop of host pool %q", r.HostPool)

@@ -100,6 +100,18 @@ func EveryoneWarning(name string) string {
 	return "global entitlement " + name + " names no users, groups or allUsers: everyone is entitled to it, as before entitlements had members; name its users or groups, or set allUsers: true"
 }
 
+// EveryoneWarnings are the warnings of f's global entitlements that name
+// nobody, in document order.
+func (f *Federation) EveryoneWarnings() []string {
+	var out []string
+	for i := range f.GlobalEntitlements {
+		if ge := &f.GlobalEntitlements[i]; ge.NamesNobody() {
+			out = append(out, EveryoneWarning(ge.Name))
+		}
+	}
+	return out
+}
+
 // IsApplication reports whether the entitlement opens an application.
 func (ge *GlobalEntitlement) IsApplication() bool { return ge.Kind == KindApplication }
 
@@ -228,6 +240,9 @@ type FederationStatus struct {
 	Site     string       `json:"site"`
 	Document *Federation  `json:"document"`
 	Peers    []PeerStatus `json:"peers"`
+	// Warnings name the global entitlements that entitle everyone for
+	// naming nobody (R-E9).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PeerStatus is what this pod knows of a peer from its last calls.
@@ -251,6 +266,8 @@ type PeerStatus struct {
 type EntitlementView struct {
 	GlobalEntitlement
 	Members []MemberView `json:"members"`
+	// Warnings: EveryoneWarning when it names nobody (R-E9).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MemberView is one member with what its pod last said of it.

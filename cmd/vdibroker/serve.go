@@ -168,7 +168,7 @@ func (m *Main) Open(ctx context.Context) error {
 	// federation's keep the broker's own, a global grant being enough.
 	ents := entitlement.New(entitlement.Config{Store: m.broker.Store(), Connect: m.broker, Logger: m.Logger, Pod: m.Federation.PodName != ""})
 	services.Connect, services.Entitlements = ents, ents
-	services.Federation = m.Federation.federation(m.broker, m.Logger)
+	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
 		AdminToken: token, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
 	// The console calls the API in-process with the signed-in user's token,

@@ -70,7 +70,7 @@ func New(cfg Config) *Server {
 	ents := entitlement.New(entitlement.Config{Store: svc.Store(), Connect: svc, Logger: cfg.Logger, Clock: clk, Pod: cfg.Pod != ""})
 	services.Connect, services.Entitlements = ents, ents
 	if cfg.Pod != "" {
-		services.Federation = global.New(global.Config{Connect: svc, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
+		services.Federation = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
 			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout})
 	}
 	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: cfg.FederationSecret, Logger: cfg.Logger, Now: cfg.Now,
