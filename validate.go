@@ -81,6 +81,11 @@ func ValidateHostPool(p *HostPool) (warnings []string, err error) {
 			return nil, err
 		}
 	}
+	if p.HostPoolType == Personal && p.LoadBalancerType == MultiplePersistent && p.PersonalDesktopAssignmentType != Direct {
+		// R-PE3, as AVD requires: several desktops per user are the
+		// admin's to assign.
+		return nil, FieldError("personalDesktopAssignmentType", "must be Direct with loadBalancerType MultiplePersistent (R-PE3: an admin assigns each user's hosts), got %q", p.PersonalDesktopAssignmentType)
+	}
 	if p.LoadBalancerType == DepthFirst && p.MaxSessionLimit == NoSessionLimit {
 		warnings = append(warnings, DepthFirstWarning) // R-P3
 	}

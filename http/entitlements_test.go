@@ -607,7 +607,57 @@ func TestEntitlementsPostgres(t *testing.T) {
 		{"RemoteAppConnect_RE7_RE8", TestRemoteAppConnect_RE7_RE8},
 		{"UserEntitlements_RE10", TestUserEntitlements_RE10},
 		{"EntitlementRoutes_Matrix", TestEntitlementRoutes_Matrix},
+		{"PersonalRules_RPE", TestPersonalRules_RPE},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
+}
+
+// TestPersonalRules_RPE: a Persistent host is one user's (R-PE1): a second
+// assigned user, in any spelling, is refused naming assignedUsers and
+// nothing changes; MultiplePersistent takes Direct assignment only
+// (R-PE3), as in AVD.
+func TestPersonalRules_RPE(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	e.pool("desks", map[string]any{"hostPoolType": "Personal"})
+	if _, err := e.admin.PutSessionHost(ctx, "desks", "desk01", vhttp.SessionHostRequest{AssignedUsers: &[]string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, users := range [][]string{{"a", "z"}, {"a", "A"}} {
+		_, err := e.admin.PatchSessionHost(ctx, "desks", "desk01", map[string]any{"assignedUsers": users})
+		if ve := wantCode(t, err, vdibroker.EInvalid); ve.Field != "assignedUsers" {
+			t.Errorf("%v: field %q", users, ve.Field)
+		}
+	}
+	_, err := e.admin.PutSessionHost(ctx, "desks", "desk02", vhttp.SessionHostRequest{AssignedUsers: &[]string{"b", "c"}})
+	wantCode(t, err, vdibroker.EInvalid, "0..1 users")
+	if h, err := e.admin.GetSessionHost(ctx, "desks", "desk01"); err != nil || len(h.AssignedUsers) != 1 || h.AssignedUsers[0] != "a" {
+		t.Errorf("desk01 after the refusals: %+v, %v", h, err)
+	}
+	if _, err := e.admin.GetSessionHost(ctx, "desks", "desk02"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("desk02 was stored: %v", err)
+	}
+
+	for _, body := range []map[string]any{
+		{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent"},
+		{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Automatic"},
+	} {
+		_, err := e.admin.PutHostPool(ctx, "multi", body)
+		if ve := wantCode(t, err, vdibroker.EInvalid, "Direct"); ve.Field != "personalDesktopAssignmentType" {
+			t.Errorf("%v: field %q", body, ve.Field)
+		}
+	}
+	if _, err := e.admin.GetHostPool(ctx, "multi"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("a refused pool was stored: %v", err)
+	}
+	e.pool("multi", map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Direct"})
+	// Several hosts of one user: MultiplePersistent.
+	for _, h := range []string{"m01", "m02"} {
+		if _, err := e.admin.PutSessionHost(ctx, "multi", h, vhttp.SessionHostRequest{AssignedUsers: &[]string{"a"}}); err != nil {
+			t.Errorf("a's host %s: %v", h, err)
+		}
+	}
+	_, err = e.admin.PatchHostPool(ctx, "desks", map[string]any{"loadBalancerType": "MultiplePersistent"})
+	wantCode(t, err, vdibroker.EInvalid, "Direct")
 }
