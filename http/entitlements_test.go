@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
+	"github.com/vdibroker/vdibroker/internal/testop"
 )
 
 // desktopFor gives pool a Desktop application group assigned as a says
@@ -660,4 +663,52 @@ func TestPersonalRules_RPE(t *testing.T) {
 	}
 	_, err = e.admin.PatchHostPool(ctx, "desks", map[string]any{"loadBalancerType": "MultiplePersistent"})
 	wantCode(t, err, vdibroker.EInvalid, "Direct")
+}
+
+// TestEntitlementDuringOutage_RE11: while the database is stopped, an end
+// user signed in through OpenID Connect (whose token needs no database to
+// check, unlike an API token) who connected before is let back in from
+// memory, their entitlement answered from what the replica last read
+// (R-E11, R-OUT); one refused before is still refused; one never asked
+// gets 503 StoreUnavailable, not a hang, a 500 or a grant. (A PostgreSQL
+// server of the test's own.)
+func TestEntitlementDuringOutage_RE11(t *testing.T) {
+	pg := pgtest.Start(t)
+	op := testop.Start(t, "vdibroker-test", "s3cret")
+	const storeTimeout = 2 * time.Second
+	e := newEnvWith(t, envOptions{dsn: pg.DSN, maintenance: 200 * time.Millisecond, storeTimeout: storeTimeout, oidc: mustProvider(t, op)})
+	op.Now = e.clock.Now
+	ctx := context.Background()
+	e.pool("pin", nil) // the pool testRoles' pin-users may connect to
+	hosts := e.addHosts("pin", "pinh", 1)
+	e.desktopFor("pin", vdibroker.Assignments{Groups: []string{"Staff"}})
+	sso := func(user string, groups ...string) *vhttp.Client {
+		return e.client(0, op.Mint(map[string]any{"sub": user, "groups": append([]string{"pin-users"}, groups...)}))
+	}
+	ann, bea, cid := sso("ann", "staff"), sso("bea", "staff"), sso("cid")
+	a, err := ann.Connect(ctx, "pin", vhttp.ConnectRequest{User: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(hosts[0], vdibroker.AgentSession{ID: "s-ann", User: "ann", State: vdibroker.StateActive})
+	_, err = cid.Connect(ctx, "pin", vhttp.ConnectRequest{User: "cid"})
+	wantCode(t, err, vdibroker.ENotEntitled)
+
+	pg.Stop()
+	waitHealth(t, e.urls[0], http.StatusServiceUnavailable, storeTimeout+2*time.Second)
+	r, err := ann.Connect(ctx, "pin", vhttp.ConnectRequest{User: "ann"})
+	if err != nil || !r.Reconnect || r.SessionID != a.SessionID {
+		t.Errorf("ann during the outage: %+v, %v; want her session %s", r, err, a.SessionID)
+	}
+	_, err = cid.Connect(ctx, "pin", vhttp.ConnectRequest{User: "cid"})
+	wantCode(t, err, vdibroker.ENotEntitled)
+	_, err = bea.Connect(ctx, "pin", vhttp.ConnectRequest{User: "bea"})
+	wantCode(t, err, vdibroker.EStoreUnavailable)
+
+	// Back: bea is asked of the database again and let in.
+	pg.Restart()
+	waitHealth(t, e.urls[0], http.StatusOK, 15*time.Second)
+	if r, err := bea.Connect(ctx, "pin", vhttp.ConnectRequest{User: "bea"}); err != nil || !r.Created {
+		t.Errorf("bea after the outage: %+v, %v", r, err)
+	}
 }
