@@ -594,28 +594,6 @@ func TestEntitlementRoutes_Matrix(t *testing.T) {
 	}
 }
 
-// TestEntitlementsPostgres reruns this file's tests on PostgreSQL, each in
-// a schema of its own (skipped unless VDIBROKER_TEST_POSTGRES_DSN is set).
-func TestEntitlementsPostgres(t *testing.T) {
-	dsn := postgresDSN(t)
-	suitePostgres = dsn
-	defer func() { suitePostgres = "" }()
-	for _, tc := range []struct {
-		name string
-		fn   func(*testing.T)
-	}{
-		{"ApplicationGroupAPI_RE1", TestApplicationGroupAPI_RE1},
-		{"EntitlementEnforced_RE3", TestEntitlementEnforced_RE3},
-		{"CaseInsensitiveUsers_RE5", TestCaseInsensitiveUsers_RE5},
-		{"RemoteAppConnect_RE7_RE8", TestRemoteAppConnect_RE7_RE8},
-		{"UserEntitlements_RE10", TestUserEntitlements_RE10},
-		{"EntitlementRoutes_Matrix", TestEntitlementRoutes_Matrix},
-		{"PersonalRules_RPE", TestPersonalRules_RPE},
-	} {
-		t.Run(tc.name, tc.fn)
-	}
-}
-
 // TestPersonalRules_RPE: a Persistent host is one user's (R-PE1): a second
 // assigned user, in any spelling, is refused naming assignedUsers and
 // nothing changes; MultiplePersistent takes Direct assignment only

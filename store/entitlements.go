@@ -115,11 +115,7 @@ func (s *DB) PutApplicationGroup(ctx context.Context, g *vdibroker.ApplicationGr
 		if err := t.writeAppGroup(ctx, g, old); err != nil {
 			return err
 		}
-		if created {
-			t.audited(nil, g)
-		} else {
-			t.audited(old, g)
-		}
+		t.audited(old, g) // a nil old is written as null
 		return nil
 	})
 	if err != nil {
