@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -166,10 +167,7 @@ func (t *tx) writeAppGroup(ctx context.Context, g *vdibroker.ApplicationGroup, o
 			return errRaced // created meanwhile: run again, as a replace or refused
 		}
 	} else {
-		g.CreateTime = old.CreateTime
-		if !g.UpdateTime.After(old.UpdateTime) {
-			g.UpdateTime = old.UpdateTime.Add(1)
-		}
+		g.CreateTime, g.UpdateTime = replaced(old.CreateTime, old.UpdateTime, g.UpdateTime)
 		_, err = t.exec(ctx, `UPDATE application_groups SET friendly_name = ?, description = ?, all_users = ?, update_time = ?
 			WHERE name = ?`, g.FriendlyName, g.Description, g.Assignments.AllUsers, ns(g.UpdateTime), g.Name)
 		if err == nil {
@@ -192,6 +190,16 @@ func (t *tx) writeAppGroup(ctx context.Context, g *vdibroker.ApplicationGroup, o
 		}
 	}
 	return nil
+}
+
+// replaced returns the times of a replaced row: its creation time kept,
+// its update time moved forward past the old one even when the writer's
+// clock is behind the last writer's.
+func replaced(created, updated, now time.Time) (time.Time, time.Time) {
+	if !now.After(updated) {
+		now = updated.Add(time.Nanosecond)
+	}
+	return created, now
 }
 
 // GetApplicationGroup implements vdibroker.EntitlementStore.
@@ -317,10 +325,7 @@ func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application) (crea
 			t.audited(nil, a)
 			return err
 		}
-		a.CreateTime = old.CreateTime
-		if !a.UpdateTime.After(old.UpdateTime) {
-			a.UpdateTime = old.UpdateTime.Add(1)
-		}
+		a.CreateTime, a.UpdateTime = replaced(old.CreateTime, old.UpdateTime, a.UpdateTime)
 		_, err = t.exec(ctx, `UPDATE applications SET file_path = ?, command_line_setting = ?, command_line_arguments = ?,
 			friendly_name = ?, show_in_portal = ?, icon_path = ?, update_time = ? WHERE application_group = ? AND name = ?`,
 			a.FilePath, a.CommandLineSetting, a.CommandLineArguments, a.FriendlyName, a.ShowInPortal, a.IconPath,
