@@ -24,8 +24,11 @@ type Principal struct {
 	TokenID string
 	// HostPools scopes the principal to these pools (empty: every pool).
 	HostPools []string
-	// End-user entitlements (user groups assigned to application groups)
-	// add the principal's Groups here, and Authorize a target for them.
+	// Groups are the groups of an end user's identity: a User token's
+	// groups, or the groups claim of an OpenID Connect identity. An
+	// assignment of an application group to one of them entitles the
+	// user (R-E2).
+	Groups []string
 }
 
 // Audit is the principal as an audit entry names it.
@@ -141,7 +144,7 @@ func Authorize(p *Principal, a Action, t Target) error {
 		return err
 	}
 	if a == ActionConnect && p.Role == RoleUser && t.For != nil {
-		if p.Subject != t.For.User {
+		if !SameUser(p.Subject, t.For.User) { // R-E5
 			return Errorf(EPermission, "a User token may connect only its own user %q", p.Subject)
 		}
 		if len(t.For.Groups) > 0 {

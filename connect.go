@@ -8,6 +8,10 @@ type ConnectRequest struct {
 	DryRun bool   `json:"dryRun,omitempty"`
 	// SessionHost names the host for MultiplePersistent pools (R-PE3).
 	SessionHost string `json:"sessionHost,omitempty"`
+	// RemoteApp, set by the entitlement service for an application
+	// connect (never read from a client's body), makes the answer's .rdp
+	// file open that application (R-E7).
+	RemoteApp *RemoteApp `json:"-"`
 }
 
 // ConnectResponse answers a connect: the user's session (new, Pending, or

@@ -25,6 +25,10 @@ const (
 	EInternal        = "Internal"
 )
 
+// ENotEntitled is the refusal of an end user's connect to what is not
+// assigned to them (R-E3): HTTP 403.
+const ENotEntitled = "NotEntitled"
+
 // Error is the one error type of the domain. Code is one of the E* constants,
 // Message is safe to show to the caller, Field names the offending input field
 // (JSON path in camelCase) when there is one.
@@ -102,6 +106,7 @@ var codeStatus = map[string]int{
 	EUnauthenticated:  http.StatusUnauthorized,
 	EPermission:       http.StatusForbidden,
 	ENotAssigned:      http.StatusForbidden,
+	ENotEntitled:      http.StatusForbidden,
 	ENotFound:         http.StatusNotFound,
 	EConflict:         http.StatusConflict,
 	ENoCapacity:       http.StatusServiceUnavailable,

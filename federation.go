@@ -49,14 +49,71 @@ type Pod struct {
 }
 
 // GlobalEntitlement names member host pools in several pods and how users
-// are placed among them (R-G1..R-G4).
+// are placed among them (R-G1..R-G4), what it offers and to whom (R-E9).
 type GlobalEntitlement struct {
 	Name                string   `json:"name"`
 	Scope               string   `json:"scope"`
 	SessionDistribution string   `json:"sessionDistribution"`
 	UseHomeSite         bool     `json:"useHomeSite"`
 	Members             []Member `json:"members"`
+
+	// Kind is KindDesktop (empty means Desktop) or KindApplication: a
+	// global application entitlement opens Application, which each
+	// member pool publishes in one of its RemoteApp groups (R-E9). The
+	// new fields are left out when empty, so a document stored before
+	// them reads, and compares (PutFederation's generation check), the
+	// same.
+	Kind        string `json:"kind,omitempty"`
+	Application string `json:"application,omitempty"`
+	// Users, Groups and AllUsers say who is entitled (R-E9). An
+	// entitlement naming none of them entitles everyone, as before they
+	// existed, with a warning (EveryoneWarning).
+	Users    []string `json:"users,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+	AllUsers bool     `json:"allUsers,omitempty"`
 }
+
+// NamesNobody reports whether the entitlement names no users, no groups
+// and not allUsers: it then entitles everyone (R-E9).
+func (ge *GlobalEntitlement) NamesNobody() bool {
+	return len(ge.Users) == 0 && len(ge.Groups) == 0 && !ge.AllUsers
+}
+
+// Grants is Assignments.Grants for a global entitlement (R-E9): the
+// grant that entitles who, or nil; an entitlement naming nobody grants
+// everyone.
+func (ge *GlobalEntitlement) Grants(who UserIdentity) *Grant {
+	if ge.NamesNobody() {
+		return &Grant{GlobalEntitlement: ge.Name, Via: ViaEveryone}
+	}
+	a := Assignments{Users: ge.Users, Groups: ge.Groups, AllUsers: ge.AllUsers}
+	g := a.Grants(who)
+	if g != nil {
+		g.GlobalEntitlement = ge.Name
+	}
+	return g
+}
+
+// EveryoneWarning is the warning of a global entitlement naming nobody
+// (R-E9).
+func EveryoneWarning(name string) string {
+	return "global entitlement " + name + " names no users, groups or allUsers: everyone is entitled to it, as before entitlements had members; name its users or groups, or set allUsers: true"
+}
+
+// EveryoneWarnings are the warnings of f's global entitlements that name
+// nobody, in document order.
+func (f *Federation) EveryoneWarnings() []string {
+	var out []string
+	for i := range f.GlobalEntitlements {
+		if ge := &f.GlobalEntitlements[i]; ge.NamesNobody() {
+			out = append(out, EveryoneWarning(ge.Name))
+		}
+	}
+	return out
+}
+
+// IsApplication reports whether the entitlement opens an application.
+func (ge *GlobalEntitlement) IsApplication() bool { return ge.Kind == KindApplication }
 
 // Member is one host pool of one pod in a global entitlement.
 type Member struct {
@@ -183,6 +240,9 @@ type FederationStatus struct {
 	Site     string       `json:"site"`
 	Document *Federation  `json:"document"`
 	Peers    []PeerStatus `json:"peers"`
+	// Warnings name the global entitlements that entitle everyone for
+	// naming nobody (R-E9).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // PeerStatus is what this pod knows of a peer from its last calls.
@@ -206,6 +266,8 @@ type PeerStatus struct {
 type EntitlementView struct {
 	GlobalEntitlement
 	Members []MemberView `json:"members"`
+	// Warnings: EveryoneWarning when it names nobody (R-E9).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MemberView is one member with what its pod last said of it.
@@ -229,6 +291,12 @@ type PoolFacts struct {
 	Found            bool   `json:"found"`
 	LoadBalancerType string `json:"loadBalancerType,omitempty"`
 	MaxSessionLimit  int    `json:"maxSessionLimit,omitempty"`
+
+	// HostPoolType tells a desktop pool (Personal; one user per host)
+	// from a farm of multi-session hosts (R-G2). A peer of an older
+	// version sends none.
+	HostPoolType string `json:"hostPoolType,omitempty"`
+
 	// Hosts is every session host of the pool, whatever its status (the
 	// size of the pool, as Horizon counts VMs).
 	Hosts int `json:"hosts"`
@@ -270,6 +338,9 @@ type PodConnectRequest struct {
 	HostPool          string `json:"hostPool"`
 	User              string `json:"user"`
 	DryRun            bool   `json:"dryRun,omitempty"`
+	// Application, for a global application entitlement, is the
+	// application the pool publishes (R-E9).
+	Application string `json:"application,omitempty"`
 }
 
 // GlobalDecision is the record of a global connect (the "decision" of its

@@ -84,6 +84,9 @@ const (
 	GroupGateway   = "Gateway"
 )
 
+// MaxCustomRdpPropertyLen bounds a pool's customRdpProperty.
+const MaxCustomRdpPropertyLen = 4096
+
 // poolFields is the schema, in SPEC §2 order with §6 (loadBalancing) last.
 // The order is the order of validation: the first bad field is the one
 // reported.
@@ -146,6 +149,9 @@ var poolFields = []Field{
 	{Path: "activeSessionLimitMinutes", Kind: KindInt, Group: GroupGateway, Min: 0, Max: MaxSessionLimitMinutes, Default: 0, Zero: "the gateway's own",
 		Label: "Active session limit (min)", Help: "a gateway closes a tunnel open this long (R-GW1)",
 		at: func(p *HostPool) any { return &p.ActiveSessionLimitMinutes }},
+	{Path: "customRdpProperty", Kind: KindText, Group: GroupGeneral, Max: MaxCustomRdpPropertyLen, Default: "", Multiline: true,
+		Label: "Custom RDP properties", Help: "the pool's own .rdp properties, name:type:value separated by ; or line breaks, over serve --rdp-defaults (R-E8)",
+		at: func(p *HostPool) any { return &p.CustomRdpProperty }},
 
 	{Path: "loadBalancing.useCustomScript", Kind: KindBool, Group: GroupLoadIndex, LoadBalancerTypes: []string{LoadIndex}, Default: false,
 		Label: "Use custom script", Help: "the load index is the agent's custom script value alone (R-IDX3)",

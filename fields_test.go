@@ -149,6 +149,8 @@ func TestPoolFieldsSpec(t *testing.T) {
 		"gatewayHostName text at most 260 characters default ",
 		"idleSessionLimitMinutes int 0..10080 default 0",
 		"activeSessionLimitMinutes int 0..10080 default 0",
+		// AVD's per-pool .rdp properties (R-E8).
+		"customRdpProperty text at most 4096 characters default ",
 		"loadBalancing.useCustomScript bool true or false default false",
 		"loadBalancing.includeSessionCount bool true or false default true",
 		"loadBalancing.cpuThreshold number 0..100 default 0",

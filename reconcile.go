@@ -131,7 +131,9 @@ type Reconciliation struct {
 //     off, once per disconnection, and after a failed logoff again only a
 //     full timeout after the last request (R-S5).
 //
-// User names are compared as they are, byte for byte.
+// User names are compared without regard to case (FoldUser, R-E5): a host
+// that reports ALICE@contoso.com logs on the session placed for
+// Alice@Contoso.com.
 //
 // A caller that does not know PlacedElsewhere, LastLogoff and LoggedOff
 // calls Reconcile without them (nobody placed elsewhere, no logoff asked
@@ -190,15 +192,16 @@ func newReconciler(r HostReport) *reconciler {
 			// Pending, or turned Active or Disconnected by a gateway's
 			// report before the host reported it (R-GW2): both wait
 			// for the host's word.
-			rc.pendingByUser[o.User] = append(rc.pendingByUser[o.User], i)
+			k := FoldUser(o.User)
+			rc.pendingByUser[k] = append(rc.pendingByUser[k], i)
 		}
 	}
 	return rc
 }
 
 // agentKey is how a report finds a session the host reported before: by
-// the host's id and the user together.
-func agentKey(id, user string) string { return id + "\x00" + user }
+// the host's id and the user together (in any case, R-E5).
+func agentKey(id, user string) string { return id + "\x00" + FoldUser(user) }
 
 // matchReported is step 1 of Reconcile.
 func (rc *reconciler) matchReported() {
@@ -213,7 +216,7 @@ func (rc *reconciler) matchReported() {
 			want = StateDisconnected
 		}
 		i, ok := rc.byAgent[agentKey(rep.ID, rep.User)]
-		if l := rc.pendingByUser[rep.User]; ok && len(l) > 0 && rc.sessions[l[0]].CreateTime.Before(rc.sessions[i].CreateTime) {
+		if l := rc.pendingByUser[FoldUser(rep.User)]; ok && len(l) > 0 && rc.sessions[l[0]].CreateTime.Before(rc.sessions[i].CreateTime) {
 			rc.move(i, StateLoggedOff, EndOutagePlacementWritten)
 			rc.seen[i] = true
 			ok = false
@@ -235,12 +238,13 @@ func (rc *reconciler) matchReported() {
 // logon matches rep to its user's oldest open session the host has not
 // reported yet (step 1b), if there is one, and records the logon.
 func (rc *reconciler) logon(rep AgentSession, want string) (int, bool) {
-	l := rc.pendingByUser[rep.User]
+	k := FoldUser(rep.User)
+	l := rc.pendingByUser[k]
 	if len(l) == 0 {
 		return 0, false
 	}
 	i := l[0]
-	rc.pendingByUser[rep.User] = l[1:]
+	rc.pendingByUser[k] = l[1:]
 	o := &rc.sessions[i]
 	rc.steps = append(rc.steps, SessionStep{Kind: StepLogon, SessionID: o.ID, AgentSessionID: rep.ID, From: o.State, To: want})
 	o.AgentSessionID = rep.ID

@@ -273,14 +273,25 @@ func TestReconcile(t *testing.T) {
 			},
 		},
 		{
-			// The current rule compares user names byte for byte: Alice's
-			// placed session is not alice's logon, which is adopted.
-			name:     "R-S2 user names are compared as they are",
+			// User names are compared without regard to case: Alice's
+			// placed session is alice's logon (R-E5), not an adoption.
+			name:     "R-S2 R-E5 user names are compared in any case",
 			open:     []vdibroker.OpenSession{placed("s1", "Alice", ago(10*time.Second))},
 			reported: []vdibroker.AgentSession{report("7", "alice", active)},
 			want: vdibroker.Reconciliation{
-				Steps: []vdibroker.SessionStep{adopt("new1", "alice", "7", active)},
-				After: []vdibroker.OpenSession{placed("s1", "Alice", ago(10*time.Second)), adopted("new1", "alice", "7", active)},
+				Steps: []vdibroker.SessionStep{logon("s1", "7", active)},
+				After: []vdibroker.OpenSession{{ID: "s1", User: "Alice", State: active, AgentSessionID: "7", CreateTime: ago(10 * time.Second), StateTime: now}},
+			},
+		},
+		{
+			// A session the host reported before, reported again with its
+			// user in another case, is the same session (R-E5).
+			name:     "R-S2 R-E5 a known session reported in another case",
+			open:     []vdibroker.OpenSession{{ID: "s1", User: "ÉRIC", State: active, AgentSessionID: "7", CreateTime: ago(time.Minute), StateTime: ago(time.Minute)}},
+			reported: []vdibroker.AgentSession{report("7", "éric", disconnected)},
+			want: vdibroker.Reconciliation{
+				Steps: []vdibroker.SessionStep{move("s1", active, disconnected, "")},
+				After: []vdibroker.OpenSession{{ID: "s1", User: "ÉRIC", State: disconnected, AgentSessionID: "7", CreateTime: ago(time.Minute), StateTime: now}},
 			},
 		},
 		{

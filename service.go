@@ -28,6 +28,9 @@ type Services struct {
 	Gateway GatewayService
 	// Federation is nil on a broker that is not a pod (SPEC §7).
 	Federation FederationService
+	// Entitlements keeps application groups and answers who may use what
+	// (R-E1..R-E11).
+	Entitlements EntitlementService
 }
 
 // ConnectService places users on session hosts (SPEC §4).
@@ -193,6 +196,9 @@ type TokenRequest struct {
 	ExpiresInSeconds int `json:"expiresInSeconds,omitempty"`
 	// HostPools scopes the token to these host pools; absent is every pool.
 	HostPools []string `json:"hostPools,omitempty"`
+	// Groups are a User token's user's groups (R-E6): at most MaxGroups;
+	// refused for the other roles.
+	Groups []string `json:"groups,omitempty"`
 }
 
 // TokenResponse is a new API token; the secret is shown only here.

@@ -29,6 +29,9 @@ type Token struct {
 	// sees only them, a Contributor changes only them, a User connects
 	// only there. Empty is every pool.
 	HostPools []string `json:"hostPools,omitempty"`
+	// Groups are the groups of a User token's user (R-E2, R-E6): its
+	// assignments through groups entitle it.
+	Groups []string `json:"groups,omitempty"`
 }
 
 // RegistrationToken lets agents register hosts into one pool until it expires.
@@ -259,6 +262,8 @@ type Store interface {
 	WebSessionStore // websession.go
 
 	SharedStore // websession.go
+
+	EntitlementStore // entitlement.go
 }
 
 // Sentinel errors of CommitPlacement. The server retries ErrHostFull,

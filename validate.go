@@ -86,6 +86,11 @@ func ValidateHostPool(p *HostPool) (warnings []string, err error) {
 	if err := ValidateGatewayHost("gatewayHostName", p.GatewayHostName); err != nil {
 		return nil, err
 	}
+	if p.HostPoolType == Personal && p.LoadBalancerType == MultiplePersistent && p.PersonalDesktopAssignmentType != Direct {
+		// R-PE3, as AVD requires: several desktops per user are the
+		// admin's to assign.
+		return nil, FieldError("personalDesktopAssignmentType", "must be Direct with loadBalancerType MultiplePersistent (R-PE3: an admin assigns each user's hosts), got %q", p.PersonalDesktopAssignmentType)
+	}
 	if p.LoadBalancerType == DepthFirst && p.MaxSessionLimit == NoSessionLimit {
 		warnings = append(warnings, DepthFirstWarning) // R-P3
 	}
@@ -230,13 +235,13 @@ func ValidateProtocols(field string, ps []string) error {
 }
 
 // ValidateUsers checks a list of user names (each as ValidateUser), without
-// repeats.
+// repeats in any case (R-E5).
 func ValidateUsers(field string, users []string) error {
 	for i, u := range users {
 		if err := ValidateUser(fmt.Sprintf("%s[%d]", field, i), u); err != nil {
 			return err
 		}
-		if slices.Contains(users[:i], u) {
+		if ContainsUser(users[:i], u) {
 			return FieldError(field, "lists %q twice", u)
 		}
 	}

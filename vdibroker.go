@@ -125,6 +125,11 @@ type HostPool struct {
 	ActiveSessionLimitMinutes int       `json:"activeSessionLimitMinutes"`
 	CreateTime                time.Time `json:"createTime"`
 	UpdateTime                time.Time `json:"updateTime"`
+
+	// CustomRdpProperty is the pool's own .rdp properties (AVD's name,
+	// R-E8): "name:type:value" separated by ";" or line breaks, checked
+	// as serve --rdp-defaults is and merged over it.
+	CustomRdpProperty string `json:"customRdpProperty"`
 }
 
 // HeartbeatTimeout is heartbeatTimeoutSeconds as a duration: a host

@@ -51,8 +51,13 @@ func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.Connec
 	if p != nil {
 		role, token = p.Role, p.TokenID
 	}
-	// The key is scoped to the caller, the pool and the user.
-	key = strings.Join([]string{role, token, pool, req.User, key}, "\x00")
+	// The key is scoped to the caller, the pool, the user (in any case,
+	// R-E5) and the application (R-E7).
+	app := ""
+	if req.RemoteApp != nil {
+		app = req.RemoteApp.Program
+	}
+	key = strings.Join([]string{role, token, pool, vdibroker.FoldUser(req.User), app, key}, "\x00")
 	var placeErr error
 	ans := s.idem.do(key, func() (*vdibroker.ConnectAnswer, bool) {
 		a, err := s.place(ctx, pool, req)
@@ -122,7 +127,7 @@ func (r *connectRound) again(err error, attempt int, v interface{ MarkStale() })
 // one pool are serialised here, so they do not reserve several hosts at
 // once.
 func (s *Service) place(ctx context.Context, poolName string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
-	unlock := s.userLocks.Lock(poolName + "\x00" + req.User)
+	unlock := s.userLocks.Lock(poolName + "\x00" + vdibroker.FoldUser(req.User)) // Alice and alice are one user (R-E5)
 	defer unlock()
 
 	v := s.views.Get(poolName)
@@ -350,6 +355,26 @@ func (s *Service) answer(pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
 		SessionHost: host,
 		Address:     addr,
 		State:       vdibroker.StatePending,
-		RDPFile:     rdp.File(addr, req.User, s.rdp),
+		RDPFile:     rdp.File(addr, req.User, s.properties(pool, req.RemoteApp)),
 	}
+}
+
+// properties are the .rdp properties of a connect to pool: the server's
+// (--rdp-defaults), the pool's customRdpProperty over them (R-E8), and an
+// application's RemoteApp lines over both (R-E7).
+func (s *Service) properties(pool *vdibroker.HostPool, app *vdibroker.RemoteApp) []rdp.Property {
+	props := s.rdp
+	if pool.CustomRdpProperty != "" {
+		custom, err := rdp.ParseCustomProperties(pool.CustomRdpProperty)
+		if err != nil {
+			// Checked when stored; a property this version no longer
+			// takes leaves the server's.
+			s.log.Warn("host pool customRdpProperty ignored", "pool", pool.Name, "err", err)
+		}
+		props = rdp.Merge(props, custom)
+	}
+	if app != nil {
+		props = rdp.WithRemoteApp(props, app.Program, app.Name, app.CommandLine)
+	}
+	return props
 }

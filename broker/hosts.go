@@ -170,6 +170,12 @@ func validateHost(pool *vdibroker.HostPool, h *vdibroker.SessionHost) error {
 	if pool.HostPoolType == vdibroker.Pooled && len(h.AssignedUsers) > 0 {
 		return vdibroker.FieldError("assignedUsers", "only hosts of Personal host pools have assigned users; this pool is Pooled")
 	}
+	if pool.LoadBalancerType == vdibroker.Persistent && len(h.AssignedUsers) > 1 {
+		// R-PE1: a Persistent desktop is one user's; a second would be
+		// placed on the first's desktop while the first's session is
+		// open there.
+		return vdibroker.FieldError("assignedUsers", "a host of a Persistent host pool is one user's: 0..1 users, got %d (several hosts per user: loadBalancerType MultiplePersistent)", len(h.AssignedUsers))
+	}
 	return nil
 }
 

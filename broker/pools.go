@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/rdp"
 )
 
 // The pool service (vdibroker.PoolService): a pool's settings are what
@@ -80,6 +81,9 @@ func (s *Service) StorePool(ctx context.Context, name string, old, p *vdibroker.
 	}
 	if err := s.power.Validate(p); err != nil { // the loaded drivers
 		return nil, false, err
+	}
+	if _, err := rdp.ParseCustomProperties(p.CustomRdpProperty); err != nil { // R-E8
+		return nil, false, vdibroker.FieldError("customRdpProperty", "%v (name:type:value separated by ; or line breaks, as in serve --rdp-defaults)", err)
 	}
 	if old != nil && p.HostPoolType != old.HostPoolType {
 		return nil, false, hostPoolTypeChange(old.HostPoolType)

@@ -51,7 +51,8 @@ func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Pri
 	if t.ExpireTime != nil && !s.now().Before(*t.ExpireTime) {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	p := &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools}
+	p := &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools,
+		Groups: t.Groups}
 	if p.Role == vdibroker.RoleGateway {
 		s.gw.rememberGateway(hash, p, t.ExpireTime, s.now())
 	}
@@ -88,6 +89,14 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 			return nil, err
 		}
 	}
+	// R-E6: an end user's groups, which its assignments through groups
+	// entitle; the other roles connect no user of their own.
+	if len(req.Groups) > 0 && req.Role != vdibroker.RoleUser {
+		return nil, vdibroker.FieldError("groups", "only a User token has groups (the groups of its user), not a %s token", req.Role)
+	}
+	if err := vdibroker.ValidateGroups("groups", req.Groups); err != nil {
+		return nil, err
+	}
 	now := s.now().UTC()
 	secret := vdibroker.NewSecret("vdbt_")
 	t := vdibroker.Token{
@@ -97,6 +106,7 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 		Hash:       vdibroker.HashSecret(secret),
 		CreateTime: now,
 		HostPools:  slices.Compact(slices.Sorted(slices.Values(req.HostPools))),
+		Groups:     req.Groups,
 	}
 	if req.ExpiresInSeconds != 0 {
 		exp := now.Add(time.Duration(req.ExpiresInSeconds) * time.Second)

@@ -16,11 +16,12 @@ const UnlimitedCapacity = 150
 // load index (broker.Service.Present).
 func Facts(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost) vdibroker.PoolFacts {
 	f := vdibroker.PoolFacts{HostPool: pool.Name, Found: true, LoadBalancerType: pool.LoadBalancerType,
-		MaxSessionLimit: pool.MaxSessionLimit, Hosts: len(hosts)}
+		MaxSessionLimit: pool.MaxSessionLimit, Hosts: len(hosts), HostPoolType: pool.HostPoolType}
+	farm := !DesktopPool(f)
 	for _, h := range hosts {
 		f.Sessions += h.Sessions
 		placeable := vdibroker.Placeable(h.Status)
-		if placeable && pool.LoadBalancerType == vdibroker.LoadIndex && h.LoadIndex >= 0 {
+		if placeable && farm && h.LoadIndex >= 0 {
 			f.LoadIndexes = append(f.LoadIndexes, h.LoadIndex)
 		}
 		switch {
@@ -45,16 +46,35 @@ func FactsAt(pool *vdibroker.HostPool, hosts []*vdibroker.SessionHost, now time.
 	return Facts(pool, hosts)
 }
 
+// DesktopPool reports whether a member pool is a desktop pool, in
+// Horizon's words, rather than a farm (R-G2): one user per host, a
+// Personal pool (by its type, or, from a peer that does not send the
+// type, its load balancer) or a pooled one whose limit is one session a
+// host. Every other pool is a farm of multi-session hosts, as a Horizon
+// RDS farm.
+func DesktopPool(f vdibroker.PoolFacts) bool {
+	switch {
+	case f.HostPoolType == vdibroker.Personal,
+		f.LoadBalancerType == vdibroker.Persistent, f.LoadBalancerType == vdibroker.MultiplePersistent:
+		return true
+	}
+	return f.MaxSessionLimit == 1
+}
+
 // PoolLoad is R-G2: the load of one member pool under policy, and whether
-// it has one (a pool that is missing or has no host has none).
+// it has one (a pool that is missing or has no host has none). Seed 004's
+// examples are TestPoolLoad's.
 //
-//   - LoadIndex, desktop pool (any load balancer but LoadIndex):
-//     sessions × 100 / hosts. 20 sessions on 100 VMs: 20.
-//   - LoadIndex, RDS farm (loadBalancerType LoadIndex): the mean of its
-//     hosts' load indexes. Hosts at 20, 30, 40, 50: 35. A farm whose hosts
-//     report none falls back to the desktop formula.
-//   - SessionCount: sessions / (maxSessionLimit × hosts), with 150 per
-//     host when the limit is 999999.
+//   - LoadIndex, desktop pool: sessions × 100 / hosts (VMs). 20 sessions
+//     on 100 VMs: 20.
+//   - LoadIndex, farm: the mean of its placeable hosts' load indexes,
+//     0..100. Hosts at 20, 30, 40, 50: 35. A farm none of whose hosts
+//     reports one (all down, or -1 under a custom script no host runs):
+//     100 × sessions / capacity, at most 100 (our choice).
+//   - SessionCount, desktop pool: sessions / hosts (the pool's maximum
+//     size). 1 session on 2 personal desktops: 0.5.
+//   - SessionCount, farm: sessions / (maxSessionLimit × hosts), with 150
+//     per host when the limit is 999999.
 //   - None: no load (R-G4 compares none).
 func PoolLoad(f vdibroker.PoolFacts, policy string) (float64, bool) {
 	if !f.Found || f.Hosts == 0 {
@@ -62,22 +82,29 @@ func PoolLoad(f vdibroker.PoolFacts, policy string) (float64, bool) {
 	}
 	switch policy {
 	case vdibroker.DistributionLoadIndex:
-		if f.LoadBalancerType == vdibroker.LoadIndex && len(f.LoadIndexes) > 0 {
+		switch {
+		case DesktopPool(f):
+			return float64(f.Sessions) * 100 / float64(f.Hosts), true
+		case len(f.LoadIndexes) > 0:
 			sum := 0
 			for _, li := range f.LoadIndexes {
 				sum += li
 			}
 			return float64(sum) / float64(len(f.LoadIndexes)), true
 		}
-		return float64(f.Sessions) * 100 / float64(f.Hosts), true
+		return min(100, float64(f.Sessions)*100/float64(capacity(f))), true
 	case vdibroker.DistributionSessionCount:
 		return float64(f.Sessions) / float64(capacity(f)), true
 	}
 	return 0, false
 }
 
-// capacity is the pool's session capacity for SessionCount.
+// capacity is the pool's session capacity for SessionCount: a desktop
+// pool's hosts, a farm's limit per host times its hosts.
 func capacity(f vdibroker.PoolFacts) int {
+	if DesktopPool(f) {
+		return f.Hosts
+	}
 	per := f.MaxSessionLimit
 	if per <= 0 || per == vdibroker.NoSessionLimit {
 		per = UnlimitedCapacity

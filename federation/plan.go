@@ -42,12 +42,12 @@ type Input struct {
 func StartSite(doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, user string, groups []string, connectedPod string) (site, from string) {
 	if ge.UseHomeSite {
 		for _, h := range doc.HomeSites {
-			if h.User != "" && h.User == user {
+			if h.User != "" && vdibroker.SameUser(h.User, user) { // in any case (R-E5)
 				return h.Site, "user"
 			}
 		}
 		for _, h := range doc.HomeSites {
-			if h.Group != "" && slices.Contains(groups, h.Group) {
+			if h.Group != "" && vdibroker.ContainsUser(groups, h.Group) {
 				return h.Site, "group"
 			}
 		}

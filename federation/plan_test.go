@@ -220,3 +220,26 @@ func TestScopeSearchOrder(t *testing.T) {
 		t.Fatalf("search order %v, want ams1 fra1 nyc1 (R-G1: connected pod, its site, the others)", got)
 	}
 }
+
+// TestStartSiteAnyCase (R-G3, R-E5): a home site is found for its user and
+// its group in any case.
+func TestStartSiteAnyCase(t *testing.T) {
+	doc := testDoc("", "")
+	ge := &doc.GlobalEntitlements[0]
+	for _, c := range []struct {
+		user   string
+		groups []string
+		site   string
+		from   string
+	}{
+		{"ALICE", nil, "amer", "user"},
+		{"bob", []string{"US-Staff"}, "amer", "group"},
+		{"bob", []string{"EU-STAFF"}, "emea", "group"},
+		{"bob", nil, "emea", ""}, // the connected pod's site
+	} {
+		site, from := StartSite(doc, ge, c.user, c.groups, "fra1")
+		if site != c.site || from != c.from {
+			t.Errorf("%s %v: %s from %q, want %s from %q", c.user, c.groups, site, from, c.site, c.from)
+		}
+	}
+}

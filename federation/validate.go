@@ -127,6 +127,9 @@ func Validate(f *vdibroker.Federation, self Self) error {
 		if len(ge.Members) == 0 {
 			return vdibroker.FieldError(field+".members", "must list at least one member host pool")
 		}
+		if err := validateEntitled(field, &ge); err != nil {
+			return err
+		}
 		for j, m := range ge.Members {
 			mf := fmt.Sprintf("%s.members[%d]", field, j)
 			if !pods[m.Pod] {
@@ -151,12 +154,12 @@ func Validate(f *vdibroker.Federation, self Self) error {
 			if err := vdibroker.ValidateUser(field+".user", h.User); err != nil {
 				return err
 			}
-			key = "user\x00" + h.User
+			key = "user\x00" + vdibroker.FoldUser(h.User) // Alice is alice (R-E5)
 		default:
 			if err := vdibroker.ValidateUser(field+".group", h.Group); err != nil {
 				return err
 			}
-			key = "group\x00" + h.Group
+			key = "group\x00" + vdibroker.FoldUser(h.Group)
 		}
 		if seen[key] {
 			return vdibroker.FieldError(field, "a second home site for the same %s", strings.Split(key, "\x00")[0])
@@ -167,6 +170,28 @@ func Validate(f *vdibroker.Federation, self Self) error {
 		}
 	}
 	return nil
+}
+
+// validateEntitled checks what a global entitlement offers and to whom
+// (R-E9): its kind, the application of an Application entitlement, its
+// users and groups (none twice, in any case).
+func validateEntitled(field string, ge *vdibroker.GlobalEntitlement) error {
+	switch ge.Kind {
+	case "", vdibroker.KindDesktop:
+		if ge.Application != "" {
+			return vdibroker.FieldError(field+".application", "is only for kind Application (a global application entitlement); this one is a Desktop entitlement")
+		}
+	case vdibroker.KindApplication:
+		if ge.Application == "" {
+			return vdibroker.FieldError(field+".application", "is required for kind Application: the application (%d..%d characters) each member pool publishes in a RemoteApp group", vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen)
+		}
+		if err := vdibroker.ValidateName(field+".application", ge.Application, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen); err != nil {
+			return err
+		}
+	default:
+		return vdibroker.FieldError(field+".kind", "must be one of %s, %s, got %q", vdibroker.KindDesktop, vdibroker.KindApplication, ge.Kind)
+	}
+	return vdibroker.ValidateAssignments(field, &vdibroker.Assignments{Users: ge.Users, Groups: ge.Groups})
 }
 
 func validURL(field, s string) error {

@@ -35,6 +35,22 @@ func TestValidate(t *testing.T) {
 		{"home site of an unknown site", func(f *vdibroker.Federation) { f.HomeSites[0].Site = "apac" }, self, "homeSites[0].site"},
 		{"home site with user and group", func(f *vdibroker.Federation) { f.HomeSites[0].Group = "g" }, self, "homeSites[0]"},
 		{"entitlement without members", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Members = nil }, self, "globalEntitlements[0].members"},
+		// R-E9: what an entitlement offers, and to whom.
+		{"application entitlement", func(f *vdibroker.Federation) {
+			ge := &f.GlobalEntitlements[0]
+			ge.Kind, ge.Application, ge.Users, ge.Groups = vdibroker.KindApplication, "crm", []string{"dora"}, []string{"Sales"}
+		}, self, ""},
+		{"unknown kind", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Kind = "App" }, self, "globalEntitlements[0].kind"},
+		{"application without its name", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Kind = vdibroker.KindApplication }, self, "globalEntitlements[0].application"},
+		{"bad application name", func(f *vdibroker.Federation) {
+			f.GlobalEntitlements[0].Kind, f.GlobalEntitlements[0].Application = vdibroker.KindApplication, "crm/../x"
+		}, self, "globalEntitlements[0].application"},
+		{"a desktop with an application", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Application = "crm" }, self, "globalEntitlements[0].application"},
+		{"a user twice in two cases", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Users = []string{"Dora", "dora"} }, self, "globalEntitlements[0].users"},
+		{"an empty group", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Groups = []string{""} }, self, "globalEntitlements[0].groups[0]"},
+		{"a user's second home site in another case", func(f *vdibroker.Federation) {
+			f.HomeSites = append(f.HomeSites, vdibroker.HomeSite{User: "ALICE", Site: "emea"})
+		}, self, "homeSites[3]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := testDoc("", "")

@@ -55,9 +55,19 @@ func (s *Server) authenticate(r *nethttp.Request) (*vdibroker.Principal, error) 
 		if err != nil {
 			return nil, err
 		}
-		return &vdibroker.Principal{Role: id.Role, Subject: id.Subject, Kind: vdibroker.PrincipalOIDC, HostPools: id.HostPools}, nil
+		return &vdibroker.Principal{Role: id.Role, Subject: id.Subject, Kind: vdibroker.PrincipalOIDC, HostPools: id.HostPools,
+			Groups: identityGroups(id.Groups)}, nil
 	}
 	return s.svc.Tokens.Authenticate(r.Context(), hex.EncodeToString(sum[:]))
+}
+
+// identityGroups are the groups of an OpenID Connect identity as its
+// principal's (R-E6): the first vdibroker.MaxGroups of the claim.
+func identityGroups(groups []string) []string {
+	if len(groups) > vdibroker.MaxGroups {
+		groups = groups[:vdibroker.MaxGroups]
+	}
+	return groups
 }
 
 // unscopedRoutes are the routes without a {pool} that a principal scoped

@@ -18,6 +18,7 @@ func TestAuthRoles_RSEC(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.pool("authpool", nil)
+	e.desktopFor("authpool", vdibroker.Assignments{Users: []string{"alice", "bob"}}) // R-E3: bob's refusal is the token's, not his
 	e.addHosts("authpool", "authh", 2)
 	mk := func(role, subject string) string {
 		tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: role, Subject: subject})

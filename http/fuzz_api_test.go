@@ -31,6 +31,10 @@ func FuzzAPIBodies(f *testing.F) {
 		{"POST", "/api/v1/tokens"},
 		{"POST", "/api/v1/agent/register"},
 		{"PUT", "/api/v1/scalingplans/fz-plan"},
+		// Entitlements (R-E1, R-E7).
+		{"PUT", "/api/v1/applicationgroups/fz-apps"},
+		{"PUT", "/api/v1/applicationgroups/fz-apps/applications/fz-app"},
+		{"POST", "/api/v1/applicationgroups/fz-apps/connect"},
 	}
 	seeds := []string{
 		`{}`, `{"maxSessionLimit":5}`, `{"maxSessionLimit":0}`, `{"loadBalancerType":"DepthFirst","maxSessionLimit":10}`,
@@ -40,6 +44,8 @@ func FuzzAPIBodies(f *testing.F) {
 		`{"expiresInSeconds":3600,"maxHosts":1}`, `{"role":"Reader","subject":"x"}`, `{"role":"Admin","subject":"x"}`,
 		`{"token":"nope","hostName":"fz-host","address":"fz:3389"}`,
 		planJSON("fz-pool"), planJSON("fz-pool", "nope"), `{"timeZone":"UTC","schedules":[{"name":"s","daysOfWeek":["Monday"],"rampUpStartTime":"23:00","peakStartTime":"01:00","rampDownStartTime":"02:00","offPeakStartTime":"22:59","rampUpCapacityThresholdPct":1,"rampDownCapacityThresholdPct":1}]}`,
+		`{"hostPool":"fz-pool","applicationGroupType":"Desktop"}`, `{"hostPool":"fz-pool","applicationGroupType":"RemoteApp","assignments":{"users":["a","A"]}}`,
+		`{"filePath":"x.exe","commandLineSetting":"Require"}`, `{"user":"alice","application":"fz-app","commandLine":"/x"}`,
 		`null`, `[]`, `"x"`, `{"name":"other"}`, `{} {}`, `{"unknown":1}`, "\xff\xfe", `{"description":"` + string(bytes.Repeat([]byte("d"), 600)) + `"}`,
 	}
 	for i := range routes {
@@ -64,8 +70,14 @@ func FuzzAPIBodies(f *testing.F) {
 		return rec
 	}
 	// The state a refused change must leave alone.
-	if rec := do("PUT", "/api/v1/hostpools/fz-pool", []byte(`{"maxSessionLimit":7}`)); rec.Code/100 != 2 {
-		f.Fatalf("seed pool: %d %s", rec.Code, rec.Body)
+	for _, seed := range []struct{ path, body string }{
+		{"/api/v1/hostpools/fz-pool", `{"maxSessionLimit":7}`},
+		{"/api/v1/applicationgroups/fz-apps", `{"hostPool":"fz-pool","applicationGroupType":"RemoteApp","assignments":{"groups":["g"]}}`},
+		{"/api/v1/applicationgroups/fz-apps/applications/fz-app", `{"filePath":"fz.exe","commandLineSetting":"Allow"}`},
+	} {
+		if rec := do("PUT", seed.path, []byte(seed.body)); rec.Code/100 != 2 {
+			f.Fatalf("seed %s: %d %s", seed.path, rec.Code, rec.Body)
+		}
 	}
 	f.Fuzz(func(t *testing.T, route int, body []byte) {
 		if route < 0 || route >= len(routes) {
@@ -97,7 +109,8 @@ func FuzzAPIBodies(f *testing.F) {
 // times a write moves and the fields read-time computes).
 func snapshot(do func(string, string, []byte) *httptest.ResponseRecorder) map[string]any {
 	out := map[string]any{}
-	for _, path := range []string{"/api/v1/hostpools/fz-pool", "/api/v1/hostpools/fz-pool/sessionhosts/fz-host", "/api/v1/scalingplans/fz-plan"} {
+	for _, path := range []string{"/api/v1/hostpools/fz-pool", "/api/v1/hostpools/fz-pool/sessionhosts/fz-host", "/api/v1/scalingplans/fz-plan",
+		"/api/v1/applicationgroups/fz-apps", "/api/v1/applicationgroups/fz-apps/applications/fz-app"} {
 		rec := do("GET", path, nil)
 		var v map[string]any
 		json.Unmarshal(rec.Body.Bytes(), &v)

@@ -47,6 +47,10 @@ func TestOIDCBearer(t *testing.T) {
 		e.pool(p, nil)
 		e.addHosts(p, p+"h", 1)
 	}
+	// The SSO user is entitled through the groups claim, in another case
+	// (R-E2, R-E5, R-E6).
+	e.desktopFor("pin", vdibroker.Assignments{Groups: []string{"PIN-Users"}})
+	e.desktopFor("pout", vdibroker.Assignments{AllUsers: true})
 	other := testop.Start(t, "vdibroker-test", "s3cret") // same client id, another issuer and key
 	ops := op.Mint(map[string]any{"sub": "u-123", "groups": []string{"pin-ops", "unrelated"}})
 

@@ -59,6 +59,14 @@ func TestPostgresSuite(t *testing.T) {
 		{"ScalingPlanAudit", TestScalingPlanAudit},
 		{"DeletePoolLeavesPlanAPI_RSP4", TestDeletePoolLeavesPlanAPI_RSP4},
 		{"ScalingPlanReplicasRace_RSP4", TestScalingPlanReplicasRace_RSP4},
+		// Entitlements (entitlements_test.go).
+		{"ApplicationGroupAPI_RE1", TestApplicationGroupAPI_RE1},
+		{"EntitlementEnforced_RE3", TestEntitlementEnforced_RE3},
+		{"CaseInsensitiveUsers_RE5", TestCaseInsensitiveUsers_RE5},
+		{"RemoteAppConnect_RE7_RE8", TestRemoteAppConnect_RE7_RE8},
+		{"UserEntitlements_RE10", TestUserEntitlements_RE10},
+		{"EntitlementRoutes_Matrix", TestEntitlementRoutes_Matrix},
+		{"PersonalRules_RPE", TestPersonalRules_RPE},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

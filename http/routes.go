@@ -59,6 +59,8 @@ func (s *Server) routes() {
 	s.federationRoutes() // federation.go
 	s.gatewayRoutes()    // gateway.go
 
+	s.entitlementRoutes() // entitlements.go
+
 	// Anything else under /api/v1 is a JSON 404 (or 405 when the path exists
 	// with other methods), not the mux's plain text.
 	s.mux.HandleFunc("/api/v1/", s.notFound)

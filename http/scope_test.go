@@ -34,6 +34,7 @@ func newScopeWorld(t *testing.T) *scopeWorld {
 	w := &scopeWorld{e: e, session: map[string]string{}, spareReg: map[string]string{}, op: op}
 	for _, p := range []string{"pin", "pout"} {
 		e.pool(p, nil)
+		e.desktopFor(p, vdibroker.Assignments{AllUsers: true}) // R-E3
 		hosts := e.addHosts(p, p+"h", 4)
 		c := e.mustConnect(p, "alice")
 		e.heartbeat(hosts[0], vdibroker.AgentSession{ID: "1", User: "alice", State: "Active"})

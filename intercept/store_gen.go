@@ -95,6 +95,15 @@ const (
 	OpSharedValue               = "SharedValue"
 	OpInitSharedValue           = "InitSharedValue"
 	OpSetSharedValue            = "SetSharedValue"
+	OpPutApplicationGroup       = "PutApplicationGroup"
+	OpGetApplicationGroup       = "GetApplicationGroup"
+	OpListApplicationGroups     = "ListApplicationGroups"
+	OpDeleteApplicationGroup    = "DeleteApplicationGroup"
+	OpPutApplication            = "PutApplication"
+	OpGetApplication            = "GetApplication"
+	OpListApplications          = "ListApplications"
+	OpDeleteApplication         = "DeleteApplication"
+	OpAssignedApplicationGroups = "AssignedApplicationGroups"
 )
 
 // Close runs the wrapped store's Close through the hook.
@@ -679,4 +688,81 @@ func (s *Store) SetSharedValue(ctx context.Context, name string, value string, n
 	return s.hook(ctx, OpSetSharedValue, func(ctx context.Context) error {
 		return s.inner.SetSharedValue(ctx, name, value, now)
 	})
+}
+
+// PutApplicationGroup runs the wrapped store's PutApplicationGroup through the hook.
+func (s *Store) PutApplicationGroup(ctx context.Context, g *vdibroker.ApplicationGroup) (r0 bool, err error) {
+	err = s.hook(ctx, OpPutApplicationGroup, func(ctx context.Context) (err error) {
+		r0, err = s.inner.PutApplicationGroup(ctx, g)
+		return err
+	})
+	return r0, err
+}
+
+// GetApplicationGroup runs the wrapped store's GetApplicationGroup through the hook.
+func (s *Store) GetApplicationGroup(ctx context.Context, name string) (r0 *vdibroker.ApplicationGroup, err error) {
+	err = s.hook(ctx, OpGetApplicationGroup, func(ctx context.Context) (err error) {
+		r0, err = s.inner.GetApplicationGroup(ctx, name)
+		return err
+	})
+	return r0, err
+}
+
+// ListApplicationGroups runs the wrapped store's ListApplicationGroups through the hook.
+func (s *Store) ListApplicationGroups(ctx context.Context, pool string) (r0 []*vdibroker.ApplicationGroup, err error) {
+	err = s.hook(ctx, OpListApplicationGroups, func(ctx context.Context) (err error) {
+		r0, err = s.inner.ListApplicationGroups(ctx, pool)
+		return err
+	})
+	return r0, err
+}
+
+// DeleteApplicationGroup runs the wrapped store's DeleteApplicationGroup through the hook.
+func (s *Store) DeleteApplicationGroup(ctx context.Context, name string) error {
+	return s.hook(ctx, OpDeleteApplicationGroup, func(ctx context.Context) error {
+		return s.inner.DeleteApplicationGroup(ctx, name)
+	})
+}
+
+// PutApplication runs the wrapped store's PutApplication through the hook.
+func (s *Store) PutApplication(ctx context.Context, a *vdibroker.Application) (r0 bool, err error) {
+	err = s.hook(ctx, OpPutApplication, func(ctx context.Context) (err error) {
+		r0, err = s.inner.PutApplication(ctx, a)
+		return err
+	})
+	return r0, err
+}
+
+// GetApplication runs the wrapped store's GetApplication through the hook.
+func (s *Store) GetApplication(ctx context.Context, group string, name string) (r0 *vdibroker.Application, err error) {
+	err = s.hook(ctx, OpGetApplication, func(ctx context.Context) (err error) {
+		r0, err = s.inner.GetApplication(ctx, group, name)
+		return err
+	})
+	return r0, err
+}
+
+// ListApplications runs the wrapped store's ListApplications through the hook.
+func (s *Store) ListApplications(ctx context.Context, group string) (r0 []*vdibroker.Application, err error) {
+	err = s.hook(ctx, OpListApplications, func(ctx context.Context) (err error) {
+		r0, err = s.inner.ListApplications(ctx, group)
+		return err
+	})
+	return r0, err
+}
+
+// DeleteApplication runs the wrapped store's DeleteApplication through the hook.
+func (s *Store) DeleteApplication(ctx context.Context, group string, name string) error {
+	return s.hook(ctx, OpDeleteApplication, func(ctx context.Context) error {
+		return s.inner.DeleteApplication(ctx, group, name)
+	})
+}
+
+// AssignedApplicationGroups runs the wrapped store's AssignedApplicationGroups through the hook.
+func (s *Store) AssignedApplicationGroups(ctx context.Context, q vdibroker.AssignmentQuery) (r0 []*vdibroker.ApplicationGroup, err error) {
+	err = s.hook(ctx, OpAssignedApplicationGroups, func(ctx context.Context) (err error) {
+		r0, err = s.inner.AssignedApplicationGroups(ctx, q)
+		return err
+	})
+	return r0, err
 }

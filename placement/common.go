@@ -238,12 +238,7 @@ func candidateOf(h *Host, li, bucket int) Candidate {
 
 // assignedTo reports whether user is one of h's assigned users.
 func assignedTo(h *Host, user string) bool {
-	for _, u := range h.AssignedUsers {
-		if u == user {
-			return true
-		}
-	}
-	return false
+	return vdibroker.ContainsUser(h.AssignedUsers, user) // in any case (R-E5)
 }
 
 // noCapacity builds R-C5's error: why no host can take the session, from

@@ -80,7 +80,7 @@ type indexed struct {
 	s1Hist    [102]int
 	s2        *btree
 	deadlines deadlineHeap
-	users     map[string][]*entry // personal: user -> assigned hosts
+	users     map[string][]*entry // personal: user (folded, R-E5) -> assigned hosts
 	// scratch holds a decision's list of hosts (see firsts).
 	scratch []*entry
 
@@ -240,20 +240,22 @@ func (x *indexed) detach(e *entry) {
 // addUsers files e under its assigned users; dropUsers takes it out.
 func (x *indexed) addUsers(e *entry) {
 	for _, u := range e.h.AssignedUsers {
-		x.users[u] = append(x.users[u], e)
+		k := vdibroker.FoldUser(u)
+		x.users[k] = append(x.users[k], e)
 	}
 }
 
 func (x *indexed) dropUsers(e *entry) {
 	for _, u := range e.h.AssignedUsers {
-		list := x.users[u]
+		k := vdibroker.FoldUser(u)
+		list := x.users[k]
 		if i := slices.Index(list, e); i >= 0 {
 			list = slices.Delete(list, i, i+1)
 		}
 		if len(list) == 0 {
-			delete(x.users, u)
+			delete(x.users, k)
 		} else {
-			x.users[u] = list
+			x.users[k] = list
 		}
 	}
 }
@@ -698,7 +700,7 @@ func byLabel(a, b *entry) int { return cmp.Compare(a.label, b.label) }
 
 func (x *indexed) placePersonal(d *Decision, ex *Explain, req Request, now time.Time) error {
 	s := &x.s
-	mine := slices.Clone(x.users[req.User])
+	mine := slices.Clone(x.users[vdibroker.FoldUser(req.User)])
 	slices.SortFunc(mine, byLabel)
 	if s.algo == vdibroker.MultiplePersistent && req.SessionHost != "" {
 		e := x.entries.get(req.SessionHost)

@@ -535,6 +535,7 @@ func (s *Service) wait(pool, user string, now time.Time) int {
 		w = map[string]time.Time{}
 		s.waiting[pool] = w
 	}
+	user = vdibroker.FoldUser(user) // Alice and alice wait once (R-E5)
 	if _, ok := w[user]; !ok {
 		w[user] = now
 	}
@@ -551,7 +552,7 @@ func (s *Service) Unwait(pool, user string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.waiting[pool]; w != nil {
-		delete(w, user)
+		delete(w, vdibroker.FoldUser(user))
 		if len(w) == 0 {
 			delete(s.waiting, pool)
 		}

@@ -603,10 +603,12 @@ func (s *DB) RoundRobinHost(ctx context.Context, pool string) (string, error) {
 // (user_sessions_one_per_pooled_user and user_sessions_open_unpooled_by_user,
 // migrations 00001 and 00004), whatever the number of sessions in the pool:
 // it is asked on every pooled connect, inside takeSlotQuery.
+// The user is their key (vdibroker.FoldUser, R-E5): Alice and alice have
+// one session.
 const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
-		WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff')
+		WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff')
 	OR EXISTS (SELECT 1 FROM user_sessions
-		WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff')`
+		WHERE host_pool = ? AND user_key = ? AND NOT pooled AND state <> 'LoggedOff')`
 
 // takeSlotQuery takes a session slot on a host only while it is under the
 // lower of the caller's limit and the one stored now, is not drained now
@@ -653,9 +655,10 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 	if !c.PoolUpdateTime.IsZero() {
 		poolTime = ns(c.PoolUpdateTime)
 	}
+	key := vdibroker.FoldUser(u.User)
 	slotArgs := []any{ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, poolTime, poolTime,
-		c.Pooled, c.Pooled, u.HostPool, u.User, u.HostPool, u.User}
-	sessionArgs := []any{u.ID, u.HostPool, u.SessionHost, u.User, u.State, ns(u.CreateTime), ns(u.StateTime),
+		c.Pooled, c.Pooled, u.HostPool, key, u.HostPool, key}
+	sessionArgs := []any{u.ID, u.HostPool, u.SessionHost, u.User, key, u.State, ns(u.CreateTime), ns(u.StateTime),
 		u.AgentSessionID, "", c.Pooled, false, c.Record}
 	if t.d == postgresDialect && simpleCommit(c) {
 		// Both statements in one round trip (slotAndInsertQuery).
@@ -693,9 +696,9 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 // insertSessionQuery inserts a placed session, or skips it (ON CONFLICT
 // DO NOTHING) when its id exists or its user has an open pooled session
 // (R-C6's unique index).
-const insertSessionQuery = `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+const insertSessionQuery = `INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state,
 	create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
-	VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`
 
 // slotAndInsertQuery is, on PostgreSQL, the common connect's two
 // statements in one, a round trip less per connect: takeSlotQuery, then
@@ -704,9 +707,9 @@ const insertSessionQuery = `INSERT INTO user_sessions (id, host_pool, session_ho
 // whether the session was inserted. (Its values are cast: an INSERT ...
 // SELECT does not type them by their columns.)
 const slotAndInsertQuery = `WITH slot AS (` + takeSlotQuery + ` RETURNING 1),
-	ins AS (INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+	ins AS (INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state,
 		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
-		SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT),
+		SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT),
 			CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS BOOLEAN), CAST(? AS BYTEA)
 		WHERE EXISTS (SELECT 1 FROM slot) ON CONFLICT DO NOTHING RETURNING 1)
 	SELECT EXISTS (SELECT 1 FROM slot), EXISTS (SELECT 1 FROM ins)`
@@ -717,7 +720,8 @@ func noSlot(ctx context.Context, t *tx, c *vdibroker.PlacementCommit, poolTime i
 	u := c.Session
 	if c.Pooled {
 		var open bool
-		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, u.User, u.HostPool, u.User).Scan(&open); err != nil {
+		key := vdibroker.FoldUser(u.User)
+		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, key, u.HostPool, key).Scan(&open); err != nil {
 			return err
 		}
 		if open {
@@ -774,7 +778,7 @@ func lockAssignees(ctx context.Context, t *tx, live []*commitReq) error {
 	var keys [][2]string
 	for _, r := range live {
 		if r.assignUser != "" {
-			keys = append(keys, [2]string{r.assignPool, r.assignUser})
+			keys = append(keys, [2]string{r.assignPool, vdibroker.FoldUser(r.assignUser)}) // Alice waits for alice (R-E5)
 		}
 	}
 	if len(keys) == 0 {

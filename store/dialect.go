@@ -16,6 +16,11 @@ type dialect struct {
 	name string
 	// dollar rebinds "?" placeholders to $1, $2... (PostgreSQL).
 	dollar bool
+	// jsonStrings is a subquery of the strings of a JSON list given as
+	// its one argument: "x IN (" + jsonStrings + ")" asks for any of a
+	// list of any length with one statement (the statement caches keep
+	// one per query text).
+	jsonStrings string
 	// forUpdate is appended to a SELECT that must lock the rows it reads.
 	// SQLite needs none: its write transactions are serialised
 	// (BEGIN IMMEDIATE on one writer connection).
@@ -30,7 +35,8 @@ type dialect struct {
 }
 
 var sqliteDialect = &dialect{
-	name: "sqlite",
+	name:        "sqlite",
+	jsonStrings: `SELECT value FROM json_each(?)`,
 	isUnique: func(err error) bool {
 		var e *sqlite.Error
 		if !errors.As(err, &e) {
@@ -53,9 +59,10 @@ var sqliteDialect = &dialect{
 }
 
 var postgresDialect = &dialect{
-	name:      "postgres",
-	dollar:    true,
-	forUpdate: " FOR UPDATE",
+	name:        "postgres",
+	dollar:      true,
+	jsonStrings: `SELECT jsonb_array_elements_text(CAST(? AS jsonb))`,
+	forUpdate:   " FOR UPDATE",
 	isUnique: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "23505"

@@ -200,9 +200,9 @@ func TestReconcileTwin(t *testing.T) {
 		// The outage placement, placed at t0 and written since (as the race
 		// leaves it: past the commit's check).
 		placedID := vdibroker.NewID()
-		if err := s.ExecRaw(ctx, fmt.Sprintf(`INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+		if err := s.ExecRaw(ctx, fmt.Sprintf(`INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state,
 			create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, placement)
-			VALUES ('%s', 'twin', 'h1', 'twin', 'Pending', %d, %d, '', '', TRUE, FALSE, '{"outageMode":true}')`, placedID, t0.UnixNano(), t0.UnixNano())); err != nil {
+			VALUES ('%s', 'twin', 'h1', 'twin', 'twin', 'Pending', %d, %d, '', '', TRUE, FALSE, '{"outageMode":true}')`, placedID, t0.UnixNano(), t0.UnixNano())); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.ExecRaw(ctx, `UPDATE host_counts SET sessions = sessions + 1, connecting_sessions = connecting_sessions + 1 WHERE host_pool = 'twin' AND name = 'h1'`); err != nil {

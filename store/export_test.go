@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -188,11 +187,7 @@ func (s *DB) MigrateDownTo(ctx context.Context, version int64) error {
 	if s.d == postgresDialect {
 		d, dir = goose.DialectPostgres, "migrations/postgres"
 	}
-	fsys, err := fs.Sub(migrations, dir)
-	if err != nil {
-		return err
-	}
-	p, err := goose.NewProvider(d, s.w, fsys, goose.WithDisableGlobalRegistry(true))
+	p, err := s.provider(d, dir)
 	if err != nil {
 		return err
 	}
@@ -343,16 +338,16 @@ func (s *DB) explain(ctx context.Context, query string, args ...any) (string, er
 // table, as autovacuum would after such a week.
 func (s *DB) AddHistory(ctx context.Context, pool string, hosts, users, n int) error {
 	q := `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
-		INSERT INTO user_sessions (id, host_pool, session_host, user_name, state, create_time, state_time, end_reason, pooled)
-		SELECT printf('0000%028d', i), ?, printf('host%02d', i % ?), printf('user%04d', i % ?), 'LoggedOff', i, i + 1, 'NotReported', TRUE FROM n`
+		INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state, create_time, state_time, end_reason, pooled)
+		SELECT printf('0000%028d', i), ?, printf('host%02d', i % ?), printf('user%04d', i % ?), printf('user%04d', i % ?), 'LoggedOff', i, i + 1, 'NotReported', TRUE FROM n`
 	if s.d == postgresDialect {
-		q = `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state, create_time, state_time, end_reason, pooled)
+		q = `INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state, create_time, state_time, end_reason, pooled)
 		SELECT '0000' || lpad(i::text, 28, '0'), ?, 'host' || lpad((i % ?)::text, 2, '0'), 'user' || lpad((i % ?)::text, 4, '0'),
-			'LoggedOff', i, i + 1, 'NotReported', TRUE FROM generate_series(0, ? - 1) AS i`
+			'user' || lpad((i % ?)::text, 4, '0'), 'LoggedOff', i, i + 1, 'NotReported', TRUE FROM generate_series(0, ? - 1) AS i`
 	}
-	args := []any{n, pool, hosts, users}
+	args := []any{n, pool, hosts, users, users}
 	if s.d == postgresDialect {
-		args = []any{pool, hosts, users, n}
+		args = []any{pool, hosts, users, users, n}
 	}
 	if _, err := s.w.ExecContext(ctx, s.d.q(q), args...); err != nil {
 		return err

@@ -77,17 +77,17 @@ func (s *DB) PutFederation(ctx context.Context, f *vdibroker.Federation) (create
 }
 
 // openOfUserQuery reads a user's open sessions in one pool through the two
-// partial indexes on (host_pool, user_name): the unique one of pooled
+// partial indexes on (host_pool, user_key): the unique one of pooled
 // sessions (00001) and the one of the others (00004). Their conditions are
 // spelled as the indexes spell them, so SQLite and PostgreSQL use them; the
 // general ListUserSessions filter matches neither and reads every session
 // of the pool, which a global connect, asking every pod in scope about
 // every user, cannot afford.
 const openOfUserQuery = `SELECT ` + sessionCols + ` FROM user_sessions
- WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff'
+ WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff'
  UNION ALL
  SELECT ` + sessionCols + ` FROM user_sessions
- WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff'`
+ WHERE host_pool = ? AND user_key = ? AND NOT pooled AND state <> 'LoggedOff'`
 
 // OpenSessionsOfUser returns user's open sessions in each of pools, pool by
 // pool, by id within a pool.
@@ -95,7 +95,8 @@ func (s *DB) OpenSessionsOfUser(ctx context.Context, user string, pools []string
 	var out []*vdibroker.UserSession
 	err := s.read(ctx, func(t *tx) error {
 		for _, p := range pools {
-			list, err := queryAll(ctx, t, scanSession, openOfUserQuery, p, user, p, user)
+			key := vdibroker.FoldUser(user) // R-E5
+			list, err := queryAll(ctx, t, scanSession, openOfUserQuery, p, key, p, key)
 			if err != nil {
 				return err
 			}

@@ -313,11 +313,12 @@ func (t *tx) adopt(ctx context.Context, pool, host string, st vdibroker.SessionS
 	// written one meanwhile: a session placed during an outage whose user
 	// logged on before it was written, R-OUT3); the next heartbeat matches
 	// that one instead.
-	n, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, state,
+	key := vdibroker.FoldUser(st.User) // R-E5
+	n, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state,
 		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted)
-		SELECT ?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
-			WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff')`,
-		st.SessionID, pool, host, st.User, st.To, ns(now), ns(now), st.AgentSessionID, "", false, false, true, pool, st.User)
+		SELECT ?,?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
+			WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff')`,
+		st.SessionID, pool, host, st.User, key, st.To, ns(now), ns(now), st.AgentSessionID, "", false, false, true, pool, key)
 	if err != nil || n == 0 {
 		return 0, 0, false, err
 	}
@@ -379,17 +380,19 @@ func (s *openSessionScanner) scan(sc scanner) (vdibroker.OpenSession, error) {
 }
 
 // placedElsewhere returns which of users have an open session the broker
-// placed (not adopted) in pool on a host other than host. Both halves are
-// served by the (host_pool, user_name) partial indexes of open sessions.
+// placed (not adopted) in pool on a host other than host, in any case
+// (R-E5). Both halves are served by the (host_pool, user_key) partial
+// indexes of open sessions.
 func (t *tx) placedElsewhere(ctx context.Context, pool, host string, users []string) (map[string]bool, error) {
 	placed := map[string]bool{}
 	for _, user := range users {
 		var n int
+		key := vdibroker.FoldUser(user)
 		err := t.row(ctx, `SELECT count(*) FROM (
-			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff' AND session_host <> ?
+			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff' AND session_host <> ?
 			UNION ALL
-			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff' AND session_host <> ? AND NOT adopted
-		) AS placed`, pool, user, host, pool, user, host).Scan(&n)
+			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_key = ? AND NOT pooled AND state <> 'LoggedOff' AND session_host <> ? AND NOT adopted
+		) AS placed`, pool, key, host, pool, key, host).Scan(&n)
 		if err != nil {
 			return nil, err
 		}

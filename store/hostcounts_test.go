@@ -217,7 +217,7 @@ func TestBatchReadsUseKeys_PostgreSQL(t *testing.T) {
 		INSERT INTO host_counts SELECT (jsonb_populate_record(NULL::host_counts, to_jsonb(c) ||
 			jsonb_build_object('name', 'h' || g))).* FROM host_counts c, generate_series(1, 1000) g;
 		INSERT INTO user_sessions SELECT (jsonb_populate_record(NULL::user_sessions, to_jsonb(u) ||
-			jsonb_build_object('id', 's' || g || '-' || k, 'session_host', 'h' || g, 'user_name', 'u' || g || '-' || k,
+			jsonb_build_object('id', 's' || g || '-' || k, 'session_host', 'h' || g, 'user_name', 'u' || g || '-' || k, 'user_key', 'u' || g || '-' || k,
 				'state', CASE WHEN k <= 20 THEN 'Active' ELSE 'LoggedOff' END))).*
 			FROM user_sessions u, generate_series(1, 1000) g, generate_series(1, 50) k;
 		-- 10 finished commands a host.

@@ -25,16 +25,17 @@ func planOf(t *testing.T, get func(*DB, context.Context) ([]string, error)) stri
 }
 
 // byUserIndexes are the two partial indexes that answer R-C6 (pooled and
-// unpooled open sessions by pool and user, migrations 00001 and 00004).
+// unpooled open sessions by pool and user, migrations 00001 and 00004, on
+// the user's key since 00030, R-E5).
 var byUserIndexes = []string{"user_sessions_one_per_pooled_user", "user_sessions_open_unpooled_by_user"}
 
 // wantByUser checks that plan p reads both byUserIndexes by (host_pool,
-// user_name); what names the statement in the error.
+// user_key); what names the statement in the error.
 func wantByUser(t *testing.T, p, what string) {
 	t.Helper()
 	for _, index := range byUserIndexes {
-		if !strings.Contains(p, "INDEX "+index+" (host_pool=? AND user_name=?)") {
-			t.Errorf("%s does not read %s by (host_pool, user_name):\n%s", what, index, p)
+		if !strings.Contains(p, "INDEX "+index+" (host_pool=? AND user_key=?)") {
+			t.Errorf("%s does not read %s by (host_pool, user_key):\n%s", what, index, p)
 		}
 	}
 }

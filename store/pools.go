@@ -16,7 +16,7 @@ const poolCols = `name, host_pool_type, load_balancer_type, max_session_limit,
 	personal_desktop_assignment_type, load_balancing, heartbeat_timeout_seconds,
 	pending_timeout_seconds, disconnected_session_timeout_minutes, description,
 	friendly_name, create_time, update_time, power_driver, start_vm_on_connect,
-	gateway_usage, gateway_host_name, idle_session_limit_minutes, active_session_limit_minutes`
+	gateway_usage, gateway_host_name, idle_session_limit_minutes, active_session_limit_minutes, custom_rdp_property`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -46,7 +46,7 @@ func scanPool(sc scanner) (*vdibroker.HostPool, error) {
 		&p.PersonalDesktopAssignmentType, &lb, &p.HeartbeatTimeoutSeconds,
 		&p.PendingTimeoutSeconds, &p.DisconnectedSessionTimeoutMinutes, &p.Description,
 		&p.FriendlyName, &ct, &ut, &p.PowerDriver, &p.StartVMOnConnect,
-		&p.GatewayUsage, &p.GatewayHostName, &p.IdleSessionLimitMinutes, &p.ActiveSessionLimitMinutes); err != nil {
+		&p.GatewayUsage, &p.GatewayHostName, &p.IdleSessionLimitMinutes, &p.ActiveSessionLimitMinutes, &p.CustomRdpProperty); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(lb), &p.LoadBalancing); err != nil {
@@ -106,12 +106,12 @@ func (s *DB) CreateHostPool(ctx context.Context, p *vdibroker.HostPool) error {
 
 // insertPool inserts a new pool; errRaced when the name is taken.
 func (t *tx) insertPool(ctx context.Context, p *vdibroker.HostPool, lb []byte) error {
-	_, err := t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.Name, p.HostPoolType, p.LoadBalancerType, p.MaxSessionLimit,
 		p.PersonalDesktopAssignmentType, string(lb), p.HeartbeatTimeoutSeconds,
 		p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes, p.Description,
 		p.FriendlyName, ns(p.CreateTime), ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect,
-		p.GatewayUsage, p.GatewayHostName, p.IdleSessionLimitMinutes, p.ActiveSessionLimitMinutes)
+		p.GatewayUsage, p.GatewayHostName, p.IdleSessionLimitMinutes, p.ActiveSessionLimitMinutes, p.CustomRdpProperty)
 	if err != nil && errors.Is(err, errUnique) {
 		return errRaced
 	}
@@ -149,12 +149,12 @@ func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bo
 			personal_desktop_assignment_type = ?, load_balancing = ?, heartbeat_timeout_seconds = ?,
 			pending_timeout_seconds = ?, disconnected_session_timeout_minutes = ?, description = ?,
 			friendly_name = ?, update_time = ?, power_driver = ?, start_vm_on_connect = ?,
-			gateway_usage = ?, gateway_host_name = ?, idle_session_limit_minutes = ?, active_session_limit_minutes = ?
+			gateway_usage = ?, gateway_host_name = ?, idle_session_limit_minutes = ?, active_session_limit_minutes = ?, custom_rdp_property = ?
 			WHERE name = ?`,
 			p.LoadBalancerType, p.MaxSessionLimit, p.PersonalDesktopAssignmentType, string(lb),
 			p.HeartbeatTimeoutSeconds, p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes,
 			p.Description, p.FriendlyName, ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect,
-			p.GatewayUsage, p.GatewayHostName, p.IdleSessionLimitMinutes, p.ActiveSessionLimitMinutes, p.Name)
+			p.GatewayUsage, p.GatewayHostName, p.IdleSessionLimitMinutes, p.ActiveSessionLimitMinutes, p.CustomRdpProperty, p.Name)
 		if err == nil {
 			p.CreateTime = old.CreateTime
 			t.audited(old, p)
@@ -234,6 +234,12 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) (*vdib
 			`DELETE FROM host_counts WHERE host_pool = ?`,
 			`DELETE FROM session_hosts WHERE host_pool = ?`,
 			`DELETE FROM host_pools WHERE name = ?`,
+			// Its application groups, with their assignments and
+			// applications (R-E1); an application group written
+			// meanwhile locked the pool's row first (lockGroupPool).
+			`DELETE FROM applications WHERE application_group IN (SELECT name FROM application_groups WHERE host_pool = ?)`,
+			`DELETE FROM application_group_assignments WHERE application_group IN (SELECT name FROM application_groups WHERE host_pool = ?)`,
+			`DELETE FROM application_groups WHERE host_pool = ?`,
 		} {
 			if _, err := t.exec(ctx, q, name); err != nil {
 				return err

@@ -169,9 +169,9 @@ func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([
 //   - ended sessions by user or host from user_sessions_ended_by_user and
 //     user_sessions_ended_by_host (migration 00008);
 //   - a pool's open sessions from user_sessions_open_by_pool (00019);
-//   - a user search (UserPrefix) from user_sessions_open_by_user_key or
-//     user_sessions_ended_by_user_key (00046): one range of the folded
-//     names, read in the order it lists, so a page stops at its limit
+//   - a user search (UserPrefix) from user_sessions_open_by_user_key
+//     (00046) or user_sessions_ended_by_user (00030): one range of the
+//     folded names (user_key), read in the order it lists, so a page stops at its limit
 //     however many names share the prefix.
 //
 // SQLite is told the index (INDEXED BY): without statistics its planner
@@ -190,7 +190,7 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter, us *userSearch) (s
 		add("host_pool = ?", f.HostPool)
 	}
 	if f.User != "" {
-		add("user_name = ?", f.User)
+		add("user_key = ?", vdibroker.FoldUser(f.User)) // any case finds the user's sessions (R-E5)
 	}
 	key := userKey(d)
 	if us != nil {
@@ -236,7 +236,7 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter, us *userSearch) (s
 	order := ` ORDER BY id`
 	switch {
 	case us != nil && ended:
-		q, order = from("user_sessions_ended_by_user_key"), ` ORDER BY `+key+`, id`
+		q, order = from("user_sessions_ended_by_user"), ` ORDER BY `+key+`, id`
 	case us != nil:
 		q, order = from("user_sessions_open_by_user_key"), ` ORDER BY `+key+`, id`
 	case f.User != "" && ended:
@@ -265,33 +265,25 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter, us *userSearch) (s
 	return q, args
 }
 
-// userKey is the key of a user search: the database's own fold of the
-// name, in byte order (migration 00046 indexes exactly this expression).
-func userKey(d *dialect) string {
-	if d == sqliteDialect {
-		return "lower(user_name)"
-	}
-	return `lower(user_name) COLLATE "C"`
-}
+// userKey is the key of a user search: the user's folded name
+// (vdibroker.FoldUser, R-E5), compared in byte order (PostgreSQL's column
+// is COLLATE "C"), which the indexes of 00030 and 00046 hold.
+func userKey(*dialect) string { return "user_key" }
 
 // userSearch is a prefix search's bounds as the database folds them: the
 // folded prefix (from), the first key past every key starting with it (to,
 // "" for none) and the key of the paging cursor's session.
 type userSearch struct{ from, to, afterKey string }
 
-// userSearch folds f's prefix with the database's lower(), so the bounds
-// match the index whatever the engine's case folding, and reads the
-// cursor's key; nil when the cursor's session is not in the pool.
+// userSearch folds f's prefix as the stored keys are folded, and reads
+// the cursor's key; nil when the cursor's session is not in the pool.
 func (t *tx) userSearch(ctx context.Context, f vdibroker.SessionFilter) (*userSearch, error) {
-	us := &userSearch{}
-	if err := t.row(ctx, `SELECT lower(?)`, f.UserPrefix).Scan(&us.from); err != nil {
-		return nil, err
-	}
+	us := &userSearch{from: vdibroker.FoldUser(f.UserPrefix)}
 	us.to = prefixEnd(us.from)
 	if f.After == "" {
 		return us, nil
 	}
-	err := t.row(ctx, `SELECT lower(user_name) FROM user_sessions WHERE host_pool = ? AND id = ?`, f.HostPool, f.After).Scan(&us.afterKey)
+	err := t.row(ctx, `SELECT user_key FROM user_sessions WHERE host_pool = ? AND id = ?`, f.HostPool, f.After).Scan(&us.afterKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -308,11 +308,7 @@ func (s *DB) openPostgres(ctx context.Context, dsn string) error {
 // migrate applies the dialect's embedded migrations. On PostgreSQL an
 // advisory lock keeps replicas starting together from racing.
 func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
-	fsys, err := fs.Sub(migrations, dir)
-	if err != nil {
-		return err
-	}
-	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	var opts []goose.ProviderOption
 	if d == goose.DialectPostgres {
 		locker, err := lock.NewPostgresSessionLocker()
 		if err != nil {
@@ -320,9 +316,9 @@ func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
 	}
-	p, err := goose.NewProvider(d, s.w, fsys, opts...)
+	p, err := s.provider(d, dir, opts...)
 	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
+		return err
 	}
 	if err := checkSchemaVersion(ctx, p, s.d.name); err != nil {
 		return err
@@ -350,7 +346,22 @@ func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
 	for _, r := range res {
 		s.log.Info("applied migration", "dialect", s.d.name, "version", r.Source.Version, "path", r.Source.Path)
 	}
-	return nil
+	return s.foldUserKeys(ctx) // 00030's step in Go
+}
+
+// provider returns the goose provider of the dialect's migrations, the
+// embedded SQL files of dir.
+func (s *DB) provider(d goose.Dialect, dir string, opts ...goose.ProviderOption) (*goose.Provider, error) {
+	fsys, err := fs.Sub(migrations, dir)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, goose.WithDisableGlobalRegistry(true))
+	p, err := goose.NewProvider(d, s.w, fsys, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	return p, nil
 }
 
 // ErrSchemaTooNew is the error of Open on a database whose schema a newer

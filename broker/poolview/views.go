@@ -75,8 +75,9 @@ type View struct {
 	// addrs is what the view knows of each host beyond the placer's Host:
 	// the address the connect answer carries.
 	addrs map[string]string
-	// users maps a user to their open session as far as this server
-	// knows (it placed or answered it). A user not in it is looked up in
+	// users maps a user (their folded name: Alice is alice, R-E5) to
+	// their open session as far as this server knows (it placed or
+	// answered it). A user not in it is looked up in
 	// the store only if the commit says they have a session (R-C6 is
 	// enforced by the database in Pooled pools), which saves a read per
 	// new connect; a user in it is always checked against the store, so a
@@ -567,8 +568,8 @@ func (vs *Views) catchUpUsers(ctx context.Context, v *View) error {
 	v.lock()
 	defer v.mu.Unlock()
 	for _, us := range list {
-		if _, ok := v.users[us.User]; !ok && len(v.users) < maxKnownUsers {
-			v.users[us.User] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime}
+		if _, ok := v.users[vdibroker.FoldUser(us.User)]; !ok && len(v.users) < maxKnownUsers {
+			v.users[vdibroker.FoldUser(us.User)] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime}
 		}
 	}
 	v.usersAfter = max(v.usersAfter, list[len(list)-1].ID)
@@ -642,7 +643,7 @@ func (v *View) Placeable(host string, timeout time.Duration, now time.Time) bool
 func (v *View) KnowsUser(user string) bool {
 	v.lock()
 	defer v.mu.Unlock()
-	_, ok := v.users[user]
+	_, ok := v.users[vdibroker.FoldUser(user)]
 	return ok
 }
 
@@ -659,20 +660,20 @@ func (v *View) RememberUser(user string, us *vdibroker.UserSession) {
 	v.lock()
 	defer v.mu.Unlock()
 	if us == nil {
-		delete(v.users, user)
+		delete(v.users, vdibroker.FoldUser(user))
 		return
 	}
 	if len(v.users) >= maxKnownUsers {
 		v.users = map[string]KnownSession{}
 	}
-	v.users[user] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime}
+	v.users[vdibroker.FoldUser(user)] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime}
 }
 
 // KnownSession returns the session the view remembers for user.
 func (v *View) KnownSession(user string) (KnownSession, bool) {
 	v.lock()
 	defer v.mu.Unlock()
-	k, ok := v.users[user]
+	k, ok := v.users[vdibroker.FoldUser(user)]
 	return k, ok
 }
 

@@ -33,6 +33,9 @@ func newAdminCommands() []*cobra.Command {
 		newRegistrationTokenCmd(),
 		newTokenCmd(),
 		newScalingPlanCmd(),
+		newApplicationGroupCmd(), // cli_entitlements.go
+		newApplicationCmd(),
+		newUserCmd(),
 	}
 }
 

@@ -698,10 +698,13 @@ func TestCLICompletion(t *testing.T) {
 }
 
 // TestCLIPersonal: --assigned-user assigns a personal host (R-PE2); the
-// assigned user lands there, others are refused; "" clears the list.
+// assigned user lands there, others are refused; "" clears the list. Two
+// users of one host need MultiplePersistent (a Persistent host is one
+// user's, R-PE1).
 func TestCLIPersonal(t *testing.T) {
 	b := startCLIBroker(t)
-	b.ok("hostpool", "create", "--name", "hp-personal", "--host-pool-type", "Personal", "--personal-desktop-assignment-type", "Direct")
+	b.ok("hostpool", "create", "--name", "hp-personal", "--host-pool-type", "Personal", "--load-balancer-type", "MultiplePersistent",
+		"--personal-desktop-assignment-type", "Direct")
 	b.addHost("hp-personal", "sh-01")
 	b.ok("sessionhost", "update", "--host-pool", "hp-personal", "--name", "sh-01", "--assigned-user", "alice", "--assigned-user", "alice2")
 	if got := b.ok("sessionhost", "show", "--host-pool", "hp-personal", "--name", "sh-01", "--query", "assignedUsers", "-o", "json"); got != "[\n  \"alice\",\n  \"alice2\"\n]\n" {

@@ -41,6 +41,7 @@ var peerColumns = []column{
 
 var globalEntitlementColumns = []column{
 	{"Name", "name"},
+	{"Kind", "kind || 'Desktop'"},
 	{"Scope", "scope"},
 	{"SessionDistribution", "sessionDistribution"},
 	{"UseHomeSite", "useHomeSite"},
@@ -114,6 +115,7 @@ func newFederationCmd() *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
+			printWarnings(cmd, st.Warnings) // R-E9: entitlements that name nobody
 			if o := a.outputFor(formatTable); o.Format == formatTable && o.Query == "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "Pod %s in site %s holds generation %d: %d sites, %d pods, %d global entitlements\n\n",
 					st.Pod, st.Site, st.Document.Generation, len(st.Document.Sites), len(st.Document.Pods), len(st.Document.GlobalEntitlements))
@@ -217,6 +219,7 @@ func newGlobalEntitlementCmd() *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
+			printWarnings(cmd, ge.Warnings)
 			if o := a.outputFor(formatTable); o.Format == formatTable && o.Query == "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: scope %s, sessionDistribution %s, useHomeSite %v\n\n",
 					ge.Name, ge.Scope, ge.SessionDistribution, ge.UseHomeSite)

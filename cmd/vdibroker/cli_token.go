@@ -131,7 +131,7 @@ func newTokenCmd() *cobra.Command {
 func newTokenCreateCmd(a *admin) *cobra.Command {
 	var (
 		role, subject string
-		pools         []string
+		pools, groups []string
 		expires       time.Duration
 	)
 	cmd := &cobra.Command{
@@ -147,7 +147,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateToken(cmd.Context(), vhttp.TokenRequest{Role: role, Subject: subject, ExpiresInSeconds: secs, HostPools: pools})
+			t, err := c.CreateToken(cmd.Context(), vhttp.TokenRequest{Role: role, Subject: subject, ExpiresInSeconds: secs, HostPools: pools, Groups: groups})
 			if err != nil {
 				return fail(err)
 			}
@@ -158,6 +158,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 	f.Var(newEnum(&role, "", vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway), "role", "Reader (read only), Contributor (all admin calls), User (connect as the subject only) or Gateway (an RD gateway's tunnel reports only)")
 	f.StringVar(&subject, "subject", "", "who the token is for; for the User role, the user name it may connect as")
 	f.StringSliceVar(&pools, "host-pools", nil, "scope the token to these host pools (repeat or comma-separate); without it the token covers every pool")
+	f.StringSliceVar(&groups, "groups", nil, "for the User role: the user's groups, which entitle it through application groups and global entitlements assigned to them (R-E6)")
 	f.DurationVar(&expires, "expires", 0, "how long the token is valid, 1m..87600h (10 years), e.g. 720h (0: never expires)")
 	_ = cmd.RegisterFlagCompletionFunc("role", fixedCompletion(vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway))
 	requireFlags(cmd, "role", "subject")

@@ -127,6 +127,17 @@ func addPool(t testing.TB, p *fedPod, pool string, limit int) {
 	})
 }
 
+// addCRM gives pod p a pool apps-<pod> publishing application crm in a
+// RemoteApp group assigned to nobody: a global application entitlement's
+// grant is enough in its member pools (R-E9).
+func addCRM(t testing.TB, p *fedPod) {
+	t.Helper()
+	addPool(t, p, "apps-"+p.name, 10)
+	p.api.call("PUT", "/applicationgroups/apps-"+p.name+"-ra", map[string]any{"hostPool": "apps-" + p.name, "applicationGroupType": "RemoteApp"}, 201, nil)
+	p.api.call("PUT", "/applicationgroups/apps-"+p.name+"-ra/applications/crm", map[string]any{
+		"filePath": `C:\Program Files\CRM\crm.exe`, "friendlyName": "CRM in " + p.name}, 201, nil)
+}
+
 // fedDocument is the test's federation document at generation gen.
 func fedDocument(pods []*fedPod, gen int) map[string]any {
 	var podList []map[string]any
@@ -148,6 +159,10 @@ func fedDocument(pods []*fedPod, gen int) map[string]any {
 			{"name": "office", "scope": "AllSites", "sessionDistribution": "SessionCount", "useHomeSite": true, "members": members("office-")},
 			{"name": "small-within", "scope": "WithinSite", "sessionDistribution": "SessionCount", "members": members("small-")},
 			{"name": "small-all", "scope": "AllSites", "sessionDistribution": "SessionCount", "members": members("small-")},
+			// R-E9: an application each member pool publishes, for a
+			// user and a group.
+			{"name": "crm", "kind": "Application", "application": "crm", "scope": "AllSites", "sessionDistribution": "SessionCount",
+				"useHomeSite": true, "users": []string{"Dora@Contoso.com"}, "groups": []string{"US-Staff"}, "members": members("apps-")},
 		},
 		"homeSites": []map[string]any{{"user": "alice", "site": "amer"}, {"group": "us-staff", "site": "amer"}},
 	}
@@ -194,6 +209,7 @@ func TestFederationE2E(t *testing.T) {
 	for _, p := range pods {
 		addPool(t, p, "office-"+p.name, 10)
 		addPool(t, p, "small-"+p.name, 1)
+		addCRM(t, p)
 	}
 
 	// federation apply -f: the CLI sends the document to every pod it
@@ -480,6 +496,75 @@ func TestFederationE2E(t *testing.T) {
 			if !strings.Contains(string(page), want) {
 				t.Errorf("console /federation (HTTP %d) lacks %s", res.StatusCode, want)
 			}
+		}
+	})
+
+	// After the metrics' counts: these connects arrive at fra1 too.
+	defer t.Run("global application entitlement: users, groups, a home site (R-E9)", func(t *testing.T) {
+		as := func(subject string, groups []string) e2eAPI {
+			var tr struct {
+				Token string `json:"token"`
+			}
+			fra1.api.call("POST", "/tokens", map[string]any{"role": "User", "subject": subject, "groups": groups}, 201, &tr)
+			return e2eAPI{tb: t, base: fra1.url, token: tr.Token}
+		}
+		rdp := func(a globalAnswer, line string) bool { return strings.Contains(a.RDPFile, line+"\r\n") }
+		// dora, named in another case, connects at fra1: no home site,
+		// emea; fra1 and ams1 both idle, the connected pod first.
+		var dora globalAnswer
+		as("dora@contoso.com", nil).call("POST", "/globalentitlements/crm/connect", map[string]any{"user": "dora@contoso.com"}, 201, &dora)
+		if dora.Pod != "fra1" || dora.HostPool != "apps-fra1" || !rdp(dora, "remoteapplicationprogram:s:||crm") || !rdp(dora, "remoteapplicationname:s:CRM in fra1") {
+			t.Errorf("dora: pod %s pool %s, .rdp:\n%s", dora.Pod, dora.HostPool, dora.RDPFile)
+		}
+		// eve, of group us-staff (in her token, in another case): her
+		// group's home site amer, nyc1's application.
+		var eve globalAnswer
+		eveAPI := as("eve", []string{"us-staff"})
+		eveAPI.call("POST", "/globalentitlements/crm/connect", map[string]any{"user": "eve"}, 201, &eve)
+		if eve.Pod != "nyc1" || eve.Decision.HomeSite != "group" || !rdp(eve, "remoteapplicationname:s:CRM in nyc1") || !rdp(eve, "remoteapplicationmode:i:1") {
+			t.Errorf("eve: pod %s from %q, .rdp:\n%s", eve.Pod, eve.Decision.HomeSite, eve.RDPFile)
+		}
+		s := nyc1.api.sessions("apps-nyc1", map[string][]string{"user": {"EVE"}})
+		if len(s) != 1 || s[0].ID != eve.SessionID {
+			t.Errorf("eve's session on nyc1: %+v, want %s", s, eve.SessionID)
+		}
+		// mallory is neither: 403 naming her and the entitlement, nothing
+		// stored on any pod.
+		var e struct {
+			Error vdibroker.Error `json:"error"`
+		}
+		as("mallory", []string{"eu-staff"}).call("POST", "/globalentitlements/crm/connect", map[string]any{"user": "mallory"}, 403, &e)
+		if e.Error.Code != vdibroker.ENotEntitled || !strings.Contains(e.Error.Message, `"mallory"`) || !strings.Contains(e.Error.Message, `global entitlement "crm"`) {
+			t.Errorf("mallory: %+v", e.Error)
+		}
+		for _, p := range pods {
+			if s := p.api.sessions("apps-"+p.name, map[string][]string{"user": {"mallory"}}); len(s) != 0 {
+				t.Errorf("mallory has a session on %s: %+v", p.name, s)
+			}
+		}
+		// office names nobody: everyone, with a warning in the API and
+		// in federation show.
+		var st struct {
+			Warnings []string `json:"warnings"`
+		}
+		fra1.api.call("GET", "/federation", nil, 200, &st)
+		if len(st.Warnings) != 3 || !strings.Contains(st.Warnings[0], "office names no users") {
+			t.Errorf("warnings %q, want office, small-within and small-all", st.Warnings)
+		}
+		out, err := exec.Command(bin, "federation", "show", "--server", fra1.url, "--token", fedAdmin).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "warning: global entitlement small-all names no users") {
+			t.Errorf("federation show: %v\n%s", err, out)
+		}
+		eveAPI.call("POST", "/globalentitlements/office/connect", map[string]any{"user": "eve"}, 201, nil)
+		// What eve may use, and why.
+		var ents vdibroker.UserEntitlements
+		eveAPI.call("GET", "/users/eve/entitlements", nil, 200, &ents)
+		why := map[string]string{}
+		for _, r := range ents.Resources {
+			why[r.GlobalEntitlement] = r.Kind + " " + r.Grant.Via + " " + r.Grant.Principal
+		}
+		if why["crm"] != "GlobalApplication group US-Staff" || why["office"] != "GlobalDesktop everyone " || len(ents.Warnings) != 3 {
+			t.Errorf("eve's entitlements: %+v", ents)
 		}
 	})
 

@@ -89,14 +89,15 @@ func (f *FederationFlags) load() error {
 	return nil
 }
 
-// federation returns the federation service of a pod on svc, or nil
-// without --pod-name.
-func (f *FederationFlags) federation(svc *broker.Service, log *slog.Logger) vdibroker.FederationService {
+// federation returns the federation service of a pod on svc, with apps
+// for its global application entitlements (R-E9), or nil without
+// --pod-name.
+func (f *FederationFlags) federation(svc *broker.Service, apps global.Applications, log *slog.Logger) vdibroker.FederationService {
 	if f.PodName == "" {
 		return nil
 	}
 	return global.New(global.Config{
-		Connect: svc, Hosts: svc, Store: svc.Store(), Logger: log,
+		Connect: svc, Applications: apps, Hosts: svc, Store: svc.Store(), Logger: log,
 		Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
 		Peers:          f.podClient(),
 		PodTimeout:     f.PodTimeout,

@@ -28,6 +28,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/console"
+	"github.com/vdibroker/vdibroker/entitlement"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/power"
@@ -162,7 +163,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval, Gateway: m.Gateway.brokerConfig()})
 	undo = append(undo, func() { m.broker.Close() })
 	services := m.broker.Services()
-	services.Federation = m.Federation.federation(m.broker, m.Logger)
+	// End users' connects pass the entitlement service (R-E3); the
+	// federation's keep the broker's own, a global grant being enough.
+	ents := entitlement.New(entitlement.Config{Store: m.broker.Store(), Connect: m.broker, Logger: m.Logger, Pod: m.Federation.PodName != ""})
+	services.Connect, services.Entitlements = ents, ents
+	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
 		AdminTokenHash: adminHash, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
 	// Listening before the console is made: single sign-on's callback of

@@ -22,6 +22,9 @@ type Config struct {
 	// Connect is this pod's own connect, which places a global connect's
 	// user in a member pool of this pod.
 	Connect vdibroker.ConnectService
+	// Applications opens a global application entitlement's application
+	// in a member pool of this pod (R-E9): the entitlement service.
+	Applications Applications
 	// Hosts reads this pod's member pools for their facts.
 	Hosts Hosts
 	// Store keeps this pod's copy of the federation document.
@@ -46,6 +49,12 @@ type Config struct {
 	// loads for LoadTTL) and of the peers' last contact (nil = the real
 	// clock).
 	Clock clock.PassiveClock
+}
+
+// Applications connects a user to an application a pool publishes in one
+// of its RemoteApp groups, on a global entitlement's behalf (R-E9).
+type Applications interface {
+	ConnectPoolApplication(ctx context.Context, pool, application string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error)
 }
 
 // Hosts reads a pool's hosts and fills their read-time fields (status,
@@ -172,7 +181,8 @@ func (g *Service) Status(ctx context.Context) (*vdibroker.FederationStatus, erro
 		}
 	}
 	wg.Wait()
-	st := &vdibroker.FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []vdibroker.PeerStatus{}}
+	st := &vdibroker.FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []vdibroker.PeerStatus{},
+		Warnings: doc.EveryoneWarnings()}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range doc.Pods {
@@ -204,6 +214,9 @@ func (g *Service) Entitlements(ctx context.Context, name string) ([]vdibroker.En
 			continue
 		}
 		v := vdibroker.EntitlementView{GlobalEntitlement: ge, Members: []vdibroker.MemberView{}}
+		if ge.NamesNobody() {
+			v.Warnings = []string{vdibroker.EveryoneWarning(ge.Name)} // R-E9
+		}
 		for _, m := range ge.Members {
 			mv := vdibroker.MemberView{Member: m}
 			if p := doc.Pod(m.Pod); p != nil {
@@ -267,9 +280,18 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	if ge == nil {
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q not found", name)
 	}
+	// R-E9: an end user is entitled by the entitlement's users, groups or
+	// allUsers, with the groups of their identity (which home sites use
+	// too); the pods then connect them on the entitlement's behalf.
+	if p := vdibroker.PrincipalFrom(ctx); p.EndUser() {
+		req.Groups = p.Groups
+		if ge.Grants(vdibroker.UserIdentity{User: req.User, Groups: req.Groups}) == nil {
+			return nil, vdibroker.NotEntitled(req.User, vdibroker.Resource{GlobalEntitlement: ge.Name})
+		}
+	}
 	// One user's connects to one entitlement, one at a time on this pod,
 	// so they do not make two sessions in two pods.
-	unlock := g.locks.Lock(name + "\x00" + req.User)
+	unlock := g.locks.Lock(name + "\x00" + vdibroker.FoldUser(req.User))
 	defer unlock()
 
 	start, _ := federation.StartSite(doc, ge, req.User, req.Groups, g.cfg.Pod)
@@ -338,10 +360,23 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 // the pod-to-pod connect of c's pod.
 func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	if c.Pod == g.cfg.Pod {
-		return g.cfg.Connect.Connect(ctx, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, "")
+		return g.connectMember(ctx, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
 	}
 	return g.callConnect(ctx, *doc.Pod(c.Pod), vdibroker.PodConnectRequest{
-		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun})
+		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun, Application: ge.Application})
+}
+
+// connectMember connects a user into pool, a member of ge on this pod:
+// its desktop, or for a global application entitlement the application
+// (R-E9).
+func (g *Service) connectMember(ctx context.Context, ge *vdibroker.GlobalEntitlement, pool string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
+	if ge != nil && ge.IsApplication() {
+		if g.cfg.Applications == nil {
+			return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %s publishes no applications", g.cfg.Pod)
+		}
+		return g.cfg.Applications.ConnectPoolApplication(ctx, pool, ge.Application, req)
+	}
+	return g.cfg.Connect.Connect(ctx, pool, req, "")
 }
 
 // errNotPlaced reports a pool's refusal to take the session (it answered;

@@ -105,5 +105,16 @@ func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectReques
 	if !slices.Contains(g.memberPools(doc), req.HostPool) {
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "host pool %q is not a member of a global entitlement on pod %s", req.HostPool, g.cfg.Pod)
 	}
-	return g.cfg.Connect.Connect(ctx, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, "")
+	// What is opened is this pod's document's word, not the caller's: a
+	// global application entitlement's application (R-E9), else the
+	// desktop.
+	ge := doc.Entitlement(req.GlobalEntitlement)
+	if ge != nil && !slices.Contains(ge.Members, vdibroker.Member{Pod: g.cfg.Pod, HostPool: req.HostPool}) {
+		ge = nil
+	}
+	if req.Application != "" && (ge == nil || ge.Application != req.Application) {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q on pod %s has no application %q in host pool %q",
+			req.GlobalEntitlement, g.cfg.Pod, req.Application, req.HostPool)
+	}
+	return g.connectMember(ctx, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/entitlement"
 	"github.com/vdibroker/vdibroker/federation/global"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
@@ -52,7 +53,8 @@ type Config struct {
 // service (not the store).
 type Server struct {
 	*vhttp.Server
-	Broker *broker.Service
+	Broker       *broker.Service
+	Entitlements *entitlement.Service
 }
 
 // New returns a server on a new broker service on cfg.Store.
@@ -65,13 +67,17 @@ func New(cfg Config) *Server {
 		MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
 		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers, Gateway: cfg.Gateway})
 	services := svc.Services()
+	// The entitlement service around the broker's connect (R-E3), as
+	// serve wires it.
+	ents := entitlement.New(entitlement.Config{Store: svc.Store(), Connect: svc, Logger: cfg.Logger, Clock: clk, Pod: cfg.Pod != ""})
+	services.Connect, services.Entitlements = ents, ents
 	if cfg.Pod != "" {
-		services.Federation = global.New(global.Config{Connect: svc, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
+		services.Federation = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
 			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout})
 	}
 	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: cfg.FederationSecret, Logger: cfg.Logger, Now: cfg.Now,
 		AdminToken: cfg.AdminToken, AgentClientCert: cfg.AgentClientCert, OIDC: cfg.OIDC})
-	return &Server{Server: srv, Broker: svc}
+	return &Server{Server: srv, Broker: svc, Entitlements: ents}
 }
 
 // Close stops the broker service.

@@ -1,16 +1,12 @@
 -- +goose Up
 -- The console's user search (GET .../usersessions?userPrefix=): a pool's
--- sessions whose user name starts with a prefix, case-insensitively, in
--- order of the folded name, then id. The key is lower(user_name), the
--- database's own fold (ASCII on SQLite), so the prefix is folded by the
--- same function; a search is one range of the index, and its pages go on
--- from the last row's (key, id). Partial, as the by-user indexes: open
--- sessions apart from the history.
+-- open sessions whose user name starts with a prefix, case-insensitively,
+-- in order of the folded name (user_key, R-E5), then id; a search is one
+-- range of the index, and its pages go on from the last row's (key, id).
+-- Ended sessions are searched in user_sessions_ended_by_user (00030),
+-- which is the same key.
 CREATE INDEX user_sessions_open_by_user_key
-    ON user_sessions (host_pool, lower(user_name), id) WHERE state <> 'LoggedOff';
-CREATE INDEX user_sessions_ended_by_user_key
-    ON user_sessions (host_pool, lower(user_name), id) WHERE state = 'LoggedOff';
+    ON user_sessions (host_pool, user_key, id) WHERE state <> 'LoggedOff';
 
 -- +goose Down
-DROP INDEX user_sessions_ended_by_user_key;
 DROP INDEX user_sessions_open_by_user_key;

@@ -1,0 +1,431 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The entitlement commands (R-E1..R-E10), in the style of az
+// desktopvirtualization applicationgroup and application: create, update
+// (only the flags given change), show, list and delete, plus an
+// application's connect and what a user may use.
+
+var applicationGroupColumns = []column{
+	{"Name", "name"},
+	{"HostPool", "hostPool"},
+	{"ApplicationGroupType", "applicationGroupType"},
+	{"FriendlyName", "friendlyName"},
+	{"Users", "assignments.users"},
+	{"Groups", "assignments.groups"},
+	{"AllUsers", "assignments.allUsers"},
+}
+
+var applicationColumns = []column{
+	{"Name", "name"},
+	{"ApplicationGroup", "applicationGroup"},
+	{"FilePath", "filePath"},
+	{"CommandLineSetting", "commandLineSetting"},
+	{"CommandLineArguments", "commandLineArguments"},
+	{"FriendlyName", "friendlyName"},
+	{"ShowInPortal", "showInPortal"},
+}
+
+var userEntitlementColumns = []column{
+	{"Kind", "kind"},
+	{"HostPool", "hostPool"},
+	{"ApplicationGroup", "applicationGroup"},
+	{"Application", "application"},
+	{"GlobalEntitlement", "globalEntitlement"},
+	{"Via", "grant.via"},
+	{"Principal", "grant.principal"},
+}
+
+// groupFlags are an application group's settable fields as flags; each
+// command reads back only the flags given.
+type groupFlags struct {
+	friendlyName, description string
+	users, groups             []string
+	addUsers, removeUsers     []string
+	addGroups, removeGroups   []string
+	allUsers                  bool
+}
+
+func (g *groupFlags) register(f *pflag.FlagSet, update bool) {
+	f.StringVar(&g.friendlyName, "friendly-name", "", "display name, at most 512 characters")
+	f.StringVar(&g.description, "description", "", "free text, at most 512 characters")
+	f.StringSliceVar(&g.users, "users", nil, "the users assigned (repeat or comma-separate; names compare in any case)")
+	f.StringSliceVar(&g.groups, "groups", nil, "the groups assigned (an end user's token groups or OpenID Connect groups claim)")
+	f.Var(boolValue{&g.allUsers}, "all-users", "assign every user: true or false")
+	if update {
+		f.StringSliceVar(&g.addUsers, "add-users", nil, "users to add to the assignments")
+		f.StringSliceVar(&g.removeUsers, "remove-users", nil, "users to take out of the assignments (any case)")
+		f.StringSliceVar(&g.addGroups, "add-groups", nil, "groups to add to the assignments")
+		f.StringSliceVar(&g.removeGroups, "remove-groups", nil, "groups to take out of the assignments (any case)")
+	}
+}
+
+// apply sets on g what the command's flags say.
+func (gf *groupFlags) apply(cmd *cobra.Command, g *vdibroker.ApplicationGroup) {
+	f := cmd.Flags()
+	if f.Changed("friendly-name") {
+		g.FriendlyName = gf.friendlyName
+	}
+	if f.Changed("description") {
+		g.Description = gf.description
+	}
+	if f.Changed("users") {
+		g.Assignments.Users = gf.users
+	}
+	if f.Changed("groups") {
+		g.Assignments.Groups = gf.groups
+	}
+	if f.Changed("all-users") {
+		g.Assignments.AllUsers = gf.allUsers
+	}
+	g.Assignments.Users = editNames(g.Assignments.Users, gf.addUsers, gf.removeUsers)
+	g.Assignments.Groups = editNames(g.Assignments.Groups, gf.addGroups, gf.removeGroups)
+}
+
+// editNames is list with add appended (those not in it in any case) and
+// remove taken out (in any case, R-E5).
+func editNames(list, add, remove []string) []string {
+	out := []string{}
+	for _, n := range list {
+		if !vdibroker.ContainsUser(remove, n) {
+			out = append(out, n)
+		}
+	}
+	for _, n := range add {
+		if !vdibroker.ContainsUser(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func newApplicationGroupCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "applicationgroup",
+		Aliases: []string{"application-group"},
+		Short:   "Manage application groups: a host pool's Desktop group and its RemoteApp groups, and who is assigned to them",
+	}
+	a := addAdminFlags(cmd)
+	var name, pool, typ string
+	var gf groupFlags
+	create := &cobra.Command{
+		Use:   "create --name NAME --host-pool POOL --application-group-type Desktop|RemoteApp",
+		Short: "Create an application group (a pool has at most one Desktop group)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			g := &vdibroker.ApplicationGroup{Name: name, HostPool: pool, ApplicationGroupType: typ}
+			gf.apply(cmd, g)
+			if _, err := c.GetApplicationGroup(cmd.Context(), name); err == nil {
+				return fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application group " + name + " exists already; change it with applicationgroup update"})
+			}
+			r, err := c.PutApplicationGroup(cmd.Context(), name, g)
+			if err != nil {
+				return fail(err)
+			}
+			return a.result(cmd, r, applicationGroupColumns)
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "application group name, 3..80 characters of A-Za-z0-9@._- and space")
+	poolNameVar(create.Flags(), &pool, "host-pool", "", "the host pool whose hosts the group publishes")
+	create.Flags().Var(newEnum(&typ, "", vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp), "application-group-type", "Desktop (the pool's desktops) or RemoteApp (applications)")
+	_ = create.RegisterFlagCompletionFunc("application-group-type", fixedCompletion(vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp))
+	gf.register(create.Flags(), false)
+	requireFlags(create, "name", "host-pool", "application-group-type")
+
+	var un string
+	var uf groupFlags
+	update := &cobra.Command{
+		Use:   "update --name NAME [--add-users U] [--remove-groups G] [--all-users true|false] ...",
+		Short: "Change an application group's names and assignments; only the flags given change",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			g, err := c.GetApplicationGroup(cmd.Context(), un)
+			if err != nil {
+				return fail(err)
+			}
+			uf.apply(cmd, g)
+			r, err := c.PutApplicationGroup(cmd.Context(), un, g)
+			if err != nil {
+				return fail(err)
+			}
+			return a.result(cmd, r, applicationGroupColumns)
+		},
+	}
+	update.Flags().StringVar(&un, "name", "", "application group name")
+	uf.register(update.Flags(), true)
+	requireFlags(update, "name")
+
+	var sn string
+	show := &cobra.Command{
+		Use:   "show --name NAME",
+		Short: "Show an application group with its assignments",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			g, err := c.GetApplicationGroup(cmd.Context(), sn)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, g, applicationGroupColumns)
+		},
+	}
+	show.Flags().StringVar(&sn, "name", "", "application group name")
+	requireFlags(show, "name")
+
+	var lp string
+	list := &cobra.Command{
+		Use:   "list [--host-pool POOL]",
+		Short: "List application groups, of one host pool or all",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListApplicationGroups(cmd.Context(), lp)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, l, applicationGroupColumns)
+		},
+	}
+	list.Flags().StringVar(&lp, "host-pool", "", "only the groups of this host pool")
+
+	var dn string
+	del := &cobra.Command{
+		Use:   "delete --name NAME",
+		Short: "Delete an application group with its applications",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			return fail(c.DeleteApplicationGroup(cmd.Context(), dn))
+		},
+	}
+	del.Flags().StringVar(&dn, "name", "", "application group name")
+	requireFlags(del, "name")
+	cmd.AddCommand(create, update, show, list, del)
+	return cmd
+}
+
+// appFlags are an application's settable fields as flags.
+type appFlags struct {
+	filePath, setting, arguments, friendlyName, iconPath string
+	showInPortal                                         bool
+}
+
+func (af *appFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&af.filePath, "file-path", "", "the program's path on the session host")
+	f.Var(newEnum(&af.setting, "", vdibroker.CommandLineDoNotAllow, vdibroker.CommandLineAllow, vdibroker.CommandLineRequire), "command-line-setting",
+		"DoNotAllow (no arguments), Allow (the connect's, else --command-line-arguments) or Require (always --command-line-arguments); default DoNotAllow")
+	_ = cmd.RegisterFlagCompletionFunc("command-line-setting", fixedCompletion(vdibroker.CommandLineDoNotAllow, vdibroker.CommandLineAllow, vdibroker.CommandLineRequire))
+	f.StringVar(&af.arguments, "command-line-arguments", "", "the program's arguments")
+	f.StringVar(&af.friendlyName, "friendly-name", "", "the name the client shows")
+	f.StringVar(&af.iconPath, "icon-path", "", "the icon's path on the session host")
+	f.Var(boolValue{&af.showInPortal}, "show-in-portal", "show the application in the user's feed: true or false")
+}
+
+func (af *appFlags) apply(cmd *cobra.Command, a *vdibroker.Application) {
+	f := cmd.Flags()
+	for flag, set := range map[string]func(){
+		"file-path":              func() { a.FilePath = af.filePath },
+		"command-line-setting":   func() { a.CommandLineSetting = af.setting },
+		"command-line-arguments": func() { a.CommandLineArguments = af.arguments },
+		"friendly-name":          func() { a.FriendlyName = af.friendlyName },
+		"icon-path":              func() { a.IconPath = af.iconPath },
+		"show-in-portal":         func() { a.ShowInPortal = af.showInPortal },
+	} {
+		if f.Changed(flag) {
+			set()
+		}
+	}
+}
+
+func newApplicationCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "application",
+		Short: "Manage the applications of RemoteApp application groups, and open one for a user",
+	}
+	a := addAdminFlags(cmd)
+	put := func(use, short string, update bool) *cobra.Command {
+		var group, name string
+		var af appFlags
+		c := &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				c, err := a.client()
+				if err != nil {
+					return err
+				}
+				app, gerr := c.GetApplication(cmd.Context(), group, name)
+				switch {
+				case update && gerr != nil:
+					return fail(gerr)
+				case !update && gerr == nil:
+					return fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application " + name + " exists already in " + group + "; change it with application update"})
+				case !update:
+					app = &vdibroker.Application{Name: name, ApplicationGroup: group}
+				}
+				af.apply(cmd, app)
+				r, err := c.PutApplication(cmd.Context(), group, name, app)
+				if err != nil {
+					return fail(err)
+				}
+				return a.result(cmd, r, applicationColumns)
+			},
+		}
+		c.Flags().StringVar(&group, "application-group", "", "the RemoteApp application group")
+		c.Flags().StringVar(&name, "name", "", "the application's name, its alias in the .rdp file, 1..64 characters")
+		af.register(c)
+		requireFlags(c, "application-group", "name")
+		if !update {
+			requireFlags(c, "file-path")
+		}
+		return c
+	}
+	create := put("create --application-group GROUP --name NAME --file-path PATH", "Publish an application in a RemoteApp group", false)
+	update := put("update --application-group GROUP --name NAME [--friendly-name N] ...", "Change an application; only the flags given change", true)
+
+	var group, name string
+	show := &cobra.Command{
+		Use:   "show --application-group GROUP --name NAME",
+		Short: "Show an application",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			app, err := c.GetApplication(cmd.Context(), group, name)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, app, applicationColumns)
+		},
+	}
+	show.Flags().StringVar(&group, "application-group", "", "the RemoteApp application group")
+	show.Flags().StringVar(&name, "name", "", "the application's name")
+	requireFlags(show, "application-group", "name")
+
+	var lg string
+	list := &cobra.Command{
+		Use:   "list --application-group GROUP",
+		Short: "List a RemoteApp group's applications",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListApplications(cmd.Context(), lg)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, l, applicationColumns)
+		},
+	}
+	list.Flags().StringVar(&lg, "application-group", "", "the RemoteApp application group")
+	requireFlags(list, "application-group")
+
+	var dg, dn string
+	del := &cobra.Command{
+		Use:   "delete --application-group GROUP --name NAME",
+		Short: "Delete an application",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			return fail(c.DeleteApplication(cmd.Context(), dg, dn))
+		},
+	}
+	del.Flags().StringVar(&dg, "application-group", "", "the RemoteApp application group")
+	del.Flags().StringVar(&dn, "name", "", "the application's name")
+	requireFlags(del, "application-group", "name")
+
+	var req vdibroker.AppConnectRequest
+	var cg string
+	connect := &cobra.Command{
+		Use:   "connect --application-group GROUP --name APP --user USER [--command-line ARGS] [--dry-run]",
+		Short: "Open an application for a user: its session and a RemoteApp .rdp file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.ConnectApplication(cmd.Context(), cg, req)
+			if err != nil {
+				return fail(err)
+			}
+			return a.show(cmd, r, connectColumns)
+		},
+	}
+	connect.Flags().StringVar(&cg, "application-group", "", "the RemoteApp application group")
+	connect.Flags().StringVar(&req.Application, "name", "", "the application")
+	connect.Flags().StringVar(&req.User, "user", "", "the user")
+	connect.Flags().StringVar(&req.CommandLine, "command-line", "", "arguments, for an application whose setting is Allow")
+	connect.Flags().BoolVar(&req.DryRun, "dry-run", false, "decide and store nothing")
+	requireFlags(connect, "application-group", "name", "user")
+
+	cmd.AddCommand(create, update, show, list, del, connect)
+	return cmd
+}
+
+func newUserCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "user",
+		Short: "What a user may use, and why",
+	}
+	a := addAdminFlags(cmd)
+	var user string
+	var groups []string
+	ents := &cobra.Command{
+		Use:   "entitlements --user USER [--groups G1,G2]",
+		Short: "List each desktop, application and global entitlement the user may use, with the assignment or group that grants it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			u, err := c.UserEntitlements(cmd.Context(), user, groups)
+			if err != nil {
+				return fail(err)
+			}
+			printWarnings(cmd, u.Warnings)
+			if o := a.outputFor(formatTable); o.Format == formatTable && o.Query == "" {
+				return a.show(cmd, u.Resources, userEntitlementColumns)
+			}
+			return a.show(cmd, u, nil)
+		},
+	}
+	ents.Flags().StringVar(&user, "user", "", "the user")
+	ents.Flags().StringSliceVar(&groups, "groups", nil, "the user's groups (a User token's own are its identity's)")
+	requireFlags(ents, "user")
+	cmd.AddCommand(ents)
+	return cmd
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCLIEntitlementsGolden: application groups and applications made,
+// changed, shown and listed with the az-style commands, their tables and
+// JSON pinned in testdata (-update rewrites them); what a user may use,
+// and an application's connect.
+func TestCLIEntitlementsGolden(t *testing.T) {
+	b := startCLIBroker(t)
+	var m cliMasker
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.addHost("contosohp01", "sh-01")
+	b.ok("applicationgroup", "create", "--name", "contosohp01-dag", "--host-pool", "contosohp01", "--application-group-type", "Desktop",
+		"--users", "Alice@Contoso.com,bob", "--friendly-name", "Sales desktops")
+	b.ok("applicationgroup", "create", "--name", "office-apps", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp",
+		"--groups", "Sales")
+	b.ok("applicationgroup", "update", "--name", "office-apps", "--add-groups", "Finance", "--add-users", "carol", "--description", "Office")
+	b.ok("applicationgroup", "update", "--name", "contosohp01-dag", "--remove-users", "BOB")
+	b.ok("application", "create", "--application-group", "office-apps", "--name", "word", "--file-path", `C:\Program Files\Microsoft Office\WINWORD.EXE`,
+		"--command-line-setting", "Allow", "--friendly-name", "Word", "--show-in-portal", "true")
+	b.ok("application", "create", "--application-group", "office-apps", "--name", "cmd", "--file-path", `C:\Windows\system32\cmd.exe`,
+		"--command-line-setting", "Require", "--command-line-arguments", "/k dir")
+	b.ok("application", "update", "--application-group", "office-apps", "--name", "cmd", "--friendly-name", "Command Prompt")
+
+	cmds := map[string][]string{
+		"applicationgroup_show": {"applicationgroup", "show", "--name", "office-apps"},
+		"applicationgroup_list": {"applicationgroup", "list", "--host-pool", "contosohp01"},
+		"application_show":      {"application", "show", "--application-group", "office-apps", "--name", "cmd"},
+		"application_list":      {"application", "list", "--application-group", "office-apps"},
+		"user_entitlements":     {"user", "entitlements", "--user", "alice@contoso.com", "--groups", "finance"},
+	}
+	for name, args := range cmds {
+		for _, format := range []string{formatTable, formatJSON} {
+			t.Run(name+"_"+format, func(t *testing.T) {
+				checkCLIGolden(t, name+"_"+format, m.mask(b.ok(append(args, "--output", format)...)))
+			})
+		}
+	}
+
+	// An application's connect: its .rdp opens it.
+	out := b.ok("application", "connect", "--application-group", "office-apps", "--name", "word", "--user", "carol",
+		"--command-line", "/safe", "--query", "rdpFile", "-o", "tsv")
+	for _, line := range []string{"remoteapplicationmode:i:1", "remoteapplicationprogram:s:||word", "remoteapplicationname:s:Word", "remoteapplicationcmdline:s:/safe"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("application connect's rdpFile lacks %q:\n%s", line, out)
+		}
+	}
+	// Refusals name the flag's field; nothing changes.
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"second Desktop group", []string{"applicationgroup", "create", "--name", "more-desktops", "--host-pool", "contosohp01", "--application-group-type", "Desktop"}, "at most one"},
+		{"create over an existing one", []string{"applicationgroup", "create", "--name", "office-apps", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp"}, "exists already"},
+		{"a type that does not exist", []string{"applicationgroup", "create", "--name", "x-apps", "--host-pool", "contosohp01", "--application-group-type", "remoteapp"}, "did you mean RemoteApp"},
+		{"Require without arguments", []string{"application", "update", "--application-group", "office-apps", "--name", "word", "--command-line-setting", "Require"}, "commandLineArguments"},
+	} {
+		r := b.cli(c.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q; want a refusal saying %q", c.name, r.code, r.stderr, c.want)
+		}
+	}
+	if got := b.ok("application", "show", "--application-group", "office-apps", "--name", "word", "--query", "commandLineSetting", "-o", "tsv"); strings.TrimSpace(got) != "Allow" {
+		t.Errorf("word's setting after a refused update: %q", got)
+	}
+	b.ok("application", "delete", "--application-group", "office-apps", "--name", "cmd")
+	b.ok("applicationgroup", "delete", "--name", "office-apps")
+	if got := b.ok("applicationgroup", "list", "--query", "[].name", "-o", "tsv"); strings.TrimSpace(got) != "contosohp01-dag" {
+		t.Errorf("groups after the deletes: %q", got)
+	}
+}

@@ -1,0 +1,75 @@
+package entitlement
+
+import (
+	"context"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// downStore answers AssignedApplicationGroups from groups, or
+// StoreUnavailable while down (a unit test of R-E11's rule; the HTTP tests
+// run the service on both real stores).
+type downStore struct {
+	vdibroker.EntitlementStore
+	groups []*vdibroker.ApplicationGroup
+	down   bool
+}
+
+func (s *downStore) AssignedApplicationGroups(_ context.Context, q vdibroker.AssignmentQuery) ([]*vdibroker.ApplicationGroup, error) {
+	if s.down {
+		return nil, vdibroker.Errorf(vdibroker.EStoreUnavailable, "store down")
+	}
+	var out []*vdibroker.ApplicationGroup
+	for _, g := range s.groups {
+		if (q.HostPool == "" || g.HostPool == q.HostPool) && (q.Type == "" || g.ApplicationGroupType == q.Type) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+func (s *downStore) GetFederation(context.Context) (*vdibroker.Federation, error) {
+	return nil, vdibroker.Errorf(vdibroker.ENotFound, "none")
+}
+
+// TestEntitledDuringOutage (R-E11): while the store is down, an
+// identity's entitlement is what was last read for it while it was up,
+// grant or refusal, in any spelling of the user and groups (R-E5); one
+// never read is StoreUnavailable.
+func TestEntitledDuringOutage(t *testing.T) {
+	st := &downStore{groups: []*vdibroker.ApplicationGroup{{Name: "p1-dag", HostPool: "p1", ApplicationGroupType: vdibroker.AppGroupDesktop,
+		Assignments: vdibroker.Assignments{Users: []string{"alice"}, Groups: []string{"Sales"}}}}}
+	s := New(Config{Store: st})
+	ctx := context.Background()
+	desk := vdibroker.Resource{HostPool: "p1"}
+	alice := vdibroker.UserIdentity{User: "Alice"}
+	bob := vdibroker.UserIdentity{User: "bob", Groups: []string{"Eng", "sales"}}
+	carol := vdibroker.UserIdentity{User: "carol"}
+	for _, who := range []vdibroker.UserIdentity{alice, bob} {
+		if _, err := s.Entitled(ctx, who, desk); err != nil {
+			t.Fatalf("%s while up: %v", who.User, err)
+		}
+	}
+	if _, err := s.Entitled(ctx, carol, desk); vdibroker.ErrorCode(err) != vdibroker.ENotEntitled {
+		t.Fatalf("carol while up: %v", err)
+	}
+	st.down = true
+	for _, c := range []struct {
+		who  vdibroker.UserIdentity
+		r    vdibroker.Resource
+		code string
+		via  string
+	}{
+		{vdibroker.UserIdentity{User: "ALICE"}, desk, "", vdibroker.ViaUser},
+		{vdibroker.UserIdentity{User: "Bob", Groups: []string{"SALES", "eng"}}, desk, "", vdibroker.ViaGroup},
+		{carol, desk, vdibroker.ENotEntitled, ""},
+		{alice, vdibroker.Resource{HostPool: "p2"}, vdibroker.EStoreUnavailable, ""},
+		{vdibroker.UserIdentity{User: "bob"}, desk, vdibroker.EStoreUnavailable, ""}, // other groups: never asked
+	} {
+		g, err := s.Entitled(ctx, c.who, c.r)
+		if vdibroker.ErrorCode(err) != c.code || (c.via != "" && (g == nil || g.Via != c.via || g.ApplicationGroup != "p1-dag")) {
+			t.Errorf("%+v on %v while down: %+v, %v; want %q via %q", c.who, c.r, g, err, c.code, c.via)
+		}
+	}
+}
