@@ -599,14 +599,17 @@ func (s *DB) RoundRobinHost(ctx context.Context, pool string) (string, error) {
 }
 
 // openUserSessionsQuery asks whether a user has an open session in a pool,
-// adopted ones included. Each half must stay a range of a partial index
-// (user_sessions_one_per_pooled_user and user_sessions_open_unpooled_by_user,
-// migrations 00001 and 00004), whatever the number of sessions in the pool:
-// it is asked on every pooled connect, inside takeSlotQuery.
+// adopted ones included unless the last argument says to ignore them
+// (PlacementCommit.IgnoreAdopted). Each half must stay a range of a partial
+// index (user_sessions_one_per_pooled_user and
+// user_sessions_open_unpooled_by_user, migrations 00001 and 00004),
+// whatever the number of sessions in the pool: it is asked on every pooled
+// connect, inside takeSlotQuery. Args: pool, user, pool, user, ignore
+// adopted.
 const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 		WHERE host_pool = ? AND user_name = ? AND pooled AND state <> 'LoggedOff')
 	OR EXISTS (SELECT 1 FROM user_sessions
-		WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff')`
+		WHERE host_pool = ? AND user_name = ? AND NOT pooled AND state <> 'LoggedOff' AND NOT (adopted AND ?))`
 
 // takeSlotQuery takes a session slot on a host only while it is under the
 // lower of the caller's limit and the one stored now, is not drained now
@@ -620,7 +623,7 @@ const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 // host's allow_new_session written with it): on PostgreSQL a connect that
 // waited for a drain's lock on that row is checked again against the row
 // the drain left. Args: ds, dc, pool, host, limit, pool update time, pool
-// update time, pooled, pooled, pool, user, pool, user.
+// update time, pooled, pooled, pool, user, pool, user, ignore adopted.
 const takeSlotQuery = `UPDATE host_counts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 	WHERE host_pool = ? AND name = ? AND sessions < ?
 	AND (SELECT host_counts.sessions < max_session_limit AND (CAST(? AS BIGINT) = 0 OR update_time = ?)
@@ -654,7 +657,7 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 		poolTime = ns(c.PoolUpdateTime)
 	}
 	slotArgs := []any{ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, poolTime, poolTime,
-		c.Pooled, c.Pooled, u.HostPool, u.User, u.HostPool, u.User}
+		c.Pooled, c.Pooled, u.HostPool, u.User, u.HostPool, u.User, c.IgnoreAdopted}
 	sessionArgs := []any{u.ID, u.HostPool, u.SessionHost, u.User, u.State, ns(u.CreateTime), ns(u.StateTime),
 		u.AgentSessionID, "", c.Pooled, false, c.Record}
 	if t.d == postgresDialect && simpleCommit(c) {
@@ -717,7 +720,7 @@ func noSlot(ctx context.Context, t *tx, c *vdibroker.PlacementCommit, poolTime i
 	u := c.Session
 	if c.Pooled {
 		var open bool
-		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, u.User, u.HostPool, u.User).Scan(&open); err != nil {
+		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, u.User, u.HostPool, u.User, c.IgnoreAdopted).Scan(&open); err != nil {
 			return err
 		}
 		if open {

@@ -133,13 +133,13 @@ func (s *DB) DeliverPlan(ctx context.Context) ([]string, error) {
 // OpenUserSessionsPlan is ExpirePendingPlan for the R-C6 question every
 // pooled connect asks.
 func (s *DB) OpenUserSessionsPlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, openUserSessionsQuery, "pool", "user", "pool", "user")
+	return s.plan(ctx, openUserSessionsQuery, "pool", "user", "pool", "user", false)
 }
 
 // TakeSlotPlan is ExpirePendingPlan for the conditional UPDATE every
 // connect runs.
 func (s *DB) TakeSlotPlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, takeSlotQuery, 1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user")
+	return s.plan(ctx, takeSlotQuery, 1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user", false)
 }
 
 // AssignPlan is ExpirePendingPlan for a new automatic assignment (R-PE1).
@@ -207,7 +207,7 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 		"by key, cred":  {hostByKeyCredQuery, []any{"pool", "host"}},
 		"of pool":       {hostsOfPoolQuery, []any{"pool"}},
 		"by credential": {hostByCredentialQuery, []any{"hash"}},
-		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user"}},
+		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user", false}},
 	} {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
