@@ -82,6 +82,7 @@ type Service struct {
 	hostLocks keyed.Mutex // one host's heartbeats, one at a time
 	idem      *idempotency
 	power     *power.Service
+	refusals  refusals // the bounded refusal audit (refusals.go)
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
@@ -182,6 +183,12 @@ func (s *Service) Close() error {
 		<-s.done
 		s.power.Close()
 		s.outage.Wait() // gives the escrows back
+		if !s.health.Down() {
+			// The open window's counts, so a restart loses none.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.writeSummaries(ctx, s.refusals.roll(s.now(), true))
+			cancel()
+		}
 	})
 	return nil
 }
@@ -228,6 +235,7 @@ func (s *Service) maintain(t clock.Ticker, interval time.Duration) {
 			ctx, cancel := context.WithTimeout(base, max(interval, 30*time.Second))
 			s.views.RefreshAll(ctx)
 			s.views.CatchUpAll(ctx)
+			s.flushRefusals(ctx)
 			cancel()
 			s.pruneIfDue(base)
 		}

@@ -77,6 +77,7 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		}
 		return err
 	}
+	authenticated(r)
 	hb, err := decodeHeartbeat(nethttp.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		return err

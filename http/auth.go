@@ -98,7 +98,9 @@ func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethtt
 			// never throttled, even from an address (a proxy, a NAT) that
 			// others share.
 			if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated && !s.authFailures.spend(clientAddr(r)) {
-				writeError(w, r, s, throttled("too many failed authentications from this address", AuthFailuresPerSecond))
+				err = throttled("too many failed authentications from this address", AuthFailuresPerSecond)
+				s.refused(r, ev, err, refusal) // counted, not written (RecordRefusal)
+				writeError(w, r, s, err)
 				return
 			}
 			s.refused(r, ev, err, refusal)
@@ -108,6 +110,8 @@ func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethtt
 			p, err := s.authenticate(r)
 			if err == nil {
 				ev.Principal = p.Audit()
+				ev.Bound()
+				authenticated(r)
 				err = vdibroker.Authorize(p, action, routeTarget(r))
 			}
 			if err != nil {

@@ -145,6 +145,7 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		if err != nil {
 			return err
 		}
+		authenticated(r)
 		// The secret is the federation's; the caller must also be one of
 		// its pods as this pod's document lists them (none yet: anyone
 		// with the secret, so a new federation can start).

@@ -58,6 +58,9 @@ type Server struct {
 	// authFailures and heartbeats are the rate limits of ratelimit.go.
 	authFailures *limiters
 	heartbeats   *limiters
+	// refusedLines bounds the access log lines of the requests of
+	// callers that proved no credential (R-SEC).
+	refusedLines *lineBudget
 
 	fed *federationState // federation.go; nil unless a pod
 
@@ -76,6 +79,7 @@ func NewServer(cfg Config) *Server {
 
 		authFailures: newLimiters(AuthFailuresPerSecond, AuthFailureBurst),
 		heartbeats:   newLimiters(HeartbeatsPerSecond, HeartbeatBurst),
+		refusedLines: newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -108,7 +112,25 @@ func (s *Server) Mux() *nethttp.ServeMux { return s.mux }
 
 type ctxKey int
 
-const ctxLogger ctxKey = 0
+const (
+	ctxLogger ctxKey = iota
+	ctxState
+)
+
+// requestState is what handlers tell the middleware about a request.
+type requestState struct {
+	// authenticated: the caller proved a credential (an API token, a
+	// host's credential, a pod's signature).
+	authenticated bool
+}
+
+// authenticated notes that r's caller proved a credential: its access
+// log line is then never dropped.
+func authenticated(r *nethttp.Request) {
+	if st, ok := r.Context().Value(ctxState).(*requestState); ok {
+		st.authenticated = true
+	}
+}
 
 // loggerFrom returns the request's logger (with its request id).
 func (s *Server) loggerFrom(ctx context.Context) *slog.Logger {
@@ -154,7 +176,8 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		w.Header().Set("X-Request-Id", id)
 		log := s.log.With("request_id", id)
 		orig := r
-		r = r.WithContext(context.WithValue(r.Context(), ctxLogger, log))
+		st := &requestState{}
+		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), ctxLogger, log), ctxState, st))
 		// Every route's body is bounded (R-SEC: the console's forms had
 		// no limit), and a multipart form parsed on this copy of the
 		// request is removed here: net/http removes only the original's.
@@ -166,12 +189,14 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		}()
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
+		// The path as a log line keeps it: an anonymous caller chooses it.
+		path := vdibroker.Cut(r.URL.Path, vdibroker.MaxAuditField)
 		defer func() {
 			if p := recover(); p != nil {
 				if p == nethttp.ErrAbortHandler {
 					panic(p)
 				}
-				log.Error("panic in handler", "panic", p, "method", r.Method, "path", r.URL.Path, "stack", string(debug.Stack()))
+				log.Error("panic in handler", "panic", p, "method", r.Method, "path", path, "stack", string(debug.Stack()))
 				if sw.status == 0 {
 					writeError(sw, r, s, errors.New("panic"))
 				}
@@ -182,8 +207,20 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 			if r.URL.Path == "/api/v1/agent/heartbeat" && sw.status < 400 {
 				level = slog.LevelDebug
 			}
-			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
-				"duration", time.Since(start))
+			args := []any{"method", r.Method, "path", path, "status", sw.status, "duration", time.Since(start)}
+			if !st.authenticated {
+				// Callers that proved no credential (refused ones, and
+				// health probes, sign-in pages) get a budget of lines; the
+				// next line logged says how many were left out.
+				dropped, ok := s.refusedLines.take(s.now())
+				if !ok {
+					return
+				}
+				if dropped > 0 {
+					args = append(args, "refusedLinesDropped", dropped)
+				}
+			}
+			log.Log(r.Context(), level, "request", args...)
 		}()
 		next.ServeHTTP(sw, r)
 	})

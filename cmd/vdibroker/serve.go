@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -55,6 +56,8 @@ type Main struct {
 	// Server timeouts (0 = the defaults of newServeCmd): a request's whole
 	// read, its answer's write, and an idle keep-alive connection.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers (0 = 64 KiB).
+	MaxHeaderBytes int
 	// StoreTimeout bounds every store call (0 = 5s).
 	StoreTimeout time.Duration
 	// OutagePlacement places new users during a store outage within an
@@ -205,7 +208,10 @@ func (m *Main) Open(ctx context.Context) error {
 		ReadTimeout:       orDefault(m.ReadTimeout, defaultReadTimeout),
 		WriteTimeout:      orDefault(m.WriteTimeout, defaultWriteTimeout),
 		IdleTimeout:       orDefault(m.IdleTimeout, defaultIdleTimeout),
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+		// A request's line and headers: net/http's 1 MB default let an
+		// anonymous caller send a 900 KB path to every handler (R-SEC).
+		MaxHeaderBytes: cmp.Or(m.MaxHeaderBytes, defaultMaxHeaderBytes),
+		ErrorLog:       serverErrorLog(m.Logger),
 	}
 	go func() {
 		if err := m.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -248,6 +254,9 @@ const (
 	defaultReadTimeout  = 30 * time.Second
 	defaultWriteTimeout = 60 * time.Second
 	defaultIdleTimeout  = 2 * time.Minute
+	// defaultMaxHeaderBytes: room for an identity provider's JWT with
+	// many groups in Authorization, far below net/http's 1 MB.
+	defaultMaxHeaderBytes = 64 << 10
 )
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -370,6 +379,9 @@ func newServeCmd() *cobra.Command {
 			if err := checkOutageFlags(&m.OutagePlacement, m.MaintenanceInterval); err != nil {
 				return err
 			}
+			if m.MaxHeaderBytes < 4096 || m.MaxHeaderBytes > 1<<20 {
+				return usageError{fmt.Errorf("--max-header-bytes: must be 4096..1048576, got %d", m.MaxHeaderBytes)}
+			}
 			if rdpDefaults != "" {
 				data, err := os.ReadFile(rdpDefaults)
 				if err == nil {
@@ -434,6 +446,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.ReadTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included")
 	cmd.Flags().DurationVar(&m.WriteTimeout, "write-timeout", defaultWriteTimeout, "longest time to write an answer")
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
+	cmd.Flags().IntVar(&m.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and headers accepted (4096..1048576); larger ones are answered 431")
 	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token /metrics then requires as Authorization: Bearer (default: /metrics is open)")
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
 	cmd.Flags().DurationVar(&m.AutoscaleInterval, "autoscale-interval", time.Minute, "how often the autoscaler evaluates the scaling plans; with several replicas one evaluates, under a lease of two intervals (0 = off)")
