@@ -65,7 +65,8 @@ type Config struct {
 }
 
 // Outage is a store outage as the console's header shows it. Reason is
-// shown to signed-in users only: it may name the database's address.
+// shown to signed-in admins and Contributors only (as /healthz tells it
+// to them only): it may name the database's address, user and name.
 type Outage struct {
 	Since  time.Time
 	Reason string
@@ -115,6 +116,12 @@ type webSession struct {
 	csrf    string
 	expires time.Time
 	flash   string // one-shot success message after a redirect
+}
+
+// seesStoreReason reports whether the outage header shows this user the
+// store's error: admins and Contributors only, as /healthz does.
+func (s *webSession) seesStoreReason() bool {
+	return s.role == vdibroker.RoleAdmin || s.role == vdibroker.RoleContributor
 }
 
 // StoreReader is what the console reads of the store for its history
@@ -432,6 +439,7 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 	if sess != nil {
 		data["CSRF"] = sess.csrf
 		data["SignedIn"] = true
+		data["SeesStoreReason"] = sess.seesStoreReason()
 	}
 	c.render(w, status, "error", data)
 }
@@ -468,6 +476,7 @@ func describe(err error) string {
 func (c *Console) page(rq *request, status int, name string, data map[string]any) {
 	data["CSRF"] = rq.sess.csrf
 	data["SignedIn"] = true
+	data["SeesStoreReason"] = rq.sess.seesStoreReason()
 	data["Refresh"] = c.refresh
 	// A Reader sees no drain, settings or log-off controls: the API would
 	// refuse them (R-SEC), and it still checks every change.

@@ -186,6 +186,7 @@ func (c *Console) rulesPage(w http.ResponseWriter, r *http.Request) {
 	if sess != nil {
 		data["CSRF"] = sess.csrf
 		data["SignedIn"] = true
+		data["SeesStoreReason"] = sess.seesStoreReason()
 	}
 	c.render(w, http.StatusOK, "rules", data)
 }

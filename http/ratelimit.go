@@ -115,6 +115,9 @@ func (l *limiters) get(key string) *rate.Limiter {
 // spend takes one token of key's bucket, if any is left.
 func (l *limiters) spend(key string) bool { return l.get(key).Allow() }
 
+// empty reports whether key's bucket has no token left now.
+func (l *limiters) empty(key string) bool { return l.get(key).Tokens() < 1 }
+
 // throttled is the 429 answer, with how long to wait.
 func throttled(what string, perSecond float64) error {
 	return &vdibroker.Error{Code: vdibroker.ETooManyRequests,
