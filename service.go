@@ -202,6 +202,10 @@ type RegistrationTokenRequest struct {
 	// MaxHosts limits the token to that many new hosts: 1 is a one-use
 	// token; 0 (absent) is no limit.
 	MaxHosts int `json:"maxHosts,omitempty"`
+	// SessionHost, when set, makes a token for that one session host: it
+	// registers no other name, and it is the only kind that claims a
+	// host an admin created (PUT) that never registered (R-SEC).
+	SessionHost string `json:"sessionHost,omitempty"`
 }
 
 // RegistrationTokenResponse is a new registration token; the secret is
@@ -212,6 +216,7 @@ type RegistrationTokenResponse struct {
 	Token          string    `json:"token"`
 	ExpirationTime time.Time `json:"expirationTime"`
 	MaxHosts       int       `json:"maxHosts,omitempty"`
+	SessionHost    string    `json:"sessionHost,omitempty"`
 }
 
 // AuditService is the audit trail's service: who changed what.

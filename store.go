@@ -40,6 +40,10 @@ type RegistrationToken struct {
 	MaxHosts int `json:"maxHosts"`
 	// Hosts counts the new hosts the token registered.
 	Hosts int `json:"hosts"`
+	// SessionHost, when set, is the one session host the token
+	// registers (R-SEC): the only kind that claims a host an admin
+	// created and that never registered.
+	SessionHost string `json:"sessionHost,omitempty"`
 }
 
 // SessionFilter selects user sessions. Empty fields match all; an empty

@@ -35,6 +35,10 @@ type Config struct {
 	// require a verified TLS client certificate (mTLS; the listener
 	// verifies certificates that are given against its client CA).
 	AgentClientCert bool
+	// AgentCertAnyHost accepts an agent's client certificate for any
+	// host name; without it the certificate's common name or a DNS name
+	// must be the host it registers and heartbeats as (R-SEC).
+	AgentCertAnyHost bool
 	// OIDC, when set, accepts the identity provider's ID tokens (and JWT
 	// access tokens for this client) as bearer tokens besides vdibroker's
 	// own.
@@ -53,8 +57,9 @@ type Server struct {
 	mux     *nethttp.ServeMux
 	handler nethttp.Handler
 
-	// agentCert: the agent endpoints require a client certificate.
-	agentCert bool
+	// agentCert: the agent endpoints require a client certificate;
+	// agentCertAnyHost: of any host name.
+	agentCert, agentCertAnyHost bool
 	// authFailures and heartbeats are the rate limits of ratelimit.go.
 	authFailures *limiters
 	heartbeats   *limiters
@@ -74,8 +79,9 @@ func NewServer(cfg Config) *Server {
 		log: cfg.Logger,
 		now: cfg.Now,
 
-		agentCert: cfg.AgentClientCert,
-		oidc:      cfg.OIDC,
+		agentCert:        cfg.AgentClientCert,
+		agentCertAnyHost: cfg.AgentCertAnyHost,
+		oidc:             cfg.OIDC,
 
 		authFailures: newLimiters(AuthFailuresPerSecond, AuthFailureBurst),
 		heartbeats:   newLimiters(HeartbeatsPerSecond, HeartbeatBurst),

@@ -237,11 +237,12 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			created = true
 			t.touch(h.HostPool, h.Name)
+			// It awaits a registration token issued for it (R-SEC).
 			_, err = t.exec(ctx, `INSERT INTO session_hosts (host_pool, name, address, protocols,
-				standard_features, allow_new_session, assigned_users, policy, create_time)
-				VALUES (?,?,?,?,?,?,?,?,?)`,
+				standard_features, allow_new_session, assigned_users, policy, create_time, awaits_host_token)
+				VALUES (?,?,?,?,?,?,?,?,?,?)`,
 				h.HostPool, h.Name, h.Address, list(h.Protocols), h.StandardFeatures,
-				h.AllowNewSession, list(h.AssignedUsers), jsonText(h.Policy), ns(h.CreateTime))
+				h.AllowNewSession, list(h.AssignedUsers), jsonText(h.Policy), ns(h.CreateTime), true)
 			if err == nil {
 				err = t.insertCounts(ctx, h.HostPool, h.Name, h.AllowNewSession)
 			}

@@ -952,9 +952,21 @@ func TestRegisterHost(t *testing.T) {
 		if _, err := s.HostByCredential(ctx, "cred2"); err != nil {
 			t.Errorf("new credential: %v", err)
 		}
-		// A host made by PUT is taken over by its agent's registration.
+		// A host made by PUT is taken over by its agent's registration
+		// with a token issued for it (R-SEC): not with a token of the
+		// pool, nor with one for another host.
 		mustHost(t, s, "pool1", "host2")
-		if _, err := s.RegisterHost(ctx, "rthash", &vdibroker.RegisterRequest{HostName: "host2"}, "cred3", t0.Add(3*time.Minute)); err != nil {
+		_, err = s.RegisterHost(ctx, "rthash", &vdibroker.RegisterRequest{HostName: "host2"}, "cred3", t0.Add(3*time.Minute))
+		wantCode(t, err, vdibroker.EPermission)
+		for _, h := range []string{"host3", "host2"} {
+			rt := &vdibroker.RegistrationToken{HostPool: "pool1", Hash: "rt-" + h, CreateTime: t0, ExpireTime: t0.Add(time.Hour), SessionHost: h}
+			if err := s.CreateRegistrationToken(ctx, rt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = s.RegisterHost(ctx, "rt-host3", &vdibroker.RegisterRequest{HostName: "host2"}, "cred3", t0.Add(3*time.Minute))
+		wantCode(t, err, vdibroker.EPermission)
+		if _, err := s.RegisterHost(ctx, "rt-host2", &vdibroker.RegisterRequest{HostName: "host2"}, "cred3", t0.Add(3*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := s.HostByCredential(ctx, "cred3"); err != nil || got.Name != "host2" || got.Address != "" {

@@ -53,6 +53,9 @@ type Main struct {
 	// files change or on SIGHUP). TLSClientCA, when set, makes the agent
 	// endpoints require a client certificate signed by it (mTLS).
 	TLSCert, TLSKey, TLSClientCA string
+	// TLSClientAnyHost accepts an agent's client certificate for any host
+	// name (by default its common name or a DNS name must be the host's).
+	TLSClientAnyHost bool
 	// Server timeouts (0 = the defaults of newServeCmd): a request's whole
 	// read, its answer's write, and an idle keep-alive connection.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
@@ -168,7 +171,7 @@ func (m *Main) Open(ctx context.Context) error {
 	services := m.broker.Services()
 	services.Federation = m.Federation.federation(m.broker, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
-		AdminToken: token, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
+		AdminToken: token, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider})
 	// The console calls the API in-process with the signed-in user's token,
 	// so the API enforces roles for the console too.
 	// Console and metrics read through the service's store: bounded by the
@@ -442,7 +445,8 @@ func newServeCmd() *cobra.Command {
 	logs.addFlags(cmd.Flags(), true)
 	cmd.Flags().StringVar(&m.TLSCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded when it changes or on SIGHUP")
 	cmd.Flags().StringVar(&m.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
-	cmd.Flags().StringVar(&m.TLSClientCA, "tls-client-ca", "", "require agents to present a client certificate signed by this PEM CA (mTLS on the agent endpoints)")
+	cmd.Flags().StringVar(&m.TLSClientCA, "tls-client-ca", "", "require agents to present a client certificate signed by this PEM CA (mTLS on the agent endpoints), whose common name or a DNS name is the host name the agent registers as")
+	cmd.Flags().BoolVar(&m.TLSClientAnyHost, "tls-client-any-host", false, "accept an agent's client certificate for any session host name (by default one host's certificate cannot register or heartbeat another)")
 	cmd.Flags().DurationVar(&m.ReadTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included")
 	cmd.Flags().DurationVar(&m.WriteTimeout, "write-timeout", defaultWriteTimeout, "longest time to write an answer")
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
