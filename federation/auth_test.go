@@ -14,7 +14,7 @@ func TestVerify(t *testing.T) {
 	body := []byte(`{"user":"alice"}`)
 	h := Sign(secret, "POST", ConnectPath, "fra1", body, now)
 	get := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	if pod, err := v.Verify(get(h), "POST", ConnectPath, body); err != nil || pod != "fra1" {
+	if pod, err := v.Verify(t.Context(), get(h), "POST", ConnectPath, body); err != nil || pod != "fra1" {
 		t.Fatalf("signed request refused: %q %v", pod, err)
 	}
 	for _, tc := range []struct {
@@ -31,7 +31,7 @@ func TestVerify(t *testing.T) {
 		{"too old", Sign(secret, "POST", ConnectPath, "fra1", body, now.Add(-2*MaxSkew)), "POST", string(body)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := v.Verify(get(tc.h), tc.method, ConnectPath, []byte(tc.body)); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+			if _, err := v.Verify(t.Context(), get(tc.h), tc.method, ConnectPath, []byte(tc.body)); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
 				t.Fatalf("got %v, want Unauthenticated", err)
 			}
 		})

@@ -146,7 +146,7 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		if err != nil {
 			return decodeError(err, nil, nil)
 		}
-		pod, err := fed.verifier.Verify(r.Header.Get, r.Method, r.URL.Path, body)
+		pod, err := fed.verifier.Verify(r.Context(), r.Header.Get, r.Method, r.URL.Path, body)
 		if err != nil {
 			return err
 		}

@@ -98,7 +98,10 @@ func NewServer(cfg Config) *Server {
 		s.hasAdmin = true
 	}
 	if cfg.Services.Federation != nil {
-		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now}}
+		// Nonces in the pod's store: a replay is refused on every
+		// replica (R-G5).
+		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now,
+			Nonces: cfg.Services.Federation}}
 	}
 	s.mux = nethttp.NewServeMux()
 	s.routes()

@@ -440,3 +440,11 @@ func (s *DB) FillFromFullQueues(n, m int) (beats, first int) {
 // Migrations is the embedded migrations (tests that need the newest
 // version).
 var Migrations = migrations
+
+// SetNoncesPerMinute lowers the bound of UseNonce for a test; the result
+// restores it.
+func SetNoncesPerMinute(n int) (restore func()) {
+	old := noncesPerMinute
+	noncesPerMinute = n
+	return func() { noncesPerMinute = old }
+}
