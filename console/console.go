@@ -90,7 +90,7 @@ type Console struct {
 	ttl           time.Duration
 	refresh       int
 	pages         map[string]*template.Template
-	mux           *http.ServeMux
+	mux           *routeMux
 	history       *history
 	hostHist      *hostHistory
 	interval      time.Duration
@@ -193,7 +193,7 @@ func (c *Console) Close() error {
 }
 
 func (c *Console) routes() {
-	c.mux = http.NewServeMux()
+	c.mux = newRouteMux()
 	static, _ := fs.Sub(staticFS, "static")
 	c.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	c.mux.HandleFunc("GET /signin", c.signinPage)

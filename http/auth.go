@@ -89,6 +89,7 @@ func routeTarget(r *nethttp.Request) vdibroker.Target {
 // route of auditedActions it rides in the context to the store, which
 // writes it with the change; a refusal is recorded by refused (audit.go).
 func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		ev := s.startAudit(w, r)
 		fail := func(err error, refusal bool) {

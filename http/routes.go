@@ -60,7 +60,7 @@ func (s *Server) routes() {
 
 	// Anything else under /api/v1 is a JSON 404 (or 405 when the path exists
 	// with other methods), not the mux's plain text.
-	s.mux.HandleFunc("/api/v1/", s.notFound)
+	s.Mount("/api/v1/", nethttp.HandlerFunc(s.notFound))
 }
 
 // WhoAmI is the answer of GET /api/v1/whoami: the calling token's role

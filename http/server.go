@@ -8,6 +8,7 @@ import (
 	nethttp "net/http"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -56,6 +57,8 @@ type Server struct {
 
 	mux     *nethttp.ServeMux
 	handler nethttp.Handler
+	// patterns are the routes registered (handle, Mount), in order.
+	patterns []string
 
 	// agentCert: the agent endpoints require a client certificate;
 	// agentCertAnyHost: of any host name.
@@ -114,10 +117,22 @@ func NewServer(cfg Config) *Server {
 // panic recovery.
 func (s *Server) Handler() nethttp.Handler { return s.handler }
 
-// Mux is the ServeMux Handler serves, for other adapters to mount more
-// routes (the console at "/", Prometheus at "/metrics"). Register before
-// serving; patterns must not overlap /api/v1/ or /healthz.
+// Mux is the ServeMux Handler serves. Other adapters mount their routes
+// with Mount, which lists them in Routes.
 func (s *Server) Mux() *nethttp.ServeMux { return s.mux }
+
+// Mount registers h at pattern for another adapter (the console at "/",
+// Prometheus at "GET /metrics"), before serving; patterns must not
+// overlap /api/v1/ or /healthz.
+func (s *Server) Mount(pattern string, h nethttp.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
+}
+
+// Routes lists every pattern the server serves (the API's routes and
+// those mounted), in the order registered: a test of every route derives
+// its list from here, so a route without an expectation fails it.
+func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
 
 type ctxKey int
 

@@ -189,9 +189,9 @@ func (m *Main) Open(ctx context.Context) error {
 		}})
 	m.Federation.addConsole(m.console)
 	m.OIDC.addConsole(m.console, guarded)
-	m.Server.Mux().Handle("/", m.console)
+	m.Server.Mount("/", m.console)
 	m.startAutoscale(guarded)
-	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
+	m.Server.Mount("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
 		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }})))))
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
