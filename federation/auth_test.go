@@ -37,3 +37,30 @@ func TestVerify(t *testing.T) {
 		})
 	}
 }
+
+// FuzzVerify: any headers and body are verified without panicking, and
+// nothing but a request signed with the secret is accepted, once.
+func FuzzVerify(f *testing.F) {
+	secret := []byte("0123456789abcdef-federation")
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	// A signed request, the same with a long nonce, and garbage.
+	h := Sign(secret, "POST", ConnectPath, "fra1", []byte(`{}`), now)
+	f.Add(h[HeaderPod], h[HeaderTimestamp], h[HeaderNonce], h[HeaderSignature], []byte(`{}`))
+	f.Add("fra1", h[HeaderTimestamp], string(make([]byte, 100)), h[HeaderSignature], []byte(`{}`))
+	f.Add("", "-9999999999999999999", "n", "zz", []byte(nil))
+	f.Fuzz(func(t *testing.T, pod, ts, nonce, sig string, body []byte) {
+		v := &Verifier{Secret: secret, Now: func() time.Time { return now }}
+		m := map[string]string{HeaderPod: pod, HeaderTimestamp: ts, HeaderNonce: nonce, HeaderSignature: sig}
+		get := func(k string) string { return m[k] }
+		got, err := v.Verify(t.Context(), get, "POST", ConnectPath, body)
+		if err != nil {
+			return
+		}
+		if want := Signature(secret, "POST", ConnectPath, pod, ts, nonce, body); sig != want || got != pod || len(nonce) > maxNonceLen {
+			t.Fatalf("accepted pod %q nonce %q signature %q (want %q)", got, nonce, sig, want)
+		}
+		if _, err := v.Verify(t.Context(), get, "POST", ConnectPath, body); err == nil {
+			t.Fatal("accepted the same nonce twice")
+		}
+	})
+}
