@@ -99,8 +99,7 @@ func TestConnect_RC3_UnavailableHostsSkipped(t *testing.T) {
 	_, err = e.connect("rc3", "alice")
 	wantCode(t, err, vdibroker.ENoCapacity, "unavailable", "increase maxSessionLimit or add session hosts")
 
-	// A host made by PUT registers with a token issued for it (R-SEC).
-	rt, err := e.admin.CreateRegistrationToken(ctx, "rc3", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 7200, SessionHost: "put-only"})
+	rt, err := e.admin.CreateRegistrationToken(ctx, "rc3", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 7200})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,10 +171,10 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 				return err
 			}
 			if awaits {
-				// An admin made it and no agent ever registered it: the
-				// first holder of any token of the pool must not become
-				// it (a personal desktop with its user assigned).
-				return vdibroker.Errorf(vdibroker.EPermission, "session host %q was created by an admin and has never registered: it is claimed only "+
+				// An admin made this personal desktop and no agent ever
+				// registered it: the first holder of any token of the
+				// pool must not become it (and its users' desktop).
+				return vdibroker.Errorf(vdibroker.EPermission, "personal session host %q was created by an admin and has never registered: it is claimed only "+
 					"with a registration token issued for it (POST .../registrationtoken {\"sessionHost\": %q}, "+
 					"vdibroker registration-token create --host-pool %s --session-host %s)", req.HostName, req.HostName, pool, req.HostName)
 			}

@@ -75,7 +75,8 @@ func TestAgentCertificateIsTheHosts_RSEC(t *testing.T) {
 // created (PUT, with its user assigned) that never registered is not the
 // first token holder's: a registration token of its pool, or one for
 // another host, is refused; a token issued for it registers it. A token
-// for one host registers no other name.
+// for one host registers no other name. A pooled host an admin created is
+// claimed with a token of its pool.
 func TestPreCreatedHostNeedsItsToken_RSEC(t *testing.T) {
 	sp := newServedPool(t, "desks", map[string]any{"hostPoolType": "Personal", "personalDesktopAssignmentType": "Direct"})
 	ctx := context.Background()
@@ -114,7 +115,22 @@ func TestPreCreatedHostNeedsItsToken_RSEC(t *testing.T) {
 	if err := reg(token(""), "desk-new"); err != nil {
 		t.Errorf("a token of the pool creating desk-new: %v", err)
 	}
-	_, err := sp.admin.CreateRegistrationToken(ctx, "desks", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600, SessionHost: "bad name!"})
+	// A pooled host an admin created (a power driver's VM) is claimed by
+	// a token of its pool: its name carries no users.
+	if _, err := sp.admin.PutHostPool(ctx, "farm", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sp.admin.PutSessionHost(ctx, "farm", "vm-1", vhttp.SessionHostRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	farmToken, err := sp.admin.CreateRegistrationToken(ctx, "farm", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sp.admin.Register(ctx, &vdibroker.RegisterRequest{Token: farmToken.Token, HostName: "vm-1", Address: "vm-1.example.test:3389"}); err != nil {
+		t.Errorf("a token of the pool claiming the pre-created pooled vm-1: %v", err)
+	}
+	_, err = sp.admin.CreateRegistrationToken(ctx, "desks", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600, SessionHost: "bad name!"})
 	if e, ok := err.(*vdibroker.Error); !ok || e.Code != vdibroker.EInvalid || e.Field != "sessionHost" {
 		t.Errorf("a token for a bad host name: %v, want InvalidArgument on sessionHost", err)
 	}
