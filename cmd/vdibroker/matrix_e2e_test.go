@@ -27,24 +27,24 @@ import (
 
 // Route classes: what a route needs of the caller.
 const (
-	mPublic     = iota // anyone, the same answer
-	mRead              // Reader and up; the pool's scope applies
-	mInspect           // Contributor and up, reading; the pool's scope applies (404 out of it)
-	mWrite             // Contributor and up; the pool's scope applies
-	mConnect           // Contributor, admin, a User for itself; scope applies
-	mAdmin             // the admin token only
-	mAny               // every API principal, scoped ones included
-	mGRead             // read, global: refused to a scoped principal
-	mGWrite            // write, global
-	mGConnect          // connect, global
-	mList              // read, global, filtered by scope
-	mAudit             // Contributor and up, global, filtered by scope
-	mPlanRead          // a scaling plan: 404 to a scoped principal for another pool's
-	mPlanWrite         // 403 to a scoped principal for a PUT naming another pool, 404 else
-	mRegister          // the agent's registration: a registration token in the body
-	mHeartbeat         // the agent's heartbeat: the host's credential
-	mPod               // pod-to-pod: the federation secret's signature
-	mConsole           // a console page: its own sign-in; bearer tokens change nothing
+	mPublic    = iota // anyone, the same answer
+	mRead             // Reader and up; the pool's scope applies
+	mInspect          // Contributor and up, reading; the pool's scope applies (404 out of it)
+	mWrite            // Contributor and up; the pool's scope applies
+	mConnect          // Contributor, admin, a User for itself; scope applies
+	mAdmin            // the admin token only
+	mAny              // every API principal, scoped ones included
+	mGRead            // read, global: refused to a scoped principal
+	mGWrite           // write, global
+	mGConnect         // connect, global
+	mList             // read, global, filtered by scope
+	mAudit            // Contributor and up, global, filtered by scope
+	mPlanRead         // a scaling plan: 404 to a scoped principal for another pool's
+	mPlanWrite        // 403 to a scoped principal for a PUT naming another pool, 404 else
+	mRegister         // the agent's registration: a registration token in the body
+	mHeartbeat        // the agent's heartbeat: the host's credential
+	mPod              // pod-to-pod: the federation secret's signature
+	mConsole          // a console page: its own sign-in; bearer tokens change nothing
 )
 
 // route is how the matrix calls one registered pattern: the request (its
@@ -241,7 +241,7 @@ func newMatrixWorld(t *testing.T) *matrixWorld {
 	}
 	w.spareTok = tr.ID
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
-		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: "https://pod1.example.test"}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}},
+		Pods:               []vdibroker.Pod{{Name: "pod1", Site: "s", URL: "https://pod1.example.test"}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}},
 		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g", Members: []vdibroker.Member{{Pod: "pod1", HostPool: "pin"}}}}}
 	if _, err := w.admin.PutFederation(ctx, doc); err != nil {
 		t.Fatal(err)
