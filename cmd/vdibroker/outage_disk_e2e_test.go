@@ -26,22 +26,8 @@ import (
 // reads it (anyone else gets vhttp.PublicStoreReason).
 func storeReason(t testing.TB, api e2eAPI) string {
 	t.Helper()
-	var health struct {
-		Store struct {
-			Reason string `json:"reason"`
-		} `json:"store"`
-	}
-	req, _ := http.NewRequest("GET", api.base+"/healthz", nil)
-	req.Header.Set("Authorization", "Bearer "+api.token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if err := json.NewDecoder(res.Body).Decode(&health); err != nil {
-		t.Fatalf("decode /healthz: %v", err)
-	}
-	return health.Store.Reason
+	_, reason := healthReason(t, api.base, api.token)
+	return reason
 }
 
 // heartbeat posts one heartbeat as host h to broker i, with its agent's
