@@ -2,9 +2,12 @@ package vdibroker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // The audit trail (issue 15): who changed what, from where, and what it was
@@ -125,3 +128,49 @@ func AuditFrom(ctx context.Context) *AuditEntry {
 func InScope(pools []string, pool string) bool {
 	return len(pools) == 0 || slices.Contains(pools, pool)
 }
+
+// MaxAuditField is the most bytes an audit entry, and a log line, keeps of
+// a text its caller chose (a path, a pool name, an error naming either):
+// every write an unauthenticated caller can cause is bounded (R-SEC).
+const MaxAuditField = 512
+
+// Cut returns s when it has at most n bytes; else its first whole UTF-8
+// characters, then "…sha256:" and 16 hex digits of the hash of the whole,
+// n bytes in all (n at least 32): two long texts that differ after the
+// cut still read differently.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	tail := "…sha256:" + hex.EncodeToString(sum[:8])
+	keep := max(n-len(tail), 0)
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + tail
+}
+
+// Bound cuts every text of e a caller may have chosen to MaxAuditField
+// (Cut). HTTP cuts an entry when it starts it; the store cuts again what
+// it writes.
+func (e *AuditEntry) Bound() {
+	for _, f := range []*string{&e.Principal.ID, &e.Principal.Name, &e.Principal.Role, &e.RemoteAddr, &e.RequestID,
+		&e.Action, &e.Target, &e.HostPool, &e.Outcome, &e.Error} {
+		*f = Cut(*f, MaxAuditField)
+	}
+}
+
+// Refused audit entries of callers without a valid API credential are
+// counted rather than written one by one (AuditService.RecordRefusal):
+// per RefusalWindow, the first refusal of each address (and credential
+// kind and id) is written whole while the window's budget of
+// RefusalsPerWindow lasts; the others are counted, and each address's
+// count is written as one summary entry (action RefusalSummaryAction)
+// when the window closes, while a second budget of RefusalsPerWindow
+// lasts; what is left over is one entry for all other addresses.
+const (
+	RefusalWindow        = 5 * time.Minute
+	RefusalsPerWindow    = 20
+	RefusalSummaryAction = "refused.summary"
+)

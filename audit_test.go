@@ -28,3 +28,19 @@ func TestAuditEntryTextLog(t *testing.T) {
 		t.Errorf("text log line shows the document as bytes: %q", line)
 	}
 }
+
+// TestCut_RSEC: long texts keep a prefix and a hash of the whole, within
+// the bound; short ones are untouched.
+func TestCut_RSEC(t *testing.T) {
+	long := strings.Repeat("é", 1000) // 2,000 bytes
+	got := vdibroker.Cut(long, vdibroker.MaxAuditField)
+	if len(got) > vdibroker.MaxAuditField || !strings.HasPrefix(got, "éé") || !strings.Contains(got, "…sha256:") {
+		t.Errorf("Cut = %d bytes %q", len(got), got)
+	}
+	if other := vdibroker.Cut(long+"x", vdibroker.MaxAuditField); other == got {
+		t.Error("two texts differing after the cut read the same")
+	}
+	if got := vdibroker.Cut("short", vdibroker.MaxAuditField); got != "short" {
+		t.Errorf("Cut(short) = %q", got)
+	}
+}

@@ -166,7 +166,17 @@ type FederationStore interface {
 	// global connect's lookup of the user in every pod (R-G1) stays cheap
 	// however many sessions the pools hold.
 	OpenSessionsOfUser(ctx context.Context, user string, pools []string) ([]*UserSession, error)
+	// UseNonce records the nonce of a verified pod-to-pod call until
+	// expires, now being the time of the call: fresh is false when it
+	// was recorded before, on any replica (a replay, R-G5). Expired
+	// nonces are forgotten. More than MaxNoncesPerMinute nonces in one
+	// minute is TooManyRequests: the table holds a bounded number.
+	UseNonce(ctx context.Context, nonce string, expires, now time.Time) (fresh bool, err error)
 }
+
+// MaxNoncesPerMinute bounds the pod-to-pod calls a pod takes a minute
+// (1,000 a second), and so the nonces it keeps.
+const MaxNoncesPerMinute = 60000
 
 // The Cloud Pod Architecture service's contract (SPEC §7): the federation
 // document, global entitlements and their connect, and the pod-to-pod
@@ -205,6 +215,10 @@ type FederationService interface {
 	PodSessions(ctx context.Context, req PodSessionsRequest) (*PodSessions, error)
 	// PodConnect connects a user into one of this pod's member pools.
 	PodConnect(ctx context.Context, req PodConnectRequest) (*ConnectAnswer, error)
+	// UseNonce records a verified pod-to-pod call's nonce until expires
+	// where every replica of this pod sees it: fresh is false for a
+	// replay (FederationStore.UseNonce).
+	UseNonce(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error)
 }
 
 // PodClient calls a peer pod over the signed pod-to-pod API (R-G5). The

@@ -39,8 +39,10 @@ type HostReport struct {
 	// store looks up only for the sessions whose step depends on them
 	// (see Reconcile).
 
-	// PlacedElsewhere holds the users the broker placed (not adopted) on
-	// another host of the pool.
+	// PlacedElsewhere holds the users looked up for adoption: true for
+	// those the broker placed (not adopted) on another host of the pool.
+	// With FactsKnown, a user it does not hold is not adopted by this
+	// call: nobody looked at where the broker placed them.
 	PlacedElsewhere map[string]bool
 	// LastLogoff holds, by session ID, when a logoff of the session was
 	// last asked of the host's agent (R-S4, R-S5).
@@ -50,6 +52,14 @@ type HostReport struct {
 	// ended by that logoff, an admin's (R-S4) or the broker's (R-S5), not
 	// unseen (NotReported).
 	LoggedOff map[string]bool
+	// RecentAdoptions is how many sessions the host adopted in the
+	// AdoptionWindow before Now, ended ones included (the adoption
+	// budget, MaxAdoptions).
+	RecentAdoptions int
+	// FactsKnown says that PlacedElsewhere (for the users of the Adopt
+	// steps of a call without facts), LastLogoff and RecentAdoptions were
+	// looked up.
+	FactsKnown bool
 
 	// NewID names adopted sessions; nil is NewID.
 	NewID func() string
@@ -92,6 +102,10 @@ type SessionStep struct {
 type Reconciliation struct {
 	// Steps are the changes, in the order they are to be applied.
 	Steps []SessionStep
+	// NotAdopted counts the reported sessions the adoption budget left
+	// out (MaxAdoptions): the host reports them, the broker does not
+	// record them (this heartbeat).
+	NotAdopted int
 	// After are the host's open sessions once the steps are applied: the
 	// open ones given that stay open, in their order, then the adopted
 	// ones. It is what R-LI6's base is counted from (Resample).
@@ -112,7 +126,7 @@ type Reconciliation struct {
 //     b. else to its user's oldest open session the host has not
 //     reported yet (Pending, or moved by an RD gateway's report, R-GW2; a
 //     placed session is matched by user name, SPEC §9): a Logon step;
-//     c. else the session is adopted (adopt).
+//     c. else the session is a candidate for adoption (step 4).
 //     A session matched by (a) while its user also has an older unreported
 //     Pending session is the twin of an outage placement (R-OUT3): one
 //     replica adopted the logon while another wrote the session it placed
@@ -130,23 +144,34 @@ type Reconciliation struct {
 //     disconnected (and not changed since) for that long is asked to log
 //     off, once per disconnection, and after a failed logoff again only a
 //     full timeout after the last request (R-S5).
+//  4. The candidates for adoption are adopted in the order reported, as
+//     many as the adoption budget allows (adoptionBudget: the host's
+//     open sessions, those step 2 ends aside, up to its maxSessionLimit,
+//     and MaxAdoptions per AdoptionWindow), each unless mayAdopt refuses
+//     it; those the budget leaves out are counted in NotAdopted. The
+//     Adopt steps go before those of steps 2 and 3: the store checks an
+//     adoption against the user's open sessions as they were before the
+//     report ended any (R-C6 holds at every commit).
 //
 // User names are compared without regard to case (FoldUser, R-E5): a host
 // that reports ALICE@contoso.com logs on the session placed for
 // Alice@Contoso.com.
 //
-// A caller that does not know PlacedElsewhere, LastLogoff and LoggedOff
-// calls Reconcile without them (nobody placed elsewhere, no logoff asked
-// before), looks up the users of its Adopt steps, the sessions of its
-// AskLogoff steps and those its NotReported steps end, and, when there
-// are any, calls it again with what it found: the facts only take Adopt
-// and AskLogoff steps away and name an end's reason, and no other step
-// depends on those.
+// A caller that does not know the facts (PlacedElsewhere, LastLogoff,
+// LoggedOff, RecentAdoptions) calls Reconcile without them (nobody placed
+// elsewhere, no logoff asked before, no recent adoption), looks up the
+// users of its Adopt steps, the sessions of its AskLogoff steps and those
+// its NotReported steps end, and the host's recent adoptions, and, when
+// there are any such steps, calls it again with what it found and
+// FactsKnown: the facts only take Adopt and AskLogoff steps away and name
+// an end's reason, and no other step depends on those.
 func Reconcile(r HostReport) Reconciliation {
 	rc := newReconciler(r)
 	rc.matchReported()
+	matched := len(rc.steps)
 	rc.endUnreported()
 	rc.askLogoffs()
+	rc.adoptCandidates(matched)
 	// The sessions still open, in place: a heartbeat reconciles every
 	// host's sessions, and each copy is one more per heartbeat.
 	after := rc.sessions[:0]
@@ -155,14 +180,42 @@ func Reconcile(r HostReport) Reconciliation {
 			after = append(after, o)
 		}
 	}
-	return Reconciliation{Steps: rc.steps, After: after}
+	return Reconciliation{Steps: rc.steps, After: after, NotAdopted: rc.notAdopted}
+}
+
+// AdoptionWindow and MaxAdoptions bound what one host may adopt (R-S2):
+// at most MaxAdoptions(maxSessionLimit) sessions per AdoptionWindow,
+// ended ones included, so that a host reporting thousands of new users
+// heartbeat after heartbeat writes a bounded number of rows.
+const AdoptionWindow = time.Hour
+
+// MaxAdoptions is how many sessions a host of a pool with limit
+// maxSessionLimit may adopt per AdoptionWindow: its limit, at least 10
+// (a desktop's user logging on again and again) and at most 200 (the
+// default limit is no limit; a host with more users than that adopts
+// them over several windows).
+func MaxAdoptions(maxSessionLimit int) int {
+	return min(max(maxSessionLimit, 10), 200)
+}
+
+// adoptionBudget is how many sessions this report may adopt, open being
+// the host's open sessions once the other steps are applied: up to the
+// pool's maxSessionLimit, and what is left of MaxAdoptions in the window.
+func (r *HostReport) adoptionBudget(open int) int {
+	limit := r.Pool.MaxSessionLimit
+	if limit <= 0 {
+		limit = NoSessionLimit
+	}
+	return max(min(limit-open, MaxAdoptions(limit)-r.RecentAdoptions), 0)
 }
 
 // mayAdopt is the adoption rule (R-S2): a session the broker did not place
 // (a user who logged on to the host directly) is adopted, unless the broker
 // placed that user on another host of the pool: a host's word does not move
 // a user off the session the broker gave them (a rogue host cannot capture
-// users by reporting their names).
+// users by reporting their names). An adopted session is a fact, counted
+// against the host's limit and load; whether a connect may answer it is
+// placement's question (placement.AnswersAdopted, R-C1).
 func (r *HostReport) mayAdopt(user string) bool {
 	return !r.PlacedElsewhere[user]
 }
@@ -180,6 +233,16 @@ type reconciler struct {
 	byAgent       map[string]int
 	pendingByUser map[string][]int
 	steps         []SessionStep
+	// candidates are the reports matched to no session (step 1c), in
+	// the order reported; notAdopted counts those the budget left out.
+	candidates []candidate
+	notAdopted int
+}
+
+// candidate is a report to adopt in state want.
+type candidate struct {
+	rep  AgentSession
+	want string
 }
 
 func newReconciler(r HostReport) *reconciler {
@@ -225,7 +288,7 @@ func (rc *reconciler) matchReported() {
 			i, ok = rc.logon(rep, want)
 		}
 		if !ok {
-			rc.adopt(rep, want)
+			rc.candidates = append(rc.candidates, candidate{rep, want})
 			continue
 		}
 		rc.seen[i] = true
@@ -252,20 +315,50 @@ func (rc *reconciler) logon(rep AgentSession, want string) (int, bool) {
 	return i, true
 }
 
-// adopt is step 1c: rep matches none of the broker's sessions; it is
-// adopted in state want if mayAdopt allows.
-func (rc *reconciler) adopt(rep AgentSession, want string) {
-	if !rc.mayAdopt(rep.User) {
+// adoptCandidates is step 4 of Reconcile: the reports that matched none
+// of the broker's sessions are adopted, within the budget, unless mayAdopt
+// refuses them; their steps go at index at of the steps.
+func (rc *reconciler) adoptCandidates(at int) {
+	if len(rc.candidates) == 0 {
 		return
+	}
+	open := 0
+	for _, o := range rc.sessions {
+		if o.State != StateLoggedOff {
+			open++
+		}
+	}
+	budget := rc.adoptionBudget(open)
+	// With the facts, only the candidates a call without them adopted
+	// (the first ones, as many as the budget without recent adoptions)
+	// were looked up; the others wait for a later heartbeat.
+	considered := len(rc.candidates)
+	if rc.FactsKnown {
+		without := rc.HostReport
+		without.RecentAdoptions = 0
+		considered = min(considered, without.adoptionBudget(open))
 	}
 	newID := rc.NewID
 	if newID == nil {
 		newID = NewID
 	}
-	o := OpenSession{ID: newID(), User: rep.User, State: want, AgentSessionID: rep.ID, CreateTime: rc.Now, StateTime: rc.Now}
-	rc.steps = append(rc.steps, SessionStep{Kind: StepAdopt, SessionID: o.ID, User: o.User, AgentSessionID: rep.ID, To: want})
-	rc.sessions = append(rc.sessions, o)
-	rc.seen = append(rc.seen, true)
+	var adopts []SessionStep
+	for i, c := range rc.candidates {
+		_, looked := rc.PlacedElsewhere[c.rep.User]
+		switch {
+		case budget == 0 || i >= considered || (rc.FactsKnown && !looked):
+			rc.notAdopted++
+			continue
+		case !rc.mayAdopt(c.rep.User):
+			continue
+		}
+		budget--
+		o := OpenSession{ID: newID(), User: c.rep.User, State: c.want, AgentSessionID: c.rep.ID, CreateTime: rc.Now, StateTime: rc.Now}
+		adopts = append(adopts, SessionStep{Kind: StepAdopt, SessionID: o.ID, User: o.User, AgentSessionID: c.rep.ID, To: c.want})
+		rc.sessions = append(rc.sessions, o)
+		rc.seen = append(rc.seen, true)
+	}
+	rc.steps = slices.Insert(rc.steps, at, adopts...)
 }
 
 // endUnreported is step 2 of Reconcile.

@@ -85,6 +85,8 @@ func TestReconcile(t *testing.T) {
 	aliceActive := known("s1", "alice", "7", active, ago(time.Minute))
 	aliceAway := known("s1", "alice", "7", disconnected, ago(time.Minute))
 	aliceAwayLong := known("s1", "alice", "7", disconnected, ago(61*time.Minute))
+	limit1 := vdibroker.NewHostPool("p")
+	limit1.MaxSessionLimit = 1
 
 	tests := []struct {
 		name            string
@@ -94,8 +96,61 @@ func TestReconcile(t *testing.T) {
 		placedElsewhere map[string]bool
 		lastLogoff      map[string]time.Time
 		loggedOff       map[string]bool
+		recent          int // RecentAdoptions; with placedElsewhere, FactsKnown
 		want            vdibroker.Reconciliation
 	}{
+		{
+			// R-S2's budget: a pool with maxSessionLimit 1 and nobody on
+			// the host: the first of five reports is adopted (the host is
+			// then at its limit), the other four are counted.
+			name:     "R-S2 adoptions stop at the host's limit",
+			pool:     limit1,
+			reported: []vdibroker.AgentSession{report("1", "u1", active), report("2", "u2", active), report("3", "u3", active), report("4", "u4", active), report("5", "u5", active)},
+			want: vdibroker.Reconciliation{
+				Steps:      []vdibroker.SessionStep{adopt("new1", "u1", "1", active)},
+				NotAdopted: 4,
+				After:      []vdibroker.OpenSession{adopted("new1", "u1", "1", active)},
+			},
+		},
+		{
+			// The limit counts the sessions that stay open: alice's
+			// placed session (limit 1 reached) leaves no room.
+			name:     "R-S2 a host at its limit adopts nothing",
+			pool:     limit1,
+			open:     []vdibroker.OpenSession{aliceActive},
+			reported: []vdibroker.AgentSession{report("7", "alice", active), report("8", "bob", active)},
+			want: vdibroker.Reconciliation{
+				NotAdopted: 1,
+				After:      []vdibroker.OpenSession{aliceActive},
+			},
+		},
+		{
+			// ...and a session that ends makes room: alice's is not
+			// reported any more, bob is adopted.
+			name:     "R-S2 an ended session makes room for an adoption",
+			pool:     limit1,
+			open:     []vdibroker.OpenSession{aliceActive},
+			reported: []vdibroker.AgentSession{report("8", "bob", active)},
+			want: vdibroker.Reconciliation{
+				// The Adopt steps come before the ends (step 4).
+				Steps: []vdibroker.SessionStep{adopt("new1", "bob", "8", active), move("s1", active, loggedOff, vdibroker.EndNotReported)},
+				After: []vdibroker.OpenSession{adopted("new1", "bob", "8", active)},
+			},
+		},
+		{
+			// The window's budget: with no limit, MaxAdoptions is 200; a
+			// host that adopted 199 in the last AdoptionWindow adopts one
+			// more. carol was not looked up (FactsKnown): not adopted.
+			name:            "R-S2 adoptions per window",
+			reported:        []vdibroker.AgentSession{report("1", "bob", active), report("2", "dave", active), report("3", "carol", active)},
+			placedElsewhere: map[string]bool{"bob": true, "dave": false},
+			recent:          199,
+			want: vdibroker.Reconciliation{
+				Steps:      []vdibroker.SessionStep{adopt("new1", "dave", "2", active)},
+				NotAdopted: 1,
+				After:      []vdibroker.OpenSession{adopted("new1", "dave", "2", active)},
+			},
+		},
 		{
 			// R-S2: the Pending session whose user shows up becomes
 			// Active and takes the host's id.
@@ -405,7 +460,8 @@ func TestReconcile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := vdibroker.HostReport{Pool: tt.pool, Open: tt.open, Reported: tt.reported, Now: now,
-				PlacedElsewhere: tt.placedElsewhere, LastLogoff: tt.lastLogoff, LoggedOff: tt.loggedOff, NewID: newIDs()}
+				PlacedElsewhere: tt.placedElsewhere, LastLogoff: tt.lastLogoff, LoggedOff: tt.loggedOff, NewID: newIDs(),
+				RecentAdoptions: tt.recent, FactsKnown: tt.placedElsewhere != nil}
 			if in.Pool == nil {
 				in.Pool = pool
 			}
@@ -418,13 +474,13 @@ func TestReconcile(t *testing.T) {
 }
 
 // TestReconcileFactsOnlyTakeStepsAway is the contract the store relies on
-// when it calls Reconcile without PlacedElsewhere, LastLogoff and
-// LoggedOff, looks up the users of its Adopt steps, the sessions of its
-// AskLogoff steps and those it ends NotReported, and calls it again: with
-// any facts, the steps are those without them, less the adoptions of
-// users placed elsewhere and the logoffs asked recently, with the reason
-// of a logged-off session's end named, and the sessions after are those
-// without them, less the adoptions.
+// when it calls Reconcile without the facts, looks up the users of its
+// Adopt steps, the sessions of its AskLogoff steps and those it ends
+// NotReported, and the host's recent adoptions, and calls it again: with
+// any such facts, the steps are those without them, less the adoptions of
+// users placed elsewhere or past the window's budget and the logoffs asked
+// recently, with the reason of a logged-off session's end named, and the
+// sessions after are those without them, less the adoptions.
 func TestReconcileFactsOnlyTakeStepsAway(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		users := []string{"alice", "bob", "carol"}
@@ -447,10 +503,7 @@ func TestReconcileFactsOnlyTakeStepsAway(t *testing.T) {
 			reported = append(reported, report(rapid.SampledFrom([]string{"1", "2", "3", "4"}).Draw(t, "report id"),
 				rapid.SampledFrom(users).Draw(t, "report user"), rapid.SampledFrom(states[1:]).Draw(t, "report state")))
 		}
-		placedElsewhere := map[string]bool{}
-		for _, u := range users {
-			placedElsewhere[u] = rapid.Bool().Draw(t, "placed elsewhere "+u)
-		}
+		pool.MaxSessionLimit = rapid.SampledFrom([]int{1, 2, 3, vdibroker.NoSessionLimit}).Draw(t, "maxSessionLimit")
 		lastLogoff := map[string]time.Time{}
 		for _, o := range open {
 			if rapid.Bool().Draw(t, "asked before "+o.ID) {
@@ -465,16 +518,30 @@ func TestReconcileFactsOnlyTakeStepsAway(t *testing.T) {
 		}
 		in := vdibroker.HostReport{Pool: pool, Open: open, Reported: reported, Now: now}
 		without := vdibroker.Reconcile(in)
-		in.PlacedElsewhere, in.LastLogoff, in.LoggedOff = placedElsewhere, lastLogoff, loggedOffBy
+		// The facts of the users of the Adopt steps, as the store looks
+		// them up.
+		placedElsewhere := map[string]bool{}
+		for _, st := range without.Steps {
+			if st.Kind == vdibroker.StepAdopt {
+				placedElsewhere[st.User] = rapid.Bool().Draw(t, "placed elsewhere "+st.User)
+			}
+		}
+		maxAdopt := vdibroker.MaxAdoptions(pool.MaxSessionLimit)
+		recent := rapid.SampledFrom([]int{0, maxAdopt - 1, maxAdopt}).Draw(t, "recent adoptions")
+		in.PlacedElsewhere, in.LastLogoff, in.LoggedOff, in.RecentAdoptions, in.FactsKnown = placedElsewhere, lastLogoff, loggedOffBy, recent, true
 		with := vdibroker.Reconcile(in)
 
 		limit := time.Duration(pool.DisconnectedSessionTimeoutMinutes) * time.Minute
 		var want []vdibroker.SessionStep
 		dropped := map[string]bool{}
+		budget := maxAdopt - recent
 		for _, st := range without.Steps {
 			switch {
-			case st.Kind == vdibroker.StepAdopt && placedElsewhere[st.User]:
+			case st.Kind == vdibroker.StepAdopt && (placedElsewhere[st.User] || budget == 0):
 				dropped[st.SessionID] = true
+			case st.Kind == vdibroker.StepAdopt:
+				budget--
+				want = append(want, st)
 			case st.Kind == vdibroker.StepAskLogoff && !lastLogoff[st.SessionID].IsZero() && now.Sub(lastLogoff[st.SessionID]) < limit:
 			case st.Reason == vdibroker.EndNotReported && loggedOffBy[st.SessionID]:
 				// The fact names the end's reason, and changes nothing else.

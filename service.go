@@ -214,6 +214,10 @@ type RegistrationTokenRequest struct {
 	// MaxHosts limits the token to that many new hosts: 1 is a one-use
 	// token; 0 (absent) is no limit.
 	MaxHosts int `json:"maxHosts,omitempty"`
+	// SessionHost, when set, makes a token for that one session host: it
+	// registers no other name, and it is the only kind that claims a
+	// host an admin created (PUT) that never registered (R-SEC).
+	SessionHost string `json:"sessionHost,omitempty"`
 }
 
 // RegistrationTokenResponse is a new registration token; the secret is
@@ -224,12 +228,23 @@ type RegistrationTokenResponse struct {
 	Token          string    `json:"token"`
 	ExpirationTime time.Time `json:"expirationTime"`
 	MaxHosts       int       `json:"maxHosts,omitempty"`
+	SessionHost    string    `json:"sessionHost,omitempty"`
 }
 
 // AuditService is the audit trail's service: who changed what.
 type AuditService interface {
 	// AppendAudit writes one entry on its own (a refusal, a sign-in).
 	AppendAudit(ctx context.Context, e *AuditEntry) error
+	// RecordRefusal records a refused request of a caller that holds no
+	// valid API credential (anonymous, a bad or throttled credential, a
+	// registration token or a host's credential) within a bound: per
+	// address and RefusalWindow the first is written whole (e.Seq set,
+	// written true) while the window's global budget lasts, the others
+	// are counted and written as one summary entry per address when the
+	// window closes. Its texts are cut (AuditEntry.Bound). Every refused
+	// sign-in or authentication an unauthenticated caller can cause goes
+	// through it.
+	RecordRefusal(ctx context.Context, e *AuditEntry) (written bool, err error)
 	// ListAudit lists the entries f selects, by seq, of the pools the
 	// caller sees when it is scoped to host pools.
 	ListAudit(ctx context.Context, f AuditFilter) ([]*AuditEntry, error)

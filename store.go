@@ -46,6 +46,10 @@ type RegistrationToken struct {
 	MaxHosts int `json:"maxHosts"`
 	// Hosts counts the new hosts the token registered.
 	Hosts int `json:"hosts"`
+	// SessionHost, when set, is the one session host the token
+	// registers (R-SEC): the only kind that claims a host an admin
+	// created and that never registered.
+	SessionHost string `json:"sessionHost,omitempty"`
 }
 
 // SessionFilter selects user sessions. Empty fields match all; an empty
@@ -76,6 +80,11 @@ type PlacementCommit struct {
 	// Pooled enforces one open session per user and pool (R-C6): the commit
 	// fails with ErrUserHasSession when one exists.
 	Pooled bool
+	// IgnoreAdopted leaves the user's adopted sessions out of R-C6: the
+	// connect found none of them answerable (placement.AnswersAdopted,
+	// R-S2), so the user is placed as if they were not there, and they
+	// stay facts of their hosts.
+	IgnoreAdopted bool
 	// Assign assigns the host to the user (R-PE1); the commit fails with
 	// ErrHostTaken when the host already has an assigned user.
 	Assign bool

@@ -159,7 +159,7 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 	}
 	var round connectRound
 	for attempt := 0; attempt < maxPlaceAttempts; attempt++ {
-		pool, existing, err := s.lookup(ctx, v, req, round.lookup)
+		pool, existing, ignoreAdopted, err := s.lookup(ctx, v, req, round.lookup)
 		if outage.IsStoreDown(err) {
 			return nil, true, err
 		}
@@ -199,7 +199,7 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 			}
 			return a, false, nil
 		}
-		a, err := s.commit(ctx, v, pool, req, d, existing, addr)
+		a, err := s.commit(ctx, v, pool, req, d, existing, addr, ignoreAdopted)
 		if err == nil {
 			s.power.Unwait(poolName, req.User) // no longer waits for a started host (R-A4)
 			return a, false, nil
@@ -217,25 +217,27 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 // not read from the store: the database refuses a second session (R-C6)
 // and the retry rule then reads it (force). A dry run never reaches that
 // refusal, so it always reads (R-C8 must answer what a connect would).
-func (s *Service) lookup(ctx context.Context, v *poolview.View, req vdibroker.ConnectRequest, force bool) (*vdibroker.HostPool, *vdibroker.UserSession, error) {
+// ignoreAdopted says the user has adopted sessions that are not answered
+// (existingSession): the commit leaves them out of R-C6.
+func (s *Service) lookup(ctx context.Context, v *poolview.View, req vdibroker.ConnectRequest, force bool) (pool *vdibroker.HostPool, existing *vdibroker.UserSession, ignoreAdopted bool, err error) {
 	if err := s.views.Ensure(ctx, v); err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
 			s.views.Drop(v.Name())
 		}
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	pool, _ := v.Pool()
+	pool, _ = v.Pool()
 	if !force && !req.DryRun && pool.HostPoolType == vdibroker.Pooled && !v.KnowsUser(req.User) {
-		return pool, nil, nil
+		return pool, nil, false, nil
 	}
-	existing, err := s.existingSession(ctx, v, pool, req)
+	existing, ignoreAdopted, err = s.existingSession(ctx, v, pool, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if existing != nil || !req.DryRun {
 		v.RememberUser(req.User, existing)
 	}
-	return pool, existing, nil
+	return pool, existing, ignoreAdopted, nil
 }
 
 // commit makes a decided new session durable. The reservation Decide made
@@ -243,7 +245,7 @@ func (s *Service) lookup(ctx context.Context, v *poolview.View, req vdibroker.Co
 // committed with it is answered (see Views.UpsertHeartbeat); when the
 // commit fails, the reservation is taken back with the store's count.
 func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest,
-	d placement.Decision, existing *vdibroker.UserSession, addr string) (*vdibroker.ConnectAnswer, error) {
+	d placement.Decision, existing *vdibroker.UserSession, addr string, ignoreAdopted bool) (*vdibroker.ConnectAnswer, error) {
 	now := s.now().UTC()
 	sess := &vdibroker.UserSession{
 		ID: vdibroker.NewID(), User: req.User, HostPool: pool.Name, SessionHost: d.Host,
@@ -257,6 +259,7 @@ func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.
 		Session:         sess,
 		MaxSessionLimit: v.LimitFor(pool, d.Host), // less the escrows of outage placement
 		Pooled:          pool.HostPoolType == vdibroker.Pooled,
+		IgnoreAdopted:   ignoreAdopted,
 		Assign:          d.Assign,
 		Record:          record,
 		PoolUpdateTime:  pool.UpdateTime,
@@ -295,31 +298,40 @@ func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.
 // a connect ends it here (R-S3); a dry run only passes over it, since it
 // stores nothing (R-C8). In a MultiplePersistent pool with a named session
 // host, only a session on that host counts (R-PE3); Persistent pools
-// ignore the name, as placement does.
-func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (*vdibroker.UserSession, error) {
+// ignore the name, as placement does. A session a host reported (adopted,
+// R-S2) is answered only where placement would have put the user
+// (placement.AnswersAdopted): otherwise it stays a fact of its host and
+// the user is placed as if it were not there (skippedAdopted).
+func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (best *vdibroker.UserSession, skippedAdopted bool, err error) {
 	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" {
 		f.SessionHost = req.SessionHost
 	}
 	list, err := s.store.ListUserSessions(ctx, f)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	now := s.now()
 	timeout := pool.PendingTimeout()
 	hbTimeout := pool.HeartbeatTimeout()
-	var best *vdibroker.UserSession
+	pp := placement.PoolFrom(pool)
 	bestLive := false
 	for _, us := range list {
 		if !us.Open() {
 			continue
+		}
+		if us.Adopted {
+			if h, _, ok := v.Host(us.SessionHost); !ok || !placement.AnswersAdopted(pp, &h, req.User, now) {
+				skippedAdopted = true
+				continue // a host's report alone never routes a user (R-S2)
+			}
 		}
 		if us.State == vdibroker.StatePending && timeout > 0 && now.Sub(us.StateTime) > timeout {
 			if req.DryRun {
 				continue
 			}
 			if err := s.store.EndSession(ctx, pool.Name, us.ID, vdibroker.EndPendingTimeout, now); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			s.views.RefreshHost(ctx, pool.Name, us.SessionHost)
 			continue
@@ -340,7 +352,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 			best, bestLive = us, live
 		}
 	}
-	return best, nil
+	return best, skippedAdopted, nil
 }
 
 // answer is the connect answer for host at addr, a new Pending session

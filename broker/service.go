@@ -90,6 +90,7 @@ type Service struct {
 	idem      *idempotency
 	power     *power.Service
 	gw        *gatewaySide
+	refusals  refusals // the bounded refusal audit (refusals.go)
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
@@ -192,6 +193,12 @@ func (s *Service) Close() error {
 		<-s.done
 		s.power.Close()
 		s.outage.Wait() // gives the escrows back
+		if !s.health.Down() {
+			// The open window's counts, so a restart loses none.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.writeSummaries(ctx, s.refusals.roll(s.now(), true))
+			cancel()
+		}
 	})
 	return nil
 }
@@ -239,6 +246,7 @@ func (s *Service) maintain(t clock.Ticker, interval time.Duration) {
 			s.views.RefreshAll(ctx)
 			s.views.CatchUpAll(ctx)
 			s.gatewayMaintain(ctx)
+			s.flushRefusals(ctx)
 			cancel()
 			s.pruneIfDue(base)
 		}

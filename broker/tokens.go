@@ -147,6 +147,11 @@ func (s *Service) CreateRegistrationToken(ctx context.Context, poolName string, 
 	if err := vdibroker.IntRange("maxHosts", req.MaxHosts, 0, maxRegistrationHosts); err != nil {
 		return nil, err
 	}
+	if req.SessionHost != "" {
+		if err := vdibroker.ValidateName("sessionHost", req.SessionHost, vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen); err != nil {
+			return nil, err
+		}
+	}
 	pool, err := s.store.GetHostPool(ctx, poolName)
 	if err != nil {
 		return nil, err
@@ -154,18 +159,20 @@ func (s *Service) CreateRegistrationToken(ctx context.Context, poolName string, 
 	now := s.now().UTC()
 	secret := vdibroker.NewSecret("vdbr_")
 	t := &vdibroker.RegistrationToken{
-		ID:         vdibroker.NewID(),
-		HostPool:   pool.Name,
-		Hash:       vdibroker.HashSecret(secret),
-		CreateTime: now,
-		ExpireTime: now.Add(time.Duration(req.ExpiresInSeconds) * time.Second),
-		MaxHosts:   req.MaxHosts,
+		ID:          vdibroker.NewID(),
+		HostPool:    pool.Name,
+		Hash:        vdibroker.HashSecret(secret),
+		CreateTime:  now,
+		ExpireTime:  now.Add(time.Duration(req.ExpiresInSeconds) * time.Second),
+		MaxHosts:    req.MaxHosts,
+		SessionHost: req.SessionHost,
 	}
 	if err := s.store.CreateRegistrationToken(ctx, t); err != nil {
 		return nil, err
 	}
 	return &vdibroker.RegistrationTokenResponse{
 		ID: t.ID, HostPool: t.HostPool, Token: secret, ExpirationTime: t.ExpireTime, MaxHosts: t.MaxHosts,
+		SessionHost: t.SessionHost,
 	}, nil
 }
 

@@ -83,7 +83,8 @@ type Config struct {
 }
 
 // Outage is a store outage as the console's header shows it. Reason is
-// shown to signed-in users only: it may name the database's address.
+// shown to signed-in admins and Contributors only (as /healthz tells it
+// to them only): it may name the database's address, user and name.
 type Outage struct {
 	Since  time.Time
 	Reason string
@@ -107,7 +108,7 @@ type Console struct {
 	ttl           time.Duration
 	refresh       int
 	pages         map[string]*template.Template
-	mux           *http.ServeMux
+	mux           *routeMux
 	history       *history
 	hostHist      *hostHistory
 	interval      time.Duration
@@ -127,6 +128,12 @@ type Console struct {
 // console calls the API with, its Role the token's as the API said at
 // sign-in (pages offer changes only to roles that may make them).
 type webSession = websession.Session
+
+// seesStoreReason reports whether the outage header shows this user the
+// store's error: admins and Contributors only, as /healthz does.
+func seesStoreReason(s *webSession) bool {
+	return s.Role == vdibroker.RoleAdmin || s.Role == vdibroker.RoleContributor
+}
 
 // StoreReader is what the console reads of the store for its history
 // charts: the pools and their hosts (vdibroker.Store has both).
@@ -201,7 +208,7 @@ func (c *Console) Close() error {
 }
 
 func (c *Console) routes() {
-	c.mux = http.NewServeMux()
+	c.mux = newRouteMux()
 	static, _ := fs.Sub(staticFS, "static")
 	c.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	c.mux.HandleFunc("GET /signin", c.signinPage)
@@ -466,6 +473,7 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, status int, 
 	if sess != nil {
 		data["CSRF"] = sess.CSRF
 		data["SignedIn"] = true
+		data["SeesStoreReason"] = seesStoreReason(sess)
 	}
 	c.render(w, status, "error", data)
 }
@@ -505,6 +513,7 @@ func describe(err error) string {
 func (c *Console) page(rq *request, status int, name string, data map[string]any) {
 	data["CSRF"] = rq.sess.CSRF
 	data["SignedIn"] = true
+	data["SeesStoreReason"] = seesStoreReason(rq.sess)
 	data["Refresh"] = c.refresh
 	// A Reader sees no drain, settings or log-off controls: the API would
 	// refuse them (R-SEC), and it still checks every change.

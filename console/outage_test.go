@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 )
 
@@ -38,6 +39,13 @@ func TestOutageHeader(t *testing.T) {
 	wantContains(t, a, `id="outage"`, "Database unavailable")
 	if strings.Contains(a.body, "10.0.0.7") {
 		t.Errorf("the sign-in page shows the outage's reason to a visitor who is not signed in:\n%s", a.body)
+	}
+	reader := e.browser()
+	reader.signin(e.token(vdibroker.RoleReader))
+	a = reader.get("/")
+	wantContains(t, a, `id="outage"`, "Database unavailable")
+	if strings.Contains(a.body, "10.0.0.7") {
+		t.Errorf("the overview shows the outage's reason to a Reader:\n%s", a.body)
 	}
 	down.Store(&console.Outage{Since: time.Now(), Reason: "x", Placement: true})
 	wantContains(t, b.get("/"), "placed within this replica's reserved share")

@@ -186,6 +186,7 @@ func (c *Console) rulesPage(w http.ResponseWriter, r *http.Request) {
 	if sess != nil {
 		data["CSRF"] = sess.CSRF
 		data["SignedIn"] = true
+		data["SeesStoreReason"] = seesStoreReason(sess)
 	}
 	c.render(w, http.StatusOK, "rules", data)
 }

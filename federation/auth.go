@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -58,16 +59,36 @@ func Sign(secret []byte, method, path, pod string, body []byte, now time.Time) m
 type Verifier struct {
 	Secret []byte
 	Now    func() time.Time // nil: time.Now
+	// Nonces keeps the nonces of verified calls where every replica of
+	// the pod sees them (the pod's store), so a call replayed on another
+	// replica is refused too; nil keeps them in this process's memory
+	// (at most maxMemoryNonces).
+	Nonces Nonces
 
 	mu     sync.Mutex
 	nonces map[string]time.Time // nonce -> when it may be forgotten
 	swept  time.Time
 }
 
+// Nonces records the nonces of verified calls (vdibroker.FederationService
+// does, in its store).
+type Nonces interface {
+	// UseNonce records nonce until expires: false when it was recorded
+	// before (a replay).
+	UseNonce(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error)
+}
+
+// maxNonceLen bounds a nonce (Sign makes 32 hex digits).
+const maxNonceLen = 64
+
+// maxMemoryNonces bounds the nonces a Verifier without Nonces keeps.
+const maxMemoryNonces = 1 << 17
+
 // Verify checks a request's headers (get returns one by name) against its
 // method, path and body. A missing, wrong, stale or replayed signature is
-// Unauthenticated; it returns the sending pod.
-func (v *Verifier) Verify(get func(string) string, method, path string, body []byte) (string, error) {
+// Unauthenticated; it returns the sending pod. A nonce store that fails
+// answers its error (StoreUnavailable, TooManyRequests).
+func (v *Verifier) Verify(ctx context.Context, get func(string) string, method, path string, body []byte) (string, error) {
 	now := time.Now()
 	if v.Now != nil {
 		now = v.Now()
@@ -75,6 +96,9 @@ func (v *Verifier) Verify(get func(string) string, method, path string, body []b
 	pod, ts, nonce, sig := get(HeaderPod), get(HeaderTimestamp), get(HeaderNonce), get(HeaderSignature)
 	if sig == "" || ts == "" || nonce == "" || pod == "" {
 		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call without a federation signature")
+	}
+	if len(nonce) > maxNonceLen {
+		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a nonce longer than %d characters", maxNonceLen)
 	}
 	want := Signature(v.Secret, method, path, pod, ts, nonce, body)
 	if !hmac.Equal([]byte(sig), []byte(want)) {
@@ -87,6 +111,16 @@ func (v *Verifier) Verify(get func(string) string, method, path string, body []b
 	at := time.Unix(sec, 0)
 	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
 		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, more than %s from this pod's clock", at.UTC().Format(time.RFC3339), MaxSkew)
+	}
+	if v.Nonces != nil {
+		fresh, err := v.Nonces.UseNonce(ctx, nonce, now.Add(2*MaxSkew))
+		if err != nil {
+			return "", err
+		}
+		if !fresh {
+			return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call replayed (nonce seen before)")
+		}
+		return pod, nil
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -103,6 +137,9 @@ func (v *Verifier) Verify(get func(string) string, method, path string, body []b
 	}
 	if _, seen := v.nonces[nonce]; seen {
 		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call replayed (nonce seen before)")
+	}
+	if len(v.nonces) >= maxMemoryNonces {
+		return "", vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls in the last %s; try again shortly", 2*MaxSkew)
 	}
 	v.nonces[nonce] = now.Add(2 * MaxSkew)
 	return pod, nil

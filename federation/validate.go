@@ -23,9 +23,11 @@ var (
 )
 
 // Self is who validates a document: this pod's --pod-name, and its --site
-// and --external-url when set ("" skips those checks).
+// and --external-url when set ("" skips those checks), and the policy its
+// peers' URLs must pass (nil: any http(s) URL).
 type Self struct {
 	Pod, Site, URL string
+	Peers          *PeerPolicy
 }
 
 // Normalize fills the defaults of a document: scope AllSites and
@@ -107,6 +109,11 @@ func Validate(f *vdibroker.Federation, self Self) error {
 	}
 	if self.URL != "" && strings.TrimRight(me.URL, "/") != strings.TrimRight(self.URL, "/") {
 		return vdibroker.FieldError(fmt.Sprintf("pods[%d].url", i), "this pod runs with --external-url %q, the document says %q", self.URL, me.URL)
+	}
+	if self.Peers != nil {
+		if err := self.Peers.checkPeerURLs(f, self.Pod); err != nil {
+			return err
+		}
 	}
 	ges := map[string]bool{}
 	for i, ge := range f.GlobalEntitlements {

@@ -3,6 +3,8 @@ package http
 import (
 	"io"
 	nethttp "net/http"
+	"slices"
+	"strings"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -42,6 +44,9 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkAgentCertName(r, req.HostName); err != nil {
+		return err
+	}
 	if cur, err := bearer(r); err == nil {
 		// An agent re-keying its own host proves it with its current
 		// credential; without it a registered host is not re-keyed.
@@ -77,6 +82,10 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		}
 		return err
 	}
+	if err := s.checkAgentCertName(r, host.Name); err != nil {
+		return err
+	}
+	authenticated(r)
 	hb, err := decodeHeartbeat(nethttp.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		return err
@@ -116,4 +125,23 @@ func (s *Server) checkAgentCert(r *nethttp.Request) error {
 		return vdibroker.Errorf(vdibroker.EUnauthenticated, "this broker requires agents to present a client certificate signed by its client CA (--client-cert, --client-key)")
 	}
 	return nil
+}
+
+// checkAgentCertName refuses an agent call whose verified client
+// certificate is not host's (R-SEC): its subject's common name or one of
+// its DNS names must be the host name, compared as DNS names are (case
+// aside), unless the server accepts any name (serve
+// --tls-client-any-host). One host's certificate then neither registers
+// nor heartbeats another host.
+func (s *Server) checkAgentCertName(r *nethttp.Request, host string) error {
+	if !s.agentCert || s.agentCertAnyHost || r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		return nil
+	}
+	leaf := r.TLS.VerifiedChains[0][0]
+	if strings.EqualFold(leaf.Subject.CommonName, host) || slices.ContainsFunc(leaf.DNSNames, func(n string) bool { return strings.EqualFold(n, host) }) {
+		return nil
+	}
+	return vdibroker.Errorf(vdibroker.EPermission, "the client certificate (common name %q) is not session host %q's: "+
+		"issue each agent a certificate whose common name or DNS name is its host name, or start serve with --tls-client-any-host",
+		vdibroker.Cut(leaf.Subject.CommonName, 128), host)
 }

@@ -55,7 +55,7 @@ func (s *Server) startAudit(w nethttp.ResponseWriter, r *nethttp.Request) *vdibr
 	case "POST /api/v1/agent/heartbeat":
 		kind = vdibroker.PrincipalHost
 	}
-	return &vdibroker.AuditEntry{
+	ev := &vdibroker.AuditEntry{
 		Time:       s.now().UTC(),
 		Principal:  vdibroker.AuditPrincipal{Kind: kind},
 		RemoteAddr: clientAddr(r),
@@ -64,27 +64,54 @@ func (s *Server) startAudit(w nethttp.ResponseWriter, r *nethttp.Request) *vdibr
 		Target:     strings.TrimPrefix(r.URL.Path, "/api/v1/"),
 		HostPool:   r.PathValue("pool"),
 	}
+	ev.Bound() // an anonymous caller chooses the path (R-SEC)
+	return ev
+}
+
+// apiPrincipal reports whether an entry's principal holds a valid API
+// credential (the admin token, an API token, an OpenID Connect identity):
+// its refusals are written one by one, for they name who to revoke. Any
+// other caller's refusals are counted (AuditService.RecordRefusal).
+func apiPrincipal(ev *vdibroker.AuditEntry) bool {
+	switch ev.Principal.Kind {
+	case vdibroker.PrincipalAdmin, vdibroker.PrincipalToken, vdibroker.PrincipalOIDC:
+		return true
+	}
+	return false
 }
 
 // refused records a refused request: every failed authentication and
 // authorization (authz), and any error of a route that changes something.
 // Nothing was changed (a store method that fails has changed nothing), so
-// the entry is written alone. Throttled requests and store outages are
-// not recorded: the first would let a flood fill the table, the second
-// cannot be.
+// the entry is written alone: one by one for a caller with a valid API
+// credential, counted per address within a budget for anyone else
+// (RecordRefusal, R-SEC), so that no anonymous flood fills the store.
+// Store outages are not recorded (they cannot be), nor are throttled
+// requests of API principals; throttled failed authentications are
+// counted.
 func (s *Server) refused(r *nethttp.Request, ev *vdibroker.AuditEntry, err error, authz bool) {
 	code := vdibroker.ErrorCode(err)
 	switch {
-	case ev.Seq != 0, code == vdibroker.ETooManyRequests, code == vdibroker.EStoreUnavailable:
+	case ev.Seq != 0, code == vdibroker.EStoreUnavailable:
 		return
-	case authz, code == vdibroker.EUnauthenticated, code == vdibroker.EPermission, auditedActions[r.Pattern] != "":
+	case code == vdibroker.ETooManyRequests && apiPrincipal(ev):
+		return
+	case authz, code == vdibroker.EUnauthenticated, code == vdibroker.EPermission, code == vdibroker.ETooManyRequests,
+		auditedActions[r.Pattern] != "":
 	default:
 		return
 	}
 	ev.Outcome = vdibroker.AuditRefused
-	ev.Error = code + ": " + vdibroker.ErrorMessage(err)
+	ev.Error = vdibroker.Cut(code+": "+vdibroker.ErrorMessage(err), vdibroker.MaxAuditField)
 	ev.Before, ev.After = nil, nil
-	if aerr := s.svc.Audit.AppendAudit(context.WithoutCancel(r.Context()), ev); aerr != nil {
+	ctx := context.WithoutCancel(r.Context())
+	var aerr error
+	if apiPrincipal(ev) {
+		aerr = s.svc.Audit.AppendAudit(ctx, ev)
+	} else {
+		_, aerr = s.svc.Audit.RecordRefusal(ctx, ev)
+	}
+	if aerr != nil {
 		s.loggerFrom(r.Context()).Error("audit: cannot record a refusal", "err", aerr, "action", ev.Action, "target", ev.Target)
 		return
 	}

@@ -297,9 +297,25 @@ func TestAudit_Refusals(t *testing.T) {
 	if a.Outcome != "refused" || a.Principal.Kind != "anonymous" || !strings.HasPrefix(a.Error, "Unauthenticated") {
 		t.Errorf("forged refusal %+v", a)
 	}
-	// A failed sign-in.
+	// A failed sign-in from the same address in the same window
+	// (RefusalWindow) is counted, not written (R-SEC: an anonymous
+	// caller's refusals are bounded); when the window has passed, the
+	// next refusal writes the count as one summary entry, and is itself
+	// written whole, the first of its window.
 	if status, _, _ := rawDo(t, e, "POST", "/api/v1/signin", "vdbt_wrong", ""); status != 401 {
 		t.Fatalf("bad sign-in: %d", status)
+	}
+	if list, _ := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "signin"}); len(list) != 0 {
+		t.Errorf("the second refusal of a window was written: %+v", list)
+	}
+	e.clock.Advance(vdibroker.RefusalWindow)
+	if status, _, _ := rawDo(t, e, "POST", "/api/v1/signin", "vdbt_wrong2", ""); status != 401 {
+		t.Fatalf("bad sign-in: %d", status)
+	}
+	sum, _, _ := oneEntry(t, e, vdibroker.RefusalSummaryAction, "signin")
+	if sum.Outcome != "refused" || sum.Principal.Kind != "anonymous" || sum.RemoteAddr == "" ||
+		!strings.HasPrefix(sum.Error, "1 more refused requests from "+sum.RemoteAddr) || !strings.Contains(sum.Error, "signin signin: Unauthenticated") {
+		t.Errorf("summary of the window's refusals %+v", sum)
 	}
 	a, _, _ = oneEntry(t, e, "signin", "signin")
 	if a.Outcome != "refused" {

@@ -113,6 +113,7 @@ func routeTarget(r *nethttp.Request) vdibroker.Target {
 // route of auditedActions it rides in the context to the store, which
 // writes it with the change; a refusal is recorded by refused (audit.go).
 func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		ev := s.startAudit(w, r)
 		fail := func(err error, refusal bool) {
@@ -122,7 +123,9 @@ func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethtt
 			// never throttled, even from an address (a proxy, a NAT) that
 			// others share.
 			if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated && !s.FailedAuthentication(r) {
-				writeError(w, r, s, throttled("too many failed authentications from this address", AuthFailuresPerSecond))
+				err = throttled("too many failed authentications from this address", AuthFailuresPerSecond)
+				s.refused(r, ev, err, refusal) // counted, not written (RecordRefusal)
+				writeError(w, r, s, err)
 				return
 			}
 			s.refused(r, ev, err, refusal)
@@ -132,6 +135,8 @@ func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethtt
 			p, err := s.authenticate(r)
 			if err == nil {
 				ev.Principal = p.Audit()
+				ev.Bound()
+				authenticated(r)
 				err = vdibroker.Authorize(p, action, routeTarget(r))
 			}
 			if err != nil {

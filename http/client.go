@@ -29,6 +29,10 @@ type Client struct {
 	HTTPClient *nethttp.Client
 	// PageSize is the ?limit= of list requests (0 = the server default 100).
 	PageSize int
+	// opaque: an error answer that is not the broker's JSON error is
+	// reported by its status alone, never its body (a pod's peer may be
+	// any server, R-SEC).
+	opaque bool
 }
 
 // NewClient returns a client of the broker at baseURL using token.
@@ -457,6 +461,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		return resp.StatusCode, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
+		if c.opaque {
+			return resp.StatusCode, decodeOpaqueErrorAnswer(resp, data)
+		}
 		return resp.StatusCode, decodeErrorAnswer(resp, data)
 	}
 	if out != nil && len(data) > 0 && resp.StatusCode != nethttp.StatusNoContent {
@@ -492,6 +499,26 @@ func (c *Client) url(path string, q url.Values) (string, error) {
 		u.RawQuery = qq.Encode()
 	}
 	return u.String(), nil
+}
+
+// decodeOpaqueErrorAnswer is decodeErrorAnswer for a server that may not
+// be a broker: the broker's own error (its code answered with its status)
+// keeps its code and the first 200 printable characters of its message;
+// anything else is told by its status alone.
+func decodeOpaqueErrorAnswer(resp *nethttp.Response, data []byte) error {
+	var eb errorBody
+	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != nil && eb.Error.Code != "" && eb.Error.Code != vdibroker.EInternal &&
+		vdibroker.HTTPStatus(eb.Error.Code) == resp.StatusCode {
+		msg := strings.Map(func(r rune) rune {
+			if r < ' ' || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, eb.Error.Message)
+		return &vdibroker.Error{Code: eb.Error.Code, Message: vdibroker.Cut(msg, 200), Field: vdibroker.Cut(eb.Error.Field, 64)}
+	}
+	return &vdibroker.Error{Code: vdibroker.EInternal,
+		Message: fmt.Sprintf("HTTP %d, not a vdibroker answer (its body is not shown)", resp.StatusCode)}
 }
 
 // decodeErrorAnswer turns an error answer into *vdibroker.Error: the body's

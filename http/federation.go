@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	nethttp "net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -141,10 +146,11 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		if err != nil {
 			return decodeError(err, nil, nil)
 		}
-		pod, err := fed.verifier.Verify(r.Header.Get, r.Method, r.URL.Path, body)
+		pod, err := fed.verifier.Verify(r.Context(), r.Header.Get, r.Method, r.URL.Path, body)
 		if err != nil {
 			return err
 		}
+		authenticated(r)
 		// The secret is the federation's; the caller must also be one of
 		// its pods as this pod's document lists them (none yet: anyone
 		// with the secret, so a new federation can start).
@@ -198,6 +204,8 @@ type PodClient struct {
 	// to each peer).
 	HTTPClient *nethttp.Client
 	Now        func() time.Time
+
+	policy *federation.PeerPolicy // Restrict
 }
 
 var _ vdibroker.PodClient = (*PodClient)(nil)
@@ -209,7 +217,56 @@ func NewPodClient(pod string, secret []byte) *PodClient {
 	return &PodClient{Pod: pod, Secret: secret, HTTPClient: &nethttp.Client{Transport: tr}}
 }
 
+// Restrict makes c call only the peers policy allows (R-SEC): each call's
+// URL is checked, each connection's resolved address too (a name that
+// resolves elsewhere later does not get past it), redirects are not
+// followed, and no HTTP proxy is used (the proxy would connect instead,
+// past the check). c.HTTPClient must be NewPodClient's.
+func (c *PodClient) Restrict(policy *federation.PeerPolicy) {
+	c.policy = policy
+	tr := c.HTTPClient.Transport.(*nethttp.Transport)
+	tr.Proxy = nil
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, portText, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		port, err := strconv.Atoi(portText)
+		if err != nil {
+			return nil, err
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, err
+		}
+		var last error
+		for _, ip := range ips {
+			if last = policy.CheckDial(host, ip, port); last != nil {
+				continue
+			}
+			conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(ip.Unmap(), uint16(port)).String())
+			if err == nil {
+				return conn, nil
+			}
+			last = err
+		}
+		if last == nil {
+			last = fmt.Errorf("%s has no address", host)
+		}
+		return nil, last
+	}
+	c.HTTPClient.CheckRedirect = func(*nethttp.Request, []*nethttp.Request) error {
+		return errors.New("a pod does not follow a peer's redirect")
+	}
+}
+
 func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any) (int, error) {
+	if c.policy != nil {
+		if err := c.policy.CheckURL(pod.URL); err != nil {
+			return 0, fmt.Errorf("pod %s's URL %w", pod.Name, err)
+		}
+	}
 	var raw []byte
 	var send any
 	if body != nil {
@@ -227,7 +284,7 @@ func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path st
 	for k, v := range federation.Sign(c.Secret, method, path, c.Pod, raw, now()) {
 		h.Set(k, v)
 	}
-	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient}
+	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true}
 	return cl.do(ctx, method, path, nil, send, out, h)
 }
 

@@ -113,8 +113,9 @@ func TestRogueHostCannotCaptureUsers(t *testing.T) {
 	// The audit trail says the host's report put it there.
 	status, _, body := rawDo(t, e, "GET", "/api/v1/auditlog?action=usersession.adopt", adminToken, "")
 	if status != 200 || strings.Count(string(body), `"action":"usersession.adopt"`) != 1 ||
-		!strings.Contains(string(body), "usersessions/"+list[0].ID) || !strings.Contains(string(body), `"kind":"host"`) {
-		t.Errorf("audit of the adoption: %d %s; want one usersession.adopt entry by the host for %s", status, body, list[0].ID)
+		!strings.Contains(string(body), `"target":"hostpools/rogue/sessionhosts/`+rogue+`"`) ||
+		!strings.Contains(string(body), `"id":"`+list[0].ID+`"`) || !strings.Contains(string(body), `"kind":"host"`) {
+		t.Errorf("audit of the adoption: %d %s; want one usersession.adopt entry by the host listing %s", status, body, list[0].ID)
 	}
 }
 

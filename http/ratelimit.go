@@ -23,12 +23,43 @@ import (
 //   - Heartbeats per host credential (HeartbeatsPerSecond, burst
 //     HeartbeatBurst): an agent sends one every 10 s; a stolen or broken
 //     one cannot flood the shared write batch.
+//   - Access log lines of requests whose caller proved no credential
+//     (refused ones, health probes, the console's pages before sign-in;
+//     RefusedLogLinesPerSecond, burst RefusedLogLineBurst, for the whole
+//     server): beyond it they are dropped and counted, and the next line
+//     logged says how many (refusedLinesDropped).
 const (
-	AuthFailuresPerSecond = 5
-	AuthFailureBurst      = 60
-	HeartbeatsPerSecond   = 5
-	HeartbeatBurst        = 120
+	AuthFailuresPerSecond    = 5
+	AuthFailureBurst         = 60
+	HeartbeatsPerSecond      = 5
+	HeartbeatBurst           = 120
+	RefusedLogLinesPerSecond = 10
+	RefusedLogLineBurst      = 100
 )
+
+// lineBudget is a token bucket of log lines that counts what it drops.
+type lineBudget struct {
+	mu      sync.Mutex
+	lim     *rate.Limiter
+	dropped int
+}
+
+func newLineBudget(perSecond float64, burst int) *lineBudget {
+	return &lineBudget{lim: rate.NewLimiter(rate.Limit(perSecond), burst)}
+}
+
+// take spends a line at now if one is left, returning how many were
+// dropped since the last one taken.
+func (b *lineBudget) take(now time.Time) (dropped int, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.lim.AllowN(now, 1) {
+		b.dropped++
+		return 0, false
+	}
+	dropped, b.dropped = b.dropped, 0
+	return dropped, true
+}
 
 // limiters is a bounded map of token buckets by key.
 type limiters struct {
@@ -110,6 +141,9 @@ func (s *Server) Throttled(r *nethttp.Request) bool {
 func (s *Server) FailedAuthentication(r *nethttp.Request) bool {
 	return s.authFailures.spend(clientAddr(r), s.now())
 }
+
+// empty reports whether key's bucket has no token left at now.
+func (l *limiters) empty(key string, now time.Time) bool { return l.get(key).TokensAt(now) < 1 }
 
 // throttled is the 429 answer, with how long to wait.
 func throttled(what string, perSecond float64) error {

@@ -10,27 +10,38 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// TestAdoptedSessionIsReconnected_RC1_RC6: a user who logged on directly
-// (adopted from the agent's report, R-S2) has a session in the pool; a
-// connect answers it (R-C1) even on a drained host, instead of placing a
-// second session elsewhere (R-C6).
-func TestAdoptedSessionIsReconnected_RC1_RC6(t *testing.T) {
+// TestAdoptedSessionReconnectsWherePlacementWould_RC1_RS2: a user who
+// logged on directly (adopted from the agent's report, R-S2) is answered
+// that session (R-C1) on a host placement would have put them on; on a
+// drained host the adopted session stays a fact and the user is placed
+// anew elsewhere, and from then on reconnects to the session the broker
+// placed.
+func TestAdoptedSessionReconnectsWherePlacementWould_RC1_RS2(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	e.pool("adopt", nil)
 	hosts := e.addHosts("adopt", "adh", 2)
-	e.heartbeat(hosts[0], vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
-	drain(t, e, "adopt", hosts[0], false)
+	e.heartbeat(hosts[0], vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive},
+		vdibroker.AgentSession{ID: "2", User: "bob", State: vdibroker.StateActive})
 	r := e.mustConnect("adopt", "alice")
 	if !r.Reconnect || r.SessionHost != hosts[0] {
-		t.Errorf("connect = host %s reconnect %v, want the adopted session on %s (reconnect)", r.SessionHost, r.Reconnect, hosts[0])
+		t.Errorf("alice: host %s reconnect %v, want her adopted session on %s (reconnect)", r.SessionHost, r.Reconnect, hosts[0])
 	}
-	l, err := e.admin.ListUserSessions(ctx, "adopt", vhttp.SessionQuery{User: "alice"})
+	drain(t, e, "adopt", hosts[0], false)
+	r = e.mustConnect("adopt", "bob")
+	if r.Reconnect || r.SessionHost != hosts[1] {
+		t.Errorf("bob on a drained host: host %s reconnect %v, want a new session on %s", r.SessionHost, r.Reconnect, hosts[1])
+	}
+	l, err := e.admin.ListUserSessions(ctx, "adopt", vhttp.SessionQuery{User: "bob"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l) != 1 {
-		t.Errorf("alice has %d open sessions, want 1 (R-C6)", len(l))
+	if len(l) != 2 {
+		t.Errorf("bob has %d open sessions, want 2: the adopted one stays a fact", len(l))
+	}
+	again := e.mustConnect("adopt", "bob")
+	if !again.Reconnect || again.SessionID != r.SessionID {
+		t.Errorf("bob again: %s reconnect %v, want the placed session %s", again.SessionID, again.Reconnect, r.SessionID)
 	}
 }
 

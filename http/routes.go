@@ -63,7 +63,7 @@ func (s *Server) routes() {
 
 	// Anything else under /api/v1 is a JSON 404 (or 405 when the path exists
 	// with other methods), not the mux's plain text.
-	s.mux.HandleFunc("/api/v1/", s.notFound)
+	s.Mount("/api/v1/", nethttp.HandlerFunc(s.notFound))
 }
 
 // WhoAmI is the answer of GET /api/v1/whoami: the calling token's role
@@ -92,8 +92,11 @@ type Health struct {
 	Store vdibroker.HealthStatus `json:"store"`
 }
 
-// healthz is GET /healthz: 200 while the store answers, 503 with the
-// reason during an outage (R-OUT1), within the store timeout either way.
+// healthz is GET /healthz: 200 while the store answers, 503 during an
+// outage (R-OUT1), within the store timeout either way. The outage's
+// reason may name the database's address, user and name: anyone is told
+// only PublicStoreReason; the admin token and unscoped Contributors
+// (Authorization: Bearer) get the reason itself, as the log has it.
 // GET /healthz?live answers 200 whenever the process serves, so an
 // orchestrator does not restart a healthy broker for its database's sake.
 func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {
@@ -103,11 +106,36 @@ func (s *Server) healthz(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	}
 	st := s.svc.Health.Health(r.Context())
 	if !st.Up {
+		if !s.seesStoreReason(r) {
+			st.Reason = PublicStoreReason
+		}
 		writeJSON(w, nethttp.StatusServiceUnavailable, Health{Status: "store unavailable", Store: st})
 		return nil
 	}
 	writeJSON(w, nethttp.StatusOK, Health{Status: "ok", Store: st})
 	return nil
+}
+
+// PublicStoreReason is the reason of an outage as /healthz tells a caller
+// who is not an admin (R-SEC).
+const PublicStoreReason = "the database does not answer; its error is in the broker's log"
+
+// seesStoreReason reports whether r's bearer token may read an outage's
+// reason: the admin token, or a principal that may inspect what belongs
+// to no pool (an unscoped Contributor). A probe without a token, or with
+// a bad one, is answered all the same (no 401: orchestrators probe
+// without one); a bad token spends the address's failed-authentication
+// bucket, and none is tried once it is empty.
+func (s *Server) seesStoreReason(r *nethttp.Request) bool {
+	if r.Header.Get("Authorization") == "" || s.authFailures.empty(clientAddr(r), s.now()) {
+		return false
+	}
+	p, err := s.authenticate(r)
+	if err != nil {
+		s.FailedAuthentication(r)
+		return false
+	}
+	return vdibroker.Authorize(p, vdibroker.ActionInspect, vdibroker.Target{Global: "GET /healthz"}) == nil
 }
 
 func (s *Server) notFound(w nethttp.ResponseWriter, r *nethttp.Request) {

@@ -9,6 +9,7 @@ import (
 	nethttp "net/http"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -40,6 +41,10 @@ type Config struct {
 	// require a verified TLS client certificate (mTLS; the listener
 	// verifies certificates that are given against its client CA).
 	AgentClientCert bool
+	// AgentCertAnyHost accepts an agent's client certificate for any
+	// host name; without it the certificate's common name or a DNS name
+	// must be the host it registers and heartbeats as (R-SEC).
+	AgentCertAnyHost bool
 	// OIDC, when set, accepts the identity provider's ID tokens (and JWT
 	// access tokens for this client) as bearer tokens besides vdibroker's
 	// own.
@@ -57,12 +62,18 @@ type Server struct {
 
 	mux     *nethttp.ServeMux
 	handler nethttp.Handler
+	// patterns are the routes registered (handle, Mount), in order.
+	patterns []string
 
-	// agentCert: the agent endpoints require a client certificate.
-	agentCert bool
+	// agentCert: the agent endpoints require a client certificate;
+	// agentCertAnyHost: of any host name.
+	agentCert, agentCertAnyHost bool
 	// authFailures and heartbeats are the rate limits of ratelimit.go.
 	authFailures *limiters
 	heartbeats   *limiters
+	// refusedLines bounds the access log lines of the requests of
+	// callers that proved no credential (R-SEC).
+	refusedLines *lineBudget
 
 	fed *federationState // federation.go; nil unless a pod
 
@@ -76,11 +87,13 @@ func NewServer(cfg Config) *Server {
 		log: cfg.Logger,
 		now: cfg.Now,
 
-		agentCert: cfg.AgentClientCert,
-		oidc:      cfg.OIDC,
+		agentCert:        cfg.AgentClientCert,
+		agentCertAnyHost: cfg.AgentCertAnyHost,
+		oidc:             cfg.OIDC,
 
 		authFailures: newLimiters(AuthFailuresPerSecond, AuthFailureBurst),
 		heartbeats:   newLimiters(HeartbeatsPerSecond, HeartbeatBurst),
+		refusedLines: newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -96,7 +109,10 @@ func NewServer(cfg Config) *Server {
 		s.hasAdmin = true
 	}
 	if cfg.Services.Federation != nil {
-		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now}}
+		// Nonces in the pod's store: a replay is refused on every
+		// replica (R-G5).
+		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now,
+			Nonces: cfg.Services.Federation}}
 	}
 	s.mux = nethttp.NewServeMux()
 	s.routes()
@@ -109,14 +125,44 @@ func NewServer(cfg Config) *Server {
 // panic recovery.
 func (s *Server) Handler() nethttp.Handler { return s.handler }
 
-// Mux is the ServeMux Handler serves, for other adapters to mount more
-// routes (the console at "/", Prometheus at "/metrics"). Register before
-// serving; patterns must not overlap /api/v1/ or /healthz.
+// Mux is the ServeMux Handler serves. Other adapters mount their routes
+// with Mount, which lists them in Routes.
 func (s *Server) Mux() *nethttp.ServeMux { return s.mux }
+
+// Mount registers h at pattern for another adapter (the console at "/",
+// Prometheus at "GET /metrics"), before serving; patterns must not
+// overlap /api/v1/ or /healthz.
+func (s *Server) Mount(pattern string, h nethttp.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
+}
+
+// Routes lists every pattern the server serves (the API's routes and
+// those mounted), in the order registered: a test of every route derives
+// its list from here, so a route without an expectation fails it.
+func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
 
 type ctxKey int
 
-const ctxLogger ctxKey = 0
+const (
+	ctxLogger ctxKey = iota
+	ctxState
+)
+
+// requestState is what handlers tell the middleware about a request.
+type requestState struct {
+	// authenticated: the caller proved a credential (an API token, a
+	// host's credential, a pod's signature).
+	authenticated bool
+}
+
+// authenticated notes that r's caller proved a credential: its access
+// log line is then never dropped.
+func authenticated(r *nethttp.Request) {
+	if st, ok := r.Context().Value(ctxState).(*requestState); ok {
+		st.authenticated = true
+	}
+}
 
 // loggerFrom returns the request's logger (with its request id).
 func (s *Server) loggerFrom(ctx context.Context) *slog.Logger {
@@ -162,7 +208,8 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		w.Header().Set("X-Request-Id", id)
 		log := s.log.With("request_id", id)
 		orig := r
-		r = r.WithContext(context.WithValue(r.Context(), ctxLogger, log))
+		st := &requestState{}
+		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), ctxLogger, log), ctxState, st))
 		// Every route's body is bounded (R-SEC: the console's forms had
 		// no limit), and a multipart form parsed on this copy of the
 		// request is removed here: net/http removes only the original's.
@@ -174,12 +221,14 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		}()
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
+		// The path as a log line keeps it: an anonymous caller chooses it.
+		path := vdibroker.Cut(r.URL.Path, vdibroker.MaxAuditField)
 		defer func() {
 			if p := recover(); p != nil {
 				if p == nethttp.ErrAbortHandler {
 					panic(p)
 				}
-				log.Error("panic in handler", "panic", p, "method", r.Method, "path", r.URL.Path, "stack", string(debug.Stack()))
+				log.Error("panic in handler", "panic", p, "method", r.Method, "path", path, "stack", string(debug.Stack()))
 				if sw.status == 0 {
 					writeError(sw, r, s, errors.New("panic"))
 				}
@@ -190,8 +239,20 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 			if r.URL.Path == "/api/v1/agent/heartbeat" && sw.status < 400 {
 				level = slog.LevelDebug
 			}
-			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
-				"duration", time.Since(start))
+			args := []any{"method", r.Method, "path", path, "status", sw.status, "duration", time.Since(start)}
+			if !st.authenticated {
+				// Callers that proved no credential (refused ones, and
+				// health probes, sign-in pages) get a budget of lines; the
+				// next line logged says how many were left out.
+				dropped, ok := s.refusedLines.take(s.now())
+				if !ok {
+					return
+				}
+				if dropped > 0 {
+					args = append(args, "refusedLinesDropped", dropped)
+				}
+			}
+			log.Log(r.Context(), level, "request", args...)
 		}()
 		next.ServeHTTP(sw, r)
 	})

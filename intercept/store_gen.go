@@ -65,6 +65,7 @@ const (
 	OpGetFederation             = "GetFederation"
 	OpPutFederation             = "PutFederation"
 	OpOpenSessionsOfUser        = "OpenSessionsOfUser"
+	OpUseNonce                  = "UseNonce"
 	OpSetPowerState             = "SetPowerState"
 	OpSetAutoscaleDrain         = "SetAutoscaleDrain"
 	OpPutScalingPlan            = "PutScalingPlan"
@@ -435,6 +436,15 @@ func (s *Store) PutFederation(ctx context.Context, f *vdibroker.Federation) (r0 
 func (s *Store) OpenSessionsOfUser(ctx context.Context, user string, pools []string) (r0 []*vdibroker.UserSession, err error) {
 	err = s.hook(ctx, OpOpenSessionsOfUser, func(ctx context.Context) (err error) {
 		r0, err = s.inner.OpenSessionsOfUser(ctx, user, pools)
+		return err
+	})
+	return r0, err
+}
+
+// UseNonce runs the wrapped store's UseNonce through the hook.
+func (s *Store) UseNonce(ctx context.Context, nonce string, expires time.Time, now time.Time) (r0 bool, err error) {
+	err = s.hook(ctx, OpUseNonce, func(ctx context.Context) (err error) {
+		r0, err = s.inner.UseNonce(ctx, nonce, expires, now)
 		return err
 	})
 	return r0, err

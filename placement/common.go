@@ -95,6 +95,34 @@ func TakesNewSession(h *Host, timeout time.Duration, now time.Time) bool {
 	return statusReason(Status(h, timeout, now)) == "" && drainReason(h) == ""
 }
 
+// AnswersAdopted reports whether a reconnect (R-C1) may answer user's
+// session on h that the broker did not place but h reported (adopted,
+// R-S2): only where placement would have put that user, h's own report
+// of them aside. A host's report alone never routes a user:
+//   - h takes sessions (R-H1: not Unavailable nor Shutdown);
+//   - in a personal pool, h is assigned to user (R-PE1; drain does not
+//     stop the assigned user, R-PE4);
+//   - in a pooled pool, neither an admin (R-C2) nor the autoscaler
+//     (R-A3) drains h;
+//   - h's other sessions, placed and adopted alike, leave room under the
+//     limit (R-C4): h.Sessions, which counts this one, is at most the
+//     limit.
+//
+// Worked: a drained pooled host with limit 1 that adopted five users
+// answers none of them (drained, and 4 others >= 1); an undrained one
+// with limit 5 and five adopted answers each (4 others < 5), with six
+// none (5 others).
+func AnswersAdopted(p Pool, h *Host, user string, now time.Time) bool {
+	s := newSettings(p)
+	if statusReason(Status(h, s.timeout, now)) != "" || h.Sessions-1 >= s.limit {
+		return false
+	}
+	if personal(s.algo) {
+		return assignedTo(h, user)
+	}
+	return drainReason(h) == ""
+}
+
 // statusReason is the exclusion reason of R-H1 status st ("" when a host
 // in it takes sessions).
 func statusReason(st string) string {

@@ -53,6 +53,7 @@ func (t *tx) insertAudit(ctx context.Context) (int64, error) {
 }
 
 func insertAuditRow(ctx context.Context, t *tx, e *vdibroker.AuditEntry) (int64, error) {
+	e.Bound() // every text a caller chose, cut (R-SEC)
 	if e.Outcome == "" {
 		e.Outcome = vdibroker.AuditOK
 	}

@@ -599,16 +599,19 @@ func (s *DB) RoundRobinHost(ctx context.Context, pool string) (string, error) {
 }
 
 // openUserSessionsQuery asks whether a user has an open session in a pool,
-// adopted ones included. Each half must stay a range of a partial index
-// (user_sessions_one_per_pooled_user and user_sessions_open_unpooled_by_user,
-// migrations 00001 and 00004), whatever the number of sessions in the pool:
-// it is asked on every pooled connect, inside takeSlotQuery.
+// adopted ones included unless the last argument says to ignore them
+// (PlacementCommit.IgnoreAdopted). Each half must stay a range of a partial
+// index (user_sessions_one_per_pooled_user and
+// user_sessions_open_unpooled_by_user, migrations 00001 and 00004),
+// whatever the number of sessions in the pool: it is asked on every pooled
+// connect, inside takeSlotQuery. Args: pool, user, pool, user, ignore
+// adopted.
 // The user is their key (vdibroker.FoldUser, R-E5): Alice and alice have
 // one session.
 const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 		WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff')
 	OR EXISTS (SELECT 1 FROM user_sessions
-		WHERE host_pool = ? AND user_key = ? AND NOT pooled AND state <> 'LoggedOff')`
+		WHERE host_pool = ? AND user_key = ? AND NOT pooled AND state <> 'LoggedOff' AND NOT (adopted AND ?))`
 
 // takeSlotQuery takes a session slot on a host only while it is under the
 // lower of the caller's limit and the one stored now, is not drained now
@@ -622,7 +625,7 @@ const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
 // host's allow_new_session written with it): on PostgreSQL a connect that
 // waited for a drain's lock on that row is checked again against the row
 // the drain left. Args: ds, dc, pool, host, limit, pool update time, pool
-// update time, pooled, pooled, pool, user, pool, user.
+// update time, pooled, pooled, pool, user, pool, user, ignore adopted.
 const takeSlotQuery = `UPDATE host_counts SET sessions = sessions + ?, connecting_sessions = connecting_sessions + ?
 	WHERE host_pool = ? AND name = ? AND sessions < ?
 	AND (SELECT host_counts.sessions < max_session_limit AND (CAST(? AS BIGINT) = 0 OR update_time = ?)
@@ -657,7 +660,7 @@ func commitOne(ctx context.Context, t *tx, c *vdibroker.PlacementCommit) error {
 	}
 	key := vdibroker.FoldUser(u.User)
 	slotArgs := []any{ds, dc, u.HostPool, u.SessionHost, c.MaxSessionLimit, poolTime, poolTime,
-		c.Pooled, c.Pooled, u.HostPool, key, u.HostPool, key}
+		c.Pooled, c.Pooled, u.HostPool, key, u.HostPool, key, c.IgnoreAdopted}
 	sessionArgs := []any{u.ID, u.HostPool, u.SessionHost, u.User, key, u.State, ns(u.CreateTime), ns(u.StateTime),
 		u.AgentSessionID, "", c.Pooled, false, c.Record}
 	if t.d == postgresDialect && simpleCommit(c) {
@@ -721,7 +724,7 @@ func noSlot(ctx context.Context, t *tx, c *vdibroker.PlacementCommit, poolTime i
 	if c.Pooled {
 		var open bool
 		key := vdibroker.FoldUser(u.User)
-		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, key, u.HostPool, key).Scan(&open); err != nil {
+		if err := t.row(ctx, openUserSessionsQuery, u.HostPool, key, u.HostPool, key, c.IgnoreAdopted).Scan(&open); err != nil {
 			return err
 		}
 		if open {

@@ -132,7 +132,7 @@ func (s *DB) DeliverPlan(ctx context.Context) ([]string, error) {
 // OpenUserSessionsPlan is ExpirePendingPlan for the R-C6 question every
 // pooled connect asks.
 func (s *DB) OpenUserSessionsPlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, openUserSessionsQuery, "pool", "user", "pool", "user")
+	return s.plan(ctx, openUserSessionsQuery, "pool", "user", "pool", "user", false)
 }
 
 // LoggedOffPlan is ExpirePendingPlan for a heartbeat's question whether
@@ -144,7 +144,7 @@ func (s *DB) LoggedOffPlan(ctx context.Context) ([]string, error) {
 // TakeSlotPlan is ExpirePendingPlan for the conditional UPDATE every
 // connect runs.
 func (s *DB) TakeSlotPlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, takeSlotQuery, 1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user")
+	return s.plan(ctx, takeSlotQuery, 1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user", false)
 }
 
 // AssignPlan is ExpirePendingPlan for a new automatic assignment (R-PE1).
@@ -208,7 +208,7 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 		"by key, cred":  {hostByKeyCredQuery, []any{"pool", "host"}},
 		"of pool":       {hostsOfPoolQuery, []any{"pool"}},
 		"by credential": {hostByCredentialQuery, []any{"hash"}},
-		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user"}},
+		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user", false}},
 	} {
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
@@ -450,3 +450,11 @@ func (s *DB) FillFromFullQueues(n, m int) (beats, first int) {
 // Migrations is the embedded migrations (tests that need the newest
 // version).
 var Migrations = migrations
+
+// SetNoncesPerMinute lowers the bound of UseNonce for a test; the result
+// restores it.
+func SetNoncesPerMinute(n int) (restore func()) {
+	old := noncesPerMinute
+	noncesPerMinute = n
+	return func() { noncesPerMinute = old }
+}

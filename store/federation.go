@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -109,4 +110,40 @@ func (s *DB) OpenSessionsOfUser(ctx context.Context, user string, pools []string
 		return nil, fmt.Errorf("open sessions of user: %w", err)
 	}
 	return out, nil
+}
+
+// noncesPerMinute is vdibroker.MaxNoncesPerMinute (a test lowers it).
+var noncesPerMinute = vdibroker.MaxNoncesPerMinute
+
+// UseNonce implements vdibroker.FederationStore: in one transaction, the
+// expired nonces and minutes are deleted, the minute's count goes up
+// unless it is at vdibroker.MaxNoncesPerMinute, and the nonce is inserted
+// unless it is there (a replay).
+func (s *DB) UseNonce(ctx context.Context, nonce string, expires, now time.Time) (fresh bool, err error) {
+	minute := now.Unix() / 60
+	err = s.write(ctx, func(t *tx) error {
+		if _, err := t.exec(ctx, `DELETE FROM federation_nonces WHERE expire_time < ?`, ns(now)); err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, `DELETE FROM federation_nonce_minutes WHERE minute < ?`, minute-5); err != nil {
+			return err
+		}
+		n, err := t.exec(ctx, `INSERT INTO federation_nonce_minutes (minute, n) VALUES (?, 1)
+			ON CONFLICT (minute) DO UPDATE SET n = federation_nonce_minutes.n + 1 WHERE federation_nonce_minutes.n < ?`,
+			minute, noncesPerMinute)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
+				Message: fmt.Sprintf("this pod took %d pod-to-pod calls this minute, its bound; try again shortly", noncesPerMinute)}
+		}
+		n, err = t.exec(ctx, `INSERT INTO federation_nonces (nonce, expire_time) VALUES (?, ?) ON CONFLICT DO NOTHING`, nonce, ns(expires))
+		fresh = n == 1
+		return err
+	})
+	if err != nil {
+		return false, wrap(err, "use pod-to-pod nonce")
+	}
+	return fresh, nil
 }

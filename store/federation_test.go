@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -86,6 +88,39 @@ func TestOpenSessionsOfUser(t *testing.T) {
 		}
 		if len(got) != 2 || got[0].ID != a || got[1].HostPool != "pool-b" || got[1].ID == ended || !got[1].Open() {
 			t.Fatalf("alice's open sessions: %+v; want %s in pool-a and the adopted one in pool-b", got, a)
+		}
+	})
+}
+
+// TestUseNonce_RG5: a nonce is fresh once, on every connection of the
+// store (replicas share it), until it expires; the nonces of a minute are
+// bounded (TooManyRequests past the bound, and a new minute has room).
+func TestUseNonce_RG5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		exp := t0.Add(2 * time.Minute)
+		if fresh, err := s.UseNonce(ctx, "n1", exp, t0); err != nil || !fresh {
+			t.Fatalf("first use: %v %v", fresh, err)
+		}
+		if fresh, err := s.UseNonce(ctx, "n1", exp, t0.Add(time.Second)); err != nil || fresh {
+			t.Errorf("replay: fresh %v, %v; want a replay", fresh, err)
+		}
+		// Past its expiry it is forgotten (the signature's timestamp
+		// refuses such a call by then).
+		if fresh, err := s.UseNonce(ctx, "n1", exp.Add(3*time.Minute), exp.Add(time.Second)); err != nil || !fresh {
+			t.Errorf("after expiry: fresh %v, %v; want fresh", fresh, err)
+		}
+		defer store.SetNoncesPerMinute(3)()
+		at := t0.Add(time.Hour).Truncate(time.Minute)
+		for i := range 3 {
+			if _, err := s.UseNonce(ctx, fmt.Sprintf("b%d", i), at.Add(2*time.Minute), at); err != nil {
+				t.Fatalf("nonce %d of the minute: %v", i, err)
+			}
+		}
+		_, err := s.UseNonce(ctx, "b3", at.Add(2*time.Minute), at.Add(30*time.Second))
+		wantCode(t, err, vdibroker.ETooManyRequests)
+		if fresh, err := s.UseNonce(ctx, "b3", at.Add(3*time.Minute), at.Add(time.Minute)); err != nil || !fresh {
+			t.Errorf("the next minute: fresh %v, %v; want room", fresh, err)
 		}
 	})
 }

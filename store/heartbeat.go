@@ -204,6 +204,8 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 	rec := vdibroker.Reconcile(in)
 	// The facts of other rows, looked up only for the steps that depend
 	// on them (rarely any: adoptions and R-S5 logoffs), then decided again.
+	// The first decision adopts at most the budget without the window's
+	// adoptions, so a report of 2,000 strangers looks up a bounded few.
 	if users, asks, ended := stepsNeedingFacts(rec.Steps); len(users) > 0 || len(asks) > 0 || len(ended) > 0 {
 		if in.PlacedElsewhere, err = t.placedElsewhere(ctx, p.Name, host, users); err != nil {
 			return 0, 0, nil, err
@@ -214,9 +216,16 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 		if in.LoggedOff, err = t.loggedOff(ctx, ended); err != nil {
 			return 0, 0, nil, err
 		}
+		if len(users) > 0 {
+			if in.RecentAdoptions, err = t.recentAdoptions(ctx, p.Name, host, now); err != nil {
+				return 0, 0, nil, err
+			}
+		}
+		in.FactsKnown = true
 		rec = vdibroker.Reconcile(in)
 	}
 	var notAdopted map[string]bool // adoptions the database refused
+	var adoptions []vdibroker.SessionStep
 	for _, st := range rec.Steps {
 		var s1, c1 int
 		adopted := true
@@ -228,13 +237,19 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		if !adopted {
+		switch {
+		case !adopted:
 			if notAdopted == nil {
 				notAdopted = map[string]bool{}
 			}
 			notAdopted[st.SessionID] = true
+		case st.Kind == vdibroker.StepAdopt:
+			adoptions = append(adoptions, st)
 		}
 		ds, dc = ds+s1, dc+c1
+	}
+	if err := t.auditAdoptions(ctx, p.Name, host, adoptions, rec.NotAdopted, now); err != nil {
+		return 0, 0, nil, err
 	}
 	after = func(yield func(vdibroker.SampleSession) bool) {
 		for _, o := range rec.After {
@@ -305,8 +320,8 @@ func (t *tx) applyStep(ctx context.Context, pool, host string, st vdibroker.Sess
 	return 0, 0, fmt.Errorf("reconcile: no such step %q", st.Kind)
 }
 
-// adopt writes an adopted session (R-S2) and its audit entry, and returns
-// the host count deltas; adopted is false when the database refused it.
+// adopt writes an adopted session (R-S2) and returns the host count
+// deltas; adopted is false when the database refused it.
 func (t *tx) adopt(ctx context.Context, pool, host string, st vdibroker.SessionStep, now time.Time) (ds, dc int, adopted bool, err error) {
 	// Not over a pooled session of the user committed since this
 	// transaction read the host's (on PostgreSQL another replica may have
@@ -322,16 +337,50 @@ func (t *tx) adopt(ctx context.Context, pool, host string, st vdibroker.SessionS
 	if err != nil || n == 0 {
 		return 0, 0, false, err
 	}
-	// The audit trail (SPEC §9, Audit) says a host's report, not the
-	// broker, put this session there.
-	if _, err := insertAuditRow(ctx, t, &vdibroker.AuditEntry{Time: now,
-		Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalHost, ID: host},
-		Action:    "usersession.adopt", Target: "hostpools/" + pool + "/usersessions/" + st.SessionID, HostPool: pool,
-		After: auditJSON(map[string]string{"user": st.User, "sessionHost": host, "state": st.To, "agentSessionId": st.AgentSessionID})}); err != nil {
-		return 0, 0, false, err
-	}
 	ds, dc = countsOf(st.To, st.AgentSessionID)
 	return ds, dc, true, nil
+}
+
+// auditedAdoptions is how many adopted sessions one heartbeat's audit
+// entry lists; it counts them all.
+const auditedAdoptions = 20
+
+// auditAdoptions writes one heartbeat's adoptions (R-S2) as one audit
+// entry: the audit trail (SPEC §9, Audit) says a host's report, not the
+// broker, put these sessions there. One entry per heartbeat with a count
+// and the first auditedAdoptions sessions, not one per session, and none
+// for a heartbeat that adopted nothing: a host reporting thousands of
+// strangers writes a bounded entry (notAdopted counts those the adoption
+// budget left out).
+func (t *tx) auditAdoptions(ctx context.Context, pool, host string, adopted []vdibroker.SessionStep, notAdopted int, now time.Time) error {
+	if len(adopted) == 0 {
+		return nil
+	}
+	type session struct {
+		ID             string `json:"id"`
+		User           string `json:"user"`
+		State          string `json:"state"`
+		AgentSessionID string `json:"agentSessionId"`
+	}
+	list := make([]session, 0, min(len(adopted), auditedAdoptions))
+	for _, st := range adopted[:min(len(adopted), auditedAdoptions)] {
+		list = append(list, session{st.SessionID, st.User, st.To, st.AgentSessionID})
+	}
+	_, err := insertAuditRow(ctx, t, &vdibroker.AuditEntry{Time: now,
+		Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalHost, ID: host},
+		Action:    "usersession.adopt", Target: "hostpools/" + pool + "/sessionhosts/" + host, HostPool: pool,
+		After: auditJSON(map[string]any{"sessionHost": host, "adopted": len(adopted), "notAdopted": notAdopted, "sessions": list})})
+	return err
+}
+
+// recentAdoptions counts the sessions host adopted in the
+// vdibroker.AdoptionWindow before now, ended ones included (the index
+// user_sessions_adopted_by_host, migration 00020).
+func (t *tx) recentAdoptions(ctx context.Context, pool, host string, now time.Time) (int, error) {
+	var n int
+	err := t.row(ctx, `SELECT count(*) FROM user_sessions WHERE host_pool = ? AND session_host = ? AND adopted AND create_time > ?`,
+		pool, host, ns(now.Add(-vdibroker.AdoptionWindow))).Scan(&n)
+	return n, err
 }
 
 // openSessions reads a host's open sessions (openSessionsQuery); n, the
@@ -379,9 +428,10 @@ func (s *openSessionScanner) scan(sc scanner) (vdibroker.OpenSession, error) {
 	return o, nil
 }
 
-// placedElsewhere returns which of users have an open session the broker
-// placed (not adopted) in pool on a host other than host, in any case
-// (R-E5). Both halves are served by the (host_pool, user_key) partial
+// placedElsewhere returns, for each of users, whether they have an open
+// session the broker placed (not adopted) in pool on a host other than
+// host, in any case (R-E5). Both halves are served by the (host_pool,
+// user_key) partial
 // indexes of open sessions.
 func (t *tx) placedElsewhere(ctx context.Context, pool, host string, users []string) (map[string]bool, error) {
 	placed := map[string]bool{}
@@ -396,9 +446,7 @@ func (t *tx) placedElsewhere(ctx context.Context, pool, host string, users []str
 		if err != nil {
 			return nil, err
 		}
-		if n > 0 {
-			placed[user] = true
-		}
+		placed[user] = n > 0
 	}
 	return placed, nil
 }

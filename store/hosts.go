@@ -229,7 +229,8 @@ func (t *tx) syncNewSessionsAllowed(ctx context.Context, pool, name string) erro
 // PutSessionHost creates or replaces a host's admin fields.
 func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (created bool, err error) {
 	err = s.write(ctx, func(t *tx) error {
-		if _, err := t.getPool(ctx, h.HostPool); err != nil {
+		pool, err := t.getPool(ctx, h.HostPool)
+		if err != nil {
 			return err
 		}
 		old, err := t.getHost(ctx, h.HostPool, h.Name, true)
@@ -237,11 +238,13 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			created = true
 			t.touch(h.HostPool, h.Name)
+			// A personal desktop awaits a registration token issued for
+			// it (R-SEC): its name carries its users.
 			_, err = t.exec(ctx, `INSERT INTO session_hosts (host_pool, name, address, protocols,
-				standard_features, allow_new_session, assigned_users, policy, create_time)
-				VALUES (?,?,?,?,?,?,?,?,?)`,
+				standard_features, allow_new_session, assigned_users, policy, create_time, awaits_host_token)
+				VALUES (?,?,?,?,?,?,?,?,?,?)`,
 				h.HostPool, h.Name, h.Address, list(h.Protocols), h.StandardFeatures,
-				h.AllowNewSession, list(h.AssignedUsers), jsonText(h.Policy), ns(h.CreateTime))
+				h.AllowNewSession, list(h.AssignedUsers), jsonText(h.Policy), ns(h.CreateTime), pool.HostPoolType == vdibroker.Personal)
 			if err == nil {
 				err = t.insertCounts(ctx, h.HostPool, h.Name, h.AllowNewSession)
 			}

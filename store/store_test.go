@@ -1053,6 +1053,27 @@ func TestRegisterHost(t *testing.T) {
 		if got, err := s.HostByCredential(ctx, "cred3"); err != nil || got.Name != "host2" || got.Address != "" {
 			t.Errorf("host2 by credential: %+v %v", got, err)
 		}
+		// A personal desktop made by PUT is claimed only with a token
+		// issued for it (R-SEC): not with a token of the pool, nor with
+		// one for another host; and a token for one host registers no
+		// other name.
+		mustPool(t, s, pool("desks", vdibroker.Personal))
+		mustHost(t, s, "desks", "desk1")
+		tokens := map[string]string{"": "rt-desks", "desk1": "rt-desk1", "desk2": "rt-desk2"}
+		for h, hash := range tokens {
+			if err := s.CreateRegistrationToken(ctx, &vdibroker.RegistrationToken{HostPool: "desks", Hash: hash, CreateTime: t0, ExpireTime: t0.Add(time.Hour), SessionHost: h}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, hash := range []string{"rt-desks", "rt-desk2"} {
+			_, err = s.RegisterHost(ctx, hash, &vdibroker.RegisterRequest{HostName: "desk1"}, "cred4", t0.Add(3*time.Minute))
+			wantCode(t, err, vdibroker.EPermission)
+		}
+		_, err = s.RegisterHost(ctx, "rt-desk1", &vdibroker.RegisterRequest{HostName: "desk3"}, "cred4", t0.Add(3*time.Minute))
+		wantCode(t, err, vdibroker.EPermission)
+		if _, err := s.RegisterHost(ctx, "rt-desk1", &vdibroker.RegisterRequest{HostName: "desk1"}, "cred4", t0.Add(3*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 

@@ -106,9 +106,9 @@ func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.Registra
 		if _, err := t.getPool(ctx, rt.HostPool); err != nil {
 			return err
 		}
-		_, err := t.exec(ctx, `INSERT INTO registration_tokens (id, host_pool, hash, create_time, expire_time, max_hosts)
-			VALUES (?,?,?,?,?,?)`,
-			rt.ID, rt.HostPool, rt.Hash, ns(rt.CreateTime), ns(rt.ExpireTime), rt.MaxHosts)
+		_, err := t.exec(ctx, `INSERT INTO registration_tokens (id, host_pool, hash, create_time, expire_time, max_hosts, session_host)
+			VALUES (?,?,?,?,?,?,?)`,
+			rt.ID, rt.HostPool, rt.Hash, ns(rt.CreateTime), ns(rt.ExpireTime), rt.MaxHosts, rt.SessionHost)
 		if err != nil && errors.Is(err, errUnique) {
 			return vdibroker.Errorf(vdibroker.EConflict, "registration token already exists")
 		}
@@ -122,18 +122,20 @@ func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.Registra
 // the named host in the token's pool or re-keys the existing one: the new
 // credential hash replaces the old, which stops working at once. Agent
 // fields (address, protocols, standardFeatures when sent, policy when sent)
-// are taken from req.
+// are taken from req. A token for one session host registers that name
+// only, and a host an admin created that never registered is claimed only
+// by such a token (R-SEC).
 func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.RegisterRequest, credentialHash string, now time.Time) (*vdibroker.SessionHost, error) {
 	if credentialHash == "" {
 		return nil, vdibroker.Errorf(vdibroker.EInvalid, "credential hash is empty")
 	}
 	var out *vdibroker.SessionHost
 	err := s.write(ctx, func(t *tx) error {
-		var pool, tokenID string
+		var pool, tokenID, forHost string
 		var exp, issued int64
 		var maxHosts, hosts int
-		err := t.row(ctx, `SELECT id, host_pool, expire_time, create_time, max_hosts, hosts FROM registration_tokens WHERE hash = ?`,
-			tokenHash).Scan(&tokenID, &pool, &exp, &issued, &maxHosts, &hosts)
+		err := t.row(ctx, `SELECT id, host_pool, expire_time, create_time, max_hosts, hosts, session_host FROM registration_tokens WHERE hash = ?`,
+			tokenHash).Scan(&tokenID, &pool, &exp, &issued, &maxHosts, &hosts, &forHost)
 		if errors.Is(err, sql.ErrNoRows) || tokenHash == "" {
 			return vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid registration token")
 		}
@@ -147,6 +149,9 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			t.audit.Principal.ID = tokenID
 			t.audit.HostPool, t.audit.Target = pool, "hostpools/"+pool+"/sessionhosts/"+req.HostName
 		}
+		if forHost != "" && forHost != req.HostName {
+			return vdibroker.Errorf(vdibroker.EPermission, "registration token %s is for session host %q only, not %q", tokenID, forHost, req.HostName)
+		}
 		var cred sql.NullString
 		h, err := t.getHostAnd(ctx, pool, req.HostName, true, &cred)
 		var before *vdibroker.SessionHost
@@ -159,6 +164,20 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			// credential) or an admin's reset may re-key it (issue 14).
 			return vdibroker.Errorf(vdibroker.EConflict, "session host %q is registered already: an agent re-keys it with its current credential; "+
 				"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)
+		}
+		if err == nil && cred.String == "" && forHost == "" {
+			var awaits bool
+			if err := t.row(ctx, `SELECT awaits_host_token FROM session_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName).Scan(&awaits); err != nil {
+				return err
+			}
+			if awaits {
+				// An admin made this personal desktop and no agent ever
+				// registered it: the first holder of any token of the
+				// pool must not become it (and its users' desktop).
+				return vdibroker.Errorf(vdibroker.EPermission, "personal session host %q was created by an admin and has never registered: it is claimed only "+
+					"with a registration token issued for it (POST .../registrationtoken {\"sessionHost\": %q}, "+
+					"vdibroker registration-token create --host-pool %s --session-host %s)", req.HostName, req.HostName, pool, req.HostName)
+			}
 		}
 		t.touch(pool, req.HostName) // a re-key revokes the old credential
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
@@ -212,7 +231,7 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 				h.Policy = *req.Policy
 			}
 			_, err = t.exec(ctx, `UPDATE session_hosts SET address = ?, protocols = ?, standard_features = ?,
-				policy = ?, credential_hash = ?, shutting_down = ? WHERE host_pool = ? AND name = ?`,
+				policy = ?, credential_hash = ?, shutting_down = ?, awaits_host_token = FALSE WHERE host_pool = ? AND name = ?`,
 				req.Address, list(req.Protocols), h.StandardFeatures, jsonText(h.Policy), credentialHash,
 				false, pool, req.HostName)
 		}
@@ -282,12 +301,12 @@ func (s *DB) ListRegistrationTokens(ctx context.Context, pool string) ([]*vdibro
 		out, err = queryAll(ctx, t, func(sc scanner) (*vdibroker.RegistrationToken, error) {
 			var rt vdibroker.RegistrationToken
 			var ct, et int64
-			if err := sc.Scan(&rt.ID, &rt.HostPool, &ct, &et, &rt.MaxHosts, &rt.Hosts); err != nil {
+			if err := sc.Scan(&rt.ID, &rt.HostPool, &ct, &et, &rt.MaxHosts, &rt.Hosts, &rt.SessionHost); err != nil {
 				return nil, err
 			}
 			rt.CreateTime, rt.ExpireTime = fromNS(ct), fromNS(et)
 			return &rt, nil
-		}, `SELECT id, host_pool, create_time, expire_time, max_hosts, hosts FROM registration_tokens
+		}, `SELECT id, host_pool, create_time, expire_time, max_hosts, hosts, session_host FROM registration_tokens
 			WHERE host_pool = ? ORDER BY create_time, id`, pool)
 		return err
 	})

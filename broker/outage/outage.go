@@ -124,6 +124,11 @@ func (m *Mode) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectReques
 	if !known || !vdibroker.Placeable(placement.Status(&h, pool.HeartbeatTimeout(), m.outageTime(&h, now))) {
 		return nil, cause // R-C1 would end it and place anew
 	}
+	if k.Adopted && !placement.AnswersAdopted(placement.PoolFrom(pool), &h, req.User, m.outageTime(&h, now)) {
+		// A host's report alone never routes a user (R-S2); placing them
+		// elsewhere needs the store, which would see the adopted session.
+		return nil, cause
+	}
 	// Is the session still there? The host's last report says so for a
 	// logged-on user; a Pending session the host has not reported is
 	// answered while its user may still be logging on (R-S3).

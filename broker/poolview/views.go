@@ -569,7 +569,7 @@ func (vs *Views) catchUpUsers(ctx context.Context, v *View) error {
 	defer v.mu.Unlock()
 	for _, us := range list {
 		if _, ok := v.users[vdibroker.FoldUser(us.User)]; !ok && len(v.users) < maxKnownUsers {
-			v.users[vdibroker.FoldUser(us.User)] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime}
+			v.users[vdibroker.FoldUser(us.User)] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime, Adopted: us.Adopted}
 		}
 	}
 	v.usersAfter = max(v.usersAfter, list[len(list)-1].ID)
@@ -652,6 +652,8 @@ func (v *View) KnowsUser(user string) bool {
 type KnownSession struct {
 	ID, Host, State string
 	CreateTime      time.Time
+	// Adopted: a host reported it, the broker did not place it (R-S2).
+	Adopted bool
 }
 
 // RememberUser records (us != nil) or forgets (us == nil) user's open
@@ -666,7 +668,7 @@ func (v *View) RememberUser(user string, us *vdibroker.UserSession) {
 	if len(v.users) >= maxKnownUsers {
 		v.users = map[string]KnownSession{}
 	}
-	v.users[vdibroker.FoldUser(user)] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime}
+	v.users[vdibroker.FoldUser(user)] = KnownSession{ID: us.ID, Host: us.SessionHost, State: us.State, CreateTime: us.CreateTime, Adopted: us.Adopted}
 }
 
 // KnownSession returns the session the view remembers for user.

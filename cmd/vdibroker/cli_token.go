@@ -25,6 +25,7 @@ var registrationTokenListColumns = []column{
 	{"ExpirationTime", "expirationTime"},
 	{"MaxHosts", "maxHosts"},
 	{"Hosts", "hosts"},
+	{"SessionHost", "sessionHost"},
 }
 
 // tokenColumns is the table of an API token; the secret column is empty in
@@ -47,12 +48,13 @@ func newRegistrationTokenCmd() *cobra.Command {
 	}
 	a := addAdminFlags(cmd)
 	var (
-		pool     string
-		expires  time.Duration
-		maxHosts int
+		pool        string
+		expires     time.Duration
+		maxHosts    int
+		sessionHost string
 	)
 	create := &cobra.Command{
-		Use:   "create --host-pool POOL [--expires 24h] [--max-hosts N]",
+		Use:   "create --host-pool POOL [--expires 24h] [--max-hosts N] [--session-host HOST]",
 		Short: "Issue a registration token (valid 1h..648h, i.e. 27 days)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,7 +69,7 @@ func newRegistrationTokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateRegistrationToken(cmd.Context(), pool, vhttp.RegistrationTokenRequest{ExpiresInSeconds: secs, MaxHosts: maxHosts})
+			t, err := c.CreateRegistrationToken(cmd.Context(), pool, vhttp.RegistrationTokenRequest{ExpiresInSeconds: secs, MaxHosts: maxHosts, SessionHost: sessionHost})
 			if err != nil {
 				return fail(err)
 			}
@@ -77,6 +79,7 @@ func newRegistrationTokenCmd() *cobra.Command {
 	poolNameVar(create.Flags(), &pool, "host-pool", "", "host pool name")
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token is valid, 1h..648h")
 	create.Flags().IntVar(&maxHosts, "max-hosts", 0, "how many new hosts the token may register (1: a one-use token; 0: no limit)")
+	create.Flags().StringVar(&sessionHost, "session-host", "", "issue the token for this one session host: it registers no other name, and only such a token claims a host an admin created (sessionhost put) that never registered")
 	requireFlags(create, "host-pool")
 	var listPool string
 	list := &cobra.Command{

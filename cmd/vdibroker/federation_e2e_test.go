@@ -67,7 +67,8 @@ func startPod(t testing.TB, bin, dir, secretFile, name, site string) *fedPod {
 	pr, pw := io.Pipe()
 	p := e2eStart(t, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + fedAdmin}, pw, "serve", "--listen", addr,
 		"--data-dir", filepath.Join(dir, name), "--pod-name", name, "--site", site, "--external-url", url,
-		"--federation-secret-file", secretFile, "--pod-timeout", fedTimeout.String())
+		"--federation-secret-file", secretFile, "--pod-timeout", fedTimeout.String(),
+		"--federation-allow", "http://127.0.0.1") // the peers are on loopback, over http (not allowed by default)
 	t.Cleanup(func() { pw.Close() })
 	ready := make(chan struct{})
 	go func() {

@@ -35,9 +35,14 @@ type FederationFlags struct {
 	// CAFile, when set, is the PEM CA bundle pod-to-pod HTTPS calls verify
 	// the peers against (a private CA, as README's TLS setup makes).
 	CAFile string
+	// Allow are the patterns of the URLs peers may have
+	// (--federation-allow; none: https only, never to loopback or
+	// link-local addresses; federation.PeerPolicy).
+	Allow []string
 
 	secret []byte
 	roots  *x509.CertPool // from CAFile
+	policy *federation.PeerPolicy
 }
 
 func (f *FederationFlags) addFlags(fl *pflag.FlagSet) {
@@ -47,6 +52,7 @@ func (f *FederationFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.SecretFile, "federation-secret-file", "", "file holding the federation's shared secret (the same on every pod, at least 16 bytes)")
 	fl.StringVar(&f.CAFile, "federation-ca-file", "", "PEM CA bundle to verify the other pods' HTTPS certificates (default: the system's roots)")
 	fl.DurationVar(&f.PodTimeout, "pod-timeout", 2*time.Second, "bound of every pod-to-pod call; a pod that does not answer in time is skipped")
+	fl.StringSliceVar(&f.Allow, "federation-allow", nil, "URLs the peers of the federation document may have, as [scheme://]host[:port] patterns (host: name, *.domain, *, IP, CIDR; scheme absent: https); repeat or separate by commas (default: https only, never to loopback, link-local or unspecified addresses)")
 }
 
 // load checks the flags and reads the secret, before anything is opened.
@@ -57,14 +63,19 @@ func (f *FederationFlags) load() error {
 		}
 	}
 	if f.PodName == "" {
-		if f.Site != "" || f.SecretFile != "" {
-			return usageError{fmt.Errorf("--site and --federation-secret-file need --pod-name")}
+		if f.Site != "" || f.SecretFile != "" || len(f.Allow) > 0 {
+			return usageError{fmt.Errorf("--site, --federation-secret-file and --federation-allow need --pod-name")}
 		}
 		return nil
 	}
 	if err := vdibroker.ValidateName("pod-name", f.PodName, 1, 64); err != nil {
 		return usageError{err}
 	}
+	policy, err := federation.ParsePeerPolicy(f.Allow)
+	if err != nil {
+		return usageError{err}
+	}
+	f.policy = policy
 	if f.SecretFile == "" {
 		return usageError{fmt.Errorf("--pod-name needs --federation-secret-file: pods authenticate each other with its secret")}
 	}
@@ -100,6 +111,7 @@ func (f *FederationFlags) federation(svc *broker.Service, apps global.Applicatio
 		Connect: svc, Applications: apps, Hosts: svc, Store: svc.Store(), Logger: log,
 		Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
 		Peers:          f.podClient(),
+		PeerPolicy:     f.policy,
 		PodTimeout:     f.PodTimeout,
 		ObserveConnect: metrics.ObserveGlobalConnect,
 		ObservePodCall: metrics.ObservePodCall,
@@ -126,5 +138,6 @@ func (f *FederationFlags) podClient() *vhttp.PodClient {
 	if f.roots != nil {
 		peers.HTTPClient.Transport.(*http.Transport).TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: f.roots}
 	}
+	peers.Restrict(f.policy)
 	return peers
 }

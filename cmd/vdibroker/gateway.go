@@ -133,7 +133,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    m.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:          serverErrorLog(m.Logger),
 	}
 	go func() {
 		if err := m.server.Serve(m.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -6,13 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/time/rate"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // logFlags are the logging flags of serve and agent. The level lives in a
@@ -118,4 +123,47 @@ func onHUP(ctx context.Context, reload func()) {
 			}
 		}
 	}()
+}
+
+// serverErrorLog is the ErrorLog of an http.Server: net/http's own lines
+// (a TLS handshake that failed, a header too large) at warn, at most
+// errorLinesPerSecond a second with a burst of errorLineBurst. Anyone who
+// can open a connection causes such a line, so they are bounded (R-SEC);
+// the next line logged says how many were dropped.
+func serverErrorLog(logger *slog.Logger) *log.Logger {
+	w := &boundedLines{log: logger, lim: rate.NewLimiter(errorLinesPerSecond, errorLineBurst)}
+	return log.New(w, "", 0)
+}
+
+const (
+	errorLinesPerSecond = 10
+	errorLineBurst      = 100
+)
+
+// boundedLines writes each line it gets as one warn log record while its
+// token bucket lasts.
+type boundedLines struct {
+	log     *slog.Logger
+	mu      sync.Mutex
+	lim     *rate.Limiter
+	dropped int
+}
+
+func (b *boundedLines) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	if !b.lim.Allow() {
+		b.dropped++
+		b.mu.Unlock()
+		return len(p), nil
+	}
+	dropped := b.dropped
+	b.dropped = 0
+	b.mu.Unlock()
+	msg := vdibroker.Cut(strings.TrimRight(string(p), "\n"), vdibroker.MaxAuditField)
+	if dropped > 0 {
+		b.log.Warn(msg, "linesDropped", dropped)
+	} else {
+		b.log.Warn(msg)
+	}
+	return len(p), nil
 }

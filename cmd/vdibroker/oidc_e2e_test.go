@@ -131,7 +131,7 @@ func jarClient() *http.Client {
 // group. A User is told the console is for administrators, with a link to
 // the portal, and gets no session. The sign-in is in the audit trail; of
 // the refusals from one address within a minute the first is a row of
-// its own, the others are counted (console.AuditRefusals).
+// its own, the others are counted (the broker's RecordRefusal).
 func TestOIDCConsoleFlow(t *testing.T) {
 	m, _ := oidcBroker(t, "127.0.0.1", nil)
 	c := jarClient()

@@ -142,5 +142,5 @@ func (m *Main) addOIDCConsole(ctx context.Context, c *console.Console, st vdibro
 	}
 	m.Logger.Info("single sign-on", "issuer", m.OIDC.Issuer, "callback", callback, "postLogout", site+"/signin")
 	return c.EnableOIDC(console.OIDCConfig{Provider: m.OIDC.provider, CallbackURL: callback, PostLogoutURL: site + "/signin", Key: key,
-		Limit: m.Server, Refusals: &console.AuditRefusals{Store: st, Logger: m.Logger}})
+		Limit: m.Server, Refusals: &console.AuditRefusals{Audit: m.broker, Logger: m.Logger}})
 }

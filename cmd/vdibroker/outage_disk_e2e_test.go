@@ -22,23 +22,12 @@ import (
 	"github.com/vdibroker/vdibroker/internal/faildisk"
 )
 
-// storeReason returns the store's reason in /healthz.
-func storeReason(t testing.TB, base string) string {
+// storeReason returns the store's reason in /healthz, as the admin token
+// reads it (anyone else gets vhttp.PublicStoreReason).
+func storeReason(t testing.TB, api e2eAPI) string {
 	t.Helper()
-	var health struct {
-		Store struct {
-			Reason string `json:"reason"`
-		} `json:"store"`
-	}
-	res, err := http.Get(base + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if err := json.NewDecoder(res.Body).Decode(&health); err != nil {
-		t.Fatalf("decode /healthz: %v", err)
-	}
-	return health.Store.Reason
+	_, reason := healthReason(t, api.base, api.token)
+	return reason
 }
 
 // heartbeat posts one heartbeat as host h to broker i, with its agent's
@@ -143,7 +132,7 @@ func testOutageReadOnlyDiskE2E(t *testing.T, bin string) {
 		t.Errorf("new user just after the failure refused after %v, want within the store timeout %v", a.Took, outageStoreTimeout)
 	}
 	w.duringOutage(true)
-	if reason := storeReason(t, w.brokers[0].api.base); !strings.Contains(reason, "read-only") && !strings.Contains(reason, "readonly") {
+	if reason := storeReason(t, w.brokers[0].api); !strings.Contains(reason, "read-only") && !strings.Contains(reason, "readonly") {
 		t.Errorf("/healthz reason %q, want the read-only disk named", reason)
 	}
 	for _, h := range w.hosts {

@@ -576,7 +576,7 @@ func testOutageDiskFullE2E(t *testing.T, bin string) {
 	filler := filepath.Join(dir, "filler")
 	fillFile(t, filler)
 	w.duringOutage(true)
-	if reason := storeReason(t, w.brokers[0].api.base); !strings.Contains(reason, "no space") && !strings.Contains(reason, "cannot write") {
+	if reason := storeReason(t, w.brokers[0].api); !strings.Contains(reason, "no space") && !strings.Contains(reason, "cannot write") {
 		t.Errorf("/healthz reason %q, want the full disk named", reason)
 	}
 	if err := os.Remove(filler); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -53,9 +54,14 @@ type Main struct {
 	// files change or on SIGHUP). TLSClientCA, when set, makes the agent
 	// endpoints require a client certificate signed by it (mTLS).
 	TLSCert, TLSKey, TLSClientCA string
+	// TLSClientAnyHost accepts an agent's client certificate for any host
+	// name (by default its common name or a DNS name must be the host's).
+	TLSClientAnyHost bool
 	// Server timeouts (0 = the defaults of newServeCmd): a request's whole
 	// read, its answer's write, and an idle keep-alive connection.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers (0 = 64 KiB).
+	MaxHeaderBytes int
 	// StoreTimeout bounds every store call (0 = 5s).
 	StoreTimeout time.Duration
 	// OutagePlacement places new users during a store outage within an
@@ -169,7 +175,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	services.Connect, services.Entitlements = ents, ents
 	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
-		AdminTokenHash: adminHash, AgentClientCert: m.TLSClientCA != "", OIDC: m.OIDC.provider})
+		AdminTokenHash: adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider})
 	// Listening before the console is made: single sign-on's callback of
 	// a broker on loopback is its own URL (siteURL).
 	ln, err := net.Listen("tcp", m.Listen)
@@ -201,10 +207,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.addOIDCConsole(ctx, m.console, guarded); err != nil {
 		return err
 	}
-	m.Server.Mux().Handle("/", m.console)
+	m.Server.Mount("/", m.console)
 	reg := m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
 		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }}))
-	m.Server.Mux().Handle("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(reg)))
+	m.Server.Mount("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(reg)))
 	// The in-process gateway's metrics are the broker's (vdibroker_gateway_*).
 	if err := m.Gateway.start(ctx, services.Gateway, reg, m.Logger); err != nil {
 		return fmt.Errorf("in-process gateway: %w", err)
@@ -216,7 +222,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		ReadTimeout:       orDefault(m.ReadTimeout, defaultReadTimeout),
 		WriteTimeout:      orDefault(m.WriteTimeout, defaultWriteTimeout),
 		IdleTimeout:       orDefault(m.IdleTimeout, defaultIdleTimeout),
-		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+		// A request's line and headers: net/http's 1 MB default let an
+		// anonymous caller send a 900 KB path to every handler (R-SEC).
+		MaxHeaderBytes: cmp.Or(m.MaxHeaderBytes, defaultMaxHeaderBytes),
+		ErrorLog:       serverErrorLog(m.Logger),
 	}
 	go func() {
 		if err := m.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -289,6 +298,9 @@ const (
 	defaultReadTimeout  = 30 * time.Second
 	defaultWriteTimeout = 60 * time.Second
 	defaultIdleTimeout  = 2 * time.Minute
+	// defaultMaxHeaderBytes: room for an identity provider's JWT with
+	// many groups in Authorization, far below net/http's 1 MB.
+	defaultMaxHeaderBytes = 64 << 10
 )
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -413,6 +425,9 @@ func newServeCmd() *cobra.Command {
 			if err := checkOutageFlags(&m.OutagePlacement, m.MaintenanceInterval); err != nil {
 				return err
 			}
+			if m.MaxHeaderBytes < 4096 || m.MaxHeaderBytes > 1<<20 {
+				return usageError{fmt.Errorf("--max-header-bytes: must be 4096..1048576, got %d", m.MaxHeaderBytes)}
+			}
 			if rdpDefaults != "" {
 				data, err := os.ReadFile(rdpDefaults)
 				if err == nil {
@@ -477,10 +492,12 @@ func newServeCmd() *cobra.Command {
 	logs.addFlags(cmd.Flags(), true)
 	cmd.Flags().StringVar(&m.TLSCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); reloaded when it changes or on SIGHUP")
 	cmd.Flags().StringVar(&m.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
-	cmd.Flags().StringVar(&m.TLSClientCA, "tls-client-ca", "", "require agents to present a client certificate signed by this PEM CA (mTLS on the agent endpoints)")
+	cmd.Flags().StringVar(&m.TLSClientCA, "tls-client-ca", "", "require agents to present a client certificate signed by this PEM CA (mTLS on the agent endpoints), whose common name or a DNS name is the host name the agent registers as")
+	cmd.Flags().BoolVar(&m.TLSClientAnyHost, "tls-client-any-host", false, "accept an agent's client certificate for any session host name (by default one host's certificate cannot register or heartbeat another)")
 	cmd.Flags().DurationVar(&m.ReadTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included")
 	cmd.Flags().DurationVar(&m.WriteTimeout, "write-timeout", defaultWriteTimeout, "longest time to write an answer")
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
+	cmd.Flags().IntVar(&m.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and headers accepted (4096..1048576); larger ones are answered 431")
 	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token /metrics then requires as Authorization: Bearer (default: /metrics is open)")
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
 	cmd.Flags().DurationVar(&m.AutoscaleInterval, "autoscale-interval", time.Minute, "how often the autoscaler evaluates the scaling plans; with several replicas one evaluates, under a lease of two intervals (0 = off)")

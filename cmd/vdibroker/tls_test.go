@@ -105,7 +105,7 @@ func TestTLSAgentEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, dir)
 	srvCert, srvKey := ca.issue(t, dir, "broker", 2, false)
-	agentCert, agentKey := ca.issue(t, dir, "agent", 3, true)
+	agentCert, agentKey := ca.issue(t, dir, "tls-01", 3, true) // its name is the host's (R-SEC)
 	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: srvCert, TLSKey: srvKey, TLSClientCA: ca.file}
 	if err := m.Open(t.Context()); err != nil {
 		t.Fatal(err)
@@ -312,7 +312,8 @@ func TestPodClientTrustsTheFederationCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, withCA := range []bool{false, true} {
-		f := FederationFlags{PodName: "fra1", SecretFile: secretFile, PodTimeout: time.Second}
+		// The peer is on loopback: allowed by name (R-SEC: not by default).
+		f := FederationFlags{PodName: "fra1", SecretFile: secretFile, PodTimeout: time.Second, Allow: []string{"127.0.0.1"}}
 		if withCA {
 			f.CAFile = ca.file
 		}

@@ -34,6 +34,9 @@ type Config struct {
 	Site   string
 	URL    string
 	Peers  vdibroker.PodClient
+	// PeerPolicy is what the peers' URLs of a document must pass (serve
+	// --federation-allow); nil allows any http(s) URL.
+	PeerPolicy *federation.PeerPolicy
 	// PodTimeout bounds every pod-to-pod call (0 = 2s, R-G5).
 	PodTimeout time.Duration
 	// LoadTTL is how long a peer's load summary is reused (0 = 3s), so a
@@ -106,7 +109,7 @@ func (g *Service) Pod() string { return g.cfg.Pod }
 
 // Self is this pod's identity.
 func (g *Service) Self() federation.Self {
-	return federation.Self{Pod: g.cfg.Pod, Site: g.cfg.Site, URL: g.cfg.URL}
+	return federation.Self{Pod: g.cfg.Pod, Site: g.cfg.Site, URL: g.cfg.URL, Peers: g.cfg.PeerPolicy}
 }
 
 // site is this pod's site: --site, else what the document says.

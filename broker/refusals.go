@@ -1,0 +1,169 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The bounded refusal audit (R-SEC, vdibroker.AuditService.RecordRefusal):
+// a caller without a valid API credential can cause as many refusals as
+// it sends requests, so they are not written one row each. Per window
+// (vdibroker.RefusalWindow) and key (address, credential kind and id):
+// the first refusal is written whole while the window's budget lasts;
+// the rest are counted, and each key's count becomes one summary entry
+// when the window closes, under a second budget of the same size; what
+// that leaves is one entry for every other address together. So a window
+// writes at most 2 × RefusalsPerWindow + 1 entries, each of bounded size
+// (AuditEntry.Bound), however many addresses send however many requests;
+// memory holds at most maxRefusalKeys keys.
+
+// maxRefusalKeys bounds the keys one window counts; later keys are
+// counted together.
+const maxRefusalKeys = 4096
+
+// refusals is one replica's count of the current window.
+type refusals struct {
+	mu      sync.Mutex
+	start   time.Time // of the current window (zero: none yet)
+	keys    map[string]*refusalTally
+	written int // whole entries written this window
+	// others counts the refusals of keys past maxRefusalKeys.
+	others refusalTally
+}
+
+// refusalTally is one key's refusals in the window not written whole:
+// how many, and the latest.
+type refusalTally struct {
+	counted int
+	last    *vdibroker.AuditEntry
+}
+
+// RecordRefusal implements vdibroker.AuditService.
+func (s *Service) RecordRefusal(ctx context.Context, e *vdibroker.AuditEntry) (bool, error) {
+	e.Bound()
+	e.Outcome = vdibroker.AuditRefused
+	now := s.now()
+	if e.Time.IsZero() {
+		e.Time = now.UTC()
+	}
+	summaries, write := s.refusals.add(e, now)
+	s.writeSummaries(ctx, summaries)
+	if !write {
+		return false, nil
+	}
+	if err := s.store.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// flushRefusals writes the summaries of a window that closed (the
+// maintenance loop calls it, so a window's counts are written though no
+// refusal follows).
+func (s *Service) flushRefusals(ctx context.Context) {
+	s.writeSummaries(ctx, s.refusals.roll(s.now(), false))
+}
+
+// writeSummaries writes a closed window's summary entries, each also a
+// log line "audit" as the HTTP layer logs the entries it writes.
+func (s *Service) writeSummaries(ctx context.Context, list []*vdibroker.AuditEntry) {
+	for _, e := range list {
+		if err := s.store.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+			s.log.Error("audit: cannot record a summary of refusals", "err", err, "remoteAddress", e.RemoteAddr)
+			continue
+		}
+		s.log.Info("audit", "audit", e)
+	}
+}
+
+// refusalKey is who a refusal is counted for.
+func refusalKey(e *vdibroker.AuditEntry) string {
+	return e.RemoteAddr + "\x00" + e.Principal.Kind + "\x00" + e.Principal.ID
+}
+
+// add counts e at now and says whether to write it whole; it returns the
+// summaries of a window that closed.
+func (r *refusals) add(e *vdibroker.AuditEntry, now time.Time) (summaries []*vdibroker.AuditEntry, write bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	summaries = r.rollLocked(now, false)
+	if r.start.IsZero() {
+		r.start = now
+	}
+	k := refusalKey(e)
+	t := r.keys[k]
+	switch {
+	case t == nil && len(r.keys) >= maxRefusalKeys:
+		r.others.counted++
+		r.others.last = e
+		return summaries, false
+	case t == nil:
+		t = &refusalTally{}
+		r.keys[k] = t
+		if r.written < vdibroker.RefusalsPerWindow {
+			r.written++
+			return summaries, true
+		}
+	}
+	t.counted++
+	t.last = e
+	return summaries, false
+}
+
+// roll closes the window when it is over (or at once with force) and
+// returns its summary entries.
+func (r *refusals) roll(now time.Time, force bool) []*vdibroker.AuditEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rollLocked(now, force)
+}
+
+func (r *refusals) rollLocked(now time.Time, force bool) []*vdibroker.AuditEntry {
+	if r.keys == nil {
+		r.keys = map[string]*refusalTally{}
+	}
+	if r.start.IsZero() || (!force && now.Sub(r.start) < vdibroker.RefusalWindow) {
+		return nil
+	}
+	start := r.start
+	var out []*vdibroker.AuditEntry
+	rest := r.others
+	for _, t := range r.keys {
+		if t.counted == 0 {
+			continue
+		}
+		if len(out) < vdibroker.RefusalsPerWindow {
+			out = append(out, summary(t, start, now, false))
+			continue
+		}
+		rest.counted += t.counted
+		rest.last = t.last
+	}
+	if rest.counted > 0 {
+		out = append(out, summary(&rest, start, now, true))
+	}
+	r.keys, r.others, r.written, r.start = map[string]*refusalTally{}, refusalTally{}, 0, time.Time{}
+	return out
+}
+
+// summary is the entry of t's counted refusals in the window from start
+// to end; others: of every address left over.
+func summary(t *refusalTally, start, end time.Time, others bool) *vdibroker.AuditEntry {
+	last := t.last
+	e := &vdibroker.AuditEntry{Time: end.UTC(), Principal: last.Principal, RemoteAddr: last.RemoteAddr,
+		Action: vdibroker.RefusalSummaryAction, Target: last.Target, HostPool: last.HostPool,
+		Outcome: vdibroker.AuditRefused}
+	who := "from " + last.RemoteAddr
+	if others {
+		e.Principal, e.RemoteAddr, e.Target, e.HostPool = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous}, "", "", ""
+		who = "from other addresses"
+	}
+	e.Error = fmt.Sprintf("%d more refused requests %s between %s and %s, not recorded one by one; the last: %s %s: %s",
+		t.counted, who, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), last.Action, last.Target, last.Error)
+	e.Bound()
+	return e
+}

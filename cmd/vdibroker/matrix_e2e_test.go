@@ -1,0 +1,462 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testop"
+)
+
+// The route × credential matrix (R-SEC): every route the real serve
+// registers (http.Server.Routes and the console's Routes, so a route
+// without an expectation here fails the test), called with every kind of
+// credential, scoped ones in and out of their scope, with the exact
+// status wanted.
+
+// Route classes: what a route needs of the caller.
+const (
+	mPublic    = iota // anyone, the same answer
+	mRead             // Reader and up; the pool's scope applies
+	mInspect          // Contributor and up, reading; the pool's scope applies (404 out of it)
+	mWrite            // Contributor and up; the pool's scope applies
+	mConnect          // Contributor, admin, a User for itself; scope applies
+	mAdmin            // the admin token only
+	mAny              // every API principal, scoped ones included
+	mGRead            // read, global: refused to a scoped principal
+	mGWrite           // write, global
+	mGConnect         // connect, global
+	mList             // read, global, filtered by scope
+	mAudit            // Contributor and up, global, filtered by scope
+	mPlanRead         // a scaling plan: 404 to a scoped principal for another pool's
+	mPlanWrite        // 403 to a scoped principal for a PUT naming another pool, 404 else
+	mRegister         // the agent's registration: a registration token in the body
+	mHeartbeat        // the agent's heartbeat: the host's credential
+	mPod              // pod-to-pod: the federation secret's signature
+	mConsole          // a console page: its own sign-in; bearer tokens change nothing
+)
+
+// route is how the matrix calls one registered pattern: the request (its
+// path and body with placeholders the world fills) and what an allowed
+// caller gets.
+type route struct {
+	pattern string
+	method  string
+	path    string // placeholders: {pool}, {sid}, {spareReg}, {spareTok}, {token}
+	body    string
+	class   int
+	ok      int
+}
+
+// matrixRoutes are the calls, changes before deletes so that each finds
+// what it needs. A pattern may appear more than once (alice and bob
+// connecting).
+var matrixRoutes = []route{
+	{"GET /healthz", "GET", "/healthz", "", mPublic, 200},
+	{"GET /api/v1/hostpools", "GET", "/api/v1/hostpools", "", mList, 200},
+	{"GET /api/v1/hostpools/{pool}", "GET", "/api/v1/hostpools/{pool}", "", mRead, 200},
+	{"PUT /api/v1/hostpools/{pool}", "PUT", "/api/v1/hostpools/{pool}", `{}`, mWrite, 200},
+	{"PATCH /api/v1/hostpools/{pool}", "PATCH", "/api/v1/hostpools/{pool}", `{"description": "x"}`, mWrite, 200},
+	{"GET /api/v1/hostpools/{pool}/sessionhosts", "GET", "/api/v1/hostpools/{pool}/sessionhosts", "", mRead, 200},
+	{"GET /api/v1/hostpools/{pool}/sessionhosts/{host}", "GET", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h1", "", mRead, 200},
+	{"PUT /api/v1/hostpools/{pool}/sessionhosts/{host}", "PUT", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h2", `{"address": "x.example.test:3389"}`, mWrite, 200},
+	{"PATCH /api/v1/hostpools/{pool}/sessionhosts/{host}", "PATCH", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h3", `{"allowNewSession": false}`, mWrite, 200},
+	{"GET /api/v1/hostpools/{pool}/usersessions", "GET", "/api/v1/hostpools/{pool}/usersessions", "", mRead, 200},
+	{"GET /api/v1/hostpools/{pool}/usersessions/{id}", "GET", "/api/v1/hostpools/{pool}/usersessions/{sid}", "", mRead, 200},
+	{"GET /api/v1/hostpools/{pool}/usersessions/{id}/placement", "GET", "/api/v1/hostpools/{pool}/usersessions/{sid}/placement", "", mRead, 200},
+	{"GET /api/v1/hostpools/{pool}/autoscale/evaluations", "GET", "/api/v1/hostpools/{pool}/autoscale/evaluations", "", mRead, 200},
+	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/disconnect", "", mWrite, 202},
+	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/sendmessage", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/sendmessage", `{"message": "hi"}`, mWrite, 202},
+	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "alice", "dryRun": true}`, mConnect, 200},
+	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "bob", "dryRun": true}`, mConnect, 200},
+	{"POST /api/v1/hostpools/{pool}/registrationtoken", "POST", "/api/v1/hostpools/{pool}/registrationtoken", `{}`, mWrite, 201},
+	{"GET /api/v1/hostpools/{pool}/registrationtokens", "GET", "/api/v1/hostpools/{pool}/registrationtokens", "", mInspect, 200},
+	{"DELETE /api/v1/hostpools/{pool}/registrationtokens/{id}", "DELETE", "/api/v1/hostpools/{pool}/registrationtokens/{spareReg}", "", mWrite, 204},
+	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/resetregistration", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h3/resetregistration", "", mWrite, 204},
+	// No power driver: an allowed caller is answered 409.
+	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/start", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4/start", "", mWrite, 409},
+	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/stop", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4/stop?force=true", "", mWrite, 409},
+	{"DELETE /api/v1/hostpools/{pool}/sessionhosts/{host}", "DELETE", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4", "", mWrite, 204},
+	{"DELETE /api/v1/hostpools/{pool}/usersessions/{id}", "DELETE", "/api/v1/hostpools/{pool}/usersessions/{sid}", "", mWrite, 202},
+	{"GET /api/v1/tokens", "GET", "/api/v1/tokens", "", mAdmin, 200},
+	{"POST /api/v1/tokens", "POST", "/api/v1/tokens", `{"role": "Reader", "subject": "x"}`, mAdmin, 201},
+	{"DELETE /api/v1/tokens/{id}", "DELETE", "/api/v1/tokens/{spareTok}", "", mAdmin, 204},
+	{"GET /api/v1/whoami", "GET", "/api/v1/whoami", "", mAny, 200},
+	{"POST /api/v1/signin", "POST", "/api/v1/signin", "", mAny, 200},
+	{"GET /api/v1/auditlog", "GET", "/api/v1/auditlog", "", mAudit, 200},
+	{"GET /api/v1/federation", "GET", "/api/v1/federation", "", mGRead, 200},
+	{"PUT /api/v1/federation", "PUT", "/api/v1/federation", `{}`, mGWrite, 400},
+	{"GET /api/v1/globalentitlements", "GET", "/api/v1/globalentitlements", "", mGRead, 200},
+	{"GET /api/v1/globalentitlements/{name}", "GET", "/api/v1/globalentitlements/g", "", mGRead, 200},
+	{"POST /api/v1/globalentitlements/{name}/connect", "POST", "/api/v1/globalentitlements/g/connect", `{"user": "alice", "dryRun": true}`, mGConnect, 200},
+	{"GET " + federation.LoadsPath, "GET", federation.LoadsPath, "", mPod, 200},
+	{"POST " + federation.SessionsPath, "POST", federation.SessionsPath, `{"user": "alice", "hostPools": ["pin"]}`, mPod, 200},
+	{"POST " + federation.ConnectPath, "POST", federation.ConnectPath, `{"globalEntitlement": "g", "hostPool": "pin", "user": "alice", "dryRun": true}`, mPod, 200},
+	{"POST /api/v1/agent/register", "POST", "/api/v1/agent/register", `{"token": "{token}", "hostName": "new-{pool}", "address": "n.example.test:3389"}`, mRegister, 201},
+	{"POST /api/v1/agent/heartbeat", "POST", "/api/v1/agent/heartbeat", `{"sessions": []}`, mHeartbeat, 200},
+	{"GET /api/v1/scalingplans", "GET", "/api/v1/scalingplans", "", mList, 200},
+	{"GET /api/v1/scalingplans/{name}", "GET", "/api/v1/scalingplans/plan-{pool}", "", mPlanRead, 200},
+	{"PUT /api/v1/scalingplans/{name}", "PUT", "/api/v1/scalingplans/plan-{pool}", "{plan}", mPlanWrite, 200},
+	{"DELETE /api/v1/scalingplans/{name}", "DELETE", "/api/v1/scalingplans/plan-{pool}", "", mPlanWrite, 204},
+	{"/api/v1/", "GET", "/api/v1/no/such/route", "", mPublic, 404},
+	{"GET /metrics", "GET", "/metrics", "", mPublic, 200},
+	{"DELETE /api/v1/hostpools/{pool}", "DELETE", "/api/v1/hostpools/{pool}?force=true", "", mWrite, 204},
+	// The console, mounted at "/": its pages want its own sign-in.
+	{"/", "GET", "/", "", mConsole, 303},
+	{"GET /static/", "GET", "/static/console.css", "", mConsole, 200},
+	{"GET /signin", "GET", "/signin", "", mConsole, 200},
+	{"POST /signin", "POST", "/signin", "", mConsole, 403},
+	{"POST /signout", "POST", "/signout", "", mConsole, 401},
+	{"GET /{$}", "GET", "/", "", mConsole, 303},
+	{"GET /pools/{pool}", "GET", "/pools/{pool}", "", mConsole, 303},
+	{"POST /pools/{pool}/settings", "POST", "/pools/{pool}/settings", "", mConsole, 401},
+	{"POST /pools/{pool}/hosts/{host}/drain", "POST", "/pools/{pool}/hosts/{pool}-h1/drain", "", mConsole, 401},
+	{"POST /pools/{pool}/hosts/{host}/power", "POST", "/pools/{pool}/hosts/{pool}-h1/power", "", mConsole, 401},
+	{"GET /pools/{pool}/hosts/{host}", "GET", "/pools/{pool}/hosts/{pool}-h1", "", mConsole, 303},
+	{"GET /pools/{pool}/autoscale", "GET", "/pools/{pool}/autoscale", "", mConsole, 303},
+	{"GET /sessions", "GET", "/sessions", "", mConsole, 303},
+	{"GET /audit", "GET", "/audit", "", mConsole, 303},
+	{"GET /scalingplans", "GET", "/scalingplans", "", mConsole, 303},
+	{"GET /scalingplans/{name}", "GET", "/scalingplans/plan-{pool}", "", mConsole, 303},
+	{"GET /rules", "GET", "/rules", "", mConsole, 200},
+	{"POST /pools/{pool}/sessions/{id}/logoff", "POST", "/pools/{pool}/sessions/{sid}/logoff", "", mConsole, 401},
+	{"POST /pools/{pool}/sessions/{id}/disconnect", "POST", "/pools/{pool}/sessions/{sid}/disconnect", "", mConsole, 401},
+	{"GET /pools/{pool}/sessions/{id}/placement", "GET", "/pools/{pool}/sessions/{sid}/placement", "", mConsole, 303},
+	{"GET /federation", "GET", "/federation", "", mConsole, 303},
+	// Single sign-on: to the provider; its callback without a sign-in
+	// under way is refused.
+	{"GET /signin/oidc", "GET", "/signin/oidc", "", mConsole, 303},
+	{"GET /signin/oidc/callback", "GET", "/signin/oidc/callback", "", mConsole, 403},
+}
+
+// matrixCred is one kind of credential and what it may do.
+type matrixCred struct {
+	name string
+	// role is Admin, Contributor, Reader or User; "" for a credential
+	// that is no API principal.
+	role   string
+	scoped bool   // scoped to pin only
+	user   string // a User's subject
+	// secret returns the bearer token; signed marks the federation peer,
+	// whose requests carry a pod-to-pod signature instead.
+	secret func(t *testing.T, w *matrixWorld) string
+	signed bool
+}
+
+// matrixWorld is one credential kind's fresh broker: pools pin and pout
+// with four hosts each and alice's Active session, a scaling plan, a
+// spare registration token and API token each, a federation document
+// with global entitlement g on pin, and an identity provider.
+type matrixWorld struct {
+	m        *Main
+	admin    *vhttp.Client
+	op       *testop.OP
+	secret   []byte
+	session  map[string]string // pool -> alice's session
+	spareReg map[string]string // pool -> a registration token id
+	spareTok string
+	regToken string // a registration token of pout, as a secret
+	hostCred string // the credential of pout's first host
+}
+
+func newMatrixWorld(t *testing.T) *matrixWorld {
+	t.Helper()
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	dir := t.TempDir()
+	w := &matrixWorld{session: map[string]string{}, spareReg: map[string]string{}, secret: []byte("matrix-federation-secret-0123456789")}
+	secretFile, roles, clientSecret := filepath.Join(dir, "fed.secret"), filepath.Join(dir, "roles.yaml"), filepath.Join(dir, "oidc.secret")
+	w.op = testop.Start(t, "vdibroker-matrix", "matrix-secret")
+	for f, content := range map[string]string{
+		secretFile:   string(w.secret),
+		clientSecret: "matrix-secret",
+		roles: "groups:\n  ops:\n    role: Contributor\n  pin-ops:\n    role: Contributor\n    hostPools: [pin]\n" +
+			"  readers:\n    role: Reader\n  pin-users:\n    role: User\n    hostPools: [pin]\n",
+	} {
+		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.m = &Main{Listen: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
+		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: 200 * time.Millisecond},
+		OIDC:       OIDCFlags{Issuer: w.op.Issuer, ClientID: w.op.ClientID, ClientSecretFile: clientSecret, RoleMapFile: roles, GroupsClaim: "groups"}}
+	if err := w.m.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.m.Close() })
+	ctx := context.Background()
+	w.admin = vhttp.NewClient(w.m.URL(), w.m.AdminToken)
+	for _, p := range []string{"pin", "pout"} {
+		if _, err := w.admin.PutHostPool(ctx, p, map[string]any{"loadBalancerType": "DepthFirst", "maxSessionLimit": 10}); err != nil {
+			t.Fatal(err)
+		}
+		rt, err := w.admin.CreateRegistrationToken(ctx, p, vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var creds []string
+		for i := 1; i <= 4; i++ {
+			reg, err := w.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: fmt.Sprintf("%s-h%d", p, i), Address: "127.0.0.1:3389"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds = append(creds, reg.Credential)
+			if _, err := w.admin.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := w.admin.Connect(ctx, p, vhttp.ConnectRequest{User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.admin.Heartbeat(ctx, creds[0], &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: vdibroker.StateActive}}}); err != nil {
+			t.Fatal(err)
+		}
+		w.session[p] = c.SessionID
+		if _, err := w.admin.PutScalingPlan(ctx, "plan-"+p, matrixPlan(p)); err != nil {
+			t.Fatal(err)
+		}
+		spare, err := w.admin.CreateRegistrationToken(ctx, p, vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.spareReg[p] = spare.ID
+		if p == "pout" {
+			w.regToken, w.hostCred = rt.Token, creds[1]
+		}
+	}
+	tr, err := w.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Reader", Subject: "spare"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.spareTok = tr.ID
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods:               []vdibroker.Pod{{Name: "pod1", Site: "s", URL: "https://pod1.example.test"}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g", Members: []vdibroker.Member{{Pod: "pod1", HostPool: "pin"}}}}}
+	if _, err := w.admin.PutFederation(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func matrixPlan(pool string) map[string]any {
+	return map[string]any{
+		"timeZone": "Europe/Berlin", "hostPools": []string{pool},
+		"schedules": []map[string]any{{
+			"name": "workweek", "daysOfWeek": []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday"},
+			"rampUpStartTime": "07:00", "rampUpMinimumHostsPct": 20, "rampUpCapacityThresholdPct": 60,
+			"peakStartTime": "09:00", "peakMinimumHostsPct": 50,
+			"rampDownStartTime": "17:00", "rampDownMinimumHostsPct": 10, "rampDownCapacityThresholdPct": 90,
+			"rampDownForceLogoffUsers": true, "rampDownWaitTimeMinutes": 15, "rampDownNotificationMessage": "Log off in 15 minutes.",
+			"offPeakStartTime": "19:00",
+		}},
+	}
+}
+
+func (w *matrixWorld) token(t *testing.T, role, subject string, pools []string) string {
+	t.Helper()
+	tr, err := w.admin.CreateToken(context.Background(), vhttp.TokenRequest{Role: role, Subject: subject, HostPools: pools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Secret
+}
+
+// fill puts the world's names into a route's path or body for pool.
+func (w *matrixWorld) fill(s, pool, token string) string {
+	plan, _ := json.Marshal(matrixPlan(pool))
+	return strings.NewReplacer("{pool}", pool, "{sid}", w.session[pool], "{spareReg}", w.spareReg[pool],
+		"{spareTok}", w.spareTok, "{token}", token, "{plan}", string(plan)).Replace(s)
+}
+
+// matrixWant is the exact status of route r called by credential k on
+// pool.
+func matrixWant(k matrixCred, r route, pool string) int {
+	switch r.class {
+	case mPublic, mConsole:
+		return r.ok
+	case mRegister:
+		if k.name == "registration token" {
+			return r.ok
+		}
+		return 401
+	case mHeartbeat:
+		if k.name == "host credential" {
+			return r.ok
+		}
+		return 401
+	case mPod:
+		if k.signed {
+			return r.ok
+		}
+		return 401
+	}
+	if k.role == "" {
+		return 401
+	}
+	var allowed bool
+	switch r.class {
+	case mRead, mGRead, mList, mPlanRead:
+		allowed = k.role != "User"
+	case mInspect, mWrite, mGWrite, mAudit, mPlanWrite:
+		allowed = k.role == "Admin" || k.role == "Contributor"
+	case mConnect, mGConnect:
+		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "User"
+	case mAdmin:
+		allowed = k.role == "Admin"
+	case mAny:
+		allowed = true
+	}
+	if !allowed {
+		return 403
+	}
+	if k.scoped {
+		switch r.class {
+		case mGRead, mGWrite, mGConnect, mAdmin:
+			return 403
+		case mPlanRead, mPlanWrite:
+			if pool != "pin" {
+				if r.method == "PUT" {
+					return 403
+				}
+				return 404
+			}
+		case mRead, mInspect, mWrite, mConnect:
+			if pool != "pin" {
+				if r.method == "GET" {
+					return 404
+				}
+				return 403
+			}
+		}
+	}
+	// A User connects only itself (the connect checks it after scope).
+	if k.role == "User" && (r.class == mConnect || r.class == mGConnect) && !strings.Contains(r.body, `"`+k.user+`"`) {
+		return 403
+	}
+	return r.ok
+}
+
+// TestRouteCredentialMatrix_RSEC: every route the broker serves against
+// every kind of credential, each on a fresh broker (changes of one do not
+// meet another's, and no address reaches the failed-authentication limit).
+func TestRouteCredentialMatrix_RSEC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the route matrix starts a broker per credential")
+	}
+	tok := func(role, subject string, pools []string) func(*testing.T, *matrixWorld) string {
+		return func(t *testing.T, w *matrixWorld) string { return w.token(t, role, subject, pools) }
+	}
+	mint := func(group string) func(*testing.T, *matrixWorld) string {
+		return func(t *testing.T, w *matrixWorld) string {
+			return w.op.Mint(map[string]any{"sub": "alice", "groups": []string{group}})
+		}
+	}
+	creds := []matrixCred{
+		{name: "none", secret: func(*testing.T, *matrixWorld) string { return "" }},
+		{name: "forged", secret: func(*testing.T, *matrixWorld) string { return "vdbt_forged-0123456789abcdef" }},
+		{name: "registration token", secret: func(_ *testing.T, w *matrixWorld) string { return w.regToken }},
+		{name: "host credential", secret: func(_ *testing.T, w *matrixWorld) string { return w.hostCred }},
+		{name: "admin", role: "Admin", secret: func(_ *testing.T, w *matrixWorld) string { return w.m.AdminToken }},
+		{name: "Reader", role: "Reader", secret: tok("Reader", "auditor", nil)},
+		{name: "scoped Reader", role: "Reader", scoped: true, secret: tok("Reader", "pin-auditor", []string{"pin"})},
+		{name: "Contributor", role: "Contributor", secret: tok("Contributor", "ops", nil)},
+		{name: "scoped Contributor", role: "Contributor", scoped: true, secret: tok("Contributor", "pin-ops", []string{"pin"})},
+		{name: "User alice", role: "User", user: "alice", secret: tok("User", "alice", nil)},
+		{name: "scoped User alice", role: "User", user: "alice", scoped: true, secret: tok("User", "alice", []string{"pin"})},
+		{name: "OIDC Reader", role: "Reader", secret: mint("readers")},
+		{name: "OIDC Contributor", role: "Contributor", secret: mint("ops")},
+		{name: "OIDC scoped Contributor", role: "Contributor", scoped: true, secret: mint("pin-ops")},
+		{name: "OIDC scoped User alice", role: "User", user: "alice", scoped: true, secret: mint("pin-users")},
+		{name: "federation peer", signed: true, secret: func(*testing.T, *matrixWorld) string { return "" }},
+	}
+	// Every route served has an expectation, and every expectation is of
+	// a route served.
+	w := newMatrixWorld(t)
+	served := append(w.m.Server.Routes(), w.m.console.Routes()...)
+	var expected []string
+	for _, r := range matrixRoutes {
+		expected = append(expected, r.pattern)
+	}
+	for _, p := range served {
+		if !slices.Contains(expected, p) {
+			t.Errorf("route %q is served but the matrix has no expectation for it: add it to matrixRoutes", p)
+		}
+	}
+	for _, p := range expected {
+		if !slices.Contains(served, p) {
+			t.Errorf("the matrix expects route %q, which is not served", p)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	calls := 0
+	for i, k := range creds {
+		t.Run(k.name, func(t *testing.T) {
+			if i > 0 {
+				w = newMatrixWorld(t)
+			}
+			secret := k.secret(t, w)
+			pools := []string{"pin"}
+			if k.scoped {
+				pools = []string{"pout", "pin"} // out of scope first: refusals change nothing
+			}
+			for _, pool := range pools {
+				for _, r := range matrixRoutes {
+					path, body := w.fill(r.path, pool, secret), w.fill(r.body, pool, secret)
+					if r.class == mRegister && secret == "" {
+						body = w.fill(r.body, pool, "vdbr_bogus-0123456789")
+					}
+					req, err := http.NewRequest(r.method, w.m.URL()+path, strings.NewReader(body))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if body != "" {
+						req.Header.Set("Content-Type", "application/json")
+					}
+					if secret != "" {
+						req.Header.Set("Authorization", "Bearer "+secret)
+					}
+					if k.signed {
+						pathOnly, _, _ := strings.Cut(path, "?")
+						for h, v := range federation.Sign(w.secret, r.method, pathOnly, "pod2", []byte(body), time.Now()) {
+							req.Header.Set(h, v)
+						}
+					}
+					resp, err := noRedirect.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					raw, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					calls++
+					want := matrixWant(k, r, pool)
+					if resp.StatusCode != want {
+						t.Errorf("%s %s (%s) on %s: %d %.300s, want %d", r.method, path, r.pattern, pool, resp.StatusCode, raw, want)
+					}
+					if resp.StatusCode >= 400 && strings.HasPrefix(path, "/api/") {
+						var eb struct {
+							Error *vdibroker.Error `json:"error"`
+						}
+						if json.Unmarshal(raw, &eb) != nil || eb.Error == nil || eb.Error.Message == "" {
+							t.Errorf("%s %s: an error answer without the error body: %.300s", r.method, path, raw)
+						}
+					}
+				}
+			}
+		})
+	}
+	t.Logf("%d requests, %d routes, %d credentials", calls, len(served), len(creds))
+}
