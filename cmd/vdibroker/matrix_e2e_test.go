@@ -45,6 +45,10 @@ const (
 	mHeartbeat        // the agent's heartbeat: the host's credential
 	mPod              // pod-to-pod: the federation secret's signature
 	mConsole          // a console page: its own sign-in; bearer tokens change nothing
+	mGroup            // an application group or its applications, by name: read (Reader and up) or change (Contributor and up); 404 out of scope
+	mGroupPut         // an application group's PUT: Contributor and up; 403 for a pool out of scope (the body names it)
+	mAppConnect       // an application's connect: as mConnect, but 404 out of scope (the group is not seen)
+	mGatewayReport    // an RD gateway's tunnel report: a Gateway token or the admin
 )
 
 // route is how the matrix calls one registered pattern: the request (its
@@ -53,7 +57,7 @@ const (
 type route struct {
 	pattern string
 	method  string
-	path    string // placeholders: {pool}, {sid}, {spareReg}, {spareTok}, {token}
+	path    string // placeholders: {pool}, {sid}, {spareReg}, {spareTok}, {token}, {tunnel}
 	body    string
 	class   int
 	ok      int
@@ -111,7 +115,28 @@ var matrixRoutes = []route{
 	{"DELETE /api/v1/scalingplans/{name}", "DELETE", "/api/v1/scalingplans/plan-{pool}", "", mPlanWrite, 204},
 	{"/api/v1/", "GET", "/api/v1/no/such/route", "", mPublic, 404},
 	{"GET /metrics", "GET", "/metrics", "", mPublic, 200},
-	{"DELETE /api/v1/hostpools/{pool}", "DELETE", "/api/v1/hostpools/{pool}?force=true", "", mWrite, 204},
+	// Application groups (R-E1..R-E4): pin's and pout's apps-{pool}, a
+	// RemoteApp group assigned to alice with one application.
+	{"GET /api/v1/applicationgroups", "GET", "/api/v1/applicationgroups", "", mList, 200},
+	{"GET /api/v1/applicationgroups/{name}", "GET", "/api/v1/applicationgroups/apps-{pool}", "", mGroup, 200},
+	{"PUT /api/v1/applicationgroups/{name}", "PUT", "/api/v1/applicationgroups/apps-{pool}", appGroupJSON, mGroupPut, 200},
+	{"GET /api/v1/applicationgroups/{name}/applications", "GET", "/api/v1/applicationgroups/apps-{pool}/applications", "", mGroup, 200},
+	{"GET /api/v1/applicationgroups/{name}/applications/{app}", "GET", "/api/v1/applicationgroups/apps-{pool}/applications/app", "", mGroup, 200},
+	{"PUT /api/v1/applicationgroups/{name}/applications/{app}", "PUT", "/api/v1/applicationgroups/apps-{pool}/applications/app", `{"filePath": "app.exe"}`, mGroup, 200},
+	{"POST /api/v1/applicationgroups/{name}/connect", "POST", "/api/v1/applicationgroups/apps-{pool}/connect", `{"user": "alice", "application": "app", "dryRun": true}`, mAppConnect, 200},
+	{"GET /api/v1/users/{user}/entitlements", "GET", "/api/v1/users/alice/entitlements", "", mAny, 200},
+	{"DELETE /api/v1/applicationgroups/{name}/applications/{app}", "DELETE", "/api/v1/applicationgroups/apps-{pool}/applications/app", "", mGroup, 204},
+	{"DELETE /api/v1/applicationgroups/{name}", "DELETE", "/api/v1/applicationgroups/apps-{pool}", "", mGroup, 204},
+	// The RD gateway (R-GW4, R-GW6): the keys are public, rotating them is
+	// the admin's; a report of a token the broker never issued is
+	// NotFound to whoever may report.
+	{"GET /api/v1/gateway/keys", "GET", "/api/v1/gateway/keys", "", mPublic, 200},
+	{"POST /api/v1/gateway/keys/rotate", "POST", "/api/v1/gateway/keys/rotate", "", mAdmin, 204},
+	{"POST /api/v1/gateway/tunnels/open", "POST", "/api/v1/gateway/tunnels/open", "{tunnel}", mGatewayReport, 404},
+	{"POST /api/v1/gateway/tunnels/channel", "POST", "/api/v1/gateway/tunnels/channel", "{tunnel}", mGatewayReport, 404},
+	{"POST /api/v1/gateway/tunnels/close", "POST", "/api/v1/gateway/tunnels/close", "{tunnel}", mGatewayReport, 404},
+	// A forced delete answers what went (200).
+	{"DELETE /api/v1/hostpools/{pool}", "DELETE", "/api/v1/hostpools/{pool}?force=true", "", mWrite, 200},
 	// The console, mounted at "/": its pages want its own sign-in.
 	{"/", "GET", "/", "", mConsole, 303},
 	{"GET /static/", "GET", "/static/console.css", "", mConsole, 200},
@@ -131,6 +156,14 @@ var matrixRoutes = []route{
 	{"GET /scalingplans/{name}", "GET", "/scalingplans/plan-{pool}", "", mConsole, 303},
 	{"GET /rules", "GET", "/rules", "", mConsole, 200},
 	{"POST /pools/{pool}/sessions/{id}/logoff", "POST", "/pools/{pool}/sessions/{sid}/logoff", "", mConsole, 401},
+	{"GET /pools/{pool}/sessions/{id}/message", "GET", "/pools/{pool}/sessions/{sid}/message", "", mConsole, 303},
+	{"POST /pools/{pool}/sessions/{id}/message", "POST", "/pools/{pool}/sessions/{sid}/message", "", mConsole, 401},
+	{"POST /pools", "POST", "/pools", "", mConsole, 401},
+	{"POST /pools/{pool}/delete", "POST", "/pools/{pool}/delete", "", mConsole, 401},
+	{"POST /pools/{pool}/registrationtoken", "POST", "/pools/{pool}/registrationtoken", "", mConsole, 401},
+	{"POST /pools/{pool}/hosts/drain", "POST", "/pools/{pool}/hosts/drain", "", mConsole, 401},
+	{"POST /pools/{pool}/hosts/{host}/delete", "POST", "/pools/{pool}/hosts/{pool}-h1/delete", "", mConsole, 401},
+	{"GET /entitlements", "GET", "/entitlements", "", mConsole, 303},
 	{"POST /pools/{pool}/sessions/{id}/disconnect", "POST", "/pools/{pool}/sessions/{sid}/disconnect", "", mConsole, 401},
 	{"GET /pools/{pool}/sessions/{id}/placement", "GET", "/pools/{pool}/sessions/{sid}/placement", "", mConsole, 303},
 	{"GET /federation", "GET", "/federation", "", mConsole, 303},
@@ -139,6 +172,10 @@ var matrixRoutes = []route{
 	{"GET /signin/oidc", "GET", "/signin/oidc", "", mConsole, 303},
 	{"GET /signin/oidc/callback", "GET", "/signin/oidc/callback", "", mConsole, 403},
 }
+
+// appGroupJSON is the body of apps-{pool}: a RemoteApp group of the pool
+// assigned to alice.
+const appGroupJSON = `{"hostPool": "{pool}", "applicationGroupType": "RemoteApp", "assignments": {"users": ["alice"]}}`
 
 // matrixCred is one kind of credential and what it may do.
 type matrixCred struct {
@@ -155,7 +192,8 @@ type matrixCred struct {
 }
 
 // matrixWorld is one credential kind's fresh broker: pools pin and pout
-// with four hosts each and alice's Active session, a scaling plan, a
+// with four hosts each and alice's Active session, her desktop and
+// application groups, a scaling plan, a
 // spare registration token and API token each, a federation document
 // with global entitlement g on pin, and an identity provider.
 type matrixWorld struct {
@@ -234,6 +272,20 @@ func newMatrixWorld(t *testing.T) *matrixWorld {
 		if p == "pout" {
 			w.regToken, w.hostCred = rt.Token, creds[1]
 		}
+		// alice is entitled to the pool's desktop and to its application
+		// (R-E3): a User token's connects are refused only for whom they
+		// are and where they are.
+		if _, err := w.admin.PutApplicationGroup(ctx, "desktop-"+p, map[string]any{"hostPool": p, "applicationGroupType": "Desktop",
+			"assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.admin.PutApplicationGroup(ctx, "apps-"+p, map[string]any{"hostPool": p, "applicationGroupType": "RemoteApp",
+			"assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.admin.PutApplication(ctx, "apps-"+p, "app", map[string]any{"filePath": "app.exe"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tr, err := w.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Reader", Subject: "spare"})
 	if err != nil {
@@ -275,7 +327,10 @@ func (w *matrixWorld) token(t *testing.T, role, subject string, pools []string) 
 // fill puts the world's names into a route's path or body for pool.
 func (w *matrixWorld) fill(s, pool, token string) string {
 	plan, _ := json.Marshal(matrixPlan(pool))
-	return strings.NewReplacer("{pool}", pool, "{sid}", w.session[pool], "{spareReg}", w.spareReg[pool],
+	// A report of a tunnel whose token the broker never issued.
+	tunnel := `{"tokenId": "` + strings.Repeat("ab", 32) + `", "user": "alice", "sessionId": "` + w.session[pool] + `", "hostPool": "` + pool +
+		`", "host": "127.0.0.1:3389", "gateway": "rdgw-1", "tokenExpiry": "2030-01-01T00:00:00Z"}`
+	return strings.NewReplacer("{tunnel}", tunnel, "{pool}", pool, "{sid}", w.session[pool], "{spareReg}", w.spareReg[pool],
 		"{spareTok}", w.spareTok, "{token}", token, "{plan}", string(plan)).Replace(s)
 }
 
@@ -304,8 +359,19 @@ func matrixWant(k matrixCred, r route, pool string) int {
 	if k.role == "" {
 		return 401
 	}
+	if k.role == "Gateway" && r.class != mGatewayReport {
+		return 403 // it reports tunnels and does nothing else (R-GW4)
+	}
 	var allowed bool
 	switch r.class {
+	case mGroup:
+		allowed = k.role != "User" && (r.method == "GET" || k.role == "Admin" || k.role == "Contributor")
+	case mGroupPut:
+		allowed = k.role == "Admin" || k.role == "Contributor"
+	case mAppConnect:
+		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "User"
+	case mGatewayReport:
+		allowed = k.role == "Admin" || k.role == "Gateway"
 	case mRead, mGRead, mList, mPlanRead:
 		allowed = k.role != "User"
 	case mInspect, mWrite, mGWrite, mAudit, mPlanWrite:
@@ -331,6 +397,14 @@ func matrixWant(k matrixCred, r route, pool string) int {
 				}
 				return 404
 			}
+		case mGroup, mAppConnect:
+			if pool != "pin" {
+				return 404
+			}
+		case mGroupPut:
+			if pool != "pin" {
+				return 403
+			}
 		case mRead, mInspect, mWrite, mConnect:
 			if pool != "pin" {
 				if r.method == "GET" {
@@ -341,7 +415,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 		}
 	}
 	// A User connects only itself (the connect checks it after scope).
-	if k.role == "User" && (r.class == mConnect || r.class == mGConnect) && !strings.Contains(r.body, `"`+k.user+`"`) {
+	if k.role == "User" && (r.class == mConnect || r.class == mGConnect || r.class == mAppConnect) && !strings.Contains(r.body, `"`+k.user+`"`) {
 		return 403
 	}
 	return r.ok
@@ -378,6 +452,7 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 		{name: "OIDC Contributor", role: "Contributor", secret: mint("ops")},
 		{name: "OIDC scoped Contributor", role: "Contributor", scoped: true, secret: mint("pin-ops")},
 		{name: "OIDC scoped User alice", role: "User", user: "alice", scoped: true, secret: mint("pin-users")},
+		{name: "Gateway token", role: "Gateway", secret: tok("Gateway", "rdgw-1", nil)},
 		{name: "federation peer", signed: true, secret: func(*testing.T, *matrixWorld) string { return "" }},
 	}
 	// Every route served has an expectation, and every expectation is of
