@@ -27,28 +27,28 @@ import (
 
 // Route classes: what a route needs of the caller.
 const (
-	mPublic    = iota // anyone, the same answer
-	mRead             // Reader and up; the pool's scope applies
-	mInspect          // Contributor and up, reading; the pool's scope applies (404 out of it)
-	mWrite            // Contributor and up; the pool's scope applies
-	mConnect          // Contributor, admin, a User for itself; scope applies
-	mAdmin            // the admin token only
-	mAny              // every API principal, scoped ones included
-	mGRead            // read, global: refused to a scoped principal
-	mGWrite           // write, global
-	mGConnect         // connect, global
-	mList             // read, global, filtered by scope
-	mAudit            // Contributor and up, global, filtered by scope
-	mPlanRead         // a scaling plan: 404 to a scoped principal for another pool's
-	mPlanWrite        // 403 to a scoped principal for a PUT naming another pool, 404 else
-	mRegister         // the agent's registration: a registration token in the body
-	mHeartbeat        // the agent's heartbeat: the host's credential
-	mPod              // pod-to-pod: the federation secret's signature
-	mConsole          // a console page: its own sign-in; bearer tokens change nothing
-	mGroup            // an application group or its applications, by name: read (Reader and up) or change (Contributor and up); 404 out of scope
-	mGroupPut         // an application group's PUT: Contributor and up; 403 for a pool out of scope (the body names it)
-	mAppConnect       // an application's connect: as mConnect, but 404 out of scope (the group is not seen)
-	mGatewayReport    // an RD gateway's tunnel report: a Gateway token or the admin
+	mPublic        = iota // anyone, the same answer
+	mRead                 // Reader and up; the pool's scope applies
+	mInspect              // Contributor and up, reading; the pool's scope applies (404 out of it)
+	mWrite                // Contributor and up; the pool's scope applies
+	mConnect              // Contributor, admin, a User for itself; scope applies
+	mAdmin                // the admin token only
+	mAny                  // every API principal, scoped ones included
+	mGRead                // read, global: refused to a scoped principal
+	mGWrite               // write, global
+	mGConnect             // connect, global
+	mList                 // read, global, filtered by scope
+	mAudit                // Contributor and up, global, filtered by scope
+	mPlanRead             // a scaling plan: 404 to a scoped principal for another pool's
+	mPlanWrite            // 403 to a scoped principal for a PUT naming another pool, 404 else
+	mRegister             // the agent's registration: a registration token in the body
+	mHeartbeat            // the agent's heartbeat: the host's credential
+	mPod                  // pod-to-pod: the federation secret's signature
+	mConsole              // a console page: its own sign-in; bearer tokens change nothing
+	mGroup                // an application group or its applications, by name: read (Reader and up) or change (Contributor and up); 404 out of scope
+	mGroupPut             // an application group's PUT: Contributor and up; 403 for a pool out of scope (the body names it)
+	mAppConnect           // an application's connect: as mConnect, but 404 out of scope (the group is not seen)
+	mGatewayReport        // an RD gateway's tunnel report: a Gateway token or the admin
 )
 
 // route is how the matrix calls one registered pattern: the request (its
