@@ -83,6 +83,10 @@ type HeartbeatRequest struct {
 	ShuttingDown bool `json:"shuttingDown,omitempty"`
 	// HealthError is a failed non-fatal health check (R-H1 NeedsAssistance).
 	HealthError string `json:"healthError,omitempty"`
+	// SessionsUnknown says the agent could not list the host's sessions
+	// and has no earlier list to send: Sessions is not the host's word,
+	// and the broker changes none of its sessions (R-S2).
+	SessionsUnknown bool `json:"sessionsUnknown,omitempty"`
 	// CredentialHash is the hash of the credential the heartbeat came
 	// with, set by the server and never read from the agent's JSON. When
 	// set, the store applies the heartbeat only while it is still the

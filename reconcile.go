@@ -63,6 +63,10 @@ type HostReport struct {
 
 	// NewID names adopted sessions; nil is NewID.
 	NewID func() string
+	// Unknown says the host could not list its sessions
+	// (HeartbeatRequest.SessionsUnknown): Reported is not its word, and
+	// nothing is matched, adopted or ended.
+	Unknown bool
 }
 
 // SessionStepKind names what a SessionStep does to a session.
@@ -166,6 +170,11 @@ type Reconciliation struct {
 // FactsKnown: the facts only take Adopt and AskLogoff steps away and name
 // an end's reason, and no other step depends on those.
 func Reconcile(r HostReport) Reconciliation {
+	if r.Unknown {
+		// No word from the host: its sessions stay as they are; a
+		// Pending one still ends by the maintenance loop's R-S3.
+		return Reconciliation{After: r.Open}
+	}
 	rc := newReconciler(r)
 	rc.matchReported()
 	matched := len(rc.steps)

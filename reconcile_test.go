@@ -97,8 +97,20 @@ func TestReconcile(t *testing.T) {
 		lastLogoff      map[string]time.Time
 		loggedOff       map[string]bool
 		recent          int // RecentAdoptions; with placedElsewhere, FactsKnown
+		unknown         bool
 		want            vdibroker.Reconciliation
 	}{
+		{
+			// R-S2: a host that could not list its sessions (its agent's
+			// provider failed before any list) changes nothing: alice's
+			// session is not ended, bob is not adopted, though neither is
+			// in the (empty, or stale) report.
+			name:     "R-S2 a host's unknown sessions stay as they are",
+			open:     []vdibroker.OpenSession{aliceActive},
+			reported: []vdibroker.AgentSession{report("8", "bob", active)},
+			unknown:  true,
+			want:     vdibroker.Reconciliation{After: []vdibroker.OpenSession{aliceActive}},
+		},
 		{
 			// R-S2's budget: a pool with maxSessionLimit 1 and nobody on
 			// the host: the first of five reports is adopted (the host is
@@ -461,7 +473,7 @@ func TestReconcile(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := vdibroker.HostReport{Pool: tt.pool, Open: tt.open, Reported: tt.reported, Now: now,
 				PlacedElsewhere: tt.placedElsewhere, LastLogoff: tt.lastLogoff, LoggedOff: tt.loggedOff, NewID: newIDs(),
-				RecentAdoptions: tt.recent, FactsKnown: tt.placedElsewhere != nil}
+				RecentAdoptions: tt.recent, FactsKnown: tt.placedElsewhere != nil, Unknown: tt.unknown}
 			if in.Pool == nil {
 				in.Pool = pool
 			}

@@ -88,6 +88,7 @@ type Agent struct {
 	done         map[string]vdibroker.CommandResult
 	doneOrder    []string
 	lastSessions []vdibroker.AgentSession
+	listed       bool // a list of the host's sessions was had since start
 	policy       *vdibroker.HostPolicy
 	link         string // last logged connection state
 	slowWarned   bool   // warned that heartbeats come slower than the timeout
@@ -337,6 +338,7 @@ func (a *Agent) register(ctx context.Context, renew bool) error {
 // heartbeat sends one heartbeat and carries out the commands of the answer.
 func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 	var health []string
+	var unknown bool
 	sessions, err := a.cfg.Sessions.Sessions(ctx)
 	var partial *PartialListError
 	switch {
@@ -346,11 +348,17 @@ func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 		a.lastSessions = sessions
 	case err != nil:
 		// Report the last known sessions: an empty list would make the
-		// broker end every session of the host (R-S2).
+		// broker end every session of the host (R-S2). Before any list
+		// there is none to report: the broker is told so, and keeps the
+		// host's sessions as they are.
 		health = append(health, err.Error())
 		sessions = a.lastSessions
+		unknown = !a.listed
 	default:
 		a.lastSessions = sessions
+	}
+	if err == nil || partial != nil {
+		a.listed = true
 	}
 	sessions, dropped := acceptable(sessions)
 	health = append(health, dropped...)
@@ -384,12 +392,13 @@ func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 		results = results[:vdibroker.MaxHeartbeatResults] // the rest go next time
 	}
 	resp, err := a.client.Heartbeat(ctx, a.cred.Credential, vdibroker.HeartbeatRequest{
-		Metrics:      m,
-		Sessions:     sessions,
-		Policy:       pol,
-		Results:      results,
-		ShuttingDown: shuttingDown,
-		HealthError:  healthText(health),
+		Metrics:         m,
+		Sessions:        sessions,
+		Policy:          pol,
+		Results:         results,
+		ShuttingDown:    shuttingDown,
+		HealthError:     healthText(health),
+		SessionsUnknown: unknown,
 	})
 	if err != nil {
 		return err

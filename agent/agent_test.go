@@ -359,10 +359,34 @@ func TestHealthErrors(t *testing.T) {
 	if s := b.lastHeartbeat().Sessions; len(s) != 1 || s[0].User != "alice" {
 		t.Errorf("sessions while the provider fails = %+v, want the last known (alice)", s)
 	}
+	if b.lastHeartbeat().SessionsUnknown {
+		t.Error("sessionsUnknown with a last known list to send")
+	}
 	prov.broken.Store(false)
 	b.locked(func() { b.settings.UseCustomScript = true })
 	waitFor(t, "the missing custom script reported", func() bool {
 		return strings.Contains(b.lastHeartbeat().HealthError, "custom load script but this agent has none")
+	})
+}
+
+// TestSessionsUnknownBeforeAnyList (R-S2): a provider that fails before
+// it ever listed the host's sessions (an agent restarted while logind is
+// down) has no last list: the heartbeat says the sessions are unknown
+// rather than sending an empty list, which the broker would take as every
+// session ended; once a list comes, it is sent as usual.
+func TestSessionsUnknownBeforeAnyList(t *testing.T) {
+	b := newFakeBroker(t)
+	prov := &brokenSessions{}
+	prov.broken.Store(true)
+	start(t, newTestAgent(t, Config{Server: b.srv.URL, Sessions: prov}))
+	waitFor(t, "a heartbeat", func() bool { return b.heartbeatCount() >= 1 })
+	if h := b.lastHeartbeat(); !h.SessionsUnknown || len(h.Sessions) != 0 || !strings.Contains(h.HealthError, "loginctl") {
+		t.Fatalf("heartbeat %+v, want sessionsUnknown with the provider's error", h)
+	}
+	prov.broken.Store(false)
+	waitFor(t, "a heartbeat with the host's sessions", func() bool {
+		h := b.lastHeartbeat()
+		return !h.SessionsUnknown && len(h.Sessions) == 1
 	})
 }
 

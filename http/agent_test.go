@@ -58,6 +58,14 @@ func TestHeartbeatReconciliation_RS2(t *testing.T) {
 	if h, _ := e.admin.GetSessionHost(ctx, "rs2", host); h.Sessions != 2 {
 		t.Errorf("host sessions %d, want 2", h.Sessions)
 	}
+	// A heartbeat whose sessions are unknown (the agent's provider failed
+	// before it ever listed them) changes none: alice and bob stay Active.
+	if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{SessionsUnknown: true, HealthError: "loginctl: exit status 1"}); err != nil {
+		t.Fatal(err)
+	}
+	if open, _ := e.admin.ListUserSessions(ctx, "rs2", vhttp.SessionQuery{}); len(open) != 2 {
+		t.Errorf("after a heartbeat of unknown sessions: %d open sessions, want alice's and bob's", len(open))
+	}
 	// No longer reported -> LoggedOff; the placement view sees the freed
 	// slot at once.
 	e.heartbeat(host)

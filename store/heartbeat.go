@@ -62,7 +62,7 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 		if err := t.recordResults(ctx, pool, host, hb.Results); err != nil {
 			return err
 		}
-		ds, dc, open, err := t.reconcile(ctx, p, h, hb.Sessions, now)
+		ds, dc, open, err := t.reconcile(ctx, p, h, hb.Sessions, hb.SessionsUnknown, now)
 		if err != nil {
 			return err
 		}
@@ -193,9 +193,9 @@ const openSessionsQuery = `SELECT id, user_name, state, agent_session_id, create
 // reconcile applies R-S2, R-S3 and R-S5 (vdibroker.Reconcile decides) to
 // the host's sessions and returns the count deltas and the host's open
 // sessions after it (for R-LI6). The caller holds the host's lock.
-func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.SessionHost, reported []vdibroker.AgentSession, now time.Time) (ds, dc int, after iter.Seq[vdibroker.SampleSession], err error) {
+func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.SessionHost, reported []vdibroker.AgentSession, unknown bool, now time.Time) (ds, dc int, after iter.Seq[vdibroker.SampleSession], err error) {
 	host := h.Name
-	in := vdibroker.HostReport{Pool: p, Reported: reported, Now: now}
+	in := vdibroker.HostReport{Pool: p, Reported: reported, Unknown: unknown, Now: now}
 	if t.beat != nil {
 		in.Open = t.beat.open // read with the batch's other heartbeats (readAhead)
 	} else if in.Open, err = t.openSessions(ctx, p.Name, host, h.Sessions); err != nil {
