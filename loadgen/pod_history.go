@@ -13,7 +13,7 @@ import (
 )
 
 // historyReason is the end reason of a session its agent stopped
-// reporting (the user logged off): store.ReasonNotReported.
+// reporting (the user logged off): vdibroker.EndNotReported.
 const historyReason = "NotReported"
 
 // historyChunk is how many history rows one INSERT writes: one transaction
@@ -39,17 +39,20 @@ type historySpec struct {
 // 00001's user_sessions (later migrations add only columns with defaults). Parameters, in
 // order: pool, host prefix, host name width, hosts, user prefix, user name
 // width, users, first create time (ns), step between rows (ns), id tag,
-// first row, rows in this chunk. An id is 12 hex digits of the create
+// first row, rows in this chunk. The user's key (R-E5) is the name
+// lower-cased, which is vdibroker.FoldUser of the ASCII names the pod
+// bench makes. An id is 12 hex digits of the create
 // time's Unix milliseconds and 20 of tag+row, the shape of vdibroker.NewID.
 const (
 	sqliteHistorySQL = `INSERT INTO user_sessions
-  (id, host_pool, session_host, user_name, state, create_time, state_time,
+  (id, host_pool, session_host, user_name, user_key, state, create_time, state_time,
    agent_session_id, end_reason, pooled, logoff_queued, placement)
 WITH RECURSIVE seq(r) AS (SELECT ?10 UNION ALL SELECT r + 1 FROM seq WHERE r + 1 < ?10 + ?11)
 SELECT printf('%012x%020x', (?8 + r * ?9) / 1000000, ?12 + r),
        ?1,
        printf('%s%0*d', ?2, ?3, (r * 7919) % ?4 + 1),
        printf('%s%0*d', ?5, ?6, r % ?7 + 1),
+       lower(printf('%s%0*d', ?5, ?6, r % ?7 + 1)),
        'LoggedOff',
        ?8 + r * ?9,
        ?8 + r * ?9 + 14400000000000 + (r * 37 % 300) * 60000000000,
@@ -60,12 +63,13 @@ SELECT printf('%012x%020x', (?8 + r * ?9) / 1000000, ?12 + r),
 FROM seq`
 
 	postgresHistorySQL = `INSERT INTO user_sessions
-  (id, host_pool, session_host, user_name, state, create_time, state_time,
+  (id, host_pool, session_host, user_name, user_key, state, create_time, state_time,
    agent_session_id, end_reason, pooled, logoff_queued, placement)
 SELECT lpad(to_hex(($8::bigint + r * $9::bigint) / 1000000), 12, '0') || lpad(to_hex($12::bigint + r), 20, '0'),
        $1::text,
        $2::text || lpad(((r * 7919) % $4::bigint + 1)::text, $3::int, '0'),
        $5::text || lpad((r % $7::bigint + 1)::text, $6::int, '0'),
+       lower($5::text || lpad((r % $7::bigint + 1)::text, $6::int, '0')),
        'LoggedOff',
        $8::bigint + r * $9::bigint,
        $8::bigint + r * $9::bigint + 14400000000000 + (r * 37 % 300) * 60000000000,
