@@ -12,10 +12,14 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -25,64 +29,227 @@ import (
 
 	"github.com/vdibroker/vdibroker/gateway"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
+	"github.com/vdibroker/vdibroker/internal/cputime"
 )
 
-// newBenchGatewayCmd measures what the gateway costs an RDP stream: bulk
-// throughput and round-trip latency through a tunnel against a direct TCP
-// connection to the same target on loopback, side by side, and the memory
-// a tunnel holds.
-func newBenchGatewayCmd() *cobra.Command {
-	var duration time.Duration
-	var counts []int
-	var ws bool
-	cmd := &cobra.Command{
-		Use:   "gateway [--duration 5s] [--tunnels 1,100] [--websocket]",
-		Short: "Throughput, added latency and memory per tunnel of the RD Gateway against direct TCP on loopback",
-		Long: `gateway starts, in this process, an RD Gateway on 127.0.0.1 with TLS, a sink and
-an echo server as the session host, and for each --tunnels count N runs:
+// benchGatewayOptions are the flags of bench gateway.
+type benchGatewayOptions struct {
+	duration   time.Duration // of each side of each round
+	rounds     int
+	counts     []int
+	streams    []string // "plain", "tls"
+	measures   []string // "to-host", "to-client", "rtt", "paced"
+	interval   time.Duration
+	ws         bool
+	cpuProfile string
+	memProfile string
+}
 
-  throughput  N connections each writing 32 KiB blocks to the sink for --duration,
-              directly over TCP, then each through its own tunnel (the client speaks
-              MS-TSGU's HTTP transport, TLS included); the ratio gateway/direct;
-  latency     N connections each sending 64 bytes to the echo server and waiting for
-              them, again and again for --duration; p50 and p99 of both and the
-              p99 the gateway adds;
-  memory      heap and stacks held per open idle tunnel (client and gateway both in
-              this process) against per direct connection.
+// The measurements, in the order they run.
+var gatewayMeasures = []string{"to-host", "to-client", "rtt", "paced"}
+
+// newBenchGatewayCmd measures what the gateway costs an RDP stream against
+// a direct connection to the same target on loopback, side by side.
+func newBenchGatewayCmd() *cobra.Command {
+	opt := benchGatewayOptions{}
+	cmd := &cobra.Command{
+		Use:   "gateway [--duration 500ms] [--rounds 5] [--tunnels 1,100] [--streams plain,tls] [--websocket]",
+		Short: "Throughput, added latency and memory per tunnel of the RD Gateway against direct connections on loopback",
+		Long: `gateway starts, in this process, an RD Gateway on 127.0.0.1 with TLS and a session
+host with a sink, a source and an echo service, and for each --tunnels count N and
+each --streams kind compares N direct connections with N tunnels:
+
+  plain  the host's stream is plain TCP: direct TCP against the same bytes
+         through the gateway (the client speaks MS-TSGU over TLS to the gateway).
+  tls    the host's stream is TLS, as an RDP session's is: direct TLS to the host
+         against the same TLS stream carried through the gateway.
+
+Each measurement runs in --rounds rounds; a round opens fresh connections, runs
+--duration on them directly and --duration through tunnels (the order alternating
+round by round, so load from other processes falls on both alike), and closes them:
+
+  to-host    each connection writes 32 KiB blocks; bytes the host received a second.
+  to-client  the host writes 32 KiB blocks; bytes the client read a second.
+  rtt        each connection sends 64 bytes, waits for their echo, again at once:
+             the connections keep the CPU busy (closed loop).
+  paced      each connection sends 64 bytes every --interval (starts spread out)
+             and waits for their echo; a send held up by the previous round trip
+             counts from when it was due, so waiting in line is not left out.
+
+Throughput rows give the medians, the median of the rounds' ratios gateway/direct
+(and their range) and the process's CPU time per GB moved (client, gateway and host
+are all in this process). Latency rows give p50 and p99 of all round trips and the
+added p99: the median over rounds of the gateway's p99 minus the direct p99 of
+the same round. Memory: heap and stacks held per open idle connection.
 
 Targets (issue): ratio >= 0.8, added p99 < 1 ms at 100 tunnels.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if duration < 100*time.Millisecond || duration > 10*time.Minute {
-				return usageError{fmt.Errorf("--duration: must be 100ms..10m, got %v", duration)}
+			if err := opt.validate(); err != nil {
+				return usageError{err}
 			}
-			for _, n := range counts {
-				if n < 1 || n > 1000 {
-					return usageError{fmt.Errorf("--tunnels: each count must be 1..1000, got %d", n)}
+			if opt.cpuProfile != "" {
+				stop, err := startCPUProfile(opt.cpuProfile)
+				if err != nil {
+					return err
 				}
+				defer stop()
 			}
-			return runBenchGateway(cmd.Context(), cmd.OutOrStdout(), duration, counts, ws)
+			if err := runBenchGateway(cmd.Context(), cmd.OutOrStdout(), opt); err != nil {
+				return err
+			}
+			if opt.memProfile != "" {
+				return writeAllocsProfile(opt.memProfile)
+			}
+			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&duration, "duration", 5*time.Second, "length of each measured phase")
-	cmd.Flags().IntSliceVar(&counts, "tunnels", []int{1, 100}, "concurrent connections of each run (1..1000)")
-	cmd.Flags().BoolVar(&ws, "websocket", false, "tunnel over the WebSocket variant instead of two HTTP connections")
+	fl := cmd.Flags()
+	fl.DurationVar(&opt.duration, "duration", 500*time.Millisecond, "length of each side (direct, gateway) of each round")
+	fl.IntVar(&opt.rounds, "rounds", 5, "rounds of each measurement (1..100)")
+	fl.IntSliceVar(&opt.counts, "tunnels", []int{1, 100}, "concurrent connections of each run (1..1000)")
+	fl.StringSliceVar(&opt.streams, "streams", []string{"plain", "tls"}, "the host's stream: plain, tls")
+	fl.StringSliceVar(&opt.measures, "measure", gatewayMeasures, "measurements: to-host, to-client, rtt, paced")
+	fl.DurationVar(&opt.interval, "interval", 10*time.Millisecond, "time between a connection's sends in the paced measurement (1ms..1s)")
+	fl.BoolVar(&opt.ws, "websocket", false, "tunnel over the WebSocket variant instead of two HTTP connections")
+	fl.StringVar(&opt.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
+	fl.StringVar(&opt.memProfile, "mem-profile", "", "write an allocation profile of the run to this file")
 	return cmd
 }
 
+func (o *benchGatewayOptions) validate() error {
+	switch {
+	case o.duration < 100*time.Millisecond || o.duration > 10*time.Minute:
+		return fmt.Errorf("--duration: must be 100ms..10m, got %v", o.duration)
+	case o.rounds < 1 || o.rounds > 100:
+		return fmt.Errorf("--rounds: must be 1..100, got %d", o.rounds)
+	case o.interval < time.Millisecond || o.interval > time.Second:
+		return fmt.Errorf("--interval: must be 1ms..1s, got %v", o.interval)
+	}
+	for _, n := range o.counts {
+		if n < 1 || n > 1000 {
+			return fmt.Errorf("--tunnels: each count must be 1..1000, got %d", n)
+		}
+	}
+	for _, s := range o.streams {
+		if s != "plain" && s != "tls" {
+			return fmt.Errorf("--streams: want plain or tls, got %q", s)
+		}
+	}
+	for _, m := range o.measures {
+		if !slices.Contains(gatewayMeasures, m) {
+			return fmt.Errorf("--measure: want %s, got %q", strings.Join(gatewayMeasures, ", "), m)
+		}
+	}
+	return nil
+}
+
+func writeAllocsProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// The session host's services; a connection names one in its first byte.
+const (
+	serviceSink   = 'S' // reads and discards
+	serviceSource = 'R' // writes 32 KiB blocks until the connection ends
+	serviceEcho   = 'E' // writes back what it reads
+)
+
+// benchHost is the session host: one listener whose streams are plain TCP
+// and one whose streams are TLS.
+type benchHost struct {
+	plain, tls net.Listener
+	tlsConfig  *tls.Config
+	received   atomic.Int64 // bytes the sink read
+	active     sync.WaitGroup
+}
+
+func startBenchHost(cert tls.Certificate) (*benchHost, error) {
+	h := &benchHost{tlsConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	var err error
+	if h.plain, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	if h.tls, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		h.plain.Close()
+		return nil, err
+	}
+	go h.serve(h.plain, false)
+	go h.serve(h.tls, true)
+	return h, nil
+}
+
+func (h *benchHost) addr(stream string) string {
+	if stream == "tls" {
+		return h.tls.Addr().String()
+	}
+	return h.plain.Addr().String()
+}
+
+func (h *benchHost) close() { h.plain.Close(); h.tls.Close() }
+
+func (h *benchHost) serve(ln net.Listener, withTLS bool) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		h.active.Add(1)
+		go func() {
+			defer h.active.Done()
+			defer c.Close()
+			if withTLS {
+				c = tls.Server(c, h.tlsConfig)
+			}
+			var svc [1]byte
+			if _, err := io.ReadFull(c, svc[:]); err != nil {
+				return
+			}
+			buf := make([]byte, 32<<10)
+			switch svc[0] {
+			case serviceSink:
+				for {
+					n, err := c.Read(buf)
+					h.received.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			case serviceSource:
+				for {
+					if _, err := c.Write(buf); err != nil {
+						return
+					}
+				}
+			case serviceEcho:
+				io.CopyBuffer(c, c, buf)
+			}
+		}()
+	}
+}
+
+// benchGateway is the gateway under test, its session host and the
+// credentials of its clients.
 type benchGateway struct {
-	gw          *gateway.Gateway
-	srv         *http.Server
-	addr        string
-	sink, echo  string
-	signer      *gatewaytoken.Signer
-	ws          bool
-	clientTLS   *tls.Config
-	closeServer func()
+	gw        *gateway.Gateway
+	srv       *http.Server
+	addr      string
+	host      *benchHost
+	signer    *gatewaytoken.Signer
+	ws        bool
+	clientTLS *tls.Config
 }
 
 func startBenchGateway(ws bool) (*benchGateway, error) {
-	b := &benchGateway{ws: ws, clientTLS: &tls.Config{InsecureSkipVerify: true}} // our own certificate, just made
+	b := &benchGateway{ws: ws, clientTLS: &tls.Config{InsecureSkipVerify: true}} // our own certificates, just made
 	var err error
 	if b.signer, err = gatewaytoken.GenerateSigner("bench"); err != nil {
 		return nil, err
@@ -107,35 +274,14 @@ func startBenchGateway(ws bool) (*benchGateway, error) {
 	b.addr = ln.Addr().String()
 	b.srv = &http.Server{Handler: b.gw, ReadHeaderTimeout: 10 * time.Second}
 	go b.srv.Serve(ln)
-	sinkLn, err := benchTarget(func(c net.Conn) { io.Copy(io.Discard, c) })
-	if err != nil {
+	if b.host, err = startBenchHost(cert); err != nil {
+		b.srv.Close()
 		return nil, err
 	}
-	echoLn, err := benchTarget(func(c net.Conn) { io.Copy(c, c) })
-	if err != nil {
-		return nil, err
-	}
-	b.sink, b.echo = sinkLn.Addr().String(), echoLn.Addr().String()
-	b.closeServer = func() { b.srv.Close(); b.gw.Close(); sinkLn.Close(); echoLn.Close() }
 	return b, nil
 }
 
-func benchTarget(serve func(net.Conn)) (net.Listener, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { serve(c); c.Close() }()
-		}
-	}()
-	return ln, nil
-}
+func (b *benchGateway) close() { b.srv.Close(); b.gw.Close(); b.host.close() }
 
 // benchCert is a throwaway self-signed certificate for 127.0.0.1.
 func benchCert() (tls.Certificate, error) {
@@ -153,8 +299,10 @@ func benchCert() (tls.Certificate, error) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
-// open opens n connections to target: direct TCP, or tunnels.
-func (b *benchGateway) open(ctx context.Context, n int, target string, tunnel bool) ([]net.Conn, error) {
+// open opens n connections to the host's service on the given stream:
+// direct, or each through its own tunnel.
+func (b *benchGateway) open(ctx context.Context, n int, stream string, service byte, tunnel bool) ([]net.Conn, error) {
+	target := b.host.addr(stream)
 	conns := make([]net.Conn, n)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -165,22 +313,17 @@ func (b *benchGateway) open(ctx context.Context, n int, target string, tunnel bo
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if !tunnel {
-				c, err := net.Dial("tcp", target)
-				conns[i] = c
-				errs <- err
-				return
+			c, err := b.dial(ctx, target, tunnel)
+			if err == nil && stream == "tls" {
+				tc := tls.Client(c, b.clientTLS)
+				c = tc
+				err = tc.HandshakeContext(ctx)
 			}
-			now := time.Now()
-			tok, err := b.signer.Sign(gatewaytoken.Claims{ID: gatewaytoken.NewID(), User: "bench", Session: "s", Pool: "p",
-				Host: target, NotBefore: now.Unix(), Expiry: now.Add(time.Hour).Unix()})
-			if err != nil {
-				errs <- err
-				return
-			}
-			c, err := gateway.Dial(ctx, gateway.DialConfig{Gateway: b.addr, TLSConfig: b.clientTLS, Token: tok, Target: target, WebSocket: b.ws})
 			if err == nil {
-				conns[i] = tunnelConn{c}
+				_, err = c.Write([]byte{service})
+			}
+			if c != nil {
+				conns[i] = c
 			}
 			errs <- err
 		}()
@@ -196,18 +339,54 @@ func (b *benchGateway) open(ctx context.Context, n int, target string, tunnel bo
 	return conns, nil
 }
 
+func (b *benchGateway) dial(ctx context.Context, target string, tunnel bool) (net.Conn, error) {
+	if !tunnel {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", target)
+	}
+	now := time.Now()
+	tok, err := b.signer.Sign(gatewaytoken.Claims{ID: gatewaytoken.NewID(), User: "bench", Session: "s", Pool: "p",
+		Host: target, NotBefore: now.Unix(), Expiry: now.Add(time.Hour).Unix()})
+	if err != nil {
+		return nil, err
+	}
+	c, err := gateway.Dial(ctx, gateway.DialConfig{Gateway: b.addr, TLSConfig: b.clientTLS, Token: tok, Target: target, WebSocket: b.ws})
+	if err != nil {
+		return nil, err
+	}
+	return tunnelConn{c}, nil
+}
+
+// settle waits until the host has served every connection of the last
+// measurement and the gateway holds no tunnel, so that one side's teardown
+// does not run into the other side's measurement.
+func (b *benchGateway) settle(conns []net.Conn) {
+	closeAll(conns)
+	done := make(chan struct{})
+	go func() { b.host.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+	for deadline := time.Now().Add(10 * time.Second); b.gw.Stats().Tunnels > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // tunnelConn makes a ClientConn a net.Conn for the measurements (only
-// Read, Write and Close are used).
+// Read, Write and Close do anything).
 type tunnelConn struct{ *gateway.ClientConn }
 
-func (tunnelConn) LocalAddr() net.Addr              { return nil }
-func (tunnelConn) RemoteAddr() net.Addr             { return nil }
+func (tunnelConn) LocalAddr() net.Addr              { return benchAddr{} }
+func (tunnelConn) RemoteAddr() net.Addr             { return benchAddr{} }
 func (tunnelConn) SetDeadline(time.Time) error      { return nil }
 func (tunnelConn) SetReadDeadline(time.Time) error  { return nil }
 func (tunnelConn) SetWriteDeadline(time.Time) error { return nil }
-func (c tunnelConn) Close() error                   { return c.ClientConn.Close() }
-func (c tunnelConn) Read(p []byte) (int, error)     { return c.ClientConn.Read(p) }
-func (c tunnelConn) Write(p []byte) (int, error)    { return c.ClientConn.Write(p) }
+
+type benchAddr struct{}
+
+func (benchAddr) Network() string { return "tunnel" }
+func (benchAddr) String() string  { return "tunnel" }
 
 func closeAll(conns []net.Conn) {
 	for _, c := range conns {
@@ -217,9 +396,45 @@ func closeAll(conns []net.Conn) {
 	}
 }
 
-// throughput writes 32 KiB blocks on every connection for d; bytes a second.
-func throughput(conns []net.Conn, d time.Duration) float64 {
-	var total atomic.Int64
+// sample is one side of one round of a measurement.
+type sample struct {
+	bytes int64           // moved (throughput)
+	rtts  []time.Duration // sorted round trips (latency)
+	cpu   time.Duration   // the process's CPU time during the measurement
+	wall  time.Duration
+}
+
+func (s sample) rate() float64 { return float64(s.bytes) / s.wall.Seconds() }
+
+// measure runs one side of one round: n connections to the service the
+// measurement needs, for d.
+func (b *benchGateway) measure(ctx context.Context, kind, stream string, n int, tunnel bool, d, interval time.Duration) (sample, error) {
+	service := map[string]byte{"to-host": serviceSink, "to-client": serviceSource, "rtt": serviceEcho, "paced": serviceEcho}[kind]
+	conns, err := b.open(ctx, n, stream, service, tunnel)
+	if err != nil {
+		return sample{}, fmt.Errorf("open %d connections (%s, tunnel %v): %w", n, stream, tunnel, err)
+	}
+	defer b.settle(conns)
+	received := b.host.received.Load()
+	cpu0, t0 := cputime.Process(), time.Now()
+	var s sample
+	switch kind {
+	case "to-host":
+		writeFor(conns, d)
+		s.bytes = b.host.received.Load() - received
+	case "to-client":
+		s.bytes = readFor(conns, d)
+	case "rtt":
+		s.rtts = roundTrips(conns, d, 0)
+	case "paced":
+		s.rtts = roundTrips(conns, d, interval)
+	}
+	s.cpu, s.wall = cputime.Process()-cpu0, time.Since(t0)
+	return s, nil
+}
+
+// writeFor writes 32 KiB blocks on every connection for d.
+func writeFor(conns []net.Conn, d time.Duration) {
 	stop := time.Now().Add(d)
 	var wg sync.WaitGroup
 	block := make([]byte, 32<<10)
@@ -228,7 +443,27 @@ func throughput(conns []net.Conn, d time.Duration) float64 {
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(stop) {
-				n, err := c.Write(block)
+				if _, err := c.Write(block); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// readFor reads every connection for d; the bytes read.
+func readFor(conns []net.Conn, d time.Duration) int64 {
+	var total atomic.Int64
+	stop := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 32<<10)
+			for time.Now().Before(stop) {
+				n, err := c.Read(buf)
 				total.Add(int64(n))
 				if err != nil {
 					return
@@ -237,15 +472,18 @@ func throughput(conns []net.Conn, d time.Duration) float64 {
 		}()
 	}
 	wg.Wait()
-	return float64(total.Load()) / d.Seconds()
+	return total.Load()
 }
 
-// latency sends 64 bytes and waits for their echo on every connection for
-// d; the round trips, sorted.
-func latency(conns []net.Conn, d time.Duration) []time.Duration {
+// roundTrips sends 64 bytes and waits for their echo on every connection
+// for d: at once again (interval 0), or every interval from a random
+// start, a round trip counting from when its send was due. The round
+// trips, sorted.
+func roundTrips(conns []net.Conn, d, interval time.Duration) []time.Duration {
 	var mu sync.Mutex
 	var all []time.Duration
-	stop := time.Now().Add(d)
+	start := time.Now()
+	stop := start.Add(d)
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Add(1)
@@ -253,8 +491,19 @@ func latency(conns []net.Conn, d time.Duration) []time.Duration {
 			defer wg.Done()
 			msg, back := make([]byte, 64), make([]byte, 64)
 			var mine []time.Duration
-			for time.Now().Before(stop) {
-				t0 := time.Now()
+			due := start
+			if interval > 0 {
+				due = start.Add(mathrand.N(interval))
+			}
+			for due.Before(stop) {
+				// A send on time counts from when it went out (a timer's
+				// late wake-up is not the connection's); a send held up by
+				// the previous round trip counts from when it was due.
+				t0 := due
+				if wait := time.Until(due); wait > 0 || interval == 0 {
+					time.Sleep(wait)
+					t0 = time.Now()
+				}
 				if _, err := c.Write(msg); err != nil {
 					break
 				}
@@ -262,6 +511,9 @@ func latency(conns []net.Conn, d time.Duration) []time.Duration {
 					break
 				}
 				mine = append(mine, time.Since(t0))
+				if due = due.Add(interval); interval == 0 {
+					due = time.Now()
+				}
 			}
 			mu.Lock()
 			all = append(all, mine...)
@@ -280,6 +532,18 @@ func quantile(s []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
+func median[T int64 | float64 | time.Duration](s []T) T {
+	if len(s) == 0 {
+		return 0
+	}
+	s = slices.Clone(s)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
 // heldMemory is heap in use plus stacks after a GC.
 func heldMemory() uint64 {
 	runtime.GC()
@@ -288,44 +552,115 @@ func heldMemory() uint64 {
 	return m.HeapInuse + m.StackInuse
 }
 
-func runBenchGateway(ctx context.Context, out io.Writer, d time.Duration, counts []int, ws bool) error {
-	b, err := startBenchGateway(ws)
+// memoryPerConn opens n idle connections to the sink and returns the heap
+// and stacks each holds.
+func (b *benchGateway) memoryPerConn(ctx context.Context, n int, stream string, tunnel bool) (int64, error) {
+	before := heldMemory()
+	conns, err := b.open(ctx, n, stream, serviceSink, tunnel)
+	if err != nil {
+		return 0, err
+	}
+	held := (int64(heldMemory()) - int64(before)) / int64(n)
+	b.settle(conns)
+	return held, nil
+}
+
+func runBenchGateway(ctx context.Context, out io.Writer, opt benchGatewayOptions) error {
+	b, err := startBenchGateway(opt.ws)
 	if err != nil {
 		return err
 	}
-	defer b.closeServer()
+	defer b.close()
 	transport := "two HTTP/1.1 connections (RDG_OUT_DATA + RDG_IN_DATA)"
-	if ws {
+	if opt.ws {
 		transport = "WebSocket"
 	}
-	fmt.Fprintf(out, "gateway on %s, TLS, transport %s; %v per phase; GOMAXPROCS %d\n\n", b.addr, transport, d, runtime.GOMAXPROCS(0))
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "conns\tdirect MB/s\tgateway MB/s\tratio\tdirect p50\tdirect p99\tgateway p50\tgateway p99\tadded p99\tdirect B/conn\tgateway B/tunnel\t")
-	for _, n := range counts {
-		row := make(map[bool][]any)
-		for _, tunnel := range []bool{false, true} {
-			before := heldMemory()
-			sinks, err := b.open(ctx, n, b.sink, tunnel)
-			if err != nil {
-				return fmt.Errorf("open %d connections (tunnel %v): %w", n, tunnel, err)
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(out, "gateway on %s, TLS, transport %s; %d rounds of %v a side; GOMAXPROCS %d; load average %s\n",
+		b.addr, transport, opt.rounds, opt.duration, runtime.GOMAXPROCS(0), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
+
+	var thr, lat, mem strings.Builder
+	thrW := tabwriter.NewWriter(&thr, 0, 0, 2, ' ', tabwriter.AlignRight)
+	latW := tabwriter.NewWriter(&lat, 0, 0, 2, ' ', tabwriter.AlignRight)
+	memW := tabwriter.NewWriter(&mem, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(thrW, "stream\tconns\tdirection\tdirect MB/s\tgateway MB/s\tratio\t(min-max)\tdirect CPU s/GB\tgateway CPU s/GB\t")
+	fmt.Fprintln(latW, "stream\tconns\tload\tdirect p50\tdirect p99\tgateway p50\tgateway p99\tadded p50\tadded p99\t(min..max)\tround trips\tCPU µs/rt direct\tgateway\t")
+	fmt.Fprintln(memW, "stream\tconns\tdirect B/conn\tgateway B/tunnel\t")
+	for _, n := range opt.counts {
+		for _, stream := range opt.streams {
+			var held [2]int64
+			for i, tunnel := range []bool{false, true} {
+				if held[i], err = b.memoryPerConn(ctx, n, stream, tunnel); err != nil {
+					return err
+				}
 			}
-			held := (int64(heldMemory()) - int64(before)) / int64(n)
-			rate := throughput(sinks, d)
-			closeAll(sinks)
-			echoes, err := b.open(ctx, n, b.echo, tunnel)
-			if err != nil {
-				return fmt.Errorf("open %d connections (tunnel %v): %w", n, tunnel, err)
+			fmt.Fprintf(memW, "%s\t%d\t%d\t%d\t\n", stream, n, held[0], held[1])
+			for _, kind := range opt.measures {
+				var rounds [][2]sample
+				for r := range opt.rounds {
+					var pair [2]sample
+					for _, tunnel := range []bool{r%2 == 1, r%2 == 0} {
+						s, err := b.measure(ctx, kind, stream, n, tunnel, opt.duration, opt.interval)
+						if err != nil {
+							return err
+						}
+						pair[map[bool]int{false: 0, true: 1}[tunnel]] = s
+					}
+					rounds = append(rounds, pair)
+				}
+				if kind == "to-host" || kind == "to-client" {
+					throughputRow(thrW, stream, n, kind, rounds)
+				} else {
+					latencyRow(latW, stream, n, kind, opt.interval, rounds)
+				}
 			}
-			rtts := latency(echoes, d)
-			closeAll(echoes)
-			row[tunnel] = []any{rate, quantile(rtts, .5), quantile(rtts, .99), held}
 		}
-		dr, gr := row[false], row[true]
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.2f\t%v\t%v\t%v\t%v\t%v\t%d\t%d\t\n", n,
-			dr[0].(float64)/1e6, gr[0].(float64)/1e6, gr[0].(float64)/dr[0].(float64),
-			dr[1].(time.Duration).Round(time.Microsecond), dr[2].(time.Duration).Round(time.Microsecond),
-			gr[1].(time.Duration).Round(time.Microsecond), gr[2].(time.Duration).Round(time.Microsecond),
-			(gr[2].(time.Duration) - dr[2].(time.Duration)).Round(time.Microsecond), dr[3], gr[3])
 	}
-	return tw.Flush()
+	for _, w := range []*tabwriter.Writer{thrW, latW, memW} {
+		w.Flush()
+	}
+	fmt.Fprintf(out, "\nthroughput (bytes moved a second; medians over rounds):\n%s\nround trips of 64 bytes:\n%s\nmemory held per idle connection (client, gateway and host in this process):\n%s", thr.String(), lat.String(), mem.String())
+	return nil
 }
+
+func throughputRow(w io.Writer, stream string, n int, kind string, rounds [][2]sample) {
+	var direct, gw, ratio, cpuD, cpuG []float64
+	for _, p := range rounds {
+		direct = append(direct, p[0].rate())
+		gw = append(gw, p[1].rate())
+		ratio = append(ratio, p[1].rate()/p[0].rate())
+		cpuD = append(cpuD, p[0].cpu.Seconds()/(float64(p[0].bytes)/1e9))
+		cpuG = append(cpuG, p[1].cpu.Seconds()/(float64(p[1].bytes)/1e9))
+	}
+	fmt.Fprintf(w, "%s\t%d\t%s\t%.0f\t%.0f\t%.2f\t(%.2f-%.2f)\t%.2f\t%.2f\t\n", stream, n, kind,
+		median(direct)/1e6, median(gw)/1e6, median(ratio), slices.Min(ratio), slices.Max(ratio), median(cpuD), median(cpuG))
+}
+
+func latencyRow(w io.Writer, stream string, n int, kind string, interval time.Duration, rounds [][2]sample) {
+	var all [2][]time.Duration
+	var added []time.Duration
+	var cpu [2][]float64
+	count := 0
+	for _, p := range rounds {
+		for i := range p {
+			all[i] = append(all[i], p[i].rtts...)
+			if len(p[i].rtts) > 0 {
+				cpu[i] = append(cpu[i], float64(p[i].cpu.Microseconds())/float64(len(p[i].rtts)))
+			}
+		}
+		count += len(p[1].rtts)
+		added = append(added, quantile(p[1].rtts, .99)-quantile(p[0].rtts, .99))
+	}
+	slices.Sort(all[0])
+	slices.Sort(all[1])
+	load := "closed loop"
+	if kind == "paced" {
+		load = "every " + interval.String()
+	}
+	us := func(d time.Duration) string { return d.Round(time.Microsecond).String() }
+	fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t(%s..%s)\t%d\t%.1f\t%.1f\t\n", stream, n, load,
+		us(quantile(all[0], .5)), us(quantile(all[0], .99)), us(quantile(all[1], .5)), us(quantile(all[1], .99)),
+		us(quantile(all[1], .5)-quantile(all[0], .5)), us(median(added)), us(slices.Min(added)), us(slices.Max(added)),
+		count, median(cpu[0]), median(cpu[1]))
+}
+
