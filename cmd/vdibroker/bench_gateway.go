@@ -663,4 +663,3 @@ func latencyRow(w io.Writer, stream string, n int, kind string, interval time.Du
 		us(quantile(all[1], .5)-quantile(all[0], .5)), us(median(added)), us(slices.Min(added)), us(slices.Max(added)),
 		count, median(cpu[0]), median(cpu[1]))
 }
-
