@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -9,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"math/big"
@@ -16,9 +18,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +47,8 @@ type benchGatewayOptions struct {
 	ws         bool
 	cpuProfile string
 	memProfile string
+	// gatewayCPUProfile is the CPU profile of the gateway process.
+	gatewayCPUProfile string
 }
 
 // The measurements, in the order they run.
@@ -53,20 +59,23 @@ var gatewayMeasures = []string{"to-host", "to-client", "rtt", "paced"}
 func newBenchGatewayCmd() *cobra.Command {
 	opt := benchGatewayOptions{}
 	cmd := &cobra.Command{
-		Use:   "gateway [--duration 500ms] [--rounds 5] [--tunnels 1,100] [--streams plain,tls] [--websocket]",
+		Use:   "gateway [--duration 300ms] [--rounds 10] [--tunnels 1,100] [--streams plain,tls] [--websocket]",
 		Short: "Throughput, added latency and memory per tunnel of the RD Gateway against direct connections on loopback",
-		Long: `gateway starts, in this process, an RD Gateway on 127.0.0.1 with TLS and a session
-host with a sink, a source and an echo service, and for each --tunnels count N and
-each --streams kind compares N direct connections with N tunnels:
+		Long: `gateway starts an RD Gateway on 127.0.0.1 with TLS in a process of its own, and in
+this process a session host with a sink, a source and an echo service and the
+clients. For each --tunnels count N and each --streams kind it compares N direct
+connections with N tunnels:
 
   plain  the host's stream is plain TCP: direct TCP against the same bytes
          through the gateway (the client speaks MS-TSGU over TLS to the gateway).
   tls    the host's stream is TLS, as an RDP session's is: direct TLS to the host
          against the same TLS stream carried through the gateway.
 
-Each measurement runs in --rounds rounds; a round opens fresh connections, runs
---duration on them directly and --duration through tunnels (the order alternating
-round by round, so load from other processes falls on both alike), and closes them:
+Each measurement runs in --rounds rounds of --duration directly and --duration
+through tunnels, the order alternating round by round, so that load from other
+processes falls on both alike. A throughput round opens fresh connections (nothing
+left in flight from the round before); the round trips run on the same N direct
+connections and N tunnels throughout, taking turns:
 
   to-host    each connection writes 32 KiB blocks; bytes the host received a second.
   to-client  the host writes 32 KiB blocks; bytes the client read a second.
@@ -77,10 +86,12 @@ round by round, so load from other processes falls on both alike), and closes th
              counts from when it was due, so waiting in line is not left out.
 
 Throughput rows give the medians, the median of the rounds' ratios gateway/direct
-(and their range) and the process's CPU time per GB moved (client, gateway and host
-are all in this process). Latency rows give p50 and p99 of all round trips and the
-added p99: the median over rounds of the gateway's p99 minus the direct p99 of
-the same round. Memory: heap and stacks held per open idle connection.
+(and their range) and the CPU time per GB moved: direct (clients and host), through
+the gateway (clients, host and gateway) and of the gateway process alone. Latency
+rows give p50 and p99 of all round trips, the added p99 (the median over rounds of
+the gateway's p99 minus the direct p99 of the same round, and its range) and the
+CPU time per round trip likewise. Memory: heap and stacks held per open idle
+connection, direct in this process, tunnels in the gateway process.
 
 Targets (issue): ratio >= 0.8, added p99 < 1 ms at 100 tunnels.`,
 		Args: cobra.NoArgs,
@@ -105,15 +116,17 @@ Targets (issue): ratio >= 0.8, added p99 < 1 ms at 100 tunnels.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&opt.duration, "duration", 500*time.Millisecond, "length of each side (direct, gateway) of each round")
-	fl.IntVar(&opt.rounds, "rounds", 5, "rounds of each measurement (1..100)")
+	fl.DurationVar(&opt.duration, "duration", 300*time.Millisecond, "length of each side (direct, gateway) of each round")
+	fl.IntVar(&opt.rounds, "rounds", 10, "rounds of each measurement (1..100)")
 	fl.IntSliceVar(&opt.counts, "tunnels", []int{1, 100}, "concurrent connections of each run (1..1000)")
 	fl.StringSliceVar(&opt.streams, "streams", []string{"plain", "tls"}, "the host's stream: plain, tls")
 	fl.StringSliceVar(&opt.measures, "measure", gatewayMeasures, "measurements: to-host, to-client, rtt, paced")
 	fl.DurationVar(&opt.interval, "interval", 10*time.Millisecond, "time between a connection's sends in the paced measurement (1ms..1s)")
 	fl.BoolVar(&opt.ws, "websocket", false, "tunnel over the WebSocket variant instead of two HTTP connections")
-	fl.StringVar(&opt.cpuProfile, "cpu-profile", "", "write a CPU profile of the run to this file")
-	fl.StringVar(&opt.memProfile, "mem-profile", "", "write an allocation profile of the run to this file")
+	fl.StringVar(&opt.cpuProfile, "cpu-profile", "", "write a CPU profile of this process (clients, host) to this file")
+	fl.StringVar(&opt.memProfile, "mem-profile", "", "write an allocation profile of this process to this file")
+	fl.StringVar(&opt.gatewayCPUProfile, "gateway-cpu-profile", "", "write a CPU profile of the gateway process to this file")
+	cmd.AddCommand(newBenchGatewayProcessCmd())
 	return cmd
 }
 
@@ -230,17 +243,31 @@ func (h *benchHost) serve(ln net.Listener, withTLS bool) {
 					}
 				}
 			case serviceEcho:
-				io.CopyBuffer(c, c, buf)
+				// Read and Write, as an RDP server does (io.Copy would
+				// splice a TCP connection to itself through a pipe).
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
 			}
 		}()
 	}
 }
 
-// benchGateway is the gateway under test, its session host and the
-// credentials of its clients.
+// benchGateway is the gateway under test, in a process of its own as it
+// is deployed (so its CPU time and memory are its own), its session host
+// in this process and the credentials of its clients.
 type benchGateway struct {
-	gw        *gateway.Gateway
-	srv       *http.Server
+	proc      *exec.Cmd
+	ctl       io.WriteCloser // the gateway process's standard input: its commands
+	answers   *bufio.Reader
 	addr      string
 	host      *benchHost
 	signer    *gatewaytoken.Signer
@@ -248,40 +275,156 @@ type benchGateway struct {
 	clientTLS *tls.Config
 }
 
-func startBenchGateway(ws bool) (*benchGateway, error) {
+// startBenchGateway starts `vdibroker bench gateway process` and the
+// session host.
+func startBenchGateway(ws bool, cpuProfile string) (*benchGateway, error) {
 	b := &benchGateway{ws: ws, clientTLS: &tls.Config{InsecureSkipVerify: true}} // our own certificates, just made
 	var err error
 	if b.signer, err = gatewaytoken.GenerateSigner("bench"); err != nil {
 		return nil, err
 	}
-	ks, err := gatewaytoken.NewKeySet(map[string]ed25519.PublicKey{"bench": b.signer.PublicKey()})
+	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	b.gw, err = gateway.New(gateway.Config{Name: "bench", Verifier: ks, Broker: &gateway.MemoryBroker{},
-		RequestRate: 1e6, RequestBurst: 1e6, MaxTunnelsPerUser: 10000})
+	args := []string{"bench", "gateway", "process", "--public-key", base64.StdEncoding.EncodeToString(b.signer.PublicKey())}
+	if cpuProfile != "" {
+		args = append(args, "--cpu-profile", cpuProfile)
+	}
+	b.proc = exec.Command(exe, args...)
+	b.proc.Stderr = os.Stderr
+	if b.ctl, err = b.proc.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := b.proc.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
+	if err := b.proc.Start(); err != nil {
+		return nil, err
+	}
+	b.answers = bufio.NewReader(out)
+	line, err := b.answers.ReadString('\n')
+	if err != nil {
+		b.stop()
+		return nil, fmt.Errorf("gateway process: no address on its output (%q): %v", line, err)
+	}
+	b.addr = strings.TrimSpace(line)
 	cert, err := benchCert()
 	if err != nil {
+		b.stop()
 		return nil, err
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
-	if err != nil {
-		return nil, err
-	}
-	b.addr = ln.Addr().String()
-	b.srv = &http.Server{Handler: b.gw, ReadHeaderTimeout: 10 * time.Second}
-	go b.srv.Serve(ln)
 	if b.host, err = startBenchHost(cert); err != nil {
-		b.srv.Close()
+		b.stop()
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *benchGateway) close() { b.srv.Close(); b.gw.Close(); b.host.close() }
+// stop ends the gateway process: it closes its gateway (and writes its
+// profile) when its standard input closes.
+func (b *benchGateway) stop() {
+	b.ctl.Close()
+	done := make(chan struct{})
+	go func() { b.proc.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		b.proc.Process.Kill()
+		<-done
+	}
+}
+
+func (b *benchGateway) close() {
+	b.stop()
+	b.host.close()
+}
+
+// ask sends the gateway process a command (cpu, mem, tunnels) and returns
+// its answer, a number.
+func (b *benchGateway) ask(what string) int64 {
+	if _, err := fmt.Fprintln(b.ctl, what); err != nil {
+		return -1
+	}
+	line, err := b.answers.ReadString('\n')
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// newBenchGatewayProcessCmd is the gateway of bench gateway in a process of
+// its own: it prints its address, then answers one number a line to the
+// commands on its standard input (cpu: its CPU time in ns; mem: heap and
+// stacks held after a GC; tunnels: open tunnels) and stops when that
+// closes.
+func newBenchGatewayProcessCmd() *cobra.Command {
+	var publicKey, cpuProfile string
+	cmd := &cobra.Command{
+		Use:    "process --public-key KEY",
+		Short:  "The gateway process of bench gateway",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key, err := base64.StdEncoding.DecodeString(publicKey)
+			if err != nil || len(key) != ed25519.PublicKeySize {
+				return usageError{fmt.Errorf("--public-key: want the base64 of an Ed25519 public key")}
+			}
+			ks, err := gatewaytoken.NewKeySet(map[string]ed25519.PublicKey{"bench": key})
+			if err != nil {
+				return err
+			}
+			gw, err := gateway.New(gateway.Config{Name: "bench", Verifier: ks, Broker: &gateway.MemoryBroker{},
+				RequestRate: 1e6, RequestBurst: 1e6, MaxTunnelsPerUser: 10000})
+			if err != nil {
+				return err
+			}
+			cert, err := benchCert()
+			if err != nil {
+				return err
+			}
+			inner, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			ln := gateway.NewListener(inner, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
+			srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+			go srv.Serve(ln)
+			defer func() { srv.Close(); gw.Close() }()
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, ln.Addr())
+			sc := bufio.NewScanner(cmd.InOrStdin())
+			for sc.Scan() {
+				var n int64
+				switch sc.Text() {
+				case "cpu":
+					n = int64(cputime.Process())
+				case "mem":
+					n = int64(heldMemory())
+				case "tunnels":
+					n = int64(gw.Stats().Tunnels)
+				}
+				fmt.Fprintln(out, n)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&publicKey, "public-key", "", "base64 of the Ed25519 key tokens are signed with")
+	cmd.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile of the gateway to this file")
+	return cmd
+}
 
 // benchCert is a throwaway self-signed certificate for 127.0.0.1.
 func benchCert() (tls.Certificate, error) {
@@ -368,7 +511,7 @@ func (b *benchGateway) settle(conns []net.Conn) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 	}
-	for deadline := time.Now().Add(10 * time.Second); b.gw.Stats().Tunnels > 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); b.ask("tunnels") > 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -400,37 +543,64 @@ func closeAll(conns []net.Conn) {
 type sample struct {
 	bytes int64           // moved (throughput)
 	rtts  []time.Duration // sorted round trips (latency)
-	cpu   time.Duration   // the process's CPU time during the measurement
+	cpu   time.Duration   // this process's CPU time (clients, host) during the measurement
+	gwCPU time.Duration   // the gateway process's
 	wall  time.Duration
 }
 
 func (s sample) rate() float64 { return float64(s.bytes) / s.wall.Seconds() }
 
-// measure runs one side of one round: n connections to the service the
-// measurement needs, for d.
-func (b *benchGateway) measure(ctx context.Context, kind, stream string, n int, tunnel bool, d, interval time.Duration) (sample, error) {
-	service := map[string]byte{"to-host": serviceSink, "to-client": serviceSource, "rtt": serviceEcho, "paced": serviceEcho}[kind]
+// measure runs one side of one round of a throughput measurement: n
+// fresh connections (nothing left in flight from the round before) to the
+// sink or the source, for d.
+func (b *benchGateway) measure(ctx context.Context, kind, stream string, n int, tunnel bool, d time.Duration) (sample, error) {
+	service := byte(serviceSink)
+	if kind == "to-client" {
+		service = serviceSource
+	}
 	conns, err := b.open(ctx, n, stream, service, tunnel)
 	if err != nil {
 		return sample{}, fmt.Errorf("open %d connections (%s, tunnel %v): %w", n, stream, tunnel, err)
 	}
 	defer b.settle(conns)
 	received := b.host.received.Load()
-	cpu0, t0 := cputime.Process(), time.Now()
+	t := b.startClock()
 	var s sample
-	switch kind {
-	case "to-host":
+	if kind == "to-host" {
 		writeFor(conns, d)
 		s.bytes = b.host.received.Load() - received
-	case "to-client":
+	} else {
 		s.bytes = readFor(conns, d)
-	case "rtt":
-		s.rtts = roundTrips(conns, d, 0)
-	case "paced":
-		s.rtts = roundTrips(conns, d, interval)
 	}
-	s.cpu, s.wall = cputime.Process()-cpu0, time.Since(t0)
+	t.stop(&s)
 	return s, nil
+}
+
+// roundTripSample runs one side of one round of a latency measurement on
+// connections to the echo service.
+func (b *benchGateway) roundTripSample(conns []net.Conn, d, interval time.Duration) sample {
+	t := b.startClock()
+	s := sample{rtts: roundTrips(conns, d, interval)}
+	t.stop(&s)
+	return s
+}
+
+// clocks are the CPU times of both processes and the wall time at the start
+// of a measurement.
+type clocks struct {
+	b          *benchGateway
+	cpu, gwCPU time.Duration
+	wall       time.Time
+}
+
+func (b *benchGateway) startClock() clocks {
+	return clocks{b: b, gwCPU: time.Duration(b.ask("cpu")), cpu: cputime.Process(), wall: time.Now()}
+}
+
+func (c clocks) stop(s *sample) {
+	s.wall = time.Since(c.wall)
+	s.cpu = cputime.Process() - c.cpu
+	s.gwCPU = time.Duration(c.b.ask("cpu")) - c.gwCPU
 }
 
 // writeFor writes 32 KiB blocks on every connection for d.
@@ -553,20 +723,25 @@ func heldMemory() uint64 {
 }
 
 // memoryPerConn opens n idle connections to the sink and returns the heap
-// and stacks each holds.
+// and stacks each holds: in this process (client and host) for direct
+// connections, in the gateway process for tunnels.
 func (b *benchGateway) memoryPerConn(ctx context.Context, n int, stream string, tunnel bool) (int64, error) {
-	before := heldMemory()
+	held := func() int64 { return int64(heldMemory()) }
+	if tunnel {
+		held = func() int64 { return b.ask("mem") }
+	}
+	before := held()
 	conns, err := b.open(ctx, n, stream, serviceSink, tunnel)
 	if err != nil {
 		return 0, err
 	}
-	held := (int64(heldMemory()) - int64(before)) / int64(n)
+	per := (held() - before) / int64(n)
 	b.settle(conns)
-	return held, nil
+	return per, nil
 }
 
 func runBenchGateway(ctx context.Context, out io.Writer, opt benchGatewayOptions) error {
-	b, err := startBenchGateway(opt.ws)
+	b, err := startBenchGateway(opt.ws, opt.gatewayCPUProfile)
 	if err != nil {
 		return err
 	}
@@ -583,9 +758,9 @@ func runBenchGateway(ctx context.Context, out io.Writer, opt benchGatewayOptions
 	thrW := tabwriter.NewWriter(&thr, 0, 0, 2, ' ', tabwriter.AlignRight)
 	latW := tabwriter.NewWriter(&lat, 0, 0, 2, ' ', tabwriter.AlignRight)
 	memW := tabwriter.NewWriter(&mem, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(thrW, "stream\tconns\tdirection\tdirect MB/s\tgateway MB/s\tratio\t(min-max)\tdirect CPU s/GB\tgateway CPU s/GB\t")
-	fmt.Fprintln(latW, "stream\tconns\tload\tdirect p50\tdirect p99\tgateway p50\tgateway p99\tadded p50\tadded p99\t(min..max)\tround trips\tCPU µs/rt direct\tgateway\t")
-	fmt.Fprintln(memW, "stream\tconns\tdirect B/conn\tgateway B/tunnel\t")
+	fmt.Fprintln(thrW, "stream\tconns\tdirection\tdirect MB/s\tgateway MB/s\tratio\t(min-max)\tCPU s/GB: direct\tthrough gateway\tof which gateway\t")
+	fmt.Fprintln(latW, "stream\tconns\tload\tdirect p50\tp99\tgateway p50\tp99\tadded p50\tadded p99\t(min..max)\tround trips\tCPU µs/rt: direct\tthrough gateway\tof which gateway\t")
+	fmt.Fprintln(memW, "stream\tconns\tdirect B/conn (client and host)\tgateway B/tunnel (gateway process)\t")
 	for _, n := range opt.counts {
 		for _, stream := range opt.streams {
 			var held [2]int64
@@ -597,57 +772,111 @@ func runBenchGateway(ctx context.Context, out io.Writer, opt benchGatewayOptions
 			fmt.Fprintf(memW, "%s\t%d\t%d\t%d\t\n", stream, n, held[0], held[1])
 			for _, kind := range opt.measures {
 				var rounds [][2]sample
-				for r := range opt.rounds {
-					var pair [2]sample
-					for _, tunnel := range []bool{r%2 == 1, r%2 == 0} {
-						s, err := b.measure(ctx, kind, stream, n, tunnel, opt.duration, opt.interval)
-						if err != nil {
-							return err
-						}
-						pair[map[bool]int{false: 0, true: 1}[tunnel]] = s
-					}
-					rounds = append(rounds, pair)
-				}
 				if kind == "to-host" || kind == "to-client" {
+					if rounds, err = b.throughputRounds(ctx, kind, stream, n, opt); err != nil {
+						return err
+					}
 					throughputRow(thrW, stream, n, kind, rounds)
-				} else {
-					latencyRow(latW, stream, n, kind, opt.interval, rounds)
+					continue
 				}
+				if rounds, err = b.latencyRounds(ctx, kind, stream, n, opt); err != nil {
+					return err
+				}
+				latencyRow(latW, stream, n, kind, opt.interval, rounds)
 			}
 		}
 	}
 	for _, w := range []*tabwriter.Writer{thrW, latW, memW} {
 		w.Flush()
 	}
-	fmt.Fprintf(out, "\nthroughput (bytes moved a second; medians over rounds):\n%s\nround trips of 64 bytes:\n%s\nmemory held per idle connection (client, gateway and host in this process):\n%s", thr.String(), lat.String(), mem.String())
+	fmt.Fprintf(out, "\nthroughput (bytes moved a second; medians over rounds):\n%s\nround trips of 64 bytes:\n%s\nmemory held per idle connection:\n%s", thr.String(), lat.String(), mem.String())
 	return nil
 }
 
+// sides is the order of a round's sides (false direct, true gateway): it
+// alternates, so drift in the machine's load does not favour one side.
+func sides(round int) []bool { return []bool{round%2 == 1, round%2 == 0} }
+
+func side(tunnel bool) int {
+	if tunnel {
+		return 1
+	}
+	return 0
+}
+
+// throughputRounds measures throughput in rounds, each on fresh connections.
+func (b *benchGateway) throughputRounds(ctx context.Context, kind, stream string, n int, opt benchGatewayOptions) ([][2]sample, error) {
+	var rounds [][2]sample
+	for r := range opt.rounds {
+		var pair [2]sample
+		for _, tunnel := range sides(r) {
+			s, err := b.measure(ctx, kind, stream, n, tunnel, opt.duration)
+			if err != nil {
+				return nil, err
+			}
+			pair[side(tunnel)] = s
+		}
+		rounds = append(rounds, pair)
+	}
+	return rounds, nil
+}
+
+// latencyRounds measures round trips in rounds on the same n direct
+// connections and n tunnels, open throughout, the sides taking turns.
+func (b *benchGateway) latencyRounds(ctx context.Context, kind, stream string, n int, opt benchGatewayOptions) ([][2]sample, error) {
+	var conns [2][]net.Conn
+	defer func() { b.settle(append(conns[0], conns[1]...)) }()
+	for _, tunnel := range []bool{false, true} {
+		c, err := b.open(ctx, n, stream, serviceEcho, tunnel)
+		if err != nil {
+			return nil, fmt.Errorf("open %d connections (%s, tunnel %v): %w", n, stream, tunnel, err)
+		}
+		conns[side(tunnel)] = c
+	}
+	interval := time.Duration(0)
+	if kind == "paced" {
+		interval = opt.interval
+	}
+	var rounds [][2]sample
+	for r := range opt.rounds {
+		var pair [2]sample
+		for _, tunnel := range sides(r) {
+			pair[side(tunnel)] = b.roundTripSample(conns[side(tunnel)], opt.duration, interval)
+		}
+		rounds = append(rounds, pair)
+	}
+	return rounds, nil
+}
+
 func throughputRow(w io.Writer, stream string, n int, kind string, rounds [][2]sample) {
-	var direct, gw, ratio, cpuD, cpuG []float64
+	var direct, gw, ratio, cpuD, cpuG, cpuGW []float64
+	perGB := func(cpu time.Duration, bytes int64) float64 { return cpu.Seconds() / (float64(bytes) / 1e9) }
 	for _, p := range rounds {
 		direct = append(direct, p[0].rate())
 		gw = append(gw, p[1].rate())
 		ratio = append(ratio, p[1].rate()/p[0].rate())
-		cpuD = append(cpuD, p[0].cpu.Seconds()/(float64(p[0].bytes)/1e9))
-		cpuG = append(cpuG, p[1].cpu.Seconds()/(float64(p[1].bytes)/1e9))
+		cpuD = append(cpuD, perGB(p[0].cpu, p[0].bytes))
+		cpuG = append(cpuG, perGB(p[1].cpu+p[1].gwCPU, p[1].bytes))
+		cpuGW = append(cpuGW, perGB(p[1].gwCPU, p[1].bytes))
 	}
-	fmt.Fprintf(w, "%s\t%d\t%s\t%.0f\t%.0f\t%.2f\t(%.2f-%.2f)\t%.2f\t%.2f\t\n", stream, n, kind,
-		median(direct)/1e6, median(gw)/1e6, median(ratio), slices.Min(ratio), slices.Max(ratio), median(cpuD), median(cpuG))
+	fmt.Fprintf(w, "%s\t%d\t%s\t%.0f\t%.0f\t%.2f\t(%.2f-%.2f)\t%.2f\t%.2f\t%.2f\t\n", stream, n, kind,
+		median(direct)/1e6, median(gw)/1e6, median(ratio), slices.Min(ratio), slices.Max(ratio), median(cpuD), median(cpuG), median(cpuGW))
 }
 
 func latencyRow(w io.Writer, stream string, n int, kind string, interval time.Duration, rounds [][2]sample) {
 	var all [2][]time.Duration
 	var added []time.Duration
-	var cpu [2][]float64
+	var cpuD, cpuG, cpuGW []float64
+	perRT := func(cpu time.Duration, rtts []time.Duration) float64 {
+		return float64(cpu.Nanoseconds()) / 1e3 / float64(max(1, len(rtts)))
+	}
 	count := 0
 	for _, p := range rounds {
-		for i := range p {
-			all[i] = append(all[i], p[i].rtts...)
-			if len(p[i].rtts) > 0 {
-				cpu[i] = append(cpu[i], float64(p[i].cpu.Microseconds())/float64(len(p[i].rtts)))
-			}
-		}
+		all[0] = append(all[0], p[0].rtts...)
+		all[1] = append(all[1], p[1].rtts...)
+		cpuD = append(cpuD, perRT(p[0].cpu, p[0].rtts))
+		cpuG = append(cpuG, perRT(p[1].cpu+p[1].gwCPU, p[1].rtts))
+		cpuGW = append(cpuGW, perRT(p[1].gwCPU, p[1].rtts))
 		count += len(p[1].rtts)
 		added = append(added, quantile(p[1].rtts, .99)-quantile(p[0].rtts, .99))
 	}
@@ -658,8 +887,8 @@ func latencyRow(w io.Writer, stream string, n int, kind string, interval time.Du
 		load = "every " + interval.String()
 	}
 	us := func(d time.Duration) string { return d.Round(time.Microsecond).String() }
-	fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t(%s..%s)\t%d\t%.1f\t%.1f\t\n", stream, n, load,
+	fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t(%s..%s)\t%d\t%.1f\t%.1f\t%.1f\t\n", stream, n, load,
 		us(quantile(all[0], .5)), us(quantile(all[0], .99)), us(quantile(all[1], .5)), us(quantile(all[1], .99)),
 		us(quantile(all[1], .5)-quantile(all[0], .5)), us(median(added)), us(slices.Min(added)), us(slices.Max(added)),
-		count, median(cpu[0]), median(cpu[1]))
+		count, median(cpuD), median(cpuG), median(cpuGW))
 }
