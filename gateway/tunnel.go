@@ -380,25 +380,7 @@ func (t *tunnel) lifetime() time.Duration {
 func (t *tunnel) pump() {
 	g := t.g
 	go t.watch()
-	go func() {
-		buf := make([]byte, tsgu.MaxDataSize)
-		for {
-			n, err := t.target.Read(buf)
-			if n > 0 {
-				if werr := t.fr.WriteData(buf[:n]); werr != nil {
-					t.end("client_gone", 0)
-					return
-				}
-				t.toClient.Add(int64(n))
-				g.m.toClient.Add(float64(n))
-				t.lastActive.Store(g.cfg.Clock.Now().UnixNano())
-			}
-			if err != nil {
-				t.end("host_closed", 0)
-				return
-			}
-		}
-	}()
+	go t.relayToClient()
 	for {
 		p, err := t.fr.ReadPacket()
 		if err != nil {
@@ -433,6 +415,62 @@ func (t *tunnel) pump() {
 		case tsgu.PktCloseChannelResponse:
 			t.end("client_closed", 0)
 			return
+		}
+	}
+}
+
+// Sizes of the host's data read at once, the payload of one data packet:
+// a quiet host is waited for with a small buffer; a full read of that
+// takes a large one from a pool for the reads after it, which goes back
+// after quietReads reads in a row that the small one would have held.
+const (
+	smallRead  = 4 << 10
+	largeRead  = tsgu.MaxDataSize
+	quietReads = 8
+)
+
+// relayBufs hold the data packets relayed to clients.
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, tsgu.DataHeaderSize+largeRead); return &b }}
+
+// relayToClient carries the host's stream to the client: each read from
+// the host lands in the payload of a data packet, whose header is then
+// written in front of it, and the packet goes out in one write.
+func (t *tunnel) relayToClient() {
+	g := t.g
+	small := make([]byte, tsgu.DataHeaderSize+smallRead)
+	var large *[]byte
+	defer func() {
+		if large != nil {
+			relayBufs.Put(large)
+		}
+	}()
+	buf, quiet := small, 0
+	for {
+		n, err := t.target.Read(buf[tsgu.DataHeaderSize:])
+		if n > 0 {
+			if werr := t.fr.WritePacket(tsgu.PutDataHeader(buf, n)); werr != nil {
+				t.end("client_gone", 0)
+				return
+			}
+			t.toClient.Add(int64(n))
+			g.m.toClient.Add(float64(n))
+			t.lastActive.Store(g.cfg.Clock.Now().UnixNano())
+		}
+		if err != nil {
+			t.end("host_closed", 0)
+			return
+		}
+		switch {
+		case large == nil && n == smallRead: // the host has more to say
+			large = relayBufs.Get().(*[]byte)
+			buf, quiet = *large, 0
+		case large != nil && n > smallRead:
+			quiet = 0
+		case large != nil:
+			if quiet++; quiet == quietReads { // the host is quiet again
+				relayBufs.Put(large)
+				large, buf = nil, small
+			}
 		}
 	}
 }
