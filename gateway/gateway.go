@@ -432,7 +432,10 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 			}
 		}
 	}()
-	t.run()
+	// The tunnel runs on its own goroutine, so that this one returns and
+	// the server's state of the request (its buffers, and a stack grown by
+	// the TLS handshake) is not held for the tunnel's life.
+	go t.run()
 }
 
 type limitedReader struct {
@@ -474,7 +477,7 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip stri
 	}
 	nc := websocket.NetConn(g.ctx, c, websocket.MessageBinary)
 	t := g.newTunnel(ip, start, nc, batched(nc, fixer.conn), func() { nc.Close() }, nc.SetReadDeadline)
-	t.run()
+	go t.run() // as in serveIn
 }
 
 // acceptFixer sets the Sec-WebSocket-Accept of the client's real key as

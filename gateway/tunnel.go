@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker/gateway/tsgu"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
@@ -37,8 +39,9 @@ type tunnel struct {
 	reserved bool
 	reached  atomic.Bool
 	answered atomic.Bool // the client's close was answered: no close packet of ours
-	tmu      sync.Mutex  // guards target against end() from another goroutine
+	tmu      sync.Mutex  // guards target and watchdog against end() from another goroutine
 	target   net.Conn
+	watchdog clock.Timer // the next check of idle time and lifetime
 
 	toHost, toClient atomic.Int64
 	// lastActive is when data last crossed, in Unix nanoseconds of the
@@ -93,6 +96,9 @@ func (t *tunnel) end(reason string, status uint32) {
 		t.tmu.Lock()
 		if t.target != nil {
 			t.target.Close()
+		}
+		if t.watchdog != nil {
+			t.watchdog.Stop()
 		}
 		t.tmu.Unlock()
 	})
@@ -379,7 +385,7 @@ func (t *tunnel) lifetime() time.Duration {
 // tunnel idles or outlives its lifetime.
 func (t *tunnel) pump() {
 	g := t.g
-	go t.watch()
+	t.watch()
 	go t.relayToClient()
 	for {
 		p, err := t.fr.ReadPacket()
@@ -476,29 +482,36 @@ func (t *tunnel) relayToClient() {
 }
 
 // watch closes the tunnel when it has carried nothing for its idle timeout
-// or has lived its lifetime, checked on the gateway's clock.
+// or has lived its lifetime, checked on the gateway's clock by a timer (a
+// goroutine waiting on a ticker would hold a stack per tunnel).
 func (t *tunnel) watch() {
 	clk := t.g.cfg.Clock
 	idle, life := t.idleTimeout(), t.lifetime()
 	every := min(idle/4, life/4, 30*time.Second)
-	tick := clk.NewTicker(every)
-	defer tick.Stop()
 	opened := clk.Now()
 	t.lastActive.CompareAndSwap(0, opened.UnixNano())
-	for {
+	var check func()
+	arm := func() {
+		t.tmu.Lock()
+		defer t.tmu.Unlock()
 		select {
-		case <-t.done:
-			return
-		case <-tick.C():
+		case <-t.done: // end() stops the timer after closing done, under tmu
+		default:
+			// A fake clock calls back with its lock held: check on a
+			// goroutine of its own, which may read the clock.
+			t.watchdog = clk.AfterFunc(every, func() { go check() })
 		}
+	}
+	check = func() {
 		now := clk.Now()
 		switch {
 		case now.Sub(time.Unix(0, t.lastActive.Load())) >= idle:
 			t.end("idle_timeout", tsgu.EProxySessionTimeout)
-			return
 		case now.Sub(opened) >= life:
 			t.end("lifetime", tsgu.EProxySessionTimeout)
-			return
+		default:
+			arm()
 		}
 	}
+	arm()
 }

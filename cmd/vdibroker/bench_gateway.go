@@ -730,8 +730,14 @@ func (b *benchGateway) memoryPerConn(ctx context.Context, n int, stream string, 
 	if tunnel {
 		held = func() int64 { return b.ask("mem") }
 	}
-	before := held()
+	// A first round opens what pools and the heap keep once made.
 	conns, err := b.open(ctx, n, stream, serviceSink, tunnel)
+	if err != nil {
+		return 0, err
+	}
+	b.settle(conns)
+	before := held()
+	conns, err = b.open(ctx, n, stream, serviceSink, tunnel)
 	if err != nil {
 		return 0, err
 	}
