@@ -756,9 +756,8 @@ func runBenchGateway(ctx context.Context, out io.Writer, opt benchGatewayOptions
 	if opt.ws {
 		transport = "WebSocket"
 	}
-	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(out, "gateway on %s, TLS, transport %s; %d rounds of %v a side; GOMAXPROCS %d; load average %s\n",
-		b.addr, transport, opt.rounds, opt.duration, runtime.GOMAXPROCS(0), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
+	fmt.Fprintf(out, "gateway on %s (its own process), TLS, transport %s; %d rounds of %v a side; GOMAXPROCS %d; load average at the start %s\n",
+		b.addr, transport, opt.rounds, opt.duration, runtime.GOMAXPROCS(0), loadAverage())
 
 	var thr, lat, mem strings.Builder
 	thrW := tabwriter.NewWriter(&thr, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -795,8 +794,19 @@ func runBenchGateway(ctx context.Context, out io.Writer, opt benchGatewayOptions
 	for _, w := range []*tabwriter.Writer{thrW, latW, memW} {
 		w.Flush()
 	}
-	fmt.Fprintf(out, "\nthroughput (bytes moved a second; medians over rounds):\n%s\nround trips of 64 bytes:\n%s\nmemory held per idle connection:\n%s", thr.String(), lat.String(), mem.String())
+	fmt.Fprintf(out, "\nthroughput (bytes moved a second; medians over rounds):\n%s\nround trips of 64 bytes:\n%s\nmemory held per idle connection:\n%s\nload average at the end %s\n",
+		thr.String(), lat.String(), mem.String(), loadAverage())
 	return nil
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load average, where
+// the system tells it.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 // sides is the order of a round's sides (false direct, true gateway): it
