@@ -90,7 +90,8 @@ Throughput rows give the medians, the median of the rounds' ratios gateway/direc
 the gateway (clients, host and gateway) and of the gateway process alone. Latency
 rows give p50 and p99 of all round trips, the added p99 (the median over rounds of
 the gateway's p99 minus the direct p99 of the same round, and its range) and the
-CPU time per round trip likewise. Memory: heap and stacks held per open idle
+CPU time per round trip likewise. The gateway's read and write system calls per MB
+and per round trip (Linux) are counts other processes do not disturb. Memory: heap and stacks held per open idle
 connection, direct in this process, tunnels in the gateway process.
 
 Targets (issue): ratio >= 0.8, added p99 < 1 ms at 100 tunnels.`,
@@ -411,6 +412,8 @@ func newBenchGatewayProcessCmd() *cobra.Command {
 				switch sc.Text() {
 				case "cpu":
 					n = int64(cputime.Process())
+				case "syscalls":
+					n = readWriteSyscalls()
 				case "mem":
 					n = int64(heldMemory())
 				case "tunnels":
@@ -545,6 +548,7 @@ type sample struct {
 	rtts  []time.Duration // sorted round trips (latency)
 	cpu   time.Duration   // this process's CPU time (clients, host) during the measurement
 	gwCPU time.Duration   // the gateway process's
+	gwSys int64           // the gateway process's read and write system calls
 	wall  time.Duration
 }
 
@@ -590,17 +594,19 @@ func (b *benchGateway) roundTripSample(conns []net.Conn, d, interval time.Durati
 type clocks struct {
 	b          *benchGateway
 	cpu, gwCPU time.Duration
+	gwSys      int64
 	wall       time.Time
 }
 
 func (b *benchGateway) startClock() clocks {
-	return clocks{b: b, gwCPU: time.Duration(b.ask("cpu")), cpu: cputime.Process(), wall: time.Now()}
+	return clocks{b: b, gwSys: b.ask("syscalls"), gwCPU: time.Duration(b.ask("cpu")), cpu: cputime.Process(), wall: time.Now()}
 }
 
 func (c clocks) stop(s *sample) {
 	s.wall = time.Since(c.wall)
 	s.cpu = cputime.Process() - c.cpu
 	s.gwCPU = time.Duration(c.b.ask("cpu")) - c.gwCPU
+	s.gwSys = c.b.ask("syscalls") - c.gwSys
 }
 
 // writeFor writes 32 KiB blocks on every connection for d.
@@ -763,8 +769,8 @@ func runBenchGateway(ctx context.Context, out io.Writer, opt benchGatewayOptions
 	thrW := tabwriter.NewWriter(&thr, 0, 0, 2, ' ', tabwriter.AlignRight)
 	latW := tabwriter.NewWriter(&lat, 0, 0, 2, ' ', tabwriter.AlignRight)
 	memW := tabwriter.NewWriter(&mem, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(thrW, "stream\tconns\tdirection\tdirect MB/s\tgateway MB/s\tratio\t(min-max)\tCPU s/GB: direct\tthrough gateway\tof which gateway\t")
-	fmt.Fprintln(latW, "stream\tconns\tload\tdirect p50\tp99\tgateway p50\tp99\tadded p50\tadded p99\t(min..max)\tround trips\tCPU µs/rt: direct\tthrough gateway\tof which gateway\t")
+	fmt.Fprintln(thrW, "stream\tconns\tdirection\tdirect MB/s\tgateway MB/s\tratio\t(min-max)\tCPU s/GB: direct\tthrough gateway\tof which gateway\tgateway syscalls/MB\t")
+	fmt.Fprintln(latW, "stream\tconns\tload\tdirect p50\tp99\tgateway p50\tp99\tadded p50\tadded p99\t(min..max)\tround trips\tCPU µs/rt: direct\tthrough gateway\tof which gateway\tgateway syscalls/rt\t")
 	fmt.Fprintln(memW, "stream\tconns\tdirect B/conn (client and host)\tgateway B/tunnel (gateway process)\t")
 	for _, n := range opt.counts {
 		for _, stream := range opt.streams {
@@ -797,6 +803,24 @@ func runBenchGateway(ctx context.Context, out io.Writer, opt benchGatewayOptions
 	fmt.Fprintf(out, "\nthroughput (bytes moved a second; medians over rounds):\n%s\nround trips of 64 bytes:\n%s\nmemory held per idle connection:\n%s\nload average at the end %s\n",
 		thr.String(), lat.String(), mem.String(), loadAverage())
 	return nil
+}
+
+// readWriteSyscalls is how many read and write system calls this process
+// has made (Linux's /proc/self/io; 0 elsewhere): unlike CPU time, a count
+// that other processes on the machine do not change.
+func readWriteSyscalls() int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ": "); ok && (k == "syscr" || k == "syscw") {
+			c, _ := strconv.ParseInt(v, 10, 64)
+			n += c
+		}
+	}
+	return n
 }
 
 // loadAverage is the machine's 1, 5 and 15 minute load average, where
@@ -865,7 +889,7 @@ func (b *benchGateway) latencyRounds(ctx context.Context, kind, stream string, n
 }
 
 func throughputRow(w io.Writer, stream string, n int, kind string, rounds [][2]sample) {
-	var direct, gw, ratio, cpuD, cpuG, cpuGW []float64
+	var direct, gw, ratio, cpuD, cpuG, cpuGW, sys []float64
 	perGB := func(cpu time.Duration, bytes int64) float64 { return cpu.Seconds() / (float64(bytes) / 1e9) }
 	for _, p := range rounds {
 		direct = append(direct, p[0].rate())
@@ -874,15 +898,16 @@ func throughputRow(w io.Writer, stream string, n int, kind string, rounds [][2]s
 		cpuD = append(cpuD, perGB(p[0].cpu, p[0].bytes))
 		cpuG = append(cpuG, perGB(p[1].cpu+p[1].gwCPU, p[1].bytes))
 		cpuGW = append(cpuGW, perGB(p[1].gwCPU, p[1].bytes))
+		sys = append(sys, float64(p[1].gwSys)/(float64(p[1].bytes)/1e6))
 	}
-	fmt.Fprintf(w, "%s\t%d\t%s\t%.0f\t%.0f\t%.2f\t(%.2f-%.2f)\t%.2f\t%.2f\t%.2f\t\n", stream, n, kind,
-		median(direct)/1e6, median(gw)/1e6, median(ratio), slices.Min(ratio), slices.Max(ratio), median(cpuD), median(cpuG), median(cpuGW))
+	fmt.Fprintf(w, "%s\t%d\t%s\t%.0f\t%.0f\t%.2f\t(%.2f-%.2f)\t%.2f\t%.2f\t%.2f\t%.0f\t\n", stream, n, kind,
+		median(direct)/1e6, median(gw)/1e6, median(ratio), slices.Min(ratio), slices.Max(ratio), median(cpuD), median(cpuG), median(cpuGW), median(sys))
 }
 
 func latencyRow(w io.Writer, stream string, n int, kind string, interval time.Duration, rounds [][2]sample) {
 	var all [2][]time.Duration
 	var added []time.Duration
-	var cpuD, cpuG, cpuGW []float64
+	var cpuD, cpuG, cpuGW, sys []float64
 	perRT := func(cpu time.Duration, rtts []time.Duration) float64 {
 		return float64(cpu.Nanoseconds()) / 1e3 / float64(max(1, len(rtts)))
 	}
@@ -893,6 +918,7 @@ func latencyRow(w io.Writer, stream string, n int, kind string, interval time.Du
 		cpuD = append(cpuD, perRT(p[0].cpu, p[0].rtts))
 		cpuG = append(cpuG, perRT(p[1].cpu+p[1].gwCPU, p[1].rtts))
 		cpuGW = append(cpuGW, perRT(p[1].gwCPU, p[1].rtts))
+		sys = append(sys, float64(p[1].gwSys)/float64(max(1, len(p[1].rtts))))
 		count += len(p[1].rtts)
 		added = append(added, quantile(p[1].rtts, .99)-quantile(p[0].rtts, .99))
 	}
@@ -903,8 +929,8 @@ func latencyRow(w io.Writer, stream string, n int, kind string, interval time.Du
 		load = "every " + interval.String()
 	}
 	us := func(d time.Duration) string { return d.Round(time.Microsecond).String() }
-	fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t(%s..%s)\t%d\t%.1f\t%.1f\t%.1f\t\n", stream, n, load,
+	fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t(%s..%s)\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t\n", stream, n, load,
 		us(quantile(all[0], .5)), us(quantile(all[0], .99)), us(quantile(all[1], .5)), us(quantile(all[1], .99)),
 		us(quantile(all[1], .5)-quantile(all[0], .5)), us(median(added)), us(slices.Min(added)), us(slices.Max(added)),
-		count, median(cpuD), median(cpuG), median(cpuGW))
+		count, median(cpuD), median(cpuG), median(cpuGW), median(sys))
 }
