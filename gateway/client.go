@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf16"
 
@@ -54,6 +55,7 @@ func (e *RefusedError) Error() string {
 // gateway transport does, for tests and `vdibroker bench gateway`.
 type ClientConn struct {
 	fr         *tsgu.Framer
+	chunks     *chunkWriter // the IN channel of the HTTP transport
 	closers    []io.Closer
 	deadliners []interface{ SetDeadline(time.Time) error }
 	rest       []byte
@@ -159,7 +161,8 @@ func dialHTTP(ctx context.Context, cfg DialConfig, connID string) (*ClientConn, 
 	}
 	out.SetDeadline(time.Time{})
 	in.SetDeadline(time.Time{})
-	return &ClientConn{fr: tsgu.NewFramer(br, &chunkWriter{w: in}), closers: []io.Closer{in, out},
+	cw := &chunkWriter{w: in}
+	return &ClientConn{fr: tsgu.NewFramer(br, cw), chunks: cw, closers: []io.Closer{in, out},
 		deadliners: []interface{ SetDeadline(time.Time) error }{in, out}}, nil
 }
 
@@ -174,7 +177,29 @@ func (m methodRewriter) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func dialWebSocket(ctx context.Context, cfg DialConfig, connID string) (*ClientConn, error) {
-	tr := &http.Transport{TLSClientConfig: cfg.TLSConfig, ForceAttemptHTTP2: false}
+	// Each frame goes out in one write to the socket, as FreeRDP writes
+	// it, not in one per 4 KiB record the library's buffer flushes.
+	var conn *tls.Conn
+	tr := &http.Transport{ForceAttemptHTTP2: false, DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		raw, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := cfg.TLSConfig.Clone()
+		if tc == nil {
+			tc = &tls.Config{}
+		}
+		if tc.ServerName == "" {
+			tc.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		conn = tls.Client(&batchConn{Conn: raw}, tc)
+		if err := conn.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, err
+		}
+		return conn, nil
+	}}
 	u := url.URL{Scheme: "https", Host: cfg.Gateway, Path: Path}
 	h := http.Header{}
 	h.Set(headerConnectionID, connID)
@@ -187,7 +212,7 @@ func dialWebSocket(ctx context.Context, cfg DialConfig, connID string) (*ClientC
 		return nil, err
 	}
 	nc := websocket.NetConn(context.WithoutCancel(ctx), ws, websocket.MessageBinary)
-	return &ClientConn{fr: tsgu.NewFramer(nc, nc), closers: []io.Closer{nc}, deadliners: []interface{ SetDeadline(time.Time) error }{nc}}, nil
+	return &ClientConn{fr: tsgu.NewFramer(nc, batched(nc, conn)), closers: []io.Closer{nc}, deadliners: []interface{ SetDeadline(time.Time) error }{nc}}, nil
 }
 
 // expect reads the next packet other than a keepalive.
@@ -293,7 +318,11 @@ func (c *ClientConn) Read(p []byte) (int, error) {
 
 // Write sends p as data packets.
 func (c *ClientConn) Write(p []byte) (int, error) {
-	if err := c.fr.WriteData(p); err != nil {
+	write := c.fr.WriteData
+	if c.chunks != nil {
+		write = c.chunks.writeData
+	}
+	if err := write(p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -313,13 +342,16 @@ func (c *ClientConn) Close() error {
 }
 
 // chunkWriter writes each Write as one HTTP/1.1 chunk in one write to the
-// connection (one TLS record, where httputil's writer makes three).
+// connection (one TLS write, where httputil's writer makes three).
 type chunkWriter struct {
 	w   io.Writer
+	mu  sync.Mutex
 	buf []byte
 }
 
 func (c *chunkWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.buf = strconv.AppendInt(c.buf[:0], int64(len(p)), 16)
 	c.buf = append(c.buf, '\r', '\n')
 	c.buf = append(c.buf, p...)
@@ -328,4 +360,27 @@ func (c *chunkWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// writeData writes b as data packets, each its own chunk built around the
+// payload in one copy (as FreeRDP builds it) and written at once.
+func (c *chunkWriter) writeData(b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var header [tsgu.DataHeaderSize]byte
+	for len(b) > 0 {
+		n := min(len(b), tsgu.MaxDataSize)
+		c.buf = strconv.AppendInt(c.buf[:0], int64(tsgu.DataHeaderSize+n), 16)
+		c.buf = append(c.buf, '\r', '\n')
+		start := len(c.buf)
+		c.buf = append(c.buf, header[:]...)
+		c.buf = append(c.buf, b[:n]...)
+		tsgu.PutDataHeader(c.buf[start:], n)
+		c.buf = append(c.buf, '\r', '\n')
+		if _, err := c.w.Write(c.buf); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }

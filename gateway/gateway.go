@@ -418,7 +418,7 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 		body = &limitedReader{r: brw.Reader, n: r.ContentLength}
 	}
 	out := p.conn
-	t := g.newTunnel(ip, p.started, body, out, func() { conn.Close(); out.Close() }, conn.SetReadDeadline)
+	t := g.newTunnel(ip, p.started, body, batched(out, out), func() { conn.Close(); out.Close() }, conn.SetReadDeadline)
 	if t == nil {
 		return
 	}
@@ -432,7 +432,10 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 			}
 		}
 	}()
-	t.run()
+	// The tunnel runs on its own goroutine, so that this one returns and
+	// the server's state of the request (its buffers, and a stack grown by
+	// the TLS handshake) is not held for the tunnel's life.
+	go t.run()
 }
 
 type limitedReader struct {
@@ -466,14 +469,15 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip stri
 	}
 	r.Header.Set("Sec-WebSocket-Key", base64.StdEncoding.EncodeToString(make([]byte, 16)))
 	r.Method = http.MethodGet // the library upgrades GET requests only
-	c, err := websocket.Accept(acceptFixer{w, websocketAccept(key)}, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	fixer := &acceptFixer{ResponseWriter: w, accept: websocketAccept(key)}
+	c, err := websocket.Accept(fixer, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		g.refuse("bad_request", ip, "websocket", cut(err.Error(), 120))
 		return
 	}
 	nc := websocket.NetConn(g.ctx, c, websocket.MessageBinary)
-	t := g.newTunnel(ip, start, nc, nc, func() { nc.Close() }, nc.SetReadDeadline)
-	t.run()
+	t := g.newTunnel(ip, start, nc, batched(nc, fixer.conn), func() { nc.Close() }, nc.SetReadDeadline)
+	go t.run() // as in serveIn
 }
 
 // acceptFixer sets the Sec-WebSocket-Accept of the client's real key as
@@ -481,17 +485,20 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip stri
 type acceptFixer struct {
 	http.ResponseWriter
 	accept string
+	conn   net.Conn // the hijacked connection
 }
 
-func (a acceptFixer) WriteHeader(code int) {
+func (a *acceptFixer) WriteHeader(code int) {
 	if code == http.StatusSwitchingProtocols {
 		a.Header().Set("Sec-WebSocket-Accept", a.accept)
 	}
 	a.ResponseWriter.WriteHeader(code)
 }
 
-func (a acceptFixer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(a.ResponseWriter).Hijack()
+func (a *acceptFixer) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(a.ResponseWriter).Hijack()
+	a.conn = conn
+	return conn, brw, err
 }
 
 // websocketAccept is RFC 6455's Sec-WebSocket-Accept of key.

@@ -346,11 +346,15 @@ func TestIdleAndLifetime(t *testing.T) {
 			}
 			defer c.Close()
 			echo(t, c, 100)
-			// 15 s ticks (a quarter of the idle minute); step through 4 minutes,
-			// with traffic at each step when busy.
+			// 15 s timers (a quarter of the idle minute); step through 4
+			// minutes, with traffic at each step when busy.
+			closed := func() bool { return testutil.ToFloat64(e.gw.m.closed.WithLabelValues(tt.reason)) == 1 }
 			msg := []byte("keep busy")
 			for i := 0; i < 16; i++ {
-				waitFor(t, "the watchdog's ticker", clk.HasWaiters)
+				waitFor(t, "the watchdog's timer or the close", func() bool { return clk.HasWaiters() || closed() })
+				if closed() {
+					break
+				}
 				if tt.busy {
 					if _, err := c.Write(msg); err != nil {
 						break
@@ -360,11 +364,8 @@ func TestIdleAndLifetime(t *testing.T) {
 					}
 				}
 				clk.Step(15 * time.Second)
-				if testutil.ToFloat64(e.gw.m.closed.WithLabelValues(tt.reason)) == 1 {
-					break
-				}
 			}
-			waitFor(t, "the close", func() bool { return testutil.ToFloat64(e.gw.m.closed.WithLabelValues(tt.reason)) == 1 })
+			waitFor(t, "the close", closed)
 			if !tt.busy {
 				_, err = io.ReadAll(c)
 			} else {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker/gateway/tsgu"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
@@ -37,8 +39,9 @@ type tunnel struct {
 	reserved bool
 	reached  atomic.Bool
 	answered atomic.Bool // the client's close was answered: no close packet of ours
-	tmu      sync.Mutex  // guards target against end() from another goroutine
+	tmu      sync.Mutex  // guards target and watchdog against end() from another goroutine
 	target   net.Conn
+	watchdog clock.Timer // the next check of idle time and lifetime
 
 	toHost, toClient atomic.Int64
 	// lastActive is when data last crossed, in Unix nanoseconds of the
@@ -93,6 +96,9 @@ func (t *tunnel) end(reason string, status uint32) {
 		t.tmu.Lock()
 		if t.target != nil {
 			t.target.Close()
+		}
+		if t.watchdog != nil {
+			t.watchdog.Stop()
 		}
 		t.tmu.Unlock()
 	})
@@ -385,26 +391,8 @@ func (t *tunnel) lifetime() time.Duration {
 // tunnel idles or outlives its lifetime.
 func (t *tunnel) pump() {
 	g := t.g
-	go t.watch()
-	go func() {
-		buf := make([]byte, tsgu.MaxDataSize)
-		for {
-			n, err := t.target.Read(buf)
-			if n > 0 {
-				if werr := t.fr.WriteData(buf[:n]); werr != nil {
-					t.end("client_gone", 0)
-					return
-				}
-				t.toClient.Add(int64(n))
-				g.m.toClient.Add(float64(n))
-				t.lastActive.Store(g.cfg.Clock.Now().UnixNano())
-			}
-			if err != nil {
-				t.end("host_closed", 0)
-				return
-			}
-		}
-	}()
+	t.watch()
+	go t.relayToClient()
 	for {
 		p, err := t.fr.ReadPacket()
 		if err != nil {
@@ -443,30 +431,93 @@ func (t *tunnel) pump() {
 	}
 }
 
+// Sizes of the host's data read at once, the payload of one data packet:
+// a quiet host is waited for with a small buffer; a full read of that
+// takes a large one from a pool for the reads after it, which goes back
+// after quietReads reads in a row that the small one would have held.
+const (
+	smallRead  = 4 << 10
+	largeRead  = tsgu.MaxDataSize
+	quietReads = 8
+)
+
+// relayBufs hold the data packets relayed to clients.
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, tsgu.DataHeaderSize+largeRead); return &b }}
+
+// relayToClient carries the host's stream to the client: each read from
+// the host lands in the payload of a data packet, whose header is then
+// written in front of it, and the packet goes out in one write.
+func (t *tunnel) relayToClient() {
+	g := t.g
+	small := make([]byte, tsgu.DataHeaderSize+smallRead)
+	var large *[]byte
+	defer func() {
+		if large != nil {
+			relayBufs.Put(large)
+		}
+	}()
+	buf, quiet := small, 0
+	for {
+		n, err := t.target.Read(buf[tsgu.DataHeaderSize:])
+		if n > 0 {
+			if werr := t.fr.WritePacket(tsgu.PutDataHeader(buf, n)); werr != nil {
+				t.end("client_gone", 0)
+				return
+			}
+			t.toClient.Add(int64(n))
+			g.m.toClient.Add(float64(n))
+			t.lastActive.Store(g.cfg.Clock.Now().UnixNano())
+		}
+		if err != nil {
+			t.end("host_closed", 0)
+			return
+		}
+		switch {
+		case large == nil && n == smallRead: // the host has more to say
+			large = relayBufs.Get().(*[]byte)
+			buf, quiet = *large, 0
+		case large != nil && n > smallRead:
+			quiet = 0
+		case large != nil:
+			if quiet++; quiet == quietReads { // the host is quiet again
+				relayBufs.Put(large)
+				large, buf = nil, small
+			}
+		}
+	}
+}
+
 // watch closes the tunnel when it has carried nothing for its idle timeout
-// or has lived its lifetime, checked on the gateway's clock.
+// or has lived its lifetime, checked on the gateway's clock by a timer (a
+// goroutine waiting on a ticker would hold a stack per tunnel).
 func (t *tunnel) watch() {
 	clk := t.g.cfg.Clock
 	idle, life := t.idleTimeout(), t.lifetime()
 	every := min(idle/4, life/4, 30*time.Second)
-	tick := clk.NewTicker(every)
-	defer tick.Stop()
 	opened := clk.Now()
 	t.lastActive.CompareAndSwap(0, opened.UnixNano())
-	for {
+	var check func()
+	arm := func() {
+		t.tmu.Lock()
+		defer t.tmu.Unlock()
 		select {
-		case <-t.done:
-			return
-		case <-tick.C():
+		case <-t.done: // end() stops the timer after closing done, under tmu
+		default:
+			// A fake clock calls back with its lock held: check on a
+			// goroutine of its own, which may read the clock.
+			t.watchdog = clk.AfterFunc(every, func() { go check() })
 		}
+	}
+	check = func() {
 		now := clk.Now()
 		switch {
 		case now.Sub(time.Unix(0, t.lastActive.Load())) >= idle:
 			t.end("idle_timeout", tsgu.EProxySessionTimeout)
-			return
 		case now.Sub(opened) >= life:
 			t.end("lifetime", tsgu.EProxySessionTimeout)
-			return
+		default:
+			arm()
 		}
 	}
+	arm()
 }

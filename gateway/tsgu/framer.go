@@ -12,38 +12,56 @@ import (
 // directions of a WebSocket. Reads come from one goroutine; writes are
 // serialised, so the pump of the target's data and the keepalives may
 // write at once.
+//
+// A Framer waiting for a packet holds no large buffer: the header is read
+// into the Framer, a small packet into a small buffer of its own, a large
+// one into a buffer from a pool that goes back at the next read.
 type Framer struct {
-	r    io.Reader
-	rbuf []byte
+	r     io.Reader
+	hdr   [HeaderSize]byte
+	small []byte
+	large *[]byte // holds the last packet read, if it was large
 
 	wmu  sync.Mutex
 	w    io.Writer
 	wbuf []byte
 }
 
+// smallPacket is the most a Framer reads without a pooled buffer: every
+// control packet FreeRDP sends and the short data packets of an
+// interactive session.
+const smallPacket = 2048
+
+// largePackets are the buffers of packets longer than smallPacket.
+var largePackets = sync.Pool{New: func() any { b := make([]byte, MaxPacketSize); return &b }}
+
 // NewFramer returns a Framer reading packets from r and writing to w.
 func NewFramer(r io.Reader, w io.Writer) *Framer {
-	return &Framer{r: r, w: w, rbuf: make([]byte, 0, 1024)}
+	return &Framer{r: r, w: w, small: make([]byte, smallPacket)}
 }
 
 // ReadPacket reads the next whole packet. Its length is checked against
 // MaxPacketSize before anything more is read. The slice is valid until the
 // next ReadPacket.
 func (f *Framer) ReadPacket() ([]byte, error) {
-	buf := f.rbuf[:HeaderSize]
-	if _, err := io.ReadFull(f.r, buf); err != nil {
+	if f.large != nil {
+		largePackets.Put(f.large)
+		f.large = nil
+	}
+	if _, err := io.ReadFull(f.r, f.hdr[:]); err != nil {
 		return nil, err
 	}
-	h, err := ParseHeader(buf)
+	h, err := ParseHeader(f.hdr[:])
 	if err != nil {
 		return nil, err
 	}
-	if cap(f.rbuf) < int(h.Length) {
-		nb := make([]byte, h.Length, max(int(h.Length), 2*cap(f.rbuf)))
-		copy(nb, buf)
-		f.rbuf = nb[:0]
+	p := f.small
+	if int(h.Length) > len(p) {
+		f.large = largePackets.Get().(*[]byte)
+		p = *f.large
 	}
-	p := f.rbuf[:h.Length]
+	p = p[:h.Length]
+	copy(p, f.hdr[:])
 	if _, err := io.ReadFull(f.r, p[HeaderSize:]); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -69,6 +87,15 @@ func (f *Framer) WriteMessage(m Message) error {
 	defer f.wmu.Unlock()
 	f.wbuf = Append(f.wbuf[:0], m)
 	_, err := f.w.Write(f.wbuf)
+	return err
+}
+
+// WritePacket writes p, one whole packet (as PutDataHeader returns it), in
+// one Write.
+func (f *Framer) WritePacket(p []byte) error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	_, err := f.w.Write(p)
 	return err
 }
 

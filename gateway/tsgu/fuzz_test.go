@@ -54,17 +54,22 @@ func FuzzUnmarshal(f *testing.F) {
 }
 
 // FuzzFramer reads packets from an arbitrary stream, as the gateway reads a
-// client's IN channel: no panic, no packet over MaxPacketSize, and every
-// packet it returns has the length its header says.
+// client's IN channel: no panic, no packet over MaxPacketSize, every packet
+// it returns has the length its header says and is exactly the stream's
+// next bytes, whether read into the Framer's small buffer or a pooled one.
 func FuzzFramer(f *testing.F) {
 	// Two packets back to back.
 	f.Add(append(Marshal(&Keepalive{}), Marshal(&Data{Data: []byte("rdp")})...))
+	// A large packet (a pooled buffer), a small one, a large one again.
+	large := Marshal(&Data{Data: bytes.Repeat([]byte{0xAB}, 3000)})
+	f.Add(append(append(append([]byte{}, large...), Marshal(&Keepalive{})...), large...))
 	// A packet cut short.
 	f.Add(Marshal(&HandshakeRequest{VerMajor: 1})[:10])
 	// A length of 0xffffffff.
 	f.Add([]byte{0x0a, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0})
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		fr := NewFramer(bytes.NewReader(stream), nil)
+		off := 0
 		for range 64 {
 			p, err := fr.ReadPacket()
 			if err != nil {
@@ -74,6 +79,10 @@ func FuzzFramer(f *testing.F) {
 			if err != nil || int(h.Length) != len(p) || len(p) > MaxPacketSize {
 				t.Fatalf("packet of %d bytes with header %+v, %v", len(p), h, err)
 			}
+			if !bytes.Equal(p, stream[off:off+len(p)]) {
+				t.Fatalf("packet at offset %d differs from the stream's bytes", off)
+			}
+			off += len(p)
 			Unmarshal(p)
 		}
 	})

@@ -124,6 +124,25 @@ const MaxPacketSize = HeaderSize + 2 + 0xFFFF
 // MaxDataSize is the most one data packet carries.
 const MaxDataSize = 0xFFFF
 
+// DataHeaderSize is where a data packet's payload starts: the header and
+// the payload's 16-bit length.
+const DataHeaderSize = HeaderSize + 2
+
+// PutDataHeader writes into p[:DataHeaderSize] the header of a data packet
+// whose n payload bytes already stand at p[DataHeaderSize:], and returns
+// the packet, p[:DataHeaderSize+n]: a relay reads a payload straight into
+// its packet. n must be at most MaxDataSize.
+func PutDataHeader(p []byte, n int) []byte {
+	if n < 0 || n > MaxDataSize {
+		panic(fmt.Sprintf("tsgu: data payload of %d bytes", n))
+	}
+	binary.LittleEndian.PutUint16(p, uint16(PktData))
+	binary.LittleEndian.PutUint16(p[2:], 0)
+	binary.LittleEndian.PutUint32(p[4:], uint32(DataHeaderSize+n))
+	binary.LittleEndian.PutUint16(p[8:], uint16(n))
+	return p[:DataHeaderSize+n]
+}
+
 // Header is HTTP_PACKET_HEADER (section 2.2.10.9).
 type Header struct {
 	Type     PacketType
