@@ -109,6 +109,12 @@ func (r *connectRound) again(err error, attempt int, v interface{ MarkStale() })
 		// Another replica changed the pool's settings since our view read
 		// them: decide again with the new ones (R-P1).
 		v.MarkStale()
+	case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+		// The chosen host is gone: deleted since the view read it (on
+		// another replica, or while the view sat idle and was decided on
+		// before its background read). Read the pool again: if it is gone
+		// too, the next round's lookup says so.
+		v.MarkStale()
 	case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
 		// Another replica filled or took the host: decide again. After a
 		// second loss the whole view is suspect: re-read the pool.
