@@ -29,6 +29,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(newBenchPodCmd())
 	cmd.AddCommand(newBenchBareServerCmd())
 	cmd.AddCommand(newBenchGatewayCmd())
+	cmd.AddCommand(newBenchFederationCmd())
 	return cmd
 }
 
