@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -109,6 +108,12 @@ func (r *connectRound) again(err error, attempt int, v interface{ MarkStale() })
 	case errors.Is(err, vdibroker.ErrPoolChanged):
 		// Another replica changed the pool's settings since our view read
 		// them: decide again with the new ones (R-P1).
+		v.MarkStale()
+	case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+		// The chosen host is gone: deleted since the view read it (on
+		// another replica, or while the view sat idle and was decided on
+		// before its background read). Read the pool again: if it is gone
+		// too, the next round's lookup says so.
 		v.MarkStale()
 	case errors.Is(err, vdibroker.ErrHostFull), errors.Is(err, vdibroker.ErrHostTaken):
 		// Another replica filled or took the host: decide again. After a
@@ -251,10 +256,7 @@ func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.
 		ID: vdibroker.NewID(), User: req.User, HostPool: pool.Name, SessionHost: d.Host,
 		State: vdibroker.StatePending, CreateTime: now, StateTime: now,
 	}
-	record, err := json.Marshal(d.Explain)
-	if err != nil {
-		return nil, fmt.Errorf("encode decision record: %w", err)
-	}
+	record := placement.AppendRecord(make([]byte, 0, recordCap(&d.Explain)), &d.Explain)
 	c := &vdibroker.PlacementCommit{
 		Session:         sess,
 		MaxSessionLimit: v.LimitFor(pool, d.Host), // less the escrows of outage placement
@@ -274,7 +276,7 @@ func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.
 	}
 	landed := false
 	c.OnCommitted = func(seq int64) { v.Land(d.Host, seq); landed = true }
-	err = s.store.CommitPlacement(ctx, c)
+	err := s.store.CommitPlacement(ctx, c)
 	if !landed {
 		v.Release(d.Host)
 	}
@@ -291,6 +293,12 @@ func (s *Service) commit(ctx context.Context, v *poolview.View, pool *vdibroker.
 	a := &vdibroker.ConnectAnswer{ConnectResponse: s.answer(pool, req, d.Host, addr), Created: true}
 	a.SessionID, a.State = sess.ID, sess.State
 	return a, nil
+}
+
+// recordCap is about the size of e's stored form, so AppendRecord
+// allocates once.
+func recordCap(e *placement.Explain) int {
+	return 128 + 16*len(e.Candidates) + 32*len(e.Excluded)
 }
 
 // existingSession returns the user's open session in the pool (R-C1), or

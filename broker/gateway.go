@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -338,10 +337,7 @@ func (s *Service) waitForStart(ctx context.Context, v *poolview.View, pool *vdib
 	now := s.now().UTC()
 	rec := d.Explain
 	rec.Chosen, rec.StartedOnConnect, rec.Time = host, true, now
-	record, err := json.Marshal(&rec)
-	if err != nil {
-		return nil
-	}
+	record := placement.AppendRecord(nil, &rec)
 	sess := &vdibroker.UserSession{ID: vdibroker.NewID(), User: req.User, HostPool: pool.Name, SessionHost: host,
 		State: vdibroker.StatePending, CreateTime: now, StateTime: now}
 	c := &vdibroker.PlacementCommit{Session: sess, MaxSessionLimit: v.LimitFor(pool, host), Pooled: !personal,

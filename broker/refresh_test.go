@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,22 +13,37 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// slowHostsStore is a real store whose second ListSessionHosts (the first
-// reads the view when it is first used) waits until released: a large
-// pool's read on a loaded database. It signals each tick's start, as
-// tickStore does.
+// slowHostsStore is a real store whose ListSessionHosts number holdAt
+// (2: the first reads the view when it is first used) waits until
+// released: a large pool's read on a loaded database. It signals each
+// tick's start, as tickStore does.
 type slowHostsStore struct {
 	*tickStore
 	calls   atomic.Int32
+	mu      sync.Mutex
+	holdAt  int32
 	entered chan struct{}
 	release chan struct{}
 }
 
+// hold makes read number n wait until release is closed; entered is
+// closed when it begins.
+func (s *slowHostsStore) hold(n int32) (entered, release chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdAt, s.entered, s.release = n, make(chan struct{}), make(chan struct{})
+	return s.entered, s.release
+}
+
 func (s *slowHostsStore) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
-	if s.calls.Add(1) == 2 {
-		close(s.entered)
+	n := s.calls.Add(1)
+	s.mu.Lock()
+	held, entered, release := n == s.holdAt, s.entered, s.release
+	s.mu.Unlock()
+	if held {
+		close(entered)
 		select {
-		case <-s.release:
+		case <-release:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -50,7 +66,8 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	slow := &slowHostsStore{tickStore: &tickStore{Store: st, ticks: make(chan struct{}, 1)}, entered: make(chan struct{}), release: make(chan struct{})}
+	slow := &slowHostsStore{tickStore: &tickStore{Store: st, ticks: make(chan struct{}, 1)}}
+	entered, release := slow.hold(2)
 	const interval = 5 * time.Second
 	fc := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	ended := make(chan struct{}, 16) // the loop never waits on it
@@ -88,7 +105,7 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 
 	tick() // tick 1: the view was used, so the tick reads it again (read 2, held)
 	select {
-	case <-slow.entered:
+	case <-entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the maintenance tick never read the loaded pool's hosts again")
 	}
@@ -102,7 +119,7 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	if a.SessionHost != "h1" && a.SessionHost != "h2" {
 		t.Errorf("bob placed on %q", a.SessionHost)
 	}
-	close(slow.release)
+	close(release)
 
 	tick() // tick 2 begins once tick 1 ended; bob used the view: read 3
 	tick() // tick 3 begins: tick 2 ended
@@ -126,10 +143,27 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	if n := slow.calls.Load(); n != 3 {
 		t.Errorf("an idle pool's hosts were read %d times in 4 ticks; want none", n-3)
 	}
-	if _, err := svc.Connect(ctx, "refresh", vdibroker.ConnectRequest{User: "carol"}, ""); err != nil {
-		t.Fatal(err)
+	// The first connect after the idle ticks decides on the view as it is
+	// and has it read in the background (read 4, held): carol is answered
+	// while the read waits.
+	entered, release = slow.hold(4)
+	cctx2, cancel2 := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel2()
+	if _, err := svc.Connect(cctx2, "refresh", vdibroker.ConnectRequest{User: "carol"}, ""); err != nil {
+		t.Fatalf("the first connect after idle ticks: %v; want it answered from the view, not after its read", err)
 	}
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first connect after idle ticks did not have the view read again")
+	}
+	// dave, beside the read, is answered too, and starts no second read.
+	if _, err := svc.Connect(cctx2, "refresh", vdibroker.ConnectRequest{User: "dave"}, ""); err != nil {
+		t.Fatalf("a connect beside the idle view's read: %v", err)
+	}
+	close(release)
+	svc.views.Wait()
 	if n := slow.calls.Load(); n != 4 {
-		t.Errorf("the first connect after idle ticks read the pool %d times, want once (read 4)", n-3)
+		t.Errorf("the connects after idle ticks read the pool %d times, want once (read 4)", n-3)
 	}
 }

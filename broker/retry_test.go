@@ -44,7 +44,11 @@ func TestRetryRule(t *testing.T) {
 		{name: "host taken, second loss", err: vdibroker.ErrHostTaken, attempt: 1, wantAgain: true, wantStale: true},
 		// Anything else ends the connect.
 		{name: "storage error", err: errors.New("disk I/O error")},
-		{name: "not found", err: vdibroker.Errorf(vdibroker.ENotFound, "no pool")},
+		// The chosen host was deleted since the view read it (another
+		// replica, or an idle view decided on before its background
+		// read): read the pool again, whose lookup ends the connect if the
+		// pool is gone too.
+		{name: "host not found at commit", err: vdibroker.Errorf(vdibroker.ENotFound, "session host \"h1\" not found"), wantAgain: true, wantStale: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &staleMark{}

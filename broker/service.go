@@ -191,6 +191,7 @@ func (s *Service) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
+		s.views.Wait() // background reads of idle views
 		s.power.Close()
 		s.outage.Wait() // gives the escrows back
 		if !s.health.Down() {

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"unicode"
@@ -53,15 +52,19 @@ func (s *Service) Placement(ctx context.Context, pool, id string) ([]byte, error
 		return nil, err
 	}
 	us, err := s.store.GetUserSession(ctx, pool, id)
-	if err != nil || us.GatewayTime == nil {
-		return rec, err
+	if err != nil {
+		return nil, err
 	}
-	var e placement.Explain
-	if err := json.Unmarshal(rec, &e); err != nil {
+	var gw *placement.GatewayReach
+	if us.GatewayTime != nil {
+		gw = &placement.GatewayReach{Name: us.Gateway, Time: *us.GatewayTime}
+	}
+	// Stored in the compact form (placement.AppendRecord), answered as JSON.
+	out, err := placement.RecordJSON(rec, gw)
+	if err != nil {
 		return nil, fmt.Errorf("decision record of %s: %w", id, err)
 	}
-	e.Gateway = &placement.GatewayReach{Name: us.Gateway, Time: *us.GatewayTime}
-	return json.Marshal(&e)
+	return out, nil
 }
 
 // Logoff queues a Logoff (R-S4). A Pending session the agent has not seen

@@ -75,6 +75,30 @@ type Result struct {
 	// ResponseBytes is the mean body size of the successful answers (of
 	// all answers when none succeeded): what Baseline answers with.
 	ResponseBytes int `json:"responseBytes"`
+	// ServerCPU is the CPU time (user and system) the server's process
+	// used during the run, when its process id was given (MeasureCPU);
+	// CPUPerRequest is it divided by the requests. Unlike the rate, it
+	// hardly moves with other work on the machine, so it compares two
+	// builds run minutes apart.
+	ServerCPU     time.Duration `json:"serverCPU,omitempty"`
+	CPUPerRequest time.Duration `json:"cpuPerRequest,omitempty"`
+}
+
+// MeasureCPU runs fn, which sends the requests of one run, and sets the
+// run's ServerCPU and CPUPerRequest from process pid's CPU time before and
+// after (nothing when pid is 0 or /proc cannot be read).
+func MeasureCPU(pid int, fn func() (*Result, error)) (*Result, error) {
+	before := readProcOrNil(pid)
+	r, err := fn()
+	after := readProcOrNil(pid)
+	if err != nil || before == nil || after == nil {
+		return r, err
+	}
+	r.ServerCPU = after.CPUTime - before.CPUTime
+	if r.Connects > 0 {
+		r.CPUPerRequest = r.ServerCPU / time.Duration(r.Connects)
+	}
+	return r, nil
 }
 
 // connectBody is the connect request of SPEC §9.
@@ -329,6 +353,9 @@ func (r *Result) WriteSummary(w io.Writer, title string) {
 	fmt.Fprintf(w, "  ok           %d\n", r.OK)
 	fmt.Fprintf(w, "  rate         %.1f per second\n", r.Rate)
 	fmt.Fprintf(w, "  latency      p50 %s  p95 %s  p99 %s\n", fmtLatency(r.P50), fmtLatency(r.P95), fmtLatency(r.P99))
+	if r.ServerCPU > 0 {
+		fmt.Fprintf(w, "  server CPU   %s in all, %s per request\n", r.ServerCPU.Round(10*time.Millisecond), r.CPUPerRequest.Round(time.Microsecond))
+	}
 	writeErrors(w, r.Errors)
 }
 
@@ -362,6 +389,10 @@ func WriteRatio(w io.Writer, broker, bare *Result) {
 	fmt.Fprintf(w, "  rate         %s (broker %.1f/s, bare %.1f/s)\n", ratio(broker.Rate, bare.Rate), broker.Rate, bare.Rate)
 	fmt.Fprintf(w, "  p50 latency  %s\n", ratio(float64(broker.P50), float64(bare.P50)))
 	fmt.Fprintf(w, "  p99 latency  %s\n", ratio(float64(broker.P99), float64(bare.P99)))
+	if broker.CPUPerRequest > 0 && bare.CPUPerRequest > 0 {
+		fmt.Fprintf(w, "  CPU/request  %s (broker %s, bare %s)\n", ratio(float64(broker.CPUPerRequest), float64(bare.CPUPerRequest)),
+			broker.CPUPerRequest.Round(time.Microsecond), bare.CPUPerRequest.Round(time.Microsecond))
+	}
 }
 
 func fmtLatency(d time.Duration) string {
@@ -407,8 +438,15 @@ func MedianRatio(rounds []Round) float64 {
 func WriteRounds(w io.Writer, rounds []Round) {
 	fmt.Fprintf(w, "rounds (broker, then bare, side by side)\n")
 	for i, r := range rounds {
-		fmt.Fprintf(w, "  %2d  broker %8.1f/s p99 %-8s  bare %8.1f/s p99 %-8s  ratio %.2f\n", i+1,
-			r.Broker.Rate, fmtLatency(r.Broker.P99), r.Bare.Rate, fmtLatency(r.Bare.P99), r.Broker.Rate/max(r.Bare.Rate, 1e-9))
+		cpu := ""
+		if r.Broker.CPUPerRequest > 0 {
+			cpu = fmt.Sprintf("  broker CPU %s/connect", r.Broker.CPUPerRequest.Round(time.Microsecond))
+			if r.Bare.CPUPerRequest > 0 {
+				cpu += fmt.Sprintf(", bare %s/request", r.Bare.CPUPerRequest.Round(time.Microsecond))
+			}
+		}
+		fmt.Fprintf(w, "  %2d  broker %8.1f/s p99 %-8s  bare %8.1f/s p99 %-8s  ratio %.2f%s\n", i+1,
+			r.Broker.Rate, fmtLatency(r.Broker.P99), r.Bare.Rate, fmtLatency(r.Bare.P99), r.Broker.Rate/max(r.Bare.Rate, 1e-9), cpu)
 	}
 	fmt.Fprintf(w, "  median ratio %.2f over %d rounds\n", MedianRatio(rounds), len(rounds))
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -333,7 +332,7 @@ func (m *Mode) placeInOutage(v *poolview.View, req vdibroker.ConnectRequest, cau
 		}
 		ex.Candidates = append(ex.Candidates, placement.Candidate{Host: h.Name, Sessions: h.Sessions, Connecting: h.Connecting})
 	}
-	record, _ := json.Marshal(ex)
+	record := placement.AppendRecord(nil, &ex)
 	sess := &vdibroker.UserSession{ID: vdibroker.NewID(), User: req.User, HostPool: pool.Name, SessionHost: chosen.Name,
 		State: vdibroker.StatePending, CreateTime: now.UTC(), StateTime: now.UTC()}
 	k.pending = append(k.pending, &outagePlacement{sess: sess, record: record})

@@ -31,21 +31,32 @@ func (v *View) Pool() (*vdibroker.HostPool, bool) {
 // later connect to it, the maintenance loop (MarkAllStale) and Close
 // would wait for it forever.
 func (v *View) Decide(req placement.Request, reserve bool) (placement.Decision, string, error) {
+	d, addr, recheck, err := v.decide(req, reserve)
+	if recheck {
+		// The first decision after an idle tick is made: now the view is
+		// read again, behind it (Ensure).
+		v.views.revalidate(v)
+	}
+	return d, addr, err
+}
+
+func (v *View) decide(req placement.Request, reserve bool) (d placement.Decision, addr string, recheck bool, err error) {
 	v.lock()
 	defer v.mu.Unlock()
+	recheck, v.recheck = v.recheck, false
 	t0 := time.Now()
-	d, err := v.placer.Place(req)
+	d, err = v.placer.Place(req)
 	if v.cfg.Observe != nil {
 		v.cfg.Observe(v.pool.LoadBalancerType, time.Since(t0))
 	}
 	if err != nil {
-		return d, "", err
+		return d, "", recheck, err
 	}
 	if reserve && !d.Reconnect {
 		v.placer.Apply(d)
 		v.inflight[d.Host]++
 	}
-	return d, v.addrs[d.Host], nil
+	return d, v.addrs[d.Host], recheck, nil
 }
 
 // Release ends a reservation on host whose commit did not land.

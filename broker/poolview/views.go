@@ -51,6 +51,8 @@ type Views struct {
 	log *slog.Logger
 	mu  sync.Mutex
 	m   map[string]*View
+	// background counts the reads of idle views under way (revalidate).
+	background sync.WaitGroup
 }
 
 // View is one pool's placement state. mu serialises Place and Apply
@@ -69,6 +71,13 @@ type View struct {
 	// used says a connect or dry run needed the view since the last
 	// maintenance tick (refreshAll).
 	used bool
+	// idle says a maintenance tick found the view unused since the tick
+	// before and did not read it: the next connect decides on it as it is
+	// (Ensure clears idle and sets recheck) and has it read in the
+	// background once it has decided (Decide, revalidate).
+	idle, recheck bool
+	// views is the Views the view belongs to (revalidate).
+	views *Views
 	// gen counts markStale calls, so a reload that read the store before
 	// the latest one does not clear it.
 	gen uint64
@@ -174,7 +183,7 @@ func (vs *Views) Get(name string) *View {
 	v, ok := vs.m[name]
 	if !ok {
 		v = &View{name: name, addrs: map[string]string{}, inflight: map[string]int{}, users: map[string]KnownSession{},
-			landed: map[string][]int64{}, seen: map[string]int64{}, cfg: &vs.cfg}
+			landed: map[string][]int64{}, seen: map[string]int64{}, cfg: &vs.cfg, views: vs}
 		vs.m[name] = v
 	}
 	return v
@@ -211,9 +220,17 @@ func (vs *Views) MarkAllStale() {
 
 // RefreshAll reads every loaded view used since the last tick again from
 // the store, one at a time, beside the connects (see reload). A view not
-// used since is marked stale instead: an idle pool costs no reads, and its
-// next connect reads it. A view whose read fails is marked stale too; one
+// used since is only marked idle: an idle pool costs no reads, and its
+// next connect decides on the view as it is, while the view is read again
+// in the background (Ensure). A view whose read fails is marked stale; one
 // whose pool is gone is dropped.
+//
+// An idle view is not wrong, only unchecked: this replica's own writes
+// and every heartbeat it takes keep it current (UpsertHeartbeat applies
+// them to every loaded view, used or not); what it may lack are other
+// replicas' writes since the last read, which the database checks at
+// every commit (R-D3) and the retry rule answers (a lost race or a
+// refusal reads the view again before the connect's next round).
 func (vs *Views) RefreshAll(ctx context.Context) {
 	for _, v := range vs.all() {
 		v.lock()
@@ -224,7 +241,7 @@ func (vs *Views) RefreshAll(ctx context.Context) {
 			continue
 		}
 		if !used {
-			v.MarkStale()
+			v.markIdle()
 			continue
 		}
 		v.loadMu.Lock()
@@ -449,13 +466,21 @@ func sameMetrics(a, b *vdibroker.Metrics) bool {
 	return x == y
 }
 
-// Ensure loads the view from the store when it is not loaded or stale.
+// Ensure loads the view from the store when it is not loaded or stale. A
+// view the maintenance tick found idle is used as it is, and read again in
+// the background after its next decision (Decide, revalidate): a
+// 10,000-host pool's read took 85-99 ms, which its first connect after an
+// idle tick, and every connect beside it, waited for.
 func (vs *Views) Ensure(ctx context.Context, v *View) error {
 	fresh := func() bool {
 		v.lock()
 		defer v.mu.Unlock()
 		v.used = true
-		return v.placer != nil && !v.stale
+		ok := v.placer != nil && !v.stale
+		if ok && v.idle {
+			v.idle, v.recheck = false, true
+		}
+		return ok
 	}
 	if fresh() {
 		return nil
@@ -467,6 +492,45 @@ func (vs *Views) Ensure(ctx context.Context, v *View) error {
 	}
 	return vs.reload(ctx, v)
 }
+
+// markIdle records that a tick found v unused since the tick before.
+func (v *View) markIdle() {
+	v.lock()
+	defer v.mu.Unlock()
+	v.idle = true
+}
+
+// revalidate reads an idle view again in the background, beside the
+// connects that go on deciding on it (as a maintenance tick's read does).
+// A failed read marks the view stale: the next connect reads it itself.
+func (vs *Views) revalidate(v *View) {
+	vs.background.Add(1)
+	go func() {
+		defer vs.background.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), revalidateTimeout)
+		defer cancel()
+		v.loadMu.Lock()
+		err := vs.reload(ctx, v)
+		v.loadMu.Unlock()
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			vs.Drop(v.name)
+			return
+		}
+		if err != nil {
+			v.MarkStale()
+			if vdibroker.ErrorCode(err) != vdibroker.EStoreUnavailable {
+				vs.log.Warn("read an idle pool's view again", "pool", v.name, "err", err)
+			}
+		}
+	}()
+}
+
+// revalidateTimeout bounds a background read of an idle view (the store's
+// own timeout, --store-timeout, is usually shorter).
+const revalidateTimeout = 30 * time.Second
+
+// Wait waits for the background reads of idle views under way.
+func (vs *Views) Wait() { vs.background.Wait() }
 
 // reload reads the pool and its hosts from the store and replaces the
 // view's hosts with them. The store is read outside the view's lock so
@@ -501,6 +565,7 @@ func (vs *Views) reload(ctx context.Context, v *View) error {
 	v.pool = pool
 	v.held = held
 	v.stale = v.gen != gen // marked again while we read: read again next time
+	v.idle, v.recheck = false, false
 	if v.placer == nil {
 		phs := make([]placement.Host, len(hosts))
 		for i, h := range hosts {

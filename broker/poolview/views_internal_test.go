@@ -1,8 +1,12 @@
 package poolview
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/placement"
@@ -193,5 +197,83 @@ func TestSameHost(t *testing.T) {
 		if sameHost(&a, &b) {
 			t.Errorf("%s changed, yet the host counts as the same", name)
 		}
+	}
+}
+
+// TestIdleViewReadInBackgroundIsExact: a view the maintenance tick found
+// idle is decided on as it is and read again in the background; once that
+// read is done it holds exactly what a view read afresh from the store
+// holds, whatever another replica changed meanwhile: a session placed, a
+// host drained, a host added, a host deleted.
+func TestIdleViewReadInBackgroundIsExact(t *testing.T) {
+	ctx := t.Context()
+	st, vs, v, now := viewFixture(t)
+	for _, name := range []string{"h2", "h4"} {
+		h := &vdibroker.SessionHost{HostPool: "p", Name: name, Address: name + ":3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
+		if _, err := st.PutSessionHost(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.ApplyHeartbeat(ctx, "p", name, &vdibroker.HeartbeatRequest{}, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.MarkStale()
+	if err := vs.Ensure(ctx, v); err != nil { // used: h1, h2, h4
+		t.Fatal(err)
+	}
+	vs.RefreshAll(ctx) // used since the last tick: read
+	vs.RefreshAll(ctx) // unused since: idle, not read
+	v.lock()
+	idle, stale := v.idle, v.stale
+	v.mu.Unlock()
+	if !idle || stale {
+		t.Fatalf("after a tick without connects: idle=%v stale=%v; want idle and not stale", idle, stale)
+	}
+
+	// Another replica writes meanwhile.
+	c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: "elsewhere", HostPool: "p", SessionHost: "h1",
+		State: vdibroker.StatePending, CreateTime: now, StateTime: now}, MaxSessionLimit: 100, Pooled: true}
+	if err := st.CommitPlacement(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.UpdateSessionHost(ctx, "p", "h2", func(h *vdibroker.SessionHost) error { h.AllowNewSession = false; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	h3 := &vdibroker.SessionHost{HostPool: "p", Name: "h3", Address: "h3:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
+	if _, err := st.PutSessionHost(ctx, h3); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSessionHost(ctx, "p", "h4", true); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next connect decides on the view as it is, then has it read.
+	if err := vs.Ensure(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := v.Decide(placement.Request{User: "next"}, false); err != nil {
+		t.Fatal(err)
+	}
+	vs.Wait()
+
+	fresh := New(Config{Store: st, Now: func() time.Time { return now }})
+	fv := fresh.Get("p")
+	if err := fresh.Ensure(ctx, fv); err != nil {
+		t.Fatal(err)
+	}
+	byName := func(a, b placement.Host) int { return strings.Compare(a.Name, b.Name) }
+	got, want := v.Hosts(), fv.Hosts()
+	slices.SortFunc(got, byName)
+	slices.SortFunc(want, byName)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the idle view after its background read (-read afresh +view):\n%s", diff)
+	}
+	if len(want) != 3 || want[0].Sessions != 1 || want[1].AllowNewSession {
+		t.Fatalf("the store's hosts are not what the other replica wrote: %+v", want)
+	}
+	v.lock()
+	defer v.mu.Unlock()
+	if v.idle || v.stale {
+		t.Errorf("after the background read: idle=%v stale=%v; want neither", v.idle, v.stale)
 	}
 }

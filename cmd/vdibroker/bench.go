@@ -29,6 +29,7 @@ func newBenchCmd() *cobra.Command {
 	cmd.AddCommand(newBenchPodCmd())
 	cmd.AddCommand(newBenchBareServerCmd())
 	cmd.AddCommand(newBenchGatewayCmd())
+	cmd.AddCommand(newBenchFederationCmd())
 	return cmd
 }
 
@@ -61,25 +62,25 @@ func newBenchBareServerCmd() *cobra.Command {
 	return cmd
 }
 
-// bareProcess starts `vdibroker bench bare-server` and returns its URL and
-// a function that stops it.
-func bareProcess(responseBytes int) (url string, stop func(), err error) {
+// bareProcess starts `vdibroker bench bare-server` and returns its URL,
+// its process id and a function that stops it.
+func bareProcess(responseBytes int) (url string, pid int, stop func(), err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	c := exec.Command(exe, "bench", "bare-server", "--response-bytes", fmt.Sprint(responseBytes))
 	stdin, err := c.StdinPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stdout, err := c.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	c.Stderr = os.Stderr
 	if err := c.Start(); err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	stop = func() {
 		stdin.Close()
@@ -89,15 +90,15 @@ func bareProcess(responseBytes int) (url string, stop func(), err error) {
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "http://") {
 		stop()
-		return "", nil, fmt.Errorf("bare server process %s: no URL on its output (%q): %v", exe, line, err)
+		return "", 0, nil, fmt.Errorf("bare server process %s: no URL on its output (%q): %v", exe, line, err)
 	}
-	return strings.TrimSpace(line), stop, nil
+	return strings.TrimSpace(line), c.Process.Pid, stop, nil
 }
 
 func newBenchConnectCmd() *cobra.Command {
 	var cfg loadgen.Config
 	var baseline, inProcess bool
-	var rounds int
+	var rounds, serverPID int
 	cmd := &cobra.Command{
 		Use:   "connect --server URL --token T --host-pool P --connects N --concurrency C [--baseline] [--dry-run]",
 		Short: "Send N connects for distinct users with C workers; print rate, latency percentiles and errors",
@@ -117,7 +118,12 @@ the CPU alike; --baseline-in-process runs it inside this process instead
 --rounds N repeats the broker phase (each round with users of its own)
 and, with --baseline, the bare phase right after it, then prints each
 round's ratio and their median: on a machine whose speed drifts, a ratio
-taken within one round is steadier than one run of each.`,
+taken within one round is steadier than one run of each.
+
+--server-pid PID (the broker's process) adds the CPU time the broker used
+per connect, read from /proc, and with --baseline the bare server's per
+request: figures that move little with other work on the machine, so two
+builds can be compared by them when the machine is busy.`,
 		Example: `  vdibroker bench connect --server http://127.0.0.1:8080 --token "$(cat vdibroker-data/admin.token)" \
     --host-pool bench --connects 10000 --concurrency 32 --dry-run --baseline`,
 		Args: cobra.NoArgs,
@@ -129,7 +135,7 @@ taken within one round is steadier than one run of each.`,
 				// answered as reconnects (R-C1), which measures something else.
 				cfg.UserPrefix = fmt.Sprintf("bench-%d-", time.Now().Unix())
 			}
-			return runBenchConnect(cmd, cfg, baseline, inProcess, rounds, cmd.OutOrStdout())
+			return runBenchConnect(cmd, cfg, benchConnectOptions{baseline, inProcess, rounds, serverPID}, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -144,10 +150,18 @@ taken within one round is steadier than one run of each.`,
 	fl.BoolVar(&baseline, "baseline", false, "also measure a bare HTTP server (a process of its own) and print the ratio broker/bare")
 	fl.BoolVar(&inProcess, "baseline-in-process", false, "with --baseline: run the bare server inside this process")
 	fl.IntVar(&rounds, "rounds", 1, "rounds of broker then bare phase (1..100); prints the median ratio")
+	fl.IntVar(&serverPID, "server-pid", 0, "the broker's process id: print its CPU time per connect (and the bare server's per request)")
 	return cmd
 }
 
-func runBenchConnect(cmd *cobra.Command, cfg loadgen.Config, baseline, inProcess bool, rounds int, out io.Writer) error {
+// benchConnectOptions are bench connect's flags beyond the load.
+type benchConnectOptions struct {
+	baseline, inProcess bool
+	rounds, serverPID   int
+}
+
+func runBenchConnect(cmd *cobra.Command, cfg loadgen.Config, opt benchConnectOptions, out io.Writer) error {
+	baseline, inProcess, rounds := opt.baseline, opt.inProcess, opt.rounds
 	if err := cfg.Validate(); err != nil {
 		field := vdibroker.ErrorField(err)
 		flag := map[string]string{"server": "--server", "hostPool": "--host-pool", "connects": "--connects", "concurrency": "--concurrency"}[field]
@@ -158,7 +172,7 @@ func runBenchConnect(cmd *cobra.Command, cfg loadgen.Config, baseline, inProcess
 	}
 	ctx := cmd.Context()
 	var done []loadgen.Round
-	bareURL, where := "", "in this process"
+	bareURL, where, barePID := "", "in this process", 0
 	prefix := cfg.UserPrefix
 	ok := 0
 	for round := 1; round <= rounds; round++ {
@@ -168,7 +182,7 @@ func runBenchConnect(cmd *cobra.Command, cfg loadgen.Config, baseline, inProcess
 			cfg.UserPrefix = fmt.Sprintf("%sr%d-", prefix, round)
 			label = fmt.Sprintf("round %d: ", round)
 		}
-		res, err := loadgen.Connect(ctx, cfg)
+		res, err := loadgen.MeasureCPU(opt.serverPID, func() (*loadgen.Result, error) { return loadgen.Connect(ctx, cfg) })
 		if err != nil {
 			return err
 		}
@@ -186,14 +200,17 @@ func runBenchConnect(cmd *cobra.Command, cfg loadgen.Config, baseline, inProcess
 				// One bare process for every round, sized by the first
 				// round's answers.
 				where = "own process"
-				url, stop, perr := bareProcess(res.ResponseBytes)
+				url, pid, stop, perr := bareProcess(res.ResponseBytes)
 				if perr != nil {
 					return perr
 				}
 				defer stop()
-				bareURL = url
+				bareURL, barePID = url, pid
 			}
-			bare, err = loadgen.BaselineAt(ctx, cfg, bareURL)
+			if opt.serverPID == 0 {
+				barePID = 0 // CPU figures only beside the broker's
+			}
+			bare, err = loadgen.MeasureCPU(barePID, func() (*loadgen.Result, error) { return loadgen.BaselineAt(ctx, cfg, bareURL) })
 		}
 		if err != nil {
 			return err

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 // a JSON body of the asked size, and goes away when stopped.
 func TestBareServerProcess(t *testing.T) {
 	t.Setenv("VDIBROKER_TEST_AS_CLI", "1")
-	url, stop, err := bareProcess(300)
+	url, _, stop, err := bareProcess(300)
 	if err != nil {
 		t.Fatal(err)
 	}

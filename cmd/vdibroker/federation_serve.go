@@ -39,6 +39,9 @@ type FederationFlags struct {
 	// (--federation-allow; none: https only, never to loopback or
 	// link-local addresses; federation.PeerPolicy).
 	Allow []string
+	// WrapPodTransport, when set, wraps the pod-to-pod client's transport
+	// (not a flag: bench federation counts the calls and their bytes).
+	WrapPodTransport func(http.RoundTripper) http.RoundTripper
 
 	secret []byte
 	roots  *x509.CertPool // from CAFile
@@ -139,5 +142,8 @@ func (f *FederationFlags) podClient() *vhttp.PodClient {
 		peers.HTTPClient.Transport.(*http.Transport).TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: f.roots}
 	}
 	peers.Restrict(f.policy)
+	if f.WrapPodTransport != nil {
+		peers.HTTPClient.Transport = f.WrapPodTransport(peers.HTTPClient.Transport)
+	}
 	return peers
 }

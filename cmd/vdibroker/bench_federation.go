@@ -1,0 +1,437 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/loadgen"
+)
+
+// benchFederationOptions are bench federation's flags.
+type benchFederationOptions struct {
+	pods        []int // federation sizes measured, ascending; the last is how many pods start
+	sites       int
+	sessions    int // open sessions in all, at the largest size
+	hostsPerPod int
+	connects    int // measured connects per phase
+	rounds      int
+	concurrency int
+	podTimeout  time.Duration
+	output      string
+}
+
+// fedBenchPool is every pod's one member pool; fedBenchEntitlement the
+// global entitlement of them all.
+const (
+	fedBenchPool        = "desk"
+	fedBenchEntitlement = "desktop"
+)
+
+func newBenchFederationCmd() *cobra.Command {
+	opt := benchFederationOptions{}
+	var podsText string
+	cmd := &cobra.Command{
+		Use:   "federation [--pods 3,10,25,50] [--sites 15] [--sessions 250000]",
+		Short: "Measure global connects across a federation of pods against pool connects, from 3 pods to Horizon's 50",
+		Long: `federation starts the largest of --pods pods in this process, each the real
+broker (serve's wiring: its own SQLite store in a temp dir, its own HTTP
+server on 127.0.0.1), pod-to-pod calls over real HTTP on loopback, signed
+with a shared secret. Every pod has one pool ("desk", BreadthFirst) of
+--hosts-per-pod hosts, registered and heartbeating through the API, and
+--sessions / pods open sessions placed by pool connects through the API
+(250,000 in 50 pods: Horizon Cloud Pod Architecture's published limits
+are 50 pods, 15 sites, 250,000 sessions).
+
+Then for each size of --pods, smallest first, the pods of that size get a
+federation document (the first N pods over min(N, --sites) sites) with
+one global entitlement, "desktop" (scope AllSites, SessionCount, every
+pod's pool a member), and, through the first pod, --rounds rounds of two
+phases of --connects connects each from --concurrency workers, side by
+side: pool connects to the first pod's pool, then global connects to
+"desktop". Every connect is for a new user and makes a session.
+
+Reported per size: pool and global connect p50 and p99 and their ratios
+(target: global within 2x of a pool connect), and per global connect the
+pod-to-pod calls (by operation: loads, sessions, connect) and their bytes
+(request and status lines, headers and bodies, both directions, counted by
+a wrapper of every pod's pod-to-pod client).
+
+Every pod and the load generator share this process and its cores: the
+figures are for one machine carrying the whole federation, so a pod's
+work is slower than on a machine of its own; the ratio is measured under
+the same conditions. Everything goes to 127.0.0.1; every loop is bounded.`,
+		Example: `  vdibroker bench federation
+  vdibroker bench federation --pods 3,10 --sessions 20000 --connects 500`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, f := range strings.Split(podsText, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || n < 2 || n > 100 {
+					return usageError{fmt.Errorf("--pods: want sizes of 2..100 separated by commas, got %q", podsText)}
+				}
+				opt.pods = append(opt.pods, n)
+			}
+			slices.Sort(opt.pods)
+			opt.pods = slices.Compact(opt.pods)
+			return runBenchFederation(cmd.Context(), opt, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&podsText, "pods", "3,10,25,50", "federation sizes to measure (pods), separated by commas")
+	fl.IntVar(&opt.sites, "sites", 15, "sites the pods are spread over (at most one per pod)")
+	fl.IntVar(&opt.sessions, "sessions", 250_000, "open sessions in all the pods, placed before measuring")
+	fl.IntVar(&opt.hostsPerPod, "hosts-per-pod", 20, "hosts of each pod's pool")
+	fl.IntVar(&opt.connects, "connects", 2000, "connects of each measured phase")
+	fl.IntVar(&opt.rounds, "rounds", 2, "rounds of a pool phase then a global phase per size")
+	fl.IntVar(&opt.concurrency, "concurrency", 8, "workers of each phase")
+	fl.DurationVar(&opt.podTimeout, "pod-timeout", 2*time.Second, "the pods' --pod-timeout")
+	fl.StringVarP(&opt.output, "output", "o", "table", "output: table or json")
+	return cmd
+}
+
+// fedBenchPod is one pod of the bench, running in this process.
+type fedBenchPod struct {
+	name, site, url string
+	m               *Main
+	api             *vhttp.Client
+}
+
+// FederationSize is what bench federation measured at one size.
+type FederationSize struct {
+	Pods     int `json:"pods"`
+	Sites    int `json:"sites"`
+	Sessions int `json:"sessions"` // open sessions in the federation's pools before the phases
+	// Local are the pool connects, Global the global connects, every
+	// round's together.
+	Local  PhaseFigures `json:"local"`
+	Global PhaseFigures `json:"global"`
+	// CallsPerConnect are the pod-to-pod calls per global connect, by
+	// operation; BytesPerConnect their bytes.
+	CallsPerConnect map[string]float64 `json:"callsPerConnect"`
+	BytesPerConnect float64            `json:"bytesPerConnect"`
+}
+
+// PhaseFigures are one kind of connect's figures over a size's rounds.
+type PhaseFigures struct {
+	Connects int           `json:"connects"`
+	Errors   int           `json:"errors"`
+	Rate     float64       `json:"rate"` // the rounds' mean
+	P50      time.Duration `json:"p50"`
+	P99      time.Duration `json:"p99"`
+}
+
+func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, errOut io.Writer) error {
+	if opt.output != "table" && opt.output != "json" {
+		return usageError{fmt.Errorf("--output: want table or json, got %q", opt.output)}
+	}
+	switch {
+	case opt.sites < 1 || opt.sites > 100:
+		return usageError{errors.New("--sites: must be 1..100")}
+	case opt.connects < 1 || opt.connects > 1_000_000:
+		return usageError{errors.New("--connects: must be 1..1000000")}
+	case opt.rounds < 1 || opt.rounds > 20:
+		return usageError{errors.New("--rounds: must be 1..20")}
+	case opt.concurrency < 1 || opt.concurrency > 1000:
+		return usageError{errors.New("--concurrency: must be 1..1000")}
+	case opt.hostsPerPod < 1 || opt.hostsPerPod > 10_000:
+		return usageError{errors.New("--hosts-per-pod: must be 1..10000")}
+	case opt.sessions < 0 || opt.sessions > 10_000_000:
+		return usageError{errors.New("--sessions: must be 0..10000000")}
+	}
+	dir, err := os.MkdirTemp("", "vdibroker-federation-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(errOut, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	counter := loadgen.NewCallCounter()
+	n := opt.pods[len(opt.pods)-1]
+	t0 := time.Now()
+	pods, err := startBenchPods(ctx, dir, n, opt, counter)
+	defer func() {
+		for _, p := range pods {
+			p.m.Close()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	logf("started %d pods in %s", n, time.Since(t0).Round(time.Millisecond))
+	t0 = time.Now()
+	perPod := opt.sessions / n
+	if err := seedBenchPods(ctx, pods, opt.hostsPerPod, perPod); err != nil {
+		return err
+	}
+	logf("%d hosts and %d open sessions (%d per pod, placed by pool connects) in %s", n*opt.hostsPerPod, perPod*n, perPod, time.Since(t0).Round(time.Millisecond))
+	var sizes []FederationSize
+	for gen, size := range opt.pods {
+		members := pods[:size]
+		if err := putBenchDocument(ctx, members, gen+1); err != nil {
+			return err
+		}
+		entry := members[0]
+		base := loadgen.Config{Server: entry.url, Token: entry.m.AdminToken, Connects: opt.connects, Concurrency: opt.concurrency, Timeout: time.Minute}
+		// Warm up: the entry pod's caches of the document and the
+		// peers' loads, and its connections to them.
+		warm := base
+		warm.Connects, warm.UserPrefix = min(opt.connects, 4*size), fmt.Sprintf("warm-%d-", size)
+		if _, err := loadgen.GlobalConnect(ctx, warm, fedBenchEntitlement); err != nil {
+			return err
+		}
+		fs := FederationSize{Pods: size, Sites: min(size, opt.sites), Sessions: perPod * size, CallsPerConnect: map[string]float64{}}
+		var local, global []*loadgen.Result
+		var calls map[string]int64
+		var bytes int64
+		for r := 1; r <= opt.rounds; r++ {
+			lc := base
+			lc.HostPool, lc.UserPrefix = fedBenchPool, fmt.Sprintf("local-%d-r%d-", size, r)
+			res, err := loadgen.Connect(ctx, lc)
+			if err != nil {
+				return err
+			}
+			local = append(local, res)
+			gc := base
+			gc.UserPrefix = fmt.Sprintf("global-%d-r%d-", size, r)
+			counter.Take()
+			res, err = loadgen.GlobalConnect(ctx, gc, fedBenchEntitlement)
+			if err != nil {
+				return err
+			}
+			c, b := counter.Take()
+			global = append(global, res)
+			bytes += b
+			if calls == nil {
+				calls = c
+			} else {
+				for op, k := range c {
+					calls[op] += k
+				}
+			}
+		}
+		fs.Local, fs.Global = phaseFigures(local), phaseFigures(global)
+		for op, k := range calls {
+			fs.CallsPerConnect[op] = float64(k) / float64(fs.Global.Connects)
+		}
+		fs.BytesPerConnect = float64(bytes) / float64(fs.Global.Connects)
+		sizes = append(sizes, fs)
+		logf("%d pods: pool p50 %s, global p50 %s", size, fs.Local.P50, fs.Global.P50)
+	}
+	if opt.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sizes)
+	}
+	writeFederationTable(out, sizes, opt)
+	return nil
+}
+
+// phaseFigures merges the rounds of one kind of connect: the latency
+// percentiles are the rounds' worst (a result keeps percentiles, not its
+// latencies), the rate their mean.
+func phaseFigures(rs []*loadgen.Result) PhaseFigures {
+	var f PhaseFigures
+	for _, r := range rs {
+		f.Connects += r.Connects
+		f.Errors += r.Connects - r.OK
+		f.Rate += r.Rate / float64(len(rs))
+		f.P50 = max(f.P50, r.P50)
+		f.P99 = max(f.P99, r.P99)
+	}
+	return f
+}
+
+func writeFederationTable(w io.Writer, sizes []FederationSize, opt benchFederationOptions) {
+	fmt.Fprintf(w, "bench federation: %d pods in this process (real brokers, SQLite each, pod-to-pod HTTP on 127.0.0.1), %d hosts per pod, %d sessions placed before measuring\n",
+		opt.pods[len(opt.pods)-1], opt.hostsPerPod, sizes[len(sizes)-1].Sessions)
+	fmt.Fprintf(w, "each size: %d round(s) of %d pool connects then %d global connects (AllSites, SessionCount) through the first pod, %d workers; percentiles are the rounds' worst\n\n",
+		opt.rounds, opt.connects, opt.connects, opt.concurrency)
+	fmt.Fprintf(w, "%5s %5s %8s  %-21s %-21s %-13s %-30s %s\n", "pods", "sites", "sessions", "pool connect p50/p99", "global p50/p99", "global/pool", "pod calls per global connect", "bytes/connect")
+	for _, s := range sizes {
+		var ops []string
+		total := 0.0
+		for op, k := range s.CallsPerConnect {
+			ops = append(ops, fmt.Sprintf("%s %.2f", op, k))
+			total += k
+		}
+		slices.Sort(ops)
+		errs := ""
+		if s.Local.Errors+s.Global.Errors > 0 {
+			errs = fmt.Sprintf("  errors: %d pool, %d global", s.Local.Errors, s.Global.Errors)
+		}
+		fmt.Fprintf(w, "%5d %5d %8d  %-21s %-21s %-13s %-30s %.0f%s\n", s.Pods, s.Sites, s.Sessions,
+			fmtMs(s.Local.P50)+" / "+fmtMs(s.Local.P99), fmtMs(s.Global.P50)+" / "+fmtMs(s.Global.P99),
+			fmt.Sprintf("%.2f / %.2f", ratioOf(s.Global.P50, s.Local.P50), ratioOf(s.Global.P99, s.Local.P99)),
+			fmt.Sprintf("%.1f (%s)", total, strings.Join(ops, ", ")), s.BytesPerConnect, errs)
+	}
+	last := sizes[len(sizes)-1]
+	verdict := "PASS"
+	if ratioOf(last.Global.P50, last.Local.P50) > 2 || ratioOf(last.Global.P99, last.Local.P99) > 2 || last.Global.Errors > 0 {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "\ntarget: global connect within 2x of a pool connect (p50 and p99) at %d pods: %s\n", last.Pods, verdict)
+}
+
+func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+
+func ratioOf(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// startBenchPods starts n pods in this process, a few at a time.
+func startBenchPods(ctx context.Context, dir string, n int, opt benchFederationOptions, counter *loadgen.CallCounter) ([]*fedBenchPod, error) {
+	secret := filepath.Join(dir, "federation.secret")
+	if err := os.WriteFile(secret, []byte(vdibroker.RandomHex(32)), 0o600); err != nil {
+		return nil, err
+	}
+	pods := make([]*fedBenchPod, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pods[i], errs[i] = startBenchPod(ctx, dir, secret, i, opt, counter)
+		})
+	}
+	wg.Wait()
+	started := slices.DeleteFunc(slices.Clone(pods), func(p *fedBenchPod) bool { return p == nil })
+	return started, errors.Join(errs...)
+}
+
+func startBenchPod(ctx context.Context, dir, secret string, i int, opt benchFederationOptions, counter *loadgen.CallCounter) (*fedBenchPod, error) {
+	// The pod's URL is in the document and must be its own: a port
+	// found free, then listened on by the pod.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	p := &fedBenchPod{name: fmt.Sprintf("pod%02d", i+1), site: fmt.Sprintf("site%02d", i%opt.sites+1), url: "http://" + addr}
+	p.m = &Main{Listen: addr, DataDir: filepath.Join(dir, p.name), Logger: slog.New(slog.DiscardHandler),
+		Federation: FederationFlags{PodName: p.name, Site: p.site, ExternalURL: p.url, SecretFile: secret,
+			PodTimeout: opt.podTimeout, Allow: []string{"http://127.0.0.1"}, WrapPodTransport: counter.Wrap}}
+	if err := p.m.Open(ctx); err != nil {
+		return nil, fmt.Errorf("pod %s: %w", p.name, err)
+	}
+	p.api = vhttp.NewClient(p.url, p.m.AdminToken)
+	return p, nil
+}
+
+// seedBenchPods gives every pod its pool of hosts, each heartbeating once
+// with a heartbeat timeout long enough for the run, and perPod sessions
+// placed by pool connects (each pod a few at a time).
+func seedBenchPods(ctx context.Context, pods []*fedBenchPod, hosts, perPod int) error {
+	errs := make([]error, len(pods))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = seedBenchPod(ctx, p, hosts, perPod)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func seedBenchPod(ctx context.Context, p *fedBenchPod, hosts, perPod int) error {
+	if _, err := p.api.PutHostPool(ctx, fedBenchPool, map[string]any{"hostPoolType": "Pooled", "loadBalancerType": "BreadthFirst",
+		"maxSessionLimit": 999999, "heartbeatTimeoutSeconds": vdibroker.MaxHeartbeatTimeoutSeconds}); err != nil {
+		return fmt.Errorf("pod %s: pool: %w", p.name, err)
+	}
+	rt, err := p.api.CreateRegistrationToken(ctx, fedBenchPool, vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		return fmt.Errorf("pod %s: registration token: %w", p.name, err)
+	}
+	for h := range hosts {
+		name := fmt.Sprintf("%s-h%03d", p.name, h+1)
+		reg, err := p.api.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: name, Address: name + ":3389"})
+		if err == nil {
+			_, err = p.api.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{})
+		}
+		if err != nil {
+			return fmt.Errorf("pod %s: host %s: %w", p.name, name, err)
+		}
+	}
+	if perPod == 0 {
+		return nil
+	}
+	res, err := loadgen.Connect(ctx, loadgen.Config{Server: p.url, Token: p.m.AdminToken, HostPool: fedBenchPool,
+		Connects: perPod, Concurrency: 16, UserPrefix: "seed-" + p.name + "-", Timeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("pod %s: sessions: %w", p.name, err)
+	}
+	if res.OK != perPod {
+		return fmt.Errorf("pod %s: %d of %d seeding connects failed: %+v", p.name, perPod-res.OK, perPod, res.Errors)
+	}
+	return nil
+}
+
+// putBenchDocument gives the pods a document of them all (on their sites:
+// pod i is on site i mod --sites), with one global entitlement of every
+// pod's pool, at generation gen.
+func putBenchDocument(ctx context.Context, pods []*fedBenchPod, gen int) error {
+	var podList, members []map[string]any
+	siteSet := map[string]bool{}
+	for _, p := range pods {
+		podList = append(podList, map[string]any{"name": p.name, "site": p.site, "url": p.url})
+		members = append(members, map[string]any{"pod": p.name, "hostPool": fedBenchPool})
+		siteSet[p.site] = true
+	}
+	var siteList []map[string]any
+	for s := range siteSet {
+		siteList = append(siteList, map[string]any{"name": s})
+	}
+	slices.SortFunc(siteList, func(a, b map[string]any) int { return cmp.Compare(a["name"].(string), b["name"].(string)) })
+	doc := map[string]any{"generation": gen, "sites": siteList, "pods": podList,
+		"globalEntitlements": []map[string]any{{"name": fedBenchEntitlement, "scope": "AllSites", "sessionDistribution": "SessionCount",
+			"allUsers": true, "members": members}}}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.url+"/api/v1/federation", strings.NewReader(string(data)))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+p.m.AdminToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("pod %s: federation document: %w", p.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			return fmt.Errorf("pod %s: federation document: %s: %s", p.name, resp.Status, body)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+)
+
+// TestBenchFederation runs bench federation at its smallest (pods of 2
+// and 3, a few sessions and connects) and checks the report: each size's
+// connects all answered, and the pod-to-pod calls counted as the global
+// connect makes them: R-G1 asks every other pod in scope (AllSites) for
+// the user's sessions, once per global connect. Not how fast anything is.
+func TestBenchFederation(t *testing.T) {
+	var out bytes.Buffer
+	opt := benchFederationOptions{pods: []int{2, 3}, sites: 15, sessions: 30, hostsPerPod: 2, connects: 12, rounds: 1,
+		concurrency: 3, podTimeout: 5 * time.Second, output: "json"}
+	if err := runBenchFederation(t.Context(), opt, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []FederationSize
+	if err := json.Unmarshal(out.Bytes(), &sizes); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if len(sizes) != 2 {
+		t.Fatalf("%d sizes reported, want 2:\n%s", len(sizes), out.String())
+	}
+	for i, s := range sizes {
+		want := opt.pods[i]
+		if s.Pods != want || s.Sites != want || s.Sessions != 10*want {
+			t.Errorf("size %d: pods %d sites %d sessions %d; want %d, %d, %d", i, s.Pods, s.Sites, s.Sessions, want, want, 10*want)
+		}
+		if s.Local.Connects != 12 || s.Global.Connects != 12 || s.Local.Errors+s.Global.Errors != 0 {
+			t.Errorf("%d pods: connects %+v %+v; want 12 each, no errors", want, s.Local, s.Global)
+		}
+		if got := s.CallsPerConnect["sessions"]; got != float64(want-1) {
+			t.Errorf("%d pods: %.2f sessions calls per global connect, want %d (every other pod, R-G1)", want, got, want-1)
+		}
+		if s.BytesPerConnect <= 0 || s.Global.P50 <= 0 || s.Local.P99 <= 0 {
+			t.Errorf("%d pods: bytes %.0f, global p50 %s, pool p99 %s: want them measured", want, s.BytesPerConnect, s.Global.P50, s.Local.P99)
+		}
+	}
+}
