@@ -4,6 +4,7 @@ import (
 	nethttp "net/http"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/ratelimit"
 )
 
 // routes registers the API of SPEC §9 with the access each call needs.
@@ -127,7 +128,7 @@ const PublicStoreReason = "the database does not answer; its error is in the bro
 // without one); a bad token spends the address's failed-authentication
 // bucket, and none is tried once it is empty.
 func (s *Server) seesStoreReason(r *nethttp.Request) bool {
-	if r.Header.Get("Authorization") == "" || s.authFailures.empty(clientAddr(r), s.now()) {
+	if r.Header.Get("Authorization") == "" || s.authFailures.Empty(ratelimit.ClientAddr(r), s.now()) {
 		return false
 	}
 	p, err := s.authenticate(r)
