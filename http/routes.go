@@ -26,8 +26,9 @@ func (s *Server) routes() {
 
 	s.handle("GET "+p+"/usersessions", vdibroker.ActionRead, s.listSessions)
 	s.handle("GET "+p+"/usersessions/{id}", vdibroker.ActionRead, s.getSession)
-	s.handle("DELETE "+p+"/usersessions/{id}", vdibroker.ActionWrite, s.logoff)
-	s.handle("POST "+p+"/usersessions/{id}/disconnect", vdibroker.ActionWrite, s.disconnect)
+	// An end user logs off and disconnects its own sessions (R-U3).
+	s.handle("DELETE "+p+"/usersessions/{id}", vdibroker.ActionOwnSession, s.logoff)
+	s.handle("POST "+p+"/usersessions/{id}/disconnect", vdibroker.ActionOwnSession, s.disconnect)
 	s.handle("POST "+p+"/usersessions/{id}/sendmessage", vdibroker.ActionWrite, s.sendMessage)
 	s.handle("GET "+p+"/usersessions/{id}/placement", vdibroker.ActionRead, s.getPlacement)
 
