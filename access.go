@@ -103,6 +103,12 @@ const (
 	// ActionGatewayReport reports an RD gateway's tunnels (R-GW4): a
 	// Gateway token, whose role may do nothing else, and the admin token.
 	ActionGatewayReport
+	// ActionOwnSession logs off or disconnects a user session (R-U3):
+	// Contributor and the admin token any session of their scope, an end
+	// user (role User) only its own (Target.For, the session's user), as
+	// they end their own sessions in AVD's clients. Out of scope is
+	// forbidden, as for ActionWrite.
+	ActionOwnSession
 )
 
 // Target is what an action is done to; the zero Target is nothing in
@@ -142,6 +148,9 @@ func Authorize(p *Principal, a Action, t Target) error {
 	}
 	if err := authorizeScope(p, a, t); err != nil {
 		return err
+	}
+	if a == ActionOwnSession && p.Role == RoleUser && t.For != nil && !SameUser(p.Subject, t.For.User) { // R-E5
+		return Errorf(EPermission, "an end user may log off or disconnect only its own sessions (%q); this session is another user's", p.Subject)
 	}
 	if a == ActionConnect && p.Role == RoleUser && t.For != nil {
 		if !SameUser(p.Subject, t.For.User) { // R-E5
@@ -188,6 +197,15 @@ func authorizeRole(p *Principal, a Action) error {
 			return nil
 		default:
 			return Errorf(EPermission, "role %s may not connect users", p.Role)
+		}
+	case ActionOwnSession:
+		switch p.Role {
+		case RoleAdmin, RoleContributor, RoleUser:
+			return nil // a User's own sessions only: Authorize checks Target.For
+		case RoleReader:
+			return Errorf(EPermission, "role Reader may only read (GET)")
+		default:
+			return Errorf(EPermission, "role %s may not log off or disconnect sessions", p.Role)
 		}
 	case ActionIdentify:
 		return nil

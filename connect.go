@@ -1,5 +1,7 @@
 package vdibroker
 
+import "time"
+
 // ConnectRequest is a connect (SPEC §4, §9): a user asks for a desktop in a
 // host pool. The broker service answers it; the HTTP API and its client
 // carry it as the body of POST /hostpools/{pool}/connect.
@@ -12,6 +14,10 @@ type ConnectRequest struct {
 	// connect (never read from a client's body), makes the answer's .rdp
 	// file open that application (R-E7).
 	RemoteApp *RemoteApp `json:"-"`
+	// Wait, set from the call's ?wait= (never from a body), holds a
+	// connect answered HostStarting until the host takes the session, at
+	// most this long and the broker's bounds (R-U4).
+	Wait time.Duration `json:"-"`
 }
 
 // ConnectResponse answers a connect: the user's session (new, Pending, or

@@ -118,6 +118,8 @@ type AppConnectRequest struct {
 	// its commandLineArguments; refused for the others.
 	CommandLine string `json:"commandLine,omitempty"`
 	DryRun      bool   `json:"dryRun,omitempty"`
+	// Wait is the pool connect's (ConnectRequest.Wait, R-U4).
+	Wait time.Duration `json:"-"`
 }
 
 // Resource is what an entitlement is asked for: a pool's desktop (the
@@ -252,6 +254,7 @@ type EntitlementStore interface {
 // answers who may use what (R-E1..R-E11). A principal scoped to host pools
 // reads and writes the groups of its pools only.
 type EntitlementService interface {
+	FeedService
 	// ListApplicationGroups lists the groups of pool ("" every pool) the
 	// caller sees, by name.
 	ListApplicationGroups(ctx context.Context, pool string) ([]*ApplicationGroup, error)

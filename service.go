@@ -118,13 +118,17 @@ type SessionService interface {
 	Placement(ctx context.Context, pool, id string) ([]byte, error)
 	// Logoff queues a Logoff for the session's agent; a Pending session
 	// the agent has not reported ends at once. Ended sessions are a
-	// Conflict, for every command.
+	// Conflict, for every command. An end user logs off and disconnects
+	// only its own sessions (ActionOwnSession, R-U3).
 	Logoff(ctx context.Context, pool, id string) (*Command, error)
 	// Disconnect queues a Disconnect of an Active session.
 	Disconnect(ctx context.Context, pool, id string) (*Command, error)
 	// SendMessage queues a message shown in the session (1..MaxMessageLen
 	// characters, no control characters but line breaks and tabs).
 	SendMessage(ctx context.Context, pool, id, message string) (*Command, error)
+	// UserSessions lists user's open sessions in every pool the caller
+	// sees, by id (R-U3): an end user asks about itself only.
+	UserSessions(ctx context.Context, user string) ([]*UserSession, error)
 }
 
 // PoolService keeps the host pools (SPEC §2).

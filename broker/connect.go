@@ -44,7 +44,7 @@ func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.Connec
 		return nil, vdibroker.FieldError("Idempotency-Key", "must be 1..255 characters")
 	}
 	if key == "" || req.DryRun {
-		return s.place(ctx, pool, req)
+		return s.placeOrWait(ctx, pool, req)
 	}
 	role, token := "", ""
 	if p != nil {
@@ -59,7 +59,7 @@ func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.Connec
 	key = strings.Join([]string{role, token, pool, vdibroker.FoldUser(req.User), app, key}, "\x00")
 	var placeErr error
 	ans := s.idem.do(key, func() (*vdibroker.ConnectAnswer, bool) {
-		a, err := s.place(ctx, pool, req)
+		a, err := s.placeOrWait(ctx, pool, req)
 		if err != nil {
 			placeErr = err
 			return nil, false

@@ -65,6 +65,13 @@ type Config struct {
 	// Gateway is the RD gateway side (gateway.go): the server's gateway,
 	// token lifetime, key rotation, tunnels per user.
 	Gateway GatewayConfig
+	// MaxConnectWait bounds how long a connect is held for a starting
+	// host (R-U4, serve --max-connect-wait); 0 = DefaultMaxConnectWait.
+	// The start timeout bounds it too.
+	MaxConnectWait time.Duration
+	// MaxConnectWaiters bounds the connects held at once (R-U4); 0 =
+	// DefaultMaxWaiters.
+	MaxConnectWaiters int
 	// afterTick, when set, is called at the end of each maintenance tick:
 	// tests of the loop wait for a tick to have ended before they act.
 	afterTick func()
@@ -91,6 +98,8 @@ type Service struct {
 	power     *power.Service
 	gw        *gatewaySide
 	refusals  refusals // the bounded refusal audit (refusals.go)
+	waits     *waits   // the connects held for a starting host (wait.go)
+	maxWait   time.Duration
 
 	retention time.Duration
 	lastPrune time.Time // maintenance loop only
@@ -111,6 +120,8 @@ func New(cfg Config) *Service {
 		retention: cfg.Retention,
 		rdp:       cfg.RDPProperties,
 		gw:        newGatewaySide(cfg.Gateway),
+		waits:     newWaits(cfg.MaxConnectWaiters),
+		maxWait:   cfg.MaxConnectWait,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -123,6 +134,9 @@ func New(cfg Config) *Service {
 	s.now = s.clock.Now
 	if s.rand == nil {
 		s.rand = rand.IntN
+	}
+	if s.maxWait <= 0 {
+		s.maxWait = DefaultMaxConnectWait
 	}
 	timeout := cfg.StoreTimeout
 	if timeout <= 0 {
@@ -141,7 +155,8 @@ func New(cfg Config) *Service {
 		HeldByOthers: func(ctx context.Context, pool string) (map[string]int, error) {
 			return s.outage.HeldByOthers(ctx, pool)
 		},
-		Unwritten: func(pool, host string) int { return s.outage.Unwritten(pool, host) }})
+		Unwritten: func(pool, host string) int { return s.outage.Unwritten(pool, host) },
+		Turned:    s.waits.signal, Waiting: s.waits.watching})
 	s.outage = outage.New(outage.Config{Health: s.health, Store: s.store, Views: s.views, Answer: s.answer, Logger: s.log,
 		Clock: s.clock, Placement: cfg.OutagePlacement, MaintenanceInterval: interval})
 	// When the store is back: the outage's sessions are written before
@@ -150,7 +165,13 @@ func New(cfg Config) *Service {
 	s.idem = newIdempotency(s.now)
 	s.outage.Run(s.stop)
 	go s.maintain(s.clock.NewTicker(interval), interval)
-	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: s.views.RefreshHost,
+	// A host's power state changed: its view is read again, and connects
+	// held in its pool are decided again (R-U4).
+	refresh := func(ctx context.Context, pool, host string) {
+		s.views.RefreshHost(ctx, pool, host)
+		s.waits.signal(pool)
+	}
+	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: refresh,
 		Clock: s.clock, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down})
 	s.health.Watch()
 	return s

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -71,7 +72,7 @@ func (s *Service) Placement(ctx context.Context, pool, id string) ([]byte, error
 // yet has no logon to end, so it ends at once (and the Logoff is still
 // queued, in case the logon is under way).
 func (s *Service) Logoff(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
-	us, err := s.openSession(ctx, pool, id)
+	us, err := s.ownSession(ctx, pool, id)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func (s *Service) Logoff(ctx context.Context, pool, id string) (*vdibroker.Comma
 
 // Disconnect queues a Disconnect of an Active session.
 func (s *Service) Disconnect(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
-	us, err := s.openSession(ctx, pool, id)
+	us, err := s.ownSession(ctx, pool, id)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +117,53 @@ func (s *Service) SendMessage(ctx context.Context, pool, id, message string) (*v
 		return nil, err
 	}
 	return s.queue(ctx, us, vdibroker.CommandSendMessage, message)
+}
+
+// ownSession reads an open session the caller may log off or disconnect
+// (R-U3): any of its pool for an admin or Contributor, only its own for
+// an end user, whose refusal (PermissionDenied) comes before a
+// Conflict, so it learns nothing of another user's session but that it
+// is not its own.
+func (s *Service) ownSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
+	us, err := s.store.GetUserSession(ctx, pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := vdibroker.Authorize(vdibroker.PrincipalFrom(ctx), vdibroker.ActionOwnSession,
+		vdibroker.Target{HostPool: pool, For: &vdibroker.UserIdentity{User: us.User}}); err != nil {
+		return nil, err
+	}
+	if !us.Open() {
+		return nil, vdibroker.Errorf(vdibroker.EConflict, "session %s is already logged off", us.ID)
+	}
+	return us, nil
+}
+
+// UserSessions lists user's open sessions in every pool the caller sees
+// (R-U3), by id (ids are unique across pools): one range of the store's
+// index of open sessions by user. An end user asks about itself only.
+func (s *Service) UserSessions(ctx context.Context, user string) ([]*vdibroker.UserSession, error) {
+	if err := vdibroker.ValidateUser("user", user); err != nil {
+		return nil, err
+	}
+	me := vdibroker.PrincipalFrom(ctx)
+	if me.EndUser() {
+		if !vdibroker.SameUser(me.Subject, user) {
+			return nil, vdibroker.Errorf(vdibroker.EPermission, "an end user may list only its own sessions (%q)", me.Subject)
+		}
+	} else if err := vdibroker.Authorize(me, vdibroker.ActionRead, vdibroker.Target{}); err != nil {
+		return nil, err
+	}
+	list, err := s.store.ListUserSessions(ctx, vdibroker.SessionFilter{User: user})
+	if err != nil {
+		return nil, err
+	}
+	list = slices.DeleteFunc(list, func(us *vdibroker.UserSession) bool { return !me.Sees(us.HostPool) })
+	slices.SortFunc(list, func(a, b *vdibroker.UserSession) int { return cmp.Compare(a.ID, b.ID) })
+	if list == nil {
+		list = []*vdibroker.UserSession{}
+	}
+	return list, nil
 }
 
 // openSession reads a session; ended sessions are a Conflict.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/webguard"
 )
 
 // The console's actions beyond drain and settings: create a pool, delete
@@ -243,7 +244,7 @@ func (c *Console) renderMessage(rq *request, status int, text, fieldErr string) 
 	c.page(rq, status, "message", map[string]any{
 		"Title": "Message to " + s.User, "Nav": "sessions",
 		"Session": s, "Text": text, "FieldError": fieldErr, "Max": vdibroker.MaxMessageLen,
-		"Back": safeNext(cmp.Or(rq.r.FormValue("back"), "/sessions?pool="+url.QueryEscape(pool))),
+		"Back": webguard.SafeNext(cmp.Or(rq.r.FormValue("back"), "/sessions?pool="+url.QueryEscape(pool))),
 	})
 }
 
@@ -267,7 +268,7 @@ func (c *Console) sendMessage(rq *request) {
 		return
 	}
 	user := cmp.Or(rq.r.PostFormValue("user"), id)
-	c.redirect(rq, safeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
+	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
 		fmt.Sprintf("The message to %s is queued: the host's agent shows it in the session on its next heartbeat (R-S4).", user))
 }
 

@@ -3,9 +3,7 @@ package console
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"html/template"
 	"io"
@@ -17,11 +15,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"k8s.io/utils/clock"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/webguard"
 	"github.com/vdibroker/vdibroker/websession"
 )
 
@@ -244,11 +242,7 @@ func (c *Console) routes() {
 // ServeHTTP implements http.Handler, adding the security headers every
 // console answer carries.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "same-origin")
+	webguard.Headers(w)
 	c.mux.ServeHTTP(w, r)
 }
 
@@ -276,7 +270,7 @@ func (c *Console) signedIn(h func(*request)) http.HandlerFunc {
 			return
 		}
 		if r.Method != http.MethodGet {
-			if !sameOrigin(r) || !equal(r.PostFormValue("csrf"), sess.CSRF) {
+			if !webguard.SameOrigin(r) || !webguard.Equal(r.PostFormValue("csrf"), sess.CSRF) {
 				c.errorPage(w, r, http.StatusForbidden, "The form was stale or came from another site (CSRF check failed). Reload the page and try again.")
 				return
 			}
@@ -304,39 +298,6 @@ func (c *Console) redirect(rq *request, path, flash string) {
 	http.Redirect(rq.w, rq.r, path, http.StatusSeeOther)
 }
 
-// sameOrigin refuses cross-site form posts when the browser says where they
-// came from. With the session's CSRF token, which every change must carry,
-// it is what protects changes: the session cookie is SameSite=Lax (sent
-// on a top-level navigation from another site, such as the identity
-// provider's redirect back, never on another site's form post), and no
-// GET changes anything.
-func sameOrigin(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return false
-	}
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	if err != nil {
-		return false
-	}
-	return u.Host == r.Host || u.Host == r.Header.Get("X-Forwarded-Host")
-}
-
-func equal(a, b string) bool {
-	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
-}
-
-func (c *Console) newSecret() string {
-	b := make([]byte, 32)
-	if _, err := io.ReadFull(c.rand, b); err != nil {
-		panic("console: random source failed: " + err.Error())
-	}
-	return hex.EncodeToString(b)
-}
-
 // signinPage shows the token form. A sign-in CSRF token is set in its own
 // short-lived cookie and echoed in the form (double submit), so another site
 // cannot sign a browser in with the attacker's token.
@@ -345,19 +306,19 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	csrf := c.newSecret()
+	csrf := webguard.Secret(c.rand)
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: csrf, Path: "/signin", MaxAge: 3600,
 		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteStrictMode})
 	w.Header().Set("Cache-Control", "no-store")
 	c.render(w, status, "signin", map[string]any{
-		"Title": "Sign in", "CSRF": csrf, "Error": msg, "Next": safeNext(r.FormValue("next")), "OIDC": c.oidc != nil,
+		"Title": "Sign in", "CSRF": csrf, "Error": msg, "Next": webguard.SafeNext(r.FormValue("next")), "OIDC": c.oidc != nil,
 	})
 }
 
 // signin checks the token against the API and opens a session.
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	ck, err := r.Cookie(signinCookie)
-	if err != nil || !equal(r.PostFormValue("csrf"), ck.Value) || !sameOrigin(r) {
+	if err != nil || !webguard.Equal(r.PostFormValue("csrf"), ck.Value) || !webguard.SameOrigin(r) {
 		c.renderSignin(w, r, http.StatusForbidden, "The sign-in form was stale (CSRF check failed). Try again.")
 		return
 	}
@@ -367,7 +328,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/signin", MaxAge: -1})
-	c.openSession(w, r, token, time.Time{}, safeNext(r.PostFormValue("next")), func(status int, msg string) {
+	c.openSession(w, r, token, time.Time{}, webguard.SafeNext(r.PostFormValue("next")), func(status int, msg string) {
 		c.renderSignin(w, r, status, msg)
 	})
 }
@@ -442,26 +403,6 @@ func (c *Console) signout(rq *request) {
 // secure reports whether cookies set in answer to r are Secure: always
 // over TLS, and behind a TLS-terminating proxy when configured.
 func (c *Console) secure(r *http.Request) bool { return r.TLS != nil || c.secureCookies }
-
-// safeNext keeps post-sign-in redirects on this site: a path of this
-// site, with no control character, space or backslash anywhere (browsers
-// drop tabs and newlines and read "\\" as "/", so "/\t/evil.example" is
-// "//evil.example" to them; issue 14), and no scheme or host once parsed.
-func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
-		return "/"
-	}
-	for _, c := range next {
-		if c <= ' ' || c == '\\' || c == 0x7f || unicode.IsControl(c) || unicode.IsSpace(c) {
-			return "/"
-		}
-	}
-	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
-		return "/"
-	}
-	return next
-}
 
 func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
 	c.errorPage(w, r, http.StatusNotFound, "There is no console page at "+r.URL.Path+".")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/internal/webguard"
 )
 
 // OpenID Connect sign-in (R-SEC). GET /signin/oidc starts the
@@ -91,7 +92,7 @@ func (c *Console) EnableOIDC(cfg OIDCConfig) error {
 }
 
 func (c *Console) oidcStart(w http.ResponseWriter, r *http.Request) {
-	c.oidc.flow.Start(w, r, safeNext(r.FormValue("next")))
+	c.oidc.flow.Start(w, r, webguard.SafeNext(r.FormValue("next")))
 }
 
 func (c *Console) oidcCallback(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/webguard"
 	"github.com/vdibroker/vdibroker/loadindex"
 	"github.com/vdibroker/vdibroker/placement"
 )
@@ -776,7 +777,7 @@ func (c *Console) sessionCommand(rq *request, what string) {
 		return
 	}
 	user := rq.r.PostFormValue("user")
-	c.redirect(rq, safeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
+	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
 		fmt.Sprintf("The %s of %s's session is queued: the host's agent runs it on its next heartbeat (R-S4).", what, cmp.Or(user, id)))
 }
 

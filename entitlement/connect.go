@@ -26,7 +26,7 @@ func (s *Service) ConnectApplication(ctx context.Context, group string, req vdib
 	if g.ApplicationGroupType != vdibroker.AppGroupRemoteApp {
 		return nil, vdibroker.FieldError("applicationGroup", "application group %q is a %s group: open its desktop with POST /api/v1/hostpools/%s/connect", g.Name, g.ApplicationGroupType, g.HostPool)
 	}
-	creq := vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}
+	creq := vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, Wait: req.Wait}
 	if p := vdibroker.PrincipalFrom(ctx); p.EndUser() {
 		if err := s.authorizeEndUser(ctx, p, vdibroker.Resource{HostPool: g.HostPool, ApplicationGroup: g.Name}, &creq); err != nil {
 			return nil, err

@@ -27,6 +27,8 @@ import (
 type Store interface {
 	vdibroker.EntitlementStore
 	GetFederation(ctx context.Context) (*vdibroker.Federation, error)
+	// ListHostPools names a feed's desktops after their pools (R-U5).
+	ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error)
 }
 
 // Config is what a Service needs.

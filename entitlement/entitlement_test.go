@@ -29,6 +29,8 @@ func (s *downStore) AssignedApplicationGroups(_ context.Context, q vdibroker.Ass
 	return out, nil
 }
 
+func (s *downStore) ListHostPools(context.Context) ([]*vdibroker.HostPool, error) { return nil, nil }
+
 func (s *downStore) GetFederation(context.Context) (*vdibroker.Federation, error) {
 	return nil, vdibroker.Errorf(vdibroker.ENotFound, "none")
 }

@@ -35,6 +35,59 @@ func (s *Service) UserEntitlements(ctx context.Context, who vdibroker.UserIdenti
 	if out.Groups == nil {
 		out.Groups = []string{}
 	}
+	grants, err := s.granted(ctx, me, who)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range grants.groups {
+		if g.group.ApplicationGroupType == vdibroker.AppGroupDesktop {
+			out.Resources = append(out.Resources, vdibroker.EntitledResource{Kind: vdibroker.ResourceDesktop, HostPool: g.group.HostPool,
+				ApplicationGroup: g.group.Name, FriendlyName: g.group.FriendlyName, Grant: *g.grant})
+			continue
+		}
+		for _, a := range g.apps {
+			out.Resources = append(out.Resources, vdibroker.EntitledResource{Kind: vdibroker.ResourceRemoteApp, HostPool: g.group.HostPool,
+				ApplicationGroup: g.group.Name, Application: a.Name, FriendlyName: a.FriendlyName, Grant: *g.grant})
+		}
+	}
+	for _, g := range grants.global {
+		r := vdibroker.EntitledResource{Kind: vdibroker.ResourceGlobalDesktop, GlobalEntitlement: g.ge.Name, Grant: *g.grant}
+		if g.ge.IsApplication() {
+			r.Kind, r.Application = vdibroker.ResourceGlobalApplication, g.ge.Application
+		}
+		out.Resources = append(out.Resources, r)
+		if g.ge.NamesNobody() {
+			out.Warnings = append(out.Warnings, vdibroker.EveryoneWarning(g.ge.Name))
+		}
+	}
+	return out, nil
+}
+
+// grants are what an identity is entitled to: its application groups
+// (with a RemoteApp group's applications) and global entitlements, each
+// with the grant.
+type grants struct {
+	groups []grantedGroup
+	global []grantedGlobal
+}
+
+type grantedGroup struct {
+	group *vdibroker.ApplicationGroup
+	grant *vdibroker.Grant
+	apps  []*vdibroker.Application // a RemoteApp group's
+}
+
+type grantedGlobal struct {
+	ge    *vdibroker.GlobalEntitlement
+	grant *vdibroker.Grant
+}
+
+// granted reads what who is entitled to (R-E2, R-E9) within what me
+// sees: the groups of me's pools, and global entitlements only for an
+// unscoped principal of a pod (they belong to no pool, Target.Global).
+// The caller has checked that me may ask about who.
+func (s *Service) granted(ctx context.Context, me *vdibroker.Principal, who vdibroker.UserIdentity) (*grants, error) {
+	out := &grants{}
 	groups, err := s.store.AssignedApplicationGroups(ctx, vdibroker.AssignmentQuery{User: who.User, Groups: who.Groups})
 	if err != nil {
 		return nil, err
@@ -48,19 +101,14 @@ func (s *Service) UserEntitlements(ctx context.Context, who vdibroker.UserIdenti
 			continue
 		}
 		grant.ApplicationGroup = g.Name
-		if g.ApplicationGroupType == vdibroker.AppGroupDesktop {
-			out.Resources = append(out.Resources, vdibroker.EntitledResource{Kind: vdibroker.ResourceDesktop, HostPool: g.HostPool,
-				ApplicationGroup: g.Name, FriendlyName: g.FriendlyName, Grant: *grant})
-			continue
+		gg := grantedGroup{group: g, grant: grant}
+		if g.ApplicationGroupType == vdibroker.AppGroupRemoteApp {
+			gg.apps, err = s.store.ListApplications(ctx, g.Name)
+			if err != nil && vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+				return nil, err
+			}
 		}
-		apps, err := s.store.ListApplications(ctx, g.Name)
-		if err != nil && vdibroker.ErrorCode(err) != vdibroker.ENotFound {
-			return nil, err
-		}
-		for _, a := range apps {
-			out.Resources = append(out.Resources, vdibroker.EntitledResource{Kind: vdibroker.ResourceRemoteApp, HostPool: g.HostPool,
-				ApplicationGroup: g.Name, Application: a.Name, FriendlyName: a.FriendlyName, Grant: *grant})
-		}
+		out.groups = append(out.groups, gg)
 	}
 	if !s.pod || (me != nil && len(me.HostPools) > 0) {
 		return out, nil // global entitlements belong to no pool (Target.Global)
@@ -75,17 +123,8 @@ func (s *Service) UserEntitlements(ctx context.Context, who vdibroker.UserIdenti
 	}
 	for i := range doc.GlobalEntitlements {
 		ge := &doc.GlobalEntitlements[i]
-		grant := ge.Grants(who)
-		if grant == nil {
-			continue
-		}
-		r := vdibroker.EntitledResource{Kind: vdibroker.ResourceGlobalDesktop, GlobalEntitlement: ge.Name, Grant: *grant}
-		if ge.IsApplication() {
-			r.Kind, r.Application = vdibroker.ResourceGlobalApplication, ge.Application
-		}
-		out.Resources = append(out.Resources, r)
-		if ge.NamesNobody() {
-			out.Warnings = append(out.Warnings, vdibroker.EveryoneWarning(ge.Name))
+		if grant := ge.Grants(who); grant != nil {
+			out.global = append(out.global, grantedGlobal{ge: ge, grant: grant})
 		}
 	}
 	return out, nil

@@ -72,7 +72,7 @@ func (s *Server) heartbeat(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		return err
 	}
 	credHash := vdibroker.HashSecret(cred)
-	if !s.heartbeats.spend(credHash, s.now()) {
+	if !s.heartbeats.Spend(credHash, s.now()) {
 		return throttled("this host's heartbeats come faster than the broker accepts (an agent sends one every 10 s)", HeartbeatsPerSecond)
 	}
 	host, err := s.svc.Hosts.HostByCredential(r.Context(), credHash)

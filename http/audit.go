@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/ratelimit"
 )
 
 // The audit trail (R-SEC). handle starts an entry for every request
@@ -58,7 +59,7 @@ func (s *Server) startAudit(w nethttp.ResponseWriter, r *nethttp.Request) *vdibr
 	ev := &vdibroker.AuditEntry{
 		Time:       s.now().UTC(),
 		Principal:  vdibroker.AuditPrincipal{Kind: kind},
-		RemoteAddr: clientAddr(r),
+		RemoteAddr: ratelimit.ClientAddr(r),
 		RequestID:  w.Header().Get("X-Request-Id"),
 		Action:     action,
 		Target:     strings.TrimPrefix(r.URL.Path, "/api/v1/"),

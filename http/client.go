@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/placement"
@@ -279,8 +280,29 @@ func (c *Client) ConnectIdempotent(ctx context.Context, pool string, req Connect
 	if key != "" {
 		h = nethttp.Header{"Idempotency-Key": {key}}
 	}
-	status, err := c.do(ctx, "POST", poolPath(pool)+"/connect", nil, req, &out, h)
+	status, err := c.do(ctx, "POST", poolPath(pool)+"/connect", waitQuery(req.Wait), req, &out, h)
 	out.Created = status == nethttp.StatusCreated
+	return resultOrNil(&out, err)
+}
+
+// waitQuery is a connect's ?wait= (R-U4), nil for none.
+func waitQuery(d time.Duration) url.Values {
+	if d <= 0 {
+		return nil
+	}
+	return url.Values{"wait": {d.String()}}
+}
+
+// UserSessions lists user's open sessions in every pool the token sees
+// (R-U3; an end user's own).
+func (c *Client) UserSessions(ctx context.Context, user string) ([]*vdibroker.UserSession, error) {
+	return listAll[*vdibroker.UserSession](ctx, c, "/api/v1/users/"+url.PathEscape(user)+"/sessions", nil)
+}
+
+// Feed returns what the token's user may open (R-U5).
+func (c *Client) Feed(ctx context.Context) (*vdibroker.Feed, error) {
+	var out vdibroker.Feed
+	_, err := c.do(ctx, "GET", "/api/v1/feed", nil, nil, &out, nil)
 	return resultOrNil(&out, err)
 }
 

@@ -94,7 +94,7 @@ func (c *Client) DeleteApplication(ctx context.Context, group, name string) erro
 // user (R-E7): a connect whose rdpFile opens it.
 func (c *Client) ConnectApplication(ctx context.Context, group string, req vdibroker.AppConnectRequest) (*ConnectResult, error) {
 	var out ConnectResult
-	status, err := c.do(ctx, "POST", appGroupPath(group)+"/connect", nil, req, &out, nil)
+	status, err := c.do(ctx, "POST", appGroupPath(group)+"/connect", waitQuery(req.Wait), req, &out, nil)
 	out.Created = status == nethttp.StatusCreated
 	return resultOrNil(&out, err)
 }

@@ -28,6 +28,9 @@ func (s *Server) entitlementRoutes() {
 	s.handle("POST "+g+"/connect", vdibroker.ActionConnect, s.connectApp)
 	// Every role: an end user asks about itself (the service checks).
 	s.handle("GET /api/v1/users/{user}/entitlements", vdibroker.ActionIdentify, s.userEntitlements)
+	s.handle("GET /api/v1/users/{user}/sessions", vdibroker.ActionIdentify, s.userSessions)
+	// The caller's own resources (R-U5).
+	s.handle("GET /api/v1/feed", vdibroker.ActionIdentify, s.feed)
 }
 
 // entitlementUnscoped are the routes above, which a principal scoped to
@@ -43,6 +46,8 @@ var entitlementUnscoped = []string{
 	"DELETE " + appGroupsPath + "/{name}/applications/{app}",
 	"POST " + appGroupsPath + "/{name}/connect",
 	"GET /api/v1/users/{user}/entitlements",
+	"GET /api/v1/users/{user}/sessions",
+	"GET /api/v1/feed",
 }
 
 // entitlementAudited are the audited actions of the routes above
@@ -167,6 +172,10 @@ func (s *Server) connectApp(w nethttp.ResponseWriter, r *nethttp.Request) error 
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
+	var err error
+	if req.Wait, err = connectWait(w, r); err != nil {
+		return err
+	}
 	a, err := s.svc.Entitlements.ConnectApplication(r.Context(), r.PathValue("name"), req, r.Header.Get("Idempotency-Key"))
 	return writeConnect(w, a, err)
 }
@@ -179,5 +188,30 @@ func (s *Server) userEntitlements(w nethttp.ResponseWriter, r *nethttp.Request) 
 		return err
 	}
 	writeJSON(w, nethttp.StatusOK, out)
+	return nil
+}
+
+// userSessions is GET /users/{user}/sessions (R-U3): the user's open
+// sessions in every pool the caller sees, paged as every list.
+func (s *Server) userSessions(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	limit, after, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	list, err := s.svc.Sessions.UserSessions(r.Context(), r.PathValue("user"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, pageOf(r, list, func(us *vdibroker.UserSession) string { return us.ID }, limit, after))
+	return nil
+}
+
+// feed is GET /feed (R-U5): what the caller may open.
+func (s *Server) feed(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	f, err := s.svc.Entitlements.Feed(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, f)
 	return nil
 }

@@ -121,6 +121,11 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
+	if r.URL.Query().Has("wait") {
+		// A global connect moves past a starting host to the next
+		// member pool or pod (R-G2): it has no one host to wait for.
+		return vdibroker.FieldError("wait", "is not taken by a global connect, which places the user in another member pool while a host starts; connect to a host pool or an application group to wait")
+	}
 	if err := vdibroker.Authorize(vdibroker.PrincipalFrom(r.Context()), vdibroker.ActionConnect,
 		vdibroker.Target{Global: r.Method + " " + r.URL.Path, For: &vdibroker.UserIdentity{User: req.User, Groups: req.Groups}}); err != nil {
 		return err

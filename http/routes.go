@@ -4,6 +4,7 @@ import (
 	nethttp "net/http"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/ratelimit"
 )
 
 // routes registers the API of SPEC §9 with the access each call needs.
@@ -25,8 +26,9 @@ func (s *Server) routes() {
 
 	s.handle("GET "+p+"/usersessions", vdibroker.ActionRead, s.listSessions)
 	s.handle("GET "+p+"/usersessions/{id}", vdibroker.ActionRead, s.getSession)
-	s.handle("DELETE "+p+"/usersessions/{id}", vdibroker.ActionWrite, s.logoff)
-	s.handle("POST "+p+"/usersessions/{id}/disconnect", vdibroker.ActionWrite, s.disconnect)
+	// An end user logs off and disconnects its own sessions (R-U3).
+	s.handle("DELETE "+p+"/usersessions/{id}", vdibroker.ActionOwnSession, s.logoff)
+	s.handle("POST "+p+"/usersessions/{id}/disconnect", vdibroker.ActionOwnSession, s.disconnect)
 	s.handle("POST "+p+"/usersessions/{id}/sendmessage", vdibroker.ActionWrite, s.sendMessage)
 	s.handle("GET "+p+"/usersessions/{id}/placement", vdibroker.ActionRead, s.getPlacement)
 
@@ -127,7 +129,7 @@ const PublicStoreReason = "the database does not answer; its error is in the bro
 // without one); a bad token spends the address's failed-authentication
 // bucket, and none is tried once it is empty.
 func (s *Server) seesStoreReason(r *nethttp.Request) bool {
-	if r.Header.Get("Authorization") == "" || s.authFailures.empty(clientAddr(r), s.now()) {
+	if r.Header.Get("Authorization") == "" || s.authFailures.Empty(ratelimit.ClientAddr(r), s.now()) {
 		return false
 	}
 	p, err := s.authenticate(r)

@@ -15,6 +15,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
 	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/internal/ratelimit"
 )
 
 // Config is what a Server needs. Services are required (Federation
@@ -69,8 +70,8 @@ type Server struct {
 	// agentCertAnyHost: of any host name.
 	agentCert, agentCertAnyHost bool
 	// authFailures and heartbeats are the rate limits of ratelimit.go.
-	authFailures *limiters
-	heartbeats   *limiters
+	authFailures *ratelimit.Keyed
+	heartbeats   *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -91,8 +92,8 @@ func NewServer(cfg Config) *Server {
 		agentCertAnyHost: cfg.AgentCertAnyHost,
 		oidc:             cfg.OIDC,
 
-		authFailures: newLimiters(AuthFailuresPerSecond, AuthFailureBurst),
-		heartbeats:   newLimiters(HeartbeatsPerSecond, HeartbeatBurst),
+		authFailures: ratelimit.New(AuthFailuresPerSecond, AuthFailureBurst),
+		heartbeats:   ratelimit.New(HeartbeatsPerSecond, HeartbeatBurst),
 		refusedLines: newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {

@@ -35,7 +35,7 @@ const StartRetryAfter = 30 * time.Second
 
 // StartTimeout is how long a started host may take to heartbeat; after
 // it, start VM on connect no longer counts on it and may start another.
-const StartTimeout = 10 * time.Minute
+const StartTimeout = vdibroker.HostStartTimeout
 
 // DriverTimeout bounds a driver call the broker makes in the background
 // (start VM on connect); each driver has its own timeout inside it too.

@@ -169,6 +169,8 @@ func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([
 //   - ended sessions by user or host from user_sessions_ended_by_user and
 //     user_sessions_ended_by_host (migration 00008);
 //   - a pool's open sessions from user_sessions_open_by_pool (00019);
+//   - a user's open sessions in every pool (no HostPool) from
+//     user_sessions_open_by_user (00050, R-U3);
 //   - a user search (UserPrefix) from user_sessions_open_by_user_key
 //     (00046) or user_sessions_ended_by_user (00030): one range of the
 //     folded names (user_key), read in the order it lists, so a page stops at its limit
@@ -227,7 +229,7 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter, us *userSearch) (s
 		add("id > ?", f.After)
 	}
 	from := func(index string) string {
-		if d != sqliteDialect || f.HostPool == "" || index == "" {
+		if d != sqliteDialect || index == "" || (f.HostPool == "" && index != "user_sessions_open_by_user") {
 			return `SELECT ` + sessionCols + ` FROM user_sessions WHERE ` + strings.Join(where, " AND ")
 		}
 		return `SELECT ` + sessionCols + ` FROM user_sessions INDEXED BY ` + index + ` WHERE ` + strings.Join(where, " AND ")
@@ -241,6 +243,8 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter, us *userSearch) (s
 		q, order = from("user_sessions_open_by_user_key"), ` ORDER BY `+key+`, id`
 	case f.User != "" && ended:
 		q = from("user_sessions_ended_by_user")
+	case f.User != "" && f.HostPool == "":
+		q = from("user_sessions_open_by_user")
 	case f.User != "":
 		q = from("user_sessions_one_per_pooled_user") + ` AND pooled UNION ALL ` +
 			from("user_sessions_open_unpooled_by_user") + ` AND NOT pooled`

@@ -39,6 +39,18 @@ type Config struct {
 	// Unwritten counts this replica's outage placements on a host that
 	// are not written yet (R-OUT3); nil: none.
 	Unwritten func(pool, host string) int
+	// Turned, when set, is called when a host of pool turns from taking
+	// no new session to taking them (placement.TakesNewSession): its
+	// first heartbeat after a start, a resumed drain, seen in a
+	// heartbeat, a host's refresh or a reload. Connects held for a
+	// starting host wait for it (R-U4). It runs under the view's lock:
+	// it must be quick and must not call the views.
+	Turned func(pool string)
+	// Waiting, when set, reports whether connects wait for a host of
+	// pool to turn placeable: its view is read again by every
+	// maintenance tick (RefreshAll) as if a connect had used it, so a
+	// host that heartbeats to another replica is seen here too.
+	Waiting func(pool string) bool
 }
 
 // Views holds one placement view per host pool: an in-memory
@@ -173,6 +185,9 @@ func New(cfg Config) *Views {
 	if cfg.Unwritten == nil {
 		cfg.Unwritten = func(string, string) int { return 0 }
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Views{cfg: cfg, log: cfg.Logger, m: make(map[string]*View)}
 }
 
@@ -237,6 +252,9 @@ func (vs *Views) RefreshAll(ctx context.Context) {
 		loaded, used := v.placer != nil, v.used
 		v.used = false
 		v.mu.Unlock()
+		if vs.cfg.Waiting != nil && vs.cfg.Waiting(v.name) {
+			used = true
+		}
 		if !loaded {
 			continue
 		}
@@ -425,13 +443,22 @@ func (v *View) apply(h *vdibroker.SessionHost, n int) {
 	ph.Sessions += n + v.held[h.Name]
 	ph.Connecting += n
 	v.addrs[h.Name] = h.Address
-	if cur, ok := v.placer.Host(h.Name); ok && sameHost(&cur, &ph) {
+	cur, ok := v.placer.Host(h.Name)
+	if ok && sameHost(&cur, &ph) {
 		// A reload re-reads every host: most are as the view has them
 		// (this server applied their heartbeats), and re-filing 10,000 of
 		// them under the view's lock would stall the pool's connects.
 		return
 	}
+	turned := false
+	if v.cfg.Turned != nil && v.pool != nil {
+		timeout, now := v.pool.HeartbeatTimeout(), v.cfg.Now()
+		turned = placement.TakesNewSession(&ph, timeout, now) && (!ok || !placement.TakesNewSession(&cur, timeout, now))
+	}
 	v.placer.Upsert(ph)
+	if turned {
+		v.cfg.Turned(v.name)
+	}
 }
 
 // sameHost reports whether a and b hold the same values (pointers compared

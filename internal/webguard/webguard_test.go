@@ -1,8 +1,8 @@
-package console
+package webguard
 
 import "testing"
 
-// TestSafeNext (issue 14): after sign-in the console redirects only to a
+// TestSafeNext (R-SEC): after sign-in a page redirects only to a
 // path of its own. Browsers drop tabs and newlines in URLs and read a
 // backslash as a slash, so each of these is another site to them.
 func TestSafeNext(t *testing.T) {
@@ -22,8 +22,8 @@ func TestSafeNext(t *testing.T) {
 		"/\u2028/evil.example":     "/",
 		"javascript:alert(1)":      "/",
 	} {
-		if got := safeNext(next); got != want {
-			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		if got := SafeNext(next); got != want {
+			t.Errorf("SafeNext(%q) = %q, want %q", next, got, want)
 		}
 	}
 }

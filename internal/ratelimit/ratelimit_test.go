@@ -1,28 +1,28 @@
-package http
+package ratelimit
 
 import (
-	nethttp "net/http"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
 )
 
 // A flood of new addresses does not give a throttled address a fresh
-// bucket (issue 14): the full map keeps every bucket with tokens spent and
+// bucket (R-SEC): the full map keeps every bucket with tokens spent and
 // the flood shares one overflow bucket.
 func TestLimitersFloodKeepsThrottledAddress(t *testing.T) {
-	l := newLimiters(0.001, 3)
+	l := New(0.001, 3)
 	l.max = 100
 	for range 3 {
-		l.spend("attacker", time.Now())
+		l.Spend("attacker", time.Now())
 	}
-	if l.spend("attacker", time.Now()) {
+	if l.Spend("attacker", time.Now()) {
 		t.Fatal("the attacker's bucket should be empty after its burst")
 	}
 	for i := range 500 {
-		l.spend("flood-"+strconv.Itoa(i), time.Now())
+		l.Spend("flood-"+strconv.Itoa(i), time.Now())
 	}
-	if l.spend("attacker", time.Now()) {
+	if l.Spend("attacker", time.Now()) {
 		t.Fatal("after a flood of new addresses the throttled address got a fresh bucket")
 	}
 	if len(l.m) > l.max {
@@ -32,7 +32,7 @@ func TestLimitersFloodKeepsThrottledAddress(t *testing.T) {
 	// row spend its burst, and the fourth is refused.
 	refused := false
 	for i := range 4 {
-		if !l.spend("late-"+strconv.Itoa(i), time.Now()) {
+		if !l.Spend("late-"+strconv.Itoa(i), time.Now()) {
 			refused = true
 		}
 	}
@@ -45,10 +45,10 @@ func TestLimitersFloodKeepsThrottledAddress(t *testing.T) {
 // slow stream of failed attempts from many addresses never locks out new
 // ones.
 func TestLimitersForgetIdleBuckets(t *testing.T) {
-	l := newLimiters(1000, 3) // refills within milliseconds
+	l := New(1000, 3) // refills within milliseconds
 	l.max = 10
 	for i := range 10 {
-		l.spend("a"+strconv.Itoa(i), time.Now())
+		l.Spend("a"+strconv.Itoa(i), time.Now())
 	}
 	time.Sleep(20 * time.Millisecond) // a token a millisecond: every bucket is full again
 	lim := l.get("new")
@@ -66,8 +66,8 @@ func TestClientAddrIPv6Prefix(t *testing.T) {
 		"192.0.2.7:4000":              "192.0.2.7",
 		"[::ffff:192.0.2.7]:4000":     "::ffff:192.0.2.7",
 	} {
-		if got := clientAddr(&nethttp.Request{RemoteAddr: in}); got != want {
-			t.Errorf("clientAddr(%s) = %s, want %s", in, got, want)
+		if got := ClientAddr(&http.Request{RemoteAddr: in}); got != want {
+			t.Errorf("ClientAddr(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

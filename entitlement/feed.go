@@ -1,0 +1,106 @@
+package entitlement
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// Feed lists what the calling principal may open (R-U5): what it is
+// entitled to as its own identity (R-E10: its subject and the groups of
+// its token or sign-in), each desktop, each application whose
+// showInPortal is set, each global entitlement, with the friendly name a
+// person recognises, the kind's default icon and the API call that opens
+// it. Desktops come first, then applications, each by friendly name.
+func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
+	me := vdibroker.PrincipalFrom(ctx)
+	if me == nil {
+		return nil, vdibroker.Errorf(vdibroker.EPermission, "a feed is a signed-in user's")
+	}
+	who := me.Identity()
+	out := &vdibroker.Feed{User: who.User, Resources: []vdibroker.FeedResource{}}
+	if vdibroker.ValidateUser("user", who.User) != nil {
+		return out, nil // a principal no user can be (the admin token's "admin" is one)
+	}
+	g, err := s.granted(ctx, me, who)
+	if err != nil {
+		return nil, err
+	}
+	var pools map[string]*vdibroker.HostPool // read once, when a desktop needs its pool's name
+	body := func(extra ...string) map[string]string {
+		b := map[string]string{"user": who.User}
+		for i := 0; i+1 < len(extra); i += 2 {
+			b[extra[i]] = extra[i+1]
+		}
+		return b
+	}
+	for _, gg := range g.groups {
+		grp := gg.group
+		if grp.ApplicationGroupType == vdibroker.AppGroupDesktop {
+			name := grp.FriendlyName
+			if name == "" {
+				if pools == nil {
+					if pools, err = s.poolsByName(ctx); err != nil {
+						return nil, err
+					}
+				}
+				name = grp.HostPool
+				if p := pools[grp.HostPool]; p != nil && p.FriendlyName != "" {
+					name = p.FriendlyName
+				}
+			}
+			r := vdibroker.Resource{HostPool: grp.HostPool}
+			out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.DesktopID(grp.HostPool), Kind: vdibroker.FeedDesktop,
+				FriendlyName: name, HostPool: grp.HostPool, ApplicationGroup: grp.Name, IconURL: vdibroker.IconDesktopPath,
+				ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
+			continue
+		}
+		for _, a := range gg.apps {
+			if !a.ShowInPortal {
+				continue
+			}
+			r := vdibroker.Resource{HostPool: grp.HostPool, ApplicationGroup: grp.Name}
+			out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.AppID(grp.Name, a.Name), Kind: vdibroker.FeedRemoteApp,
+				FriendlyName: cmp.Or(a.FriendlyName, a.Name), HostPool: grp.HostPool, ApplicationGroup: grp.Name, Application: a.Name,
+				IconURL: vdibroker.IconRemoteAppPath, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body("application", a.Name)})
+		}
+	}
+	for _, gg := range g.global {
+		kind, icon := vdibroker.FeedDesktop, vdibroker.IconDesktopPath
+		if gg.ge.IsApplication() {
+			kind, icon = vdibroker.FeedRemoteApp, vdibroker.IconRemoteAppPath
+		}
+		r := vdibroker.Resource{GlobalEntitlement: gg.ge.Name}
+		out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.GlobalID(gg.ge.Name), Kind: kind,
+			FriendlyName: gg.ge.Name, GlobalEntitlement: gg.ge.Name, Application: gg.ge.Application, IconURL: icon,
+			ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
+	}
+	slices.SortFunc(out.Resources, func(a, b vdibroker.FeedResource) int {
+		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)),
+			cmp.Compare(strings.ToLower(a.FriendlyName), strings.ToLower(b.FriendlyName)), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+func kindOrder(kind string) int {
+	if kind == vdibroker.FeedDesktop {
+		return 0
+	}
+	return 1
+}
+
+// poolsByName reads every pool, by name.
+func (s *Service) poolsByName(ctx context.Context) (map[string]*vdibroker.HostPool, error) {
+	list, err := s.store.ListHostPools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]*vdibroker.HostPool, len(list))
+	for _, p := range list {
+		m[p.Name] = p
+	}
+	return m, nil
+}
