@@ -173,7 +173,11 @@ func (x *indexed) derive(e *entry) {
 	e.li = int8(x.entryLoadIndex(e))
 	st := Status(&e.h, s.timeout, x.clock)
 	e.class = classOf(s.classify(&e.h, st, int(e.li)))
-	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
+	// Only a host whose status its heartbeat's expiry changes waits in
+	// the expiry heap: not one Unavailable already, nor one Shutdown
+	// (stopping, or stopped by its power driver), which stays Shutdown
+	// when the heartbeat expires and would stay on top of the heap.
+	x.syncDeadline(e, e.h.LastHeartBeat != nil && vdibroker.Placeable(st))
 	if dep := x.dependsOnMean(e); dep != e.meanDep {
 		e.meanDep = dep
 		if dep {

@@ -35,3 +35,41 @@ func TestPowerStoppedAndAutoscaleDrained(t *testing.T) {
 		}
 	})
 }
+
+// TestStoppedHostLeavesTheDeadlines: a host its power driver stopped is
+// Shutdown (R-H1) whatever its heartbeat's age, so the indexed placer does
+// not wait for that heartbeat to expire: once it has, deciding again must
+// not find it on top of the expiry heap still (a connect held for a
+// starting host, R-U4, decided in a pool of stopped hosts spun forever on
+// it), and the host is excluded as Shutdown, not Unavailable.
+func TestStoppedHostLeavesTheDeadlines(t *testing.T) {
+	now := testNow
+	hosts := []Host{
+		with(liveHost("a", 0), func(h *Host) { h.PowerStopped = true }),
+		liveHost("b", 0),
+	}
+	x := New(pooled(vdibroker.BreadthFirst, 10), hosts, Options{Rand: fixedRand(0, nil), Now: func() time.Time { return now }}).(*indexed)
+	if d := mustPlace(t, x, Request{User: "u"}); d.Host != "b" {
+		t.Fatalf("placed on %s, want b", d.Host)
+	}
+	for _, it := range x.deadlines {
+		if it.e.h.Name == "a" {
+			t.Errorf("the stopped host a waits in the expiry heap (R-H1: it is Shutdown whatever its heartbeat)")
+		}
+	}
+	now = testNow.Add(time.Hour) // every heartbeat expired
+	x.advance(now)
+	if len(x.deadlines) != 0 {
+		t.Fatalf("%d hosts still wait in the expiry heap an hour after their last heartbeats", len(x.deadlines))
+	}
+	x.Upsert(with(liveHost("b", 0), func(h *Host) { hb := now; h.LastHeartBeat = &hb }))
+	d := mustPlace(t, x, Request{User: "v"})
+	if d.Host != "b" {
+		t.Fatalf("placed on %s, want b (heartbeat again)", d.Host)
+	}
+	for _, e := range d.Explain.Excluded {
+		if e.Host == "a" && e.Reason != ReasonShutdown {
+			t.Errorf("a excluded as %s, want Shutdown", e.Reason)
+		}
+	}
+}
