@@ -48,6 +48,12 @@ type AgentSession struct {
 	ID    string `json:"id"`
 	User  string `json:"user"`
 	State string `json:"state"`
+	// LogonTime is when the user logged on, as the host's session manager
+	// says (WTS's logon time, utmp's login time); absent when it does not
+	// say. A session the broker did not place is recorded as created then
+	// (R-S2), within the bounds of AdoptedCreateTime: it is the host's
+	// word, shown, never acted on.
+	LogonTime *time.Time `json:"logonTime,omitempty"`
 }
 
 // RegisterRequest is the body of POST /api/v1/agent/register.

@@ -100,6 +100,8 @@ type SessionStep struct {
 	AgentSessionID string
 	From, To       string
 	Reason         string
+	// CreateTime is an adopted session's (StepAdopt): AdoptedCreateTime.
+	CreateTime time.Time
 }
 
 // Reconciliation is what Reconcile decided.
@@ -362,8 +364,9 @@ func (rc *reconciler) adoptCandidates(at int) {
 			continue
 		}
 		budget--
-		o := OpenSession{ID: newID(), User: c.rep.User, State: c.want, AgentSessionID: c.rep.ID, CreateTime: rc.Now, StateTime: rc.Now}
-		adopts = append(adopts, SessionStep{Kind: StepAdopt, SessionID: o.ID, User: o.User, AgentSessionID: c.rep.ID, To: c.want})
+		o := OpenSession{ID: newID(), User: c.rep.User, State: c.want, AgentSessionID: c.rep.ID,
+			CreateTime: AdoptedCreateTime(c.rep.LogonTime, rc.Now), StateTime: rc.Now}
+		adopts = append(adopts, SessionStep{Kind: StepAdopt, SessionID: o.ID, User: o.User, AgentSessionID: c.rep.ID, To: c.want, CreateTime: o.CreateTime})
 		rc.sessions = append(rc.sessions, o)
 		rc.seen = append(rc.seen, true)
 	}
@@ -417,4 +420,21 @@ func (rc *reconciler) move(i int, to, reason string) {
 	o := &rc.sessions[i]
 	rc.steps = append(rc.steps, SessionStep{Kind: StepMove, SessionID: o.ID, From: o.State, To: to, Reason: reason})
 	o.State, o.StateTime, o.LogoffQueued = to, rc.Now, false
+}
+
+// MaxReportedLogonAge bounds how long ago a host may say a session it
+// reports began (AgentSession.LogonTime).
+const MaxReportedLogonAge = 366 * 24 * time.Hour
+
+// AdoptedCreateTime is when a session the broker did not place began, for
+// its record (R-S2): the logon time its host reported, if it reported one
+// no later than now and no longer than MaxReportedLogonAge ago; else now,
+// when the broker first heard of it. Only its record shows it: the
+// state's time, which the disconnected-session timeout (R-S5) and the
+// Pending expiry (R-S3) count from, is always the broker's own.
+func AdoptedCreateTime(logon *time.Time, now time.Time) time.Time {
+	if logon == nil || logon.After(now) || now.Sub(*logon) > MaxReportedLogonAge {
+		return now
+	}
+	return logon.UTC()
 }

@@ -52,7 +52,7 @@ func logon(id, agentID, to string) vdibroker.SessionStep {
 }
 
 func adopt(id, user, agentID, to string) vdibroker.SessionStep {
-	return vdibroker.SessionStep{Kind: vdibroker.StepAdopt, SessionID: id, User: user, AgentSessionID: agentID, To: to}
+	return vdibroker.SessionStep{Kind: vdibroker.StepAdopt, SessionID: id, User: user, AgentSessionID: agentID, To: to, CreateTime: now}
 }
 
 func askLogoff(id, user, agentID string) vdibroker.SessionStep {
@@ -68,6 +68,22 @@ func after(o vdibroker.OpenSession, to string) vdibroker.OpenSession {
 // adopted is the session an Adopt step at now makes.
 func adopted(id, user, agentID, state string) vdibroker.OpenSession {
 	return vdibroker.OpenSession{ID: id, User: user, State: state, AgentSessionID: agentID, CreateTime: now, StateTime: now}
+}
+
+func withLogon(r vdibroker.AgentSession, at time.Time) vdibroker.AgentSession {
+	r.LogonTime = &at
+	return r
+}
+
+// createdAt is a session or an Adopt step with createTime at.
+func createdAt[T vdibroker.OpenSession | vdibroker.SessionStep](v T, at time.Time) T {
+	switch x := any(&v).(type) {
+	case *vdibroker.OpenSession:
+		x.CreateTime = at
+	case *vdibroker.SessionStep:
+		x.CreateTime = at
+	}
+	return v
 }
 
 // newIDs names adopted sessions "new1", "new2"... in the order adopted.
@@ -147,6 +163,22 @@ func TestReconcile(t *testing.T) {
 				// The Adopt steps come before the ends (step 4).
 				Steps: []vdibroker.SessionStep{adopt("new1", "bob", "8", active), move("s1", active, loggedOff, vdibroker.EndNotReported)},
 				After: []vdibroker.OpenSession{adopted("new1", "bob", "8", active)},
+			},
+		},
+		{
+			// R-S2: an adopted session was created when its host says its
+			// user logged on (logonTime), unless that is in the future or
+			// more than MaxReportedLogonAge ago: then when first heard of.
+			// Its state's time is the broker's own either way.
+			name: "R-S2 an adopted session's createTime is its reported logon",
+			reported: []vdibroker.AgentSession{withLogon(report("1", "bob", active), ago(time.Hour)),
+				withLogon(report("2", "dave", disconnected), now.Add(time.Minute)),
+				withLogon(report("3", "erin", active), ago(vdibroker.MaxReportedLogonAge+time.Second))},
+			want: vdibroker.Reconciliation{
+				Steps: []vdibroker.SessionStep{createdAt(adopt("new1", "bob", "1", active), ago(time.Hour)),
+					adopt("new2", "dave", "2", disconnected), adopt("new3", "erin", "3", active)},
+				After: []vdibroker.OpenSession{createdAt(adopted("new1", "bob", "1", active), ago(time.Hour)),
+					adopted("new2", "dave", "2", disconnected), adopted("new3", "erin", "3", active)},
 			},
 		},
 		{

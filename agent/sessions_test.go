@@ -41,9 +41,16 @@ func TestParseUtmp(t *testing.T) {
 	alive := func(pid int) bool { return pid != 9999 }
 	got := UtmpSessions(entries, alive)
 	wantSessions := []vdibroker.AgentSession{
-		{ID: "pts/0", User: "alice", State: "Active"},
+		{ID: "pts/0", User: "alice", State: "Active", LogonTime: &entries[3].Time},
 		{ID: ":10", User: "bob", State: "Active"},
 		{ID: "tty2", User: "carol", State: "Active"},
+	}
+	for i := range wantSessions[1:] {
+		for _, e := range entries {
+			if e.User == wantSessions[1+i].User {
+				wantSessions[1+i].LogonTime = &e.Time // each user's login time, from its record
+			}
+		}
 	}
 	if diff := cmp.Diff(wantSessions, got); diff != "" {
 		t.Errorf("UtmpSessions (-want +got):\n%s", diff)

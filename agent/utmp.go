@@ -77,7 +77,12 @@ func UtmpSessions(entries []UtmpEntry, alive func(pid int) bool) []vdibroker.Age
 		if e.Type != utmpUserProcess || e.User == "" || (alive != nil && !alive(int(e.PID))) {
 			continue
 		}
-		list = append(list, vdibroker.AgentSession{ID: utmpID(e), User: e.User, State: vdibroker.StateActive})
+		s := vdibroker.AgentSession{ID: utmpID(e), User: e.User, State: vdibroker.StateActive}
+		if !e.Time.IsZero() && e.Time.Unix() > 0 {
+			t := e.Time
+			s.LogonTime = &t
+		}
+		list = append(list, s)
 	}
 	return list
 }

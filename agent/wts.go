@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf16"
 
 	"github.com/vdibroker/vdibroker"
@@ -100,10 +101,10 @@ func wtsBrokerState(s WTSConnectState) (state string, ok bool) {
 // logon time from WTSQuerySessionInformation(WTSSessionInfo), and the
 // account's user principal name from its logon session
 // (LsaGetLogonSessionData) or the directory (TranslateName). The JSON
-// names are those of the recorded answers in testdata/windows. ClientName
+// names are those of the recorded answers in testdata/windows. The logon
+// time goes into the session id and the heartbeat (logonTime). ClientName
 // (WTSQuerySessionInformation(WTSClientName)) is recorded but not
-// reported: the heartbeat has no field for it, nor for the logon time,
-// which only goes into the session id.
+// reported: the broker keeps no client name.
 type WTSSession struct {
 	ID         uint32          `json:"sessionId"`
 	State      WTSConnectState `json:"state"`
@@ -205,7 +206,7 @@ func WTSSessions(list []WTSSession, f WindowsUserFormat) []vdibroker.AgentSessio
 			continue
 		}
 		state, _ := wtsBrokerState(s.State)
-		out = append(out, vdibroker.AgentSession{ID: wtsSessionID(s), User: WindowsUserName(f, s), State: state})
+		out = append(out, vdibroker.AgentSession{ID: wtsSessionID(s), User: WindowsUserName(f, s), State: state, LogonTime: FiletimeTime(s.LogonTime)})
 	}
 	return out
 }
@@ -442,4 +443,19 @@ func (p *WTSProvider) SendMessage(ctx context.Context, id, message string) error
 		return fmt.Errorf("send message to session %q: %w", id, err)
 	}
 	return nil
+}
+
+// filetimeUnixEpoch is 1970-01-01 UTC as a FILETIME: 100 ns intervals
+// since 1601-01-01 UTC.
+const filetimeUnixEpoch = 116444736000000000
+
+// FiletimeTime is FILETIME ft as a time, nil for 0 (no logon yet) and for
+// what lies before 1970, which no logon does.
+func FiletimeTime(ft int64) *time.Time {
+	if ft <= filetimeUnixEpoch {
+		return nil
+	}
+	d := ft - filetimeUnixEpoch
+	t := time.Unix(d/1e7, d%1e7*100).UTC()
+	return &t
 }

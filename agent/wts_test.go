@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vdibroker/vdibroker"
@@ -384,6 +387,12 @@ func TestWTSProviderRecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Each session's logon time is the FILETIME its id ends with.
+			for i := range tt.want {
+				ft, _ := strconv.ParseInt(tt.want[i].ID[strings.LastIndex(tt.want[i].ID, "-")+1:], 10, 64)
+				logon := time.Date(1601, 1, 1, 0, 0, int(ft/1e7), int(ft%1e7*100), time.UTC)
+				tt.want[i].LogonTime = &logon
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("sessions (-want +got):\n%s", diff)
 			}
@@ -574,5 +583,28 @@ func TestWTSProviderInAgent(t *testing.T) {
 	}
 	if len(hb.Sessions) != 3 || !strings.Contains(hb.HealthError, "session 6") {
 		t.Errorf("heartbeat sessions %v, health %q; want three sessions and session 6 named", hb.Sessions, hb.HealthError)
+	}
+}
+
+// TestFiletimeTime: a FILETIME counts 100 ns from 1601-01-01 UTC; 0 (no
+// logon yet) and what lies before 1970 are no logon time, and the largest
+// value does not overflow.
+func TestFiletimeTime(t *testing.T) {
+	for _, tt := range []struct {
+		ft   int64
+		want time.Time
+	}{
+		{116444736000000000 + 1e7 + 5, time.Date(1970, 1, 1, 0, 0, 1, 500, time.UTC)},
+		{134405857310000000, time.Date(1601, 1, 1, 0, 0, 13440585731, 0, time.UTC)},
+		{math.MaxInt64, time.Date(1601, 1, 1, 0, 0, math.MaxInt64/10_000_000, math.MaxInt64%10_000_000*100, time.UTC)},
+	} {
+		if got := FiletimeTime(tt.ft); got == nil || !got.Equal(tt.want) {
+			t.Errorf("FiletimeTime(%d) = %v, want %v", tt.ft, got, tt.want)
+		}
+	}
+	for _, ft := range []int64{0, -1, 116444736000000000, math.MinInt64} {
+		if got := FiletimeTime(ft); got != nil {
+			t.Errorf("FiletimeTime(%d) = %v, want no time", ft, got)
+		}
 	}
 }

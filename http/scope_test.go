@@ -76,6 +76,7 @@ const (
 	cRead            // Reader and up; the pool's scope applies
 	cWrite           // Contributor and up; the pool's scope applies
 	cConnect         // Contributor, admin, a User for itself; scope applies
+	cOwn             // Contributor, admin, a User on its own session (R-U3: alice's here); scope applies
 	cAdmin           // the admin token only
 	cAny             // every API token, scoped ones included
 	cGRead           // read, global: refused to a scoped principal
@@ -119,7 +120,7 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"get session", "GET", p + "/usersessions/" + sid, "", cRead, 200},
 		{"placement", "GET", p + "/usersessions/" + sid + "/placement", "", cRead, 200},
 		{"autoscale evaluations", "GET", p + "/autoscale/evaluations", "", cRead, 200},
-		{"disconnect", "POST", p + "/usersessions/" + sid + "/disconnect", "", cWrite, 202},
+		{"disconnect", "POST", p + "/usersessions/" + sid + "/disconnect", "", cOwn, 202},
 		{"send message", "POST", p + "/usersessions/" + sid + "/sendmessage", `{"message": "hi"}`, cWrite, 202},
 		{"connect alice", "POST", p + "/connect", `{"user": "alice", "dryRun": true}`, cConnect, 200},
 		{"connect bob", "POST", p + "/connect", `{"user": "bob", "dryRun": true}`, cConnect, 200},
@@ -132,7 +133,7 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"start host", "POST", p + "/sessionhosts/" + pool + "h004/start", "", cWrite, 409},
 		{"stop host", "POST", p + "/sessionhosts/" + pool + "h004/stop?force=true", "", cWrite, 409},
 		{"delete host", "DELETE", p + "/sessionhosts/" + pool + "h004", "", cWrite, 204},
-		{"logoff", "DELETE", p + "/usersessions/" + sid, "", cWrite, 202},
+		{"logoff", "DELETE", p + "/usersessions/" + sid, "", cOwn, 202},
 		{"list tokens", "GET", "/api/v1/tokens", "", cAdmin, 200},
 		{"create token", "POST", "/api/v1/tokens", `{"role": "Reader", "subject": "x"}`, cAdmin, 201},
 		{"revoke token", "DELETE", "/api/v1/tokens/" + w.spareTok, "", cAdmin, 204},
@@ -199,6 +200,9 @@ func want(k cred, c scopeCall, pool string) int {
 		role = map[int]bool{0: k.role == "Admin" || k.role == "Contributor"}
 	case cConnect, cGConnect:
 		role = map[int]bool{0: k.role == "Admin" || k.role == "Contributor" || k.role == "User"}
+	case cOwn:
+		// Every session here is alice's, the Users' subject.
+		role = map[int]bool{0: k.role == "Admin" || k.role == "Contributor" || (k.role == "User" && k.user == "alice")}
 	case cAdmin:
 		role = map[int]bool{0: k.role == "Admin"}
 	case cAny:
@@ -220,7 +224,7 @@ func want(k cred, c scopeCall, pool string) int {
 				}
 				return 404
 			}
-		case cRead, cWrite, cConnect, cGateway:
+		case cRead, cWrite, cConnect, cOwn, cGateway:
 			if pool != "pin" {
 				if c.method == "GET" {
 					return 404

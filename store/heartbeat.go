@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -333,7 +334,7 @@ func (t *tx) adopt(ctx context.Context, pool, host string, st vdibroker.SessionS
 		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted)
 		SELECT ?,?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
 			WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff')`,
-		st.SessionID, pool, host, st.User, key, st.To, ns(now), ns(now), st.AgentSessionID, "", false, false, true, pool, key)
+		st.SessionID, pool, host, st.User, key, st.To, ns(cmp.Or(st.CreateTime, now)), ns(now), st.AgentSessionID, "", false, false, true, pool, key)
 	if err != nil || n == 0 {
 		return 0, 0, false, err
 	}

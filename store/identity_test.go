@@ -251,3 +251,26 @@ func TestPostgresStatementTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestAdoptedSessionKeepsItsLogonTime_RS2: an adopted session is recorded
+// as created when its host says its user logged on, on both engines; its
+// state's time is when the broker heard of it.
+func TestAdoptedSessionKeepsItsLogonTime_RS2(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		logon := t0.Add(-90 * time.Minute)
+		if _, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "2", User: "alice", State: vdibroker.StateActive, LogonTime: &logon}}, Metrics: &vdibroker.Metrics{CPUPercent: 10}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		open, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool1", User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(open) != 1 || !open[0].Adopted || !open[0].CreateTime.Equal(logon) || !open[0].StateTime.Equal(t0) {
+			t.Fatalf("adopted: %+v; want created at the logon %v, its state at %v", open, logon, t0)
+		}
+	})
+}

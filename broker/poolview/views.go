@@ -498,7 +498,12 @@ func sameMetrics(a, b *vdibroker.Metrics) bool {
 // the background after its next decision (Decide, revalidate): a
 // 10,000-host pool's read took 85-99 ms, which its first connect after an
 // idle tick, and every connect beside it, waited for.
+//
+// R-LI4: an idle view of a LoadIndex pool takes the pool's round-robin
+// cursor before that decision, one row read, so the replicas still share
+// it at the first connect after idle, as at every tick's read.
 func (vs *Views) Ensure(ctx context.Context, v *View) error {
+	wasIdle, cursor := false, false
 	fresh := func() bool {
 		v.lock()
 		defer v.mu.Unlock()
@@ -506,10 +511,14 @@ func (vs *Views) Ensure(ctx context.Context, v *View) error {
 		ok := v.placer != nil && !v.stale
 		if ok && v.idle {
 			v.idle, v.recheck = false, true
+			wasIdle, cursor = true, v.pool != nil && v.pool.LoadBalancerType == vdibroker.LoadIndex
 		}
 		return ok
 	}
 	if fresh() {
+		if wasIdle && cursor {
+			vs.takeCursor(ctx, v)
+		}
 		return nil
 	}
 	v.loadMu.Lock()
@@ -518,6 +527,22 @@ func (vs *Views) Ensure(ctx context.Context, v *View) error {
 		return nil // reloaded while we waited
 	}
 	return vs.reload(ctx, v)
+}
+
+// takeCursor sets v's round-robin cursor to the pool's (R-LI4) when it
+// moved since v last read it. A failed read leaves v's own: the decision
+// goes on, as between two ticks.
+func (vs *Views) takeCursor(ctx context.Context, v *View) {
+	rr, err := vs.cfg.Store.RoundRobinHost(ctx, v.name)
+	if err != nil {
+		return
+	}
+	v.lock()
+	defer v.mu.Unlock()
+	if v.placer != nil && rr != v.rrRead {
+		v.placer.SetRoundRobin(rr)
+		v.rrRead = rr
+	}
 }
 
 // markIdle records that a tick found v unused since the tick before.

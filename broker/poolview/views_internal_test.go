@@ -277,3 +277,41 @@ func TestIdleViewReadInBackgroundIsExact(t *testing.T) {
 		t.Errorf("after the background read: idle=%v stale=%v; want neither", v.idle, v.stale)
 	}
 }
+
+// TestIdleViewTakesTheSharedCursor (R-LI4): a LoadIndex view that a tick
+// found idle is decided on as it is, but first takes the round-robin
+// cursor another replica moved meanwhile, so bucket 1's turn goes on from
+// that replica's choice and not from this one's last.
+func TestIdleViewTakesTheSharedCursor(t *testing.T) {
+	ctx := t.Context()
+	st, vs, v, now := viewFixture(t)
+	p, err := st.GetHostPool(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.LoadBalancerType = vdibroker.LoadIndex
+	if _, err := st.PutHostPool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	v.MarkStale()
+	if err := vs.Ensure(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	// Another replica's bucket-1 placement on h1 moves the pool's cursor.
+	c := &vdibroker.PlacementCommit{Session: &vdibroker.UserSession{ID: vdibroker.NewID(), User: "u", HostPool: "p", SessionHost: "h1",
+		State: vdibroker.StatePending, CreateTime: now, StateTime: now}, MaxSessionLimit: 100, Pooled: true, RoundRobinHost: "h1"}
+	if err := st.CommitPlacement(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	v.markIdle()
+	if err := vs.Ensure(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	v.lock()
+	got := v.placer.RoundRobin()
+	v.mu.Unlock()
+	if got != "h1" {
+		t.Errorf("the idle view's cursor is %q, want h1, the pool's", got)
+	}
+	vs.background.Wait()
+}

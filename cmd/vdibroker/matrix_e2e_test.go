@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,6 +33,7 @@ const (
 	mInspect              // Contributor and up, reading; the pool's scope applies (404 out of it)
 	mWrite                // Contributor and up; the pool's scope applies
 	mConnect              // Contributor, admin, a User for itself; scope applies
+	mOwn                  // Contributor, admin, a User on its own session (R-U3: {sid} is alice's); scope applies
 	mAdmin                // the admin token only
 	mAny                  // every API principal, scoped ones included
 	mGRead                // read, global: refused to a scoped principal
@@ -80,7 +82,7 @@ var matrixRoutes = []route{
 	{"GET /api/v1/hostpools/{pool}/usersessions/{id}", "GET", "/api/v1/hostpools/{pool}/usersessions/{sid}", "", mRead, 200},
 	{"GET /api/v1/hostpools/{pool}/usersessions/{id}/placement", "GET", "/api/v1/hostpools/{pool}/usersessions/{sid}/placement", "", mRead, 200},
 	{"GET /api/v1/hostpools/{pool}/autoscale/evaluations", "GET", "/api/v1/hostpools/{pool}/autoscale/evaluations", "", mRead, 200},
-	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/disconnect", "", mWrite, 202},
+	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/disconnect", "", mOwn, 202},
 	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/sendmessage", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/sendmessage", `{"message": "hi"}`, mWrite, 202},
 	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "alice", "dryRun": true}`, mConnect, 200},
 	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "bob", "dryRun": true}`, mConnect, 200},
@@ -92,7 +94,7 @@ var matrixRoutes = []route{
 	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/start", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4/start", "", mWrite, 409},
 	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/stop", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4/stop?force=true", "", mWrite, 409},
 	{"DELETE /api/v1/hostpools/{pool}/sessionhosts/{host}", "DELETE", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4", "", mWrite, 204},
-	{"DELETE /api/v1/hostpools/{pool}/usersessions/{id}", "DELETE", "/api/v1/hostpools/{pool}/usersessions/{sid}", "", mWrite, 202},
+	{"DELETE /api/v1/hostpools/{pool}/usersessions/{id}", "DELETE", "/api/v1/hostpools/{pool}/usersessions/{sid}", "", mOwn, 202},
 	{"GET /api/v1/tokens", "GET", "/api/v1/tokens", "", mAdmin, 200},
 	{"POST /api/v1/tokens", "POST", "/api/v1/tokens", `{"role": "Reader", "subject": "x"}`, mAdmin, 201},
 	{"DELETE /api/v1/tokens/{id}", "DELETE", "/api/v1/tokens/{spareTok}", "", mAdmin, 204},
@@ -125,6 +127,9 @@ var matrixRoutes = []route{
 	{"PUT /api/v1/applicationgroups/{name}/applications/{app}", "PUT", "/api/v1/applicationgroups/apps-{pool}/applications/app", `{"filePath": "app.exe"}`, mGroup, 200},
 	{"POST /api/v1/applicationgroups/{name}/connect", "POST", "/api/v1/applicationgroups/apps-{pool}/connect", `{"user": "alice", "application": "app", "dryRun": true}`, mAppConnect, 200},
 	{"GET /api/v1/users/{user}/entitlements", "GET", "/api/v1/users/alice/entitlements", "", mAny, 200},
+	// The user's side (R-U3, R-U5): alice's own sessions, anyone's feed.
+	{"GET /api/v1/users/{user}/sessions", "GET", "/api/v1/users/alice/sessions", "", mAny, 200},
+	{"GET /api/v1/feed", "GET", "/api/v1/feed", "", mAny, 200},
 	{"DELETE /api/v1/applicationgroups/{name}/applications/{app}", "DELETE", "/api/v1/applicationgroups/apps-{pool}/applications/app", "", mGroup, 204},
 	{"DELETE /api/v1/applicationgroups/{name}", "DELETE", "/api/v1/applicationgroups/apps-{pool}", "", mGroup, 204},
 	// The RD gateway (R-GW4, R-GW6): the keys are public, rotating them is
@@ -378,6 +383,8 @@ func matrixWant(k matrixCred, r route, pool string) int {
 		allowed = k.role == "Admin" || k.role == "Contributor"
 	case mConnect, mGConnect:
 		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "User"
+	case mOwn:
+		allowed = k.role == "Admin" || k.role == "Contributor" || (k.role == "User" && k.user == "alice")
 	case mAdmin:
 		allowed = k.role == "Admin"
 	case mAny:
@@ -405,7 +412,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 			if pool != "pin" {
 				return 403
 			}
-		case mRead, mInspect, mWrite, mConnect:
+		case mRead, mInspect, mWrite, mConnect, mOwn:
 			if pool != "pin" {
 				if r.method == "GET" {
 					return 404
@@ -476,7 +483,22 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// Each route is called from an address of its own (127.0.1.n): the
+	// failed authentications of one credential over every route would
+	// otherwise reach the per-address limit (R-SEC), whose own tests are
+	// elsewhere, and answer 429 instead of the status under test.
+	clients := map[int]*http.Client{}
+	from := func(n int) *http.Client {
+		if c := clients[n]; c != nil {
+			return c
+		}
+		local := &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+n%250))}
+		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: local, Timeout: 5 * time.Second}).DialContext}
+		c := &http.Client{Timeout: 10 * time.Second, Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		clients[n] = c
+		t.Cleanup(tr.CloseIdleConnections)
+		return c
+	}
 	calls := 0
 	for i, k := range creds {
 		t.Run(k.name, func(t *testing.T) {
@@ -489,7 +511,7 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 				pools = []string{"pout", "pin"} // out of scope first: refusals change nothing
 			}
 			for _, pool := range pools {
-				for _, r := range matrixRoutes {
+				for ri, r := range matrixRoutes {
 					path, body := w.fill(r.path, pool, secret), w.fill(r.body, pool, secret)
 					if r.class == mRegister && secret == "" {
 						body = w.fill(r.body, pool, "vdbr_bogus-0123456789")
@@ -510,7 +532,7 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 							req.Header.Set(h, v)
 						}
 					}
-					resp, err := noRedirect.Do(req)
+					resp, err := from(ri).Do(req)
 					if err != nil {
 						t.Fatal(err)
 					}
