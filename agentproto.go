@@ -68,7 +68,7 @@ type RegisterRequest struct {
 	// carried (Authorization: Bearer), set by the server: registering a
 	// name that is registered already re-keys it only with that host's
 	// current credential, or after an admin reset its registration
-	// (issue 14: a registration token cannot take over a host).
+	// (R-SEC: a registration token cannot take over a host).
 	CurrentCredentialHash string `json:"-"`
 }
 

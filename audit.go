@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-// The audit trail (issue 15): who changed what, from where, and what it was
+// The audit trail: who changed what, from where, and what it was
 // before and after. The HTTP layer starts an entry for every audited request
 // and puts it in the request's context (WithAudit); the store writes it in
 // the transaction of the change (AuditFrom), filling in Before and After,

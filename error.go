@@ -20,7 +20,7 @@ const (
 	// EStoreUnavailable: the broker's database cannot be reached (an
 	// outage); the request may be retried after RetryAfter.
 	EStoreUnavailable = "StoreUnavailable"
-	// ETooManyRequests: a rate limit (issue 14); retry after RetryAfter.
+	// ETooManyRequests: a rate limit; retry after RetryAfter.
 	ETooManyRequests = "TooManyRequests"
 	EInternal        = "Internal"
 )

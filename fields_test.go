@@ -141,7 +141,7 @@ func TestPoolFieldsSpec(t *testing.T) {
 		"disconnectedSessionTimeoutMinutes int 0..10080 default 0",
 		"description text at most 512 characters default ",
 		"friendlyName text at most 512 characters default ",
-		// Issue 17 (R-A4), vdibroker's additions to §2.
+		// Power (R-A4), vdibroker's additions to §2.
 		"powerDriver text at most 64 characters default ",
 		"startVMOnConnect bool true or false default false",
 		// RD gateways (R-GW1), vdibroker's additions to §2.

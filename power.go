@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Power states of a session host (issue 17, R-A4): what the host's power
+// Power states of a session host (R-A4): what the host's power
 // driver last said, or what the broker asked of it. Hosts without a power
 // driver are Running while their agent heartbeats and Unknown otherwise.
 const (
@@ -16,7 +16,7 @@ const (
 	PowerUnknown  = "Unknown"
 )
 
-// PowerStore is the store's part of power management (issue 17): a host's
+// PowerStore is the store's part of power management (R-A4): a host's
 // power state and its autoscale drain (R-A3), which is kept apart from an
 // admin's drain (allowNewSession) so that neither clears the other. Its
 // methods are audited when ctx carries an entry (WithAudit).
@@ -49,7 +49,7 @@ func PowerStateOf(h *SessionHost, timeout time.Duration, now time.Time) string {
 }
 
 // PowerAfterHeartbeat is h's recorded power state after a heartbeat at now
-// (issue 17): an agent that heartbeats runs, so Starting and Unknown become
+// (R-A4): an agent that heartbeats runs, so Starting and Unknown become
 // Running. Stopped and Stopping become Running only when the heartbeat
 // comes more than timeout after the state was recorded (the host was
 // started outside the broker, or the stop failed): the heartbeats just

@@ -19,7 +19,7 @@ const (
 	StopWhenZeroActiveSessions = "ZeroActiveSessions"
 )
 
-// ScalingPlan is an autoscale plan for pooled host pools (issue 17, SPEC
+// ScalingPlan is an autoscale plan for pooled host pools (R-SP, SPEC
 // §8), with Azure Virtual Desktop's field names. Times are "HH:MM" in the
 // plan's TimeZone (an IANA name such as "Europe/Berlin").
 type ScalingPlan struct {
@@ -72,7 +72,7 @@ type ScalingSchedule struct {
 	StopHostAfterLogoffMinutes     int `json:"stopHostAfterLogoffMinutes,omitempty"`
 }
 
-// ScalingStore is the store's part of scaling plans (issue 17, SPEC §8).
+// ScalingStore is the store's part of scaling plans (R-SP, SPEC §8).
 type ScalingStore interface {
 	// PutScalingPlan creates (created=true) or replaces a plan; CreateTime
 	// is kept on replace. A pool is in at most one plan: naming a pool of
@@ -100,7 +100,7 @@ const (
 )
 
 // AutoscaleEvaluation is the record of one evaluation of a pool by the
-// autoscaler (issue 17): where the plan was, the figures of R-A1 and R-A2,
+// autoscaler: where the plan was, the figures of R-A1 and R-A2,
 // and what was done with the reason for each, or in Note why nothing was.
 type AutoscaleEvaluation struct {
 	Seq      int64     `json:"seq"`
@@ -178,7 +178,7 @@ type AutoscaleHostState struct {
 	StartTime *time.Time `json:"startTime,omitempty"`
 }
 
-// AutoscaleStore is the store's part of the autoscaler (issue 17): the
+// AutoscaleStore is the store's part of the autoscaler: the
 // record of every evaluation, what the autoscaler remembers between
 // evaluations, and the lease that lets exactly one replica evaluate at a
 // time.

@@ -25,7 +25,7 @@ type Token struct {
 	Hash       string     `json:"-"`
 	CreateTime time.Time  `json:"createTime"`
 	ExpireTime *time.Time `json:"expirationTime,omitempty"`
-	// HostPools scopes the token to these host pools (issue 15): a Reader
+	// HostPools scopes the token to these host pools: a Reader
 	// sees only them, a Contributor changes only them, a User connects
 	// only there. Empty is every pool.
 	HostPools []string `json:"hostPools,omitempty"`

@@ -335,8 +335,8 @@ func ValidateMetrics(field string, m *Metrics) error {
 	return nil
 }
 
-// MaxHeartbeatSessions and MaxHeartbeatResults bound one heartbeat (issue
-// 14): a host reporting tens of thousands of sessions or results would make
+// MaxHeartbeatSessions and MaxHeartbeatResults bound one heartbeat:
+// a host reporting tens of thousands of sessions or results would make
 // one write of the shared group commit stall every connect.
 const (
 	MaxHeartbeatSessions = 2000

@@ -107,7 +107,7 @@ type HostPool struct {
 	DisconnectedSessionTimeoutMinutes int           `json:"disconnectedSessionTimeoutMinutes"`
 	Description                       string        `json:"description"`
 	FriendlyName                      string        `json:"friendlyName"`
-	// PowerDriver names a driver of serve --power-config (issue 17, R-A4);
+	// PowerDriver names a driver of serve --power-config (R-A4);
 	// empty: the pool's hosts are not power-managed.
 	PowerDriver string `json:"powerDriver"`
 	// StartVMOnConnect starts a stopped host when a connect finds no
@@ -193,7 +193,7 @@ type SessionHost struct {
 	// or the drain was not recorded (set at creation, or before 00010).
 	DrainedBy string     `json:"drainedBy,omitempty"`
 	DrainTime *time.Time `json:"drainTime,omitempty"`
-	// PowerState is one of the Power* constants (issue 17, R-A4).
+	// PowerState is one of the Power* constants (R-A4).
 	PowerState string `json:"powerState"`
 	// PowerStateTime is when PowerState was last set by the broker or its
 	// driver; nil when never (the state is then read from the heartbeat).
@@ -253,7 +253,7 @@ func HostStatus(h *SessionHost, timeout time.Duration, now time.Time) string {
 	switch {
 	case h.ShuttingDown, h.PowerState == PowerStopped, h.PowerState == PowerStopping:
 		// A host its power driver stopped, or is stopping, is Shutdown
-		// (issue 17), even before its last heartbeat times out: a stop
+		// (R-H1), even before its last heartbeat times out: a stop
 		// the driver accepted may leave the machine up for a while.
 		return StatusShutdown
 	case h.LastHeartBeat == nil || now.Sub(*h.LastHeartBeat) > timeout:

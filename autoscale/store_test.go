@@ -123,8 +123,8 @@ func (a actions) SetAutoscaleDrain(ctx context.Context, pool, host string, on bo
 	return nil
 }
 
-// TestTwoReplicasOnTheStore: two autoscalers on one database (R-A3 issue
-// 17): only the lease holder evaluates and records; it drains a host and
+// TestTwoReplicasOnTheStore: two autoscalers on one database
+// (R-A3): only the lease holder evaluates and records; it drains a host and
 // keeps the drain's start in the store; killed (it stops renewing), the
 // other replica takes over once the lease expired and carries the same
 // drain on: the forced logoff comes when the wait that began under the

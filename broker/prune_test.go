@@ -11,7 +11,7 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// TestMaintenancePrunesHistory (issue 14): the maintenance loop deletes
+// TestMaintenancePrunesHistory: the maintenance loop deletes
 // sessions that ended longer ago than the retention, and keeps the rest.
 // Before, PruneHistory ran only in tests and history grew forever.
 func TestMaintenancePrunesHistory(t *testing.T) {

@@ -186,7 +186,7 @@ func (a *api) patchHost(ctx context.Context, pool, host string, patch map[string
 	return a.do(ctx, http.MethodPatch, poolPath(pool)+"/sessionhosts/"+url.PathEscape(host), patch, nil)
 }
 
-// powerHost asks the API to start or stop a host (issue 17, R-A4).
+// powerHost asks the API to start or stop a host (R-A4).
 func (a *api) powerHost(ctx context.Context, pool, host, action string, force bool) error {
 	path := poolPath(pool) + "/sessionhosts/" + url.PathEscape(host) + "/" + action
 	if force {

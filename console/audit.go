@@ -27,7 +27,7 @@ var auditFilters = []string{"principal", "action", "target"}
 // input's value (read as UTC) and RFC 3339.
 var auditTimeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339Nano, "2006-01-02"}
 
-// auditPage is GET /audit: the audit trail (issue 15), newest first (the
+// auditPage is GET /audit: the audit trail, newest first (the
 // API's ?order=desc, so page 1 is today however long the trail is kept),
 // filtered by principal, action, target and time range like
 // GET /api/v1/auditlog, each entry's change as the fields it changed.

@@ -15,7 +15,7 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// TestAuditPage (issue 15): the console's audit page lists the trail's
+// TestAuditPage: the console's audit page lists the trail's
 // entries with who did what to which target, filters by target, and is
 // refused to a Reader by the API; the nav offers it to those who may read
 // it only.

@@ -8,7 +8,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// The autoscale page of a pool (issue 17): the autoscaler's last
+// The autoscale page of a pool: the autoscaler's last
 // evaluations, each with its figures (R-A1) and what it did and why
 // (R-A2, R-A3), read through the API like every page.
 

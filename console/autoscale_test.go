@@ -12,7 +12,7 @@ import (
 
 // TestAutoscalePage: a Reader sees the pool's evaluations with their
 // figures, actions and reasons, newest first, and the pool page links to
-// them; a Reader scoped to another pool does not see them (issue 17).
+// them; a Reader scoped to another pool does not see them.
 func TestAutoscalePage(t *testing.T) {
 	e := newEnv(t)
 	e.seed("alice")

@@ -76,7 +76,7 @@ type Config struct {
 	// Rand supplies session ids and CSRF tokens (nil = crypto/rand).
 	Rand io.Reader
 	// Outage, when set, says whether the broker's store is down (nil
-	// while it is up): every page's header then says so (issue 19).
+	// while it is up): every page's header then says so (R-OUT1).
 	Outage func() *Outage
 }
 

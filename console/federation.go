@@ -9,7 +9,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// The federation page (issue 16, SPEC §7): sites, pods with their health
+// The federation page (SPEC §7): sites, pods with their health
 // and generation, and global entitlements with their members' loads, as
 // GET /api/v1/federation and GET /api/v1/globalentitlements answer them.
 // It is added by EnableFederation, so the console's own page list does not

@@ -17,7 +17,7 @@ import (
 )
 
 // FuzzConsoleForms posts fuzzed bodies to the console's form handlers on a
-// real server (issue 14): the sign-in form (anonymous), and, signed in as
+// real server: the sign-in form (anonymous), and, signed in as
 // the admin, a pool's settings form and a host's drain form. Whatever the
 // body, the answer is never a 500, and a redirect never leaves the site
 // (the sign-in's next= is the classic open redirect).

@@ -10,7 +10,7 @@ import (
 	"github.com/vdibroker/vdibroker/console"
 )
 
-// TestOutageHeader (issue 19): while the store is down every page's header
+// TestOutageHeader (R-OUT1): while the store is down every page's header
 // says so, the sign-in page included; the reason (which may name the
 // database's address) only to a signed-in user; nothing once it is back.
 // The end-to-end test (cmd/vdibroker TestOutageE2E) checks the header of

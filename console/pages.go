@@ -504,7 +504,7 @@ func (c *Console) drain(rq *request) {
 	c.redirect(rq, back, msg)
 }
 
-// power starts or stops a host through the API (issue 17, R-A4): form
+// power starts or stops a host through the API (R-A4): form
 // action start or stop, force true to stop a host with sessions; back
 // "host" returns to the host's page, else to the pool's.
 func (c *Console) power(rq *request) {

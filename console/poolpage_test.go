@@ -10,7 +10,7 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// TestPoolPageIsPaged (issue 13): the pool page of a large pool lists one
+// TestPoolPageIsPaged: the pool page of a large pool lists one
 // page of hosts with a link to the next, while its summary counts every
 // host. Before, a 10,000-host pool's page listed every host: 15 MB of HTML
 // and most of a full pod's broker CPU.
@@ -55,7 +55,7 @@ func TestPoolPageIsPaged(t *testing.T) {
 	}
 }
 
-// TestSessionsPageMarksAdopted (issue 14): a session the host reported but
+// TestSessionsPageMarksAdopted (R-S2): a session the host reported but
 // the broker did not place is marked adopted on the sessions page.
 func TestSessionsPageMarksAdopted(t *testing.T) {
 	e := newEnv(t)

@@ -42,7 +42,7 @@ func newPowerEnv(t *testing.T) (*env, *power.Simulated) {
 	return e, sim
 }
 
-// TestConsolePower (issue 17): the pool page shows each host's power
+// TestConsolePower (R-A4): the pool page shows each host's power
 // state with Start/Stop for a Contributor, not for a Reader; a stop with
 // the session's CSRF token stops the host through the API, a forged token
 // or a Reader is refused and the driver is never asked; a stop of a host

@@ -10,7 +10,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Scaling plans (issue 17, SPEC §8): a read-only list and a page per plan
+// Scaling plans (R-SP, SPEC §8): a read-only list and a page per plan
 // with its schedules, read through the API with the signed-in token, so a
 // scoped token sees the plans of its pools only (R-SP5).
 

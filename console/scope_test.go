@@ -12,7 +12,7 @@ import (
 
 // TestOverviewScoped: a token scoped to host pools sees only them on the
 // overview, its sessions chart included, although the console's sampler
-// counts every pool's sessions (issue 15).
+// counts every pool's sessions.
 func TestOverviewScoped(t *testing.T) {
 	e := newEnvWith(t, func(c *console.Config) { c.SampleInterval = 10 * time.Millisecond })
 	e.seed("alice") // pool-a, with a session

@@ -1,5 +1,5 @@
 // Package federation is the pure part of Cloud Pod Architecture (SPEC §7,
-// issue 16): validating the federation document, the load of member pools
+// R-G1..R-G5): validating the federation document, the load of member pools
 // (R-G2) and of pods and sites, the start site (R-G3), the order in which a
 // global connect tries member pools (R-G3, R-G4), the decision record, and
 // the signing of pod-to-pod requests. It does no I/O: the broker gathers

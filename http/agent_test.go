@@ -327,7 +327,7 @@ func TestDisconnectedTimeout_RS5(t *testing.T) {
 	}
 }
 
-// TestOversizedHeartbeatRefused (issue 14): a heartbeat with more results
+// TestOversizedHeartbeatRefused: a heartbeat with more results
 // or sessions than a host can have is refused with 400 naming the field,
 // instead of becoming tens of thousands of writes in the shared batch.
 func TestOversizedHeartbeatRefused(t *testing.T) {

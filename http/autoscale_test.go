@@ -25,7 +25,7 @@ func apiToken(t *testing.T, e *env, role, subject string, pools []string) string
 // pool's records newest first, paged, to a Reader; bad paging is a 400
 // naming the field; and read as an attacker: no token 401, a User 403, a
 // Reader scoped to another pool 404 (a GET does not say the pool exists,
-// as every pool-scoped GET), a host credential 401 (issue 17).
+// as every pool-scoped GET), a host credential 401.
 func TestAutoscaleEvaluationsAPI(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -6,8 +6,8 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// StartSessionHost asks the pool's power driver to start the host (issue
-// 17, R-A4) and returns it as recorded (powerState Starting).
+// StartSessionHost asks the pool's power driver to start the host
+// (R-A4) and returns it as recorded (powerState Starting).
 func (c *Client) StartSessionHost(ctx context.Context, pool, name string) (*vdibroker.SessionHost, error) {
 	var out vdibroker.SessionHost
 	_, err := c.do(ctx, "POST", hostPath(pool, name)+"/start", nil, struct{}{}, &out, nil)

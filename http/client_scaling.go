@@ -16,8 +16,8 @@ type ScalingPlanResult struct {
 
 func planPath(name string) string { return "/api/v1/scalingplans/" + url.PathEscape(name) }
 
-// PutScalingPlan creates (Created) or replaces the scaling plan name (issue
-// 17). body is a *vdibroker.ScalingPlan or a map[string]any of its JSON
+// PutScalingPlan creates (Created) or replaces the scaling plan name
+// (R-SP). body is a *vdibroker.ScalingPlan or a map[string]any of its JSON
 // fields; empty enums take their defaults.
 func (c *Client) PutScalingPlan(ctx context.Context, name string, body any) (*ScalingPlanResult, error) {
 	var out ScalingPlanResult

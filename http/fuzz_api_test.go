@@ -16,7 +16,7 @@ import (
 )
 
 // FuzzAPIBodies sends fuzzed bodies to every API route that decodes one,
-// on a real server and store, with the admin token (issue 14). Whatever
+// on a real server and store, with the admin token. Whatever
 // the body, the answer is never a 500 nor a panic; a refusal is the §9
 // error body; and a refused change leaves the pool and its host exactly as
 // they were (R-P4: nothing already stored is lost or half-written).

@@ -9,7 +9,7 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// TestRegistrationCannotTakeOverAHost (issue 14), as an attacker holding a
+// TestRegistrationCannotTakeOverAHost (R-SEC), as an attacker holding a
 // registration token of the pool: registering an existing host's name is
 // refused with 409; the real agent's heartbeats go on and users are still
 // sent to its address. An admin's reset lets a new machine take the name.
@@ -82,7 +82,7 @@ func TestRegistrationCannotTakeOverAHost(t *testing.T) {
 	wantCode(t, err, vdibroker.EUnauthenticated)
 }
 
-// TestRogueHostCannotCaptureUsers (issue 14): one host's credential
+// TestRogueHostCannotCaptureUsers (R-S2): one host's credential
 // reports alice, whom the broker placed on another host; her next connect
 // still goes to the host the broker placed her on, and the report adopts
 // nothing. A user who logged on directly is adopted and marked so.
@@ -119,7 +119,7 @@ func TestRogueHostCannotCaptureUsers(t *testing.T) {
 	}
 }
 
-// TestSendMessageRefusesControlCharacters (issue 14): a message goes to the
+// TestSendMessageRefusesControlCharacters: a message goes to the
 // user's session, terminals included: escape sequences are refused, line
 // breaks and tabs are not.
 func TestSendMessageRefusesControlCharacters(t *testing.T) {
@@ -137,7 +137,7 @@ func TestSendMessageRefusesControlCharacters(t *testing.T) {
 	}
 }
 
-// TestRateLimits (issue 14): a host credential sending heartbeats far
+// TestRateLimits: a host credential sending heartbeats far
 // faster than an agent does gets 429 with Retry-After, and another host is
 // not slowed; an address failing authentication again and again gets 429
 // even for a call that would otherwise be answered.

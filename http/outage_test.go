@@ -12,7 +12,7 @@ import (
 	"github.com/vdibroker/vdibroker/internal/pgtest"
 )
 
-// TestStoreOutage_PostgreSQL (issue 19): two replicas on a PostgreSQL
+// TestStoreOutage_PostgreSQL (R-OUT1): two replicas on a PostgreSQL
 // server of the test's own, which is stopped (and, separately, paused with
 // SIGSTOP) while sessions are open. During the outage /healthz says so
 // within the store timeout and /healthz?live stays 200; reconnects of

@@ -21,7 +21,7 @@ func powerEnv(t *testing.T) (*env, *power.Simulated, string, []string) {
 	return e, sim, pool, e.addHosts(pool, "pwh", 2)
 }
 
-// TestPowerAPI (issue 17, R-A4): start and stop through the API, the
+// TestPowerAPI (R-A4): start and stop through the API, the
 // recorded power state in the host's JSON, 409 on a stop with sessions,
 // the audit entries, and start VM on connect's 503 with Retry-After.
 func TestPowerAPI(t *testing.T) {

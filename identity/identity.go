@@ -1,4 +1,4 @@
-// Package identity signs people in with OpenID Connect (issue 15): the
+// Package identity signs people in with OpenID Connect: the
 // authorization code flow with PKCE, state and nonce for the console, and
 // the verification of an identity provider's ID tokens (and JWT access
 // tokens) presented to the API as bearer tokens. A role map turns the

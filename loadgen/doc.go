@@ -18,12 +18,12 @@
 // and CPU time (ReadProc, from /proc), for the bound BENCHMARKS.md checks:
 // 10,000 hosts with 25 sessions each, heartbeating every 10 s, on one broker.
 //
-// RunPod is issue 13's pod bench: it builds a full pod's state in one
+// RunPod is `vdibroker bench pod`: it builds a full pod's state in one
 // broker (hosts registered and heartbeating, every seat's session placed
 // by a connect and reported by its agent, a week of LoggedOff history
 // bulk-loaded with the broker stopped) and measures dry runs, connects,
 // listings, /metrics and console pages in a large and a small pool side
-// by side, against the targets of the issue (BENCHMARKS.md "bench pod").
+// by side, against its targets (BENCHMARKS.md "bench pod").
 //
 // It speaks plain net/http and encoding/json with the root package's types,
 // so it measures the wire and nothing else; only RunPod's history load

@@ -154,7 +154,7 @@ func TestSchedule(t *testing.T) {
 		interval, duration time.Duration
 		want               int
 	}{
-		{"issue 4 load", 10_000, 10 * time.Second, 60 * time.Second, 60_000},
+		{"full pod load", 10_000, 10 * time.Second, 60 * time.Second, 60_000},
 		{"test load", 20, time.Second, 3 * time.Second, 60},
 		// 3 hosts, 1 s: due at 0, 333.3ms, 666.6ms, 1s, ...; in 1.5 s the
 		// ones at 0..1.333 s are due: 5.

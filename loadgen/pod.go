@@ -25,8 +25,8 @@ type PodBroker struct {
 	Stop  func() error
 }
 
-// PodConfig is one pod bench run. The zero values of the sizes are the
-// full pod of issue 13.
+// PodConfig is one pod bench run. The zero values of the sizes are a
+// full pod.
 type PodConfig struct {
 	Broker PodBroker
 	Token  string // the broker's admin token

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// PodTarget is one target of issue 13's "How it is checked", evaluated.
+// PodTarget is one of the pod bench's targets, evaluated.
 type PodTarget struct {
 	Name     string  `json:"name"`
 	Measured string  `json:"measured"` // the value and what it was computed from

@@ -6,7 +6,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Autoscale metrics (issue 17): evaluations and their actions, and each
+// Autoscale metrics: evaluations and their actions, and each
 // pool's figures at its last evaluation (R-A1).
 var (
 	autoscaleEvaluations = prometheus.NewCounterVec(prometheus.CounterOpts{

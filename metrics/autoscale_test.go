@@ -8,7 +8,7 @@ import (
 )
 
 // TestAutoscaleMetrics: an evaluation moves the evaluation and action
-// counters (failed actions apart) and sets the pool's gauges (issue 17).
+// counters (failed actions apart) and sets the pool's gauges.
 func TestAutoscaleMetrics(t *testing.T) {
 	h := metrics.Handler(metrics.NewRegistry(metrics.Config{}))
 	metrics.ObserveAutoscale(&vdibroker.AutoscaleEvaluation{HostPool: "mtest-as", Phase: vdibroker.PhaseRampDown, RunningHosts: 3, UsedCapacityPct: 42.5,

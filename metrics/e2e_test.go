@@ -63,7 +63,7 @@ func TestScrapeAfterConnects(t *testing.T) {
 	connect("m-e2e", "alice", true)  // dry run of a reconnect (R-C8)
 	connect("no-such-pool", "dave", false)
 	// Made-up names answered 400 (bad user) and 403 (a User token for
-	// someone else) before any pool is looked up (issue 14).
+	// someone else) before any pool is looked up.
 	connect("made-up-400", "", false)
 	ut, err := c.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "erin"})
 	if err != nil {

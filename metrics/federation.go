@@ -8,7 +8,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Federation metrics (issue 16): global connects by outcome and chosen
+// Federation metrics: global connects by outcome and chosen
 // pod, pod-to-pod call latency and failures by peer and operation.
 var (
 	globalConnects = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -120,7 +120,7 @@ type Config struct {
 	// ScrapeTimeout bounds the store reads of one scrape; 0 is 5s.
 	ScrapeTimeout time.Duration
 	// Outage, when set, says whether the broker counts its store as down
-	// and for how long it has been down in all since start (issue 19):
+	// and for how long it has been down in all since start (R-OUT1):
 	// vdibroker_store_up is 0 while it is, and
 	// vdibroker_store_outage_seconds_total counts the seconds.
 	Outage func() (down bool, seconds float64)
@@ -145,7 +145,7 @@ func NewRegistry(cfg Config) *prometheus.Registry {
 	if cfg.Outage != nil {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: Namespace, Name: "store_outage_seconds_total",
-			Help: "Seconds the broker has counted its store as down since it started (issue 19).",
+			Help: "Seconds the broker has counted its store as down since it started.",
 		}, func() float64 { _, s := cfg.Outage(); return s }))
 	}
 	return reg

@@ -197,7 +197,7 @@ func (s noSessionReads) ListUserSessions(context.Context, vdibroker.SessionFilte
 // TestStoreCollector scrapes a real SQLite store whose hosts sent real
 // metrics samples: every host's vdibroker_host_load_index and status
 // count are what the API shows (loadindex.Present), which the store does
-// not fill in (issue 13: the load index gauge was 0 in production).
+// not fill in (which once left the load index gauge at 0 in production).
 func TestStoreCollector(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -335,7 +335,7 @@ func TestStoreCollectorStoreDown(t *testing.T) {
 	}
 }
 
-// TestStoreUpFollowsTheBrokersOutage (issue 19): while the broker counts
+// TestStoreUpFollowsTheBrokersOutage (R-OUT1): while the broker counts
 // its store as down, vdibroker_store_up is 0 even if a read got through,
 // and the outage seconds are exported as a counter.
 func TestStoreUpFollowsTheBrokersOutage(t *testing.T) {

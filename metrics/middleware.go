@@ -23,8 +23,7 @@ import (
 // A connect is counted under its pool only when the answer shows the pool
 // exists (a session, a dry run, NoCapacity, HostStarting, NotAssigned, a
 // conflict); every other answer (400, 401, 403, 404, an outage's 503...) is
-// counted under pool "", so made-up pool names cannot grow the label set
-// (issue 14).
+// counted under pool "", so made-up pool names cannot grow the label set.
 func InstrumentAPI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/api/v1/agent/heartbeat" {

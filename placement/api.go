@@ -42,7 +42,7 @@ type Host struct {
 	LastHeartBeat    *time.Time
 	ShuttingDown     bool
 	// PowerStopped: the host's power driver stopped it or is stopping it
-	// (issue 17), which makes it Shutdown (R-H1). Flags beside ShuttingDown, in its padding:
+	// (R-A4), which makes it Shutdown (R-H1). Flags beside ShuttingDown, in its padding:
 	// an entry must stay within three cache lines (btree_test.go).
 	PowerStopped bool
 	// AutoscaleDrain keeps new sessions off like AllowNewSession false
@@ -144,7 +144,7 @@ type Explain struct {
 	NoCapacityReason string         `json:"noCapacityReason,omitempty"`
 	Note             string         `json:"note,omitempty"`
 	// OutageMode marks a placement a replica made while its store was
-	// down, within its own escrow (issue 19, R-OUT3), and wrote when the
+	// down, within its own escrow (R-OUT3), and wrote when the
 	// store was back.
 	OutageMode bool `json:"outageMode,omitempty"`
 	// StartedOnConnect marks a session placed, when no host could take

@@ -1,5 +1,5 @@
-// Package power starts and stops session hosts for the broker (issue 17,
-// R-A4): a Driver per kind of infrastructure, configured only on the
+// Package power starts and stops session hosts for the broker
+// (R-A4): a Driver per kind of infrastructure, configured only on the
 // broker (serve --power-config), never through the API, so that no API
 // caller can make the broker run a command or call a URL.
 //

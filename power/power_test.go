@@ -39,7 +39,7 @@ func TestSubstitute(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatal(d)
 	}
-	// A host name is one argument, never shell words (issue 17: no shell).
+	// A host name is one argument, never shell words (R-A4: no shell).
 	evil := Target{Host: "a; rm -rf / $(id)"}
 	if got := Substitute([]string{"{host}"}, evil); len(got) != 1 || got[0] != evil.Host {
 		t.Fatalf("got %q", got)
@@ -297,8 +297,8 @@ func TestParseErrors(t *testing.T) {
 
 // A registration token lets a host choose its name and address (both may
 // begin with "-"): substituted as a whole argument they must not become an
-// option of the admin's program, as "vm stop --all" would (review of
-// issue 17: option injection).
+// option of the admin's program, as "vm stop --all" would (found in a
+// review: option injection).
 func TestExecRefusesOptionLikeValues(t *testing.T) {
 	if err := vdibroker.ValidateName("hostName", "--all", vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen); err != nil {
 		t.Fatalf("the attack needs %q to be a valid host name: %v", "--all", err)

@@ -14,7 +14,7 @@ import (
 	"github.com/vdibroker/vdibroker/autoscale"
 )
 
-// A scenario's scaling plan (issue 17): the simulated pool's hosts get a
+// A scenario's scaling plan (R-SP): the simulated pool's hosts get a
 // power state, the autoscaler's own arithmetic (autoscale.PhaseAt and
 // autoscale.Plan, R-A1..R-A3) evaluates the plan every autoscaleInterval,
 // a host takes startDelay to start, and a logon that finds no capacity

@@ -9,7 +9,7 @@ import (
 // TestGoldenWorkdayAutoscale: the workday with a scaling plan: its table
 // (with the plan's columns) is a golden file, and the plan powers fewer
 // host-hours than always-on, places everyone, and stops what it started
-// (issue 17).
+// (R-A1..R-A3).
 func TestGoldenWorkdayAutoscale(t *testing.T) {
 	data, err := Example("workday-autoscale")
 	if err != nil {

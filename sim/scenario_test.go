@@ -110,8 +110,8 @@ func asScenarioErrors(err error, out *ScenarioErrors) bool {
 	return ok && len(es) > 0
 }
 
-// TestParseIssueExample: the scenario of issue 7, word for word, parses to
-// these values; unset fields take their defaults.
+// TestParseIssueExample: the original example scenario, word for word,
+// parses to these values; unset fields take their defaults.
 func TestParseIssueExample(t *testing.T) {
 	src := `seed: 7
 duration: 10h

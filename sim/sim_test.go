@@ -422,7 +422,7 @@ session: {meanMinutes: 43200}
 // the estimate 20 + 20/2 × placed reaches 50 after three, so three are
 // placed and seven refused. The heartbeats at 10 s and 20 s repeat the
 // sample of 0 s and must not make it new: taking it with the current
-// count as its base (the bug of issue 13) dropped the estimate to 20 and let
+// count as its base (an old bug) dropped the estimate to 20 and let
 // more in.
 func TestRepeatedSampleKeepsCompensation(t *testing.T) {
 	got := run(t, parse(t, `

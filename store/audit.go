@@ -9,7 +9,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// The audit trail (issue 15, migration 00014). A write serving an audited
+// The audit trail (migration 00014). A write serving an audited
 // request (vdibroker.WithAudit) inserts the request's entry in its own
 // transaction (writeOnce), after the method's changes: the change and its
 // entry commit together or not at all. Only the first write of a request

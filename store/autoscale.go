@@ -10,7 +10,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// The autoscaler's part of the store (issue 17, migration 00017): the
+// The autoscaler's part of the store (migration 00017): the
 // lease, the evaluation records and the per-pool state, the last two as
 // JSON documents (nothing queries inside them).
 

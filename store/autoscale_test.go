@@ -12,7 +12,7 @@ import (
 
 // TestAutoscaleLease: of two replicas on one database exactly one holds
 // the lease; the holder renews it; the other takes it once it expired
-// (the holder stopped renewing: killed) or was released (issue 17).
+// (the holder stopped renewing: killed) or was released.
 func TestAutoscaleLease(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
 		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})

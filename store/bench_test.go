@@ -13,9 +13,9 @@ import (
 )
 
 // BenchmarkCommitPlacement measures durable placements per second on SQLite
-// with 64 concurrent callers spread over a pool of 500 hosts (issue 3's
-// load shape), with group commit as configured by default and with a short
-// linger.
+// with 64 concurrent callers spread over a pool of 500 hosts (the load
+// shape of `bench connect`), with group commit as configured by default
+// and with a short linger.
 func BenchmarkCommitPlacement(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -61,7 +61,7 @@ func BenchmarkCommitPlacement(b *testing.B) {
 }
 
 // BenchmarkApplyHeartbeat measures heartbeats per second on SQLite from 64
-// concurrent agents over 1,000 hosts with 25 sessions each (issue 4's load
+// concurrent agents over 1,000 hosts with 25 sessions each (a full pod's load
 // shape, scaled down: 10,000 hosts every 10 s is 1,000 heartbeats/s).
 func BenchmarkApplyHeartbeat(b *testing.B) {
 	s := sqliteOpener(b)(b, store.Options{})

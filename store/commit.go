@@ -196,7 +196,7 @@ func (s *DB) groupedReq(ctx context.Context, r *commitReq) error {
 // batch's statements go one after another on its connection, each a
 // round trip: one committer spent most of its time waiting for the
 // network, and connects queued behind a full pod's 1,000 heartbeats a
-// second (issue 13). Several committers, each on its own connection, wait
+// second. Several committers, each on its own connection, wait
 // in parallel; and a connect never waits for a batch of heartbeats, whose
 // reads and writes (a host's sessions each) made a batch with a connect
 // in it up to a hundred milliseconds long under a pod's load. A host's
@@ -237,8 +237,8 @@ func newCommitter() *committer {
 // heartbeats' committer's batch), and the others (connects). A batch's
 // statements run one after another, so a batch of 256 connects would take
 // a few hundred milliseconds, and a connect queued behind it would wait
-// that long, then as long again for its own batch (issue 13: connect p99
-// under 100 ms). No connect waits for heartbeats (they have committers of
+// that long, then as long again for its own batch (the pod bench wants
+// connect p99 under 100 ms). No connect waits for heartbeats (they have committers of
 // their own), and a batch's heartbeats cost a few statements in all
 // (readAhead, flushBeats, deliverBatch): 64 of them are one larger batch
 // instead of four.

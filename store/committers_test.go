@@ -16,7 +16,7 @@ import (
 // long transaction holds it) holds up only the writes of its own group
 // committer: connects on hosts of the other committers commit meanwhile.
 // With one committer, a full pod's heartbeats queued connects behind them
-// for a second (issue 13).
+// for a second.
 func TestCommittersDoNotWaitForEachOther(t *testing.T) {
 	dsn := postgresSchemaDSN(t)
 	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
@@ -172,8 +172,8 @@ func TestAtomicRequestFailsAlone(t *testing.T) {
 // On PostgreSQL a connect does not wait for heartbeats: with a heartbeat
 // committer held up by a host's lock and 100 heartbeats of its hosts
 // queued behind it, a connect on one of those hosts commits at once
-// (R-D2; issue 13, connect p99 under 100 ms while a pod's 1,000 heartbeats a
-// second are committed), and the heartbeats commit after the lock is
+// (R-D2; the pod bench wants connect p99 under 100 ms while a pod's
+// 1,000 heartbeats a second are committed), and the heartbeats commit after the lock is
 // released.
 func TestConnectsDoNotWaitForHeartbeats(t *testing.T) {
 	dsn := postgresSchemaDSN(t)

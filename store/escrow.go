@@ -11,7 +11,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// PutEscrows replaces replica's escrows (issue 19, serve
+// PutEscrows replaces replica's escrows (R-OUT2, serve
 // --outage-placement), trimming each to what the host has free after its
 // open sessions and the other replicas' unexpired escrows, in one
 // transaction. On PostgreSQL the pool's row is locked first, so that two

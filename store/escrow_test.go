@@ -17,7 +17,7 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// TestEscrows (issue 19, R-OUT2): a replica's escrow is trimmed to what
+// TestEscrows (R-OUT2): a replica's escrow is trimmed to what
 // the host has free after its sessions and the other replicas' escrows;
 // putting again replaces the replica's own; an expired escrow no longer
 // counts; two replicas putting at once are never granted more than the
@@ -110,7 +110,7 @@ func TestEscrows(t *testing.T) {
 	})
 }
 
-// TestPingWriteProbe (issue 19): Ping writes, so a SQLite data directory
+// TestPingWriteProbe (R-OUT1): Ping writes, so a SQLite data directory
 // on a full disk is an unhealthy store though reads still work, and a
 // failed write is marked ErrStoreWrite; with room again, Ping passes. The
 // disk is a tiny tmpfs the test mounts (root ignores file permissions, and
@@ -180,7 +180,7 @@ func fillDisk(t testing.TB, dir string) string {
 	}
 }
 
-// TestReconcileTwin (issue 19, R-OUT3, R-S2): a user with two open
+// TestReconcileTwin (R-OUT3, R-S2): a user with two open
 // sessions on one host (one replica adopted the logon from the host's
 // report while another wrote the session it had placed for it during an
 // outage) keeps the one acknowledged first; the twin ends with reason

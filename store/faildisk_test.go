@@ -10,7 +10,7 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// TestWriteFaultReadOnlyDisk (issue 19, R-OUT1): SQLite on a file system
+// TestWriteFaultReadOnlyDisk (R-OUT1): SQLite on a file system
 // that fails under it (the kernel turns it read-only, internal/faildisk).
 // A commit fails with ErrStoreWrite and its error names the cause, read
 // from the data directory: SQLite's own says only "disk I/O error", and

@@ -82,7 +82,7 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 			metricsText = &m
 		}
 		policyText := jsonText(policy)
-		// An agent that heartbeats runs (issue 17): the rule of
+		// An agent that heartbeats runs (R-A4): the rule of
 		// vdibroker.PowerAfterHeartbeat, evaluated by the UPDATE on the row
 		// as it is now (on PostgreSQL a start or stop may have committed
 		// while this heartbeat waited for the host's lock; h may predate

@@ -19,7 +19,7 @@ import (
 // host's. In a pool with a long LoggedOff history each must be one range of
 // an index, never a walk of every session the pool ever had
 // (user_sessions_by_pool): in a pool of 10,000 hosts that made dry runs
-// answer 5-10 per second (issue 13). The store holds 20,000 ended sessions
+// answer 5-10 per second. The store holds 20,000 ended sessions
 // (a week of history for 500 users) and some open ones.
 func TestSessionListingsUseIndexes(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
@@ -134,7 +134,7 @@ func TestSessionListingsUseIndexes(t *testing.T) {
 
 // TestCountOpenSessions: /metrics counts every pool's open sessions by
 // state on each scrape; with 250,000 open sessions and a week of history it
-// must not read them one by one nor walk the history (issue 13): the hosts'
+// must not read them one by one nor walk the history: the hosts'
 // counts and the small index of Disconnected sessions.
 func TestCountOpenSessions(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {

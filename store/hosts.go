@@ -142,7 +142,7 @@ func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred 
 		// host's row as it was before the wait (an UpdateSessionHost
 		// behind another replica's change would write the old address
 		// back). One statement, not a lock and then a read: a heartbeat
-		// is a few round trips, and this was one of them (issue 13).
+		// is a few round trips, and this was one of them.
 		q += ` FOR UPDATE OF host_counts, session_hosts`
 	}
 	var sc scanner = t.row(ctx, q, pool, name)

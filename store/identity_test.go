@@ -9,7 +9,7 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// TestHostIdentity (issue 14), on both engines: a registration token does
+// TestHostIdentity (R-SEC), on both engines: a registration token does
 // not take over a registered host; the host itself re-keys with its
 // current credential; an admin's reset lets a new machine take the name;
 // a deleted host does not come back with a token issued before the
@@ -87,7 +87,7 @@ func TestHostIdentity(t *testing.T) {
 	})
 }
 
-// TestRogueHostCannotCaptureUsers (issue 14, R-S2): a host that reports a
+// TestRogueHostCannotCaptureUsers (R-S2): a host that reports a
 // user the broker placed on another host does not get that user adopted;
 // a user the broker never placed is adopted and marked so.
 func TestRogueHostCannotCaptureUsers(t *testing.T) {
@@ -237,7 +237,7 @@ func TestListSessionHostsPage(t *testing.T) {
 	})
 }
 
-// TestPostgresStatementTimeout (issue 14): the store's own PostgreSQL
+// TestPostgresStatementTimeout: the store's own PostgreSQL
 // connections carry a statement_timeout, as a backstop behind the store
 // deadline of each call.
 func TestPostgresStatementTimeout(t *testing.T) {

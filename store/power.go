@@ -9,7 +9,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// SetPowerState implements vdibroker.PowerStore (issue 17, R-A4).
+// SetPowerState implements vdibroker.PowerStore (R-A4).
 func (s *DB) SetPowerState(ctx context.Context, pool, host, state string, now time.Time, from ...string) (*vdibroker.SessionHost, bool, error) {
 	if !slices.Contains(powerStates, state) {
 		return nil, false, vdibroker.FieldError("powerState", "must be one of Running, Starting, Stopping, Stopped, Unknown; got %q", state)

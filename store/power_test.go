@@ -12,7 +12,7 @@ import (
 )
 
 // TestPoolPowerSettings: powerDriver and startVMOnConnect are stored with
-// the pool's other settings, on create and on replace (issue 17).
+// the pool's other settings, on create and on replace (R-A4).
 func TestPoolPowerSettings(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		p := pool("pw", vdibroker.Pooled)
@@ -67,7 +67,7 @@ func TestSetPowerState(t *testing.T) {
 // TestHeartbeatMakesHostRunning: a Starting host whose agent heartbeats is
 // Running; the heartbeats just after a stop do not bring it back, a later
 // one (started outside the broker) does; a shutting-down agent changes
-// nothing (issue 17).
+// nothing (R-A4).
 func TestHeartbeatMakesHostRunning(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
@@ -190,8 +190,8 @@ func TestSetPowerStateRace(t *testing.T) {
 
 // TestHeartbeatWaitingForStopKeepsIt (PostgreSQL): a heartbeat that waits
 // for the host's lock while a stop is being recorded must not write back
-// the Running it would have read before the wait: the stop stands (issue
-// 17). The heartbeat's read under the lock may return the host's row as
+// the Running it would have read before the wait: the stop stands
+// (R-A4). The heartbeat's read under the lock may return the host's row as
 // it was before the wait, so the rule is the UPDATE's own.
 func TestHeartbeatWaitingForStopKeepsIt(t *testing.T) {
 	dsn := postgresSchemaDSN(t)

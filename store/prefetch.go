@@ -11,8 +11,8 @@ import (
 
 // A batch's heartbeats read what they need in two statements for the
 // whole batch, their hosts' rows are written in a third and their queued
-// commands delivered in a fourth, instead of four statements each (issue
-// 13). On PostgreSQL every statement is a round trip, and a full pod's
+// commands delivered in a fourth, instead of four statements each.
+// On PostgreSQL every statement is a round trip, and a full pod's
 // 1,000 heartbeats a second at four statements each kept the committers
 // so busy that under a load of dry runs heartbeats waited a second, and
 // the connects after them with them. What is left per heartbeat is the

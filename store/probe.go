@@ -20,7 +20,7 @@ import (
 // a few pages, so a disk with less room than a group commit needs fails it.
 const probeSize = 16 << 10
 
-// probeWrite is the write half of Ping (issue 19). A read says little of a
+// probeWrite is the write half of Ping (R-OUT1). A read says little of a
 // database that cannot write: SQLite reads its pages from the page cache
 // and the WAL, and a PostgreSQL standby promoted wrongly, or one whose
 // disk is full, answers SELECT 1. So the probe writes, and only a write
@@ -93,7 +93,7 @@ func probeFile(path string) error {
 // the kernel turned read-only fails with "disk I/O error (778)",
 // SQLITE_IOERR_WRITE, and the EROFS behind it is lost), and the first
 // failed write is what /healthz and the log show as the outage's reason
-// (issue 19). The next Ping probes afresh.
+// (R-OUT1). The next Ping probes afresh.
 func (s *DB) markWriteFault(err error) error {
 	if err == nil || errors.Is(err, vdibroker.ErrStoreWrite) || !isWriteFault(err) {
 		return err

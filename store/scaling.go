@@ -11,7 +11,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// Scaling plans (issue 17, SPEC §8, migration 00016). A plan's row holds
+// Scaling plans (R-SP, SPEC §8, migration 00016). A plan's row holds
 // its schedules as JSON; its pools are rows of scaling_plan_pools, keyed
 // by the pool, so the database itself keeps a pool in at most one plan
 // (R-SP4) however many replicas write at once. Deleting a host pool

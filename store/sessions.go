@@ -157,7 +157,7 @@ func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([
 
 // listSessionsQuery is ListUserSessions' query for f. Whatever the pool's
 // history, a filter by user or by host reads one index range, never every
-// session the pool ever had (issue 13: a dry run read them all):
+// session the pool ever had (a dry run once read them all):
 //   - the state is a literal, never a parameter, so that both engines'
 //     planners can use the partial indexes, open (state <> 'LoggedOff') or
 //     ended (state = 'LoggedOff'); a named open state is an extra term;
@@ -540,9 +540,9 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time) (int, error) {
 		`DELETE FROM commands WHERE id IN (SELECT id FROM commands WHERE create_time < ? AND state <> 'Queued' LIMIT ` + pruneBatchSQL + `)`,
 		`DELETE FROM tokens WHERE expire_time IS NOT NULL AND expire_time < ?`,
 		`DELETE FROM registration_tokens WHERE expire_time < ?`,
-		// The audit trail is kept as long as history (issue 15).
+		// The audit trail is kept as long as history.
 		`DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE time < ? LIMIT ` + pruneBatchSQL + `)`,
-		// Autoscale evaluations too (issue 17).
+		// Autoscale evaluations too.
 		`DELETE FROM autoscale_evaluations WHERE seq IN (SELECT seq FROM autoscale_evaluations WHERE time < ? LIMIT ` + pruneBatchSQL + `)`,
 	} {
 		for {

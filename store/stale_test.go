@@ -16,7 +16,7 @@ import (
 // 10 s; samples every 30 s), so a heartbeat whose sample is not newer than
 // the stored one must leave the sample and its base alone, and a new
 // sample's base counts only sessions whose load can be in it: not Pending,
-// on the host at or before sampledAt (issue 13: one heartbeat took the
+// on the host at or before sampledAt (before, one heartbeat took the
 // index from 80 back to 40, and the storm piled onto the host again).
 func TestHeartbeatKeepsStaleMetricCompensation_RLI6(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {

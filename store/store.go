@@ -102,7 +102,7 @@ type Options struct {
 	// BatchTimeout bounds one PostgreSQL group-commit transaction (default
 	// 30s; serve sets its --store-timeout, 5s by default): a connect
 	// waiting for a batch that a paused database holds is answered within
-	// it (issue 19).
+	// it.
 	BatchTimeout time.Duration
 }
 
@@ -199,7 +199,7 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	// index pages of every connect; 8 MiB for each of the 8 readers, which
 	// the OS page cache backs. Each cache is per connection and costs about
 	// twice its size in modernc's allocator: 64 MiB on all ten connections
-	// made a full pod's broker 1.3 GiB (issue 13, RSS under 1 GiB).
+	// made a full pod's broker 1.3 GiB (the pod bench wants RSS under 1 GiB).
 	w, err := sql.Open("sqlite", base+"&_pragma=cache_size(-65536)&_txlock=immediate")
 	if err != nil {
 		return fmt.Errorf("open sqlite %s: %w", path, err)
@@ -238,7 +238,7 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 
 // postgresDefaults adds connect_timeout=5 to a URL DSN that sets none, so
 // a database host that does not answer makes a new connection fail rather
-// than hang (issue 14). A statement needs no server-side timeout: every
+// than hang. A statement needs no server-side timeout: every
 // call carries the broker's store deadline, and pgx cancels the statement
 // on the server when it passes.
 func postgresDefaults(dsn string) string {
@@ -255,7 +255,7 @@ func postgresDefaults(dsn string) string {
 }
 
 // statementTimeout is the server-side bound of every statement of the
-// broker's own connections (issue 14): a backstop behind the store
+// broker's own connections: a backstop behind the store
 // deadline each call carries, for a statement whose client went away. The
 // migrations run on connections of their own without it (an index build
 // on a week of history may take longer).
@@ -412,7 +412,7 @@ func (s *DB) now() time.Time { return s.opts.Now() }
 
 // Ping checks the database answers. It uses the read pool: on SQLite the
 // single writer may be busy with a group commit, which says nothing about
-// the database being there (the broker pings every second, issue 19).
+// the database being there (the broker pings every second, R-OUT1).
 func (s *DB) Ping(ctx context.Context) error {
 	if err := s.r.PingContext(ctx); err != nil {
 		return err

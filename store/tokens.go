@@ -161,7 +161,7 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		}
 		if err == nil && cred.String != "" && cred.String != req.CurrentCredentialHash {
 			// Registered already: only the host itself (its current
-			// credential) or an admin's reset may re-key it (issue 14).
+			// credential) or an admin's reset may re-key it (R-SEC).
 			return vdibroker.Errorf(vdibroker.EConflict, "session host %q is registered already: an agent re-keys it with its current credential; "+
 				"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)
 		}

@@ -42,7 +42,7 @@ func TestEscrowLeft(t *testing.T) {
 	}
 }
 
-// TestHealthCredit (R-H1, issue 19): a heartbeat time before the end of
+// TestHealthCredit (R-H1, R-OUT5): a heartbeat time before the end of
 // the last outage moves forward by its length, never past its end; one
 // after it, or with no outage yet, stays.
 func TestHealthCredit(t *testing.T) {

@@ -63,7 +63,7 @@ func TestGuardRefusesEveryCallDuringAnOutage(t *testing.T) {
 
 // TestGuardBoundsAHungStore: a store call that would hang returns
 // StoreUnavailable within the store timeout, and the failed ping that
-// follows starts an outage (issue 19).
+// follows starts an outage (R-OUT1).
 func TestGuardBoundsAHungStore(t *testing.T) {
 	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
 	if err != nil {

@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of issue 4: the real vdibroker binary runs `serve` on
+// Agent end-to-end tests: the real vdibroker binary runs `serve` on
 // loopback and `agent --sessions-provider file:...` against it, as on a
 // session host. Nothing is faked: the agent's file provider is the one the
 // tests (and integrations) write.

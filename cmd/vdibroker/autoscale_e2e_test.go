@@ -2,7 +2,7 @@
 
 package main
 
-// End-to-end tests of issue 17's autoscaler (R-A1..R-A3): the real binary
+// End-to-end tests of the autoscaler (R-A1..R-A3): the real binary
 // serves with --power-config (the lab exec driver of e2e_lab_test.go, whose
 // start runs a real agent and whose stop SIGTERMs it) and a 1 s
 // --autoscale-interval; the hidden --autoscale-minute shortens the plan's

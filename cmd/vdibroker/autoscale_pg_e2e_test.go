@@ -3,7 +3,7 @@
 package main
 
 // Two replicas of `vdibroker serve` on one PostgreSQL database, both with
-// the autoscaler on (issue 17, docs/behaviour.md §8 "One replica acts").
+// the autoscaler on (docs/behaviour.md §8 "One replica acts").
 
 import (
 	"fmt"

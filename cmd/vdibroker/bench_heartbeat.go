@@ -31,7 +31,7 @@ func newBenchHeartbeatCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "heartbeat --server URL --token T --host-pool P --hosts N --sessions-per-host S --interval 10s --duration 60s [--server-pid PID | --in-process]",
 		Short: "Register N agents and send their heartbeats with S sessions each; print handled rate, latency and the broker's memory",
-		Long: `heartbeat is the host agents' load on a broker (issue 4's memory bound). It
+		Long: `heartbeat is the host agents' load on a broker, to check its memory bound. It
 creates the host pool if it is absent (maxSessionLimit 999999), gets a
 registration token, registers --hosts hosts (named --host-prefix plus a
 number; a name an earlier run registered is reset and registered again, so runs can repeat), then

@@ -36,7 +36,7 @@ func newBenchPodCmd() *cobra.Command {
 	var opt benchPodOptions
 	cmd := &cobra.Command{
 		Use:   "pod [--hosts N] [--sessions-per-host S] [--database postgres://...] [--output json]",
-		Short: "Load one broker with a full pod's state and load, and check issue 13's targets",
+		Short: "Load one broker with a full pod's state and load, and check its targets",
 		Long: `pod starts vdibroker serve as a process of its own on 127.0.0.1:0 (SQLite in
 a fresh data dir, or --database postgres://... in a fresh schema of that
 database, dropped after), and builds a full pod's state before measuring:

@@ -9,7 +9,7 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// auditColumns is the table of audit entries (issue 15); --output json
+// auditColumns is the table of audit entries; --output json
 // shows every field, before and after included.
 var auditColumns = []column{
 	{"Seq", "seq"},

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestCLIErrorsGolden: each mistake of issue 20 gets one line in the CLI's
+// TestCLIErrorsGolden: each mistake below gets one line in the CLI's
 // words and the right exit status, against a real broker on loopback:
 // unknown commands and flags exit 2 with a "did you mean"; a bad value
 // names the flag and what it allows, in the flag's units; a URL without a

@@ -19,7 +19,7 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// The federation commands (SPEC §7, issue 16): apply the federation
+// The federation commands (SPEC §7): apply the federation
 // document to every pod it lists, show what a pod holds, and list or show
 // global entitlements with their members' loads.
 

@@ -438,7 +438,7 @@ func newScalingPlanDeleteCmd(a *admin) *cobra.Command {
 }
 
 // autoscaleEvaluationColumns is the table of the autoscaler's evaluations
-// of a pool (issue 17): when, where the plan was, the figures of R-A1 and
+// of a pool: when, where the plan was, the figures of R-A1 and
 // what was done, or why nothing was.
 var autoscaleEvaluationColumns = []column{
 	{"Time", "time"},

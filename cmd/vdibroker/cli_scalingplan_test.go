@@ -175,7 +175,7 @@ func TestScalingPlanWindowsTimeZone(t *testing.T) {
 }
 
 // TestScalingPlanEvaluationsCLI: scalingplan evaluations lists what the
-// autoscaler of a real broker recorded (issue 17), newest first: the
+// autoscaler of a real broker recorded, newest first: the
 // plan's phase applies its load balancer (an action with its reason) and,
 // the pool having no powerDriver, the note says nothing is started or
 // stopped. --top bounds the list; a bad --top is a usage error (exit 2)

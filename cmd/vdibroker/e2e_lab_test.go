@@ -2,7 +2,7 @@
 
 package main
 
-// The "hypervisor" of the end-to-end tests of issue 17 (power_e2e_test.go,
+// The "hypervisor" of the power end-to-end tests (power_e2e_test.go,
 // autoscale_e2e_test.go): an exec power driver named lab whose start
 // launches a real `vdibroker agent` for the host and whose stop SIGTERMs
 // it, through scripts the test writes (the driver runs them as programs,

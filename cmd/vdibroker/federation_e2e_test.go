@@ -2,7 +2,7 @@
 
 package main
 
-// End-to-end test of issue 16 (Cloud Pod Architecture, SPEC §7): three
+// End-to-end test of Cloud Pod Architecture (SPEC §7, R-G1..R-G5): three
 // real `vdibroker serve` processes are pods, fra1 and ams1 in site emea,
 // nyc1 in site amer, each with its own SQLite store and session hosts kept
 // alive by heartbeats. The test talks to them only over HTTP and the CLI,
@@ -191,8 +191,8 @@ func (a globalAnswer) skipped(pod string) string {
 	return "(not in the decision)"
 }
 
-// TestFederationE2E runs every check of issue 16's "How it is checked"
-// that needs real pods.
+// TestFederationE2E runs every check of the federation that needs real
+// pods.
 func TestFederationE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and runs three pods")

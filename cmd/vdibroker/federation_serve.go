@@ -23,7 +23,7 @@ import (
 	"github.com/vdibroker/vdibroker/metrics"
 )
 
-// FederationFlags make `serve` a pod of a federation (SPEC §7, issue 16).
+// FederationFlags make `serve` a pod of a federation (SPEC §7).
 // Without PodName the broker is no pod and the federation API answers 404.
 type FederationFlags struct {
 	PodName     string

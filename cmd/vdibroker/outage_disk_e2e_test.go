@@ -2,7 +2,7 @@
 
 package main
 
-// The read-only disk of issue 19: SQLite's data directory on an ext4 file
+// The read-only disk of R-OUT1: SQLite's data directory on an ext4 file
 // system that the kernel turns read-only under the broker, as it does a
 // failing disk (internal/faildisk). See testOutageReadOnlyDiskE2E.
 
@@ -94,7 +94,7 @@ func (w *outageWorld) restart(i int, bound time.Duration, between func()) {
 	b.proc = p
 }
 
-// testOutageReadOnlyDiskE2E (issue 19, R-OUT1): one broker on SQLite whose
+// testOutageReadOnlyDiskE2E (R-OUT1): one broker on SQLite whose
 // data directory's file system fails under it (internal/faildisk) with
 // sessions open and acknowledged. /healthz says 503 and names the
 // read-only disk (?live stays 200), reconnects of known users are

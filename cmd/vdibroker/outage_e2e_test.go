@@ -2,7 +2,7 @@
 
 package main
 
-// End-to-end tests of issue 19: real `vdibroker serve` processes and real
+// Outage end-to-end tests (R-OUT): real `vdibroker serve` processes and real
 // `vdibroker agent`s, on a PostgreSQL server of the test's own
 // (internal/pgtest) that is stopped, or paused with SIGSTOP, while
 // sessions are open; and on SQLite whose disk fills up. Nothing is faked:
@@ -377,7 +377,7 @@ func (w *outageWorld) afterRecovery() {
 	}
 }
 
-// TestOutageE2E (issue 19): two real brokers on one PostgreSQL server the
+// TestOutageE2E (R-OUT): two real brokers on one PostgreSQL server the
 // test stops, and separately pauses (SIGSTOP), with sessions open; and
 // with --outage-placement, both cut off at once; and one broker on SQLite
 // whose disk fills up, and one whose disk fails (goes read-only).

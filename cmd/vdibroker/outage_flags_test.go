@@ -6,7 +6,7 @@ import (
 )
 
 // serve refuses outage placement flags out of range, naming the flag and
-// the range, before it opens anything (issue 19): an escrow renewed more
+// the range, before it opens anything (R-OUT2): an escrow renewed more
 // often than twice the maintenance tick would be lengthened silently.
 func TestServeOutageFlagsRefused(t *testing.T) {
 	for _, c := range []struct {

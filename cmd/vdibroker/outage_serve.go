@@ -9,7 +9,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker/outage"
 )
 
-// addOutageFlags adds serve's outage placement flags (issue 19).
+// addOutageFlags adds serve's outage placement flags (R-OUT2).
 func addOutageFlags(cmd *cobra.Command, m *Main) {
 	o := &m.OutagePlacement
 	f := cmd.Flags()

@@ -2,7 +2,7 @@
 
 package main
 
-// End-to-end tests of issue 17's power drivers (R-A4): the real binary
+// End-to-end tests of the power drivers (R-A4): the real binary
 // serves with --power-config; an exec driver's start launches a real
 // `vdibroker agent` for the host (through a script the test writes; the
 // driver runs it as a program, without a shell of its own) and its stop

@@ -2,7 +2,7 @@
 
 package main
 
-// The end-to-end test of issue 18: a real RDP client reaches a real Linux
+// The RDP end-to-end test: a real RDP client reaches a real Linux
 // session host through the broker. Everything is real: `vdibroker serve`,
 // xrdp-sesman and xrdp in a network namespace of their own with
 // `vdibroker agent --sessions-provider xrdp` beside them, a local user with

@@ -46,7 +46,7 @@ type Main struct {
 	Logger   *slog.Logger
 	// RDPProperties are the admins' extra .rdp properties (--rdp-defaults).
 	RDPProperties []rdp.Property
-	// PowerDrivers are the drivers of --power-config (issue 17): the only
+	// PowerDrivers are the drivers of --power-config (R-A4): the only
 	// way a pool's hosts are started and stopped.
 	PowerDrivers power.Set
 
@@ -65,7 +65,7 @@ type Main struct {
 	// StoreTimeout bounds every store call (0 = 5s).
 	StoreTimeout time.Duration
 	// OutagePlacement places new users during a store outage within an
-	// escrow held while the store is up (--outage-placement, issue 19).
+	// escrow held while the store is up (--outage-placement, R-OUT2).
 	OutagePlacement outage.Placement
 	// MaintenanceInterval is the broker's maintenance tick (0 = 5s; a
 	// hidden flag, for tests).
@@ -74,7 +74,7 @@ type Main struct {
 	// tokens are kept (0 = forever; serve's default is 30 days).
 	Retention time.Duration
 	// AutoscaleInterval is how often the autoscaler evaluates the scaling
-	// plans (issue 17); 0 turns it off.
+	// plans; 0 turns it off.
 	AutoscaleInterval time.Duration
 	// AutoscaleMinute is how long a minute of a scaling plan's waits lasts
 	// (hidden --autoscale-minute: end-to-end tests shorten it).

@@ -32,7 +32,7 @@ func (a autoscaleActions) SetAutoscaleDrain(ctx context.Context, pool, host stri
 	return a.power.SetAutoscaleDrain(ctx, pool, host, on)
 }
 
-// startAutoscale starts the autoscaler (issue 17) on the service's guarded
+// startAutoscale starts the autoscaler on the service's guarded
 // store, acting through the broker service's power actions.
 func (m *Main) startAutoscale(st vdibroker.Store) {
 	if m.AutoscaleInterval <= 0 {

@@ -168,7 +168,7 @@ func TestExitStatusUsageVersusServer(t *testing.T) {
 	}
 }
 
-// TestServeAdminTokenFileChecks (R-SEC, issue 14): an admin.token others
+// TestServeAdminTokenFileChecks (R-SEC): an admin.token others
 // may read, an empty one or a short one stops the start with a message
 // saying what to do; a good one is used.
 func TestServeAdminTokenFileChecks(t *testing.T) {
@@ -206,7 +206,7 @@ func TestServeAdminTokenFileChecks(t *testing.T) {
 	}
 }
 
-// TestServeLoadIndexMetricIsTheAPIs (issue 13): vdibroker_host_load_index
+// TestServeLoadIndexMetricIsTheAPIs: vdibroker_host_load_index
 // is the load index the API shows for each host, on the real serve wiring
 // (store, /metrics). Before, the collector read a field the store never
 // fills and every host read 0.
@@ -260,7 +260,7 @@ func TestServeLoadIndexMetricIsTheAPIs(t *testing.T) {
 	}
 }
 
-// TestServeCutsOffASlowBody (issue 14): a client that sends its body a
+// TestServeCutsOffASlowBody: a client that sends its body a
 // byte at a time is cut off at the read timeout instead of holding a
 // connection open for as long as it likes.
 func TestServeCutsOffASlowBody(t *testing.T) {
@@ -301,7 +301,7 @@ func TestServeCutsOffASlowBody(t *testing.T) {
 	t.Fatal("a body sent a byte every 200ms kept its connection for 10 s; the read timeout is 500ms")
 }
 
-// TestServeLeavesNoTempFilesFromBigForms (issue 14): an unauthenticated
+// TestServeLeavesNoTempFilesFromBigForms: an unauthenticated
 // multipart POST to /signin of 40 MB is refused and leaves nothing in the
 // temp directory. Before, each one left its upload behind (the middleware's
 // request copy hid the parsed form from net/http's cleanup) and console
@@ -337,7 +337,7 @@ func TestServeLeavesNoTempFilesFromBigForms(t *testing.T) {
 	}
 }
 
-// TestServeMetricsBehindAToken (issue 14): with a metrics token, /metrics
+// TestServeMetricsBehindAToken: with a metrics token, /metrics
 // answers 401 without it or with another, and the exposition with it.
 func TestServeMetricsBehindAToken(t *testing.T) {
 	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
@@ -374,7 +374,7 @@ func TestServeMetricsBehindAToken(t *testing.T) {
 	}
 }
 
-// TestServeSecureCookiesBehindAProxy (issue 14): reached over plain HTTP
+// TestServeSecureCookiesBehindAProxy: reached over plain HTTP
 // behind a TLS-terminating proxy (--external-url https://...), the
 // console's cookies are still Secure; without it, over plain HTTP, not.
 func TestServeSecureCookiesBehindAProxy(t *testing.T) {

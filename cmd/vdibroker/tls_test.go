@@ -94,7 +94,7 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 	}
 }
 
-// TestTLSAgentEndToEnd (issue 14): serve over HTTPS with agent client
+// TestTLSAgentEndToEnd (R-SEC): serve over HTTPS with agent client
 // certificates required; an agent with --ca-file and a client certificate
 // registers and heartbeats (its host turns Available); one without a
 // client certificate is refused; the CLI's client verifies the broker
@@ -199,7 +199,7 @@ func TestTLSAgentEndToEnd(t *testing.T) {
 	}
 }
 
-// TestAgentRefusesPlainHTTPOffLoopback (issue 14): the agent and CLI send
+// TestAgentRefusesPlainHTTPOffLoopback: the agent and CLI send
 // credentials; plain http:// is allowed to loopback only, unless
 // --insecure-http.
 func TestAgentRefusesPlainHTTPOffLoopback(t *testing.T) {
@@ -228,7 +228,7 @@ func TestAgentRefusesPlainHTTPOffLoopback(t *testing.T) {
 	}
 }
 
-// TestCLIOverTLSAndHostIdentity (issue 14): the admin CLI verifies the
+// TestCLIOverTLSAndHostIdentity (R-SEC): the admin CLI verifies the
 // broker against --ca-file (and fails without it), refuses plain http://
 // off loopback before sending anything, and drives the host-identity
 // verbs: a one-use registration token, its listing and revocation, and a

@@ -3,7 +3,7 @@
 // triggers through the kernel's own error path
 // (/sys/fs/ext4/<dev>/trigger_fs_error). The file system goes emergency
 // read-only, files already open included, as when the kernel meets a
-// failing disk's I/O error: every write fails with EROFS (issue 19).
+// failing disk's I/O error: every write fails with EROFS.
 //
 // Nothing simpler makes a directory read-only under a process that holds
 // files open in it: root ignores permissions, and `mount -o remount,ro`

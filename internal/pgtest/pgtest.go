@@ -1,6 +1,6 @@
 // Package pgtest runs a PostgreSQL server of a test's own, which the test
 // may stop, start again and pause (SIGSTOP) to play a database outage
-// (issue 19) without disturbing the shared test server other tests use.
+// (R-OUT) without disturbing the shared test server other tests use.
 // It needs Debian's PostgreSQL server binaries and root (the server runs
 // as the postgres user); Start skips the test otherwise.
 package pgtest

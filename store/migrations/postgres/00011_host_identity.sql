@@ -1,5 +1,5 @@
 -- +goose Up
--- Host identity (issue 14).
+-- Host identity (R-SEC, R-S2).
 -- adopted marks a session the broker did not place but a host reported
 -- (R-S2): shown as such, and never preferred over a session the broker
 -- placed (a rogue host cannot capture a user by reporting them).

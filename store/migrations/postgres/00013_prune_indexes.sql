@@ -3,7 +3,7 @@
 -- shared history must not block the replicas' writes. A failed build
 -- leaves an INVALID index, dropped and built anew at the next start.
 -- +goose Up
--- Pruning (issue 14, serve --retention): ended sessions by the time they
+-- Pruning (serve --retention): ended sessions by the time they
 -- ended, and commands by creation time, so the hourly prune deletes its
 -- batches by index instead of reading the whole history each time.
 -- +goose StatementBegin

@@ -1,5 +1,5 @@
 -- +goose Up
--- Issue 17, the autoscaler (R-A1..R-A3).
+-- The autoscaler (R-A1..R-A3).
 
 -- The lease that lets exactly one replica evaluate at a time: one row,
 -- taken and renewed with a conditional UPDATE (store/autoscale.go).

@@ -10,7 +10,7 @@
 -- answer the reconnects of users placed elsewhere or before a restart.
 -- Without this index that read walks user_sessions_by_pool, or all of the
 -- pool's open sessions and sorts them, on every tick; after a restart on a
--- week of history it read the history rows first (issue 13). Partial:
+-- week of history it read the history rows first (seen in bench pod). Partial:
 -- history rows are not in it; a connect's insert adds one entry at the end
 -- of its pool's range.
 -- +goose StatementBegin

@@ -1,5 +1,5 @@
 -- +goose Up
--- Pruning (issue 14, serve --retention): ended sessions by the time they
+-- Pruning (serve --retention): ended sessions by the time they
 -- ended, and commands by creation time, so the hourly prune deletes its
 -- batches by index instead of reading the whole history each time.
 CREATE INDEX user_sessions_ended_by_time ON user_sessions (state_time) WHERE state = 'LoggedOff';

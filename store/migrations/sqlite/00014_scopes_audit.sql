@@ -1,5 +1,5 @@
 -- +goose Up
--- Issue 15. An API token may be scoped to host pools (a JSON list; '[]' is
+-- Host-pool scopes. An API token may be scoped to host pools (a JSON list; '[]' is
 -- every pool, as before).
 ALTER TABLE tokens ADD COLUMN host_pools TEXT NOT NULL DEFAULT '[]';
 

@@ -1,5 +1,5 @@
 -- +goose Up
--- Issue 17 (R-A4, R-A3). A host's power state as its power driver last
+-- Power (R-A4, R-A3). A host's power state as its power driver last
 -- said or the broker last asked ('' until either happened: the host is
 -- then Running while its agent heartbeats, Unknown otherwise), when it was
 -- set (ns, 0 for never), and the autoscaler's drain, which is kept apart

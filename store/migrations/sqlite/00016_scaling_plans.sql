@@ -1,5 +1,5 @@
 -- +goose Up
--- Scaling plans (issue 17, SPEC §8, store/scaling.go). A plan's schedules
+-- Scaling plans (R-SP, SPEC §8, store/scaling.go). A plan's schedules
 -- are one JSON document (they are read and written whole); its pools are
 -- rows of scaling_plan_pools, whose primary key on the pool is what makes
 -- "a pool is in at most one plan" (R-SP4) hold against concurrent PUTs.

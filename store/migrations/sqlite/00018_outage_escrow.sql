@@ -1,5 +1,5 @@
 -- +goose Up
--- Issue 19, serve --outage-placement: each replica's reserved share of a
+-- R-OUT2, serve --outage-placement: each replica's reserved share of a
 -- host's free slots, which it may fill while the database is down. Normal
 -- placement on every replica counts the other replicas' unexpired escrows
 -- against the host's maxSessionLimit. A replica renews its rows while the
@@ -15,7 +15,7 @@ CREATE TABLE outage_escrow (
 ) WITHOUT ROWID;
 CREATE INDEX outage_escrow_by_replica ON outage_escrow (replica);
 
--- The write probe of the health check (issue 19): a ping updates this one
+-- The write probe of the health check (R-OUT1): a ping updates this one
 -- row in a transaction of its own, so a disk that is full, read-only or
 -- failing is an outage even while reads still work.
 CREATE TABLE store_probe (

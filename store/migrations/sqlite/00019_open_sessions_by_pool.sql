@@ -8,7 +8,7 @@
 -- restart on a week of history (bench pod: 2.65 million LoggedOff rows in
 -- one pool) every history row is read before the first open one, the read
 -- outlasts the store timeout, the cursor never moves, and the walk starts
--- again on every tick (issue 13: 29% of the broker's CPU while measuring).
+-- again on every tick (29% of the broker's CPU while bench pod measured).
 -- Partial: history rows are not in it; a connect's insert adds one entry
 -- at the end of its pool's range, and a session leaves it when it ends.
 CREATE INDEX user_sessions_open_by_pool
