@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -308,15 +309,27 @@ func TestConnectWait_RU4(t *testing.T) {
 	if status != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || !strings.Contains(ve.Message, "held already") {
 		t.Errorf("bob's second connect with a wait: %d %s; want 503 at once", status, raw)
 	}
-	e.heartbeat(hosts[0])
-	r := <-rb
-	if r.err != nil || !r.a.Created || r.a.SessionHost != hosts[0] || r.a.RDPFile == "" {
-		t.Fatalf("bob after %s's heartbeat: %+v, %v; want 201 on it", hosts[0], r.a, r.err)
+	// h1's heartbeat answers one of them (both woke: whichever decides
+	// first takes its one seat), h2's the other; each on its own host.
+	got := map[string]result{}
+	for _, h := range hosts[:2] {
+		e.heartbeat(h)
+		select {
+		case r := <-rb:
+			got["bob"] = r
+		case r := <-rc:
+			got["carol"] = r
+		}
+		if len(got) == 1 && e.srvs[0].Broker.HeldConnects() != 1 {
+			t.Errorf("after %s's heartbeat: %d connects held, want the other one", h, e.srvs[0].Broker.HeldConnects())
+		}
 	}
-	e.heartbeat(hosts[1])
-	r = <-rc
-	if r.err != nil || r.a.SessionHost != hosts[1] || !strings.Contains(r.a.RDPFile, "remoteapplicationprogram:s:||paint") {
-		t.Fatalf("carol after %s's heartbeat: %+v, %v; want paint on it", hosts[1], r.a, r.err)
+	b, c := got["bob"], got["carol"]
+	if b.err != nil || !b.a.Created || b.a.RDPFile == "" || !slices.Contains(hosts[:2], b.a.SessionHost) {
+		t.Fatalf("bob after the heartbeats: %+v, %v; want 201 on %v", b.a, b.err, hosts[:2])
+	}
+	if c.err != nil || !c.a.Created || !strings.Contains(c.a.RDPFile, "remoteapplicationprogram:s:||paint") || c.a.SessionHost == b.a.SessionHost {
+		t.Fatalf("carol after the heartbeats: %+v, %v; want paint on the host bob is not on", c.a, c.err)
 	}
 	if n := e.srvs[0].Broker.HeldConnects(); n != 0 {
 		t.Errorf("%d connects still held", n)
