@@ -34,11 +34,12 @@ func TestSessionListingsUseIndexes(t *testing.T) {
 		if err := s.AddHistory(ctx, "big", 4, 500, 20000); err != nil {
 			t.Fatal(err)
 		}
-		// A user's pooled sessions are one key of the R-C6 unique index or
-		// of the user search's (00046), both on (host_pool, user_key):
-		// either is a lookup of the user, not a walk.
+		// A user's pooled sessions are one key of the R-C6 unique index, of
+		// the user search's (00046), both on (host_pool, user_key), or of
+		// the index of a user's open sessions (00050, on (user_key,
+		// host_pool)): each is a lookup of the user, not a walk.
 		byUser, pooledByUser := []string{"user_sessions_open_unpooled_by_user"},
-			[]string{"user_sessions_one_per_pooled_user", "user_sessions_open_by_user_key"}
+			[]string{"user_sessions_one_per_pooled_user", "user_sessions_open_by_user_key", "user_sessions_open_by_user"}
 		const after = "0000000000000000000000000000100"
 		tests := []struct {
 			name  string
@@ -63,9 +64,11 @@ func TestSessionListingsUseIndexes(t *testing.T) {
 			{"the views' catch-up: open sessions after a cursor", vdibroker.SessionFilter{After: after, Limit: 20000}, []string{"user_sessions_open_by_pool"}, nil},
 			{"?state=Pending, paged", vdibroker.SessionFilter{State: vdibroker.StatePending, After: after, Limit: 101}, []string{"user_sessions_open_by_pool"}, nil},
 			// The console's user search (migration 00046): one range of
-			// the folded names, open or ended, its pages too.
-			{"?userPrefix=", vdibroker.SessionFilter{UserPrefix: "User00", Limit: 51}, []string{"user_sessions_open_by_user_key"}, nil},
-			{"?userPrefix=, paged", vdibroker.SessionFilter{UserPrefix: "user00", After: after, Limit: 51}, []string{"user_sessions_open_by_user_key"}, nil},
+			// the folded names, open or ended, its pages too (PostgreSQL
+			// may read the open ones' range in 00050's index, by user_key
+			// first, the pool in the index condition).
+			{"?userPrefix=", vdibroker.SessionFilter{UserPrefix: "User00", Limit: 51}, nil, []string{"user_sessions_open_by_user_key", "user_sessions_open_by_user"}},
+			{"?userPrefix=, paged", vdibroker.SessionFilter{UserPrefix: "user00", After: after, Limit: 51}, nil, []string{"user_sessions_open_by_user_key", "user_sessions_open_by_user"}},
 			{"?userPrefix=&state=LoggedOff, paged", vdibroker.SessionFilter{UserPrefix: "user00", State: vdibroker.StateLoggedOff, After: after, Limit: 51},
 				[]string{"user_sessions_ended_by_user"}, nil},
 		}
