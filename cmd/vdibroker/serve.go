@@ -67,6 +67,9 @@ type Main struct {
 	// OutagePlacement places new users during a store outage within an
 	// escrow held while the store is up (--outage-placement, R-OUT2).
 	OutagePlacement outage.Placement
+	// MaxConnectWait bounds a connect's ?wait= for a starting host
+	// (--max-connect-wait, R-U4; 0 = 5m).
+	MaxConnectWait time.Duration
 	// MaintenanceInterval is the broker's maintenance tick (0 = 5s; a
 	// hidden flag, for tests).
 	MaintenanceInterval time.Duration
@@ -166,7 +169,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	undo = append(undo, func() { m.Gateway.close() })
 	m.broker = broker.New(broker.Config{Store: st, Logger: m.Logger, ObservePlacement: metrics.ObservePlacement,
 		RDPProperties: m.RDPProperties, StoreTimeout: m.StoreTimeout, Retention: m.Retention, PowerDrivers: m.PowerDrivers,
-		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval, Gateway: m.Gateway.brokerConfig()})
+		OutagePlacement: m.OutagePlacement, MaintenanceInterval: m.MaintenanceInterval, Gateway: m.Gateway.brokerConfig(),
+		MaxConnectWait: m.MaxConnectWait})
 	undo = append(undo, func() { m.broker.Close() })
 	services := m.broker.Services()
 	// End users' connects pass the entitlement service (R-E3); the
@@ -425,6 +429,9 @@ func newServeCmd() *cobra.Command {
 			if err := checkOutageFlags(&m.OutagePlacement, m.MaintenanceInterval); err != nil {
 				return err
 			}
+			if m.MaxConnectWait < time.Second || m.MaxConnectWait > vdibroker.MaxConnectWait {
+				return usageError{fmt.Errorf("--max-connect-wait: must be 1s..%s, got %s", vdibroker.MaxConnectWait, m.MaxConnectWait)}
+			}
 			if m.MaxHeaderBytes < 4096 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 4096..1048576, got %d", m.MaxHeaderBytes)}
 			}
@@ -497,6 +504,8 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.ReadTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included")
 	cmd.Flags().DurationVar(&m.WriteTimeout, "write-timeout", defaultWriteTimeout, "longest time to write an answer")
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
+	cmd.Flags().DurationVar(&m.MaxConnectWait, "max-connect-wait", broker.DefaultMaxConnectWait,
+		"longest a connect with ?wait= is held for a starting host (1s..10m; R-U4)")
 	cmd.Flags().IntVar(&m.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and headers accepted (4096..1048576); larger ones are answered 431")
 	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token /metrics then requires as Authorization: Bearer (default: /metrics is open)")
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")

@@ -405,3 +405,20 @@ func TestServeSecureCookiesBehindAProxy(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestServeMaxConnectWaitFlag (R-U4): the server's bound of a held connect
+// is 1s..10m (the start timeout); anything else is a usage error naming
+// the flag and the range.
+func TestServeMaxConnectWaitFlag(t *testing.T) {
+	for _, v := range []string{"0s", "-1s", "11m", "10m1s"} {
+		cmd := newServeCmd()
+		cmd.SetArgs([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--max-connect-wait", v})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--max-connect-wait: must be 1s..10m0s") {
+			t.Errorf("serve --max-connect-wait %s = %v, want a usage error naming the range", v, err)
+		}
+	}
+}
