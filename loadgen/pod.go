@@ -60,7 +60,8 @@ type PodConfig struct {
 	// times the broker's latency (Little's law). A small bound turns the
 	// broker's latency into the generator's lateness: with 64, a mean
 	// round trip above 63 ms at 1,010/s leaves heartbeats queued in the
-	// generator until they are skipped (see BENCHMARKS.md, bench pod).
+	// generator until they are skipped (see docs/benchmarks-history.md,
+	// bench pod).
 	HeartbeatConcurrency int
 	// Every how often the readers beside the load run (defaults 100ms,
 	// 5s, 2s): a ?user= listing, a /metrics scrape, the console overview
@@ -257,7 +258,7 @@ type ReaderStats struct {
 }
 
 // RunPod seeds a broker with a pod's state and measures it under a pod's
-// load; see BENCHMARKS.md "bench pod".
+// load; see BENCHMARKS.md "bench pod targets".
 func RunPod(ctx context.Context, cfg PodConfig) (*PodResult, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {

@@ -14,8 +14,8 @@ import (
 // heartbeat already due still goes out, however far behind the generator
 // is, and none due later does. Until 5bb00f7 the ones still waiting for a
 // worker were counted as skipped, which made a backlog at the end of the
-// last phase look like heartbeats the broker never handled (BENCHMARKS.md,
-// bench pod). The stand-in broker answers in 20 ms and one worker sends,
+// last phase look like heartbeats the broker never handled
+// (docs/benchmarks-history.md, bench pod). The stand-in broker answers in 20 ms and one worker sends,
 // so at 100 heartbeats a second a backlog is certain when stop is asked.
 func TestAgentsSendWhatIsDueBeforeStop(t *testing.T) {
 	var got atomic.Int64
