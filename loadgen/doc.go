@@ -1,6 +1,6 @@
 // Package loadgen is vdibroker's load generator, behind `vdibroker bench
-// connect` and `vdibroker bench heartbeat`; the numbers in BENCHMARKS.md come
-// from it.
+// connect` and `vdibroker bench heartbeat`; the numbers in BENCHMARKS.md and
+// docs/benchmarks-history.md come from it.
 //
 // Connect sends connects (POST /api/v1/hostpools/{pool}/connect) to a
 // running broker from a number of concurrent workers, each for a distinct
@@ -15,7 +15,8 @@
 // sends each one's heartbeat, with its sessions and a metrics sample, every
 // interval, spread evenly, and measures the offered and handled rates, the
 // latency, how late heartbeats went out, and the broker's resident memory
-// and CPU time (ReadProc, from /proc), for the bound BENCHMARKS.md checks:
+// and CPU time (ReadProc, from /proc), for the bound of the history's "Heartbeat
+// load" (docs/benchmarks-history.md):
 // 10,000 hosts with 25 sessions each, heartbeating every 10 s, on one broker.
 //
 // RunPod is `vdibroker bench pod`: it builds a full pod's state in one
@@ -23,7 +24,8 @@
 // by a connect and reported by its agent, a week of LoggedOff history
 // bulk-loaded with the broker stopped) and measures dry runs, connects,
 // listings, /metrics and console pages in a large and a small pool side
-// by side, against its targets (BENCHMARKS.md "bench pod").
+// by side, against its targets (BENCHMARKS.md "bench pod targets"; the
+// runs that shaped it: docs/benchmarks-history.md "bench pod").
 //
 // It speaks plain net/http and encoding/json with the root package's types,
 // so it measures the wire and nothing else; only RunPod's history load

@@ -60,7 +60,8 @@ type PodConfig struct {
 	// times the broker's latency (Little's law). A small bound turns the
 	// broker's latency into the generator's lateness: with 64, a mean
 	// round trip above 63 ms at 1,010/s leaves heartbeats queued in the
-	// generator until they are skipped (see BENCHMARKS.md, bench pod).
+	// generator until they are skipped (see docs/benchmarks-history.md,
+	// bench pod).
 	HeartbeatConcurrency int
 	// Every how often the readers beside the load run (defaults 100ms,
 	// 5s, 2s): a ?user= listing, a /metrics scrape, the console overview
@@ -257,7 +258,7 @@ type ReaderStats struct {
 }
 
 // RunPod seeds a broker with a pod's state and measures it under a pod's
-// load; see BENCHMARKS.md "bench pod".
+// load; see BENCHMARKS.md "bench pod targets".
 func RunPod(ctx context.Context, cfg PodConfig) (*PodResult, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
@@ -326,7 +327,7 @@ func seedOpen(ctx context.Context, cfg PodConfig, res *PodResult, pools []*podPo
 	defer client.CloseIdleConnections()
 	api := strings.TrimRight(baseURL, "/") + "/api/v1"
 	t := time.Now()
-	var all []*podHost
+	var all [][]*podHost // by pool
 	for _, p := range pools {
 		poolURL := api + "/hostpools/" + url.PathEscape(p.name)
 		body, _ := json.Marshal(map[string]any{"maxSessionLimit": cfg.SessionsPerHost, "loadBalancerType": vdibroker.BreadthFirst})
@@ -349,26 +350,27 @@ func seedOpen(ctx context.Context, cfg PodConfig, res *PodResult, pools []*podPo
 			p.hosts = append(p.hosts, ph)
 			p.byName[h.name] = ph
 		}
-		all = append(all, p.hosts...)
+		all = append(all, p.hosts)
 	}
+	agentOrder := interleave(all...)
 	res.Seed.RegisterElapsed = time.Since(t)
-	cfg.Progress("registered %d hosts in %s", len(all), res.Seed.RegisterElapsed.Round(time.Millisecond))
+	cfg.Progress("registered %d hosts in %s", len(agentOrder), res.Seed.RegisterElapsed.Round(time.Millisecond))
 
 	// Every host heartbeats from now on: the first round at once (hosts
 	// are Unavailable until then), each one sent however late, then every
 	// interval.
 	hbURL := api + "/agent/heartbeat"
-	first := startAgents(ctx, client, hbURL, all, time.Second, time.Second, cfg.SeedTimeout, cfg.AgentConcurrency)
+	first := startAgents(ctx, client, hbURL, agentOrder, time.Second, time.Second, cfg.SeedTimeout, cfg.AgentConcurrency)
 	<-first.done
-	if s := first.stats(); s.OK != len(all) {
-		return fmt.Errorf("first heartbeats: %d of %d answered 200: %s", s.OK, len(all), describeErrors(s.Errors))
+	if s := first.stats(); s.OK != len(agentOrder) {
+		return fmt.Errorf("first heartbeats: %d of %d answered 200: %s", s.OK, len(agentOrder), describeErrors(s.Errors))
 	}
 	// The agents do not wait for the seeding's connects (nor for each
 	// other): on a busy machine 64 heartbeats in flight fell behind
 	// until hosts went Unavailable and the seeding's connects failed.
 	hbClient := newClient(Config{Concurrency: cfg.HeartbeatConcurrency, Timeout: cfg.Timeout})
 	defer hbClient.CloseIdleConnections()
-	agents := startAgents(ctx, hbClient, hbURL, all, cfg.Interval, cfg.SeedTimeout, cfg.Interval, cfg.HeartbeatConcurrency)
+	agents := startAgents(ctx, hbClient, hbURL, agentOrder, cfg.Interval, cfg.SeedTimeout, cfg.Interval, cfg.HeartbeatConcurrency)
 	defer agents.stop()
 
 	t = time.Now()

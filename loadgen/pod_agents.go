@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -290,4 +291,39 @@ func (a *agentRun) statsFrom(from int) HeartbeatStats {
 	}
 	s.HandledRate = float64(hr.OK) / last.Sub(start).Seconds()
 	return s
+}
+
+// interleave orders the hosts of several pools for the agents' schedule
+// (startAgents spreads its hosts evenly over the interval, in order) so
+// that each pool's hosts are spread evenly over the interval too: host i
+// of a pool of n goes where (i+½)/n of the interval falls. Real agents
+// start at unrelated times, so a pool's heartbeats do not come together.
+// In pool order instead, a 100-host pool of a 10,100-host pod beat within
+// one hundredth of each interval: in the phases that connected users to
+// it, its hosts' heartbeats each carried some 170 logons, and all 100
+// arrived within 0.1 s, 0.7 s of work for the store's one SQLite writer
+// in a burst no pod of independent agents makes.
+func interleave(pools ...[]*podHost) []*podHost {
+	type slot struct {
+		at   float64
+		pool int
+		h    *podHost
+	}
+	var slots []slot
+	for p, hosts := range pools {
+		for i, h := range hosts {
+			slots = append(slots, slot{(float64(i) + 0.5) / float64(len(hosts)), p, h})
+		}
+	}
+	slices.SortStableFunc(slots, func(a, b slot) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pool, b.pool)
+	})
+	all := make([]*podHost, len(slots))
+	for i, s := range slots {
+		all[i] = s.h
+	}
+	return all
 }

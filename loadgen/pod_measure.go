@@ -31,7 +31,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	readClient := newClient(Config{Concurrency: 4, Timeout: max(cfg.Timeout, 3*time.Minute)})
 	defer readClient.CloseIdleConnections()
 
-	all := append(slices.Clone(large.hosts), small.hosts...)
+	all := interleave(large.hosts, small.hosts)
 	// The agents' schedule outlasts the phases even when each phase's last
 	// requests run to their timeout; stop ends it when the phases end.
 	window := cfg.Interval + time.Duration(cfg.Rounds*4)*(cfg.Phase+cfg.Timeout) + 2*cfg.Interval

@@ -46,6 +46,7 @@ func evaluate(res *PodResult) {
 			Value:  res.Heartbeats.HandledRate, Limit: hbTarget, Unit: "/s",
 			Pass: res.Heartbeats.OK > 0 && res.Heartbeats.HandledRate >= hbTarget,
 		},
+		beatP99Target(res.Heartbeats.ByPhase),
 		{
 			Name:     "connect p99, " + large,
 			Measured: fmt.Sprintf("%s (%d connects)", fmtLatency(res.ConnectLarge.P99), res.ConnectLarge.Requests),
@@ -78,6 +79,33 @@ func evaluate(res *PodResult) {
 	for _, x := range t {
 		res.Pass = res.Pass && x.Pass
 	}
+}
+
+// beatP99Limit is the heartbeats' round trip at p99 that no measured
+// phase may reach: heartbeats never wait behind a storm of connects.
+const beatP99Limit = 250 * time.Millisecond
+
+// beatP99Target is the target on the heartbeats' p99 round trip in every
+// measured phase: it is judged by the slowest phase's, and fails when a
+// phase answered none.
+func beatP99Target(phases []HeartbeatPhase) PodTarget {
+	t := PodTarget{Name: "heartbeat p99, every phase", Target: "< 250ms", Limit: float64(beatP99Limit) / float64(time.Millisecond), Unit: "ms",
+		Pass: len(phases) > 0, Measured: "no phase measured"}
+	var worst *HeartbeatPhase
+	for i := range phases {
+		p := &phases[i]
+		if p.OK == 0 || p.P99 >= beatP99Limit {
+			t.Pass = false
+		}
+		if worst == nil || p.P99 > worst.P99 {
+			worst = p
+		}
+	}
+	if worst != nil {
+		t.Value = float64(worst.P99) / float64(time.Millisecond)
+		t.Measured = fmt.Sprintf("%s (slowest phase: %s; %d phases)", fmtLatency(worst.P99), worst.Phase, len(phases))
+	}
+	return t
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

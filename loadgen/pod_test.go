@@ -135,8 +135,8 @@ func TestPodBenchTiny(t *testing.T) {
 			if res.DryRunRatio <= 0 || res.ConnectRatio <= 0 || res.BrokerRSS <= 0 {
 				t.Errorf("ratios %.2f %.2f, RSS %d: want all > 0", res.DryRunRatio, res.ConnectRatio, res.BrokerRSS)
 			}
-			if len(res.Targets) != 7 {
-				t.Errorf("%d targets, want 7", len(res.Targets))
+			if len(res.Targets) != 8 {
+				t.Errorf("%d targets, want 8", len(res.Targets))
 			}
 			for _, tg := range res.Targets {
 				if tg.Name == "" || tg.Measured == "" || tg.Target == "" || tg.Limit <= 0 {

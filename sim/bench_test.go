@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// BenchmarkWorkday10k is the speed figure of BENCHMARKS.md: one algorithm on
-// the 10,000-host, 250,000-user workday of testdata/workday-10k.yaml.
+// BenchmarkWorkday10k is the speed figure of docs/benchmarks-history.md
+// ("Simulator"): one algorithm on the 10,000-host, 250,000-user workday of
+// testdata/workday-10k.yaml.
 // placements/s counts new sessions placed, decisions/s every Place call
 // (placements, rejections, reconnects), both over the wall time of the
 // whole simulation: the agents' samples and the bookkeeping included.

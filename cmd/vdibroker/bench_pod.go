@@ -36,7 +36,7 @@ func newBenchPodCmd() *cobra.Command {
 	var opt benchPodOptions
 	cmd := &cobra.Command{
 		Use:   "pod [--hosts N] [--sessions-per-host S] [--database postgres://...] [--output json]",
-		Short: "Load one broker with a full pod's state and load, and check its targets",
+		Short: "Load one broker with a full pod's state and load, and check the pod's targets",
 		Long: `pod starts vdibroker serve as a process of its own on 127.0.0.1:0 (SQLite in
 a fresh data dir, or --database postgres://... in a fresh schema of that
 database, dropped after), and builds a full pod's state before measuring:
@@ -44,10 +44,11 @@ database, dropped after), and builds a full pod's state before measuring:
   - pool pod-large: --hosts hosts (default 10,000), pool pod-small:
     --small-hosts (default 100); BreadthFirst.
   - every host registered through the API and heartbeating every
-    --interval; --sessions-per-host users per host (default 25) placed by
-    connects through the API (the pools' limit is the sessions per host
-    while seeding, so every host gets exactly that many, then 999999), and
-    reported Active by the hosts' next heartbeats.
+    --interval (each pool's hosts spread evenly over the interval, as
+    independent agents are); --sessions-per-host users per host
+    (default 25) placed by connects through the API (the pools' limit is
+    the sessions per host while seeding, so every host gets exactly that
+    many, then 999999), and reported Active by the hosts' next heartbeats.
   - a LoggedOff history of --history-days days (default 7) with
     --logons-per-seat-day sessions per seat and day (default 1.5), written
     by one INSERT ... SELECT per 100,000 rows into user_sessions with the
@@ -58,7 +59,8 @@ Then, while every host keeps heartbeating, it runs --rounds rounds of four
 pod-large, in pod-small; --concurrency workers) with ?user= listings,
 /metrics scrapes and the console's overview and pool page beside them, and
 prints each figure with its target and PASS or FAIL (--output json: all of
-it as JSON). Everything goes to 127.0.0.1 only; every loop is bounded.
+it as JSON); heartbeats are judged by their p99 in every phase (under
+250 ms) besides their rate. Everything goes to 127.0.0.1 only; every loop is bounded.
 
 --broker-cpu-profile FILE writes the measured broker's CPU profile (go tool
 pprof FILE).`,
