@@ -173,7 +173,11 @@ func (x *indexed) derive(e *entry) {
 	e.li = int8(x.entryLoadIndex(e))
 	st := Status(&e.h, s.timeout, x.clock)
 	e.class = classOf(s.classify(&e.h, st, int(e.li)))
-	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable)
+	// In the heap only while its heartbeat has yet to expire: a status
+	// that expiry does not change (a stopped host is Shutdown either way)
+	// would stay on top of the heap and advance would loop on it.
+	x.syncDeadline(e, e.h.LastHeartBeat != nil && !e.h.ShuttingDown && st != vdibroker.StatusUnavailable &&
+		x.clock.Sub(*e.h.LastHeartBeat) <= s.timeout)
 	if dep := x.dependsOnMean(e); dep != e.meanDep {
 		e.meanDep = dep
 		if dep {

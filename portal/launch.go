@@ -188,7 +188,14 @@ func (p *Portal) run(id string, api *caller, res vdibroker.FeedResource, who *vd
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.MaxWait+time.Minute)
 	defer cancel()
 	ctx = vdibroker.WithWaitObserver(ctx, func(e vdibroker.WaitEvent) {
-		p.launches.update(id, func(l *launch) { l.starting, l.host, l.until = e.Waiting, e.Host, e.Until })
+		// Waiting: held for a starting host; else decided again, which
+		// may find the host still starting (and waits on, untold).
+		p.launches.update(id, func(l *launch) {
+			l.starting, l.until = true, e.Until
+			if e.Host != "" {
+				l.host = e.Host
+			}
+		})
 	})
 	path := res.ConnectURL
 	if res.GlobalEntitlement == "" {
