@@ -189,9 +189,9 @@ func (p *Portal) Routes() []string { return slices.Clone(p.patterns) }
 func (p *Portal) routes() {
 	p.mux = http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
-	files := http.StripPrefix(Prefix, http.FileServerFS(static))
-	p.handle("GET /portal/static/", files.ServeHTTP)
-	p.handle("GET /portal/icons/", files.ServeHTTP)
+	files := http.FileServerFS(static)
+	p.handle("GET /portal/static/", http.StripPrefix(Prefix+"static/", files).ServeHTTP)
+	p.handle("GET /portal/icons/", http.StripPrefix(Prefix, files).ServeHTTP)
 	p.handle("GET /portal/signin", p.anonymous(p.signinPage))
 	p.handle("POST /portal/signin", p.anonymous(p.signinToken))
 	p.handle("GET /portal/signin/oidc", p.anonymous(p.signinOIDC))

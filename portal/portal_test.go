@@ -229,6 +229,12 @@ func TestSignin_RU2(t *testing.T) {
 	if got := res.Header.Get("Content-Security-Policy"); got != webguard.CSP {
 		t.Errorf("CSP %q", got)
 	}
+	for path, ctype := range map[string]string{"/portal/static/portal.css": "text/css", "/portal/static/portal.js": "text/javascript",
+		vdibroker.IconDesktopPath: "image/svg+xml", vdibroker.IconRemoteAppPath: "image/svg+xml"} {
+		if res, _ := b.get(path); res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), ctype) {
+			t.Errorf("%s: %d %s", path, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
 	limited := false
 	for range 20 {
 		if res, _ := e.browser().get("/portal/signin"); res.StatusCode == http.StatusTooManyRequests {
