@@ -36,7 +36,7 @@ var suitePostgres bool
 // "cold" (power driver sim, start VM on connect, limit 1) has one host,
 // stopped, assigned to alice as "Cold lab".
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	admin  *vhttp.Client
 	srv    *testserver.Server
@@ -49,7 +49,7 @@ type env struct {
 // advance moves the broker's clock forward by d.
 func (e *env) advance(d time.Duration) { e.skew.Add(int64(d)) }
 
-func newEnv(t *testing.T, adjust func(*portal.Config)) *env {
+func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	dsn := ""
