@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/inproc"
 )
 
 // caller calls the broker's API in-process as one user: a User token
@@ -24,18 +23,21 @@ type caller struct {
 // do sends one request and decodes a JSON answer into out (when
 // non-nil); an API error comes back as the *vdibroker.Error it answered.
 func (c *caller) do(ctx context.Context, method, path string, body, out any) error {
-	var rd bytes.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return err
 		}
-		rd.Reset(b)
 	}
 	if c.who != nil {
 		ctx = vdibroker.WithVerified(ctx, c.who)
 	}
-	req := httptest.NewRequestWithContext(ctx, method, path, &rd)
+	req, err := http.NewRequestWithContext(ctx, method, path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.RequestURI = path
 	req.RemoteAddr = c.remoteAddr
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -44,22 +46,5 @@ func (c *caller) do(ctx context.Context, method, path string, body, out any) err
 	if c.who == nil {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	rec := httptest.NewRecorder()
-	c.h.ServeHTTP(rec, req)
-	if rec.Code >= 400 {
-		var eb struct {
-			Error *vdibroker.Error `json:"error"`
-		}
-		if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil || eb.Error == nil || eb.Error.Code == "" {
-			return vdibroker.Errorf(vdibroker.EInternal, "%s %s: HTTP %d", method, path, rec.Code)
-		}
-		return eb.Error
-	}
-	if out == nil || rec.Body.Len() == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
-		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-	}
-	return nil
+	return inproc.Do(c.h, req, out)
 }
