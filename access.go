@@ -67,6 +67,23 @@ func WithPrincipal(ctx context.Context, p *Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
+type verifiedKey struct{}
+
+// WithVerified returns ctx carrying p as a principal an in-process caller
+// has authenticated itself: the user portal, whose single sign-on makes
+// any identity the provider vouches for an end user (RoleUser) without a
+// role map, calls the API with it (R-U2). The API takes it instead of a
+// bearer token; nothing from outside the process can set it.
+func WithVerified(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, verifiedKey{}, p)
+}
+
+// VerifiedFrom returns the principal of WithVerified, or nil.
+func VerifiedFrom(ctx context.Context) *Principal {
+	p, _ := ctx.Value(verifiedKey{}).(*Principal)
+	return p
+}
+
 // PrincipalFrom returns the principal of WithPrincipal, or nil: a call the
 // broker makes itself (a background job, a pod-to-pod call whose signature
 // was checked), which Authorize allows.

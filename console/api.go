@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/inproc"
 	"github.com/vdibroker/vdibroker/placement"
 )
 
@@ -70,24 +71,7 @@ func (a *api) doHeader(ctx context.Context, method, path string, h http.Header, 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	rec := newRecorder()
-	a.h.ServeHTTP(rec, req)
-	if rec.code >= 400 {
-		var eb struct {
-			Error *vdibroker.Error `json:"error"`
-		}
-		if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error == nil || eb.Error.Code == "" {
-			return vdibroker.Errorf(vdibroker.EInternal, "%s %s: HTTP %d", method, path, rec.code)
-		}
-		return eb.Error
-	}
-	if out == nil || rec.body.Len() == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(rec.body.Bytes(), out); err != nil {
-		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-	}
-	return nil
+	return inproc.Do(a.h, req, out)
 }
 
 // list follows nextLink until the list is complete.
@@ -293,30 +277,6 @@ func (a *api) deleteHost(ctx context.Context, pool, host string, force bool) err
 // sendMessage queues a message for a session's user (R-S4).
 func (a *api) sendMessage(ctx context.Context, pool, id, message string) error {
 	return a.do(ctx, http.MethodPost, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/sendmessage", map[string]string{"message": message}, nil)
-}
-
-// recorder is the in-process ResponseWriter the API answers into.
-type recorder struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func newRecorder() *recorder { return &recorder{header: http.Header{}} }
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = http.StatusOK
-	}
-	return r.body.Write(b)
 }
 
 // itoa is strconv.Itoa, short for templates and paths.

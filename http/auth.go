@@ -31,13 +31,19 @@ func bearer(r *nethttp.Request) (string, error) {
 
 // authenticate finds the principal of a request's bearer token: the admin
 // token (compared by hash in constant time), an OpenID Connect identity,
-// or an API token (the token service). The address's failed-
+// or an API token (the token service); or the principal an in-process
+// caller put in the request's context (vdibroker.WithVerified). The address's failed-
 // authentication bucket is looked at first: from an address that has
 // used it up, an OpenID Connect token is checked against the provider's
 // keys held, never making the broker fetch them (a valid token still
 // passes; one of an unknown key is refused without a request to the
 // provider).
 func (s *Server) authenticate(r *nethttp.Request) (*vdibroker.Principal, error) {
+	if p := vdibroker.VerifiedFrom(r.Context()); p != nil {
+		// An in-process caller that authenticated the user (the portal's
+		// single sign-on, R-U2).
+		return p, nil
+	}
 	tok, err := bearer(r)
 	if err != nil {
 		return nil, err

@@ -43,6 +43,11 @@ type FlowConfig struct {
 	Secure func(r *http.Request) bool
 	// Now is the clock sign-ins expire by (nil: time.Now).
 	Now func() time.Time
+	// EndUsers makes every identity the provider vouches for an end user
+	// (Provider.VerifyUser: RoleUser, no role map): the user portal's
+	// sign-in (R-U2). Else the role map decides, and refuses a user none
+	// of whose groups it maps.
+	EndUsers bool
 }
 
 // Flow is the browser's side of signing in with the provider (the
@@ -134,7 +139,7 @@ func (f *Flow) Finish(w http.ResponseWriter, r *http.Request) (*Identity, string
 	case err != nil || !equalString(q.Get("state"), p.State):
 		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in was not started in this browser (state mismatch). Sign in again.")
 	}
-	id, raw, err := f.cfg.Provider.exchange(r.Context(), f.cfg.CallbackURL, q.Get("code"), p.Verifier, p.Nonce)
+	id, raw, err := f.cfg.Provider.exchange(r.Context(), f.cfg.CallbackURL, q.Get("code"), p.Verifier, p.Nonce, f.cfg.EndUsers)
 	if err != nil {
 		return nil, "", "", &vdibroker.Error{Code: vdibroker.ErrorCode(err), Message: Printable(vdibroker.ErrorMessage(err), 2*MaxReflected)}
 	}

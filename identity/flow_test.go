@@ -330,3 +330,40 @@ func FuzzOpenState(f *testing.F) {
 		check(t, name, base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, plain, []byte(name))))
 	})
 }
+
+// TestFlowEndUsers (R-U2): a flow with EndUsers (the user portal's) signs
+// in an identity the role map does not know as an end user, unscoped,
+// its groups carried; the same identity at a flow without it (the
+// console's) and at Verify (the API's) is refused, and VerifyUser takes
+// its token, a mapped user's too, as a User.
+func TestFlowEndUsers(t *testing.T) {
+	op := testop.Start(t, "cid", "sec", testop.User{Subject: "erin", Password: "pw", Groups: []string{"sales"}},
+		testop.User{Subject: "dave", Password: "pw", Groups: []string{"g"}})
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := newTestProvider(t, op, clk)
+	portal, err := NewFlow(FlowConfig{Provider: p, CallbackURL: testCallback, StateCookie: "portal", StatePath: "/portal/signin/oidc", Key: testKey,
+		Secure: func(r *http.Request) bool { return true }, Now: clk.Now, EndUsers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, auth := start(t, portal, "broker.example.test", "/portal/")
+	id, raw, _, err, _ := finish(portal, signInAt(t, op, auth, "erin", "pw"), ck)
+	if err != nil || id.Subject != "erin" || id.Role != vdibroker.RoleUser || id.HostPools != nil || !cmp.Equal(id.Groups, []string{"sales"}) {
+		t.Fatalf("erin at the portal: %+v, %v", id, err)
+	}
+	console := newTestFlow(t, p, clk, "console")
+	ck, auth = start(t, console, "broker.example.test", "/")
+	if _, _, _, err, _ := finish(console, signInAt(t, op, auth, "erin", "pw"), ck); vdibroker.ErrorCode(err) != vdibroker.EPermission {
+		t.Errorf("erin at the console: %v, want PermissionDenied", err)
+	}
+	if _, err := p.Verify(t.Context(), raw); vdibroker.ErrorCode(err) != vdibroker.EPermission {
+		t.Errorf("erin's token at Verify: %v, want PermissionDenied", err)
+	}
+	dave := op.Mint(map[string]any{"sub": "dave", "groups": []string{"g"}})
+	if id, err := p.VerifyUser(t.Context(), dave); err != nil || id.Role != vdibroker.RoleUser || id.HostPools != nil {
+		t.Errorf("dave (a Reader of the map) at VerifyUser: %+v, %v; want a User", id, err)
+	}
+	if _, err := p.VerifyUser(t.Context(), raw+"x"); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("a forged token at VerifyUser: %v", err)
+	}
+}

@@ -249,11 +249,22 @@ func LooksLikeJWT(tok string) bool {
 // expiry; then maps its groups to a role. A user none of whose groups is
 // mapped is refused (PermissionDenied).
 func (p *Provider) Verify(ctx context.Context, raw string) (*Identity, error) {
-	id, _, err := p.verify(ctx, raw)
+	id, _, err := p.verify(ctx, raw, false)
 	return id, err
 }
 
-func (p *Provider) verify(ctx context.Context, raw string) (*Identity, *oidc.IDToken, error) {
+// VerifyUser checks a raw ID token as Verify does, without the role map:
+// any identity the provider vouches for is an end user (RoleUser,
+// unscoped), its groups carried for its entitlements (the user portal,
+// R-U2).
+func (p *Provider) VerifyUser(ctx context.Context, raw string) (*Identity, error) {
+	id, _, err := p.verify(ctx, raw, true)
+	return id, err
+}
+
+// verify checks raw; endUser makes the identity a User whatever its
+// groups (VerifyUser), else its role comes from the role map.
+func (p *Provider) verify(ctx context.Context, raw string, endUser bool) (*Identity, *oidc.IDToken, error) {
 	ctx = oidc.ClientContext(ctx, p.cfg.HTTPClient)
 	tok, err := p.verifier.Verify(ctx, raw)
 	if err != nil {
@@ -272,6 +283,10 @@ func (p *Provider) verify(ctx context.Context, raw string) (*Identity, *oidc.IDT
 	}
 	if id.Subject == "" {
 		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token: no subject")
+	}
+	if endUser {
+		id.Role = vdibroker.RoleUser
+		return id, tok, nil
 	}
 	role, pools, ok := p.roles.Load().Resolve(id.Groups)
 	if !ok {
@@ -301,7 +316,7 @@ func stringList(v any) []string {
 // exchange trades an authorization code (with its PKCE verifier) for
 // the provider's tokens, verifies the ID token and its nonce, and returns
 // the identity and the raw ID token.
-func (p *Provider) exchange(ctx context.Context, redirectURL, code, verifier, nonce string) (*Identity, string, error) {
+func (p *Provider) exchange(ctx context.Context, redirectURL, code, verifier, nonce string, endUser bool) (*Identity, string, error) {
 	ctx = oidc.ClientContext(ctx, p.cfg.HTTPClient)
 	oc := p.oauth
 	oc.RedirectURL = redirectURL
@@ -313,7 +328,7 @@ func (p *Provider) exchange(ctx context.Context, redirectURL, code, verifier, no
 	if raw == "" {
 		return nil, "", vdibroker.Errorf(vdibroker.EUnauthenticated, "the identity provider answered no id_token")
 	}
-	id, idt, err := p.verify(ctx, raw)
+	id, idt, err := p.verify(ctx, raw, endUser)
 	if err != nil {
 		return nil, "", err
 	}

@@ -33,7 +33,6 @@ const (
 	mInspect              // Contributor and up, reading; the pool's scope applies (404 out of it)
 	mWrite                // Contributor and up; the pool's scope applies
 	mConnect              // Contributor, admin, a User for itself; scope applies
-	mOwn                  // Contributor, admin, a User on its own session (R-U3: {sid} is alice's); scope applies
 	mAdmin                // the admin token only
 	mAny                  // every API principal, scoped ones included
 	mGRead                // read, global: refused to a scoped principal
@@ -51,6 +50,7 @@ const (
 	mGroupPut             // an application group's PUT: Contributor and up; 403 for a pool out of scope (the body names it)
 	mAppConnect           // an application's connect: as mConnect, but 404 out of scope (the group is not seen)
 	mGatewayReport        // an RD gateway's tunnel report: a Gateway token or the admin
+	mOwnSession           // log off or disconnect alice's session: Contributor and up, or alice herself (R-U3); scope applies
 )
 
 // route is how the matrix calls one registered pattern: the request (its
@@ -82,7 +82,7 @@ var matrixRoutes = []route{
 	{"GET /api/v1/hostpools/{pool}/usersessions/{id}", "GET", "/api/v1/hostpools/{pool}/usersessions/{sid}", "", mRead, 200},
 	{"GET /api/v1/hostpools/{pool}/usersessions/{id}/placement", "GET", "/api/v1/hostpools/{pool}/usersessions/{sid}/placement", "", mRead, 200},
 	{"GET /api/v1/hostpools/{pool}/autoscale/evaluations", "GET", "/api/v1/hostpools/{pool}/autoscale/evaluations", "", mRead, 200},
-	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/disconnect", "", mOwn, 202},
+	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/disconnect", "", mOwnSession, 202},
 	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/sendmessage", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/sendmessage", `{"message": "hi"}`, mWrite, 202},
 	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "alice", "dryRun": true}`, mConnect, 200},
 	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "bob", "dryRun": true}`, mConnect, 200},
@@ -94,7 +94,7 @@ var matrixRoutes = []route{
 	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/start", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4/start", "", mWrite, 409},
 	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/stop", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4/stop?force=true", "", mWrite, 409},
 	{"DELETE /api/v1/hostpools/{pool}/sessionhosts/{host}", "DELETE", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h4", "", mWrite, 204},
-	{"DELETE /api/v1/hostpools/{pool}/usersessions/{id}", "DELETE", "/api/v1/hostpools/{pool}/usersessions/{sid}", "", mOwn, 202},
+	{"DELETE /api/v1/hostpools/{pool}/usersessions/{id}", "DELETE", "/api/v1/hostpools/{pool}/usersessions/{sid}", "", mOwnSession, 202},
 	{"GET /api/v1/tokens", "GET", "/api/v1/tokens", "", mAdmin, 200},
 	{"POST /api/v1/tokens", "POST", "/api/v1/tokens", `{"role": "Reader", "subject": "x"}`, mAdmin, 201},
 	{"DELETE /api/v1/tokens/{id}", "DELETE", "/api/v1/tokens/{spareTok}", "", mAdmin, 204},
@@ -127,7 +127,8 @@ var matrixRoutes = []route{
 	{"PUT /api/v1/applicationgroups/{name}/applications/{app}", "PUT", "/api/v1/applicationgroups/apps-{pool}/applications/app", `{"filePath": "app.exe"}`, mGroup, 200},
 	{"POST /api/v1/applicationgroups/{name}/connect", "POST", "/api/v1/applicationgroups/apps-{pool}/connect", `{"user": "alice", "application": "app", "dryRun": true}`, mAppConnect, 200},
 	{"GET /api/v1/users/{user}/entitlements", "GET", "/api/v1/users/alice/entitlements", "", mAny, 200},
-	// The user's side (R-U3, R-U5): alice's own sessions, anyone's feed.
+	// The user's side (R-U3, R-U5): every principal asks about itself;
+	// alice's sessions are read by alice and by every role that reads.
 	{"GET /api/v1/users/{user}/sessions", "GET", "/api/v1/users/alice/sessions", "", mAny, 200},
 	{"GET /api/v1/feed", "GET", "/api/v1/feed", "", mAny, 200},
 	{"DELETE /api/v1/applicationgroups/{name}/applications/{app}", "DELETE", "/api/v1/applicationgroups/apps-{pool}/applications/app", "", mGroup, 204},
@@ -176,6 +177,24 @@ var matrixRoutes = []route{
 	// under way is refused.
 	{"GET /signin/oidc", "GET", "/signin/oidc", "", mConsole, 303},
 	{"GET /signin/oidc/callback", "GET", "/signin/oidc/callback", "", mConsole, 403},
+	// The user portal (R-U1), mounted at /portal/: its own sign-in too;
+	// a bearer token signs nobody in, so every credential gets what an
+	// anonymous browser gets.
+	{"/portal/", "GET", "/portal/no/such/page", "", mConsole, 404},
+	{"GET /portal/static/", "GET", "/portal/static/portal.css", "", mConsole, 200},
+	{"GET /portal/icons/", "GET", "/portal/icons/desktop.svg", "", mConsole, 200},
+	{"GET /portal/signin", "GET", "/portal/signin", "", mConsole, 200},
+	{"POST /portal/signin", "POST", "/portal/signin", "", mConsole, 403},
+	{"GET /portal/signin/oidc", "GET", "/portal/signin/oidc", "", mConsole, 303},
+	{"GET /portal/signin/oidc/callback", "GET", "/portal/signin/oidc/callback", "", mConsole, 403},
+	{"POST /portal/signout", "POST", "/portal/signout", "", mConsole, 401},
+	{"GET /portal/{$}", "GET", "/portal/", "", mConsole, 303},
+	{"POST /portal/sessions/{pool}/{id}/logoff", "POST", "/portal/sessions/{pool}/{sid}/logoff", "", mConsole, 401},
+	{"POST /portal/sessions/{pool}/{id}/disconnect", "POST", "/portal/sessions/{pool}/{sid}/disconnect", "", mConsole, 401},
+	{"POST /portal/launch", "POST", "/portal/launch", "", mConsole, 401},
+	{"GET /portal/launches/{id}", "GET", "/portal/launches/x", "", mConsole, 303},
+	{"GET /portal/launches/{id}/status", "GET", "/portal/launches/x/status", "", mConsole, 303},
+	{"GET /portal/launches/{id}/file", "GET", "/portal/launches/x/file", "", mConsole, 303},
 }
 
 // appGroupJSON is the body of apps-{pool}: a RemoteApp group of the pool
@@ -381,10 +400,10 @@ func matrixWant(k matrixCred, r route, pool string) int {
 		allowed = k.role != "User"
 	case mInspect, mWrite, mGWrite, mAudit, mPlanWrite:
 		allowed = k.role == "Admin" || k.role == "Contributor"
+	case mOwnSession:
+		allowed = k.role == "Admin" || k.role == "Contributor" || (k.role == "User" && k.user == "alice")
 	case mConnect, mGConnect:
 		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "User"
-	case mOwn:
-		allowed = k.role == "Admin" || k.role == "Contributor" || (k.role == "User" && k.user == "alice")
 	case mAdmin:
 		allowed = k.role == "Admin"
 	case mAny:
@@ -412,7 +431,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 			if pool != "pin" {
 				return 403
 			}
-		case mRead, mInspect, mWrite, mConnect, mOwn:
+		case mRead, mInspect, mWrite, mConnect, mOwnSession:
 			if pool != "pin" {
 				if r.method == "GET" {
 					return 404
@@ -465,7 +484,7 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 	// Every route served has an expectation, and every expectation is of
 	// a route served.
 	w := newMatrixWorld(t)
-	served := append(w.m.Server.Routes(), w.m.console.Routes()...)
+	served := append(append(w.m.Server.Routes(), w.m.console.Routes()...), w.m.portal.Routes()...)
 	var expected []string
 	for _, r := range matrixRoutes {
 		expected = append(expected, r.pattern)
@@ -483,23 +502,16 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	// Each route is called from an address of its own (127.0.1.n): the
-	// failed authentications of one credential over every route would
-	// otherwise reach the per-address limit (R-SEC), whose own tests are
-	// elsewhere, and answer 429 instead of the status under test.
-	clients := map[int]*http.Client{}
-	from := func(n int) *http.Client {
-		if c := clients[n]; c != nil {
-			return c
-		}
-		local := &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(1+n%250))}
-		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: local, Timeout: 5 * time.Second}).DialContext}
-		c := &http.Client{Timeout: 10 * time.Second, Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		clients[n] = c
-		t.Cleanup(tr.CloseIdleConnections)
-		return c
-	}
+	// Every 40 calls come from another loopback address (127.0.0.2,
+	// 127.0.0.3...): an anonymous caller's refusals spend its address's
+	// failed authentications (60, AuthFailureBurst), and a route must
+	// be answered for what it is, not for the routes called before it.
 	calls := 0
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+calls/40))}
+			return (&net.Dialer{LocalAddr: local}).DialContext(ctx, network, addr)
+		}}}
 	for i, k := range creds {
 		t.Run(k.name, func(t *testing.T) {
 			if i > 0 {
@@ -511,7 +523,7 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 				pools = []string{"pout", "pin"} // out of scope first: refusals change nothing
 			}
 			for _, pool := range pools {
-				for ri, r := range matrixRoutes {
+				for _, r := range matrixRoutes {
 					path, body := w.fill(r.path, pool, secret), w.fill(r.body, pool, secret)
 					if r.class == mRegister && secret == "" {
 						body = w.fill(r.body, pool, "vdbr_bogus-0123456789")
@@ -532,7 +544,7 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 							req.Header.Set(h, v)
 						}
 					}
-					resp, err := from(ri).Do(req)
+					resp, err := noRedirect.Do(req)
 					if err != nil {
 						t.Fatal(err)
 					}

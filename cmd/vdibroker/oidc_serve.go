@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/portal"
 )
 
 // OIDCFlags are serve's OpenID Connect flags. Sign-in with an identity
@@ -41,7 +43,7 @@ func (f *OIDCFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Issuer, "oidc-issuer", "", "OpenID Connect issuer URL (e.g. https://login.microsoftonline.com/TENANT/v2.0); empty: no single sign-on")
 	fs.StringVar(&f.ClientID, "oidc-client-id", "", "the client (application) id registered at the issuer; ID and access tokens must name it as their audience")
 	fs.StringVar(&f.ClientSecretFile, "oidc-client-secret-file", "", "file holding the client secret (none: a public client, PKCE only)")
-	fs.StringVar(&f.RoleMapFile, "oidc-role-map", "", "YAML file mapping groups to a role and host pools (groups: {NAME: {role: Contributor, hostPools: [p1]}}); read again on SIGHUP")
+	fs.StringVar(&f.RoleMapFile, "oidc-role-map", "", "YAML file mapping groups to a role and host pools (groups: {NAME: {role: Contributor, hostPools: [p1]}}) for the console and the API; read again on SIGHUP (none: the user portal only)")
 	fs.StringVar(&f.GroupsClaim, "oidc-groups-claim", "groups", "the token claim holding the user's groups")
 	fs.StringVar(&f.RedirectURL, "oidc-redirect-url", "", "the console's callback registered at the issuer (default: --external-url + /signin/oidc/callback; register --external-url + /signin as the post-logout redirect)")
 }
@@ -54,17 +56,22 @@ func (f *OIDCFlags) load(ctx context.Context) error {
 		}
 		return nil
 	}
-	if f.ClientID == "" || f.RoleMapFile == "" {
-		return usageError{errors.New("--oidc-issuer needs --oidc-client-id and --oidc-role-map")}
+	if f.ClientID == "" {
+		return usageError{errors.New("--oidc-issuer needs --oidc-client-id")}
 	}
 	if f.RedirectURL != "" {
 		if u, err := url.Parse(f.RedirectURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return usageError{fmt.Errorf("--oidc-redirect-url must be an http:// or https:// URL, got %q", f.RedirectURL)}
 		}
 	}
-	roles, err := identity.LoadRoleMap(f.RoleMapFile)
-	if err != nil {
-		return fmt.Errorf("--oidc-role-map: %w", err)
+	// Without a role map nobody signs in to the console, and everyone
+	// the provider vouches for may use the user portal (R-U2).
+	var roles identity.RoleMap
+	var err error
+	if f.RoleMapFile != "" {
+		if roles, err = identity.LoadRoleMap(f.RoleMapFile); err != nil {
+			return fmt.Errorf("--oidc-role-map: %w", err)
+		}
 	}
 	var secret string
 	if f.ClientSecretFile != "" {
@@ -83,7 +90,7 @@ func (f *OIDCFlags) load(ctx context.Context) error {
 // from now on get the new roles. A file that does not load keeps the map
 // in force and says why.
 func (f *OIDCFlags) reload(log *slog.Logger) {
-	if f.provider == nil {
+	if f.provider == nil || f.RoleMapFile == "" {
 		return
 	}
 	roles, err := identity.LoadRoleMap(f.RoleMapFile)
@@ -129,18 +136,55 @@ func (m *Main) addOIDCConsole(ctx context.Context, c *console.Console, st vdibro
 	if callback == "" {
 		callback = site + console.OIDCCallbackPath
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	stored, err := st.InitSharedValue(ctx, vdibroker.SharedSigninKey, hex.EncodeToString(key), time.Now())
+	key, err := signinKey(ctx, st)
 	if err != nil {
-		return fmt.Errorf("the sign-in state key: %w", err)
-	}
-	if key, err = hex.DecodeString(stored); err != nil || len(key) != 32 {
-		return fmt.Errorf("the sign-in state key in the database is not 32 bytes of hex")
+		return err
 	}
 	m.Logger.Info("single sign-on", "issuer", m.OIDC.Issuer, "callback", callback, "postLogout", site+"/signin")
 	return c.EnableOIDC(console.OIDCConfig{Provider: m.OIDC.provider, CallbackURL: callback, PostLogoutURL: site + "/signin", Key: key,
 		Limit: m.Server, Refusals: &console.AuditRefusals{Audit: m.broker, Logger: m.Logger}})
+}
+
+// signinKey is the key sealing single sign-on's state cookies, the same
+// on every replica (made by the first, kept in the database).
+func signinKey(ctx context.Context, st vdibroker.Store) ([]byte, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	stored, err := st.InitSharedValue(ctx, vdibroker.SharedSigninKey, hex.EncodeToString(key), time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("the sign-in state key: %w", err)
+	}
+	if key, err = hex.DecodeString(stored); err != nil || len(key) != 32 {
+		return nil, fmt.Errorf("the sign-in state key in the database is not 32 bytes of hex")
+	}
+	return key, nil
+}
+
+// newPortal makes the user portal (R-U1): the API in-process, sign-ins
+// in the database, launches audited; single sign-on where any identity
+// the provider vouches for is an end user (R-U2), its callback and
+// post-logout page under the site's URL.
+func (m *Main) newPortal(ctx context.Context, st vdibroker.Store) (*portal.Portal, error) {
+	secure := strings.HasPrefix(m.Federation.ExternalURL, "https://")
+	cfg := portal.Config{API: m.Server.Handler(), Sessions: st, Audit: m.broker, Logger: m.Logger, SecureCookies: secure}
+	if m.OIDC.provider != nil {
+		site, err := m.siteURL()
+		if err != nil {
+			return nil, err
+		}
+		key, err := signinKey(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		cfg.OIDC, err = identity.NewFlow(identity.FlowConfig{Provider: m.OIDC.provider, CallbackURL: site + portal.OIDCCallbackPath,
+			StateCookie: portal.OIDCStateCookie, StatePath: portal.OIDCStatePath, Key: key, EndUsers: true,
+			Secure: func(r *http.Request) bool { return r.TLS != nil || secure }})
+		if err != nil {
+			return nil, err
+		}
+		cfg.PostLogoutURL = site + portal.SigninPath
+	}
+	return portal.New(cfg), nil
 }

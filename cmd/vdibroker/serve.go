@@ -32,6 +32,7 @@ import (
 	"github.com/vdibroker/vdibroker/entitlement"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
+	"github.com/vdibroker/vdibroker/portal"
 	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/rdp"
 	"github.com/vdibroker/vdibroker/store"
@@ -99,6 +100,7 @@ type Main struct {
 	listener   net.Listener
 	broker     *broker.Service
 	console    *console.Console
+	portal     *portal.Portal
 	httpServer *http.Server
 	certs      *certReloader
 	unlockDir  func()
@@ -212,6 +214,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	m.Server.Mount("/", m.console)
+	// The user portal (R-U1), beside the console, over the same API.
+	if m.portal, err = m.newPortal(ctx, guarded); err != nil {
+		return err
+	}
+	undo = append(undo, func() { m.portal.Close() })
+	m.Server.Mount(portal.Prefix, m.portal)
 	reg := m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
 		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }}))
 	m.Server.Mount("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(reg)))
@@ -330,6 +338,9 @@ func (m *Main) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		errs = append(errs, m.httpServer.Shutdown(ctx))
+	}
+	if m.portal != nil {
+		errs = append(errs, m.portal.Close())
 	}
 	if m.console != nil {
 		errs = append(errs, m.console.Close())

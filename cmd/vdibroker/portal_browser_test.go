@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testop"
+	"github.com/vdibroker/vdibroker/power"
+)
+
+// portalWorld is a broker on 127.0.0.1 with single sign-on through a
+// provider on localhost (another site) and no role map: every identity
+// the provider vouches for is an end user of the portal (R-U2). Pool
+// desk (two hosts) has the desktop "Office desktop" of group sales; pool
+// other bob's desktop; pool cold (power driver sim, start VM on connect)
+// one host, stopped and never heard from, the desktop "Cold lab" of uma.
+// The provider knows uma (group sales) and bob.
+type portalWorld struct {
+	m     *Main
+	op    *testop.OP
+	admin *vhttp.Client
+	creds map[string]string
+}
+
+func newPortalWorld(t *testing.T) *portalWorld {
+	t.Helper()
+	op := testop.StartAt(t, "localhost", "vdibroker-portal", "portal-secret",
+		testop.User{Subject: "uma", Password: "pw-uma", Name: "uma@example.test", Groups: []string{"sales"}},
+		testop.User{Subject: "bob", Password: "pw-bob", Groups: []string{"ops"}})
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("portal-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), PowerDrivers: power.Set{"sim": &power.Simulated{}},
+		OIDC: OIDCFlags{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecretFile: secret, GroupsClaim: "groups"}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	op.AllowPostLogoutRedirect(m.URL() + "/portal/signin")
+	w := &portalWorld{m: m, op: op, admin: vhttp.NewClient(m.URL(), m.AdminToken), creds: map[string]string{}}
+	ctx := t.Context()
+	for _, p := range []struct {
+		name  string
+		body  map[string]any
+		hosts int
+	}{
+		{"desk", map[string]any{}, 2},
+		{"other", map[string]any{}, 1},
+		{"cold", map[string]any{"powerDriver": "sim", "startVMOnConnect": true, "maxSessionLimit": 1}, 1},
+	} {
+		if _, err := w.admin.PutHostPool(ctx, p.name, p.body); err != nil {
+			t.Fatal(err)
+		}
+		rt, err := w.admin.CreateRegistrationToken(ctx, p.name, vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= p.hosts; i++ {
+			host := p.name + "-" + string(rune('0'+i))
+			reg, err := w.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: host, Address: "127.0.0.1:3389"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.creds[host] = reg.Credential
+			if p.name != "cold" {
+				w.heartbeat(t, host)
+			}
+		}
+	}
+	if _, err := w.admin.StopSessionHost(ctx, "cold", "cold-1", false); err != nil {
+		t.Fatal(err)
+	}
+	for name, g := range map[string]map[string]any{
+		"desk-desktop":  {"hostPool": "desk", "applicationGroupType": "Desktop", "friendlyName": "Office desktop", "assignments": map[string]any{"groups": []string{"sales"}}},
+		"other-desktop": {"hostPool": "other", "applicationGroupType": "Desktop", "friendlyName": "Bob's desktop", "assignments": map[string]any{"users": []string{"bob"}}},
+		"cold-desktop":  {"hostPool": "cold", "applicationGroupType": "Desktop", "friendlyName": "Cold lab", "assignments": map[string]any{"users": []string{"uma"}}},
+	} {
+		if _, err := w.admin.PutApplicationGroup(ctx, name, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+func (w *portalWorld) heartbeat(t *testing.T, host string, sessions ...vdibroker.AgentSession) []vdibroker.Command {
+	t.Helper()
+	res, err := w.admin.Heartbeat(context.Background(), w.creds[host], &vdibroker.HeartbeatRequest{Sessions: sessions})
+	if err != nil {
+		t.Fatalf("heartbeat %s: %v", host, err)
+	}
+	return res.Commands
+}
+
+// awaitFile waits (bounded) for the browser's download of name into dir
+// and returns its text.
+func awaitFile(t *testing.T, dir, name string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && len(b) > 0 {
+			return string(b)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	t.Fatalf("no download %q in %s (%v)", name, dir, entries)
+	return ""
+}
+
+var portalCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// TestPortalBrowser (R-U1..R-U7): headless Chromium signs uma in to the
+// portal through the provider on another site (localhost against the
+// broker's 127.0.0.1) with no role map; she sees exactly her two
+// desktops, opens one and the browser downloads "Office desktop.rdp",
+// which FreeRDP's parser reads; her session is in "my sessions"; bob,
+// signed in with a User token, cannot log it off; she logs it off. Her
+// cold desktop's host is stopped: opening it shows that the desktop is
+// starting, the host is started, and once it heartbeats the file arrives
+// without a click. The page in German and in Arabic (dir="rtl").
+// Signing out ends the provider's session too. Screenshots of each page.
+func TestPortalBrowser(t *testing.T) {
+	ctx := newBrowser(t)
+	w := newPortalWorld(t)
+	base := w.m.URL()
+	if !strings.HasPrefix(w.op.Issuer, "http://localhost:") || !strings.HasPrefix(base, "http://127.0.0.1:") {
+		t.Fatalf("provider %s and broker %s must be on different sites", w.op.Issuer, base)
+	}
+	downloads := t.TempDir()
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: downloads}); err != nil {
+		t.Fatal(err)
+	}
+	errs := watchConsole(t, ctx)
+	step(t, ctx, "sign in through the provider on another site",
+		chromedp.Navigate(base+"/portal/"),
+		chromedp.WaitVisible(chromedp.CSS("#signin-oidc")),
+		chromedp.Click(chromedp.CSS("#signin-oidc")),
+		chromedp.WaitVisible(chromedp.CSS("#username")),
+		chromedp.SendKeys(chromedp.CSS("#username"), "uma"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "pw-uma"),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#resources")),
+	)
+	// The provider's pages are not ours (its favicon is a 404): only the
+	// portal's page, loaded again, is checked.
+	errs.take()
+	step(t, ctx, "the portal's page", chromedp.Navigate(base+"/portal/"), chromedp.WaitVisible(chromedp.CSS("#resources")))
+	ids, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('li.resource')].map(e => e.dataset.id)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"desktop:cold", "desktop:desk"}) {
+		t.Errorf("uma sees %v, want exactly desktop:cold and desktop:desk", ids)
+	}
+	screenshot(t, ctx, "portal-home.png")
+	errs.check(t, "the portal's page")
+
+	step(t, ctx, "open the office desktop",
+		chromedp.Click(chromedp.CSS(`li.resource[data-id="desktop:desk"] button.open`)),
+		chromedp.WaitVisible(chromedp.CSS("#launch")),
+	)
+	rdp := awaitFile(t, downloads, "Office desktop.rdp")
+	got := freeRDPReader(t, t.TempDir())("office.rdp", rdp)
+	if got["ServerHostname"] != "127.0.0.1" || got["Username"] != "uma" || got["RemoteApplicationMode"] != "0" {
+		t.Errorf("FreeRDP read %v", got)
+	}
+	screenshot(t, ctx, "portal-launched.png")
+
+	list, err := w.admin.ListUserSessions(t.Context(), "desk", vhttp.SessionQuery{User: "uma"})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("uma's sessions: %v, %v", list, err)
+	}
+	us := list[0]
+	w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive})
+	step(t, ctx, "my sessions",
+		chromedp.Navigate(base+"/portal/"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-session="`+us.ID+`"]`)),
+	)
+	if host := text(t, ctx, `tr[data-session="`+us.ID+`"] td.host`); host != us.SessionHost {
+		t.Errorf("the session's host shows %q, want %s", host, us.SessionHost)
+	}
+	screenshot(t, ctx, "portal-sessions.png")
+
+	// bob, signed in to the portal with a User token, cannot log off
+	// uma's session.
+	bob := jarClient()
+	bob.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	tr, err := w.admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, page := getBody(t, bob, base+"/portal/signin")
+	postForm := func(path string, form url.Values) int {
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		res, err := bob.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := postForm("/portal/signin", url.Values{"csrf": {portalCSRF.FindStringSubmatch(page)[1]}, "token": {tr.Secret}}); code != http.StatusSeeOther {
+		t.Fatalf("bob's sign-in: %d", code)
+	}
+	_, home := getBody(t, bob, base+"/portal/")
+	if strings.Contains(home, us.ID) {
+		t.Errorf("bob's page lists uma's session")
+	}
+	if code := postForm("/portal/sessions/desk/"+us.ID+"/logoff", url.Values{"csrf": {portalCSRF.FindStringSubmatch(home)[1]}}); code != http.StatusForbidden {
+		t.Errorf("bob's logoff of uma's session: %d, want 403", code)
+	}
+	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 0 {
+		t.Fatalf("bob's logoff reached the host: %+v", cmds)
+	}
+	step(t, ctx, "uma logs her session off",
+		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+	)
+	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+		t.Errorf("after uma's logoff the host got %+v, want her logoff", cmds)
+	}
+
+	step(t, ctx, "open the cold desktop: its host starts",
+		chromedp.Navigate(base+"/portal/"),
+		chromedp.WaitVisible(chromedp.CSS(`li.resource[data-id="desktop:cold"] button.open`)),
+		chromedp.Click(chromedp.CSS(`li.resource[data-id="desktop:cold"] button.open`)),
+		chromedp.WaitVisible(chromedp.CSS(`#launch[data-state="waiting"]`)),
+		chromedp.Poll[chromedp.Void](`document.getElementById('launch-title').textContent === 'Your desktop is starting'`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if msg := text(t, ctx, "#launch-message"); !strings.Contains(msg, "cold-1 is starting") {
+		t.Errorf("the launch page says %q", msg)
+	}
+	screenshot(t, ctx, "portal-starting.png")
+	if h, err := w.admin.GetSessionHost(t.Context(), "cold", "cold-1"); err != nil || h.PowerState != vdibroker.PowerStarting {
+		t.Fatalf("cold-1: %+v, %v; want Starting", h, err)
+	}
+	w.heartbeat(t, "cold-1") // the started host's agent: its session is placed, the file arrives
+	if rdp := awaitFile(t, downloads, "Cold lab.rdp"); !strings.Contains(rdp, "username:s:uma") {
+		t.Errorf("the cold desktop's file:\n%s", rdp)
+	}
+	errs.check(t, "the launch page")
+
+	for _, c := range []struct{ lang, dir, heading, shot string }{
+		{"de", "ltr", "Desktops und Apps", "portal-de.png"},
+		{"ar", "rtl", "أسطح المكتب والتطبيقات", "portal-ar.png"},
+	} {
+		step(t, ctx, "the page in "+c.lang,
+			chromedp.Navigate(base+"/portal/?lang="+c.lang),
+			chromedp.WaitVisible(chromedp.CSS("#resources")),
+		)
+		attrs, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[document.documentElement.lang, document.documentElement.dir, document.querySelector('#resources h1').textContent]`))
+		if err != nil || !slices.Equal(attrs, []string{c.lang, c.dir, c.heading}) {
+			t.Errorf("the %s page: %v, %v", c.lang, attrs, err)
+		}
+		// The viewport: a full-page capture of a right-to-left page is
+		// taken from the wrong edge.
+		shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(artifactDir(t), c.shot), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(t, ctx, "sign out, at the provider too",
+		chromedp.Navigate(base+"/portal/?lang=en"),
+		chromedp.WaitVisible(chromedp.CSS("#signout")),
+		chromedp.Click(chromedp.CSS("#signout")),
+		chromedp.WaitVisible(chromedp.CSS("#signin-oidc")),
+	)
+	if n := w.op.Logouts(); n != 1 {
+		t.Errorf("the provider ended %d sessions, want 1", n)
+	}
+	errs.check(t, "sign-out")
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker/internal/testop"
+)
+
+// TestPortalOIDCFlow (R-U2): without a browser, the portal's single
+// sign-on with no role map: uma, in no group the broker maps, is an end
+// user whose groups claim entitles her (sales: the office desktop);
+// the same callback again (its code is single-use) signs nobody in; the
+// console still refuses her (no role mapped), and her ID token alone at
+// the API is refused too: the portal's verified principal is the
+// portal's, not a way around the role map.
+func TestPortalOIDCFlow(t *testing.T) {
+	w := newPortalWorld(t)
+	base := w.m.URL()
+	c := jarClient()
+	nr := noRedirects(c)
+	res, err := c.Get(base + "/portal/signin/oidc?next=/portal/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Request.URL.String(), w.op.Issuer+"/authorize") {
+		t.Fatalf("to the provider: %d %s", res.StatusCode, res.Request.URL)
+	}
+	cb, err := testop.SignIn(c, res.Request.URL.String(), "uma", "pw-uma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cb, base+"/portal/signin/oidc/callback?") {
+		t.Fatalf("the provider sent the browser to %s", cb)
+	}
+	res, _ = getBody(t, nr, cb)
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/" {
+		t.Fatalf("callback: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	res, home := getBody(t, nr, base+"/portal/")
+	if res.StatusCode != 200 || !strings.Contains(home, `data-id="desktop:desk"`) || !strings.Contains(home, `data-id="desktop:cold"`) ||
+		strings.Contains(home, "desktop:other") {
+		t.Fatalf("uma's page: %d\n%s", res.StatusCode, home)
+	}
+	// The callback again, from another browser: the code was used.
+	other := noRedirects(jarClient())
+	if res, _ := getBody(t, other, cb); res.StatusCode == http.StatusSeeOther {
+		t.Errorf("a replayed callback signed in")
+	}
+	// The console's own sign-in maps roles: uma has none there.
+	// (The provider remembers her browser: it answers at once.)
+	if res, body := getBody(t, c, base+"/signin/oidc?next=/"); res.StatusCode != http.StatusForbidden || !strings.Contains(body, "no role is mapped") {
+		t.Errorf("uma at the console: %d %s %s", res.StatusCode, res.Request.URL, body)
+	}
+	tok := w.op.Mint(map[string]any{"sub": "uma", "groups": []string{"sales"}})
+	req, _ := http.NewRequest("GET", base+"/api/v1/feed", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("uma's ID token at the API with no role mapped: %d, want 403", res.StatusCode)
+	}
+}

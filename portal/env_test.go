@@ -1,0 +1,265 @@
+package portal_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
+	"github.com/vdibroker/vdibroker/internal/testserver"
+	"github.com/vdibroker/vdibroker/portal"
+	"github.com/vdibroker/vdibroker/power"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+const adminToken = "portal-test-admin"
+
+// suitePostgres is set while TestPortalPostgres reruns the tests on
+// PostgreSQL.
+var suitePostgres bool
+
+// env is a real broker (a store, the API server, the entitlement
+// service, a simulated power driver "sim") with the portal mounted at
+// /portal/, served on 127.0.0.1. Pool "desk" (two hosts) has a desktop
+// group of alice's ("Office desktop") and "other" (one host) bob's;
+// "cold" (power driver sim, start VM on connect, limit 1) has one host,
+// stopped, assigned to alice as "Cold lab".
+type env struct {
+	t      testing.TB
+	url    string
+	admin  *vhttp.Client
+	srv    *testserver.Server
+	portal *portal.Portal
+	creds  map[string]string // host -> credential
+	// skew moves the broker's clock forward (advance).
+	skew *atomic.Int64
+}
+
+// advance moves the broker's clock forward by d.
+func (e *env) advance(d time.Duration) { e.skew.Add(int64(d)) }
+
+func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
+	t.Helper()
+	ctx := context.Background()
+	dsn := ""
+	if suitePostgres {
+		dsn = pgtest.SchemaDSN(t, "vdibroker_portal_", "portal PostgreSQL test")
+	}
+	st, err := store.Open(ctx, dsn, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	skew := &atomic.Int64{}
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": &power.Simulated{Now: now}},
+		MaintenanceInterval: time.Hour, Now: now})
+	t.Cleanup(func() { srv.Close() })
+	cfg := portal.Config{API: srv.Handler(), Sessions: st, Audit: srv.Broker, MaxWait: 30 * time.Second}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	p := portal.New(cfg)
+	t.Cleanup(func() { p.Close() })
+	srv.Mux().Handle(portal.Prefix, p)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	e := &env{t: t, url: ts.URL, admin: vhttp.NewClient(ts.URL, adminToken), srv: srv, portal: p, creds: map[string]string{}, skew: skew}
+	e.pool("desk", map[string]any{}, 2)
+	e.pool("other", map[string]any{}, 1)
+	e.pool("cold", map[string]any{"powerDriver": "sim", "startVMOnConnect": true, "maxSessionLimit": 1}, 1)
+	if _, err := e.admin.StopSessionHost(ctx, "cold", "cold-1", false); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped long enough that its agent's last heartbeat is old: once
+	// started, it takes sessions when its agent heartbeats again.
+	e.advance(5 * time.Minute)
+	for _, h := range []string{"desk-1", "desk-2", "other-1"} {
+		e.heartbeat(h)
+	}
+	for name, g := range map[string]map[string]any{
+		"desk-desktop":  {"hostPool": "desk", "applicationGroupType": "Desktop", "friendlyName": "Office desktop", "assignments": map[string]any{"users": []string{"alice"}}},
+		"other-desktop": {"hostPool": "other", "applicationGroupType": "Desktop", "friendlyName": "Bob's desktop", "assignments": map[string]any{"users": []string{"bob"}}},
+		"cold-desktop":  {"hostPool": "cold", "applicationGroupType": "Desktop", "friendlyName": "Cold lab", "assignments": map[string]any{"users": []string{"alice"}}},
+	} {
+		if _, err := e.admin.PutApplicationGroup(ctx, name, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e
+}
+
+// pool makes a pool with n hosts that heartbeat (pool-1, pool-2...).
+func (e *env) pool(name string, body map[string]any, n int) {
+	e.t.Helper()
+	ctx := context.Background()
+	if _, err := e.admin.PutHostPool(ctx, name, body); err != nil {
+		e.t.Fatal(err)
+	}
+	rt, err := e.admin.CreateRegistrationToken(ctx, name, vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		host := name + "-" + string(rune('0'+i))
+		reg, err := e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: host, Address: host + ".example.test:3389"})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.creds[host] = reg.Credential
+		e.heartbeat(host)
+	}
+}
+
+// heartbeat reports host's sessions and returns the commands queued for
+// it.
+func (e *env) heartbeat(host string, sessions ...vdibroker.AgentSession) []vdibroker.Command {
+	e.t.Helper()
+	res, err := e.admin.Heartbeat(context.Background(), e.creds[host], &vdibroker.HeartbeatRequest{Sessions: sessions})
+	if err != nil {
+		e.t.Fatalf("heartbeat %s: %v", host, err)
+	}
+	return res.Commands
+}
+
+// userToken is a User token of subject.
+func (e *env) userToken(subject string) string {
+	e.t.Helper()
+	tr, err := e.admin.CreateToken(context.Background(), vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: subject})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tr.Secret
+}
+
+// browser is a cookie jar client that does not follow redirects.
+type browser struct {
+	e *env
+	c *http.Client
+}
+
+func (e *env) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{e: e, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// get GETs path with headers h (pairs).
+func (b *browser) get(path string, h ...string) (*http.Response, string) {
+	b.e.t.Helper()
+	req, _ := http.NewRequest("GET", b.e.url+path, nil)
+	for i := 0; i+1 < len(h); i += 2 {
+		req.Header.Set(h[i], h[i+1])
+	}
+	res, err := b.c.Do(req)
+	if err != nil {
+		b.e.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(body)
+}
+
+// post POSTs a form to path from this site.
+func (b *browser) post(path string, form url.Values) (*http.Response, string) {
+	b.e.t.Helper()
+	req, _ := http.NewRequest("POST", b.e.url+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", b.e.url)
+	res, err := b.c.Do(req)
+	if err != nil {
+		b.e.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(body)
+}
+
+// signIn signs the browser in with token and returns its CSRF token.
+func (b *browser) signIn(token string) string {
+	b.e.t.Helper()
+	_, page := b.get("/portal/signin")
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		b.e.t.Fatalf("no CSRF token on the sign-in page: %s", page)
+	}
+	res, body := b.post("/portal/signin", url.Values{"csrf": {m[1]}, "token": {token}, "next": {"/portal/"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/" {
+		b.e.t.Fatalf("sign-in: %d %s %s", res.StatusCode, res.Header.Get("Location"), body)
+	}
+	_, home := b.get("/portal/")
+	m = csrfRE.FindStringSubmatch(home)
+	if m == nil {
+		b.e.t.Fatalf("no CSRF token on the home page: %s", home)
+	}
+	return m[1]
+}
+
+// launch opens resource and returns the launch's page path.
+func (b *browser) launch(csrf, resource string) string {
+	b.e.t.Helper()
+	res, body := b.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {resource}})
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/portal/launches/") {
+		b.e.t.Fatalf("launch %s: %d %s %s", resource, res.StatusCode, loc, body)
+	}
+	return loc
+}
+
+// launchStatus is a launch's status answer.
+type launchStatus struct {
+	State, Title, Message, Waited, File string
+	Percent                             int
+}
+
+func (b *browser) status(launch string) (int, launchStatus) {
+	b.e.t.Helper()
+	res, body := b.get(launch + "/status")
+	var s launchStatus
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		b.e.t.Fatalf("status of %s: %d %s", launch, res.StatusCode, body)
+	}
+	return res.StatusCode, s
+}
+
+// await polls a launch's status until its state is not "waiting" or
+// until cond holds (a real HTTP poll of a connect that runs on its own;
+// bounded).
+func (b *browser) await(launch string, cond func(launchStatus) bool) launchStatus {
+	b.e.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, s := b.status(launch)
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			b.e.t.Fatalf("launch %s: still %+v", launch, s)
+		}
+	}
+}
+
+func ended(s launchStatus) bool { return s.State != "waiting" }
+
+// TestPortalPostgres reruns the portal's tests that touch the store on
+// PostgreSQL.
+func TestPortalPostgres(t *testing.T) {
+	pgtest.SchemaDSN(t, "vdibroker_portal_probe_", "portal PostgreSQL test")
+	suitePostgres = true
+	t.Cleanup(func() { suitePostgres = false })
+	t.Run("Launch", TestLaunch_RU1_RU7)
+	t.Run("OwnSessions", TestOwnSessions_RU3)
+	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
+}

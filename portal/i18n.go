@@ -1,0 +1,209 @@
+package portal
+
+import (
+	"net/http"
+	"strings"
+
+	"golang.org/x/text/feature/plural"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"golang.org/x/text/message/catalog"
+)
+
+// The portal's languages (R-U6): every string a page shows is a message
+// of this catalogue, by id, in each of them; templates hold no text of
+// their own. A page's language is ?lang= (remembered in a cookie), else
+// the cookie, else the best match of Accept-Language, else English.
+
+// langs are the languages, English first (the fallback).
+var langs = []language.Tag{language.English, language.German, language.Portuguese, language.Arabic}
+
+// langCodes are langs' codes, as ?lang= and the cookie name them; a
+// language's own name for itself is the switch's label.
+var (
+	langCodes = []string{"en", "de", "pt", "ar"}
+	langNames = []string{"English", "Deutsch", "Português", "العربية"}
+)
+
+// rtl are the languages written right to left.
+var rtl = map[string]bool{"ar": true}
+
+// langCookie remembers a choice of ?lang=.
+const langCookie = "vdibroker_portal_lang"
+
+var matcher = language.NewMatcher(langs)
+
+// messages are the texts by id and language code. Arguments are fmt's
+// verbs.
+var messages = map[string]map[string]string{
+	"app.title":          {"en": "Your desktops and apps", "de": "Ihre Desktops und Apps", "pt": "Os seus ambientes de trabalho e aplicações", "ar": "أسطح المكتب والتطبيقات الخاصة بك"},
+	"language":           {"en": "Language", "de": "Sprache", "pt": "Idioma", "ar": "اللغة"},
+	"signin.title":       {"en": "Sign in", "de": "Anmelden", "pt": "Iniciar sessão", "ar": "تسجيل الدخول"},
+	"signin.sso":         {"en": "Sign in with your organisation", "de": "Mit Ihrer Organisation anmelden", "pt": "Iniciar sessão com a sua organização", "ar": "سجّل الدخول عبر مؤسستك"},
+	"signin.token":       {"en": "Or sign in with an access token", "de": "Oder mit einem Zugriffstoken anmelden", "pt": "Ou inicie sessão com um token de acesso", "ar": "أو سجّل الدخول باستخدام رمز وصول"},
+	"signin.tokenLabel":  {"en": "Access token", "de": "Zugriffstoken", "pt": "Token de acesso", "ar": "رمز الوصول"},
+	"signin.submit":      {"en": "Sign in", "de": "Anmelden", "pt": "Entrar", "ar": "دخول"},
+	"signedInAs":         {"en": "Signed in as %s", "de": "Angemeldet als %s", "pt": "Sessão iniciada como %s", "ar": "تم تسجيل الدخول باسم %s"},
+	"signout":            {"en": "Sign out", "de": "Abmelden", "pt": "Terminar sessão", "ar": "تسجيل الخروج"},
+	"signout.provider":   {"en": "Signing you out of your organisation too…", "de": "Sie werden auch bei Ihrer Organisation abgemeldet…", "pt": "A terminar também a sessão na sua organização…", "ar": "جارٍ تسجيل خروجك من مؤسستك أيضًا…"},
+	"continue":           {"en": "Continue", "de": "Weiter", "pt": "Continuar", "ar": "متابعة"},
+	"resources.heading":  {"en": "Desktops and apps", "de": "Desktops und Apps", "pt": "Ambientes de trabalho e aplicações", "ar": "أسطح المكتب والتطبيقات"},
+	"resources.none":     {"en": "Nothing is assigned to you yet.", "de": "Ihnen ist noch nichts zugewiesen.", "pt": "Ainda não lhe foi atribuído nada.", "ar": "لم يُخصَّص لك أي شيء بعد."},
+	"kind.Desktop":       {"en": "Desktop", "de": "Desktop", "pt": "Ambiente de trabalho", "ar": "سطح المكتب"},
+	"kind.RemoteApp":     {"en": "App", "de": "App", "pt": "Aplicação", "ar": "تطبيق"},
+	"open":               {"en": "Open", "de": "Öffnen", "pt": "Abrir", "ar": "فتح"},
+	"sessions.heading":   {"en": "My sessions", "de": "Meine Sitzungen", "pt": "As minhas sessões", "ar": "جلساتي"},
+	"sessions.none":      {"en": "You have no open sessions.", "de": "Sie haben keine offenen Sitzungen.", "pt": "Não tem sessões abertas.", "ar": "ليست لديك جلسات مفتوحة."},
+	"sessions.pool":      {"en": "Pool", "de": "Pool", "pt": "Conjunto", "ar": "المجموعة"},
+	"sessions.host":      {"en": "Host", "de": "Host", "pt": "Anfitrião", "ar": "المضيف"},
+	"sessions.state":     {"en": "State", "de": "Status", "pt": "Estado", "ar": "الحالة"},
+	"sessions.since":     {"en": "Since", "de": "Seit", "pt": "Desde", "ar": "منذ"},
+	"state.Active":       {"en": "Active", "de": "Aktiv", "pt": "Ativa", "ar": "نشطة"},
+	"state.Disconnected": {"en": "Disconnected", "de": "Getrennt", "pt": "Desligada", "ar": "منفصلة"},
+	"state.Pending":      {"en": "Starting", "de": "Wird gestartet", "pt": "A iniciar", "ar": "قيد البدء"},
+	"logoff":             {"en": "Log off", "de": "Abmelden", "pt": "Terminar", "ar": "تسجيل خروج الجلسة"},
+	"disconnect":         {"en": "Disconnect", "de": "Trennen", "pt": "Desligar", "ar": "قطع الاتصال"},
+	"flash.loggedOff":    {"en": "The session was logged off.", "de": "Die Sitzung wurde abgemeldet.", "pt": "A sessão foi terminada.", "ar": "تم تسجيل خروج الجلسة."},
+	"flash.disconnected": {"en": "The session was disconnected.", "de": "Die Sitzung wurde getrennt.", "pt": "A sessão foi desligada.", "ar": "تم قطع اتصال الجلسة."},
+	"launch.preparing":   {"en": "Preparing %s…", "de": "%s wird vorbereitet…", "pt": "A preparar %s…", "ar": "جارٍ تجهيز %s…"},
+	"launch.starting":    {"en": "Your desktop is starting", "de": "Ihr Desktop wird gestartet", "pt": "O seu ambiente de trabalho está a iniciar", "ar": "سطح المكتب الخاص بك قيد التشغيل"},
+	"launch.startingOn":  {"en": "%s is starting. The connection file downloads by itself when it is ready.", "de": "%s wird gestartet. Die Verbindungsdatei wird automatisch heruntergeladen, sobald sie bereit ist.", "pt": "%s está a iniciar. O ficheiro de ligação é transferido automaticamente quando estiver pronto.", "ar": "%s قيد التشغيل. سيتم تنزيل ملف الاتصال تلقائيًا عندما يصبح جاهزًا."},
+	"launch.ready":       {"en": "Your connection file for %s is ready.", "de": "Ihre Verbindungsdatei für %s ist bereit.", "pt": "O seu ficheiro de ligação para %s está pronto.", "ar": "ملف الاتصال الخاص بـ %s جاهز."},
+	"launch.download":    {"en": "Download the connection file", "de": "Verbindungsdatei herunterladen", "pt": "Transferir o ficheiro de ligação", "ar": "تنزيل ملف الاتصال"},
+	"launch.failed":      {"en": "%s could not be opened: %s", "de": "%s konnte nicht geöffnet werden: %s", "pt": "Não foi possível abrir %s: %s", "ar": "تعذّر فتح %s: %s"},
+	"launch.gone":        {"en": "This launch is over or was never yours. Open the desktop or app again.", "de": "Dieser Start ist beendet oder gehört nicht Ihnen. Öffnen Sie den Desktop oder die App erneut.", "pt": "Este lançamento terminou ou não é seu. Abra novamente o ambiente de trabalho ou a aplicação.", "ar": "انتهى هذا التشغيل أو لا يخصك. افتح سطح المكتب أو التطبيق مرة أخرى."},
+	"back":               {"en": "Back to your desktops and apps", "de": "Zurück zu Ihren Desktops und Apps", "pt": "Voltar aos seus ambientes de trabalho e aplicações", "ar": "العودة إلى أسطح المكتب والتطبيقات"},
+	"noscript":           {"en": "Reload this page to see whether it is ready.", "de": "Laden Sie diese Seite neu, um zu sehen, ob sie bereit ist.", "pt": "Recarregue esta página para ver se já está pronto.", "ar": "أعد تحميل هذه الصفحة لمعرفة ما إذا كان جاهزًا."},
+	"error.title":        {"en": "Something went wrong", "de": "Etwas ist schiefgegangen", "pt": "Algo correu mal", "ar": "حدث خطأ ما"},
+	"error.csrf":         {"en": "The form was stale or came from another site. Reload the page and try again.", "de": "Das Formular war veraltet oder kam von einer anderen Website. Laden Sie die Seite neu und versuchen Sie es erneut.", "pt": "O formulário estava desatualizado ou veio de outro site. Recarregue a página e tente novamente.", "ar": "النموذج قديم أو جاء من موقع آخر. أعد تحميل الصفحة وحاول مرة أخرى."},
+	"error.expired":      {"en": "Your sign-in has expired. Sign in again.", "de": "Ihre Anmeldung ist abgelaufen. Melden Sie sich erneut an.", "pt": "A sua sessão expirou. Inicie sessão novamente.", "ar": "انتهت صلاحية تسجيل دخولك. سجّل الدخول مرة أخرى."},
+	"error.notFound":     {"en": "There is no such page.", "de": "Diese Seite gibt es nicht.", "pt": "Esta página não existe.", "ar": "لا توجد صفحة كهذه."},
+	"error.tooMany":      {"en": "Too many requests from your address. Wait a minute and try again.", "de": "Zu viele Anfragen von Ihrer Adresse. Warten Sie eine Minute und versuchen Sie es erneut.", "pt": "Demasiados pedidos do seu endereço. Aguarde um minuto e tente novamente.", "ar": "طلبات كثيرة جدًا من عنوانك. انتظر دقيقة ثم حاول مرة أخرى."},
+	"error.launches":     {"en": "You have too many launches under way. Wait for one to finish.", "de": "Sie haben zu viele laufende Starts. Warten Sie, bis einer fertig ist.", "pt": "Tem demasiados lançamentos em curso. Aguarde que um termine.", "ar": "لديك عمليات تشغيل كثيرة جارية. انتظر حتى تنتهي إحداها."},
+	"error.notUser":      {"en": "This token is not an end user's. Administrators use the console.", "de": "Dieses Token gehört keinem Endbenutzer. Administratoren verwenden die Konsole.", "pt": "Este token não é de um utilizador final. Os administradores usam a consola.", "ar": "هذا الرمز لا يخص مستخدمًا نهائيًا. يستخدم المسؤولون وحدة التحكم."},
+	"error.noToken":      {"en": "Enter an access token.", "de": "Geben Sie ein Zugriffstoken ein.", "pt": "Introduza um token de acesso.", "ar": "أدخل رمز وصول."},
+	"error.refused":      {"en": "Refused: %s", "de": "Abgelehnt: %s", "pt": "Recusado: %s", "ar": "مرفوض: %s"},
+	"error.badResource":  {"en": "That is not one of your desktops or apps.", "de": "Das ist keiner Ihrer Desktops oder Apps.", "pt": "Isso não é um dos seus ambientes de trabalho ou aplicações.", "ar": "هذا ليس من أسطح المكتب أو التطبيقات الخاصة بك."},
+}
+
+// pluralMessages are the texts whose form follows a number (the first
+// argument): a case per CLDR plural category the language has, "other"
+// always.
+var pluralMessages = map[string]map[string][]string{
+	"resources.count": {
+		"en": {"one", "You have %d desktop or app.", "other", "You have %d desktops and apps."},
+		"de": {"one", "Sie haben %d Desktop oder App.", "other", "Sie haben %d Desktops und Apps."},
+		"pt": {"one", "Tem %d ambiente de trabalho ou aplicação.", "other", "Tem %d ambientes de trabalho e aplicações."},
+		"ar": {"zero", "ليس لديك أي سطح مكتب أو تطبيق.", "one", "لديك سطح مكتب أو تطبيق واحد.", "two", "لديك موردان.", "few", "لديك %d موارد.", "many", "لديك %d موردًا.", "other", "لديك %d مورد."},
+	},
+	"launch.waited": {
+		"en": {"one", "Waiting for %d second.", "other", "Waiting for %d seconds."},
+		"de": {"one", "Wartet seit %d Sekunde.", "other", "Wartet seit %d Sekunden."},
+		"pt": {"one", "À espera há %d segundo.", "other", "À espera há %d segundos."},
+		"ar": {"zero", "بدأ الانتظار للتو.", "one", "الانتظار منذ ثانية واحدة.", "two", "الانتظار منذ ثانيتين.", "few", "الانتظار منذ %d ثوانٍ.", "many", "الانتظار منذ %d ثانية.", "other", "الانتظار منذ %d ثانية."},
+	},
+}
+
+// cat is the catalogue the printers read, built once from messages and
+// pluralMessages.
+var cat = func() catalog.Catalog {
+	b := catalog.NewBuilder(catalog.Fallback(language.English))
+	for i, tag := range langs {
+		code := langCodes[i]
+		for id, byLang := range messages {
+			if err := b.SetString(tag, id, byLang[code]); err != nil {
+				panic(err)
+			}
+		}
+		for id, byLang := range pluralMessages {
+			cases := make([]any, len(byLang[code]))
+			for j, c := range byLang[code] {
+				cases[j] = c
+			}
+			if err := b.Set(tag, id, plural.Selectf(1, "%d", cases...)); err != nil {
+				panic(err)
+			}
+		}
+	}
+	return b
+}()
+
+// lang is a page's language: its code, direction and printer.
+type lang struct {
+	Code string
+	Dir  string
+	p    *message.Printer
+}
+
+// T is the message id in the page's language, with args.
+func (l *lang) T(id string, args ...any) string { return l.p.Sprintf(id, args...) }
+
+// Choices are the switch's languages.
+func (l *lang) Choices() []langChoice {
+	out := make([]langChoice, len(langCodes))
+	for i, c := range langCodes {
+		out[i] = langChoice{Code: c, Name: langNames[i], Current: c == l.Code}
+	}
+	return out
+}
+
+type langChoice struct {
+	Code, Name string
+	Current    bool
+}
+
+// newLang returns the language of code (one of langCodes).
+func newLang(code string) *lang {
+	for i, c := range langCodes {
+		if c == code {
+			l := &lang{Code: c, Dir: "ltr", p: message.NewPrinter(langs[i], message.Catalog(cat))}
+			if rtl[c] {
+				l.Dir = "rtl"
+			}
+			return l
+		}
+	}
+	return newLang("en")
+}
+
+// knownLang reports whether code is one of the portal's languages.
+func knownLang(code string) bool {
+	for _, c := range langCodes {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+// pickLang chooses r's language: ?lang= (set in the cookie on w), the
+// cookie, Accept-Language, English.
+func pickLang(w http.ResponseWriter, r *http.Request, secure bool) *lang {
+	if q := r.URL.Query().Get("lang"); knownLang(q) {
+		http.SetCookie(w, &http.Cookie{Name: langCookie, Value: q, Path: Prefix, MaxAge: 365 * 24 * 3600,
+			HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+		return newLang(q)
+	}
+	if ck, err := r.Cookie(langCookie); err == nil && knownLang(ck.Value) {
+		return newLang(ck.Value)
+	}
+	return newLang(matchAccept(r.Header.Get("Accept-Language")))
+}
+
+// matchAccept is the portal's language that best matches an
+// Accept-Language header (x/text's matching: "de-AT" is German,
+// "pt-BR" Portuguese), English when none does.
+func matchAccept(h string) string {
+	if len(h) > 512 {
+		h = h[:512]
+	}
+	tags, _, err := language.ParseAcceptLanguage(strings.TrimSpace(h))
+	if err != nil || len(tags) == 0 {
+		return "en"
+	}
+	_, i, conf := matcher.Match(tags...)
+	if conf == language.No {
+		return "en"
+	}
+	return langCodes[i]
+}

@@ -1,0 +1,127 @@
+package portal
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+)
+
+var verbRE = regexp.MustCompile(`%[a-z]`)
+
+// TestCatalogueComplete_RU6: every message id has a text in every
+// language, with the same verbs as the English one (a German text
+// missing its %s would print "%!s(MISSING)" or drop the argument), and
+// every plural message has an "other" case in every language.
+func TestCatalogueComplete_RU6(t *testing.T) {
+	for id, byLang := range messages {
+		want := verbRE.FindAllString(byLang["en"], -1)
+		for _, code := range langCodes {
+			text, ok := byLang[code]
+			if !ok || text == "" {
+				t.Errorf("message %q has no %s text", id, code)
+				continue
+			}
+			if got := verbRE.FindAllString(text, -1); !slices.Equal(got, want) {
+				t.Errorf("message %q in %s has verbs %v, English %v", id, code, got, want)
+			}
+		}
+		for code := range byLang {
+			if !knownLang(code) {
+				t.Errorf("message %q has a text in %q, no language of the portal", id, code)
+			}
+		}
+	}
+	for id, byLang := range pluralMessages {
+		for _, code := range langCodes {
+			cases := byLang[code]
+			if len(cases) == 0 || len(cases)%2 != 0 || cases[len(cases)-2] != "other" {
+				t.Errorf("plural message %q in %s: cases %q, want pairs ending with other", id, code, cases)
+			}
+		}
+	}
+}
+
+// TestTemplatesUseKnownIDs_RU6: every id a template or the code asks
+// for is in the catalogue (a missing one would show the bare id).
+func TestTemplatesUseKnownIDs_RU6(t *testing.T) {
+	idRE := regexp.MustCompile(`\.T "([a-zA-Z.]+)"|T\(\s*"([a-zA-Z.]+)"|"((?:error|launch|flash)\.[a-zA-Z]+)"`)
+	files, _ := templateFS.ReadDir("templates")
+	var srcs []string
+	for _, f := range files {
+		b, _ := templateFS.ReadFile("templates/" + f.Name())
+		srcs = append(srcs, string(b))
+	}
+	for _, name := range []string{"portal.go", "launch.go"} {
+		b, err := readFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, b)
+	}
+	n := 0
+	for _, src := range srcs {
+		for _, m := range idRE.FindAllStringSubmatch(src, -1) {
+			id := m[1] + m[2] + m[3]
+			n++
+			if _, ok := messages[id]; !ok {
+				if _, ok := pluralMessages[id]; !ok {
+					t.Errorf("id %q is used but not in the catalogue", id)
+				}
+			}
+		}
+	}
+	if n < 30 {
+		t.Errorf("found only %d uses of message ids: the pattern no longer matches the code", n)
+	}
+	// Computed ids: kinds and states.
+	for _, id := range []string{"kind.Desktop", "kind.RemoteApp", "state.Active", "state.Disconnected", "state.Pending"} {
+		if _, ok := messages[id]; !ok {
+			t.Errorf("computed id %q is not in the catalogue", id)
+		}
+	}
+}
+
+// TestPlurals_RU6: the plural forms follow each language's rules.
+func TestPlurals_RU6(t *testing.T) {
+	for _, c := range []struct {
+		code string
+		n    int
+		want string
+	}{
+		{"en", 1, "You have 1 desktop or app."},
+		{"en", 3, "You have 3 desktops and apps."},
+		{"de", 1, "Sie haben 1 Desktop oder App."},
+		{"pt", 2, "Tem 2 ambientes de trabalho e aplicações."},
+		{"ar", 2, "لديك موردان."},
+	} {
+		if got := newLang(c.code).T("resources.count", c.n); got != c.want {
+			t.Errorf("%s %d: %q, want %q", c.code, c.n, got, c.want)
+		}
+	}
+	if got := fmt.Sprint(matchAccept("pt-BR,pt;q=0.9")); got != "pt" {
+		t.Errorf("pt-BR matched %q", got)
+	}
+}
+
+// TestFileName: a friendly name as a file name the user recognises.
+func TestFileName(t *testing.T) {
+	for in, want := range map[string]string{
+		"Office desktop":       "Office desktop.rdp",
+		"Büro/Labor":           "Büro_Labor.rdp",
+		`..\..\etc"passwd`:     "etc_passwd.rdp",
+		"":                     "desktop.rdp",
+		"سطح المكتب":           "سطح المكتب.rdp",
+		"a\r\nContent-Type: x": "a__Content-Type_ x.rdp",
+	} {
+		if got := fileName(in); got != want {
+			t.Errorf("fileName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func readFile(name string) (string, error) {
+	b, err := os.ReadFile(name)
+	return string(b), err
+}

@@ -1,0 +1,506 @@
+package portal
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"html/template"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/internal/ratelimit"
+	"github.com/vdibroker/vdibroker/internal/webguard"
+	"github.com/vdibroker/vdibroker/websession"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Paths of the portal.
+const (
+	// Prefix is where the portal is mounted.
+	Prefix = "/portal/"
+	// OIDCCallbackPath is the single sign-on callback to register at the
+	// provider (after the broker's external URL).
+	OIDCCallbackPath = "/portal/signin/oidc/callback"
+	// OIDCStatePath is the state cookie's path.
+	OIDCStatePath = "/portal/signin/oidc"
+	// SigninPath is the sign-in page (register the external URL and it as
+	// the provider's post-logout redirect).
+	SigninPath = "/portal/signin"
+)
+
+// Cookie names.
+const (
+	sessionCookie = "vdibroker_portal"
+	signinCookie  = "vdibroker_portal_signin"
+	// OIDCStateCookie carries a single sign-on under way.
+	OIDCStateCookie = "vdibroker_portal_oidc"
+)
+
+// Area is the portal's name for its web sessions.
+const Area = "portal"
+
+// Defaults of Config.
+const (
+	DefaultMaxWait = 5 * time.Minute
+	// DefaultAnonymousPerSecond and DefaultAnonymousBurst bound the
+	// requests per client address to the paths that need no sign-in
+	// (the sign-in page and form, single sign-on's start and callback).
+	DefaultAnonymousPerSecond = 0.5
+	DefaultAnonymousBurst     = 20
+)
+
+// Auditor writes the portal's own audit entries (a launch, R-U7).
+type Auditor interface {
+	AppendAudit(ctx context.Context, e *vdibroker.AuditEntry) error
+}
+
+// Config configures a Portal.
+type Config struct {
+	// API serves the broker's HTTP API, called in-process as the
+	// signed-in user. Required.
+	API http.Handler
+	// Sessions keeps the sign-ins (the database). Required.
+	Sessions vdibroker.WebSessionStore
+	// Audit records launches (nil: not recorded; the API still audits the
+	// logoffs and disconnects).
+	Audit Auditor
+	// OIDC, when set, offers single sign-on; its FlowConfig must have
+	// EndUsers set, its callback at OIDCCallbackPath and its state cookie
+	// OIDCStateCookie at OIDCStatePath.
+	OIDC *identity.Flow
+	// PostLogoutURL is where the provider sends a browser it signed out
+	// (the external URL + SigninPath).
+	PostLogoutURL string
+	// SecureCookies marks cookies Secure over plain HTTP too (behind a
+	// TLS-terminating proxy).
+	SecureCookies bool
+	SessionTTL    time.Duration
+	SessionLimits vdibroker.WebSessionLimits
+	// MaxWait is the longest a launch waits for a starting host (R-U4;
+	// 0: DefaultMaxWait); the broker bounds it too.
+	MaxWait time.Duration
+	// MaxLaunches bounds the launches under way (0: DefaultMaxLaunches),
+	// MaxLaunchesPerSession those of one sign-in (0:
+	// DefaultMaxLaunchesPerSession).
+	MaxLaunches, MaxLaunchesPerSession int
+	// AnonymousPerSecond and AnonymousBurst bound the anonymous requests
+	// per address (0: the defaults).
+	AnonymousPerSecond float64
+	AnonymousBurst     int
+	Clock              clock.WithTicker
+	Logger             *slog.Logger
+	Rand               io.Reader
+}
+
+// Portal is the user portal, an http.Handler to mount at Prefix. Close
+// ends its launches and the sweep of its sign-ins.
+type Portal struct {
+	cfg      Config
+	clock    clock.WithTicker
+	log      *slog.Logger
+	rand     io.Reader
+	web      *websession.Manager
+	anon     *ratelimit.Keyed
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	patterns []string
+	launches *launches
+
+	// ctx ends the launches' connects on Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// New returns a Portal. It panics without Config.API or Config.Sessions
+// (programming errors).
+func New(cfg Config) *Portal {
+	if cfg.API == nil || cfg.Sessions == nil {
+		panic("portal: Config.API and Config.Sessions are required")
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.AnonymousPerSecond <= 0 {
+		cfg.AnonymousPerSecond = DefaultAnonymousPerSecond
+	}
+	if cfg.AnonymousBurst <= 0 {
+		cfg.AnonymousBurst = DefaultAnonymousBurst
+	}
+	p := &Portal{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, rand: cfg.Rand}
+	if p.clock == nil {
+		p.clock = clock.RealClock{}
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.rand == nil {
+		p.rand = rand.Reader
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.web = websession.New(websession.Config{Store: cfg.Sessions, Area: Area, Cookie: sessionCookie, Path: Prefix,
+		TTL: cfg.SessionTTL, Limits: cfg.SessionLimits, Secure: p.secure, Clock: p.clock, Rand: cfg.Rand, Logger: p.log})
+	p.anon = ratelimit.New(cfg.AnonymousPerSecond, cfg.AnonymousBurst)
+	p.launches = newLaunches(cfg.MaxLaunches, cfg.MaxLaunchesPerSession)
+	p.pages = map[string]*template.Template{}
+	for _, name := range []string{"signin", "home", "launch", "error", "signout"} {
+		p.pages[name] = template.Must(template.New(name).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+	p.routes()
+	return p
+}
+
+// Close ends the launches under way and the sweep of sign-ins.
+func (p *Portal) Close() error {
+	p.once.Do(func() {
+		p.cancel()
+		p.wg.Wait()
+		p.web.Close()
+	})
+	return nil
+}
+
+func (p *Portal) handle(pattern string, h http.HandlerFunc) {
+	p.patterns = append(p.patterns, pattern)
+	p.mux.HandleFunc(pattern, h)
+}
+
+// Routes lists the patterns the portal serves, for the route matrix.
+func (p *Portal) Routes() []string { return slices.Clone(p.patterns) }
+
+func (p *Portal) routes() {
+	p.mux = http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	files := http.FileServerFS(static)
+	p.handle("GET /portal/static/", http.StripPrefix(Prefix+"static/", files).ServeHTTP)
+	p.handle("GET /portal/icons/", http.StripPrefix(Prefix, files).ServeHTTP)
+	p.handle("GET /portal/signin", p.anonymous(p.signinPage))
+	p.handle("POST /portal/signin", p.anonymous(p.signinToken))
+	p.handle("GET /portal/signin/oidc", p.anonymous(p.signinOIDC))
+	p.handle("GET /portal/signin/oidc/callback", p.anonymous(p.oidcCallback))
+	p.handle("POST /portal/signout", p.signedIn(p.signout))
+	p.handle("GET /portal/{$}", p.signedIn(p.home))
+	p.handle("POST /portal/sessions/{pool}/{id}/logoff", p.signedIn(p.logoff))
+	p.handle("POST /portal/sessions/{pool}/{id}/disconnect", p.signedIn(p.disconnect))
+	p.handle("POST /portal/launch", p.signedIn(p.launch))              // launch.go
+	p.handle("GET /portal/launches/{id}", p.signedIn(p.launchPage))    // launch.go
+	p.handle("GET /portal/launches/{id}/status", p.signedIn(p.status)) // launch.go
+	p.handle("GET /portal/launches/{id}/file", p.signedIn(p.file))     // launch.go
+	p.handle("/portal/", func(w http.ResponseWriter, r *http.Request) {
+		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
+	})
+}
+
+// ServeHTTP implements http.Handler with the console's security headers.
+func (p *Portal) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	webguard.Headers(w)
+	p.mux.ServeHTTP(w, r)
+}
+
+func (p *Portal) secure(r *http.Request) bool { return r.TLS != nil || p.cfg.SecureCookies }
+
+// anonymous bounds a path that needs no sign-in: per client address,
+// AnonymousPerSecond with a burst of AnonymousBurst (R-U7).
+func (p *Portal) anonymous(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !p.anon.Spend(ratelimit.ClientAddr(r), p.clock.Now()) {
+			w.Header().Set("Retry-After", "60")
+			p.errorPage(w, r, http.StatusTooManyRequests, "error.tooMany")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// request is what a signed-in handler gets.
+type request struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	sess *websession.Session
+	lang *lang
+	api  *caller
+}
+
+// signedIn wraps a handler: no valid sign-in sends a GET to the sign-in
+// page and refuses anything else (401); every POST must carry the
+// session's CSRF token from this site. A single sign-on session's ID
+// token is verified again on every request (it expires with it).
+func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sess := p.web.Get(r)
+		var who *vdibroker.Principal
+		if sess != nil && sess.OIDC() {
+			who = p.verify(r.Context(), sess)
+			if who == nil {
+				p.web.Forget(r.Context(), sess)
+				sess = nil
+			}
+		}
+		if sess == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, SigninPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			p.errorPage(w, r, http.StatusUnauthorized, "error.expired")
+			return
+		}
+		if r.Method != http.MethodGet && (!webguard.SameOrigin(r) || !webguard.Equal(r.PostFormValue("csrf"), sess.CSRF)) {
+			p.errorPage(w, r, http.StatusForbidden, "error.csrf")
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		h(&request{w: w, r: r, sess: sess, lang: pickLang(w, r, p.secure(r)), api: &caller{h: p.cfg.API, token: sess.Token, who: who, remoteAddr: r.RemoteAddr}})
+	}
+}
+
+// verify is a single sign-on session's user (nil: its ID token no longer
+// verifies).
+func (p *Portal) verify(ctx context.Context, sess *websession.Session) *vdibroker.Principal {
+	if p.cfg.OIDC == nil {
+		return nil
+	}
+	id, err := p.cfg.OIDC.Provider().VerifyUser(ctx, sess.Token)
+	if err != nil {
+		return nil
+	}
+	return endUser(id)
+}
+
+// endUser is a verified identity as the principal the portal calls the
+// API as: a User, its groups for its entitlements (R-E6).
+func endUser(id *identity.Identity) *vdibroker.Principal {
+	groups := id.Groups
+	if len(groups) > vdibroker.MaxGroups {
+		groups = groups[:vdibroker.MaxGroups]
+	}
+	return &vdibroker.Principal{Kind: vdibroker.PrincipalOIDC, Role: vdibroker.RoleUser, Subject: id.Subject, Groups: groups}
+}
+
+// render writes page name with data; every page gets its language as L.
+func (p *Portal) render(w http.ResponseWriter, status int, name string, l *lang, data map[string]any) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["L"] = l
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := p.pages[name].ExecuteTemplate(w, "layout", data); err != nil {
+		p.log.Error("portal: render", "page", name, "err", err)
+	}
+}
+
+// errorPage answers status with the message id (and its arguments).
+func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, id string, args ...any) {
+	l := pickLang(w, r, p.secure(r))
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status})
+}
+
+// apiError answers an API refusal with its status and message.
+func (p *Portal) apiError(rq *request, err error) {
+	code := vdibroker.ErrorCode(err)
+	if code == vdibroker.EInternal {
+		p.log.Error("portal: API call failed", "path", rq.r.URL.Path, "err", err)
+	}
+	if code == vdibroker.EUnauthenticated {
+		p.web.Forget(rq.r.Context(), rq.sess)
+	}
+	if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
+		rq.w.Header().Set("Retry-After", strconv.Itoa(int(ra.Seconds()+0.5)))
+	}
+	p.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), "error.refused", vdibroker.ErrorMessage(err))
+}
+
+// signinPage offers single sign-on and the token form; the form's CSRF
+// token is a cookie of its own, echoed in the form.
+func (p *Portal) signinPage(w http.ResponseWriter, r *http.Request) {
+	p.renderSignin(w, r, http.StatusOK, "")
+}
+
+func (p *Portal) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	csrf := webguard.Secret(p.rand)
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: csrf, Path: SigninPath, MaxAge: 3600,
+		HttpOnly: true, Secure: p.secure(r), SameSite: http.SameSiteStrictMode})
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, status, "signin", pickLang(w, r, p.secure(r)), map[string]any{
+		"CSRF": csrf, "Error": msg, "Next": portalNext(r.FormValue("next")), "OIDC": p.cfg.OIDC != nil})
+}
+
+// portalNext keeps a post-sign-in redirect within the portal.
+func portalNext(next string) string {
+	next = webguard.SafeNext(next)
+	if !strings.HasPrefix(next, Prefix) {
+		return Prefix
+	}
+	return next
+}
+
+// signinToken signs in with a User token.
+func (p *Portal) signinToken(w http.ResponseWriter, r *http.Request) {
+	l := pickLang(w, r, p.secure(r))
+	ck, err := r.Cookie(signinCookie)
+	if err != nil || !webguard.Equal(r.PostFormValue("csrf"), ck.Value) || !webguard.SameOrigin(r) {
+		p.renderSignin(w, r, http.StatusForbidden, l.T("error.csrf"))
+		return
+	}
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	if token == "" {
+		p.renderSignin(w, r, http.StatusBadRequest, l.T("error.noToken"))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: SigninPath, MaxAge: -1})
+	api := &caller{h: p.cfg.API, token: token, remoteAddr: r.RemoteAddr}
+	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(status int, msg string) { p.renderSignin(w, r, status, msg) })
+}
+
+func (p *Portal) signinOIDC(w http.ResponseWriter, r *http.Request) {
+	if p.cfg.OIDC == nil {
+		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
+		return
+	}
+	p.cfg.OIDC.Start(w, r, portalNext(r.FormValue("next")))
+}
+
+func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
+	if p.cfg.OIDC == nil {
+		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
+		return
+	}
+	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
+	if err != nil {
+		p.errorPage(w, r, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "error.refused", vdibroker.ErrorMessage(err))
+		return
+	}
+	api := &caller{h: p.cfg.API, token: raw, who: endUser(id), remoteAddr: r.RemoteAddr}
+	p.open(w, r, api, id.Expiry, portalNext(next), func(status int, msg string) { p.errorPage(w, r, status, "error.refused", msg) })
+}
+
+// open signs a browser in as api's user: who it is (a User only: the
+// portal is no place for an administrator's token), the session, the
+// sign-in recorded (POST /api/v1/signin), then next.
+func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expires time.Time, next string, refuse func(int, string)) {
+	ctx := r.Context()
+	var me struct {
+		Role    string `json:"role"`
+		Subject string `json:"subject"`
+		TokenID string `json:"tokenId"`
+		Kind    string `json:"kind"`
+	}
+	if err := api.do(ctx, http.MethodGet, "/api/v1/whoami", nil, &me); err != nil {
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		return
+	}
+	if me.Role != vdibroker.RoleUser {
+		refuse(http.StatusForbidden, pickLang(w, r, p.secure(r)).T("error.notUser"))
+		return
+	}
+	principal := me.Kind + ":" + me.Subject
+	if me.Kind == vdibroker.PrincipalToken {
+		principal = me.Kind + ":" + me.TokenID
+	}
+	s, err := p.web.Open(ctx, w, r, api.token, principal, me.Role, expires)
+	if err != nil {
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		return
+	}
+	if err := api.do(ctx, http.MethodPost, "/api/v1/signin", nil, nil); err != nil {
+		p.web.Forget(context.WithoutCancel(ctx), s)
+		w.Header().Del("Set-Cookie")
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// signout ends the sign-in; a single sign-on one at the provider too
+// when it offers end_session_endpoint, through a page that moves on at
+// once (the CSP's form-action would stop a redirect of the form's
+// answer to the provider).
+func (p *Portal) signout(rq *request) {
+	p.web.End(rq.r.Context(), rq.w, rq.r, rq.sess)
+	if p.cfg.OIDC != nil && rq.sess.OIDC() {
+		if u := p.cfg.OIDC.Provider().EndSessionURL(rq.sess.Token, p.cfg.PostLogoutURL); u != "" {
+			p.render(rq.w, http.StatusOK, "signout", rq.lang, map[string]any{"URL": u})
+			return
+		}
+	}
+	http.Redirect(rq.w, rq.r, SigninPath, http.StatusSeeOther)
+}
+
+// userSession is one of the user's sessions as the page shows it.
+type userSession struct {
+	vdibroker.UserSession
+	Since string
+}
+
+// home lists the user's resources (the feed, R-U5) and open sessions
+// (R-U3).
+func (p *Portal) home(rq *request) {
+	ctx := rq.r.Context()
+	var feed vdibroker.Feed
+	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/feed", nil, &feed); err != nil {
+		p.apiError(rq, err)
+		return
+	}
+	var page struct {
+		Value []vdibroker.UserSession `json:"value"`
+	}
+	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/users/"+url.PathEscape(feed.User)+"/sessions?limit="+strconv.Itoa(maxSessionsShown), nil, &page); err != nil {
+		p.apiError(rq, err)
+		return
+	}
+	sessions := make([]userSession, len(page.Value))
+	for i, s := range page.Value {
+		sessions[i] = userSession{UserSession: s, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
+	}
+	p.render(rq.w, http.StatusOK, "home", rq.lang, map[string]any{
+		"User": feed.User, "Resources": feed.Resources, "Sessions": sessions, "CSRF": rq.sess.CSRF,
+		"Flash": p.web.TakeFlash(ctx, rq.sess), "SignedIn": true,
+	})
+}
+
+// maxSessionsShown bounds the sessions the page lists.
+const maxSessionsShown = 100
+
+// logoff and disconnect act on one of the user's own sessions through
+// the API (ActionOwnSession, R-U3): another user's is refused there, and
+// the API's audit entry records it.
+func (p *Portal) logoff(rq *request) {
+	p.sessionAction(rq, http.MethodDelete, "", "flash.loggedOff")
+}
+
+func (p *Portal) disconnect(rq *request) {
+	p.sessionAction(rq, http.MethodPost, "/disconnect", "flash.disconnected")
+}
+
+func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
+	path := "/api/v1/hostpools/" + url.PathEscape(rq.r.PathValue("pool")) + "/usersessions/" + url.PathEscape(rq.r.PathValue("id")) + suffix
+	var body any
+	if method == http.MethodPost {
+		body = struct{}{}
+	}
+	if err := rq.api.do(rq.r.Context(), method, path, body, nil); err != nil {
+		p.apiError(rq, err)
+		return
+	}
+	p.web.SetFlash(rq.r.Context(), rq.sess, rq.lang.T(flash))
+	http.Redirect(rq.w, rq.r, Prefix, http.StatusSeeOther)
+}

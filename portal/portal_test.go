@@ -1,0 +1,268 @@
+package portal_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/webguard"
+	"github.com/vdibroker/vdibroker/portal"
+)
+
+// TestLaunch_RU1_RU7: alice's page lists exactly her resources (the
+// feed, R-U5), not bob's; opening her desktop hands its .rdp file once,
+// as application/x-rdp named after the desktop, to her browser only:
+// bob's browser, signed in, gets neither the status nor the file, and
+// neither does a second browser of alice's own (R-U7). The launch is in
+// the audit trail.
+func TestLaunch_RU1_RU7(t *testing.T) {
+	e := newEnv(t, nil)
+	alice, bob := e.browser(), e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	bobCSRF := bob.signIn(e.userToken("bob"))
+	_, home := alice.get("/portal/")
+	for _, want := range []string{`data-id="desktop:desk"`, "Office desktop", `data-id="desktop:cold"`, "Cold lab", portal.Prefix + "icons/desktop.svg"} {
+		if !strings.Contains(home, want) {
+			t.Errorf("alice's page lacks %q", want)
+		}
+	}
+	if strings.Contains(home, "desktop:other") || strings.Contains(home, "Bob&#39;s desktop") {
+		t.Errorf("alice's page lists bob's desktop")
+	}
+	// Not in her feed: refused, nothing launched.
+	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}}); res.StatusCode != http.StatusNotFound {
+		t.Errorf("alice opening bob's desktop: %d, want 404", res.StatusCode)
+	}
+	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"nonsense"}}); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("a resource id of no form: %d, want 400", res.StatusCode)
+	}
+
+	launch := alice.launch(csrf, "desktop:desk")
+	s := alice.await(launch, ended)
+	if s.State != "ready" || s.File != launch+"/file" {
+		t.Fatalf("alice's launch: %+v", s)
+	}
+	// Another signed-in user, and another browser of alice's: not theirs.
+	for who, b := range map[string]*browser{"bob": bob, "alice's other browser": e.browser()} {
+		if who != "bob" {
+			b.signIn(e.userToken("alice"))
+		}
+		if code, _ := b.status(launch); code != http.StatusNotFound {
+			t.Errorf("%s reads alice's launch: %d, want 404", who, code)
+		}
+		if res, body := b.get(launch + "/file"); res.StatusCode != http.StatusNotFound || strings.Contains(body, "full address") {
+			t.Errorf("%s fetches alice's file: %d", who, res.StatusCode)
+		}
+	}
+	_ = bobCSRF
+	res, body := alice.get(launch + "/file")
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/x-rdp" ||
+		res.Header.Get("Content-Disposition") != `attachment; filename="Office desktop.rdp"` ||
+		!strings.Contains(body, "full address:s:desk-") {
+		t.Fatalf("the file: %d %q %q\n%s", res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Disposition"), body)
+	}
+	// Single-use.
+	if res, _ := alice.get(launch + "/file"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("the file again: %d, want 404", res.StatusCode)
+	}
+	list, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: "portal.launch"})
+	if err != nil || len(list) != 1 || list[0].Principal.Name != "alice" || list[0].HostPool != "desk" || list[0].Outcome != vdibroker.AuditOK {
+		t.Fatalf("audit of the launch: %+v, %v", list, err)
+	}
+}
+
+// TestOwnSessions_RU3: alice sees her session with its host and state
+// and logs it off; bob, signed in, cannot log off or disconnect it (the
+// API refuses, 403) and nothing changes.
+func TestOwnSessions_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	c, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
+	alice, bob := e.browser(), e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	bobCSRF := bob.signIn(e.userToken("bob"))
+	_, home := alice.get("/portal/")
+	if !strings.Contains(home, `data-session="`+c.SessionID+`"`) || !strings.Contains(home, ">"+c.SessionHost+"<") || !strings.Contains(home, ">Active<") {
+		t.Fatalf("alice's sessions lack %s on %s:\n%s", c.SessionID, c.SessionHost, home)
+	}
+	if _, bobs := bob.get("/portal/"); strings.Contains(bobs, c.SessionID) {
+		t.Errorf("bob's page lists alice's session")
+	}
+	for _, act := range []string{"logoff", "disconnect"} {
+		res, _ := bob.post("/portal/sessions/desk/"+c.SessionID+"/"+act, url.Values{"csrf": {bobCSRF}})
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("bob's %s of alice's session: %d, want 403", act, res.StatusCode)
+		}
+	}
+	active := vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive}
+	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 0 {
+		t.Fatalf("commands for alice's host after bob's tries: %+v", cmds)
+	}
+	// Without the CSRF token, or from another site: refused.
+	if res, _ := alice.post("/portal/sessions/desk/"+c.SessionID+"/logoff", url.Values{}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("logoff without the CSRF token: %d", res.StatusCode)
+	}
+	res, _ := alice.post("/portal/sessions/desk/"+c.SessionID+"/logoff", url.Values{"csrf": {csrf}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("alice's logoff: %d", res.StatusCode)
+	}
+	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff || cmds[0].SessionID != c.SessionID {
+		t.Fatalf("commands for alice's host after her logoff: %+v", cmds)
+	}
+	if _, home := alice.get("/portal/"); !strings.Contains(home, "The session was logged off.") {
+		t.Errorf("no word of the logoff")
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "usersession.logoff"})
+	if err != nil || len(list) == 0 || list[len(list)-1].Principal.Name != "alice" || list[len(list)-1].Outcome != vdibroker.AuditOK {
+		t.Errorf("the logoff's audit entry: %+v, %v", list, err)
+	}
+}
+
+// TestLaunchWaitsForStartingHost_RU4: cold's one host is stopped; alice's
+// launch starts it (R-A4) and waits, its status saying the desktop is
+// starting; the host's first heartbeat takes her session and the
+// launch is ready, without another request of hers.
+func TestLaunchWaitsForStartingHost_RU4(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	if h, err := e.admin.GetSessionHost(context.Background(), "cold", "cold-1"); err != nil || h.PowerState != vdibroker.PowerStopped {
+		t.Fatalf("cold-1 before: %+v, %v; want Stopped", h, err)
+	}
+	launch := alice.launch(csrf, "desktop:cold")
+	s := alice.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Title == "Your desktop is starting" })
+	if s.State != "waiting" || !strings.Contains(s.Message, "cold-1 is starting") || s.Waited == "" {
+		h, _ := e.admin.GetSessionHost(context.Background(), "cold", "cold-1")
+		_, f := alice.get(launch + "/file")
+		t.Fatalf("while cold-1 starts: %+v\nhost %+v\n%s", s, h, f)
+	}
+	_, page := alice.get(launch, "Accept-Language", "de")
+	if !strings.Contains(page, "Ihr Desktop wird gestartet") || !strings.Contains(page, `<progress id="launch-progress"`) {
+		t.Errorf("the German launch page:\n%s", page)
+	}
+	h, err := e.admin.GetSessionHost(context.Background(), "cold", "cold-1")
+	if err != nil || h.PowerState != vdibroker.PowerStarting {
+		t.Fatalf("cold-1: %+v, %v; want Starting", h, err)
+	}
+	e.heartbeat("cold-1")
+	s = alice.await(launch, ended)
+	if s.State != "ready" {
+		t.Fatalf("after cold-1's heartbeat: %+v", s)
+	}
+	if res, body := alice.get(launch + "/file"); res.StatusCode != 200 || !strings.Contains(body, "full address:s:cold-1.example.test") {
+		t.Fatalf("the file: %d %s", res.StatusCode, body)
+	}
+}
+
+// TestLaunchBounds_RU7: a sign-in has at most MaxLaunchesPerSession
+// launches at once (429 past it), and the page's forms need the CSRF
+// token from this site.
+func TestLaunchBounds_RU7(t *testing.T) {
+	e := newEnv(t, func(c *portal.Config) { c.MaxLaunchesPerSession = 2 })
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	alice.launch(csrf, "desktop:desk")
+	alice.launch(csrf, "desktop:desk")
+	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}}); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a third launch: %d, want 429", res.StatusCode)
+	}
+	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {"x" + csrf}, "resource": {"desktop:desk"}}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a launch with a wrong CSRF token: %d, want 403", res.StatusCode)
+	}
+	req, _ := http.NewRequest("POST", e.url+"/portal/launch", strings.NewReader(url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	if res, err := alice.c.Do(req); err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("a launch from another site: %v, %v; want 403", res, err)
+	}
+	// Signed out: the page sends to the sign-in, a POST is refused.
+	anon := e.browser()
+	if res, _ := anon.get("/portal/"); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/portal/signin?next=") {
+		t.Errorf("signed out: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, _ := anon.post("/portal/launch", url.Values{"resource": {"desktop:desk"}}); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a launch signed out: %d, want 401", res.StatusCode)
+	}
+}
+
+// TestSignin_RU2: the token form wants its CSRF cookie, refuses a
+// token that is not a User's (the console is for administrators) and a
+// bad one; the session cookie is HttpOnly, SameSite=Lax, scoped to
+// /portal/; the anonymous paths are limited per address (429).
+func TestSignin_RU2(t *testing.T) {
+	e := newEnv(t, func(c *portal.Config) { c.AnonymousBurst = 8 })
+	b := e.browser()
+	if res, _ := b.post("/portal/signin", url.Values{"csrf": {"x"}, "token": {e.userToken("alice")}}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a sign-in without the form's cookie: %d", res.StatusCode)
+	}
+	for name, tok := range map[string]string{"admin": adminToken, "forged": "vdbt_forged-0123456789abcdef"} {
+		_, page := b.get("/portal/signin")
+		m := csrfRE.FindStringSubmatch(page)
+		res, _ := b.post("/portal/signin", url.Values{"csrf": {m[1]}, "token": {tok}})
+		if res.StatusCode == http.StatusSeeOther || strings.Contains(res.Header.Get("Set-Cookie"), "vdibroker_portal=") {
+			t.Errorf("%s token signed in: %d %v", name, res.StatusCode, res.Cookies())
+		}
+	}
+	_, page := b.get("/portal/signin")
+	m := csrfRE.FindStringSubmatch(page)
+	res, _ := b.post("/portal/signin", url.Values{"csrf": {m[1]}, "token": {e.userToken("alice")}, "next": {"//evil.example/"}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/" {
+		t.Fatalf("sign-in with a next of another site: %d %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	var sess *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == "vdibroker_portal" {
+			sess = c
+		}
+	}
+	if sess == nil || !sess.HttpOnly || sess.SameSite != http.SameSiteLaxMode || sess.Path != "/portal/" {
+		t.Fatalf("session cookie: %+v", sess)
+	}
+	if got := res.Header.Get("Content-Security-Policy"); got != webguard.CSP {
+		t.Errorf("CSP %q", got)
+	}
+	for path, ctype := range map[string]string{"/portal/static/portal.css": "text/css", "/portal/static/portal.js": "text/javascript",
+		vdibroker.IconDesktopPath: "image/svg+xml", vdibroker.IconRemoteAppPath: "image/svg+xml"} {
+		if res, _ := b.get(path); res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), ctype) {
+			t.Errorf("%s: %d %s", path, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
+	limited := false
+	for range 20 {
+		if res, _ := e.browser().get("/portal/signin"); res.StatusCode == http.StatusTooManyRequests {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Errorf("20 anonymous sign-in pages from one address were not limited")
+	}
+}
+
+// TestLanguage_RU6: Accept-Language picks German ("de-AT"), ?lang=ar
+// picks Arabic right to left and is remembered; an unknown language is
+// English.
+func TestLanguage_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	b := e.browser()
+	if _, page := b.get("/portal/signin", "Accept-Language", "de-AT,de;q=0.9,en;q=0.5"); !strings.Contains(page, `<html lang="de" dir="ltr">`) || !strings.Contains(page, "Anmelden") {
+		t.Errorf("German sign-in page:\n%s", page)
+	}
+	if _, page := b.get("/portal/signin", "Accept-Language", "ja"); !strings.Contains(page, `<html lang="en" dir="ltr">`) {
+		t.Errorf("Japanese asked: not English")
+	}
+	if _, page := b.get("/portal/signin?lang=ar", "Accept-Language", "de"); !strings.Contains(page, `<html lang="ar" dir="rtl">`) || !strings.Contains(page, "تسجيل الدخول") {
+		t.Errorf("Arabic sign-in page:\n%s", page)
+	}
+	if _, page := b.get("/portal/signin", "Accept-Language", "de"); !strings.Contains(page, `<html lang="ar" dir="rtl">`) {
+		t.Errorf("the choice of Arabic was not remembered")
+	}
+}
