@@ -243,6 +243,13 @@ func (f *Fleet) setup(ctx context.Context) error {
 		if _, err := f.client.PutHostPool(ctx, p.name, body); err != nil {
 			return fmt.Errorf("create pool %s: %w", p.name, err)
 		}
+		// Every user may open the pool's desktops (R-E1, R-E3): the user
+		// portal's demo user sees the three.
+		if _, err := f.client.PutApplicationGroup(ctx, p.name+"-desktop", map[string]any{"hostPool": p.name,
+			"applicationGroupType": vdibroker.AppGroupDesktop, "friendlyName": p.friendly,
+			"assignments": map[string]any{"allUsers": true}}); err != nil {
+			return fmt.Errorf("desktop group of %s: %w", p.name, err)
+		}
 		rt, err := f.client.CreateRegistrationToken(ctx, p.name, vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
 		if err != nil {
 			return fmt.Errorf("registration token for %s: %w", p.name, err)

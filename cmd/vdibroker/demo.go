@@ -14,7 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/demo"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // Demo is `vdibroker demo`: the broker exactly as serve runs it (Main:
@@ -23,7 +25,13 @@ import (
 type Demo struct {
 	Main  *Main
 	Fleet *demo.Fleet
+	// UserToken is an end user's token (DemoUser) for the user portal.
+	UserToken string
 }
+
+// DemoUser is the end user the demo makes a token for: the portal shows
+// them the demo's desktops, which every user may open.
+const DemoUser = "demo.user@contoso.com"
 
 // Start opens the broker, with the fleet's power driver, then starts the
 // fleet against it.
@@ -39,6 +47,13 @@ func (d *Demo) Start(ctx context.Context) error {
 		d.Main.Close()
 		return err
 	}
+	tok, err := vhttp.NewClient(d.Main.URL(), d.Main.AdminToken).CreateToken(ctx,
+		vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: DemoUser, ExpiresInSeconds: 7 * 24 * 3600})
+	if err != nil {
+		d.Close()
+		return fmt.Errorf("the demo user's token: %w", err)
+	}
+	d.UserToken = tok.Secret
 	return nil
 }
 
@@ -110,6 +125,8 @@ func printDemoBanner(w io.Writer, d *Demo) {
 	fmt.Fprintf(&b, "  console      %s/\n", url)
 	fmt.Fprintf(&b, "  admin token  %s\n", d.Main.AdminToken)
 	fmt.Fprintf(&b, "  API          %s/api/v1   (vdibroker --server %s --token <admin token> hostpool list)\n", url, url)
+	fmt.Fprintf(&b, "  portal       %s/portal/   (the user's side: sign in with the user token)\n", url)
+	fmt.Fprintf(&b, "  user token   %s   (%s)\n", d.UserToken, DemoUser)
 	fmt.Fprintf(&b, "  metrics      %s/metrics\n", url)
 	fmt.Fprintf(&b, "  autoscale    %s/pools/office-breadth/autoscale   (scaling plan %s: hosts started and stopped by a simulated power driver)\n", url, demo.AutoscalePlan)
 	fmt.Fprintf(&b, "  data dir     %s\n\n", d.Main.DataDir)

@@ -108,6 +108,22 @@ func TestDemoSmoke(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	// The demo user's token shows them every pool's desktop in the user
+	// portal's feed (R-U5), and nothing else.
+	feed, err := vhttp.NewClient(d.Main.URL(), d.UserToken).Feed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var desktops []string
+	for _, r := range feed.Resources {
+		if r.Kind == vdibroker.FeedDesktop {
+			desktops = append(desktops, r.HostPool)
+		}
+	}
+	if feed.User != DemoUser || len(desktops) != 3 || len(feed.Resources) != 3 {
+		t.Errorf("the demo user's feed: %+v; want %s with the three pools' desktops", feed, DemoUser)
+	}
+
 	// The console is mounted at "/" (sign-in first) and /metrics serves the
 	// store gauges.
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -137,7 +153,7 @@ func TestDemoBanner(t *testing.T) {
 	d := startDemo(t)
 	var out bytes.Buffer
 	printDemoBanner(&out, d)
-	for _, want := range []string{d.Main.URL() + "/", "banner-token", "/metrics", "/pools/office-breadth/autoscale", "Ctrl-C"} {
+	for _, want := range []string{d.Main.URL() + "/", "banner-token", d.Main.URL() + "/portal/", d.UserToken, DemoUser, "/metrics", "/pools/office-breadth/autoscale", "Ctrl-C"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
 		}
