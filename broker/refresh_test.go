@@ -71,7 +71,7 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	const interval = 5 * time.Second
 	fc := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	ended := make(chan struct{}, 16) // the loop never waits on it
-	svc := New(Config{Store: slow, MaintenanceInterval: interval, Clock: fc, afterTick: func() { ended <- struct{}{} }})
+	svc := New(Config{Store: slow, MaintenanceInterval: interval, Clock: fc, AfterTick: func() { ended <- struct{}{} }})
 	t.Cleanup(func() { svc.Close() })
 	begun := 0
 	tick := func() {

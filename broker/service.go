@@ -72,14 +72,15 @@ type Config struct {
 	// MaxConnectWaiters bounds the connects held at once (R-U4); 0 =
 	// DefaultMaxWaiters.
 	MaxConnectWaiters int
-	// afterTick, when set, is called at the end of each maintenance tick:
-	// tests of the loop wait for a tick to have ended before they act.
-	afterTick func()
+	// AfterTick, when set, is called at the end of each maintenance tick:
+	// tests of the loop, here and through a server (internal/testserver),
+	// wait for a tick to have ended before they act, instead of sleeping.
+	AfterTick func()
 }
 
 // Service is the broker service on a vdibroker.Store.
 type Service struct {
-	afterTick func() // Config.afterTick
+	afterTick func() // Config.AfterTick
 	store     vdibroker.Store
 	log       *slog.Logger
 	clock     clock.WithTicker
@@ -112,7 +113,7 @@ type Service struct {
 // New returns a Service and starts its maintenance loop; Close stops it.
 func New(cfg Config) *Service {
 	s := &Service{
-		afterTick: cfg.afterTick,
+		afterTick: cfg.AfterTick,
 		store:     cfg.Store,
 		log:       cfg.Logger,
 		clock:     cfg.Clock,

@@ -29,7 +29,7 @@ func waitFixture(t *testing.T, limit, n int, maxWait time.Duration, maxWaiters i
 	ticks := make(chan struct{}, 16)
 	svc := New(Config{Store: st, Clock: fc, PowerDrivers: power.Set{"sim": &power.Simulated{}}, MaintenanceInterval: tick,
 		PowerPollInterval: 1000 * time.Hour, MaxConnectWait: maxWait, MaxConnectWaiters: maxWaiters,
-		afterTick: func() { ticks <- struct{}{} }})
+		AfterTick: func() { ticks <- struct{}{} }})
 	t.Cleanup(func() { svc.Close() })
 	p := vdibroker.NewHostPool("pwr")
 	p.MaxSessionLimit, p.PowerDriver, p.StartVMOnConnect = limit, "sim", true

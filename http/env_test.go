@@ -41,6 +41,28 @@ type env struct {
 	admin  *vhttp.Client // talks to the first server
 	agents map[string]string
 	mu     sync.Mutex
+	// ticks has one channel per replica, told (without blocking) each time
+	// its maintenance tick ends (waitTicks).
+	ticks []chan struct{}
+}
+
+// waitTicks waits until replica i has ended n maintenance ticks that began
+// after the call: a test of what the ticks do waits for them, not for a
+// time. The first tick may have begun before the call, so it is not
+// counted: n+1 tick ends are awaited.
+func (e *env) waitTicks(i, n int) {
+	e.t.Helper()
+	select {
+	case <-e.ticks[i]: // a tick that ended before the call
+	default:
+	}
+	for range n + 1 {
+		select {
+		case <-e.ticks[i]:
+		case <-time.After(30 * time.Second):
+			e.t.Fatalf("replica %d ended no maintenance tick in 30 s", i)
+		}
+	}
 }
 
 type envOptions struct {
@@ -113,8 +135,16 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 			}
 			t.Cleanup(func() { rs.Close() })
 		}
+		ticks := make(chan struct{}, 1)
+		e.ticks = append(e.ticks, ticks)
 		srv := testserver.New(testserver.Config{Store: rs, Now: e.clock.Now, Rand: o.rand, AdminToken: adminToken,
-			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc, PowerDrivers: o.power, Gateway: o.gateway})
+			MaintenanceInterval: o.maintenance, StoreTimeout: o.storeTimeout, OIDC: o.oidc, PowerDrivers: o.power, Gateway: o.gateway,
+			AfterTick: func() {
+				select {
+				case ticks <- struct{}{}:
+				default:
+				}
+			}})
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		e.srvs = append(e.srvs, srv)

@@ -69,7 +69,9 @@ func testStoreOutage(t *testing.T, mode string) {
 	report()
 	// Let both replicas catch up with the sessions the other placed (the
 	// maintenance loop does it every tick).
-	time.Sleep(1 * time.Second)
+	for i := range e.srvs {
+		e.waitTicks(i, 2)
+	}
 
 	switch mode {
 	case "stopped":

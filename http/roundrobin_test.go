@@ -30,11 +30,12 @@ func TestRoundRobinCursorShared_RLI4(t *testing.T) {
 		}
 		return r.SessionHost
 	}
-	tick := func() { time.Sleep(200 * time.Millisecond) } // a few maintenance ticks: views re-read the pool
 
 	got := []string{connect(e.client(0, adminToken), "u1")}
 	got = append(got, connect(e.client(1, adminToken), "u2")) // a fresh view: reads the cursor
-	tick()
+	// The first server's maintenance ticks after u2: its view, used by
+	// u1, is read again, or, left idle, takes the cursor at u3 (R-LI4).
+	e.waitTicks(0, 2)
 	got = append(got, connect(e.client(0, adminToken), "u3"))
 
 	// A restarted broker on the same store goes on from the cursor.

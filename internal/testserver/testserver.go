@@ -47,6 +47,9 @@ type Config struct {
 	FederationSecret []byte
 	// Gateway is the broker's RD gateway side (broker.GatewayConfig).
 	Gateway broker.GatewayConfig
+	// AfterTick is called at the end of each maintenance tick
+	// (broker.Config.AfterTick).
+	AfterTick func()
 }
 
 // Server is an HTTP server on its own broker service; Close stops the
@@ -65,7 +68,8 @@ func New(cfg Config) *Server {
 	}
 	svc := broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Clock: clk, Rand: cfg.Rand,
 		MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
-		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers, Gateway: cfg.Gateway})
+		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers, Gateway: cfg.Gateway,
+		AfterTick: cfg.AfterTick})
 	services := svc.Services()
 	// The entitlement service around the broker's connect (R-E3), as
 	// serve wires it.
