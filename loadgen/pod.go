@@ -188,9 +188,12 @@ type PodResult struct {
 	MetricsScrapes       ReaderStats    `json:"metricsScrapes"`
 	ConsoleOverview      ReaderStats    `json:"consoleOverview"`
 	ConsolePool          ReaderStats    `json:"consolePool"`
-	BrokerRSS            int64          `json:"brokerRssBytes"` // peak seen while measuring
-	BrokerHWM            int64          `json:"brokerHwmBytes"` // VmHWM of the measured process at the end
-	BrokerCPU            float64        `json:"brokerCores"`    // mean cores while measuring
+	// PortalHome is the user portal's first page of PortalUser, entitled
+	// to PortalResources resources (R-U1).
+	PortalHome ReaderStats `json:"portalHome"`
+	BrokerRSS  int64       `json:"brokerRssBytes"` // peak seen while measuring
+	BrokerHWM  int64       `json:"brokerHwmBytes"` // VmHWM of the measured process at the end
+	BrokerCPU  float64     `json:"brokerCores"`    // mean cores while measuring
 	// BrokerGoHeap and BrokerGoSys are the largest Go heap in use and Go
 	// runtime memory its /metrics reported (0 when it reports none): the
 	// rest of its RSS is memory outside Go's, SQLite's page caches.

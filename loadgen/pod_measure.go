@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
@@ -52,6 +53,11 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 		return err
 	}
 	defer consoleClient.CloseIdleConnections()
+	portalClient, err := portalUser(ctx, base, cfg.Token, large, small, max(cfg.Timeout, 3*time.Minute))
+	if err != nil {
+		return err
+	}
+	defer portalClient.CloseIdleConnections()
 
 	// phase names what the phases are doing, so each reader's times can
 	// be told apart by what ran beside them.
@@ -60,7 +66,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	cur := func() string { return phase.Load().(string) }
 	stopReaders := make(chan struct{})
 	var readers sync.WaitGroup
-	var listings, scrapes, overview, poolPage readerLog
+	var listings, scrapes, overview, poolPage, portalHome readerLog
 	var goMem scrapeReading
 	readers.Go(func() {
 		n := 0
@@ -91,6 +97,11 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 			ph := cur()
 			overview.add(get(ctx, consoleClient, base+"/", ""), ph)
 			poolPage.add(get(ctx, consoleClient, base+"/pools/"+url.PathEscape(large.name), ""), ph)
+		})
+	})
+	readers.Go(func() {
+		every(stopReaders, cfg.ConsoleEvery, func() {
+			portalHome.add(get(ctx, portalClient, base+"/portal/", ""), cur())
 		})
 	})
 	var rssMu sync.Mutex
@@ -147,6 +158,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 	goMem.storeTimes(res.Heartbeats.ByPhase, windows)
 	res.UserListings, res.MetricsScrapes = listings.stats(), scrapes.stats()
 	res.ConsoleOverview, res.ConsolePool = overview.stats(), poolPage.stats()
+	res.PortalHome = portalHome.stats()
 	res.BrokerRSS = peakRSS
 	if after != nil {
 		res.BrokerHWM = after.VmHWM
@@ -469,6 +481,100 @@ func consoleSignIn(ctx context.Context, base, token string, timeout time.Duratio
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
 		return nil, fmt.Errorf("console sign-in: %s, want 303", resp.Status)
+	}
+	return c, nil
+}
+
+// PortalUser is the end user whose first page of the user portal bench
+// pod reads (R-U1): entitled to PortalResources resources, the two pools'
+// desktops and the applications of a RemoteApp group of the large pool.
+const (
+	PortalUser      = "portal.user@bench.test"
+	PortalResources = 50
+)
+
+// portalUser publishes the pools' desktops and PortalResources-2
+// applications to PortalUser with the admin token, makes PortalUser a User
+// token, signs in to the user portal with it as a browser does (the
+// sign-in form's CSRF cookie, then the form) and returns a client whose
+// cookie jar holds the portal session. It follows no redirect, so a page
+// that sends it back to the sign-in form counts as a failure.
+func portalUser(ctx context.Context, base, admin string, large, small *podPool, timeout time.Duration) (*http.Client, error) {
+	api := base + "/api/v1"
+	c := newClient(Config{Concurrency: 2, Timeout: timeout})
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	put := func(path string, body any) error {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		o, answer := send(ctx, c, http.MethodPut, api+path, admin, data)
+		if o.status != http.StatusOK && o.status != http.StatusCreated {
+			return fmt.Errorf("PUT %s: %s %.200s", path, describeOutcome(o), answer)
+		}
+		return nil
+	}
+	mine := map[string]any{"users": []string{PortalUser}}
+	for _, p := range []*podPool{large, small} {
+		if err := put("/applicationgroups/"+url.PathEscape(p.name+"-desktop"), map[string]any{"hostPool": p.name,
+			"applicationGroupType": "Desktop", "assignments": mine}); err != nil {
+			return nil, err
+		}
+	}
+	apps := large.name + "-apps"
+	if err := put("/applicationgroups/"+url.PathEscape(apps), map[string]any{"hostPool": large.name,
+		"applicationGroupType": "RemoteApp", "assignments": mine}); err != nil {
+		return nil, err
+	}
+	for i := range PortalResources - 2 {
+		name := fmt.Sprintf("app%02d", i)
+		if err := put("/applicationgroups/"+url.PathEscape(apps)+"/applications/"+name, map[string]any{
+			"filePath": `C:\Program Files\Bench\` + name + `.exe`, "friendlyName": "Application " + name, "showInPortal": true}); err != nil {
+			return nil, err
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"role": "User", "subject": PortalUser, "expiresInSeconds": 86400})
+	o, answer := send(ctx, c, http.MethodPost, api+"/tokens", admin, data)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	if o.status != http.StatusCreated || json.Unmarshal(answer, &tok) != nil || tok.Token == "" {
+		return nil, fmt.Errorf("the portal user's token: %s %.200s", describeOutcome(o), answer)
+	}
+
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	c.Jar = jar
+	if o := get(ctx, c, base+"/portal/signin", ""); o.status != http.StatusOK {
+		return nil, fmt.Errorf("portal sign-in form: %s", describeOutcome(o))
+	}
+	u, _ := url.Parse(base + "/portal/signin")
+	csrf := ""
+	for _, ck := range jar.Cookies(u) {
+		if ck.Name == "vdibroker_portal_signin" {
+			csrf = ck.Value
+		}
+	}
+	form := url.Values{"csrf": {csrf}, "token": {tok.Token}, "next": {"/portal/"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/portal/signin", strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("portal sign-in: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		return nil, fmt.Errorf("portal sign-in: %s, want 303", resp.Status)
+	}
+	// The page lists every resource: the last application too.
+	last := fmt.Sprintf("Application app%02d", PortalResources-3)
+	if o, page := send(ctx, c, http.MethodGet, base+"/portal/", "", nil); o.status != http.StatusOK || !strings.Contains(string(page), last) {
+		return nil, fmt.Errorf("the portal's first page: %s, without %q", describeOutcome(o), last)
 	}
 	return c, nil
 }

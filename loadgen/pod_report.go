@@ -68,6 +68,13 @@ func evaluate(res *PodResult) {
 			Pass: res.ConsoleOverview.OK > 0 && res.ConsoleOverview.OK == res.ConsoleOverview.Requests && res.ConsoleOverview.Max < 500*time.Millisecond,
 		},
 		{
+			Name: fmt.Sprintf("user portal's first page (%d resources), p99", PortalResources),
+			Measured: fmt.Sprintf("%s (%d pages, p50 %s, slowest %s)", fmtLatency(res.PortalHome.P99), res.PortalHome.Requests,
+				fmtLatency(res.PortalHome.P50), fmtLatency(res.PortalHome.Max)),
+			Target: "< 200ms", Value: ms(res.PortalHome.P99), Limit: 200, Unit: "ms",
+			Pass: res.PortalHome.OK > 0 && res.PortalHome.OK == res.PortalHome.Requests && res.PortalHome.P99 < 200*time.Millisecond,
+		},
+		{
 			Name:     "broker RSS, peak while measuring",
 			Measured: fmt.Sprintf("%s (VmHWM %s)", mib(res.BrokerRSS), mib(res.BrokerHWM)),
 			Target:   "< 1 GiB", Value: float64(res.BrokerRSS) / (1 << 20), Limit: 1024, Unit: "MiB",
@@ -164,6 +171,7 @@ func (r *PodResult) writeTable(w io.Writer) {
 	reader("/metrics scrapes", r.MetricsScrapes)
 	reader("console overview", r.ConsoleOverview)
 	reader("console pool page", r.ConsolePool)
+	reader("user portal's first page", r.PortalHome)
 	h := r.Heartbeats
 	fmt.Fprintf(w, "  %-22s %7d sent of %d due, %d skipped; p50 %s p99 %s max %s; lateness p99 %s%s\n", "heartbeats",
 		h.Sent, h.Scheduled, h.Skipped, fmtLatency(h.P50), fmtLatency(h.P99), fmtLatency(h.Max), fmtLatency(h.LatenessP99), errorsInline(h.Errors))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker/console"
+	"github.com/vdibroker/vdibroker/portal"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/store"
@@ -35,6 +36,8 @@ func (b *podTestBroker) start(ctx context.Context, phase string) (string, int, e
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: testAdmin, ObservePlacement: metrics.ObservePlacement})
 	con := console.New(console.Config{API: srv.Handler(), Store: st, Sessions: st})
 	srv.Mux().Handle("/", con)
+	ptl := portal.New(portal.Config{API: srv.Handler(), Sessions: st})
+	srv.Mux().Handle(portal.Prefix, ptl)
 	srv.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,7 +49,7 @@ func (b *podTestBroker) start(ctx context.Context, phase string) (string, int, e
 	b.stop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return errors.Join(hs.Shutdown(ctx), con.Close(), srv.Close(), st.Close())
+		return errors.Join(hs.Shutdown(ctx), con.Close(), ptl.Close(), srv.Close(), st.Close())
 	}
 	return "http://" + ln.Addr().String(), os.Getpid(), nil
 }
@@ -122,7 +125,7 @@ func TestPodBenchTiny(t *testing.T) {
 			}
 			for name, r := range map[string]ReaderStats{
 				"listings": res.UserListings, "scrapes": res.MetricsScrapes,
-				"overview": res.ConsoleOverview, "pool page": res.ConsolePool,
+				"overview": res.ConsoleOverview, "pool page": res.ConsolePool, "portal page": res.PortalHome,
 			} {
 				if r.OK == 0 || r.OK != r.Requests || r.Bytes == 0 {
 					t.Errorf("%s: %d of %d ok, %d bytes: want every one answered", name, r.OK, r.Requests, r.Bytes)
@@ -135,8 +138,8 @@ func TestPodBenchTiny(t *testing.T) {
 			if res.DryRunRatio <= 0 || res.ConnectRatio <= 0 || res.BrokerRSS <= 0 {
 				t.Errorf("ratios %.2f %.2f, RSS %d: want all > 0", res.DryRunRatio, res.ConnectRatio, res.BrokerRSS)
 			}
-			if len(res.Targets) != 8 {
-				t.Errorf("%d targets, want 8", len(res.Targets))
+			if len(res.Targets) != 9 {
+				t.Errorf("%d targets, want 9", len(res.Targets))
 			}
 			for _, tg := range res.Targets {
 				if tg.Name == "" || tg.Measured == "" || tg.Target == "" || tg.Limit <= 0 {
