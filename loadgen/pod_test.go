@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker/console"
-	"github.com/vdibroker/vdibroker/portal"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/metrics"
+	"github.com/vdibroker/vdibroker/portal"
 	"github.com/vdibroker/vdibroker/store"
 )
 
