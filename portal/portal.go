@@ -71,6 +71,14 @@ type Auditor interface {
 	AppendAudit(ctx context.Context, e *vdibroker.AuditEntry) error
 }
 
+// Refusals records a refused sign-in (R-U7, as the console's): kind names
+// the path ("portal/token", "portal/oidc"), addr the caller, detail why.
+// serve gives the broker's bounded refusal audit (console.AuditRefusals),
+// which writes the first of an address in a window and counts the rest.
+type Refusals interface {
+	Refused(ctx context.Context, kind, addr, detail string)
+}
+
 // Config configures a Portal.
 type Config struct {
 	// API serves the broker's HTTP API, called in-process as the
@@ -81,6 +89,8 @@ type Config struct {
 	// Audit records launches (nil: not recorded; the API still audits the
 	// logoffs and disconnects).
 	Audit Auditor
+	// Refusals records refused sign-ins (nil: not recorded).
+	Refusals Refusals
 	// OIDC, when set, offers single sign-on; its FlowConfig must have
 	// EndUsers set, its callback at OIDCCallbackPath and its state cookie
 	// OIDCStateCookie at OIDCStatePath.
@@ -358,6 +368,7 @@ func (p *Portal) signinToken(w http.ResponseWriter, r *http.Request) {
 	l := pickLang(w, r, p.secure(r))
 	ck, err := r.Cookie(signinCookie)
 	if err != nil || !webguard.Equal(r.PostFormValue("csrf"), ck.Value) || !webguard.SameOrigin(r) {
+		p.refused(r, "portal/token", "the sign-in form's CSRF check failed")
 		p.renderSignin(w, r, http.StatusForbidden, l.T("error.csrf"))
 		return
 	}
@@ -368,7 +379,10 @@ func (p *Portal) signinToken(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: SigninPath, MaxAge: -1})
 	api := &caller{h: p.cfg.API, token: token, remoteAddr: r.RemoteAddr}
-	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(status int, msg string) { p.renderSignin(w, r, status, msg) })
+	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(status int, msg string) {
+		p.refused(r, "portal/token", msg)
+		p.renderSignin(w, r, status, msg)
+	})
 }
 
 func (p *Portal) signinOIDC(w http.ResponseWriter, r *http.Request) {
@@ -386,11 +400,22 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
 	if err != nil {
+		p.refused(r, "portal/oidc", vdibroker.ErrorMessage(err))
 		p.errorPage(w, r, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "error.refused", vdibroker.ErrorMessage(err))
 		return
 	}
 	api := &caller{h: p.cfg.API, token: raw, who: endUser(id), remoteAddr: r.RemoteAddr}
-	p.open(w, r, api, id.Expiry, portalNext(next), func(status int, msg string) { p.errorPage(w, r, status, "error.refused", msg) })
+	p.open(w, r, api, id.Expiry, portalNext(next), func(status int, msg string) {
+		p.refused(r, "portal/oidc", msg)
+		p.errorPage(w, r, status, "error.refused", msg)
+	})
+}
+
+// refused records a refused sign-in, if the portal records them.
+func (p *Portal) refused(r *http.Request, kind, detail string) {
+	if p.cfg.Refusals != nil {
+		p.cfg.Refusals.Refused(r.Context(), kind, ratelimit.ClientAddr(r), detail)
+	}
 }
 
 // open signs a browser in as api's user: who it is (a User only: the

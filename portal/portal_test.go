@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -198,7 +200,8 @@ func TestLaunchBounds_RU7(t *testing.T) {
 // bad one; the session cookie is HttpOnly, SameSite=Lax, scoped to
 // /portal/; the anonymous paths are limited per address (429).
 func TestSignin_RU2(t *testing.T) {
-	e := newEnv(t, func(c *portal.Config) { c.AnonymousBurst = 8 })
+	rec := &refusals{}
+	e := newEnv(t, func(c *portal.Config) { c.AnonymousBurst = 8; c.Refusals = rec })
 	b := e.browser()
 	if res, _ := b.post("/portal/signin", url.Values{"csrf": {"x"}, "token": {e.userToken("alice")}}); res.StatusCode != http.StatusForbidden {
 		t.Errorf("a sign-in without the form's cookie: %d", res.StatusCode)
@@ -209,6 +212,18 @@ func TestSignin_RU2(t *testing.T) {
 		res, _ := b.post("/portal/signin", url.Values{"csrf": {m[1]}, "token": {tok}})
 		if res.StatusCode == http.StatusSeeOther || strings.Contains(res.Header.Get("Set-Cookie"), "vdibroker_portal=") {
 			t.Errorf("%s token signed in: %d %v", name, res.StatusCode, res.Cookies())
+		}
+	}
+	// Each refused sign-in is recorded (R-U7), with the caller's address
+	// and why: the CSRF failure, the admin token (not an end user's), the
+	// forged one.
+	if got := rec.list(); len(got) != 3 || !strings.Contains(strings.Join(got, "\n"), "CSRF") {
+		t.Errorf("refused sign-ins recorded: %q; want three, the first for its CSRF check", got)
+	} else {
+		for _, r := range got {
+			if !strings.HasPrefix(r, "portal/token 127.0.0.1 ") {
+				t.Errorf("refusal %q: want kind portal/token from 127.0.0.1", r)
+			}
 		}
 	}
 	_, page := b.get("/portal/signin")
@@ -265,4 +280,22 @@ func TestLanguage_RU6(t *testing.T) {
 	if _, page := b.get("/portal/signin", "Accept-Language", "de"); !strings.Contains(page, `<html lang="ar" dir="rtl">`) {
 		t.Errorf("the choice of Arabic was not remembered")
 	}
+}
+
+// refusals records the portal's refused sign-ins: "kind addr detail".
+type refusals struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (r *refusals) Refused(_ context.Context, kind, addr, detail string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, kind+" "+addr+" "+detail)
+}
+
+func (r *refusals) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
 }
