@@ -21,6 +21,7 @@ import (
 
 	"github.com/vdibroker/vdibroker/gateway/tsgu"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
+	"github.com/vdibroker/vdibroker/internal/echotest"
 )
 
 // env is a gateway on a real TLS listener on loopback, a key to mint
@@ -47,7 +48,7 @@ func newEnv(t *testing.T, mut func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, signer: signer, broker: &MemoryBroker{}, reg: prometheus.NewRegistry(), host: echoServer(t), now: time.Now()}
+	e := &env{t: t, signer: signer, broker: &MemoryBroker{}, reg: prometheus.NewRegistry(), host: echotest.Listen(t), now: time.Now()}
 	// A burst large enough for the tests' own dials (two requests each).
 	cfg := Config{Name: "gw-test", Verifier: ks, Broker: e.broker, Registry: e.reg, RequestBurst: 1000}
 	if mut != nil {
@@ -64,25 +65,6 @@ func newEnv(t *testing.T, mut func(*Config)) *env {
 	e.addr = srv.Listener.Addr().String()
 	e.tls = &tls.Config{InsecureSkipVerify: true} // the test's own self-signed certificate
 	return e
-}
-
-// echoServer answers every byte back; it is the session host.
-func echoServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 func (e *env) token(mut func(*gatewaytoken.Claims)) string {
