@@ -447,42 +447,52 @@ func get(ctx context.Context, client *http.Client, endpoint, token string) outco
 }
 
 // consoleSignIn signs in to the web console with token as a browser does
-// (the sign-in form's CSRF cookie, then the form) and returns a client
-// whose cookie jar holds the console session. It follows no redirect, so
-// a page that sends it back to the sign-in form counts as a failure.
+// and returns a client whose cookie jar holds the console session.
 func consoleSignIn(ctx context.Context, base, token string, timeout time.Duration) (*http.Client, error) {
+	c := newClient(Config{Concurrency: 2, Timeout: timeout})
+	if err := formSignIn(ctx, c, base, "/signin", "vdibroker_signin", token, "/"); err != nil {
+		return nil, fmt.Errorf("console %w", err)
+	}
+	return c, nil
+}
+
+// formSignIn signs client c in with token through a site's sign-in form as
+// a browser does: the form's page sets its CSRF cookie (csrfCookie), then
+// the form is posted and answered 303. c gets a cookie jar holding the
+// session and follows no redirect, so a page that sends it back to the
+// sign-in form counts as a failure.
+func formSignIn(ctx context.Context, c *http.Client, base, path, csrfCookie, token, next string) error {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	c := newClient(Config{Concurrency: 2, Timeout: timeout})
 	c.Jar = jar
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	if o := get(ctx, c, base+"/signin", ""); o.status != http.StatusOK {
-		return nil, fmt.Errorf("console sign-in form: %s", describeOutcome(o))
+	if o := get(ctx, c, base+path, ""); o.status != http.StatusOK {
+		return fmt.Errorf("sign-in form: %s", describeOutcome(o))
 	}
-	u, _ := url.Parse(base + "/signin")
+	u, _ := url.Parse(base + path)
 	csrf := ""
 	for _, ck := range jar.Cookies(u) {
-		if ck.Name == "vdibroker_signin" {
+		if ck.Name == csrfCookie {
 			csrf = ck.Value
 		}
 	}
-	form := url.Values{"csrf": {csrf}, "token": {token}, "next": {"/"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/signin", strings.NewReader(form.Encode()))
+	form := url.Values{"csrf": {csrf}, "token": {token}, "next": {next}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("console sign-in: %w", err)
+		return fmt.Errorf("sign-in: %w", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther {
-		return nil, fmt.Errorf("console sign-in: %s, want 303", resp.Status)
+		return fmt.Errorf("sign-in: %s, want 303", resp.Status)
 	}
-	return c, nil
+	return nil
 }
 
 // PortalUser is the end user whose first page of the user portal bench
@@ -542,34 +552,8 @@ func portalUser(ctx context.Context, base, admin string, large, small *podPool, 
 		return nil, fmt.Errorf("the portal user's token: %s %.200s", describeOutcome(o), answer)
 	}
 
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		return nil, err
-	}
-	c.Jar = jar
-	if o := get(ctx, c, base+"/portal/signin", ""); o.status != http.StatusOK {
-		return nil, fmt.Errorf("portal sign-in form: %s", describeOutcome(o))
-	}
-	u, _ := url.Parse(base + "/portal/signin")
-	csrf := ""
-	for _, ck := range jar.Cookies(u) {
-		if ck.Name == "vdibroker_portal_signin" {
-			csrf = ck.Value
-		}
-	}
-	form := url.Values{"csrf": {csrf}, "token": {tok.Token}, "next": {"/portal/"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/portal/signin", strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("portal sign-in: %w", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		return nil, fmt.Errorf("portal sign-in: %s, want 303", resp.Status)
+	if err := formSignIn(ctx, c, base, "/portal/signin", "vdibroker_portal_signin", tok.Token, "/portal/"); err != nil {
+		return nil, fmt.Errorf("portal %w", err)
 	}
 	// The page lists every resource: the last application too.
 	last := fmt.Sprintf("Application app%02d", PortalResources-3)
