@@ -272,6 +272,8 @@ type Store interface {
 
 	SharedStore // websession.go
 
+	PortalLaunchStore // portallaunch.go
+
 	EntitlementStore // entitlement.go
 }
 

@@ -96,6 +96,10 @@ const (
 	OpSharedValue               = "SharedValue"
 	OpInitSharedValue           = "InitSharedValue"
 	OpSetSharedValue            = "SetSharedValue"
+	OpCreatePortalLaunch        = "CreatePortalLaunch"
+	OpPortalLaunch              = "PortalLaunch"
+	OpUpdatePortalLaunch        = "UpdatePortalLaunch"
+	OpTakePortalLaunch          = "TakePortalLaunch"
 	OpPutApplicationGroup       = "PutApplicationGroup"
 	OpGetApplicationGroup       = "GetApplicationGroup"
 	OpListApplicationGroups     = "ListApplicationGroups"
@@ -698,6 +702,38 @@ func (s *Store) SetSharedValue(ctx context.Context, name string, value string, n
 	return s.hook(ctx, OpSetSharedValue, func(ctx context.Context) error {
 		return s.inner.SetSharedValue(ctx, name, value, now)
 	})
+}
+
+// CreatePortalLaunch runs the wrapped store's CreatePortalLaunch through the hook.
+func (s *Store) CreatePortalLaunch(ctx context.Context, l *vdibroker.PortalLaunch, perOwner int, max int, now time.Time) error {
+	return s.hook(ctx, OpCreatePortalLaunch, func(ctx context.Context) error {
+		return s.inner.CreatePortalLaunch(ctx, l, perOwner, max, now)
+	})
+}
+
+// PortalLaunch runs the wrapped store's PortalLaunch through the hook.
+func (s *Store) PortalLaunch(ctx context.Context, idHash string, owner string, now time.Time) (r0 *vdibroker.PortalLaunch, err error) {
+	err = s.hook(ctx, OpPortalLaunch, func(ctx context.Context) (err error) {
+		r0, err = s.inner.PortalLaunch(ctx, idHash, owner, now)
+		return err
+	})
+	return r0, err
+}
+
+// UpdatePortalLaunch runs the wrapped store's UpdatePortalLaunch through the hook.
+func (s *Store) UpdatePortalLaunch(ctx context.Context, l *vdibroker.PortalLaunch) error {
+	return s.hook(ctx, OpUpdatePortalLaunch, func(ctx context.Context) error {
+		return s.inner.UpdatePortalLaunch(ctx, l)
+	})
+}
+
+// TakePortalLaunch runs the wrapped store's TakePortalLaunch through the hook.
+func (s *Store) TakePortalLaunch(ctx context.Context, idHash string, owner string, now time.Time) (r0 *vdibroker.PortalLaunch, err error) {
+	err = s.hook(ctx, OpTakePortalLaunch, func(ctx context.Context) (err error) {
+		r0, err = s.inner.TakePortalLaunch(ctx, idHash, owner, now)
+		return err
+	})
+	return r0, err
 }
 
 // PutApplicationGroup runs the wrapped store's PutApplicationGroup through the hook.

@@ -36,7 +36,7 @@ func (b *podTestBroker) start(ctx context.Context, phase string) (string, int, e
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: testAdmin, ObservePlacement: metrics.ObservePlacement})
 	con := console.New(console.Config{API: srv.Handler(), Store: st, Sessions: st})
 	srv.Mux().Handle("/", con)
-	ptl := portal.New(portal.Config{API: srv.Handler(), Sessions: st})
+	ptl := portal.New(portal.Config{API: srv.Handler(), Sessions: st, Launches: st})
 	srv.Mux().Handle(portal.Prefix, ptl)
 	srv.Mux().Handle("GET /metrics", metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st})))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

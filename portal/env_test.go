@@ -44,6 +44,10 @@ type env struct {
 	creds  map[string]string // host -> credential
 	// skew moves the broker's clock forward (advance).
 	skew *atomic.Int64
+	// st, dsn and now make more replicas (replica).
+	st  vdibroker.Store
+	dsn string
+	now func() time.Time
 }
 
 // advance moves the broker's clock forward by d.
@@ -63,19 +67,9 @@ func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
 	t.Cleanup(func() { st.Close() })
 	skew := &atomic.Int64{}
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": &power.Simulated{Now: now}},
-		MaintenanceInterval: time.Hour, Now: now})
-	t.Cleanup(func() { srv.Close() })
-	cfg := portal.Config{API: srv.Handler(), Sessions: st, Audit: srv.Broker, MaxWait: 30 * time.Second}
-	if adjust != nil {
-		adjust(&cfg)
-	}
-	p := portal.New(cfg)
-	t.Cleanup(func() { p.Close() })
-	srv.Mux().Handle(portal.Prefix, p)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	e := &env{t: t, url: ts.URL, admin: vhttp.NewClient(ts.URL, adminToken), srv: srv, portal: p, creds: map[string]string{}, skew: skew}
+	e := &env{t: t, creds: map[string]string{}, skew: skew, st: st, dsn: dsn, now: now}
+	e.srv, e.portal, e.url = e.serve(st, adjust)
+	e.admin = vhttp.NewClient(e.url, adminToken)
 	e.pool("desk", map[string]any{}, 2)
 	e.pool("other", map[string]any{}, 1)
 	e.pool("cold", map[string]any{"powerDriver": "sim", "startVMOnConnect": true, "maxSessionLimit": 1}, 1)
@@ -98,6 +92,42 @@ func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
 		}
 	}
 	return e
+}
+
+// serve runs a replica on st: a broker (API server) with the portal
+// mounted, on 127.0.0.1.
+func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserver.Server, *portal.Portal, string) {
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": &power.Simulated{Now: e.now}},
+		MaintenanceInterval: time.Hour, Now: e.now})
+	e.t.Cleanup(func() { srv.Close() })
+	cfg := portal.Config{API: srv.Handler(), Sessions: st, Launches: st, Audit: srv.Broker, MaxWait: 30 * time.Second}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	p := portal.New(cfg)
+	e.t.Cleanup(func() { p.Close() })
+	srv.Mux().Handle(portal.Prefix, p)
+	ts := httptest.NewServer(srv.Handler())
+	e.t.Cleanup(ts.Close)
+	return srv, p, ts.URL
+}
+
+// replica serves another replica of the broker and its portal on the
+// env's database (on PostgreSQL through a connection pool of its own, as
+// another process has; SQLite is one process's file) and returns its
+// URL.
+func (e *env) replica() string {
+	e.t.Helper()
+	st := e.st
+	if e.dsn != "" {
+		var err error
+		if st, err = store.Open(context.Background(), e.dsn, e.t.TempDir(), nil); err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(func() { st.Close() })
+	}
+	_, _, url := e.serve(st, nil)
+	return url
 }
 
 // pool makes a pool with n hosts that heartbeat (pool-1, pool-2...).
@@ -143,24 +173,30 @@ func (e *env) userToken(subject string) string {
 	return tr.Secret
 }
 
-// browser is a cookie jar client that does not follow redirects.
+// browser is a cookie jar client that does not follow redirects, of
+// the replica at url.
 type browser struct {
-	e *env
-	c *http.Client
+	e   *env
+	c   *http.Client
+	url string
 }
 
 func (e *env) browser() *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{e: e, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+	return &browser{e: e, url: e.url, c: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
+
+// at is the same browser (its cookies) sent to the replica at url, as a
+// load balancer may send it.
+func (b *browser) at(url string) *browser { return &browser{e: b.e, c: b.c, url: url} }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // get GETs path with headers h (pairs).
 func (b *browser) get(path string, h ...string) (*http.Response, string) {
 	b.e.t.Helper()
-	req, _ := http.NewRequest("GET", b.e.url+path, nil)
+	req, _ := http.NewRequest("GET", b.url+path, nil)
 	for i := 0; i+1 < len(h); i += 2 {
 		req.Header.Set(h[i], h[i+1])
 	}
@@ -176,9 +212,9 @@ func (b *browser) get(path string, h ...string) (*http.Response, string) {
 // post POSTs a form to path from this site.
 func (b *browser) post(path string, form url.Values) (*http.Response, string) {
 	b.e.t.Helper()
-	req, _ := http.NewRequest("POST", b.e.url+path, strings.NewReader(form.Encode()))
+	req, _ := http.NewRequest("POST", b.url+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", b.e.url)
+	req.Header.Set("Origin", b.url)
 	res, err := b.c.Do(req)
 	if err != nil {
 		b.e.t.Fatal(err)
@@ -262,4 +298,6 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("Launch", TestLaunch_RU1_RU7)
 	t.Run("OwnSessions", TestOwnSessions_RU3)
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
+	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
+	t.Run("Bounds", TestLaunchBounds_RU7)
 }

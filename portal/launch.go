@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -19,16 +18,19 @@ import (
 // Launches (R-U4, R-U7). Opening a resource is a POST that starts the
 // connect as the signed-in user and answers with the launch's page; the
 // connect runs on (held while a host starts, ?wait=) and the page's
-// script polls the launch's status, then fetches its file. A launch
-// lives in this replica's memory: its id is 256 random bits, it answers
-// only the sign-in (browser session) that made it, its file is handed
-// once, and it is forgotten launchTTL after it ended (MaxWait and
-// launchTTL after it began at the latest). The launches are bounded per
-// sign-in and in all.
+// script polls the launch's status, then fetches its file. A launch is
+// kept in the database (vdibroker.PortalLaunchStore), so any replica
+// answers its status and hands its file: the browser polls wherever the
+// load balancer sends it. Its id is 256 random bits, stored only as its
+// hash, and its file is sealed under a key derived from the id; it
+// answers only the sign-in (browser session) that made it, its file is
+// handed once across replicas, and it is forgotten launchTTL after it
+// ended (MaxWait and launchTTL after it began at the latest). The
+// launches are bounded per sign-in and in the pod.
 
 // Defaults of Config.MaxLaunches and Config.MaxLaunchesPerSession.
 const (
-	DefaultMaxLaunches           = 1000
+	DefaultMaxLaunches           = 10000
 	DefaultMaxLaunchesPerSession = 3
 )
 
@@ -42,97 +44,8 @@ const (
 	launchFailed  = "failed"
 )
 
-// launch is one opening of a resource.
-type launch struct {
-	id string
-	// owner is the hash of the sign-in's cookie: the only browser the
-	// launch answers.
-	owner   string
-	name    string
-	created time.Time
-	expires time.Time
-	state   string
-	// starting: the connect is held for Host to start, until Until
-	// (vdibroker.WaitEvent).
-	starting bool
-	host     string
-	until    time.Time
-	rdp      string
-	message  string
-}
-
-// launches are the launches of this replica, by id.
-type launches struct {
-	mu         sync.Mutex
-	m          map[string]*launch
-	max, perSt int
-}
-
-func newLaunches(max, perSession int) *launches {
-	if max <= 0 {
-		max = DefaultMaxLaunches
-	}
-	if perSession <= 0 {
-		perSession = DefaultMaxLaunchesPerSession
-	}
-	return &launches{m: map[string]*launch{}, max: max, perSt: perSession}
-}
-
-// add keeps l, or refuses it (TooManyRequests) when its sign-in or the
-// replica has as many launches as allowed. Expired launches go first.
-func (ls *launches) add(l *launch, now time.Time) error {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	n := 0
-	for id, o := range ls.m {
-		if !now.Before(o.expires) {
-			delete(ls.m, id)
-			continue
-		}
-		if o.owner == l.owner {
-			n++
-		}
-	}
-	if n >= ls.perSt || len(ls.m) >= ls.max {
-		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, Message: "too many launches under way", RetryAfter: 10 * time.Second}
-	}
-	ls.m[l.id] = l
-	return nil
-}
-
-// get returns a copy of launch id if owner made it and it has not
-// expired.
-func (ls *launches) get(id, owner string, now time.Time) (launch, bool) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := ls.m[id]
-	if l == nil || !webguard.Equal(l.owner, owner) || !now.Before(l.expires) {
-		return launch{}, false
-	}
-	return *l, true
-}
-
-// take returns launch id's file and forgets the launch, if owner made
-// it and it is ready: a file is handed once.
-func (ls *launches) take(id, owner string, now time.Time) (launch, bool) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := ls.m[id]
-	if l == nil || !webguard.Equal(l.owner, owner) || !now.Before(l.expires) || l.state != launchReady {
-		return launch{}, false
-	}
-	delete(ls.m, id)
-	return *l, true
-}
-
-// update changes launch id under the lock (gone: nothing).
-func (ls *launches) update(id string, f func(*launch)) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if l := ls.m[id]; l != nil {
-		f(l)
-	}
-}
+// fileInfo is the purpose of the key sealing a launch's file.
+const fileInfo = "vdibroker portal launch file"
 
 // owner is the launches' owner key of a sign-in.
 func owner(rq *request) string { return vdibroker.HashSecret(rq.sess.ID()) }
@@ -163,11 +76,16 @@ func (p *Portal) launch(rq *request) {
 		return
 	}
 	now := p.clock.Now()
-	l := &launch{id: webguard.Secret(p.rand), owner: owner(rq), name: res.FriendlyName, created: now,
-		expires: now.Add(p.cfg.MaxWait + launchTTL), state: launchWaiting}
-	if err := p.launches.add(l, now); err != nil {
-		rq.w.Header().Set("Retry-After", "10")
-		p.errorPage(rq.w, rq.r, http.StatusTooManyRequests, "error.launches")
+	secret := webguard.Secret(p.rand)
+	l := &vdibroker.PortalLaunch{IDHash: vdibroker.HashSecret(secret), Owner: owner(rq), Name: res.FriendlyName,
+		State: launchWaiting, CreateTime: now, ExpireTime: now.Add(p.cfg.MaxWait + launchTTL)}
+	if err := p.cfg.Launches.CreatePortalLaunch(ctx, l, p.cfg.MaxLaunchesPerSession, p.cfg.MaxLaunches, now); err != nil {
+		if vdibroker.ErrorCode(err) == vdibroker.ETooManyRequests {
+			rq.w.Header().Set("Retry-After", "10")
+			p.errorPage(rq.w, rq.r, http.StatusTooManyRequests, "error.launches")
+			return
+		}
+		p.storeError(rq, "keep a launch", err)
 		return
 	}
 	who := rq.api.who
@@ -176,26 +94,37 @@ func (p *Portal) launch(rq *request) {
 		who = &vdibroker.Principal{Kind: kind, TokenID: tokenID, Subject: feed.User, Role: rq.sess.Role}
 	}
 	p.wg.Add(1)
-	go p.run(l.id, rq.api, *res, who, ratelimit.ClientAddr(rq.r))
-	http.Redirect(rq.w, rq.r, Prefix+"launches/"+l.id, http.StatusSeeOther)
+	go p.run(secret, l, rq.api, *res, who, ratelimit.ClientAddr(rq.r))
+	http.Redirect(rq.w, rq.r, Prefix+"launches/"+secret, http.StatusSeeOther)
 }
 
-// run connects for launch id as api's user, held up to MaxWait while a
-// host starts (a global entitlement's connect is not held), and keeps
-// the answer; the launch is recorded in the audit trail (R-U7).
-func (p *Portal) run(id string, api *caller, res vdibroker.FeedResource, who *vdibroker.Principal, addr string) {
+// storeError answers a signed-in request the database failed (503): the
+// user may try again; the log says why.
+func (p *Portal) storeError(rq *request, what string, err error) {
+	p.log.ErrorContext(rq.r.Context(), "portal: "+what, "err", err)
+	rq.w.Header().Set("Retry-After", "5")
+	p.errorPage(rq.w, rq.r, http.StatusServiceUnavailable, "error.unavailable")
+}
+
+// run connects for launch l (whose id is secret) as api's user, held up
+// to MaxWait while a host starts (a global entitlement's connect is not
+// held), and stores its progress and answer for every replica; the
+// launch is recorded in the audit trail (R-U7).
+func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res vdibroker.FeedResource, who *vdibroker.Principal, addr string) {
 	defer p.wg.Done()
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.MaxWait+time.Minute)
 	defer cancel()
+	store := context.WithoutCancel(ctx)
 	ctx = vdibroker.WithWaitObserver(ctx, func(e vdibroker.WaitEvent) {
 		// Waiting: held for a starting host; else decided again, which
 		// may find the host still starting (and waits on, untold).
-		p.launches.update(id, func(l *launch) {
-			l.starting, l.until = true, e.Until
-			if e.Host != "" {
-				l.host = e.Host
-			}
-		})
+		l.Starting, l.Until = true, e.Until
+		if e.Host != "" {
+			l.Host = e.Host
+		}
+		if err := p.cfg.Launches.UpdatePortalLaunch(store, l); err != nil {
+			p.log.Warn("portal: a launch's progress", "err", err)
+		}
 	})
 	path := res.ConnectURL
 	if res.GlobalEntitlement == "" {
@@ -204,15 +133,20 @@ func (p *Portal) run(id string, api *caller, res vdibroker.FeedResource, who *vd
 	var ans vdibroker.ConnectResponse
 	err := api.do(ctx, http.MethodPost, path, res.ConnectBody, &ans)
 	now := p.clock.Now()
-	p.launches.update(id, func(l *launch) {
-		l.expires = now.Add(launchTTL)
+	l.ExpireTime = now.Add(launchTTL)
+	if err != nil {
+		l.State, l.Message = launchFailed, vdibroker.ErrorMessage(err)
+	} else {
+		l.State, l.Host = launchReady, ans.SessionHost
+		l.Sealed, err = webguard.Seal(secret, fileInfo, []byte(ans.RDPFile), []byte(l.Owner))
 		if err != nil {
-			l.state, l.message = launchFailed, vdibroker.ErrorMessage(err)
-			return
+			l.State, l.Message = launchFailed, "the file could not be sealed"
 		}
-		l.state, l.rdp, l.host = launchReady, ans.RDPFile, ans.SessionHost
-	})
-	p.audit(context.WithoutCancel(ctx), res, who, addr, &ans, err, now)
+	}
+	if uerr := p.cfg.Launches.UpdatePortalLaunch(store, l); uerr != nil {
+		p.log.Error("portal: keep a launch's answer", "err", uerr)
+	}
+	p.audit(store, res, who, addr, &ans, err, now)
 }
 
 // audit records a launch: who opened what, and the session it got or
@@ -246,74 +180,108 @@ type launchView struct {
 	File    string `json:"file,omitempty"`
 }
 
-func (p *Portal) view(l launch, lg *lang, now time.Time) launchView {
-	v := launchView{State: l.state}
-	switch l.state {
+func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now time.Time) launchView {
+	v := launchView{State: l.State}
+	switch l.State {
 	case launchReady:
-		v.Title, v.Message, v.Percent = lg.T("launch.ready", l.name), lg.T("launch.ready", l.name), 100
-		v.File = Prefix + "launches/" + l.id + "/file"
+		v.Title, v.Message, v.Percent = lg.T("launch.ready", l.Name), lg.T("launch.ready", l.Name), 100
+		v.File = Prefix + "launches/" + secret + "/file"
 	case launchFailed:
-		v.Title, v.Message = lg.T("error.title"), lg.T("launch.failed", l.name, l.message)
+		v.Title, v.Message = lg.T("error.title"), lg.T("launch.failed", l.Name, l.Message)
 	default:
-		v.Title, v.Message = lg.T("launch.preparing", l.name), lg.T("launch.preparing", l.name)
-		if l.starting {
-			host := l.host
+		v.Title, v.Message = lg.T("launch.preparing", l.Name), lg.T("launch.preparing", l.Name)
+		if l.Starting {
+			host := l.Host
 			if host == "" {
-				host = l.name
+				host = l.Name
 			}
 			v.Title, v.Message = lg.T("launch.starting"), lg.T("launch.startingOn", host)
-			v.Waited = lg.T("launch.waited", int(now.Sub(l.created)/time.Second))
-			if total := l.until.Sub(l.created); total > 0 {
-				v.Percent = min(99, int(100*now.Sub(l.created)/total))
+			v.Waited = lg.T("launch.waited", int(now.Sub(l.CreateTime)/time.Second))
+			if total := l.Until.Sub(l.CreateTime); total > 0 {
+				v.Percent = min(99, int(100*now.Sub(l.CreateTime)/total))
 			}
 		}
 	}
 	return v
 }
 
+// find returns the launch of the request's path if this sign-in made it
+// and it has not expired; nil when not, an error when the database
+// failed.
+func (p *Portal) find(rq *request, now time.Time) (string, *vdibroker.PortalLaunch, error) {
+	secret := rq.r.PathValue("id")
+	l, err := p.cfg.Launches.PortalLaunch(rq.r.Context(), vdibroker.HashSecret(secret), owner(rq), now)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		return secret, nil, nil
+	}
+	return secret, l, err
+}
+
 // launchPage is the launch's page: its state now, and the script that
 // polls the status and fetches the file.
 func (p *Portal) launchPage(rq *request) {
 	now := p.clock.Now()
-	l, ok := p.launches.get(rq.r.PathValue("id"), owner(rq), now)
-	if !ok {
+	secret, l, err := p.find(rq, now)
+	switch {
+	case err != nil:
+		p.storeError(rq, "read a launch", err)
+	case l == nil:
 		p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
-		return
+	default:
+		p.render(rq.w, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": p.view(secret, l, rq.lang, now),
+			"Status": Prefix + "launches/" + secret + "/status", "CSRF": rq.sess.CSRF, "SignedIn": true})
 	}
-	p.render(rq.w, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": p.view(l, rq.lang, now),
-		"Status": Prefix + "launches/" + l.id + "/status", "CSRF": rq.sess.CSRF, "SignedIn": true})
 }
 
-// status is the launch's state as JSON (launchView).
+// status is the launch's state as JSON (launchView). A database failure
+// answers 503 and no JSON: the page's script polls again later.
 func (p *Portal) status(rq *request) {
 	now := p.clock.Now()
-	l, ok := p.launches.get(rq.r.PathValue("id"), owner(rq), now)
-	if !ok {
-		rq.w.Header().Set("Content-Type", "application/json")
+	secret, l, err := p.find(rq, now)
+	if err != nil {
+		p.storeError(rq, "read a launch", err)
+		return
+	}
+	rq.w.Header().Set("Content-Type", "application/json")
+	if l == nil {
 		rq.w.WriteHeader(http.StatusNotFound)
 		json.NewEncoder(rq.w).Encode(launchView{State: "gone", Message: rq.lang.T("launch.gone")})
 		return
 	}
-	rq.w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(rq.w).Encode(p.view(l, rq.lang, now))
+	json.NewEncoder(rq.w).Encode(p.view(secret, l, rq.lang, now))
 }
 
-// file hands the launch's .rdp file, once.
+// file hands the launch's .rdp file, once: the row is taken from the
+// database, so of two replicas asked at once one hands it.
 func (p *Portal) file(rq *request) {
-	id := rq.r.PathValue("id")
+	secret := rq.r.PathValue("id")
 	now := p.clock.Now()
-	l, ok := p.launches.take(id, owner(rq), now)
-	if !ok {
-		if _, waiting := p.launches.get(id, owner(rq), now); waiting {
-			http.Redirect(rq.w, rq.r, Prefix+"launches/"+id, http.StatusSeeOther)
-			return
+	l, err := p.cfg.Launches.TakePortalLaunch(rq.r.Context(), vdibroker.HashSecret(secret), owner(rq), now)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		_, waiting, ferr := p.find(rq, now)
+		switch {
+		case ferr != nil:
+			p.storeError(rq, "read a launch", ferr)
+		case waiting != nil:
+			http.Redirect(rq.w, rq.r, Prefix+"launches/"+secret, http.StatusSeeOther)
+		default:
+			p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
 		}
+		return
+	}
+	if err != nil {
+		p.storeError(rq, "take a launch's file", err)
+		return
+	}
+	rdp, err := webguard.Open(secret, fileInfo, l.Sealed, []byte(l.Owner))
+	if err != nil {
+		p.log.ErrorContext(rq.r.Context(), "portal: a launch's file does not open with its id", "err", err)
 		p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
 		return
 	}
 	rq.w.Header().Set("Content-Type", "application/x-rdp")
-	rq.w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(l.name)}))
-	rq.w.Write([]byte(l.rdp))
+	rq.w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": fileName(l.Name)}))
+	rq.w.Write(rdp)
 }
 
 // fileName is a resource's friendly name as an .rdp file's name the

@@ -86,6 +86,9 @@ type Config struct {
 	API http.Handler
 	// Sessions keeps the sign-ins (the database). Required.
 	Sessions vdibroker.WebSessionStore
+	// Launches keeps the launches (the database), so that every replica
+	// answers them. Required.
+	Launches vdibroker.PortalLaunchStore
 	// Audit records launches (nil: not recorded; the API still audits the
 	// logoffs and disconnects).
 	Audit Auditor
@@ -106,9 +109,9 @@ type Config struct {
 	// MaxWait is the longest a launch waits for a starting host (R-U4;
 	// 0: DefaultMaxWait); the broker bounds it too.
 	MaxWait time.Duration
-	// MaxLaunches bounds the launches under way (0: DefaultMaxLaunches),
-	// MaxLaunchesPerSession those of one sign-in (0:
-	// DefaultMaxLaunchesPerSession).
+	// MaxLaunches bounds the launches the pod keeps, under way or ended
+	// and not yet fetched (0: DefaultMaxLaunches), MaxLaunchesPerSession
+	// those of one sign-in (0: DefaultMaxLaunchesPerSession).
 	MaxLaunches, MaxLaunchesPerSession int
 	// AnonymousPerSecond and AnonymousBurst bound the anonymous requests
 	// per address (0: the defaults).
@@ -131,7 +134,6 @@ type Portal struct {
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	patterns []string
-	launches *launches
 
 	// ctx ends the launches' connects on Close.
 	ctx    context.Context
@@ -140,11 +142,17 @@ type Portal struct {
 	once   sync.Once
 }
 
-// New returns a Portal. It panics without Config.API or Config.Sessions
-// (programming errors).
+// New returns a Portal. It panics without Config.API, Config.Sessions or
+// Config.Launches (programming errors).
 func New(cfg Config) *Portal {
-	if cfg.API == nil || cfg.Sessions == nil {
-		panic("portal: Config.API and Config.Sessions are required")
+	if cfg.API == nil || cfg.Sessions == nil || cfg.Launches == nil {
+		panic("portal: Config.API, Config.Sessions and Config.Launches are required")
+	}
+	if cfg.MaxLaunches <= 0 {
+		cfg.MaxLaunches = DefaultMaxLaunches
+	}
+	if cfg.MaxLaunchesPerSession <= 0 {
+		cfg.MaxLaunchesPerSession = DefaultMaxLaunchesPerSession
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultMaxWait
@@ -169,7 +177,6 @@ func New(cfg Config) *Portal {
 	p.web = websession.New(websession.Config{Store: cfg.Sessions, Area: Area, Cookie: sessionCookie, Path: Prefix,
 		TTL: cfg.SessionTTL, Limits: cfg.SessionLimits, Secure: p.secure, Clock: p.clock, Rand: cfg.Rand, Logger: p.log})
 	p.anon = ratelimit.New(cfg.AnonymousPerSecond, cfg.AnonymousBurst)
-	p.launches = newLaunches(cfg.MaxLaunches, cfg.MaxLaunchesPerSession)
 	p.pages = map[string]*template.Template{}
 	for _, name := range []string{"signin", "home", "launch", "error", "signout"} {
 		p.pages[name] = template.Must(template.New(name).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))

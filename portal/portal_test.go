@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
@@ -298,4 +299,95 @@ func (r *refusals) list() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.got)
+}
+
+// TestLaunchAcrossReplicas_RU4_RU7: two replicas on one database and a
+// browser a load balancer sends to either. Alice's launch made through
+// replica A shows its progress (cold-1 starting) and then its file
+// through replica B; B hands the file and A then does not: once across
+// replicas. Of two replicas asked for a file at the same moment, exactly
+// one hands it. The database holds neither the launch's id nor its file
+// in clear, and bob on B reads nothing of it.
+func TestLaunchAcrossReplicas_RU4_RU7(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	other := e.replica()
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	aliceB := alice.at(other)
+	bob := e.browser().at(other)
+	bob.signIn(e.userToken("bob"))
+
+	launch := alice.launch(csrf, "desktop:cold")
+	s := aliceB.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Title == "Your desktop is starting" })
+	if s.State != "waiting" || !strings.Contains(s.Message, "cold-1 is starting") || s.Percent < 0 {
+		t.Fatalf("the launch on the other replica while cold-1 starts: %+v", s)
+	}
+	e.heartbeat("cold-1")
+	if s = aliceB.await(launch, ended); s.State != "ready" || s.File != launch+"/file" {
+		t.Fatalf("the launch on the other replica after cold-1's heartbeat: %+v", s)
+	}
+	secret := strings.TrimPrefix(launch, portal.Prefix+"launches/")
+	var cookie string
+	for _, c := range alice.c.Jar.Cookies(mustURL(t, e.url+portal.Prefix)) {
+		if c.Name == "vdibroker_portal" {
+			cookie = c.Value
+		}
+	}
+	row, err := e.st.PortalLaunch(ctx, vdibroker.HashSecret(secret), vdibroker.HashSecret(cookie), time.Now())
+	if err != nil {
+		t.Fatalf("the launch's row: %v", err)
+	}
+	if row.IDHash == secret || len(row.Sealed) == 0 || strings.Contains(string(row.Sealed), "full address") {
+		t.Errorf("the database holds the launch's id or file in clear: %+v", row)
+	}
+	if code, _ := bob.status(launch); code != http.StatusNotFound {
+		t.Errorf("bob on the other replica reads alice's launch: %d", code)
+	}
+	if res, _ := bob.get(launch + "/file"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("bob on the other replica fetches alice's file: %d", res.StatusCode)
+	}
+	res, body := aliceB.get(launch + "/file")
+	if res.StatusCode != 200 || !strings.Contains(body, "full address:s:cold-1.example.test") {
+		t.Fatalf("the file from the other replica: %d %s", res.StatusCode, body)
+	}
+	if res, _ := alice.get(launch + "/file"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("the file again from the first replica: %d, want 404", res.StatusCode)
+	}
+
+	// Both replicas asked at once: one file.
+	launch = alice.launch(csrf, "desktop:desk")
+	alice.await(launch, ended)
+	codes := make(chan int, 2)
+	var wg sync.WaitGroup
+	for _, b := range []*browser{alice, aliceB} {
+		wg.Go(func() {
+			res, err := b.c.Get(b.url + launch + "/file")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			res.Body.Close()
+			codes <- res.StatusCode
+		})
+	}
+	wg.Wait()
+	close(codes)
+	var got []int
+	for c := range codes {
+		got = append(got, c)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{http.StatusOK, http.StatusNotFound}) {
+		t.Errorf("a file asked of both replicas at once: %v, want one 200 and one 404", got)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -19,11 +19,7 @@ package websession
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -36,6 +32,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/webguard"
 )
 
 // Defaults of Config.
@@ -329,18 +326,7 @@ func derive(id, purpose string) string {
 }
 
 func deriveKey(id, purpose string) []byte {
-	k, err := hkdf.Key(sha256.New, []byte(id), nil, "vdibroker web session "+purpose, 32)
-	if err != nil {
-		panic("websession: hkdf: " + err.Error()) // only for lengths out of range
-	}
-	return k
-}
-
-// aead is the cipher sealing a session's token under its cookie's key.
-func aead(id string) cipher.AEAD {
-	b, _ := aes.NewCipher(deriveKey(id, "token")) // a 32-byte key: no error
-	g, _ := cipher.NewGCM(b)
-	return g
+	return webguard.DeriveKey(id, "vdibroker web session "+purpose)
 }
 
 // additional binds a sealed token to its row's area and principal.
@@ -348,23 +334,18 @@ func (m *Manager) additional(principal string) []byte {
 	return []byte(m.cfg.Area + "\x00" + principal)
 }
 
+// seal seals a session's token under its cookie's key.
 func (m *Manager) seal(s *Session) ([]byte, error) {
-	g := aead(s.id)
-	nonce := make([]byte, g.NonceSize(), g.NonceSize()+len(s.Token)+g.Overhead())
-	if _, err := io.ReadFull(rand.Reader, nonce); err != nil {
-		return nil, err
-	}
-	return g.Seal(nonce, nonce, []byte(s.Token), m.additional(s.Principal)), nil
+	return webguard.Seal(s.id, "vdibroker web session token", []byte(s.Token), m.additional(s.Principal))
 }
 
 var errSealed = errors.New("the sealed token does not open with this cookie")
 
 func (m *Manager) open(id string, row *vdibroker.WebSession) (string, error) {
-	g := aead(id)
-	if len(row.Sealed) < g.NonceSize()+g.Overhead() || row.Area != m.cfg.Area {
+	if row.Area != m.cfg.Area {
 		return "", errSealed
 	}
-	plain, err := g.Open(nil, row.Sealed[:g.NonceSize()], row.Sealed[g.NonceSize():], m.additional(row.Principal))
+	plain, err := webguard.Open(id, "vdibroker web session token", row.Sealed, m.additional(row.Principal))
 	if err != nil {
 		return "", errSealed
 	}

@@ -168,7 +168,7 @@ func signinKey(ctx context.Context, st vdibroker.Store) ([]byte, error) {
 // post-logout page under the site's URL.
 func (m *Main) newPortal(ctx context.Context, st vdibroker.Store) (*portal.Portal, error) {
 	secure := strings.HasPrefix(m.Federation.ExternalURL, "https://")
-	cfg := portal.Config{API: m.Server.Handler(), Sessions: st, Audit: m.broker, Logger: m.Logger, SecureCookies: secure,
+	cfg := portal.Config{API: m.Server.Handler(), Sessions: st, Launches: st, Audit: m.broker, Logger: m.Logger, SecureCookies: secure,
 		Refusals: &console.AuditRefusals{Audit: m.broker, Logger: m.Logger}}
 	if m.OIDC.provider != nil {
 		site, err := m.siteURL()

@@ -1,6 +1,10 @@
 package webguard
 
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
 
 // TestSafeNext (R-SEC): after sign-in a page redirects only to a
 // path of its own. Browsers drop tabs and newlines in URLs and read a
@@ -24,6 +28,36 @@ func TestSafeNext(t *testing.T) {
 	} {
 		if got := SafeNext(next); got != want {
 			t.Errorf("SafeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
+
+// TestSeal: what Seal sealed opens with its secret, info and additional
+// data only, and does not show the plain text.
+func TestSeal(t *testing.T) {
+	sealed, err := Seal("secret-1", "purpose", []byte("full address:s:h1"), []byte("owner"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(sealed), "full address") {
+		t.Error("sealed holds the plain text")
+	}
+	if got, err := Open("secret-1", "purpose", sealed, []byte("owner")); err != nil || string(got) != "full address:s:h1" {
+		t.Fatalf("open: %q, %v", got, err)
+	}
+	for name, try := range map[string]func() ([]byte, error){
+		"another secret":    func() ([]byte, error) { return Open("secret-2", "purpose", sealed, []byte("owner")) },
+		"another purpose":   func() ([]byte, error) { return Open("secret-1", "other", sealed, []byte("owner")) },
+		"another owner":     func() ([]byte, error) { return Open("secret-1", "purpose", sealed, []byte("bob")) },
+		"a truncated value": func() ([]byte, error) { return Open("secret-1", "purpose", sealed[:10], []byte("owner")) },
+		"an altered value": func() ([]byte, error) {
+			s := bytes.Clone(sealed)
+			s[len(s)-1] ^= 1
+			return Open("secret-1", "purpose", s, []byte("owner"))
+		},
+	} {
+		if _, err := try(); err != ErrSealed {
+			t.Errorf("%s: %v, want ErrSealed", name, err)
 		}
 	}
 }

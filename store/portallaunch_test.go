@@ -1,0 +1,108 @@
+package store_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+func portalLaunch(id, owner string, created time.Time) *vdibroker.PortalLaunch {
+	return &vdibroker.PortalLaunch{IDHash: id, Owner: owner, Name: "Office desktop", State: "waiting",
+		CreateTime: created, ExpireTime: created.Add(time.Minute)}
+}
+
+// TestPortalLaunches (R-U7): a launch made on one store handle (a
+// replica) is read and updated on another, only by its owner, until it
+// expires; it is taken once, only when ready; the bounds per owner and
+// in all hold under concurrent creations on two handles, and expired
+// launches make room (they are deleted when a launch is made).
+func TestPortalLaunches(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		ctx := t.Context()
+		if err := a.CreatePortalLaunch(ctx, portalLaunch("l1", "alice", t0), 3, 100, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.PortalLaunch(ctx, "l1", "bob", t0); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("another owner reads it: %v", err)
+		}
+		if _, err := b.TakePortalLaunch(ctx, "l1", "alice", t0); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("taken while waiting: %v", err)
+		}
+		l, err := b.PortalLaunch(ctx, "l1", "alice", t0)
+		if err != nil || l.State != "waiting" || l.Starting || !l.Until.IsZero() {
+			t.Fatalf("read on another handle: %+v, %v", l, err)
+		}
+		l.Starting, l.Host, l.Until = true, "cold-1", t0.Add(time.Minute)
+		if err := b.UpdatePortalLaunch(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := a.PortalLaunch(ctx, "l1", "alice", t0); !got.Starting || got.Host != "cold-1" || !got.Until.Equal(t0.Add(time.Minute)) {
+			t.Errorf("progress on the other handle: %+v", got)
+		}
+		l.State, l.Sealed, l.ExpireTime = "ready", []byte("sealed file"), t0.Add(2*time.Minute)
+		if err := a.UpdatePortalLaunch(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.TakePortalLaunch(ctx, "l1", "bob", t0); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("taken by another owner: %v", err)
+		}
+		if _, err := b.TakePortalLaunch(ctx, "l1", "alice", t0.Add(2*time.Minute)); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("taken at its expiry: %v", err)
+		}
+		got, err := b.TakePortalLaunch(ctx, "l1", "alice", t0)
+		if err != nil || string(got.Sealed) != "sealed file" || got.Name != "Office desktop" {
+			t.Fatalf("take: %+v, %v", got, err)
+		}
+		if _, err := a.TakePortalLaunch(ctx, "l1", "alice", t0); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("taken twice: %v", err)
+		}
+
+		// 20 creations of one owner at once on two handles: 3 (its bound)
+		// succeed; then the pod's bound of 5.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		made := 0
+		for i := range 20 {
+			st := a
+			if i%2 == 1 {
+				st = b
+			}
+			wg.Go(func() {
+				err := st.CreatePortalLaunch(ctx, portalLaunch(fmt.Sprint("c", i), "carol", t0), 3, 5, t0)
+				if err == nil {
+					mu.Lock()
+					made++
+					mu.Unlock()
+				} else if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+					t.Errorf("creation %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		if made != 3 {
+			t.Errorf("%d of carol's launches made, want 3 (per-owner bound)", made)
+		}
+		for _, id := range []string{"d1", "d2"} {
+			if err := a.CreatePortalLaunch(ctx, portalLaunch(id, "dave", t0), 3, 5, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.CreatePortalLaunch(ctx, portalLaunch("d3", "dave", t0), 3, 5, t0); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+			t.Errorf("beyond the pod's bound of 5: %v, want TooManyRequests", err)
+		}
+		// A minute on, all have expired: room again, and the expired rows
+		// are gone.
+		later := t0.Add(time.Minute)
+		if err := b.CreatePortalLaunch(ctx, portalLaunch("d3", "dave", later), 3, 5, later); err != nil {
+			t.Fatalf("after the others expired: %v", err)
+		}
+		if _, err := a.PortalLaunch(ctx, "d1", "dave", t0); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("an expired launch kept after a creation: %v", err)
+		}
+	})
+}
