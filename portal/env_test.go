@@ -34,7 +34,8 @@ var suitePostgres bool
 // /portal/, served on 127.0.0.1. Pool "desk" (two hosts) has a desktop
 // group of alice's ("Office desktop") and "other" (one host) bob's;
 // "cold" (power driver sim, start VM on connect, limit 1) has one host,
-// stopped, assigned to alice as "Cold lab".
+// stopped, assigned to alice as "Cold lab". The broker is pod "pod0" of
+// site "s0" (a federation of one pod until a test puts a document).
 type env struct {
 	t      testing.TB
 	url    string
@@ -98,7 +99,7 @@ func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
 // mounted, on 127.0.0.1.
 func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserver.Server, *portal.Portal, string) {
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": &power.Simulated{Now: e.now}},
-		MaintenanceInterval: time.Hour, Now: e.now})
+		MaintenanceInterval: time.Hour, Now: e.now, Pod: "pod0", Site: "s0"})
 	e.t.Cleanup(func() { srv.Close() })
 	cfg := portal.Config{API: srv.Handler(), Sessions: st, Launches: st, Audit: srv.Broker, MaxWait: 30 * time.Second}
 	if adjust != nil {
@@ -300,4 +301,5 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
 	t.Run("Bounds", TestLaunchBounds_RU7)
+	t.Run("RemoteAppAndGlobal", TestLaunchRemoteAppAndGlobal_RU1_RE9)
 }

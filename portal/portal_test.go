@@ -391,3 +391,59 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// TestLaunchRemoteAppAndGlobal_RU1_RE9: a RemoteApp published to alice
+// and a global desktop entitlement of hers are on her page and open from
+// it: the app's file starts the application (remoteapplicationprogram),
+// the global one's file reaches a host of its member pool; bob sees and
+// opens neither.
+func TestLaunchRemoteAppAndGlobal_RU1_RE9(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	if _, err := e.admin.PutApplicationGroup(ctx, "desk-apps", map[string]any{"hostPool": "desk", "applicationGroupType": "RemoteApp",
+		"assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutApplication(ctx, "desk-apps", "word", map[string]any{"friendlyName": "Word", "filePath": `C:\Program Files\Word\word.exe`,
+		"showInPortal": true}); err != nil {
+		t.Fatal(err)
+	}
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "everywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}}}}}
+	if _, err := e.admin.PutFederation(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	alice, bob := e.browser(), e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	bobCSRF := bob.signIn(e.userToken("bob"))
+	_, home := alice.get("/portal/")
+	for _, want := range []string{`data-id="app:desk-apps/word"`, ">Word<", `data-id="global:everywhere"`, portal.Prefix + "icons/remoteapp.svg"} {
+		if !strings.Contains(home, want) {
+			t.Errorf("alice's page lacks %q", want)
+		}
+	}
+	if _, page := bob.get("/portal/"); strings.Contains(page, "desk-apps") || strings.Contains(page, "everywhere") {
+		t.Errorf("bob's page lists alice's app or global entitlement")
+	}
+	for _, id := range []string{"app:desk-apps/word", "global:everywhere"} {
+		if res, _ := bob.post("/portal/launch", url.Values{"csrf": {bobCSRF}, "resource": {id}}); res.StatusCode != http.StatusNotFound {
+			t.Errorf("bob opening %s: %d, want 404", id, res.StatusCode)
+		}
+	}
+	for id, want := range map[string]string{
+		"app:desk-apps/word": "remoteapplicationprogram:s:||word",
+		"global:everywhere":  "full address:s:other-1.example.test",
+	} {
+		launch := alice.launch(csrf, id)
+		if s := alice.await(launch, ended); s.State != "ready" {
+			t.Fatalf("%s: %+v", id, s)
+		}
+		res, body := alice.get(launch + "/file")
+		if res.StatusCode != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s's file: %d, want %q in\n%s", id, res.StatusCode, want, body)
+		}
+	}
+}
