@@ -115,15 +115,37 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.MaxWait+time.Minute)
 	defer cancel()
 	store := context.WithoutCancel(ctx)
-	ctx = vdibroker.WithWaitObserver(ctx, func(e vdibroker.WaitEvent) {
-		// Waiting: held for a starting host; else decided again, which
-		// may find the host still starting (and waits on, untold).
-		l.Starting, l.Until = true, e.Until
-		if e.Host != "" {
-			l.Host = e.Host
+	// The held connect tells its progress to the observer, which must not
+	// block (vdibroker.WithWaitObserver): the latest event waits in
+	// progress for the goroutine that stores it.
+	progress := make(chan vdibroker.WaitEvent, 1)
+	stored := make(chan struct{})
+	go func() {
+		defer close(stored)
+		shown := *l
+		for e := range progress {
+			// Waiting: held for a starting host; else decided again, which
+			// may find the host still starting (and waits on, untold).
+			shown.Starting, shown.Until = true, e.Until
+			if e.Host != "" {
+				shown.Host = e.Host
+			}
+			if err := p.cfg.Launches.UpdatePortalLaunch(store, &shown); err != nil {
+				p.log.Warn("portal: a launch's progress", "err", err)
+			}
 		}
-		if err := p.cfg.Launches.UpdatePortalLaunch(store, l); err != nil {
-			p.log.Warn("portal: a launch's progress", "err", err)
+	}()
+	ctx = vdibroker.WithWaitObserver(ctx, func(e vdibroker.WaitEvent) {
+		for {
+			select {
+			case progress <- e:
+				return
+			default:
+				select {
+				case <-progress: // an older event, not stored yet: the newer wins
+				default:
+				}
+			}
 		}
 	})
 	path := res.ConnectURL
@@ -132,6 +154,8 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 	}
 	var ans vdibroker.ConnectResponse
 	err := api.do(ctx, http.MethodPost, path, res.ConnectBody, &ans)
+	close(progress)
+	<-stored
 	now := p.clock.Now()
 	l.ExpireTime = now.Add(launchTTL)
 	if err != nil {
