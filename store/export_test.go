@@ -458,3 +458,42 @@ func SetNoncesPerMinute(n int) (restore func()) {
 	noncesPerMinute = n
 	return func() { noncesPerMinute = old }
 }
+
+// BatchSynchronous commits ws as one group-commit batch (CommitMixedBatch)
+// with one more heartbeat-like write last, which reads SQLite's
+// synchronous pragma inside the batch's transaction: 2 (FULL) when the
+// batch's commit is synced, 1 (NORMAL) when it is not. It returns that
+// and the writes' outcomes.
+func (s *DB) BatchSynchronous(ws []Write, now time.Time) (int, []error) {
+	var mode int
+	probe := &commitReq{key: "\xff", beat: true, resync: true, atomic: true, done: make(chan error, 1),
+		// Not through the statement cache: a prepared PRAGMA answers the
+		// value it was prepared with.
+		fn: func(ctx context.Context, t *tx) error { return t.c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode) }}
+	reqs := make([]*commitReq, len(ws))
+	for i, w := range ws {
+		if w.Beat != nil {
+			reqs[i], _ = heartbeatReq(w.Pool, w.Host, w.Beat, now)
+		} else {
+			reqs[i] = placementReq(w.Placement)
+		}
+		reqs[i].done = make(chan error, 1)
+	}
+	s.runBatch(append(reqs, probe))
+	errs := make([]error, len(ws))
+	for i, r := range reqs {
+		errs[i] = <-r.done
+	}
+	if err := <-probe.done; err != nil {
+		errs = append(errs, err)
+	}
+	return mode, errs
+}
+
+// WriterSynchronous reads the synchronous pragma of SQLite's writer
+// connection outside any batch.
+func (s *DB) WriterSynchronous(ctx context.Context) (int, error) {
+	var mode int
+	err := s.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode) // not cached: see BatchSynchronous
+	return mode, err
+}

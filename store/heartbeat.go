@@ -36,7 +36,9 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 	// every 10 s must not cost 1,000 fsyncs a second on SQLite.
 	// Atomic: its only *vdibroker.Error (the host or its pool not found)
 	// comes before its first write.
-	r = &commitReq{key: hostKey(pool, host), atomic: true, beat: true, pool: pool, host: host, ownHost: true,
+	// Command results are the one thing a host reports once: a batch
+	// with them is synced (commitReq.resync).
+	r = &commitReq{key: hostKey(pool, host), atomic: true, beat: true, resync: len(hb.Results) == 0, pool: pool, host: host, ownHost: true,
 		committed: func(seq int64) { res.Seq = seq },
 		deliver:   func(cmds []vdibroker.Command) { res.Commands = cmds }}
 	r.fn = func(ctx context.Context, t *tx) error {
