@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -459,17 +460,15 @@ func SetNoncesPerMinute(n int) (restore func()) {
 	return func() { noncesPerMinute = old }
 }
 
-// BatchSynchronous commits ws as one group-commit batch (CommitMixedBatch)
-// with one more heartbeat-like write last, which reads SQLite's
-// synchronous pragma inside the batch's transaction: 2 (FULL) when the
-// batch's commit is synced, 1 (NORMAL) when it is not. It returns that
-// and the writes' outcomes.
-func (s *DB) BatchSynchronous(ws []Write, now time.Time) (int, []error) {
-	var mode int
+// BatchSynced commits ws as one group-commit batch (CommitMixedBatch)
+// with one more heartbeat-like write last, which reads inside the batch's
+// transaction whether its commit will be synced: SQLite's synchronous
+// pragma is FULL, PostgreSQL's synchronous_commit is not off. It returns
+// that and the writes' outcomes.
+func (s *DB) BatchSynced(ws []Write, now time.Time) (bool, []error) {
+	var synced bool
 	probe := &commitReq{key: "\xff", beat: true, resync: true, atomic: true, done: make(chan error, 1),
-		// Not through the statement cache: a prepared PRAGMA answers the
-		// value it was prepared with.
-		fn: func(ctx context.Context, t *tx) error { return t.c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode) }}
+		fn: func(ctx context.Context, t *tx) (err error) { synced, err = s.syncedIn(ctx, t.c); return err }}
 	reqs := make([]*commitReq, len(ws))
 	for i, w := range ws {
 		if w.Beat != nil {
@@ -487,13 +486,25 @@ func (s *DB) BatchSynchronous(ws []Write, now time.Time) (int, []error) {
 	if err := <-probe.done; err != nil {
 		errs = append(errs, err)
 	}
-	return mode, errs
+	return synced, errs
 }
 
-// WriterSynchronous reads the synchronous pragma of SQLite's writer
-// connection outside any batch.
-func (s *DB) WriterSynchronous(ctx context.Context) (int, error) {
+// WriterSynced reads whether a write outside any batch commits synced.
+func (s *DB) WriterSynced(ctx context.Context) (bool, error) {
+	return s.syncedIn(ctx, s.w)
+}
+
+// syncedIn reads the sync setting through c, not through the statement
+// cache: a prepared PRAGMA answers the value it was prepared with.
+func (s *DB) syncedIn(ctx context.Context, c interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (bool, error) {
+	if s.d == postgresDialect {
+		var v string
+		err := c.QueryRowContext(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&v)
+		return v != "off", err
+	}
 	var mode int
-	err := s.w.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode) // not cached: see BatchSynchronous
-	return mode, err
+	err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode)
+	return mode == 2, err // FULL
 }

@@ -605,8 +605,9 @@ func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
 	return s.writeSynced(ctx, true, fn)
 }
 
-// writeSynced is write; unless synced, its commit on SQLite is not synced
-// (synchronous=NORMAL for the one transaction; see DB.unsynced).
+// writeSynced is write; unless synced, its commit is not synced (SQLite:
+// synchronous=NORMAL for the one transaction; PostgreSQL:
+// synchronous_commit=off for it; see DB.unsynced).
 func (s *DB) writeSynced(ctx context.Context, synced bool, fn func(t *tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -640,7 +641,7 @@ func (s *DB) writeOnce(ctx context.Context, synced bool, fn func(t *tx) error) (
 	var begin interface {
 		BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
 	} = s.w
-	if !synced && s.syncFull {
+	if !synced && s.d == sqliteDialect && s.syncFull {
 		// The writer connection held from the pragma to the pragma that
 		// restores FULL (after the rollback or the commit), so no other
 		// write commits unsynced on it.
@@ -658,6 +659,12 @@ func (s *DB) writeOnce(ctx context.Context, synced bool, fn func(t *tx) error) (
 	t := &tx{c: sqlTx, tx: sqlTx, d: s.d, stmts: s.wstmts}
 	if s.hosts != nil {
 		t.cw = &cacheWrites{}
+	}
+	if !synced && s.d == postgresDialect {
+		if _, err := sqlTx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			_ = sqlTx.Rollback()
+			return fmt.Errorf("synchronous_commit=off: %w", err)
+		}
 	}
 	// Deferred so that they also run when fn panics, rollback first: the
 	// transaction holds the only writer connection, which an open
