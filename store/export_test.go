@@ -126,6 +126,12 @@ func (s *DB) BeatsUpdatePlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, beatsUpdateQuery(s.d, 2), "pool", "h1", 1, nil, 0, "{}", false, "", "pool", "h2", 1, nil, 0, "{}", false, "")
 }
 
+// LogonsPlan is ExpirePendingPlan for a heartbeat's logons (tx.logons),
+// two of them.
+func (s *DB) LogonsPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, logonsQuery(s.d, 2), int64(1), false, "s1", "a1", "Active", "Pending", "s2", "a2", "Active", "Pending")
+}
+
 func (s *DB) DeliverPlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, deliverQuery(s.d, 2), "Delivered", "pool", "h1", "h2", "Queued")
 }
@@ -263,6 +269,7 @@ func (s *DB) PostgresBatchReadPlans(ctx context.Context, pool string, hosts ...s
 		"beats' open sessions": {beatSessionsQuery(s.d, n), args},
 		"beats' commands":      {deliverQuery(s.d, n), append(append([]any{"Delivered"}, args...), "Queued")},
 		"beats' rows":          {beatsUpdateQuery(s.d, n), []any{pools, hosts, at, metrics, sessions, pools, down, pools}},
+		"beats' logons":        {logonsQuery(s.d, n), []any{int64(1), false, hosts, hosts, pools, pools}},
 	} {
 		p, err := s.explain(ctx, q.query, q.args...)
 		if err != nil {
