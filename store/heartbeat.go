@@ -231,14 +231,27 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 	}
 	var notAdopted map[string]bool // adoptions the database refused
 	var adoptions, logons []vdibroker.SessionStep
+	logon := map[string]bool{} // the sessions of logons
+	writeLogons := func() error {
+		s1, c1, err := t.logons(ctx, logons, now)
+		ds, dc, logons = ds+s1, dc+c1, logons[:0]
+		clear(logon)
+		return err
+	}
 	for _, st := range rec.Steps {
 		var s1, c1 int
 		adopted := true
 		if st.Kind == vdibroker.StepLogon {
-			// Together after the loop (logons): no other step reads or
-			// writes a session that logs on.
+			// Written together (logons), before any later step of the
+			// same session (Reconcile gives none) and after the others.
 			logons = append(logons, st)
+			logon[st.SessionID] = true
 			continue
+		}
+		if logon[st.SessionID] {
+			if err := writeLogons(); err != nil {
+				return 0, 0, nil, err
+			}
 		}
 		if st.Kind == vdibroker.StepAdopt {
 			s1, c1, adopted, err = t.adopt(ctx, p.Name, host, st, now)
@@ -259,11 +272,9 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 		}
 		ds, dc = ds+s1, dc+c1
 	}
-	s1, c1, err := t.logons(ctx, logons, now)
-	if err != nil {
+	if err := writeLogons(); err != nil {
 		return 0, 0, nil, err
 	}
-	ds, dc = ds+s1, dc+c1
 	if err := t.auditAdoptions(ctx, p.Name, host, adoptions, rec.NotAdopted, now); err != nil {
 		return 0, 0, nil, err
 	}
