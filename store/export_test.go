@@ -42,6 +42,21 @@ type Write struct {
 // order, at now; it returns each write's outcome and each heartbeat's
 // result (nil for placements).
 func (s *DB) CommitMixedBatch(ws []Write, now time.Time) ([]error, []*vdibroker.HeartbeatResult) {
+	reqs, res := writeReqs(ws, now)
+	s.runBatch(reqs)
+	errs := make([]error, len(ws))
+	results := make([]*vdibroker.HeartbeatResult, len(ws))
+	for i, r := range reqs {
+		if errs[i] = <-r.done; errs[i] == nil && res[i] != nil {
+			results[i] = *res[i]
+		}
+	}
+	return errs, results
+}
+
+// writeReqs are the group-commit requests of ws at now, and where each
+// heartbeat's result will be (nil for placements).
+func writeReqs(ws []Write, now time.Time) ([]*commitReq, []**vdibroker.HeartbeatResult) {
 	reqs := make([]*commitReq, len(ws))
 	res := make([]**vdibroker.HeartbeatResult, len(ws))
 	for i, w := range ws {
@@ -52,15 +67,7 @@ func (s *DB) CommitMixedBatch(ws []Write, now time.Time) ([]error, []*vdibroker.
 		}
 		reqs[i].done = make(chan error, 1)
 	}
-	s.runBatch(reqs)
-	errs := make([]error, len(ws))
-	results := make([]*vdibroker.HeartbeatResult, len(ws))
-	for i, r := range reqs {
-		if errs[i] = <-r.done; errs[i] == nil && res[i] != nil {
-			results[i] = *res[i]
-		}
-	}
-	return errs, results
+	return reqs, res
 }
 
 // Command reads a command's state and result.
@@ -476,15 +483,7 @@ func (s *DB) BatchSynced(ws []Write, now time.Time) (bool, []error) {
 	var synced bool
 	probe := &commitReq{key: "\xff", beat: true, resync: true, atomic: true, done: make(chan error, 1),
 		fn: func(ctx context.Context, t *tx) (err error) { synced, err = s.syncedIn(ctx, t.c); return err }}
-	reqs := make([]*commitReq, len(ws))
-	for i, w := range ws {
-		if w.Beat != nil {
-			reqs[i], _ = heartbeatReq(w.Pool, w.Host, w.Beat, now)
-		} else {
-			reqs[i] = placementReq(w.Placement)
-		}
-		reqs[i].done = make(chan error, 1)
-	}
+	reqs, _ := writeReqs(ws, now)
 	s.runBatch(append(reqs, probe))
 	errs := make([]error, len(ws))
 	for i, r := range reqs {
