@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -41,6 +42,21 @@ type Write struct {
 // order, at now; it returns each write's outcome and each heartbeat's
 // result (nil for placements).
 func (s *DB) CommitMixedBatch(ws []Write, now time.Time) ([]error, []*vdibroker.HeartbeatResult) {
+	reqs, res := writeReqs(ws, now)
+	s.runBatch(reqs)
+	errs := make([]error, len(ws))
+	results := make([]*vdibroker.HeartbeatResult, len(ws))
+	for i, r := range reqs {
+		if errs[i] = <-r.done; errs[i] == nil && res[i] != nil {
+			results[i] = *res[i]
+		}
+	}
+	return errs, results
+}
+
+// writeReqs are the group-commit requests of ws at now, and where each
+// heartbeat's result will be (nil for placements).
+func writeReqs(ws []Write, now time.Time) ([]*commitReq, []**vdibroker.HeartbeatResult) {
 	reqs := make([]*commitReq, len(ws))
 	res := make([]**vdibroker.HeartbeatResult, len(ws))
 	for i, w := range ws {
@@ -51,15 +67,7 @@ func (s *DB) CommitMixedBatch(ws []Write, now time.Time) ([]error, []*vdibroker.
 		}
 		reqs[i].done = make(chan error, 1)
 	}
-	s.runBatch(reqs)
-	errs := make([]error, len(ws))
-	results := make([]*vdibroker.HeartbeatResult, len(ws))
-	for i, r := range reqs {
-		if errs[i] = <-r.done; errs[i] == nil && res[i] != nil {
-			results[i] = *res[i]
-		}
-	}
-	return errs, results
+	return reqs, res
 }
 
 // Command reads a command's state and result.
@@ -123,6 +131,12 @@ func (s *DB) BeatSessionsPlan(ctx context.Context) ([]string, error) {
 
 func (s *DB) BeatsUpdatePlan(ctx context.Context) ([]string, error) {
 	return s.plan(ctx, beatsUpdateQuery(s.d, 2), "pool", "h1", 1, nil, 0, "{}", false, "", "pool", "h2", 1, nil, 0, "{}", false, "")
+}
+
+// LogonsPlan is ExpirePendingPlan for a heartbeat's logons (tx.logons),
+// two of them.
+func (s *DB) LogonsPlan(ctx context.Context) ([]string, error) {
+	return s.plan(ctx, logonsQuery(s.d, 2), int64(1), false, "s1", "a1", "Active", "Pending", "s2", "a2", "Active", "Pending")
 }
 
 func (s *DB) DeliverPlan(ctx context.Context) ([]string, error) {
@@ -262,6 +276,7 @@ func (s *DB) PostgresBatchReadPlans(ctx context.Context, pool string, hosts ...s
 		"beats' open sessions": {beatSessionsQuery(s.d, n), args},
 		"beats' commands":      {deliverQuery(s.d, n), append(append([]any{"Delivered"}, args...), "Queued")},
 		"beats' rows":          {beatsUpdateQuery(s.d, n), []any{pools, hosts, at, metrics, sessions, pools, down, pools}},
+		"beats' logons":        {logonsQuery(s.d, n), []any{int64(1), false, hosts, hosts, pools, pools}},
 	} {
 		p, err := s.explain(ctx, q.query, q.args...)
 		if err != nil {
@@ -457,4 +472,45 @@ func SetNoncesPerMinute(n int) (restore func()) {
 	old := noncesPerMinute
 	noncesPerMinute = n
 	return func() { noncesPerMinute = old }
+}
+
+// BatchSynced commits ws as one group-commit batch (CommitMixedBatch)
+// with one more heartbeat-like write last, which reads inside the batch's
+// transaction whether its commit will be synced: SQLite's synchronous
+// pragma is FULL, PostgreSQL's synchronous_commit is not off. It returns
+// that and the writes' outcomes.
+func (s *DB) BatchSynced(ws []Write, now time.Time) (bool, []error) {
+	var synced bool
+	probe := &commitReq{key: "\xff", beat: true, resync: true, atomic: true, done: make(chan error, 1),
+		fn: func(ctx context.Context, t *tx) (err error) { synced, err = s.syncedIn(ctx, t.c); return err }}
+	reqs, _ := writeReqs(ws, now)
+	s.runBatch(append(reqs, probe))
+	errs := make([]error, len(ws))
+	for i, r := range reqs {
+		errs[i] = <-r.done
+	}
+	if err := <-probe.done; err != nil {
+		errs = append(errs, err)
+	}
+	return synced, errs
+}
+
+// WriterSynced reads whether a write outside any batch commits synced.
+func (s *DB) WriterSynced(ctx context.Context) (bool, error) {
+	return s.syncedIn(ctx, s.w)
+}
+
+// syncedIn reads the sync setting through c, not through the statement
+// cache: a prepared PRAGMA answers the value it was prepared with.
+func (s *DB) syncedIn(ctx context.Context, c interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (bool, error) {
+	if s.d == postgresDialect {
+		var v string
+		err := c.QueryRowContext(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&v)
+		return v != "off", err
+	}
+	var mode int
+	err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode)
+	return mode == 2, err // FULL
 }

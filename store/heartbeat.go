@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"math/bits"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -36,7 +38,9 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 	// every 10 s must not cost 1,000 fsyncs a second on SQLite.
 	// Atomic: its only *vdibroker.Error (the host or its pool not found)
 	// comes before its first write.
-	r = &commitReq{key: hostKey(pool, host), atomic: true, beat: true, pool: pool, host: host, ownHost: true,
+	// Command results are the one thing a host reports once: a batch
+	// with them is synced (commitReq.resync).
+	r = &commitReq{key: hostKey(pool, host), atomic: true, beat: true, resync: len(hb.Results) == 0, pool: pool, host: host, ownHost: true,
 		committed: func(seq int64) { res.Seq = seq },
 		deliver:   func(cmds []vdibroker.Command) { res.Commands = cmds }}
 	r.fn = func(ctx context.Context, t *tx) error {
@@ -226,10 +230,29 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 		rec = vdibroker.Reconcile(in)
 	}
 	var notAdopted map[string]bool // adoptions the database refused
-	var adoptions []vdibroker.SessionStep
+	var adoptions, logons []vdibroker.SessionStep
+	logon := map[string]bool{} // the sessions of logons
+	writeLogons := func() error {
+		s1, c1, err := t.logons(ctx, logons, now)
+		ds, dc, logons = ds+s1, dc+c1, logons[:0]
+		clear(logon)
+		return err
+	}
 	for _, st := range rec.Steps {
 		var s1, c1 int
 		adopted := true
+		if st.Kind == vdibroker.StepLogon {
+			// Written together (logons), before any later step of the
+			// same session (Reconcile gives none) and after the others.
+			logons = append(logons, st)
+			logon[st.SessionID] = true
+			continue
+		}
+		if logon[st.SessionID] {
+			if err := writeLogons(); err != nil {
+				return 0, 0, nil, err
+			}
+		}
 		if st.Kind == vdibroker.StepAdopt {
 			s1, c1, adopted, err = t.adopt(ctx, p.Name, host, st, now)
 		} else {
@@ -248,6 +271,9 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 			adoptions = append(adoptions, st)
 		}
 		ds, dc = ds+s1, dc+c1
+	}
+	if err := writeLogons(); err != nil {
+		return 0, 0, nil, err
 	}
 	if err := t.auditAdoptions(ctx, p.Name, host, adoptions, rec.NotAdopted, now); err != nil {
 		return 0, 0, nil, err
@@ -291,23 +317,6 @@ func (t *tx) applyStep(ctx context.Context, pool, host string, st vdibroker.Sess
 	switch st.Kind {
 	case vdibroker.StepMove:
 		return t.transition(ctx, st.SessionID, st.From, st.To, st.Reason, now)
-	case vdibroker.StepLogon:
-		// Its agent id and its new state in one statement (a logon storm
-		// is thousands a second); the agent id alone when the session
-		// has moved on.
-		n, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ?, state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
-			WHERE id = ? AND state = ? AND agent_session_id = ''`, st.AgentSessionID, st.To, ns(now), "", false, st.SessionID, st.From)
-		if err != nil {
-			return 0, 0, err
-		}
-		if n == 0 {
-			_, err = t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, st.AgentSessionID, st.SessionID)
-			return 0, 0, err
-		}
-		// It was unreported, so connecting, whatever its state (R-GW2).
-		s0, c0 := countsOf(st.From, "")
-		s1, c1 := countsOf(st.To, st.AgentSessionID)
-		return s1 - s0, c1 - c0, nil
 	case vdibroker.StepAskLogoff:
 		c := &vdibroker.Command{ID: vdibroker.NewID(), HostPool: pool, SessionHost: host, Type: vdibroker.CommandLogoff,
 			SessionID: st.SessionID, AgentSessionID: st.AgentSessionID, User: st.User, State: vdibroker.CommandQueued,
@@ -319,6 +328,106 @@ func (t *tx) applyStep(ctx context.Context, pool, host string, st vdibroker.Sess
 		return 0, 0, err
 	}
 	return 0, 0, fmt.Errorf("reconcile: no such step %q", st.Kind)
+}
+
+// logons writes a heartbeat's StepLogon steps, each session's agent id
+// and new state if it is still in its From and unreported, and returns
+// the host count deltas. One statement for many logons (logonsQuery): a
+// connect storm's heartbeats carry one logon per connect, and a statement
+// each was an UPDATE's fixed cost (on PostgreSQL a round trip) per
+// session on the writer. A session that moved on gets its agent id alone.
+func (t *tx) logons(ctx context.Context, steps []vdibroker.SessionStep, now time.Time) (ds, dc int, err error) {
+	for len(steps) > 0 {
+		chunk := steps[:min(len(steps), maxLogonsPerStatement)]
+		steps = steps[len(chunk):]
+		done, err := t.logonChunk(ctx, chunk, now)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, st := range chunk {
+			if !done[st.SessionID] {
+				if _, err := t.exec(ctx, `UPDATE user_sessions SET agent_session_id = ? WHERE id = ?`, st.AgentSessionID, st.SessionID); err != nil {
+					return 0, 0, err
+				}
+				continue
+			}
+			// It was unreported, so connecting, whatever its state (R-GW2).
+			s0, c0 := countsOf(st.From, "")
+			s1, c1 := countsOf(st.To, st.AgentSessionID)
+			ds, dc = ds+s1-s0, dc+c1-c0
+		}
+	}
+	return ds, dc, nil
+}
+
+// maxLogonsPerStatement bounds one logonsQuery (on SQLite 4 arguments a
+// logon, well inside its limit of arguments).
+const maxLogonsPerStatement = 64
+
+// logonChunk runs logonsQuery for steps and returns the sessions it
+// changed.
+func (t *tx) logonChunk(ctx context.Context, steps []vdibroker.SessionStep, now time.Time) (map[string]bool, error) {
+	n := len(steps)
+	var args []any
+	if t.d == postgresDialect {
+		ids, agents, to, from := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		for i, st := range steps {
+			ids[i], agents[i], to[i], from[i] = st.SessionID, st.AgentSessionID, st.To, st.From
+		}
+		args = []any{ns(now), false, ids, agents, to, from}
+	} else {
+		// Padded to a power of two with rows no session matches (no id
+		// and no state is empty), so the statements are a few texts, each
+		// prepared once.
+		n = 1 << bits.Len(uint(n-1))
+		args = []any{ns(now), false}
+		for i := range n {
+			if i < len(steps) {
+				st := steps[i]
+				args = append(args, st.SessionID, st.AgentSessionID, st.To, st.From)
+			} else {
+				args = append(args, "", "", "", "")
+			}
+		}
+	}
+	rows, err := t.query(ctx, logonsQuery(t.d, n), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := make(map[string]bool, len(steps))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		done[id] = true
+	}
+	return done, rows.Err()
+}
+
+// logonsQuery records n logons: each session (by key) gets its agent id
+// and its new state if it is still in its From state and unreported, and
+// the statement returns the ids it changed. Args: the time, false (no
+// logoff queued), then on SQLite per logon the session id, agent id, To,
+// From (a VALUES list, its values cast: a VALUES list has no column types
+// of its own), on PostgreSQL each one array of all the logons' values.
+// On SQLite it is UPDATE OR FAIL: a statement that may write several rows
+// and abort on a constraint (the unique index of R-C6, whose entry a
+// logon deletes and inserts again) copies every page it changes into a
+// statement journal first (a sixth of the statement's CPU in a 2,000-host
+// pod's connect phases); no logon can break a constraint (it changes no key of a unique
+// index), and any error fails the batch, which runs again.
+func logonsQuery(d *dialect, n int) string {
+	const set = ` user_sessions SET agent_session_id = v.agent, state = v.state_to, state_time = ?, end_reason = '', logoff_queued = ? FROM `
+	const where = ` WHERE user_sessions.id = v.id AND user_sessions.state = v.state_from AND user_sessions.agent_session_id = ''
+		RETURNING user_sessions.id`
+	if d == postgresDialect {
+		return `UPDATE` + set + `unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[])) AS v(id, agent, state_to, state_from)` + where
+	}
+	const row = `(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))`
+	return `UPDATE OR FAIL` + set + `(SELECT column1 AS id, column2 AS agent, column3 AS state_to, column4 AS state_from FROM (VALUES ` +
+		strings.TrimSuffix(strings.Repeat(row+",", n), ",") + `)) AS v` + where
 }
 
 // adopt writes an adopted session (R-S2) and returns the host count

@@ -196,7 +196,8 @@ func TestHostReadsUseKeys_PostgreSQL(t *testing.T) {
 
 // TestBatchReadsUseKeys_PostgreSQL: a batch's heartbeats read their hosts,
 // their open sessions and their commands one statement per pool (readAhead,
-// deliverBatch). In a pool of thousands of hosts with open sessions and
+// deliverBatch), and a heartbeat's logons are one statement (tx.logons),
+// each session found by key. In a pool of thousands of hosts with open sessions and
 // history, PostgreSQL must look up each host of the list in the index, not
 // read the whole pool's range and filter it: that would read every session
 // of the pool on each batch.
@@ -238,7 +239,7 @@ func TestBatchReadsUseKeys_PostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, key := range map[string]string{"beats' hosts": "name = ANY", "beats' open sessions": "session_host = ANY", "beats' commands": "session_host = ANY",
-		"beats' rows": "name = (v.name)"} {
+		"beats' rows": "name = (v.name)", "beats' logons": "id = (v.id)"} {
 		p := plans[name]
 		t.Logf("%s:\n%s", name, p)
 		if !regexp.MustCompile(`Index Cond: \(.*` + regexp.QuoteMeta(key)).MatchString(p) {

@@ -127,6 +127,7 @@ func TestBatchReadsUseIndexes(t *testing.T) {
 		"hosts":         {(*DB).BeatHostsPlan, []string{"SEARCH session_hosts USING INDEX sqlite_autoindex_session_hosts_2 (host_pool=? AND name=?)", "SEARCH host_counts USING PRIMARY KEY (host_pool=? AND name=?)"}},
 		"open sessions": {(*DB).BeatSessionsPlan, []string{"SEARCH user_sessions USING COVERING INDEX user_sessions_open_by_host_covering (host_pool=? AND session_host=?)"}},
 		"rows":          {(*DB).BeatsUpdatePlan, []string{"SEARCH session_hosts USING COVERING INDEX sqlite_autoindex_session_hosts_2 (host_pool=? AND name=?)"}},
+		"logons":        {(*DB).LogonsPlan, []string{"SEARCH user_sessions USING INDEX sqlite_autoindex_user_sessions_1 (id=?)"}},
 		"commands":      {(*DB).DeliverPlan, []string{"SEARCH commands USING COVERING INDEX commands_by_host (host_pool=? AND session_host=? AND state=?)"}},
 	} {
 		t.Run(name, func(t *testing.T) {

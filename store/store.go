@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -42,6 +43,9 @@ type DB struct {
 	ckpt *checkpointer
 	// committed counts the writer's committed transactions.
 	committed atomic.Int64
+	// syncFull says SQLite syncs every commit (synchronous=FULL); a
+	// batch may then commit unsynced (DB.unsynced, writeSynced).
+	syncFull bool
 
 	// commits are the group committers' queues: one on SQLite, whose
 	// writer is alone anyway; postgresCommitters on PostgreSQL, each
@@ -193,6 +197,7 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	if syncMode != "FULL" && syncMode != "NORMAL" {
 		return vdibroker.FieldError("synchronous", "want FULL or NORMAL, got %q", syncMode)
 	}
+	s.syncFull = syncMode == "FULL"
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + syncMode + ")&_pragma=foreign_keys(0)&_pragma=wal_autocheckpoint(10000)&_pragma=temp_store(MEMORY)"
 	// Page caches: 64 MiB for the writer, whose batches touch the hot
@@ -597,9 +602,16 @@ const maxAttempts = 8
 // write runs fn in a write transaction, running it again on retryable
 // errors. fn must be safe to run again (it sees a fresh transaction).
 func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
+	return s.writeSynced(ctx, true, fn)
+}
+
+// writeSynced is write; unless synced, its commit is not synced (SQLite:
+// synchronous=NORMAL for the one transaction; PostgreSQL:
+// synchronous_commit=off for it; see DB.unsynced).
+func (s *DB) writeSynced(ctx context.Context, synced bool, fn func(t *tx) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
-		err = s.writeOnce(ctx, fn)
+		err = s.writeOnce(ctx, synced, fn)
 		if errors.Is(err, errRunApart) && attempt < maxAttempts {
 			continue // at once: nothing to wait for
 		}
@@ -615,14 +627,32 @@ func (s *DB) write(ctx context.Context, fn func(t *tx) error) error {
 	}
 }
 
-func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) (commitErr error) {
+func (s *DB) writeOnce(ctx context.Context, synced bool, fn func(t *tx) error) (commitErr error) {
 	var opts *sql.TxOptions
 	if s.d == postgresDialect {
 		// READ COMMITTED whatever the database's default: the statements
 		// rely on seeing what committed before each began (tx.assign).
 		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}
-	sqlTx, err := s.w.BeginTx(ctx, opts)
+	// Deferred first, so run last: it prepares on the writer connection,
+	// which an unsynced transaction holds until its own defer gives it
+	// back.
+	defer s.wstmts.prepareWanted(ctx)
+	var begin interface {
+		BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+	} = s.w
+	if !synced && s.d == sqliteDialect && s.syncFull {
+		// The writer connection held from the pragma to the pragma that
+		// restores FULL (after the rollback or the commit), so no other
+		// write commits unsynced on it.
+		c, err := s.unsyncedConn(ctx)
+		if err != nil {
+			return err
+		}
+		defer s.resync(ctx, c)
+		begin = c
+	}
+	sqlTx, err := begin.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -630,13 +660,18 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) (commitErr err
 	if s.hosts != nil {
 		t.cw = &cacheWrites{}
 	}
+	if !synced && s.d == postgresDialect {
+		if _, err := sqlTx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+			_ = sqlTx.Rollback()
+			return fmt.Errorf("synchronous_commit=off: %w", err)
+		}
+	}
 	// Deferred so that they also run when fn panics, rollback first: the
 	// transaction holds the only writer connection, which an open
 	// transaction would keep for as long as ctx lives (forever for a
 	// context.Background), hanging every later write; and prepareWanted
-	// waits for that connection, so before the rollback it would wait for
-	// itself.
-	defer s.wstmts.prepareWanted(ctx)
+	// (deferred above) waits for that connection, so before the rollback
+	// it would wait for itself.
 	finished := false
 	defer func() {
 		if !finished {
@@ -674,6 +709,32 @@ func (s *DB) writeOnce(ctx context.Context, fn func(t *tx) error) (commitErr err
 	s.committed.Add(1)
 	s.hosts.committed(t.cw, seq)
 	return nil
+}
+
+// unsyncedConn takes SQLite's writer connection and sets it to commit
+// without syncing (synchronous=NORMAL; a pragma SQLite refuses inside a
+// transaction). resync gives it back.
+func (s *DB) unsyncedConn(ctx context.Context) (*sql.Conn, error) {
+	c, err := s.w.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("writer connection: %w", err)
+	}
+	if _, err := c.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		s.resync(ctx, c)
+		return nil, fmt.Errorf("synchronous=NORMAL: %w", err)
+	}
+	return c, nil
+}
+
+// resync sets the writer connection c back to synchronous=FULL and gives
+// it back, or closes it if that failed: a connection left NORMAL would
+// commit the next connect unsynced (R-D2); a new one opens with FULL.
+func (s *DB) resync(ctx context.Context, c *sql.Conn) {
+	if _, err := c.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`); err != nil {
+		s.log.Error("writer connection closed: synchronous=FULL failed", "err", err)
+		_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = c.Close()
 }
 
 // read runs fn's queries on the read pool, outside any transaction: each
