@@ -81,6 +81,8 @@ type Service struct {
 	peers map[string]*vdibroker.PeerStatus
 	doc   *vdibroker.Federation // cached for docTTL from docAt
 	docAt time.Time
+
+	nonces nonceBatcher
 }
 
 var _ vdibroker.FederationService = (*Service)(nil)
@@ -333,7 +335,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		cands = cands[1:]
 		ans, err := g.try(ctx, doc, ge, c, req)
 		if err == nil {
-			if ans.Created && c.Pod != g.cfg.Pod {
+			if ans.Created {
 				g.placed(c.Pod, c.HostPool)
 			}
 			return g.answer(d, c, doc, ans), nil

@@ -54,7 +54,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 				if ge == nil {
 					pools = g.memberPools(doc)
 				}
-				st.Pools = g.localFacts(ctx, pools)
+				st.Pools = g.ownFacts(ctx, pools)
 				if sessions {
 					var err error
 					st.sessions, err = g.localSessions(ctx, user, pools)
@@ -112,6 +112,27 @@ func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string,
 	return st
 }
 
+// ownFacts are the facts of pools of this pod: from the cached summary
+// of its member pools (ownLoads), else read now.
+func (g *Service) ownFacts(ctx context.Context, pools []string) map[string]vdibroker.PoolFacts {
+	lr, err := g.ownLoads(ctx)
+	if err != nil {
+		return g.localFacts(ctx, pools)
+	}
+	out := make(map[string]vdibroker.PoolFacts, len(pools))
+	for _, f := range lr.Pools {
+		if slices.Contains(pools, f.HostPool) {
+			out[f.HostPool] = f
+		}
+	}
+	for _, name := range pools {
+		if _, ok := out[name]; !ok {
+			out[name] = vdibroker.PoolFacts{HostPool: name} // not a member (yet): not found
+		}
+	}
+	return out
+}
+
 // reason is how a failed pod call reads in a decision.
 func (g *Service) reason(err error) string {
 	var e *vdibroker.Error
@@ -151,8 +172,28 @@ func (g *Service) cachedFailure(pod string) error {
 // one call (shared by every connect that needs it meanwhile), bounded by
 // the pod timeout.
 func (g *Service) peerLoads(ctx context.Context, p vdibroker.Pod) (*vdibroker.PodLoads, error) {
+	return g.cachedLoads(ctx, p.Name, func(cctx context.Context) (*vdibroker.PodLoads, error) {
+		start := g.clock.Now()
+		resp, err := g.cfg.Peers.Loads(cctx, p)
+		g.observe(p, "loads", start, err, resp)
+		return resp, err
+	})
+}
+
+// ownLoads returns this pod's own member pools' facts, cached for the
+// load TTL as a peer's are: a global connect otherwise reads every member
+// pool's hosts from the store, which cost as much as the connect itself.
+// placed counts this pod's new sessions in it as in a peer's.
+func (g *Service) ownLoads(ctx context.Context) (*vdibroker.PodLoads, error) {
+	return g.cachedLoads(ctx, g.cfg.Pod, g.PodLoads)
+}
+
+// cachedLoads returns the load summary cached under pod while fresh, else
+// fetch's (one call shared by every connect that needs it meanwhile, not
+// tied to the caller, bounded by the pod timeout).
+func (g *Service) cachedLoads(ctx context.Context, pod string, fetch func(context.Context) (*vdibroker.PodLoads, error)) (*vdibroker.PodLoads, error) {
 	g.mu.Lock()
-	e := g.loads[p.Name]
+	e := g.loads[pod]
 	fresh := false
 	if e != nil {
 		select {
@@ -164,14 +205,12 @@ func (g *Service) peerLoads(ctx context.Context, p vdibroker.Pod) (*vdibroker.Po
 	}
 	if !fresh {
 		e = &loadEntry{ready: make(chan struct{})}
-		g.loads[p.Name] = e
+		g.loads[pod] = e
 		go func() {
 			// Not tied to the caller: other connects wait for this call.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.PodTimeout)
 			defer cancel()
-			start := g.clock.Now()
-			resp, err := g.cfg.Peers.Loads(cctx, p)
-			g.observe(p, "loads", start, err, resp)
+			resp, err := fetch(cctx)
 			g.mu.Lock()
 			e.resp, e.err, e.at = resp, err, g.clock.Now()
 			g.mu.Unlock()
@@ -204,8 +243,8 @@ func (g *Service) markFailed(pod string, err error) {
 	g.mu.Unlock()
 }
 
-// placed counts a new session in pod's cached summary, so the connects
-// until the next refresh see it and a logon storm does not pile onto the
+// placed counts a new session in pod's (or this pod's own) cached
+// summary, so the connects until the next refresh see it and a logon storm does not pile onto the
 // pod that looked least loaded a few seconds ago.
 func (g *Service) placed(pod, pool string) {
 	g.mu.Lock()

@@ -3,7 +3,6 @@ package global
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
@@ -118,10 +117,4 @@ func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectReques
 			req.GlobalEntitlement, g.cfg.Pod, req.Application, req.HostPool)
 	}
 	return g.connectMember(ctx, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
-}
-
-// UseNonce records a verified pod-to-pod call's nonce in this pod's store,
-// where every replica sees it (R-G5): fresh is false for a replay.
-func (g *Service) UseNonce(ctx context.Context, nonce string, expires time.Time) (bool, error) {
-	return g.cfg.Store.UseNonce(ctx, nonce, expires, g.clock.Now())
 }
