@@ -125,6 +125,28 @@ func TestGlobalConnectConcurrent(t *testing.T) {
 	}
 }
 
+// TestGlobalConnectCountsItsOwnPlacements_RG2: a pod's global connects
+// read its own member pools' loads from a cache, as they read their
+// peers', and count each session they place in it, on this pod as on a
+// peer: eight users connecting one after another through pod0, two equal
+// pods under SessionCount, alternate between them (4 and 4), where a
+// cache that missed this pod's own placements would keep pod0 the least
+// loaded and put 7 or 8 of them there.
+func TestGlobalConnectCountsItsOwnPlacements_RG2(t *testing.T) {
+	envs := fedPods(t, 2, 4, 10, vdibroker.DistributionSessionCount)
+	perPod := map[string]int{}
+	for i := range 8 {
+		a, err := envs[0].admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: fmt.Sprintf("alt%d", i)})
+		if err != nil {
+			t.Fatalf("alt%d: %v", i, err)
+		}
+		perPod[a.Pod]++
+	}
+	if perPod["pod0"] != 4 || perPod["pod1"] != 4 {
+		t.Errorf("sessions per pod %v; want 4 on each (each placement counted before the next decision)", perPod)
+	}
+}
+
 // TestGlobalConnectRoles: a User token connects only itself and names no
 // groups; a dry run stores nothing.
 func TestGlobalConnectRoles(t *testing.T) {
