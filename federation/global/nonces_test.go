@@ -45,8 +45,10 @@ func (s *heldStore) UseNonces(ctx context.Context, nonces []string, expires, now
 // replica).
 func TestUseNonceSharesCommits_RG5(t *testing.T) {
 	engines := map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return "" },
-		"postgres": func(t *testing.T) string { return pgtest.SchemaDSN(t, "vdibroker_nonces_", "PostgreSQL nonce batching") },
+		"sqlite": func(t *testing.T) string { return "" },
+		"postgres": func(t *testing.T) string {
+			return pgtest.SchemaDSN(t, "vdibroker_nonces_", "PostgreSQL nonce batching")
+		},
 	}
 	for name, dsn := range engines {
 		t.Run(name, func(t *testing.T) {
