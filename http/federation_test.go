@@ -3,12 +3,16 @@ package http_test
 import (
 	"context"
 	"fmt"
+	"io"
+	nethttp "net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
@@ -46,7 +50,7 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		}
 		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
 		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: name, Site: site,
-			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret)})
+			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret), OneProcessStore: true})
 		ts := httptest.NewUnstartedServer(srv.Handler())
 		if tls {
 			// Every httptest TLS server has the same certificate: its
@@ -208,5 +212,86 @@ func TestPodCallFromAnUnlistedPod(t *testing.T) {
 	c = vhttp.NewPodClient("pod1", []byte(testFedSecret))
 	if _, err := c.Loads(t.Context(), vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}); err != nil {
 		t.Fatalf("listed pod refused: %v", err)
+	}
+}
+
+// TestPodCallReplayOneProcessStore_RG5: a pod whose store is its own
+// (SQLite) keeps the nonces of the calls that only read (loads, sessions)
+// in memory: a replay is refused while it runs, and after a restart by
+// the call's time (signed before the pod started); a connect's nonce is
+// committed to the store first, so its replay is refused after a restart
+// by the nonce itself, even within the second it was signed. Fresh calls
+// are answered throughout. A restart is a new server on the same store.
+func TestPodCallReplayOneProcessStore_RG5(t *testing.T) {
+	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var mu sync.Mutex
+	now := time.Now()
+	clk := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	secret := []byte(testFedSecret)
+	start := func() string {
+		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
+			Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret, OneProcessStore: true, Now: clk})
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() { ts.Close(); srv.Close() })
+		return ts.URL
+	}
+	url := start()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: "https://pod1.example.test"}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}}}
+	if _, err := vhttp.NewClient(url, adminToken).PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	connectBody := `{"globalEntitlement":"none","hostPool":"none","user":"alice"}`
+	sign := func(method, path, body string) nethttp.Header {
+		h := nethttp.Header{}
+		for k, v := range federation.Sign(secret, method, path, "pod2", []byte(body), clk()) {
+			h.Set(k, v)
+		}
+		return h
+	}
+	call := func(url, method, path, body string, h nethttp.Header) int {
+		t.Helper()
+		req, _ := nethttp.NewRequest(method, url+path, strings.NewReader(body))
+		req.Header = h
+		resp, err := nethttp.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	loads, connect := sign("GET", federation.LoadsPath, ""), sign("POST", federation.ConnectPath, connectBody)
+	if got := call(url, "GET", federation.LoadsPath, "", loads); got != nethttp.StatusOK {
+		t.Fatalf("a signed loads call: %d, want 200", got)
+	}
+	if got := call(url, "GET", federation.LoadsPath, "", loads); got != nethttp.StatusUnauthorized {
+		t.Errorf("the loads call replayed: %d, want 401", got)
+	}
+	// The connect names no member pool: 404 once its signature passed.
+	if got := call(url, "POST", federation.ConnectPath, connectBody, connect); got != nethttp.StatusNotFound {
+		t.Fatalf("a signed connect call: %d, want 404 (past the signature)", got)
+	}
+
+	// The pod restarts (a new process's memory) within the second the
+	// calls were signed: the connect's nonce, in the store, refuses it.
+	url = start()
+	if got := call(url, "POST", federation.ConnectPath, connectBody, connect); got != nethttp.StatusUnauthorized {
+		t.Errorf("the connect call replayed after a restart: %d, want 401 (its nonce is in the store)", got)
+	}
+	// And again two seconds later: the loads call is from before it.
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	url = start()
+	if got := call(url, "GET", federation.LoadsPath, "", loads); got != nethttp.StatusUnauthorized {
+		t.Errorf("the loads call replayed after a restart: %d, want 401 (signed before the pod started)", got)
+	}
+	if got := call(url, "GET", federation.LoadsPath, "", sign("GET", federation.LoadsPath, "")); got != nethttp.StatusOK {
+		t.Errorf("a new signed loads call after the restart: %d, want 200", got)
 	}
 }
