@@ -337,11 +337,18 @@ type PodLoads struct {
 	Pools      []PoolFacts `json:"pools"`
 }
 
-// PodSessionsRequest asks for a user's open sessions in some pools.
+// PodSessionsRequest asks for a user's open sessions in some pools, or
+// for several users' at once (Users, at most MaxPodSessionUsers): a pod
+// asked by many global connects at the same time sends one call for the
+// users queued while its last call to that peer was under way.
 type PodSessionsRequest struct {
-	User      string   `json:"user"`
+	User      string   `json:"user,omitempty"`
+	Users     []string `json:"users,omitempty"`
 	HostPools []string `json:"hostPools"`
 }
+
+// MaxPodSessionUsers bounds the users of one PodSessionsRequest.
+const MaxPodSessionUsers = 64
 
 // PodSessions lists them.
 type PodSessions struct {

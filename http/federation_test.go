@@ -295,3 +295,75 @@ func TestPodCallReplayOneProcessStore_RG5(t *testing.T) {
 		t.Errorf("a new signed loads call after the restart: %d, want 200", got)
 	}
 }
+
+// TestGlobalConnectConcurrentReconnects_RG1: twelve users with sessions
+// on pod1 and six with none connect through pod0 all at once; their
+// look-ups at pod1 share calls (global.Service.callSessions), and each
+// finds its own session and nobody else's: a reconnect to its session on
+// pod1 for each of the twelve, a new session on pod0 (None: the
+// connected pod's pool first) for each of the six.
+func TestGlobalConnectConcurrentReconnects_RG1(t *testing.T) {
+	envs := fedPods(t, 2, 2, 20, vdibroker.DistributionNone)
+	var users []string
+	ids := map[string]string{} // user -> its session on pod1
+	for i := range 18 {
+		users = append(users, fmt.Sprintf("back%02d", i))
+		if i < 12 {
+			ids[users[i]] = envs[1].mustConnect("office-pod1", users[i]).SessionID
+		}
+	}
+	answers := make([]*vdibroker.GlobalAnswer, len(users))
+	errs := make([]error, len(users))
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Go(func() {
+			answers[i], errs[i] = envs[0].admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: u})
+		})
+	}
+	wg.Wait()
+	for i, u := range users {
+		a, id := answers[i], ids[u]
+		switch {
+		case errs[i] != nil:
+			t.Errorf("%s: %v", u, errs[i])
+		case id != "" && (a.Pod != "pod1" || !a.Reconnect || a.SessionID != id):
+			t.Errorf("%s: %s on %s (reconnect %v); want a reconnect to its session %s on pod1", u, a.SessionID, a.Pod, a.Reconnect, id)
+		case id == "" && (a.Pod != "pod0" || !a.Created):
+			t.Errorf("%s (no session anywhere): on %s (created %v); want a new session on pod0", u, a.Pod, a.Created)
+		}
+	}
+}
+
+// TestPodSessionsUsers_RG5: a peer (holding the federation secret) asks
+// for several users' sessions in one call: each user's own, at most
+// MaxPodSessionUsers users, each a valid user name, and user or users,
+// not both; what it may cause is bounded by the users of one call.
+func TestPodSessionsUsers_RG5(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	a := envs[0].mustConnect("office-pod0", "alice")
+	envs[0].mustConnect("office-pod0", "bob")
+	c := vhttp.NewPodClient("pod1", []byte(testFedSecret))
+	pod0 := vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}
+	got, err := c.Sessions(t.Context(), pod0, vdibroker.PodSessionsRequest{Users: []string{"ALICE", "carol"}, HostPools: []string{"office-pod0"}})
+	if err != nil || len(got) != 1 || got[0].ID != a.SessionID {
+		t.Fatalf("alice's and carol's sessions: %+v %v; want alice's %s alone", got, err, a.SessionID)
+	}
+	many := make([]string, vdibroker.MaxPodSessionUsers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("user%d", i)
+	}
+	for _, tc := range []struct {
+		name  string
+		req   vdibroker.PodSessionsRequest
+		field string
+	}{
+		{"too many users", vdibroker.PodSessionsRequest{Users: many}, "users"},
+		{"user and users", vdibroker.PodSessionsRequest{User: "alice", Users: []string{"bob"}}, "users"},
+		{"a bad user name", vdibroker.PodSessionsRequest{Users: []string{"alice", ""}}, "users[1]"},
+	} {
+		_, err := c.Sessions(t.Context(), pod0, tc.req)
+		if e := wantCode(t, err, vdibroker.EInvalid); e != nil && e.Field != tc.field {
+			t.Errorf("%s: field %q, want %q", tc.name, e.Field, tc.field)
+		}
+	}
+}

@@ -82,7 +82,8 @@ type Service struct {
 	doc   *vdibroker.Federation // cached for docTTL from docAt
 	docAt time.Time
 
-	nonces nonceBatcher
+	nonces  nonceBatcher
+	lookups map[string]*lookupQueue // R-G1 look-ups by peer and pools, under mu
 }
 
 var _ vdibroker.FederationService = (*Service)(nil)
@@ -103,7 +104,8 @@ func New(cfg Config) *Service {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{}}
+	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{},
+		lookups: map[string]*lookupQueue{}}
 }
 
 // Pod is this pod's name.

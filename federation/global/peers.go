@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,7 +94,7 @@ func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string,
 	wg.Go(func() { lr, lerr = g.peerLoads(ctx, p) })
 	if sessions && len(pools) > 0 {
 		wg.Go(func() {
-			st.sessions, sessErr = g.callSessions(ctx, p, vdibroker.PodSessionsRequest{User: user, HostPools: pools})
+			st.sessions, sessErr = g.callSessions(ctx, p, user, pools)
 		})
 	}
 	wg.Wait()
@@ -288,7 +289,118 @@ func (g *Service) observe(p vdibroker.Pod, op string, start time.Time, err error
 	}
 }
 
-func (g *Service) callSessions(ctx context.Context, p vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
+// lookup is one global connect's R-G1 question to one peer: user's open
+// sessions in pools.
+type lookup struct {
+	user     string
+	sessions []*vdibroker.UserSession
+	err      error
+	done     chan struct{}
+}
+
+// lookupQueue is the look-ups waiting for a call to one peer about one set
+// of pools; running says a call (or a run of them) is under way.
+type lookupQueue struct {
+	running bool
+	queue   []*lookup
+}
+
+// callSessions asks pod for the user's open sessions in pools (R-G1). The
+// look-ups of concurrent global connects share calls: one call per peer
+// and set of pools is under way at a time, and the users that asked
+// meanwhile go together in the next (at most MaxPodSessionUsers), which
+// starts after they asked, so no answer predates its question.
+func (g *Service) callSessions(ctx context.Context, p vdibroker.Pod, user string, pools []string) ([]*vdibroker.UserSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+	defer cancel()
+	l := &lookup{user: user, done: make(chan struct{})}
+	key := p.Name + "\x00" + strings.Join(pools, "\x00")
+	g.mu.Lock()
+	q := g.lookups[key]
+	if q == nil {
+		q = &lookupQueue{}
+		g.lookups[key] = q
+	}
+	q.queue = append(q.queue, l)
+	start := !q.running
+	q.running = true
+	g.mu.Unlock()
+	if start {
+		// Not tied to this caller: the calls carry others' look-ups.
+		go g.runLookups(context.WithoutCancel(ctx), key, q, p, pools)
+	}
+	select {
+	case <-l.done:
+		return l.sessions, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// runLookups sends q's look-ups to pod, a call at a time, until q is
+// empty. A peer of an older version, which refuses users, is asked user
+// by user.
+func (g *Service) runLookups(ctx context.Context, key string, q *lookupQueue, p vdibroker.Pod, pools []string) {
+	for {
+		g.mu.Lock()
+		n := min(len(q.queue), vdibroker.MaxPodSessionUsers)
+		if n == 0 {
+			q.running = false
+			delete(g.lookups, key)
+			g.mu.Unlock()
+			return
+		}
+		batch := q.queue[:n:n]
+		q.queue = q.queue[n:]
+		g.mu.Unlock()
+		var users []string
+		for _, l := range batch {
+			if !slices.ContainsFunc(users, func(u string) bool { return vdibroker.FoldUser(u) == vdibroker.FoldUser(l.user) }) {
+				users = append(users, l.user)
+			}
+		}
+		req := vdibroker.PodSessionsRequest{HostPools: pools}
+		if len(users) == 1 {
+			req.User = users[0] // the form every version takes
+		} else {
+			req.Users = users
+		}
+		list, err := g.sessionsCall(ctx, p, req)
+		if err != nil && len(users) > 1 && vdibroker.ErrorCode(err) == vdibroker.EInvalid {
+			list, err = g.sessionsOneByOne(ctx, p, users, pools)
+		}
+		for _, l := range batch {
+			l.err = err
+			for _, s := range list {
+				if vdibroker.FoldUser(s.User) == vdibroker.FoldUser(l.user) {
+					l.sessions = append(l.sessions, s)
+				}
+			}
+			close(l.done)
+		}
+	}
+}
+
+// sessionsOneByOne asks pod for each user's sessions in a call of its own,
+// in parallel.
+func (g *Service) sessionsOneByOne(ctx context.Context, p vdibroker.Pod, users, pools []string) ([]*vdibroker.UserSession, error) {
+	lists := make([][]*vdibroker.UserSession, len(users))
+	errs := make([]error, len(users))
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Go(func() {
+			lists[i], errs[i] = g.sessionsCall(ctx, p, vdibroker.PodSessionsRequest{User: u, HostPools: pools})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(lists...), nil
+}
+
+// sessionsCall is one sessions call to pod, bounded by the pod timeout.
+func (g *Service) sessionsCall(ctx context.Context, p vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
 	start := g.clock.Now()

@@ -2,6 +2,7 @@ package global
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/vdibroker/vdibroker"
@@ -68,11 +69,25 @@ func (g *Service) PodLoads(ctx context.Context) (*vdibroker.PodLoads, error) {
 	return resp, nil
 }
 
-// PodSessions is the pod side of SessionsPath: the user's open sessions
-// in those of the named pools that are members of this pod.
+// PodSessions is the pod side of SessionsPath: the user's (or users')
+// open sessions in those of the named pools that are members of this pod.
 func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequest) (*vdibroker.PodSessions, error) {
-	if err := vdibroker.ValidateUser("user", req.User); err != nil {
-		return nil, err
+	users := req.Users
+	switch {
+	case req.User != "" && len(users) > 0:
+		return nil, vdibroker.FieldError("users", "give user or users, not both")
+	case len(users) > vdibroker.MaxPodSessionUsers:
+		return nil, vdibroker.FieldError("users", "at most %d users, got %d", vdibroker.MaxPodSessionUsers, len(users))
+	case len(users) == 0:
+		if err := vdibroker.ValidateUser("user", req.User); err != nil {
+			return nil, err
+		}
+		users = []string{req.User}
+	}
+	for i, u := range req.Users {
+		if err := vdibroker.ValidateUser(fmt.Sprintf("users[%d]", i), u); err != nil {
+			return nil, err
+		}
 	}
 	doc, err := g.Document(ctx)
 	if err != nil {
@@ -85,12 +100,13 @@ func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequ
 			pools = append(pools, p)
 		}
 	}
-	list, err := g.localSessions(ctx, req.User, pools)
-	if err != nil {
-		return nil, err
-	}
-	if list == nil {
-		list = []*vdibroker.UserSession{}
+	list := []*vdibroker.UserSession{}
+	for _, u := range users {
+		s, err := g.localSessions(ctx, u, pools)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, s...)
 	}
 	return &vdibroker.PodSessions{Sessions: list}, nil
 }
