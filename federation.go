@@ -166,12 +166,14 @@ type FederationStore interface {
 	// global connect's lookup of the user in every pod (R-G1) stays cheap
 	// however many sessions the pools hold.
 	OpenSessionsOfUser(ctx context.Context, user string, pools []string) ([]*UserSession, error)
-	// UseNonce records the nonce of a verified pod-to-pod call until
-	// expires, now being the time of the call: fresh is false when it
-	// was recorded before, on any replica (a replay, R-G5). Expired
-	// nonces are forgotten. More than MaxNoncesPerMinute nonces in one
-	// minute is TooManyRequests: the table holds a bounded number.
-	UseNonce(ctx context.Context, nonce string, expires, now time.Time) (fresh bool, err error)
+	// UseNonces records the nonces of verified pod-to-pod calls until
+	// expires, now being the time of the calls, in one transaction (one
+	// commit for the calls a pod verifies at once): fresh[i] is false
+	// when nonces[i] was recorded before, on any replica, or earlier in
+	// nonces (a replay, R-G5). Expired nonces are forgotten. More than
+	// MaxNoncesPerMinute nonces in one minute is TooManyRequests for the
+	// whole call, which records none: the table holds a bounded number.
+	UseNonces(ctx context.Context, nonces []string, expires, now time.Time) (fresh []bool, err error)
 }
 
 // MaxNoncesPerMinute bounds the pod-to-pod calls a pod takes a minute
@@ -217,7 +219,8 @@ type FederationService interface {
 	PodConnect(ctx context.Context, req PodConnectRequest) (*ConnectAnswer, error)
 	// UseNonce records a verified pod-to-pod call's nonce until expires
 	// where every replica of this pod sees it: fresh is false for a
-	// replay (FederationStore.UseNonce).
+	// replay (FederationStore.UseNonces, whose commit it shares with
+	// the calls verified at the same time).
 	UseNonce(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error)
 }
 
@@ -334,11 +337,18 @@ type PodLoads struct {
 	Pools      []PoolFacts `json:"pools"`
 }
 
-// PodSessionsRequest asks for a user's open sessions in some pools.
+// PodSessionsRequest asks for a user's open sessions in some pools, or
+// for several users' at once (Users, at most MaxPodSessionUsers): a pod
+// asked by many global connects at the same time sends one call for the
+// users queued while its last call to that peer was under way.
 type PodSessionsRequest struct {
-	User      string   `json:"user"`
+	User      string   `json:"user,omitempty"`
+	Users     []string `json:"users,omitempty"`
 	HostPools []string `json:"hostPools"`
 }
+
+// MaxPodSessionUsers bounds the users of one PodSessionsRequest.
+const MaxPodSessionUsers = 64
 
 // PodSessions lists them.
 type PodSessions struct {

@@ -64,6 +64,15 @@ type Verifier struct {
 	// replica is refused too; nil keeps them in this process's memory
 	// (at most maxMemoryNonces).
 	Nonces Nonces
+	// ReadsInMemory keeps the nonces of read-only calls (VerifyRead) in
+	// this process's memory, not in Nonces, and refuses such a call
+	// signed before Started (whole seconds). For a pod whose store
+	// belongs to this one process (SQLite, whose data dir one process
+	// holds): its memory is every replica's, and a call taken before a
+	// restart is refused by its time, so a replay is refused as by
+	// Nonces, without a synced commit for every call that only reads.
+	ReadsInMemory bool
+	Started       time.Time
 
 	mu     sync.Mutex
 	nonces map[string]time.Time // nonce -> when it may be forgotten
@@ -89,6 +98,17 @@ const maxMemoryNonces = 1 << 17
 // Unauthenticated; it returns the sending pod. A nonce store that fails
 // answers its error (StoreUnavailable, TooManyRequests).
 func (v *Verifier) Verify(ctx context.Context, get func(string) string, method, path string, body []byte) (string, error) {
+	return v.verify(ctx, get, method, path, body, false)
+}
+
+// VerifyRead is Verify for a call that only reads (its answer is all it
+// does): with ReadsInMemory its nonce is kept in memory and a call signed
+// before Started is refused.
+func (v *Verifier) VerifyRead(ctx context.Context, get func(string) string, method, path string, body []byte) (string, error) {
+	return v.verify(ctx, get, method, path, body, v.ReadsInMemory)
+}
+
+func (v *Verifier) verify(ctx context.Context, get func(string) string, method, path string, body []byte, inMemory bool) (string, error) {
 	now := time.Now()
 	if v.Now != nil {
 		now = v.Now()
@@ -112,7 +132,11 @@ func (v *Verifier) Verify(ctx context.Context, get func(string) string, method, 
 	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
 		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, more than %s from this pod's clock", at.UTC().Format(time.RFC3339), MaxSkew)
 	}
-	if v.Nonces != nil {
+	if inMemory && sec < v.Started.Unix() {
+		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, before this pod started (%s): a replay, or a clock behind this pod's",
+			at.UTC().Format(time.RFC3339), v.Started.UTC().Format(time.RFC3339))
+	}
+	if v.Nonces != nil && !inMemory {
 		fresh, err := v.Nonces.UseNonce(ctx, nonce, now.Add(2*MaxSkew))
 		if err != nil {
 			return "", err

@@ -39,9 +39,9 @@ func (s *Server) federationRoutes() {
 	s.handle("GET "+ge+"/{name}", vdibroker.ActionRead, s.getGlobalEntitlement)
 	s.handle("POST "+ge+"/{name}/connect", vdibroker.ActionConnect, s.globalConnect)
 	// Signed with the federation secret, checked inside (podCall).
-	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads))
-	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions))
-	s.handle("POST "+federation.ConnectPath, public, s.podCall(s.podConnect))
+	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads, true))
+	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions, true))
+	s.handle("POST "+federation.ConnectPath, public, s.podCall(s.podConnect, false))
 }
 
 // federated returns the pod's federation service, or NotFound on a broker
@@ -140,8 +140,13 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 
 // podCall checks a pod-to-pod call's signature (over method, path, body,
 // timestamp and nonce: a missing or wrong one, or a replay, is
-// Unauthenticated) and passes the body on.
-func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error) func(nethttp.ResponseWriter, *nethttp.Request) error {
+// Unauthenticated) and passes the body on. readOnly says h only reads
+// (federation.Verifier.VerifyRead).
+func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error, readOnly bool) func(nethttp.ResponseWriter, *nethttp.Request) error {
+	verify := (*federation.Verifier).Verify
+	if readOnly {
+		verify = (*federation.Verifier).VerifyRead
+	}
 	return func(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		fed, err := s.federated()
 		if err != nil {
@@ -151,7 +156,7 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		if err != nil {
 			return decodeError(err, nil, nil)
 		}
-		pod, err := fed.verifier.Verify(r.Context(), r.Header.Get, r.Method, r.URL.Path, body)
+		pod, err := verify(fed.verifier, r.Context(), r.Header.Get, r.Method, r.URL.Path, body)
 		if err != nil {
 			return err
 		}

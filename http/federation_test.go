@@ -3,12 +3,16 @@ package http_test
 import (
 	"context"
 	"fmt"
+	"io"
+	nethttp "net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
@@ -46,7 +50,7 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		}
 		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
 		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: name, Site: site,
-			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret)})
+			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret), OneProcessStore: true})
 		ts := httptest.NewUnstartedServer(srv.Handler())
 		if tls {
 			// Every httptest TLS server has the same certificate: its
@@ -125,6 +129,28 @@ func TestGlobalConnectConcurrent(t *testing.T) {
 	}
 }
 
+// TestGlobalConnectCountsItsOwnPlacements_RG2: a pod's global connects
+// read its own member pools' loads from a cache, as they read their
+// peers', and count each session they place in it, on this pod as on a
+// peer: eight users connecting one after another through pod0, two equal
+// pods under SessionCount, alternate between them (4 and 4), where a
+// cache that missed this pod's own placements would keep pod0 the least
+// loaded and put 7 or 8 of them there.
+func TestGlobalConnectCountsItsOwnPlacements_RG2(t *testing.T) {
+	envs := fedPods(t, 2, 4, 10, vdibroker.DistributionSessionCount)
+	perPod := map[string]int{}
+	for i := range 8 {
+		a, err := envs[0].admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: fmt.Sprintf("alt%d", i)})
+		if err != nil {
+			t.Fatalf("alt%d: %v", i, err)
+		}
+		perPod[a.Pod]++
+	}
+	if perPod["pod0"] != 4 || perPod["pod1"] != 4 {
+		t.Errorf("sessions per pod %v; want 4 on each (each placement counted before the next decision)", perPod)
+	}
+}
+
 // TestGlobalConnectRoles: a User token connects only itself and names no
 // groups; a dry run stores nothing.
 func TestGlobalConnectRoles(t *testing.T) {
@@ -186,5 +212,158 @@ func TestPodCallFromAnUnlistedPod(t *testing.T) {
 	c = vhttp.NewPodClient("pod1", []byte(testFedSecret))
 	if _, err := c.Loads(t.Context(), vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}); err != nil {
 		t.Fatalf("listed pod refused: %v", err)
+	}
+}
+
+// TestPodCallReplayOneProcessStore_RG5: a pod whose store is its own
+// (SQLite) keeps the nonces of the calls that only read (loads, sessions)
+// in memory: a replay is refused while it runs, and after a restart by
+// the call's time (signed before the pod started); a connect's nonce is
+// committed to the store first, so its replay is refused after a restart
+// by the nonce itself, even within the second it was signed. Fresh calls
+// are answered throughout. A restart is a new server on the same store.
+func TestPodCallReplayOneProcessStore_RG5(t *testing.T) {
+	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var mu sync.Mutex
+	now := time.Now()
+	clk := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	secret := []byte(testFedSecret)
+	start := func() string {
+		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
+			Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret, OneProcessStore: true, Now: clk})
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(func() { ts.Close(); srv.Close() })
+		return ts.URL
+	}
+	url := start()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: "https://pod1.example.test"}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}}}
+	if _, err := vhttp.NewClient(url, adminToken).PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	connectBody := `{"globalEntitlement":"none","hostPool":"none","user":"alice"}`
+	sign := func(method, path, body string) nethttp.Header {
+		h := nethttp.Header{}
+		for k, v := range federation.Sign(secret, method, path, "pod2", []byte(body), clk()) {
+			h.Set(k, v)
+		}
+		return h
+	}
+	call := func(url, method, path, body string, h nethttp.Header) int {
+		t.Helper()
+		req, _ := nethttp.NewRequest(method, url+path, strings.NewReader(body))
+		req.Header = h
+		resp, err := nethttp.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	loads, connect := sign("GET", federation.LoadsPath, ""), sign("POST", federation.ConnectPath, connectBody)
+	if got := call(url, "GET", federation.LoadsPath, "", loads); got != nethttp.StatusOK {
+		t.Fatalf("a signed loads call: %d, want 200", got)
+	}
+	if got := call(url, "GET", federation.LoadsPath, "", loads); got != nethttp.StatusUnauthorized {
+		t.Errorf("the loads call replayed: %d, want 401", got)
+	}
+	// The connect names no member pool: 404 once its signature passed.
+	if got := call(url, "POST", federation.ConnectPath, connectBody, connect); got != nethttp.StatusNotFound {
+		t.Fatalf("a signed connect call: %d, want 404 (past the signature)", got)
+	}
+
+	// The pod restarts (a new process's memory) within the second the
+	// calls were signed: the connect's nonce, in the store, refuses it.
+	url = start()
+	if got := call(url, "POST", federation.ConnectPath, connectBody, connect); got != nethttp.StatusUnauthorized {
+		t.Errorf("the connect call replayed after a restart: %d, want 401 (its nonce is in the store)", got)
+	}
+	// And again two seconds later: the loads call is from before it.
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	url = start()
+	if got := call(url, "GET", federation.LoadsPath, "", loads); got != nethttp.StatusUnauthorized {
+		t.Errorf("the loads call replayed after a restart: %d, want 401 (signed before the pod started)", got)
+	}
+	if got := call(url, "GET", federation.LoadsPath, "", sign("GET", federation.LoadsPath, "")); got != nethttp.StatusOK {
+		t.Errorf("a new signed loads call after the restart: %d, want 200", got)
+	}
+}
+
+// TestGlobalConnectConcurrentReconnects_RG1: twelve users with sessions
+// on pod1 and six with none connect through pod0 all at once; their
+// look-ups at pod1 share calls (global.Service.callSessions), and each
+// finds its own session and nobody else's: a reconnect to its session on
+// pod1 for each of the twelve, a new session on pod0 (None: the
+// connected pod's pool first) for each of the six.
+func TestGlobalConnectConcurrentReconnects_RG1(t *testing.T) {
+	envs := fedPods(t, 2, 2, 20, vdibroker.DistributionNone)
+	var users []string
+	ids := map[string]string{} // user -> its session on pod1
+	for i := range 18 {
+		users = append(users, fmt.Sprintf("back%02d", i))
+		if i < 12 {
+			ids[users[i]] = envs[1].mustConnect("office-pod1", users[i]).SessionID
+		}
+	}
+	answers := make([]*vdibroker.GlobalAnswer, len(users))
+	errs := make([]error, len(users))
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Go(func() {
+			answers[i], errs[i] = envs[0].admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: u})
+		})
+	}
+	wg.Wait()
+	for i, u := range users {
+		a, id := answers[i], ids[u]
+		switch {
+		case errs[i] != nil:
+			t.Errorf("%s: %v", u, errs[i])
+		case id != "" && (a.Pod != "pod1" || !a.Reconnect || a.SessionID != id):
+			t.Errorf("%s: %s on %s (reconnect %v); want a reconnect to its session %s on pod1", u, a.SessionID, a.Pod, a.Reconnect, id)
+		case id == "" && (a.Pod != "pod0" || !a.Created):
+			t.Errorf("%s (no session anywhere): on %s (created %v); want a new session on pod0", u, a.Pod, a.Created)
+		}
+	}
+}
+
+// TestPodSessionsUsers_RG5: a peer (holding the federation secret) asks
+// for several users' sessions in one call: each user's own, at most
+// MaxPodSessionUsers users, each a valid user name, and user or users,
+// not both; what it may cause is bounded by the users of one call.
+func TestPodSessionsUsers_RG5(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	a := envs[0].mustConnect("office-pod0", "alice")
+	envs[0].mustConnect("office-pod0", "bob")
+	c := vhttp.NewPodClient("pod1", []byte(testFedSecret))
+	pod0 := vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}
+	got, err := c.Sessions(t.Context(), pod0, vdibroker.PodSessionsRequest{Users: []string{"ALICE", "carol"}, HostPools: []string{"office-pod0"}})
+	if err != nil || len(got) != 1 || got[0].ID != a.SessionID {
+		t.Fatalf("alice's and carol's sessions: %+v %v; want alice's %s alone", got, err, a.SessionID)
+	}
+	many := make([]string, vdibroker.MaxPodSessionUsers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("user%d", i)
+	}
+	for _, tc := range []struct {
+		name  string
+		req   vdibroker.PodSessionsRequest
+		field string
+	}{
+		{"too many users", vdibroker.PodSessionsRequest{Users: many}, "users"},
+		{"user and users", vdibroker.PodSessionsRequest{User: "alice", Users: []string{"bob"}}, "users"},
+		{"a bad user name", vdibroker.PodSessionsRequest{Users: []string{"alice", ""}}, "users[1]"},
+	} {
+		_, err := c.Sessions(t.Context(), pod0, tc.req)
+		if e := wantCode(t, err, vdibroker.EInvalid); e != nil && e.Field != tc.field {
+			t.Errorf("%s: field %q, want %q", tc.name, e.Field, tc.field)
+		}
 	}
 }

@@ -28,6 +28,10 @@ type Config struct {
 	// (Services.Federation set).
 	FederationSecret []byte
 	Logger           *slog.Logger // nil discards logs
+	// OneProcessStore says the store belongs to this process alone
+	// (SQLite): the pod-to-pod calls that only read keep their nonces in
+	// memory (R-G5, federation.Verifier.ReadsInMemory).
+	OneProcessStore bool
 	// Now returns the current time (nil = time.Now): audit entries and
 	// the pod-to-pod signatures' freshness.
 	Now func() time.Time
@@ -111,9 +115,9 @@ func NewServer(cfg Config) *Server {
 	}
 	if cfg.Services.Federation != nil {
 		// Nonces in the pod's store: a replay is refused on every
-		// replica (R-G5).
+		// replica (R-G5); a one-process store's replica is this one.
 		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now,
-			Nonces: cfg.Services.Federation}}
+			Nonces: cfg.Services.Federation, ReadsInMemory: cfg.OneProcessStore, Started: s.now()}}
 	}
 	s.mux = nethttp.NewServeMux()
 	s.routes()

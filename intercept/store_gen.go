@@ -65,7 +65,7 @@ const (
 	OpGetFederation             = "GetFederation"
 	OpPutFederation             = "PutFederation"
 	OpOpenSessionsOfUser        = "OpenSessionsOfUser"
-	OpUseNonce                  = "UseNonce"
+	OpUseNonces                 = "UseNonces"
 	OpSetPowerState             = "SetPowerState"
 	OpSetAutoscaleDrain         = "SetAutoscaleDrain"
 	OpPutScalingPlan            = "PutScalingPlan"
@@ -445,10 +445,10 @@ func (s *Store) OpenSessionsOfUser(ctx context.Context, user string, pools []str
 	return r0, err
 }
 
-// UseNonce runs the wrapped store's UseNonce through the hook.
-func (s *Store) UseNonce(ctx context.Context, nonce string, expires time.Time, now time.Time) (r0 bool, err error) {
-	err = s.hook(ctx, OpUseNonce, func(ctx context.Context) (err error) {
-		r0, err = s.inner.UseNonce(ctx, nonce, expires, now)
+// UseNonces runs the wrapped store's UseNonces through the hook.
+func (s *Store) UseNonces(ctx context.Context, nonces []string, expires time.Time, now time.Time) (r0 []bool, err error) {
+	err = s.hook(ctx, OpUseNonces, func(ctx context.Context) (err error) {
+		r0, err = s.inner.UseNonces(ctx, nonces, expires, now)
 		return err
 	})
 	return r0, err

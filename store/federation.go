@@ -115,35 +115,49 @@ func (s *DB) OpenSessionsOfUser(ctx context.Context, user string, pools []string
 // noncesPerMinute is vdibroker.MaxNoncesPerMinute (a test lowers it).
 var noncesPerMinute = vdibroker.MaxNoncesPerMinute
 
-// UseNonce implements vdibroker.FederationStore: in one transaction, the
-// expired nonces and minutes are deleted, the minute's count goes up
-// unless it is at vdibroker.MaxNoncesPerMinute, and the nonce is inserted
-// unless it is there (a replay).
-func (s *DB) UseNonce(ctx context.Context, nonce string, expires, now time.Time) (fresh bool, err error) {
+// UseNonces implements vdibroker.FederationStore: in one transaction, the
+// expired nonces and minutes are deleted, the minute's count goes up by
+// len(nonces) unless that takes it past vdibroker.MaxNoncesPerMinute, and
+// each nonce is inserted unless it is there (a replay).
+func (s *DB) UseNonces(ctx context.Context, nonces []string, expires, now time.Time) (fresh []bool, err error) {
+	if len(nonces) == 0 {
+		return nil, nil
+	}
 	minute := now.Unix() / 60
 	err = s.write(ctx, func(t *tx) error {
+		fresh = make([]bool, len(nonces)) // the transaction may run again
 		if _, err := t.exec(ctx, `DELETE FROM federation_nonces WHERE expire_time < ?`, ns(now)); err != nil {
 			return err
 		}
 		if _, err := t.exec(ctx, `DELETE FROM federation_nonce_minutes WHERE minute < ?`, minute-5); err != nil {
 			return err
 		}
-		n, err := t.exec(ctx, `INSERT INTO federation_nonce_minutes (minute, n) VALUES (?, 1)
-			ON CONFLICT (minute) DO UPDATE SET n = federation_nonce_minutes.n + 1 WHERE federation_nonce_minutes.n < ?`,
-			minute, noncesPerMinute)
-		if err != nil {
-			return err
+		k := len(nonces)
+		n := int64(0)
+		if k <= noncesPerMinute {
+			var err error
+			n, err = t.exec(ctx, `INSERT INTO federation_nonce_minutes (minute, n) VALUES (?, ?)
+			ON CONFLICT (minute) DO UPDATE SET n = federation_nonce_minutes.n + ? WHERE federation_nonce_minutes.n + ? <= ?`,
+				minute, k, k, k, noncesPerMinute)
+			if err != nil {
+				return err
+			}
 		}
 		if n == 0 {
 			return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
 				Message: fmt.Sprintf("this pod took %d pod-to-pod calls this minute, its bound; try again shortly", noncesPerMinute)}
 		}
-		n, err = t.exec(ctx, `INSERT INTO federation_nonces (nonce, expire_time) VALUES (?, ?) ON CONFLICT DO NOTHING`, nonce, ns(expires))
-		fresh = n == 1
-		return err
+		for i, nonce := range nonces {
+			n, err := t.exec(ctx, `INSERT INTO federation_nonces (nonce, expire_time) VALUES (?, ?) ON CONFLICT DO NOTHING`, nonce, ns(expires))
+			if err != nil {
+				return err
+			}
+			fresh[i] = n == 1
+		}
+		return nil
 	})
 	if err != nil {
-		return false, wrap(err, "use pod-to-pod nonce")
+		return nil, wrap(err, "use pod-to-pod nonces")
 	}
 	return fresh, nil
 }

@@ -1,7 +1,7 @@
 package store_test
 
 import (
-	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -92,35 +92,50 @@ func TestOpenSessionsOfUser(t *testing.T) {
 	})
 }
 
-// TestUseNonce_RG5: a nonce is fresh once, on every connection of the
-// store (replicas share it), until it expires; the nonces of a minute are
-// bounded (TooManyRequests past the bound, and a new minute has room).
-func TestUseNonce_RG5(t *testing.T) {
+// TestUseNonces_RG5: a nonce is fresh once, on every connection of the
+// store (replicas share it), until it expires; one call records several
+// (a pod's calls verified at once share a commit), a nonce twice in it
+// being a replay the second time; the nonces of a minute are bounded
+// (TooManyRequests past the bound for the whole call, which records none,
+// and a new minute has room).
+func TestUseNonces_RG5(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
-		exp := t0.Add(2 * time.Minute)
-		if fresh, err := s.UseNonce(ctx, "n1", exp, t0); err != nil || !fresh {
-			t.Fatalf("first use: %v %v", fresh, err)
+		use := func(nonces []string, exp, now time.Time) []bool {
+			t.Helper()
+			fresh, err := s.UseNonces(ctx, nonces, exp, now)
+			if err != nil {
+				t.Fatalf("UseNonces(%q): %v", nonces, err)
+			}
+			return fresh
 		}
-		if fresh, err := s.UseNonce(ctx, "n1", exp, t0.Add(time.Second)); err != nil || fresh {
-			t.Errorf("replay: fresh %v, %v; want a replay", fresh, err)
+		exp := t0.Add(2 * time.Minute)
+		if got := use([]string{"n1"}, exp, t0); !slices.Equal(got, []bool{true}) {
+			t.Fatalf("first use: %v", got)
+		}
+		if got := use([]string{"n2", "n1", "n3", "n2"}, exp, t0.Add(time.Second)); !slices.Equal(got, []bool{true, false, true, false}) {
+			t.Errorf("a batch with n1 used before and n2 twice: fresh %v, want [true false true false]", got)
 		}
 		// Past its expiry it is forgotten (the signature's timestamp
 		// refuses such a call by then).
-		if fresh, err := s.UseNonce(ctx, "n1", exp.Add(3*time.Minute), exp.Add(time.Second)); err != nil || !fresh {
-			t.Errorf("after expiry: fresh %v, %v; want fresh", fresh, err)
+		if got := use([]string{"n1"}, exp.Add(3*time.Minute), exp.Add(time.Second)); !slices.Equal(got, []bool{true}) {
+			t.Errorf("after expiry: fresh %v, want fresh", got)
 		}
 		defer store.SetNoncesPerMinute(3)()
 		at := t0.Add(time.Hour).Truncate(time.Minute)
-		for i := range 3 {
-			if _, err := s.UseNonce(ctx, fmt.Sprintf("b%d", i), at.Add(2*time.Minute), at); err != nil {
-				t.Fatalf("nonce %d of the minute: %v", i, err)
-			}
-		}
-		_, err := s.UseNonce(ctx, "b3", at.Add(2*time.Minute), at.Add(30*time.Second))
+		use([]string{"b0"}, at.Add(2*time.Minute), at)
+		use([]string{"b1", "b2"}, at.Add(2*time.Minute), at)
+		_, err := s.UseNonces(ctx, []string{"b3"}, at.Add(2*time.Minute), at.Add(30*time.Second))
 		wantCode(t, err, vdibroker.ETooManyRequests)
-		if fresh, err := s.UseNonce(ctx, "b3", at.Add(3*time.Minute), at.Add(time.Minute)); err != nil || !fresh {
-			t.Errorf("the next minute: fresh %v, %v; want room", fresh, err)
+		if got := use([]string{"b3", "b4"}, at.Add(3*time.Minute), at.Add(time.Minute)); !slices.Equal(got, []bool{true, true}) {
+			t.Errorf("the next minute: fresh %v; want room", got)
+		}
+		// 2 of the minute's 3 are taken: a batch of 2 is refused whole,
+		// so its nonces are still fresh after.
+		_, err = s.UseNonces(ctx, []string{"c1", "c2"}, at.Add(3*time.Minute), at.Add(time.Minute))
+		wantCode(t, err, vdibroker.ETooManyRequests)
+		if got := use([]string{"c1"}, at.Add(3*time.Minute), at.Add(time.Minute)); !slices.Equal(got, []bool{true}) {
+			t.Errorf("a nonce of the refused batch: fresh %v, want fresh (the refusal recorded none)", got)
 		}
 	})
 }

@@ -36,6 +36,7 @@ type benchFederationOptions struct {
 	concurrency int
 	podTimeout  time.Duration
 	output      string
+	cpuProfile  string // CPU profiles of the global phases: cpuProfile.<pods>
 }
 
 // fedBenchPool is every pod's one member pool; fedBenchEntitlement the
@@ -104,6 +105,7 @@ the same conditions. Everything goes to 127.0.0.1; every loop is bounded.`,
 	fl.IntVar(&opt.concurrency, "concurrency", 8, "workers of each phase")
 	fl.DurationVar(&opt.podTimeout, "pod-timeout", 2*time.Second, "the pods' --pod-timeout")
 	fl.StringVarP(&opt.output, "output", "o", "table", "output: table or json")
+	fl.StringVar(&opt.cpuProfile, "cpuprofile", "", "write a Go CPU profile of each size's last global phase (the whole process: every pod and the load) to FILE.<pods>")
 	return cmd
 }
 
@@ -213,7 +215,14 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 			gc := base
 			gc.UserPrefix = fmt.Sprintf("global-%d-r%d-", size, r)
 			counter.Take()
+			stop := func() {}
+			if opt.cpuProfile != "" && r == opt.rounds {
+				if stop, err = startCPUProfile(fmt.Sprintf("%s.%d", opt.cpuProfile, size)); err != nil {
+					return err
+				}
+			}
 			res, err = loadgen.GlobalConnect(ctx, gc, fedBenchEntitlement)
+			stop()
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,8 @@ import (
 // and 3, a few sessions and connects) and checks the report: each size's
 // connects all answered, and the pod-to-pod calls counted as the global
 // connect makes them: R-G1 asks every other pod in scope (AllSites) for
-// the user's sessions, once per global connect. Not how fast anything is.
+// the user's sessions, at most one call per global connect (concurrent
+// ones share calls). Not how fast anything is.
 func TestBenchFederation(t *testing.T) {
 	var out bytes.Buffer
 	opt := benchFederationOptions{pods: []int{2, 3}, sites: 15, sessions: 30, hostsPerPod: 2, connects: 12, rounds: 1,
@@ -35,8 +36,10 @@ func TestBenchFederation(t *testing.T) {
 		if s.Local.Connects != 12 || s.Global.Connects != 12 || s.Local.Errors+s.Global.Errors != 0 {
 			t.Errorf("%d pods: connects %+v %+v; want 12 each, no errors", want, s.Local, s.Global)
 		}
-		if got := s.CallsPerConnect["sessions"]; got != float64(want-1) {
-			t.Errorf("%d pods: %.2f sessions calls per global connect, want %d (every other pod, R-G1)", want, got, want-1)
+		// Each other pod is asked about every user; concurrent connects'
+		// look-ups share calls, so at most one call per pod each.
+		if got := s.CallsPerConnect["sessions"]; got <= 0 || got > float64(want-1) {
+			t.Errorf("%d pods: %.2f sessions calls per global connect, want more than 0 and at most %d (every other pod, R-G1)", want, got, want-1)
 		}
 		if s.BytesPerConnect <= 0 || s.Global.P50 <= 0 || s.Local.P99 <= 0 {
 			t.Errorf("%d pods: bytes %.0f, global p50 %s, pool p99 %s: want them measured", want, s.BytesPerConnect, s.Global.P50, s.Local.P99)

@@ -181,7 +181,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	services.Connect, services.Entitlements = ents, ents
 	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
-		AdminTokenHash: adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider})
+		OneProcessStore: storeKind(m.Database) == "sqlite", // its data dir's lock keeps it to this process
+		AdminTokenHash:  adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider})
 	// Listening before the console is made: single sign-on's callback of
 	// a broker on loopback is its own URL (siteURL).
 	ln, err := net.Listen("tcp", m.Listen)

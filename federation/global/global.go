@@ -81,6 +81,9 @@ type Service struct {
 	peers map[string]*vdibroker.PeerStatus
 	doc   *vdibroker.Federation // cached for docTTL from docAt
 	docAt time.Time
+
+	nonces  nonceBatcher
+	lookups map[string]*lookupQueue // R-G1 look-ups by peer and pools, under mu
 }
 
 var _ vdibroker.FederationService = (*Service)(nil)
@@ -101,7 +104,8 @@ func New(cfg Config) *Service {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{}}
+	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{},
+		lookups: map[string]*lookupQueue{}}
 }
 
 // Pod is this pod's name.
@@ -333,7 +337,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		cands = cands[1:]
 		ans, err := g.try(ctx, doc, ge, c, req)
 		if err == nil {
-			if ans.Created && c.Pod != g.cfg.Pod {
+			if ans.Created {
 				g.placed(c.Pod, c.HostPool)
 			}
 			return g.answer(d, c, doc, ans), nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,7 +55,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 				if ge == nil {
 					pools = g.memberPools(doc)
 				}
-				st.Pools = g.localFacts(ctx, pools)
+				st.Pools = g.ownFacts(ctx, pools)
 				if sessions {
 					var err error
 					st.sessions, err = g.localSessions(ctx, user, pools)
@@ -93,7 +94,7 @@ func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string,
 	wg.Go(func() { lr, lerr = g.peerLoads(ctx, p) })
 	if sessions && len(pools) > 0 {
 		wg.Go(func() {
-			st.sessions, sessErr = g.callSessions(ctx, p, vdibroker.PodSessionsRequest{User: user, HostPools: pools})
+			st.sessions, sessErr = g.callSessions(ctx, p, user, pools)
 		})
 	}
 	wg.Wait()
@@ -110,6 +111,27 @@ func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string,
 		}
 	}
 	return st
+}
+
+// ownFacts are the facts of pools of this pod: from the cached summary
+// of its member pools (ownLoads), else read now.
+func (g *Service) ownFacts(ctx context.Context, pools []string) map[string]vdibroker.PoolFacts {
+	lr, err := g.ownLoads(ctx)
+	if err != nil {
+		return g.localFacts(ctx, pools)
+	}
+	out := make(map[string]vdibroker.PoolFacts, len(pools))
+	for _, f := range lr.Pools {
+		if slices.Contains(pools, f.HostPool) {
+			out[f.HostPool] = f
+		}
+	}
+	for _, name := range pools {
+		if _, ok := out[name]; !ok {
+			out[name] = vdibroker.PoolFacts{HostPool: name} // not a member (yet): not found
+		}
+	}
+	return out
 }
 
 // reason is how a failed pod call reads in a decision.
@@ -151,8 +173,28 @@ func (g *Service) cachedFailure(pod string) error {
 // one call (shared by every connect that needs it meanwhile), bounded by
 // the pod timeout.
 func (g *Service) peerLoads(ctx context.Context, p vdibroker.Pod) (*vdibroker.PodLoads, error) {
+	return g.cachedLoads(ctx, p.Name, func(cctx context.Context) (*vdibroker.PodLoads, error) {
+		start := g.clock.Now()
+		resp, err := g.cfg.Peers.Loads(cctx, p)
+		g.observe(p, "loads", start, err, resp)
+		return resp, err
+	})
+}
+
+// ownLoads returns this pod's own member pools' facts, cached for the
+// load TTL as a peer's are: a global connect otherwise reads every member
+// pool's hosts from the store, which cost as much as the connect itself.
+// placed counts this pod's new sessions in it as in a peer's.
+func (g *Service) ownLoads(ctx context.Context) (*vdibroker.PodLoads, error) {
+	return g.cachedLoads(ctx, g.cfg.Pod, g.PodLoads)
+}
+
+// cachedLoads returns the load summary cached under pod while fresh, else
+// fetch's (one call shared by every connect that needs it meanwhile, not
+// tied to the caller, bounded by the pod timeout).
+func (g *Service) cachedLoads(ctx context.Context, pod string, fetch func(context.Context) (*vdibroker.PodLoads, error)) (*vdibroker.PodLoads, error) {
 	g.mu.Lock()
-	e := g.loads[p.Name]
+	e := g.loads[pod]
 	fresh := false
 	if e != nil {
 		select {
@@ -164,14 +206,12 @@ func (g *Service) peerLoads(ctx context.Context, p vdibroker.Pod) (*vdibroker.Po
 	}
 	if !fresh {
 		e = &loadEntry{ready: make(chan struct{})}
-		g.loads[p.Name] = e
+		g.loads[pod] = e
 		go func() {
 			// Not tied to the caller: other connects wait for this call.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.PodTimeout)
 			defer cancel()
-			start := g.clock.Now()
-			resp, err := g.cfg.Peers.Loads(cctx, p)
-			g.observe(p, "loads", start, err, resp)
+			resp, err := fetch(cctx)
 			g.mu.Lock()
 			e.resp, e.err, e.at = resp, err, g.clock.Now()
 			g.mu.Unlock()
@@ -204,8 +244,8 @@ func (g *Service) markFailed(pod string, err error) {
 	g.mu.Unlock()
 }
 
-// placed counts a new session in pod's cached summary, so the connects
-// until the next refresh see it and a logon storm does not pile onto the
+// placed counts a new session in pod's (or this pod's own) cached
+// summary, so the connects until the next refresh see it and a logon storm does not pile onto the
 // pod that looked least loaded a few seconds ago.
 func (g *Service) placed(pod, pool string) {
 	g.mu.Lock()
@@ -249,7 +289,118 @@ func (g *Service) observe(p vdibroker.Pod, op string, start time.Time, err error
 	}
 }
 
-func (g *Service) callSessions(ctx context.Context, p vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
+// lookup is one global connect's R-G1 question to one peer: user's open
+// sessions in pools.
+type lookup struct {
+	user     string
+	sessions []*vdibroker.UserSession
+	err      error
+	done     chan struct{}
+}
+
+// lookupQueue is the look-ups waiting for a call to one peer about one set
+// of pools; running says a call (or a run of them) is under way.
+type lookupQueue struct {
+	running bool
+	queue   []*lookup
+}
+
+// callSessions asks pod for the user's open sessions in pools (R-G1). The
+// look-ups of concurrent global connects share calls: one call per peer
+// and set of pools is under way at a time, and the users that asked
+// meanwhile go together in the next (at most MaxPodSessionUsers), which
+// starts after they asked, so no answer predates its question.
+func (g *Service) callSessions(ctx context.Context, p vdibroker.Pod, user string, pools []string) ([]*vdibroker.UserSession, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+	defer cancel()
+	l := &lookup{user: user, done: make(chan struct{})}
+	key := p.Name + "\x00" + strings.Join(pools, "\x00")
+	g.mu.Lock()
+	q := g.lookups[key]
+	if q == nil {
+		q = &lookupQueue{}
+		g.lookups[key] = q
+	}
+	q.queue = append(q.queue, l)
+	start := !q.running
+	q.running = true
+	g.mu.Unlock()
+	if start {
+		// Not tied to this caller: the calls carry others' look-ups.
+		go g.runLookups(context.WithoutCancel(ctx), key, q, p, pools)
+	}
+	select {
+	case <-l.done:
+		return l.sessions, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// runLookups sends q's look-ups to pod, a call at a time, until q is
+// empty. A peer of an older version, which refuses users, is asked user
+// by user.
+func (g *Service) runLookups(ctx context.Context, key string, q *lookupQueue, p vdibroker.Pod, pools []string) {
+	for {
+		g.mu.Lock()
+		n := min(len(q.queue), vdibroker.MaxPodSessionUsers)
+		if n == 0 {
+			q.running = false
+			delete(g.lookups, key)
+			g.mu.Unlock()
+			return
+		}
+		batch := q.queue[:n:n]
+		q.queue = q.queue[n:]
+		g.mu.Unlock()
+		var users []string
+		for _, l := range batch {
+			if !slices.ContainsFunc(users, func(u string) bool { return vdibroker.FoldUser(u) == vdibroker.FoldUser(l.user) }) {
+				users = append(users, l.user)
+			}
+		}
+		req := vdibroker.PodSessionsRequest{HostPools: pools}
+		if len(users) == 1 {
+			req.User = users[0] // the form every version takes
+		} else {
+			req.Users = users
+		}
+		list, err := g.sessionsCall(ctx, p, req)
+		if err != nil && len(users) > 1 && vdibroker.ErrorCode(err) == vdibroker.EInvalid {
+			list, err = g.sessionsOneByOne(ctx, p, users, pools)
+		}
+		for _, l := range batch {
+			l.err = err
+			for _, s := range list {
+				if vdibroker.FoldUser(s.User) == vdibroker.FoldUser(l.user) {
+					l.sessions = append(l.sessions, s)
+				}
+			}
+			close(l.done)
+		}
+	}
+}
+
+// sessionsOneByOne asks pod for each user's sessions in a call of its own,
+// in parallel.
+func (g *Service) sessionsOneByOne(ctx context.Context, p vdibroker.Pod, users, pools []string) ([]*vdibroker.UserSession, error) {
+	lists := make([][]*vdibroker.UserSession, len(users))
+	errs := make([]error, len(users))
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Go(func() {
+			lists[i], errs[i] = g.sessionsCall(ctx, p, vdibroker.PodSessionsRequest{User: u, HostPools: pools})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(lists...), nil
+}
+
+// sessionsCall is one sessions call to pod, bounded by the pod timeout.
+func (g *Service) sessionsCall(ctx context.Context, p vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
 	start := g.clock.Now()

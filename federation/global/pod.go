@@ -2,8 +2,8 @@ package global
 
 import (
 	"context"
+	"fmt"
 	"slices"
-	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
@@ -69,11 +69,25 @@ func (g *Service) PodLoads(ctx context.Context) (*vdibroker.PodLoads, error) {
 	return resp, nil
 }
 
-// PodSessions is the pod side of SessionsPath: the user's open sessions
-// in those of the named pools that are members of this pod.
+// PodSessions is the pod side of SessionsPath: the user's (or users')
+// open sessions in those of the named pools that are members of this pod.
 func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequest) (*vdibroker.PodSessions, error) {
-	if err := vdibroker.ValidateUser("user", req.User); err != nil {
-		return nil, err
+	users := req.Users
+	switch {
+	case req.User != "" && len(users) > 0:
+		return nil, vdibroker.FieldError("users", "give user or users, not both")
+	case len(users) > vdibroker.MaxPodSessionUsers:
+		return nil, vdibroker.FieldError("users", "at most %d users, got %d", vdibroker.MaxPodSessionUsers, len(users))
+	case len(users) == 0:
+		if err := vdibroker.ValidateUser("user", req.User); err != nil {
+			return nil, err
+		}
+		users = []string{req.User}
+	}
+	for i, u := range req.Users {
+		if err := vdibroker.ValidateUser(fmt.Sprintf("users[%d]", i), u); err != nil {
+			return nil, err
+		}
 	}
 	doc, err := g.Document(ctx)
 	if err != nil {
@@ -86,12 +100,13 @@ func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequ
 			pools = append(pools, p)
 		}
 	}
-	list, err := g.localSessions(ctx, req.User, pools)
-	if err != nil {
-		return nil, err
-	}
-	if list == nil {
-		list = []*vdibroker.UserSession{}
+	list := []*vdibroker.UserSession{}
+	for _, u := range users {
+		s, err := g.localSessions(ctx, u, pools)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, s...)
 	}
 	return &vdibroker.PodSessions{Sessions: list}, nil
 }
@@ -118,10 +133,4 @@ func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectReques
 			req.GlobalEntitlement, g.cfg.Pod, req.Application, req.HostPool)
 	}
 	return g.connectMember(ctx, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
-}
-
-// UseNonce records a verified pod-to-pod call's nonce in this pod's store,
-// where every replica sees it (R-G5): fresh is false for a replay.
-func (g *Service) UseNonce(ctx context.Context, nonce string, expires time.Time) (bool, error) {
-	return g.cfg.Store.UseNonce(ctx, nonce, expires, g.clock.Now())
 }

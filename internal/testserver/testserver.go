@@ -45,6 +45,9 @@ type Config struct {
 	Peers            vdibroker.PodClient
 	PodTimeout       time.Duration
 	FederationSecret []byte
+	// OneProcessStore: the store is this server's alone (a SQLite one),
+	// as http.Config.OneProcessStore.
+	OneProcessStore bool
 	// Gateway is the broker's RD gateway side (broker.GatewayConfig).
 	Gateway broker.GatewayConfig
 	// AfterTick is called at the end of each maintenance tick
@@ -79,7 +82,8 @@ func New(cfg Config) *Server {
 		services.Federation = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
 			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout})
 	}
-	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: cfg.FederationSecret, Logger: cfg.Logger, Now: cfg.Now,
+	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: cfg.FederationSecret, OneProcessStore: cfg.OneProcessStore,
+		Logger: cfg.Logger, Now: cfg.Now,
 		AdminToken: cfg.AdminToken, AgentClientCert: cfg.AgentClientCert, OIDC: cfg.OIDC})
 	return &Server{Server: srv, Broker: svc, Entitlements: ents}
 }

@@ -1,0 +1,117 @@
+package global
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// heldPeer is a PodClient whose first Sessions call waits for release;
+// it answers each user asked with one session of that user (its name in
+// upper case: users compare folded, R-E5). old refuses users, as a pod of
+// an earlier version does.
+type heldPeer struct {
+	vdibroker.PodClient
+	old              bool
+	entered, release chan struct{}
+	once             sync.Once
+
+	mu    sync.Mutex
+	calls [][]string // the users of each call
+}
+
+func (p *heldPeer) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
+	users := req.Users
+	if req.User != "" {
+		users = []string{req.User}
+	}
+	p.mu.Lock()
+	p.calls = append(p.calls, users)
+	p.mu.Unlock()
+	p.once.Do(func() { close(p.entered); <-p.release })
+	if p.old && len(req.Users) > 0 {
+		return nil, vdibroker.FieldError("users", "unknown field")
+	}
+	var out []*vdibroker.UserSession
+	for _, u := range users {
+		out = append(out, &vdibroker.UserSession{ID: "s-" + u, User: strings.ToUpper(u), HostPool: req.HostPools[0]})
+	}
+	return out, nil
+}
+
+// TestLookupsShareCalls_RG1: the look-ups that ask a peer while a call to
+// it is under way go together in the next call (a user asked twice once),
+// and each gets its own user's sessions and no one else's; a peer that
+// refuses users (an older version) is asked user by user.
+func TestLookupsShareCalls_RG1(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		old  bool
+		// calls: the held one, then the six users together; an old
+		// peer refuses that and is asked six times more.
+		wantCalls int
+	}{
+		{"current peer", false, 2},
+		{"older peer", true, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			peer := &heldPeer{old: tc.old, entered: make(chan struct{}), release: make(chan struct{})}
+			g := New(Config{Pod: "pod0", Peers: peer, PodTimeout: time.Minute})
+			pod, pools := vdibroker.Pod{Name: "pod1"}, []string{"desk"}
+			ctx := t.Context()
+			type result struct {
+				user     string
+				sessions []*vdibroker.UserSession
+				err      error
+			}
+			results := make(chan result, 8)
+			ask := func(u string) {
+				s, err := g.callSessions(ctx, pod, u, pools)
+				results <- result{u, s, err}
+			}
+			go ask("first")
+			<-peer.entered
+			asked := []string{"u1", "u2", "u3", "U3", "u4", "u5", "u6"}
+			for _, u := range asked {
+				go ask(u)
+			}
+			// Wait for the seven to queue behind the held call.
+			key := pod.Name + "\x00desk"
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				g.mu.Lock()
+				n := len(g.lookups[key].queue)
+				g.mu.Unlock()
+				if n == len(asked) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d look-ups queued, want %d", n, len(asked))
+				}
+			}
+			close(peer.release)
+			for range len(asked) + 1 {
+				r := <-results
+				if r.err != nil || len(r.sessions) != 1 || vdibroker.FoldUser(r.sessions[0].User) != vdibroker.FoldUser(r.user) {
+					t.Errorf("%s: %v %v; want its own one session", r.user, r.sessions, r.err)
+				}
+			}
+			peer.mu.Lock()
+			defer peer.mu.Unlock()
+			if len(peer.calls) != tc.wantCalls {
+				t.Fatalf("calls %q; want %d", peer.calls, tc.wantCalls)
+			}
+			var second []string
+			for _, u := range peer.calls[1] {
+				second = append(second, strings.ToLower(u))
+			}
+			if slices.Sort(second); !slices.Equal(second, []string{"u1", "u2", "u3", "u4", "u5", "u6"}) {
+				t.Errorf("the second call asked %q; want the six users queued, u3 once", second)
+			}
+		})
+	}
+}

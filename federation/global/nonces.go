@@ -1,0 +1,101 @@
+package global
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// The nonces of verified pod-to-pod calls (R-G5), recorded in this pod's
+// store so that a replay is refused on every replica. Each record is a
+// synced commit, and a global connect makes one on every pod it asks: the
+// calls a pod verifies while a commit is under way share the next one
+// (group commit), so a pod asked by many connects at once pays one commit
+// for all of them, never answering before its nonce is recorded.
+
+// maxNonceBatch bounds the nonces of one commit.
+const maxNonceBatch = 256
+
+// nonceReq is one call's nonce waiting for a commit.
+type nonceReq struct {
+	nonce   string
+	expires time.Time
+	fresh   bool
+	err     error
+	done    chan struct{}
+}
+
+// nonceBatcher queues nonces; the first caller that finds no commit under
+// way runs commits until the queue is empty.
+type nonceBatcher struct {
+	mu      sync.Mutex
+	queue   []*nonceReq
+	running bool
+}
+
+// UseNonce records a verified pod-to-pod call's nonce in this pod's store,
+// where every replica sees it (R-G5): fresh is false for a replay. Calls at
+// the same time share one commit.
+func (g *Service) UseNonce(ctx context.Context, nonce string, expires time.Time) (bool, error) {
+	r := &nonceReq{nonce: nonce, expires: expires, done: make(chan struct{})}
+	b := &g.nonces
+	b.mu.Lock()
+	b.queue = append(b.queue, r)
+	lead := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if lead {
+		// Not tied to this caller (the batches are others' too), and
+		// not on its goroutine, so no caller waits for more than its
+		// own batch.
+		go g.commitNonces(context.WithoutCancel(ctx))
+	}
+	select {
+	case <-r.done:
+		return r.fresh, r.err
+	case <-ctx.Done():
+		// The call goes unanswered; its nonce may still be recorded,
+		// which refuses only a replay of it.
+		return false, ctx.Err()
+	}
+}
+
+// commitNonces commits the queue, batch after batch, until it is empty.
+func (g *Service) commitNonces(ctx context.Context) {
+	b := &g.nonces
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), maxNonceBatch)
+		if n == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		b.mu.Unlock()
+		nonces := make([]string, n)
+		expires := batch[0].expires
+		for i, r := range batch {
+			nonces[i] = r.nonce
+			expires = later(expires, r.expires)
+		}
+		cctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+		fresh, err := g.cfg.Store.UseNonces(cctx, nonces, expires, g.clock.Now())
+		cancel()
+		for i, r := range batch {
+			if err == nil {
+				r.fresh = fresh[i]
+			}
+			r.err = err
+			close(r.done)
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
