@@ -201,6 +201,12 @@ func (b *browser) get(path string, h ...string) (*http.Response, string) {
 	for i := 0; i+1 < len(h); i += 2 {
 		req.Header.Set(h[i], h[i+1])
 	}
+	return b.do(req)
+}
+
+// do sends req and reads its answer's body.
+func (b *browser) do(req *http.Request) (*http.Response, string) {
+	b.e.t.Helper()
 	res, err := b.c.Do(req)
 	if err != nil {
 		b.e.t.Fatal(err)
@@ -216,13 +222,7 @@ func (b *browser) post(path string, form url.Values) (*http.Response, string) {
 	req, _ := http.NewRequest("POST", b.url+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", b.url)
-	res, err := b.c.Do(req)
-	if err != nil {
-		b.e.t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	return res, string(body)
+	return b.do(req)
 }
 
 // signIn signs the browser in with token and returns its CSRF token.
