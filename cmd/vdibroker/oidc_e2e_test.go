@@ -282,15 +282,22 @@ func TestOIDCRedirectFromExternalURL(t *testing.T) {
 // console at base, through a provider's login form (#username,
 // #password, #login), to the overview listing pin.
 func carolSignsIn(base string) []chromedp.Action[chromedp.Void] {
+	return providerSignIn(base+"/", "carol", "pw-carol", `tr[data-pool="pin"]`)
+}
+
+// providerSignIn are the browser's steps of a single sign-on from page
+// start (its #signin-oidc button) through a provider's login form
+// (#username, #password, #login) back to a page showing landed.
+func providerSignIn(start, user, password, landed string) []chromedp.Action[chromedp.Void] {
 	return []chromedp.Action[chromedp.Void]{
-		chromedp.Navigate(base + "/"),
+		chromedp.Navigate(start),
 		chromedp.WaitVisible(chromedp.CSS("#signin-oidc")),
 		chromedp.Click(chromedp.CSS("#signin-oidc")),
 		chromedp.WaitVisible(chromedp.CSS("#username")),
-		chromedp.SendKeys(chromedp.CSS("#username"), "carol"),
-		chromedp.SendKeys(chromedp.CSS("#password"), "pw-carol"),
+		chromedp.SendKeys(chromedp.CSS("#username"), user),
+		chromedp.SendKeys(chromedp.CSS("#password"), password),
 		chromedp.Click(chromedp.CSS("#login")),
-		chromedp.WaitVisible(chromedp.CSS(`tr[data-pool="pin"]`)),
+		chromedp.WaitVisible(chromedp.CSS(landed)),
 	}
 }
 

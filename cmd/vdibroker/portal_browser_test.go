@@ -146,16 +146,7 @@ func TestPortalBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	errs := watchConsole(t, ctx)
-	step(t, ctx, "sign in through the provider on another site",
-		chromedp.Navigate(base+"/portal/"),
-		chromedp.WaitVisible(chromedp.CSS("#signin-oidc")),
-		chromedp.Click(chromedp.CSS("#signin-oidc")),
-		chromedp.WaitVisible(chromedp.CSS("#username")),
-		chromedp.SendKeys(chromedp.CSS("#username"), "uma"),
-		chromedp.SendKeys(chromedp.CSS("#password"), "pw-uma"),
-		chromedp.Click(chromedp.CSS("#login")),
-		chromedp.WaitVisible(chromedp.CSS("#resources")),
-	)
+	step(t, ctx, "sign in through the provider on another site", providerSignIn(base+"/portal/", "uma", "pw-uma", "#resources")...)
 	// The provider's pages are not ours (its favicon is a 404): only the
 	// portal's page, loaded again, is checked.
 	errs.take()
