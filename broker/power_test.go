@@ -69,7 +69,7 @@ func powerOf(t *testing.T, st *store.DB, pool, host string) string {
 // TestStartVMOnConnect (R-A4): a connect that finds every host stopped
 // starts the first by name and answers HostStarting with Retry-After;
 // connects of other users meanwhile start no second host (one host can
-// take them all); once the host heartbeats the next connect lands on it.
+// take them all) and are told h1 is starting; once the host heartbeats the next connect lands on it.
 func TestStartVMOnConnect(t *testing.T) {
 	svc, st, sim, _ := powerFixture(t, vdibroker.Pooled, 10, 3)
 	ctx := t.Context()
@@ -88,8 +88,13 @@ func TestStartVMOnConnect(t *testing.T) {
 		t.Fatalf("h1 is %s", got)
 	}
 	for _, u := range []string{"alice", "bob", "carol"} {
-		if _, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}, ""); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
+		_, err := svc.Connect(ctx, "pwr", vdibroker.ConnectRequest{User: u}, "")
+		if vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
 			t.Fatalf("%s while h1 starts: %v", u, err)
+		}
+		// The host they wait for is named to them too (the portal shows it).
+		if power.StartingHost(err) != "h1" || !strings.Contains(err.Error(), `"h1" is starting`) {
+			t.Errorf("%s while h1 starts: %q names %q, want h1", u, err, power.StartingHost(err))
 		}
 	}
 	svc.Power().Wait()

@@ -175,7 +175,7 @@ func (s *Service) placeOrWait(ctx context.Context, pool string, req vdibroker.Co
 		case <-ch:
 		}
 		ch = s.waits.next(pool)
-		vdibroker.ObserveWait(ctx, vdibroker.WaitEvent{HostPool: pool, Until: start.Add(bound)})
+		vdibroker.ObserveWait(ctx, vdibroker.WaitEvent{HostPool: pool, Host: power.StartingHost(err), Until: start.Add(bound)})
 		a, perr := s.place(ctx, pool, req)
 		if vdibroker.ErrorCode(perr) != vdibroker.EHostStarting {
 			return a, perr

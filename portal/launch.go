@@ -142,7 +142,10 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 				return
 			default:
 				select {
-				case <-progress: // an older event, not stored yet: the newer wins
+				case old := <-progress: // an older event, not stored yet: the newer wins
+					if e.Host == "" {
+						e.Host = old.Host // but the host it named stays named
+					}
 				default:
 				}
 			}

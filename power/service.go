@@ -419,6 +419,9 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	// sessions placed on them already (users who wait at a gateway, R-GW5).
 	starting, room := 0, 0
 	var stopped []*vdibroker.SessionHost
+	// first is the first starting host with room: named in the answer, so
+	// the user reads which host they wait for.
+	first := ""
 	for _, h := range hosts {
 		assigned := len(h.AssignedUsers) > 0
 		if personal && slices.Contains(h.AssignedUsers, user) {
@@ -431,6 +434,9 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 			h.AllowNewSession && !h.AutoscaleDrain:
 			starting++
 			room += max(limit-h.Sessions, 0)
+			if first == "" && h.Sessions < limit {
+				first = h.Name
+			}
 		case h.PowerState == vdibroker.PowerStopped && h.AllowNewSession && !h.AutoscaleDrain:
 			stopped = append(stopped, h) // in name order (ListSessionHosts)
 		}
@@ -455,7 +461,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	// the starting ones have room for them.
 	if room >= waiting {
 		if starting > 0 {
-			return hostStarting(pool.Name, "")
+			return hostStarting(pool.Name, first)
 		}
 		s.Unwait(pool.Name, user)
 		return nil
@@ -468,7 +474,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		// Started meanwhile by another replica or an admin: the next one.
 	}
 	if starting > 0 {
-		return hostStarting(pool.Name, "")
+		return hostStarting(pool.Name, first)
 	}
 	s.Unwait(pool.Name, user)
 	return nil
