@@ -46,7 +46,7 @@ type historySpec struct {
 const (
 	sqliteHistorySQL = `INSERT INTO user_sessions
   (id, host_pool, session_host, user_name, user_key, state, create_time, state_time,
-   agent_session_id, end_reason, pooled, logoff_queued, placement)
+   agent_session_id, end_reason, pooled, logoff_queued, placement, ended)
 WITH RECURSIVE seq(r) AS (SELECT ?10 UNION ALL SELECT r + 1 FROM seq WHERE r + 1 < ?10 + ?11)
 SELECT printf('%012x%020x', (?8 + r * ?9) / 1000000, ?12 + r),
        ?1,
@@ -59,12 +59,13 @@ SELECT printf('%012x%020x', (?8 + r * ?9) / 1000000, ?12 + r),
        CAST(r % 25 + 1 AS TEXT),
        '` + historyReason + `',
        TRUE, FALSE,
-       (SELECT placement FROM user_sessions WHERE host_pool = ?1 AND placement IS NOT NULL LIMIT 1)
+       (SELECT placement FROM user_sessions WHERE host_pool = ?1 AND placement IS NOT NULL LIMIT 1),
+       TRUE
 FROM seq`
 
 	postgresHistorySQL = `INSERT INTO user_sessions
   (id, host_pool, session_host, user_name, user_key, state, create_time, state_time,
-   agent_session_id, end_reason, pooled, logoff_queued, placement)
+   agent_session_id, end_reason, pooled, logoff_queued, placement, ended)
 SELECT lpad(to_hex(($8::bigint + r * $9::bigint) / 1000000), 12, '0') || lpad(to_hex($12::bigint + r), 20, '0'),
        $1::text,
        $2::text || lpad(((r * 7919) % $4::bigint + 1)::text, $3::int, '0'),
@@ -76,7 +77,8 @@ SELECT lpad(to_hex(($8::bigint + r * $9::bigint) / 1000000), 12, '0') || lpad(to
        (r % 25 + 1)::text,
        '` + historyReason + `',
        TRUE, FALSE,
-       (SELECT placement FROM user_sessions WHERE host_pool = $1::text AND placement IS NOT NULL LIMIT 1)
+       (SELECT placement FROM user_sessions WHERE host_pool = $1::text AND placement IS NOT NULL LIMIT 1),
+       TRUE
 FROM generate_series($10::bigint, $10::bigint + $11::bigint - 1) AS r`
 )
 

@@ -637,9 +637,9 @@ func (s *DB) RoundRobinHost(ctx context.Context, pool string) (string, error) {
 // The user is their key (vdibroker.FoldUser, R-E5): Alice and alice have
 // one session.
 const openUserSessionsQuery = `SELECT EXISTS (SELECT 1 FROM user_sessions
-		WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff')
+		WHERE host_pool = ? AND user_key = ? AND pooled AND ` + openSQL + `)
 	OR EXISTS (SELECT 1 FROM user_sessions
-		WHERE host_pool = ? AND user_key = ? AND NOT pooled AND state <> 'LoggedOff' AND NOT (adopted AND ?))`
+		WHERE host_pool = ? AND user_key = ? AND NOT pooled AND ` + openSQL + ` AND NOT (adopted AND ?))`
 
 // takeSlotQuery takes a session slot on a host only while it is under the
 // lower of the caller's limit and the one stored now, is not drained now

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +86,7 @@ func (s *DB) CheckCounts(ctx context.Context) ([]string, error) {
 	var bad []string
 	err := s.read(ctx, func(t *tx) error {
 		rows, err := t.query(ctx, `SELECT h.host_pool, h.name, h.sessions, h.connecting_sessions,
-			(SELECT count(*) FROM user_sessions u WHERE u.host_pool = h.host_pool AND u.session_host = h.name AND u.state <> 'LoggedOff'),
+			(SELECT count(*) FROM user_sessions u WHERE u.host_pool = h.host_pool AND u.session_host = h.name AND NOT u.ended AND u.state <> 'LoggedOff'),
 			(SELECT count(*) FROM user_sessions u WHERE u.host_pool = h.host_pool AND u.session_host = h.name AND u.state = 'Pending')
 			FROM host_counts h ORDER BY h.host_pool, h.name`)
 		if err != nil {
@@ -353,12 +355,12 @@ func (s *DB) explain(ctx context.Context, query string, args ...any) (string, er
 // table, as autovacuum would after such a week.
 func (s *DB) AddHistory(ctx context.Context, pool string, hosts, users, n int) error {
 	q := `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
-		INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state, create_time, state_time, end_reason, pooled)
-		SELECT printf('0000%028d', i), ?, printf('host%02d', i % ?), printf('user%04d', i % ?), printf('user%04d', i % ?), 'LoggedOff', i, i + 1, 'NotReported', TRUE FROM n`
+		INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state, ended, create_time, state_time, end_reason, pooled)
+		SELECT printf('0000%028d', i), ?, printf('host%02d', i % ?), printf('user%04d', i % ?), printf('user%04d', i % ?), 'LoggedOff', TRUE, i, i + 1, 'NotReported', TRUE FROM n`
 	if s.d == postgresDialect {
-		q = `INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state, create_time, state_time, end_reason, pooled)
+		q = `INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state, ended, create_time, state_time, end_reason, pooled)
 		SELECT '0000' || lpad(i::text, 28, '0'), ?, 'host' || lpad((i % ?)::text, 2, '0'), 'user' || lpad((i % ?)::text, 4, '0'),
-			'user' || lpad((i % ?)::text, 4, '0'), 'LoggedOff', i, i + 1, 'NotReported', TRUE FROM generate_series(0, ? - 1) AS i`
+			'user' || lpad((i % ?)::text, 4, '0'), 'LoggedOff', TRUE, i, i + 1, 'NotReported', TRUE FROM generate_series(0, ? - 1) AS i`
 	}
 	args := []any{n, pool, hosts, users, users}
 	if s.d == postgresDialect {
@@ -513,4 +515,53 @@ func (s *DB) syncedIn(ctx context.Context, c interface {
 	var mode int
 	err := c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode)
 	return mode == 2, err // FULL
+}
+
+// EndedMismatches counts the sessions whose ended column is not their
+// state = 'LoggedOff' (00060).
+func (s *DB) EndedMismatches(ctx context.Context) (int, error) {
+	var n int
+	err := s.w.QueryRowContext(ctx, `SELECT count(*) FROM user_sessions WHERE ended <> (state = 'LoggedOff')`).Scan(&n)
+	return n, err
+}
+
+// LogonIndexes returns, on SQLite, the indexes of user_sessions that a
+// logon's statement (logonsQuery) writes: those its program opens for
+// writing.
+func (s *DB) LogonIndexes(ctx context.Context) ([]string, error) {
+	rows, err := s.w.QueryContext(ctx, `EXPLAIN `+logonsQuery(sqliteDialect, 1), ns(time.Now()), false, "id", "agent", "Active", "Pending")
+	if err != nil {
+		return nil, err
+	}
+	var roots []int64
+	for rows.Next() {
+		var addr, p1, p2, p3 int64
+		var op string
+		var p4, p5, comment any
+		if err := rows.Scan(&addr, &op, &p1, &p2, &p3, &p4, &p5, &comment); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if op == "OpenWrite" {
+			roots = append(roots, p2)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, root := range roots {
+		var name string
+		err := s.w.QueryRowContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'user_sessions' AND rootpage = ?`, root).Scan(&name)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // the table itself
+		}
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }

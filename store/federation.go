@@ -85,10 +85,10 @@ func (s *DB) PutFederation(ctx context.Context, f *vdibroker.Federation) (create
 // of the pool, which a global connect, asking every pod in scope about
 // every user, cannot afford.
 const openOfUserQuery = `SELECT ` + sessionCols + ` FROM user_sessions
- WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff'
+ WHERE host_pool = ? AND user_key = ? AND pooled AND ` + openSQL + `
  UNION ALL
  SELECT ` + sessionCols + ` FROM user_sessions
- WHERE host_pool = ? AND user_key = ? AND NOT pooled AND state <> 'LoggedOff'`
+ WHERE host_pool = ? AND user_key = ? AND NOT pooled AND ` + openSQL
 
 // OpenSessionsOfUser returns user's open sessions in each of pools, pool by
 // pool, by id within a pool.

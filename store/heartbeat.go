@@ -192,7 +192,7 @@ func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdi
 // heartbeat, from the covering index user_sessions_open_by_host_covering
 // (migration 00003): no table read per session and no sort.
 const openSessionsQuery = `SELECT id, user_name, state, agent_session_id, create_time, state_time, logoff_queued
-	FROM user_sessions WHERE host_pool = ? AND session_host = ? AND state <> 'LoggedOff'
+	FROM user_sessions WHERE host_pool = ? AND session_host = ? AND ` + openSQL + `
 	ORDER BY create_time, id`
 
 // reconcile applies R-S2, R-S3 and R-S5 (vdibroker.Reconcile decides) to
@@ -442,7 +442,7 @@ func (t *tx) adopt(ctx context.Context, pool, host string, st vdibroker.SessionS
 	n, err := t.exec(ctx, `INSERT INTO user_sessions (id, host_pool, session_host, user_name, user_key, state,
 		create_time, state_time, agent_session_id, end_reason, pooled, logoff_queued, adopted)
 		SELECT ?,?,?,?,?,?,?,?,?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM user_sessions
-			WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff')`,
+			WHERE host_pool = ? AND user_key = ? AND pooled AND `+openSQL+`)`,
 		st.SessionID, pool, host, st.User, key, st.To, ns(cmp.Or(st.CreateTime, now)), ns(now), st.AgentSessionID, "", false, false, true, pool, key)
 	if err != nil || n == 0 {
 		return 0, 0, false, err
@@ -549,9 +549,9 @@ func (t *tx) placedElsewhere(ctx context.Context, pool, host string, users []str
 		var n int
 		key := vdibroker.FoldUser(user)
 		err := t.row(ctx, `SELECT count(*) FROM (
-			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_key = ? AND pooled AND state <> 'LoggedOff' AND session_host <> ?
+			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_key = ? AND pooled AND `+openSQL+` AND session_host <> ?
 			UNION ALL
-			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_key = ? AND NOT pooled AND state <> 'LoggedOff' AND session_host <> ? AND NOT adopted
+			SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_key = ? AND NOT pooled AND `+openSQL+` AND session_host <> ? AND NOT adopted
 		) AS placed`, pool, key, host, pool, key, host).Scan(&n)
 		if err != nil {
 			return nil, err

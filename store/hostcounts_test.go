@@ -219,7 +219,7 @@ func TestBatchReadsUseKeys_PostgreSQL(t *testing.T) {
 			jsonb_build_object('name', 'h' || g))).* FROM host_counts c, generate_series(1, 1000) g;
 		INSERT INTO user_sessions SELECT (jsonb_populate_record(NULL::user_sessions, to_jsonb(u) ||
 			jsonb_build_object('id', 's' || g || '-' || k, 'session_host', 'h' || g, 'user_name', 'u' || g || '-' || k, 'user_key', 'u' || g || '-' || k,
-				'state', CASE WHEN k <= 20 THEN 'Active' ELSE 'LoggedOff' END))).*
+				'state', CASE WHEN k <= 20 THEN 'Active' ELSE 'LoggedOff' END, 'ended', k > 20))).*
 			FROM user_sessions u, generate_series(1, 1000) g, generate_series(1, 50) k;
 		-- 10 finished commands a host.
 		INSERT INTO commands (id, host_pool, session_host, type, session_id, agent_session_id, user_name, message, state, result, create_time)

@@ -398,8 +398,8 @@ func (s *DB) DeleteSessionHost(ctx context.Context, pool, name string, force boo
 		if h.Sessions > 0 && !force {
 			return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %d open sessions; delete with force to end them", name, h.Sessions)
 		}
-		if _, err := t.exec(ctx, `UPDATE user_sessions SET state = 'LoggedOff', end_reason = 'HostDeleted', state_time = ?
-			WHERE host_pool = ? AND session_host = ? AND state <> 'LoggedOff'`, ns(s.now()), pool, name); err != nil {
+		if _, err := t.exec(ctx, `UPDATE user_sessions SET state = 'LoggedOff', ended = TRUE, end_reason = 'HostDeleted', state_time = ?
+			WHERE host_pool = ? AND session_host = ? AND `+openSQL, ns(s.now()), pool, name); err != nil {
 			return err
 		}
 		if _, err := t.exec(ctx, `DELETE FROM commands WHERE host_pool = ? AND session_host = ?`, pool, name); err != nil {

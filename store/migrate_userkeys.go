@@ -35,7 +35,7 @@ func (s *DB) foldUserKeys(ctx context.Context) error {
 	read := s.d.q(`SELECT id, host_pool, user_name, pooled, state FROM user_sessions
 		WHERE ` + nonASCII + ` AND id > ? ORDER BY id LIMIT ?`)
 	twin := s.d.q(`SELECT EXISTS (SELECT 1 FROM user_sessions WHERE host_pool = ? AND user_key = ? AND id <> ?
-		AND pooled AND state <> 'LoggedOff')`)
+		AND pooled AND ` + openSQL + `)`)
 	write := s.d.q(`UPDATE user_sessions SET user_key = ?, pooled = ? WHERE id = ?`)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

@@ -258,8 +258,8 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) (*vdib
 func (t *tx) poolDeletion(ctx context.Context, pool string, now time.Time) (*vdibroker.PoolDeletion, error) {
 	d := &vdibroker.PoolDeletion{HostPool: pool}
 	for q, n := range map[string]*int{
-		`SELECT count(*) FROM session_hosts WHERE host_pool = ?`:                          &d.SessionHosts,
-		`SELECT count(*) FROM user_sessions WHERE host_pool = ? AND state <> 'LoggedOff'`: &d.OpenSessions,
+		`SELECT count(*) FROM session_hosts WHERE host_pool = ?`:                &d.SessionHosts,
+		`SELECT count(*) FROM user_sessions WHERE host_pool = ? AND ` + openSQL: &d.OpenSessions,
 	} {
 		if err := t.row(ctx, q, pool).Scan(n); err != nil {
 			return nil, err

@@ -263,7 +263,7 @@ func beatHostsQuery(d *dialect, n int) string {
 // user_sessions_open_by_host_covering.
 func beatSessionsQuery(d *dialect, n int) string {
 	return `SELECT session_host, id, user_name, state, agent_session_id, create_time, state_time, logoff_queued
-		FROM user_sessions WHERE host_pool = ? AND session_host ` + oneOf(d, n) + ` AND state <> 'LoggedOff'
+		FROM user_sessions WHERE host_pool = ? AND session_host ` + oneOf(d, n) + ` AND ` + openSQL + `
 		ORDER BY create_time, id`
 }
 

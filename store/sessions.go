@@ -57,6 +57,29 @@ func countsOf(state, agentID string) (sessions, connecting int) {
 	return 1, 0
 }
 
+// openSQL and endedSQL are the conditions of an open and of an ended
+// session in a query. ended (00060) is state = 'LoggedOff' in a column
+// that only the end of a session sets: SQLite's open and ended partial
+// indexes are conditioned on it, so a change between open states (a
+// logon, a disconnection) leaves them alone; PostgreSQL's are conditioned
+// on state. Naming both lets each engine's planner use its own (SQLite
+// uses a partial index only when the query names its condition's terms).
+const (
+	openSQL  = `state <> 'LoggedOff' AND NOT ended`
+	endedSQL = `state = 'LoggedOff' AND ended`
+)
+
+// transitionQuery moves a session between open states; endQuery ends it
+// (ended is set only there, so that a change between open states leaves
+// SQLite's indexes on ended alone). Args: the new state, its time, the
+// end reason, logoff_queued, the id, the state it must be in.
+const (
+	transitionQuery = `UPDATE user_sessions SET state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
+		WHERE id = ? AND state = ? RETURNING agent_session_id`
+	endQuery = `UPDATE user_sessions SET state = ?, ended = TRUE, state_time = ?, end_reason = ?, logoff_queued = ?
+		WHERE id = ? AND state = ? RETURNING agent_session_id`
+)
+
 // transition moves a session from state from to state to, only if it is
 // still in from, and returns the host count deltas it caused (zero when the
 // session had moved on). The caller holds the host's lock and applies the
@@ -64,8 +87,11 @@ func countsOf(state, agentID string) (sessions, connecting int) {
 // whether it is connecting, changes only under that lock too.
 func (t *tx) transition(ctx context.Context, id, from, to, reason string, now time.Time) (ds, dc int, err error) {
 	var agentID string
-	err = t.row(ctx, `UPDATE user_sessions SET state = ?, state_time = ?, end_reason = ?, logoff_queued = ?
-		WHERE id = ? AND state = ? RETURNING agent_session_id`, to, ns(now), reason, false, id, from).Scan(&agentID)
+	q := transitionQuery
+	if to == vdibroker.StateLoggedOff {
+		q = endQuery
+	}
+	err = t.row(ctx, q, to, ns(now), reason, false, id, from).Scan(&agentID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, 0, nil
 	}
@@ -159,8 +185,8 @@ func (s *DB) ListUserSessions(ctx context.Context, f vdibroker.SessionFilter) ([
 // history, a filter by user or by host reads one index range, never every
 // session the pool ever had (a dry run once read them all):
 //   - the state is a literal, never a parameter, so that both engines'
-//     planners can use the partial indexes, open (state <> 'LoggedOff') or
-//     ended (state = 'LoggedOff'); a named open state is an extra term;
+//     planners can use the partial indexes, open (openSQL) or ended
+//     (endedSQL); a named open state is an extra term;
 //   - a user's open sessions are the pooled ones (the R-C6 unique index
 //     user_sessions_one_per_pooled_user) and the others (adopted sessions,
 //     personal pools: user_sessions_open_unpooled_by_user), one half of a
@@ -211,9 +237,9 @@ func listSessionsQuery(d *dialect, f vdibroker.SessionFilter, us *userSearch) (s
 	}
 	ended := f.State == vdibroker.StateLoggedOff
 	if ended {
-		where = append(where, "state = 'LoggedOff'")
+		where = append(where, endedSQL)
 	} else {
-		where = append(where, "state <> 'LoggedOff'")
+		where = append(where, openSQL)
 		if f.State != "" {
 			add("state = ?", f.State)
 		}
@@ -536,7 +562,7 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 func (s *DB) PruneHistory(ctx context.Context, before time.Time) (int, error) {
 	total := 0
 	for _, q := range []string{
-		`DELETE FROM user_sessions WHERE id IN (SELECT id FROM user_sessions WHERE state = 'LoggedOff' AND state_time < ? LIMIT ` + pruneBatchSQL + `)`,
+		`DELETE FROM user_sessions WHERE id IN (SELECT id FROM user_sessions WHERE ` + endedSQL + ` AND state_time < ? LIMIT ` + pruneBatchSQL + `)`,
 		`DELETE FROM commands WHERE id IN (SELECT id FROM commands WHERE create_time < ? AND state <> 'Queued' LIMIT ` + pruneBatchSQL + `)`,
 		`DELETE FROM tokens WHERE expire_time IS NOT NULL AND expire_time < ?`,
 		`DELETE FROM registration_tokens WHERE expire_time < ?`,
