@@ -11,7 +11,13 @@
 ALTER TABLE user_sessions ADD COLUMN ended BOOLEAN NOT NULL DEFAULT FALSE;
 UPDATE user_sessions SET ended = TRUE WHERE state = 'LoggedOff';
 ALTER TABLE user_sessions ADD CONSTRAINT user_sessions_ended_is_logged_off CHECK (ended = (state = 'LoggedOff'));
+-- The planner takes conditions on two columns as independent: without
+-- these statistics it counts a query's open sessions (both conditions)
+-- a tenth of what they are, with a history nine times the open sessions.
+CREATE STATISTICS user_sessions_state_ended (mcv) ON state, ended FROM user_sessions;
+ANALYZE user_sessions;
 
 -- +goose Down
+DROP STATISTICS user_sessions_state_ended;
 ALTER TABLE user_sessions DROP CONSTRAINT user_sessions_ended_is_logged_off;
 ALTER TABLE user_sessions DROP COLUMN ended;
