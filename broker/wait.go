@@ -177,6 +177,15 @@ func (s *Service) placeOrWait(ctx context.Context, pool string, req vdibroker.Co
 		ch = s.waits.next(pool)
 		vdibroker.ObserveWait(ctx, vdibroker.WaitEvent{HostPool: pool, Host: power.StartingHost(err), Until: start.Add(bound)})
 		a, perr := s.place(ctx, pool, req)
+		if host := power.StartingHost(err); host != "" && vdibroker.ErrorCode(perr) == vdibroker.ENoCapacity {
+			// The host it waits for is no longer starting in the store
+			// (the power service reads it there after the view), but the
+			// view was read before its first heartbeat landed (taken by
+			// another replica): read that host again and decide once
+			// more, rather than answer NoCapacity as it comes up.
+			s.views.RefreshHost(ctx, pool, host)
+			a, perr = s.place(ctx, pool, req)
+		}
 		if vdibroker.ErrorCode(perr) != vdibroker.EHostStarting {
 			return a, perr
 		}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,15 +20,26 @@ import (
 // maintenance tick comes when the test steps the clock by tick.
 func waitFixture(t *testing.T, limit, n int, maxWait time.Duration, maxWaiters int, tick time.Duration) (*Service, *store.DB, *clocktesting.FakeClock, chan struct{}) {
 	t.Helper()
+	return waitFixtureOn(t, nil, limit, n, maxWait, maxWaiters, tick)
+}
+
+// waitFixtureOn is waitFixture with the service's store wrapped by wrap
+// (nil: the store itself).
+func waitFixtureOn(t *testing.T, wrap func(*store.DB) vdibroker.Store, limit, n int, maxWait time.Duration, maxWaiters int, tick time.Duration) (*Service, *store.DB, *clocktesting.FakeClock, chan struct{}) {
+	t.Helper()
 	ctx := t.Context()
 	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	var svcStore vdibroker.Store = st
+	if wrap != nil {
+		svcStore = wrap(st)
+	}
 	fc := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	ticks := make(chan struct{}, 16)
-	svc := New(Config{Store: st, Clock: fc, PowerDrivers: power.Set{"sim": &power.Simulated{}}, MaintenanceInterval: tick,
+	svc := New(Config{Store: svcStore, Clock: fc, PowerDrivers: power.Set{"sim": &power.Simulated{}}, MaintenanceInterval: tick,
 		PowerPollInterval: 1000 * time.Hour, MaxConnectWait: maxWait, MaxConnectWaiters: maxWaiters,
 		AfterTick: func() { ticks <- struct{}{} }})
 	t.Cleanup(func() { svc.Close() })
@@ -185,11 +197,70 @@ func TestHeldConnectSeesOtherReplicas(t *testing.T) {
 	if _, err := st.ApplyHeartbeat(t.Context(), "pwr", "h1", &vdibroker.HeartbeatRequest{}, fc.Now()); err != nil {
 		t.Fatal(err)
 	}
-	notYet(t, r, "before a tick read the other replica's heartbeat")
+	// The first tick's reading wakes the held connect too, and may do so
+	// as the heartbeat lands: then it reads h1 again
+	// (TestHeldConnectReadsItsHostAgain) and has its session already.
+	select {
+	case got := <-r:
+		if got.err != nil || got.a.SessionHost != "h1" {
+			t.Fatalf("answered before the second tick: %+v, %v; want a session on h1, or none yet", got.a, got.err)
+		}
+		return
+	case <-time.After(50 * time.Millisecond):
+	}
 	fc.Step(5 * time.Second)
 	<-ticks
 	got := answer(t, r)
 	if got.err != nil || got.a.SessionHost != "h1" {
 		t.Fatalf("after the tick: %+v, %v; want a session on h1", got.a, got.err)
+	}
+}
+
+// heartbeatAfterRead is a store whose next ListSessionHosts, once armed,
+// answers what it read and then lets h1 heartbeat: a view read just
+// before another replica takes the host's first heartbeat.
+type heartbeatAfterRead struct {
+	vdibroker.Store
+	st    *store.DB
+	now   func() time.Time
+	armed atomic.Bool
+}
+
+func (s *heartbeatAfterRead) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
+	hosts, err := s.Store.ListSessionHosts(ctx, pool)
+	if s.armed.CompareAndSwap(true, false) {
+		if _, herr := s.st.ApplyHeartbeat(ctx, "pwr", "h1", &vdibroker.HeartbeatRequest{}, s.now()); herr != nil {
+			return nil, herr
+		}
+	}
+	return hosts, err
+}
+
+// TestHeldConnectReadsItsHostAgain (R-U4): a held connect is woken and
+// reads the pool just before the host it waits for takes its first
+// heartbeat through another replica; the power service, reading the
+// store after it, finds that host no longer starting, and the view alone
+// would answer NoCapacity as the host comes up. The connect reads that
+// host again and gets its session on it.
+func TestHeldConnectReadsItsHostAgain(t *testing.T) {
+	var hb *heartbeatAfterRead
+	svc, _, fc, _ := waitFixtureOn(t, func(st *store.DB) vdibroker.Store {
+		hb = &heartbeatAfterRead{Store: st, st: st}
+		return hb
+	}, 10, 1, time.Minute, 0, 10000*time.Hour)
+	hb.now = fc.Now
+	r := heldConnect(t, t.Context(), svc, "alice", time.Minute, 1)
+	fc.Step(time.Second)
+	// The wake-up's first decision, on the view as it is, finds no host;
+	// the retry rule reads the pool again (the armed read) and decides on
+	// it; then the power service reads the store.
+	hb.armed.Store(true)
+	svc.waits.signal("pwr")
+	got := answer(t, r)
+	if got.err != nil || got.a.SessionHost != "h1" {
+		t.Fatalf("the held connect as h1 came up: %+v, %v; want a session on h1", got.a, got.err)
+	}
+	if hb.armed.Load() {
+		t.Fatal("the pool was not read after the wake-up")
 	}
 }
