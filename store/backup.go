@@ -137,7 +137,8 @@ func InspectSQLite(ctx context.Context, path string) (*BackupInfo, error) {
 	}{
 		{&info.Pools, `SELECT count(*) FROM host_pools`},
 		{&info.Hosts, `SELECT count(*) FROM session_hosts`},
-		{&info.OpenSessions, `SELECT count(*) FROM user_sessions WHERE ` + openSQL},
+		// On state alone: a backup taken before 00060 has no ended.
+		{&info.OpenSessions, `SELECT count(*) FROM user_sessions WHERE state <> 'LoggedOff'`},
 		{&info.Tokens, `SELECT count(*) FROM tokens`},
 	} {
 		if err := db.QueryRowContext(ctx, c.query).Scan(c.n); err != nil {

@@ -177,3 +177,44 @@ func TestRestoreSQLiteRefusesNewerSchema(t *testing.T) {
 		t.Error("the store is not as it was")
 	}
 }
+
+// TestRestoreSQLiteOlderSchema: a backup an older vdibroker wrote (here a
+// store taken back to 00055, before the sessions' ended column) is
+// inspected and restored, its open sessions counted, and the broker that
+// opens it migrates it: the sessions are as they were.
+func TestRestoreSQLiteOlderSchema(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+	mustCommit(t, s, placement("p", "h1", "alice", 10))
+	bob := mustCommit(t, s, placement("p", "h1", "bob", 10))
+	if err := s.EndSession(t.Context(), "p", bob, vdibroker.EndLoggedOffByAdmin, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MigrateDownTo(t.Context(), 55); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(t.Context(), dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	restored := t.TempDir()
+	info, _, err := store.RestoreSQLite(t.Context(), restored, backup, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.SchemaVersion != 55 || info.OpenSessions != 1 {
+		t.Errorf("the older backup: %v; want schema 55 and 1 open session", info)
+	}
+	r := openSQLite(t, restored)
+	defer r.Close()
+	open, err := r.ListUserSessions(t.Context(), vdibroker.SessionFilter{HostPool: "p"})
+	if err != nil || len(open) != 1 || open[0].User != "alice" {
+		t.Errorf("open sessions after the restore: %v, %v; want alice's", open, err)
+	}
+	if n, err := r.EndedMismatches(t.Context()); err != nil || n != 0 {
+		t.Errorf("%d sessions whose ended is not their state after the migration (%v)", n, err)
+	}
+}

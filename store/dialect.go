@@ -77,8 +77,17 @@ var postgresDialect = &dialect{
 	},
 }
 
-// q returns query in the dialect's placeholder style. Queries never contain
-// a literal "?" other than placeholders.
+// onState rewrites, for PostgreSQL, the conditions of an open and an ended
+// session (openSQL, endedSQL) to their state terms alone: its partial
+// indexes are conditioned on state, and its covering index of a host's
+// open sessions has no ended, so a query that also named ended would read
+// every row's heap tuple to check it (an index scan instead of an
+// index-only scan).
+var onState = strings.NewReplacer(openSQL, `state <> 'LoggedOff'`, endedSQL, `state = 'LoggedOff'`)
+
+// q returns query in the dialect's placeholder style (on PostgreSQL, its
+// session conditions rewritten by onState). Queries never contain a
+// literal "?" other than placeholders.
 func (d *dialect) q(query string) string {
 	if !d.dollar {
 		return query
@@ -88,7 +97,7 @@ func (d *dialect) q(query string) string {
 	}
 	var b strings.Builder
 	n := 0
-	for _, r := range query {
+	for _, r := range onState.Replace(query) {
 		if r == '?' {
 			n++
 			b.WriteByte('$')

@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -109,28 +108,5 @@ func TestLogonLeavesOpenIndexesAlone_RD2(t *testing.T) {
 	want := []string{"user_sessions_disconnected", "user_sessions_ended_by_time", "user_sessions_open_by_host_covering", "user_sessions_pending_by_time"}
 	if !slices.Equal(got, want) {
 		t.Errorf("a logon writes the indexes %v, want %v", got, want)
-	}
-}
-
-// TestOpenEstimate_PostgreSQL: the planner counts a pool's open sessions
-// (state and ended, both in openSQL) about as they are, though the history
-// is nine times larger: without the statistics of 00060 on the two
-// columns it took them as independent and expected a tenth.
-func TestOpenEstimate_PostgreSQL(t *testing.T) {
-	s := postgresOpener(t)(t, store.Options{})
-	mustPool(t, s, pool("p", vdibroker.Pooled))
-	mustHost(t, s, "p", "h1")
-	for i := range 300 {
-		mustCommit(t, s, placement("p", "h1", fmt.Sprintf("u%d", i), 1000))
-	}
-	if err := s.AddHistory(t.Context(), "p", 1, 1000, 2700); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := s.PostgresOpenEstimate(t.Context(), "p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rows < 150 || rows > 600 {
-		t.Errorf("the planner expects %.0f open sessions of 300", rows)
 	}
 }

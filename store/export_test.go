@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -565,25 +564,4 @@ func (s *DB) LogonIndexes(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
-}
-
-// PostgresOpenEstimate returns how many rows PostgreSQL's planner expects
-// from pool's open sessions (openSQL), after an ANALYZE.
-func (s *DB) PostgresOpenEstimate(ctx context.Context, pool string) (float64, error) {
-	if _, err := s.w.ExecContext(ctx, `ANALYZE user_sessions`); err != nil {
-		return 0, err
-	}
-	var plan string
-	if err := s.w.QueryRowContext(ctx, `EXPLAIN (FORMAT JSON) SELECT id FROM user_sessions WHERE host_pool = $1 AND `+openSQL, pool).Scan(&plan); err != nil {
-		return 0, err
-	}
-	var out []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		}
-	}
-	if err := json.Unmarshal([]byte(plan), &out); err != nil || len(out) == 0 {
-		return 0, fmt.Errorf("plan %q: %v", plan, err)
-	}
-	return out[0].Plan.Rows, nil
 }

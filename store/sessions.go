@@ -61,9 +61,10 @@ func countsOf(state, agentID string) (sessions, connecting int) {
 // session in a query. ended (00060) is state = 'LoggedOff' in a column
 // that only the end of a session sets: SQLite's open and ended partial
 // indexes are conditioned on it, so a change between open states (a
-// logon, a disconnection) leaves them alone; PostgreSQL's are conditioned
-// on state. Naming both lets each engine's planner use its own (SQLite
-// uses a partial index only when the query names its condition's terms).
+// logon, a disconnection) leaves them alone, and SQLite uses a partial
+// index only when the query names its condition's terms. PostgreSQL's
+// indexes are conditioned on state: there dialect.q rewrites these to the
+// state terms alone (onState).
 const (
 	openSQL  = `state <> 'LoggedOff' AND NOT ended`
 	endedSQL = `state = 'LoggedOff' AND ended`

@@ -7,10 +7,10 @@
 -- eleven index entries, five of them on a random page of a user's index.
 -- Conditioned on ended, these nine indexes are left alone until the
 -- session ends: a logon costs half as much (R-D2, docs/behaviour.md).
--- Queries name both conditions (store.openSQL, store.endedSQL), so each
--- engine's planner finds its own partial indexes; PostgreSQL keeps its
--- indexes on state (an UPDATE there writes every index of a row it cannot
--- update in place anyway), and checks that the two agree.
+-- Queries name both conditions (store.openSQL, store.endedSQL); on
+-- PostgreSQL, which keeps its indexes on state (an UPDATE there writes
+-- every index of a row it cannot update in place anyway), they are
+-- rewritten to state alone, and a constraint checks that the two agree.
 ALTER TABLE user_sessions ADD COLUMN ended BOOLEAN NOT NULL DEFAULT FALSE;
 DROP INDEX user_sessions_open_by_host_covering;
 DROP INDEX user_sessions_ended_by_host;
