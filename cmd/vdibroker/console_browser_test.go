@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,11 +71,22 @@ func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
+	// The element's text is read in one evaluation in the page, not by
+	// node id: the console's live refresh (console.js) swaps a live part's
+	// elements every few seconds, and a node looked up before a swap is
+	// gone when its text is read ("No node with given id found").
+	q, _ := json.Marshal(sel)
+	if _, err := chromedp.Run(sctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	s, err := chromedp.Run(sctx, chromedp.Evaluate[*string](`(e => e && (e.offsetWidth || e.offsetHeight || e.getClientRects().length) ? e.innerText : null)(document.querySelector(`+string(q)+`))`))
 	if err != nil {
 		t.Fatalf("text of %s: %v", sel, err)
 	}
-	return s
+	if s == nil {
+		t.Fatalf("text of %s: no visible element", sel)
+	}
+	return *s
 }
 
 // artifactDir is where the screenshot goes: VDIBROKER_TEST_ARTIFACTS when
