@@ -145,7 +145,14 @@ func (s *Server) Stop() {
 
 // Pause stops every process of the server with SIGSTOP: connections stay
 // open and nothing answers, as with a hung machine.
-func (s *Server) Pause() { s.signalAll(syscall.SIGSTOP) }
+//
+// A test that ends while the server is paused, failed or not, lets it go
+// on first: the cleanups registered before (a schema's DROP) would wait
+// on it for ever.
+func (s *Server) Pause() {
+	s.signalAll(syscall.SIGSTOP)
+	s.t.Cleanup(s.resume)
+}
 
 // Resume lets a paused server go on.
 func (s *Server) Resume() { s.resume() }

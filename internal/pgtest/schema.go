@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"testing"
+	"time"
 )
 
 // Env names the shared PostgreSQL test server's DSN; tests that need
@@ -25,6 +26,9 @@ func SchemaDSN(t testing.TB, prefix, what string) string {
 	}
 	return Schema(t, base, prefix)
 }
+
+// dropTimeout bounds the DROP SCHEMA of a test's schema.
+const dropTimeout = time.Minute
 
 // Schema creates a schema of the test's own on the database of base,
 // named prefix and a random suffix, dropped when the test ends, and
@@ -45,7 +49,11 @@ func Schema(t testing.TB, base, prefix string) string {
 		t.Fatalf("create schema: %v", err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), `DROP SCHEMA `+schema+` CASCADE`); err != nil {
+		// Bounded: a server that does not answer (stopped or paused by a
+		// test that failed) fails the drop instead of hanging the package.
+		ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, `DROP SCHEMA `+schema+` CASCADE`); err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 		admin.Close()
