@@ -9,14 +9,15 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// TestEndedFollowsState_RD2: ended (00060) is state = 'LoggedOff' after
+// TestEndedFollowsState_RD3: ended (00060) is state = 'LoggedOff' after
 // every way a session starts, changes and ends: placed, logged on,
 // disconnected, ended by an administrator, by R-S3's Pending timeout and
-// by a forced host deletion; an ended user connects again (R-C6's unique
-// index is on open sessions), and a store taken back before 00060 and
-// opened again has the column filled from state. PostgreSQL checks the
-// rule itself (a constraint); this test is SQLite's check.
-func TestEndedFollowsState_RD2(t *testing.T) {
+// by a forced host deletion. An ended user connects again: R-C6's unique
+// index, which R-D3 has the database enforce, is on open sessions. A
+// store taken back before 00060 and opened again has the column filled
+// from state. PostgreSQL checks the rule itself (a constraint); this test
+// is SQLite's check.
+func TestEndedFollowsState_RD3(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
 		ctx := t.Context()
 		s := tg.open(t, store.Options{})
@@ -88,14 +89,14 @@ func TestEndedFollowsState_RD2(t *testing.T) {
 	})
 }
 
-// TestLogonLeavesOpenIndexesAlone_RD2: on SQLite a logon (Pending ->
+// TestLogonLeavesOpenIndexesAlone: on SQLite a logon (Pending ->
 // Active) opens for writing the table and only the indexes with a column
 // or a condition it sets: not the open and ended indexes by pool and by
 // user, conditioned on ended since 00060 (before, it rewrote the entries
 // of all of them). user_sessions_ended_by_time is opened for its column,
 // state_time, but its condition is false before and after a logon, so no
 // entry of it is touched.
-func TestLogonLeavesOpenIndexesAlone_RD2(t *testing.T) {
+func TestLogonLeavesOpenIndexesAlone(t *testing.T) {
 	s, err := store.OpenWith(t.Context(), "", t.TempDir(), nil, store.Options{})
 	if err != nil {
 		t.Fatal(err)

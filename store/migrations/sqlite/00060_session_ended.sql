@@ -6,7 +6,8 @@
 -- state, each logon (Pending -> Active) and each disconnection rewrote
 -- eleven index entries, five of them on a random page of a user's index.
 -- Conditioned on ended, these nine indexes are left alone until the
--- session ends: a logon costs half as much (R-D2, docs/behaviour.md).
+-- session ends: a logon costs half as much. R-C6's unique index (R-D3)
+-- is one of them, on open sessions as before.
 -- Queries name both conditions (store.openSQL, store.endedSQL); on
 -- PostgreSQL, which keeps its indexes on state (an UPDATE there writes
 -- every index of a row it cannot update in place anyway), they are
