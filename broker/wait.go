@@ -175,9 +175,10 @@ func (s *Service) placeOrWait(ctx context.Context, pool string, req vdibroker.Co
 		case <-ch:
 		}
 		ch = s.waits.next(pool)
-		vdibroker.ObserveWait(ctx, vdibroker.WaitEvent{HostPool: pool, Host: power.StartingHost(err), Until: start.Add(bound)})
+		host := power.StartingHost(err)
+		vdibroker.ObserveWait(ctx, vdibroker.WaitEvent{HostPool: pool, Host: host, Until: start.Add(bound)})
 		a, perr := s.place(ctx, pool, req)
-		if host := power.StartingHost(err); host != "" && vdibroker.ErrorCode(perr) == vdibroker.ENoCapacity {
+		if host != "" && vdibroker.ErrorCode(perr) == vdibroker.ENoCapacity {
 			// The host it waits for is no longer starting in the store
 			// (the power service reads it there after the view), but the
 			// view was read before its first heartbeat landed (taken by
