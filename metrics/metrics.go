@@ -60,6 +60,13 @@ var (
 		Name:      "heartbeats_total",
 		Help:      "Agent heartbeats received, by result code (OK or an error code such as Unauthenticated).",
 	}, []string{"code"})
+
+	heartbeatDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace,
+		Name:      "heartbeat_duration_seconds",
+		Help:      "Time to answer an agent heartbeat, from its request to its answer (the store's commit and the broker's views included), by result code.",
+		Buckets:   latencyBuckets,
+	}, []string{"code"})
 )
 
 // Connect result codes that are not errors.
@@ -105,9 +112,10 @@ func ObserveStoreTx(op string, d time.Duration) {
 }
 
 // ObserveHeartbeat records one agent heartbeat answered with code (CodeOK
-// or an error code). InstrumentAPI calls it.
-func ObserveHeartbeat(code string) {
+// or an error code) after d. InstrumentAPI calls it.
+func ObserveHeartbeat(code string, d time.Duration) {
 	heartbeats.WithLabelValues(code).Inc()
+	heartbeatDuration.WithLabelValues(code).Observe(d.Seconds())
 }
 
 // Config configures a registry.
@@ -131,7 +139,7 @@ type Config struct {
 func NewRegistry(cfg Config) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		connects, connectDuration, placementDuration, storeTxDuration, storeTxErrors, heartbeats,
+		connects, connectDuration, placementDuration, storeTxDuration, storeTxErrors, heartbeats, heartbeatDuration,
 		autoscaleEvaluations, autoscaleActions, autoscaleRunning, autoscaleUsed, // autoscale.go
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -159,8 +167,10 @@ func NewRegistry(cfg Config) *prometheus.Registry {
 // vdibroker_store_tx_duration_seconds is left out: its operations are the
 // store's method names, known to the store's instrumentation.
 func initEventSeries() {
-	heartbeats.WithLabelValues(CodeOK)
-	heartbeats.WithLabelValues(vdibroker.EUnauthenticated)
+	for _, code := range []string{CodeOK, vdibroker.EUnauthenticated} {
+		heartbeats.WithLabelValues(code)
+		heartbeatDuration.WithLabelValues(code)
+	}
 	for _, code := range poolConnectCodes {
 		connectDuration.WithLabelValues(code)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -78,7 +79,7 @@ func scrapeURL(t *testing.T, u string) map[string]*dtoFamily {
 			for _, l := range m.Label {
 				labels[l.GetName()] = l.GetValue()
 			}
-			var v float64
+			var v, sum float64
 			switch {
 			case m.Counter != nil:
 				v = m.Counter.GetValue()
@@ -86,10 +87,11 @@ func scrapeURL(t *testing.T, u string) map[string]*dtoFamily {
 				v = m.Gauge.GetValue()
 			case m.Histogram != nil:
 				v = float64(m.Histogram.GetSampleCount())
+				sum = m.Histogram.GetSampleSum()
 			case m.Untyped != nil:
 				v = m.Untyped.GetValue()
 			}
-			df.samples = append(df.samples, sample{labels, v})
+			df.samples = append(df.samples, sample{labels, v, sum})
 		}
 		out[name] = df
 	}
@@ -98,7 +100,8 @@ func scrapeURL(t *testing.T, u string) map[string]*dtoFamily {
 
 type sample struct {
 	labels map[string]string
-	value  float64
+	value  float64 // a histogram's: its count
+	sum    float64 // a histogram's sum
 }
 
 type dtoFamily struct{ samples []sample }
@@ -424,6 +427,51 @@ func TestInstrumentAPIPaths(t *testing.T) {
 	}
 }
 
+// TestHeartbeatDuration: InstrumentAPI times each agent heartbeat from
+// its request to its answer, by result code, and leaves the histogram
+// alone for other requests.
+func TestHeartbeatDuration(t *testing.T) {
+	clock := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)
+	t.Cleanup(metrics.SetNow(func() time.Time { return clock }))
+	took := map[string]time.Duration{"ok": 300 * time.Millisecond, "revoked": 20 * time.Millisecond, "connect": 5 * time.Second}
+	h := metrics.InstrumentAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		which := r.URL.Query().Get("as")
+		clock = clock.Add(took[which])
+		switch which {
+		case "revoked":
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"code":"Unauthenticated","message":"host credential is invalid or revoked"}}`))
+		case "connect":
+			w.WriteHeader(http.StatusCreated)
+		default:
+			w.Write([]byte(`{"commands":[]}`))
+		}
+	}))
+	reg := metrics.Handler(metrics.NewRegistry(metrics.Config{}))
+	read := func(code string) (count, sum float64) {
+		for _, s := range scrape(t, reg)["vdibroker_heartbeat_duration_seconds"].samples {
+			if s.labels["code"] == code {
+				return s.value, s.sum
+			}
+		}
+		t.Fatalf("no vdibroker_heartbeat_duration_seconds{code=%q}", code)
+		return 0, 0
+	}
+	okCount, okSum := read(metrics.CodeOK)
+	badCount, badSum := read(vdibroker.EUnauthenticated)
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/v1/agent/heartbeat?as=ok", nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/v1/agent/heartbeat?as=revoked", nil))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/v1/hostpools/hb-d/connect?as=connect", nil))
+	c, s := read(metrics.CodeOK)
+	if c-okCount != 1 || math.Abs(s-okSum-0.3) > 1e-9 {
+		t.Errorf("OK heartbeats: count moved by %v, sum by %v; want 1 and 0.3", c-okCount, s-okSum)
+	}
+	c, s = read(vdibroker.EUnauthenticated)
+	if c-badCount != 1 || math.Abs(s-badSum-0.02) > 1e-9 {
+		t.Errorf("Unauthenticated heartbeats: count moved by %v, sum by %v; want 1 and 0.02", c-badCount, s-badSum)
+	}
+}
+
 // TestCountersStartAtZero: once a scrape has seen a pool, the next one
 // has its vdibroker_connects_total of every connect code at 0, NoCapacity
 // among them, so the pool's first refusal is an increase a rate sees; the
@@ -449,5 +497,6 @@ func TestCountersStartAtZero(t *testing.T) {
 	}
 	for _, code := range []string{metrics.CodeOK, vdibroker.EUnauthenticated} {
 		get(t, fams, "vdibroker_heartbeats_total", map[string]string{"code": code})
+		get(t, fams, "vdibroker_heartbeat_duration_seconds", map[string]string{"code": code})
 	}
 }
