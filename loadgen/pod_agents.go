@@ -183,6 +183,12 @@ type HeartbeatPhase struct {
 	// no two scrapes fell in the phase.
 	StoreMean     time.Duration `json:"storeMean"`
 	StoreP99Below time.Duration `json:"storeP99Below"`
+	// AnswerMean and AnswerP99Below are the same of the broker's whole
+	// answer to a heartbeat (vdibroker_heartbeat_duration_seconds, code
+	// OK): the store's time and the rest of the broker's. What an agent
+	// waited beyond it was the network and its own process.
+	AnswerMean     time.Duration `json:"answerMean"`
+	AnswerP99Below time.Duration `json:"answerP99Below"`
 }
 
 // phaseWindow is when one measured phase ran.

@@ -155,7 +155,7 @@ func measure(ctx context.Context, cfg PodConfig, res *PodResult, baseURL string,
 
 	res.Heartbeats = agents.steadyStats()
 	res.Heartbeats.ByPhase = agents.byPhase(windows)
-	goMem.storeTimes(res.Heartbeats.ByPhase, windows)
+	goMem.brokerTimes(res.Heartbeats.ByPhase, windows)
 	res.UserListings, res.MetricsScrapes = listings.stats(), scrapes.stats()
 	res.ConsoleOverview, res.ConsolePool = overview.stats(), poolPage.stats()
 	res.PortalHome = portalHome.stats()
@@ -333,23 +333,34 @@ type scrapeReading struct {
 	mu             sync.Mutex
 	heapInuse, sys int64
 	storeDown      int
-	// heartbeats is the broker's ApplyHeartbeat histogram at each scrape.
-	heartbeats []histReading
+	// beats is the broker's two heartbeat histograms at each scrape.
+	beats []beatReading
+}
+
+// beatReading is the broker's heartbeat histograms at one scrape: its
+// store's time (ApplyHeartbeat) and its whole answer's.
+type beatReading struct {
+	at            time.Time
+	store, answer histReading
 }
 
 // histReading is one histogram of the broker's /metrics at one moment:
 // cumulative counts by upper bound (seconds), sum and count.
 type histReading struct {
-	at         time.Time
 	sum        float64
 	count      float64
 	le         []float64
 	cumulative []float64
 }
 
-// heartbeatHist is the series of the broker's store time of heartbeats.
-const heartbeatHist = `vdibroker_store_tx_duration_seconds`
-const heartbeatOp = `op="ApplyHeartbeat"`
+// The broker's heartbeat histograms: the store's time of heartbeats, and
+// the whole answer's (of those answered OK).
+const (
+	storeHist  = `vdibroker_store_tx_duration_seconds`
+	storeOp    = `op="ApplyHeartbeat"`
+	answerHist = `vdibroker_heartbeat_duration_seconds`
+	answerOK   = `code="OK"`
+)
 
 // between is the mean and the bucket bound under which 99% fall of the
 // observations between two readings (0, 0 when none).
@@ -367,15 +378,16 @@ func between(a, b histReading) (mean, p99Below time.Duration) {
 	return mean, -1 // above the last finite bound
 }
 
-// storeTimes fills each phase's StoreMean and StoreP99Below from the
-// first and last scrape that started and ended inside it.
-func (g *scrapeReading) storeTimes(phases []HeartbeatPhase, windows []phaseWindow) {
+// brokerTimes fills each phase's store and answer times (StoreMean,
+// AnswerMean...) from the first and last scrape that started and ended
+// inside it.
+func (g *scrapeReading) brokerTimes(phases []HeartbeatPhase, windows []phaseWindow) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, w := range windows {
-		var first, last *histReading
-		for k := range g.heartbeats {
-			r := &g.heartbeats[k]
+		var first, last *beatReading
+		for k := range g.beats {
+			r := &g.beats[k]
 			if r.at.Before(w.start) || !r.at.Before(w.end) {
 				continue
 			}
@@ -385,7 +397,26 @@ func (g *scrapeReading) storeTimes(phases []HeartbeatPhase, windows []phaseWindo
 			last = r
 		}
 		if first != nil && last != first && i < len(phases) {
-			phases[i].StoreMean, phases[i].StoreP99Below = between(*first, *last)
+			phases[i].StoreMean, phases[i].StoreP99Below = between(first.store, last.store)
+			phases[i].AnswerMean, phases[i].AnswerP99Below = between(first.answer, last.answer)
+		}
+	}
+}
+
+// add reads one line of a histogram's series (name without labels, the
+// value) into h.
+func (h *histReading) add(series, name string, f float64) {
+	switch {
+	case strings.HasPrefix(name, series+"_sum"):
+		h.sum = f
+	case strings.HasPrefix(name, series+"_count"):
+		h.count = f
+	case strings.HasPrefix(name, series+"_bucket"):
+		_, le, _ := strings.Cut(name, `le="`)
+		le, _, _ = strings.Cut(le, `"`)
+		if bound, err := strconv.ParseFloat(le, 64); err == nil && le != "+Inf" {
+			h.le = append(h.le, bound)
+			h.cumulative = append(h.cumulative, f)
 		}
 	}
 }
@@ -393,29 +424,8 @@ func (g *scrapeReading) storeTimes(phases []HeartbeatPhase, windows []phaseWindo
 func (g *scrapeReading) observe(body []byte) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	hr := histReading{at: time.Now()}
+	br := beatReading{at: time.Now()}
 	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, heartbeatHist) && strings.Contains(line, heartbeatOp) {
-			name, val, _ := strings.Cut(strings.TrimSpace(line), " ")
-			f, err := strconv.ParseFloat(val, 64)
-			if err != nil {
-				continue
-			}
-			switch {
-			case strings.HasPrefix(name, heartbeatHist+"_sum"):
-				hr.sum = f
-			case strings.HasPrefix(name, heartbeatHist+"_count"):
-				hr.count = f
-			case strings.HasPrefix(name, heartbeatHist+"_bucket"):
-				_, le, _ := strings.Cut(name, `le="`)
-				le, _, _ = strings.Cut(le, `"`)
-				if bound, err := strconv.ParseFloat(le, 64); err == nil && le != "+Inf" {
-					hr.le = append(hr.le, bound)
-					hr.cumulative = append(hr.cumulative, f)
-				}
-			}
-			continue
-		}
 		name, val, ok := strings.Cut(strings.TrimSpace(line), " ")
 		if !ok {
 			continue
@@ -424,19 +434,23 @@ func (g *scrapeReading) observe(body []byte) {
 		if err != nil {
 			continue
 		}
-		switch name {
-		case "go_memstats_sys_bytes":
+		switch {
+		case strings.HasPrefix(name, storeHist) && strings.Contains(name, storeOp):
+			br.store.add(storeHist, name, f)
+		case strings.HasPrefix(name, answerHist) && strings.Contains(name, answerOK):
+			br.answer.add(answerHist, name, f)
+		case name == "go_memstats_sys_bytes":
 			g.sys = max(g.sys, int64(f))
-		case "go_memstats_heap_inuse_bytes":
+		case name == "go_memstats_heap_inuse_bytes":
 			g.heapInuse = max(g.heapInuse, int64(f))
-		case "vdibroker_store_up":
+		case name == "vdibroker_store_up":
 			if f == 0 {
 				g.storeDown++
 			}
 		}
 	}
-	if hr.count > 0 {
-		g.heartbeats = append(g.heartbeats, hr)
+	if br.store.count > 0 || br.answer.count > 0 {
+		g.beats = append(g.beats, br)
 	}
 }
 

@@ -176,9 +176,9 @@ func (r *PodResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "  %-22s %7d sent of %d due, %d skipped; p50 %s p99 %s max %s; lateness p99 %s%s\n", "heartbeats",
 		h.Sent, h.Scheduled, h.Skipped, fmtLatency(h.P50), fmtLatency(h.P99), fmtLatency(h.Max), fmtLatency(h.LatenessP99), errorsInline(h.Errors))
 	for _, p := range h.ByPhase {
-		fmt.Fprintf(w, "  %-22s %-18s %6d due, %6d skipped, %6d ok; p99 %-9s max %-9s late p99 %-9s max %-9s build p99 %-9s %6d B; broker mean %s p99<%s\n", "",
+		fmt.Fprintf(w, "  %-22s %-18s %6d due, %6d skipped, %6d ok; p99 %-9s max %-9s late p99 %-9s max %-9s build p99 %-9s %6d B; broker answer mean %s p99<%s, store mean %s p99<%s\n", "",
 			p.Phase, p.Due, p.Skipped, p.OK, fmtLatency(p.P99), fmtLatency(p.Max), fmtLatency(p.LatenessP99), fmtLatency(p.LatenessMax),
-			fmtLatency(p.BuildP99), p.MaxBytes, fmtLatency(p.StoreMean), fmtLatency(p.StoreP99Below))
+			fmtLatency(p.BuildP99), p.MaxBytes, fmtLatency(p.AnswerMean), fmtLatency(p.AnswerP99Below), fmtLatency(p.StoreMean), fmtLatency(p.StoreP99Below))
 	}
 	if p := h.WarmUp; p != nil {
 		fmt.Fprintf(w, "  %-22s not in the figures above: the %s: %d due, %d skipped, %d ok; max %s\n", "",

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -175,5 +176,56 @@ func TestPodValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBrokerHeartbeatTimes: a phase's broker times are read from the
+// first and last /metrics scrape inside it, the store's
+// (ApplyHeartbeat) and the whole answer's (code OK) apart, other series
+// and scrapes outside the phase left out.
+func TestBrokerHeartbeatTimes(t *testing.T) {
+	scrapeAt := func(count, storeSum, answerSum float64, storeUnder25ms, answerUnder250ms float64) string {
+		return fmt.Sprintf(`# HELP vdibroker_store_tx_duration_seconds x
+vdibroker_store_tx_duration_seconds_bucket{op="ApplyHeartbeat",le="0.025"} %[4]g
+vdibroker_store_tx_duration_seconds_bucket{op="ApplyHeartbeat",le="0.25"} %[1]g
+vdibroker_store_tx_duration_seconds_bucket{op="ApplyHeartbeat",le="+Inf"} %[1]g
+vdibroker_store_tx_duration_seconds_sum{op="ApplyHeartbeat"} %[2]g
+vdibroker_store_tx_duration_seconds_count{op="ApplyHeartbeat"} %[1]g
+vdibroker_store_tx_duration_seconds_bucket{op="CommitPlacement",le="0.025"} 0
+vdibroker_store_tx_duration_seconds_sum{op="CommitPlacement"} 99
+vdibroker_store_tx_duration_seconds_count{op="CommitPlacement"} 7
+vdibroker_heartbeat_duration_seconds_bucket{code="OK",le="0.025"} 0
+vdibroker_heartbeat_duration_seconds_bucket{code="OK",le="0.25"} %[5]g
+vdibroker_heartbeat_duration_seconds_bucket{code="OK",le="0.5"} %[1]g
+vdibroker_heartbeat_duration_seconds_bucket{code="OK",le="+Inf"} %[1]g
+vdibroker_heartbeat_duration_seconds_sum{code="OK"} %[3]g
+vdibroker_heartbeat_duration_seconds_count{code="OK"} %[1]g
+vdibroker_heartbeat_duration_seconds_count{code="Unauthenticated"} 5
+vdibroker_heartbeat_duration_seconds_sum{code="Unauthenticated"} 500
+go_memstats_heap_inuse_bytes 1024
+`, count, storeSum, answerSum, storeUnder25ms, answerUnder250ms)
+	}
+	var g scrapeReading
+	g.observe([]byte(scrapeAt(100, 1, 10, 100, 100))) // before the phase
+	g.observe([]byte(scrapeAt(1000, 10, 100, 1000, 1000)))
+	// 1,000 more heartbeats: the store 2 ms each, all under 25 ms; the
+	// answers 40 ms each, 11 of them over 250 ms.
+	g.observe([]byte(scrapeAt(2000, 12, 140, 2000, 1989)))
+	g.observe([]byte(scrapeAt(3000, 100, 1000, 2000, 2000))) // after it
+	t0 := time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)
+	for i := range g.beats {
+		g.beats[i].at = t0.Add(time.Duration(i) * time.Second)
+	}
+	phases := []HeartbeatPhase{{Phase: "p"}}
+	g.brokerTimes(phases, []phaseWindow{{name: "p", start: t0.Add(time.Second), end: t0.Add(3 * time.Second)}})
+	p := phases[0]
+	if p.StoreMean != 2*time.Millisecond || p.StoreP99Below != 25*time.Millisecond {
+		t.Errorf("store: mean %v p99 under %v, want 2ms and 25ms", p.StoreMean, p.StoreP99Below)
+	}
+	if p.AnswerMean != 40*time.Millisecond || p.AnswerP99Below != 500*time.Millisecond {
+		t.Errorf("answer: mean %v p99 under %v, want 40ms and 500ms", p.AnswerMean, p.AnswerP99Below)
+	}
+	if g.heapInuse != 1024 {
+		t.Errorf("heap in use %d, want 1024", g.heapInuse)
 	}
 }
