@@ -34,6 +34,12 @@ func TestEndedFollowsState_RD3(t *testing.T) {
 		}}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
+		// dave logs on, so the forced deletion, not R-S3, ends his session.
+		if _, err := s.ApplyHeartbeat(ctx, "p", "h2", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "1", User: "dave", State: vdibroker.StateActive},
+		}}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.EndSession(ctx, "p", alice, vdibroker.EndLoggedOffByAdmin, t0.Add(2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +76,11 @@ func TestEndedFollowsState_RD3(t *testing.T) {
 			}
 			if got := users(ended); !slices.Equal(got, []string{"alice", "carol", "dave"}) {
 				t.Errorf("%s: ended sessions of %v, want alice's, carol's, dave's", when, got)
+			}
+			for _, x := range ended {
+				if x.User == "dave" && x.EndReason != vdibroker.EndHostDeleted {
+					t.Errorf("%s: dave's session ended by %q, want %q", when, x.EndReason, vdibroker.EndHostDeleted)
+				}
 			}
 		}
 		check("after the sessions' lives")
