@@ -182,8 +182,9 @@ func (s *Service) placeOrWait(ctx context.Context, pool string, req vdibroker.Co
 			// The host it waits for is no longer starting in the store
 			// (the power service reads it there after the view), but the
 			// view was read before its first heartbeat landed (taken by
-			// another replica): read that host again and decide once
-			// more, rather than answer NoCapacity as it comes up.
+			// another replica): decide once more, rather than answer
+			// NoCapacity as it comes up. Reading that host again first
+			// lets the decision go without re-reading the whole pool.
 			s.views.RefreshHost(ctx, pool, host)
 			a, perr = s.place(ctx, pool, req)
 		}

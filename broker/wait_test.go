@@ -224,11 +224,18 @@ type heartbeatAfterRead struct {
 	st    *store.DB
 	now   func() time.Time
 	armed atomic.Bool
+	fired atomic.Bool
+	// later counts the pool's reads after the armed one.
+	later atomic.Int32
 }
 
 func (s *heartbeatAfterRead) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
+	if s.fired.Load() {
+		s.later.Add(1)
+	}
 	hosts, err := s.Store.ListSessionHosts(ctx, pool)
 	if s.armed.CompareAndSwap(true, false) {
+		s.fired.Store(true)
 		if _, herr := s.st.ApplyHeartbeat(ctx, "pwr", "h1", &vdibroker.HeartbeatRequest{}, s.now()); herr != nil {
 			return nil, herr
 		}
@@ -241,7 +248,7 @@ func (s *heartbeatAfterRead) ListSessionHosts(ctx context.Context, pool string) 
 // heartbeat through another replica; the power service, reading the
 // store after it, finds that host no longer starting, and the view alone
 // would answer NoCapacity as the host comes up. The connect reads that
-// host again and gets its session on it.
+// host again, not the whole pool, and gets its session on it.
 func TestHeldConnectReadsItsHostAgain(t *testing.T) {
 	var hb *heartbeatAfterRead
 	svc, _, fc, _ := waitFixtureOn(t, func(st *store.DB) vdibroker.Store {
@@ -262,5 +269,11 @@ func TestHeldConnectReadsItsHostAgain(t *testing.T) {
 	}
 	if hb.armed.Load() {
 		t.Fatal("the pool was not read after the wake-up")
+	}
+	// Reading that one host is enough: after the armed read only the
+	// power service reads the pool (whether a host is starting), the view
+	// does not read it again.
+	if n := hb.later.Load(); n > 1 {
+		t.Errorf("the pool was read %d more times after the armed read; want once at most (the power service's), the host alone read again", n)
 	}
 }
