@@ -35,8 +35,10 @@ type historySpec struct {
 	tag        int64 // high bits of the ids' random part: keeps pools' ids apart
 }
 
-// The history INSERTs, one per engine, writing the columns of migration
-// 00001's user_sessions (later migrations add only columns with defaults). Parameters, in
+// The history INSERTs, one per engine, writing every column of
+// user_sessions whose default an ended session does not have: those of
+// migration 00001, the user's key, a placement record, and ended (00060,
+// whose default FALSE is an open session's). Parameters, in
 // order: pool, host prefix, host name width, hosts, user prefix, user name
 // width, users, first create time (ns), step between rows (ns), id tag,
 // first row, rows in this chunk. The user's key (R-E5) is the name
