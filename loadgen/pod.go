@@ -169,10 +169,13 @@ func (p *podPool) user(n int) string {
 
 // PodResult is what one pod bench measured.
 type PodResult struct {
-	Store           string `json:"store"` // sqlite or postgres
-	Hosts           int    `json:"hosts"`
-	SmallHosts      int    `json:"smallHosts"`
-	SessionsPerHost int    `json:"sessionsPerHost"`
+	Store string `json:"store"` // sqlite or postgres
+	// PostgresSettings are the PostgreSQL server's settings that shape
+	// its writes and caches (postgresSettingNames), as SHOW gives them.
+	PostgresSettings map[string]string `json:"postgresSettings,omitempty"`
+	Hosts            int               `json:"hosts"`
+	SmallHosts       int               `json:"smallHosts"`
+	SessionsPerHost  int               `json:"sessionsPerHost"`
 	// HeartbeatConcurrency is the bound on measured heartbeats in flight.
 	HeartbeatConcurrency int            `json:"heartbeatConcurrency"`
 	Seed                 PodSeed        `json:"seed"`
@@ -307,6 +310,11 @@ func RunPod(ctx context.Context, cfg PodConfig) (*PodResult, error) {
 	baseURL, pid, err := cfg.Broker.Start(ctx, "measure")
 	if err != nil {
 		return nil, fmt.Errorf("start the broker to measure: %w", err)
+	}
+	if cfg.Database != "" {
+		if res.PostgresSettings, err = postgresSettings(ctx, cfg.Database); err != nil {
+			return nil, fmt.Errorf("read the PostgreSQL server's settings: %w", err)
+		}
 	}
 	if err := measure(ctx, cfg, res, baseURL, pid, large, small); err != nil {
 		return nil, err
@@ -502,4 +510,28 @@ func resolveLink(api, link string) string {
 		return link
 	}
 	return u.ResolveReference(ref).String()
+}
+
+// postgresSettingNames are the PostgreSQL settings a pod's figures depend
+// on: its page cache, its WAL and checkpoints, and its commits.
+var postgresSettingNames = []string{"server_version", "shared_buffers", "wal_buffers", "max_wal_size",
+	"checkpoint_timeout", "wal_compression", "synchronous_commit", "full_page_writes"}
+
+// postgresSettings reads postgresSettingNames from the server of dsn.
+func postgresSettings(ctx context.Context, dsn string) (map[string]string, error) {
+	db, _, err := openStoreDB(dsn, "")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	got := map[string]string{}
+	for _, name := range postgresSettingNames {
+		var v string
+		// SHOW takes no parameter; the names are this package's own.
+		if err := db.QueryRowContext(ctx, "SHOW "+name).Scan(&v); err != nil {
+			return nil, fmt.Errorf("SHOW %s: %w", name, err)
+		}
+		got[name] = v
+	}
+	return got, nil
 }

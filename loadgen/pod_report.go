@@ -130,6 +130,13 @@ func (r *PodResult) WriteTable(out io.Writer) {
 func (r *PodResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "bench pod: %s store; pools %s (%d hosts) and %s (%d hosts), %d open sessions per host\n",
 		r.Store, PodLargePool, r.Hosts, PodSmallPool, r.SmallHosts, r.SessionsPerHost)
+	if len(r.PostgresSettings) > 0 {
+		var kv []string
+		for _, name := range postgresSettingNames {
+			kv = append(kv, name+"="+r.PostgresSettings[name])
+		}
+		fmt.Fprintf(w, "postgresql   %s\n", strings.Join(kv, " "))
+	}
 	s := r.Seed
 	fmt.Fprintf(w, "state        %d open sessions (placed by connects in %s, reported Active by the agents; %d left Pending)\n",
 		s.OpenSessions, s.ConnectElapsed.Round(time.Millisecond), s.PendingLeft)

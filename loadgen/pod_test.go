@@ -150,6 +150,35 @@ func TestPodBenchTiny(t *testing.T) {
 			if !strings.Contains(out.String(), "PASS") && !strings.Contains(out.String(), "FAIL") {
 				t.Error("table has no verdict")
 			}
+			// A PostgreSQL run names the server settings its figures
+			// depend on; a SQLite run has none.
+			if base != "" {
+				for _, name := range postgresSettingNames {
+					if res.PostgresSettings[name] == "" {
+						t.Errorf("PostgreSQL setting %s not reported: %v", name, res.PostgresSettings)
+					}
+				}
+				if !strings.Contains(out.String(), "shared_buffers="+res.PostgresSettings["shared_buffers"]) {
+					t.Error("the table does not show the PostgreSQL settings")
+				}
+			} else if res.PostgresSettings != nil {
+				t.Errorf("a SQLite run reports PostgreSQL settings: %v", res.PostgresSettings)
+			}
+			// The broker's heartbeat times are read from /metrics: its
+			// store's and its whole answer's, together (a phase too short
+			// for two scrapes has neither).
+			timed := 0
+			for _, p := range res.Heartbeats.ByPhase {
+				if (p.StoreMean > 0) != (p.AnswerMean > 0) {
+					t.Errorf("phase %s: store mean %s, answer mean %s; want both or neither", p.Phase, p.StoreMean, p.AnswerMean)
+				}
+				if p.AnswerMean > 0 {
+					timed++
+				}
+			}
+			if timed == 0 {
+				t.Errorf("no phase has the broker's heartbeat times: %+v", res.Heartbeats.ByPhase)
+			}
 		})
 	}
 }
