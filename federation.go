@@ -3,6 +3,7 @@ package vdibroker
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -179,6 +180,54 @@ type FederationStore interface {
 // MaxNoncesPerMinute bounds the pod-to-pod calls a pod takes a minute
 // (1,000 a second), and so the nonces it keeps.
 const MaxNoncesPerMinute = 60000
+
+// CallNonce is a verified pod-to-pod connect's nonce (R-G5) that is not
+// recorded yet. The placement that connect commits records it in the
+// same transaction (WithCallNonce), so a connect that makes a session
+// waits for one synced commit, not two; a connect that commits no
+// placement (a reconnect, a dry run, a refusal) has it recorded on its
+// own (FederationService.UseNonce) before it is answered. Either way a
+// replay is refused, and a replayed connect never makes a session.
+type CallNonce struct {
+	Nonce   string
+	Expires time.Time // when it may be forgotten
+	At      time.Time // when the call was verified (its minute, MaxNoncesPerMinute)
+
+	recorded atomic.Bool
+}
+
+// Recorded reports whether a committed placement recorded n.
+func (n *CallNonce) Recorded() bool { return n.recorded.Load() }
+
+// MarkRecorded says that a committed placement recorded n (the store
+// calls it).
+func (n *CallNonce) MarkRecorded() { n.recorded.Store(true) }
+
+type callNonceKey struct{}
+
+// WithCallNonce returns ctx carrying n: the store's next placement commit
+// in ctx (PlacementCommit) records n's nonce in its transaction, unless n
+// is recorded already, and a nonce recorded before refuses the placement
+// (Unauthenticated) with nothing written.
+func WithCallNonce(ctx context.Context, n *CallNonce) context.Context {
+	return context.WithValue(ctx, callNonceKey{}, n)
+}
+
+// CallNonceFrom returns ctx's nonce of WithCallNonce if it is not
+// recorded yet, else nil.
+func CallNonceFrom(ctx context.Context) *CallNonce {
+	n, _ := ctx.Value(callNonceKey{}).(*CallNonce)
+	if n == nil || n.Recorded() {
+		return nil
+	}
+	return n
+}
+
+// ErrReplayed is a pod-to-pod call whose nonce was recorded before
+// (R-G5).
+func ErrReplayed() error {
+	return Errorf(EUnauthenticated, "pod-to-pod call replayed (nonce seen before)")
+}
 
 // The Cloud Pod Architecture service's contract (SPEC §7): the federation
 // document, global entitlements and their connect, and the pod-to-pod

@@ -98,54 +98,97 @@ const maxMemoryNonces = 1 << 17
 // Unauthenticated; it returns the sending pod. A nonce store that fails
 // answers its error (StoreUnavailable, TooManyRequests).
 func (v *Verifier) Verify(ctx context.Context, get func(string) string, method, path string, body []byte) (string, error) {
-	return v.verify(ctx, get, method, path, body, false)
+	pod, _, err := v.verify(ctx, get, method, path, body, recordNow)
+	return pod, err
 }
 
 // VerifyRead is Verify for a call that only reads (its answer is all it
 // does): with ReadsInMemory its nonce is kept in memory and a call signed
 // before Started is refused.
 func (v *Verifier) VerifyRead(ctx context.Context, get func(string) string, method, path string, body []byte) (string, error) {
-	return v.verify(ctx, get, method, path, body, v.ReadsInMemory)
+	mode := recordNow
+	if v.ReadsInMemory {
+		mode = recordRead
+	}
+	pod, _, err := v.verify(ctx, get, method, path, body, mode)
+	return pod, err
 }
 
-func (v *Verifier) verify(ctx context.Context, get func(string) string, method, path string, body []byte, inMemory bool) (string, error) {
+// VerifyHeld is Verify for a connect, whose nonce the caller records: in
+// its placement's commit, or on its own before it answers
+// (vdibroker.CallNonce). Without Nonces it is Verify. With ReadsInMemory
+// a replay to this process is refused here already, before anything is
+// decided; to another replica of the pod, when the nonce is recorded.
+func (v *Verifier) VerifyHeld(ctx context.Context, get func(string) string, method, path string, body []byte) (string, *vdibroker.CallNonce, error) {
+	if v.Nonces == nil {
+		pod, _, err := v.verify(ctx, get, method, path, body, recordNow)
+		return pod, nil, err
+	}
+	return v.verify(ctx, get, method, path, body, recordHeld)
+}
+
+// How verify records a nonce.
+const (
+	recordNow  = iota // in Nonces (in memory without them)
+	recordRead        // in this process's memory; calls signed before Started are refused
+	recordHeld        // returned to the caller to record; with ReadsInMemory, in memory too
+)
+
+func (v *Verifier) verify(ctx context.Context, get func(string) string, method, path string, body []byte, mode int) (string, *vdibroker.CallNonce, error) {
 	now := time.Now()
 	if v.Now != nil {
 		now = v.Now()
 	}
 	pod, ts, nonce, sig := get(HeaderPod), get(HeaderTimestamp), get(HeaderNonce), get(HeaderSignature)
 	if sig == "" || ts == "" || nonce == "" || pod == "" {
-		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call without a federation signature")
+		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call without a federation signature")
 	}
 	if len(nonce) > maxNonceLen {
-		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a nonce longer than %d characters", maxNonceLen)
+		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a nonce longer than %d characters", maxNonceLen)
 	}
 	want := Signature(v.Secret, method, path, pod, ts, nonce, body)
 	if !hmac.Equal([]byte(sig), []byte(want)) {
-		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a wrong federation signature (is the federation secret the same on every pod?)")
+		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a wrong federation signature (is the federation secret the same on every pod?)")
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a malformed timestamp")
+		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a malformed timestamp")
 	}
 	at := time.Unix(sec, 0)
 	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
-		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, more than %s from this pod's clock", at.UTC().Format(time.RFC3339), MaxSkew)
+		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, more than %s from this pod's clock", at.UTC().Format(time.RFC3339), MaxSkew)
 	}
-	if inMemory && sec < v.Started.Unix() {
-		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, before this pod started (%s): a replay, or a clock behind this pod's",
+	if mode == recordRead && sec < v.Started.Unix() {
+		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, before this pod started (%s): a replay, or a clock behind this pod's",
 			at.UTC().Format(time.RFC3339), v.Started.UTC().Format(time.RFC3339))
 	}
-	if v.Nonces != nil && !inMemory {
-		fresh, err := v.Nonces.UseNonce(ctx, nonce, now.Add(2*MaxSkew))
+	expires := now.Add(2 * MaxSkew)
+	switch {
+	case mode == recordNow && v.Nonces != nil:
+		fresh, err := v.Nonces.UseNonce(ctx, nonce, expires)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if !fresh {
-			return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call replayed (nonce seen before)")
+			return "", nil, vdibroker.ErrReplayed()
 		}
-		return pod, nil
+		return pod, nil, nil
+	case mode == recordHeld:
+		held := &vdibroker.CallNonce{Nonce: nonce, Expires: expires, At: now}
+		if !v.ReadsInMemory {
+			return pod, held, nil
+		}
+		if err := v.remember(nonce, now); err != nil {
+			return "", nil, err
+		}
+		return pod, held, nil
 	}
+	return pod, nil, v.remember(nonce, now)
+}
+
+// remember keeps nonce in this process's memory until it expires: a
+// replay is Unauthenticated, more than maxMemoryNonces TooManyRequests.
+func (v *Verifier) remember(nonce string, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.nonces == nil {
@@ -160,11 +203,11 @@ func (v *Verifier) verify(ctx context.Context, get func(string) string, method, 
 		v.swept = now
 	}
 	if _, seen := v.nonces[nonce]; seen {
-		return "", vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call replayed (nonce seen before)")
+		return vdibroker.ErrReplayed()
 	}
 	if len(v.nonces) >= maxMemoryNonces {
-		return "", vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls in the last %s; try again shortly", 2*MaxSkew)
+		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls in the last %s; try again shortly", 2*MaxSkew)
 	}
 	v.nonces[nonce] = now.Add(2 * MaxSkew)
-	return pod, nil
+	return nil
 }

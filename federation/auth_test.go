@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -63,4 +64,57 @@ func FuzzVerify(f *testing.F) {
 			t.Fatal("accepted the same nonce twice")
 		}
 	})
+}
+
+// memNonces is a Nonces in memory, for the verifier's own logic.
+type memNonces map[string]bool
+
+func (m memNonces) UseNonce(_ context.Context, nonce string, _ time.Time) (bool, error) {
+	if m[nonce] {
+		return false, nil
+	}
+	m[nonce] = true
+	return true, nil
+}
+
+// TestVerifyHeld_RG5: a connect's nonce is handed to the caller to record
+// (vdibroker.CallNonce), not recorded by the verifier, so one commit can
+// carry it with the placement; a pod whose store is its own
+// (ReadsInMemory) also refuses a replay to this process at once. Without
+// a nonce store the verifier records it in memory, as Verify does.
+func TestVerifyHeld_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	body := []byte(`{"user":"alice"}`)
+	h := Sign(secret, "POST", ConnectPath, "fra1", body, now)
+	get := func(k string) string { return h[k] }
+	clock := func() time.Time { return now }
+
+	store := memNonces{}
+	replicas := &Verifier{Secret: secret, Now: clock, Nonces: store}
+	for i := range 2 {
+		pod, n, err := replicas.VerifyHeld(t.Context(), get, "POST", ConnectPath, body)
+		if err != nil || pod != "fra1" || n == nil || n.Nonce != h[HeaderNonce] || !n.Expires.Equal(now.Add(2*MaxSkew)) || !n.At.Equal(now) {
+			t.Fatalf("call %d: %q %+v %v; want fra1 with its nonce held for the caller", i, pod, n, err)
+		}
+	}
+	if len(store) != 0 {
+		t.Errorf("the verifier recorded a held nonce itself: %v", store)
+	}
+
+	oneProcess := &Verifier{Secret: secret, Now: clock, Nonces: store, ReadsInMemory: true, Started: now.Add(time.Hour)}
+	if _, n, err := oneProcess.VerifyHeld(t.Context(), get, "POST", ConnectPath, body); err != nil || n == nil {
+		t.Fatalf("first call to a one-process pod: %+v %v; want it held (a connect is not refused by Started)", n, err)
+	}
+	if _, _, err := oneProcess.VerifyHeld(t.Context(), get, "POST", ConnectPath, body); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("replayed to the same process: %v, want Unauthenticated", err)
+	}
+
+	alone := &Verifier{Secret: secret, Now: clock}
+	if _, n, err := alone.VerifyHeld(t.Context(), get, "POST", ConnectPath, body); err != nil || n != nil {
+		t.Fatalf("without a nonce store: %+v %v; want it verified and kept in memory", n, err)
+	}
+	if _, _, err := alone.VerifyHeld(t.Context(), get, "POST", ConnectPath, body); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("replayed without a nonce store: %v, want Unauthenticated", err)
+	}
 }

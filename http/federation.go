@@ -39,9 +39,9 @@ func (s *Server) federationRoutes() {
 	s.handle("GET "+ge+"/{name}", vdibroker.ActionRead, s.getGlobalEntitlement)
 	s.handle("POST "+ge+"/{name}/connect", vdibroker.ActionConnect, s.globalConnect)
 	// Signed with the federation secret, checked inside (podCall).
-	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads, true))
-	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions, true))
-	s.handle("POST "+federation.ConnectPath, public, s.podCall(s.podConnect, false))
+	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads, podRead))
+	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions, podRead))
+	s.handle("POST "+federation.ConnectPath, public, s.podCall(s.podConnect, podHeld))
 }
 
 // federated returns the pod's federation service, or NotFound on a broker
@@ -138,14 +138,23 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 	return nil
 }
 
+// What a pod-to-pod call does, for how its nonce is recorded (R-G5).
+const (
+	podRead = iota // it only reads (federation.Verifier.VerifyRead)
+	podHeld        // h records the nonce (vdibroker.CallNonce, recordNonce)
+)
+
 // podCall checks a pod-to-pod call's signature (over method, path, body,
 // timestamp and nonce: a missing or wrong one, or a replay, is
-// Unauthenticated) and passes the body on. readOnly says h only reads
-// (federation.Verifier.VerifyRead).
-func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error, readOnly bool) func(nethttp.ResponseWriter, *nethttp.Request) error {
-	verify := (*federation.Verifier).Verify
-	if readOnly {
-		verify = (*federation.Verifier).VerifyRead
+// Unauthenticated) and passes the body on; a held nonce rides in the
+// request's context (vdibroker.WithCallNonce).
+func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error, kind int) func(nethttp.ResponseWriter, *nethttp.Request) error {
+	verify := func(v *federation.Verifier, ctx context.Context, get func(string) string, method, path string, body []byte) (string, *vdibroker.CallNonce, error) {
+		pod, err := v.VerifyRead(ctx, get, method, path, body)
+		return pod, nil, err
+	}
+	if kind == podHeld {
+		verify = (*federation.Verifier).VerifyHeld
 	}
 	return func(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		fed, err := s.federated()
@@ -156,9 +165,12 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		if err != nil {
 			return decodeError(err, nil, nil)
 		}
-		pod, err := verify(fed.verifier, r.Context(), r.Header.Get, r.Method, r.URL.Path, body)
+		pod, nonce, err := verify(fed.verifier, r.Context(), r.Header.Get, r.Method, r.URL.Path, body)
 		if err != nil {
 			return err
+		}
+		if nonce != nil {
+			r = r.WithContext(vdibroker.WithCallNonce(r.Context(), nonce))
 		}
 		authenticated(r)
 		// The secret is the federation's; the caller must also be one of
@@ -202,7 +214,27 @@ func (s *Server) podConnect(w nethttp.ResponseWriter, r *nethttp.Request, fed *f
 		return err
 	}
 	a, err := fed.g.PodConnect(r.Context(), req)
+	if rerr := recordNonce(r.Context(), fed); rerr != nil {
+		return rerr // a replay (or no way to tell): nothing is answered
+	}
 	return writeConnect(w, a, err)
+}
+
+// recordNonce records the call's held nonce unless its placement's commit
+// did (vdibroker.CallNonce): a replay is Unauthenticated.
+func recordNonce(ctx context.Context, fed *federationState) error {
+	n := vdibroker.CallNonceFrom(ctx)
+	if n == nil {
+		return nil
+	}
+	fresh, err := fed.g.UseNonce(ctx, n.Nonce, n.Expires)
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return vdibroker.ErrReplayed()
+	}
+	return nil
 }
 
 // PodClient is vdibroker.PodClient over HTTP: it signs every call with the

@@ -8,12 +8,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/intercept"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -365,5 +367,120 @@ func TestPodSessionsUsers_RG5(t *testing.T) {
 		if e := wantCode(t, err, vdibroker.EInvalid); e != nil && e.Field != tc.field {
 			t.Errorf("%s: field %q, want %q", tc.name, e.Field, tc.field)
 		}
+	}
+}
+
+// TestPodConnectNonceInItsPlacement_RG5: two replicas of one pod share its
+// store, without nonces in memory (as on PostgreSQL). A signed connect
+// that makes a session records its nonce in the placement's commit, with
+// no commit of its own; replayed on the other replica it is refused,
+// both while the user's session is open (a reconnect, whose nonce is
+// recorded on its own before it is answered) and after it ended, when the
+// replay would make a session: none is made. A freshly signed connect is
+// placed. On SQLite (one store handle) and on PostgreSQL (one a replica).
+func TestPodConnectNonceInItsPlacement_RG5(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			dsn := ""
+			if engine == "postgres" {
+				dsn = schemaDSN(t, postgresDSN(t))
+			}
+			var nonceCommits atomic.Int32
+			count := func(ctx context.Context, op string, call func(context.Context) error) error {
+				if op == intercept.OpUseNonces {
+					nonceCommits.Add(1)
+				}
+				return call(ctx)
+			}
+			secret := []byte(testFedSecret)
+			var urls []string
+			var st vdibroker.Store
+			for range 2 {
+				rs := st // SQLite: the one handle
+				if rs == nil || dsn != "" {
+					var err error
+					if rs, err = store.Open(t.Context(), dsn, t.TempDir(), nil); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { rs.Close() })
+				}
+				if st == nil {
+					st = rs
+				}
+				srv := testserver.New(testserver.Config{Store: intercept.NewStore(rs, count), AdminToken: adminToken, Pod: "pod1", Site: "s",
+					Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
+				ts := httptest.NewServer(srv.Handler())
+				t.Cleanup(func() { ts.Close(); srv.Close() })
+				urls = append(urls, ts.URL)
+			}
+			e := &env{t: t, store: st, clock: &clock{}, urls: urls, admin: vhttp.NewClient(urls[0], adminToken), agents: map[string]string{}}
+			e.pool("office", map[string]any{"maxSessionLimit": 5})
+			e.addHosts("office", "h", 1)
+			doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+				Pods:               []vdibroker.Pod{{Name: "pod1", Site: "s", URL: urls[0]}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}},
+				GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", Members: []vdibroker.Member{{Pod: "pod1", HostPool: "office"}}}}}
+			if _, err := e.admin.PutFederation(t.Context(), doc); err != nil {
+				t.Fatal(err)
+			}
+			body := `{"globalEntitlement":"office","hostPool":"office","user":"alice"}`
+			sign := func() nethttp.Header {
+				h := nethttp.Header{}
+				for k, v := range federation.Sign(secret, "POST", federation.ConnectPath, "pod2", []byte(body), time.Now()) {
+					h.Set(k, v)
+				}
+				return h
+			}
+			call := func(replica int, h nethttp.Header) int {
+				t.Helper()
+				req, _ := nethttp.NewRequest("POST", urls[replica]+federation.ConnectPath, strings.NewReader(body))
+				req.Header = h
+				resp, err := nethttp.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			open := func() []*vdibroker.UserSession {
+				t.Helper()
+				list, err := st.OpenSessionsOfUser(t.Context(), "alice", []string{"office"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return list
+			}
+
+			h := sign()
+			if got := call(0, h); got != nethttp.StatusCreated {
+				t.Fatalf("a signed connect on replica A: %d, want 201", got)
+			}
+			if n := nonceCommits.Load(); n != 0 {
+				t.Errorf("the connect that made a session committed its nonce on its own (%d commits); want it in the placement's", n)
+			}
+			if got := call(1, h); got != nethttp.StatusUnauthorized {
+				t.Errorf("the connect replayed on replica B while alice's session is open: %d, want 401", got)
+			}
+			list := open()
+			if len(list) != 1 {
+				t.Fatalf("alice has %d open sessions, want 1", len(list))
+			}
+			if err := st.EndSession(t.Context(), "office", list[0].ID, vdibroker.EndLoggedOffByAdmin, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			if got := call(1, h); got != nethttp.StatusUnauthorized {
+				t.Errorf("the connect replayed on replica B after alice logged off: %d, want 401", got)
+			}
+			if list := open(); len(list) != 0 {
+				t.Errorf("the refused replay left alice %d open sessions, want none", len(list))
+			}
+			before := nonceCommits.Load()
+			if got := call(1, sign()); got != nethttp.StatusCreated {
+				t.Errorf("a freshly signed connect on replica B: %d, want 201", got)
+			}
+			if n := nonceCommits.Load(); n != before {
+				t.Errorf("the fresh connect committed its nonce on its own; want it in the placement's")
+			}
+		})
 	}
 }

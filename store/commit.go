@@ -117,15 +117,30 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 	if c.RoundRobinHost != "" && c.RoundRobinHost != c.Session.SessionHost {
 		return vdibroker.FieldError("roundRobinHost", "must be the session's host %q, got %q", c.Session.SessionHost, c.RoundRobinHost)
 	}
-	err := s.groupedReq(ctx, placementReq(c))
+	nonce := vdibroker.CallNonceFrom(ctx)
+	err := s.groupedReq(ctx, placementReq(c, nonce))
+	if err == nil && nonce != nil {
+		nonce.MarkRecorded()
+	}
 	return wrap(err, "commit placement %s", c.Session.ID)
 }
 
-// placementReq is the group-commit request that writes c.
-func placementReq(c *vdibroker.PlacementCommit) *commitReq {
-	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c),
+// placementReq is the group-commit request that writes c and, when nonce
+// is set, records it after the session (vdibroker.WithCallNonce, R-G5):
+// then it runs in a savepoint, so that a replay undoes the placement.
+func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *commitReq {
+	fn := func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) }
+	if nonce != nil {
+		fn = func(ctx context.Context, t *tx) error {
+			if err := commitOne(ctx, t, c); err != nil {
+				return err
+			}
+			return t.useCallNonce(ctx, nonce)
+		}
+	}
+	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c) && nonce == nil,
 		pool: c.Session.HostPool, host: c.Session.SessionHost, ownHost: simpleCommit(c),
-		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
+		fn:        fn,
 		committed: c.OnCommitted}
 	if c.RoundRobinHost != "" {
 		r.cursorPool, r.cursorHost = c.Session.HostPool, c.RoundRobinHost

@@ -21,7 +21,7 @@ import (
 func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 	reqs := make([]*commitReq, len(cs))
 	for i, c := range cs {
-		reqs[i] = placementReq(c)
+		reqs[i] = placementReq(c, nil)
 		reqs[i].done = make(chan error, 1)
 	}
 	s.runBatch(reqs)
@@ -65,7 +65,7 @@ func writeReqs(ws []Write, now time.Time) ([]*commitReq, []**vdibroker.Heartbeat
 		if w.Beat != nil {
 			reqs[i], res[i] = heartbeatReq(w.Pool, w.Host, w.Beat, now)
 		} else {
-			reqs[i] = placementReq(w.Placement)
+			reqs[i] = placementReq(w.Placement, nil)
 		}
 		reqs[i].done = make(chan error, 1)
 	}
@@ -415,7 +415,7 @@ func (s *DB) BeatCommitterOf(pool, host string) int {
 func (s *DB) CommitBatchWithFailure(cs []*vdibroker.PlacementCommit) (errs []error, failed error) {
 	reqs := make([]*commitReq, 0, len(cs)+1)
 	for _, c := range cs {
-		reqs = append(reqs, placementReq(c))
+		reqs = append(reqs, placementReq(c, nil))
 	}
 	bad := &commitReq{key: hostKey(cs[0].Session.HostPool, cs[0].Session.SessionHost), atomic: true,
 		fn: func(ctx context.Context, t *tx) error {

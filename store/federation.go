@@ -123,41 +123,62 @@ func (s *DB) UseNonces(ctx context.Context, nonces []string, expires, now time.T
 	if len(nonces) == 0 {
 		return nil, nil
 	}
-	minute := now.Unix() / 60
 	err = s.write(ctx, func(t *tx) error {
-		fresh = make([]bool, len(nonces)) // the transaction may run again
-		if _, err := t.exec(ctx, `DELETE FROM federation_nonces WHERE expire_time < ?`, ns(now)); err != nil {
-			return err
-		}
-		if _, err := t.exec(ctx, `DELETE FROM federation_nonce_minutes WHERE minute < ?`, minute-5); err != nil {
-			return err
-		}
-		k := len(nonces)
-		n := int64(0)
-		if k <= noncesPerMinute {
-			var err error
-			n, err = t.exec(ctx, `INSERT INTO federation_nonce_minutes (minute, n) VALUES (?, ?)
-			ON CONFLICT (minute) DO UPDATE SET n = federation_nonce_minutes.n + ? WHERE federation_nonce_minutes.n + ? <= ?`,
-				minute, k, k, k, noncesPerMinute)
-			if err != nil {
-				return err
-			}
-		}
-		if n == 0 {
-			return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
-				Message: fmt.Sprintf("this pod took %d pod-to-pod calls this minute, its bound; try again shortly", noncesPerMinute)}
-		}
-		for i, nonce := range nonces {
-			n, err := t.exec(ctx, `INSERT INTO federation_nonces (nonce, expire_time) VALUES (?, ?) ON CONFLICT DO NOTHING`, nonce, ns(expires))
-			if err != nil {
-				return err
-			}
-			fresh[i] = n == 1
-		}
-		return nil
+		var err error
+		fresh, err = t.useNonces(ctx, nonces, expires, now) // the transaction may run again
+		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "use pod-to-pod nonces")
 	}
 	return fresh, nil
+}
+
+// useNonces is UseNonces in transaction t.
+func (t *tx) useNonces(ctx context.Context, nonces []string, expires, now time.Time) ([]bool, error) {
+	fresh := make([]bool, len(nonces))
+	minute := now.Unix() / 60
+	if _, err := t.exec(ctx, `DELETE FROM federation_nonces WHERE expire_time < ?`, ns(now)); err != nil {
+		return nil, err
+	}
+	if _, err := t.exec(ctx, `DELETE FROM federation_nonce_minutes WHERE minute < ?`, minute-5); err != nil {
+		return nil, err
+	}
+	k := len(nonces)
+	n := int64(0)
+	if k <= noncesPerMinute {
+		var err error
+		n, err = t.exec(ctx, `INSERT INTO federation_nonce_minutes (minute, n) VALUES (?, ?)
+		ON CONFLICT (minute) DO UPDATE SET n = federation_nonce_minutes.n + ? WHERE federation_nonce_minutes.n + ? <= ?`,
+			minute, k, k, k, noncesPerMinute)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if n == 0 {
+		return nil, &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
+			Message: fmt.Sprintf("this pod took %d pod-to-pod calls this minute, its bound; try again shortly", noncesPerMinute)}
+	}
+	for i, nonce := range nonces {
+		n, err := t.exec(ctx, `INSERT INTO federation_nonces (nonce, expire_time) VALUES (?, ?) ON CONFLICT DO NOTHING`, nonce, ns(expires))
+		if err != nil {
+			return nil, err
+		}
+		fresh[i] = n == 1
+	}
+	return fresh, nil
+}
+
+// useCallNonce records a placement's call nonce in its transaction
+// (vdibroker.WithCallNonce): a replay is Unauthenticated, and the caller
+// undoes the placement.
+func (t *tx) useCallNonce(ctx context.Context, n *vdibroker.CallNonce) error {
+	fresh, err := t.useNonces(ctx, []string{n.Nonce}, n.Expires, n.At)
+	if err != nil {
+		return err
+	}
+	if !fresh[0] {
+		return vdibroker.ErrReplayed()
+	}
+	return nil
 }

@@ -1,7 +1,11 @@
 package store_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +141,92 @@ func TestUseNonces_RG5(t *testing.T) {
 		if got := use([]string{"c1"}, at.Add(3*time.Minute), at.Add(time.Minute)); !slices.Equal(got, []bool{true}) {
 			t.Errorf("a nonce of the refused batch: fresh %v, want fresh (the refusal recorded none)", got)
 		}
+	})
+}
+
+// TestPlacementRecordsCallNonce_RG5: a pod-to-pod connect's nonce
+// (vdibroker.WithCallNonce) is recorded by its placement's commit, so a
+// replay is refused after it; a placement whose nonce was recorded before
+// (a replayed connect that would make a session) is refused with nothing
+// written; a refused placement records no nonce, so the connect's next
+// try (another host) or its own record still finds it fresh. On both
+// engines, with several placements in one group commit.
+func TestPlacementRecordsCallNonce_RG5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("fed", vdibroker.Pooled))
+		mustHost(t, s, "fed", "h1")
+		mustHost(t, s, "fed", "h2")
+		exp := t0.Add(2 * time.Minute)
+		withNonce := func(nonce string) (context.Context, *vdibroker.CallNonce) {
+			n := &vdibroker.CallNonce{Nonce: nonce, Expires: exp, At: t0}
+			return vdibroker.WithCallNonce(t.Context(), n), n
+		}
+
+		ctx, n1 := withNonce("n1")
+		c := placement("fed", "h1", "alice", 5)
+		if err := s.CommitPlacement(ctx, c); err != nil {
+			t.Fatalf("placement with a fresh nonce: %v", err)
+		}
+		if !n1.Recorded() || vdibroker.CallNonceFrom(ctx) != nil {
+			t.Errorf("the nonce is not marked recorded after its placement committed")
+		}
+		if fresh, err := s.UseNonces(t.Context(), []string{"n1"}, exp, t0); err != nil || fresh[0] {
+			t.Errorf("n1 after its placement: fresh %v, %v; want a replay (the placement recorded it)", fresh, err)
+		}
+		session(t, s, "fed", c.Session.ID)
+
+		// The same nonce again, for a connect that would make a session.
+		ctx, n1again := withNonce("n1")
+		replay := placement("fed", "h1", "bob", 5)
+		err := s.CommitPlacement(ctx, replay)
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		if n1again.Recorded() {
+			t.Errorf("a refused placement marked its nonce recorded")
+		}
+		if _, err := s.GetUserSession(t.Context(), "fed", replay.Session.ID); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("the replayed placement's session: %v; want NotFound (nothing written)", err)
+		}
+		wantCounts(t, s, "fed", "h1", 1, 1)
+
+		// A host at its limit refuses; the nonce stays fresh for the
+		// next host, which records it.
+		ctx, n2 := withNonce("n2")
+		full := placement("fed", "h1", "carol", 1)
+		if err := s.CommitPlacement(ctx, full); !errors.Is(err, vdibroker.ErrHostFull) {
+			t.Fatalf("placement on a full host: %v, want ErrHostFull", err)
+		}
+		if n2.Recorded() {
+			t.Errorf("a placement refused for capacity marked its nonce recorded")
+		}
+		next := placement("fed", "h2", "carol", 1)
+		if err := s.CommitPlacement(ctx, next); err != nil || !n2.Recorded() {
+			t.Fatalf("the next host with the same nonce: %v, recorded %v; want it placed and recorded", err, n2.Recorded())
+		}
+
+		// Placements at once (sharing group commits): each records its
+		// own nonce, and the second with b0 alone is refused.
+		var wg sync.WaitGroup
+		errs := make([]error, 6)
+		for i := range errs {
+			wg.Go(func() {
+				ctx, _ := withNonce(fmt.Sprintf("b%d", i%5)) // b0 twice
+				errs[i] = s.CommitPlacement(ctx, placement("fed", "h2", fmt.Sprintf("user%d", i), 100))
+			})
+		}
+		wg.Wait()
+		refused := 0
+		for _, err := range errs {
+			switch vdibroker.ErrorCode(err) {
+			case "":
+			case vdibroker.EUnauthenticated:
+				refused++
+			default:
+				t.Errorf("a batched placement: %v", err)
+			}
+		}
+		if refused != 1 {
+			t.Errorf("%d of 6 placements refused as replays; want 1 (b0 twice)", refused)
+		}
+		wantCounts(t, s, "fed", "h2", 6, 6)
 	})
 }
