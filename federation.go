@@ -162,11 +162,12 @@ type FederationStore interface {
 	// needs a new generation); the stored generation with the same content
 	// changes nothing. created reports that no document was stored before.
 	PutFederation(ctx context.Context, f *Federation) (created bool, err error)
-	// OpenSessionsOfUser returns user's open sessions (not LoggedOff) in
-	// each of pools, pool by pool. It reads only the user's sessions, so a
-	// global connect's lookup of the user in every pod (R-G1) stays cheap
-	// however many sessions the pools hold.
-	OpenSessionsOfUser(ctx context.Context, user string, pools []string) ([]*UserSession, error)
+	// OpenSessionsOfUsers returns the users' open sessions (not LoggedOff)
+	// in each of pools, user by user and pool by pool, in one read. It
+	// reads only those users' sessions, so a global connect's lookup of
+	// the user in every pod (R-G1) stays cheap however many sessions the
+	// pools hold, and the look-ups a peer sends together share one read.
+	OpenSessionsOfUsers(ctx context.Context, users, pools []string) ([]*UserSession, error)
 	// UseNonces records the nonces of verified pod-to-pod calls until
 	// expires, now being the time of the calls, in one transaction (one
 	// commit for the calls a pod verifies at once): fresh[i] is false

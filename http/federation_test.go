@@ -444,7 +444,7 @@ func TestPodConnectNonceInItsPlacement_RG5(t *testing.T) {
 			}
 			open := func() []*vdibroker.UserSession {
 				t.Helper()
-				list, err := st.OpenSessionsOfUser(t.Context(), "alice", []string{"office"})
+				list, err := st.OpenSessionsOfUsers(t.Context(), []string{"alice"}, []string{"office"})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -64,7 +64,7 @@ const (
 	OpListAudit                 = "ListAudit"
 	OpGetFederation             = "GetFederation"
 	OpPutFederation             = "PutFederation"
-	OpOpenSessionsOfUser        = "OpenSessionsOfUser"
+	OpOpenSessionsOfUsers       = "OpenSessionsOfUsers"
 	OpUseNonces                 = "UseNonces"
 	OpSetPowerState             = "SetPowerState"
 	OpSetAutoscaleDrain         = "SetAutoscaleDrain"
@@ -436,10 +436,10 @@ func (s *Store) PutFederation(ctx context.Context, f *vdibroker.Federation) (r0 
 	return r0, err
 }
 
-// OpenSessionsOfUser runs the wrapped store's OpenSessionsOfUser through the hook.
-func (s *Store) OpenSessionsOfUser(ctx context.Context, user string, pools []string) (r0 []*vdibroker.UserSession, err error) {
-	err = s.hook(ctx, OpOpenSessionsOfUser, func(ctx context.Context) (err error) {
-		r0, err = s.inner.OpenSessionsOfUser(ctx, user, pools)
+// OpenSessionsOfUsers runs the wrapped store's OpenSessionsOfUsers through the hook.
+func (s *Store) OpenSessionsOfUsers(ctx context.Context, users []string, pools []string) (r0 []*vdibroker.UserSession, err error) {
+	err = s.hook(ctx, OpOpenSessionsOfUsers, func(ctx context.Context) (err error) {
+		r0, err = s.inner.OpenSessionsOfUsers(ctx, users, pools)
 		return err
 	})
 	return r0, err

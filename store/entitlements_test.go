@@ -228,7 +228,7 @@ func TestCaseInsensitiveUsers(t *testing.T) {
 			if err != nil || len(l) != 1 || l[0].ID != first || l[0].User != "Alice@Contoso.com" {
 				t.Errorf("sessions of %s: %v, %v; want %s, stored as first given", u, l, err, first)
 			}
-			o, err := a.OpenSessionsOfUser(ctx, u, []string{"p1"})
+			o, err := a.OpenSessionsOfUsers(ctx, []string{u}, []string{"p1"})
 			if err != nil || len(o) != 1 || o[0].ID != first {
 				t.Errorf("open sessions of %s: %v, %v", u, o, err)
 			}

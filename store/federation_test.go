@@ -64,10 +64,10 @@ func TestFederationGeneration(t *testing.T) {
 	})
 }
 
-// TestOpenSessionsOfUser: a user's open sessions, pooled (placed) and
-// adopted (reported by the agent, R-S2) alike, pool by pool; ended ones
-// and other users' are not.
-func TestOpenSessionsOfUser(t *testing.T) {
+// TestOpenSessionsOfUsers: users' open sessions, pooled (placed) and
+// adopted (reported by the agent, R-S2) alike, user by user and pool by
+// pool; ended ones and other users' are not.
+func TestOpenSessionsOfUsers(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
 		for _, p := range []string{"pool-a", "pool-b"} {
@@ -86,12 +86,25 @@ func TestOpenSessionsOfUser(t *testing.T) {
 			Sessions: []vdibroker.AgentSession{{ID: "s1", User: "alice", State: vdibroker.StateActive}}}, t0); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.OpenSessionsOfUser(ctx, "alice", []string{"pool-a", "pool-b", "pool-c"})
+		got, err := s.OpenSessionsOfUsers(ctx, []string{"alice"}, []string{"pool-a", "pool-b", "pool-c"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(got) != 2 || got[0].ID != a || got[1].HostPool != "pool-b" || got[1].ID == ended || !got[1].Open() {
 			t.Fatalf("alice's open sessions: %+v; want %s in pool-a and the adopted one in pool-b", got, a)
+		}
+		// Several users in one read: user by user, in the order asked
+		// (bob's before alice's), each spelled as a client may (R-E5).
+		got, err = s.OpenSessionsOfUsers(ctx, []string{"BOB", "nobody", "Alice"}, []string{"pool-a", "pool-b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var who []string
+		for _, u := range got {
+			who = append(who, u.User+"@"+u.HostPool)
+		}
+		if want := []string{"bob@pool-a", "alice@pool-a", "alice@pool-b"}; !slices.Equal(who, want) {
+			t.Errorf("sessions of BOB, nobody and Alice: %v, want %v", who, want)
 		}
 	})
 }

@@ -115,3 +115,43 @@ func TestLookupsShareCalls_RG1(t *testing.T) {
 		})
 	}
 }
+
+// readsStore is a FederationStore with one document whose
+// OpenSessionsOfUsers counts its reads and answers a session per user.
+type readsStore struct {
+	vdibroker.FederationStore
+	doc *vdibroker.Federation
+
+	mu    sync.Mutex
+	reads [][]string
+}
+
+func (s *readsStore) GetFederation(context.Context) (*vdibroker.Federation, error) { return s.doc, nil }
+
+func (s *readsStore) OpenSessionsOfUsers(_ context.Context, users, pools []string) ([]*vdibroker.UserSession, error) {
+	s.mu.Lock()
+	s.reads = append(s.reads, users)
+	s.mu.Unlock()
+	var out []*vdibroker.UserSession
+	for _, u := range users {
+		out = append(out, &vdibroker.UserSession{ID: "s-" + u, User: u, HostPool: pools[0]})
+	}
+	return out, nil
+}
+
+// TestPodSessionsOneRead_RG1: a peer asked about several users at once
+// (the look-ups of several global connects, TestLookupsShareCalls_RG1)
+// reads their sessions in one read of its store, not one per user.
+func TestPodSessionsOneRead_RG1(t *testing.T) {
+	st := &readsStore{doc: &vdibroker.Federation{Generation: 1, Pods: []vdibroker.Pod{{Name: "pod1"}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "ge", Members: []vdibroker.Member{{Pod: "pod1", HostPool: "desk"}}}}}}
+	g := New(Config{Pod: "pod1", Store: st})
+	users := []string{"u1", "u2", "u3"}
+	got, err := g.PodSessions(t.Context(), vdibroker.PodSessionsRequest{Users: users, HostPools: []string{"desk", "other"}})
+	if err != nil || len(got.Sessions) != 3 {
+		t.Fatalf("PodSessions: %+v %v; want a session of each user", got, err)
+	}
+	if len(st.reads) != 1 || !slices.Equal(st.reads[0], users) {
+		t.Errorf("store reads %q; want one, of the three users", st.reads)
+	}
+}

@@ -58,7 +58,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 				st.Pools = g.ownFacts(ctx, pools)
 				if sessions {
 					var err error
-					st.sessions, err = g.localSessions(ctx, user, pools)
+					st.sessions, err = g.localSessions(ctx, []string{user}, pools)
 					if err != nil {
 						st.Err = "unavailable: " + vdibroker.ErrorMessage(err)
 					}

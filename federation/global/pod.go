@@ -42,12 +42,12 @@ func (g *Service) localFacts(ctx context.Context, pools []string) map[string]vdi
 	return out
 }
 
-// localSessions are the user's open sessions in pools of this pod.
-func (g *Service) localSessions(ctx context.Context, user string, pools []string) ([]*vdibroker.UserSession, error) {
+// localSessions are the users' open sessions in pools of this pod.
+func (g *Service) localSessions(ctx context.Context, users, pools []string) ([]*vdibroker.UserSession, error) {
 	if len(pools) == 0 {
 		return nil, nil
 	}
-	return g.cfg.Store.OpenSessionsOfUser(ctx, user, pools)
+	return g.cfg.Store.OpenSessionsOfUsers(ctx, users, pools)
 }
 
 // PodLoads is the pod side of LoadsPath: this pod's member pools' facts.
@@ -100,13 +100,12 @@ func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequ
 			pools = append(pools, p)
 		}
 	}
-	list := []*vdibroker.UserSession{}
-	for _, u := range users {
-		s, err := g.localSessions(ctx, u, pools)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, s...)
+	list, err := g.localSessions(ctx, users, pools)
+	if err != nil {
+		return nil, err
+	}
+	if list == nil {
+		list = []*vdibroker.UserSession{}
 	}
 	return &vdibroker.PodSessions{Sessions: list}, nil
 }
