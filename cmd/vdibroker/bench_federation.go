@@ -22,6 +22,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/cputime"
 	"github.com/vdibroker/vdibroker/loadgen"
 )
 
@@ -70,7 +71,9 @@ side: pool connects to the first pod's pool, then global connects to
 "desktop". Every connect is for a new user and makes a session.
 
 Reported per size: pool and global connect p50 and p99 and their ratios
-(target: global within 2x of a pool connect), and per global connect the
+(target: global within 2x of a pool connect), the process's CPU time per
+pool and per global connect (every pod's and the load's: at a fixed
+number of workers a connect's latency follows it), and per global connect the
 pod-to-pod calls (by operation: loads, sessions, connect) and their bytes
 (request and status lines, headers and bodies, both directions, counted by
 a wrapper of every pod's pod-to-pod client).
@@ -138,6 +141,10 @@ type PhaseFigures struct {
 	Rate     float64       `json:"rate"` // the rounds' mean
 	P50      time.Duration `json:"p50"`
 	P99      time.Duration `json:"p99"`
+	// CPU is this process's CPU time per connect over the rounds: every
+	// pod's and the load's, on the machine's cores. At a fixed number of
+	// workers a connect's latency follows it.
+	CPU time.Duration `json:"cpuPerConnect"`
 }
 
 func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, errOut io.Writer) error {
@@ -202,15 +209,18 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 		}
 		fs := FederationSize{Pods: size, Sites: min(size, opt.sites), Sessions: perPod * size, CallsPerConnect: map[string]float64{}}
 		var local, global []*loadgen.Result
+		var localCPU, globalCPU time.Duration
 		var calls map[string]int64
 		var bytes int64
 		for r := 1; r <= opt.rounds; r++ {
 			lc := base
 			lc.HostPool, lc.UserPrefix = fedBenchPool, fmt.Sprintf("local-%d-r%d-", size, r)
+			cpu := cputime.Process()
 			res, err := loadgen.Connect(ctx, lc)
 			if err != nil {
 				return err
 			}
+			localCPU += cputime.Process() - cpu
 			local = append(local, res)
 			gc := base
 			gc.UserPrefix = fmt.Sprintf("global-%d-r%d-", size, r)
@@ -221,11 +231,13 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 					return err
 				}
 			}
+			cpu = cputime.Process()
 			res, err = loadgen.GlobalConnect(ctx, gc, fedBenchEntitlement)
 			stop()
 			if err != nil {
 				return err
 			}
+			globalCPU += cputime.Process() - cpu
 			c, b := counter.Take()
 			global = append(global, res)
 			bytes += b
@@ -237,7 +249,7 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 				}
 			}
 		}
-		fs.Local, fs.Global = phaseFigures(local), phaseFigures(global)
+		fs.Local, fs.Global = phaseFigures(local, localCPU), phaseFigures(global, globalCPU)
 		for op, k := range calls {
 			fs.CallsPerConnect[op] = float64(k) / float64(fs.Global.Connects)
 		}
@@ -254,10 +266,10 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 	return nil
 }
 
-// phaseFigures merges the rounds of one kind of connect: the latency
-// percentiles are the rounds' worst (a result keeps percentiles, not its
-// latencies), the rate their mean.
-func phaseFigures(rs []*loadgen.Result) PhaseFigures {
+// phaseFigures merges the rounds of one kind of connect, which took cpu
+// of this process in all: the latency percentiles are the rounds' worst
+// (a result keeps percentiles, not its latencies), the rate their mean.
+func phaseFigures(rs []*loadgen.Result, cpu time.Duration) PhaseFigures {
 	var f PhaseFigures
 	for _, r := range rs {
 		f.Connects += r.Connects
@@ -265,6 +277,9 @@ func phaseFigures(rs []*loadgen.Result) PhaseFigures {
 		f.Rate += r.Rate / float64(len(rs))
 		f.P50 = max(f.P50, r.P50)
 		f.P99 = max(f.P99, r.P99)
+	}
+	if f.Connects > 0 {
+		f.CPU = cpu / time.Duration(f.Connects)
 	}
 	return f
 }
@@ -274,7 +289,7 @@ func writeFederationTable(w io.Writer, sizes []FederationSize, opt benchFederati
 		opt.pods[len(opt.pods)-1], opt.hostsPerPod, sizes[len(sizes)-1].Sessions)
 	fmt.Fprintf(w, "each size: %d round(s) of %d pool connects then %d global connects (AllSites, SessionCount) through the first pod, %d workers; percentiles are the rounds' worst\n\n",
 		opt.rounds, opt.connects, opt.connects, opt.concurrency)
-	fmt.Fprintf(w, "%5s %5s %8s  %-21s %-21s %-13s %-30s %s\n", "pods", "sites", "sessions", "pool connect p50/p99", "global p50/p99", "global/pool", "pod calls per global connect", "bytes/connect")
+	fmt.Fprintf(w, "%5s %5s %8s  %-21s %-21s %-13s %-21s %-30s %s\n", "pods", "sites", "sessions", "pool connect p50/p99", "global p50/p99", "global/pool", "CPU per pool/global", "pod calls per global connect", "bytes/connect")
 	for _, s := range sizes {
 		var ops []string
 		total := 0.0
@@ -287,9 +302,10 @@ func writeFederationTable(w io.Writer, sizes []FederationSize, opt benchFederati
 		if s.Local.Errors+s.Global.Errors > 0 {
 			errs = fmt.Sprintf("  errors: %d pool, %d global", s.Local.Errors, s.Global.Errors)
 		}
-		fmt.Fprintf(w, "%5d %5d %8d  %-21s %-21s %-13s %-30s %.0f%s\n", s.Pods, s.Sites, s.Sessions,
+		fmt.Fprintf(w, "%5d %5d %8d  %-21s %-21s %-13s %-21s %-30s %.0f%s\n", s.Pods, s.Sites, s.Sessions,
 			fmtMs(s.Local.P50)+" / "+fmtMs(s.Local.P99), fmtMs(s.Global.P50)+" / "+fmtMs(s.Global.P99),
 			fmt.Sprintf("%.2f / %.2f", ratioOf(s.Global.P50, s.Local.P50), ratioOf(s.Global.P99, s.Local.P99)),
+			fmtMs(s.Local.CPU)+" / "+fmtMs(s.Global.CPU),
 			fmt.Sprintf("%.1f (%s)", total, strings.Join(ops, ", ")), s.BytesPerConnect, errs)
 	}
 	last := sizes[len(sizes)-1]

@@ -6,6 +6,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/vdibroker/vdibroker/internal/cputime"
 )
 
 // TestBenchFederation runs bench federation at its smallest (pods of 2
@@ -43,6 +45,12 @@ func TestBenchFederation(t *testing.T) {
 		}
 		if s.BytesPerConnect <= 0 || s.Global.P50 <= 0 || s.Local.P99 <= 0 {
 			t.Errorf("%d pods: bytes %.0f, global p50 %s, pool p99 %s: want them measured", want, s.BytesPerConnect, s.Global.P50, s.Local.P99)
+		}
+		// Each phase's CPU is its own (a global connect asks the other
+		// pods too), and no connect is free (where the process's CPU time
+		// can be read).
+		if cputime.Process() > 0 && s.Local.CPU <= 0 || s.Global.CPU <= 0 || s.Local.CPU > time.Second || s.Global.CPU > time.Second {
+			t.Errorf("%d pods: CPU per pool connect %s, per global connect %s; want each measured, under a second", want, s.Local.CPU, s.Global.CPU)
 		}
 	}
 }
