@@ -251,23 +251,11 @@ func TestPodCallReplayOneProcessStore_RG5(t *testing.T) {
 	}
 	connectBody := `{"globalEntitlement":"none","hostPool":"none","user":"alice"}`
 	sign := func(method, path, body string) nethttp.Header {
-		h := nethttp.Header{}
-		for k, v := range federation.Sign(secret, method, path, "pod2", []byte(body), clk()) {
-			h.Set(k, v)
-		}
-		return h
+		return signedBy("pod2", secret, method, path, body, clk())
 	}
 	call := func(url, method, path, body string, h nethttp.Header) int {
 		t.Helper()
-		req, _ := nethttp.NewRequest(method, url+path, strings.NewReader(body))
-		req.Header = h
-		resp, err := nethttp.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return podCallStatus(t, url, method, path, body, h)
 	}
 	loads, connect := sign("GET", federation.LoadsPath, ""), sign("POST", federation.ConnectPath, connectBody)
 	if got := call(url, "GET", federation.LoadsPath, "", loads); got != nethttp.StatusOK {
@@ -426,23 +414,11 @@ func TestPodConnectNonceInItsPlacement_RG5(t *testing.T) {
 			}
 			body := `{"globalEntitlement":"office","hostPool":"office","user":"alice"}`
 			sign := func() nethttp.Header {
-				h := nethttp.Header{}
-				for k, v := range federation.Sign(secret, "POST", federation.ConnectPath, "pod2", []byte(body), time.Now()) {
-					h.Set(k, v)
-				}
-				return h
+				return signedBy("pod2", secret, "POST", federation.ConnectPath, body, time.Now())
 			}
 			call := func(replica int, h nethttp.Header) int {
 				t.Helper()
-				req, _ := nethttp.NewRequest("POST", urls[replica]+federation.ConnectPath, strings.NewReader(body))
-				req.Header = h
-				resp, err := nethttp.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				return resp.StatusCode
+				return podCallStatus(t, urls[replica], "POST", federation.ConnectPath, body, h)
 			}
 			open := func() []*vdibroker.UserSession {
 				t.Helper()
@@ -548,17 +524,8 @@ func TestPodConnectInAnOutage_RG5(t *testing.T) {
 	podConnect := func(user string) int {
 		t.Helper()
 		body := `{"globalEntitlement":"office","hostPool":"office","user":"` + user + `"}`
-		req, _ := nethttp.NewRequest("POST", ts.URL+federation.ConnectPath, strings.NewReader(body))
-		for k, v := range federation.Sign(secret, "POST", federation.ConnectPath, "pod2", []byte(body), time.Now()) {
-			req.Header.Set(k, v)
-		}
-		resp, err := nethttp.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return podCallStatus(t, ts.URL, "POST", federation.ConnectPath, body,
+			signedBy("pod2", secret, "POST", federation.ConnectPath, body, time.Now()))
 	}
 	// Bob's connect before the outage: the pod holds the federation's
 	// document, as it does between calls.
@@ -582,4 +549,29 @@ func TestPodConnectInAnOutage_RG5(t *testing.T) {
 	if a.Reconnect || !a.Created {
 		t.Errorf("alice's own connect during the outage reconnected her to session %s: the refused pod connect placed it", a.SessionID)
 	}
+}
+
+// signedBy is the headers of a pod-to-pod call from pod, signed at at
+// with the federation's secret.
+func signedBy(pod string, secret []byte, method, path, body string, at time.Time) nethttp.Header {
+	h := nethttp.Header{}
+	for k, v := range federation.Sign(secret, method, path, pod, []byte(body), at) {
+		h.Set(k, v)
+	}
+	return h
+}
+
+// podCallStatus sends a pod-to-pod call with headers h and returns its
+// status.
+func podCallStatus(t testing.TB, url, method, path, body string, h nethttp.Header) int {
+	t.Helper()
+	req, _ := nethttp.NewRequest(method, url+path, strings.NewReader(body))
+	req.Header = h
+	resp, err := nethttp.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -253,17 +252,7 @@ func TestPlacementRecordsCallNonce_RG5(t *testing.T) {
 // after its deadlock_timeout (a second) and a batch ran again. A batch now
 // counts its nonces before it locks any host's row.
 func TestCallNoncesLockedFirst_RG5(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	retries := &retryLog{}
-	open := func() *store.DB {
-		s, err := store.OpenWith(t.Context(), dsn, "", slog.New(retries), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := open(), open()
+	a, b, retries := twoReplicas(t)
 	now := time.Now()
 	nonce := func(s string) *vdibroker.CallNonce {
 		return &vdibroker.CallNonce{Nonce: s, Expires: now.Add(2 * time.Minute), At: now}
