@@ -260,19 +260,21 @@ func TestCallNoncesLockedFirst_RG5(t *testing.T) {
 	for round := range 8 {
 		p := fmt.Sprintf("nl%d", round)
 		mustPool(t, a, pool(p, vdibroker.Pooled))
-		mustHost(t, a, p, "h1")
-		mustHost(t, a, p, "h2")
+		for _, h := range []string{"h0", "h1", "h2"} {
+			mustHost(t, a, p, h)
+		}
 		var errsA, errsB []error
 		var wg sync.WaitGroup
 		// Batches run in host key order: A records its nonce on h1, then
-		// places carol on h2; B records its nonce on h2.
+		// places carol on h2; B places dave on h0, then records its nonce
+		// on h2 (by when A holds the minute's row).
 		wg.Go(func() {
 			errsA = a.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h1", "alice", 10), placement(p, "h2", "carol", 10)},
 				[]*vdibroker.CallNonce{nonce(p + "-a"), nil})
 		})
 		wg.Go(func() {
-			errsB = b.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h2", "bob", 10)},
-				[]*vdibroker.CallNonce{nonce(p + "-b")})
+			errsB = b.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h0", "dave", 10), placement(p, "h2", "bob", 10)},
+				[]*vdibroker.CallNonce{nil, nonce(p + "-b")})
 		})
 		wg.Wait()
 		for _, err := range append(errsA, errsB...) {
