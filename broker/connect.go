@@ -140,7 +140,7 @@ func (s *Service) place(ctx context.Context, poolName string, req vdibroker.Conn
 	if down {
 		// Nothing was decided: memory answers what it can (a known
 		// session, a new one within this replica's escrow), else err.
-		a, err = s.outage.Connect(v, req, err)
+		a, err = s.outage.Connect(ctx, v, req, err)
 	}
 	if err != nil {
 		return nil, err

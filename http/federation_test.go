@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	nethttp "net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/intercept"
@@ -249,23 +251,11 @@ func TestPodCallReplayOneProcessStore_RG5(t *testing.T) {
 	}
 	connectBody := `{"globalEntitlement":"none","hostPool":"none","user":"alice"}`
 	sign := func(method, path, body string) nethttp.Header {
-		h := nethttp.Header{}
-		for k, v := range federation.Sign(secret, method, path, "pod2", []byte(body), clk()) {
-			h.Set(k, v)
-		}
-		return h
+		return signedBy("pod2", secret, method, path, body, clk())
 	}
 	call := func(url, method, path, body string, h nethttp.Header) int {
 		t.Helper()
-		req, _ := nethttp.NewRequest(method, url+path, strings.NewReader(body))
-		req.Header = h
-		resp, err := nethttp.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return podCallStatus(t, url, method, path, body, h)
 	}
 	loads, connect := sign("GET", federation.LoadsPath, ""), sign("POST", federation.ConnectPath, connectBody)
 	if got := call(url, "GET", federation.LoadsPath, "", loads); got != nethttp.StatusOK {
@@ -424,23 +414,11 @@ func TestPodConnectNonceInItsPlacement_RG5(t *testing.T) {
 			}
 			body := `{"globalEntitlement":"office","hostPool":"office","user":"alice"}`
 			sign := func() nethttp.Header {
-				h := nethttp.Header{}
-				for k, v := range federation.Sign(secret, "POST", federation.ConnectPath, "pod2", []byte(body), time.Now()) {
-					h.Set(k, v)
-				}
-				return h
+				return signedBy("pod2", secret, "POST", federation.ConnectPath, body, time.Now())
 			}
 			call := func(replica int, h nethttp.Header) int {
 				t.Helper()
-				req, _ := nethttp.NewRequest("POST", urls[replica]+federation.ConnectPath, strings.NewReader(body))
-				req.Header = h
-				resp, err := nethttp.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				return resp.StatusCode
+				return podCallStatus(t, urls[replica], "POST", federation.ConnectPath, body, h)
 			}
 			open := func() []*vdibroker.UserSession {
 				t.Helper()
@@ -483,4 +461,117 @@ func TestPodConnectNonceInItsPlacement_RG5(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPodConnectInAnOutage_RG5: during a store outage a signed connect's
+// nonce cannot be recorded, so the connect is refused (503) and places
+// nothing: not even within this replica's escrow (outage placement,
+// R-OUT2), where a session would be written when the store is back for a
+// connect its caller was told failed (and placed elsewhere), and where a
+// replay of it to each other replica would place one more. (The pod
+// holds the federation's document for a second: a pod connect within it
+// reaches the connect path.) The user's own connect during the outage
+// then gets a new session, not one the refused pod connect left.
+func TestPodConnectInAnOutage_RG5(t *testing.T) {
+	rs, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	var down atomic.Bool
+	escrows := make(chan struct{}, 64)
+	hook := func(ctx context.Context, op string, call func(context.Context) error) error {
+		if down.Load() && op != intercept.OpClose {
+			return errors.New("connection refused")
+		}
+		err := call(ctx)
+		if op == intercept.OpPutEscrows && err == nil {
+			select {
+			case escrows <- struct{}{}:
+			default:
+			}
+		}
+		return err
+	}
+	secret := []byte(testFedSecret)
+	srv := testserver.New(testserver.Config{Store: intercept.NewStore(rs, hook), AdminToken: adminToken, Pod: "pod1", Site: "s",
+		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret, MaintenanceInterval: 500 * time.Millisecond,
+		OutagePlacement: outage.Placement{Enabled: true, Share: 100, MaxPerHost: 2, Renew: time.Second, Replica: "r1"}})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { down.Store(false); ts.Close(); srv.Close() })
+	e := &env{t: t, store: rs, clock: &clock{}, urls: []string{ts.URL}, admin: vhttp.NewClient(ts.URL, adminToken), agents: map[string]string{}}
+	e.pool("office", map[string]any{"maxSessionLimit": 5})
+	e.addHosts("office", "h", 1)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods:               []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", Members: []vdibroker.Member{{Pod: "pod1", HostPool: "office"}}}}}
+	if _, err := e.admin.PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	// An escrow is used once a second renewal confirms it: two renewals
+	// that began after the host heartbeat.
+	for len(escrows) > 0 {
+		<-escrows
+	}
+	for range 3 {
+		select {
+		case <-escrows:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the escrows were not renewed")
+		}
+	}
+
+	podConnect := func(user string) int {
+		t.Helper()
+		body := `{"globalEntitlement":"office","hostPool":"office","user":"` + user + `"}`
+		return podCallStatus(t, ts.URL, "POST", federation.ConnectPath, body,
+			signedBy("pod2", secret, "POST", federation.ConnectPath, body, time.Now()))
+	}
+	// Bob's connect before the outage: the pod holds the federation's
+	// document, as it does between calls.
+	if got := podConnect("bob"); got != nethttp.StatusCreated {
+		t.Fatalf("a signed connect before the outage: %d, want 201", got)
+	}
+
+	// The outage, and carol's connect that finds it (refused: it was
+	// decided before the store was found down).
+	down.Store(true)
+	if _, err := e.connect("office", "carol"); vdibroker.ErrorCode(err) != vdibroker.EStoreUnavailable {
+		t.Fatalf("carol's connect as the store goes down: %v, want StoreUnavailable", err)
+	}
+	if got := podConnect("alice"); got != nethttp.StatusServiceUnavailable {
+		t.Fatalf("a signed connect during the outage: %d, want 503", got)
+	}
+	a, err := e.connect("office", "alice")
+	if err != nil {
+		t.Fatalf("alice's own connect during the outage: %v", err)
+	}
+	if a.Reconnect || !a.Created {
+		t.Errorf("alice's own connect during the outage reconnected her to session %s: the refused pod connect placed it", a.SessionID)
+	}
+}
+
+// signedBy is the headers of a pod-to-pod call from pod, signed at at
+// with the federation's secret.
+func signedBy(pod string, secret []byte, method, path, body string, at time.Time) nethttp.Header {
+	h := nethttp.Header{}
+	for k, v := range federation.Sign(secret, method, path, pod, []byte(body), at) {
+		h.Set(k, v)
+	}
+	return h
+}
+
+// podCallStatus sends a pod-to-pod call with headers h and returns its
+// status.
+func podCallStatus(t testing.TB, url, method, path, body string, h nethttp.Header) int {
+	t.Helper()
+	req, _ := nethttp.NewRequest(method, url+path, strings.NewReader(body))
+	req.Header = h
+	resp, err := nethttp.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }

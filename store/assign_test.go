@@ -124,17 +124,7 @@ func TestAssignConcurrentOneHostPerUser_RPE1_RD3(t *testing.T) {
 // deadlock_timeout and the batch ran again. The batch now takes every
 // assignee's lock first, before any row.
 func TestAssignLocksBeforeRows_RPE1(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	retries := &retryLog{}
-	open := func() *store.DB {
-		s, err := store.OpenWith(t.Context(), dsn, "", slog.New(retries), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := open(), open()
+	a, b, retries := twoReplicas(t)
 	for round := range 8 {
 		p := fmt.Sprintf("lk%d", round)
 		mustPool(t, a, pool(p, vdibroker.Personal))
@@ -169,6 +159,23 @@ func TestAssignLocksBeforeRows_RPE1(t *testing.T) {
 	if n := retries.count.Load(); n != 0 {
 		t.Errorf("%d batches were run again after a deadlock or serialization failure, want none: %s", n, retries.first.Load())
 	}
+}
+
+// twoReplicas opens two handles on one fresh PostgreSQL database, as two
+// replicas, whose logs go to retries.
+func twoReplicas(t *testing.T) (a, b *store.DB, retries *retryLog) {
+	t.Helper()
+	dsn := postgresSchemaDSN(t)
+	retries = &retryLog{}
+	open := func() *store.DB {
+		s, err := store.OpenWith(t.Context(), dsn, "", slog.New(retries), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return open(), open(), retries
 }
 
 // retryLog counts the store's "retrying transaction" log records.

@@ -33,6 +33,11 @@ type commitReq struct {
 	// batch's, then its place in the batch) after a successful commit of
 	// fn's work, before any request of the batch is answered.
 	committed func(seq int64)
+	// nonce, when set, is the call nonce fn records after its placement
+	// (vdibroker.WithCallNonce); the batch counts it first
+	// (lockCallNonces), nonceErr saying when that refused it.
+	nonce    *vdibroker.CallNonce
+	nonceErr error
 	// cursorPool and cursorHost, when set, are the pool's R-LI4 cursor to
 	// record if fn succeeds (PlacementCommit.RoundRobinHost).
 	cursorPool, cursorHost string
@@ -129,19 +134,21 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 // is set, records it after the session (vdibroker.WithCallNonce, R-G5):
 // then it runs in a savepoint, so that a replay undoes the placement.
 func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *commitReq {
-	fn := func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) }
+	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c) && nonce == nil,
+		pool: c.Session.HostPool, host: c.Session.SessionHost, ownHost: simpleCommit(c),
+		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
+		committed: c.OnCommitted, nonce: nonce}
 	if nonce != nil {
-		fn = func(ctx context.Context, t *tx) error {
+		r.fn = func(ctx context.Context, t *tx) error {
+			if r.nonceErr != nil {
+				return r.nonceErr // past the minute's bound (lockCallNonces)
+			}
 			if err := commitOne(ctx, t, c); err != nil {
 				return err
 			}
 			return t.useCallNonce(ctx, nonce)
 		}
 	}
-	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c) && nonce == nil,
-		pool: c.Session.HostPool, host: c.Session.SessionHost, ownHost: simpleCommit(c),
-		fn:        fn,
-		committed: c.OnCommitted}
 	if c.RoundRobinHost != "" {
 		r.cursorPool, r.cursorHost = c.Session.HostPool, c.RoundRobinHost
 	}
@@ -414,6 +421,9 @@ func (s *DB) runBatch(batch []*commitReq) {
 			num = 0
 		}
 		if err := lockAssignees(ctx, t, live); err != nil {
+			return err
+		}
+		if err := lockCallNonces(ctx, t, live); err != nil {
 			return err
 		}
 		use := readsAhead(live)

@@ -32,6 +32,25 @@ func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 	return errs
 }
 
+// CommitBatchWithNonces is CommitBatch with call nonces (nil: none), as
+// CommitPlacement records a pod-to-pod connect's (vdibroker.WithCallNonce).
+func (s *DB) CommitBatchWithNonces(cs []*vdibroker.PlacementCommit, nonces []*vdibroker.CallNonce) []error {
+	reqs := make([]*commitReq, len(cs))
+	for i, c := range cs {
+		reqs[i] = placementReq(c, nonces[i])
+		reqs[i].done = make(chan error, 1)
+	}
+	s.runBatch(reqs)
+	errs := make([]error, len(cs))
+	for i, r := range reqs {
+		errs[i] = <-r.done
+		if errs[i] == nil && nonces[i] != nil {
+			nonces[i].MarkRecorded()
+		}
+	}
+	return errs
+}
+
 // Write is one write of CommitMixedBatch: a heartbeat of Pool/Host
 // (Beat set) or a placement.
 type Write struct {

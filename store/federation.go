@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -141,15 +142,32 @@ func (s *DB) UseNonces(ctx context.Context, nonces []string, expires, now time.T
 
 // useNonces is UseNonces in transaction t.
 func (t *tx) useNonces(ctx context.Context, nonces []string, expires, now time.Time) ([]bool, error) {
+	if err := t.countNonces(ctx, len(nonces), now); err != nil {
+		return nil, err
+	}
 	fresh := make([]bool, len(nonces))
+	for i, nonce := range nonces {
+		var err error
+		if fresh[i], err = t.insertNonce(ctx, nonce, expires); err != nil {
+			return nil, err
+		}
+	}
+	return fresh, nil
+}
+
+// countNonces deletes the expired nonces and minutes and counts k more
+// nonces in now's minute, TooManyRequests (counting none) if that takes
+// it past noncesPerMinute. Its statements lock rows every transaction
+// that records a nonce wants (the minute's row, the expired nonces'):
+// a group commit takes them before any host's row (lockCallNonces).
+func (t *tx) countNonces(ctx context.Context, k int, now time.Time) error {
 	minute := now.Unix() / 60
 	if _, err := t.exec(ctx, `DELETE FROM federation_nonces WHERE expire_time < ?`, ns(now)); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := t.exec(ctx, `DELETE FROM federation_nonce_minutes WHERE minute < ?`, minute-5); err != nil {
-		return nil, err
+		return err
 	}
-	k := len(nonces)
 	n := int64(0)
 	if k <= noncesPerMinute {
 		var err error
@@ -157,32 +175,67 @@ func (t *tx) useNonces(ctx context.Context, nonces []string, expires, now time.T
 		ON CONFLICT (minute) DO UPDATE SET n = federation_nonce_minutes.n + ? WHERE federation_nonce_minutes.n + ? <= ?`,
 			minute, k, k, k, noncesPerMinute)
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if n == 0 {
-		return nil, &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
+		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
 			Message: fmt.Sprintf("this pod took %d pod-to-pod calls this minute, its bound; try again shortly", noncesPerMinute)}
 	}
-	for i, nonce := range nonces {
-		n, err := t.exec(ctx, `INSERT INTO federation_nonces (nonce, expire_time) VALUES (?, ?) ON CONFLICT DO NOTHING`, nonce, ns(expires))
-		if err != nil {
-			return nil, err
-		}
-		fresh[i] = n == 1
-	}
-	return fresh, nil
+	return nil
 }
 
-// useCallNonce records a placement's call nonce in its transaction
-// (vdibroker.WithCallNonce): a replay is Unauthenticated, and the caller
-// undoes the placement.
+// insertNonce records nonce until expires; false if it was recorded
+// before (a replay).
+func (t *tx) insertNonce(ctx context.Context, nonce string, expires time.Time) (bool, error) {
+	n, err := t.exec(ctx, `INSERT INTO federation_nonces (nonce, expire_time) VALUES (?, ?) ON CONFLICT DO NOTHING`, nonce, ns(expires))
+	return n == 1, err
+}
+
+// lockCallNonces counts the call nonces of a group commit's placements
+// (vdibroker.WithCallNonce, R-G5) in their minutes, before the batch
+// locks any host's row: counted in each placement, after its host's row,
+// a batch held the minute's row while it went on to lock its next host,
+// which another replica's batch held while it waited for the minute's
+// row (a deadlock PostgreSQL broke only after its deadlock_timeout). A
+// minute past its bound refuses its placements (nonceErr); a placement
+// that fails after it was counted leaves its count, which only errs
+// toward the bound. The nonces themselves are inserted by the
+// placements, each after its session (placementReq).
+func lockCallNonces(ctx context.Context, t *tx, live []*commitReq) error {
+	byMinute := map[int64][]*commitReq{}
+	for _, r := range live {
+		if r.nonce != nil {
+			r.nonceErr = nil // the batch may run again
+			m := r.nonce.At.Unix() / 60
+			byMinute[m] = append(byMinute[m], r)
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(byMinute)) { // one order on every replica
+		rs := byMinute[m]
+		err := t.countNonces(ctx, len(rs), rs[0].nonce.At)
+		var verr *vdibroker.Error
+		switch {
+		case errors.As(err, &verr):
+			for _, r := range rs {
+				r.nonceErr = err
+			}
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}
+
+// useCallNonce records a placement's call nonce, counted already
+// (lockCallNonces), in its transaction: a replay is Unauthenticated, and
+// the caller undoes the placement.
 func (t *tx) useCallNonce(ctx context.Context, n *vdibroker.CallNonce) error {
-	fresh, err := t.useNonces(ctx, []string{n.Nonce}, n.Expires, n.At)
+	fresh, err := t.insertNonce(ctx, n.Nonce, n.Expires)
 	if err != nil {
 		return err
 	}
-	if !fresh[0] {
+	if !fresh {
 		return vdibroker.ErrReplayed()
 	}
 	return nil

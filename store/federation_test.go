@@ -243,3 +243,85 @@ func TestPlacementRecordsCallNonce_RG5(t *testing.T) {
 		wantCounts(t, s, "fed", "h2", 6, 6)
 	})
 }
+
+// TestCallNoncesLockedFirst_RG5 (PostgreSQL): two replicas' batches that
+// record call nonces (vdibroker.WithCallNonce) on each other's hosts must
+// not deadlock. Counted in each placement, after its host's row, batch A
+// held the nonces' minute row while it went on to lock h2, which batch B
+// held while it waited for the minute row: PostgreSQL broke the cycle
+// after its deadlock_timeout (a second) and a batch ran again. A batch now
+// counts its nonces before it locks any host's row.
+func TestCallNoncesLockedFirst_RG5(t *testing.T) {
+	a, b, retries := twoReplicas(t)
+	now := time.Now()
+	nonce := func(s string) *vdibroker.CallNonce {
+		return &vdibroker.CallNonce{Nonce: s, Expires: now.Add(2 * time.Minute), At: now}
+	}
+	for round := range 8 {
+		p := fmt.Sprintf("nl%d", round)
+		mustPool(t, a, pool(p, vdibroker.Pooled))
+		for _, h := range []string{"h0", "h1", "h2"} {
+			mustHost(t, a, p, h)
+		}
+		var errsA, errsB []error
+		var wg sync.WaitGroup
+		// Batches run in host key order: A records its nonce on h1, then
+		// places carol on h2; B places dave on h0, then records its nonce
+		// on h2 (by when A holds the minute's row).
+		wg.Go(func() {
+			errsA = a.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h1", "alice", 10), placement(p, "h2", "carol", 10)},
+				[]*vdibroker.CallNonce{nonce(p + "-a"), nil})
+		})
+		wg.Go(func() {
+			errsB = b.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h0", "dave", 10), placement(p, "h2", "bob", 10)},
+				[]*vdibroker.CallNonce{nil, nonce(p + "-b")})
+		})
+		wg.Wait()
+		for _, err := range append(errsA, errsB...) {
+			if err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+	}
+	if n := retries.count.Load(); n != 0 {
+		t.Errorf("%d batches were run again after a deadlock or serialization failure, want none: %s", n, retries.first.Load())
+	}
+}
+
+// TestCallNoncesPastTheBound_RG5: a group commit whose call nonces would
+// take their minute past MaxNoncesPerMinute refuses their placements
+// (TooManyRequests, nothing written, the nonces not recorded) and commits
+// the rest of the batch.
+func TestCallNoncesPastTheBound_RG5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("fed", vdibroker.Pooled))
+		mustHost(t, s, "fed", "h1")
+		restore := store.SetNoncesPerMinute(2)
+		defer restore()
+		if _, err := s.UseNonces(t.Context(), []string{"first"}, t0.Add(2*time.Minute), t0); err != nil {
+			t.Fatal(err)
+		}
+		nonce := func(s string) *vdibroker.CallNonce {
+			return &vdibroker.CallNonce{Nonce: s, Expires: t0.Add(2 * time.Minute), At: t0.Add(time.Second)}
+		}
+		// 1 this minute + 2 = 3 > 2: both refused, bob's placement (no
+		// nonce) is not.
+		cs := []*vdibroker.PlacementCommit{placement("fed", "h1", "alice", 10), placement("fed", "h1", "bob", 10), placement("fed", "h1", "carol", 10)}
+		ns := []*vdibroker.CallNonce{nonce("n1"), nil, nonce("n2")}
+		errs := s.CommitBatchWithNonces(cs, ns)
+		for i, want := range []string{vdibroker.ETooManyRequests, "", vdibroker.ETooManyRequests} {
+			if got := vdibroker.ErrorCode(errs[i]); got != want {
+				t.Errorf("placement %d: %v, want code %q", i, errs[i], want)
+			}
+		}
+		wantCounts(t, s, "fed", "h1", 1, 1)
+		if ns[0].Recorded() || ns[2].Recorded() {
+			t.Errorf("a refused placement's nonce is marked recorded")
+		}
+		restore()
+		fresh, err := s.UseNonces(t.Context(), []string{"n1", "n2"}, t0.Add(2*time.Minute), t0)
+		if err != nil || !fresh[0] || !fresh[1] {
+			t.Errorf("the refused placements' nonces: fresh %v, %v; want both fresh (not recorded)", fresh, err)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package outage
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -94,8 +95,19 @@ func IsStoreDown(err error) bool {
 // Connect is the connect path's one fallback while the store is down
 // (cause is the StoreUnavailable that said so, or nil): the user's known
 // session answered from memory, else a new one placed within this
-// replica's escrow, else cause.
-func (m *Mode) Connect(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+// replica's escrow, else cause. A pod-to-pod connect whose placement was
+// to record its nonce (vdibroker.WithCallNonce, R-G5) gets cause: the
+// nonce cannot be recorded now, so the call is refused whatever this
+// answers, and a session placed for it in escrow would be written when
+// the store is back for a call its caller was told failed (a replay of
+// it to each replica placing one more).
+func (m *Mode) Connect(ctx context.Context, v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
+	if !IsStoreDown(cause) {
+		cause = unavailable(errors.New("store down"))
+	}
+	if vdibroker.CallNonceFrom(ctx) != nil {
+		return nil, cause
+	}
 	return m.reconnectFromMemory(v, req, cause)
 }
 
@@ -105,9 +117,6 @@ func (m *Mode) Connect(v *poolview.View, req vdibroker.ConnectRequest, cause err
 // the store (a new session, ending a lost one, R-S3) and is refused with
 // cause, a StoreUnavailable error.
 func (m *Mode) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectRequest, cause error) (*vdibroker.ConnectAnswer, error) {
-	if !IsStoreDown(cause) {
-		cause = unavailable(errors.New("store down"))
-	}
 	pool, loaded := v.Pool()
 	if !loaded {
 		return nil, cause

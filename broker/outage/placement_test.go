@@ -107,7 +107,7 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 	placed := map[string]int{}
 	for i := range 10 {
 		user := fmt.Sprintf("u%d", i)
-		a, err := m.Connect(v, vdibroker.ConnectRequest{User: user}, nil)
+		a, err := m.Connect(ctx, v, vdibroker.ConnectRequest{User: user}, nil)
 		if err != nil {
 			if code := vdibroker.ErrorCode(err); code != vdibroker.EStoreUnavailable {
 				t.Fatalf("connect %s: %v; want placed or StoreUnavailable", user, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/entitlement"
 	"github.com/vdibroker/vdibroker/federation/global"
 	vhttp "github.com/vdibroker/vdibroker/http"
@@ -53,6 +54,8 @@ type Config struct {
 	// AfterTick is called at the end of each maintenance tick
 	// (broker.Config.AfterTick).
 	AfterTick func()
+	// OutagePlacement is broker.Config.OutagePlacement (R-OUT2).
+	OutagePlacement outage.Placement
 }
 
 // Server is an HTTP server on its own broker service; Close stops the
@@ -72,7 +75,7 @@ func New(cfg Config) *Server {
 	svc := broker.New(broker.Config{Store: cfg.Store, Logger: cfg.Logger, Clock: clk, Rand: cfg.Rand,
 		MaintenanceInterval: cfg.MaintenanceInterval, ObservePlacement: cfg.ObservePlacement,
 		StoreTimeout: cfg.StoreTimeout, Retention: cfg.Retention, PowerDrivers: cfg.PowerDrivers, Gateway: cfg.Gateway,
-		AfterTick: cfg.AfterTick})
+		AfterTick: cfg.AfterTick, OutagePlacement: cfg.OutagePlacement})
 	services := svc.Services()
 	// The entitlement service around the broker's connect (R-E3), as
 	// serve wires it.
