@@ -163,10 +163,10 @@ type FederationStore interface {
 	// changes nothing. created reports that no document was stored before.
 	PutFederation(ctx context.Context, f *Federation) (created bool, err error)
 	// OpenSessionsOfUsers returns the users' open sessions (not LoggedOff)
-	// in each of pools, user by user and pool by pool, in one read. It
-	// reads only those users' sessions, so a global connect's lookup of
-	// the user in every pod (R-G1) stays cheap however many sessions the
-	// pools hold, and the look-ups a peer sends together share one read.
+	// in each of pools, user by user and pool by pool. It reads only
+	// those users' sessions, so a global connect's lookup of the user in
+	// every pod (R-G1) stays cheap however many sessions the pools hold;
+	// the look-ups a peer sends together are one call.
 	OpenSessionsOfUsers(ctx context.Context, users, pools []string) ([]*UserSession, error)
 	// UseNonces records the nonces of verified pod-to-pod calls until
 	// expires, now being the time of the calls, in one transaction (one

@@ -127,6 +127,11 @@ func (v *Verifier) VerifyHeld(ctx context.Context, get func(string) string, meth
 	return v.verify(ctx, get, method, path, body, recordHeld)
 }
 
+// heldMargin is how much longer than a signature's window a held nonce
+// is kept: more than any connect takes (a pod-to-pod call is bounded by
+// the caller's pod timeout, 2 s by default).
+const heldMargin = time.Minute
+
 // How verify records a nonce.
 const (
 	recordNow  = iota // in Nonces (in memory without them)
@@ -174,7 +179,10 @@ func (v *Verifier) verify(ctx context.Context, get func(string) string, method, 
 		}
 		return pod, nil, nil
 	case mode == recordHeld:
-		held := &vdibroker.CallNonce{Nonce: nonce, Expires: expires, At: now}
+		// Recorded when the connect ends, not now: kept heldMargin longer,
+		// so that a replay verified at the end of the signature's window
+		// still finds it however long either connect takes.
+		held := &vdibroker.CallNonce{Nonce: nonce, Expires: expires.Add(heldMargin), At: now}
 		if !v.ReadsInMemory {
 			return pod, held, nil
 		}

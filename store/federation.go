@@ -92,13 +92,13 @@ const openOfUserQuery = `SELECT ` + sessionCols + ` FROM user_sessions
  WHERE host_pool = ? AND user_key = ? AND NOT pooled AND ` + openSQL
 
 // OpenSessionsOfUsers returns the users' open sessions in each of pools,
-// user by user, pool by pool, by id within a pool, in one read: a peer's
-// look-up of the users of several global connects at once (R-G1) costs
-// one read transaction, not one per user.
+// user by user, pool by pool, by id within a pool: a peer asked about the
+// users of several global connects at once (R-G1) makes one store call
+// for them. Like every read method it runs outside a transaction, one
+// statement per user and pool.
 func (s *DB) OpenSessionsOfUsers(ctx context.Context, users, pools []string) ([]*vdibroker.UserSession, error) {
 	var out []*vdibroker.UserSession
 	err := s.read(ctx, func(t *tx) error {
-		out = out[:0] // the read may run again
 		for _, u := range users {
 			key := vdibroker.FoldUser(u) // R-E5
 			for _, p := range pools {

@@ -123,7 +123,8 @@ type readsStore struct {
 	doc *vdibroker.Federation
 
 	mu    sync.Mutex
-	reads [][]string
+	reads [][]string // the users of each read
+	pools [][]string // and its pools
 }
 
 func (s *readsStore) GetFederation(context.Context) (*vdibroker.Federation, error) { return s.doc, nil }
@@ -131,6 +132,7 @@ func (s *readsStore) GetFederation(context.Context) (*vdibroker.Federation, erro
 func (s *readsStore) OpenSessionsOfUsers(_ context.Context, users, pools []string) ([]*vdibroker.UserSession, error) {
 	s.mu.Lock()
 	s.reads = append(s.reads, users)
+	s.pools = append(s.pools, pools)
 	s.mu.Unlock()
 	var out []*vdibroker.UserSession
 	for _, u := range users {
@@ -141,7 +143,9 @@ func (s *readsStore) OpenSessionsOfUsers(_ context.Context, users, pools []strin
 
 // TestPodSessionsOneRead_RG1: a peer asked about several users at once
 // (the look-ups of several global connects, TestLookupsShareCalls_RG1)
-// reads their sessions in one read of its store, not one per user.
+// reads their sessions in one store call, not one per user, and only in
+// the pools of its own that are members (a caller's other pools are not
+// read).
 func TestPodSessionsOneRead_RG1(t *testing.T) {
 	st := &readsStore{doc: &vdibroker.Federation{Generation: 1, Pods: []vdibroker.Pod{{Name: "pod1"}},
 		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "ge", Members: []vdibroker.Member{{Pod: "pod1", HostPool: "desk"}}}}}}
@@ -151,7 +155,13 @@ func TestPodSessionsOneRead_RG1(t *testing.T) {
 	if err != nil || len(got.Sessions) != 3 {
 		t.Fatalf("PodSessions: %+v %v; want a session of each user", got, err)
 	}
-	if len(st.reads) != 1 || !slices.Equal(st.reads[0], users) {
-		t.Errorf("store reads %q; want one, of the three users", st.reads)
+	if len(st.reads) != 1 || !slices.Equal(st.reads[0], users) || !slices.Equal(st.pools[0], []string{"desk"}) {
+		t.Errorf("store reads %q of pools %q; want one, of the three users, in desk alone (other is no member)", st.reads, st.pools)
+	}
+	// No member pool asked about: nothing is read, and the answer is an
+	// empty list (JSON []), not null.
+	got, err = g.PodSessions(t.Context(), vdibroker.PodSessionsRequest{Users: users, HostPools: []string{"other"}})
+	if err != nil || got.Sessions == nil || len(got.Sessions) != 0 || len(st.reads) != 1 {
+		t.Errorf("PodSessions of a pool that is no member: %+v %v after %d reads; want an empty list, no read", got, err, len(st.reads))
 	}
 }
