@@ -144,19 +144,20 @@ func (s *readsStore) OpenSessionsOfUsers(_ context.Context, users, pools []strin
 // TestPodSessionsOneRead_RG1: a peer asked about several users at once
 // (the look-ups of several global connects, TestLookupsShareCalls_RG1)
 // reads their sessions in one store call, not one per user, and only in
-// the pools of its own that are members (a caller's other pools are not
-// read).
+// the pools of its own that are members, each once (a caller's other
+// pools are not read, nor a pool it names again: R-SEC, a peer's call is
+// bounded).
 func TestPodSessionsOneRead_RG1(t *testing.T) {
 	st := &readsStore{doc: &vdibroker.Federation{Generation: 1, Pods: []vdibroker.Pod{{Name: "pod1"}},
 		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "ge", Members: []vdibroker.Member{{Pod: "pod1", HostPool: "desk"}}}}}}
 	g := New(Config{Pod: "pod1", Store: st})
 	users := []string{"u1", "u2", "u3"}
-	got, err := g.PodSessions(t.Context(), vdibroker.PodSessionsRequest{Users: users, HostPools: []string{"desk", "other"}})
+	got, err := g.PodSessions(t.Context(), vdibroker.PodSessionsRequest{Users: users, HostPools: []string{"desk", "other", "desk", "desk"}})
 	if err != nil || len(got.Sessions) != 3 {
 		t.Fatalf("PodSessions: %+v %v; want a session of each user", got, err)
 	}
 	if len(st.reads) != 1 || !slices.Equal(st.reads[0], users) || !slices.Equal(st.pools[0], []string{"desk"}) {
-		t.Errorf("store reads %q of pools %q; want one, of the three users, in desk alone (other is no member)", st.reads, st.pools)
+		t.Errorf("store reads %q of pools %q; want one, of the three users, in desk alone, once (other is no member)", st.reads, st.pools)
 	}
 	// No member pool asked about: nothing is read, and the answer is an
 	// empty list (JSON []), not null.

@@ -94,9 +94,11 @@ func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequ
 		return nil, err
 	}
 	members := g.memberPools(doc)
+	// This pod's member pools the caller named, each once: a peer naming
+	// one pool many times gets it read once per user, not once per name.
 	var pools []string
 	for _, p := range req.HostPools {
-		if slices.Contains(members, p) {
+		if slices.Contains(members, p) && !slices.Contains(pools, p) {
 			pools = append(pools, p)
 		}
 	}
