@@ -124,37 +124,52 @@ func TestAssignConcurrentOneHostPerUser_RPE1_RD3(t *testing.T) {
 // deadlock_timeout and the batch ran again. The batch now takes every
 // assignee's lock first, before any row.
 func TestAssignLocksBeforeRows_RPE1(t *testing.T) {
+	// Batches run in host key order: A writes on hA (carol's connect)
+	// before it assigns alice hB; B assigns alice h0, then writes on hA
+	// (dave's connect).
+	unpooled := func(p, host, user string) *vdibroker.PlacementCommit {
+		c := placement(p, host, user, vdibroker.NoSessionLimit)
+		c.Pooled = false
+		return c
+	}
+	batchesAtOnce(t, "lk", vdibroker.Personal, []string{"h0", "hA", "hB"},
+		func(a *store.DB, p string) []error {
+			return a.CommitBatch([]*vdibroker.PlacementCommit{unpooled(p, "hA", "carol"), assignment(p, "hB", "alice")})
+		},
+		func(b *store.DB, p string) []error {
+			return b.CommitBatch([]*vdibroker.PlacementCommit{assignment(p, "h0", "alice"), unpooled(p, "hA", "dave")})
+		},
+		func(a *store.DB, round int, p string, errs []error) {
+			for _, err := range errs {
+				if err != nil && !errors.Is(err, vdibroker.ErrHostTaken) {
+					t.Errorf("round %d: %v", round, err)
+				}
+			}
+			if got := assignedTo(t, a, p, "alice"); len(got) != 1 {
+				t.Errorf("round %d: alice is assigned %v, want one host", round, got)
+			}
+		})
+}
+
+// batchesAtOnce runs 8 rounds of two batches at once, onA's on one
+// replica and onB's on another of one PostgreSQL database, each round in
+// a new pool (named prefix and the round) of typ with hosts; check gets
+// both batches' results. Any batch run again after a deadlock or a
+// serialization failure fails the test.
+func batchesAtOnce(t *testing.T, prefix, typ string, hosts []string, onA, onB func(s *store.DB, p string) []error,
+	check func(a *store.DB, round int, p string, errs []error)) {
+	t.Helper()
 	a, b, retries := twoReplicas(t)
 	for round := range 8 {
-		p := fmt.Sprintf("lk%d", round)
-		mustPool(t, a, pool(p, vdibroker.Personal))
-		for _, h := range []string{"h0", "hA", "hB"} {
-			mustHost(t, a, p, h)
-		}
+		p := fmt.Sprintf("%s%d", prefix, round)
+		mustPool(t, a, pool(p, typ))
+		mustHost(t, a, p, hosts...)
 		var errsA, errsB []error
 		var wg sync.WaitGroup
-		// Batches run in host key order: A writes on hA (carol's
-		// connect) before it assigns alice hB; B assigns alice h0, then
-		// writes on hA (dave's connect).
-		wg.Go(func() {
-			c := placement(p, "hA", "carol", vdibroker.NoSessionLimit)
-			c.Pooled = false
-			errsA = a.CommitBatch([]*vdibroker.PlacementCommit{c, assignment(p, "hB", "alice")})
-		})
-		wg.Go(func() {
-			c := placement(p, "hA", "dave", vdibroker.NoSessionLimit)
-			c.Pooled = false
-			errsB = b.CommitBatch([]*vdibroker.PlacementCommit{assignment(p, "h0", "alice"), c})
-		})
+		wg.Go(func() { errsA = onA(a, p) })
+		wg.Go(func() { errsB = onB(b, p) })
 		wg.Wait()
-		for _, err := range append(errsA, errsB...) {
-			if err != nil && !errors.Is(err, vdibroker.ErrHostTaken) {
-				t.Errorf("round %d: %v", round, err)
-			}
-		}
-		if got := assignedTo(t, a, p, "alice"); len(got) != 1 {
-			t.Errorf("round %d: alice is assigned %v, want one host", round, got)
-		}
+		check(a, round, p, append(errsA, errsB...))
 	}
 	if n := retries.count.Load(); n != 0 {
 		t.Errorf("%d batches were run again after a deadlock or serialization failure, want none: %s", n, retries.first.Load())

@@ -252,40 +252,29 @@ func TestPlacementRecordsCallNonce_RG5(t *testing.T) {
 // after its deadlock_timeout (a second) and a batch ran again. A batch now
 // counts its nonces before it locks any host's row.
 func TestCallNoncesLockedFirst_RG5(t *testing.T) {
-	a, b, retries := twoReplicas(t)
 	now := time.Now()
 	nonce := func(s string) *vdibroker.CallNonce {
 		return &vdibroker.CallNonce{Nonce: s, Expires: now.Add(2 * time.Minute), At: now}
 	}
-	for round := range 8 {
-		p := fmt.Sprintf("nl%d", round)
-		mustPool(t, a, pool(p, vdibroker.Pooled))
-		for _, h := range []string{"h0", "h1", "h2"} {
-			mustHost(t, a, p, h)
-		}
-		var errsA, errsB []error
-		var wg sync.WaitGroup
-		// Batches run in host key order: A records its nonce on h1, then
-		// places carol on h2; B places dave on h0, then records its nonce
-		// on h2 (by when A holds the minute's row).
-		wg.Go(func() {
-			errsA = a.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h1", "alice", 10), placement(p, "h2", "carol", 10)},
+	// Batches run in host key order: A records its nonce on h1, then
+	// places carol on h2; B places dave on h0, then records its nonce on
+	// h2 (by when A holds the minute's row).
+	batchesAtOnce(t, "nl", vdibroker.Pooled, []string{"h0", "h1", "h2"},
+		func(a *store.DB, p string) []error {
+			return a.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h1", "alice", 10), placement(p, "h2", "carol", 10)},
 				[]*vdibroker.CallNonce{nonce(p + "-a"), nil})
-		})
-		wg.Go(func() {
-			errsB = b.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h0", "dave", 10), placement(p, "h2", "bob", 10)},
+		},
+		func(b *store.DB, p string) []error {
+			return b.CommitBatchWithNonces([]*vdibroker.PlacementCommit{placement(p, "h0", "dave", 10), placement(p, "h2", "bob", 10)},
 				[]*vdibroker.CallNonce{nil, nonce(p + "-b")})
-		})
-		wg.Wait()
-		for _, err := range append(errsA, errsB...) {
-			if err != nil {
-				t.Errorf("round %d: %v", round, err)
+		},
+		func(_ *store.DB, round int, _ string, errs []error) {
+			for _, err := range errs {
+				if err != nil {
+					t.Errorf("round %d: %v", round, err)
+				}
 			}
-		}
-	}
-	if n := retries.count.Load(); n != 0 {
-		t.Errorf("%d batches were run again after a deadlock or serialization failure, want none: %s", n, retries.first.Load())
-	}
+		})
 }
 
 // TestCallNoncesPastTheBound_RG5: a group commit whose call nonces would

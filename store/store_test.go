@@ -130,12 +130,15 @@ func mustPool(t testing.TB, s *store.DB, p *vdibroker.HostPool) {
 	}
 }
 
-func mustHost(t testing.TB, s *store.DB, pool, name string) {
+// mustHost puts hosts names in pool.
+func mustHost(t testing.TB, s *store.DB, pool string, names ...string) {
 	t.Helper()
-	h := &vdibroker.SessionHost{HostPool: pool, Name: name, Address: name + ":3389", Protocols: []string{"RDP"},
-		StandardFeatures: true, AllowNewSession: true, CreateTime: t0}
-	if _, err := s.PutSessionHost(t.Context(), h); err != nil {
-		t.Fatalf("put host %s/%s: %v", pool, name, err)
+	for _, name := range names {
+		h := &vdibroker.SessionHost{HostPool: pool, Name: name, Address: name + ":3389", Protocols: []string{"RDP"},
+			StandardFeatures: true, AllowNewSession: true, CreateTime: t0}
+		if _, err := s.PutSessionHost(t.Context(), h); err != nil {
+			t.Fatalf("put host %s/%s: %v", pool, name, err)
+		}
 	}
 }
 
