@@ -223,8 +223,9 @@ func TestPodCallFromAnUnlistedPod(t *testing.T) {
 // (SQLite) keeps the nonces of the calls that only read (loads, sessions)
 // in memory: a replay is refused while it runs, and after a restart by
 // the call's time (signed before the pod started); a connect's nonce is
-// committed to the store first, so its replay is refused after a restart
-// by the nonce itself, even within the second it was signed. Fresh calls
+// committed to the store (here on its own before its 404, as it places
+// nothing), so its replay is refused after a restart by the nonce
+// itself, even within the second it was signed. Fresh calls
 // are answered throughout. A restart is a new server on the same store.
 func TestPodCallReplayOneProcessStore_RG5(t *testing.T) {
 	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
