@@ -302,4 +302,5 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
 	t.Run("Bounds", TestLaunchBounds_RU7)
 	t.Run("RemoteAppAndGlobal", TestLaunchRemoteAppAndGlobal_RU1_RE9)
+	t.Run("StateChangesNeedThisSite", TestStateChangesNeedThisSite_RU7)
 }

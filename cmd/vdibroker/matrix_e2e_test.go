@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,6 +214,10 @@ type matrixCred struct {
 	// whose requests carry a pod-to-pod signature instead.
 	secret func(t *testing.T, w *matrixWorld) string
 	signed bool
+	// verified: the user portal's principal (R-U2), which no request
+	// from outside carries: called in-process with vdibroker.WithVerified
+	// and no bearer token, as the portal calls the API.
+	verified *vdibroker.Principal
 }
 
 // matrixWorld is one credential kind's fresh broker: pools pin and pout
@@ -480,6 +485,8 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 		{name: "OIDC scoped User alice", role: "User", user: "alice", scoped: true, secret: mint("pin-users")},
 		{name: "Gateway token", role: "Gateway", secret: tok("Gateway", "rdgw-1", nil)},
 		{name: "federation peer", signed: true, secret: func(*testing.T, *matrixWorld) string { return "" }},
+		{name: "portal's single sign-on alice", role: "User", user: "alice", secret: func(*testing.T, *matrixWorld) string { return "" },
+			verified: &vdibroker.Principal{Kind: vdibroker.PrincipalOIDC, Role: vdibroker.RoleUser, Subject: "alice", Groups: []string{"ops", "readers"}}},
 	}
 	// Every route served has an expectation, and every expectation is of
 	// a route served.
@@ -544,8 +551,13 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 							req.Header.Set(h, v)
 						}
 					}
-					resp, err := noRedirect.Do(req)
-					if err != nil {
+					var resp *http.Response
+					if k.verified != nil {
+						rec := httptest.NewRecorder()
+						req.RequestURI, req.RemoteAddr = path, "127.0.0.1:1"
+						w.m.Server.Handler().ServeHTTP(rec, req.WithContext(vdibroker.WithVerified(req.Context(), k.verified)))
+						resp = rec.Result()
+					} else if resp, err = noRedirect.Do(req); err != nil {
 						t.Fatal(err)
 					}
 					raw, _ := io.ReadAll(resp.Body)

@@ -17,10 +17,16 @@ import (
 // Do serves req with h and decodes a JSON answer into out (when non-nil
 // and the answer has a body). An answer of 400 or more is the API's
 // *vdibroker.Error, or an internal error naming the status when its body
-// is none.
+// is none. A redirect is NotFound: the API never redirects, the mux does
+// for a path that names no API call until it is cleaned (a dot segment
+// a page put in a path from a value of its own request, "%2E%2E"), so
+// nothing was done.
 func Do(h http.Handler, req *http.Request, out any) error {
 	rec := &recorder{header: http.Header{}}
 	h.ServeHTTP(rec, req)
+	if rec.code >= 300 && rec.code < 400 {
+		return vdibroker.Errorf(vdibroker.ENotFound, "%s %s: no such API call", req.Method, vdibroker.Cut(req.URL.Path, vdibroker.MaxAuditField))
+	}
 	if rec.code >= 400 {
 		var eb struct {
 			Error *vdibroker.Error `json:"error"`

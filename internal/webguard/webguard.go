@@ -46,8 +46,10 @@ func SameOrigin(r *http.Request) bool {
 	if o == "" {
 		return true
 	}
+	// An Origin of no host ("null": a sandboxed frame, a redirect across
+	// sites) is no site of ours, even when no X-Forwarded-Host names one.
 	u, err := url.Parse(o)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return false
 	}
 	return u.Host == r.Host || u.Host == r.Header.Get("X-Forwarded-Host")

@@ -2,6 +2,7 @@ package webguard
 
 import (
 	"bytes"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,39 @@ func TestSeal(t *testing.T) {
 		if _, err := try(); err != ErrSealed {
 			t.Errorf("%s: %v, want ErrSealed", name, err)
 		}
+	}
+}
+
+// TestSameOrigin (R-SEC, R-U7): a form post is from this site when the
+// browser says nothing, or names this host (or the proxy's
+// X-Forwarded-Host); an Origin of another host, of no host ("null", sent
+// for a sandboxed frame or after a redirect across sites) or not a URL,
+// or Sec-Fetch-Site cross-site, is refused.
+func TestSameOrigin(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		h    []string
+		want bool
+	}{
+		{"no word from the browser", nil, true},
+		{"this host", []string{"Origin", "http://broker.example:8443"}, true},
+		{"the proxy's host", []string{"Origin", "https://vdi.example", "X-Forwarded-Host", "vdi.example"}, true},
+		{"same-origin fetch", []string{"Origin", "http://broker.example:8443", "Sec-Fetch-Site", "same-origin"}, true},
+		{"another host", []string{"Origin", "http://evil.example"}, false},
+		{"another port", []string{"Origin", "http://broker.example"}, false},
+		{"null", []string{"Origin", "null"}, false},
+		{"null without a proxy's host", []string{"Origin", "null", "X-Forwarded-Host", ""}, false},
+		{"not a URL", []string{"Origin", "http://%zz"}, false},
+		{"cross-site fetch", []string{"Sec-Fetch-Site", "cross-site"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "http://broker.example:8443/portal/launch", nil)
+			for i := 0; i+1 < len(c.h); i += 2 {
+				r.Header.Set(c.h[i], c.h[i+1])
+			}
+			if got := SameOrigin(r); got != c.want {
+				t.Errorf("SameOrigin = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,98 @@
+package portal_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestStateChangesNeedThisSite_RU7: alice's logoff of her own session,
+// over a real server with real cookies, is refused (403, nothing queued
+// for the host) unless the form carries her sign-in's CSRF token and
+// comes from this site: no token, another sign-in's token, an Origin of
+// another site or of no site ("null": a sandboxed frame, a redirect
+// across sites), or a browser saying cross-site are each refused; then
+// the form as the page sends it is done. Her session cookie is HttpOnly,
+// SameSite=Lax, scoped to /portal/; a cookie planted before sign-in is
+// not adopted (session fixation): signing in sets a new one, and the
+// planted one stays no sign-in.
+func TestStateChangesNeedThisSite_RU7(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	c, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive}
+	e.heartbeat(c.SessionHost, active)
+
+	alice := e.browser()
+	u, _ := url.Parse(e.url + "/portal/")
+	planted := strings.Repeat("ab", 32)
+	alice.c.Jar.SetCookies(u, []*http.Cookie{{Name: "vdibroker_portal", Value: planted, Path: "/portal/"}})
+	_, page := alice.get("/portal/signin")
+	m := csrfRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no CSRF token on the sign-in page")
+	}
+	res, _ := alice.post("/portal/signin", url.Values{"csrf": {m[1]}, "token": {e.userToken("alice")}})
+	var set *http.Cookie
+	for _, ck := range res.Cookies() {
+		if ck.Name == "vdibroker_portal" {
+			set = ck
+		}
+	}
+	if set == nil || set.Value == planted || len(set.Value) != 64 || !set.HttpOnly || set.SameSite != http.SameSiteLaxMode || set.Path != "/portal/" {
+		t.Fatalf("the session cookie: %+v", set)
+	}
+	// The planted cookie is no sign-in.
+	fixed := e.browser()
+	fixed.c.Jar.SetCookies(u, []*http.Cookie{{Name: "vdibroker_portal", Value: planted, Path: "/portal/"}})
+	if res, _ := fixed.get("/portal/"); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/portal/signin") {
+		t.Errorf("the planted cookie: %d %s, want the sign-in page", res.StatusCode, res.Header.Get("Location"))
+	}
+	_, home := alice.get("/portal/")
+	csrf := csrfRE.FindStringSubmatch(home)[1]
+	otherCSRF := e.browser().signIn(e.userToken("alice"))
+
+	path := "/portal/sessions/desk/" + c.SessionID + "/logoff"
+	send := func(form url.Values, h ...string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for i := 0; i+1 < len(h); i += 2 {
+			req.Header.Set(h[i], h[i+1])
+		}
+		res, _ := alice.do(req)
+		return res.StatusCode
+	}
+	for _, c := range []struct {
+		name string
+		form url.Values
+		h    []string
+	}{
+		{"no CSRF token", url.Values{}, []string{"Origin", e.url}},
+		{"another sign-in's token", url.Values{"csrf": {otherCSRF}}, []string{"Origin", e.url}},
+		{"another site's Origin", url.Values{"csrf": {csrf}}, []string{"Origin", "http://evil.example"}},
+		{"Origin null", url.Values{"csrf": {csrf}}, []string{"Origin", "null"}},
+		{"Sec-Fetch-Site cross-site", url.Values{"csrf": {csrf}}, []string{"Sec-Fetch-Site", "cross-site"}},
+	} {
+		if code := send(c.form, c.h...); code != http.StatusForbidden {
+			t.Errorf("%s: %d, want 403", c.name, code)
+		}
+	}
+	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 0 {
+		t.Fatalf("a refused form reached the host: %+v", cmds)
+	}
+	if code := send(url.Values{"csrf": {csrf}}, "Origin", e.url, "Sec-Fetch-Site", "same-origin"); code != http.StatusSeeOther {
+		t.Fatalf("the form as the page sends it: %d, want 303", code)
+	}
+	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+		t.Errorf("after her logoff the host got %+v", cmds)
+	}
+}
