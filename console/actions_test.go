@@ -70,6 +70,11 @@ func TestActionCreatePool(t *testing.T) {
 		t.Fatalf("created pool: %+v, %v", p, err)
 	}
 	e.wantAudited("hostpool.put", "hostpools/pool-new", "admin")
+	// The entry names the console's request (R-SEC: an entry is found
+	// from the request a log line names).
+	if got, want := e.lastAudit("hostpool.put", "hostpools/pool-new").RequestID, a.header.Get("X-Request-Id"); got == "" || got != want {
+		t.Errorf("the create's audit entry has request id %q, want the console request's %q", got, want)
+	}
 	wantContains(t, b.get("/pools/pool-new"), "Host pool pool-new created")
 
 	// A second create of the name replaces nothing (If-None-Match: *).

@@ -26,6 +26,16 @@ type api struct {
 	h          http.Handler
 	token      string
 	remoteAddr string
+	// requestID is the console request's X-Request-Id: its API calls
+	// carry it, so their audit entries and log lines name the console's
+	// request.
+	requestID string
+}
+
+// apiFor is the API of the console request r answered by w, as the user
+// of token.
+func (c *Console) apiFor(w http.ResponseWriter, r *http.Request, token string) *api {
+	return &api{h: c.api, token: token, remoteAddr: r.RemoteAddr, requestID: w.Header().Get("X-Request-Id")}
 }
 
 // poolAnswer is a host pool as the API answers it, with R-P3 warnings.
@@ -68,6 +78,9 @@ func (a *api) doHeader(ctx context.Context, method, path string, h http.Header, 
 	req.RequestURI = path
 	req.Header.Set("Authorization", "Bearer "+a.token)
 	req.Header.Set("Accept", "application/json")
+	if a.requestID != "" {
+		req.Header.Set("X-Request-Id", a.requestID)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

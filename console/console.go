@@ -276,7 +276,7 @@ func (c *Console) signedIn(h func(*request)) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		h(&request{w: w, r: r, sess: sess, sid: sid, api: &api{h: c.api, token: sess.Token, remoteAddr: r.RemoteAddr}})
+		h(&request{w: w, r: r, sess: sess, sid: sid, api: c.apiFor(w, r, sess.Token)})
 	}
 }
 
@@ -342,7 +342,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 // next. refuse answers a refusal.
 func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token string, expires time.Time, next string, refuse func(status int, msg string)) {
 	ctx := r.Context()
-	a := &api{h: c.api, token: token, remoteAddr: r.RemoteAddr}
+	a := c.apiFor(w, r, token)
 	me, err := a.whoami(ctx)
 	if err != nil {
 		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "That sign-in was not accepted: "+vdibroker.ErrorMessage(err))

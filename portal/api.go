@@ -18,6 +18,15 @@ type caller struct {
 	token      string
 	who        *vdibroker.Principal
 	remoteAddr string
+	// requestID is the portal request's X-Request-Id: its API calls carry
+	// it, so their audit entries and log lines name the portal's request.
+	requestID string
+}
+
+// callerFor is the caller of the portal request r answered by w, as the
+// user of token or who.
+func (p *Portal) callerFor(w http.ResponseWriter, r *http.Request, token string, who *vdibroker.Principal) *caller {
+	return &caller{h: p.cfg.API, token: token, who: who, remoteAddr: r.RemoteAddr, requestID: w.Header().Get("X-Request-Id")}
 }
 
 // do sends one request and decodes a JSON answer into out (when
@@ -40,6 +49,9 @@ func (c *caller) do(ctx context.Context, method, path string, body, out any) err
 	req.RequestURI = path
 	req.RemoteAddr = c.remoteAddr
 	req.Header.Set("Accept", "application/json")
+	if c.requestID != "" {
+		req.Header.Set("X-Request-Id", c.requestID)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

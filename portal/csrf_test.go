@@ -61,6 +61,7 @@ func TestStateChangesNeedThisSite_RU7(t *testing.T) {
 	otherCSRF := e.browser().signIn(e.userToken("alice"))
 
 	path := "/portal/sessions/desk/" + c.SessionID + "/logoff"
+	var requestID string // the last form's X-Request-Id
 	send := func(form url.Values, h ...string) int {
 		t.Helper()
 		req, _ := http.NewRequest("POST", e.url+path, strings.NewReader(form.Encode()))
@@ -69,6 +70,7 @@ func TestStateChangesNeedThisSite_RU7(t *testing.T) {
 			req.Header.Set(h[i], h[i+1])
 		}
 		res, _ := alice.do(req)
+		requestID = res.Header.Get("X-Request-Id")
 		return res.StatusCode
 	}
 	for _, c := range []struct {
@@ -94,5 +96,11 @@ func TestStateChangesNeedThisSite_RU7(t *testing.T) {
 	}
 	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
 		t.Errorf("after her logoff the host got %+v", cmds)
+	}
+	// Its audit entry names the portal's request (R-SEC: an entry is
+	// found from the request a user or a log line names).
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "usersession.logoff"})
+	if err != nil || len(list) != 1 || requestID == "" || list[0].RequestID != requestID {
+		t.Errorf("the logoff's audit entries %+v (%v); want one with the portal request's id %q", list, err, requestID)
 	}
 }

@@ -284,7 +284,7 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		h(&request{w: w, r: r, sess: sess, lang: pickLang(w, r, p.secure(r)), api: &caller{h: p.cfg.API, token: sess.Token, who: who, remoteAddr: r.RemoteAddr}})
+		h(&request{w: w, r: r, sess: sess, lang: pickLang(w, r, p.secure(r)), api: p.callerFor(w, r, sess.Token, who)})
 	}
 }
 
@@ -385,7 +385,7 @@ func (p *Portal) signinToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: SigninPath, MaxAge: -1})
-	api := &caller{h: p.cfg.API, token: token, remoteAddr: r.RemoteAddr}
+	api := p.callerFor(w, r, token, nil)
 	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(status int, msg string) {
 		p.refused(r, "portal/token", msg)
 		p.renderSignin(w, r, status, msg)
@@ -411,7 +411,7 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		p.errorPage(w, r, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "error.refused", vdibroker.ErrorMessage(err))
 		return
 	}
-	api := &caller{h: p.cfg.API, token: raw, who: endUser(id), remoteAddr: r.RemoteAddr}
+	api := p.callerFor(w, r, raw, endUser(id))
 	p.open(w, r, api, id.Expiry, portalNext(next), func(status int, msg string) {
 		p.refused(r, "portal/oidc", msg)
 		p.errorPage(w, r, status, "error.refused", msg)
