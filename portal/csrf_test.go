@@ -9,6 +9,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/portal"
 )
 
 // TestStateChangesNeedThisSite_RU7: alice's logoff of her own session,
@@ -22,7 +23,8 @@ import (
 // not adopted (session fixation): signing in sets a new one, and the
 // planted one stays no sign-in.
 func TestStateChangesNeedThisSite_RU7(t *testing.T) {
-	e := newEnv(t, nil)
+	rec := &refusals{}
+	e := newEnv(t, func(c *portal.Config) { c.Refusals = rec })
 	ctx := context.Background()
 	c, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
@@ -90,6 +92,11 @@ func TestStateChangesNeedThisSite_RU7(t *testing.T) {
 	}
 	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 0 {
 		t.Fatalf("a refused form reached the host: %+v", cmds)
+	}
+	// Each refused form is recorded with the caller's address and the
+	// form it posted.
+	if got := rec.list(); len(got) != 5 || !strings.HasPrefix(got[0], "portal/csrf 127.0.0.1 POST "+path+": ") {
+		t.Errorf("refused forms recorded: %q; want five, kind portal/csrf, naming the form", got)
 	}
 	if code := send(url.Values{"csrf": {csrf}}, "Origin", e.url, "Sec-Fetch-Site", "same-origin"); code != http.StatusSeeOther {
 		t.Fatalf("the form as the page sends it: %d, want 303", code)

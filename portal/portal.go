@@ -280,6 +280,10 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			return
 		}
 		if r.Method != http.MethodGet && (!webguard.SameOrigin(r) || !webguard.Equal(r.PostFormValue("csrf"), sess.CSRF)) {
+			// Recorded as the refused sign-ins are (R-U7; counted per
+			// address, the audit's bound): a forged form is what it
+			// catches.
+			p.refused(r, "portal/csrf", vdibroker.Cut(r.Method+" "+r.URL.Path+": the form lacks this sign-in's CSRF token or comes from another site", vdibroker.MaxAuditField))
 			p.errorPage(w, r, http.StatusForbidden, "error.csrf")
 			return
 		}
