@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -23,10 +24,16 @@ type AuditRefusals struct {
 	Logger *slog.Logger
 }
 
-// Refused implements Refusals.
+// Refused implements Refusals: a refused sign-in is action "signin"; a
+// signed-in form refused by its CSRF or same-site check (a kind ending
+// "/csrf", the user portal's) is action "form".
 func (a *AuditRefusals) Refused(ctx context.Context, kind, addr, detail string) {
+	action := "signin"
+	if strings.HasSuffix(kind, "/csrf") {
+		action = "form"
+	}
 	e := &vdibroker.AuditEntry{Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous},
-		RemoteAddr: addr, Action: "signin", Target: kind, Outcome: vdibroker.AuditRefused, Error: detail}
+		RemoteAddr: addr, Action: action, Target: kind, Outcome: vdibroker.AuditRefused, Error: detail}
 	written, err := a.Audit.RecordRefusal(ctx, e)
 	switch {
 	case err != nil && a.Logger != nil:

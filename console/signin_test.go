@@ -178,4 +178,9 @@ func TestAuditRefusals(t *testing.T) {
 	if len(rec.got) != 1 || !reflect.DeepEqual(rec.got[0], want) {
 		t.Errorf("recorded %+v, want %+v", rec.got, want)
 	}
+	// A signed-in form refused by its CSRF check is no sign-in.
+	r.Refused(context.Background(), "portal/csrf", "10.0.0.7", "POST /portal/sessions/p/s/logoff: the form lacks this sign-in's CSRF token")
+	if len(rec.got) != 2 || rec.got[1].Action != "form" || rec.got[1].Target != "portal/csrf" {
+		t.Errorf("a refused form recorded as %+v, want action form, target portal/csrf", rec.got[len(rec.got)-1])
+	}
 }
