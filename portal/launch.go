@@ -71,7 +71,16 @@ func (p *Portal) launch(rq *request) {
 			res = &feed.Resources[i]
 		}
 	}
+	who := rq.api.who
+	if who == nil {
+		kind, tokenID, _ := strings.Cut(rq.sess.Principal, ":")
+		who = &vdibroker.Principal{Kind: kind, TokenID: tokenID, Subject: feed.User, Role: rq.sess.Role}
+	}
 	if res == nil {
+		// Audited as a refused launch (R-U7): a signed-in user asking for
+		// what her feed does not offer is worth knowing about.
+		p.audit(ctx, vdibroker.FeedResource{ID: id}, who, ratelimit.ClientAddr(rq.r), nil,
+			vdibroker.Errorf(vdibroker.ENotFound, "resource %q is not in %s's feed", id, feed.User), p.clock.Now())
 		p.errorPage(rq.w, rq.r, http.StatusNotFound, "error.badResource")
 		return
 	}
@@ -87,11 +96,6 @@ func (p *Portal) launch(rq *request) {
 		}
 		p.storeError(rq, "keep a launch", err)
 		return
-	}
-	who := rq.api.who
-	if who == nil {
-		kind, tokenID, _ := strings.Cut(rq.sess.Principal, ":")
-		who = &vdibroker.Principal{Kind: kind, TokenID: tokenID, Subject: feed.User, Role: rq.sess.Role}
 	}
 	p.wg.Add(1)
 	go p.run(secret, l, rq.api, *res, who, ratelimit.ClientAddr(rq.r))
@@ -182,8 +186,12 @@ func (p *Portal) audit(ctx context.Context, res vdibroker.FeedResource, who *vdi
 	if p.cfg.Audit == nil {
 		return
 	}
+	target := strings.TrimPrefix(res.ConnectURL, "/api/v1/")
+	if target == "" {
+		target = "portal/resources/" + res.ID // none in the feed
+	}
 	e := &vdibroker.AuditEntry{Time: now.UTC(), Principal: who.Audit(), RemoteAddr: addr, Action: "portal.launch",
-		Target: strings.TrimPrefix(res.ConnectURL, "/api/v1/"), HostPool: res.HostPool, Outcome: vdibroker.AuditOK}
+		Target: target, HostPool: res.HostPool, Outcome: vdibroker.AuditOK}
 	if err != nil {
 		e.Outcome, e.Error = vdibroker.AuditRefused, vdibroker.Cut(vdibroker.ErrorCode(err)+": "+vdibroker.ErrorMessage(err), vdibroker.MaxAuditField)
 	} else {

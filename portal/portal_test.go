@@ -72,9 +72,15 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 	if res, _ := alice.get(launch + "/file"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("the file again: %d, want 404", res.StatusCode)
 	}
+	// Audited: the launch, and before it the refused one of bob's
+	// desktop (R-U7).
 	list, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: "portal.launch"})
-	if err != nil || len(list) != 1 || list[0].Principal.Name != "alice" || list[0].HostPool != "desk" || list[0].Outcome != vdibroker.AuditOK {
-		t.Fatalf("audit of the launch: %+v, %v", list, err)
+	if err != nil || len(list) != 2 || list[1].Principal.Name != "alice" || list[1].HostPool != "desk" || list[1].Outcome != vdibroker.AuditOK {
+		t.Fatalf("audit of the launches: %+v, %v", list, err)
+	}
+	if r := list[0]; r.Principal.Name != "alice" || r.Outcome != vdibroker.AuditRefused || r.Target != "portal/resources/desktop:other" ||
+		!strings.Contains(r.Error, "not in alice's feed") {
+		t.Errorf("audit of the refused launch of bob's desktop: %+v", r)
 	}
 }
 
