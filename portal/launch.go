@@ -79,7 +79,7 @@ func (p *Portal) launch(rq *request) {
 	if res == nil {
 		// Audited as a refused launch (R-U7): a signed-in user asking for
 		// what her feed does not offer is worth knowing about.
-		p.audit(ctx, vdibroker.FeedResource{ID: id}, who, ratelimit.ClientAddr(rq.r), nil,
+		p.audit(ctx, vdibroker.FeedResource{ID: id}, who, ratelimit.ClientAddr(rq.r), rq.api.requestID, nil,
 			vdibroker.Errorf(vdibroker.ENotFound, "resource %q is not in %s's feed", id, feed.User), p.clock.Now())
 		p.errorPage(rq.w, rq.r, http.StatusNotFound, "error.badResource")
 		return
@@ -177,12 +177,12 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 	if uerr := p.cfg.Launches.UpdatePortalLaunch(store, l); uerr != nil {
 		p.log.Error("portal: keep a launch's answer", "err", uerr)
 	}
-	p.audit(store, res, who, addr, &ans, err, now)
+	p.audit(store, res, who, addr, api.requestID, &ans, err, now)
 }
 
 // audit records a launch: who opened what, and the session it got or
 // why not.
-func (p *Portal) audit(ctx context.Context, res vdibroker.FeedResource, who *vdibroker.Principal, addr string, ans *vdibroker.ConnectResponse, err error, now time.Time) {
+func (p *Portal) audit(ctx context.Context, res vdibroker.FeedResource, who *vdibroker.Principal, addr, requestID string, ans *vdibroker.ConnectResponse, err error, now time.Time) {
 	if p.cfg.Audit == nil {
 		return
 	}
@@ -190,7 +190,7 @@ func (p *Portal) audit(ctx context.Context, res vdibroker.FeedResource, who *vdi
 	if target == "" {
 		target = "portal/resources/" + res.ID // none in the feed
 	}
-	e := &vdibroker.AuditEntry{Time: now.UTC(), Principal: who.Audit(), RemoteAddr: addr, Action: "portal.launch",
+	e := &vdibroker.AuditEntry{Time: now.UTC(), Principal: who.Audit(), RemoteAddr: addr, RequestID: requestID, Action: "portal.launch",
 		Target: target, HostPool: res.HostPool, Outcome: vdibroker.AuditOK}
 	if err != nil {
 		e.Outcome, e.Error = vdibroker.AuditRefused, vdibroker.Cut(vdibroker.ErrorCode(err)+": "+vdibroker.ErrorMessage(err), vdibroker.MaxAuditField)

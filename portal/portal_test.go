@@ -37,9 +37,11 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 		t.Errorf("alice's page lists bob's desktop")
 	}
 	// Not in her feed: refused, nothing launched.
-	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}}); res.StatusCode != http.StatusNotFound {
+	res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}})
+	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("alice opening bob's desktop: %d, want 404", res.StatusCode)
 	}
+	refusedRequest := res.Header.Get("X-Request-Id")
 	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"nonsense"}}); res.StatusCode != http.StatusBadRequest {
 		t.Errorf("a resource id of no form: %d, want 400", res.StatusCode)
 	}
@@ -79,8 +81,11 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 		t.Fatalf("audit of the launches: %+v, %v", list, err)
 	}
 	if r := list[0]; r.Principal.Name != "alice" || r.Outcome != vdibroker.AuditRefused || r.Target != "portal/resources/desktop:other" ||
-		!strings.Contains(r.Error, "not in alice's feed") {
-		t.Errorf("audit of the refused launch of bob's desktop: %+v", r)
+		!strings.Contains(r.Error, "not in alice's feed") || refusedRequest == "" || r.RequestID != refusedRequest {
+		t.Errorf("audit of the refused launch of bob's desktop (request %q): %+v", refusedRequest, r)
+	}
+	if list[1].RequestID == "" {
+		t.Errorf("the launch's audit entry names no request")
 	}
 }
 
