@@ -57,8 +57,13 @@ func TestActionCreatePool(t *testing.T) {
 	csrf := b.csrf("/")
 	wantContains(t, b.get("/"), `id="create-pool-form"`)
 
-	// Without the CSRF token nothing is created.
+	// Without the CSRF token nothing is created, and the refusal is
+	// audited (bounded, as a refused sign-in).
 	wantStatus(t, b.post("/pools", url.Values{"name": {"nocsrf"}}), http.StatusForbidden)
+	if l, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "form"}); err != nil || len(l) != 1 || l[0].Target != "console/csrf" ||
+		l[0].Outcome != vdibroker.AuditRefused || !strings.HasPrefix(l[0].Error, "POST /pools: ") {
+		t.Errorf("the refused form's audit: %+v, %v", l, err)
+	}
 	a := b.post("/pools", url.Values{"csrf": {csrf}, "name": {"pool-new"}, "hostPoolType": {"Pooled"},
 		"loadBalancerType": {"DepthFirst"}, "maxSessionLimit": {"6"}, "friendlyName": {"Finance"}})
 	wantStatus(t, a, http.StatusSeeOther)

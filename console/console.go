@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/ratelimit"
 	"github.com/vdibroker/vdibroker/internal/webguard"
 	"github.com/vdibroker/vdibroker/websession"
 )
@@ -78,6 +79,10 @@ type Config struct {
 	// Outage, when set, says whether the broker's store is down (nil
 	// while it is up): every page's header then says so (R-OUT1).
 	Outage func() *Outage
+	// Refusals records a signed-in form refused by its CSRF or same-site
+	// check (nil: not recorded); single sign-on's refusals have their own
+	// (OIDCConfig.Refusals).
+	Refusals Refusals
 }
 
 // Outage is a store outage as the console's header shows it. Reason is
@@ -100,16 +105,18 @@ type Console struct {
 	outage func() *Outage
 	// secureCookies: see Config.SecureCookies.
 	secureCookies bool
-	log           *slog.Logger
-	now           func() time.Time
-	rand          io.Reader
-	ttl           time.Duration
-	refresh       int
-	pages         map[string]*template.Template
-	mux           *routeMux
-	history       *history
-	hostHist      *hostHistory
-	interval      time.Duration
+	// refusals is Config.Refusals.
+	refusals Refusals
+	log      *slog.Logger
+	now      func() time.Time
+	rand     io.Reader
+	ttl      time.Duration
+	refresh  int
+	pages    map[string]*template.Template
+	mux      *routeMux
+	history  *history
+	hostHist *hostHistory
+	interval time.Duration
 	// schema is the host pool settings table the settings form is made
 	// of (vdibroker.PoolFields).
 	schema []vdibroker.Field
@@ -151,6 +158,7 @@ func New(cfg Config) *Console {
 		store:         cfg.Store,
 		outage:        cfg.Outage,
 		secureCookies: cfg.SecureCookies,
+		refusals:      cfg.Refusals,
 		log:           cfg.Logger,
 		now:           cfg.Now,
 		rand:          cfg.Rand,
@@ -271,6 +279,12 @@ func (c *Console) signedIn(h func(*request)) http.HandlerFunc {
 		}
 		if r.Method != http.MethodGet {
 			if !webguard.SameOrigin(r) || !webguard.Equal(r.PostFormValue("csrf"), sess.CSRF) {
+				// Recorded as the portal's are (bounded): a forged form is
+				// what it catches.
+				if c.refusals != nil {
+					c.refusals.Refused(r.Context(), "console/csrf", ratelimit.ClientAddr(r),
+						vdibroker.Cut(r.Method+" "+r.URL.Path+": the form lacks this sign-in's CSRF token or comes from another site", vdibroker.MaxAuditField))
+				}
 				c.errorPage(w, r, http.StatusForbidden, "The form was stale or came from another site (CSRF check failed). Reload the page and try again.")
 				return
 			}

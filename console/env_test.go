@@ -53,7 +53,7 @@ func newEnvWith(t *testing.T, adjust func(*console.Config)) *env {
 	t.Cleanup(func() { st.Close() })
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken})
 	t.Cleanup(func() { srv.Close() })
-	cfg := console.Config{API: srv.Handler(), Store: st, Sessions: st}
+	cfg := console.Config{API: srv.Handler(), Store: st, Sessions: st, Refusals: &console.AuditRefusals{Audit: srv.Broker}}
 	if adjust != nil {
 		adjust(&cfg)
 	}

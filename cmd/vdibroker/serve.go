@@ -201,6 +201,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	guarded := m.broker.Store()
 	health := m.broker.StoreHealth()
 	m.console = console.New(console.Config{API: m.Server.Handler(), Store: guarded, Sessions: guarded, Logger: m.Logger,
+		Refusals:      &console.AuditRefusals{Audit: m.broker, Logger: m.Logger},
 		SecureCookies: strings.HasPrefix(m.Federation.ExternalURL, "https://"),
 		Outage: func() *console.Outage {
 			st := health.Status()
