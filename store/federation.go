@@ -203,6 +203,9 @@ func (t *tx) insertNonce(ctx context.Context, nonce string, expires time.Time) (
 // toward the bound. The nonces themselves are inserted by the
 // placements, each after its session (placementReq).
 func lockCallNonces(ctx context.Context, t *tx, live []*commitReq) error {
+	if !slices.ContainsFunc(live, func(r *commitReq) bool { return r.nonce != nil }) {
+		return nil // the common batch: heartbeats and local connects
+	}
 	byMinute := map[int64][]*commitReq{}
 	for _, r := range live {
 		if r.nonce != nil {
