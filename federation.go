@@ -176,7 +176,40 @@ type FederationStore interface {
 	// MaxNoncesPerMinute nonces in one minute is TooManyRequests for the
 	// whole call, which records none: the table holds a bounded number.
 	UseNonces(ctx context.Context, nonces []string, expires, now time.Time) (fresh []bool, err error)
+
+	// The session directory (R-G1): this pod keeps, for the users it is
+	// the directory pod of, which pods hold their open sessions.
+
+	// RegisterDirectory records, at now, that users (folded names) have
+	// open sessions on pod, as pod's document of generation gen sees its
+	// member pools. With full, users are part of pod's whole list; last
+	// ends that list: pod's entries it did not refresh since now less
+	// DirectoryFullMargin are dropped, and pod is recorded complete at
+	// gen. More than MaxDirectoryEntriesPerPod entries of one pod is
+	// TooManyRequests, and nothing of the call is written.
+	RegisterDirectory(ctx context.Context, pod string, gen int64, users []string, full, last bool, now time.Time) error
+	// LookupDirectory returns the pods holding user's (folded) entries,
+	// and the pods whose whole list is recorded since since, with the
+	// generation it was made at.
+	LookupDirectory(ctx context.Context, user string, since time.Time) (pods []string, complete map[string]int64, err error)
+	// OpenSessionUsers returns the users (folded names) with open
+	// sessions in pools, each once, and the largest session id read;
+	// after, when set, reads only the sessions with a larger id (ids
+	// sort by their creation, NewID).
+	OpenSessionUsers(ctx context.Context, pools []string, after string) (users []string, last string, err error)
 }
+
+// MaxDirectoryUsers bounds the users of one PodDirectoryRequest.
+const MaxDirectoryUsers = 10000
+
+// MaxDirectoryEntriesPerPod bounds the directory entries one pod keeps
+// for another: a pod at Horizon's limit carries 250,000 sessions.
+const MaxDirectoryEntriesPerPod = 300000
+
+// DirectoryFullMargin is how much older than a whole list's last part an
+// entry must be for that list to drop it: a session registered while the
+// list was being read and sent stays.
+const DirectoryFullMargin = time.Minute
 
 // MaxNoncesPerMinute bounds the pod-to-pod calls a pod takes a minute
 // (1,000 a second), and so the nonces it keeps.
@@ -272,6 +305,13 @@ type FederationService interface {
 	// replay (FederationStore.UseNonces, whose commit it shares with
 	// the calls verified at the same time).
 	UseNonce(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error)
+	// PodRegister records a peer's users with open sessions (pod is the
+	// caller's verified name), for the users this pod is the directory
+	// pod of (R-G1).
+	PodRegister(ctx context.Context, pod string, req PodDirectoryRequest) error
+	// PodLookup answers which pods hold a user's open sessions, as far
+	// as this pod's directory knows.
+	PodLookup(ctx context.Context, req PodLookupRequest) (*PodLookup, error)
 }
 
 // PodClient calls a peer pod over the signed pod-to-pod API (R-G5). The
@@ -280,6 +320,8 @@ type PodClient interface {
 	Loads(ctx context.Context, pod Pod) (*PodLoads, error)
 	Sessions(ctx context.Context, pod Pod, req PodSessionsRequest) ([]*UserSession, error)
 	Connect(ctx context.Context, pod Pod, req PodConnectRequest) (*ConnectAnswer, error)
+	Register(ctx context.Context, pod Pod, req PodDirectoryRequest) error
+	Lookup(ctx context.Context, pod Pod, req PodLookupRequest) (*PodLookup, error)
 }
 
 // GlobalConnectRequest is the body of POST
@@ -310,6 +352,17 @@ type FederationStatus struct {
 	// Warnings name the global entitlements that entitle everyone for
 	// naming nobody (R-E9).
 	Warnings []string `json:"warnings,omitempty"`
+	// Directory is this pod's registration of its sessions at their
+	// directory pods (R-G1).
+	Directory DirectoryStatus `json:"directory"`
+}
+
+// DirectoryStatus says whether every pod holds this pod's whole list of
+// users with open sessions at the document's generation (Behind false),
+// and when it was last sent.
+type DirectoryStatus struct {
+	Behind   bool       `json:"behind"`
+	LastFull *time.Time `json:"lastFull,omitempty"`
 }
 
 // PeerStatus is what this pod knows of a peer from its last calls.
@@ -385,6 +438,33 @@ type PodLoads struct {
 	Site       string      `json:"site"`
 	Generation int64       `json:"generation"`
 	Pools      []PoolFacts `json:"pools"`
+	// DirectoryBehind: some of this pod's sessions may be missing from
+	// their directory pods (a registration failed, or no whole list was
+	// sent yet at Generation): a global connect asks this pod itself.
+	DirectoryBehind bool `json:"directoryBehind,omitempty"`
+}
+
+// PodDirectoryRequest registers users with open sessions on the calling
+// pod at their directory pod (R-G1): those its pools made, or part of its
+// whole list (Full, Last on the list's last part).
+type PodDirectoryRequest struct {
+	Generation int64    `json:"generation"`
+	Users      []string `json:"users"`
+	Full       bool     `json:"full,omitempty"`
+	Last       bool     `json:"last,omitempty"`
+}
+
+// PodLookupRequest asks a directory pod where a user has open sessions.
+type PodLookupRequest struct {
+	User string `json:"user"`
+}
+
+// PodLookup is a directory pod's answer: the pods holding the user's
+// entries, and the pods whose whole list it holds, fresh, with that
+// list's generation. A pod missing from Complete must be asked itself.
+type PodLookup struct {
+	Pods     []string         `json:"pods"`
+	Complete map[string]int64 `json:"complete"`
 }
 
 // PodSessionsRequest asks for a user's open sessions in some pools, or
@@ -415,6 +495,10 @@ type PodConnectRequest struct {
 	// Application, for a global application entitlement, is the
 	// application the pool publishes (R-E9).
 	Application string `json:"application,omitempty"`
+	// Existing: the connect is for the user's session the caller found
+	// in that pool (R-G1); a new session is registered at the user's
+	// directory pod only once it is made.
+	Existing bool `json:"existing,omitempty"`
 }
 
 // GlobalDecision is the record of a global connect (the "decision" of its

@@ -16,3 +16,13 @@ const SessionsPath = "/api/v1/pod/sessions"
 // a pool of this pod through its own connect path (a pool connect's
 // answer; 201 when a session was made).
 const ConnectPath = "/api/v1/pod/connect"
+
+// DirectoryPath is POST vdibroker.PodDirectoryRequest: register the
+// calling pod's users with open sessions at their directory pod (R-G1);
+// 204.
+const DirectoryPath = "/api/v1/pod/directory"
+
+// LookupPath is POST vdibroker.PodLookupRequest: which pods hold the
+// user's open sessions, as this pod's directory knows
+// (vdibroker.PodLookup).
+const LookupPath = "/api/v1/pod/directory/lookup"

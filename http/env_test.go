@@ -44,6 +44,10 @@ type env struct {
 	// ticks has one channel per replica, told (without blocking) each time
 	// its maintenance tick ends (waitTicks).
 	ticks []chan struct{}
+	// calls counts a pod's pod-to-pod calls by peer URL and path
+	// (fedPods).
+	calls *callCounter
+	down  func() // closes a pod's HTTP server (fedPods)
 }
 
 // waitTicks waits until replica i has ended n maintenance ticks that began

@@ -42,6 +42,8 @@ func (s *Server) federationRoutes() {
 	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads, podRead))
 	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions, podRead))
 	s.handle("POST "+federation.ConnectPath, public, s.podCall(s.podConnect, podHeld))
+	s.handle("POST "+federation.DirectoryPath, public, s.podCall(s.podRegister, podHeld))
+	s.handle("POST "+federation.LookupPath, public, s.podCall(s.podLookup, podRead))
 }
 
 // federated returns the pod's federation service, or NotFound on a broker
@@ -148,7 +150,7 @@ const (
 // timestamp and nonce: a missing or wrong one, or a replay, is
 // Unauthenticated) and passes the body on; a held nonce rides in the
 // request's context (vdibroker.WithCallNonce).
-func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error, kind int) func(nethttp.ResponseWriter, *nethttp.Request) error {
+func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error, kind int) func(nethttp.ResponseWriter, *nethttp.Request) error {
 	verify := func(v *federation.Verifier, ctx context.Context, get func(string) string, method, path string, body []byte) (string, *vdibroker.CallNonce, error) {
 		pod, err := v.VerifyRead(ctx, get, method, path, body)
 		return pod, nil, err
@@ -179,11 +181,11 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		if doc, err := fed.g.Document(r.Context()); err == nil && doc.Pod(pod) == nil {
 			return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds (generation %d)", pod, fed.g.Pod(), doc.Generation)
 		}
-		return h(w, r, fed, body)
+		return h(w, r, fed, pod, body)
 	}
 }
 
-func (s *Server) podLoads(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, _ []byte) error {
+func (s *Server) podLoads(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, _ string, _ []byte) error {
 	resp, err := fed.g.PodLoads(r.Context())
 	if err != nil {
 		return err
@@ -192,7 +194,7 @@ func (s *Server) podLoads(w nethttp.ResponseWriter, r *nethttp.Request, fed *fed
 	return nil
 }
 
-func (s *Server) podSessions(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error {
+func (s *Server) podSessions(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, _ string, body []byte) error {
 	var req vdibroker.PodSessionsRequest
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
 		return err
@@ -205,7 +207,7 @@ func (s *Server) podSessions(w nethttp.ResponseWriter, r *nethttp.Request, fed *
 	return nil
 }
 
-func (s *Server) podConnect(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, body []byte) error {
+func (s *Server) podConnect(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, _ string, body []byte) error {
 	var req vdibroker.PodConnectRequest
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
 		return err
@@ -218,6 +220,40 @@ func (s *Server) podConnect(w nethttp.ResponseWriter, r *nethttp.Request, fed *f
 		return rerr // a replay (or no way to tell): nothing is answered
 	}
 	return writeConnect(w, a, err)
+}
+
+// podRegister records the calling pod's users with open sessions (R-G1):
+// the pod is the one the signature names, never the body's word. Its
+// nonce is recorded in the registration's transaction (the store's
+// RegisterDirectory), or on its own when nothing was registered, so a
+// replayed whole list cannot drop entries registered since.
+func (s *Server) podRegister(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error {
+	var req vdibroker.PodDirectoryRequest
+	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	err := fed.g.PodRegister(r.Context(), pod, req)
+	if rerr := recordNonce(r.Context(), fed); rerr != nil {
+		return rerr // a replay (or no way to tell): nothing is answered
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(nethttp.StatusNoContent)
+	return nil
+}
+
+func (s *Server) podLookup(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, _ string, body []byte) error {
+	var req vdibroker.PodLookupRequest
+	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	resp, err := fed.g.PodLookup(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, resp)
+	return nil
 }
 
 // recordNonce records the call's held nonce unless its placement's commit
@@ -355,6 +391,20 @@ func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req vdibroke
 	}
 	out.Created = status == nethttp.StatusCreated
 	return &out, nil
+}
+
+// Register registers this pod's users with open sessions at directory
+// pod pod (R-G1).
+func (c *PodClient) Register(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDirectoryRequest) error {
+	_, err := c.call(ctx, pod, "POST", federation.DirectoryPath, req, nil)
+	return err
+}
+
+// Lookup asks directory pod pod where the user has open sessions.
+func (c *PodClient) Lookup(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodLookupRequest) (*vdibroker.PodLookup, error) {
+	var out vdibroker.PodLookup
+	_, err := c.call(ctx, pod, "POST", federation.LookupPath, req, &out)
+	return resultOrNil(&out, err)
 }
 
 // GlobalConnectResult is a global connect's answer.

@@ -53,6 +53,7 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 			site = "s1"
 		}
 		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
+		calls := &callCounter{n: map[string]int{}}
 		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: name, Site: site,
 			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret), OneProcessStore: true})
 		ts := httptest.NewUnstartedServer(srv.Handler())
@@ -64,11 +65,13 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		} else {
 			ts.Start()
 		}
+		calls.rt = peers.HTTPClient.Transport
+		peers.HTTPClient.Transport = calls
 		t.Cleanup(func() { ts.Close(); srv.Close(); st.Close() })
 		admin := vhttp.NewClient(ts.URL, adminToken)
 		admin.HTTPClient = ts.Client()
 		e := &env{t: t, store: st, clock: &clock{}, srvs: []*testserver.Server{srv}, urls: []string{ts.URL},
-			admin: admin, agents: map[string]string{}}
+			admin: admin, agents: map[string]string{}, calls: calls, down: ts.Close}
 		pool := "office-" + name
 		e.pool(pool, map[string]any{"maxSessionLimit": limit})
 		e.addHosts(pool, name+"-h", hosts)
@@ -84,6 +87,29 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		}
 	}
 	return envs
+}
+
+// callCounter counts the calls through it by URL (host and path).
+type callCounter struct {
+	rt nethttp.RoundTripper
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounter) RoundTrip(r *nethttp.Request) (*nethttp.Response, error) {
+	c.mu.Lock()
+	c.n[r.URL.Scheme+"://"+r.URL.Host+r.URL.Path]++
+	c.mu.Unlock()
+	return c.rt.RoundTrip(r)
+}
+
+// take returns the counts since the last take.
+func (c *callCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
 }
 
 // TestGlobalConnectConcurrent: users connect at once through every pod;

@@ -66,6 +66,9 @@ const (
 	OpPutFederation             = "PutFederation"
 	OpOpenSessionsOfUsers       = "OpenSessionsOfUsers"
 	OpUseNonces                 = "UseNonces"
+	OpRegisterDirectory         = "RegisterDirectory"
+	OpLookupDirectory           = "LookupDirectory"
+	OpOpenSessionUsers          = "OpenSessionUsers"
 	OpSetPowerState             = "SetPowerState"
 	OpSetAutoscaleDrain         = "SetAutoscaleDrain"
 	OpPutScalingPlan            = "PutScalingPlan"
@@ -452,6 +455,31 @@ func (s *Store) UseNonces(ctx context.Context, nonces []string, expires time.Tim
 		return err
 	})
 	return r0, err
+}
+
+// RegisterDirectory runs the wrapped store's RegisterDirectory through the hook.
+func (s *Store) RegisterDirectory(ctx context.Context, pod string, gen int64, users []string, full bool, last bool, now time.Time) error {
+	return s.hook(ctx, OpRegisterDirectory, func(ctx context.Context) error {
+		return s.inner.RegisterDirectory(ctx, pod, gen, users, full, last, now)
+	})
+}
+
+// LookupDirectory runs the wrapped store's LookupDirectory through the hook.
+func (s *Store) LookupDirectory(ctx context.Context, user string, since time.Time) (r0 []string, r1 map[string]int64, err error) {
+	err = s.hook(ctx, OpLookupDirectory, func(ctx context.Context) (err error) {
+		r0, r1, err = s.inner.LookupDirectory(ctx, user, since)
+		return err
+	})
+	return r0, r1, err
+}
+
+// OpenSessionUsers runs the wrapped store's OpenSessionUsers through the hook.
+func (s *Store) OpenSessionUsers(ctx context.Context, pools []string, after string) (r0 []string, r1 string, err error) {
+	err = s.hook(ctx, OpOpenSessionUsers, func(ctx context.Context) (err error) {
+		r0, r1, err = s.inner.OpenSessionUsers(ctx, pools, after)
+		return err
+	})
+	return r0, r1, err
 }
 
 // SetPowerState runs the wrapped store's SetPowerState through the hook.

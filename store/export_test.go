@@ -584,3 +584,11 @@ func (s *DB) LogonIndexes(ctx context.Context) ([]string, error) {
 	slices.Sort(names)
 	return slices.Compact(names), nil
 }
+
+// SetMaxDirectoryEntries lowers vdibroker.MaxDirectoryEntriesPerPod for a
+// test; the returned func restores it.
+func SetMaxDirectoryEntries(n int64) func() {
+	old := maxDirectoryEntries
+	maxDirectoryEntries = n
+	return func() { maxDirectoryEntries = old }
+}

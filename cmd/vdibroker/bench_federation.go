@@ -132,6 +132,12 @@ type FederationSize struct {
 	// operation; BytesPerConnect their bytes.
 	CallsPerConnect map[string]float64 `json:"callsPerConnect"`
 	BytesPerConnect float64            `json:"bytesPerConnect"`
+	// Directory is how long after the document was put every pod's whole
+	// list of sessions was at their directory pods (R-G1); the phases
+	// start after it, as a pod runs (a new document is a rare event),
+	// and DirectoryCPU is the process's CPU in that time.
+	Directory    time.Duration `json:"directoryNanos"`
+	DirectoryCPU time.Duration `json:"directoryCPUNanos"`
 }
 
 // PhaseFigures are one kind of connect's figures over a size's rounds.
@@ -195,9 +201,20 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 	var sizes []FederationSize
 	for gen, size := range opt.pods {
 		members := pods[:size]
+		cpu, t0 := cputime.Process(), time.Now()
 		if err := putBenchDocument(ctx, members, gen+1); err != nil {
 			return err
 		}
+		if err := waitDirectories(ctx, members); err != nil {
+			return err
+		}
+		dirTook, dirCPU := time.Since(t0), cputime.Process()-cpu
+		// The peers' load summaries the entry pod cached while their
+		// lists were on their way say so until they expire: it asks
+		// those pods themselves meanwhile (R-G1), as it would after any
+		// new document, until the load TTL (3s) has passed.
+		time.Sleep(3 * time.Second)
+		logf("%d pods: every whole list at its directory pods %s after the document (CPU %s)", size, dirTook.Round(time.Millisecond), dirCPU.Round(time.Millisecond))
 		entry := members[0]
 		base := loadgen.Config{Server: entry.url, Token: entry.m.AdminToken, Connects: opt.connects, Concurrency: opt.concurrency, Timeout: time.Minute}
 		// Warm up: the entry pod's caches of the document and the
@@ -207,7 +224,8 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 		if _, err := loadgen.GlobalConnect(ctx, warm, fedBenchEntitlement); err != nil {
 			return err
 		}
-		fs := FederationSize{Pods: size, Sites: min(size, opt.sites), Sessions: perPod * size, CallsPerConnect: map[string]float64{}}
+		fs := FederationSize{Pods: size, Sites: min(size, opt.sites), Sessions: perPod * size, CallsPerConnect: map[string]float64{},
+			Directory: dirTook, DirectoryCPU: dirCPU}
 		var local, global []*loadgen.Result
 		var localCPU, globalCPU time.Duration
 		var calls map[string]int64
@@ -307,6 +325,11 @@ func writeFederationTable(w io.Writer, sizes []FederationSize, opt benchFederati
 			fmt.Sprintf("%.2f / %.2f", ratioOf(s.Global.P50, s.Local.P50), ratioOf(s.Global.P99, s.Local.P99)),
 			fmtMs(s.Local.CPU)+" / "+fmtMs(s.Global.CPU),
 			fmt.Sprintf("%.1f (%s)", total, strings.Join(ops, ", ")), s.BytesPerConnect, errs)
+	}
+	fmt.Fprintln(w)
+	for _, s := range sizes {
+		fmt.Fprintf(w, "%d pods: every pod's whole list of sessions at the directory pods %s after the document was put (CPU %s); the connects ran after it\n",
+			s.Pods, s.Directory.Round(time.Millisecond), s.DirectoryCPU.Round(time.Millisecond))
 	}
 	last := sizes[len(sizes)-1]
 	verdict := "PASS"
@@ -414,6 +437,30 @@ func seedBenchPod(ctx context.Context, p *fedBenchPod, hosts, perPod int) error 
 	}
 	if res.OK != perPod {
 		return fmt.Errorf("pod %s: %d of %d seeding connects failed: %+v", p.name, perPod-res.OK, perPod, res.Errors)
+	}
+	return nil
+}
+
+// waitDirectories waits until every pod has sent its whole list of
+// sessions to their directory pods at the document it holds (R-G1).
+func waitDirectories(ctx context.Context, pods []*fedBenchPod) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, p := range pods {
+		for {
+			st, err := p.api.GetFederation(ctx)
+			if err != nil {
+				return fmt.Errorf("pod %s: federation status: %w", p.name, err)
+			}
+			if !st.Directory.Behind {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("pod %s: its session directory entries are still behind: %w", p.name, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 	}
 	return nil
 }

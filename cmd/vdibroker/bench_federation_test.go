@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/vdibroker/vdibroker/federation"
 	"io"
 	"testing"
 	"time"
@@ -11,14 +12,18 @@ import (
 )
 
 // TestBenchFederation runs bench federation at its smallest (pods of 2
-// and 3, a few sessions and connects) and checks the report: each size's
+// and 5, a few sessions and connects) and checks the report: each size's
 // connects all answered, and the pod-to-pod calls counted as the global
-// connect makes them: R-G1 asks every other pod in scope (AllSites) for
-// the user's sessions, at most one call per global connect (concurrent
-// ones share calls). Not how fast anything is.
+// connect makes them. With 2 pods, R-G1 asks every other pod in scope
+// (AllSites) for the user's sessions, at most one call per global
+// connect (concurrent ones share calls). With 5, the pods keep a session
+// directory (serve runs its passes): each global connect looks the user
+// up at their directory pod (a call unless it is the entry pod), and no
+// pod is asked for sessions, every pod's whole list being at its
+// directory pods before the connects. Not how fast anything is.
 func TestBenchFederation(t *testing.T) {
 	var out bytes.Buffer
-	opt := benchFederationOptions{pods: []int{2, 3}, sites: 15, sessions: 30, hostsPerPod: 2, connects: 12, rounds: 1,
+	opt := benchFederationOptions{pods: []int{2, 5}, sites: 15, sessions: 50, hostsPerPod: 2, connects: 12, rounds: 1,
 		concurrency: 3, podTimeout: 5 * time.Second, output: "json"}
 	if err := runBenchFederation(t.Context(), opt, &out, io.Discard); err != nil {
 		t.Fatal(err)
@@ -38,10 +43,14 @@ func TestBenchFederation(t *testing.T) {
 		if s.Local.Connects != 12 || s.Global.Connects != 12 || s.Local.Errors+s.Global.Errors != 0 {
 			t.Errorf("%d pods: connects %+v %+v; want 12 each, no errors", want, s.Local, s.Global)
 		}
-		// Each other pod is asked about every user; concurrent connects'
-		// look-ups share calls, so at most one call per pod each.
-		if got := s.CallsPerConnect["sessions"]; got <= 0 || got > float64(want-1) {
+		switch got := s.CallsPerConnect["sessions"]; {
+		case want < federation.DirectoryMinPods && (got <= 0 || got > float64(want-1)):
+			// Each other pod is asked about every user; concurrent
+			// connects' look-ups share calls, so at most one call per
+			// pod each.
 			t.Errorf("%d pods: %.2f sessions calls per global connect, want more than 0 and at most %d (every other pod, R-G1)", want, got, want-1)
+		case want >= federation.DirectoryMinPods && (got != 0 || s.CallsPerConnect["lookup"] < 0.5 || s.Directory <= 0):
+			t.Errorf("%d pods: calls per global connect %v, whole lists in %s; want no sessions call, a look-up at most connects, the lists' time measured", want, s.CallsPerConnect, s.Directory)
 		}
 		if s.BytesPerConnect <= 0 || s.Global.P50 <= 0 || s.Local.P99 <= 0 {
 			t.Errorf("%d pods: bytes %.0f, global p50 %s, pool p99 %s: want them measured", want, s.BytesPerConnect, s.Global.P50, s.Local.P99)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -119,6 +120,25 @@ func (f *FederationFlags) federation(svc *broker.Service, apps global.Applicatio
 		ObserveConnect: metrics.ObserveGlobalConnect,
 		ObservePodCall: metrics.ObservePodCall,
 	})
+}
+
+// startDirectory runs the pod's session directory passes (R-G1) until the
+// returned stop is called; a broker that is not a pod runs none.
+func startDirectory(fs vdibroker.FederationService) (stop func()) {
+	g, ok := fs.(*global.Service)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.RunDirectory(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // registry adds the federation metrics to reg.

@@ -106,6 +106,7 @@ type Main struct {
 	unlockDir  func()
 	// stopAutoscale stops the autoscaler and waits for it (nil: none).
 	stopAutoscale func()
+	stopDirectory func() // the federation's session directory passes (R-G1)
 }
 
 // Open opens the store, loads or creates the admin token and starts serving.
@@ -180,6 +181,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	ents := entitlement.New(entitlement.Config{Store: m.broker.Store(), Connect: m.broker, Logger: m.Logger, Pod: m.Federation.PodName != ""})
 	services.Connect, services.Entitlements = ents, ents
 	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
+	m.stopDirectory = startDirectory(services.Federation)
+	undo = append(undo, m.stopDirectory)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
 		OneProcessStore: storeKind(m.Database) == "sqlite", // its data dir's lock keeps it to this process
 		AdminTokenHash:  adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider})
@@ -351,6 +354,9 @@ func (m *Main) Close() error {
 	errs = append(errs, m.Gateway.close())
 	if m.stopAutoscale != nil {
 		m.stopAutoscale()
+	}
+	if m.stopDirectory != nil {
+		m.stopDirectory()
 	}
 	if m.broker != nil {
 		errs = append(errs, m.broker.Close())

@@ -83,6 +83,7 @@ type Service struct {
 	docAt time.Time
 
 	nonces  nonceBatcher
+	dir     directory
 	lookups map[string]*lookupQueue // R-G1 look-ups by peer and pools, under mu
 }
 
@@ -105,7 +106,7 @@ func New(cfg Config) *Service {
 		clk = clock.RealClock{}
 	}
 	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{},
-		lookups: map[string]*lookupQueue{}}
+		lookups: map[string]*lookupQueue{}, dir: directory{sent: map[string]time.Time{}}}
 }
 
 // Pod is this pod's name.
@@ -189,7 +190,7 @@ func (g *Service) Status(ctx context.Context) (*vdibroker.FederationStatus, erro
 	}
 	wg.Wait()
 	st := &vdibroker.FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []vdibroker.PeerStatus{},
-		Warnings: doc.EveryoneWarnings()}
+		Warnings: doc.EveryoneWarnings(), Directory: g.directoryStatus(doc)}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range doc.Pods {
@@ -214,7 +215,7 @@ func (g *Service) Entitlements(ctx context.Context, name string) ([]vdibroker.En
 	if err != nil {
 		return nil, err
 	}
-	states := g.gather(ctx, doc, doc.Pods, "", false, nil)
+	states := g.gather(ctx, doc, doc.Pods, "", false, nil, nil)
 	out := []vdibroker.EntitlementView{}
 	for _, ge := range doc.GlobalEntitlements {
 		if name != "" && ge.Name != name {
@@ -303,7 +304,10 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 
 	start, _ := federation.StartSite(doc, ge, req.User, req.Groups, g.cfg.Pod)
 	scope := federation.Scope(doc, ge, g.cfg.Pod, start)
-	states := g.gather(ctx, doc, scope, req.User, true, ge)
+	// R-G1 through the session directory: only the pods it names, or
+	// cannot vouch for, are asked for the user's sessions.
+	ask, _ := g.lookup(ctx, doc, req.User)
+	states := g.gather(ctx, doc, scope, req.User, true, ge, ask)
 	in := federation.Input{Doc: doc, Entitlement: ge, ConnectedPod: g.cfg.Pod, User: req.User, Groups: req.Groups,
 		Pods: map[string]federation.PodState{}}
 	for pod, st := range states {
@@ -318,7 +322,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 			continue
 		}
 		c := vdibroker.MemberCandidate{Pod: p.Name, HostPool: firstMember(ge, p.Name, st.sessions)}
-		ans, err := g.try(ctx, doc, ge, c, req)
+		ans, err := g.try(ctx, doc, ge, c, req, true)
 		if err == nil {
 			d.ExistingSession = &c
 			return g.answer(d, c, doc, ans), nil
@@ -335,7 +339,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	for len(cands) > 0 {
 		c := cands[0]
 		cands = cands[1:]
-		ans, err := g.try(ctx, doc, ge, c, req)
+		ans, err := g.try(ctx, doc, ge, c, req, false)
 		if err == nil {
 			if ans.Created {
 				g.placed(c.Pod, c.HostPool)
@@ -365,25 +369,42 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 
 // try connects the user into candidate c: this pod's own connect path, or
 // the pod-to-pod connect of c's pod.
-func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest) (*vdibroker.ConnectAnswer, error) {
+func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest, existing bool) (*vdibroker.ConnectAnswer, error) {
 	if c.Pod == g.cfg.Pod {
-		return g.connectMember(ctx, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+		return g.connectMember(ctx, doc, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, existing)
 	}
 	return g.callConnect(ctx, *doc.Pod(c.Pod), vdibroker.PodConnectRequest{
-		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun, Application: ge.Application})
+		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun, Application: ge.Application, Existing: existing})
 }
 
 // connectMember connects a user into pool, a member of ge on this pod:
 // its desktop, or for a global application entitlement the application
 // (R-E9).
-func (g *Service) connectMember(ctx context.Context, ge *vdibroker.GlobalEntitlement, pool string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error) {
-	if ge != nil && ge.IsApplication() {
-		if g.cfg.Applications == nil {
-			return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %s publishes no applications", g.cfg.Pod)
-		}
-		return g.cfg.Applications.ConnectPoolApplication(ctx, pool, ge.Application, req)
+// A session it makes is registered at the user's directory pod before
+// it is answered (startRegister).
+// existing says the connect is for the user's existing session (R-G1),
+// which needs no registration.
+func (g *Service) connectMember(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, pool string, req vdibroker.ConnectRequest, existing bool) (a *vdibroker.ConnectAnswer, err error) {
+	register := federation.UsesDirectory(doc)
+	if register && !req.DryRun && !existing {
+		// The common case, a new session: registered beside its
+		// placement, not after it.
+		done := g.startRegister(ctx, doc, req.User)
+		defer func() { done(err == nil && a.Created) }()
+		register = false
 	}
-	return g.cfg.Connect.Connect(ctx, pool, req, "")
+	switch {
+	case ge != nil && ge.IsApplication() && g.cfg.Applications == nil:
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %s publishes no applications", g.cfg.Pod)
+	case ge != nil && ge.IsApplication():
+		a, err = g.cfg.Applications.ConnectPoolApplication(ctx, pool, ge.Application, req)
+	default:
+		a, err = g.cfg.Connect.Connect(ctx, pool, req, "")
+	}
+	if register && err == nil && a.Created {
+		g.startRegister(ctx, doc, req.User)(true) // the session it was for had ended
+	}
+	return a, err
 }
 
 // errNotPlaced reports a pool's refusal to take the session (it answered;

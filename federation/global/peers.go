@@ -35,8 +35,10 @@ type podState struct {
 // gather asks every pod of pods, in parallel, for its member pools' facts
 // (peers: from the cache when fresh; this pod: its pools of ge, or all its
 // member pools without ge) and, when sessions is set, for the user's
-// sessions in its member pools of ge. A peer that fails is named with why.
-func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement) map[string]podState {
+// sessions in its member pools of ge: a peer only if ask names it (nil:
+// every peer) or its load summary says its directory entries are behind.
+// A peer that fails is named with why.
+func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement, ask map[string]bool) map[string]podState {
 	out := make(map[string]podState, len(pods))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -64,7 +66,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 					}
 				}
 			} else {
-				st = g.remoteState(ctx, p, user, pools, sessions)
+				st = g.remoteState(ctx, p, user, pools, sessions, sessions && ask != nil && !ask[p.Name])
 			}
 			mu.Lock()
 			out[p.Name] = st
@@ -78,12 +80,23 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 // remoteState is gather for one peer: its loads (cached) and the user's
 // sessions, asked at the same time; a peer known to be unreachable from
 // the last few seconds is not asked again (each connect would otherwise
-// wait out its timeout).
-func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string, pools []string, sessions bool) podState {
+// wait out its timeout). With ifBehind, the sessions are asked only when
+// the loads say the peer's directory entries are behind (R-G1).
+func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string, pools []string, sessions, ifBehind bool) podState {
 	var st podState
 	if e := g.cachedFailure(p.Name); e != nil {
 		st.Err = g.reason(e)
 		return st
+	}
+	if ifBehind {
+		lr, err := g.peerLoads(ctx, p)
+		if err == nil && !lr.DirectoryBehind {
+			st.Pools = map[string]vdibroker.PoolFacts{}
+			for _, f := range lr.Pools {
+				st.Pools[f.HostPool] = f
+			}
+			return st
+		}
 	}
 	var (
 		wg      sync.WaitGroup

@@ -61,6 +61,7 @@ func (g *Service) PodLoads(ctx context.Context) (*vdibroker.PodLoads, error) {
 		return nil, err
 	}
 	resp.Generation, resp.Site = doc.Generation, g.site(doc)
+	resp.DirectoryBehind = g.directoryBehind(doc)
 	members := g.memberPools(doc)
 	facts := g.localFacts(ctx, members)
 	for _, name := range members {
@@ -133,5 +134,5 @@ func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectReques
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q on pod %s has no application %q in host pool %q",
 			req.GlobalEntitlement, g.cfg.Pod, req.Application, req.HostPool)
 	}
-	return g.connectMember(ctx, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun})
+	return g.connectMember(ctx, doc, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, req.Existing)
 }

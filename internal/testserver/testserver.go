@@ -64,6 +64,7 @@ type Server struct {
 	*vhttp.Server
 	Broker       *broker.Service
 	Entitlements *entitlement.Service
+	Federation   *global.Service // nil unless Config.Pod is set
 }
 
 // New returns a server on a new broker service on cfg.Store.
@@ -81,14 +82,16 @@ func New(cfg Config) *Server {
 	// serve wires it.
 	ents := entitlement.New(entitlement.Config{Store: svc.Store(), Connect: svc, Logger: cfg.Logger, Clock: clk, Pod: cfg.Pod != ""})
 	services.Connect, services.Entitlements = ents, ents
+	var fed *global.Service
 	if cfg.Pod != "" {
-		services.Federation = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
+		fed = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
 			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout})
+		services.Federation = fed
 	}
 	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: cfg.FederationSecret, OneProcessStore: cfg.OneProcessStore,
 		Logger: cfg.Logger, Now: cfg.Now,
 		AdminToken: cfg.AdminToken, AgentClientCert: cfg.AgentClientCert, OIDC: cfg.OIDC})
-	return &Server{Server: srv, Broker: svc, Entitlements: ents}
+	return &Server{Server: srv, Broker: svc, Entitlements: ents, Federation: fed}
 }
 
 // Close stops the broker service.

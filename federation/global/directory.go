@@ -1,0 +1,379 @@
+package global
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+)
+
+// The session directory (R-G1). A global connect must find the user's
+// open session in any pod in scope; asking every pod costs a call to each
+// (28.6 calls per global connect at 50 pods). Instead each user has a
+// directory pod (federation.DirectoryPod), and every pod registers there
+// the users with open sessions in its member pools:
+//
+//   - a session a global connect makes, before the connect is answered
+//     (registerCreated);
+//   - any other (a pool connect, the portal, an adopted session), within
+//     a directory pass (DirectoryEvery), which reads the sessions made
+//     since the one before;
+//   - all of them, as a whole list to every pod, at each new generation of
+//     the document and every DirectoryFullEvery: the directory pod drops
+//     the entries the list no longer has (ended sessions) and records the
+//     pod complete at that generation.
+//
+// A global connect asks the directory pod, then only the pods it names,
+// and the pods it cannot vouch for: a pod without a fresh whole list at
+// the connect's generation, or whose load summary says a registration of
+// its failed (PodLoads.DirectoryBehind). Without an answer from the
+// directory pod, every pod in scope is asked, as before.
+
+const (
+	// DirectoryEvery is how often a pod registers its new sessions.
+	DirectoryEvery = time.Second
+	// DirectoryFullEvery is how often a pod sends its whole list.
+	DirectoryFullEvery = 5 * time.Minute
+	// directoryFresh is how old a pod's whole list may be and still
+	// vouch for it: a pod that stopped sending is asked itself.
+	directoryFresh = 3 * DirectoryFullEvery
+	// directoryLookback is how far before the last pass a pass reads
+	// again: a session's id is made before its commit.
+	directoryLookback = 2 * time.Second
+	// directorySentFor is how long a registered user is not sent again.
+	directorySentFor = directoryLookback + 2*DirectoryEvery
+	// directoryRetry is how long a pod behind waits before it sends its
+	// whole list again: connects ask it itself meanwhile.
+	directoryRetry = 10 * time.Second
+)
+
+// directory is this pod's side of registering (one per Service, under
+// its own lock).
+type directory struct {
+	mu      sync.Mutex
+	gen     int64     // the generation of the last whole list every pod took
+	fullAt  time.Time // when it was sent
+	passAt  time.Time // the last pass's start
+	behind  bool      // a registration failed since that whole list
+	fails   int       // registrations failed, ever
+	failAt  time.Time // the last one
+	sent    map[string]time.Time
+	running sync.Mutex // one pass at a time
+}
+
+// directoryBehind reports whether some session of this pod may be missing
+// from its directory pod at doc's generation (PodLoads.DirectoryBehind).
+func (g *Service) directoryBehind(doc *vdibroker.Federation) bool {
+	if !federation.UsesDirectory(doc) {
+		return false
+	}
+	d := &g.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.behind || d.gen != doc.Generation
+}
+
+// directoryStatus is FederationStatus.Directory.
+func (g *Service) directoryStatus(doc *vdibroker.Federation) vdibroker.DirectoryStatus {
+	d := &g.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := vdibroker.DirectoryStatus{Behind: federation.UsesDirectory(doc) && (d.behind || d.gen != doc.Generation)}
+	if !d.fullAt.IsZero() {
+		at := d.fullAt
+		st.LastFull = &at
+	}
+	return st
+}
+
+// RunDirectory runs a directory pass every DirectoryEvery until ctx ends.
+func (g *Service) RunDirectory(ctx context.Context) {
+	t := time.NewTicker(DirectoryEvery)
+	defer t.Stop()
+	for {
+		if err := g.DirectoryPass(ctx); err != nil && ctx.Err() == nil {
+			g.log.WarnContext(ctx, "session directory: registering this pod's sessions failed; global connects ask this pod itself until it succeeds", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// DirectoryPass registers this pod's sessions: its whole list when the
+// document's generation changed, DirectoryFullEvery passed or a
+// registration failed; else the sessions made since the last pass.
+func (g *Service) DirectoryPass(ctx context.Context) error {
+	d := &g.dir
+	d.running.Lock()
+	defer d.running.Unlock()
+	doc, err := g.Document(ctx)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !federation.UsesDirectory(doc) {
+		return nil
+	}
+	now := g.clock.Now()
+	d.mu.Lock()
+	if d.behind && now.Sub(d.failAt) < directoryRetry {
+		d.mu.Unlock()
+		return nil
+	}
+	fails := d.fails
+	full := d.behind || d.gen != doc.Generation || now.Sub(d.fullAt) >= DirectoryFullEvery
+	after := ""
+	if !full {
+		after = idAt(d.passAt.Add(-directoryLookback))
+	}
+	d.mu.Unlock()
+	users, _, err := g.cfg.Store.OpenSessionUsers(ctx, g.memberPools(doc), after)
+	if err != nil {
+		return g.directoryFailed(err)
+	}
+	if !full {
+		users = g.unsent(users, now)
+	}
+	byPod := map[string][]string{}
+	for _, u := range users {
+		p := federation.DirectoryPod(doc, u)
+		byPod[p] = append(byPod[p], u)
+	}
+	var errs []error
+	if full {
+		for _, p := range doc.Pods { // every pod: an empty list says "none"
+			errs = append(errs, g.sendFull(ctx, doc, p.Name, byPod[p.Name], now))
+		}
+	} else {
+		for p, list := range byPod {
+			errs = append(errs, g.register(ctx, doc, p, vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: list}, now))
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return g.directoryFailed(err)
+		}
+	}
+	d.mu.Lock()
+	d.passAt = now
+	if full {
+		d.gen, d.fullAt = doc.Generation, now
+		// A registration that failed while the list was read and sent
+		// may be missing from it: still behind.
+		d.behind = d.fails != fails
+	}
+	if !full {
+		for _, u := range users {
+			d.sent[u] = now
+		}
+	}
+	d.mu.Unlock()
+	return nil
+}
+
+// sendFull sends pod the whole list of this pod's users it is the
+// directory pod of, read at now, in parts of at most MaxDirectoryUsers.
+// The last part drops the entries pod did not refresh in the minute
+// before it (DirectoryFullMargin), so it must arrive well within a
+// minute of the read: a session registered after the read, and before
+// its pod sent the list, stays.
+func (g *Service) sendFull(ctx context.Context, doc *vdibroker.Federation, pod string, users []string, now time.Time) error {
+	for {
+		part := users[:min(len(users), vdibroker.MaxDirectoryUsers)]
+		users = users[len(part):]
+		req := vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: part, Full: true, Last: len(users) == 0}
+		if took := g.clock.Since(now); req.Last && took > vdibroker.DirectoryFullMargin/2 {
+			return fmt.Errorf("the whole list for pod %s took %s since it was read, more than %s: not sent", pod, took, vdibroker.DirectoryFullMargin/2)
+		}
+		if err := g.register(ctx, doc, pod, req, now); err != nil {
+			return err
+		}
+		if req.Last {
+			return nil
+		}
+	}
+}
+
+// register sends req to directory pod pod (this pod's own store when it
+// is this pod).
+func (g *Service) register(ctx context.Context, doc *vdibroker.Federation, pod string, req vdibroker.PodDirectoryRequest, now time.Time) error {
+	if pod == g.cfg.Pod {
+		// Not the nonce of the call this runs in (a pod connect's is
+		// its placement's to record).
+		ctx = vdibroker.WithCallNonce(ctx, nil)
+		return g.cfg.Store.RegisterDirectory(ctx, pod, req.Generation, req.Users, req.Full, req.Last, now)
+	}
+	p := doc.Pod(pod)
+	if p == nil {
+		return fmt.Errorf("pod %s is not in the document", pod)
+	}
+	if err := g.cachedFailure(pod); err != nil {
+		return fmt.Errorf("register at pod %s: %w", pod, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+	defer cancel()
+	start := g.clock.Now()
+	err := g.cfg.Peers.Register(ctx, *p, req)
+	g.observe(*p, "register", start, err, nil)
+	if err != nil {
+		return fmt.Errorf("register %d users at pod %s: %w", len(req.Users), pod, err)
+	}
+	return nil
+}
+
+// registerUser registers user at their directory pod, so a connect
+// through any pod finds the session a global connect makes in this pod.
+// It runs beside that connect's placement (startRegister) and is waited
+// for before the connect is answered; done says whether a session was
+// made. A failure for a session made marks this pod behind: connects ask
+// it itself until its whole list is through. An entry for a session not
+// made (a refusal) is dropped with the next whole list; until then it
+// costs a connect of that user one call to this pod.
+func (g *Service) startRegister(ctx context.Context, doc *vdibroker.Federation, user string) (done func(created bool)) {
+	key := vdibroker.FoldUser(user)
+	now := g.clock.Now()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- g.register(ctx, doc, federation.DirectoryPod(doc, key), vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: []string{key}}, now)
+	}()
+	return func(created bool) {
+		err := <-errc
+		if !created {
+			return
+		}
+		d := &g.dir
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err != nil {
+			d.behind, d.fails, d.failAt = true, d.fails+1, g.clock.Now()
+			g.log.WarnContext(ctx, "session directory: registering a new session failed; global connects ask this pod itself until its whole list is through", "err", err)
+			return
+		}
+		d.sent[key] = now
+	}
+}
+
+// unsent drops the users registered within directorySentFor, and forgets
+// the older.
+func (g *Service) unsent(users []string, now time.Time) []string {
+	d := &g.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	maps := d.sent
+	for u, at := range maps {
+		if now.Sub(at) >= directorySentFor {
+			delete(maps, u)
+		}
+	}
+	return slices.DeleteFunc(users, func(u string) bool { _, ok := maps[u]; return ok })
+}
+
+func (g *Service) directoryFailed(err error) error {
+	d := &g.dir
+	d.mu.Lock()
+	d.behind, d.fails, d.failAt = true, d.fails+1, g.clock.Now()
+	d.mu.Unlock()
+	return err
+}
+
+// idAt is the smallest session id made at t or later (NewID: its first
+// 12 hex digits are the Unix milliseconds).
+func idAt(t time.Time) string {
+	return fmt.Sprintf("%012x", max(t.UnixMilli(), 0))
+}
+
+// PodRegister is the pod side of federation.DirectoryPath.
+func (g *Service) PodRegister(ctx context.Context, pod string, req vdibroker.PodDirectoryRequest) error {
+	if len(req.Users) > vdibroker.MaxDirectoryUsers {
+		return vdibroker.FieldError("users", "at most %d users, got %d", vdibroker.MaxDirectoryUsers, len(req.Users))
+	}
+	if req.Last && !req.Full {
+		return vdibroker.FieldError("last", "only the last part of a whole list (full) is last")
+	}
+	if req.Generation < 0 {
+		return vdibroker.FieldError("generation", "must be 0 or more, got %d", req.Generation)
+	}
+	// Only a pod of this pod's document registers: without one, any
+	// holder of the secret could name itself anything.
+	if doc, err := g.Document(ctx); err != nil {
+		return err
+	} else if doc.Pod(pod) == nil {
+		return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds", pod, g.cfg.Pod)
+	}
+	keys := make([]string, 0, len(req.Users))
+	for i, u := range req.Users {
+		if err := vdibroker.ValidateUser(fmt.Sprintf("users[%d]", i), u); err != nil {
+			return err
+		}
+		if k := vdibroker.FoldUser(u); !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return g.cfg.Store.RegisterDirectory(ctx, pod, req.Generation, keys, req.Full, req.Last, g.clock.Now())
+}
+
+// PodLookup is the pod side of federation.LookupPath.
+func (g *Service) PodLookup(ctx context.Context, req vdibroker.PodLookupRequest) (*vdibroker.PodLookup, error) {
+	if err := vdibroker.ValidateUser("user", req.User); err != nil {
+		return nil, err
+	}
+	pods, complete, err := g.cfg.Store.LookupDirectory(ctx, vdibroker.FoldUser(req.User), g.clock.Now().Add(-directoryFresh))
+	if err != nil {
+		return nil, err
+	}
+	if pods == nil {
+		pods = []string{}
+	}
+	return &vdibroker.PodLookup{Pods: pods, Complete: complete}, nil
+}
+
+// lookup asks user's directory pod which pods of doc to ask for the
+// user's sessions: ask[pod] for the pods it names or cannot vouch for.
+// ok is false when the directory pod did not answer: every pod is asked.
+func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user string) (ask map[string]bool, ok bool) {
+	if !federation.UsesDirectory(doc) {
+		return nil, false
+	}
+	pod := federation.DirectoryPod(doc, vdibroker.FoldUser(user))
+	var l *vdibroker.PodLookup
+	var err error
+	switch p := doc.Pod(pod); {
+	case pod == g.cfg.Pod:
+		l, err = g.PodLookup(ctx, vdibroker.PodLookupRequest{User: user})
+	case p == nil || g.cachedFailure(pod) != nil:
+		return nil, false
+	default:
+		cctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+		start := g.clock.Now()
+		l, err = g.cfg.Peers.Lookup(cctx, *p, vdibroker.PodLookupRequest{User: user})
+		cancel()
+		g.observe(*p, "lookup", start, err, nil)
+	}
+	if err != nil {
+		// A peer that did not answer is skipped by the connects of the
+		// next seconds (markFailed); one that answered with an error (an
+		// older version without the directory, say) is only not asked.
+		g.markFailed(pod, err)
+		g.log.WarnContext(ctx, "session directory: the directory pod did not answer; asking every pod in scope", "pod", pod, "err", err)
+		return nil, false
+	}
+	ask = map[string]bool{}
+	for _, p := range l.Pods {
+		ask[p] = true
+	}
+	for _, p := range doc.Pods {
+		if gen, ok := l.Complete[p.Name]; !ok || gen != doc.Generation {
+			ask[p.Name] = true
+		}
+	}
+	return ask, true
+}

@@ -1,0 +1,216 @@
+package http_test
+
+import (
+	"context"
+	"fmt"
+	nethttp "net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// directoryPass runs a directory pass on every pod of envs (R-G1).
+func directoryPass(t *testing.T, envs []*env) {
+	t.Helper()
+	for i, e := range envs {
+		if err := e.srvs[0].Federation.DirectoryPass(t.Context()); err != nil {
+			t.Fatalf("pod%d's directory pass: %v", i, err)
+		}
+	}
+}
+
+// sessionCalls is the pods asked for sessions in calls (by pod index).
+func sessionCalls(envs []*env, calls map[string]int) []int {
+	var out []int
+	for i, e := range envs {
+		if calls[e.urls[0]+federation.SessionsPath] > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// userOf returns a user name with prefix whose directory pod is pod.
+func userOf(doc *vdibroker.Federation, prefix, pod string) string {
+	for i := 0; ; i++ {
+		if u := fmt.Sprintf("%s%d", prefix, i); federation.DirectoryPod(doc, u) == pod {
+			return u
+		}
+	}
+}
+
+// TestSessionDirectory_RG1: with five pods, a global connect asks the
+// user's directory pod where their sessions are, and then only the pods
+// it names or cannot vouch for:
+//   - a session made by a pool connect (not a global one) is found once
+//     its pod's directory pass registered it, and no other pod is asked;
+//   - a session a global connect makes is registered before it is
+//     answered: the next connect, through any pod, reconnects to it at
+//     once;
+//   - a pod whose whole list at the document's generation has not
+//     arrived is asked itself;
+//   - without an answer from the directory pod, every pod is asked.
+func TestSessionDirectory_RG1(t *testing.T) {
+	envs := fedPods(t, 5, 1, 20, vdibroker.DistributionNone)
+	ctx := t.Context()
+	// (A pod's status caches its peers' load summaries, which say they
+	// are behind until their passes: pod4's, which asks nobody below.)
+	st, err := envs[4].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := st.Document
+	if !st.Directory.Behind {
+		t.Fatal("before any directory pass, pod4's status says its sessions are at their directory pods")
+	}
+	directoryPass(t, envs)
+	for i, e := range envs {
+		if st, err := e.admin.GetFederation(ctx); err != nil || st.Directory.Behind || st.Directory.LastFull == nil {
+			t.Fatalf("pod%d after its pass: %+v %v; want not behind", i, st.Directory, err)
+		}
+	}
+	take := func() map[string]int {
+		all := map[string]int{}
+		for _, e := range envs {
+			for k, n := range e.calls.take() {
+				all[k] += n
+			}
+		}
+		return all
+	}
+
+	// alice's directory pod is pod2; her session is made on pod3 by a
+	// pool connect.
+	alice := userOf(doc, "alice", "pod2")
+	id := envs[3].mustConnect("office-pod3", alice).SessionID
+	directoryPass(t, envs)
+	take()
+	a, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: alice})
+	if err != nil || !a.Reconnect || a.Pod != "pod3" || a.SessionID != id {
+		t.Fatalf("alice through pod0: %+v %v; want a reconnect to %s on pod3", a, err, id)
+	}
+	calls := take()
+	if got := sessionCalls(envs, calls); len(got) != 1 || got[0] != 3 {
+		t.Errorf("pods asked for alice's sessions: %v; want pod3 alone (the directory named it)", got)
+	}
+	if calls[envs[2].urls[0]+federation.LookupPath] != 1 {
+		t.Errorf("calls %v: want one look-up at pod2, alice's directory pod", calls)
+	}
+
+	// bob (directory pod pod4) connects through pod1: nobody has a
+	// session of his, so no pod is asked; None places him on pod1, which
+	// registers him at pod4 before answering. Through pod3 next, he
+	// reconnects to it, pod1 alone asked.
+	bob := userOf(doc, "bob", "pod4")
+	a, err = envs[1].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: bob})
+	if err != nil || !a.Created || a.Pod != "pod1" {
+		t.Fatalf("bob through pod1: %+v %v; want a new session on pod1", a, err)
+	}
+	calls = take()
+	if got := sessionCalls(envs, calls); len(got) != 0 {
+		t.Errorf("pods asked for bob's sessions (he has none): %v; want none", got)
+	}
+	if calls[envs[4].urls[0]+federation.DirectoryPath] != 1 {
+		t.Errorf("calls %v: want bob's registration at pod4", calls)
+	}
+	b, err := envs[3].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: bob})
+	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
+		t.Fatalf("bob through pod3 at once: %+v %v; want a reconnect to %s on pod1", b, err, a.SessionID)
+	}
+	if got := sessionCalls(envs, take()); len(got) != 1 || got[0] != 1 {
+		t.Errorf("pods asked for bob's sessions the second time: %v; want pod1 alone", got)
+	}
+
+	// A new generation of the document, whose whole list pod2 has not
+	// sent: pod2 is asked, the others (which sent theirs) are not.
+	doc2 := *doc
+	doc2.Generation++
+	for _, e := range envs {
+		if _, err := e.admin.PutFederation(ctx, &doc2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, e := range envs {
+		if i != 2 {
+			if err := e.srvs[0].Federation.DirectoryPass(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	carol := userOf(&doc2, "carol", "pod0")
+	take()
+	if _, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: carol, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionCalls(envs, take()); len(got) != 1 || got[0] != 2 {
+		t.Errorf("pods asked with pod2's whole list missing: %v; want pod2 alone", got)
+	}
+
+	// erin's directory pod, pod4, stops answering: pod0 asks every other
+	// pod, and skips pod4, which did not answer its look-up, as
+	// unavailable (R-G5).
+	erin := userOf(&doc2, "erin", "pod4")
+	envs[4].down()
+	a, err = envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: erin, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionCalls(envs, take()); !slices.Equal(got, []int{1, 2, 3}) {
+		t.Errorf("pods asked without erin's directory pod: %v; want pod1, pod2 and pod3", got)
+	}
+	if !slices.ContainsFunc(a.Decision.Pods, func(p vdibroker.PodDecision) bool { return p.Pod == "pod4" && p.Skipped != "" }) {
+		t.Errorf("the decision does not say pod4 was skipped: %+v", a.Decision.Pods)
+	}
+}
+
+// TestPodRegisterAsAnAttacker_RG1: what a holder of the federation secret
+// can make a pod's directory do. It registers under its own (signed)
+// name only, never another pod's; a pod the document does not list is
+// refused; a call's users are bounded; a replayed whole list is refused.
+func TestPodRegisterAsAnAttacker_RG1(t *testing.T) {
+	envs := fedPods(t, 5, 1, 5, vdibroker.DistributionNone)
+	secret := []byte(testFedSecret)
+	url := envs[0].urls[0]
+	now := time.Now()
+	body := `{"generation":1,"users":["victim"],"full":true,"last":true}`
+	if got := podCallStatus(t, url, "POST", federation.DirectoryPath, body, signedBy("stranger", secret, "POST", federation.DirectoryPath, body, now)); got != nethttp.StatusForbidden {
+		t.Errorf("a pod not in the document registers: %d, want 403", got)
+	}
+	h := signedBy("pod3", secret, "POST", federation.DirectoryPath, body, now)
+	if got := podCallStatus(t, url, "POST", federation.DirectoryPath, body, h); got != nethttp.StatusNoContent {
+		t.Fatalf("pod3 registers: %d, want 204", got)
+	}
+	if got := podCallStatus(t, url, "POST", federation.DirectoryPath, body, h); got != nethttp.StatusUnauthorized {
+		t.Errorf("the same call again: %d, want 401 (a replay)", got)
+	}
+	c := vhttp.NewPodClient("pod1", secret)
+	pod0 := vdibroker.Pod{Name: "pod0", URL: url}
+	l, err := c.Lookup(t.Context(), pod0, vdibroker.PodLookupRequest{User: "VICTIM"})
+	if err != nil || len(l.Pods) != 1 || l.Pods[0] != "pod3" || l.Complete["pod3"] != 1 {
+		t.Fatalf("victim's look-up: %+v %v; want pod3 (the signer, not the body's word), complete at 1", l, err)
+	}
+	many := make([]string, vdibroker.MaxDirectoryUsers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("u%d", i)
+	}
+	err = c.Register(t.Context(), pod0, vdibroker.PodDirectoryRequest{Generation: 1, Users: many})
+	if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != "users" {
+		t.Errorf("%d users in one call: %v; want InvalidArgument naming users", len(many), err)
+	}
+	err = c.Register(t.Context(), pod0, vdibroker.PodDirectoryRequest{Generation: 1, Users: []string{"bad\x00name"}})
+	if vdibroker.ErrorCode(err) != vdibroker.EInvalid || !strings.HasPrefix(vdibroker.ErrorField(err), "users[0]") {
+		t.Errorf("a bad user name: %v; want InvalidArgument naming users[0]", err)
+	}
+	err = c.Register(t.Context(), pod0, vdibroker.PodDirectoryRequest{Generation: 1, Users: []string{"x"}, Last: true})
+	if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != "last" {
+		t.Errorf("last without full: %v; want InvalidArgument naming last", err)
+	}
+	if l, err := c.Lookup(context.Background(), pod0, vdibroker.PodLookupRequest{User: "u1"}); err != nil || len(l.Pods) != 0 {
+		t.Errorf("u1 after the refused calls: %+v %v; want no pod", l, err)
+	}
+}

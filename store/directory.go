@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// The session directory (R-G1, vdibroker.FederationStore): which pods hold
+// the open sessions of the users this pod is the directory pod of.
+
+// maxDirectoryEntries is vdibroker.MaxDirectoryEntriesPerPod (a test lowers
+// it).
+var maxDirectoryEntries int64 = vdibroker.MaxDirectoryEntriesPerPod
+
+// RegisterDirectory implements vdibroker.FederationStore, in one
+// transaction that holds pod's row of session_directory_pods, so the
+// entries it counts are those of pod's calls one after another on every
+// replica.
+//
+// A verified pod-to-pod call's nonce in ctx (vdibroker.WithCallNonce) is
+// recorded in the same transaction, counted first (as a group commit's,
+// lockCallNonces): a replay is Unauthenticated with nothing written.
+func (s *DB) RegisterDirectory(ctx context.Context, pod string, gen int64, users []string, full, last bool, now time.Time) error {
+	nonce := vdibroker.CallNonceFrom(ctx)
+	err := s.write(ctx, func(t *tx) error {
+		if nonce != nil {
+			if err := t.countNonces(ctx, 1, nonce.At); err != nil {
+				return err
+			}
+			if err := t.useCallNonce(ctx, nonce); err != nil {
+				return err
+			}
+		}
+		if _, err := t.exec(ctx, `INSERT INTO session_directory_pods (pod) VALUES (?) ON CONFLICT DO NOTHING`, pod); err != nil {
+			return err
+		}
+		var entries int64
+		if err := t.row(ctx, `SELECT entries FROM session_directory_pods WHERE pod = ?`+t.d.forUpdate, pod).Scan(&entries); err != nil {
+			return err
+		}
+		for _, u := range users {
+			n, err := t.exec(ctx, `UPDATE session_directory SET seen_time = ? WHERE user_key = ? AND pod = ?`, ns(now), u, pod)
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				continue
+			}
+			if _, err := t.exec(ctx, `INSERT INTO session_directory (user_key, pod, seen_time) VALUES (?, ?, ?)`, u, pod, ns(now)); err != nil {
+				return err
+			}
+			if entries++; entries > maxDirectoryEntries {
+				return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
+					Message: fmt.Sprintf("pod %s has %d session directory entries on this pod, its bound; nothing of this call was recorded", pod, maxDirectoryEntries)}
+			}
+		}
+		if full && last {
+			n, err := t.exec(ctx, `DELETE FROM session_directory WHERE pod = ? AND seen_time < ?`, pod, ns(now.Add(-vdibroker.DirectoryFullMargin)))
+			if err != nil {
+				return err
+			}
+			entries -= n
+			if _, err := t.exec(ctx, `UPDATE session_directory_pods SET generation = ?, complete_time = ? WHERE pod = ?`, gen, ns(now), pod); err != nil {
+				return err
+			}
+		}
+		_, err := t.exec(ctx, `UPDATE session_directory_pods SET entries = ? WHERE pod = ?`, entries, pod)
+		return err
+	})
+	if err != nil {
+		return wrap(err, "register session directory entries")
+	}
+	if nonce != nil {
+		nonce.MarkRecorded()
+	}
+	return nil
+}
+
+// LookupDirectory implements vdibroker.FederationStore.
+func (s *DB) LookupDirectory(ctx context.Context, user string, since time.Time) (pods []string, complete map[string]int64, err error) {
+	err = s.read(ctx, func(t *tx) error {
+		pods, complete = nil, map[string]int64{}
+		var err error
+		pods, err = queryAll(ctx, t, func(r scanner) (string, error) {
+			var p string
+			return p, r.Scan(&p)
+		}, `SELECT pod FROM session_directory WHERE user_key = ? ORDER BY pod`, user)
+		if err != nil {
+			return err
+		}
+		rows, err := t.query(ctx, `SELECT pod, generation FROM session_directory_pods WHERE complete_time > 0 AND complete_time >= ?`, ns(since))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p string
+			var gen int64
+			if err := rows.Scan(&p, &gen); err != nil {
+				return err
+			}
+			complete[p] = gen
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("look up session directory: %w", err)
+	}
+	return pods, complete, nil
+}
+
+// OpenSessionUsers implements vdibroker.FederationStore: per pool, its
+// open sessions by id (user_sessions_open_by_pool).
+func (s *DB) OpenSessionUsers(ctx context.Context, pools []string, after string) (users []string, last string, err error) {
+	seen := map[string]bool{}
+	err = s.read(ctx, func(t *tx) error {
+		users, last = nil, after
+		clear(seen)
+		for _, p := range pools {
+			rows, err := t.query(ctx, `SELECT user_key, id FROM user_sessions WHERE host_pool = ? AND `+openSQL+` AND id > ? ORDER BY id`, p, after)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var key, id string
+				if err := rows.Scan(&key, &id); err != nil {
+					rows.Close()
+					return err
+				}
+				if !seen[key] {
+					seen[key] = true
+					users = append(users, key)
+				}
+				last = max(last, id)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("open session users: %w", err)
+	}
+	slices.Sort(users)
+	return users, last, nil
+}

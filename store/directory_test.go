@@ -1,0 +1,175 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// R-G1: the session directory keeps, per user, the pods that registered
+// them; a pod's whole list drops its entries it no longer has (but not
+// one registered within DirectoryFullMargin of it) and records the pod
+// complete at its generation; a lookup names the pods complete since a
+// time.
+func TestSessionDirectory_RG1(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		lookup := func(user string, since time.Time) ([]string, map[string]int64) {
+			t.Helper()
+			pods, complete, err := s.LookupDirectory(ctx, user, since)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pods, complete
+		}
+		if pods, complete := lookup("alice", time.Time{}); len(pods) != 0 || len(complete) != 0 {
+			t.Fatalf("empty directory: %v %v", pods, complete)
+		}
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(s.RegisterDirectory(ctx, "ams1", 7, []string{"alice", "bob"}, false, false, t0))
+		must(s.RegisterDirectory(ctx, "fra1", 7, []string{"alice"}, false, false, t0))
+		if pods, complete := lookup("alice", time.Time{}); !slices.Equal(pods, []string{"ams1", "fra1"}) || len(complete) != 0 {
+			t.Fatalf("alice: pods %v complete %v; want ams1, fra1 and none complete (no whole list yet)", pods, complete)
+		}
+
+		// ams1's whole list, in two parts, two minutes on: bob's session
+		// ended (dropped), carol's is new; dave registered 30s before the
+		// last part (a session made while the list was read) stays.
+		at := t0.Add(2 * time.Minute)
+		must(s.RegisterDirectory(ctx, "ams1", 8, []string{"dave"}, false, false, at.Add(-30*time.Second)))
+		must(s.RegisterDirectory(ctx, "ams1", 8, []string{"alice"}, true, false, at))
+		must(s.RegisterDirectory(ctx, "ams1", 8, []string{"carol"}, true, true, at))
+		for user, want := range map[string][]string{"alice": {"ams1", "fra1"}, "bob": nil, "carol": {"ams1"}, "dave": {"ams1"}} {
+			if pods, _ := lookup(user, time.Time{}); !slices.Equal(pods, want) {
+				t.Errorf("%s after ams1's whole list: %v, want %v", user, pods, want)
+			}
+		}
+		if _, complete := lookup("alice", at); !cmp.Equal(complete, map[string]int64{"ams1": 8}) {
+			t.Errorf("complete since the list: %v, want ams1 at generation 8", complete)
+		}
+		if _, complete := lookup("alice", at.Add(time.Nanosecond)); len(complete) != 0 {
+			t.Errorf("complete since after the list: %v, want none (stale)", complete)
+		}
+	})
+}
+
+// R-G1: one pod keeps at most MaxDirectoryEntriesPerPod entries on
+// another; a call past it is refused whole; a refreshed entry is not
+// counted again, and a whole list frees what it drops.
+func TestSessionDirectoryBound_RG1(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		defer store.SetMaxDirectoryEntries(3)()
+		ctx := t.Context()
+		if err := s.RegisterDirectory(ctx, "evil", 1, []string{"u1", "u2"}, false, false, t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RegisterDirectory(ctx, "evil", 1, []string{"u1", "u2", "u3"}, false, false, t0); err != nil {
+			t.Fatalf("refreshing two and adding one, to the bound: %v", err)
+		}
+		err := s.RegisterDirectory(ctx, "evil", 1, []string{"u4", "u5"}, false, false, t0)
+		wantCode(t, err, vdibroker.ETooManyRequests)
+		if pods, _, _ := s.LookupDirectory(ctx, "u4", time.Time{}); len(pods) != 0 {
+			t.Errorf("u4 of the refused call was recorded: %v", pods)
+		}
+		// Another pod has its own bound.
+		if err := s.RegisterDirectory(ctx, "fra1", 1, []string{"u4"}, false, false, t0); err != nil {
+			t.Fatalf("another pod: %v", err)
+		}
+		// A whole list of one user, later: the other two are dropped and
+		// their room is free again.
+		later := t0.Add(time.Hour)
+		if err := s.RegisterDirectory(ctx, "evil", 2, []string{"u1"}, true, true, later); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RegisterDirectory(ctx, "evil", 2, []string{"u6", "u7"}, false, false, later); err != nil {
+			t.Fatalf("after the whole list dropped two: %v", err)
+		}
+		wantCode(t, s.RegisterDirectory(ctx, "evil", 2, []string{"u8"}, false, false, later), vdibroker.ETooManyRequests)
+	})
+}
+
+// R-G1, R-G5: a verified call's nonce is recorded in its registration's
+// transaction; the same nonce again is refused with nothing written.
+func TestSessionDirectoryNonce_RG1(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		n := &vdibroker.CallNonce{Nonce: "reg-1", Expires: t0.Add(2 * time.Minute), At: t0}
+		if err := s.RegisterDirectory(vdibroker.WithCallNonce(t.Context(), n), "ams1", 1, []string{"alice"}, false, false, t0); err != nil {
+			t.Fatal(err)
+		}
+		if !n.Recorded() {
+			t.Error("the nonce is not marked recorded")
+		}
+		again := &vdibroker.CallNonce{Nonce: "reg-1", Expires: t0.Add(2 * time.Minute), At: t0}
+		err := s.RegisterDirectory(vdibroker.WithCallNonce(t.Context(), again), "ams1", 1, []string{"bob"}, true, true, t0.Add(time.Hour))
+		wantCode(t, err, vdibroker.EUnauthenticated)
+		if again.Recorded() {
+			t.Error("a refused replay marked its nonce recorded")
+		}
+		for _, u := range []string{"alice", "bob"} {
+			pods, complete, err := s.LookupDirectory(t.Context(), u, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string][]string{"alice": {"ams1"}}[u]; !slices.Equal(pods, want) || len(complete) != 0 {
+				t.Errorf("%s after the replayed whole list: pods %v complete %v; want %v and nothing complete", u, pods, complete, want)
+			}
+		}
+	})
+}
+
+// R-G1: the users of the open sessions of some pools, each once, and
+// after an id only the newer sessions; ended sessions are not read.
+func TestOpenSessionUsers_RG1(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		for _, p := range []string{"a", "b", "c"} {
+			mustPool(t, s, pool(p, vdibroker.Pooled))
+			mustHost(t, s, p, "h1")
+		}
+		var ids []string
+		place := func(p, user string) {
+			t.Helper()
+			c := placement(p, "h1", user, 100)
+			if err := s.CommitPlacement(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, c.Session.ID)
+		}
+		place("a", "Alice@Example.COM")
+		place("b", "alice@example.com")
+		place("a", "bob")
+		place("c", "carol") // not a member pool
+		place("b", "dave")
+		if err := s.EndSession(ctx, "b", ids[4], "UserLogoff", t0); err != nil {
+			t.Fatal(err)
+		}
+		users, last, err := s.OpenSessionUsers(ctx, []string{"a", "b"}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"alice@example.com", "bob"}; !slices.Equal(users, want) || last != ids[2] {
+			t.Errorf("all: %v last %s; want %v last %s (the newest open session of the pools)", users, last, want, ids[2])
+		}
+		users, last, err = s.OpenSessionUsers(ctx, []string{"a", "b"}, ids[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"bob"}; !slices.Equal(users, want) || last != ids[2] {
+			t.Errorf("after the second: %v last %s; want %v", users, last, want)
+		}
+		if users, last, _ := s.OpenSessionUsers(ctx, []string{"a", "b"}, ids[4]); len(users) != 0 || last != ids[4] {
+			t.Errorf("after the newest: %v last %s; want none, last unchanged", users, last)
+		}
+	})
+}
