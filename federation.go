@@ -202,6 +202,11 @@ type FederationStore interface {
 // MaxDirectoryUsers bounds the users of one PodDirectoryRequest.
 const MaxDirectoryUsers = 10000
 
+// MaxDirectoryBytes bounds the users of one PodDirectoryRequest a pod
+// sends, JSON-encoded: a part of a whole list stays well inside the
+// 1 MiB body of a pod-to-pod call, however long its users' names.
+const MaxDirectoryBytes = 512 << 10
+
 // MaxDirectoryEntriesPerPod bounds the directory entries one pod keeps
 // for another: a pod at Horizon's limit carries 250,000 sessions.
 const MaxDirectoryEntriesPerPod = 300000

@@ -214,3 +214,45 @@ func TestPodRegisterAsAnAttacker_RG1(t *testing.T) {
 		t.Errorf("u1 after the refused calls: %+v %v; want no pod", l, err)
 	}
 }
+
+// TestSessionDirectoryMixedGenerations_RG1: a pod on a newer generation
+// registers its new sessions at their directory pods by its own document;
+// a pod still on the older one (federation apply had not reached it) asks
+// the user's directory pod by the older, which still holds a whole list
+// of that pod at the older generation and so vouches for it. The pod is
+// asked itself: its load summary says it is on another generation.
+func TestSessionDirectoryMixedGenerations_RG1(t *testing.T) {
+	envs := fedPods(t, 6, 1, 20, vdibroker.DistributionNone)
+	ctx := t.Context()
+	st, err := envs[1].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := st.Document
+	directoryPass(t, envs)
+
+	// Generation 2 drops pod5, the directory pod of ursula at 1; pod0
+	// stays on 1.
+	doc2 := *doc
+	doc2.Generation++
+	doc2.Pods = slices.Clone(doc.Pods[:5])
+	ge := doc.GlobalEntitlements[0]
+	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod5" })
+	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	for _, e := range envs[1:5] {
+		if _, err := e.admin.PutFederation(ctx, &doc2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	directoryPass(t, envs[1:5])
+
+	ursula := userOf(doc, "ursula", "pod5")
+	a, err := envs[1].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: ursula})
+	if err != nil || !a.Created || a.Pod != "pod1" {
+		t.Fatalf("ursula through pod1 (generation 2): %+v %v; want a new session on pod1", a, err)
+	}
+	b, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: ursula})
+	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
+		t.Fatalf("ursula through pod0 (generation 1): %+v %v; want a reconnect to %s on pod1, not a second session", b, err, a.SessionID)
+	}
+}

@@ -22,19 +22,14 @@ var maxDirectoryEntries int64 = vdibroker.MaxDirectoryEntriesPerPod
 // replica.
 //
 // A verified pod-to-pod call's nonce in ctx (vdibroker.WithCallNonce) is
-// recorded in the same transaction, counted first (as a group commit's,
-// lockCallNonces): a replay is Unauthenticated with nothing written.
+// recorded in the same transaction, counted last: the minute's count,
+// which every signed call of this pod takes (lockCallNonces), is not held
+// while the registration waits for pod's row or writes its entries, and
+// nothing takes pod's row after it. A replay is Unauthenticated with
+// nothing written.
 func (s *DB) RegisterDirectory(ctx context.Context, pod string, gen int64, users []string, full, last bool, now time.Time) error {
 	nonce := vdibroker.CallNonceFrom(ctx)
 	err := s.write(ctx, func(t *tx) error {
-		if nonce != nil {
-			if err := t.countNonces(ctx, 1, nonce.At); err != nil {
-				return err
-			}
-			if err := t.useCallNonce(ctx, nonce); err != nil {
-				return err
-			}
-		}
 		if _, err := t.exec(ctx, `INSERT INTO session_directory_pods (pod) VALUES (?) ON CONFLICT DO NOTHING`, pod); err != nil {
 			return err
 		}
@@ -68,8 +63,16 @@ func (s *DB) RegisterDirectory(ctx context.Context, pod string, gen int64, users
 				return err
 			}
 		}
-		_, err := t.exec(ctx, `UPDATE session_directory_pods SET entries = ? WHERE pod = ?`, entries, pod)
-		return err
+		if _, err := t.exec(ctx, `UPDATE session_directory_pods SET entries = ? WHERE pod = ?`, entries, pod); err != nil {
+			return err
+		}
+		if nonce == nil {
+			return nil
+		}
+		if err := t.countNonces(ctx, 1, nonce.At); err != nil {
+			return err
+		}
+		return t.useCallNonce(ctx, nonce)
 	})
 	if err != nil {
 		return wrap(err, "register session directory entries")

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"testing"
 	"time"
@@ -172,4 +173,76 @@ func TestOpenSessionUsers_RG1(t *testing.T) {
 			t.Errorf("after the newest: %v last %s; want none, last unchanged", users, last)
 		}
 	})
+}
+
+// R-G1, R-G5 (PostgreSQL): a registration waiting for its pod's row (a
+// call of the same pod under way on another replica) does not hold this
+// minute's nonce count meanwhile: every other signed call the pod takes
+// (connects placed for its peers) would wait behind a whole list.
+func TestSessionDirectoryWaitDoesNotHoldNonceCount_RG1(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.RegisterDirectory(ctx, "ams1", 1, []string{"alice"}, false, false, t0); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	other, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(ctx, `SELECT entries FROM session_directory_pods WHERE pod = 'ams1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	registered := make(chan error, 1)
+	go func() {
+		n := &vdibroker.CallNonce{Nonce: "reg-1", Expires: t0.Add(2 * time.Minute), At: t0}
+		registered <- s.RegisterDirectory(vdibroker.WithCallNonce(context.WithoutCancel(ctx), n), "ams1", 1, []string{"bob"}, false, false, t0)
+	}()
+	waitForLockWaiter(t, s, "the registration")
+	used := make(chan error, 1)
+	go func() {
+		_, err := s.UseNonces(context.WithoutCancel(ctx), []string{"call-1"}, t0.Add(2*time.Minute), t0)
+		used <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		select {
+		case err := <-used:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 1 || time.Now().After(deadline) {
+				other.Rollback()
+				<-used
+				t.Fatal("another call's nonce waits for the registration that waits for its pod's row")
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-registered; err != nil {
+		t.Fatal(err)
+	}
+	if pods, _, _ := s.LookupDirectory(ctx, "bob", time.Time{}); !slices.Equal(pods, []string{"ams1"}) {
+		t.Errorf("bob after the wait: %v, want ams1", pods)
+	}
 }

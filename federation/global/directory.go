@@ -2,6 +2,7 @@ package global
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -181,14 +182,23 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 }
 
 // sendFull sends pod the whole list of this pod's users it is the
-// directory pod of, read at now, in parts of at most MaxDirectoryUsers.
+// directory pod of, read at now, in parts of at most MaxDirectoryUsers
+// and MaxDirectoryBytes.
 // The last part drops the entries pod did not refresh in the minute
 // before it (DirectoryFullMargin), so it must arrive well within a
 // minute of the read: a session registered after the read, and before
 // its pod sent the list, stays.
 func (g *Service) sendFull(ctx context.Context, doc *vdibroker.Federation, pod string, users []string, now time.Time) error {
 	for {
-		part := users[:min(len(users), vdibroker.MaxDirectoryUsers)]
+		n, size := 0, 0
+		for n < min(len(users), vdibroker.MaxDirectoryUsers) {
+			b, _ := json.Marshal(users[n])
+			if size += len(b) + 1; n > 0 && size > vdibroker.MaxDirectoryBytes {
+				break
+			}
+			n++
+		}
+		part := users[:n]
 		users = users[len(part):]
 		req := vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: part, Full: true, Last: len(users) == 0}
 		if took := g.clock.Since(now); req.Last && took > vdibroker.DirectoryFullMargin/2 {

@@ -66,7 +66,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 					}
 				}
 			} else {
-				st = g.remoteState(ctx, p, user, pools, sessions, sessions && ask != nil && !ask[p.Name])
+				st = g.remoteState(ctx, doc, p, user, pools, sessions, sessions && ask != nil && !ask[p.Name])
 			}
 			mu.Lock()
 			out[p.Name] = st
@@ -81,8 +81,11 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 // sessions, asked at the same time; a peer known to be unreachable from
 // the last few seconds is not asked again (each connect would otherwise
 // wait out its timeout). With ifBehind, the sessions are asked only when
-// the loads say the peer's directory entries are behind (R-G1).
-func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string, pools []string, sessions, ifBehind bool) podState {
+// the loads say the peer's directory entries are behind (R-G1), or that
+// it is on another generation of the document than doc: its new sessions
+// are at the directory pods of its own, which a whole list it sent at
+// doc's generation does not vouch for.
+func (g *Service) remoteState(ctx context.Context, doc *vdibroker.Federation, p vdibroker.Pod, user string, pools []string, sessions, ifBehind bool) podState {
 	var st podState
 	if e := g.cachedFailure(p.Name); e != nil {
 		st.Err = g.reason(e)
@@ -90,7 +93,7 @@ func (g *Service) remoteState(ctx context.Context, p vdibroker.Pod, user string,
 	}
 	if ifBehind {
 		lr, err := g.peerLoads(ctx, p)
-		if err == nil && !lr.DirectoryBehind {
+		if err == nil && !lr.DirectoryBehind && lr.Generation == doc.Generation {
 			st.Pools = map[string]vdibroker.PoolFacts{}
 			for _, f := range lr.Pools {
 				st.Pools[f.HostPool] = f
