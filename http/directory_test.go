@@ -169,9 +169,11 @@ func TestSessionDirectory_RG1(t *testing.T) {
 }
 
 // TestPodRegisterAsAnAttacker_RG1: what a holder of the federation secret
-// can make a pod's directory do. It registers under its own (signed)
-// name only, never another pod's; a pod the document does not list is
-// refused; a call's users are bounded; a replayed whole list is refused.
+// can make a pod's directory do. A call registers under the name it is
+// signed with, never a name in its body (the secret is shared, so its
+// holder can sign as any listed pod: docs/federation.md, "Limits"); a
+// pod the document does not list is refused; a call's users are
+// bounded; a replayed whole list is refused.
 func TestPodRegisterAsAnAttacker_RG1(t *testing.T) {
 	envs := fedPods(t, 5, 1, 5, vdibroker.DistributionNone)
 	secret := []byte(testFedSecret)

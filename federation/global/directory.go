@@ -320,11 +320,13 @@ func (g *Service) PodRegister(ctx context.Context, pod string, req vdibroker.Pod
 		return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds", pod, g.cfg.Pod)
 	}
 	keys := make([]string, 0, len(req.Users))
+	seen := make(map[string]bool, len(req.Users))
 	for i, u := range req.Users {
 		if err := vdibroker.ValidateUser(fmt.Sprintf("users[%d]", i), u); err != nil {
 			return err
 		}
-		if k := vdibroker.FoldUser(u); !slices.Contains(keys, k) {
+		if k := vdibroker.FoldUser(u); !seen[k] {
+			seen[k] = true
 			keys = append(keys, k)
 		}
 	}
