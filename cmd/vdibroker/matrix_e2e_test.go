@@ -110,6 +110,8 @@ var matrixRoutes = []route{
 	{"GET " + federation.LoadsPath, "GET", federation.LoadsPath, "", mPod, 200},
 	{"POST " + federation.SessionsPath, "POST", federation.SessionsPath, `{"user": "alice", "hostPools": ["pin"]}`, mPod, 200},
 	{"POST " + federation.ConnectPath, "POST", federation.ConnectPath, `{"globalEntitlement": "g", "hostPool": "pin", "user": "alice", "dryRun": true}`, mPod, 200},
+	{"POST " + federation.DirectoryPath, "POST", federation.DirectoryPath, `{"generation": 1, "users": ["alice"]}`, mPod, 204},
+	{"POST " + federation.LookupPath, "POST", federation.LookupPath, `{"user": "alice"}`, mPod, 200},
 	{"POST /api/v1/agent/register", "POST", "/api/v1/agent/register", `{"token": "{token}", "hostName": "new-{pool}", "address": "n.example.test:3389"}`, mRegister, 201},
 	{"POST /api/v1/agent/heartbeat", "POST", "/api/v1/agent/heartbeat", `{"sessions": []}`, mHeartbeat, 200},
 	{"GET /api/v1/scalingplans", "GET", "/api/v1/scalingplans", "", mList, 200},
