@@ -258,3 +258,61 @@ func TestSessionDirectoryMixedGenerations_RG1(t *testing.T) {
 		t.Fatalf("ursula through pod0 (generation 1): %+v %v; want a reconnect to %s on pod1, not a second session", b, err, a.SessionID)
 	}
 }
+
+// TestSessionDirectoryOlderPod_RG1: a pod of an older version, without
+// the directory's calls (its router answers 404), keeps the others from
+// nothing: their registrations there are not failures (a pod that cannot
+// be asked holds nothing anyone relies on), so they are not behind and
+// are not asked for sessions; the users whose directory pod it is are
+// looked for in every pod, as before.
+func TestSessionDirectoryOlderPod_RG1(t *testing.T) {
+	older := func(i int, h nethttp.Handler) nethttp.Handler {
+		if i != 4 {
+			return h
+		}
+		return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if strings.HasPrefix(r.URL.Path, federation.DirectoryPath) {
+				nethttp.NotFound(w, r)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	envs := fedPodsWith(t, 5, 1, 20, vdibroker.DistributionNone, false, older)
+	ctx := t.Context()
+	directoryPass(t, envs)
+	for i, e := range envs[:4] {
+		if st, err := e.admin.GetFederation(ctx); err != nil || st.Directory.Behind {
+			t.Fatalf("pod%d after its pass: %+v %v; want not behind (the older pod4 keeps no directory)", i, st.Directory, err)
+		}
+	}
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	take := func() map[string]int {
+		all := map[string]int{}
+		for _, e := range envs {
+			for k, n := range e.calls.take() {
+				all[k] += n
+			}
+		}
+		return all
+	}
+	// frank's directory pod is pod2: nobody is asked. gina's is pod4,
+	// which cannot answer: every pod is.
+	frank, gina := userOf(st.Document, "frank", "pod2"), userOf(st.Document, "gina", "pod4")
+	take()
+	if _, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: frank, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionCalls(envs, take()); len(got) != 0 {
+		t.Errorf("pods asked for frank's sessions: %v; want none", got)
+	}
+	if _, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: gina, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sessionCalls(envs, take()); !slices.Equal(got, []int{1, 2, 3, 4}) {
+		t.Errorf("pods asked for gina's sessions: %v; want pod1 to pod4", got)
+	}
+}

@@ -395,8 +395,13 @@ func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req vdibroke
 
 // Register registers this pod's users with open sessions at directory
 // pod pod (R-G1).
+// A pod whose router does not know the call (404 or 405: an older
+// version) is NotFound, whatever its answer's body.
 func (c *PodClient) Register(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDirectoryRequest) error {
-	_, err := c.call(ctx, pod, "POST", federation.DirectoryPath, req, nil)
+	status, err := c.call(ctx, pod, "POST", federation.DirectoryPath, req, nil)
+	if err != nil && (status == nethttp.StatusNotFound || status == nethttp.StatusMethodNotAllowed) {
+		return vdibroker.Errorf(vdibroker.ENotFound, "pod %s keeps no session directory (HTTP %d to %s: an older version?)", pod.Name, status, federation.DirectoryPath)
+	}
 	return err
 }
 

@@ -27,18 +27,19 @@ const testFedSecret = "http-test-federation-secret"
 // fedPodsTLS is fedPods with every pod serving HTTPS (httptest's TLS
 // server), the pod clients trusting the test certificate.
 func fedPodsTLS(t *testing.T, n int) []*env {
-	return fedPodsWith(t, n, 1, 5, vdibroker.DistributionNone, true)
+	return fedPodsWith(t, n, 1, 5, vdibroker.DistributionNone, true, nil)
 }
 
 func fedPods(t *testing.T, n, hosts, limit int, policy string) []*env {
-	return fedPodsWith(t, n, hosts, limit, policy, false)
+	return fedPodsWith(t, n, hosts, limit, policy, false, nil)
 }
 
 // fedPodsWith starts n in-process pods (pod0..), pod0 and pod1 in site s0, the
 // rest in s1, each with its own SQLite store, a pool office-<pod> of hosts
 // hosts with limit limit, and the federation document applied. Unlike the
 // end-to-end test (cmd/vdibroker), this one runs under the race detector.
-func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*env {
+// wrap, when set, serves pod i through wrap(i, its handler).
+func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool, wrap func(i int, h nethttp.Handler) nethttp.Handler) []*env {
 	t.Helper()
 	var envs []*env
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}}}
@@ -56,7 +57,11 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool) []*
 		calls := &callCounter{n: map[string]int{}}
 		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: name, Site: site,
 			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret), OneProcessStore: true})
-		ts := httptest.NewUnstartedServer(srv.Handler())
+		var h nethttp.Handler = srv.Handler()
+		if wrap != nil {
+			h = wrap(i, h)
+		}
+		ts := httptest.NewUnstartedServer(h)
 		if tls {
 			// Every httptest TLS server has the same certificate: its
 			// client trusts them all.

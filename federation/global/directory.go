@@ -234,6 +234,13 @@ func (g *Service) register(ctx context.Context, doc *vdibroker.Federation, pod s
 	start := g.clock.Now()
 	err := g.cfg.Peers.Register(ctx, *p, req)
 	g.observe(*p, "register", start, err, nil)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		// A pod that keeps no directory (an older version, or one
+		// without a document) answers no look-up either: a connect
+		// whose directory pod it is asks every pod, and nothing relies
+		// on what it would have held.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("register %d users at pod %s: %w", len(req.Users), pod, err)
 	}
