@@ -186,6 +186,11 @@ func (s *Service) Store() vdibroker.Store { return s.store }
 // StoreHealth returns what the service knows of its store.
 func (s *Service) StoreHealth() *outage.Health { return s.health }
 
+// OutagePlacements is outage.Mode.OutagePlacements of this replica.
+func (s *Service) OutagePlacements() (waiting bool, written uint64) {
+	return s.outage.OutagePlacements()
+}
+
 var _ vdibroker.HealthService = (*Service)(nil)
 
 // Health pings the store, unless an outage is known already, and returns

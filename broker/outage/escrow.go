@@ -73,7 +73,10 @@ type escrowKeeper struct {
 	own     map[hostKey]int // this replica's placements since the last renewal
 	used    map[hostKey]int // placed in outage mode, not yet written
 	pending []*outagePlacement
-	wg      sync.WaitGroup
+	// writes counts WriteOutagePlacements' runs that had sessions to
+	// write, twice each: odd while one writes (OutagePlacements).
+	writes uint64
+	wg     sync.WaitGroup
 }
 
 // outagePlacement is a session placed during an outage, to be written.
@@ -357,10 +360,18 @@ func (m *Mode) WriteOutagePlacements() {
 	k.mu.Lock()
 	todo := k.pending
 	k.pending = nil
+	if len(todo) > 0 {
+		k.writes++
+	}
 	k.mu.Unlock()
 	if len(todo) == 0 {
 		return
 	}
+	defer func() {
+		k.mu.Lock()
+		k.writes++
+		k.mu.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	written := 0
@@ -386,6 +397,21 @@ func (m *Mode) WriteOutagePlacements() {
 	clear(k.used)
 	k.mu.Unlock()
 	m.log.Info("wrote the sessions placed during the outage", "written", written, "of", len(todo))
+}
+
+// OutagePlacements tells a reader of sessions by id (the session
+// directory's passes, R-G1) about this replica's outage placements, which
+// are written long after their ids were made: waiting is true while some
+// are held or being written, and written changes whenever a run of
+// WriteOutagePlacements wrote some.
+func (m *Mode) OutagePlacements() (waiting bool, written uint64) {
+	k := m.escrow
+	if k == nil {
+		return false, 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.pending) > 0 || k.writes%2 == 1, k.writes
 }
 
 // writeOutagePlacement writes one session placed during the outage. When

@@ -120,4 +120,18 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 	if len(placed) != 1 || placed["z-open"] != 2 {
 		t.Errorf("placed during the outage: %v; want 2 on z-open and none on a stopped, stopping or drained host", placed)
 	}
+	// A reader of sessions by id (the session directory, R-G1) is told
+	// they wait, and when they are written.
+	if waiting, written := m.OutagePlacements(); !waiting || written != 0 {
+		t.Errorf("outage placements before they are written: waiting %v, written %d; want true, 0", waiting, written)
+	}
+	raw.down.Store(false)
+	health.recovered()
+	m.WriteOutagePlacements()
+	if waiting, written := m.OutagePlacements(); waiting || written != 2 {
+		t.Errorf("outage placements once written: waiting %v, written %d; want false, 2 (one run)", waiting, written)
+	}
+	if list, err := db.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "out"}); err != nil || len(list) != 2 {
+		t.Errorf("sessions written: %d, %v; want the 2 placed during the outage", len(list), err)
+	}
 }

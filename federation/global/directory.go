@@ -3,6 +3,7 @@ package global
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -62,6 +63,7 @@ type directory struct {
 	behind  bool      // a registration failed since that whole list
 	fails   int       // registrations failed, ever
 	failAt  time.Time // the last one
+	outage  uint64    // Config.OutagePlacements' written at the last whole list
 	sent    map[string]time.Time
 	running sync.Mutex // one pass at a time
 }
@@ -76,6 +78,14 @@ func (g *Service) directoryBehind(doc *vdibroker.Federation) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.behind || d.gen != doc.Generation
+}
+
+// outagePlacements is Config.OutagePlacements, or none.
+func (g *Service) outagePlacements() (waiting bool, written uint64) {
+	if g.cfg.OutagePlacements == nil {
+		return false, 0
+	}
+	return g.cfg.OutagePlacements()
 }
 
 // directoryStatus is FederationStatus.Directory.
@@ -130,8 +140,17 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 		d.mu.Unlock()
 		return nil
 	}
+	d.mu.Unlock()
+	// Outage placements (R-OUT3) are written with ids made during the
+	// outage, older than any pass looks back: while some wait, this pod
+	// is behind; once written, its whole list is sent again.
+	waiting, written := g.outagePlacements()
+	if waiting {
+		return g.directoryFailed(errors.New("sessions placed during a store outage are not all written yet"))
+	}
+	d.mu.Lock()
 	fails := d.fails
-	full := d.behind || d.gen != doc.Generation || now.Sub(d.fullAt) >= DirectoryFullEvery
+	full := d.behind || d.gen != doc.Generation || now.Sub(d.fullAt) >= DirectoryFullEvery || written != d.outage
 	after := ""
 	if !full {
 		after = idAt(d.passAt.Add(-directoryLookback))
@@ -164,10 +183,14 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 			return g.directoryFailed(err)
 		}
 	}
+	if w, n := g.outagePlacements(); w || n != written {
+		// Written while the list was read: it may lack them.
+		return g.directoryFailed(errors.New("sessions placed during a store outage were written while this pod's sessions were read"))
+	}
 	d.mu.Lock()
 	d.passAt = now
 	if full {
-		d.gen, d.fullAt = doc.Generation, now
+		d.gen, d.fullAt, d.outage = doc.Generation, now, written
 		// A registration that failed while the list was read and sent
 		// may be missing from it: still behind.
 		d.behind = d.fails != fails

@@ -46,6 +46,11 @@ type Config struct {
 	// outcome (Created, Reconnect, DryRun or an error code) and the pod
 	// that answered ("" when none).
 	ObserveConnect func(outcome, pod string)
+	// OutagePlacements, when set, is this replica's outage placements
+	// (broker.Service.OutagePlacements): sessions written long after
+	// their ids were made, which the session directory's passes must
+	// not miss (R-G1, R-OUT3).
+	OutagePlacements func() (waiting bool, written uint64)
 	// ObservePodCall, when set, is called after every pod-to-pod call.
 	ObservePodCall func(peer, op string, d time.Duration, err error)
 	// Clock is the time of the caches (the document for docTTL, peer
