@@ -20,7 +20,7 @@ import (
 // the users with open sessions in its member pools:
 //
 //   - a session a global connect makes, before the connect is answered
-//     (registerCreated);
+//     (startRegister);
 //   - any other (a pool connect, the portal, an adopted session), within
 //     a directory pass (DirectoryEvery), which reads the sessions made
 //     since the one before;
@@ -404,7 +404,9 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user st
 		// A peer that did not answer is skipped by the connects of the
 		// next seconds (markFailed); one that answered with an error (an
 		// older version without the directory, say) is only not asked.
-		g.markFailed(pod, err)
+		if pod != g.cfg.Pod {
+			g.markFailed(pod, err)
+		}
 		g.log.WarnContext(ctx, "session directory: the directory pod did not answer; asking every pod in scope", "pod", pod, "err", err)
 		return nil, false
 	}
