@@ -73,10 +73,12 @@ type escrowKeeper struct {
 	own     map[hostKey]int // this replica's placements since the last renewal
 	used    map[hostKey]int // placed in outage mode, not yet written
 	pending []*outagePlacement
-	// writes counts WriteOutagePlacements' runs that had sessions to
-	// write, twice each: odd while one writes (OutagePlacements).
-	writes uint64
-	wg     sync.WaitGroup
+	// writing counts WriteOutagePlacements' runs writing now (a store
+	// that flaps starts one per recovery, beside the last), writes those
+	// that ended having sessions to write (OutagePlacements).
+	writing int
+	writes  uint64
+	wg      sync.WaitGroup
 }
 
 // outagePlacement is a session placed during an outage, to be written.
@@ -361,7 +363,7 @@ func (m *Mode) WriteOutagePlacements() {
 	todo := k.pending
 	k.pending = nil
 	if len(todo) > 0 {
-		k.writes++
+		k.writing++
 	}
 	k.mu.Unlock()
 	if len(todo) == 0 {
@@ -369,6 +371,7 @@ func (m *Mode) WriteOutagePlacements() {
 	}
 	defer func() {
 		k.mu.Lock()
+		k.writing--
 		k.writes++
 		k.mu.Unlock()
 	}()
@@ -411,7 +414,7 @@ func (m *Mode) OutagePlacements() (waiting bool, written uint64) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.pending) > 0 || k.writes%2 == 1, k.writes
+	return len(k.pending) > 0 || k.writing > 0, k.writes
 }
 
 // writeOutagePlacement writes one session placed during the outage. When

@@ -128,10 +128,73 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 	raw.down.Store(false)
 	health.recovered()
 	m.WriteOutagePlacements()
-	if waiting, written := m.OutagePlacements(); waiting || written != 2 {
-		t.Errorf("outage placements once written: waiting %v, written %d; want false, 2 (one run)", waiting, written)
+	if waiting, written := m.OutagePlacements(); waiting || written != 1 {
+		t.Errorf("outage placements once written: waiting %v, written %d; want false, 1 (one run)", waiting, written)
 	}
 	if list, err := db.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "out"}); err != nil || len(list) != 2 {
 		t.Errorf("sessions written: %d, %v; want the 2 placed during the outage", len(list), err)
+	}
+}
+
+// slowPoolStore is a real store whose GetHostPool of a pool named in
+// hold waits until that channel is closed, telling entered first.
+type slowPoolStore struct {
+	vdibroker.Store
+	entered chan string
+	hold    map[string]chan struct{}
+}
+
+func (s *slowPoolStore) GetHostPool(ctx context.Context, name string) (*vdibroker.HostPool, error) {
+	if c, ok := s.hold[name]; ok {
+		s.entered <- name
+		<-c
+	}
+	return s.Store.GetHostPool(ctx, name)
+}
+
+// TestOutagePlacementsWaitingOverlappingRuns (R-OUT3, R-G1): the store
+// flaps while the sessions placed during an outage are written, so a
+// second recovery's run writes beside the first. A reader of sessions by
+// id (the session directory) is told they wait while either still writes,
+// not only while an odd number of runs has started or ended.
+func TestOutagePlacementsWaitingOverlappingRuns(t *testing.T) {
+	ctx := t.Context()
+	db, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st := &slowPoolStore{Store: db, entered: make(chan string, 2),
+		hold: map[string]chan struct{}{"first": make(chan struct{}), "second": make(chan struct{})}}
+	m := New(Config{Store: st, Placement: Placement{Enabled: true, Replica: "r1"}})
+	placed := func(pool string) {
+		m.escrow.mu.Lock()
+		defer m.escrow.mu.Unlock()
+		m.escrow.pending = append(m.escrow.pending, &outagePlacement{sess: &vdibroker.UserSession{ID: vdibroker.NewID(),
+			HostPool: pool, User: "u-" + pool, SessionHost: "h", State: vdibroker.StatePending}})
+	}
+	ends := make(chan struct{}, 2)
+	run := func(pool string) {
+		placed(pool)
+		go func() { m.WriteOutagePlacements(); ends <- struct{}{} }()
+		if got := <-st.entered; got != pool {
+			t.Fatalf("run writing %s, want %s", got, pool)
+		}
+	}
+	run("first")  // the first recovery's run, its write slow
+	run("second") // down and up again: the second's, beside it
+	if waiting, _ := m.OutagePlacements(); !waiting {
+		t.Errorf("two runs writing: waiting false; want true")
+	}
+	close(st.hold["second"])
+	<-ends
+	if waiting, _ := m.OutagePlacements(); !waiting {
+		t.Errorf("the first run still writing: waiting false; want true")
+	}
+	_, before := m.OutagePlacements()
+	close(st.hold["first"])
+	<-ends
+	if waiting, written := m.OutagePlacements(); waiting || written == before {
+		t.Errorf("both runs ended: waiting %v, written %d (%d before the first ended); want false and changed", waiting, written, before)
 	}
 }

@@ -65,7 +65,8 @@ type directory struct {
 	failAt  time.Time // the last one
 	outage  uint64    // Config.OutagePlacements' written at the last whole list
 	sent    map[string]time.Time
-	running sync.Mutex // one pass at a time
+	took    map[string]time.Time // when each peer last took a registration
+	running sync.Mutex           // one pass at a time
 }
 
 // directoryBehind reports whether some session of this pod may be missing
@@ -257,11 +258,23 @@ func (g *Service) register(ctx context.Context, doc *vdibroker.Federation, pod s
 	start := g.clock.Now()
 	err := g.cfg.Peers.Register(ctx, *p, req)
 	g.observe(*p, "register", start, err, nil)
-	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-		// A pod that keeps no directory (an older version, or one
-		// without a document) answers no look-up either: a connect
-		// whose directory pod it is asks every pod, and nothing relies
-		// on what it would have held.
+	d := &g.dir
+	d.mu.Lock()
+	took, ok := d.took[pod]
+	if err == nil {
+		if d.took == nil {
+			d.took = map[string]time.Time{}
+		}
+		d.took[pod] = g.clock.Now()
+	}
+	d.mu.Unlock()
+	// A pod that keeps no directory (an older version) answers no look-up
+	// either: a connect whose directory pod it is asks every pod, and
+	// nothing relies on what it would have held. Unless it took one of
+	// this pod's registrations in the time its look-ups trust a whole
+	// list (directoryFresh, and a minute for the clocks): then another
+	// of its replicas (a rolling upgrade) may vouch for this pod.
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound && (!ok || g.clock.Since(took) > directoryFresh+time.Minute) {
 		return nil
 	}
 	if err != nil {
