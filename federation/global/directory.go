@@ -125,16 +125,6 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	d := &g.dir
 	d.running.Lock()
 	defer d.running.Unlock()
-	doc, err := g.Document(ctx)
-	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !federation.UsesDirectory(doc) {
-		return nil
-	}
 	now := g.clock.Now()
 	d.mu.Lock()
 	if d.behind && now.Sub(d.failAt) < directoryRetry {
@@ -142,6 +132,18 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 		return nil
 	}
 	d.mu.Unlock()
+	doc, err := g.Document(ctx)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		return nil
+	}
+	if err != nil {
+		// The store is down, say: tried again (and logged) every
+		// directoryRetry, not every pass.
+		return g.directoryFailed(err)
+	}
+	if !federation.UsesDirectory(doc) {
+		return nil
+	}
 	// Outage placements (R-OUT3) are written with ids made during the
 	// outage, older than any pass looks back: while some wait, this pod
 	// is behind; once written, its whole list is sent again.

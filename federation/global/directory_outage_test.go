@@ -24,9 +24,17 @@ type sessionsStore struct {
 	mu       sync.Mutex
 	sessions map[string]string // id -> user
 	got      map[string]bool   // users registered, here or at a peer
+	down     bool              // GetFederation fails
+	docReads int
 }
 
 func (s *sessionsStore) GetFederation(context.Context) (*vdibroker.Federation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docReads++
+	if s.down {
+		return nil, vdibroker.Errorf(vdibroker.EStoreUnavailable, "the store is down")
+	}
 	return s.doc, nil
 }
 
@@ -130,5 +138,38 @@ func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
 	clk.Step(directoryRetry)
 	if err := pass(); err != nil || behind() || !st.got["late"] {
 		t.Fatalf("the pass after: %v, behind %v, registered %v; want late registered by a whole list", err, behind(), st.got)
+	}
+}
+
+// TestDirectoryPassDuringAnOutage_RG1: a pass that cannot read the
+// document (the store is down) leaves this pod behind and is tried
+// again after directoryRetry, not every second (each failed pass logs a
+// warning).
+func TestDirectoryPassDuringAnOutage_RG1(t *testing.T) {
+	doc := &vdibroker.Federation{Generation: 1}
+	for i := range federation.DirectoryMinPods {
+		doc.Pods = append(doc.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%d", i), URL: "http://127.0.0.1:1"})
+	}
+	st := &sessionsStore{doc: doc, sessions: map[string]string{}, got: map[string]bool{}, down: true}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	g := New(Config{Pod: "pod0", Store: st, Peers: dirPeer{s: st}, Clock: clk})
+	if err := g.DirectoryPass(t.Context()); vdibroker.ErrorCode(err) != vdibroker.EStoreUnavailable {
+		t.Fatalf("pass with the store down: %v; want StoreUnavailable", err)
+	}
+	for range int(directoryRetry/DirectoryEvery) - 1 {
+		clk.Step(DirectoryEvery)
+		if err := g.DirectoryPass(t.Context()); err != nil {
+			t.Fatalf("pass within the retry time: %v; want nothing tried", err)
+		}
+	}
+	if st.docReads != 1 {
+		t.Errorf("the document was read %d times in %s; want once (retried after %s)", st.docReads, directoryRetry-DirectoryEvery, directoryRetry)
+	}
+	st.mu.Lock()
+	st.down = false
+	st.mu.Unlock()
+	clk.Step(DirectoryEvery)
+	if err := g.DirectoryPass(t.Context()); err != nil || g.directoryBehind(doc) {
+		t.Fatalf("pass after the retry time, the store up: %v, behind %v; want a whole list sent", err, g.directoryBehind(doc))
 	}
 }
