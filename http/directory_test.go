@@ -35,6 +35,17 @@ func sessionCalls(envs []*env, calls map[string]int) []int {
 	return out
 }
 
+// takeCalls returns every pod's pod-to-pod calls since the last take.
+func takeCalls(envs []*env) map[string]int {
+	all := map[string]int{}
+	for _, e := range envs {
+		for k, n := range e.calls.take() {
+			all[k] += n
+		}
+	}
+	return all
+}
+
 // userOf returns a user name with prefix whose directory pod is pod.
 func userOf(doc *vdibroker.Federation, prefix, pod string) string {
 	for i := 0; ; i++ {
@@ -74,15 +85,7 @@ func TestSessionDirectory_RG1(t *testing.T) {
 			t.Fatalf("pod%d after its pass: %+v %v; want not behind", i, st.Directory, err)
 		}
 	}
-	take := func() map[string]int {
-		all := map[string]int{}
-		for _, e := range envs {
-			for k, n := range e.calls.take() {
-				all[k] += n
-			}
-		}
-		return all
-	}
+	take := func() map[string]int { return takeCalls(envs) }
 
 	// alice's directory pod is pod2; her session is made on pod3 by a
 	// pool connect.
@@ -290,15 +293,7 @@ func TestSessionDirectoryOlderPod_RG1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	take := func() map[string]int {
-		all := map[string]int{}
-		for _, e := range envs {
-			for k, n := range e.calls.take() {
-				all[k] += n
-			}
-		}
-		return all
-	}
+	take := func() map[string]int { return takeCalls(envs) }
 	// frank's directory pod is pod2: nobody is asked. gina's is pod4,
 	// which cannot answer: every pod is.
 	frank, gina := userOf(st.Document, "frank", "pod2"), userOf(st.Document, "gina", "pod4")
