@@ -91,10 +91,10 @@ func (g *Service) outagePlacements() (waiting bool, written uint64) {
 
 // directoryStatus is FederationStatus.Directory.
 func (g *Service) directoryStatus(doc *vdibroker.Federation) vdibroker.DirectoryStatus {
+	st := vdibroker.DirectoryStatus{Behind: g.directoryBehind(doc)}
 	d := &g.dir
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st := vdibroker.DirectoryStatus{Behind: federation.UsesDirectory(doc) && (d.behind || d.gen != doc.Generation)}
 	if !d.fullAt.IsZero() {
 		at := d.fullAt
 		st.LastFull = &at

@@ -94,10 +94,7 @@ func (g *Service) remoteState(ctx context.Context, doc *vdibroker.Federation, p 
 	if ifBehind {
 		lr, err := g.peerLoads(ctx, p)
 		if err == nil && !lr.DirectoryBehind && lr.Generation == doc.Generation {
-			st.Pools = map[string]vdibroker.PoolFacts{}
-			for _, f := range lr.Pools {
-				st.Pools[f.HostPool] = f
-			}
+			st.Pools = poolsOf(lr)
 			return st
 		}
 	}
@@ -121,12 +118,18 @@ func (g *Service) remoteState(ctx context.Context, doc *vdibroker.Federation, p 
 		st.Err = g.reason(sessErr)
 		g.markFailed(p.Name, sessErr)
 	default:
-		st.Pools = map[string]vdibroker.PoolFacts{}
-		for _, f := range lr.Pools {
-			st.Pools[f.HostPool] = f
-		}
+		st.Pools = poolsOf(lr)
 	}
 	return st
+}
+
+// poolsOf is a peer's load summary by member pool.
+func poolsOf(lr *vdibroker.PodLoads) map[string]vdibroker.PoolFacts {
+	out := make(map[string]vdibroker.PoolFacts, len(lr.Pools))
+	for _, f := range lr.Pools {
+		out[f.HostPool] = f
+	}
+	return out
 }
 
 // ownFacts are the facts of pools of this pod: from the cached summary
