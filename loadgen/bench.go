@@ -32,6 +32,13 @@ type Config struct {
 	UserPrefix string
 	// Timeout bounds each request (default 30s).
 	Timeout time.Duration
+	// Rate, when above 0, paces the run (an open loop): connect i is due
+	// at i/Rate seconds after the start, whatever the answers before it,
+	// and its latency counts from when it was due, so time spent waiting
+	// for a free worker counts too. Concurrency then bounds the connects
+	// outstanding. At 0 each worker sends its next connect when its last
+	// is answered (a closed loop), as fast as the broker answers.
+	Rate float64
 }
 
 // Validate checks the configuration before any request goes out.
@@ -46,6 +53,8 @@ func (c *Config) Validate() error {
 		return vdibroker.FieldError("connects", "must be 1..100000000")
 	case c.Concurrency < 1 || c.Concurrency > 10_000:
 		return vdibroker.FieldError("concurrency", "must be 1..10000")
+	case c.Rate < 0 || c.Rate > 1_000_000:
+		return vdibroker.FieldError("rate", "must be 0 (as fast as answered) or up to 1000000 connects per second")
 	}
 	return nil
 }
@@ -60,8 +69,8 @@ type ErrorCount struct {
 	Example string `json:"example,omitempty"` // the first message seen
 }
 
-// Result is what one run measured. Latency is per request, from sending to
-// the end of the body.
+// Result is what one run measured. Latency is per request, from sending
+// (from when it was due, in a paced run) to the end of the body.
 type Result struct {
 	Connects    int           `json:"connects"`
 	Concurrency int           `json:"concurrency"`
@@ -148,7 +157,20 @@ func load(ctx context.Context, cfg Config, endpoint string) (*Result, error) {
 					return
 				}
 				user := fmt.Sprintf("%s%0*d", cfg.UserPrefix, width, i+1)
+				var late time.Duration
+				if cfg.Rate > 0 {
+					due := start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
+					if wait := time.Until(due); wait > 0 {
+						select {
+						case <-ctx.Done():
+							return
+						case <-time.After(wait):
+						}
+					}
+					late = max(0, time.Since(due))
+				}
 				outcomes[i] = connectOnce(ctx, client, endpoint, cfg.Token, connectBody{User: user, DryRun: cfg.DryRun})
+				outcomes[i].latency += late
 			}
 		}()
 	}

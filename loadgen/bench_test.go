@@ -158,6 +158,7 @@ func TestValidate(t *testing.T) {
 		{"no pool", Config{Server: "http://x", Connects: 1, Concurrency: 1}, "hostPool: required"},
 		{"no connects", Config{Server: "http://x", HostPool: "p", Concurrency: 1}, "connects: must be 1..100000000"},
 		{"no workers", Config{Server: "http://x", HostPool: "p", Connects: 1}, "concurrency: must be 1..10000"},
+		{"negative rate", Config{Server: "http://x", HostPool: "p", Connects: 1, Concurrency: 1, Rate: -1}, "rate: must be 0 (as fast as answered) or up to 1000000 connects per second"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,6 +167,52 @@ func TestValidate(t *testing.T) {
 				t.Errorf("got %v, want %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestPacedRun: with a Rate, connect i goes out no sooner than i/Rate
+// after the start, and its latency counts from then, so a connect that
+// waited for a busy worker carries that wait (an open loop measures
+// latency at an offered load, not the broker's pace).
+func TestPacedRun(t *testing.T) {
+	var mu sync.Mutex
+	var sent []time.Time
+	hold := 60 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, time.Now())
+		first := len(sent) == 1
+		mu.Unlock()
+		if first {
+			time.Sleep(hold) // the one worker is busy while the others fall due
+		}
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+
+	// Three connects at 20/s from three workers: due at 0, 50 and 100 ms.
+	start := time.Now()
+	res, err := Connect(t.Context(), Config{Server: srv.URL, HostPool: "p", Connects: 3, Concurrency: 3, Rate: 20, UserPrefix: "u-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	last := sent[len(sent)-1]
+	sent = nil
+	mu.Unlock()
+	if res.OK != 3 || last.Sub(start) < 100*time.Millisecond {
+		t.Errorf("ok %d, last connect sent %s after the start: want 3 ok, the last no sooner than 100ms", res.OK, last.Sub(start))
+	}
+
+	// One worker, due every 1 ms: the second and third wait for the
+	// first's 60 ms, and their latency says so.
+	res, err = Connect(t.Context(), Config{Server: srv.URL, HostPool: "p", Connects: 3, Concurrency: 1, Rate: 1000, UserPrefix: "v-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK != 3 || res.P50 < hold-2*time.Millisecond {
+		t.Errorf("ok %d, p50 %s: want 3 ok and the median connect late by the first's %s", res.OK, res.P50, hold)
 	}
 }
 

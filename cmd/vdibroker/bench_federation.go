@@ -35,7 +35,11 @@ type benchFederationOptions struct {
 	connects    int // measured connects per phase
 	rounds      int
 	concurrency int
-	podTimeout  time.Duration
+	// rate, when above 0, adds paced rounds at rate connects per second
+	// (an open loop) of pacedConnects connects each.
+	rate          float64
+	pacedConnects int
+	podTimeout    time.Duration
 	output      string
 	cpuProfile  string // CPU profiles of the global phases: cpuProfile.<pods>
 }
@@ -106,6 +110,8 @@ the same conditions. Everything goes to 127.0.0.1; every loop is bounded.`,
 	fl.IntVar(&opt.connects, "connects", 2000, "connects of each measured phase")
 	fl.IntVar(&opt.rounds, "rounds", 2, "rounds of a pool phase then a global phase per size")
 	fl.IntVar(&opt.concurrency, "concurrency", 8, "workers of each phase")
+	fl.Float64Var(&opt.rate, "rate", 0, "also measure paced phases: connects offered at this many per second, whatever the answers (0: none)")
+	fl.IntVar(&opt.pacedConnects, "paced-connects", 1000, "connects of each paced phase (with --rate)")
 	fl.DurationVar(&opt.podTimeout, "pod-timeout", 2*time.Second, "the pods' --pod-timeout")
 	fl.StringVarP(&opt.output, "output", "o", "table", "output: table or json")
 	fl.StringVar(&opt.cpuProfile, "cpuprofile", "", "write a Go CPU profile of each size's last global phase (the whole process: every pod and the load) to FILE.<pods>")
@@ -128,6 +134,10 @@ type FederationSize struct {
 	// round's together.
 	Local  PhaseFigures `json:"local"`
 	Global PhaseFigures `json:"global"`
+	// PacedLocal and PacedGlobal are the paced rounds' (with --rate):
+	// connects offered at a fixed rate, latency from when each was due.
+	PacedLocal  *PhaseFigures `json:"pacedLocal,omitempty"`
+	PacedGlobal *PhaseFigures `json:"pacedGlobal,omitempty"`
 	// CallsPerConnect are the pod-to-pod calls per global connect, by
 	// operation; BytesPerConnect their bytes.
 	CallsPerConnect map[string]float64 `json:"callsPerConnect"`
@@ -166,6 +176,10 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 		return usageError{errors.New("--rounds: must be 1..20")}
 	case opt.concurrency < 1 || opt.concurrency > 1000:
 		return usageError{errors.New("--concurrency: must be 1..1000")}
+	case opt.rate < 0 || opt.rate > 100_000:
+		return usageError{errors.New("--rate: must be 0 (no paced phases) to 100000 connects per second")}
+	case opt.pacedConnects < 1 || opt.pacedConnects > 1_000_000:
+		return usageError{errors.New("--paced-connects: must be 1..1000000")}
 	case opt.hostsPerPod < 1 || opt.hostsPerPod > 10_000:
 		return usageError{errors.New("--hosts-per-pod: must be 1..10000")}
 	case opt.sessions < 0 || opt.sessions > 10_000_000:
@@ -268,6 +282,12 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 			}
 		}
 		fs.Local, fs.Global = phaseFigures(local, localCPU), phaseFigures(global, globalCPU)
+		if opt.rate > 0 {
+			if fs.PacedLocal, fs.PacedGlobal, err = pacedRounds(ctx, base, opt, size); err != nil {
+				return err
+			}
+			logf("%d pods, paced at %g/s: pool p50 %s, global p50 %s", size, opt.rate, fs.PacedLocal.P50, fs.PacedGlobal.P50)
+		}
 		for op, k := range calls {
 			fs.CallsPerConnect[op] = float64(k) / float64(fs.Global.Connects)
 		}
@@ -282,6 +302,41 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 	}
 	writeFederationTable(out, sizes, opt)
 	return nil
+}
+
+// pacedWorkers bounds a paced phase's connects outstanding: enough that
+// connects do not wait for a worker at the rates this bench offers.
+const pacedWorkers = 256
+
+// pacedRounds runs opt.rounds rounds of a paced pool phase then a paced
+// global phase, each of opt.pacedConnects connects offered at opt.rate.
+// Below the machine's pace a connect's latency is then its own path's,
+// not the queue of every other connect's work on the shared cores.
+func pacedRounds(ctx context.Context, base loadgen.Config, opt benchFederationOptions, size int) (local, global *PhaseFigures, err error) {
+	base.Connects, base.Rate, base.Concurrency = opt.pacedConnects, opt.rate, pacedWorkers
+	var ls, gs []*loadgen.Result
+	var lcpu, gcpu time.Duration
+	for r := 1; r <= opt.rounds; r++ {
+		lc := base
+		lc.HostPool, lc.UserPrefix = fedBenchPool, fmt.Sprintf("paced-local-%d-r%d-", size, r)
+		cpu := cputime.Process()
+		res, err := loadgen.Connect(ctx, lc)
+		if err != nil {
+			return nil, nil, err
+		}
+		lcpu += cputime.Process() - cpu
+		ls = append(ls, res)
+		gc := base
+		gc.UserPrefix = fmt.Sprintf("paced-global-%d-r%d-", size, r)
+		cpu = cputime.Process()
+		if res, err = loadgen.GlobalConnect(ctx, gc, fedBenchEntitlement); err != nil {
+			return nil, nil, err
+		}
+		gcpu += cputime.Process() - cpu
+		gs = append(gs, res)
+	}
+	l, g := phaseFigures(ls, lcpu), phaseFigures(gs, gcpu)
+	return &l, &g, nil
 }
 
 // phaseFigures merges the rounds of one kind of connect, which took cpu
@@ -326,6 +381,22 @@ func writeFederationTable(w io.Writer, sizes []FederationSize, opt benchFederati
 			fmtMs(s.Local.CPU)+" / "+fmtMs(s.Global.CPU),
 			fmt.Sprintf("%.1f (%s)", total, strings.Join(ops, ", ")), s.BytesPerConnect, errs)
 	}
+	if opt.rate > 0 {
+		fmt.Fprintf(w, "\npaced: %d round(s) of %d pool connects then %d global connects offered at %g/s (up to %d outstanding), latency from when each was due\n\n",
+			opt.rounds, opt.pacedConnects, opt.pacedConnects, opt.rate, pacedWorkers)
+		fmt.Fprintf(w, "%5s  %-21s %-21s %-13s %-21s %s\n", "pods", "pool connect p50/p99", "global p50/p99", "global/pool", "CPU per pool/global", "rate pool/global")
+		for _, s := range sizes {
+			l, g := s.PacedLocal, s.PacedGlobal
+			errs := ""
+			if l.Errors+g.Errors > 0 {
+				errs = fmt.Sprintf("  errors: %d pool, %d global", l.Errors, g.Errors)
+			}
+			fmt.Fprintf(w, "%5d  %-21s %-21s %-13s %-21s %.0f/s / %.0f/s%s\n", s.Pods,
+				fmtMs(l.P50)+" / "+fmtMs(l.P99), fmtMs(g.P50)+" / "+fmtMs(g.P99),
+				fmt.Sprintf("%.2f / %.2f", ratioOf(g.P50, l.P50), ratioOf(g.P99, l.P99)),
+				fmtMs(l.CPU)+" / "+fmtMs(g.CPU), l.Rate, g.Rate, errs)
+		}
+	}
 	fmt.Fprintln(w)
 	for _, s := range sizes {
 		fmt.Fprintf(w, "%d pods: every pod's whole list of sessions at the directory pods %s after the document was put (CPU %s); the connects ran after it\n",
@@ -336,7 +407,14 @@ func writeFederationTable(w io.Writer, sizes []FederationSize, opt benchFederati
 	if ratioOf(last.Global.P50, last.Local.P50) > 2 || ratioOf(last.Global.P99, last.Local.P99) > 2 || last.Global.Errors > 0 {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "\ntarget: global connect within 2x of a pool connect (p50 and p99) at %d pods: %s\n", last.Pods, verdict)
+	fmt.Fprintf(w, "\ntarget: global connect within 2x of a pool connect (p50 and p99) at %d pods, %d workers: %s\n", last.Pods, opt.concurrency, verdict)
+	if p := last.PacedGlobal; p != nil {
+		verdict = "PASS"
+		if ratioOf(p.P50, last.PacedLocal.P50) > 2 || ratioOf(p.P99, last.PacedLocal.P99) > 2 || p.Errors > 0 {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "target: global connect within 2x of a pool connect (p50 and p99) at %d pods, paced at %g/s: %s\n", last.Pods, opt.rate, verdict)
+	}
 }
 
 func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/vdibroker/vdibroker/federation"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 func TestBenchFederation(t *testing.T) {
 	var out bytes.Buffer
 	opt := benchFederationOptions{pods: []int{2, 5}, sites: 15, sessions: 50, hostsPerPod: 2, connects: 12, rounds: 1,
-		concurrency: 3, podTimeout: 5 * time.Second, output: "json"}
+		concurrency: 3, rate: 200, pacedConnects: 6, podTimeout: 5 * time.Second, output: "json"}
 	if err := runBenchFederation(t.Context(), opt, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +53,10 @@ func TestBenchFederation(t *testing.T) {
 		case want >= federation.DirectoryMinPods && (got != 0 || s.CallsPerConnect["lookup"] < 0.5 || s.Directory <= 0):
 			t.Errorf("%d pods: calls per global connect %v, whole lists in %s; want no sessions call, a look-up at most connects, the lists' time measured", want, s.CallsPerConnect, s.Directory)
 		}
+		// Paced rounds (--rate): their own connects, each measured.
+		if l, g := s.PacedLocal, s.PacedGlobal; l == nil || g == nil || l.Connects != 6 || g.Connects != 6 || l.Errors+g.Errors != 0 || l.P50 <= 0 || g.P99 <= 0 {
+			t.Errorf("%d pods: paced pool %+v, paced global %+v; want 6 connects each, no errors, latencies measured", want, l, g)
+		}
 		if s.BytesPerConnect <= 0 || s.Global.P50 <= 0 || s.Local.P99 <= 0 {
 			t.Errorf("%d pods: bytes %.0f, global p50 %s, pool p99 %s: want them measured", want, s.BytesPerConnect, s.Global.P50, s.Local.P99)
 		}
@@ -61,5 +66,10 @@ func TestBenchFederation(t *testing.T) {
 		if cputime.Process() > 0 && s.Local.CPU <= 0 || s.Global.CPU <= 0 || s.Local.CPU > time.Second || s.Global.CPU > time.Second {
 			t.Errorf("%d pods: CPU per pool connect %s, per global connect %s; want each measured, under a second", want, s.Local.CPU, s.Global.CPU)
 		}
+	}
+	var table bytes.Buffer
+	writeFederationTable(&table, sizes, opt)
+	if !strings.Contains(table.String(), "at 5 pods, paced at 200/s: ") {
+		t.Errorf("the table has no verdict for the paced rounds:\n%s", table.String())
 	}
 }
