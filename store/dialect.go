@@ -21,6 +21,10 @@ type dialect struct {
 	// list of any length with one statement (the statement caches keep
 	// one per query text).
 	jsonStrings string
+	// insertDirectory adds the session directory entries of a pod ($1)
+	// seen at a time ($2) for the users of a JSON list ($3) that it has
+	// none for (RegisterDirectory); RowsAffected counts those added.
+	insertDirectory string
 	// forUpdate is appended to a SELECT that must lock the rows it reads.
 	// SQLite needs none: its write transactions are serialised
 	// (BEGIN IMMEDIATE on one writer connection).
@@ -37,6 +41,10 @@ type dialect struct {
 var sqliteDialect = &dialect{
 	name:        "sqlite",
 	jsonStrings: `SELECT value FROM json_each(?)`,
+	// "WHERE true" tells SQLite's parser that ON CONFLICT is the
+	// upsert's, not the join's.
+	insertDirectory: `INSERT INTO session_directory (user_key, pod, seen_time)
+		SELECT value, ?, ? FROM json_each(?) WHERE true ON CONFLICT DO NOTHING`,
 	isUnique: func(err error) bool {
 		var e *sqlite.Error
 		if !errors.As(err, &e) {
@@ -62,7 +70,9 @@ var postgresDialect = &dialect{
 	name:        "postgres",
 	dollar:      true,
 	jsonStrings: `SELECT jsonb_array_elements_text(CAST(? AS jsonb))`,
-	forUpdate:   " FOR UPDATE",
+	insertDirectory: `INSERT INTO session_directory (user_key, pod, seen_time)
+		SELECT u, ?, ? FROM jsonb_array_elements_text(CAST(? AS jsonb)) AS u ON CONFLICT DO NOTHING`,
+	forUpdate: " FOR UPDATE",
 	isUnique: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "23505"
