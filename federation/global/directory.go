@@ -34,7 +34,8 @@ import (
 // What a replica knows of its last whole list is in its memory, but a
 // replica says its pod is behind while the store's count differs from the
 // one its last whole list was read after, so no replica vouches for
-// sessions another wrote.
+// sessions another wrote. At a new generation, a pod drops the entries of
+// the pods no longer in the document (DropDirectoryPods).
 //
 // A global connect asks the directory pod, then only the pods it names,
 // and the pods it cannot vouch for: a pod without a fresh whole list at
@@ -71,6 +72,7 @@ type directory struct {
 	fails   int       // registrations failed, ever
 	failAt  time.Time // the last one
 	outage  int64     // the store's OutagePlacementWrites read before that whole list
+	dropped int64     // the generation whose removed pods' entries were dropped
 	sent    map[string]time.Time
 	took    map[string]time.Time // when each peer last took a registration
 	running sync.Mutex           // one pass at a time
@@ -136,7 +138,8 @@ func (g *Service) RunDirectory(ctx context.Context) {
 // DirectoryPass registers this pod's sessions: its whole list when the
 // document's generation changed, DirectoryFullEvery passed, a
 // registration failed or outage placements were written; else the
-// sessions made since the last pass.
+// sessions made since the last pass. At a new generation it first drops
+// the entries of pods removed from the document (dropRemovedPods).
 func (g *Service) DirectoryPass(ctx context.Context) error {
 	d := &g.dir
 	d.running.Lock()
@@ -157,6 +160,7 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 		// directoryRetry, not every pass.
 		return g.directoryFailed(err)
 	}
+	g.dropRemovedPods(ctx, doc)
 	if !federation.UsesDirectory(doc) {
 		return nil
 	}
@@ -225,6 +229,37 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	return nil
+}
+
+// dropRemovedPods drops, once per generation of the document, the
+// session directory entries this pod keeps for pods no longer in it:
+// they register no more (PodRegister refuses them) and no look-up asks
+// them, but their entries would stay. A failure is logged and tried
+// again at the next pass; it leaves this pod's own registrations as they
+// are.
+func (g *Service) dropRemovedPods(ctx context.Context, doc *vdibroker.Federation) {
+	d := &g.dir
+	d.mu.Lock()
+	done := d.dropped == doc.Generation
+	d.mu.Unlock()
+	if done {
+		return
+	}
+	pods := make([]string, len(doc.Pods))
+	for i, p := range doc.Pods {
+		pods[i] = p.Name
+	}
+	dropped, err := g.cfg.Store.DropDirectoryPods(ctx, pods)
+	if err != nil {
+		g.log.WarnContext(ctx, "session directory: dropping the entries of pods removed from the document failed; tried again at the next pass", "err", err)
+		return
+	}
+	if len(dropped) > 0 {
+		g.log.InfoContext(ctx, "session directory: dropped the entries of pods removed from the document", "pods", dropped, "generation", doc.Generation)
+	}
+	d.mu.Lock()
+	d.dropped = doc.Generation
+	d.mu.Unlock()
 }
 
 // sendFull sends pod the whole list of this pod's users it is the

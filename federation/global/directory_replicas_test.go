@@ -204,3 +204,63 @@ func TestDirectoryReplicasOutagePlacements_RG1_ROUT3(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectoryDropsRemovedPods_RG1: a directory pod keeps the entries of
+// the pods of its document across passes; when a new generation removes
+// a pod, its next pass drops that pod's entries (it registers no more,
+// and its entries would name a pod no connect asks), and keeps the
+// others'.
+func TestDirectoryDropsRemovedPods_RG1(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			ctx := t.Context()
+			db, _ := replicaStores(t, engine)
+			doc := &vdibroker.Federation{Generation: 1}
+			for i := range federation.DirectoryMinPods + 1 {
+				doc.Pods = append(doc.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%d", i), URL: "http://127.0.0.1:1"})
+			}
+			if _, err := db.PutFederation(ctx, doc); err != nil {
+				t.Fatal(err)
+			}
+			clk := clocktesting.NewFakeClock(time.Now())
+			g := global.New(global.Config{Pod: "pod0", Store: db, Hosts: noHosts{}, Peers: &wholeLists{ends: map[string]int{}}, Clock: clk})
+			last := doc.Pods[len(doc.Pods)-1].Name
+			for _, pod := range []string{"pod1", last} {
+				if err := g.PodRegister(ctx, pod, vdibroker.PodDirectoryRequest{Generation: 1, Users: []string{"alice"}}); err != nil {
+					t.Fatalf("%s registers: %v", pod, err)
+				}
+			}
+			lookup := func() []string {
+				t.Helper()
+				pods, _, err := db.LookupDirectory(ctx, "alice", time.Time{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return pods
+			}
+			passes := func() {
+				t.Helper()
+				for range 2 {
+					clk.Step(global.DirectoryEvery)
+					if err := g.DirectoryPass(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			passes()
+			if got, want := lookup(), []string{"pod1", last}; !slices.Equal(got, want) {
+				t.Fatalf("alice's pods with every pod in the document: %v, want %v", got, want)
+			}
+			// Generation 2 removes the last pod.
+			removed := *doc
+			removed.Generation, removed.Pods = 2, doc.Pods[:len(doc.Pods)-1]
+			if _, err := db.PutFederation(ctx, &removed); err != nil {
+				t.Fatal(err)
+			}
+			passes()
+			if got, want := lookup(), []string{"pod1"}; !slices.Equal(got, want) {
+				t.Errorf("alice's pods after generation 2 removed %s: %v, want %v", last, got, want)
+			}
+		})
+	}
+}

@@ -113,7 +113,7 @@ func New(cfg Config) *Service {
 		clk = clock.RealClock{}
 	}
 	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{},
-		lookups: map[string]*lookupQueue{}, dir: directory{sent: map[string]time.Time{}}}
+		lookups: map[string]*lookupQueue{}, dir: directory{sent: map[string]time.Time{}, dropped: -1}}
 }
 
 // Pod is this pod's name.
