@@ -453,8 +453,10 @@ type PodLoads struct {
 	Generation int64       `json:"generation"`
 	Pools      []PoolFacts `json:"pools"`
 	// DirectoryBehind: some of this pod's sessions may be missing from
-	// their directory pods (a registration failed, or no whole list was
-	// sent yet at Generation): a global connect asks this pod itself.
+	// their directory pods (a registration failed, no whole list was
+	// sent yet at Generation, or sessions placed during a store outage
+	// were written, by any replica, since the answering replica's last
+	// whole list was read): a global connect asks this pod itself.
 	DirectoryBehind bool `json:"directoryBehind,omitempty"`
 }
 
