@@ -197,6 +197,15 @@ type FederationStore interface {
 	// after, when set, reads only the sessions with a larger id (ids
 	// sort by their creation, NewID).
 	OpenSessionUsers(ctx context.Context, pools []string, after string) (users []string, last string, err error)
+	// OutagePlacementWrites returns how many sessions placed during a
+	// store outage (PlacementCommit.OutagePlacement) any replica wrote:
+	// their ids are older than OpenSessionUsers' after of a pass, so a
+	// pass that sees the count change reads them all.
+	OutagePlacementWrites(ctx context.Context) (int64, error)
+	// DropDirectoryPods drops the session directory entries of every pod
+	// not in pods (the pods of this pod's document: those removed from it
+	// register no more), and returns the pods dropped.
+	DropDirectoryPods(ctx context.Context, pods []string) (dropped []string, err error)
 }
 
 // MaxDirectoryUsers bounds the users of one PodDirectoryRequest.
@@ -444,8 +453,10 @@ type PodLoads struct {
 	Generation int64       `json:"generation"`
 	Pools      []PoolFacts `json:"pools"`
 	// DirectoryBehind: some of this pod's sessions may be missing from
-	// their directory pods (a registration failed, or no whole list was
-	// sent yet at Generation): a global connect asks this pod itself.
+	// their directory pods (a registration failed, no whole list was
+	// sent yet at Generation, or sessions placed during a store outage
+	// were written, by any replica, since the answering replica's last
+	// whole list was read): a global connect asks this pod itself.
 	DirectoryBehind bool `json:"directoryBehind,omitempty"`
 }
 

@@ -94,6 +94,13 @@ type PlacementCommit struct {
 	EndSessionID string
 	// Record is the decision record (R-C7) as JSON.
 	Record []byte
+	// OutagePlacement says the session was placed during a store outage
+	// (R-OUT3) and is written now that the store is back: the commit
+	// bumps the store's count of them (FederationStore.
+	// OutagePlacementWrites) in its transaction, so every replica's
+	// session directory pass learns that sessions older than it looks
+	// back were written (R-G1).
+	OutagePlacement bool
 	// PoolUpdateTime, when set, is the updateTime of the pool settings the
 	// decision was made with: the commit fails with ErrPoolChanged when the
 	// stored pool has another, so a replica that has not yet heard of a

@@ -186,9 +186,10 @@ func (s *Service) Store() vdibroker.Store { return s.store }
 // StoreHealth returns what the service knows of its store.
 func (s *Service) StoreHealth() *outage.Health { return s.health }
 
-// OutagePlacements is outage.Mode.OutagePlacements of this replica.
-func (s *Service) OutagePlacements() (waiting bool, written uint64) {
-	return s.outage.OutagePlacements()
+// OutagePlacementsWaiting is outage.Mode.OutagePlacementsWaiting of this
+// replica.
+func (s *Service) OutagePlacementsWaiting() bool {
+	return s.outage.OutagePlacementsWaiting()
 }
 
 var _ vdibroker.HealthService = (*Service)(nil)

@@ -69,6 +69,8 @@ const (
 	OpRegisterDirectory         = "RegisterDirectory"
 	OpLookupDirectory           = "LookupDirectory"
 	OpOpenSessionUsers          = "OpenSessionUsers"
+	OpOutagePlacementWrites     = "OutagePlacementWrites"
+	OpDropDirectoryPods         = "DropDirectoryPods"
 	OpSetPowerState             = "SetPowerState"
 	OpSetAutoscaleDrain         = "SetAutoscaleDrain"
 	OpPutScalingPlan            = "PutScalingPlan"
@@ -480,6 +482,24 @@ func (s *Store) OpenSessionUsers(ctx context.Context, pools []string, after stri
 		return err
 	})
 	return r0, r1, err
+}
+
+// OutagePlacementWrites runs the wrapped store's OutagePlacementWrites through the hook.
+func (s *Store) OutagePlacementWrites(ctx context.Context) (r0 int64, err error) {
+	err = s.hook(ctx, OpOutagePlacementWrites, func(ctx context.Context) (err error) {
+		r0, err = s.inner.OutagePlacementWrites(ctx)
+		return err
+	})
+	return r0, err
+}
+
+// DropDirectoryPods runs the wrapped store's DropDirectoryPods through the hook.
+func (s *Store) DropDirectoryPods(ctx context.Context, pods []string) (r0 []string, err error) {
+	err = s.hook(ctx, OpDropDirectoryPods, func(ctx context.Context) (err error) {
+		r0, err = s.inner.DropDirectoryPods(ctx, pods)
+		return err
+	})
+	return r0, err
 }
 
 // SetPowerState runs the wrapped store's SetPowerState through the hook.

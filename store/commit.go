@@ -134,7 +134,7 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 // is set, records it after the session (vdibroker.WithCallNonce, R-G5):
 // then it runs in a savepoint, so that a replay undoes the placement.
 func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *commitReq {
-	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c) && nonce == nil,
+	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c) && nonce == nil && !c.OutagePlacement,
 		pool: c.Session.HostPool, host: c.Session.SessionHost, ownHost: simpleCommit(c),
 		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
 		committed: c.OnCommitted, nonce: nonce}
@@ -147,6 +147,18 @@ func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *com
 				return err
 			}
 			return t.useCallNonce(ctx, nonce)
+		}
+	}
+	if c.OutagePlacement {
+		// In the session's transaction: a replica that reads the new
+		// count reads the session too (R-G1).
+		write := r.fn
+		r.fn = func(ctx context.Context, t *tx) error {
+			if err := write(ctx, t); err != nil {
+				return err
+			}
+			_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + 1 WHERE id = 1`)
+			return err
 		}
 	}
 	if c.RoundRobinHost != "" {

@@ -158,3 +158,52 @@ func (s *DB) OpenSessionUsers(ctx context.Context, pools []string, after string)
 	slices.Sort(users)
 	return users, last, nil
 }
+
+// OutagePlacementWrites implements vdibroker.FederationStore: the one row
+// of outage_placement_writes.
+func (s *DB) OutagePlacementWrites(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.read(ctx, func(t *tx) error {
+		return t.row(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1`).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("outage placement writes: %w", err)
+	}
+	return n, nil
+}
+
+// DropDirectoryPods implements vdibroker.FederationStore, pod by pod: its
+// row of session_directory_pods first, which a registration of the pod
+// holds (RegisterDirectory), then its entries, so one that committed
+// meanwhile is dropped too.
+func (s *DB) DropDirectoryPods(ctx context.Context, pods []string) (dropped []string, err error) {
+	var known []string
+	err = s.read(ctx, func(t *tx) error {
+		var qerr error
+		known, qerr = queryAll(ctx, t, func(r scanner) (string, error) {
+			var p string
+			return p, r.Scan(&p)
+		}, `SELECT pod FROM session_directory_pods ORDER BY pod`)
+		return qerr
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drop session directory pods: %w", err)
+	}
+	for _, p := range known {
+		if slices.Contains(pods, p) {
+			continue
+		}
+		err := s.write(ctx, func(t *tx) error {
+			if _, err := t.exec(ctx, `DELETE FROM session_directory_pods WHERE pod = ?`, p); err != nil {
+				return err
+			}
+			_, err := t.exec(ctx, `DELETE FROM session_directory WHERE pod = ?`, p)
+			return err
+		})
+		if err != nil {
+			return dropped, wrap(err, "drop the session directory entries of pod %s", p)
+		}
+		dropped = append(dropped, p)
+	}
+	return dropped, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -245,4 +246,97 @@ func TestSessionDirectoryWaitDoesNotHoldNonceCount_RG1(t *testing.T) {
 	if pods, _, _ := s.LookupDirectory(ctx, "bob", time.Time{}); !slices.Equal(pods, []string{"ams1"}) {
 		t.Errorf("bob after the wait: %v, want ams1", pods)
 	}
+}
+
+// R-OUT3, R-G1: a session placed during a store outage bumps the store's
+// count in its own transaction, on every engine, so every replica's
+// directory pass learns it was written; a connect's commit does not, and
+// neither does a refused one (R-C6), nor one of several at once that
+// fails, while each that succeeds counts.
+func TestOutagePlacementWrites_ROUT3_RG1(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		count := func() int64 {
+			t.Helper()
+			n, err := s.OutagePlacementWrites(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := count(); n != 0 {
+			t.Fatalf("a new store's count: %d, want 0", n)
+		}
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		mustHost(t, s, "p", "h1", "h2")
+		mustCommit(t, s, placement("p", "h1", "connect", 10))
+		if n := count(); n != 0 {
+			t.Fatalf("after a connect's commit: %d, want 0", n)
+		}
+		outage := func(host, user string) *vdibroker.PlacementCommit {
+			c := placement("p", host, user, 10)
+			c.OutagePlacement = true
+			return c
+		}
+		mustCommit(t, s, outage("h1", "alice"))
+		if n := count(); n != 1 {
+			t.Fatalf("after an outage placement: %d, want 1", n)
+		}
+		wantCode(t, s.CommitPlacement(ctx, outage("h2", "alice")), vdibroker.EConflict)
+		if n := count(); n != 1 {
+			t.Fatalf("after a refused outage placement (alice has a session): %d, want 1", n)
+		}
+		// Three at once, likely in one group commit: bob's second fails.
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for i, c := range []*vdibroker.PlacementCommit{outage("h1", "bob"), outage("h2", "carol"), outage("h2", "bob")} {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = s.CommitPlacement(ctx, c) }()
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+			}
+		}
+		if n := count(); ok != 2 || n != 3 {
+			t.Errorf("three at once, one of them bob's second: %d committed (%v), count %d; want 2 committed and a count of 3", ok, errs, n)
+		}
+	})
+}
+
+// R-G1: a directory pod drops the entries of the pods not in its
+// document (removed from it), entries and counts alike, and keeps those
+// of the pods in it; a pod dropped that registers again starts afresh.
+func TestDropDirectoryPods_RG1(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		for pod, users := range map[string][]string{"ams1": {"alice", "bob"}, "fra1": {"alice"}, "old1": {"alice", "carol"}, "old2": {"dave"}} {
+			if err := s.RegisterDirectory(ctx, pod, 1, users, true, true, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dropped, err := s.DropDirectoryPods(ctx, []string{"ams1", "fra1", "lis1"})
+		if err != nil || !slices.Equal(dropped, []string{"old1", "old2"}) {
+			t.Fatalf("dropped %v, %v; want old1 and old2", dropped, err)
+		}
+		for user, want := range map[string][]string{"alice": {"ams1", "fra1"}, "bob": {"ams1"}, "carol": nil, "dave": nil} {
+			pods, complete, err := s.LookupDirectory(ctx, user, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(pods, want) || !cmp.Equal(complete, map[string]int64{"ams1": 1, "fra1": 1}) {
+				t.Errorf("%s: pods %v complete %v; want %v, ams1 and fra1 complete", user, pods, complete, want)
+			}
+		}
+		if dropped, err := s.DropDirectoryPods(ctx, []string{"ams1", "fra1"}); err != nil || len(dropped) != 0 {
+			t.Errorf("again: dropped %v, %v; want none", dropped, err)
+		}
+		// old1's count went with it: its bound is whole again.
+		defer store.SetMaxDirectoryEntries(2)()
+		if err := s.RegisterDirectory(ctx, "old1", 2, []string{"erin", "frank"}, false, false, t0); err != nil {
+			t.Errorf("old1 registering its bound after being dropped: %v", err)
+		}
+	})
 }

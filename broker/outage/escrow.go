@@ -74,10 +74,10 @@ type escrowKeeper struct {
 	used    map[hostKey]int // placed in outage mode, not yet written
 	pending []*outagePlacement
 	// writing counts WriteOutagePlacements' runs writing now (a store
-	// that flaps starts one per recovery, beside the last), writes those
-	// that ended having sessions to write (OutagePlacements).
+	// that flaps starts one per recovery, beside the last). That they
+	// wrote some is the store's to tell every replica
+	// (PlacementCommit.OutagePlacement).
 	writing int
-	writes  uint64
 	wg      sync.WaitGroup
 }
 
@@ -372,7 +372,6 @@ func (m *Mode) WriteOutagePlacements() {
 	defer func() {
 		k.mu.Lock()
 		k.writing--
-		k.writes++
 		k.mu.Unlock()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -402,19 +401,20 @@ func (m *Mode) WriteOutagePlacements() {
 	m.log.Info("wrote the sessions placed during the outage", "written", written, "of", len(todo))
 }
 
-// OutagePlacements tells a reader of sessions by id (the session
-// directory's passes, R-G1) about this replica's outage placements, which
-// are written long after their ids were made: waiting is true while some
-// are held or being written, and written changes whenever a run of
-// WriteOutagePlacements wrote some.
-func (m *Mode) OutagePlacements() (waiting bool, written uint64) {
+// OutagePlacementsWaiting tells a reader of sessions by id (the session
+// directory's passes, R-G1) that this replica holds sessions placed
+// during an outage, whose ids are old, not yet written, or is writing
+// them: only its memory has them. Those written, by any replica, bump a
+// count in the store (PlacementCommit.OutagePlacement), which every
+// replica reads.
+func (m *Mode) OutagePlacementsWaiting() bool {
 	k := m.escrow
 	if k == nil {
-		return false, 0
+		return false
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.pending) > 0 || k.writing > 0, k.writes
+	return len(k.pending) > 0 || k.writing > 0
 }
 
 // writeOutagePlacement writes one session placed during the outage. When
@@ -431,7 +431,7 @@ func (m *Mode) writeOutagePlacement(ctx context.Context, p *outagePlacement) err
 	}
 	commit := func() error {
 		return m.store.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: p.sess, MaxSessionLimit: pool.MaxSessionLimit,
-			Pooled: true, Record: p.record})
+			Pooled: true, Record: p.record, OutagePlacement: true})
 	}
 	err = commit()
 	if err != nil && !errors.Is(err, vdibroker.ErrUserHasSession) {

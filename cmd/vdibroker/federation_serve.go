@@ -114,12 +114,12 @@ func (f *FederationFlags) federation(svc *broker.Service, apps global.Applicatio
 	return global.New(global.Config{
 		Connect: svc, Applications: apps, Hosts: svc, Store: svc.Store(), Logger: log,
 		Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
-		Peers:            f.podClient(),
-		PeerPolicy:       f.policy,
-		PodTimeout:       f.PodTimeout,
-		ObserveConnect:   metrics.ObserveGlobalConnect,
-		ObservePodCall:   metrics.ObservePodCall,
-		OutagePlacements: svc.OutagePlacements,
+		Peers:                   f.podClient(),
+		PeerPolicy:              f.policy,
+		PodTimeout:              f.PodTimeout,
+		ObserveConnect:          metrics.ObserveGlobalConnect,
+		ObservePodCall:          metrics.ObservePodCall,
+		OutagePlacementsWaiting: svc.OutagePlacementsWaiting,
 	})
 }
 

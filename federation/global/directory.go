@@ -25,9 +25,17 @@ import (
 //     a directory pass (DirectoryEvery), which reads the sessions made
 //     since the one before;
 //   - all of them, as a whole list to every pod, at each new generation of
-//     the document and every DirectoryFullEvery: the directory pod drops
-//     the entries the list no longer has (ended sessions) and records the
-//     pod complete at that generation.
+//     the document, every DirectoryFullEvery, and when the store's count
+//     of written outage placements (R-OUT3, whose ids are older than a
+//     pass looks back) changed, whichever replica wrote them: the
+//     directory pod drops the entries the list no longer has (ended
+//     sessions) and records the pod complete at that generation.
+//
+// What a replica knows of its last whole list is in its memory, but a
+// replica says its pod is behind while the store's count differs from the
+// one its last whole list was read after, so no replica vouches for
+// sessions another wrote. At a new generation, a pod drops the entries of
+// the pods no longer in the document (DropDirectoryPods).
 //
 // A global connect asks the directory pod, then only the pods it names,
 // and the pods it cannot vouch for: a pod without a fresh whole list at
@@ -63,35 +71,44 @@ type directory struct {
 	behind  bool      // a registration failed since that whole list
 	fails   int       // registrations failed, ever
 	failAt  time.Time // the last one
-	outage  uint64    // Config.OutagePlacements' written at the last whole list
+	outage  int64     // the store's OutagePlacementWrites read before that whole list
+	dropped int64     // the generation whose removed pods' entries were dropped
 	sent    map[string]time.Time
 	took    map[string]time.Time // when each peer last took a registration
 	running sync.Mutex           // one pass at a time
 }
 
 // directoryBehind reports whether some session of this pod may be missing
-// from its directory pod at doc's generation (PodLoads.DirectoryBehind).
-func (g *Service) directoryBehind(doc *vdibroker.Federation) bool {
+// from its directory pod at doc's generation (PodLoads.DirectoryBehind):
+// this replica holds outage placements not yet written, its last whole
+// list is not through at doc's generation, or outage placements were
+// written (by any replica) since it was read. It reads one row of the
+// store; behind when that fails.
+func (g *Service) directoryBehind(ctx context.Context, doc *vdibroker.Federation) bool {
 	if !federation.UsesDirectory(doc) {
 		return false
+	}
+	if g.outagePlacementsWaiting() {
+		return true
+	}
+	writes, err := g.cfg.Store.OutagePlacementWrites(ctx)
+	if err != nil {
+		return true
 	}
 	d := &g.dir
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.behind || d.gen != doc.Generation
+	return d.behind || d.gen != doc.Generation || d.outage != writes
 }
 
-// outagePlacements is Config.OutagePlacements, or none.
-func (g *Service) outagePlacements() (waiting bool, written uint64) {
-	if g.cfg.OutagePlacements == nil {
-		return false, 0
-	}
-	return g.cfg.OutagePlacements()
+// outagePlacementsWaiting is Config.OutagePlacementsWaiting, or false.
+func (g *Service) outagePlacementsWaiting() bool {
+	return g.cfg.OutagePlacementsWaiting != nil && g.cfg.OutagePlacementsWaiting()
 }
 
 // directoryStatus is FederationStatus.Directory.
-func (g *Service) directoryStatus(doc *vdibroker.Federation) vdibroker.DirectoryStatus {
-	st := vdibroker.DirectoryStatus{Behind: g.directoryBehind(doc)}
+func (g *Service) directoryStatus(ctx context.Context, doc *vdibroker.Federation) vdibroker.DirectoryStatus {
+	st := vdibroker.DirectoryStatus{Behind: g.directoryBehind(ctx, doc)}
 	d := &g.dir
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -119,8 +136,10 @@ func (g *Service) RunDirectory(ctx context.Context) {
 }
 
 // DirectoryPass registers this pod's sessions: its whole list when the
-// document's generation changed, DirectoryFullEvery passed or a
-// registration failed; else the sessions made since the last pass.
+// document's generation changed, DirectoryFullEvery passed, a
+// registration failed or outage placements were written; else the
+// sessions made since the last pass. At a new generation it first drops
+// the entries of pods removed from the document (dropRemovedPods).
 func (g *Service) DirectoryPass(ctx context.Context) error {
 	d := &g.dir
 	d.running.Lock()
@@ -141,19 +160,28 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 		// directoryRetry, not every pass.
 		return g.directoryFailed(err)
 	}
+	g.dropRemovedPods(ctx, doc)
 	if !federation.UsesDirectory(doc) {
 		return nil
 	}
 	// Outage placements (R-OUT3) are written with ids made during the
-	// outage, older than any pass looks back: while some wait, this pod
-	// is behind; once written, its whole list is sent again.
-	waiting, written := g.outagePlacements()
-	if waiting {
+	// outage, older than any pass looks back: while some wait in this
+	// replica's memory, this pod is behind; once written (by this
+	// replica or another), the store's count changed, and the whole list
+	// is sent again. The count is read before the sessions: those it
+	// counts are committed, so the list has them; one written after is
+	// counted after, and this replica says it is behind until its next
+	// whole list (directoryBehind).
+	if g.outagePlacementsWaiting() {
 		return g.directoryFailed(errors.New("sessions placed during a store outage are not all written yet"))
+	}
+	writes, err := g.cfg.Store.OutagePlacementWrites(ctx)
+	if err != nil {
+		return g.directoryFailed(err)
 	}
 	d.mu.Lock()
 	fails := d.fails
-	full := d.behind || d.gen != doc.Generation || now.Sub(d.fullAt) >= DirectoryFullEvery || written != d.outage
+	full := d.behind || d.gen != doc.Generation || now.Sub(d.fullAt) >= DirectoryFullEvery || writes != d.outage
 	after := ""
 	if !full {
 		after = idAt(d.passAt.Add(-directoryLookback))
@@ -186,14 +214,10 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 			return g.directoryFailed(err)
 		}
 	}
-	if w, n := g.outagePlacements(); w || n != written {
-		// Written while the list was read: it may lack them.
-		return g.directoryFailed(errors.New("sessions placed during a store outage were written while this pod's sessions were read"))
-	}
 	d.mu.Lock()
 	d.passAt = now
 	if full {
-		d.gen, d.fullAt, d.outage = doc.Generation, now, written
+		d.gen, d.fullAt, d.outage = doc.Generation, now, writes
 		// A registration that failed while the list was read and sent
 		// may be missing from it: still behind.
 		d.behind = d.fails != fails
@@ -205,6 +229,37 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	}
 	d.mu.Unlock()
 	return nil
+}
+
+// dropRemovedPods drops, once per generation of the document, the
+// session directory entries this pod keeps for pods no longer in it:
+// they register no more (PodRegister refuses them) and no look-up asks
+// them, but their entries would stay. A failure is logged and tried
+// again at the next pass; it leaves this pod's own registrations as they
+// are.
+func (g *Service) dropRemovedPods(ctx context.Context, doc *vdibroker.Federation) {
+	d := &g.dir
+	d.mu.Lock()
+	done := d.dropped == doc.Generation
+	d.mu.Unlock()
+	if done {
+		return
+	}
+	pods := make([]string, len(doc.Pods))
+	for i, p := range doc.Pods {
+		pods[i] = p.Name
+	}
+	dropped, err := g.cfg.Store.DropDirectoryPods(ctx, pods)
+	if err != nil {
+		g.log.WarnContext(ctx, "session directory: dropping the entries of pods removed from the document failed; tried again at the next pass", "err", err)
+		return
+	}
+	if len(dropped) > 0 {
+		g.log.InfoContext(ctx, "session directory: dropped the entries of pods removed from the document", "pods", dropped, "generation", doc.Generation)
+	}
+	d.mu.Lock()
+	d.dropped = doc.Generation
+	d.mu.Unlock()
 }
 
 // sendFull sends pod the whole list of this pod's users it is the

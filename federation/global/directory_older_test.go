@@ -58,15 +58,15 @@ func TestDirectoryRegisterNotFoundAfterTaken_RG1(t *testing.T) {
 			old.Store(!tc.tookBefore)
 			g := New(Config{Pod: "pod0", Store: st, Peers: oldPeer{dirPeer{s: st}, old}, Clock: clk})
 			pass := func() error { clk.Step(DirectoryEvery); return g.DirectoryPass(t.Context()) }
-			if err := pass(); err != nil || g.directoryBehind(doc) {
-				t.Fatalf("first whole list: %v, behind %v", err, g.directoryBehind(doc))
+			if err := pass(); err != nil || g.directoryBehind(t.Context(), doc) {
+				t.Fatalf("first whole list: %v, behind %v", err, g.directoryBehind(t.Context(), doc))
 			}
 			old.Store(true)
 			st.mu.Lock()
 			st.sessions[idAt(clk.Now())+"00000000000000000001"] = user
 			st.mu.Unlock()
 			err := pass()
-			if got := g.directoryBehind(doc); got != tc.want || (err != nil) != tc.want {
+			if got := g.directoryBehind(t.Context(), doc); got != tc.want || (err != nil) != tc.want {
 				t.Errorf("%s's session registered at its directory pod, answered NotFound: %v, behind %v; want behind %v", user, err, got, tc.want)
 			}
 		})

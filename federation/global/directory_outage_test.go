@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,19 @@ type sessionsStore struct {
 	got      map[string]bool   // users registered, here or at a peer
 	down     bool              // GetFederation fails
 	docReads int
+	writes   int64  // OutagePlacementWrites
+	onRead   func() // called by OpenSessionUsers, under mu
+}
+
+func (s *sessionsStore) OutagePlacementWrites(context.Context) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes, nil
+}
+
+// DropDirectoryPods keeps no entries of other pods to drop.
+func (s *sessionsStore) DropDirectoryPods(context.Context, []string) ([]string, error) {
+	return nil, nil
 }
 
 func (s *sessionsStore) GetFederation(context.Context) (*vdibroker.Federation, error) {
@@ -41,6 +55,9 @@ func (s *sessionsStore) GetFederation(context.Context) (*vdibroker.Federation, e
 func (s *sessionsStore) OpenSessionUsers(_ context.Context, _ []string, after string) ([]string, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.onRead != nil {
+		s.onRead()
+	}
 	var users []string
 	for id, u := range s.sessions {
 		if id > after {
@@ -70,10 +87,11 @@ func (p dirPeer) Register(ctx context.Context, _ vdibroker.Pod, req vdibroker.Po
 
 // TestDirectoryPassOutagePlacements_RG1: sessions placed during a store
 // outage (R-OUT3) are written when the store is back, with ids made
-// during the outage, older than a pass looks back. While they wait to be
-// written the pod is behind; once written (by a run a pass saw waiting,
-// or one none saw), its whole list is sent again and has them; written
-// while a whole list was read, the pod stays behind and sends it again.
+// during the outage, older than a pass looks back. While this replica
+// holds some unwritten the pod is behind; once written (the store's count
+// changed, whichever replica wrote them), its whole list is sent again
+// and has them; written while a whole list was read, the pod says it is
+// behind until the next pass sends it again.
 func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
 	doc := &vdibroker.Federation{Generation: 1, GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g",
 		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "p"}}}}}
@@ -82,60 +100,60 @@ func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
 	}
 	st := &sessionsStore{doc: doc, sessions: map[string]string{}, got: map[string]bool{}}
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
-	var mu sync.Mutex
-	waiting, written := false, uint64(0)
-	g := New(Config{Pod: "pod0", Store: st, Peers: dirPeer{s: st}, Clock: clk,
-		OutagePlacements: func() (bool, uint64) { mu.Lock(); defer mu.Unlock(); return waiting, written }})
+	var waiting atomic.Bool
+	g := New(Config{Pod: "pod0", Store: st, Peers: dirPeer{s: st}, Clock: clk, OutagePlacementsWaiting: waiting.Load})
 	idAgo := func(c clock.PassiveClock, d time.Duration) string {
 		return idAt(c.Now().Add(-d)) + "00000000000000000001"
 	}
 	pass := func() error { clk.Step(DirectoryEvery); return g.DirectoryPass(t.Context()) }
-	behind := func() bool { return g.directoryBehind(doc) }
+	behind := func() bool { return g.directoryBehind(t.Context(), doc) }
+	written := func(user string, ago time.Duration) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		st.sessions[idAgo(clk, ago)] = user
+		st.writes++
+	}
 
 	st.sessions[idAgo(clk, time.Minute)] = "before"
 	if err := pass(); err != nil || behind() || !st.got["before"] {
 		t.Fatalf("first whole list: %v, behind %v, registered %v", err, behind(), st.got)
 	}
 	// An outage: a session placed in escrow waits to be written.
-	mu.Lock()
-	waiting = true
-	mu.Unlock()
+	waiting.Store(true)
+	if !behind() {
+		t.Fatal("with outage placements waiting in this replica: not behind")
+	}
 	if err := pass(); err == nil || !behind() {
 		t.Fatalf("with outage placements waiting: %v, behind %v; want an error and behind", err, behind())
 	}
 	// Written, 30 s after its id was made.
-	mu.Lock()
-	waiting, written = false, 2
-	mu.Unlock()
-	st.sessions[idAgo(clk, 30*time.Second)] = "outage"
+	waiting.Store(false)
+	written("outage", 30*time.Second)
+	if !behind() {
+		t.Fatal("outage placements written since the last whole list: not behind")
+	}
 	clk.Step(directoryRetry)
 	if err := pass(); err != nil || behind() || !st.got["outage"] {
 		t.Fatalf("after the outage placements were written: %v, behind %v, registered %v; want the outage user registered", err, behind(), st.got)
 	}
-	// An outage no pass saw (shorter than a pass, its reads never
-	// refused), whose session was written 30 s after its id: a run of the
-	// writer since the last whole list is enough to send it again.
-	mu.Lock()
-	written = 4
-	mu.Unlock()
-	st.sessions[idAgo(clk, 30*time.Second)] = "unseen"
+	// Written by another replica, or in an outage no pass here saw
+	// (nothing waited in this replica): the store's count is enough.
+	written("unseen", 30*time.Second)
+	if !behind() {
+		t.Fatal("outage placements another replica wrote: not behind")
+	}
 	if err := pass(); err != nil || behind() || !st.got["unseen"] {
-		t.Fatalf("after outage placements no pass saw: %v, behind %v, registered %v; want unseen registered", err, behind(), st.got)
+		t.Fatalf("after outage placements another replica wrote: %v, behind %v, registered %v; want unseen registered", err, behind(), st.got)
 	}
-	// Written again while a whole list is read: behind, sent again.
-	st.sessions[idAgo(clk, 20*time.Second)] = "late"
-	g.cfg.OutagePlacements = func() (bool, uint64) {
-		mu.Lock()
-		defer mu.Unlock()
-		w := written
-		written = 6 // the next call sees a run that wrote meanwhile
-		return waiting, w
-	}
-	if err := pass(); err == nil || !behind() {
-		t.Fatalf("outage placements written during the pass: %v, behind %v; want an error and behind", err, behind())
+	// Written again while a whole list is read (after the count was):
+	// that list may lack it, so behind, and the next pass sends again.
+	st.sessions[idAgo(clk, 20*time.Second)] = "during"
+	st.writes++
+	st.onRead = func() { st.onRead = nil; st.sessions[idAgo(clk, 20*time.Second)] = "late"; st.writes++ }
+	if err := pass(); err != nil || !behind() || !st.got["during"] {
+		t.Fatalf("outage placements written during the pass: %v, behind %v, registered %v; want during registered and behind", err, behind(), st.got)
 	}
 	delete(st.got, "late")
-	clk.Step(directoryRetry)
 	if err := pass(); err != nil || behind() || !st.got["late"] {
 		t.Fatalf("the pass after: %v, behind %v, registered %v; want late registered by a whole list", err, behind(), st.got)
 	}
@@ -169,7 +187,7 @@ func TestDirectoryPassDuringAnOutage_RG1(t *testing.T) {
 	st.down = false
 	st.mu.Unlock()
 	clk.Step(DirectoryEvery)
-	if err := g.DirectoryPass(t.Context()); err != nil || g.directoryBehind(doc) {
-		t.Fatalf("pass after the retry time, the store up: %v, behind %v; want a whole list sent", err, g.directoryBehind(doc))
+	if err := g.DirectoryPass(t.Context()); err != nil || g.directoryBehind(t.Context(), doc) {
+		t.Fatalf("pass after the retry time, the store up: %v, behind %v; want a whole list sent", err, g.directoryBehind(t.Context(), doc))
 	}
 }

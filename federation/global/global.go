@@ -46,11 +46,13 @@ type Config struct {
 	// outcome (Created, Reconnect, DryRun or an error code) and the pod
 	// that answered ("" when none).
 	ObserveConnect func(outcome, pod string)
-	// OutagePlacements, when set, is this replica's outage placements
-	// (broker.Service.OutagePlacements): sessions written long after
-	// their ids were made, which the session directory's passes must
-	// not miss (R-G1, R-OUT3).
-	OutagePlacements func() (waiting bool, written uint64)
+	// OutagePlacementsWaiting, when set, says this replica holds
+	// sessions placed during a store outage not yet written
+	// (broker.Service.OutagePlacementsWaiting): their ids are older than
+	// the session directory's passes look back, and only this replica's
+	// memory has them (R-G1, R-OUT3). Once written, the store's count
+	// tells every replica (FederationStore.OutagePlacementWrites).
+	OutagePlacementsWaiting func() bool
 	// ObservePodCall, when set, is called after every pod-to-pod call.
 	ObservePodCall func(peer, op string, d time.Duration, err error)
 	// Clock is the time of the caches (the document for docTTL, peer
@@ -111,7 +113,7 @@ func New(cfg Config) *Service {
 		clk = clock.RealClock{}
 	}
 	return &Service{cfg: cfg, log: log, clock: clk, loads: map[string]*loadEntry{}, peers: map[string]*vdibroker.PeerStatus{},
-		lookups: map[string]*lookupQueue{}, dir: directory{sent: map[string]time.Time{}}}
+		lookups: map[string]*lookupQueue{}, dir: directory{sent: map[string]time.Time{}, dropped: -1}}
 }
 
 // Pod is this pod's name.
@@ -195,7 +197,7 @@ func (g *Service) Status(ctx context.Context) (*vdibroker.FederationStatus, erro
 	}
 	wg.Wait()
 	st := &vdibroker.FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []vdibroker.PeerStatus{},
-		Warnings: doc.EveryoneWarnings(), Directory: g.directoryStatus(doc)}
+		Warnings: doc.EveryoneWarnings(), Directory: g.directoryStatus(ctx, doc)}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range doc.Pods {

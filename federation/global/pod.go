@@ -61,7 +61,7 @@ func (g *Service) PodLoads(ctx context.Context) (*vdibroker.PodLoads, error) {
 		return nil, err
 	}
 	resp.Generation, resp.Site = doc.Generation, g.site(doc)
-	resp.DirectoryBehind = g.directoryBehind(doc)
+	resp.DirectoryBehind = g.directoryBehind(ctx, doc)
 	members := g.memberPools(doc)
 	facts := g.localFacts(ctx, members)
 	for _, name := range members {

@@ -85,7 +85,7 @@ func New(cfg Config) *Server {
 	var fed *global.Service
 	if cfg.Pod != "" {
 		fed = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
-			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout, OutagePlacements: svc.OutagePlacements})
+			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout, OutagePlacementsWaiting: svc.OutagePlacementsWaiting})
 		services.Federation = fed
 	}
 	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: cfg.FederationSecret, OneProcessStore: cfg.OneProcessStore,
