@@ -74,6 +74,13 @@ phases of --connects connects each from --concurrency workers, side by
 side: pool connects to the first pod's pool, then global connects to
 "desktop". Every connect is for a new user and makes a session.
 
+With --rate, each size then runs --rounds rounds of paced phases:
+--paced-connects pool connects, then as many global connects, offered at
+--rate per second whatever the answers, each connect's latency counted
+from when it was due. At 8 workers the shared cores run flat out and a
+connect's latency is the queue of every pod's work; paced below that,
+it is the latency of the connect's own path.
+
 Reported per size: pool and global connect p50 and p99 and their ratios
 (target: global within 2x of a pool connect), the process's CPU time per
 pool and per global connect (every pod's and the load's: at a fixed
@@ -87,6 +94,7 @@ figures are for one machine carrying the whole federation, so a pod's
 work is slower than on a machine of its own; the ratio is measured under
 the same conditions. Everything goes to 127.0.0.1; every loop is bounded.`,
 		Example: `  vdibroker bench federation
+  vdibroker bench federation --pods 3,50 --rate 100
   vdibroker bench federation --pods 3,10 --sessions 20000 --connects 500`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
