@@ -312,16 +312,9 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	start, _ := federation.StartSite(doc, ge, req.User, req.Groups, g.cfg.Pod)
 	scope := federation.Scope(doc, ge, g.cfg.Pod, start)
 	// R-G1 through the session directory: only the pods it names, or
-	// cannot vouch for, are asked for the user's sessions. This pod reads
-	// its own while the look-up is on its way.
-	var ask map[string]bool
-	looked := make(chan struct{})
-	go func() {
-		defer close(looked)
-		ask, _ = g.lookup(ctx, doc, req.User)
-	}()
-	states := g.gather(ctx, doc, scope, req.User, true, ge, func() map[string]bool { <-looked; return ask })
-	<-looked // scope may leave out every peer
+	// cannot vouch for, are asked for the user's sessions.
+	ask, _ := g.lookup(ctx, doc, req.User)
+	states := g.gather(ctx, doc, scope, req.User, true, ge, ask)
 	in := federation.Input{Doc: doc, Entitlement: ge, ConnectedPod: g.cfg.Pod, User: req.User, Groups: req.Groups,
 		Pods: map[string]federation.PodState{}}
 	for pod, st := range states {

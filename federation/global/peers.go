@@ -37,10 +37,8 @@ type podState struct {
 // member pools without ge) and, when sessions is set, for the user's
 // sessions in its member pools of ge: a peer only if ask names it (nil:
 // every peer) or its load summary says its directory entries are behind.
-// ask is waited for only by the peers' goroutines, so this pod's own
-// reads run while the directory look-up behind it is on its way; a nil
-// func is every peer. A peer that fails is named with why.
-func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement, ask func() map[string]bool) map[string]podState {
+// A peer that fails is named with why.
+func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement, ask map[string]bool) map[string]podState {
 	out := make(map[string]podState, len(pods))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -68,11 +66,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 					}
 				}
 			} else {
-				var named map[string]bool
-				if ask != nil {
-					named = ask()
-				}
-				st = g.remoteState(ctx, doc, p, user, pools, sessions, sessions && named != nil && !named[p.Name])
+				st = g.remoteState(ctx, doc, p, user, pools, sessions, sessions && ask != nil && !ask[p.Name])
 			}
 			mu.Lock()
 			out[p.Name] = st
