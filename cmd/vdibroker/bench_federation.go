@@ -248,38 +248,27 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 		}
 		fs := FederationSize{Pods: size, Sites: min(size, opt.sites), Sessions: perPod * size, CallsPerConnect: map[string]float64{},
 			Directory: dirTook, DirectoryCPU: dirCPU}
-		var local, global []*loadgen.Result
-		var localCPU, globalCPU time.Duration
+		var local, global phaseRun
 		var calls map[string]int64
 		var bytes int64
 		for r := 1; r <= opt.rounds; r++ {
-			lc := base
-			lc.HostPool, lc.UserPrefix = fedBenchPool, fmt.Sprintf("local-%d-r%d-", size, r)
-			cpu := cputime.Process()
-			res, err := loadgen.Connect(ctx, lc)
-			if err != nil {
+			if err := local.run(ctx, base, false, fmt.Sprintf("local-%d-r%d-", size, r)); err != nil {
 				return err
 			}
-			localCPU += cputime.Process() - cpu
-			local = append(local, res)
-			gc := base
-			gc.UserPrefix = fmt.Sprintf("global-%d-r%d-", size, r)
 			counter.Take()
 			stop := func() {}
 			if opt.cpuProfile != "" && r == opt.rounds {
+				var err error
 				if stop, err = startCPUProfile(fmt.Sprintf("%s.%d", opt.cpuProfile, size)); err != nil {
 					return err
 				}
 			}
-			cpu = cputime.Process()
-			res, err = loadgen.GlobalConnect(ctx, gc, fedBenchEntitlement)
+			err := global.run(ctx, base, true, fmt.Sprintf("global-%d-r%d-", size, r))
 			stop()
 			if err != nil {
 				return err
 			}
-			globalCPU += cputime.Process() - cpu
 			c, b := counter.Take()
-			global = append(global, res)
 			bytes += b
 			if calls == nil {
 				calls = c
@@ -289,7 +278,7 @@ func runBenchFederation(ctx context.Context, opt benchFederationOptions, out, er
 				}
 			}
 		}
-		fs.Local, fs.Global = phaseFigures(local, localCPU), phaseFigures(global, globalCPU)
+		fs.Local, fs.Global = local.figures(), global.figures()
 		if opt.rate > 0 {
 			if fs.PacedLocal, fs.PacedGlobal, err = pacedRounds(ctx, base, opt, size); err != nil {
 				return err
@@ -322,30 +311,49 @@ const pacedWorkers = 256
 // not the queue of every other connect's work on the shared cores.
 func pacedRounds(ctx context.Context, base loadgen.Config, opt benchFederationOptions, size int) (local, global *PhaseFigures, err error) {
 	base.Connects, base.Rate, base.Concurrency = opt.pacedConnects, opt.rate, pacedWorkers
-	var ls, gs []*loadgen.Result
-	var lcpu, gcpu time.Duration
+	var ls, gs phaseRun
 	for r := 1; r <= opt.rounds; r++ {
-		lc := base
-		lc.HostPool, lc.UserPrefix = fedBenchPool, fmt.Sprintf("paced-local-%d-r%d-", size, r)
-		cpu := cputime.Process()
-		res, err := loadgen.Connect(ctx, lc)
-		if err != nil {
+		if err := ls.run(ctx, base, false, fmt.Sprintf("paced-local-%d-r%d-", size, r)); err != nil {
 			return nil, nil, err
 		}
-		lcpu += cputime.Process() - cpu
-		ls = append(ls, res)
-		gc := base
-		gc.UserPrefix = fmt.Sprintf("paced-global-%d-r%d-", size, r)
-		cpu = cputime.Process()
-		if res, err = loadgen.GlobalConnect(ctx, gc, fedBenchEntitlement); err != nil {
+		if err := gs.run(ctx, base, true, fmt.Sprintf("paced-global-%d-r%d-", size, r)); err != nil {
 			return nil, nil, err
 		}
-		gcpu += cputime.Process() - cpu
-		gs = append(gs, res)
 	}
-	l, g := phaseFigures(ls, lcpu), phaseFigures(gs, gcpu)
+	l, g := ls.figures(), gs.figures()
 	return &l, &g, nil
 }
+
+// phaseRun is one kind of connect's rounds so far, and the process's CPU
+// time they took.
+type phaseRun struct {
+	rs  []*loadgen.Result
+	cpu time.Duration
+}
+
+// run runs one round of cfg's connects, each for a new user named from
+// prefix: global connects to the bench's entitlement, or pool connects
+// to its pool.
+func (p *phaseRun) run(ctx context.Context, cfg loadgen.Config, global bool, prefix string) error {
+	cfg.UserPrefix = prefix
+	cpu := cputime.Process()
+	var res *loadgen.Result
+	var err error
+	if global {
+		res, err = loadgen.GlobalConnect(ctx, cfg, fedBenchEntitlement)
+	} else {
+		cfg.HostPool = fedBenchPool
+		res, err = loadgen.Connect(ctx, cfg)
+	}
+	if err != nil {
+		return err
+	}
+	p.cpu += cputime.Process() - cpu
+	p.rs = append(p.rs, res)
+	return nil
+}
+
+func (p *phaseRun) figures() PhaseFigures { return phaseFigures(p.rs, p.cpu) }
 
 // phaseFigures merges the rounds of one kind of connect, which took cpu
 // of this process in all: the latency percentiles are the rounds' worst
