@@ -340,3 +340,60 @@ func TestDropDirectoryPods_RG1(t *testing.T) {
 		}
 	})
 }
+
+// R-OUT3, R-D3 (PostgreSQL): a batch bumps the count of outage
+// placements written after it took every host lock it needs, not in the
+// middle. Taken between two hosts' locks, the one row closed a cycle
+// with another replica's batch: this batch holding the count and waiting
+// for host b, that one holding host b and waiting for the count
+// (writing an outage placement of its own after recovery), a deadlock
+// that PostgreSQL breaks after a second, every write of one batch run
+// again.
+func TestOutagePlacementCountTakenLast_ROUT3(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "a", "b")
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Another replica's batch holds host b.
+	other, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = 'b' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	outage := placement("p", "a", "alice", 10)
+	outage.OutagePlacement = true
+	done := make(chan []error, 1)
+	go func() { done <- s.CommitBatch([]*vdibroker.PlacementCommit{outage, placement("p", "b", "bob", 10)}) }()
+	waitForLockWaiter(t, s, "the batch, for host b")
+	// The batch waits for host b: it must not hold the count meanwhile.
+	probe, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = probe.ExecContext(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1 FOR UPDATE NOWAIT`)
+	probe.Rollback()
+	if err != nil {
+		t.Errorf("the count of outage placements, while the batch waits for a host's lock: %v; want it free (taken after every host)", err)
+	}
+	other.Rollback()
+	errs := <-done
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("the batch: %v", errs)
+	}
+	if n, err := s.OutagePlacementWrites(ctx); err != nil || n != 1 {
+		t.Errorf("the count after the batch: %d, %v; want 1", n, err)
+	}
+}
