@@ -396,33 +396,14 @@ func TestOutagePlacementCountTakenLast_ROUT3(t *testing.T) {
 	ctx := t.Context()
 	mustPool(t, s, pool("p", vdibroker.Pooled))
 	mustHost(t, s, "p", "a", "b")
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// Another replica's batch holds host b.
-	other, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Rollback()
-	if _, err := other.ExecContext(ctx, `SELECT name FROM host_counts WHERE host_pool = 'p' AND name = 'b' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	other := holdHostLock(t, dsn, "p", "b") // another replica's batch
 	outage := placement("p", "a", "alice", 10)
 	outage.OutagePlacement = true
 	done := make(chan []error, 1)
 	go func() { done <- s.CommitBatch([]*vdibroker.PlacementCommit{outage, placement("p", "b", "bob", 10)}) }()
 	waitForLockWaiter(t, s, "the batch, for host b")
 	// The batch waits for host b: it must not hold the count meanwhile.
-	probe, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = probe.ExecContext(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1 FOR UPDATE NOWAIT`)
-	probe.Rollback()
-	if err != nil {
+	if _, err := s.QueryInt(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1 FOR UPDATE NOWAIT`); err != nil {
 		t.Errorf("the count of outage placements, while the batch waits for a host's lock: %v; want it free (taken after every host)", err)
 	}
 	other.Rollback()
