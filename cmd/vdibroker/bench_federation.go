@@ -40,8 +40,8 @@ type benchFederationOptions struct {
 	rate          float64
 	pacedConnects int
 	podTimeout    time.Duration
-	output      string
-	cpuProfile  string // CPU profiles of the global phases: cpuProfile.<pods>
+	output        string
+	cpuProfile    string // CPU profiles of the global phases: cpuProfile.<pods>
 }
 
 // fedBenchPool is every pod's one member pool; fedBenchEntitlement the
