@@ -38,6 +38,10 @@ type commitReq struct {
 	// (lockCallNonces), nonceErr saying when that refused it.
 	nonce    *vdibroker.CallNonce
 	nonceErr error
+	// outage says the request writes a session placed during a store
+	// outage (PlacementCommit.OutagePlacement): the batch counts it if it
+	// succeeds (countOutagePlacements).
+	outage bool
 	// cursorPool and cursorHost, when set, are the pool's R-LI4 cursor to
 	// record if fn succeeds (PlacementCommit.RoundRobinHost).
 	cursorPool, cursorHost string
@@ -134,10 +138,10 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 // is set, records it after the session (vdibroker.WithCallNonce, R-G5):
 // then it runs in a savepoint, so that a replay undoes the placement.
 func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *commitReq {
-	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c) && nonce == nil && !c.OutagePlacement,
+	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c) && nonce == nil,
 		pool: c.Session.HostPool, host: c.Session.SessionHost, ownHost: simpleCommit(c),
 		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
-		committed: c.OnCommitted, nonce: nonce}
+		committed: c.OnCommitted, nonce: nonce, outage: c.OutagePlacement}
 	if nonce != nil {
 		r.fn = func(ctx context.Context, t *tx) error {
 			if r.nonceErr != nil {
@@ -147,18 +151,6 @@ func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *com
 				return err
 			}
 			return t.useCallNonce(ctx, nonce)
-		}
-	}
-	if c.OutagePlacement {
-		// In the session's transaction: a replica that reads the new
-		// count reads the session too (R-G1).
-		write := r.fn
-		r.fn = func(ctx context.Context, t *tx) error {
-			if err := write(ctx, t); err != nil {
-				return err
-			}
-			_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + 1 WHERE id = 1`)
-			return err
 		}
 	}
 	if c.RoundRobinHost != "" {
@@ -504,6 +496,9 @@ func (s *DB) runBatch(batch []*commitReq) {
 		if err := writeCursors(ctx, t, live, results); err != nil {
 			return err
 		}
+		if err := countOutagePlacements(ctx, t, live, results); err != nil {
+			return err
+		}
 		// The batch's number, taken after its last statement, while it
 		// still holds its hosts' locks, just before it commits (see
 		// numbering).
@@ -643,6 +638,28 @@ func writeCursors(ctx context.Context, t *tx, live []*commitReq, results []error
 		}
 	}
 	return nil
+}
+
+// countOutagePlacements bumps the store's count of outage placements
+// written (PlacementCommit.OutagePlacement) by the batch's that
+// succeeded, in its transaction: a replica that reads the new count
+// reads their sessions too (R-G1). It is the batch's last lock, after
+// every host's: a batch that held the one row while it waited for its
+// next host closed a cycle with another replica's batch holding that
+// host and waiting for the row (a PostgreSQL deadlock, broken after a
+// second, the batch run again).
+func countOutagePlacements(ctx context.Context, t *tx, live []*commitReq, results []error) error {
+	n := 0
+	for i, r := range live {
+		if r.outage && results[i] == nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`, n)
+	return err
 }
 
 // RoundRobinHost returns the pool's R-LI4 cursor ("" when none yet);

@@ -340,3 +340,78 @@ func TestDropDirectoryPods_RG1(t *testing.T) {
 		}
 	})
 }
+
+// R-G1: RegisterDirectory writes a list of users as one JSON list (two
+// statements for the whole call): users whose folded names carry JSON's
+// and SQL's special characters, non-ASCII letters and characters beyond
+// the BMP are stored as they are, found by their key, refreshed (not
+// counted again) when registered again, and kept by a whole list that
+// names them, on every engine.
+func TestSessionDirectoryOddUsers_RG1(t *testing.T) {
+	users := []string{`o"brien`, `o'neil`, `back\slash`, `a?b`, `$1`, `<tag>&amp;`, "line\u2028sep", "ǆemal",
+		"straße", "ﬃ", "日本語", "😀 smile", "null", "123", `[]`, `{"a":1}`, "x,y", "'; drop table session_directory; --"}
+	each(t, func(t *testing.T, s *store.DB) {
+		defer store.SetMaxDirectoryEntries(int64(len(users)))()
+		ctx := t.Context()
+		keys := make([]string, len(users))
+		for i, u := range users {
+			keys[i] = vdibroker.FoldUser(u)
+		}
+		if err := s.RegisterDirectory(ctx, "ams1", 1, keys, false, false, t0); err != nil {
+			t.Fatal(err)
+		}
+		// Again, at the bound: every one refreshed, none added.
+		later := t0.Add(time.Hour)
+		if err := s.RegisterDirectory(ctx, "ams1", 1, keys, true, true, later); err != nil {
+			t.Fatalf("the same users again, at the bound: %v", err)
+		}
+		for i, k := range keys {
+			pods, _, err := s.LookupDirectory(ctx, k, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(pods, []string{"ams1"}) {
+				t.Errorf("%q (key %q): pods %v, want ams1", users[i], k, pods)
+			}
+		}
+		wantCode(t, s.RegisterDirectory(ctx, "ams1", 1, []string{"one-more"}, false, false, later), vdibroker.ETooManyRequests)
+	})
+}
+
+// R-OUT3, R-D3 (PostgreSQL): a batch bumps the count of outage
+// placements written after it took every host lock it needs, not in the
+// middle. Taken between two hosts' locks, the one row closed a cycle
+// with another replica's batch: this batch holding the count and waiting
+// for host b, that one holding host b and waiting for the count
+// (writing an outage placement of its own after recovery), a deadlock
+// that PostgreSQL breaks after a second, every write of one batch run
+// again.
+func TestOutagePlacementCountTakenLast_ROUT3(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "a", "b")
+	other := holdHostLock(t, dsn, "p", "b") // another replica's batch
+	outage := placement("p", "a", "alice", 10)
+	outage.OutagePlacement = true
+	done := make(chan []error, 1)
+	go func() { done <- s.CommitBatch([]*vdibroker.PlacementCommit{outage, placement("p", "b", "bob", 10)}) }()
+	waitForLockWaiter(t, s, "the batch, for host b")
+	// The batch waits for host b: it must not hold the count meanwhile.
+	if _, err := s.QueryInt(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1 FOR UPDATE NOWAIT`); err != nil {
+		t.Errorf("the count of outage placements, while the batch waits for a host's lock: %v; want it free (taken after every host)", err)
+	}
+	other.Rollback()
+	errs := <-done
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("the batch: %v", errs)
+	}
+	if n, err := s.OutagePlacementWrites(ctx); err != nil || n != 1 {
+		t.Errorf("the count after the batch: %d, %v; want 1", n, err)
+	}
+}

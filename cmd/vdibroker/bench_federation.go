@@ -398,7 +398,7 @@ func writeFederationTable(w io.Writer, sizes []FederationSize, opt benchFederati
 			fmt.Sprintf("%.1f (%s)", total, strings.Join(ops, ", ")), s.BytesPerConnect, errs)
 	}
 	if opt.rate > 0 {
-		fmt.Fprintf(w, "\npaced: %d round(s) of %d pool connects then %d global connects offered at %g/s (up to %d outstanding), latency from when each was due\n\n",
+		fmt.Fprintf(w, "\npaced: %d round(s) of %d pool connects then %d global connects offered at %g/s (up to %d outstanding), latency from when each was due (not a free worker's late timer: loadgen.Config.Rate)\n\n",
 			opt.rounds, opt.pacedConnects, opt.pacedConnects, opt.rate, pacedWorkers)
 		fmt.Fprintf(w, "%5s  %-21s %-21s %-13s %-21s %s\n", "pods", "pool connect p50/p99", "global p50/p99", "global/pool", "CPU per pool/global", "rate pool/global")
 		for _, s := range sizes {
