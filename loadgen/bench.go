@@ -37,8 +37,9 @@ type Config struct {
 	// and its latency counts from when it was due, so time spent waiting
 	// for a free worker counts too (not a free worker's timer waking
 	// late: the generator's, not the broker's). Concurrency then bounds
-	// the connects outstanding. At 0 each worker sends its next connect when its last
-	// is answered (a closed loop), as fast as the broker answers.
+	// the connects outstanding. At 0 each worker sends its next connect
+	// when its last is answered (a closed loop), as fast as the broker
+	// answers.
 	Rate float64
 }
 
