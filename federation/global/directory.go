@@ -206,7 +206,11 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 		}
 	} else {
 		for p, list := range byPod {
-			errs = append(errs, g.register(ctx, doc, p, vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: list}, now))
+			// In parts like a whole list: after a long gap (a replica
+			// paused, say) one pass may carry more than one call takes.
+			for _, part := range directoryParts(list) {
+				errs = append(errs, g.register(ctx, doc, p, vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: part}, now))
+			}
 		}
 	}
 	for _, err := range errs {
@@ -270,7 +274,29 @@ func (g *Service) dropRemovedPods(ctx context.Context, doc *vdibroker.Federation
 // minute of the read: a session registered after the read, and before
 // its pod sent the list, stays.
 func (g *Service) sendFull(ctx context.Context, doc *vdibroker.Federation, pod string, users []string, now time.Time) error {
-	for {
+	parts := directoryParts(users)
+	if len(parts) == 0 {
+		parts = [][]string{nil} // an empty list says "none"
+	}
+	for i, part := range parts {
+		req := vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: part, Full: true, Last: i == len(parts)-1}
+		if took := g.clock.Since(now); req.Last && took > vdibroker.DirectoryFullMargin/2 {
+			return fmt.Errorf("the whole list for pod %s took %s since it was read, more than %s: not sent", pod, took, vdibroker.DirectoryFullMargin/2)
+		}
+		if err := g.register(ctx, doc, pod, req, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// directoryParts cuts users into the parts of registrations, in order:
+// at most MaxDirectoryUsers users and MaxDirectoryBytes of their JSON
+// each (a user longer than that alone), so each part fits a pod-to-pod
+// call. None for no users.
+func directoryParts(users []string) [][]string {
+	var parts [][]string
+	for len(users) > 0 {
 		n, size := 0, 0
 		for n < min(len(users), vdibroker.MaxDirectoryUsers) {
 			b, _ := json.Marshal(users[n])
@@ -279,19 +305,10 @@ func (g *Service) sendFull(ctx context.Context, doc *vdibroker.Federation, pod s
 			}
 			n++
 		}
-		part := users[:n]
-		users = users[len(part):]
-		req := vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: part, Full: true, Last: len(users) == 0}
-		if took := g.clock.Since(now); req.Last && took > vdibroker.DirectoryFullMargin/2 {
-			return fmt.Errorf("the whole list for pod %s took %s since it was read, more than %s: not sent", pod, took, vdibroker.DirectoryFullMargin/2)
-		}
-		if err := g.register(ctx, doc, pod, req, now); err != nil {
-			return err
-		}
-		if req.Last {
-			return nil
-		}
+		parts = append(parts, users[:n])
+		users = users[n:]
 	}
+	return parts
 }
 
 // register sends req to directory pod pod (this pod's own store when it

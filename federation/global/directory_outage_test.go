@@ -191,3 +191,49 @@ func TestDirectoryPassDuringAnOutage_RG1(t *testing.T) {
 		t.Fatalf("pass after the retry time, the store up: %v, behind %v; want a whole list sent", err, g.directoryBehind(t.Context(), doc))
 	}
 }
+
+// boundPeer is dirPeer with the bound a pod's /api/v1/pod/directory
+// keeps: a call of more than MaxDirectoryUsers users is refused.
+type boundPeer struct {
+	dirPeer
+	largest *int
+}
+
+func (p boundPeer) Register(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDirectoryRequest) error {
+	*p.largest = max(*p.largest, len(req.Users))
+	if len(req.Users) > vdibroker.MaxDirectoryUsers {
+		return vdibroker.FieldError("users", "at most %d users a call, got %d", vdibroker.MaxDirectoryUsers, len(req.Users))
+	}
+	return p.dirPeer.Register(ctx, pod, req)
+}
+
+// TestDirectoryPassInParts_RG1: a pass that finds more new sessions than
+// one registration takes (after a long gap) sends them in parts, as a
+// whole list is sent, and is not left behind by a refused call.
+func TestDirectoryPassInParts_RG1(t *testing.T) {
+	doc := &vdibroker.Federation{Generation: 1, GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g",
+		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "p"}}}}}
+	for i := range federation.DirectoryMinPods {
+		doc.Pods = append(doc.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%d", i), URL: "http://127.0.0.1:1"})
+	}
+	st := &sessionsStore{doc: doc, sessions: map[string]string{}, got: map[string]bool{}}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	largest := 0
+	g := New(Config{Pod: "pod0", Store: st, Peers: boundPeer{dirPeer{s: st}, &largest}, Clock: clk})
+	if err := g.DirectoryPass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Enough new users that each directory pod's share is over the bound.
+	n := 6 * federation.DirectoryMinPods * vdibroker.MaxDirectoryUsers / 5
+	clk.Step(DirectoryEvery)
+	for i := range n {
+		st.sessions[idAt(clk.Now())+fmt.Sprintf("%020d", i)] = fmt.Sprintf("user%06d", i)
+	}
+	clk.Step(DirectoryEvery)
+	if err := g.DirectoryPass(t.Context()); err != nil || g.directoryBehind(t.Context(), doc) {
+		t.Fatalf("a pass of %d new users: %v, behind %v; want them sent in parts", n, err, g.directoryBehind(t.Context(), doc))
+	}
+	if len(st.got) != n || largest > vdibroker.MaxDirectoryUsers {
+		t.Errorf("%d users registered, the largest call %d users; want all %d, at most %d a call", len(st.got), largest, n, vdibroker.MaxDirectoryUsers)
+	}
+}
