@@ -76,6 +76,19 @@ func (s *sessionsStore) RegisterDirectory(_ context.Context, _ string, _ int64, 
 	return nil
 }
 
+// passFixture is what a pass's unit test starts from: a document of
+// DirectoryMinPods pods, pod0's pool p a member of global entitlement g,
+// its store with no sessions yet, and a fake clock.
+func passFixture() (*vdibroker.Federation, *sessionsStore, *clocktesting.FakeClock) {
+	doc := &vdibroker.Federation{Generation: 1, GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g",
+		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "p"}}}}}
+	for i := range federation.DirectoryMinPods {
+		doc.Pods = append(doc.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%d", i), URL: "http://127.0.0.1:1"})
+	}
+	st := &sessionsStore{doc: doc, sessions: map[string]string{}, got: map[string]bool{}}
+	return doc, st, clocktesting.NewFakeClock(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+}
+
 type dirPeer struct {
 	vdibroker.PodClient
 	s *sessionsStore
@@ -93,13 +106,7 @@ func (p dirPeer) Register(ctx context.Context, _ vdibroker.Pod, req vdibroker.Po
 // and has them; written while a whole list was read, the pod says it is
 // behind until the next pass sends it again.
 func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
-	doc := &vdibroker.Federation{Generation: 1, GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g",
-		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "p"}}}}}
-	for i := range federation.DirectoryMinPods {
-		doc.Pods = append(doc.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%d", i), URL: "http://127.0.0.1:1"})
-	}
-	st := &sessionsStore{doc: doc, sessions: map[string]string{}, got: map[string]bool{}}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	doc, st, clk := passFixture()
 	var waiting atomic.Bool
 	g := New(Config{Pod: "pod0", Store: st, Peers: dirPeer{s: st}, Clock: clk, OutagePlacementsWaiting: waiting.Load})
 	idAgo := func(c clock.PassiveClock, d time.Duration) string {
@@ -211,13 +218,7 @@ func (p boundPeer) Register(ctx context.Context, pod vdibroker.Pod, req vdibroke
 // one registration takes (after a long gap) sends them in parts, as a
 // whole list is sent, and is not left behind by a refused call.
 func TestDirectoryPassInParts_RG1(t *testing.T) {
-	doc := &vdibroker.Federation{Generation: 1, GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g",
-		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "p"}}}}}
-	for i := range federation.DirectoryMinPods {
-		doc.Pods = append(doc.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%d", i), URL: "http://127.0.0.1:1"})
-	}
-	st := &sessionsStore{doc: doc, sessions: map[string]string{}, got: map[string]bool{}}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	doc, st, clk := passFixture()
 	largest := 0
 	g := New(Config{Pod: "pod0", Store: st, Peers: boundPeer{dirPeer{s: st}, &largest}, Clock: clk})
 	if err := g.DirectoryPass(t.Context()); err != nil {
