@@ -2,6 +2,8 @@ package vdibroker
 
 import (
 	"encoding/hex"
+	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -28,4 +30,17 @@ func NewID() string {
 		panic(err) // crypto/rand does not fail on supported systems
 	}
 	return hex.EncodeToString(u[:])
+}
+
+// IDTime returns the millisecond an ID of NewID was made in (its first 12
+// hex digits); ok is false for an ID of another shape (a test's "s1", say).
+func IDTime(id string) (t time.Time, ok bool) {
+	if len(id) != 32 {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseUint(id[:12], 16, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(ms)), true
 }

@@ -43,3 +43,20 @@ func TestNewIDStartsWithItsMillisecond(t *testing.T) {
 		t.Errorf("NewID() = %q: prefix %s outside the milliseconds %s..%s it was made in", id, p, lo, hi)
 	}
 }
+
+// TestIDTime: IDTime reads back the millisecond an ID was made in, and
+// refuses what NewID does not make.
+func TestIDTime(t *testing.T) {
+	before := time.Now().Truncate(time.Millisecond)
+	id := vdibroker.NewID()
+	after := time.Now()
+	got, ok := vdibroker.IDTime(id)
+	if !ok || got.Before(before) || got.After(after) {
+		t.Errorf("IDTime(%q) = %v, %v; want a time in %v..%v", id, got, ok, before, after)
+	}
+	for _, bad := range []string{"", "s1", id[:31], "zz" + id[2:], id + "0"} {
+		if got, ok := vdibroker.IDTime(bad); ok {
+			t.Errorf("IDTime(%q) = %v, true; want false", bad, got)
+		}
+	}
+}
