@@ -197,11 +197,13 @@ type FederationStore interface {
 	// after, when set, reads only the sessions with a larger id (ids
 	// sort by their creation, NewID).
 	OpenSessionUsers(ctx context.Context, pools []string, after string) (users []string, last string, err error)
-	// OutagePlacementWrites returns how many sessions placed during a
-	// store outage (PlacementCommit.OutagePlacement) any replica wrote:
-	// their ids are older than OpenSessionUsers' after of a pass, so a
-	// pass that sees the count change reads them all.
-	OutagePlacementWrites(ctx context.Context) (int64, error)
+	// LateSessionWrites returns how many sessions any replica wrote
+	// late: placed during a store outage (PlacementCommit.
+	// OutagePlacement), or committed LateCommit or more after their id
+	// was made (a commit that waited on a slow store). Their ids may be
+	// older than OpenSessionUsers' after of a pass, so a pass that sees
+	// the count change reads them all.
+	LateSessionWrites(ctx context.Context) (int64, error)
 	// DropDirectoryPods drops the session directory entries of every pod
 	// not in pods (the pods of this pod's document: those removed from it
 	// register no more), and returns the pods dropped.

@@ -70,6 +70,15 @@ type SessionFilter struct {
 	Limit int
 }
 
+// LateCommit is how long after its id was made (NewID) a session may be
+// committed and still be found by the session directory's passes, which
+// read the sessions with ids made since shortly before the pass before
+// (R-G1). A session committed later, by its transaction's clock or by the
+// clock after its commit, bumps the store's count of late session writes
+// (FederationStore.LateSessionWrites), so every replica sends its whole
+// list again.
+const LateCommit = time.Second
+
 // PlacementCommit is one decided placement to make durable (R-D2, R-D3).
 type PlacementCommit struct {
 	// Session is the new session (ID chosen by the caller, state Pending).
@@ -96,8 +105,9 @@ type PlacementCommit struct {
 	Record []byte
 	// OutagePlacement says the session was placed during a store outage
 	// (R-OUT3) and is written now that the store is back: the commit
-	// bumps the store's count of them (FederationStore.
-	// OutagePlacementWrites) in its transaction, so every replica's
+	// bumps the store's count of late session writes (FederationStore.
+	// LateSessionWrites) in its transaction, as for any session committed
+	// LateCommit or more after its id was made, so every replica's
 	// session directory pass learns that sessions older than it looks
 	// back were written (R-G1).
 	OutagePlacement bool

@@ -69,7 +69,7 @@ const (
 	OpRegisterDirectory         = "RegisterDirectory"
 	OpLookupDirectory           = "LookupDirectory"
 	OpOpenSessionUsers          = "OpenSessionUsers"
-	OpOutagePlacementWrites     = "OutagePlacementWrites"
+	OpLateSessionWrites         = "LateSessionWrites"
 	OpDropDirectoryPods         = "DropDirectoryPods"
 	OpSetPowerState             = "SetPowerState"
 	OpSetAutoscaleDrain         = "SetAutoscaleDrain"
@@ -484,10 +484,10 @@ func (s *Store) OpenSessionUsers(ctx context.Context, pools []string, after stri
 	return r0, r1, err
 }
 
-// OutagePlacementWrites runs the wrapped store's OutagePlacementWrites through the hook.
-func (s *Store) OutagePlacementWrites(ctx context.Context) (r0 int64, err error) {
-	err = s.hook(ctx, OpOutagePlacementWrites, func(ctx context.Context) (err error) {
-		r0, err = s.inner.OutagePlacementWrites(ctx)
+// LateSessionWrites runs the wrapped store's LateSessionWrites through the hook.
+func (s *Store) LateSessionWrites(ctx context.Context) (r0 int64, err error) {
+	err = s.hook(ctx, OpLateSessionWrites, func(ctx context.Context) (err error) {
+		r0, err = s.inner.LateSessionWrites(ctx)
 		return err
 	})
 	return r0, err

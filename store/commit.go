@@ -39,9 +39,15 @@ type commitReq struct {
 	nonce    *vdibroker.CallNonce
 	nonceErr error
 	// outage says the request writes a session placed during a store
-	// outage (PlacementCommit.OutagePlacement): the batch counts it if it
-	// succeeds (countOutagePlacements).
+	// outage (PlacementCommit.OutagePlacement): the batch counts it as a
+	// late write if it succeeds (countLateWrites).
 	outage bool
+	// made is when the id of the session the request writes was made
+	// (vdibroker.IDTime; zero for other writes): written LateCommit or
+	// more after it, the session counts as a late write too.
+	made time.Time
+	// counted says the batch's run that committed counted it as late.
+	counted bool
 	// cursorPool and cursorHost, when set, are the pool's R-LI4 cursor to
 	// record if fn succeeds (PlacementCommit.RoundRobinHost).
 	cursorPool, cursorHost string
@@ -142,6 +148,7 @@ func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *com
 		pool: c.Session.HostPool, host: c.Session.SessionHost, ownHost: simpleCommit(c),
 		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
 		committed: c.OnCommitted, nonce: nonce, outage: c.OutagePlacement}
+	r.made, _ = vdibroker.IDTime(c.Session.ID)
 	if nonce != nil {
 		r.fn = func(ctx context.Context, t *tx) error {
 			if r.nonceErr != nil {
@@ -496,7 +503,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 		if err := writeCursors(ctx, t, live, results); err != nil {
 			return err
 		}
-		if err := countOutagePlacements(ctx, t, live, results); err != nil {
+		if err := countLateWrites(ctx, t, live, results, s.now()); err != nil {
 			return err
 		}
 		// The batch's number, taken after its last statement, while it
@@ -524,6 +531,8 @@ func (s *DB) runBatch(batch []*commitReq) {
 				}
 			}
 		})
+		// Before any is answered: a session acknowledged is counted.
+		s.countLateAfterCommit(live, results)
 	}
 	for i, r := range live {
 		if err != nil {
@@ -640,18 +649,21 @@ func writeCursors(ctx context.Context, t *tx, live []*commitReq, results []error
 	return nil
 }
 
-// countOutagePlacements bumps the store's count of outage placements
-// written (PlacementCommit.OutagePlacement) by the batch's that
-// succeeded, in its transaction: a replica that reads the new count
-// reads their sessions too (R-G1). It is the batch's last lock, after
-// every host's: a batch that held the one row while it waited for its
-// next host closed a cycle with another replica's batch holding that
-// host and waiting for the row (a PostgreSQL deadlock, broken after a
-// second, the batch run again).
-func countOutagePlacements(ctx context.Context, t *tx, live []*commitReq, results []error) error {
+// countLateWrites bumps the store's count of late session writes
+// (FederationStore.LateSessionWrites) by the batch's that succeeded, in
+// its transaction: outage placements (PlacementCommit.OutagePlacement)
+// and sessions whose id was made LateCommit or more before now. A
+// replica that reads the new count reads their sessions too (R-G1). It
+// is the batch's last lock, after every host's: a batch that held the
+// one row while it waited for its next host closed a cycle with another
+// replica's batch holding that host and waiting for the row (a
+// PostgreSQL deadlock, broken after a second, the batch run again). The
+// table keeps its first name, outage_placement_writes (migration 00062).
+func countLateWrites(ctx context.Context, t *tx, live []*commitReq, results []error, now time.Time) error {
 	n := 0
 	for i, r := range live {
-		if r.outage && results[i] == nil {
+		r.counted = results[i] == nil && (r.outage || late(r, now))
+		if r.counted {
 			n++
 		}
 	}
@@ -660,6 +672,41 @@ func countOutagePlacements(ctx context.Context, t *tx, live []*commitReq, result
 	}
 	_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`, n)
 	return err
+}
+
+// late reports whether r writes a session whose id was made LateCommit or
+// more before now.
+func late(r *commitReq, now time.Time) bool {
+	return !r.made.IsZero() && now.Sub(r.made) >= vdibroker.LateCommit
+}
+
+// countLateAfterCommit counts, in a transaction of its own, the sessions
+// of a committed batch that its transaction did not count but that are
+// late by now: the commit itself took long (a slow sync, a slow network
+// to PostgreSQL), and a directory pass may have read past their ids
+// before they were visible. Until it succeeds (it is tried once; the
+// store has just committed), a pass may miss them, as before the count:
+// the next whole list, at most DirectoryFullEvery later, has them.
+func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
+	now := s.now()
+	n := 0
+	for i, r := range live {
+		if results[i] == nil && !r.counted && late(r, now) {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.opts.BatchTimeout, batchTimeout))
+	defer cancel()
+	err := s.writeSynced(ctx, true, func(t *tx) error {
+		_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`, n)
+		return err
+	})
+	if err != nil {
+		s.log.Error("counting sessions whose commit was late failed; the session directory may miss them until this pod's next whole list", "sessions", n, "err", err)
+	}
 }
 
 // RoundRobinHost returns the pool's R-LI4 cursor ("" when none yet);

@@ -159,15 +159,15 @@ func (s *DB) OpenSessionUsers(ctx context.Context, pools []string, after string)
 	return users, last, nil
 }
 
-// OutagePlacementWrites implements vdibroker.FederationStore: the one row
-// of outage_placement_writes.
-func (s *DB) OutagePlacementWrites(ctx context.Context) (int64, error) {
+// LateSessionWrites implements vdibroker.FederationStore: the one row
+// of outage_placement_writes (its first name: countLateWrites).
+func (s *DB) LateSessionWrites(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.read(ctx, func(t *tx) error {
 		return t.row(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1`).Scan(&n)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("outage placement writes: %w", err)
+		return 0, fmt.Errorf("late session writes: %w", err)
 	}
 	return n, nil
 }

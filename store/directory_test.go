@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -249,16 +251,16 @@ func TestSessionDirectoryWaitDoesNotHoldNonceCount_RG1(t *testing.T) {
 }
 
 // R-OUT3, R-G1: a session placed during a store outage bumps the store's
-// count in its own transaction, on every engine, so every replica's
+// count of late writes in its own transaction, on every engine, so every replica's
 // directory pass learns it was written; a connect's commit does not, and
 // neither does a refused one (R-C6), nor one of several at once that
 // fails, while each that succeeds counts.
-func TestOutagePlacementWrites_ROUT3_RG1(t *testing.T) {
+func TestLateSessionWrites_ROUT3_RG1(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
 		count := func() int64 {
 			t.Helper()
-			n, err := s.OutagePlacementWrites(ctx)
+			n, err := s.LateSessionWrites(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -302,6 +304,70 @@ func TestOutagePlacementWrites_ROUT3_RG1(t *testing.T) {
 		}
 		if n := count(); ok != 2 || n != 3 {
 			t.Errorf("three at once, one of them bob's second: %d committed (%v), count %d; want 2 committed and a count of 3", ok, errs, n)
+		}
+	})
+}
+
+// R-G1: a session committed LateCommit or more after its id was made
+// bumps the store's count of late writes, so every replica's directory
+// pass, which reads only the ids made since shortly before the pass
+// before, sends its whole list: late by the clock of its transaction, or
+// by the clock after its commit (the commit itself was slow). A prompt
+// commit does not, nor a late one refused (R-C6); in one batch only the
+// late ones count.
+func TestLateCommitCounted_RG1(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		var ahead atomic.Int64 // how far the store's clock runs ahead of the ids'
+		s := tg.open(t, store.Options{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+		ctx := t.Context()
+		late := int64(vdibroker.LateCommit + 500*time.Millisecond)
+		count := func() int64 {
+			t.Helper()
+			n, err := s.LateSessionWrites(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		mustHost(t, s, "p", "h1", "h2")
+		mustCommit(t, s, placement("p", "h1", "prompt", 10))
+		if n := count(); n != 0 {
+			t.Fatalf("after a prompt commit: %d, want 0", n)
+		}
+		ahead.Store(late)
+		c := placement("p", "h1", "late", 10)
+		var atCommit int64 // the count as the session is committed: in its transaction
+		c.OnCommitted = func(int64) { atCommit = count() }
+		mustCommit(t, s, c)
+		if n := count(); n != 1 || atCommit != 1 {
+			t.Fatalf("after a commit %s after its id: %d (%d when committed), want 1", time.Duration(late), n, atCommit)
+		}
+		wantCode(t, s.CommitPlacement(ctx, placement("p", "h2", "late", 10)), vdibroker.EConflict)
+		if n := count(); n != 1 {
+			t.Fatalf("after a late commit refused (the user has a session): %d, want 1", n)
+		}
+		// Prompt by its transaction's clock; the commit took long.
+		ahead.Store(0)
+		slow := placement("p", "h2", "slow", 10)
+		slow.OnCommitted = func(int64) { ahead.Store(late) }
+		mustCommit(t, s, slow)
+		if n := count(); n != 2 {
+			t.Fatalf("after a commit that was late only when it returned: %d, want 2", n)
+		}
+		// One batch: a prompt session, one whose id was made 2 s before,
+		// and a late one refused.
+		ahead.Store(0)
+		old, refused := placement("p", "h1", "old", 10), placement("p", "h2", "late", 10)
+		for _, c := range []*vdibroker.PlacementCommit{old, refused} {
+			c.Session.ID = fmt.Sprintf("%012x", time.Now().Add(-2*time.Second).UnixMilli()) + c.Session.ID[12:]
+		}
+		errs := s.CommitBatch([]*vdibroker.PlacementCommit{placement("p", "h1", "fresh", 10), old, refused})
+		if errs[0] != nil || errs[1] != nil || vdibroker.ErrorCode(errs[2]) != vdibroker.EConflict {
+			t.Fatalf("the batch: %v; want fresh and old committed, late refused", errs)
+		}
+		if n := count(); n != 3 {
+			t.Errorf("after a batch of one prompt and one late commit: %d, want 3", n)
 		}
 	})
 }
@@ -411,7 +477,7 @@ func TestOutagePlacementCountTakenLast_ROUT3(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("the batch: %v", errs)
 	}
-	if n, err := s.OutagePlacementWrites(ctx); err != nil || n != 1 {
+	if n, err := s.LateSessionWrites(ctx); err != nil || n != 1 {
 		t.Errorf("the count after the batch: %d, %v; want 1", n, err)
 	}
 }

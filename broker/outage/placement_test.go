@@ -132,7 +132,7 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 	if m.OutagePlacementsWaiting() {
 		t.Error("outage placements once written: still waiting")
 	}
-	if n, err := db.OutagePlacementWrites(ctx); err != nil || n != 2 {
+	if n, err := db.LateSessionWrites(ctx); err != nil || n != 2 {
 		t.Errorf("the store's count of outage placements written: %d, %v; want 2", n, err)
 	}
 	if list, err := db.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "out"}); err != nil || len(list) != 2 {

@@ -26,8 +26,9 @@ import (
 //     since the one before;
 //   - all of them, as a whole list to every pod, at each new generation of
 //     the document, every DirectoryFullEvery, and when the store's count
-//     of written outage placements (R-OUT3, whose ids are older than a
-//     pass looks back) changed, whichever replica wrote them: the
+//     of late session writes changed, whichever replica wrote them
+//     (outage placements, R-OUT3, and commits LateCommit or more after
+//     their id was made: ids older than a pass looks back): the
 //     directory pod drops the entries the list no longer has (ended
 //     sessions) and records the pod complete at that generation.
 //
@@ -52,12 +53,17 @@ const (
 	// vouch for it: a pod that stopped sending is asked itself.
 	directoryFresh = 3 * DirectoryFullEvery
 	// directoryLookback is how far before the last pass a pass reads
-	// again: a session's id is made before its commit.
-	directoryLookback = 2 * time.Second
+	// again: a session's id is made before its commit. The first pass to
+	// read after a commit started after the last pass that did not see
+	// it; a session committed within LateCommit of its id has an id made
+	// less than LateCommit before that start (twice that, for margin),
+	// and one committed later bumps the store's count of late writes.
+	directoryLookback = 2 * vdibroker.LateCommit
 	// directorySentFor is how long a registered user is not sent again.
 	directorySentFor = directoryLookback + 2*DirectoryEvery
-	// directoryRetry is how long a pod behind waits before it sends its
-	// whole list again: connects ask it itself meanwhile.
+	// directoryRetry is how long a pod behind (a registration failed, or
+	// late writes) waits before it sends its whole list again: connects
+	// ask it itself meanwhile.
 	directoryRetry = 10 * time.Second
 )
 
@@ -71,7 +77,7 @@ type directory struct {
 	behind  bool      // a registration failed since that whole list
 	fails   int       // registrations failed, ever
 	failAt  time.Time // the last one
-	outage  int64     // the store's OutagePlacementWrites read before that whole list
+	late    int64     // the store's LateSessionWrites read before that whole list
 	dropped int64     // the generation whose removed pods' entries were dropped
 	sent    map[string]time.Time
 	took    map[string]time.Time // when each peer last took a registration
@@ -81,7 +87,7 @@ type directory struct {
 // directoryBehind reports whether some session of this pod may be missing
 // from its directory pod at doc's generation (PodLoads.DirectoryBehind):
 // this replica holds outage placements not yet written, its last whole
-// list is not through at doc's generation, or outage placements were
+// list is not through at doc's generation, or late sessions were
 // written (by any replica) since it was read. It reads one row of the
 // store; behind when that fails.
 func (g *Service) directoryBehind(ctx context.Context, doc *vdibroker.Federation) bool {
@@ -91,14 +97,14 @@ func (g *Service) directoryBehind(ctx context.Context, doc *vdibroker.Federation
 	if g.outagePlacementsWaiting() {
 		return true
 	}
-	writes, err := g.cfg.Store.OutagePlacementWrites(ctx)
+	writes, err := g.cfg.Store.LateSessionWrites(ctx)
 	if err != nil {
 		return true
 	}
 	d := &g.dir
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.behind || d.gen != doc.Generation || d.outage != writes
+	return d.behind || d.gen != doc.Generation || d.late != writes
 }
 
 // outagePlacementsWaiting is Config.OutagePlacementsWaiting, or false.
@@ -137,7 +143,8 @@ func (g *Service) RunDirectory(ctx context.Context) {
 
 // DirectoryPass registers this pod's sessions: its whole list when the
 // document's generation changed, DirectoryFullEvery passed, a
-// registration failed or outage placements were written; else the
+// registration failed or late sessions were written (these two at most
+// every directoryRetry); else the
 // sessions made since the last pass. At a new generation it first drops
 // the entries of pods removed from the document (dropRemovedPods).
 func (g *Service) DirectoryPass(ctx context.Context) error {
@@ -167,21 +174,28 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	// Outage placements (R-OUT3) are written with ids made during the
 	// outage, older than any pass looks back: while some wait in this
 	// replica's memory, this pod is behind; once written (by this
-	// replica or another), the store's count changed, and the whole list
-	// is sent again. The count is read before the sessions: those it
-	// counts are committed, so the list has them; one written after is
-	// counted after, and this replica says it is behind until its next
-	// whole list (directoryBehind).
+	// replica or another), the store's count of late writes changed,
+	// and the whole list is sent again, as after a commit LateCommit
+	// late. The count is read before the sessions: those it counts are
+	// committed, so the list has them; one written after is counted
+	// after, and this replica says it is behind until its next whole
+	// list (directoryBehind).
 	if g.outagePlacementsWaiting() {
 		return g.directoryFailed(errors.New("sessions placed during a store outage are not all written yet"))
 	}
-	writes, err := g.cfg.Store.OutagePlacementWrites(ctx)
+	writes, err := g.cfg.Store.LateSessionWrites(ctx)
 	if err != nil {
 		return g.directoryFailed(err)
 	}
 	d.mu.Lock()
 	fails := d.fails
-	full := d.behind || d.gen != doc.Generation || now.Sub(d.fullAt) >= DirectoryFullEvery || writes != d.outage
+	// Late writes send the whole list at most every directoryRetry: a
+	// store slow enough that every batch commits late would otherwise
+	// have every replica read and send it every second, slowing the store
+	// further. Until it is sent, this pod says it is behind, and its
+	// peers ask it itself.
+	full := d.behind || d.gen != doc.Generation || now.Sub(d.fullAt) >= DirectoryFullEvery ||
+		(writes != d.late && now.Sub(d.fullAt) >= directoryRetry)
 	after := ""
 	if !full {
 		after = idAt(d.passAt.Add(-directoryLookback))
@@ -221,7 +235,7 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	d.mu.Lock()
 	d.passAt = now
 	if full {
-		d.gen, d.fullAt, d.outage = doc.Generation, now, writes
+		d.gen, d.fullAt, d.late = doc.Generation, now, writes
 		// A registration that failed while the list was read and sent
 		// may be missing from it: still behind.
 		d.behind = d.fails != fails

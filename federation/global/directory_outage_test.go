@@ -27,11 +27,11 @@ type sessionsStore struct {
 	got      map[string]bool   // users registered, here or at a peer
 	down     bool              // GetFederation fails
 	docReads int
-	writes   int64  // OutagePlacementWrites
+	writes   int64  // LateSessionWrites
 	onRead   func() // called by OpenSessionUsers, under mu
 }
 
-func (s *sessionsStore) OutagePlacementWrites(context.Context) (int64, error) {
+func (s *sessionsStore) LateSessionWrites(context.Context) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.writes, nil
@@ -144,11 +144,16 @@ func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
 		t.Fatalf("after the outage placements were written: %v, behind %v, registered %v; want the outage user registered", err, behind(), st.got)
 	}
 	// Written by another replica, or in an outage no pass here saw
-	// (nothing waited in this replica): the store's count is enough.
+	// (nothing waited in this replica): the store's count is enough. The
+	// whole list goes at most every directoryRetry; behind until then.
 	written("unseen", 30*time.Second)
 	if !behind() {
 		t.Fatal("outage placements another replica wrote: not behind")
 	}
+	if err := pass(); err != nil || !behind() || st.got["unseen"] {
+		t.Fatalf("a second after the last whole list: %v, behind %v, registered %v; want behind, unseen not yet registered", err, behind(), st.got)
+	}
+	clk.Step(directoryRetry)
 	if err := pass(); err != nil || behind() || !st.got["unseen"] {
 		t.Fatalf("after outage placements another replica wrote: %v, behind %v, registered %v; want unseen registered", err, behind(), st.got)
 	}
@@ -157,10 +162,12 @@ func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
 	st.sessions[idAgo(clk, 20*time.Second)] = "during"
 	st.writes++
 	st.onRead = func() { st.onRead = nil; st.sessions[idAgo(clk, 20*time.Second)] = "late"; st.writes++ }
+	clk.Step(directoryRetry)
 	if err := pass(); err != nil || !behind() || !st.got["during"] {
 		t.Fatalf("outage placements written during the pass: %v, behind %v, registered %v; want during registered and behind", err, behind(), st.got)
 	}
 	delete(st.got, "late")
+	clk.Step(directoryRetry)
 	if err := pass(); err != nil || behind() || !st.got["late"] {
 		t.Fatalf("the pass after: %v, behind %v, registered %v; want late registered by a whole list", err, behind(), st.got)
 	}

@@ -74,6 +74,127 @@ func replicaStores(t *testing.T, engine string) (a, b *store.DB) {
 	return open(dsn, ""), open(dsn, "")
 }
 
+// replicaPod is two replicas, A and B, of pod0 on one store (replicaStores),
+// pod0's pool p a member of global entitlement g in a document of
+// DirectoryMinPods pods, with one host, and a user whose directory pod is
+// pod0 (so their entry is in this store). A's OutagePlacementsWaiting is
+// waitingA.
+type replicaPod struct {
+	t        *testing.T
+	dbA, dbB *store.DB
+	doc      *vdibroker.Federation
+	user     string
+	now      time.Time // when the fixture was made: the fake clock's start
+	clk      *clocktesting.FakeClock
+	peers    *wholeLists
+	a, b     *global.Service
+	waitingA atomic.Bool
+}
+
+func newReplicaPod(t *testing.T, engine string) *replicaPod {
+	t.Helper()
+	ctx := t.Context()
+	r := &replicaPod{t: t, now: time.Now().UTC(), peers: &wholeLists{ends: map[string]int{}}}
+	r.dbA, r.dbB = replicaStores(t, engine)
+	r.doc = &vdibroker.Federation{Generation: 1, GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g",
+		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "p"}}}}}
+	for i := range federation.DirectoryMinPods {
+		r.doc.Pods = append(r.doc.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%d", i), URL: "http://127.0.0.1:1"})
+	}
+	if _, err := r.dbA.PutFederation(ctx, r.doc); err != nil {
+		t.Fatal(err)
+	}
+	p := vdibroker.NewHostPool("p")
+	p.CreateTime, p.UpdateTime = r.now, r.now
+	if _, err := r.dbA.PutHostPool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.dbA.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389",
+		Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: r.now}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; r.user == ""; i++ {
+		if u := fmt.Sprintf("u%d", i); federation.DirectoryPod(r.doc, u) == "pod0" {
+			r.user = u
+		}
+	}
+	r.clk = clocktesting.NewFakeClock(r.now)
+	r.a = global.New(global.Config{Pod: "pod0", Store: r.dbA, Hosts: noHosts{}, Peers: r.peers, Clock: r.clk, OutagePlacementsWaiting: r.waitingA.Load})
+	r.b = global.New(global.Config{Pod: "pod0", Store: r.dbB, Hosts: noHosts{}, Peers: r.peers, Clock: r.clk})
+	return r
+}
+
+// session is a new session of the user on h1 whose id was made at made.
+func (r *replicaPod) session(made time.Time) *vdibroker.UserSession {
+	return &vdibroker.UserSession{ID: fmt.Sprintf("%012x", made.UnixMilli()) + vdibroker.NewID()[12:], User: r.user,
+		HostPool: "p", SessionHost: "h1", State: vdibroker.StatePending, CreateTime: r.now, StateTime: r.now}
+}
+
+// registered reports whether the user's entry names pod0.
+func (r *replicaPod) registered() bool {
+	r.t.Helper()
+	pods, _, err := r.dbB.LookupDirectory(r.t.Context(), r.user, time.Time{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return slices.Equal(pods, []string{"pod0"})
+}
+
+func (r *replicaPod) pass(name string, g *global.Service) {
+	r.t.Helper()
+	if err := g.DirectoryPass(r.t.Context()); err != nil {
+		r.t.Fatalf("replica %s's pass: %v", name, err)
+	}
+}
+
+// behind is the replica's load summary's DirectoryBehind.
+func (r *replicaPod) behind(name string, g *global.Service) bool {
+	r.t.Helper()
+	l, err := g.PodLoads(r.t.Context())
+	if err != nil {
+		r.t.Fatalf("replica %s's load summary: %v", name, err)
+	}
+	return l.DirectoryBehind
+}
+
+// wholeListsOfB checks that B's passes within DirectoryRetry of its last
+// whole list send none and leave it behind; that its pass after sends a
+// whole list to each peer, which registers the user, and leaves B not
+// behind; then that A, whose last whole list was read before, is behind
+// and sends its own.
+func (r *replicaPod) wholeListsOfB(why string) {
+	r.t.Helper()
+	r.clk.Step(global.DirectoryEvery)
+	r.pass("B", r.b)
+	if got := r.peers.take(); len(got) != 0 || !r.behind("B", r.b) {
+		r.t.Errorf("%s: replica B's pass a second later: whole lists %v, behind %v; want none until %s after the last, and behind", why, got, r.behind("B", r.b), global.DirectoryRetry)
+	}
+	r.clk.Step(global.DirectoryRetry)
+	r.pass("B", r.b)
+	if got := r.peers.take(); len(got) != federation.DirectoryMinPods-1 {
+		r.t.Errorf("%s: whole lists replica B sent to the peers: %v; want one to each of the %d", why, got, federation.DirectoryMinPods-1)
+	}
+	if !r.registered() {
+		r.t.Errorf("%s: after replica B's pass, %s is not at their directory pod", why, r.user)
+	}
+	if r.behind("B", r.b) {
+		r.t.Errorf("%s: after replica B's whole list: B still behind", why)
+	}
+	if !r.behind("A", r.a) {
+		r.t.Errorf("%s: replica A, whose whole list was read before the write: not behind", why)
+	}
+	r.pass("A", r.a)
+	if got := r.peers.take(); len(got) != federation.DirectoryMinPods-1 || r.behind("A", r.a) {
+		r.t.Errorf("%s: replica A's pass: whole lists %v, behind %v; want one to each peer, and not behind", why, got, r.behind("A", r.a))
+	}
+	// Nothing written since: the next passes send no whole list.
+	r.clk.Step(global.DirectoryEvery)
+	r.pass("B", r.b)
+	if got := r.peers.take(); len(got) != 0 {
+		r.t.Errorf("%s: replica B's pass with nothing written since: whole lists %v; want none", why, got)
+	}
+}
+
 // TestDirectoryReplicasOutagePlacements_RG1_ROUT3: two replicas of pod0
 // on one store. Replica A writes sessions placed during a store outage
 // (R-OUT3), whose ids are older than any pass looks back. Replica B, which
@@ -85,122 +206,71 @@ func replicaStores(t *testing.T, engine string) (a, b *store.DB) {
 func TestDirectoryReplicasOutagePlacements_RG1_ROUT3(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
-			ctx := t.Context()
-			dbA, dbB := replicaStores(t, engine)
-			doc := &vdibroker.Federation{Generation: 1, GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "g",
-				Members: []vdibroker.Member{{Pod: "pod0", HostPool: "p"}}}}}
-			for i := range federation.DirectoryMinPods {
-				doc.Pods = append(doc.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%d", i), URL: "http://127.0.0.1:1"})
-			}
-			if _, err := dbA.PutFederation(ctx, doc); err != nil {
-				t.Fatal(err)
-			}
-			now := time.Now().UTC()
-			p := vdibroker.NewHostPool("p")
-			p.CreateTime, p.UpdateTime = now, now
-			if _, err := dbA.PutHostPool(ctx, p); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := dbA.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389",
-				Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}); err != nil {
-				t.Fatal(err)
-			}
-			// A user whose directory pod is pod0: its entry is in this
-			// store.
-			user := ""
-			for i := 0; user == ""; i++ {
-				if u := fmt.Sprintf("u%d", i); federation.DirectoryPod(doc, u) == "pod0" {
-					user = u
-				}
-			}
-			registered := func() bool {
-				t.Helper()
-				pods, _, err := dbB.LookupDirectory(ctx, user, time.Time{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return slices.Equal(pods, []string{"pod0"})
-			}
-
-			clk := clocktesting.NewFakeClock(now)
-			peers := &wholeLists{ends: map[string]int{}}
-			var waitingA atomic.Bool
-			a := global.New(global.Config{Pod: "pod0", Store: dbA, Hosts: noHosts{}, Peers: peers, Clock: clk, OutagePlacementsWaiting: waitingA.Load})
-			b := global.New(global.Config{Pod: "pod0", Store: dbB, Hosts: noHosts{}, Peers: peers, Clock: clk})
-			pass := func(name string, g *global.Service) {
-				t.Helper()
-				if err := g.DirectoryPass(ctx); err != nil {
-					t.Fatalf("replica %s's pass: %v", name, err)
-				}
-			}
-			behind := func(name string, g *global.Service) bool {
-				t.Helper()
-				l, err := g.PodLoads(ctx)
-				if err != nil {
-					t.Fatalf("replica %s's load summary: %v", name, err)
-				}
-				return l.DirectoryBehind
-			}
-
+			r := newReplicaPod(t, engine)
 			// The session's id is made during the outage; the passes of
 			// the ten seconds after it look back two seconds each.
-			sess := &vdibroker.UserSession{ID: vdibroker.NewID(), User: user, HostPool: "p", SessionHost: "h1",
-				State: vdibroker.StatePending, CreateTime: now, StateTime: now}
-			clk.Step(10 * time.Second)
-			pass("A", a)
-			pass("B", b)
-			if behind("A", a) || behind("B", b) {
-				t.Fatalf("after both whole lists: behind A %v, B %v; want neither", behind("A", a), behind("B", b))
+			sess := r.session(r.now)
+			r.clk.Step(10 * time.Second)
+			r.pass("A", r.a)
+			r.pass("B", r.b)
+			if r.behind("A", r.a) || r.behind("B", r.b) {
+				t.Fatalf("after both whole lists: behind A %v, B %v; want neither", r.behind("A", r.a), r.behind("B", r.b))
 			}
-			peers.take()
+			r.peers.take()
 
 			// A holds it unwritten: only A's memory knows.
-			waitingA.Store(true)
-			if !behind("A", a) {
+			r.waitingA.Store(true)
+			if !r.behind("A", r.a) {
 				t.Error("replica A holds an outage placement unwritten: its load summary is not behind")
 			}
 			// A writes it.
-			if err := dbA.CommitPlacement(ctx, &vdibroker.PlacementCommit{Session: sess, MaxSessionLimit: 10, Pooled: true,
+			if err := r.dbA.CommitPlacement(t.Context(), &vdibroker.PlacementCommit{Session: sess, MaxSessionLimit: 10, Pooled: true,
 				OutagePlacement: true}); err != nil {
 				t.Fatal(err)
 			}
-			waitingA.Store(false)
-			if !behind("B", b) {
+			r.waitingA.Store(false)
+			if !r.behind("B", r.b) {
 				t.Fatal("replica A wrote outage placements: replica B's load summary says the directory vouches for pod0")
 			}
-			if !behind("A", a) {
+			if !r.behind("A", r.a) {
 				t.Error("replica A wrote outage placements: its own load summary is not behind")
 			}
-			if registered() {
-				t.Fatalf("%s registered before any pass", user)
+			if r.registered() {
+				t.Fatalf("%s registered before any pass", r.user)
 			}
+			r.wholeListsOfB("outage placement")
+		})
+	}
+}
 
-			// B's next pass sends its whole list, which has the session.
-			clk.Step(global.DirectoryEvery)
-			pass("B", b)
-			if got := peers.take(); len(got) != federation.DirectoryMinPods-1 {
-				t.Errorf("whole lists replica B sent to the peers: %v; want one to each of the %d", got, federation.DirectoryMinPods-1)
+// TestDirectoryReplicasLateCommit_RG1: as above, but the session is a
+// connect's whose commit came LateCommit or more after its id was made (a
+// slow store): no outage, no replica holds anything in memory, and the
+// incremental passes, which look back from the pass before, would never
+// read it. The store's count of late writes makes B say it is behind and
+// send its whole list, as after an outage.
+func TestDirectoryReplicasLateCommit_RG1(t *testing.T) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			r := newReplicaPod(t, engine)
+			r.pass("A", r.a)
+			r.pass("B", r.b)
+			r.peers.take()
+			// Two passes later, a session whose id was made before the
+			// first of them is committed.
+			sess := r.session(time.Now().Add(-vdibroker.LateCommit - 100*time.Millisecond))
+			for range 2 {
+				r.clk.Step(global.DirectoryEvery)
+				r.pass("A", r.a)
+				r.pass("B", r.b)
 			}
-			if !registered() {
-				t.Errorf("after replica B's pass, %s (whose session A wrote) is not at their directory pod", user)
+			if err := r.dbA.CommitPlacement(t.Context(), &vdibroker.PlacementCommit{Session: sess, MaxSessionLimit: 10, Pooled: true}); err != nil {
+				t.Fatal(err)
 			}
-			if behind("B", b) {
-				t.Error("after replica B's whole list: B still behind")
+			if !r.behind("B", r.b) {
+				t.Fatal("replica A committed a session late: replica B's load summary says the directory vouches for pod0")
 			}
-			// A, whose last whole list was read before, sends its own.
-			if !behind("A", a) {
-				t.Error("replica A, whose whole list was read before the write: not behind")
-			}
-			pass("A", a)
-			if got := peers.take(); len(got) != federation.DirectoryMinPods-1 || behind("A", a) {
-				t.Errorf("replica A's pass: whole lists %v, behind %v; want one to each peer, and not behind", got, behind("A", a))
-			}
-			// Nothing written since: the next passes send no whole list.
-			clk.Step(global.DirectoryEvery)
-			pass("B", b)
-			if got := peers.take(); len(got) != 0 {
-				t.Errorf("replica B's pass with nothing written since: whole lists %v; want none", got)
-			}
+			r.wholeListsOfB("late commit")
 		})
 	}
 }

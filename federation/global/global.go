@@ -51,7 +51,7 @@ type Config struct {
 	// (broker.Service.OutagePlacementsWaiting): their ids are older than
 	// the session directory's passes look back, and only this replica's
 	// memory has them (R-G1, R-OUT3). Once written, the store's count
-	// tells every replica (FederationStore.OutagePlacementWrites).
+	// tells every replica (FederationStore.LateSessionWrites).
 	OutagePlacementsWaiting func() bool
 	// ObservePodCall, when set, is called after every pod-to-pod call.
 	ObservePodCall func(peer, op string, d time.Duration, err error)

@@ -1,0 +1,4 @@
+package global
+
+// DirectoryRetry is directoryRetry, for the tests of package global_test.
+const DirectoryRetry = directoryRetry
