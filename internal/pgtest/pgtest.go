@@ -167,16 +167,66 @@ func (s *Server) postmaster() int {
 	return s.cmd.Process.Pid
 }
 
-// signalAll sends sig to the postmaster and all its children.
+// signalAll sends sig to the postmaster and all its children. A SIGSTOP
+// stops the postmaster first and waits until it has stopped: one that
+// was forking a backend for a new connection finishes the fork before it
+// stops, and a child listed before that missed its SIGSTOP and served
+// that connection through the whole pause (a health check that pinged on
+// it saw the store up). The children are listed again until a listing
+// finds none not yet signalled.
 func (s *Server) signalAll(sig syscall.Signal) {
 	pm := s.postmaster()
 	if pm == 0 {
 		return
 	}
 	syscall.Kill(pm, sig)
-	for _, pid := range children(pm) {
-		syscall.Kill(pid, sig)
+	if sig == syscall.SIGSTOP {
+		waitStopped(s.t, pm)
 	}
+	signalled := map[int]bool{}
+	for {
+		more := false
+		for _, pid := range children(pm) {
+			if !signalled[pid] {
+				syscall.Kill(pid, sig)
+				signalled[pid], more = true, true
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	if sig == syscall.SIGSTOP {
+		// A signal is taken when its process next runs: Pause returns
+		// when nothing of the server runs.
+		for pid := range signalled {
+			waitStopped(s.t, pid)
+		}
+	}
+}
+
+// waitStopped waits (up to 5 s) until process pid is stopped, or gone.
+func waitStopped(t testing.TB, pid int) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if st, ok := procState(pid); !ok || st == 'T' || st == 'Z' {
+			return
+		}
+	}
+	t.Errorf("PostgreSQL's process %d did not stop within 5 s of SIGSTOP", pid)
+}
+
+// procState returns the state letter of /proc/pid/stat (R running, S
+// sleeping, T stopped...); ok is false when the process is gone.
+func procState(pid int) (state byte, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) == 0 || len(f[0]) != 1 {
+		return 0, false
+	}
+	return f[0][0], true
 }
 
 // kill ends the server at once: it is the test's own, and its data
