@@ -165,3 +165,79 @@ func BenchmarkHeartbeatLogons(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*logons), "µs/logon")
 }
+
+// BenchmarkDropDirectoryPod measures what dropping the session directory
+// entries of a pod removed from the document (DropDirectoryPods, R-G1)
+// costs the writes beside it: a pod at MaxDirectoryEntriesPerPod entries
+// is dropped while 8 callers commit placements; each op is one drop, and
+// the metric is the slowest commit during it (every write waits for the
+// one writer on SQLite; on PostgreSQL for the hosts' rows only).
+func BenchmarkDropDirectoryPod(b *testing.B) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		b.Run(engine, func(b *testing.B) {
+			open := sqliteOpener(b)
+			if engine == "postgres" {
+				open = postgresOpener(b)
+			}
+			s := open(b, store.Options{})
+			ctx := b.Context()
+			mustPool(b, s, pool("bench", vdibroker.Pooled))
+			const hosts = 100
+			for i := range hosts {
+				mustHost(b, s, "bench", fmt.Sprintf("host%03d", i))
+			}
+			var worst time.Duration
+			var n atomic.Int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				users := make([]string, 0, vdibroker.MaxDirectoryUsers)
+				for j := range vdibroker.MaxDirectoryEntriesPerPod {
+					users = append(users, fmt.Sprintf("user%07d", j))
+					if len(users) == cap(users) {
+						last := j == vdibroker.MaxDirectoryEntriesPerPod-1
+						if err := s.RegisterDirectory(ctx, "old", 1, users, true, last, t0); err != nil {
+							b.Fatal(err)
+						}
+						users = users[:0]
+					}
+				}
+				stop := make(chan struct{})
+				slowest := make(chan time.Duration, 8)
+				for range 8 {
+					go func() {
+						var most time.Duration
+						defer func() { slowest <- most }()
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							k := n.Add(1)
+							c := placement("bench", fmt.Sprintf("host%03d", k%hosts), fmt.Sprintf("u%d", k), vdibroker.NoSessionLimit)
+							start := time.Now()
+							if err := s.CommitPlacement(ctx, c); err != nil {
+								b.Error(err)
+								return
+							}
+							most = max(most, time.Since(start))
+						}
+					}()
+				}
+				time.Sleep(100 * time.Millisecond) // the commits under way
+				b.StartTimer()
+				dropped, err := s.DropDirectoryPods(ctx, []string{"other"})
+				b.StopTimer()
+				time.Sleep(100 * time.Millisecond)
+				close(stop)
+				for range 8 {
+					worst = max(worst, <-slowest)
+				}
+				if err != nil || len(dropped) != 1 {
+					b.Fatalf("dropped %v, %v; want old", dropped, err)
+				}
+			}
+			b.ReportMetric(float64(worst.Microseconds())/1000, "slowest-commit-ms")
+		})
+	}
+}

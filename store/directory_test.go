@@ -373,12 +373,15 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 }
 
 // R-G1: a directory pod drops the entries of the pods not in its
-// document (removed from it), entries and counts alike, and keeps those
-// of the pods in it; a pod dropped that registers again starts afresh.
+// document (removed from it), entries and counts alike, a few at a time
+// (here two a transaction), and keeps those of the pods in it; a pod
+// dropped that registers again starts afresh.
 func TestDropDirectoryPods_RG1(t *testing.T) {
+	defer store.SetDropChunk(2)()
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
-		for pod, users := range map[string][]string{"ams1": {"alice", "bob"}, "fra1": {"alice"}, "old1": {"alice", "carol"}, "old2": {"dave"}} {
+		for pod, users := range map[string][]string{"ams1": {"alice", "bob"}, "fra1": {"alice"},
+			"old1": {"alice", "carol", "carl", "cathy", "cora"}, "old2": {"dave"}} {
 			if err := s.RegisterDirectory(ctx, pod, 1, users, true, true, t0); err != nil {
 				t.Fatal(err)
 			}
@@ -387,7 +390,8 @@ func TestDropDirectoryPods_RG1(t *testing.T) {
 		if err != nil || !slices.Equal(dropped, []string{"old1", "old2"}) {
 			t.Fatalf("dropped %v, %v; want old1 and old2", dropped, err)
 		}
-		for user, want := range map[string][]string{"alice": {"ams1", "fra1"}, "bob": {"ams1"}, "carol": nil, "dave": nil} {
+		for user, want := range map[string][]string{"alice": {"ams1", "fra1"}, "bob": {"ams1"}, "carol": nil, "carl": nil,
+			"cathy": nil, "cora": nil, "dave": nil} {
 			pods, complete, err := s.LookupDirectory(ctx, user, time.Time{})
 			if err != nil {
 				t.Fatal(err)

@@ -592,3 +592,11 @@ func SetMaxDirectoryEntries(n int64) func() {
 	maxDirectoryEntries = n
 	return func() { maxDirectoryEntries = old }
 }
+
+// SetDropChunk sets how many directory entries one transaction of
+// DropDirectoryPods deletes, for a test; the returned func restores it.
+func SetDropChunk(n int) func() {
+	old := dropChunk
+	dropChunk = n
+	return func() { dropChunk = old }
+}
