@@ -42,9 +42,10 @@ type commitReq struct {
 	// outage (PlacementCommit.OutagePlacement): the batch counts it as a
 	// late write if it succeeds (countLateWrites).
 	outage bool
-	// made is when the id of the session the request writes was made
-	// (vdibroker.IDTime; zero for other writes): written LateCommit or
-	// more after it, the session counts as a late write too.
+	// made is when the id of the session the request writes was made (a
+	// placement's, or the first a heartbeat adopts, R-S2; vdibroker.IDTime;
+	// zero for other writes): written LateCommit or more after it, the
+	// session counts as a late write too.
 	made time.Time
 	// counted says the batch's run that committed counted it as late.
 	counted bool

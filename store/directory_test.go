@@ -372,6 +372,62 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 	})
 }
 
+// R-G1, R-S2: a session a heartbeat adopts gets its id in the batch's
+// transaction, and is written with the batch's other heartbeats: a batch
+// that commits LateCommit or more after the id was made bumps the store's
+// count of late writes, as for a placement. A heartbeat that adopts
+// nothing does not, however late, nor a prompt adoption.
+func TestLateAdoptionCounted_RG1(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		var ahead atomic.Int64 // how far the store's clock runs ahead of the ids'
+		s := tg.open(t, store.Options{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+		ctx := t.Context()
+		late := int64(vdibroker.LateCommit + 500*time.Millisecond)
+		count := func() int64 {
+			t.Helper()
+			n, err := s.LateSessionWrites(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		mustHost(t, s, "p", "h1")
+		walkin := func(id, user string) vdibroker.AgentSession {
+			return vdibroker.AgentSession{ID: id, User: user, State: vdibroker.StateActive}
+		}
+		beat := func(at time.Duration, sessions ...vdibroker.AgentSession) {
+			t.Helper()
+			if _, err := s.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{Sessions: sessions}, t0.Add(at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ahead.Store(late)
+		beat(time.Second)
+		if n := count(); n != 0 {
+			t.Fatalf("after a heartbeat that adopted nothing: %d, want 0", n)
+		}
+		ahead.Store(0)
+		beat(2*time.Second, walkin("a1", "alice"))
+		if n := count(); n != 0 {
+			t.Fatalf("after a prompt adoption: %d, want 0", n)
+		}
+		ahead.Store(late)
+		beat(3*time.Second, walkin("a1", "alice"), walkin("b1", "bob"))
+		if n := count(); n != 1 {
+			t.Fatalf("after an adoption committed %s after its id: %d, want 1", time.Duration(late), n)
+		}
+		beat(4*time.Second, walkin("a1", "alice"), walkin("b1", "bob"))
+		if n := count(); n != 1 {
+			t.Errorf("after a heartbeat that adopted nothing more: %d, want 1", n)
+		}
+		list, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "p"})
+		if err != nil || len(list) != 2 {
+			t.Errorf("the adopted sessions: %d, %v; want alice's and bob's", len(list), err)
+		}
+	})
+}
+
 // R-G1: a directory pod drops the entries of the pods not in its
 // document (removed from it), entries and counts alike, and keeps those
 // of the pods in it; a pod dropped that registers again starts afresh.
