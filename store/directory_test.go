@@ -317,10 +317,18 @@ func TestLateSessionWrites_ROUT3_RG1(t *testing.T) {
 // late ones count.
 func TestLateCommitCounted_RG1(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
-		var ahead atomic.Int64 // how far the store's clock runs ahead of the ids'
-		s := tg.open(t, store.Options{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+		// The store's clock stands still at base, ahead of it: every
+		// session's id below is made at base or before (madeAt), so how
+		// late a commit is does not depend on how long it really took.
+		base := time.Now()
+		var ahead atomic.Int64
+		s := tg.open(t, store.Options{Now: func() time.Time { return base.Add(time.Duration(ahead.Load())) }})
 		ctx := t.Context()
 		late := int64(vdibroker.LateCommit + 500*time.Millisecond)
+		madeAt := func(c *vdibroker.PlacementCommit, made time.Time) *vdibroker.PlacementCommit {
+			c.Session.ID = fmt.Sprintf("%012x", made.UnixMilli()) + c.Session.ID[12:]
+			return c
+		}
 		count := func() int64 {
 			t.Helper()
 			n, err := s.LateSessionWrites(ctx)
@@ -331,25 +339,25 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 		}
 		mustPool(t, s, pool("p", vdibroker.Pooled))
 		mustHost(t, s, "p", "h1", "h2")
-		mustCommit(t, s, placement("p", "h1", "prompt", 10))
+		mustCommit(t, s, madeAt(placement("p", "h1", "prompt", 10), base))
 		if n := count(); n != 0 {
 			t.Fatalf("after a prompt commit: %d, want 0", n)
 		}
 		ahead.Store(late)
-		c := placement("p", "h1", "late", 10)
+		c := madeAt(placement("p", "h1", "late", 10), base)
 		var atCommit int64 // the count as the session is committed: in its transaction
 		c.OnCommitted = func(int64) { atCommit = count() }
 		mustCommit(t, s, c)
 		if n := count(); n != 1 || atCommit != 1 {
 			t.Fatalf("after a commit %s after its id: %d (%d when committed), want 1", time.Duration(late), n, atCommit)
 		}
-		wantCode(t, s.CommitPlacement(ctx, placement("p", "h2", "late", 10)), vdibroker.EConflict)
+		wantCode(t, s.CommitPlacement(ctx, madeAt(placement("p", "h2", "late", 10), base)), vdibroker.EConflict)
 		if n := count(); n != 1 {
 			t.Fatalf("after a late commit refused (the user has a session): %d, want 1", n)
 		}
 		// Prompt by its transaction's clock; the commit took long.
 		ahead.Store(0)
-		slow := placement("p", "h2", "slow", 10)
+		slow := madeAt(placement("p", "h2", "slow", 10), base)
 		slow.OnCommitted = func(int64) { ahead.Store(late) }
 		mustCommit(t, s, slow)
 		if n := count(); n != 2 {
@@ -358,11 +366,10 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 		// One batch: a prompt session, one whose id was made 2 s before,
 		// and a late one refused.
 		ahead.Store(0)
-		old, refused := placement("p", "h1", "old", 10), placement("p", "h2", "late", 10)
-		for _, c := range []*vdibroker.PlacementCommit{old, refused} {
-			c.Session.ID = fmt.Sprintf("%012x", time.Now().Add(-2*time.Second).UnixMilli()) + c.Session.ID[12:]
-		}
-		errs := s.CommitBatch([]*vdibroker.PlacementCommit{placement("p", "h1", "fresh", 10), old, refused})
+		fresh := madeAt(placement("p", "h1", "fresh", 10), base)
+		old := madeAt(placement("p", "h1", "old", 10), base.Add(-2*time.Second))
+		refused := madeAt(placement("p", "h2", "late", 10), base.Add(-2*time.Second))
+		errs := s.CommitBatch([]*vdibroker.PlacementCommit{fresh, old, refused})
 		if errs[0] != nil || errs[1] != nil || vdibroker.ErrorCode(errs[2]) != vdibroker.EConflict {
 			t.Fatalf("the batch: %v; want fresh and old committed, late refused", errs)
 		}
@@ -379,10 +386,14 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 // nothing does not, however late, nor a prompt adoption.
 func TestLateAdoptionCounted_RG1(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
-		var ahead atomic.Int64 // how far the store's clock runs ahead of the ids'
-		s := tg.open(t, store.Options{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
+		// The store's clock stands still at base, ahead of it; the
+		// adopted sessions' ids are made after base, however long the
+		// heartbeats take: late only when the clock is a minute ahead.
+		base := time.Now()
+		var ahead atomic.Int64
+		s := tg.open(t, store.Options{Now: func() time.Time { return base.Add(time.Duration(ahead.Load())) }})
 		ctx := t.Context()
-		late := int64(vdibroker.LateCommit + 500*time.Millisecond)
+		late := int64(time.Minute)
 		count := func() int64 {
 			t.Helper()
 			n, err := s.LateSessionWrites(ctx)
@@ -415,7 +426,7 @@ func TestLateAdoptionCounted_RG1(t *testing.T) {
 		ahead.Store(late)
 		beat(3*time.Second, walkin("a1", "alice"), walkin("b1", "bob"))
 		if n := count(); n != 1 {
-			t.Fatalf("after an adoption committed %s after its id: %d, want 1", time.Duration(late), n)
+			t.Fatalf("after an adoption committed a minute after its id: %d, want 1", n)
 		}
 		beat(4*time.Second, walkin("a1", "alice"), walkin("b1", "bob"))
 		if n := count(); n != 1 {
