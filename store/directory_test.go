@@ -379,6 +379,64 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 	})
 }
 
+// R-G1: when the count of a session late only after its commit fails
+// (countLateAfterCommit: the store failed just after committing), the
+// next batch that commits makes up for it, once, so the directory misses
+// the session only until then, not until the next whole list.
+func TestLateCountMadeUpAfterFailure_RG1(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		base := time.Now() // the store's clock stands still, ahead of it
+		var ahead atomic.Int64
+		s := tg.open(t, store.Options{Now: func() time.Time { return base.Add(time.Duration(ahead.Load())) }})
+		ctx := t.Context()
+		count := func() int64 {
+			t.Helper()
+			n, err := s.LateSessionWrites(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		commit := func(user string) *vdibroker.PlacementCommit {
+			c := placement("p", "h1", user, 10)
+			c.Session.ID = fmt.Sprintf("%012x", base.UnixMilli()) + c.Session.ID[12:]
+			return c
+		}
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		mustHost(t, s, "p", "h1")
+		// Every write of the count fails.
+		fail, unfail := `CREATE TRIGGER count_fails BEFORE UPDATE ON outage_placement_writes BEGIN SELECT RAISE(ABORT, 'count fails'); END`,
+			`DROP TRIGGER count_fails`
+		if tg.name == "postgres" {
+			fail, unfail = `ALTER TABLE outage_placement_writes ADD CONSTRAINT count_fails CHECK (writes = 0)`,
+				`ALTER TABLE outage_placement_writes DROP CONSTRAINT count_fails`
+		}
+		if err := s.ExecRaw(ctx, fail); err != nil {
+			t.Fatal(err)
+		}
+		// Prompt by its transaction's clock, late when it returned: its
+		// count, after the commit, fails.
+		slow := commit("slow")
+		slow.OnCommitted = func(int64) { ahead.Store(int64(vdibroker.LateCommit + 500*time.Millisecond)) }
+		mustCommit(t, s, slow)
+		if n := count(); n != 0 {
+			t.Fatalf("with every write of the count failing: %d, want 0", n)
+		}
+		if err := s.ExecRaw(ctx, unfail); err != nil {
+			t.Fatal(err)
+		}
+		ahead.Store(0)
+		mustCommit(t, s, commit("prompt1"))
+		if n := count(); n != 1 {
+			t.Fatalf("after the next commit, a prompt one: %d, want 1 (the failed count made up for)", n)
+		}
+		mustCommit(t, s, commit("prompt2"))
+		if n := count(); n != 1 {
+			t.Errorf("after another prompt commit: %d, want 1 (made up for once)", n)
+		}
+	})
+}
+
 // R-G1, R-S2: a session a heartbeat adopts gets its id in the batch's
 // transaction, and is written with the batch's other heartbeats: a batch
 // that commits LateCommit or more after the id was made bumps the store's
