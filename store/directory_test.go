@@ -308,6 +308,42 @@ func TestLateSessionWrites_ROUT3_RG1(t *testing.T) {
 	})
 }
 
+// lateStore is a store whose clock stands still at base, ahead of it by
+// what ahead holds, with pool p of hosts h1 and h2: a session whose id is
+// made at base or before (madeAt) is exactly as late as the test says,
+// however long its commit really took.
+type lateStore struct {
+	*store.DB
+	t     *testing.T
+	base  time.Time
+	ahead atomic.Int64
+}
+
+func newLateStore(t *testing.T, tg target) *lateStore {
+	t.Helper()
+	s := &lateStore{t: t, base: time.Now()}
+	s.DB = tg.open(t, store.Options{Now: func() time.Time { return s.base.Add(time.Duration(s.ahead.Load())) }})
+	mustPool(t, s.DB, pool("p", vdibroker.Pooled))
+	mustHost(t, s.DB, "p", "h1", "h2")
+	return s
+}
+
+// count is the store's count of late session writes.
+func (s *lateStore) count() int64 {
+	s.t.Helper()
+	n, err := s.LateSessionWrites(s.t.Context())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
+// madeAt gives c's session an id made at made.
+func madeAt(c *vdibroker.PlacementCommit, made time.Time) *vdibroker.PlacementCommit {
+	c.Session.ID = fmt.Sprintf("%012x", made.UnixMilli()) + c.Session.ID[12:]
+	return c
+}
+
 // R-G1: a session committed LateCommit or more after its id was made
 // bumps the store's count of late writes, so every replica's directory
 // pass, which reads only the ids made since shortly before the pass
@@ -317,29 +353,10 @@ func TestLateSessionWrites_ROUT3_RG1(t *testing.T) {
 // late ones count.
 func TestLateCommitCounted_RG1(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
-		// The store's clock stands still at base, ahead of it: every
-		// session's id below is made at base or before (madeAt), so how
-		// late a commit is does not depend on how long it really took.
-		base := time.Now()
-		var ahead atomic.Int64
-		s := tg.open(t, store.Options{Now: func() time.Time { return base.Add(time.Duration(ahead.Load())) }})
-		ctx := t.Context()
+		s := newLateStore(t, tg)
+		base, ahead, count := s.base, &s.ahead, s.count
 		late := int64(vdibroker.LateCommit + 500*time.Millisecond)
-		madeAt := func(c *vdibroker.PlacementCommit, made time.Time) *vdibroker.PlacementCommit {
-			c.Session.ID = fmt.Sprintf("%012x", made.UnixMilli()) + c.Session.ID[12:]
-			return c
-		}
-		count := func() int64 {
-			t.Helper()
-			n, err := s.LateSessionWrites(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		mustPool(t, s, pool("p", vdibroker.Pooled))
-		mustHost(t, s, "p", "h1", "h2")
-		mustCommit(t, s, madeAt(placement("p", "h1", "prompt", 10), base))
+		mustCommit(t, s.DB, madeAt(placement("p", "h1", "prompt", 10), base))
 		if n := count(); n != 0 {
 			t.Fatalf("after a prompt commit: %d, want 0", n)
 		}
@@ -347,11 +364,11 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 		c := madeAt(placement("p", "h1", "late", 10), base)
 		var atCommit int64 // the count as the session is committed: in its transaction
 		c.OnCommitted = func(int64) { atCommit = count() }
-		mustCommit(t, s, c)
+		mustCommit(t, s.DB, c)
 		if n := count(); n != 1 || atCommit != 1 {
 			t.Fatalf("after a commit %s after its id: %d (%d when committed), want 1", time.Duration(late), n, atCommit)
 		}
-		wantCode(t, s.CommitPlacement(ctx, madeAt(placement("p", "h2", "late", 10), base)), vdibroker.EConflict)
+		wantCode(t, s.CommitPlacement(t.Context(), madeAt(placement("p", "h2", "late", 10), base)), vdibroker.EConflict)
 		if n := count(); n != 1 {
 			t.Fatalf("after a late commit refused (the user has a session): %d, want 1", n)
 		}
@@ -359,7 +376,7 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 		ahead.Store(0)
 		slow := madeAt(placement("p", "h2", "slow", 10), base)
 		slow.OnCommitted = func(int64) { ahead.Store(late) }
-		mustCommit(t, s, slow)
+		mustCommit(t, s.DB, slow)
 		if n := count(); n != 2 {
 			t.Fatalf("after a commit that was late only when it returned: %d, want 2", n)
 		}
@@ -385,25 +402,9 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 // the session only until then, not until the next whole list.
 func TestLateCountMadeUpAfterFailure_RG1(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
-		base := time.Now() // the store's clock stands still, ahead of it
-		var ahead atomic.Int64
-		s := tg.open(t, store.Options{Now: func() time.Time { return base.Add(time.Duration(ahead.Load())) }})
-		ctx := t.Context()
-		count := func() int64 {
-			t.Helper()
-			n, err := s.LateSessionWrites(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		commit := func(user string) *vdibroker.PlacementCommit {
-			c := placement("p", "h1", user, 10)
-			c.Session.ID = fmt.Sprintf("%012x", base.UnixMilli()) + c.Session.ID[12:]
-			return c
-		}
-		mustPool(t, s, pool("p", vdibroker.Pooled))
-		mustHost(t, s, "p", "h1")
+		s := newLateStore(t, tg)
+		ctx, count := t.Context(), s.count
+		commit := func(user string) *vdibroker.PlacementCommit { return madeAt(placement("p", "h1", user, 10), s.base) }
 		// Every write of the count fails.
 		fail, unfail := `CREATE TRIGGER count_fails BEFORE UPDATE ON outage_placement_writes BEGIN SELECT RAISE(ABORT, 'count fails'); END`,
 			`DROP TRIGGER count_fails`
@@ -417,20 +418,20 @@ func TestLateCountMadeUpAfterFailure_RG1(t *testing.T) {
 		// Prompt by its transaction's clock, late when it returned: its
 		// count, after the commit, fails.
 		slow := commit("slow")
-		slow.OnCommitted = func(int64) { ahead.Store(int64(vdibroker.LateCommit + 500*time.Millisecond)) }
-		mustCommit(t, s, slow)
+		slow.OnCommitted = func(int64) { s.ahead.Store(int64(vdibroker.LateCommit + 500*time.Millisecond)) }
+		mustCommit(t, s.DB, slow)
 		if n := count(); n != 0 {
 			t.Fatalf("with every write of the count failing: %d, want 0", n)
 		}
 		if err := s.ExecRaw(ctx, unfail); err != nil {
 			t.Fatal(err)
 		}
-		ahead.Store(0)
-		mustCommit(t, s, commit("prompt1"))
+		s.ahead.Store(0)
+		mustCommit(t, s.DB, commit("prompt1"))
 		if n := count(); n != 1 {
 			t.Fatalf("after the next commit, a prompt one: %d, want 1 (the failed count made up for)", n)
 		}
-		mustCommit(t, s, commit("prompt2"))
+		mustCommit(t, s.DB, commit("prompt2"))
 		if n := count(); n != 1 {
 			t.Errorf("after another prompt commit: %d, want 1 (made up for once)", n)
 		}
@@ -444,24 +445,12 @@ func TestLateCountMadeUpAfterFailure_RG1(t *testing.T) {
 // nothing does not, however late, nor a prompt adoption.
 func TestLateAdoptionCounted_RG1(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
-		// The store's clock stands still at base, ahead of it; the
-		// adopted sessions' ids are made after base, however long the
-		// heartbeats take: late only when the clock is a minute ahead.
-		base := time.Now()
-		var ahead atomic.Int64
-		s := tg.open(t, store.Options{Now: func() time.Time { return base.Add(time.Duration(ahead.Load())) }})
-		ctx := t.Context()
+		// The adopted sessions' ids are made after the store's clock
+		// stopped, however long the heartbeats take: late only when the
+		// clock is a minute ahead.
+		s := newLateStore(t, tg)
+		ctx, ahead, count := t.Context(), &s.ahead, s.count
 		late := int64(time.Minute)
-		count := func() int64 {
-			t.Helper()
-			n, err := s.LateSessionWrites(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		mustPool(t, s, pool("p", vdibroker.Pooled))
-		mustHost(t, s, "p", "h1")
 		walkin := func(id, user string) vdibroker.AgentSession {
 			return vdibroker.AgentSession{ID: id, User: user, State: vdibroker.StateActive}
 		}
