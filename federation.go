@@ -456,9 +456,10 @@ type PodLoads struct {
 	Pools      []PoolFacts `json:"pools"`
 	// DirectoryBehind: some of this pod's sessions may be missing from
 	// their directory pods (a registration failed, no whole list was
-	// sent yet at Generation, or sessions placed during a store outage
-	// were written, by any replica, since the answering replica's last
-	// whole list was read): a global connect asks this pod itself.
+	// sent yet at Generation, this replica holds outage placements not
+	// yet written, or sessions were written late, by any replica, since
+	// the answering replica's last whole list was read: FederationStore.
+	// LateSessionWrites): a global connect asks this pod itself.
 	DirectoryBehind bool `json:"directoryBehind,omitempty"`
 }
 

@@ -42,9 +42,10 @@ type commitReq struct {
 	// outage (PlacementCommit.OutagePlacement): the batch counts it as a
 	// late write if it succeeds (countLateWrites).
 	outage bool
-	// made is when the id of the session the request writes was made
-	// (vdibroker.IDTime; zero for other writes): written LateCommit or
-	// more after it, the session counts as a late write too.
+	// made is when the id of the session the request writes was made (a
+	// placement's, or the first a heartbeat adopts, R-S2; vdibroker.IDTime;
+	// zero for other writes): written LateCommit or more after it, the
+	// session counts as a late write too.
 	made time.Time
 	// counted says the batch's run that committed counted it as late.
 	counted bool
@@ -423,7 +424,8 @@ func (s *DB) runBatch(batch []*commitReq) {
 		ctx, cancel = context.WithTimeout(ctx, cmp.Or(s.opts.BatchTimeout, batchTimeout))
 		defer cancel()
 	}
-	var num int64 // the number this batch took (0: none)
+	var num int64  // the number this batch took (0: none)
+	var owed int64 // the lateOwed this batch made up for (0: none)
 	err := s.writeSynced(ctx, !s.unsynced(live), func(t *tx) error {
 		if num != 0 {
 			// An earlier run of the batch took a number and did not
@@ -503,7 +505,12 @@ func (s *DB) runBatch(batch []*commitReq) {
 		if err := writeCursors(ctx, t, live, results); err != nil {
 			return err
 		}
-		if err := countLateWrites(ctx, t, live, results, s.now()); err != nil {
+		// A late session whose count failed after its commit
+		// (countLateAfterCommit) is counted with this batch.
+		if owed = s.lateOwed.Load(); owed <= s.latePaid.Load() {
+			owed = 0
+		}
+		if err := countLateWrites(ctx, t, live, results, s.now(), owed != 0); err != nil {
 			return err
 		}
 		// The batch's number, taken after its last statement, while it
@@ -531,6 +538,12 @@ func (s *DB) runBatch(batch []*commitReq) {
 				}
 			}
 		})
+		// This batch made up for the failures up to owed.
+		for paid := s.latePaid.Load(); paid < owed; paid = s.latePaid.Load() {
+			if s.latePaid.CompareAndSwap(paid, owed) {
+				break
+			}
+		}
 		// Before any is answered: a session acknowledged is counted.
 		s.countLateAfterCommit(live, results)
 	}
@@ -659,8 +672,13 @@ func writeCursors(ctx context.Context, t *tx, live []*commitReq, results []error
 // replica's batch holding that host and waiting for the row (a
 // PostgreSQL deadlock, broken after a second, the batch run again). The
 // table keeps its first name, outage_placement_writes (migration 00062).
-func countLateWrites(ctx context.Context, t *tx, live []*commitReq, results []error, now time.Time) error {
+// owed adds one for the late sessions whose count failed after their
+// commit (countLateAfterCommit): the count need only change.
+func countLateWrites(ctx context.Context, t *tx, live []*commitReq, results []error, now time.Time, owed bool) error {
 	n := 0
+	if owed {
+		n++
+	}
 	for i, r := range live {
 		r.counted = results[i] == nil && (r.outage || late(r, now))
 		if r.counted {
@@ -684,9 +702,9 @@ func late(r *commitReq, now time.Time) bool {
 // of a committed batch that its transaction did not count but that are
 // late by now: the commit itself took long (a slow sync, a slow network
 // to PostgreSQL), and a directory pass may have read past their ids
-// before they were visible. Until it succeeds (it is tried once; the
-// store has just committed), a pass may miss them, as before the count:
-// the next whole list, at most DirectoryFullEvery later, has them.
+// before they were visible. It is tried once (the store has just
+// committed); when it fails, the next batch that commits counts them
+// (DB.lateOwed), and a pass may miss them until then.
 func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
 	now := s.now()
 	n := 0
@@ -705,7 +723,8 @@ func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
 		return err
 	})
 	if err != nil {
-		s.log.Error("counting sessions whose commit was late failed; the session directory may miss them until this pod's next whole list", "sessions", n, "err", err)
+		s.lateOwed.Add(1)
+		s.log.Error("counting sessions whose commit was late failed; the session directory may miss them until the next write commits", "sessions", n, "err", err)
 	}
 }
 

@@ -308,6 +308,42 @@ func TestLateSessionWrites_ROUT3_RG1(t *testing.T) {
 	})
 }
 
+// lateStore is a store whose clock stands still at base, ahead of it by
+// what ahead holds, with pool p of hosts h1 and h2: a session whose id is
+// made at base or before (madeAt) is exactly as late as the test says,
+// however long its commit really took.
+type lateStore struct {
+	*store.DB
+	t     *testing.T
+	base  time.Time
+	ahead atomic.Int64
+}
+
+func newLateStore(t *testing.T, tg target) *lateStore {
+	t.Helper()
+	s := &lateStore{t: t, base: time.Now()}
+	s.DB = tg.open(t, store.Options{Now: func() time.Time { return s.base.Add(time.Duration(s.ahead.Load())) }})
+	mustPool(t, s.DB, pool("p", vdibroker.Pooled))
+	mustHost(t, s.DB, "p", "h1", "h2")
+	return s
+}
+
+// count is the store's count of late session writes.
+func (s *lateStore) count() int64 {
+	s.t.Helper()
+	n, err := s.LateSessionWrites(s.t.Context())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
+// madeAt gives c's session an id made at made.
+func madeAt(c *vdibroker.PlacementCommit, made time.Time) *vdibroker.PlacementCommit {
+	c.Session.ID = fmt.Sprintf("%012x", made.UnixMilli()) + c.Session.ID[12:]
+	return c
+}
+
 // R-G1: a session committed LateCommit or more after its id was made
 // bumps the store's count of late writes, so every replica's directory
 // pass, which reads only the ids made since shortly before the pass
@@ -317,57 +353,135 @@ func TestLateSessionWrites_ROUT3_RG1(t *testing.T) {
 // late ones count.
 func TestLateCommitCounted_RG1(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
-		var ahead atomic.Int64 // how far the store's clock runs ahead of the ids'
-		s := tg.open(t, store.Options{Now: func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }})
-		ctx := t.Context()
+		s := newLateStore(t, tg)
+		base, ahead, count := s.base, &s.ahead, s.count
 		late := int64(vdibroker.LateCommit + 500*time.Millisecond)
-		count := func() int64 {
-			t.Helper()
-			n, err := s.LateSessionWrites(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		mustPool(t, s, pool("p", vdibroker.Pooled))
-		mustHost(t, s, "p", "h1", "h2")
-		mustCommit(t, s, placement("p", "h1", "prompt", 10))
+		mustCommit(t, s.DB, madeAt(placement("p", "h1", "prompt", 10), base))
 		if n := count(); n != 0 {
 			t.Fatalf("after a prompt commit: %d, want 0", n)
 		}
 		ahead.Store(late)
-		c := placement("p", "h1", "late", 10)
+		c := madeAt(placement("p", "h1", "late", 10), base)
 		var atCommit int64 // the count as the session is committed: in its transaction
 		c.OnCommitted = func(int64) { atCommit = count() }
-		mustCommit(t, s, c)
+		mustCommit(t, s.DB, c)
 		if n := count(); n != 1 || atCommit != 1 {
 			t.Fatalf("after a commit %s after its id: %d (%d when committed), want 1", time.Duration(late), n, atCommit)
 		}
-		wantCode(t, s.CommitPlacement(ctx, placement("p", "h2", "late", 10)), vdibroker.EConflict)
+		wantCode(t, s.CommitPlacement(t.Context(), madeAt(placement("p", "h2", "late", 10), base)), vdibroker.EConflict)
 		if n := count(); n != 1 {
 			t.Fatalf("after a late commit refused (the user has a session): %d, want 1", n)
 		}
 		// Prompt by its transaction's clock; the commit took long.
 		ahead.Store(0)
-		slow := placement("p", "h2", "slow", 10)
+		slow := madeAt(placement("p", "h2", "slow", 10), base)
 		slow.OnCommitted = func(int64) { ahead.Store(late) }
-		mustCommit(t, s, slow)
+		mustCommit(t, s.DB, slow)
 		if n := count(); n != 2 {
 			t.Fatalf("after a commit that was late only when it returned: %d, want 2", n)
 		}
 		// One batch: a prompt session, one whose id was made 2 s before,
 		// and a late one refused.
 		ahead.Store(0)
-		old, refused := placement("p", "h1", "old", 10), placement("p", "h2", "late", 10)
-		for _, c := range []*vdibroker.PlacementCommit{old, refused} {
-			c.Session.ID = fmt.Sprintf("%012x", time.Now().Add(-2*time.Second).UnixMilli()) + c.Session.ID[12:]
-		}
-		errs := s.CommitBatch([]*vdibroker.PlacementCommit{placement("p", "h1", "fresh", 10), old, refused})
+		fresh := madeAt(placement("p", "h1", "fresh", 10), base)
+		old := madeAt(placement("p", "h1", "old", 10), base.Add(-2*time.Second))
+		refused := madeAt(placement("p", "h2", "late", 10), base.Add(-2*time.Second))
+		errs := s.CommitBatch([]*vdibroker.PlacementCommit{fresh, old, refused})
 		if errs[0] != nil || errs[1] != nil || vdibroker.ErrorCode(errs[2]) != vdibroker.EConflict {
 			t.Fatalf("the batch: %v; want fresh and old committed, late refused", errs)
 		}
 		if n := count(); n != 3 {
 			t.Errorf("after a batch of one prompt and one late commit: %d, want 3", n)
+		}
+	})
+}
+
+// R-G1: when the count of a session late only after its commit fails
+// (countLateAfterCommit: the store failed just after committing), the
+// next batch that commits makes up for it, once, so the directory misses
+// the session only until then, not until the next whole list.
+func TestLateCountMadeUpAfterFailure_RG1(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		s := newLateStore(t, tg)
+		ctx, count := t.Context(), s.count
+		commit := func(user string) *vdibroker.PlacementCommit { return madeAt(placement("p", "h1", user, 10), s.base) }
+		// Every write of the count fails.
+		fail, unfail := `CREATE TRIGGER count_fails BEFORE UPDATE ON outage_placement_writes BEGIN SELECT RAISE(ABORT, 'count fails'); END`,
+			`DROP TRIGGER count_fails`
+		if tg.name == "postgres" {
+			fail, unfail = `ALTER TABLE outage_placement_writes ADD CONSTRAINT count_fails CHECK (writes = 0)`,
+				`ALTER TABLE outage_placement_writes DROP CONSTRAINT count_fails`
+		}
+		if err := s.ExecRaw(ctx, fail); err != nil {
+			t.Fatal(err)
+		}
+		// Prompt by its transaction's clock, late when it returned: its
+		// count, after the commit, fails.
+		slow := commit("slow")
+		slow.OnCommitted = func(int64) { s.ahead.Store(int64(vdibroker.LateCommit + 500*time.Millisecond)) }
+		mustCommit(t, s.DB, slow)
+		if n := count(); n != 0 {
+			t.Fatalf("with every write of the count failing: %d, want 0", n)
+		}
+		if err := s.ExecRaw(ctx, unfail); err != nil {
+			t.Fatal(err)
+		}
+		s.ahead.Store(0)
+		mustCommit(t, s.DB, commit("prompt1"))
+		if n := count(); n != 1 {
+			t.Fatalf("after the next commit, a prompt one: %d, want 1 (the failed count made up for)", n)
+		}
+		mustCommit(t, s.DB, commit("prompt2"))
+		if n := count(); n != 1 {
+			t.Errorf("after another prompt commit: %d, want 1 (made up for once)", n)
+		}
+	})
+}
+
+// R-G1, R-S2: a session a heartbeat adopts gets its id in the batch's
+// transaction, and is written with the batch's other heartbeats: a batch
+// that commits LateCommit or more after the id was made bumps the store's
+// count of late writes, as for a placement. A heartbeat that adopts
+// nothing does not, however late, nor a prompt adoption.
+func TestLateAdoptionCounted_RG1(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		// The adopted sessions' ids are made after the store's clock
+		// stopped, however long the heartbeats take: late only when the
+		// clock is a minute ahead.
+		s := newLateStore(t, tg)
+		ctx, ahead, count := t.Context(), &s.ahead, s.count
+		late := int64(time.Minute)
+		walkin := func(id, user string) vdibroker.AgentSession {
+			return vdibroker.AgentSession{ID: id, User: user, State: vdibroker.StateActive}
+		}
+		beat := func(at time.Duration, sessions ...vdibroker.AgentSession) {
+			t.Helper()
+			if _, err := s.ApplyHeartbeat(ctx, "p", "h1", &vdibroker.HeartbeatRequest{Sessions: sessions}, t0.Add(at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ahead.Store(late)
+		beat(time.Second)
+		if n := count(); n != 0 {
+			t.Fatalf("after a heartbeat that adopted nothing: %d, want 0", n)
+		}
+		ahead.Store(0)
+		beat(2*time.Second, walkin("a1", "alice"))
+		if n := count(); n != 0 {
+			t.Fatalf("after a prompt adoption: %d, want 0", n)
+		}
+		ahead.Store(late)
+		beat(3*time.Second, walkin("a1", "alice"), walkin("b1", "bob"))
+		if n := count(); n != 1 {
+			t.Fatalf("after an adoption committed a minute after its id: %d, want 1", n)
+		}
+		beat(4*time.Second, walkin("a1", "alice"), walkin("b1", "bob"))
+		if n := count(); n != 1 {
+			t.Errorf("after a heartbeat that adopted nothing more: %d, want 1", n)
+		}
+		list, err := s.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "p"})
+		if err != nil || len(list) != 2 {
+			t.Errorf("the adopted sessions: %d, %v; want alice's and bob's", len(list), err)
 		}
 	})
 }

@@ -44,6 +44,10 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 		committed: func(seq int64) { res.Seq = seq },
 		deliver:   func(cmds []vdibroker.Command) { res.Commands = cmds }}
 	r.fn = func(ctx context.Context, t *tx) error {
+		// Set by every run of the batch (it may run again, adopting under
+		// new ids): a session it adopts is checked for a late commit as a
+		// placement's is (commitReq.made).
+		r.made = time.Time{}
 		var cred sql.NullString
 		var h *vdibroker.SessionHost
 		var err error
@@ -67,10 +71,11 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 		if err := t.recordResults(ctx, pool, host, hb.Results); err != nil {
 			return err
 		}
-		ds, dc, open, err := t.reconcile(ctx, p, h, hb.Sessions, hb.SessionsUnknown, now)
+		ds, dc, open, made, err := t.reconcile(ctx, p, h, hb.Sessions, hb.SessionsUnknown, now)
 		if err != nil {
 			return err
 		}
+		r.made = made
 		// R-LI6: a repeated sample changes nothing; a new one's base is
 		// the sessions whose load can be in it.
 		sample := vdibroker.Resample(vdibroker.MetricsSample{Metrics: h.Metrics, Sessions: h.MetricsSessions}, hb.Metrics, now, open)
@@ -196,15 +201,18 @@ const openSessionsQuery = `SELECT id, user_name, state, agent_session_id, create
 	ORDER BY create_time, id`
 
 // reconcile applies R-S2, R-S3 and R-S5 (vdibroker.Reconcile decides) to
-// the host's sessions and returns the count deltas and the host's open
-// sessions after it (for R-LI6). The caller holds the host's lock.
-func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.SessionHost, reported []vdibroker.AgentSession, unknown bool, now time.Time) (ds, dc int, after iter.Seq[vdibroker.SampleSession], err error) {
+// the host's sessions and returns the count deltas, the host's open
+// sessions after it (for R-LI6), and when the id of the first session it
+// adopted was made (vdibroker.IDTime; zero when none): a session adopted
+// in a batch that commits LateCommit or more after that is a late write
+// (countLateWrites), as a placement's. The caller holds the host's lock.
+func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.SessionHost, reported []vdibroker.AgentSession, unknown bool, now time.Time) (ds, dc int, after iter.Seq[vdibroker.SampleSession], made time.Time, err error) {
 	host := h.Name
 	in := vdibroker.HostReport{Pool: p, Reported: reported, Unknown: unknown, Now: now}
 	if t.beat != nil {
 		in.Open = t.beat.open // read with the batch's other heartbeats (readAhead)
 	} else if in.Open, err = t.openSessions(ctx, p.Name, host, h.Sessions); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, time.Time{}, err
 	}
 	rec := vdibroker.Reconcile(in)
 	// The facts of other rows, looked up only for the steps that depend
@@ -213,17 +221,17 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 	// adoptions, so a report of 2,000 strangers looks up a bounded few.
 	if users, asks, ended := stepsNeedingFacts(rec.Steps); len(users) > 0 || len(asks) > 0 || len(ended) > 0 {
 		if in.PlacedElsewhere, err = t.placedElsewhere(ctx, p.Name, host, users); err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, time.Time{}, err
 		}
 		if in.LastLogoff, err = t.lastLogoffs(ctx, asks); err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, time.Time{}, err
 		}
 		if in.LoggedOff, err = t.loggedOff(ctx, ended); err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, time.Time{}, err
 		}
 		if len(users) > 0 {
 			if in.RecentAdoptions, err = t.recentAdoptions(ctx, p.Name, host, now); err != nil {
-				return 0, 0, nil, err
+				return 0, 0, nil, time.Time{}, err
 			}
 		}
 		in.FactsKnown = true
@@ -250,7 +258,7 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 		}
 		if logon[st.SessionID] {
 			if err := writeLogons(); err != nil {
-				return 0, 0, nil, err
+				return 0, 0, nil, time.Time{}, err
 			}
 		}
 		if st.Kind == vdibroker.StepAdopt {
@@ -259,7 +267,7 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 			s1, c1, err = t.applyStep(ctx, p.Name, host, st, now)
 		}
 		if err != nil {
-			return 0, 0, nil, err
+			return 0, 0, nil, time.Time{}, err
 		}
 		switch {
 		case !adopted:
@@ -273,10 +281,10 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 		ds, dc = ds+s1, dc+c1
 	}
 	if err := writeLogons(); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, time.Time{}, err
 	}
 	if err := t.auditAdoptions(ctx, p.Name, host, adoptions, rec.NotAdopted, now); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, time.Time{}, err
 	}
 	after = func(yield func(vdibroker.SampleSession) bool) {
 		for _, o := range rec.After {
@@ -287,7 +295,12 @@ func (t *tx) reconcile(ctx context.Context, p *vdibroker.HostPool, h *vdibroker.
 			}
 		}
 	}
-	return ds, dc, after, nil
+	for _, st := range adoptions {
+		if at, ok := vdibroker.IDTime(st.SessionID); ok && (made.IsZero() || at.Before(made)) {
+			made = at
+		}
+	}
+	return ds, dc, after, made, nil
 }
 
 // stepsNeedingFacts returns the users of steps' adoptions, the sessions

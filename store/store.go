@@ -67,6 +67,9 @@ type DB struct {
 	// numbers numbers the committed batches and runs their OnCommitted
 	// hooks in turn (see numbering).
 	numbers *numbering
+	// lateOwed counts countLateAfterCommit's failures; latePaid is the
+	// most of them a committed batch made up for (countLateWrites).
+	lateOwed, latePaid atomic.Int64
 
 	// dir is SQLite's data directory, where Ping's write probe writes a
 	// file ("" on PostgreSQL).

@@ -56,8 +56,11 @@ const (
 	// again: a session's id is made before its commit. The first pass to
 	// read after a commit started after the last pass that did not see
 	// it; a session committed within LateCommit of its id has an id made
-	// less than LateCommit before that start (twice that, for margin),
-	// and one committed later bumps the store's count of late writes.
+	// less than LateCommit before that start, and one committed later
+	// bumps the store's count of late writes. Twice that: the other
+	// LateCommit is for the clocks of the pod's replicas (a pass reads
+	// the ids another made, and that one judged the commit prompt by its
+	// own clock), which must be within it of each other.
 	directoryLookback = 2 * vdibroker.LateCommit
 	// directorySentFor is how long a registered user is not sent again.
 	directorySentFor = directoryLookback + 2*DirectoryEvery

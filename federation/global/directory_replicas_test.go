@@ -169,6 +169,11 @@ func (r *replicaPod) wholeListsOfB(why string) {
 	if got := r.peers.take(); len(got) != 0 || !r.behind("B", r.b) {
 		r.t.Errorf("%s: replica B's pass a second later: whole lists %v, behind %v; want none until %s after the last, and behind", why, got, r.behind("B", r.b), global.DirectoryRetry)
 	}
+	// The session's id is older than the passes look back: only a whole
+	// list registers it.
+	if r.registered() {
+		r.t.Fatalf("%s: %s registered by a pass that reads only new ids: the session is not one this test is about", why, r.user)
+	}
 	r.clk.Step(global.DirectoryRetry)
 	r.pass("B", r.b)
 	if got := r.peers.take(); len(got) != federation.DirectoryMinPods-1 {
@@ -257,8 +262,10 @@ func TestDirectoryReplicasLateCommit_RG1(t *testing.T) {
 			r.pass("B", r.b)
 			r.peers.take()
 			// Two passes later, a session whose id was made before the
-			// first of them is committed.
-			sess := r.session(time.Now().Add(-vdibroker.LateCommit - 100*time.Millisecond))
+			// first of them is committed (by the fake clock the passes
+			// read, and by the real one the store reads: it started at
+			// r.now).
+			sess := r.session(r.now.Add(-vdibroker.LateCommit - 100*time.Millisecond))
 			for range 2 {
 				r.clk.Step(global.DirectoryEvery)
 				r.pass("A", r.a)
