@@ -665,22 +665,29 @@ func writeCursors(ctx context.Context, t *tx, live []*commitReq, results []error
 // countLateWrites bumps the store's count of late session writes
 // (FederationStore.LateSessionWrites) by the batch's that succeeded, in
 // its transaction: outage placements (PlacementCommit.OutagePlacement)
-// and sessions whose id was made LateCommit or more before now. A
-// replica that reads the new count reads their sessions too (R-G1). It
-// is the batch's last lock, after every host's: a batch that held the
-// one row while it waited for its next host closed a cycle with another
-// replica's batch holding that host and waiting for the row (a
+// and, on SQLite, sessions whose id was made LateCommit or more before
+// now. A replica that reads the new count reads their sessions too
+// (R-G1). It is the batch's last lock, after every host's: a batch that
+// held the one row while it waited for its next host closed a cycle with
+// another replica's batch holding that host and waiting for the row (a
 // PostgreSQL deadlock, broken after a second, the batch run again). The
 // table keeps its first name, outage_placement_writes (migration 00062).
 // owed adds one for the late sessions whose count failed after their
 // commit (countLateAfterCommit): the count need only change.
+//
+// On PostgreSQL late sessions are counted after the commit instead: the
+// row, held from the UPDATE to the commit, would make every batch of
+// every committer and replica commit one after another just when the
+// store is slow enough to make them late, each holding its hosts' rows
+// (heartbeats wait for those) meanwhile. SQLite's batches commit one
+// after another anyway.
 func countLateWrites(ctx context.Context, t *tx, live []*commitReq, results []error, now time.Time, owed bool) error {
 	n := 0
 	if owed {
 		n++
 	}
 	for i, r := range live {
-		r.counted = results[i] == nil && (r.outage || late(r, now))
+		r.counted = results[i] == nil && (r.outage || (t.d == sqliteDialect && late(r, now)))
 		if r.counted {
 			n++
 		}
@@ -698,11 +705,15 @@ func late(r *commitReq, now time.Time) bool {
 	return !r.made.IsZero() && now.Sub(r.made) >= vdibroker.LateCommit
 }
 
-// countLateAfterCommit counts, in a transaction of its own, the sessions
-// of a committed batch that its transaction did not count but that are
-// late by now: the commit itself took long (a slow sync, a slow network
-// to PostgreSQL), and a directory pass may have read past their ids
-// before they were visible. It is tried once (the store has just
+// countLateAfterCommit counts, in a transaction of its own that holds
+// no other lock, the sessions of a committed batch that its transaction
+// did not count but that are late by now: on PostgreSQL every late one
+// (see countLateWrites), on SQLite those whose commit itself took long (a
+// slow sync), as a directory pass may have read past their ids before
+// they were visible. Its commit is not synced: the count is a hint to
+// the passes, and a crash that lost it makes them send whole lists anyway
+// (a restarted replica's first pass does; a pass that fails to read the
+// store is behind until its next). It is tried once (the store has just
 // committed); when it fails, the next batch that commits counts them
 // (DB.lateOwed), and a pass may miss them until then.
 func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
@@ -718,7 +729,7 @@ func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.opts.BatchTimeout, batchTimeout))
 	defer cancel()
-	err := s.writeSynced(ctx, true, func(t *tx) error {
+	err := s.writeSynced(ctx, false, func(t *tx) error {
 		_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`, n)
 		return err
 	})
