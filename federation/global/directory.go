@@ -66,25 +66,31 @@ const (
 	directorySentFor = directoryLookback + 2*DirectoryEvery
 	// directoryRetry is how long a pod behind (a registration failed, or
 	// late writes) waits before it sends its whole list again: connects
-	// ask it itself meanwhile.
+	// ask it itself meanwhile. Late writes that keep coming wait longer
+	// each time (directory.lateWait).
 	directoryRetry = 10 * time.Second
 )
 
 // directory is this pod's side of registering (one per Service, under
 // its own lock).
 type directory struct {
-	mu      sync.Mutex
-	gen     int64     // the generation of the last whole list every pod took
-	fullAt  time.Time // when it was sent
-	passAt  time.Time // the last pass's start
-	behind  bool      // a registration failed since that whole list
-	fails   int       // registrations failed, ever
-	failAt  time.Time // the last one
-	late    int64     // the store's LateSessionWrites read before that whole list
-	dropped int64     // the generation whose removed pods' entries were dropped
-	sent    map[string]time.Time
-	took    map[string]time.Time // when each peer last took a registration
-	running sync.Mutex           // one pass at a time
+	mu     sync.Mutex
+	gen    int64     // the generation of the last whole list every pod took
+	fullAt time.Time // when it was sent
+	passAt time.Time // the last pass's start
+	behind bool      // a registration failed since that whole list
+	fails  int       // registrations failed, ever
+	failAt time.Time // the last one
+	late   int64     // the store's LateSessionWrites read before that whole list
+	// lateWait is how long after a whole list late writes wait for the
+	// next: directoryRetry, doubled (up to DirectoryFullEvery) at each
+	// whole list they caused while they keep coming; back to
+	// directoryRetry at a pass that finds none since the last.
+	lateWait time.Duration
+	dropped  int64 // the generation whose removed pods' entries were dropped
+	sent     map[string]time.Time
+	took     map[string]time.Time // when each peer last took a registration
+	running  sync.Mutex           // one pass at a time
 }
 
 // directoryBehind reports whether some session of this pod may be missing
@@ -146,10 +152,10 @@ func (g *Service) RunDirectory(ctx context.Context) {
 
 // DirectoryPass registers this pod's sessions: its whole list when the
 // document's generation changed, DirectoryFullEvery passed, a
-// registration failed or late sessions were written (these two at most
-// every directoryRetry); else the
-// sessions made since the last pass. At a new generation it first drops
-// the entries of pods removed from the document (dropRemovedPods).
+// registration failed (at most every directoryRetry) or late sessions
+// were written (at most every lateWait); else the sessions made since
+// the last pass. At a new generation it first drops the entries of pods
+// removed from the document (dropRemovedPods).
 func (g *Service) DirectoryPass(ctx context.Context) error {
 	d := &g.dir
 	d.running.Lock()
@@ -192,13 +198,18 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	}
 	d.mu.Lock()
 	fails := d.fails
-	// Late writes send the whole list at most every directoryRetry: a
-	// store slow enough that every batch commits late would otherwise
-	// have every replica read and send it every second, slowing the store
-	// further. Until it is sent, this pod says it is behind, and its
-	// peers ask it itself.
+	// Late writes send the whole list at most every lateWait: a store
+	// slow enough that every batch commits late would otherwise have
+	// every replica read and send it every second (a full pod's is
+	// 250,000 users), slowing the store further. Until it is sent, this
+	// pod says it is behind, and its peers ask it itself.
+	lateWrites := writes != d.late
+	if !lateWrites || d.lateWait == 0 {
+		d.lateWait = directoryRetry
+	}
+	lateWait := d.lateWait
 	full := d.behind || d.gen != doc.Generation || now.Sub(d.fullAt) >= DirectoryFullEvery ||
-		(writes != d.late && now.Sub(d.fullAt) >= directoryRetry)
+		(lateWrites && now.Sub(d.fullAt) >= lateWait)
 	after := ""
 	if !full {
 		after = idAt(d.passAt.Add(-directoryLookback))
@@ -238,6 +249,9 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	d.mu.Lock()
 	d.passAt = now
 	if full {
+		if lateWrites {
+			d.lateWait = min(2*lateWait, DirectoryFullEvery)
+		}
 		d.gen, d.fullAt, d.late = doc.Generation, now, writes
 		// A registration that failed while the list was read and sent
 		// may be missing from it: still behind.

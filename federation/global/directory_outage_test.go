@@ -3,6 +3,7 @@ package global
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,7 +146,8 @@ func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
 	}
 	// Written by another replica, or in an outage no pass here saw
 	// (nothing waited in this replica): the store's count is enough. The
-	// whole list goes at most every directoryRetry; behind until then.
+	// whole list goes at most every lateWait (20 s: late writes came
+	// again right after the last); behind until then.
 	written("unseen", 30*time.Second)
 	if !behind() {
 		t.Fatal("outage placements another replica wrote: not behind")
@@ -153,7 +155,7 @@ func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
 	if err := pass(); err != nil || !behind() || st.got["unseen"] {
 		t.Fatalf("a second after the last whole list: %v, behind %v, registered %v; want behind, unseen not yet registered", err, behind(), st.got)
 	}
-	clk.Step(directoryRetry)
+	clk.Step(g.dir.lateWait)
 	if err := pass(); err != nil || behind() || !st.got["unseen"] {
 		t.Fatalf("after outage placements another replica wrote: %v, behind %v, registered %v; want unseen registered", err, behind(), st.got)
 	}
@@ -162,14 +164,88 @@ func TestDirectoryPassOutagePlacements_RG1(t *testing.T) {
 	st.sessions[idAgo(clk, 20*time.Second)] = "during"
 	st.writes++
 	st.onRead = func() { st.onRead = nil; st.sessions[idAgo(clk, 20*time.Second)] = "late"; st.writes++ }
-	clk.Step(directoryRetry)
+	clk.Step(g.dir.lateWait)
 	if err := pass(); err != nil || !behind() || !st.got["during"] {
 		t.Fatalf("outage placements written during the pass: %v, behind %v, registered %v; want during registered and behind", err, behind(), st.got)
 	}
 	delete(st.got, "late")
-	clk.Step(directoryRetry)
+	clk.Step(g.dir.lateWait)
 	if err := pass(); err != nil || behind() || !st.got["late"] {
 		t.Fatalf("the pass after: %v, behind %v, registered %v; want late registered by a whole list", err, behind(), st.got)
+	}
+}
+
+// wholeListPeer is dirPeer counting the whole lists that ended.
+type wholeListPeer struct {
+	dirPeer
+	ends *int
+}
+
+func (p wholeListPeer) Register(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDirectoryRequest) error {
+	if req.Full && req.Last {
+		*p.ends++
+	}
+	return p.dirPeer.Register(ctx, pod, req)
+}
+
+// TestDirectoryPassLateWritesBackOff_RG1: late writes that keep coming
+// (a store that stays slow) send the whole list after directoryRetry,
+// then after twice as long each time, up to DirectoryFullEvery, the pod
+// behind meanwhile; once a pass finds none since the last whole list,
+// the next late write is sent after directoryRetry again.
+func TestDirectoryPassLateWritesBackOff_RG1(t *testing.T) {
+	doc, st, clk := passFixture()
+	ends := 0
+	g := New(Config{Pod: "pod0", Store: st, Peers: wholeListPeer{dirPeer{s: st}, &ends}, Clock: clk})
+	start := clk.Now()
+	var fulls []time.Duration // when each pass sent a whole list, since start
+	pass := func() {
+		t.Helper()
+		before := ends
+		if err := g.DirectoryPass(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if ends != before {
+			fulls = append(fulls, clk.Now().Sub(start))
+		}
+	}
+	pass() // the first whole list
+	for range 600 {
+		clk.Step(DirectoryEvery)
+		st.mu.Lock()
+		st.writes++ // a late write every second
+		st.mu.Unlock()
+		pass()
+		if n := len(fulls); !g.directoryBehind(t.Context(), doc) && fulls[n-1] != clk.Now().Sub(start) {
+			t.Fatalf("at %s, late writes since the whole list of %s: not behind", clk.Now().Sub(start), fulls[n-1])
+		}
+	}
+	// 0, then 10 s, 20 s, 40 s, 80 s, 160 s apart, then DirectoryFullEvery.
+	want := []time.Duration{0, 10 * time.Second, 30 * time.Second, 70 * time.Second, 150 * time.Second, 310 * time.Second}
+	if !slices.Equal(fulls, want) {
+		t.Errorf("whole lists at %v; want %v (the next at 610 s)", fulls, want)
+	}
+	// The writes stop: the whole list at 610 s sends the last of them,
+	// and the pass after finds none since.
+	for range 11 {
+		clk.Step(DirectoryEvery)
+		pass()
+	}
+	if got := fulls[len(fulls)-1]; got != 610*time.Second || g.directoryBehind(t.Context(), doc) {
+		t.Fatalf("the writes stopped at 600 s: the last whole list at %s, behind %v; want 610s, and not behind", got, g.directoryBehind(t.Context(), doc))
+	}
+	// A late write then goes with the whole list directoryRetry after
+	// the last one, not lateWait's 300 s.
+	fulls = nil
+	st.mu.Lock()
+	st.writes++
+	st.mu.Unlock()
+	for range 20 {
+		clk.Step(DirectoryEvery)
+		pass()
+	}
+	if want := []time.Duration{610*time.Second + directoryRetry}; !slices.Equal(fulls, want) {
+		t.Errorf("after a quiet pass, a late write's whole list at %v; want %v", fulls, want)
 	}
 }
 
