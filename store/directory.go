@@ -172,10 +172,11 @@ func (s *DB) LateSessionWrites(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// DropDirectoryPods implements vdibroker.FederationStore, pod by pod: its
-// row of session_directory_pods first, which a registration of the pod
-// holds (RegisterDirectory), then its entries, so one that committed
-// meanwhile is dropped too.
+// DropDirectoryPods implements vdibroker.FederationStore, pod by pod
+// (dropDirectoryPod): in the last transaction its row of
+// session_directory_pods first, which a registration of the pod holds
+// (RegisterDirectory), then its entries, so one that committed meanwhile
+// is dropped too.
 func (s *DB) DropDirectoryPods(ctx context.Context, pods []string) (dropped []string, err error) {
 	var known []string
 	err = s.read(ctx, func(t *tx) error {
@@ -212,8 +213,9 @@ func (s *DB) DropDirectoryPods(ctx context.Context, pods []string) (dropped []st
 var dropChunk = 5000
 
 // dropDirectoryPod deletes pod's entries, on SQLite dropChunk at a time,
-// then its row of session_directory_pods: a drop cut short (the store
-// failed) leaves the row, and the next DropDirectoryPods finishes it.
+// then, in one transaction, its row of session_directory_pods and the
+// entries left: a drop cut short (the store failed) leaves the row, and
+// the next DropDirectoryPods finishes it.
 func (s *DB) dropDirectoryPod(ctx context.Context, pod string) error {
 	for s.d == sqliteDialect {
 		var n int64
@@ -231,12 +233,16 @@ func (s *DB) dropDirectoryPod(ctx context.Context, pod string) error {
 		}
 	}
 	return s.write(ctx, func(t *tx) error {
-		// Entries registered since the last chunk (none: a pod removed
-		// from the document registers no more) go with the row.
-		if _, err := t.exec(ctx, `DELETE FROM session_directory WHERE pod = ?`, pod); err != nil {
+		// The row first: a registration of the pod holds it (a replica
+		// with the older document may still take one), so on PostgreSQL
+		// the entries' DELETE below begins after that registration
+		// committed and takes its entries too. The entries' DELETE first
+		// would miss them, and they would stay with no row, which no
+		// later drop finds.
+		if _, err := t.exec(ctx, `DELETE FROM session_directory_pods WHERE pod = ?`, pod); err != nil {
 			return err
 		}
-		_, err := t.exec(ctx, `DELETE FROM session_directory_pods WHERE pod = ?`, pod)
+		_, err := t.exec(ctx, `DELETE FROM session_directory WHERE pod = ?`, pod)
 		return err
 	})
 }

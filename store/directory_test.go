@@ -528,6 +528,61 @@ func TestDropDirectoryPods_RG1(t *testing.T) {
 	})
 }
 
+// R-G1 (PostgreSQL): a drop takes the removed pod's row first, as every
+// registration of the pod does, then deletes its entries: a registration
+// of the removed pod under way on another replica (one that still holds
+// the older document) commits before the drop's DELETE of the entries
+// begins, and its entries go too. Taken the other way round, the entries'
+// DELETE, which saw none of them, would pass, the row would go after the
+// registration committed, and its entries would stay with no row, which
+// no later drop (it lists the rows) ever finds.
+func TestDropDirectoryPodWaitsForRegistration_RG1(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.RegisterDirectory(ctx, "old1", 1, []string{"alice"}, true, true, t0); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The other replica's registration: the pod's row, then an entry.
+	other, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(ctx, `SELECT entries FROM session_directory_pods WHERE pod = 'old1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ExecContext(ctx, `INSERT INTO session_directory (user_key, pod, seen_time) VALUES ('bob', 'old1', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	dropped := make(chan error, 1)
+	go func() {
+		_, err := s.DropDirectoryPods(context.WithoutCancel(ctx), []string{"ams1"})
+		dropped <- err
+	}()
+	waitForLockWaiter(t, s, "the drop")
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-dropped; err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{"alice", "bob"} {
+		if pods, _, err := s.LookupDirectory(ctx, user, time.Time{}); err != nil || len(pods) != 0 {
+			t.Errorf("%s after the drop: %v, %v; want no pod", user, pods, err)
+		}
+	}
+}
+
 // R-G1: RegisterDirectory writes a list of users as one JSON list (two
 // statements for the whole call): users whose folded names carry JSON's
 // and SQL's special characters, non-ASCII letters and characters beyond
