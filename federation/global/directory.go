@@ -203,7 +203,10 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	// every replica read and send it every second (a full pod's is
 	// 250,000 users), slowing the store further. Until it is sent, this
 	// pod says it is behind, and its peers ask it itself.
-	lateWrites := writes != d.late
+	// A replica's first whole list (its fullAt zero, its late 0) is for
+	// its start, not caused by late writes: a count that moved before it
+	// started does not double its wait.
+	lateWrites := writes != d.late && !d.fullAt.IsZero()
 	if !lateWrites || d.lateWait == 0 {
 		d.lateWait = directoryRetry
 	}
