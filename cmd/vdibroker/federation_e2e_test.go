@@ -192,8 +192,6 @@ func (a globalAnswer) skipped(pod string) string {
 	return "(not in the decision)"
 }
 
-// TestFederationE2E runs every check of the federation that needs real
-// pods.
 // podCallsTo is how many pod-to-pod calls p made to peer, of every
 // operation, by p's /metrics (vdibroker_pod_call_duration_seconds).
 func podCallsTo(t *testing.T, p *fedPod, peer string) int {
@@ -213,6 +211,8 @@ func podCallsTo(t *testing.T, p *fedPod, peer string) int {
 	return n
 }
 
+// TestFederationE2E runs every check of the federation that needs real
+// pods.
 func TestFederationE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds the binary and runs three pods")
@@ -482,6 +482,12 @@ func TestFederationE2E(t *testing.T) {
 		// does not call the paused pod again (any call would wait out the
 		// pod timeout), and the decision still names it.
 		calls := podCallsTo(t, fra1, "ams1")
+		if calls == 0 {
+			// The connect above called ams1: none counted is a metric
+			// this test no longer reads, and "no new call" would hold
+			// whatever the next connect does.
+			t.Fatal("fra1's /metrics count no call to ams1 after the connect that waited for it")
+		}
 		gina := connect(fra1, "office", map[string]any{"user": "gina"}, 201)
 		if after := podCallsTo(t, fra1, "ams1"); after != calls || gina.skipped("ams1") == "" {
 			t.Fatalf("second connect: %d calls to ams1 (%d before), ams1 %q; want none, and ams1 skipped", after, calls, gina.skipped("ams1"))
