@@ -711,9 +711,14 @@ func late(r *commitReq, now time.Time) bool {
 // (see countLateWrites), on SQLite those whose commit itself took long (a
 // slow sync), as a directory pass may have read past their ids before
 // they were visible. Its commit is not synced: the count is a hint to
-// the passes, and a crash that lost it makes them send whole lists anyway
-// (a restarted replica's first pass does; a pass that fails to read the
-// store is behind until its next). It is tried once (the store has just
+// the passes, and a crash that lost it mostly makes them send whole
+// lists anyway (a restarted replica's first pass does; a pass that fails
+// to read the store is behind until its next). Not always: a PostgreSQL
+// that restarted between two passes, or a replica stopped between the
+// session's commit and this one's, leaves the session missed until a
+// whole list (docs/federation.md, the directory's limits; counting in
+// the batch's transaction a row of each committer's would close both).
+// It is tried once (the store has just
 // committed); when it fails, the next batch that commits counts them
 // (DB.lateOwed), and a pass may miss them until then.
 func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
