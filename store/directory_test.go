@@ -583,6 +583,49 @@ func TestDropDirectoryPodWaitsForRegistration_RG1(t *testing.T) {
 	}
 }
 
+// R-G1 (SQLite): a removed pod's entries go a chunk a transaction, so a
+// drop the store cuts short keeps the chunks it committed (the one
+// writer was free between them) and the pod's row, and the next drop
+// finishes it. Here the third entry's DELETE fails: two of five are gone
+// (one chunk of two); in one transaction none would be.
+func TestDropDirectoryPodCutShort_RG1(t *testing.T) {
+	defer store.SetDropChunk(2)()
+	s := openSQLite(t, t.TempDir())
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.RegisterDirectory(ctx, "old1", 1, []string{"alice", "bob", "carol", "dave", "erin"}, true, true, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ExecRaw(ctx, `CREATE TRIGGER drop_fails BEFORE DELETE ON session_directory
+		WHEN (SELECT count(*) FROM session_directory WHERE pod = 'old1') <= 3
+		BEGIN SELECT RAISE(ABORT, 'the store failed'); END`); err != nil {
+		t.Fatal(err)
+	}
+	left := func() int {
+		t.Helper()
+		n, err := s.QueryInt(ctx, `SELECT count(*) FROM session_directory WHERE pod = 'old1'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if dropped, err := s.DropDirectoryPods(ctx, []string{"ams1"}); err == nil || len(dropped) != 0 {
+		t.Fatalf("a drop the store cut short: dropped %v, %v; want an error, none dropped", dropped, err)
+	}
+	if n := left(); n != 3 {
+		t.Fatalf("after a drop cut short at its second chunk: %d entries of old1 left, want 3 (the first chunk's two gone)", n)
+	}
+	if err := s.ExecRaw(ctx, `DROP TRIGGER drop_fails`); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err := s.DropDirectoryPods(ctx, []string{"ams1"}); err != nil || !slices.Equal(dropped, []string{"old1"}) {
+		t.Fatalf("the next drop: dropped %v, %v; want old1 (its row was left)", dropped, err)
+	}
+	if n := left(); n != 0 {
+		t.Errorf("after the next drop: %d entries of old1 left, want 0", n)
+	}
+}
+
 // R-G1: RegisterDirectory writes a list of users as one JSON list (two
 // statements for the whole call): users whose folded names carry JSON's
 // and SQL's special characters, non-ASCII letters and characters beyond
