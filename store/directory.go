@@ -223,6 +223,13 @@ func (s *DB) dropDirectoryPod(ctx context.Context, pod string) error {
 			var err error
 			n, err = t.exec(ctx, `DELETE FROM session_directory WHERE pod = ? AND user_key IN
 				(SELECT user_key FROM session_directory WHERE pod = ? LIMIT ?)`, pod, pod, dropChunk)
+			if err != nil || n == 0 {
+				return err
+			}
+			// Counted gone with them: a drop cut short leaves the row,
+			// and were the pod back in the document before the next
+			// drop, its bound (RegisterDirectory) must not count them.
+			_, err = t.exec(ctx, `UPDATE session_directory_pods SET entries = entries - ? WHERE pod = ?`, n, pod)
 			return err
 		})
 		if err != nil {

@@ -587,7 +587,7 @@ func TestDropDirectoryPodWaitsForRegistration_RG1(t *testing.T) {
 // drop the store cuts short keeps the chunks it committed (the one
 // writer was free between them) and the pod's row, and the next drop
 // finishes it. Here the third entry's DELETE fails: two of five are gone
-// (one chunk of two); in one transaction none would be.
+// (one chunk of two), and counted gone; in one transaction none would be.
 func TestDropDirectoryPodCutShort_RG1(t *testing.T) {
 	defer store.SetDropChunk(2)()
 	s := openSQLite(t, t.TempDir())
@@ -614,6 +614,13 @@ func TestDropDirectoryPodCutShort_RG1(t *testing.T) {
 	}
 	if n := left(); n != 3 {
 		t.Fatalf("after a drop cut short at its second chunk: %d entries of old1 left, want 3 (the first chunk's two gone)", n)
+	}
+	// The pod's count of entries went down with the chunk: were old1
+	// back in the document before the next drop, its bound would
+	// otherwise count entries long gone (5 here, and the sixth refused).
+	defer store.SetMaxDirectoryEntries(5)()
+	if err := s.RegisterDirectory(ctx, "old1", 1, []string{"frank"}, false, false, t0); err != nil {
+		t.Fatalf("a registration of old1 after the drop cut short (4 entries, bound 5): %v", err)
 	}
 	if err := s.ExecRaw(ctx, `DROP TRIGGER drop_fails`); err != nil {
 		t.Fatal(err)
