@@ -183,29 +183,8 @@ func TestOpenSessionUsers_RG1(t *testing.T) {
 // minute's nonce count meanwhile: every other signed call the pod takes
 // (connects placed for its peers) would wait behind a whole list.
 func TestSessionDirectoryWaitDoesNotHoldNonceCount_RG1(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, other := holdDirectoryPod(t, "ams1", false)
 	ctx := t.Context()
-	if err := s.RegisterDirectory(ctx, "ams1", 1, []string{"alice"}, false, false, t0); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	other, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Rollback()
-	if _, err := other.ExecContext(ctx, `SELECT entries FROM session_directory_pods WHERE pod = 'ams1' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
 	registered := make(chan error, 1)
 	go func() {
 		n := &vdibroker.CallNonce{Nonce: "reg-1", Expires: t0.Add(2 * time.Minute), At: t0}
@@ -537,30 +516,9 @@ func TestDropDirectoryPods_RG1(t *testing.T) {
 // registration committed, and its entries would stay with no row, which
 // no later drop (it lists the rows) ever finds.
 func TestDropDirectoryPodWaitsForRegistration_RG1(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := t.Context()
-	if err := s.RegisterDirectory(ctx, "old1", 1, []string{"alice"}, true, true, t0); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	// The other replica's registration: the pod's row, then an entry.
-	other, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Rollback()
-	if _, err := other.ExecContext(ctx, `SELECT entries FROM session_directory_pods WHERE pod = 'old1' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	s, other := holdDirectoryPod(t, "old1", true)
+	ctx := t.Context()
 	if _, err := other.ExecContext(ctx, `INSERT INTO session_directory (user_key, pod, seen_time) VALUES ('bob', 'old1', 1)`); err != nil {
 		t.Fatal(err)
 	}
@@ -581,6 +539,38 @@ func TestDropDirectoryPodWaitsForRegistration_RG1(t *testing.T) {
 			t.Errorf("%s after the drop: %v, %v; want no pod", user, pods, err)
 		}
 	}
+}
+
+// holdDirectoryPod opens a PostgreSQL store on a schema of its own in
+// which pod registered alice (a whole list when full), and begins another
+// connection's transaction (another replica's registration of pod) that
+// holds pod's row of session_directory_pods, as RegisterDirectory does
+// first; rolled back when the test ends unless the test commits it.
+func holdDirectoryPod(t *testing.T, pod string, full bool) (*store.DB, *sql.Tx) {
+	t.Helper()
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.RegisterDirectory(t.Context(), pod, 1, []string{"alice"}, full, full, t0); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	other, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Rollback() })
+	if _, err := other.ExecContext(t.Context(), `SELECT entries FROM session_directory_pods WHERE pod = $1 FOR UPDATE`, pod); err != nil {
+		t.Fatal(err)
+	}
+	return s, other
 }
 
 // R-G1 (SQLite): a removed pod's entries go a chunk a transaction, so a
