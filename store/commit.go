@@ -710,15 +710,14 @@ func late(r *commitReq, now time.Time) bool {
 // did not count but that are late by now: on PostgreSQL every late one
 // (see countLateWrites), on SQLite those whose commit itself took long (a
 // slow sync), as a directory pass may have read past their ids before
-// they were visible. Its commit is not synced: the count is a hint to
-// the passes, and a crash that lost it mostly makes them send whole
-// lists anyway (a restarted replica's first pass does; a pass that fails
-// to read the store is behind until its next). Not always: a PostgreSQL
-// that restarted between two passes, or a replica stopped between the
-// session's commit and this one's, leaves the session missed until a
-// whole list (docs/federation.md, the directory's limits; counting in
-// the batch's transaction a row of each committer's would close both).
-// It is tried once (the store has just
+// they were visible. Its commit is synced, as the session's was: an
+// unsynced count that a PostgreSQL restart between two passes lost
+// would leave the session missed until a whole list, and no pass would
+// have failed to say so. A replica stopped between the session's commit
+// and this one still leaves it missed until that replica's next start
+// or another's whole list (docs/federation.md, the directory's limits;
+// counting in the batch's transaction on a row of each committer's
+// would close that too). It is tried once (the store has just
 // committed); when it fails, the next batch that commits counts them
 // (DB.lateOwed), and a pass may miss them until then.
 func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
@@ -734,7 +733,7 @@ func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.opts.BatchTimeout, batchTimeout))
 	defer cancel()
-	err := s.writeSynced(ctx, false, func(t *tx) error {
+	err := s.write(ctx, func(t *tx) error {
 		_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`, n)
 		return err
 	})
