@@ -207,9 +207,10 @@ func (s *DB) DropDirectoryPods(ctx context.Context, pods []string) (dropped []st
 // vdibroker.MaxDirectoryEntriesPerPod) in one transaction held the one
 // writer for half a second, and every connect and heartbeat waited
 // behind it (BenchmarkDropDirectoryPod, side by side: the slowest commit
-// beside the drop 390-470 ms, in parts 30-40 ms, the drop itself 0.4-0.5
-// s against 1.0 s). PostgreSQL's other writes do not wait for it (20-70
-// ms either way, and a drop six times as long in parts): one statement.
+// beside the drop 400-460 ms, in parts 39-47 ms, the drop itself 0.4-0.5
+// s against 1.1-1.3 s). PostgreSQL's other writes do not wait for it
+// (25-54 ms either way, and a drop six times as long in parts): one
+// statement.
 var dropChunk = 5000
 
 // dropDirectoryPod deletes pod's entries, on SQLite dropChunk at a time,
