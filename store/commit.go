@@ -695,9 +695,13 @@ func countLateWrites(ctx context.Context, t *tx, live []*commitReq, results []er
 	if n == 0 {
 		return nil
 	}
-	_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`, n)
+	_, err := t.exec(ctx, bumpLateWritesQuery, n)
 	return err
 }
+
+// bumpLateWritesQuery adds ? to the store's count of late session writes
+// (countLateWrites, countLateAfterCommit).
+const bumpLateWritesQuery = `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`
 
 // late reports whether r writes a session whose id was made LateCommit or
 // more before now.
@@ -734,7 +738,7 @@ func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.opts.BatchTimeout, batchTimeout))
 	defer cancel()
 	err := s.write(ctx, func(t *tx) error {
-		_, err := t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`, n)
+		_, err := t.exec(ctx, bumpLateWritesQuery, n)
 		return err
 	})
 	if err != nil {
