@@ -85,9 +85,11 @@ type directory struct {
 	// lateWait is how long after a whole list late writes wait for the
 	// next: directoryRetry, doubled (up to DirectoryFullEvery) at each
 	// whole list they caused while they keep coming; back to
-	// directoryRetry at a pass that finds none since the last.
+	// directoryRetry once the count has not moved for as long as the wait.
 	lateWait time.Duration
-	dropped  int64 // the generation whose removed pods' entries were dropped
+	seen     int64     // the count at the last pass that read it
+	seenAt   time.Time // the last pass that saw it move (zero: none)
+	dropped  int64     // the generation whose removed pods' entries were dropped
 	sent     map[string]time.Time
 	took     map[string]time.Time // when each peer last took a registration
 	running  sync.Mutex           // one pass at a time
@@ -207,7 +209,13 @@ func (g *Service) DirectoryPass(ctx context.Context) error {
 	// its start, not caused by late writes: a count that moved before it
 	// started does not double its wait.
 	lateWrites := writes != d.late && !d.fullAt.IsZero()
-	if !lateWrites || d.lateWait == 0 {
+	if writes != d.seen {
+		d.seen, d.seenAt = writes, now
+	}
+	// The wait goes back only after a quiet time as long as itself: late
+	// writes every few seconds, each pass between them quiet, must not
+	// send the whole list every directoryRetry.
+	if d.lateWait == 0 || now.Sub(d.seenAt) >= d.lateWait {
 		d.lateWait = directoryRetry
 	}
 	lateWait := d.lateWait

@@ -191,66 +191,95 @@ func (p wholeListPeer) Register(ctx context.Context, pod vdibroker.Pod, req vdib
 // TestDirectoryPassLateWritesBackOff_RG1: late writes that keep coming
 // (a store that stays slow) send the whole list after directoryRetry,
 // then after twice as long each time, up to DirectoryFullEvery, the pod
-// behind meanwhile; once a pass finds none since the last whole list,
-// the next late write is sent after directoryRetry again. The replica
-// starts on a store whose count moved before (late writes before it
-// started, as when it restarts during a slow store): its first whole
-// list is for its start, not caused by late writes, and does not double
-// the wait.
+// behind meanwhile, whether they come at every pass or every few
+// seconds with quiet passes between; once the count has not moved for
+// as long as the wait, the next late write is sent after directoryRetry
+// again. The replica starts on a store whose count moved before (late
+// writes before it started, as when it restarts during a slow store):
+// its first whole list is for its start, not caused by late writes, and
+// does not double the wait.
 func TestDirectoryPassLateWritesBackOff_RG1(t *testing.T) {
-	doc, st, clk := passFixture()
-	st.writes = 7
-	ends := 0
-	g := New(Config{Pod: "pod0", Store: st, Peers: wholeListPeer{dirPeer{s: st}, &ends}, Clock: clk})
-	start := clk.Now()
-	var fulls []time.Duration // when each pass sent a whole list, since start
-	pass := func() {
-		t.Helper()
-		before := ends
-		if err := g.DirectoryPass(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		if ends != before {
-			fulls = append(fulls, clk.Now().Sub(start))
-		}
-	}
-	pass() // the first whole list
-	for range 600 {
-		clk.Step(DirectoryEvery)
-		st.mu.Lock()
-		st.writes++ // a late write every second
-		st.mu.Unlock()
-		pass()
-		if n := len(fulls); !g.directoryBehind(t.Context(), doc) && fulls[n-1] != clk.Now().Sub(start) {
-			t.Fatalf("at %s, late writes since the whole list of %s: not behind", clk.Now().Sub(start), fulls[n-1])
-		}
-	}
 	// 0, then 10 s, 20 s, 40 s, 80 s, 160 s apart, then DirectoryFullEvery.
 	want := []time.Duration{0, 10 * time.Second, 30 * time.Second, 70 * time.Second, 150 * time.Second, 310 * time.Second}
-	if !slices.Equal(fulls, want) {
-		t.Errorf("whole lists at %v; want %v (the next at 610 s)", fulls, want)
-	}
-	// The writes stop: the whole list at 610 s sends the last of them,
-	// and the pass after finds none since.
-	for range 11 {
-		clk.Step(DirectoryEvery)
-		pass()
-	}
-	if got := fulls[len(fulls)-1]; got != 610*time.Second || g.directoryBehind(t.Context(), doc) {
-		t.Fatalf("the writes stopped at 600 s: the last whole list at %s, behind %v; want 610s, and not behind", got, g.directoryBehind(t.Context(), doc))
-	}
-	// A late write then goes with the whole list directoryRetry after
-	// the last one, not lateWait's 300 s.
-	fulls = nil
-	st.mu.Lock()
-	st.writes++
-	st.mu.Unlock()
-	for range 20 {
-		clk.Step(DirectoryEvery)
-		pass()
-	}
-	if want := []time.Duration{610*time.Second + directoryRetry}; !slices.Equal(fulls, want) {
-		t.Errorf("after a quiet pass, a late write's whole list at %v; want %v", fulls, want)
+	for _, every := range []int{1, 5} {
+		t.Run(fmt.Sprintf("a late write every %d s", every), func(t *testing.T) {
+			doc, st, clk := passFixture()
+			st.writes = 7
+			ends := 0
+			g := New(Config{Pod: "pod0", Store: st, Peers: wholeListPeer{dirPeer{s: st}, &ends}, Clock: clk})
+			start := clk.Now()
+			var fulls []time.Duration // when each pass sent a whole list, since start
+			sent := st.writes         // the count the last whole list read
+			pass := func() {
+				t.Helper()
+				before := ends
+				if err := g.DirectoryPass(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if ends != before {
+					fulls = append(fulls, clk.Now().Sub(start))
+					sent = st.writes
+				}
+			}
+			write := func() {
+				st.mu.Lock()
+				st.writes++
+				st.mu.Unlock()
+			}
+			pass() // the first whole list
+			for i := range 600 {
+				clk.Step(DirectoryEvery)
+				if (i+1)%every == 0 {
+					write()
+				}
+				pass()
+				if behind := g.directoryBehind(t.Context(), doc); behind != (st.writes != sent) {
+					t.Fatalf("at %s, the count %d, %d at the whole list of %s: behind %v", clk.Now().Sub(start), st.writes, sent, fulls[len(fulls)-1], behind)
+				}
+			}
+			if !slices.Equal(fulls, want) {
+				t.Errorf("whole lists at %v; want %v (the next at 610 s)", fulls, want)
+			}
+			// The writes stop: the whole list at 610 s sends the last of
+			// them. A late write after a quiet time shorter than the wait
+			// (300 s) still waits for it.
+			for range 11 {
+				clk.Step(DirectoryEvery)
+				pass()
+			}
+			if got := fulls[len(fulls)-1]; got != 610*time.Second || g.directoryBehind(t.Context(), doc) {
+				t.Fatalf("the writes stopped at 600 s: the last whole list at %s, behind %v; want 610s, and not behind", got, g.directoryBehind(t.Context(), doc))
+			}
+			fulls = nil
+			for range 280 { // to 891 s: 291 s quiet
+				clk.Step(DirectoryEvery)
+				pass()
+			}
+			write()
+			for range 30 {
+				clk.Step(DirectoryEvery)
+				pass()
+			}
+			if want := []time.Duration{610*time.Second + DirectoryFullEvery}; !slices.Equal(fulls, want) {
+				t.Errorf("a late write after 291 s of quiet: whole lists at %v; want %v", fulls, want)
+			}
+			// Quiet for the whole wait: the next late write goes with the
+			// whole list directoryRetry after the last one.
+			for range 300 {
+				clk.Step(DirectoryEvery)
+				pass()
+			}
+			fulls = nil
+			last := clk.Now().Sub(start)
+			write()
+			for range 20 {
+				clk.Step(DirectoryEvery)
+				pass()
+			}
+			if want := []time.Duration{last + DirectoryEvery}; !slices.Equal(fulls, want) {
+				t.Errorf("after 300 s of quiet, a late write's whole list at %v; want %v", fulls, want)
+			}
+		})
 	}
 }
 
