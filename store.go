@@ -79,6 +79,14 @@ type SessionFilter struct {
 // list again.
 const LateCommit = time.Second
 
+// ClockTolerance is how far a replica's clock may be from its database
+// server's: two replicas within it of the database are within LateCommit
+// of each other, as the session directory's passes need (R-G1), and well
+// under the intervals that heartbeat ages (R-H1) and the autoscale lease
+// compare across replicas. A replica checks its clock against the
+// database's (Store.DatabaseTime) and says when it is beyond.
+const ClockTolerance = LateCommit / 2
+
 // PlacementCommit is one decided placement to make durable (R-D2, R-D3).
 type PlacementCommit struct {
 	// Session is the new session (ID chosen by the caller, state Pending).
@@ -159,6 +167,10 @@ type HeartbeatResult struct {
 type Store interface {
 	Close() error
 	Ping(ctx context.Context) error
+	// DatabaseTime reads the database server's clock: PostgreSQL's
+	// clock_timestamp(), or SQLite's (this machine's) to the millisecond.
+	// Replicas compare their clocks with it (ClockTolerance).
+	DatabaseTime(ctx context.Context) (time.Time, error)
 
 	// PutHostPool creates (created=true) or replaces a pool. Replacing with
 	// another hostPoolType is refused with InvalidArgument on field

@@ -27,6 +27,7 @@ func NewStore(inner vdibroker.Store, hook Func) *Store {
 const (
 	OpClose                     = "Close"
 	OpPing                      = "Ping"
+	OpDatabaseTime              = "DatabaseTime"
 	OpPutHostPool               = "PutHostPool"
 	OpCreateHostPool            = "CreateHostPool"
 	OpGetHostPool               = "GetHostPool"
@@ -128,6 +129,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.hook(ctx, OpPing, func(ctx context.Context) error {
 		return s.inner.Ping(ctx)
 	})
+}
+
+// DatabaseTime runs the wrapped store's DatabaseTime through the hook.
+func (s *Store) DatabaseTime(ctx context.Context) (r0 time.Time, err error) {
+	err = s.hook(ctx, OpDatabaseTime, func(ctx context.Context) (err error) {
+		r0, err = s.inner.DatabaseTime(ctx)
+		return err
+	})
+	return r0, err
 }
 
 // PutHostPool runs the wrapped store's PutHostPool through the hook.

@@ -428,6 +428,29 @@ func (s *DB) Ping(ctx context.Context) error {
 	return s.probeWrite(ctx) // probe.go
 }
 
+// DatabaseTime reads the database server's clock: PostgreSQL's
+// clock_timestamp() (the time of the call, not of a transaction's
+// start), SQLite's 'now' (this machine's clock, to the millisecond).
+func (s *DB) DatabaseTime(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.read(ctx, func(tx *tx) error {
+		if tx.d == sqliteDialect {
+			var text string
+			if err := tx.row(ctx, `SELECT strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`).Scan(&text); err != nil {
+				return err
+			}
+			var err error
+			t, err = time.Parse(time.RFC3339Nano, text)
+			return err
+		}
+		return tx.row(ctx, `SELECT clock_timestamp()`).Scan(&t)
+	})
+	if err != nil {
+		return time.Time{}, wrap(err, "the database's clock")
+	}
+	return t.UTC(), nil
+}
+
 // tx runs the store's SQL: in a write transaction, or, for reads, straight
 // on the read pool (one statement each, so no BEGIN and ROLLBACK round
 // trips on PostgreSQL for the lookups every request makes).
