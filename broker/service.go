@@ -102,8 +102,9 @@ type Service struct {
 	waits     *waits   // the connects held for a starting host (wait.go)
 	maxWait   time.Duration
 
-	retention time.Duration
-	lastPrune time.Time // maintenance loop only
+	retention  time.Duration
+	lastPrune  time.Time  // maintenance loop only
+	clockCheck clockCheck // the clock against the database's (clock.go)
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -276,6 +277,7 @@ func (s *Service) maintain(t clock.Ticker, interval time.Duration) {
 			s.views.CatchUpAll(ctx)
 			s.gatewayMaintain(ctx)
 			s.flushRefusals(ctx)
+			s.checkClockIfDue(ctx)
 			cancel()
 			s.pruneIfDue(base)
 		}

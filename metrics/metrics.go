@@ -132,6 +132,10 @@ type Config struct {
 	// vdibroker_store_up is 0 while it is, and
 	// vdibroker_store_outage_seconds_total counts the seconds.
 	Outage func() (down bool, seconds float64)
+	// ClockOffset, when set, is this replica's clock minus the database
+	// server's at its last comparison (broker.Service.ClockOffset):
+	// vdibroker_clock_offset_seconds, absent before the first.
+	ClockOffset func() (offset time.Duration, ok bool)
 }
 
 // NewRegistry returns a registry with the event metrics, the store gauges
@@ -156,7 +160,25 @@ func NewRegistry(cfg Config) *prometheus.Registry {
 			Help: "Seconds the broker has counted its store as down since it started.",
 		}, func() float64 { _, s := cfg.Outage(); return s }))
 	}
+	if cfg.ClockOffset != nil {
+		reg.MustRegister(clockCollector(cfg.ClockOffset))
+	}
 	return reg
+}
+
+var descClockOffset = prometheus.NewDesc(Namespace+"_clock_offset_seconds",
+	"This replica's clock minus the database server's, compared once a minute; keep it within ±0.5 s on every replica (vdibroker.ClockTolerance).", nil, nil)
+
+// clockCollector emits vdibroker_clock_offset_seconds once the clocks
+// were compared.
+type clockCollector func() (time.Duration, bool)
+
+func (c clockCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descClockOffset }
+
+func (c clockCollector) Collect(ch chan<- prometheus.Metric) {
+	if offset, ok := c(); ok {
+		ch <- prometheus.MustNewConstMetric(descClockOffset, prometheus.GaugeValue, offset.Seconds())
+	}
 }
 
 // initEventSeries gives the event metrics whose labels are known in

@@ -363,6 +363,22 @@ func TestStoreUpFollowsTheBrokersOutage(t *testing.T) {
 	}
 }
 
+// TestClockOffsetGauge: vdibroker_clock_offset_seconds is the replica's
+// last comparison of its clock with the database's, absent before the
+// first.
+func TestClockOffsetGauge(t *testing.T) {
+	var offset time.Duration
+	measured := false
+	reg := metrics.NewRegistry(metrics.Config{ClockOffset: func() (time.Duration, bool) { return offset, measured }})
+	if _, ok := scrape(t, metrics.Handler(reg))["vdibroker_clock_offset_seconds"]; ok {
+		t.Error("vdibroker_clock_offset_seconds before the first comparison; want it absent")
+	}
+	offset, measured = -1500*time.Millisecond, true
+	if got := get(t, scrape(t, metrics.Handler(reg)), "vdibroker_clock_offset_seconds", nil); got != -1.5 {
+		t.Errorf("vdibroker_clock_offset_seconds = %v, want -1.5", got)
+	}
+}
+
 // TestInstrumentStore: every operation is timed under its method's name
 // (ListHostStates and ListSessionHostsPage were once passed through
 // untimed), and only internal errors are counted as failures.

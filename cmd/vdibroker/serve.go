@@ -226,7 +226,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	undo = append(undo, func() { m.portal.Close() })
 	m.Server.Mount(portal.Prefix, m.portal)
 	reg := m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
-		Outage: func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds }}))
+		Outage:      func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds },
+		ClockOffset: m.broker.ClockOffset}))
 	m.Server.Mount("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(reg)))
 	// The in-process gateway's metrics are the broker's (vdibroker_gateway_*).
 	if err := m.Gateway.start(ctx, services.Gateway, reg, m.Logger); err != nil {

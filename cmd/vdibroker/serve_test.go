@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -371,6 +372,40 @@ func TestServeMetricsBehindAToken(t *testing.T) {
 		if tc.want == http.StatusOK && !strings.Contains(string(body), "vdibroker_store_up") {
 			t.Errorf("the exposition lacks vdibroker_store_up")
 		}
+	}
+}
+
+// TestServeExportsClockOffset: serve's maintenance loop compares its
+// clock with the database's and /metrics exports the difference (here
+// the embedded store's clock is this machine's: within the tolerance).
+func TestServeExportsClockOffset(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), MaintenanceInterval: 20 * time.Millisecond}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	re := regexp.MustCompile(`(?m)^vdibroker_clock_offset_seconds (\S+)$`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", m.URL()+"/metrics", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if g := re.FindSubmatch(body); g != nil {
+			v, err := strconv.ParseFloat(string(g[1]), 64)
+			if err != nil || math.Abs(v) > vdibroker.ClockTolerance.Seconds() {
+				t.Fatalf("vdibroker_clock_offset_seconds %s; want within ±%s", g[1], vdibroker.ClockTolerance)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no vdibroker_clock_offset_seconds in /metrics 10 s after start, with a maintenance tick of 20 ms")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
