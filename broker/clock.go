@@ -98,3 +98,13 @@ func (s *Service) ClockOffset() (offset time.Duration, ok bool) {
 	defer c.mu.Unlock()
 	return c.offset, !c.at.IsZero()
 }
+
+// ClockOff reports whether this replica's clock was off the database
+// server's, beyond vdibroker.ClockTolerance, at the last comparison, and
+// by how much.
+func (s *Service) ClockOff() (offset time.Duration, off bool) {
+	c := &s.clockCheck
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.offset, c.off
+}

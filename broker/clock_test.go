@@ -107,6 +107,9 @@ func TestClockCheck(t *testing.T) {
 	if n := logs.count(warning); n != 1 {
 		t.Fatalf("%d warnings of a clock %s behind; want 1", n, behind)
 	}
+	if got, off := svc.ClockOff(); !off || got != offset {
+		t.Fatalf("ClockOff %s, %v; want %s, off", got, off, offset)
+	}
 	fc.Step(clockCheckEvery - time.Second)
 	svc.checkClockIfDue(ctx)
 	if n := cs.reads.Load(); n != 1 {
@@ -130,6 +133,9 @@ func TestClockCheck(t *testing.T) {
 	svc.checkClockIfDue(ctx)
 	if offset, _ := svc.ClockOffset(); offset.Abs() > vdibroker.ClockTolerance || logs.count(within) != 1 {
 		t.Fatalf("the clock set right: offset %s, %d lines saying it is within again; want within %s, 1", offset, logs.count(within), vdibroker.ClockTolerance)
+	}
+	if _, off := svc.ClockOff(); off {
+		t.Fatal("ClockOff says off after the clock was set right")
 	}
 	// Set back a minute: compared at once, off.
 	fc.SetTime(fc.Now().Add(-time.Minute))

@@ -79,6 +79,10 @@ type Config struct {
 	// Outage, when set, says whether the broker's store is down (nil
 	// while it is up): every page's header then says so (R-OUT1).
 	Outage func() *Outage
+	// ClockOff, when set, says whether this replica's clock is off the
+	// database server's (nil while within vdibroker.ClockTolerance):
+	// every page's header then tells admins and Contributors.
+	ClockOff func() *ClockOff
 	// Refusals records a signed-in form refused by its CSRF or same-site
 	// check (nil: not recorded); single sign-on's refusals have their own
 	// (OIDCConfig.Refusals).
@@ -96,6 +100,22 @@ type Outage struct {
 	Placement bool
 }
 
+// ClockOff is this replica's clock off the database server's, as the
+// console's header shows it.
+type ClockOff struct {
+	Offset time.Duration // this replica's clock minus the database's
+}
+
+// Text says how far and which way, to a tenth of a second: "2.3s ahead
+// of", "0.7s behind".
+func (c ClockOff) Text() string {
+	way := "ahead of"
+	if c.Offset < 0 {
+		way = "behind"
+	}
+	return c.Offset.Abs().Round(100*time.Millisecond).String() + " " + way
+}
+
 // Console is the web console; it is an http.Handler meant to be mounted at
 // "/" next to the API. Close stops its history sampler.
 type Console struct {
@@ -103,6 +123,8 @@ type Console struct {
 	store StoreReader
 	// outage is Config.Outage.
 	outage func() *Outage
+	// clockOff is Config.ClockOff.
+	clockOff func() *ClockOff
 	// secureCookies: see Config.SecureCookies.
 	secureCookies bool
 	// refusals is Config.Refusals.
@@ -157,6 +179,7 @@ func New(cfg Config) *Console {
 		api:           cfg.API,
 		store:         cfg.Store,
 		outage:        cfg.Outage,
+		clockOff:      cfg.ClockOff,
 		secureCookies: cfg.SecureCookies,
 		refusals:      cfg.Refusals,
 		log:           cfg.Logger,
@@ -491,6 +514,11 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data ma
 	if c.outage != nil {
 		if o := c.outage(); o != nil {
 			data["Outage"] = o
+		}
+	}
+	if c.clockOff != nil {
+		if o := c.clockOff(); o != nil {
+			data["ClockOff"] = o
 		}
 	}
 	var buf strings.Builder

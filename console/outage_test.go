@@ -50,3 +50,40 @@ func TestOutageHeader(t *testing.T) {
 	down.Store(&console.Outage{Since: time.Now(), Reason: "x", Placement: true})
 	wantContains(t, b.get("/"), "placed within this replica's reserved share")
 }
+
+// TestClockOffHeader: while this replica's clock is off the database
+// server's, every page's header tells admins and Contributors, which way
+// and how far; not a Reader, nor a visitor on the sign-in page; nothing
+// once the clocks agree.
+func TestClockOffHeader(t *testing.T) {
+	var off atomic.Pointer[console.ClockOff]
+	e := newEnvWith(t, func(c *console.Config) {
+		c.ClockOff = func() *console.ClockOff { return off.Load() }
+	})
+	e.seed("alice")
+	b := e.browser()
+	b.signin(adminToken)
+	pages := []string{"/", "/sessions", "/hostpools/pool-a", "/rules", "/audit"}
+	for _, p := range pages {
+		if a := b.get(p); strings.Contains(a.body, `id="clock"`) {
+			t.Errorf("%s shows the clock header while the clocks agree", p)
+		}
+	}
+	off.Store(&console.ClockOff{Offset: 2345 * time.Millisecond})
+	for _, p := range pages {
+		wantContains(t, b.get(p), `id="clock"`, "2.3s ahead of the database server", "NTP")
+	}
+	off.Store(&console.ClockOff{Offset: -90 * time.Second})
+	wantContains(t, b.get("/"), "1m30s behind the database server")
+	contributor := e.browser()
+	contributor.signin(e.token(vdibroker.RoleContributor))
+	wantContains(t, contributor.get("/"), `id="clock"`)
+	reader := e.browser()
+	reader.signin(e.token(vdibroker.RoleReader))
+	if a := reader.get("/"); strings.Contains(a.body, `id="clock"`) {
+		t.Error("the overview shows the clock header to a Reader")
+	}
+	if a := e.browser().get("/signin"); strings.Contains(a.body, `id="clock"`) {
+		t.Error("the sign-in page shows the clock header to a visitor")
+	}
+}

@@ -212,6 +212,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 				return nil
 			}
 			return &console.Outage{Since: st.Since, Reason: st.Reason, Placement: m.OutagePlacement.Enabled}
+		},
+		ClockOff: func() *console.ClockOff {
+			if offset, off := m.broker.ClockOff(); off {
+				return &console.ClockOff{Offset: offset}
+			}
+			return nil
 		}})
 	undo = append(undo, func() { m.console.Close() })
 	m.Federation.addConsole(m.console)
