@@ -605,3 +605,28 @@ func SetDropChunk(n int) func() {
 // goroutine (CommitBatch and the like): its row of late_session_writes is
 // its own, as a committer's is.
 func testCommitter() *committer { return &committer{late: lateKey() + "-test"} }
+
+// WriterCommits is how many transactions the store's writes committed.
+func (s *DB) WriterCommits() int64 { return s.committed.Load() }
+
+// FoldLateWrites is foldLateWrites: the rows of late_session_writes last
+// bumped before before go into row 1.
+func (s *DB) FoldLateWrites(ctx context.Context, before time.Time) (int, error) {
+	return s.foldLateWrites(ctx, before)
+}
+
+// HoldLateCount bumps committer c's count of late writes (its row of
+// late_session_writes; CommitterOf) by one in a transaction it leaves
+// open, as c's batch holds it from its bump to its commit; release
+// commits it.
+func (s *DB) HoldLateCount(ctx context.Context, c int) (release func() error, err error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, s.d.q(bumpLateWritesQuery), s.commits[c].late, 1, ns(s.now())); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx.Commit, nil
+}
