@@ -101,7 +101,7 @@ func TestLateCountRowPerCommitter_RG1(t *testing.T) {
 		{"an outage placement of another committer", func() error { return a.CommitPlacement(ctx, outage) }},
 		{"a late commit of another replica", late(b, hosts[0], "bob")},
 	} {
-		if err := commitsWithoutWaiting(t, a, c.commit); err != nil {
+		if err := commitsWithoutWaiting(t, a, c.name, c.commit); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 	}
@@ -122,8 +122,9 @@ func TestLateCountRowPerCommitter_RG1(t *testing.T) {
 }
 
 // commitsWithoutWaiting runs commit and returns its outcome; the test
-// fails if a transaction of the store's waits for a lock meanwhile.
-func commitsWithoutWaiting(t *testing.T, s *store.DB, commit func() error) error {
+// fails if a transaction of the store's (or of another store on its
+// schema) waits for a lock meanwhile.
+func commitsWithoutWaiting(t *testing.T, s *store.DB, name string, commit func() error) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- commit() }()
@@ -139,7 +140,7 @@ func commitsWithoutWaiting(t *testing.T, s *store.DB, commit func() error) error
 			t.Fatal(err)
 		}
 		if n > 0 {
-			t.Fatal("the commit waits for a lock another committer holds")
+			t.Fatalf("%s waits for a lock another committer holds", name)
 		}
 		time.Sleep(time.Millisecond)
 	}
