@@ -666,12 +666,14 @@ func writeCursors(ctx context.Context, t *tx, live []*commitReq, results []error
 	return nil
 }
 
-// countLateWrites bumps committer's count of late session writes
-// (FederationStore.LateSessionWrites) by the batch's that succeeded, in
-// its transaction: outage placements (PlacementCommit.OutagePlacement)
-// and sessions whose id was made LateCommit or more before now. A replica
-// that reads the new count reads their sessions too (R-G1), and a commit
-// that fails, or whose outcome is unknown, commits both or neither.
+// countLateWrites bumps the count of late session writes on row, its
+// committer's (FederationStore.LateSessionWrites), by the batch's that
+// succeeded, in its transaction: outage placements (PlacementCommit.
+// OutagePlacement) and sessions whose id was made LateCommit or more
+// before now. A replica that reads the new count reads their sessions
+// too (R-G1); the sessions and their count commit together, so no
+// failure (a replica stopped, a commit whose outcome is unknown) leaves
+// one committed and not counted.
 // owed adds one for the late sessions whose count failed after their
 // commit (countLateAfterCommit): the count need only change.
 //
@@ -685,7 +687,7 @@ func writeCursors(ctx context.Context, t *tx, live []*commitReq, results []error
 // host's lock: the row is then held only while the batch commits, and a
 // fold (foldLateWrites), which may wait for it, never waits for a batch
 // that waits for something else.
-func countLateWrites(ctx context.Context, t *tx, committer string, live []*commitReq, results []error, now time.Time, owed bool) error {
+func countLateWrites(ctx context.Context, t *tx, row string, live []*commitReq, results []error, now time.Time, owed bool) error {
 	n := 0
 	if owed {
 		n++
@@ -699,7 +701,7 @@ func countLateWrites(ctx context.Context, t *tx, committer string, live []*commi
 	if n == 0 {
 		return nil
 	}
-	_, err := t.exec(ctx, bumpLateWritesQuery, committer, n, ns(now))
+	_, err := t.exec(ctx, bumpLateWritesQuery, row, n, ns(now))
 	return err
 }
 
@@ -715,7 +717,8 @@ func late(r *commitReq, now time.Time) bool {
 	return !r.made.IsZero() && now.Sub(r.made) >= vdibroker.LateCommit
 }
 
-// countLateAfterCommit counts, in a transaction of its own on c's row,
+// countLateAfterCommit counts, on every engine, in a transaction of its
+// own on c's row (no other committer's batch holds it),
 // the sessions of a committed batch that its transaction did not count
 // but that are late by now: prompt by the transaction's clock, their
 // commit itself took long (a slow sync), so a directory pass may have
