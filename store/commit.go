@@ -718,11 +718,11 @@ func late(r *commitReq, now time.Time) bool {
 }
 
 // countLateAfterCommit counts, on every engine, in a transaction of its
-// own on c's row (no other committer's batch holds it),
-// the sessions of a committed batch that its transaction did not count
-// but that are late by now: prompt by the transaction's clock, their
-// commit itself took long (a slow sync), so a directory pass may have
-// read past their ids before they were visible. The transaction can't
+// own on c's row (no other committer's batch holds it), the sessions of
+// a committed batch that its transaction did not count but that are
+// late by now: prompt by the transaction's clock, their commit itself
+// took long (a slow sync), so a directory pass may have read past their
+// ids before they were visible. The transaction can't
 // count them: it does not know how long its commit will take. Its commit
 // is synced, as the session's was: an unsynced count that a restart of
 // the store between two passes lost would leave the session missed until
