@@ -266,10 +266,13 @@ func shard(key string, n int) int {
 type committer struct {
 	first chan *commitReq // placements and every other write
 	beats chan *commitReq // heartbeats (commitReq.beat)
+	// late is the committer's row of late_session_writes, which only its
+	// batches bump (countLateWrites): its open's key and its number.
+	late string
 }
 
-func newCommitter() *committer {
-	return &committer{first: make(chan *commitReq, 4096), beats: make(chan *commitReq, 4096)}
+func newCommitter(late string) *committer {
+	return &committer{first: make(chan *commitReq, 4096), beats: make(chan *commitReq, 4096), late: late}
 }
 
 // How many writes one PostgreSQL batch carries at most: heartbeats (a
@@ -319,9 +322,9 @@ func (s *DB) batcher(c *committer) {
 			for {
 				select {
 				case r := <-c.first:
-					s.runBatch([]*commitReq{r})
+					s.runBatch(c, []*commitReq{r})
 				case r := <-c.beats:
-					s.runBatch([]*commitReq{r})
+					s.runBatch(c, []*commitReq{r})
 				default:
 					return
 				}
@@ -329,7 +332,7 @@ func (s *DB) batcher(c *committer) {
 		}
 		batch = s.fill(c, batch, prev > 1)
 		prev = len(batch)
-		s.runBatch(batch)
+		s.runBatch(c, batch)
 	}
 }
 
@@ -397,8 +400,9 @@ func (s *DB) fill(c *committer, batch []*commitReq, loaded bool) []*commitReq {
 	return batch
 }
 
-// runBatch commits the batch's live requests and answers each one.
-func (s *DB) runBatch(batch []*commitReq) {
+// runBatch commits the batch's live requests and answers each one, on
+// committer c's goroutine (its batches run one after another).
+func (s *DB) runBatch(c *committer, batch []*commitReq) {
 	live := batch[:0:0]
 	for _, r := range batch {
 		if r.state.CompareAndSwap(reqQueued, reqTaken) {
@@ -510,7 +514,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 		if owed = s.lateOwed.Load(); owed <= s.latePaid.Load() {
 			owed = 0
 		}
-		if err := countLateWrites(ctx, t, live, results, s.now(), owed != 0); err != nil {
+		if err := countLateWrites(ctx, t, c.late, live, results, s.now(), owed != 0); err != nil {
 			return err
 		}
 		// The batch's number, taken after its last statement, while it
@@ -545,7 +549,7 @@ func (s *DB) runBatch(batch []*commitReq) {
 			}
 		}
 		// Before any is answered: a session acknowledged is counted.
-		s.countLateAfterCommit(live, results)
+		s.countLateAfterCommit(c, live, results)
 	}
 	for i, r := range live {
 		if err != nil {
@@ -662,32 +666,34 @@ func writeCursors(ctx context.Context, t *tx, live []*commitReq, results []error
 	return nil
 }
 
-// countLateWrites bumps the store's count of late session writes
-// (FederationStore.LateSessionWrites) by the batch's that succeeded, in
-// its transaction: outage placements (PlacementCommit.OutagePlacement)
-// and, on SQLite, sessions whose id was made LateCommit or more before
-// now. A replica that reads the new count reads their sessions too
-// (R-G1). It is the batch's last lock, after every host's: a batch that
-// held the one row while it waited for its next host closed a cycle with
-// another replica's batch holding that host and waiting for the row (a
-// PostgreSQL deadlock, broken after a second, the batch run again). The
-// table keeps its first name, outage_placement_writes (migration 00062).
+// countLateWrites bumps the count of late session writes on row, its
+// committer's (FederationStore.LateSessionWrites), by the batch's that
+// succeeded, in its transaction: outage placements (PlacementCommit.
+// OutagePlacement) and sessions whose id was made LateCommit or more
+// before now. A replica that reads the new count reads their sessions
+// too (R-G1); the sessions and their count commit together, so no
+// failure (a replica stopped, a commit whose outcome is unknown) leaves
+// one committed and not counted.
 // owed adds one for the late sessions whose count failed after their
 // commit (countLateAfterCommit): the count need only change.
 //
-// On PostgreSQL late sessions are counted after the commit instead: the
-// row, held from the UPDATE to the commit, would make every batch of
-// every committer and replica commit one after another just when the
-// store is slow enough to make them late, each holding its hosts' rows
-// (heartbeats wait for those) meanwhile. SQLite's batches commit one
-// after another anyway.
-func countLateWrites(ctx context.Context, t *tx, live []*commitReq, results []error, now time.Time, owed bool) error {
+// Each committer bumps a row of its own (committer.late, migration
+// 00063): its batches run one after another, so the row never makes one
+// batch wait for another's commit, of this replica or another. (One
+// shared row, held from its UPDATE to the commit, made every late batch
+// of every committer and replica commit one after another, each holding
+// its hosts' rows meanwhile, just when the store was slow enough to make
+// sessions late.) It is still the batch's last statement, after every
+// host's lock: the row is then held only while the batch commits, and a
+// fold (foldLateWrites), which may wait for it, never waits for a batch
+// that waits for something else.
+func countLateWrites(ctx context.Context, t *tx, row string, live []*commitReq, results []error, now time.Time, owed bool) error {
 	n := 0
 	if owed {
 		n++
 	}
 	for i, r := range live {
-		r.counted = results[i] == nil && (r.outage || (t.d == sqliteDialect && late(r, now)))
+		r.counted = results[i] == nil && (r.outage || late(r, now))
 		if r.counted {
 			n++
 		}
@@ -695,13 +701,15 @@ func countLateWrites(ctx context.Context, t *tx, live []*commitReq, results []er
 	if n == 0 {
 		return nil
 	}
-	_, err := t.exec(ctx, bumpLateWritesQuery, n)
+	_, err := t.exec(ctx, bumpLateWritesQuery, row, n, ns(now))
 	return err
 }
 
-// bumpLateWritesQuery adds ? to the store's count of late session writes
-// (countLateWrites, countLateAfterCommit).
-const bumpLateWritesQuery = `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`
+// bumpLateWritesQuery adds to a committer's count of late session writes
+// (countLateWrites, countLateAfterCommit). Args: committer, writes, now
+// (ns).
+const bumpLateWritesQuery = `INSERT INTO late_session_writes (committer, writes, bumped) VALUES (?, ?, ?)
+	ON CONFLICT (committer) DO UPDATE SET writes = late_session_writes.writes + excluded.writes, bumped = excluded.bumped`
 
 // late reports whether r writes a session whose id was made LateCommit or
 // more before now.
@@ -709,22 +717,22 @@ func late(r *commitReq, now time.Time) bool {
 	return !r.made.IsZero() && now.Sub(r.made) >= vdibroker.LateCommit
 }
 
-// countLateAfterCommit counts, in a transaction of its own that holds
-// no other lock, the sessions of a committed batch that its transaction
-// did not count but that are late by now: on PostgreSQL every late one
-// (see countLateWrites), on SQLite those whose commit itself took long (a
-// slow sync), as a directory pass may have read past their ids before
-// they were visible. Its commit is synced, as the session's was: an
-// unsynced count that a PostgreSQL restart between two passes lost
-// would leave the session missed until a whole list, and no pass would
-// have failed to say so. A replica stopped between the session's commit
-// and this one still leaves it missed until that replica's next start
-// or another's whole list (docs/federation.md, the directory's limits;
-// counting in the batch's transaction on a row of each committer's
-// would close that too). It is tried once (the store has just
-// committed); when it fails, the next batch that commits counts them
-// (DB.lateOwed), and a pass may miss them until then.
-func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
+// countLateAfterCommit counts, on every engine, in a transaction of its
+// own on c's row (no other committer's batch holds it), the sessions of
+// a committed batch that its transaction did not count but that are
+// late by now: prompt by the transaction's clock, their commit itself
+// took long (a slow sync), so a directory pass may have read past their
+// ids before they were visible. The transaction can't
+// count them: it does not know how long its commit will take. Its commit
+// is synced, as the session's was: an unsynced count that a restart of
+// the store between two passes lost would leave the session missed until
+// a whole list, and no pass would have failed to say so. A replica
+// stopped between the session's commit and this one still leaves it
+// missed until that replica's next start or another's whole list
+// (docs/federation.md, the directory's limits). It is tried once (the
+// store has just committed); when it fails, the next batch that commits
+// counts them (DB.lateOwed), and a pass may miss them until then.
+func (s *DB) countLateAfterCommit(c *committer, live []*commitReq, results []error) {
 	now := s.now()
 	n := 0
 	for i, r := range live {
@@ -738,7 +746,7 @@ func (s *DB) countLateAfterCommit(live []*commitReq, results []error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.opts.BatchTimeout, batchTimeout))
 	defer cancel()
 	err := s.write(ctx, func(t *tx) error {
-		_, err := t.exec(ctx, bumpLateWritesQuery, n)
+		_, err := t.exec(ctx, bumpLateWritesQuery, c.late, n, ns(now))
 		return err
 	})
 	if err != nil {

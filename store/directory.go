@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -159,17 +161,88 @@ func (s *DB) OpenSessionUsers(ctx context.Context, pools []string, after string)
 	return users, last, nil
 }
 
-// LateSessionWrites implements vdibroker.FederationStore: the one row
-// of outage_placement_writes (its first name: countLateWrites).
+// LateSessionWrites implements vdibroker.FederationStore: row 1 of
+// outage_placement_writes (its first name), which replicas older than
+// migration 00063 still bump and into which foldLateWrites moves the rows
+// of earlier opens, plus every committer's row of late_session_writes
+// (countLateWrites), read in one statement, so a fold committed meanwhile
+// is seen whole or not at all.
 func (s *DB) LateSessionWrites(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.read(ctx, func(t *tx) error {
-		return t.row(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1`).Scan(&n)
+		return t.row(ctx, `SELECT CAST((SELECT writes FROM outage_placement_writes WHERE id = 1)
+			+ (SELECT COALESCE(SUM(writes), 0) FROM late_session_writes) AS BIGINT)`).Scan(&n)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("late session writes: %w", err)
 	}
 	return n, nil
+}
+
+// lateFoldAfter is how long a committer's row of late_session_writes goes
+// unbumped before an open folds it into row 1 (foldLateWrites). Each open
+// adds a row per committer that writes a late session (up to 8 on
+// PostgreSQL, 1 on SQLite); rows of restarts within the last hour stay.
+const lateFoldAfter = time.Hour
+
+// lateKey is a random key of one store open, its committers' rows of
+// late_session_writes named after it (committer.late): unique among the
+// replicas and the opens of one database.
+func lateKey() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// foldLateWrites moves the counts of the rows of late_session_writes last
+// bumped before before into row 1 of outage_placement_writes, in one
+// transaction, and returns how many rows it folded: the store's count
+// (LateSessionWrites, their sum) stays as it was, so no directory pass
+// reads a count that went down (and back up to a value it had seen,
+// missing a late write). A row folded while its committer is still
+// running is inserted again at its next bump (an upsert). On PostgreSQL
+// it locks row 1 before the rows it deletes: a batch holds its row only
+// from its last statement to its commit, and an older replica's batch
+// holds row 1 likewise, so neither waits for the fold while the fold
+// waits for it.
+func (s *DB) foldLateWrites(ctx context.Context, before time.Time) (folded int, err error) {
+	var old int
+	if err := s.read(ctx, func(t *tx) error {
+		return t.row(ctx, `SELECT COUNT(*) FROM late_session_writes WHERE bumped < ?`, ns(before)).Scan(&old)
+	}); err != nil || old == 0 {
+		return 0, wrap(err, "fold late session writes")
+	}
+	err = s.write(ctx, func(t *tx) error {
+		folded = 0
+		var one int64
+		if err := t.row(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1`+t.d.forUpdate).Scan(&one); err != nil {
+			return err
+		}
+		rows, err := t.query(ctx, `DELETE FROM late_session_writes WHERE bumped < ? RETURNING writes`, ns(before))
+		if err != nil {
+			return err
+		}
+		var sum int64
+		for rows.Next() {
+			var n int64
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return err
+			}
+			sum += n
+			folded++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = t.exec(ctx, `UPDATE outage_placement_writes SET writes = writes + ? WHERE id = 1`, sum)
+		return err
+	})
+	if err != nil {
+		return 0, wrap(err, "fold late session writes")
+	}
+	return folded, nil
 }
 
 // DropDirectoryPods implements vdibroker.FederationStore, pod by pod

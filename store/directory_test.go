@@ -293,14 +293,15 @@ func TestLateSessionWrites_ROUT3_RG1(t *testing.T) {
 // however long its commit really took.
 type lateStore struct {
 	*store.DB
-	t     *testing.T
-	base  time.Time
-	ahead atomic.Int64
+	t      *testing.T
+	engine string // target.name
+	base   time.Time
+	ahead  atomic.Int64
 }
 
 func newLateStore(t *testing.T, tg target) *lateStore {
 	t.Helper()
-	s := &lateStore{t: t, base: time.Now()}
+	s := &lateStore{t: t, engine: tg.name, base: time.Now()}
 	s.DB = tg.open(t, store.Options{Now: func() time.Time { return s.base.Add(time.Duration(s.ahead.Load())) }})
 	mustPool(t, s.DB, pool("p", vdibroker.Pooled))
 	mustHost(t, s.DB, "p", "h1", "h2")
@@ -317,6 +318,35 @@ func (s *lateStore) count() int64 {
 	return n
 }
 
+// failLateCount makes every bump of a committer's count of late writes
+// fail, until unfailLateCount.
+func (s *lateStore) failLateCount() {
+	s.t.Helper()
+	fail := []string{`CREATE TRIGGER count_fails BEFORE INSERT ON late_session_writes BEGIN SELECT RAISE(ABORT, 'count fails'); END`,
+		`CREATE TRIGGER count_fails_update BEFORE UPDATE ON late_session_writes BEGIN SELECT RAISE(ABORT, 'count fails'); END`}
+	if s.engine == "postgres" {
+		fail = []string{`ALTER TABLE late_session_writes ADD CONSTRAINT count_fails CHECK (writes < 0) NOT VALID`}
+	}
+	for _, q := range fail {
+		if err := s.ExecRaw(s.t.Context(), q); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
+
+func (s *lateStore) unfailLateCount() {
+	s.t.Helper()
+	unfail := []string{`DROP TRIGGER count_fails`, `DROP TRIGGER count_fails_update`}
+	if s.engine == "postgres" {
+		unfail = []string{`ALTER TABLE late_session_writes DROP CONSTRAINT count_fails`}
+	}
+	for _, q := range unfail {
+		if err := s.ExecRaw(s.t.Context(), q); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
+
 // madeAt gives c's session an id made at made.
 func madeAt(c *vdibroker.PlacementCommit, made time.Time) *vdibroker.PlacementCommit {
 	c.Session.ID = fmt.Sprintf("%012x", made.UnixMilli()) + c.Session.ID[12:]
@@ -328,10 +358,12 @@ func madeAt(c *vdibroker.PlacementCommit, made time.Time) *vdibroker.PlacementCo
 // every replica's directory pass, which reads only the ids made since
 // shortly before the pass before, sends its whole list: late by the clock
 // of its transaction, or by the clock after its commit (the commit itself
-// was slow). On SQLite the transaction that writes the session bumps it;
-// on PostgreSQL one of its own right after, which holds no other lock
-// (countLateWrites). A prompt commit does not, nor a late one refused
-// (R-C6); in one batch only the late ones count.
+// was slow). Late by its transaction's clock, the transaction that
+// writes the session bumps it, on every engine (countLateWrites): the
+// count is there as the session is; late only after its commit, a
+// transaction of its own right after (countLateAfterCommit). A prompt
+// commit does not, nor a late one refused (R-C6); in one batch only the
+// late ones count.
 func TestLateCommitCounted_RG1(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
 		s := newLateStore(t, tg)
@@ -346,9 +378,8 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 		var atCommit int64 // the count as the session is committed
 		c.OnCommitted = func(int64) { atCommit = count() }
 		mustCommit(t, s.DB, c)
-		wantAtCommit := map[string]int64{"sqlite": 1, "postgres": 0}[tg.name]
-		if n := count(); n != 1 || atCommit != wantAtCommit {
-			t.Fatalf("after a commit %s after its id: %d (%d when committed), want 1 (%d when committed)", time.Duration(late), n, atCommit, wantAtCommit)
+		if n := count(); n != 1 || atCommit != 1 {
+			t.Fatalf("after a commit %s after its id: %d (%d when committed), want 1 (1 when committed)", time.Duration(late), n, atCommit)
 		}
 		wantCode(t, s.CommitPlacement(t.Context(), madeAt(placement("p", "h2", "late", 10), base)), vdibroker.EConflict)
 		if n := count(); n != 1 {
@@ -385,18 +416,9 @@ func TestLateCommitCounted_RG1(t *testing.T) {
 func TestLateCountMadeUpAfterFailure_RG1(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
 		s := newLateStore(t, tg)
-		ctx, count := t.Context(), s.count
+		count := s.count
 		commit := func(user string) *vdibroker.PlacementCommit { return madeAt(placement("p", "h1", user, 10), s.base) }
-		// Every write of the count fails.
-		fail, unfail := `CREATE TRIGGER count_fails BEFORE UPDATE ON outage_placement_writes BEGIN SELECT RAISE(ABORT, 'count fails'); END`,
-			`DROP TRIGGER count_fails`
-		if tg.name == "postgres" {
-			fail, unfail = `ALTER TABLE outage_placement_writes ADD CONSTRAINT count_fails CHECK (writes = 0)`,
-				`ALTER TABLE outage_placement_writes DROP CONSTRAINT count_fails`
-		}
-		if err := s.ExecRaw(ctx, fail); err != nil {
-			t.Fatal(err)
-		}
+		s.failLateCount()
 		// Prompt by its transaction's clock, late when it returned: its
 		// count, after the commit, fails.
 		slow := commit("slow")
@@ -405,9 +427,7 @@ func TestLateCountMadeUpAfterFailure_RG1(t *testing.T) {
 		if n := count(); n != 0 {
 			t.Fatalf("with every write of the count failing: %d, want 0", n)
 		}
-		if err := s.ExecRaw(ctx, unfail); err != nil {
-			t.Fatal(err)
-		}
+		s.unfailLateCount()
 		s.ahead.Store(0)
 		mustCommit(t, s.DB, commit("prompt1"))
 		if n := count(); n != 1 {
@@ -660,14 +680,14 @@ func TestSessionDirectoryOddUsers_RG1(t *testing.T) {
 	})
 }
 
-// R-OUT3, R-D3 (PostgreSQL): a batch bumps the count of outage
-// placements written after it took every host lock it needs, not in the
-// middle. Taken between two hosts' locks, the one row closed a cycle
-// with another replica's batch: this batch holding the count and waiting
-// for host b, that one holding host b and waiting for the count
-// (writing an outage placement of its own after recovery), a deadlock
-// that PostgreSQL breaks after a second, every write of one batch run
-// again.
+// R-OUT3, R-D3 (PostgreSQL): a batch bumps its committer's count of late
+// writes after it took every host lock it needs, not in the middle: it
+// holds its row only while it commits. A fold of old rows
+// (foldLateWrites), which locks row 1 and then the rows it deletes, may
+// wait for that row; it would otherwise wait for a batch that waits for
+// a host, and an older replica's batch, holding that host and bumping
+// row 1 last, would wait for the fold: a deadlock that PostgreSQL breaks
+// after a second, every write of one batch run again.
 func TestOutagePlacementCountTakenLast_ROUT3(t *testing.T) {
 	dsn := postgresSchemaDSN(t)
 	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
@@ -684,9 +704,12 @@ func TestOutagePlacementCountTakenLast_ROUT3(t *testing.T) {
 	done := make(chan []error, 1)
 	go func() { done <- s.CommitBatch([]*vdibroker.PlacementCommit{outage, placement("p", "b", "bob", 10)}) }()
 	waitForLockWaiter(t, s, "the batch, for host b")
-	// The batch waits for host b: it must not hold the count meanwhile.
-	if _, err := s.QueryInt(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1 FOR UPDATE NOWAIT`); err != nil {
-		t.Errorf("the count of outage placements, while the batch waits for a host's lock: %v; want it free (taken after every host)", err)
+	// The batch waits for host b: it must not have touched the count.
+	held, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE a.application_name = current_setting('application_name') AND l.granted
+		AND l.relation IN ('late_session_writes'::regclass, 'outage_placement_writes'::regclass)`)
+	if err != nil || held != 0 {
+		t.Errorf("locks on the counts of late writes while the batch waits for a host's lock: %d, %v; want none (the count after every host)", held, err)
 	}
 	other.Rollback()
 	errs := <-done

@@ -24,7 +24,7 @@ func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 		reqs[i] = placementReq(c, nil)
 		reqs[i].done = make(chan error, 1)
 	}
-	s.runBatch(reqs)
+	s.runBatch(testCommitter(), reqs)
 	errs := make([]error, len(cs))
 	for i, r := range reqs {
 		errs[i] = <-r.done
@@ -40,7 +40,7 @@ func (s *DB) CommitBatchWithNonces(cs []*vdibroker.PlacementCommit, nonces []*vd
 		reqs[i] = placementReq(c, nonces[i])
 		reqs[i].done = make(chan error, 1)
 	}
-	s.runBatch(reqs)
+	s.runBatch(testCommitter(), reqs)
 	errs := make([]error, len(cs))
 	for i, r := range reqs {
 		errs[i] = <-r.done
@@ -64,7 +64,7 @@ type Write struct {
 // result (nil for placements).
 func (s *DB) CommitMixedBatch(ws []Write, now time.Time) ([]error, []*vdibroker.HeartbeatResult) {
 	reqs, res := writeReqs(ws, now)
-	s.runBatch(reqs)
+	s.runBatch(testCommitter(), reqs)
 	errs := make([]error, len(ws))
 	results := make([]*vdibroker.HeartbeatResult, len(ws))
 	for i, r := range reqs {
@@ -445,7 +445,7 @@ func (s *DB) CommitBatchWithFailure(cs []*vdibroker.PlacementCommit) (errs []err
 	for _, r := range reqs {
 		r.done = make(chan error, 1)
 	}
-	s.runBatch(reqs)
+	s.runBatch(testCommitter(), reqs)
 	for _, r := range reqs {
 		if r == bad {
 			failed = <-r.done
@@ -505,7 +505,7 @@ func (s *DB) BatchSynced(ws []Write, now time.Time) (bool, []error) {
 	probe := &commitReq{key: "\xff", beat: true, resync: true, atomic: true, done: make(chan error, 1),
 		fn: func(ctx context.Context, t *tx) (err error) { synced, err = s.syncedIn(ctx, t.c); return err }}
 	reqs, _ := writeReqs(ws, now)
-	s.runBatch(append(reqs, probe))
+	s.runBatch(testCommitter(), append(reqs, probe))
 	errs := make([]error, len(ws))
 	for i, r := range reqs {
 		errs[i] = <-r.done
@@ -599,4 +599,34 @@ func SetDropChunk(n int) func() {
 	old := dropChunk
 	dropChunk = n
 	return func() { dropChunk = old }
+}
+
+// testCommitter is a committer of its own for a batch a test runs on its
+// goroutine (CommitBatch and the like): its row of late_session_writes is
+// its own, as a committer's is.
+func testCommitter() *committer { return &committer{late: lateKey() + "-test"} }
+
+// WriterCommits is how many transactions the store's writes committed.
+func (s *DB) WriterCommits() int64 { return s.committed.Load() }
+
+// FoldLateWrites is foldLateWrites: the rows of late_session_writes last
+// bumped before before go into row 1.
+func (s *DB) FoldLateWrites(ctx context.Context, before time.Time) (int, error) {
+	return s.foldLateWrites(ctx, before)
+}
+
+// HoldLateCount bumps committer c's count of late writes (its row of
+// late_session_writes; CommitterOf) by one in a transaction it leaves
+// open, as c's batch holds it from its bump to its commit; release
+// commits it.
+func (s *DB) HoldLateCount(ctx context.Context, c int) (release func() error, err error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, s.d.q(bumpLateWritesQuery), s.commits[c].late, 1, ns(s.now())); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx.Commit, nil
 }

@@ -154,15 +154,24 @@ func OpenWith(ctx context.Context, dsn, dataDir string, logger *slog.Logger, opt
 		committers = postgresCommitters
 	}
 	s.beatsPerBatch, s.firstPerBatch = s.batchCaps()
+	// This open's rows of late_session_writes, one per committer: the
+	// ones of earlier opens not bumped for lateFoldAfter go into row 1
+	// first, so the rows stay as many as the committers of the opens of
+	// the last lateFoldAfter (foldLateWrites).
+	if _, err := s.foldLateWrites(ctx, s.now().Add(-lateFoldAfter)); err != nil {
+		s.log.Warn("folding the late session writes of earlier opens failed; the next open folds them", "err", err)
+	}
+	open := lateKey()
+	lateRow := func() string { return fmt.Sprintf("%s-%d", open, len(s.commits)+len(s.beatCommits)) }
 	for range committers {
-		c := newCommitter()
+		c := newCommitter(lateRow())
 		s.commits = append(s.commits, c)
 		s.batcherWG.Add(1)
 		go s.batcher(c)
 	}
 	if s.d == postgresDialect {
 		for range committers {
-			c := newCommitter()
+			c := newCommitter(lateRow())
 			s.beatCommits = append(s.beatCommits, c)
 			s.batcherWG.Add(1)
 			go s.batcher(c)
