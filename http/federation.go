@@ -359,7 +359,9 @@ func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path st
 		now = c.Now
 	}
 	h := nethttp.Header{}
-	for k, v := range federation.Sign(c.Secret, method, path, c.Pod, raw, now()) {
+	// Signed for pod alone: a copy of the call is refused by every other
+	// pod, whose nonces are their own.
+	for k, v := range federation.SignTo(c.Secret, method, path, c.Pod, pod.Name, raw, now()) {
 		h.Set(k, v)
 	}
 	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true}

@@ -607,3 +607,47 @@ func podCallStatus(t testing.TB, url, method, path, body string, h nethttp.Heade
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// recordingTransport keeps the last request's headers and body.
+type recordingTransport struct {
+	rt   nethttp.RoundTripper
+	mu   sync.Mutex
+	h    nethttp.Header
+	body string
+}
+
+func (c *recordingTransport) RoundTrip(r *nethttp.Request) (*nethttp.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+	}
+	c.mu.Lock()
+	c.h, c.body = r.Header.Clone(), string(body)
+	c.mu.Unlock()
+	return c.rt.RoundTrip(r)
+}
+
+// TestPodCallReplayedToAnotherPod_RG5: a signed call captured on its way
+// to pod0 and sent within its 60 s to pod1, which never saw its nonce, is
+// refused (401): a pod's signature names the pod it is for. Without it, a
+// sessions call would tell whoever captured it the user's sessions in
+// pod1's pools of the same names, a connect would make a session there,
+// and a whole list would drop the sender's entries at pod1.
+func TestPodCallReplayedToAnotherPod_RG5(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	c := vhttp.NewPodClient("pod2", []byte(testFedSecret))
+	rec := &recordingTransport{rt: c.HTTPClient.Transport}
+	c.HTTPClient.Transport = rec
+	req := vdibroker.PodSessionsRequest{User: "alice", HostPools: []string{"office-pod0", "office-pod1"}}
+	if _, err := c.Sessions(t.Context(), vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}, req); err != nil {
+		t.Fatalf("a signed sessions call to pod0: %v", err)
+	}
+	if got := podCallStatus(t, envs[1].urls[0], "POST", federation.SessionsPath, rec.body, rec.h); got != nethttp.StatusUnauthorized {
+		t.Errorf("the call to pod0 sent to pod1: %d, want 401", got)
+	}
+	// The same call signed for pod1 is taken there.
+	if _, err := c.Sessions(t.Context(), vdibroker.Pod{Name: "pod1", URL: envs[1].urls[0]}, req); err != nil {
+		t.Errorf("a signed sessions call to pod1: %v", err)
+	}
+}
