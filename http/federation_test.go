@@ -7,6 +7,7 @@ import (
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -649,5 +650,54 @@ func TestPodCallReplayedToAnotherPod_RG5(t *testing.T) {
 	// The same call signed for pod1 is taken there.
 	if _, err := c.Sessions(t.Context(), vdibroker.Pod{Name: "pod1", URL: envs[1].urls[0]}, req); err != nil {
 		t.Errorf("a signed sessions call to pod1: %v", err)
+	}
+}
+
+// TestPodConnectOnlyIntoTheNamedEntitlementsPools_RG5: a pod-to-pod
+// connect places the user only in a pool that this pod's document lists
+// as a member of the global entitlement the call names (R-E9: being
+// entitled to a global entitlement is enough in its member pools, not in
+// another's). A call naming an entitlement this pod does not know, or one
+// whose members leave that pool out, is 404 and places nothing: a peer (or
+// one on an older document) cannot open a pool's desktop on the word of
+// an entitlement that does not grant it.
+func TestPodConnectOnlyIntoTheNamedEntitlementsPools_RG5(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	st, err := envs[0].admin.GetFederation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements = append(slices.Clone(doc.GlobalEntitlements), vdibroker.GlobalEntitlement{
+		Name: "pod0-only", Members: []vdibroker.Member{{Pod: "pod0", HostPool: "office-pod0"}}})
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, entitlement, user string
+		want                    int
+	}{
+		{"an entitlement this pod does not know", "no-such-entitlement", "alice", nethttp.StatusNotFound},
+		{"an entitlement without this pool", "pod0-only", "bob", nethttp.StatusNotFound},
+		{"an entitlement with this pool", "office", "carol", nethttp.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"globalEntitlement":%q,"hostPool":"office-pod1","user":%q}`, tc.entitlement, tc.user)
+			h := signedBy("pod0", []byte(testFedSecret), "POST", federation.ConnectPath, body, time.Now())
+			if got := podCallStatus(t, envs[1].urls[0], "POST", federation.ConnectPath, body, h); got != tc.want {
+				t.Errorf("pod connect naming %s: %d, want %d", tc.entitlement, got, tc.want)
+			}
+			sessions, err := envs[1].store.ListUserSessions(t.Context(), vdibroker.SessionFilter{HostPool: "office-pod1", User: tc.user})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if placed := len(sessions) > 0; placed != (tc.want == nethttp.StatusCreated) {
+				t.Errorf("sessions of %s in office-pod1: %d", tc.user, len(sessions))
+			}
+		})
 	}
 }
