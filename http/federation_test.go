@@ -701,3 +701,41 @@ func TestPodConnectOnlyIntoTheNamedEntitlementsPools_RG5(t *testing.T) {
 		})
 	}
 }
+
+// TestPodCallRefusedWhenTheDocumentCannotBeRead_RG5: a signed call whose
+// pod this pod cannot check against its document (the document's read
+// failed) is refused, not taken: a pod's check of its callers fails
+// closed. The look-up, which reads no document itself, told a pod the
+// document does not list (a removed one still holding the secret) where a
+// user's sessions are, while the document's read failed.
+func TestPodCallRefusedWhenTheDocumentCannotBeRead_RG5(t *testing.T) {
+	rs, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	var failDoc atomic.Bool
+	hook := func(ctx context.Context, op string, call func(context.Context) error) error {
+		if failDoc.Load() && op == intercept.OpGetFederation {
+			return errors.New("reading the federation document failed")
+		}
+		return call(ctx)
+	}
+	secret := []byte(testFedSecret)
+	srv := testserver.New(testserver.Config{Store: intercept.NewStore(rs, hook), AdminToken: adminToken, Pod: "pod1", Site: "s",
+		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	// Failing from before the document is stored: no read of it is ever
+	// cached (global.docTTL).
+	failDoc.Store(true)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}}}
+	if _, err := vhttp.NewClient(ts.URL, adminToken).PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	removed := vhttp.NewPodClient("removed", secret)
+	if _, err := removed.Lookup(t.Context(), vdibroker.Pod{Name: "pod1", URL: ts.URL}, vdibroker.PodLookupRequest{User: "alice"}); err == nil {
+		t.Error("a look-up from a pod the document does not list was answered while the document could not be read")
+	}
+}
