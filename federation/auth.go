@@ -19,6 +19,10 @@ const (
 	HeaderTimestamp = "X-Vdibroker-Timestamp"
 	HeaderNonce     = "X-Vdibroker-Nonce"
 	HeaderSignature = "X-Vdibroker-Signature"
+	// HeaderTo names the pod a call is for, inside its signature
+	// (SignTo): a call captured on its way to one pod is refused by
+	// every other, whose nonces are their own.
+	HeaderTo = "X-Vdibroker-To"
 )
 
 // MaxSkew is how far a request's timestamp may be from the receiver's
@@ -30,28 +34,48 @@ const MaxSkew = 60 * time.Second
 const MinSecretLen = 16
 
 // Signature is the HMAC-SHA256, with the federation secret, of a request's
-// method, path (with query), sending pod, timestamp (Unix seconds), nonce
-// and the SHA-256 of its body, one per line, as hex.
+// method, path, sending pod, timestamp (Unix seconds), nonce and the
+// SHA-256 of its body, one per line, as hex.
 func Signature(secret []byte, method, path, pod, timestamp, nonce string, body []byte) string {
+	return SignatureTo(secret, method, path, pod, "", timestamp, nonce, body)
+}
+
+// SignatureTo is Signature with the receiving pod to as a last line; ""
+// is Signature (a call of an older pod, which names none).
+func SignatureTo(secret []byte, method, path, pod, to, timestamp, nonce string, body []byte) string {
 	bh := sha256.Sum256(body)
 	m := hmac.New(sha256.New, secret)
-	for _, s := range []string{method, path, pod, timestamp, nonce, hex.EncodeToString(bh[:])} {
+	lines := []string{method, path, pod, timestamp, nonce, hex.EncodeToString(bh[:])}
+	if to != "" {
+		lines = append(lines, to)
+	}
+	for _, s := range lines {
 		m.Write([]byte(s))
 		m.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// Sign returns the headers of a request from pod at now.
+// Sign returns the headers of a request from pod at now, for any pod.
 func Sign(secret []byte, method, path, pod string, body []byte, now time.Time) map[string]string {
+	return SignTo(secret, method, path, pod, "", body, now)
+}
+
+// SignTo returns the headers of a request from pod to pod to at now: no
+// other pod takes it (Verifier.Pod).
+func SignTo(secret []byte, method, path, pod, to string, body []byte, now time.Time) map[string]string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	nonce := hex.EncodeToString(b)
 	ts := strconv.FormatInt(now.Unix(), 10)
-	return map[string]string{
+	h := map[string]string{
 		HeaderPod: pod, HeaderTimestamp: ts, HeaderNonce: nonce,
-		HeaderSignature: Signature(secret, method, path, pod, ts, nonce, body),
+		HeaderSignature: SignatureTo(secret, method, path, pod, to, ts, nonce, body),
 	}
+	if to != "" {
+		h[HeaderTo] = to
+	}
+	return h
 }
 
 // Verifier checks signed requests and refuses replays. It is safe for
@@ -59,6 +83,10 @@ func Sign(secret []byte, method, path, pod string, body []byte, now time.Time) m
 type Verifier struct {
 	Secret []byte
 	Now    func() time.Time // nil: time.Now
+	// Pod is this pod's name: a call signed for another (HeaderTo) is
+	// refused, as its nonce is kept by that pod only. A call naming none
+	// (an older pod's) is taken.
+	Pod string
 	// Nonces keeps the nonces of verified calls where every replica of
 	// the pod sees them (the pod's store), so a call replayed on another
 	// replica is refused too; nil keeps them in this process's memory
@@ -151,9 +179,13 @@ func (v *Verifier) verify(ctx context.Context, get func(string) string, method, 
 	if len(nonce) > maxNonceLen {
 		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a nonce longer than %d characters", maxNonceLen)
 	}
-	want := Signature(v.Secret, method, path, pod, ts, nonce, body)
+	to := get(HeaderTo)
+	want := SignatureTo(v.Secret, method, path, pod, to, ts, nonce, body)
 	if !hmac.Equal([]byte(sig), []byte(want)) {
 		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a wrong federation signature (is the federation secret the same on every pod?)")
+	}
+	if to != "" && v.Pod != "" && to != v.Pod {
+		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed for pod %q, not this pod %q (a call replayed to another pod, or a document naming this pod otherwise)", to, v.Pod)
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {

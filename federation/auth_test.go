@@ -118,3 +118,40 @@ func TestVerifyHeld_RG5(t *testing.T) {
 		t.Errorf("replayed without a nonce store: %v, want Unauthenticated", err)
 	}
 }
+
+// TestVerifyTo_RG5: a call signed for one pod is refused by another pod,
+// whose nonces are its own (a captured call replayed there), with or
+// without its X-Vdibroker-To; a call naming no pod (an older pod's) is
+// still taken.
+func TestVerifyTo_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	body := []byte(`{"user":"alice"}`)
+	get := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	fra1 := func() *Verifier { return &Verifier{Secret: secret, Pod: "fra1", Now: func() time.Time { return now }} }
+	if _, err := fra1().Verify(t.Context(), get(SignTo(secret, "POST", ConnectPath, "ams1", "fra1", body, now)), "POST", ConnectPath, body); err != nil {
+		t.Fatalf("a call signed for this pod refused: %v", err)
+	}
+	if _, err := fra1().Verify(t.Context(), get(Sign(secret, "POST", ConnectPath, "ams1", body, now)), "POST", ConnectPath, body); err != nil {
+		t.Fatalf("a call naming no pod (an older pod's) refused: %v", err)
+	}
+	toOther := SignTo(secret, "POST", ConnectPath, "ams1", "fra2", body, now)
+	stripped := map[string]string{}
+	for k, v := range toOther {
+		if k != HeaderTo {
+			stripped[k] = v
+		}
+	}
+	renamed := map[string]string{}
+	for k, v := range toOther {
+		renamed[k] = v
+	}
+	renamed[HeaderTo] = "fra1"
+	for name, h := range map[string]map[string]string{"for another pod": toOther, "its pod removed": stripped, "its pod renamed": renamed} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := fra1().Verify(t.Context(), get(h), "POST", ConnectPath, body); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+				t.Fatalf("got %v, want Unauthenticated", err)
+			}
+		})
+	}
+}

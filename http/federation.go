@@ -177,8 +177,14 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		authenticated(r)
 		// The secret is the federation's; the caller must also be one of
 		// its pods as this pod's document lists them (none yet: anyone
-		// with the secret, so a new federation can start).
-		if doc, err := fed.g.Document(r.Context()); err == nil && doc.Pod(pod) == nil {
+		// with the secret, so a new federation can start). A document
+		// that cannot be read refuses the call: the check fails closed.
+		doc, err := fed.g.Document(r.Context())
+		switch {
+		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+		case err != nil:
+			return err
+		case doc.Pod(pod) == nil:
 			return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds (generation %d)", pod, fed.g.Pod(), doc.Generation)
 		}
 		return h(w, r, fed, pod, body)
@@ -359,7 +365,9 @@ func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path st
 		now = c.Now
 	}
 	h := nethttp.Header{}
-	for k, v := range federation.Sign(c.Secret, method, path, c.Pod, raw, now()) {
+	// Signed for pod alone: a copy of the call is refused by every other
+	// pod, whose nonces are their own.
+	for k, v := range federation.SignTo(c.Secret, method, path, c.Pod, pod.Name, raw, now()) {
 		h.Set(k, v)
 	}
 	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true}

@@ -7,6 +7,7 @@ import (
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -606,4 +607,135 @@ func podCallStatus(t testing.TB, url, method, path, body string, h nethttp.Heade
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// recordingTransport keeps the last request's headers and body.
+type recordingTransport struct {
+	rt   nethttp.RoundTripper
+	mu   sync.Mutex
+	h    nethttp.Header
+	body string
+}
+
+func (c *recordingTransport) RoundTrip(r *nethttp.Request) (*nethttp.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+	}
+	c.mu.Lock()
+	c.h, c.body = r.Header.Clone(), string(body)
+	c.mu.Unlock()
+	return c.rt.RoundTrip(r)
+}
+
+// TestPodCallReplayedToAnotherPod_RG5: a signed call captured on its way
+// to pod0 and sent within its 60 s to pod1, which never saw its nonce, is
+// refused (401): a pod's signature names the pod it is for. Without it, a
+// sessions call would tell whoever captured it the user's sessions in
+// pod1's pools of the same names, a connect would make a session there,
+// and a whole list would drop the sender's entries at pod1.
+func TestPodCallReplayedToAnotherPod_RG5(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	c := vhttp.NewPodClient("pod2", []byte(testFedSecret))
+	rec := &recordingTransport{rt: c.HTTPClient.Transport}
+	c.HTTPClient.Transport = rec
+	req := vdibroker.PodSessionsRequest{User: "alice", HostPools: []string{"office-pod0", "office-pod1"}}
+	if _, err := c.Sessions(t.Context(), vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}, req); err != nil {
+		t.Fatalf("a signed sessions call to pod0: %v", err)
+	}
+	if got := podCallStatus(t, envs[1].urls[0], "POST", federation.SessionsPath, rec.body, rec.h); got != nethttp.StatusUnauthorized {
+		t.Errorf("the call to pod0 sent to pod1: %d, want 401", got)
+	}
+	// The same call signed for pod1 is taken there.
+	if _, err := c.Sessions(t.Context(), vdibroker.Pod{Name: "pod1", URL: envs[1].urls[0]}, req); err != nil {
+		t.Errorf("a signed sessions call to pod1: %v", err)
+	}
+}
+
+// TestPodConnectOnlyIntoTheNamedEntitlementsPools_RG5: a pod-to-pod
+// connect places the user only in a pool that this pod's document lists
+// as a member of the global entitlement the call names (R-E9: being
+// entitled to a global entitlement is enough in its member pools, not in
+// another's). A call naming an entitlement this pod does not know, or one
+// whose members leave that pool out, is 404 and places nothing: a peer (or
+// one on an older document) cannot open a pool's desktop on the word of
+// an entitlement that does not grant it.
+func TestPodConnectOnlyIntoTheNamedEntitlementsPools_RG5(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	st, err := envs[0].admin.GetFederation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements = append(slices.Clone(doc.GlobalEntitlements), vdibroker.GlobalEntitlement{
+		Name: "pod0-only", Members: []vdibroker.Member{{Pod: "pod0", HostPool: "office-pod0"}}})
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, entitlement, user string
+		want                    int
+	}{
+		{"an entitlement this pod does not know", "no-such-entitlement", "alice", nethttp.StatusNotFound},
+		{"an entitlement without this pool", "pod0-only", "bob", nethttp.StatusNotFound},
+		{"an entitlement with this pool", "office", "carol", nethttp.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"globalEntitlement":%q,"hostPool":"office-pod1","user":%q}`, tc.entitlement, tc.user)
+			h := signedBy("pod0", []byte(testFedSecret), "POST", federation.ConnectPath, body, time.Now())
+			if got := podCallStatus(t, envs[1].urls[0], "POST", federation.ConnectPath, body, h); got != tc.want {
+				t.Errorf("pod connect naming %s: %d, want %d", tc.entitlement, got, tc.want)
+			}
+			sessions, err := envs[1].store.ListUserSessions(t.Context(), vdibroker.SessionFilter{HostPool: "office-pod1", User: tc.user})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if placed := len(sessions) > 0; placed != (tc.want == nethttp.StatusCreated) {
+				t.Errorf("sessions of %s in office-pod1: %d", tc.user, len(sessions))
+			}
+		})
+	}
+}
+
+// TestPodCallRefusedWhenTheDocumentCannotBeRead_RG5: a signed call whose
+// pod this pod cannot check against its document (the document's read
+// failed) is refused, not taken: a pod's check of its callers fails
+// closed. The look-up, which reads no document itself, told a pod the
+// document does not list (a removed one still holding the secret) where a
+// user's sessions are, while the document's read failed.
+func TestPodCallRefusedWhenTheDocumentCannotBeRead_RG5(t *testing.T) {
+	rs, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	var failDoc atomic.Bool
+	hook := func(ctx context.Context, op string, call func(context.Context) error) error {
+		if failDoc.Load() && op == intercept.OpGetFederation {
+			return errors.New("reading the federation document failed")
+		}
+		return call(ctx)
+	}
+	secret := []byte(testFedSecret)
+	srv := testserver.New(testserver.Config{Store: intercept.NewStore(rs, hook), AdminToken: adminToken, Pod: "pod1", Site: "s",
+		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	// Failing from before the document is stored: no read of it is ever
+	// cached (global.docTTL).
+	failDoc.Store(true)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"}}}
+	if _, err := vhttp.NewClient(ts.URL, adminToken).PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	removed := vhttp.NewPodClient("removed", secret)
+	if _, err := removed.Lookup(t.Context(), vdibroker.Pod{Name: "pod1", URL: ts.URL}, vdibroker.PodLookupRequest{User: "alice"}); err == nil {
+		t.Error("a look-up from a pod the document does not list was answered while the document could not be read")
+	}
 }

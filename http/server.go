@@ -116,7 +116,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.Services.Federation != nil {
 		// Nonces in the pod's store: a replay is refused on every
 		// replica (R-G5); a one-process store's replica is this one.
-		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now,
+		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now, Pod: cfg.Services.Federation.Pod(),
 			Nonces: cfg.Services.Federation, ReadsInMemory: cfg.OneProcessStore, Started: s.now()}}
 	}
 	s.mux = nethttp.NewServeMux()

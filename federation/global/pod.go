@@ -125,12 +125,14 @@ func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectReques
 	}
 	// What is opened is this pod's document's word, not the caller's: a
 	// global application entitlement's application (R-E9), else the
-	// desktop.
+	// desktop; and only in a member pool of the entitlement named, whose
+	// grant is all the user has here (R-E9), never another's pool.
 	ge := doc.Entitlement(req.GlobalEntitlement)
-	if ge != nil && !slices.Contains(ge.Members, vdibroker.Member{Pod: g.cfg.Pod, HostPool: req.HostPool}) {
-		ge = nil
+	if ge == nil || !slices.Contains(ge.Members, vdibroker.Member{Pod: g.cfg.Pod, HostPool: req.HostPool}) {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q on pod %s has no member host pool %q",
+			req.GlobalEntitlement, g.cfg.Pod, req.HostPool)
 	}
-	if req.Application != "" && (ge == nil || ge.Application != req.Application) {
+	if req.Application != "" && ge.Application != req.Application {
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q on pod %s has no application %q in host pool %q",
 			req.GlobalEntitlement, g.cfg.Pod, req.Application, req.HostPool)
 	}
