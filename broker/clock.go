@@ -31,6 +31,7 @@ const (
 type clockCheck struct {
 	mu       sync.Mutex
 	at       time.Time     // when it was made (zero: never)
+	known    bool          // a reading told within from off (offset and off are its)
 	offset   time.Duration // this replica's clock minus the database's
 	off      bool          // beyond the tolerance
 	warnedAt time.Time     // the last warning of this stretch off
@@ -73,7 +74,17 @@ func (s *Service) checkClockIfDue(ctx context.Context) {
 	}
 	offset, uncertainty, off := clockOffset(t0, t1, db)
 	c.mu.Lock()
+	// A reading too uncertain to tell (a call longer than the offset's
+	// distance from the tolerance, on a slow store) changes nothing: taken
+	// as within, it said "within again" of a clock still off, and the
+	// next prompt reading warned anew, every minute.
+	if !off && offset.Abs()+uncertainty > vdibroker.ClockTolerance {
+		c.at = t1
+		c.mu.Unlock()
+		return
+	}
 	was := c.off
+	c.known = true
 	warn := off && (!was || t1.Sub(c.warnedAt) >= clockWarnEvery)
 	c.at, c.offset, c.off = t1, offset, off
 	if warn {
@@ -91,12 +102,13 @@ func (s *Service) checkClockIfDue(ctx context.Context) {
 }
 
 // ClockOffset returns this replica's clock minus the database server's
-// at the last comparison; ok is false before the first.
+// at the last comparison that could tell within from off; ok is false
+// before the first.
 func (s *Service) ClockOffset() (offset time.Duration, ok bool) {
 	c := &s.clockCheck
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.offset, !c.at.IsZero()
+	return c.offset, c.known
 }
 
 // ClockOff reports whether this replica's clock was off the database

@@ -44,14 +44,19 @@ func TestClockOffset(t *testing.T) {
 	}
 }
 
-// clockStore counts the reads of the database's clock.
+// clockStore counts the reads of the database's clock; during, when set,
+// runs within each (a slow call steps the replica's fake clock).
 type clockStore struct {
 	vdibroker.Store
-	reads atomic.Int64
+	reads  atomic.Int64
+	during func()
 }
 
 func (s *clockStore) DatabaseTime(ctx context.Context) (time.Time, error) {
 	s.reads.Add(1)
+	if s.during != nil {
+		s.during()
+	}
 	return s.Store.DatabaseTime(ctx)
 }
 
@@ -167,5 +172,49 @@ func TestClockCheckedByTheMaintenanceLoop(t *testing.T) {
 	}
 	if offset, ok := svc.ClockOffset(); !ok || offset < 59*time.Minute {
 		t.Fatalf("after the first tick, a clock an hour ahead: offset %s (measured %v); want about 1h", offset, ok)
+	}
+}
+
+// TestClockCheckSlowReading: a reading whose call took too long to tell
+// within from off (a slow store) changes nothing: a clock off stays off,
+// without a line saying it is within again (and a warning anew at the
+// next prompt reading), and the offset is the last that could tell.
+func TestClockCheckSlowReading(t *testing.T) {
+	ctx := t.Context()
+	st, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cs := &clockStore{Store: st}
+	var logs logLines
+	fc := clocktesting.NewFakeClock(time.Now().Add(-100 * time.Second))
+	svc := New(Config{Store: cs, Clock: fc, MaintenanceInterval: 24 * time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(func() { svc.Close() })
+	const warning, within = "clock is off the database server's", "within the tolerance of the database server's again"
+
+	svc.checkClockIfDue(ctx)
+	first, _ := svc.ClockOffset()
+	if _, off := svc.ClockOff(); !off || logs.count(warning) != 1 {
+		t.Fatalf("a clock 100 s behind: off %v, %d warnings; want off, 1", off, logs.count(warning))
+	}
+	// Set 0.2 s ahead (more than a minute on: compared at once) and read
+	// in a call of 1.2 s: about 0.8 s ± 0.6 s, neither surely beyond 0.5 s
+	// nor surely within.
+	fc.SetTime(time.Now().Add(200 * time.Millisecond))
+	cs.during = func() { fc.Step(1200 * time.Millisecond) }
+	svc.checkClockIfDue(ctx)
+	if offset, off := svc.ClockOff(); !off || offset != first || logs.count(within) != 0 {
+		t.Fatalf("an uncertain reading of a clock off: ClockOff %s, %v, %d lines saying within; want %s, off, none", offset, off, logs.count(within), first)
+	}
+	if n := cs.reads.Load(); n != 2 {
+		t.Fatalf("%d reads; want 2", n)
+	}
+	// Set right (back: compared at once) and read promptly: within again.
+	cs.during = nil
+	fc.SetTime(time.Now())
+	svc.checkClockIfDue(ctx)
+	if _, off := svc.ClockOff(); off || logs.count(within) != 1 || logs.count(warning) != 1 {
+		t.Fatalf("a prompt reading of the clock set right: off %v, %d lines saying within, %d warnings; want within, 1, 1", off, logs.count(within), logs.count(warning))
 	}
 }
