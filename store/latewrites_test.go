@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,4 +248,60 @@ func TestLateWritesFolded_RG1(t *testing.T) {
 			t.Errorf("row 1 after migrating down: %d, %v; want 6", n, err)
 		}
 	})
+}
+
+// R-G1 (PostgreSQL, READ COMMITTED): a fold racing a committer's bump
+// keeps the count whole. The fold reads a row unbumped for an hour; the
+// committer bumps it meanwhile and holds it until its commit; the fold,
+// which waits for it, finds it bumped since and leaves it (a fold that
+// took the rows it read before deleting them would move the old count
+// into row 1 and delete the new one with it, and the count would go
+// down).
+func TestLateWritesFoldRacesBump_RG1(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	base := time.Now()
+	var ahead atomic.Int64
+	ahead.Store(int64(time.Minute)) // every session late
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{Now: func() time.Time { return base.Add(time.Duration(ahead.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	host := ""
+	for i := 0; host == ""; i++ {
+		if name := fmt.Sprintf("h%d", i); s.CommitterOf("p", name) == 0 {
+			host = name
+			mustHost(t, s, "p", name)
+		}
+	}
+	mustCommit(t, s, madeAt(placement("p", host, "alice", 10), base))
+	// Two hours on: committer 0's row is an hour unbumped, and it bumps
+	// it again, holding it.
+	ahead.Store(int64(2 * time.Hour))
+	release, err := s.HoldLateCount(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	type result struct {
+		folded int
+		err    error
+	}
+	fold := make(chan result, 1)
+	go func() {
+		n, err := s.FoldLateWrites(ctx, base.Add(time.Hour))
+		fold <- result{n, err}
+	}()
+	waitForLockWaiter(t, s, "the fold, for committer 0's row")
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-fold; r.err != nil || r.folded != 0 {
+		t.Fatalf("the fold of a row bumped while it waited: %d folded, %v; want none", r.folded, r.err)
+	}
+	if n, err := s.LateSessionWrites(ctx); err != nil || n != 2 {
+		t.Fatalf("the count: %d, %v; want 2 (the late commit and the held bump)", n, err)
+	}
 }
