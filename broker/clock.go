@@ -56,8 +56,10 @@ func clockOffset(t0, t1, db time.Time) (offset, uncertainty time.Duration, off b
 func (s *Service) checkClockIfDue(ctx context.Context) {
 	c := &s.clockCheck
 	c.mu.Lock()
-	// A clock set back (by NTP, say) is compared at once.
-	since := s.now().Sub(c.at)
+	// A clock set back (by NTP, say) is compared at once. On the wall
+	// clocks: time.Now's monotonic readings, which Sub uses when both
+	// times have one, do not go back when the clock is set.
+	since := s.now().Round(0).Sub(c.at.Round(0))
 	due := c.at.IsZero() || since < 0 || since >= clockCheckEvery
 	c.mu.Unlock()
 	if !due {
