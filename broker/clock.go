@@ -77,11 +77,11 @@ func (s *Service) checkClockIfDue(ctx context.Context) {
 	offset, uncertainty, off := clockOffset(t0, t1, db)
 	c.mu.Lock()
 	// A reading too uncertain to tell (a call longer than the offset's
-	// distance from the tolerance, on a slow store) changes nothing: taken
-	// as within, it said "within again" of a clock still off, and the
-	// next prompt reading warned anew, every minute.
+	// distance from the tolerance, on a slow store) changes nothing and
+	// is tried again at the next tick, as a failed one: taken as within,
+	// it said "within again" of a clock still off, and the next prompt
+	// reading warned anew, every minute.
 	if !off && offset.Abs()+uncertainty > vdibroker.ClockTolerance {
-		c.at = t1
 		c.mu.Unlock()
 		return
 	}
