@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -303,5 +304,77 @@ func TestLateWritesFoldRacesBump_RG1(t *testing.T) {
 	}
 	if n, err := s.LateSessionWrites(ctx); err != nil || n != 2 {
 		t.Fatalf("the count: %d, %v; want 2 (the late commit and the held bump)", n, err)
+	}
+}
+
+// R-G1 (PostgreSQL): going back below late_session_writes (a rollback,
+// while replicas of this version still run) moves every bump into row
+// 1, a bump whose transaction was still open included: migration 00063's
+// Down waits for it. Summed while the bump was open, row 1 would lack it,
+// and the count would go down.
+func TestLateWritesMigrateDownRacesBump_RG1(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	release, err := s.HoldLateCount(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	down := make(chan error, 1)
+	go func() { down <- s.MigrateDownTo(context.WithoutCancel(ctx), 62) }()
+	waitForLockWaiter(t, s, "the migration down, for the open bump")
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-down; err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.QueryInt(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1`); err != nil || n != 1 {
+		t.Errorf("row 1 after migrating down: %d, %v; want 1 (the bump open meanwhile)", n, err)
+	}
+}
+
+// R-G1 (PostgreSQL): migration 00063's Down locks row 1 before the table,
+// as a fold (foldLateWrites) does, so a replica's open folding meanwhile
+// waits or is waited for, never both: here the fold holds row 1 as the
+// Down starts, then deletes; the other way round each would wait for the
+// other, a deadlock that failed one of them.
+func TestLateWritesMigrateDownRacesFold_RG1(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	fold, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fold.Rollback() })
+	if _, err := fold.ExecContext(ctx, `SELECT writes FROM outage_placement_writes WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	down := make(chan error, 1)
+	go func() { down <- s.MigrateDownTo(context.WithoutCancel(ctx), 62) }()
+	waitForLockWaiter(t, s, "the migration down, for row 1")
+	if _, err := fold.ExecContext(ctx, `DELETE FROM late_session_writes WHERE bumped < 0`); err != nil {
+		t.Errorf("the fold's DELETE while the migration down waits: %v", err)
+	}
+	if err := fold.Commit(); err != nil {
+		t.Errorf("the fold's commit: %v", err)
+	}
+	if err := <-down; err != nil {
+		t.Errorf("the migration down: %v", err)
 	}
 }

@@ -18,7 +18,13 @@ CREATE TABLE late_session_writes (
 );
 
 -- +goose Down
--- The count stays whole: every row goes into row 1.
+-- The count stays whole: every row goes into row 1, bumps still open
+-- included (replicas of this version may run meanwhile): the table's
+-- lock waits for them, and holds later ones until the table is gone.
+-- Row 1 first, as a fold (foldLateWrites) locks them: the other way
+-- round, each would wait for the other.
+SELECT writes FROM outage_placement_writes WHERE id = 1 FOR UPDATE;
+LOCK TABLE late_session_writes IN ACCESS EXCLUSIVE MODE;
 UPDATE outage_placement_writes
     SET writes = writes + (SELECT COALESCE(SUM(writes), 0) FROM late_session_writes)
     WHERE id = 1;
