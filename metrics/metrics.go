@@ -133,7 +133,8 @@ type Config struct {
 	// vdibroker_store_outage_seconds_total counts the seconds.
 	Outage func() (down bool, seconds float64)
 	// ClockOffset, when set, is this replica's clock minus the database
-	// server's at its last comparison (broker.Service.ClockOffset):
+	// server's at its last comparison that could tell within the
+	// tolerance from beyond (broker.Service.ClockOffset):
 	// vdibroker_clock_offset_seconds, absent before the first.
 	ClockOffset func() (offset time.Duration, ok bool)
 }
