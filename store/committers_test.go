@@ -18,12 +18,7 @@ import (
 // With one committer, a full pod's heartbeats queued connects behind them
 // for a second.
 func TestCommittersDoNotWaitForEachOther(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, dsn := postgresStore(t)
 	if s.Committers() < 2 {
 		t.Fatalf("PostgreSQL store runs %d group committers, want several", s.Committers())
 	}
@@ -176,12 +171,7 @@ func TestAtomicRequestFailsAlone(t *testing.T) {
 // 1,000 heartbeats a second are committed), and the heartbeats commit after the lock is
 // released.
 func TestConnectsDoNotWaitForHeartbeats(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, dsn := postgresStore(t)
 	ctx := t.Context()
 	mustPool(t, s, pool("p", vdibroker.Pooled))
 	const queued = 100
@@ -216,7 +206,7 @@ func TestConnectsDoNotWaitForHeartbeats(t *testing.T) {
 	}
 	// A connect on a host whose heartbeat waits in the queue.
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err = s.CommitPlacement(wctx, placement("p", beating[len(beating)/2], "alice", 10))
+	err := s.CommitPlacement(wctx, placement("p", beating[len(beating)/2], "alice", 10))
 	cancel()
 	if err != nil {
 		t.Fatalf("a connect while %d heartbeats wait behind a held lock: %v", queued, err)

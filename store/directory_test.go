@@ -568,12 +568,7 @@ func TestDropDirectoryPodWaitsForRegistration_RG1(t *testing.T) {
 // first; rolled back when the test ends unless the test commits it.
 func holdDirectoryPod(t *testing.T, pod string, full bool) (*store.DB, *sql.Tx) {
 	t.Helper()
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, dsn := postgresStore(t)
 	if err := s.RegisterDirectory(t.Context(), pod, 1, []string{"alice"}, full, full, t0); err != nil {
 		t.Fatal(err)
 	}

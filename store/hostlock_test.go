@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/store"
 )
 
 // An admin's change that waited for the host's lock behind another
@@ -14,12 +13,7 @@ import (
 // lock is not the row as it was before the wait (PostgreSQL, READ
 // COMMITTED), so the drain does not write the old address back.
 func TestUpdateSessionHostAfterWaitSeesTheOtherChange(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, dsn := postgresStore(t)
 	ctx := t.Context()
 	mustPool(t, s, pool("p", vdibroker.Pooled))
 	mustHost(t, s, "p", "h1")

@@ -313,12 +313,7 @@ func TestLateWritesFoldRacesBump_RG1(t *testing.T) {
 // Down waits for it. Summed while the bump was open, row 1 would lack it,
 // and the count would go down.
 func TestLateWritesMigrateDownRacesBump_RG1(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, _ := postgresStore(t)
 	ctx := t.Context()
 	release, err := s.HoldLateCount(ctx, 0)
 	if err != nil {
@@ -345,12 +340,7 @@ func TestLateWritesMigrateDownRacesBump_RG1(t *testing.T) {
 // Down starts, then deletes; the other way round each would wait for the
 // other, a deadlock that failed one of them.
 func TestLateWritesMigrateDownRacesFold_RG1(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, dsn := postgresStore(t)
 	ctx := t.Context()
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {

@@ -194,12 +194,7 @@ func TestSetPowerStateRace(t *testing.T) {
 // (R-A4). The heartbeat's read under the lock may return the host's row as
 // it was before the wait, so the rule is the UPDATE's own.
 func TestHeartbeatWaitingForStopKeepsIt(t *testing.T) {
-	dsn := postgresSchemaDSN(t)
-	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, dsn := postgresStore(t)
 	ctx := t.Context()
 	mustPool(t, s, pool("p", vdibroker.Pooled))
 	mustHost(t, s, "p", "h1")

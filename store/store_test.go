@@ -93,6 +93,19 @@ func postgresSchemaDSN(t testing.TB) string {
 	return pgtest.SchemaDSN(t, "vdibroker_test_", "PostgreSQL contract tests")
 }
 
+// postgresStore opens a store on a schema of its own (postgresSchemaDSN),
+// closed when the test ends, and returns it with the schema's DSN.
+func postgresStore(t testing.TB) (*store.DB, string) {
+	t.Helper()
+	dsn := postgresSchemaDSN(t)
+	s, err := store.OpenWith(t.Context(), dsn, "", nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dsn
+}
+
 // run runs fn as a subtest per engine, each with a fresh database.
 func run(t *testing.T, fn func(t *testing.T, tg target)) {
 	t.Helper()
