@@ -33,6 +33,18 @@ const (
 	PrincipalAnonymous    = "anonymous"    // no or an invalid credential
 )
 
+// HoldsAPICredential reports whether p proved a valid API credential
+// (the admin token, an API token, an OpenID Connect identity): its
+// refusals name a credential to revoke, and are counted per principal
+// (PrincipalRefusalsPerWindow) rather than per address.
+func (p AuditPrincipal) HoldsAPICredential() bool {
+	switch p.Kind {
+	case PrincipalAdmin, PrincipalToken, PrincipalOIDC:
+		return true
+	}
+	return false
+}
+
 // AuditPrincipal is who did it.
 type AuditPrincipal struct {
 	Kind string `json:"kind"`
@@ -169,8 +181,14 @@ func (e *AuditEntry) Bound() {
 // count is written as one summary entry (action RefusalSummaryAction)
 // when the window closes, while a second budget of RefusalsPerWindow
 // lasts; what is left over is one entry for all other addresses.
+//
+// Those of a caller with a valid API credential
+// (AuditPrincipal.HoldsAPICredential) are counted per principal: the first
+// PrincipalRefusalsPerWindow of each window are written whole, the rest
+// are one summary entry per principal when the window closes.
 const (
-	RefusalWindow        = 5 * time.Minute
-	RefusalsPerWindow    = 20
-	RefusalSummaryAction = "refused.summary"
+	RefusalWindow              = 5 * time.Minute
+	RefusalsPerWindow          = 20
+	PrincipalRefusalsPerWindow = 20
+	RefusalSummaryAction       = "refused.summary"
 )

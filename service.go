@@ -239,15 +239,17 @@ type RegistrationTokenResponse struct {
 type AuditService interface {
 	// AppendAudit writes one entry on its own (a refusal, a sign-in).
 	AppendAudit(ctx context.Context, e *AuditEntry) error
-	// RecordRefusal records a refused request of a caller that holds no
-	// valid API credential (anonymous, a bad or throttled credential, a
-	// registration token or a host's credential) within a bound: per
-	// address and RefusalWindow the first is written whole (e.Seq set,
-	// written true) while the window's global budget lasts, the others
-	// are counted and written as one summary entry per address when the
-	// window closes. Its texts are cut (AuditEntry.Bound). Every refused
-	// sign-in or authentication an unauthenticated caller can cause goes
-	// through it.
+	// RecordRefusal records a refused request within a bound. Of a
+	// caller that holds no valid API credential (anonymous, a bad or
+	// throttled credential, a registration token or a host's
+	// credential): per address and RefusalWindow the first is written
+	// whole (e.Seq set, written true) while the window's global budget
+	// lasts, the others are counted and written as one summary entry per
+	// address when the window closes. Of one that holds one
+	// (AuditPrincipal.HoldsAPICredential): per principal and window the
+	// first PrincipalRefusalsPerWindow are written whole, the others are
+	// one summary entry. Its texts are cut (AuditEntry.Bound). Every
+	// refused request goes through it.
 	RecordRefusal(ctx context.Context, e *AuditEntry) (written bool, err error)
 	// ListAudit lists the entries f selects, by seq, of the pools the
 	// caller sees when it is scoped to host pools.

@@ -20,6 +20,18 @@ import (
 // writes at most 2 × RefusalsPerWindow + 1 entries, each of bounded size
 // (AuditEntry.Bound), however many addresses send however many requests;
 // memory holds at most maxRefusalKeys keys.
+//
+// A caller with a valid API credential (the admin token, an API token,
+// an OpenID Connect identity: AuditPrincipal.HoldsAPICredential) names a
+// credential to revoke, so its refusals are kept apart, per principal:
+// the first vdibroker.PrincipalRefusalsPerWindow of each window are
+// written whole, the rest counted into one summary entry per principal
+// when the window closes. An end user signed in through the portal holds
+// such a credential and can send as many refused requests as it likes:
+// written one by one they filled the store at the rate it sent them. Now
+// a window writes at most PrincipalRefusalsPerWindow + 1 entries per
+// principal, for at most maxRefusalKeys principals, and one entry for
+// every other principal together.
 
 // maxRefusalKeys bounds the keys one window counts; later keys are
 // counted together.
@@ -27,6 +39,12 @@ const maxRefusalKeys = 4096
 
 // refusals is one replica's count of the current window.
 type refusals struct {
+	// byPrincipal: the refusals of callers with a valid API credential,
+	// counted per principal with a budget of whole entries each and a
+	// summary each; otherwise per address and credential, with one budget
+	// for the window.
+	byPrincipal bool
+
 	mu      sync.Mutex
 	start   time.Time // of the current window (zero: none yet)
 	keys    map[string]*refusalTally
@@ -35,9 +53,10 @@ type refusals struct {
 	others refusalTally
 }
 
-// refusalTally is one key's refusals in the window not written whole:
-// how many, and the latest.
+// refusalTally is one key's refusals in the window: how many were
+// written whole (byPrincipal), how many not, and the latest of those.
 type refusalTally struct {
+	written int
 	counted int
 	last    *vdibroker.AuditEntry
 }
@@ -50,7 +69,11 @@ func (s *Service) RecordRefusal(ctx context.Context, e *vdibroker.AuditEntry) (b
 	if e.Time.IsZero() {
 		e.Time = now.UTC()
 	}
-	summaries, write := s.refusals.add(e, now)
+	r := &s.refusals
+	if e.Principal.HoldsAPICredential() {
+		r = &s.principalRefusals
+	}
+	summaries, write := r.add(e, now)
 	s.writeSummaries(ctx, summaries)
 	if !write {
 		return false, nil
@@ -65,7 +88,9 @@ func (s *Service) RecordRefusal(ctx context.Context, e *vdibroker.AuditEntry) (b
 // maintenance loop calls it, so a window's counts are written though no
 // refusal follows).
 func (s *Service) flushRefusals(ctx context.Context) {
-	s.writeSummaries(ctx, s.refusals.roll(s.now(), false))
+	now := s.now()
+	s.writeSummaries(ctx, s.refusals.roll(now, false))
+	s.writeSummaries(ctx, s.principalRefusals.roll(now, false))
 }
 
 // writeSummaries writes a closed window's summary entries, each also a
@@ -80,8 +105,11 @@ func (s *Service) writeSummaries(ctx context.Context, list []*vdibroker.AuditEnt
 	}
 }
 
-// refusalKey is who a refusal is counted for.
-func refusalKey(e *vdibroker.AuditEntry) string {
+// key is who a refusal is counted for.
+func (r *refusals) key(e *vdibroker.AuditEntry) string {
+	if r.byPrincipal {
+		return e.Principal.Kind + "\x00" + e.Principal.ID
+	}
 	return e.RemoteAddr + "\x00" + e.Principal.Kind + "\x00" + e.Principal.ID
 }
 
@@ -94,7 +122,7 @@ func (r *refusals) add(e *vdibroker.AuditEntry, now time.Time) (summaries []*vdi
 	if r.start.IsZero() {
 		r.start = now
 	}
-	k := refusalKey(e)
+	k := r.key(e)
 	t := r.keys[k]
 	switch {
 	case t == nil && len(r.keys) >= maxRefusalKeys:
@@ -104,10 +132,14 @@ func (r *refusals) add(e *vdibroker.AuditEntry, now time.Time) (summaries []*vdi
 	case t == nil:
 		t = &refusalTally{}
 		r.keys[k] = t
-		if r.written < vdibroker.RefusalsPerWindow {
+		if !r.byPrincipal && r.written < vdibroker.RefusalsPerWindow {
 			r.written++
 			return summaries, true
 		}
+	}
+	if r.byPrincipal && t.written < vdibroker.PrincipalRefusalsPerWindow {
+		t.written++
+		return summaries, true
 	}
 	t.counted++
 	t.last = e
@@ -136,31 +168,40 @@ func (r *refusals) rollLocked(now time.Time, force bool) []*vdibroker.AuditEntry
 		if t.counted == 0 {
 			continue
 		}
-		if len(out) < vdibroker.RefusalsPerWindow {
-			out = append(out, summary(t, start, now, false))
+		// Every principal's count is its own entry (at most
+		// maxRefusalKeys): it names a credential to revoke.
+		if r.byPrincipal || len(out) < vdibroker.RefusalsPerWindow {
+			out = append(out, summary(t, start, now, r.byPrincipal, false))
 			continue
 		}
 		rest.counted += t.counted
 		rest.last = t.last
 	}
 	if rest.counted > 0 {
-		out = append(out, summary(&rest, start, now, true))
+		out = append(out, summary(&rest, start, now, r.byPrincipal, true))
 	}
 	r.keys, r.others, r.written, r.start = map[string]*refusalTally{}, refusalTally{}, 0, time.Time{}
 	return out
 }
 
 // summary is the entry of t's counted refusals in the window from start
-// to end; others: of every address left over.
-func summary(t *refusalTally, start, end time.Time, others bool) *vdibroker.AuditEntry {
+// to end, of a principal's (byPrincipal) or an address's; others: of
+// every principal or address left over.
+func summary(t *refusalTally, start, end time.Time, byPrincipal, others bool) *vdibroker.AuditEntry {
 	last := t.last
 	e := &vdibroker.AuditEntry{Time: end.UTC(), Principal: last.Principal, RemoteAddr: last.RemoteAddr,
 		Action: vdibroker.RefusalSummaryAction, Target: last.Target, HostPool: last.HostPool,
 		Outcome: vdibroker.AuditRefused}
 	who := "from " + last.RemoteAddr
-	if others {
+	switch {
+	case others && byPrincipal:
+		e.Principal, e.RemoteAddr, e.Target, e.HostPool = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous}, "", "", ""
+		who = "of other credentials"
+	case others:
 		e.Principal, e.RemoteAddr, e.Target, e.HostPool = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous}, "", "", ""
 		who = "from other addresses"
+	case byPrincipal:
+		who = fmt.Sprintf("of %s %s (the last from %s)", last.Principal.Kind, last.Principal.ID, last.RemoteAddr)
 	}
 	e.Error = fmt.Sprintf("%d more refused requests %s between %s and %s, not recorded one by one; the last: %s %s: %s",
 		t.counted, who, start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339), last.Action, last.Target, last.Error)

@@ -83,3 +83,75 @@ func TestRefusalBudget_RSEC(t *testing.T) {
 		t.Errorf("%d summaries, want at most %d", len(sums), 2*vdibroker.RefusalsPerWindow+1)
 	}
 }
+
+// TestPrincipalRefusalBudget_RSEC: the refusals of callers with a valid
+// API credential are counted per principal. Worked numbers, with
+// PrincipalRefusalsPerWindow 20:
+//   - token A is refused 25 times (from two addresses): 20 written whole,
+//     5 counted; token B, refused 3 times after A's flood, has all 3
+//     written (A spends only its own budget);
+//   - when the window closes: one summary, A's, "5 more refused requests
+//     of token A"; none for B, whose refusals were all written;
+//   - a new window writes A's refusals whole again;
+//   - 5,000 principals refused twice each: 4,096 keys, every key's second
+//     refusal written whole too (budget 20), the rest one count; the
+//     window closes with one summary, the other credentials' 904 × 2.
+func TestPrincipalRefusalBudget_RSEC(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	entry := func(id, addr string) *vdibroker.AuditEntry {
+		return &vdibroker.AuditEntry{RemoteAddr: addr, Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalToken, ID: id, Role: "User"},
+			Action: "hostpool.update", Target: "hostpools/p", Error: "PermissionDenied: a User token"}
+	}
+	r := refusals{byPrincipal: true}
+	written := map[string]int{}
+	add := func(e *vdibroker.AuditEntry, at time.Time) {
+		t.Helper()
+		sums, write := r.add(e, at)
+		if len(sums) > 0 {
+			t.Fatalf("summaries within the window: %d", len(sums))
+		}
+		if write {
+			written[e.Principal.ID]++
+		}
+	}
+	for i := range 25 {
+		add(entry("A", fmt.Sprintf("10.0.0.%d", i%2)), t0.Add(time.Duration(i)*time.Second))
+	}
+	for range 3 {
+		add(entry("B", "10.0.0.9"), t0.Add(time.Minute))
+	}
+	if written["A"] != vdibroker.PrincipalRefusalsPerWindow || written["B"] != 3 {
+		t.Errorf("written whole: A %d, B %d; want %d and 3", written["A"], written["B"], vdibroker.PrincipalRefusalsPerWindow)
+	}
+	sums := r.roll(t0.Add(vdibroker.RefusalWindow), false)
+	if len(sums) != 1 {
+		t.Fatalf("%d summaries, want 1 (A's): %+v", len(sums), sums)
+	}
+	s := sums[0]
+	if s.Action != vdibroker.RefusalSummaryAction || s.Principal.ID != "A" || s.Principal.Kind != vdibroker.PrincipalToken ||
+		!strings.HasPrefix(s.Error, "5 more refused requests of token A (the last from 10.0.0.0)") {
+		t.Errorf("A's summary: %+v", s)
+	}
+	if _, write := r.add(entry("A", "10.0.0.1"), t0.Add(vdibroker.RefusalWindow+time.Second)); !write {
+		t.Error("A's first refusal of a new window was not written")
+	}
+
+	many := refusals{byPrincipal: true}
+	whole := 0
+	for round := range 2 {
+		for p := range 5000 {
+			if _, write := many.add(entry(fmt.Sprintf("tok-%d", p), "10.0.0.1"), t0.Add(time.Duration(round)*time.Second)); write {
+				whole++
+			}
+		}
+	}
+	if len(many.keys) != maxRefusalKeys || whole != 2*maxRefusalKeys || many.others.counted != 2*(5000-maxRefusalKeys) {
+		t.Errorf("%d keys, %d written whole, %d others; want %d, %d, %d", len(many.keys), whole, many.others.counted,
+			maxRefusalKeys, 2*maxRefusalKeys, 2*(5000-maxRefusalKeys))
+	}
+	sums = many.roll(t0.Add(vdibroker.RefusalWindow), false)
+	if len(sums) != 1 || !strings.HasPrefix(sums[0].Error, fmt.Sprintf("%d more refused requests of other credentials", 2*(5000-maxRefusalKeys))) ||
+		sums[0].Principal.Kind != vdibroker.PrincipalAnonymous {
+		t.Errorf("summaries of the flood: %+v", sums)
+	}
+}

@@ -99,8 +99,11 @@ type Service struct {
 	power     *power.Service
 	gw        *gatewaySide
 	refusals  refusals // the bounded refusal audit (refusals.go)
-	waits     *waits   // the connects held for a starting host (wait.go)
-	maxWait   time.Duration
+	// principalRefusals counts those of callers with a valid API
+	// credential, per principal (refusals.go).
+	principalRefusals refusals
+	waits             *waits // the connects held for a starting host (wait.go)
+	maxWait           time.Duration
 
 	retention  time.Duration
 	lastPrune  time.Time  // maintenance loop only
@@ -127,6 +130,7 @@ func New(cfg Config) *Service {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	s.principalRefusals.byPrincipal = true
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -227,6 +231,7 @@ func (s *Service) Close() error {
 			// The open window's counts, so a restart loses none.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			s.writeSummaries(ctx, s.refusals.roll(s.now(), true))
+			s.writeSummaries(ctx, s.principalRefusals.roll(s.now(), true))
 			cancel()
 		}
 	})

@@ -69,24 +69,12 @@ func (s *Server) startAudit(w nethttp.ResponseWriter, r *nethttp.Request) *vdibr
 	return ev
 }
 
-// apiPrincipal reports whether an entry's principal holds a valid API
-// credential (the admin token, an API token, an OpenID Connect identity):
-// its refusals are written one by one, for they name who to revoke. Any
-// other caller's refusals are counted (AuditService.RecordRefusal).
-func apiPrincipal(ev *vdibroker.AuditEntry) bool {
-	switch ev.Principal.Kind {
-	case vdibroker.PrincipalAdmin, vdibroker.PrincipalToken, vdibroker.PrincipalOIDC:
-		return true
-	}
-	return false
-}
-
 // refused records a refused request: every failed authentication and
 // authorization (authz), and any error of a route that changes something.
 // Nothing was changed (a store method that fails has changed nothing), so
-// the entry is written alone: one by one for a caller with a valid API
-// credential, counted per address within a budget for anyone else
-// (RecordRefusal, R-SEC), so that no anonymous flood fills the store.
+// the entry is written alone, within the bounds of RecordRefusal (R-SEC):
+// per principal for a caller with a valid API credential, per address
+// for anyone else, so that no flood of refused requests fills the store.
 // Store outages are not recorded (they cannot be), nor are throttled
 // requests of API principals; throttled failed authentications are
 // counted.
@@ -95,7 +83,7 @@ func (s *Server) refused(r *nethttp.Request, ev *vdibroker.AuditEntry, err error
 	switch {
 	case ev.Seq != 0, code == vdibroker.EStoreUnavailable:
 		return
-	case code == vdibroker.ETooManyRequests && apiPrincipal(ev):
+	case code == vdibroker.ETooManyRequests && ev.Principal.HoldsAPICredential():
 		return
 	case authz, code == vdibroker.EUnauthenticated, code == vdibroker.EPermission, code == vdibroker.ETooManyRequests,
 		auditedActions[r.Pattern] != "":
@@ -106,13 +94,7 @@ func (s *Server) refused(r *nethttp.Request, ev *vdibroker.AuditEntry, err error
 	ev.Error = vdibroker.Cut(code+": "+vdibroker.ErrorMessage(err), vdibroker.MaxAuditField)
 	ev.Before, ev.After = nil, nil
 	ctx := context.WithoutCancel(r.Context())
-	var aerr error
-	if apiPrincipal(ev) {
-		aerr = s.svc.Audit.AppendAudit(ctx, ev)
-	} else {
-		_, aerr = s.svc.Audit.RecordRefusal(ctx, ev)
-	}
-	if aerr != nil {
+	if _, aerr := s.svc.Audit.RecordRefusal(ctx, ev); aerr != nil {
 		s.loggerFrom(r.Context()).Error("audit: cannot record a refusal", "err", aerr, "action", ev.Action, "target", ev.Target)
 		return
 	}

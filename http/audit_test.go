@@ -260,6 +260,64 @@ func TestAudit_EveryAction(t *testing.T) {
 	}
 }
 
+// TestAudit_PrincipalRefusalsBounded_RSEC: a caller with a valid API
+// credential (here an end user's User token) that sends refused requests
+// without end leaves PrincipalRefusalsPerWindow entries a window and one
+// summary naming it, not a row each; another credential's refusals are
+// still written whole.
+func TestAudit_PrincipalRefusalsBounded_RSEC(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	e.pool("ref2", map[string]any{"description": "kept"})
+	user, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "User", Subject: "mallory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Reader", Subject: "auditor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func(q vhttp.AuditQuery) []*vdibroker.AuditEntry {
+		t.Helper()
+		list, err := e.admin.ListAudit(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	const sent = vdibroker.PrincipalRefusalsPerWindow + 5
+	for i := range sent {
+		if status, _, raw := rawDo(t, e, "PATCH", "/api/v1/hostpools/ref2", user.Secret, `{"description": "changed"}`); status != 403 {
+			t.Fatalf("User PATCH %d: %d %s", i, status, raw)
+		}
+	}
+	if got := refused(vhttp.AuditQuery{Principal: user.ID}); len(got) != vdibroker.PrincipalRefusalsPerWindow {
+		t.Errorf("%d entries of the User token after %d refusals, want %d", len(got), sent, vdibroker.PrincipalRefusalsPerWindow)
+	}
+	if status, _, _ := rawDo(t, e, "PATCH", "/api/v1/hostpools/ref2", rd.Secret, `{"description": "changed"}`); status != 403 {
+		t.Fatalf("Reader PATCH: %d", status)
+	}
+	if got := refused(vhttp.AuditQuery{Principal: rd.ID}); len(got) != 1 || got[0].Outcome != "refused" {
+		t.Errorf("the Reader's refusal: %+v", got)
+	}
+	// The window closes: the next refusal writes the count, and itself.
+	e.clock.Advance(vdibroker.RefusalWindow)
+	if status, _, _ := rawDo(t, e, "PATCH", "/api/v1/hostpools/ref2", user.Secret, `{"description": "changed"}`); status != 403 {
+		t.Fatalf("User PATCH: %d", status)
+	}
+	sum, _, _ := oneEntry(t, e, vdibroker.RefusalSummaryAction, "hostpools/ref2")
+	if sum.Principal.ID != user.ID || !strings.HasPrefix(sum.Error, fmt.Sprintf("5 more refused requests of token %s", user.ID)) ||
+		!strings.Contains(sum.Error, "PermissionDenied") {
+		t.Errorf("summary %+v", sum)
+	}
+	if got := refused(vhttp.AuditQuery{Principal: user.ID, Action: "hostpool.update"}); len(got) != vdibroker.PrincipalRefusalsPerWindow+1 {
+		t.Errorf("%d whole entries of the User token, want %d", len(got), vdibroker.PrincipalRefusalsPerWindow+1)
+	}
+	if p, _ := e.admin.GetHostPool(ctx, "ref2"); p.Description != "kept" {
+		t.Errorf("a refused PATCH changed the pool: %q", p.Description)
+	}
+}
+
 // TestAudit_Refusals: a refused request leaves one refusal entry and
 // changes nothing.
 func TestAudit_Refusals(t *testing.T) {
