@@ -69,7 +69,8 @@ type Config struct {
 	// (default 15 s).
 	KeepaliveInterval time.Duration
 	// HandshakeTimeout bounds each step of the handshake, from a request to
-	// the client's next packet (default 30 s).
+	// the client's next packet, and the whole handshake up to the channel
+	// create, keepalives or not (default 30 s).
 	HandshakeTimeout time.Duration
 	// MaxTunnelsPerUser bounds one user's tunnels on this gateway
 	// (default 10); MaxTunnels all tunnels (default 10,000).

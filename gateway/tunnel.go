@@ -168,6 +168,16 @@ func (t *tunnel) refuse(reason string, answer tsgu.Message, attrs ...any) {
 // create to the token's host. It reports whether the channel opened.
 func (t *tunnel) handshake() bool {
 	g := t.g
+	// The whole handshake up to the channel create is bounded on the
+	// gateway's clock, not only each packet: keepalives are allowed from
+	// the handshake on, and would otherwise hold a connection without a
+	// token, and its slot of MaxTunnels, for ever.
+	var expired atomic.Bool
+	timer := g.cfg.Clock.AfterFunc(g.cfg.HandshakeTimeout, func() {
+		expired.Store(true)
+		t.closeConns() // the read below fails; nothing here reads the clock
+	})
+	defer timer.Stop()
 	for t.st.State() != tsgu.StateOpened {
 		t.setReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
 		m, err := t.fr.ReadMessage()
@@ -175,7 +185,7 @@ func (t *tunnel) handshake() bool {
 			reason := "protocol_error"
 			var ne net.Error
 			switch {
-			case errors.As(err, &ne) && ne.Timeout():
+			case expired.Load(), errors.As(err, &ne) && ne.Timeout():
 				reason = "handshake_timeout"
 			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 				reason = "client_gone"
@@ -207,6 +217,8 @@ func (t *tunnel) handshake() bool {
 				RedirFlags:    tsgu.RedirEnableAll, IdleTimeout: uint32(t.idleTimeout() / time.Minute)})
 			t.st.Accept()
 		case *tsgu.ChannelCreate:
+			// A starting host's wait has bounds of its own.
+			timer.Stop()
 			if !t.openChannel(m) {
 				return false
 			}

@@ -254,7 +254,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.DurationVar(&m.Config.MaxLifetime, "max-lifetime", 24*time.Hour, "close a tunnel this long after it opened (a token may ask for less)")
 	fl.DurationVar(&m.Config.MaxStartWait, "max-start-wait", 5*time.Minute, "longest a client is held while its host starts (a token's wait claim asks for up to this)")
 	fl.DurationVar(&m.Config.KeepaliveInterval, "keepalive-interval", 15*time.Second, "keepalive to a held client this often")
-	fl.DurationVar(&m.Config.HandshakeTimeout, "handshake-timeout", 30*time.Second, "longest wait for each packet of a client's handshake")
+	fl.DurationVar(&m.Config.HandshakeTimeout, "handshake-timeout", 30*time.Second, "longest wait for each packet of a client's handshake, and for its whole handshake up to the channel create")
 	fl.IntVar(&m.Config.MaxTunnelsPerUser, "max-tunnels-per-user", 10, "tunnels one user may hold on this gateway")
 	fl.IntVar(&m.Config.MaxTunnels, "max-tunnels", 10000, "tunnels (and handshakes) this gateway holds at most")
 	fl.Float64Var(&requestRate, "request-rate", 5, "HTTP requests a second one IP address may make before any token is checked")
