@@ -137,22 +137,22 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 	return wrap(err, "admit gateway tunnel")
 }
 
-// tunnelOf reads an admitted tunnel's session; NotFound unless token is
+// tunnelOf reads an admitted tunnel's state; NotFound unless token is
 // admitted for session in pool.
-func (t *tx) tunnelOf(ctx context.Context, pool, session, token string) (closed bool, err error) {
+func (t *tx) tunnelOf(ctx context.Context, pool, session, token string) (closed, reached bool, err error) {
 	var p, sid string
-	err = t.row(ctx, `SELECT host_pool, session_id, closed FROM gateway_tunnels WHERE token_id = ?`, token).Scan(&p, &sid, &closed)
+	err = t.row(ctx, `SELECT host_pool, session_id, closed, reached FROM gateway_tunnels WHERE token_id = ?`, token).Scan(&p, &sid, &closed, &reached)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && (p != pool || sid != session)) {
-		return false, vdibroker.Errorf(vdibroker.ENotFound, "no tunnel of user session %q in host pool %q was admitted with this token", session, pool)
+		return false, false, vdibroker.Errorf(vdibroker.ENotFound, "no tunnel of user session %q in host pool %q was admitted with this token", session, pool)
 	}
-	return closed, err
+	return closed, reached, err
 }
 
 // GatewayReached records that a tunnel reached the session's host (R-GW2).
 func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway string, at time.Time) (*vdibroker.UserSession, error) {
 	var out *vdibroker.UserSession
 	err := s.write(ctx, func(t *tx) error {
-		closed, err := t.tunnelOf(ctx, pool, session, token)
+		closed, reached, err := t.tunnelOf(ctx, pool, session, token)
 		if err != nil {
 			return err
 		}
@@ -161,8 +161,19 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 			return err
 		}
 		out = u
-		if !u.Open() || closed {
-			return nil // an ended session stays ended; a closed tunnel reached nothing more
+		if reached || closed {
+			// A tunnel reaches its host once: a gateway that says so
+			// again changes nothing and writes no audit entry, however
+			// often it repeats (R-GW4). A closed tunnel reaches nothing.
+			t.audit = nil
+			return nil
+		}
+		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET reached = ? WHERE token_id = ?`, true, token); err != nil {
+			return err
+		}
+		if !u.Open() {
+			t.audited(u, u)
+			return nil // an ended session stays ended
 		}
 		before := *u
 		stateTime := u.StateTime
@@ -181,8 +192,8 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 		}
 		after := *u
 		after.State, after.StateTime, after.Gateway = vdibroker.StateActive, stateTime, gateway
-		reached := at.UTC()
-		after.GatewayTime = &reached
+		reachedAt := at.UTC()
+		after.GatewayTime = &reachedAt
 		out = &after
 		t.audited(&before, &after)
 		return nil
@@ -197,7 +208,15 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at time.Time) (*vdibroker.UserSession, error) {
 	var out *vdibroker.UserSession
 	err := s.write(ctx, func(t *tx) error {
-		if _, err := t.tunnelOf(ctx, pool, session, token); err != nil {
+		closed, _, err := t.tunnelOf(ctx, pool, session, token)
+		if err != nil {
+			return err
+		}
+		if closed {
+			// Closed once: a repeated close changes nothing and writes no
+			// audit entry (R-GW3, R-GW4).
+			t.audit = nil
+			out, err = t.getSession(ctx, pool, session)
 			return err
 		}
 		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET closed = ? WHERE token_id = ?`, true, token); err != nil {
