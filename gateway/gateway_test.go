@@ -399,15 +399,24 @@ func TestStartWait(t *testing.T) {
 		conn = c
 		done <- err
 	}()
+	// The backoff's timer after the n-th dial (of the test's): the
+	// handshake's own timer is stopped before the first dial.
+	backoff := func(n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return dials >= n && clk.HasWaiters()
+		}
+	}
 	// Backoff 250 ms, 500 ms, 1 s, 2 s: 3.75 s of the gateway's clock.
-	for _, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second} {
-		waitFor(t, "a backoff timer", clk.HasWaiters)
+	for i, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second} {
+		waitFor(t, "a backoff timer", backoff(2+i))
 		clk.Step(d)
 	}
 	mu.Lock()
 	up = true
 	mu.Unlock()
-	waitFor(t, "the last backoff", clk.HasWaiters)
+	waitFor(t, "the last backoff", backoff(6))
 	clk.Step(4 * time.Second)
 	if err := <-done; err != nil {
 		t.Fatalf("held dial: %v", err)
