@@ -53,11 +53,20 @@ type tunnel struct {
 	done   chan struct{}
 }
 
+// maxPreauthPacket bounds the packets of a client whose token is not
+// admitted yet: the longest it needs is a tunnel create with a
+// reauthentication context and a token of gatewaytoken.MaxTokenLen
+// characters in UTF-16 with its NUL; a kilobyte more for fields a client
+// may add. Until then a client that announces a long packet and trickles
+// it holds this much, not a buffer of tsgu.MaxPacketSize.
+const maxPreauthPacket = tsgu.HeaderSize + 4 + 2 + 2 + 8 + 2 + 2*(gatewaytoken.MaxTokenLen+1) + 1024
+
 // newTunnel registers a tunnel; nil when the gateway holds MaxTunnels
 // already (handshakes count, so idle anonymous connections are bounded).
 func (g *Gateway) newTunnel(client string, started time.Time, r io.Reader, w io.Writer, closeConns func(), setReadDeadline func(time.Time) error) *tunnel {
 	t := &tunnel{g: g, client: client, started: started, fr: tsgu.NewFramer(r, w),
 		closeConns: closeConns, setReadDeadline: setReadDeadline, done: make(chan struct{})}
+	t.fr.SetMaxPacket(maxPreauthPacket)
 	g.mu.Lock()
 	full := g.closed || len(g.tunnels) >= g.cfg.MaxTunnels
 	if !full {
@@ -273,6 +282,7 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 		return false
 	}
 	t.admitted = true
+	t.fr.SetMaxPacket(0) // a channel create may name many resources
 	g.m.open.Inc()
 	var id [4]byte
 	rand.Read(id[:])
