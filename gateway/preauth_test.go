@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +131,107 @@ func TestPreauthPacketBounded(t *testing.T) {
 			}
 			waitFor(t, "the refusal", func() bool { return refusal(e, "token_malformed") == 1 })
 		})
+	}
+}
+
+// TestHandshakesPerAddress: one address holds at most
+// MaxHandshakesPerAddress connections without an admitted token (an OUT
+// channel waiting for its IN, a handshake): the next is refused 429 as
+// address_handshakes, token or not, until one ends; a tunnel whose token
+// was admitted no longer counts (docs/gateway.md, "Refusals"; R-GW1).
+func TestHandshakesPerAddress(t *testing.T) {
+	for _, ws := range []bool{false, true} {
+		name := map[bool]string{false: "two HTTP connections", true: "WebSocket"}[ws]
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) { c.MaxHandshakesPerAddress = 2 })
+			raw := func() (*ClientConn, error) {
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				id := "{" + gatewaytoken.NewID() + "}"
+				if ws {
+					return dialWebSocket(ctx, DialConfig{Gateway: e.addr, TLSConfig: e.tls}, id)
+				}
+				return dialHTTP(ctx, DialConfig{Gateway: e.addr, TLSConfig: e.tls}, id)
+			}
+			busy := func(err error) bool {
+				re, ok := errors.AsType[*RefusedError](err)
+				return ok && re.HTTPStatus == http.StatusTooManyRequests
+			}
+			var held []*ClientConn
+			for range 2 {
+				c, err := raw()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				held = append(held, c)
+			}
+			if c, err := raw(); !busy(err) {
+				if c != nil {
+					c.Close()
+				}
+				t.Fatalf("a third connection without a token: %v, want 429", err)
+			}
+			if c, err := e.dial(e.token(nil), e.host, ws); !busy(err) {
+				if c != nil {
+					c.Close()
+				}
+				t.Fatalf("a token holder from the busy address: %v, want 429", err)
+			}
+			if got := refusal(e, "address_handshakes"); got != 2 {
+				t.Errorf("address_handshakes refusals = %v, want 2", got)
+			}
+			held[0].Close()
+			waitFor(t, "the slot given back", func() bool { return e.gw.Stats().Preauth == 1 })
+			open, err := e.dial(e.token(nil), e.host, ws)
+			if err != nil {
+				t.Fatalf("after a slot was given back: %v", err)
+			}
+			defer open.Close()
+			echo(t, open, 100)
+			// The open tunnel holds no slot: one more without a token fits.
+			c, err := raw()
+			if err != nil {
+				t.Fatalf("with an admitted tunnel and one handshake held: %v", err)
+			}
+			defer c.Close()
+			if st := e.gw.Stats(); st.Preauth != 2 || st.PreauthAddresses != 1 {
+				t.Errorf("stats %+v, want 2 connections without a token from 1 address", st)
+			}
+		})
+	}
+}
+
+// TestAddressLimitsByIPv6Prefix: the per-address limits count an IPv6
+// address by its /64, so a client given a /64 cannot pass them once per
+// address of it; IPv4 addresses, and IPv4 in IPv6, count one by one.
+func TestAddressLimitsByIPv6Prefix(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	e := newEnv(t, func(c *Config) { c.Clock = clk; c.RequestBurst = 1; c.RequestRate = 1 })
+	get := func(remote string) int {
+		r := httptest.NewRequest("GET", "https://gw"+Path, nil)
+		r.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		e.gw.ServeHTTP(w, r)
+		return w.Code
+	}
+	for _, tc := range []struct {
+		remote string
+		want   int
+	}{
+		{"[2001:db8:1:2::1]:4000", http.StatusMethodNotAllowed},
+		{"[2001:db8:1:2::2]:4000", http.StatusTooManyRequests}, // the same /64
+		{"[2001:db8:1:2:ffff:ffff:ffff:ffff]:4000", http.StatusTooManyRequests},
+		{"[2001:db8:1:3::1]:4000", http.StatusMethodNotAllowed}, // the next /64
+		{"192.0.2.1:4000", http.StatusMethodNotAllowed},
+		{"192.0.2.2:4000", http.StatusMethodNotAllowed},
+		{"[::ffff:192.0.2.2]:4000", http.StatusTooManyRequests}, // 192.0.2.2 again
+	} {
+		if got := get(tc.remote); got != tc.want {
+			t.Errorf("from %s: %d, want %d", tc.remote, got, tc.want)
+		}
+	}
+	if got := e.gw.Stats().Addresses; got != 4 {
+		t.Errorf("%d addresses tracked, want 4 (two /64s, two IPv4)", got)
 	}
 }

@@ -43,6 +43,11 @@ type tunnel struct {
 	target   net.Conn
 	watchdog clock.Timer // the next check of idle time and lifetime
 
+	// releasePreauth gives back the client address's slot of a
+	// connection without an admitted token (once): at the admission, or
+	// at the end.
+	releasePreauth func()
+
 	toHost, toClient atomic.Int64
 	// lastActive is when data last crossed, in Unix nanoseconds of the
 	// gateway's clock.
@@ -63,8 +68,8 @@ const maxPreauthPacket = tsgu.HeaderSize + 4 + 2 + 2 + 8 + 2 + 2*(gatewaytoken.M
 
 // newTunnel registers a tunnel; nil when the gateway holds MaxTunnels
 // already (handshakes count, so idle anonymous connections are bounded).
-func (g *Gateway) newTunnel(client string, started time.Time, r io.Reader, w io.Writer, closeConns func(), setReadDeadline func(time.Time) error) *tunnel {
-	t := &tunnel{g: g, client: client, started: started, fr: tsgu.NewFramer(r, w),
+func (g *Gateway) newTunnel(client string, started time.Time, releasePreauth func(), r io.Reader, w io.Writer, closeConns func(), setReadDeadline func(time.Time) error) *tunnel {
+	t := &tunnel{g: g, client: client, started: started, fr: tsgu.NewFramer(r, w), releasePreauth: releasePreauth,
 		closeConns: closeConns, setReadDeadline: setReadDeadline, done: make(chan struct{})}
 	t.fr.SetMaxPacket(maxPreauthPacket)
 	g.mu.Lock()
@@ -77,6 +82,7 @@ func (g *Gateway) newTunnel(client string, started time.Time, r io.Reader, w io.
 	if full {
 		g.refuse("gateway_full", client)
 		closeConns()
+		releasePreauth()
 		return nil
 	}
 	return t
@@ -146,6 +152,7 @@ func (t *tunnel) finish() {
 	if t.reserved {
 		g.release(t.claims.User)
 	}
+	t.releasePreauth()
 	g.mu.Lock()
 	delete(g.tunnels, t)
 	g.mu.Unlock()
@@ -283,6 +290,7 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 	}
 	t.admitted = true
 	t.fr.SetMaxPacket(0) // a channel create may name many resources
+	t.releasePreauth()   // the user's limits count it from now on
 	g.m.open.Inc()
 	var id [4]byte
 	rand.Read(id[:])
