@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
+	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
@@ -592,8 +593,10 @@ func websocketAccept(key string) string {
 }
 
 // reserve takes a tunnel slot for user: at most MaxTunnelsPerUser each and
-// MaxTunnels in all.
+// MaxTunnels in all. Users are counted by vdibroker.FoldUser, as the
+// broker compares them (R-E5).
 func (g *Gateway) reserve(user string) (reason string) {
+	user = vdibroker.FoldUser(user)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -609,6 +612,7 @@ func (g *Gateway) reserve(user string) (reason string) {
 }
 
 func (g *Gateway) release(user string) {
+	user = vdibroker.FoldUser(user)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.perUser[user] <= 1 {

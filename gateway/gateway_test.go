@@ -429,3 +429,20 @@ func TestStartWait(t *testing.T) {
 		t.Errorf("dials = %d, want 1 (no wait) + 5 (4 refused, 1 answered)", dials)
 	}
 }
+
+// TestPerUserLimitWithoutCase: the per-user limit counts a user's tunnels
+// under every spelling of the name together, as the broker compares users
+// (R-E5, R-GW4).
+func TestPerUserLimitWithoutCase(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxTunnelsPerUser = 1 })
+	c, err := e.dial(e.token(nil), e.host, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = e.dial(e.token(func(c *gatewaytoken.Claims) { c.User = "ALICE" }), e.host, true)
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Code != tsgu.EProxyMaxConnectionsReached {
+		t.Fatalf("a tunnel of ALICE while alice holds one: %v, want E_PROXY_MAXCONNECTIONSREACHED", err)
+	}
+}

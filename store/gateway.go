@@ -93,16 +93,19 @@ const gatewayUserLock = `SELECT pg_advisory_xact_lock(hashtext('vdibroker gatewa
 // deletes on its way: the table shrinks at least as fast as it grows.
 const admitPruneBatch = 16
 
-// AdmitGatewayTunnel records an admitted tunnel (R-GW4).
+// AdmitGatewayTunnel records an admitted tunnel (R-GW4). Its user is
+// stored as vdibroker.FoldUser of the token's, the key the tunnel limit
+// counts by: every spelling of a name is one user (R-E5).
 func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel, maxPerUser int, now time.Time) error {
+	user := vdibroker.FoldUser(g.User)
 	err := s.write(ctx, func(t *tx) error {
 		if t.d == postgresDialect {
-			if _, err := t.exec(ctx, gatewayUserLock, g.User); err != nil {
+			if _, err := t.exec(ctx, gatewayUserLock, user); err != nil {
 				return err
 			}
 		}
 		u, err := t.getSession(ctx, g.HostPool, g.Session)
-		if vdibroker.ErrorCode(err) == vdibroker.ENotFound || (err == nil && (!u.Open() || u.User != g.User)) {
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound || (err == nil && (!u.Open() || !vdibroker.SameUser(u.User, g.User))) {
 			return vdibroker.Errorf(vdibroker.ENotFound, "user session %q of %q is not open in host pool %q", g.Session, g.User, g.HostPool)
 		}
 		if err != nil {
@@ -110,7 +113,7 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 		}
 		n, err := t.exec(ctx, `INSERT INTO gateway_tunnels (token_id, user_name, host_pool, session_id, gateway,
 			open_time, expire_time, live_until, closed) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`,
-			g.TokenID, g.User, g.HostPool, g.Session, g.Gateway, ns(g.Open), ns(g.Expiry), ns(g.LiveUntil), false)
+			g.TokenID, user, g.HostPool, g.Session, g.Gateway, ns(g.Open), ns(g.Expiry), ns(g.LiveUntil), false)
 		if err != nil {
 			return err
 		}
@@ -120,7 +123,7 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 		if maxPerUser > 0 {
 			var open int
 			if err := t.row(ctx, `SELECT count(*) FROM gateway_tunnels WHERE user_name = ? AND NOT closed AND live_until > ?`,
-				g.User, ns(now)).Scan(&open); err != nil {
+				user, ns(now)).Scan(&open); err != nil {
 				return err
 			}
 			if open > maxPerUser {

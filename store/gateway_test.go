@@ -430,3 +430,27 @@ func TestGatewayRepeatedReportsAuditOnce_RGW4(t *testing.T) {
 		}
 	})
 }
+
+// TestGatewayTunnelUserWithoutCase_RGW4: user names compare without case
+// (R-E5), and so do a token's user and its session's: a reconnect as
+// "Alice" to alice's session opens its tunnel, and the tunnel limit
+// counts alice's tunnels under every spelling of her name together.
+func TestGatewayTunnelUserWithoutCase_RGW4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		var ids []string
+		for _, p := range []string{"gw1", "gw2"} {
+			mustPool(t, s, pool(p, vdibroker.Pooled))
+			mustHost(t, s, p, "h1")
+			ids = append(ids, mustCommit(t, s, placement(p, "h1", "alice", 10)))
+		}
+		g := tunnel("tok-1", "Alice", ids[0])
+		g.HostPool = "gw1"
+		if err := s.AdmitGatewayTunnel(ctx, g, 1, t0); err != nil {
+			t.Fatalf("alice's session through a token of Alice: %v", err)
+		}
+		g = tunnel("tok-2", "ALICE", ids[1])
+		g.HostPool = "gw2"
+		wantCode(t, s.AdmitGatewayTunnel(ctx, g, 1, t0), vdibroker.ETooManyRequests)
+	})
+}
