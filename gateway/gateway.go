@@ -92,6 +92,17 @@ type Config struct {
 	// MaxPendingChannels bounds OUT channels waiting for their IN channel
 	// (default 1,000).
 	MaxPendingChannels int
+	// TargetPorts and TargetNetworks, when set, bound the hosts a token
+	// opens, as RD Gateway's resource authorization policy does: its port
+	// must be one of TargetPorts, and every address its host resolves to
+	// must lie in one of TargetNetworks; the gateway then connects to the
+	// address it checked. Empty: any. A token's host is the address its
+	// session host's agent registered, which the agent chooses.
+	TargetPorts    []uint16
+	TargetNetworks []netip.Prefix
+	// LookupNetIP resolves a token's host name for TargetNetworks (nil:
+	// net.DefaultResolver).
+	LookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 func (c *Config) defaults() {
@@ -131,6 +142,9 @@ func (c *Config) defaults() {
 	}
 	if c.Name == "" {
 		c.Name = "gateway"
+	}
+	if c.LookupNetIP == nil {
+		c.LookupNetIP = net.DefaultResolver.LookupNetIP
 	}
 }
 

@@ -7,7 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 
 	"github.com/vdibroker/vdibroker/gateway/tsgu"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
+	"github.com/vdibroker/vdibroker/internal/echotest"
 )
 
 // rawDial opens a client's channel(s) on either transport without its
@@ -233,5 +237,91 @@ func TestAddressLimitsByIPv6Prefix(t *testing.T) {
 	}
 	if got := e.gw.Stats().Addresses; got != 4 {
 		t.Errorf("%d addresses tracked, want 4 (two /64s, two IPv4)", got)
+	}
+}
+
+// TestTargetPolicy: with target ports and networks set, a token opens
+// only a host whose port and every resolved address they allow, and the
+// gateway connects to the address it checked; a host's agent registering
+// another address (its database's, say) does not make the gateway a way
+// into that network (docs/gateway.md, "Refusals"; R-GW1).
+func TestTargetPolicy(t *testing.T) {
+	_, portS, _ := net.SplitHostPort(echotest.Listen(t))
+	for _, tc := range []struct {
+		name     string
+		ports    []uint16
+		networks []string
+		host     string // the token's host, port added
+		resolves []string
+		refused  bool
+	}{
+		{"no policy", nil, nil, "127.0.0.1", nil, false},
+		{"allowed", []uint16{3389, 0}, []string{"127.0.0.0/8"}, "127.0.0.1", nil, false},
+		{"a name resolving inside", nil, []string{"127.0.0.0/8"}, "rdsh01.test", []string{"127.0.0.1"}, false},
+		{"another port", []uint16{3389}, nil, "127.0.0.1", nil, true},
+		{"another network", nil, []string{"10.0.0.0/8"}, "127.0.0.1", nil, true},
+		{"a name resolving outside", nil, []string{"127.0.0.0/8"}, "db.test", []string{"127.0.0.1", "10.1.2.3"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dialled []string
+			var mu sync.Mutex
+			e := newEnv(t, func(c *Config) {
+				for _, p := range tc.ports {
+					if p == 0 {
+						n, _ := strconv.Atoi(portS)
+						p = uint16(n)
+					}
+					c.TargetPorts = append(c.TargetPorts, p)
+				}
+				for _, n := range tc.networks {
+					c.TargetNetworks = append(c.TargetNetworks, netip.MustParsePrefix(n))
+				}
+				c.LookupNetIP = func(_ context.Context, _, host string) ([]netip.Addr, error) {
+					var out []netip.Addr
+					for _, a := range tc.resolves {
+						out = append(out, netip.MustParseAddr(a))
+					}
+					return out, nil
+				}
+				c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+					mu.Lock()
+					dialled = append(dialled, addr)
+					mu.Unlock()
+					_, p, _ := net.SplitHostPort(addr)
+					var d net.Dialer
+					return d.DialContext(ctx, network, "127.0.0.1:"+p)
+				}
+			})
+			host := net.JoinHostPort(tc.host, portS)
+			c, err := e.dial(e.token(func(c *gatewaytoken.Claims) { c.Host = host }), host, true)
+			if tc.refused {
+				var re *RefusedError
+				if !errors.As(err, &re) || re.Step != tsgu.PktChannelResponse || re.Code != tsgu.EProxyRAPAccessDenied {
+					if c != nil {
+						c.Close()
+					}
+					t.Fatalf("dial: %v, want E_PROXY_RAP_ACCESSDENIED at the channel", err)
+				}
+				waitFor(t, "the refusal", func() bool { return refusal(e, "target_not_allowed") == 1 })
+				if len(dialled) != 0 {
+					t.Errorf("the gateway connected to %v", dialled)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			echo(t, c, 100)
+			want := host
+			if len(tc.resolves) > 0 {
+				want = net.JoinHostPort(tc.resolves[0], portS) // the address checked, not the name again
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(dialled) != 1 || dialled[0] != want {
+				t.Errorf("connected to %v, want %s", dialled, want)
+			}
+		})
 	}
 }

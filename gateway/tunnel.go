@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,9 +316,15 @@ func (t *tunnel) openChannel(m *tsgu.ChannelCreate) bool {
 			"requested", cut(fmt.Sprintf("%s:%d", strings.Join(m.Resources, ","), m.Port), 160), "allowed", t.claims.Host)
 		return false
 	}
+	addr, err := t.allowedTarget(host, port)
+	if err != nil {
+		t.refuse("target_not_allowed", &tsgu.ChannelResponse{ErrorCode: tsgu.EProxyRAPAccessDenied},
+			"host", t.claims.Host, "err", cut(err.Error(), 160))
+		return false
+	}
 	t.st.Accept()
 	wait := min(time.Duration(t.claims.StartWaitSeconds)*time.Second, g.cfg.MaxStartWait)
-	conn, err := t.dialHost(wait)
+	conn, err := t.dialHost(addr, wait)
 	if err != nil {
 		select {
 		case <-t.done:
@@ -351,6 +359,39 @@ func (t *tunnel) openChannel(m *tsgu.ChannelCreate) bool {
 	return true
 }
 
+// allowedTarget checks the token's host against TargetPorts and
+// TargetNetworks and returns the address to connect to: the token's host
+// when neither is set, else the first of the addresses it resolves to,
+// all of which must be allowed (so a name that resolves again elsewhere
+// is not connected to).
+func (t *tunnel) allowedTarget(host string, port uint16) (string, error) {
+	g := t.g
+	if len(g.cfg.TargetPorts) > 0 && !slices.Contains(g.cfg.TargetPorts, port) {
+		return "", fmt.Errorf("port %d is not one of the gateway's target ports", port)
+	}
+	if len(g.cfg.TargetNetworks) == 0 {
+		return t.claims.Host, nil
+	}
+	addrs := []netip.Addr{}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		addrs = append(addrs, a)
+	} else {
+		ctx, cancel := context.WithTimeout(g.ctx, brokerTimeout)
+		addrs, err = g.cfg.LookupNetIP(ctx, "ip", host)
+		cancel()
+		if err != nil || len(addrs) == 0 {
+			return "", fmt.Errorf("resolve %s: %v", host, err)
+		}
+	}
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !slices.ContainsFunc(g.cfg.TargetNetworks, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			return "", fmt.Errorf("%s is outside the gateway's target networks", a)
+		}
+	}
+	return netip.AddrPortFrom(addrs[0].Unmap(), port).String(), nil
+}
+
 // matchHost says whether one of the client's names for its target is the
 // token's host (names compare without case).
 func matchHost(resources []string, host string) bool {
@@ -368,11 +409,11 @@ const (
 	maxBackoff   = 5 * time.Second
 )
 
-// dialHost connects to the token's host. With wait > 0 a refused or
+// dialHost connects to addr, the token's host. With wait > 0 a refused or
 // unanswered connect is retried with backoff until wait has passed, and
 // the client gets a keepalive every KeepaliveInterval meanwhile, so it
 // keeps waiting (MS-TSGU's keepalive packet).
-func (t *tunnel) dialHost(wait time.Duration) (net.Conn, error) {
+func (t *tunnel) dialHost(addr string, wait time.Duration) (net.Conn, error) {
 	g := t.g
 	clk := g.cfg.Clock
 	deadline := clk.Now().Add(wait)
@@ -380,7 +421,7 @@ func (t *tunnel) dialHost(wait time.Duration) (net.Conn, error) {
 	backoff := firstBackoff
 	for {
 		ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
-		conn, err := g.cfg.Dial(ctx, "tcp", t.claims.Host)
+		conn, err := g.cfg.Dial(ctx, "tcp", addr)
 		cancel()
 		if err == nil {
 			return conn, nil

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -184,6 +186,7 @@ func newGatewayCmd() *cobra.Command {
 	m := &GatewayMain{}
 	var logLevel, keysTokenFile, brokerTokenFile, metricsTokenFile string
 	var requestRate float64
+	var targetPorts, targetNetworks []string
 	cmd := &cobra.Command{
 		Use:   "gateway --tls-cert FILE --tls-key FILE --keys-file FILE|--keys-url URL [--broker-url URL]",
 		Short: "Run an RD Gateway (MS-TSGU over HTTPS) that tunnels clients to the host their broker-signed access token names",
@@ -218,6 +221,20 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 				return usageError{fmt.Errorf("--request-rate: must be above 0, got %v", requestRate)}
 			}
 			m.Config.RequestRate = rate.Limit(requestRate)
+			for _, p := range targetPorts {
+				n, err := strconv.ParseUint(p, 10, 16)
+				if err != nil || n == 0 {
+					return usageError{fmt.Errorf("--target-ports: %q is not a port (1..65535)", p)}
+				}
+				m.Config.TargetPorts = append(m.Config.TargetPorts, uint16(n))
+			}
+			for _, n := range targetNetworks {
+				pfx, err := netip.ParsePrefix(n)
+				if err != nil {
+					return usageError{fmt.Errorf("--target-networks: %w", err)}
+				}
+				m.Config.TargetNetworks = append(m.Config.TargetNetworks, pfx.Masked())
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := m.Open(ctx); err != nil {
@@ -261,6 +278,8 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.IntVar(&m.Config.RequestBurst, "request-burst", 20, "burst of --request-rate")
 	fl.IntVar(&m.Config.MaxHandshakesPerAddress, "max-handshakes-per-address", 20, "connections one IP address (an IPv6 /64) holds at once before its token is admitted")
 	fl.IntVar(&m.MaxHeaderBytes, "max-header-bytes", 8<<10, "largest HTTP request head accepted (1024..1048576)")
+	fl.StringSliceVar(&targetPorts, "target-ports", nil, "ports a token's host may have, e.g. 3389 (default: any)")
+	fl.StringSliceVar(&targetNetworks, "target-networks", nil, "CIDR networks every address of a token's host must lie in, e.g. 10.20.0.0/16 (default: any)")
 	return cmd
 }
 
