@@ -131,7 +131,7 @@ func (f *GatewayFlags) start(ctx context.Context, svc vdibroker.GatewayService, 
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, f.Gateway)
 	f.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 8 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		MaxHeaderBytes: 8 << 10, ErrorLog: serverErrorLog(log)} // anyone causes these lines: bounded
 	go func() {
 		if err := f.server.Serve(f.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("gateway server stopped", "err", err)
