@@ -89,6 +89,10 @@ type Config struct {
 	// without an admitted token: OUT channels waiting for their IN
 	// channel and handshakes (default 20).
 	MaxHandshakesPerAddress int
+	// MaxConnsPerAddress bounds the TCP connections one address holds
+	// at once on a LimitListener, tunnels included (default 1,000: the
+	// users of an office behind one address).
+	MaxConnsPerAddress int
 	// MaxPendingChannels bounds OUT channels waiting for their IN channel
 	// (default 1,000).
 	MaxPendingChannels int
@@ -127,6 +131,7 @@ func (c *Config) defaults() {
 	defInt(&c.MaxAddresses, 10_000)
 	defInt(&c.MaxPendingChannels, 1000)
 	defInt(&c.MaxHandshakesPerAddress, 20)
+	defInt(&c.MaxConnsPerAddress, 1000)
 	if c.RequestRate <= 0 {
 		c.RequestRate = 5
 	}
