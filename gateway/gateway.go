@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
+	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
@@ -69,7 +71,8 @@ type Config struct {
 	// (default 15 s).
 	KeepaliveInterval time.Duration
 	// HandshakeTimeout bounds each step of the handshake, from a request to
-	// the client's next packet (default 30 s).
+	// the client's next packet, and the whole handshake up to the channel
+	// create, keepalives or not (default 30 s).
 	HandshakeTimeout time.Duration
 	// MaxTunnelsPerUser bounds one user's tunnels on this gateway
 	// (default 10); MaxTunnels all tunnels (default 10,000).
@@ -77,13 +80,33 @@ type Config struct {
 	MaxTunnels        int
 	// RequestRate and RequestBurst limit the HTTP requests from one IP
 	// address before any token is seen (default 5 a second, burst 20);
-	// MaxAddresses bounds the addresses tracked (default 10,000).
+	// MaxAddresses bounds the addresses tracked (default 10,000). An IPv6
+	// address counts by its /64, what one site or host is given.
 	RequestRate  rate.Limit
 	RequestBurst int
 	MaxAddresses int
+	// MaxHandshakesPerAddress bounds the connections one address holds
+	// without an admitted token: OUT channels waiting for their IN
+	// channel and handshakes (default 20).
+	MaxHandshakesPerAddress int
+	// MaxConnsPerAddress bounds the TCP connections one address holds
+	// at once on a LimitListener, tunnels included (default 1,000: the
+	// users of an office behind one address).
+	MaxConnsPerAddress int
 	// MaxPendingChannels bounds OUT channels waiting for their IN channel
 	// (default 1,000).
 	MaxPendingChannels int
+	// TargetPorts and TargetNetworks, when set, bound the hosts a token
+	// opens, as RD Gateway's resource authorization policy does: its port
+	// must be one of TargetPorts, and every address its host resolves to
+	// must lie in one of TargetNetworks; the gateway then connects to the
+	// address it checked. Empty: any. A token's host is the address its
+	// session host's agent registered, which the agent chooses.
+	TargetPorts    []uint16
+	TargetNetworks []netip.Prefix
+	// LookupNetIP resolves a token's host name for TargetNetworks (nil:
+	// net.DefaultResolver).
+	LookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 func (c *Config) defaults() {
@@ -107,6 +130,8 @@ func (c *Config) defaults() {
 	defInt(&c.RequestBurst, 20)
 	defInt(&c.MaxAddresses, 10_000)
 	defInt(&c.MaxPendingChannels, 1000)
+	defInt(&c.MaxHandshakesPerAddress, 20)
+	defInt(&c.MaxConnsPerAddress, 1000)
 	if c.RequestRate <= 0 {
 		c.RequestRate = 5
 	}
@@ -122,6 +147,9 @@ func (c *Config) defaults() {
 	}
 	if c.Name == "" {
 		c.Name = "gateway"
+	}
+	if c.LookupNetIP == nil {
+		c.LookupNetIP = net.DefaultResolver.LookupNetIP
 	}
 }
 
@@ -141,6 +169,11 @@ type Gateway struct {
 	tunnels  map[*tunnel]struct{}
 	perUser  map[string]int
 	wg       sync.WaitGroup
+
+	// preauth counts each address's connections without an admitted
+	// token (pending OUT channels, handshakes), under mu; an entry lives
+	// as long as a connection, so the map is bounded as they are.
+	preauth map[string]int
 }
 
 type addrLimiter struct {
@@ -154,6 +187,9 @@ type pendingOut struct {
 	client  string
 	started time.Time
 	timer   clock.Timer
+	// release gives back the address's handshake slot, once; the tunnel
+	// takes it over when the IN channel comes.
+	release func()
 }
 
 // New returns a gateway; Verifier and Broker are required.
@@ -167,6 +203,7 @@ func New(cfg Config) (*Gateway, error) {
 		logRate:  rate.NewLimiter(20, 100),
 		pending:  map[string]*pendingOut{},
 		limiters: map[string]*addrLimiter{},
+		preauth:  map[string]int{},
 		tunnels:  map[*tunnel]struct{}{},
 		perUser:  map[string]int{},
 	}, nil
@@ -181,6 +218,7 @@ func (g *Gateway) Close() error {
 		p.timer.Stop()
 		p.conn.Close()
 		delete(g.pending, id)
+		defer p.release() // takes g.mu
 	}
 	for t := range g.tunnels {
 		t.abort()
@@ -211,14 +249,31 @@ func cut(s string, n int) string {
 	return s
 }
 
+// addrKey is what the per-address limits count a client's address as:
+// an IPv4 address itself, an IPv6 address by its /64, as one site or host
+// is given a /64 at least and could otherwise pass each limit 2^64 times.
+func addrKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	a = a.Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
+
 // allow applies the per-address rate limit of anonymous requests. The
 // table of addresses is bounded: when full, addresses not seen for a
 // minute are dropped, and if none was, the request is refused.
 func (g *Gateway) allow(ip string) bool {
 	now := g.cfg.Clock.Now()
+	key := addrKey(ip)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l, ok := g.limiters[ip]
+	l, ok := g.limiters[key]
 	if !ok {
 		if len(g.limiters) >= g.cfg.MaxAddresses {
 			for a, o := range g.limiters {
@@ -231,10 +286,35 @@ func (g *Gateway) allow(ip string) bool {
 			}
 		}
 		l = &addrLimiter{lim: rate.NewLimiter(g.cfg.RequestRate, g.cfg.RequestBurst)}
-		g.limiters[ip] = l
+		g.limiters[key] = l
 	}
 	l.seen = now
 	return l.lim.AllowN(now, 1)
+}
+
+// enterPreauth takes one of the address's slots for a connection without
+// an admitted token, and returns the function that gives it back (once);
+// nil when the address holds MaxHandshakesPerAddress already.
+func (g *Gateway) enterPreauth(ip string) func() {
+	key := addrKey(ip)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.preauth[key] >= g.cfg.MaxHandshakesPerAddress {
+		return nil
+	}
+	g.preauth[key]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.preauth[key] <= 1 {
+				delete(g.preauth, key)
+			} else {
+				g.preauth[key]--
+			}
+		})
+	}
 }
 
 func clientIP(r *http.Request) string {
@@ -340,18 +420,25 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		http.Error(w, "cannot take this channel now", http.StatusServiceUnavailable)
 		return
 	}
+	release := g.enterPreauth(ip)
+	if release == nil {
+		g.refuseBusy(w, ip)
+		return
+	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		release()
 		g.refuse("no_hijack", ip)
 		return
 	}
 	// Registered before the answer goes out: the client opens its IN
 	// channel as soon as it has read the answer.
-	p := &pendingOut{conn: conn, client: ip, started: start}
+	p := &pendingOut{conn: conn, client: ip, started: start, release: release}
 	g.mu.Lock()
 	if _, dup := g.pending[id]; dup || g.closed {
 		g.mu.Unlock()
 		conn.Close()
+		release()
 		return
 	}
 	g.pending[id] = p
@@ -359,6 +446,7 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 		if g.takePending(id, p) {
 			g.refuse("no_in_channel", ip)
 			conn.Close()
+			release()
 		}
 	})
 	g.mu.Unlock()
@@ -369,7 +457,16 @@ func (g *Gateway) serveOut(w http.ResponseWriter, r *http.Request, id, ip string
 	if err := brw.Flush(); err != nil && g.takePending(id, p) {
 		p.timer.Stop()
 		conn.Close()
+		release()
 	}
+}
+
+// refuseBusy answers a request of an address that holds
+// MaxHandshakesPerAddress connections without an admitted token.
+func (g *Gateway) refuseBusy(w http.ResponseWriter, ip string) {
+	g.refuse("address_handshakes", ip)
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "too many handshakes from this address", http.StatusTooManyRequests)
 }
 
 // takePending removes the pending OUT channel p of id, if it is still
@@ -411,6 +508,7 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		p.conn.Close()
+		p.release()
 		return
 	}
 	var body = httputil.NewChunkedReader(brw.Reader)
@@ -418,7 +516,7 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 		body = &limitedReader{r: brw.Reader, n: r.ContentLength}
 	}
 	out := p.conn
-	t := g.newTunnel(ip, p.started, body, batched(out, out), func() { conn.Close(); out.Close() }, conn.SetReadDeadline)
+	t := g.newTunnel(ip, p.started, p.release, body, batched(out, out), func() { conn.Close(); out.Close() }, conn.SetReadDeadline)
 	if t == nil {
 		return
 	}
@@ -467,16 +565,22 @@ func (g *Gateway) serveWebSocket(w http.ResponseWriter, r *http.Request, ip stri
 		http.Error(w, "Sec-WebSocket-Key missing or too long", http.StatusBadRequest)
 		return
 	}
+	release := g.enterPreauth(ip)
+	if release == nil {
+		g.refuseBusy(w, ip)
+		return
+	}
 	r.Header.Set("Sec-WebSocket-Key", base64.StdEncoding.EncodeToString(make([]byte, 16)))
 	r.Method = http.MethodGet // the library upgrades GET requests only
 	fixer := &acceptFixer{ResponseWriter: w, accept: websocketAccept(key)}
 	c, err := websocket.Accept(fixer, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
+		release()
 		g.refuse("bad_request", ip, "websocket", cut(err.Error(), 120))
 		return
 	}
 	nc := websocket.NetConn(g.ctx, c, websocket.MessageBinary)
-	t := g.newTunnel(ip, start, nc, batched(nc, fixer.conn), func() { nc.Close() }, nc.SetReadDeadline)
+	t := g.newTunnel(ip, start, release, nc, batched(nc, fixer.conn), func() { nc.Close() }, nc.SetReadDeadline)
 	go t.run() // as in serveIn
 }
 
@@ -508,8 +612,10 @@ func websocketAccept(key string) string {
 }
 
 // reserve takes a tunnel slot for user: at most MaxTunnelsPerUser each and
-// MaxTunnels in all.
+// MaxTunnels in all. Users are counted by vdibroker.FoldUser, as the
+// broker compares them (R-E5).
 func (g *Gateway) reserve(user string) (reason string) {
+	user = vdibroker.FoldUser(user)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -525,6 +631,7 @@ func (g *Gateway) reserve(user string) (reason string) {
 }
 
 func (g *Gateway) release(user string) {
+	user = vdibroker.FoldUser(user)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.perUser[user] <= 1 {
@@ -537,6 +644,9 @@ func (g *Gateway) release(user string) {
 // Stats is a snapshot of the gateway's tunnels.
 type Stats struct {
 	Tunnels, PendingChannels, Addresses int
+	// Preauth is the connections without an admitted token (pending OUT
+	// channels and handshakes), of PreauthAddresses addresses.
+	Preauth, PreauthAddresses int
 }
 
 // Stats returns how many tunnels, pending OUT channels and rate-limited
@@ -544,7 +654,11 @@ type Stats struct {
 func (g *Gateway) Stats() Stats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return Stats{Tunnels: len(g.tunnels), PendingChannels: len(g.pending), Addresses: len(g.limiters)}
+	st := Stats{Tunnels: len(g.tunnels), PendingChannels: len(g.pending), Addresses: len(g.limiters), PreauthAddresses: len(g.preauth)}
+	for _, n := range g.preauth {
+		st.Preauth += n
+	}
+	return st
 }
 
 func (g *Gateway) String() string { return fmt.Sprintf("gateway %s", g.cfg.Name) }

@@ -399,15 +399,24 @@ func TestStartWait(t *testing.T) {
 		conn = c
 		done <- err
 	}()
+	// The backoff's timer after the n-th dial (of the test's): the
+	// handshake's own timer is stopped before the first dial.
+	backoff := func(n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return dials >= n && clk.HasWaiters()
+		}
+	}
 	// Backoff 250 ms, 500 ms, 1 s, 2 s: 3.75 s of the gateway's clock.
-	for _, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second} {
-		waitFor(t, "a backoff timer", clk.HasWaiters)
+	for i, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second} {
+		waitFor(t, "a backoff timer", backoff(2+i))
 		clk.Step(d)
 	}
 	mu.Lock()
 	up = true
 	mu.Unlock()
-	waitFor(t, "the last backoff", clk.HasWaiters)
+	waitFor(t, "the last backoff", backoff(6))
 	clk.Step(4 * time.Second)
 	if err := <-done; err != nil {
 		t.Fatalf("held dial: %v", err)
@@ -418,5 +427,22 @@ func TestStartWait(t *testing.T) {
 	defer mu.Unlock()
 	if dials != 1+5 {
 		t.Errorf("dials = %d, want 1 (no wait) + 5 (4 refused, 1 answered)", dials)
+	}
+}
+
+// TestPerUserLimitWithoutCase: the per-user limit counts a user's tunnels
+// under every spelling of the name together, as the broker compares users
+// (R-E5, R-GW4).
+func TestPerUserLimitWithoutCase(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxTunnelsPerUser = 1 })
+	c, err := e.dial(e.token(nil), e.host, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = e.dial(e.token(func(c *gatewaytoken.Claims) { c.User = "ALICE" }), e.host, true)
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Code != tsgu.EProxyMaxConnectionsReached {
+		t.Fatalf("a tunnel of ALICE while alice holds one: %v, want E_PROXY_MAXCONNECTIONSREACHED", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,6 +45,11 @@ type tunnel struct {
 	target   net.Conn
 	watchdog clock.Timer // the next check of idle time and lifetime
 
+	// releasePreauth gives back the client address's slot of a
+	// connection without an admitted token (once): at the admission, or
+	// at the end.
+	releasePreauth func()
+
 	toHost, toClient atomic.Int64
 	// lastActive is when data last crossed, in Unix nanoseconds of the
 	// gateway's clock.
@@ -53,11 +60,20 @@ type tunnel struct {
 	done   chan struct{}
 }
 
+// maxPreauthPacket bounds the packets of a client whose token is not
+// admitted yet: the longest it needs is a tunnel create with a
+// reauthentication context and a token of gatewaytoken.MaxTokenLen
+// characters in UTF-16 with its NUL; a kilobyte more for fields a client
+// may add. Until then a client that announces a long packet and trickles
+// it holds this much, not a buffer of tsgu.MaxPacketSize.
+const maxPreauthPacket = tsgu.HeaderSize + 4 + 2 + 2 + 8 + 2 + 2*(gatewaytoken.MaxTokenLen+1) + 1024
+
 // newTunnel registers a tunnel; nil when the gateway holds MaxTunnels
 // already (handshakes count, so idle anonymous connections are bounded).
-func (g *Gateway) newTunnel(client string, started time.Time, r io.Reader, w io.Writer, closeConns func(), setReadDeadline func(time.Time) error) *tunnel {
-	t := &tunnel{g: g, client: client, started: started, fr: tsgu.NewFramer(r, w),
+func (g *Gateway) newTunnel(client string, started time.Time, releasePreauth func(), r io.Reader, w io.Writer, closeConns func(), setReadDeadline func(time.Time) error) *tunnel {
+	t := &tunnel{g: g, client: client, started: started, fr: tsgu.NewFramer(r, w), releasePreauth: releasePreauth,
 		closeConns: closeConns, setReadDeadline: setReadDeadline, done: make(chan struct{})}
+	t.fr.SetMaxPacket(maxPreauthPacket)
 	g.mu.Lock()
 	full := g.closed || len(g.tunnels) >= g.cfg.MaxTunnels
 	if !full {
@@ -68,6 +84,7 @@ func (g *Gateway) newTunnel(client string, started time.Time, r io.Reader, w io.
 	if full {
 		g.refuse("gateway_full", client)
 		closeConns()
+		releasePreauth()
 		return nil
 	}
 	return t
@@ -137,6 +154,7 @@ func (t *tunnel) finish() {
 	if t.reserved {
 		g.release(t.claims.User)
 	}
+	t.releasePreauth()
 	g.mu.Lock()
 	delete(g.tunnels, t)
 	g.mu.Unlock()
@@ -168,6 +186,16 @@ func (t *tunnel) refuse(reason string, answer tsgu.Message, attrs ...any) {
 // create to the token's host. It reports whether the channel opened.
 func (t *tunnel) handshake() bool {
 	g := t.g
+	// The whole handshake up to the channel create is bounded on the
+	// gateway's clock, not only each packet: keepalives are allowed from
+	// the handshake on, and would otherwise hold a connection without a
+	// token, and its slot of MaxTunnels, for ever.
+	var expired atomic.Bool
+	timer := g.cfg.Clock.AfterFunc(g.cfg.HandshakeTimeout, func() {
+		expired.Store(true)
+		t.closeConns() // the read below fails; nothing here reads the clock
+	})
+	defer timer.Stop()
 	for t.st.State() != tsgu.StateOpened {
 		t.setReadDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
 		m, err := t.fr.ReadMessage()
@@ -175,7 +203,7 @@ func (t *tunnel) handshake() bool {
 			reason := "protocol_error"
 			var ne net.Error
 			switch {
-			case errors.As(err, &ne) && ne.Timeout():
+			case expired.Load(), errors.As(err, &ne) && ne.Timeout():
 				reason = "handshake_timeout"
 			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 				reason = "client_gone"
@@ -207,6 +235,8 @@ func (t *tunnel) handshake() bool {
 				RedirFlags:    tsgu.RedirEnableAll, IdleTimeout: uint32(t.idleTimeout() / time.Minute)})
 			t.st.Accept()
 		case *tsgu.ChannelCreate:
+			// A starting host's wait has bounds of its own.
+			timer.Stop()
 			if !t.openChannel(m) {
 				return false
 			}
@@ -261,6 +291,8 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 		return false
 	}
 	t.admitted = true
+	t.fr.SetMaxPacket(0) // a channel create may name many resources
+	t.releasePreauth()   // the user's limits count it from now on
 	g.m.open.Inc()
 	var id [4]byte
 	rand.Read(id[:])
@@ -284,9 +316,15 @@ func (t *tunnel) openChannel(m *tsgu.ChannelCreate) bool {
 			"requested", cut(fmt.Sprintf("%s:%d", strings.Join(m.Resources, ","), m.Port), 160), "allowed", t.claims.Host)
 		return false
 	}
+	addr, err := t.allowedTarget(host, port)
+	if err != nil {
+		t.refuse("target_not_allowed", &tsgu.ChannelResponse{ErrorCode: tsgu.EProxyRAPAccessDenied},
+			"host", t.claims.Host, "err", cut(err.Error(), 160))
+		return false
+	}
 	t.st.Accept()
 	wait := min(time.Duration(t.claims.StartWaitSeconds)*time.Second, g.cfg.MaxStartWait)
-	conn, err := t.dialHost(wait)
+	conn, err := t.dialHost(addr, wait)
 	if err != nil {
 		select {
 		case <-t.done:
@@ -321,6 +359,39 @@ func (t *tunnel) openChannel(m *tsgu.ChannelCreate) bool {
 	return true
 }
 
+// allowedTarget checks the token's host against TargetPorts and
+// TargetNetworks and returns the address to connect to: the token's host
+// when neither is set, else the first of the addresses it resolves to,
+// all of which must be allowed (so a name that resolves again elsewhere
+// is not connected to).
+func (t *tunnel) allowedTarget(host string, port uint16) (string, error) {
+	g := t.g
+	if len(g.cfg.TargetPorts) > 0 && !slices.Contains(g.cfg.TargetPorts, port) {
+		return "", fmt.Errorf("port %d is not one of the gateway's target ports", port)
+	}
+	if len(g.cfg.TargetNetworks) == 0 {
+		return t.claims.Host, nil
+	}
+	addrs := []netip.Addr{}
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		addrs = append(addrs, a)
+	} else {
+		ctx, cancel := context.WithTimeout(g.ctx, brokerTimeout)
+		addrs, err = g.cfg.LookupNetIP(ctx, "ip", host)
+		cancel()
+		if err != nil || len(addrs) == 0 {
+			return "", fmt.Errorf("resolve %s: %v", host, err)
+		}
+	}
+	for _, a := range addrs {
+		a = a.Unmap()
+		if !slices.ContainsFunc(g.cfg.TargetNetworks, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			return "", fmt.Errorf("%s is outside the gateway's target networks", a)
+		}
+	}
+	return netip.AddrPortFrom(addrs[0].Unmap(), port).String(), nil
+}
+
 // matchHost says whether one of the client's names for its target is the
 // token's host (names compare without case).
 func matchHost(resources []string, host string) bool {
@@ -338,11 +409,11 @@ const (
 	maxBackoff   = 5 * time.Second
 )
 
-// dialHost connects to the token's host. With wait > 0 a refused or
+// dialHost connects to addr, the token's host. With wait > 0 a refused or
 // unanswered connect is retried with backoff until wait has passed, and
 // the client gets a keepalive every KeepaliveInterval meanwhile, so it
 // keeps waiting (MS-TSGU's keepalive packet).
-func (t *tunnel) dialHost(wait time.Duration) (net.Conn, error) {
+func (t *tunnel) dialHost(addr string, wait time.Duration) (net.Conn, error) {
 	g := t.g
 	clk := g.cfg.Clock
 	deadline := clk.Now().Add(wait)
@@ -350,7 +421,7 @@ func (t *tunnel) dialHost(wait time.Duration) (net.Conn, error) {
 	backoff := firstBackoff
 	for {
 		ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
-		conn, err := g.cfg.Dial(ctx, "tcp", t.claims.Host)
+		conn, err := g.cfg.Dial(ctx, "tcp", addr)
 		cancel()
 		if err == nil {
 			return conn, nil

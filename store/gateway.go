@@ -93,16 +93,19 @@ const gatewayUserLock = `SELECT pg_advisory_xact_lock(hashtext('vdibroker gatewa
 // deletes on its way: the table shrinks at least as fast as it grows.
 const admitPruneBatch = 16
 
-// AdmitGatewayTunnel records an admitted tunnel (R-GW4).
+// AdmitGatewayTunnel records an admitted tunnel (R-GW4). Its user is
+// stored as vdibroker.FoldUser of the token's, the key the tunnel limit
+// counts by: every spelling of a name is one user (R-E5).
 func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel, maxPerUser int, now time.Time) error {
+	user := vdibroker.FoldUser(g.User)
 	err := s.write(ctx, func(t *tx) error {
 		if t.d == postgresDialect {
-			if _, err := t.exec(ctx, gatewayUserLock, g.User); err != nil {
+			if _, err := t.exec(ctx, gatewayUserLock, user); err != nil {
 				return err
 			}
 		}
 		u, err := t.getSession(ctx, g.HostPool, g.Session)
-		if vdibroker.ErrorCode(err) == vdibroker.ENotFound || (err == nil && (!u.Open() || u.User != g.User)) {
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound || (err == nil && (!u.Open() || !vdibroker.SameUser(u.User, g.User))) {
 			return vdibroker.Errorf(vdibroker.ENotFound, "user session %q of %q is not open in host pool %q", g.Session, g.User, g.HostPool)
 		}
 		if err != nil {
@@ -110,7 +113,7 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 		}
 		n, err := t.exec(ctx, `INSERT INTO gateway_tunnels (token_id, user_name, host_pool, session_id, gateway,
 			open_time, expire_time, live_until, closed) VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING`,
-			g.TokenID, g.User, g.HostPool, g.Session, g.Gateway, ns(g.Open), ns(g.Expiry), ns(g.LiveUntil), false)
+			g.TokenID, user, g.HostPool, g.Session, g.Gateway, ns(g.Open), ns(g.Expiry), ns(g.LiveUntil), false)
 		if err != nil {
 			return err
 		}
@@ -120,7 +123,7 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 		if maxPerUser > 0 {
 			var open int
 			if err := t.row(ctx, `SELECT count(*) FROM gateway_tunnels WHERE user_name = ? AND NOT closed AND live_until > ?`,
-				g.User, ns(now)).Scan(&open); err != nil {
+				user, ns(now)).Scan(&open); err != nil {
 				return err
 			}
 			if open > maxPerUser {
@@ -137,22 +140,22 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 	return wrap(err, "admit gateway tunnel")
 }
 
-// tunnelOf reads an admitted tunnel's session; NotFound unless token is
+// tunnelOf reads an admitted tunnel's state; NotFound unless token is
 // admitted for session in pool.
-func (t *tx) tunnelOf(ctx context.Context, pool, session, token string) (closed bool, err error) {
+func (t *tx) tunnelOf(ctx context.Context, pool, session, token string) (closed, reached bool, err error) {
 	var p, sid string
-	err = t.row(ctx, `SELECT host_pool, session_id, closed FROM gateway_tunnels WHERE token_id = ?`, token).Scan(&p, &sid, &closed)
+	err = t.row(ctx, `SELECT host_pool, session_id, closed, reached FROM gateway_tunnels WHERE token_id = ?`, token).Scan(&p, &sid, &closed, &reached)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && (p != pool || sid != session)) {
-		return false, vdibroker.Errorf(vdibroker.ENotFound, "no tunnel of user session %q in host pool %q was admitted with this token", session, pool)
+		return false, false, vdibroker.Errorf(vdibroker.ENotFound, "no tunnel of user session %q in host pool %q was admitted with this token", session, pool)
 	}
-	return closed, err
+	return closed, reached, err
 }
 
 // GatewayReached records that a tunnel reached the session's host (R-GW2).
 func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway string, at time.Time) (*vdibroker.UserSession, error) {
 	var out *vdibroker.UserSession
 	err := s.write(ctx, func(t *tx) error {
-		closed, err := t.tunnelOf(ctx, pool, session, token)
+		closed, reached, err := t.tunnelOf(ctx, pool, session, token)
 		if err != nil {
 			return err
 		}
@@ -161,8 +164,19 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 			return err
 		}
 		out = u
-		if !u.Open() || closed {
-			return nil // an ended session stays ended; a closed tunnel reached nothing more
+		if reached || closed {
+			// A tunnel reaches its host once: a gateway that says so
+			// again changes nothing and writes no audit entry, however
+			// often it repeats (R-GW4). A closed tunnel reaches nothing.
+			t.audit = nil
+			return nil
+		}
+		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET reached = ? WHERE token_id = ?`, true, token); err != nil {
+			return err
+		}
+		if !u.Open() {
+			t.audited(u, u)
+			return nil // an ended session stays ended
 		}
 		before := *u
 		stateTime := u.StateTime
@@ -181,8 +195,8 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 		}
 		after := *u
 		after.State, after.StateTime, after.Gateway = vdibroker.StateActive, stateTime, gateway
-		reached := at.UTC()
-		after.GatewayTime = &reached
+		reachedAt := at.UTC()
+		after.GatewayTime = &reachedAt
 		out = &after
 		t.audited(&before, &after)
 		return nil
@@ -197,7 +211,15 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at time.Time) (*vdibroker.UserSession, error) {
 	var out *vdibroker.UserSession
 	err := s.write(ctx, func(t *tx) error {
-		if _, err := t.tunnelOf(ctx, pool, session, token); err != nil {
+		closed, _, err := t.tunnelOf(ctx, pool, session, token)
+		if err != nil {
+			return err
+		}
+		if closed {
+			// Closed once: a repeated close changes nothing and writes no
+			// audit entry (R-GW3, R-GW4).
+			t.audit = nil
+			out, err = t.getSession(ctx, pool, session)
 			return err
 		}
 		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET closed = ? WHERE token_id = ?`, true, token); err != nil {

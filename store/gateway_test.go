@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -361,5 +362,95 @@ func TestPruneGatewayTunnels_RGW4(t *testing.T) {
 		if n, err := s.PruneGatewayTunnels(ctx, t0.Add(25*time.Hour), 100); err != nil || n != 1 {
 			t.Fatalf("prune the rest: %d %v", n, err)
 		}
+	})
+}
+
+// TestGatewayRepeatedReportsAuditOnce_RGW4: a gateway's credential that
+// repeats the reach and the close of one tunnel, or alternates the reach
+// of two tunnels of a session, writes one audit entry per tunnel's reach
+// and close, not one per report: the audit log an RD gateway can fill is
+// bounded by the tunnels the broker admitted. A repeat changes nothing:
+// a reach after the close does not turn the session Active again.
+func TestGatewayRepeatedReportsAuditOnce_RGW4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("gw", vdibroker.Pooled))
+		mustHost(t, s, "gw", "h1")
+		id := mustCommit(t, s, placement("gw", "h1", "alice", 10))
+		ctx := t.Context()
+		for _, tok := range []string{"tok-1", "tok-2"} {
+			if err := s.AdmitGatewayTunnel(ctx, tunnel(tok, "alice", id), 0, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		audited := func(action string) context.Context {
+			return vdibroker.WithAudit(ctx, &vdibroker.AuditEntry{Time: t0, Principal: vdibroker.AuditPrincipal{Kind: "token", ID: "gw-token", Role: "Gateway"},
+				Action: action, Target: "hostpools/gw/usersessions/" + id, HostPool: "gw"})
+		}
+		count := func(action string) int {
+			t.Helper()
+			list, err := s.ListAudit(ctx, vdibroker.AuditFilter{Action: action})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(list)
+		}
+		// Each reported five times, alternating: tok-1, tok-2, tok-1, ...
+		for i := range 10 {
+			tok := []string{"tok-1", "tok-2"}[i%2]
+			if _, err := s.GatewayReached(audited("gateway.tunnel.reached"), "gw", id, tok, "rdgw-1", t0.Add(time.Duration(i)*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := count("gateway.tunnel.reached"); got != 2 {
+			t.Errorf("%d reach entries for 2 tunnels reported 10 times, want 2", got)
+		}
+		if got := session(t, s, "gw", id); got.State != vdibroker.StateActive {
+			t.Fatalf("after the reaches: %s", got.State)
+		}
+		// tok-2 reached last; its close disconnects, then every report
+		// again of either tunnel changes nothing and audits nothing.
+		for i := range 5 {
+			for _, tok := range []string{"tok-2", "tok-1"} {
+				if _, err := s.GatewayClosed(audited("gateway.tunnel.close"), "gw", id, tok, t0.Add(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.GatewayReached(audited("gateway.tunnel.reached"), "gw", id, tok, "rdgw-1", t0.Add(time.Minute+time.Duration(i)*time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if got := count("gateway.tunnel.close"); got != 2 {
+			t.Errorf("%d close entries for 2 tunnels closed 5 times each, want 2", got)
+		}
+		if got := count("gateway.tunnel.reached"); got != 2 {
+			t.Errorf("%d reach entries after the closes, want still 2", got)
+		}
+		if got := session(t, s, "gw", id); got.State != vdibroker.StateDisconnected {
+			t.Errorf("a reach reported again after the close: %s, want Disconnected", got.State)
+		}
+	})
+}
+
+// TestGatewayTunnelUserWithoutCase_RGW4: user names compare without case
+// (R-E5), and so do a token's user and its session's: a reconnect as
+// "Alice" to alice's session opens its tunnel, and the tunnel limit
+// counts alice's tunnels under every spelling of her name together.
+func TestGatewayTunnelUserWithoutCase_RGW4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		var ids []string
+		for _, p := range []string{"gw1", "gw2"} {
+			mustPool(t, s, pool(p, vdibroker.Pooled))
+			mustHost(t, s, p, "h1")
+			ids = append(ids, mustCommit(t, s, placement(p, "h1", "alice", 10)))
+		}
+		g := tunnel("tok-1", "Alice", ids[0])
+		g.HostPool = "gw1"
+		if err := s.AdmitGatewayTunnel(ctx, g, 1, t0); err != nil {
+			t.Fatalf("alice's session through a token of Alice: %v", err)
+		}
+		g = tunnel("tok-2", "ALICE", ids[1])
+		g.HostPool = "gw2"
+		wantCode(t, s.AdmitGatewayTunnel(ctx, g, 1, t0), vdibroker.ETooManyRequests)
 	})
 }

@@ -381,7 +381,7 @@ func newBenchGatewayProcessCmd() *cobra.Command {
 				return err
 			}
 			gw, err := gateway.New(gateway.Config{Name: "bench", Verifier: ks, Broker: &gateway.MemoryBroker{},
-				RequestRate: 1e6, RequestBurst: 1e6, MaxTunnelsPerUser: 10000})
+				RequestRate: 1e6, RequestBurst: 1e6, MaxHandshakesPerAddress: 1e6, MaxTunnelsPerUser: 10000})
 			if err != nil {
 				return err
 			}

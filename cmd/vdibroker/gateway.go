@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -127,7 +129,8 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", m.Listen, err)
 	}
 	// HTTP/1.1 only: the transport hijacks its connections.
-	m.listener = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.certs.GetCertificate, NextProtos: []string{"http/1.1"}})
+	// Connections per address are bounded before their TLS handshake.
+	m.listener = tls.NewListener(m.Gateway.LimitListener(ln), &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.certs.GetCertificate, NextProtos: []string{"http/1.1"}})
 	m.server = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -184,6 +187,7 @@ func newGatewayCmd() *cobra.Command {
 	m := &GatewayMain{}
 	var logLevel, keysTokenFile, brokerTokenFile, metricsTokenFile string
 	var requestRate float64
+	var targetPorts, targetNetworks []string
 	cmd := &cobra.Command{
 		Use:   "gateway --tls-cert FILE --tls-key FILE --keys-file FILE|--keys-url URL [--broker-url URL]",
 		Short: "Run an RD Gateway (MS-TSGU over HTTPS) that tunnels clients to the host their broker-signed access token names",
@@ -218,6 +222,20 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 				return usageError{fmt.Errorf("--request-rate: must be above 0, got %v", requestRate)}
 			}
 			m.Config.RequestRate = rate.Limit(requestRate)
+			for _, p := range targetPorts {
+				n, err := strconv.ParseUint(p, 10, 16)
+				if err != nil || n == 0 {
+					return usageError{fmt.Errorf("--target-ports: %q is not a port (1..65535)", p)}
+				}
+				m.Config.TargetPorts = append(m.Config.TargetPorts, uint16(n))
+			}
+			for _, n := range targetNetworks {
+				pfx, err := netip.ParsePrefix(n)
+				if err != nil {
+					return usageError{fmt.Errorf("--target-networks: %w", err)}
+				}
+				m.Config.TargetNetworks = append(m.Config.TargetNetworks, pfx.Masked())
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if err := m.Open(ctx); err != nil {
@@ -254,12 +272,16 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.DurationVar(&m.Config.MaxLifetime, "max-lifetime", 24*time.Hour, "close a tunnel this long after it opened (a token may ask for less)")
 	fl.DurationVar(&m.Config.MaxStartWait, "max-start-wait", 5*time.Minute, "longest a client is held while its host starts (a token's wait claim asks for up to this)")
 	fl.DurationVar(&m.Config.KeepaliveInterval, "keepalive-interval", 15*time.Second, "keepalive to a held client this often")
-	fl.DurationVar(&m.Config.HandshakeTimeout, "handshake-timeout", 30*time.Second, "longest wait for each packet of a client's handshake")
+	fl.DurationVar(&m.Config.HandshakeTimeout, "handshake-timeout", 30*time.Second, "longest wait for each packet of a client's handshake, and for its whole handshake up to the channel create")
 	fl.IntVar(&m.Config.MaxTunnelsPerUser, "max-tunnels-per-user", 10, "tunnels one user may hold on this gateway")
 	fl.IntVar(&m.Config.MaxTunnels, "max-tunnels", 10000, "tunnels (and handshakes) this gateway holds at most")
 	fl.Float64Var(&requestRate, "request-rate", 5, "HTTP requests a second one IP address may make before any token is checked")
 	fl.IntVar(&m.Config.RequestBurst, "request-burst", 20, "burst of --request-rate")
+	fl.IntVar(&m.Config.MaxConnsPerAddress, "max-conns-per-address", 1000, "TCP connections one IP address (an IPv6 /64) holds at once, tunnels included")
+	fl.IntVar(&m.Config.MaxHandshakesPerAddress, "max-handshakes-per-address", 20, "connections one IP address (an IPv6 /64) holds at once before its token is admitted")
 	fl.IntVar(&m.MaxHeaderBytes, "max-header-bytes", 8<<10, "largest HTTP request head accepted (1024..1048576)")
+	fl.StringSliceVar(&targetPorts, "target-ports", nil, "ports a token's host may have, e.g. 3389 (default: any)")
+	fl.StringSliceVar(&targetNetworks, "target-networks", nil, "CIDR networks every address of a token's host must lie in, e.g. 10.20.0.0/16 (default: any)")
 	return cmd
 }
 

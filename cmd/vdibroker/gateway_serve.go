@@ -43,6 +43,8 @@ type GatewayFlags struct {
 
 	Gateway  *gateway.Gateway // set by start
 	listener net.Listener
+	tcp      net.Listener // under listener's TLS, for start's LimitListener
+	tlsConf  *tls.Config
 	server   *http.Server
 	stopKeys context.CancelFunc
 }
@@ -94,7 +96,8 @@ func (f *GatewayFlags) listen(certs *certReloader) error {
 	}
 	// HTTP/1.1 only: the transport hijacks its connections. The
 	// certificate is serve's, reloaded alike.
-	f.listener = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate, NextProtos: []string{"http/1.1"}})
+	f.tcp, f.tlsConf = ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate, NextProtos: []string{"http/1.1"}}
+	f.listener = tls.NewListener(ln, f.tlsConf)
 	return nil
 }
 
@@ -128,10 +131,12 @@ func (f *GatewayFlags) start(ctx context.Context, svc vdibroker.GatewayService, 
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.stopKeys = cancel
 	go keys.Run(kctx)
+	// Connections per address are bounded before their TLS handshake.
+	f.listener = tls.NewListener(f.Gateway.LimitListener(f.tcp), f.tlsConf)
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, f.Gateway)
 	f.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 8 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		MaxHeaderBytes: 8 << 10, ErrorLog: serverErrorLog(log)} // anyone causes these lines: bounded
 	go func() {
 		if err := f.server.Serve(f.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("gateway server stopped", "err", err)

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
+	"log/slog"
+	"net"
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,5 +191,61 @@ func TestServeGatewayFlags(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("serve %v = %v, want a usage error saying %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a logger and a test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeGatewayListenBoundsServerErrors: what the in-process gateway's
+// HTTP server logs of connections from anyone (a TLS handshake that is
+// not one) is rate limited as serve's own listener's is, 10 lines a
+// second in bursts of 100: 300 bad connections do not write 300 lines
+// (R-GW1; docs/gateway.md, "Refusals").
+func TestServeGatewayListenBoundsServerErrors(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	cert, key := ca.issue(t, dir, "broker", 2, false)
+	var logs lockedBuffer
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: cert, TLSKey: key,
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
+		Gateway: GatewayFlags{Listen: "127.0.0.1:0", Name: "rdgw-inproc"}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	start := time.Now()
+	const conns = 300
+	for range conns {
+		c, err := net.Dial("tcp", m.Gateway.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")) // not a TLS handshake
+		io.Copy(io.Discard, c)                               // the server closes it
+		c.Close()
+	}
+	// The most the limiter lets through in the time taken, an upper bound
+	// whatever the machine's speed.
+	most := 100 + 10*int(time.Since(start)/time.Second+1)
+	got := strings.Count(logs.String(), "TLS handshake error")
+	if got == 0 || got > most || got >= conns {
+		t.Errorf("%d lines of TLS handshake errors for %d bad connections, want 1..%d", got, conns, most)
 	}
 }

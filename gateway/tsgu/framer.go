@@ -21,6 +21,7 @@ type Framer struct {
 	hdr   [HeaderSize]byte
 	small []byte
 	large *[]byte // holds the last packet read, if it was large
+	max   int     // the longest packet read; 0: MaxPacketSize
 
 	wmu  sync.Mutex
 	w    io.Writer
@@ -40,9 +41,21 @@ func NewFramer(r io.Reader, w io.Writer) *Framer {
 	return &Framer{r: r, w: w, small: make([]byte, smallPacket)}
 }
 
+// SetMaxPacket bounds the packets ReadPacket reads to n bytes, header
+// included (n <= 0 or over MaxPacketSize: MaxPacketSize). Below
+// MaxPacketSize a long packet is read into a buffer of its own length,
+// not a pooled one of MaxPacketSize: a peer not yet authenticated that
+// announces a packet and sends it slowly holds no more than n bytes.
+func (f *Framer) SetMaxPacket(n int) {
+	if n <= 0 || n > MaxPacketSize {
+		n = 0
+	}
+	f.max = n
+}
+
 // ReadPacket reads the next whole packet. Its length is checked against
-// MaxPacketSize before anything more is read. The slice is valid until the
-// next ReadPacket.
+// MaxPacketSize (or SetMaxPacket's bound) before anything more is read.
+// The slice is valid until the next ReadPacket.
 func (f *Framer) ReadPacket() ([]byte, error) {
 	if f.large != nil {
 		largePackets.Put(f.large)
@@ -55,8 +68,15 @@ func (f *Framer) ReadPacket() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.max > 0 && int(h.Length) > f.max {
+		return nil, fmt.Errorf("%v: packetLength %d over %d: %w", h.Type, h.Length, f.max, ErrMalformed)
+	}
 	p := f.small
-	if int(h.Length) > len(p) {
+	switch {
+	case int(h.Length) <= len(p):
+	case f.max > 0:
+		p = make([]byte, h.Length)
+	default:
 		f.large = largePackets.Get().(*[]byte)
 		p = *f.large
 	}

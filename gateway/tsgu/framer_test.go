@@ -2,6 +2,7 @@ package tsgu
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -115,5 +116,31 @@ func TestFramerHoldsNoLargeBufferWhileWaiting(t *testing.T) {
 	}
 	if d, _ := DataPayload(p); string(d) != "tiny" {
 		t.Errorf("small packet = %q", d)
+	}
+}
+
+// TestFramerMaxPacket: with SetMaxPacket(n) a packet of n bytes reads whole
+// and one announcing n+1 is refused at its header, before its body is
+// waited for; SetMaxPacket(0) lifts the bound again.
+func TestFramerMaxPacket(t *testing.T) {
+	const n = 4000 // over the small buffer: read into one of its own
+	atMax := Marshal(&Data{Data: bytes.Repeat([]byte{1}, n-DataHeaderSize)})
+	over := Marshal(&Data{Data: bytes.Repeat([]byte{2}, n+1-DataHeaderSize)})
+	var stream bytes.Buffer
+	stream.Write(atMax)
+	stream.Write(over[:HeaderSize]) // the body never comes
+	r := NewFramer(&stream, nil)
+	r.SetMaxPacket(n)
+	if p, err := r.ReadPacket(); err != nil || !bytes.Equal(p, atMax) {
+		t.Fatalf("a packet of the bound: %d bytes, %v", len(p), err)
+	}
+	if _, err := r.ReadPacket(); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a packet over the bound: %v, want ErrMalformed at its header", err)
+	}
+	r = NewFramer(bytes.NewReader(over), nil)
+	r.SetMaxPacket(n)
+	r.SetMaxPacket(0)
+	if p, err := r.ReadPacket(); err != nil || !bytes.Equal(p, over) {
+		t.Fatalf("unbounded again: %d bytes, %v", len(p), err)
 	}
 }
