@@ -7,11 +7,11 @@ import (
 	"sync"
 )
 
-// NewListener returns a TLS listener on inner for the gateway's server.
-// Its connections let the gateway send what one packet becomes in TLS (up
-// to five records for 64 KiB) in one write to the socket instead of one
+// newListener returns a TLS listener on inner (Gateway.Listener). Its
+// connections let the gateway send what one packet becomes in TLS (up to
+// five records for 64 KiB) in one write to the socket instead of one
 // write per record: crypto/tls writes each record as it seals it.
-func NewListener(inner net.Listener, config *tls.Config) net.Listener {
+func newListener(inner net.Listener, config *tls.Config) net.Listener {
 	return tls.NewListener(batchListener{inner}, config)
 }
 
@@ -84,7 +84,7 @@ func (b batchWriter) Write(p []byte) (n int, err error) {
 }
 
 // batched returns w writing in batches when conn is a TLS connection over
-// a batchConn (from NewListener), and w itself otherwise.
+// a batchConn (from newListener), and w itself otherwise.
 func batched(w io.Writer, conn net.Conn) io.Writer {
 	if tc, ok := conn.(*tls.Conn); ok {
 		if raw, ok := tc.NetConn().(*batchConn); ok {

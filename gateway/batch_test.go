@@ -58,7 +58,7 @@ func tlsPair(t *testing.T) (server *tls.Conn, raw *countingConn, client *tls.Con
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	bl := NewListener(ln, &tls.Config{Certificates: []tls.Certificate{testCert(t)}})
+	bl := newListener(ln, &tls.Config{Certificates: []tls.Certificate{testCert(t)}})
 	accepted := make(chan *tls.Conn, 1)
 	go func() {
 		c, err := bl.Accept()
@@ -87,7 +87,7 @@ func tlsPair(t *testing.T) (server *tls.Conn, raw *countingConn, client *tls.Con
 	// counting one.
 	bc, ok := sc.NetConn().(*batchConn)
 	if !ok {
-		t.Fatalf("NewListener's connection is over %T, want *batchConn", sc.NetConn())
+		t.Fatalf("newListener's connection is over %T, want *batchConn", sc.NetConn())
 	}
 	raw = &countingConn{Conn: bc.Conn}
 	bc.Conn = raw
@@ -102,7 +102,7 @@ func TestBatchedWriteIsOneSocketWrite(t *testing.T) {
 	sc, raw, cc := tlsPair(t)
 	w := batched(sc, sc)
 	if _, ok := w.(batchWriter); !ok {
-		t.Fatalf("batched over a NewListener connection = %T, want batchWriter", w)
+		t.Fatalf("batched over a newListener connection = %T, want batchWriter", w)
 	}
 	packet := make([]byte, 64<<10)
 	rand.Read(packet)
@@ -135,7 +135,7 @@ func TestBatchedWriteIsOneSocketWrite(t *testing.T) {
 	}
 }
 
-// TestBatchedNeedsNewListener: over a connection not made by NewListener
+// TestBatchedNeedsNewListener: over a connection not made by newListener
 // the writer is the connection itself.
 func TestBatchedNeedsNewListener(t *testing.T) {
 	a, b := net.Pipe()

@@ -90,7 +90,7 @@ type Config struct {
 	// channel and handshakes (default 20).
 	MaxHandshakesPerAddress int
 	// MaxConnsPerAddress bounds the TCP connections one address holds
-	// at once on a LimitListener, tunnels included (default 1,000: the
+	// at once on its Listener, tunnels included (default 1,000: the
 	// users of an office behind one address).
 	MaxConnsPerAddress int
 	// MaxPendingChannels bounds OUT channels waiting for their IN channel

@@ -1,19 +1,30 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"net"
 	"sync"
 )
 
-// LimitListener returns ln accepting at most MaxConnsPerAddress
+// Listener returns the TLS listener the gateway's server runs on, over
+// the TCP listener ln: the one way to make it, so that what runs
+// (`vdibroker gateway`, `serve --gateway-listen`) is what `bench gateway`
+// measures. Its connections are bounded per address before their TLS
+// handshake (limitListener) and write each packet in one socket write
+// (newListener).
+func (g *Gateway) Listener(ln net.Listener, config *tls.Config) net.Listener {
+	return newListener(g.limitListener(ln), config)
+}
+
+// limitListener returns ln accepting at most MaxConnsPerAddress
 // connections at once from one address (an IPv6 address by its /64, as
 // the other per-address limits): a connection over it is closed as soon
-// as it is accepted, counted as conns_per_address. Wrap the TCP listener,
-// under the TLS one: the limit then holds before any TLS handshake or
-// request head is read, which is where an address without any token
-// could otherwise hold connections without bound (each for the server's
-// ReadHeaderTimeout).
-func (g *Gateway) LimitListener(ln net.Listener) net.Listener {
+// as it is accepted, counted as conns_per_address. It wraps the TCP
+// listener, under the TLS one: the limit then holds before any TLS
+// handshake or request head is read, which is where an address without
+// any token could otherwise hold connections without bound (each for the
+// server's ReadHeaderTimeout).
+func (g *Gateway) limitListener(ln net.Listener) net.Listener {
 	return &connLimiter{Listener: ln, g: g, open: map[string]int{}}
 }
 

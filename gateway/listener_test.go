@@ -18,7 +18,7 @@ func TestLimitListener(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxConnsPerAddress = 2 })
 	srv := httptest.NewUnstartedServer(e.gw)
 	srv.EnableHTTP2 = false
-	srv.Listener = e.gw.LimitListener(srv.Listener)
+	srv.Listener = e.gw.limitListener(srv.Listener)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	e.addr = srv.Listener.Addr().String()
@@ -55,4 +55,46 @@ func TestLimitListener(t *testing.T) {
 		c.Close()
 		return true
 	})
+}
+
+// TestListenerLimitsAndBatches: the gateway's one listener
+// (Gateway.Listener, what `vdibroker gateway` and `serve --gateway-listen`
+// run and `bench gateway` measures) is TLS over the batching connection
+// over the per-address limit: a packet leaves in one socket write
+// (TestBatchedWriteIsOneSocketWrite) and the limit holds before the
+// handshake (TestLimitListener). The commands once made a plain TLS
+// listener, so what ran never batched.
+func TestListenerLimitsAndBatches(t *testing.T) {
+	e := newEnv(t, nil)
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := e.gw.Listener(tcp, &tls.Config{Certificates: []tls.Certificate{testCert(t)}})
+	defer ln.Close()
+	go func() {
+		c, err := tls.Dial("tcp", tcp.Addr().String(), &tls.Config{InsecureSkipVerify: true}) // the test's own certificate
+		if err == nil {
+			c.Close()
+		}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	tc, ok := c.(*tls.Conn)
+	if !ok {
+		t.Fatalf("accepted %T, want *tls.Conn", c)
+	}
+	bc, ok := tc.NetConn().(*batchConn)
+	if !ok {
+		t.Fatalf("the TLS connection is over %T, want *batchConn", tc.NetConn())
+	}
+	if _, ok := bc.Conn.(*limitedConn); !ok {
+		t.Fatalf("the batching connection is over %T, want *limitedConn", bc.Conn)
+	}
+	if _, ok := batched(tc, tc).(batchWriter); !ok {
+		t.Fatal("the gateway's writer over it does not batch")
+	}
 }

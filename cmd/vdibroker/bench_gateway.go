@@ -393,7 +393,7 @@ func newBenchGatewayProcessCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ln := gateway.NewListener(inner, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
+			ln := gw.Listener(inner, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}})
 			srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
 			go srv.Serve(ln)
 			defer func() { srv.Close(); gw.Close() }()

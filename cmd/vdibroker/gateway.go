@@ -130,7 +130,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	}
 	// HTTP/1.1 only: the transport hijacks its connections.
 	// Connections per address are bounded before their TLS handshake.
-	m.listener = tls.NewListener(m.Gateway.LimitListener(ln), &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.certs.GetCertificate, NextProtos: []string{"http/1.1"}})
+	m.listener = m.Gateway.Listener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: m.certs.GetCertificate, NextProtos: []string{"http/1.1"}})
 	m.server = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,

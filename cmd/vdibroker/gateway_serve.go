@@ -43,7 +43,7 @@ type GatewayFlags struct {
 
 	Gateway  *gateway.Gateway // set by start
 	listener net.Listener
-	tcp      net.Listener // under listener's TLS, for start's LimitListener
+	tcp      net.Listener // under listener's TLS, for start's Gateway.Listener
 	tlsConf  *tls.Config
 	server   *http.Server
 	stopKeys context.CancelFunc
@@ -132,7 +132,7 @@ func (f *GatewayFlags) start(ctx context.Context, svc vdibroker.GatewayService, 
 	f.stopKeys = cancel
 	go keys.Run(kctx)
 	// Connections per address are bounded before their TLS handshake.
-	f.listener = tls.NewListener(f.Gateway.LimitListener(f.tcp), f.tlsConf)
+	f.listener = f.Gateway.Listener(f.tcp, f.tlsConf)
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, f.Gateway)
 	f.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
