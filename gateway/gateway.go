@@ -621,8 +621,8 @@ func (g *Gateway) reserve(user string) (reason string) {
 	switch {
 	case g.closed:
 		return "closing"
-	case len(g.tunnels) >= g.cfg.MaxTunnels:
-		return "gateway_full"
+	// MaxTunnels is held by newTunnel, which counts this tunnel already:
+	// counting it here again refused the last slot.
 	case g.perUser[user] >= g.cfg.MaxTunnelsPerUser:
 		return "user_limit"
 	}

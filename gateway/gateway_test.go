@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -303,6 +304,28 @@ func TestPerUserLimit(t *testing.T) {
 	}
 	c.Close()
 	open[1].Close()
+}
+
+// TestMaxTunnels: a gateway holds MaxTunnels tunnels, the last slot
+// included, and refuses one more as gateway_full (R-GW1).
+func TestMaxTunnels(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.MaxTunnels = 2 })
+	var open []*ClientConn
+	for i := range 2 {
+		c, err := e.dial(e.token(func(c *gatewaytoken.Claims) { c.User = fmt.Sprintf("user%d", i) }), e.host, true)
+		if err != nil {
+			t.Fatalf("tunnel %d of 2: %v", i+1, err)
+		}
+		open = append(open, c)
+	}
+	if _, err := e.dial(e.token(func(c *gatewaytoken.Claims) { c.User = "user3" }), e.host, true); err == nil {
+		t.Fatal("a third tunnel on a gateway of 2 was opened")
+	}
+	waitFor(t, "the refusal", func() bool { return refusal(e, "gateway_full") == 1 })
+	for _, c := range open {
+		echo(t, c, 100)
+		c.Close()
+	}
 }
 
 // TestIdleAndLifetime: a tunnel idle for its token's idle time is closed
