@@ -155,3 +155,42 @@ func TestVerifyTo_RG5(t *testing.T) {
 		})
 	}
 }
+
+// TestFinishChecksTheTimeAgain_RG5: a call whose headers passed Check
+// but whose body arrived after its signature's window (a body sent
+// slowly) is refused by Finish: by then a nonce recorded for the call it
+// replays may be forgotten (kept 2 × MaxSkew from when that was taken).
+// One that arrives within the window is taken, once.
+func TestFinishChecksTheTimeAgain_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	v := &Verifier{Secret: secret, Pod: "fra1", Now: func() time.Time { return now }}
+	body := []byte(`{"user":"alice"}`)
+	h := SignTo(secret, "POST", ConnectPath, "ams1", "fra1", body, t0)
+	get := func(k string) string { return h[k] }
+
+	c, err := v.Check(get, KindRecord)
+	if err != nil {
+		t.Fatalf("Check at the time of signing: %v", err)
+	}
+	now = t0.Add(MaxSkew + time.Second) // the body took 61 s
+	if _, err := v.Finish(t.Context(), c, "POST", ConnectPath, body); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Fatalf("Finish past the window: %v, want Unauthenticated", err)
+	}
+
+	now = t0
+	if c, err = v.Check(get, KindRecord); err != nil {
+		t.Fatal(err)
+	}
+	now = t0.Add(MaxSkew) // at the window's end
+	if _, err := v.Finish(t.Context(), c, "POST", ConnectPath, body); err != nil {
+		t.Fatalf("Finish within the window: %v", err)
+	}
+	if c, err = v.Check(get, KindRecord); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Finish(t.Context(), c, "POST", ConnectPath, body); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Fatalf("the call again: %v, want Unauthenticated (a replay)", err)
+	}
+}
