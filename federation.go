@@ -499,6 +499,12 @@ type PodSessionsRequest struct {
 // MaxPodSessionUsers bounds the users of one PodSessionsRequest.
 const MaxPodSessionUsers = 64
 
+// MaxPodSessionPools bounds the host pools of one PodSessionsRequest: a
+// peer asks for the member pools of one global entitlement on the pod it
+// calls, in as many calls as that takes (a pod reads each user in each of
+// its own pools named, one statement each).
+const MaxPodSessionPools = 256
+
 // PodSessions lists them.
 type PodSessions struct {
 	Sessions []*UserSession `json:"sessions"`
