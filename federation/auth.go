@@ -103,22 +103,33 @@ type Verifier struct {
 	Started       time.Time
 
 	mu     sync.Mutex
-	nonces map[string]time.Time // nonce -> when it may be forgotten
+	nonces map[string]memNonce // by nonce
+	counts map[string]int      // the nonces kept of each budget
 	swept  time.Time
+}
+
+// memNonce is a nonce kept in memory: its budget, and when it may be
+// forgotten.
+type memNonce struct {
+	budget string
+	until  time.Time
 }
 
 // Nonces records the nonces of verified calls (vdibroker.FederationService
 // does, in its store).
 type Nonces interface {
-	// UseNonce records nonce until expires: false when it was recorded
-	// before (a replay).
-	UseNonce(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error)
+	// UseNonce records nonce until expires, spending pod's budget
+	// (vdibroker.NonceUse): false when it was recorded before (a
+	// replay).
+	UseNonce(ctx context.Context, pod, nonce string, expires time.Time) (fresh bool, err error)
 }
 
 // maxNonceLen bounds a nonce (Sign makes 32 hex digits).
 const maxNonceLen = 64
 
-// maxMemoryNonces bounds the nonces a Verifier without Nonces keeps.
+// maxMemoryNonces bounds the nonces a Verifier keeps in memory of each
+// budget (Call.Budget): without Nonces, and the reads' with
+// ReadsInMemory.
 const maxMemoryNonces = 1 << 17
 
 // Kind is what a pod-to-pod call does, for how its nonce is recorded.
@@ -144,6 +155,12 @@ const (
 type Call struct {
 	// Pod is the pod the call says signed it: proven only by Finish.
 	Pod string
+	// Budget is whose budget of calls the call's nonce spends
+	// (vdibroker.MaxNoncesPerMinute in Nonces, maxMemoryNonces in
+	// memory): Check sets Pod. A receiver that holds no document, and
+	// so cannot tell a pod from any name a holder of the secret makes
+	// up, sets vdibroker.NoDocumentBudget: one budget for every caller.
+	Budget string
 
 	mode               int // how Finish records the nonce
 	to, ts, nonce, sig string
@@ -153,7 +170,9 @@ type Call struct {
 // Verify checks a request's headers (get returns one by name) against its
 // method, path and body. A missing, wrong, stale or replayed signature is
 // Unauthenticated; it returns the sending pod. A nonce store that fails
-// answers its error (StoreUnavailable, TooManyRequests).
+// answers its error (StoreUnavailable, TooManyRequests). The call spends
+// the budget of the pod it names: a receiver that takes any name uses
+// Check and Finish, and sets the budget (Call.Budget).
 func (v *Verifier) Verify(ctx context.Context, get func(string) string, method, path string, body []byte) (string, error) {
 	pod, _, err := v.verify(ctx, get, method, path, body, KindRecord)
 	return pod, err
@@ -214,6 +233,7 @@ func (v *Verifier) now() time.Time {
 // these is Unauthenticated.
 func (v *Verifier) Check(get func(string) string, kind Kind) (*Call, error) {
 	c := &Call{Pod: get(HeaderPod), ts: get(HeaderTimestamp), nonce: get(HeaderNonce), sig: get(HeaderSignature), to: get(HeaderTo)}
+	c.Budget = c.Pod
 	if c.sig == "" || c.ts == "" || c.nonce == "" || c.Pod == "" {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call without a federation signature")
 	}
@@ -274,7 +294,7 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 	expires := now.Add(2 * MaxSkew)
 	switch {
 	case c.mode == recordNow && v.Nonces != nil:
-		fresh, err := v.Nonces.UseNonce(ctx, c.nonce, expires)
+		fresh, err := v.Nonces.UseNonce(ctx, c.Budget, c.nonce, expires)
 		if err != nil {
 			return nil, err
 		}
@@ -286,30 +306,34 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 		// Recorded when the connect ends, not now: kept heldMargin longer,
 		// so that a replay verified at the end of the signature's window
 		// still finds it however long either connect takes.
-		held := &vdibroker.CallNonce{Nonce: c.nonce, Expires: expires.Add(heldMargin), At: now}
+		held := &vdibroker.CallNonce{Pod: c.Budget, Nonce: c.nonce, Expires: expires.Add(heldMargin), At: now}
 		if !v.ReadsInMemory {
 			return held, nil
 		}
-		if err := v.remember(c.nonce, now); err != nil {
+		if err := v.remember(c.Budget, c.nonce, now); err != nil {
 			return nil, err
 		}
 		return held, nil
 	}
-	return nil, v.remember(c.nonce, now)
+	return nil, v.remember(c.Budget, c.nonce, now)
 }
 
 // remember keeps nonce in this process's memory until it expires: a
-// replay is Unauthenticated, more than maxMemoryNonces TooManyRequests.
-func (v *Verifier) remember(nonce string, now time.Time) error {
+// replay is Unauthenticated, more than maxMemoryNonces of budget
+// TooManyRequests (the other budgets' calls are still taken).
+func (v *Verifier) remember(budget, nonce string, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.nonces == nil {
-		v.nonces = map[string]time.Time{}
+		v.nonces, v.counts = map[string]memNonce{}, map[string]int{}
 	}
 	if now.Sub(v.swept) > MaxSkew {
-		for n, until := range v.nonces {
-			if now.After(until) {
+		for n, m := range v.nonces {
+			if now.After(m.until) {
 				delete(v.nonces, n)
+				if v.counts[m.budget]--; v.counts[m.budget] <= 0 {
+					delete(v.counts, m.budget)
+				}
 			}
 		}
 		v.swept = now
@@ -317,9 +341,10 @@ func (v *Verifier) remember(nonce string, now time.Time) error {
 	if _, seen := v.nonces[nonce]; seen {
 		return vdibroker.ErrReplayed()
 	}
-	if len(v.nonces) >= maxMemoryNonces {
-		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls in the last %s; try again shortly", 2*MaxSkew)
+	if v.counts[budget] >= maxMemoryNonces {
+		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls from %s in the last %s; try again shortly", vdibroker.NonceBudgetName(budget), 2*MaxSkew)
 	}
-	v.nonces[nonce] = now.Add(2 * MaxSkew)
+	v.nonces[nonce] = memNonce{budget: budget, until: now.Add(2 * MaxSkew)}
+	v.counts[budget]++
 	return nil
 }

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func FuzzVerify(f *testing.F) {
 // memNonces is a Nonces in memory, for the verifier's own logic.
 type memNonces map[string]bool
 
-func (m memNonces) UseNonce(_ context.Context, nonce string, _ time.Time) (bool, error) {
+func (m memNonces) UseNonce(_ context.Context, _, nonce string, _ time.Time) (bool, error) {
 	if m[nonce] {
 		return false, nil
 	}
@@ -192,5 +193,35 @@ func TestFinishChecksTheTimeAgain_RG5(t *testing.T) {
 	}
 	if _, err := v.Finish(t.Context(), c, "POST", ConnectPath, body); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
 		t.Fatalf("the call again: %v, want Unauthenticated (a replay)", err)
+	}
+}
+
+// TestMemoryNoncesPerBudget_RG5: the nonces kept in memory (without
+// Nonces, and the reads' with ReadsInMemory) are bounded for each budget
+// (Call.Budget): one caller at maxMemoryNonces is refused
+// (TooManyRequests), another caller's calls are still taken, and the
+// first has room again once its nonces expire.
+func TestMemoryNoncesPerBudget_RG5(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v := &Verifier{Secret: []byte("0123456789abcdef-federation")}
+	for i := range maxMemoryNonces {
+		if err := v.remember("ams1", "a"+strconv.Itoa(i), now); err != nil {
+			t.Fatalf("ams1's nonce %d: %v", i, err)
+		}
+	}
+	if err := v.remember("ams1", "one-more", now); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+		t.Errorf("ams1 past its bound: %v, want TooManyRequests", err)
+	}
+	for _, budget := range []string{"fra1", vdibroker.NoDocumentBudget} {
+		if err := v.remember(budget, "f-"+budget, now); err != nil {
+			t.Errorf("%q's call while ams1's budget is spent: %v", budget, err)
+		}
+	}
+	if err := v.remember("fra1", "a7", now); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("ams1's nonce again, from fra1: %v, want Unauthenticated (a replay)", err)
+	}
+	later := now.Add(2*MaxSkew + time.Second)
+	if err := v.remember("ams1", "one-more", later); err != nil {
+		t.Errorf("ams1 after its nonces expired: %v", err)
 	}
 }

@@ -156,8 +156,9 @@ const (
 //     the nonce's length, the timestamp within federation.MaxSkew, signed
 //     for this pod or for none; Unauthenticated);
 //  3. the pod it names is in this pod's document (PermissionDenied), or
-//     there is none yet; a document that cannot be read refuses the call
-//     with that read's error (fails closed);
+//     there is none yet (then every caller spends one budget of calls,
+//     vdibroker.NoDocumentBudget); a document that cannot be read
+//     refuses the call with that read's error (fails closed);
 //  4. its body is read and its signature over method, path and body
 //     checked, and its nonce recorded (federation.Verifier.Finish: a wrong
 //     signature or a replay is Unauthenticated).
@@ -186,6 +187,10 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		doc, err := fed.g.Document(r.Context())
 		switch {
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+			// Any name is taken: the calls share one budget
+			// (vdibroker.MaxNoncesPerMinute), so names made up at
+			// every call do not multiply it.
+			call.Budget = vdibroker.NoDocumentBudget
 		case err != nil:
 			return err
 		case doc.Pod(call.Pod) == nil:
@@ -285,7 +290,7 @@ func recordNonce(ctx context.Context, fed *federationState) error {
 	if n == nil {
 		return nil
 	}
-	fresh, err := fed.g.UseNonce(ctx, n.Nonce, n.Expires)
+	fresh, err := fed.g.UseNonce(ctx, n.Pod, n.Nonce, n.Expires)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package http_test
 
 import (
+	"context"
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -123,5 +126,73 @@ func TestPodCallChecksHeadersBeforeTheBody_RG5(t *testing.T) {
 				t.Errorf("got %d %s, body read %v; want %d, body read", w.Code, w.Body, b.read.Load(), tc.want)
 			}
 		})
+	}
+}
+
+// budgetStore records the budgets of the nonces it records.
+type budgetStore struct {
+	*store.DB
+	mu      sync.Mutex
+	budgets []string
+}
+
+func (s *budgetStore) UseNonces(ctx context.Context, uses []vdibroker.NonceUse, expires, now time.Time) ([]error, error) {
+	s.mu.Lock()
+	for _, u := range uses {
+		s.budgets = append(s.budgets, u.Pod)
+	}
+	s.mu.Unlock()
+	return s.DB.UseNonces(ctx, uses, expires, now)
+}
+
+func (s *budgetStore) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.budgets
+	s.budgets = nil
+	return out
+}
+
+// TestPodCallBudgets_RG5: a pod-to-pod call's nonce spends the budget of
+// the pod that signed it (vdibroker.MaxNoncesPerMinute is per calling
+// pod), so one caller past its budget leaves the others' calls taken;
+// while the pod holds no document, when any name is taken, every call
+// spends one budget (vdibroker.NoDocumentBudget), so names made up at
+// every call do not multiply it. The nonces are the store's (no
+// OneProcessStore), as on PostgreSQL.
+func TestPodCallBudgets_RG5(t *testing.T) {
+	db, err := store.Open(t.Context(), "", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st := &budgetStore{DB: db.(*store.DB)}
+	secret := []byte(testFedSecret)
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: "pod1", Site: "s",
+		Peers: vhttp.NewPodClient("pod1", secret), FederationSecret: secret})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	loads := func(pod string) {
+		t.Helper()
+		if got := podCallStatus(t, ts.URL, "GET", federation.LoadsPath, "", signedBy(pod, secret, "GET", federation.LoadsPath, "", time.Now())); got != nethttp.StatusOK {
+			t.Fatalf("a loads call signed by %s: %d, want 200", pod, got)
+		}
+	}
+	for _, pod := range []string{"pod2", "made-up-1", "made-up-2"} {
+		loads(pod)
+	}
+	if got, want := st.take(), []string{vdibroker.NoDocumentBudget, vdibroker.NoDocumentBudget, vdibroker.NoDocumentBudget}; !slices.Equal(got, want) {
+		t.Errorf("budgets without a document: %q, want %q (one for all)", got, want)
+	}
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s"}},
+		Pods: []vdibroker.Pod{{Name: "pod1", Site: "s", URL: ts.URL}, {Name: "pod2", Site: "s", URL: "https://pod2.example.test"},
+			{Name: "pod3", Site: "s", URL: "https://pod3.example.test"}}}
+	if _, err := vhttp.NewClient(ts.URL, adminToken).PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	loads("pod2")
+	loads("pod3")
+	if got, want := st.take(), []string{"pod2", "pod3"}; !slices.Equal(got, want) {
+		t.Errorf("budgets with a document: %q, want %q (each caller's)", got, want)
 	}
 }
