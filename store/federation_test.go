@@ -352,3 +352,34 @@ func TestCallNoncesPastTheBound_RG5(t *testing.T) {
 		}
 	})
 }
+
+// TestNonceBudgetsMigration_RG5: migration 00064 adds the counts by
+// calling pod beside the older count of the whole pod, which stays for
+// the replicas of an older version during a rolling upgrade; its Down
+// drops only the new table, and the next open adds it again. On both
+// engines.
+func TestNonceBudgetsMigration_RG5(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		s := tg.open(t, store.Options{})
+		ctx := t.Context()
+		if _, err := s.UseNonces(ctx, uses("ams1", "n1"), t0.Add(2*time.Minute), t0); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_minutes`); err != nil || n != 0 {
+			t.Errorf("the older count after 00064: %d rows, %v; want the table, unused", n, err)
+		}
+		if err := s.MigrateDownTo(context.WithoutCancel(ctx), 63); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_budgets`); err == nil {
+			t.Error("federation_nonce_budgets after migrating down to 63: still there")
+		}
+		if _, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_minutes`); err != nil {
+			t.Errorf("federation_nonce_minutes after migrating down to 63: %v", err)
+		}
+		reopened := tg.open(t, store.Options{})
+		if refused, err := reopened.UseNonces(ctx, uses("ams1", "n1", "n2"), t0.Add(2*time.Minute), t0); err != nil || codes(refused)[0] != vdibroker.EUnauthenticated || refused[1] != nil {
+			t.Errorf("after migrating up again: %v, %v; want n1 a replay, n2 fresh", refused, err)
+		}
+	})
+}
