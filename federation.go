@@ -2,6 +2,7 @@ package vdibroker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -170,12 +171,16 @@ type FederationStore interface {
 	OpenSessionsOfUsers(ctx context.Context, users, pools []string) ([]*UserSession, error)
 	// UseNonces records the nonces of verified pod-to-pod calls until
 	// expires, now being the time of the calls, in one transaction (one
-	// commit for the calls a pod verifies at once): fresh[i] is false
-	// when nonces[i] was recorded before, on any replica, or earlier in
-	// nonces (a replay, R-G5). Expired nonces are forgotten. More than
-	// MaxNoncesPerMinute nonces in one minute is TooManyRequests for the
-	// whole call, which records none: the table holds a bounded number.
-	UseNonces(ctx context.Context, nonces []string, expires, now time.Time) (fresh []bool, err error)
+	// commit for the calls a pod verifies at once). refused[i] is nil
+	// when uses[i]'s nonce is recorded; Unauthenticated (ErrReplayed)
+	// when it was recorded before, on any replica, or earlier in uses (a
+	// replay, R-G5); TooManyRequests when its pod's budget would pass
+	// MaxNoncesPerMinute in now's minute, for every use of that pod in
+	// the call, which records none of them and counts them not. Other
+	// pods' uses are not refused for it. Expired nonces are forgotten: the
+	// table holds a bounded number for each budget. err is the store's
+	// failure, which records nothing.
+	UseNonces(ctx context.Context, uses []NonceUse, expires, now time.Time) (refused []error, err error)
 
 	// The session directory (R-G1): this pod keeps, for the users it is
 	// the directory pod of, which pods hold their open sessions.
@@ -228,8 +233,34 @@ const MaxDirectoryEntriesPerPod = 300000
 const DirectoryFullMargin = time.Minute
 
 // MaxNoncesPerMinute bounds the pod-to-pod calls a pod takes a minute
-// (1,000 a second), and so the nonces it keeps.
+// from one calling pod (1,000 a second), and so the nonces it keeps of
+// each: a caller past it (one holding the secret and signing as a pod,
+// buggy or hostile) is refused, the other pods' calls are not. The
+// callers are the pods of the document (others are refused before their
+// nonce is recorded), or, while a pod holds no document and cannot tell
+// a pod from any name, every caller in one budget (NoDocumentBudget).
 const MaxNoncesPerMinute = 60000
+
+// NoDocumentBudget is the budget (NonceUse.Pod, CallNonce.Pod) of the
+// calls a pod takes while it holds no federation document: any name is
+// taken then, so the calls share one budget, whatever pod each names.
+const NoDocumentBudget = ""
+
+// NonceBudgetName names budget pod in a message: "pod fra1", or the
+// callers of a pod that holds no document (NoDocumentBudget).
+func NonceBudgetName(pod string) string {
+	if pod == NoDocumentBudget {
+		return "the callers of this pod while it holds no federation document"
+	}
+	return fmt.Sprintf("pod %s", pod)
+}
+
+// NonceUse is a verified pod-to-pod call's nonce (R-G5) and the budget it
+// spends (MaxNoncesPerMinute): its calling pod's, or NoDocumentBudget.
+type NonceUse struct {
+	Pod   string
+	Nonce string
+}
 
 // CallNonce is a verified pod-to-pod connect's nonce (R-G5) that is not
 // recorded yet. The placement that connect commits records it in the
@@ -239,6 +270,8 @@ const MaxNoncesPerMinute = 60000
 // own (FederationService.UseNonce) before it is answered. Either way a
 // replay is refused, and a replayed connect never makes a session.
 type CallNonce struct {
+	// Pod is the budget the nonce spends (NonceUse.Pod).
+	Pod     string
 	Nonce   string
 	Expires time.Time // when it may be forgotten
 	At      time.Time // when the call was verified (its minute, MaxNoncesPerMinute)
@@ -317,10 +350,11 @@ type FederationService interface {
 	// PodConnect connects a user into one of this pod's member pools.
 	PodConnect(ctx context.Context, req PodConnectRequest) (*ConnectAnswer, error)
 	// UseNonce records a verified pod-to-pod call's nonce until expires
-	// where every replica of this pod sees it: fresh is false for a
-	// replay (FederationStore.UseNonces, whose commit it shares with
-	// the calls verified at the same time).
-	UseNonce(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error)
+	// where every replica of this pod sees it, spending pod's budget
+	// (NonceUse): fresh is false for a replay (FederationStore.UseNonces,
+	// whose commit it shares with the calls verified at the same time);
+	// a budget spent is TooManyRequests.
+	UseNonce(ctx context.Context, pod, nonce string, expires time.Time) (fresh bool, err error)
 	// PodRegister records a peer's users with open sessions (pod is the
 	// caller's verified name), for the users this pod is the directory
 	// pod of (R-G1).
@@ -498,6 +532,12 @@ type PodSessionsRequest struct {
 
 // MaxPodSessionUsers bounds the users of one PodSessionsRequest.
 const MaxPodSessionUsers = 64
+
+// MaxPodSessionPools bounds the host pools of one PodSessionsRequest: a
+// peer asks for the member pools of one global entitlement on the pod it
+// calls, in as many calls as that takes (a pod reads each user in each of
+// its own pools named, one statement each).
+const MaxPodSessionPools = 256
 
 // PodSessions lists them.
 type PodSessions struct {

@@ -103,56 +103,105 @@ type Verifier struct {
 	Started       time.Time
 
 	mu     sync.Mutex
-	nonces map[string]time.Time // nonce -> when it may be forgotten
+	nonces map[string]memNonce // by nonce
+	counts map[string]int      // the nonces kept of each budget
 	swept  time.Time
+}
+
+// memNonce is a nonce kept in memory: its budget, and when it may be
+// forgotten.
+type memNonce struct {
+	budget string
+	until  time.Time
 }
 
 // Nonces records the nonces of verified calls (vdibroker.FederationService
 // does, in its store).
 type Nonces interface {
-	// UseNonce records nonce until expires: false when it was recorded
-	// before (a replay).
-	UseNonce(ctx context.Context, nonce string, expires time.Time) (fresh bool, err error)
+	// UseNonce records nonce until expires, spending pod's budget
+	// (vdibroker.NonceUse): false when it was recorded before (a
+	// replay).
+	UseNonce(ctx context.Context, pod, nonce string, expires time.Time) (fresh bool, err error)
 }
 
 // maxNonceLen bounds a nonce (Sign makes 32 hex digits).
 const maxNonceLen = 64
 
-// maxMemoryNonces bounds the nonces a Verifier without Nonces keeps.
+// maxMemoryNonces bounds the nonces a Verifier keeps in memory of each
+// budget (Call.Budget): without Nonces, and the reads' with
+// ReadsInMemory.
 const maxMemoryNonces = 1 << 17
+
+// Kind is what a pod-to-pod call does, for how its nonce is recorded.
+type Kind int
+
+const (
+	// KindRecord: its nonce is recorded in Nonces before it is answered
+	// (in memory without them).
+	KindRecord Kind = iota
+	// KindRead: it only reads (its answer is all it does); with
+	// ReadsInMemory its nonce is kept in memory, and a call signed
+	// before Started is refused.
+	KindRead
+	// KindHeld: a connect's or a registration's, whose nonce the caller
+	// records (vdibroker.CallNonce); without Nonces it is KindRecord.
+	// With ReadsInMemory a replay to this process is refused already
+	// at Finish, before anything is decided.
+	KindHeld
+)
+
+// Call is a pod-to-pod call's signature headers, checked by Check before
+// the call's body is read; Finish checks the signature over the body.
+type Call struct {
+	// Pod is the pod the call says signed it: proven only by Finish.
+	Pod string
+	// Budget is whose budget of calls the call's nonce spends
+	// (vdibroker.MaxNoncesPerMinute in Nonces, maxMemoryNonces in
+	// memory): Check sets Pod. A receiver that holds no document, and
+	// so cannot tell a pod from any name a holder of the secret makes
+	// up, sets vdibroker.NoDocumentBudget: one budget for every caller.
+	Budget string
+
+	mode               int // how Finish records the nonce
+	to, ts, nonce, sig string
+	sec                int64
+}
 
 // Verify checks a request's headers (get returns one by name) against its
 // method, path and body. A missing, wrong, stale or replayed signature is
 // Unauthenticated; it returns the sending pod. A nonce store that fails
-// answers its error (StoreUnavailable, TooManyRequests).
+// answers its error (StoreUnavailable, TooManyRequests). The call spends
+// the budget of the pod it names: a receiver that takes any name uses
+// Check and Finish, and sets the budget (Call.Budget).
 func (v *Verifier) Verify(ctx context.Context, get func(string) string, method, path string, body []byte) (string, error) {
-	pod, _, err := v.verify(ctx, get, method, path, body, recordNow)
+	pod, _, err := v.verify(ctx, get, method, path, body, KindRecord)
 	return pod, err
 }
 
-// VerifyRead is Verify for a call that only reads (its answer is all it
-// does): with ReadsInMemory its nonce is kept in memory and a call signed
-// before Started is refused.
+// VerifyRead is Verify for a call that only reads (KindRead).
 func (v *Verifier) VerifyRead(ctx context.Context, get func(string) string, method, path string, body []byte) (string, error) {
-	mode := recordNow
-	if v.ReadsInMemory {
-		mode = recordRead
-	}
-	pod, _, err := v.verify(ctx, get, method, path, body, mode)
+	pod, _, err := v.verify(ctx, get, method, path, body, KindRead)
 	return pod, err
 }
 
-// VerifyHeld is Verify for a connect, whose nonce the caller records: in
-// its placement's commit, or on its own before it answers
-// (vdibroker.CallNonce). Without Nonces it is Verify. With ReadsInMemory
-// a replay to this process is refused here already, before anything is
-// decided; to another replica of the pod, when the nonce is recorded.
+// VerifyHeld is Verify for a connect, whose nonce the caller records
+// (KindHeld): in its placement's commit, or on its own before it answers
+// (vdibroker.CallNonce). Without Nonces it is Verify.
 func (v *Verifier) VerifyHeld(ctx context.Context, get func(string) string, method, path string, body []byte) (string, *vdibroker.CallNonce, error) {
-	if v.Nonces == nil {
-		pod, _, err := v.verify(ctx, get, method, path, body, recordNow)
-		return pod, nil, err
+	return v.verify(ctx, get, method, path, body, KindHeld)
+}
+
+// verify is Check then Finish.
+func (v *Verifier) verify(ctx context.Context, get func(string) string, method, path string, body []byte, kind Kind) (string, *vdibroker.CallNonce, error) {
+	c, err := v.Check(get, kind)
+	if err != nil {
+		return "", nil, err
 	}
-	return v.verify(ctx, get, method, path, body, recordHeld)
+	held, err := v.Finish(ctx, c, method, path, body)
+	if err != nil {
+		return "", nil, err
+	}
+	return c.Pod, held, nil
 }
 
 // heldMargin is how much longer than a signature's window a held nonce
@@ -160,84 +209,131 @@ func (v *Verifier) VerifyHeld(ctx context.Context, get func(string) string, meth
 // the caller's pod timeout, 2 s by default).
 const heldMargin = time.Minute
 
-// How verify records a nonce.
+// How Finish records a nonce.
 const (
 	recordNow  = iota // in Nonces (in memory without them)
 	recordRead        // in this process's memory; calls signed before Started are refused
 	recordHeld        // returned to the caller to record; with ReadsInMemory, in memory too
 )
 
-func (v *Verifier) verify(ctx context.Context, get func(string) string, method, path string, body []byte, mode int) (string, *vdibroker.CallNonce, error) {
-	now := time.Now()
+func (v *Verifier) now() time.Time {
 	if v.Now != nil {
-		now = v.Now()
+		return v.Now()
 	}
-	pod, ts, nonce, sig := get(HeaderPod), get(HeaderTimestamp), get(HeaderNonce), get(HeaderSignature)
-	if sig == "" || ts == "" || nonce == "" || pod == "" {
-		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call without a federation signature")
+	return time.Now()
+}
+
+// Check checks what a call's headers (get returns one by name) tell
+// before its body is read, so that a caller without the secret does not
+// have a body of up to a MiB read and hashed by a call that names no pod,
+// a stale time or another pod: the four signature headers are there, the
+// nonce is no longer than maxNonceLen, the timestamp is within MaxSkew
+// of this pod's clock (for a read with ReadsInMemory, not before
+// Started), and the call is signed for this pod or for none. Any of
+// these is Unauthenticated.
+func (v *Verifier) Check(get func(string) string, kind Kind) (*Call, error) {
+	c := &Call{Pod: get(HeaderPod), ts: get(HeaderTimestamp), nonce: get(HeaderNonce), sig: get(HeaderSignature), to: get(HeaderTo)}
+	c.Budget = c.Pod
+	if c.sig == "" || c.ts == "" || c.nonce == "" || c.Pod == "" {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call without a federation signature")
 	}
-	if len(nonce) > maxNonceLen {
-		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a nonce longer than %d characters", maxNonceLen)
+	if len(c.nonce) > maxNonceLen {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a nonce longer than %d characters", maxNonceLen)
 	}
-	to := get(HeaderTo)
-	want := SignatureTo(v.Secret, method, path, pod, to, ts, nonce, body)
-	if !hmac.Equal([]byte(sig), []byte(want)) {
-		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a wrong federation signature (is the federation secret the same on every pod?)")
+	var err error
+	if c.sec, err = strconv.ParseInt(c.ts, 10, 64); err != nil {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a malformed timestamp")
 	}
-	if to != "" && v.Pod != "" && to != v.Pod {
-		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed for pod %q, not this pod %q (a call replayed to another pod, or a document naming this pod otherwise)", to, v.Pod)
+	switch {
+	case kind == KindRead && v.ReadsInMemory:
+		c.mode = recordRead
+	case kind == KindHeld && v.Nonces != nil:
+		c.mode = recordHeld
+	default:
+		c.mode = recordNow
 	}
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a malformed timestamp")
+	if err := v.checkTime(c, v.now()); err != nil {
+		return nil, err
 	}
-	at := time.Unix(sec, 0)
+	if c.to != "" && v.Pod != "" && c.to != v.Pod {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed for pod %q, not this pod %q (a call replayed to another pod, or a document naming this pod otherwise)", c.to, v.Pod)
+	}
+	return c, nil
+}
+
+// checkTime refuses c unless its timestamp is within MaxSkew of now (and
+// for a read kept in memory, not before Started).
+func (v *Verifier) checkTime(c *Call, now time.Time) error {
+	at := time.Unix(c.sec, 0)
 	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
-		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, more than %s from this pod's clock", at.UTC().Format(time.RFC3339), MaxSkew)
+		return vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, more than %s from this pod's clock", at.UTC().Format(time.RFC3339), MaxSkew)
 	}
-	if mode == recordRead && sec < v.Started.Unix() {
-		return "", nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, before this pod started (%s): a replay, or a clock behind this pod's",
+	if c.mode == recordRead && c.sec < v.Started.Unix() {
+		return vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, before this pod started (%s): a replay, or a clock behind this pod's",
 			at.UTC().Format(time.RFC3339), v.Started.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Finish checks c's signature over method, path and body (a wrong one is
+// Unauthenticated) and records its nonce as its Kind says: a replay is
+// Unauthenticated, a nonce store that fails answers its error
+// (StoreUnavailable, TooManyRequests). For KindHeld with Nonces it
+// returns the nonce for the caller to record. The time is checked again:
+// a body that arrives slowly must not take the call past its window,
+// when the nonce of the call it replays may be forgotten.
+func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, body []byte) (*vdibroker.CallNonce, error) {
+	want := SignatureTo(v.Secret, method, path, c.Pod, c.to, c.ts, c.nonce, body)
+	if !hmac.Equal([]byte(c.sig), []byte(want)) {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a wrong federation signature (is the federation secret the same on every pod?)")
+	}
+	now := v.now()
+	if err := v.checkTime(c, now); err != nil {
+		return nil, err
 	}
 	expires := now.Add(2 * MaxSkew)
 	switch {
-	case mode == recordNow && v.Nonces != nil:
-		fresh, err := v.Nonces.UseNonce(ctx, nonce, expires)
+	case c.mode == recordNow && v.Nonces != nil:
+		fresh, err := v.Nonces.UseNonce(ctx, c.Budget, c.nonce, expires)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		if !fresh {
-			return "", nil, vdibroker.ErrReplayed()
+			return nil, vdibroker.ErrReplayed()
 		}
-		return pod, nil, nil
-	case mode == recordHeld:
+		return nil, nil
+	case c.mode == recordHeld:
 		// Recorded when the connect ends, not now: kept heldMargin longer,
 		// so that a replay verified at the end of the signature's window
 		// still finds it however long either connect takes.
-		held := &vdibroker.CallNonce{Nonce: nonce, Expires: expires.Add(heldMargin), At: now}
+		held := &vdibroker.CallNonce{Pod: c.Budget, Nonce: c.nonce, Expires: expires.Add(heldMargin), At: now}
 		if !v.ReadsInMemory {
-			return pod, held, nil
+			return held, nil
 		}
-		if err := v.remember(nonce, now); err != nil {
-			return "", nil, err
+		if err := v.remember(c.Budget, c.nonce, now); err != nil {
+			return nil, err
 		}
-		return pod, held, nil
+		return held, nil
 	}
-	return pod, nil, v.remember(nonce, now)
+	return nil, v.remember(c.Budget, c.nonce, now)
 }
 
 // remember keeps nonce in this process's memory until it expires: a
-// replay is Unauthenticated, more than maxMemoryNonces TooManyRequests.
-func (v *Verifier) remember(nonce string, now time.Time) error {
+// replay is Unauthenticated, more than maxMemoryNonces of budget
+// TooManyRequests (the other budgets' calls are still taken).
+func (v *Verifier) remember(budget, nonce string, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.nonces == nil {
-		v.nonces = map[string]time.Time{}
+		v.nonces, v.counts = map[string]memNonce{}, map[string]int{}
 	}
 	if now.Sub(v.swept) > MaxSkew {
-		for n, until := range v.nonces {
-			if now.After(until) {
+		for n, m := range v.nonces {
+			if now.After(m.until) {
 				delete(v.nonces, n)
+				if v.counts[m.budget]--; v.counts[m.budget] <= 0 {
+					delete(v.counts, m.budget)
+				}
 			}
 		}
 		v.swept = now
@@ -245,9 +341,10 @@ func (v *Verifier) remember(nonce string, now time.Time) error {
 	if _, seen := v.nonces[nonce]; seen {
 		return vdibroker.ErrReplayed()
 	}
-	if len(v.nonces) >= maxMemoryNonces {
-		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls in the last %s; try again shortly", 2*MaxSkew)
+	if v.counts[budget] >= maxMemoryNonces {
+		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls from %s in the last %s; try again shortly", vdibroker.NonceBudgetName(budget), 2*MaxSkew)
 	}
-	v.nonces[nonce] = now.Add(2 * MaxSkew)
+	v.nonces[nonce] = memNonce{budget: budget, until: now.Add(2 * MaxSkew)}
+	v.counts[budget]++
 	return nil
 }

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,7 +70,7 @@ func FuzzVerify(f *testing.F) {
 // memNonces is a Nonces in memory, for the verifier's own logic.
 type memNonces map[string]bool
 
-func (m memNonces) UseNonce(_ context.Context, nonce string, _ time.Time) (bool, error) {
+func (m memNonces) UseNonce(_ context.Context, _, nonce string, _ time.Time) (bool, error) {
 	if m[nonce] {
 		return false, nil
 	}
@@ -153,5 +154,74 @@ func TestVerifyTo_RG5(t *testing.T) {
 				t.Fatalf("got %v, want Unauthenticated", err)
 			}
 		})
+	}
+}
+
+// TestFinishChecksTheTimeAgain_RG5: a call whose headers passed Check
+// but whose body arrived after its signature's window (a body sent
+// slowly) is refused by Finish: by then a nonce recorded for the call it
+// replays may be forgotten (kept 2 × MaxSkew from when that was taken).
+// One that arrives within the window is taken, once.
+func TestFinishChecksTheTimeAgain_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	v := &Verifier{Secret: secret, Pod: "fra1", Now: func() time.Time { return now }}
+	body := []byte(`{"user":"alice"}`)
+	h := SignTo(secret, "POST", ConnectPath, "ams1", "fra1", body, t0)
+	get := func(k string) string { return h[k] }
+
+	c, err := v.Check(get, KindRecord)
+	if err != nil {
+		t.Fatalf("Check at the time of signing: %v", err)
+	}
+	now = t0.Add(MaxSkew + time.Second) // the body took 61 s
+	if _, err := v.Finish(t.Context(), c, "POST", ConnectPath, body); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Fatalf("Finish past the window: %v, want Unauthenticated", err)
+	}
+
+	now = t0
+	if c, err = v.Check(get, KindRecord); err != nil {
+		t.Fatal(err)
+	}
+	now = t0.Add(MaxSkew) // at the window's end
+	if _, err := v.Finish(t.Context(), c, "POST", ConnectPath, body); err != nil {
+		t.Fatalf("Finish within the window: %v", err)
+	}
+	if c, err = v.Check(get, KindRecord); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Finish(t.Context(), c, "POST", ConnectPath, body); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Fatalf("the call again: %v, want Unauthenticated (a replay)", err)
+	}
+}
+
+// TestMemoryNoncesPerBudget_RG5: the nonces kept in memory (without
+// Nonces, and the reads' with ReadsInMemory) are bounded for each budget
+// (Call.Budget): one caller at maxMemoryNonces is refused
+// (TooManyRequests), another caller's calls are still taken, and the
+// first has room again once its nonces expire.
+func TestMemoryNoncesPerBudget_RG5(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v := &Verifier{Secret: []byte("0123456789abcdef-federation")}
+	for i := range maxMemoryNonces {
+		if err := v.remember("ams1", "a"+strconv.Itoa(i), now); err != nil {
+			t.Fatalf("ams1's nonce %d: %v", i, err)
+		}
+	}
+	if err := v.remember("ams1", "one-more", now); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+		t.Errorf("ams1 past its bound: %v, want TooManyRequests", err)
+	}
+	for _, budget := range []string{"fra1", vdibroker.NoDocumentBudget} {
+		if err := v.remember(budget, "f-"+budget, now); err != nil {
+			t.Errorf("%q's call while ams1's budget is spent: %v", budget, err)
+		}
+	}
+	if err := v.remember("fra1", "a7", now); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("ams1's nonce again, from fra1: %v, want Unauthenticated (a replay)", err)
+	}
+	later := now.Add(2*MaxSkew + time.Second)
+	if err := v.remember("ams1", "one-more", later); err != nil {
+		t.Errorf("ams1 after its nonces expired: %v", err)
 	}
 }

@@ -176,13 +176,20 @@ func TestSessionDirectory_RG1(t *testing.T) {
 // signed with, never a name in its body (the secret is shared, so its
 // holder can sign as any listed pod: docs/federation.md, "Limits"); a
 // pod the document does not list is refused; a call's users are
-// bounded; a replayed whole list is refused.
+// bounded; a replayed whole list is refused; a call on this pod's
+// generation naming a user whose directory pod is another is refused
+// whole (TestPodRegisterOnlyItsUsers_RG1).
 func TestPodRegisterAsAnAttacker_RG1(t *testing.T) {
 	envs := fedPods(t, 5, 1, 5, vdibroker.DistributionNone)
 	secret := []byte(testFedSecret)
 	url := envs[0].urls[0]
 	now := time.Now()
-	body := `{"generation":1,"users":["victim"],"full":true,"last":true}`
+	st, err := envs[0].admin.GetFederation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := userOf(st.Document, "victim", "pod0")
+	body := fmt.Sprintf(`{"generation":1,"users":[%q],"full":true,"last":true}`, victim)
 	if got := podCallStatus(t, url, "POST", federation.DirectoryPath, body, signedBy("stranger", secret, "POST", federation.DirectoryPath, body, now)); got != nethttp.StatusForbidden {
 		t.Errorf("a pod not in the document registers: %d, want 403", got)
 	}
@@ -195,7 +202,7 @@ func TestPodRegisterAsAnAttacker_RG1(t *testing.T) {
 	}
 	c := vhttp.NewPodClient("pod1", secret)
 	pod0 := vdibroker.Pod{Name: "pod0", URL: url}
-	l, err := c.Lookup(t.Context(), pod0, vdibroker.PodLookupRequest{User: "VICTIM"})
+	l, err := c.Lookup(t.Context(), pod0, vdibroker.PodLookupRequest{User: strings.ToUpper(victim)})
 	if err != nil || len(l.Pods) != 1 || l.Pods[0] != "pod3" || l.Complete["pod3"] != 1 {
 		t.Fatalf("victim's look-up: %+v %v; want pod3 (the signer, not the body's word), complete at 1", l, err)
 	}
@@ -203,6 +210,7 @@ func TestPodRegisterAsAnAttacker_RG1(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("u%d", i)
 	}
+	u1 := userOf(st.Document, "u", "pod0")
 	err = c.Register(t.Context(), pod0, vdibroker.PodDirectoryRequest{Generation: 1, Users: many})
 	if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != "users" {
 		t.Errorf("%d users in one call: %v; want InvalidArgument naming users", len(many), err)
@@ -211,12 +219,82 @@ func TestPodRegisterAsAnAttacker_RG1(t *testing.T) {
 	if vdibroker.ErrorCode(err) != vdibroker.EInvalid || !strings.HasPrefix(vdibroker.ErrorField(err), "users[0]") {
 		t.Errorf("a bad user name: %v; want InvalidArgument naming users[0]", err)
 	}
-	err = c.Register(t.Context(), pod0, vdibroker.PodDirectoryRequest{Generation: 1, Users: []string{"x"}, Last: true})
+	err = c.Register(t.Context(), pod0, vdibroker.PodDirectoryRequest{Generation: 1, Users: []string{u1}, Last: true})
 	if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != "last" {
 		t.Errorf("last without full: %v; want InvalidArgument naming last", err)
 	}
-	if l, err := c.Lookup(context.Background(), pod0, vdibroker.PodLookupRequest{User: "u1"}); err != nil || len(l.Pods) != 0 {
-		t.Errorf("u1 after the refused calls: %+v %v; want no pod", l, err)
+	if l, err := c.Lookup(context.Background(), pod0, vdibroker.PodLookupRequest{User: u1}); err != nil || len(l.Pods) != 0 {
+		t.Errorf("%s after the refused calls: %+v %v; want no pod", u1, l, err)
+	}
+}
+
+// TestPodRegisterOnlyItsUsers_RG1: a pod takes, from a caller on its own
+// generation of the document, only the users it is the directory pod of
+// (federation.DirectoryPod, by which an honest caller picks it): a call
+// naming another user is refused whole (400 naming that user's index,
+// nothing written), so a holder of the secret signing as a listed pod
+// cannot fill a pod with entries no look-up asks for. A caller on
+// another generation (federation apply on its way: its document, and so
+// its users' directory pods, differ) is taken as it is. The honest
+// directory passes of every pod are taken (no pod behind).
+func TestPodRegisterOnlyItsUsers_RG1(t *testing.T) {
+	envs := fedPods(t, 5, 1, 5, vdibroker.DistributionNone)
+	st, err := envs[0].admin.GetFederation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := st.Document
+	mine, other := userOf(doc, "mine", "pod0"), userOf(doc, "other", "pod2")
+	c := vhttp.NewPodClient("pod1", []byte(testFedSecret))
+	pod0 := vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}
+	look := func(u string) []string {
+		t.Helper()
+		l, err := c.Lookup(t.Context(), pod0, vdibroker.PodLookupRequest{User: u})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Pods
+	}
+	for _, tc := range []struct {
+		name  string
+		req   vdibroker.PodDirectoryRequest
+		field string
+	}{
+		{"another pod's user", vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: []string{other}}, "users[0]"},
+		{"its user, then another pod's", vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: []string{mine, strings.ToUpper(other)}}, "users[1]"},
+		{"in a whole list", vdibroker.PodDirectoryRequest{Generation: doc.Generation, Users: []string{mine, other}, Full: true, Last: true}, "users[1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Register(t.Context(), pod0, tc.req)
+			if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != tc.field || !strings.Contains(vdibroker.ErrorMessage(err), "directory pod") {
+				t.Errorf("got %v; want InvalidArgument naming %s", err, tc.field)
+			}
+			if got := look(mine); len(got) != 0 {
+				t.Errorf("%s after the refused call: at %v; want nowhere (nothing written)", mine, got)
+			}
+		})
+	}
+	// On another generation, both are taken.
+	if err := c.Register(t.Context(), pod0, vdibroker.PodDirectoryRequest{Generation: doc.Generation + 1, Users: []string{mine, other}}); err != nil {
+		t.Fatalf("a caller on the next generation: %v", err)
+	}
+	for _, u := range []string{mine, other} {
+		if got := look(u); !slices.Equal(got, []string{"pod1"}) {
+			t.Errorf("%s after the next generation's call: at %v; want pod1", u, got)
+		}
+	}
+	// The pods' own passes, with sessions whose users' directory pods
+	// are every pod, are all taken.
+	for i, e := range envs {
+		for j := range 5 {
+			e.mustConnect(fmt.Sprintf("office-pod%d", i), userOf(doc, fmt.Sprintf("p%du", i), fmt.Sprintf("pod%d", j)))
+		}
+	}
+	directoryPass(t, envs)
+	for i, e := range envs {
+		if st, err := e.admin.GetFederation(t.Context()); err != nil || st.Directory.Behind {
+			t.Errorf("pod%d after its pass: %+v %v; want not behind", i, st.Directory, err)
+		}
 	}
 }
 

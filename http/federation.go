@@ -142,32 +142,65 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 
 // What a pod-to-pod call does, for how its nonce is recorded (R-G5).
 const (
-	podRead = iota // it only reads (federation.Verifier.VerifyRead)
-	podHeld        // h records the nonce (vdibroker.CallNonce, recordNonce)
+	podRead = federation.KindRead // it only reads
+	podHeld = federation.KindHeld // h records the nonce (vdibroker.CallNonce, recordNonce)
 )
 
-// podCall checks a pod-to-pod call's signature (over method, path, body,
-// timestamp and nonce: a missing or wrong one, or a replay, is
-// Unauthenticated) and passes the body on; a held nonce rides in the
-// request's context (vdibroker.WithCallNonce).
-func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error, kind int) func(nethttp.ResponseWriter, *nethttp.Request) error {
-	verify := func(v *federation.Verifier, ctx context.Context, get func(string) string, method, path string, body []byte) (string, *vdibroker.CallNonce, error) {
-		pod, err := v.VerifyRead(ctx, get, method, path, body)
-		return pod, nil, err
-	}
-	if kind == podHeld {
-		verify = (*federation.Verifier).VerifyHeld
-	}
+// podCall checks a pod-to-pod call (R-G5) and passes its body on, cheapest
+// check first, so that a call that fails one before its body is read has
+// none of its body read and hashed (up to maxBodyBytes):
+//
+//  1. it carries no query string, which its signature does not cover
+//     (no pod handler reads one; Unauthenticated);
+//  2. its signature headers (federation.Verifier.Check: all four there,
+//     the nonce's length, the timestamp within federation.MaxSkew, signed
+//     for this pod or for none; Unauthenticated);
+//  3. the pod it names is in this pod's document (PermissionDenied), or
+//     there is none yet (then every caller spends one budget of calls,
+//     vdibroker.NoDocumentBudget); a document that cannot be read
+//     refuses the call with that read's error (fails closed);
+//  4. its body is read and its signature over method, path and body
+//     checked, and its nonce recorded (federation.Verifier.Finish: a wrong
+//     signature or a replay is Unauthenticated).
+//
+// A held nonce rides in the request's context (vdibroker.WithCallNonce).
+func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error, kind federation.Kind) func(nethttp.ResponseWriter, *nethttp.Request) error {
 	return func(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		fed, err := s.federated()
 		if err != nil {
 			return err
 		}
+		if r.URL.RawQuery != "" || r.URL.ForceQuery {
+			return vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a query string, which its federation signature does not cover")
+		}
+		call, err := fed.verifier.Check(r.Header.Get, kind)
+		if err != nil {
+			return err
+		}
+		// The secret is the federation's; the caller must also be one of
+		// its pods as this pod's document lists them (none yet: anyone
+		// with the secret, so a new federation can start). A document
+		// that cannot be read refuses the call: the check fails closed.
+		// Checked before the signature, whose check reads the body: the
+		// refusal tells a caller without the secret only that the name
+		// is not a pod of the document.
+		doc, err := fed.g.Document(r.Context())
+		switch {
+		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+			// Any name is taken: the calls share one budget
+			// (vdibroker.MaxNoncesPerMinute), so names made up at
+			// every call do not multiply it.
+			call.Budget = vdibroker.NoDocumentBudget
+		case err != nil:
+			return err
+		case doc.Pod(call.Pod) == nil:
+			return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds (generation %d)", call.Pod, fed.g.Pod(), doc.Generation)
+		}
 		body, err := io.ReadAll(nethttp.MaxBytesReader(w, r.Body, maxBodyBytes))
 		if err != nil {
 			return decodeError(err, nil, nil)
 		}
-		pod, nonce, err := verify(fed.verifier, r.Context(), r.Header.Get, r.Method, r.URL.Path, body)
+		nonce, err := fed.verifier.Finish(r.Context(), call, r.Method, r.URL.Path, body)
 		if err != nil {
 			return err
 		}
@@ -175,19 +208,7 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 			r = r.WithContext(vdibroker.WithCallNonce(r.Context(), nonce))
 		}
 		authenticated(r)
-		// The secret is the federation's; the caller must also be one of
-		// its pods as this pod's document lists them (none yet: anyone
-		// with the secret, so a new federation can start). A document
-		// that cannot be read refuses the call: the check fails closed.
-		doc, err := fed.g.Document(r.Context())
-		switch {
-		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
-		case err != nil:
-			return err
-		case doc.Pod(pod) == nil:
-			return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds (generation %d)", pod, fed.g.Pod(), doc.Generation)
-		}
-		return h(w, r, fed, pod, body)
+		return h(w, r, fed, call.Pod, body)
 	}
 }
 
@@ -269,7 +290,7 @@ func recordNonce(ctx context.Context, fed *federationState) error {
 	if n == nil {
 		return nil
 	}
-	fresh, err := fed.g.UseNonce(ctx, n.Nonce, n.Expires)
+	fresh, err := fed.g.UseNonce(ctx, n.Pod, n.Nonce, n.Expires)
 	if err != nil {
 		return err
 	}

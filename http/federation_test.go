@@ -362,7 +362,9 @@ func TestGlobalConnectConcurrentReconnects_RG1(t *testing.T) {
 // TestPodSessionsUsers_RG5: a peer (holding the federation secret) asks
 // for several users' sessions in one call: each user's own, at most
 // MaxPodSessionUsers users, each a valid user name, and user or users,
-// not both; what it may cause is bounded by the users of one call.
+// not both; what it may cause is bounded by the users and pools of one
+// call (at most MaxPodSessionPools pools; 400 naming the field, however
+// many the 1 MiB body would hold).
 func TestPodSessionsUsers_RG5(t *testing.T) {
 	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
 	a := envs[0].mustConnect("office-pod0", "alice")
@@ -385,12 +387,27 @@ func TestPodSessionsUsers_RG5(t *testing.T) {
 		{"too many users", vdibroker.PodSessionsRequest{Users: many}, "users"},
 		{"user and users", vdibroker.PodSessionsRequest{User: "alice", Users: []string{"bob"}}, "users"},
 		{"a bad user name", vdibroker.PodSessionsRequest{Users: []string{"alice", ""}}, "users[1]"},
+		{"too many host pools", vdibroker.PodSessionsRequest{User: "alice", HostPools: poolNames(vdibroker.MaxPodSessionPools + 1)}, "hostPools"},
 	} {
 		_, err := c.Sessions(t.Context(), pod0, tc.req)
 		if e := wantCode(t, err, vdibroker.EInvalid); e != nil && e.Field != tc.field {
 			t.Errorf("%s: field %q, want %q", tc.name, e.Field, tc.field)
 		}
 	}
+	// As many pools as a call takes, alice's among them (R-G1).
+	pools := append(poolNames(vdibroker.MaxPodSessionPools-1), "office-pod0")
+	if got, err := c.Sessions(t.Context(), pod0, vdibroker.PodSessionsRequest{User: "alice", HostPools: pools}); err != nil || len(got) != 1 {
+		t.Errorf("alice's sessions in %d pools: %+v %v; want hers", len(pools), got, err)
+	}
+}
+
+// poolNames is n pool names, pool0...
+func poolNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("pool%d", i)
+	}
+	return out
 }
 
 // TestPodConnectNonceInItsPlacement_RG5: two replicas of one pod share its

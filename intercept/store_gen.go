@@ -461,9 +461,9 @@ func (s *Store) OpenSessionsOfUsers(ctx context.Context, users []string, pools [
 }
 
 // UseNonces runs the wrapped store's UseNonces through the hook.
-func (s *Store) UseNonces(ctx context.Context, nonces []string, expires time.Time, now time.Time) (r0 []bool, err error) {
+func (s *Store) UseNonces(ctx context.Context, uses []vdibroker.NonceUse, expires time.Time, now time.Time) (r0 []error, err error) {
 	err = s.hook(ctx, OpUseNonces, func(ctx context.Context) (err error) {
-		r0, err = s.inner.UseNonces(ctx, nonces, expires, now)
+		r0, err = s.inner.UseNonces(ctx, uses, expires, now)
 		return err
 	})
 	return r0, err

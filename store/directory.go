@@ -25,8 +25,8 @@ var maxDirectoryEntries int64 = vdibroker.MaxDirectoryEntriesPerPod
 // replica.
 //
 // A verified pod-to-pod call's nonce in ctx (vdibroker.WithCallNonce) is
-// recorded in the same transaction, counted last: the minute's count,
-// which every signed call of this pod takes (lockCallNonces), is not held
+// recorded in the same transaction, counted last: its budget's count of
+// the minute, which every signed call of that pod takes (lockCallNonces), is not held
 // while the registration waits for pod's row or writes its entries, and
 // nothing takes pod's row after it. A replay is Unauthenticated with
 // nothing written.
@@ -76,7 +76,10 @@ func (s *DB) RegisterDirectory(ctx context.Context, pod string, gen int64, users
 		if nonce == nil {
 			return nil
 		}
-		if err := t.countNonces(ctx, 1, nonce.At); err != nil {
+		if err := t.sweepNonces(ctx, nonce.At); err != nil {
+			return err
+		}
+		if err := t.countNonces(ctx, nonce.Pod, 1, nonce.At); err != nil {
 			return err
 		}
 		return t.useCallNonce(ctx, nonce)

@@ -187,13 +187,13 @@ func TestSessionDirectoryWaitDoesNotHoldNonceCount_RG1(t *testing.T) {
 	ctx := t.Context()
 	registered := make(chan error, 1)
 	go func() {
-		n := &vdibroker.CallNonce{Nonce: "reg-1", Expires: t0.Add(2 * time.Minute), At: t0}
+		n := &vdibroker.CallNonce{Pod: "ams1", Nonce: "reg-1", Expires: t0.Add(2 * time.Minute), At: t0}
 		registered <- s.RegisterDirectory(vdibroker.WithCallNonce(context.WithoutCancel(ctx), n), "ams1", 1, []string{"bob"}, false, false, t0)
 	}()
 	waitForLockWaiter(t, s, "the registration")
 	used := make(chan error, 1)
 	go func() {
-		_, err := s.UseNonces(context.WithoutCancel(ctx), []string{"call-1"}, t0.Add(2*time.Minute), t0)
+		_, err := s.UseNonces(context.WithoutCancel(ctx), []vdibroker.NonceUse{{Pod: "ams1", Nonce: "call-1"}}, t0.Add(2*time.Minute), t0)
 		used <- err
 	}()
 	for deadline := time.Now().Add(10 * time.Second); ; {

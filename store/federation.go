@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -122,65 +123,95 @@ func (s *DB) OpenSessionsOfUsers(ctx context.Context, users, pools []string) ([]
 var noncesPerMinute = vdibroker.MaxNoncesPerMinute
 
 // UseNonces implements vdibroker.FederationStore: in one transaction, the
-// expired nonces and minutes are deleted, the minute's count goes up by
-// len(nonces) unless that takes it past vdibroker.MaxNoncesPerMinute, and
-// each nonce is inserted unless it is there (a replay).
-func (s *DB) UseNonces(ctx context.Context, nonces []string, expires, now time.Time) (fresh []bool, err error) {
-	if len(nonces) == 0 {
+// expired nonces and minutes are deleted (sweepNonces), each pod's count
+// of now's minute goes up by its uses unless that takes it past
+// vdibroker.MaxNoncesPerMinute (countNonces, the pods in one order on
+// every replica), and each nonce of a pod within its budget is inserted
+// unless it is there (a replay).
+func (s *DB) UseNonces(ctx context.Context, uses []vdibroker.NonceUse, expires, now time.Time) (refused []error, err error) {
+	if len(uses) == 0 {
 		return nil, nil
 	}
 	err = s.write(ctx, func(t *tx) error {
 		var err error
-		fresh, err = t.useNonces(ctx, nonces, expires, now) // the transaction may run again
+		refused, err = t.useNonces(ctx, uses, expires, now) // the transaction may run again
 		return err
 	})
 	if err != nil {
 		return nil, wrap(err, "use pod-to-pod nonces")
 	}
-	return fresh, nil
+	return refused, nil
 }
 
 // useNonces is UseNonces in transaction t.
-func (t *tx) useNonces(ctx context.Context, nonces []string, expires, now time.Time) ([]bool, error) {
-	if err := t.countNonces(ctx, len(nonces), now); err != nil {
+func (t *tx) useNonces(ctx context.Context, uses []vdibroker.NonceUse, expires, now time.Time) ([]error, error) {
+	if err := t.sweepNonces(ctx, now); err != nil {
 		return nil, err
 	}
-	fresh := make([]bool, len(nonces))
-	for i, nonce := range nonces {
-		var err error
-		if fresh[i], err = t.insertNonce(ctx, nonce, expires); err != nil {
+	byPod := map[string]int{}
+	for _, u := range uses {
+		byPod[u.Pod]++
+	}
+	refused := make([]error, len(uses))
+	over := map[string]error{}
+	for _, pod := range slices.Sorted(maps.Keys(byPod)) {
+		err := t.countNonces(ctx, pod, byPod[pod], now)
+		var verr *vdibroker.Error
+		switch {
+		case errors.As(err, &verr):
+			over[pod] = err
+		case err != nil:
 			return nil, err
 		}
 	}
-	return fresh, nil
+	for i, u := range uses {
+		if refused[i] = over[u.Pod]; refused[i] != nil {
+			continue
+		}
+		fresh, err := t.insertNonce(ctx, u.Nonce, expires)
+		if err != nil {
+			return nil, err
+		}
+		if !fresh {
+			refused[i] = vdibroker.ErrReplayed()
+		}
+	}
+	return refused, nil
 }
 
-// countNonces deletes the expired nonces and minutes and counts k more
-// nonces in now's minute, TooManyRequests (counting none) if that takes
-// it past noncesPerMinute. Its statements lock rows every transaction
-// that records a nonce wants (the minute's row, the expired nonces'):
-// a group commit takes them before any host's row (lockCallNonces).
-func (t *tx) countNonces(ctx context.Context, k int, now time.Time) error {
-	minute := now.Unix() / 60
+// sweepNonces deletes the expired nonces and the counts of minutes five
+// or more before now's. Its statements lock rows every transaction that
+// records a nonce wants (the expired nonces'): a transaction runs it
+// once, before its counts (countNonces), and a group commit before any
+// host's row (lockCallNonces).
+func (t *tx) sweepNonces(ctx context.Context, now time.Time) error {
 	if _, err := t.exec(ctx, `DELETE FROM federation_nonces WHERE expire_time < ?`, ns(now)); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, `DELETE FROM federation_nonce_minutes WHERE minute < ?`, minute-5); err != nil {
-		return err
-	}
+	_, err := t.exec(ctx, `DELETE FROM federation_nonce_budgets WHERE minute < ?`, now.Unix()/60-5)
+	return err
+}
+
+// countNonces counts k more nonces of budget pod (vdibroker.NonceUse) in
+// now's minute, TooManyRequests (counting none) if that takes it past
+// noncesPerMinute. It locks the row of pod's minute until the
+// transaction ends: a transaction that counts several takes them in one
+// order (by minute, then pod), so two cannot wait for each other.
+func (t *tx) countNonces(ctx context.Context, pod string, k int, now time.Time) error {
+	minute := now.Unix() / 60
 	n := int64(0)
 	if k <= noncesPerMinute {
 		var err error
-		n, err = t.exec(ctx, `INSERT INTO federation_nonce_minutes (minute, n) VALUES (?, ?)
-		ON CONFLICT (minute) DO UPDATE SET n = federation_nonce_minutes.n + ? WHERE federation_nonce_minutes.n + ? <= ?`,
-			minute, k, k, k, noncesPerMinute)
+		n, err = t.exec(ctx, `INSERT INTO federation_nonce_budgets (pod, minute, n) VALUES (?, ?, ?)
+		ON CONFLICT (pod, minute) DO UPDATE SET n = federation_nonce_budgets.n + ? WHERE federation_nonce_budgets.n + ? <= ?`,
+			pod, minute, k, k, k, noncesPerMinute)
 		if err != nil {
 			return err
 		}
 	}
 	if n == 0 {
 		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
-			Message: fmt.Sprintf("this pod took %d pod-to-pod calls this minute, its bound; try again shortly", noncesPerMinute)}
+			Message: fmt.Sprintf("%s made %d pod-to-pod calls to this pod this minute, its bound; try again shortly", vdibroker.NonceBudgetName(pod), noncesPerMinute)}
 	}
 	return nil
 }
@@ -193,30 +224,48 @@ func (t *tx) insertNonce(ctx context.Context, nonce string, expires time.Time) (
 }
 
 // lockCallNonces counts the call nonces of a group commit's placements
-// (vdibroker.WithCallNonce, R-G5) in their minutes, before the batch
-// locks any host's row: counted in each placement, after its host's row,
-// a batch held the minute's row while it went on to lock its next host,
-// which another replica's batch held while it waited for the minute's
-// row (a deadlock PostgreSQL broke only after its deadlock_timeout). A
-// minute past its bound refuses its placements (nonceErr); a placement
-// that fails after it was counted leaves its count, which only errs
-// toward the bound. The nonces themselves are inserted by the
-// placements, each after its session (placementReq).
+// (vdibroker.WithCallNonce, R-G5) in their budgets' minutes, before the
+// batch locks any host's row: counted in each placement, after its
+// host's row, a batch held the minute's row while it went on to lock its
+// next host, which another replica's batch held while it waited for the
+// minute's row (a deadlock PostgreSQL broke only after its
+// deadlock_timeout). A budget's minute past its bound refuses its
+// placements (nonceErr), not the others'; a placement that fails after
+// it was counted leaves its count, which only errs toward the bound. The
+// nonces themselves are inserted by the placements, each after its
+// session (placementReq).
 func lockCallNonces(ctx context.Context, t *tx, live []*commitReq) error {
 	if !slices.ContainsFunc(live, func(r *commitReq) bool { return r.nonce != nil }) {
 		return nil // the common batch: heartbeats and local connects
 	}
-	byMinute := map[int64][]*commitReq{}
+	type budgetMinute struct {
+		minute int64
+		pod    string
+	}
+	byMinute := map[budgetMinute][]*commitReq{}
+	var sweep time.Time
 	for _, r := range live {
 		if r.nonce != nil {
 			r.nonceErr = nil // the batch may run again
-			m := r.nonce.At.Unix() / 60
-			byMinute[m] = append(byMinute[m], r)
+			k := budgetMinute{r.nonce.At.Unix() / 60, r.nonce.Pod}
+			byMinute[k] = append(byMinute[k], r)
+			if r.nonce.At.After(sweep) {
+				sweep = r.nonce.At
+			}
 		}
 	}
-	for _, m := range slices.Sorted(maps.Keys(byMinute)) { // one order on every replica
-		rs := byMinute[m]
-		err := t.countNonces(ctx, len(rs), rs[0].nonce.At)
+	if err := t.sweepNonces(ctx, sweep); err != nil {
+		return err
+	}
+	keys := slices.SortedFunc(maps.Keys(byMinute), func(a, b budgetMinute) int { // one order on every replica
+		if c := cmp.Compare(a.minute, b.minute); c != 0 {
+			return c
+		}
+		return strings.Compare(a.pod, b.pod)
+	})
+	for _, k := range keys {
+		rs := byMinute[k]
+		err := t.countNonces(ctx, k.pod, len(rs), rs[0].nonce.At)
 		var verr *vdibroker.Error
 		switch {
 		case errors.As(err, &verr):

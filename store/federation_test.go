@@ -109,50 +109,86 @@ func TestOpenSessionsOfUsers(t *testing.T) {
 	})
 }
 
+// uses is the nonces of budget pod (vdibroker.NonceUse).
+func uses(pod string, nonces ...string) []vdibroker.NonceUse {
+	out := make([]vdibroker.NonceUse, len(nonces))
+	for i, n := range nonces {
+		out[i] = vdibroker.NonceUse{Pod: pod, Nonce: n}
+	}
+	return out
+}
+
+// codes is the error code of each of errs ("" for nil).
+func codes(errs []error) []string {
+	out := make([]string, len(errs))
+	for i, err := range errs {
+		out[i] = vdibroker.ErrorCode(err)
+	}
+	return out
+}
+
 // TestUseNonces_RG5: a nonce is fresh once, on every connection of the
 // store (replicas share it), until it expires; one call records several
 // (a pod's calls verified at once share a commit), a nonce twice in it
-// being a replay the second time; the nonces of a minute are bounded
-// (TooManyRequests past the bound for the whole call, which records none,
-// and a new minute has room).
+// being a replay the second time; the nonces of a minute are bounded for
+// each calling pod (TooManyRequests past the bound for that pod's nonces
+// of the call, which records none of them, and a new minute has room).
 func TestUseNonces_RG5(t *testing.T) {
+	const ok, replay, tooMany = "", vdibroker.EUnauthenticated, vdibroker.ETooManyRequests
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
-		use := func(nonces []string, exp, now time.Time) []bool {
+		use := func(u []vdibroker.NonceUse, exp, now time.Time) []string {
 			t.Helper()
-			fresh, err := s.UseNonces(ctx, nonces, exp, now)
+			refused, err := s.UseNonces(ctx, u, exp, now)
 			if err != nil {
-				t.Fatalf("UseNonces(%q): %v", nonces, err)
+				t.Fatalf("UseNonces(%v): %v", u, err)
 			}
-			return fresh
+			return codes(refused)
 		}
 		exp := t0.Add(2 * time.Minute)
-		if got := use([]string{"n1"}, exp, t0); !slices.Equal(got, []bool{true}) {
-			t.Fatalf("first use: %v", got)
+		if got := use(uses("ams1", "n1"), exp, t0); !slices.Equal(got, []string{ok}) {
+			t.Fatalf("first use: %q", got)
 		}
-		if got := use([]string{"n2", "n1", "n3", "n2"}, exp, t0.Add(time.Second)); !slices.Equal(got, []bool{true, false, true, false}) {
-			t.Errorf("a batch with n1 used before and n2 twice: fresh %v, want [true false true false]", got)
+		// n1 is a replay whichever pod sends it again.
+		if got := use(uses("fra1", "n2", "n1", "n3", "n2"), exp, t0.Add(time.Second)); !slices.Equal(got, []string{ok, replay, ok, replay}) {
+			t.Errorf("a batch with n1 used before and n2 twice: %q, want [ok replay ok replay]", got)
 		}
 		// Past its expiry it is forgotten (the signature's timestamp
 		// refuses such a call by then).
-		if got := use([]string{"n1"}, exp.Add(3*time.Minute), exp.Add(time.Second)); !slices.Equal(got, []bool{true}) {
-			t.Errorf("after expiry: fresh %v, want fresh", got)
+		if got := use(uses("ams1", "n1"), exp.Add(3*time.Minute), exp.Add(time.Second)); !slices.Equal(got, []string{ok}) {
+			t.Errorf("after expiry: %q, want fresh", got)
 		}
 		defer store.SetNoncesPerMinute(3)()
 		at := t0.Add(time.Hour).Truncate(time.Minute)
-		use([]string{"b0"}, at.Add(2*time.Minute), at)
-		use([]string{"b1", "b2"}, at.Add(2*time.Minute), at)
-		_, err := s.UseNonces(ctx, []string{"b3"}, at.Add(2*time.Minute), at.Add(30*time.Second))
-		wantCode(t, err, vdibroker.ETooManyRequests)
-		if got := use([]string{"b3", "b4"}, at.Add(3*time.Minute), at.Add(time.Minute)); !slices.Equal(got, []bool{true, true}) {
-			t.Errorf("the next minute: fresh %v; want room", got)
+		use(uses("ams1", "b0"), at.Add(2*time.Minute), at)
+		use(uses("ams1", "b1", "b2"), at.Add(2*time.Minute), at)
+		if got := use(uses("ams1", "b3"), at.Add(2*time.Minute), at.Add(30*time.Second)); !slices.Equal(got, []string{tooMany}) {
+			t.Errorf("ams1's fourth call of the minute: %q, want TooManyRequests", got)
+		}
+		// Another pod's budget is its own: ams1 spent its, fra1 is
+		// taken, in a call of its own and beside ams1's.
+		if got := use(uses("fra1", "f0", "f1"), at.Add(2*time.Minute), at.Add(30*time.Second)); !slices.Equal(got, []string{ok, ok}) {
+			t.Errorf("fra1's calls while ams1's budget is spent: %q, want both taken", got)
+		}
+		mixed := append(uses("ams1", "b4"), append(uses("fra1", "f2"), uses("ams1", "b5")...)...)
+		if got := use(mixed, at.Add(2*time.Minute), at.Add(40*time.Second)); !slices.Equal(got, []string{tooMany, ok, tooMany}) {
+			t.Errorf("ams1's and fra1's calls in one commit: %q, want [TooManyRequests ok TooManyRequests]", got)
+		}
+		if got := use(uses("ams1", "b3", "b4"), at.Add(3*time.Minute), at.Add(time.Minute)); !slices.Equal(got, []string{ok, ok}) {
+			t.Errorf("the next minute: %q; want room", got)
 		}
 		// 2 of the minute's 3 are taken: a batch of 2 is refused whole,
 		// so its nonces are still fresh after.
-		_, err = s.UseNonces(ctx, []string{"c1", "c2"}, at.Add(3*time.Minute), at.Add(time.Minute))
-		wantCode(t, err, vdibroker.ETooManyRequests)
-		if got := use([]string{"c1"}, at.Add(3*time.Minute), at.Add(time.Minute)); !slices.Equal(got, []bool{true}) {
-			t.Errorf("a nonce of the refused batch: fresh %v, want fresh (the refusal recorded none)", got)
+		if got := use(uses("ams1", "c1", "c2"), at.Add(3*time.Minute), at.Add(time.Minute)); !slices.Equal(got, []string{tooMany, tooMany}) {
+			t.Errorf("2 more of ams1 with 1 left: %q, want both refused", got)
+		}
+		if got := use(uses("ams1", "c1"), at.Add(3*time.Minute), at.Add(time.Minute)); !slices.Equal(got, []string{ok}) {
+			t.Errorf("a nonce of the refused batch: %q, want fresh (the refusal recorded none)", got)
+		}
+		// A count is kept five minutes: a row per budget and minute.
+		use(uses("ams1", "late"), at.Add(20*time.Minute), at.Add(10*time.Minute))
+		if n, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_budgets`); err != nil || n != 1 {
+			t.Errorf("budget rows ten minutes on: %d, %v; want 1 (the older swept)", n, err)
 		}
 	})
 }
@@ -183,8 +219,8 @@ func TestPlacementRecordsCallNonce_RG5(t *testing.T) {
 		if !n1.Recorded() || vdibroker.CallNonceFrom(ctx) != nil {
 			t.Errorf("the nonce is not marked recorded after its placement committed")
 		}
-		if fresh, err := s.UseNonces(t.Context(), []string{"n1"}, exp, t0); err != nil || fresh[0] {
-			t.Errorf("n1 after its placement: fresh %v, %v; want a replay (the placement recorded it)", fresh, err)
+		if refused, err := s.UseNonces(t.Context(), uses("pod2", "n1"), exp, t0); err != nil || vdibroker.ErrorCode(refused[0]) != vdibroker.EUnauthenticated {
+			t.Errorf("n1 after its placement: %v, %v; want a replay (the placement recorded it)", refused, err)
 		}
 		session(t, s, "fed", c.Session.ID)
 
@@ -278,39 +314,72 @@ func TestCallNoncesLockedFirst_RG5(t *testing.T) {
 }
 
 // TestCallNoncesPastTheBound_RG5: a group commit whose call nonces would
-// take their minute past MaxNoncesPerMinute refuses their placements
-// (TooManyRequests, nothing written, the nonces not recorded) and commits
-// the rest of the batch.
+// take their pod's minute past MaxNoncesPerMinute refuses their
+// placements (TooManyRequests, nothing written, the nonces not recorded)
+// and commits the rest of the batch, another pod's call nonce included:
+// the budget is each calling pod's.
 func TestCallNoncesPastTheBound_RG5(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		mustPool(t, s, pool("fed", vdibroker.Pooled))
 		mustHost(t, s, "fed", "h1")
 		restore := store.SetNoncesPerMinute(2)
 		defer restore()
-		if _, err := s.UseNonces(t.Context(), []string{"first"}, t0.Add(2*time.Minute), t0); err != nil {
+		if _, err := s.UseNonces(t.Context(), uses("ams1", "first", "second"), t0.Add(2*time.Minute), t0); err != nil {
 			t.Fatal(err)
 		}
-		nonce := func(s string) *vdibroker.CallNonce {
-			return &vdibroker.CallNonce{Nonce: s, Expires: t0.Add(2 * time.Minute), At: t0.Add(time.Second)}
+		nonce := func(pod, s string) *vdibroker.CallNonce {
+			return &vdibroker.CallNonce{Pod: pod, Nonce: s, Expires: t0.Add(2 * time.Minute), At: t0.Add(time.Second)}
 		}
-		// 1 this minute + 2 = 3 > 2: both refused, bob's placement (no
-		// nonce) is not.
-		cs := []*vdibroker.PlacementCommit{placement("fed", "h1", "alice", 10), placement("fed", "h1", "bob", 10), placement("fed", "h1", "carol", 10)}
-		ns := []*vdibroker.CallNonce{nonce("n1"), nil, nonce("n2")}
+		// ams1: 2 this minute + 1 = 3 > 2: refused; bob's placement (no
+		// nonce) is not, nor carol's and dave's (fra1's 2 of its 2).
+		cs := []*vdibroker.PlacementCommit{placement("fed", "h1", "alice", 10), placement("fed", "h1", "bob", 10),
+			placement("fed", "h1", "carol", 10), placement("fed", "h1", "dave", 10)}
+		ns := []*vdibroker.CallNonce{nonce("ams1", "n1"), nil, nonce("fra1", "n2"), nonce("fra1", "n3")}
 		errs := s.CommitBatchWithNonces(cs, ns)
-		for i, want := range []string{vdibroker.ETooManyRequests, "", vdibroker.ETooManyRequests} {
+		for i, want := range []string{vdibroker.ETooManyRequests, "", "", ""} {
 			if got := vdibroker.ErrorCode(errs[i]); got != want {
 				t.Errorf("placement %d: %v, want code %q", i, errs[i], want)
 			}
 		}
-		wantCounts(t, s, "fed", "h1", 1, 1)
-		if ns[0].Recorded() || ns[2].Recorded() {
-			t.Errorf("a refused placement's nonce is marked recorded")
+		wantCounts(t, s, "fed", "h1", 3, 3)
+		if ns[0].Recorded() || !ns[2].Recorded() || !ns[3].Recorded() {
+			t.Errorf("recorded: ams1's %v, fra1's %v %v; want ams1's not (refused), fra1's", ns[0].Recorded(), ns[2].Recorded(), ns[3].Recorded())
 		}
 		restore()
-		fresh, err := s.UseNonces(t.Context(), []string{"n1", "n2"}, t0.Add(2*time.Minute), t0)
-		if err != nil || !fresh[0] || !fresh[1] {
-			t.Errorf("the refused placements' nonces: fresh %v, %v; want both fresh (not recorded)", fresh, err)
+		refused, err := s.UseNonces(t.Context(), uses("ams1", "n1"), t0.Add(2*time.Minute), t0)
+		if err != nil || refused[0] != nil {
+			t.Errorf("the refused placement's nonce: %v, %v; want fresh (not recorded)", refused, err)
+		}
+	})
+}
+
+// TestNonceBudgetsMigration_RG5: migration 00064 adds the counts by
+// calling pod beside the older count of the whole pod, which stays for
+// the replicas of an older version during a rolling upgrade; its Down
+// drops only the new table, and the next open adds it again. On both
+// engines.
+func TestNonceBudgetsMigration_RG5(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		s := tg.open(t, store.Options{})
+		ctx := t.Context()
+		if _, err := s.UseNonces(ctx, uses("ams1", "n1"), t0.Add(2*time.Minute), t0); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_minutes`); err != nil || n != 0 {
+			t.Errorf("the older count after 00064: %d rows, %v; want the table, unused", n, err)
+		}
+		if err := s.MigrateDownTo(context.WithoutCancel(ctx), 63); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_budgets`); err == nil {
+			t.Error("federation_nonce_budgets after migrating down to 63: still there")
+		}
+		if _, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_minutes`); err != nil {
+			t.Errorf("federation_nonce_minutes after migrating down to 63: %v", err)
+		}
+		reopened := tg.open(t, store.Options{})
+		if refused, err := reopened.UseNonces(ctx, uses("ams1", "n1", "n2"), t0.Add(2*time.Minute), t0); err != nil || codes(refused)[0] != vdibroker.EUnauthenticated || refused[1] != nil {
+			t.Errorf("after migrating up again: %v, %v; want n1 a replay, n2 fresh", refused, err)
 		}
 	})
 }

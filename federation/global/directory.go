@@ -461,6 +461,20 @@ func idAt(t time.Time) string {
 }
 
 // PodRegister is the pod side of federation.DirectoryPath.
+//
+// A caller on this pod's generation of the document registers only the
+// users this pod is the directory pod of (federation.DirectoryPod, by
+// which the caller picked this pod): a call naming another user is
+// refused whole (InvalidArgument naming users[i], nothing written), as a
+// holder of the secret signing as a listed pod could otherwise fill
+// this pod with entries no look-up asks for. The caller counts it a
+// failed registration like any other: it is behind, and its peers ask
+// it itself, until its whole list is through. A caller on another
+// generation is taken as it is (its entries bounded by
+// MaxDirectoryEntriesPerPod like any): its document has other pods, so
+// other directory pods, and checking its users against this pod's
+// document would refuse honest registrations while federation apply is
+// on its way from one pod to the next.
 func (g *Service) PodRegister(ctx context.Context, pod string, req vdibroker.PodDirectoryRequest) error {
 	if len(req.Users) > vdibroker.MaxDirectoryUsers {
 		return vdibroker.FieldError("users", "at most %d users, got %d", vdibroker.MaxDirectoryUsers, len(req.Users))
@@ -473,21 +487,32 @@ func (g *Service) PodRegister(ctx context.Context, pod string, req vdibroker.Pod
 	}
 	// Only a pod of this pod's document registers: without one, any
 	// holder of the secret could name itself anything.
-	if doc, err := g.Document(ctx); err != nil {
+	doc, err := g.Document(ctx)
+	if err != nil {
 		return err
-	} else if doc.Pod(pod) == nil {
+	}
+	if doc.Pod(pod) == nil {
 		return vdibroker.Errorf(vdibroker.EPermission, "pod %q is not in the federation document pod %s holds", pod, g.cfg.Pod)
 	}
+	sameDoc := req.Generation == doc.Generation
 	keys := make([]string, 0, len(req.Users))
 	seen := make(map[string]bool, len(req.Users))
 	for i, u := range req.Users {
-		if err := vdibroker.ValidateUser(fmt.Sprintf("users[%d]", i), u); err != nil {
+		field := fmt.Sprintf("users[%d]", i)
+		if err := vdibroker.ValidateUser(field, u); err != nil {
 			return err
 		}
-		if k := vdibroker.FoldUser(u); !seen[k] {
-			seen[k] = true
-			keys = append(keys, k)
+		k := vdibroker.FoldUser(u)
+		if seen[k] {
+			continue
 		}
+		if sameDoc {
+			if dp := federation.DirectoryPod(doc, k); dp != g.cfg.Pod {
+				return vdibroker.FieldError(field, "the directory pod of user %q at generation %d is %s, not this pod %s; nothing of this call was recorded", u, doc.Generation, dp, g.cfg.Pod)
+			}
+		}
+		seen[k] = true
+		keys = append(keys, k)
 	}
 	return g.cfg.Store.RegisterDirectory(ctx, pod, req.Generation, keys, req.Full, req.Last, g.clock.Now())
 }

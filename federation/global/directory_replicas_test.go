@@ -302,14 +302,20 @@ func TestDirectoryDropsRemovedPods_RG1(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Now())
 			g := global.New(global.Config{Pod: "pod0", Store: db, Hosts: noHosts{}, Peers: &wholeLists{ends: map[string]int{}}, Clock: clk})
 			last := doc.Pods[len(doc.Pods)-1].Name
+			// A user whose directory pod is pod0 (PodRegister takes no
+			// other from a pod on its generation).
+			alice := "alice"
+			for i := 0; federation.DirectoryPod(doc, alice) != "pod0"; i++ {
+				alice = fmt.Sprintf("alice%d", i)
+			}
 			for _, pod := range []string{"pod1", last} {
-				if err := g.PodRegister(ctx, pod, vdibroker.PodDirectoryRequest{Generation: 1, Users: []string{"alice"}}); err != nil {
+				if err := g.PodRegister(ctx, pod, vdibroker.PodDirectoryRequest{Generation: 1, Users: []string{alice}}); err != nil {
 					t.Fatalf("%s registers: %v", pod, err)
 				}
 			}
 			lookup := func() []string {
 				t.Helper()
-				pods, _, err := db.LookupDirectory(ctx, "alice", time.Time{})
+				pods, _, err := db.LookupDirectory(ctx, alice, time.Time{})
 				if err != nil {
 					t.Fatal(err)
 				}

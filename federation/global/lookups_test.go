@@ -3,6 +3,7 @@ package global
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -164,5 +165,46 @@ func TestPodSessionsOneRead_RG1(t *testing.T) {
 	got, err = g.PodSessions(t.Context(), vdibroker.PodSessionsRequest{Users: users, HostPools: []string{"other"}})
 	if err != nil || got.Sessions == nil || len(got.Sessions) != 0 || len(st.reads) != 1 {
 		t.Errorf("PodSessions of a pool that is no member: %+v %v after %d reads; want an empty list, no read", got, err, len(st.reads))
+	}
+}
+
+// poolsPeer answers each sessions call with one session of its user in
+// each pool named, and records the pools of each call.
+type poolsPeer struct {
+	vdibroker.PodClient
+	mu    sync.Mutex
+	calls []int
+}
+
+func (p *poolsPeer) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
+	if len(req.HostPools) > vdibroker.MaxPodSessionPools {
+		return nil, vdibroker.FieldError("hostPools", "too many")
+	}
+	p.mu.Lock()
+	p.calls = append(p.calls, len(req.HostPools))
+	p.mu.Unlock()
+	var out []*vdibroker.UserSession
+	for _, pool := range req.HostPools {
+		out = append(out, &vdibroker.UserSession{ID: "s-" + pool, User: req.User, HostPool: pool})
+	}
+	return out, nil
+}
+
+// TestLookupOfManyPools_RG1: an entitlement with more member pools on a
+// peer than one sessions call takes (MaxPodSessionPools) asks for them in
+// several calls, and finds the user's sessions in all of them.
+func TestLookupOfManyPools_RG1(t *testing.T) {
+	peer := &poolsPeer{}
+	g := New(Config{Pod: "pod0", Peers: peer, PodTimeout: time.Minute})
+	pools := make([]string, vdibroker.MaxPodSessionPools+44)
+	for i := range pools {
+		pools[i] = "pool" + strconv.Itoa(i)
+	}
+	got, err := g.callSessions(t.Context(), vdibroker.Pod{Name: "pod1"}, "alice", pools)
+	if err != nil || len(got) != len(pools) {
+		t.Fatalf("alice's sessions in %d pools: %d, %v; want one in each", len(pools), len(got), err)
+	}
+	if want := []int{vdibroker.MaxPodSessionPools, 44}; !slices.Equal(peer.calls, want) {
+		t.Errorf("the calls' pools: %v, want %v", peer.calls, want)
 	}
 }

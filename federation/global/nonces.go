@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // The nonces of verified pod-to-pod calls (R-G5), recorded in this pod's
@@ -18,6 +20,7 @@ const maxNonceBatch = 256
 
 // nonceReq is one call's nonce waiting for a commit.
 type nonceReq struct {
+	pod     string // the budget it spends (vdibroker.NonceUse)
 	nonce   string
 	expires time.Time
 	fresh   bool
@@ -34,10 +37,12 @@ type nonceBatcher struct {
 }
 
 // UseNonce records a verified pod-to-pod call's nonce in this pod's store,
-// where every replica sees it (R-G5): fresh is false for a replay. Calls at
-// the same time share one commit.
-func (g *Service) UseNonce(ctx context.Context, nonce string, expires time.Time) (bool, error) {
-	r := &nonceReq{nonce: nonce, expires: expires, done: make(chan struct{})}
+// where every replica sees it (R-G5), spending pod's budget: fresh is
+// false for a replay, a budget spent TooManyRequests. Calls at the same
+// time share one commit, and one caller past its budget refuses only its
+// own calls in it.
+func (g *Service) UseNonce(ctx context.Context, pod, nonce string, expires time.Time) (bool, error) {
+	r := &nonceReq{pod: pod, nonce: nonce, expires: expires, done: make(chan struct{})}
 	b := &g.nonces
 	b.mu.Lock()
 	b.queue = append(b.queue, r)
@@ -74,20 +79,24 @@ func (g *Service) commitNonces(ctx context.Context) {
 		batch := b.queue[:n:n]
 		b.queue = b.queue[n:]
 		b.mu.Unlock()
-		nonces := make([]string, n)
+		uses := make([]vdibroker.NonceUse, n)
 		expires := batch[0].expires
 		for i, r := range batch {
-			nonces[i] = r.nonce
+			uses[i] = vdibroker.NonceUse{Pod: r.pod, Nonce: r.nonce}
 			expires = later(expires, r.expires)
 		}
 		cctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
-		fresh, err := g.cfg.Store.UseNonces(cctx, nonces, expires, g.clock.Now())
+		refused, err := g.cfg.Store.UseNonces(cctx, uses, expires, g.clock.Now())
 		cancel()
 		for i, r := range batch {
-			if err == nil {
-				r.fresh = fresh[i]
+			switch {
+			case err != nil:
+				r.err = err
+			case refused[i] == nil:
+				r.fresh = true
+			case vdibroker.ErrorCode(refused[i]) != vdibroker.EUnauthenticated:
+				r.err = refused[i] // its budget spent
 			}
-			r.err = err
 			close(r.done)
 		}
 	}

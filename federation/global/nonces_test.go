@@ -26,7 +26,7 @@ type heldStore struct {
 	batches []int
 }
 
-func (s *heldStore) UseNonces(ctx context.Context, nonces []string, expires, now time.Time) ([]bool, error) {
+func (s *heldStore) UseNonces(ctx context.Context, nonces []vdibroker.NonceUse, expires, now time.Time) ([]error, error) {
 	first := false
 	s.once.Do(func() { first = true; close(s.entered) })
 	if first {
@@ -66,7 +66,7 @@ func TestUseNonceSharesCommits_RG5(t *testing.T) {
 			// meanwhile, "dup" twice among them.
 			first := make(chan error, 1)
 			go func() {
-				fresh, err := g.UseNonce(ctx, "first", exp)
+				fresh, err := g.UseNonce(ctx, "pod2", "first", exp)
 				if err == nil && !fresh {
 					err = fmt.Errorf("first nonce: not fresh")
 				}
@@ -86,7 +86,7 @@ func TestUseNonceSharesCommits_RG5(t *testing.T) {
 			var queued sync.WaitGroup
 			for _, n := range nonces {
 				queued.Go(func() {
-					fresh, err := g.UseNonce(ctx, n, exp)
+					fresh, err := g.UseNonce(ctx, "pod2", n, exp)
 					results <- result{n, fresh, err}
 				})
 			}
@@ -117,7 +117,7 @@ func TestUseNonceSharesCommits_RG5(t *testing.T) {
 				t.Errorf("the nonce sent twice was fresh %d times, want once", dupFresh)
 			}
 			// Replayed after its commit: refused.
-			if fresh, err := g.UseNonce(ctx, "n3", exp); err != nil || fresh {
+			if fresh, err := g.UseNonce(ctx, "pod2", "n3", exp); err != nil || fresh {
 				t.Errorf("n3 again: fresh %v, %v; want a replay", fresh, err)
 			}
 			hs.mu.Lock()
@@ -129,5 +129,45 @@ func TestUseNonceSharesCommits_RG5(t *testing.T) {
 				t.Errorf("commits of %v nonces; want the held one, the queued ten in one or two, then the replay", hs.batches)
 			}
 		})
+	}
+}
+
+// spentStore refuses the uses of pod "spent" as past their budget, and
+// answers the others as fresh, or replays for nonce "seen".
+type spentStore struct{ vdibroker.FederationStore }
+
+func (spentStore) UseNonces(_ context.Context, uses []vdibroker.NonceUse, _, _ time.Time) ([]error, error) {
+	out := make([]error, len(uses))
+	for i, u := range uses {
+		switch {
+		case u.Pod == "spent":
+			out[i] = &vdibroker.Error{Code: vdibroker.ETooManyRequests, Message: "spent"}
+		case u.Nonce == "seen":
+			out[i] = vdibroker.ErrReplayed()
+		}
+	}
+	return out, nil
+}
+
+// TestUseNonceBudgetOfItsPod_RG5: the store's answer for each nonce of a
+// shared commit is its caller's: a pod past its budget is refused
+// (TooManyRequests), a replay is not fresh, and the other pods' calls in
+// the same commit are fresh.
+func TestUseNonceBudgetOfItsPod_RG5(t *testing.T) {
+	g := global.New(global.Config{Store: spentStore{}, Pod: "pod1", PodTimeout: time.Minute})
+	exp := time.Now().Add(2 * time.Minute)
+	for _, tc := range []struct {
+		pod, nonce string
+		fresh      bool
+		code       string
+	}{
+		{"spent", "s1", false, vdibroker.ETooManyRequests},
+		{"pod2", "p1", true, ""},
+		{"pod2", "seen", false, ""},
+	} {
+		fresh, err := g.UseNonce(t.Context(), tc.pod, tc.nonce, exp)
+		if fresh != tc.fresh || vdibroker.ErrorCode(err) != tc.code {
+			t.Errorf("%s's %s: fresh %v, %v; want %v, code %q", tc.pod, tc.nonce, fresh, err, tc.fresh, tc.code)
+		}
 	}
 }

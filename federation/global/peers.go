@@ -418,14 +418,25 @@ func (g *Service) sessionsOneByOne(ctx context.Context, p vdibroker.Pod, users, 
 	return slices.Concat(lists...), nil
 }
 
-// sessionsCall is one sessions call to pod, bounded by the pod timeout.
+// sessionsCall is one sessions call to pod, bounded by the pod timeout:
+// one call for each MaxPodSessionPools of req's pools (an entitlement
+// with more member pools in pod than one call takes), one after another.
 func (g *Service) sessionsCall(ctx context.Context, p vdibroker.Pod, req vdibroker.PodSessionsRequest) ([]*vdibroker.UserSession, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
-	start := g.clock.Now()
-	s, err := g.cfg.Peers.Sessions(ctx, p, req)
-	g.observe(p, "sessions", start, err, nil)
-	return s, err
+	var out []*vdibroker.UserSession
+	for part := range slices.Chunk(req.HostPools, vdibroker.MaxPodSessionPools) {
+		r := req
+		r.HostPools = part
+		start := g.clock.Now()
+		s, err := g.cfg.Peers.Sessions(ctx, p, r)
+		g.observe(p, "sessions", start, err, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s...)
+	}
+	return out, nil
 }
 
 func (g *Service) callConnect(ctx context.Context, p vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {

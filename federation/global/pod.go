@@ -72,6 +72,9 @@ func (g *Service) PodLoads(ctx context.Context) (*vdibroker.PodLoads, error) {
 
 // PodSessions is the pod side of SessionsPath: the user's (or users')
 // open sessions in those of the named pools that are members of this pod.
+// A call names at most MaxPodSessionUsers users and MaxPodSessionPools
+// pools (InvalidArgument naming the field): the caller cuts its pools in
+// parts (sessionsCall).
 func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequest) (*vdibroker.PodSessions, error) {
 	users := req.Users
 	switch {
@@ -79,6 +82,8 @@ func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequ
 		return nil, vdibroker.FieldError("users", "give user or users, not both")
 	case len(users) > vdibroker.MaxPodSessionUsers:
 		return nil, vdibroker.FieldError("users", "at most %d users, got %d", vdibroker.MaxPodSessionUsers, len(users))
+	case len(req.HostPools) > vdibroker.MaxPodSessionPools:
+		return nil, vdibroker.FieldError("hostPools", "0 to %d host pools, got %d; ask for more in several calls", vdibroker.MaxPodSessionPools, len(req.HostPools))
 	case len(users) == 0:
 		if err := vdibroker.ValidateUser("user", req.User); err != nil {
 			return nil, err
