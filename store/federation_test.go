@@ -353,7 +353,7 @@ func TestCallNoncesPastTheBound_RG5(t *testing.T) {
 	})
 }
 
-// TestNonceBudgetsMigration_RG5: migration 00064 adds the counts by
+// TestNonceBudgetsMigration_RG5: migration 00065 adds the counts by
 // calling pod beside the older count of the whole pod, which stays for
 // the replicas of an older version during a rolling upgrade; its Down
 // drops only the new table, and the next open adds it again. On both
@@ -366,16 +366,16 @@ func TestNonceBudgetsMigration_RG5(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_minutes`); err != nil || n != 0 {
-			t.Errorf("the older count after 00064: %d rows, %v; want the table, unused", n, err)
+			t.Errorf("the older count after 00065: %d rows, %v; want the table, unused", n, err)
 		}
-		if err := s.MigrateDownTo(context.WithoutCancel(ctx), 63); err != nil {
+		if err := s.MigrateDownTo(context.WithoutCancel(ctx), 64); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_budgets`); err == nil {
-			t.Error("federation_nonce_budgets after migrating down to 63: still there")
+			t.Error("federation_nonce_budgets after migrating down to 64: still there")
 		}
 		if _, err := s.QueryInt(ctx, `SELECT count(*) FROM federation_nonce_minutes`); err != nil {
-			t.Errorf("federation_nonce_minutes after migrating down to 63: %v", err)
+			t.Errorf("federation_nonce_minutes after migrating down to 64: %v", err)
 		}
 		reopened := tg.open(t, store.Options{})
 		if refused, err := reopened.UseNonces(ctx, uses("ams1", "n1", "n2"), t0.Add(2*time.Minute), t0); err != nil || codes(refused)[0] != vdibroker.EUnauthenticated || refused[1] != nil {
