@@ -199,7 +199,13 @@ func (p *Portal) audit(ctx context.Context, res vdibroker.FeedResource, who *vdi
 		e.After, _ = json.Marshal(map[string]string{"resource": res.ID, "sessionId": ans.SessionID, "sessionHost": ans.SessionHost})
 	}
 	e.Bound()
-	if aerr := p.cfg.Audit.AppendAudit(ctx, e); aerr != nil {
+	var aerr error
+	if err != nil {
+		_, aerr = p.cfg.Audit.RecordRefusal(ctx, e)
+	} else {
+		aerr = p.cfg.Audit.AppendAudit(ctx, e)
+	}
+	if aerr != nil {
 		p.log.Error("portal: audit a launch", "err", aerr)
 	}
 }

@@ -66,9 +66,14 @@ const (
 	DefaultAnonymousBurst     = 20
 )
 
-// Auditor writes the portal's own audit entries (a launch, R-U7).
+// Auditor writes the portal's own audit entries (a launch, R-U7): a
+// launch whole, a refused one within the bound of the broker's refusal
+// audit (vdibroker.AuditService.RecordRefusal: per principal and window),
+// since a signed-in user can ask for what her feed does not offer as
+// often as she likes.
 type Auditor interface {
 	AppendAudit(ctx context.Context, e *vdibroker.AuditEntry) error
+	RecordRefusal(ctx context.Context, e *vdibroker.AuditEntry) (written bool, err error)
 }
 
 // Refusals records a refused sign-in (R-U7, as the console's): kind names

@@ -89,6 +89,34 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 	}
 }
 
+// TestRefusedLaunchesBounded_RU7: a signed-in user who asks again and
+// again for what her feed does not offer leaves the refusal audit's
+// bound of entries (PrincipalRefusalsPerWindow for her credential in a
+// window, R-SEC), not one entry each; every ask is still refused.
+func TestRefusedLaunchesBounded_RU7(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	const asked = vdibroker.PrincipalRefusalsPerWindow + 10
+	for i := range asked {
+		if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}}); res.StatusCode != http.StatusNotFound {
+			t.Fatalf("ask %d for bob's desktop: %d, want 404", i, res.StatusCode)
+		}
+	}
+	list, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: "portal.launch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != vdibroker.PrincipalRefusalsPerWindow {
+		t.Errorf("%d audit entries of %d refused launches, want %d", len(list), asked, vdibroker.PrincipalRefusalsPerWindow)
+	}
+	for _, a := range list {
+		if a.Outcome != vdibroker.AuditRefused || a.Principal.Name != "alice" {
+			t.Errorf("entry %+v", a)
+		}
+	}
+}
+
 // TestOwnSessions_RU3: alice sees her session with its host and state
 // and logs it off; bob, signed in, cannot log off or disconnect it (the
 // API refuses, 403) and nothing changes.
