@@ -212,3 +212,15 @@ func (g gatewayReports) ChannelOpen(ctx context.Context, ev gateway.TunnelEvent)
 func (g gatewayReports) TunnelClose(ctx context.Context, ev gateway.TunnelEvent) error {
 	return g.svc.TunnelClose(ctx, report(ev))
 }
+
+func (g gatewayReports) CheckTunnels(ctx context.Context, name string, tunnels []gateway.TunnelEvent) ([]string, error) {
+	c := &vdibroker.TunnelCheck{Gateway: name, Tunnels: make([]vdibroker.TunnelReport, len(tunnels))}
+	for i, ev := range tunnels {
+		c.Tunnels[i] = *report(ev)
+	}
+	a, err := g.svc.CheckTunnels(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return a.Open, nil
+}
