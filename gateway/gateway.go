@@ -161,6 +161,24 @@ func (c *Config) defaults() {
 	}
 }
 
+// The range of Config.ReauthorizeEvery, besides 0 (never), and the
+// commands' default: a session the broker ended loses its tunnel within a
+// minute, for one call a minute per 500 tunnels.
+const (
+	DefaultReauthorizeEvery = time.Minute
+	MinReauthorizeEvery     = 10 * time.Second
+	MaxReauthorizeEvery     = time.Hour
+)
+
+// ValidateReauthorizeEvery checks d for the flag named flag: 0, or
+// MinReauthorizeEvery..MaxReauthorizeEvery.
+func ValidateReauthorizeEvery(flag string, d time.Duration) error {
+	if d != 0 && (d < MinReauthorizeEvery || d > MaxReauthorizeEvery) {
+		return fmt.Errorf("%s: must be 0 (never) or %v..%v, got %v", flag, MinReauthorizeEvery, MaxReauthorizeEvery, d)
+	}
+	return nil
+}
+
 // Gateway serves the HTTP transport of MS-TSGU. It is an http.Handler; the
 // server it runs in must allow hijacking (HTTP/1.1).
 type Gateway struct {
@@ -277,7 +295,6 @@ func (g *Gateway) reauthorize() {
 			g.cfg.Logger.Warn("check of open tunnels with the broker failed; they stay open", "tunnels", len(batch), "err", cut(err.Error(), 200))
 			continue
 		}
-		g.m.checks.WithLabelValues("answered").Inc()
 		goOn := make(map[string]bool, len(open))
 		for _, id := range open {
 			goOn[id] = true
@@ -291,6 +308,7 @@ func (g *Gateway) reauthorize() {
 				go t.end("session_ended", tsgu.EProxySessionTimeout)
 			}
 		}
+		g.m.checks.WithLabelValues("answered").Inc()
 	}
 }
 
