@@ -2,6 +2,8 @@ package vdibroker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -81,6 +83,12 @@ type GatewayService interface {
 	// TunnelClose records the tunnel's end: a session it had turned Active
 	// turns Disconnected (R-GW3).
 	TunnelClose(ctx context.Context, r *TunnelReport) error
+	// CheckTunnels answers a gateway's periodic question about its open
+	// tunnels (R-GW4): the token ids of those that may go on, the
+	// broker's tunnels of open sessions; the gateway closes the others.
+	// A tunnel the caller may not report for, or of a token the broker
+	// did not issue, is left out like one whose session ended.
+	CheckTunnels(ctx context.Context, c *TunnelCheck) (*TunnelCheckAnswer, error)
 	// GatewayKeys returns the JWKS document of the public keys gateways
 	// verify access tokens with: the signing key and the ones before and
 	// after it (R-GW6).
@@ -88,6 +96,45 @@ type GatewayService interface {
 	// RotateGatewayKey adds a new signing key now; it signs once
 	// gateways had time to read it (R-GW6).
 	RotateGatewayKey(ctx context.Context) error
+}
+
+// TunnelCheck is a gateway's periodic question about its open tunnels
+// (R-GW4): each one's token claims, as its reports name them, at most
+// MaxTunnelCheck in one question.
+type TunnelCheck struct {
+	Gateway string         `json:"gateway"` // the gateway's name
+	Tunnels []TunnelReport `json:"tunnels"`
+}
+
+// TunnelCheckAnswer is the broker's answer to a TunnelCheck.
+type TunnelCheckAnswer struct {
+	// Open holds the token ids of the tunnels that may go on; the
+	// gateway closes every other tunnel it asked about.
+	Open []string `json:"open"`
+}
+
+// MaxTunnelCheck bounds the tunnels of one TunnelCheck: a gateway with
+// more asks in several.
+const MaxTunnelCheck = 500
+
+// ValidateTunnelCheck checks a gateway's question.
+func ValidateTunnelCheck(c *TunnelCheck) error {
+	if err := ValidateText("gateway", c.Gateway, MaxTunnelReportText); err != nil {
+		return err
+	}
+	if len(c.Tunnels) > MaxTunnelCheck {
+		return FieldError("tunnels", "at most %d tunnels in one check, got %d: ask in several", MaxTunnelCheck, len(c.Tunnels))
+	}
+	for i := range c.Tunnels {
+		if err := ValidateTunnelReport(&c.Tunnels[i]); err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Field != "" {
+				return &Error{Code: EInvalid, Field: fmt.Sprintf("tunnels[%d].%s", i, e.Field), Message: fmt.Sprintf("tunnels[%d].%s", i, e.Message)}
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // GatewayKey is one Ed25519 key the broker signs gateway access tokens
@@ -148,6 +195,14 @@ type GatewayStore interface {
 	// and whose tunnel is closed or past its LiveUntil at now, and
 	// returns how many it deleted.
 	PruneGatewayTunnels(ctx context.Context, now time.Time, limit int) (int, error)
+	// LiveGatewayTunnels returns the token ids of tunnels (each its
+	// TokenID, User, HostPool, Session) that may go on (R-GW4): admitted
+	// through gateway for that session of that pool, not closed, the
+	// session open and the user's. Those whose LiveUntil is before
+	// renewBefore get liveUntil, so a tunnel its gateway holds open is
+	// neither pruned nor forgotten by the user's tunnel limit. Token ids
+	// with no record are not returned.
+	LiveGatewayTunnels(ctx context.Context, gateway string, tunnels []GatewayTunnel, renewBefore, liveUntil time.Time) ([]string, error)
 }
 
 // ErrTokenUsed is the store's answer to a gateway access token id admitted

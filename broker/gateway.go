@@ -575,3 +575,78 @@ func cutText(s string) string {
 	}
 	return strings.ToValidUTF8(s, "?")
 }
+
+// CheckTunnels answers a gateway's periodic check of its open tunnels
+// (R-GW4): the token ids among them that may go on. A tunnel goes on when
+// its report names a token this broker issued, in a pool the caller may
+// report for, admitted through this gateway, not closed, and its session
+// is open and the token's user's; every other one is left out, so a
+// gateway learns nothing of sessions it holds no tunnel of. A tunnel this
+// replica admitted in memory while the store was down is written to the
+// store now, as its admission would have been. The records of the
+// tunnels that go on are renewed: one held open past tunnelLifetime is
+// not pruned, and still counts for its user.
+func (s *Service) CheckTunnels(ctx context.Context, c *vdibroker.TunnelCheck) (*vdibroker.TunnelCheckAnswer, error) {
+	if err := vdibroker.ValidateTunnelCheck(c); err != nil {
+		return nil, err
+	}
+	p := vdibroker.PrincipalFrom(ctx)
+	now := s.now()
+	ask := make([]vdibroker.GatewayTunnel, 0, len(c.Tunnels))
+	for i := range c.Tunnels {
+		r := &c.Tunnels[i]
+		if vdibroker.Authorize(p, vdibroker.ActionGatewayReport, vdibroker.Target{HostPool: r.Pool}) != nil {
+			continue
+		}
+		ok, err := s.issued(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ask = append(ask, vdibroker.GatewayTunnel{TokenID: r.TokenID, User: r.User, HostPool: r.Pool, Session: r.Session,
+				Gateway: c.Gateway, Open: now, Expiry: r.Expiry.Add(gatewaytoken.Leeway + time.Minute), LiveUntil: now.Add(tunnelLifetime)})
+		}
+	}
+	live, err := s.store.LiveGatewayTunnels(ctx, c.Gateway, ask, now.Add(tunnelLifetime/2), now.Add(tunnelLifetime))
+	if err != nil {
+		return nil, err
+	}
+	if len(live) < len(ask) {
+		live = s.gw.adoptOutageAdmits(ctx, s, ask, live, now)
+	}
+	if live == nil {
+		live = []string{} // "open": [], not null, which gateways take for no answer
+	}
+	if len(live) < len(c.Tunnels) {
+		s.log.Info("gateway tunnels checked", "gateway", cutText(c.Gateway), "tunnels", len(c.Tunnels), "goOn", len(live))
+	}
+	return &vdibroker.TunnelCheckAnswer{Open: live}, nil
+}
+
+// adoptOutageAdmits writes to the store the tunnels of ask, not in live,
+// that this replica admitted in memory while the store was down, and
+// returns live with those the store took (their session still open).
+func (g *gatewaySide) adoptOutageAdmits(ctx context.Context, s *Service, ask []vdibroker.GatewayTunnel, live []string, now time.Time) []string {
+	for i := range ask {
+		t := &ask[i]
+		g.mu.Lock()
+		_, mine := g.outageAdmits[t.TokenID]
+		g.mu.Unlock()
+		if !mine || slices.Contains(live, t.TokenID) {
+			continue
+		}
+		if err := s.store.AdmitGatewayTunnel(ctx, t, 0, now); err != nil {
+			if !outage.IsStoreDown(err) {
+				g.mu.Lock()
+				delete(g.outageAdmits, t.TokenID)
+				g.mu.Unlock()
+			}
+			continue
+		}
+		g.mu.Lock()
+		delete(g.outageAdmits, t.TokenID)
+		g.mu.Unlock()
+		live = append(live, t.TokenID)
+	}
+	return live
+}

@@ -23,6 +23,12 @@ type Broker interface {
 	ChannelOpen(ctx context.Context, ev TunnelEvent) error
 	// TunnelClose reports the end of a tunnel TunnelOpen admitted.
 	TunnelClose(ctx context.Context, ev TunnelEvent) error
+	// CheckTunnels asks which of the gateway's open tunnels (each
+	// described as its open was, at most vdibroker.MaxTunnelCheck) may go
+	// on, as RD Gateway re-authorizes at its session timeout: it answers
+	// their token ids, and the gateway closes the others (their session
+	// ended). An error means the broker did not answer: the tunnels stay.
+	CheckTunnels(ctx context.Context, gateway string, tunnels []TunnelEvent) ([]string, error)
 }
 
 // The broker's refusals of a TunnelOpen.
@@ -69,6 +75,7 @@ type MemoryBroker struct {
 	mu     sync.Mutex
 	used   map[string]time.Time // token id -> expiry
 	events []TunnelEvent
+	ended  map[string]bool // sessions EndSession ended
 }
 
 var _ Broker = (*MemoryBroker)(nil)
@@ -141,4 +148,28 @@ func (b *MemoryBroker) Events() []TunnelEvent {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]TunnelEvent(nil), b.events...)
+}
+
+// EndSession makes CheckTunnels leave out the tunnels of session from now
+// on, as the broker does once a session ended (a MemoryBroker knows no
+// sessions otherwise: every other tunnel goes on).
+func (b *MemoryBroker) EndSession(session string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended == nil {
+		b.ended = map[string]bool{}
+	}
+	b.ended[session] = true
+}
+
+func (b *MemoryBroker) CheckTunnels(_ context.Context, _ string, tunnels []TunnelEvent) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var open []string
+	for _, t := range tunnels {
+		if !b.ended[t.Session] {
+			open = append(open, t.TokenID)
+		}
+	}
+	return open, nil
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/gateway/tsgu"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
@@ -63,6 +64,13 @@ type Config struct {
 	// MaxLifetime closes a tunnel this long after it opened, unless its
 	// token says less (default 24 hours).
 	MaxLifetime time.Duration
+	// ReauthorizeEvery is how often the gateway asks the broker whether
+	// its open tunnels may go on (Broker.CheckTunnels), as RD Gateway's
+	// session timeout re-authorizes silently: a tunnel the broker no
+	// longer answers for (its session ended) is closed, reason
+	// "session_ended". A broker that does not answer closes nothing.
+	// 0: never.
+	ReauthorizeEvery time.Duration
 	// MaxStartWait bounds how long a client is held while a starting host's
 	// RDP port does not answer (default 5 minutes); the token's wait claim
 	// asks for up to this much.
@@ -153,6 +161,24 @@ func (c *Config) defaults() {
 	}
 }
 
+// The range of Config.ReauthorizeEvery, besides 0 (never), and the
+// commands' default: a session the broker ended loses its tunnel within a
+// minute, for one call a minute per 500 tunnels.
+const (
+	DefaultReauthorizeEvery = time.Minute
+	MinReauthorizeEvery     = 10 * time.Second
+	MaxReauthorizeEvery     = time.Hour
+)
+
+// ValidateReauthorizeEvery checks d for the flag named flag: 0, or
+// MinReauthorizeEvery..MaxReauthorizeEvery.
+func ValidateReauthorizeEvery(flag string, d time.Duration) error {
+	if d != 0 && (d < MinReauthorizeEvery || d > MaxReauthorizeEvery) {
+		return fmt.Errorf("%s: must be 0 (never) or %v..%v, got %v", flag, MinReauthorizeEvery, MaxReauthorizeEvery, d)
+	}
+	return nil
+}
+
 // Gateway serves the HTTP transport of MS-TSGU. It is an http.Handler; the
 // server it runs in must allow hijacking (HTTP/1.1).
 type Gateway struct {
@@ -174,6 +200,9 @@ type Gateway struct {
 	// token (pending OUT channels, handshakes), under mu; an entry lives
 	// as long as a connection, so the map is bounded as they are.
 	preauth map[string]int
+	// checkBatch is the most tunnels one check asks about
+	// (vdibroker.MaxTunnelCheck; tests lower it).
+	checkBatch int
 }
 
 type addrLimiter struct {
@@ -199,14 +228,88 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	cfg.defaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Gateway{cfg: cfg, m: newMetrics(cfg.Registry), ctx: ctx, cancel: cancel,
+	g := &Gateway{cfg: cfg, m: newMetrics(cfg.Registry), ctx: ctx, cancel: cancel,
 		logRate:  rate.NewLimiter(20, 100),
 		pending:  map[string]*pendingOut{},
 		limiters: map[string]*addrLimiter{},
 		preauth:  map[string]int{},
 		tunnels:  map[*tunnel]struct{}{},
 		perUser:  map[string]int{},
-	}, nil
+
+		checkBatch: vdibroker.MaxTunnelCheck,
+	}
+	if cfg.ReauthorizeEvery > 0 {
+		// The ticker starts now, not when the goroutine runs: a check is
+		// due ReauthorizeEvery after New on the gateway's clock.
+		tk := cfg.Clock.NewTicker(cfg.ReauthorizeEvery)
+		g.wg.Add(1)
+		go g.reauthorizeLoop(tk)
+	}
+	return g, nil
+}
+
+// reauthorizeLoop checks the open tunnels with the broker every
+// ReauthorizeEvery until Close.
+func (g *Gateway) reauthorizeLoop(tk clock.Ticker) {
+	defer g.wg.Done()
+	defer tk.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-tk.C():
+			g.reauthorize()
+		}
+	}
+}
+
+// reauthorize asks the broker about every admitted tunnel, in batches of
+// vdibroker.MaxTunnelCheck, and ends those it does not let go on: their
+// session ended, or the broker no longer knows the tunnel. A batch the
+// broker does not answer (unreachable, 5xx, its store down) keeps its
+// tunnels: an outage of the broker must not cut every user off.
+func (g *Gateway) reauthorize() {
+	g.mu.Lock()
+	var ts []*tunnel
+	for t := range g.tunnels {
+		if t.live.Load() {
+			ts = append(ts, t)
+		}
+	}
+	g.mu.Unlock()
+	for len(ts) > 0 {
+		batch := ts[:min(len(ts), g.checkBatch)]
+		ts = ts[len(batch):]
+		evs := make([]TunnelEvent, len(batch))
+		for i, t := range batch {
+			evs[i] = t.event()
+		}
+		ctx, cancel := context.WithTimeout(g.ctx, brokerTimeout)
+		open, err := g.cfg.Broker.CheckTunnels(ctx, g.cfg.Name, evs)
+		cancel()
+		if err != nil {
+			if g.ctx.Err() != nil {
+				return // closing
+			}
+			g.m.checks.WithLabelValues("failed").Inc()
+			g.cfg.Logger.Warn("check of open tunnels with the broker failed; they stay open", "tunnels", len(batch), "err", cut(err.Error(), 200))
+			continue
+		}
+		goOn := make(map[string]bool, len(open))
+		for _, id := range open {
+			goOn[id] = true
+		}
+		for _, t := range batch {
+			if !goOn[t.claims.ID] {
+				g.cfg.Logger.Info("the broker ended the tunnel's session: closing the tunnel", "tokenId", t.claims.ID,
+					"user", t.claims.User, "session", t.claims.Session, "host", t.claims.Host, "client", t.client)
+				// end waits up to a second for the client to take the
+				// close packet: not one tunnel after the other here.
+				go t.end("session_ended", tsgu.EProxySessionTimeout)
+			}
+		}
+		g.m.checks.WithLabelValues("answered").Inc()
+	}
 }
 
 // Close ends every tunnel and pending channel and waits for their reports

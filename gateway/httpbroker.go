@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // HTTPBroker reports tunnels to the broker over HTTP: each event is a JSON
@@ -16,7 +18,9 @@ import (
 // acknowledge, 409 Conflict when a token id was admitted before
 // (ErrTokenUsed), 429 when the user holds its most tunnels (ErrUserLimit),
 // 404 for a token it did not issue or whose session ended
-// (ErrNotAdmitted); any other answer refuses an open too.
+// (ErrNotAdmitted); any other answer refuses an open too. A check of the
+// open tunnels is POSTed to URL + "/check" and answered 200 with the
+// token ids that may go on; any other answer is no answer.
 type HTTPBroker struct {
 	URL    string // e.g. https://broker.example.com/api/v1/gateway/tunnels
 	Token  string
@@ -69,4 +73,49 @@ func (b *HTTPBroker) post(ctx context.Context, what string, ev TunnelEvent) erro
 		return fmt.Errorf("broker tunnel %s: HTTP %d: %s", what, resp.StatusCode, bytes.TrimSpace(msg))
 	}
 	return nil
+}
+
+// maxCheckAnswer bounds the broker's answer to a check: MaxTunnelCheck
+// token ids of 64 characters, quoted, with room to spare.
+const maxCheckAnswer = vdibroker.MaxTunnelCheck*80 + 4096
+
+func (b *HTTPBroker) CheckTunnels(ctx context.Context, gateway string, tunnels []TunnelEvent) ([]string, error) {
+	body, err := json.Marshal(struct {
+		Gateway string        `json:"gateway"`
+		Tunnels []TunnelEvent `json:"tunnels"`
+	}{gateway, tunnels})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(b.URL, "/")+"/check", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if b.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.Token)
+	}
+	c := b.Client
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("broker tunnel check: %w", err)
+	}
+	defer resp.Body.Close()
+	msg, err := io.ReadAll(io.LimitReader(resp.Body, maxCheckAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("broker tunnel check: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("broker tunnel check: HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg[:min(len(msg), 512)]))
+	}
+	var a struct {
+		Open *[]string `json:"open"`
+	}
+	if err := json.Unmarshal(msg, &a); err != nil || a.Open == nil {
+		return nil, fmt.Errorf("broker tunnel check: not an answer (%v): %.100q", err, msg)
+	}
+	return *a.Open, nil
 }

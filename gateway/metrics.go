@@ -13,6 +13,7 @@ type metrics struct {
 	handshake prometheus.Histogram
 	closed    *prometheus.CounterVec
 	logDrops  prometheus.Counter
+	checks    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -30,10 +31,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Tunnels closed, by reason."}, []string{"reason"}),
 		logDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "vdibroker_gateway_refusal_logs_dropped_total",
 			Help: "Refusal log lines not written because they came faster than the log's rate limit."}),
+		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vdibroker_gateway_reauthorize_checks_total",
+			Help: "Checks of open tunnels with the broker (--reauthorize-every), by result: answered, or failed (the broker did not answer: the tunnels stay)."}, []string{"result"}),
 	}
 	m.toHost, m.toClient = m.bytes.WithLabelValues("to_host"), m.bytes.WithLabelValues("to_client")
 	if reg != nil {
-		reg.MustRegister(m.open, m.bytes, m.refusals, m.handshake, m.closed, m.logDrops)
+		reg.MustRegister(m.open, m.bytes, m.refusals, m.handshake, m.closed, m.logDrops, m.checks)
 	}
 	return m
 }

@@ -38,6 +38,9 @@ type tunnel struct {
 	st       tsgu.ServerState
 	claims   gatewaytoken.Claims
 	admitted bool // the broker admitted the token: TunnelClose is owed
+	// live is admitted for other goroutines (the broker's checks): set
+	// once the claims are final.
+	live     atomic.Bool
 	reserved bool
 	reached  atomic.Bool
 	answered atomic.Bool // the client's close was answered: no close packet of ours
@@ -291,6 +294,7 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 		return false
 	}
 	t.admitted = true
+	t.live.Store(true)
 	t.fr.SetMaxPacket(0) // a channel create may name many resources
 	t.releasePreauth()   // the user's limits count it from now on
 	g.m.open.Inc()

@@ -96,6 +96,7 @@ var unscopedRoutes = map[string]bool{
 	"POST /api/v1/gateway/tunnels/open":    true,
 	"POST /api/v1/gateway/tunnels/channel": true,
 	"POST /api/v1/gateway/tunnels/close":   true,
+	"POST /api/v1/gateway/tunnels/check":   true,
 }
 
 // routeTarget is what a request to a route acts on, for Authorize: the

@@ -35,6 +35,8 @@ func FuzzAPIBodies(f *testing.F) {
 		{"PUT", "/api/v1/applicationgroups/fz-apps"},
 		{"PUT", "/api/v1/applicationgroups/fz-apps/applications/fz-app"},
 		{"POST", "/api/v1/applicationgroups/fz-apps/connect"},
+		// A gateway's check of its open tunnels (R-GW4).
+		{"POST", "/api/v1/gateway/tunnels/check"},
 	}
 	seeds := []string{
 		`{}`, `{"maxSessionLimit":5}`, `{"maxSessionLimit":0}`, `{"loadBalancerType":"DepthFirst","maxSessionLimit":10}`,
@@ -46,6 +48,8 @@ func FuzzAPIBodies(f *testing.F) {
 		planJSON("fz-pool"), planJSON("fz-pool", "nope"), `{"timeZone":"UTC","schedules":[{"name":"s","daysOfWeek":["Monday"],"rampUpStartTime":"23:00","peakStartTime":"01:00","rampDownStartTime":"02:00","offPeakStartTime":"22:59","rampUpCapacityThresholdPct":1,"rampDownCapacityThresholdPct":1}]}`,
 		`{"hostPool":"fz-pool","applicationGroupType":"Desktop"}`, `{"hostPool":"fz-pool","applicationGroupType":"RemoteApp","assignments":{"users":["a","A"]}}`,
 		`{"filePath":"x.exe","commandLineSetting":"Require"}`, `{"user":"alice","application":"fz-app","commandLine":"/x"}`,
+		`{"gateway":"rdgw-1","tunnels":[]}`, `{"gateway":"rdgw-1","tunnels":[{"tokenId":"` + string(bytes.Repeat([]byte("ab"), 32)) + `","user":"alice","sessionId":"s","hostPool":"fz-pool","host":"fz:3389","tokenExpiry":"2030-01-01T00:00:00Z"}]}`,
+		`{"gateway":"rdgw-1","tunnels":[{"tokenId":"x"}]}`,
 		`null`, `[]`, `"x"`, `{"name":"other"}`, `{} {}`, `{"unknown":1}`, "\xff\xfe", `{"description":"` + string(bytes.Repeat([]byte("d"), 600)) + `"}`,
 	}
 	for i := range routes {

@@ -19,6 +19,24 @@ func (s *Server) gatewayRoutes() {
 	s.handle("POST /api/v1/gateway/tunnels/open", vdibroker.ActionGatewayReport, s.tunnelReport(vdibroker.TunnelOpen))
 	s.handle("POST /api/v1/gateway/tunnels/channel", vdibroker.ActionGatewayReport, s.tunnelReport(vdibroker.TunnelChannel))
 	s.handle("POST /api/v1/gateway/tunnels/close", vdibroker.ActionGatewayReport, s.tunnelReport(vdibroker.TunnelClose))
+	s.handle("POST /api/v1/gateway/tunnels/check", vdibroker.ActionGatewayReport, s.checkTunnels)
+}
+
+// checkTunnels is POST /gateway/tunnels/check: a gateway's periodic
+// question about its open tunnels, answered 200 with the token ids of
+// those that may go on (R-GW4); 503 while the store is down, which the
+// gateway answers by keeping them all.
+func (s *Server) checkTunnels(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	var c vdibroker.TunnelCheck
+	if err := decodeJSON(w, r, &c); err != nil {
+		return err
+	}
+	a, err := s.svc.Gateway.CheckTunnels(r.Context(), &c)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, a)
+	return nil
 }
 
 // gatewayKeys is GET /gateway/keys: the JWKS document of the token keys

@@ -370,7 +370,12 @@ func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
 	first.Close()
 	w.e.heartbeat("goh001", vdibroker.AgentSession{ID: "x1", User: "alice", State: vdibroker.StateActive})
 	pg.Stop()
-	t.Cleanup(pg.Restart) // before the schema is dropped
+	restarted := false
+	t.Cleanup(func() { // before the schema is dropped
+		if !restarted {
+			pg.Restart()
+		}
+	})
 	waitHealth(t, w.e.urls[0], 503, storeTimeout+2*time.Second)
 
 	again, err := w.e.admin.Connect(ctx, "gwout", vhttp.ConnectRequest{User: "alice"})
@@ -391,6 +396,26 @@ func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
 	}
 	if _, err := w.dial(t, again.RDPFile, addr); !refusedWith(err, tsgu.EProxyCookieAuthenticationDenied) {
 		t.Errorf("the token's second use during the outage: %v, want refused", err)
+	}
+	// The gateway's check of its tunnels is not answered while the store
+	// is down (503: the gateway keeps them); once it is back, the tunnel
+	// the replica admitted from memory is stored and goes on (R-GW4).
+	claims, err := w.keys.Verify(tokenLine.FindStringSubmatch(again.RDPFile)[1], time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := gateway.TunnelEvent{TokenID: claims.ID, User: claims.User, Session: claims.Session, Pool: claims.Pool, Host: claims.Host,
+		Client: "127.0.0.1", Gateway: "rdgw-1", At: time.Now(), Expiry: time.Unix(claims.Expiry, 0)}
+	if open, err := w.broker.CheckTunnels(ctx, "rdgw-1", []gateway.TunnelEvent{ev}); err == nil || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Errorf("a check during the outage: %v %v, want HTTP 503", open, err)
+	}
+	pg.Restart()
+	restarted = true
+	waitHealth(t, w.e.urls[0], 200, 15*time.Second)
+	for range 2 { // stored at the first check, found at the second
+		if open, err := w.broker.CheckTunnels(ctx, "rdgw-1", []gateway.TunnelEvent{ev}); err != nil || len(open) != 1 || open[0] != ev.TokenID {
+			t.Errorf("a check after the outage: %v %v, want the tunnel admitted during it", open, err)
+		}
 	}
 	conn.Close()
 }

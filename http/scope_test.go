@@ -93,6 +93,10 @@ const (
 	// An RD gateway's tunnel reports (R-GW4): a Gateway token and the
 	// admin token; the report's pool is the scope.
 	cGateway
+	// A gateway's check of its tunnels (R-GW4): a Gateway token and the
+	// admin token, in or out of scope; a tunnel out of scope is left out
+	// of the answer, not refused.
+	cGatewayCheck
 )
 
 type scopeCall struct {
@@ -159,6 +163,7 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"tunnel open", "POST", "/api/v1/gateway/tunnels/open", tunnelReport(pool, sid), cGateway, 404},
 		{"tunnel channel", "POST", "/api/v1/gateway/tunnels/channel", tunnelReport(pool, sid), cGateway, 404},
 		{"tunnel close", "POST", "/api/v1/gateway/tunnels/close", tunnelReport(pool, sid), cGateway, 404},
+		{"tunnel check", "POST", "/api/v1/gateway/tunnels/check", `{"gateway": "rdgw-1", "tunnels": [` + tunnelReport(pool, sid) + `]}`, cGatewayCheck, 200},
 		{"delete pool", "DELETE", p + "?force=true", "", cWrite, 200},
 	}
 }
@@ -189,7 +194,7 @@ func want(k cred, c scopeCall, pool string) int {
 	if k.role == "" {
 		return 401
 	}
-	if k.role == "Gateway" && c.class != cGateway {
+	if k.role == "Gateway" && c.class != cGateway && c.class != cGatewayCheck {
 		return 403 // a Gateway token reports tunnels and does nothing else (R-GW4)
 	}
 	role := map[int]bool{}
@@ -207,7 +212,7 @@ func want(k cred, c scopeCall, pool string) int {
 		role = map[int]bool{0: k.role == "Admin"}
 	case cAny:
 		role = map[int]bool{0: true}
-	case cGateway:
+	case cGateway, cGatewayCheck:
 		role = map[int]bool{0: k.role == "Admin" || k.role == "Gateway"}
 	}
 	if !role[0] {

@@ -94,6 +94,7 @@ const (
 	OpGatewayReached            = "GatewayReached"
 	OpGatewayClosed             = "GatewayClosed"
 	OpPruneGatewayTunnels       = "PruneGatewayTunnels"
+	OpLiveGatewayTunnels        = "LiveGatewayTunnels"
 	OpCreateWebSession          = "CreateWebSession"
 	OpWebSession                = "WebSession"
 	OpDeleteWebSession          = "DeleteWebSession"
@@ -693,6 +694,15 @@ func (s *Store) GatewayClosed(ctx context.Context, pool string, session string, 
 func (s *Store) PruneGatewayTunnels(ctx context.Context, now time.Time, limit int) (r0 int, err error) {
 	err = s.hook(ctx, OpPruneGatewayTunnels, func(ctx context.Context) (err error) {
 		r0, err = s.inner.PruneGatewayTunnels(ctx, now, limit)
+		return err
+	})
+	return r0, err
+}
+
+// LiveGatewayTunnels runs the wrapped store's LiveGatewayTunnels through the hook.
+func (s *Store) LiveGatewayTunnels(ctx context.Context, gateway string, tunnels []vdibroker.GatewayTunnel, renewBefore time.Time, liveUntil time.Time) (r0 []string, err error) {
+	err = s.hook(ctx, OpLiveGatewayTunnels, func(ctx context.Context) (err error) {
+		r0, err = s.inner.LiveGatewayTunnels(ctx, gateway, tunnels, renewBefore, liveUntil)
 		return err
 	})
 	return r0, err

@@ -292,3 +292,80 @@ func pruneTunnels(ctx context.Context, t *tx, now time.Time, limit int) (int64, 
 	return t.exec(ctx, `DELETE FROM gateway_tunnels WHERE token_id IN (SELECT token_id FROM gateway_tunnels
 		WHERE expire_time < ? AND (closed OR live_until < ?) ORDER BY expire_time LIMIT ?)`, ns(now), ns(now), limit)
 }
+
+// LiveGatewayTunnels answers a gateway's check of its open tunnels
+// (R-GW4): the ids among tunnels admitted through gateway for their
+// session, not closed, whose session is open and the token's user's.
+// Their records' lifetime is renewed when it ends before renewBefore.
+func (s *DB) LiveGatewayTunnels(ctx context.Context, gateway string, tunnels []vdibroker.GatewayTunnel, renewBefore, liveUntil time.Time) ([]string, error) {
+	if len(tunnels) == 0 {
+		return nil, nil
+	}
+	want := make(map[string]vdibroker.GatewayTunnel, len(tunnels))
+	ids := make([]string, 0, len(tunnels))
+	for _, g := range tunnels {
+		if _, dup := want[g.TokenID]; !dup {
+			want[g.TokenID] = g
+			ids = append(ids, g.TokenID)
+		}
+	}
+	var live []string
+	err := s.write(ctx, func(t *tx) error {
+		live = live[:0]
+		in, args := idList(t.d, ids)
+		rows, err := t.query(ctx, `SELECT g.token_id, g.host_pool, g.session_id, g.gateway, g.live_until, u.user_name, u.state
+			FROM gateway_tunnels g JOIN user_sessions u ON u.id = g.session_id AND u.host_pool = g.host_pool
+			WHERE NOT g.closed AND g.token_id `+in, args...)
+		if err != nil {
+			return err
+		}
+		var renew []string
+		for rows.Next() {
+			var tok, pool, session, gw, user, state string
+			var until int64
+			if err := rows.Scan(&tok, &pool, &session, &gw, &until, &user, &state); err != nil {
+				rows.Close()
+				return err
+			}
+			w := want[tok]
+			// The tunnel is this gateway's, of the session and user its
+			// token names, and the session has not ended.
+			if pool != w.HostPool || session != w.Session || gw != gateway ||
+				state == vdibroker.StateLoggedOff || !vdibroker.SameUser(user, w.User) {
+				continue
+			}
+			live = append(live, tok)
+			if until < ns(renewBefore) {
+				renew = append(renew, tok)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(renew) > 0 {
+			in, args := idList(t.d, renew)
+			if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET live_until = ? WHERE token_id `+in,
+				append([]any{ns(liveUntil)}, args...)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "check gateway tunnels")
+	}
+	return live, nil
+}
+
+// idList is the condition and arguments of "one of ids" (oneOf).
+func idList(d *dialect, ids []string) (string, []any) {
+	if d == postgresDialect {
+		return oneOf(d, len(ids)), []any{ids}
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return oneOf(d, len(ids)), args
+}

@@ -454,3 +454,53 @@ func TestGatewayTunnelUserWithoutCase_RGW4(t *testing.T) {
 		wantCode(t, s.AdmitGatewayTunnel(ctx, g, 1, t0), vdibroker.ETooManyRequests)
 	})
 }
+
+// TestLiveGatewayTunnels_RGW4: a gateway's check of its open tunnels
+// answers only those admitted through it, not closed, whose session is
+// open and the token's user's; a tunnel it holds open past its record's
+// lifetime is renewed, so the record is not pruned under it.
+func TestLiveGatewayTunnels_RGW4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("gw", vdibroker.Pooled))
+		mustHost(t, s, "gw", "h1")
+		ctx := t.Context()
+		alice := mustCommit(t, s, placement("gw", "h1", "alice", 10))
+		bob := mustCommit(t, s, placement("gw", "h1", "bob", 10))
+		other := tunnel("other-gw", "alice", alice)
+		other.Gateway = "rdgw-2"
+		for _, g := range []*vdibroker.GatewayTunnel{tunnel("live", "alice", alice), tunnel("closed", "alice", alice),
+			tunnel("ended", "bob", bob), other, tunnel("as-bob", "alice", alice), tunnel("elsewhere", "alice", alice)} {
+			if err := s.AdmitGatewayTunnel(ctx, g, 0, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.GatewayClosed(ctx, "gw", alice, "closed", t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EndSession(ctx, "gw", bob, "test", t0); err != nil {
+			t.Fatal(err)
+		}
+		ask := []vdibroker.GatewayTunnel{*tunnel("live", "alice", alice), *tunnel("closed", "alice", alice),
+			*tunnel("ended", "bob", bob), *tunnel("other-gw", "alice", alice), *tunnel("never", "alice", alice),
+			*tunnel("as-bob", "bob", alice), *tunnel("elsewhere", "alice", bob)}
+		got, err := s.LiveGatewayTunnels(ctx, "rdgw-1", ask, t0, t0.Add(48*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != "[live]" {
+			t.Errorf("live tunnels: %v, want [live]", got)
+		}
+		// At t0+23h the record of "live" ends within the hour: renewed to
+		// t0+48h, so a prune at t0+25h keeps it (its id stays used).
+		if _, err := s.LiveGatewayTunnels(ctx, "rdgw-1", ask[:1], t0.Add(24*time.Hour+time.Minute), t0.Add(48*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PruneGatewayTunnels(ctx, t0.Add(25*time.Hour), 100); err != nil {
+			t.Fatal(err)
+		}
+		wantCode(t, s.AdmitGatewayTunnel(ctx, tunnel("live", "alice", alice), 0, t0.Add(25*time.Hour)), vdibroker.EConflict)
+		if got, err := s.LiveGatewayTunnels(ctx, "rdgw-1", nil, t0, t0); err != nil || got != nil {
+			t.Errorf("no tunnels: %v %v", got, err)
+		}
+	})
+}

@@ -218,6 +218,9 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 			if m.MaxHeaderBytes < 1024 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 1024..1048576, got %d", m.MaxHeaderBytes)}
 			}
+			if err := gateway.ValidateReauthorizeEvery("--reauthorize-every", m.Config.ReauthorizeEvery); err != nil {
+				return usageError{err}
+			}
 			if requestRate <= 0 {
 				return usageError{fmt.Errorf("--request-rate: must be above 0, got %v", requestRate)}
 			}
@@ -262,7 +265,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.StringVar(&m.KeysURL, "keys-url", "", "URL of the broker's JWKS document of token keys, instead of --keys-file")
 	fl.StringVar(&keysTokenFile, "keys-token-file", "", "file with a bearer token for --keys-url")
 	fl.DurationVar(&m.KeysRefresh, "keys-refresh", time.Minute, "how often the keys are read again")
-	fl.StringVar(&m.BrokerURL, "broker-url", "", "URL the tunnel reports are POSTed to (…/open, …/channel, …/close)")
+	fl.StringVar(&m.BrokerURL, "broker-url", "", "URL the tunnel reports are POSTed to (…/open, …/channel, …/close, …/check)")
 	fl.StringVar(&brokerTokenFile, "broker-token-file", "", "file with the bearer token of --broker-url")
 	fl.StringVar(&m.clientTLS.CAFile, "ca-file", "", "PEM CA bundle that verifies the broker's certificate (--keys-url, --broker-url)")
 	fl.BoolVar(&m.clientTLS.InsecureHTTP, "insecure-http", false, "allow plain http:// in --keys-url and --broker-url to a host other than loopback (sends the gateway's token in clear; for a test network only)")
@@ -270,6 +273,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.DurationVar(&m.Config.IdleTimeout, "idle-timeout", time.Hour, "close a tunnel idle this long (a token's idle claim overrides)")
 	fl.DurationVar(&m.Config.MaxLifetime, "max-lifetime", 24*time.Hour, "close a tunnel this long after it opened (a token may ask for less)")
+	fl.DurationVar(&m.Config.ReauthorizeEvery, "reauthorize-every", gateway.DefaultReauthorizeEvery, "ask the broker this often whether each open tunnel's session is still open, and close the tunnels of ended sessions (0: never; 10s..1h); a broker that does not answer closes nothing")
 	fl.DurationVar(&m.Config.MaxStartWait, "max-start-wait", 5*time.Minute, "longest a client is held while its host starts (a token's wait claim asks for up to this)")
 	fl.DurationVar(&m.Config.KeepaliveInterval, "keepalive-interval", 15*time.Second, "keepalive to a held client this often")
 	fl.DurationVar(&m.Config.HandshakeTimeout, "handshake-timeout", 30*time.Second, "longest wait for each packet of a client's handshake, and for its whole handshake up to the channel create")

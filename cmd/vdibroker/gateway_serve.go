@@ -56,6 +56,7 @@ func (f *GatewayFlags) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.MaxTunnelsPerUser, "gateway-max-tunnels-per-user", broker.DefaultGatewayMaxTunnelsPerUser, "tunnels one user may hold open through all gateways together (0: no limit)")
 	fl.StringVar(&f.Listen, "gateway-listen", "", "also run the RD gateway in this process on this address (HTTPS with --tls-cert, e.g. 0.0.0.0:443)")
 	fl.StringVar(&f.Name, "gateway-name", hostnameOr("gateway"), "the in-process gateway's name in the reports and the audit log")
+	fl.DurationVar(&f.Config.ReauthorizeEvery, "gateway-reauthorize-every", gateway.DefaultReauthorizeEvery, "the in-process gateway asks the broker this often whether each open tunnel's session is still open, and closes the tunnels of ended sessions (0: never; 10s..1h)")
 }
 
 // check validates the flags before anything opens; tls says serve has a
@@ -70,6 +71,9 @@ func (f *GatewayFlags) check(tls bool) error {
 	}
 	if f.KeyRotation != 0 && f.KeyRotation < time.Hour {
 		return usageError{fmt.Errorf("--gateway-key-rotation: must be at least 1h, got %v", f.KeyRotation)}
+	}
+	if err := gateway.ValidateReauthorizeEvery("--gateway-reauthorize-every", f.Config.ReauthorizeEvery); err != nil {
+		return usageError{err}
 	}
 	if f.MaxTunnelsPerUser < 0 {
 		return usageError{fmt.Errorf("--gateway-max-tunnels-per-user: must be 0 or more, got %d", f.MaxTunnelsPerUser)}
@@ -211,4 +215,16 @@ func (g gatewayReports) ChannelOpen(ctx context.Context, ev gateway.TunnelEvent)
 
 func (g gatewayReports) TunnelClose(ctx context.Context, ev gateway.TunnelEvent) error {
 	return g.svc.TunnelClose(ctx, report(ev))
+}
+
+func (g gatewayReports) CheckTunnels(ctx context.Context, name string, tunnels []gateway.TunnelEvent) ([]string, error) {
+	c := &vdibroker.TunnelCheck{Gateway: name, Tunnels: make([]vdibroker.TunnelReport, len(tunnels))}
+	for i, ev := range tunnels {
+		c.Tunnels[i] = *report(ev)
+	}
+	a, err := g.svc.CheckTunnels(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return a.Open, nil
 }

@@ -181,6 +181,8 @@ func TestServeGatewayFlags(t *testing.T) {
 		{[]string{"--gateway-token-ttl", "2h"}, "--gateway-token-ttl: must be 1m..1h"},
 		{[]string{"--gateway-key-rotation", "10m"}, "--gateway-key-rotation: must be at least 1h"},
 		{[]string{"--gateway-max-tunnels-per-user", "-1"}, "--gateway-max-tunnels-per-user: must be 0 or more"},
+		{[]string{"--gateway-reauthorize-every", "1s"}, "--gateway-reauthorize-every: must be 0 (never) or 10s..1h0m0s, got 1s"},
+		{[]string{"--gateway-reauthorize-every", "2h"}, "--gateway-reauthorize-every: must be 0 (never) or 10s..1h0m0s, got 2h0m0s"},
 	} {
 		cmd := newServeCmd()
 		cmd.SetArgs(append([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"}, tc.args...))
@@ -191,6 +193,38 @@ func TestServeGatewayFlags(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("serve %v = %v, want a usage error saying %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestServeGatewayReauthorizeFlag: `vdibroker gateway --reauthorize-every`
+// takes 0 (never) or 10s..1h, checked before anything opens, naming the
+// flag (R-GW4).
+func TestServeGatewayReauthorizeFlag(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string
+	}{
+		{"5s", "--reauthorize-every: must be 0 (never) or 10s..1h0m0s, got 5s"},
+		{"90m", "--reauthorize-every: must be 0 (never) or 10s..1h0m0s, got 1h30m0s"},
+		{"-1m", "--reauthorize-every: must be 0 (never) or 10s..1h0m0s, got -1m0s"},
+		// In range: the next check is the certificate's.
+		{"0", "--tls-cert and --tls-key are required"},
+		{"1m", "--tls-cert and --tls-key are required"},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--reauthorize-every", tc.value})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gateway --reauthorize-every %s = %v, want a usage error saying %q", tc.value, err, tc.want)
+		}
+	}
+	if f := newGatewayCmd().Flags().Lookup("reauthorize-every"); f == nil || f.DefValue != "1m0s" {
+		t.Errorf("--reauthorize-every's default: %v, want 1m0s", f)
+	}
+	if f := newServeCmd().Flags().Lookup("gateway-reauthorize-every"); f == nil || f.DefValue != "1m0s" {
+		t.Errorf("--gateway-reauthorize-every's default: %v, want 1m0s", f)
 	}
 }
 

@@ -51,6 +51,7 @@ const (
 	mGroupPut             // an application group's PUT: Contributor and up; 403 for a pool out of scope (the body names it)
 	mAppConnect           // an application's connect: as mConnect, but 404 out of scope (the group is not seen)
 	mGatewayReport        // an RD gateway's tunnel report: a Gateway token or the admin
+	mGatewayCheck         // an RD gateway's check of its tunnels: a Gateway token or the admin; out of scope left out of the answer, not refused
 	mOwnSession           // log off or disconnect alice's session: Contributor and up, or alice herself (R-U3); scope applies
 )
 
@@ -144,6 +145,7 @@ var matrixRoutes = []route{
 	{"POST /api/v1/gateway/tunnels/open", "POST", "/api/v1/gateway/tunnels/open", "{tunnel}", mGatewayReport, 404},
 	{"POST /api/v1/gateway/tunnels/channel", "POST", "/api/v1/gateway/tunnels/channel", "{tunnel}", mGatewayReport, 404},
 	{"POST /api/v1/gateway/tunnels/close", "POST", "/api/v1/gateway/tunnels/close", "{tunnel}", mGatewayReport, 404},
+	{"POST /api/v1/gateway/tunnels/check", "POST", "/api/v1/gateway/tunnels/check", `{"gateway": "rdgw-1", "tunnels": [{tunnel}]}`, mGatewayCheck, 200},
 	// A forced delete answers what went (200).
 	{"DELETE /api/v1/hostpools/{pool}", "DELETE", "/api/v1/hostpools/{pool}?force=true", "", mWrite, 200},
 	// The console, mounted at "/": its pages want its own sign-in.
@@ -390,7 +392,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 	if k.role == "" {
 		return 401
 	}
-	if k.role == "Gateway" && r.class != mGatewayReport {
+	if k.role == "Gateway" && r.class != mGatewayReport && r.class != mGatewayCheck {
 		return 403 // it reports tunnels and does nothing else (R-GW4)
 	}
 	var allowed bool
@@ -401,7 +403,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 		allowed = k.role == "Admin" || k.role == "Contributor"
 	case mAppConnect:
 		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "User"
-	case mGatewayReport:
+	case mGatewayReport, mGatewayCheck:
 		allowed = k.role == "Admin" || k.role == "Gateway"
 	case mRead, mGRead, mList, mPlanRead:
 		allowed = k.role != "User"
