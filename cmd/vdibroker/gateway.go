@@ -183,8 +183,43 @@ func readSecretFile(flag, path string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-func newGatewayCmd() *cobra.Command {
-	m := &GatewayMain{}
+func newGatewayCmd() *cobra.Command { return newGatewayCmdFor(&GatewayMain{}) }
+
+// defaultTargetPorts is --target-ports' default: the RDP port only, as
+// RD Gateway's resource authorization policy allows by default. A token's
+// host is the address its agent registered, which anyone holding a pool's
+// registration token chooses: with any port allowed, a user placed on
+// such a host tunnels to whatever service that address offers.
+var defaultTargetPorts = []string{"3389"}
+
+// parseTargets reads a gateway's --target-ports (ports 1..65535, or
+// "any") and --target-networks (CIDR prefixes; none is any), the flags
+// named as given, into gateway.Config's TargetPorts and TargetNetworks
+// (nil: any).
+func parseTargets(portsFlag string, ports []string, networksFlag string, networks []string) ([]uint16, []netip.Prefix, error) {
+	var outPorts []uint16
+	if !(len(ports) == 1 && ports[0] == "any") {
+		for _, p := range ports {
+			n, err := strconv.ParseUint(p, 10, 16)
+			if err != nil || n == 0 {
+				return nil, nil, usageError{fmt.Errorf("%s: %q is not a port (1..65535, or any)", portsFlag, p)}
+			}
+			outPorts = append(outPorts, uint16(n))
+		}
+	}
+	var outNets []netip.Prefix
+	for _, n := range networks {
+		pfx, err := netip.ParsePrefix(n)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("%s: %w", networksFlag, err)}
+		}
+		outNets = append(outNets, pfx.Masked())
+	}
+	return outPorts, outNets, nil
+}
+
+// newGatewayCmdFor is newGatewayCmd running m (a test reads m's settings).
+func newGatewayCmdFor(m *GatewayMain) *cobra.Command {
 	var logLevel, keysTokenFile, brokerTokenFile, metricsTokenFile string
 	var requestRate float64
 	var targetPorts, targetNetworks []string
@@ -225,19 +260,8 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 				return usageError{fmt.Errorf("--request-rate: must be above 0, got %v", requestRate)}
 			}
 			m.Config.RequestRate = rate.Limit(requestRate)
-			for _, p := range targetPorts {
-				n, err := strconv.ParseUint(p, 10, 16)
-				if err != nil || n == 0 {
-					return usageError{fmt.Errorf("--target-ports: %q is not a port (1..65535)", p)}
-				}
-				m.Config.TargetPorts = append(m.Config.TargetPorts, uint16(n))
-			}
-			for _, n := range targetNetworks {
-				pfx, err := netip.ParsePrefix(n)
-				if err != nil {
-					return usageError{fmt.Errorf("--target-networks: %w", err)}
-				}
-				m.Config.TargetNetworks = append(m.Config.TargetNetworks, pfx.Masked())
+			if m.Config.TargetPorts, m.Config.TargetNetworks, err = parseTargets("--target-ports", targetPorts, "--target-networks", targetNetworks); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -284,7 +308,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.IntVar(&m.Config.MaxConnsPerAddress, "max-conns-per-address", 1000, "TCP connections one IP address (an IPv6 /64) holds at once, tunnels included")
 	fl.IntVar(&m.Config.MaxHandshakesPerAddress, "max-handshakes-per-address", 20, "connections one IP address (an IPv6 /64) holds at once before its token is admitted")
 	fl.IntVar(&m.MaxHeaderBytes, "max-header-bytes", 8<<10, "largest HTTP request head accepted (1024..1048576)")
-	fl.StringSliceVar(&targetPorts, "target-ports", nil, "ports a token's host may have, e.g. 3389 (default: any)")
+	fl.StringSliceVar(&targetPorts, "target-ports", defaultTargetPorts, "ports a token's host may have (any: every port)")
 	fl.StringSliceVar(&targetNetworks, "target-networks", nil, "CIDR networks every address of a token's host must lie in, e.g. 10.20.0.0/16 (default: any)")
 	return cmd
 }

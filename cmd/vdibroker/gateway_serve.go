@@ -40,6 +40,9 @@ type GatewayFlags struct {
 	// Config holds the in-process gateway's limits (gateway.Config's
 	// defaults when zero).
 	Config gateway.Config
+	// TargetPorts and TargetNetworks are --gateway-target-ports and
+	// --gateway-target-networks, read into Config by check (none: any).
+	TargetPorts, TargetNetworks []string
 
 	Gateway  *gateway.Gateway // set by start
 	listener net.Listener
@@ -56,6 +59,8 @@ func (f *GatewayFlags) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.MaxTunnelsPerUser, "gateway-max-tunnels-per-user", broker.DefaultGatewayMaxTunnelsPerUser, "tunnels one user may hold open through all gateways together (0: no limit)")
 	fl.StringVar(&f.Listen, "gateway-listen", "", "also run the RD gateway in this process on this address (HTTPS with --tls-cert, e.g. 0.0.0.0:443)")
 	fl.StringVar(&f.Name, "gateway-name", hostnameOr("gateway"), "the in-process gateway's name in the reports and the audit log")
+	fl.StringSliceVar(&f.TargetPorts, "gateway-target-ports", defaultTargetPorts, "ports a token's host may have, for the in-process gateway (any: every port)")
+	fl.StringSliceVar(&f.TargetNetworks, "gateway-target-networks", nil, "CIDR networks every address of a token's host must lie in, for the in-process gateway, e.g. 10.20.0.0/16 (default: any)")
 	fl.DurationVar(&f.Config.ReauthorizeEvery, "gateway-reauthorize-every", gateway.DefaultReauthorizeEvery, "the in-process gateway asks the broker this often whether each open tunnel's session is still open, and closes the tunnels of ended sessions (0: never; 10s..1h)")
 }
 
@@ -74,6 +79,10 @@ func (f *GatewayFlags) check(tls bool) error {
 	}
 	if err := gateway.ValidateReauthorizeEvery("--gateway-reauthorize-every", f.Config.ReauthorizeEvery); err != nil {
 		return usageError{err}
+	}
+	var err error
+	if f.Config.TargetPorts, f.Config.TargetNetworks, err = parseTargets("--gateway-target-ports", f.TargetPorts, "--gateway-target-networks", f.TargetNetworks); err != nil {
+		return err
 	}
 	if f.MaxTunnelsPerUser < 0 {
 		return usageError{fmt.Errorf("--gateway-max-tunnels-per-user: must be 0 or more, got %d", f.MaxTunnelsPerUser)}

@@ -11,10 +11,13 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/gateway"
@@ -281,5 +284,66 @@ func TestServeGatewayListenBoundsServerErrors(t *testing.T) {
 	got := strings.Count(logs.String(), "TLS handshake error")
 	if got == 0 || got > most || got >= conns {
 		t.Errorf("%d lines of TLS handshake errors for %d bad connections, want 1..%d", got, conns, most)
+	}
+}
+
+// TestGatewayTargetFlags: both gateways (`vdibroker gateway
+// --target-ports`, `serve --gateway-target-ports`) allow a token's host
+// on port 3389 only unless told otherwise, as RD Gateway's resource
+// authorization policy does by default (R-GW1: a host's registered
+// address is the agent's word); "any" lifts it, other ports are listed,
+// and a bad port or network is a usage error naming the flag.
+func TestGatewayTargetFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		ports []uint16
+		nets  int
+		want  string // the usage error; empty: the flags are read
+	}{
+		{nil, []uint16{3389}, 0, ""},
+		{[]string{"--target-ports", "any"}, nil, 0, ""},
+		{[]string{"--target-ports", "3389,3390", "--target-networks", "10.20.0.0/16,fd00::/64"}, []uint16{3389, 3390}, 2, ""},
+		{[]string{"--target-ports", "0"}, nil, 0, `--target-ports: "0" is not a port (1..65535, or any)`},
+		{[]string{"--target-ports", "rdp"}, nil, 0, `--target-ports: "rdp" is not a port`},
+		{[]string{"--target-networks", "10.20.0.0"}, nil, 0, "--target-networks: netip.ParsePrefix"},
+	} {
+		m := &GatewayMain{}
+		cmd := newGatewayCmdFor(m)
+		// No certificate: the command stops at that check, after the
+		// target flags are read.
+		cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0"}, tc.args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		want := tc.want
+		if want == "" {
+			want = "--tls-cert and --tls-key are required"
+			if !slices.Equal(m.Config.TargetPorts, tc.ports) || len(m.Config.TargetNetworks) != tc.nets {
+				t.Errorf("gateway %v: ports %v, %d networks; want %v and %d", tc.args, m.Config.TargetPorts, len(m.Config.TargetNetworks), tc.ports, tc.nets)
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("gateway %v = %v, want an error saying %q", tc.args, err, want)
+		}
+
+		// The same flags of serve's in-process gateway.
+		var f GatewayFlags
+		fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.addFlags(fl)
+		args := slices.Clone(tc.args)
+		for i, a := range args {
+			args[i] = strings.Replace(a, "--target-", "--gateway-target-", 1)
+		}
+		if err := fl.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		err = f.check(true)
+		if tc.want == "" {
+			if err != nil || !slices.Equal(f.Config.TargetPorts, tc.ports) || len(f.Config.TargetNetworks) != tc.nets {
+				t.Errorf("serve %v: %v, ports %v, %d networks; want %v and %d", args, err, f.Config.TargetPorts, len(f.Config.TargetNetworks), tc.ports, tc.nets)
+			}
+		} else if want := strings.Replace(tc.want, "--target-", "--gateway-target-", 1); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("serve %v = %v, want an error saying %q", args, err, want)
+		}
 	}
 }
