@@ -66,9 +66,13 @@ const (
 	DefaultAnonymousBurst     = 20
 )
 
-// Auditor writes the portal's own audit entries (a launch, R-U7).
+// Auditor writes the portal's own audit entries (a launch, R-U7): a
+// refused one within the bound of refusals (RecordRefusal, R-SEC: per
+// credential for a signed-in user), so that a user who asks again and
+// again for what is refused does not fill the store one entry each.
 type Auditor interface {
 	AppendAudit(ctx context.Context, e *vdibroker.AuditEntry) error
+	RecordRefusal(ctx context.Context, e *vdibroker.AuditEntry) (written bool, err error)
 }
 
 // Refusals records a refused sign-in (R-U7, as the console's): kind names
