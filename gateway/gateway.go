@@ -98,8 +98,9 @@ type Config struct {
 	MaxPendingChannels int
 	// TargetPorts and TargetNetworks, when set, bound the hosts a token
 	// opens, as RD Gateway's resource authorization policy does: its port
-	// must be one of TargetPorts, and every address its host resolves to
-	// must lie in one of TargetNetworks; the gateway then connects to the
+	// must be one of TargetPorts, and an address its host resolves to
+	// must lie in one of TargetNetworks (the others are passed over: a
+	// dual-stack host's IPv6 address, say); the gateway then connects to the
 	// address it checked. Empty: any. A token's host is the address its
 	// session host's agent registered, which the agent chooses.
 	TargetPorts    []uint16

@@ -281,7 +281,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.IntVar(&m.Config.MaxHandshakesPerAddress, "max-handshakes-per-address", 20, "connections one IP address (an IPv6 /64) holds at once before its token is admitted")
 	fl.IntVar(&m.MaxHeaderBytes, "max-header-bytes", 8<<10, "largest HTTP request head accepted (1024..1048576)")
 	fl.StringSliceVar(&targetPorts, "target-ports", nil, "ports a token's host may have, e.g. 3389 (default: any)")
-	fl.StringSliceVar(&targetNetworks, "target-networks", nil, "CIDR networks every address of a token's host must lie in, e.g. 10.20.0.0/16 (default: any)")
+	fl.StringSliceVar(&targetNetworks, "target-networks", nil, "CIDR networks the address the gateway connects to must lie in, e.g. 10.20.0.0/16: the first of a token's host's addresses inside one (default: any)")
 	return cmd
 }
 
