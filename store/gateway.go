@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -96,12 +97,23 @@ const admitPruneBatch = 16
 // AdmitGatewayTunnel records an admitted tunnel (R-GW4). Its user is
 // stored as vdibroker.FoldUser of the token's, the key the tunnel limit
 // counts by: every spelling of a name is one user (R-E5).
+//
+// A replica older than that stored, and locks on PostgreSQL, the token's
+// spelling, as do the rows it left, open up to a day (LiveUntil): the
+// count and the locks take that spelling too, so a user's tunnels through
+// older replicas, or from before an upgrade, still count when the same
+// spelling comes again (one identity provider gives one).
 func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel, maxPerUser int, now time.Time) error {
 	user := vdibroker.FoldUser(g.User)
 	err := s.write(ctx, func(t *tx) error {
 		if t.d == postgresDialect {
-			if _, err := t.exec(ctx, gatewayUserLock, user); err != nil {
-				return err
+			// The folded key first, then the spelling: two replicas of
+			// this version take them in one order, an older one the
+			// spelling alone.
+			for _, k := range slices.Compact([]string{user, g.User}) {
+				if _, err := t.exec(ctx, gatewayUserLock, k); err != nil {
+					return err
+				}
 			}
 		}
 		u, err := t.getSession(ctx, g.HostPool, g.Session)
@@ -122,8 +134,8 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 		}
 		if maxPerUser > 0 {
 			var open int
-			if err := t.row(ctx, `SELECT count(*) FROM gateway_tunnels WHERE user_name = ? AND NOT closed AND live_until > ?`,
-				user, ns(now)).Scan(&open); err != nil {
+			if err := t.row(ctx, `SELECT count(*) FROM gateway_tunnels WHERE user_name IN (?, ?) AND NOT closed AND live_until > ?`,
+				user, g.User, ns(now)).Scan(&open); err != nil {
 				return err
 			}
 			if open > maxPerUser {

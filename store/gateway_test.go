@@ -454,3 +454,29 @@ func TestGatewayTunnelUserWithoutCase_RGW4(t *testing.T) {
 		wantCode(t, s.AdmitGatewayTunnel(ctx, g, 1, t0), vdibroker.ETooManyRequests)
 	})
 }
+
+// TestGatewayTunnelUserOfAnOlderReplica_RGW4: a tunnel an older replica
+// admitted (before the tunnels' users were folded: during a rolling
+// upgrade, or open since before it, for up to a day) stored the token's
+// user as it was spelled; it still counts toward that user's limit when
+// the same spelling comes again, as it does from one identity provider.
+func TestGatewayTunnelUserOfAnOlderReplica_RGW4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		var ids []string
+		for _, p := range []string{"gw1", "gw2"} {
+			mustPool(t, s, pool(p, vdibroker.Pooled))
+			mustHost(t, s, p, "h1")
+			ids = append(ids, mustCommit(t, s, placement(p, "h1", "Alice@Contoso.com", 10)))
+		}
+		// As an older replica wrote it: user_name as the token spelled it.
+		if err := s.ExecRaw(ctx, fmt.Sprintf(`INSERT INTO gateway_tunnels (token_id, user_name, host_pool, session_id, gateway,
+			open_time, expire_time, live_until, closed) VALUES ('tok-old', 'Alice@Contoso.com', 'gw1', '%s', 'rdgw-1', %d, %d, %d, FALSE)`,
+			ids[0], t0.UnixNano(), t0.Add(time.Minute).UnixNano(), t0.Add(24*time.Hour).UnixNano())); err != nil {
+			t.Fatal(err)
+		}
+		g := tunnel("tok-new", "Alice@Contoso.com", ids[1])
+		g.HostPool = "gw2"
+		wantCode(t, s.AdmitGatewayTunnel(ctx, g, 1, t0), vdibroker.ETooManyRequests)
+	})
+}
