@@ -91,7 +91,9 @@ type Config struct {
 	MaxHandshakesPerAddress int
 	// MaxConnsPerAddress bounds the TCP connections one address holds
 	// at once on its Listener, tunnels included (default 1,000: the
-	// users of an office behind one address).
+	// users of an office behind one address; a tunnel over the HTTP
+	// transport holds two, its IN and OUT channels, one over WebSocket
+	// one, so 500 to 1,000 tunnels).
 	MaxConnsPerAddress int
 	// MaxPendingChannels bounds OUT channels waiting for their IN channel
 	// (default 1,000).

@@ -277,7 +277,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.IntVar(&m.Config.MaxTunnels, "max-tunnels", 10000, "tunnels (and handshakes) this gateway holds at most")
 	fl.Float64Var(&requestRate, "request-rate", 5, "HTTP requests a second one IP address may make before any token is checked")
 	fl.IntVar(&m.Config.RequestBurst, "request-burst", 20, "burst of --request-rate")
-	fl.IntVar(&m.Config.MaxConnsPerAddress, "max-conns-per-address", 1000, "TCP connections one IP address (an IPv6 /64) holds at once, tunnels included")
+	fl.IntVar(&m.Config.MaxConnsPerAddress, "max-conns-per-address", 1000, "TCP connections one IP address (an IPv6 /64) holds at once, tunnels included (a tunnel over the HTTP transport holds two, over WebSocket one)")
 	fl.IntVar(&m.Config.MaxHandshakesPerAddress, "max-handshakes-per-address", 20, "connections one IP address (an IPv6 /64) holds at once before its token is admitted")
 	fl.IntVar(&m.MaxHeaderBytes, "max-header-bytes", 8<<10, "largest HTTP request head accepted (1024..1048576)")
 	fl.StringSliceVar(&targetPorts, "target-ports", nil, "ports a token's host may have, e.g. 3389 (default: any)")
