@@ -222,6 +222,13 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 				return usageError{fmt.Errorf("--request-rate: must be above 0, got %v", requestRate)}
 			}
 			m.Config.RequestRate = rate.Limit(requestRate)
+			// gateway.Config takes 0 for its default: refused here, not
+			// taken as "no limit" silently.
+			for flag, v := range map[string]int{"--max-conns-per-address": m.Config.MaxConnsPerAddress, "--max-handshakes-per-address": m.Config.MaxHandshakesPerAddress} {
+				if v < 1 {
+					return usageError{fmt.Errorf("%s: must be 1 or more, got %d", flag, v)}
+				}
+			}
 			for _, p := range targetPorts {
 				n, err := strconv.ParseUint(p, 10, 16)
 				if err != nil || n == 0 {
