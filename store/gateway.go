@@ -171,21 +171,29 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 		if err != nil {
 			return err
 		}
+		// A tunnel reaches its host once: a gateway that says so again
+		// changes nothing and writes no audit entry, however often it
+		// repeats (R-GW4). A closed tunnel reaches nothing. Claimed in
+		// one statement, which a repeat written at the same time waits
+		// for and then finds reached (on PostgreSQL two reads of "not
+		// reached" both went on), before the host's row, as
+		// GatewayClosed takes them.
+		var n int64
+		if !reached && !closed {
+			if n, err = t.exec(ctx, `UPDATE gateway_tunnels SET reached = ? WHERE token_id = ? AND NOT reached AND NOT closed`, true, token); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
+			t.audit = nil
+			out, err = t.getSession(ctx, pool, session)
+			return err
+		}
 		u, err := t.lockedSession(ctx, pool, session)
 		if err != nil {
 			return err
 		}
 		out = u
-		if reached || closed {
-			// A tunnel reaches its host once: a gateway that says so
-			// again changes nothing and writes no audit entry, however
-			// often it repeats (R-GW4). A closed tunnel reaches nothing.
-			t.audit = nil
-			return nil
-		}
-		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET reached = ? WHERE token_id = ?`, true, token); err != nil {
-			return err
-		}
 		if !u.Open() {
 			t.audited(u, u)
 			return nil // an ended session stays ended
@@ -227,14 +235,18 @@ func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at 
 		if err != nil {
 			return err
 		}
-		if closed {
-			// Closed once: a repeated close changes nothing and writes no
-			// audit entry (R-GW3, R-GW4).
+		// Closed once: a repeated close changes nothing and writes no
+		// audit entry (R-GW3, R-GW4). Claimed in one statement, so a
+		// repeat written at the same time finds it closed.
+		var n int64
+		if !closed {
+			if n, err = t.exec(ctx, `UPDATE gateway_tunnels SET closed = ? WHERE token_id = ? AND NOT closed`, true, token); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
 			t.audit = nil
 			out, err = t.getSession(ctx, pool, session)
-			return err
-		}
-		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET closed = ? WHERE token_id = ?`, true, token); err != nil {
 			return err
 		}
 		u, err := t.lockedSession(ctx, pool, session)

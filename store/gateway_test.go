@@ -480,3 +480,52 @@ func TestGatewayTunnelUserOfAnOlderReplica_RGW4(t *testing.T) {
 		wantCode(t, s.AdmitGatewayTunnel(ctx, g, 1, t0), vdibroker.ETooManyRequests)
 	})
 }
+
+// TestGatewayRepeatedReportsAtOnce_RGW4: a gateway's report repeated
+// while the first is still being written (a retry after its timeout),
+// on two replicas at once, is audited once too: the tunnel's reach and
+// close are claimed in one statement each, not read first and written
+// after (two transactions both read "not reached" on PostgreSQL, each
+// waited for the session's host, and each audited the reach).
+func TestGatewayRepeatedReportsAtOnce_RGW4(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		mustPool(t, a, pool("gw", vdibroker.Pooled))
+		mustHost(t, a, "gw", "h1")
+		id := mustCommit(t, a, placement("gw", "h1", "alice", 10))
+		ctx := t.Context()
+		if err := a.AdmitGatewayTunnel(ctx, tunnel("tok-1", "alice", id), 0, t0); err != nil {
+			t.Fatal(err)
+		}
+		audited := func(action string) context.Context {
+			return vdibroker.WithAudit(ctx, &vdibroker.AuditEntry{Time: t0, Principal: vdibroker.AuditPrincipal{Kind: "token", ID: "gw-token", Role: "Gateway"},
+				Action: action, Target: "hostpools/gw/usersessions/" + id, HostPool: "gw"})
+		}
+		atOnce := func(report func(s *store.DB) error) {
+			var wg sync.WaitGroup
+			for i := range 8 {
+				s := []*store.DB{a, b}[i%2]
+				wg.Go(func() {
+					if err := report(s); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+		atOnce(func(s *store.DB) error {
+			_, err := s.GatewayReached(audited("gateway.tunnel.reached"), "gw", id, "tok-1", "rdgw-1", t0.Add(time.Second))
+			return err
+		})
+		atOnce(func(s *store.DB) error {
+			_, err := s.GatewayClosed(audited("gateway.tunnel.close"), "gw", id, "tok-1", t0.Add(time.Minute))
+			return err
+		})
+		for _, action := range []string{"gateway.tunnel.reached", "gateway.tunnel.close"} {
+			list, err := a.ListAudit(ctx, vdibroker.AuditFilter{Action: action})
+			if err != nil || len(list) != 1 {
+				t.Errorf("%s reported 8 times at once: %d entries, %v; want 1", action, len(list), err)
+			}
+		}
+	})
+}
