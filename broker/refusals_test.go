@@ -154,4 +154,25 @@ func TestPrincipalRefusalBudget_RSEC(t *testing.T) {
 		sums[0].Principal.Kind != vdibroker.PrincipalAnonymous {
 		t.Errorf("summaries of the flood: %+v", sums)
 	}
+
+	// More principals past their budget than an address's summaries
+	// take (RefusalsPerWindow): each still has its own summary, naming
+	// its credential to revoke, none folded into "other credentials".
+	past := refusals{byPrincipal: true}
+	const n = vdibroker.RefusalsPerWindow + 5
+	for p := range n {
+		for range vdibroker.PrincipalRefusalsPerWindow + 1 {
+			past.add(entry(fmt.Sprintf("tok-%d", p), "10.0.0.1"), t0)
+		}
+	}
+	sums = past.roll(t0.Add(vdibroker.RefusalWindow), false)
+	ids := map[string]bool{}
+	for _, s := range sums {
+		if strings.HasPrefix(s.Error, "1 more refused requests of token ") {
+			ids[s.Principal.ID] = true
+		}
+	}
+	if len(sums) != n || len(ids) != n {
+		t.Errorf("%d principals one refusal past the budget: %d summaries of %d credentials, want %d of each", n, len(sums), len(ids), n)
+	}
 }

@@ -99,15 +99,18 @@ type Config struct {
 	MaxHandshakesPerAddress int
 	// MaxConnsPerAddress bounds the TCP connections one address holds
 	// at once on its Listener, tunnels included (default 1,000: the
-	// users of an office behind one address).
+	// users of an office behind one address; a tunnel over the HTTP
+	// transport holds two, its IN and OUT channels, one over WebSocket
+	// one, so 500 to 1,000 tunnels).
 	MaxConnsPerAddress int
 	// MaxPendingChannels bounds OUT channels waiting for their IN channel
 	// (default 1,000).
 	MaxPendingChannels int
 	// TargetPorts and TargetNetworks, when set, bound the hosts a token
 	// opens, as RD Gateway's resource authorization policy does: its port
-	// must be one of TargetPorts, and every address its host resolves to
-	// must lie in one of TargetNetworks; the gateway then connects to the
+	// must be one of TargetPorts, and an address its host resolves to
+	// must lie in one of TargetNetworks (the others are passed over: a
+	// dual-stack host's IPv6 address, say); the gateway then connects to the
 	// address it checked. Empty: any. A token's host is the address its
 	// session host's agent registered, which the agent chooses.
 	TargetPorts    []uint16

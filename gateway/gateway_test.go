@@ -400,6 +400,10 @@ func TestStartWait(t *testing.T) {
 		c.Clock = clk
 		c.KeepaliveInterval = time.Second
 		c.MaxStartWait = time.Minute
+		// Passed while the host is still down (at 7.75 s below): the
+		// bound of the whole handshake ends at the channel create, and
+		// does not cut a starting host's wait.
+		c.HandshakeTimeout = 5 * time.Second
 		c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -431,16 +435,19 @@ func TestStartWait(t *testing.T) {
 			return dials >= n && clk.HasWaiters()
 		}
 	}
-	// Backoff 250 ms, 500 ms, 1 s, 2 s: 3.75 s of the gateway's clock.
-	for i, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second} {
+	// Backoff 250 ms, 500 ms, 1 s, 2 s, 4 s: 7.75 s of the gateway's
+	// clock, past the handshake timeout.
+	for i, d := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second} {
 		waitFor(t, "a backoff timer", backoff(2+i))
 		clk.Step(d)
 	}
+	// The dial the last step made is refused (the host is still down:
+	// set up only once it was, not while it runs) and its backoff set.
+	waitFor(t, "the last backoff", backoff(7))
 	mu.Lock()
 	up = true
 	mu.Unlock()
-	waitFor(t, "the last backoff", backoff(6))
-	clk.Step(4 * time.Second)
+	clk.Step(5 * time.Second)
 	if err := <-done; err != nil {
 		t.Fatalf("held dial: %v", err)
 	}
@@ -448,8 +455,8 @@ func TestStartWait(t *testing.T) {
 	echo(t, conn, 100)
 	mu.Lock()
 	defer mu.Unlock()
-	if dials != 1+5 {
-		t.Errorf("dials = %d, want 1 (no wait) + 5 (4 refused, 1 answered)", dials)
+	if dials != 1+7 {
+		t.Errorf("dials = %d, want 1 (no wait) + 7 (6 refused, 1 answered)", dials)
 	}
 }
 

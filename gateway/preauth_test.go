@@ -241,10 +241,14 @@ func TestAddressLimitsByIPv6Prefix(t *testing.T) {
 }
 
 // TestTargetPolicy: with target ports and networks set, a token opens
-// only a host whose port and every resolved address they allow, and the
-// gateway connects to the address it checked; a host's agent registering
-// another address (its database's, say) does not make the gateway a way
-// into that network (docs/gateway.md, "Refusals"; R-GW1).
+// only a host whose port they allow and that resolves to an address in
+// them, and the gateway connects to the address it checked, never one
+// outside; a host's agent registering another address (its database's,
+// say) does not make the gateway a way into that network
+// (docs/gateway.md, "Refusals"; R-GW1). A dual-stack host whose name
+// also resolves to an address outside (its IPv6 address, with
+// --target-networks naming the IPv4 network) is reached at the one
+// inside, not refused.
 func TestTargetPolicy(t *testing.T) {
 	_, portS, _ := net.SplitHostPort(echotest.Listen(t))
 	for _, tc := range []struct {
@@ -260,7 +264,8 @@ func TestTargetPolicy(t *testing.T) {
 		{"a name resolving inside", nil, []string{"127.0.0.0/8"}, "rdsh01.test", []string{"127.0.0.1"}, false},
 		{"another port", []uint16{3389}, nil, "127.0.0.1", nil, true},
 		{"another network", nil, []string{"10.0.0.0/8"}, "127.0.0.1", nil, true},
-		{"a name resolving outside", nil, []string{"127.0.0.0/8"}, "db.test", []string{"127.0.0.1", "10.1.2.3"}, true},
+		{"a name resolving outside", nil, []string{"127.0.0.0/8"}, "db.test", []string{"10.1.2.3"}, true},
+		{"a name resolving inside and outside", nil, []string{"127.0.0.0/8"}, "rdsh02.test", []string{"2001:db8::5", "10.1.2.3", "127.0.0.1"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var dialled []string
@@ -315,7 +320,9 @@ func TestTargetPolicy(t *testing.T) {
 			echo(t, c, 100)
 			want := host
 			if len(tc.resolves) > 0 {
-				want = net.JoinHostPort(tc.resolves[0], portS) // the address checked, not the name again
+				// The address checked, not the name again: the
+				// first inside the networks.
+				want = net.JoinHostPort(tc.resolves[len(tc.resolves)-1], portS)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -365,9 +365,12 @@ func (t *tunnel) openChannel(m *tsgu.ChannelCreate) bool {
 
 // allowedTarget checks the token's host against TargetPorts and
 // TargetNetworks and returns the address to connect to: the token's host
-// when neither is set, else the first of the addresses it resolves to,
-// all of which must be allowed (so a name that resolves again elsewhere
-// is not connected to).
+// when no network is set, else the first of the addresses it resolves to
+// that lies in one (so a name that resolves again elsewhere is not
+// connected to). The others are passed over, not refused: a dual-stack
+// host's name resolves to its IPv6 address too, outside networks that
+// name the hosts' IPv4 ones, and connecting only to an address inside
+// opens nothing the networks do not allow.
 func (t *tunnel) allowedTarget(host string, port uint16) (string, error) {
 	g := t.g
 	if len(g.cfg.TargetPorts) > 0 && !slices.Contains(g.cfg.TargetPorts, port) {
@@ -389,11 +392,11 @@ func (t *tunnel) allowedTarget(host string, port uint16) (string, error) {
 	}
 	for _, a := range addrs {
 		a = a.Unmap()
-		if !slices.ContainsFunc(g.cfg.TargetNetworks, func(p netip.Prefix) bool { return p.Contains(a) }) {
-			return "", fmt.Errorf("%s is outside the gateway's target networks", a)
+		if slices.ContainsFunc(g.cfg.TargetNetworks, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			return netip.AddrPortFrom(a, port).String(), nil
 		}
 	}
-	return netip.AddrPortFrom(addrs[0].Unmap(), port).String(), nil
+	return "", fmt.Errorf("%s (%s) is outside the gateway's target networks", host, cut(fmt.Sprint(addrs), 100))
 }
 
 // matchHost says whether one of the client's names for its target is the

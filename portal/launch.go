@@ -181,7 +181,8 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 }
 
 // audit records a launch: who opened what, and the session it got or
-// why not.
+// why not. A refused one goes to the bounded refusal audit
+// (Auditor.RecordRefusal), as the API's refusals of the same user do.
 func (p *Portal) audit(ctx context.Context, res vdibroker.FeedResource, who *vdibroker.Principal, addr, requestID string, ans *vdibroker.ConnectResponse, err error, now time.Time) {
 	if p.cfg.Audit == nil {
 		return

@@ -89,34 +89,6 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 	}
 }
 
-// TestRefusedLaunchesBounded_RU7: a signed-in user who asks again and
-// again for what her feed does not offer leaves the refusal audit's
-// bound of entries (PrincipalRefusalsPerWindow for her credential in a
-// window, R-SEC), not one entry each; every ask is still refused.
-func TestRefusedLaunchesBounded_RU7(t *testing.T) {
-	e := newEnv(t, nil)
-	alice := e.browser()
-	csrf := alice.signIn(e.userToken("alice"))
-	const asked = vdibroker.PrincipalRefusalsPerWindow + 10
-	for i := range asked {
-		if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}}); res.StatusCode != http.StatusNotFound {
-			t.Fatalf("ask %d for bob's desktop: %d, want 404", i, res.StatusCode)
-		}
-	}
-	list, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: "portal.launch"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list) != vdibroker.PrincipalRefusalsPerWindow {
-		t.Errorf("%d audit entries of %d refused launches, want %d", len(list), asked, vdibroker.PrincipalRefusalsPerWindow)
-	}
-	for _, a := range list {
-		if a.Outcome != vdibroker.AuditRefused || a.Principal.Name != "alice" {
-			t.Errorf("entry %+v", a)
-		}
-	}
-}
-
 // TestOwnSessions_RU3: alice sees her session with its host and state
 // and logs it off; bob, signed in, cannot log off or disconnect it (the
 // API refuses, 403) and nothing changes.
@@ -484,5 +456,42 @@ func TestLaunchRemoteAppAndGlobal_RU1_RE9(t *testing.T) {
 		if res.StatusCode != 200 || !strings.Contains(body, want) {
 			t.Errorf("%s's file: %d, want %q in\n%s", id, res.StatusCode, want, body)
 		}
+	}
+}
+
+// TestRefusedLaunchesBounded_RU7_RSEC: a signed-in user asking again and
+// again for a resource not in her feed has her refused launches
+// recorded within the bound of a credential's refusals (R-SEC,
+// vdibroker.PrincipalRefusalsPerWindow whole a window, the rest counted
+// into one summary), not one entry each: each such request costs her one
+// API call, and written one by one they filled the store at the rate she
+// sent them.
+func TestRefusedLaunchesBounded_RU7_RSEC(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	const tries = vdibroker.PrincipalRefusalsPerWindow + 5
+	for range tries {
+		if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}}); res.StatusCode != http.StatusNotFound {
+			t.Fatalf("alice opening bob's desktop: %d, want 404", res.StatusCode)
+		}
+	}
+	list, err := e.admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: "portal.launch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != vdibroker.PrincipalRefusalsPerWindow {
+		t.Errorf("%d refused launches wrote %d entries, want %d (the rest counted)", tries, len(list), vdibroker.PrincipalRefusalsPerWindow)
+	}
+	// The window closes: the next refusal writes the summary of the
+	// 5 counted, naming alice's credential.
+	e.advance(vdibroker.RefusalWindow + time.Second)
+	alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}})
+	sums, err := e.admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: vdibroker.RefusalSummaryAction})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].Principal.Name != "alice" || !strings.Contains(sums[0].Error, "5 more refused requests") || !strings.Contains(sums[0].Error, "portal.launch") {
+		t.Errorf("the summary of the window: %+v, want one of alice's 5 more portal.launch refusals", sums)
 	}
 }

@@ -132,6 +132,33 @@ func TestSessionDirectoryNonce_RG1(t *testing.T) {
 	})
 }
 
+// TestSessionDirectoryNonceBudget_RG1_RG5: a registration's nonce spends
+// its calling pod's budget of pod-to-pod calls (CallNonce.Pod), as the
+// other calls' do: a pod past its budget has its registration refused
+// (TooManyRequests, nothing written), another pod's is taken.
+func TestSessionDirectoryNonceBudget_RG1_RG5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		defer store.SetNoncesPerMinute(1)()
+		ctx := t.Context()
+		if refused, err := s.UseNonces(ctx, []vdibroker.NonceUse{{Pod: "ams1", Nonce: "load-1"}}, t0.Add(2*time.Minute), t0); err != nil || refused[0] != nil {
+			t.Fatalf("ams1's call: %v %v", refused, err)
+		}
+		register := func(pod, nonce, user string) error {
+			n := &vdibroker.CallNonce{Pod: pod, Nonce: nonce, Expires: t0.Add(2 * time.Minute), At: t0.Add(time.Second)}
+			return s.RegisterDirectory(vdibroker.WithCallNonce(ctx, n), pod, 1, []string{user}, false, false, t0.Add(time.Second))
+		}
+		wantCode(t, register("ams1", "reg-1", "alice"), vdibroker.ETooManyRequests)
+		if err := register("fra1", "reg-2", "bob"); err != nil {
+			t.Errorf("fra1's registration while ams1's budget is spent: %v", err)
+		}
+		for u, want := range map[string][]string{"alice": nil, "bob": {"fra1"}} {
+			if pods, _, err := s.LookupDirectory(ctx, u, time.Time{}); err != nil || !slices.Equal(pods, want) {
+				t.Errorf("%s: %v, %v; want %v", u, pods, err, want)
+			}
+		}
+	})
+}
+
 // R-G1: the users of the open sessions of some pools, each once, and
 // after an id only the newer sessions; ended sessions are not read.
 func TestOpenSessionUsers_RG1(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -96,12 +97,23 @@ const admitPruneBatch = 16
 // AdmitGatewayTunnel records an admitted tunnel (R-GW4). Its user is
 // stored as vdibroker.FoldUser of the token's, the key the tunnel limit
 // counts by: every spelling of a name is one user (R-E5).
+//
+// A replica older than that stored, and locks on PostgreSQL, the token's
+// spelling, as do the rows it left, open up to a day (LiveUntil): the
+// count and the locks take that spelling too, so a user's tunnels through
+// older replicas, or from before an upgrade, still count when the same
+// spelling comes again (one identity provider gives one).
 func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel, maxPerUser int, now time.Time) error {
 	user := vdibroker.FoldUser(g.User)
 	err := s.write(ctx, func(t *tx) error {
 		if t.d == postgresDialect {
-			if _, err := t.exec(ctx, gatewayUserLock, user); err != nil {
-				return err
+			// The folded key first, then the spelling: two replicas of
+			// this version take them in one order, an older one the
+			// spelling alone.
+			for _, k := range slices.Compact([]string{user, g.User}) {
+				if _, err := t.exec(ctx, gatewayUserLock, k); err != nil {
+					return err
+				}
 			}
 		}
 		u, err := t.getSession(ctx, g.HostPool, g.Session)
@@ -122,8 +134,8 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 		}
 		if maxPerUser > 0 {
 			var open int
-			if err := t.row(ctx, `SELECT count(*) FROM gateway_tunnels WHERE user_name = ? AND NOT closed AND live_until > ?`,
-				user, ns(now)).Scan(&open); err != nil {
+			if err := t.row(ctx, `SELECT count(*) FROM gateway_tunnels WHERE user_name IN (?, ?) AND NOT closed AND live_until > ?`,
+				user, g.User, ns(now)).Scan(&open); err != nil {
 				return err
 			}
 			if open > maxPerUser {
@@ -159,21 +171,29 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 		if err != nil {
 			return err
 		}
+		// A tunnel reaches its host once: a gateway that says so again
+		// changes nothing and writes no audit entry, however often it
+		// repeats (R-GW4). A closed tunnel reaches nothing. Claimed in
+		// one statement, which a repeat written at the same time waits
+		// for and then finds reached (on PostgreSQL two reads of "not
+		// reached" both went on), before the host's row, as
+		// GatewayClosed takes them.
+		var n int64
+		if !reached && !closed {
+			if n, err = t.exec(ctx, `UPDATE gateway_tunnels SET reached = ? WHERE token_id = ? AND NOT reached AND NOT closed`, true, token); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
+			t.audit = nil
+			out, err = t.getSession(ctx, pool, session)
+			return err
+		}
 		u, err := t.lockedSession(ctx, pool, session)
 		if err != nil {
 			return err
 		}
 		out = u
-		if reached || closed {
-			// A tunnel reaches its host once: a gateway that says so
-			// again changes nothing and writes no audit entry, however
-			// often it repeats (R-GW4). A closed tunnel reaches nothing.
-			t.audit = nil
-			return nil
-		}
-		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET reached = ? WHERE token_id = ?`, true, token); err != nil {
-			return err
-		}
 		if !u.Open() {
 			t.audited(u, u)
 			return nil // an ended session stays ended
@@ -215,14 +235,18 @@ func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at 
 		if err != nil {
 			return err
 		}
-		if closed {
-			// Closed once: a repeated close changes nothing and writes no
-			// audit entry (R-GW3, R-GW4).
+		// Closed once: a repeated close changes nothing and writes no
+		// audit entry (R-GW3, R-GW4). Claimed in one statement, so a
+		// repeat written at the same time finds it closed.
+		var n int64
+		if !closed {
+			if n, err = t.exec(ctx, `UPDATE gateway_tunnels SET closed = ? WHERE token_id = ? AND NOT closed`, true, token); err != nil {
+				return err
+			}
+		}
+		if n == 0 {
 			t.audit = nil
 			out, err = t.getSession(ctx, pool, session)
-			return err
-		}
-		if _, err := t.exec(ctx, `UPDATE gateway_tunnels SET closed = ? WHERE token_id = ?`, true, token); err != nil {
 			return err
 		}
 		u, err := t.lockedSession(ctx, pool, session)

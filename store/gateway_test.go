@@ -504,3 +504,78 @@ func TestLiveGatewayTunnels_RGW4(t *testing.T) {
 		}
 	})
 }
+
+// TestGatewayTunnelUserOfAnOlderReplica_RGW4: a tunnel an older replica
+// admitted (before the tunnels' users were folded: during a rolling
+// upgrade, or open since before it, for up to a day) stored the token's
+// user as it was spelled; it still counts toward that user's limit when
+// the same spelling comes again, as it does from one identity provider.
+func TestGatewayTunnelUserOfAnOlderReplica_RGW4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		var ids []string
+		for _, p := range []string{"gw1", "gw2"} {
+			mustPool(t, s, pool(p, vdibroker.Pooled))
+			mustHost(t, s, p, "h1")
+			ids = append(ids, mustCommit(t, s, placement(p, "h1", "Alice@Contoso.com", 10)))
+		}
+		// As an older replica wrote it: user_name as the token spelled it.
+		if err := s.ExecRaw(ctx, fmt.Sprintf(`INSERT INTO gateway_tunnels (token_id, user_name, host_pool, session_id, gateway,
+			open_time, expire_time, live_until, closed) VALUES ('tok-old', 'Alice@Contoso.com', 'gw1', '%s', 'rdgw-1', %d, %d, %d, FALSE)`,
+			ids[0], t0.UnixNano(), t0.Add(time.Minute).UnixNano(), t0.Add(24*time.Hour).UnixNano())); err != nil {
+			t.Fatal(err)
+		}
+		g := tunnel("tok-new", "Alice@Contoso.com", ids[1])
+		g.HostPool = "gw2"
+		wantCode(t, s.AdmitGatewayTunnel(ctx, g, 1, t0), vdibroker.ETooManyRequests)
+	})
+}
+
+// TestGatewayRepeatedReportsAtOnce_RGW4: a gateway's report repeated
+// while the first is still being written (a retry after its timeout),
+// on two replicas at once, is audited once too: the tunnel's reach and
+// close are claimed in one statement each, not read first and written
+// after (two transactions both read "not reached" on PostgreSQL, each
+// waited for the session's host, and each audited the reach).
+func TestGatewayRepeatedReportsAtOnce_RGW4(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		mustPool(t, a, pool("gw", vdibroker.Pooled))
+		mustHost(t, a, "gw", "h1")
+		id := mustCommit(t, a, placement("gw", "h1", "alice", 10))
+		ctx := t.Context()
+		if err := a.AdmitGatewayTunnel(ctx, tunnel("tok-1", "alice", id), 0, t0); err != nil {
+			t.Fatal(err)
+		}
+		audited := func(action string) context.Context {
+			return vdibroker.WithAudit(ctx, &vdibroker.AuditEntry{Time: t0, Principal: vdibroker.AuditPrincipal{Kind: "token", ID: "gw-token", Role: "Gateway"},
+				Action: action, Target: "hostpools/gw/usersessions/" + id, HostPool: "gw"})
+		}
+		atOnce := func(report func(s *store.DB) error) {
+			var wg sync.WaitGroup
+			for i := range 8 {
+				s := []*store.DB{a, b}[i%2]
+				wg.Go(func() {
+					if err := report(s); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+		atOnce(func(s *store.DB) error {
+			_, err := s.GatewayReached(audited("gateway.tunnel.reached"), "gw", id, "tok-1", "rdgw-1", t0.Add(time.Second))
+			return err
+		})
+		atOnce(func(s *store.DB) error {
+			_, err := s.GatewayClosed(audited("gateway.tunnel.close"), "gw", id, "tok-1", t0.Add(time.Minute))
+			return err
+		})
+		for _, action := range []string{"gateway.tunnel.reached", "gateway.tunnel.close"} {
+			list, err := a.ListAudit(ctx, vdibroker.AuditFilter{Action: action})
+			if err != nil || len(list) != 1 {
+				t.Errorf("%s reported 8 times at once: %d entries, %v; want 1", action, len(list), err)
+			}
+		}
+	})
+}

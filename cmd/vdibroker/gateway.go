@@ -260,6 +260,13 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 				return usageError{fmt.Errorf("--request-rate: must be above 0, got %v", requestRate)}
 			}
 			m.Config.RequestRate = rate.Limit(requestRate)
+			// gateway.Config takes 0 for its default: refused here, not
+			// taken as "no limit" silently.
+			for flag, v := range map[string]int{"--max-conns-per-address": m.Config.MaxConnsPerAddress, "--max-handshakes-per-address": m.Config.MaxHandshakesPerAddress} {
+				if v < 1 {
+					return usageError{fmt.Errorf("%s: must be 1 or more, got %d", flag, v)}
+				}
+			}
 			if m.Config.TargetPorts, m.Config.TargetNetworks, err = parseTargets("--target-ports", targetPorts, "--target-networks", targetNetworks); err != nil {
 				return err
 			}
@@ -305,11 +312,11 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.IntVar(&m.Config.MaxTunnels, "max-tunnels", 10000, "tunnels (and handshakes) this gateway holds at most")
 	fl.Float64Var(&requestRate, "request-rate", 5, "HTTP requests a second one IP address may make before any token is checked")
 	fl.IntVar(&m.Config.RequestBurst, "request-burst", 20, "burst of --request-rate")
-	fl.IntVar(&m.Config.MaxConnsPerAddress, "max-conns-per-address", 1000, "TCP connections one IP address (an IPv6 /64) holds at once, tunnels included")
+	fl.IntVar(&m.Config.MaxConnsPerAddress, "max-conns-per-address", 1000, "TCP connections one IP address (an IPv6 /64) holds at once, tunnels included (a tunnel over the HTTP transport holds two, over WebSocket one)")
 	fl.IntVar(&m.Config.MaxHandshakesPerAddress, "max-handshakes-per-address", 20, "connections one IP address (an IPv6 /64) holds at once before its token is admitted")
 	fl.IntVar(&m.MaxHeaderBytes, "max-header-bytes", 8<<10, "largest HTTP request head accepted (1024..1048576)")
 	fl.StringSliceVar(&targetPorts, "target-ports", defaultTargetPorts, "ports a token's host may have (any: every port)")
-	fl.StringSliceVar(&targetNetworks, "target-networks", nil, "CIDR networks every address of a token's host must lie in, e.g. 10.20.0.0/16 (default: any)")
+	fl.StringSliceVar(&targetNetworks, "target-networks", nil, "CIDR networks the address the gateway connects to must lie in, e.g. 10.20.0.0/16: the first of a token's host's addresses inside one (default: any)")
 	return cmd
 }
 
