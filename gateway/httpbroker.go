@@ -40,23 +40,7 @@ func (b *HTTPBroker) TunnelClose(ctx context.Context, ev TunnelEvent) error {
 }
 
 func (b *HTTPBroker) post(ctx context.Context, what string, ev TunnelEvent) error {
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(b.URL, "/")+"/"+what, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if b.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+b.Token)
-	}
-	c := b.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := b.send(ctx, what, ev)
 	if err != nil {
 		return fmt.Errorf("broker tunnel %s: %w", what, err)
 	}
@@ -75,19 +59,13 @@ func (b *HTTPBroker) post(ctx context.Context, what string, ev TunnelEvent) erro
 	return nil
 }
 
-// maxCheckAnswer bounds the broker's answer to a check: MaxTunnelCheck
-// token ids of 64 characters, quoted, with room to spare.
-const maxCheckAnswer = vdibroker.MaxTunnelCheck*80 + 4096
-
-func (b *HTTPBroker) CheckTunnels(ctx context.Context, gateway string, tunnels []TunnelEvent) ([]string, error) {
-	body, err := json.Marshal(struct {
-		Gateway string        `json:"gateway"`
-		Tunnels []TunnelEvent `json:"tunnels"`
-	}{gateway, tunnels})
+// send POSTs v as JSON to URL + "/" + what with the gateway's token.
+func (b *HTTPBroker) send(ctx context.Context, what string, v any) (*http.Response, error) {
+	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(b.URL, "/")+"/check", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimSuffix(b.URL, "/")+"/"+what, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +77,18 @@ func (b *HTTPBroker) CheckTunnels(ctx context.Context, gateway string, tunnels [
 	if c == nil {
 		c = http.DefaultClient
 	}
-	resp, err := c.Do(req)
+	return c.Do(req)
+}
+
+// maxCheckAnswer bounds the broker's answer to a check: MaxTunnelCheck
+// token ids of 64 characters, quoted, with room to spare.
+const maxCheckAnswer = vdibroker.MaxTunnelCheck*80 + 4096
+
+func (b *HTTPBroker) CheckTunnels(ctx context.Context, gateway string, tunnels []TunnelEvent) ([]string, error) {
+	resp, err := b.send(ctx, "check", struct {
+		Gateway string        `json:"gateway"`
+		Tunnels []TunnelEvent `json:"tunnels"`
+	}{gateway, tunnels})
 	if err != nil {
 		return nil, fmt.Errorf("broker tunnel check: %w", err)
 	}
