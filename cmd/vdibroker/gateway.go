@@ -195,8 +195,13 @@ var defaultTargetPorts = []string{"3389"}
 // parseTargets reads a gateway's --target-ports (ports 1..65535, or
 // "any") and --target-networks (CIDR prefixes; none is any), the flags
 // named as given, into gateway.Config's TargetPorts and TargetNetworks
-// (nil: any).
+// (nil: any). An empty --target-ports (--target-ports=, or "" in a
+// deployment's arguments) is a usage error, not any port: only "any"
+// says every port (R-GW1).
 func parseTargets(portsFlag string, ports []string, networksFlag string, networks []string) ([]uint16, []netip.Prefix, error) {
+	if len(ports) == 0 {
+		return nil, nil, usageError{fmt.Errorf("%s: empty; give ports (1..65535), or any for every port", portsFlag)}
+	}
 	var outPorts []uint16
 	if !(len(ports) == 1 && ports[0] == "any") {
 		for _, p := range ports {
