@@ -269,8 +269,9 @@ func (g *Gateway) reauthorizeLoop(tk clock.Ticker) {
 // reauthorize asks the broker about every admitted tunnel, in batches of
 // vdibroker.MaxTunnelCheck, and ends those it does not let go on: their
 // session ended, or the broker no longer knows the tunnel. A batch the
-// broker does not answer (unreachable, 5xx, its store down) keeps its
-// tunnels: an outage of the broker must not cut every user off.
+// broker does not answer (unreachable, 5xx, its store down, an older
+// broker's 404) keeps its tunnels and those of the batches after it: an
+// outage of the broker must not cut every user off.
 func (g *Gateway) reauthorize() {
 	g.mu.Lock()
 	var ts []*tunnel
@@ -294,9 +295,15 @@ func (g *Gateway) reauthorize() {
 			if g.ctx.Err() != nil {
 				return // closing
 			}
+			// The broker that did not answer this batch (unreachable, an
+			// older one's 404, 5xx) would not answer the next either:
+			// the round ends here, one call and one line per
+			// ReauthorizeEvery, not one per batch each waiting its
+			// timeout. The batches are drawn from a map, so another
+			// round asks about others first.
 			g.m.checks.WithLabelValues("failed").Inc()
-			g.cfg.Logger.Warn("check of open tunnels with the broker failed; they stay open", "tunnels", len(batch), "err", cut(err.Error(), 200))
-			continue
+			g.cfg.Logger.Warn("check of open tunnels with the broker failed; they stay open", "tunnels", len(batch)+len(ts), "err", cut(err.Error(), 200))
+			return
 		}
 		goOn := make(map[string]bool, len(open))
 		for _, id := range open {

@@ -110,14 +110,20 @@ func TestReauthorizeClosesEndedSession(t *testing.T) {
 	}
 	minute(t, clk, b) // the minute before is done with
 	echo(t, c2, 100)
-	waitFor(t, "the close report", func() bool {
-		return testutil.ToFloat64(e.gw.m.closed.WithLabelValues("session_ended")) == 1
-	})
+	// The metric counts the close before its report is sent: wait for
+	// the report itself.
 	var closes []string
-	for _, ev := range e.broker.Events() {
-		if ev.Reason == "close:session_ended" {
-			closes = append(closes, ev.Session)
+	waitFor(t, "the close report", func() bool {
+		closes = closes[:0]
+		for _, ev := range e.broker.Events() {
+			if ev.Reason == "close:session_ended" {
+				closes = append(closes, ev.Session)
+			}
 		}
+		return len(closes) > 0
+	})
+	if got := testutil.ToFloat64(e.gw.m.closed.WithLabelValues("session_ended")); got != 1 {
+		t.Errorf("tunnels closed as session_ended = %v, want 1", got)
 	}
 	if len(closes) != 1 || closes[0] != "s-1" {
 		t.Errorf("closes reported as session_ended: %v, want [s-1]", closes)
@@ -147,9 +153,10 @@ func TestReauthorizeKeepsTunnelsWithoutAnswer(t *testing.T) {
 			hb := &HTTPBroker{URL: url, Client: &http.Client{Timeout: 5 * time.Second}}
 			e, clk, b, c1, c2 := reauthEnv(t, hb.CheckTunnels)
 			e.broker.EndSession("s-1")
+			// One call a minute: the round ends at its failed batch.
 			minute(t, clk, b)
-			next(t, b)
-			minute(t, clk, b) // the first minute's checks are done with
+			minute(t, clk, b)
+			minute(t, clk, b) // the first two minutes' checks are done with
 			echo(t, c1, 100)
 			echo(t, c2, 100)
 			if got := testutil.ToFloat64(e.gw.m.closed.WithLabelValues("session_ended")); got != 0 {
@@ -160,6 +167,27 @@ func TestReauthorizeKeepsTunnelsWithoutAnswer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReauthorizeStopsAtFailure (R-GW4): a round of checks ends at the
+// first batch the broker does not answer (an older broker's 404 in a
+// rolling upgrade, one that is down): a gateway with many batches makes
+// one call and writes one line each ReauthorizeEvery, not one per batch,
+// each of which may wait its timeout.
+func TestReauthorizeStopsAtFailure(t *testing.T) {
+	older := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(older.Close)
+	hb := &HTTPBroker{URL: older.URL, Client: &http.Client{Timeout: 5 * time.Second}}
+	e, _, b, c1, c2 := reauthEnv(t, hb.CheckTunnels) // batches of one tunnel
+	e.gw.reauthorize()                               // the clock never steps: this is the only round
+	if n := len(b.calls); n != 1 {
+		t.Errorf("a round against a broker answering 404 made %d calls, want 1", n)
+	}
+	if got := testutil.ToFloat64(e.gw.m.checks.WithLabelValues("failed")); got != 1 {
+		t.Errorf("failed checks = %v, want 1", got)
+	}
+	echo(t, c1, 100)
+	echo(t, c2, 100)
 }
 
 // TestHTTPBrokerCheckAnswer: only a 200 answer that holds the list

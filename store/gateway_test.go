@@ -505,6 +505,37 @@ func TestLiveGatewayTunnels_RGW4(t *testing.T) {
 	})
 }
 
+// TestLiveGatewayTunnelsDisconnected_RGW4: a session Disconnected, not
+// ended (its user's tunnel that reached it closed, R-GW3), keeps its other
+// open tunnel: only an ended session's tunnels are left out.
+func TestLiveGatewayTunnelsDisconnected_RGW4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		mustPool(t, s, pool("gw", vdibroker.Pooled))
+		mustHost(t, s, "gw", "h1")
+		ctx := t.Context()
+		carol := mustCommit(t, s, placement("gw", "h1", "carol", 10))
+		for _, tok := range []string{"first", "second"} {
+			if err := s.AdmitGatewayTunnel(ctx, tunnel(tok, "carol", carol), 0, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.GatewayReached(ctx, "gw", carol, "first", "rdgw-1", t0); err != nil {
+			t.Fatal(err)
+		}
+		u, err := s.GatewayClosed(ctx, "gw", carol, "first", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.State != vdibroker.StateDisconnected {
+			t.Fatalf("the session after its reaching tunnel closed: %s, want Disconnected", u.State)
+		}
+		got, err := s.LiveGatewayTunnels(ctx, "rdgw-1", []vdibroker.GatewayTunnel{*tunnel("second", "carol", carol)}, t0, t0.Add(48*time.Hour))
+		if err != nil || fmt.Sprint(got) != "[second]" {
+			t.Errorf("live tunnels of a Disconnected session: %v %v, want [second]", got, err)
+		}
+	})
+}
+
 // TestGatewayTunnelUserOfAnOlderReplica_RGW4: a tunnel an older replica
 // admitted (before the tunnels' users were folded: during a rolling
 // upgrade, or open since before it, for up to a day) stored the token's

@@ -195,8 +195,14 @@ var defaultTargetPorts = []string{"3389"}
 // parseTargets reads a gateway's --target-ports (ports 1..65535, or
 // "any") and --target-networks (CIDR prefixes; none is any), the flags
 // named as given, into gateway.Config's TargetPorts and TargetNetworks
-// (nil: any).
+// (nil: any). Ports nil are any port (a Main built in code; the flags'
+// default is 3389), but an empty --target-ports (--target-ports=, or ""
+// in a deployment's arguments), which pflag reads as an empty list, not
+// nil, is a usage error: only "any" says every port (R-GW1).
 func parseTargets(portsFlag string, ports []string, networksFlag string, networks []string) ([]uint16, []netip.Prefix, error) {
+	if ports != nil && len(ports) == 0 {
+		return nil, nil, usageError{fmt.Errorf("%s: empty; give ports (1..65535), or any for every port", portsFlag)}
+	}
 	var outPorts []uint16
 	if !(len(ports) == 1 && ports[0] == "any") {
 		for _, p := range ports {

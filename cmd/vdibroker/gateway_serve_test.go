@@ -305,6 +305,9 @@ func TestGatewayTargetFlags(t *testing.T) {
 		{[]string{"--target-ports", "3389,3390", "--target-networks", "10.20.0.0/16,fd00::/64"}, []uint16{3389, 3390}, 2, ""},
 		{[]string{"--target-ports", "0"}, nil, 0, `--target-ports: "0" is not a port (1..65535, or any)`},
 		{[]string{"--target-ports", "rdp"}, nil, 0, `--target-ports: "rdp" is not a port`},
+		// Emptied, the flag is not "any" (R-GW1).
+		{[]string{"--target-ports="}, nil, 0, "--target-ports: empty"},
+		{[]string{"--target-ports", ""}, nil, 0, "--target-ports: empty"},
 		{[]string{"--target-networks", "10.20.0.0"}, nil, 0, "--target-networks: netip.ParsePrefix"},
 	} {
 		m := &GatewayMain{}
