@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
-	"regexp"
 	"testing"
 	"time"
 
@@ -15,8 +13,6 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/gateway"
 	"github.com/vdibroker/vdibroker/gateway/tsgu"
-	vhttp "github.com/vdibroker/vdibroker/http"
-	"github.com/vdibroker/vdibroker/internal/echotest"
 )
 
 // TestServeGatewayReauthorize (R-GW4): the in-process gateway of serve
@@ -26,53 +22,12 @@ import (
 // force, the host's RDP connection still up) the tunnel is closed with
 // E_PROXY_SESSIONTIMEOUT at the next check.
 func TestServeGatewayReauthorize(t *testing.T) {
-	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
-	dir := t.TempDir()
-	ca := newTestCA(t, dir)
-	cert, key := ca.issue(t, dir, "broker", 2, false)
 	clk := clocktesting.NewFakeClock(time.Now())
-	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: cert, TLSKey: key,
-		Gateway: GatewayFlags{Listen: "127.0.0.1:0", Name: "rdgw-inproc",
-			Config: gateway.Config{Clock: clk, ReauthorizeEvery: time.Minute}}}
-	if err := m.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	ctx := t.Context()
-	client, err := clientTLSOptions{CAFile: ca.file}.httpClient(m.URL(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := vhttp.NewClient(m.URL(), m.AdminToken)
-	admin.HTTPClient = client
-	if _, err := admin.PutHostPool(ctx, "inproc", map[string]any{}); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := admin.CreateRegistrationToken(ctx, "inproc", vhttp.RegistrationTokenRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := echotest.Listen(t)
-	reg, err := admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "ip001", Address: addr, Protocols: []string{"RDP"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := admin.Connect(ctx, "inproc", vhttp.ConnectRequest{User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := regexp.MustCompile(`gatewayaccesstoken:s:(\S+)\r\n`).FindStringSubmatch(c.RDPFile)
-	if tok == nil {
-		t.Fatalf("no token in:\n%s", c.RDPFile)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	g := startInprocGateway(t, gateway.Config{Clock: clk, ReauthorizeEvery: time.Minute})
+	m, client, admin, addr, c, roots, ctx := g.m, g.client, g.admin, g.addr, g.c, g.roots, t.Context()
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := gateway.Dial(dctx, gateway.DialConfig{Gateway: m.Gateway.Addr(), TLSConfig: &tls.Config{RootCAs: roots},
-		Token: tok[1], Target: addr, ClientName: "test"})
+		Token: g.token, Target: addr, ClientName: "test"})
 	cancel()
 	if err != nil {
 		t.Fatalf("tunnel through the in-process gateway: %v", err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -25,6 +26,69 @@ import (
 	"github.com/vdibroker/vdibroker/internal/echotest"
 )
 
+// inprocGateway is a serve running its RD gateway in process
+// (--gateway-listen) on a test CA's certificate, with pool "inproc" of
+// one host (an echo server at addr) and alice's connect answer c there,
+// whose gateway token is token.
+type inprocGateway struct {
+	m              *Main
+	ca             *testCA
+	dir, cert, key string
+	client         *http.Client
+	admin          *vhttp.Client
+	addr, token    string
+	c              *vhttp.ConnectResult
+	roots          *x509.CertPool
+}
+
+// startInprocGateway starts an inprocGateway whose gateway has cfg.
+func startInprocGateway(t *testing.T, cfg gateway.Config) *inprocGateway {
+	t.Helper()
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	g := &inprocGateway{dir: t.TempDir()}
+	g.ca = newTestCA(t, g.dir)
+	g.cert, g.key = g.ca.issue(t, g.dir, "broker", 2, false)
+	g.m = &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: g.cert, TLSKey: g.key,
+		Gateway: GatewayFlags{Listen: "127.0.0.1:0", Name: "rdgw-inproc", Config: cfg}}
+	if err := g.m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.m.Close() })
+	ctx := t.Context()
+	var err error
+	if g.client, err = (clientTLSOptions{CAFile: g.ca.file}).httpClient(g.m.URL(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	g.admin = vhttp.NewClient(g.m.URL(), g.m.AdminToken)
+	g.admin.HTTPClient = g.client
+	if _, err := g.admin.PutHostPool(ctx, "inproc", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := g.admin.CreateRegistrationToken(ctx, "inproc", vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.addr = echotest.Listen(t)
+	reg, err := g.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "ip001", Address: g.addr, Protocols: []string{"RDP"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.admin.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if g.c, err = g.admin.Connect(ctx, "inproc", vhttp.ConnectRequest{User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	tok := regexp.MustCompile(`gatewayaccesstoken:s:(\S+)\r\n`).FindStringSubmatch(g.c.RDPFile)
+	if tok == nil {
+		t.Fatalf("no token in:\n%s", g.c.RDPFile)
+	}
+	g.token = tok[1]
+	g.roots = x509.NewCertPool()
+	g.roots.AddCert(g.ca.cert)
+	return g
+}
+
 // TestServeGatewayListen (R-GW1..R-GW3): serve --gateway-listen runs the
 // RD gateway in the broker's process, on the broker's certificate: a
 // connect's .rdp names it, the tunnel reaches the host with the broker's
@@ -33,58 +97,18 @@ import (
 // Active at once and Disconnected at the close. The gateway's metrics are
 // the broker's; a renewed certificate is served without a restart.
 func TestServeGatewayListen(t *testing.T) {
-	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
-	dir := t.TempDir()
-	ca := newTestCA(t, dir)
-	cert, key := ca.issue(t, dir, "broker", 2, false)
-	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: cert, TLSKey: key,
-		Gateway: GatewayFlags{Listen: "127.0.0.1:0", Name: "rdgw-inproc"}}
-	if err := m.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	ctx := t.Context()
-	client, err := clientTLSOptions{CAFile: ca.file}.httpClient(m.URL(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := vhttp.NewClient(m.URL(), m.AdminToken)
-	admin.HTTPClient = client
-	if _, err := admin.PutHostPool(ctx, "inproc", map[string]any{}); err != nil {
-		t.Fatal(err)
-	}
-	rt, err := admin.CreateRegistrationToken(ctx, "inproc", vhttp.RegistrationTokenRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := echotest.Listen(t)
-	reg, err := admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "ip001", Address: addr, Protocols: []string{"RDP"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
-		t.Fatal(err)
-	}
-
-	c, err := admin.Connect(ctx, "inproc", vhttp.ConnectRequest{User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := startInprocGateway(t, gateway.Config{})
+	m, ca, dir, cert, key, client, admin, addr, c, ctx := g.m, g.ca, g.dir, g.cert, g.key, g.client, g.admin, g.addr, g.c, t.Context()
 	// Without --gateway-hostname, the gateway's own address.
 	if c.Gateway != m.Gateway.Addr() || !strings.Contains(c.RDPFile, "gatewayhostname:s:"+m.Gateway.Addr()+"\r\n") {
 		t.Fatalf("connect answer %+v, want the in-process gateway %s", c, m.Gateway.Addr())
 	}
-	tok := regexp.MustCompile(`gatewayaccesstoken:s:(\S+)\r\n`).FindStringSubmatch(c.RDPFile)
-	if tok == nil {
-		t.Fatalf("no token in:\n%s", c.RDPFile)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots := g.roots
 	dial := func() (*gateway.ClientConn, error) {
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		return gateway.Dial(dctx, gateway.DialConfig{Gateway: m.Gateway.Addr(), TLSConfig: &tls.Config{RootCAs: roots},
-			Token: tok[1], Target: addr, ClientName: "test"})
+			Token: g.token, Target: addr, ClientName: "test"})
 	}
 	conn, err := dial()
 	if err != nil {
