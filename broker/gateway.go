@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/broker/poolview"
@@ -88,9 +86,6 @@ type gatewaySide struct {
 	// outageAdmits are the token ids admitted in memory during a store
 	// outage, with their expiry (R-GW4's exception, R-OUT1).
 	outageAdmits map[string]time.Time
-	// refusals rate-limits the audit entries of refused reports: a flood
-	// of reused tokens must not fill the audit log.
-	refusals *rate.Limiter
 	// gateways are the Gateway tokens this replica authenticated lately,
 	// by hash: while the store is down they still authenticate, so the
 	// gateways' reports go on (R-GW4, R-OUT1).
@@ -157,7 +152,7 @@ func newGatewaySide(cfg GatewayConfig) *gatewaySide {
 	if cfg.MaxTunnelsPerUser == 0 {
 		cfg.MaxTunnelsPerUser = DefaultGatewayMaxTunnelsPerUser
 	}
-	return &gatewaySide{cfg: cfg, refusals: rate.NewLimiter(10, 100)}
+	return &gatewaySide{cfg: cfg}
 }
 
 var _ vdibroker.GatewayService = (*Service)(nil)
@@ -551,20 +546,28 @@ func (s *Service) gatewayEntry(ctx context.Context, action string, r *vdibroker.
 		Target: "hostpools/" + r.Pool + "/usersessions/" + r.Session, HostPool: r.Pool}
 }
 
-// gatewayRefused logs and audits a refused report, at most 10 a second
-// (bursts of 100) between them: the refusals a gateway can be made to
-// send are not bounded by the connects the broker answered.
+// gatewayRefused audits a refused report, and logs it when its entry is
+// written whole. The refusals a gateway can be made to send are caused by
+// its clients, whoever they are, and not bounded by the connects the
+// broker answered; so they are counted per client address in the bounded
+// refusal audit of callers without a credential (R-SEC), whatever the
+// gateway's own credential: a window writes at most 2 × RefusalsPerWindow
+// + 1 entries for every gateway together, and one client's flood becomes
+// one summary entry.
 func (s *Service) gatewayRefused(ctx context.Context, kind string, r *vdibroker.TunnelReport, err error) {
 	code := vdibroker.ErrorCode(err)
-	if code == vdibroker.EStoreUnavailable || code == vdibroker.EInternal || !s.gw.refusals.Allow() {
+	if code == vdibroker.EStoreUnavailable || code == vdibroker.EInternal {
 		return
 	}
-	s.log.Warn("gateway report refused", "kind", kind, "gateway", cutText(r.Gateway), "user", cutText(r.User),
-		"session", cutText(r.Session), "err", err)
 	e := s.gatewayEntry(ctx, "gateway.tunnel."+kind, r, s.now())
-	e.Outcome, e.Error = vdibroker.AuditRefused, code+": "+vdibroker.ErrorMessage(err)
-	if err := s.store.AppendAudit(context.WithoutCancel(ctx), e); err != nil && !outage.IsStoreDown(err) {
-		s.log.Error("audit a refused gateway report", "err", err)
+	e.Error = code + ": " + vdibroker.ErrorMessage(err)
+	written, aerr := s.recordRefusal(ctx, &s.refusals, e)
+	if aerr != nil && !outage.IsStoreDown(aerr) {
+		s.log.Error("audit a refused gateway report", "err", aerr)
+	}
+	if written {
+		s.log.Warn("gateway report refused", "kind", kind, "gateway", cutText(r.Gateway), "user", cutText(r.User),
+			"session", cutText(r.Session), "client", cutText(r.Client), "err", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -234,5 +235,66 @@ func TestGatewayReportChecks_RGW4(t *testing.T) {
 	fc.Step(-DefaultGatewayTokenTTL)
 	if err := svc.TunnelOpen(ctx, r()); err != nil {
 		t.Errorf("within the token's window: %v", err)
+	}
+}
+
+// TestGatewayRefusalsBounded_RSEC: a gateway's refused reports are caused
+// by its clients, so they go to the bounded refusal audit per client
+// address, whatever the gateway's credential: one client's flood is one
+// entry whole and one summary; many clients' together write no more than
+// a window's budget (2 × RefusalsPerWindow + 1 entries).
+func TestGatewayRefusalsBounded_RSEC(t *testing.T) {
+	svc, st, fc := gatewayFixture(t, GatewayConfig{})
+	gw := &vdibroker.Principal{Role: vdibroker.RoleGateway, Subject: "rdgw-1", TokenID: "gwtoken1", Kind: vdibroker.PrincipalToken}
+	ctx := vdibroker.WithPrincipal(t.Context(), gw)
+	forged := func(client string) *vdibroker.TunnelReport {
+		return &vdibroker.TunnelReport{TokenID: "forged-" + client, User: "alice", Session: "s1", Pool: "gwp", Host: "10.0.0.1:3389",
+			Client: client, Gateway: "rdgw-1", At: fc.Now(), Expiry: fc.Now().Add(time.Minute)}
+	}
+	count := func(action string) int {
+		t.Helper()
+		entries, err := st.ListAudit(t.Context(), vdibroker.AuditFilter{Action: action, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	// One client, 200 forged tokens: one entry whole.
+	for range 200 {
+		if err := svc.TunnelOpen(ctx, forged("198.51.100.7")); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Fatalf("a forged token id: %v, want NotFound", err)
+		}
+	}
+	if n := count("gateway.tunnel.open"); n != 1 {
+		t.Errorf("one client's 200 refused reports wrote %d entries whole, want 1", n)
+	}
+	// 100 more clients, one refusal each: the window's budget is 20.
+	for i := range 100 {
+		_ = svc.TunnelOpen(ctx, forged(fmt.Sprintf("203.0.113.%d", i)))
+	}
+	if n := count("gateway.tunnel.open"); n != vdibroker.RefusalsPerWindow {
+		t.Errorf("101 clients' refused reports wrote %d entries whole, want %d", n, vdibroker.RefusalsPerWindow)
+	}
+	fc.Step(vdibroker.RefusalWindow)
+	svc.flushRefusals(t.Context())
+	sums, err := st.ListAudit(t.Context(), vdibroker.AuditFilter{Action: vdibroker.RefusalSummaryAction, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) > vdibroker.RefusalsPerWindow+1 {
+		t.Errorf("%d summaries, want at most %d", len(sums), vdibroker.RefusalsPerWindow+1)
+	}
+	// Every refusal is in the audit: written whole, or counted in a
+	// summary (the flood's own, or the other addresses').
+	counted := 0
+	for _, e := range sums {
+		var n int
+		if _, err := fmt.Sscanf(e.Error, "%d more refused requests", &n); err != nil {
+			t.Fatalf("summary %q", e.Error)
+		}
+		counted += n
+	}
+	if want := 300 - vdibroker.RefusalsPerWindow; counted != want {
+		t.Errorf("the summaries count %d refusals, want %d", counted, want)
 	}
 }

@@ -63,15 +63,21 @@ type refusalTally struct {
 
 // RecordRefusal implements vdibroker.AuditService.
 func (s *Service) RecordRefusal(ctx context.Context, e *vdibroker.AuditEntry) (bool, error) {
+	r := &s.refusals
+	if e.Principal.HoldsAPICredential() {
+		r = &s.principalRefusals
+	}
+	return s.recordRefusal(ctx, r, e)
+}
+
+// recordRefusal counts e in r, writes it if r says so, and writes the
+// summaries of a window that closed.
+func (s *Service) recordRefusal(ctx context.Context, r *refusals, e *vdibroker.AuditEntry) (bool, error) {
 	e.Bound()
 	e.Outcome = vdibroker.AuditRefused
 	now := s.now()
 	if e.Time.IsZero() {
 		e.Time = now.UTC()
-	}
-	r := &s.refusals
-	if e.Principal.HoldsAPICredential() {
-		r = &s.principalRefusals
 	}
 	summaries, write := r.add(e, now)
 	s.writeSummaries(ctx, summaries)
