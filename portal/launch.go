@@ -226,12 +226,12 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 	v := launchView{State: l.State}
 	switch l.State {
 	case launchReady:
-		v.Title, v.Message, v.Percent = lg.T("launch.ready", l.Name), lg.T("launch.ready", l.Name), 100
+		v.Title, v.Message, v.Percent = lg.T("launch.ready", l.Name), lg.T("launch.readyHint"), 100
 		v.File = Prefix + "launches/" + secret + "/file"
 	case launchFailed:
 		v.Title, v.Message = lg.T("error.title"), lg.T("launch.failed", l.Name, l.Message)
 	default:
-		v.Title, v.Message = lg.T("launch.preparing", l.Name), lg.T("launch.preparing", l.Name)
+		v.Title, v.Message = lg.T("launch.preparing", l.Name), lg.T("launch.finding")
 		if l.Starting {
 			host := l.Host
 			if host == "" {

@@ -171,6 +171,10 @@ func TestLaunchWaitsForStartingHost_RU4(t *testing.T) {
 	if s.State != "ready" {
 		t.Fatalf("after cold-1's heartbeat: %+v", s)
 	}
+	// The page says what to do with the file, not its title again.
+	if !strings.Contains(s.Title, "is ready") || !strings.Contains(s.Message, "Remote Desktop client") {
+		t.Errorf("the ready launch: title %q, message %q", s.Title, s.Message)
+	}
 	if res, body := alice.get(launch + "/file"); res.StatusCode != 200 || !strings.Contains(body, "full address:s:cold-1.example.test") {
 		t.Fatalf("the file: %d %s", res.StatusCode, body)
 	}
