@@ -54,7 +54,7 @@ var messages = map[string]map[string]string{
 	"open":               {"en": "Open", "de": "Öffnen", "pt": "Abrir", "ar": "فتح"},
 	"sessions.heading":   {"en": "My sessions", "de": "Meine Sitzungen", "pt": "As minhas sessões", "ar": "جلساتي"},
 	"sessions.none":      {"en": "You have no open sessions.", "de": "Sie haben keine offenen Sitzungen.", "pt": "Não tem sessões abertas.", "ar": "ليست لديك جلسات مفتوحة."},
-	"sessions.pool":      {"en": "Pool", "de": "Pool", "pt": "Conjunto", "ar": "المجموعة"},
+	"sessions.what":      {"en": "Desktop or apps", "de": "Desktop oder Apps", "pt": "Ambiente de trabalho ou aplicações", "ar": "سطح المكتب أو التطبيقات"},
 	"sessions.host":      {"en": "Host", "de": "Host", "pt": "Anfitrião", "ar": "المضيف"},
 	"sessions.state":     {"en": "State", "de": "Status", "pt": "Estado", "ar": "الحالة"},
 	"sessions.since":     {"en": "Since", "de": "Seit", "pt": "Desde", "ar": "منذ"},

@@ -489,7 +489,36 @@ func (p *Portal) signout(rq *request) {
 // userSession is one of the user's sessions as the page shows it.
 type userSession struct {
 	vdibroker.UserSession
+	// Name is what the user opened, as her feed names it (sessionName).
+	Name  string
 	Since string
+}
+
+// sessionName names a session in pool by what the user's feed offers
+// there: the desktop's friendly name, else those of its applications (the
+// first three, and "…" for more), else the pool's name. A user knows
+// "Office desktop", not the pool behind it.
+func sessionName(resources []vdibroker.FeedResource, pool string) string {
+	var apps []string
+	more := false
+	for _, r := range resources {
+		switch {
+		case r.HostPool != pool:
+		case r.Kind == vdibroker.FeedDesktop:
+			return r.FriendlyName
+		case len(apps) < 3:
+			apps = append(apps, r.FriendlyName)
+		default:
+			more = true
+		}
+	}
+	if more {
+		apps = append(apps, "…")
+	}
+	if len(apps) > 0 {
+		return strings.Join(apps, ", ")
+	}
+	return pool
 }
 
 // home lists the user's resources (the feed, R-U5) and open sessions
@@ -510,7 +539,8 @@ func (p *Portal) home(rq *request) {
 	}
 	sessions := make([]userSession, len(page.Value))
 	for i, s := range page.Value {
-		sessions[i] = userSession{UserSession: s, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
+		sessions[i] = userSession{UserSession: s, Name: sessionName(feed.Resources, s.HostPool),
+			Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
 	}
 	p.render(rq.w, http.StatusOK, "home", rq.lang, map[string]any{
 		"User": feed.User, "Resources": feed.Resources, "Sessions": sessions, "CSRF": rq.sess.CSRF,

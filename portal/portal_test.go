@@ -104,7 +104,10 @@ func TestOwnSessions_RU3(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	bobCSRF := bob.signIn(e.userToken("bob"))
 	_, home := alice.get("/portal/")
-	if !strings.Contains(home, `data-session="`+c.SessionID+`"`) || !strings.Contains(home, ">"+c.SessionHost+"<") || !strings.Contains(home, ">Active<") {
+	// The session is named by what she opened (the desktop's friendly
+	// name), not the pool behind it.
+	if !strings.Contains(home, `data-session="`+c.SessionID+`"`) || !strings.Contains(home, ">"+c.SessionHost+"<") || !strings.Contains(home, ">Active<") ||
+		!strings.Contains(home, `<td class="name">Office desktop</td>`) {
 		t.Fatalf("alice's sessions lack %s on %s:\n%s", c.SessionID, c.SessionHost, home)
 	}
 	if _, bobs := bob.get("/portal/"); strings.Contains(bobs, c.SessionID) {

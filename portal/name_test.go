@@ -1,0 +1,33 @@
+package portal
+
+import (
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// TestSessionName_RU3: a session on the portal's page is named by what
+// the user's feed offers in its pool: the desktop, else the first three
+// applications, else the pool.
+func TestSessionName_RU3(t *testing.T) {
+	app := func(pool, name string) vdibroker.FeedResource {
+		return vdibroker.FeedResource{Kind: vdibroker.FeedRemoteApp, HostPool: pool, FriendlyName: name}
+	}
+	feed := []vdibroker.FeedResource{
+		{Kind: vdibroker.FeedDesktop, HostPool: "desk", FriendlyName: "Office desktop"},
+		app("desk", "Word"),
+		app("apps", "Word"), app("apps", "Excel"), app("apps", "Outlook"), app("apps", "Teams"),
+		app("two", "Paint"), app("two", "Notepad"),
+		{Kind: vdibroker.FeedDesktop, GlobalEntitlement: "crm", FriendlyName: "CRM"},
+	}
+	for pool, want := range map[string]string{
+		"desk":  "Office desktop",
+		"apps":  "Word, Excel, Outlook, …",
+		"two":   "Paint, Notepad",
+		"other": "other",
+	} {
+		if got := sessionName(feed, pool); got != want {
+			t.Errorf("pool %q: %q, want %q", pool, got, want)
+		}
+	}
+}
