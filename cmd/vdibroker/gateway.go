@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/time/rate"
 
+	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/gateway"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
@@ -192,6 +193,15 @@ func newGatewayCmd() *cobra.Command { return newGatewayCmdFor(&GatewayMain{}) }
 // such a host tunnels to whatever service that address offers.
 var defaultTargetPorts = []string{"3389"}
 
+// checkGatewayName refuses a gateway's name the broker would refuse in
+// every report of it (R-GW4): at start, not at the first tunnel.
+func checkGatewayName(flag, name string) error {
+	if err := vdibroker.ValidateText(flag, name, vdibroker.MaxTunnelReportText); err != nil {
+		return usageError{errors.New(vdibroker.ErrorMessage(err))}
+	}
+	return nil
+}
+
 // parseTargets reads a gateway's --target-ports (ports 1..65535, or
 // "any") and --target-networks (CIDR prefixes; none is any), the flags
 // named as given, into gateway.Config's TargetPorts and TargetNetworks
@@ -272,6 +282,12 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 				if v < 1 {
 					return usageError{fmt.Errorf("%s: must be 1 or more, got %d", flag, v)}
 				}
+			}
+			if m.Name == "" {
+				return usageError{fmt.Errorf("--name: must be 1..%d characters, got none", vdibroker.MaxTunnelReportText)}
+			}
+			if err := checkGatewayName("--name", m.Name); err != nil {
+				return err
 			}
 			if m.Config.TargetPorts, m.Config.TargetNetworks, err = parseTargets("--target-ports", targetPorts, "--target-networks", targetNetworks); err != nil {
 				return err

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // TestGatewayPerAddressFlags (R-GW1): --max-conns-per-address and
@@ -23,6 +25,48 @@ func TestGatewayPerAddressFlags(t *testing.T) {
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), flag+": must be 1 or more, got "+v) {
 				t.Errorf("gateway %s %s = %v, want a usage error naming the range", flag, v, err)
 			}
+		}
+	}
+}
+
+// TestGatewayNameFlag_RGW4: a --name the broker would refuse in every
+// report (R-GW4: at most MaxTunnelReportText characters, no control
+// characters, none at its ends) is a usage error at start, not a gateway
+// whose every tunnel the broker refuses; so is serve's --gateway-name.
+func TestGatewayNameFlag_RGW4(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"", "--name: must be 1..256 characters, got none"},
+		{strings.Repeat("g", 257), "--name: must be at most 256 characters, got 257"},
+		{"gw\x00one", "--name: must not contain control characters"},
+		{" gw-1", "--name: must not start or end with white space"},
+		{strings.Repeat("g", 256), ""},
+		{"rdgw-1.contoso.example", ""},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs([]string{"--name", tc.name})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		want := tc.want
+		if want == "" {
+			want = "--tls-cert and --tls-key are required" // the check after the name's
+		}
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("gateway --name %.20q = %v, want a usage error %q", tc.name, err, want)
+		}
+		if tc.name == "" {
+			continue // serve's in-process gateway may have none (a Main built in code)
+		}
+		var f GatewayFlags
+		fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.addFlags(fl)
+		if err := fl.Parse([]string{"--gateway-name", tc.name}); err != nil {
+			t.Fatal(err)
+		}
+		err = f.check(true)
+		if want := strings.Replace(tc.want, "--name", "--gateway-name", 1); (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("serve --gateway-name %.20q = %v, want %q", tc.name, err, want)
 		}
 	}
 }

@@ -77,6 +77,9 @@ func (f *GatewayFlags) check(tls bool) error {
 	if f.KeyRotation != 0 && f.KeyRotation < time.Hour {
 		return usageError{fmt.Errorf("--gateway-key-rotation: must be at least 1h, got %v", f.KeyRotation)}
 	}
+	if err := checkGatewayName("--gateway-name", f.Name); err != nil {
+		return err
+	}
 	if err := gateway.ValidateReauthorizeEvery("--gateway-reauthorize-every", f.Config.ReauthorizeEvery); err != nil {
 		return usageError{err}
 	}
