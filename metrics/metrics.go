@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -203,7 +205,41 @@ func initEventSeries() {
 	}
 }
 
-// Handler serves reg in the Prometheus text format (GET /metrics).
+// MaxScrapesInFlight bounds the scrapes Handler serves at once; more are
+// answered 503 at once. /metrics needs no token unless serve is given
+// one, and a scrape of a full pod reads the store and builds tens of
+// thousands of series: unbounded, an anonymous caller's concurrent
+// scrapes would take every core and as much memory as it liked. A
+// Prometheus server scrapes one at a time; an HA pair, two.
+const MaxScrapesInFlight = 4
+
+// Handler serves reg in the Prometheus text format (GET /metrics), at
+// most MaxScrapesInFlight scrapes at once, and scrapes that overlap share
+// one gathering (one store read): a scrape that comes while another's
+// gathering runs waits for it and is answered its result.
 func Handler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	return promhttp.HandlerFor(&sharedGatherer{g: reg}, promhttp.HandlerOpts{Registry: reg, MaxRequestsInFlight: MaxScrapesInFlight})
+}
+
+// sharedGatherer lets the scrapes that overlap share one Gather of g.
+type sharedGatherer struct {
+	g     prometheus.Gatherer
+	calls singleflight.Group
+}
+
+// gathered is one Gather's result.
+type gathered struct {
+	families []*dto.MetricFamily
+	err      error
+}
+
+// Gather implements prometheus.Gatherer. The families are shared by the
+// scrapes that overlapped, which only read them.
+func (s *sharedGatherer) Gather() ([]*dto.MetricFamily, error) {
+	v, _, _ := s.calls.Do("", func() (any, error) {
+		families, err := s.g.Gather()
+		return gathered{families, err}, nil
+	})
+	r := v.(gathered)
+	return r.families, r.err
 }
