@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/clock"
 
 	"github.com/vdibroker/vdibroker"
@@ -89,6 +90,7 @@ type Service struct {
 	rdp       []rdp.Property
 
 	health    *outage.Health
+	pings     singleflight.Group // Health's store pings, shared by the calls that overlap
 	outage    *outage.Mode
 	creds     credentials
 	figures   poolFigures
@@ -200,13 +202,24 @@ func (s *Service) OutagePlacementsWaiting() bool {
 var _ vdibroker.HealthService = (*Service)(nil)
 
 // Health pings the store, unless an outage is known already, and returns
-// its health: within the store timeout either way.
+// its health: within the store timeout either way. The calls that overlap
+// share one ping: /healthz needs no credential, and a caller's flood of
+// probes must not take the store's connections (R-SEC).
 func (s *Service) Health(ctx context.Context) vdibroker.HealthStatus {
 	if !s.health.Down() {
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		if err := s.store.Ping(ctx); err != nil {
-			s.log.ErrorContext(ctx, "health: store ping", "err", err)
+		ch := s.pings.DoChan("", func() (any, error) {
+			// The ping is every waiting caller's: not cut short when
+			// the first hangs up.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			if err := s.store.Ping(ctx); err != nil {
+				s.log.ErrorContext(ctx, "health: store ping", "err", err)
+			}
+			return nil, nil
+		})
+		select {
+		case <-ch:
+		case <-ctx.Done():
 		}
 	}
 	return s.health.Status()
