@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -67,5 +68,27 @@ func TestCLIAuditEscapesTerminalControls(t *testing.T) {
 				t.Errorf("%s read back: %v %q, want target %q", format, err, list, want)
 			}
 		})
+	}
+}
+
+// TestCLIErrorLineEscapesTerminalControls: the "error:" line shows the
+// server's message, which may quote what a host, a peer pod or an
+// identity provider said; its control characters are escaped as in a
+// table (R-SEC).
+func TestCLIErrorLineEscapesTerminalControls(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"error": {"code": "NotFound", "message": "pool x\u001b[2J\u009b31m\u202efake not found"}}`))
+	}))
+	defer srv.Close()
+	r := runCLI(t, "hostpool", "show", "--name", "xyz", "--server", srv.URL, "--token", "t")
+	if r.code == 0 || !strings.Contains(r.stderr, "error:") || !strings.Contains(r.stderr, `\x1b[2J`) {
+		t.Fatalf("exit %d, stderr %q: want the error with ESC escaped", r.code, r.stderr)
+	}
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(r.stderr, u) {
+			t.Errorf("stderr holds %q raw: %q", u, r.stderr)
+		}
 	}
 }
