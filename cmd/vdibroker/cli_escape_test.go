@@ -92,3 +92,28 @@ func TestCLIErrorLineEscapesTerminalControls(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIHostReportEscapesTerminalControls: `sessionhost show` writes,
+// under its table, who drained the host: the principal's subject, which
+// may hold a bidirectional control (a token's subject) or anything an
+// identity provider put in its sub claim; it is escaped as in the
+// table (R-SEC).
+func TestCLIHostReportEscapesTerminalControls(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "bidipool")
+	b.addHost("bidipool", "bidih1")
+	secret := strings.TrimSpace(b.ok("token", "create", "--role", "Contributor", "--subject", "ops\u202eevil", "--query", "token", "-o", "tsv"))
+	if r := runCLI(t, "sessionhost", "update", "--host-pool", "bidipool", "--name", "bidih1", "--allow-new-session", "false",
+		"--server", b.m.URL(), "--token", secret); r.code != 0 {
+		t.Fatalf("drain: exit %d: %s", r.code, r.stderr)
+	}
+	out := b.ok("sessionhost", "show", "--host-pool", "bidipool", "--name", "bidih1")
+	if !strings.Contains(out, `ops\u202eevil`) {
+		t.Fatalf("the report does not name who drained the host, escaped:\n%q", out)
+	}
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(out, u) {
+			t.Errorf("output holds %q raw:\n%q", u, out)
+		}
+	}
+}
