@@ -217,8 +217,8 @@ const MaxTunnelReportText = 256
 // field and what is allowed.
 func ValidateTunnelReport(r *TunnelReport) error {
 	for _, f := range []struct{ name, v string }{{"tokenId", r.TokenID}, {"sessionId", r.Session}} {
-		if f.v == "" || len(f.v) > MaxUserLen {
-			return FieldError(f.name, "is required (1..%d characters)", MaxUserLen)
+		if err := agentID(f.name, f.v); err != nil {
+			return err
 		}
 	}
 	if err := ValidateUser("user", r.User); err != nil {

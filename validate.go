@@ -361,8 +361,8 @@ func ValidateHeartbeat(hb *HeartbeatRequest) error {
 	}
 	for i, s := range hb.Sessions {
 		f := fmt.Sprintf("sessions[%d]", i)
-		if s.ID == "" || len(s.ID) > MaxUserLen {
-			return FieldError(f+".id", "is required (1..%d characters)", MaxUserLen)
+		if err := agentID(f+".id", s.ID); err != nil {
+			return err
 		}
 		if err := ValidateUser(f+".user", s.User); err != nil {
 			return err
@@ -373,14 +373,30 @@ func ValidateHeartbeat(hb *HeartbeatRequest) error {
 	}
 	for i, r := range hb.Results {
 		f := fmt.Sprintf("results[%d]", i)
-		if r.ID == "" || len(r.ID) > MaxUserLen {
-			return FieldError(f+".id", "is required (1..%d characters)", MaxUserLen)
+		if err := agentID(f+".id", r.ID); err != nil {
+			return err
 		}
 		if err := textLen(f+".message", r.Message, MaxTextLen, false); err != nil {
 			return err
 		}
 	}
 	return textLen("healthError", hb.HealthError, MaxTextLen, false)
+}
+
+// agentID checks an id a host or a gateway reports (a session's, a
+// command's, a tunnel's token id): 1..MaxUserLen bytes without control
+// characters. The broker stores a host's session ids, answers them
+// (agentSessionId) and records them, and a gateway's session ids, in
+// audit entries; a control character there would reach an admin's
+// terminal (R-SEC).
+func agentID(field, id string) error {
+	if id == "" || len(id) > MaxUserLen {
+		return FieldError(field, "is required (1..%d characters, no control characters)", MaxUserLen)
+	}
+	if strings.IndexFunc(id, unicode.IsControl) >= 0 {
+		return FieldError(field, "must be 1..%d characters without control characters", MaxUserLen)
+	}
+	return nil
 }
 
 // ValidateRegister checks an agent registration body (SPEC §9). The token

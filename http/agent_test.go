@@ -354,3 +354,43 @@ func TestOversizedHeartbeatRefused(t *testing.T) {
 		t.Errorf("a heartbeat at the cap: %v", err)
 	}
 }
+
+// TestHeartbeatIDsWithoutControlCharacters: a host's own session ids and
+// command result ids are the host's word, stored, answered by the API
+// (agentSessionId) and recorded in adoption audit entries (R-S2); one
+// holding a control character (ESC starts a terminal's escape sequence)
+// is refused with its field and the allowed range, and nothing of the
+// heartbeat is applied (R-SEC).
+func TestHeartbeatIDsWithoutControlCharacters(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("ctlid", nil)
+	host := e.addHosts("ctlid", "ctlid", 1)[0]
+	for _, c := range []struct {
+		name, field string
+		hb          vdibroker.HeartbeatRequest
+	}{
+		{"session id with ESC", "sessions[0].id", vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "3\x1b[2J", User: "mallory", State: vdibroker.StateActive}}}},
+		{"session id with a C1 CSI", "sessions[1].id", vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "4", User: "bob", State: vdibroker.StateActive}, {ID: "5\u009b31m", User: "mallory", State: vdibroker.StateActive}}}},
+		{"session id with a line break", "sessions[0].id", vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "6\nforged", User: "mallory", State: vdibroker.StateActive}}}},
+		{"result id with ESC", "results[0].id", vdibroker.HeartbeatRequest{Results: []vdibroker.CommandResult{{ID: "c\x1b]0;x\x07"}}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := e.heartbeatErr(host, &c.hb)
+			if ve := wantCode(t, err, vdibroker.EInvalid, "control characters", fmt.Sprint(vdibroker.MaxUserLen)); ve.Field != c.field {
+				t.Errorf("field %q, want %s", ve.Field, c.field)
+			}
+		})
+	}
+	if open, err := e.admin.ListUserSessions(ctx, "ctlid", vhttp.SessionQuery{}); err != nil || len(open) != 0 {
+		t.Errorf("sessions after refused heartbeats: %v %+v, want none", err, open)
+	}
+	// The same ids without the control characters are taken.
+	if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+		{ID: "3", User: "mallory", State: vdibroker.StateActive}}}); err != nil {
+		t.Fatalf("a plain session id: %v", err)
+	}
+}

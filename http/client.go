@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/placement"
@@ -531,13 +532,17 @@ func decodeOpaqueErrorAnswer(resp *nethttp.Response, data []byte) error {
 	var eb errorBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != nil && eb.Error.Code != "" && eb.Error.Code != vdibroker.EInternal &&
 		vdibroker.HTTPStatus(eb.Error.Code) == resp.StatusCode {
-		msg := strings.Map(func(r rune) rune {
-			if r < ' ' || r == 0x7f {
-				return ' '
-			}
-			return r
-		}, eb.Error.Message)
-		return &vdibroker.Error{Code: eb.Error.Code, Message: vdibroker.Cut(msg, 200), Field: vdibroker.Cut(eb.Error.Field, 64)}
+		// No control character (C0, DEL, C1) of another server's text
+		// reaches this one's answers, logs or a terminal (R-SEC).
+		printable := func(s string) string {
+			return strings.Map(func(r rune) rune {
+				if unicode.IsControl(r) {
+					return ' '
+				}
+				return r
+			}, s)
+		}
+		return &vdibroker.Error{Code: eb.Error.Code, Message: vdibroker.Cut(printable(eb.Error.Message), 200), Field: vdibroker.Cut(printable(eb.Error.Field), 64)}
 	}
 	return &vdibroker.Error{Code: vdibroker.EInternal,
 		Message: fmt.Sprintf("HTTP %d, not a vdibroker answer (its body is not shown)", resp.StatusCode)}

@@ -342,6 +342,18 @@ func TestGatewayReportsRefused_RGW4(t *testing.T) {
 	if status != 400 || ve == nil || ve.Field != "host" {
 		t.Errorf("malformed report: %d %s, want 400 on host", status, raw)
 	}
+	// A session id or token id with a control character is refused
+	// before it is looked up: a refused report's audit entry names its
+	// session in its target (R-SEC).
+	for field, body := range map[string]string{
+		"sessionId": `{"tokenId": "x", "user": "alice", "sessionId": "s\u001b[2J", "hostPool": "gwpool", "host": "h:3389", "tokenExpiry": "2026-01-01T00:00:00Z"}`,
+		"tokenId":   `{"tokenId": "x\u0085", "user": "alice", "sessionId": "s", "hostPool": "gwpool", "host": "h:3389", "tokenExpiry": "2026-01-01T00:00:00Z"}`,
+	} {
+		status, ve, raw := rawDo(t, w.e, "POST", "/api/v1/gateway/tunnels/open", w.broker.Token, body)
+		if status != 400 || ve == nil || ve.Field != field || !strings.Contains(ve.Message, "control characters") {
+			t.Errorf("report with a control character in %s: %d %s, want 400 on %s", field, status, raw, field)
+		}
+	}
 }
 
 // TestGatewayDuringOutage_PostgreSQL (R-GW4, R-OUT1): while the store is

@@ -284,13 +284,19 @@ func (p *Provider) verify(ctx context.Context, raw string, endUser bool) (*Ident
 	if id.Subject == "" {
 		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token: no subject")
 	}
+	// The subject is the principal's name in audit entries, the console,
+	// the CLI and a drained host's record: no control characters, as an
+	// API token's subject (R-SEC).
+	if vdibroker.ValidateUser("sub", id.Subject) != nil {
+		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token: its sub claim %q must be 1..%d characters without control characters or white space at its ends", vdibroker.Cut(id.Subject, 64), vdibroker.MaxUserLen)
+	}
 	if endUser {
 		id.Role = vdibroker.RoleUser
 		return id, tok, nil
 	}
 	role, pools, ok := p.roles.Load().Resolve(id.Groups)
 	if !ok {
-		return nil, nil, vdibroker.Errorf(vdibroker.EPermission, "no role is mapped to the groups of %s (claim %q: %v)", id.Subject, p.cfg.GroupsClaim, id.Groups)
+		return nil, nil, vdibroker.Errorf(vdibroker.EPermission, "no role is mapped to the groups of %s (claim %q: %q)", id.Subject, p.cfg.GroupsClaim, id.Groups)
 	}
 	id.Role, id.HostPools = role, pools
 	return id, tok, nil

@@ -195,7 +195,7 @@ func fail(err error) error {
 // printWarnings writes the server's warnings (R-P3) to stderr.
 func printWarnings(cmd *cobra.Command, warnings []string) {
 	for _, w := range warnings {
-		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", escapeTerminal(w, ""))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -114,21 +115,66 @@ func writeJSON(w io.Writer, raw []byte) error {
 		return err
 	}
 	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
+	// encoding/json escapes C0 controls but leaves DEL, C1 and the bidi
+	// controls raw; inside a string, \uXXXX is the same value. Outside
+	// strings valid JSON holds only ASCII, so nothing else is touched.
+	var b strings.Builder
+	for _, r := range buf.String() {
+		if r >= 0x7f && terminalUnsafe(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // writeYAML converts raw to YAML, keeping the field order of the API.
+// A string holding a character a terminal acts on (terminalUnsafe) is
+// written double-quoted with escapes, which YAML reads back as the same
+// value; the encoder would write it plain, raw.
 func writeYAML(w io.Writer, raw []byte) error {
-	out, err := yaml.JSONToYAML(raw)
+	var v any
+	if err := yaml.UnmarshalWithOptions(raw, &v, yaml.UseOrderedMap()); err != nil {
+		return fmt.Errorf("encode yaml: %w", err)
+	}
+	out, err := yaml.MarshalWithOptions(quoteUnsafe(v), yaml.CustomMarshaler[unsafeString](func(s unsafeString) ([]byte, error) {
+		return []byte(strconv.Quote(string(s))), nil
+	}))
 	if err != nil {
 		return fmt.Errorf("encode yaml: %w", err)
 	}
 	if len(out) > 0 && out[len(out)-1] != '\n' {
 		out = append(out, '\n')
 	}
-	_, err = w.Write(out)
+	// Map keys are not values: one the API answered with such a character
+	// is shown escaped (not the same key to a YAML reader, but never raw).
+	_, err = io.WriteString(w, escapeTerminal(string(out), "\n"))
 	return err
+}
+
+// unsafeString is a string value writeYAML writes quoted.
+type unsafeString string
+
+// quoteUnsafe returns v (decoded with yaml.UseOrderedMap) with every
+// string value holding a terminalUnsafe character made an unsafeString.
+func quoteUnsafe(v any) any {
+	switch v := v.(type) {
+	case string:
+		if strings.IndexFunc(v, terminalUnsafe) >= 0 {
+			return unsafeString(v)
+		}
+	case yaml.MapSlice:
+		for i := range v {
+			v[i].Value = quoteUnsafe(v[i].Value)
+		}
+	case []any:
+		for i := range v {
+			v[i] = quoteUnsafe(v[i])
+		}
+	}
+	return v
 }
 
 // tabulate turns data into a header and rows of cells. A list is one row per
@@ -386,11 +432,43 @@ func writeTSV(w io.Writer, rows [][]string) error {
 }
 
 // sanitizeCells replaces tabs and line breaks inside cells, which would
-// break a table's alignment or a tsv line.
+// break a table's alignment or a tsv line, and escapes every other
+// character a terminal acts on (escapeTerminal).
 func sanitizeCells(cells []string, with string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		out[i] = strings.NewReplacer("\t", with, "\r\n", with, "\n", with, "\r", with).Replace(c)
+		out[i] = escapeTerminal(strings.NewReplacer("\t", with, "\r\n", with, "\n", with, "\r", with).Replace(c), "")
 	}
 	return out
+}
+
+// terminalUnsafe reports whether a terminal acts on r rather than shows
+// it: the control characters (C0 with ESC, which starts every escape
+// sequence; DEL; C1 with U+009B, a CSI in one character) and the
+// bidirectional controls, which reorder what follows them on the line.
+// Values the CLI prints come from hosts, gateways, peers, identity
+// providers and anonymous callers (an audit entry's target is the path
+// they asked for), so none may reach the terminal raw.
+func terminalUnsafe(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// escapeTerminal writes each terminalUnsafe character of s but those in
+// keep as a Go escape (\x1b, \u009b), so the reader sees that it is there.
+func escapeTerminal(s, keep string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return terminalUnsafe(r) && !strings.ContainsRune(keep, r) }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case !terminalUnsafe(r) || strings.ContainsRune(keep, r):
+			b.WriteRune(r)
+		case r < utf8.RuneSelf:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }

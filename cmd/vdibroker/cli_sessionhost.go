@@ -275,10 +275,12 @@ func (a *admin) writeHostReport(cmd *cobra.Command, c *vhttp.Client, pool, name 
 	}
 	verdict, checks := console.HostReport(p.HostPool, hosts, name, time.Now())
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "\nCan it take a new session now? %s. %s\n", verdict.Title, verdict.Text)
+	// The texts quote the host's report and who drained it: escaped as
+	// the table's cells are (R-SEC).
+	fmt.Fprintf(w, "\nCan it take a new session now? %s. %s\n", escapeTerminal(verdict.Title, ""), escapeTerminal(verdict.Text, ""))
 	marks := map[string]string{"ok": "ok  ", "warn": "warn", "bad": "no  ", "info": "info"}
 	for _, ck := range checks {
-		fmt.Fprintf(w, "  %s  %s: %s\n", marks[ck.State], ck.Title, ck.Text)
+		fmt.Fprintf(w, "  %s  %s: %s\n", marks[ck.State], escapeTerminal(ck.Title, ""), escapeTerminal(ck.Text, ""))
 	}
 	return nil
 }

@@ -47,7 +47,9 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 		err = root.Execute()
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "error:", err)
+		// The message may quote a host, a peer pod or an identity
+		// provider: nothing of it acts on the terminal.
+		fmt.Fprintln(stderr, "error:", escapeTerminal(err.Error(), "\n"))
 		if isUsageError(err) {
 			return 2
 		}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+)
+
+// unsafeForTerminal are runes a terminal acts on rather than shows: ESC
+// (the start of every CSI sequence), the one-byte CSI of C1, DEL, and a
+// right-to-left override that reorders what follows it on the line.
+var unsafeForTerminal = []string{"\x1b", "\u009b", "\x7f", "\u202e"}
+
+// TestCLIAuditEscapesTerminalControls: an anonymous caller chooses the path
+// of a refused request, which the audit trail records as its target
+// (R-SEC); `vdibroker audit list` must not hand its control characters to
+// the admin's terminal in any output format (they would clear the screen,
+// recolour or rewrite the lines above, or forge entries), and must show
+// them as escapes so the admin still sees the path asked for.
+func TestCLIAuditEscapesTerminalControls(t *testing.T) {
+	b := startCLIBroker(t)
+	// %1B[2J clears the screen, %C2%9B is CSI in one character, %7F DEL,
+	// %E2%80%AE the right-to-left override.
+	resp, err := http.Get(b.m.URL() + "/api/v1/hostpools/esc%1B%5B2J%C2%9B31m%7F%E2%80%AEfake/sessionhosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous GET: %d, want 401", resp.StatusCode)
+	}
+	want := "hostpools/esc\x1b[2J\u009b31m\x7f\u202efake/sessionhosts"
+	for _, format := range []string{"table", "tsv", "json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			out, err := runAuditCLI(t, b, "list", "--output", format)
+			if err != nil {
+				t.Fatalf("audit list: %v\n%s", err, out)
+			}
+			if !strings.Contains(out, "hostpools/esc") {
+				t.Fatalf("the refused request is not listed:\n%s", out)
+			}
+			for _, r := range unsafeForTerminal {
+				if strings.Contains(out, r) {
+					t.Errorf("output holds %q raw:\n%q", r, out)
+				}
+			}
+			if !strings.Contains(out, `\x1b[2J`) && !strings.Contains(out, `\u001b[2J`) {
+				t.Errorf("output does not show ESC as an escape:\n%q", out)
+			}
+			// json and yaml are for programs: escaped, the value read
+			// back is still the exact target recorded.
+			var list []struct {
+				Target string `json:"target" yaml:"target"`
+			}
+			switch format {
+			case "json":
+				err = json.Unmarshal([]byte(out), &list)
+			case "yaml":
+				err = yaml.Unmarshal([]byte(out), &list)
+			default:
+				return
+			}
+			if err != nil || len(list) != 1 || list[0].Target != want {
+				t.Errorf("%s read back: %v %q, want target %q", format, err, list, want)
+			}
+		})
+	}
+}
+
+// TestCLIErrorLineEscapesTerminalControls: the "error:" line shows the
+// server's message, which may quote what a host, a peer pod or an
+// identity provider said; its control characters are escaped as in a
+// table (R-SEC).
+func TestCLIErrorLineEscapesTerminalControls(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"error": {"code": "NotFound", "message": "pool x\u001b[2J\u009b31m\u202efake not found"}}`))
+	}))
+	defer srv.Close()
+	r := runCLI(t, "hostpool", "show", "--name", "xyz", "--server", srv.URL, "--token", "t")
+	if r.code == 0 || !strings.Contains(r.stderr, "error:") || !strings.Contains(r.stderr, `\x1b[2J`) {
+		t.Fatalf("exit %d, stderr %q: want the error with ESC escaped", r.code, r.stderr)
+	}
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(r.stderr, u) {
+			t.Errorf("stderr holds %q raw: %q", u, r.stderr)
+		}
+	}
+}
+
+// TestCLIHostReportEscapesTerminalControls: `sessionhost show` writes,
+// under its table, who drained the host: the principal's subject, which
+// may hold a bidirectional control (a token's subject) or anything an
+// identity provider put in its sub claim; it is escaped as in the
+// table (R-SEC).
+func TestCLIHostReportEscapesTerminalControls(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "bidipool")
+	b.addHost("bidipool", "bidih1")
+	secret := strings.TrimSpace(b.ok("token", "create", "--role", "Contributor", "--subject", "ops\u202eevil", "--query", "token", "-o", "tsv"))
+	if r := runCLI(t, "sessionhost", "update", "--host-pool", "bidipool", "--name", "bidih1", "--allow-new-session", "false",
+		"--server", b.m.URL(), "--token", secret); r.code != 0 {
+		t.Fatalf("drain: exit %d: %s", r.code, r.stderr)
+	}
+	out := b.ok("sessionhost", "show", "--host-pool", "bidipool", "--name", "bidih1")
+	if !strings.Contains(out, `ops\u202eevil`) {
+		t.Fatalf("the report does not name who drained the host, escaped:\n%q", out)
+	}
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(out, u) {
+			t.Errorf("output holds %q raw:\n%q", u, out)
+		}
+	}
+}
