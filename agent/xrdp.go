@@ -248,9 +248,8 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		if !ok {
 			continue
 		}
-		parent, ok := all[pr.PPID]
-		if !ok || parent.Comm != "xrdp-sesman" {
-			continue // an X server xrdp did not start (a console, Xvfb)
+		if parent, ok := all[pr.PPID]; !ok || !isSesman(parent.PIDStat, parent.UID) {
+			continue // an X server xrdp did not start (a console, Xvfb, a user's)
 		}
 		if pr.Env != nil {
 			if _, ok := envValue(pr.Env, "XRDP_SESSION"); !ok {
@@ -444,6 +443,15 @@ func (p *XrdpProvider) SendMessage(ctx context.Context, id, message string) erro
 	return fmt.Errorf("send message to session %q: an xrdp session has no terminal to write to: %w", id, ErrUnsupported)
 }
 
+// isSesman reports whether a process is xrdp's session manager: named
+// xrdp-sesman and running as root. Any user may give a process that name
+// (a copy of a program, or prctl(PR_SET_NAME)), and then its child X
+// server, with the environment she chose, would be a session of whatever
+// user she named (R-S2); a user cannot start a process as root.
+func isSesman(st PIDStat, uid int) bool {
+	return st.Comm == "xrdp-sesman" && uid == 0 && st.State != 'Z'
+}
+
 // xrdpSesmanRunning reports whether an xrdp-sesman process runs in the tree
 // under proc: the sign for `auto` that the host serves xrdp sessions.
 func xrdpSesmanRunning(proc string) bool {
@@ -459,7 +467,15 @@ func xrdpSesmanRunning(proc string) bool {
 		if err != nil {
 			continue
 		}
-		if st, err := ParsePIDStat(data); err == nil && st.Comm == "xrdp-sesman" && st.State != 'Z' {
+		st, err := ParsePIDStat(data)
+		if err != nil || st.Comm != "xrdp-sesman" {
+			continue
+		}
+		data, err = os.ReadFile(filepath.Join(proc, e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		if uid, err := ParseProcStatusUID(data); err == nil && isSesman(st, uid) {
 			return true
 		}
 	}

@@ -140,6 +140,22 @@ func TestXrdpSessionsCases(t *testing.T) {
 		},
 		want: []vdibroker.AgentSession{{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected}},
 	}, {
+		// R-S2: a session is reported only when xrdp made it. Any local
+		// user can name a process xrdp-sesman (a copy of any program
+		// under that name, or prctl) and start a child "Xorg :12" with
+		// USER=rdplabbob and XRDP_SESSION in its environment; sesman runs
+		// as root, she cannot.
+		name: "an X server under a user's process named xrdp-sesman is no session",
+		change: func(tb testing.TB, proc string) {
+			addProc(tb, proc, 4000, "xrdp-sesman", 1, 1003, []string{"xrdp-sesman"}, nil)
+			addProc(tb, proc, 4001, "Xorg", 4000, 1003, []string{"/usr/lib/xorg/Xorg", ":12"},
+				[]string{"USER=rdplabbob", "DISPLAY=:12", "XRDP_SESSION=1"})
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
 		name: "sesman gone: no session",
 		change: func(tb testing.TB, proc string) {
 			for _, pid := range []string{"29565", "29786", "2985"} {
@@ -161,6 +177,29 @@ func TestXrdpSessionsCases(t *testing.T) {
 				t.Errorf("Sessions (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// addProc adds a process to a copied tree: its stat (start time 90000
+// ticks), status, cmdline and, unless env is nil, environ.
+func addProc(tb testing.TB, proc string, pid int, comm string, ppid, uid int, args, env []string) {
+	tb.Helper()
+	dir := filepath.Join(proc, fmt.Sprint(pid))
+	if err := os.MkdirAll(filepath.Join(dir, "fd"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	files := map[string]string{
+		"stat":    fmt.Sprintf("%d (%s) S %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 90000 0 0\n", pid, comm, ppid, ppid, ppid),
+		"status":  fmt.Sprintf("Name:\t%s\nPPid:\t%d\nUid:\t%d\t%d\t%d\t%d\n", comm, ppid, uid, uid, uid, uid),
+		"cmdline": strings.Join(args, "\x00") + "\x00",
+	}
+	if env != nil {
+		files["environ"] = strings.Join(env, "\x00") + "\x00"
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
 
@@ -338,6 +377,11 @@ func TestXrdpSesmanRunning(t *testing.T) {
 	}
 	if xrdpSesmanRunning(proc) {
 		t.Error("tree without sesman: xrdp-sesman found")
+	}
+	// A user's process named xrdp-sesman does not make auto pick xrdp.
+	addProc(t, proc, 4000, "xrdp-sesman", 1, 1003, []string{"xrdp-sesman"}, nil)
+	if xrdpSesmanRunning(proc) {
+		t.Error("a user's process named xrdp-sesman taken for sesman")
 	}
 }
 
