@@ -69,8 +69,12 @@ type XrdpProvider struct {
 	// SockDir is xrdp's socket directory when the X server's environment
 	// does not name one (XRDP_SOCKET_PATH); DefaultXrdpSockDir when empty.
 	SockDir string
-	// LookupUser names a uid when the X server's environment has no USER.
+	// LookupUser names a uid when the X server's environment has no USER
+	// of that uid; LookupUID finds the uid of the USER there (the name the
+	// user logged on with, which may differ from the uid's name in case
+	// or domain). Without LookupUID, USER is not used.
 	LookupUser func(uid int) (string, error)
+	LookupUID  func(name string) (int, error)
 	// Signal sends sig to the process pid that started at start (clock
 	// ticks after boot), and must not signal a later process that reused
 	// the pid; os.ErrProcessDone when it has gone.
@@ -263,15 +267,8 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		if s.SockDir == "" {
 			s.SockDir = DefaultXrdpSockDir
 		}
-		user, _ := envValue(pr.Env, "USER")
-		if user == "" && p.LookupUser != nil {
-			user, _ = p.LookupUser(pr.UID)
-		}
-		if user == "" {
-			user = strconv.Itoa(pr.UID)
-		}
 		s.ID = "xrdp-" + strconv.Itoa(n) + "-" + strconv.FormatUint(pr.Start, 10)
-		s.User = user
+		s.User = p.userName(pr)
 		s.State = vdibroker.StateDisconnected
 		if data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pr.PID), "net", "unix")); err == nil {
 			if table, err := ParseNetUnix(data); err == nil && displayConnected(table, p.sockets(pr.PID), s.SockDir, n) {
@@ -290,6 +287,25 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 	p.connected = seen
 	sort.Slice(list, func(i, j int) bool { return list[i].Display < list[j].Display })
 	return list
+}
+
+// userName names the user of a session's X server: the USER sesman put in
+// its environment when that names the X server's uid, else the uid's name,
+// else the uid. The X server runs as its user, who may rewrite its
+// environment (ptrace, /proc/<pid>/mem): her session must not be reported
+// as another user's (R-S2).
+func (p *XrdpProvider) userName(pr xrdpProc) string {
+	if u, _ := envValue(pr.Env, "USER"); u != "" && p.LookupUID != nil {
+		if uid, err := p.LookupUID(u); err == nil && uid == pr.UID {
+			return u
+		}
+	}
+	if p.LookupUser != nil {
+		if u, err := p.LookupUser(pr.UID); err == nil && u != "" {
+			return u
+		}
+	}
+	return strconv.Itoa(pr.UID)
 }
 
 func (p *XrdpProvider) find(id string) (xrdpSession, map[int]xrdpProc, error) {

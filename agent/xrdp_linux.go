@@ -9,9 +9,19 @@ import (
 )
 
 func newXrdp() (SessionProvider, error) {
-	p := &XrdpProvider{Proc: DefaultProcDir, SockDir: DefaultXrdpSockDir, LookupUser: lookupUID, SendDatagram: sendDatagram, Self: os.Getpid()}
+	p := &XrdpProvider{Proc: DefaultProcDir, SockDir: DefaultXrdpSockDir, LookupUser: lookupUID, LookupUID: lookupName, SendDatagram: sendDatagram, Self: os.Getpid()}
 	p.Signal = func(pid int, start uint64, sig syscall.Signal) error { return signalStarted(p, pid, start, sig) }
 	return p, nil
+}
+
+// lookupName returns the uid of a user name (through NSS: directory users
+// too).
+func lookupName(name string) (int, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(u.Uid)
 }
 
 func lookupUID(uid int) (string, error) {

@@ -33,8 +33,19 @@ import (
 // Environments are recorded for the users' processes only.
 const twoSessions = "testdata/xrdp/two-sessions/proc"
 
+// labUIDs is the recorded host's passwd, for XrdpProvider.LookupUID.
+func labUIDs(name string) (int, error) {
+	switch name {
+	case "rdplabuser":
+		return 1001, nil
+	case "rdplabbob":
+		return 1002, nil
+	}
+	return 0, fmt.Errorf("user %q: unknown", name)
+}
+
 func TestXrdpSessionsRecorded(t *testing.T) {
-	p := &XrdpProvider{Proc: twoSessions}
+	p := &XrdpProvider{Proc: twoSessions, LookupUID: labUIDs}
 	got, err := p.Sessions(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +136,27 @@ func TestXrdpSessionsCases(t *testing.T) {
 			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
 		},
 	}, {
+		// R-S2: the X server runs as its user, who may rewrite its
+		// environment (ptrace, /proc/<pid>/mem): a USER naming another
+		// account is not believed, the uid's name is reported.
+		name: "USER naming another account than the X server's: the uid's name",
+		change: func(tb testing.TB, proc string) {
+			rewrite(tb, filepath.Join(proc, "29807/environ"), "USER=rdplabuser", "USER=rdplabbob")
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "uid1001", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
+		name: "USER naming no account: the uid's name",
+		change: func(tb testing.TB, proc string) {
+			rewrite(tb, filepath.Join(proc, "29807/environ"), "USER=rdplabuser", "USER=nosuchuser")
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "uid1001", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
 		name: "environment unreadable (agent not root): still found by its parent",
 		change: func(tb testing.TB, proc string) {
 			os.Remove(filepath.Join(proc, "2987/environ"))
@@ -168,7 +200,7 @@ func TestXrdpSessionsCases(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			proc := copyTree(t, twoSessions)
 			tt.change(t, proc)
-			p := &XrdpProvider{Proc: proc, LookupUser: func(uid int) (string, error) { return fmt.Sprint("uid", uid), nil }}
+			p := &XrdpProvider{Proc: proc, LookupUID: labUIDs, LookupUser: func(uid int) (string, error) { return fmt.Sprint("uid", uid), nil }}
 			got, err := p.Sessions(t.Context())
 			if err != nil {
 				t.Fatal(err)
