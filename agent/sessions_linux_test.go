@@ -147,7 +147,7 @@ func TestLogindProviderExec(t *testing.T) {
 echo "$*" >> ` + calls + `
 case "$1" in
 list-sessions) cat ` + td + `/loginctl-list-v255.txt ;;
-show-session) if [ "$2" = 42 ]; then echo "Failed to get session: No session '42' known" >&2; exit 1; fi
+show-session) for a; do last=$a; done; if [ "$last" = 42 ]; then echo "Failed to get session: No session '42' known" >&2; exit 1; fi
   cat ` + td + `/loginctl-show.txt ;;
 terminate-session) exit 0 ;;
 esac
@@ -177,7 +177,7 @@ esac
 		t.Fatal(err)
 	}
 	log, _ := os.ReadFile(calls)
-	if !strings.Contains(string(log), "terminate-session 3\n") {
-		t.Errorf("loginctl calls:\n%s\nwant terminate-session 3", log)
+	if !strings.Contains(string(log), "terminate-session -- 3\n") {
+		t.Errorf("loginctl calls:\n%s\nwant terminate-session -- 3", log)
 	}
 }

@@ -121,13 +121,12 @@ func (f *fakeLoginctl) run(ctx context.Context, name string, args ...string) ([]
 		if err != nil {
 			return nil, err
 		}
-		var ids []string
-		for _, a := range args[1:] {
-			if a == "-p" {
-				break
-			}
-			ids = append(ids, a)
+		// Properties first, then "--" and the ids.
+		i := slices.Index(args, "--")
+		if i < 0 {
+			return nil, errors.New("show-session without -- before its ids")
 		}
+		ids := args[i+1:]
 		// Keep the blocks of the asked ids, as loginctl does.
 		var out []string
 		for _, block := range strings.Split(string(all), "\n\n") {
@@ -167,8 +166,8 @@ func TestLogindProvider(t *testing.T) {
 	if err := p.Logoff(ctx, "5"); err != nil {
 		t.Fatal(err)
 	}
-	if last := fake.calls[len(fake.calls)-1]; last != "loginctl terminate-session 5" {
-		t.Errorf("last call %q, want loginctl terminate-session 5", last)
+	if last := fake.calls[len(fake.calls)-1]; last != "loginctl terminate-session -- 5" {
+		t.Errorf("last call %q, want loginctl terminate-session -- 5", last)
 	}
 	if err := p.Logoff(ctx, "42"); !errors.Is(err, ErrNoSession) {
 		t.Errorf("logoff of unknown session: %v, want ErrNoSession", err)
@@ -181,6 +180,33 @@ func TestLogindProvider(t *testing.T) {
 	}
 	if err := p.SendMessage(ctx, "5", "hi"); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("message to a session without terminal: %v, want ErrUnsupported", err)
+	}
+}
+
+// The session id of a command comes from the broker: one that is no
+// logind session id (an option such as -H, which makes loginctl ssh to
+// a host, as root) never reaches loginctl.
+func TestLogindCommandIDs(t *testing.T) {
+	fake := &fakeLoginctl{}
+	p := &LogindProvider{Run: fake.run, WriteTTY: func(tty, msg string) error {
+		t.Errorf("wrote to %s", tty)
+		return nil
+	}}
+	ctx := t.Context()
+	for _, id := range []string{"-Hroot@attacker.example", "--help", "--machine=x", "-p", "3 5", "", "3/../5"} {
+		for name, cmd := range map[string]func() error{
+			"Logoff":      func() error { return p.Logoff(ctx, id) },
+			"Disconnect":  func() error { return p.Disconnect(ctx, id) },
+			"SendMessage": func() error { return p.SendMessage(ctx, id, "hi") },
+		} {
+			fake.calls = nil
+			if err := cmd(); !errors.Is(err, ErrNoSession) {
+				t.Errorf("%s(%q) = %v, want ErrNoSession", name, id, err)
+			}
+			if len(fake.calls) > 0 {
+				t.Errorf("%s(%q) ran %q", name, id, fake.calls)
+			}
+		}
 	}
 }
 
