@@ -320,3 +320,35 @@ func TestReadPolicyFile(t *testing.T) {
 		})
 	}
 }
+
+// A message goes to the user's terminal (R-S4): whatever the broker's
+// answer holds (a hostile broker, or one reached through a proxy that
+// changed it), no escape sequence reaches the terminal, which could set
+// its title, write the clipboard (OSC 52) or, on some terminals, answer
+// with text the shell reads as typed; only line breaks and tabs pass,
+// the rest as write(1) shows them.
+func TestTTYMessage(t *testing.T) {
+	now := time.Date(2026, 12, 5, 16, 30, 0, 0, time.UTC)
+	tests := []struct {
+		name, message, want string
+	}{{
+		name:    "plain lines",
+		message: "maintenance at 18:00\nsave your work\tplease",
+		want:    "\r\n\a*** Message from vdibroker at 16:30 ***\r\nmaintenance at 18:00\r\nsave your work\tplease\r\n",
+	}, {
+		name:    "CR LF from a Windows client is one line break",
+		message: "one\r\ntwo",
+		want:    "\r\n\a*** Message from vdibroker at 16:30 ***\r\none\r\ntwo\r\n",
+	}, {
+		name:    "escape sequences, a lone CR, DEL and C1 controls are shown, not sent",
+		message: "\x1b]52;c;cm0gLXJmIH4=\a\x1b[2Jhi\rX\x7f\u009b31m",
+		want:    "\r\n\a*** Message from vdibroker at 16:30 ***\r\n^[]52;c;cm0gLXJmIH4=^G^[[2Jhi^MX^??31m\r\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(ttyMessage(tt.message, now)); got != tt.want {
+				t.Errorf("ttyMessage(%q) =\n%q, want\n%q", tt.message, got, tt.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -175,8 +176,28 @@ func (p *UtmpProvider) SendMessage(ctx context.Context, id, message string) erro
 	return p.WriteTTY(e.Line, message)
 }
 
-// ttyMessage is what a user sees in their terminal.
+// ttyMessage is what a user sees in their terminal. The message comes from
+// the broker's answer: its control characters other than line breaks and
+// tabs are shown as write(1) shows them (^[ for ESC, ? for C1), so that no
+// escape sequence reaches the terminal, whatever the broker sent (R-S4).
 func ttyMessage(message string, now time.Time) []byte {
-	msg := strings.ReplaceAll(message, "\n", "\r\n")
-	return []byte(fmt.Sprintf("\r\n\a*** Message from vdibroker at %s ***\r\n%s\r\n", now.Format("15:04"), msg))
+	var b strings.Builder
+	for _, r := range strings.ReplaceAll(message, "\r\n", "\n") {
+		switch {
+		case r == '\n':
+			b.WriteString("\r\n")
+		case r == '\t':
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteByte('^')
+			b.WriteRune(r + 0x40)
+		case r == 0x7f:
+			b.WriteString("^?")
+		case unicode.IsControl(r):
+			b.WriteByte('?')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return []byte(fmt.Sprintf("\r\n\a*** Message from vdibroker at %s ***\r\n%s\r\n", now.Format("15:04"), b.String()))
 }
