@@ -79,6 +79,11 @@ type XrdpProvider struct {
 	// ticks after boot), and must not signal a later process that reused
 	// the pid; os.ErrProcessDone when it has gone.
 	Signal func(pid int, start uint64, sig syscall.Signal) error
+	// KernelSocket asks the kernel about the socket of inode in pid's
+	// network namespace (sock_diag), so that lines a user's socket path
+	// adds to /proc/<pid>/net/unix cannot connect a session
+	// (displayConnected); nil believes the table.
+	KernelSocket func(pid int, inode uint64) (UnixSocket, error)
 	// SendDatagram sends one datagram to a Unix socket path.
 	SendDatagram func(path string, msg []byte) error
 	// Self is the agent's own pid, never signalled.
@@ -271,7 +276,11 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		s.User = p.userName(pr)
 		s.State = vdibroker.StateDisconnected
 		if data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pr.PID), "net", "unix")); err == nil {
-			if table, err := ParseNetUnix(data); err == nil && displayConnected(table, p.sockets(pr.PID), s.SockDir, n) {
+			var kernel func(uint64) (UnixSocket, error)
+			if p.KernelSocket != nil {
+				kernel = func(inode uint64) (UnixSocket, error) { return p.KernelSocket(pr.PID, inode) }
+			}
+			if table, err := ParseNetUnix(data); err == nil && displayConnected(table, p.sockets(pr.PID), s.SockDir, n, kernel) {
 				s.State, s.Attached = vdibroker.StateActive, true
 			}
 		}

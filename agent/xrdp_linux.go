@@ -1,15 +1,19 @@
 package agent
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/user"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 func newXrdp() (SessionProvider, error) {
-	p := &XrdpProvider{Proc: DefaultProcDir, SockDir: DefaultXrdpSockDir, LookupUser: lookupUID, LookupUID: lookupName, SendDatagram: sendDatagram, Self: os.Getpid()}
+	p := &XrdpProvider{Proc: DefaultProcDir, SockDir: DefaultXrdpSockDir, LookupUser: lookupUID, LookupUID: lookupName, SendDatagram: sendDatagram, KernelSocket: kernelSocket, Self: os.Getpid()}
 	p.Signal = func(pid int, start uint64, sig syscall.Signal) error { return signalStarted(p, pid, start, sig) }
 	return p, nil
 }
@@ -58,4 +62,43 @@ func sendDatagram(path string, msg []byte) error {
 	defer c.Close()
 	_, err = c.Write(msg)
 	return err
+}
+
+// errOtherNetns: the process is in another network namespace than the
+// agent, whose sock_diag cannot see its sockets.
+var errOtherNetns = errors.New("another network namespace")
+
+// kernelSocket asks the kernel (sock_diag) about the Unix socket of inode,
+// which pid holds: its type, state and path. Only in the agent's own
+// network namespace: another's error is errOtherNetns.
+func kernelSocket(pid int, inode uint64) (UnixSocket, error) {
+	theirs, err1 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	ours, err2 := os.Readlink("/proc/self/ns/net")
+	if err := errors.Join(err1, err2); err != nil {
+		return UnixSocket{}, err
+	}
+	if theirs != ours {
+		return UnixSocket{}, errOtherNetns
+	}
+	if inode == 0 || inode > 0xffffffff {
+		return UnixSocket{}, fmt.Errorf("sock_diag: inode %d is no 32-bit inode", inode)
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return UnixSocket{}, fmt.Errorf("sock_diag: %w", err)
+	}
+	defer unix.Close(fd)
+	tv := unix.Timeval{Sec: 5}
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return UnixSocket{}, fmt.Errorf("sock_diag: %w", err)
+	}
+	if err := unix.Sendto(fd, unixDiagRequest(uint32(inode), 1), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return UnixSocket{}, fmt.Errorf("sock_diag: %w", err)
+	}
+	buf := make([]byte, 8192)
+	n, _, err := unix.Recvfrom(fd, buf, 0)
+	if err != nil {
+		return UnixSocket{}, fmt.Errorf("sock_diag: %w", err)
+	}
+	return ParseUnixDiag(buf[:n])
 }

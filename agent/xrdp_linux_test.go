@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -75,4 +76,96 @@ func TestXrdpSendDatagram(t *testing.T) {
 	if err := sendDatagram(path+".gone", []byte("sig")); err == nil {
 		t.Error("datagram to no socket: no error")
 	}
+}
+
+// TestXrdpKernelSocket runs displayConnected on this process's own
+// sockets, with the kernel's table and its sock_diag answers: a client
+// accepted on xrdp_display_77 connects the display, and a line that a
+// user's socket path adds to the table (R-S2: any local user can bind
+// such a socket) does not.
+func TestXrdpKernelSocket(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "xk") // short: a socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := dir + "/xrdp_display_77"
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	accepted, err := ln.AcceptUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	lnIno, accIno := socketInode(t, ln), socketInode(t, accepted)
+
+	kernel := func(inode uint64) (UnixSocket, error) { return kernelSocket(os.Getpid(), inode) }
+	got, err := kernel(accIno)
+	if want := (UnixSocket{Type: 1, State: 3, Inode: accIno, Path: path}); err != nil || got != want {
+		t.Errorf("kernel: accepted socket %+v, %v; want %+v", got, err, want)
+	}
+	got, err = kernel(lnIno)
+	if want := (UnixSocket{Flags: 0x10000, Type: 1, State: 1, Inode: lnIno, Path: path}); err != nil || got != want {
+		t.Errorf("kernel: listening socket %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := kernel(1); !errors.Is(err, errNoSocket) {
+		t.Errorf("kernel: inode 1: %v, want errNoSocket", err)
+	}
+
+	// A user binds a socket whose path adds a line saying the listening
+	// socket is a connected one on xrdp_display_77.
+	// The path's slashes are directories she makes.
+	fake := fmt.Sprintf("%s/a\n0: 2 0 0 1 3 %d %s", dir, lnIno, path)
+	if err := os.MkdirAll(filepath.Dir(fake), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fl, err := net.ListenUnix("unix", &net.UnixAddr{Name: fake, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fl.Close()
+	data, err := os.ReadFile("/proc/self/net/unix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := ParseNetUnix(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[uint64]bool{lnIno: true}
+	if !displayConnected(table, held, dir, 77, nil) {
+		t.Fatal("the table alone is not fooled by the added line: this kernel escapes newlines, the test shows nothing")
+	}
+	if displayConnected(table, held, dir, 77, kernel) {
+		t.Error("a line a user's socket path added connects the display")
+	}
+	held[accIno] = true
+	if !displayConnected(table, held, dir, 77, kernel) {
+		t.Error("the accepted client does not connect the display")
+	}
+}
+
+func socketInode(tb testing.TB, c syscall.Conn) uint64 {
+	tb.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var st syscall.Stat_t
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = syscall.Fstat(int(fd), &st) }); err != nil {
+		tb.Fatal(err)
+	}
+	if serr != nil {
+		tb.Fatal(serr)
+	}
+	return st.Ino
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -209,6 +210,76 @@ func TestXrdpSessionsCases(t *testing.T) {
 				t.Errorf("Sessions (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// R-S2: a socket's path may hold a newline, and /proc/net/unix prints it
+// as is, so any local user can add a line to the table: here one saying
+// that the listening socket Xorg :10 holds (inode 49686) is a connected
+// one on xrdp_display_10, and one saying that Xorg :11's client (63465)
+// is a listener. The kernel's own word on each socket (KernelSocket,
+// here the recorded table before the lines were added) decides.
+func TestXrdpAddedNetUnixLines(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	genuine := map[int]map[uint64]UnixSocket{}
+	for _, pid := range []int{29807, 2987} {
+		path := filepath.Join(proc, fmt.Sprint(pid), "net/unix")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, err := ParseNetUnix(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		genuine[pid] = map[uint64]UnixSocket{}
+		for _, s := range table {
+			genuine[pid][s.Inode] = s
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString("00000000deadbeef: 00000002 00000000 00010000 0001 01 77777 /home/mallory/x\n" +
+			"0: 2 0 0 1 3 49686 /run/xrdp/sockdir/xrdp_display_10\n" +
+			"0: 2 0 10000 1 1 63465 /run/xrdp/sockdir/xrdp_display_11\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &XrdpProvider{Proc: proc, LookupUID: labUIDs}
+	got, err := p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].State != vdibroker.StateActive {
+		t.Fatalf("without the kernel's word, :10 is %s: the added line shows nothing", got[0].State)
+	}
+	var asked []string
+	p = &XrdpProvider{Proc: proc, LookupUID: labUIDs, KernelSocket: func(pid int, inode uint64) (UnixSocket, error) {
+		asked = append(asked, fmt.Sprint(pid, " ", inode))
+		if s, ok := genuine[pid][inode]; ok {
+			return s, nil
+		}
+		return UnixSocket{}, errNoSocket
+	}}
+	got, err = p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vdibroker.AgentSession{
+		{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+		{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Sessions (-want +got):\n%s", diff)
+	}
+	slices.Sort(asked)
+	if want := []string{"29807 49686", "2987 63465"}; !slices.Equal(asked, want) {
+		t.Errorf("asked the kernel about %q, want %q", asked, want)
 	}
 }
 
