@@ -181,3 +181,38 @@ esac
 		t.Errorf("loginctl calls:\n%s\nwant terminate-session -- 3", log)
 	}
 }
+
+// The file provider's messages file is appended to as root, in a
+// directory the integration writing the sessions file may own: a link
+// there must not make the agent append the broker's message to another
+// file (/etc/sudoers.d/…), nor a FIFO hang the heartbeat loop (R-S4).
+func TestFileProviderMessagesNoLink(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sessions.json")
+	if err := os.WriteFile(path, []byte(`[{"id":"s1","user":"alice"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(target, []byte("root file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, path+".messages"); err != nil {
+		t.Fatal(err)
+	}
+	p := &FileProvider{Path: path}
+	if err := p.SendMessage(t.Context(), "s1", "hi"); err == nil {
+		t.Error("message through a link: no error")
+	}
+	if data, _ := os.ReadFile(target); string(data) != "root file\n" {
+		t.Errorf("the link's target now holds %q", data)
+	}
+	os.Remove(path + ".messages")
+	if err := syscall.Mkfifo(path+".messages", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.SendMessage(t.Context(), "s1", "hi") }()
+	if err := <-done; err == nil {
+		t.Error("message to a FIFO: no error")
+	}
+}
