@@ -38,7 +38,7 @@ func TestParseUtmp(t *testing.T) {
 	// USER_PROCESS records of live processes: alice (ssh), bob (xrdp :10),
 	// carol (console). Not the boot, runlevel, getty or dead records, and
 	// not "stale", whose process is gone.
-	alive := func(pid int) bool { return pid != 9999 }
+	alive := func(e UtmpEntry) bool { return e.PID != 9999 }
 	got := UtmpSessions(entries, alive)
 	wantSessions := []vdibroker.AgentSession{
 		{ID: "pts/0", User: "alice", State: "Active", LogonTime: &entries[3].Time},
