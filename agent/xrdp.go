@@ -84,8 +84,10 @@ type XrdpProvider struct {
 	// adds to /proc/<pid>/net/unix cannot connect a session
 	// (displayConnected); nil believes the table.
 	KernelSocket func(pid int, inode uint64) (UnixSocket, error)
-	// SendDatagram sends one datagram to a Unix socket path.
-	SendDatagram func(path string, msg []byte) error
+	// SendDatagram sends one datagram to the Unix socket at path, which
+	// must be a socket of uid owner, not a link: the path comes from the
+	// X server's environment, which its user may change.
+	SendDatagram func(path string, owner int, msg []byte) error
 	// Self is the agent's own pid, never signalled.
 	Self int
 	// Grace is how long a process has to exit after SIGTERM before SIGKILL
@@ -441,7 +443,7 @@ func (p *XrdpProvider) Disconnect(ctx context.Context, id string) error {
 		return nil
 	}
 	path := filepath.Join(s.SockDir, "xrdp_disconnect_display_"+strconv.Itoa(s.Display))
-	if err := p.SendDatagram(path, []byte("sig")); err != nil {
+	if err := p.SendDatagram(path, s.Server.UID, []byte("sig")); err != nil {
 		return fmt.Errorf("disconnect session %q: %w", id, err)
 	}
 	deadline := time.Now().Add(p.grace())

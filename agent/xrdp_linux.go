@@ -53,11 +53,32 @@ func signalStarted(p *XrdpProvider, pid int, start uint64, sig syscall.Signal) e
 	return proc.Signal(sig)
 }
 
-// sendDatagram sends msg to the Unix datagram socket at path.
-func sendDatagram(path string, msg []byte) error {
-	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+// sendDatagram sends msg to the Unix datagram socket at path, if that is a
+// socket of uid owner and not a link: the path comes from the X server's
+// environment, which its user may change, and a link in her directory
+// would have the root agent write to another user's display's socket, or
+// any other. The socket is opened without following a link (O_PATH), its
+// owner checked on what was opened, and the datagram sent to that very
+// socket through /proc/self/fd, so it cannot be swapped in between.
+func sendDatagram(path string, owner int, msg []byte) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("%s is no socket (a link?): not sent", path)
+	}
+	if int(st.Uid) != owner {
+		return fmt.Errorf("%s belongs to uid %d, not to the session's %d: not sent", path, st.Uid, owner)
+	}
+	c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: "/proc/self/fd/" + strconv.Itoa(fd), Net: "unixgram"})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	defer c.Close()
 	_, err = c.Write(msg)

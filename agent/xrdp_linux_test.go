@@ -56,15 +56,21 @@ func TestXrdpSignalStarted(t *testing.T) {
 }
 
 // TestXrdpSendDatagram sends what Disconnect sends to a real datagram
-// socket, as xorgxrdp's xrdp_disconnect_display_<N> is.
+// socket, as xorgxrdp's xrdp_disconnect_display_<N> is. The path comes
+// from the X server's environment, which its user may change (R-S2): only
+// a socket, not a link to one, of the session's user gets it, so that
+// she cannot have the root agent send it to another user's display
+// (dropping that user's client) or any other socket.
 func TestXrdpSendDatagram(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "xrdp_disconnect_display_10")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "xrdp_disconnect_display_10")
 	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := sendDatagram(path, []byte("sig")); err != nil {
+	me := os.Geteuid()
+	if err := sendDatagram(path, me, []byte("sig")); err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -73,8 +79,33 @@ func TestXrdpSendDatagram(t *testing.T) {
 	if err != nil || string(buf[:n]) != "sig" {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
-	if err := sendDatagram(path+".gone", []byte("sig")); err == nil {
+	if err := sendDatagram(path+".gone", me, []byte("sig")); err == nil {
 		t.Error("datagram to no socket: no error")
+	}
+	link := filepath.Join(dir, "xrdp_disconnect_display_11")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := sendDatagram(link, me, []byte("link")); err == nil {
+		t.Error("datagram through a link: no error")
+	}
+	if err := sendDatagram(path, me+1, []byte("other")); err == nil {
+		t.Error("datagram to another user's socket: no error")
+	}
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := sendDatagram(plain, me, []byte("file")); err == nil {
+		t.Error("datagram to a file: no error")
+	}
+	// Nothing else arrived: the next datagram is the next one sent.
+	if err := sendDatagram(path, me, []byte("last")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "last" {
+		t.Errorf("read %q, %v; want last", buf[:n], err)
 	}
 }
 

@@ -433,8 +433,8 @@ func TestXrdpDisconnectRecorded(t *testing.T) {
 	proc := copyTree(t, twoSessions)
 	var sent []string
 	p := &XrdpProvider{Proc: proc, Grace: 200 * time.Millisecond, Poll: 5 * time.Millisecond,
-		SendDatagram: func(path string, msg []byte) error {
-			sent = append(sent, path)
+		SendDatagram: func(path string, owner int, msg []byte) error {
+			sent = append(sent, fmt.Sprint(path, " ", owner))
 			// xorgxrdp drops its client: the accepted socket goes.
 			removeLines(t, filepath.Join(proc, "2987/net/unix"), " 03 63465 ")
 			return nil
@@ -443,7 +443,7 @@ func TestXrdpDisconnectRecorded(t *testing.T) {
 	if err := p.Disconnect(ctx, "xrdp-11-69049"); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"/run/xrdp/sockdir/xrdp_disconnect_display_11"}; !cmp.Equal(want, sent) {
+	if want := []string{"/run/xrdp/sockdir/xrdp_disconnect_display_11 1002"}; !cmp.Equal(want, sent) {
 		t.Errorf("datagrams to %q, want %q", sent, want)
 	}
 	// Already disconnected: nothing to do, nothing sent.
@@ -463,7 +463,7 @@ func TestXrdpDisconnectRecorded(t *testing.T) {
 
 func TestXrdpDisconnectIgnored(t *testing.T) {
 	p := &XrdpProvider{Proc: twoSessions, Grace: 20 * time.Millisecond, Poll: 5 * time.Millisecond,
-		SendDatagram: func(string, []byte) error { return nil }}
+		SendDatagram: func(string, int, []byte) error { return nil }}
 	err := p.Disconnect(t.Context(), "xrdp-11-69049")
 	if err == nil || !strings.Contains(err.Error(), "still has its client") {
 		t.Fatalf("Disconnect = %v, want the client still attached", err)
@@ -620,7 +620,7 @@ func TestXrdpLogonGrace(t *testing.T) {
 	}
 	// Active while logging on, but no client to drop: Disconnect does
 	// nothing.
-	p.SendDatagram = func(path string, _ []byte) error {
+	p.SendDatagram = func(path string, _ int, _ []byte) error {
 		t.Errorf("datagram to %s for a session without a client", path)
 		return nil
 	}
