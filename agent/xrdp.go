@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -115,7 +116,7 @@ type xrdpProc struct {
 	PIDStat
 	UID  int
 	Args []string
-	Env  []string // nil when unreadable
+	Env  []string // read only where needed (environ); nil when not read or unreadable
 }
 
 // xrdpSession is one xrdp session: its X server and what was read of it.
@@ -170,17 +171,44 @@ func (p *XrdpProvider) readProc(pid int) (xrdpProc, error) {
 		return xrdpProc{}, err
 	}
 	pr := xrdpProc{PIDStat: st, UID: uid}
-	if data, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
+	if data, err := readAtMost(filepath.Join(dir, "cmdline"), maxCmdline); err == nil {
 		pr.Args = ParseNulList(data)
 	}
-	// Another user's environment is readable only by root (or that user).
-	if data, err := os.ReadFile(filepath.Join(dir, "environ")); err == nil {
-		pr.Env = ParseNulList(data)
-		if pr.Env == nil {
-			pr.Env = []string{}
-		}
-	}
 	return pr, nil
+}
+
+// Bounds of what is read of a process's command line and environment:
+// each is as large as its user makes it (megabytes), and she may run
+// thousands. The provider needs an X server's first two arguments and a
+// few variables sesman sets.
+const (
+	maxCmdline = 64 << 10
+	maxEnviron = 256 << 10
+)
+
+// environ reads pid's environment, at most maxEnviron bytes of it; nil
+// when unreadable (another user's is readable only by root or that user).
+// It is read only for the processes that need it (sessions, members), not
+// for every process of the tree.
+func (p *XrdpProvider) environ(pid int) []string {
+	data, err := readAtMost(filepath.Join(p.proc(), strconv.Itoa(pid), "environ"), maxEnviron)
+	if err != nil {
+		return nil
+	}
+	if env := ParseNulList(data); env != nil {
+		return env
+	}
+	return []string{}
+}
+
+// readAtMost reads the first max bytes of a file.
+func readAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // procs reads every process of the tree, by pid; processes that end while
@@ -262,6 +290,7 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		if parent, ok := all[pr.PPID]; !ok || !isSesman(parent.PIDStat, parent.UID) {
 			continue // an X server xrdp did not start (a console, Xvfb, a user's)
 		}
+		pr.Env = p.environ(pr.PID)
 		if pr.Env != nil {
 			if _, ok := envValue(pr.Env, "XRDP_SESSION"); !ok {
 				continue
@@ -355,6 +384,7 @@ func (p *XrdpProvider) members(s xrdpSession, all map[int]xrdpProc) []xrdpProc {
 		if pr.PID == s.Server.PID || pr.PID <= 1 || pr.PID == p.Self || pr.UID != s.Server.UID || pr.State == 'Z' {
 			continue
 		}
+		pr.Env = p.environ(pr.PID)
 		if _, ok := envValue(pr.Env, "XRDP_SESSION"); !ok {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -199,4 +200,34 @@ func socketInode(tb testing.TB, c syscall.Conn) uint64 {
 		tb.Fatal(serr)
 	}
 	return st.Ino
+}
+
+// Every user's processes are in /proc, with environments and command lines
+// as large as she likes (megabytes each, thousands of processes): the
+// provider reads a process's environment only when it is an X server
+// sesman started or, at a logoff, a process of the session's user, and
+// reads at most a bound of any. A FIFO stands for an environment no read
+// should touch: reading it would never end.
+func TestXrdpReadsOnlyTheEnvironmentsItNeeds(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	addProc(t, proc, 4000, "bash", 1, 1003, []string{"bash"}, nil)
+	if err := syscall.Mkfifo(filepath.Join(proc, "4000/environ"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &XrdpProvider{Proc: proc, LookupUID: labUIDs}
+	got, err := p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("Sessions = %+v, want the two sessions", got)
+	}
+	// An X server's environment is read up to a bound.
+	big := strings.Repeat("X=", 1<<20) + "\x00USER=rdplabbob\x00"
+	if err := os.WriteFile(filepath.Join(proc, "2987/environ"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if env := p.environ(2987); len(strings.Join(env, "")) > maxEnviron {
+		t.Errorf("read %d bytes of an environment", len(strings.Join(env, "")))
+	}
 }
