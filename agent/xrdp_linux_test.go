@@ -19,7 +19,7 @@ func TestNewSessionProviderXrdp(t *testing.T) {
 		t.Fatal(err)
 	}
 	x, ok := p.(*XrdpProvider)
-	if !ok || x.Proc != "/proc" || x.Signal == nil || x.SendDatagram == nil || x.LookupUser == nil || x.LookupUID == nil || x.Self != os.Getpid() {
+	if !ok || x.Proc != "/proc" || x.Signal == nil || x.SendDatagram == nil || x.LookupUser == nil || x.LookupUID == nil || x.KernelSocket == nil || x.Self != os.Getpid() {
 		t.Fatalf("NewSessionProvider(xrdp) = %#v", p)
 	}
 }
