@@ -81,9 +81,10 @@ type XrdpProvider struct {
 	// the pid; os.ErrProcessDone when it has gone.
 	Signal func(pid int, start uint64, sig syscall.Signal) error
 	// KernelSocket asks the kernel about the socket of inode in pid's
-	// network namespace (sock_diag), so that lines a user's socket path
-	// adds to /proc/<pid>/net/unix cannot connect a session
-	// (displayConnected); nil believes the table.
+	// network namespace (sock_diag): whether a session is connected is
+	// its word, not the table of /proc/<pid>/net/unix, where a user's
+	// socket path can add lines (displayConnected); nil, or an error but
+	// errNoSocket, reads the table.
 	KernelSocket func(pid int, inode uint64) (UnixSocket, error)
 	// SendDatagram sends one datagram to the Unix socket at path, which
 	// must be a socket of uid owner, not a link: the path comes from the
@@ -306,14 +307,8 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		s.ID = "xrdp-" + strconv.Itoa(n) + "-" + strconv.FormatUint(pr.Start, 10)
 		s.User = p.userName(pr)
 		s.State = vdibroker.StateDisconnected
-		if data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pr.PID), "net", "unix")); err == nil {
-			var kernel func(uint64) (UnixSocket, error)
-			if p.KernelSocket != nil {
-				kernel = func(inode uint64) (UnixSocket, error) { return p.KernelSocket(pr.PID, inode) }
-			}
-			if table, err := ParseNetUnix(data); err == nil && displayConnected(table, p.sockets(pr.PID), s.SockDir, n, kernel) {
-				s.State, s.Attached = vdibroker.StateActive, true
-			}
+		if p.attached(pr.PID, displayPath(s.SockDir, n)) {
+			s.State, s.Attached = vdibroker.StateActive, true
 		}
 		if s.Attached {
 			seen[s.ID] = true
@@ -327,6 +322,27 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 	p.connected = seen
 	sort.Slice(list, func(i, j int) bool { return list[i].Display < list[j].Display })
 	return list
+}
+
+// attached reports whether the X server pid holds the accepted end of a
+// client's connection to its display's listening socket at path: by the
+// kernel's word when it can be asked (KernelSocket), else by the table of
+// /proc/<pid>/net/unix (in the X server's network namespace), which a
+// user can add lines to (displayConnected).
+func (p *XrdpProvider) attached(pid int, path string) bool {
+	held := p.sockets(pid)
+	if p.KernelSocket != nil {
+		ok, known := kernelConnected(held, path, func(inode uint64) (UnixSocket, error) { return p.KernelSocket(pid, inode) })
+		if known {
+			return ok
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pid), "net", "unix"))
+	if err != nil {
+		return false
+	}
+	table, err := ParseNetUnix(data)
+	return err == nil && displayConnected(table, held, path)
 }
 
 // userName names the user of a session's X server: the USER sesman put in

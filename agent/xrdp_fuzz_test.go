@@ -91,7 +91,7 @@ func FuzzParseNetUnix(f *testing.F) {
 		for _, s := range table {
 			held[s.Inode] = true
 		}
-		displayConnected(table, held, DefaultXrdpSockDir, 10, nil)
+		displayConnected(table, held, displayPath(DefaultXrdpSockDir, 10))
 	})
 }
 

@@ -110,7 +110,7 @@ func TestXrdpSendDatagram(t *testing.T) {
 	}
 }
 
-// TestXrdpKernelSocket runs displayConnected on this process's own
+// TestXrdpKernelSocket runs kernelConnected and displayConnected on this process's own
 // sockets, with the kernel's table and its sock_diag answers: a client
 // accepted on xrdp_display_77 connects the display, and a line that a
 // user's socket path adds to the table (R-S2: any local user can bind
@@ -172,16 +172,16 @@ func TestXrdpKernelSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := map[uint64]bool{lnIno: true}
-	if !displayConnected(table, held, dir, 77, nil) {
-		t.Fatal("the table alone is not fooled by the added line: this kernel escapes newlines, the test shows nothing")
+	held := map[uint64]bool{lnIno: true, socketInode(t, fl): true}
+	if !displayConnected(table, held, path) {
+		t.Fatal("the table is not fooled by the added line: this kernel escapes newlines, the test shows nothing")
 	}
-	if displayConnected(table, held, dir, 77, kernel) {
-		t.Error("a line a user's socket path added connects the display")
+	if ok, known := kernelConnected(held, path, kernel); ok || !known {
+		t.Errorf("kernelConnected = %v, %v: a line a user's socket path added connects the display", ok, known)
 	}
 	held[accIno] = true
-	if !displayConnected(table, held, dir, 77, kernel) {
-		t.Error("the accepted client does not connect the display")
+	if ok, known := kernelConnected(held, path, kernel); !ok || !known {
+		t.Errorf("kernelConnected = %v, %v: the accepted client does not connect the display", ok, known)
 	}
 }
 

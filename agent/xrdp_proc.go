@@ -190,40 +190,47 @@ func ParseSocketLink(link string) (uint64, bool) {
 	return n, err == nil
 }
 
-// displayConnected reports whether an xrdp client is attached to display
-// n: the X server holds a connected stream socket with the path of its
-// xrdp_display_<n> listening socket, which is the end xorgxrdp accepted
-// from xrdp's connection process. held are the inodes of the X server's
-// sockets; sockdir is where xrdp keeps its sockets.
-//
-// The kernel prints a socket's path in the table as it is, newlines
-// included, so any local user can add lines to it by binding a socket to
-// such a path: one saying that a socket the X server holds (its listening
-// one) is a connected one on xrdp_display_<n> would report another user's
-// session Active while no client is attached, and R-S5 would never end
-// it. So the table only nominates: kernel, when not nil, asks the kernel
-// about each nominated socket (sock_diag, whose answer is binary), and
-// only a socket the kernel confirms counts. A socket the kernel no longer
-// has (errNoSocket) does not count; when the kernel cannot be asked (no
-// sock_diag, another network namespace), the table's word stands.
-func displayConnected(table []UnixSocket, held map[uint64]bool, sockdir string, n int, kernel func(inode uint64) (UnixSocket, error)) bool {
-	path := strings.TrimRight(sockdir, "/") + "/xrdp_display_" + strconv.Itoa(n)
-	accepted := func(s UnixSocket) bool {
-		return s.Path == path && s.Type == unixStream && s.State == unixConnected
-	}
-	for _, s := range table {
-		if !accepted(s) || !held[s.Inode] {
-			continue
-		}
-		if kernel == nil {
-			return true
-		}
-		k, err := kernel(s.Inode)
+// displayPath is the path of display n's listening socket in sockdir,
+// which the end xorgxrdp accepted from xrdp's connection process has too.
+func displayPath(sockdir string, n int) string {
+	return strings.TrimRight(sockdir, "/") + "/xrdp_display_" + strconv.Itoa(n)
+}
+
+// acceptedOn reports whether s is a connected stream socket with path.
+func acceptedOn(s UnixSocket, path string) bool {
+	return s.Path == path && s.Type == unixStream && s.State == unixConnected
+}
+
+// kernelConnected reports whether an xrdp client is attached to the
+// display whose listening socket has path: one of the X server's sockets
+// (held, their inodes) is, by the kernel's word (sock_diag, whose answer
+// is binary), a connected stream socket with that path. known is false
+// when the kernel could not be asked (no sock_diag, another network
+// namespace); then displayConnected reads the table instead.
+func kernelConnected(held map[uint64]bool, path string, kernel func(inode uint64) (UnixSocket, error)) (connected, known bool) {
+	for inode := range held {
+		k, err := kernel(inode)
 		switch {
-		case errors.Is(err, errNoSocket):
+		case errors.Is(err, errNoSocket): // not a Unix socket, or gone
 		case err != nil:
-			return true
-		case k.Inode == s.Inode && accepted(k):
+			return false, false
+		case k.Inode == inode && acceptedOn(k, path):
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// displayConnected is kernelConnected from the table of /proc/net/unix,
+// when the kernel cannot be asked: the X server holds a connected stream
+// socket with the path of its display's listening socket. The kernel
+// prints a path there as it is, newlines included, so a user whose
+// socket's path holds one can add lines to the table, such as one saying
+// that the listening socket the X server holds is a connected one: the
+// table is read only when the kernel cannot be asked.
+func displayConnected(table []UnixSocket, held map[uint64]bool, path string) bool {
+	for _, s := range table {
+		if acceptedOn(s, path) && held[s.Inode] {
 			return true
 		}
 	}
