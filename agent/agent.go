@@ -22,8 +22,12 @@ const (
 	DefaultSampleInterval    = 30 * time.Second // SPEC §6 sampleIntervalSeconds
 	defaultBackoffBase       = time.Second
 	defaultBackoffMax        = time.Minute
-	commandTimeout           = 30 * time.Second
-	shutdownTimeout          = 5 * time.Second
+	// minSampleInterval and maxSampleInterval bound the broker's
+	// sampleIntervalSeconds.
+	minSampleInterval = time.Second
+	maxSampleInterval = time.Hour
+	commandTimeout    = 30 * time.Second
+	shutdownTimeout   = 5 * time.Second
 	// rememberedCommands bounds the ids of commands already carried out, so
 	// a command delivered twice runs once.
 	rememberedCommands = 1000
@@ -453,7 +457,11 @@ func (a *Agent) applySettings(s vdibroker.AgentSettings) {
 	if s.SampleIntervalSeconds <= 0 {
 		return
 	}
-	if d := time.Duration(s.SampleIntervalSeconds) * time.Second; d != a.sampleInterval {
+	// Pools allow 5 s to 1 h (R-IDX); bounded before the multiplication,
+	// which overflows for large numbers, so that no answer makes the agent
+	// sample in a tight loop.
+	secs := min(max(s.SampleIntervalSeconds, int(minSampleInterval/time.Second)), int(maxSampleInterval/time.Second))
+	if d := time.Duration(secs) * time.Second; d != a.sampleInterval {
 		a.sampleInterval = d
 		select {
 		case a.intervalChanged <- struct{}{}:

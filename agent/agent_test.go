@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vdibroker/vdibroker"
@@ -416,6 +417,35 @@ func TestSampleIntervalFromSettings(t *testing.T) {
 	start(t, newTestAgent(t, Config{Server: b.srv.URL, Metrics: m}))
 	// The default interval is 30 s; a third sample means the 1 s took over.
 	waitFor(t, "three samples", func() bool { return m.count() >= 3 })
+}
+
+// The sample interval comes from the broker's answer: values out of any
+// pool's range (5 to 3600 s, R-IDX) are brought into 1 s..1 h, so that an
+// answer cannot make the agent sample (and run the custom load script,
+// R-IDX3) in a tight loop, as a number of seconds that overflows a
+// time.Duration to 0 or below did.
+func TestSampleIntervalFromSettingsBounded(t *testing.T) {
+	a := newTestAgent(t, Config{Server: "http://127.0.0.1:1"})
+	for _, tt := range []struct {
+		seconds int
+		want    time.Duration
+	}{
+		{30, 30 * time.Second},
+		{1 << 62, time.Hour}, // × 1e9 ns overflows to 0
+		{1<<62 + 1, time.Hour},
+		{9223372037, time.Hour}, // × 1e9 ns overflows to a negative
+		{86400, time.Hour},
+		{1, time.Second},
+		{0, time.Second}, // no value: unchanged
+	} {
+		a.applySettings(vdibroker.AgentSettings{SampleIntervalSeconds: tt.seconds})
+		a.mu.Lock()
+		got := a.sampleInterval
+		a.mu.Unlock()
+		if got != tt.want {
+			t.Errorf("sampleIntervalSeconds %d: interval %v, want %v", tt.seconds, got, tt.want)
+		}
+	}
 }
 
 func TestHealthTextAndAcceptableSessions(t *testing.T) {

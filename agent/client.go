@@ -60,15 +60,27 @@ func (c *Client) post(ctx context.Context, path, credential string, in, out any)
 	if credential != "" {
 		req.Header.Set("Authorization", "Bearer "+credential)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
+	hc := http.Client{}
+	if c.HTTP != nil {
+		hc = *c.HTTP
 	}
+	// The broker's agent API never redirects: following one would send
+	// the token (in the body, 307 and 308) or the credential (in the
+	// header, to the same host name on another port or scheme, http://
+	// included) where the agent was not configured to send them.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	res, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
 	defer res.Body.Close()
+	if res.StatusCode/100 == 3 {
+		loc := strings.ToValidUTF8(res.Header.Get("Location"), "?")
+		if len(loc) > 200 {
+			loc = loc[:200] + "…"
+		}
+		return &transportError{status: res.StatusCode, body: "redirect to " + loc + " not followed"}
+	}
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxResponse))
 	if err != nil {
 		return fmt.Errorf("read answer: %w", err)

@@ -118,13 +118,21 @@ func ParseLoginctlSessions(out []byte) []vdibroker.AgentSession {
 	return list
 }
 
+// show runs show-session for ids; "--" ends loginctl's options, so no id
+// is taken for one.
 func (p *LogindProvider) show(ctx context.Context, ids ...string) ([]byte, error) {
-	args := append([]string{"show-session"}, ids...)
+	args := []string{"show-session"}
 	for _, prop := range logindProps {
 		args = append(args, "-p", prop)
 	}
+	args = append(append(args, "--"), ids...)
 	return p.Run(ctx, "loginctl", args...)
 }
+
+// commandIDPattern is a logind session id ("3", "c1") as a command may
+// name it: the ids come from the broker, and an id that is an option of
+// loginctl (-H HOST runs ssh to HOST, as root) must never reach it.
+var commandIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 
 // Sessions implements SessionProvider.
 func (p *LogindProvider) Sessions(ctx context.Context) ([]vdibroker.AgentSession, error) {
@@ -151,6 +159,9 @@ func (p *LogindProvider) Sessions(ctx context.Context) ([]vdibroker.AgentSession
 }
 
 func (p *LogindProvider) session(ctx context.Context, id string) (logindSession, error) {
+	if !commandIDPattern.MatchString(id) {
+		return logindSession{}, fmt.Errorf("session %q is not a logind session id: %w", id, ErrNoSession)
+	}
 	out, err := p.show(ctx, id)
 	if err != nil {
 		return logindSession{}, fmt.Errorf("session %q: %w (%v)", id, ErrNoSession, err)
@@ -167,7 +178,7 @@ func (p *LogindProvider) Logoff(ctx context.Context, id string) error {
 	if _, err := p.session(ctx, id); err != nil {
 		return err
 	}
-	if _, err := p.Run(ctx, "loginctl", "terminate-session", id); err != nil {
+	if _, err := p.Run(ctx, "loginctl", "terminate-session", "--", id); err != nil {
 		return fmt.Errorf("log off session %q: %w", id, err)
 	}
 	return nil

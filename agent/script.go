@@ -49,6 +49,9 @@ func runScript(ctx context.Context, path string, timeout time.Duration) ([]byte,
 	if timeout <= 0 {
 		timeout = DefaultScriptTimeout
 	}
+	if err := scriptSafe(path); err != nil {
+		return nil, fmt.Errorf("custom load script %s: %w", path, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path)

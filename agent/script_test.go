@@ -142,3 +142,85 @@ func TestSampleKeepsValueOnTimeout(t *testing.T) {
 		t.Fatalf("after garbage: %v, want no value", *v)
 	}
 }
+
+// The script runs as the agent's user, root (R-IDX3): one that another
+// user may change, or replace through a directory she may write, would
+// run her program as root. Such a script is not run; that is a health
+// error, as a missing script is.
+func TestCustomScriptOthersMayChange(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	body := "touch " + ran + "\necho 7"
+	tests := []struct {
+		name   string
+		change func(tb testing.TB, script string)
+		root   bool // needs root: giving a file to another user
+	}{{
+		name:   "script writable by others",
+		change: func(tb testing.TB, script string) { chmod(tb, script, 0o757) },
+	}, {
+		name:   "script writable by its group",
+		change: func(tb testing.TB, script string) { chmod(tb, script, 0o775) },
+	}, {
+		name:   "directory writable by others",
+		change: func(tb testing.TB, script string) { chmod(tb, filepath.Dir(script), 0o777) },
+	}, {
+		name: "a link to the script in a directory others may write",
+		change: func(tb testing.TB, script string) {
+			dir := filepath.Join(filepath.Dir(script), "open")
+			if err := os.Mkdir(dir, 0o777); err != nil {
+				tb.Fatal(err)
+			}
+			chmod(tb, dir, 0o777)
+			if err := os.Symlink(script, filepath.Join(dir, "load.sh")); err != nil {
+				tb.Fatal(err)
+			}
+		},
+	}, {
+		name: "script of another user",
+		root: true,
+		change: func(tb testing.TB, script string) {
+			if err := os.Chown(script, 12345, 12345); err != nil {
+				tb.Fatal(err)
+			}
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.root && os.Geteuid() != 0 {
+				t.Skip("needs root")
+			}
+			os.Remove(ran)
+			script := writeScript(t, body)
+			if v, err := RunCustomScript(t.Context(), script, 10*time.Second); err != nil || v == nil || *v != 7 {
+				t.Fatalf("before the change: %v, %v; want 7", v, err)
+			}
+			os.Remove(ran)
+			tt.change(t, script)
+			if link := filepath.Join(filepath.Dir(script), "open", "load.sh"); fileExists(link) {
+				script = link
+			}
+			v, err := RunCustomScript(t.Context(), script, 10*time.Second)
+			if err == nil || v != nil {
+				t.Errorf("RunCustomScript = %v, %v; want no value and an error", v, err)
+			}
+			if fileExists(ran) {
+				t.Error("the script ran")
+			}
+			if err := RunLoadScript(t.Context(), script, 10*time.Second); err == nil || fileExists(ran) {
+				t.Errorf("RunLoadScript = %v; want it not run", err)
+			}
+		})
+	}
+}
+
+func chmod(tb testing.TB, path string, mode os.FileMode) {
+	tb.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}

@@ -230,9 +230,16 @@ func (f *FileProvider) SendMessage(ctx context.Context, id, message string) erro
 	if err != nil {
 		return err
 	}
-	mf, err := os.OpenFile(f.Path+".messages", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	// The agent runs as root, and the directory may be the integration's:
+	// a link or FIFO put there must not make it append the broker's
+	// message to another file, or wait for a reader.
+	mf, err := os.OpenFile(f.Path+".messages", os.O_WRONLY|os.O_APPEND|os.O_CREATE|oAppendOnly, 0o644)
 	if err != nil {
 		return fmt.Errorf("send message: %w", err)
+	}
+	if fi, err := mf.Stat(); err != nil || !fi.Mode().IsRegular() {
+		mf.Close()
+		return fmt.Errorf("send message: %s.messages is not a regular file", f.Path)
 	}
 	if _, err := mf.Write(append(line, '\n')); err != nil {
 		mf.Close()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,7 +20,34 @@ func newLogind() (SessionProvider, error) {
 }
 
 func newUtmp(path string) (SessionProvider, error) {
-	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Hangup: hangup, WriteTTY: writeTTY}, nil
+	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Started: processStarted, Hangup: hangup, WriteTTY: writeTTY}, nil
+}
+
+// processStarted is when pid started: the boot time (/proc/stat btime)
+// and the start in clock ticks after boot (/proc/<pid>/stat).
+func processStarted(pid int) (time.Time, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	st, err := ParsePIDStat(data)
+	if err != nil {
+		return time.Time{}, err
+	}
+	data, err = os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			boot, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				break
+			}
+			return time.Unix(boot, 0).Add(time.Duration(st.Start) * time.Second / clockTicks), nil
+		}
+	}
+	return time.Time{}, errors.New("/proc/stat: no btime")
 }
 
 // autoProvider picks xrdp when xrdp-sesman runs (its sessions are in

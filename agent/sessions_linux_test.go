@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,12 +60,16 @@ func readPTY(tb testing.TB, master *os.File, want string) string {
 
 // utmpRecord encodes one USER_PROCESS record (glibc layout, see ParseUtmp).
 func utmpRecord(pid int, line, user string) []byte {
+	return utmpRecordAt(pid, line, user, time.Now())
+}
+
+func utmpRecordAt(pid int, line, user string, at time.Time) []byte {
 	r := make([]byte, utmpRecordSize)
 	binary.NativeEndian.PutUint16(r[0:], utmpUserProcess)
 	binary.NativeEndian.PutUint32(r[4:], uint32(pid))
 	copy(r[8:40], line)
 	copy(r[44:76], user)
-	binary.NativeEndian.PutUint32(r[340:], uint32(time.Now().Unix()))
+	binary.NativeEndian.PutUint32(r[340:], uint32(at.Unix()))
 	return r
 }
 
@@ -147,7 +152,7 @@ func TestLogindProviderExec(t *testing.T) {
 echo "$*" >> ` + calls + `
 case "$1" in
 list-sessions) cat ` + td + `/loginctl-list-v255.txt ;;
-show-session) if [ "$2" = 42 ]; then echo "Failed to get session: No session '42' known" >&2; exit 1; fi
+show-session) for a; do last=$a; done; if [ "$last" = 42 ]; then echo "Failed to get session: No session '42' known" >&2; exit 1; fi
   cat ` + td + `/loginctl-show.txt ;;
 terminate-session) exit 0 ;;
 esac
@@ -177,7 +182,73 @@ esac
 		t.Fatal(err)
 	}
 	log, _ := os.ReadFile(calls)
-	if !strings.Contains(string(log), "terminate-session 3\n") {
-		t.Errorf("loginctl calls:\n%s\nwant terminate-session 3", log)
+	if !strings.Contains(string(log), "terminate-session -- 3\n") {
+		t.Errorf("loginctl calls:\n%s\nwant terminate-session -- 3", log)
+	}
+}
+
+// The file provider's messages file is appended to as root, in a
+// directory the integration writing the sessions file may own: a link
+// there must not make the agent append the broker's message to another
+// file (/etc/sudoers.d/…), nor a FIFO hang the heartbeat loop (R-S4).
+func TestFileProviderMessagesNoLink(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sessions.json")
+	if err := os.WriteFile(path, []byte(`[{"id":"s1","user":"alice"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(target, []byte("root file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, path+".messages"); err != nil {
+		t.Fatal(err)
+	}
+	p := &FileProvider{Path: path}
+	if err := p.SendMessage(t.Context(), "s1", "hi"); err == nil {
+		t.Error("message through a link: no error")
+	}
+	if data, _ := os.ReadFile(target); string(data) != "root file\n" {
+		t.Errorf("the link's target now holds %q", data)
+	}
+	os.Remove(path + ".messages")
+	if err := syscall.Mkfifo(path+".messages", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.SendMessage(t.Context(), "s1", "hi") }()
+	if err := <-done; err == nil {
+		t.Error("message to a FIFO: no error")
+	}
+}
+
+// A utmp record outlives a login that crashed, and its pid goes to a later
+// process: one of any user, who may fork until she has it. That process
+// started after the record was written, so it is not the login's; the
+// record is no session (R-S2), and a logoff must not hang that process up.
+func TestUtmpPIDReused(t *testing.T) {
+	later := exec.Command("sleep", "60")
+	if err := later.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { later.Process.Kill(); later.Wait() })
+	path := filepath.Join(t.TempDir(), "utmp")
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := os.WriteFile(path, utmpRecordAt(later.Process.Pid, "pts/98", "root", hourAgo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newUtmp(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Errorf("Sessions = %+v: a process started after the record taken for its login", got)
+	}
+	if err := p.Logoff(t.Context(), "pts/98"); !errors.Is(err, ErrNoSession) {
+		t.Errorf("Logoff = %v, want ErrNoSession", err)
 	}
 }

@@ -38,7 +38,7 @@ func TestParseUtmp(t *testing.T) {
 	// USER_PROCESS records of live processes: alice (ssh), bob (xrdp :10),
 	// carol (console). Not the boot, runlevel, getty or dead records, and
 	// not "stale", whose process is gone.
-	alive := func(pid int) bool { return pid != 9999 }
+	alive := func(e UtmpEntry) bool { return e.PID != 9999 }
 	got := UtmpSessions(entries, alive)
 	wantSessions := []vdibroker.AgentSession{
 		{ID: "pts/0", User: "alice", State: "Active", LogonTime: &entries[3].Time},
@@ -121,13 +121,12 @@ func (f *fakeLoginctl) run(ctx context.Context, name string, args ...string) ([]
 		if err != nil {
 			return nil, err
 		}
-		var ids []string
-		for _, a := range args[1:] {
-			if a == "-p" {
-				break
-			}
-			ids = append(ids, a)
+		// Properties first, then "--" and the ids.
+		i := slices.Index(args, "--")
+		if i < 0 {
+			return nil, errors.New("show-session without -- before its ids")
 		}
+		ids := args[i+1:]
 		// Keep the blocks of the asked ids, as loginctl does.
 		var out []string
 		for _, block := range strings.Split(string(all), "\n\n") {
@@ -167,8 +166,8 @@ func TestLogindProvider(t *testing.T) {
 	if err := p.Logoff(ctx, "5"); err != nil {
 		t.Fatal(err)
 	}
-	if last := fake.calls[len(fake.calls)-1]; last != "loginctl terminate-session 5" {
-		t.Errorf("last call %q, want loginctl terminate-session 5", last)
+	if last := fake.calls[len(fake.calls)-1]; last != "loginctl terminate-session -- 5" {
+		t.Errorf("last call %q, want loginctl terminate-session -- 5", last)
 	}
 	if err := p.Logoff(ctx, "42"); !errors.Is(err, ErrNoSession) {
 		t.Errorf("logoff of unknown session: %v, want ErrNoSession", err)
@@ -181,6 +180,33 @@ func TestLogindProvider(t *testing.T) {
 	}
 	if err := p.SendMessage(ctx, "5", "hi"); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("message to a session without terminal: %v, want ErrUnsupported", err)
+	}
+}
+
+// The session id of a command comes from the broker: one that is no
+// logind session id (an option such as -H, which makes loginctl ssh to
+// a host, as root) never reaches loginctl.
+func TestLogindCommandIDs(t *testing.T) {
+	fake := &fakeLoginctl{}
+	p := &LogindProvider{Run: fake.run, WriteTTY: func(tty, msg string) error {
+		t.Errorf("wrote to %s", tty)
+		return nil
+	}}
+	ctx := t.Context()
+	for _, id := range []string{"-Hroot@attacker.example", "--help", "--machine=x", "-p", "3 5", "", "3/../5"} {
+		for name, cmd := range map[string]func() error{
+			"Logoff":      func() error { return p.Logoff(ctx, id) },
+			"Disconnect":  func() error { return p.Disconnect(ctx, id) },
+			"SendMessage": func() error { return p.SendMessage(ctx, id, "hi") },
+		} {
+			fake.calls = nil
+			if err := cmd(); !errors.Is(err, ErrNoSession) {
+				t.Errorf("%s(%q) = %v, want ErrNoSession", name, id, err)
+			}
+			if len(fake.calls) > 0 {
+				t.Errorf("%s(%q) ran %q", name, id, fake.calls)
+			}
+		}
 	}
 }
 
@@ -290,6 +316,38 @@ func TestReadPolicyFile(t *testing.T) {
 			}
 			if tt.field != "" && vdibroker.ErrorField(err) != tt.field {
 				t.Errorf("error %v names field %q, want %q", err, vdibroker.ErrorField(err), tt.field)
+			}
+		})
+	}
+}
+
+// A message goes to the user's terminal (R-S4): whatever the broker's
+// answer holds (a hostile broker, or one reached through a proxy that
+// changed it), no escape sequence reaches the terminal, which could set
+// its title, write the clipboard (OSC 52) or, on some terminals, answer
+// with text the shell reads as typed; only line breaks and tabs pass,
+// the rest as write(1) shows them.
+func TestTTYMessage(t *testing.T) {
+	now := time.Date(2026, 12, 5, 16, 30, 0, 0, time.UTC)
+	tests := []struct {
+		name, message, want string
+	}{{
+		name:    "plain lines",
+		message: "maintenance at 18:00\nsave your work\tplease",
+		want:    "\r\n\a*** Message from vdibroker at 16:30 ***\r\nmaintenance at 18:00\r\nsave your work\tplease\r\n",
+	}, {
+		name:    "CR LF from a Windows client is one line break",
+		message: "one\r\ntwo",
+		want:    "\r\n\a*** Message from vdibroker at 16:30 ***\r\none\r\ntwo\r\n",
+	}, {
+		name:    "escape sequences, a lone CR, DEL and C1 controls are shown, not sent",
+		message: "\x1b]52;c;cm0gLXJmIH4=\a\x1b[2Jhi\rX\x7f\u009b31m",
+		want:    "\r\n\a*** Message from vdibroker at 16:30 ***\r\n^[]52;c;cm0gLXJmIH4=^G^[[2Jhi^MX^??31m\r\n",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(ttyMessage(tt.message, now)); got != tt.want {
+				t.Errorf("ttyMessage(%q) =\n%q, want\n%q", tt.message, got, tt.want)
 			}
 		})
 	}

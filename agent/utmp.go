@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -69,12 +70,13 @@ func ParseUtmp(data []byte, order binary.ByteOrder) ([]UtmpEntry, error) {
 }
 
 // UtmpSessions keeps the logged-on users: USER_PROCESS records whose process
-// is alive (a crashed login leaves a stale record behind). The session id is
-// the terminal line, unique among live records.
-func UtmpSessions(entries []UtmpEntry, alive func(pid int) bool) []vdibroker.AgentSession {
+// is alive (a crashed login leaves a stale record behind), as live says
+// (UtmpProvider.live). The session id is the terminal line, unique among
+// live records.
+func UtmpSessions(entries []UtmpEntry, live func(UtmpEntry) bool) []vdibroker.AgentSession {
 	var list []vdibroker.AgentSession
 	for _, e := range entries {
-		if e.Type != utmpUserProcess || e.User == "" || (alive != nil && !alive(int(e.PID))) {
+		if e.Type != utmpUserProcess || e.User == "" || (live != nil && !live(e)) {
 			continue
 		}
 		s := vdibroker.AgentSession{ID: utmpID(e), User: e.User, State: vdibroker.StateActive}
@@ -101,9 +103,11 @@ func utmpID(e UtmpEntry) string {
 type UtmpProvider struct {
 	Path  string
 	Order binary.ByteOrder
-	// Alive reports whether a process exists; Hangup sends it SIGHUP;
-	// WriteTTY writes to a terminal such as "pts/3".
+	// Alive reports whether a process exists; Started, when not nil, when
+	// it started; Hangup sends it SIGHUP; WriteTTY writes to a terminal
+	// such as "pts/3".
 	Alive    func(pid int) bool
+	Started  func(pid int) (time.Time, error)
 	Hangup   func(pid int) error
 	WriteTTY func(tty, message string) error
 }
@@ -118,13 +122,35 @@ func (p *UtmpProvider) entries() ([]UtmpEntry, error) {
 	return ParseUtmp(data, p.Order)
 }
 
+// utmpStartSlack covers the rounding of the boot time a process's start is
+// counted from (whole seconds) and a clock set forward a little after a
+// logon (the boot time moves with it); a pid taken over later than that
+// still shows.
+const utmpStartSlack = time.Minute
+
+// live reports whether e's process is its login's: alive, and, when its
+// start is known, started no later than the record was written. A crashed
+// login leaves its record, and its pid goes to a later process, of any
+// user (who may fork until she has it): that is no session (R-S2), and
+// no process for a logoff to hang up.
+func (p *UtmpProvider) live(e UtmpEntry) bool {
+	if p.Alive != nil && !p.Alive(int(e.PID)) {
+		return false
+	}
+	if p.Started == nil || e.Time.Unix() <= 0 {
+		return true
+	}
+	start, err := p.Started(int(e.PID))
+	return err == nil && !start.After(e.Time.Add(utmpStartSlack))
+}
+
 // Sessions implements SessionProvider.
 func (p *UtmpProvider) Sessions(ctx context.Context) ([]vdibroker.AgentSession, error) {
 	e, err := p.entries()
 	if err != nil {
 		return nil, err
 	}
-	return UtmpSessions(e, p.Alive), nil
+	return UtmpSessions(e, p.live), nil
 }
 
 func (p *UtmpProvider) find(id string) (UtmpEntry, error) {
@@ -133,7 +159,7 @@ func (p *UtmpProvider) find(id string) (UtmpEntry, error) {
 		return UtmpEntry{}, err
 	}
 	for _, e := range list {
-		if e.Type == utmpUserProcess && utmpID(e) == id && (p.Alive == nil || p.Alive(int(e.PID))) {
+		if e.Type == utmpUserProcess && utmpID(e) == id && p.live(e) {
 			return e, nil
 		}
 	}
@@ -175,8 +201,28 @@ func (p *UtmpProvider) SendMessage(ctx context.Context, id, message string) erro
 	return p.WriteTTY(e.Line, message)
 }
 
-// ttyMessage is what a user sees in their terminal.
+// ttyMessage is what a user sees in their terminal. The message comes from
+// the broker's answer: its control characters other than line breaks and
+// tabs are shown as write(1) shows them (^[ for ESC, ? for C1), so that no
+// escape sequence reaches the terminal, whatever the broker sent (R-S4).
 func ttyMessage(message string, now time.Time) []byte {
-	msg := strings.ReplaceAll(message, "\n", "\r\n")
-	return []byte(fmt.Sprintf("\r\n\a*** Message from vdibroker at %s ***\r\n%s\r\n", now.Format("15:04"), msg))
+	var b strings.Builder
+	for _, r := range strings.ReplaceAll(message, "\r\n", "\n") {
+		switch {
+		case r == '\n':
+			b.WriteString("\r\n")
+		case r == '\t':
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteByte('^')
+			b.WriteRune(r + 0x40)
+		case r == 0x7f:
+			b.WriteString("^?")
+		case unicode.IsControl(r):
+			b.WriteByte('?')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return []byte(fmt.Sprintf("\r\n\a*** Message from vdibroker at %s ***\r\n%s\r\n", now.Format("15:04"), b.String()))
 }

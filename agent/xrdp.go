@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -69,14 +70,26 @@ type XrdpProvider struct {
 	// SockDir is xrdp's socket directory when the X server's environment
 	// does not name one (XRDP_SOCKET_PATH); DefaultXrdpSockDir when empty.
 	SockDir string
-	// LookupUser names a uid when the X server's environment has no USER.
+	// LookupUser names a uid when the X server's environment has no USER
+	// of that uid; LookupUID finds the uid of the USER there (the name the
+	// user logged on with, which may differ from the uid's name in case
+	// or domain). Without LookupUID, USER is not used.
 	LookupUser func(uid int) (string, error)
+	LookupUID  func(name string) (int, error)
 	// Signal sends sig to the process pid that started at start (clock
 	// ticks after boot), and must not signal a later process that reused
 	// the pid; os.ErrProcessDone when it has gone.
 	Signal func(pid int, start uint64, sig syscall.Signal) error
-	// SendDatagram sends one datagram to a Unix socket path.
-	SendDatagram func(path string, msg []byte) error
+	// KernelSocket asks the kernel about the socket of inode in pid's
+	// network namespace (sock_diag): whether a session is connected is
+	// its word, not the table of /proc/<pid>/net/unix, where a user's
+	// socket path can add lines (displayConnected); nil, or an error but
+	// errNoSocket, reads the table.
+	KernelSocket func(pid int, inode uint64) (UnixSocket, error)
+	// SendDatagram sends one datagram to the Unix socket at path, which
+	// must be a socket of uid owner, not a link: the path comes from the
+	// X server's environment, which its user may change.
+	SendDatagram func(path string, owner int, msg []byte) error
 	// Self is the agent's own pid, never signalled.
 	Self int
 	// Grace is how long a process has to exit after SIGTERM before SIGKILL
@@ -104,7 +117,7 @@ type xrdpProc struct {
 	PIDStat
 	UID  int
 	Args []string
-	Env  []string // nil when unreadable
+	Env  []string // read only where needed (environ); nil when not read or unreadable
 }
 
 // xrdpSession is one xrdp session: its X server and what was read of it.
@@ -159,17 +172,44 @@ func (p *XrdpProvider) readProc(pid int) (xrdpProc, error) {
 		return xrdpProc{}, err
 	}
 	pr := xrdpProc{PIDStat: st, UID: uid}
-	if data, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
+	if data, err := readAtMost(filepath.Join(dir, "cmdline"), maxCmdline); err == nil {
 		pr.Args = ParseNulList(data)
 	}
-	// Another user's environment is readable only by root (or that user).
-	if data, err := os.ReadFile(filepath.Join(dir, "environ")); err == nil {
-		pr.Env = ParseNulList(data)
-		if pr.Env == nil {
-			pr.Env = []string{}
-		}
-	}
 	return pr, nil
+}
+
+// Bounds of what is read of a process's command line and environment:
+// each is as large as its user makes it (megabytes), and she may run
+// thousands. The provider needs an X server's first two arguments and a
+// few variables sesman sets.
+const (
+	maxCmdline = 64 << 10
+	maxEnviron = 256 << 10
+)
+
+// environ reads pid's environment, at most maxEnviron bytes of it; nil
+// when unreadable (another user's is readable only by root or that user).
+// It is read only for the processes that need it (sessions, members), not
+// for every process of the tree.
+func (p *XrdpProvider) environ(pid int) []string {
+	data, err := readAtMost(filepath.Join(p.proc(), strconv.Itoa(pid), "environ"), maxEnviron)
+	if err != nil {
+		return nil
+	}
+	if env := ParseNulList(data); env != nil {
+		return env
+	}
+	return []string{}
+}
+
+// readAtMost reads the first max bytes of a file.
+func readAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // procs reads every process of the tree, by pid; processes that end while
@@ -248,10 +288,10 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		if !ok {
 			continue
 		}
-		parent, ok := all[pr.PPID]
-		if !ok || parent.Comm != "xrdp-sesman" {
-			continue // an X server xrdp did not start (a console, Xvfb)
+		if parent, ok := all[pr.PPID]; !ok || !isSesman(parent.PIDStat, parent.UID) {
+			continue // an X server xrdp did not start (a console, Xvfb, a user's)
 		}
+		pr.Env = p.environ(pr.PID)
 		if pr.Env != nil {
 			if _, ok := envValue(pr.Env, "XRDP_SESSION"); !ok {
 				continue
@@ -264,20 +304,11 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		if s.SockDir == "" {
 			s.SockDir = DefaultXrdpSockDir
 		}
-		user, _ := envValue(pr.Env, "USER")
-		if user == "" && p.LookupUser != nil {
-			user, _ = p.LookupUser(pr.UID)
-		}
-		if user == "" {
-			user = strconv.Itoa(pr.UID)
-		}
 		s.ID = "xrdp-" + strconv.Itoa(n) + "-" + strconv.FormatUint(pr.Start, 10)
-		s.User = user
+		s.User = p.userName(pr)
 		s.State = vdibroker.StateDisconnected
-		if data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pr.PID), "net", "unix")); err == nil {
-			if table, err := ParseNetUnix(data); err == nil && displayConnected(table, p.sockets(pr.PID), s.SockDir, n) {
-				s.State, s.Attached = vdibroker.StateActive, true
-			}
+		if p.attached(pr.PID, displayPath(s.SockDir, n)) {
+			s.State, s.Attached = vdibroker.StateActive, true
 		}
 		if s.Attached {
 			seen[s.ID] = true
@@ -291,6 +322,46 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 	p.connected = seen
 	sort.Slice(list, func(i, j int) bool { return list[i].Display < list[j].Display })
 	return list
+}
+
+// attached reports whether the X server pid holds the accepted end of a
+// client's connection to its display's listening socket at path: by the
+// kernel's word when it can be asked (KernelSocket), else by the table of
+// /proc/<pid>/net/unix (in the X server's network namespace), which a
+// user can add lines to (displayConnected).
+func (p *XrdpProvider) attached(pid int, path string) bool {
+	held := p.sockets(pid)
+	if p.KernelSocket != nil {
+		ok, known := kernelConnected(held, path, func(inode uint64) (UnixSocket, error) { return p.KernelSocket(pid, inode) })
+		if known {
+			return ok
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pid), "net", "unix"))
+	if err != nil {
+		return false
+	}
+	table, err := ParseNetUnix(data)
+	return err == nil && displayConnected(table, held, path)
+}
+
+// userName names the user of a session's X server: the USER sesman put in
+// its environment when that names the X server's uid, else the uid's name,
+// else the uid. The X server runs as its user, who may rewrite its
+// environment (ptrace, /proc/<pid>/mem): her session must not be reported
+// as another user's (R-S2).
+func (p *XrdpProvider) userName(pr xrdpProc) string {
+	if u, _ := envValue(pr.Env, "USER"); u != "" && p.LookupUID != nil {
+		if uid, err := p.LookupUID(u); err == nil && uid == pr.UID {
+			return u
+		}
+	}
+	if p.LookupUser != nil {
+		if u, err := p.LookupUser(pr.UID); err == nil && u != "" {
+			return u
+		}
+	}
+	return strconv.Itoa(pr.UID)
 }
 
 func (p *XrdpProvider) find(id string) (xrdpSession, map[int]xrdpProc, error) {
@@ -329,6 +400,7 @@ func (p *XrdpProvider) members(s xrdpSession, all map[int]xrdpProc) []xrdpProc {
 		if pr.PID == s.Server.PID || pr.PID <= 1 || pr.PID == p.Self || pr.UID != s.Server.UID || pr.State == 'Z' {
 			continue
 		}
+		pr.Env = p.environ(pr.PID)
 		if _, ok := envValue(pr.Env, "XRDP_SESSION"); !ok {
 			continue
 		}
@@ -417,7 +489,7 @@ func (p *XrdpProvider) Disconnect(ctx context.Context, id string) error {
 		return nil
 	}
 	path := filepath.Join(s.SockDir, "xrdp_disconnect_display_"+strconv.Itoa(s.Display))
-	if err := p.SendDatagram(path, []byte("sig")); err != nil {
+	if err := p.SendDatagram(path, s.Server.UID, []byte("sig")); err != nil {
 		return fmt.Errorf("disconnect session %q: %w", id, err)
 	}
 	deadline := time.Now().Add(p.grace())
@@ -444,6 +516,15 @@ func (p *XrdpProvider) SendMessage(ctx context.Context, id, message string) erro
 	return fmt.Errorf("send message to session %q: an xrdp session has no terminal to write to: %w", id, ErrUnsupported)
 }
 
+// isSesman reports whether a process is xrdp's session manager: named
+// xrdp-sesman and running as root. Any user may give a process that name
+// (a copy of a program, or prctl(PR_SET_NAME)), and then its child X
+// server, with the environment she chose, would be a session of whatever
+// user she named (R-S2); a user cannot start a process as root.
+func isSesman(st PIDStat, uid int) bool {
+	return st.Comm == "xrdp-sesman" && uid == 0 && st.State != 'Z'
+}
+
 // xrdpSesmanRunning reports whether an xrdp-sesman process runs in the tree
 // under proc: the sign for `auto` that the host serves xrdp sessions.
 func xrdpSesmanRunning(proc string) bool {
@@ -459,7 +540,15 @@ func xrdpSesmanRunning(proc string) bool {
 		if err != nil {
 			continue
 		}
-		if st, err := ParsePIDStat(data); err == nil && st.Comm == "xrdp-sesman" && st.State != 'Z' {
+		st, err := ParsePIDStat(data)
+		if err != nil || st.Comm != "xrdp-sesman" {
+			continue
+		}
+		data, err = os.ReadFile(filepath.Join(proc, e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		if uid, err := ParseProcStatusUID(data); err == nil && isSesman(st, uid) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
@@ -189,17 +190,147 @@ func ParseSocketLink(link string) (uint64, bool) {
 	return n, err == nil
 }
 
-// displayConnected reports whether an xrdp client is attached to display
-// n: the X server holds a connected stream socket with the path of its
-// xrdp_display_<n> listening socket, which is the end xorgxrdp accepted
-// from xrdp's connection process. held are the inodes of the X server's
-// sockets; sockdir is where xrdp keeps its sockets.
-func displayConnected(table []UnixSocket, held map[uint64]bool, sockdir string, n int) bool {
-	path := strings.TrimRight(sockdir, "/") + "/xrdp_display_" + strconv.Itoa(n)
+// displayPath is the path of display n's listening socket in sockdir,
+// which the end xorgxrdp accepted from xrdp's connection process has too.
+func displayPath(sockdir string, n int) string {
+	return strings.TrimRight(sockdir, "/") + "/xrdp_display_" + strconv.Itoa(n)
+}
+
+// acceptedOn reports whether s is a connected stream socket with path.
+func acceptedOn(s UnixSocket, path string) bool {
+	return s.Path == path && s.Type == unixStream && s.State == unixConnected
+}
+
+// kernelConnected reports whether an xrdp client is attached to the
+// display whose listening socket has path: one of the X server's sockets
+// (held, their inodes) is, by the kernel's word (sock_diag, whose answer
+// is binary), a connected stream socket with that path. known is false
+// when the kernel could not be asked (no sock_diag, another network
+// namespace); then displayConnected reads the table instead.
+func kernelConnected(held map[uint64]bool, path string, kernel func(inode uint64) (UnixSocket, error)) (connected, known bool) {
+	for inode := range held {
+		k, err := kernel(inode)
+		switch {
+		case errors.Is(err, errNoSocket): // not a Unix socket, or gone
+		case err != nil:
+			return false, false
+		case k.Inode == inode && acceptedOn(k, path):
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// displayConnected is kernelConnected from the table of /proc/net/unix,
+// when the kernel cannot be asked: the X server holds a connected stream
+// socket with the path of its display's listening socket. The kernel
+// prints a path there as it is, newlines included, so a user whose
+// socket's path holds one can add lines to the table, such as one saying
+// that the listening socket the X server holds is a connected one: the
+// table is read only when the kernel cannot be asked.
+func displayConnected(table []UnixSocket, held map[uint64]bool, path string) bool {
 	for _, s := range table {
-		if s.Path == path && s.Type == unixStream && s.State == unixConnected && held[s.Inode] {
+		if acceptedOn(s, path) && held[s.Inode] {
 			return true
 		}
 	}
 	return false
+}
+
+// errNoSocket is the kernel's answer for a socket it does not have.
+var errNoSocket = errors.New("no such socket")
+
+// The sock_diag request and answer for one Unix socket (linux/sock_diag.h,
+// linux/unix_diag.h, linux/netlink.h), encoded here without a build tag so
+// that the decoder is tested and fuzzed on any system.
+const (
+	nlmsgHeaderLen          = 16 // struct nlmsghdr
+	nlmsgError              = 2  // NLMSG_ERROR
+	nlmFRequest             = 1  // NLM_F_REQUEST
+	sockDiagByFamily        = 20 // SOCK_DIAG_BY_FAMILY
+	afUnix                  = 1  // AF_UNIX
+	udiagShowName           = 1  // UDIAG_SHOW_NAME
+	unixDiagName            = 0  // UNIX_DIAG_NAME attribute
+	unixDiagReqLen          = 24 // struct unix_diag_req
+	unixDiagMsgLen          = 16 // struct unix_diag_msg
+	tcpEstablished          = 1  // sk_state of a connected Unix socket
+	tcpListen               = 10 // sk_state of a listening one
+	diagNoCookie     uint32 = 0xffffffff
+	enoent                  = 2
+)
+
+// unixDiagRequest asks the kernel for the Unix socket of inode, with its
+// name.
+func unixDiagRequest(inode uint32, seq uint32) []byte {
+	b := make([]byte, nlmsgHeaderLen+unixDiagReqLen)
+	le := binary.NativeEndian
+	le.PutUint32(b[0:], uint32(len(b)))
+	le.PutUint16(b[4:], sockDiagByFamily)
+	le.PutUint16(b[6:], nlmFRequest)
+	le.PutUint32(b[8:], seq)
+	r := b[nlmsgHeaderLen:]
+	r[0] = afUnix
+	le.PutUint32(r[4:], ^uint32(0)) // every state
+	le.PutUint32(r[8:], inode)
+	le.PutUint32(r[12:], udiagShowName)
+	le.PutUint32(r[16:], diagNoCookie)
+	le.PutUint32(r[20:], diagNoCookie)
+	return b
+}
+
+// ParseUnixDiag decodes the kernel's answer to unixDiagRequest: the
+// socket's type, state (unixConnected for a connected socket, 1 for any
+// other, as /proc/net/unix shows them), inode and path ("@name" for the
+// abstract namespace, "" when unbound), or errNoSocket when the kernel
+// has no such socket. Every length is checked before it is used.
+func ParseUnixDiag(b []byte) (UnixSocket, error) {
+	le := binary.NativeEndian
+	if len(b) < nlmsgHeaderLen {
+		return UnixSocket{}, fmt.Errorf("sock_diag: answer of %d bytes", len(b))
+	}
+	n := int(le.Uint32(b[0:]))
+	if n < nlmsgHeaderLen || n > len(b) {
+		return UnixSocket{}, fmt.Errorf("sock_diag: message length %d of %d bytes", n, len(b))
+	}
+	body := b[nlmsgHeaderLen:n]
+	switch typ := le.Uint16(b[4:]); typ {
+	case nlmsgError:
+		if len(body) < 4 {
+			return UnixSocket{}, errors.New("sock_diag: short error message")
+		}
+		errno := -int32(le.Uint32(body))
+		if errno == enoent {
+			return UnixSocket{}, errNoSocket
+		}
+		return UnixSocket{}, fmt.Errorf("sock_diag: error %d", errno)
+	case sockDiagByFamily:
+	default:
+		return UnixSocket{}, fmt.Errorf("sock_diag: message type %d", typ)
+	}
+	if len(body) < unixDiagMsgLen || body[0] != afUnix {
+		return UnixSocket{}, errors.New("sock_diag: no unix_diag_msg")
+	}
+	s := UnixSocket{Type: int(body[1]), State: 1, Inode: uint64(le.Uint32(body[4:]))}
+	switch body[2] {
+	case tcpEstablished:
+		s.State = unixConnected
+	case tcpListen:
+		s.Flags = 0x10000
+	}
+	for a := body[unixDiagMsgLen:]; len(a) >= 4; {
+		alen, atyp := int(le.Uint16(a[0:])), le.Uint16(a[2:])
+		if alen < 4 || alen > len(a) {
+			return UnixSocket{}, fmt.Errorf("sock_diag: attribute length %d of %d bytes", alen, len(a))
+		}
+		if atyp == unixDiagName {
+			name := a[4:alen]
+			if len(name) > 0 && name[0] == 0 {
+				s.Path = "@" + string(name[1:])
+			} else {
+				s.Path = string(bytes.TrimRight(name, "\x00"))
+			}
+		}
+		a = a[min((alen+3)&^3, len(a)):]
+	}
+	return s, nil
 }

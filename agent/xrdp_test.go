@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,8 +34,19 @@ import (
 // Environments are recorded for the users' processes only.
 const twoSessions = "testdata/xrdp/two-sessions/proc"
 
+// labUIDs is the recorded host's passwd, for XrdpProvider.LookupUID.
+func labUIDs(name string) (int, error) {
+	switch name {
+	case "rdplabuser":
+		return 1001, nil
+	case "rdplabbob":
+		return 1002, nil
+	}
+	return 0, fmt.Errorf("user %q: unknown", name)
+}
+
 func TestXrdpSessionsRecorded(t *testing.T) {
-	p := &XrdpProvider{Proc: twoSessions}
+	p := &XrdpProvider{Proc: twoSessions, LookupUID: labUIDs}
 	got, err := p.Sessions(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +137,27 @@ func TestXrdpSessionsCases(t *testing.T) {
 			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
 		},
 	}, {
+		// R-S2: the X server runs as its user, who may rewrite its
+		// environment (ptrace, /proc/<pid>/mem): a USER naming another
+		// account is not believed, the uid's name is reported.
+		name: "USER naming another account than the X server's: the uid's name",
+		change: func(tb testing.TB, proc string) {
+			rewrite(tb, filepath.Join(proc, "29807/environ"), "USER=rdplabuser", "USER=rdplabbob")
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "uid1001", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
+		name: "USER naming no account: the uid's name",
+		change: func(tb testing.TB, proc string) {
+			rewrite(tb, filepath.Join(proc, "29807/environ"), "USER=rdplabuser", "USER=nosuchuser")
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "uid1001", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
 		name: "environment unreadable (agent not root): still found by its parent",
 		change: func(tb testing.TB, proc string) {
 			os.Remove(filepath.Join(proc, "2987/environ"))
@@ -140,6 +173,22 @@ func TestXrdpSessionsCases(t *testing.T) {
 		},
 		want: []vdibroker.AgentSession{{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected}},
 	}, {
+		// R-S2: a session is reported only when xrdp made it. Any local
+		// user can name a process xrdp-sesman (a copy of any program
+		// under that name, or prctl) and start a child "Xorg :12" with
+		// USER=rdplabbob and XRDP_SESSION in its environment; sesman runs
+		// as root, she cannot.
+		name: "an X server under a user's process named xrdp-sesman is no session",
+		change: func(tb testing.TB, proc string) {
+			addProc(tb, proc, 4000, "xrdp-sesman", 1, 1003, []string{"xrdp-sesman"}, nil)
+			addProc(tb, proc, 4001, "Xorg", 4000, 1003, []string{"/usr/lib/xorg/Xorg", ":12"},
+				[]string{"USER=rdplabbob", "DISPLAY=:12", "XRDP_SESSION=1"})
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
 		name: "sesman gone: no session",
 		change: func(tb testing.TB, proc string) {
 			for _, pid := range []string{"29565", "29786", "2985"} {
@@ -152,7 +201,7 @@ func TestXrdpSessionsCases(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			proc := copyTree(t, twoSessions)
 			tt.change(t, proc)
-			p := &XrdpProvider{Proc: proc, LookupUser: func(uid int) (string, error) { return fmt.Sprint("uid", uid), nil }}
+			p := &XrdpProvider{Proc: proc, LookupUID: labUIDs, LookupUser: func(uid int) (string, error) { return fmt.Sprint("uid", uid), nil }}
 			got, err := p.Sessions(t.Context())
 			if err != nil {
 				t.Fatal(err)
@@ -161,6 +210,99 @@ func TestXrdpSessionsCases(t *testing.T) {
 				t.Errorf("Sessions (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// R-S2: a socket's path may hold a newline, and /proc/net/unix prints it
+// as is, so any local user can add a line to the table: here one saying
+// that the listening socket Xorg :10 holds (inode 49686) is a connected
+// one on xrdp_display_10, and one saying that Xorg :11's client (63465)
+// is a listener. The kernel's own word on the X servers' sockets
+// (KernelSocket, here the recorded table before the lines were added)
+// decides.
+func TestXrdpAddedNetUnixLines(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	genuine := map[int]map[uint64]UnixSocket{}
+	for _, pid := range []int{29807, 2987} {
+		path := filepath.Join(proc, fmt.Sprint(pid), "net/unix")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, err := ParseNetUnix(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		genuine[pid] = map[uint64]UnixSocket{}
+		for _, s := range table {
+			genuine[pid][s.Inode] = s
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.WriteString("00000000deadbeef: 00000002 00000000 00010000 0001 01 77777 /home/mallory/x\n" +
+			"0: 2 0 0 1 3 49686 /run/xrdp/sockdir/xrdp_display_10\n" +
+			"0: 2 0 10000 1 1 63465 /run/xrdp/sockdir/xrdp_display_11\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &XrdpProvider{Proc: proc, LookupUID: labUIDs}
+	got, err := p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].State != vdibroker.StateActive {
+		t.Fatalf("without the kernel's word, :10 is %s: the added line shows nothing", got[0].State)
+	}
+	asked := map[int]bool{}
+	p = &XrdpProvider{Proc: proc, LookupUID: labUIDs, KernelSocket: func(pid int, inode uint64) (UnixSocket, error) {
+		asked[pid] = true
+		if s, ok := genuine[pid][inode]; ok {
+			return s, nil
+		}
+		return UnixSocket{}, errNoSocket
+	}}
+	got, err = p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vdibroker.AgentSession{
+		{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+		{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Sessions (-want +got):\n%s", diff)
+	}
+	if want := map[int]bool{29807: true, 2987: true}; !maps.Equal(asked, want) {
+		t.Errorf("asked the kernel about the sockets of %v, want the X servers' %v", asked, want)
+	}
+}
+
+// addProc adds a process to a copied tree: its stat (start time 90000
+// ticks), status, cmdline and, unless env is nil, environ.
+func addProc(tb testing.TB, proc string, pid int, comm string, ppid, uid int, args, env []string) {
+	tb.Helper()
+	dir := filepath.Join(proc, fmt.Sprint(pid))
+	if err := os.MkdirAll(filepath.Join(dir, "fd"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	files := map[string]string{
+		"stat":    fmt.Sprintf("%d (%s) S %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 90000 0 0\n", pid, comm, ppid, ppid, ppid),
+		"status":  fmt.Sprintf("Name:\t%s\nPPid:\t%d\nUid:\t%d\t%d\t%d\t%d\n", comm, ppid, uid, uid, uid, uid),
+		"cmdline": strings.Join(args, "\x00") + "\x00",
+	}
+	if env != nil {
+		files["environ"] = strings.Join(env, "\x00") + "\x00"
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
 
@@ -291,8 +433,8 @@ func TestXrdpDisconnectRecorded(t *testing.T) {
 	proc := copyTree(t, twoSessions)
 	var sent []string
 	p := &XrdpProvider{Proc: proc, Grace: 200 * time.Millisecond, Poll: 5 * time.Millisecond,
-		SendDatagram: func(path string, msg []byte) error {
-			sent = append(sent, path)
+		SendDatagram: func(path string, owner int, msg []byte) error {
+			sent = append(sent, fmt.Sprint(path, " ", owner))
 			// xorgxrdp drops its client: the accepted socket goes.
 			removeLines(t, filepath.Join(proc, "2987/net/unix"), " 03 63465 ")
 			return nil
@@ -301,7 +443,7 @@ func TestXrdpDisconnectRecorded(t *testing.T) {
 	if err := p.Disconnect(ctx, "xrdp-11-69049"); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"/run/xrdp/sockdir/xrdp_disconnect_display_11"}; !cmp.Equal(want, sent) {
+	if want := []string{"/run/xrdp/sockdir/xrdp_disconnect_display_11 1002"}; !cmp.Equal(want, sent) {
 		t.Errorf("datagrams to %q, want %q", sent, want)
 	}
 	// Already disconnected: nothing to do, nothing sent.
@@ -321,7 +463,7 @@ func TestXrdpDisconnectRecorded(t *testing.T) {
 
 func TestXrdpDisconnectIgnored(t *testing.T) {
 	p := &XrdpProvider{Proc: twoSessions, Grace: 20 * time.Millisecond, Poll: 5 * time.Millisecond,
-		SendDatagram: func(string, []byte) error { return nil }}
+		SendDatagram: func(string, int, []byte) error { return nil }}
 	err := p.Disconnect(t.Context(), "xrdp-11-69049")
 	if err == nil || !strings.Contains(err.Error(), "still has its client") {
 		t.Fatalf("Disconnect = %v, want the client still attached", err)
@@ -338,6 +480,11 @@ func TestXrdpSesmanRunning(t *testing.T) {
 	}
 	if xrdpSesmanRunning(proc) {
 		t.Error("tree without sesman: xrdp-sesman found")
+	}
+	// A user's process named xrdp-sesman does not make auto pick xrdp.
+	addProc(t, proc, 4000, "xrdp-sesman", 1, 1003, []string{"xrdp-sesman"}, nil)
+	if xrdpSesmanRunning(proc) {
+		t.Error("a user's process named xrdp-sesman taken for sesman")
 	}
 }
 
@@ -473,7 +620,7 @@ func TestXrdpLogonGrace(t *testing.T) {
 	}
 	// Active while logging on, but no client to drop: Disconnect does
 	// nothing.
-	p.SendDatagram = func(path string, _ []byte) error {
+	p.SendDatagram = func(path string, _ int, _ []byte) error {
 		t.Errorf("datagram to %s for a session without a client", path)
 		return nil
 	}
