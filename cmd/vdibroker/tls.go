@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -162,7 +163,20 @@ func (o clientTLSOptions) httpClient(server string, timeout time.Duration) (*htt
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
-	return &http.Client{Transport: tr, Timeout: timeout}, nil
+	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: refuseRedirect}, nil
+}
+
+// refuseRedirect follows no redirect (R-SEC): Go's client keeps the
+// Authorization header on a redirect to the same host name on another
+// port or scheme, plain http:// included (past the check of --server
+// above), and a 307 or 308 sends the body (a registration token) on to
+// any address. The broker's API and a gateway's keys never redirect.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	loc := strings.ToValidUTF8(req.URL.Redacted(), "?")
+	if len(loc) > 200 {
+		loc = loc[:200] + "…"
+	}
+	return fmt.Errorf("the server redirected to %s, which is not followed, so no token goes there: give the URL it serves at", loc)
 }
 
 // isLoopback reports whether host names this machine's loopback.
