@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,6 +81,13 @@ func TestScrapesBounded_RSEC(t *testing.T) {
 		close(c.release)
 		t.Fatalf("%d scrapes at once: none answered 503 while the gathering held", MaxScrapesInFlight+1)
 	}
+	// The others hold their slots; let the gathering go only once each
+	// waits for it, or one that took its slot but had not yet asked
+	// would gather anew, and the test would measure the scheduler.
+	if !waitForJoined(MaxScrapesInFlight - 1) {
+		close(c.release)
+		t.Fatalf("%d scrapes at once: the others did not wait for the first's gathering", MaxScrapesInFlight)
+	}
 	close(c.release)
 	for range MaxScrapesInFlight {
 		if a := <-answers; a.code != http.StatusOK || !strings.Contains(a.body, "test_blocking 1\n") {
@@ -91,5 +99,28 @@ func TestScrapesBounded_RSEC(t *testing.T) {
 	}
 	if code, body := get(); code != http.StatusOK || !strings.Contains(body, "test_blocking 2\n") {
 		t.Errorf("a later scrape: %d\n%s\nwant a new gathering (2)", code, body)
+	}
+}
+
+// waitForJoined reports whether n goroutines wait for a gathering another
+// started (in singleflight's Do, for its WaitGroup) within a guard
+// against a hang.
+func waitForJoined(n int) bool {
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second) // a guard against a hang, not a measure
+	for {
+		got := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "sync.(*WaitGroup).Wait(") && strings.Contains(g, "singleflight.(*Group).Do(") {
+				got++
+			}
+		}
+		if got >= n {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		runtime.Gosched()
 	}
 }
