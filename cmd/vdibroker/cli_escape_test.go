@@ -117,3 +117,23 @@ func TestCLIHostReportEscapesTerminalControls(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIPlacementShowEscapesTerminalControls: placement show writes the
+// decision record in words, which name the user (a user name may hold a
+// bidirectional control: only control characters are refused in it) and
+// quote what the hosts reported; it is escaped as a table is (R-SEC).
+func TestCLIPlacementShowEscapesTerminalControls(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "bidiplace")
+	b.addHost("bidiplace", "bidip1")
+	id := strings.TrimSpace(b.ok("connect", "--host-pool", "bidiplace", "--user", "ops\u202eevil", "--query", "sessionId", "-o", "tsv"))
+	out := b.ok("placement", "show", "--host-pool", "bidiplace", "--session", id)
+	if !strings.Contains(out, `ops\u202eevil`) {
+		t.Fatalf("the record does not name the user, escaped:\n%q", out)
+	}
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(out, u) {
+			t.Errorf("output holds %q raw:\n%q", u, out)
+		}
+	}
+}
