@@ -137,3 +137,32 @@ func TestCLIPlacementShowEscapesTerminalControls(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONLogEscapesTerminalControls: serve --log-format json writes
+// each audit entry and access line, whose target and path an anonymous
+// caller chooses; encoding/json leaves DEL, C1 (U+009B, a CSI in one
+// character) and the bidi controls raw, which act on the terminal of an
+// admin reading the log (kubectl logs). They are written as \uXXXX, which
+// a log pipeline reads back as the same value (R-SEC).
+func TestJSONLogEscapesTerminalControls(t *testing.T) {
+	l := &logFlags{format: "json", level: "info"}
+	var buf strings.Builder
+	log, err := l.logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "hostpools/esc\x1b[2J\u009b31m\x7f\u202efake/sessionhosts"
+	log.Info("audit", "target", target, "entry", struct{ Target string }{target})
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(buf.String(), u) {
+			t.Errorf("the log holds %q raw:\n%q", u, buf.String())
+		}
+	}
+	var line struct {
+		Target string                  `json:"target"`
+		Entry  struct{ Target string } `json:"entry"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil || line.Target != target || line.Entry.Target != target {
+		t.Errorf("the line read back: %v %+v, want target %q", err, line, target)
+	}
+}
