@@ -49,7 +49,8 @@ func TestHealthPingsShared_RSEC(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); up <- svc.Health(ctx).Up }()
 	}
-	// Every check waits for the held ping before it is let go.
+	// Every check waits for the held ping (has joined it) before it is
+	// let go.
 	waitForCallers(t, "broker.(*Service).Health(", 20)
 	// One that hangs up is not held by the ping.
 	gone, cancel := context.WithCancel(ctx)
@@ -72,20 +73,26 @@ func TestHealthPingsShared_RSEC(t *testing.T) {
 	}
 }
 
-// waitForCallers returns once n goroutines are inside fn (a frame of
-// runtime.Stack, "pkg.(*T).Method("), so that a test lets a held call go
-// only when every caller it started waits for it.
+// waitForCallers returns once n goroutines wait in a select inside fn (a
+// frame of runtime.Stack, "pkg.(*T).Method("): Health's callers wait so
+// for the shared ping only once they joined it, while one merely inside
+// Health may not have asked yet and would ping anew after the release.
 func waitForCallers(t *testing.T, frame string, n int) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
 	deadline := time.Now().Add(10 * time.Second) // a guard against a hang, not a measure
 	for {
-		got := strings.Count(string(buf[:runtime.Stack(buf, true)]), frame)
+		got := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if head, _, _ := strings.Cut(g, "\n"); strings.Contains(head, "[select") && strings.Contains(g, frame) {
+				got++
+			}
+		}
 		if got >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines in %s, want %d", got, frame, n)
+			t.Fatalf("%d goroutines wait in %s, want %d", got, frame, n)
 		}
 		runtime.Gosched()
 	}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/ratelimit"
 )
 
 // Namespace prefixes every vdibroker metric name.
@@ -205,20 +207,70 @@ func initEventSeries() {
 	}
 }
 
-// MaxScrapesInFlight bounds the scrapes Handler serves at once; more are
-// answered 503 at once. /metrics needs no token unless serve is given
-// one, and a scrape of a full pod reads the store and builds tens of
-// thousands of series: unbounded, an anonymous caller's concurrent
-// scrapes would take every core and as much memory as it liked. A
-// Prometheus server scrapes one at a time; an HA pair, two.
-const MaxScrapesInFlight = 4
+// The bounds of the scrapes Handler serves. /metrics needs no token
+// unless serve is given one, and a scrape of a full pod reads the store
+// and builds tens of thousands of series: unbounded, an anonymous
+// caller's concurrent scrapes would take every core and as much memory
+// as it liked. At most MaxScrapesInFlight are served at once; the next
+// wait for a slot, in their order, up to MaxScrapesWaiting of them; and
+// one address (an IPv6 /64) has at most MaxScrapesPerAddress under way,
+// served or waiting. Past these, 503 at once. So a caller, however many
+// scrapes it sends, leaves slots to the others: a Prometheus server
+// scrapes one at a time, an HA pair two, from two addresses.
+const (
+	MaxScrapesInFlight   = 4
+	MaxScrapesWaiting    = 60
+	MaxScrapesPerAddress = 2
+)
 
-// Handler serves reg in the Prometheus text format (GET /metrics), at
-// most MaxScrapesInFlight scrapes at once, and scrapes that overlap share
-// one gathering (one store read): a scrape that comes while another's
-// gathering runs waits for it and is answered its result.
+// Handler serves reg in the Prometheus text format (GET /metrics) within
+// the bounds above, and scrapes that overlap share one gathering (one
+// store read): a scrape that comes while another's gathering runs waits
+// for it and is answered its result.
 func Handler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(&sharedGatherer{g: reg}, promhttp.HandlerOpts{Registry: reg, MaxRequestsInFlight: MaxScrapesInFlight})
+	return &scrapeLimiter{
+		next:   promhttp.HandlerFor(&sharedGatherer{g: reg}, promhttp.HandlerOpts{Registry: reg}),
+		slots:  make(chan struct{}, MaxScrapesInFlight),
+		byAddr: map[string]int{},
+	}
+}
+
+// scrapeLimiter serves next within the bounds of the scrapes.
+type scrapeLimiter struct {
+	next  http.Handler
+	slots chan struct{} // one per scrape served
+
+	mu       sync.Mutex
+	admitted int            // scrapes served or waiting
+	byAddr   map[string]int // of admitted, per address
+}
+
+func (l *scrapeLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	addr := ratelimit.ClientAddr(r)
+	l.mu.Lock()
+	if l.admitted >= MaxScrapesInFlight+MaxScrapesWaiting || l.byAddr[addr] >= MaxScrapesPerAddress {
+		l.mu.Unlock()
+		http.Error(w, "too many scrapes at once, try again later", http.StatusServiceUnavailable)
+		return
+	}
+	l.admitted++
+	l.byAddr[addr]++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.admitted--
+		if l.byAddr[addr]--; l.byAddr[addr] == 0 {
+			delete(l.byAddr, addr)
+		}
+	}()
+	select {
+	case l.slots <- struct{}{}:
+		defer func() { <-l.slots }()
+	case <-r.Context().Done():
+		return // the caller hung up
+	}
+	l.next.ServeHTTP(w, r)
 }
 
 // sharedGatherer lets the scrapes that overlap share one Gather of g.

@@ -117,3 +117,52 @@ func TestCLIHostReportEscapesTerminalControls(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIPlacementShowEscapesTerminalControls: placement show writes the
+// decision record in words, which name the user (a user name may hold a
+// bidirectional control: only control characters are refused in it) and
+// quote what the hosts reported; it is escaped as a table is (R-SEC).
+func TestCLIPlacementShowEscapesTerminalControls(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "bidiplace")
+	b.addHost("bidiplace", "bidip1")
+	id := strings.TrimSpace(b.ok("connect", "--host-pool", "bidiplace", "--user", "ops\u202eevil", "--query", "sessionId", "-o", "tsv"))
+	out := b.ok("placement", "show", "--host-pool", "bidiplace", "--session", id)
+	if !strings.Contains(out, `ops\u202eevil`) {
+		t.Fatalf("the record does not name the user, escaped:\n%q", out)
+	}
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(out, u) {
+			t.Errorf("output holds %q raw:\n%q", u, out)
+		}
+	}
+}
+
+// TestJSONLogEscapesTerminalControls: serve --log-format json writes
+// each audit entry and access line, whose target and path an anonymous
+// caller chooses; encoding/json leaves DEL, C1 (U+009B, a CSI in one
+// character) and the bidi controls raw, which act on the terminal of an
+// admin reading the log (kubectl logs). They are written as \uXXXX, which
+// a log pipeline reads back as the same value (R-SEC).
+func TestJSONLogEscapesTerminalControls(t *testing.T) {
+	l := &logFlags{format: "json", level: "info"}
+	var buf strings.Builder
+	log, err := l.logger(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := "hostpools/esc\x1b[2J\u009b31m\x7f\u202efake/sessionhosts"
+	log.Info("audit", "target", target, "entry", struct{ Target string }{target})
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(buf.String(), u) {
+			t.Errorf("the log holds %q raw:\n%q", u, buf.String())
+		}
+	}
+	var line struct {
+		Target string                  `json:"target"`
+		Entry  struct{ Target string } `json:"entry"`
+	}
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil || line.Target != target || line.Entry.Target != target {
+		t.Errorf("the line read back: %v %+v, want target %q", err, line, target)
+	}
+}

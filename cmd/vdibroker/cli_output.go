@@ -115,19 +115,27 @@ func writeJSON(w io.Writer, raw []byte) error {
 		return err
 	}
 	buf.WriteByte('\n')
-	// encoding/json escapes C0 controls but leaves DEL, C1 and the bidi
-	// controls raw; inside a string, \uXXXX is the same value. Outside
-	// strings valid JSON holds only ASCII, so nothing else is touched.
+	_, err := io.WriteString(w, escapeJSON(buf.String()))
+	return err
+}
+
+// escapeJSON writes the terminalUnsafe characters of JSON text js that
+// encoding/json (and log/slog's JSON handler) leave raw, DEL, C1 and the
+// bidi controls, as \uXXXX: inside a string that is the same value, and
+// outside strings JSON holds only ASCII, so nothing else is touched.
+func escapeJSON(js string) string {
+	if strings.IndexFunc(js, func(r rune) bool { return r >= 0x7f && terminalUnsafe(r) }) < 0 {
+		return js
+	}
 	var b strings.Builder
-	for _, r := range buf.String() {
+	for _, r := range js {
 		if r >= 0x7f && terminalUnsafe(r) {
 			fmt.Fprintf(&b, `\u%04x`, r)
 			continue
 		}
 		b.WriteRune(r)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.String()
 }
 
 // writeYAML converts raw to YAML, keeping the field order of the API.

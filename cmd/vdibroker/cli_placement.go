@@ -1,6 +1,9 @@
 package main
 
 import (
+	"io"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker/placement"
@@ -38,7 +41,14 @@ rank, round robin, random draw). --output json or yaml gives the raw record.`,
 			}
 			o := a.outputFor(formatTable)
 			if o.Format == formatTable && o.Query == "" {
-				return placement.WriteText(cmd.OutOrStdout(), rec) // the console's words too
+				// The console's words too; they name the user and quote
+				// the hosts' reports: escaped as a table's cells (R-SEC).
+				var words strings.Builder
+				if err := placement.WriteText(&words, rec); err != nil {
+					return err
+				}
+				_, err := io.WriteString(cmd.OutOrStdout(), escapeTerminal(words.String(), "\n"))
+				return err
 			}
 			return o.print(cmd.OutOrStdout(), rec, explainColumns)
 		},

@@ -86,9 +86,23 @@ func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
 	l.lv.Set(lv)
 	opts := &slog.HandlerOptions{Level: &l.lv}
 	if l.format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		// Audit entries and access lines quote what anonymous callers
+		// chose (a path): escaped as the CLI's json is (R-SEC).
+		return slog.New(slog.NewJSONHandler(jsonLogWriter{w}, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// jsonLogWriter writes the records of slog's JSON handler, one whole
+// record a Write, with the terminal controls it leaves raw escaped
+// (escapeJSON).
+type jsonLogWriter struct{ w io.Writer }
+
+func (j jsonLogWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(j.w, escapeJSON(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // reload sets the level again from the flags (SIGHUP). A file that does
