@@ -83,8 +83,9 @@ type XrdpProvider struct {
 	// KernelSocket asks the kernel about the socket of inode in pid's
 	// network namespace (sock_diag): whether a session is connected is
 	// its word, not the table of /proc/<pid>/net/unix, where a user's
-	// socket path can add lines (displayConnected); nil, or an error but
-	// errNoSocket, reads the table.
+	// socket path can add lines (displayConnected); nil, an error but
+	// errNoSocket, or errNoSocket for every socket the X server holds (a
+	// kernel without unix_diag) reads the table.
 	KernelSocket func(pid int, inode uint64) (UnixSocket, error)
 	// SendDatagram sends one datagram to the Unix socket at path, which
 	// must be a socket of uid owner, not a link: the path comes from the

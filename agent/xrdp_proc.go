@@ -207,18 +207,26 @@ func acceptedOn(s UnixSocket, path string) bool {
 // is binary), a connected stream socket with that path. known is false
 // when the kernel could not be asked (no sock_diag, another network
 // namespace); then displayConnected reads the table instead.
+//
+// A kernel without unix_diag answers every request as one for a socket it
+// does not have (ENOENT, errNoSocket). An X server xrdp started always
+// holds a Unix socket, its display's listening one: when the kernel knows
+// none of the sockets it holds, it cannot be asked either.
 func kernelConnected(held map[uint64]bool, path string, kernel func(inode uint64) (UnixSocket, error)) (connected, known bool) {
+	answered := false
 	for inode := range held {
 		k, err := kernel(inode)
 		switch {
 		case errors.Is(err, errNoSocket): // not a Unix socket, or gone
+			continue
 		case err != nil:
 			return false, false
 		case k.Inode == inode && acceptedOn(k, path):
 			return true, true
 		}
+		answered = true
 	}
-	return false, true
+	return false, answered
 }
 
 // displayConnected is kernelConnected from the table of /proc/net/unix,

@@ -628,3 +628,33 @@ func TestXrdpLogonGrace(t *testing.T) {
 		t.Errorf("Disconnect while logging on = %v", err)
 	}
 }
+
+// A kernel without unix_diag (CONFIG_UNIX_DIAG off, or its module not
+// loadable) answers ENOENT to every sock_diag request for a Unix socket,
+// the same answer as for a socket it does not have. An X server of an
+// xrdp session always holds Unix sockets (its display's listening
+// socket), so a kernel that knows none of them cannot be asked: the table
+// answers, and a connected session stays Active (R-S2, R-S5) instead of
+// every session turning Disconnected.
+func TestXrdpKernelWithoutUnixDiag(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	asked := 0
+	p := &XrdpProvider{Proc: proc, LookupUID: labUIDs, KernelSocket: func(pid int, inode uint64) (UnixSocket, error) {
+		asked++
+		return UnixSocket{}, errNoSocket
+	}}
+	got, err := p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vdibroker.AgentSession{
+		{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+		{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Sessions (-want +got):\n%s", diff)
+	}
+	if asked == 0 {
+		t.Error("the kernel was not asked: the test shows nothing")
+	}
+}
