@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -123,10 +124,38 @@ func (p *UtmpProvider) entries() ([]UtmpEntry, error) {
 }
 
 // utmpStartSlack covers the rounding of the boot time a process's start is
-// counted from (whole seconds) and a clock set forward a little after a
-// logon (the boot time moves with it); a pid taken over later than that
-// still shows.
+// counted from (whole seconds) and a record written a little before the
+// clock was set back; a pid taken over later than that still shows. A
+// clock set forward is bootClock's.
 const utmpStartSlack = time.Minute
+
+// bootClock turns a process's start, in clock ticks after boot, into a
+// wall-clock time from the boot time /proc/stat gives (btime). btime is
+// the wall clock less the time since boot, so it moves when the clock is
+// set: set forward by a day after a logon (NTP on a host without a
+// battery clock, a VM resumed from a snapshot), every process would seem
+// to have started a day later, after its utmp record was written, and
+// every session would vanish. So a start counts from the earliest btime
+// seen since the agent started: a record written before the clock was set
+// forward keeps its session; one written after it gives a later process
+// that took its pid as much leeway as the clock moved.
+type bootClock struct {
+	mu       sync.Mutex
+	earliest int64
+	seen     bool
+}
+
+// start is the wall-clock time a process started ticks after boot, where
+// /proc/stat gives btime now.
+func (c *bootClock) start(btime int64, ticks uint64) time.Time {
+	c.mu.Lock()
+	if !c.seen || btime < c.earliest {
+		c.earliest, c.seen = btime, true
+	}
+	btime = c.earliest
+	c.mu.Unlock()
+	return time.Unix(btime, 0).Add(time.Duration(ticks) * time.Second / clockTicks)
+}
 
 // live reports whether e's process is its login's: alive, and, when its
 // start is known, started no later than the record was written. A crashed
