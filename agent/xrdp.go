@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -101,8 +103,13 @@ type XrdpProvider struct {
 	// (defaultXrdpLogonGrace when 0).
 	LogonGrace time.Duration
 
+	// Logger hears, once, that the kernel could not be asked about a
+	// socket and the table is read; nil logs nothing.
+	Logger *slog.Logger
+
 	mu        sync.Mutex
 	connected map[string]bool // sessions seen with a client
+	fellBack  atomic.Bool     // the fallback to the table was logged
 }
 
 const defaultXrdpLogonGrace = 30 * time.Second
@@ -333,9 +340,12 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 func (p *XrdpProvider) attached(pid int, path string) bool {
 	held := p.sockets(pid)
 	if p.KernelSocket != nil {
-		ok, known := kernelConnected(held, path, func(inode uint64) (UnixSocket, error) { return p.KernelSocket(pid, inode) })
-		if known {
+		ok, err := kernelConnected(held, path, func(inode uint64) (UnixSocket, error) { return p.KernelSocket(pid, inode) })
+		if err == nil {
 			return ok
+		}
+		if p.Logger != nil && !p.fellBack.Swap(true) {
+			p.Logger.Warn("xrdp sessions: the kernel cannot be asked whether a client is attached; reading /proc/<pid>/net/unix, where a user's socket path can add lines", "pid", pid, "err", err)
 		}
 	}
 	data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pid), "net", "unix"))

@@ -176,12 +176,12 @@ func TestXrdpKernelSocket(t *testing.T) {
 	if !displayConnected(table, held, path) {
 		t.Fatal("the table is not fooled by the added line: this kernel escapes newlines, the test shows nothing")
 	}
-	if ok, known := kernelConnected(held, path, kernel); ok || !known {
-		t.Errorf("kernelConnected = %v, %v: a line a user's socket path added connects the display", ok, known)
+	if ok, err := kernelConnected(held, path, kernel); ok || err != nil {
+		t.Errorf("kernelConnected = %v, %v: a line a user's socket path added connects the display", ok, err)
 	}
 	held[accIno] = true
-	if ok, known := kernelConnected(held, path, kernel); !ok || !known {
-		t.Errorf("kernelConnected = %v, %v: the accepted client does not connect the display", ok, known)
+	if ok, err := kernelConnected(held, path, kernel); !ok || err != nil {
+		t.Errorf("kernelConnected = %v, %v: the accepted client does not connect the display", ok, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -656,5 +657,45 @@ func TestXrdpKernelWithoutUnixDiag(t *testing.T) {
 	}
 	if asked == 0 {
 		t.Error("the kernel was not asked: the test shows nothing")
+	}
+}
+
+// When the kernel cannot be asked about the X servers' sockets, the
+// provider reads /proc/<pid>/net/unix, where a user's socket path can add
+// lines (R-S2): the agent says so once, with the reason, not at every
+// heartbeat.
+func TestXrdpFallbackLoggedOnce(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	var logs strings.Builder
+	p := &XrdpProvider{Proc: proc, LookupUID: labUIDs,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		KernelSocket: func(pid int, inode uint64) (UnixSocket, error) {
+			return UnixSocket{}, errors.New("sock_diag: protocol not supported")
+		}}
+	for range 3 {
+		got, err := p.Sessions(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[1].State != vdibroker.StateActive {
+			t.Fatalf("Sessions = %+v: the table is not read", got)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "net/unix") || !strings.Contains(lines[0], "protocol not supported") {
+		t.Errorf("logged %q, want one line naming net/unix and the reason", logs.String())
+	}
+}
+
+// The agent gives the xrdp provider its logger, so that the fallback to
+// the table is heard where the agent's logs go.
+func TestXrdpGetsTheAgentsLogger(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	p := &XrdpProvider{}
+	if _, err := New(Config{Server: "http://broker:8080", HostName: "h", Address: "a:1", RegistrationToken: "t", Sessions: p, Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Logger != log {
+		t.Errorf("the provider's logger is %v, want the agent's", p.Logger)
 	}
 }
