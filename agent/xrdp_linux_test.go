@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestNewSessionProviderXrdp(t *testing.T) {
@@ -229,5 +231,25 @@ func TestXrdpReadsOnlyTheEnvironmentsItNeeds(t *testing.T) {
 	}
 	if env := p.environ(2987); len(strings.Join(env, "")) > maxEnviron {
 		t.Errorf("read %d bytes of an environment", len(strings.Join(env, "")))
+	}
+}
+
+// A signal to the agent (a child's SIGCHLD) interrupts the sock_diag
+// answer's wait, which SO_RCVTIMEO keeps the kernel from restarting: the
+// call is made again, not taken as a kernel that cannot be asked.
+func TestIgnoringEINTR(t *testing.T) {
+	calls := 0
+	err := ignoringEINTR(func() error {
+		calls++
+		if calls < 3 {
+			return unix.EINTR
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("ignoringEINTR = %v after %d calls, want nil after 3", err, calls)
+	}
+	if err := ignoringEINTR(func() error { return unix.EAGAIN }); err != unix.EAGAIN {
+		t.Errorf("ignoringEINTR = %v, want EAGAIN as it came", err)
 	}
 }
