@@ -32,9 +32,10 @@ const (
 // is the source that always answers:
 //
 //   - a session is an X server whose parent is a per-session xrdp-sesman
-//     process and whose first argument is its display (":10"); it runs as
-//     the session's user, whose name is the USER sesman put in its
-//     environment (else the uid's name);
+//     process (xrdp-sesexec in xrdp 0.10), root's, and whose first
+//     argument is its display (":10"); it runs as the session's user,
+//     whose name is the USER sesman put in its environment when that
+//     names the X server's uid (else the uid's name);
 //   - the session is connected while the X server holds a connected socket
 //     on its xrdp_display_<N> listening socket in xrdp's socket directory:
 //     that is the end xorgxrdp accepted from the xrdp process serving the
@@ -296,7 +297,7 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		if !ok {
 			continue
 		}
-		if parent, ok := all[pr.PPID]; !ok || !isSesman(parent.PIDStat, parent.UID) {
+		if parent, ok := all[pr.PPID]; !ok || !startsXrdpSessions(parent.PIDStat, parent.UID) {
 			continue // an X server xrdp did not start (a console, Xvfb, a user's)
 		}
 		pr.Env = p.environ(pr.PID)
@@ -534,6 +535,13 @@ func (p *XrdpProvider) SendMessage(ctx context.Context, id, message string) erro
 // user she named (R-S2); a user cannot start a process as root.
 func isSesman(st PIDStat, uid int) bool {
 	return st.Comm == "xrdp-sesman" && uid == 0 && st.State != 'Z'
+}
+
+// startsXrdpSessions reports whether a process is the one xrdp starts a
+// session's X server from: a per-session xrdp-sesman (xrdp 0.9) or
+// xrdp-sesexec (0.10), running as root for the same reason as isSesman.
+func startsXrdpSessions(st PIDStat, uid int) bool {
+	return isSesman(st, uid) || (st.Comm == "xrdp-sesexec" && uid == 0 && st.State != 'Z')
 }
 
 // xrdpSesmanRunning reports whether an xrdp-sesman process runs in the tree

@@ -190,6 +190,29 @@ func TestXrdpSessionsCases(t *testing.T) {
 			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
 		},
 	}, {
+		// xrdp 0.10 (Debian 13, Fedora) starts each session's X server
+		// from xrdp-sesexec, which sesman runs as root for the session,
+		// not from a child of xrdp-sesman.
+		name: "xrdp 0.10: an X server under root's xrdp-sesexec",
+		change: func(tb testing.TB, proc string) {
+			rewrite(tb, filepath.Join(proc, "29786/stat"), "(xrdp-sesman)", "(xrdp-sesexec)")
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
+		name: "an X server under a user's process named xrdp-sesexec is no session",
+		change: func(tb testing.TB, proc string) {
+			addProc(tb, proc, 4000, "xrdp-sesexec", 1, 1003, []string{"xrdp-sesexec"}, nil)
+			addProc(tb, proc, 4001, "Xorg", 4000, 1003, []string{"/usr/lib/xorg/Xorg", ":12"},
+				[]string{"USER=rdplabbob", "DISPLAY=:12", "XRDP_SESSION=4000"})
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
 		name: "sesman gone: no session",
 		change: func(tb testing.TB, proc string) {
 			for _, pid := range []string{"29565", "29786", "2985"} {
