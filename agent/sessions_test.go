@@ -183,7 +183,7 @@ func TestLogindProvider(t *testing.T) {
 	}
 }
 
-// The session id of a command comes from the broker: one that is no
+// The session id of a command comes from the broker (R-S4): one that is no
 // logind session id (an option such as -H, which makes loginctl ssh to
 // a host, as root) never reaches loginctl.
 func TestLogindCommandIDs(t *testing.T) {

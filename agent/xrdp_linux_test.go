@@ -208,7 +208,8 @@ func socketInode(tb testing.TB, c syscall.Conn) uint64 {
 // as large as she likes (megabytes each, thousands of processes): the
 // provider reads a process's environment only when it is an X server
 // sesman started or, at a logoff, a process of the session's user, and
-// reads at most a bound of any. A FIFO stands for an environment no read
+// reads at most a bound of any, so that the heartbeat's session list
+// (R-S2) costs no user's size. A FIFO stands for an environment no read
 // should touch: reading it would never end.
 func TestXrdpReadsOnlyTheEnvironmentsItNeeds(t *testing.T) {
 	proc := copyTree(t, twoSessions)
@@ -234,9 +235,10 @@ func TestXrdpReadsOnlyTheEnvironmentsItNeeds(t *testing.T) {
 	}
 }
 
-// A signal to the agent (a child's SIGCHLD) interrupts the sock_diag
-// answer's wait, which SO_RCVTIMEO keeps the kernel from restarting: the
-// call is made again, not taken as a kernel that cannot be asked.
+// A signal to the agent (a child's SIGCHLD) interrupts the wait for the
+// kernel's answer about an xrdp session's socket (R-S2), which SO_RCVTIMEO
+// keeps the kernel from restarting: the call is made again, not taken as
+// a kernel that cannot be asked.
 func TestIgnoringEINTR(t *testing.T) {
 	calls := 0
 	err := ignoringEINTR(func() error {

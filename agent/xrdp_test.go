@@ -711,7 +711,7 @@ func TestXrdpFallbackLoggedOnce(t *testing.T) {
 }
 
 // The agent gives the xrdp provider its logger, so that the fallback to
-// the table is heard where the agent's logs go.
+// the table (R-S2) is heard where the agent's logs go.
 func TestXrdpGetsTheAgentsLogger(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	p := &XrdpProvider{}
