@@ -213,6 +213,9 @@ func acceptedOn(s UnixSocket, path string) bool {
 // holds a Unix socket, its display's listening one: when the kernel knows
 // none of the sockets it holds, it cannot be asked either.
 func kernelConnected(held map[uint64]bool, path string, kernel func(inode uint64) (UnixSocket, error)) (bool, error) {
+	if len(held) == 0 {
+		return false, nil // none to ask about (or its fd links unreadable)
+	}
 	answered := false
 	for inode := range held {
 		k, err := kernel(inode)

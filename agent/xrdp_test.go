@@ -722,3 +722,15 @@ func TestXrdpGetsTheAgentsLogger(t *testing.T) {
 		t.Errorf("the provider's logger is %v, want the agent's", p.Logger)
 	}
 }
+
+// An X server whose sockets cannot be listed (its fd directory is
+// unreadable to an agent not running as root) holds no client the agent
+// can see (R-S2): nothing to ask the kernel, and no word of a kernel
+// without unix_diag.
+func TestKernelConnectedNoSockets(t *testing.T) {
+	asked := false
+	kernel := func(uint64) (UnixSocket, error) { asked = true; return UnixSocket{}, errNoSocket }
+	if ok, err := kernelConnected(nil, "/run/xrdp/sockdir/xrdp_display_10", kernel); ok || err != nil || asked {
+		t.Errorf("kernelConnected(no sockets) = %v, %v (asked %v); want false, nil, not asked", ok, err, asked)
+	}
+}
