@@ -22,7 +22,8 @@ func newLogind() (SessionProvider, error) {
 func newUtmp(path string) (SessionProvider, error) {
 	clock := &bootClock{}
 	started := func(pid int) (time.Time, error) { return processStarted(clock, pid) }
-	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Started: started, Hangup: hangup, WriteTTY: writeTTY}, nil
+	booted := func(t time.Time) { clock.booted(t.Unix()) }
+	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Started: started, Booted: booted, Hangup: hangup, WriteTTY: writeTTY}, nil
 }
 
 // processStarted is when pid started: the boot time (/proc/stat btime,
