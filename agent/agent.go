@@ -158,6 +158,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = &SystemMetrics{Logger: cfg.Logger}
 	}
+	if x, ok := cfg.Sessions.(*XrdpProvider); ok && x.Logger == nil {
+		x.Logger = cfg.Logger
+	}
 	if cfg.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
 		cfg.Rand = rand.New(rand.NewPCG(seed, seed>>1))

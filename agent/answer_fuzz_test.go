@@ -78,7 +78,8 @@ func FuzzHeartbeatAnswer(f *testing.F) {
 }
 
 // FuzzDecodeError: any error answer is an error, and a 5xx or anything
-// not the broker's error JSON stays a transport error the agent retries.
+// not the broker's error JSON stays a transport error the agent retries
+// (R-SEC: the broker's answer is read within bounds, whatever it is).
 func FuzzDecodeError(f *testing.F) {
 	f.Add(401, []byte(`{"error":{"code":"Unauthenticated","message":"credential refused"}}`))
 	f.Add(409, []byte(`{"error":{"code":"Conflict","message":"registered already"}}`))
@@ -102,7 +103,7 @@ func FuzzDecodeError(f *testing.F) {
 
 // FuzzFileProviderSessions: whatever an integration writes to the sessions
 // file, the provider reports sessions with id, user and a state the broker
-// knows, or an error.
+// knows, or an error (R-S2).
 func FuzzFileProviderSessions(f *testing.F) {
 	f.Add([]byte(`[{"id":"s1","user":"alice"},{"id":"s2","user":"bob","state":"Disconnected"}]`))
 	f.Add([]byte(`[{"id":"s1"}]`))
@@ -125,7 +126,8 @@ func FuzzFileProviderSessions(f *testing.F) {
 	})
 }
 
-// FuzzDecodeWTSInfo: the WTSINFOW decoder reads only inside the buffer.
+// FuzzDecodeWTSInfo: the WTSINFOW decoder reads only inside the buffer
+// (R-S2: the sessions and logon times the host reports).
 func FuzzDecodeWTSInfo(f *testing.F) {
 	data, err := os.ReadFile("testdata/windows/wtsinfo-session2.bin")
 	if err != nil {

@@ -20,12 +20,16 @@ func newLogind() (SessionProvider, error) {
 }
 
 func newUtmp(path string) (SessionProvider, error) {
-	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Started: processStarted, Hangup: hangup, WriteTTY: writeTTY}, nil
+	clock := &bootClock{}
+	started := func(pid int) (time.Time, error) { return processStarted(clock, pid) }
+	booted := func(t time.Time) { clock.booted(t.Unix()) }
+	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Started: started, Booted: booted, Hangup: hangup, WriteTTY: writeTTY}, nil
 }
 
-// processStarted is when pid started: the boot time (/proc/stat btime)
-// and the start in clock ticks after boot (/proc/<pid>/stat).
-func processStarted(pid int) (time.Time, error) {
+// processStarted is when pid started: the boot time (/proc/stat btime,
+// through clock) and the start in clock ticks after boot
+// (/proc/<pid>/stat).
+func processStarted(clock *bootClock, pid int) (time.Time, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return time.Time{}, err
@@ -44,7 +48,7 @@ func processStarted(pid int) (time.Time, error) {
 			if err != nil {
 				break
 			}
-			return time.Unix(boot, 0).Add(time.Duration(st.Start) * time.Second / clockTicks), nil
+			return clock.start(boot, st.Start), nil
 		}
 	}
 	return time.Time{}, errors.New("/proc/stat: no btime")

@@ -252,3 +252,62 @@ func TestUtmpPIDReused(t *testing.T) {
 		t.Errorf("Logoff = %v, want ErrNoSession", err)
 	}
 }
+
+// A host without a battery clock boots with a clock a day behind, a
+// console login is recorded, then NTP sets the clock forward: the agent,
+// started after that, sees every process start a day later, after its
+// login's record. The boot record utmp has from that boot (written, as
+// the login's, by the clock before it was set) says when the host booted
+// by that clock, and the login keeps its session (R-S2).
+func TestUtmpClockSetForwardBeforeTheAgent(t *testing.T) {
+	login := exec.Command("sleep", "60")
+	if err := login.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { login.Process.Kill(); login.Wait() })
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var btime int64
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			fmt.Sscan(v, &btime)
+		}
+	}
+	if btime == 0 {
+		t.Fatal("/proc/stat: no btime")
+	}
+	// By the clock before it was set forward a day: booted a day before
+	// btime says, the login an hour ago.
+	day := 24 * time.Hour
+	boot := utmpRecordAt(0, "~", "reboot", time.Unix(btime, 0).Add(-day))
+	binary.NativeEndian.PutUint16(boot[0:], utmpBootTime)
+	record := append(boot, utmpRecordAt(login.Process.Pid, "tty1", "root", time.Now().Add(-time.Hour))...)
+	path := filepath.Join(t.TempDir(), "utmp")
+	if err := os.WriteFile(path, record, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newUtmp(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != "tty1" {
+		t.Errorf("Sessions = %+v, want the login on tty1", got)
+	}
+
+	// Without the boot record it is a later process that took the pid.
+	if err := os.WriteFile(path, record[utmpRecordSize:], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = newUtmp(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Sessions(t.Context()); err != nil || len(got) != 0 {
+		t.Errorf("Sessions = %+v, %v; want none: the test shows nothing", got, err)
+	}
+}

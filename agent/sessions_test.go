@@ -183,7 +183,7 @@ func TestLogindProvider(t *testing.T) {
 	}
 }
 
-// The session id of a command comes from the broker: one that is no
+// The session id of a command comes from the broker (R-S4): one that is no
 // logind session id (an option such as -H, which makes loginctl ssh to
 // a host, as root) never reaches loginctl.
 func TestLogindCommandIDs(t *testing.T) {
@@ -350,5 +350,29 @@ func TestTTYMessage(t *testing.T) {
 				t.Errorf("ttyMessage(%q) =\n%q, want\n%q", tt.message, got, tt.want)
 			}
 		})
+	}
+}
+
+// The wall clock set forward after a logon (a host without a battery
+// clock set by NTP after boot, a VM resumed from a snapshot) moves the boot
+// time /proc/stat gives with it, and so every process's start: a login
+// that started an hour before its utmp record was written would seem to
+// have started after it, and its session vanish (R-S2). The start is
+// counted from the earliest boot time seen; set back, the clock counts
+// from the new one.
+func TestBootClockSetForward(t *testing.T) {
+	var c bootClock
+	const boot = 1_700_000_000
+	login := c.start(boot, 6000) // 60 s after boot
+	if want := time.Unix(boot+60, 0); !login.Equal(want) {
+		t.Fatalf("start = %v, want %v", login, want)
+	}
+	// An hour later NTP sets the clock forward by a day: btime moves too.
+	if got := c.start(boot+86400, 6000); !got.Equal(login) {
+		t.Errorf("after the clock was set forward a day, the login started %v, want %v", got, login)
+	}
+	// Set back by a day and a minute: the earlier boot time counts.
+	if got, want := c.start(boot-60, 6000), time.Unix(boot, 0); !got.Equal(want) {
+		t.Errorf("after the clock was set back, the login started %v, want %v", got, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -23,6 +24,7 @@ const utmpRecordSize = 384
 
 // utmp record types (utmp.h) the agent cares about.
 const (
+	utmpBootTime    = 2
 	utmpUserProcess = 7
 	utmpDeadProcess = 8
 )
@@ -110,6 +112,9 @@ type UtmpProvider struct {
 	Started  func(pid int) (time.Time, error)
 	Hangup   func(pid int) error
 	WriteTTY func(tty, message string) error
+	// Booted, when not nil, hears the time of the file's boot record
+	// before Started is asked (bootClock.booted).
+	Booted func(time.Time)
 }
 
 var _ SessionProvider = (*UtmpProvider)(nil)
@@ -119,14 +124,57 @@ func (p *UtmpProvider) entries() ([]UtmpEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("utmp sessions: %w", err)
 	}
-	return ParseUtmp(data, p.Order)
+	list, err := ParseUtmp(data, p.Order)
+	for _, e := range list {
+		if e.Type == utmpBootTime && p.Booted != nil && e.Time.Unix() > 0 {
+			p.Booted(e.Time)
+		}
+	}
+	return list, err
 }
 
 // utmpStartSlack covers the rounding of the boot time a process's start is
-// counted from (whole seconds) and a clock set forward a little after a
-// logon (the boot time moves with it); a pid taken over later than that
-// still shows.
+// counted from (whole seconds) and a record written a little before the
+// clock was set back; a pid taken over later than that still shows. A
+// clock set forward is bootClock's.
 const utmpStartSlack = time.Minute
+
+// bootClock turns a process's start, in clock ticks after boot, into a
+// wall-clock time from the boot time /proc/stat gives (btime). btime is
+// the wall clock less the time since boot, so it moves when the clock is
+// set: set forward by a day after a logon (NTP on a host without a
+// battery clock, a VM resumed from a snapshot), every process would seem
+// to have started a day later, after its utmp record was written, and
+// every session would vanish. So a start counts from the earliest btime
+// seen since the agent started, or written in utmp's boot record (by the
+// clock the host booted with, before NTP set it, as a console login's
+// record): a record written before the clock was set forward keeps its
+// session; one written after it gives a later process that took its pid
+// as much leeway as the clock moved.
+type bootClock struct {
+	mu       sync.Mutex
+	earliest int64
+	seen     bool
+}
+
+// start is the wall-clock time a process started ticks after boot, where
+// /proc/stat gives btime now.
+func (c *bootClock) start(btime int64, ticks uint64) time.Time {
+	c.booted(btime)
+	c.mu.Lock()
+	btime = c.earliest
+	c.mu.Unlock()
+	return time.Unix(btime, 0).Add(time.Duration(ticks) * time.Second / clockTicks)
+}
+
+// booted hears a boot time: /proc/stat's btime, or utmp's boot record.
+func (c *bootClock) booted(btime int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.seen || btime < c.earliest {
+		c.earliest, c.seen = btime, true
+	}
+}
 
 // live reports whether e's process is its login's: alive, and, when its
 // start is known, started no later than the record was written. A crashed

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,9 +32,10 @@ const (
 // is the source that always answers:
 //
 //   - a session is an X server whose parent is a per-session xrdp-sesman
-//     process and whose first argument is its display (":10"); it runs as
-//     the session's user, whose name is the USER sesman put in its
-//     environment (else the uid's name);
+//     process (xrdp-sesexec in xrdp 0.10), root's, and whose first
+//     argument is its display (":10"); it runs as the session's user,
+//     whose name is the USER sesman put in its environment when that
+//     names the X server's uid (else the uid's name);
 //   - the session is connected while the X server holds a connected socket
 //     on its xrdp_display_<N> listening socket in xrdp's socket directory:
 //     that is the end xorgxrdp accepted from the xrdp process serving the
@@ -83,8 +86,9 @@ type XrdpProvider struct {
 	// KernelSocket asks the kernel about the socket of inode in pid's
 	// network namespace (sock_diag): whether a session is connected is
 	// its word, not the table of /proc/<pid>/net/unix, where a user's
-	// socket path can add lines (displayConnected); nil, or an error but
-	// errNoSocket, reads the table.
+	// socket path can add lines (displayConnected); nil, an error but
+	// errNoSocket, or errNoSocket for every socket the X server holds (a
+	// kernel without unix_diag) reads the table.
 	KernelSocket func(pid int, inode uint64) (UnixSocket, error)
 	// SendDatagram sends one datagram to the Unix socket at path, which
 	// must be a socket of uid owner, not a link: the path comes from the
@@ -100,8 +104,13 @@ type XrdpProvider struct {
 	// (defaultXrdpLogonGrace when 0).
 	LogonGrace time.Duration
 
+	// Logger hears, once, that the kernel could not be asked about a
+	// socket and the table is read; nil logs nothing.
+	Logger *slog.Logger
+
 	mu        sync.Mutex
 	connected map[string]bool // sessions seen with a client
+	fellBack  atomic.Bool     // the fallback to the table was logged
 }
 
 const defaultXrdpLogonGrace = 30 * time.Second
@@ -288,7 +297,7 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 		if !ok {
 			continue
 		}
-		if parent, ok := all[pr.PPID]; !ok || !isSesman(parent.PIDStat, parent.UID) {
+		if parent, ok := all[pr.PPID]; !ok || !startsXrdpSessions(parent.PIDStat, parent.UID) {
 			continue // an X server xrdp did not start (a console, Xvfb, a user's)
 		}
 		pr.Env = p.environ(pr.PID)
@@ -332,9 +341,12 @@ func (p *XrdpProvider) sessions(all map[int]xrdpProc) []xrdpSession {
 func (p *XrdpProvider) attached(pid int, path string) bool {
 	held := p.sockets(pid)
 	if p.KernelSocket != nil {
-		ok, known := kernelConnected(held, path, func(inode uint64) (UnixSocket, error) { return p.KernelSocket(pid, inode) })
-		if known {
+		ok, err := kernelConnected(held, path, func(inode uint64) (UnixSocket, error) { return p.KernelSocket(pid, inode) })
+		if err == nil {
 			return ok
+		}
+		if p.Logger != nil && !p.fellBack.Swap(true) {
+			p.Logger.Warn("xrdp sessions: the kernel cannot be asked whether a client is attached; reading /proc/<pid>/net/unix, where a user's socket path can add lines", "pid", pid, "err", err)
 		}
 	}
 	data, err := os.ReadFile(filepath.Join(p.proc(), strconv.Itoa(pid), "net", "unix"))
@@ -523,6 +535,13 @@ func (p *XrdpProvider) SendMessage(ctx context.Context, id, message string) erro
 // user she named (R-S2); a user cannot start a process as root.
 func isSesman(st PIDStat, uid int) bool {
 	return st.Comm == "xrdp-sesman" && uid == 0 && st.State != 'Z'
+}
+
+// startsXrdpSessions reports whether a process is the one xrdp starts a
+// session's X server from: a per-session xrdp-sesman (xrdp 0.9) or
+// xrdp-sesexec (0.10), running as root for the same reason as isSesman.
+func startsXrdpSessions(st PIDStat, uid int) bool {
+	return isSesman(st, uid) || (st.Comm == "xrdp-sesexec" && uid == 0 && st.State != 'Z')
 }
 
 // xrdpSesmanRunning reports whether an xrdp-sesman process runs in the tree

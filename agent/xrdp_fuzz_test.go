@@ -127,8 +127,9 @@ func diagAnswer(typ, state byte, inode uint32, name string) []byte {
 	return msg
 }
 
-// FuzzParseUnixDiag: the kernel's sock_diag answer is decoded with every
-// length checked, whatever the bytes.
+// FuzzParseUnixDiag: the kernel's sock_diag answer, whether an xrdp
+// session is connected (R-S2, R-S5), is decoded with every length
+// checked, whatever the bytes.
 func FuzzParseUnixDiag(f *testing.F) {
 	f.Add(diagAnswer(1, tcpEstablished, 63465, "/run/xrdp/sockdir/xrdp_display_11\x00")) // accepted client
 	f.Add(diagAnswer(1, tcpListen, 63428, "/run/xrdp/sockdir/xrdp_display_11\x00"))      // listener
@@ -151,6 +152,8 @@ func FuzzParseUnixDiag(f *testing.F) {
 	})
 }
 
+// TestParseUnixDiag decodes the kernel's answers about the sockets that
+// tell whether an xrdp session is connected (R-S2, R-S5).
 func TestParseUnixDiag(t *testing.T) {
 	tests := []struct {
 		name string

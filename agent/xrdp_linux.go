@@ -113,13 +113,31 @@ func kernelSocket(pid int, inode uint64) (UnixSocket, error) {
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return UnixSocket{}, fmt.Errorf("sock_diag: %w", err)
 	}
-	if err := unix.Sendto(fd, unixDiagRequest(uint32(inode), 1), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	err = ignoringEINTR(func() error {
+		return unix.Sendto(fd, unixDiagRequest(uint32(inode), 1), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	})
+	if err != nil {
 		return UnixSocket{}, fmt.Errorf("sock_diag: %w", err)
 	}
 	buf := make([]byte, 8192)
-	n, _, err := unix.Recvfrom(fd, buf, 0)
+	var n int
+	err = ignoringEINTR(func() (err error) {
+		n, _, err = unix.Recvfrom(fd, buf, 0)
+		return err
+	})
 	if err != nil {
 		return UnixSocket{}, fmt.Errorf("sock_diag: %w", err)
 	}
 	return ParseUnixDiag(buf[:n])
+}
+
+// ignoringEINTR calls f again while a signal interrupts it: a socket with
+// SO_RCVTIMEO is not restarted after one (signal(7)), and the agent gets
+// signals (SIGCHLD of the commands it runs).
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); err != unix.EINTR {
+			return err
+		}
+	}
 }

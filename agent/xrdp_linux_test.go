@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestNewSessionProviderXrdp(t *testing.T) {
@@ -176,12 +178,12 @@ func TestXrdpKernelSocket(t *testing.T) {
 	if !displayConnected(table, held, path) {
 		t.Fatal("the table is not fooled by the added line: this kernel escapes newlines, the test shows nothing")
 	}
-	if ok, known := kernelConnected(held, path, kernel); ok || !known {
-		t.Errorf("kernelConnected = %v, %v: a line a user's socket path added connects the display", ok, known)
+	if ok, err := kernelConnected(held, path, kernel); ok || err != nil {
+		t.Errorf("kernelConnected = %v, %v: a line a user's socket path added connects the display", ok, err)
 	}
 	held[accIno] = true
-	if ok, known := kernelConnected(held, path, kernel); !ok || !known {
-		t.Errorf("kernelConnected = %v, %v: the accepted client does not connect the display", ok, known)
+	if ok, err := kernelConnected(held, path, kernel); !ok || err != nil {
+		t.Errorf("kernelConnected = %v, %v: the accepted client does not connect the display", ok, err)
 	}
 }
 
@@ -206,7 +208,8 @@ func socketInode(tb testing.TB, c syscall.Conn) uint64 {
 // as large as she likes (megabytes each, thousands of processes): the
 // provider reads a process's environment only when it is an X server
 // sesman started or, at a logoff, a process of the session's user, and
-// reads at most a bound of any. A FIFO stands for an environment no read
+// reads at most a bound of any, so that the heartbeat's session list
+// (R-S2) costs no user's size. A FIFO stands for an environment no read
 // should touch: reading it would never end.
 func TestXrdpReadsOnlyTheEnvironmentsItNeeds(t *testing.T) {
 	proc := copyTree(t, twoSessions)
@@ -229,5 +232,26 @@ func TestXrdpReadsOnlyTheEnvironmentsItNeeds(t *testing.T) {
 	}
 	if env := p.environ(2987); len(strings.Join(env, "")) > maxEnviron {
 		t.Errorf("read %d bytes of an environment", len(strings.Join(env, "")))
+	}
+}
+
+// A signal to the agent (a child's SIGCHLD) interrupts the wait for the
+// kernel's answer about an xrdp session's socket (R-S2), which SO_RCVTIMEO
+// keeps the kernel from restarting: the call is made again, not taken as
+// a kernel that cannot be asked.
+func TestIgnoringEINTR(t *testing.T) {
+	calls := 0
+	err := ignoringEINTR(func() error {
+		calls++
+		if calls < 3 {
+			return unix.EINTR
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("ignoringEINTR = %v after %d calls, want nil after 3", err, calls)
+	}
+	if err := ignoringEINTR(func() error { return unix.EAGAIN }); err != unix.EAGAIN {
+		t.Errorf("ignoringEINTR = %v, want EAGAIN as it came", err)
 	}
 }

@@ -204,22 +204,39 @@ func acceptedOn(s UnixSocket, path string) bool {
 // kernelConnected reports whether an xrdp client is attached to the
 // display whose listening socket has path: one of the X server's sockets
 // (held, their inodes) is, by the kernel's word (sock_diag, whose answer
-// is binary), a connected stream socket with that path. known is false
-// when the kernel could not be asked (no sock_diag, another network
-// namespace); then displayConnected reads the table instead.
-func kernelConnected(held map[uint64]bool, path string, kernel func(inode uint64) (UnixSocket, error)) (connected, known bool) {
+// is binary), a connected stream socket with that path. An error says the
+// kernel could not be asked (no sock_diag, another network namespace);
+// then displayConnected reads the table instead.
+//
+// A kernel without unix_diag answers every request as one for a socket it
+// does not have (ENOENT, errNoSocket). An X server xrdp started always
+// holds a Unix socket, its display's listening one: when the kernel knows
+// none of the sockets it holds, it cannot be asked either.
+func kernelConnected(held map[uint64]bool, path string, kernel func(inode uint64) (UnixSocket, error)) (bool, error) {
+	if len(held) == 0 {
+		return false, nil // none to ask about (or its fd links unreadable)
+	}
+	answered := false
 	for inode := range held {
 		k, err := kernel(inode)
 		switch {
 		case errors.Is(err, errNoSocket): // not a Unix socket, or gone
+			continue
 		case err != nil:
-			return false, false
+			return false, err
 		case k.Inode == inode && acceptedOn(k, path):
-			return true, true
+			return true, nil
 		}
+		answered = true
 	}
-	return false, true
+	if !answered {
+		return false, errNoUnixDiag
+	}
+	return false, nil
 }
+
+// errNoUnixDiag: the kernel knows none of an X server's sockets.
+var errNoUnixDiag = errors.New("sock_diag: the kernel knows none of the X server's sockets (no unix_diag?)")
 
 // displayConnected is kernelConnected from the table of /proc/net/unix,
 // when the kernel cannot be asked: the X server holds a connected stream

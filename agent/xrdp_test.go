@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -183,6 +184,29 @@ func TestXrdpSessionsCases(t *testing.T) {
 			addProc(tb, proc, 4000, "xrdp-sesman", 1, 1003, []string{"xrdp-sesman"}, nil)
 			addProc(tb, proc, 4001, "Xorg", 4000, 1003, []string{"/usr/lib/xorg/Xorg", ":12"},
 				[]string{"USER=rdplabbob", "DISPLAY=:12", "XRDP_SESSION=1"})
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
+		// xrdp 0.10 (Debian 13, Fedora) starts each session's X server
+		// from xrdp-sesexec, which sesman runs as root for the session,
+		// not from a child of xrdp-sesman.
+		name: "xrdp 0.10: an X server under root's xrdp-sesexec",
+		change: func(tb testing.TB, proc string) {
+			rewrite(tb, filepath.Join(proc, "29786/stat"), "(xrdp-sesman)", "(xrdp-sesexec)")
+		},
+		want: []vdibroker.AgentSession{
+			{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+			{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+		},
+	}, {
+		name: "an X server under a user's process named xrdp-sesexec is no session",
+		change: func(tb testing.TB, proc string) {
+			addProc(tb, proc, 4000, "xrdp-sesexec", 1, 1003, []string{"xrdp-sesexec"}, nil)
+			addProc(tb, proc, 4001, "Xorg", 4000, 1003, []string{"/usr/lib/xorg/Xorg", ":12"},
+				[]string{"USER=rdplabbob", "DISPLAY=:12", "XRDP_SESSION=4000"})
 		},
 		want: []vdibroker.AgentSession{
 			{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
@@ -626,5 +650,87 @@ func TestXrdpLogonGrace(t *testing.T) {
 	}
 	if err := p.Disconnect(t.Context(), "xrdp-11-69049"); err != nil {
 		t.Errorf("Disconnect while logging on = %v", err)
+	}
+}
+
+// A kernel without unix_diag (CONFIG_UNIX_DIAG off, or its module not
+// loadable) answers ENOENT to every sock_diag request for a Unix socket,
+// the same answer as for a socket it does not have. An X server of an
+// xrdp session always holds Unix sockets (its display's listening
+// socket), so a kernel that knows none of them cannot be asked: the table
+// answers, and a connected session stays Active (R-S2, R-S5) instead of
+// every session turning Disconnected.
+func TestXrdpKernelWithoutUnixDiag(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	asked := 0
+	p := &XrdpProvider{Proc: proc, LookupUID: labUIDs, KernelSocket: func(pid int, inode uint64) (UnixSocket, error) {
+		asked++
+		return UnixSocket{}, errNoSocket
+	}}
+	got, err := p.Sessions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vdibroker.AgentSession{
+		{ID: "xrdp-10-57169", User: "rdplabuser", State: vdibroker.StateDisconnected},
+		{ID: "xrdp-11-69049", User: "rdplabbob", State: vdibroker.StateActive},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Sessions (-want +got):\n%s", diff)
+	}
+	if asked == 0 {
+		t.Error("the kernel was not asked: the test shows nothing")
+	}
+}
+
+// When the kernel cannot be asked about the X servers' sockets, the
+// provider reads /proc/<pid>/net/unix, where a user's socket path can add
+// lines (R-S2): the agent says so once, with the reason, not at every
+// heartbeat.
+func TestXrdpFallbackLoggedOnce(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	var logs strings.Builder
+	p := &XrdpProvider{Proc: proc, LookupUID: labUIDs,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		KernelSocket: func(pid int, inode uint64) (UnixSocket, error) {
+			return UnixSocket{}, errors.New("sock_diag: protocol not supported")
+		}}
+	for range 3 {
+		got, err := p.Sessions(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[1].State != vdibroker.StateActive {
+			t.Fatalf("Sessions = %+v: the table is not read", got)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "net/unix") || !strings.Contains(lines[0], "protocol not supported") {
+		t.Errorf("logged %q, want one line naming net/unix and the reason", logs.String())
+	}
+}
+
+// The agent gives the xrdp provider its logger, so that the fallback to
+// the table (R-S2) is heard where the agent's logs go.
+func TestXrdpGetsTheAgentsLogger(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	p := &XrdpProvider{}
+	if _, err := New(Config{Server: "http://broker:8080", HostName: "h", Address: "a:1", RegistrationToken: "t", Sessions: p, Logger: log}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Logger != log {
+		t.Errorf("the provider's logger is %v, want the agent's", p.Logger)
+	}
+}
+
+// An X server whose sockets cannot be listed (its fd directory is
+// unreadable to an agent not running as root) holds no client the agent
+// can see (R-S2): nothing to ask the kernel, and no word of a kernel
+// without unix_diag.
+func TestKernelConnectedNoSockets(t *testing.T) {
+	asked := false
+	kernel := func(uint64) (UnixSocket, error) { asked = true; return UnixSocket{}, errNoSocket }
+	if ok, err := kernelConnected(nil, "/run/xrdp/sockdir/xrdp_display_10", kernel); ok || err != nil || asked {
+		t.Errorf("kernelConnected(no sockets) = %v, %v (asked %v); want false, nil, not asked", ok, err, asked)
 	}
 }
