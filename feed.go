@@ -42,6 +42,10 @@ type FeedResource struct {
 	ApplicationGroup  string `json:"applicationGroup,omitempty"`
 	Application       string `json:"application,omitempty"`
 	GlobalEntitlement string `json:"globalEntitlement,omitempty"`
+	// MemberPools are a global entitlement's member pools in this pod,
+	// by name: a session of the user's in one of them may have been
+	// opened through it, and is named after it (R-U3).
+	MemberPools []string `json:"memberPools,omitempty"`
 	// IconURL is the kind's default icon (IconDesktopPath,
 	// IconRemoteAppPath), a path of this broker.
 	IconURL string `json:"iconUrl"`

@@ -40,9 +40,10 @@ type Config struct {
 	// Connect is the broker's connect, which places the users this
 	// service lets through.
 	Connect vdibroker.ConnectService
-	// Pod says the broker is a pod of a federation (serve --pod-name):
-	// a user's entitlements then include the global ones (R-E10).
-	Pod    bool
+	// Pod is the broker's pod name in a federation (serve --pod-name),
+	// empty when it is none: a pod's user's entitlements include the
+	// global ones (R-E10), and its feed names their members here.
+	Pod    string
 	Logger *slog.Logger // nil discards logs
 	// Clock stamps the groups and applications written (nil = the real
 	// clock).
@@ -55,7 +56,7 @@ type Service struct {
 	connect vdibroker.ConnectService
 	log     *slog.Logger
 	clock   clock.PassiveClock
-	pod     bool
+	pod     string // Config.Pod
 	// decisions are the last answers of Entitled read from the store, by
 	// resource and identity: what R-E11 answers during an outage.
 	decisions decisionCache

@@ -73,10 +73,16 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 		if gg.ge.IsApplication() {
 			kind, icon = vdibroker.FeedRemoteApp, vdibroker.IconRemoteAppPath
 		}
+		var members []string
+		for _, m := range gg.ge.Members {
+			if m.Pod == s.pod {
+				members = append(members, m.HostPool)
+			}
+		}
 		r := vdibroker.Resource{GlobalEntitlement: gg.ge.Name}
 		out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.GlobalID(gg.ge.Name), Kind: kind,
-			FriendlyName: gg.ge.Name, GlobalEntitlement: gg.ge.Name, Application: gg.ge.Application, IconURL: icon,
-			ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
+			FriendlyName: gg.ge.Name, GlobalEntitlement: gg.ge.Name, Application: gg.ge.Application, MemberPools: members,
+			IconURL: icon, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
 	}
 	slices.SortFunc(out.Resources, func(a, b vdibroker.FeedResource) int {
 		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)),

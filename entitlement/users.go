@@ -110,7 +110,7 @@ func (s *Service) granted(ctx context.Context, me *vdibroker.Principal, who vdib
 		}
 		out.groups = append(out.groups, gg)
 	}
-	if !s.pod || (me != nil && len(me.HostPools) > 0) {
+	if s.pod == "" || (me != nil && len(me.HostPools) > 0) {
 		return out, nil // global entitlements belong to no pool (Target.Global)
 	}
 	doc, err := s.store.GetFederation(ctx)

@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -118,6 +119,25 @@ func TestFeed_RU5(t *testing.T) {
 	} {
 		if status, _, raw := rawDo(t, e, "GET", "/api/v1/feed", c.token, ""); status != c.status {
 			t.Errorf("feed with %s: %d %s, want %d", c.name, status, raw, c.status)
+		}
+	}
+}
+
+// TestFeedGlobalMemberPools_RU3: a global entitlement in a pod's feed
+// names its member pools in that pod, and only those, so the portal can
+// name a session in one of them after the entitlement.
+func TestFeedGlobalMemberPools_RU3(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	for i, e := range envs {
+		f, err := e.client(0, e.userToken("alice", nil)).Feed(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []vdibroker.FeedResource{{ID: "global:office", Kind: "Desktop", FriendlyName: "office", GlobalEntitlement: "office",
+			MemberPools: []string{fmt.Sprintf("office-pod%d", i)}, IconURL: "/portal/icons/desktop.svg",
+			ConnectURL: "/api/v1/globalentitlements/office/connect", ConnectBody: map[string]string{"user": "alice"}}}
+		if diff := cmp.Diff(want, f.Resources); diff != "" {
+			t.Errorf("pod%d's feed (-want +got):\n%s", i, diff)
 		}
 	}
 }

@@ -8,7 +8,8 @@ import (
 
 // TestSessionName_RU3: a session on the portal's page is named by what
 // the user's feed offers in its pool: the desktop, else the first three
-// applications, else the pool.
+// applications, else the pool; a global entitlement's session is named
+// by the entitlement whose member it is in this pod.
 func TestSessionName_RU3(t *testing.T) {
 	app := func(pool, name string) vdibroker.FeedResource {
 		return vdibroker.FeedResource{Kind: vdibroker.FeedRemoteApp, HostPool: pool, FriendlyName: name}
@@ -18,13 +19,16 @@ func TestSessionName_RU3(t *testing.T) {
 		app("desk", "Word"),
 		app("apps", "Word"), app("apps", "Excel"), app("apps", "Outlook"), app("apps", "Teams"),
 		app("two", "Paint"), app("two", "Notepad"),
-		{Kind: vdibroker.FeedDesktop, GlobalEntitlement: "crm", FriendlyName: "CRM"},
+		{Kind: vdibroker.FeedDesktop, GlobalEntitlement: "crm", FriendlyName: "CRM", MemberPools: []string{"crm-east", "crm-west"}},
+		{Kind: vdibroker.FeedRemoteApp, GlobalEntitlement: "calc", FriendlyName: "Calculator", MemberPools: []string{"two", "calc-east"}},
 	}
 	for pool, want := range map[string]string{
-		"desk":  "Office desktop",
-		"apps":  "Word, Excel, Outlook, …",
-		"two":   "Paint, Notepad",
-		"other": "other",
+		"desk":      "Office desktop",
+		"apps":      "Word, Excel, Outlook, …",
+		"two":       "Paint, Notepad, Calculator",
+		"crm-west":  "CRM",
+		"calc-east": "Calculator",
+		"other":     "other",
 	} {
 		if got := sessionName(feed, pool); got != want {
 			t.Errorf("pool %q: %q, want %q", pool, got, want)

@@ -495,15 +495,16 @@ type userSession struct {
 }
 
 // sessionName names a session in pool by what the user's feed offers
-// there: the desktop's friendly name, else those of its applications (the
-// first three, and "…" for more), else the pool's name. A user knows
-// "Office desktop", not the pool behind it.
+// there, the pool's own resources and the global entitlements it is a
+// member of alike: the first desktop's friendly name, else those of its
+// applications (the first three, and "…" for more), else the pool's
+// name. A user knows "Office desktop", not the pool behind it.
 func sessionName(resources []vdibroker.FeedResource, pool string) string {
 	var apps []string
 	more := false
 	for _, r := range resources {
 		switch {
-		case r.HostPool != pool:
+		case r.HostPool != pool && !slices.Contains(r.MemberPools, pool):
 		case r.Kind == vdibroker.FeedDesktop:
 			return r.FriendlyName
 		case len(apps) < 3:

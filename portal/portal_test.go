@@ -414,7 +414,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 // and a global desktop entitlement of hers are on her page and open from
 // it: the app's file starts the application (remoteapplicationprogram),
 // the global one's file reaches a host of its member pool; bob sees and
-// opens neither.
+// opens neither. Her sessions are named after what she opened.
 func TestLaunchRemoteAppAndGlobal_RU1_RE9(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
@@ -462,6 +462,14 @@ func TestLaunchRemoteAppAndGlobal_RU1_RE9(t *testing.T) {
 		res, body := alice.get(launch + "/file")
 		if res.StatusCode != 200 || !strings.Contains(body, want) {
 			t.Errorf("%s's file: %d, want %q in\n%s", id, res.StatusCode, want, body)
+		}
+	}
+	// Her sessions are named by what she opened (R-U3): the global
+	// entitlement's, in its member pool, by the entitlement.
+	_, home = alice.get("/portal/")
+	for _, want := range []string{`<td class="name">Office desktop</td><td class="host">desk-`, `<td class="name">everywhere</td><td class="host">other-`} {
+		if !strings.Contains(home, want) {
+			t.Errorf("alice's sessions lack %q:\n%s", want, home)
 		}
 	}
 }

@@ -178,7 +178,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	services := m.broker.Services()
 	// End users' connects pass the entitlement service (R-E3); the
 	// federation's keep the broker's own, a global grant being enough.
-	ents := entitlement.New(entitlement.Config{Store: m.broker.Store(), Connect: m.broker, Logger: m.Logger, Pod: m.Federation.PodName != ""})
+	ents := entitlement.New(entitlement.Config{Store: m.broker.Store(), Connect: m.broker, Logger: m.Logger, Pod: m.Federation.PodName})
 	services.Connect, services.Entitlements = ents, ents
 	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
 	m.stopDirectory = startDirectory(services.Federation)

@@ -80,7 +80,7 @@ func New(cfg Config) *Server {
 	services := svc.Services()
 	// The entitlement service around the broker's connect (R-E3), as
 	// serve wires it.
-	ents := entitlement.New(entitlement.Config{Store: svc.Store(), Connect: svc, Logger: cfg.Logger, Clock: clk, Pod: cfg.Pod != ""})
+	ents := entitlement.New(entitlement.Config{Store: svc.Store(), Connect: svc, Logger: cfg.Logger, Clock: clk, Pod: cfg.Pod})
 	services.Connect, services.Entitlements = ents, ents
 	var fed *global.Service
 	if cfg.Pod != "" {
