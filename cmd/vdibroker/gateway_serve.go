@@ -44,6 +44,10 @@ type GatewayFlags struct {
 	// --gateway-target-networks, read into Config by check (none: any).
 	TargetPorts, TargetNetworks []string
 
+	// flags is the set addFlags added to (nil for a Main built in code):
+	// check tells a --gateway-name given empty from one never given.
+	flags *pflag.FlagSet
+
 	Gateway  *gateway.Gateway // set by start
 	listener net.Listener
 	tcp      net.Listener // under listener's TLS, for start's Gateway.Listener
@@ -53,6 +57,7 @@ type GatewayFlags struct {
 }
 
 func (f *GatewayFlags) addFlags(fl *pflag.FlagSet) {
+	f.flags = fl
 	fl.StringVar(&f.HostName, "gateway-hostname", "", "the RD gateway clients reach the hosts through, host or host:port (the .rdp's gatewayhostname): every pool whose gatewayUsage is Gateway and that names no gatewayHostName of its own goes through it, with an access token the broker signs per connect (docs/gateway.md)")
 	fl.DurationVar(&f.TokenTTL, "gateway-token-ttl", broker.DefaultGatewayTokenTTL, "how long a gateway access token may open its tunnel after the connect (1m..1h)")
 	fl.DurationVar(&f.KeyRotation, "gateway-key-rotation", broker.DefaultGatewayKeyRotation, "make a new token signing key this often (at least 1h); it signs once gateways had 5 minutes to read it")
@@ -76,6 +81,9 @@ func (f *GatewayFlags) check(tls bool) error {
 	}
 	if f.KeyRotation != 0 && f.KeyRotation < time.Hour {
 		return usageError{fmt.Errorf("--gateway-key-rotation: must be at least 1h, got %v", f.KeyRotation)}
+	}
+	if f.Name == "" && f.flags != nil && f.flags.Changed("gateway-name") {
+		return usageError{fmt.Errorf("--gateway-name: must be 1..%d characters, got none", vdibroker.MaxTunnelReportText)}
 	}
 	if err := checkGatewayName("--gateway-name", f.Name); err != nil {
 		return err
