@@ -298,6 +298,7 @@ func TestPortalPostgres(t *testing.T) {
 	t.Cleanup(func() { suitePostgres = false })
 	t.Run("Launch", TestLaunch_RU1_RU7)
 	t.Run("OwnSessions", TestOwnSessions_RU3)
+	t.Run("Reconnect", TestReconnectDisconnected_RU3_RC1)
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
 	t.Run("Bounds", TestLaunchBounds_RU7)

@@ -63,6 +63,7 @@ var messages = map[string]map[string]string{
 	"state.Pending":      {"en": "Starting", "de": "Wird gestartet", "pt": "A iniciar", "ar": "قيد البدء"},
 	"logoff":             {"en": "Log off", "de": "Abmelden", "pt": "Terminar", "ar": "تسجيل خروج الجلسة"},
 	"disconnect":         {"en": "Disconnect", "de": "Trennen", "pt": "Desligar", "ar": "قطع الاتصال"},
+	"reconnect":          {"en": "Reconnect", "de": "Wieder verbinden", "pt": "Voltar a ligar", "ar": "إعادة الاتصال"},
 	"flash.loggedOff":    {"en": "The session was logged off.", "de": "Die Sitzung wurde abgemeldet.", "pt": "A sessão foi terminada.", "ar": "تم تسجيل خروج الجلسة."},
 	"flash.disconnected": {"en": "The session was disconnected.", "de": "Die Sitzung wurde getrennt.", "pt": "A sessão foi desligada.", "ar": "تم قطع اتصال الجلسة."},
 	"launch.preparing":   {"en": "Preparing %s…", "de": "%s wird vorbereitet…", "pt": "A preparar %s…", "ar": "جارٍ تجهيز %s…"},

@@ -15,11 +15,11 @@ func TestSessionName_RU3(t *testing.T) {
 		return vdibroker.FeedResource{Kind: vdibroker.FeedRemoteApp, HostPool: pool, FriendlyName: name}
 	}
 	feed := []vdibroker.FeedResource{
-		{Kind: vdibroker.FeedDesktop, HostPool: "desk", FriendlyName: "Office desktop"},
+		{ID: "desktop:desk", Kind: vdibroker.FeedDesktop, HostPool: "desk", FriendlyName: "Office desktop"},
 		app("desk", "Word"),
 		app("apps", "Word"), app("apps", "Excel"), app("apps", "Outlook"), app("apps", "Teams"),
 		app("two", "Paint"), app("two", "Notepad"),
-		{Kind: vdibroker.FeedDesktop, GlobalEntitlement: "crm", FriendlyName: "CRM", MemberPools: []string{"crm-east", "crm-west"}},
+		{ID: "global:crm", Kind: vdibroker.FeedDesktop, GlobalEntitlement: "crm", FriendlyName: "CRM", MemberPools: []string{"crm-east", "crm-west"}},
 		{Kind: vdibroker.FeedRemoteApp, GlobalEntitlement: "calc", FriendlyName: "Calculator", MemberPools: []string{"two", "calc-east"}},
 	}
 	for pool, want := range map[string]string{
@@ -30,8 +30,14 @@ func TestSessionName_RU3(t *testing.T) {
 		"calc-east": "Calculator",
 		"other":     "other",
 	} {
-		if got := sessionName(feed, pool); got != want {
+		got, desktop := sessionName(feed, pool)
+		if got != want {
 			t.Errorf("pool %q: %q, want %q", pool, got, want)
+		}
+		// The desktop that names it reconnects to it; applications do
+		// not say which one to open.
+		if wantDesktop := map[string]string{"desk": "desktop:desk", "crm-west": "global:crm"}[pool]; desktop != wantDesktop {
+			t.Errorf("pool %q: desktop %q, want %q", pool, desktop, wantDesktop)
 		}
 	}
 }

@@ -490,23 +490,28 @@ func (p *Portal) signout(rq *request) {
 type userSession struct {
 	vdibroker.UserSession
 	// Name is what the user opened, as her feed names it (sessionName).
-	Name  string
-	Since string
+	Name string
+	// Desktop is the feed's desktop that names the session, if one does:
+	// opening it again reconnects to the session (R-C1, R-G1), which the
+	// page offers for a Disconnected one.
+	Desktop string
+	Since   string
 }
 
 // sessionName names a session in pool by what the user's feed offers
 // there, the pool's own resources and the global entitlements it is a
 // member of alike: the first desktop's friendly name, else those of its
 // applications (the first three, and "…" for more), else the pool's
-// name. A user knows "Office desktop", not the pool behind it.
-func sessionName(resources []vdibroker.FeedResource, pool string) string {
+// name. A user knows "Office desktop", not the pool behind it. desktop
+// is the id of the desktop that names it, if one does.
+func sessionName(resources []vdibroker.FeedResource, pool string) (name, desktop string) {
 	var apps []string
 	more := false
 	for _, r := range resources {
 		switch {
 		case r.HostPool != pool && !slices.Contains(r.MemberPools, pool):
 		case r.Kind == vdibroker.FeedDesktop:
-			return r.FriendlyName
+			return r.FriendlyName, r.ID
 		case len(apps) < 3:
 			apps = append(apps, r.FriendlyName)
 		default:
@@ -517,9 +522,9 @@ func sessionName(resources []vdibroker.FeedResource, pool string) string {
 		apps = append(apps, "…")
 	}
 	if len(apps) > 0 {
-		return strings.Join(apps, ", ")
+		return strings.Join(apps, ", "), ""
 	}
-	return pool
+	return pool, ""
 }
 
 // home lists the user's resources (the feed, R-U5) and open sessions
@@ -540,8 +545,8 @@ func (p *Portal) home(rq *request) {
 	}
 	sessions := make([]userSession, len(page.Value))
 	for i, s := range page.Value {
-		sessions[i] = userSession{UserSession: s, Name: sessionName(feed.Resources, s.HostPool),
-			Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
+		sessions[i] = userSession{UserSession: s, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
+		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
 	}
 	p.render(rq.w, http.StatusOK, "home", rq.lang, map[string]any{
 		"User": feed.User, "Resources": feed.Resources, "Sessions": sessions, "CSRF": rq.sess.CSRF,

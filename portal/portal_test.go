@@ -143,6 +143,41 @@ func TestOwnSessions_RU3(t *testing.T) {
 	}
 }
 
+// TestReconnectDisconnected_RU3_RC1: a Disconnected session named by a
+// desktop has a Reconnect button that opens that desktop again, and the
+// launch's file reaches the session's own host (R-C1) with no new
+// session; an Active one has none.
+func TestReconnectDisconnected_RU3_RC1(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	c, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	button := `<input type="hidden" name="resource" value="desktop:desk"><button type="submit" class="reconnect">Reconnect</button>`
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
+	if _, home := alice.get("/portal/"); strings.Contains(home, button) || !strings.Contains(home, ">Active<") {
+		t.Fatalf("an Active session: want no Reconnect:\n%s", home)
+	}
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
+	if _, home := alice.get("/portal/"); !strings.Contains(home, button) {
+		t.Fatalf("a Disconnected session: no Reconnect:\n%s", home)
+	}
+	launch := alice.launch(csrf, "desktop:desk")
+	if s := alice.await(launch, ended); s.State != "ready" {
+		t.Fatalf("reconnect: %+v", s)
+	}
+	if res, body := alice.get(launch + "/file"); res.StatusCode != 200 || !strings.Contains(body, "full address:s:"+c.Address) {
+		t.Errorf("the reconnect's file: %d, want %s in\n%s", res.StatusCode, c.Address, body)
+	}
+	list, err := e.admin.UserSessions(ctx, "alice")
+	if err != nil || len(list) != 1 || list[0].ID != c.SessionID {
+		t.Errorf("sessions after the reconnect: %+v, %v; want alice's one", list, err)
+	}
+}
+
 // TestLaunchWaitsForStartingHost_RU4: cold's one host is stopped; alice's
 // launch starts it (R-A4) and waits, its status saying the desktop is
 // starting; the host's first heartbeat takes her session and the
