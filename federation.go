@@ -336,6 +336,11 @@ type FederationService interface {
 	// existing session in scope first (R-G1), else a new one in the
 	// member pool R-G2..R-G4 choose, made by the chosen pod's own connect.
 	Connect(ctx context.Context, name string, req GlobalConnectRequest) (*GlobalAnswer, error)
+	// UserSessions is the user's open sessions in the member pools of
+	// the other pods (R-U3 across the federation), asked as a global
+	// connect asks for them (R-G1); the pods that did not answer are
+	// named with why. This pod's own are the SessionService's.
+	UserSessions(ctx context.Context, user string) (*GlobalSessions, error)
 	// Pod is this pod's name.
 	Pod() string
 
@@ -373,6 +378,26 @@ type PodClient interface {
 	Register(ctx context.Context, pod Pod, req PodDirectoryRequest) error
 	Lookup(ctx context.Context, pod Pod, req PodLookupRequest) (*PodLookup, error)
 }
+
+// GlobalSession is one of a user's open sessions in another pod's member
+// pool, as that pod answered it, with the global entitlements of the
+// document whose member the pool is.
+type GlobalSession struct {
+	UserSession
+	Pod                string   `json:"pod"`
+	GlobalEntitlements []string `json:"globalEntitlements"`
+}
+
+// GlobalSessions is GET /users/{user}/globalsessions: the user's sessions
+// in the other pods (at most MaxGlobalSessions, by pod and id), and the
+// pods asked that did not answer, each with why.
+type GlobalSessions struct {
+	Value      []*GlobalSession  `json:"value"`
+	Unanswered map[string]string `json:"unanswered,omitempty"`
+}
+
+// MaxGlobalSessions bounds the sessions a GlobalSessions answer lists.
+const MaxGlobalSessions = 100
 
 // GlobalConnectRequest is the body of POST
 // /globalentitlements/{name}/connect.

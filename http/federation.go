@@ -38,6 +38,7 @@ func (s *Server) federationRoutes() {
 	s.handle("GET "+ge, vdibroker.ActionRead, s.listGlobalEntitlements)
 	s.handle("GET "+ge+"/{name}", vdibroker.ActionRead, s.getGlobalEntitlement)
 	s.handle("POST "+ge+"/{name}/connect", vdibroker.ActionConnect, s.globalConnect)
+	s.handle("GET /api/v1/users/{user}/globalsessions", vdibroker.ActionIdentify, s.globalSessions)
 	// Signed with the federation secret, checked inside (podCall).
 	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads, podRead))
 	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions, podRead))
@@ -137,6 +138,22 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 		return err
 	}
 	writeJSON(w, createdStatus(a.Created), a)
+	return nil
+}
+
+// globalSessions is GET /users/{user}/globalsessions (R-U3 across the
+// federation): the user's open sessions in the other pods' member pools.
+// The service authorizes it: an end user its own only.
+func (s *Server) globalSessions(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	fed, err := s.federated()
+	if err != nil {
+		return err
+	}
+	list, err := fed.g.UserSessions(r.Context(), r.PathValue("user"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, nethttp.StatusOK, list)
 	return nil
 }
 
@@ -470,6 +487,14 @@ func (c *Client) ListGlobalEntitlements(ctx context.Context) ([]*vdibroker.Entit
 func (c *Client) GetGlobalEntitlement(ctx context.Context, name string) (*vdibroker.EntitlementView, error) {
 	var out vdibroker.EntitlementView
 	_, err := c.do(ctx, "GET", "/api/v1/globalentitlements/"+url.PathEscape(name), nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// GlobalSessions lists user's open sessions in the other pods of the
+// federation.
+func (c *Client) GlobalSessions(ctx context.Context, user string) (*vdibroker.GlobalSessions, error) {
+	var out vdibroker.GlobalSessions
+	_, err := c.do(ctx, "GET", "/api/v1/users/"+url.PathEscape(user)+"/globalsessions", nil, nil, &out, nil)
 	return resultOrNil(&out, err)
 }
 

@@ -53,6 +53,7 @@ const (
 	mGatewayReport        // an RD gateway's tunnel report: a Gateway token or the admin
 	mGatewayCheck         // an RD gateway's check of its tunnels: a Gateway token or the admin; out of scope left out of the answer, not refused
 	mOwnSession           // log off or disconnect alice's session: Contributor and up, or alice herself (R-U3); scope applies
+	mGSelf                // read alice's, global: Reader and up, or alice herself; refused to a scoped principal
 )
 
 // route is how the matrix calls one registered pattern: the request (its
@@ -135,6 +136,7 @@ var matrixRoutes = []route{
 	// alice's sessions are read by alice and by every role that reads.
 	{"GET /api/v1/users/{user}/sessions", "GET", "/api/v1/users/alice/sessions", "", mAny, 200},
 	{"GET /api/v1/feed", "GET", "/api/v1/feed", "", mAny, 200},
+	{"GET /api/v1/users/{user}/globalsessions", "GET", "/api/v1/users/alice/globalsessions", "", mGSelf, 200},
 	{"DELETE /api/v1/applicationgroups/{name}/applications/{app}", "DELETE", "/api/v1/applicationgroups/apps-{pool}/applications/app", "", mGroup, 204},
 	{"DELETE /api/v1/applicationgroups/{name}", "DELETE", "/api/v1/applicationgroups/apps-{pool}", "", mGroup, 204},
 	// The RD gateway (R-GW4, R-GW6): the keys are public, rotating them is
@@ -407,6 +409,8 @@ func matrixWant(k matrixCred, r route, pool string) int {
 		allowed = k.role == "Admin" || k.role == "Gateway"
 	case mRead, mGRead, mList, mPlanRead:
 		allowed = k.role != "User"
+	case mGSelf:
+		allowed = k.role != "User" || k.user == "alice"
 	case mInspect, mWrite, mGWrite, mAudit, mPlanWrite:
 		allowed = k.role == "Admin" || k.role == "Contributor"
 	case mOwnSession:
@@ -423,7 +427,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 	}
 	if k.scoped {
 		switch r.class {
-		case mGRead, mGWrite, mGConnect, mAdmin:
+		case mGRead, mGWrite, mGConnect, mAdmin, mGSelf:
 			return 403
 		case mPlanRead, mPlanWrite:
 			if pool != "pin" {

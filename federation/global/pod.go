@@ -16,15 +16,7 @@ import (
 // memberPools returns this pod's member pools in every global entitlement
 // of doc, each once, in document order.
 func (g *Service) memberPools(doc *vdibroker.Federation) []string {
-	var out []string
-	for _, ge := range doc.GlobalEntitlements {
-		for _, m := range ge.Members {
-			if m.Pod == g.cfg.Pod && !slices.Contains(out, m.HostPool) {
-				out = append(out, m.HostPool)
-			}
-		}
-	}
-	return out
+	return podMembers(doc, g.cfg.Pod)
 }
 
 // localFacts are the facts of pools of this pod, read now from its store.

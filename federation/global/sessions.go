@@ -1,0 +1,132 @@
+package global
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// globalSessionsRoute names the call for a scoped principal's refusal.
+const globalSessionsRoute = "GET /api/v1/users/{user}/globalsessions"
+
+// UserSessions is the user's open sessions in the other pods' member
+// pools (R-U3 across the federation): the pods a global connect would ask
+// (R-G1: those the user's directory pod names or cannot vouch for, every
+// other pod without a directory), each for its member pools of every
+// global entitlement. An end user may list only its own, a scoped
+// principal none (global entitlements belong to no pool), any other
+// principal that may read, any user's. Only sessions of the user in the
+// pools asked are kept, whatever a peer answers.
+func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.GlobalSessions, error) {
+	if err := vdibroker.ValidateUser("user", user); err != nil {
+		return nil, err
+	}
+	me := vdibroker.PrincipalFrom(ctx)
+	action := vdibroker.ActionRead
+	if me.EndUser() {
+		if !vdibroker.SameUser(me.Subject, user) {
+			return nil, vdibroker.Errorf(vdibroker.EPermission, "an end user may list only its own sessions (%q)", me.Subject)
+		}
+		action = vdibroker.ActionIdentify
+	}
+	if err := vdibroker.Authorize(me, action, vdibroker.Target{Global: globalSessionsRoute}); err != nil {
+		return nil, err
+	}
+	out := &vdibroker.GlobalSessions{Value: []*vdibroker.GlobalSession{}}
+	doc, err := g.Document(ctx)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		return out, nil // no document yet: no other pod
+	}
+	if err != nil {
+		return nil, err
+	}
+	ask, _ := g.lookup(ctx, doc, user)
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, p := range doc.Pods {
+		pools := podMembers(doc, p.Name)
+		if p.Name == g.cfg.Pod || len(pools) == 0 {
+			continue
+		}
+		wg.Go(func() {
+			list, why := g.remoteSessions(ctx, doc, p, user, pools, ask != nil && !ask[p.Name])
+			mu.Lock()
+			defer mu.Unlock()
+			if why != "" {
+				if out.Unanswered == nil {
+					out.Unanswered = map[string]string{}
+				}
+				out.Unanswered[p.Name] = why
+				return
+			}
+			for _, s := range list {
+				if !vdibroker.SameUser(s.User, user) || !slices.Contains(pools, s.HostPool) || !s.Open() {
+					continue // not what was asked: a peer's answer is checked as any input
+				}
+				out.Value = append(out.Value, &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
+					GlobalEntitlements: entitlementsOf(doc, p.Name, s.HostPool)})
+			}
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(out.Value, func(a, b *vdibroker.GlobalSession) int {
+		return cmp.Or(cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.ID, b.ID))
+	})
+	if len(out.Value) > vdibroker.MaxGlobalSessions {
+		out.Value = out.Value[:vdibroker.MaxGlobalSessions]
+	}
+	return out, nil
+}
+
+// remoteSessions asks peer p for the user's open sessions in pools, as a
+// global connect does (remoteState): not a peer known to be unreachable
+// from the last few seconds, and, with ifBehind, only when its load
+// summary says its directory entries are behind or it is on another
+// generation of the document. why is the reason it did not answer.
+func (g *Service) remoteSessions(ctx context.Context, doc *vdibroker.Federation, p vdibroker.Pod, user string, pools []string, ifBehind bool) (list []*vdibroker.UserSession, why string) {
+	if e := g.cachedFailure(p.Name); e != nil {
+		return nil, g.reason(e)
+	}
+	if ifBehind {
+		lr, err := g.peerLoads(ctx, p)
+		if err == nil && !lr.DirectoryBehind && lr.Generation == doc.Generation {
+			return nil, ""
+		}
+	}
+	list, err := g.callSessions(ctx, p, user, pools)
+	if err != nil {
+		g.markFailed(p.Name, err)
+		return nil, g.reason(err)
+	}
+	return list, ""
+}
+
+// podMembers is pod's member pools of every global entitlement of doc.
+func podMembers(doc *vdibroker.Federation, pod string) []string {
+	var out []string
+	for _, ge := range doc.GlobalEntitlements {
+		for _, m := range ge.Members {
+			if m.Pod == pod && !slices.Contains(out, m.HostPool) {
+				out = append(out, m.HostPool)
+			}
+		}
+	}
+	return out
+}
+
+// entitlementsOf names the global entitlements of doc with pool of pod
+// as a member.
+func entitlementsOf(doc *vdibroker.Federation, pod, pool string) []string {
+	out := []string{}
+	for _, ge := range doc.GlobalEntitlements {
+		if slices.Contains(ge.Members, vdibroker.Member{Pod: pod, HostPool: pool}) {
+			out = append(out, ge.Name)
+		}
+	}
+	return out
+}

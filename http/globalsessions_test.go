@@ -1,0 +1,145 @@
+package http_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	nethttp "net/http"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestGlobalSessions_RU3: GET /users/{user}/globalsessions on pod0 lists
+// alice's open sessions in the other pods' member pools (not pod0's own,
+// which the pool's list has, nor another user's), each with its pod and
+// its global entitlements; an end user lists only its own, a scoped
+// token and a Gateway token none; a pod that does not answer is named,
+// and the others' sessions are still listed. A broker that is no pod
+// answers 404.
+func TestGlobalSessions_RU3(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	ctx := context.Background()
+	connect := func(i int, user string) string {
+		t.Helper()
+		a, err := envs[i].admin.Connect(ctx, fmt.Sprintf("office-pod%d", i), vhttp.ConnectRequest{User: user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.SessionID
+	}
+	connect(0, "alice")
+	remote := connect(1, "alice")
+	connect(2, "bob")
+	e := envs[0]
+	alice := e.client(0, e.userToken("ALICE", nil))
+	got, err := alice.GlobalSessions(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Value) != 1 || got.Value[0].ID != remote || got.Value[0].Pod != "pod1" || got.Value[0].HostPool != "office-pod1" ||
+		len(got.Value[0].GlobalEntitlements) != 1 || got.Value[0].GlobalEntitlements[0] != "office" || len(got.Unanswered) != 0 {
+		raw, _ := json.Marshal(got)
+		t.Fatalf("alice's sessions in other pods: %s; want pod1's %s alone", raw, remote)
+	}
+	for _, c := range []struct {
+		name, token, user string
+		status            int
+	}{
+		{"alice for bob", e.userToken("alice", nil), "bob", nethttp.StatusForbidden},
+		{"alice scoped to a pool", e.userToken("alice", nil, "office-pod0"), "alice", nethttp.StatusForbidden},
+		{"a Gateway token", e.roleToken("Gateway", "rdgw"), "alice", nethttp.StatusForbidden},
+		{"no token", "", "alice", nethttp.StatusUnauthorized},
+		{"a Reader", e.roleToken("Reader", "auditor"), "alice", nethttp.StatusOK},
+	} {
+		if status, _, raw := rawDo(t, e, "GET", "/api/v1/users/"+c.user+"/globalsessions", c.token, ""); status != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, status, raw, c.status)
+		}
+	}
+
+	envs[2].down()
+	got, err = alice.GlobalSessions(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Value) != 1 || got.Value[0].ID != remote || got.Unanswered["pod2"] == "" || len(got.Unanswered) != 1 {
+		raw, _ := json.Marshal(got)
+		t.Errorf("with pod2 down: %s; want pod1's session and pod2 named", raw)
+	}
+
+	if status, _, raw := rawDo(t, newEnv(t), "GET", "/api/v1/users/alice/globalsessions", adminToken, ""); status != nethttp.StatusNotFound {
+		t.Errorf("a broker that is no pod: %d %s, want 404", status, raw)
+	}
+}
+
+// TestGlobalSessionsPeerAnswerChecked_RU3: what a peer answers is input:
+// sessions of another user, of a pool that is not its member, or ended
+// ones are not listed.
+func TestGlobalSessionsPeerAnswerChecked_RU3(t *testing.T) {
+	now := time.Now().UTC()
+	envs := fedPodsWith(t, 2, 1, 5, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
+		if i != 1 {
+			return h
+		}
+		return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path != federation.SessionsPath {
+				h.ServeHTTP(w, r)
+				return
+			}
+			s := func(id, user, pool, state string) *vdibroker.UserSession {
+				return &vdibroker.UserSession{ID: id, User: user, HostPool: pool, SessionHost: "h", State: state, CreateTime: now, StateTime: now}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(vdibroker.PodSessions{Sessions: []*vdibroker.UserSession{
+				s("ok", "Alice", "office-pod1", vdibroker.StateDisconnected),
+				s("other-user", "bob", "office-pod1", vdibroker.StateActive),
+				s("other-pool", "alice", "payroll", vdibroker.StateActive),
+				s("ended", "alice", "office-pod1", vdibroker.StateLoggedOff),
+			}})
+		})
+	})
+	e := envs[0]
+	got, err := e.client(0, e.userToken("alice", nil)).GlobalSessions(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Value) != 1 || got.Value[0].ID != "ok" {
+		raw, _ := json.Marshal(got)
+		t.Errorf("a peer's answer: %s; want its session \"ok\" alone", raw)
+	}
+}
+
+// TestGlobalSessionsThroughDirectory_RU3_RG1: with five pods, listing a
+// user's sessions in other pods asks the user's directory pod, then only
+// the pods it names, as a global connect does: not a fan-out to every
+// pod on each portal page.
+func TestGlobalSessionsThroughDirectory_RU3_RG1(t *testing.T) {
+	envs := fedPods(t, 5, 1, 20, vdibroker.DistributionNone)
+	ctx := t.Context()
+	// pod4's status: its load summaries of its peers, cached before
+	// their passes, say they are behind; pod0 asks nobody before them.
+	st, err := envs[4].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := userOf(st.Document, "alice", "pod2")
+	id := envs[3].mustConnect("office-pod3", alice).SessionID
+	directoryPass(t, envs)
+	e := envs[0]
+	user := e.client(0, e.userToken(alice, nil))
+	takeCalls(envs)
+	got, err := user.GlobalSessions(ctx, alice)
+	if err != nil || len(got.Value) != 1 || got.Value[0].ID != id || got.Value[0].Pod != "pod3" {
+		t.Fatalf("%s's sessions: %+v %v; want %s on pod3", alice, got, err, id)
+	}
+	calls := takeCalls(envs)
+	if asked := sessionCalls(envs, calls); len(asked) != 1 || asked[0] != 3 {
+		t.Errorf("pods asked for %s's sessions: %v; want pod3 alone (the directory named it)", alice, asked)
+	}
+	if calls[envs[2].urls[0]+federation.LookupPath] != 1 {
+		t.Errorf("calls %v: want one look-up at pod2, %s's directory pod", calls, alice)
+	}
+}
