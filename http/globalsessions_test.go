@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	nethttp "net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,9 +66,13 @@ func TestGlobalSessions_RU3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Value) != 1 || got.Value[0].ID != remote || got.Unanswered["pod2"] == "" || len(got.Unanswered) != 1 {
+	if len(got.Value) != 1 || got.Value[0].ID != remote || got.Unanswered["pod2"] != "did not answer" || len(got.Unanswered) != 1 {
 		raw, _ := json.Marshal(got)
-		t.Errorf("with pod2 down: %s; want pod1's session and pod2 named", raw)
+		t.Errorf("with pod2 down: %s; want pod1's session and pod2 named, without its address", raw)
+	}
+	// An administrator reads why.
+	if got, err := e.admin.GlobalSessions(ctx, "alice"); err != nil || !strings.HasPrefix(got.Unanswered["pod2"], "unreachable: ") {
+		t.Errorf("with pod2 down, to the admin: %+v %v; want why", got, err)
 	}
 
 	if status, _, raw := rawDo(t, newEnv(t), "GET", "/api/v1/users/alice/globalsessions", adminToken, ""); status != nethttp.StatusNotFound {

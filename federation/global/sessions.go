@@ -19,7 +19,8 @@ const globalSessionsRoute = "GET /api/v1/users/{user}/globalsessions"
 // global entitlement. An end user may list only its own, a scoped
 // principal none (global entitlements belong to no pool), any other
 // principal that may read, any user's. Only sessions of the user in the
-// pools asked are kept, whatever a peer answers.
+// pools asked are kept, whatever a peer answers. An end user is told
+// which pods did not answer, not why.
 func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.GlobalSessions, error) {
 	if err := vdibroker.ValidateUser("user", user); err != nil {
 		return nil, err
@@ -58,6 +59,11 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 			mu.Lock()
 			defer mu.Unlock()
 			if why != "" {
+				if me.EndUser() {
+					// The cause names the pod's address and the
+					// network's errors: the administrator's to read.
+					why = "did not answer"
+				}
 				if out.Unanswered == nil {
 					out.Unanswered = map[string]string{}
 				}
