@@ -49,12 +49,25 @@ type env struct {
 	st  vdibroker.Store
 	dsn string
 	now func() time.Time
+	// pod is the broker's pod name; fedSecret, when set, the
+	// federation's secret (newEnvWith).
+	pod       string
+	fedSecret []byte
+	// close stops serving the first replica's address.
+	close func()
 }
 
 // advance moves the broker's clock forward by d.
 func (e *env) advance(d time.Duration) { e.skew.Add(int64(d)) }
 
 func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
+	t.Helper()
+	return newEnvWith(t, adjust, "pod0", nil)
+}
+
+// newEnvWith is newEnv as pod pod, signing pod-to-pod calls with
+// fedSecret when it is set (a federation of pods, R-G5).
+func newEnvWith(t testing.TB, adjust func(*portal.Config), pod string, fedSecret []byte) *env {
 	t.Helper()
 	ctx := context.Background()
 	dsn := ""
@@ -68,7 +81,7 @@ func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
 	t.Cleanup(func() { st.Close() })
 	skew := &atomic.Int64{}
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	e := &env{t: t, creds: map[string]string{}, skew: skew, st: st, dsn: dsn, now: now}
+	e := &env{t: t, creds: map[string]string{}, skew: skew, st: st, dsn: dsn, now: now, pod: pod, fedSecret: fedSecret}
 	e.srv, e.portal, e.url = e.serve(st, adjust)
 	e.admin = vhttp.NewClient(e.url, adminToken)
 	e.pool("desk", map[string]any{}, 2)
@@ -98,18 +111,27 @@ func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
 // serve runs a replica on st: a broker (API server) with the portal
 // mounted, on 127.0.0.1.
 func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserver.Server, *portal.Portal, string) {
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": &power.Simulated{Now: e.now}},
-		MaintenanceInterval: time.Hour, Now: e.now, Pod: "pod0", Site: "s0"})
-	e.t.Cleanup(func() { srv.Close() })
-	cfg := portal.Config{API: srv.Handler(), Sessions: st, Launches: st, Audit: srv.Broker, MaxWait: 30 * time.Second}
-	if adjust != nil {
-		adjust(&cfg)
+	cfg := testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": &power.Simulated{Now: e.now}},
+		MaintenanceInterval: time.Hour, Now: e.now, Pod: e.pod, Site: "s0"}
+	if e.fedSecret != nil {
+		peers := vhttp.NewPodClient(e.pod, e.fedSecret)
+		peers.Now = e.now // signed by the same clock the peers check with
+		cfg.Peers, cfg.PodTimeout, cfg.FederationSecret = peers, 2*time.Second, e.fedSecret
 	}
-	p := portal.New(cfg)
+	srv := testserver.New(cfg)
+	e.t.Cleanup(func() { srv.Close() })
+	pcfg := portal.Config{API: srv.Handler(), Sessions: st, Launches: st, Audit: srv.Broker, MaxWait: 30 * time.Second}
+	if adjust != nil {
+		adjust(&pcfg)
+	}
+	p := portal.New(pcfg)
 	e.t.Cleanup(func() { p.Close() })
 	srv.Mux().Handle(portal.Prefix, p)
 	ts := httptest.NewServer(srv.Handler())
 	e.t.Cleanup(ts.Close)
+	if e.close == nil {
+		e.close = ts.Close
+	}
 	return srv, p, ts.URL
 }
 
@@ -299,6 +321,7 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("Launch", TestLaunch_RU1_RU7)
 	t.Run("OwnSessions", TestOwnSessions_RU3)
 	t.Run("Reconnect", TestReconnectDisconnected_RU3_RC1)
+	t.Run("OtherPods", TestOtherPodsSessions_RU3_RG1)
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
 	t.Run("Bounds", TestLaunchBounds_RU7)

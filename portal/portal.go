@@ -491,6 +491,9 @@ type userSession struct {
 	vdibroker.UserSession
 	// Name is what the user opened, as her feed names it (sessionName).
 	Name string
+	// Pod is the other pod of the federation the session is in; empty
+	// for this pod's.
+	Pod string
 	// Desktop is the feed's desktop that names the session, if one does:
 	// opening it again reconnects to the session (R-C1, R-G1), which the
 	// page offers for a Disconnected one.
@@ -548,10 +551,43 @@ func (p *Portal) home(rq *request) {
 		sessions[i] = userSession{UserSession: s, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
 		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
 	}
+	remote, unread := p.otherPodsSessions(rq, &feed)
 	p.render(rq.w, http.StatusOK, "home", rq.lang, map[string]any{
-		"User": feed.User, "Resources": feed.Resources, "Sessions": sessions, "CSRF": rq.sess.CSRF,
-		"Flash": p.web.TakeFlash(ctx, rq.sess), "SignedIn": true,
+		"User": feed.User, "Resources": feed.Resources, "Sessions": append(sessions, remote...), "Unread": unread,
+		"CSRF": rq.sess.CSRF, "Flash": p.web.TakeFlash(ctx, rq.sess), "SignedIn": true,
 	})
+}
+
+// otherPodsSessions are the user's sessions in the other pods of the
+// federation, when her feed has a global entitlement (R-U3, R-G1): named
+// by the entitlement, with Reconnect through it, but neither Log off nor
+// Disconnect, which are the other pod's. unread says some pod did not
+// answer (or the call failed: the page is still served).
+func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []userSession, unread bool) {
+	if !slices.ContainsFunc(feed.Resources, func(r vdibroker.FeedResource) bool { return r.GlobalEntitlement != "" }) {
+		return nil, false
+	}
+	var gs vdibroker.GlobalSessions
+	if err := rq.api.do(rq.r.Context(), http.MethodGet, "/api/v1/users/"+url.PathEscape(feed.User)+"/globalsessions", nil, &gs); err != nil {
+		p.log.Warn("portal: the user's sessions in other pods", "err", err)
+		return nil, true
+	}
+	for _, s := range gs.Value {
+		us := userSession{UserSession: s.UserSession, Pod: s.Pod, Name: s.HostPool, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
+		for _, ge := range s.GlobalEntitlements {
+			i := slices.IndexFunc(feed.Resources, func(r vdibroker.FeedResource) bool { return r.GlobalEntitlement == ge })
+			if i < 0 {
+				continue
+			}
+			us.Name = feed.Resources[i].FriendlyName
+			if feed.Resources[i].Kind == vdibroker.FeedDesktop {
+				us.Desktop = feed.Resources[i].ID
+			}
+			break
+		}
+		out = append(out, us)
+	}
+	return out, len(gs.Unanswered) > 0
 }
 
 // maxSessionsShown bounds the sessions the page lists.

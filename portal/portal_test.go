@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -543,5 +544,64 @@ func TestRefusedLaunchesBounded_RU7_RSEC(t *testing.T) {
 	}
 	if len(sums) != 1 || sums[0].Principal.Name != "alice" || !strings.Contains(sums[0].Error, "5 more refused requests") || !strings.Contains(sums[0].Error, "portal.launch") {
 		t.Errorf("the summary of the window: %+v, want one of alice's 5 more portal.launch refusals", sums)
+	}
+}
+
+// TestOtherPodsSessions_RU3_RG1: alice's session in pod1 (a member pool
+// of her global entitlement) is on pod0's page, named by the
+// entitlement, at another site: no Log off or Disconnect (they are
+// pod1's), and Reconnect while it is Disconnected, whose launch reaches
+// it (R-G1). With pod1 gone the page is still served and says some
+// sessions could not be read.
+func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	far := newEnvWith(t, nil, "pod1", secret)
+	ctx := context.Background()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
+	for _, x := range []*env{e, far} {
+		d := *doc
+		if _, err := x.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	far.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "7", User: "alice", State: vdibroker.StateDisconnected})
+
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
+	for _, want := range []string{`<td class="name">Anywhere</td>`, `<td class="host">` + c.SessionHost + `</td>`, ">Disconnected<", "At another site",
+		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect">`} {
+		if !strings.Contains(row, want) {
+			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
+		}
+	}
+	if strings.Contains(row, "logoff") || strings.Contains(row, "disconnect") {
+		t.Errorf("pod1's session offers pod0's Log off or Disconnect: %s", row)
+	}
+	if strings.Contains(home, `id="sessions-unread"`) {
+		t.Errorf("every pod answered, yet the page says some sessions could not be read")
+	}
+	launch := alice.launch(csrf, "global:Anywhere")
+	if s := alice.await(launch, ended); s.State != "ready" {
+		t.Fatalf("reconnect through the entitlement: %+v", s)
+	}
+	if res, body := alice.get(launch + "/file"); res.StatusCode != 200 || !strings.Contains(body, "full address:s:"+c.Address) {
+		t.Errorf("the reconnect's file: %d, want pod1's %s in\n%s", res.StatusCode, c.Address, body)
+	}
+
+	far.close()
+	res, home := alice.get("/portal/")
+	if res.StatusCode != 200 || !strings.Contains(home, `id="sessions-unread"`) || strings.Contains(home, c.SessionID) {
+		t.Errorf("with pod1 gone: %d, want the page, without pod1's session, saying some could not be read:\n%s", res.StatusCode, home)
 	}
 }
