@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +22,9 @@ import (
 )
 
 // The federation commands (SPEC §7): apply the federation
-// document to every pod it lists, show what a pod holds, and list or show
-// global entitlements with their members' loads.
+// document to every pod it lists, show what a pod holds, list a user's
+// sessions across the pods, and list or show global entitlements with
+// their members' loads.
 
 var applyColumns = []column{
 	{"Pod", "pod"},
@@ -124,7 +127,70 @@ func newFederationCmd() *cobra.Command {
 			return a.show(cmd, st, nil)
 		},
 	}
-	cmd.AddCommand(apply, show)
+	cmd.AddCommand(apply, show, newFederationSessionsCmd(a))
+	return cmd
+}
+
+// federationSessionColumns is the table of federation sessions.
+var federationSessionColumns = []column{
+	{"Pod", "pod"},
+	{"HostPool", "hostPool"},
+	{"Id", "id"},
+	{"SessionHost", "sessionHost"},
+	{"State", "state"},
+	{"CreateTime", "createTime"},
+}
+
+// newFederationSessionsCmd is `federation sessions --user U`: where a
+// user's open sessions are, in this pod and the others (R-U3, R-G1), as
+// an administrator looking for a user's session across the sites asks.
+func newFederationSessionsCmd(a *admin) *cobra.Command {
+	var user string
+	cmd := &cobra.Command{
+		Use:   "sessions --user U",
+		Short: "List a user's open sessions in the pod at --server and in the other pods' member pools",
+		Long: "List a user's open sessions in every pool of the pod at --server and in the member pools of the\n" +
+			"other pods, which that pod asks as a global connect would (the user's directory pod, then the\n" +
+			"pods it names). Exits 1 when a pod did not answer, after listing the sessions of the others.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			st, err := c.GetFederation(ctx)
+			if err != nil {
+				return fail(err)
+			}
+			local, err := c.UserSessions(ctx, user)
+			if err != nil {
+				return fail(err)
+			}
+			remote, err := c.GlobalSessions(ctx, user)
+			if err != nil {
+				return fail(err)
+			}
+			rows := make([]*vdibroker.GlobalSession, 0, len(local)+len(remote.Value))
+			for _, s := range local {
+				rows = append(rows, &vdibroker.GlobalSession{UserSession: *s, Pod: st.Pod, GlobalEntitlements: []string{}})
+			}
+			rows = append(rows, remote.Value...)
+			if err := a.show(cmd, rows, federationSessionColumns); err != nil {
+				return err
+			}
+			if len(remote.Unanswered) == 0 {
+				return nil
+			}
+			var pods []string
+			for _, pod := range slices.Sorted(maps.Keys(remote.Unanswered)) {
+				pods = append(pods, pod+" ("+remote.Unanswered[pod]+")")
+			}
+			return fmt.Errorf("%d pods did not answer, their sessions are not listed: %s", len(pods), strings.Join(pods, ", "))
+		},
+	}
+	cmd.Flags().StringVar(&user, "user", "", "the user (any spelling of the name)")
+	requireFlags(cmd, "user")
 	return cmd
 }
 

@@ -460,6 +460,18 @@ func TestFederationE2E(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "generation 2") || !strings.Contains(string(out), "nyc1") {
 			t.Fatalf("federation show: %v\n%s", err, out)
 		}
+		// Where a user's sessions are (R-U3, R-G1): bob's on ams1, asked
+		// through nyc1; pre1's in fra1's own pool, through fra1 itself.
+		for _, c := range []struct {
+			user string
+			via  *fedPod
+			want string
+		}{{"BOB", nyc1, "ams1\toffice-ams1\t" + bob.SessionID + "\t"}, {"pre1", fra1, "fra1\toffice-fra1\t"}} {
+			out, err = exec.Command(bin, "federation", "sessions", "--user", c.user, "--server", c.via.url, "--token", fedAdmin, "-o", "tsv").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), c.want) || strings.Count(string(out), "\n") != 1 {
+				t.Errorf("federation sessions --user %s through %s: %v\n%s\nwant the one line %q", c.user, c.via.name, err, out, c.want)
+			}
+		}
 	})
 
 	t.Run("a paused pod is skipped within the timeout and named", func(t *testing.T) {
