@@ -145,6 +145,9 @@ type Console struct {
 
 	web  *websession.Manager
 	oidc *oidcLogin // oidc.go; nil unless EnableOIDC
+	// pod: EnableFederation was called; a user's sessions page also
+	// lists those in the other pods.
+	pod bool
 
 	stop      chan struct{}
 	done      chan struct{}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -38,6 +39,23 @@ func (c *Console) EnableFederation() {
 	c.pages["federation"] = template.Must(template.New("federation").Funcs(funcs).
 		ParseFS(templateFS, "templates/layout.html", "templates/federation.html"))
 	c.mux.HandleFunc("GET /federation", c.signedIn(c.federationPage))
+	c.pod = true
+}
+
+// otherPodsSessions are user's open sessions in the other pods of the
+// federation (GET /users/{user}/globalsessions, R-U3, R-G1), for the
+// sessions page of one user; failed says why the pod could not ask.
+func (c *Console) otherPodsSessions(rq *request, user string) (gs *vdibroker.GlobalSessions, failed string) {
+	gs = &vdibroker.GlobalSessions{}
+	err := rq.api.do(rq.r.Context(), http.MethodGet, "/api/v1/users/"+url.PathEscape(user)+"/globalsessions", nil, gs)
+	switch vdibroker.ErrorCode(err) {
+	case "":
+		return gs, ""
+	case vdibroker.EPermission:
+		return nil, "" // a principal scoped to host pools: global views are not its
+	default:
+		return nil, describe(err)
+	}
 }
 
 // fedStatus is GET /api/v1/federation as the page reads it.

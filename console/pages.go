@@ -742,7 +742,19 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 		}
 	}
 	hasNext := next.At != ""
+	// One user's sessions on a pod: those in the other pods too, on the
+	// first page, unless the filter names a pool or host of this pod or
+	// ended sessions.
+	var other *vdibroker.GlobalSessions
+	var otherFailed string
+	if c.pod && f.Exact && f.User != "" && f.Pool == "" && f.Host == "" && f.State != vdibroker.StateLoggedOff && f.At == "" && f.After == "" {
+		other, otherFailed = c.otherPodsSessions(rq, f.User)
+		if other != nil && f.State != "" {
+			other.Value = slices.DeleteFunc(other.Value, func(s *vdibroker.GlobalSession) bool { return s.State != f.State })
+		}
+	}
 	c.page(rq, status, "sessions", map[string]any{
+		"Other": other, "OtherFailed": otherFailed,
 		"Title": "Sessions", "Nav": "sessions",
 		"Sessions": rows, "Pools": names, "F": f, "Error": banner,
 		"States": sessionStatesShown, "PageSizes": pageSizes, "Total": total,
