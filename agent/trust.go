@@ -12,8 +12,10 @@ import (
 // thresholds (the policy file, R-LI5) or what it logs (the log-level
 // file). On Unix the file and its directories must belong to root or the
 // agent's user and be writable by neither group nor others (sshd's
-// StrictModes). A file that does not exist is not refused: reading it
-// says so.
+// StrictModes); on Windows their owner must be SYSTEM, Administrators,
+// TrustedInstaller or the agent's account and their DACL grant no one
+// else a right to change them (CheckWindowsSecurity). A file that does
+// not exist is not refused: reading it says so.
 func CheckFileTrusted(path string) error { return fileTrusted(path) }
 
 // scriptSafe reports why the script at path must not run as the agent's
