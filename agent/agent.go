@@ -161,6 +161,9 @@ func New(cfg Config) (*Agent, error) {
 	if x, ok := cfg.Sessions.(*XrdpProvider); ok && x.Logger == nil {
 		x.Logger = cfg.Logger
 	}
+	if u, ok := cfg.Sessions.(*UtmpProvider); ok && u.Logger == nil {
+		u.Logger = cfg.Logger
+	}
 	if cfg.Rand == nil {
 		seed := uint64(time.Now().UnixNano())
 		cfg.Rand = rand.New(rand.NewPCG(seed, seed>>1))

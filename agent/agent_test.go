@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -431,9 +432,11 @@ func TestSampleIntervalFromSettingsBounded(t *testing.T) {
 		want    time.Duration
 	}{
 		{30, 30 * time.Second},
-		{1 << 62, time.Hour}, // × 1e9 ns overflows to 0
-		{1<<62 + 1, time.Hour},
-		{9223372037, time.Hour}, // × 1e9 ns overflows to a negative
+		// On 64-bit targets; a 32-bit int holds none of them, and takes
+		// its largest value instead.
+		{min(1<<62, math.MaxInt), time.Hour}, // × 1e9 ns overflows to 0
+		{min(1<<62+1, math.MaxInt), time.Hour},
+		{min(9223372037, math.MaxInt), time.Hour}, // × 1e9 ns overflows to a negative
 		{86400, time.Hour},
 		{1, time.Second},
 		{0, time.Second}, // no value: unchanged

@@ -17,8 +17,14 @@ import (
 //
 //	{"hostLoadIndexThreshold": 80, "hostConnectingSessionThreshold": 5}
 //
-// Unknown keys and out-of-range values are errors naming the key.
+// Unknown keys and out-of-range values are errors naming the key. A file
+// CheckFileTrusted refuses is not read (R-SEC): whoever may change it
+// would set this host's thresholds, whose breach keeps the broker from
+// placing sessions on it (R-LI5).
 func ReadPolicyFile(path string) (*vdibroker.HostPolicy, error) {
+	if err := fileTrusted(path); err != nil {
+		return nil, fmt.Errorf("policy file %s: not read: %w, who could set this host's thresholds (R-LI5)", path, err)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy file: %w", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"regexp"
@@ -23,7 +24,16 @@ func newUtmp(path string) (SessionProvider, error) {
 	clock := &bootClock{}
 	started := func(pid int) (time.Time, error) { return processStarted(clock, pid) }
 	booted := func(t time.Time) { clock.booted(t.Unix()) }
-	return &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Started: started, Booted: booted, Hangup: hangup, WriteTTY: writeTTY}, nil
+	p := &UtmpProvider{Path: path, Order: binary.NativeEndian, Alive: processAlive, Started: started, Booted: booted, WriteTTY: writeTTY}
+	sig := newPidSignaller()
+	p.Hangup = func(pid int, same func() bool) error {
+		log := p.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		return sig.signal(log, pid, syscall.SIGHUP, same)
+	}
+	return p, nil
 }
 
 // processStarted is when pid started: the boot time (/proc/stat btime,
@@ -97,8 +107,6 @@ func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
-
-func hangup(pid int) error { return syscall.Kill(pid, syscall.SIGHUP) }
 
 var ttyPattern = regexp.MustCompile(`^(pts/[0-9]+|tty[A-Za-z0-9]+)$`)
 

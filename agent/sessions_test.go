@@ -66,8 +66,14 @@ func TestUtmpProviderCommands(t *testing.T) {
 	var wrote []string
 	p := &UtmpProvider{
 		Path: "testdata/utmp.bin", Order: binary.LittleEndian,
-		Alive:    func(pid int) bool { return pid != 9999 },
-		Hangup:   func(pid int) error { hung = append(hung, pid); return nil },
+		Alive: func(pid int) bool { return pid != 9999 },
+		Hangup: func(pid int, same func() bool) error {
+			if !same() {
+				return os.ErrProcessDone
+			}
+			hung = append(hung, pid)
+			return nil
+		},
 		WriteTTY: func(tty, msg string) error { wrote = append(wrote, tty+":"+msg); return nil },
 	}
 	ctx := t.Context()
@@ -374,5 +380,24 @@ func TestBootClockSetForward(t *testing.T) {
 	// Set back by a day and a minute: the earlier boot time counts.
 	if got, want := c.start(boot-60, 6000), time.Unix(boot, 0); !got.Equal(want) {
 		t.Errorf("after the clock was set back, the login started %v, want %v", got, want)
+	}
+}
+
+// A session whose process ends, or whose pid another process takes,
+// between the listing and the hang-up was logged off already: the
+// command succeeds as for a session gone (R-S4).
+func TestUtmpLogoffProcessEndedMeanwhile(t *testing.T) {
+	p := &UtmpProvider{
+		Path: "testdata/utmp.bin", Order: binary.LittleEndian,
+		Alive: func(pid int) bool { return pid != 9999 },
+		Hangup: func(pid int, same func() bool) error {
+			if !same() {
+				t.Error("the session's process failed the check: want it to pass, and the pid held then end")
+			}
+			return os.ErrProcessDone
+		},
+	}
+	if err := p.Logoff(t.Context(), ":10"); !errors.Is(err, ErrNoSession) {
+		t.Errorf("logoff = %v, want ErrNoSession", err)
 	}
 }

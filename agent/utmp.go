@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -106,15 +108,19 @@ type UtmpProvider struct {
 	Path  string
 	Order binary.ByteOrder
 	// Alive reports whether a process exists; Started, when not nil, when
-	// it started; Hangup sends it SIGHUP; WriteTTY writes to a terminal
-	// such as "pts/3".
+	// it started; WriteTTY writes to a terminal such as "pts/3".
 	Alive    func(pid int) bool
 	Started  func(pid int) (time.Time, error)
-	Hangup   func(pid int) error
 	WriteTTY func(tty, message string) error
+	// Hangup sends pid SIGHUP if same, asked once pid is held so that it
+	// cannot go to another process, still says it is the session's
+	// process (pidSignaller); os.ErrProcessDone when not.
+	Hangup func(pid int, same func() bool) error
 	// Booted, when not nil, hears the time of the file's boot record
 	// before Started is asked (bootClock.booted).
 	Booted func(time.Time)
+	// Logger hears, once, that processes cannot be held (no pidfd).
+	Logger *slog.Logger
 }
 
 var _ SessionProvider = (*UtmpProvider)(nil)
@@ -223,7 +229,13 @@ func (p *UtmpProvider) Logoff(ctx context.Context, id string) error {
 	if e.PID <= 1 {
 		return fmt.Errorf("log off session %q: utmp names no process to hang up", id)
 	}
-	if err := p.Hangup(int(e.PID)); err != nil {
+	// Checked again once the process is held: its pid, free since find,
+	// may have gone to another user's process (R-S2).
+	err = p.Hangup(int(e.PID), func() bool { return p.live(e) })
+	if errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("session %q: its process %d ended: %w", id, e.PID, ErrNoSession)
+	}
+	if err != nil {
 		return fmt.Errorf("log off session %q: hang up process %d: %w", id, e.PID, err)
 	}
 	return nil

@@ -316,3 +316,44 @@ func TestRecordWTS(t *testing.T) {
 	}
 	t.Logf("recorded %d sessions to %s", len(rec.Sessions), *recordWTS)
 }
+
+// TestWindowsFileTrust reads real security descriptors (R-SEC): a file of
+// the test's own account in its temporary folder is trusted, as the
+// agent's account's are; once its DACL lets Everyone change it, it is
+// refused, and the policy file is not read. Wine 8 makes the DACL it
+// answers from the Unix owner and mode (owner: the account it runs
+// everything as; Everyone: the mode's other bits) and turns a DACL set
+// into a mode, so the same holds there.
+func TestWindowsFileTrust(t *testing.T) {
+	dir := tempDir(t)
+	policy := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"hostLoadIndexThreshold": 80}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckFileTrusted(policy); err != nil {
+		s, _ := readFileSecurity(policy, false)
+		t.Fatalf("a file of the test's own account (%s): %v\n%+v", agentSID(), err, s)
+	}
+	if p, err := ReadPolicyFile(policy); err != nil || p.HostLoadIndexThreshold == nil || *p.HostLoadIndexThreshold != 80 {
+		t.Fatalf("ReadPolicyFile = %+v, %v", p, err)
+	}
+	sd, err := windows.SecurityDescriptorFromString("D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;WD)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := windows.SetNamedSecurityInfo(policy, windows.SE_FILE_OBJECT,
+		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, dacl, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckFileTrusted(policy); err == nil || !strings.Contains(err.Error(), "Everyone (S-1-1-0) change it") {
+		s, _ := readFileSecurity(policy, false)
+		t.Errorf("a file Everyone may change: %v, want it refused\n%+v", err, s)
+	}
+	if _, err := ReadPolicyFile(policy); err == nil || !strings.Contains(err.Error(), "not read") {
+		t.Errorf("ReadPolicyFile of a file Everyone may change = %v, want it not read", err)
+	}
+}

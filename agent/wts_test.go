@@ -595,8 +595,10 @@ func TestFiletimeTime(t *testing.T) {
 		want time.Time
 	}{
 		{116444736000000000 + 1e7 + 5, time.Date(1970, 1, 1, 0, 0, 1, 500, time.UTC)},
-		{134405857310000000, time.Date(1601, 1, 1, 0, 0, 13440585731, 0, time.UTC)},
-		{math.MaxInt64, time.Date(1601, 1, 1, 0, 0, math.MaxInt64/10_000_000, math.MaxInt64%10_000_000*100, time.UTC)},
+		// Seconds counted from 1601-01-01 (Unix -11644473600) in int64,
+		// which time.Date's int is not on 32-bit targets.
+		{134405857310000000, time.Unix(-11644473600+13440585731, 0).UTC()},
+		{math.MaxInt64, time.Unix(-11644473600+math.MaxInt64/10_000_000, math.MaxInt64%10_000_000*100).UTC()},
 	} {
 		if got := FiletimeTime(tt.ft); got == nil || !got.Equal(tt.want) {
 			t.Errorf("FiletimeTime(%d) = %v, want %v", tt.ft, got, tt.want)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -35,6 +36,9 @@ type agentFlags struct {
 	// windowsService runs the agent under the Windows service control
 	// manager; the service's command line has it (agentServiceArgs).
 	windowsService bool
+	// levelRefused says why --log-level-file was not read at start
+	// (levelFileRefused); logged once the logger exists.
+	levelRefused error
 }
 
 // register adds the flags to f.
@@ -99,13 +103,71 @@ func (o *agentFlags) config() (agent.Config, slog.Level, error) {
 	cfg.Protocols = o.protocols
 	standard := o.standard
 	cfg.StandardFeatures = &standard
-	if level, _, err = o.logs.wanted(); err != nil {
+	if level, err = o.startLevel(); err != nil {
 		return cfg, level, usageError{err}
 	}
 	if err := agent.CheckSessionsProvider(o.provider); err != nil {
 		return cfg, level, usageError{fmt.Errorf("--sessions-provider: %w", err)}
 	}
 	return cfg, level, nil
+}
+
+// levelFileRefused reports why --log-level-file must not be read
+// (agent.CheckFileTrusted): the agent runs as root or LocalSystem, and
+// whoever may change the file would choose what it logs, silencing its
+// warnings at error or filling the journal at debug (R-SEC).
+func (o *agentFlags) levelFileRefused() error {
+	if o.logs.levelFile == "" {
+		return nil
+	}
+	if err := agent.CheckFileTrusted(o.logs.levelFile); err != nil {
+		return fmt.Errorf("--log-level-file %s: not read: %w, who could set the agent's log level", o.logs.levelFile, err)
+	}
+	return nil
+}
+
+// startLevel is the level to start at: --log-level-file's (logFlags.wanted),
+// or --log-level's when the file is refused; why is kept in levelRefused.
+func (o *agentFlags) startLevel() (slog.Level, error) {
+	if o.levelRefused = o.levelFileRefused(); o.levelRefused != nil {
+		lv, err := parseLevel(o.logs.level)
+		if err != nil {
+			return lv, fmt.Errorf("--log-level: %w", err)
+		}
+		return lv, nil
+	}
+	lv, _, err := o.logs.wanted()
+	return lv, err
+}
+
+// logger is the agent's logger on w, at level (startLevel's) until a
+// SIGHUP reads the level again (reloadLevel); it logs why the level file
+// was refused, once.
+func (o *agentFlags) logger(w io.Writer, level slog.Level) *slog.Logger {
+	o.logs.lv.Set(level)
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: &o.logs.lv}))
+	o.logLevelRefused(log, level)
+	return log
+}
+
+// logLevelRefused logs why the level file was not read at start, if it
+// was not: the agent started at level instead.
+func (o *agentFlags) logLevelRefused(log *slog.Logger, level slog.Level) {
+	if o.levelRefused != nil {
+		log.Error("log level file refused; log level kept", "level", level.String(), "err", o.levelRefused)
+	}
+}
+
+// reloadLevel is the agent's SIGHUP: logFlags.reload, unless the level
+// file is refused; then the level running stays, and one line says why,
+// as for a file that holds no level. The file is read at start and on
+// SIGHUP only, so nothing repeats the line but another SIGHUP.
+func (o *agentFlags) reloadLevel(log *slog.Logger) {
+	if err := o.levelFileRefused(); err != nil {
+		log.Error("SIGHUP: log level kept", "level", o.logs.lv.Level().String(), "err", err)
+		return
+	}
+	o.logs.reload(log)
 }
 
 // readTokenFile reads a registration token file; a file that is gone means
@@ -170,9 +232,7 @@ The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 			if o.windowsService {
 				return runAgentService(&o, cfg, level)
 			}
-			if cfg.Logger, err = o.logs.logger(os.Stderr); err != nil {
-				return err
-			}
+			cfg.Logger = o.logger(os.Stderr, level)
 			if len(fromEnv) > 0 {
 				cfg.Logger.Debug("flags from the environment", "flags", fromEnv)
 			}
@@ -182,7 +242,7 @@ The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			onHUP(ctx, func() { o.logs.reload(cfg.Logger) })
+			onHUP(ctx, func() { o.reloadLevel(cfg.Logger) })
 			return a.Run(ctx)
 		},
 	}

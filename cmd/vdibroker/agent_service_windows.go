@@ -187,6 +187,7 @@ func runAgentService(o *agentFlags, cfg agent.Config, level slog.Level) error {
 	}
 	defer elog.Close()
 	cfg.Logger = slog.New(newEventLogHandler(elog, level))
+	o.logLevelRefused(cfg.Logger, level)
 	a, err := o.newAgent(cfg)
 	if err != nil {
 		elog.Error(eventIDError, "agent not started: "+err.Error())

@@ -202,9 +202,9 @@ func wineAgentTests(t *testing.T, w *wineEnv, dir string) {
 	goBuildWindows(t, exe, "test", "../../agent")
 	mustPass := []string{"TestWindowsRegistryLive", "TestWindowsStateDir", "TestWindowsWTSLive", "TestWindowsMetricsLive",
 		"TestWTSProviderRecorded", "TestWTSProviderChanges", "TestWTSProviderCommands", "TestWTSProviderInAgent",
-		"TestDecodeWTSInfo", "TestParseRegistryLoad", "TestCustomLoadFromRegistry", "TestDiskFiguresFromPDH", "TestStateDirSDDL"}
+		"TestDecodeWTSInfo", "TestParseRegistryLoad", "TestCustomLoadFromRegistry", "TestDiskFiguresFromPDH", "TestStateDirSDDL", "TestWindowsFileTrust", "TestCheckWindowsSecurity"}
 	pattern := "^(TestWindows|TestWTS|TestDecodeWTS|TestParseRegistry|TestCustomLoadFromRegistry|TestNewCustomLoadRegistry|" +
-		"TestDiskFiguresFromPDH|TestCPUSampleFromTimes|TestStateDirSDDL|TestWindowsUserName|TestSameUser|TestParseWindowsUserFormat|TestParseCustomLoad)"
+		"TestDiskFiguresFromPDH|TestCPUSampleFromTimes|TestStateDirSDDL|TestCheckWindowsSecurity|TestWindowsUserName|TestSameUser|TestParseWindowsUserFormat|TestParseCustomLoad)"
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := w.command(ctx, "wine", exe, "-test.v", "-test.count=1", "-test.run", pattern)
