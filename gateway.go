@@ -94,8 +94,11 @@ type GatewayService interface {
 	// after it (R-GW6).
 	GatewayKeys(ctx context.Context) ([]byte, error)
 	// RotateGatewayKey adds a new signing key now; it signs once
-	// gateways had time to read it (R-GW6).
-	RotateGatewayKey(ctx context.Context) error
+	// gateways had time to read it (R-GW6). With revoke it signs at once
+	// and every other key is dropped: none signs or is published again,
+	// and the tunnels their tokens opened are closed at their gateway's
+	// next check (a key that leaked).
+	RotateGatewayKey(ctx context.Context, revoke bool) error
 }
 
 // TunnelCheck is a gateway's periodic question about its open tunnels

@@ -204,13 +204,18 @@ func (s *Service) gatewayKeys(ctx context.Context, fresh bool) ([]vdibroker.Gate
 // addGatewayKey makes a new signing key and stores it unless one newer
 // than notBefore exists (another replica rotated first).
 func (s *Service) addGatewayKey(ctx context.Context, notBefore time.Time) (bool, error) {
+	return s.addGatewayKeyKeeping(ctx, notBefore, gatewayKeysKept)
+}
+
+// addGatewayKeyKeeping is addGatewayKey keeping the newest kept keys.
+func (s *Service) addGatewayKeyKeeping(ctx context.Context, notBefore time.Time, kept int) (bool, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return false, err
 	}
 	now := s.now().UTC()
 	k := vdibroker.GatewayKey{ID: "k" + now.Format("20060102T150405") + "-" + vdibroker.RandomHex(3), Seed: priv.Seed(), CreateTime: now}
-	added, err := s.store.AddGatewayKey(ctx, k, notBefore, gatewayKeysKept)
+	added, err := s.store.AddGatewayKey(ctx, k, notBefore, kept)
 	if added {
 		s.log.Info("new gateway token signing key", "kid", k.ID)
 	}
@@ -367,16 +372,38 @@ func (s *Service) GatewayKeys(ctx context.Context) ([]byte, error) {
 }
 
 // RotateGatewayKey adds a signing key now (the admin token only); it
-// signs after the publish delay (R-GW6).
-func (s *Service) RotateGatewayKey(ctx context.Context) error {
+// signs after the publish delay (R-GW6). With revoke it is the only key
+// kept: the store drops the others, so it is the one this replica signs
+// with at once, and every replica and gateway from its next read of the
+// keys (30 s and --keys-refresh at most).
+func (s *Service) RotateGatewayKey(ctx context.Context, revoke bool) error {
 	if err := vdibroker.Authorize(vdibroker.PrincipalFrom(ctx), vdibroker.ActionManageTokens, vdibroker.Target{Global: "rotate the gateway signing key"}); err != nil {
 		return err
 	}
-	if _, err := s.addGatewayKey(ctx, time.Time{}); err != nil {
+	kept := gatewayKeysKept
+	if revoke {
+		kept = 1
+	}
+	if _, err := s.addGatewayKeyKeeping(ctx, time.Time{}, kept); err != nil {
 		return err
 	}
-	_, err := s.gatewayKeys(ctx, true)
-	return err
+	if revoke {
+		s.log.Warn("gateway signing keys revoked: one new key signs at once; tunnels opened with the others are closed at their gateway's next check")
+	}
+	// Read them again after any read under way, which may predate the
+	// new key: it is published here at once, and revoked keys never sign
+	// one more token here.
+	g := s.gw
+	g.loading.Lock()
+	defer g.loading.Unlock()
+	keys, err := s.store.GatewayKeys(ctx)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.keys, g.readAt = keys, s.now()
+	g.mu.Unlock()
+	return nil
 }
 
 // gatewayMaintain is the gateway side's share of a maintenance tick: a

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,11 +130,63 @@ func TestGatewayKeyRotation_RGW6(t *testing.T) {
 	}
 	// An admin's rotation: published now, signing after the delay.
 	before, _ := keyOf(t, svc, "u4")
-	if err := svc.RotateGatewayKey(ctx); err != nil {
+	if err := svc.RotateGatewayKey(ctx, false); err != nil {
 		t.Fatal(err)
 	}
 	if k, _ := keyOf(t, svc, "u5"); k != before {
 		t.Errorf("an admin's new key signs at once (%s, want %s until the delay passed)", k, before)
+	}
+}
+
+// TestGatewayKeyRevoke_RGW6: an admin's rotation with revoke (a key that
+// leaked) signs at once with a new key, the only one published and
+// kept; the other replica drops the old keys at its next read of them;
+// a token of an old key no longer names a token the broker issued, so
+// its tunnel is closed at its gateway's next check.
+func TestGatewayKeyRevoke_RGW6(t *testing.T) {
+	cfg := GatewayConfig{HostName: "rdgw.example.test", KeyRotation: 24 * time.Hour, PublishDelay: 5 * time.Minute}
+	svc, st, fc := gatewayFixture(t, cfg)
+	ctx := t.Context()
+	other := New(Config{Store: st, Clock: fc, MaintenanceInterval: 10000 * time.Hour, Gateway: cfg})
+	t.Cleanup(func() { other.Close() })
+	old, oldTok := keyOf(t, svc, "u1")
+	fc.Step(24 * time.Hour)
+	svc.gatewayMaintain(ctx) // a scheduled rotation: two keys
+	if ks, _ := published(t, other); len(ks.KeyIDs()) != 2 {
+		t.Fatalf("before the revoke the other replica publishes %v, want two keys", ks.KeyIDs())
+	}
+	before, _ := published(t, svc)
+	oldClaims, err := before.Verify(oldTok, fc.Now().Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fc.Step(time.Second)
+	if err := svc.RotateGatewayKey(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	ks, ids := published(t, svc)
+	if len(ks.KeyIDs()) != 1 || strings.Contains(ids, old) || slices.Contains(before.KeyIDs(), ids) {
+		t.Fatalf("after the revoke published %s, want one new key, neither of %v", ids, before.KeyIDs())
+	}
+	if k, _ := keyOf(t, svc, "u2"); k != ids {
+		t.Errorf("after the revoke signed with %s, want the new key %s at once", k, ids)
+	}
+	stored, err := st.GatewayKeys(ctx)
+	if err != nil || len(stored) != 1 || stored[0].ID != ids {
+		t.Errorf("stored keys %v %v, want %s alone", stored, err, ids)
+	}
+	rep := &vdibroker.TunnelReport{TokenID: oldClaims.ID, User: oldClaims.User, Session: oldClaims.Session, Pool: oldClaims.Pool,
+		Host: oldClaims.Host, Expiry: time.Unix(oldClaims.Expiry, 0)}
+	if ok, err := svc.issued(ctx, rep); err != nil || ok {
+		t.Errorf("a token of the revoked key: issued %v %v, want not the broker's", ok, err)
+	}
+	fc.Step(gatewayKeysTTL)
+	if _, ids2 := published(t, other); ids2 != ids {
+		t.Errorf("the other replica after its keys' TTL publishes %s, want %s alone", ids2, ids)
+	}
+	if k, _ := keyOf(t, other, "u3"); k != ids {
+		t.Errorf("the other replica signs with %s, want %s", k, ids)
 	}
 }
 

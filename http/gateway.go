@@ -2,6 +2,7 @@ package http
 
 import (
 	nethttp "net/http"
+	"strconv"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -56,9 +57,19 @@ func (s *Server) gatewayKeys(w nethttp.ResponseWriter, r *nethttp.Request) error
 }
 
 // rotateGatewayKey is POST /gateway/keys/rotate (the admin token): a new
-// signing key, published now, signing after the publish delay (R-GW6).
+// signing key, published now, signing after the publish delay (R-GW6);
+// with ?revoke=true signing at once, every other key dropped.
 func (s *Server) rotateGatewayKey(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	if err := s.svc.Gateway.RotateGatewayKey(r.Context()); err != nil {
+	revoke := false
+	if q := r.URL.Query(); q.Has("revoke") {
+		v := q.Get("revoke")
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return vdibroker.FieldError("revoke", "must be true or false, got %q", v)
+		}
+		revoke = b
+	}
+	if err := s.svc.Gateway.RotateGatewayKey(r.Context(), revoke); err != nil {
 		return err
 	}
 	w.WriteHeader(nethttp.StatusNoContent)

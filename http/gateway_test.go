@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -430,4 +431,43 @@ func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
 		}
 	}
 	conn.Close()
+}
+
+// TestRevokeGatewayKeys_RGW6: POST /gateway/keys/rotate?revoke=true
+// leaves one new key published, none of those before; a revoke that is
+// not true or false is 400 naming the field, and the keys stay.
+func TestRevokeGatewayKeys_RGW6(t *testing.T) {
+	e := newEnv(t)
+	keys := func() []string {
+		t.Helper()
+		status, _, raw := rawDo(t, e, "GET", "/api/v1/gateway/keys", "", "")
+		ks, err := gatewaytoken.ParseJWKS(raw)
+		if status != 200 || err != nil {
+			t.Fatalf("keys: %d %v %s", status, err, raw)
+		}
+		return ks.KeyIDs()
+	}
+	rotate := func(query string, want int) {
+		t.Helper()
+		if status, _, raw := rawDo(t, e, "POST", "/api/v1/gateway/keys/rotate"+query, adminToken, ""); status != want {
+			t.Fatalf("rotate%s: %d %s, want %d", query, status, raw, want)
+		}
+	}
+	first := keys()
+	rotate("", 204)
+	two := keys()
+	if len(first) != 1 || len(two) != 2 {
+		t.Fatalf("keys %v, then after a rotate %v; want one, then two", first, two)
+	}
+	status, ve, raw := rawDo(t, e, "POST", "/api/v1/gateway/keys/rotate?revoke=maybe", adminToken, "")
+	if status != 400 || ve == nil || ve.Field != "revoke" {
+		t.Errorf("revoke=maybe: %d %s, want 400 on revoke", status, raw)
+	}
+	if got := keys(); !slices.Equal(got, two) {
+		t.Errorf("after a refused revoke: %v, want %v", got, two)
+	}
+	rotate("?revoke=true", 204)
+	if got := keys(); len(got) != 1 || slices.Contains(two, got[0]) {
+		t.Errorf("after the revoke: %v, want one key, none of %v", got, two)
+	}
 }
