@@ -277,10 +277,34 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 			}
 			m.Config.RequestRate = rate.Limit(requestRate)
 			// gateway.Config takes 0 for its default: refused here, not
-			// taken as "no limit" silently.
-			for flag, v := range map[string]int{"--max-conns-per-address": m.Config.MaxConnsPerAddress, "--max-handshakes-per-address": m.Config.MaxHandshakesPerAddress} {
-				if v < 1 {
-					return usageError{fmt.Errorf("%s: must be 1 or more, got %d", flag, v)}
+			// taken as "no limit" (serve's --gateway-max-tunnels-per-user
+			// 0) or "never" silently.
+			for _, f := range []struct {
+				flag string
+				v    int
+			}{
+				{"--max-conns-per-address", m.Config.MaxConnsPerAddress},
+				{"--max-handshakes-per-address", m.Config.MaxHandshakesPerAddress},
+				{"--max-tunnels-per-user", m.Config.MaxTunnelsPerUser},
+				{"--max-tunnels", m.Config.MaxTunnels},
+				{"--request-burst", m.Config.RequestBurst},
+			} {
+				if f.v < 1 {
+					return usageError{fmt.Errorf("%s: must be 1 or more, got %d", f.flag, f.v)}
+				}
+			}
+			for _, f := range []struct {
+				flag string
+				v    time.Duration
+			}{
+				{"--idle-timeout", m.Config.IdleTimeout},
+				{"--max-lifetime", m.Config.MaxLifetime},
+				{"--max-start-wait", m.Config.MaxStartWait},
+				{"--keepalive-interval", m.Config.KeepaliveInterval},
+				{"--handshake-timeout", m.Config.HandshakeTimeout},
+			} {
+				if f.v <= 0 {
+					return usageError{fmt.Errorf("%s: must be above 0, got %v", f.flag, f.v)}
 				}
 			}
 			if m.Name == "" {

@@ -29,6 +29,37 @@ func TestGatewayPerAddressFlags(t *testing.T) {
 	}
 }
 
+// TestGatewayLimitFlagsRefuseZero (R-GW1): the gateway's other limits
+// and timeouts take gateway.Config's default for 0 or less, so 0 there
+// would not mean what an admin reads into it (no limit, as serve's
+// --gateway-max-tunnels-per-user 0; never, for a timeout) but 10 tunnels
+// or an hour without a word: a usage error naming the flag instead. The
+// defaults start (the check after these is the certificate's).
+func TestGatewayLimitFlagsRefuseZero(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--max-tunnels-per-user", "0", "--max-tunnels-per-user: must be 1 or more, got 0"},
+		{"--max-tunnels", "-5", "--max-tunnels: must be 1 or more, got -5"},
+		{"--request-burst", "0", "--request-burst: must be 1 or more, got 0"},
+		{"--idle-timeout", "0", "--idle-timeout: must be above 0, got 0s"},
+		{"--max-lifetime", "-1h", "--max-lifetime: must be above 0, got -1h0m0s"},
+		{"--max-start-wait", "0", "--max-start-wait: must be above 0, got 0s"},
+		{"--keepalive-interval", "0", "--keepalive-interval: must be above 0, got 0s"},
+		{"--handshake-timeout", "0", "--handshake-timeout: must be above 0, got 0s"},
+		{"--max-tunnels-per-user", "1", "--tls-cert and --tls-key are required"},
+		{"--idle-timeout", "1s", "--tls-cert and --tls-key are required"},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs([]string{tc.flag, tc.value})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gateway %s %s = %v, want a usage error %q", tc.flag, tc.value, err, tc.want)
+		}
+	}
+}
+
 // TestGatewayNameFlag_RGW4: a --name the broker would refuse in every
 // report (R-GW4: at most MaxTunnelReportText characters, no control
 // characters, none at its ends) is a usage error at start, not a gateway
