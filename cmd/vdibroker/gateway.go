@@ -64,12 +64,15 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	if m.TLSCert == "" || m.TLSKey == "" {
 		return usageError{errors.New("--tls-cert and --tls-key are required: RD Gateway clients speak HTTPS only")}
 	}
-	if (m.KeysFile == "") == (m.KeysURL == "") {
+	if m.KeysFile != "" && m.KeysURL != "" {
+		return usageError{errors.New("--keys-file and --keys-url: give one, not both")}
+	}
+	if m.KeysFile == "" && m.KeysURL == "" {
 		return usageError{errors.New("one of --keys-file and --keys-url is required: the public keys the broker signs access tokens with")}
 	}
 	var src gatewaytoken.KeySource = gatewaytoken.FileSource{Path: m.KeysFile}
 	if m.KeysURL != "" {
-		client, err := m.clientTLS.httpClient(m.KeysURL, 10*time.Second)
+		client, err := m.clientTLS.httpClientFor("--keys-url", m.KeysURL, 10*time.Second)
 		if err != nil {
 			return err
 		}
@@ -83,7 +86,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	var broker gateway.Broker = &gateway.MemoryBroker{}
 	m.localBrokerInUse = true
 	if m.BrokerURL != "" {
-		client, err := m.clientTLS.httpClient(m.BrokerURL, 15*time.Second)
+		client, err := m.clientTLS.httpClientFor("--broker-url", m.BrokerURL, 15*time.Second)
 		if err != nil {
 			return err
 		}

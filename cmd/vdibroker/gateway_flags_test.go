@@ -1,12 +1,17 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
 // TestGatewayPerAddressFlags (R-GW1): --max-conns-per-address and
@@ -56,6 +61,47 @@ func TestGatewayLimitFlagsRefuseZero(t *testing.T) {
 		var ue usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("gateway %s %s = %v, want a usage error %q", tc.flag, tc.value, err, tc.want)
+		}
+	}
+}
+
+// TestGatewayURLFlagErrorsNameTheFlag: a --keys-url or --broker-url the
+// gateway refuses (plain http:// off loopback, not a URL) is a usage error
+// naming that flag, not the CLI's --server, which the gateway has not;
+// both --keys-file and --keys-url is a usage error saying to give one,
+// not that one is missing.
+func TestGatewayURLFlagErrorsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	signer, err := gatewaytoken.GenerateSigner("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k1": signer.PublicKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--keys-url", "http://10.1.1.1/api/v1/gateway/keys"}, `--keys-url "http://10.1.1.1/api/v1/gateway/keys": plain http://`},
+		{[]string{"--keys-url", "broker.example.com/keys"}, `--keys-url "broker.example.com/keys": want a URL`},
+		{[]string{"--keys-file", keys, "--broker-url", "http://10.1.1.1/api/v1/gateway/tunnels"}, `--broker-url "http://10.1.1.1/api/v1/gateway/tunnels": plain http://`},
+		{[]string{"--keys-file", keys, "--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys"}, "--keys-file and --keys-url: give one, not both"},
+		{nil, "one of --keys-file and --keys-url is required"},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(dir, "none.crt"), "--tls-key", filepath.Join(dir, "none.key")}, tc.args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gateway %v = %v, want a usage error %q", tc.args, err, tc.want)
 		}
 	}
 }
