@@ -106,6 +106,35 @@ func TestGatewayURLFlagErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
+// TestGatewayTokenValidFlag: `gateway token --valid` out of 1s..1h is a
+// usage error naming the flag and its range, not the claims' nbf and exp
+// in Unix seconds that the signer would refuse.
+func TestGatewayTokenValidFlag(t *testing.T) {
+	dir := t.TempDir()
+	key, jwks := filepath.Join(dir, "signing.pem"), filepath.Join(dir, "keys.json")
+	keygen := newGatewayKeygenCmd()
+	keygen.SetArgs([]string{"--key-id", "k1", "--private-key", key, "--jwks", jwks})
+	if err := keygen.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ valid, want string }{
+		{"2h", "--valid: must be 1s..1h0m0s, got 2h0m0s"},
+		{"0", "--valid: must be 1s..1h0m0s, got 0s"},
+		{"-1m", "--valid: must be 1s..1h0m0s, got -1m0s"},
+		{"1h", ""},
+	} {
+		cmd := newGatewayTokenCmd()
+		cmd.SetArgs([]string{"--key-id", "k1", "--private-key", key, "--user", "alice", "--host", "10.0.0.12:3389", "--valid", tc.valid})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("gateway token --valid %s = %v, want %q", tc.valid, err, tc.want)
+		}
+	}
+}
+
 // TestGatewayNameFlag_RGW4: a --name the broker would refuse in every
 // report (R-GW4: at most MaxTunnelReportText characters, no control
 // characters, none at its ends) is a usage error at start, not a gateway
