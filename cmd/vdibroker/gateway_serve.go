@@ -61,7 +61,7 @@ func (f *GatewayFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Listen, "gateway-listen", "", "also run the RD gateway in this process on this address (HTTPS with --tls-cert, e.g. 0.0.0.0:443 with --gateway-hostname; without it the .rdp files name this address)")
 	fl.StringVar(&f.Name, "gateway-name", hostnameOr("gateway"), "the in-process gateway's name in the reports and the audit log")
 	fl.StringSliceVar(&f.TargetPorts, "gateway-target-ports", defaultTargetPorts, "ports a token's host may have, for the in-process gateway (any: every port)")
-	fl.StringSliceVar(&f.TargetNetworks, "gateway-target-networks", nil, "CIDR networks every address of a token's host must lie in, for the in-process gateway, e.g. 10.20.0.0/16 (default: any)")
+	fl.StringSliceVar(&f.TargetNetworks, "gateway-target-networks", nil, "CIDR networks the address the in-process gateway connects to must lie in, e.g. 10.20.0.0/16: the first of a token's host's addresses inside one (default: any)")
 	fl.DurationVar(&f.Config.ReauthorizeEvery, "gateway-reauthorize-every", gateway.DefaultReauthorizeEvery, "the in-process gateway asks the broker this often whether each open tunnel's session is still open, and closes the tunnels of ended sessions (0: never; 10s..1h)")
 }
 
