@@ -135,6 +135,35 @@ func TestGatewayTokenValidFlag(t *testing.T) {
 	}
 }
 
+// TestGatewayKeysRefreshFlag_RGW6: --keys-refresh below 1s (0 read the
+// keys never again) is a usage error; so is, with --keys-url, one longer
+// than the 5 minutes a broker publishes a key before it signs with it
+// (R-GW6), after which such a gateway would refuse the new key's tokens.
+// A --keys-file an admin rotates by hand may be read seldom.
+func TestGatewayKeysRefreshFlag_RGW6(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--keys-refresh", "0"}, "--keys-refresh: must be at least 1s, got 0s"},
+		{[]string{"--keys-refresh", "-1m"}, "--keys-refresh: must be at least 1s, got -1m0s"},
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "6m"}, "--keys-refresh: must be at most 5m0s with --keys-url, got 6m0s"},
+		// Accepted: the next check is the certificate's.
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "5m"}, "--tls-cert and --tls-key are required"},
+		{[]string{"--keys-file", "keys.json", "--keys-refresh", "24h"}, "--tls-cert and --tls-key are required"},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gateway %v = %v, want a usage error %q", tc.args, err, tc.want)
+		}
+	}
+}
+
 // TestGatewayNameFlag_RGW4: a --name the broker would refuse in every
 // report (R-GW4: at most MaxTunnelReportText characters, no control
 // characters, none at its ends) is a usage error at start, not a gateway
