@@ -114,6 +114,10 @@ func TestFileName(t *testing.T) {
 		"":                     "desktop.rdp",
 		"سطح المكتب":           "سطح المكتب.rdp",
 		"a\r\nContent-Type: x": "a__Content-Type_ x.rdp",
+		// Parentheses stay: the demo's pools are named so, and a
+		// file "Developer workstations _depth-first.rdp" is not the
+		// name the user clicked.
+		"Developer workstations (depth-first)": "Developer workstations (depth-first).rdp",
 	} {
 		if got := fileName(in); got != want {
 			t.Errorf("fileName(%q) = %q, want %q", in, got, want)

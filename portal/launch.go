@@ -327,9 +327,10 @@ func (p *Portal) file(rq *request) {
 }
 
 // fileName is a resource's friendly name as an .rdp file's name the
-// user recognises: letters, digits, spaces, '-', '_' and '.' kept (any
-// script), everything else '_', at most 64 characters, never empty or
-// hidden.
+// user recognises: letters, digits, spaces, '-', '_', '.' and
+// parentheses kept (any script; all are valid in a file name on Windows,
+// macOS and Linux, and "Office (Berlin)" is a usual friendly name),
+// everything else '_', at most 64 characters, never empty or hidden.
 func fileName(friendly string) string {
 	var b strings.Builder
 	n := 0
@@ -338,7 +339,7 @@ func fileName(friendly string) string {
 			break
 		}
 		switch {
-		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_', r == '.':
+		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_', r == '.', r == '(', r == ')':
 			b.WriteRune(r)
 		case r == ' ':
 			b.WriteRune(' ')

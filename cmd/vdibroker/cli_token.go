@@ -138,7 +138,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 		expires       time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "create --role Reader|Contributor|User --subject S [--expires 720h]",
+		Use:   "create --role Reader|Contributor|User|Gateway --subject S [--expires 720h]",
 		Short: "Issue an API token; its secret is shown only now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/gateway"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
@@ -64,12 +65,15 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	if m.TLSCert == "" || m.TLSKey == "" {
 		return usageError{errors.New("--tls-cert and --tls-key are required: RD Gateway clients speak HTTPS only")}
 	}
-	if (m.KeysFile == "") == (m.KeysURL == "") {
+	if m.KeysFile != "" && m.KeysURL != "" {
+		return usageError{errors.New("--keys-file and --keys-url: give one, not both")}
+	}
+	if m.KeysFile == "" && m.KeysURL == "" {
 		return usageError{errors.New("one of --keys-file and --keys-url is required: the public keys the broker signs access tokens with")}
 	}
 	var src gatewaytoken.KeySource = gatewaytoken.FileSource{Path: m.KeysFile}
 	if m.KeysURL != "" {
-		client, err := m.clientTLS.httpClient(m.KeysURL, 10*time.Second)
+		client, err := m.clientTLS.httpClientFor("--keys-url", m.KeysURL, 10*time.Second)
 		if err != nil {
 			return err
 		}
@@ -83,7 +87,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	var broker gateway.Broker = &gateway.MemoryBroker{}
 	m.localBrokerInUse = true
 	if m.BrokerURL != "" {
-		client, err := m.clientTLS.httpClient(m.BrokerURL, 15*time.Second)
+		client, err := m.clientTLS.httpClientFor("--broker-url", m.BrokerURL, 15*time.Second)
 		if err != nil {
 			return err
 		}
@@ -277,11 +281,46 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 			}
 			m.Config.RequestRate = rate.Limit(requestRate)
 			// gateway.Config takes 0 for its default: refused here, not
-			// taken as "no limit" silently.
-			for flag, v := range map[string]int{"--max-conns-per-address": m.Config.MaxConnsPerAddress, "--max-handshakes-per-address": m.Config.MaxHandshakesPerAddress} {
-				if v < 1 {
-					return usageError{fmt.Errorf("%s: must be 1 or more, got %d", flag, v)}
+			// taken as "no limit" (serve's --gateway-max-tunnels-per-user
+			// 0) or "never" silently.
+			for _, f := range []struct {
+				flag string
+				v    int
+			}{
+				{"--max-conns-per-address", m.Config.MaxConnsPerAddress},
+				{"--max-handshakes-per-address", m.Config.MaxHandshakesPerAddress},
+				{"--max-tunnels-per-user", m.Config.MaxTunnelsPerUser},
+				{"--max-tunnels", m.Config.MaxTunnels},
+				{"--request-burst", m.Config.RequestBurst},
+			} {
+				if f.v < 1 {
+					return usageError{fmt.Errorf("%s: must be 1 or more, got %d", f.flag, f.v)}
 				}
+			}
+			for _, f := range []struct {
+				flag string
+				v    time.Duration
+			}{
+				{"--idle-timeout", m.Config.IdleTimeout},
+				{"--max-lifetime", m.Config.MaxLifetime},
+				{"--max-start-wait", m.Config.MaxStartWait},
+				{"--keepalive-interval", m.Config.KeepaliveInterval},
+				{"--handshake-timeout", m.Config.HandshakeTimeout},
+			} {
+				if f.v <= 0 {
+					return usageError{fmt.Errorf("%s: must be above 0, got %v", f.flag, f.v)}
+				}
+			}
+			// 0 would never read the keys again; a broker signs with a
+			// new key PublishDelay after it publishes it (R-GW6), so a
+			// gateway reading its URL less often refuses that key's
+			// tokens until it does.
+			if m.KeysRefresh < time.Second {
+				return usageError{fmt.Errorf("--keys-refresh: must be at least 1s, got %v", m.KeysRefresh)}
+			}
+			if m.KeysURL != "" && m.KeysRefresh > broker.DefaultGatewayPublishDelay {
+				return usageError{fmt.Errorf("--keys-refresh: must be at most %v with --keys-url, got %v: the broker signs with a new key %v after it publishes it, and a gateway that has not read it by then refuses its tokens",
+					broker.DefaultGatewayPublishDelay, m.KeysRefresh, broker.DefaultGatewayPublishDelay)}
 			}
 			if m.Name == "" {
 				return usageError{fmt.Errorf("--name: must be 1..%d characters, got none", vdibroker.MaxTunnelReportText)}
@@ -317,7 +356,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.StringVar(&m.KeysFile, "keys-file", "", "JWKS file of the broker's Ed25519 token keys (current and previous); reloaded every --keys-refresh and on SIGHUP")
 	fl.StringVar(&m.KeysURL, "keys-url", "", "URL of the broker's JWKS document of token keys, instead of --keys-file")
 	fl.StringVar(&keysTokenFile, "keys-token-file", "", "file with a bearer token for --keys-url")
-	fl.DurationVar(&m.KeysRefresh, "keys-refresh", time.Minute, "how often the keys are read again")
+	fl.DurationVar(&m.KeysRefresh, "keys-refresh", time.Minute, "how often the keys are read again (at least 1s; with --keys-url at most 5m, the time the broker publishes a key before it signs with it)")
 	fl.StringVar(&m.BrokerURL, "broker-url", "", "URL the tunnel reports are POSTed to (…/open, …/channel, …/close, …/check)")
 	fl.StringVar(&brokerTokenFile, "broker-token-file", "", "file with the bearer token of --broker-url")
 	fl.StringVar(&m.clientTLS.CAFile, "ca-file", "", "PEM CA bundle that verifies the broker's certificate (--keys-url, --broker-url)")

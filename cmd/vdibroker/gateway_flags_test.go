@@ -1,12 +1,17 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
 // TestGatewayPerAddressFlags (R-GW1): --max-conns-per-address and
@@ -25,6 +30,136 @@ func TestGatewayPerAddressFlags(t *testing.T) {
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), flag+": must be 1 or more, got "+v) {
 				t.Errorf("gateway %s %s = %v, want a usage error naming the range", flag, v, err)
 			}
+		}
+	}
+}
+
+// TestGatewayLimitFlagsRefuseZero (R-GW1): the gateway's other limits
+// and timeouts take gateway.Config's default for 0 or less, so 0 there
+// would not mean what an admin reads into it (no limit, as serve's
+// --gateway-max-tunnels-per-user 0; never, for a timeout) but 10 tunnels
+// or an hour without a word: a usage error naming the flag instead. The
+// defaults start (the check after these is the certificate's).
+func TestGatewayLimitFlagsRefuseZero(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--max-tunnels-per-user", "0", "--max-tunnels-per-user: must be 1 or more, got 0"},
+		{"--max-tunnels", "-5", "--max-tunnels: must be 1 or more, got -5"},
+		{"--request-burst", "0", "--request-burst: must be 1 or more, got 0"},
+		{"--idle-timeout", "0", "--idle-timeout: must be above 0, got 0s"},
+		{"--max-lifetime", "-1h", "--max-lifetime: must be above 0, got -1h0m0s"},
+		{"--max-start-wait", "0", "--max-start-wait: must be above 0, got 0s"},
+		{"--keepalive-interval", "0", "--keepalive-interval: must be above 0, got 0s"},
+		{"--handshake-timeout", "0", "--handshake-timeout: must be above 0, got 0s"},
+		{"--max-tunnels-per-user", "1", "--tls-cert and --tls-key are required"},
+		{"--idle-timeout", "1s", "--tls-cert and --tls-key are required"},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs([]string{tc.flag, tc.value})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gateway %s %s = %v, want a usage error %q", tc.flag, tc.value, err, tc.want)
+		}
+	}
+}
+
+// TestGatewayURLFlagErrorsNameTheFlag: a --keys-url or --broker-url the
+// gateway refuses (plain http:// off loopback, not a URL) is a usage error
+// naming that flag, not the CLI's --server, which the gateway has not;
+// both --keys-file and --keys-url is a usage error saying to give one,
+// not that one is missing.
+func TestGatewayURLFlagErrorsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	signer, err := gatewaytoken.GenerateSigner("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k1": signer.PublicKey()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--keys-url", "http://10.1.1.1/api/v1/gateway/keys"}, `--keys-url "http://10.1.1.1/api/v1/gateway/keys": plain http://`},
+		{[]string{"--keys-url", "broker.example.com/keys"}, `--keys-url "broker.example.com/keys": want a URL`},
+		{[]string{"--keys-file", keys, "--broker-url", "http://10.1.1.1/api/v1/gateway/tunnels"}, `--broker-url "http://10.1.1.1/api/v1/gateway/tunnels": plain http://`},
+		{[]string{"--keys-file", keys, "--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys"}, "--keys-file and --keys-url: give one, not both"},
+		{nil, "one of --keys-file and --keys-url is required"},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(dir, "none.crt"), "--tls-key", filepath.Join(dir, "none.key")}, tc.args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gateway %v = %v, want a usage error %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestGatewayTokenValidFlag: `gateway token --valid` out of 1s..1h is a
+// usage error naming the flag and its range, not the claims' nbf and exp
+// in Unix seconds that the signer would refuse.
+func TestGatewayTokenValidFlag(t *testing.T) {
+	dir := t.TempDir()
+	key, jwks := filepath.Join(dir, "signing.pem"), filepath.Join(dir, "keys.json")
+	keygen := newGatewayKeygenCmd()
+	keygen.SetArgs([]string{"--key-id", "k1", "--private-key", key, "--jwks", jwks})
+	if err := keygen.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ valid, want string }{
+		{"2h", "--valid: must be 1s..1h0m0s, got 2h0m0s"},
+		{"0", "--valid: must be 1s..1h0m0s, got 0s"},
+		{"-1m", "--valid: must be 1s..1h0m0s, got -1m0s"},
+		{"1h", ""},
+	} {
+		cmd := newGatewayTokenCmd()
+		cmd.SetArgs([]string{"--key-id", "k1", "--private-key", key, "--user", "alice", "--host", "10.0.0.12:3389", "--valid", tc.valid})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if tc.want == "" && err != nil || tc.want != "" && (!errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("gateway token --valid %s = %v, want %q", tc.valid, err, tc.want)
+		}
+	}
+}
+
+// TestGatewayKeysRefreshFlag_RGW6: --keys-refresh below 1s (0 read the
+// keys never again) is a usage error; so is, with --keys-url, one longer
+// than the 5 minutes a broker publishes a key before it signs with it
+// (R-GW6), after which such a gateway would refuse the new key's tokens.
+// A --keys-file an admin rotates by hand may be read seldom.
+func TestGatewayKeysRefreshFlag_RGW6(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--keys-refresh", "0"}, "--keys-refresh: must be at least 1s, got 0s"},
+		{[]string{"--keys-refresh", "-1m"}, "--keys-refresh: must be at least 1s, got -1m0s"},
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "6m"}, "--keys-refresh: must be at most 5m0s with --keys-url, got 6m0s"},
+		// Accepted: the next check is the certificate's.
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "5m"}, "--tls-cert and --tls-key are required"},
+		{[]string{"--keys-file", "keys.json", "--keys-refresh", "24h"}, "--tls-cert and --tls-key are required"},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("gateway %v = %v, want a usage error %q", tc.args, err, tc.want)
 		}
 	}
 }

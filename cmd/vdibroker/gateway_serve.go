@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,10 +63,10 @@ func (f *GatewayFlags) addFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.TokenTTL, "gateway-token-ttl", broker.DefaultGatewayTokenTTL, "how long a gateway access token may open its tunnel after the connect (1m..1h)")
 	fl.DurationVar(&f.KeyRotation, "gateway-key-rotation", broker.DefaultGatewayKeyRotation, "make a new token signing key this often (at least 1h); it signs once gateways had 5 minutes to read it")
 	fl.IntVar(&f.MaxTunnelsPerUser, "gateway-max-tunnels-per-user", broker.DefaultGatewayMaxTunnelsPerUser, "tunnels one user may hold open through all gateways together (0: no limit)")
-	fl.StringVar(&f.Listen, "gateway-listen", "", "also run the RD gateway in this process on this address (HTTPS with --tls-cert, e.g. 0.0.0.0:443)")
+	fl.StringVar(&f.Listen, "gateway-listen", "", "also run the RD gateway in this process on this address (HTTPS with --tls-cert, e.g. 0.0.0.0:443 with --gateway-hostname; without it the .rdp files name this address)")
 	fl.StringVar(&f.Name, "gateway-name", hostnameOr("gateway"), "the in-process gateway's name in the reports and the audit log")
 	fl.StringSliceVar(&f.TargetPorts, "gateway-target-ports", defaultTargetPorts, "ports a token's host may have, for the in-process gateway (any: every port)")
-	fl.StringSliceVar(&f.TargetNetworks, "gateway-target-networks", nil, "CIDR networks every address of a token's host must lie in, for the in-process gateway, e.g. 10.20.0.0/16 (default: any)")
+	fl.StringSliceVar(&f.TargetNetworks, "gateway-target-networks", nil, "CIDR networks the address the in-process gateway connects to must lie in, e.g. 10.20.0.0/16: the first of a token's host's addresses inside one (default: any)")
 	fl.DurationVar(&f.Config.ReauthorizeEvery, "gateway-reauthorize-every", gateway.DefaultReauthorizeEvery, "the in-process gateway asks the broker this often whether each open tunnel's session is still open, and closes the tunnels of ended sessions (0: never; 10s..1h)")
 }
 
@@ -100,6 +101,16 @@ func (f *GatewayFlags) check(tls bool) error {
 	}
 	if f.Listen != "" && !tls {
 		return usageError{errors.New("--gateway-listen needs --tls-cert and --tls-key: RD Gateway clients speak HTTPS only")}
+	}
+	// Without --gateway-hostname the .rdp files name the listener's
+	// address (R-GW1): one on every address (0.0.0.0, [::], none) is no
+	// address a client can reach, so every connect through it would fail.
+	if f.Listen != "" && f.HostName == "" {
+		if host, _, err := net.SplitHostPort(f.Listen); err == nil {
+			if ip, perr := netip.ParseAddr(host); host == "" || perr == nil && ip.IsUnspecified() {
+				return usageError{fmt.Errorf("--gateway-listen %s listens on every address, which no client can reach: give --gateway-hostname, the name clients reach the gateway by (its certificate's), for the .rdp files", f.Listen)}
+			}
+		}
 	}
 	return nil
 }

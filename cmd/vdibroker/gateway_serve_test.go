@@ -223,6 +223,42 @@ func TestServeGatewayFlags(t *testing.T) {
 	}
 }
 
+// TestServeGatewayListenNeedsHostName_RGW1: without --gateway-hostname
+// the connect answers' .rdp files name the in-process gateway's listener
+// address (R-GW1); a listener on every address (0.0.0.0, [::], no host)
+// would put an address no client reaches into every file, so it is a
+// usage error asking for --gateway-hostname. A listener on one address,
+// or any listener with a host name, starts.
+func TestServeGatewayListenNeedsHostName_RGW1(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		refused bool
+	}{
+		{[]string{"--gateway-listen", "0.0.0.0:443"}, true},
+		{[]string{"--gateway-listen", "[::]:443"}, true},
+		{[]string{"--gateway-listen", ":443"}, true},
+		{[]string{"--gateway-listen", "0.0.0.0:443", "--gateway-hostname", "rdgw.example.com"}, false},
+		{[]string{"--gateway-listen", "10.0.0.5:443"}, false},
+		{[]string{"--gateway-listen", "127.0.0.1:0"}, false},
+		{[]string{"--gateway-listen", "rdgw.example.com:443"}, false},
+	} {
+		var f GatewayFlags
+		fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.addFlags(fl)
+		if err := fl.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := f.check(true)
+		var ue usageError
+		switch {
+		case tc.refused && (!errors.As(err, &ue) || !strings.Contains(err.Error(), "give --gateway-hostname")):
+			t.Errorf("serve %v = %v, want a usage error asking for --gateway-hostname", tc.args, err)
+		case !tc.refused && err != nil:
+			t.Errorf("serve %v = %v, want no error", tc.args, err)
+		}
+	}
+}
+
 // TestServeGatewayReauthorizeFlag: `vdibroker gateway --reauthorize-every`
 // takes 0 (never) or 10s..1h, checked before anything opens, naming the
 // flag (R-GW4).

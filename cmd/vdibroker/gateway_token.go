@@ -70,6 +70,11 @@ func newGatewayTokenCmd() *cobra.Command {
 			if err != nil {
 				return usageError{fmt.Errorf("--key-id: %w", err)}
 			}
+			// In the flag's terms, before the claims' (nbf, exp in Unix
+			// seconds) would say it.
+			if valid < time.Second || valid > gatewaytoken.MaxValidity {
+				return usageError{fmt.Errorf("--valid: must be 1s..%v, got %v", gatewaytoken.MaxValidity, valid)}
+			}
 			now := time.Now()
 			c.ID, c.NotBefore, c.Expiry = gatewaytoken.NewID(), now.Unix(), now.Add(valid).Unix()
 			c.IdleSeconds, c.LifetimeSeconds, c.StartWaitSeconds = int64(idle/time.Second), int64(life/time.Second), int64(wait/time.Second)

@@ -136,12 +136,18 @@ type clientTLSOptions struct {
 // InsecureHTTP is set, since the credentials would cross the network in
 // clear.
 func (o clientTLSOptions) httpClient(server string, timeout time.Duration) (*http.Client, error) {
+	return o.httpClientFor("--server", server, timeout)
+}
+
+// httpClientFor is httpClient for the URL of flag, which its errors name
+// (the gateway's --keys-url and --broker-url).
+func (o clientTLSOptions) httpClientFor(flag, server string, timeout time.Duration) (*http.Client, error) {
 	u, err := url.Parse(server)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, usageError{fmt.Errorf("--server %q: want a URL such as https://broker.example.com:8443", server)}
+		return nil, usageError{fmt.Errorf("%s %q: want a URL such as https://broker.example.com:8443", flag, server)}
 	}
 	if u.Scheme == "http" && !o.InsecureHTTP && !isLoopback(u.Hostname()) {
-		return nil, usageError{fmt.Errorf("--server %q: plain http:// to a host other than loopback would send tokens in clear; use https:// (with --ca-file for a private CA) or pass --insecure-http", server)}
+		return nil, usageError{fmt.Errorf("%s %q: plain http:// to a host other than loopback would send tokens in clear; use https:// (with --ca-file for a private CA) or pass --insecure-http", flag, server)}
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CAFile != "" {
