@@ -166,12 +166,12 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 	now := p.clock.Now()
 	l.ExpireTime = now.Add(launchTTL)
 	if err != nil {
-		l.State, l.Message = launchFailed, vdibroker.ErrorMessage(err)
+		l.State, l.Message = launchFailed, failure(err, api.requestID)
 	} else {
 		l.State, l.Host = launchReady, ans.SessionHost
 		l.Sealed, err = webguard.Seal(secret, fileInfo, []byte(ans.RDPFile), []byte(l.Owner))
 		if err != nil {
-			l.State, l.Message = launchFailed, "the file could not be sealed"
+			l.State, l.Message = launchFailed, failure(err, api.requestID)
 		}
 	}
 	if uerr := p.cfg.Launches.UpdatePortalLaunch(store, l); uerr != nil {
@@ -211,6 +211,28 @@ func (p *Portal) audit(ctx context.Context, res vdibroker.FeedResource, who *vdi
 	}
 }
 
+// failure is what a failed launch keeps of why: the error's code, which
+// the page says in the user's words (failureKeys), and the request id
+// her helpdesk finds the refusal's audit entry and log lines by. The
+// error's own message is the administrator's (hosts, limits, pools) and
+// is only in those.
+func failure(err error, requestID string) string {
+	return vdibroker.ErrorCode(err) + " " + requestID
+}
+
+// failureKeys are the messages of a failed launch by the error's code;
+// any other is launch.failedOther.
+var failureKeys = map[string]string{
+	vdibroker.ENoCapacity:       "launch.failedNoCapacity",
+	vdibroker.EHostStarting:     "launch.failedStarting",
+	vdibroker.ENotEntitled:      "launch.failedNotEntitled",
+	vdibroker.EPermission:       "launch.failedNotEntitled",
+	vdibroker.ENotAssigned:      "launch.failedNotAssigned",
+	vdibroker.ENotFound:         "launch.failedGone",
+	vdibroker.EStoreUnavailable: "launch.failedUnavailable",
+	vdibroker.ETooManyRequests:  "launch.failedUnavailable",
+}
+
 // launchView is a launch as its page and its status show it.
 type launchView struct {
 	State   string `json:"state"`
@@ -229,7 +251,15 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 		v.Title, v.Message, v.Percent = lg.T("launch.ready", l.Name), lg.T("launch.readyHint"), 100
 		v.File = Prefix + "launches/" + secret + "/file"
 	case launchFailed:
-		v.Title, v.Message = lg.T("error.title"), lg.T("launch.failed", l.Name, l.Message)
+		code, ref, _ := strings.Cut(l.Message, " ")
+		key, ok := failureKeys[code]
+		if !ok {
+			key = "launch.failedOther"
+		}
+		v.Title, v.Message = lg.T("error.title"), lg.T(key, l.Name)
+		if key == "launch.failedOther" {
+			v.Message = lg.T(key, l.Name, ref)
+		}
 	default:
 		v.Title, v.Message = lg.T("launch.preparing", l.Name), lg.T("launch.finding")
 		if l.Starting {

@@ -1,7 +1,9 @@
 package portal
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -39,5 +41,17 @@ func TestSessionName_RU3(t *testing.T) {
 		if wantDesktop := map[string]string{"desk": "desktop:desk", "crm-west": "global:crm"}[pool]; desktop != wantDesktop {
 			t.Errorf("pool %q: desktop %q, want %q", pool, desktop, wantDesktop)
 		}
+	}
+}
+
+// TestLaunchFailureReference_RU4: a failed launch whose cause has no
+// words of its own for the user gives her the request's id to quote to
+// her helpdesk.
+func TestLaunchFailureReference_RU4(t *testing.T) {
+	p := &Portal{}
+	lg := newLang("en")
+	v := p.view("s", &vdibroker.PortalLaunch{Name: "Office", State: launchFailed, Message: failure(errors.New("disk full"), "req-7f3a")}, lg, time.Now())
+	if v.Message != "Office could not be opened. Try again; if it keeps happening, tell your helpdesk this reference: req-7f3a" {
+		t.Errorf("message %q", v.Message)
 	}
 }

@@ -605,3 +605,32 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 		t.Errorf("with pod1 gone: %d, want the page, without pod1's session, saying some could not be read:\n%s", res.StatusCode, home)
 	}
 }
+
+// TestLaunchFailureInUsersWords_RU4: a launch that finds no capacity
+// tells the user in her words what to do, not the pool's hosts, drains
+// and limits, which stay in the refusal's audit entry for her helpdesk;
+// the page's progress bar goes.
+func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	for _, h := range []string{"desk-1", "desk-2"} {
+		if _, err := e.admin.PatchSessionHost(ctx, "desk", h, map[string]any{"allowNewSession": false}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	launch := alice.launch(csrf, "desktop:desk")
+	s := alice.await(launch, ended)
+	if s.State != "failed" || !strings.Contains(s.Message, "No session host can take Office desktop right now") ||
+		strings.Contains(s.Message, "desk-") || strings.Contains(strings.ToLower(s.Message), "drain") {
+		t.Errorf("a launch without capacity: %+v; want the user's words, no hosts or drains", s)
+	}
+	if _, page := alice.get(launch); !strings.Contains(page, `<progress id="launch-progress" max="100" value="0" hidden>`) {
+		t.Errorf("the failed launch's page keeps its progress bar:\n%s", page)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"})
+	if err != nil || len(list) == 0 || !strings.HasPrefix(list[len(list)-1].Error, "NoCapacity: ") || !strings.Contains(list[len(list)-1].Error, "drain") {
+		t.Errorf("the refusal's audit entry: %+v %v; want NoCapacity with the pool's detail", list, err)
+	}
+}

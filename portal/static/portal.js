@@ -12,7 +12,9 @@
     document.getElementById("launch-title").textContent = v.title || "";
     document.getElementById("launch-message").textContent = v.message || "";
     document.getElementById("launch-waited").textContent = v.waited || "";
-    document.getElementById("launch-progress").value = v.percent || 0;
+    var progress = document.getElementById("launch-progress");
+    progress.value = v.percent || 0;
+    progress.hidden = v.state !== "waiting";
     var link = document.getElementById("launch-file");
     if (v.file) { link.href = v.file; link.hidden = false; }
   }
