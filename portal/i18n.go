@@ -41,6 +41,7 @@ var messages = map[string]map[string]string{
 	"signin.title":             {"en": "Sign in", "de": "Anmelden", "pt": "Iniciar sessão", "ar": "تسجيل الدخول"},
 	"signin.sso":               {"en": "Sign in with your organisation", "de": "Mit Ihrer Organisation anmelden", "pt": "Iniciar sessão com a sua organização", "ar": "سجّل الدخول عبر مؤسستك"},
 	"signin.token":             {"en": "Or sign in with an access token", "de": "Oder mit einem Zugriffstoken anmelden", "pt": "Ou inicie sessão com um token de acesso", "ar": "أو سجّل الدخول باستخدام رمز وصول"},
+	"signin.tokenOnly":         {"en": "Sign in with the access token your administrator gave you", "de": "Melden Sie sich mit dem Zugriffstoken an, das Sie von Ihrem Administrator erhalten haben", "pt": "Inicie sessão com o token de acesso que o seu administrador lhe deu", "ar": "سجّل الدخول باستخدام رمز الوصول الذي أعطاك إياه المسؤول"},
 	"signin.tokenLabel":        {"en": "Access token", "de": "Zugriffstoken", "pt": "Token de acesso", "ar": "رمز الوصول"},
 	"signin.submit":            {"en": "Sign in", "de": "Anmelden", "pt": "Entrar", "ar": "دخول"},
 	"signedInAs":               {"en": "Signed in as %s", "de": "Angemeldet als %s", "pt": "Sessão iniciada como %s", "ar": "تم تسجيل الدخول باسم %s"},

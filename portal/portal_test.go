@@ -282,6 +282,10 @@ func TestSignin_RU2(t *testing.T) {
 		}
 	}
 	_, page := b.get("/portal/signin")
+	// Without single sign-on the token is the only way in: no "Or".
+	if strings.Contains(page, "signin-oidc") || strings.Contains(page, "Or sign in") || !strings.Contains(page, "Sign in with the access token your administrator gave you") {
+		t.Errorf("the sign-in page without single sign-on:\n%s", page)
+	}
 	m := csrfRE.FindStringSubmatch(page)
 	res, _ := b.post("/portal/signin", url.Values{"csrf": {m[1]}, "token": {e.userToken("alice")}, "next": {"//evil.example/"}})
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/" {

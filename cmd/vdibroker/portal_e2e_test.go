@@ -22,6 +22,10 @@ func TestPortalOIDCFlow(t *testing.T) {
 	base := w.m.URL()
 	c := jarClient()
 	nr := noRedirects(c)
+	// With single sign-on, the token form is the other way in.
+	if _, page := getBody(t, c, base+"/portal/signin"); !strings.Contains(page, `id="signin-oidc"`) || !strings.Contains(page, "Or sign in with an access token") {
+		t.Errorf("the sign-in page with single sign-on:\n%s", page)
+	}
 	res, err := c.Get(base + "/portal/signin/oidc?next=/portal/")
 	if err != nil {
 		t.Fatal(err)
