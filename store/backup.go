@@ -33,8 +33,16 @@ type BackupInfo struct {
 }
 
 func (b *BackupInfo) String() string {
-	return fmt.Sprintf("schema version %d, %d host pools, %d session hosts, %d open sessions, %d tokens, %d bytes",
-		b.SchemaVersion, b.Pools, b.Hosts, b.OpenSessions, b.Tokens, b.Bytes)
+	return fmt.Sprintf("schema version %d, %s, %s, %s, %s, %s", b.SchemaVersion, plural(b.Pools, "host pool"),
+		plural(b.Hosts, "session host"), plural(b.OpenSessions, "open session"), plural(b.Tokens, "token"), plural(int(b.Bytes), "byte"))
+}
+
+// plural is n and what, in the plural unless n is 1.
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // sqliteURL is the URL modernc's driver opens path with, with pragmas.

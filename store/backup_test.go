@@ -218,3 +218,11 @@ func TestRestoreSQLiteOlderSchema(t *testing.T) {
 		t.Errorf("%d sessions whose ended is not their state after the migration (%v)", n, err)
 	}
 }
+
+// TestBackupInfoString: one of a thing is said in the singular.
+func TestBackupInfoString(t *testing.T) {
+	b := &store.BackupInfo{SchemaVersion: 65, Pools: 1, Hosts: 2, OpenSessions: 0, Tokens: 1, Bytes: 4096}
+	if got, want := b.String(), "schema version 65, 1 host pool, 2 session hosts, 0 open sessions, 1 token, 4096 bytes"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
