@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,6 +43,13 @@ func adminCredential(ctx context.Context, st vdibroker.SharedStore, dataDir stri
 	}
 	if token, err = adminToken(dataDir); err != nil {
 		return "", "", err
+	}
+	if env && len(token) < minAdminTokenLen {
+		// Not refused: a lab's short token keeps working after an
+		// upgrade. But it is every right on the broker, guessed at
+		// the failed-authentication limit's pace.
+		log.Warn(fmt.Sprintf("VDIBROKER_ADMIN_TOKEN is %d characters long: the admin token holds every right on the broker; use one of at least %d random characters (serve makes one in the data dir when it is unset)",
+			len(token), minAdminTokenLen))
 	}
 	hash = vdibroker.HashSecret(token)
 	if env || !shared {

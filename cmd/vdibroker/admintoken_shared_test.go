@@ -106,3 +106,30 @@ func TestAdminCredentialReplicas(t *testing.T) {
 		t.Error("VDIBROKER_ADMIN_TOKEN did not replace the stored hash")
 	}
 }
+
+// TestShortAdminTokenWarned_RSEC: a VDIBROKER_ADMIN_TOKEN shorter than
+// an admin.token may be is taken (a lab's keeps working after an
+// upgrade) with a warning saying why and what length to use; a long one
+// is taken without a word.
+func TestShortAdminTokenWarned_RSEC(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(t.Context(), "", dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, c := range []struct {
+		token string
+		warn  bool
+	}{{"short", true}, {"vdb_admin_from_the_environment_0123456789", false}} {
+		t.Setenv("VDIBROKER_ADMIN_TOKEN", c.token)
+		var logged bytes.Buffer
+		tok, _, err := adminCredential(t.Context(), st, dir, false, slog.New(slog.NewTextHandler(&logged, nil)))
+		if err != nil || tok != c.token {
+			t.Fatalf("%q: %q %v", c.token, tok, err)
+		}
+		if got := strings.Contains(logged.String(), "VDIBROKER_ADMIN_TOKEN is 5 characters long") && strings.Contains(logged.String(), "at least 32"); got != c.warn {
+			t.Errorf("%q: logged %q, want a warning: %v", c.token, logged.String(), c.warn)
+		}
+	}
+}
