@@ -65,9 +65,11 @@ type demoPool struct {
 
 var demoPools = []demoPool{
 	// Autoscaled (power.go): started and stopped by the office-hours plan
-	// through the fleet's power driver.
+	// through the fleet's power driver; a connect that finds the running
+	// hosts full starts a stopped one and waits for it (R-A4, R-U4), so
+	// the portal's Open works before the plan's ramp-up caught up.
 	{autoscalePool, "Office desktops (breadth-first, autoscaled)", map[string]any{
-		"loadBalancerType": vdibroker.BreadthFirst, "maxSessionLimit": 10, "powerDriver": DriverName,
+		"loadBalancerType": vdibroker.BreadthFirst, "maxSessionLimit": 10, "powerDriver": DriverName, "startVMOnConnect": true,
 	}, 8, "office"},
 	{"dev-depth", "Developer workstations (depth-first)", map[string]any{
 		"loadBalancerType": vdibroker.DepthFirst, "maxSessionLimit": 6,
