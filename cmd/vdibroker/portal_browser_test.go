@@ -127,7 +127,8 @@ var portalCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // portal through the provider on another site (localhost against the
 // broker's 127.0.0.1) with no role map; she sees exactly her two
 // desktops, opens one and the browser downloads "Office desktop.rdp",
-// which FreeRDP's parser reads; her session is in "my sessions"; bob,
+// which FreeRDP's parser reads; her session is in "my sessions", and
+// once disconnected its Reconnect downloads a file to it again; bob,
 // signed in with a User token, cannot log it off; she logs it off. Her
 // cold desktop's host is stopped: opening it shows that the desktop is
 // starting, the host is started, and once it heartbeats the file arrives
@@ -188,6 +189,28 @@ func TestPortalBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "portal-sessions.png")
 
+	// Disconnected, the row offers Reconnect (R-U3, R-C1): it opens the
+	// desktop again, and the file reaches her own session's host.
+	w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateDisconnected})
+	// The first file is read: the second may take its name.
+	if err := os.Remove(filepath.Join(downloads, "Office desktop.rdp")); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, "reconnect to the disconnected session",
+		chromedp.Navigate(base+"/portal/"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.reconnect`)),
+		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.reconnect`)),
+		chromedp.WaitVisible(chromedp.CSS("#launch")),
+	)
+	again := awaitFile(t, downloads, "Office desktop.rdp")
+	if got := freeRDPReader(t, t.TempDir())("again.rdp", again); got["ServerHostname"] != "127.0.0.1" || got["Username"] != "uma" {
+		t.Errorf("FreeRDP read the reconnect's file as %v", got)
+	}
+	if list, err := w.admin.ListUserSessions(t.Context(), "desk", vhttp.SessionQuery{User: "uma"}); err != nil || len(list) != 1 || list[0].ID != us.ID {
+		t.Errorf("uma's sessions after the reconnect: %v, %v; want %s alone", list, err, us.ID)
+	}
+	w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive})
+
 	// bob, signed in to the portal with a User token, cannot log off
 	// uma's session.
 	bob := jarClient()
@@ -222,6 +245,8 @@ func TestPortalBrowser(t *testing.T) {
 		t.Fatalf("bob's logoff reached the host: %+v", cmds)
 	}
 	step(t, ctx, "uma logs her session off",
+		chromedp.Navigate(base+"/portal/"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
 		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 	)
