@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	nethttp "net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,65 @@ func TestGlobalSessionsThroughDirectory_RU3_RG1(t *testing.T) {
 	}
 	if calls[envs[2].urls[0]+federation.LookupPath] != 1 {
 		t.Errorf("calls %v: want one look-up at pod2, %s's directory pod", calls, alice)
+	}
+}
+
+// TestGlobalSessionsEndUserEntitled_RU3_RE9: an end user's sessions in
+// other pods are asked for in the member pools of the global entitlements
+// that grant her, as her global connect would (R-E9): alice, granted
+// "east" (pod1's pool) alone, lists her session on pod1 named by "east"
+// only, and pod2 is not asked; carol, granted none, makes no pod-to-pod
+// call at all (any valid identity reaches the route: it must not be a
+// fan-out to every pod for free). The admin still sees both of alice's,
+// with every entitlement of the pool.
+func TestGlobalSessionsEndUserEntitled_RU3_RE9(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	ctx := t.Context()
+	var ids []string
+	for _, i := range []int{1, 2} {
+		ids = append(ids, envs[i].mustConnect(fmt.Sprintf("office-pod%d", i), "alice").SessionID)
+	}
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	office := doc.GlobalEntitlements[0]
+	office.Users = []string{"bob"}
+	east := vdibroker.GlobalEntitlement{Name: "east", SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+		Members: []vdibroker.Member{{Pod: "pod1", HostPool: "office-pod1"}}}
+	doc.GlobalEntitlements = []vdibroker.GlobalEntitlement{office, east}
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := envs[0]
+	alice, carol := e.client(0, e.userToken("alice", nil)), e.client(0, e.userToken("carol", nil))
+	takeCalls(envs)
+	got, err := alice.GlobalSessions(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := json.Marshal(got); len(got.Value) != 1 || got.Value[0].ID != ids[0] || !slices.Equal(got.Value[0].GlobalEntitlements, []string{"east"}) {
+		t.Errorf("alice's own: %s; want pod1's %s, named by east alone", raw, ids[0])
+	}
+	if asked := sessionCalls(envs, takeCalls(envs)); !slices.Equal(asked, []int{1}) {
+		t.Errorf("pods asked for alice's sessions: %v; want pod1 alone (east's)", asked)
+	}
+	if got, err := carol.GlobalSessions(ctx, "carol"); err != nil || len(got.Value) != 0 {
+		t.Errorf("carol's: %+v %v; want none", got, err)
+	}
+	if calls := takeCalls(envs); len(calls) != 0 {
+		t.Errorf("carol, granted no global entitlement, made pod-to-pod calls: %v", calls)
+	}
+	got, err = e.admin.GlobalSessions(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := json.Marshal(got); len(got.Value) != 2 || !slices.Equal(got.Value[0].GlobalEntitlements, []string{"office", "east"}) {
+		t.Errorf("alice's, to the admin: %s; want both, pod1's with office and east", raw)
 	}
 }

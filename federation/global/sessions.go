@@ -16,7 +16,8 @@ const globalSessionsRoute = "GET /api/v1/users/{user}/globalsessions"
 // pools (R-U3 across the federation): the pods a global connect would ask
 // (R-G1: those the user's directory pod names or cannot vouch for, every
 // other pod without a directory), each for its member pools of every
-// global entitlement. An end user may list only its own, a scoped
+// global entitlement (an end user's: of those that grant her, R-E9; no
+// pod is asked when none does). An end user may list only its own, a scoped
 // principal none (global entitlements belong to no pool), any other
 // principal that may read, any user's. Only sessions of the user in the
 // pools asked are kept, whatever a peer answers. An end user is told
@@ -44,14 +45,32 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	if err != nil {
 		return nil, err
 	}
+	// An end user's are asked for in the member pools of the global
+	// entitlements that grant her (R-E9), as her global connect asks: one
+	// granted none asks no pod, and learns no entitlement's name that is
+	// not hers.
+	ents := doc.GlobalEntitlements
+	if me.EndUser() {
+		who := vdibroker.UserIdentity{User: user, Groups: me.Groups}
+		ents = slices.DeleteFunc(slices.Clone(ents), func(ge vdibroker.GlobalEntitlement) bool { return ge.Grants(who) == nil })
+	}
+	asked := map[string][]string{} // the pools asked, by pod
+	for _, p := range doc.Pods {
+		if m := podMembers(ents, p.Name); p.Name != g.cfg.Pod && len(m) > 0 {
+			asked[p.Name] = m
+		}
+	}
+	if len(asked) == 0 {
+		return out, nil
+	}
 	ask, _ := g.lookup(ctx, doc, user)
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
 	for _, p := range doc.Pods {
-		pools := podMembers(doc, p.Name)
-		if p.Name == g.cfg.Pod || len(pools) == 0 {
+		pools := asked[p.Name]
+		if len(pools) == 0 {
 			continue
 		}
 		wg.Go(func() {
@@ -75,7 +94,7 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 					continue // not what was asked: a peer's answer is checked as any input
 				}
 				out.Value = append(out.Value, &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
-					GlobalEntitlements: entitlementsOf(doc, p.Name, s.HostPool)})
+					GlobalEntitlements: entitlementsOf(ents, p.Name, s.HostPool)})
 			}
 		})
 	}
@@ -112,10 +131,10 @@ func (g *Service) remoteSessions(ctx context.Context, doc *vdibroker.Federation,
 	return list, ""
 }
 
-// podMembers is pod's member pools of every global entitlement of doc.
-func podMembers(doc *vdibroker.Federation, pod string) []string {
+// podMembers is pod's member pools of every global entitlement of ents.
+func podMembers(ents []vdibroker.GlobalEntitlement, pod string) []string {
 	var out []string
-	for _, ge := range doc.GlobalEntitlements {
+	for _, ge := range ents {
 		for _, m := range ge.Members {
 			if m.Pod == pod && !slices.Contains(out, m.HostPool) {
 				out = append(out, m.HostPool)
@@ -125,11 +144,11 @@ func podMembers(doc *vdibroker.Federation, pod string) []string {
 	return out
 }
 
-// entitlementsOf names the global entitlements of doc with pool of pod
+// entitlementsOf names the global entitlements of ents with pool of pod
 // as a member.
-func entitlementsOf(doc *vdibroker.Federation, pod, pool string) []string {
+func entitlementsOf(ents []vdibroker.GlobalEntitlement, pod, pool string) []string {
 	out := []string{}
-	for _, ge := range doc.GlobalEntitlements {
+	for _, ge := range ents {
 		if slices.Contains(ge.Members, vdibroker.Member{Pod: pod, HostPool: pool}) {
 			out = append(out, ge.Name)
 		}
