@@ -7,6 +7,7 @@ import (
 	nethttp "net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,5 +208,50 @@ func TestGlobalSessionsEndUserEntitled_RU3_RE9(t *testing.T) {
 	}
 	if raw, _ := json.Marshal(got); len(got.Value) != 2 || !slices.Equal(got.Value[0].GlobalEntitlements, []string{"office", "east"}) {
 		t.Errorf("alice's, to the admin: %s; want both, pod1's with office and east", raw)
+	}
+}
+
+// TestGlobalSessionsFailedLoadsNotAskedAgain_RU3_RG1: a pod the directory
+// does not name is asked for the user's sessions only when its load
+// summary says it is behind; when that summary cannot be read, the pod is
+// named as not answering at once, as a global connect names it (R-G5),
+// not asked again for the sessions: against a pod that hangs, that second
+// call was a second pod timeout the portal's page waited out.
+func TestGlobalSessionsFailedLoadsNotAskedAgain_RU3_RG1(t *testing.T) {
+	var failLoads atomic.Bool // after the directory passes, which read loads too
+	envs := fedPodsWith(t, 5, 1, 20, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
+		if i != 3 {
+			return h
+		}
+		return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == federation.LoadsPath && failLoads.Load() {
+				nethttp.Error(w, "overloaded", nethttp.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	ctx := t.Context()
+	// Read at pod4: pod0 caches no load summary before the passes.
+	st, err := envs[4].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := userOf(st.Document, "alice", "pod2")
+	directoryPass(t, envs)
+	e := envs[0]
+	user := e.client(0, e.userToken(alice, nil))
+	failLoads.Store(true)
+	takeCalls(envs)
+	got, err := user.GlobalSessions(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := takeCalls(envs)
+	if calls[envs[3].urls[0]+federation.LoadsPath] != 1 || calls[envs[3].urls[0]+federation.SessionsPath] != 0 {
+		t.Errorf("calls to pod3: %v; want its loads once, its sessions never", calls)
+	}
+	if raw, _ := json.Marshal(got); len(got.Value) != 0 || got.Unanswered["pod3"] == "" {
+		t.Errorf("%s's sessions: %s; want none, pod3 named", alice, raw)
 	}
 }

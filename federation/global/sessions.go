@@ -112,14 +112,21 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 // global connect does (remoteState): not a peer known to be unreachable
 // from the last few seconds, and, with ifBehind, only when its load
 // summary says its directory entries are behind or it is on another
-// generation of the document. why is the reason it did not answer.
+// generation of the document (a summary that cannot be read: not
+// answered). why is the reason it did not answer.
 func (g *Service) remoteSessions(ctx context.Context, doc *vdibroker.Federation, p vdibroker.Pod, user string, pools []string, ifBehind bool) (list []*vdibroker.UserSession, why string) {
 	if e := g.cachedFailure(p.Name); e != nil {
 		return nil, g.reason(e)
 	}
 	if ifBehind {
 		lr, err := g.peerLoads(ctx, p)
-		if err == nil && !lr.DirectoryBehind && lr.Generation == doc.Generation {
+		if err != nil {
+			// Not answered, as a global connect has it (remoteState);
+			// asking for the sessions too waited out a second pod
+			// timeout against a pod that hangs.
+			return nil, g.reason(err)
+		}
+		if !lr.DirectoryBehind && lr.Generation == doc.Generation {
 			return nil, ""
 		}
 	}
