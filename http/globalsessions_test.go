@@ -83,8 +83,9 @@ func TestGlobalSessions_RU3(t *testing.T) {
 }
 
 // TestGlobalSessionsPeerAnswerChecked_RU3: what a peer answers is input:
-// sessions of another user, of a pool that is not its member, or ended
-// ones are not listed.
+// sessions of another user, of a pool that is not its member, ended ones,
+// ones in no state a session has, and a session's id again are not
+// listed.
 func TestGlobalSessionsPeerAnswerChecked_RU3(t *testing.T) {
 	now := time.Now().UTC()
 	envs := fedPodsWith(t, 2, 1, 5, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
@@ -105,6 +106,8 @@ func TestGlobalSessionsPeerAnswerChecked_RU3(t *testing.T) {
 				s("other-user", "bob", "office-pod1", vdibroker.StateActive),
 				s("other-pool", "alice", "payroll", vdibroker.StateActive),
 				s("ended", "alice", "office-pod1", vdibroker.StateLoggedOff),
+				s("no-state", "alice", "office-pod1", `<b>Hacked</b>`),
+				s("ok", "alice", "office-pod1", vdibroker.StateActive), // "ok" again
 			}})
 		})
 	})

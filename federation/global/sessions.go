@@ -89,10 +89,13 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 				out.Unanswered[p.Name] = why
 				return
 			}
+			seen := map[string]bool{}
 			for _, s := range list {
-				if !vdibroker.SameUser(s.User, user) || !slices.Contains(pools, s.HostPool) || !s.Open() {
+				if !vdibroker.SameUser(s.User, user) || !slices.Contains(pools, s.HostPool) || !slices.Contains(openStates, s.State) ||
+					seen[s.ID] {
 					continue // not what was asked: a peer's answer is checked as any input
 				}
+				seen[s.ID] = true
 				out.Value = append(out.Value, &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
 					GlobalEntitlements: entitlementsOf(ents, p.Name, s.HostPool)})
 			}
@@ -107,6 +110,10 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	}
 	return out, nil
 }
+
+// openStates are the states of an open session (UserSession.Open): a
+// peer's session in any other is not listed.
+var openStates = []string{vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected}
 
 // remoteSessions asks peer p for the user's open sessions in pools, as a
 // global connect does (remoteState): not a peer known to be unreachable
