@@ -258,3 +258,52 @@ func TestGlobalSessionsFailedLoadsNotAskedAgain_RU3_RG1(t *testing.T) {
 		t.Errorf("%s's sessions: %s; want none, pod3 named", alice, raw)
 	}
 }
+
+// TestGlobalSessionsReconnect_RU3_RG1: a session is said to be reached
+// through an entitlement only when its pod is in that entitlement's
+// scope from the pod asked (R-G1): with a WithinSite entitlement, pod0's
+// global connect looks in pod1 (its site, s0), not in pod2 (s1), and
+// would make a new session instead of reaching the one there; the
+// portal's Reconnect must not be offered for it.
+func TestGlobalSessionsReconnect_RU3_RG1(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	ctx := t.Context()
+	ids := map[string]string{}
+	for _, i := range []int{1, 2} {
+		ids[fmt.Sprintf("pod%d", i)] = envs[i].mustConnect(fmt.Sprintf("office-pod%d", i), "alice").SessionID
+	}
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements = slices.Clone(doc.GlobalEntitlements)
+	doc.GlobalEntitlements[0].Scope = vdibroker.ScopeWithinSite
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := envs[0]
+	for _, c := range []struct {
+		name string
+		cl   *vhttp.Client
+	}{{"alice", e.client(0, e.userToken("alice", nil))}, {"the admin", e.admin}} {
+		got, err := c.cl.GlobalSessions(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][]string{"pod1": {"office"}, "pod2": {}}
+		raw, _ := json.Marshal(got)
+		if len(got.Value) != 2 {
+			t.Fatalf("%s: %s; want alice's two sessions", c.name, raw)
+		}
+		for _, s := range got.Value {
+			if s.ID != ids[s.Pod] || !slices.Equal(s.Reconnect, want[s.Pod]) {
+				t.Errorf("%s: %s; want pod1's reached through office, pod2's through none", c.name, raw)
+			}
+		}
+	}
+}

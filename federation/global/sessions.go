@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 )
 
 // globalSessionsRoute names the call for a scoped principal's refusal.
@@ -63,6 +64,18 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	if len(asked) == 0 {
 		return out, nil
 	}
+	// The pods each entitlement's global connect at this pod looks in
+	// for the user's sessions (R-G1), for GlobalSession.Reconnect.
+	var groups []string
+	if me.EndUser() {
+		groups = me.Groups
+	}
+	scopes := map[string][]vdibroker.Pod{}
+	for i := range ents {
+		ge := &ents[i]
+		start, _ := federation.StartSite(doc, ge, user, groups, g.cfg.Pod)
+		scopes[ge.Name] = federation.Scope(doc, ge, g.cfg.Pod, start)
+	}
 	ask, _ := g.lookup(ctx, doc, user)
 	var (
 		mu sync.Mutex
@@ -96,8 +109,14 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 					continue // not what was asked: a peer's answer is checked as any input
 				}
 				seen[s.ID] = true
-				out.Value = append(out.Value, &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
-					GlobalEntitlements: entitlementsOf(ents, p.Name, s.HostPool)})
+				gs := &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
+					GlobalEntitlements: entitlementsOf(ents, p.Name, s.HostPool), Reconnect: []string{}}
+				for _, name := range gs.GlobalEntitlements {
+					if slices.ContainsFunc(scopes[name], func(sp vdibroker.Pod) bool { return sp.Name == p.Name }) {
+						gs.Reconnect = append(gs.Reconnect, name)
+					}
+				}
+				out.Value = append(out.Value, gs)
 			}
 		})
 	}
