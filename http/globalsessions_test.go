@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	nethttp "net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -305,5 +306,83 @@ func TestGlobalSessionsReconnect_RU3_RG1(t *testing.T) {
 				t.Errorf("%s: %s; want pod1's reached through office, pod2's through none", c.name, raw)
 			}
 		}
+	}
+}
+
+// TestGlobalSessionsCoalesced_RU3_RG1: one user's listings at once on a
+// pod share one round of pod-to-pod calls: four at once make one look-up
+// at her directory pod, not four. A global connect takes one user's
+// connects one at a time; without this, one end user's parallel requests
+// made as many signed calls as she liked, each spending this pod's
+// budget of calls at its peers (R-G5).
+func TestGlobalSessionsCoalesced_RU3_RG1(t *testing.T) {
+	release := make(chan struct{})
+	envs := fedPodsWith(t, 5, 1, 20, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
+		return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == federation.LookupPath {
+				select { // held until every listing is under way
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	ctx := t.Context()
+	st, err := envs[4].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := userOf(st.Document, "alice", "pod2")
+	e := envs[0]
+	user := e.client(0, e.userToken(alice, nil))
+	takeCalls(envs)
+	const n = 4
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := user.GlobalSessions(ctx, alice)
+			errs <- err
+		}()
+	}
+	// Every listing in UserSessions: waiting for the shared one, or (were
+	// they not shared) each in its own look-up, held above.
+	if !waitForGoroutines(n, "global.(*Service).UserSessions(") {
+		t.Fatal("the listings did not all start")
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := takeCalls(envs)[envs[2].urls[0]+federation.LookupPath]; got != 1 {
+		t.Errorf("look-ups at pod2 for %d listings of %s at once: %d, want 1", n, alice, got)
+	}
+}
+
+// waitForGoroutines waits until n goroutines' stacks hold every one of
+// marks; false after a guard against a hang, not a measure.
+func waitForGoroutines(n int, marks ...string) bool {
+	buf := make([]byte, 1<<22)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := 0
+	stacks:
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			for _, m := range marks {
+				if !strings.Contains(g, m) {
+					continue stacks
+				}
+			}
+			got++
+		}
+		if got >= n {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		runtime.Gosched()
 	}
 }

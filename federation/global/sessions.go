@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/vdibroker/vdibroker"
@@ -38,6 +39,42 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	if err := vdibroker.Authorize(me, action, vdibroker.Target{Global: globalSessionsRoute}); err != nil {
 		return nil, err
 	}
+	// One user's listings at once share one (as a global connect takes
+	// one user's connects one at a time): otherwise each request is a
+	// look-up and calls to the pods, each spending this pod's budget of
+	// calls at its peers (R-G5), as many at once as a client opens.
+	// What is listed depends on the user and, for an end user, on her
+	// groups and that she is one: the key.
+	endUser, groups := me.EndUser(), []string(nil)
+	key := vdibroker.FoldUser(user)
+	if endUser {
+		groups = me.Groups
+		folded := make([]string, len(groups))
+		for i, grp := range groups {
+			folded[i] = vdibroker.FoldUser(grp)
+		}
+		slices.Sort(folded)
+		key += "\x00user\x00" + strings.Join(folded, "\x00")
+	}
+	ch := g.listings.DoChan(key, func() (any, error) {
+		// Not tied to the first caller: the others wait for it; each
+		// pod call is bounded by the pod timeout.
+		return g.listUserSessions(context.WithoutCancel(ctx), user, endUser, groups)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*vdibroker.GlobalSessions), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// listUserSessions is UserSessions for a caller authorized, an end user
+// of groups when endUser. Its answer is shared: not to be changed.
+func (g *Service) listUserSessions(ctx context.Context, user string, endUser bool, groups []string) (*vdibroker.GlobalSessions, error) {
 	out := &vdibroker.GlobalSessions{Value: []*vdibroker.GlobalSession{}}
 	doc, err := g.Document(ctx)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
@@ -51,8 +88,8 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	// granted none asks no pod, and learns no entitlement's name that is
 	// not hers.
 	ents := doc.GlobalEntitlements
-	if me.EndUser() {
-		who := vdibroker.UserIdentity{User: user, Groups: me.Groups}
+	if endUser {
+		who := vdibroker.UserIdentity{User: user, Groups: groups}
 		ents = slices.DeleteFunc(slices.Clone(ents), func(ge vdibroker.GlobalEntitlement) bool { return ge.Grants(who) == nil })
 	}
 	asked := map[string][]string{} // the pools asked, by pod
@@ -66,10 +103,6 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	}
 	// The pods each entitlement's global connect at this pod looks in
 	// for the user's sessions (R-G1), for GlobalSession.Reconnect.
-	var groups []string
-	if me.EndUser() {
-		groups = me.Groups
-	}
 	scopes := map[string][]vdibroker.Pod{}
 	for i := range ents {
 		ge := &ents[i]
@@ -91,7 +124,7 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 			mu.Lock()
 			defer mu.Unlock()
 			if why != "" {
-				if me.EndUser() {
+				if endUser {
 					// The cause names the pod's address and the
 					// network's errors: the administrator's to read.
 					why = "did not answer"
