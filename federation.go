@@ -386,6 +386,11 @@ type GlobalSession struct {
 	UserSession
 	Pod                string   `json:"pod"`
 	GlobalEntitlements []string `json:"globalEntitlements"`
+	// Reconnect names those of GlobalEntitlements whose global connect
+	// at the pod asked looks for the session: its pod is in the
+	// entitlement's scope from there (R-G1). Through another, a connect
+	// there makes a new session instead of reaching this one.
+	Reconnect []string `json:"reconnect"`
 }
 
 // GlobalSessions is GET /users/{user}/globalsessions: the user's sessions

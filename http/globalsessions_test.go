@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	nethttp "net/http"
+	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,8 +84,9 @@ func TestGlobalSessions_RU3(t *testing.T) {
 }
 
 // TestGlobalSessionsPeerAnswerChecked_RU3: what a peer answers is input:
-// sessions of another user, of a pool that is not its member, or ended
-// ones are not listed.
+// sessions of another user, of a pool that is not its member, ended ones,
+// ones in no state a session has, and a session's id again are not
+// listed.
 func TestGlobalSessionsPeerAnswerChecked_RU3(t *testing.T) {
 	now := time.Now().UTC()
 	envs := fedPodsWith(t, 2, 1, 5, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
@@ -103,6 +107,8 @@ func TestGlobalSessionsPeerAnswerChecked_RU3(t *testing.T) {
 				s("other-user", "bob", "office-pod1", vdibroker.StateActive),
 				s("other-pool", "alice", "payroll", vdibroker.StateActive),
 				s("ended", "alice", "office-pod1", vdibroker.StateLoggedOff),
+				s("no-state", "alice", "office-pod1", `<b>Hacked</b>`),
+				s("ok", "alice", "office-pod1", vdibroker.StateActive), // "ok" again
 			}})
 		})
 	})
@@ -146,5 +152,237 @@ func TestGlobalSessionsThroughDirectory_RU3_RG1(t *testing.T) {
 	}
 	if calls[envs[2].urls[0]+federation.LookupPath] != 1 {
 		t.Errorf("calls %v: want one look-up at pod2, %s's directory pod", calls, alice)
+	}
+}
+
+// TestGlobalSessionsEndUserEntitled_RU3_RE9: an end user's sessions in
+// other pods are asked for in the member pools of the global entitlements
+// that grant her, as her global connect would (R-E9): alice, granted
+// "east" (pod1's pool) alone, lists her session on pod1 named by "east"
+// only, and pod2 is not asked; carol, granted none, makes no pod-to-pod
+// call at all (any valid identity reaches the route: it must not be a
+// fan-out to every pod for free). The admin still sees both of alice's,
+// with every entitlement of the pool.
+func TestGlobalSessionsEndUserEntitled_RU3_RE9(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	ctx := t.Context()
+	var ids []string
+	for _, i := range []int{1, 2} {
+		ids = append(ids, envs[i].mustConnect(fmt.Sprintf("office-pod%d", i), "alice").SessionID)
+	}
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	office := doc.GlobalEntitlements[0]
+	office.Users = []string{"bob"}
+	east := vdibroker.GlobalEntitlement{Name: "east", SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+		Members: []vdibroker.Member{{Pod: "pod1", HostPool: "office-pod1"}}}
+	doc.GlobalEntitlements = []vdibroker.GlobalEntitlement{office, east}
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := envs[0]
+	alice, carol := e.client(0, e.userToken("alice", nil)), e.client(0, e.userToken("carol", nil))
+	takeCalls(envs)
+	got, err := alice.GlobalSessions(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := json.Marshal(got); len(got.Value) != 1 || got.Value[0].ID != ids[0] || !slices.Equal(got.Value[0].GlobalEntitlements, []string{"east"}) {
+		t.Errorf("alice's own: %s; want pod1's %s, named by east alone", raw, ids[0])
+	}
+	if asked := sessionCalls(envs, takeCalls(envs)); !slices.Equal(asked, []int{1}) {
+		t.Errorf("pods asked for alice's sessions: %v; want pod1 alone (east's)", asked)
+	}
+	if got, err := carol.GlobalSessions(ctx, "carol"); err != nil || len(got.Value) != 0 {
+		t.Errorf("carol's: %+v %v; want none", got, err)
+	}
+	if calls := takeCalls(envs); len(calls) != 0 {
+		t.Errorf("carol, granted no global entitlement, made pod-to-pod calls: %v", calls)
+	}
+	got, err = e.admin.GlobalSessions(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := json.Marshal(got); len(got.Value) != 2 || !slices.Equal(got.Value[0].GlobalEntitlements, []string{"office", "east"}) {
+		t.Errorf("alice's, to the admin: %s; want both, pod1's with office and east", raw)
+	}
+}
+
+// TestGlobalSessionsFailedLoadsNotAskedAgain_RU3_RG1: a pod the directory
+// does not name is asked for the user's sessions only when its load
+// summary says it is behind; when that summary cannot be read, the pod is
+// named as not answering at once, as a global connect names it (R-G5),
+// not asked again for the sessions: against a pod that hangs, that second
+// call was a second pod timeout the portal's page waited out.
+func TestGlobalSessionsFailedLoadsNotAskedAgain_RU3_RG1(t *testing.T) {
+	var failLoads atomic.Bool // after the directory passes, which read loads too
+	envs := fedPodsWith(t, 5, 1, 20, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
+		if i != 3 {
+			return h
+		}
+		return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == federation.LoadsPath && failLoads.Load() {
+				nethttp.Error(w, "overloaded", nethttp.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	ctx := t.Context()
+	// Read at pod4: pod0 caches no load summary before the passes.
+	st, err := envs[4].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := userOf(st.Document, "alice", "pod2")
+	directoryPass(t, envs)
+	e := envs[0]
+	user := e.client(0, e.userToken(alice, nil))
+	failLoads.Store(true)
+	takeCalls(envs)
+	got, err := user.GlobalSessions(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := takeCalls(envs)
+	if calls[envs[3].urls[0]+federation.LoadsPath] != 1 || calls[envs[3].urls[0]+federation.SessionsPath] != 0 {
+		t.Errorf("calls to pod3: %v; want its loads once, its sessions never", calls)
+	}
+	if raw, _ := json.Marshal(got); len(got.Value) != 0 || got.Unanswered["pod3"] == "" {
+		t.Errorf("%s's sessions: %s; want none, pod3 named", alice, raw)
+	}
+}
+
+// TestGlobalSessionsReconnect_RU3_RG1: a session is said to be reached
+// through an entitlement only when its pod is in that entitlement's
+// scope from the pod asked (R-G1): with a WithinSite entitlement, pod0's
+// global connect looks in pod1 (its site, s0), not in pod2 (s1), and
+// would make a new session instead of reaching the one there; the
+// portal's Reconnect must not be offered for it.
+func TestGlobalSessionsReconnect_RU3_RG1(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	ctx := t.Context()
+	ids := map[string]string{}
+	for _, i := range []int{1, 2} {
+		ids[fmt.Sprintf("pod%d", i)] = envs[i].mustConnect(fmt.Sprintf("office-pod%d", i), "alice").SessionID
+	}
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements = slices.Clone(doc.GlobalEntitlements)
+	doc.GlobalEntitlements[0].Scope = vdibroker.ScopeWithinSite
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := envs[0]
+	for _, c := range []struct {
+		name string
+		cl   *vhttp.Client
+	}{{"alice", e.client(0, e.userToken("alice", nil))}, {"the admin", e.admin}} {
+		got, err := c.cl.GlobalSessions(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][]string{"pod1": {"office"}, "pod2": {}}
+		raw, _ := json.Marshal(got)
+		if len(got.Value) != 2 {
+			t.Fatalf("%s: %s; want alice's two sessions", c.name, raw)
+		}
+		for _, s := range got.Value {
+			if s.ID != ids[s.Pod] || !slices.Equal(s.Reconnect, want[s.Pod]) {
+				t.Errorf("%s: %s; want pod1's reached through office, pod2's through none", c.name, raw)
+			}
+		}
+	}
+}
+
+// TestGlobalSessionsCoalesced_RU3_RG1: one user's listings at once on a
+// pod share one round of pod-to-pod calls: four at once make one look-up
+// at her directory pod, not four. A global connect takes one user's
+// connects one at a time; without this, one end user's parallel requests
+// made as many signed calls as she liked, each spending this pod's
+// budget of calls at its peers (R-G5).
+func TestGlobalSessionsCoalesced_RU3_RG1(t *testing.T) {
+	release := make(chan struct{})
+	envs := fedPodsWith(t, 5, 1, 20, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
+		return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if r.URL.Path == federation.LookupPath {
+				select { // held until every listing is under way
+				case <-release:
+				case <-r.Context().Done():
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	ctx := t.Context()
+	st, err := envs[4].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := userOf(st.Document, "alice", "pod2")
+	e := envs[0]
+	user := e.client(0, e.userToken(alice, nil))
+	takeCalls(envs)
+	const n = 4
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := user.GlobalSessions(ctx, alice)
+			errs <- err
+		}()
+	}
+	// Every listing in UserSessions: waiting for the shared one, or (were
+	// they not shared) each in its own look-up, held above.
+	if !waitForGoroutines(n, "global.(*Service).UserSessions(") {
+		t.Fatal("the listings did not all start")
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := takeCalls(envs)[envs[2].urls[0]+federation.LookupPath]; got != 1 {
+		t.Errorf("look-ups at pod2 for %d listings of %s at once: %d, want 1", n, alice, got)
+	}
+}
+
+// waitForGoroutines waits until n goroutines' stacks hold every one of
+// marks; false after a guard against a hang, not a measure.
+func waitForGoroutines(n int, marks ...string) bool {
+	buf := make([]byte, 1<<22)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := 0
+	stacks:
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			for _, m := range marks {
+				if !strings.Contains(g, m) {
+					continue stacks
+				}
+			}
+			got++
+		}
+		if got >= n {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		runtime.Gosched()
 	}
 }

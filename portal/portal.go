@@ -560,7 +560,8 @@ func (p *Portal) home(rq *request) {
 
 // otherPodsSessions are the user's sessions in the other pods of the
 // federation, when her feed has a global entitlement (R-U3, R-G1): named
-// by the entitlement, with Reconnect through it, but neither Log off nor
+// by the entitlement, with Reconnect through one that reaches it from this
+// pod (GlobalSession.Reconnect), but neither Log off nor
 // Disconnect, which are the other pod's. unread says some pod did not
 // answer (or the call failed: the page is still served).
 func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []userSession, unread bool) {
@@ -573,17 +574,24 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 		return nil, true
 	}
 	for _, s := range gs.Value {
-		us := userSession{UserSession: s.UserSession, Pod: s.Pod, Name: s.HostPool, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
-		for _, ge := range s.GlobalEntitlements {
-			i := slices.IndexFunc(feed.Resources, func(r vdibroker.FeedResource) bool { return r.GlobalEntitlement == ge })
-			if i < 0 {
-				continue
+		// Named as one of this pod's is (sessionName), by the global
+		// resources of her feed whose entitlement its pool is a member of.
+		var named []vdibroker.FeedResource
+		for _, r := range feed.Resources {
+			if r.GlobalEntitlement != "" && slices.Contains(s.GlobalEntitlements, r.GlobalEntitlement) {
+				r.HostPool = s.HostPool
+				named = append(named, r)
 			}
-			us.Name = feed.Resources[i].FriendlyName
-			if feed.Resources[i].Kind == vdibroker.FeedDesktop {
-				us.Desktop = feed.Resources[i].ID
+		}
+		us := userSession{UserSession: s.UserSession, Pod: s.Pod, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
+		us.Name, _ = sessionName(named, s.HostPool)
+		// Reconnect: a desktop whose global connect here looks in the
+		// session's pod (R-G1); through another it would make a new one.
+		for _, r := range named {
+			if r.Kind == vdibroker.FeedDesktop && slices.Contains(s.Reconnect, r.GlobalEntitlement) {
+				us.Desktop = r.ID
+				break
 			}
-			break
 		}
 		out = append(out, us)
 	}

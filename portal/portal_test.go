@@ -552,11 +552,12 @@ func TestRefusedLaunchesBounded_RU7_RSEC(t *testing.T) {
 }
 
 // TestOtherPodsSessions_RU3_RG1: alice's session in pod1 (a member pool
-// of her global entitlement) is on pod0's page, named by the
-// entitlement, at another site: no Log off or Disconnect (they are
+// of her global entitlements) is on pod0's page, named by the desktop
+// entitlement (not the application one before it), at another site: no Log off or Disconnect (they are
 // pod1's), and Reconnect while it is Disconnected, whose launch reaches
-// it (R-G1). With pod1 gone the page is still served and says some
-// sessions could not be read.
+// it (R-G1), but not when the entitlement's scope from pod0 leaves pod1
+// out. With pod1 gone the page is still served and says some sessions
+// could not be read.
 func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	secret := []byte("portal-test-federation-secret")
 	e := newEnvWith(t, nil, "pod0", secret)
@@ -564,9 +565,15 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	ctx := context.Background()
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
 		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
-			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{
+			// An application of the same pool, first in the document: the
+			// session is named by the desktop, as one of this pod's is.
+			{Name: "Calc", Kind: vdibroker.KindApplication, Application: "calc", Scope: vdibroker.ScopeAllSites,
+				SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+				Members: []vdibroker.Member{{Pod: "pod1", HostPool: "other"}}},
+			{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+				SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+				Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
 	for _, x := range []*env{e, far} {
 		d := *doc
 		if _, err := x.admin.PutFederation(ctx, &d); err != nil {
@@ -594,6 +601,27 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	}
 	if strings.Contains(home, `id="sessions-unread"`) {
 		t.Errorf("every pod answered, yet the page says some sessions could not be read")
+	}
+	// Within the pod only, pod0's connect through Anywhere looks in pod0
+	// alone and would make a new session there (R-G1): the row is still
+	// named by it, without Reconnect.
+	for _, scope := range []string{vdibroker.ScopeWithinPod, vdibroker.ScopeAllSites} {
+		doc.Generation++
+		doc.GlobalEntitlements[1].Scope = scope
+		for _, x := range []*env{e, far} {
+			d := *doc
+			if _, err := x.admin.PutFederation(ctx, &d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if scope != vdibroker.ScopeWithinPod {
+			break
+		}
+		_, home := alice.get("/portal/")
+		row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
+		if !strings.Contains(row, `<td class="name">Anywhere</td>`) || strings.Contains(row, "reconnect") {
+			t.Errorf("within pod0 alone, alice's session on pod1: want it named Anywhere, without Reconnect: row %q in\n%s", row, home)
+		}
 	}
 	launch := alice.launch(csrf, "global:Anywhere")
 	if s := alice.await(launch, ended); s.State != "ready" {

@@ -173,7 +173,7 @@ func newFederationSessionsCmd(a *admin) *cobra.Command {
 			}
 			rows := make([]*vdibroker.GlobalSession, 0, len(local)+len(remote.Value))
 			for _, s := range local {
-				rows = append(rows, &vdibroker.GlobalSession{UserSession: *s, Pod: st.Pod, GlobalEntitlements: []string{}})
+				rows = append(rows, &vdibroker.GlobalSession{UserSession: *s, Pod: st.Pod, GlobalEntitlements: []string{}, Reconnect: []string{}})
 			}
 			rows = append(rows, remote.Value...)
 			if err := a.show(cmd, rows, federationSessionColumns); err != nil {

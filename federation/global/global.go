@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/clock"
 
 	"github.com/vdibroker/vdibroker"
@@ -92,6 +93,8 @@ type Service struct {
 	nonces  nonceBatcher
 	dir     directory
 	lookups map[string]*lookupQueue // R-G1 look-ups by peer and pools, under mu
+	// listings are the UserSessions under way, by user (sessions.go).
+	listings singleflight.Group
 }
 
 var _ vdibroker.FederationService = (*Service)(nil)

@@ -16,7 +16,7 @@ import (
 // memberPools returns this pod's member pools in every global entitlement
 // of doc, each once, in document order.
 func (g *Service) memberPools(doc *vdibroker.Federation) []string {
-	return podMembers(doc, g.cfg.Pod)
+	return podMembers(doc.GlobalEntitlements, g.cfg.Pod)
 }
 
 // localFacts are the facts of pools of this pod, read now from its store.

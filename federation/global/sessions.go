@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 )
 
 // globalSessionsRoute names the call for a scoped principal's refusal.
@@ -16,7 +18,8 @@ const globalSessionsRoute = "GET /api/v1/users/{user}/globalsessions"
 // pools (R-U3 across the federation): the pods a global connect would ask
 // (R-G1: those the user's directory pod names or cannot vouch for, every
 // other pod without a directory), each for its member pools of every
-// global entitlement. An end user may list only its own, a scoped
+// global entitlement (an end user's: of those that grant her, R-E9; no
+// pod is asked when none does). An end user may list only its own, a scoped
 // principal none (global entitlements belong to no pool), any other
 // principal that may read, any user's. Only sessions of the user in the
 // pools asked are kept, whatever a peer answers. An end user is told
@@ -36,6 +39,42 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	if err := vdibroker.Authorize(me, action, vdibroker.Target{Global: globalSessionsRoute}); err != nil {
 		return nil, err
 	}
+	// One user's listings at once share one (as a global connect takes
+	// one user's connects one at a time): otherwise each request is a
+	// look-up and calls to the pods, each spending this pod's budget of
+	// calls at its peers (R-G5), as many at once as a client opens.
+	// What is listed depends on the user and, for an end user, on her
+	// groups and that she is one: the key.
+	endUser, groups := me.EndUser(), []string(nil)
+	key := vdibroker.FoldUser(user)
+	if endUser {
+		groups = me.Groups
+		folded := make([]string, len(groups))
+		for i, grp := range groups {
+			folded[i] = vdibroker.FoldUser(grp)
+		}
+		slices.Sort(folded)
+		key += "\x00user\x00" + strings.Join(folded, "\x00")
+	}
+	ch := g.listings.DoChan(key, func() (any, error) {
+		// Not tied to the first caller: the others wait for it; each
+		// pod call is bounded by the pod timeout.
+		return g.listUserSessions(context.WithoutCancel(ctx), user, endUser, groups)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*vdibroker.GlobalSessions), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// listUserSessions is UserSessions for a caller authorized, an end user
+// of groups when endUser. Its answer is shared: not to be changed.
+func (g *Service) listUserSessions(ctx context.Context, user string, endUser bool, groups []string) (*vdibroker.GlobalSessions, error) {
 	out := &vdibroker.GlobalSessions{Value: []*vdibroker.GlobalSession{}}
 	doc, err := g.Document(ctx)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
@@ -44,14 +83,40 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	if err != nil {
 		return nil, err
 	}
+	// An end user's are asked for in the member pools of the global
+	// entitlements that grant her (R-E9), as her global connect asks: one
+	// granted none asks no pod, and learns no entitlement's name that is
+	// not hers.
+	ents := doc.GlobalEntitlements
+	if endUser {
+		who := vdibroker.UserIdentity{User: user, Groups: groups}
+		ents = slices.DeleteFunc(slices.Clone(ents), func(ge vdibroker.GlobalEntitlement) bool { return ge.Grants(who) == nil })
+	}
+	asked := map[string][]string{} // the pools asked, by pod
+	for _, p := range doc.Pods {
+		if m := podMembers(ents, p.Name); p.Name != g.cfg.Pod && len(m) > 0 {
+			asked[p.Name] = m
+		}
+	}
+	if len(asked) == 0 {
+		return out, nil
+	}
+	// The pods each entitlement's global connect at this pod looks in
+	// for the user's sessions (R-G1), for GlobalSession.Reconnect.
+	scopes := map[string][]vdibroker.Pod{}
+	for i := range ents {
+		ge := &ents[i]
+		start, _ := federation.StartSite(doc, ge, user, groups, g.cfg.Pod)
+		scopes[ge.Name] = federation.Scope(doc, ge, g.cfg.Pod, start)
+	}
 	ask, _ := g.lookup(ctx, doc, user)
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
 	for _, p := range doc.Pods {
-		pools := podMembers(doc, p.Name)
-		if p.Name == g.cfg.Pod || len(pools) == 0 {
+		pools := asked[p.Name]
+		if len(pools) == 0 {
 			continue
 		}
 		wg.Go(func() {
@@ -59,7 +124,7 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 			mu.Lock()
 			defer mu.Unlock()
 			if why != "" {
-				if me.EndUser() {
+				if endUser {
 					// The cause names the pod's address and the
 					// network's errors: the administrator's to read.
 					why = "did not answer"
@@ -70,12 +135,21 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 				out.Unanswered[p.Name] = why
 				return
 			}
+			seen := map[string]bool{}
 			for _, s := range list {
-				if !vdibroker.SameUser(s.User, user) || !slices.Contains(pools, s.HostPool) || !s.Open() {
+				if !vdibroker.SameUser(s.User, user) || !slices.Contains(pools, s.HostPool) || !slices.Contains(openStates, s.State) ||
+					seen[s.ID] {
 					continue // not what was asked: a peer's answer is checked as any input
 				}
-				out.Value = append(out.Value, &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
-					GlobalEntitlements: entitlementsOf(doc, p.Name, s.HostPool)})
+				seen[s.ID] = true
+				gs := &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
+					GlobalEntitlements: entitlementsOf(ents, p.Name, s.HostPool), Reconnect: []string{}}
+				for _, name := range gs.GlobalEntitlements {
+					if slices.ContainsFunc(scopes[name], func(sp vdibroker.Pod) bool { return sp.Name == p.Name }) {
+						gs.Reconnect = append(gs.Reconnect, name)
+					}
+				}
+				out.Value = append(out.Value, gs)
 			}
 		})
 	}
@@ -89,18 +163,29 @@ func (g *Service) UserSessions(ctx context.Context, user string) (*vdibroker.Glo
 	return out, nil
 }
 
+// openStates are the states of an open session (UserSession.Open): a
+// peer's session in any other is not listed.
+var openStates = []string{vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected}
+
 // remoteSessions asks peer p for the user's open sessions in pools, as a
 // global connect does (remoteState): not a peer known to be unreachable
 // from the last few seconds, and, with ifBehind, only when its load
 // summary says its directory entries are behind or it is on another
-// generation of the document. why is the reason it did not answer.
+// generation of the document (a summary that cannot be read: not
+// answered). why is the reason it did not answer.
 func (g *Service) remoteSessions(ctx context.Context, doc *vdibroker.Federation, p vdibroker.Pod, user string, pools []string, ifBehind bool) (list []*vdibroker.UserSession, why string) {
 	if e := g.cachedFailure(p.Name); e != nil {
 		return nil, g.reason(e)
 	}
 	if ifBehind {
 		lr, err := g.peerLoads(ctx, p)
-		if err == nil && !lr.DirectoryBehind && lr.Generation == doc.Generation {
+		if err != nil {
+			// Not answered, as a global connect has it (remoteState);
+			// asking for the sessions too waited out a second pod
+			// timeout against a pod that hangs.
+			return nil, g.reason(err)
+		}
+		if !lr.DirectoryBehind && lr.Generation == doc.Generation {
 			return nil, ""
 		}
 	}
@@ -112,10 +197,10 @@ func (g *Service) remoteSessions(ctx context.Context, doc *vdibroker.Federation,
 	return list, ""
 }
 
-// podMembers is pod's member pools of every global entitlement of doc.
-func podMembers(doc *vdibroker.Federation, pod string) []string {
+// podMembers is pod's member pools of every global entitlement of ents.
+func podMembers(ents []vdibroker.GlobalEntitlement, pod string) []string {
 	var out []string
-	for _, ge := range doc.GlobalEntitlements {
+	for _, ge := range ents {
 		for _, m := range ge.Members {
 			if m.Pod == pod && !slices.Contains(out, m.HostPool) {
 				out = append(out, m.HostPool)
@@ -125,11 +210,11 @@ func podMembers(doc *vdibroker.Federation, pod string) []string {
 	return out
 }
 
-// entitlementsOf names the global entitlements of doc with pool of pod
+// entitlementsOf names the global entitlements of ents with pool of pod
 // as a member.
-func entitlementsOf(doc *vdibroker.Federation, pod, pool string) []string {
+func entitlementsOf(ents []vdibroker.GlobalEntitlement, pod, pool string) []string {
 	out := []string{}
-	for _, ge := range doc.GlobalEntitlements {
+	for _, ge := range ents {
 		if slices.Contains(ge.Members, vdibroker.Member{Pod: pod, HostPool: pool}) {
 			out = append(out, ge.Name)
 		}
