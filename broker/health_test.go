@@ -2,14 +2,13 @@ package broker
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker/intercept"
+	"github.com/vdibroker/vdibroker/internal/stacks"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -79,21 +78,7 @@ func TestHealthPingsShared_RSEC(t *testing.T) {
 // Health may not have asked yet and would ping anew after the release.
 func waitForCallers(t *testing.T, frame string, n int) {
 	t.Helper()
-	buf := make([]byte, 1<<20)
-	deadline := time.Now().Add(10 * time.Second) // a guard against a hang, not a measure
-	for {
-		got := 0
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			if head, _, _ := strings.Cut(g, "\n"); strings.Contains(head, "[select") && strings.Contains(g, frame) {
-				got++
-			}
-		}
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines wait in %s, want %d", got, frame, n)
-		}
-		runtime.Gosched()
+	if !stacks.Wait(n, "[select", frame) {
+		t.Fatalf("%d goroutines wait in %s, want %d", stacks.Count(make([]byte, 1<<20), "[select", frame), frame, n)
 	}
 }

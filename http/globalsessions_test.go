@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	nethttp "net/http"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/stacks"
 )
 
 // TestGlobalSessions_RU3: GET /users/{user}/globalsessions on pod0 lists
@@ -347,7 +347,7 @@ func TestGlobalSessionsCoalesced_RU3_RG1(t *testing.T) {
 	}
 	// Every listing in UserSessions: waiting for the shared one, or (were
 	// they not shared) each in its own look-up, held above.
-	if !waitForGoroutines(n, "global.(*Service).UserSessions(") {
+	if !stacks.Wait(n, "global.(*Service).UserSessions(") {
 		t.Fatal("the listings did not all start")
 	}
 	close(release)
@@ -358,31 +358,5 @@ func TestGlobalSessionsCoalesced_RU3_RG1(t *testing.T) {
 	}
 	if got := takeCalls(envs)[envs[2].urls[0]+federation.LookupPath]; got != 1 {
 		t.Errorf("look-ups at pod2 for %d listings of %s at once: %d, want 1", n, alice, got)
-	}
-}
-
-// waitForGoroutines waits until n goroutines' stacks hold every one of
-// marks; false after a guard against a hang, not a measure.
-func waitForGoroutines(n int, marks ...string) bool {
-	buf := make([]byte, 1<<22)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := 0
-	stacks:
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			for _, m := range marks {
-				if !strings.Contains(g, m) {
-					continue stacks
-				}
-			}
-			got++
-		}
-		if got >= n {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		runtime.Gosched()
 	}
 }

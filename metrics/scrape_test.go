@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vdibroker/vdibroker/internal/stacks"
 )
 
 // blockingCollector counts its collections and holds each until release
@@ -104,7 +105,7 @@ func TestScrapesShareOneGathering_RSEC(t *testing.T) {
 	// Let the gathering go only once the others wait for it, or one that
 	// had not yet asked would gather anew, and the test would measure the
 	// scheduler.
-	if !waitForGoroutines(MaxScrapesInFlight-1, "sync.(*WaitGroup).Wait(", "singleflight.(*Group).Do(") {
+	if !stacks.Wait(MaxScrapesInFlight-1, "sync.(*WaitGroup).Wait(", "singleflight.(*Group).Do(") {
 		s.stop()
 		t.Fatalf("%d scrapes at once: the others did not wait for the first's gathering", MaxScrapesInFlight)
 	}
@@ -145,7 +146,7 @@ func TestOneAddressCannotStarveScrapes_RSEC(t *testing.T) {
 		}
 	}
 	// The caller's second and Prometheus's wait for the held gathering.
-	if !waitForGoroutines(2, "sync.(*WaitGroup).Wait(", "singleflight.(*Group).Do(") {
+	if !stacks.Wait(2, "sync.(*WaitGroup).Wait(", "singleflight.(*Group).Do(") {
 		s.stop()
 		t.Fatal("Prometheus's scrape does not wait for the gathering")
 	}
@@ -167,7 +168,7 @@ func TestScrapesPastTheSlotsWait_RSEC(t *testing.T) {
 	for i := range MaxScrapesInFlight - 1 + MaxScrapesWaiting {
 		s.from(fmt.Sprintf("198.51.%d.%d:1000", i/200, i%200+1))
 	}
-	if !waitForGoroutines(MaxScrapesWaiting, "metrics.(*scrapeLimiter).ServeHTTP(", "[select") {
+	if !stacks.Wait(MaxScrapesWaiting, "metrics.(*scrapeLimiter).ServeHTTP(", "[select") {
 		s.stop()
 		t.Fatalf("%d scrapes past the slots do not wait for one", MaxScrapesWaiting)
 	}
@@ -181,32 +182,5 @@ func TestScrapesPastTheSlotsWait_RSEC(t *testing.T) {
 		if a := s.next("the scrapes let in"); a.code != http.StatusOK {
 			t.Errorf("a scrape from %s: %d, want 200", a.addr, a.code)
 		}
-	}
-}
-
-// waitForGoroutines reports whether n goroutines' stacks hold every one
-// of marks (frames, or a state such as "[select"), within a guard
-// against a hang.
-func waitForGoroutines(n int, marks ...string) bool {
-	buf := make([]byte, 1<<22)
-	deadline := time.Now().Add(10 * time.Second) // a guard against a hang, not a measure
-	for {
-		got := 0
-	stacks:
-		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-			for _, m := range marks {
-				if !strings.Contains(g, m) {
-					continue stacks
-				}
-			}
-			got++
-		}
-		if got >= n {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		runtime.Gosched()
 	}
 }
