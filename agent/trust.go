@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"os/exec"
+	"path/filepath"
 )
 
 // CheckFileTrusted reports why the agent, which runs as root or
@@ -18,16 +19,22 @@ import (
 // not exist is not refused: reading it says so.
 func CheckFileTrusted(path string) error { return fileTrusted(path) }
 
-// scriptSafe reports why the script at path must not run as the agent's
-// user: CheckFileTrusted of the file exec would run. A script that cannot
-// be found is left to exec to report.
-func scriptSafe(path string) error {
+// checkedScript is the file exec would run for the script at path,
+// absolute, once CheckFileTrusted trusts it; the agent runs that file,
+// not path: path, looked up again in PATH (PATHEXT on Windows), could
+// name another file by then, put in a directory earlier in PATH or where
+// none was found. A script that cannot be found is not run.
+func checkedScript(path string) (string, error) {
 	found, err := exec.LookPath(path)
 	if err != nil {
-		return nil
+		return "", err
 	}
-	if err := fileTrusted(found); err != nil {
-		return fmt.Errorf("not run: %w, who could make the agent run anything", err)
+	abs, err := filepath.Abs(found)
+	if err != nil {
+		return "", err
 	}
-	return nil
+	if err := fileTrusted(abs); err != nil {
+		return "", fmt.Errorf("not run: %w, who could make the agent run anything", err)
+	}
+	return abs, nil
 }
