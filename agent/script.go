@@ -43,10 +43,6 @@ func RunLoadScript(ctx context.Context, path string, timeout time.Duration) erro
 	return err
 }
 
-// testHookScriptChecked runs between the script's check and its start:
-// a test puts another file in its way there.
-var testHookScriptChecked = func() {}
-
 // runScript runs the script at path without arguments and returns its
 // standard output.
 func runScript(ctx context.Context, path string, timeout time.Duration) ([]byte, error) {
@@ -57,7 +53,7 @@ func runScript(ctx context.Context, path string, timeout time.Duration) ([]byte,
 	if err != nil {
 		return nil, fmt.Errorf("custom load script %s: %w", path, err)
 	}
-	testHookScriptChecked()
+	testHookFileChecked()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, checked)

@@ -32,12 +32,12 @@ func TestCustomScriptRunsTheFileChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { testHookScriptChecked = func() {} })
+	t.Cleanup(func() { testHookFileChecked = func() {} })
 
 	t.Run("another file put before the one checked", func(t *testing.T) {
 		t.Setenv("PATH", open+string(os.PathListSeparator)+bin)
 		put(bin, "echo 7")
-		testHookScriptChecked = func() { put(open, "touch "+ran+"; echo 99") }
+		testHookFileChecked = func() { put(open, "touch "+ran+"; echo 99") }
 		t.Cleanup(func() { os.Remove(filepath.Join(open, "vdi-load")); os.Remove(ran) })
 		v, err := RunCustomScript(t.Context(), "vdi-load", 10*time.Second)
 		if err != nil || v == nil || *v != 7 {
@@ -49,7 +49,7 @@ func TestCustomScriptRunsTheFileChecked(t *testing.T) {
 	})
 	t.Run("a file put where none was found", func(t *testing.T) {
 		t.Setenv("PATH", open)
-		testHookScriptChecked = func() { put(open, "touch "+ran+"; echo 99") }
+		testHookFileChecked = func() { put(open, "touch "+ran+"; echo 99") }
 		t.Cleanup(func() { os.Remove(filepath.Join(open, "vdi-load")); os.Remove(ran) })
 		v, err := RunCustomScript(t.Context(), "vdi-load", 10*time.Second)
 		if err == nil || v != nil || !strings.Contains(err.Error(), "not found") {

@@ -16,31 +16,33 @@ import (
 // by root or the agent's user, no group or other write, but for sticky
 // directories (/tmp), where no one replaces another's file. A file that
 // cannot be found is not refused: reading or running it reports that.
-func fileTrusted(path string) error {
+// file is the file checked, nil when none was found.
+func fileTrusted(path string) (file os.FileInfo, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	target, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	fi, err := os.Stat(target)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := safeOwner(target, fi); err != nil {
-		return err
+		return nil, err
 	}
+	file = fi
 	for _, p := range []string{abs, target} {
 		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 			fi, err := os.Lstat(d)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if fi.Mode()&os.ModeSymlink == 0 { // the link's own target is on target's way
 				if err := safeOwner(d, fi); err != nil {
-					return err
+					return nil, err
 				}
 			}
 			if d == filepath.Dir(d) {
@@ -48,7 +50,7 @@ func fileTrusted(path string) error {
 			}
 		}
 	}
-	return nil
+	return file, nil
 }
 
 func safeOwner(name string, fi os.FileInfo) error {
