@@ -91,7 +91,7 @@ func TestPolicyFileAppearsAfterTheCheck(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	chmod(t, dir, 0o1777)
+	chmod(t, dir, 0o777|os.ModeSticky)
 	file := filepath.Join(dir, "policy.json")
 	testHookFileChecked = func() {
 		writeJSON(t, file, map[string]int{"hostLoadIndexThreshold": 10})

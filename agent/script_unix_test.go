@@ -60,3 +60,99 @@ func TestCustomScriptRunsTheFileChecked(t *testing.T) {
 		}
 	})
 }
+
+// Every link followed on the way to the script is on its way (R-SEC): a
+// link in a directory others may write, or one another user owns in a
+// sticky directory (where she may replace her own entries), may be
+// pointed at her program, even when the file it leads to now is root's.
+func TestCustomScriptLinksOnTheWay(t *testing.T) {
+	mkdir := func(tb testing.TB, path string, mode os.FileMode) string {
+		tb.Helper()
+		if err := os.Mkdir(path, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		chmod(tb, path, mode)
+		return path
+	}
+	link := func(tb testing.TB, target, name string) string {
+		tb.Helper()
+		if err := os.Symlink(target, name); err != nil {
+			tb.Fatal(err)
+		}
+		return name
+	}
+	tests := []struct {
+		name string
+		root bool // needs root: a link of another user
+		// want is in the refusal: the kernel too refuses to follow
+		// another's link in a sticky directory others may write
+		// (fs.protected_symlinks), but not everywhere, nor on every Unix.
+		want string
+		// way makes the links from dir to script and returns the name to run.
+		way func(tb testing.TB, dir, script string) string
+	}{{
+		name: "a link to a link in a directory others may write",
+		want: "may be written by its group or others",
+		way: func(tb testing.TB, dir, script string) string {
+			open := mkdir(tb, filepath.Join(dir, "open"), 0o777)
+			etc := mkdir(tb, filepath.Join(dir, "etc"), 0o755)
+			return link(tb, link(tb, script, filepath.Join(open, "load2")), filepath.Join(etc, "load.sh"))
+		},
+	}, {
+		name: "a link of another user in a sticky directory",
+		root: true,
+		want: "belongs to uid 12345",
+		way: func(tb testing.TB, dir, script string) string {
+			shared := mkdir(tb, filepath.Join(dir, "shared"), 0o777|os.ModeSticky)
+			l := link(tb, script, filepath.Join(shared, "load.sh"))
+			if err := os.Lchown(l, 12345, 12345); err != nil {
+				tb.Fatal(err)
+			}
+			return l
+		},
+	}, {
+		name: "a directory link of another user in a sticky directory",
+		root: true,
+		want: "belongs to uid 12345",
+		way: func(tb testing.TB, dir, script string) string {
+			shared := mkdir(tb, filepath.Join(dir, "shared"), 0o777|os.ModeSticky)
+			l := link(tb, filepath.Dir(script), filepath.Join(shared, "scripts"))
+			if err := os.Lchown(l, 12345, 12345); err != nil {
+				tb.Fatal(err)
+			}
+			return filepath.Join(l, filepath.Base(script))
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.root && os.Geteuid() != 0 {
+				t.Skip("needs root")
+			}
+			dir := t.TempDir()
+			ran := filepath.Join(dir, "ran")
+			script := writeScript(t, "touch "+ran+"\necho 7")
+			if v, err := RunCustomScript(t.Context(), script, 10*time.Second); err != nil || v == nil || *v != 7 {
+				t.Fatalf("the script itself: %v, %v; want 7", v, err)
+			}
+			os.Remove(ran)
+			name := tt.way(t, dir, script)
+			if v, err := RunCustomScript(t.Context(), name, 10*time.Second); err == nil || v != nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("RunCustomScript(%s) = %v, %v; want no value and an error saying %q", name, v, err, tt.want)
+			}
+			if fileExists(ran) {
+				t.Error("the script ran")
+			}
+		})
+	}
+	t.Run("links root made in root's directories", func(t *testing.T) {
+		dir := t.TempDir()
+		etc := mkdir(t, filepath.Join(dir, "etc"), 0o755)
+		opt := mkdir(t, filepath.Join(dir, "opt"), 0o755)
+		script := writeScript(t, "echo 7")
+		link(t, filepath.Dir(script), filepath.Join(opt, "current"))
+		name := link(t, "../opt/current/"+filepath.Base(script), filepath.Join(etc, "load.sh"))
+		if v, err := RunCustomScript(t.Context(), name, 10*time.Second); err != nil || v == nil || *v != 7 {
+			t.Errorf("RunCustomScript(%s) = %v, %v; want 7", name, v, err)
+		}
+	})
+}
