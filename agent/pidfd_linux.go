@@ -49,7 +49,10 @@ func (s *pidSignaller) signal(log *slog.Logger, pid int, sig syscall.Signal, sam
 		if !same() {
 			return os.ErrProcessDone
 		}
-		return s.kill(pid, sig)
+		if err := s.kill(pid, sig); !errors.Is(err, unix.ESRCH) {
+			return err
+		}
+		return os.ErrProcessDone // ended since the check
 	case errors.Is(err, unix.ESRCH):
 		return os.ErrProcessDone
 	case err != nil:

@@ -43,6 +43,9 @@ func (k *fakeKernel) signaller() *pidSignaller {
 		},
 		close: func(fd int) error { return nil },
 		kill: func(pid int, sig syscall.Signal) error {
+			if k.ended[k.owner[pid]] {
+				return unix.ESRCH
+			}
 			k.signalled = append(k.signalled, k.owner[pid])
 			return nil
 		},
@@ -100,6 +103,12 @@ func TestPidSignallerWithoutPidfd(t *testing.T) {
 	}
 	if len(k.signalled) != 2 || k.signalled[0] != 1 || k.signalled[1] != 3 {
 		t.Errorf("signalled %v, want processes 1 and 3", k.signalled)
+	}
+	// Ended after the check, its pid not taken yet: a session already
+	// ended, as through a pidfd (R-S4).
+	k.ended[3] = true
+	if err := s.signal(log, 4343, syscall.SIGHUP, func() bool { return true }); !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("a process ended after the check: %v, want ErrProcessDone", err)
 	}
 	if n := strings.Count(buf.String(), "no pidfd"); n != 1 {
 		t.Errorf("%d lines about pidfds, want 1:\n%s", n, buf.String())

@@ -3,8 +3,8 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -22,10 +22,10 @@ import (
 // would set this host's thresholds, whose breach keeps the broker from
 // placing sessions on it (R-LI5).
 func ReadPolicyFile(path string) (*vdibroker.HostPolicy, error) {
-	if err := fileTrusted(path); err != nil {
+	data, err := ReadTrustedFile(path)
+	if errors.Is(err, ErrUntrusted) {
 		return nil, fmt.Errorf("policy file %s: not read: %w, who could set this host's thresholds (R-LI5)", path, err)
 	}
-	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy file: %w", err)
 	}

@@ -82,3 +82,23 @@ func TestPolicyFileOthersMayChange(t *testing.T) {
 		}
 	})
 }
+
+// A policy file missing when it is checked, in a directory others may add
+// to (sticky, as /tmp), is not read when one appears before the read:
+// the file read is the file opened before the check (R-SEC, R-LI5).
+func TestPolicyFileAppearsAfterTheCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chmod(t, dir, 0o777|os.ModeSticky)
+	file := filepath.Join(dir, "policy.json")
+	testHookFileChecked = func() {
+		writeJSON(t, file, map[string]int{"hostLoadIndexThreshold": 10})
+		chmod(t, file, 0o666)
+	}
+	t.Cleanup(func() { testHookFileChecked = func() {} })
+	if p, err := ReadPolicyFile(file); err == nil {
+		t.Errorf("ReadPolicyFile = %+v; want no policy from a file others may write", p)
+	}
+}

@@ -49,18 +49,20 @@ func runScript(ctx context.Context, path string, timeout time.Duration) ([]byte,
 	if timeout <= 0 {
 		timeout = DefaultScriptTimeout
 	}
-	if err := scriptSafe(path); err != nil {
+	checked, err := checkedScript(path)
+	if err != nil {
 		return nil, fmt.Errorf("custom load script %s: %w", path, err)
 	}
+	testHookFileChecked()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path)
+	cmd := exec.CommandContext(ctx, checked)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// A child that inherited stdout must not keep Wait from returning.
 	cmd.WaitDelay = time.Second
 	killGroup(cmd)
-	err := cmd.Run()
+	err = cmd.Run()
 	if ctx.Err() == context.DeadlineExceeded {
 		return nil, fmt.Errorf("custom load script %s: %w after %s", path, ErrScriptTimeout, timeout)
 	}

@@ -1,8 +1,12 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 )
 
 // CheckFileTrusted reports why the agent, which runs as root or
@@ -16,18 +20,68 @@ import (
 // TrustedInstaller or the agent's account and their DACL grant no one
 // else a right to change them (CheckWindowsSecurity). A file that does
 // not exist is not refused: reading it says so.
-func CheckFileTrusted(path string) error { return fileTrusted(path) }
+func CheckFileTrusted(path string) error {
+	_, err := fileTrusted(path)
+	return err
+}
 
-// scriptSafe reports why the script at path must not run as the agent's
-// user: CheckFileTrusted of the file exec would run. A script that cannot
-// be found is left to exec to report.
-func scriptSafe(path string) error {
+// ErrUntrusted is wrapped by ReadTrustedFile's error for a file
+// CheckFileTrusted refuses.
+var ErrUntrusted = errors.New("file not trusted")
+
+// untrustedError says why a file is refused, and is ErrUntrusted.
+type untrustedError struct{ err error }
+
+func (e untrustedError) Error() string   { return e.err.Error() }
+func (e untrustedError) Unwrap() []error { return []error{e.err, ErrUntrusted} }
+
+// testHookFileChecked runs between a file's check and its read, and
+// between the script's check and its start: a test puts another file in
+// the way there.
+var testHookFileChecked = func() {}
+
+// ReadTrustedFile reads the file at path if CheckFileTrusted trusts it;
+// a refusal wraps ErrUntrusted. The file is opened first and read only if
+// it is the file checked: one missing at the check, in a directory others
+// may add to (a sticky one, or a folder under C:\ProgramData, which
+// lets users make files), could be there for the read.
+func ReadTrustedFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	opened, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	checked, err := fileTrusted(path)
+	if err != nil {
+		return nil, untrustedError{err}
+	}
+	if checked == nil || !os.SameFile(opened, checked) {
+		return nil, untrustedError{fmt.Errorf("%s was replaced while it was checked", path)}
+	}
+	testHookFileChecked()
+	return io.ReadAll(f)
+}
+
+// checkedScript is the file exec would run for the script at path,
+// absolute, once CheckFileTrusted trusts it; the agent runs that file,
+// not path: path, looked up again in PATH (PATHEXT on Windows), could
+// name another file by then, put in a directory earlier in PATH or where
+// none was found. A script that cannot be found is not run.
+func checkedScript(path string) (string, error) {
 	found, err := exec.LookPath(path)
 	if err != nil {
-		return nil
+		return "", err
 	}
-	if err := fileTrusted(found); err != nil {
-		return fmt.Errorf("not run: %w, who could make the agent run anything", err)
+	abs, err := filepath.Abs(found)
+	if err != nil {
+		return "", err
 	}
-	return nil
+	if _, err := fileTrusted(abs); err != nil {
+		return "", fmt.Errorf("not run: %w, who could make the agent run anything", err)
+	}
+	return abs, nil
 }

@@ -5,6 +5,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"unsafe"
@@ -24,30 +25,34 @@ const (
 // file at path (R-SEC): CheckWindowsSecurity of the file, and of every
 // directory on the way to it up to its volume's root, by the name given
 // and by the name links lead to. A file that cannot be found is not
-// refused: reading or running it reports that.
-func fileTrusted(path string) error {
+// refused: reading or running it reports that. file is the file checked,
+// nil when none was found.
+func fileTrusted(path string) (file os.FileInfo, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	target, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return nil
+		return nil, nil
+	}
+	if file, err = os.Stat(target); err != nil {
+		return nil, nil
 	}
 	if err := checkSecurityOf(target, false); err != nil {
-		return err
+		return nil, err
 	}
 	for _, p := range []string{abs, target} {
 		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
 			if err := checkSecurityOf(d, true); err != nil {
-				return err
+				return nil, err
 			}
 			if d == filepath.Dir(d) {
 				break
 			}
 		}
 	}
-	return nil
+	return file, nil
 }
 
 func checkSecurityOf(name string, dir bool) error {

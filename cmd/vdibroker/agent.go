@@ -112,31 +112,31 @@ func (o *agentFlags) config() (agent.Config, slog.Level, error) {
 	return cfg, level, nil
 }
 
-// levelFileRefused reports why --log-level-file must not be read
-// (agent.CheckFileTrusted): the agent runs as root or LocalSystem, and
-// whoever may change the file would choose what it logs, silencing its
-// warnings at error or filling the journal at debug (R-SEC).
-func (o *agentFlags) levelFileRefused() error {
-	if o.logs.levelFile == "" {
-		return nil
+// readAgentLevelFile reads --log-level-file when agent.ReadTrustedFile
+// trusts it: the agent runs as root or LocalSystem, and whoever may
+// change the file would choose what it logs, silencing its warnings at
+// error or filling the journal at debug (R-SEC). The file read is the
+// file checked.
+func readAgentLevelFile(path string) ([]byte, error) {
+	b, err := agent.ReadTrustedFile(path)
+	if errors.Is(err, agent.ErrUntrusted) {
+		return nil, fmt.Errorf("%s: not read: %w, who could set the agent's log level", path, err)
 	}
-	if err := agent.CheckFileTrusted(o.logs.levelFile); err != nil {
-		return fmt.Errorf("--log-level-file %s: not read: %w, who could set the agent's log level", o.logs.levelFile, err)
-	}
-	return nil
+	return b, err
 }
 
 // startLevel is the level to start at: --log-level-file's (logFlags.wanted),
 // or --log-level's when the file is refused; why is kept in levelRefused.
+// It has the level file read by readAgentLevelFile from then on.
 func (o *agentFlags) startLevel() (slog.Level, error) {
-	if o.levelRefused = o.levelFileRefused(); o.levelRefused != nil {
-		lv, err := parseLevel(o.logs.level)
-		if err != nil {
+	o.logs.readFile = readAgentLevelFile
+	lv, _, err := o.logs.wanted()
+	if o.levelRefused = nil; errors.Is(err, agent.ErrUntrusted) {
+		o.levelRefused = err
+		if lv, err = parseLevel(o.logs.level); err != nil {
 			return lv, fmt.Errorf("--log-level: %w", err)
 		}
-		return lv, nil
 	}
-	lv, _, err := o.logs.wanted()
 	return lv, err
 }
 
@@ -158,15 +158,12 @@ func (o *agentFlags) logLevelRefused(log *slog.Logger, level slog.Level) {
 	}
 }
 
-// reloadLevel is the agent's SIGHUP: logFlags.reload, unless the level
-// file is refused; then the level running stays, and one line says why,
-// as for a file that holds no level. The file is read at start and on
-// SIGHUP only, so nothing repeats the line but another SIGHUP.
+// reloadLevel is the agent's SIGHUP: logFlags.reload, whose file is read
+// by readAgentLevelFile (startLevel): a file refused keeps the level
+// running, and one line says why, as for a file that holds no level. The
+// file is read at start and on SIGHUP only, so nothing repeats the line
+// but another SIGHUP.
 func (o *agentFlags) reloadLevel(log *slog.Logger) {
-	if err := o.levelFileRefused(); err != nil {
-		log.Error("SIGHUP: log level kept", "level", o.logs.lv.Level().String(), "err", err)
-		return
-	}
 	o.logs.reload(log)
 }
 

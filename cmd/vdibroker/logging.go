@@ -34,6 +34,9 @@ type logFlags struct {
 	level     string
 	levelFile string
 	lv        slog.LevelVar
+	// readFile reads levelFile; nil is os.ReadFile. The agent's refuses a
+	// file others may change (readAgentLevelFile).
+	readFile func(name string) ([]byte, error)
 }
 
 func (l *logFlags) addFlags(f *pflag.FlagSet, withFormat bool) {
@@ -57,7 +60,11 @@ func parseLevel(s string) (slog.Level, error) {
 // exists, else --log-level's; from says which.
 func (l *logFlags) wanted() (lv slog.Level, from string, err error) {
 	if l.levelFile != "" {
-		b, err := os.ReadFile(l.levelFile)
+		read := l.readFile
+		if read == nil {
+			read = os.ReadFile
+		}
+		b, err := read(l.levelFile)
 		switch {
 		case err == nil:
 			lv, err := parseLevel(string(bytes.TrimSpace(b)))
