@@ -372,6 +372,52 @@ func TestGatewayKeyRevokeKeepsItsKey_RGW6(t *testing.T) {
 	})
 }
 
+// TestGatewayKeyRevokeRacesRotation_RGW6: a revoke on one replica and a
+// scheduled rotation on another at once (its clock a second ahead) end
+// with the revoke's key alone, whichever commits first: the rotation
+// after it finds a key newer than its notBefore and adds none; the
+// revoke after it drops the rotation's key.
+func TestGatewayKeyRevokeRacesRotation_RGW6(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		ctx := t.Context()
+		key := func(id string, at time.Time) vdibroker.GatewayKey {
+			return vdibroker.GatewayKey{ID: id, Seed: []byte(id + "-seed-of-thirty-two-bytes-xxxxx")[:32], CreateTime: at}
+		}
+		for i := range 10 {
+			at := t0.Add(time.Duration(i) * 48 * time.Hour)
+			if _, err := a.AddGatewayKey(ctx, key(fmt.Sprintf("due%d", i), at.Add(-24*time.Hour)), time.Time{}, 3); err != nil {
+				t.Fatal(err)
+			}
+			revoke := fmt.Sprintf("revoke%d", i)
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				if _, err := a.AddGatewayKey(ctx, key(revoke, at), time.Time{}, 1); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Go(func() {
+				// Due: the newest key is a day old (rotation every day).
+				if _, err := b.AddGatewayKey(ctx, key(fmt.Sprintf("sched%d", i), at.Add(time.Second)), at.Add(time.Second-24*time.Hour), 3); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Wait()
+			keys, err := b.GatewayKeys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, k := range keys {
+				ids = append(ids, k.ID)
+			}
+			if !slices.Equal(ids, []string{revoke}) {
+				t.Fatalf("round %d: keys %v, want %s alone", i, ids, revoke)
+			}
+		}
+	})
+}
+
 // TestPruneGatewayTunnels_RGW4: a record goes once its token expired and
 // its tunnel closed or outlived its lifetime; until then its id stays
 // refused.
