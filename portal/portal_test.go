@@ -1,7 +1,10 @@
 package portal_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -670,11 +673,13 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 // TestLaunchFailureReferenceIsTheRequest_RU4_RU7: a launch refused for a
 // reason the portal has no words for gives the user a reference, the
 // X-Request-Id of her launch, which names the launch's refused audit
-// entry (portal.launch), where the connect's own message is; the message
-// is on none of her pages.
+// entry (portal.launch) and a log line, where the connect's own message
+// is; the message is on none of her pages.
 func TestLaunchFailureReferenceIsTheRequest_RU4_RU7(t *testing.T) {
 	const detail = "host desk-1 is being re-imaged by the ops team"
+	var logged syncBuffer
 	e := newEnv(t, func(c *portal.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logged, nil))
 		api := c.API
 		c.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/connect") {
@@ -716,4 +721,32 @@ func TestLaunchFailureReferenceIsTheRequest_RU4_RU7(t *testing.T) {
 	if !found {
 		t.Errorf("no portal.launch entry has request id %s: %+v", ref, list)
 	}
+	var line map[string]any
+	for l := range strings.SplitSeq(logged.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["request_id"] == ref {
+			line = m
+		}
+	}
+	if line == nil || line["err"] != detail || line["code"] != "Conflict" || line["user"] != "alice" {
+		t.Errorf("the log line of request %s: %v, want the connect's message:\n%s", ref, line, logged.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer the portal's goroutines may write at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
