@@ -172,8 +172,9 @@ type GatewayStore interface {
 	GatewayKeys(ctx context.Context) ([]GatewayKey, error)
 	// AddGatewayKey adds k unless a key created after notBefore exists
 	// (so that of replicas rotating at once one adds a key; the zero
-	// notBefore adds it always), then deletes all but the newest keep
-	// keys. It says whether k was added.
+	// notBefore adds it always), then deletes all but k and the newest
+	// keep-1 others (k whatever its create time: keep 1 leaves k alone).
+	// It says whether k was added.
 	AddGatewayKey(ctx context.Context, k GatewayKey, notBefore time.Time, keep int) (bool, error)
 	// AdmitGatewayTunnel records t's token id, in one transaction with
 	// the audit entry of ctx (WithAudit): Conflict when the id was

@@ -56,6 +56,12 @@ const (
 	DefaultGatewayKeyRotation       = 30 * 24 * time.Hour
 	DefaultGatewayPublishDelay      = 5 * time.Minute
 	DefaultGatewayMaxTunnelsPerUser = 10
+	// MaxGatewayKeysRefresh is the longest a gateway reading the keys
+	// from the broker may wait between reads (4 minutes): a new key signs
+	// DefaultGatewayPublishDelay after it was made, and a replica
+	// publishes it up to gatewayKeysTTL later (its copy of the keys); the
+	// rest is room for the read itself.
+	MaxGatewayKeysRefresh = DefaultGatewayPublishDelay - gatewayKeysTTL - 30*time.Second
 	// gatewayKeysKept is how many signing keys the store keeps: the one
 	// waiting to sign, the signing one and the one before, whose tokens
 	// may still be in the hands of clients.

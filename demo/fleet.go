@@ -381,12 +381,20 @@ func (f *Fleet) connect(ctx context.Context, now bool) {
 	if user == "" {
 		return
 	}
+	f.connectAs(ctx, user, pool, now, delay)
+}
+
+// connectAs places user in pool, who logs on now or after delay. A pool
+// that is full is the demo at work, not a problem to log: NoCapacity, or
+// HostStarting while the office pool starts a host for the connect
+// (start VM on connect, R-A4); it returns the connect's error.
+func (f *Fleet) connectAs(ctx context.Context, user, pool string, now bool, delay time.Duration) error {
 	res, err := f.client.Connect(ctx, pool, vhttp.ConnectRequest{User: user})
 	if err != nil {
-		if vdibroker.ErrorCode(err) != vdibroker.ENoCapacity && ctx.Err() == nil {
+		if code := vdibroker.ErrorCode(err); code != vdibroker.ENoCapacity && code != vdibroker.EHostStarting && ctx.Err() == nil {
 			f.Logger.Warn("demo: connect", "user", user, "pool", pool, "err", err)
 		}
-		return
+		return err
 	}
 	f.mu.Lock()
 	f.users[user] = &simUser{pool: pool, host: res.SessionHost}
@@ -394,9 +402,10 @@ func (f *Fleet) connect(ctx context.Context, now bool) {
 	logon := func() { f.logon(user, pool, res.SessionHost) }
 	if now {
 		logon()
-		return
+		return nil
 	}
 	time.AfterFunc(delay, logon)
+	return nil
 }
 
 // logon makes the session appear on its host, as when the user's RDP

@@ -1,10 +1,15 @@
 package demo
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,4 +202,46 @@ func TestFleetAutoscale(t *testing.T) {
 	if after := host("office-01").LastHeartBeat; before == nil || after == nil || !after.Equal(*before) {
 		t.Errorf("office-01 heartbeats after its stop: %v, then %v", before, after)
 	}
+}
+
+// TestFleetFullOfficeQuiet: a connect to the office pool whose running
+// hosts are full starts a stopped one (start VM on connect, R-A4) and is
+// answered HostStarting; like NoCapacity that is the demo at work, and
+// its log (Warn and up by default, kept readable) says nothing of it.
+func TestFleetFullOfficeQuiet(t *testing.T) {
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	f := &Fleet{Rand: rand.New(rand.NewPCG(7, 8)), Heartbeat: 100 * time.Millisecond, UserTick: time.Hour, PowerStartDelay: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	f.URL, f.AdminToken = startBroker(t, f.PowerDrivers())
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	c := vhttp.NewClient(f.URL, f.AdminToken)
+	for _, h := range []string{"office-01", "office-02"} { // office-08 is drained already
+		if _, err := c.PatchSessionHost(t.Context(), autoscalePool, h, map[string]any{"allowNewSession": false}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.connectAs(t.Context(), "probe", autoscalePool, true, 0); vdibroker.ErrorCode(err) != vdibroker.EHostStarting {
+		t.Fatalf("a connect to the full office pool: %v, want HostStarting (a stopped host started for it)", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logged.String(), "demo: connect") {
+		t.Errorf("the fleet logged the office pool's HostStarting:\n%s", logged.String())
+	}
+}
+
+// lockedWriter is w under mu: the agents log from their goroutines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

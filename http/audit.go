@@ -39,6 +39,7 @@ var auditedActions = map[string]string{
 	"DELETE /api/v1/tokens/{id}":                                          "token.revoke",
 	"POST /api/v1/agent/register":                                         "sessionhost.register",
 	"PUT /api/v1/federation":                                              "federation.put",
+	"POST /api/v1/gateway/keys/rotate":                                    "gatewaykey.rotate", // gatewaykey.revoke with ?revoke
 	"POST /api/v1/signin":                                                 "signin",
 }
 

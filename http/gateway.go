@@ -2,7 +2,6 @@ package http
 
 import (
 	nethttp "net/http"
-	"strconv"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -58,16 +57,25 @@ func (s *Server) gatewayKeys(w nethttp.ResponseWriter, r *nethttp.Request) error
 
 // rotateGatewayKey is POST /gateway/keys/rotate (the admin token): a new
 // signing key, published now, signing after the publish delay (R-GW6);
-// with ?revoke=true signing at once, every other key dropped.
+// with ?revoke=true signing at once, every other key dropped. revoke is
+// true or false, nothing else: a revoke closes every user's tunnel, and a
+// plain rotation leaves a leaked key signing, so a value read either way
+// ("1", "t", "yes") is refused. The audit entry of a revoke, and of a
+// refused one, is gatewaykey.revoke, with the keys it dropped.
 func (s *Server) rotateGatewayKey(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	revoke := false
 	if q := r.URL.Query(); q.Has("revoke") {
 		v := q.Get("revoke")
-		b, err := strconv.ParseBool(v)
-		if err != nil {
+		if ev := vdibroker.AuditFrom(r.Context()); ev != nil && v != "false" {
+			ev.Action = "gatewaykey.revoke"
+		}
+		switch v {
+		case "true":
+			revoke = true
+		case "false":
+		default:
 			return vdibroker.FieldError("revoke", "must be true or false, got %q", v)
 		}
-		revoke = b
 	}
 	if err := s.svc.Gateway.RotateGatewayKey(r.Context(), revoke); err != nil {
 		return err

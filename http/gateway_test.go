@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http/httptest"
@@ -435,7 +436,10 @@ func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
 
 // TestRevokeGatewayKeys_RGW6: POST /gateway/keys/rotate?revoke=true
 // leaves one new key published, none of those before; a revoke that is
-// not true or false is 400 naming the field, and the keys stay.
+// not true or false ("1" and "t" too, which strconv.ParseBool reads as
+// true) is 400 naming the field, and the keys stay. Each is audited (R-SEC):
+// a rotation as gatewaykey.rotate, a revoke as gatewaykey.revoke naming
+// the keys it dropped, a refused revoke as a refused gatewaykey.revoke.
 func TestRevokeGatewayKeys_RGW6(t *testing.T) {
 	e := newEnv(t)
 	keys := func() []string {
@@ -459,9 +463,11 @@ func TestRevokeGatewayKeys_RGW6(t *testing.T) {
 	if len(first) != 1 || len(two) != 2 {
 		t.Fatalf("keys %v, then after a rotate %v; want one, then two", first, two)
 	}
-	status, ve, raw := rawDo(t, e, "POST", "/api/v1/gateway/keys/rotate?revoke=maybe", adminToken, "")
-	if status != 400 || ve == nil || ve.Field != "revoke" {
-		t.Errorf("revoke=maybe: %d %s, want 400 on revoke", status, raw)
+	for _, v := range []string{"maybe", "1", "t", "TRUE", ""} {
+		status, ve, raw := rawDo(t, e, "POST", "/api/v1/gateway/keys/rotate?revoke="+v, adminToken, "")
+		if status != 400 || ve == nil || ve.Field != "revoke" {
+			t.Errorf("revoke=%s: %d %s, want 400 on revoke", v, status, raw)
+		}
 	}
 	if got := keys(); !slices.Equal(got, two) {
 		t.Errorf("after a refused revoke: %v, want %v", got, two)
@@ -469,5 +475,40 @@ func TestRevokeGatewayKeys_RGW6(t *testing.T) {
 	rotate("?revoke=true", 204)
 	if got := keys(); len(got) != 1 || slices.Contains(two, got[0]) {
 		t.Errorf("after the revoke: %v, want one key, none of %v", got, two)
+	}
+
+	ctx := t.Context()
+	rot, _, after := oneEntry(t, e, "gatewaykey.rotate", "gateway/keys/rotate")
+	added := slices.DeleteFunc(slices.Clone(two), func(k string) bool { return slices.Contains(first, k) })
+	if rot.Outcome != vdibroker.AuditOK || rot.Principal.Kind != vdibroker.PrincipalAdmin || len(added) != 1 || after["kid"] != added[0] {
+		t.Errorf("the rotation's entry: %+v, after %v; want the admin's, adding %v", rot, after, added)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "gatewaykey.revoke"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done []*vdibroker.AuditEntry
+	refused := 0
+	for _, a := range list {
+		switch {
+		case a.Outcome == vdibroker.AuditOK:
+			done = append(done, a)
+		case strings.Contains(a.Error, "revoke"):
+			refused++
+		}
+	}
+	if len(done) != 1 || refused != 5 {
+		t.Fatalf("gatewaykey.revoke entries: %d done, %d refused; want 1 and the 5 refused", len(done), refused)
+	}
+	var before, revoked map[string]any
+	_ = json.Unmarshal(done[0].Before, &before)
+	_ = json.Unmarshal(done[0].After, &revoked)
+	var dropped []string
+	for _, k := range before["dropped"].([]any) {
+		dropped = append(dropped, k.(string))
+	}
+	slices.Sort(two)
+	if !slices.Equal(dropped, two) || revoked["kid"] != keys()[0] {
+		t.Errorf("the revoke's entry: before %v after %v; want %v dropped, %s added", before, revoked, two, keys()[0])
 	}
 }

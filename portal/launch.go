@@ -167,6 +167,11 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 	l.ExpireTime = now.Add(launchTTL)
 	if err != nil {
 		l.State, l.Message = launchFailed, failure(err, api.requestID)
+		// The connect's own message, which the user is not shown, by the
+		// reference she is: the audit entry of a refusal is bounded per
+		// user (RecordRefusal), and the API's access line has no message.
+		p.log.Info("portal: a launch failed", "request_id", api.requestID, "user", who.Subject, "resource", res.ID,
+			"code", vdibroker.ErrorCode(err), "err", vdibroker.ErrorMessage(err))
 	} else {
 		l.State, l.Host = launchReady, ans.SessionHost
 		l.Sealed, err = webguard.Seal(secret, fileInfo, []byte(ans.RDPFile), []byte(l.Owner))

@@ -1,7 +1,10 @@
 package portal_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -665,4 +668,85 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 	if err != nil || len(list) == 0 || !strings.HasPrefix(list[len(list)-1].Error, "NoCapacity: ") || !strings.Contains(list[len(list)-1].Error, "drain") {
 		t.Errorf("the refusal's audit entry: %+v %v; want NoCapacity with the pool's detail", list, err)
 	}
+}
+
+// TestLaunchFailureReferenceIsTheRequest_RU4_RU7: a launch refused for a
+// reason the portal has no words for gives the user a reference, the
+// X-Request-Id of her launch, which names the launch's refused audit
+// entry (portal.launch) and a log line, where the connect's own message
+// is; the message is on none of her pages.
+func TestLaunchFailureReferenceIsTheRequest_RU4_RU7(t *testing.T) {
+	const detail = "host desk-1 is being re-imaged by the ops team"
+	var logged syncBuffer
+	e := newEnv(t, func(c *portal.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logged, nil))
+		api := c.API
+		c.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/connect") {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusConflict)
+				w.Write([]byte(`{"error":{"code":"Conflict","message":"` + detail + `"}}`))
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
+	})
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	res, body := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}})
+	ref, launch := res.Header.Get("X-Request-Id"), res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || ref == "" || !strings.HasPrefix(launch, "/portal/launches/") {
+		t.Fatalf("launch: %d %q %q %s", res.StatusCode, ref, launch, body)
+	}
+	s := alice.await(launch, ended)
+	if s.State != "failed" || !strings.HasSuffix(s.Message, "tell your helpdesk this reference: "+ref) || strings.Contains(s.Message, detail) {
+		t.Errorf("the failed launch: %+v; want the reference %s, not the connect's message", s, ref)
+	}
+	if _, page := alice.get(launch); !strings.Contains(page, ref) || strings.Contains(page, "re-imaged") {
+		t.Errorf("the failed launch's page does not give %s, or gives the connect's message:\n%s", ref, page)
+	}
+	list, err := e.admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: "portal.launch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, a := range list {
+		if a.RequestID == ref {
+			found = true
+			if a.Outcome != vdibroker.AuditRefused || a.Error != "Conflict: "+detail {
+				t.Errorf("the launch's entry: %+v, want refused with the connect's message", a)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no portal.launch entry has request id %s: %+v", ref, list)
+	}
+	var line map[string]any
+	for l := range strings.SplitSeq(logged.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["request_id"] == ref {
+			line = m
+		}
+	}
+	if line == nil || line["err"] != detail || line["code"] != "Conflict" || line["user"] != "alice" {
+		t.Errorf("the log line of request %s: %v, want the connect's message:\n%s", ref, line, logged.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer the portal's goroutines may write at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

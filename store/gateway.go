@@ -44,13 +44,22 @@ func scanGatewayKey(sc scanner) (vdibroker.GatewayKey, error) {
 	return k, nil
 }
 
+func scanKid(sc scanner) (string, error) {
+	var kid string
+	err := sc.Scan(&kid)
+	return kid, err
+}
+
 // gatewayKeysLock is the advisory lock under which a replica adds a
 // gateway key on PostgreSQL, so that of two replicas rotating at once only
 // one adds a key (SQLite has one writer).
 const gatewayKeysLock = `SELECT pg_advisory_xact_lock(hashtext('vdibroker gateway keys'))`
 
 // AddGatewayKey adds k unless a key newer than notBefore exists, and keeps
-// only the newest keep keys.
+// k and the newest keep-1 others. k is kept whatever its create time: a
+// replica whose clock runs ahead stores keys created "later", and a
+// revoke (keep 1) that kept the newest would keep such a key, perhaps the
+// leaked one, and drop the key it made.
 func (s *DB) AddGatewayKey(ctx context.Context, k vdibroker.GatewayKey, notBefore time.Time, keep int) (bool, error) {
 	added := false
 	err := s.write(ctx, func(t *tx) error {
@@ -74,10 +83,20 @@ func (s *DB) AddGatewayKey(ctx context.Context, k vdibroker.GatewayKey, notBefor
 			return err
 		}
 		added = true
-		t.audited(nil, map[string]any{"kid": k.ID, "createTime": k.CreateTime})
-		_, err := t.exec(ctx, `DELETE FROM gateway_keys WHERE kid NOT IN
-			(SELECT kid FROM gateway_keys ORDER BY create_time DESC, kid DESC LIMIT ?)`, max(keep, 1))
-		return err
+		// k stays, and the newest keep-1 others; the keys dropped are the
+		// change's "before" (a revoke names every key it took).
+		dropped, err := queryAll(ctx, t, scanKid, `DELETE FROM gateway_keys WHERE kid <> ? AND kid NOT IN
+			(SELECT kid FROM gateway_keys WHERE kid <> ? ORDER BY create_time DESC, kid DESC LIMIT ?) RETURNING kid`,
+			k.ID, k.ID, max(keep, 1)-1)
+		if err != nil {
+			return err
+		}
+		if dropped == nil {
+			dropped = []string{}
+		}
+		slices.Sort(dropped)
+		t.audited(map[string]any{"dropped": dropped}, map[string]any{"kid": k.ID, "createTime": k.CreateTime})
+		return nil
 	})
 	if err != nil {
 		return false, wrap(err, "add gateway key %s", k.ID)

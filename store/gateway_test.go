@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -317,6 +318,102 @@ func TestGatewayKeys_RGW6(t *testing.T) {
 		}
 		if len(ids) != 3 || ids[0] != "k4" || ids[1] != "k3" || !keys[2].CreateTime.Equal(t0.Add(time.Hour)) {
 			t.Fatalf("keys %v, want k4, k3 and the rotated k2 (the newest 3)", ids)
+		}
+	})
+}
+
+// TestGatewayKeyRevokeKeepsItsKey_RGW6: a revoke (keep 1) leaves the key
+// it adds alone, even when another key's create time is later (a replica
+// whose clock runs ahead made it, and a backup may hold it): keeping the
+// newest kept that key and dropped the new one. A rotation (keep 3) keeps
+// its key and the newest two others.
+func TestGatewayKeyRevokeKeepsItsKey_RGW6(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		s := tg.open(t, store.Options{})
+		ctx := t.Context()
+		key := func(id string, at time.Time) vdibroker.GatewayKey {
+			return vdibroker.GatewayKey{ID: id, Seed: []byte(id + "-seed-of-thirty-two-bytes-xxxxx")[:32], CreateTime: at}
+		}
+		ids := func() []string {
+			t.Helper()
+			keys, err := s.GatewayKeys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, k := range keys {
+				out = append(out, k.ID)
+			}
+			return out
+		}
+		for _, k := range []vdibroker.GatewayKey{key("old", t0.Add(-time.Hour)), key("ahead", t0.Add(time.Hour))} {
+			if _, err := s.AddGatewayKey(ctx, k, time.Time{}, 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.AddGatewayKey(ctx, key("rot", t0), time.Time{}, 3); err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(); !slices.Equal(got, []string{"ahead", "rot", "old"}) {
+			t.Fatalf("after a rotation: %v, want ahead, rot, old", got)
+		}
+		if _, err := s.AddGatewayKey(ctx, key("rot2", t0.Add(time.Minute)), time.Time{}, 3); err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(); !slices.Equal(got, []string{"ahead", "rot2", "rot"}) {
+			t.Fatalf("after a second rotation: %v, want ahead, rot2, rot", got)
+		}
+		if _, err := s.AddGatewayKey(ctx, key("new", t0.Add(2*time.Minute)), time.Time{}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(); !slices.Equal(got, []string{"new"}) {
+			t.Errorf("after a revoke: %v, want the revoke's key alone", got)
+		}
+	})
+}
+
+// TestGatewayKeyRevokeRacesRotation_RGW6: a revoke on one replica and a
+// scheduled rotation on another at once (its clock a second ahead) end
+// with the revoke's key alone, whichever commits first: the rotation
+// after it finds a key newer than its notBefore and adds none; the
+// revoke after it drops the rotation's key.
+func TestGatewayKeyRevokeRacesRotation_RGW6(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		ctx := t.Context()
+		key := func(id string, at time.Time) vdibroker.GatewayKey {
+			return vdibroker.GatewayKey{ID: id, Seed: []byte(id + "-seed-of-thirty-two-bytes-xxxxx")[:32], CreateTime: at}
+		}
+		for i := range 10 {
+			at := t0.Add(time.Duration(i) * 48 * time.Hour)
+			if _, err := a.AddGatewayKey(ctx, key(fmt.Sprintf("due%d", i), at.Add(-24*time.Hour)), time.Time{}, 3); err != nil {
+				t.Fatal(err)
+			}
+			revoke := fmt.Sprintf("revoke%d", i)
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				if _, err := a.AddGatewayKey(ctx, key(revoke, at), time.Time{}, 1); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Go(func() {
+				// Due: the newest key is a day old (rotation every day).
+				if _, err := b.AddGatewayKey(ctx, key(fmt.Sprintf("sched%d", i), at.Add(time.Second)), at.Add(time.Second-24*time.Hour), 3); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Wait()
+			keys, err := b.GatewayKeys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, k := range keys {
+				ids = append(ids, k.ID)
+			}
+			if !slices.Equal(ids, []string{revoke}) {
+				t.Fatalf("round %d: keys %v, want %s alone", i, ids, revoke)
+			}
 		}
 	})
 }

@@ -312,15 +312,16 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 				}
 			}
 			// 0 would never read the keys again; a broker signs with a
-			// new key PublishDelay after it publishes it (R-GW6), so a
-			// gateway reading its URL less often refuses that key's
-			// tokens until it does.
+			// new key PublishDelay after it makes it, and a replica
+			// publishes it up to 30 s later (R-GW6), so a gateway reading
+			// its URL less often than MaxGatewayKeysRefresh may refuse
+			// that key's tokens until it reads again.
 			if m.KeysRefresh < time.Second {
 				return usageError{fmt.Errorf("--keys-refresh: must be at least 1s, got %v", m.KeysRefresh)}
 			}
-			if m.KeysURL != "" && m.KeysRefresh > broker.DefaultGatewayPublishDelay {
-				return usageError{fmt.Errorf("--keys-refresh: must be at most %v with --keys-url, got %v: the broker signs with a new key %v after it publishes it, and a gateway that has not read it by then refuses its tokens",
-					broker.DefaultGatewayPublishDelay, m.KeysRefresh, broker.DefaultGatewayPublishDelay)}
+			if m.KeysURL != "" && m.KeysRefresh > broker.MaxGatewayKeysRefresh {
+				return usageError{fmt.Errorf("--keys-refresh: must be at most %v with --keys-url, got %v: the broker signs with a new key %v after it makes it, a replica publishes it up to 30s later, and a gateway that has not read it by then refuses its tokens",
+					broker.MaxGatewayKeysRefresh, m.KeysRefresh, broker.DefaultGatewayPublishDelay)}
 			}
 			if m.Name == "" {
 				return usageError{fmt.Errorf("--name: must be 1..%d characters, got none", vdibroker.MaxTunnelReportText)}
@@ -356,7 +357,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.StringVar(&m.KeysFile, "keys-file", "", "JWKS file of the broker's Ed25519 token keys (current and previous); reloaded every --keys-refresh and on SIGHUP")
 	fl.StringVar(&m.KeysURL, "keys-url", "", "URL of the broker's JWKS document of token keys, instead of --keys-file")
 	fl.StringVar(&keysTokenFile, "keys-token-file", "", "file with a bearer token for --keys-url")
-	fl.DurationVar(&m.KeysRefresh, "keys-refresh", time.Minute, "how often the keys are read again (at least 1s; with --keys-url at most 5m, the time the broker publishes a key before it signs with it)")
+	fl.DurationVar(&m.KeysRefresh, "keys-refresh", time.Minute, "how often the keys are read again (at least 1s; with --keys-url at most 4m: the broker publishes a key 5m before it signs with it, a replica up to 30s late)")
 	fl.StringVar(&m.BrokerURL, "broker-url", "", "URL the tunnel reports are POSTed to (…/open, …/channel, …/close, …/check)")
 	fl.StringVar(&brokerTokenFile, "broker-token-file", "", "file with the bearer token of --broker-url")
 	fl.StringVar(&m.clientTLS.CAFile, "ca-file", "", "PEM CA bundle that verifies the broker's certificate (--keys-url, --broker-url)")

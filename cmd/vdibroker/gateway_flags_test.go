@@ -137,9 +137,11 @@ func TestGatewayTokenValidFlag(t *testing.T) {
 
 // TestGatewayKeysRefreshFlag_RGW6: --keys-refresh below 1s (0 read the
 // keys never again) is a usage error; so is, with --keys-url, one longer
-// than the 5 minutes a broker publishes a key before it signs with it
-// (R-GW6), after which such a gateway would refuse the new key's tokens.
-// A --keys-file an admin rotates by hand may be read seldom.
+// than 4 minutes: a broker publishes a key 5 minutes before it signs
+// with it (R-GW6), but a replica other than the one that made it
+// publishes it up to 30 s later, so a gateway reading every 5 minutes
+// could miss it at one read and refuse its tokens for up to 30 s after
+// the next. A --keys-file an admin rotates by hand may be read seldom.
 func TestGatewayKeysRefreshFlag_RGW6(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -147,9 +149,10 @@ func TestGatewayKeysRefreshFlag_RGW6(t *testing.T) {
 	}{
 		{[]string{"--keys-refresh", "0"}, "--keys-refresh: must be at least 1s, got 0s"},
 		{[]string{"--keys-refresh", "-1m"}, "--keys-refresh: must be at least 1s, got -1m0s"},
-		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "6m"}, "--keys-refresh: must be at most 5m0s with --keys-url, got 6m0s"},
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "6m"}, "--keys-refresh: must be at most 4m0s with --keys-url, got 6m0s"},
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "5m"}, "--keys-refresh: must be at most 4m0s with --keys-url, got 5m0s"},
 		// Accepted: the next check is the certificate's.
-		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "5m"}, "--tls-cert and --tls-key are required"},
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "4m"}, "--tls-cert and --tls-key are required"},
 		{[]string{"--keys-file", "keys.json", "--keys-refresh", "24h"}, "--tls-cert and --tls-key are required"},
 	} {
 		cmd := newGatewayCmd()

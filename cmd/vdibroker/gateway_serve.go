@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -160,6 +161,16 @@ func (f *GatewayFlags) start(ctx context.Context, svc vdibroker.GatewayService, 
 	}
 	cfg := f.Config
 	cfg.Name, cfg.Verifier, cfg.Broker, cfg.Logger, cfg.Registry = f.Name, keys, gatewayReports{svc}, log, reg
+	if cfg.MaxTunnelsPerUser == 0 {
+		// A user's tunnels through it are bounded as the broker bounds
+		// them (--gateway-max-tunnels-per-user, 0 none), not by
+		// gateway.Config's default of 10, below a larger limit and in
+		// place of none.
+		cfg.MaxTunnelsPerUser = f.MaxTunnelsPerUser
+		if cfg.MaxTunnelsPerUser <= 0 {
+			cfg.MaxTunnelsPerUser = math.MaxInt
+		}
+	}
 	if f.Gateway, err = gateway.New(cfg); err != nil {
 		return err
 	}

@@ -196,6 +196,34 @@ func TestServeGatewayListen(t *testing.T) {
 	}
 }
 
+// TestServeGatewayListenTunnelsPerUser_RGW4: the in-process gateway
+// bounds one user's tunnels as serve's --gateway-max-tunnels-per-user
+// says (0, a Main built in code: none), not by gateway.Config's default
+// of 10: alice opens 11 tunnels to her session through it (from one
+// address: its request rate is raised for them).
+func TestServeGatewayListenTunnelsPerUser_RGW4(t *testing.T) {
+	g := startInprocGateway(t, gateway.Config{RequestRate: 1000, RequestBurst: 1000})
+	ctx := t.Context()
+	token := g.token
+	for i := range 11 {
+		if i > 0 {
+			c, err := g.admin.Connect(ctx, "inproc", vhttp.ConnectRequest{User: "alice"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			token = regexp.MustCompile(`gatewayaccesstoken:s:(\S+)\r\n`).FindStringSubmatch(c.RDPFile)[1]
+		}
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		conn, err := gateway.Dial(dctx, gateway.DialConfig{Gateway: g.m.Gateway.Addr(), TLSConfig: &tls.Config{RootCAs: g.roots},
+			Token: token, Target: g.addr, ClientName: "test"})
+		cancel()
+		if err != nil {
+			t.Fatalf("alice's tunnel %d: %v, want open (no limit)", i+1, err)
+		}
+		t.Cleanup(func() { conn.Close() })
+	}
+}
+
 // TestServeGatewayFlags: the gateway flags are checked before anything
 // opens, naming the flag and what it allows.
 func TestServeGatewayFlags(t *testing.T) {
