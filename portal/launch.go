@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -225,6 +226,10 @@ func failure(err error, requestID string) string {
 	return vdibroker.ErrorCode(err) + " " + requestID
 }
 
+// requestIDShape is what a failed launch's reference may look like: a
+// request id, never words.
+var requestIDShape = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
 // failureKeys are the messages of a failed launch by the error's code;
 // any other is launch.failedOther.
 var failureKeys = map[string]string{
@@ -262,8 +267,10 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 			key = "launch.failedOther"
 		}
 		v.Title, v.Message = lg.T("error.title"), lg.T(key, l.Name)
-		if key == "launch.failedOther" {
-			v.Message = lg.T(key, l.Name, ref)
+		if requestIDShape.MatchString(ref) {
+			// Not a launch an older replica stored, whose Message was
+			// the connect's own words.
+			v.Message += " " + lg.T("launch.reference", ref)
 		}
 	default:
 		v.Title, v.Message = lg.T("launch.preparing", l.Name), lg.T("launch.finding")

@@ -699,7 +699,7 @@ func TestLaunchFailureReferenceIsTheRequest_RU4_RU7(t *testing.T) {
 		t.Fatalf("launch: %d %q %q %s", res.StatusCode, ref, launch, body)
 	}
 	s := alice.await(launch, ended)
-	if s.State != "failed" || !strings.HasSuffix(s.Message, "tell your helpdesk this reference: "+ref) || strings.Contains(s.Message, detail) {
+	if s.State != "failed" || !strings.HasSuffix(s.Message, "Reference for your helpdesk: "+ref) || strings.Contains(s.Message, detail) {
 		t.Errorf("the failed launch: %+v; want the reference %s, not the connect's message", s, ref)
 	}
 	if _, page := alice.get(launch); !strings.Contains(page, ref) || strings.Contains(page, "re-imaged") {

@@ -33,12 +33,12 @@ type BackupInfo struct {
 }
 
 func (b *BackupInfo) String() string {
-	return fmt.Sprintf("schema version %d, %s, %s, %s, %s, %s", b.SchemaVersion, plural(b.Pools, "host pool"),
-		plural(b.Hosts, "session host"), plural(b.OpenSessions, "open session"), plural(b.Tokens, "token"), plural(int(b.Bytes), "byte"))
+	return fmt.Sprintf("schema version %d, %s, %s, %s, %s, %s", b.SchemaVersion, plural(int64(b.Pools), "host pool"),
+		plural(int64(b.Hosts), "session host"), plural(int64(b.OpenSessions), "open session"), plural(int64(b.Tokens), "token"), plural(b.Bytes, "byte"))
 }
 
 // plural is n and what, in the plural unless n is 1.
-func plural(n int, what string) string {
+func plural(n int64, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}
