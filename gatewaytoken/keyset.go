@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -228,7 +229,20 @@ type Keyring struct {
 	clock    clock.WithTicker
 	interval time.Duration
 	cur      atomic.Pointer[KeySet]
+
+	// missMu is held while a token naming an unknown key id reads the
+	// source; lastMiss is when one last did.
+	missMu   sync.Mutex
+	lastMiss time.Time
 }
+
+// UnknownKeyReloadEvery is how often at most a token naming a key id the
+// keyring does not hold makes it read its source at once, before the
+// token is refused: after a revoke the broker signs with a key gateways
+// have not read yet (R-GW6), and its users need not wait for the next
+// interval. The bound keeps tokens with made-up key ids, which anyone
+// can send, from becoming a stream of reads.
+const UnknownKeyReloadEvery = 5 * time.Second
 
 // NewKeyring loads the first key set, which must succeed.
 func NewKeyring(ctx context.Context, src KeySource, interval time.Duration, clk clock.WithTicker, log *slog.Logger) (*Keyring, error) {
@@ -260,9 +274,37 @@ func (k *Keyring) Reload(ctx context.Context) error {
 // Current returns the key set in force.
 func (k *Keyring) Current() *KeySet { return k.cur.Load() }
 
-// Verify checks tok with the keys in force.
+// Verify checks tok with the keys in force; a token of a key id they do
+// not hold has the source read again first, at most every
+// UnknownKeyReloadEvery.
 func (k *Keyring) Verify(tok string, now time.Time) (Claims, error) {
+	c, err := k.Current().Verify(tok, now)
+	if !errors.Is(err, ErrUnknownKey) || !k.reloadForUnknownKey() {
+		return c, err
+	}
 	return k.Current().Verify(tok, now)
+}
+
+// reloadForUnknownKey reads the source again unless another token does
+// so now or one did within UnknownKeyReloadEvery; it reports whether the
+// keys in force were read just now.
+func (k *Keyring) reloadForUnknownKey() bool {
+	if !k.missMu.TryLock() {
+		return false
+	}
+	defer k.missMu.Unlock()
+	at := k.clock.Now()
+	if !k.lastMiss.IsZero() && at.Sub(k.lastMiss) < UnknownKeyReloadEvery {
+		return false
+	}
+	k.lastMiss = at
+	ctx, cancel := context.WithTimeout(context.Background(), UnknownKeyReloadEvery)
+	defer cancel()
+	if err := k.Reload(ctx); err != nil {
+		k.log.Warn("reload gateway token keys for a token of an unknown key; keeping the keys in force", "err", err)
+		return false
+	}
+	return true
 }
 
 // Run reloads every interval until ctx ends.

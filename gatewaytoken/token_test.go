@@ -250,3 +250,56 @@ func TestURLSource(t *testing.T) {
 		t.Fatal("no credential: keys fetched")
 	}
 }
+
+// flipSource answers set until next is stored, then next; it counts its
+// reads.
+type flipSource struct {
+	set   *KeySet
+	next  atomic.Pointer[KeySet]
+	reads atomic.Int32
+}
+
+func (s *flipSource) Keys(context.Context) (*KeySet, error) {
+	s.reads.Add(1)
+	if n := s.next.Load(); n != nil {
+		return n, nil
+	}
+	return s.set, nil
+}
+
+// TestKeyringReloadsForUnknownKey_RGW6: a token of a key the keyring does
+// not hold has the source read at once (after a revoke the broker signs
+// with a key gateways have not read yet), and verifies if the source
+// has it; tokens of made-up key ids read the source at most every
+// UnknownKeyReloadEvery.
+func TestKeyringReloadsForUnknownKey_RGW6(t *testing.T) {
+	k1, k2, k3 := signer(t, "k1"), signer(t, "k2"), signer(t, "k3")
+	src := &flipSource{set: keySet(t, k1)}
+	clk := clocktesting.NewFakeClock(t0)
+	ring, err := NewKeyring(t.Context(), src, time.Hour, clk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.next.Store(keySet(t, k2)) // the broker revoked k1
+	tok2, _ := k2.Sign(testClaims())
+	if _, err := ring.Verify(tok2, t0); err != nil {
+		t.Fatalf("a token of the new key: %v, want it verified after a read", err)
+	}
+	if n := src.reads.Load(); n != 2 {
+		t.Fatalf("%d reads, want 2 (the first and the unknown key's)", n)
+	}
+	tok3, _ := k3.Sign(testClaims())
+	for range 3 {
+		if _, err := ring.Verify(tok3, t0); Reason(err) != "unknown_key" {
+			t.Fatalf("a token of a key never published: %v", err)
+		}
+	}
+	if n := src.reads.Load(); n != 2 {
+		t.Errorf("%d reads after three made-up key ids within %v, want still 2", n, UnknownKeyReloadEvery)
+	}
+	clk.Step(UnknownKeyReloadEvery)
+	ring.Verify(tok3, t0)
+	if n := src.reads.Load(); n != 3 {
+		t.Errorf("%d reads after %v, want 3", n, UnknownKeyReloadEvery)
+	}
+}
