@@ -13,6 +13,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -427,7 +428,7 @@ func TestAudit_LogLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })

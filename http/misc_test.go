@@ -8,31 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 )
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // failingStore is the real store with one method broken, to see how the
 // server answers an internal error.
@@ -46,7 +28,7 @@ func (failingStore) ListHostPools(context.Context) ([]*vdibroker.HostPool, error
 // with no details; the details and the request id are in the log.
 func TestInternalErrors_SPEC9(t *testing.T) {
 	e := newEnv(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	srv := testserver.New(testserver.Config{Store: failingStore{e.store}, AdminToken: adminToken,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	defer srv.Close()

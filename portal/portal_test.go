@@ -1,7 +1,6 @@
 package portal_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/internal/webguard"
 	"github.com/vdibroker/vdibroker/portal"
 )
@@ -677,7 +677,7 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 // is; the message is on none of her pages.
 func TestLaunchFailureReferenceIsTheRequest_RU4_RU7(t *testing.T) {
 	const detail = "host desk-1 is being re-imaged by the ops team"
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	e := newEnv(t, func(c *portal.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logged, nil))
 		api := c.API
@@ -731,22 +731,4 @@ func TestLaunchFailureReferenceIsTheRequest_RU4_RU7(t *testing.T) {
 	if line == nil || line["err"] != detail || line["code"] != "Conflict" || line["user"] != "alice" {
 		t.Errorf("the log line of request %s: %v, want the connect's message:\n%s", ref, line, logged.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer the portal's goroutines may write at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

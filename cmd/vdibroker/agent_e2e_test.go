@@ -17,12 +17,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	_ "modernc.org/sqlite" // read the command results the broker stored
 )
 
@@ -41,35 +41,17 @@ func e2eBuild(tb testing.TB, dir string) string {
 	return bin
 }
 
-// e2eLog is a goroutine-safe buffer for a process's output.
-type e2eLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *e2eLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *e2eLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // e2eProc is a running vdibroker process.
 type e2eProc struct {
 	cmd    *exec.Cmd
-	stderr *e2eLog
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 	err    error
 }
 
 func e2eStart(tb testing.TB, bin string, env []string, stdout io.Writer, args ...string) *e2eProc {
 	tb.Helper()
-	p := &e2eProc{cmd: exec.Command(bin, args...), stderr: &e2eLog{}, done: make(chan struct{})}
+	p := &e2eProc{cmd: exec.Command(bin, args...), stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout = stdout
 	p.cmd.Stderr = p.stderr

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
 // TestAgentWine runs the agent built for Windows under Wine (Debian's wine64,
@@ -227,7 +228,7 @@ func wineAgentTests(t *testing.T, w *wineEnv, dir string) {
 // wineAgent is the Windows agent running under Wine.
 type wineAgent struct {
 	cmd  *exec.Cmd
-	log  *e2eLog
+	log  *syncbuf.Buffer
 	done chan error
 }
 
@@ -243,7 +244,7 @@ func wineSmoke(t *testing.T, w *wineEnv, b *e2eBroker, exe, dir string) {
 	if err := os.WriteFile(sessions, []byte(`[{"id": "wts-2-1", "user": "CONTOSO\\alice", "state": "Active"}]`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := &wineAgent{log: &e2eLog{}, done: make(chan error, 1)}
+	a := &wineAgent{log: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	a.cmd = w.command(context.Background(), "wine", exe, "agent", "--server", b.base, "--registration-token", b.token,
 		"--host-name", host, "--address", "127.0.0.1:3389", "--state-dir", winPath(filepath.Join(dir, "state")),
 		"--heartbeat-interval", "1s", "--sessions-provider", "file:"+winPath(sessions), "--custom-load-registry", agentHorizonPath)

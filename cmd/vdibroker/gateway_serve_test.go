@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/vdibroker/vdibroker/gateway"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/echotest"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
 // inprocGateway is a serve running its RD gateway in process
@@ -319,24 +318,6 @@ func TestServeGatewayReauthorizeFlag(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer a logger and a test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeGatewayListenBoundsServerErrors: what the in-process gateway's
 // HTTP server logs of connections from anyone (a TLS handshake that is
 // not one) is rate limited as serve's own listener's is, 10 lines a
@@ -347,7 +328,7 @@ func TestServeGatewayListenBoundsServerErrors(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, dir)
 	cert, key := ca.issue(t, dir, "broker", 2, false)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: cert, TLSKey: key,
 		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
 		Gateway: GatewayFlags{Listen: "127.0.0.1:0", Name: "rdgw-inproc"}}

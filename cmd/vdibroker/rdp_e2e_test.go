@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
 // The test's own names and its private /30: the broker listens on the
@@ -509,7 +510,7 @@ func rdpXvfb(t *testing.T) string {
 	d := &rdpDaemon{tb: t, cmd: exec.Command("Xvfb", "-displayfd", "3", "-screen", "0", "1280x800x24", "-br", "-nolisten", "tcp"), done: make(chan struct{})}
 	d.cmd.ExtraFiles = []*os.File{w}
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out e2eLog
+	var out syncbuf.Buffer
 	d.cmd.Stdout, d.cmd.Stderr = &out, &out
 	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("start Xvfb: %v", err)
