@@ -1,11 +1,9 @@
 package broker
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -61,23 +60,10 @@ func (s *clockStore) DatabaseTime(ctx context.Context) (time.Time, error) {
 }
 
 // logLines is a log written by several goroutines.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logLines struct{ syncbuf.Buffer }
 
 // count is how many lines hold s.
-func (l *logLines) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), s)
-}
+func (l *logLines) count(s string) int { return strings.Count(l.String(), s) }
 
 // TestClockCheck: a replica compares its clock with the database's (a
 // real SQLite store: this machine's clock) once a minute, at once after

@@ -548,7 +548,7 @@ func (p *Portal) home(rq *request) {
 	}
 	sessions := make([]userSession, len(page.Value))
 	for i, s := range page.Value {
-		sessions[i] = userSession{UserSession: s, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
+		sessions[i] = userSession{UserSession: s, Since: since(s.CreateTime)}
 		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
@@ -583,7 +583,7 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 				named = append(named, r)
 			}
 		}
-		us := userSession{UserSession: s.UserSession, Pod: s.Pod, Since: s.CreateTime.UTC().Format("2006-01-02 15:04 UTC")}
+		us := userSession{UserSession: s.UserSession, Pod: s.Pod, Since: since(s.CreateTime)}
 		us.Name, _ = sessionName(named, s.HostPool)
 		// Reconnect: a desktop whose global connect here looks in the
 		// session's pod (R-G1); through another it would make a new one.
@@ -597,6 +597,9 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 	}
 	return out, len(gs.Unanswered) > 0
 }
+
+// since is when a session was made, as the page shows it.
+func since(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
 // maxSessionsShown bounds the sessions the page lists.
 const maxSessionsShown = 100
