@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"html"
+	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
@@ -144,4 +145,39 @@ func TestAuditPageNewestFirstFiltersDiff(t *testing.T) {
 	a = b.get("/audit?from=yesterday")
 	wantStatus(t, a, 400)
 	wantContains(t, a, `from: &#34;yesterday&#34; is not a time`, `value="yesterday"`)
+}
+
+// TestPagesShowHiddenCharacters_RSEC: what an anonymous caller put into
+// the audit trail (the path it asked for, with a right-to-left override
+// and an escape) and a user name with a zero-width space after it reach
+// the console's pages with those characters shown as code points, not as
+// text that reads like another target or another user.
+func TestPagesShowHiddenCharacters_RSEC(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice\u200b")
+	resp, err := http.Get(e.url + "/api/v1/hostpools/x%E2%80%AEgnp.exe%1B%5B2J/sessionhosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous GET: %d, want 401", resp.StatusCode)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	audit := b.get("/audit")
+	wantStatus(t, audit, 200)
+	wantContains(t, audit, "hostpools/x"+hiddenMark("202E")+"gnp.exe"+hiddenMark("001B")+"[2J/sessionhosts")
+	sessions := b.get("/sessions")
+	wantStatus(t, sessions, 200)
+	wantContains(t, sessions, "alice"+hiddenMark("200B"))
+	for _, page := range []answer{audit, sessions} {
+		if text := textOf(page.body); strings.ContainsAny(text, "\u202e\x1b\u200b") {
+			t.Errorf("a page's text holds a hidden character raw: %q", text)
+		}
+	}
+}
+
+func hiddenMark(code string) string {
+	return `<span class="hidden-char" title="a character that is not seen or that reorders the text">U+` + code + `</span>`
 }

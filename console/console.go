@@ -532,7 +532,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, data ma
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	io.WriteString(w, buf.String())
+	io.WriteString(w, showHidden(buf.String()))
 }
 
 // sample records every pool's session count each interval (for the
