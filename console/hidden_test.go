@@ -1,6 +1,7 @@
 package console
 
 import (
+	"github.com/vdibroker/vdibroker/internal/hidden"
 	"strings"
 	"testing"
 )
@@ -71,7 +72,7 @@ func FuzzShowHidden(f *testing.F) {
 				if i+1 < len(rs) {
 					next = rs[i+1]
 				}
-				if r != 0xFFFD && hiddenChar(prev, r, next) {
+				if r != 0xFFFD && hidden.Char(prev, r, next) {
 					t.Fatalf("hidden %U left in %q (from %q)", r, out, page)
 				}
 				prev = r

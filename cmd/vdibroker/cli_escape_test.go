@@ -13,7 +13,7 @@ import (
 // unsafeForTerminal are runes a terminal acts on rather than shows: ESC
 // (the start of every CSI sequence), the one-byte CSI of C1, DEL, and a
 // right-to-left override that reorders what follows it on the line.
-var unsafeForTerminal = []string{"\x1b", "\u009b", "\x7f", "\u202e"}
+var unsafeForTerminal = []string{"\x1b", "\u009b", "\x7f", "\u202e", "\u200b"}
 
 // TestCLIAuditEscapesTerminalControls: an anonymous caller chooses the path
 // of a refused request, which the audit trail records as its target
@@ -24,8 +24,8 @@ var unsafeForTerminal = []string{"\x1b", "\u009b", "\x7f", "\u202e"}
 func TestCLIAuditEscapesTerminalControls(t *testing.T) {
 	b := startCLIBroker(t)
 	// %1B[2J clears the screen, %C2%9B is CSI in one character, %7F DEL,
-	// %E2%80%AE the right-to-left override.
-	resp, err := http.Get(b.m.URL() + "/api/v1/hostpools/esc%1B%5B2J%C2%9B31m%7F%E2%80%AEfake/sessionhosts")
+	// %E2%80%AE the right-to-left override, %E2%80%8B a zero-width space.
+	resp, err := http.Get(b.m.URL() + "/api/v1/hostpools/esc%1B%5B2J%C2%9B31m%7F%E2%80%AEfake%E2%80%8B/sessionhosts")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestCLIAuditEscapesTerminalControls(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("anonymous GET: %d, want 401", resp.StatusCode)
 	}
-	want := "hostpools/esc\x1b[2J\u009b31m\x7f\u202efake/sessionhosts"
+	want := "hostpools/esc\x1b[2J\u009b31m\x7f\u202efake\u200b/sessionhosts"
 	for _, format := range []string{"table", "tsv", "json", "yaml"} {
 		t.Run(format, func(t *testing.T) {
 			out, err := runAuditCLI(t, b, "list", "--output", format)
@@ -151,7 +151,7 @@ func TestJSONLogEscapesTerminalControls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := "hostpools/esc\x1b[2J\u009b31m\x7f\u202efake/sessionhosts"
+	target := "hostpools/esc\x1b[2J\u009b31m\x7f\u202efake\u200b/sessionhosts"
 	log.Info("audit", "target", target, "entry", struct{ Target string }{target})
 	for _, u := range unsafeForTerminal {
 		if strings.Contains(buf.String(), u) {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/jmespath/go-jmespath"
+
+	"github.com/vdibroker/vdibroker/internal/hidden"
 )
 
 // Output formats of --output (SPEC §11). tsv is for scripts: no header, one
@@ -120,22 +122,13 @@ func writeJSON(w io.Writer, raw []byte) error {
 }
 
 // escapeJSON writes the terminalUnsafe characters of JSON text js that
-// encoding/json (and log/slog's JSON handler) leave raw, DEL, C1 and the
-// bidi controls, as \uXXXX: inside a string that is the same value, and
-// outside strings JSON holds only ASCII, so nothing else is touched.
+// encoding/json (and log/slog's JSON handler) leave raw, DEL, C1, the
+// bidi controls and the invisible format characters, as \uXXXX: inside a
+// string that is the same value, and outside strings JSON holds only
+// ASCII, so nothing else is touched.
 func escapeJSON(js string) string {
-	if strings.IndexFunc(js, func(r rune) bool { return r >= 0x7f && terminalUnsafe(r) }) < 0 {
-		return js
-	}
-	var b strings.Builder
-	for _, r := range js {
-		if r >= 0x7f && terminalUnsafe(r) {
-			fmt.Fprintf(&b, `\u%04x`, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return hidden.Escape(js, func(prev, r, next rune) bool { return r >= 0x7f && terminalUnsafe(prev, r, next) },
+		func(b *strings.Builder, r rune) { fmt.Fprintf(b, `\u%04x`, r) })
 }
 
 // writeYAML converts raw to YAML, keeping the field order of the API.
@@ -170,7 +163,7 @@ type unsafeString string
 func quoteUnsafe(v any) any {
 	switch v := v.(type) {
 	case string:
-		if strings.IndexFunc(v, terminalUnsafe) >= 0 {
+		if hidden.Has(v, terminalUnsafe) {
 			return unsafeString(v)
 		}
 	case yaml.MapSlice:
@@ -450,33 +443,29 @@ func sanitizeCells(cells []string, with string) []string {
 	return out
 }
 
-// terminalUnsafe reports whether a terminal acts on r rather than shows
-// it: the control characters (C0 with ESC, which starts every escape
-// sequence; DEL; C1 with U+009B, a CSI in one character) and the
-// bidirectional controls, which reorder what follows them on the line.
-// Values the CLI prints come from hosts, gateways, peers, identity
-// providers and anonymous callers (an audit entry's target is the path
-// they asked for), so none may reach the terminal raw.
-func terminalUnsafe(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+// terminalUnsafe reports whether a terminal acts on r (between prev and
+// next) rather than shows it, or shows nothing of it: the control
+// characters (C0 with tab, line breaks and ESC, which starts every escape
+// sequence; DEL; C1 with U+009B, a CSI in one character), the
+// bidirectional controls, which reorder what follows them on the line,
+// and the characters no one sees (hidden.Char: a zero-width space makes
+// "alice" another user who reads the same). Values the CLI prints come
+// from hosts, gateways, peers, identity providers and anonymous callers
+// (an audit entry's target is the path they asked for), so none may reach
+// the terminal raw.
+func terminalUnsafe(prev, r, next rune) bool {
+	return unicode.IsControl(r) || hidden.Char(prev, r, next)
 }
 
 // escapeTerminal writes each terminalUnsafe character of s but those in
 // keep as a Go escape (\x1b, \u009b), so the reader sees that it is there.
 func escapeTerminal(s, keep string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return terminalUnsafe(r) && !strings.ContainsRune(keep, r) }) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case !terminalUnsafe(r) || strings.ContainsRune(keep, r):
-			b.WriteRune(r)
-		case r < utf8.RuneSelf:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-	}
-	return b.String()
+	return hidden.Escape(s, func(prev, r, next rune) bool { return terminalUnsafe(prev, r, next) && !strings.ContainsRune(keep, r) },
+		func(b *strings.Builder, r rune) {
+			if r < utf8.RuneSelf {
+				fmt.Fprintf(b, `\x%02x`, r)
+			} else {
+				fmt.Fprintf(b, `\u%04x`, r)
+			}
+		})
 }
