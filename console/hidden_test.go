@@ -80,3 +80,14 @@ func FuzzShowHidden(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkShowHidden: the pass over a console page of about 300 KB
+// (a long sessions page), mostly ASCII with some names in other scripts.
+func BenchmarkShowHidden(b *testing.B) {
+	row := `<tr><td><a href="/users/alice">alice@contoso.com</a></td><td>pool-a</td><td>host-17</td><td>Active</td><td>3m</td><td>Müller · مستخدم</td></tr>` + "\n"
+	page := strings.Repeat(row, 300*1024/len(row))
+	b.SetBytes(int64(len(page)))
+	for b.Loop() {
+		showHidden(page)
+	}
+}

@@ -25,8 +25,8 @@ import (
 // glyph's form and move nothing: not hidden.
 func Char(prev, r, next rune) bool {
 	switch {
-	case r == '\t' || r == '\n' || r == '\r':
-		return false
+	case r < utf8.RuneSelf: // most of any text: no table to search
+		return r < 0x20 && r != '\t' && r != '\n' && r != '\r' || r == 0x7f
 	case unicode.IsControl(r), unicode.Is(unicode.Bidi_Control, r):
 		return true
 	case r == '\u200c' || r == '\u200d':
@@ -71,13 +71,25 @@ func Escape(s string, is func(prev, r, next rune) bool, mark func(b *strings.Bui
 }
 
 // Has reports whether is holds for a rune of s (between its neighbours).
+// is is not asked about printable ASCII (U+0020 to U+007E), which no rule
+// hides: a page is mostly that, and is scanned at memory speed.
 func Has(s string, is func(prev, r, next rune) bool) bool {
-	found := false
-	each(s, func(prev, r, next rune, _ string) bool {
-		found = r != utf8.RuneError && is(prev, r, next)
-		return !found
-	})
-	return found
+	prev := utf8.RuneError
+	for i := 0; i < len(s); {
+		if c := s[i]; c >= 0x20 && c < 0x7f {
+			prev = rune(c)
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		next, _ := utf8.DecodeRuneInString(s[i+size:]) // RuneError at the end
+		if r != utf8.RuneError && is(prev, r, next) {
+			return true
+		}
+		prev = r
+		i += size
+	}
+	return false
 }
 
 // each calls f with every rune of s, its neighbours (utf8.RuneError at the
