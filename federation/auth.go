@@ -43,12 +43,22 @@ func Signature(secret []byte, method, path, pod, timestamp, nonce string, body [
 // SignatureTo is Signature with the receiving pod to as a last line; ""
 // is Signature (a call of an older pod, which names none).
 func SignatureTo(secret []byte, method, path, pod, to, timestamp, nonce string, body []byte) string {
+	return signature(secret, signedLines(method, path, pod, to, timestamp, nonce, body))
+}
+
+// signedLines are the lines a signature covers (SignatureTo).
+func signedLines(method, path, pod, to, timestamp, nonce string, body []byte) []string {
 	bh := sha256.Sum256(body)
-	m := hmac.New(sha256.New, secret)
 	lines := []string{method, path, pod, timestamp, nonce, hex.EncodeToString(bh[:])}
 	if to != "" {
 		lines = append(lines, to)
 	}
+	return lines
+}
+
+// signature is the HMAC-SHA256 of lines with secret, as hex.
+func signature(secret []byte, lines []string) string {
+	m := hmac.New(sha256.New, secret)
 	for _, s := range lines {
 		m.Write([]byte(s))
 		m.Write([]byte{'\n'})
@@ -81,8 +91,9 @@ func SignTo(secret []byte, method, path, pod, to string, body []byte, now time.T
 // Verifier checks signed requests and refuses replays. It is safe for
 // concurrent use.
 type Verifier struct {
-	Secret []byte
-	Now    func() time.Time // nil: time.Now
+	// Secrets are the federation secrets a call may be signed with.
+	Secrets *Secrets
+	Now     func() time.Time // nil: time.Now
 	// Pod is this pod's name: a call signed for another (HeaderTo) is
 	// refused, as its nonce is kept by that pod only. A call naming none
 	// (an older pod's) is taken.
@@ -283,8 +294,15 @@ func (v *Verifier) checkTime(c *Call, now time.Time) error {
 // a body that arrives slowly must not take the call past its window,
 // when the nonce of the call it replays may be forgotten.
 func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, body []byte) (*vdibroker.CallNonce, error) {
-	want := SignatureTo(v.Secret, method, path, c.Pod, c.to, c.ts, c.nonce, body)
-	if !hmac.Equal([]byte(c.sig), []byte(want)) {
+	lines, signed := signedLines(method, path, c.Pod, c.to, c.ts, c.nonce, body), false
+	for _, secret := range v.Secrets.All() {
+		// Every secret is tried, so the time taken does not say which
+		// one a signature was made with.
+		if hmac.Equal([]byte(c.sig), []byte(signature(secret, lines))) {
+			signed = true
+		}
+	}
+	if !signed {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call with a wrong federation signature (is the federation secret the same on every pod?)")
 	}
 	now := v.now()

@@ -12,7 +12,7 @@ import (
 func TestVerify(t *testing.T) {
 	secret := []byte("0123456789abcdef-federation")
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	v := &Verifier{Secret: secret, Now: func() time.Time { return now }}
+	v := &Verifier{Secrets: NewSecrets(secret), Now: func() time.Time { return now }}
 	body := []byte(`{"user":"alice"}`)
 	h := Sign(secret, "POST", ConnectPath, "fra1", body, now)
 	get := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -51,7 +51,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("fra1", h[HeaderTimestamp], string(make([]byte, 100)), h[HeaderSignature], []byte(`{}`))
 	f.Add("", "-9999999999999999999", "n", "zz", []byte(nil))
 	f.Fuzz(func(t *testing.T, pod, ts, nonce, sig string, body []byte) {
-		v := &Verifier{Secret: secret, Now: func() time.Time { return now }}
+		v := &Verifier{Secrets: NewSecrets(secret), Now: func() time.Time { return now }}
 		m := map[string]string{HeaderPod: pod, HeaderTimestamp: ts, HeaderNonce: nonce, HeaderSignature: sig}
 		get := func(k string) string { return m[k] }
 		got, err := v.Verify(t.Context(), get, "POST", ConnectPath, body)
@@ -92,7 +92,7 @@ func TestVerifyHeld_RG5(t *testing.T) {
 	clock := func() time.Time { return now }
 
 	store := memNonces{}
-	replicas := &Verifier{Secret: secret, Now: clock, Nonces: store}
+	replicas := &Verifier{Secrets: NewSecrets(secret), Now: clock, Nonces: store}
 	for i := range 2 {
 		pod, n, err := replicas.VerifyHeld(t.Context(), get, "POST", ConnectPath, body)
 		if err != nil || pod != "fra1" || n == nil || n.Nonce != h[HeaderNonce] || !n.Expires.Equal(now.Add(2*MaxSkew+heldMargin)) || !n.At.Equal(now) {
@@ -103,7 +103,7 @@ func TestVerifyHeld_RG5(t *testing.T) {
 		t.Errorf("the verifier recorded a held nonce itself: %v", store)
 	}
 
-	oneProcess := &Verifier{Secret: secret, Now: clock, Nonces: store, ReadsInMemory: true, Started: now.Add(time.Hour)}
+	oneProcess := &Verifier{Secrets: NewSecrets(secret), Now: clock, Nonces: store, ReadsInMemory: true, Started: now.Add(time.Hour)}
 	if _, n, err := oneProcess.VerifyHeld(t.Context(), get, "POST", ConnectPath, body); err != nil || n == nil {
 		t.Fatalf("first call to a one-process pod: %+v %v; want it held (a connect is not refused by Started)", n, err)
 	}
@@ -111,7 +111,7 @@ func TestVerifyHeld_RG5(t *testing.T) {
 		t.Errorf("replayed to the same process: %v, want Unauthenticated", err)
 	}
 
-	alone := &Verifier{Secret: secret, Now: clock}
+	alone := &Verifier{Secrets: NewSecrets(secret), Now: clock}
 	if _, n, err := alone.VerifyHeld(t.Context(), get, "POST", ConnectPath, body); err != nil || n != nil {
 		t.Fatalf("without a nonce store: %+v %v; want it verified and kept in memory", n, err)
 	}
@@ -129,7 +129,9 @@ func TestVerifyTo_RG5(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	body := []byte(`{"user":"alice"}`)
 	get := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	fra1 := func() *Verifier { return &Verifier{Secret: secret, Pod: "fra1", Now: func() time.Time { return now }} }
+	fra1 := func() *Verifier {
+		return &Verifier{Secrets: NewSecrets(secret), Pod: "fra1", Now: func() time.Time { return now }}
+	}
 	if _, err := fra1().Verify(t.Context(), get(SignTo(secret, "POST", ConnectPath, "ams1", "fra1", body, now)), "POST", ConnectPath, body); err != nil {
 		t.Fatalf("a call signed for this pod refused: %v", err)
 	}
@@ -166,7 +168,7 @@ func TestFinishChecksTheTimeAgain_RG5(t *testing.T) {
 	secret := []byte("0123456789abcdef-federation")
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	now := t0
-	v := &Verifier{Secret: secret, Pod: "fra1", Now: func() time.Time { return now }}
+	v := &Verifier{Secrets: NewSecrets(secret), Pod: "fra1", Now: func() time.Time { return now }}
 	body := []byte(`{"user":"alice"}`)
 	h := SignTo(secret, "POST", ConnectPath, "ams1", "fra1", body, t0)
 	get := func(k string) string { return h[k] }
@@ -203,7 +205,7 @@ func TestFinishChecksTheTimeAgain_RG5(t *testing.T) {
 // first has room again once its nonces expire.
 func TestMemoryNoncesPerBudget_RG5(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	v := &Verifier{Secret: []byte("0123456789abcdef-federation")}
+	v := &Verifier{Secrets: NewSecrets([]byte("0123456789abcdef-federation"))}
 	for i := range maxMemoryNonces {
 		if err := v.remember("ams1", "a"+strconv.Itoa(i), now); err != nil {
 			t.Fatalf("ams1's nonce %d: %v", i, err)

@@ -318,10 +318,11 @@ func recordNonce(ctx context.Context, fed *federationState) error {
 }
 
 // PodClient is vdibroker.PodClient over HTTP: it signs every call with the
-// federation secret as pod Pod. The caller bounds each call with its ctx.
+// federation's signing secret as pod Pod. The caller bounds each call with
+// its ctx.
 type PodClient struct {
-	Pod    string
-	Secret []byte
+	Pod     string
+	Secrets *federation.Secrets
 	// HTTPClient does the requests (nil: one with keep-alive connections
 	// to each peer).
 	HTTPClient *nethttp.Client
@@ -332,11 +333,12 @@ type PodClient struct {
 
 var _ vdibroker.PodClient = (*PodClient)(nil)
 
-// NewPodClient returns the pod-to-pod client of pod with secret.
+// NewPodClient returns the pod-to-pod client of pod signing with secret
+// (set Secrets to sign with a pod's secrets as they are reloaded).
 func NewPodClient(pod string, secret []byte) *PodClient {
 	tr := nethttp.DefaultTransport.(*nethttp.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
-	return &PodClient{Pod: pod, Secret: secret, HTTPClient: &nethttp.Client{Transport: tr}}
+	return &PodClient{Pod: pod, Secrets: federation.NewSecrets(secret), HTTPClient: &nethttp.Client{Transport: tr}}
 }
 
 // Restrict makes c call only the peers policy allows (R-SEC): each call's
@@ -405,7 +407,7 @@ func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path st
 	h := nethttp.Header{}
 	// Signed for pod alone: a copy of the call is refused by every other
 	// pod, whose nonces are their own.
-	for k, v := range federation.SignTo(c.Secret, method, path, c.Pod, pod.Name, raw, now()) {
+	for k, v := range federation.SignTo(c.Secrets.Signing(), method, path, c.Pod, pod.Name, raw, now()) {
 		h.Set(k, v)
 	}
 	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true}

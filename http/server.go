@@ -24,10 +24,10 @@ type Config struct {
 	// Services are the broker's services the API calls; cmd/vdibroker
 	// wires them.
 	Services vdibroker.Services
-	// FederationSecret signs and checks the pod-to-pod calls of a pod
-	// (Services.Federation set).
-	FederationSecret []byte
-	Logger           *slog.Logger // nil discards logs
+	// FederationSecrets check the pod-to-pod calls of a pod
+	// (Services.Federation set); its peers client signs with them.
+	FederationSecrets *federation.Secrets
+	Logger            *slog.Logger // nil discards logs
 	// OneProcessStore says the store belongs to this process alone
 	// (SQLite): the pod-to-pod calls that only read keep their nonces in
 	// memory (R-G5, federation.Verifier.ReadsInMemory).
@@ -116,7 +116,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.Services.Federation != nil {
 		// Nonces in the pod's store: a replay is refused on every
 		// replica (R-G5); a one-process store's replica is this one.
-		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secret: cfg.FederationSecret, Now: s.now, Pod: cfg.Services.Federation.Pod(),
+		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secrets: cfg.FederationSecrets, Now: s.now, Pod: cfg.Services.Federation.Pod(),
 			Nonces: cfg.Services.Federation, ReadsInMemory: cfg.OneProcessStore, Started: s.now()}}
 	}
 	s.mux = nethttp.NewServeMux()

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,16 +43,16 @@ type FederationFlags struct {
 	// (not a flag: bench federation counts the calls and their bytes).
 	WrapPodTransport func(http.RoundTripper) http.RoundTripper
 
-	secret []byte
-	roots  *x509.CertPool // from CAFile
-	policy *federation.PeerPolicy
+	secrets *federation.Secrets // from SecretFile, read again by reload
+	roots   *x509.CertPool      // from CAFile
+	policy  *federation.PeerPolicy
 }
 
 func (f *FederationFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.PodName, "pod-name", "", "name of this pod in the federation document (empty: not a pod)")
 	fl.StringVar(&f.Site, "site", "", "site of this pod; a document that puts it elsewhere is refused")
 	fl.StringVar(&f.ExternalURL, "external-url", "", "URL users and peers reach this broker at (https:// behind a TLS-terminating proxy makes console cookies Secure); for a pod, a document that says otherwise is refused")
-	fl.StringVar(&f.SecretFile, "federation-secret-file", "", "file holding the federation's shared secret (the same on every pod, at least 16 bytes)")
+	fl.StringVar(&f.SecretFile, "federation-secret-file", "", "file holding the federation's shared secret (the same on every pod, at least 16 bytes); while a new secret replaces it, two lines: the one this pod signs with, then the other it also takes (read again on SIGHUP)")
 	fl.StringVar(&f.CAFile, "federation-ca-file", "", "PEM CA bundle to verify the other pods' HTTPS certificates (default: the system's roots)")
 	fl.DurationVar(&f.PodTimeout, "pod-timeout", 2*time.Second, "bound of every pod-to-pod call; a pod that does not answer in time is skipped")
 	fl.StringSliceVar(&f.Allow, "federation-allow", nil, "URLs the peers of the federation document may have, as [scheme://]host[:port] patterns (host: name, *.domain, *, IP, CIDR; scheme absent: https); repeat or separate by commas (default: https only, never to loopback, link-local or unspecified addresses)")
@@ -93,15 +92,43 @@ func (f *FederationFlags) load() error {
 		}
 		f.roots = pool
 	}
-	b, err := os.ReadFile(f.SecretFile)
+	list, err := readSecrets(f.SecretFile)
 	if err != nil {
-		return fmt.Errorf("read federation secret: %w", err)
+		return err
 	}
-	f.secret = []byte(strings.TrimSpace(string(b)))
-	if len(f.secret) < federation.MinSecretLen {
-		return fmt.Errorf("federation secret in %s is %d bytes; want at least %d", f.SecretFile, len(f.secret), federation.MinSecretLen)
-	}
+	f.secrets = federation.NewSecrets(list...)
 	return nil
+}
+
+// readSecrets reads a federation secret file (federation.ParseSecrets).
+func readSecrets(file string) ([][]byte, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read federation secret: %w", err)
+	}
+	list, err := federation.ParseSecrets(b)
+	if err != nil {
+		return nil, fmt.Errorf("federation secret file %s: %w", file, err)
+	}
+	return list, nil
+}
+
+// reload reads the secret file again (SIGHUP), so that a new secret
+// replaces the old one pod by pod without a restart (R-G5): calls this pod
+// makes from now on are signed with its first secret, calls it takes may
+// be signed with any. A file that does not read keeps the secrets in force
+// and says why.
+func (f *FederationFlags) reload(log *slog.Logger) {
+	if f.secrets == nil {
+		return
+	}
+	list, err := readSecrets(f.SecretFile)
+	if err != nil {
+		log.Error("SIGHUP: federation secrets kept", "err", err)
+		return
+	}
+	f.secrets.Set(list)
+	log.Warn("SIGHUP: federation secrets read", "file", f.SecretFile, "secrets", len(list))
 }
 
 // federation returns the federation service of a pod on svc, with apps
@@ -158,7 +185,8 @@ func (f *FederationFlags) addConsole(c *console.Console) {
 // podClient is the pod-to-pod client: signed as this pod, verifying peers
 // against --federation-ca-file when given.
 func (f *FederationFlags) podClient() *vhttp.PodClient {
-	peers := vhttp.NewPodClient(f.PodName, f.secret)
+	peers := vhttp.NewPodClient(f.PodName, nil)
+	peers.Secrets = f.secrets
 	if f.roots != nil {
 		peers.HTTPClient.Transport.(*http.Transport).TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: f.roots}
 	}

@@ -183,7 +183,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
 	m.stopDirectory = startDirectory(services.Federation)
 	undo = append(undo, m.stopDirectory)
-	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: m.Federation.secret, Logger: m.Logger,
+	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecrets: m.Federation.secrets, Logger: m.Logger,
 		OneProcessStore: storeKind(m.Database) == "sqlite", // its data dir's lock keeps it to this process
 		AdminTokenHash:  adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider})
 	// Listening before the console is made: single sign-on's callback of
@@ -491,12 +491,13 @@ func newServeCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			// SIGHUP (systemctl reload) reads the log level and the OIDC
-			// role map again; the TLS certificate, when served, is read
-			// again by its reloader.
+			// SIGHUP (systemctl reload) reads the log level, the OIDC
+			// role map and the federation secrets again; the TLS
+			// certificate, when served, is read again by its reloader.
 			onHUP(ctx, func() {
 				logs.reload(m.Logger)
 				m.OIDC.reload(m.Logger)
+				m.Federation.reload(m.Logger)
 			})
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)

@@ -13,6 +13,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/entitlement"
+	"github.com/vdibroker/vdibroker/federation"
 	"github.com/vdibroker/vdibroker/federation/global"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
@@ -88,7 +89,7 @@ func New(cfg Config) *Server {
 			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout, OutagePlacementsWaiting: svc.OutagePlacementsWaiting})
 		services.Federation = fed
 	}
-	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecret: cfg.FederationSecret, OneProcessStore: cfg.OneProcessStore,
+	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecrets: federation.NewSecrets(cfg.FederationSecret), OneProcessStore: cfg.OneProcessStore,
 		Logger: cfg.Logger, Now: cfg.Now,
 		AdminToken: cfg.AdminToken, AgentClientCert: cfg.AgentClientCert, OIDC: cfg.OIDC})
 	return &Server{Server: srv, Broker: svc, Entitlements: ents, Federation: fed}

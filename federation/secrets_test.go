@@ -1,0 +1,85 @@
+package federation
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseSecrets: a secret file holds one secret, or two while a new
+// one replaces the old (R-G5); each line is one, space around it and
+// empty lines are none; anything else is refused saying why.
+func TestParseSecrets(t *testing.T) {
+	const a, b = "0123456789abcdef-one", "0123456789abcdef-two"
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+		err        string
+	}{
+		{"one", a + "\n", []string{a}, ""},
+		{"one without a line break", a, []string{a}, ""},
+		{"two, the first signs", a + "\n" + b + "\n", []string{a, b}, ""},
+		{"space and empty lines", "\n  " + a + " \r\n\n\t" + b + "\n\n", []string{a, b}, ""},
+		{"empty", "\n \n", nil, "no secret in it"},
+		{"too short", "short\n", nil, "secret 1 is 5 bytes; want at least 16"},
+		{"second too short", a + "\nshort", nil, "secret 2 is 5 bytes"},
+		{"three", a + "\n" + b + "\n0123456789abcdef-three", nil, "3 secrets; want at most 2"},
+		{"twice", a + "\n" + a, nil, "secret 2 is secret 1 again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseSecrets([]byte(tc.text))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || len(got) != len(tc.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+			for i := range got {
+				if string(got[i]) != tc.want[i] {
+					t.Errorf("secret %d = %q, want %q", i+1, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestVerifierTakesEverySecret: a Verifier takes a call signed with any
+// of its secrets and no other; Set replaces them at once, and an empty
+// secret is never one (a call signed with no key is refused).
+func TestVerifierTakesEverySecret(t *testing.T) {
+	oldS, newS := []byte("old-federation-secret-0"), []byte("new-federation-secret-0")
+	now := time.Unix(1_700_000_000, 0)
+	secrets := NewSecrets(oldS, newS)
+	v := &Verifier{Secrets: secrets, Now: func() time.Time { return now }}
+	call := func(secret []byte) error {
+		h := Sign(secret, "GET", LoadsPath, "fra1", nil, now)
+		_, err := v.Verify(t.Context(), func(k string) string { return h[k] }, "GET", LoadsPath, nil)
+		return err
+	}
+	if err := call(oldS); err != nil {
+		t.Errorf("old (signing) secret refused: %v", err)
+	}
+	if err := call(newS); err != nil {
+		t.Errorf("second secret refused: %v", err)
+	}
+	if err := call([]byte("another-federation-secret")); err == nil {
+		t.Error("a secret it does not hold was taken")
+	}
+	if string(secrets.Signing()) != string(oldS) {
+		t.Errorf("signs with %q, want the first", secrets.Signing())
+	}
+	secrets.Set([][]byte{newS})
+	if err := call(oldS); err == nil {
+		t.Error("the dropped secret is still taken")
+	}
+	if err := call(newS); err != nil {
+		t.Errorf("the kept secret refused: %v", err)
+	}
+	secrets.Set([][]byte{nil, {}})
+	if err := call(nil); err == nil {
+		t.Error("a call signed with no key was taken")
+	}
+}
