@@ -22,9 +22,20 @@ import (
 // open tunnels is POSTed to URL + "/check" and answered 200 with the
 // token ids that may go on; any other answer is no answer.
 type HTTPBroker struct {
-	URL    string // e.g. https://broker.example.com/api/v1/gateway/tunnels
-	Token  string
-	Client *http.Client
+	URL   string // e.g. https://broker.example.com/api/v1/gateway/tunnels
+	Token string
+	// TokenFunc, when set, gives each request's token instead of Token:
+	// a token file read again on SIGHUP, so the gateway's credential is
+	// replaced without a restart, which would drop every tunnel.
+	TokenFunc func() string
+	Client    *http.Client
+}
+
+func (b *HTTPBroker) token() string {
+	if b.TokenFunc != nil {
+		return b.TokenFunc()
+	}
+	return b.Token
 }
 
 var _ Broker = (*HTTPBroker)(nil)
@@ -70,8 +81,8 @@ func (b *HTTPBroker) send(ctx context.Context, what string, v any) (*http.Respon
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if b.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+b.Token)
+	if tok := b.token(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	c := b.Client
 	if c == nil {

@@ -172,11 +172,13 @@ func (s FileSource) Keys(context.Context) (*KeySet, error) {
 }
 
 // URLSource fetches a JWKS document over HTTP(S), as the broker will
-// publish it; Token, when set, is sent as a bearer credential.
+// publish it; Token, when set, is sent as a bearer credential, or
+// TokenFunc's answer when that is set (a token file read again on SIGHUP).
 type URLSource struct {
-	URL    string
-	Token  string
-	Client *http.Client
+	URL       string
+	Token     string
+	TokenFunc func() string
+	Client    *http.Client
 }
 
 func (s URLSource) Keys(ctx context.Context) (*KeySet, error) {
@@ -184,8 +186,12 @@ func (s URLSource) Keys(ctx context.Context) (*KeySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.Token)
+	tok := s.Token
+	if s.TokenFunc != nil {
+		tok = s.TokenFunc()
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	c := s.Client
 	if c == nil {

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,16 +34,22 @@ import (
 // TLS listener, its token keys and its broker. Tests start it on
 // 127.0.0.1:0.
 type GatewayMain struct {
-	Listen           string
-	TLSCert, TLSKey  string
-	Logger           *slog.Logger
-	Name             string
-	KeysFile         string
-	KeysURL          string
-	KeysToken        string
-	KeysRefresh      time.Duration
-	BrokerURL        string
-	BrokerToken      string
+	Listen          string
+	TLSCert, TLSKey string
+	Logger          *slog.Logger
+	Name            string
+	KeysFile        string
+	KeysURL         string
+	KeysToken       string
+	KeysRefresh     time.Duration
+	BrokerURL       string
+	BrokerToken     string
+	// KeysTokenFile and BrokerTokenFile, when set, hold KeysToken and
+	// BrokerToken: read at Open and again on SIGHUP, so a gateway's
+	// credential is replaced without a restart, which would drop every
+	// tunnel (and its user's session with it).
+	KeysTokenFile    string
+	BrokerTokenFile  string
 	MetricsToken     string
 	MaxHeaderBytes   int
 	Config           gateway.Config // limits; Verifier, Broker, Logger, Registry are set by Open
@@ -71,13 +78,21 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	if m.KeysFile == "" && m.KeysURL == "" {
 		return usageError{errors.New("one of --keys-file and --keys-url is required: the public keys the broker signs access tokens with")}
 	}
+	keysToken, err := newTokenFile("--keys-token-file", m.KeysTokenFile, m.KeysToken)
+	if err != nil {
+		return err
+	}
+	brokerToken, err := newTokenFile("--broker-token-file", m.BrokerTokenFile, m.BrokerToken)
+	if err != nil {
+		return err
+	}
 	var src gatewaytoken.KeySource = gatewaytoken.FileSource{Path: m.KeysFile}
 	if m.KeysURL != "" {
 		client, err := m.clientTLS.httpClientFor("--keys-url", m.KeysURL, 10*time.Second)
 		if err != nil {
 			return err
 		}
-		src = gatewaytoken.URLSource{URL: m.KeysURL, Token: m.KeysToken, Client: client}
+		src = gatewaytoken.URLSource{URL: m.KeysURL, TokenFunc: keysToken.get, Client: client}
 	}
 	keys, err := gatewaytoken.NewKeyring(ctx, src, m.KeysRefresh, nil, m.Logger)
 	if err != nil {
@@ -91,7 +106,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		broker, m.localBrokerInUse = &gateway.HTTPBroker{URL: m.BrokerURL, Token: m.BrokerToken, Client: client}, false
+		broker, m.localBrokerInUse = &gateway.HTTPBroker{URL: m.BrokerURL, TokenFunc: brokerToken.get, Client: client}, false
 	}
 	if m.certs, err = newCertReloader(m.TLSCert, m.TLSKey, m.Logger); err != nil {
 		return err
@@ -107,7 +122,8 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopKeys = cancel
 	go keys.Run(kctx)
-	// SIGHUP reloads the keys too (the certificate reloader has its own).
+	// SIGHUP reads the token files and reloads the keys too (the
+	// certificate reloader has its own).
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -115,6 +131,13 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 		for {
 			select {
 			case <-hup:
+				for _, f := range []*tokenFile{keysToken, brokerToken} {
+					if err := f.reload(); err != nil {
+						m.Logger.Error("SIGHUP: token file not read; keeping the token in force", "err", err)
+					} else if f.path != "" {
+						m.Logger.Info("SIGHUP: token file read", "flag", f.flag, "file", f.path)
+					}
+				}
 				if err := keys.Reload(kctx); err != nil {
 					m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
 				}
@@ -177,6 +200,39 @@ func (m *GatewayMain) Close() error {
 }
 
 // readSecretFile reads the secret a flag names (empty path: none).
+// tokenFile is a bearer token the gateway sends, from a file read again
+// by reload (SIGHUP), or given as it is (no file).
+type tokenFile struct {
+	flag, path string
+	v          atomic.Pointer[string]
+}
+
+// newTokenFile reads path (flag's file), or holds token without one.
+func newTokenFile(flag, path, token string) (*tokenFile, error) {
+	f := &tokenFile{flag: flag, path: path}
+	f.v.Store(&token)
+	return f, f.reload()
+}
+
+func (f *tokenFile) get() string { return *f.v.Load() }
+
+// reload reads the file again; a file that cannot be read, or holds no
+// token, keeps the token in force.
+func (f *tokenFile) reload() error {
+	if f.path == "" {
+		return nil
+	}
+	tok, err := readSecretFile(f.flag, f.path)
+	if err != nil {
+		return err
+	}
+	if tok == "" {
+		return usageError{fmt.Errorf("%s: %s holds no token", f.flag, f.path)}
+	}
+	f.v.Store(&tok)
+	return nil
+}
+
 func readSecretFile(flag, path string) (string, error) {
 	if path == "" {
 		return "", nil
@@ -261,12 +317,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 			}
 			var err error
 			m.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-			if m.KeysToken, err = readSecretFile("--keys-token-file", keysTokenFile); err != nil {
-				return err
-			}
-			if m.BrokerToken, err = readSecretFile("--broker-token-file", brokerTokenFile); err != nil {
-				return err
-			}
+			m.KeysTokenFile, m.BrokerTokenFile = keysTokenFile, brokerTokenFile
 			if m.MetricsToken, err = readSecretFile("--metrics-token-file", metricsTokenFile); err != nil {
 				return err
 			}
@@ -356,10 +407,10 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.StringVar(&m.Name, "name", hostnameOr("gateway"), "this gateway's name in the reports to the broker")
 	fl.StringVar(&m.KeysFile, "keys-file", "", "JWKS file of the broker's Ed25519 token keys (current and previous); reloaded every --keys-refresh and on SIGHUP")
 	fl.StringVar(&m.KeysURL, "keys-url", "", "URL of the broker's JWKS document of token keys, instead of --keys-file")
-	fl.StringVar(&keysTokenFile, "keys-token-file", "", "file with a bearer token for --keys-url")
+	fl.StringVar(&keysTokenFile, "keys-token-file", "", "file with a bearer token for --keys-url (read again on SIGHUP)")
 	fl.DurationVar(&m.KeysRefresh, "keys-refresh", time.Minute, "how often the keys are read again (at least 1s; with --keys-url at most 4m: the broker publishes a key 5m before it signs with it, a replica up to 30s late)")
 	fl.StringVar(&m.BrokerURL, "broker-url", "", "URL the tunnel reports are POSTed to (…/open, …/channel, …/close, …/check)")
-	fl.StringVar(&brokerTokenFile, "broker-token-file", "", "file with the bearer token of --broker-url")
+	fl.StringVar(&brokerTokenFile, "broker-token-file", "", "file with the bearer token of --broker-url (read again on SIGHUP: a new Gateway token without dropping tunnels)")
 	fl.StringVar(&m.clientTLS.CAFile, "ca-file", "", "PEM CA bundle that verifies the broker's certificate (--keys-url, --broker-url)")
 	fl.BoolVar(&m.clientTLS.InsecureHTTP, "insecure-http", false, "allow plain http:// in --keys-url and --broker-url to a host other than loopback (sends the gateway's token in clear; for a test network only)")
 	fl.StringVar(&metricsTokenFile, "metrics-token-file", "", "file with the bearer token /metrics requires (default: open)")

@@ -11,9 +11,10 @@ package main
 // namespace. The gateway reads the broker's keys from its URL and reports
 // each tunnel to it with a Gateway token: the session turns Active when
 // the tunnel reaches the host, before the agent could say so, and
-// Disconnected when it closes; a reconnect reaches the same session, a
-// logoff ends it, and tokens the broker issued are refused once used,
-// once altered, or for another host.
+// Disconnected when it closes; a reconnect reaches the same session (after
+// the gateway's own token was replaced by SIGHUP and the old one
+// deleted), a logoff ends it, and tokens the broker issued are refused
+// once used, once altered, or for another host.
 
 import (
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,6 +95,7 @@ func TestGatewayE2EThroughTheBroker(t *testing.T) {
 	// The gateway, on the client's link, with a Gateway token: the only
 	// credential it holds.
 	var gwTok struct {
+		ID    string `json:"id"`
 		Token string `json:"token"`
 	}
 	api.call("POST", "/tokens", map[string]any{"role": "Gateway", "subject": "gw-e2e"}, 201, &gwTok)
@@ -231,6 +234,28 @@ func TestGatewayE2EThroughTheBroker(t *testing.T) {
 	if s := api.sessions(rdpPool, url.Values{"user": {rdpUser}}); len(s) != 1 || s[0].State != vdibroker.StateDisconnected {
 		t.Errorf("sessions after the refused tunnels: %+v, want the one Disconnected", s)
 	}
+
+	// The gateway's credential replaced without a restart, which would
+	// drop every tunnel: a new Gateway token in its file, SIGHUP, the old
+	// token deleted. The reconnect below is reported with the new one
+	// (the broker refuses the deleted one, and the gateway then the
+	// tunnel).
+	var gwTok2 struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	}
+	api.call("POST", "/tokens", map[string]any{"role": "Gateway", "subject": "gw-e2e"}, 201, &gwTok2)
+	if err := os.WriteFile(tokenFile, []byte(gwTok2.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readBefore := strings.Count(gw.output(), "SIGHUP: token file read")
+	if err := gw.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	e2eEventually(t, "the gateway reading its token file again", 20*time.Second, func() bool {
+		return strings.Count(gw.output(), "SIGHUP: token file read") > readBefore
+	})
+	api.call("DELETE", "/tokens/"+gwTok.ID, nil, 204, nil)
 
 	// Reconnect through the broker (R-C1): the same session, a new token,
 	// the same X server; Active again at the tunnel.

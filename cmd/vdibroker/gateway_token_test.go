@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestTokenFileReadAgain: a gateway's token file is read at start and
+// again at each reload (SIGHUP): a new token is taken, a file that is
+// missing or holds no token keeps the one in force; without a file the
+// token given is used.
+func TestTokenFileReadAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.token")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("vdbt_first\n")
+	f, err := newTokenFile("--broker-token-file", path, "")
+	if err != nil || f.get() != "vdbt_first" {
+		t.Fatalf("at start: %q, %v; want vdbt_first", f.get(), err)
+	}
+	write("  vdbt_second \n")
+	if err := f.reload(); err != nil || f.get() != "vdbt_second" {
+		t.Fatalf("after a reload: %q, %v; want vdbt_second", f.get(), err)
+	}
+	write("\n")
+	if err := f.reload(); err == nil || f.get() != "vdbt_second" {
+		t.Errorf("an empty file: %q, %v; want the token kept and an error", f.get(), err)
+	}
+	os.Remove(path)
+	if err := f.reload(); err == nil || f.get() != "vdbt_second" {
+		t.Errorf("a missing file: %q, %v; want the token kept and an error", f.get(), err)
+	}
+	if _, err := newTokenFile("--broker-token-file", path, ""); err == nil {
+		t.Error("a missing file at start was taken")
+	}
+	given, err := newTokenFile("--broker-token-file", "", "vdbt_given")
+	if err != nil || given.get() != "vdbt_given" || given.reload() != nil || given.get() != "vdbt_given" {
+		t.Errorf("no file: %q, %v; want the token given, kept by a reload", given.get(), err)
+	}
+}
