@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -95,12 +96,85 @@ func TestSessionCookieFlags(t *testing.T) {
 		t.Errorf("Content-Security-Policy = %q", csp)
 	}
 
-	proxied := newEnvWith(t, func(c *console.Config) { c.SecureCookies = true }).browser()
-	a = proxied.post("/signin", url.Values{"csrf": {proxied.csrf("/signin")}, "token": {adminToken}})
-	for _, c := range a.header.Values("Set-Cookie") {
-		if strings.HasPrefix(c, "vdibroker_session=") && !strings.Contains(c, "; Secure") {
-			t.Errorf("behind a TLS-terminating proxy the session cookie %q is not Secure", c)
+}
+
+// TestHostPrefixBehindTLS (R-SEC, web sessions): behind a TLS-terminating
+// proxy (SecureCookies; the browser speaks HTTPS to the proxy, which
+// forwards plain HTTP) the sign-in form's cookie and the session cookie
+// are __Host-vdibroker_signin and __Host-vdibroker_session: Secure,
+// Path=/, no Domain, so a sibling subdomain can neither plant nor shadow
+// them. The sign-in goes through with them; a session cookie of the
+// plain name, as a sibling could plant (its own session, to sign the
+// browser in as itself), is no sign-in; nor is a sign-in form's token
+// planted under the plain name.
+func TestHostPrefixBehindTLS(t *testing.T) {
+	e := newEnvWith(t, func(c *console.Config) { c.SecureCookies = true })
+	// Go's cookie jar sends Secure cookies to https only: the proxy's
+	// browser is played by hand.
+	send := func(method, path string, form url.Values, cks ...*http.Cookie) *http.Response {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
 		}
+		req, _ := http.NewRequest(method, e.url+path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", e.url)
+		}
+		for _, ck := range cks {
+			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+		}
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	cookie := func(res *http.Response, name string) *http.Cookie {
+		t.Helper()
+		for _, ck := range res.Cookies() {
+			if ck.Name == name {
+				if !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
+					t.Errorf("cookie %s: %+v; want Secure, HttpOnly, Path=/, no Domain", name, ck)
+				}
+				return ck
+			}
+		}
+		t.Fatalf("no cookie %s in %v", name, res.Header.Values("Set-Cookie"))
+		return nil
+	}
+	signinForm := func() (*http.Cookie, url.Values) {
+		t.Helper()
+		form := send("GET", "/signin", nil)
+		ck := cookie(form, "__Host-vdibroker_signin")
+		if ck.SameSite != http.SameSiteStrictMode {
+			t.Errorf("sign-in form cookie %+v: want SameSite=Strict", ck)
+		}
+		return ck, url.Values{"csrf": {ck.Value}, "token": {adminToken}, "next": {"/"}}
+	}
+
+	// The sign-in form's token planted under the plain name is refused.
+	ck, form := signinForm()
+	if res := send("POST", "/signin", form, &http.Cookie{Name: "vdibroker_signin", Value: ck.Value}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a sign-in form token under the plain name: %d, want 403", res.StatusCode)
+	}
+	ck, form = signinForm()
+	res := send("POST", "/signin", form, ck)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in behind the proxy: %d, want 303", res.StatusCode)
+	}
+	sess := cookie(res, "__Host-vdibroker_session")
+	if sess.SameSite != http.SameSiteLaxMode {
+		t.Errorf("session cookie %+v: want SameSite=Lax", sess)
+	}
+	if res := send("GET", "/", nil, sess); res.StatusCode != http.StatusOK {
+		t.Errorf("the overview with the session cookie: %d, want 200", res.StatusCode)
+	}
+	planted := &http.Cookie{Name: "vdibroker_session", Value: sess.Value}
+	if res := send("GET", "/", nil, planted); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/signin") {
+		t.Errorf("a session cookie under the plain name: %d %s, want the sign-in page", res.StatusCode, res.Header.Get("Location"))
 	}
 }
 

@@ -108,8 +108,8 @@ func TestFlowSignIn(t *testing.T) {
 	if q.Get("code_challenge_method") != "S256" || q.Get("nonce") == "" || q.Get("state") == "" {
 		t.Errorf("authorization request without PKCE, nonce or state: %s", auth)
 	}
-	if !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/signin/oidc" {
-		t.Errorf("state cookie %+v: want Secure, HttpOnly, SameSite=Lax, Path=/signin/oidc", ck)
+	if ck.Name != "__Host-vdibroker_oidc" || !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/" || ck.Domain != "" {
+		t.Errorf("state cookie %+v: want __Host-vdibroker_oidc, Secure, HttpOnly, SameSite=Lax, Path=/, no Domain", ck)
 	}
 	if strings.Contains(ck.Value, q.Get("state")) || strings.Contains(ck.Value, q.Get("nonce")) {
 		t.Error("the state cookie shows its state or nonce: it must be sealed")
@@ -122,7 +122,7 @@ func TestFlowSignIn(t *testing.T) {
 	if id.Subject != "dave" || id.Role != "Reader" || !cmp.Equal(id.HostPools, []string{"pool-a"}) || raw == "" || next != "/pools/pool-a" {
 		t.Errorf("identity %+v, next %q", id, next)
 	}
-	if cs := res.Cookies(); len(cs) != 1 || cs[0].Name != "vdibroker_oidc" || cs[0].MaxAge >= 0 {
+	if cs := res.Cookies(); len(cs) != 1 || cs[0].Name != "__Host-vdibroker_oidc" || cs[0].Path != "/" || !cs[0].Secure || cs[0].MaxAge >= 0 {
 		t.Errorf("Finish did not clear the state cookie: %v", cs)
 	}
 	if _, _, _, err, _ := finish(f, callback, ck); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || !strings.Contains(err.Error(), "refused the code") {
@@ -141,7 +141,7 @@ func TestFlowSignIn(t *testing.T) {
 	// Another area's cookie, sealed with the same key, does not open.
 	other := newTestFlow(t, p, clk, "vdibroker_portal_oidc")
 	ckOther, auth3 := start(t, other, "broker", "/")
-	ckOther.Name = "vdibroker_oidc"
+	ckOther.Name = ck.Name
 	cb3 := signInAt(t, op, auth3, "dave", "pw")
 	if _, _, _, err, _ := finish(f, cb3, ckOther); vdibroker.ErrorCode(err) != vdibroker.EPermission {
 		t.Errorf("another area's state cookie: %v, want PermissionDenied", err)
@@ -180,6 +180,40 @@ func TestFlowSignIn(t *testing.T) {
 	msg := vdibroker.ErrorMessage(err)
 	if vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || !strings.Contains(msg, "access_denied: a[31mbxxx") || len(msg) > 300 {
 		t.Errorf("the provider's error: %d bytes %.120q", len(msg), msg)
+	}
+}
+
+// TestFlowStateCookieName (R-SEC, OpenID Connect): over HTTPS the state
+// cookie is __Host-<name> at "/" (a browser takes it only Secure, with no
+// Domain, so a sibling subdomain cannot plant its own sign-in's state);
+// the callback reads that name only, so a valid state planted under the
+// plain name, as a sibling can, is no sign-in of this browser. Over plain
+// HTTP (the demo on 127.0.0.1), where browsers refuse the prefix, it is
+// <name> at the configured path, not Secure, and signs in.
+func TestFlowStateCookieName(t *testing.T) {
+	op := testop.Start(t, "cid", "sec", testop.User{Subject: "dave", Password: "pw", Groups: []string{"g"}})
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := newTestProvider(t, op, clk)
+	f := newTestFlow(t, p, clk, "vdibroker_oidc")
+
+	// The attacker's own sign-in, its state planted under the plain name.
+	ck, auth := start(t, f, "broker", "/")
+	planted := &http.Cookie{Name: "vdibroker_oidc", Value: ck.Value}
+	if _, _, _, err, _ := finish(f, signInAt(t, op, auth, "dave", "pw"), planted); vdibroker.ErrorCode(err) != vdibroker.EPermission || !strings.Contains(err.Error(), "state mismatch") {
+		t.Errorf("a state cookie without the __Host- prefix over HTTPS: %v, want PermissionDenied (state mismatch)", err)
+	}
+
+	plain, err := NewFlow(FlowConfig{Provider: p, CallbackURL: testCallback, StateCookie: "vdibroker_oidc", StatePath: "/signin/oidc", Key: testKey,
+		Secure: func(r *http.Request) bool { return false }, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, auth = start(t, plain, "127.0.0.1", "/")
+	if ck.Name != "vdibroker_oidc" || ck.Path != "/signin/oidc" || ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode {
+		t.Errorf("state cookie over plain HTTP %+v: want vdibroker_oidc at /signin/oidc, HttpOnly, SameSite=Lax, not Secure", ck)
+	}
+	if id, _, _, err, _ := finish(plain, signInAt(t, op, auth, "dave", "pw"), ck); err != nil || id.Subject != "dave" {
+		t.Errorf("a sign-in over plain HTTP: %+v, %v", id, err)
 	}
 }
 

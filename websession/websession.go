@@ -52,7 +52,9 @@ type Config struct {
 	Store vdibroker.WebSessionStore
 	// Area names the part of the site ("console").
 	Area string
-	// Cookie is the session cookie's name, Path its path.
+	// Cookie is the session cookie's name, Path its path; over HTTPS
+	// (Secure) the cookie is webguard.HostPrefix+Cookie at "/"
+	// (webguard.CookieScope).
 	Cookie, Path string
 	// TTL is the longest a session lasts (0: DefaultTTL).
 	TTL time.Duration
@@ -183,16 +185,27 @@ func (m *Manager) Open(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		return nil, err
 	}
 	m.remember(s)
-	http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: s.id, Path: m.cfg.Path, MaxAge: int(expires.Sub(now).Seconds()) + 1,
-		HttpOnly: true, Secure: m.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+	name, path, secure := m.cookie(r)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: s.id, Path: path, MaxAge: int(expires.Sub(now).Seconds()) + 1,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 	return s, nil
+}
+
+// cookie is the session cookie's name and path in answer to r, and
+// whether it is Secure: over HTTPS its name has the __Host- prefix
+// (webguard.CookieScope), so a sibling subdomain cannot plant one.
+func (m *Manager) cookie(r *http.Request) (name, path string, secure bool) {
+	secure = m.cfg.Secure(r)
+	name, path = webguard.CookieScope(m.cfg.Cookie, m.cfg.Path, secure)
+	return name, path, secure
 }
 
 // Get returns r's session, or nil when it has none, it ended or expired.
 // While the store fails, a session this replica has read is still
 // answered until it expires.
 func (m *Manager) Get(r *http.Request) *Session {
-	ck, err := r.Cookie(m.cfg.Cookie)
+	name, _, _ := m.cookie(r)
+	ck, err := r.Cookie(name)
 	if err != nil || len(ck.Value) != 64 {
 		return nil
 	}
@@ -225,10 +238,24 @@ func (m *Manager) Get(r *http.Request) *Session {
 }
 
 // End ends s (no longer valid on any replica) and clears its cookie.
+// Over HTTPS a session cookie of the name without the __Host- prefix,
+// which a replica of an older version set during a rolling upgrade, is
+// ended and cleared too: signing out ends every sign-in of the browser.
 func (m *Manager) End(ctx context.Context, w http.ResponseWriter, r *http.Request, s *Session) {
 	m.Forget(ctx, s)
-	http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: "", Path: m.cfg.Path, MaxAge: -1,
-		HttpOnly: true, Secure: m.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+	name, path, secure := m.cookie(r)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+	if !secure {
+		return
+	}
+	if old, err := r.Cookie(m.cfg.Cookie); err == nil {
+		if len(old.Value) == 64 {
+			m.Forget(ctx, &Session{idHash: vdibroker.HashSecret(old.Value)})
+		}
+		http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: "", Path: m.cfg.Path, MaxAge: -1,
+			HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
+	}
 }
 
 // Forget ends s without touching the cookie (its token was revoked).

@@ -183,3 +183,86 @@ func TestSessionThroughAnOutage(t *testing.T) {
 		t.Error("an expired session was answered during an outage")
 	}
 }
+
+// TestHostPrefixOverHTTPS (R-SEC, web sessions): over HTTPS the session
+// cookie is __Host-<name>, Secure, at "/" with no Domain (the configured
+// path is the plain-HTTP one), so a sibling subdomain cannot plant or
+// shadow it; a cookie of the plain name, which such a sibling can plant
+// (its own session, to sign the browser in as itself), is no session
+// there, though it is one over plain HTTP. Signing out over HTTPS ends
+// and clears a plain-named session cookie as well (one an older replica
+// set during a rolling upgrade). Over plain HTTP (the demo on
+// 127.0.0.1), where browsers refuse the prefix, the cookie keeps its
+// name and path and is not Secure.
+func TestHostPrefixOverHTTPS(t *testing.T) {
+	st, _ := stores(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := websession.New(websession.Config{Store: st, Area: "portal", Cookie: "vdibroker_portal", Path: "/portal/", Clock: clk, TTL: time.Hour})
+	t.Cleanup(m.Close)
+	request := func(method, target string, cks ...*http.Cookie) *http.Request {
+		r := httptest.NewRequest(method, target, nil)
+		for _, ck := range cks {
+			r.AddCookie(ck)
+		}
+		return r
+	}
+	openAt := func(target, principal string) (*websession.Session, *http.Cookie) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		s, err := m.Open(t.Context(), w, request("POST", target), "tok-"+principal, principal, vdibroker.RoleUser, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := w.Result().Cookies()
+		if len(cs) != 1 {
+			t.Fatalf("cookies %v", cs)
+		}
+		return s, cs[0]
+	}
+
+	_, tlsCk := openAt("https://broker.example/portal/signin", "token:alice")
+	if tlsCk.Name != "__Host-vdibroker_portal" || !tlsCk.Secure || tlsCk.Path != "/" || tlsCk.Domain != "" || !tlsCk.HttpOnly || tlsCk.SameSite != http.SameSiteLaxMode {
+		t.Errorf("session cookie over HTTPS %+v: want __Host-vdibroker_portal, Secure, HttpOnly, SameSite=Lax, Path=/, no Domain", tlsCk)
+	}
+	if s := m.Get(request("GET", "https://broker.example/portal/", tlsCk)); s == nil || s.Principal != "token:alice" {
+		t.Errorf("the __Host- cookie over HTTPS: %+v", s)
+	}
+
+	_, plainCk := openAt("http://127.0.0.1/portal/signin", "token:mallory")
+	if plainCk.Name != "vdibroker_portal" || plainCk.Secure || plainCk.Path != "/portal/" || !plainCk.HttpOnly {
+		t.Errorf("session cookie over plain HTTP %+v: want vdibroker_portal at /portal/, HttpOnly, not Secure", plainCk)
+	}
+	if s := m.Get(request("GET", "http://127.0.0.1/portal/", plainCk)); s == nil || s.Principal != "token:mallory" {
+		t.Errorf("the plain cookie over plain HTTP: %+v", s)
+	}
+	// mallory's valid session, planted under the plain name (Domain= the
+	// parent domain, as a sibling subdomain can), is no session over
+	// HTTPS; beside alice's own, alice's is the one read.
+	if s := m.Get(request("GET", "https://broker.example/portal/", plainCk)); s != nil {
+		t.Errorf("a planted plain-named cookie over HTTPS signed the browser in as %s", s.Principal)
+	}
+	if s := m.Get(request("GET", "https://broker.example/portal/", plainCk, tlsCk)); s == nil || s.Principal != "token:alice" {
+		t.Errorf("with a planted cookie beside hers: %+v, want alice's session", s)
+	}
+
+	// Sign-out over HTTPS with a plain-named session of hers (an older
+	// replica's) ends both.
+	_, oldCk := openAt("http://broker.example/portal/signin", "token:alice")
+	s := m.Get(request("GET", "https://broker.example/portal/", tlsCk))
+	w := httptest.NewRecorder()
+	m.End(t.Context(), w, request("POST", "https://broker.example/portal/signout", tlsCk, oldCk), s)
+	cleared := map[string]string{}
+	for _, ck := range w.Result().Cookies() {
+		if ck.MaxAge < 0 {
+			cleared[ck.Name] = ck.Path
+		}
+	}
+	if cleared["__Host-vdibroker_portal"] != "/" || cleared["vdibroker_portal"] != "/portal/" {
+		t.Errorf("sign-out cleared %v; want both cookies, each at its path", cleared)
+	}
+	for _, ck := range []*http.Cookie{tlsCk, oldCk} {
+		if _, err := st.WebSession(t.Context(), vdibroker.HashSecret(ck.Value), clk.Now()); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("after sign-out the session of %s: %v, want NotFound", ck.Name, err)
+		}
+	}
+}

@@ -221,8 +221,10 @@ func TestOIDCCallbackFlood(t *testing.T) {
 // TestOIDCRedirectFromExternalURL (R-SEC): behind a TLS-terminating proxy
 // (--external-url https://...) the sign-in's redirect_uri is the external
 // URL's, whatever Host the request names, and the state and session
-// cookies are Secure though the broker is reached over plain HTTP; a
-// broker that does not listen on loopback needs --external-url.
+// cookies are Secure though the broker is reached over plain HTTP, named
+// with the __Host- prefix at "/" (a sibling subdomain can neither plant
+// nor shadow them); a broker that does not listen on loopback needs
+// --external-url.
 func TestOIDCRedirectFromExternalURL(t *testing.T) {
 	const external = "https://broker.example.test"
 	m, op := oidcBroker(t, "127.0.0.1", func(m *Main) { m.Federation.ExternalURL = external })
@@ -240,12 +242,12 @@ func TestOIDCRedirectFromExternalURL(t *testing.T) {
 	}
 	var state *http.Cookie
 	for _, ck := range res.Cookies() {
-		if ck.Name == "vdibroker_oidc" {
+		if ck.Name == "__Host-vdibroker_oidc" {
 			state = ck
 		}
 	}
-	if state == nil || !state.Secure {
-		t.Fatalf("state cookie %+v: want Secure", state)
+	if state == nil || !state.Secure || state.Path != "/" || state.Domain != "" {
+		t.Fatalf("state cookie %+v: want __Host-vdibroker_oidc, Secure, Path=/, no Domain", state)
 	}
 	// The provider sends the browser to the external URL; the proxy
 	// passes it to the broker.
@@ -262,13 +264,13 @@ func TestOIDCRedirectFromExternalURL(t *testing.T) {
 	res.Body.Close()
 	var session *http.Cookie
 	for _, ck := range res.Cookies() {
-		if ck.Name == "vdibroker_session" {
+		if ck.Name == "__Host-vdibroker_session" {
 			session = ck
 		}
 	}
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/pools/pin" || session == nil || !session.Secure ||
-		session.SameSite != http.SameSiteLaxMode {
-		t.Errorf("callback: %d to %q, session cookie %+v; want 303 to /pools/pin with a Secure, SameSite=Lax cookie",
+		session.SameSite != http.SameSiteLaxMode || session.Path != "/" || session.Domain != "" {
+		t.Errorf("callback: %d to %q, session cookie %+v; want 303 to /pools/pin with a __Host-vdibroker_session cookie, Secure, SameSite=Lax, Path=/",
 			res.StatusCode, res.Header.Get("Location"), session)
 	}
 
