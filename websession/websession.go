@@ -227,9 +227,17 @@ func (m *Manager) Get(r *http.Request) *Session {
 		// where it begins.
 		return nil
 	}
+	if row.Area != m.cfg.Area {
+		// Another area's session (a portal sign-in's cookie sent under
+		// the console's name): no session here, and nothing logged, as
+		// its holder could send one at every request.
+		return nil
+	}
 	s := &Session{Principal: row.Principal, Role: row.Role, Expires: row.ExpireTime, Flash: row.Flash,
 		id: id, idHash: hash, CSRF: derive(id, "csrf")}
 	if s.Token, err = m.open(id, row); err != nil {
+		// The row's hash is the cookie's, yet its token does not open
+		// with it: the table was written by something else than Open.
 		m.cfg.Logger.Warn("web session: its token does not open", "area", m.cfg.Area, "err", err)
 		return nil
 	}

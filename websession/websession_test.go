@@ -3,6 +3,7 @@ package websession_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/internal/pgtest"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/store"
 	"github.com/vdibroker/vdibroker/websession"
 )
@@ -264,5 +266,32 @@ func TestHostPrefixOverHTTPS(t *testing.T) {
 		if _, err := st.WebSession(t.Context(), vdibroker.HashSecret(ck.Value), clk.Now()); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 			t.Errorf("after sign-out the session of %s: %v, want NotFound", ck.Name, err)
 		}
+	}
+}
+
+// TestAnotherAreasCookie (R-SEC, web sessions): a valid session of the
+// portal, its cookie's value sent under the console's name, is no
+// session of the console, and writes no log line: any signed-in user can
+// send it at every request, so a line each would let one fill the log.
+func TestAnotherAreasCookie(t *testing.T) {
+	st, _ := stores(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	var log syncbuf.Buffer
+	console := websession.New(websession.Config{Store: st, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	t.Cleanup(console.Close)
+	portal := websession.New(websession.Config{Store: st, Area: "portal", Cookie: "vdibroker_portal", Path: "/portal/", Clock: clk, TTL: time.Hour})
+	t.Cleanup(portal.Close)
+	_, ck := open(t, portal, "vdbt_user", "token:u1")
+	for range 3 {
+		if s := get(console, &http.Cookie{Name: "vdibroker_session", Value: ck.Value}); s != nil {
+			t.Fatalf("a portal session signed in to the console: %+v", s)
+		}
+	}
+	if log.String() != "" {
+		t.Errorf("another area's cookie was logged:\n%s", log.String())
+	}
+	if s := get(portal, ck); s == nil || s.Token != "vdbt_user" {
+		t.Errorf("the portal's own session: %+v", s)
 	}
 }
