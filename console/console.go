@@ -442,7 +442,13 @@ func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token stri
 // redirect of a form's answer, and a provider's sign-out may pass through
 // several origins of its own.
 func (c *Console) signout(rq *request) {
-	c.web.End(rq.r.Context(), rq.w, rq.r, rq.sess)
+	if err := c.web.End(rq.r.Context(), rq.w, rq.r, rq.sess); err != nil {
+		// Still signed in (R-SEC): said so, with the sign-out button of
+		// the error page's header to try again.
+		rq.w.Header().Set("Retry-After", "5")
+		c.errorPage(rq.w, rq.r, http.StatusServiceUnavailable, "You are still signed in: the broker's database did not answer, so your sign-in could not be ended. Sign out again in a moment.")
+		return
+	}
 	if c.oidc != nil && rq.sess.OIDC() {
 		if u := c.oidc.endSessionURL(rq.sess.Token); u != "" {
 			c.render(rq.w, http.StatusOK, "signout", map[string]any{"URL": u})

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -185,5 +186,50 @@ func TestHostPrefixBehindTLS(t *testing.T) {
 	planted := &http.Cookie{Name: "vdibroker_portal", Value: sess.Value}
 	if res := send("GET", "/portal/", nil, planted); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), portal.SigninPath) {
 		t.Errorf("a session cookie under the plain name: %d %s, want the sign-in page", res.StatusCode, res.Header.Get("Location"))
+	}
+}
+
+// failingDeletes is the sessions' store, refusing to delete one while
+// down is set (the database away).
+type failingDeletes struct {
+	vdibroker.WebSessionStore
+	down atomic.Bool
+}
+
+func (f *failingDeletes) DeleteWebSession(ctx context.Context, h string) error {
+	if f.down.Load() {
+		return &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
+	}
+	return f.WebSessionStore.DeleteWebSession(ctx, h)
+}
+
+// TestSignOutWhileTheStoreFails (R-U2): a sign-out the database does not
+// record is answered 503 saying the user is still signed in, with the
+// sign-out button to try again, and the cookie is kept; the sign-in
+// still works, and the next sign-out ends it. Answering "signed out"
+// would leave the sign-in good for hours to a copy of the cookie stolen
+// before.
+func TestSignOutWhileTheStoreFails(t *testing.T) {
+	f := &failingDeletes{}
+	e := newEnv(t, func(c *portal.Config) { f.WebSessionStore = c.Sessions; c.Sessions = f })
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	f.down.Store(true)
+	res, page := alice.post("/portal/signout", url.Values{"csrf": {csrf}})
+	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "You are still signed in") || !strings.Contains(page, `action="/portal/signout"`) {
+		t.Errorf("sign-out while the database fails: %d\n%s", res.StatusCode, page)
+	}
+	if cs := res.Header.Values("Set-Cookie"); len(cs) != 0 {
+		t.Errorf("a sign-out the database did not record set %q", cs)
+	}
+	f.down.Store(false)
+	if res, _ := alice.get("/portal/"); res.StatusCode != http.StatusOK {
+		t.Fatalf("still signed in: %d, want 200", res.StatusCode)
+	}
+	if res, _ := alice.post("/portal/signout", url.Values{"csrf": {csrf}}); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-out: %d, want 303", res.StatusCode)
+	}
+	if res, _ := alice.get("/portal/"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("signed out: %d, want 303 to the sign-in page", res.StatusCode)
 	}
 }

@@ -487,7 +487,14 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expir
 // once (the CSP's form-action would stop a redirect of the form's
 // answer to the provider).
 func (p *Portal) signout(rq *request) {
-	p.web.End(rq.r.Context(), rq.w, rq.r, rq.sess)
+	if err := p.web.End(rq.r.Context(), rq.w, rq.r, rq.sess); err != nil {
+		// Still signed in (R-U2): said so, with the sign-out button to
+		// try again.
+		rq.w.Header().Set("Retry-After", "5")
+		p.render(rq.w, http.StatusServiceUnavailable, "error", rq.lang, map[string]any{"Message": rq.lang.T("error.signoutFailed"),
+			"Status": http.StatusServiceUnavailable, "CSRF": rq.sess.CSRF, "SignedIn": true})
+		return
+	}
 	if p.cfg.OIDC != nil && rq.sess.OIDC() {
 		if u := p.cfg.OIDC.Provider().EndSessionURL(rq.sess.Token, p.cfg.PostLogoutURL); u != "" {
 			p.render(rq.w, http.StatusOK, "signout", rq.lang, map[string]any{"URL": u})

@@ -249,13 +249,21 @@ func (m *Manager) Get(r *http.Request) *Session {
 // Over HTTPS a session cookie of the name without the __Host- prefix,
 // which a replica of an older version set during a rolling upgrade, is
 // ended and cleared too: signing out ends every sign-in of the browser.
-func (m *Manager) End(ctx context.Context, w http.ResponseWriter, r *http.Request, s *Session) {
-	m.Forget(ctx, s)
+// When the store does not delete s, End changes nothing and returns the
+// error: the cookie and this replica's copy stay, so that the user, told
+// she is still signed in, may sign out again (clearing the cookie alone
+// would leave a copy of it, stolen before, good until it expires).
+func (m *Manager) End(ctx context.Context, w http.ResponseWriter, r *http.Request, s *Session) error {
+	if err := m.cfg.Store.DeleteWebSession(ctx, s.idHash); err != nil {
+		m.cfg.Logger.Warn("web session: cannot end", "area", m.cfg.Area, "err", err)
+		return err
+	}
+	m.forget(s.idHash)
 	name, path, secure := m.cookie(r)
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1,
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 	if !secure {
-		return
+		return nil
 	}
 	if old, err := r.Cookie(m.cfg.Cookie); err == nil {
 		if len(old.Value) == 64 {
@@ -264,6 +272,7 @@ func (m *Manager) End(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: "", Path: m.cfg.Path, MaxAge: -1,
 			HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
 	}
+	return nil
 }
 
 // Forget ends s without touching the cookie (its token was revoked).

@@ -162,6 +162,52 @@ func (f *failing) WebSession(ctx context.Context, h string, now time.Time) (*vdi
 	return f.WebSessionStore.WebSession(ctx, h, now)
 }
 
+func (f *failing) DeleteWebSession(ctx context.Context, h string) error {
+	if f.down.Load() {
+		return &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
+	}
+	return f.WebSessionStore.DeleteWebSession(ctx, h)
+}
+
+// TestEndWhileTheStoreFails (R-SEC, web sessions): a sign-out the store
+// does not record ends nothing: End says so, the cookie is not cleared
+// and the session is still answered (from this replica's copy while the
+// store is down, from the store once it is back), so the user, told, can
+// sign out again; clearing the cookie alone would leave a copy of it,
+// stolen before, good for hours. Once the store answers, End ends it.
+func TestEndWhileTheStoreFails(t *testing.T) {
+	st, _ := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := manager(t, f, clk)
+	s, ck := open(t, m, "tok", "token:r1")
+	f.down.Store(true)
+	w := httptest.NewRecorder()
+	if err := m.End(t.Context(), w, httptest.NewRequest("POST", "/signout", nil), s); vdibroker.ErrorCode(err) != vdibroker.EStoreUnavailable {
+		t.Errorf("End while the store is down: %v, want StoreUnavailable", err)
+	}
+	if cs := w.Result().Cookies(); len(cs) != 0 {
+		t.Errorf("a sign-out the store did not record cleared %v", cs)
+	}
+	if get(m, ck) == nil {
+		t.Error("the session is gone from this replica though the store still has it: the user cannot sign out again")
+	}
+	f.down.Store(false)
+	if get(m, ck) == nil {
+		t.Fatal("the session is gone from the store")
+	}
+	w = httptest.NewRecorder()
+	if err := m.End(t.Context(), w, httptest.NewRequest("POST", "/signout", nil), s); err != nil {
+		t.Fatal(err)
+	}
+	if cs := w.Result().Cookies(); len(cs) != 1 || cs[0].MaxAge >= 0 {
+		t.Errorf("sign-out's cookies %v, want the session's cleared", cs)
+	}
+	if get(m, ck) != nil {
+		t.Error("signed out, the session is still answered")
+	}
+}
+
 // TestSessionThroughAnOutage (R-OUT1): while the store does not answer,
 // a session this replica has read is still answered until it expires; a
 // session it never read is not.
