@@ -14,7 +14,10 @@
 // A replica keeps a copy of the sessions it has read, used only while the
 // database does not answer (an outage, R-OUT1): a signed-in administrator
 // still sees the console's pages, and its header saying the database is
-// away, on the replica that served them before.
+// away, on the replica that served them before. Only the sessions in use
+// as the outage began are honoured (OutageGrace): a copy of one signed
+// out on another replica hours before, which this replica cannot know,
+// is not.
 package websession
 
 import (
@@ -40,6 +43,11 @@ const (
 	DefaultTTL           = 12 * time.Hour
 	DefaultSweepInterval = 10 * time.Minute
 )
+
+// OutageGrace bounds the copies honoured while the store does not answer:
+// those of sessions the store answered this replica within OutageGrace
+// before it last answered (R-OUT1, R-SEC).
+const OutageGrace = 10 * time.Minute
 
 // DefaultLimits bound an area's sessions: 16 per principal (a script
 // signing in again and again replaces its own, and may do so 16 times a
@@ -88,6 +96,8 @@ type Session struct {
 	CSRF string
 
 	id, idHash string
+	// seenAt is when the store last answered this session (the copies).
+	seenAt time.Time
 }
 
 // ID is the cookie's value (never stored).
@@ -106,6 +116,8 @@ type Manager struct {
 	// seen are the sessions this replica has read, by idHash: used only
 	// while the store fails (bounded by Limits.PerArea).
 	seen map[string]*Session
+	// answered is when the store last answered a session's read.
+	answered time.Time
 
 	stop, done chan struct{}
 	once       sync.Once
@@ -214,12 +226,18 @@ func (m *Manager) Get(r *http.Request) *Session {
 	row, err := m.cfg.Store.WebSession(r.Context(), hash, now)
 	switch {
 	case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
-		m.forget(hash)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.seen, hash)
+		m.answered = now
 		return nil
 	case err != nil:
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if s := m.seen[hash]; s != nil && now.Before(s.Expires) {
+		// A copy of a session in use as the outage began: one signed out
+		// on another replica earlier is no longer read here, so its
+		// copy is older.
+		if s := m.seen[hash]; s != nil && now.Before(s.Expires) && !s.seenAt.Before(m.answered.Add(-OutageGrace)) {
 			c := *s
 			return &c
 		}
@@ -336,6 +354,8 @@ func (m *Manager) remember(s *Session) {
 	c.Flash = ""
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	c.seenAt = m.now()
+	m.answered = c.seenAt
 	if _, ok := m.seen[s.idHash]; !ok && len(m.seen) >= m.cfg.Limits.PerArea {
 		m.dropExpired(m.now())
 		for h := range m.seen {

@@ -208,6 +208,43 @@ func TestEndWhileTheStoreFails(t *testing.T) {
 	}
 }
 
+// TestOutageHonoursSessionsInUse (R-OUT1, R-SEC): during an outage a
+// replica honours its copies of the sessions in use as the outage began
+// (read within OutageGrace before the store last answered it), not a copy
+// of one signed out on another replica hours before, which it cannot
+// know: a copy of that cookie, stolen, would sign in for the rest of its
+// 12 hours.
+func TestOutageHonoursSessionsInUse(t *testing.T) {
+	st, _ := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, b := manager(t, st, clk), manager(t, f, clk)
+	gone, goneCk := open(t, a, "tok-gone", "token:r1")
+	if get(b, goneCk) == nil { // b's copy
+		t.Fatal("the session on the other replica")
+	}
+	clk.Step(5 * time.Minute)
+	a.End(t.Context(), httptest.NewRecorder(), httptest.NewRequest("POST", "/signout", nil), gone)
+	clk.Step(30 * time.Minute)
+	_, inUseCk := open(t, a, "tok-in-use", "token:r2")
+	clk.Step(time.Minute)
+	if get(b, inUseCk) == nil {
+		t.Fatal("the session in use on the other replica")
+	}
+	clk.Step(time.Minute)
+	f.down.Store(true)
+	if s := get(b, goneCk); s != nil {
+		t.Errorf("during the outage a session signed out 32 minutes before it was answered: %+v", s)
+	}
+	if s := get(b, inUseCk); s == nil || s.Token != "tok-in-use" {
+		t.Errorf("during the outage the session in use as it began: %+v", s)
+	}
+	clk.Step(50 * time.Minute) // a long outage signs nobody out (the TTL is an hour)
+	if s := get(b, inUseCk); s == nil {
+		t.Error("50 minutes into the outage the session in use as it began was not answered")
+	}
+}
+
 // TestSessionThroughAnOutage (R-OUT1): while the store does not answer,
 // a session this replica has read is still answered until it expires; a
 // session it never read is not.
