@@ -112,7 +112,8 @@ func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
 
 // Finish completes the sign-in the provider sent the browser back with
 // (GET of the callback URL): the state must be the one sealed in this
-// browser's state cookie, unexpired; the code is exchanged with the PKCE
+// browser's state cookie, unexpired (the provider's error response too,
+// before its text is shown); the code is exchanged with the PKCE
 // verifier and the ID token verified, its nonce included. It returns the
 // identity, the raw ID token and where to go next. The state cookie is
 // cleared whatever the outcome. An error is a *vdibroker.Error whose
@@ -126,13 +127,6 @@ func (f *Flow) Finish(w http.ResponseWriter, r *http.Request) (*Identity, string
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 	w.Header().Set("Cache-Control", "no-store")
 	q := r.URL.Query()
-	if e := q.Get("error"); e != "" {
-		msg := "The identity provider did not sign you in: " + Printable(e, 64)
-		if d := q.Get("error_description"); d != "" {
-			msg += ": " + Printable(d, MaxReflected)
-		}
-		return nil, "", "", vdibroker.Errorf(vdibroker.EUnauthenticated, "%s", msg)
-	}
 	ck, err := r.Cookie(name)
 	if err != nil {
 		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in was not started in this browser (state mismatch). Sign in again.")
@@ -143,6 +137,17 @@ func (f *Flow) Finish(w http.ResponseWriter, r *http.Request) (*Identity, string
 		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in took longer than %s. Sign in again.", LoginTTL)
 	case err != nil || !equalString(q.Get("state"), p.State):
 		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in was not started in this browser (state mismatch). Sign in again.")
+	}
+	// The provider's error is shown only for this browser's sign-in (its
+	// error response carries the state, RFC 6749 4.1.2.1): anyone can
+	// write a callback URL, and the text would be shown on this site's
+	// page as the provider's.
+	if e := q.Get("error"); e != "" {
+		msg := "The identity provider did not sign you in: " + Printable(e, 64)
+		if d := q.Get("error_description"); d != "" {
+			msg += ": " + Printable(d, MaxReflected)
+		}
+		return nil, "", "", vdibroker.Errorf(vdibroker.EUnauthenticated, "%s", msg)
 	}
 	id, raw, err := f.cfg.Provider.exchange(r.Context(), f.cfg.CallbackURL, q.Get("code"), p.Verifier, p.Nonce, f.cfg.EndUsers)
 	if err != nil {

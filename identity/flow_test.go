@@ -93,7 +93,8 @@ func finish(f *Flow, callback string, ck *http.Cookie) (*Identity, string, strin
 // (the provider's code is single-use), and so is a callback of another
 // sign-in, of another area's cookie, one with no cookie, one that took
 // longer than LoginTTL, one whose cookie carries another PKCE verifier or
-// nonce, and the provider's error, whose text is cut.
+// nonce, and the provider's error, whose text is cut, and shown only for
+// this browser's sign-in (its state).
 func TestFlowSignIn(t *testing.T) {
 	op := testop.Start(t, "cid", "sec", testop.User{Subject: "dave", Password: "pw", Name: "dave@example.test", Groups: []string{"g"}})
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -173,13 +174,24 @@ func TestFlowSignIn(t *testing.T) {
 		}
 	}
 
-	// The provider's error, with a description of 700 KB and control
-	// characters: shown cut.
+	// The provider's error for this browser's sign-in, with a description
+	// of 700 KB and control characters: shown cut.
 	long := "a\x1b[31mb\n" + strings.Repeat("x", 700<<10)
-	_, _, _, err, _ = finish(f, testCallback+"?error=access_denied&error_description="+url.QueryEscape(long), nil)
+	ck6, auth6 := start(t, f, "broker", "/")
+	errorURL := testCallback + "?error=access_denied&error_description=" + url.QueryEscape(long)
+	_, _, _, err, _ = finish(f, errorURL+"&state="+url.QueryEscape(auth6.Query().Get("state")), ck6)
 	msg := vdibroker.ErrorMessage(err)
 	if vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || !strings.Contains(msg, "access_denied: a[31mbxxx") || len(msg) > 300 {
 		t.Errorf("the provider's error: %d bytes %.120q", len(msg), msg)
+	}
+	// An error of no sign-in of this browser (anyone can write the URL,
+	// to have this site show its words as the provider's): not shown.
+	ck7, _ := start(t, f, "broker", "/")
+	for name, c := range map[string]*http.Cookie{"no cookie": nil, "another sign-in's cookie": ck7} {
+		_, _, _, err, _ := finish(f, testCallback+"?error=access_denied&error_description=Call+555-0100+to+unlock&state=forged", c)
+		if msg := vdibroker.ErrorMessage(err); vdibroker.ErrorCode(err) != vdibroker.EPermission || strings.Contains(msg, "555") || strings.Contains(msg, "access_denied") {
+			t.Errorf("a forged error, %s: %v; want PermissionDenied (state mismatch) without its text", name, err)
+		}
 	}
 }
 
