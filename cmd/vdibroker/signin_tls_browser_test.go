@@ -28,7 +28,8 @@ import (
 // session cookie on the navigation back from the provider's site. The
 // browser holds only the __Host- names. Signing out of the portal clears
 // its cookie in the browser (a clearing Set-Cookie without Secure and
-// Path=/ would be refused, and the cookie would stay).
+// Path=/ would be refused, and the cookie would stay). The console's
+// token form works with its __Host- CSRF cookie.
 func TestSignInOverHTTPSBrowser(t *testing.T) {
 	ctx := newBrowserWith(t, chromedp.Flag("ignore-certificate-errors", true))
 	op := testop.StartAt(t, "localhost", "vdibroker-console", "console-secret",
@@ -104,4 +105,20 @@ func TestSignInOverHTTPSBrowser(t *testing.T) {
 	wantHostCookie("vdibroker_session")
 	step(t, ctx, "a console page", chromedp.Navigate(base+"/pools/pin"), chromedp.WaitVisible(chromedp.CSS("#save-settings")))
 	screenshot(t, ctx, "console-https-overview.png")
+
+	// The token form: its CSRF cookie (__Host-, SameSite=Strict) comes
+	// back with the form's post.
+	step(t, ctx, "carol signs out of the console",
+		chromedp.Click(chromedp.CSS(".signout button")),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+	)
+	if c := cookies()["__Host-vdibroker_signin"]; c == nil || !c.Secure || c.Path != "/" || c.SameSite != network.CookieSameSiteStrict {
+		t.Errorf("the sign-in form's cookie: %+v; want __Host-vdibroker_signin, Secure, Path=/, SameSite=Strict", c)
+	}
+	step(t, ctx, "sign in to the console with the admin token",
+		chromedp.SendKeys(chromedp.CSS("#token"), m.AdminToken),
+		chromedp.Click(chromedp.CSS("#signin")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-pool="pin"]`)),
+	)
+	wantHostCookie("vdibroker_session")
 }
