@@ -213,8 +213,8 @@ func (m *Manager) cookie(r *http.Request) (name, path string, secure bool) {
 }
 
 // Get returns r's session, or nil when it has none, it ended or expired.
-// While the store fails, a session this replica has read is still
-// answered until it expires.
+// While the store fails, a session this replica has read, in use as the
+// outage began (OutageGrace), is still answered until it expires.
 func (m *Manager) Get(r *http.Request) *Session {
 	name, _, _ := m.cookie(r)
 	ck, err := r.Cookie(name)
