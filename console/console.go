@@ -31,7 +31,8 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Cookie names. The session cookie holds only a random id; the API token
-// stays on the server (package websession).
+// stays on the server (package websession). Over HTTPS each has the
+// __Host- prefix and Path=/ (webguard.CookieScope).
 const (
 	sessionCookie = "vdibroker_session"
 	signinCookie  = "vdibroker_signin"
@@ -347,17 +348,28 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	csrf := webguard.Secret(c.rand)
-	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: csrf, Path: "/signin", MaxAge: 3600,
-		HttpOnly: true, Secure: c.secure(r), SameSite: http.SameSiteStrictMode})
+	c.setSigninCookie(w, r, csrf, 3600)
 	w.Header().Set("Cache-Control", "no-store")
 	c.render(w, status, "signin", map[string]any{
 		"Title": "Sign in", "CSRF": csrf, "Error": msg, "Next": webguard.SafeNext(r.FormValue("next")), "OIDC": c.oidc != nil,
 	})
 }
 
+// setSigninCookie sets (maxAge -1: clears) the sign-in form's CSRF
+// cookie: SameSite=Strict, as the form posts to this site; over HTTPS
+// named with the __Host- prefix (webguard.CookieScope), so a sibling
+// subdomain cannot plant a token of its choosing for its own form.
+func (c *Console) setSigninCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	secure := c.secure(r)
+	name, path := webguard.CookieScope(signinCookie, "/signin", secure)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
+}
+
 // signin checks the token against the API and opens a session.
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
-	ck, err := r.Cookie(signinCookie)
+	name, _ := webguard.CookieScope(signinCookie, "/signin", c.secure(r))
+	ck, err := r.Cookie(name)
 	if err != nil || !webguard.Equal(r.PostFormValue("csrf"), ck.Value) || !webguard.SameOrigin(r) {
 		c.renderSignin(w, r, http.StatusForbidden, "The sign-in form was stale (CSRF check failed). Try again.")
 		return
@@ -367,7 +379,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.renderSignin(w, r, http.StatusBadRequest, "Enter an API token.")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: "/signin", MaxAge: -1})
+	c.setSigninCookie(w, r, "", -1)
 	c.openSession(w, r, token, time.Time{}, webguard.SafeNext(r.PostFormValue("next")), func(status int, msg string) {
 		c.renderSignin(w, r, status, msg)
 	})
@@ -430,7 +442,13 @@ func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token stri
 // redirect of a form's answer, and a provider's sign-out may pass through
 // several origins of its own.
 func (c *Console) signout(rq *request) {
-	c.web.End(rq.r.Context(), rq.w, rq.r, rq.sess)
+	if err := c.web.End(rq.r.Context(), rq.w, rq.r, rq.sess); err != nil {
+		// Still signed in (R-SEC): said so, with the sign-out button of
+		// the error page's header to try again.
+		rq.w.Header().Set("Retry-After", "5")
+		c.errorPage(rq.w, rq.r, http.StatusServiceUnavailable, "You are still signed in: the broker's database did not answer, so your sign-in could not be ended. Sign out again in a moment.")
+		return
+	}
 	if c.oidc != nil && rq.sess.OIDC() {
 		if u := c.oidc.endSessionURL(rq.sess.Token); u != "" {
 			c.render(rq.w, http.StatusOK, "signout", map[string]any{"URL": u})

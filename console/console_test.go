@@ -3,10 +3,12 @@ package console_test
 import (
 	"context"
 	"html"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,12 +97,85 @@ func TestSessionCookieFlags(t *testing.T) {
 		t.Errorf("Content-Security-Policy = %q", csp)
 	}
 
-	proxied := newEnvWith(t, func(c *console.Config) { c.SecureCookies = true }).browser()
-	a = proxied.post("/signin", url.Values{"csrf": {proxied.csrf("/signin")}, "token": {adminToken}})
-	for _, c := range a.header.Values("Set-Cookie") {
-		if strings.HasPrefix(c, "vdibroker_session=") && !strings.Contains(c, "; Secure") {
-			t.Errorf("behind a TLS-terminating proxy the session cookie %q is not Secure", c)
+}
+
+// TestHostPrefixBehindTLS (R-SEC, web sessions): behind a TLS-terminating
+// proxy (SecureCookies; the browser speaks HTTPS to the proxy, which
+// forwards plain HTTP) the sign-in form's cookie and the session cookie
+// are __Host-vdibroker_signin and __Host-vdibroker_session: Secure,
+// Path=/, no Domain, so a sibling subdomain can neither plant nor shadow
+// them. The sign-in goes through with them; a session cookie of the
+// plain name, as a sibling could plant (its own session, to sign the
+// browser in as itself), is no sign-in; nor is a sign-in form's token
+// planted under the plain name.
+func TestHostPrefixBehindTLS(t *testing.T) {
+	e := newEnvWith(t, func(c *console.Config) { c.SecureCookies = true })
+	// Go's cookie jar sends Secure cookies to https only: the proxy's
+	// browser is played by hand.
+	send := func(method, path string, form url.Values, cks ...*http.Cookie) *http.Response {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
 		}
+		req, _ := http.NewRequest(method, e.url+path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", e.url)
+		}
+		for _, ck := range cks {
+			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+		}
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	cookie := func(res *http.Response, name string) *http.Cookie {
+		t.Helper()
+		for _, ck := range res.Cookies() {
+			if ck.Name == name {
+				if !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
+					t.Errorf("cookie %s: %+v; want Secure, HttpOnly, Path=/, no Domain", name, ck)
+				}
+				return ck
+			}
+		}
+		t.Fatalf("no cookie %s in %v", name, res.Header.Values("Set-Cookie"))
+		return nil
+	}
+	signinForm := func() (*http.Cookie, url.Values) {
+		t.Helper()
+		form := send("GET", "/signin", nil)
+		ck := cookie(form, "__Host-vdibroker_signin")
+		if ck.SameSite != http.SameSiteStrictMode {
+			t.Errorf("sign-in form cookie %+v: want SameSite=Strict", ck)
+		}
+		return ck, url.Values{"csrf": {ck.Value}, "token": {adminToken}, "next": {"/"}}
+	}
+
+	// The sign-in form's token planted under the plain name is refused.
+	ck, form := signinForm()
+	if res := send("POST", "/signin", form, &http.Cookie{Name: "vdibroker_signin", Value: ck.Value}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a sign-in form token under the plain name: %d, want 403", res.StatusCode)
+	}
+	ck, form = signinForm()
+	res := send("POST", "/signin", form, ck)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in behind the proxy: %d, want 303", res.StatusCode)
+	}
+	sess := cookie(res, "__Host-vdibroker_session")
+	if sess.SameSite != http.SameSiteLaxMode {
+		t.Errorf("session cookie %+v: want SameSite=Lax", sess)
+	}
+	if res := send("GET", "/", nil, sess); res.StatusCode != http.StatusOK {
+		t.Errorf("the overview with the session cookie: %d, want 200", res.StatusCode)
+	}
+	planted := &http.Cookie{Name: "vdibroker_session", Value: sess.Value}
+	if res := send("GET", "/", nil, planted); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/signin") {
+		t.Errorf("a session cookie under the plain name: %d %s, want the sign-in page", res.StatusCode, res.Header.Get("Location"))
 	}
 }
 
@@ -113,6 +188,44 @@ func TestSignOut(t *testing.T) {
 	wantStatus(t, b.post("/signout", url.Values{}), http.StatusForbidden)
 	a := b.post("/signout", url.Values{"csrf": {b.csrf("/")}})
 	wantStatus(t, a, http.StatusSeeOther)
+	wantStatus(t, b.get("/"), http.StatusSeeOther)
+}
+
+// failingDeletes is the sessions' store, refusing to delete one while
+// down is set (the database away).
+type failingDeletes struct {
+	vdibroker.WebSessionStore
+	down atomic.Bool
+}
+
+func (f *failingDeletes) DeleteWebSession(ctx context.Context, h string) error {
+	if f.down.Load() {
+		return &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
+	}
+	return f.WebSessionStore.DeleteWebSession(ctx, h)
+}
+
+// TestSignOutWhileTheStoreFails (R-SEC, web sessions): a sign-out the
+// database does not record is answered 503 saying the user is still
+// signed in, with the sign-out button to try again, and the cookie is
+// kept; the session still works, and the next sign-out ends it.
+// Answering "signed out" would leave the session good for hours to a
+// copy of the cookie stolen before.
+func TestSignOutWhileTheStoreFails(t *testing.T) {
+	f := &failingDeletes{}
+	e := newEnvWith(t, func(c *console.Config) { f.WebSessionStore = c.Sessions; c.Sessions = f })
+	b := e.browser()
+	b.signin(adminToken)
+	f.down.Store(true)
+	a := b.post("/signout", url.Values{"csrf": {b.csrf("/")}})
+	wantStatus(t, a, http.StatusServiceUnavailable)
+	wantContains(t, a, "You are still signed in", `action="/signout"`)
+	if cs := a.header.Values("Set-Cookie"); len(cs) != 0 {
+		t.Errorf("a sign-out the database did not record set %q", cs)
+	}
+	f.down.Store(false)
+	wantStatus(t, b.get("/"), http.StatusOK)
+	wantStatus(t, b.post("/signout", url.Values{"csrf": {b.csrf("/")}}), http.StatusSeeOther)
 	wantStatus(t, b.get("/"), http.StatusSeeOther)
 }
 

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/webguard"
 )
 
 // LoginTTL is how long a started sign-in may take to come back from the
@@ -32,7 +33,9 @@ type FlowConfig struct {
 	// is the client's to choose.
 	CallbackURL string
 	// StateCookie names the cookie carrying the sign-in under way, and
-	// StatePath is its Path (the callback's, or a directory above it).
+	// StatePath is its Path (the callback's, or a directory above it);
+	// over HTTPS the cookie is webguard.HostPrefix+StateCookie at "/"
+	// (webguard.CookieScope).
 	StateCookie, StatePath string
 	// Key seals the state cookie: 32 bytes, the same on every replica
 	// (serve keeps it in the database), so a sign-in started on one
@@ -100,15 +103,17 @@ func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
 	oc := f.cfg.Provider.oauth
 	oc.RedirectURL = f.cfg.CallbackURL
 	authURL := oc.AuthCodeURL(p.State, oidc.Nonce(p.Nonce), oauth2.S256ChallengeOption(p.Verifier))
-	http.SetCookie(w, &http.Cookie{Name: f.cfg.StateCookie, Value: sealState(f.aead, f.cfg.StateCookie, p), Path: f.cfg.StatePath,
-		MaxAge: int(LoginTTL.Seconds()), HttpOnly: true, Secure: f.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+	name, path, secure := f.cookie(r)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: sealState(f.aead, f.cfg.StateCookie, p), Path: path,
+		MaxAge: int(LoginTTL.Seconds()), HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, authURL, http.StatusSeeOther)
 }
 
 // Finish completes the sign-in the provider sent the browser back with
 // (GET of the callback URL): the state must be the one sealed in this
-// browser's state cookie, unexpired; the code is exchanged with the PKCE
+// browser's state cookie, unexpired (the provider's error response too,
+// before its text is shown); the code is exchanged with the PKCE
 // verifier and the ID token verified, its nonce included. It returns the
 // identity, the raw ID token and where to go next. The state cookie is
 // cleared whatever the outcome. An error is a *vdibroker.Error whose
@@ -117,18 +122,12 @@ func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
 // browser's sign-in, or no role is mapped to the user's groups); what it
 // quotes of the request is cut to MaxReflected bytes of printable ASCII.
 func (f *Flow) Finish(w http.ResponseWriter, r *http.Request) (*Identity, string, string, error) {
-	http.SetCookie(w, &http.Cookie{Name: f.cfg.StateCookie, Value: "", Path: f.cfg.StatePath, MaxAge: -1,
-		HttpOnly: true, Secure: f.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+	name, path, secure := f.cookie(r)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 	w.Header().Set("Cache-Control", "no-store")
 	q := r.URL.Query()
-	if e := q.Get("error"); e != "" {
-		msg := "The identity provider did not sign you in: " + Printable(e, 64)
-		if d := q.Get("error_description"); d != "" {
-			msg += ": " + Printable(d, MaxReflected)
-		}
-		return nil, "", "", vdibroker.Errorf(vdibroker.EUnauthenticated, "%s", msg)
-	}
-	ck, err := r.Cookie(f.cfg.StateCookie)
+	ck, err := r.Cookie(name)
 	if err != nil {
 		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in was not started in this browser (state mismatch). Sign in again.")
 	}
@@ -139,11 +138,34 @@ func (f *Flow) Finish(w http.ResponseWriter, r *http.Request) (*Identity, string
 	case err != nil || !equalString(q.Get("state"), p.State):
 		return nil, "", "", vdibroker.Errorf(vdibroker.EPermission, "This sign-in was not started in this browser (state mismatch). Sign in again.")
 	}
+	// The provider's error is shown only for this browser's sign-in (its
+	// error response carries the state, RFC 6749 4.1.2.1): anyone can
+	// write a callback URL, and the text would be shown on this site's
+	// page as the provider's.
+	if e := q.Get("error"); e != "" {
+		msg := "The identity provider did not sign you in: " + Printable(e, 64)
+		if d := q.Get("error_description"); d != "" {
+			msg += ": " + Printable(d, MaxReflected)
+		}
+		return nil, "", "", vdibroker.Errorf(vdibroker.EUnauthenticated, "%s", msg)
+	}
 	id, raw, err := f.cfg.Provider.exchange(r.Context(), f.cfg.CallbackURL, q.Get("code"), p.Verifier, p.Nonce, f.cfg.EndUsers)
 	if err != nil {
 		return nil, "", "", &vdibroker.Error{Code: vdibroker.ErrorCode(err), Message: Printable(vdibroker.ErrorMessage(err), 2*MaxReflected)}
 	}
 	return id, raw, p.Next, nil
+}
+
+// cookie is the state cookie's name and path in answer to r, and whether
+// it is Secure: over HTTPS webguard.HostPrefix+StateCookie at "/"
+// (webguard.CookieScope), so that a sibling subdomain cannot plant the
+// state of its own sign-in in a browser and have the callback sign the
+// browser in as the attacker. The sealed value is bound to StateCookie
+// whatever the name.
+func (f *Flow) cookie(r *http.Request) (name, path string, secure bool) {
+	secure = f.cfg.Secure(r)
+	name, path = webguard.CookieScope(f.cfg.StateCookie, f.cfg.StatePath, secure)
+	return name, path, secure
 }
 
 // Printable returns s with every byte that is not printable ASCII

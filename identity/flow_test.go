@@ -93,7 +93,8 @@ func finish(f *Flow, callback string, ck *http.Cookie) (*Identity, string, strin
 // (the provider's code is single-use), and so is a callback of another
 // sign-in, of another area's cookie, one with no cookie, one that took
 // longer than LoginTTL, one whose cookie carries another PKCE verifier or
-// nonce, and the provider's error, whose text is cut.
+// nonce, and the provider's error, whose text is cut, and shown only for
+// this browser's sign-in (its state).
 func TestFlowSignIn(t *testing.T) {
 	op := testop.Start(t, "cid", "sec", testop.User{Subject: "dave", Password: "pw", Name: "dave@example.test", Groups: []string{"g"}})
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -108,8 +109,8 @@ func TestFlowSignIn(t *testing.T) {
 	if q.Get("code_challenge_method") != "S256" || q.Get("nonce") == "" || q.Get("state") == "" {
 		t.Errorf("authorization request without PKCE, nonce or state: %s", auth)
 	}
-	if !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/signin/oidc" {
-		t.Errorf("state cookie %+v: want Secure, HttpOnly, SameSite=Lax, Path=/signin/oidc", ck)
+	if ck.Name != "__Host-vdibroker_oidc" || !ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/" || ck.Domain != "" {
+		t.Errorf("state cookie %+v: want __Host-vdibroker_oidc, Secure, HttpOnly, SameSite=Lax, Path=/, no Domain", ck)
 	}
 	if strings.Contains(ck.Value, q.Get("state")) || strings.Contains(ck.Value, q.Get("nonce")) {
 		t.Error("the state cookie shows its state or nonce: it must be sealed")
@@ -122,7 +123,7 @@ func TestFlowSignIn(t *testing.T) {
 	if id.Subject != "dave" || id.Role != "Reader" || !cmp.Equal(id.HostPools, []string{"pool-a"}) || raw == "" || next != "/pools/pool-a" {
 		t.Errorf("identity %+v, next %q", id, next)
 	}
-	if cs := res.Cookies(); len(cs) != 1 || cs[0].Name != "vdibroker_oidc" || cs[0].MaxAge >= 0 {
+	if cs := res.Cookies(); len(cs) != 1 || cs[0].Name != "__Host-vdibroker_oidc" || cs[0].Path != "/" || !cs[0].Secure || cs[0].MaxAge >= 0 {
 		t.Errorf("Finish did not clear the state cookie: %v", cs)
 	}
 	if _, _, _, err, _ := finish(f, callback, ck); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || !strings.Contains(err.Error(), "refused the code") {
@@ -141,7 +142,7 @@ func TestFlowSignIn(t *testing.T) {
 	// Another area's cookie, sealed with the same key, does not open.
 	other := newTestFlow(t, p, clk, "vdibroker_portal_oidc")
 	ckOther, auth3 := start(t, other, "broker", "/")
-	ckOther.Name = "vdibroker_oidc"
+	ckOther.Name = ck.Name
 	cb3 := signInAt(t, op, auth3, "dave", "pw")
 	if _, _, _, err, _ := finish(f, cb3, ckOther); vdibroker.ErrorCode(err) != vdibroker.EPermission {
 		t.Errorf("another area's state cookie: %v, want PermissionDenied", err)
@@ -173,13 +174,58 @@ func TestFlowSignIn(t *testing.T) {
 		}
 	}
 
-	// The provider's error, with a description of 700 KB and control
-	// characters: shown cut.
+	// The provider's error for this browser's sign-in, with a description
+	// of 700 KB and control characters: shown cut.
 	long := "a\x1b[31mb\n" + strings.Repeat("x", 700<<10)
-	_, _, _, err, _ = finish(f, testCallback+"?error=access_denied&error_description="+url.QueryEscape(long), nil)
+	ck6, auth6 := start(t, f, "broker", "/")
+	errorURL := testCallback + "?error=access_denied&error_description=" + url.QueryEscape(long)
+	_, _, _, err, _ = finish(f, errorURL+"&state="+url.QueryEscape(auth6.Query().Get("state")), ck6)
 	msg := vdibroker.ErrorMessage(err)
 	if vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || !strings.Contains(msg, "access_denied: a[31mbxxx") || len(msg) > 300 {
 		t.Errorf("the provider's error: %d bytes %.120q", len(msg), msg)
+	}
+	// An error of no sign-in of this browser (anyone can write the URL,
+	// to have this site show its words as the provider's): not shown.
+	ck7, _ := start(t, f, "broker", "/")
+	for name, c := range map[string]*http.Cookie{"no cookie": nil, "another sign-in's cookie": ck7} {
+		_, _, _, err, _ := finish(f, testCallback+"?error=access_denied&error_description=Call+555-0100+to+unlock&state=forged", c)
+		if msg := vdibroker.ErrorMessage(err); vdibroker.ErrorCode(err) != vdibroker.EPermission || strings.Contains(msg, "555") || strings.Contains(msg, "access_denied") {
+			t.Errorf("a forged error, %s: %v; want PermissionDenied (state mismatch) without its text", name, err)
+		}
+	}
+}
+
+// TestFlowStateCookieName (R-SEC, OpenID Connect): over HTTPS the state
+// cookie is __Host-<name> at "/" (a browser takes it only Secure, with no
+// Domain, so a sibling subdomain cannot plant its own sign-in's state);
+// the callback reads that name only, so a valid state planted under the
+// plain name, as a sibling can, is no sign-in of this browser. Over plain
+// HTTP (the demo on 127.0.0.1), where browsers refuse the prefix, it is
+// <name> at the configured path, not Secure, and signs in.
+func TestFlowStateCookieName(t *testing.T) {
+	op := testop.Start(t, "cid", "sec", testop.User{Subject: "dave", Password: "pw", Groups: []string{"g"}})
+	clk := clocktesting.NewFakeClock(time.Now())
+	p := newTestProvider(t, op, clk)
+	f := newTestFlow(t, p, clk, "vdibroker_oidc")
+
+	// The attacker's own sign-in, its state planted under the plain name.
+	ck, auth := start(t, f, "broker", "/")
+	planted := &http.Cookie{Name: "vdibroker_oidc", Value: ck.Value}
+	if _, _, _, err, _ := finish(f, signInAt(t, op, auth, "dave", "pw"), planted); vdibroker.ErrorCode(err) != vdibroker.EPermission || !strings.Contains(err.Error(), "state mismatch") {
+		t.Errorf("a state cookie without the __Host- prefix over HTTPS: %v, want PermissionDenied (state mismatch)", err)
+	}
+
+	plain, err := NewFlow(FlowConfig{Provider: p, CallbackURL: testCallback, StateCookie: "vdibroker_oidc", StatePath: "/signin/oidc", Key: testKey,
+		Secure: func(r *http.Request) bool { return false }, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, auth = start(t, plain, "127.0.0.1", "/")
+	if ck.Name != "vdibroker_oidc" || ck.Path != "/signin/oidc" || ck.Secure || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode {
+		t.Errorf("state cookie over plain HTTP %+v: want vdibroker_oidc at /signin/oidc, HttpOnly, SameSite=Lax, not Secure", ck)
+	}
+	if id, _, _, err, _ := finish(plain, signInAt(t, op, auth, "dave", "pw"), ck); err != nil || id.Subject != "dave" {
+		t.Errorf("a sign-in over plain HTTP: %+v, %v", id, err)
 	}
 }
 

@@ -488,7 +488,8 @@ func formSignIn(ctx context.Context, c *http.Client, base, path, csrfCookie, tok
 	u, _ := url.Parse(base + path)
 	csrf := ""
 	for _, ck := range jar.Cookies(u) {
-		if ck.Name == csrfCookie {
+		// Over HTTPS the broker names it with the __Host- prefix.
+		if ck.Name == csrfCookie || ck.Name == "__Host-"+csrfCookie {
 			csrf = ck.Value
 		}
 	}

@@ -2,9 +2,11 @@ package portal_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -109,5 +111,125 @@ func TestStateChangesNeedThisSite_RU7(t *testing.T) {
 	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "usersession.logoff"})
 	if err != nil || len(list) != 1 || requestID == "" || list[0].RequestID != requestID {
 		t.Errorf("the logoff's audit entries %+v (%v); want one with the portal request's id %q", list, err, requestID)
+	}
+}
+
+// TestHostPrefixBehindTLS (R-U2, R-SEC): behind a TLS-terminating proxy
+// (SecureCookies) the portal's sign-in form cookie and session cookie
+// are __Host-vdibroker_portal_signin and __Host-vdibroker_portal:
+// Secure, Path=/ (not /portal/: the prefix demands it), no Domain, so a
+// sibling subdomain can neither plant nor shadow them. The sign-in goes
+// through with them; a session cookie of the plain name, as a sibling
+// could plant (its own session, to have the user launch into its
+// desktops), is no sign-in; nor is a form token planted under the plain
+// name.
+func TestHostPrefixBehindTLS(t *testing.T) {
+	e := newEnv(t, func(c *portal.Config) { c.SecureCookies = true })
+	// Go's cookie jar sends Secure cookies to https only: the proxy's
+	// browser is played by hand.
+	send := func(method, path string, form url.Values, cks ...*http.Cookie) *http.Response {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, _ := http.NewRequest(method, e.url+path, body)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", e.url)
+		}
+		for _, ck := range cks {
+			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
+		}
+		res, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	cookie := func(res *http.Response, name string) *http.Cookie {
+		t.Helper()
+		for _, ck := range res.Cookies() {
+			if ck.Name == name {
+				if !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
+					t.Errorf("cookie %s: %+v; want Secure, HttpOnly, Path=/, no Domain", name, ck)
+				}
+				return ck
+			}
+		}
+		t.Fatalf("no cookie %s in %v", name, res.Header.Values("Set-Cookie"))
+		return nil
+	}
+	token := e.userToken("alice")
+	signinForm := func() (*http.Cookie, url.Values) {
+		t.Helper()
+		ck := cookie(send("GET", "/portal/signin", nil), "__Host-vdibroker_portal_signin")
+		return ck, url.Values{"csrf": {ck.Value}, "token": {token}}
+	}
+	ck, form := signinForm()
+	if res := send("POST", "/portal/signin", form, &http.Cookie{Name: "vdibroker_portal_signin", Value: ck.Value}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a sign-in form token under the plain name: %d, want 403", res.StatusCode)
+	}
+	ck, form = signinForm()
+	res := send("POST", "/portal/signin", form, ck)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in behind the proxy: %d, want 303", res.StatusCode)
+	}
+	sess := cookie(res, "__Host-vdibroker_portal")
+	if sess.SameSite != http.SameSiteLaxMode {
+		t.Errorf("session cookie %+v: want SameSite=Lax", sess)
+	}
+	if res := send("GET", "/portal/", nil, sess); res.StatusCode != http.StatusOK {
+		t.Errorf("the portal with the session cookie: %d, want 200", res.StatusCode)
+	}
+	planted := &http.Cookie{Name: "vdibroker_portal", Value: sess.Value}
+	if res := send("GET", "/portal/", nil, planted); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), portal.SigninPath) {
+		t.Errorf("a session cookie under the plain name: %d %s, want the sign-in page", res.StatusCode, res.Header.Get("Location"))
+	}
+}
+
+// failingDeletes is the sessions' store, refusing to delete one while
+// down is set (the database away).
+type failingDeletes struct {
+	vdibroker.WebSessionStore
+	down atomic.Bool
+}
+
+func (f *failingDeletes) DeleteWebSession(ctx context.Context, h string) error {
+	if f.down.Load() {
+		return &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
+	}
+	return f.WebSessionStore.DeleteWebSession(ctx, h)
+}
+
+// TestSignOutWhileTheStoreFails (R-U2): a sign-out the database does not
+// record is answered 503 saying the user is still signed in, with the
+// sign-out button to try again, and the cookie is kept; the sign-in
+// still works, and the next sign-out ends it. Answering "signed out"
+// would leave the sign-in good for hours to a copy of the cookie stolen
+// before.
+func TestSignOutWhileTheStoreFails(t *testing.T) {
+	f := &failingDeletes{}
+	e := newEnv(t, func(c *portal.Config) { f.WebSessionStore = c.Sessions; c.Sessions = f })
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	f.down.Store(true)
+	res, page := alice.post("/portal/signout", url.Values{"csrf": {csrf}})
+	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "You are still signed in") || !strings.Contains(page, `action="/portal/signout"`) {
+		t.Errorf("sign-out while the database fails: %d\n%s", res.StatusCode, page)
+	}
+	if cs := res.Header.Values("Set-Cookie"); len(cs) != 0 {
+		t.Errorf("a sign-out the database did not record set %q", cs)
+	}
+	f.down.Store(false)
+	if res, _ := alice.get("/portal/"); res.StatusCode != http.StatusOK {
+		t.Fatalf("still signed in: %d, want 200", res.StatusCode)
+	}
+	if res, _ := alice.post("/portal/signout", url.Values{"csrf": {csrf}}); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign-out: %d, want 303", res.StatusCode)
+	}
+	if res, _ := alice.get("/portal/"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("signed out: %d, want 303 to the sign-in page", res.StatusCode)
 	}
 }

@@ -45,7 +45,8 @@ const (
 	SigninPath = "/portal/signin"
 )
 
-// Cookie names.
+// Cookie names; over HTTPS each has the __Host- prefix and Path=/
+// (webguard.CookieScope).
 const (
 	sessionCookie = "vdibroker_portal"
 	signinCookie  = "vdibroker_portal_signin"
@@ -363,11 +364,20 @@ func (p *Portal) signinPage(w http.ResponseWriter, r *http.Request) {
 
 func (p *Portal) renderSignin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	csrf := webguard.Secret(p.rand)
-	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: csrf, Path: SigninPath, MaxAge: 3600,
-		HttpOnly: true, Secure: p.secure(r), SameSite: http.SameSiteStrictMode})
+	p.setSigninCookie(w, r, csrf, 3600)
 	w.Header().Set("Cache-Control", "no-store")
 	p.render(w, status, "signin", pickLang(w, r, p.secure(r)), map[string]any{
 		"CSRF": csrf, "Error": msg, "Next": portalNext(r.FormValue("next")), "OIDC": p.cfg.OIDC != nil})
+}
+
+// setSigninCookie sets (maxAge -1: clears) the sign-in form's CSRF
+// cookie: SameSite=Strict; over HTTPS named with the __Host- prefix
+// (webguard.CookieScope), so a sibling subdomain cannot plant it.
+func (p *Portal) setSigninCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	secure := p.secure(r)
+	name, path := webguard.CookieScope(signinCookie, SigninPath, secure)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: path, MaxAge: maxAge,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }
 
 // portalNext keeps a post-sign-in redirect within the portal.
@@ -382,7 +392,8 @@ func portalNext(next string) string {
 // signinToken signs in with a User token.
 func (p *Portal) signinToken(w http.ResponseWriter, r *http.Request) {
 	l := pickLang(w, r, p.secure(r))
-	ck, err := r.Cookie(signinCookie)
+	name, _ := webguard.CookieScope(signinCookie, SigninPath, p.secure(r))
+	ck, err := r.Cookie(name)
 	if err != nil || !webguard.Equal(r.PostFormValue("csrf"), ck.Value) || !webguard.SameOrigin(r) {
 		p.refused(r, "portal/token", "the sign-in form's CSRF check failed")
 		p.renderSignin(w, r, http.StatusForbidden, l.T("error.csrf"))
@@ -393,7 +404,7 @@ func (p *Portal) signinToken(w http.ResponseWriter, r *http.Request) {
 		p.renderSignin(w, r, http.StatusBadRequest, l.T("error.noToken"))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: SigninPath, MaxAge: -1})
+	p.setSigninCookie(w, r, "", -1)
 	api := p.callerFor(w, r, token, nil)
 	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(status int, msg string) {
 		p.refused(r, "portal/token", msg)
@@ -476,7 +487,14 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expir
 // once (the CSP's form-action would stop a redirect of the form's
 // answer to the provider).
 func (p *Portal) signout(rq *request) {
-	p.web.End(rq.r.Context(), rq.w, rq.r, rq.sess)
+	if err := p.web.End(rq.r.Context(), rq.w, rq.r, rq.sess); err != nil {
+		// Still signed in (R-U2): said so, with the sign-out button to
+		// try again.
+		rq.w.Header().Set("Retry-After", "5")
+		p.render(rq.w, http.StatusServiceUnavailable, "error", rq.lang, map[string]any{"Message": rq.lang.T("error.signoutFailed"),
+			"Status": http.StatusServiceUnavailable, "CSRF": rq.sess.CSRF, "SignedIn": true})
+		return
+	}
 	if p.cfg.OIDC != nil && rq.sess.OIDC() {
 		if u := p.cfg.OIDC.Provider().EndSessionURL(rq.sess.Token, p.cfg.PostLogoutURL); u != "" {
 			p.render(rq.w, http.StatusOK, "signout", rq.lang, map[string]any{"URL": u})

@@ -14,7 +14,10 @@
 // A replica keeps a copy of the sessions it has read, used only while the
 // database does not answer (an outage, R-OUT1): a signed-in administrator
 // still sees the console's pages, and its header saying the database is
-// away, on the replica that served them before.
+// away, on the replica that served them before. Only the sessions in use
+// as the outage began are honoured (OutageGrace): a copy of one signed
+// out on another replica hours before, which this replica cannot know,
+// is not.
 package websession
 
 import (
@@ -41,6 +44,11 @@ const (
 	DefaultSweepInterval = 10 * time.Minute
 )
 
+// OutageGrace bounds the copies honoured while the store does not answer:
+// those of sessions the store answered this replica within OutageGrace
+// before it last answered (R-OUT1, R-SEC).
+const OutageGrace = 10 * time.Minute
+
 // DefaultLimits bound an area's sessions: 16 per principal (a script
 // signing in again and again replaces its own, and may do so 16 times a
 // minute), 10,000 in all.
@@ -52,7 +60,9 @@ type Config struct {
 	Store vdibroker.WebSessionStore
 	// Area names the part of the site ("console").
 	Area string
-	// Cookie is the session cookie's name, Path its path.
+	// Cookie is the session cookie's name, Path its path; over HTTPS
+	// (Secure) the cookie is webguard.HostPrefix+Cookie at "/"
+	// (webguard.CookieScope).
 	Cookie, Path string
 	// TTL is the longest a session lasts (0: DefaultTTL).
 	TTL time.Duration
@@ -86,6 +96,8 @@ type Session struct {
 	CSRF string
 
 	id, idHash string
+	// seenAt is when the store last answered this session (the copies).
+	seenAt time.Time
 }
 
 // ID is the cookie's value (never stored).
@@ -104,6 +116,8 @@ type Manager struct {
 	// seen are the sessions this replica has read, by idHash: used only
 	// while the store fails (bounded by Limits.PerArea).
 	seen map[string]*Session
+	// answered is when the store last answered a session's read.
+	answered time.Time
 
 	stop, done chan struct{}
 	once       sync.Once
@@ -183,16 +197,27 @@ func (m *Manager) Open(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		return nil, err
 	}
 	m.remember(s)
-	http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: s.id, Path: m.cfg.Path, MaxAge: int(expires.Sub(now).Seconds()) + 1,
-		HttpOnly: true, Secure: m.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+	name, path, secure := m.cookie(r)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: s.id, Path: path, MaxAge: int(expires.Sub(now).Seconds()) + 1,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 	return s, nil
 }
 
+// cookie is the session cookie's name and path in answer to r, and
+// whether it is Secure: over HTTPS its name has the __Host- prefix
+// (webguard.CookieScope), so a sibling subdomain cannot plant one.
+func (m *Manager) cookie(r *http.Request) (name, path string, secure bool) {
+	secure = m.cfg.Secure(r)
+	name, path = webguard.CookieScope(m.cfg.Cookie, m.cfg.Path, secure)
+	return name, path, secure
+}
+
 // Get returns r's session, or nil when it has none, it ended or expired.
-// While the store fails, a session this replica has read is still
-// answered until it expires.
+// While the store fails, a session this replica has read, in use as the
+// outage began (OutageGrace), is still answered until it expires.
 func (m *Manager) Get(r *http.Request) *Session {
-	ck, err := r.Cookie(m.cfg.Cookie)
+	name, _, _ := m.cookie(r)
+	ck, err := r.Cookie(name)
 	if err != nil || len(ck.Value) != 64 {
 		return nil
 	}
@@ -201,12 +226,18 @@ func (m *Manager) Get(r *http.Request) *Session {
 	row, err := m.cfg.Store.WebSession(r.Context(), hash, now)
 	switch {
 	case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
-		m.forget(hash)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.seen, hash)
+		m.answered = now
 		return nil
 	case err != nil:
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if s := m.seen[hash]; s != nil && now.Before(s.Expires) {
+		// A copy of a session in use as the outage began: one signed out
+		// on another replica earlier is no longer read here, so its
+		// copy is older.
+		if s := m.seen[hash]; s != nil && now.Before(s.Expires) && !s.seenAt.Before(m.answered.Add(-OutageGrace)) {
 			c := *s
 			return &c
 		}
@@ -214,9 +245,17 @@ func (m *Manager) Get(r *http.Request) *Session {
 		// where it begins.
 		return nil
 	}
+	if row.Area != m.cfg.Area {
+		// Another area's session (a portal sign-in's cookie sent under
+		// the console's name): no session here, and nothing logged, as
+		// its holder could send one at every request.
+		return nil
+	}
 	s := &Session{Principal: row.Principal, Role: row.Role, Expires: row.ExpireTime, Flash: row.Flash,
 		id: id, idHash: hash, CSRF: derive(id, "csrf")}
 	if s.Token, err = m.open(id, row); err != nil {
+		// The row's hash is the cookie's, yet its token does not open
+		// with it: the table was written by something else than Open.
 		m.cfg.Logger.Warn("web session: its token does not open", "area", m.cfg.Area, "err", err)
 		return nil
 	}
@@ -225,10 +264,33 @@ func (m *Manager) Get(r *http.Request) *Session {
 }
 
 // End ends s (no longer valid on any replica) and clears its cookie.
-func (m *Manager) End(ctx context.Context, w http.ResponseWriter, r *http.Request, s *Session) {
-	m.Forget(ctx, s)
-	http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: "", Path: m.cfg.Path, MaxAge: -1,
-		HttpOnly: true, Secure: m.cfg.Secure(r), SameSite: http.SameSiteLaxMode})
+// Over HTTPS a session cookie of the name without the __Host- prefix,
+// which a replica of an older version set during a rolling upgrade, is
+// ended and cleared too: signing out ends every sign-in of the browser.
+// When the store does not delete s, End changes nothing and returns the
+// error: the cookie and this replica's copy stay, so that the user, told
+// she is still signed in, may sign out again (clearing the cookie alone
+// would leave a copy of it, stolen before, good until it expires).
+func (m *Manager) End(ctx context.Context, w http.ResponseWriter, r *http.Request, s *Session) error {
+	if err := m.cfg.Store.DeleteWebSession(ctx, s.idHash); err != nil {
+		m.cfg.Logger.Warn("web session: cannot end", "area", m.cfg.Area, "err", err)
+		return err
+	}
+	m.forget(s.idHash)
+	name, path, secure := m.cookie(r)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+	if !secure {
+		return nil
+	}
+	if old, err := r.Cookie(m.cfg.Cookie); err == nil {
+		if len(old.Value) == 64 {
+			m.Forget(ctx, &Session{idHash: vdibroker.HashSecret(old.Value)})
+		}
+		http.SetCookie(w, &http.Cookie{Name: m.cfg.Cookie, Value: "", Path: m.cfg.Path, MaxAge: -1,
+			HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode})
+	}
+	return nil
 }
 
 // Forget ends s without touching the cookie (its token was revoked).
@@ -292,6 +354,8 @@ func (m *Manager) remember(s *Session) {
 	c.Flash = ""
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	c.seenAt = m.now()
+	m.answered = c.seenAt
 	if _, ok := m.seen[s.idHash]; !ok && len(m.seen) >= m.cfg.Limits.PerArea {
 		m.dropExpired(m.now())
 		for h := range m.seen {

@@ -3,6 +3,7 @@ package websession_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/internal/pgtest"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/store"
 	"github.com/vdibroker/vdibroker/websession"
 )
@@ -160,6 +162,89 @@ func (f *failing) WebSession(ctx context.Context, h string, now time.Time) (*vdi
 	return f.WebSessionStore.WebSession(ctx, h, now)
 }
 
+func (f *failing) DeleteWebSession(ctx context.Context, h string) error {
+	if f.down.Load() {
+		return &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
+	}
+	return f.WebSessionStore.DeleteWebSession(ctx, h)
+}
+
+// TestEndWhileTheStoreFails (R-SEC, web sessions): a sign-out the store
+// does not record ends nothing: End says so, the cookie is not cleared
+// and the session is still answered (from this replica's copy while the
+// store is down, from the store once it is back), so the user, told, can
+// sign out again; clearing the cookie alone would leave a copy of it,
+// stolen before, good for hours. Once the store answers, End ends it.
+func TestEndWhileTheStoreFails(t *testing.T) {
+	st, _ := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := manager(t, f, clk)
+	s, ck := open(t, m, "tok", "token:r1")
+	f.down.Store(true)
+	w := httptest.NewRecorder()
+	if err := m.End(t.Context(), w, httptest.NewRequest("POST", "/signout", nil), s); vdibroker.ErrorCode(err) != vdibroker.EStoreUnavailable {
+		t.Errorf("End while the store is down: %v, want StoreUnavailable", err)
+	}
+	if cs := w.Result().Cookies(); len(cs) != 0 {
+		t.Errorf("a sign-out the store did not record cleared %v", cs)
+	}
+	if get(m, ck) == nil {
+		t.Error("the session is gone from this replica though the store still has it: the user cannot sign out again")
+	}
+	f.down.Store(false)
+	if get(m, ck) == nil {
+		t.Fatal("the session is gone from the store")
+	}
+	w = httptest.NewRecorder()
+	if err := m.End(t.Context(), w, httptest.NewRequest("POST", "/signout", nil), s); err != nil {
+		t.Fatal(err)
+	}
+	if cs := w.Result().Cookies(); len(cs) != 1 || cs[0].MaxAge >= 0 {
+		t.Errorf("sign-out's cookies %v, want the session's cleared", cs)
+	}
+	if get(m, ck) != nil {
+		t.Error("signed out, the session is still answered")
+	}
+}
+
+// TestOutageHonoursSessionsInUse (R-OUT1, R-SEC): during an outage a
+// replica honours its copies of the sessions in use as the outage began
+// (read within OutageGrace before the store last answered it), not a copy
+// of one signed out on another replica hours before, which it cannot
+// know: a copy of that cookie, stolen, would sign in for the rest of its
+// 12 hours.
+func TestOutageHonoursSessionsInUse(t *testing.T) {
+	st, _ := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, b := manager(t, st, clk), manager(t, f, clk)
+	gone, goneCk := open(t, a, "tok-gone", "token:r1")
+	if get(b, goneCk) == nil { // b's copy
+		t.Fatal("the session on the other replica")
+	}
+	clk.Step(5 * time.Minute)
+	a.End(t.Context(), httptest.NewRecorder(), httptest.NewRequest("POST", "/signout", nil), gone)
+	clk.Step(30 * time.Minute)
+	_, inUseCk := open(t, a, "tok-in-use", "token:r2")
+	clk.Step(time.Minute)
+	if get(b, inUseCk) == nil {
+		t.Fatal("the session in use on the other replica")
+	}
+	clk.Step(time.Minute)
+	f.down.Store(true)
+	if s := get(b, goneCk); s != nil {
+		t.Errorf("during the outage a session signed out 32 minutes before it was answered: %+v", s)
+	}
+	if s := get(b, inUseCk); s == nil || s.Token != "tok-in-use" {
+		t.Errorf("during the outage the session in use as it began: %+v", s)
+	}
+	clk.Step(50 * time.Minute) // a long outage signs nobody out (the TTL is an hour)
+	if s := get(b, inUseCk); s == nil {
+		t.Error("50 minutes into the outage the session in use as it began was not answered")
+	}
+}
+
 // TestSessionThroughAnOutage (R-OUT1): while the store does not answer,
 // a session this replica has read is still answered until it expires; a
 // session it never read is not.
@@ -181,5 +266,115 @@ func TestSessionThroughAnOutage(t *testing.T) {
 	clk.Step(time.Hour)
 	if get(m, ck) != nil {
 		t.Error("an expired session was answered during an outage")
+	}
+}
+
+// TestHostPrefixOverHTTPS (R-SEC, web sessions): over HTTPS the session
+// cookie is __Host-<name>, Secure, at "/" with no Domain (the configured
+// path is the plain-HTTP one), so a sibling subdomain cannot plant or
+// shadow it; a cookie of the plain name, which such a sibling can plant
+// (its own session, to sign the browser in as itself), is no session
+// there, though it is one over plain HTTP. Signing out over HTTPS ends
+// and clears a plain-named session cookie as well (one an older replica
+// set during a rolling upgrade). Over plain HTTP (the demo on
+// 127.0.0.1), where browsers refuse the prefix, the cookie keeps its
+// name and path and is not Secure.
+func TestHostPrefixOverHTTPS(t *testing.T) {
+	st, _ := stores(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := websession.New(websession.Config{Store: st, Area: "portal", Cookie: "vdibroker_portal", Path: "/portal/", Clock: clk, TTL: time.Hour})
+	t.Cleanup(m.Close)
+	request := func(method, target string, cks ...*http.Cookie) *http.Request {
+		r := httptest.NewRequest(method, target, nil)
+		for _, ck := range cks {
+			r.AddCookie(ck)
+		}
+		return r
+	}
+	openAt := func(target, principal string) (*websession.Session, *http.Cookie) {
+		t.Helper()
+		w := httptest.NewRecorder()
+		s, err := m.Open(t.Context(), w, request("POST", target), "tok-"+principal, principal, vdibroker.RoleUser, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := w.Result().Cookies()
+		if len(cs) != 1 {
+			t.Fatalf("cookies %v", cs)
+		}
+		return s, cs[0]
+	}
+
+	_, tlsCk := openAt("https://broker.example/portal/signin", "token:alice")
+	if tlsCk.Name != "__Host-vdibroker_portal" || !tlsCk.Secure || tlsCk.Path != "/" || tlsCk.Domain != "" || !tlsCk.HttpOnly || tlsCk.SameSite != http.SameSiteLaxMode {
+		t.Errorf("session cookie over HTTPS %+v: want __Host-vdibroker_portal, Secure, HttpOnly, SameSite=Lax, Path=/, no Domain", tlsCk)
+	}
+	if s := m.Get(request("GET", "https://broker.example/portal/", tlsCk)); s == nil || s.Principal != "token:alice" {
+		t.Errorf("the __Host- cookie over HTTPS: %+v", s)
+	}
+
+	_, plainCk := openAt("http://127.0.0.1/portal/signin", "token:mallory")
+	if plainCk.Name != "vdibroker_portal" || plainCk.Secure || plainCk.Path != "/portal/" || !plainCk.HttpOnly {
+		t.Errorf("session cookie over plain HTTP %+v: want vdibroker_portal at /portal/, HttpOnly, not Secure", plainCk)
+	}
+	if s := m.Get(request("GET", "http://127.0.0.1/portal/", plainCk)); s == nil || s.Principal != "token:mallory" {
+		t.Errorf("the plain cookie over plain HTTP: %+v", s)
+	}
+	// mallory's valid session, planted under the plain name (Domain= the
+	// parent domain, as a sibling subdomain can), is no session over
+	// HTTPS; beside alice's own, alice's is the one read.
+	if s := m.Get(request("GET", "https://broker.example/portal/", plainCk)); s != nil {
+		t.Errorf("a planted plain-named cookie over HTTPS signed the browser in as %s", s.Principal)
+	}
+	if s := m.Get(request("GET", "https://broker.example/portal/", plainCk, tlsCk)); s == nil || s.Principal != "token:alice" {
+		t.Errorf("with a planted cookie beside hers: %+v, want alice's session", s)
+	}
+
+	// Sign-out over HTTPS with a plain-named session of hers (an older
+	// replica's) ends both.
+	_, oldCk := openAt("http://broker.example/portal/signin", "token:alice")
+	s := m.Get(request("GET", "https://broker.example/portal/", tlsCk))
+	w := httptest.NewRecorder()
+	m.End(t.Context(), w, request("POST", "https://broker.example/portal/signout", tlsCk, oldCk), s)
+	cleared := map[string]string{}
+	for _, ck := range w.Result().Cookies() {
+		if ck.MaxAge < 0 {
+			cleared[ck.Name] = ck.Path
+		}
+	}
+	if cleared["__Host-vdibroker_portal"] != "/" || cleared["vdibroker_portal"] != "/portal/" {
+		t.Errorf("sign-out cleared %v; want both cookies, each at its path", cleared)
+	}
+	for _, ck := range []*http.Cookie{tlsCk, oldCk} {
+		if _, err := st.WebSession(t.Context(), vdibroker.HashSecret(ck.Value), clk.Now()); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("after sign-out the session of %s: %v, want NotFound", ck.Name, err)
+		}
+	}
+}
+
+// TestAnotherAreasCookie (R-SEC, web sessions): a valid session of the
+// portal, its cookie's value sent under the console's name, is no
+// session of the console, and writes no log line: any signed-in user can
+// send it at every request, so a line each would let one fill the log.
+func TestAnotherAreasCookie(t *testing.T) {
+	st, _ := stores(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	var log syncbuf.Buffer
+	console := websession.New(websession.Config{Store: st, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	t.Cleanup(console.Close)
+	portal := websession.New(websession.Config{Store: st, Area: "portal", Cookie: "vdibroker_portal", Path: "/portal/", Clock: clk, TTL: time.Hour})
+	t.Cleanup(portal.Close)
+	_, ck := open(t, portal, "vdbt_user", "token:u1")
+	for range 3 {
+		if s := get(console, &http.Cookie{Name: "vdibroker_session", Value: ck.Value}); s != nil {
+			t.Fatalf("a portal session signed in to the console: %+v", s)
+		}
+	}
+	if log.String() != "" {
+		t.Errorf("another area's cookie was logged:\n%s", log.String())
+	}
+	if s := get(portal, ck); s == nil || s.Token != "vdbt_user" {
+		t.Errorf("the portal's own session: %+v", s)
 	}
 }

@@ -24,6 +24,12 @@ const chromiumPath = "/usr/bin/chromium"
 // skips the test with the reason.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	return newBrowserWith(t)
+}
+
+// newBrowserWith is newBrowser with more options (flags).
+func newBrowserWith(t *testing.T, more ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
 	if os.Getenv("VDIBROKER_TEST_BROWSER") != "1" {
 		t.Skip("browser test: set VDIBROKER_TEST_BROWSER=1 (and apt-get install -y chromium) to run it")
 	}
@@ -45,6 +51,7 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1360, 1000),
 	}
+	opts = append(opts, more...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(alloc)

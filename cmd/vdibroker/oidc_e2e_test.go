@@ -191,10 +191,13 @@ func TestOIDCConsoleFlow(t *testing.T) {
 	}
 }
 
-// TestOIDCCallbackFlood (R-SEC): 300 anonymous callbacks carrying the
-// provider's error with an 8 KB description are answered 401 while the
-// address has failed authentications left, then 429; the page shows the
-// text cut; the audit trail grows by one row, whose text is cut too.
+// TestOIDCCallbackFlood (R-SEC): 300 anonymous callbacks carrying an
+// error "of the provider" with an 8 KB description, of no sign-in of
+// this browser, are answered 403 (not started in this browser) while the
+// address has failed authentications left, then 429; neither the page
+// nor the audit trail shows the text (anyone can write such a URL, to
+// have this site show its words as the provider's); the audit trail
+// grows by one row.
 func TestOIDCCallbackFlood(t *testing.T) {
 	m, _ := oidcBroker(t, "127.0.0.1", nil)
 	long := url.QueryEscape(strings.Repeat("<script>", 1024))
@@ -202,18 +205,18 @@ func TestOIDCCallbackFlood(t *testing.T) {
 	for range 300 {
 		res, body := getBody(t, &http.Client{}, m.URL()+"/signin/oidc/callback?error=access_denied&error_description="+long)
 		statuses[res.StatusCode]++
-		if len(body) > 4096 {
-			t.Fatalf("a refused callback answered %d bytes", len(body))
+		if len(body) > 4096 || strings.Contains(body, "script") {
+			t.Fatalf("a refused callback answered %d bytes, showing the forged text: %.300s", len(body), body)
 		}
 	}
-	if statuses[401] < 1 || statuses[401] > 100 || statuses[429] < 200 || statuses[401]+statuses[429] != 300 {
-		t.Errorf("answers %v: want 401 until the address's failed authentications are used up, then 429", statuses)
+	if statuses[403] < 1 || statuses[403] > 100 || statuses[429] < 200 || statuses[403]+statuses[429] != 300 {
+		t.Errorf("answers %v: want 403 until the address's failed authentications are used up, then 429", statuses)
 	}
 	list, err := vhttp.NewClient(m.URL(), m.AdminToken).ListAudit(context.Background(), vhttp.AuditQuery{Target: "signin/oidc"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 1 || len(list[0].Error) > 300 || !strings.Contains(list[0].Error, "access_denied: <script>") {
+	if len(list) != 1 || len(list[0].Error) > 300 || !strings.Contains(list[0].Error, "state mismatch") || strings.Contains(list[0].Error, "script") {
 		t.Errorf("%d audit rows of 300 refused callbacks (want 1, cut): %+v", len(list), list)
 	}
 }
@@ -221,8 +224,10 @@ func TestOIDCCallbackFlood(t *testing.T) {
 // TestOIDCRedirectFromExternalURL (R-SEC): behind a TLS-terminating proxy
 // (--external-url https://...) the sign-in's redirect_uri is the external
 // URL's, whatever Host the request names, and the state and session
-// cookies are Secure though the broker is reached over plain HTTP; a
-// broker that does not listen on loopback needs --external-url.
+// cookies are Secure though the broker is reached over plain HTTP, named
+// with the __Host- prefix at "/" (a sibling subdomain can neither plant
+// nor shadow them); a broker that does not listen on loopback needs
+// --external-url.
 func TestOIDCRedirectFromExternalURL(t *testing.T) {
 	const external = "https://broker.example.test"
 	m, op := oidcBroker(t, "127.0.0.1", func(m *Main) { m.Federation.ExternalURL = external })
@@ -240,12 +245,12 @@ func TestOIDCRedirectFromExternalURL(t *testing.T) {
 	}
 	var state *http.Cookie
 	for _, ck := range res.Cookies() {
-		if ck.Name == "vdibroker_oidc" {
+		if ck.Name == "__Host-vdibroker_oidc" {
 			state = ck
 		}
 	}
-	if state == nil || !state.Secure {
-		t.Fatalf("state cookie %+v: want Secure", state)
+	if state == nil || !state.Secure || state.Path != "/" || state.Domain != "" {
+		t.Fatalf("state cookie %+v: want __Host-vdibroker_oidc, Secure, Path=/, no Domain", state)
 	}
 	// The provider sends the browser to the external URL; the proxy
 	// passes it to the broker.
@@ -262,13 +267,13 @@ func TestOIDCRedirectFromExternalURL(t *testing.T) {
 	res.Body.Close()
 	var session *http.Cookie
 	for _, ck := range res.Cookies() {
-		if ck.Name == "vdibroker_session" {
+		if ck.Name == "__Host-vdibroker_session" {
 			session = ck
 		}
 	}
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/pools/pin" || session == nil || !session.Secure ||
-		session.SameSite != http.SameSiteLaxMode {
-		t.Errorf("callback: %d to %q, session cookie %+v; want 303 to /pools/pin with a Secure, SameSite=Lax cookie",
+		session.SameSite != http.SameSiteLaxMode || session.Path != "/" || session.Domain != "" {
+		t.Errorf("callback: %d to %q, session cookie %+v; want 303 to /pools/pin with a __Host-vdibroker_session cookie, Secure, SameSite=Lax, Path=/",
 			res.StatusCode, res.Header.Get("Location"), session)
 	}
 

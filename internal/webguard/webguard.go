@@ -91,3 +91,23 @@ func SafeNext(next string) string {
 	}
 	return next
 }
+
+// HostPrefix is the cookie name prefix browsers hold to a rule: a
+// cookie so named is taken only with Secure, Path=/ and no Domain, and
+// only from a secure origin (RFC 6265bis, "Cookie Name Prefixes").
+const HostPrefix = "__Host-"
+
+// CookieScope returns the name and path of the cookie name, scoped to
+// path, in an answer whose cookies are Secure or not (R-SEC, "Web
+// sessions"). Secure: HostPrefix+name at "/", so that no sibling
+// subdomain (a cookie of Domain=.example.com) and no page over plain
+// HTTP can set, replace or shadow it; a planted session or sign-in state
+// would sign a browser in as the attacker. Not secure (the demo on
+// 127.0.0.1 over plain HTTP, where a browser refuses the prefix): name
+// at path, as before. A cookie of the other name is never read.
+func CookieScope(name, path string, secure bool) (string, string) {
+	if secure {
+		return HostPrefix + name, "/"
+	}
+	return name, path
+}

@@ -96,3 +96,20 @@ func TestSameOrigin(t *testing.T) {
 		})
 	}
 }
+
+// TestCookieScope (R-SEC, web sessions): a Secure cookie is named with
+// the __Host- prefix at "/", the only path browsers take it at; a cookie
+// over plain HTTP keeps its name and path.
+func TestCookieScope(t *testing.T) {
+	for _, c := range []struct {
+		secure             bool
+		wantName, wantPath string
+	}{
+		{true, "__Host-vdibroker_portal", "/"},
+		{false, "vdibroker_portal", "/portal/"},
+	} {
+		if name, path := CookieScope("vdibroker_portal", "/portal/", c.secure); name != c.wantName || path != c.wantPath {
+			t.Errorf("CookieScope(secure=%v) = %s at %s, want %s at %s", c.secure, name, path, c.wantName, c.wantPath)
+		}
+	}
+}
