@@ -166,3 +166,47 @@ func TestJSONLogEscapesTerminalControls(t *testing.T) {
 		t.Errorf("the line read back: %v %+v, want target %q", err, line, target)
 	}
 }
+
+// TestEscapesAboveU10000: a character no one sees may lie above U+FFFF (a
+// tag character, U+E0067, hides text after a name; U+1D173 is a musical
+// format control). json writes it as a UTF-16 pair, since JSON's \u takes
+// four digits (\ue0067 reads back as U+E006 then "7"), yaml as \U, and
+// tables as its Go escape \U000e0067; json and yaml read back the exact
+// value (R-SEC).
+func TestEscapesAboveU10000(t *testing.T) {
+	value := "alice\U000E0067\U000E0069\U0001D173"
+	raw, err := json.Marshal(map[string]string{"user": value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			var out strings.Builder
+			var got struct {
+				User string `json:"user" yaml:"user"`
+			}
+			if format == "json" {
+				err = writeJSON(&out, raw)
+			} else {
+				err = writeYAML(&out, raw)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.ContainsAny(out.String(), "\U000E0067\U000E0069\U0001D173") {
+				t.Errorf("%s holds a hidden character raw: %q", format, out.String())
+			}
+			if format == "json" {
+				err = json.Unmarshal([]byte(out.String()), &got)
+			} else {
+				err = yaml.Unmarshal([]byte(out.String()), &got)
+			}
+			if err != nil || got.User != value {
+				t.Errorf("%s read back %q (%v) from %q, want %q", format, got.User, err, out.String(), value)
+			}
+		})
+	}
+	if got, want := escapeTerminal(value, ""), `alice\U000e0067\U000e0069\U0001d173`; got != want {
+		t.Errorf("escapeTerminal(%q) = %q, want %q", value, got, want)
+	}
+}
