@@ -43,6 +43,20 @@ func TestShowHidden(t *testing.T) {
 		{"an end tag in upper case", "<TEXTAREA>a\u202e</TEXTAREA>\u202e", "<TEXTAREA>a\u202e</TEXTAREA>" + mark("202E")},
 		{"invalid bytes as they were", "<td>a\xffb\u200b</td>", "<td>a\xffb" + mark("200B") + "</td>"},
 		{"an unclosed tag", "<td>a\u202e<b", "<td>a" + mark("202E") + "<b"},
+		// Lower-casing İ (two bytes) gives i (one), Ⱥ (two) gives ⱥ
+		// (three): the end tag must be found in the page itself, or a
+		// textarea's end is taken for text (a mark inside it, which the
+		// form would save) or the text after it for the textarea's.
+		{"a textarea after İ", "<textarea>İİİ\u200b</textarea>", "<textarea>İİİ\u200b</textarea>"},
+		{"a textarea after Ⱥ", "<textarea>ȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺ</textarea><p>\u202e</p>",
+			"<textarea>ȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺ</textarea><p>" + mark("202E") + "</p>"},
+		{"an end tag's name goes on", "<textarea>a</textareas>\u200b</textarea>\u200b", "<textarea>a</textareas>\u200b</textarea>" + mark("200B")},
+		// A title's text is the tab's: markup there is shown as text.
+		{"a title", "<title>Message to alice\u200b · vdibroker</title><p>\u200b</p>",
+			"<title>Message to alice[U+200B] · vdibroker</title><p>" + mark("200B") + "</p>"},
+		// In an inline SVG a span ends the drawing: the mark is text.
+		{"an SVG chart", "<svg viewBox=\"0 0 1 1\"><text>a\u200b</text><polyline><title>b\u202e</title></polyline></svg><p>\u200b</p>",
+			"<svg viewBox=\"0 0 1 1\"><text>a[U+200B]</text><polyline><title>b[U+202E]</title></polyline></svg><p>" + mark("200B") + "</p>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := showHidden(tc.page); got != tc.want {
