@@ -1,9 +1,12 @@
 package console
 
 import (
-	"github.com/vdibroker/vdibroker/internal/hidden"
+	"io/fs"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vdibroker/vdibroker/internal/hidden"
 )
 
 func mark(code string) string {
@@ -103,5 +106,51 @@ func BenchmarkShowHidden(b *testing.B) {
 	b.SetBytes(int64(len(page)))
 	for b.Loop() {
 		showHidden(page)
+	}
+}
+
+// TestTemplatesSuitShowHidden: showHidden takes the first '>' after a '<'
+// for a tag's end and leaves attribute values as they are, so no template
+// may write a raw '>' inside a quoted attribute value (html/template
+// writes a value's as &gt;), and every option names its value: an option
+// without one submits its text, which the pass marks (R-SEC).
+func TestTemplatesSuitShowHidden(t *testing.T) {
+	actions := regexp.MustCompile(`(?s)\{\{.*?\}\}`)
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("templates: %v %v", files, err)
+	}
+	for _, name := range files {
+		raw, err := templateFS.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := actions.ReplaceAllString(string(raw), "x")
+		for i := 0; i < len(text); i++ {
+			if text[i] != '<' {
+				continue
+			}
+			// The tag's end with quoted values skipped.
+			end, quote := -1, byte(0)
+			for j := i + 1; j < len(text) && end < 0; j++ {
+				switch c := text[j]; {
+				case quote != 0:
+					if c == quote {
+						quote = 0
+					}
+				case c == '"' || c == '\'':
+					quote = c
+				case c == '>':
+					end = j
+				}
+			}
+			if naive := strings.IndexByte(text[i:], '>'); end < 0 || naive != end-i {
+				t.Errorf("%s: a '>' inside an attribute value of %q", name, text[i:min(len(text), i+80)])
+				continue
+			}
+			if tag := text[i : end+1]; tagName(tag) == "option" && !strings.Contains(tag, "value=") {
+				t.Errorf("%s: an option without a value: %s", name, tag)
+			}
+		}
 	}
 }
