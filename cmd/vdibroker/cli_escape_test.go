@@ -210,3 +210,36 @@ func TestEscapesAboveU10000(t *testing.T) {
 		t.Errorf("escapeTerminal(%q) = %q, want %q", value, got, want)
 	}
 }
+
+// TestCLIErrorLineEscapesBytesOfAProxy: the "error:" line quotes the body
+// of an answer that is not the broker's (a proxy's); a byte there that is
+// not UTF-8, a lone 0x9b, is a CSI to a terminal that reads bytes (a
+// Latin-1 locale). It is shown as \x9b, as an ESC is as \x1b (R-SEC).
+func TestCLIErrorLineEscapesBytesOfAProxy(t *testing.T) {
+	for _, body := range []string{"bad gateway \x9b2J", "bad gateway \x9b2J\x1b[31m"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte(body))
+		}))
+		r := runCLI(t, "hostpool", "show", "--name", "xyz", "--server", srv.URL, "--token", "t")
+		srv.Close()
+		if r.code == 0 || !strings.Contains(r.stderr, `bad gateway \x9b2J`) || strings.Contains(r.stderr, "\x9b") {
+			t.Errorf("body %q: exit %d, stderr %q: want the byte 0x9b shown as \\x9b", body, r.code, r.stderr)
+		}
+	}
+}
+
+// TestJSONEscapesBytesNotUTF8: JSON text a server sent with a byte that
+// is not UTF-8 is written with \ufffd there, which a decoder reads as it
+// would the byte, not with the byte raw (R-SEC).
+func TestJSONEscapesBytesNotUTF8(t *testing.T) {
+	var out strings.Builder
+	if err := writeJSON(&out, []byte("{\"user\": \"a\x9b2J\"}")); err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ User string }
+	if strings.Contains(out.String(), "\x9b") || json.Unmarshal([]byte(out.String()), &got) != nil || got.User != "a\ufffd2J" {
+		t.Errorf("writeJSON: %q, read back %q", out.String(), got.User)
+	}
+}
