@@ -21,11 +21,12 @@ import (
 // Hangul fillers, the blank Braille pattern, tag characters and the like).
 //
 // The zero-width joiner and non-joiner are written within words of
-// scripts that join (Persian, Arabic, Syriac, Mongolian, the Indic
-// scripts) and the joiner within an emoji sequence (U+1F469 U+200D
-// U+1F4BB): there they stay; beside anything else (a space, an end of the
-// text, a hidden character, a Latin, Greek, Cyrillic, Han, Hangul or kana
-// letter) they change nothing one sees, so "张\u200c三" reads as 张三.
+// scripts that join (Persian, Arabic, Syriac, Mongolian), beside a virama
+// of an Indic script, and the joiner within an emoji sequence (U+1F469
+// U+200D U+1F4BB): there they stay; beside anything else (a space, an end
+// of the text, a hidden character, a Latin, Greek, Cyrillic, Han, Hangul
+// or kana letter) they change nothing one sees, so "张\u200c三" reads as
+// 张三.
 //
 // A variation selector picks the glyph of the character before it (an
 // emoji's presentation, an ideograph's form, a keycap after a digit):
@@ -47,33 +48,45 @@ func Char(prev, r, next rune) bool {
 		r == '\u3164' || r == '\uffa0' || r == '\u115f' || r == '\u1160' || r == '\u2800'
 }
 
-// joiningScripts are the scripts that write a zero-width joiner or
-// non-joiner within a word: those whose letters join (the Arabic script's
-// family) and the Indic ones, where a joiner after a virama chooses a
-// conjunct's form.
+// joiningScripts are the scripts whose letters join (the Arabic script's
+// family): a joiner or non-joiner between two of their letters chooses
+// how they join.
 var joiningScripts = []*unicode.RangeTable{
 	unicode.Arabic, unicode.Syriac, unicode.Nko, unicode.Mongolian, unicode.Mandaic, unicode.Manichaean,
 	unicode.Psalter_Pahlavi, unicode.Adlam, unicode.Hanifi_Rohingya, unicode.Sogdian, unicode.Phags_Pa,
+}
+
+// indicScripts are the scripts where a joiner or non-joiner beside a
+// virama (a combining mark) chooses a conjunct's form: after it (क्‍ष, a
+// half form; ന്‍, a chillu at a word's end) or before it (র‍্য).
+var indicScripts = []*unicode.RangeTable{
 	unicode.Devanagari, unicode.Bengali, unicode.Gurmukhi, unicode.Gujarati, unicode.Oriya, unicode.Tamil,
 	unicode.Telugu, unicode.Kannada, unicode.Malayalam, unicode.Sinhala, unicode.Khmer, unicode.Myanmar,
 	unicode.Tibetan, unicode.Balinese, unicode.Javanese,
 }
 
 // joined reports whether the joiner r between prev and next is part of a
-// word: both are visible characters of a script that joins, or (the
-// zero-width joiner) prev ends an emoji (a symbol, a skin tone, the
-// emoji presentation selector) and next is one.
+// word: both are visible letters of a script that joins; prev is a
+// virama of an Indic script, or next is one after a letter; or (the
+// zero-width joiner) prev ends an emoji (a symbol, a skin tone, the emoji
+// presentation selector) and next is one. Between two Indic letters
+// without a virama it changes nothing one sees.
 func joined(prev, r, next rune) bool {
-	if inWord(prev) && inWord(next) {
+	switch {
+	case inWord(prev, joiningScripts) && inWord(next, joiningScripts):
+		return true
+	case inWord(prev, indicScripts) && unicode.Is(unicode.Mn, prev):
+		return true
+	case inWord(prev, indicScripts) && inWord(next, indicScripts) && unicode.Is(unicode.Mn, next):
 		return true
 	}
 	return r == '\u200d' && (prev == '\ufe0f' || prev > 0xff && prev != utf8.RuneError && unicode.In(prev, unicode.So, unicode.Sk)) &&
 		next > 0xff && next != utf8.RuneError && unicode.Is(unicode.So, next)
 }
 
-// inWord reports whether r is a visible character of a script that joins.
-func inWord(r rune) bool {
-	return r >= utf8.RuneSelf && r != utf8.RuneError && unicode.In(r, joiningScripts...) &&
+// inWord reports whether r is a visible character of one of scripts.
+func inWord(r rune, scripts []*unicode.RangeTable) bool {
+	return r >= utf8.RuneSelf && r != utf8.RuneError && unicode.In(r, scripts...) &&
 		!Char(utf8.RuneError, r, utf8.RuneError)
 }
 

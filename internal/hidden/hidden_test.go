@@ -34,6 +34,8 @@ func TestEscape(t *testing.T) {
 		// letters of scripts that never join it changes nothing one
 		// sees: 张\u200c三 reads as 张三.
 		{"क्\u200dष क्\u200cष", "क्\u200dष क्\u200cष"},
+		{"അവന്\u200d র\u200d্য", "അവന്\u200d র\u200d্য"}, // a chillu; ra and ya-phala
+		{"क\u200cख", "क[200C]ख"},                         // no virama: nothing to choose
 		{"\U0001F3F3\ufe0f\u200d\U0001F308", "\U0001F3F3\ufe0f\u200d\U0001F308"},
 		{"张\u200c三", "张[200C]三"},
 		{"김\u200d철수", "김[200D]철수"},
