@@ -74,6 +74,9 @@ func TestShowHidden(t *testing.T) {
 func FuzzShowHidden(f *testing.F) {
 	f.Add("<td>x\u202egnp.exe</td><textarea>\u200b</textarea>")
 	f.Add("<a title=\"\u202e\">al\u200cice</a>")
+	// Joiners and selectors, whose neighbours decide.
+	f.Add("\U0001F600\u200d\u2800 क्\u200dष \U0001F3F3\ufe0f\u200d\U0001F308 a\ufe0f\u200d1\ufe0f\u20e3")
+	f.Add("<title>\u200b</title><svg><text>\u202e</text></svg><textarea>İ\u200b</textarea>")
 	f.Fuzz(func(t *testing.T, page string) {
 		out := showHidden(page)
 		if strings.Count(out, "<")-strings.Count(out, `<span class="hidden-char"`)-strings.Count(out, "</span>") !=

@@ -81,7 +81,7 @@ func joined(prev, r, next rune) bool {
 		return true
 	}
 	return r == '\u200d' && (prev == '\ufe0f' || prev > 0xff && prev != utf8.RuneError && unicode.In(prev, unicode.So, unicode.Sk)) &&
-		next > 0xff && next != utf8.RuneError && unicode.Is(unicode.So, next)
+		next > 0xff && next != utf8.RuneError && unicode.Is(unicode.So, next) && !Char(utf8.RuneError, next, utf8.RuneError)
 }
 
 // inWord reports whether r is a visible character of one of scripts.

@@ -53,6 +53,8 @@ func TestEscape(t *testing.T) {
 		{"\U0001F600\U000E0100\U000E0148\U000E0145", "\U0001F600\U000E0100[E0148][E0145]"},
 		// A joiner after a marked selector is part of no sequence.
 		{"a\ufe0f\u200d\U0001F600", "a[FE0F][200D]\U0001F600"},
+		// Nor one before a hidden symbol (the blank Braille pattern).
+		{"\U0001F600\u200d\u2800", "\U0001F600[200D][2800]"},
 	} {
 		got := Escape(tc.in, Char, mark)
 		if got != tc.want {
