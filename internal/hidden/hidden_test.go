@@ -69,3 +69,22 @@ func TestEscape(t *testing.T) {
 		t.Errorf("Escape changed %q to %q", s, got)
 	}
 }
+
+// FuzzEscape: whatever the text, Has says whether Escape changes it, and
+// no hidden character is left in what Escape returns (its neighbours there
+// are the marks' brackets where one was marked) (R-SEC).
+func FuzzEscape(f *testing.F) {
+	f.Add("alice\u200b x\u202egnp.exe علی\u200cرضا")
+	f.Add("\U0001F600\u200d\u2800 क्\u200dष \U0001F3F3\ufe0f\u200d\U0001F308 a\ufe0f\u200d1\ufe0f\u20e3 张\u200c三")
+	f.Add("\U0001F600\U000E0100\U000E0148 \xff\u200cب")
+	mark := func(b *strings.Builder, r rune) { fmt.Fprintf(b, "[%04X]", r) }
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Escape(s, Char, mark)
+		if Has(s, Char) != (out != s) {
+			t.Fatalf("Has(%q) = %v, Escape gives %q", s, Has(s, Char), out)
+		}
+		if Has(out, Char) {
+			t.Fatalf("Escape(%q) = %q leaves a hidden character", s, out)
+		}
+	})
+}
