@@ -1,9 +1,12 @@
 package console
 
 import (
-	"github.com/vdibroker/vdibroker/internal/hidden"
+	"io/fs"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vdibroker/vdibroker/internal/hidden"
 )
 
 func mark(code string) string {
@@ -43,6 +46,20 @@ func TestShowHidden(t *testing.T) {
 		{"an end tag in upper case", "<TEXTAREA>a\u202e</TEXTAREA>\u202e", "<TEXTAREA>a\u202e</TEXTAREA>" + mark("202E")},
 		{"invalid bytes as they were", "<td>a\xffb\u200b</td>", "<td>a\xffb" + mark("200B") + "</td>"},
 		{"an unclosed tag", "<td>a\u202e<b", "<td>a" + mark("202E") + "<b"},
+		// Lower-casing İ (two bytes) gives i (one), Ⱥ (two) gives ⱥ
+		// (three): the end tag must be found in the page itself, or a
+		// textarea's end is taken for text (a mark inside it, which the
+		// form would save) or the text after it for the textarea's.
+		{"a textarea after İ", "<textarea>İİİ\u200b</textarea>", "<textarea>İİİ\u200b</textarea>"},
+		{"a textarea after Ⱥ", "<textarea>ȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺ</textarea><p>\u202e</p>",
+			"<textarea>ȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺȺ</textarea><p>" + mark("202E") + "</p>"},
+		{"an end tag's name goes on", "<textarea>a</textareas>\u200b</textarea>\u200b", "<textarea>a</textareas>\u200b</textarea>" + mark("200B")},
+		// A title's text is the tab's: markup there is shown as text.
+		{"a title", "<title>Message to alice\u200b · vdibroker</title><p>\u200b</p>",
+			"<title>Message to alice[U+200B] · vdibroker</title><p>" + mark("200B") + "</p>"},
+		// In an inline SVG a span ends the drawing: the mark is text.
+		{"an SVG chart", "<svg viewBox=\"0 0 1 1\"><text>a\u200b</text><polyline><title>b\u202e</title></polyline></svg><p>\u200b</p>",
+			"<svg viewBox=\"0 0 1 1\"><text>a[U+200B]</text><polyline><title>b[U+202E]</title></polyline></svg><p>" + mark("200B") + "</p>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := showHidden(tc.page); got != tc.want {
@@ -57,6 +74,9 @@ func TestShowHidden(t *testing.T) {
 func FuzzShowHidden(f *testing.F) {
 	f.Add("<td>x\u202egnp.exe</td><textarea>\u200b</textarea>")
 	f.Add("<a title=\"\u202e\">al\u200cice</a>")
+	// Joiners and selectors, whose neighbours decide.
+	f.Add("\U0001F600\u200d\u2800 क्\u200dष \U0001F3F3\ufe0f\u200d\U0001F308 a\ufe0f\u200d1\ufe0f\u20e3")
+	f.Add("<title>\u200b</title><svg><text>\u202e</text></svg><textarea>İ\u200b</textarea>")
 	f.Fuzz(func(t *testing.T, page string) {
 		out := showHidden(page)
 		if strings.Count(out, "<")-strings.Count(out, `<span class="hidden-char"`)-strings.Count(out, "</span>") !=
@@ -89,5 +109,51 @@ func BenchmarkShowHidden(b *testing.B) {
 	b.SetBytes(int64(len(page)))
 	for b.Loop() {
 		showHidden(page)
+	}
+}
+
+// TestTemplatesSuitShowHidden: showHidden takes the first '>' after a '<'
+// for a tag's end and leaves attribute values as they are, so no template
+// may write a raw '>' inside a quoted attribute value (html/template
+// writes a value's as &gt;), and every option names its value: an option
+// without one submits its text, which the pass marks (R-SEC).
+func TestTemplatesSuitShowHidden(t *testing.T) {
+	actions := regexp.MustCompile(`(?s)\{\{.*?\}\}`)
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("templates: %v %v", files, err)
+	}
+	for _, name := range files {
+		raw, err := templateFS.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := actions.ReplaceAllString(string(raw), "x")
+		for i := 0; i < len(text); i++ {
+			if text[i] != '<' {
+				continue
+			}
+			// The tag's end with quoted values skipped.
+			end, quote := -1, byte(0)
+			for j := i + 1; j < len(text) && end < 0; j++ {
+				switch c := text[j]; {
+				case quote != 0:
+					if c == quote {
+						quote = 0
+					}
+				case c == '"' || c == '\'':
+					quote = c
+				case c == '>':
+					end = j
+				}
+			}
+			if naive := strings.IndexByte(text[i:], '>'); end < 0 || naive != end-i {
+				t.Errorf("%s: a '>' inside an attribute value of %q", name, text[i:min(len(text), i+80)])
+				continue
+			}
+			if tag := text[i : end+1]; tagName(tag) == "option" && !strings.Contains(tag, "value=") {
+				t.Errorf("%s: an option without a value: %s", name, tag)
+			}
+		}
 	}
 }

@@ -166,3 +166,80 @@ func TestJSONLogEscapesTerminalControls(t *testing.T) {
 		t.Errorf("the line read back: %v %+v, want target %q", err, line, target)
 	}
 }
+
+// TestEscapesAboveU10000: a character no one sees may lie above U+FFFF (a
+// tag character, U+E0067, hides text after a name; U+1D173 is a musical
+// format control). json writes it as a UTF-16 pair, since JSON's \u takes
+// four digits (\ue0067 reads back as U+E006 then "7"), yaml as \U, and
+// tables as its Go escape \U000e0067; json and yaml read back the exact
+// value (R-SEC).
+func TestEscapesAboveU10000(t *testing.T) {
+	value := "alice\U000E0067\U000E0069\U0001D173"
+	raw, err := json.Marshal(map[string]string{"user": value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"json", "yaml"} {
+		t.Run(format, func(t *testing.T) {
+			var out strings.Builder
+			var got struct {
+				User string `json:"user" yaml:"user"`
+			}
+			if format == "json" {
+				err = writeJSON(&out, raw)
+			} else {
+				err = writeYAML(&out, raw)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.ContainsAny(out.String(), "\U000E0067\U000E0069\U0001D173") {
+				t.Errorf("%s holds a hidden character raw: %q", format, out.String())
+			}
+			if format == "json" {
+				err = json.Unmarshal([]byte(out.String()), &got)
+			} else {
+				err = yaml.Unmarshal([]byte(out.String()), &got)
+			}
+			if err != nil || got.User != value {
+				t.Errorf("%s read back %q (%v) from %q, want %q", format, got.User, err, out.String(), value)
+			}
+		})
+	}
+	if got, want := escapeTerminal(value, ""), `alice\U000e0067\U000e0069\U0001d173`; got != want {
+		t.Errorf("escapeTerminal(%q) = %q, want %q", value, got, want)
+	}
+}
+
+// TestCLIErrorLineEscapesBytesOfAProxy: the "error:" line quotes the body
+// of an answer that is not the broker's (a proxy's); a byte there that is
+// not UTF-8, a lone 0x9b, is a CSI to a terminal that reads bytes (a
+// Latin-1 locale). It is shown as \x9b, as an ESC is as \x1b (R-SEC).
+func TestCLIErrorLineEscapesBytesOfAProxy(t *testing.T) {
+	for _, body := range []string{"bad gateway \x9b2J", "bad gateway \x9b2J\x1b[31m"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte(body))
+		}))
+		r := runCLI(t, "hostpool", "show", "--name", "xyz", "--server", srv.URL, "--token", "t")
+		srv.Close()
+		if r.code == 0 || !strings.Contains(r.stderr, `bad gateway \x9b2J`) || strings.Contains(r.stderr, "\x9b") {
+			t.Errorf("body %q: exit %d, stderr %q: want the byte 0x9b shown as \\x9b", body, r.code, r.stderr)
+		}
+	}
+}
+
+// TestJSONEscapesBytesNotUTF8: JSON text a server sent with a byte that
+// is not UTF-8 is written with \ufffd there, which a decoder reads as it
+// would the byte, not with the byte raw (R-SEC).
+func TestJSONEscapesBytesNotUTF8(t *testing.T) {
+	var out strings.Builder
+	if err := writeJSON(&out, []byte("{\"user\": \"a\x9b2J\"}")); err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ User string }
+	if strings.Contains(out.String(), "\x9b") || json.Unmarshal([]byte(out.String()), &got) != nil || got.User != "a\ufffd2J" {
+		t.Errorf("writeJSON: %q, read back %q", out.String(), got.User)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -123,12 +124,22 @@ func writeJSON(w io.Writer, raw []byte) error {
 
 // escapeJSON writes the terminalUnsafe characters of JSON text js that
 // encoding/json (and log/slog's JSON handler) leave raw, DEL, C1, the
-// bidi controls and the invisible format characters, as \uXXXX: inside a
-// string that is the same value, and outside strings JSON holds only
-// ASCII, so nothing else is touched.
+// bidi controls and the invisible format characters, as \uXXXX (one
+// above U+FFFF, a tag character, as its UTF-16 pair \udb40\udc67: JSON's
+// \u takes four digits): inside a string that is the same value, and
+// outside strings JSON holds only ASCII, so nothing else is touched. A
+// byte that is not UTF-8 (JSON text a server sent) is written as
+// \ufffd, the value a JSON decoder reads for it, not raw.
 func escapeJSON(js string) string {
+	js = escapeInvalid(js, func(b *strings.Builder, _ byte) { b.WriteString(`\ufffd`) })
 	return hidden.Escape(js, func(prev, r, next rune) bool { return r >= 0x7f && terminalUnsafe(prev, r, next) },
-		func(b *strings.Builder, r rune) { fmt.Fprintf(b, `\u%04x`, r) })
+		func(b *strings.Builder, r rune) {
+			if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+				fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+				return
+			}
+			fmt.Fprintf(b, `\u%04x`, r)
+		})
 }
 
 // writeYAML converts raw to YAML, keeping the field order of the API.
@@ -458,14 +469,39 @@ func terminalUnsafe(prev, r, next rune) bool {
 }
 
 // escapeTerminal writes each terminalUnsafe character of s but those in
-// keep as a Go escape (\x1b, \u009b), so the reader sees that it is there.
+// keep as a Go escape (\x1b, \u009b), so the reader sees that it is there,
+// and each byte that is not UTF-8 as \x9b: a proxy's answer quoted in an
+// error may hold a lone C1 byte, a CSI to a terminal that reads bytes.
 func escapeTerminal(s, keep string) string {
-	return hidden.Escape(s, func(prev, r, next rune) bool { return terminalUnsafe(prev, r, next) && !strings.ContainsRune(keep, r) },
+	s = hidden.Escape(s, func(prev, r, next rune) bool { return terminalUnsafe(prev, r, next) && !strings.ContainsRune(keep, r) },
 		func(b *strings.Builder, r rune) {
-			if r < utf8.RuneSelf {
+			switch {
+			case r < utf8.RuneSelf:
 				fmt.Fprintf(b, `\x%02x`, r)
-			} else {
+			case r > 0xffff: // a tag character: \u takes four digits
+				fmt.Fprintf(b, `\U%08x`, r)
+			default:
 				fmt.Fprintf(b, `\u%04x`, r)
 			}
 		})
+	return escapeInvalid(s, func(b *strings.Builder, c byte) { fmt.Fprintf(b, `\x%02x`, c) })
+}
+
+// escapeInvalid returns s with each byte that is not UTF-8 written by
+// mark, s itself when it is all UTF-8.
+func escapeInvalid(s string, mark func(b *strings.Builder, c byte)) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			mark(&b, s[i])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
