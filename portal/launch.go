@@ -63,7 +63,7 @@ func (p *Portal) launch(rq *request) {
 	ctx := rq.r.Context()
 	var feed vdibroker.Feed
 	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/feed", nil, &feed); err != nil {
-		p.apiError(rq, err)
+		p.apiError(rq, err, nil)
 		return
 	}
 	var res *vdibroker.FeedResource

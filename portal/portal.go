@@ -340,11 +340,19 @@ func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, i
 	p.render(w, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status})
 }
 
-// apiError answers an API refusal with its status and message.
-func (p *Portal) apiError(rq *request, err error) {
+// apiError answers an API refusal with its status, in the user's words
+// (R-U6): the message of its code in keys, else in apiErrorKeys, else
+// error.failed, with the request's id as a reference for her helpdesk.
+// The API's own message is the administrator's, in English (pools,
+// hosts, ids): it is in the log line of that request id, not on her
+// page.
+func (p *Portal) apiError(rq *request, err error, keys map[string]string) {
 	code := vdibroker.ErrorCode(err)
 	if code == vdibroker.EInternal {
-		p.log.Error("portal: API call failed", "path", rq.r.URL.Path, "err", err)
+		p.log.Error("portal: API call failed", "request_id", rq.api.requestID, "path", rq.r.URL.Path, "err", err)
+	} else {
+		p.log.Info("portal: API call refused", "request_id", rq.api.requestID, "path", rq.r.URL.Path,
+			"code", code, "err", vdibroker.ErrorMessage(err))
 	}
 	if code == vdibroker.EUnauthenticated {
 		p.web.Forget(rq.r.Context(), rq.sess)
@@ -352,7 +360,66 @@ func (p *Portal) apiError(rq *request, err error) {
 	if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
 		rq.w.Header().Set("Retry-After", strconv.Itoa(int(ra.Seconds()+0.5)))
 	}
-	p.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), "error.refused", vdibroker.ErrorMessage(err))
+	key, ok := keys[code]
+	if !ok {
+		key = userErrorKey(apiErrorKeys, code)
+	}
+	msg := rq.lang.T(key)
+	if code != vdibroker.EUnauthenticated && rq.api.requestID != "" {
+		msg += " " + rq.lang.T("launch.reference", rq.api.requestID)
+	}
+	rq.w.Header().Set("Cache-Control", "no-store")
+	p.render(rq.w, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code)})
+}
+
+// apiErrorKeys are the user's words for an API refusal by its code
+// (apiError); signinTokenKeys and signinOIDCKeys those for a refused
+// sign-in; sessionErrorKeys those for a refused logoff or disconnect,
+// mostly of a session that ended since the page was shown.
+var (
+	apiErrorKeys = map[string]string{
+		vdibroker.EUnauthenticated:  "error.expired",
+		vdibroker.EStoreUnavailable: "error.unavailable",
+		vdibroker.ETooManyRequests:  "error.unavailable",
+	}
+	signinTokenKeys = map[string]string{
+		vdibroker.EUnauthenticated:  "error.badToken",
+		vdibroker.EPermission:       "error.notUser",
+		vdibroker.EStoreUnavailable: "error.unavailable",
+		vdibroker.ETooManyRequests:  "error.unavailable",
+	}
+	signinOIDCKeys = map[string]string{
+		vdibroker.EUnauthenticated:  "error.ssoFailed",
+		vdibroker.EPermission:       "error.ssoFailed",
+		vdibroker.EStoreUnavailable: "error.unavailable",
+		vdibroker.ETooManyRequests:  "error.unavailable",
+	}
+	sessionErrorKeys = map[string]string{
+		vdibroker.ENotFound:   "error.sessionGone",
+		vdibroker.EPermission: "error.sessionGone",
+	}
+)
+
+// userErrorKey is keys' message of code, error.failed when it has none.
+func userErrorKey(keys map[string]string, code string) string {
+	if k, ok := keys[code]; ok {
+		return k
+	}
+	return "error.failed"
+}
+
+// signinRefusal is a refused sign-in's message in the user's words
+// (keys by the error's code), with the request id as her helpdesk's
+// reference when the words are not hers to act on alone.
+func signinRefusal(l *lang, keys map[string]string, err error, requestID string) string {
+	key := userErrorKey(keys, vdibroker.ErrorCode(err))
+	msg := l.T(key)
+	if key == "error.failed" || key == "error.ssoFailed" {
+		if requestID != "" {
+			msg += " " + l.T("launch.reference", requestID)
+		}
+	}
+	return msg
 }
 
 // signinPage offers single sign-on and the token form; the form's CSRF
@@ -395,9 +462,9 @@ func (p *Portal) signinToken(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: "", Path: SigninPath, MaxAge: -1})
 	api := p.callerFor(w, r, token, nil)
-	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(status int, msg string) {
-		p.refused(r, "portal/token", msg)
-		p.renderSignin(w, r, status, msg)
+	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(err error) {
+		p.refused(r, "portal/token", vdibroker.ErrorMessage(err))
+		p.renderSignin(w, r, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), signinRefusal(l, signinTokenKeys, err, api.requestID))
 	})
 }
 
@@ -414,17 +481,20 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
 		return
 	}
+	refuse := func(err error) {
+		p.refused(r, "portal/oidc", vdibroker.ErrorMessage(err))
+		l := pickLang(w, r, p.secure(r))
+		w.Header().Set("Cache-Control", "no-store")
+		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
+		p.render(w, status, "error", l, map[string]any{"Status": status,
+			"Message": signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
+	}
 	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
 	if err != nil {
-		p.refused(r, "portal/oidc", vdibroker.ErrorMessage(err))
-		p.errorPage(w, r, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "error.refused", vdibroker.ErrorMessage(err))
+		refuse(err)
 		return
 	}
-	api := p.callerFor(w, r, raw, endUser(id))
-	p.open(w, r, api, id.Expiry, portalNext(next), func(status int, msg string) {
-		p.refused(r, "portal/oidc", msg)
-		p.errorPage(w, r, status, "error.refused", msg)
-	})
+	p.open(w, r, p.callerFor(w, r, raw, endUser(id)), id.Expiry, portalNext(next), refuse)
 }
 
 // refused records a refused sign-in, if the portal records them.
@@ -437,7 +507,7 @@ func (p *Portal) refused(r *http.Request, kind, detail string) {
 // open signs a browser in as api's user: who it is (a User only: the
 // portal is no place for an administrator's token), the session, the
 // sign-in recorded (POST /api/v1/signin), then next.
-func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expires time.Time, next string, refuse func(int, string)) {
+func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expires time.Time, next string, refuse func(error)) {
 	ctx := r.Context()
 	var me struct {
 		Role    string `json:"role"`
@@ -446,11 +516,11 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expir
 		Kind    string `json:"kind"`
 	}
 	if err := api.do(ctx, http.MethodGet, "/api/v1/whoami", nil, &me); err != nil {
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		refuse(err)
 		return
 	}
 	if me.Role != vdibroker.RoleUser {
-		refuse(http.StatusForbidden, pickLang(w, r, p.secure(r)).T("error.notUser"))
+		refuse(vdibroker.Errorf(vdibroker.EPermission, "a %s token is not an end user's", me.Role))
 		return
 	}
 	principal := me.Kind + ":" + me.Subject
@@ -459,13 +529,13 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expir
 	}
 	s, err := p.web.Open(ctx, w, r, api.token, principal, me.Role, expires)
 	if err != nil {
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		refuse(err)
 		return
 	}
 	if err := api.do(ctx, http.MethodPost, "/api/v1/signin", nil, nil); err != nil {
 		p.web.Forget(context.WithoutCancel(ctx), s)
 		w.Header().Del("Set-Cookie")
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		refuse(err)
 		return
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -536,14 +606,14 @@ func (p *Portal) home(rq *request) {
 	ctx := rq.r.Context()
 	var feed vdibroker.Feed
 	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/feed", nil, &feed); err != nil {
-		p.apiError(rq, err)
+		p.apiError(rq, err, nil)
 		return
 	}
 	var page struct {
 		Value []vdibroker.UserSession `json:"value"`
 	}
 	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/users/"+url.PathEscape(feed.User)+"/sessions?limit="+strconv.Itoa(maxSessionsShown), nil, &page); err != nil {
-		p.apiError(rq, err)
+		p.apiError(rq, err, nil)
 		return
 	}
 	sessions := make([]userSession, len(page.Value))
@@ -622,7 +692,7 @@ func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
 		body = struct{}{}
 	}
 	if err := rq.api.do(rq.r.Context(), method, path, body, nil); err != nil {
-		p.apiError(rq, err)
+		p.apiError(rq, err, sessionErrorKeys)
 		return
 	}
 	p.web.SetFlash(rq.r.Context(), rq.sess, rq.lang.T(flash))

@@ -732,3 +732,84 @@ func TestLaunchFailureReferenceIsTheRequest_RU4_RU7(t *testing.T) {
 		t.Errorf("the log line of request %s: %v, want the connect's message:\n%s", ref, line, logged.String())
 	}
 }
+
+// TestRefusalsInUsersWords_RU6: what the portal says when it refuses is
+// in the page's language and the user's words (R-U6): a wrong and an
+// expired access token, a logoff of a session that ended since her page
+// was shown, an API call that fails for a reason the portal has no words
+// for; never the API's English message, which names pools, sessions and
+// token expiry times (the administrator's: in the log, by the request
+// id the page gives). A user entitled to nothing is told whom to ask.
+func TestRefusalsInUsersWords_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	de := []string{"Accept-Language", "de"}
+	signin := func(b *browser, token string) (int, string) {
+		t.Helper()
+		_, page := b.get("/portal/signin", de...)
+		req, _ := http.NewRequest("POST", b.url+"/portal/signin", strings.NewReader(url.Values{"csrf": {csrfRE.FindStringSubmatch(page)[1]}, "token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", b.url)
+		req.Header.Set(de[0], de[1])
+		res, body := b.do(req)
+		return res.StatusCode, body
+	}
+	expiring, err := e.admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice", ExpiresInSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.advance(2 * time.Minute)
+	for name, token := range map[string]string{"wrong": "vdbt_0123456789abcdef0123456789abcdef", "expired": expiring.Secret} {
+		code, page := signin(e.browser(), token)
+		if code != http.StatusUnauthorized || !strings.Contains(page, "Dieses Zugriffstoken ist ungültig oder abgelaufen.") ||
+			strings.Contains(page, "invalid token") || strings.Contains(page, "expired at") {
+			t.Errorf("sign-in with a %s token: %d\n%s", name, code, page)
+		}
+	}
+
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	req, _ := http.NewRequest("POST", alice.url+"/portal/sessions/desk/01nosuchsession/logoff", strings.NewReader(url.Values{"csrf": {csrf}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", alice.url)
+	req.Header.Set(de[0], de[1])
+	res, page := alice.do(req)
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(page, "Diese Sitzung ist bereits beendet") ||
+		strings.Contains(page, "01nosuchsession") || strings.Contains(page, `"desk"`) || strings.Contains(page, "not found") {
+		t.Errorf("logoff of a session that ended: %d\n%s", res.StatusCode, page)
+	}
+
+	// A refusal the portal has no words for: the page gives its request
+	// id, which names the log line with the API's message.
+	var logged syncbuf.Buffer
+	const detail = "pool desk is being rebuilt by the ops team"
+	e2 := newEnv(t, func(c *portal.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logged, nil))
+		api := c.API
+		c.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusConflict)
+				w.Write([]byte(`{"error":{"code":"Conflict","message":"` + detail + `"}}`))
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
+	})
+	alice2 := e2.browser()
+	csrf = alice2.signIn(e2.userToken("alice"))
+	res, page = alice2.post("/portal/sessions/desk/01any/logoff", url.Values{"csrf": {csrf}})
+	ref := res.Header.Get("X-Request-Id")
+	if res.StatusCode != http.StatusConflict || ref == "" || !strings.Contains(page, "That did not work.") ||
+		!strings.Contains(page, "Reference for your helpdesk: "+ref) || strings.Contains(page, "rebuilt") {
+		t.Errorf("a refusal without words of its own: %d (request %s)\n%s", res.StatusCode, ref, page)
+	}
+	if !strings.Contains(logged.String(), `"request_id":"`+ref+`"`) || !strings.Contains(logged.String(), detail) {
+		t.Errorf("no log line of request %s with the API's message:\n%s", ref, logged.String())
+	}
+
+	carol := e.browser()
+	carol.signIn(e.userToken("carol"))
+	if _, home := carol.get("/portal/"); !regexp.MustCompile(`<p id="no-resources">[^<]*Ask your helpdesk`).MatchString(home) {
+		t.Errorf("the page of a user entitled to nothing does not say whom to ask:\n%s", home)
+	}
+}
