@@ -111,7 +111,7 @@ func TestOwnSessions_RU3(t *testing.T) {
 	// The session is named by what she opened (the desktop's friendly
 	// name), not the pool behind it.
 	if !strings.Contains(home, `data-session="`+c.SessionID+`"`) || !strings.Contains(home, ">"+c.SessionHost+"<") || !strings.Contains(home, ">Active<") ||
-		!strings.Contains(home, `<td class="name">Office desktop</td>`) {
+		!regexp.MustCompile(`<td class="name" id="session-\d+">Office desktop</td>`).MatchString(home) {
 		t.Fatalf("alice's sessions lack %s on %s:\n%s", c.SessionID, c.SessionHost, home)
 	}
 	if _, bobs := bob.get("/portal/"); strings.Contains(bobs, c.SessionID) {
@@ -160,7 +160,7 @@ func TestReconnectDisconnected_RU3_RC1(t *testing.T) {
 	}
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
-	button := `<input type="hidden" name="resource" value="desktop:desk"><button type="submit" class="reconnect">Reconnect</button>`
+	button := `<input type="hidden" name="resource" value="desktop:desk"><button type="submit" class="reconnect" id="reconnect-0" aria-labelledby="reconnect-0 session-0">Reconnect</button>`
 	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
 	if _, home := alice.get("/portal/"); strings.Contains(home, button) || !strings.Contains(home, ">Active<") {
 		t.Fatalf("an Active session: want no Reconnect:\n%s", home)
@@ -510,8 +510,8 @@ func TestLaunchRemoteAppAndGlobal_RU1_RE9(t *testing.T) {
 	// Her sessions are named by what she opened (R-U3): the global
 	// entitlement's, in its member pool, by the entitlement.
 	_, home = alice.get("/portal/")
-	for _, want := range []string{`<td class="name">Office desktop</td><td class="host">desk-`, `<td class="name">everywhere</td><td class="host">other-`} {
-		if !strings.Contains(home, want) {
+	for _, want := range []string{`<td class="name" id="session-\d+">Office desktop</td><td class="host">desk-`, `<td class="name" id="session-\d+">everywhere</td><td class="host">other-`} {
+		if !regexp.MustCompile(want).MatchString(home) {
 			t.Errorf("alice's sessions lack %q:\n%s", want, home)
 		}
 	}
@@ -593,8 +593,8 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	_, home := alice.get("/portal/")
 	row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-	for _, want := range []string{`<td class="name">Anywhere</td>`, `<td class="host">` + c.SessionHost + `</td>`, ">Disconnected<", "At another site",
-		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect">`} {
+	for _, want := range []string{`">Anywhere</td>`, `<td class="host">` + c.SessionHost + `</td>`, ">Disconnected<", "At another site",
+		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect"`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
 		}
@@ -622,7 +622,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 		}
 		_, home := alice.get("/portal/")
 		row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-		if !strings.Contains(row, `<td class="name">Anywhere</td>`) || strings.Contains(row, "reconnect") {
+		if !strings.Contains(row, `">Anywhere</td>`) || strings.Contains(row, "reconnect") {
 			t.Errorf("within pod0 alone, alice's session on pod1: want it named Anywhere, without Reconnect: row %q in\n%s", row, home)
 		}
 	}
@@ -661,7 +661,7 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 		strings.Contains(s.Message, "desk-") || strings.Contains(strings.ToLower(s.Message), "drain") {
 		t.Errorf("a launch without capacity: %+v; want the user's words, no hosts or drains", s)
 	}
-	if _, page := alice.get(launch); !strings.Contains(page, `<progress id="launch-progress" max="100" value="0" hidden>`) {
+	if _, page := alice.get(launch); !strings.Contains(page, `<progress id="launch-progress" max="100" value="0" aria-labelledby="launch-title" hidden>`) {
 		t.Errorf("the failed launch's page keeps its progress bar:\n%s", page)
 	}
 	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"})
@@ -811,5 +811,62 @@ func TestRefusalsInUsersWords_RU6(t *testing.T) {
 	carol.signIn(e.userToken("carol"))
 	if _, home := carol.get("/portal/"); !regexp.MustCompile(`<p id="no-resources">[^<]*Ask your helpdesk`).MatchString(home) {
 		t.Errorf("the page of a user entitled to nothing does not say whom to ask:\n%s", home)
+	}
+}
+
+// TestScreenReaderNames_RU1: a screen reader moving from button to
+// button hears what each acts on ("Open Office desktop", "Log off Office
+// desktop"), not a row of bare "Open"s: each button is labelled by
+// itself and the name of its resource or session. On the launch page the
+// message is a live region, read out when the script changes it (ready,
+// failed), the progress bar is named by the title, and the note that the
+// broker cannot be reached is an alert.
+func TestScreenReaderNames_RU1(t *testing.T) {
+	e := newEnv(t, nil)
+	c, err := e.admin.Connect(t.Context(), "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	got := map[string][]string{}
+	buttonRE := regexp.MustCompile(`<button type="submit" class="(open|logoff|disconnect|reconnect)"([^>]*)>`)
+	for _, m := range buttonRE.FindAllStringSubmatch(home, -1) {
+		id := regexp.MustCompile(`id="([^"]+)"`).FindStringSubmatch(m[2])
+		by := regexp.MustCompile(`aria-labelledby="([^"]+)"`).FindStringSubmatch(m[2])
+		if id == nil || by == nil {
+			t.Errorf("button %s has no id or aria-labelledby", m[0])
+			continue
+		}
+		ids := strings.Fields(by[1])
+		if len(ids) != 2 || ids[0] != id[1] {
+			t.Errorf("button %s: want it labelled by itself and its resource or session", m[0])
+			continue
+		}
+		name := regexp.MustCompile(`id="` + regexp.QuoteMeta(ids[1]) + `"[^>]*>([^<]*)<`).FindStringSubmatch(home)
+		if name == nil {
+			t.Errorf("button %s: no element %s", m[0], ids[1])
+			continue
+		}
+		got[m[1]] = append(got[m[1]], name[1])
+	}
+	slices.Sort(got["open"])
+	if want := []string{"Cold lab", "Office desktop"}; !slices.Equal(got["open"], want) {
+		t.Errorf("the Open buttons name %q, want %q", got["open"], want)
+	}
+	for _, b := range []string{"logoff", "disconnect"} {
+		if want := []string{"Office desktop"}; !slices.Equal(got[b], want) {
+			t.Errorf("the %s buttons name %q, want %q", b, got[b], want)
+		}
+	}
+
+	_, page := alice.get(alice.launch(csrf, "desktop:cold"))
+	for _, want := range []string{`<p id="launch-message" role="status">`, `<p id="launch-note" class="note" role="alert"></p>`,
+		`aria-labelledby="launch-title"`, `data-lost="Lost contact with the service. Trying again…"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the launch page lacks %s:\n%s", want, page)
+		}
 	}
 }
