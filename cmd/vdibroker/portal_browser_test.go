@@ -189,6 +189,39 @@ func TestPortalBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "portal-sessions.png")
 
+	// At a small phone's width (320 px) nothing leaves the page sideways, in
+	// either direction of writing: not a 62-character name without a
+	// space, not the sessions' table; every name stays in its tile.
+	if _, err := w.admin.PutApplicationGroup(t.Context(), "desk-apps", map[string]any{"hostPool": "desk", "applicationGroupType": "RemoteApp",
+		"friendlyName": "Apps", "assignments": map[string]any{"groups": []string{"sales"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, friendly := range map[string]string{"long": "Datenbankverwaltungswerkzeugkonfigurationsassistent2026Version", "ar": "نظام إدارة الموارد البشرية والرواتب"} {
+		if _, err := w.admin.PutApplication(t.Context(), "desk-apps", name, map[string]any{"filePath": `C:\\app.exe`, "friendlyName": friendly, "showInPortal": true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lang := range []string{"ar", "en"} { // English last: the choice is remembered
+		step(t, ctx, "the page at a phone's width in "+lang,
+			chromedp.EmulateViewport(320, 800),
+			chromedp.Navigate(base+"/portal/?lang="+lang),
+			chromedp.WaitVisible(chromedp.CSS(`li.resource[data-id="app:desk-apps/long"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.disconnect`)),
+		)
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[
+			document.documentElement.scrollWidth > document.documentElement.clientWidth ? 'the page is ' + document.documentElement.scrollWidth + ' px wide' : '',
+			...[...document.querySelectorAll('li.resource')].filter(li => {
+				const n = li.querySelector('.name').getBoundingClientRect(), r = li.getBoundingClientRect();
+				return n.left < r.left || n.right > r.right;
+			}).map(li => li.dataset.id + ' leaves its tile'),
+		].filter(Boolean)`))
+		if err != nil || len(out) > 0 {
+			t.Errorf("at 320 px in %s: %q %v", lang, out, err)
+		}
+		screenshot(t, ctx, "portal-phone-"+lang+".png")
+	}
+	step(t, ctx, "back to a desktop's width", chromedp.EmulateReset())
+
 	// Disconnected, the row offers Reconnect (R-U3, R-C1): it opens the
 	// desktop again, and the file reaches her own session's host.
 	w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateDisconnected})
