@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/vdibroker/vdibroker"
@@ -301,6 +302,32 @@ func TestPortalBrowser(t *testing.T) {
 	if h, err := w.admin.GetSessionHost(t.Context(), "cold", "cold-1"); err != nil || h.PowerState != vdibroker.PowerStarting {
 		t.Fatalf("cold-1: %+v, %v; want Starting", h, err)
 	}
+	// The broker out of reach (the page's status calls fail): the page
+	// says so instead of counting on silently; once the broker answers
+	// again the note goes.
+	block := func(patterns ...string) {
+		t.Helper()
+		var ps []*network.BlockPattern
+		for _, p := range patterns {
+			ps = append(ps, &network.BlockPattern{URLPattern: p, Block: true})
+		}
+		if _, err := chromedp.Call(ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: ps}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	block(base + "/portal/launches/*")
+	step(t, ctx, "the broker out of reach",
+		chromedp.Poll[chromedp.Void](`document.getElementById('launch-note').textContent === 'Lost contact with the service. Trying again…'`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	screenshot(t, ctx, "portal-lost.png")
+	block()
+	step(t, ctx, "the broker back",
+		chromedp.Poll[chromedp.Void](`document.getElementById('launch-note').textContent === ''`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	errs.take()              // the blocked calls
 	w.heartbeat(t, "cold-1") // the started host's agent: its session is placed, the file arrives
 	if rdp := awaitFile(t, downloads, "Cold lab.rdp"); !strings.Contains(rdp, "username:s:uma") {
 		t.Errorf("the cold desktop's file:\n%s", rdp)

@@ -7,11 +7,18 @@
   var card = document.getElementById("launch");
   if (!card) { return; }
   var fetched = false;
+  // setText changes an element's text only when it differs: the message
+  // is a live region (role="status"), which a screen reader reads again
+  // on every change.
+  function setText(id, text) {
+    var e = document.getElementById(id);
+    if (e.textContent !== text) { e.textContent = text; }
+  }
   function show(v) {
     card.dataset.state = v.state;
-    document.getElementById("launch-title").textContent = v.title || "";
-    document.getElementById("launch-message").textContent = v.message || "";
-    document.getElementById("launch-waited").textContent = v.waited || "";
+    setText("launch-title", v.title || "");
+    setText("launch-message", v.message || "");
+    setText("launch-waited", v.waited || "");
     var progress = document.getElementById("launch-progress");
     progress.value = v.percent || 0;
     progress.hidden = v.state !== "waiting";
@@ -23,15 +30,28 @@
     fetched = true;
     window.location.assign(url);
   }
+  // lost says the broker did not answer (or answered no status: a
+  // database outage is a 503 page), until it answers again.
+  function lost(yes) {
+    setText("launch-note", yes ? card.dataset.lost : "");
+  }
   function poll() {
     fetch(card.dataset.status, { credentials: "same-origin", headers: { "Accept": "application/json" } })
-      .then(function (r) { return r.json(); })
+      .then(function (r) {
+        // Sent to the sign-in page: the sign-in ended. Loading the page
+        // again shows it, and brings her back here once signed in.
+        if (r.redirected) { window.location.reload(); return null; }
+        if (!r.ok && r.status !== 404) { throw new Error("status " + r.status); }
+        return r.json();
+      })
       .then(function (v) {
+        if (!v) { return; }
+        lost(false);
         show(v);
         if (v.state === "ready" && v.file) { fetchFile(v.file); return; }
         if (v.state === "waiting") { setTimeout(poll, 1000); }
       })
-      .catch(function () { setTimeout(poll, 3000); });
+      .catch(function () { lost(true); setTimeout(poll, 3000); });
   }
   if (card.dataset.state === "ready" && card.dataset.file) {
     fetchFile(card.dataset.file);
