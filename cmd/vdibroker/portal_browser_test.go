@@ -366,4 +366,31 @@ func TestPortalBrowser(t *testing.T) {
 		t.Errorf("the provider ended %d sessions, want 1", n)
 	}
 	errs.check(t, "sign-out")
+
+	// Back after sign-out (a shared computer): the browser keeps the page
+	// it left in its back/forward cache, no-store or not; Back must show
+	// the sign-in page, not bob's desktops.
+	step(t, ctx, "bob signs in with his token and out",
+		chromedp.Navigate(base+"/portal/signin"),
+		chromedp.SendKeys(chromedp.CSS("#token"), tr.Secret),
+		chromedp.Click(chromedp.CSS("#signin-token")),
+		chromedp.WaitVisible(chromedp.CSS(`li.resource[data-id="desktop:other"]`)),
+		chromedp.Click(chromedp.CSS("#signout")),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+	)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.signedOut = 1; history.back(); 1`)); err != nil {
+		t.Fatal(err)
+	}
+	// Polled from here: a page's own poll ends with its document.
+	var shown string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		shown, err = chromedp.Run(ctx, chromedp.Evaluate[string](`window.signedOut === undefined && document.readyState === 'complete' && !document.getElementById('who') ? '' : location.href + ': ' + document.body.innerText`))
+		if err == nil && shown == "" {
+			break
+		}
+	}
+	if shown != "" {
+		t.Errorf("Back after sign-out shows %q", shown)
+	}
+	screenshot(t, ctx, "portal-back-after-signout.png")
 }

@@ -1,9 +1,17 @@
-// The launch page (R-U4): poll the launch's status about once a second,
-// show its progress, and fetch the .rdp file once the host took the
-// session, without the user clicking again. No inline script: the CSP
-// allows this file only.
+// Every page: a signed-in page is never shown from the back/forward
+// cache. The launch page (R-U4): poll the launch's status about once a
+// second, show its progress, and fetch the .rdp file once the host took
+// the session, without the user clicking again. No inline script: the
+// CSP allows this file only.
 (function () {
   "use strict";
+  // A signed-in page (no-store) that the browser kept in its back/forward
+  // cache anyway, as Chrome does, is loaded again when it is shown: after
+  // sign-out, Back on a shared computer shows the sign-in page, not her
+  // desktops and sessions.
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted && document.getElementById("signout")) { window.location.reload(); }
+  });
   var card = document.getElementById("launch");
   if (!card) { return; }
   var fetched = false;
