@@ -259,6 +259,9 @@ type request struct {
 	sess *websession.Session
 	lang *lang
 	api  *caller
+	// name is the user as her provider names her for display
+	// (preferred_username, email or name), empty for a token's user.
+	name string
 }
 
 // signedIn wraps a handler: no valid sign-in sends a GET to the sign-in
@@ -269,8 +272,9 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess := p.web.Get(r)
 		var who *vdibroker.Principal
+		var name string
 		if sess != nil && sess.OIDC() {
-			who = p.verify(r.Context(), sess)
+			who, name = p.verify(r.Context(), sess)
 			if who == nil {
 				p.web.Forget(r.Context(), sess)
 				sess = nil
@@ -293,21 +297,21 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		h(&request{w: w, r: r, sess: sess, lang: pickLang(w, r, p.secure(r)), api: p.callerFor(w, r, sess.Token, who)})
+		h(&request{w: w, r: r, sess: sess, lang: pickLang(w, r, p.secure(r)), api: p.callerFor(w, r, sess.Token, who), name: name})
 	}
 }
 
 // verify is a single sign-on session's user (nil: its ID token no longer
-// verifies).
-func (p *Portal) verify(ctx context.Context, sess *websession.Session) *vdibroker.Principal {
+// verifies) and her name for display.
+func (p *Portal) verify(ctx context.Context, sess *websession.Session) (*vdibroker.Principal, string) {
 	if p.cfg.OIDC == nil {
-		return nil
+		return nil, ""
 	}
 	id, err := p.cfg.OIDC.Provider().VerifyUser(ctx, sess.Token)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
-	return endUser(id)
+	return endUser(id), id.Name
 }
 
 // endUser is a verified identity as the principal the portal calls the
@@ -622,8 +626,14 @@ func (p *Portal) home(rq *request) {
 		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
+	// Her name as her provider gives it: a provider's subject may be an
+	// opaque id (Entra ID's is), which she would not know as hers.
+	user := feed.User
+	if rq.name != "" {
+		user = rq.name
+	}
 	p.render(rq.w, http.StatusOK, "home", rq.lang, map[string]any{
-		"User": feed.User, "Resources": feed.Resources, "Sessions": append(sessions, remote...), "Unread": unread,
+		"User": user, "Resources": feed.Resources, "Sessions": append(sessions, remote...), "Unread": unread,
 		"CSRF": rq.sess.CSRF, "Flash": p.web.TakeFlash(ctx, rq.sess), "SignedIn": true,
 	})
 }

@@ -161,6 +161,11 @@ func TestPortalBrowser(t *testing.T) {
 	if !slices.Equal(ids, []string{"desktop:cold", "desktop:desk"}) {
 		t.Errorf("uma sees %v, want exactly desktop:cold and desktop:desk", ids)
 	}
+	// Signed in as she knows herself (the provider's preferred_username),
+	// not as its subject, which may be an opaque id.
+	if who := text(t, ctx, "#who"); who != "Signed in as uma@example.test" {
+		t.Errorf("the page says %q", who)
+	}
 	screenshot(t, ctx, "portal-home.png")
 	errs.check(t, "the portal's page")
 
