@@ -226,7 +226,7 @@ func TestPortalBrowser(t *testing.T) {
 		}
 		screenshot(t, ctx, "portal-phone-"+lang+".png")
 	}
-	step(t, ctx, "back to a desktop's width", chromedp.EmulateReset())
+	step(t, ctx, "back to a desktop's width", chromedp.EmulateViewport(1360, 1000))
 
 	// Disconnected, the row offers Reconnect (R-U3, R-C1): it opens the
 	// desktop again, and the file reaches her own session's host.
