@@ -312,7 +312,8 @@ func (p *Portal) launchPage(rq *request) {
 	case l == nil:
 		p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
 	default:
-		p.render(rq.w, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": p.view(secret, l, rq.lang, now),
+		v := p.view(secret, l, rq.lang, now)
+		p.render(rq.w, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": v, "Title": v.Title,
 			"Status": Prefix + "launches/" + secret + "/status", "CSRF": rq.sess.CSRF, "SignedIn": true})
 	}
 }

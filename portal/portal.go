@@ -324,12 +324,21 @@ func endUser(id *identity.Identity) *vdibroker.Principal {
 	return &vdibroker.Principal{Kind: vdibroker.PrincipalOIDC, Role: vdibroker.RoleUser, Subject: id.Subject, Groups: groups}
 }
 
+// pageTitles are the pages' own titles, which <title> puts before the
+// portal's name (data's Title, when set, is the page's): a page says
+// what it is first, in the browser's tab and to a screen reader arriving
+// on it.
+var pageTitles = map[string]string{"signin": "signin.title", "error": "error.title", "signout": "signout"}
+
 // render writes page name with data; every page gets its language as L.
 func (p *Portal) render(w http.ResponseWriter, status int, name string, l *lang, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
 	data["L"] = l
+	if id, ok := pageTitles[name]; ok && data["Title"] == nil {
+		data["Title"] = l.T(id)
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := p.pages[name].ExecuteTemplate(w, "layout", data); err != nil {

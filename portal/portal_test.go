@@ -870,3 +870,35 @@ func TestScreenReaderNames_RU1(t *testing.T) {
 		}
 	}
 }
+
+// TestPageTitles_RU1: each page's <title> says what the page is before
+// the portal's name (WCAG 2.4.2): the sign-in page, an error, a launch;
+// the home page is the portal itself. One title for every page leaves a
+// screen reader's user, and anyone with several tabs, guessing.
+func TestPageTitles_RU1(t *testing.T) {
+	e := newEnv(t, nil)
+	b := e.browser()
+	titleRE := regexp.MustCompile(`<title>([^<]*)</title>`)
+	title := func(page string) string {
+		if m := titleRE.FindStringSubmatch(page); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	_, page := b.get("/portal/signin")
+	if got, want := title(page), "Sign in – Your desktops and apps"; got != want {
+		t.Errorf("the sign-in page's title %q, want %q", got, want)
+	}
+	csrf := b.signIn(e.userToken("alice"))
+	if _, page := b.get("/portal/"); title(page) != "Your desktops and apps" {
+		t.Errorf("the home page's title %q", title(page))
+	}
+	if _, page := b.get("/portal/nowhere"); title(page) != "Something went wrong – Your desktops and apps" {
+		t.Errorf("an error page's title %q", title(page))
+	}
+	launch := b.launch(csrf, "desktop:desk")
+	b.await(launch, ended)
+	if _, page := b.get(launch, "Accept-Language", "de"); title(page) != "Ihre Verbindungsdatei für Office desktop ist bereit. – Ihre Desktops und Apps" {
+		t.Errorf("a ready launch's title %q", title(page))
+	}
+}
