@@ -337,6 +337,11 @@ func TestPortalBrowser(t *testing.T) {
 	if rdp := awaitFile(t, downloads, "Cold lab.rdp"); !strings.Contains(rdp, "username:s:uma") {
 		t.Errorf("the cold desktop's file:\n%s", rdp)
 	}
+	// The tab's title follows the page's state (it was "Your desktop is
+	// starting" when the page loaded).
+	if title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`)); err != nil || title != "Your connection file for Cold lab is ready. – Your desktops and apps" {
+		t.Errorf("the ready launch's title %q, %v", title, err)
+	}
 	errs.check(t, "the launch page")
 
 	for _, c := range []struct{ lang, dir, heading, shot string }{

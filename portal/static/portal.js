@@ -25,6 +25,7 @@
   function show(v) {
     card.dataset.state = v.state;
     setText("launch-title", v.title || "");
+    document.title = (v.title ? v.title + " – " : "") + card.dataset.app;
     setText("launch-message", v.message || "");
     setText("launch-waited", v.waited || "");
     var progress = document.getElementById("launch-progress");
