@@ -370,10 +370,11 @@ func (p *Portal) file(rq *request) {
 }
 
 // fileName is a resource's friendly name as an .rdp file's name the
-// user recognises: letters, digits, spaces, '-', '_', '.' and
-// parentheses kept (any script; all are valid in a file name on Windows,
-// macOS and Linux, and "Office (Berlin)" is a usual friendly name),
-// everything else '_', at most 64 characters, never empty or hidden.
+// user recognises: letters, digits, spaces, '-', '_', '.', parentheses,
+// commas, apostrophes and '&' kept (any script; all are valid in a file
+// name on Windows, macOS and Linux, and "Office (Berlin)", "Bob's
+// desktop" and "Sales & Marketing" are usual friendly names), everything
+// else '_', at most 64 characters, never empty or hidden.
 func fileName(friendly string) string {
 	var b strings.Builder
 	n := 0
@@ -382,7 +383,7 @@ func fileName(friendly string) string {
 			break
 		}
 		switch {
-		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_', r == '.', r == '(', r == ')':
+		case unicode.IsLetter(r), unicode.IsDigit(r), strings.ContainsRune("-_.(),'&", r):
 			b.WriteRune(r)
 		case r == ' ':
 			b.WriteRune(' ')
