@@ -313,7 +313,7 @@ func (p *Portal) launchPage(rq *request) {
 		p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
 	default:
 		v := p.view(secret, l, rq.lang, now)
-		p.render(rq.w, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": v, "Title": v.Title,
+		p.render(rq.w, rq.r, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": v, "Title": v.Title,
 			"Status": Prefix + "launches/" + secret + "/status", "CSRF": rq.sess.CSRF, "SignedIn": true})
 	}
 }

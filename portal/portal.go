@@ -330,12 +330,14 @@ func endUser(id *identity.Identity) *vdibroker.Principal {
 // on it.
 var pageTitles = map[string]string{"signin": "signin.title", "error": "error.title", "signout": "signout"}
 
-// render writes page name with data; every page gets its language as L.
-func (p *Portal) render(w http.ResponseWriter, status int, name string, l *lang, data map[string]any) {
+// render writes page name with data, the answer to r; every page gets
+// its language as L and the start of its language links as LangHref.
+func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name string, l *lang, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
 	data["L"] = l
+	data["LangHref"] = langHref(r)
 	if id, ok := pageTitles[name]; ok && data["Title"] == nil {
 		data["Title"] = l.T(id)
 	}
@@ -346,11 +348,38 @@ func (p *Portal) render(w http.ResponseWriter, status int, name string, l *lang,
 	}
 }
 
+// langHref is the start of a page's language links, to which the
+// language's code is added: the page again (its other parameters kept:
+// the sign-in page's next), or, for the answer to a form (a refused
+// logoff, launch or sign-in), a page a GET reaches: the sign-in page
+// with the form's next, else the portal's home. A link back to the
+// form's own path found no page.
+func langHref(r *http.Request) string {
+	q := url.Values{}
+	path := ""
+	switch {
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		q = r.URL.Query()
+		q.Del("lang")
+	case r.URL.Path == SigninPath:
+		path = SigninPath
+		if next := portalNext(r.PostFormValue("next")); next != Prefix {
+			q.Set("next", next)
+		}
+	default:
+		path = Prefix
+	}
+	if len(q) == 0 {
+		return path + "?lang="
+	}
+	return path + "?" + q.Encode() + "&lang="
+}
+
 // errorPage answers status with the message id (and its arguments).
 func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, id string, args ...any) {
 	l := pickLang(w, r, p.secure(r))
 	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status})
+	p.render(w, r, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status})
 }
 
 // apiError answers an API refusal with its status, in the user's words
@@ -382,7 +411,7 @@ func (p *Portal) apiError(rq *request, err error, keys map[string]string) {
 		msg += " " + rq.lang.T("launch.reference", rq.api.requestID)
 	}
 	rq.w.Header().Set("Cache-Control", "no-store")
-	p.render(rq.w, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code)})
+	p.render(rq.w, rq.r, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code)})
 }
 
 // apiErrorKeys are the user's words for an API refusal by its code
@@ -446,7 +475,7 @@ func (p *Portal) renderSignin(w http.ResponseWriter, r *http.Request, status int
 	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: csrf, Path: SigninPath, MaxAge: 3600,
 		HttpOnly: true, Secure: p.secure(r), SameSite: http.SameSiteStrictMode})
 	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, status, "signin", pickLang(w, r, p.secure(r)), map[string]any{
+	p.render(w, r, status, "signin", pickLang(w, r, p.secure(r)), map[string]any{
 		"CSRF": csrf, "Error": msg, "Next": portalNext(r.FormValue("next")), "OIDC": p.cfg.OIDC != nil})
 }
 
@@ -499,7 +528,7 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		l := pickLang(w, r, p.secure(r))
 		w.Header().Set("Cache-Control", "no-store")
 		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
-		p.render(w, status, "error", l, map[string]any{"Status": status,
+		p.render(w, r, status, "error", l, map[string]any{"Status": status,
 			"Message": signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
 	}
 	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
@@ -562,7 +591,7 @@ func (p *Portal) signout(rq *request) {
 	p.web.End(rq.r.Context(), rq.w, rq.r, rq.sess)
 	if p.cfg.OIDC != nil && rq.sess.OIDC() {
 		if u := p.cfg.OIDC.Provider().EndSessionURL(rq.sess.Token, p.cfg.PostLogoutURL); u != "" {
-			p.render(rq.w, http.StatusOK, "signout", rq.lang, map[string]any{"URL": u})
+			p.render(rq.w, rq.r, http.StatusOK, "signout", rq.lang, map[string]any{"URL": u})
 			return
 		}
 	}
@@ -641,7 +670,7 @@ func (p *Portal) home(rq *request) {
 	if rq.name != "" {
 		user = rq.name
 	}
-	p.render(rq.w, http.StatusOK, "home", rq.lang, map[string]any{
+	p.render(rq.w, rq.r, http.StatusOK, "home", rq.lang, map[string]any{
 		"User": user, "Resources": feed.Resources, "Sessions": append(sessions, remote...), "Unread": unread,
 		"CSRF": rq.sess.CSRF, "Flash": p.web.TakeFlash(ctx, rq.sess), "SignedIn": true,
 	})

@@ -3,6 +3,7 @@ package portal_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -900,5 +901,33 @@ func TestPageTitles_RU1(t *testing.T) {
 	b.await(launch, ended)
 	if _, page := b.get(launch, "Accept-Language", "de"); title(page) != "Ihre Verbindungsdatei für Office desktop ist bereit. – Ihre Desktops und Apps" {
 		t.Errorf("a ready launch's title %q", title(page))
+	}
+}
+
+// TestLanguageLinksReachAPage_RU6: the language links of a page that
+// answers a form (a refused logoff) lead to a page in that language, not
+// to the form's path, which has no page ("There is no such page"); the
+// sign-in page's keep where she was going.
+func TestLanguageLinksReachAPage_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	hrefRE := regexp.MustCompile(`<a lang="de" href="([^"]+)"`)
+	b := e.browser()
+	_, page := b.get("/portal/signin?next=%2Fportal%2F%3Fx%3D1")
+	if m := hrefRE.FindStringSubmatch(page); m == nil || html.UnescapeString(m[1]) != "?next=%2Fportal%2F%3Fx%3D1&lang=de" {
+		t.Errorf("the sign-in page's German link: %q", m)
+	}
+	csrf := b.signIn(e.userToken("alice"))
+	res, page := b.post("/portal/sessions/desk/01nosuchsession/logoff", url.Values{"csrf": {csrf}})
+	m := hrefRE.FindStringSubmatch(page)
+	if res.StatusCode != http.StatusNotFound || m == nil {
+		t.Fatalf("a refused logoff: %d, links %q", res.StatusCode, m)
+	}
+	link, err := url.Parse(b.url + "/portal/sessions/desk/01nosuchsession/logoff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link = link.ResolveReference(mustURL(t, html.UnescapeString(m[1])))
+	if res, page := b.get(link.RequestURI()); res.StatusCode != http.StatusOK || !strings.Contains(page, `<html lang="de"`) {
+		t.Errorf("the refused logoff's German link %s: %d\n%s", link.RequestURI(), res.StatusCode, page)
 	}
 }
