@@ -353,11 +353,15 @@ func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name
 // the sign-in page's next), or, for the answer to a form (a refused
 // logoff, launch or sign-in), a page a GET reaches: the sign-in page
 // with the form's next, else the portal's home. A link back to the
-// form's own path found no page.
+// form's own path found no page. A single sign-on callback's links go to
+// the sign-in page.
 func langHref(r *http.Request) string {
 	q := url.Values{}
 	path := ""
 	switch {
+	case r.URL.Path == OIDCCallbackPath:
+		// Not the provider's code and state again: a used code is refused.
+		path = SigninPath
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		q = r.URL.Query()
 		q.Del("lang")

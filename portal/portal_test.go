@@ -916,6 +916,10 @@ func TestLanguageLinksReachAPage_RU6(t *testing.T) {
 	if m := hrefRE.FindStringSubmatch(page); m == nil || html.UnescapeString(m[1]) != "?next=%2Fportal%2F%3Fx%3D1&lang=de" {
 		t.Errorf("the sign-in page's German link: %q", m)
 	}
+	_, page = b.get("/portal/signin/oidc/callback?code=c0de&state=s7a7e")
+	if m := hrefRE.FindStringSubmatch(page); m == nil || html.UnescapeString(m[1]) != "/portal/signin?lang=de" {
+		t.Errorf("a single sign-on callback's German link: %q, want the sign-in page's", m)
+	}
 	csrf := b.signIn(e.userToken("alice"))
 	res, page := b.post("/portal/sessions/desk/01nosuchsession/logoff", url.Values{"csrf": {csrf}})
 	m := hrefRE.FindStringSubmatch(page)
