@@ -765,6 +765,10 @@ func TestRefusalsInUsersWords_RU6(t *testing.T) {
 			strings.Contains(page, "invalid token") || strings.Contains(page, "expired at") {
 			t.Errorf("sign-in with a %s token: %d\n%s", name, code, page)
 		}
+		// A screen reader reads the refusal with the field it is about.
+		if !strings.Contains(page, `<p class="error" id="error">`) || !regexp.MustCompile(`<input type="password" id="token"[^>]* aria-invalid="true" aria-describedby="error">`).MatchString(page) {
+			t.Errorf("sign-in with a %s token: the token field is not described by the refusal:\n%s", name, page)
+		}
 	}
 
 	alice := e.browser()
