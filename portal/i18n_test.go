@@ -2,6 +2,7 @@ package portal
 
 import (
 	"fmt"
+	"mime"
 	"os"
 	"regexp"
 	"slices"
@@ -118,9 +119,20 @@ func TestFileName(t *testing.T) {
 		// file "Developer workstations _depth-first.rdp" is not the
 		// name the user clicked.
 		"Developer workstations (depth-first)": "Developer workstations (depth-first).rdp",
+		// So do commas, apostrophes and '&': "Bob_s desktop" is not
+		// what she clicked either.
+		"Office desktops (breadth-first, autoscaled)": "Office desktops (breadth-first, autoscaled).rdp",
+		"Bob's desktop":     "Bob's desktop.rdp",
+		"Sales & Marketing": "Sales & Marketing.rdp",
+		"Bob's Büro, Köln":  "Bob's Büro, Köln.rdp",
 	} {
 		if got := fileName(in); got != want {
 			t.Errorf("fileName(%q) = %q, want %q", in, got, want)
+		}
+		// The name reaches the browser whole through Content-Disposition.
+		_, params, err := mime.ParseMediaType(mime.FormatMediaType("attachment", map[string]string{"filename": want}))
+		if err != nil || params["filename"] != want {
+			t.Errorf("Content-Disposition of %q: %q, %v", want, params["filename"], err)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func (p *Portal) launch(rq *request) {
 	ctx := rq.r.Context()
 	var feed vdibroker.Feed
 	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/feed", nil, &feed); err != nil {
-		p.apiError(rq, err)
+		p.apiError(rq, err, nil)
 		return
 	}
 	var res *vdibroker.FeedResource
@@ -312,7 +312,8 @@ func (p *Portal) launchPage(rq *request) {
 	case l == nil:
 		p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
 	default:
-		p.render(rq.w, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": p.view(secret, l, rq.lang, now),
+		v := p.view(secret, l, rq.lang, now)
+		p.render(rq.w, rq.r, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": v, "Title": v.Title,
 			"Status": Prefix + "launches/" + secret + "/status", "CSRF": rq.sess.CSRF, "SignedIn": true})
 	}
 }
@@ -369,10 +370,11 @@ func (p *Portal) file(rq *request) {
 }
 
 // fileName is a resource's friendly name as an .rdp file's name the
-// user recognises: letters, digits, spaces, '-', '_', '.' and
-// parentheses kept (any script; all are valid in a file name on Windows,
-// macOS and Linux, and "Office (Berlin)" is a usual friendly name),
-// everything else '_', at most 64 characters, never empty or hidden.
+// user recognises: letters, digits, spaces, '-', '_', '.', parentheses,
+// commas, apostrophes and '&' kept (any script; all are valid in a file
+// name on Windows, macOS and Linux, and "Office (Berlin)", "Bob's
+// desktop" and "Sales & Marketing" are usual friendly names), everything
+// else '_', at most 64 characters, never empty or hidden.
 func fileName(friendly string) string {
 	var b strings.Builder
 	n := 0
@@ -381,7 +383,7 @@ func fileName(friendly string) string {
 			break
 		}
 		switch {
-		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_', r == '.', r == '(', r == ')':
+		case unicode.IsLetter(r), unicode.IsDigit(r), strings.ContainsRune("-_.(),'&", r):
 			b.WriteRune(r)
 		case r == ' ':
 			b.WriteRune(' ')

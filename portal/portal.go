@@ -260,6 +260,9 @@ type request struct {
 	sess *websession.Session
 	lang *lang
 	api  *caller
+	// name is the user as her provider names her for display
+	// (preferred_username, email or name), empty for a token's user.
+	name string
 }
 
 // signedIn wraps a handler: no valid sign-in sends a GET to the sign-in
@@ -270,8 +273,9 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess := p.web.Get(r)
 		var who *vdibroker.Principal
+		var name string
 		if sess != nil && sess.OIDC() {
-			who = p.verify(r.Context(), sess)
+			who, name = p.verify(r.Context(), sess)
 			if who == nil {
 				p.web.Forget(r.Context(), sess)
 				sess = nil
@@ -294,21 +298,21 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		h(&request{w: w, r: r, sess: sess, lang: pickLang(w, r, p.secure(r)), api: p.callerFor(w, r, sess.Token, who)})
+		h(&request{w: w, r: r, sess: sess, lang: pickLang(w, r, p.secure(r)), api: p.callerFor(w, r, sess.Token, who), name: name})
 	}
 }
 
 // verify is a single sign-on session's user (nil: its ID token no longer
-// verifies).
-func (p *Portal) verify(ctx context.Context, sess *websession.Session) *vdibroker.Principal {
+// verifies) and her name for display.
+func (p *Portal) verify(ctx context.Context, sess *websession.Session) (*vdibroker.Principal, string) {
 	if p.cfg.OIDC == nil {
-		return nil
+		return nil, ""
 	}
 	id, err := p.cfg.OIDC.Provider().VerifyUser(ctx, sess.Token)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
-	return endUser(id)
+	return endUser(id), id.Name
 }
 
 // endUser is a verified identity as the principal the portal calls the
@@ -321,12 +325,23 @@ func endUser(id *identity.Identity) *vdibroker.Principal {
 	return &vdibroker.Principal{Kind: vdibroker.PrincipalOIDC, Role: vdibroker.RoleUser, Subject: id.Subject, Groups: groups}
 }
 
-// render writes page name with data; every page gets its language as L.
-func (p *Portal) render(w http.ResponseWriter, status int, name string, l *lang, data map[string]any) {
+// pageTitles are the pages' own titles, which <title> puts before the
+// portal's name (data's Title, when set, is the page's): a page says
+// what it is first, in the browser's tab and to a screen reader arriving
+// on it.
+var pageTitles = map[string]string{"signin": "signin.title", "error": "error.title", "signout": "signout"}
+
+// render writes page name with data, the answer to r; every page gets
+// its language as L and the start of its language links as LangHref.
+func (p *Portal) render(w http.ResponseWriter, r *http.Request, status int, name string, l *lang, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
 	data["L"] = l
+	data["LangHref"] = langHref(r)
+	if id, ok := pageTitles[name]; ok && data["Title"] == nil {
+		data["Title"] = l.T(id)
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := p.pages[name].ExecuteTemplate(w, "layout", data); err != nil {
@@ -334,18 +349,57 @@ func (p *Portal) render(w http.ResponseWriter, status int, name string, l *lang,
 	}
 }
 
+// langHref is the start of a page's language links, to which the
+// language's code is added: the page again (its other parameters kept:
+// the sign-in page's next), or, for the answer to a form (a refused
+// logoff, launch or sign-in), a page a GET reaches: the sign-in page
+// with the form's next, else the portal's home. A link back to the
+// form's own path found no page. A single sign-on callback's links go to
+// the sign-in page.
+func langHref(r *http.Request) string {
+	q := url.Values{}
+	path := ""
+	switch {
+	case r.URL.Path == OIDCCallbackPath:
+		// Not the provider's code and state again: a used code is refused.
+		path = SigninPath
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		q = r.URL.Query()
+		q.Del("lang")
+	case r.URL.Path == SigninPath:
+		path = SigninPath
+		if next := portalNext(r.PostFormValue("next")); next != Prefix {
+			q.Set("next", next)
+		}
+	default:
+		path = Prefix
+	}
+	if len(q) == 0 {
+		return path + "?lang="
+	}
+	return path + "?" + q.Encode() + "&lang="
+}
+
 // errorPage answers status with the message id (and its arguments).
 func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, id string, args ...any) {
 	l := pickLang(w, r, p.secure(r))
 	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status})
+	p.render(w, r, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status})
 }
 
-// apiError answers an API refusal with its status and message.
-func (p *Portal) apiError(rq *request, err error) {
+// apiError answers an API refusal with its status, in the user's words
+// (R-U6): the message of its code in keys, else in apiErrorKeys, else
+// error.failed, with the request's id as a reference for her helpdesk.
+// The API's own message is the administrator's, in English (pools,
+// hosts, ids): it is in the log line of that request id, not on her
+// page.
+func (p *Portal) apiError(rq *request, err error, keys map[string]string) {
 	code := vdibroker.ErrorCode(err)
 	if code == vdibroker.EInternal {
-		p.log.Error("portal: API call failed", "path", rq.r.URL.Path, "err", err)
+		p.log.Error("portal: API call failed", "request_id", rq.api.requestID, "path", rq.r.URL.Path, "err", err)
+	} else {
+		p.log.Info("portal: API call refused", "request_id", rq.api.requestID, "path", rq.r.URL.Path,
+			"code", code, "err", vdibroker.ErrorMessage(err))
 	}
 	if code == vdibroker.EUnauthenticated {
 		p.web.Forget(rq.r.Context(), rq.sess)
@@ -353,7 +407,66 @@ func (p *Portal) apiError(rq *request, err error) {
 	if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
 		rq.w.Header().Set("Retry-After", strconv.Itoa(int(ra.Seconds()+0.5)))
 	}
-	p.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), "error.refused", vdibroker.ErrorMessage(err))
+	key, ok := keys[code]
+	if !ok {
+		key = userErrorKey(apiErrorKeys, code)
+	}
+	msg := rq.lang.T(key)
+	if code != vdibroker.EUnauthenticated && rq.api.requestID != "" {
+		msg += " " + rq.lang.T("launch.reference", rq.api.requestID)
+	}
+	rq.w.Header().Set("Cache-Control", "no-store")
+	p.render(rq.w, rq.r, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code)})
+}
+
+// apiErrorKeys are the user's words for an API refusal by its code
+// (apiError); signinTokenKeys and signinOIDCKeys those for a refused
+// sign-in; sessionErrorKeys those for a refused logoff or disconnect,
+// mostly of a session that ended since the page was shown.
+var (
+	apiErrorKeys = map[string]string{
+		vdibroker.EUnauthenticated:  "error.expired",
+		vdibroker.EStoreUnavailable: "error.unavailable",
+		vdibroker.ETooManyRequests:  "error.unavailable",
+	}
+	signinTokenKeys = map[string]string{
+		vdibroker.EUnauthenticated:  "error.badToken",
+		vdibroker.EPermission:       "error.notUser",
+		vdibroker.EStoreUnavailable: "error.unavailable",
+		vdibroker.ETooManyRequests:  "error.unavailable",
+	}
+	signinOIDCKeys = map[string]string{
+		vdibroker.EUnauthenticated:  "error.ssoFailed",
+		vdibroker.EPermission:       "error.ssoFailed",
+		vdibroker.EStoreUnavailable: "error.unavailable",
+		vdibroker.ETooManyRequests:  "error.unavailable",
+	}
+	sessionErrorKeys = map[string]string{
+		vdibroker.ENotFound:   "error.sessionGone",
+		vdibroker.EPermission: "error.sessionGone",
+	}
+)
+
+// userErrorKey is keys' message of code, error.failed when it has none.
+func userErrorKey(keys map[string]string, code string) string {
+	if k, ok := keys[code]; ok {
+		return k
+	}
+	return "error.failed"
+}
+
+// signinRefusal is a refused sign-in's message in the user's words
+// (keys by the error's code), with the request id as her helpdesk's
+// reference when the words are not hers to act on alone.
+func signinRefusal(l *lang, keys map[string]string, err error, requestID string) string {
+	key := userErrorKey(keys, vdibroker.ErrorCode(err))
+	msg := l.T(key)
+	if key == "error.failed" || key == "error.ssoFailed" {
+		if requestID != "" {
+			msg += " " + l.T("launch.reference", requestID)
+		}
+	}
+	return msg
 }
 
 // signinPage offers single sign-on and the token form; the form's CSRF
@@ -366,7 +479,7 @@ func (p *Portal) renderSignin(w http.ResponseWriter, r *http.Request, status int
 	csrf := webguard.Secret(p.rand)
 	p.setSigninCookie(w, r, csrf, 3600)
 	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, status, "signin", pickLang(w, r, p.secure(r)), map[string]any{
+	p.render(w, r, status, "signin", pickLang(w, r, p.secure(r)), map[string]any{
 		"CSRF": csrf, "Error": msg, "Next": portalNext(r.FormValue("next")), "OIDC": p.cfg.OIDC != nil})
 }
 
@@ -406,9 +519,9 @@ func (p *Portal) signinToken(w http.ResponseWriter, r *http.Request) {
 	}
 	p.setSigninCookie(w, r, "", -1)
 	api := p.callerFor(w, r, token, nil)
-	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(status int, msg string) {
-		p.refused(r, "portal/token", msg)
-		p.renderSignin(w, r, status, msg)
+	p.open(w, r, api, time.Time{}, portalNext(r.PostFormValue("next")), func(err error) {
+		p.refused(r, "portal/token", vdibroker.ErrorMessage(err))
+		p.renderSignin(w, r, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), signinRefusal(l, signinTokenKeys, err, api.requestID))
 	})
 }
 
@@ -425,17 +538,20 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
 		return
 	}
+	refuse := func(err error) {
+		p.refused(r, "portal/oidc", vdibroker.ErrorMessage(err))
+		l := pickLang(w, r, p.secure(r))
+		w.Header().Set("Cache-Control", "no-store")
+		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
+		p.render(w, r, status, "error", l, map[string]any{"Status": status,
+			"Message": signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
+	}
 	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
 	if err != nil {
-		p.refused(r, "portal/oidc", vdibroker.ErrorMessage(err))
-		p.errorPage(w, r, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "error.refused", vdibroker.ErrorMessage(err))
+		refuse(err)
 		return
 	}
-	api := p.callerFor(w, r, raw, endUser(id))
-	p.open(w, r, api, id.Expiry, portalNext(next), func(status int, msg string) {
-		p.refused(r, "portal/oidc", msg)
-		p.errorPage(w, r, status, "error.refused", msg)
-	})
+	p.open(w, r, p.callerFor(w, r, raw, endUser(id)), id.Expiry, portalNext(next), refuse)
 }
 
 // refused records a refused sign-in, if the portal records them.
@@ -448,7 +564,7 @@ func (p *Portal) refused(r *http.Request, kind, detail string) {
 // open signs a browser in as api's user: who it is (a User only: the
 // portal is no place for an administrator's token), the session, the
 // sign-in recorded (POST /api/v1/signin), then next.
-func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expires time.Time, next string, refuse func(int, string)) {
+func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expires time.Time, next string, refuse func(error)) {
 	ctx := r.Context()
 	var me struct {
 		Role    string `json:"role"`
@@ -457,11 +573,11 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expir
 		Kind    string `json:"kind"`
 	}
 	if err := api.do(ctx, http.MethodGet, "/api/v1/whoami", nil, &me); err != nil {
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		refuse(err)
 		return
 	}
 	if me.Role != vdibroker.RoleUser {
-		refuse(http.StatusForbidden, pickLang(w, r, p.secure(r)).T("error.notUser"))
+		refuse(vdibroker.Errorf(vdibroker.EPermission, "a %s token is not an end user's", me.Role))
 		return
 	}
 	principal := me.Kind + ":" + me.Subject
@@ -470,13 +586,13 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expir
 	}
 	s, err := p.web.Open(ctx, w, r, api.token, principal, me.Role, expires)
 	if err != nil {
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		refuse(err)
 		return
 	}
 	if err := api.do(ctx, http.MethodPost, "/api/v1/signin", nil, nil); err != nil {
 		p.web.Forget(context.WithoutCancel(ctx), s)
 		w.Header().Del("Set-Cookie")
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), vdibroker.ErrorMessage(err))
+		refuse(err)
 		return
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -491,13 +607,13 @@ func (p *Portal) signout(rq *request) {
 		// Still signed in (R-U2): said so, with the sign-out button to
 		// try again.
 		rq.w.Header().Set("Retry-After", "5")
-		p.render(rq.w, http.StatusServiceUnavailable, "error", rq.lang, map[string]any{"Message": rq.lang.T("error.signoutFailed"),
+		p.render(rq.w, rq.r, http.StatusServiceUnavailable, "error", rq.lang, map[string]any{"Message": rq.lang.T("error.signoutFailed"),
 			"Status": http.StatusServiceUnavailable, "CSRF": rq.sess.CSRF, "SignedIn": true})
 		return
 	}
 	if p.cfg.OIDC != nil && rq.sess.OIDC() {
 		if u := p.cfg.OIDC.Provider().EndSessionURL(rq.sess.Token, p.cfg.PostLogoutURL); u != "" {
-			p.render(rq.w, http.StatusOK, "signout", rq.lang, map[string]any{"URL": u})
+			p.render(rq.w, rq.r, http.StatusOK, "signout", rq.lang, map[string]any{"URL": u})
 			return
 		}
 	}
@@ -554,14 +670,14 @@ func (p *Portal) home(rq *request) {
 	ctx := rq.r.Context()
 	var feed vdibroker.Feed
 	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/feed", nil, &feed); err != nil {
-		p.apiError(rq, err)
+		p.apiError(rq, err, nil)
 		return
 	}
 	var page struct {
 		Value []vdibroker.UserSession `json:"value"`
 	}
 	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/users/"+url.PathEscape(feed.User)+"/sessions?limit="+strconv.Itoa(maxSessionsShown), nil, &page); err != nil {
-		p.apiError(rq, err)
+		p.apiError(rq, err, nil)
 		return
 	}
 	sessions := make([]userSession, len(page.Value))
@@ -570,8 +686,14 @@ func (p *Portal) home(rq *request) {
 		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
-	p.render(rq.w, http.StatusOK, "home", rq.lang, map[string]any{
-		"User": feed.User, "Resources": feed.Resources, "Sessions": append(sessions, remote...), "Unread": unread,
+	// Her name as her provider gives it: a provider's subject may be an
+	// opaque id (Entra ID's is), which she would not know as hers.
+	user := feed.User
+	if rq.name != "" {
+		user = rq.name
+	}
+	p.render(rq.w, rq.r, http.StatusOK, "home", rq.lang, map[string]any{
+		"User": user, "Resources": feed.Resources, "Sessions": append(sessions, remote...), "Unread": unread,
 		"CSRF": rq.sess.CSRF, "Flash": p.web.TakeFlash(ctx, rq.sess), "SignedIn": true,
 	})
 }
@@ -640,7 +762,7 @@ func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
 		body = struct{}{}
 	}
 	if err := rq.api.do(rq.r.Context(), method, path, body, nil); err != nil {
-		p.apiError(rq, err)
+		p.apiError(rq, err, sessionErrorKeys)
 		return
 	}
 	p.web.SetFlash(rq.r.Context(), rq.sess, rq.lang.T(flash))

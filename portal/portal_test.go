@@ -3,6 +3,7 @@ package portal_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -111,7 +112,7 @@ func TestOwnSessions_RU3(t *testing.T) {
 	// The session is named by what she opened (the desktop's friendly
 	// name), not the pool behind it.
 	if !strings.Contains(home, `data-session="`+c.SessionID+`"`) || !strings.Contains(home, ">"+c.SessionHost+"<") || !strings.Contains(home, ">Active<") ||
-		!strings.Contains(home, `<td class="name">Office desktop</td>`) {
+		!regexp.MustCompile(`<td class="name" id="session-\d+">Office desktop</td>`).MatchString(home) {
 		t.Fatalf("alice's sessions lack %s on %s:\n%s", c.SessionID, c.SessionHost, home)
 	}
 	if _, bobs := bob.get("/portal/"); strings.Contains(bobs, c.SessionID) {
@@ -160,7 +161,7 @@ func TestReconnectDisconnected_RU3_RC1(t *testing.T) {
 	}
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
-	button := `<input type="hidden" name="resource" value="desktop:desk"><button type="submit" class="reconnect">Reconnect</button>`
+	button := `<input type="hidden" name="resource" value="desktop:desk"><button type="submit" class="reconnect" id="reconnect-0" aria-labelledby="reconnect-0 session-0">Reconnect</button>`
 	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
 	if _, home := alice.get("/portal/"); strings.Contains(home, button) || !strings.Contains(home, ">Active<") {
 		t.Fatalf("an Active session: want no Reconnect:\n%s", home)
@@ -510,8 +511,8 @@ func TestLaunchRemoteAppAndGlobal_RU1_RE9(t *testing.T) {
 	// Her sessions are named by what she opened (R-U3): the global
 	// entitlement's, in its member pool, by the entitlement.
 	_, home = alice.get("/portal/")
-	for _, want := range []string{`<td class="name">Office desktop</td><td class="host">desk-`, `<td class="name">everywhere</td><td class="host">other-`} {
-		if !strings.Contains(home, want) {
+	for _, want := range []string{`<td class="name" id="session-\d+">Office desktop</td><td class="host">desk-`, `<td class="name" id="session-\d+">everywhere</td><td class="host">other-`} {
+		if !regexp.MustCompile(want).MatchString(home) {
 			t.Errorf("alice's sessions lack %q:\n%s", want, home)
 		}
 	}
@@ -593,8 +594,8 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	_, home := alice.get("/portal/")
 	row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-	for _, want := range []string{`<td class="name">Anywhere</td>`, `<td class="host">` + c.SessionHost + `</td>`, ">Disconnected<", "At another site",
-		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect">`} {
+	for _, want := range []string{`">Anywhere</td>`, `<td class="host">` + c.SessionHost + `</td>`, ">Disconnected<", "At another site",
+		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect"`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
 		}
@@ -622,7 +623,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 		}
 		_, home := alice.get("/portal/")
 		row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-		if !strings.Contains(row, `<td class="name">Anywhere</td>`) || strings.Contains(row, "reconnect") {
+		if !strings.Contains(row, `">Anywhere</td>`) || strings.Contains(row, "reconnect") {
 			t.Errorf("within pod0 alone, alice's session on pod1: want it named Anywhere, without Reconnect: row %q in\n%s", row, home)
 		}
 	}
@@ -661,7 +662,7 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 		strings.Contains(s.Message, "desk-") || strings.Contains(strings.ToLower(s.Message), "drain") {
 		t.Errorf("a launch without capacity: %+v; want the user's words, no hosts or drains", s)
 	}
-	if _, page := alice.get(launch); !strings.Contains(page, `<progress id="launch-progress" max="100" value="0" hidden>`) {
+	if _, page := alice.get(launch); !strings.Contains(page, `<progress id="launch-progress" max="100" value="0" aria-labelledby="launch-title" hidden>`) {
 		t.Errorf("the failed launch's page keeps its progress bar:\n%s", page)
 	}
 	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"})
@@ -730,5 +731,211 @@ func TestLaunchFailureReferenceIsTheRequest_RU4_RU7(t *testing.T) {
 	}
 	if line == nil || line["err"] != detail || line["code"] != "Conflict" || line["user"] != "alice" {
 		t.Errorf("the log line of request %s: %v, want the connect's message:\n%s", ref, line, logged.String())
+	}
+}
+
+// TestRefusalsInUsersWords_RU6: what the portal says when it refuses is
+// in the page's language and the user's words (R-U6): a wrong and an
+// expired access token, a logoff of a session that ended since her page
+// was shown, an API call that fails for a reason the portal has no words
+// for; never the API's English message, which names pools, sessions and
+// token expiry times (the administrator's: in the log, by the request
+// id the page gives). A user entitled to nothing is told whom to ask.
+func TestRefusalsInUsersWords_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	de := []string{"Accept-Language", "de"}
+	signin := func(b *browser, token string) (int, string) {
+		t.Helper()
+		_, page := b.get("/portal/signin", de...)
+		req, _ := http.NewRequest("POST", b.url+"/portal/signin", strings.NewReader(url.Values{"csrf": {csrfRE.FindStringSubmatch(page)[1]}, "token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", b.url)
+		req.Header.Set(de[0], de[1])
+		res, body := b.do(req)
+		return res.StatusCode, body
+	}
+	expiring, err := e.admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice", ExpiresInSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.advance(2 * time.Minute)
+	for name, token := range map[string]string{"wrong": "vdbt_0123456789abcdef0123456789abcdef", "expired": expiring.Secret} {
+		code, page := signin(e.browser(), token)
+		if code != http.StatusUnauthorized || !strings.Contains(page, "Dieses Zugriffstoken ist ungültig oder abgelaufen.") ||
+			strings.Contains(page, "invalid token") || strings.Contains(page, "expired at") {
+			t.Errorf("sign-in with a %s token: %d\n%s", name, code, page)
+		}
+		// A screen reader reads the refusal with the field it is about.
+		if !strings.Contains(page, `<p class="error" id="error">`) || !regexp.MustCompile(`<input type="password" id="token"[^>]* aria-invalid="true" aria-describedby="error">`).MatchString(page) {
+			t.Errorf("sign-in with a %s token: the token field is not described by the refusal:\n%s", name, page)
+		}
+	}
+
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	req, _ := http.NewRequest("POST", alice.url+"/portal/sessions/desk/01nosuchsession/logoff", strings.NewReader(url.Values{"csrf": {csrf}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", alice.url)
+	req.Header.Set(de[0], de[1])
+	res, page := alice.do(req)
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(page, "Diese Sitzung ist bereits beendet") ||
+		strings.Contains(page, "01nosuchsession") || strings.Contains(page, `"desk"`) || strings.Contains(page, "not found") {
+		t.Errorf("logoff of a session that ended: %d\n%s", res.StatusCode, page)
+	}
+
+	// A refusal the portal has no words for: the page gives its request
+	// id, which names the log line with the API's message.
+	var logged syncbuf.Buffer
+	const detail = "pool desk is being rebuilt by the ops team"
+	e2 := newEnv(t, func(c *portal.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logged, nil))
+		api := c.API
+		c.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusConflict)
+				w.Write([]byte(`{"error":{"code":"Conflict","message":"` + detail + `"}}`))
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
+	})
+	alice2 := e2.browser()
+	csrf = alice2.signIn(e2.userToken("alice"))
+	res, page = alice2.post("/portal/sessions/desk/01any/logoff", url.Values{"csrf": {csrf}})
+	ref := res.Header.Get("X-Request-Id")
+	if res.StatusCode != http.StatusConflict || ref == "" || !strings.Contains(page, "That did not work.") ||
+		!strings.Contains(page, "Reference for your helpdesk: "+ref) || strings.Contains(page, "rebuilt") {
+		t.Errorf("a refusal without words of its own: %d (request %s)\n%s", res.StatusCode, ref, page)
+	}
+	if !strings.Contains(logged.String(), `"request_id":"`+ref+`"`) || !strings.Contains(logged.String(), detail) {
+		t.Errorf("no log line of request %s with the API's message:\n%s", ref, logged.String())
+	}
+
+	carol := e.browser()
+	carol.signIn(e.userToken("carol"))
+	if _, home := carol.get("/portal/"); !regexp.MustCompile(`<p id="no-resources">[^<]*Ask your helpdesk`).MatchString(home) {
+		t.Errorf("the page of a user entitled to nothing does not say whom to ask:\n%s", home)
+	}
+}
+
+// TestScreenReaderNames_RU1: a screen reader moving from button to
+// button hears what each acts on ("Open Office desktop", "Log off Office
+// desktop"), not a row of bare "Open"s: each button is labelled by
+// itself and the name of its resource or session. On the launch page the
+// message is a live region, read out when the script changes it (ready,
+// failed), the progress bar is named by the title, and the note that the
+// broker cannot be reached is an alert.
+func TestScreenReaderNames_RU1(t *testing.T) {
+	e := newEnv(t, nil)
+	c, err := e.admin.Connect(t.Context(), "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	got := map[string][]string{}
+	buttonRE := regexp.MustCompile(`<button type="submit" class="(open|logoff|disconnect|reconnect)"([^>]*)>`)
+	for _, m := range buttonRE.FindAllStringSubmatch(home, -1) {
+		id := regexp.MustCompile(`id="([^"]+)"`).FindStringSubmatch(m[2])
+		by := regexp.MustCompile(`aria-labelledby="([^"]+)"`).FindStringSubmatch(m[2])
+		if id == nil || by == nil {
+			t.Errorf("button %s has no id or aria-labelledby", m[0])
+			continue
+		}
+		ids := strings.Fields(by[1])
+		if len(ids) != 2 || ids[0] != id[1] {
+			t.Errorf("button %s: want it labelled by itself and its resource or session", m[0])
+			continue
+		}
+		name := regexp.MustCompile(`id="` + regexp.QuoteMeta(ids[1]) + `"[^>]*>([^<]*)<`).FindStringSubmatch(home)
+		if name == nil {
+			t.Errorf("button %s: no element %s", m[0], ids[1])
+			continue
+		}
+		got[m[1]] = append(got[m[1]], name[1])
+	}
+	slices.Sort(got["open"])
+	if want := []string{"Cold lab", "Office desktop"}; !slices.Equal(got["open"], want) {
+		t.Errorf("the Open buttons name %q, want %q", got["open"], want)
+	}
+	for _, b := range []string{"logoff", "disconnect"} {
+		if want := []string{"Office desktop"}; !slices.Equal(got[b], want) {
+			t.Errorf("the %s buttons name %q, want %q", b, got[b], want)
+		}
+	}
+
+	_, page := alice.get(alice.launch(csrf, "desktop:cold"))
+	for _, want := range []string{`<p id="launch-message" role="status">`, `<p id="launch-note" class="note" role="alert"></p>`,
+		`aria-labelledby="launch-title"`, `data-lost="Lost contact with the service. Trying again…"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the launch page lacks %s:\n%s", want, page)
+		}
+	}
+}
+
+// TestPageTitles_RU1: each page's <title> says what the page is before
+// the portal's name (WCAG 2.4.2): the sign-in page, an error, a launch;
+// the home page is the portal itself. One title for every page leaves a
+// screen reader's user, and anyone with several tabs, guessing.
+func TestPageTitles_RU1(t *testing.T) {
+	e := newEnv(t, nil)
+	b := e.browser()
+	titleRE := regexp.MustCompile(`<title>([^<]*)</title>`)
+	title := func(page string) string {
+		if m := titleRE.FindStringSubmatch(page); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	_, page := b.get("/portal/signin")
+	if got, want := title(page), "Sign in – Your desktops and apps"; got != want {
+		t.Errorf("the sign-in page's title %q, want %q", got, want)
+	}
+	csrf := b.signIn(e.userToken("alice"))
+	if _, page := b.get("/portal/"); title(page) != "Your desktops and apps" {
+		t.Errorf("the home page's title %q", title(page))
+	}
+	if _, page := b.get("/portal/nowhere"); title(page) != "Something went wrong – Your desktops and apps" {
+		t.Errorf("an error page's title %q", title(page))
+	}
+	launch := b.launch(csrf, "desktop:desk")
+	b.await(launch, ended)
+	if _, page := b.get(launch, "Accept-Language", "de"); title(page) != "Ihre Verbindungsdatei für Office desktop ist bereit. – Ihre Desktops und Apps" {
+		t.Errorf("a ready launch's title %q", title(page))
+	}
+}
+
+// TestLanguageLinksReachAPage_RU6: the language links of a page that
+// answers a form (a refused logoff) lead to a page in that language, not
+// to the form's path, which has no page ("There is no such page"); the
+// sign-in page's keep where she was going.
+func TestLanguageLinksReachAPage_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	hrefRE := regexp.MustCompile(`<a lang="de" href="([^"]+)"`)
+	b := e.browser()
+	_, page := b.get("/portal/signin?next=%2Fportal%2F%3Fx%3D1")
+	if m := hrefRE.FindStringSubmatch(page); m == nil || html.UnescapeString(m[1]) != "?next=%2Fportal%2F%3Fx%3D1&lang=de" {
+		t.Errorf("the sign-in page's German link: %q", m)
+	}
+	_, page = b.get("/portal/signin/oidc/callback?code=c0de&state=s7a7e")
+	if m := hrefRE.FindStringSubmatch(page); m == nil || html.UnescapeString(m[1]) != "/portal/signin?lang=de" {
+		t.Errorf("a single sign-on callback's German link: %q, want the sign-in page's", m)
+	}
+	csrf := b.signIn(e.userToken("alice"))
+	res, page := b.post("/portal/sessions/desk/01nosuchsession/logoff", url.Values{"csrf": {csrf}})
+	m := hrefRE.FindStringSubmatch(page)
+	if res.StatusCode != http.StatusNotFound || m == nil {
+		t.Fatalf("a refused logoff: %d, links %q", res.StatusCode, m)
+	}
+	link, err := url.Parse(b.url + "/portal/sessions/desk/01nosuchsession/logoff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link = link.ResolveReference(mustURL(t, html.UnescapeString(m[1])))
+	if res, page := b.get(link.RequestURI()); res.StatusCode != http.StatusOK || !strings.Contains(page, `<html lang="de"`) {
+		t.Errorf("the refused logoff's German link %s: %d\n%s", link.RequestURI(), res.StatusCode, page)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/vdibroker/vdibroker"
@@ -160,6 +161,11 @@ func TestPortalBrowser(t *testing.T) {
 	if !slices.Equal(ids, []string{"desktop:cold", "desktop:desk"}) {
 		t.Errorf("uma sees %v, want exactly desktop:cold and desktop:desk", ids)
 	}
+	// Signed in as she knows herself (the provider's preferred_username),
+	// not as its subject, which may be an opaque id.
+	if who := text(t, ctx, "#who"); who != "Signed in as uma@example.test" {
+		t.Errorf("the page says %q", who)
+	}
 	screenshot(t, ctx, "portal-home.png")
 	errs.check(t, "the portal's page")
 
@@ -188,6 +194,39 @@ func TestPortalBrowser(t *testing.T) {
 		t.Errorf("the session's host shows %q, want %s", host, us.SessionHost)
 	}
 	screenshot(t, ctx, "portal-sessions.png")
+
+	// At a small phone's width (320 px) nothing leaves the page sideways, in
+	// either direction of writing: not a 62-character name without a
+	// space, not the sessions' table; every name stays in its tile.
+	if _, err := w.admin.PutApplicationGroup(t.Context(), "desk-apps", map[string]any{"hostPool": "desk", "applicationGroupType": "RemoteApp",
+		"friendlyName": "Apps", "assignments": map[string]any{"groups": []string{"sales"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, friendly := range map[string]string{"long": "Datenbankverwaltungswerkzeugkonfigurationsassistent2026Version", "ar": "نظام إدارة الموارد البشرية والرواتب"} {
+		if _, err := w.admin.PutApplication(t.Context(), "desk-apps", name, map[string]any{"filePath": `C:\\app.exe`, "friendlyName": friendly, "showInPortal": true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lang := range []string{"ar", "en"} { // English last: the choice is remembered
+		step(t, ctx, "the page at a phone's width in "+lang,
+			chromedp.EmulateViewport(320, 800),
+			chromedp.Navigate(base+"/portal/?lang="+lang),
+			chromedp.WaitVisible(chromedp.CSS(`li.resource[data-id="app:desk-apps/long"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.disconnect`)),
+		)
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[
+			document.documentElement.scrollWidth > document.documentElement.clientWidth ? 'the page is ' + document.documentElement.scrollWidth + ' px wide' : '',
+			...[...document.querySelectorAll('li.resource')].filter(li => {
+				const n = li.querySelector('.name').getBoundingClientRect(), r = li.getBoundingClientRect();
+				return n.left < r.left || n.right > r.right;
+			}).map(li => li.dataset.id + ' leaves its tile'),
+		].filter(Boolean)`))
+		if err != nil || len(out) > 0 {
+			t.Errorf("at 320 px in %s: %q %v", lang, out, err)
+		}
+		screenshot(t, ctx, "portal-phone-"+lang+".png")
+	}
+	step(t, ctx, "back to a desktop's width", chromedp.EmulateViewport(1360, 1000))
 
 	// Disconnected, the row offers Reconnect (R-U3, R-C1): it opens the
 	// desktop again, and the file reaches her own session's host.
@@ -268,9 +307,40 @@ func TestPortalBrowser(t *testing.T) {
 	if h, err := w.admin.GetSessionHost(t.Context(), "cold", "cold-1"); err != nil || h.PowerState != vdibroker.PowerStarting {
 		t.Fatalf("cold-1: %+v, %v; want Starting", h, err)
 	}
+	// The broker out of reach (the page's status calls fail): the page
+	// says so instead of counting on silently; once the broker answers
+	// again the note goes.
+	block := func(patterns ...string) {
+		t.Helper()
+		var ps []*network.BlockPattern
+		for _, p := range patterns {
+			ps = append(ps, &network.BlockPattern{URLPattern: p, Block: true})
+		}
+		if _, err := chromedp.Call(ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: ps}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	block(base + "/portal/launches/*")
+	step(t, ctx, "the broker out of reach",
+		chromedp.Poll[chromedp.Void](`document.getElementById('launch-note').textContent === 'Lost contact with the service. Trying again…'`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	screenshot(t, ctx, "portal-lost.png")
+	block()
+	step(t, ctx, "the broker back",
+		chromedp.Poll[chromedp.Void](`document.getElementById('launch-note').textContent === ''`, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	errs.take()              // the blocked calls
 	w.heartbeat(t, "cold-1") // the started host's agent: its session is placed, the file arrives
 	if rdp := awaitFile(t, downloads, "Cold lab.rdp"); !strings.Contains(rdp, "username:s:uma") {
 		t.Errorf("the cold desktop's file:\n%s", rdp)
+	}
+	// The tab's title follows the page's state (it was "Your desktop is
+	// starting" when the page loaded).
+	if title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`)); err != nil || title != "Your connection file for Cold lab is ready. – Your desktops and apps" {
+		t.Errorf("the ready launch's title %q, %v", title, err)
 	}
 	errs.check(t, "the launch page")
 
@@ -306,4 +376,31 @@ func TestPortalBrowser(t *testing.T) {
 		t.Errorf("the provider ended %d sessions, want 1", n)
 	}
 	errs.check(t, "sign-out")
+
+	// Back after sign-out (a shared computer): the browser keeps the page
+	// it left in its back/forward cache, no-store or not; Back must show
+	// the sign-in page, not bob's desktops.
+	step(t, ctx, "bob signs in with his token and out",
+		chromedp.Navigate(base+"/portal/signin"),
+		chromedp.SendKeys(chromedp.CSS("#token"), tr.Secret),
+		chromedp.Click(chromedp.CSS("#signin-token")),
+		chromedp.WaitVisible(chromedp.CSS(`li.resource[data-id="desktop:other"]`)),
+		chromedp.Click(chromedp.CSS("#signout")),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+	)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.signedOut = 1; history.back(); 1`)); err != nil {
+		t.Fatal(err)
+	}
+	// Polled from here: a page's own poll ends with its document.
+	var shown string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		shown, err = chromedp.Run(ctx, chromedp.Evaluate[string](`window.signedOut === undefined && document.readyState === 'complete' && !document.getElementById('who') ? '' : location.href + ': ' + document.body.innerText`))
+		if err == nil && shown == "" {
+			break
+		}
+	}
+	if shown != "" {
+		t.Errorf("Back after sign-out shows %q", shown)
+	}
+	screenshot(t, ctx, "portal-back-after-signout.png")
 }
