@@ -243,7 +243,7 @@ func (c *Console) Close() error {
 func (c *Console) routes() {
 	c.mux = newRouteMux()
 	static, _ := fs.Sub(staticFS, "static")
-	c.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	c.mux.Handle("GET /static/", http.StripPrefix("/static/", webguard.Files(static, http.NotFoundHandler())))
 	c.mux.HandleFunc("GET /signin", c.signinPage)
 	c.mux.HandleFunc("POST /signin", c.signin)
 	c.mux.HandleFunc("POST /signout", c.signedIn(c.signout))

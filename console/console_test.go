@@ -529,11 +529,20 @@ func TestUnknownPage(t *testing.T) {
 	wantContains(t, a, `"error"`)
 }
 
+// TestStaticFiles: the console's files are served, a listing of their
+// folder never (R-SEC).
 func TestStaticFiles(t *testing.T) {
 	e := newEnv(t)
 	b := e.browser()
 	for _, p := range []string{"/static/console.css", "/static/console.js", "/static/favicon.svg"} {
 		wantStatus(t, b.get(p), http.StatusOK)
+	}
+	for _, p := range []string{"/static/", "/static/console.css/", "/static/nothing.css"} {
+		a := b.get(p)
+		wantStatus(t, a, http.StatusNotFound)
+		if strings.Contains(a.body, `href="console.css"`) {
+			t.Errorf("%s lists the folder:\n%s", p, a.body)
+		}
 	}
 }
 

@@ -212,7 +212,9 @@ func (p *Portal) Routes() []string { return slices.Clone(p.patterns) }
 func (p *Portal) routes() {
 	p.mux = http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
-	files := http.FileServerFS(static)
+	files := webguard.Files(static, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
+	}))
 	p.handle("GET /portal/static/", http.StripPrefix(Prefix+"static/", files).ServeHTTP)
 	p.handle("GET /portal/icons/", http.StripPrefix(Prefix, files).ServeHTTP)
 	p.handle("GET /portal/signin", p.anonymous(p.signinPage))

@@ -313,6 +313,12 @@ func TestSignin_RU2(t *testing.T) {
 			t.Errorf("%s: %d %s", path, res.StatusCode, res.Header.Get("Content-Type"))
 		}
 	}
+	// A folder of them is not listed (R-SEC): the portal's own 404 page.
+	for _, path := range []string{"/portal/static/", "/portal/icons/", "/portal/static/icons/", "/portal/static/portal.css/"} {
+		if res, page := b.get(path); res.StatusCode != http.StatusNotFound || strings.Contains(page, `href="portal.css"`) || strings.Contains(page, `href="desktop.svg"`) {
+			t.Errorf("%s: %d, a listing or no 404 page:\n%s", path, res.StatusCode, page)
+		}
+	}
 	limited := false
 	for range 20 {
 		if res, _ := e.browser().get("/portal/signin"); res.StatusCode == http.StatusTooManyRequests {

@@ -12,8 +12,10 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"unicode"
 )
@@ -110,4 +112,24 @@ func CookieScope(name, path string, secure bool) (string, string) {
 		return HostPrefix + name, "/"
 	}
 	return name, path
+}
+
+// Files serves the files of fsys (a page's styles, scripts and icons),
+// never a listing of a folder: a folder's path, or any path that ends in
+// "/", is notFound's. A listing shows what the binary carries and is what
+// a security scan reports first.
+func Files(fsys fs.FS, notFound http.Handler) http.Handler {
+	files := http.FileServerFS(fsys)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
+		if name == "" || strings.HasSuffix(r.URL.Path, "/") {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		if st, err := fs.Stat(fsys, name); err != nil || st.IsDir() {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 }
