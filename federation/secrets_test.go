@@ -83,3 +83,19 @@ func TestVerifierTakesEverySecret(t *testing.T) {
 		t.Error("a call signed with no key was taken")
 	}
 }
+
+// TestFingerprint: a secret is named in logs by the first 8 hex digits
+// of the SHA-256 of "vdibroker-federation-secret:" and it, which the
+// operator computes as docs/federation.md shows (R-G5); Fingerprints are
+// the signing one's first.
+func TestFingerprint(t *testing.T) {
+	// printf 'vdibroker-federation-secret:%s' "$S" | sha256sum | cut -c1-8
+	const oldS, newS = "old-federation-secret-0123456789", "new-federation-secret-9876543210"
+	if got, want := Fingerprint([]byte(oldS)), "bdf4fc01"; got != want {
+		t.Errorf("Fingerprint(old) = %s, want %s", got, want)
+	}
+	got := strings.Join(NewSecrets([]byte(newS), []byte(oldS)).Fingerprints(), ",")
+	if want := "f46a9c93,bdf4fc01"; got != want {
+		t.Errorf("Fingerprints = %s, want %s", got, want)
+	}
+}

@@ -141,6 +141,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.Federation.load(); err != nil {
 		return err
 	}
+	m.Federation.logSecrets(m.Logger)
 	if err := m.OIDC.load(ctx); err != nil {
 		return err
 	}
