@@ -135,7 +135,9 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 					if err := f.reload(); err != nil {
 						m.Logger.Error("SIGHUP: token file not read; keeping the token in force", "err", err)
 					} else if f.path != "" {
-						m.Logger.Info("SIGHUP: token file read", "flag", f.flag, "file", f.path)
+						// At warn, as serve's SIGHUP lines: the operator
+						// waits for it before deleting the old token.
+						m.Logger.Warn("SIGHUP: token file read", "flag", f.flag, "file", f.path)
 					}
 				}
 				if err := keys.Reload(kctx); err != nil {

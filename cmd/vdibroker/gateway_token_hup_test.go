@@ -5,20 +5,24 @@ package main
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker/gatewaytoken"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
 // TestGatewayKeysTokenFileSIGHUP: the standalone gateway fetches the
 // broker's keys with --keys-token-file's token, and after SIGHUP with the
-// token the file holds then (R-GW4; docs/gateway.md, the Gateway token).
+// token the file holds then, which it logs at warn (R-GW4; docs/gateway.md,
+// the Gateway token).
 func TestGatewayKeysTokenFileSIGHUP(t *testing.T) {
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -43,8 +47,12 @@ func TestGatewayKeysTokenFileSIGHUP(t *testing.T) {
 	}
 	// --keys-refresh long enough that the only fetches are Open's and
 	// SIGHUP's.
+	// At --log-level warn the reload's line still shows: the operator
+	// waits for it on every gateway before deleting the old token.
+	var logs syncbuf.Buffer
 	m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Name: "rdgw-hup",
-		KeysURL: keys.URL, KeysTokenFile: tokenFile, KeysRefresh: 4 * time.Minute}
+		KeysURL: keys.URL, KeysTokenFile: tokenFile, KeysRefresh: 4 * time.Minute,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if err := m.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -70,5 +78,9 @@ func TestGatewayKeysTokenFileSIGHUP(t *testing.T) {
 	}
 	if got := next(); got != "Bearer vdbt_second" {
 		t.Fatalf("after SIGHUP: %q, want Bearer vdbt_second", got)
+	}
+	// Logged before the keys are fetched again.
+	if !strings.Contains(logs.String(), "SIGHUP: token file read") {
+		t.Errorf("no line of the reload at --log-level warn:\n%s", logs.String())
 	}
 }
