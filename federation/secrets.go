@@ -44,16 +44,26 @@ func (s *Secrets) Set(list [][]byte) {
 	s.p.Store(&c)
 }
 
-// Signing is the secret this pod signs with.
+// Signing is the secret this pod signs with (nil: none).
 func (s *Secrets) Signing() []byte {
-	if l := *s.p.Load(); len(l) > 0 {
+	if l := s.All(); len(l) > 0 {
 		return l[0]
 	}
 	return nil
 }
 
 // All is every secret a call may be signed with, the signing one first.
-func (s *Secrets) All() [][]byte { return *s.p.Load() }
+// Nil or zero Secrets hold none: a Verifier without secrets refuses
+// every call, and does not panic on one.
+func (s *Secrets) All() [][]byte {
+	if s == nil {
+		return nil
+	}
+	if l := s.p.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
 
 // Fingerprints names the secrets in a log line without telling them, the
 // signing one first (Fingerprint): an operator sees which secret each
