@@ -2,6 +2,8 @@ package federation
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -42,16 +44,54 @@ func (s *Secrets) Set(list [][]byte) {
 	s.p.Store(&c)
 }
 
-// Signing is the secret this pod signs with.
+// Signing is the secret this pod signs with (nil: none).
 func (s *Secrets) Signing() []byte {
-	if l := *s.p.Load(); len(l) > 0 {
+	if l := s.All(); len(l) > 0 {
 		return l[0]
 	}
 	return nil
 }
 
 // All is every secret a call may be signed with, the signing one first.
-func (s *Secrets) All() [][]byte { return *s.p.Load() }
+// Nil or zero Secrets hold none: a Verifier without secrets refuses
+// every call, and does not panic on one.
+func (s *Secrets) All() [][]byte {
+	if s == nil {
+		return nil
+	}
+	if l := s.p.Load(); l != nil {
+		return *l
+	}
+	return nil
+}
+
+// Fingerprints names the secrets in a log line without telling them, the
+// signing one first (Fingerprint): an operator sees which secret each
+// process signs with and which it takes, where a count would not tell
+// the second step of a rotation from the first.
+func (s *Secrets) Fingerprints() []string {
+	all := s.All()
+	out := make([]string, len(all))
+	for i, b := range all {
+		out[i] = Fingerprint(b)
+	}
+	return out
+}
+
+// fingerprintPrefix sets a fingerprint apart from any other hash of the
+// secret.
+const fingerprintPrefix = "vdibroker-federation-secret:"
+
+// Fingerprint is the first 8 hex digits of the SHA-256 of
+// "vdibroker-federation-secret:" and secret, which an operator computes
+// with printf 'vdibroker-federation-secret:%s' "$SECRET" | sha256sum |
+// cut -c1-8. 32 bits of a hash tell nothing usable about a random
+// secret (openssl rand -hex 32); they would confirm a guessed one, as a
+// signed call would.
+func Fingerprint(secret []byte) string {
+	h := sha256.Sum256(append([]byte(fingerprintPrefix), secret...))
+	return hex.EncodeToString(h[:4])
+}
 
 // ParseSecrets reads a secret file's text: one secret a line (space
 // around each, and empty lines, are not part of any), 1..MaxSecrets of

@@ -48,7 +48,8 @@ func TestParseSecrets(t *testing.T) {
 
 // TestVerifierTakesEverySecret: a Verifier takes a call signed with any
 // of its secrets and no other; Set replaces them at once, and an empty
-// secret is never one (a call signed with no key is refused).
+// secret is never one (a call signed with no key is refused), nor are
+// Secrets never set.
 func TestVerifierTakesEverySecret(t *testing.T) {
 	oldS, newS := []byte("old-federation-secret-0"), []byte("new-federation-secret-0")
 	now := time.Unix(1_700_000_000, 0)
@@ -81,5 +82,32 @@ func TestVerifierTakesEverySecret(t *testing.T) {
 	secrets.Set([][]byte{nil, {}})
 	if err := call(nil); err == nil {
 		t.Error("a call signed with no key was taken")
+	}
+	// Secrets never set, or none at all, are no secret: every call is
+	// refused, none panics the verifier.
+	for name, none := range map[string]*Secrets{"zero": {}, "nil": nil} {
+		v.Secrets = none
+		if err := call(nil); err == nil {
+			t.Errorf("%s secrets: a call signed with no key was taken", name)
+		}
+		if none.Signing() != nil || len(none.Fingerprints()) != 0 {
+			t.Errorf("%s secrets: signs with %q", name, none.Signing())
+		}
+	}
+}
+
+// TestFingerprint: a secret is named in logs by the first 8 hex digits
+// of the SHA-256 of "vdibroker-federation-secret:" and it, which the
+// operator computes as docs/federation.md shows (R-G5); Fingerprints are
+// the signing one's first.
+func TestFingerprint(t *testing.T) {
+	// printf 'vdibroker-federation-secret:%s' "$S" | sha256sum | cut -c1-8
+	const oldS, newS = "old-federation-secret-0123456789", "new-federation-secret-9876543210"
+	if got, want := Fingerprint([]byte(oldS)), "bdf4fc01"; got != want {
+		t.Errorf("Fingerprint(old) = %s, want %s", got, want)
+	}
+	got := strings.Join(NewSecrets([]byte(newS), []byte(oldS)).Fingerprints(), ",")
+	if want := "f46a9c93,bdf4fc01"; got != want {
+		t.Errorf("Fingerprints = %s, want %s", got, want)
 	}
 }

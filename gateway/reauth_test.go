@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,5 +218,46 @@ func TestHTTPBrokerCheckAnswer(t *testing.T) {
 		if (err != nil) != tt.wantErr || len(got) != len(tt.want) {
 			t.Errorf("answer %s: %v %v, want %v (error %v)", tt.body, got, err, tt.want, tt.wantErr)
 		}
+	}
+}
+
+// TestHTTPBrokerTokenFunc: every report the gateway sends the broker
+// (tunnel open, channel open, close, check) carries TokenFunc's answer at
+// the time it is sent, in place of Token: a token file read again on
+// SIGHUP replaces the credential of an open tunnel's later reports too
+// (R-GW4).
+func TestHTTPBrokerTokenFunc(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]string{} // path: Authorization
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.URL.Path] = r.Header.Get("Authorization")
+		mu.Unlock()
+		io.WriteString(w, `{"open":[]}`)
+	}))
+	defer srv.Close()
+	tok := "first"
+	b := &HTTPBroker{URL: srv.URL + "/tunnels", Token: "static", TokenFunc: func() string { mu.Lock(); defer mu.Unlock(); return tok }}
+	ctx, ev := t.Context(), TunnelEvent{TokenID: "a"}
+	if err := b.TunnelOpen(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	tok = "second"
+	mu.Unlock()
+	if err := b.ChannelOpen(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CheckTunnels(ctx, "gw", []TunnelEvent{ev}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.TunnelClose(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"/tunnels/open": "Bearer first", "/tunnels/channel": "Bearer second", "/tunnels/check": "Bearer second", "/tunnels/close": "Bearer second"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !maps.Equal(got, want) {
+		t.Errorf("Authorization by path: %v, want %v", got, want)
 	}
 }

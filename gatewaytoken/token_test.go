@@ -228,8 +228,9 @@ func TestKeyringRotation(t *testing.T) {
 	}
 }
 
-// TestURLSource: keys fetched from a URL with the bearer credential; an
-// error status is an error, not an empty key set.
+// TestURLSource: keys fetched from a URL with the bearer credential
+// (TokenFunc's answer at each fetch when set); an error status is an
+// error, not an empty key set.
 func TestURLSource(t *testing.T) {
 	k := signer(t, "k")
 	doc, _ := MarshalJWKS(map[string]ed25519.PublicKey{"k": k.PublicKey()})
@@ -248,6 +249,19 @@ func TestURLSource(t *testing.T) {
 	}
 	if _, err := (URLSource{URL: srv.URL}).Keys(t.Context()); err == nil {
 		t.Fatal("no credential: keys fetched")
+	}
+	// TokenFunc is asked at each fetch (a token file read again on
+	// SIGHUP), in place of Token.
+	var tok atomic.Pointer[string]
+	old, cur := "old", "secret"
+	tok.Store(&old)
+	src := URLSource{URL: srv.URL, Token: "secret", TokenFunc: func() string { return *tok.Load() }}
+	if _, err := src.Keys(t.Context()); err == nil {
+		t.Fatal("TokenFunc's answer not sent: keys fetched with Token")
+	}
+	tok.Store(&cur)
+	if ks, err := src.Keys(t.Context()); err != nil || !cmp.Equal(ks.KeyIDs(), []string{"k"}) {
+		t.Fatalf("keys with TokenFunc's new answer: %v, %v", ks, err)
 	}
 }
 

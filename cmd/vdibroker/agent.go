@@ -239,7 +239,7 @@ The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			onHUP(ctx, func() { o.reloadLevel(cfg.Logger) })
+			onHUP(ctx, nil, func() { o.reloadLevel(cfg.Logger) })
 			return a.Run(ctx)
 		},
 	}

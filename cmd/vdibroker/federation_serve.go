@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -127,8 +128,22 @@ func (f *FederationFlags) reload(log *slog.Logger) {
 		log.Error("SIGHUP: federation secrets kept", "err", err)
 		return
 	}
+	was := f.secrets.Fingerprints()
 	f.secrets.Set(list)
-	log.Warn("SIGHUP: federation secrets read", "file", f.SecretFile, "secrets", len(list))
+	fp := f.secrets.Fingerprints()
+	log.Warn("SIGHUP: federation secrets read", "file", f.SecretFile, "secrets", len(list),
+		"signs", fp[0], "takes", strings.Join(fp, ","), "signed", was[0], "took", strings.Join(was, ","))
+}
+
+// logSecrets logs the secrets a pod started with, by fingerprint: a
+// process started while the secret is being rotated is on the step its
+// file was at.
+func (f *FederationFlags) logSecrets(log *slog.Logger) {
+	if f.secrets == nil {
+		return
+	}
+	fp := f.secrets.Fingerprints()
+	log.Info("federation secrets", "file", f.SecretFile, "secrets", len(fp), "signs", fp[0], "takes", strings.Join(fp, ","))
 }
 
 // federation returns the federation service of a pod on svc, with apps

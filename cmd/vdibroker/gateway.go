@@ -135,7 +135,9 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 					if err := f.reload(); err != nil {
 						m.Logger.Error("SIGHUP: token file not read; keeping the token in force", "err", err)
 					} else if f.path != "" {
-						m.Logger.Info("SIGHUP: token file read", "flag", f.flag, "file", f.path)
+						// At warn, as serve's SIGHUP lines: the operator
+						// waits for it before deleting the old token.
+						m.Logger.Warn("SIGHUP: token file read", "flag", f.flag, "file", f.path)
 					}
 				}
 				if err := keys.Reload(kctx); err != nil {
@@ -199,7 +201,6 @@ func (m *GatewayMain) Close() error {
 	return errors.Join(errs...)
 }
 
-// readSecretFile reads the secret a flag names (empty path: none).
 // tokenFile is a bearer token the gateway sends, from a file read again
 // by reload (SIGHUP), or given as it is (no file).
 type tokenFile struct {
@@ -216,8 +217,12 @@ func newTokenFile(flag, path, token string) (*tokenFile, error) {
 
 func (f *tokenFile) get() string { return *f.v.Load() }
 
-// reload reads the file again; a file that cannot be read, or holds no
-// token, keeps the token in force.
+// reload reads the file again; a file that cannot be read, holds no
+// token, or holds what no bearer token is (two lines, as a federation
+// secret file may hold; a space or a control character inside) keeps the
+// token in force: such a value would make every request the gateway
+// sends fail (Go refuses a header value with a line break) or be refused,
+// so no tunnel would open and none would be checked or reported closed.
 func (f *tokenFile) reload() error {
 	if f.path == "" {
 		return nil
@@ -229,10 +234,14 @@ func (f *tokenFile) reload() error {
 	if tok == "" {
 		return usageError{fmt.Errorf("%s: %s holds no token", f.flag, f.path)}
 	}
+	if i := strings.IndexFunc(tok, func(r rune) bool { return r <= ' ' || r >= 0x7f }); i >= 0 {
+		return usageError{fmt.Errorf("%s: %s holds more than one token, or a character no token has (%q at byte %d): want one token on one line", f.flag, f.path, tok[i], i)}
+	}
 	f.v.Store(&tok)
 	return nil
 }
 
+// readSecretFile reads the secret a flag names (empty path: none).
 func readSecretFile(flag, path string) (string, error) {
 	if path == "" {
 		return "", nil

@@ -8,7 +8,7 @@ import (
 
 // TestTokenFileReadAgain: a gateway's token file is read at start and
 // again at each reload (SIGHUP): a new token is taken, a file that is
-// missing or holds no token keeps the one in force; without a file the
+// missing, holds no token or more than one keeps the one in force; without a file the
 // token given is used.
 func TestTokenFileReadAgain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gateway.token")
@@ -29,6 +29,15 @@ func TestTokenFileReadAgain(t *testing.T) {
 	write("\n")
 	if err := f.reload(); err == nil || f.get() != "vdbt_second" {
 		t.Errorf("an empty file: %q, %v; want the token kept and an error", f.get(), err)
+	}
+	// Two lines (the new token added under the old, as a federation
+	// secret file holds two while rotating) or a space inside are no
+	// token: sent, every report of the gateway would fail or be refused.
+	for _, bad := range []string{"vdbt_third\nvdbt_second\n", "vdbt_third vdbt_second", "vdbt_\x00third"} {
+		write(bad)
+		if err := f.reload(); err == nil || f.get() != "vdbt_second" {
+			t.Errorf("%q: %q, %v; want the token kept and an error", bad, f.get(), err)
+		}
 	}
 	os.Remove(path)
 	if err := f.reload(); err == nil || f.get() != "vdbt_second" {

@@ -127,14 +127,24 @@ func (l *logFlags) reload(log *slog.Logger) {
 	log.Warn("SIGHUP: log level", "level", lv.String(), "was", old.String(), "from", from)
 }
 
-// onHUP calls reload on every SIGHUP until ctx ends. systemctl reload
-// sends SIGHUP; without a handler it would end the process (its default
-// action).
-func onHUP(ctx context.Context, reload func()) {
+// onHUP calls reload on every SIGHUP until ctx ends, once ready is
+// closed (nil: at once). systemctl reload sends SIGHUP; without a handler
+// it would end the process (its default action), so it is caught from
+// now on, and one that comes before ready is answered when ready closes:
+// reload then reads what the start has set (serve's federation secrets
+// and OIDC provider, set while it opens), not while it sets it.
+func onHUP(ctx context.Context, ready <-chan struct{}, reload func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		defer signal.Stop(hup)
+		if ready != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ready:
+			}
+		}
 		for {
 			select {
 			case <-ctx.Done():

@@ -141,6 +141,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.Federation.load(); err != nil {
 		return err
 	}
+	m.Federation.logSecrets(m.Logger)
 	if err := m.OIDC.load(ctx); err != nil {
 		return err
 	}
@@ -492,9 +493,11 @@ func newServeCmd() *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// SIGHUP (systemctl reload) reads the log level, the OIDC
-			// role map and the federation secrets again; the TLS
-			// certificate, when served, is read again by its reloader.
-			onHUP(ctx, func() {
+			// role map and the federation secrets again, once Open has
+			// set them; the TLS certificate, when served, is read again
+			// by its reloader.
+			opened := make(chan struct{})
+			onHUP(ctx, opened, func() {
 				logs.reload(m.Logger)
 				m.OIDC.reload(m.Logger)
 				m.Federation.reload(m.Logger)
@@ -510,6 +513,7 @@ func newServeCmd() *cobra.Command {
 			if err := m.Open(ctx); err != nil {
 				return err
 			}
+			close(opened)
 			m.Logger.Info("vdibroker serving", "url", m.URL(), "dataDir", m.DataDir, "store", storeKind(m.Database))
 			// The line below is read by tests and scripts that start on port 0.
 			fmt.Fprintf(cmd.OutOrStdout(), "vdibroker listening on %s\n", m.URL())
