@@ -3,7 +3,6 @@ package console_test
 import (
 	"context"
 	"html"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/webguard/webguardtest"
 	"github.com/vdibroker/vdibroker/placement"
 )
 
@@ -114,37 +114,11 @@ func TestHostPrefixBehindTLS(t *testing.T) {
 	// browser is played by hand.
 	send := func(method, path string, form url.Values, cks ...*http.Cookie) *http.Response {
 		t.Helper()
-		var body io.Reader
-		if form != nil {
-			body = strings.NewReader(form.Encode())
-		}
-		req, _ := http.NewRequest(method, e.url+path, body)
-		if form != nil {
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set("Origin", e.url)
-		}
-		for _, ck := range cks {
-			req.AddCookie(&http.Cookie{Name: ck.Name, Value: ck.Value})
-		}
-		res, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res
+		return webguardtest.Send(t, e.url, method, path, form, cks...)
 	}
 	cookie := func(res *http.Response, name string) *http.Cookie {
 		t.Helper()
-		for _, ck := range res.Cookies() {
-			if ck.Name == name {
-				if !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
-					t.Errorf("cookie %s: %+v; want Secure, HttpOnly, Path=/, no Domain", name, ck)
-				}
-				return ck
-			}
-		}
-		t.Fatalf("no cookie %s in %v", name, res.Header.Values("Set-Cookie"))
-		return nil
+		return webguardtest.HostCookie(t, res, name)
 	}
 	signinForm := func() (*http.Cookie, url.Values) {
 		t.Helper()
