@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,20 +164,6 @@ func TestSignOut(t *testing.T) {
 	wantStatus(t, b.get("/"), http.StatusSeeOther)
 }
 
-// failingDeletes is the sessions' store, refusing to delete one while
-// down is set (the database away).
-type failingDeletes struct {
-	vdibroker.WebSessionStore
-	down atomic.Bool
-}
-
-func (f *failingDeletes) DeleteWebSession(ctx context.Context, h string) error {
-	if f.down.Load() {
-		return &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
-	}
-	return f.WebSessionStore.DeleteWebSession(ctx, h)
-}
-
 // TestSignOutWhileTheStoreFails (R-SEC, web sessions): a sign-out the
 // database does not record is answered 503 saying the user is still
 // signed in, with the sign-out button to try again, and the cookie is
@@ -186,18 +171,18 @@ func (f *failingDeletes) DeleteWebSession(ctx context.Context, h string) error {
 // Answering "signed out" would leave the session good for hours to a
 // copy of the cookie stolen before.
 func TestSignOutWhileTheStoreFails(t *testing.T) {
-	f := &failingDeletes{}
+	f := &webguardtest.FailingDeletes{}
 	e := newEnvWith(t, func(c *console.Config) { f.WebSessionStore = c.Sessions; c.Sessions = f })
 	b := e.browser()
 	b.signin(adminToken)
-	f.down.Store(true)
+	f.Down.Store(true)
 	a := b.post("/signout", url.Values{"csrf": {b.csrf("/")}})
 	wantStatus(t, a, http.StatusServiceUnavailable)
 	wantContains(t, a, "You are still signed in", `action="/signout"`)
 	if cs := a.header.Values("Set-Cookie"); len(cs) != 0 {
 		t.Errorf("a sign-out the database did not record set %q", cs)
 	}
-	f.down.Store(false)
+	f.Down.Store(false)
 	wantStatus(t, b.get("/"), http.StatusOK)
 	wantStatus(t, b.post("/signout", url.Values{"csrf": {b.csrf("/")}}), http.StatusSeeOther)
 	wantStatus(t, b.get("/"), http.StatusSeeOther)

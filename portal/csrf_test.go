@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -163,20 +162,6 @@ func TestHostPrefixBehindTLS(t *testing.T) {
 	}
 }
 
-// failingDeletes is the sessions' store, refusing to delete one while
-// down is set (the database away).
-type failingDeletes struct {
-	vdibroker.WebSessionStore
-	down atomic.Bool
-}
-
-func (f *failingDeletes) DeleteWebSession(ctx context.Context, h string) error {
-	if f.down.Load() {
-		return &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
-	}
-	return f.WebSessionStore.DeleteWebSession(ctx, h)
-}
-
 // TestSignOutWhileTheStoreFails (R-U2): a sign-out the database does not
 // record is answered 503 saying the user is still signed in, with the
 // sign-out button to try again, and the cookie is kept; the sign-in
@@ -184,11 +169,11 @@ func (f *failingDeletes) DeleteWebSession(ctx context.Context, h string) error {
 // would leave the sign-in good for hours to a copy of the cookie stolen
 // before.
 func TestSignOutWhileTheStoreFails(t *testing.T) {
-	f := &failingDeletes{}
+	f := &webguardtest.FailingDeletes{}
 	e := newEnv(t, func(c *portal.Config) { f.WebSessionStore = c.Sessions; c.Sessions = f })
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
-	f.down.Store(true)
+	f.Down.Store(true)
 	res, page := alice.post("/portal/signout", url.Values{"csrf": {csrf}})
 	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(page, "You are still signed in") || !strings.Contains(page, `action="/portal/signout"`) {
 		t.Errorf("sign-out while the database fails: %d\n%s", res.StatusCode, page)
@@ -196,7 +181,7 @@ func TestSignOutWhileTheStoreFails(t *testing.T) {
 	if cs := res.Header.Values("Set-Cookie"); len(cs) != 0 {
 		t.Errorf("a sign-out the database did not record set %q", cs)
 	}
-	f.down.Store(false)
+	f.Down.Store(false)
 	if res, _ := alice.get("/portal/"); res.StatusCode != http.StatusOK {
 		t.Fatalf("still signed in: %d, want 200", res.StatusCode)
 	}

@@ -5,11 +5,15 @@
 package webguardtest
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // Send sends method path to base with form (a same-origin post, as a
@@ -55,4 +59,18 @@ func HostCookie(t testing.TB, res *http.Response, name string) *http.Cookie {
 	}
 	t.Fatalf("no cookie %s in %v", name, res.Header.Values("Set-Cookie"))
 	return nil
+}
+
+// FailingDeletes is a web sessions' store that refuses to delete one
+// while Down is set (the database away), as a sign-out then finds it.
+type FailingDeletes struct {
+	vdibroker.WebSessionStore
+	Down atomic.Bool
+}
+
+func (f *FailingDeletes) DeleteWebSession(ctx context.Context, h string) error {
+	if f.Down.Load() {
+		return &vdibroker.Error{Code: vdibroker.EStoreUnavailable, Message: "store down"}
+	}
+	return f.WebSessionStore.DeleteWebSession(ctx, h)
 }
