@@ -180,10 +180,13 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 			l.State, l.Message = launchFailed, failure(err, api.requestID)
 		}
 	}
+	// Recorded before the user can see the answer (R-U7): the audit
+	// entry of a launch she was shown exists, as the API's are written
+	// before they answer.
+	p.audit(store, res, who, addr, api.requestID, &ans, err, now)
 	if uerr := p.cfg.Launches.UpdatePortalLaunch(store, l); uerr != nil {
 		p.log.Error("portal: keep a launch's answer", "err", uerr)
 	}
-	p.audit(store, res, who, addr, api.requestID, &ans, err, now)
 }
 
 // audit records a launch: who opened what, and the session it got or
