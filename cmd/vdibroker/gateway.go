@@ -124,31 +124,22 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	go keys.Run(kctx)
 	// SIGHUP reads the token files and reloads the keys too (the
 	// certificate reloader has its own).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-hup:
-				for _, f := range []*tokenFile{keysToken, brokerToken} {
-					if err := f.reload(); err != nil {
-						m.Logger.Error("SIGHUP: token file not read; keeping the token in force", "err", err)
-					} else if f.path != "" {
-						// At warn, as serve's SIGHUP lines: the operator
-						// waits for it before deleting the old token.
-						m.Logger.Warn("SIGHUP: token file read", "flag", f.flag, "file", f.path)
-					}
-				}
-				if err := keys.Reload(kctx); err != nil {
-					m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
-				}
-			case <-done:
-				return
+	hctx, stopHUP := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopHUP = stopHUP
+	onHUP(hctx, nil, func() {
+		for _, f := range []*tokenFile{keysToken, brokerToken} {
+			if err := f.reload(); err != nil {
+				m.Logger.Error("SIGHUP: token file not read; keeping the token in force", "err", err)
+			} else if f.path != "" {
+				// At warn, as serve's SIGHUP lines: the operator waits
+				// for it before deleting the old token.
+				m.Logger.Warn("SIGHUP: token file read", "flag", f.flag, "file", f.path)
 			}
 		}
-	}()
-	m.stopHUP = func() { signal.Stop(hup); close(done) }
+		if err := keys.Reload(kctx); err != nil {
+			m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
+		}
+	})
 
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, m.Gateway)
