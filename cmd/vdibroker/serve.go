@@ -58,6 +58,10 @@ type Main struct {
 	// TLSClientAnyHost accepts an agent's client certificate for any host
 	// name (by default its common name or a DNS name must be the host's).
 	TLSClientAnyHost bool
+	// HSTSMaxAge is the max-age of the Strict-Transport-Security header
+	// of every answer over the broker's own TLS (0 = no header; serve's
+	// --hsts-max-age defaults to a year).
+	HSTSMaxAge time.Duration
 	// Server timeouts (0 = the defaults of newServeCmd): a request's whole
 	// read, its answer's write, and an idle keep-alive connection.
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
@@ -242,7 +246,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.startAutoscale(guarded)
 	m.httpServer = &http.Server{
-		Handler:           metrics.InstrumentAPI(m.Server.Handler()),
+		Handler:           metrics.InstrumentAPI(strictTransport(m.Server.Handler(), m.HSTSMaxAge)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       orDefault(m.ReadTimeout, defaultReadTimeout),
 		WriteTimeout:      orDefault(m.WriteTimeout, defaultWriteTimeout),
@@ -459,6 +463,9 @@ func newServeCmd() *cobra.Command {
 			if m.MaxConnectWait < time.Second || m.MaxConnectWait > vdibroker.MaxConnectWait {
 				return usageError{fmt.Errorf("--max-connect-wait: must be 1s..%s, got %s", vdibroker.MaxConnectWait, m.MaxConnectWait)}
 			}
+			if m.HSTSMaxAge < 0 || m.HSTSMaxAge > maxHSTSMaxAge {
+				return usageError{fmt.Errorf("--hsts-max-age: must be 0 (no header) ..%s, got %s", maxHSTSMaxAge, m.HSTSMaxAge)}
+			}
 			if m.MaxHeaderBytes < 4096 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 4096..1048576, got %d", m.MaxHeaderBytes)}
 			}
@@ -532,6 +539,8 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&m.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
 	cmd.Flags().StringVar(&m.TLSClientCA, "tls-client-ca", "", "require agents to present a client certificate signed by this PEM CA (mTLS on the agent endpoints), whose common name or a DNS name is the host name the agent registers as")
 	cmd.Flags().BoolVar(&m.TLSClientAnyHost, "tls-client-any-host", false, "accept an agent's client certificate for any session host name (by default one host's certificate cannot register or heartbeat another)")
+	cmd.Flags().DurationVar(&m.HSTSMaxAge, "hsts-max-age", defaultHSTSMaxAge,
+		"with --tls-cert, how long browsers keep to HTTPS for this host name (Strict-Transport-Security; 0 = no header)")
 	cmd.Flags().DurationVar(&m.ReadTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included")
 	cmd.Flags().DurationVar(&m.WriteTimeout, "write-timeout", defaultWriteTimeout, "longest time to write an answer")
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
