@@ -2,6 +2,7 @@ package portal
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/feature/plural"
@@ -154,8 +155,34 @@ type lang struct {
 	p    *message.Printer
 }
 
-// T is the message id in the page's language, with args.
-func (l *lang) T(id string, args ...any) string { return l.p.Sprintf(id, args...) }
+// T is the message id in the page's language, with args. A text
+// argument (a desktop's name, a host, a user, a reference) is set apart
+// by FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE (Unicode BiDi, UAX #9,
+// X5c), as <bdi> would set it apart in markup: its own direction comes
+// from its first letter, and it cannot reorder the sentence around it.
+// Without them "Notepad++" in an Arabic sentence shows its "++" before
+// the name, and an Arabic name in an English sentence takes the words
+// after it into its run.
+func (l *lang) T(id string, args ...any) string {
+	args = slices.Clone(args) // the caller's slice stays as it was
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			args[i] = isolate(a)
+		case verbatim:
+			args[i] = string(a)
+		}
+	}
+	return l.p.Sprintf(id, args...)
+}
+
+// verbatim is an argument of T written as it is: a request id her
+// helpdesk is given (hexadecimal, one direction), which she may copy,
+// and which then must not carry the isolates.
+type verbatim string
+
+// isolate sets s apart as T's arguments are.
+func isolate(s string) string { return "\u2068" + s + "\u2069" }
 
 // Choices are the switch's languages.
 func (l *lang) Choices() []langChoice {

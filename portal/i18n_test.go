@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -140,4 +141,31 @@ func TestFileName(t *testing.T) {
 func readFile(name string) (string, error) {
 	b, err := os.ReadFile(name)
 	return string(b), err
+}
+
+// TestArgumentsIsolated_RU6: a name in a sentence is set apart by FSI and
+// PDI, so that it cannot reorder the sentence in either direction of
+// writing (an Arabic name on an English page, "Notepad++" on an
+// Arabic one); a reference her helpdesk is given is not, so that a copy
+// of it is the id; numbers are not; the caller's arguments stay as they
+// were.
+func TestArgumentsIsolated_RU6(t *testing.T) {
+	ar, en := newLang("ar"), newLang("en")
+	if got, want := ar.T("launch.ready", "Notepad++"), "ملف الاتصال الخاص بـ \u2068Notepad++\u2069 جاهز."; got != want {
+		t.Errorf("ar launch.ready = %q, want %q", got, want)
+	}
+	if got, want := en.T("signedInAs", "سارة"), "Signed in as \u2068سارة\u2069"; got != want {
+		t.Errorf("en signedInAs = %q, want %q", got, want)
+	}
+	if got, want := en.T("launch.reference", verbatim("3925f7d73b9275be")), "Reference for your helpdesk: 3925f7d73b9275be"; got != want {
+		t.Errorf("a reference = %q, want %q", got, want)
+	}
+	if got := en.T("launch.waited", 5); strings.ContainsAny(got, "\u2068\u2069") {
+		t.Errorf("a number is isolated: %q", got)
+	}
+	args := []any{"Office"}
+	en.T("launch.ready", args...)
+	if args[0] != "Office" {
+		t.Errorf("T changed its caller's argument to %q", args[0])
+	}
 }

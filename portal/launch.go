@@ -273,7 +273,7 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 		if requestIDShape.MatchString(ref) {
 			// Not a launch an older replica stored, whose Message was
 			// the connect's own words.
-			v.Message += " " + lg.T("launch.reference", ref)
+			v.Message += " " + lg.T("launch.reference", verbatim(ref))
 		}
 	default:
 		v.Title, v.Message = lg.T("launch.preparing", l.Name), lg.T("launch.finding")

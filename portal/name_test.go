@@ -52,12 +52,12 @@ func TestLaunchFailureReference_RU4(t *testing.T) {
 	p := &Portal{}
 	lg := newLang("en")
 	v := p.view("s", &vdibroker.PortalLaunch{Name: "Office", State: launchFailed, Message: failure(errors.New("disk full"), "req-7f3a")}, lg, time.Now())
-	if v.Message != "Office could not be opened. Try again; if it keeps happening, tell your helpdesk. Reference for your helpdesk: req-7f3a" {
+	if v.Message != "\u2068Office\u2069 could not be opened. Try again; if it keeps happening, tell your helpdesk. Reference for your helpdesk: req-7f3a" {
 		t.Errorf("message %q", v.Message)
 	}
 	// A known cause has its own words, and the reference too.
 	v = p.view("s", &vdibroker.PortalLaunch{Name: "Office", State: launchFailed, Message: failure(vdibroker.Errorf(vdibroker.ENoCapacity, "pool x is full"), "req-8b"), CreateTime: time.Now()}, lg, time.Now())
-	if !strings.HasPrefix(v.Message, "No session host can take Office right now.") || !strings.HasSuffix(v.Message, "Reference for your helpdesk: req-8b") {
+	if !strings.HasPrefix(v.Message, "No session host can take \u2068Office\u2069 right now.") || !strings.HasSuffix(v.Message, "Reference for your helpdesk: req-8b") {
 		t.Errorf("message %q", v.Message)
 	}
 	// A launch an older replica stored holds the connect's own words:

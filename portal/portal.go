@@ -415,7 +415,7 @@ func (p *Portal) apiError(rq *request, err error, keys map[string]string) {
 	}
 	msg := rq.lang.T(key)
 	if code != vdibroker.EUnauthenticated && rq.api.requestID != "" {
-		msg += " " + rq.lang.T("launch.reference", rq.api.requestID)
+		msg += " " + rq.lang.T("launch.reference", verbatim(rq.api.requestID))
 	}
 	rq.w.Header().Set("Cache-Control", "no-store")
 	p.render(rq.w, rq.r, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code)})
@@ -465,7 +465,7 @@ func signinRefusal(l *lang, keys map[string]string, err error, requestID string)
 	msg := l.T(key)
 	if key == "error.failed" || key == "error.ssoFailed" {
 		if requestID != "" {
-			msg += " " + l.T("launch.reference", requestID)
+			msg += " " + l.T("launch.reference", verbatim(requestID))
 		}
 	}
 	return msg

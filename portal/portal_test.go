@@ -112,7 +112,7 @@ func TestOwnSessions_RU3(t *testing.T) {
 	// The session is named by what she opened (the desktop's friendly
 	// name), not the pool behind it.
 	if !strings.Contains(home, `data-session="`+c.SessionID+`"`) || !strings.Contains(home, ">"+c.SessionHost+"<") || !strings.Contains(home, ">Active<") ||
-		!regexp.MustCompile(`<td class="name" id="session-\d+">Office desktop</td>`).MatchString(home) {
+		!regexp.MustCompile(`<td class="name"><bdi id="session-\d+">Office desktop</bdi></td>`).MatchString(home) {
 		t.Fatalf("alice's sessions lack %s on %s:\n%s", c.SessionID, c.SessionHost, home)
 	}
 	if _, bobs := bob.get("/portal/"); strings.Contains(bobs, c.SessionID) {
@@ -196,7 +196,7 @@ func TestLaunchWaitsForStartingHost_RU4(t *testing.T) {
 	}
 	launch := alice.launch(csrf, "desktop:cold")
 	s := alice.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Title == "Your desktop is starting" })
-	if s.State != "waiting" || !strings.Contains(s.Message, "cold-1 is starting") || s.Waited == "" {
+	if s.State != "waiting" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") || s.Waited == "" {
 		h, _ := e.admin.GetSessionHost(context.Background(), "cold", "cold-1")
 		_, f := alice.get(launch + "/file")
 		t.Fatalf("while cold-1 starts: %+v\nhost %+v\n%s", s, h, f)
@@ -388,7 +388,7 @@ func TestLaunchAcrossReplicas_RU4_RU7(t *testing.T) {
 
 	launch := alice.launch(csrf, "desktop:cold")
 	s := aliceB.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Title == "Your desktop is starting" })
-	if s.State != "waiting" || !strings.Contains(s.Message, "cold-1 is starting") || s.Percent < 0 {
+	if s.State != "waiting" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") || s.Percent < 0 {
 		t.Fatalf("the launch on the other replica while cold-1 starts: %+v", s)
 	}
 	e.heartbeat("cold-1")
@@ -517,7 +517,7 @@ func TestLaunchRemoteAppAndGlobal_RU1_RE9(t *testing.T) {
 	// Her sessions are named by what she opened (R-U3): the global
 	// entitlement's, in its member pool, by the entitlement.
 	_, home = alice.get("/portal/")
-	for _, want := range []string{`<td class="name" id="session-\d+">Office desktop</td><td class="host">desk-`, `<td class="name" id="session-\d+">everywhere</td><td class="host">other-`} {
+	for _, want := range []string{`<td class="name"><bdi id="session-\d+">Office desktop</bdi></td><td class="host"><bdi>desk-`, `<td class="name"><bdi id="session-\d+">everywhere</bdi></td><td class="host"><bdi>other-`} {
 		if !regexp.MustCompile(want).MatchString(home) {
 			t.Errorf("alice's sessions lack %q:\n%s", want, home)
 		}
@@ -600,7 +600,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	_, home := alice.get("/portal/")
 	row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-	for _, want := range []string{`">Anywhere</td>`, `<td class="host">` + c.SessionHost + `</td>`, ">Disconnected<", "At another site",
+	for _, want := range []string{`">Anywhere</bdi></td>`, `<td class="host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<", "At another site",
 		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect"`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
@@ -629,7 +629,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 		}
 		_, home := alice.get("/portal/")
 		row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-		if !strings.Contains(row, `">Anywhere</td>`) || strings.Contains(row, "reconnect") {
+		if !strings.Contains(row, `">Anywhere</bdi></td>`) || strings.Contains(row, "reconnect") {
 			t.Errorf("within pod0 alone, alice's session on pod1: want it named Anywhere, without Reconnect: row %q in\n%s", row, home)
 		}
 	}
@@ -664,7 +664,7 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	launch := alice.launch(csrf, "desktop:desk")
 	s := alice.await(launch, ended)
-	if s.State != "failed" || !strings.Contains(s.Message, "No session host can take Office desktop right now") ||
+	if s.State != "failed" || !strings.Contains(s.Message, "No session host can take \u2068Office desktop\u2069 right now") ||
 		strings.Contains(s.Message, "desk-") || strings.Contains(strings.ToLower(s.Message), "drain") {
 		t.Errorf("a launch without capacity: %+v; want the user's words, no hosts or drains", s)
 	}
@@ -909,7 +909,7 @@ func TestPageTitles_RU1(t *testing.T) {
 	}
 	launch := b.launch(csrf, "desktop:desk")
 	b.await(launch, ended)
-	if _, page := b.get(launch, "Accept-Language", "de"); title(page) != "Ihre Verbindungsdatei für Office desktop ist bereit. – Ihre Desktops und Apps" {
+	if _, page := b.get(launch, "Accept-Language", "de"); title(page) != "Ihre Verbindungsdatei für \u2068Office desktop\u2069 ist bereit. – Ihre Desktops und Apps" {
 		t.Errorf("a ready launch's title %q", title(page))
 	}
 }
