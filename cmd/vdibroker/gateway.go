@@ -66,11 +66,35 @@ type GatewayMain struct {
 	localBrokerInUse bool
 }
 
-// Open loads the keys and the certificate and starts serving.
-func (m *GatewayMain) Open(ctx context.Context) error {
+// Open loads the keys and the certificate and starts serving. SIGHUP
+// is caught from its start: one that comes while the first keys are
+// fetched (up to 10 s) would otherwise end the process, as is a
+// signal's default; it is answered once Open is done.
+func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.DiscardHandler)
 	}
+	// SIGHUP reads the token files and reloads the keys too (the
+	// certificate reloader has its own), once ready: reload reads what
+	// Open sets below, after it is set.
+	ready := make(chan struct{})
+	var tokens []*tokenFile
+	var keys *gatewaytoken.Keyring
+	hctx, stopHUP := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopHUP = stopHUP
+	defer func() {
+		if err != nil {
+			stopHUP()
+		}
+	}()
+	onHUP(hctx, ready, func() {
+		for _, f := range tokens {
+			f.hup(m.Logger)
+		}
+		if err := keys.Reload(hctx); err != nil {
+			m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
+		}
+	})
 	if m.TLSCert == "" || m.TLSKey == "" {
 		return usageError{errors.New("--tls-cert and --tls-key are required: RD Gateway clients speak HTTPS only")}
 	}
@@ -92,6 +116,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	tokens = []*tokenFile{keysToken, brokerToken, metricsToken}
 	var src gatewaytoken.KeySource = gatewaytoken.FileSource{Path: m.KeysFile}
 	if m.KeysURL != "" {
 		client, err := m.clientTLS.httpClientFor("--keys-url", m.KeysURL, 10*time.Second)
@@ -100,8 +125,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 		}
 		src = gatewaytoken.URLSource{URL: m.KeysURL, TokenFunc: keysToken.get, Client: client}
 	}
-	keys, err := gatewaytoken.NewKeyring(ctx, src, m.KeysRefresh, nil, m.Logger)
-	if err != nil {
+	if keys, err = gatewaytoken.NewKeyring(ctx, src, m.KeysRefresh, nil, m.Logger); err != nil {
 		return err
 	}
 	m.keys = keys
@@ -128,18 +152,6 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopKeys = cancel
 	go keys.Run(kctx)
-	// SIGHUP reads the token files and reloads the keys too (the
-	// certificate reloader has its own).
-	hctx, stopHUP := context.WithCancel(context.WithoutCancel(ctx))
-	m.stopHUP = stopHUP
-	onHUP(hctx, nil, func() {
-		for _, f := range []*tokenFile{keysToken, brokerToken, metricsToken} {
-			f.hup(m.Logger)
-		}
-		if err := keys.Reload(kctx); err != nil {
-			m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
-		}
-	})
 
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, m.Gateway)
@@ -164,6 +176,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 			m.Logger.Error("gateway server stopped", "err", err)
 		}
 	}()
+	close(ready)
 	return nil
 }
 
