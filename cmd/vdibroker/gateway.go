@@ -13,8 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,9 +46,13 @@ type GatewayMain struct {
 	// BrokerToken: read at Open and again on SIGHUP, so a gateway's
 	// credential is replaced without a restart, which would drop every
 	// tunnel (and its user's session with it).
-	KeysTokenFile    string
-	BrokerTokenFile  string
+	KeysTokenFile   string
+	BrokerTokenFile string
+	// MetricsToken is the bearer token /metrics requires (none: open);
+	// MetricsTokenFile, when set, holds it, read at Open and again on
+	// SIGHUP, so a leaked one is replaced without dropping tunnels.
 	MetricsToken     string
+	MetricsTokenFile string
 	MaxHeaderBytes   int
 	Config           gateway.Config // limits; Verifier, Broker, Logger, Registry are set by Open
 	clientTLS        clientTLSOptions
@@ -64,11 +66,35 @@ type GatewayMain struct {
 	localBrokerInUse bool
 }
 
-// Open loads the keys and the certificate and starts serving.
-func (m *GatewayMain) Open(ctx context.Context) error {
+// Open loads the keys and the certificate and starts serving. SIGHUP
+// is caught from its start: one that comes while the first keys are
+// fetched (up to 10 s) would otherwise end the process, as is a
+// signal's default; it is answered once Open is done.
+func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	if m.Logger == nil {
 		m.Logger = slog.New(slog.DiscardHandler)
 	}
+	// SIGHUP reads the token files and reloads the keys too (the
+	// certificate reloader has its own), once ready: reload reads what
+	// Open sets below, after it is set.
+	ready := make(chan struct{})
+	var tokens []*tokenFile
+	var keys *gatewaytoken.Keyring
+	hctx, stopHUP := context.WithCancel(context.WithoutCancel(ctx))
+	m.stopHUP = stopHUP
+	defer func() {
+		if err != nil {
+			stopHUP()
+		}
+	}()
+	onHUP(hctx, ready, func() {
+		for _, f := range tokens {
+			f.hup(m.Logger)
+		}
+		if err := keys.Reload(hctx); err != nil {
+			m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
+		}
+	})
 	if m.TLSCert == "" || m.TLSKey == "" {
 		return usageError{errors.New("--tls-cert and --tls-key are required: RD Gateway clients speak HTTPS only")}
 	}
@@ -78,14 +104,19 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	if m.KeysFile == "" && m.KeysURL == "" {
 		return usageError{errors.New("one of --keys-file and --keys-url is required: the public keys the broker signs access tokens with")}
 	}
-	keysToken, err := newTokenFile("--keys-token-file", m.KeysTokenFile, m.KeysToken)
+	keysToken, err := newTokenFile("--keys-token-file", m.KeysTokenFile, m.KeysToken, 0)
 	if err != nil {
 		return err
 	}
-	brokerToken, err := newTokenFile("--broker-token-file", m.BrokerTokenFile, m.BrokerToken)
+	brokerToken, err := newTokenFile("--broker-token-file", m.BrokerTokenFile, m.BrokerToken, 0)
 	if err != nil {
 		return err
 	}
+	metricsToken, err := newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, 0)
+	if err != nil {
+		return err
+	}
+	tokens = []*tokenFile{keysToken, brokerToken, metricsToken}
 	var src gatewaytoken.KeySource = gatewaytoken.FileSource{Path: m.KeysFile}
 	if m.KeysURL != "" {
 		client, err := m.clientTLS.httpClientFor("--keys-url", m.KeysURL, 10*time.Second)
@@ -94,8 +125,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 		}
 		src = gatewaytoken.URLSource{URL: m.KeysURL, TokenFunc: keysToken.get, Client: client}
 	}
-	keys, err := gatewaytoken.NewKeyring(ctx, src, m.KeysRefresh, nil, m.Logger)
-	if err != nil {
+	if keys, err = gatewaytoken.NewKeyring(ctx, src, m.KeysRefresh, nil, m.Logger); err != nil {
 		return err
 	}
 	m.keys = keys
@@ -122,28 +152,10 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopKeys = cancel
 	go keys.Run(kctx)
-	// SIGHUP reads the token files and reloads the keys too (the
-	// certificate reloader has its own).
-	hctx, stopHUP := context.WithCancel(context.WithoutCancel(ctx))
-	m.stopHUP = stopHUP
-	onHUP(hctx, nil, func() {
-		for _, f := range []*tokenFile{keysToken, brokerToken} {
-			if err := f.reload(); err != nil {
-				m.Logger.Error("SIGHUP: token file not read; keeping the token in force", "err", err)
-			} else if f.path != "" {
-				// At warn, as serve's SIGHUP lines: the operator waits
-				// for it before deleting the old token.
-				m.Logger.Warn("SIGHUP: token file read", "flag", f.flag, "file", f.path)
-			}
-		}
-		if err := keys.Reload(kctx); err != nil {
-			m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
-		}
-	})
 
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, m.Gateway)
-	mux.Handle("GET /metrics", requireBearer(m.MetricsToken, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	mux.Handle("GET /metrics", requireBearer(metricsToken.get, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {
 		m.Close()
@@ -164,6 +176,7 @@ func (m *GatewayMain) Open(ctx context.Context) error {
 			m.Logger.Error("gateway server stopped", "err", err)
 		}
 	}()
+	close(ready)
 	return nil
 }
 
@@ -190,58 +203,6 @@ func (m *GatewayMain) Close() error {
 		m.certs.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// tokenFile is a bearer token the gateway sends, from a file read again
-// by reload (SIGHUP), or given as it is (no file).
-type tokenFile struct {
-	flag, path string
-	v          atomic.Pointer[string]
-}
-
-// newTokenFile reads path (flag's file), or holds token without one.
-func newTokenFile(flag, path, token string) (*tokenFile, error) {
-	f := &tokenFile{flag: flag, path: path}
-	f.v.Store(&token)
-	return f, f.reload()
-}
-
-func (f *tokenFile) get() string { return *f.v.Load() }
-
-// reload reads the file again; a file that cannot be read, holds no
-// token, or holds what no bearer token is (two lines, as a federation
-// secret file may hold; a space or a control character inside) keeps the
-// token in force: such a value would make every request the gateway
-// sends fail (Go refuses a header value with a line break) or be refused,
-// so no tunnel would open and none would be checked or reported closed.
-func (f *tokenFile) reload() error {
-	if f.path == "" {
-		return nil
-	}
-	tok, err := readSecretFile(f.flag, f.path)
-	if err != nil {
-		return err
-	}
-	if tok == "" {
-		return usageError{fmt.Errorf("%s: %s holds no token", f.flag, f.path)}
-	}
-	if i := strings.IndexFunc(tok, func(r rune) bool { return r <= ' ' || r >= 0x7f }); i >= 0 {
-		return usageError{fmt.Errorf("%s: %s holds more than one token, or a character no token has (%q at byte %d): want one token on one line", f.flag, f.path, tok[i], i)}
-	}
-	f.v.Store(&tok)
-	return nil
-}
-
-// readSecretFile reads the secret a flag names (empty path: none).
-func readSecretFile(flag, path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", usageError{fmt.Errorf("%s: %w", flag, err)}
-	}
-	return strings.TrimSpace(string(b)), nil
 }
 
 func newGatewayCmd() *cobra.Command { return newGatewayCmdFor(&GatewayMain{}) }
@@ -317,10 +278,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 			}
 			var err error
 			m.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-			m.KeysTokenFile, m.BrokerTokenFile = keysTokenFile, brokerTokenFile
-			if m.MetricsToken, err = readSecretFile("--metrics-token-file", metricsTokenFile); err != nil {
-				return err
-			}
+			m.KeysTokenFile, m.BrokerTokenFile, m.MetricsTokenFile = keysTokenFile, brokerTokenFile, metricsTokenFile
 			if m.MaxHeaderBytes < 1024 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 1024..1048576, got %d", m.MaxHeaderBytes)}
 			}
@@ -413,7 +371,7 @@ admitted once by this gateway alone. See docs/gateway.md.`,
 	fl.StringVar(&brokerTokenFile, "broker-token-file", "", "file with the bearer token of --broker-url (read again on SIGHUP: a new Gateway token without dropping tunnels)")
 	fl.StringVar(&m.clientTLS.CAFile, "ca-file", "", "PEM CA bundle that verifies the broker's certificate (--keys-url, --broker-url)")
 	fl.BoolVar(&m.clientTLS.InsecureHTTP, "insecure-http", false, "allow plain http:// in --keys-url and --broker-url to a host other than loopback (sends the gateway's token in clear; for a test network only)")
-	fl.StringVar(&metricsTokenFile, "metrics-token-file", "", "file with the bearer token /metrics requires (default: open)")
+	fl.StringVar(&metricsTokenFile, "metrics-token-file", "", "file with the bearer token /metrics requires (default: open); read again on SIGHUP")
 	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.DurationVar(&m.Config.IdleTimeout, "idle-timeout", time.Hour, "close a tunnel idle this long (a token's idle claim overrides)")
 	fl.DurationVar(&m.Config.MaxLifetime, "max-lifetime", 24*time.Hour, "close a tunnel this long after it opened (a token may ask for less)")

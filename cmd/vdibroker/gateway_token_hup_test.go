@@ -5,12 +5,16 @@ package main
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -82,5 +86,92 @@ func TestGatewayKeysTokenFileSIGHUP(t *testing.T) {
 	// Logged before the keys are fetched again.
 	if !strings.Contains(logs.String(), "SIGHUP: token file read") {
 		t.Errorf("no line of the reload at --log-level warn:\n%s", logs.String())
+	}
+}
+
+// TestGatewaySIGHUPBeforeFirstKeyFetch: a gateway process sent SIGHUP
+// while its first fetch of the keys is under way (a reload by an
+// operator or a configuration tool right after the start) goes on
+// starting, instead of ending as a SIGHUP not caught does, and answers
+// the SIGHUP once it is ready: it reads --keys-token-file again and
+// fetches the keys with the new token. Then it serves.
+func TestGatewaySIGHUPBeforeFirstKeyFetch(t *testing.T) {
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k": pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first fetch is answered only once release is closed.
+	auth, release := make(chan string, 16), make(chan struct{})
+	var fetches atomic.Int32
+	keys := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth <- r.Header.Get("Authorization")
+		if fetches.Add(1) == 1 {
+			<-release
+		}
+		w.Write(doc)
+	}))
+	defer keys.Close()
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce()
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	cert, key := ca.issue(t, dir, "gateway", 2, false)
+	tokenFile := filepath.Join(dir, "keys.token")
+	if err := os.WriteFile(tokenFile, []byte("vdbt_first\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout syncbuf.Buffer
+	p := e2eStart(t, selfBin(t), nil, &stdout, "gateway", "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key,
+		"--name", "rdgw-early-hup", "--keys-url", keys.URL, "--keys-token-file", tokenFile, "--keys-refresh", "4m")
+	next := func(what string) string {
+		t.Helper()
+		select {
+		case a := <-auth:
+			return a
+		case <-p.done:
+			t.Fatalf("the gateway ended (%v) waiting for %s:\n%s", p.err, what, p.stderr.String())
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no %s", what)
+		}
+		return ""
+	}
+	if got := next("first fetch of the keys"); got != "Bearer vdbt_first" {
+		t.Fatalf("first fetch: %q, want Bearer vdbt_first", got)
+	}
+	// The gateway is inside its first fetch: SIGHUP now.
+	if err := os.WriteFile(tokenFile, []byte("vdbt_second\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	releaseOnce()
+	if got := next("fetch of the SIGHUP once ready"); got != "Bearer vdbt_second" {
+		t.Fatalf("the SIGHUP's fetch: %q, want Bearer vdbt_second", got)
+	}
+	var addr string
+	e2eEventually(t, "the gateway listening", 20*time.Second, func() bool {
+		var ok bool
+		addr, ok = strings.CutPrefix(strings.TrimSpace(stdout.String()), "vdibroker gateway listening on ")
+		return ok
+	})
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	if got := scrapeStatus(t, client, "https://"+addr+"/metrics", ""); got != http.StatusOK {
+		t.Errorf("GET /metrics: %d, want 200", got)
+	}
+	select {
+	case <-p.done:
+		t.Fatalf("the gateway ended: %v\n%s", p.err, p.stderr.String())
+	default:
+	}
+	if log := p.stderr.String(); !strings.Contains(log, "SIGHUP: token file read") {
+		t.Errorf("no line of the reload:\n%s", log)
 	}
 }

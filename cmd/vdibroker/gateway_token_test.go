@@ -8,8 +8,8 @@ import (
 
 // TestTokenFileReadAgain: a gateway's token file is read at start and
 // again at each reload (SIGHUP): a new token is taken, a file that is
-// missing, holds no token or more than one keeps the one in force; without a file the
-// token given is used.
+// missing, holds no token, more than one, or one under the minimum keeps
+// the one in force; without a file the token given is used.
 func TestTokenFileReadAgain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gateway.token")
 	write := func(s string) {
@@ -18,7 +18,7 @@ func TestTokenFileReadAgain(t *testing.T) {
 		}
 	}
 	write("vdbt_first\n")
-	f, err := newTokenFile("--broker-token-file", path, "")
+	f, err := newTokenFile("--broker-token-file", path, "", 0)
 	if err != nil || f.get() != "vdbt_first" {
 		t.Fatalf("at start: %q, %v; want vdbt_first", f.get(), err)
 	}
@@ -43,10 +43,25 @@ func TestTokenFileReadAgain(t *testing.T) {
 	if err := f.reload(); err == nil || f.get() != "vdbt_second" {
 		t.Errorf("a missing file: %q, %v; want the token kept and an error", f.get(), err)
 	}
-	if _, err := newTokenFile("--broker-token-file", path, ""); err == nil {
+	if _, err := newTokenFile("--broker-token-file", path, "", 0); err == nil {
 		t.Error("a missing file at start was taken")
 	}
-	given, err := newTokenFile("--broker-token-file", "", "vdbt_given")
+	// A minimum (serve's metrics token: 16): a shorter token is refused
+	// at start and kept out by a reload.
+	write("short-token")
+	if _, err := newTokenFile("--metrics-token-file", path, "", 16); err == nil {
+		t.Error("a token under the minimum was taken at start")
+	}
+	write("metrics-0123456789")
+	m, err := newTokenFile("--metrics-token-file", path, "", 16)
+	if err != nil || m.get() != "metrics-0123456789" {
+		t.Fatalf("a token of the minimum: %q, %v", m.get(), err)
+	}
+	write("short-token")
+	if err := m.reload(); err == nil || m.get() != "metrics-0123456789" {
+		t.Errorf("a short token: %q, %v; want the token kept and an error", m.get(), err)
+	}
+	given, err := newTokenFile("--broker-token-file", "", "vdbt_given", 0)
 	if err != nil || given.get() != "vdbt_given" || given.reload() != nil || given.get() != "vdbt_given" {
 		t.Errorf("no file: %q, %v; want the token given, kept by a reload", given.get(), err)
 	}

@@ -87,8 +87,11 @@ type Main struct {
 	// AutoscaleMinute is how long a minute of a scaling plan's waits lasts
 	// (hidden --autoscale-minute: end-to-end tests shorten it).
 	AutoscaleMinute time.Duration
-	// MetricsToken, when set, is the bearer token /metrics requires.
-	MetricsToken string
+	// MetricsToken, when set, is the bearer token /metrics requires;
+	// MetricsTokenFile, when set, holds it (at least 16 characters),
+	// read at Open and again on SIGHUP (reload).
+	MetricsToken     string
+	MetricsTokenFile string
 	// Federation makes the broker a pod (federation_serve.go).
 	Federation FederationFlags
 	// OIDC is single sign-on (oidc_serve.go).
@@ -107,6 +110,7 @@ type Main struct {
 	portal     *portal.Portal
 	httpServer *http.Server
 	certs      *certReloader
+	metrics    *tokenFile // MetricsToken or MetricsTokenFile's
 	unlockDir  func()
 	// stopAutoscale stops the autoscaler and waits for it (nil: none).
 	stopAutoscale func()
@@ -119,6 +123,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if err := m.Gateway.check(m.TLSCert != "" && m.TLSKey != ""); err != nil {
+		return err
+	}
+	if m.metrics, err = newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, minMetricsToken); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
@@ -239,7 +246,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	reg := m.Federation.registry(metrics.NewRegistry(metrics.Config{Store: guarded,
 		Outage:      func() (bool, float64) { st := health.Status(); return !st.Up, st.OutageSeconds },
 		ClockOffset: m.broker.ClockOffset}))
-	m.Server.Mount("GET /metrics", requireBearer(m.MetricsToken, metrics.Handler(reg)))
+	m.Server.Mount("GET /metrics", requireBearer(m.metrics.get, metrics.Handler(reg)))
 	// The in-process gateway's metrics are the broker's (vdibroker_gateway_*).
 	if err := m.Gateway.start(ctx, services.Gateway, reg, m.Logger); err != nil {
 		return fmt.Errorf("in-process gateway: %w", err)
@@ -303,22 +310,29 @@ func (m *Main) unlock() {
 }
 
 // requireBearer serves h only to requests with "Authorization: Bearer
-// token"; an empty token serves everyone.
-func requireBearer(token string, h http.Handler) http.Handler {
-	if token == "" {
-		return h
-	}
-	want := sha256.Sum256([]byte("Bearer " + token))
+// T", T the token in force (read at each request: a reload replaces it);
+// an empty token serves everyone. The hashes are compared in constant
+// time, so the answer's time tells nothing of the token.
+func requireBearer(token func() string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := token()
+		if tok == "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		want := sha256.Sum256([]byte("Bearer " + tok))
 		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="vdibroker metrics"`)
-			http.Error(w, "metrics need the token of serve --metrics-token-file", http.StatusUnauthorized)
+			http.Error(w, "metrics need the token of --metrics-token-file", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
 }
+
+// minMetricsToken is the fewest characters of serve's metrics token.
+const minMetricsToken = 16
 
 // The server's timeouts when Main leaves them 0. A request has 30 s to
 // arrive whole (a body sent at a byte a second is cut off), an answer 60 s
@@ -488,26 +502,19 @@ func newServeCmd() *cobra.Command {
 				m.PowerDrivers = set
 				m.Logger.Info("power drivers loaded", "file", powerConfig, "drivers", set.Names())
 			}
-			if metricsTokenFile != "" {
-				b, err := os.ReadFile(metricsTokenFile)
-				if err != nil {
-					return usageError{fmt.Errorf("--metrics-token-file: %w", err)}
-				}
-				if m.MetricsToken = strings.TrimSpace(string(b)); len(m.MetricsToken) < 16 {
-					return usageError{fmt.Errorf("--metrics-token-file %s: want a token of at least 16 characters", metricsTokenFile)}
-				}
-			}
+			m.MetricsTokenFile = metricsTokenFile
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// SIGHUP (systemctl reload) reads the log level, the OIDC
-			// role map and the federation secrets again, once Open has
-			// set them; the TLS certificate, when served, is read again
-			// by its reloader.
+			// role map, the federation secrets and the metrics token
+			// again, once Open has set them; the TLS certificate, when
+			// served, is read again by its reloader.
 			opened := make(chan struct{})
 			onHUP(ctx, opened, func() {
 				logs.reload(m.Logger)
 				m.OIDC.reload(m.Logger)
 				m.Federation.reload(m.Logger)
+				m.metrics.hup(m.Logger)
 			})
 			if cpuProfile != "" {
 				stopProfile, err := startCPUProfile(cpuProfile)
@@ -547,7 +554,7 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.MaxConnectWait, "max-connect-wait", broker.DefaultMaxConnectWait,
 		"longest a connect with ?wait= is held for a starting host (1s..10m; R-U4)")
 	cmd.Flags().IntVar(&m.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and headers accepted (4096..1048576); larger ones are answered 431")
-	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token /metrics then requires as Authorization: Bearer (default: /metrics is open)")
+	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token (at least 16 characters) /metrics then requires as Authorization: Bearer (default: /metrics is open); read again on SIGHUP")
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
 	cmd.Flags().DurationVar(&m.AutoscaleInterval, "autoscale-interval", time.Minute, "how often the autoscaler evaluates the scaling plans; with several replicas one evaluates, under a lease of two intervals (0 = off)")
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
