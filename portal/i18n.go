@@ -61,6 +61,7 @@ var messages = map[string]map[string]string{
 	"sessions.what":            {"en": "Desktop or apps", "de": "Desktop oder Apps", "pt": "Ambiente de trabalho ou aplicações", "ar": "سطح المكتب أو التطبيقات"},
 	"sessions.host":            {"en": "Host", "de": "Host", "pt": "Anfitrião", "ar": "المضيف"},
 	"sessions.state":           {"en": "State", "de": "Status", "pt": "Estado", "ar": "الحالة"},
+	"sessions.actions":         {"en": "Actions", "de": "Aktionen", "pt": "Ações", "ar": "الإجراءات"},
 	"sessions.since":           {"en": "Since", "de": "Seit", "pt": "Desde", "ar": "منذ"},
 	"state.Active":             {"en": "Active", "de": "Aktiv", "pt": "Ativa", "ar": "نشطة"},
 	"state.Disconnected":       {"en": "Disconnected", "de": "Getrennt", "pt": "Desligada", "ar": "منفصلة"},

@@ -112,7 +112,7 @@ func TestOwnSessions_RU3(t *testing.T) {
 	// The session is named by what she opened (the desktop's friendly
 	// name), not the pool behind it.
 	if !strings.Contains(home, `data-session="`+c.SessionID+`"`) || !strings.Contains(home, ">"+c.SessionHost+"<") || !strings.Contains(home, ">Active<") ||
-		!regexp.MustCompile(`<td class="name"><bdi id="session-\d+">Office desktop</bdi></td>`).MatchString(home) {
+		!regexp.MustCompile(`<td role="cell" class="name"><bdi id="session-\d+">Office desktop</bdi></td>`).MatchString(home) {
 		t.Fatalf("alice's sessions lack %s on %s:\n%s", c.SessionID, c.SessionHost, home)
 	}
 	if _, bobs := bob.get("/portal/"); strings.Contains(bobs, c.SessionID) {
@@ -517,7 +517,7 @@ func TestLaunchRemoteAppAndGlobal_RU1_RE9(t *testing.T) {
 	// Her sessions are named by what she opened (R-U3): the global
 	// entitlement's, in its member pool, by the entitlement.
 	_, home = alice.get("/portal/")
-	for _, want := range []string{`<td class="name"><bdi id="session-\d+">Office desktop</bdi></td><td class="host"><bdi>desk-`, `<td class="name"><bdi id="session-\d+">everywhere</bdi></td><td class="host"><bdi>other-`} {
+	for _, want := range []string{`<td role="cell" class="name"><bdi id="session-\d+">Office desktop</bdi></td><td role="cell" class="host" data-label="Host"><bdi>desk-`, `<td role="cell" class="name"><bdi id="session-\d+">everywhere</bdi></td><td role="cell" class="host" data-label="Host"><bdi>other-`} {
 		if !regexp.MustCompile(want).MatchString(home) {
 			t.Errorf("alice's sessions lack %q:\n%s", want, home)
 		}
@@ -599,8 +599,8 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
 	_, home := alice.get("/portal/")
-	row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-	for _, want := range []string{`">Anywhere</bdi></td>`, `<td class="host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<", "At another site",
+	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
+	for _, want := range []string{`">Anywhere</bdi></td>`, `<td role="cell" class="host" data-label="Host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<", "At another site",
 		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect"`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
@@ -628,7 +628,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 			break
 		}
 		_, home := alice.get("/portal/")
-		row := regexp.MustCompile(`(?s)<tr data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
+		row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
 		if !strings.Contains(row, `">Anywhere</bdi></td>`) || strings.Contains(row, "reconnect") {
 			t.Errorf("within pod0 alone, alice's session on pod1: want it named Anywhere, without Reconnect: row %q in\n%s", row, home)
 		}

@@ -220,6 +220,20 @@ func TestPortalBrowser(t *testing.T) {
 				const n = li.querySelector('.name').getBoundingClientRect(), r = li.getBoundingClientRect();
 				return n.left < r.left || n.right > r.right;
 			}).map(li => li.dataset.id + ' leaves its tile'),
+			// Her sessions' buttons in full sight, none behind the
+			// table's own sideways scroll.
+			...[...document.querySelectorAll('#sessions button')].filter(b => {
+				const r = b.getBoundingClientRect(), w = b.closest('.table-wrap').getBoundingClientRect();
+				return r.left < w.left || r.right > w.right;
+			}).map(b => b.id + ' is behind the sessions table\'s scroll'),
+			// Since when, "2026-12-06 00:55 UTC", in its own order on the
+			// Arabic page too (not "UTC 00:55 06-12-2026").
+			...[...document.querySelectorAll('#sessions time')].filter(e => {
+				const t = e.firstChild, r = document.createRange();
+				r.setStart(t, 0); r.setEnd(t, 1); const first = r.getBoundingClientRect();
+				r.setStart(t, t.length - 1); r.setEnd(t, t.length); const last = r.getBoundingClientRect();
+				return last.left < first.left;
+			}).map(e => 'the time ' + e.textContent + ' reads backwards'),
 			// A Latin name on the Arabic page keeps its own order (R-U6):
 			// the "++" of Notepad++ after its N, not carried to the
 			// other end by the page's direction.
