@@ -200,6 +200,12 @@ func (m *Manager) Open(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	name, path, secure := m.cookie(r)
 	http.SetCookie(w, &http.Cookie{Name: name, Value: s.id, Path: path, MaxAge: int(expires.Sub(now).Seconds()) + 1,
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+	// The browser's sign-in before this one, whose cookie the new one
+	// replaces, ends: its row would otherwise stay good until it expires,
+	// for a copy of the old cookie, and count against her sessions.
+	if old, err := r.Cookie(name); err == nil && len(old.Value) == 64 && old.Value != s.id {
+		m.Forget(ctx, &Session{idHash: vdibroker.HashSecret(old.Value)})
+	}
 	return s, nil
 }
 

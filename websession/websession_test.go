@@ -378,3 +378,31 @@ func TestAnotherAreasCookie(t *testing.T) {
 		t.Errorf("the portal's own session: %+v", s)
 	}
 }
+
+// TestSignInAgainEndsTheFormer (R-SEC, web sessions): a browser that
+// signs in again, with the cookie of its sign-in before, ends that one
+// on every replica: a copy of the old cookie gets nothing. A sign-in
+// without a cookie ends nobody's.
+func TestSignInAgainEndsTheFormer(t *testing.T) {
+	sa, sb := stores(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, b := manager(t, sa, clk), manager(t, sb, clk)
+	_, other := open(t, a, "vdbt_other", "token:r2")
+	_, first := open(t, a, "vdbt_first", "token:r1")
+	req := httptest.NewRequest("POST", "/signin", nil)
+	req.AddCookie(first)
+	w := httptest.NewRecorder()
+	if _, err := b.Open(t.Context(), w, req, "vdbt_second", "token:r1", vdibroker.RoleReader, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	second := w.Result().Cookies()[0]
+	if get(a, first) != nil || get(b, first) != nil {
+		t.Error("the sign-in before still has its session after signing in again")
+	}
+	if s := get(a, second); s == nil || s.Token != "vdbt_second" {
+		t.Errorf("the new sign-in: %+v", s)
+	}
+	if get(a, other) == nil {
+		t.Error("another browser's session ended")
+	}
+}
