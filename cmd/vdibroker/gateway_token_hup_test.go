@@ -28,14 +28,7 @@ import (
 // token the file holds then, which it logs at warn (R-GW4; docs/gateway.md,
 // the Gateway token).
 func TestGatewayKeysTokenFileSIGHUP(t *testing.T) {
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k": pub})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := testKeysDoc(t)
 	auth := make(chan string, 16)
 	keys := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth <- r.Header.Get("Authorization")
@@ -96,14 +89,7 @@ func TestGatewayKeysTokenFileSIGHUP(t *testing.T) {
 // the SIGHUP once it is ready: it reads --keys-token-file again and
 // fetches the keys with the new token. Then it serves.
 func TestGatewaySIGHUPBeforeFirstKeyFetch(t *testing.T) {
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k": pub})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := testKeysDoc(t)
 	// The first fetch is answered only once release is closed.
 	auth, release := make(chan string, 16), make(chan struct{})
 	var fetches atomic.Int32
@@ -174,4 +160,19 @@ func TestGatewaySIGHUPBeforeFirstKeyFetch(t *testing.T) {
 	if log := p.stderr.String(); !strings.Contains(log, "SIGHUP: token file read") {
 		t.Errorf("no line of the reload:\n%s", log)
 	}
+}
+
+// testKeysDoc is a JWKS document of one fresh Ed25519 key, "k", as the
+// broker's keys URL answers it.
+func testKeysDoc(t *testing.T) []byte {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k": pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }

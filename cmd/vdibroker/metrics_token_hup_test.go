@@ -3,8 +3,6 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
@@ -16,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vdibroker/vdibroker/gatewaytoken"
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
@@ -138,14 +135,7 @@ func TestGatewayMetricsTokenFileSIGHUP(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, dir)
 	cert, key := ca.issue(t, dir, "gateway", 2, false)
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k": pub})
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := testKeysDoc(t)
 	keysFile := filepath.Join(dir, "keys.json")
 	if err := os.WriteFile(keysFile, doc, 0o600); err != nil {
 		t.Fatal(err)
