@@ -205,5 +205,8 @@ func TestSessionsUserSearch(t *testing.T) {
 		t.Errorf("alice2's link: %v", got)
 	}
 	a := b.get("/sessions?user=ali")
-	wantContains(t, a, "for users whose name starts with “ali” (any case)", `href="/sessions?user=Alice&amp;exact=1"`)
+	wantContains(t, a, "for users whose name starts with “<bdi>ali</bdi>” (any case)", `href="/sessions?user=Alice&amp;exact=1"`)
+	// A name in a sentence is isolated: a right-to-left one, with a
+	// number after it, cannot swap places with the words around it.
+	wantContains(t, b.get("/sessions?user=%D8%B3%D8%A7%D8%B1%D8%A9+2&exact=1"), "for user <bdi>سارة 2</bdi>.")
 }
