@@ -125,7 +125,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.Gateway.check(m.TLSCert != "" && m.TLSKey != ""); err != nil {
 		return err
 	}
-	if m.metrics, err = newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, minMetricsToken); err != nil {
+	if m.metrics, err = newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, tokenChecked, minMetricsToken); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
