@@ -182,8 +182,38 @@ func (l *lang) T(id string, args ...any) string {
 // and which then must not carry the isolates.
 type verbatim string
 
-// isolate sets s apart as T's arguments are.
-func isolate(s string) string { return "\u2068" + s + "\u2069" }
+// isolate sets s apart as T's arguments are. The isolate must close
+// where s ends, whatever s holds: a name's own POP DIRECTIONAL ISOLATE
+// with no isolate of the name's before it would close the FSI early
+// (UAX #9, BD9), after which an override in the name ("\u2069\u202e")
+// reverses the rest of the sentence, her helpdesk reference included;
+// and an isolate the name opens and does not close would take the PDI,
+// leaving the sentence after the name inside. Such a PDI is dropped and
+// such an isolate closed (each is invisible); an embedding or override
+// the name leaves open ends at the PDI (UAX #9, X6a).
+func isolate(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	b.WriteRune('\u2068')
+	open := 0
+	for _, r := range s {
+		switch r {
+		case '\u2066', '\u2067', '\u2068': // LRI, RLI, FSI
+			open++
+		case '\u2069': // PDI
+			if open == 0 {
+				continue
+			}
+			open--
+		}
+		b.WriteRune(r)
+	}
+	for ; open > 0; open-- {
+		b.WriteRune('\u2069')
+	}
+	b.WriteRune('\u2069')
+	return b.String()
+}
 
 // Choices are the switch's languages.
 func (l *lang) Choices() []langChoice {

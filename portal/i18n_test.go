@@ -169,3 +169,52 @@ func TestArgumentsIsolated_RU6(t *testing.T) {
 		t.Errorf("T changed its caller's argument to %q", args[0])
 	}
 }
+
+// TestArgumentIsolateCloses_RU6: a name's own isolate controls cannot
+// end T's isolate early nor keep it open past the name (UAX #9, BD9): a
+// PDI the name has without an isolate of its own would close the FSI, so
+// that an override after it ("\u2069\u202e") reversed the rest of the
+// sentence, her helpdesk reference included; an isolate the name opens
+// would take the PDI, leaving the sentence after it in the name's
+// isolate. The one is dropped, the other closed; balanced ones stay.
+func TestArgumentIsolateCloses_RU6(t *testing.T) {
+	en := newLang("en")
+	for _, tc := range []struct{ name, arg, want string }{
+		{"a PDI of its own, then an override", "Office\u2069\u202eevil", "\u2068Office\u202eevil\u2069"},
+		{"an isolate left open", "\u2067مكتب", "\u2068\u2067مكتب\u2069\u2069"},
+		{"balanced isolates", "a\u2066b\u2069c", "\u2068a\u2066b\u2069c\u2069"},
+		{"a PDI first, two opened", "\u2069\u2066\u2068x", "\u2068\u2066\u2068x\u2069\u2069\u2069"},
+		{"plain", "Office", "\u2068Office\u2069"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := en.T("launch.ready", tc.arg)
+			want := "Your connection file for " + tc.want + " is ready."
+			if got != want {
+				t.Errorf("launch.ready of %q = %q, want %q", tc.arg, got, want)
+			}
+			// Whatever the name holds, the FSI before it is matched by
+			// the PDI after it, not by one inside.
+			arg := strings.TrimSuffix(strings.TrimPrefix(got, "Your connection file for "), " is ready.")
+			if n := matchingPDI([]rune(arg)); n != len([]rune(arg))-1 {
+				t.Errorf("%q: the FSI is matched at rune %d, want the last (%d)", arg, n, len([]rune(arg))-1)
+			}
+		})
+	}
+}
+
+// matchingPDI is the index of the PDI matching the isolate initiator at
+// rs[0] (UAX #9, BD9), -1 if none.
+func matchingPDI(rs []rune) int {
+	depth := 0
+	for i, r := range rs {
+		switch r {
+		case '\u2066', '\u2067', '\u2068':
+			depth++
+		case '\u2069':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}

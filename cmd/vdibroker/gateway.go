@@ -104,15 +104,15 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	if m.KeysFile == "" && m.KeysURL == "" {
 		return usageError{errors.New("one of --keys-file and --keys-url is required: the public keys the broker signs access tokens with")}
 	}
-	keysToken, err := newTokenFile("--keys-token-file", m.KeysTokenFile, m.KeysToken, 0)
+	keysToken, err := newTokenFile("--keys-token-file", m.KeysTokenFile, m.KeysToken, tokenSent, 0)
 	if err != nil {
 		return err
 	}
-	brokerToken, err := newTokenFile("--broker-token-file", m.BrokerTokenFile, m.BrokerToken, 0)
+	brokerToken, err := newTokenFile("--broker-token-file", m.BrokerTokenFile, m.BrokerToken, tokenSent, 0)
 	if err != nil {
 		return err
 	}
-	metricsToken, err := newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, 0)
+	metricsToken, err := newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, tokenChecked, 0)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func TestTokenFileReadAgain(t *testing.T) {
 		}
 	}
 	write("vdbt_first\n")
-	f, err := newTokenFile("--broker-token-file", path, "", 0)
+	f, err := newTokenFile("--broker-token-file", path, "", tokenSent, 0)
 	if err != nil || f.get() != "vdbt_first" {
 		t.Fatalf("at start: %q, %v; want vdbt_first", f.get(), err)
 	}
@@ -43,17 +43,17 @@ func TestTokenFileReadAgain(t *testing.T) {
 	if err := f.reload(); err == nil || f.get() != "vdbt_second" {
 		t.Errorf("a missing file: %q, %v; want the token kept and an error", f.get(), err)
 	}
-	if _, err := newTokenFile("--broker-token-file", path, "", 0); err == nil {
+	if _, err := newTokenFile("--broker-token-file", path, "", tokenSent, 0); err == nil {
 		t.Error("a missing file at start was taken")
 	}
 	// A minimum (serve's metrics token: 16): a shorter token is refused
 	// at start and kept out by a reload.
 	write("short-token")
-	if _, err := newTokenFile("--metrics-token-file", path, "", 16); err == nil {
+	if _, err := newTokenFile("--metrics-token-file", path, "", tokenChecked, 16); err == nil {
 		t.Error("a token under the minimum was taken at start")
 	}
 	write("metrics-0123456789")
-	m, err := newTokenFile("--metrics-token-file", path, "", 16)
+	m, err := newTokenFile("--metrics-token-file", path, "", tokenChecked, 16)
 	if err != nil || m.get() != "metrics-0123456789" {
 		t.Fatalf("a token of the minimum: %q, %v", m.get(), err)
 	}
@@ -61,7 +61,7 @@ func TestTokenFileReadAgain(t *testing.T) {
 	if err := m.reload(); err == nil || m.get() != "metrics-0123456789" {
 		t.Errorf("a short token: %q, %v; want the token kept and an error", m.get(), err)
 	}
-	given, err := newTokenFile("--broker-token-file", "", "vdbt_given", 0)
+	given, err := newTokenFile("--broker-token-file", "", "vdbt_given", tokenSent, 0)
 	if err != nil || given.get() != "vdbt_given" || given.reload() != nil || given.get() != "vdbt_given" {
 		t.Errorf("no file: %q, %v; want the token given, kept by a reload", given.get(), err)
 	}

@@ -69,7 +69,7 @@ func TestStrictTransportOverOwnTLS(t *testing.T) {
 }
 
 // TestHSTSMaxAgeFlag: serve's default is a year, and a value out of
-// 0..2 years is a usage error naming the flag and its range.
+// 0..2 years, or not whole seconds, is a usage error naming the flag.
 func TestHSTSMaxAgeFlag(t *testing.T) {
 	if def := newServeCmd().Flags().Lookup("hsts-max-age").DefValue; def != defaultHSTSMaxAge.String() {
 		t.Errorf("--hsts-max-age defaults to %s, want %s", def, defaultHSTSMaxAge)
@@ -78,6 +78,14 @@ func TestHSTSMaxAgeFlag(t *testing.T) {
 		r := runCLI(t, "serve", "--hsts-max-age", v, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0")
 		if r.code != 2 || !strings.Contains(r.stderr, "--hsts-max-age: must be 0 (no header) ..17520h0m0s, got") {
 			t.Errorf("serve --hsts-max-age %s: exit %d, %q; want 2 naming the flag and 0..17520h", v, r.code, r.stderr)
+		}
+	}
+	// max-age is whole seconds: 500ms would be sent as max-age=0, which
+	// makes browsers forget the policy (RFC 6797, 6.1.1).
+	for _, v := range []string{"500ms", "1.5s"} {
+		r := runCLI(t, "serve", "--hsts-max-age", v, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0")
+		if r.code != 2 || !strings.Contains(r.stderr, "--hsts-max-age: must be whole seconds") {
+			t.Errorf("serve --hsts-max-age %s: exit %d, %q; want 2 asking for whole seconds", v, r.code, r.stderr)
 		}
 	}
 }

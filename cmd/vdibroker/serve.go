@@ -125,7 +125,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := m.Gateway.check(m.TLSCert != "" && m.TLSKey != ""); err != nil {
 		return err
 	}
-	if m.metrics, err = newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, minMetricsToken); err != nil {
+	if m.metrics, err = newTokenFile("--metrics-token-file", m.MetricsTokenFile, m.MetricsToken, tokenChecked, minMetricsToken); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
@@ -479,6 +479,12 @@ func newServeCmd() *cobra.Command {
 			}
 			if m.HSTSMaxAge < 0 || m.HSTSMaxAge > maxHSTSMaxAge {
 				return usageError{fmt.Errorf("--hsts-max-age: must be 0 (no header) ..%s, got %s", maxHSTSMaxAge, m.HSTSMaxAge)}
+			}
+			// max-age counts whole seconds: 500ms would be sent as
+			// max-age=0, which tells browsers to forget the policy
+			// (RFC 6797, 6.1.1), not to keep it for half a second.
+			if m.HSTSMaxAge%time.Second != 0 {
+				return usageError{fmt.Errorf("--hsts-max-age: must be whole seconds (max-age counts seconds), got %s", m.HSTSMaxAge)}
 			}
 			if m.MaxHeaderBytes < 4096 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 4096..1048576, got %d", m.MaxHeaderBytes)}
