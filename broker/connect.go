@@ -91,7 +91,8 @@ type connectRound struct {
 // after a second loss, the whole pool) re-read.
 func (r *connectRound) again(err error, attempt int, v interface{ MarkStale() }) bool {
 	switch {
-	case vdibroker.ErrorCode(err) == vdibroker.ENoCapacity || vdibroker.ErrorCode(err) == vdibroker.ENotAssigned:
+	case vdibroker.ErrorCode(err) == vdibroker.ENoCapacity || vdibroker.ErrorCode(err) == vdibroker.ENotAssigned ||
+		vdibroker.ErrorCode(err) == vdibroker.ERemoteAppUnsupported: // a host's agent may have said it can since the view read it (R-E12)
 		if r.lookup && r.reloaded {
 			return false // decided from the store already: the refusal stands
 		}
@@ -171,7 +172,7 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 		if err != nil {
 			return nil, false, err
 		}
-		preq := placement.Request{User: req.User, SessionHost: req.SessionHost}
+		preq := placement.Request{User: req.User, SessionHost: req.SessionHost, RemoteApp: req.RemoteApp != nil}
 		if existing != nil {
 			preq.Existing = &placement.Existing{SessionID: existing.ID, Host: existing.SessionHost, State: existing.State}
 		}
