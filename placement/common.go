@@ -301,12 +301,12 @@ func noneRunsApps(total int, counts map[string]int) bool {
 // none of the total hosts can run RemoteApps: no wait helps, only a host
 // that can.
 func remoteAppUnsupported(s *settings, total int) *vdibroker.Error {
-	hosts := fmt.Sprintf("none of its %d session hosts can", total)
+	hosts := fmt.Sprintf("none of its %d session hosts can run RemoteApps, as their agents report", total)
 	if total == 1 {
-		hosts = "its only session host cannot"
+		hosts = "its only session host cannot run RemoteApps, as its agent reports"
 	}
 	return vdibroker.Errorf(vdibroker.ERemoteAppUnsupported,
-		"host pool %q cannot open applications: %s run RemoteApps (as their agents report: an xrdp host gives whole desktops only); add a session host that can (a Windows session host) or publish the application in a pool of such hosts", s.pool.Name, hosts)
+		"host pool %q cannot open applications: %s (an xrdp host gives whole desktops only); add a session host that can (a Windows session host) or publish the application in a pool of such hosts", s.pool.Name, hosts)
 }
 
 // existingRunsNoApps is R-E12 at R-C1: the user's open session in the
