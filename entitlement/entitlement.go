@@ -29,6 +29,9 @@ type Store interface {
 	GetFederation(ctx context.Context) (*vdibroker.Federation, error)
 	// ListHostPools names a feed's desktops after their pools (R-U5).
 	ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error)
+	// ListHostStates reads whether a pool's hosts can run RemoteApps, for
+	// the warning of a write to its RemoteApp groups (R-E12).
+	ListHostStates(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error)
 }
 
 // Config is what a Service needs.

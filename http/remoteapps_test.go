@@ -155,3 +155,49 @@ func TestHostSaysOnlyForItself_RE12(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoteAppsWarning_RE12: publishing a RemoteApp group or an
+// application in a pool whose hosts all say they cannot run RemoteApps is
+// allowed (a host that can may be added later) and answered with a
+// warning, in the body and a Warning header; a pool with a host that can,
+// or that did not say, gets none, nor does a Desktop group.
+func TestRemoteAppsWarning_RE12(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	e.pool("linux", nil)
+	for _, h := range e.addHosts("linux", "lx", 2) {
+		e.sayRemoteApps(h, false)
+	}
+	e.pool("mixed", nil)
+	mixed := e.addHosts("mixed", "mx", 2)
+	e.sayRemoteApps(mixed[0], false) // mx002 says nothing
+
+	g, err := e.admin.PutApplicationGroup(ctx, "linux-apps", map[string]any{"hostPool": "linux", "applicationGroupType": "RemoteApp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Warnings) != 1 || !strings.Contains(g.Warnings[0], `"linux"`) || !strings.Contains(g.Warnings[0], "RemoteApps") {
+		t.Errorf("group's warnings %q, want one naming the pool", g.Warnings)
+	}
+	resp, _, body := rawDoAt(t, e.urls[0], "PUT", "/api/v1/applicationgroups/linux-apps/applications/paint", adminToken, `{"filePath": "C:\\paint.exe"}`)
+	if resp.StatusCode != http.StatusCreated || !strings.Contains(resp.Header.Get("Warning"), "can run RemoteApps") || !strings.Contains(string(body), `"warnings":["none of the 2 session hosts`) {
+		t.Errorf("application PUT: %d Warning %q %s", resp.StatusCode, resp.Header.Get("Warning"), body)
+	}
+	// Not stored: a read has none.
+	if a, err := e.admin.GetApplication(ctx, "linux-apps", "paint"); err != nil || len(a.Warnings) != 0 {
+		t.Errorf("GET application: %+v %v", a, err)
+	}
+
+	for _, body := range []map[string]any{
+		{"hostPool": "mixed", "applicationGroupType": "RemoteApp"},
+		{"hostPool": "linux", "applicationGroupType": "Desktop"},
+	} {
+		g, err := e.admin.PutApplicationGroup(ctx, fmt.Sprintf("%s-%s", body["hostPool"], body["applicationGroupType"]), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(g.Warnings) != 0 {
+			t.Errorf("%v: warnings %q, want none", body, g.Warnings)
+		}
+	}
+}
