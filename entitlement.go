@@ -119,7 +119,13 @@ func RemoteAppsWarning(pool string, hosts []*SessionHost) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("none of the %d session hosts of host pool %q can run RemoteApps (their agents report remoteApps No): its applications are refused (RemoteAppUnsupported) until a host that can is added (R-E12)", len(hosts), pool)
+	return RemoteAppsWarningText(pool, len(hosts))
+}
+
+// RemoteAppsWarningText is RemoteAppsWarning's words for a pool of n
+// hosts, none of which can run RemoteApps.
+func RemoteAppsWarningText(pool string, n int) string {
+	return fmt.Sprintf("none of the %d session hosts of host pool %q can run RemoteApps (their agents report remoteApps No): its applications are refused (RemoteAppUnsupported) until a host that can is added (R-E12)", n, pool)
 }
 
 // RemoteApp is what an application connect puts in its .rdp file (R-E7):

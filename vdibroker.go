@@ -317,6 +317,10 @@ type PoolSummary struct {
 	Drained        int            `json:"drained"`
 	Sessions       int            `json:"sessions"`
 	ByStatus       map[string]int `json:"byStatus"`
+	// CannotRunRemoteApps counts the hosts whose agents say they cannot
+	// run RemoteApps (remoteApps No, R-E12): when it is Hosts, the pool's
+	// applications are all refused.
+	CannotRunRemoteApps int `json:"cannotRunRemoteApps"`
 }
 
 // MaxDeletionNames bounds the host names a PoolDeletion lists: the count
