@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Entitlements (R-E1..R-E11): who may use what. A host pool publishes
+// Entitlements (R-E1..R-E12): who may use what. A host pool publishes
 // application groups, as in Azure Virtual Desktop: at most one Desktop
 // group (its desktops) and any number of RemoteApp groups (applications
 // run on its hosts), each assigned to users, to groups, or to all users.
@@ -280,7 +280,7 @@ type EntitlementStore interface {
 }
 
 // EntitlementService keeps application groups and applications and
-// answers who may use what (R-E1..R-E11). A principal scoped to host pools
+// answers who may use what (R-E1..R-E12). A principal scoped to host pools
 // reads and writes the groups of its pools only.
 type EntitlementService interface {
 	FeedService

@@ -1,5 +1,5 @@
 // Package entitlement is the entitlement service (vdibroker.EntitlementService,
-// R-E1..R-E11): application groups and their applications, who is
+// R-E1..R-E12): application groups and their applications, who is
 // assigned to them, and the connects of end users, which need an
 // assignment. It implements vdibroker.ConnectService too, around the
 // broker's connect: cmd/vdibroker gives the HTTP API this one, so every
