@@ -528,6 +528,13 @@ func (x *indexed) Place(req Request) (Decision, error) {
 		d.EndExisting = true
 		ex.Note = endNote(e, st)
 	}
+	if req.RemoteApp && x.entries.n > 0 && len(x.noApps) == x.entries.n && !personal(s.algo) {
+		// R-E12 in a pool of hosts that all cannot run RemoteApps (a
+		// pool of xrdp hosts): refused without filing every host twice.
+		err := x.noneRunsApps(&ex, now)
+		d.Explain = ex
+		return d, err
+	}
 	if req.RemoteApp && len(x.noApps) > 0 {
 		// R-E12: the hosts that cannot run RemoteApps are excluded for
 		// this decision only, filed back as they were after it.
@@ -553,6 +560,23 @@ func (x *indexed) fileNoApps(on bool) {
 	for e := range x.noApps {
 		x.derive(e)
 	}
+}
+
+// noneRunsApps is a pooled decision's refusal of an application when
+// every host of the pool cannot run RemoteApps (R-E12): each is excluded
+// for that reason first (reasonOrder), so the record is the first
+// ExplainLimit hosts in query order, as placePooled would make it.
+func (x *indexed) noneRunsApps(ex *Explain, now time.Time) error {
+	s := &x.s
+	s.remoteApp = true
+	defer func() { s.remoteApp = false }()
+	for _, e := range x.names.sorted[:min(len(x.names.sorted), ExplainLimit)] {
+		ex.Excluded = append(ex.Excluded, Exclusion{Host: e.h.Name, Reason: ReasonNoRemoteApps, Detail: s.detail(&e.h, ReasonNoRemoteApps, int(e.li), now)})
+	}
+	counts := map[string]int{ReasonNoRemoteApps: x.entries.n}
+	ex.ExcludedCounts = counts
+	ex.NoCapacityReason = noCapacityReason(s, x.entries.n, counts)
+	return noCapacity(s, x.entries.n, counts)
 }
 
 // explainExcluded fills the first ExplainLimit excluded hosts in query order
