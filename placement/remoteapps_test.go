@@ -1,7 +1,11 @@
 package placement
 
 import (
+	"fmt"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -112,4 +116,40 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestNoHostRunsApplicationsRecord_RE12: in a pool of hosts that all
+// cannot run RemoteApps (60 of them, more than ExplainLimit), the indexed
+// engine's refusal and record are the reference's, for every pooled
+// algorithm, and a desktop is still placed there afterwards.
+func TestNoHostRunsApplicationsRecord_RE12(t *testing.T) {
+	for _, algo := range []string{vdibroker.BreadthFirst, vdibroker.DepthFirst, vdibroker.LoadIndex} {
+		t.Run(algo, func(t *testing.T) {
+			var hosts []Host
+			for i := range 60 {
+				h := with(liveHost(fmt.Sprintf("lx-%02d", 59-i), i%3), noApps)
+				if i%7 == 0 {
+					drained(&h)
+				}
+				hosts = append(hosts, h)
+			}
+			fast, ref := New(pooled(algo, 10), hosts, testOptions(1)), NewReference(pooled(algo, 10), hosts, testOptions(1))
+			req := Request{User: "u", RemoteApp: true}
+			fd, ferr := fast.Place(req)
+			rd, rerr := ref.Place(req)
+			if diff := cmp.Diff(rd, fd, cmpopts.IgnoreUnexported(Decision{})); diff != "" {
+				t.Fatalf("record differs (-reference +indexed):\n%s", diff)
+			}
+			if vdibroker.ErrorCode(ferr) != vdibroker.ERemoteAppUnsupported || fmt.Sprint(ferr) != fmt.Sprint(rerr) {
+				t.Fatalf("errors: indexed %v, reference %v", ferr, rerr)
+			}
+			if len(fd.Explain.Excluded) != ExplainLimit || fd.Explain.Excluded[0].Host != "lx-00" || fd.Explain.Excluded[0].Detail == "" ||
+				fd.Explain.ExcludedCounts[ReasonNoRemoteApps] != 60 {
+				t.Errorf("record: %d excluded, first %+v, counts %v", len(fd.Explain.Excluded), fd.Explain.Excluded[0], fd.Explain.ExcludedCounts)
+			}
+			if _, err := fast.Place(Request{User: "u"}); err != nil {
+				t.Errorf("desktop after the refusal: %v", err)
+			}
+		})
+	}
 }
