@@ -185,7 +185,7 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 				// R-A4: a stopped host may be started for the user
 				// (the power service), who is answered HostStarting;
 				// through a gateway, the user waits for it there (R-GW5).
-				if serr := s.power.StartOnConnect(ctx, pool, req.User); serr != nil {
+				if serr := s.power.StartOnConnect(ctx, pool, req.User, req.RemoteApp != nil); serr != nil {
 					if a := s.waitForStart(ctx, v, pool, req, d, existing, power.StartingHost(serr)); a != nil {
 						return a, false, nil
 					}

@@ -201,3 +201,33 @@ func TestRemoteAppsWarning_RE12(t *testing.T) {
 		}
 	}
 }
+
+// TestStartOnConnectForApplications_RE12_RA4: an application's connect
+// that finds no capacity starts a stopped host that can run RemoteApps,
+// never one that cannot (which placement would not give it), though that
+// one is first by name.
+func TestStartOnConnectForApplications_RE12_RA4(t *testing.T) {
+	e, sim, pool, hosts := powerEnv(t)
+	ctx := context.Background()
+	lin, win := hosts[0], hosts[1]
+	e.sayRemoteApps(lin, false)
+	e.sayRemoteApps(win, true)
+	for _, h := range hosts {
+		if _, err := e.admin.StopSessionHost(ctx, pool, h, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.appGroup(pool+"-apps", pool, "paint")
+	resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/applicationgroups/"+pool+"-apps/connect", adminToken, `{"user": "bob", "application": "paint"}`)
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || !strings.Contains(ve.Message, win) {
+		t.Fatalf("application connect with every host stopped: %d %s; want HostStarting naming %s", resp.StatusCode, raw, win)
+	}
+	for host, want := range map[string]string{lin: vdibroker.PowerStopped, win: vdibroker.PowerStarting} {
+		if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != want {
+			t.Errorf("%s: %+v %v; want %s", host, h, err, want)
+		}
+	}
+	if n := sim.Calls("start", pool, lin); n != 0 {
+		t.Errorf("%s, which cannot run RemoteApps, was started %d times", lin, n)
+	}
+}
