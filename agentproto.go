@@ -64,6 +64,10 @@ type RegisterRequest struct {
 	Protocols        []string    `json:"protocols"`
 	StandardFeatures *bool       `json:"standardFeatures"`
 	Policy           *HostPolicy `json:"policy"`
+	// RemoteApps says whether the host can run RemoteApps (R-E12): true
+	// on a Windows session host, false where the session manager only
+	// gives whole desktops (xrdp); absent from an older agent (unknown).
+	RemoteApps *bool `json:"remoteApps,omitempty"`
 	// CurrentCredentialHash is the hash of the credential the request
 	// carried (Authorization: Bearer), set by the server: registering a
 	// name that is registered already re-keys it only with that host's
@@ -93,6 +97,10 @@ type HeartbeatRequest struct {
 	// and has no earlier list to send: Sessions is not the host's word,
 	// and the broker changes none of its sessions (R-S2).
 	SessionsUnknown bool `json:"sessionsUnknown,omitempty"`
+	// RemoteApps is RegisterRequest.RemoteApps again, so a host whose
+	// agent was updated or reconfigured tells the broker without
+	// registering again (R-E12); absent keeps what the host had.
+	RemoteApps *bool `json:"remoteApps,omitempty"`
 	// CredentialHash is the hash of the credential the heartbeat came
 	// with, set by the server and never read from the agent's JSON. When
 	// set, the store applies the heartbeat only while it is still the

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Entitlements (R-E1..R-E11): who may use what. A host pool publishes
+// Entitlements (R-E1..R-E12): who may use what. A host pool publishes
 // application groups, as in Azure Virtual Desktop: at most one Desktop
 // group (its desktops) and any number of RemoteApp groups (applications
 // run on its hosts), each assigned to users, to groups, or to all users.
@@ -81,6 +81,10 @@ type ApplicationGroup struct {
 	Assignments          Assignments `json:"assignments"`
 	CreateTime           time.Time   `json:"createTime"`
 	UpdateTime           time.Time   `json:"updateTime"`
+	// Warnings are a PUT answer's (ignored on input, never stored):
+	// RemoteAppsWarning when the pool's hosts all say they cannot run
+	// RemoteApps (R-E12).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Application is one application of a RemoteApp group (R-E7).
@@ -97,6 +101,31 @@ type Application struct {
 	IconPath             string    `json:"iconPath"`
 	CreateTime           time.Time `json:"createTime"`
 	UpdateTime           time.Time `json:"updateTime"`
+	// Warnings are a PUT answer's, as ApplicationGroup.Warnings.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// RemoteAppsWarning is the warning of a RemoteApp group or application
+// published in pool whose hosts all say they cannot run RemoteApps
+// (R-E12): the write is allowed (hosts that can may be added later), but
+// every application connect is refused until then. "" when hosts is
+// empty or any host can, or did not say.
+func RemoteAppsWarning(pool string, hosts []*SessionHost) string {
+	if len(hosts) == 0 {
+		return ""
+	}
+	for _, h := range hosts {
+		if !h.CannotRunRemoteApps() {
+			return ""
+		}
+	}
+	return RemoteAppsWarningText(pool, len(hosts))
+}
+
+// RemoteAppsWarningText is RemoteAppsWarning's words for a pool of n
+// hosts, none of which can run RemoteApps.
+func RemoteAppsWarningText(pool string, n int) string {
+	return fmt.Sprintf("none of the %d session hosts of host pool %q can run RemoteApps (their agents report remoteApps No): its applications are refused (RemoteAppUnsupported) until a host that can is added (R-E12)", n, pool)
 }
 
 // RemoteApp is what an application connect puts in its .rdp file (R-E7):
@@ -251,7 +280,7 @@ type EntitlementStore interface {
 }
 
 // EntitlementService keeps application groups and applications and
-// answers who may use what (R-E1..R-E11). A principal scoped to host pools
+// answers who may use what (R-E1..R-E12). A principal scoped to host pools
 // reads and writes the groups of its pools only.
 type EntitlementService interface {
 	FeedService

@@ -29,6 +29,11 @@ const (
 // assigned to them (R-E3): HTTP 403.
 const ENotEntitled = "NotEntitled"
 
+// ERemoteAppUnsupported is the refusal of an application connect to a
+// pool none of whose session hosts can run RemoteApps (R-E12): HTTP 409,
+// since retrying does not help until such a host is added to the pool.
+const ERemoteAppUnsupported = "RemoteAppUnsupported"
+
 // Error is the one error type of the domain. Code is one of the E* constants,
 // Message is safe to show to the caller, Field names the offending input field
 // (JSON path in camelCase) when there is one.
@@ -102,18 +107,19 @@ func ErrorField(err error) string {
 // codeStatus is the one table mapping codes to HTTP statuses, used by the
 // server to answer and by the client to map back.
 var codeStatus = map[string]int{
-	EInvalid:          http.StatusBadRequest,
-	EUnauthenticated:  http.StatusUnauthorized,
-	EPermission:       http.StatusForbidden,
-	ENotAssigned:      http.StatusForbidden,
-	ENotEntitled:      http.StatusForbidden,
-	ENotFound:         http.StatusNotFound,
-	EConflict:         http.StatusConflict,
-	ENoCapacity:       http.StatusServiceUnavailable,
-	EHostStarting:     http.StatusServiceUnavailable,
-	EStoreUnavailable: http.StatusServiceUnavailable,
-	ETooManyRequests:  http.StatusTooManyRequests,
-	EInternal:         http.StatusInternalServerError,
+	EInvalid:              http.StatusBadRequest,
+	EUnauthenticated:      http.StatusUnauthorized,
+	EPermission:           http.StatusForbidden,
+	ENotAssigned:          http.StatusForbidden,
+	ENotEntitled:          http.StatusForbidden,
+	ENotFound:             http.StatusNotFound,
+	EConflict:             http.StatusConflict,
+	ERemoteAppUnsupported: http.StatusConflict,
+	ENoCapacity:           http.StatusServiceUnavailable,
+	EHostStarting:         http.StatusServiceUnavailable,
+	EStoreUnavailable:     http.StatusServiceUnavailable,
+	ETooManyRequests:      http.StatusTooManyRequests,
+	EInternal:             http.StatusInternalServerError,
 }
 
 // HTTPStatus returns the HTTP status for an error code (500 for unknown codes).

@@ -29,7 +29,7 @@ type Services struct {
 	// Federation is nil on a broker that is not a pod (SPEC §7).
 	Federation FederationService
 	// Entitlements keeps application groups and answers who may use what
-	// (R-E1..R-E11).
+	// (R-E1..R-E12).
 	Entitlements EntitlementService
 }
 

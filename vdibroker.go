@@ -203,7 +203,39 @@ type SessionHost struct {
 	// is a separate flag: the autoscaler sets and clears only this one,
 	// never an admin's drain, and an admin's undrain does not clear it.
 	AutoscaleDrain bool `json:"autoscaleDrain"`
+	// RemoteApps says whether the host can run RemoteApps (R-E12), as its
+	// agent reported: RemoteAppsYes, RemoteAppsNo, or RemoteAppsUnknown
+	// when no agent said (one older than the report).
+	RemoteApps string `json:"remoteApps"`
 }
+
+// Values of SessionHost.RemoteApps (R-E12).
+const (
+	RemoteAppsUnknown = "Unknown"
+	RemoteAppsYes     = "Yes"
+	RemoteAppsNo      = "No"
+)
+
+// RemoteAppsFrom is what a host's RemoteApps becomes when its agent
+// reports said (registration or heartbeat, R-E12): nil, an agent that says
+// nothing (older than the report), keeps what the host had (was), and
+// an empty was is RemoteAppsUnknown.
+func RemoteAppsFrom(said *bool, was string) string {
+	switch {
+	case said == nil && was == "":
+		return RemoteAppsUnknown
+	case said == nil:
+		return was
+	case *said:
+		return RemoteAppsYes
+	}
+	return RemoteAppsNo
+}
+
+// CannotRunRemoteApps reports whether h's agent said it cannot run
+// RemoteApps: only then is h left out of an application connect's
+// placement (R-E12); an unknown host is used as before.
+func (h *SessionHost) CannotRunRemoteApps() bool { return h.RemoteApps == RemoteAppsNo }
 
 // UserSession is one user's session on one host (SPEC §1, §9).
 type UserSession struct {
@@ -285,6 +317,10 @@ type PoolSummary struct {
 	Drained        int            `json:"drained"`
 	Sessions       int            `json:"sessions"`
 	ByStatus       map[string]int `json:"byStatus"`
+	// CannotRunRemoteApps counts the hosts whose agents say they cannot
+	// run RemoteApps (remoteApps No, R-E12): when it is Hosts, the pool's
+	// applications are all refused.
+	CannotRunRemoteApps int `json:"cannotRunRemoteApps"`
 }
 
 // MaxDeletionNames bounds the host names a PoolDeletion lists: the count

@@ -45,6 +45,10 @@ type Config struct {
 	Protocols []string // default RDP
 	// StandardFeatures is sent as is; nil lets the broker default (true).
 	StandardFeatures *bool
+	// RemoteApps overrides whether the host says it can run RemoteApps
+	// (R-E12); nil says what Sessions knows (RemoteAppsReporter), or
+	// nothing.
+	RemoteApps *bool
 	// StateDir keeps the host credential across restarts (0700, file 0600);
 	// empty keeps it in memory only (in-process simulated agents).
 	StateDir string
@@ -315,6 +319,7 @@ func (a *Agent) register(ctx context.Context, renew bool) error {
 			Protocols:        a.cfg.Protocols,
 			StandardFeatures: a.cfg.StandardFeatures,
 			Policy:           pol,
+			RemoteApps:       a.remoteApps(),
 		})
 		if err == nil {
 			cred := &savedCredential{Server: a.cfg.Server, HostPool: resp.HostPool, HostName: resp.HostName,
@@ -409,6 +414,7 @@ func (a *Agent) heartbeat(ctx context.Context, shuttingDown bool) error {
 		ShuttingDown:    shuttingDown,
 		HealthError:     healthText(health),
 		SessionsUnknown: unknown,
+		RemoteApps:      a.remoteApps(),
 	})
 	if err != nil {
 		return err
@@ -654,4 +660,21 @@ func healthText(checks []string) string {
 		s = string(r[:maxHealthText-1]) + "…"
 	}
 	return s
+}
+
+// remoteApps is what the host says about running RemoteApps (R-E12):
+// the administrator's override, else its sessions provider's word, else
+// nothing (the broker keeps Unknown, and places applications there as
+// before). Sent in every heartbeat too, so a host whose agent was
+// updated or reconfigured tells the broker without registering again.
+func (a *Agent) remoteApps() *bool {
+	if a.cfg.RemoteApps != nil {
+		v := *a.cfg.RemoteApps
+		return &v
+	}
+	if r, ok := a.cfg.Sessions.(RemoteAppsReporter); ok {
+		v := r.RemoteApps()
+		return &v
+	}
+	return nil
 }

@@ -26,6 +26,14 @@ type SessionProvider interface {
 	SendMessage(ctx context.Context, id, message string) error
 }
 
+// RemoteAppsReporter is a SessionProvider that knows whether its host can
+// run RemoteApps (R-E12): the agent tells the broker at registration and
+// in every heartbeat, unless Config.RemoteApps overrides it. A provider
+// that is not one says nothing (the broker's Unknown).
+type RemoteAppsReporter interface {
+	RemoteApps() bool
+}
+
 // ErrUnsupported is returned for a provider or a command that this system or
 // session type cannot do.
 var ErrUnsupported = errors.New("unsupported")

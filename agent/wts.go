@@ -307,6 +307,12 @@ type WTSProvider struct {
 
 var _ SessionProvider = (*WTSProvider)(nil)
 
+// RemoteApps is true: a Windows session host (RDS) runs the program a
+// RemoteApp .rdp file names (R-E12).
+func (p *WTSProvider) RemoteApps() bool { return true }
+
+var _ RemoteAppsReporter = (*WTSProvider)(nil)
+
 // wtsLogon names one logon: Windows reuses session ids.
 type wtsLogon struct {
 	id    uint32

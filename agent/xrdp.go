@@ -528,6 +528,13 @@ func (p *XrdpProvider) SendMessage(ctx context.Context, id, message string) erro
 	return fmt.Errorf("send message to session %q: an xrdp session has no terminal to write to: %w", id, ErrUnsupported)
 }
 
+// RemoteApps is false: xrdp logs the user on to a whole desktop and never
+// starts the program a RemoteApp .rdp file names, so a client in
+// RemoteApp mode shows no window (R-E12, docs/agent.md).
+func (p *XrdpProvider) RemoteApps() bool { return false }
+
+var _ RemoteAppsReporter = (*XrdpProvider)(nil)
+
 // isSesman reports whether a process is xrdp's session manager: named
 // xrdp-sesman and running as root. Any user may give a process that name
 // (a copy of a program, or prctl(PR_SET_NAME)), and then its child X

@@ -91,7 +91,8 @@ type connectRound struct {
 // after a second loss, the whole pool) re-read.
 func (r *connectRound) again(err error, attempt int, v interface{ MarkStale() }) bool {
 	switch {
-	case vdibroker.ErrorCode(err) == vdibroker.ENoCapacity || vdibroker.ErrorCode(err) == vdibroker.ENotAssigned:
+	case vdibroker.ErrorCode(err) == vdibroker.ENoCapacity || vdibroker.ErrorCode(err) == vdibroker.ENotAssigned ||
+		vdibroker.ErrorCode(err) == vdibroker.ERemoteAppUnsupported: // a host's agent may have said it can since the view read it (R-E12)
 		if r.lookup && r.reloaded {
 			return false // decided from the store already: the refusal stands
 		}
@@ -171,7 +172,7 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 		if err != nil {
 			return nil, false, err
 		}
-		preq := placement.Request{User: req.User, SessionHost: req.SessionHost}
+		preq := placement.Request{User: req.User, SessionHost: req.SessionHost, RemoteApp: req.RemoteApp != nil}
 		if existing != nil {
 			preq.Existing = &placement.Existing{SessionID: existing.ID, Host: existing.SessionHost, State: existing.State}
 		}
@@ -184,7 +185,7 @@ func (s *Service) rounds(ctx context.Context, v *poolview.View, poolName string,
 				// R-A4: a stopped host may be started for the user
 				// (the power service), who is answered HostStarting;
 				// through a gateway, the user waits for it there (R-GW5).
-				if serr := s.power.StartOnConnect(ctx, pool, req.User); serr != nil {
+				if serr := s.power.StartOnConnect(ctx, pool, req.User, req.RemoteApp != nil); serr != nil {
 					if a := s.waitForStart(ctx, v, pool, req, d, existing, power.StartingHost(serr)); a != nil {
 						return a, false, nil
 					}

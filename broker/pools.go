@@ -156,6 +156,9 @@ func (s *Service) Summary(ctx context.Context, pool *vdibroker.HostPool) (*vdibr
 			sum.Drained++
 		}
 		sum.Sessions += h.Sessions
+		if h.CannotRunRemoteApps() {
+			sum.CannotRunRemoteApps++ // R-E12
+		}
 	}
 	return sum, nil
 }

@@ -281,6 +281,11 @@ func (a *api) listRegistrationTokens(ctx context.Context, pool string) ([]vdibro
 	return list[vdibroker.RegistrationToken](ctx, a, poolPath(pool)+"/registrationtokens")
 }
 
+// listAppGroups lists the application groups of pool.
+func (a *api) listAppGroups(ctx context.Context, pool string) ([]vdibroker.ApplicationGroup, error) {
+	return list[vdibroker.ApplicationGroup](ctx, a, "/api/v1/applicationgroups?hostPool="+url.QueryEscape(pool))
+}
+
 // deleteHost removes a host and revokes its credential; refused while it
 // has sessions, unless force.
 func (a *api) deleteHost(ctx context.Context, pool, host string, force bool) error {

@@ -115,8 +115,20 @@ func hostChecks(p *vdibroker.HostPool, h *vdibroker.SessionHost, status string, 
 		}
 		out = append(out, check{"info", "Assigned users", "Assigned to " + users + ": only they get sessions here (R-PE4)."})
 	}
-	out = append(out, powerCheck(p, h, now))
+	out = append(out, remoteAppsCheck(h), powerCheck(p, h, now))
 	return out
+}
+
+// remoteAppsCheck says whether the host can run RemoteApps, as its agent
+// reports (R-E12): an application connect skips a host that cannot.
+func remoteAppsCheck(h *vdibroker.SessionHost) check {
+	switch h.RemoteApps {
+	case vdibroker.RemoteAppsNo:
+		return check{"warn", "Cannot run RemoteApps", "Its agent reports it cannot run RemoteApps (an xrdp host gives whole desktops only): application connects skip it, desktops are placed here as before (R-E12). If that is wrong, run the agent with --remote-apps yes."}
+	case vdibroker.RemoteAppsYes:
+		return check{"ok", "Runs RemoteApps", "Its agent reports it can run RemoteApps: applications are placed here too (R-E12)."}
+	}
+	return check{"info", "RemoteApps not reported", "Its agent does not say whether the host can run RemoteApps (an older agent): applications are placed here as before (R-E12)."}
 }
 
 // powerCheck says where the host's power state comes from: the pool's

@@ -2,6 +2,7 @@ package console
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"html/template"
 	"math"
@@ -418,7 +419,8 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		}
 	}
 	c.page(rq, status, "pool", map[string]any{
-		"Keys": keys, "KeyExpiries": keyExpiries,
+		"RemoteAppsWarning": remoteAppsWarning(ctx, rq.api, p),
+		"Keys":              keys, "KeyExpiries": keyExpiries,
 		"Title": p.Name, "Nav": "overview",
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
 		"After": after, "NextAfter": next, "PageSize": hostsPerPage,
@@ -430,6 +432,30 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		"LoadIndexChart": loadIndexChart(bars, threshold),
 		"Form":           form, "Groups": groupFields(fields),
 	})
+}
+
+// remoteAppsWarning warns that pool p publishes applications (a RemoteApp
+// group) and none of its hosts can run them: each application connect is
+// refused until a host that can is added (R-E12). "" otherwise, or when
+// the groups cannot be read.
+func remoteAppsWarning(ctx context.Context, a *api, p *poolAnswer) string {
+	if p.Summary == nil || p.Summary.Hosts == 0 || p.Summary.CannotRunRemoteApps < p.Summary.Hosts {
+		return ""
+	}
+	groups, err := a.listAppGroups(ctx, p.Name)
+	if err != nil {
+		return ""
+	}
+	var apps []string
+	for _, g := range groups {
+		if g.ApplicationGroupType == vdibroker.AppGroupRemoteApp {
+			apps = append(apps, g.Name)
+		}
+	}
+	if len(apps) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("RemoteApp groups %s: %s.", strings.Join(apps, ", "), vdibroker.RemoteAppsWarningText(p.Name, p.Summary.Hosts))
 }
 
 // noLoadIndexText says why a pool of load balancer type lb shows no load

@@ -1,5 +1,5 @@
 // Package entitlement is the entitlement service (vdibroker.EntitlementService,
-// R-E1..R-E11): application groups and their applications, who is
+// R-E1..R-E12): application groups and their applications, who is
 // assigned to them, and the connects of end users, which need an
 // assignment. It implements vdibroker.ConnectService too, around the
 // broker's connect: cmd/vdibroker gives the HTTP API this one, so every
@@ -29,6 +29,9 @@ type Store interface {
 	GetFederation(ctx context.Context) (*vdibroker.Federation, error)
 	// ListHostPools names a feed's desktops after their pools (R-U5).
 	ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error)
+	// ListHostStates reads whether a pool's hosts can run RemoteApps, for
+	// the warning of a write to its RemoteApp groups (R-E12).
+	ListHostStates(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error)
 }
 
 // Config is what a Service needs.

@@ -31,6 +31,10 @@ func (s *downStore) AssignedApplicationGroups(_ context.Context, q vdibroker.Ass
 
 func (s *downStore) ListHostPools(context.Context) ([]*vdibroker.HostPool, error) { return nil, nil }
 
+func (s *downStore) ListHostStates(context.Context, string) ([]*vdibroker.SessionHost, error) {
+	return nil, nil
+}
+
 func (s *downStore) GetFederation(context.Context) (*vdibroker.Federation, error) {
 	return nil, vdibroker.Errorf(vdibroker.ENotFound, "none")
 }

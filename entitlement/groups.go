@@ -103,7 +103,27 @@ func (s *Service) PutApplicationGroup(ctx context.Context, name string, g *vdibr
 	if err != nil {
 		return nil, false, err
 	}
+	if stored.ApplicationGroupType == vdibroker.AppGroupRemoteApp {
+		stored.Warnings = s.remoteAppsWarnings(ctx, stored.HostPool)
+	}
 	return stored, created, nil
+}
+
+// remoteAppsWarnings are the warnings of a write to a RemoteApp group of
+// pool, or to one of its applications: RemoteAppsWarning when every host
+// of the pool says it cannot run RemoteApps (R-E12). The write stands
+// whatever they say, and a failed read of the hosts only leaves the
+// warning out.
+func (s *Service) remoteAppsWarnings(ctx context.Context, pool string) []string {
+	hosts, err := s.store.ListHostStates(ctx, pool)
+	if err != nil {
+		s.log.WarnContext(ctx, "cannot read the hosts for the RemoteApps warning", "pool", pool, "err", err)
+		return nil
+	}
+	if w := vdibroker.RemoteAppsWarning(pool, hosts); w != "" {
+		return []string{w}
+	}
+	return nil
 }
 
 // DeleteApplicationGroup deletes a group with its applications.
@@ -155,7 +175,8 @@ func (s *Service) PutApplication(ctx context.Context, group, name string, a *vdi
 	if err := vdibroker.ValidateApplication(a); err != nil {
 		return nil, false, err
 	}
-	if _, err := s.writable(ctx, group); err != nil {
+	g, err := s.writable(ctx, group)
+	if err != nil {
 		return nil, false, err
 	}
 	now := s.clock.Now().UTC()
@@ -168,6 +189,7 @@ func (s *Service) PutApplication(ctx context.Context, group, name string, a *vdi
 	if err != nil {
 		return nil, false, err
 	}
+	stored.Warnings = s.remoteAppsWarnings(ctx, g.HostPool)
 	return stored, created, nil
 }
 

@@ -13,6 +13,9 @@ const (
 	SkipNoCapacity = "no capacity"
 	SkipNotFound   = "host pool not found on its pod"
 	SkipNoMembers  = "no member host pool"
+	// SkipRemoteAppUnsupported: the pool's hosts cannot run RemoteApps,
+	// so it does not take an application (R-E12).
+	SkipRemoteAppUnsupported = "no session host can run RemoteApps"
 )
 
 // PodState is what a global connect learnt about one pod in scope: its

@@ -109,6 +109,7 @@ func (s *Server) putAppGroup(w nethttp.ResponseWriter, r *nethttp.Request) error
 	if err != nil {
 		return err
 	}
+	warningHeaders(w, stored.Warnings) // R-E12
 	writeJSON(w, createdStatus(created), stored)
 	return nil
 }
@@ -152,6 +153,7 @@ func (s *Server) putApp(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
+	warningHeaders(w, stored.Warnings) // R-E12
 	writeJSON(w, createdStatus(created), stored)
 	return nil
 }

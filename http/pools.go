@@ -19,14 +19,20 @@ type HostPoolResponse struct {
 
 func poolAnswer(w nethttp.ResponseWriter, status int, p *vdibroker.HostPool, sum ...*vdibroker.PoolSummary) {
 	warnings, _ := vdibroker.ValidateHostPool(p)
-	for _, wn := range warnings {
-		w.Header().Add("Warning", `299 vdibroker "`+wn+`"`)
-	}
+	warningHeaders(w, warnings)
 	resp := HostPoolResponse{HostPool: p, Warnings: warnings}
 	if len(sum) > 0 {
 		resp.Summary = sum[0]
 	}
 	writeJSON(w, status, resp)
+}
+
+// warningHeaders sends an answer's warnings (R-P3, R-E12) as Warning
+// headers too, beside its body's "warnings".
+func warningHeaders(w nethttp.ResponseWriter, warnings []string) {
+	for _, wn := range warnings {
+		w.Header().Add("Warning", `299 vdibroker "`+wn+`"`)
+	}
 }
 
 func (s *Server) listPools(w nethttp.ResponseWriter, r *nethttp.Request) error {

@@ -67,6 +67,10 @@ func TestPostgresSuite(t *testing.T) {
 		{"UserEntitlements_RE10", TestUserEntitlements_RE10},
 		{"EntitlementRoutes_Matrix", TestEntitlementRoutes_Matrix},
 		{"PersonalRules_RPE", TestPersonalRules_RPE},
+		// Hosts that cannot run RemoteApps (remoteapps_test.go).
+		{"ApplicationPlacedWhereItRuns_RE12", TestApplicationPlacedWhereItRuns_RE12},
+		{"HostSaysOnlyForItself_RE12", TestHostSaysOnlyForItself_RE12},
+		{"RemoteAppsWarning_RE12", TestRemoteAppsWarning_RE12},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

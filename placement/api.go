@@ -48,9 +48,13 @@ type Host struct {
 	// AutoscaleDrain keeps new sessions off like AllowNewSession false
 	// (R-A3), as a reason of its own.
 	AutoscaleDrain bool
-	HealthError    string
-	Sessions       int // Pending + Active + Disconnected (R-S1)
-	Connecting     int // Pending
+	// NoRemoteApps: the host's agent said it cannot run RemoteApps
+	// (R-E12), so an application connect leaves it out; also in the
+	// padding above.
+	NoRemoteApps bool
+	HealthError  string
+	Sessions     int // Pending + Active + Disconnected (R-S1)
+	Connecting   int // Pending
 	// Metrics is the last sample, never changed once given to a Placer:
 	// a new sample is a new *Metrics (the engine keeps figures of the
 	// sample it saw by this pointer).
@@ -71,6 +75,7 @@ func HostFrom(h *vdibroker.SessionHost) Host {
 		HealthError:      h.HealthError,
 		PowerStopped:     h.PowerState == vdibroker.PowerStopped || h.PowerState == vdibroker.PowerStopping,
 		AutoscaleDrain:   h.AutoscaleDrain,
+		NoRemoteApps:     h.CannotRunRemoteApps(),
 		Sessions:         h.Sessions,
 		Connecting:       h.ConnectingSessions,
 		Metrics:          h.Metrics,
@@ -94,6 +99,9 @@ type Request struct {
 	SessionHost string
 	// Existing is the user's open session in this pool, nil when none.
 	Existing *Existing
+	// RemoteApp: the connect opens an application (R-E7), so hosts that
+	// cannot run RemoteApps are left out (R-E12).
+	RemoteApp bool
 }
 
 // Decision is the outcome of one placement.
@@ -198,6 +206,9 @@ const (
 	ReasonHostThreshold    = "OverHostThreshold"
 	ReasonNotAssigned      = "NotAssigned"
 	ReasonAssignedToOthers = "AssignedToOthers"
+	// ReasonNoRemoteApps: an application connect, and the host's agent
+	// said it cannot run RemoteApps (R-E12).
+	ReasonNoRemoteApps = "RemoteAppUnsupported"
 )
 
 // Placer decides placements for one pool. Both the indexed engine and the
@@ -206,8 +217,9 @@ const (
 type Placer interface {
 	// Place decides where req goes without changing any count: a dry run is
 	// Place alone (R-C8). On no capacity it returns the Decision with its
-	// Explain and a *vdibroker.Error with code NoCapacity (R-C5) or
-	// NotAssigned (R-PE2).
+	// Explain and a *vdibroker.Error with code NoCapacity (R-C5),
+	// NotAssigned (R-PE2) or, for an application no host of the pool can
+	// run, RemoteAppUnsupported (R-E12).
 	Place(req Request) (Decision, error)
 	// Apply records a decision the caller committed: the host's session and
 	// connecting counts go up by one and round-robin state advances (R-S1:

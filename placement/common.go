@@ -25,8 +25,10 @@ const DefaultHeartbeatTimeout = 90 * time.Second
 
 // reasonOrder is the order in which a host's exclusion reason is decided:
 // the first that applies is the one recorded.
+// A host that cannot run RemoteApps is reported so first for an
+// application connect: it is the one reason that no wait or drain lifts.
 var reasonOrder = []string{
-	ReasonShutdown, ReasonUnavailable, ReasonAssignedToOthers,
+	ReasonNoRemoteApps, ReasonShutdown, ReasonUnavailable, ReasonAssignedToOthers,
 	ReasonDrained, ReasonAutoscaleDrained, ReasonAtLimit, ReasonHostThreshold,
 }
 
@@ -153,6 +155,10 @@ type settings struct {
 	limit   int
 	timeout time.Duration
 	lb      vdibroker.LoadBalancing
+	// remoteApp is set for the decision of an application connect
+	// (Request.RemoteApp): classify then leaves out the hosts that
+	// cannot run RemoteApps (R-E12).
+	remoteApp bool
 	// t, c, m are R-LI3's T, C and M; t and c are "no threshold" (101 and
 	// maxInt) when the pool's value is 0 (SPEC §6: 0 means not used).
 	t, c, m int
@@ -212,6 +218,9 @@ func (s *settings) loadIndex(h *Host, stats loadindex.Pool) int {
 // Personal pools exclude hosts assigned to anyone (for a user without an
 // assignment) and never apply host-side thresholds.
 func (s *settings) classify(h *Host, st string, li int) string {
+	if s.remoteApp && h.NoRemoteApps {
+		return ReasonNoRemoteApps
+	}
 	if r := statusReason(st); r != "" {
 		return r
 	}
@@ -255,6 +264,8 @@ func (s *settings) detail(h *Host, reason string, li int, now time.Time) string 
 		return fmt.Sprintf("%d connecting sessions >= hostConnectingSessionThreshold %d", h.Connecting, tc)
 	case ReasonAssignedToOthers:
 		return "assigned to another user"
+	case ReasonNoRemoteApps:
+		return "its agent reports it cannot run RemoteApps (remoteApps No)"
 	}
 	return ""
 }
@@ -272,9 +283,43 @@ func assignedTo(h *Host, user string) bool {
 // noCapacity builds R-C5's error: why no host can take the session, from
 // the exclusion counts, and what to do about that cause.
 func noCapacity(s *settings, total int, counts map[string]int) *vdibroker.Error {
+	if noneRunsApps(total, counts) {
+		return remoteAppUnsupported(s, total)
+	}
 	why := noCapacityReason(s, total, counts)
 	return vdibroker.Errorf(vdibroker.ENoCapacity,
 		"host pool %q has no capacity: %s; %s", s.pool.Name, why, noCapacityAdvice(total, counts, "add session hosts"))
+}
+
+// noneRunsApps reports whether every one of the total hosts a decision
+// looked at was left out because it cannot run RemoteApps (R-E12).
+func noneRunsApps(total int, counts map[string]int) bool {
+	return total > 0 && counts[ReasonNoRemoteApps] == total
+}
+
+// remoteAppUnsupported is R-E12's refusal of an application connect when
+// none of the total hosts can run RemoteApps: no wait helps, only a host
+// that can.
+func remoteAppUnsupported(s *settings, total int) *vdibroker.Error {
+	hosts := fmt.Sprintf("none of its %d session hosts can run RemoteApps, as their agents report", total)
+	if total == 1 {
+		hosts = "its only session host cannot run RemoteApps, as its agent reports"
+	}
+	return vdibroker.Errorf(vdibroker.ERemoteAppUnsupported,
+		"host pool %q cannot open applications: %s (an xrdp host gives whole desktops only); add a session host that can (a Windows session host) or publish the application in a pool of such hosts", s.pool.Name, hosts)
+}
+
+// existingRunsNoApps is R-E12 at R-C1: the user's open session in the
+// pool (one per user and pool, R-C6) is on h, which cannot run RemoteApps,
+// so an application connect is refused rather than answered with a
+// session that shows no window. It is not ended: it may be her desktop.
+func existingRunsNoApps(s *settings, ex *Explain, e *Existing) *vdibroker.Error {
+	ex.Excluded = append(ex.Excluded, Exclusion{Host: e.Host, Reason: ReasonNoRemoteApps, Detail: "the user's open session is there; " + s.detail(nil, ReasonNoRemoteApps, 0, time.Time{})})
+	ex.ExcludedCounts = map[string]int{ReasonNoRemoteApps: 1}
+	ex.Note = fmt.Sprintf("existing %s session %s on %s, which cannot run RemoteApps", e.State, e.SessionID, e.Host)
+	return vdibroker.Errorf(vdibroker.ERemoteAppUnsupported,
+		"user %q has a session in host pool %q on session host %q, which cannot run RemoteApps (as its agent reports); the application can be opened once that session has ended",
+		ex.User, s.pool.Name, e.Host)
 }
 
 // remedies says what makes room again when hosts are excluded for a
@@ -282,6 +327,7 @@ func noCapacity(s *settings, total int, counts map[string]int) *vdibroker.Error 
 // helps no drained host (R-C5). Hosts assigned to others have none but
 // more hosts.
 var remedies = map[string]string{
+	ReasonNoRemoteApps:     "add session hosts that can run RemoteApps",
 	ReasonShutdown:         "start the shut-down hosts",
 	ReasonUnavailable:      "bring the unavailable hosts' agents back (a heartbeat within heartbeatTimeoutSeconds)",
 	ReasonDrained:          "resume a drained host (allowNewSession true)",
@@ -316,6 +362,7 @@ func noCapacityReason(s *settings, total int, counts map[string]int) string {
 		return "it has no session hosts"
 	}
 	phrase := map[string]string{
+		ReasonNoRemoteApps:     "unable to run RemoteApps",
 		ReasonShutdown:         "shut down",
 		ReasonUnavailable:      fmt.Sprintf("unavailable (no heartbeat within %s)", s.timeout),
 		ReasonAssignedToOthers: "assigned to other users",

@@ -26,6 +26,7 @@ var reasonWords = map[string]struct{ words, rule string }{
 	ReasonHostThreshold:    {"over the host's own threshold", "R-LI2"},
 	ReasonNotAssigned:      {"not assigned to this user", "R-PE4"},
 	ReasonAssignedToOthers: {"assigned to another user", "R-PE1"},
+	ReasonNoRemoteApps:     {"cannot run RemoteApps", "R-E12"},
 }
 
 // ReasonText says an exclusion reason in words with its rule, for example

@@ -92,6 +92,10 @@ type indexed struct {
 	// meanDirty says the mean moved since their index was computed.
 	meanDependent map[*entry]struct{}
 	meanDirty     bool
+	// noApps are the hosts that cannot run RemoteApps (Host.NoRemoteApps),
+	// filed as excluded only during an application connect's decision
+	// (R-E12).
+	noApps map[*entry]struct{}
 }
 
 // New returns the indexed placement engine for one pool. It keeps the pool's
@@ -141,6 +145,7 @@ func (x *indexed) reset() {
 	x.deadlines = x.deadlines[:0]
 	x.users = map[string][]*entry{}
 	x.meanDependent = map[*entry]struct{}{}
+	x.noApps = map[*entry]struct{}{}
 	x.meanDirty = false
 	x.rrStale = true
 	for _, e := range x.names.sorted {
@@ -178,6 +183,11 @@ func (x *indexed) derive(e *entry) {
 	// (stopping, or stopped by its power driver), which stays Shutdown
 	// when the heartbeat expires and would stay on top of the heap.
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && vdibroker.Placeable(st))
+	if e.h.NoRemoteApps {
+		x.noApps[e] = struct{}{}
+	} else if len(x.noApps) > 0 {
+		delete(x.noApps, e)
+	}
 	if dep := x.dependsOnMean(e); dep != e.meanDep {
 		e.meanDep = dep
 		if dep {
@@ -234,6 +244,7 @@ func (x *indexed) detach(e *entry) {
 		e.tree = nil
 	}
 	x.dropUsers(e)
+	delete(x.noApps, e)
 	if e.meanDep {
 		delete(x.meanDependent, e)
 		e.meanDep = false
@@ -508,10 +519,27 @@ func (x *indexed) Place(req Request) (Decision, error) {
 			st = Status(&h.h, s.timeout, now)
 		}
 		if st != vdibroker.StatusUnavailable && st != vdibroker.StatusShutdown {
+			if req.RemoteApp && h.h.NoRemoteApps {
+				err := existingRunsNoApps(s, &ex, e)
+				return Decision{Explain: ex}, err
+			}
 			return reconnect(ex, e), nil
 		}
 		d.EndExisting = true
 		ex.Note = endNote(e, st)
+	}
+	if req.RemoteApp && x.entries.n > 0 && len(x.noApps) == x.entries.n && !personal(s.algo) {
+		// R-E12 in a pool of hosts that all cannot run RemoteApps (a
+		// pool of xrdp hosts): refused without filing every host twice.
+		err := x.noneRunsApps(&ex, now)
+		d.Explain = ex
+		return d, err
+	}
+	if req.RemoteApp && len(x.noApps) > 0 {
+		// R-E12: the hosts that cannot run RemoteApps are excluded for
+		// this decision only, filed back as they were after it.
+		x.fileNoApps(true)
+		defer x.fileNoApps(false)
 	}
 	var err error
 	if personal(s.algo) {
@@ -521,6 +549,34 @@ func (x *indexed) Place(req Request) (Decision, error) {
 	}
 	d.Explain = ex
 	return d, err
+}
+
+// fileNoApps turns the application connect's exclusion of the hosts
+// that cannot run RemoteApps (R-E12) on or off and files them again:
+// O(k log n) for k such hosts, paid only by application connects in
+// pools that have some.
+func (x *indexed) fileNoApps(on bool) {
+	x.s.remoteApp = on
+	for e := range x.noApps {
+		x.derive(e)
+	}
+}
+
+// noneRunsApps is a pooled decision's refusal of an application when
+// every host of the pool cannot run RemoteApps (R-E12): each is excluded
+// for that reason first (reasonOrder), so the record is the first
+// ExplainLimit hosts in query order, as placePooled would make it.
+func (x *indexed) noneRunsApps(ex *Explain, now time.Time) error {
+	s := &x.s
+	s.remoteApp = true
+	defer func() { s.remoteApp = false }()
+	for _, e := range x.names.sorted[:min(len(x.names.sorted), ExplainLimit)] {
+		ex.Excluded = append(ex.Excluded, Exclusion{Host: e.h.Name, Reason: ReasonNoRemoteApps, Detail: s.detail(&e.h, ReasonNoRemoteApps, int(e.li), now)})
+	}
+	counts := map[string]int{ReasonNoRemoteApps: x.entries.n}
+	ex.ExcludedCounts = counts
+	ex.NoCapacityReason = noCapacityReason(s, x.entries.n, counts)
+	return noCapacity(s, x.entries.n, counts)
 }
 
 // explainExcluded fills the first ExplainLimit excluded hosts in query order

@@ -104,6 +104,7 @@ func (m *model) genHost(t *rapid.T, name string) Host {
 		h.LastHeartBeat = nil
 	}
 	h.ShuttingDown = rapid.IntRange(0, 9).Draw(t, "shutdown") == 0
+	h.NoRemoteApps = rapid.IntRange(0, 3).Draw(t, "noRemoteApps") == 0
 	if rapid.IntRange(0, 5).Draw(t, "unhealthy") == 0 {
 		h.HealthError = "disk nearly full"
 	}
@@ -151,6 +152,7 @@ func (m *model) place(t *rapid.T) {
 	if rapid.IntRange(0, 3).Draw(t, "withSessionHost") == 0 {
 		req.SessionHost = rapid.SampledFrom(m.names).Draw(t, "sessionHost")
 	}
+	req.RemoteApp = rapid.IntRange(0, 2).Draw(t, "remoteApp") == 0
 	fd, ferr := m.fast.Place(req)
 	rd, rerr := m.ref.Place(req)
 	if diff := cmp.Diff(rd, fd, cmpopts.IgnoreUnexported(Decision{})); diff != "" {
@@ -161,7 +163,7 @@ func (m *model) place(t *rapid.T) {
 	}
 	if ferr != nil {
 		code := vdibroker.ErrorCode(ferr)
-		if code != vdibroker.ENoCapacity && code != vdibroker.ENotAssigned {
+		if code != vdibroker.ENoCapacity && code != vdibroker.ENotAssigned && !(req.RemoteApp && code == vdibroker.ERemoteAppUnsupported) {
 			t.Fatalf("unexpected error code %s: %v", code, ferr)
 		}
 		return
@@ -178,6 +180,9 @@ func (m *model) place(t *rapid.T) {
 		return
 	}
 	h, _ := m.ref.Host(fd.Host)
+	if req.RemoteApp && h.NoRemoteApps {
+		t.Fatalf("R-E12: application placed on %s, which cannot run RemoteApps", h.Name)
+	}
 	if h.Sessions >= limitOf(m.pool) {
 		t.Fatalf("R-C4: placed on %s with %d sessions at limit %d", h.Name, h.Sessions, limitOf(m.pool))
 	}

@@ -96,6 +96,8 @@ func (r *reference) stats() loadindex.Pool {
 func (r *reference) Place(req Request) (Decision, error) {
 	now := r.opts.Now()
 	s := &r.s
+	s.remoteApp = req.RemoteApp
+	defer func() { s.remoteApp = false }()
 	ex := newExplain(s, req, now)
 	var d Decision
 	if e := req.Existing; e != nil {
@@ -105,6 +107,10 @@ func (r *reference) Place(req Request) (Decision, error) {
 			st = Status(h, s.timeout, now)
 		}
 		if st != vdibroker.StatusUnavailable && st != vdibroker.StatusShutdown {
+			if req.RemoteApp && h.NoRemoteApps {
+				err := existingRunsNoApps(s, &ex, e)
+				return Decision{Explain: ex}, err
+			}
 			return reconnect(ex, e), nil
 		}
 		d.EndExisting = true
@@ -326,6 +332,9 @@ func personalAutomatic(s *settings, d *Decision, ex *Explain, cands []ranked, to
 	}
 	if len(cands) == 0 {
 		ex.NoCapacityReason = noCapacityReason(s, total, counts)
+		if noneRunsApps(total, counts) {
+			return remoteAppUnsupported(s, total)
+		}
 		return vdibroker.Errorf(vdibroker.ENoCapacity,
 			"host pool %q has no unassigned session host for a new user: %s; %s",
 			s.pool.Name, ex.NoCapacityReason, noCapacityAdvice(total, counts, "add session hosts"))
@@ -348,6 +357,8 @@ func personalAssigned(s *settings, d *Decision, ex *Explain, mine []*Host, stats
 		li := s.loadIndex(h, stats)
 		reason := ""
 		switch st := Status(h, s.timeout, now); {
+		case s.remoteApp && h.NoRemoteApps:
+			reason = ReasonNoRemoteApps
 		case !vdibroker.Placeable(st):
 			reason = map[string]string{vdibroker.StatusShutdown: ReasonShutdown}[st]
 			if reason == "" {
@@ -373,6 +384,9 @@ func personalAssigned(s *settings, d *Decision, ex *Explain, mine []*Host, stats
 	}
 	if ex.CandidateCount == 0 {
 		ex.NoCapacityReason = noCapacityReason(s, len(mine), counts)
+		if noneRunsApps(len(mine), counts) {
+			return remoteAppUnsupported(s, len(mine))
+		}
 		return vdibroker.Errorf(vdibroker.ENoCapacity,
 			"host pool %q: the session host assigned to user %q cannot take a session: %s; %s",
 			s.pool.Name, ex.User, ex.NoCapacityReason, noCapacityAdvice(len(mine), counts, "ask an administrator to assign another"))

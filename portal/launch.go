@@ -236,14 +236,16 @@ var requestIDShape = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 // failureKeys are the messages of a failed launch by the error's code;
 // any other is launch.failedOther.
 var failureKeys = map[string]string{
-	vdibroker.ENoCapacity:       "launch.failedNoCapacity",
-	vdibroker.EHostStarting:     "launch.failedStarting",
-	vdibroker.ENotEntitled:      "launch.failedNotEntitled",
-	vdibroker.EPermission:       "launch.failedNotEntitled",
-	vdibroker.ENotAssigned:      "launch.failedNotAssigned",
-	vdibroker.ENotFound:         "launch.failedGone",
-	vdibroker.EStoreUnavailable: "launch.failedUnavailable",
-	vdibroker.ETooManyRequests:  "launch.failedUnavailable",
+	vdibroker.ENoCapacity:   "launch.failedNoCapacity",
+	vdibroker.EHostStarting: "launch.failedStarting",
+	vdibroker.ENotEntitled:  "launch.failedNotEntitled",
+	vdibroker.EPermission:   "launch.failedNotEntitled",
+	vdibroker.ENotAssigned:  "launch.failedNotAssigned",
+	// R-E12: no host where the application is published can run it.
+	vdibroker.ERemoteAppUnsupported: "launch.failedRemoteApp",
+	vdibroker.ENotFound:             "launch.failedGone",
+	vdibroker.EStoreUnavailable:     "launch.failedUnavailable",
+	vdibroker.ETooManyRequests:      "launch.failedUnavailable",
 }
 
 // launchView is a launch as its page and its status show it.

@@ -393,8 +393,11 @@ func (s *Service) pollPower(ctx context.Context) {
 // waiting users need ceil(N / maxSessionLimit) hosts, so a connect while
 // enough hosts start for those waiting starts none and answers
 // HostStarting too. It returns nil when it has nothing to offer (the
-// NoCapacity stands).
-func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, user string) error {
+// NoCapacity stands). For an application's connect (remoteApp) the hosts
+// whose agents say they cannot run RemoteApps are neither started nor
+// counted as starting for it: placement would not give it to them
+// (R-E12).
+func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, user string, remoteApp bool) error {
 	if !pool.StartVMOnConnect || pool.PowerDriver == "" {
 		return nil
 	}
@@ -423,6 +426,9 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	// the user reads which host they wait for.
 	first := ""
 	for _, h := range hosts {
+		if remoteApp && h.CannotRunRemoteApps() {
+			continue // R-E12
+		}
 		assigned := len(h.AssignedUsers) > 0
 		if personal && slices.Contains(h.AssignedUsers, user) {
 			mine = h

@@ -151,7 +151,7 @@ func (s *DB) BeatSessionsPlan(ctx context.Context) ([]string, error) {
 }
 
 func (s *DB) BeatsUpdatePlan(ctx context.Context) ([]string, error) {
-	return s.plan(ctx, beatsUpdateQuery(s.d, 2), "pool", "h1", 1, nil, 0, "{}", false, "", "pool", "h2", 1, nil, 0, "{}", false, "")
+	return s.plan(ctx, beatsUpdateQuery(s.d, 2), "pool", "h1", 1, nil, 0, "{}", false, "", "Unknown", "pool", "h2", 1, nil, 0, "{}", false, "", "Unknown")
 }
 
 // LogonsPlan is ExpirePendingPlan for a heartbeat's logons (tx.logons),
@@ -296,7 +296,7 @@ func (s *DB) PostgresBatchReadPlans(ctx context.Context, pool string, hosts ...s
 		"beats' hosts":         {beatHostsQuery(s.d, n), g.args(s.d, 2)},
 		"beats' open sessions": {beatSessionsQuery(s.d, n), args},
 		"beats' commands":      {deliverQuery(s.d, n), append(append([]any{"Delivered"}, args...), "Queued")},
-		"beats' rows":          {beatsUpdateQuery(s.d, n), []any{pools, hosts, at, metrics, sessions, pools, down, pools}},
+		"beats' rows":          {beatsUpdateQuery(s.d, n), []any{pools, hosts, at, metrics, sessions, pools, down, pools, pools}},
 		"beats' logons":        {logonsQuery(s.d, n), []any{int64(1), false, hosts, hosts, pools, pools}},
 	} {
 		p, err := s.explain(ctx, q.query, q.args...)

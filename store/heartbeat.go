@@ -91,6 +91,8 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 			metricsText = &m
 		}
 		policyText := jsonText(policy)
+		// R-E12: an agent that says nothing (older) keeps what the host had.
+		remoteApps := vdibroker.RemoteAppsFrom(hb.RemoteApps, h.RemoteApps)
 		// An agent that heartbeats runs (R-A4): the rule of
 		// vdibroker.PowerAfterHeartbeat, evaluated by the UPDATE on the row
 		// as it is now (on PostgreSQL a start or stop may have committed
@@ -110,16 +112,17 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 				return err
 			}
 			t.beats = append(t.beats, hostBeat{pool: pool, host: host, at: ns(now), metrics: metricsText,
-				metricsSessions: metricsSessions, policy: policyText, shuttingDown: hb.ShuttingDown, healthError: hb.HealthError})
+				metricsSessions: metricsSessions, policy: policyText, shuttingDown: hb.ShuttingDown, healthError: hb.HealthError,
+				remoteApps: remoteApps})
 		} else {
 			const runs = `(? AND (power_state IN ('Starting', 'Unknown') OR (power_state IN ('Stopped', 'Stopping') AND power_state_time < ?)))`
 			stale := ns(now.Add(-p.HeartbeatTimeout()))
 			if _, err := t.exec(ctx, `UPDATE session_hosts SET last_heartbeat = ?, metrics = ?, metrics_sessions = ?,
-				policy = ?, shutting_down = ?, health_error = ?,
+				policy = ?, shutting_down = ?, health_error = ?, remote_apps = ?,
 				power_state = CASE WHEN `+runs+` THEN 'Running' ELSE power_state END,
 				power_state_time = CASE WHEN `+runs+` THEN ? ELSE power_state_time END
 				WHERE host_pool = ? AND name = ?`,
-				ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError,
+				ns(now), metricsText, metricsSessions, policyText, hb.ShuttingDown, hb.HealthError, remoteApps,
 				!hb.ShuttingDown, stale, !hb.ShuttingDown, stale, ns(now),
 				pool, host); err != nil {
 				return err
@@ -143,6 +146,7 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 		after.Sessions, after.ConnectingSessions = h.Sessions+ds, h.ConnectingSessions+dc
 		after.MetricsSessions, after.ShuttingDown, after.HealthError = metricsSessions, hb.ShuttingDown, hb.HealthError
 		after.PowerState, after.PowerStateTime = power, powerTime
+		after.RemoteApps = remoteApps
 		if fresh {
 			after.Metrics = new(vdibroker.Metrics)
 			if err := json.Unmarshal([]byte(*metricsText), after.Metrics); err != nil {

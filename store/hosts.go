@@ -12,7 +12,7 @@ import (
 
 const hostCols = `host_pool, name, address, protocols, standard_features, allow_new_session,
 	assigned_users, last_heartbeat, sessions, connecting_sessions, metrics, metrics_sessions,
-	policy, shutting_down, health_error, create_time, power_state, power_state_time, autoscale_drain`
+	policy, shutting_down, health_error, create_time, power_state, power_state_time, autoscale_drain, remote_apps`
 
 // hostFrom is where hostCols are read: a host's row and its R-S1 counts,
 // which live in a narrow table of their own (migration 00007) because
@@ -53,7 +53,7 @@ func scanHostRow(sc scanner, r *hostRow) error {
 	if err := sc.Scan(&h.HostPool, &h.Name, &h.Address, &r.protocols, &h.StandardFeatures,
 		&h.AllowNewSession, &r.assigned, &hb, &h.Sessions, &h.ConnectingSessions, &r.metrics,
 		&h.MetricsSessions, &r.policy, &h.ShuttingDown, &h.HealthError, &ct,
-		&h.PowerState, &pt, &h.AutoscaleDrain); err != nil {
+		&h.PowerState, &pt, &h.AutoscaleDrain, &h.RemoteApps); err != nil {
 		return err
 	}
 	if pt != 0 {
@@ -317,7 +317,7 @@ func (s *DB) ListSessionHosts(ctx context.Context, pool string) ([]*vdibroker.Se
 // hostStatesQuery reads what ListHostStates fills: no JSON column, so a
 // 10,000-host pool's summary decodes no metrics, policies or protocols.
 const hostStatesQuery = `SELECT host_pool, name, allow_new_session, last_heartbeat, sessions, connecting_sessions,
-	shutting_down, health_error, power_state, autoscale_drain FROM ` + hostFrom + ` WHERE host_pool = ? ORDER BY name`
+	shutting_down, health_error, power_state, autoscale_drain, remote_apps FROM ` + hostFrom + ` WHERE host_pool = ? ORDER BY name`
 
 // ListHostStates implements vdibroker.Store.
 func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
@@ -331,7 +331,7 @@ func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.Sess
 			h := new(vdibroker.SessionHost)
 			var hb sql.NullInt64
 			if err := sc.Scan(&h.HostPool, &h.Name, &h.AllowNewSession, &hb, &h.Sessions, &h.ConnectingSessions,
-				&h.ShuttingDown, &h.HealthError, &h.PowerState, &h.AutoscaleDrain); err != nil {
+				&h.ShuttingDown, &h.HealthError, &h.PowerState, &h.AutoscaleDrain, &h.RemoteApps); err != nil {
 				return nil, err
 			}
 			h.LastHeartBeat = fromNSPtr(hb)

@@ -301,6 +301,7 @@ type hostBeat struct {
 	policy          string
 	shuttingDown    bool
 	healthError     string
+	remoteApps      string
 }
 
 // flushBeats writes the rows of the heartbeats waiting in t.beats, in one
@@ -316,17 +317,18 @@ func (t *tx) flushBeats(ctx context.Context) error {
 	if t.d == postgresDialect {
 		// One array a column (beatsUpdateQuery).
 		n := len(t.beats)
-		pools, hosts, policies, errs := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		pools, hosts, policies, errs, apps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		at, sessions := make([]int64, n), make([]int64, n)
 		metrics, down := make([]*string, n), make([]bool, n)
 		for i, b := range t.beats {
 			pools[i], hosts[i], at[i], metrics[i] = b.pool, b.host, b.at, b.metrics
 			sessions[i], policies[i], down[i], errs[i] = int64(b.metricsSessions), b.policy, b.shuttingDown, b.healthError
+			apps[i] = b.remoteApps
 		}
-		args = []any{pools, hosts, at, metrics, sessions, policies, down, errs}
+		args = []any{pools, hosts, at, metrics, sessions, policies, down, errs, apps}
 	} else {
 		for _, b := range t.beats {
-			args = append(args, b.pool, b.host, b.at, b.metrics, b.metricsSessions, b.policy, b.shuttingDown, b.healthError)
+			args = append(args, b.pool, b.host, b.at, b.metrics, b.metricsSessions, b.policy, b.shuttingDown, b.healthError, b.remoteApps)
 		}
 	}
 	_, err := t.exec(ctx, beatsUpdateQuery(t.d, len(t.beats)), args...)
@@ -336,21 +338,21 @@ func (t *tx) flushBeats(ctx context.Context) error {
 
 // beatsUpdateQuery writes n heartbeats' host rows, each found by key.
 // Args: pool, host, time, metrics, metrics sessions, policy, shutting
-// down, health error; on SQLite for each heartbeat (a VALUES list, its
+// down, health error, remote apps (R-E12); on SQLite for each heartbeat (a VALUES list, its
 // values cast: a VALUES list has no column types of its own), on
 // PostgreSQL each one array of all the heartbeats' values (unnest).
 func beatsUpdateQuery(d *dialect, n int) string {
 	if d == postgresDialect {
 		return `UPDATE session_hosts SET last_heartbeat = v.at, metrics = v.metrics, metrics_sessions = v.metrics_sessions,
-		policy = v.policy, shutting_down = v.shutting_down, health_error = v.health_error
+		policy = v.policy, shutting_down = v.shutting_down, health_error = v.health_error, remote_apps = v.remote_apps
 		FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]),
-			CAST(? AS TEXT[]), CAST(? AS BOOLEAN[]), CAST(? AS TEXT[]))
-			AS v(host_pool, name, at, metrics, metrics_sessions, policy, shutting_down, health_error)
+			CAST(? AS TEXT[]), CAST(? AS BOOLEAN[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]))
+			AS v(host_pool, name, at, metrics, metrics_sessions, policy, shutting_down, health_error, remote_apps)
 		WHERE session_hosts.host_pool = v.host_pool AND session_hosts.name = v.name`
 	}
-	const row = `(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT))`
+	const row = `(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BOOLEAN), CAST(? AS TEXT), CAST(? AS TEXT))`
 	return `UPDATE session_hosts SET last_heartbeat = v.column3, metrics = v.column4, metrics_sessions = v.column5,
-		policy = v.column6, shutting_down = v.column7, health_error = v.column8
+		policy = v.column6, shutting_down = v.column7, health_error = v.column8, remote_apps = v.column9
 		FROM (VALUES ` + strings.TrimSuffix(strings.Repeat(row+",", n), ",") + `) AS v
 		WHERE session_hosts.host_pool = v.column1 AND session_hosts.name = v.column2`
 }

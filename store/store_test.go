@@ -410,6 +410,7 @@ func TestSessionHostCRUD(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := *h
+		want.RemoteApps = vdibroker.RemoteAppsUnknown // no agent said (R-E12)
 		if diff := cmp.Diff(&want, got); diff != "" {
 			t.Errorf("get (-want +got):\n%s", diff)
 		}

@@ -213,11 +213,12 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			if req.Policy != nil {
 				h.Policy = *req.Policy
 			}
+			h.RemoteApps = vdibroker.RemoteAppsFrom(req.RemoteApps, "")
 			_, err = t.exec(ctx, `INSERT INTO session_hosts (host_pool, name, address, protocols,
-				standard_features, allow_new_session, assigned_users, policy, create_time, credential_hash)
-				VALUES (?,?,?,?,?,?,?,?,?,?)`,
+				standard_features, allow_new_session, assigned_users, policy, create_time, credential_hash, remote_apps)
+				VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
 				pool, req.HostName, req.Address, list(req.Protocols), h.StandardFeatures, true,
-				list(nil), jsonText(h.Policy), ns(now), credentialHash)
+				list(nil), jsonText(h.Policy), ns(now), credentialHash, h.RemoteApps)
 			if err == nil {
 				err = t.insertCounts(ctx, pool, req.HostName, true)
 			}
@@ -230,10 +231,12 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			if req.Policy != nil {
 				h.Policy = *req.Policy
 			}
+			// An agent that says nothing keeps what the host had (R-E12).
+			h.RemoteApps = vdibroker.RemoteAppsFrom(req.RemoteApps, h.RemoteApps)
 			_, err = t.exec(ctx, `UPDATE session_hosts SET address = ?, protocols = ?, standard_features = ?,
-				policy = ?, credential_hash = ?, shutting_down = ?, awaits_host_token = FALSE WHERE host_pool = ? AND name = ?`,
+				policy = ?, credential_hash = ?, shutting_down = ?, awaits_host_token = FALSE, remote_apps = ? WHERE host_pool = ? AND name = ?`,
 				req.Address, list(req.Protocols), h.StandardFeatures, jsonText(h.Policy), credentialHash,
-				false, pool, req.HostName)
+				false, h.RemoteApps, pool, req.HostName)
 		}
 		if err != nil {
 			if errors.Is(err, errUnique) {

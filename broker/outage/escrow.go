@@ -309,7 +309,8 @@ func (m *Mode) placeInOutage(v *poolview.View, req vdibroker.ConnectRequest, cau
 	k.mu.Lock()
 	var cands []placement.Host
 	for _, h := range hosts {
-		if placement.TakesNewSession(&h, timeout, m.outageTime(&h, now)) && k.left(hostKey{pool.Name, h.Name}, now) > 0 {
+		if placement.TakesNewSession(&h, timeout, m.outageTime(&h, now)) && k.left(hostKey{pool.Name, h.Name}, now) > 0 &&
+			(req.RemoteApp == nil || !h.NoRemoteApps) { // an application only where it runs (R-E12)
 			cands = append(cands, h)
 		}
 	}

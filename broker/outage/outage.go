@@ -133,6 +133,9 @@ func (m *Mode) reconnectFromMemory(v *poolview.View, req vdibroker.ConnectReques
 	if !known || !vdibroker.Placeable(placement.Status(&h, pool.HeartbeatTimeout(), m.outageTime(&h, now))) {
 		return nil, cause // R-C1 would end it and place anew
 	}
+	if req.RemoteApp != nil && h.NoRemoteApps {
+		return nil, cause // placement refuses an application there (R-E12)
+	}
 	if k.Adopted && !placement.AnswersAdopted(placement.PoolFrom(pool), &h, req.User, m.outageTime(&h, now)) {
 		// A host's report alone never routes a user (R-S2); placing them
 		// elsewhere needs the store, which would see the adopted session.

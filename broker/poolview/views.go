@@ -466,7 +466,7 @@ func (v *View) apply(h *vdibroker.SessionHost, n int) {
 func sameHost(a, b *placement.Host) bool {
 	return a.Name == b.Name && a.AllowNewSession == b.AllowNewSession && a.StandardFeatures == b.StandardFeatures &&
 		a.ShuttingDown == b.ShuttingDown && a.HealthError == b.HealthError &&
-		a.PowerStopped == b.PowerStopped && a.AutoscaleDrain == b.AutoscaleDrain &&
+		a.PowerStopped == b.PowerStopped && a.AutoscaleDrain == b.AutoscaleDrain && a.NoRemoteApps == b.NoRemoteApps &&
 		a.Sessions == b.Sessions && a.Connecting == b.Connecting && a.MetricsSessions == b.MetricsSessions &&
 		sameTime(a.LastHeartBeat, b.LastHeartBeat) && sameMetrics(a.Metrics, b.Metrics) &&
 		sameInt(a.Policy.HostLoadIndexThreshold, b.Policy.HostLoadIndexThreshold) &&

@@ -25,14 +25,16 @@ func init() { rootCmd.AddCommand(newAgentCmd()) }
 // agentFlags are the flags of `vdibroker agent`. `agent install` takes the
 // same ones and registers the Windows service with them.
 type agentFlags struct {
-	cfg       agent.Config
-	provider  string
-	standard  bool
-	protocols []string
-	logs      logFlags
-	stateDir  string
-	tokenFile string
-	tls       clientTLSOptions
+	cfg      agent.Config
+	provider string
+	standard bool
+	// remoteApps is --remote-apps: auto, yes or no (R-E12).
+	remoteApps string
+	protocols  []string
+	logs       logFlags
+	stateDir   string
+	tokenFile  string
+	tls        clientTLSOptions
 	// windowsService runs the agent under the Windows service control
 	// manager; the service's command line has it (agentServiceArgs).
 	windowsService bool
@@ -57,6 +59,8 @@ func (o *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&o.cfg.PolicyFile, "policy-file", "", "JSON or YAML file with hostLoadIndexThreshold and hostConnectingSessionThreshold (R-LI5), re-read every heartbeat")
 	f.StringVar(&o.provider, "sessions-provider", "auto", "where sessions come from: auto (Linux: xrdp when xrdp-sesman runs, else logind, else utmp; Windows: wts), logind, utmp, xrdp, wts[:upn|domain|user], file:PATH or none")
 	f.BoolVar(&o.standard, "standard-features", true, "host supports multi-session, unauthenticated access and all protocols")
+	f.Var(newEnum(&o.remoteApps, "auto", "auto", "yes", "no"), "remote-apps",
+		"whether the host can run RemoteApps (published applications, R-E12): auto (the sessions provider's word: xrdp no, wts yes, the others say nothing), yes or no")
 	o.logs.addFlags(f, false)
 	f.StringVar(&o.tls.CAFile, "ca-file", "", "PEM CA bundle to verify the broker's HTTPS certificate (default: the system's roots)")
 	f.StringVar(&o.tls.CertFile, "client-cert", "", "PEM client certificate to present to the broker (mTLS)")
@@ -103,6 +107,7 @@ func (o *agentFlags) config() (agent.Config, slog.Level, error) {
 	cfg.Protocols = o.protocols
 	standard := o.standard
 	cfg.StandardFeatures = &standard
+	cfg.RemoteApps = remoteAppsFlag(o.remoteApps)
 	if level, err = o.startLevel(); err != nil {
 		return cfg, level, usageError{err}
 	}
@@ -246,4 +251,16 @@ The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 	o.register(c.Flags())
 	c.AddCommand(newAgentInstallCmd(), newAgentUninstallCmd())
 	return c
+}
+
+// remoteAppsFlag is what --remote-apps tells the agent (R-E12): nil for
+// auto (the sessions provider says), else the administrator's word.
+func remoteAppsFlag(v string) *bool {
+	switch v {
+	case "yes":
+		return new(true)
+	case "no":
+		return new(false)
+	}
+	return nil
 }

@@ -192,7 +192,7 @@ func fail(err error) error {
 	return err
 }
 
-// printWarnings writes the server's warnings (R-P3) to stderr.
+// printWarnings writes the server's warnings (R-P3, R-E12) to stderr.
 func printWarnings(cmd *cobra.Command, warnings []string) {
 	for _, w := range warnings {
 		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", escapeTerminal(w, ""))

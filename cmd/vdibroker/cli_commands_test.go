@@ -375,8 +375,16 @@ func TestCLIGolden(t *testing.T) {
 	b.ok("hostpool", "create", "--name", "contosohp01", "--load-balancer-type", "DepthFirst", "--max-session-limit", "10",
 		"--description", "Contoso sales", "--friendly-name", "Sales desktops")
 	b.ok("hostpool", "create", "--name", "hp-lab", "--host-pool-type", "Personal", "--personal-desktop-assignment-type", "Direct")
-	for _, h := range []string{"sh-01", "sh-02", "sh-03"} {
-		b.addHost("contosohp01", h)
+	for i, h := range []string{"sh-01", "sh-02", "sh-03"} {
+		cred := b.addHost("contosohp01", h)
+		// What the hosts say of RemoteApps (R-E12): sh-01 no (xrdp),
+		// sh-02 yes (Windows), sh-03 nothing (an older agent).
+		if i < 2 {
+			can := i == 1
+			if _, err := vhttp.NewClient(b.m.URL(), "").Heartbeat(t.Context(), cred, &vdibroker.HeartbeatRequest{RemoteApps: &can}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	b.ok("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-03", "--allow-new-session", "false")
 
@@ -472,6 +480,28 @@ func TestCLIWarning(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.stderr, "warning: ") || !strings.Contains(r.stderr, "maxSessionLimit") {
 		t.Errorf("stderr %q, want a warning about maxSessionLimit", r.stderr)
+	}
+}
+
+// TestCLIRemoteAppsWarning_RE12: an application group or application
+// published in a pool none of whose hosts can run RemoteApps is made, and
+// the CLI prints the server's warning on stderr.
+func TestCLIRemoteAppsWarning_RE12(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "linuxhp01")
+	no := false
+	if _, err := vhttp.NewClient(b.m.URL(), "").Heartbeat(t.Context(), b.addHost("linuxhp01", "lx-01"), &vdibroker.HeartbeatRequest{RemoteApps: &no}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"applicationgroup", "create", "--name", "linux-apps", "--host-pool", "linuxhp01", "--application-group-type", "RemoteApp"},
+		{"applicationgroup", "update", "--name", "linux-apps", "--description", "Apps"},
+		{"application", "create", "--application-group", "linux-apps", "--name", "gedit", "--file-path", "/usr/bin/gedit"},
+	} {
+		r := b.cli(args...)
+		if r.code != 0 || !strings.HasPrefix(r.stderr, "warning: ") || !strings.Contains(r.stderr, `host pool "linuxhp01" can run RemoteApps`) {
+			t.Errorf("%v: exit %d, stderr %q; want the warning that no host runs RemoteApps", args, r.code, r.stderr)
+		}
 	}
 }
 

@@ -132,6 +132,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
+			printWarnings(cmd, r.Warnings) // R-E12: no host of the pool runs RemoteApps
 			return a.result(cmd, r, applicationGroupColumns)
 		},
 	}
@@ -162,6 +163,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
+			printWarnings(cmd, r.Warnings) // R-E12
 			return a.result(cmd, r, applicationGroupColumns)
 		},
 	}
@@ -293,6 +295,7 @@ func newApplicationCmd() *cobra.Command {
 				if err != nil {
 					return fail(err)
 				}
+				printWarnings(cmd, r.Warnings) // R-E12: no host of the pool runs RemoteApps
 				return a.result(cmd, r, applicationColumns)
 			},
 		}

@@ -20,6 +20,7 @@ var sessionHostColumns = []column{
 	{"Sessions", "sessions"},
 	{"ConnectingSessions", "connectingSessions"},
 	{"LoadIndex", "loadIndex"},
+	{"RemoteApps", "remoteApps"}, // R-E12: Yes, No or Unknown
 	{"Address", "address"},
 }
 

@@ -421,7 +421,8 @@ func (g *Service) connectMember(ctx context.Context, doc *vdibroker.Federation, 
 // the next candidate may).
 func errNotPlaced(err error) bool {
 	switch vdibroker.ErrorCode(err) {
-	case vdibroker.ENoCapacity, vdibroker.ENotAssigned, vdibroker.ENotFound, vdibroker.EHostStarting:
+	case vdibroker.ENoCapacity, vdibroker.ENotAssigned, vdibroker.ENotFound, vdibroker.EHostStarting,
+		vdibroker.ERemoteAppUnsupported: // the pool's hosts cannot run the application (R-E12)
 		return true
 	}
 	return false
@@ -433,16 +434,31 @@ func skipReason(err error) string {
 		return federation.SkipNoCapacity
 	case vdibroker.ENotFound:
 		return federation.SkipNotFound
+	case vdibroker.ERemoteAppUnsupported:
+		return federation.SkipRemoteAppUnsupported
 	}
 	return vdibroker.ErrorCode(err) + ": " + vdibroker.ErrorMessage(err)
 }
 
 // noCapacity is the refusal when no candidate took the session: the
-// message names every pod and why it was passed over (R-C5 style).
+// message names every pod and why it was passed over (R-C5 style). When
+// pools were passed over because their hosts cannot run RemoteApps and
+// none for want of capacity, no wait helps: the code is then
+// RemoteAppUnsupported (R-E12), so the user reads why.
 func noCapacity(d *vdibroker.GlobalDecision) error {
 	var why []string
+	apps, full := false, false
 	for _, p := range d.Pods {
 		why = append(why, fmt.Sprintf("%s (%s): %s", p.Pod, p.Site, p.Skipped))
+		for _, pl := range p.Pools {
+			apps = apps || pl.Skipped == federation.SkipRemoteAppUnsupported
+			full = full || pl.Skipped == federation.SkipNoCapacity
+		}
+	}
+	if apps && !full {
+		return vdibroker.Errorf(vdibroker.ERemoteAppUnsupported,
+			"global entitlement %q has no member host pool in scope %s from site %s whose session hosts can run RemoteApps: %s; add session hosts that can (Windows session hosts) to its member pools",
+			d.GlobalEntitlement, d.Scope, d.StartSite, strings.Join(why, "; "))
 	}
 	return vdibroker.Errorf(vdibroker.ENoCapacity,
 		"global entitlement %q has no member host pool that can take a session in scope %s from site %s: %s; add capacity to its member pools or widen its scope",

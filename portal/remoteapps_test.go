@@ -1,0 +1,52 @@
+package portal_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestApplicationNoHostRunsInUsersWords_RE12_RU6: an application whose
+// pool has no host that can run RemoteApps is refused, and the user reads
+// why in her language (German here), with the reference her helpdesk
+// finds the refusal's audit entry by; no host or pool name is shown.
+func TestApplicationNoHostRunsInUsersWords_RE12_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	if _, err := e.admin.PutApplicationGroup(ctx, "desk-apps", map[string]any{"hostPool": "desk", "applicationGroupType": "RemoteApp",
+		"assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutApplication(ctx, "desk-apps", "word", map[string]any{"friendlyName": "Word", "filePath": `C:\Program Files\Word\word.exe`,
+		"showInPortal": true}); err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	for _, h := range []string{"desk-1", "desk-2"} {
+		if _, err := e.admin.Heartbeat(ctx, e.creds[h], &vdibroker.HeartbeatRequest{RemoteApps: &no}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	alice.get("/portal/?lang=de") // her choice, kept in a cookie
+	launch := alice.launch(csrf, "app:desk-apps/word")
+	s := alice.await(launch, ended)
+	ref := regexp.MustCompile(`Referenz für Ihren Helpdesk: (\S+)$`).FindStringSubmatch(s.Message)
+	if s.State != "failed" || !strings.HasPrefix(s.Message, "Word kann nicht als App geöffnet werden: Die Computer, auf denen sie angeboten wird, können nur ganze Desktops anzeigen.") ||
+		ref == nil || strings.Contains(s.Message, "desk-") || strings.Contains(s.Message, `"desk"`) || strings.Contains(s.Message, "RemoteApp") {
+		t.Fatalf("the refused launch: %+v; want her German words and a reference", s)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"})
+	if err != nil || len(list) == 0 {
+		t.Fatalf("audit: %+v %v", list, err)
+	}
+	last := list[len(list)-1]
+	if !strings.HasPrefix(last.Error, "RemoteAppUnsupported: ") || !strings.Contains(last.Error, `"desk"`) || last.RequestID != ref[1] {
+		t.Errorf("the refusal's audit entry: %+v; want RemoteAppUnsupported naming the pool, request id %s", last, ref[1])
+	}
+}

@@ -1,0 +1,92 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestHostRemoteAppsSurvives_RE12: whether a host can run RemoteApps, as
+// its agent reports at registration and in heartbeats, is stored and read
+// back by every read of hosts; an agent that says nothing (older) leaves
+// it as it was, Unknown for a host that never said.
+func TestHostRemoteAppsSurvives_RE12(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		registerHosts(t, s, "pool1", "old") // says nothing
+		no, yes := false, true
+		if _, err := s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "xrdp", RemoteApps: &no}, "cred-xrdp", t0); err != nil {
+			t.Fatal(err)
+		}
+		want := func(step, host, v string) {
+			t.Helper()
+			h, err := s.GetSessionHost(ctx, "pool1", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byCred, err := s.HostByCredential(ctx, "cred-"+host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			states, err := s.ListHostStates(ctx, "pool1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, err := s.ListSessionHosts(ctx, "pool1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []string{h.RemoteApps, byCred.RemoteApps}
+			for i := range list {
+				if list[i].Name == host {
+					got = append(got, list[i].RemoteApps, states[i].RemoteApps)
+				}
+			}
+			for _, g := range got {
+				if g != v {
+					t.Fatalf("%s: %s remoteApps %q (get, by credential, list, states), want %s", step, host, got, v)
+				}
+			}
+		}
+		want("registered", "old", vdibroker.RemoteAppsUnknown)
+		want("registered", "xrdp", vdibroker.RemoteAppsNo)
+
+		beat := func(host string, said *bool, at time.Duration) string {
+			t.Helper()
+			res, err := s.ApplyHeartbeat(ctx, "pool1", host, &vdibroker.HeartbeatRequest{RemoteApps: said, CredentialHash: "cred-" + host}, t0.Add(at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Host.RemoteApps
+		}
+		// The first heartbeat turns the power state Running (its own
+		// UPDATE), the later ones go with the batch's (flushBeats): both
+		// write the field.
+		if got := beat("old", nil, time.Second); got != vdibroker.RemoteAppsUnknown {
+			t.Errorf("old agent's heartbeat answered %q", got)
+		}
+		want("old agent's heartbeat", "old", vdibroker.RemoteAppsUnknown)
+		if got := beat("old", &no, 2*time.Second); got != vdibroker.RemoteAppsNo {
+			t.Errorf("updated agent's heartbeat answered %q", got)
+		}
+		want("updated agent's heartbeat (batched)", "old", vdibroker.RemoteAppsNo)
+		beat("xrdp", &yes, time.Second)
+		want("override to yes (own UPDATE)", "xrdp", vdibroker.RemoteAppsYes)
+		beat("xrdp", nil, 2*time.Second)
+		want("silent heartbeat keeps", "xrdp", vdibroker.RemoteAppsYes)
+
+		// Re-keying with an agent that says nothing keeps it; one that says
+		// changes it.
+		if _, err := s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "xrdp", CurrentCredentialHash: "cred-xrdp"}, "cred-xrdp", t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		want("re-keyed silently", "xrdp", vdibroker.RemoteAppsYes)
+		if _, err := s.RegisterHost(ctx, "rt-pool1", &vdibroker.RegisterRequest{HostName: "xrdp", CurrentCredentialHash: "cred-xrdp", RemoteApps: &no}, "cred-xrdp", t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		want("re-keyed saying no", "xrdp", vdibroker.RemoteAppsNo)
+	})
+}
