@@ -37,7 +37,7 @@ func TestApplicationNoHostRunsInUsersWords_RE12_RU6(t *testing.T) {
 	launch := alice.launch(csrf, "app:desk-apps/word")
 	s := alice.await(launch, ended)
 	ref := regexp.MustCompile(`Referenz für Ihren Helpdesk: (\S+)$`).FindStringSubmatch(s.Message)
-	if s.State != "failed" || !strings.HasPrefix(s.Message, "Word kann nicht als App geöffnet werden: Die Computer, auf denen sie angeboten wird, können nur ganze Desktops anzeigen.") ||
+	if s.State != "failed" || !strings.HasPrefix(s.Message, "\u2068Word\u2069 kann nicht als App geöffnet werden: Die Computer, auf denen sie angeboten wird, können nur ganze Desktops anzeigen.") ||
 		ref == nil || strings.Contains(s.Message, "desk-") || strings.Contains(s.Message, `"desk"`) || strings.Contains(s.Message, "RemoteApp") {
 		t.Fatalf("the refused launch: %+v; want her German words and a reference", s)
 	}
