@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -70,6 +71,12 @@ since (its agent's credential is refused), and says what to do.`,
 				return err
 			}
 			unlock, err := lockDataDir(dataDir)
+			var busy *dataDirBusyError
+			if errors.As(err, &busy) {
+				// Restoring into another dir would leave the running
+				// broker's store as it is: it must stop.
+				return fmt.Errorf("restore: a broker is running on data dir %s%s: stop it first (systemctl stop vdibroker), then restore, then start it", dataDir, busy.holder())
+			}
 			if err != nil {
 				return err
 			}

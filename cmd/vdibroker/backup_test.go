@@ -110,7 +110,7 @@ func TestBackupRestoreE2E(t *testing.T) {
 	if r := runBackupCLI(t, "backup", "--data-dir", dataA, "--output", backup); r.code != 1 || !strings.Contains(r.stderr, "exists") {
 		t.Errorf("backup over an existing file: exit %d %q", r.code, r.stderr)
 	}
-	if r := runBackupCLI(t, "restore", "--data-dir", dataA, "--input", backup); r.code != 1 || !strings.Contains(r.stderr, "in use") {
+	if r := runBackupCLI(t, "restore", "--data-dir", dataA, "--input", backup); r.code != 1 || !strings.Contains(r.stderr, "a broker is running") {
 		t.Errorf("restore under a running serve: exit %d %q, want refused", r.code, r.stderr)
 	}
 
