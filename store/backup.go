@@ -70,6 +70,11 @@ func BackupSQLite(ctx context.Context, dataDir, output string) (*BackupInfo, err
 	if _, err := os.Lstat(output); err == nil {
 		return nil, fmt.Errorf("backup: %s exists: give a new file (a backup never replaces one)", output)
 	}
+	// The copy is made beside output: a missing directory is named as
+	// such, not by the temporary file's name.
+	if fi, err := os.Stat(filepath.Dir(output)); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("backup: cannot write %s: its directory %s does not exist", output, filepath.Dir(output))
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".partial-*")
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
@@ -113,6 +118,9 @@ func InspectSQLite(ctx context.Context, path string) (*BackupInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
+	}
+	if fi.IsDir() { // SQLite would say "disk I/O error"
+		return nil, fmt.Errorf("%s is a directory, not a backup file", path)
 	}
 	db, err := sql.Open("sqlite", sqliteURL(path, "mode=ro"))
 	if err != nil {

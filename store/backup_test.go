@@ -226,3 +226,21 @@ func TestBackupInfoString(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 }
+
+// TestBackupRestoreNamePathMistakes: an --output in a directory that does
+// not exist, and an --input that is a directory, are refused naming what
+// is wrong, not a temporary file or SQLite's "disk I/O error".
+func TestBackupRestoreNamePathMistakes(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	s.Close()
+	missing := filepath.Join(t.TempDir(), "nodir")
+	_, err := store.BackupSQLite(t.Context(), dir, filepath.Join(missing, "b.db"))
+	if err == nil || !strings.Contains(err.Error(), "its directory "+missing+" does not exist") || strings.Contains(err.Error(), "partial") {
+		t.Errorf("backup into a missing directory: %v", err)
+	}
+	_, _, err = store.RestoreSQLite(t.Context(), t.TempDir(), dir, t0)
+	if err == nil || !strings.Contains(err.Error(), dir+" is a directory, not a backup file") {
+		t.Errorf("restore of a directory: %v", err)
+	}
+}
