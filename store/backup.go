@@ -241,7 +241,7 @@ const ActionStoreRestore = "store.restore"
 func recordRestore(ctx context.Context, path, current, movedTo, input string, info *BackupInfo, now time.Time) error {
 	var replacedLast int64
 	if _, err := os.Stat(current); err == nil {
-		if err := lastAuditSeq(ctx, sqliteURL(current, "mode=ro"), &replacedLast); err != nil {
+		if err := lastAuditSeq(ctx, stoppedStoreURL(current), &replacedLast); err != nil {
 			replacedLast = 0 // an unreadable store: the restore is why
 		}
 	} else {

@@ -275,8 +275,18 @@ func TestRestoreIsAudited(t *testing.T) {
 	lost := audit("token.delete")
 	s.Close()
 
-	if _, _, err := store.RestoreSQLite(ctx, dir, backup, t0.Add(time.Hour)); err != nil {
+	changes, err := store.CompareCredentials(ctx, dir, backup, t0)
+	if err != nil || !changes.Empty() {
+		t.Fatalf("credential changes: %+v, %v; want none", changes, err)
+	}
+	_, moved, err := store.RestoreSQLite(ctx, dir, backup, t0.Add(time.Hour))
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Reading the store that a broker closed cleanly made no -wal or -shm
+	// beside it: only the database is moved aside.
+	if len(moved) != 1 {
+		t.Errorf("moved aside %q; want the database alone", moved)
 	}
 	r := openSQLite(t, dir)
 	defer r.Close()

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,9 +97,7 @@ func CompareCredentials(ctx context.Context, dataDir, backup string, now time.Ti
 	if _, err := os.Stat(cur); os.IsNotExist(err) {
 		return &CredentialChanges{}, nil
 	}
-	// Read-only, so the store moved aside stays as it was; SQLite still
-	// reads the commits a killed broker left in the WAL.
-	was, err := readCredentials(ctx, sqliteURL(cur, "mode=ro"), now)
+	was, err := readCredentials(ctx, stoppedStoreURL(cur), now)
 	if err != nil {
 		return nil, fmt.Errorf("read the store in %s: %w", dataDir, err)
 	}
@@ -127,6 +126,18 @@ func CompareCredentials(ctx context.Context, dataDir, backup string, now time.Ti
 		}
 	}
 	return c, nil
+}
+
+// stoppedStoreURL opens the store at path of a stopped broker to read it,
+// leaving it as it is for the restore to move aside: read-only, so that
+// SQLite still reads the commits a killed broker left in the WAL; and
+// when there is no WAL (the broker stopped cleanly), immutable, so that
+// reading it makes no empty -wal and -shm beside it.
+func stoppedStoreURL(path string) string {
+	if _, err := os.Lstat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		return sqliteURL(path, "mode=ro", "immutable=1")
+	}
+	return sqliteURL(path, "mode=ro")
 }
 
 // credentials is what CompareCredentials reads of one store file.
