@@ -316,3 +316,25 @@ func TestRestoreIsAudited(t *testing.T) {
 		t.Errorf("the next entry: seq %d, %v; want %d", next.Seq, err, e.Seq+1)
 	}
 }
+
+// TestNewStoreIsOwnersOnly: a new store's database, WAL and shared memory
+// files are mode 0600 (they hold credential hashes and the RD gateway's
+// signing seeds), as a backup is, even in a data dir others may enter.
+func TestNewStoreIsOwnersOnly(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := openSQLite(t, dir)
+	defer s.Close()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	for _, name := range []string{store.SQLiteFile, store.SQLiteFile + "-wal", store.SQLiteFile + "-shm"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", name, got)
+		}
+	}
+}

@@ -205,6 +205,13 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	}
 	path := filepath.Join(dataDir, "vdibroker.db")
 	s.dir = dataDir
+	// The store holds the hashes of tokens and host credentials and the RD
+	// gateway's signing seeds: its owner's alone, as backup's copy is, even
+	// in a data dir others may enter. SQLite would create it 0644 (less
+	// the umask), and makes the -wal and -shm with the database's mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
 	syncMode := cmp.Or(s.opts.Synchronous, "FULL")
 	if syncMode != "FULL" && syncMode != "NORMAL" {
 		return vdibroker.FieldError("synchronous", "want FULL or NORMAL, got %q", syncMode)
