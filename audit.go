@@ -31,6 +31,10 @@ const (
 	PrincipalRegistration = "registration" // an agent presenting a registration token
 	PrincipalHost         = "host"         // an agent presenting its host credential
 	PrincipalAnonymous    = "anonymous"    // no or an invalid credential
+	// PrincipalLocal is a command run on the broker's machine against its
+	// data dir, not through the API (vdibroker restore); ID is the
+	// operating system's user.
+	PrincipalLocal = "local"
 )
 
 // HoldsAPICredential reports whether p proved a valid API credential

@@ -75,6 +75,7 @@ func (s *Service) applyHeartbeat(ctx context.Context, pool, host string, hb *vdi
 	if err != nil {
 		return nil, err
 	}
+	s.logResults(ctx, pool, host, hb.Results)
 	if res.Pool != nil {
 		s.views.SetPool(res.Pool)
 	}
@@ -82,6 +83,21 @@ func (s *Service) applyHeartbeat(ctx context.Context, pool, host string, hb *vdi
 		s.views.UpsertHeartbeat(res)
 	}
 	return res, nil
+}
+
+// logResults logs what the agent reported of the commands it ran (logoff,
+// disconnect, message; R-S4): the store keeps the result, but no call
+// reads it back, so the log is where an administrator learns that her
+// message reached the user or why a logoff failed, by the command's id
+// (usersession logoff -o json prints it).
+func (s *Service) logResults(ctx context.Context, pool, host string, results []vdibroker.CommandResult) {
+	for _, r := range results {
+		if r.Success {
+			s.log.InfoContext(ctx, "command done on the host", "pool", pool, "host", host, "command", r.ID, "result", r.Message)
+		} else {
+			s.log.WarnContext(ctx, "command failed on the host", "pool", pool, "host", host, "command", r.ID, "reason", r.Message)
+		}
+	}
 }
 
 // applyHeld writes the heartbeats held during an outage, once the store is

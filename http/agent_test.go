@@ -98,7 +98,7 @@ func TestSessionCommands_RS4(t *testing.T) {
 	c := e.mustConnect("rs4", "alice")
 	e.heartbeat(host, vdibroker.AgentSession{ID: "42", User: "alice", State: "Active"})
 
-	if err := e.admin.SendMessage(ctx, "rs4", c.SessionID, "maintenance at 18:00"); err != nil {
+	if _, err := e.admin.SendMessage(ctx, "rs4", c.SessionID, "maintenance at 18:00"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.admin.Disconnect(ctx, "rs4", c.SessionID); err != nil {
@@ -146,7 +146,7 @@ func TestSessionCommands_RS4(t *testing.T) {
 	}
 	_, err = e.admin.Disconnect(ctx, "rs4", c.SessionID)
 	wantCode(t, err, vdibroker.EConflict)
-	err = e.admin.SendMessage(ctx, "rs4", c.SessionID, "")
+	_, err = e.admin.SendMessage(ctx, "rs4", c.SessionID, "")
 	wantCode(t, err, vdibroker.EInvalid)
 	_, err = e.admin.Logoff(ctx, "rs4", "nosuch")
 	wantCode(t, err, vdibroker.ENotFound)

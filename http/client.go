@@ -231,21 +231,10 @@ func (c *Client) Disconnect(ctx context.Context, pool, id string) (*vdibroker.Co
 }
 
 // SendMessage queues a message to the session's user (R-S4).
-func (c *Client) SendMessage(ctx context.Context, pool, id, message string) error {
-	_, err := c.do(ctx, "POST", sessionPath(pool, id)+"/sendmessage", nil, SendMessageRequest{Message: message}, nil, nil)
-	return err
-}
-
-// LogoffUserSession is Logoff without the command (the CLI's name for it).
-func (c *Client) LogoffUserSession(ctx context.Context, pool, id string) error {
-	_, err := c.Logoff(ctx, pool, id)
-	return err
-}
-
-// DisconnectUserSession is Disconnect without the command (the CLI's name).
-func (c *Client) DisconnectUserSession(ctx context.Context, pool, id string) error {
-	_, err := c.Disconnect(ctx, pool, id)
-	return err
+func (c *Client) SendMessage(ctx context.Context, pool, id, message string) (*vdibroker.Command, error) {
+	var out vdibroker.Command
+	_, err := c.do(ctx, "POST", sessionPath(pool, id)+"/sendmessage", nil, SendMessageRequest{Message: message}, &out, nil)
+	return resultOrNil(&out, err)
 }
 
 // GetPlacement returns the decision record of a session (R-C7).

@@ -128,11 +128,11 @@ func TestSendMessageRefusesControlCharacters(t *testing.T) {
 	e.pool("msgpool", nil)
 	e.addHosts("msgpool", "msgh", 1)
 	us := e.mustConnect("msgpool", "alice")
-	err := e.admin.SendMessage(ctx, "msgpool", us.SessionID, "hello \x1b[2J\x1b]0;pwned\x07")
+	_, err := e.admin.SendMessage(ctx, "msgpool", us.SessionID, "hello \x1b[2J\x1b]0;pwned\x07")
 	if ve := wantCode(t, err, vdibroker.EInvalid, "control characters"); ve.Field != "message" {
 		t.Errorf("field %q, want message", ve.Field)
 	}
-	if err := e.admin.SendMessage(ctx, "msgpool", us.SessionID, "Maintenance at 18:00.\n\tSave your work."); err != nil {
+	if _, err := e.admin.SendMessage(ctx, "msgpool", us.SessionID, "Maintenance at 18:00.\n\tSave your work."); err != nil {
 		t.Errorf("a message with a line break and a tab: %v", err)
 	}
 }

@@ -3,16 +3,20 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // Backup and restore of the embedded SQLite store (docs/operations.md).
@@ -70,6 +74,11 @@ func BackupSQLite(ctx context.Context, dataDir, output string) (*BackupInfo, err
 	if _, err := os.Lstat(output); err == nil {
 		return nil, fmt.Errorf("backup: %s exists: give a new file (a backup never replaces one)", output)
 	}
+	// The copy is made beside output: a missing directory is named as
+	// such, not by the temporary file's name.
+	if fi, err := os.Stat(filepath.Dir(output)); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("backup: cannot write %s: its directory %s does not exist", output, filepath.Dir(output))
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".partial-*")
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
@@ -113,6 +122,9 @@ func InspectSQLite(ctx context.Context, path string) (*BackupInfo, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
+	}
+	if fi.IsDir() { // SQLite would say "disk I/O error"
+		return nil, fmt.Errorf("%s is a directory, not a backup file", path)
 	}
 	db, err := sql.Open("sqlite", sqliteURL(path, "mode=ro"))
 	if err != nil {
@@ -176,7 +188,9 @@ func newestMigration(dir string) (int64, error) {
 // checked first (InspectSQLite); the files it replaces (the database and
 // its -wal and -shm, whose pages would otherwise be replayed onto the
 // restored file) are moved aside to <name>.before-restore-<now>, never
-// deleted. It returns the backup's description and the files moved aside.
+// deleted. The restored store's audit trail gets an entry for the restore
+// (recordRestore). It returns the backup's description and the files moved
+// aside.
 func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*BackupInfo, []string, error) {
 	info, err := InspectSQLite(ctx, input)
 	if err != nil {
@@ -191,8 +205,12 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 		os.Remove(tmp)
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
-	var moved []string
 	suffix := ".before-restore-" + now.UTC().Format("20060102T150405Z")
+	if err := recordRestore(ctx, tmp, dst, dst+suffix, input, info, now); err != nil {
+		removeSQLite(tmp)
+		return nil, nil, fmt.Errorf("restore: %w", err)
+	}
+	var moved []string
 	for _, name := range []string{dst, dst + "-wal", dst + "-shm"} {
 		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
 			continue
@@ -207,6 +225,88 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 		return nil, moved, fmt.Errorf("restore: %w", err)
 	}
 	return info, moved, syncDir(dataDir)
+}
+
+// ActionStoreRestore is the audit action of a restore (recordRestore).
+const ActionStoreRestore = "store.restore"
+
+// recordRestore writes into the restored copy at path, before it replaces
+// the store at current, the audit entry of the restore (R-SEC: the audit
+// trail is append-only, and a restore takes the entries written since the
+// backup out of it): who ran it on this machine, the backup, and the
+// entries of the store replaced that the restored one lacks (they stay in
+// the file moved aside to movedTo, and in the log). The entry's seq comes
+// after the replaced store's last, so no seq names two entries: a log
+// collector that keys entries by seq sees a gap, not a rewrite.
+func recordRestore(ctx context.Context, path, current, movedTo, input string, info *BackupInfo, now time.Time) error {
+	var replacedLast int64
+	if _, err := os.Stat(current); err == nil {
+		if err := lastAuditSeq(ctx, stoppedStoreURL(current), &replacedLast); err != nil {
+			replacedLast = 0 // an unreadable store: the restore is why
+		}
+	} else {
+		movedTo = ""
+	}
+	db, err := sql.Open("sqlite", sqliteURL(path, "mode=rw"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var backupLast int64
+	if err := lastAuditSeq(ctx, sqliteURL(path, "mode=ro"), &backupLast); err != nil {
+		return nil // a backup from before the audit trail (00014)
+	}
+	who := "uid " + strconv.Itoa(os.Getuid())
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	type side struct {
+		Store         string `json:"store,omitempty"`
+		SchemaVersion int64  `json:"schemaVersion,omitempty"`
+		LastAuditSeq  int64  `json:"lastAuditSeq"`
+	}
+	before, _ := json.Marshal(side{Store: movedTo, LastAuditSeq: replacedLast})
+	after, _ := json.Marshal(side{Store: input, SchemaVersion: info.SchemaVersion, LastAuditSeq: backupLast})
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// AUTOINCREMENT takes max(sqlite_sequence, the largest seq) + 1.
+	if _, err := tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'audit_log'`, replacedLast); err != nil {
+		return fmt.Errorf("audit the restore: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'audit_log', ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'audit_log')`, replacedLast); err != nil {
+		return fmt.Errorf("audit the restore: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (time, principal_kind, principal_id, principal_name, principal_role,
+		principal_scope, remote_addr, request_id, action, target, host_pool, outcome, error, before, after)
+		VALUES (?,?,?,'','','[]','','',?,'store','',?,'',?,?)`,
+		ns(now), vdibroker.PrincipalLocal, who, ActionStoreRestore, vdibroker.AuditOK, string(before), string(after)); err != nil {
+		return fmt.Errorf("audit the restore: %w", err)
+	}
+	return tx.Commit()
+}
+
+// lastAuditSeq reads the largest seq the audit trail of the store at dsn
+// has given (deleted entries, pruned by --retention, count: their seq is
+// not given again).
+func lastAuditSeq(ctx context.Context, dsn string, seq *int64) error {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.QueryRowContext(ctx, `SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'), 0),
+		COALESCE((SELECT MAX(seq) FROM audit_log), 0))`).Scan(seq)
+}
+
+// removeSQLite removes a database file and its -wal and -shm.
+func removeSQLite(path string) {
+	for _, n := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		os.Remove(n)
+	}
 }
 
 // copyFile copies src to a new file dst (mode 0600) and fsyncs it.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -224,5 +225,116 @@ func TestBackupInfoString(t *testing.T) {
 	b := &store.BackupInfo{SchemaVersion: 65, Pools: 1, Hosts: 2, OpenSessions: 0, Tokens: 1, Bytes: 4096}
 	if got, want := b.String(), "schema version 65, 1 host pool, 2 session hosts, 0 open sessions, 1 token, 4096 bytes"; got != want {
 		t.Errorf("%q, want %q", got, want)
+	}
+}
+
+// TestBackupRestoreNamePathMistakes: an --output in a directory that does
+// not exist, and an --input that is a directory, are refused naming what
+// is wrong, not a temporary file or SQLite's "disk I/O error".
+func TestBackupRestoreNamePathMistakes(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	s.Close()
+	missing := filepath.Join(t.TempDir(), "nodir")
+	_, err := store.BackupSQLite(t.Context(), dir, filepath.Join(missing, "b.db"))
+	if err == nil || !strings.Contains(err.Error(), "its directory "+missing+" does not exist") || strings.Contains(err.Error(), "partial") {
+		t.Errorf("backup into a missing directory: %v", err)
+	}
+	_, _, err = store.RestoreSQLite(t.Context(), t.TempDir(), dir, t0)
+	if err == nil || !strings.Contains(err.Error(), dir+" is a directory, not a backup file") {
+		t.Errorf("restore of a directory: %v", err)
+	}
+}
+
+// TestRestoreIsAudited: the audit trail is append-only (R-SEC), and a
+// restore takes the entries written since the backup out of it. The
+// restored store's trail says so: its newest entry is the restore
+// (store.restore, by the machine's user, with the last seq of the store
+// replaced and of the backup), numbered after every entry the replaced
+// store had given, so no seq names two different entries; the next
+// entry follows it.
+func TestRestoreIsAudited(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	audit := func(action string) int64 {
+		t.Helper()
+		e := &vdibroker.AuditEntry{Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAdmin}, Action: action, Target: "tokens", Time: t0}
+		if err := s.AppendAudit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		return e.Seq
+	}
+	audit("token.create")
+	inBackup := audit("token.create")
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	audit("token.delete")
+	lost := audit("token.delete")
+	s.Close()
+
+	changes, err := store.CompareCredentials(ctx, dir, backup, t0)
+	if err != nil || !changes.Empty() {
+		t.Fatalf("credential changes: %+v, %v; want none", changes, err)
+	}
+	_, moved, err := store.RestoreSQLite(ctx, dir, backup, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reading the store that a broker closed cleanly made no -wal or -shm
+	// beside it: only the database is moved aside.
+	if len(moved) != 1 {
+		t.Errorf("moved aside %q; want the database alone", moved)
+	}
+	r := openSQLite(t, dir)
+	defer r.Close()
+	es, err := r.ListAudit(ctx, vdibroker.AuditFilter{Newest: true, Limit: 10})
+	if err != nil || len(es) != 3 {
+		t.Fatalf("audit after the restore: %d entries, %v; want the backup's 2 and the restore", len(es), err)
+	}
+	e := es[0]
+	if e.Action != store.ActionStoreRestore || e.Principal.Kind != vdibroker.PrincipalLocal || e.Principal.ID == "" || !e.Time.Equal(t0.Add(time.Hour)) {
+		t.Errorf("newest entry %+v, want the restore, by a local user", e)
+	}
+	if e.Seq != lost+1 {
+		t.Errorf("the restore is entry %d; want %d, after the replaced store's last (%d), so no seq is given twice", e.Seq, lost+1, lost)
+	}
+	var before, after struct {
+		Store        string
+		LastAuditSeq int64
+	}
+	if json.Unmarshal(e.Before, &before) != nil || json.Unmarshal(e.After, &after) != nil ||
+		before.LastAuditSeq != lost || !strings.Contains(before.Store, ".before-restore-") ||
+		after.LastAuditSeq != inBackup || after.Store != backup {
+		t.Errorf("restore entry before %s after %s; want the replaced store (moved aside, last seq %d) and the backup (%s, last seq %d)",
+			e.Before, e.After, lost, backup, inBackup)
+	}
+	next := &vdibroker.AuditEntry{Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAdmin}, Action: "token.create", Target: "tokens", Time: t0}
+	if err := r.AppendAudit(ctx, next); err != nil || next.Seq != e.Seq+1 {
+		t.Errorf("the next entry: seq %d, %v; want %d", next.Seq, err, e.Seq+1)
+	}
+}
+
+// TestNewStoreIsOwnersOnly: a new store's database, WAL and shared memory
+// files are mode 0600 (they hold credential hashes and the RD gateway's
+// signing seeds), as a backup is, even in a data dir others may enter.
+func TestNewStoreIsOwnersOnly(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := openSQLite(t, dir)
+	defer s.Close()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	for _, name := range []string{store.SQLiteFile, store.SQLiteFile + "-wal", store.SQLiteFile + "-shm"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", name, got)
+		}
 	}
 }

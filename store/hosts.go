@@ -396,7 +396,12 @@ func (s *DB) DeleteSessionHost(ctx context.Context, pool, name string, force boo
 		t.touch(pool, name)
 		t.audited(h, nil)
 		if h.Sessions > 0 && !force {
-			return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %d open sessions; delete with force to end them", name, h.Sessions)
+			them := "them"
+			if h.Sessions == 1 {
+				them = "it"
+			}
+			return vdibroker.Errorf(vdibroker.EConflict, "session host %q has %s; deleting it would end %s. Delete with force (?force=true, vdibroker sessionhost delete --force) to do so",
+				name, plural(int64(h.Sessions), "open session"), them)
 		}
 		if _, err := t.exec(ctx, `UPDATE user_sessions SET state = 'LoggedOff', ended = TRUE, end_reason = 'HostDeleted', state_time = ?
 			WHERE host_pool = ? AND session_host = ? AND `+openSQL, ns(s.now()), pool, name); err != nil {

@@ -61,3 +61,33 @@ func TestRefuseNewerSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedMigrationSaysWhere: a migration that fails stops the open
+// with the migration named, the version the database stays at, and what
+// to do; its transaction left nothing, so the database is at the version
+// before it. Here 00065 meets a table of its name already there.
+func TestFailedMigrationSaysWhere(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := store.OpenWith(ctx, "", dir, nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MigrateDownTo(ctx, 64); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ExecRaw(ctx, `CREATE TABLE federation_nonce_budgets (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = store.OpenWith(ctx, "", dir, nil, store.Options{})
+	for _, want := range []string{
+		"migrate sqlite: migration 65 (00065_federation_nonce_budgets.sql) failed: ",
+		"already exists",
+		"the database stays at schema version 64: fix the cause and start this release again",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("open: %v; want it to say %q", err, want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,6 +206,13 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	}
 	path := filepath.Join(dataDir, "vdibroker.db")
 	s.dir = dataDir
+	// The store holds the hashes of tokens and host credentials and the RD
+	// gateway's signing seeds: its owner's alone, as backup's copy is, even
+	// in a data dir others may enter. SQLite would create it 0644 (less
+	// the umask), and makes the -wal and -shm with the database's mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
 	syncMode := cmp.Or(s.opts.Synchronous, "FULL")
 	if syncMode != "FULL" && syncMode != "NORMAL" {
 		return vdibroker.FieldError("synchronous", "want FULL or NORMAL, got %q", syncMode)
@@ -358,12 +366,31 @@ func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("migrate %s: %w", s.d.name, err)
+		return migrationFailed(ctx, p, s.d.name, err)
 	}
 	for _, r := range res {
 		s.log.Info("applied migration", "dialect", s.d.name, "version", r.Source.Version, "path", r.Source.Path)
 	}
 	return s.foldUserKeys(ctx) // 00030's step in Go
+}
+
+// migrationFailed is the error of a migration that failed: which one, and
+// the version the database stays at. Each runs in a transaction (on
+// PostgreSQL all but the CONCURRENTLY index builds, whose failure leaves
+// an INVALID index the next run drops), so the failed one left nothing;
+// those before it in this start stay applied, and the release started
+// before may not know them.
+func migrationFailed(ctx context.Context, p *goose.Provider, dialect string, err error) error {
+	var pe *goose.PartialError
+	if !errors.As(err, &pe) || pe.Failed == nil || pe.Failed.Source == nil {
+		return fmt.Errorf("migrate %s: %w", dialect, err)
+	}
+	at := "unknown"
+	if v, verr := p.GetDBVersion(context.WithoutCancel(ctx)); verr == nil {
+		at = strconv.FormatInt(v, 10)
+	}
+	return fmt.Errorf("migrate %s: migration %d (%s) failed: %w; the database stays at schema version %s: fix the cause and start this release again (the migration runs again), or restore the backup taken before the upgrade",
+		dialect, pe.Failed.Source.Version, filepath.Base(pe.Failed.Source.Path), pe.Err, at)
 }
 
 // provider returns the goose provider of the dialect's migrations, the

@@ -490,14 +490,19 @@ func TestDeleteSessionHost(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		wantCode(t, s.DeleteSessionHost(ctx, "pool1", "host1", false), vdibroker.EConflict)
+		err := s.DeleteSessionHost(ctx, "pool1", "host1", false)
+		wantCode(t, err, vdibroker.EConflict)
+		// The refusal says how to go on, in the CLI's words and the API's.
+		if want := `session host "host1" has 1 open session; deleting it would end it. Delete with force (?force=true, vdibroker sessionhost delete --force) to do so`; vdibroker.ErrorMessage(err) != want {
+			t.Errorf("refusal %q, want %q", vdibroker.ErrorMessage(err), want)
+		}
 		if _, err := s.HostByCredential(ctx, "cred1"); err != nil {
 			t.Fatalf("refused delete revoked the credential: %v", err)
 		}
 		if err := s.DeleteSessionHost(ctx, "pool1", "host1", true); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.HostByCredential(ctx, "cred1")
+		_, err = s.HostByCredential(ctx, "cred1")
 		wantCode(t, err, vdibroker.EUnauthenticated)
 		u := session(t, s, "pool1", id)
 		if u.State != vdibroker.StateLoggedOff || u.EndReason != vdibroker.EndHostDeleted {

@@ -22,6 +22,12 @@ import (
 
 func init() { rootCmd.AddCommand(newAgentCmd()) }
 
+// The range of --heartbeat-interval, 1s..1h as its message says.
+const (
+	minHeartbeatInterval = time.Second
+	maxHeartbeatInterval = vdibroker.MaxHeartbeatTimeoutSeconds * time.Second
+)
+
 // agentFlags are the flags of `vdibroker agent`. `agent install` takes the
 // same ones and registers the Windows service with them.
 type agentFlags struct {
@@ -34,7 +40,9 @@ type agentFlags struct {
 	logs       logFlags
 	stateDir   string
 	tokenFile  string
-	tls        clientTLSOptions
+	// machineName is --host-name's default, the machine's host name.
+	machineName string
+	tls         clientTLSOptions
 	// windowsService runs the agent under the Windows service control
 	// manager; the service's command line has it (agentServiceArgs).
 	windowsService bool
@@ -46,6 +54,7 @@ type agentFlags struct {
 // register adds the flags to f.
 func (o *agentFlags) register(f *pflag.FlagSet) {
 	hostname, _ := os.Hostname()
+	o.machineName = hostname
 	f.StringVar(&o.cfg.Server, "server", "", "broker base URL, e.g. http://broker:8080 (env VDIBROKER_SERVER)")
 	f.StringVar(&o.cfg.RegistrationToken, "registration-token", "", "host pool registration token; needed until the host has a credential (env VDIBROKER_REGISTRATION_TOKEN)")
 	f.StringVar(&o.tokenFile, "registration-token-file", "", "file holding the registration token (what the Windows service uses: its command line is readable by every user)")
@@ -53,7 +62,7 @@ func (o *agentFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&o.cfg.Address, "address", "", "host:port clients connect to (default <host-name>:3389)")
 	f.StringSliceVar(&o.protocols, "protocols", []string{"RDP"}, "protocols the host serves: RDP, PCoIP, Blast")
 	f.StringVar(&o.stateDir, "state-dir", defaultAgentStateDir(runtime.GOOS, os.Getenv), "directory keeping the host credential (readable by the agent's user only; on Windows by SYSTEM and Administrators only)")
-	f.DurationVar(&o.cfg.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "time between heartbeats")
+	f.DurationVar(&o.cfg.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "time between heartbeats, 1s..1h; well under the pool's heartbeatTimeoutSeconds")
 	f.StringVar(&o.cfg.CustomScript, "custom-script", "", "custom load script printing an integer 0..100 (R-IDX3), run every sample with a 10s timeout")
 	f.StringVar(&o.cfg.CustomLoadRegistry, "custom-load-registry", "", `Windows: registry value holding the custom load value (R-IDX3), read every sample: HKLM\KEY\VALUE, or horizon for Horizon's `+agent.HorizonCustomLoadValue)
 	f.StringVar(&o.cfg.PolicyFile, "policy-file", "", "JSON or YAML file with hostLoadIndexThreshold and hostConnectingSessionThreshold (R-LI5), re-read every heartbeat")
@@ -113,6 +122,25 @@ func (o *agentFlags) config() (agent.Config, slog.Level, error) {
 	}
 	if err := agent.CheckSessionsProvider(o.provider); err != nil {
 		return cfg, level, usageError{fmt.Errorf("--sessions-provider: %w", err)}
+	}
+	// Checked here as the broker checks them, so the agent stops at once
+	// with the flag's name rather than at registration with the API's
+	// field, and a machine whose own name the broker refuses ("vm") is
+	// told to give --host-name.
+	if err := vdibroker.ValidateName("name", cfg.HostName, vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen); err != nil {
+		from := ""
+		if cfg.HostName == o.machineName {
+			from = " (this machine's host name; give the session host's name with --host-name)"
+		}
+		return cfg, level, usageError{fmt.Errorf("--host-name %q%s: %s", cfg.HostName, from, strings.TrimPrefix(vdibroker.ErrorMessage(err), "name: "))}
+	}
+	// Zero is the default (agent.Config); the broker refuses more than
+	// HeartbeatsPerSecond, and a host whose heartbeats are further apart
+	// than its pool's heartbeatTimeoutSeconds (at most an hour) turns
+	// Unavailable between them.
+	if iv := cfg.HeartbeatInterval; iv < 0 || (iv > 0 && iv < minHeartbeatInterval) || iv > maxHeartbeatInterval {
+		return cfg, level, usageError{fmt.Errorf("--heartbeat-interval %s: must be 1s..1h, well under the pool's heartbeatTimeoutSeconds (%d s by default)",
+			iv, vdibroker.DefaultHeartbeatTimeoutSeconds)}
 	}
 	return cfg, level, nil
 }

@@ -463,7 +463,7 @@ func e2eUsage(t *testing.T, b *e2eBroker) {
 		{"bad provider", []string{"agent", "--server", b.base, "--sessions-provider", "wmi"}, 2, "--sessions-provider"},
 		{"bad heartbeat interval", []string{"agent", "--server", b.base, "--heartbeat-interval", "soon"}, 2, "heartbeat-interval"},
 		{"bad host name", []string{"agent", "--server", b.base, "--registration-token", b.token, "--host-name", "x",
-			"--state-dir", state, "--sessions-provider", "none"}, 1, "hostName"},
+			"--state-dir", state, "--sessions-provider", "none"}, 2, `--host-name "x": must be 3..48 characters`},
 		{"refused token", []string{"agent", "--server", b.base, "--registration-token", "vdb_wrong", "--host-name", "e2e-host-09",
 			"--state-dir", state, "--sessions-provider", "none"}, 1, "registration token is invalid or expired"},
 	}

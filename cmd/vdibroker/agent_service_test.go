@@ -147,7 +147,7 @@ func TestAgentServiceOffWindows(t *testing.T) {
 	for _, args := range [][]string{
 		{"agent", "install", "--server", "http://127.0.0.1:1"},
 		{"agent", "uninstall"},
-		{"agent", "--windows-service", "--server", "http://127.0.0.1:1", "--sessions-provider", "none"},
+		{"agent", "--windows-service", "--server", "http://127.0.0.1:1", "--sessions-provider", "none", "--host-name", "rdsh-01"},
 	} {
 		var stderr bytes.Buffer
 		code := execute(rootCmd, args, &stderr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -57,18 +58,35 @@ vdibroker knows) and makes it the store of --data-dir. serve must be
 stopped: restore takes the data dir's lock, as serve does, and refuses
 while another process holds it. The store files it replaces (vdibroker.db
 and its -wal and -shm) are moved aside to <name>.before-restore-<time>,
-not deleted. Then start serve on the data dir.`,
+not deleted. Then start serve on the data dir.
+
+The store comes back as the backup has it, credentials too: restore warns
+about each API token and registration token revoked since the backup
+(valid again) or issued since (gone), each session host deleted since
+(back), registered since (gone), or whose credential was reset or renewed
+since (its agent's credential is refused), and says what to do.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {
 				return err
 			}
 			unlock, err := lockDataDir(dataDir)
+			var busy *dataDirBusyError
+			if errors.As(err, &busy) {
+				// Restoring into another dir would leave the running
+				// broker's store as it is: it must stop.
+				return fmt.Errorf("restore: a broker is running on data dir %s%s: stop it first (systemctl stop vdibroker), then restore, then start it", dataDir, busy.holder())
+			}
 			if err != nil {
 				return err
 			}
 			defer unlock()
-			info, moved, err := store.RestoreSQLite(cmd.Context(), dataDir, input, time.Now())
+			now := time.Now()
+			// What the restore undoes among credentials, read before the
+			// store is moved aside; a store that cannot be read does not
+			// stop the restore (it may be why she restores).
+			changes, cmpErr := store.CompareCredentials(cmd.Context(), dataDir, input, now)
+			info, moved, err := store.RestoreSQLite(cmd.Context(), dataDir, input, now)
 			for _, m := range moved {
 				fmt.Fprintf(cmd.OutOrStdout(), "moved aside: %s\n", m)
 			}
@@ -76,6 +94,13 @@ not deleted. Then start serve on the data dir.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %s\n", input, dataDir, info)
+			if cmpErr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: could not tell which credentials the restore brings back or drops (%v): check tokens and hosts revoked or issued since the backup\n", cmpErr)
+				return nil
+			}
+			for _, w := range changes.Warnings() {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", escapeTerminal(w, ""))
+			}
 			return nil
 		},
 	}

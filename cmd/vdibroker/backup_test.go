@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ func runBackupCLI(tb testing.TB, args ...string) cliResult {
 	root.AddCommand(newBackupCmd(), newRestoreCmd())
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
+	root.SetErr(&errOut)
 	root.SetContext(tb.Context())
 	code := execute(root, args, &errOut)
 	return cliResult{stdout: out.String(), stderr: errOut.String(), code: code}
@@ -108,7 +110,7 @@ func TestBackupRestoreE2E(t *testing.T) {
 	if r := runBackupCLI(t, "backup", "--data-dir", dataA, "--output", backup); r.code != 1 || !strings.Contains(r.stderr, "exists") {
 		t.Errorf("backup over an existing file: exit %d %q", r.code, r.stderr)
 	}
-	if r := runBackupCLI(t, "restore", "--data-dir", dataA, "--input", backup); r.code != 1 || !strings.Contains(r.stderr, "in use") {
+	if r := runBackupCLI(t, "restore", "--data-dir", dataA, "--input", backup); r.code != 1 || !strings.Contains(r.stderr, "a broker is running") {
 		t.Errorf("restore under a running serve: exit %d %q, want refused", r.code, r.stderr)
 	}
 
@@ -204,5 +206,39 @@ func TestServeRefusesNewerSchema(t *testing.T) {
 				t.Errorf("serve on a newer schema: exit %d, %q; want 1 and %q", r.code, r.stderr, want)
 			}
 		})
+	}
+}
+
+// TestRestoreWarnsOfRevokedToken: restore over a store in which a token
+// was revoked after the backup puts the token back, valid; it says so on
+// stderr, with the command that revokes it again, and still exits 0.
+// Restoring the same backup once more changes nothing and says nothing.
+func TestRestoreWarnsOfRevokedToken(t *testing.T) {
+	ctx := t.Context()
+	data := t.TempDir()
+	s, err := store.OpenWith(ctx, "", data, nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := &vdibroker.Token{ID: "tok-auditor", Role: vdibroker.RoleReader, Subject: "auditor", Hash: "h", CreateTime: time.Now()}
+	if err := s.CreateToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "b.db")
+	if r := runBackupCLI(t, "backup", "--data-dir", data, "--output", backup); r.code != 0 {
+		t.Fatalf("backup: exit %d %s", r.code, r.stderr)
+	}
+	if err := s.DeleteToken(ctx, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	r := runBackupCLI(t, "restore", "--data-dir", data, "--input", backup)
+	want := "warning: API token tok-auditor (Reader \"auditor\") was revoked after the backup and is valid again: vdibroker token delete --id tok-auditor\n"
+	if r.code != 0 || r.stderr != want {
+		t.Errorf("restore: exit %d, stderr %q; want 0 and %q", r.code, r.stderr, want)
+	}
+	if r := runBackupCLI(t, "restore", "--data-dir", data, "--input", backup); r.code != 0 || r.stderr != "" {
+		t.Errorf("restore of the store's own backup: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
 	}
 }

@@ -571,16 +571,28 @@ func TestCLIUserSessionCommands(t *testing.T) {
 	cred := b.addHost("contosohp01", "sh-01")
 	id := strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "sessionId", "-o", "tsv"))
 
-	b.ok("usersession", "send-message", "--host-pool", "contosohp01", "--id", id, "--message", "Maintenance at 18:00")
-	b.ok("usersession", "logoff", "--host-pool", "contosohp01", "--user", "alice")
+	// Silent by default, as every command that changes something; with
+	// --output or --query, the queued commands (docs/cli.md "Output").
+	if out := b.ok("usersession", "send-message", "--host-pool", "contosohp01", "--id", id, "--message", "Maintenance at 18:00"); out != "" {
+		t.Errorf("send-message without --output printed %q", out)
+	}
+	var queued []*vdibroker.Command
+	if err := json.Unmarshal([]byte(b.ok("usersession", "send-message", "--host-pool", "contosohp01", "--id", id, "--message", "Save your work", "-o", "json")), &queued); err != nil ||
+		len(queued) != 1 || queued[0].Type != vdibroker.CommandSendMessage || queued[0].SessionID != id || queued[0].ID == "" {
+		t.Errorf("send-message -o json: %+v, %v; want the one queued message to %s", queued, err, id)
+	}
+	logoffID := strings.TrimSpace(b.ok("usersession", "logoff", "--host-pool", "contosohp01", "--user", "alice", "--query", "[0].id", "-o", "tsv"))
 	cmds := b.heartbeat(cred)
 	var got []string
 	for _, c := range cmds {
 		got = append(got, c.Type+" "+c.SessionID+" "+c.Message)
 	}
-	want := []string{vdibroker.CommandSendMessage + " " + id + " Maintenance at 18:00", vdibroker.CommandLogoff + " " + id + " "}
+	want := []string{vdibroker.CommandSendMessage + " " + id + " Maintenance at 18:00", vdibroker.CommandSendMessage + " " + id + " Save your work", vdibroker.CommandLogoff + " " + id + " "}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("commands queued for the agent (-want +got):\n%s", diff)
+	}
+	if len(cmds) == 3 && cmds[2].ID != logoffID {
+		t.Errorf("logoff --query [0].id printed %q, the agent got the logoff as %q", logoffID, cmds[2].ID)
 	}
 
 	r := b.cli("usersession", "disconnect", "--host-pool", "contosohp01", "--user", "nobody")

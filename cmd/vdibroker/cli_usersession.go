@@ -68,6 +68,16 @@ func newUserSessionListCmd(a *admin) *cobra.Command {
 	return cmd
 }
 
+// commandColumns is the table of a command queued for a host's agent.
+var commandColumns = []column{
+	{"Id", "id"},
+	{"Type", "type"},
+	{"SessionId", "sessionId"},
+	{"User", "user"},
+	{"SessionHost", "sessionHost"},
+	{"State", "state"},
+}
+
 // newUserSessionActionCmd builds logoff, disconnect and send-message: the
 // same selection of sessions (--id, or --user) and one queued command each.
 func newUserSessionActionCmd(a *admin, name, short string, required []string) *cobra.Command {
@@ -93,20 +103,25 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 					return fmt.Errorf("user %q has no open session in host pool %q", user, pool)
 				}
 			}
+			cmds := []*vdibroker.Command{}
 			for _, sid := range ids {
+				var q *vdibroker.Command
 				switch name {
 				case "logoff":
-					err = c.LogoffUserSession(cmd.Context(), pool, sid)
+					q, err = c.Logoff(cmd.Context(), pool, sid)
 				case "disconnect":
-					err = c.DisconnectUserSession(cmd.Context(), pool, sid)
+					q, err = c.Disconnect(cmd.Context(), pool, sid)
 				case "send-message":
-					err = c.SendMessage(cmd.Context(), pool, sid, message)
+					q, err = c.SendMessage(cmd.Context(), pool, sid, message)
 				}
 				if err != nil {
 					return fail(err)
 				}
+				cmds = append(cmds, q)
 			}
-			return nil
+			// The queued commands, one a session, when asked with
+			// --output or --query, as every command that changes something.
+			return a.result(cmd, cmds, commandColumns)
 		},
 	}
 	f := cmd.Flags()

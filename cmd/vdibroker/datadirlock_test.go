@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,4 +39,22 @@ func TestDataDirOneBroker(t *testing.T) {
 		t.Fatalf("after the first stopped: %v", err)
 	}
 	again.Close()
+}
+
+// TestRestoreUnderRunningBroker: restore into a data dir a broker holds is
+// refused, exit 1, saying to stop the broker first. serve's way out
+// ("give this one its own --data-dir") would be wrong here: a restore
+// into another dir leaves the running broker's store as it is.
+func TestRestoreUnderRunningBroker(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := lockDataDir(dir) // the running broker's lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	r := runBackupCLI(t, "restore", "--data-dir", dir, "--input", filepath.Join(t.TempDir(), "b.db"))
+	if r.code != 1 || !strings.Contains(r.stderr, "a broker is running on data dir "+dir) || !strings.Contains(r.stderr, "stop it first") ||
+		strings.Contains(r.stderr, "its own --data-dir") {
+		t.Errorf("restore under a running broker: exit %d, %q", r.code, r.stderr)
+	}
 }

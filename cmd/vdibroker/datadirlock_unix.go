@@ -28,11 +28,7 @@ func lockDataDir(dir string) (unlock func(), err error) {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			who := strings.TrimSpace(string(holder))
-			if who != "" {
-				who = " (pid " + who + ")"
-			}
-			return nil, fmt.Errorf("data dir %s is in use by another vdibroker process%s: stop it, or give this one its own --data-dir (several brokers share state only through PostgreSQL, --database)", dir, who)
+			return nil, &dataDirBusyError{dir: dir, pid: strings.TrimSpace(string(holder))}
 		}
 		return nil, fmt.Errorf("lock data dir: %w", err)
 	}

@@ -1,0 +1,233 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// CredentialChanges is what a restore undoes among the store's credentials:
+// the backup is the store as it was, so a token revoked since it was taken
+// is valid again, one issued since is gone, and a host whose credential
+// was reset or re-keyed since holds a credential the restored store
+// refuses (its agent then registers again, and stops when its token is
+// refused too). RestoreSQLite replaces the store without asking; these are
+// what the administrator must do again by hand.
+type CredentialChanges struct {
+	// TokensBack are API tokens revoked since the backup, unexpired: valid
+	// again after the restore. TokensGone were issued since: refused.
+	TokensBack, TokensGone []TokenRef
+	// RegistrationTokensBack and RegistrationTokensGone are the same for
+	// registration tokens.
+	RegistrationTokensBack, RegistrationTokensGone []TokenRef
+	// HostsBack were deleted since the backup: they come back, their old
+	// credential valid. HostsRekeyed had their credential reset, renewed or
+	// first given since: the credential the backup holds (if any) is valid
+	// again and the one their agent holds is refused. HostsGone were
+	// registered since.
+	HostsBack, HostsRekeyed, HostsGone []HostRef
+}
+
+// TokenRef names a token in CredentialChanges: its id and, for an API
+// token, its role and subject; for a registration token, its pool.
+type TokenRef struct {
+	ID, Role, Subject, HostPool string
+}
+
+// HostRef names a session host in CredentialChanges.
+type HostRef struct {
+	HostPool, Name string
+}
+
+// Empty reports whether the restore changes no credential.
+func (c *CredentialChanges) Empty() bool {
+	return len(c.TokensBack)+len(c.TokensGone)+len(c.RegistrationTokensBack)+len(c.RegistrationTokensGone)+
+		len(c.HostsBack)+len(c.HostsRekeyed)+len(c.HostsGone) == 0
+}
+
+// Warnings says each change in one line, with the command that undoes it
+// once serve runs on the restored store.
+func (c *CredentialChanges) Warnings() []string {
+	var w []string
+	for _, t := range c.TokensBack {
+		w = append(w, fmt.Sprintf("API token %s (%s %q) was revoked after the backup and is valid again: vdibroker token delete --id %s",
+			t.ID, t.Role, t.Subject, t.ID))
+	}
+	for _, t := range c.TokensGone {
+		w = append(w, fmt.Sprintf("API token %s (%s %q) was issued after the backup and is gone: issue another (vdibroker token create --role %s)",
+			t.ID, t.Role, t.Subject, t.Role))
+	}
+	for _, t := range c.RegistrationTokensBack {
+		w = append(w, fmt.Sprintf("registration token %s of host pool %s was revoked after the backup and is valid again: vdibroker registration-token delete --host-pool %s --id %s",
+			t.ID, t.HostPool, t.HostPool, t.ID))
+	}
+	for _, t := range c.RegistrationTokensGone {
+		w = append(w, fmt.Sprintf("registration token %s of host pool %s was issued after the backup and is gone: agents holding it cannot register; give them another (vdibroker registration-token create --host-pool %s)",
+			t.ID, t.HostPool, t.HostPool))
+	}
+	for _, h := range c.HostsBack {
+		w = append(w, fmt.Sprintf("session host %s of host pool %s was deleted after the backup and is back, its old credential valid: vdibroker sessionhost delete --host-pool %s --name %s",
+			h.Name, h.HostPool, h.HostPool, h.Name))
+	}
+	for _, h := range c.HostsRekeyed {
+		w = append(w, fmt.Sprintf("session host %s of host pool %s had its credential reset or renewed after the backup: the restored store refuses the one its agent holds; vdibroker sessionhost reset-registration --host-pool %s --name %s, then restart its agent with a registration token of the restored store",
+			h.Name, h.HostPool, h.HostPool, h.Name))
+	}
+	for _, h := range c.HostsGone {
+		w = append(w, fmt.Sprintf("session host %s of host pool %s was registered after the backup and is gone: its agent registers it again if its registration token is in the restored store; else give it another (vdibroker registration-token create --host-pool %s)",
+			h.Name, h.HostPool, h.HostPool))
+	}
+	return w
+}
+
+// CompareCredentials tells what restoring the backup at backup over the
+// store in dataDir changes among credentials (CredentialChanges), so that
+// restore can say what to revoke or issue again. Tokens expired at now are
+// left out: they are refused either way. The broker must be stopped (the
+// caller holds the data dir's lock). A data dir without a store changes
+// nothing.
+func CompareCredentials(ctx context.Context, dataDir, backup string, now time.Time) (*CredentialChanges, error) {
+	cur := filepath.Join(dataDir, SQLiteFile)
+	if _, err := os.Stat(cur); os.IsNotExist(err) {
+		return &CredentialChanges{}, nil
+	}
+	was, err := readCredentials(ctx, stoppedStoreURL(cur), now)
+	if err != nil {
+		return nil, fmt.Errorf("read the store in %s: %w", dataDir, err)
+	}
+	will, err := readCredentials(ctx, sqliteURL(backup, "mode=ro"), now)
+	if err != nil {
+		return nil, fmt.Errorf("read the backup %s: %w", backup, err)
+	}
+	c := &CredentialChanges{
+		TokensBack:             missingFrom(will.tokens, was.tokens),
+		TokensGone:             missingFrom(was.tokens, will.tokens),
+		RegistrationTokensBack: missingFrom(will.regTokens, was.regTokens),
+		RegistrationTokensGone: missingFrom(was.regTokens, will.regTokens),
+	}
+	for _, h := range sortedKeys(will.hosts) {
+		hash, ok := was.hosts[h]
+		switch {
+		case !ok:
+			c.HostsBack = append(c.HostsBack, h)
+		case hash != will.hosts[h]:
+			c.HostsRekeyed = append(c.HostsRekeyed, h)
+		}
+	}
+	for _, h := range sortedKeys(was.hosts) {
+		if _, ok := will.hosts[h]; !ok {
+			c.HostsGone = append(c.HostsGone, h)
+		}
+	}
+	return c, nil
+}
+
+// stoppedStoreURL opens the store at path of a stopped broker to read it,
+// leaving it as it is for the restore to move aside: read-only, so that
+// SQLite still reads the commits a killed broker left in the WAL; and
+// when there is no WAL (the broker stopped cleanly), immutable, so that
+// reading it makes no empty -wal and -shm beside it.
+func stoppedStoreURL(path string) string {
+	if _, err := os.Lstat(path + "-wal"); errors.Is(err, os.ErrNotExist) {
+		return sqliteURL(path, "mode=ro", "immutable=1")
+	}
+	return sqliteURL(path, "mode=ro")
+}
+
+// credentials is what CompareCredentials reads of one store file.
+type credentials struct {
+	tokens, regTokens map[string]TokenRef
+	hosts             map[HostRef]string // the credential's hash, "" when none
+}
+
+func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentials, error) {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	c := &credentials{tokens: map[string]TokenRef{}, regTokens: map[string]TokenRef{}, hosts: map[HostRef]string{}}
+	nowNS := now.UnixNano()
+	rows, err := db.QueryContext(ctx, `SELECT id, role, subject FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var t TokenRef
+		if err := rows.Scan(&t.ID, &t.Role, &t.Subject); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.tokens[t.ID] = t
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	rows, err = db.QueryContext(ctx, `SELECT id, host_pool FROM registration_tokens WHERE expire_time > ?`, nowNS)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var t TokenRef
+		if err := rows.Scan(&t.ID, &t.HostPool); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.regTokens[t.ID] = t
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	rows, err = db.QueryContext(ctx, `SELECT host_pool, name, COALESCE(credential_hash, '') FROM session_hosts`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var h HostRef
+		var hash string
+		if err := rows.Scan(&h.HostPool, &h.Name, &hash); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.hosts[h] = hash
+	}
+	return c, closeRows(rows)
+}
+
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// missingFrom lists the tokens of a that b lacks, by id.
+func missingFrom(a, b map[string]TokenRef) []TokenRef {
+	var out []TokenRef
+	for id, t := range a {
+		if _, ok := b[id]; !ok {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(x, y TokenRef) int { return strings.Compare(x.ID, y.ID) })
+	return out
+}
+
+func sortedKeys(m map[HostRef]string) []HostRef {
+	out := make([]HostRef, 0, len(m))
+	for h := range m {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(x, y HostRef) int {
+		return strings.Compare(x.HostPool+"\x00"+x.Name, y.HostPool+"\x00"+y.Name)
+	})
+	return out
+}

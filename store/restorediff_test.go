@@ -1,0 +1,118 @@
+package store_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// TestCompareCredentialsSinceBackup: a restore puts the store back as the
+// backup has it, credentials too. Each credential revoked, issued, reset
+// or deleted between the backup and the restore is named, so that restore
+// can say what to do again; one that did not change, or that expired
+// meanwhile (refused either way), is not. The store is read with its WAL,
+// where a killed broker left the changes.
+func TestCompareCredentialsSinceBackup(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	// No checkpointer: the changes stay in the WAL, as a broker killed
+	// between two checkpoints leaves them.
+	s, err := store.OpenWith(ctx, "", dir, nil, store.Options{CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	later := t0.Add(48 * time.Hour)
+	token := func(id, subject string, exp *time.Time) {
+		t.Helper()
+		if err := s.CreateToken(ctx, &vdibroker.Token{ID: id, Role: vdibroker.RoleReader, Subject: subject, Hash: "hash-" + id, CreateTime: t0, ExpireTime: exp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	regToken := func(id string) {
+		t.Helper()
+		if err := s.CreateRegistrationToken(ctx, &vdibroker.RegistrationToken{ID: id, HostPool: "p", Hash: "hash-" + id, CreateTime: t0, ExpireTime: later}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register := func(host, credential string) {
+		t.Helper()
+		if _, err := s.RegisterHost(ctx, "hash-reg-kept", &vdibroker.RegisterRequest{HostName: host, Address: host + ":3389"}, credential, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	soon := t0.Add(time.Hour) // expired by the time of the restore
+	token("tok-kept", "kept", nil)
+	token("tok-revoked", "auditor", nil)
+	token("tok-expiring-revoked", "old", &soon)
+	regToken("reg-kept")
+	regToken("reg-revoked")
+	register("h-kept", "cred-kept")
+	register("h-reset", "cred-reset-1")
+	register("h-deleted", "cred-deleted")
+
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, id := range []string{"tok-revoked", "tok-expiring-revoked"} {
+		if err := s.DeleteToken(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token("tok-new", "auditor", nil)
+	if err := s.DeleteRegistrationToken(ctx, "p", "reg-revoked"); err != nil {
+		t.Fatal(err)
+	}
+	regToken("reg-new")
+	if err := s.ResetRegistration(ctx, "p", "h-reset"); err != nil {
+		t.Fatal(err)
+	}
+	register("h-reset", "cred-reset-2")
+	if err := s.DeleteSessionHost(ctx, "p", "h-deleted", true); err != nil {
+		t.Fatal(err)
+	}
+	register("h-new", "cred-new")
+
+	crashed := t.TempDir()
+	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal")
+	got, err := store.CompareCredentials(ctx, crashed, backup, t0.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &store.CredentialChanges{
+		TokensBack:             []store.TokenRef{{ID: "tok-revoked", Role: vdibroker.RoleReader, Subject: "auditor"}},
+		TokensGone:             []store.TokenRef{{ID: "tok-new", Role: vdibroker.RoleReader, Subject: "auditor"}},
+		RegistrationTokensBack: []store.TokenRef{{ID: "reg-revoked", HostPool: "p"}},
+		RegistrationTokensGone: []store.TokenRef{{ID: "reg-new", HostPool: "p"}},
+		HostsBack:              []store.HostRef{{HostPool: "p", Name: "h-deleted"}},
+		HostsRekeyed:           []store.HostRef{{HostPool: "p", Name: "h-reset"}},
+		HostsGone:              []store.HostRef{{HostPool: "p", Name: "h-new"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	if n := len(got.Warnings()); n != 7 {
+		t.Errorf("%d warnings, want one a change: %q", n, got.Warnings())
+	}
+
+	// Restoring the backup over a store that is the backup changes nothing;
+	// over a data dir without a store, neither.
+	same := t.TempDir()
+	if _, _, err := store.RestoreSQLite(ctx, same, backup, t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{same, t.TempDir()} {
+		c, err := store.CompareCredentials(ctx, d, backup, t0.Add(2*time.Hour))
+		if err != nil || !c.Empty() {
+			t.Errorf("%s: %+v, %v; want no change", d, c, err)
+		}
+	}
+}
