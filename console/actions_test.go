@@ -172,7 +172,7 @@ func TestActionRemoveHost(t *testing.T) {
 	// host-1 has alice's session: refused without force, on the host page.
 	a := b.post("/pools/pool-a/hosts/host-1/delete", url.Values{"csrf": {csrf}})
 	wantStatus(t, a, http.StatusConflict)
-	wantContains(t, a, `id="verdict"`, "open sessions")
+	wantContains(t, a, `id="verdict"`, "1 open session;")
 	if _, err := e.admin.GetSessionHost(ctx, "pool-a", "host-1"); err != nil {
 		t.Fatalf("a refused remove removed the host: %v", err)
 	}
