@@ -151,6 +151,10 @@ type HeartbeatResult struct {
 	Host     *SessionHost
 	Pool     *HostPool
 	Commands []Command
+	// Results are the heartbeat's command results that were this host's
+	// commands (R-S4), as recorded; a result naming no command of the
+	// host is not among them.
+	Results []CommandResult
 	// Seq orders this store handle's writes as they were committed: Host's
 	// counts include exactly the placements on this host whose OnCommitted
 	// seq is lower. Of two results for one host, the higher Seq is the

@@ -75,7 +75,7 @@ func (s *Service) applyHeartbeat(ctx context.Context, pool, host string, hb *vdi
 	if err != nil {
 		return nil, err
 	}
-	s.logResults(ctx, pool, host, hb.Results)
+	s.logResults(ctx, pool, host, res.Results)
 	if res.Pool != nil {
 		s.views.SetPool(res.Pool)
 	}
@@ -89,7 +89,9 @@ func (s *Service) applyHeartbeat(ctx context.Context, pool, host string, hb *vdi
 // disconnect, message; R-S4): the store keeps the result, but no call
 // reads it back, so the log is where an administrator learns that her
 // message reached the user or why a logoff failed, by the command's id
-// (usersession logoff -o json prints it).
+// (usersession logoff -o json prints it). Only the results the store
+// recorded, of commands of this host: a host's credential cannot write
+// 200 made-up lines a heartbeat.
 func (s *Service) logResults(ctx context.Context, pool, host string, results []vdibroker.CommandResult) {
 	for _, r := range results {
 		if r.Success {

@@ -36,9 +36,22 @@ func TestCommandResultsLogged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	h2 := &vdibroker.SessionHost{HostPool: "p", Name: "h2", Address: "h2:3389", Protocols: []string{"RDP"}, AllowNewSession: true, CreateTime: time.Now()}
+	if _, err := st.PutSessionHost(ctx, h2); err != nil {
+		t.Fatal(err)
+	}
+	others := &vdibroker.Command{HostPool: "p", SessionHost: "h2", Type: vdibroker.CommandLogoff, User: "carol"}
+	if err := st.QueueCommand(ctx, others); err != nil {
+		t.Fatal(err)
+	}
+	// With them, what a host makes up: a command that is nobody's, and
+	// another host's. Neither is logged: a host's credential would
+	// otherwise write 200 lines of its choosing a heartbeat.
 	hb := &vdibroker.HeartbeatRequest{Results: []vdibroker.CommandResult{
 		{ID: msg.ID, Success: true},
 		{ID: logoff.ID, Success: false, Message: "loginctl: session 7 not found"},
+		{ID: "made-up", Success: false, Message: "pay 555-0100"},
+		{ID: others.ID, Success: false, Message: "pay 555-0101"},
 	}}
 	if _, err := svc.Heartbeat(ctx, h, hb); err != nil {
 		t.Fatal(err)
@@ -50,5 +63,8 @@ func TestCommandResultsLogged(t *testing.T) {
 		if logs.count(want) != 1 {
 			t.Errorf("log has no line %q:\n%s", want, logs.String())
 		}
+	}
+	if n := logs.count("pay 555-01"); n != 0 {
+		t.Errorf("the log has %d lines of results that were no command of h1's:\n%s", n, logs.String())
 	}
 }

@@ -68,7 +68,8 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 		if err != nil {
 			return err
 		}
-		if err := t.recordResults(ctx, pool, host, hb.Results); err != nil {
+		recorded, err := t.recordResults(ctx, pool, host, hb.Results)
+		if err != nil {
 			return err
 		}
 		ds, dc, open, made, err := t.reconcile(ctx, p, h, hb.Sessions, hb.SessionsUnknown, now)
@@ -162,7 +163,7 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 		// The next heartbeat's HostByCredential answers from memory.
 		t.cacheHost(cred.String, &after)
 		// The commands go out with the batch's (deliverBatch).
-		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p}
+		res = &vdibroker.HeartbeatResult{Host: &after, Pool: p, Results: recorded}
 		return nil
 	}
 	return r, &res
@@ -172,29 +173,37 @@ func heartbeatReq(pool, host string, hb *vdibroker.HeartbeatRequest, now time.Ti
 // (HeartbeatRequest.CredentialHash).
 var errRevoked = vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential is invalid or revoked; register the agent again")
 
-// recordResults marks the host's commands Succeeded or Failed. Results for
-// unknown commands or other hosts' commands are ignored.
-func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdibroker.CommandResult) error {
+// recordResults marks the host's commands Succeeded or Failed and returns
+// the results it recorded. Results for unknown commands or other hosts'
+// commands are ignored, and not returned: what a host makes up is
+// nobody's command.
+func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdibroker.CommandResult) ([]vdibroker.CommandResult, error) {
+	var recorded []vdibroker.CommandResult
 	for _, r := range results {
 		state := vdibroker.CommandFailed
 		if r.Success {
 			state = vdibroker.CommandSucceeded
 		}
-		if _, err := t.exec(ctx, `UPDATE commands SET state = ?, result = ? WHERE id = ? AND host_pool = ? AND session_host = ?`,
-			state, r.Message, r.ID, pool, host); err != nil {
-			return err
+		n, err := t.exec(ctx, `UPDATE commands SET state = ?, result = ? WHERE id = ? AND host_pool = ? AND session_host = ?`,
+			state, r.Message, r.ID, pool, host)
+		if err != nil {
+			return nil, err
 		}
+		if n == 0 {
+			continue
+		}
+		recorded = append(recorded, r)
 		if !r.Success {
 			// A failed logoff may be asked again (R-S5); reconcile waits
 			// a full timeout after the last request before it does.
 			if _, err := t.exec(ctx, `UPDATE user_sessions SET logoff_queued = ?
 				WHERE id = (SELECT session_id FROM commands WHERE id = ? AND host_pool = ? AND session_host = ? AND type = ?)`,
 				false, r.ID, pool, host, vdibroker.CommandLogoff); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return recorded, nil
 }
 
 // openSessionsQuery reads a host's open sessions for reconcile, every
