@@ -22,7 +22,7 @@ func TestAgentRemoteAppsFlag_RE12(t *testing.T) {
 		var o agentFlags
 		f := pflag.NewFlagSet("agent", pflag.ContinueOnError)
 		o.register(f)
-		if err := f.Parse(append([]string{"--server=http://127.0.0.1:1", "--sessions-provider=none"}, tc.args...)); err != nil {
+		if err := f.Parse(append([]string{"--server=http://127.0.0.1:1", "--sessions-provider=none", "--host-name=rdsh-01"}, tc.args...)); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
 		cfg, _, err := o.config()
