@@ -34,34 +34,8 @@ func (s *switchStore) Ping(ctx context.Context) error {
 // admin or the autoscaler drains, though each heartbeats and had free
 // slots when the escrow was taken.
 func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
-	ctx := t.Context()
-	db, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	raw := &switchStore{Store: db}
-	stop := make(chan struct{})
-	t.Cleanup(func() { raw.down.Store(false); close(stop) })
-	health := NewHealth(HealthConfig{Ping: raw.Ping, Timeout: time.Second, Stop: stop})
-	st := Guard(raw, time.Second, health)
-	var m *Mode
-	views := poolview.New(poolview.Config{Store: st, Credit: health.Credit,
-		HeldByOthers: func(ctx context.Context, pool string) (map[string]int, error) { return m.HeldByOthers(ctx, pool) },
-		Unwritten:    func(pool, host string) int { return m.Unwritten(pool, host) }})
-	m = New(Config{Health: health, Store: st, Views: views, MaintenanceInterval: time.Hour,
-		Placement: Placement{Enabled: true, Share: 100, MaxPerHost: 2, Replica: "r1"},
-		Answer: func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse {
-			return vdibroker.ConnectResponse{User: req.User, HostPool: pool.Name, SessionHost: host, Address: addr}
-		}})
-
-	now := time.Now().UTC()
-	p := vdibroker.NewHostPool("out")
-	p.MaxSessionLimit = 10
-	p.CreateTime, p.UpdateTime = now, now
-	if _, err := st.PutHostPool(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctx, now := t.Context(), time.Now().UTC()
+	raw, health, st, views, m := newPlacingMode(t, now)
 	hosts := []string{"a-stopped", "b-stopping", "c-drained", "d-autoscale", "z-open"}
 	for _, name := range hosts {
 		if _, err := st.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "out", Name: name, Address: name + ":3389",
@@ -132,10 +106,10 @@ func TestOutagePlacementTakesOnlyOpenHosts(t *testing.T) {
 	if m.OutagePlacementsWaiting() {
 		t.Error("outage placements once written: still waiting")
 	}
-	if n, err := db.LateSessionWrites(ctx); err != nil || n != 2 {
+	if n, err := raw.Store.LateSessionWrites(ctx); err != nil || n != 2 {
 		t.Errorf("the store's count of outage placements written: %d, %v; want 2", n, err)
 	}
-	if list, err := db.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "out"}); err != nil || len(list) != 2 {
+	if list, err := raw.Store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "out"}); err != nil || len(list) != 2 {
 		t.Errorf("sessions written: %d, %v; want the 2 placed during the outage", len(list), err)
 	}
 }
@@ -200,4 +174,39 @@ func TestOutagePlacementsWaitingOverlappingRuns(t *testing.T) {
 	if m.OutagePlacementsWaiting() {
 		t.Errorf("both runs ended: waiting true; want false")
 	}
+}
+
+// newPlacingMode is a SQLite store that can be switched off (raw), its
+// health and guard, a pool view and an outage mode placing within its
+// escrow (all of a host's share, at most 2 a host), with the pool "out"
+// (maxSessionLimit 10) made at now.
+func newPlacingMode(t *testing.T, now time.Time) (*switchStore, *Health, vdibroker.Store, *poolview.Views, *Mode) {
+	t.Helper()
+	ctx := t.Context()
+	db, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	raw := &switchStore{Store: db}
+	stop := make(chan struct{})
+	t.Cleanup(func() { raw.down.Store(false); close(stop) })
+	health := NewHealth(HealthConfig{Ping: raw.Ping, Timeout: time.Second, Stop: stop})
+	st := Guard(raw, time.Second, health)
+	var m *Mode
+	views := poolview.New(poolview.Config{Store: st, Credit: health.Credit,
+		HeldByOthers: func(ctx context.Context, pool string) (map[string]int, error) { return m.HeldByOthers(ctx, pool) },
+		Unwritten:    func(pool, host string) int { return m.Unwritten(pool, host) }})
+	m = New(Config{Health: health, Store: st, Views: views, MaintenanceInterval: time.Hour,
+		Placement: Placement{Enabled: true, Share: 100, MaxPerHost: 2, Replica: "r1"},
+		Answer: func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse {
+			return vdibroker.ConnectResponse{User: req.User, HostPool: pool.Name, SessionHost: host, Address: addr}
+		}})
+	p := vdibroker.NewHostPool("out")
+	p.MaxSessionLimit = 10
+	p.CreateTime, p.UpdateTime = now, now
+	if _, err := st.PutHostPool(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	return raw, health, st, views, m
 }

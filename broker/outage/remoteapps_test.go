@@ -1,48 +1,19 @@
 package outage
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
-	"github.com/vdibroker/vdibroker/broker/poolview"
-	"github.com/vdibroker/vdibroker/store"
 )
 
 // TestOutagePlacementOfApplications_RE12_ROUT3: during a store outage an
 // application is placed within the escrow only on a host that can run
 // RemoteApps, as placement would; a desktop may go to the other one.
 func TestOutagePlacementOfApplications_RE12_ROUT3(t *testing.T) {
-	ctx := t.Context()
-	db, err := store.OpenWith(ctx, "", t.TempDir(), nil, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	raw := &switchStore{Store: db}
-	stop := make(chan struct{})
-	t.Cleanup(func() { raw.down.Store(false); close(stop) })
-	health := NewHealth(HealthConfig{Ping: raw.Ping, Timeout: time.Second, Stop: stop})
-	st := Guard(raw, time.Second, health)
-	var m *Mode
-	views := poolview.New(poolview.Config{Store: st, Credit: health.Credit,
-		HeldByOthers: func(ctx context.Context, pool string) (map[string]int, error) { return m.HeldByOthers(ctx, pool) },
-		Unwritten:    func(pool, host string) int { return m.Unwritten(pool, host) }})
-	m = New(Config{Health: health, Store: st, Views: views, MaintenanceInterval: time.Hour,
-		Placement: Placement{Enabled: true, Share: 100, MaxPerHost: 2, Replica: "r1"},
-		Answer: func(pool *vdibroker.HostPool, req vdibroker.ConnectRequest, host, addr string) vdibroker.ConnectResponse {
-			return vdibroker.ConnectResponse{User: req.User, HostPool: pool.Name, SessionHost: host, Address: addr}
-		}})
-
-	now := time.Now().UTC()
-	p := vdibroker.NewHostPool("out")
-	p.MaxSessionLimit = 10
-	p.CreateTime, p.UpdateTime = now, now
-	if _, err := st.PutHostPool(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	ctx, now := t.Context(), time.Now().UTC()
+	raw, health, st, views, m := newPlacingMode(t, now)
 	no := false
 	for _, name := range []string{"a-xrdp", "z-windows"} {
 		if _, err := st.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "out", Name: name, Address: name + ":3389",
