@@ -144,6 +144,45 @@ func TestRestoreSQLiteMovesWALAside(t *testing.T) {
 	}
 }
 
+// TestFailedRestoreKeepsTheStore: a restore that fails after it moved the
+// database aside (here its -wal cannot be moved: a directory holds the
+// name) puts the database back beside its WAL, so the data dir's store is
+// the one it was, with the commits in its WAL, and serve does not start
+// on an empty store.
+func TestFailedRestoreKeepsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	defer s.Close()
+	mustPool(t, s, pool("kept", vdibroker.Pooled))
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(t.Context(), dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	mustPool(t, s, pool("after-backup", vdibroker.Pooled))
+	crashed := t.TempDir()
+	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal", store.SQLiteFile+"-shm")
+	blocked := filepath.Join(crashed, store.SQLiteFile+"-wal.before-restore-20261129T120000Z")
+	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, moved, err := store.RestoreSQLite(t.Context(), crashed, backup, t0)
+	if err == nil || !strings.Contains(err.Error(), "move "+filepath.Join(crashed, store.SQLiteFile+"-wal")+" aside") {
+		t.Fatalf("restore with its -wal's new name taken: %v; want the move refused", err)
+	}
+	if len(moved) != 0 {
+		t.Errorf("left aside %q; want everything put back", moved)
+	}
+	if _, err := os.Stat(filepath.Join(crashed, store.SQLiteFile+".before-restore-20261129T120000Z")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the database is still moved aside: %v", err)
+	}
+	os.RemoveAll(blocked)
+	r := openSQLite(t, crashed)
+	defer r.Close()
+	if _, err := r.GetHostPool(t.Context(), "after-backup"); err != nil {
+		t.Errorf("the store after a failed restore lacks a pool of its WAL: %v", err)
+	}
+}
+
 // TestRestoreSQLiteRefusesNewerSchema: a backup a newer vdibroker wrote
 // is refused before anything in the data dir changes.
 func TestRestoreSQLiteRefusesNewerSchema(t *testing.T) {
