@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -375,5 +378,40 @@ func TestNewStoreIsOwnersOnly(t *testing.T) {
 		if got := fi.Mode().Perm(); got != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", name, got)
 		}
+	}
+}
+
+// TestOlderStoreReadableByOthersWarned: a store an earlier release made
+// readable by others (0644) keeps its mode, which may be on purpose, but
+// each start says in the log that it holds credential hashes and the RD
+// gateway's signing seeds, and how to make it the owner's alone.
+func TestOlderStoreReadableByOthersWarned(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix modes")
+	}
+	dir := t.TempDir()
+	openSQLite(t, dir).Close()
+	path := filepath.Join(dir, store.SQLiteFile)
+	open := func() string {
+		t.Helper()
+		var logs syncbuf.Buffer
+		s, err := store.OpenWith(t.Context(), "", dir, slog.New(slog.NewTextHandler(&logs, nil)), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		return logs.String()
+	}
+	if got := open(); strings.Contains(got, "read by other users") {
+		t.Errorf("a 0600 store warned:\n%s", got)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := open(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "can be read by other users") || !strings.Contains(got, "mode=0644") {
+		t.Errorf("a 0644 store: log %q; want the warning", got)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the store's mode was changed: %v, %v", fi.Mode(), err)
 	}
 }
