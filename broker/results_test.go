@@ -67,4 +67,17 @@ func TestCommandResultsLogged(t *testing.T) {
 	if n := logs.count("pay 555-01"); n != 0 {
 		t.Errorf("the log has %d lines of results that were no command of h1's:\n%s", n, logs.String())
 	}
+	// Nor is a result of one of h1's own commands, reported again (a
+	// command runs once, R-S4): else h1's credential repeats an id it
+	// was given, 200 times a heartbeat, each with a text of its choosing.
+	hb = &vdibroker.HeartbeatRequest{Results: []vdibroker.CommandResult{
+		{ID: logoff.ID, Success: false, Message: "pay 555-0102"},
+		{ID: logoff.ID, Success: false, Message: "pay 555-0103"},
+	}}
+	if _, err := svc.Heartbeat(ctx, h, hb); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.count("pay 555-01"); n != 0 {
+		t.Errorf("the log has %d lines of results reported again:\n%s", n, logs.String())
+	}
 }

@@ -160,7 +160,21 @@ func (x *indexed) rebuild() {
 	x.reset()
 	for _, e := range x.names.sorted {
 		x.addUsers(e)
+		x.noteApps(e)
 		x.derive(e)
+	}
+}
+
+// noteApps files e in noApps while its host cannot run RemoteApps
+// (R-E12). Called where e.h.NoRemoteApps is set or may have changed, not
+// by derive: a desktop connect's Apply re-derives its host, and in a pool
+// of hosts that cannot run RemoteApps (xrdp) a map write each time would
+// make it slower.
+func (x *indexed) noteApps(e *entry) {
+	if e.h.NoRemoteApps {
+		x.noApps[e] = struct{}{}
+	} else {
+		delete(x.noApps, e)
 	}
 }
 
@@ -183,11 +197,6 @@ func (x *indexed) derive(e *entry) {
 	// (stopping, or stopped by its power driver), which stays Shutdown
 	// when the heartbeat expires and would stay on top of the heap.
 	x.syncDeadline(e, e.h.LastHeartBeat != nil && vdibroker.Placeable(st))
-	if e.h.NoRemoteApps {
-		x.noApps[e] = struct{}{}
-	} else if len(x.noApps) > 0 {
-		delete(x.noApps, e)
-	}
 	if dep := x.dependsOnMean(e); dep != e.meanDep {
 		e.meanDep = dep
 		if dep {
@@ -293,10 +302,12 @@ func (x *indexed) Upsert(h Host) {
 			return
 		}
 		x.addUsers(e)
+		x.noteApps(e)
 		x.derive(e)
 		return
 	}
 	nh := cloneHost(h)
+	wasNoApps := e.h.NoRemoteApps
 	// The pool-wide inputs change only with the sample (most updates are a
 	// session count): skip reading the old sample when it is the same.
 	if nh.Metrics != e.h.Metrics || nh.MetricsSessions != e.h.MetricsSessions {
@@ -316,6 +327,9 @@ func (x *indexed) Upsert(h Host) {
 		x.dropUsers(e)
 		e.h = nh
 		x.addUsers(e)
+	}
+	if e.h.NoRemoteApps != wasNoApps {
+		x.noteApps(e)
 	}
 	x.derive(e)
 }

@@ -153,3 +153,42 @@ func TestNoHostRunsApplicationsRecord_RE12(t *testing.T) {
 		})
 	}
 }
+
+// TestHostChangesItsRemoteAppsAnswer_RE12: a host whose agent changes its
+// answer (an agent updated, or run with --remote-apps) is placed by its
+// new answer at once: the last host of a pool that could run RemoteApps
+// saying No makes an application connect refused, and one of a pool that
+// could not saying Yes takes it; a host added or removed counts too.
+func TestHostChangesItsRemoteAppsAnswer_RE12(t *testing.T) {
+	implementations(t, func(t *testing.T, newPlacer func(Pool, []Host, Options) Placer) {
+		for _, algo := range []string{vdibroker.BreadthFirst, vdibroker.DepthFirst, vdibroker.LoadIndex} {
+			t.Run(algo, func(t *testing.T) {
+				app := Request{User: "u", RemoteApp: true}
+				p := newPlacer(pooled(algo, 10), []Host{with(liveHost("a", 0), noApps), liveHost("b", 0)}, testOptions(1))
+				if d := mustPlace(t, p, app); d.Host != "b" {
+					t.Fatalf("placed on %s, want b", d.Host)
+				}
+				p.Upsert(with(liveHost("b", 0), noApps))
+				if _, err := p.Place(app); vdibroker.ErrorCode(err) != vdibroker.ERemoteAppUnsupported {
+					t.Fatalf("after b said No: %v, want RemoteAppUnsupported", err)
+				}
+				p.Upsert(liveHost("a", 0))
+				if d := mustPlace(t, p, app); d.Host != "a" {
+					t.Fatalf("after a said Yes: placed on %s, want a", d.Host)
+				}
+				p.Remove("a")
+				if _, err := p.Place(app); vdibroker.ErrorCode(err) != vdibroker.ERemoteAppUnsupported {
+					t.Fatalf("after a was removed: %v, want RemoteAppUnsupported", err)
+				}
+				p.Upsert(liveHost("c", 0))
+				if d := mustPlace(t, p, app); d.Host != "c" {
+					t.Fatalf("after c was added: placed on %s, want c", d.Host)
+				}
+				// A desktop still goes to either.
+				if d := mustPlace(t, p, Request{User: "v"}); d.Host != "b" && d.Host != "c" {
+					t.Fatalf("desktop placed on %s", d.Host)
+				}
+			})
+		}
+	})
+}

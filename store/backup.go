@@ -190,7 +190,7 @@ func newestMigration(dir string) (int64, error) {
 // restored file) are moved aside to <name>.before-restore-<now>, never
 // deleted. The restored store's audit trail gets an entry for the restore
 // (recordRestore). It returns the backup's description and the files moved
-// aside.
+// aside. A restore that fails puts back what it moved aside.
 func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*BackupInfo, []string, error) {
 	info, err := InspectSQLite(ctx, input)
 	if err != nil {
@@ -217,14 +217,29 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 		}
 		if err := os.Rename(name, name+suffix); err != nil {
 			os.Remove(tmp)
-			return nil, moved, fmt.Errorf("restore: move %s aside: %w", name, err)
+			return nil, putBack(moved, suffix), fmt.Errorf("restore: move %s aside: %w", name, err)
 		}
 		moved = append(moved, name+suffix)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return nil, moved, fmt.Errorf("restore: %w", err)
+		os.Remove(tmp)
+		return nil, putBack(moved, suffix), fmt.Errorf("restore: %w", err)
 	}
 	return info, moved, syncDir(dataDir)
+}
+
+// putBack moves the files a failed restore moved aside back to their
+// names, so the data dir holds the store it held: a database moved aside
+// without its -wal would otherwise leave the next serve to create an empty
+// store, beside the old store's WAL. It returns the files still aside.
+func putBack(moved []string, suffix string) []string {
+	var left []string
+	for _, m := range moved {
+		if err := os.Rename(m, strings.TrimSuffix(m, suffix)); err != nil {
+			left = append(left, m)
+		}
+	}
+	return left
 }
 
 // ActionStoreRestore is the audit action of a restore (recordRestore).

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -141,6 +144,45 @@ func TestRestoreSQLiteMovesWALAside(t *testing.T) {
 	}
 	if _, err := r.GetHostPool(t.Context(), "kept"); err != nil {
 		t.Errorf("the backup's pool: %v", err)
+	}
+}
+
+// TestFailedRestoreKeepsTheStore: a restore that fails after it moved the
+// database aside (here its -wal cannot be moved: a directory holds the
+// name) puts the database back beside its WAL, so the data dir's store is
+// the one it was, with the commits in its WAL, and serve does not start
+// on an empty store.
+func TestFailedRestoreKeepsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	defer s.Close()
+	mustPool(t, s, pool("kept", vdibroker.Pooled))
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(t.Context(), dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	mustPool(t, s, pool("after-backup", vdibroker.Pooled))
+	crashed := t.TempDir()
+	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal", store.SQLiteFile+"-shm")
+	blocked := filepath.Join(crashed, store.SQLiteFile+"-wal.before-restore-20261129T120000Z")
+	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, moved, err := store.RestoreSQLite(t.Context(), crashed, backup, t0)
+	if err == nil || !strings.Contains(err.Error(), "move "+filepath.Join(crashed, store.SQLiteFile+"-wal")+" aside") {
+		t.Fatalf("restore with its -wal's new name taken: %v; want the move refused", err)
+	}
+	if len(moved) != 0 {
+		t.Errorf("left aside %q; want everything put back", moved)
+	}
+	if _, err := os.Stat(filepath.Join(crashed, store.SQLiteFile+".before-restore-20261129T120000Z")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the database is still moved aside: %v", err)
+	}
+	os.RemoveAll(blocked)
+	r := openSQLite(t, crashed)
+	defer r.Close()
+	if _, err := r.GetHostPool(t.Context(), "after-backup"); err != nil {
+		t.Errorf("the store after a failed restore lacks a pool of its WAL: %v", err)
 	}
 }
 
@@ -336,5 +378,40 @@ func TestNewStoreIsOwnersOnly(t *testing.T) {
 		if got := fi.Mode().Perm(); got != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", name, got)
 		}
+	}
+}
+
+// TestOlderStoreReadableByOthersWarned: a store an earlier release made
+// readable by others (0644) keeps its mode, which may be on purpose, but
+// each start says in the log that it holds credential hashes and the RD
+// gateway's signing seeds, and how to make it the owner's alone.
+func TestOlderStoreReadableByOthersWarned(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix modes")
+	}
+	dir := t.TempDir()
+	openSQLite(t, dir).Close()
+	path := filepath.Join(dir, store.SQLiteFile)
+	open := func() string {
+		t.Helper()
+		var logs syncbuf.Buffer
+		s, err := store.OpenWith(t.Context(), "", dir, slog.New(slog.NewTextHandler(&logs, nil)), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		return logs.String()
+	}
+	if got := open(); strings.Contains(got, "read by other users") {
+		t.Errorf("a 0600 store warned:\n%s", got)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := open(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "can be read by other users") || !strings.Contains(got, "mode=0644") {
+		t.Errorf("a 0644 store: log %q; want the warning", got)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the store's mode was changed: %v, %v", fi.Mode(), err)
 	}
 }

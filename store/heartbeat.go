@@ -176,7 +176,11 @@ var errRevoked = vdibroker.Errorf(vdibroker.EUnauthenticated, "host credential i
 // recordResults marks the host's commands Succeeded or Failed and returns
 // the results it recorded. Results for unknown commands or other hosts'
 // commands are ignored, and not returned: what a host makes up is
-// nobody's command.
+// nobody's command. So are results for a command whose result is
+// recorded already (R-S4: a command runs once): a host's credential
+// repeating one of its own commands' ids would otherwise rewrite what
+// that command did, and have the broker log each repetition with a text
+// of its choosing.
 func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdibroker.CommandResult) ([]vdibroker.CommandResult, error) {
 	var recorded []vdibroker.CommandResult
 	for _, r := range results {
@@ -184,8 +188,9 @@ func (t *tx) recordResults(ctx context.Context, pool, host string, results []vdi
 		if r.Success {
 			state = vdibroker.CommandSucceeded
 		}
-		n, err := t.exec(ctx, `UPDATE commands SET state = ?, result = ? WHERE id = ? AND host_pool = ? AND session_host = ?`,
-			state, r.Message, r.ID, pool, host)
+		n, err := t.exec(ctx, `UPDATE commands SET state = ?, result = ?
+			WHERE id = ? AND host_pool = ? AND session_host = ? AND state IN (?, ?)`,
+			state, r.Message, r.ID, pool, host, vdibroker.CommandQueued, vdibroker.CommandDelivered)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,11 @@ type CredentialChanges struct {
 	// again and the one their agent holds is refused. HostsGone were
 	// registered since.
 	HostsBack, HostsRekeyed, HostsGone []HostRef
+	// GatewayKeysBack are the RD gateway signing keys (R-GW6) dropped
+	// since the backup, by a rotation or a revoke: trusted again, and the
+	// newest of them signs again. A key revoked because it leaked must be
+	// revoked again.
+	GatewayKeysBack []string
 }
 
 // TokenRef names a token in CredentialChanges: its id and, for an API
@@ -48,7 +54,7 @@ type HostRef struct {
 // Empty reports whether the restore changes no credential.
 func (c *CredentialChanges) Empty() bool {
 	return len(c.TokensBack)+len(c.TokensGone)+len(c.RegistrationTokensBack)+len(c.RegistrationTokensGone)+
-		len(c.HostsBack)+len(c.HostsRekeyed)+len(c.HostsGone) == 0
+		len(c.HostsBack)+len(c.HostsRekeyed)+len(c.HostsGone)+len(c.GatewayKeysBack) == 0
 }
 
 // Warnings says each change in one line, with the command that undoes it
@@ -82,6 +88,10 @@ func (c *CredentialChanges) Warnings() []string {
 	for _, h := range c.HostsGone {
 		w = append(w, fmt.Sprintf("session host %s of host pool %s was registered after the backup and is gone: its agent registers it again if its registration token is in the restored store; else give it another (vdibroker registration-token create --host-pool %s)",
 			h.Name, h.HostPool, h.HostPool))
+	}
+	for _, kid := range c.GatewayKeysBack {
+		w = append(w, fmt.Sprintf("RD gateway signing key %s was dropped after the backup (rotated out, or revoked) and is back: gateways trust it again and the broker may sign with it; if it was revoked because it leaked, revoke it again: POST /api/v1/gateway/keys/rotate?revoke=true with the admin token (docs/gateway.md)",
+			kid))
 	}
 	return w
 }
@@ -125,6 +135,11 @@ func CompareCredentials(ctx context.Context, dataDir, backup string, now time.Ti
 			c.HostsGone = append(c.HostsGone, h)
 		}
 	}
+	for _, kid := range slices.Sorted(maps.Keys(will.gatewayKeys)) {
+		if !was.gatewayKeys[kid] {
+			c.GatewayKeysBack = append(c.GatewayKeysBack, kid)
+		}
+	}
 	return c, nil
 }
 
@@ -144,6 +159,7 @@ func stoppedStoreURL(path string) string {
 type credentials struct {
 	tokens, regTokens map[string]TokenRef
 	hosts             map[HostRef]string // the credential's hash, "" when none
+	gatewayKeys       map[string]bool    // by kid
 }
 
 func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentials, error) {
@@ -153,7 +169,7 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	c := &credentials{tokens: map[string]TokenRef{}, regTokens: map[string]TokenRef{}, hosts: map[HostRef]string{}}
+	c := &credentials{tokens: map[string]TokenRef{}, regTokens: map[string]TokenRef{}, hosts: map[HostRef]string{}, gatewayKeys: map[string]bool{}}
 	nowNS := now.UnixNano()
 	rows, err := db.QueryContext(ctx, `SELECT id, role, subject FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
 	if err != nil {
@@ -197,6 +213,27 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 			return nil, err
 		}
 		c.hosts[h] = hash
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	// The RD gateway's signing keys; a store older than them (00040) has
+	// none.
+	var gateway int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'gateway_keys'`).Scan(&gateway); err != nil || gateway == 0 {
+		return c, err
+	}
+	rows, err = db.QueryContext(ctx, `SELECT kid FROM gateway_keys`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var kid string
+		if err := rows.Scan(&kid); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.gatewayKeys[kid] = true
 	}
 	return c, closeRows(rows)
 }

@@ -13,7 +13,8 @@ import (
 
 // TestCompareCredentialsSinceBackup: a restore puts the store back as the
 // backup has it, credentials too. Each credential revoked, issued, reset
-// or deleted between the backup and the restore is named, so that restore
+// or deleted between the backup and the restore is named (an RD gateway
+// signing key revoked since, R-GW6, among them), so that restore
 // can say what to do again; one that did not change, or that expired
 // meanwhile (refused either way), is not. The store is read with its WAL,
 // where a killed broker left the changes.
@@ -56,6 +57,13 @@ func TestCompareCredentialsSinceBackup(t *testing.T) {
 	register("h-kept", "cred-kept")
 	register("h-reset", "cred-reset-1")
 	register("h-deleted", "cred-deleted")
+	gatewayKey := func(kid string, at time.Time, keep int) {
+		t.Helper()
+		if _, err := s.AddGatewayKey(ctx, vdibroker.GatewayKey{ID: kid, Seed: make([]byte, 32), CreateTime: at}, time.Time{}, keep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gatewayKey("gk-leaked", t0, 3)
 
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
@@ -80,6 +88,7 @@ func TestCompareCredentialsSinceBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	register("h-new", "cred-new")
+	gatewayKey("gk-new", t0.Add(time.Minute), 1) // revokes gk-leaked (R-GW6)
 
 	crashed := t.TempDir()
 	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal")
@@ -95,11 +104,12 @@ func TestCompareCredentialsSinceBackup(t *testing.T) {
 		HostsBack:              []store.HostRef{{HostPool: "p", Name: "h-deleted"}},
 		HostsRekeyed:           []store.HostRef{{HostPool: "p", Name: "h-reset"}},
 		HostsGone:              []store.HostRef{{HostPool: "p", Name: "h-new"}},
+		GatewayKeysBack:        []string{"gk-leaked"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
-	if n := len(got.Warnings()); n != 7 {
+	if n := len(got.Warnings()); n != 8 {
 		t.Errorf("%d warnings, want one a change: %q", n, got.Warnings())
 	}
 

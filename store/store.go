@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,6 +213,13 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 	// the umask), and makes the -wal and -shm with the database's mode.
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 		f.Close()
+	}
+	// A store an earlier release made (0644 less the umask) keeps its
+	// mode: it may be so on purpose (a backup agent's group), so it is
+	// not changed, but the administrator is told at every start.
+	if fi, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		s.log.Warn("the store can be read by other users than its owner: it holds the hashes of tokens and host credentials and the RD gateway's signing seeds; make it its owner's alone (chmod 600 vdibroker.db vdibroker.db-wal vdibroker.db-shm)",
+			"path", path, "mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
 	}
 	syncMode := cmp.Or(s.opts.Synchronous, "FULL")
 	if syncMode != "FULL" && syncMode != "NORMAL" {

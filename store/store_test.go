@@ -1000,6 +1000,27 @@ func TestCommands(t *testing.T) {
 				t.Errorf("command %s: got %s %q %v, want %s %q", tc.id, state, result, err, tc.state, tc.result)
 			}
 		}
+		// A command runs once (R-S4): a result reported again, in the
+		// same heartbeat or a later one, neither rewrites the one recorded
+		// nor is returned as recorded (the broker logs what is returned,
+		// so a host's credential repeating its own commands' ids would
+		// write lines of its choosing).
+		res, err = s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: alice,
+			Results: []vdibroker.CommandResult{{ID: c1.ID, Success: false, Message: "pay 555-0100"}, {ID: c2.ID, Success: true, Message: "pay 555-0101"},
+				{ID: c2.ID, Success: true, Message: "pay 555-0102"}}},
+			t0.Add(2500*time.Millisecond))
+		if err != nil || len(res.Results) != 0 {
+			t.Fatalf("heartbeat repeating results: %v, recorded %+v; want none recorded", err, res.Results)
+		}
+		for _, tc := range []struct{ id, state, result string }{
+			{c1.ID, vdibroker.CommandSucceeded, "shown"},
+			{c2.ID, vdibroker.CommandFailed, "no such session"},
+		} {
+			state, result, err := s.Command(ctx, tc.id)
+			if err != nil || state != tc.state || result != tc.result {
+				t.Errorf("command %s after its result was repeated: got %s %q %v, want %s %q", tc.id, state, result, err, tc.state, tc.result)
+			}
+		}
 		// A result for another host's command is ignored.
 		c3 := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandDisconnect, SessionID: id}
 		if err := s.QueueCommand(ctx, c3); err != nil {

@@ -64,7 +64,8 @@ The store comes back as the backup has it, credentials too: restore warns
 about each API token and registration token revoked since the backup
 (valid again) or issued since (gone), each session host deleted since
 (back), registered since (gone), or whose credential was reset or renewed
-since (its agent's credential is refused), and says what to do.`,
+since (its agent's credential is refused), and each RD gateway signing
+key dropped since (trusted again), and says what to do.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {
