@@ -394,7 +394,11 @@ func migrationFailed(ctx context.Context, p *goose.Provider, dialect string, err
 		return fmt.Errorf("migrate %s: %w", dialect, err)
 	}
 	at := "unknown"
-	if v, verr := p.GetDBVersion(context.WithoutCancel(ctx)); verr == nil {
+	// Asked of a database that just failed: bounded, so that a start
+	// whose connection hangs ends with this error instead of hanging.
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if v, verr := p.GetDBVersion(vctx); verr == nil {
 		at = strconv.FormatInt(v, 10)
 	}
 	return fmt.Errorf("migrate %s: migration %d (%s) failed: %w; the database stays at schema version %s: fix the cause and start this release again (the migration runs again), or restore the backup taken before the upgrade",
