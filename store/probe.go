@@ -42,6 +42,9 @@ const probeSize = 16 << 10
 func (s *DB) probeWrite(ctx context.Context) error {
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
+	if s.isClosing() {
+		return errClosed
+	}
 	if !s.probed.IsZero() && time.Since(s.probed) < probeEvery {
 		return nil
 	}
@@ -99,6 +102,10 @@ func (s *DB) markWriteFault(err error) error {
 		return err
 	}
 	if s.dir != "" && s.probeMu.TryLock() {
+		if s.isClosing() {
+			s.probeMu.Unlock()
+			return fmt.Errorf("%w: %w", vdibroker.ErrStoreWrite, err)
+		}
 		// One cause is enough: a write that fails while another probes
 		// does not wait for it (each probe is an fsync on a failing disk).
 		s.probed = time.Time{}
@@ -131,4 +138,14 @@ func isWriteFault(err error) bool {
 		}
 	}
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.EIO)
+}
+
+// isClosing reports whether Close has begun.
+func (s *DB) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
 }

@@ -446,6 +446,12 @@ func checkSchemaVersion(ctx context.Context, p *goose.Provider, dialect string) 
 func (s *DB) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.batcherWG.Wait()
+	// A write probe under way (a Ping that began before Close) ends
+	// before Close returns, and none begins after: its file in the data
+	// directory would otherwise come and go after the store is closed
+	// (and the directory, say, removed).
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
 	return s.closeDBs()
 }
 
