@@ -194,7 +194,7 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 		t.Fatalf("agent.env sets %v: want only the server and an empty token to fill in", agentSet)
 	}
 	agentEnv := []string{"VDIBROKER_SERVER=" + base, "VDIBROKER_REGISTRATION_TOKEN=" + tok.Token,
-		"VDIBROKER_HOST_NAME=units-host", "VDIBROKER_HEARTBEAT_INTERVAL=200ms", "VDIBROKER_SESSIONS_PROVIDER=none"}
+		"VDIBROKER_HOST_NAME=units-host", "VDIBROKER_HEARTBEAT_INTERVAL=1s", "VDIBROKER_SESSIONS_PROVIDER=none"}
 	start(t, bin, agentEnv, execStart(t, "vdibroker-agent.service", filepath.Join(dir, "agent-state")), "")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
