@@ -107,21 +107,30 @@ func copyTo(t *testing.T, dir, dst string, names ...string) {
 	}
 }
 
-// TestRestoreSQLiteMovesWALAside: restoring over a data dir a crashed
-// broker left (database, -wal, -shm) moves all three aside: the old WAL
-// is not replayed onto the restored file, whose pools are the backup's.
-func TestRestoreSQLiteMovesWALAside(t *testing.T) {
+// crashImage is a backup of a store holding the pool "kept", and the
+// data dir a broker that crashed after it left: the database, its -wal
+// (with the pool "after-backup" made since the backup) and -shm.
+func crashImage(t *testing.T) (backup, crashed string) {
+	t.Helper()
 	dir := t.TempDir()
 	s := openSQLite(t, dir)
 	defer s.Close()
 	mustPool(t, s, pool("kept", vdibroker.Pooled))
-	backup := filepath.Join(t.TempDir(), "backup.db")
+	backup = filepath.Join(t.TempDir(), "backup.db")
 	if _, err := store.BackupSQLite(t.Context(), dir, backup); err != nil {
 		t.Fatal(err)
 	}
 	mustPool(t, s, pool("after-backup", vdibroker.Pooled))
-	crashed := t.TempDir()
+	crashed = t.TempDir()
 	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal", store.SQLiteFile+"-shm")
+	return backup, crashed
+}
+
+// TestRestoreSQLiteMovesWALAside: restoring over a data dir a crashed
+// broker left (database, -wal, -shm) moves all three aside: the old WAL
+// is not replayed onto the restored file, whose pools are the backup's.
+func TestRestoreSQLiteMovesWALAside(t *testing.T) {
+	backup, crashed := crashImage(t)
 	if _, err := os.Stat(filepath.Join(crashed, store.SQLiteFile+"-wal")); err != nil {
 		t.Fatalf("the crash image has no WAL: %v", err)
 	}
@@ -153,17 +162,7 @@ func TestRestoreSQLiteMovesWALAside(t *testing.T) {
 // the one it was, with the commits in its WAL, and serve does not start
 // on an empty store.
 func TestFailedRestoreKeepsTheStore(t *testing.T) {
-	dir := t.TempDir()
-	s := openSQLite(t, dir)
-	defer s.Close()
-	mustPool(t, s, pool("kept", vdibroker.Pooled))
-	backup := filepath.Join(t.TempDir(), "backup.db")
-	if _, err := store.BackupSQLite(t.Context(), dir, backup); err != nil {
-		t.Fatal(err)
-	}
-	mustPool(t, s, pool("after-backup", vdibroker.Pooled))
-	crashed := t.TempDir()
-	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal", store.SQLiteFile+"-shm")
+	backup, crashed := crashImage(t)
 	blocked := filepath.Join(crashed, store.SQLiteFile+"-wal.before-restore-20261129T120000Z")
 	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o700); err != nil {
 		t.Fatal(err)
