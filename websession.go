@@ -2,6 +2,7 @@ package vdibroker
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -45,6 +46,25 @@ type WebSessionLimits struct {
 	// one is signed out for it.
 	PerArea int
 }
+
+// AreaFull is the refusal of a sign-in into an area holding its
+// WebSessionLimits.PerArea sessions: a TooManyRequests *Error (Err) that
+// errors.As tells apart from one user's too many sign-ins, since the
+// administrator, not the user, can change it.
+type AreaFull struct {
+	Area string
+	Max  int
+	Err  *Error
+}
+
+// NewAreaFull returns the refusal of a sign-in into area, full at max.
+func NewAreaFull(area string, max int) *AreaFull {
+	return &AreaFull{Area: area, Max: max, Err: &Error{Code: ETooManyRequests, RetryAfter: time.Minute,
+		Message: fmt.Sprintf("the %s has its %d signed-in sessions; sign-ins are refused until some end", area, max)}}
+}
+
+func (e *AreaFull) Error() string { return e.Err.Error() }
+func (e *AreaFull) Unwrap() error { return e.Err }
 
 // WebSessionStore keeps web sessions (part of Store).
 type WebSessionStore interface {

@@ -241,3 +241,36 @@ func BenchmarkDropDirectoryPod(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSignIn measures a portal sign-in (CreateWebSession with the
+// area's bound) in an area already holding n unexpired sign-ins: the
+// bound's count is the part that grows with n.
+func BenchmarkSignIn(b *testing.B) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		for _, n := range []int{10_000, 250_000} {
+			b.Run(fmt.Sprintf("%s/%d", engine, n), func(b *testing.B) {
+				open := sqliteOpener(b)
+				series := fmt.Sprintf(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d) SELECT i FROM g`, n)
+				if engine == "postgres" {
+					open = postgresOpener(b)
+					series = fmt.Sprintf(`SELECT i FROM generate_series(1, %d) AS g(i)`, n)
+				}
+				s := open(b, store.Options{})
+				exp := t0.Add(12 * time.Hour).UnixNano()
+				if err := s.ExecRaw(b.Context(), fmt.Sprintf(`INSERT INTO web_sessions (id_hash, area, principal, role, sealed, flash, create_time, expire_time)
+					SELECT 'h' || i, 'portal', 'oidc:u' || i, 'User', 'sealed', '', %d, %d FROM (%s) AS s`, t0.UnixNano(), exp, series)); err != nil {
+					b.Fatal(err)
+				}
+				lim := vdibroker.WebSessionLimits{PerPrincipal: 16, Window: time.Minute, PerArea: 1_000_000}
+				b.ResetTimer()
+				for i := range b.N {
+					ws := &vdibroker.WebSession{IDHash: fmt.Sprintf("new%d", i), Area: "portal", Principal: fmt.Sprintf("oidc:new%d", i), Role: "User",
+						Sealed: []byte("sealed"), CreateTime: t0, ExpireTime: t0.Add(12 * time.Hour)}
+					if err := s.CreateWebSession(b.Context(), ws, lim, t0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

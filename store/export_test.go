@@ -630,3 +630,32 @@ func (s *DB) HoldLateCount(ctx context.Context, c int) (release func() error, er
 	}
 	return tx.Commit, nil
 }
+
+// WebSessionCounts are each area's rows as the triggers of migration 00067
+// count them, and as count(*) does (R-SEC, "Web sessions").
+func (s *DB) WebSessionCounts(ctx context.Context) (kept, counted map[string]int, err error) {
+	scan := func(query string) (map[string]int, error) {
+		rows, err := s.w.QueryContext(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		m := map[string]int{}
+		for rows.Next() {
+			var area string
+			var n int
+			if err := rows.Scan(&area, &n); err != nil {
+				return nil, err
+			}
+			if n != 0 {
+				m[area] = n
+			}
+		}
+		return m, rows.Err()
+	}
+	if kept, err = scan(`SELECT area, n FROM web_session_counts`); err != nil {
+		return nil, nil, err
+	}
+	counted, err = scan(`SELECT area, count(*) FROM web_sessions GROUP BY area`)
+	return kept, counted, err
+}

@@ -189,3 +189,94 @@ func TestSharedValues(t *testing.T) {
 		}
 	})
 }
+
+// TestWebSessionCounts (R-SEC, "Web sessions"): the count a sign-in reads
+// its area's bound from is the area's rows, after sign-ins in two areas on
+// two handles, a replaced sign-in, a sign-out, concurrent sign-ins, the
+// sweep, and a sign-in into an area full of expired rows, which deletes
+// them and is let in; and a store upgraded with sign-ins in it counts them.
+func TestWebSessionCounts(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		ctx := t.Context()
+		s, s2 := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		check := func(step string, want map[string]int) {
+			t.Helper()
+			kept, counted, err := s.WebSessionCounts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(kept) != fmt.Sprint(counted) || fmt.Sprint(counted) != fmt.Sprint(want) {
+				t.Errorf("%s: kept %v, rows %v, want %v", step, kept, counted, want)
+			}
+		}
+		lim := vdibroker.WebSessionLimits{PerPrincipal: 2, Window: time.Minute, PerArea: 4}
+		portal := func(id, principal string, at time.Time) *vdibroker.WebSession {
+			ws := webSession(id, principal, at)
+			ws.Area = "portal"
+			return ws
+		}
+		for i, ws := range []*vdibroker.WebSession{webSession("c1", "token:admin", t0), portal("p1", "oidc:alice", t0),
+			portal("p2", "oidc:alice", t0.Add(time.Minute)), portal("p3", "oidc:bob", t0)} {
+			db := s
+			if i%2 == 1 {
+				db = s2
+			}
+			if err := db.CreateWebSession(ctx, ws, lim, ws.CreateTime); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("four sign-ins", map[string]int{"console": 1, "portal": 3})
+		// Alice's third replaces her first.
+		now := t0.Add(2 * time.Minute)
+		if err := s2.CreateWebSession(ctx, portal("p4", "oidc:alice", now), lim, now); err != nil {
+			t.Fatal(err)
+		}
+		check("a replaced sign-in", map[string]int{"console": 1, "portal": 3})
+		if err := s.DeleteWebSession(ctx, "p3"); err != nil {
+			t.Fatal(err)
+		}
+		check("a sign-out", map[string]int{"console": 1, "portal": 2})
+		var wg sync.WaitGroup
+		for i := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				db := s
+				if i%2 == 1 {
+					db = s2
+				}
+				db.CreateWebSession(ctx, portal(fmt.Sprintf("x%d", i), fmt.Sprintf("oidc:x%d", i), now), lim, now)
+			}()
+		}
+		wg.Wait()
+		check("concurrent sign-ins into a bound of 4", map[string]int{"console": 1, "portal": 4})
+		if n, err := s2.DeleteExpiredWebSessions(ctx, t0.Add(time.Hour+time.Minute)); err != nil || n != 2 {
+			t.Fatalf("sweep: %d, %v; want c1 and p2", n, err)
+		}
+		check("the sweep", map[string]int{"portal": 3})
+		// The portal full of rows that expired unswept: a sign-in
+		// deletes them and is let in.
+		if err := s.CreateWebSession(ctx, portal("y", "oidc:yan", now), lim, now); err != nil {
+			t.Fatal(err)
+		}
+		later := now.Add(2 * time.Hour)
+		if err := s2.CreateWebSession(ctx, portal("z", "oidc:zoe", later), lim, later); err != nil {
+			t.Fatalf("a sign-in into an area full of expired rows: %v", err)
+		}
+		check("a sign-in into a full area of expired rows", map[string]int{"portal": 1})
+
+		// An upgrade counts the rows already there.
+		if err := s.MigrateDownTo(ctx, 66); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ExecRaw(ctx, fmt.Sprintf(`INSERT INTO web_sessions (id_hash, area, principal, role, sealed, flash, create_time, expire_time)
+			VALUES ('old1', 'console', 'token:r', 'Reader', 'x', '', %d, %d), ('old2', 'console', 'token:r', 'Reader', 'x', '', %d, %d)`,
+			later.UnixNano(), later.Add(time.Hour).UnixNano(), later.UnixNano(), later.Add(time.Hour).UnixNano())); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		s2.Close()
+		s = tg.open(t, store.Options{})
+		check("after an upgrade", map[string]int{"console": 2, "portal": 1})
+	})
+}
