@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"embed"
+	"errors"
 	"html/template"
 	"io"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -67,6 +69,13 @@ const (
 	DefaultAnonymousBurst     = 20
 )
 
+// DefaultSessionLimits bound the portal's sign-ins: as the console's
+// (websession.DefaultLimits) for one user, and 250,000 in all, the
+// sessions a pod carries: every user of a pod may be signed in at once
+// within a sign-in's 12 hours (the console's 10,000 refused the
+// 10,001st user of a morning). serve's --portal-max-signins sets PerArea.
+var DefaultSessionLimits = vdibroker.WebSessionLimits{PerPrincipal: 16, Window: time.Minute, PerArea: 250_000}
+
 // Auditor writes the portal's own audit entries (a launch, R-U7): a
 // launch whole, a refused one within the bound of the broker's refusal
 // audit (vdibroker.AuditService.RecordRefusal: per principal and window),
@@ -111,6 +120,7 @@ type Config struct {
 	// TLS-terminating proxy).
 	SecureCookies bool
 	SessionTTL    time.Duration
+	// SessionLimits bound the sign-ins (zero: DefaultSessionLimits).
 	SessionLimits vdibroker.WebSessionLimits
 	// MaxWait is the longest a launch waits for a starting host (R-U4;
 	// 0: DefaultMaxWait); the broker bounds it too.
@@ -141,6 +151,10 @@ type Portal struct {
 	mux      *http.ServeMux
 	patterns []string
 
+	// fullSaid is when the log last said the portal is full (unix
+	// nanoseconds): once a minute at most, however many are refused.
+	fullSaid atomic.Int64
+
 	// ctx ends the launches' connects on Close.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -153,6 +167,9 @@ type Portal struct {
 func New(cfg Config) *Portal {
 	if cfg.API == nil || cfg.Sessions == nil || cfg.Launches == nil {
 		panic("portal: Config.API, Config.Sessions and Config.Launches are required")
+	}
+	if cfg.SessionLimits == (vdibroker.WebSessionLimits{}) {
+		cfg.SessionLimits = DefaultSessionLimits
 	}
 	if cfg.MaxLaunches <= 0 {
 		cfg.MaxLaunches = DefaultMaxLaunches
@@ -462,8 +479,11 @@ func userErrorKey(keys map[string]string, code string) string {
 // reference when the words are not hers to act on alone.
 func signinRefusal(l *lang, keys map[string]string, err error, requestID string) string {
 	key := userErrorKey(keys, vdibroker.ErrorCode(err))
+	if errors.As(err, new(*vdibroker.AreaFull)) {
+		key = "error.portalFull"
+	}
 	msg := l.T(key)
-	if key == "error.failed" || key == "error.ssoFailed" {
+	if key == "error.failed" || key == "error.ssoFailed" || key == "error.portalFull" {
 		if requestID != "" {
 			msg += " " + l.T("launch.reference", verbatim(requestID))
 		}
@@ -588,6 +608,10 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expir
 	}
 	s, err := p.web.Open(ctx, w, r, api.token, principal, me.Role, expires)
 	if err != nil {
+		var full *vdibroker.AreaFull
+		if errors.As(err, &full) {
+			p.sayFull(full)
+		}
 		refuse(err)
 		return
 	}
@@ -598,6 +622,19 @@ func (p *Portal) open(w http.ResponseWriter, r *http.Request, api *caller, expir
 		return
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// sayFull logs that the portal refuses sign-ins for holding its most,
+// with what raises it: once a minute at most, since every refused user
+// would otherwise write a line.
+func (p *Portal) sayFull(full *vdibroker.AreaFull) {
+	now := p.clock.Now().UnixNano()
+	last := p.fullSaid.Load()
+	if now-last < int64(time.Minute) || !p.fullSaid.CompareAndSwap(last, now) {
+		return
+	}
+	p.log.Warn("portal: sign-ins refused: the portal holds its most signed-in users, every replica together; "+
+		"raise serve's --portal-max-signins, or wait for sign-ins to end (each lasts at most its TTL)", "max", full.Max)
 }
 
 // signout ends the sign-in; a single sign-on one at the provider too

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
@@ -944,4 +946,52 @@ func TestLanguageLinksReachAPage_RU6(t *testing.T) {
 	if res, page := b.get(link.RequestURI()); res.StatusCode != http.StatusOK || !strings.Contains(page, `<html lang="de"`) {
 		t.Errorf("the refused logoff's German link %s: %d\n%s", link.RequestURI(), res.StatusCode, page)
 	}
+}
+
+// TestFullPortal_RSEC (R-SEC, "Web sessions"; R-U2): a portal holding
+// its most sign-ins refuses the next user in her words, with a reference
+// for her helpdesk, and tells the administrator in one log line a minute
+// what raises the bound, however many are refused; a sign-out makes room.
+func TestFullPortal_RSEC(t *testing.T) {
+	var logged syncbuf.Buffer
+	clk := clocktesting.NewFakeClock(time.Now())
+	e := newEnv(t, func(c *portal.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&logged, nil))
+		c.SessionLimits = vdibroker.WebSessionLimits{PerPrincipal: 16, Window: time.Minute, PerArea: 2}
+		c.Clock = clk
+	})
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	e.browser().signIn(e.userToken("bob"))
+	refused := func(who string) string {
+		t.Helper()
+		b := e.browser()
+		_, page := b.get("/portal/signin")
+		m := csrfRE.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no CSRF token on the sign-in page")
+		}
+		res, body := b.post("/portal/signin", url.Values{"csrf": {m[1]}, "token": {e.userToken(who)}, "next": {"/portal/"}})
+		if res.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "as many people signed in as it is set to take") {
+			t.Errorf("%s's sign-in into a full portal: %d %s", who, res.StatusCode, body)
+		}
+		if ref := res.Header.Get("X-Request-Id"); ref == "" || !strings.Contains(body, ref) {
+			t.Errorf("%s's refusal names no reference (X-Request-Id %q)", who, ref)
+		}
+		return body
+	}
+	refused("carol")
+	refused("dave")
+	if n := strings.Count(logged.String(), "--portal-max-signins"); n != 1 {
+		t.Errorf("the full portal was logged %d times for two refusals, want once:\n%s", n, logged.String())
+	}
+	clk.Step(time.Minute)
+	refused("erin")
+	if n := strings.Count(logged.String(), "--portal-max-signins"); n != 2 {
+		t.Errorf("a minute later: logged %d times, want twice", n)
+	}
+	if res, _ := alice.post("/portal/signout", url.Values{"csrf": {csrf}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("alice's sign-out: %d", res.StatusCode)
+	}
+	e.browser().signIn(e.userToken("carol"))
 }

@@ -54,6 +54,13 @@ const OutageGrace = 10 * time.Minute
 // minute), 10,000 in all.
 var DefaultLimits = vdibroker.WebSessionLimits{PerPrincipal: 16, Window: time.Minute, PerArea: 10000}
 
+// DefaultMaxCopies bounds the sessions a replica keeps a copy of for an
+// outage: only those it read within OutageGrace are honoured, so a copy
+// is for a user of the last minutes, not for each of a day's sign-ins
+// (an OpenID Connect sign-in's copy holds its ID token, a kilobyte or
+// two: 250,000 of them would be half a gigabyte).
+const DefaultMaxCopies = 20_000
+
 // Config configures a Manager.
 type Config struct {
 	// Store keeps the sessions (the database, shared by the replicas).
@@ -68,6 +75,9 @@ type Config struct {
 	TTL time.Duration
 	// Limits (zero: DefaultLimits).
 	Limits vdibroker.WebSessionLimits
+	// MaxCopies bounds the copies kept for an outage (0:
+	// DefaultMaxCopies; never more than Limits.PerArea).
+	MaxCopies int
 	// Secure says whether the cookie set in answer to r is Secure.
 	Secure func(r *http.Request) bool
 	// Clock is the time sessions expire by and the sweep's ticker (nil:
@@ -137,6 +147,12 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.Limits == (vdibroker.WebSessionLimits{}) {
 		cfg.Limits = DefaultLimits
+	}
+	if cfg.MaxCopies <= 0 {
+		cfg.MaxCopies = DefaultMaxCopies
+	}
+	if cfg.Limits.PerArea > 0 {
+		cfg.MaxCopies = min(cfg.MaxCopies, cfg.Limits.PerArea)
 	}
 	if cfg.Secure == nil {
 		cfg.Secure = func(r *http.Request) bool { return r.TLS != nil }
@@ -362,13 +378,18 @@ func (m *Manager) remember(s *Session) {
 	defer m.mu.Unlock()
 	c.seenAt = m.now()
 	m.answered = c.seenAt
-	if _, ok := m.seen[s.idHash]; !ok && len(m.seen) >= m.cfg.Limits.PerArea {
-		m.dropExpired(m.now())
-		for h := range m.seen {
-			if len(m.seen) < m.cfg.Limits.PerArea {
-				break
+	if _, ok := m.seen[s.idHash]; !ok && len(m.seen) >= m.cfg.MaxCopies {
+		// Those an outage would not honour first, then the one read
+		// longest ago: the database still has them all.
+		m.dropExpired(c.seenAt)
+		if len(m.seen) >= m.cfg.MaxCopies {
+			var oldest string
+			for h, o := range m.seen {
+				if oldest == "" || o.seenAt.Before(m.seen[oldest].seenAt) {
+					oldest = h
+				}
 			}
-			delete(m.seen, h) // any one: the database still has it
+			delete(m.seen, oldest)
 		}
 	}
 	m.seen[s.idHash] = &c
@@ -380,10 +401,13 @@ func (m *Manager) forget(hash string) {
 	delete(m.seen, hash)
 }
 
-// dropExpired deletes the expired copies; m.mu is held.
+// dropExpired deletes the copies an outage would not honour: expired,
+// or read longer than OutageGrace before the store last answered; m.mu
+// is held.
 func (m *Manager) dropExpired(now time.Time) {
+	stale := m.answered.Add(-OutageGrace)
 	for h, s := range m.seen {
-		if !now.Before(s.Expires) {
+		if !now.Before(s.Expires) || s.seenAt.Before(stale) {
 			delete(m.seen, h)
 		}
 	}

@@ -269,6 +269,39 @@ func TestSessionThroughAnOutage(t *testing.T) {
 	}
 }
 
+// TestOutageCopiesBounded (R-OUT1, R-SEC): the copies a replica keeps for
+// an outage are bounded (Config.MaxCopies): past it, the copy read
+// longest ago goes, and through an outage the others are answered; those
+// an outage would not honour go first, so a user of a minute ago keeps
+// hers though a busier morning's are older.
+func TestOutageCopiesBounded(t *testing.T) {
+	st, _ := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := websession.New(websession.Config{Store: f, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: 2 * time.Hour, MaxCopies: 2})
+	t.Cleanup(m.Close)
+	_, stale := open(t, m, "tok-stale", "token:r0")
+	clk.Step(20 * time.Minute) // beyond OutageGrace
+	_, first := open(t, m, "tok-1", "token:r1")
+	clk.Step(time.Minute)
+	_, second := open(t, m, "tok-2", "token:r2")
+	clk.Step(time.Minute)
+	if get(m, first) == nil { // read again: now the most recent
+		t.Fatal("the first session")
+	}
+	clk.Step(time.Minute)
+	_, third := open(t, m, "tok-3", "token:r3")
+	f.down.Store(true)
+	for name, c := range map[string]struct {
+		ck   *http.Cookie
+		kept bool
+	}{"the stale one": {stale, false}, "the one read longest ago": {second, false}, "one read again": {first, true}, "the newest": {third, true}} {
+		if got := get(m, c.ck) != nil; got != c.kept {
+			t.Errorf("during the outage, %s answered %v, want %v", name, got, c.kept)
+		}
+	}
+}
+
 // TestHostPrefixOverHTTPS (R-SEC, web sessions): over HTTPS the session
 // cookie is __Host-<name>, Secure, at "/" with no Domain (the configured
 // path is the plain-HTTP one), so a sibling subdomain cannot plant or

@@ -170,6 +170,10 @@ func (m *Main) newPortal(ctx context.Context, st vdibroker.Store) (*portal.Porta
 	secure := strings.HasPrefix(m.Federation.ExternalURL, "https://")
 	cfg := portal.Config{API: m.Server.Handler(), Sessions: st, Launches: st, Audit: m.broker, Logger: m.Logger, SecureCookies: secure,
 		Refusals: &console.AuditRefusals{Audit: m.broker, Logger: m.Logger}}
+	if m.PortalMaxSignins > 0 {
+		cfg.SessionLimits = portal.DefaultSessionLimits
+		cfg.SessionLimits.PerArea = m.PortalMaxSignins
+	}
 	if m.OIDC.provider != nil {
 		site, err := m.siteURL()
 		if err != nil {

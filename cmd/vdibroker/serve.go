@@ -87,6 +87,9 @@ type Main struct {
 	// AutoscaleMinute is how long a minute of a scaling plan's waits lasts
 	// (hidden --autoscale-minute: end-to-end tests shorten it).
 	AutoscaleMinute time.Duration
+	// PortalMaxSignins bounds the portal's sign-ins in the database
+	// (--portal-max-signins; 0 = portal.DefaultSessionLimits').
+	PortalMaxSignins int
 	// MetricsToken, when set, is the bearer token /metrics requires;
 	// MetricsTokenFile, when set, holds it (at least 16 characters),
 	// read at Open and again on SIGHUP (reload).
@@ -334,6 +337,10 @@ func requireBearer(token func() string, h http.Handler) http.Handler {
 // minMetricsToken is the fewest characters of serve's metrics token.
 const minMetricsToken = 16
 
+// maxPortalSignins bounds --portal-max-signins: the database's rows stay
+// within what a disk holds (a sign-in's row is under 4 KB).
+const maxPortalSignins = 10_000_000
+
 // The server's timeouts when Main leaves them 0. A request has 30 s to
 // arrive whole (a body sent at a byte a second is cut off), an answer 60 s
 // to be written, a keep-alive connection may idle 2 minutes.
@@ -477,6 +484,9 @@ func newServeCmd() *cobra.Command {
 			if m.MaxConnectWait < time.Second || m.MaxConnectWait > vdibroker.MaxConnectWait {
 				return usageError{fmt.Errorf("--max-connect-wait: must be 1s..%s, got %s", vdibroker.MaxConnectWait, m.MaxConnectWait)}
 			}
+			if m.PortalMaxSignins < 1 || m.PortalMaxSignins > maxPortalSignins {
+				return usageError{fmt.Errorf("--portal-max-signins: must be 1..%d, got %d", maxPortalSignins, m.PortalMaxSignins)}
+			}
 			if m.HSTSMaxAge < 0 || m.HSTSMaxAge > maxHSTSMaxAge {
 				return usageError{fmt.Errorf("--hsts-max-age: must be 0 (no header) ..%s, got %s", maxHSTSMaxAge, m.HSTSMaxAge)}
 			}
@@ -559,6 +569,8 @@ func newServeCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&m.IdleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection may idle")
 	cmd.Flags().DurationVar(&m.MaxConnectWait, "max-connect-wait", broker.DefaultMaxConnectWait,
 		"longest a connect with ?wait= is held for a starting host (1s..10m; R-U4)")
+	cmd.Flags().IntVar(&m.PortalMaxSignins, "portal-max-signins", portal.DefaultSessionLimits.PerArea,
+		fmt.Sprintf("most users signed in to the portal at once, every replica together (1..%d); a sign-in beyond it is refused until one ends", maxPortalSignins))
 	cmd.Flags().IntVar(&m.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and headers accepted (4096..1048576); larger ones are answered 431")
 	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token (at least 16 characters) /metrics then requires as Authorization: Bearer (default: /metrics is open); read again on SIGHUP")
 	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
