@@ -446,3 +446,29 @@ func TestRepeatedCommandQueuedOnce(t *testing.T) {
 		t.Errorf("a logoff asked after the first was delivered: %+v, %v; want a new command", l, err)
 	}
 }
+
+// TestHeartbeatBucketsOnlyForHosts (R-SEC): the heartbeat rate limit is
+// kept per host credential, at most 65,536 buckets, past which every new
+// key shares one overflow bucket. A bucket was made for any bearer value
+// before it was checked: an anonymous caller sending heartbeats of made-up
+// credentials filled the map, and the real hosts whose buckets had been
+// swept (full ones are, every second) were then throttled in the shared
+// bucket it drained, 429 to their heartbeats. Only a host's credential
+// has a bucket.
+func TestHeartbeatBucketsOnlyForHosts(t *testing.T) {
+	e := newEnv(t)
+	pool := uniq("hbb")
+	e.pool(pool, nil)
+	host := e.addHosts(pool, pool+"h", 1)[0]
+	before := vhttp.HeartbeatBuckets(e.srvs[0].Server)
+	for i := range 100 {
+		_, err := e.admin.Heartbeat(context.Background(), fmt.Sprintf("vdbh_madeup%04d", i), &vdibroker.HeartbeatRequest{})
+		if c := vdibroker.ErrorCode(err); c != vdibroker.EUnauthenticated && c != vdibroker.ETooManyRequests {
+			t.Fatalf("a made-up credential's heartbeat: %v", err)
+		}
+	}
+	if n := vhttp.HeartbeatBuckets(e.srvs[0].Server) - before; n != 0 {
+		t.Errorf("100 made-up credentials made %d heartbeat buckets, want none", n)
+	}
+	e.heartbeat(host)
+}
