@@ -394,3 +394,81 @@ func TestHeartbeatIDsWithoutControlCharacters(t *testing.T) {
 		t.Fatalf("a plain session id: %v", err)
 	}
 }
+
+// TestRepeatedCommandQueuedOnce (R-S4, R-U3, R-SEC): an end user may log
+// off and disconnect her own sessions, as often as she likes; a logoff
+// or disconnect already queued for the session and not yet delivered is
+// the answer to the same command asked again, not one more row. Each
+// was a command row (never pruned while queued), an audit entry, and one
+// more command in the host's next heartbeat answer: a User token looping
+// on her session on a host whose agent is away wrote rows without bound
+// and had the host handed them all when it came back.
+func TestRepeatedCommandQueuedOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pool := uniq("rs4q")
+	e.pool(pool, nil)
+	e.desktopFor(pool, vdibroker.Assignments{Users: []string{"alice"}})
+	host := e.addHosts(pool, pool+"h", 1)[0]
+	c := e.mustConnect(pool, "alice")
+	e.heartbeat(host, vdibroker.AgentSession{ID: "42", User: "alice", State: "Active"})
+	alice := e.client(0, e.userToken("alice", nil))
+	var first [2]string
+	for i := range 20 {
+		d, err := alice.Disconnect(ctx, pool, c.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := alice.Logoff(ctx, pool, c.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = [2]string{d.ID, l.ID}
+		} else if d.ID != first[0] || l.ID != first[1] {
+			t.Errorf("asked again, answered commands %s and %s, want the queued %s and %s", d.ID, l.ID, first[0], first[1])
+		}
+	}
+	hb := e.heartbeat(host, vdibroker.AgentSession{ID: "42", User: "alice", State: "Active"})
+	if len(hb.Commands) != 2 {
+		t.Errorf("the host was handed %d commands, want the disconnect and the logoff once each", len(hb.Commands))
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "usersession.logoff", Target: "hostpools/" + pool + "/usersessions/" + c.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Errorf("%d audit entries of her logoffs, want 1", len(list))
+	}
+	// Delivered, it may be asked again (the agent may not have run it).
+	l, err := alice.Logoff(ctx, pool, c.SessionID)
+	if err != nil || l.ID == first[1] {
+		t.Errorf("a logoff asked after the first was delivered: %+v, %v; want a new command", l, err)
+	}
+}
+
+// TestHeartbeatBucketsOnlyForHosts (R-SEC): the heartbeat rate limit is
+// kept per host credential, at most 65,536 buckets, past which every new
+// key shares one overflow bucket. A bucket was made for any bearer value
+// before it was checked: an anonymous caller sending heartbeats of made-up
+// credentials filled the map, and the real hosts whose buckets had been
+// swept (full ones are, every second) were then throttled in the shared
+// bucket it drained, 429 to their heartbeats. Only a host's credential
+// has a bucket.
+func TestHeartbeatBucketsOnlyForHosts(t *testing.T) {
+	e := newEnv(t)
+	pool := uniq("hbb")
+	e.pool(pool, nil)
+	host := e.addHosts(pool, pool+"h", 1)[0]
+	before := vhttp.HeartbeatBuckets(e.srvs[0].Server)
+	for i := range 100 {
+		_, err := e.admin.Heartbeat(context.Background(), fmt.Sprintf("vdbh_madeup%04d", i), &vdibroker.HeartbeatRequest{})
+		if c := vdibroker.ErrorCode(err); c != vdibroker.EUnauthenticated && c != vdibroker.ETooManyRequests {
+			t.Fatalf("a made-up credential's heartbeat: %v", err)
+		}
+	}
+	if n := vhttp.HeartbeatBuckets(e.srvs[0].Server) - before; n != 0 {
+		t.Errorf("100 made-up credentials made %d heartbeat buckets, want none", n)
+	}
+	e.heartbeat(host)
+}

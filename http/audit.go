@@ -164,8 +164,16 @@ func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 
 // signin is POST /api/v1/signin: whoami that is recorded in the audit
 // trail as a sign-in (the console signs in with it). A failed sign-in is
-// recorded as a refusal by handle.
+// recorded as a refusal by handle. A principal signs in at most
+// SigninsPerPrincipal times a minute (R-SEC): any principal may call it,
+// and each is an audit entry.
 func (s *Server) signin(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if p := vdibroker.PrincipalFrom(r.Context()); p != nil {
+		a := p.Audit()
+		if !s.signins.Spend(a.Kind+":"+a.ID, s.now()) {
+			return throttled("this principal signs in faster than the web sessions take (16 a minute)", SigninsPerPrincipal/60.0)
+		}
+	}
 	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
 		if err := s.svc.Audit.AppendAudit(r.Context(), ev); err != nil {
 			return err

@@ -524,3 +524,45 @@ func TestAudit_NewestFirst(t *testing.T) {
 		"since=2026-12-02T00:00:00Z&until=2026-12-01T00:00:00Z": "until",
 	})
 }
+
+// TestSigninsOfOnePrincipalAreBounded (R-SEC, audit): POST /signin is
+// any principal's whoami recorded as a sign-in, the console's and the
+// portal's; a User or Reader token calling it in a loop wrote an audit
+// entry and a log line each time, without bound. A principal's sign-ins
+// are as many as the web sessions take (16 a minute, R-SEC "Web
+// sessions"); past them 429 with Retry-After, not recorded one by one.
+func TestSigninsOfOnePrincipalAreBounded(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "User", Subject: uniq("looper")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := e.userToken(uniq("other"), nil)
+	refused := 0
+	for range 40 {
+		status, _, _ := rawDo(t, e, "POST", "/api/v1/signin", tr.Secret, "")
+		switch status {
+		case 200:
+		case 429:
+			refused++
+		default:
+			t.Fatalf("sign-in answered %d", status)
+		}
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "signin", Principal: tr.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != vhttp.SigninsPerPrincipal || refused != 40-vhttp.SigninsPerPrincipal {
+		t.Errorf("%d sign-ins recorded, %d refused of 40; want %d recorded", len(list), refused, vhttp.SigninsPerPrincipal)
+	}
+	// Another principal's are its own; the looper's come back with time.
+	if status, _, _ := rawDo(t, e, "POST", "/api/v1/signin", other, ""); status != 200 {
+		t.Errorf("another user's sign-in answered %d", status)
+	}
+	e.clock.Advance(time.Minute)
+	if status, _, _ := rawDo(t, e, "POST", "/api/v1/signin", tr.Secret, ""); status != 200 {
+		t.Errorf("a sign-in a minute later answered %d", status)
+	}
+}

@@ -22,6 +22,9 @@ import (
 //   - Heartbeats per host credential (HeartbeatsPerSecond, burst
 //     HeartbeatBurst): an agent sends one every 10 s; a stolen or broken
 //     one cannot flood the shared write batch.
+//   - Sign-ins (POST /signin) per principal (SigninsPerPrincipal a
+//     minute, as many at once): each is an audit entry, and any
+//     principal, a User token too, may call it.
 //   - Access log lines of requests whose caller proved no credential
 //     (refused ones, health probes, the console's pages before sign-in;
 //     RefusedLogLinesPerSecond, burst RefusedLogLineBurst, for the whole
@@ -34,6 +37,11 @@ const (
 	HeartbeatBurst           = 120
 	RefusedLogLinesPerSecond = 10
 	RefusedLogLineBurst      = 100
+	// SigninsPerPrincipal is how many POST /signin one principal makes
+	// at once, and how many a minute: as many as the web sessions take
+	// (websession.DefaultLimits), so no sign-in of the console or the
+	// portal is refused for it.
+	SigninsPerPrincipal = 16
 )
 
 // lineBudget is a token bucket of log lines that counts what it drops.

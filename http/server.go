@@ -76,6 +76,7 @@ type Server struct {
 	// authFailures and heartbeats are the rate limits of ratelimit.go.
 	authFailures *ratelimit.Keyed
 	heartbeats   *ratelimit.Keyed
+	signins      *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -98,6 +99,7 @@ func NewServer(cfg Config) *Server {
 
 		authFailures: ratelimit.New(AuthFailuresPerSecond, AuthFailureBurst),
 		heartbeats:   ratelimit.New(HeartbeatsPerSecond, HeartbeatBurst),
+		signins:      ratelimit.New(SigninsPerPrincipal/60.0, SigninsPerPrincipal),
 		refusedLines: newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {

@@ -530,7 +530,8 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 	}
 	c.State, c.Result = vdibroker.CommandQueued, ""
 	err := s.write(ctx, func(t *tx) error {
-		if _, err := t.getHost(ctx, c.HostPool, c.SessionHost, false); err != nil {
+		// Under the host's lock: two logoffs asked at once queue one.
+		if _, err := t.getHost(ctx, c.HostPool, c.SessionHost, true); err != nil {
 			return err
 		}
 		if c.SessionID != "" {
@@ -546,6 +547,25 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 			}
 			if c.AgentSessionID == "" {
 				c.AgentSessionID = u.AgentSessionID
+			}
+			if c.Type == vdibroker.CommandLogoff || c.Type == vdibroker.CommandDisconnect {
+				// The same command still queued for the session is the
+				// answer (R-S4, R-SEC): an end user may ask for her own
+				// sessions' (R-U3), and each asked again was a row never
+				// pruned while queued, an audit entry, and one more
+				// command in the host's next heartbeat answer.
+				row := t.row(ctx, `SELECT `+commandCols+`, seq FROM commands
+					WHERE session_id = ? AND type = ? AND state = ? ORDER BY seq LIMIT 1`, c.SessionID, c.Type, vdibroker.CommandQueued)
+				var seq int64
+				queued, err := scanCommand(row, &seq)
+				if err == nil {
+					*c = queued
+					t.audit = nil // nothing changed
+					return nil
+				}
+				if !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
 			}
 		}
 		t.audited(nil, c)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -192,6 +194,14 @@ type heldHeartbeats struct {
 
 type hostKey struct{ pool, host string }
 
+// maxHeldResults bounds the command results held for one host during an
+// outage (R-SEC): every heartbeat is answered then and its results kept,
+// so one host's credential could otherwise grow them by 200 a heartbeat
+// for as long as the outage lasts. No command is delivered during an
+// outage: a real agent holds only the results of those delivered before,
+// reported within its first heartbeats.
+const maxHeldResults = 5 * vdibroker.MaxHeartbeatResults
+
 type heldHeartbeat struct {
 	hb *vdibroker.HeartbeatRequest
 	at time.Time
@@ -206,18 +216,36 @@ func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at tim
 		hh.m = map[hostKey]*heldHeartbeat{}
 	}
 	c := *hb
+	c.Results = heldResults(nil, hb.Results)
 	if old := hh.m[k]; old != nil {
 		if old.at.After(at) {
 			// A write that failed gives back an older heartbeat than
 			// one held meanwhile: keep the newer, add the older's results.
 			c = *old.hb
 			at = old.at
-			c.Results = append(append([]vdibroker.CommandResult(nil), hb.Results...), old.hb.Results...)
+			c.Results = heldResults(hb.Results, old.hb.Results)
 		} else {
-			c.Results = append(append([]vdibroker.CommandResult(nil), old.hb.Results...), hb.Results...)
+			c.Results = heldResults(old.hb.Results, hb.Results)
 		}
 	}
 	hh.m[k] = &heldHeartbeat{hb: &c, at: at}
+}
+
+// heldResults returns a's results then b's, each id once, at most
+// maxHeldResults.
+func heldResults(a, b []vdibroker.CommandResult) []vdibroker.CommandResult {
+	out := make([]vdibroker.CommandResult, 0, min(len(a)+len(b), maxHeldResults))
+	seen := make(map[string]bool, cap(out))
+	for _, r := range slices.Concat(a, b) {
+		if len(out) == maxHeldResults {
+			break
+		}
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // take returns and forgets k's held heartbeat (nil when none).
@@ -304,6 +332,11 @@ type hostReport struct {
 // goneFor is how long a logged-off user is remembered as gone.
 const goneFor = 24 * time.Hour
 
+// maxGone bounds the users remembered as gone for one host (R-SEC): a
+// host's credential reporting new users in every heartbeat would
+// otherwise grow them by 2,000 a heartbeat, each kept a day.
+const maxGone = vdibroker.MaxHeartbeatSessions
+
 // set records the users of host k's report at now.
 func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Time) {
 	users := make(map[string]struct{}, len(sessions))
@@ -327,6 +360,16 @@ func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Tim
 	}
 	for u, at := range old.gone {
 		if _, back := users[u]; back || now.Sub(at) > goneFor {
+			delete(old.gone, u)
+		}
+	}
+	if len(old.gone) > maxGone {
+		// The newest are kept: a reconnect during an outage is most
+		// likely one of a user who left lately.
+		gone := slices.SortedFunc(maps.Keys(old.gone), func(a, b string) int {
+			return cmp.Or(old.gone[b].Compare(old.gone[a]), cmp.Compare(a, b))
+		})
+		for _, u := range gone[maxGone:] {
 			delete(old.gone, u)
 		}
 	}

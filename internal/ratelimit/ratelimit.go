@@ -84,6 +84,13 @@ func (l *Keyed) Spent(key string, now time.Time) bool {
 	return ok && lim.TokensAt(now) < 1
 }
 
+// Len is how many keys have a bucket of their own.
+func (l *Keyed) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.m)
+}
+
 // Empty reports whether key's bucket has no token left at now.
 func (l *Keyed) Empty(key string, now time.Time) bool { return l.get(key).TokensAt(now) < 1 }
 
