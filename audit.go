@@ -101,6 +101,9 @@ type AuditFilter struct {
 	// Principal matches the principal's ID or Name.
 	Principal string
 	Action    string
+	// RequestID matches the entry's request id: the reference the user
+	// portal shows a user beside a refusal, which she gives her helpdesk.
+	RequestID string
 	// Since and Until bound the entries' time: Since <= Time < Until
 	// (zero: unbounded).
 	Since, Until time.Time

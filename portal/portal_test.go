@@ -677,6 +677,44 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 	}
 }
 
+// TestLaunchReferenceFindsTheRefusal_RU7: the helpdesk, given only the
+// reference a user reads out from a failed launch ("Reference for your
+// helpdesk: ..."), finds the launch's audit entry by it alone
+// (?requestId=, `vdibroker audit list --request-id`), and the entry says
+// why and what to change (R-C5: the drained hosts, resume them). Before,
+// the audit trail took no request id: she had to list every portal.launch
+// and search the JSON, or have the broker's log.
+func TestLaunchReferenceFindsTheRefusal_RU7(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	for _, h := range []string{"desk-1", "desk-2"} {
+		if _, err := e.admin.PatchSessionHost(ctx, "desk", h, map[string]any{"allowNewSession": false}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	// The drains and her sign-in are entries of other requests, which
+	// must not answer the reference.
+	s := alice.await(alice.launch(csrf, "desktop:desk"), ended)
+	_, ref, ok := strings.Cut(s.Message, "Reference for your helpdesk: ")
+	if s.State != "failed" || !ok || ref == "" {
+		t.Fatalf("the failed launch: %+v; want a reference", s)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{RequestID: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Fatalf("audit entries of request %s: %d, want the launch's one: %+v", ref, len(list), list)
+	}
+	a := list[0]
+	if a.Action != "portal.launch" || a.Principal.Name != "alice" || a.Target != "hostpools/desk/connect" ||
+		!strings.HasPrefix(a.Error, "NoCapacity: ") || !strings.Contains(a.Error, "drained") || !strings.Contains(a.Error, "allowNewSession true") {
+		t.Errorf("the entry of request %s: %+v; want alice's refused launch in desk, saying its hosts are drained and how to resume them", ref, a)
+	}
+}
+
 // TestLaunchFailureReferenceIsTheRequest_RU4_RU7: a launch refused for a
 // reason the portal has no words for gives the user a reference, the
 // X-Request-Id of her launch, which names the launch's refused audit

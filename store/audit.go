@@ -120,6 +120,9 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 	if f.Action != "" {
 		add("action = ?", f.Action)
 	}
+	if f.RequestID != "" {
+		add("request_id = ?", f.RequestID)
+	}
 	if !f.Since.IsZero() {
 		add("time >= ?", ns(f.Since))
 	}
