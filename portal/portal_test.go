@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/internal/webguard"
@@ -712,6 +713,32 @@ func TestLaunchReferenceFindsTheRefusal_RU7(t *testing.T) {
 	if a.Action != "portal.launch" || a.Principal.Name != "alice" || a.Target != "hostpools/desk/connect" ||
 		!strings.HasPrefix(a.Error, "NoCapacity: ") || !strings.Contains(a.Error, "drained") || !strings.Contains(a.Error, "allowNewSession true") {
 		t.Errorf("the entry of request %s: %+v; want alice's refused launch in desk, saying its hosts are drained and how to resume them", ref, a)
+	}
+}
+
+// TestSigninRefusalNamesItsRequest_RSEC: a refused sign-in's audit entry
+// (action signin, written by the bounded refusal audit) names the
+// request that was refused, as the access log line and the reference the
+// portal shows beside a refused single sign-on do, so her helpdesk finds
+// why by that reference (audit list --request-id). Before, the entry had
+// no request id: the reference led to a log line with a status and no
+// reason.
+func TestSigninRefusalNamesItsRequest_RSEC(t *testing.T) {
+	e := newEnv(t, func(c *portal.Config) { c.Refusals = &console.AuditRefusals{Audit: c.Audit} })
+	b := e.browser()
+	b.get("/portal/signin")
+	res, _ := b.post("/portal/signin", url.Values{"csrf": {"not-the-form's"}, "token": {e.userToken("alice")}})
+	ref := res.Header.Get("X-Request-Id")
+	if res.StatusCode != http.StatusForbidden || ref == "" {
+		t.Fatalf("a sign-in with a stale form: %d, request id %q", res.StatusCode, ref)
+	}
+	list, err := e.admin.ListAudit(t.Context(), vhttp.AuditQuery{RequestID: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Action != "signin" || list[0].Target != "portal/token" || list[0].Outcome != vdibroker.AuditRefused ||
+		!strings.Contains(list[0].Error, "CSRF") {
+		t.Errorf("audit entries of request %s: %+v; want the refused sign-in, saying why", ref, list)
 	}
 }
 
