@@ -73,7 +73,7 @@ func newAuditListCmd(a *admin) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&q.Target, "target", "", "an API path below /api/v1, e.g. hostpools/p1/sessionhosts/h1; ending in / selects everything below it")
-	f.StringVar(&q.Principal, "principal", "", "token id, OIDC subject or token subject")
+	f.StringVar(&q.Principal, "principal", "", "token id or OIDC subject, or a token's subject (a user's name, in any case)")
 	f.StringVar(&q.Action, "action", "", "e.g. sessionhost.update, token.create, signin")
 	f.StringVar(&q.RequestID, "request-id", "", "a request's id: the reference the user portal shows a user beside a refusal (\"Reference for your helpdesk\")")
 	f.StringVar(&since, "since", "", "entries from this time on: an RFC 3339 time, or a duration back from now (24h)")
