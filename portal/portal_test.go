@@ -43,11 +43,16 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 		t.Errorf("alice's page lists bob's desktop")
 	}
 	// Not in her feed: refused, nothing launched.
-	res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}})
+	res, page := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}})
+	refusedRequest := res.Header.Get("X-Request-Id")
 	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("alice opening bob's desktop: %d, want 404", res.StatusCode)
 	}
-	refusedRequest := res.Header.Get("X-Request-Id")
+	// The reference of its audit entry (below), for her helpdesk: most
+	// often her assignment went since her page was shown.
+	if !strings.Contains(page, "That is not one of your desktops or apps. Reference for your helpdesk: "+refusedRequest) {
+		t.Errorf("the refusal's page does not give its reference %s:\n%s", refusedRequest, page)
+	}
 	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"nonsense"}}); res.StatusCode != http.StatusBadRequest {
 		t.Errorf("a resource id of no form: %d, want 400", res.StatusCode)
 	}
