@@ -101,6 +101,9 @@ type AuditFilter struct {
 	// Principal matches the principal's ID or Name.
 	Principal string
 	Action    string
+	// RequestID matches the entry's request id: the reference the user
+	// portal shows a user beside a refusal, which she gives her helpdesk.
+	RequestID string
 	// Since and Until bound the entries' time: Since <= Time < Until
 	// (zero: unbounded).
 	Since, Until time.Time
@@ -126,6 +129,22 @@ type AuditStore interface {
 }
 
 type auditKey struct{}
+
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying the id of the HTTP request it is for
+// (its X-Request-Id): an entry recorded without the API's audit (a refused
+// sign-in of the console or the portal) names the request by it, as the
+// reference the portal shows beside the refusal does.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom returns the id of WithRequestID, or "".
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
 
 // WithAudit returns ctx carrying e: the store's next write in ctx records e
 // in its transaction (and sets e.Seq).

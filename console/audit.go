@@ -20,8 +20,9 @@ const auditPageSize = 50
 
 // auditFilters are the audit page's filters, each a query parameter the
 // API takes as it is (GET /api/v1/auditlog); from and to are the time
-// range, read as UTC.
-var auditFilters = []string{"principal", "action", "target"}
+// range, read as UTC. requestId is the reference the user portal shows a
+// user beside a refusal, which she reads out to her helpdesk.
+var auditFilters = []string{"principal", "action", "target", "requestId"}
 
 // auditTimeLayouts are what the time range accepts: a datetime-local
 // input's value (read as UTC) and RFC 3339.
@@ -29,7 +30,7 @@ var auditTimeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.
 
 // auditPage is GET /audit: the audit trail, newest first (the
 // API's ?order=desc, so page 1 is today however long the trail is kept),
-// filtered by principal, action, target and time range like
+// filtered by principal, action, target, request id and time range like
 // GET /api/v1/auditlog, each entry's change as the fields it changed.
 // Only roles that may read the trail (the admin and Contributors) see
 // entries; the others are told what they may not see, and why.

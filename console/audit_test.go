@@ -181,3 +181,29 @@ func TestPagesShowHiddenCharacters_RSEC(t *testing.T) {
 func hiddenMark(code string) string {
 	return `<span class="hidden-char" title="a character that is not seen or that reorders the text">U+` + code + `</span>`
 }
+
+// TestAuditPageByRequestID: the audit page finds an entry by its request
+// id, the reference the user portal shows a user beside a refusal, which
+// a helpdesk in the console is given (R-U7); the form keeps it.
+func TestAuditPageByRequestID(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.seed()
+	if _, err := e.admin.PatchSessionHost(ctx, "pool-a", "host-2", map[string]any{"allowNewSession": false}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "sessionhost.update"})
+	if err != nil || len(list) == 0 {
+		t.Fatalf("the drain's entry: %v %v", list, err)
+	}
+	ref := list[len(list)-1].RequestID
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.get("/audit?requestId=" + url.QueryEscape(ref))
+	wantStatus(t, a, 200)
+	rows := regexp.MustCompile(`data-action="([^"]+)"`).FindAllStringSubmatch(a.body, -1)
+	if len(rows) != 1 || rows[0][1] != "sessionhost.update" {
+		t.Errorf("/audit?requestId=%s: rows %q, want the drain's alone", ref, rows)
+	}
+	wantContains(t, a, `id="requestId" name="requestId" value="`+ref+`"`)
+}

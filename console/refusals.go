@@ -26,14 +26,16 @@ type AuditRefusals struct {
 
 // Refused implements Refusals: a refused sign-in is action "signin"; a
 // signed-in form refused by its CSRF or same-site check (a kind ending
-// "/csrf", the user portal's) is action "form".
+// "/csrf", the user portal's) is action "form". The entry names the
+// request (vdibroker.RequestIDFrom): the reference the portal shows beside
+// a refused single sign-on, by which her helpdesk finds why.
 func (a *AuditRefusals) Refused(ctx context.Context, kind, addr, detail string) {
 	action := "signin"
 	if strings.HasSuffix(kind, "/csrf") {
 		action = "form"
 	}
 	e := &vdibroker.AuditEntry{Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous},
-		RemoteAddr: addr, Action: action, Target: kind, Outcome: vdibroker.AuditRefused, Error: detail}
+		RemoteAddr: addr, RequestID: vdibroker.RequestIDFrom(ctx), Action: action, Target: kind, Outcome: vdibroker.AuditRefused, Error: detail}
 	written, err := a.Audit.RecordRefusal(ctx, e)
 	switch {
 	case err != nil && a.Logger != nil:

@@ -114,7 +114,8 @@ func (s *Server) recorded(r *nethttp.Request, ev *vdibroker.AuditEntry) {
 // with ?order=desc, newest first, paged (?limit=, ?after=<seq>: the
 // entries after that one in the listing's order), filtered by ?target=
 // (exact, or a prefix ending in /), ?principal= (token id, OIDC subject or
-// token subject), ?action=, ?since= and ?until= (RFC 3339; since <= time <
+// token subject), ?action=, ?requestId= (the reference the user portal
+// shows beside a refusal), ?since= and ?until= (RFC 3339; since <= time <
 // until). A principal scoped to host pools sees their entries (the audit
 // service keeps them).
 func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
@@ -123,7 +124,8 @@ func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := vdibroker.AuditFilter{Target: q.Get("target"), Principal: q.Get("principal"), Action: q.Get("action"), Limit: limit + 1}
+	f := vdibroker.AuditFilter{Target: q.Get("target"), Principal: q.Get("principal"), Action: q.Get("action"),
+		RequestID: q.Get("requestId"), Limit: limit + 1}
 	switch o := q.Get("order"); o {
 	case "", "asc":
 	case "desc":

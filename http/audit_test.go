@@ -566,3 +566,30 @@ func TestSigninsOfOnePrincipalAreBounded(t *testing.T) {
 		t.Errorf("a sign-in a minute later answered %d", status)
 	}
 }
+
+// TestAudit_PrincipalInAnyCase_RE5: ?principal= finds a user's entries
+// whichever case her name is typed in (R-E5: user names compare in any
+// case), as the sessions of `usersession list --user` do; a helpdesk types
+// the name as the user spells it. A token id still matches exactly.
+func TestAudit_PrincipalInAnyCase_RE5(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("casep", nil)
+	tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Contributor", Subject: "Carol.Ops@Contoso.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol := vhttp.NewClient(e.urls[0], tr.Secret)
+	if _, err := carol.PatchHostPool(ctx, "casep", map[string]any{"description": "by carol"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []string{"Carol.Ops@Contoso.com", "carol.ops@contoso.com", "CAROL.OPS@CONTOSO.COM", tr.ID} {
+		list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Principal: who, Action: "hostpool.update"})
+		if err != nil || len(list) != 1 || list[0].Principal.ID != tr.ID {
+			t.Errorf("?principal=%s: %+v, %v; want carol's one update", who, list, err)
+		}
+	}
+	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Principal: strings.ToUpper(tr.ID)}); err != nil || len(list) != 0 {
+		t.Errorf("?principal= her token id in upper case: %d entries, %v; a token id is matched exactly", len(list), err)
+	}
+}

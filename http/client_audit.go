@@ -13,6 +13,9 @@ type AuditQuery struct {
 	Target    string // exact, or a prefix ending in "/"
 	Principal string // token id, OIDC subject or token subject
 	Action    string
+	// RequestID is a request's X-Request-Id: the reference the user
+	// portal shows beside a refusal.
+	RequestID string
 	// Since and Until bound the entries' time (Since <= time < Until).
 	Since, Until time.Time
 	// Newest lists newest first.
@@ -24,7 +27,7 @@ type AuditQuery struct {
 // Contributors).
 func (c *Client) ListAudit(ctx context.Context, q AuditQuery) ([]*vdibroker.AuditEntry, error) {
 	v := url.Values{}
-	for k, s := range map[string]string{"target": q.Target, "principal": q.Principal, "action": q.Action} {
+	for k, s := range map[string]string{"target": q.Target, "principal": q.Principal, "action": q.Action, "requestId": q.RequestID} {
 		if s != "" {
 			v.Set(k, s)
 		}

@@ -13,6 +13,7 @@ func TestPostgresSuite(t *testing.T) {
 		fn   func(*testing.T)
 	}{
 		{"PutHostPoolDefaults_SPEC2", TestPutHostPoolDefaults_SPEC2},
+		{"Audit_PrincipalInAnyCase_RE5", TestAudit_PrincipalInAnyCase_RE5},
 		{"HostPoolValidation_RP4", TestHostPoolValidation_RP4},
 		{"BadBodies_SPEC9", TestBadBodies_SPEC9},
 		{"PatchHostPool_RP1_RP3", TestPatchHostPool_RP1_RP3},

@@ -216,7 +216,8 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 		log := s.log.With("request_id", id)
 		orig := r
 		st := &requestState{}
-		r = r.WithContext(context.WithValue(context.WithValue(r.Context(), ctxLogger, log), ctxState, st))
+		ctx := vdibroker.WithRequestID(context.WithValue(context.WithValue(r.Context(), ctxLogger, log), ctxState, st), id)
+		r = r.WithContext(ctx)
 		// Every route's body is bounded (R-SEC: the console's forms had
 		// no limit), and a multipart form parsed on this copy of the
 		// request is removed here: net/http removes only the original's.

@@ -328,4 +328,5 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("RemoteAppAndGlobal", TestLaunchRemoteAppAndGlobal_RU1_RE9)
 	t.Run("StateChangesNeedThisSite", TestStateChangesNeedThisSite_RU7)
 	t.Run("NoHostRunsTheApplication", TestApplicationNoHostRunsInUsersWords_RE12_RU6)
+	t.Run("ReferenceFindsTheRefusal", TestLaunchReferenceFindsTheRefusal_RU7)
 }

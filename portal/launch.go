@@ -82,7 +82,15 @@ func (p *Portal) launch(rq *request) {
 		// what her feed does not offer is worth knowing about.
 		p.audit(ctx, vdibroker.FeedResource{ID: id}, who, ratelimit.ClientAddr(rq.r), rq.api.requestID, nil,
 			vdibroker.Errorf(vdibroker.ENotFound, "resource %q is not in %s's feed", id, feed.User), p.clock.Now())
-		p.errorPage(rq.w, rq.r, http.StatusNotFound, "error.badResource")
+		// With the reference of that entry: most often her assignment
+		// was taken away since her page was shown, which her helpdesk
+		// finds by it (audit list --request-id).
+		msg := rq.lang.T("error.badResource")
+		if rq.api.requestID != "" {
+			msg += " " + rq.lang.T("launch.reference", verbatim(rq.api.requestID))
+		}
+		rq.w.Header().Set("Cache-Control", "no-store")
+		p.render(rq.w, rq.r, http.StatusNotFound, "error", rq.lang, map[string]any{"Message": msg, "Status": http.StatusNotFound})
 		return
 	}
 	now := p.clock.Now()

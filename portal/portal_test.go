@@ -17,6 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
 	"github.com/vdibroker/vdibroker/internal/webguard"
@@ -44,11 +45,16 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 		t.Errorf("alice's page lists bob's desktop")
 	}
 	// Not in her feed: refused, nothing launched.
-	res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}})
+	res, page := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}})
+	refusedRequest := res.Header.Get("X-Request-Id")
 	if res.StatusCode != http.StatusNotFound {
 		t.Errorf("alice opening bob's desktop: %d, want 404", res.StatusCode)
 	}
-	refusedRequest := res.Header.Get("X-Request-Id")
+	// The reference of its audit entry (below), for her helpdesk: most
+	// often her assignment went since her page was shown.
+	if !strings.Contains(page, "That is not one of your desktops or apps. Reference for your helpdesk: "+refusedRequest) {
+		t.Errorf("the refusal's page does not give its reference %s:\n%s", refusedRequest, page)
+	}
 	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"nonsense"}}); res.StatusCode != http.StatusBadRequest {
 		t.Errorf("a resource id of no form: %d, want 400", res.StatusCode)
 	}
@@ -676,6 +682,70 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"})
 	if err != nil || len(list) == 0 || !strings.HasPrefix(list[len(list)-1].Error, "NoCapacity: ") || !strings.Contains(list[len(list)-1].Error, "drain") {
 		t.Errorf("the refusal's audit entry: %+v %v; want NoCapacity with the pool's detail", list, err)
+	}
+}
+
+// TestLaunchReferenceFindsTheRefusal_RU7: the helpdesk, given only the
+// reference a user reads out from a failed launch ("Reference for your
+// helpdesk: ..."), finds the launch's audit entry by it alone
+// (?requestId=, `vdibroker audit list --request-id`), and the entry says
+// why and what to change (R-C5: the drained hosts, resume them). Before,
+// the audit trail took no request id: she had to list every portal.launch
+// and search the JSON, or have the broker's log.
+func TestLaunchReferenceFindsTheRefusal_RU7(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	for _, h := range []string{"desk-1", "desk-2"} {
+		if _, err := e.admin.PatchSessionHost(ctx, "desk", h, map[string]any{"allowNewSession": false}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	// The drains and her sign-in are entries of other requests, which
+	// must not answer the reference.
+	s := alice.await(alice.launch(csrf, "desktop:desk"), ended)
+	_, ref, ok := strings.Cut(s.Message, "Reference for your helpdesk: ")
+	if s.State != "failed" || !ok || ref == "" {
+		t.Fatalf("the failed launch: %+v; want a reference", s)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{RequestID: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Fatalf("audit entries of request %s: %d, want the launch's one: %+v", ref, len(list), list)
+	}
+	a := list[0]
+	if a.Action != "portal.launch" || a.Principal.Name != "alice" || a.Target != "hostpools/desk/connect" ||
+		!strings.HasPrefix(a.Error, "NoCapacity: ") || !strings.Contains(a.Error, "drained") || !strings.Contains(a.Error, "allowNewSession true") {
+		t.Errorf("the entry of request %s: %+v; want alice's refused launch in desk, saying its hosts are drained and how to resume them", ref, a)
+	}
+}
+
+// TestSigninRefusalNamesItsRequest_RSEC: a refused sign-in's audit entry
+// (action signin, written by the bounded refusal audit) names the
+// request that was refused, as the access log line and the reference the
+// portal shows beside a refused single sign-on do, so her helpdesk finds
+// why by that reference (audit list --request-id). Before, the entry had
+// no request id: the reference led to a log line with a status and no
+// reason.
+func TestSigninRefusalNamesItsRequest_RSEC(t *testing.T) {
+	e := newEnv(t, func(c *portal.Config) { c.Refusals = &console.AuditRefusals{Audit: c.Audit} })
+	b := e.browser()
+	b.get("/portal/signin")
+	res, _ := b.post("/portal/signin", url.Values{"csrf": {"not-the-form's"}, "token": {e.userToken("alice")}})
+	ref := res.Header.Get("X-Request-Id")
+	if res.StatusCode != http.StatusForbidden || ref == "" {
+		t.Fatalf("a sign-in with a stale form: %d, request id %q", res.StatusCode, ref)
+	}
+	list, err := e.admin.ListAudit(t.Context(), vhttp.AuditQuery{RequestID: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Action != "signin" || list[0].Target != "portal/token" || list[0].Outcome != vdibroker.AuditRefused ||
+		!strings.Contains(list[0].Error, "CSRF") {
+		t.Errorf("audit entries of request %s: %+v; want the refused sign-in, saying why", ref, list)
 	}
 }
 

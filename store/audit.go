@@ -115,10 +115,17 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 		add("target = ?", f.Target)
 	}
 	if f.Principal != "" {
-		add("(principal_id = ? OR principal_name = ?)", f.Principal, f.Principal)
+		// A name in any case (R-E5), as a helpdesk types what the user
+		// says; a token id or OIDC subject exactly. Folded as ASCII, which
+		// both dialects' lower() do alike (PostgreSQL's folds more; no
+		// index serves either term).
+		add("(principal_id = ? OR principal_name = ? OR lower(principal_name) = ?)", f.Principal, f.Principal, asciiLower(f.Principal))
 	}
 	if f.Action != "" {
 		add("action = ?", f.Action)
+	}
+	if f.RequestID != "" {
+		add("request_id = ?", f.RequestID)
 	}
 	if !f.Since.IsZero() {
 		add("time >= ?", ns(f.Since))
@@ -177,4 +184,16 @@ func parseList(s string) []string {
 		return nil
 	}
 	return l
+}
+
+// asciiLower is s with its ASCII capitals lowered, as SQLite's lower()
+// does; other characters stay.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

@@ -10,17 +10,22 @@ import (
 )
 
 // auditColumns is the table of audit entries; --output json
-// shows every field, before and after included.
+// shows every field, before and after included. Name is who the
+// principal is (a token's subject: the user of a User token), which its
+// Id (a token id) does not say; RequestId is what a portal user reads
+// out as her reference and what the log lines carry.
 var auditColumns = []column{
 	{"Seq", "seq"},
 	{"Time", "time"},
 	{"Principal", "principal.kind"},
 	{"Id", "principal.id"},
+	{"Name", "principal.name"},
 	{"Role", "principal.role"},
 	{"Action", "action"},
 	{"Target", "target"},
 	{"Outcome", "outcome"},
 	{"RemoteAddress", "remoteAddress"},
+	{"RequestId", "requestId"},
 	{"Error", "error"},
 }
 
@@ -44,7 +49,7 @@ func newAuditListCmd(a *admin) *cobra.Command {
 		since string
 	)
 	cmd := &cobra.Command{
-		Use:   "list [--target T] [--principal P] [--action A] [--since 24h|2026-01-02T03:04:05Z] [--newest]",
+		Use:   "list [--target T] [--principal P] [--action A] [--request-id ID] [--since 24h|2026-01-02T03:04:05Z] [--newest]",
 		Short: "List audit entries, oldest first (newest first with --newest)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -68,8 +73,9 @@ func newAuditListCmd(a *admin) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&q.Target, "target", "", "an API path below /api/v1, e.g. hostpools/p1/sessionhosts/h1; ending in / selects everything below it")
-	f.StringVar(&q.Principal, "principal", "", "token id, OIDC subject or token subject")
+	f.StringVar(&q.Principal, "principal", "", "token id or OIDC subject, or a token's subject (a user's name, in any case)")
 	f.StringVar(&q.Action, "action", "", "e.g. sessionhost.update, token.create, signin")
+	f.StringVar(&q.RequestID, "request-id", "", "a request's id: the reference the user portal shows a user beside a refusal (\"Reference for your helpdesk\")")
 	f.StringVar(&since, "since", "", "entries from this time on: an RFC 3339 time, or a duration back from now (24h)")
 	f.BoolVar(&q.Newest, "newest", false, "newest first")
 	return cmd

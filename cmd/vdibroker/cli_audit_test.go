@@ -40,14 +40,23 @@ func TestCLIAuditList(t *testing.T) {
 		t.Fatalf("audit list json: %v\n%s", err, out)
 	}
 	var list []struct {
-		Action string          `json:"action"`
-		Before json.RawMessage `json:"before"`
-		After  struct {
+		Action    string          `json:"action"`
+		RequestID string          `json:"requestId"`
+		Before    json.RawMessage `json:"before"`
+		After     struct {
 			Description string `json:"description"`
 		} `json:"after"`
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].After.Description != "changed" {
 		t.Errorf("json %v: %s", err, out)
+	}
+	// By the request id alone (the reference a portal user reads out),
+	// which the table shows beside who it was (the principal's name).
+	out, err = runAuditCLI(t, b, "list", "--request-id", list[0].RequestID)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 3 || !strings.Contains(lines[0], "RequestId") || !strings.Contains(lines[0], "Name") ||
+		!strings.Contains(lines[2], "hostpool.update") || !strings.Contains(lines[2], list[0].RequestID) {
+		t.Errorf("audit list --request-id %s: %v, want the update's entry alone with its request id:\n%s", list[0].RequestID, err, out)
 	}
 	if _, err := runAuditCLI(t, b, "list", "--since", "yesterday"); err == nil || !isUsageError(err) {
 		t.Errorf("--since yesterday: %v, want a usage error", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -601,6 +602,41 @@ func TestCLIUserSessionCommands(t *testing.T) {
 	}
 	if r := b.cli("usersession", "send-message", "--host-pool", "contosohp01", "--id", id); r.code != 2 {
 		t.Errorf("send-message without --message: exit %d, want 2", r.code)
+	}
+}
+
+// TestCLIUserSessionsOfUser_RU3: a helpdesk asked about a user's frozen
+// desktop finds her open sessions in every pool with `usersession list
+// --user U` alone (the name in any spelling, R-U3), each with its pool and
+// host, which logoff's --host-pool and --id need. Before, --host-pool was
+// required: she had to list the pools and ask each.
+func TestCLIUserSessionsOfUser_RU3(t *testing.T) {
+	b := startCLIBroker(t)
+	for _, p := range []string{"office", "dev"} {
+		b.ok("hostpool", "create", "--name", p)
+		b.addHost(p, p+"-01")
+	}
+	office := strings.TrimSpace(b.ok("connect", "--host-pool", "office", "--user", "alice@contoso.com", "--query", "sessionId", "-o", "tsv"))
+	dev := strings.TrimSpace(b.ok("connect", "--host-pool", "dev", "--user", "Alice@Contoso.com", "--query", "sessionId", "-o", "tsv"))
+	b.ok("connect", "--host-pool", "office", "--user", "bob@contoso.com")
+
+	got := b.ok("usersession", "list", "--user", "ALICE@contoso.com", "--query", "[].[hostPool, sessionHost, id]", "-o", "tsv")
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	slices.Sort(lines)
+	if want := []string{"dev\tdev-01\t" + dev, "office\toffice-01\t" + office}; !slices.Equal(lines, want) {
+		t.Errorf("usersession list --user ALICE@contoso.com:\n%s\nwant her two sessions, each with its pool and host: %q", got, want)
+	}
+	if table := b.ok("usersession", "list", "--user", "alice@contoso.com"); !strings.Contains(table, "HostPool") || strings.Contains(table, "bob") {
+		t.Errorf("the table of her sessions:\n%s\nwant a HostPool column, and no one else's", table)
+	}
+	for _, args := range [][]string{
+		{"usersession", "list"},
+		{"usersession", "list", "--user", "alice@contoso.com", "--state", "Active"},
+		{"usersession", "list", "--user", "alice@contoso.com", "--session-host", "dev-01"},
+	} {
+		if r := b.cli(args...); r.code != 2 || !strings.Contains(r.stderr, "--host-pool") {
+			t.Errorf("%v: exit %d, stderr %q; want 2, naming --host-pool", args, r.code, r.stderr)
+		}
 	}
 }
 

@@ -40,16 +40,46 @@ Name the session with --id, or with --user for that user's open session(s) in th
 	return cmd
 }
 
+// userSessionsOfUserColumns is the table of a user's sessions in every
+// pool: the pool each is in, which the --id of logoff and the others needs.
+var userSessionsOfUserColumns = []column{
+	{"Id", "id"},
+	{"User", "user"},
+	{"HostPool", "hostPool"},
+	{"SessionHost", "sessionHost"},
+	{"State", "state"},
+	{"CreateTime", "createTime"},
+}
+
 func newUserSessionListCmd(a *admin) *cobra.Command {
 	var pool, user, state, host string
 	cmd := &cobra.Command{
-		Use:   "list --host-pool POOL [--user U] [--state S] [--session-host H]",
-		Short: "List user sessions (not LoggedOff ones unless --state LoggedOff)",
-		Args:  cobra.NoArgs,
+		Use:   "list (--host-pool POOL [--user U] [--state S] [--session-host H] | --user U)",
+		Short: "List user sessions (not LoggedOff ones unless --state LoggedOff); --user alone: the user's open sessions in every pool",
+		Long: `List the sessions of a host pool (not LoggedOff ones unless --state LoggedOff),
+or, with --user and no --host-pool, the user's open sessions in every pool the
+token sees (the name in any spelling, R-U3), each with its pool: where a
+helpdesk looks first when a user calls.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if pool == "" {
+				switch {
+				case user == "":
+					return usageError{errors.New("give --host-pool, or --user for the user's open sessions in every pool")}
+				case state != "" || host != "":
+					return usageError{errors.New("--state and --session-host need --host-pool; --user alone lists the user's open sessions in every pool")}
+				}
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
+			}
+			if pool == "" {
+				sessions, err := c.UserSessions(cmd.Context(), user)
+				if err != nil {
+					return fail(err)
+				}
+				return a.show(cmd, sessions, userSessionsOfUserColumns)
 			}
 			sessions, err := c.ListUserSessions(cmd.Context(), pool, vhttp.SessionQuery{User: user, State: state, SessionHost: host})
 			if err != nil {
@@ -59,12 +89,11 @@ func newUserSessionListCmd(a *admin) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	poolNameVar(f, &pool, "host-pool", "", "host pool name")
+	poolNameVar(f, &pool, "host-pool", "", "host pool name (without it, --user lists the user's open sessions in every pool)")
 	f.StringVar(&user, "user", "", "only this user's sessions")
 	f.Var(newEnum(&state, "", vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff), "state", "only sessions in this state: Pending, Active, Disconnected or LoggedOff")
 	hostNameVar(f, &host, "session-host", "", "only sessions on this session host")
 	_ = cmd.RegisterFlagCompletionFunc("state", fixedCompletion(vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff))
-	requireFlags(cmd, "host-pool")
 	return cmd
 }
 
