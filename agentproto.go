@@ -32,6 +32,9 @@ type Command struct {
 	State          string    `json:"state,omitempty"`
 	Result         string    `json:"result,omitempty"`
 	CreateTime     time.Time `json:"createTime"`
+	// Warnings are an admin's answer's (CommandWarning: the host cannot
+	// carry it out now), never stored nor sent to an agent.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // CommandResult is the agent's report of one command, sent on the next

@@ -178,9 +178,22 @@ func (s *Service) openSession(ctx context.Context, pool, id string) (*vdibroker.
 	return us, nil
 }
 
+// commandNames name the commands in a warning (vdibroker.CommandWarning).
+var commandNames = map[string]string{
+	vdibroker.CommandLogoff:      "the logoff",
+	vdibroker.CommandDisconnect:  "the disconnect",
+	vdibroker.CommandSendMessage: "the message",
+}
+
 // queue stores a command for the session's host agent, delivered on the
-// agent's next heartbeat (R-S4).
+// agent's next heartbeat (R-S4). While the host cannot carry it out
+// (Unavailable, Shutdown) it is queued all the same, as the host may
+// come back, and the answer warns.
 func (s *Service) queue(ctx context.Context, us *vdibroker.UserSession, typ, msg string) (*vdibroker.Command, error) {
+	warning, err := s.hostWarning(ctx, us.HostPool, us.SessionHost, commandNames[typ])
+	if err != nil {
+		return nil, err
+	}
 	c := &vdibroker.Command{
 		ID:             vdibroker.NewID(),
 		HostPool:       us.HostPool,
@@ -193,10 +206,27 @@ func (s *Service) queue(ctx context.Context, us *vdibroker.UserSession, typ, msg
 		State:          vdibroker.CommandQueued,
 		CreateTime:     s.now().UTC(),
 	}
+	if warning != "" {
+		c.Warnings = []string{warning}
+	}
 	if err := s.store.QueueCommand(ctx, c); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// hostWarning is vdibroker.CommandWarning for what, queued for a host of
+// pool: "" while the host can carry it out.
+func (s *Service) hostWarning(ctx context.Context, pool, host, what string) (string, error) {
+	p, err := s.store.GetHostPool(ctx, pool)
+	if err != nil {
+		return "", err
+	}
+	h, err := s.store.GetSessionHost(ctx, pool, host)
+	if err != nil {
+		return "", err
+	}
+	return vdibroker.CommandWarning(h, what, p.HeartbeatTimeout(), s.now()), nil
 }
 
 // EndSession ends a session at once with reason (an admin's logoff of a

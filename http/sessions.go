@@ -84,11 +84,13 @@ func (s *Server) sendMessage(w nethttp.ResponseWriter, r *nethttp.Request) error
 }
 
 // writeCommand answers a queued command: 202, delivered on the agent's
-// next heartbeat.
+// next heartbeat; its warnings (a host that cannot carry it out now, R-S4)
+// in Warning headers too.
 func writeCommand(w nethttp.ResponseWriter, c *vdibroker.Command, err error) error {
 	if err != nil {
 		return err
 	}
+	warningHeaders(w, c.Warnings)
 	writeJSON(w, nethttp.StatusAccepted, c)
 	return nil
 }

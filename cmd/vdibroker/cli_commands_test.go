@@ -604,6 +604,32 @@ func TestCLIUserSessionCommands(t *testing.T) {
 	}
 }
 
+// TestCLICommandWarning_RS4: a command queued for a host that cannot
+// carry it out now (here its agent said it is stopping: Shutdown) is
+// queued, exit 0, and the CLI prints the server's warning on stderr.
+func TestCLICommandWarning_RS4(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	cred := b.addHost("contosohp01", "sh-01")
+	b.ok("connect", "--host-pool", "contosohp01", "--user", "alice")
+	if r := b.cli("usersession", "send-message", "--host-pool", "contosohp01", "--user", "alice", "--message", "hello"); r.code != 0 || r.stderr != "" {
+		t.Errorf("message to an Available host: exit %d, stderr %q; want no warning", r.code, r.stderr)
+	}
+	if _, err := vhttp.NewClient(b.m.URL(), "").Heartbeat(t.Context(), cred, &vdibroker.HeartbeatRequest{ShuttingDown: true,
+		Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: "Active"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := b.cli("usersession", "logoff", "--host-pool", "contosohp01", "--user", "alice")
+	if r.code != 0 || r.stdout != "" || strings.Count(r.stderr, "warning: ") != 1 ||
+		!strings.HasPrefix(r.stderr, "warning: session host sh-01 is Shutdown (its agent said it is stopping") ||
+		!strings.Contains(r.stderr, "the logoff is queued; the host gets it when its agent reports again") {
+		t.Errorf("logoff on a host shutting down: exit %d, stdout %q, stderr %q; want one warning", r.code, r.stdout, r.stderr)
+	}
+	if cmds := b.heartbeat(cred); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+		t.Errorf("the host gets %+v; want the logoff", cmds)
+	}
+}
+
 // TestCLITokens: tokens carry their role (R-SEC): a Reader reads but cannot
 // change; a deleted token no longer works.
 func TestCLITokens(t *testing.T) {
