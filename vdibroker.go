@@ -316,16 +316,16 @@ func CommandWarning(h *SessionHost, what string, timeout time.Duration, now time
 			if h.PowerStateTime != nil {
 				since = " since " + h.PowerStateTime.UTC().Format(time.RFC3339)
 			}
-			return fmt.Sprintf("session host %s is Shutdown (power state %s%s, last heartbeat %s): %s is queued; the host gets it when it is started and its agent reports again",
+			return fmt.Sprintf("session host %s is Shutdown (power state %s%s, last heartbeat %s): queued, the host gets %s when it is started and its agent reports again",
 				h.Name, h.PowerState, since, last, what)
 		}
-		return fmt.Sprintf("session host %s is Shutdown (its agent said it is stopping, last heartbeat %s): %s is queued; the host gets it when its agent reports again",
+		return fmt.Sprintf("session host %s is Shutdown (its agent said it is stopping, last heartbeat %s): queued, the host gets %s when its agent reports again",
 			h.Name, last, what)
 	case StatusUnavailable:
 		if h.LastHeartBeat == nil {
-			return fmt.Sprintf("session host %s is Unavailable (its agent never reported): %s is queued; the host gets it when its agent reports", h.Name, what)
+			return fmt.Sprintf("session host %s is Unavailable (its agent never reported): queued, the host gets %s when its agent reports", h.Name, what)
 		}
-		return fmt.Sprintf("session host %s is Unavailable since %s (last heartbeat %s): %s is queued; the host gets it when its agent reports again",
+		return fmt.Sprintf("session host %s is Unavailable since %s (last heartbeat %s): queued, the host gets %s when its agent reports again",
 			h.Name, h.LastHeartBeat.Add(timeout).UTC().Format(time.RFC3339), last, what)
 	}
 	return ""

@@ -35,13 +35,13 @@ func TestCommandWarning_RS4(t *testing.T) {
 		{"needs assistance", SessionHost{LastHeartBeat: at(-10 * time.Second), HealthError: "disk full"}, ""},
 		// Last beat 09:57:00, timeout 90 s: Unavailable since 09:58:30.
 		{"unavailable", SessionHost{LastHeartBeat: at(-3 * time.Minute)},
-			"session host h1 is Unavailable since 2026-12-06T09:58:30Z (last heartbeat 2026-12-06T09:57:00Z): the logoff is queued; the host gets it when its agent reports again"},
+			"session host h1 is Unavailable since 2026-12-06T09:58:30Z (last heartbeat 2026-12-06T09:57:00Z): queued, the host gets the logoff when its agent reports again"},
 		{"never reported", SessionHost{},
-			"session host h1 is Unavailable (its agent never reported): the logoff is queued; the host gets it when its agent reports"},
+			"session host h1 is Unavailable (its agent never reported): queued, the host gets the logoff when its agent reports"},
 		{"agent stopping", SessionHost{LastHeartBeat: at(-5 * time.Second), ShuttingDown: true},
-			"session host h1 is Shutdown (its agent said it is stopping, last heartbeat 2026-12-06T09:59:55Z): the logoff is queued; the host gets it when its agent reports again"},
+			"session host h1 is Shutdown (its agent said it is stopping, last heartbeat 2026-12-06T09:59:55Z): queued, the host gets the logoff when its agent reports again"},
 		{"powered off", SessionHost{LastHeartBeat: at(-time.Hour), PowerState: PowerStopped, PowerStateTime: at(-59 * time.Minute)},
-			"session host h1 is Shutdown (power state Stopped since 2026-12-06T09:01:00Z, last heartbeat 2026-12-06T09:00:00Z): the logoff is queued; the host gets it when it is started and its agent reports again"},
+			"session host h1 is Shutdown (power state Stopped since 2026-12-06T09:01:00Z, last heartbeat 2026-12-06T09:00:00Z): queued, the host gets the logoff when it is started and its agent reports again"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.h.Name = "h1"

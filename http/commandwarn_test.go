@@ -69,7 +69,7 @@ func TestCommandWarnings_RS4(t *testing.T) {
 		{"DELETE", sessions, ``, "the logoff"},
 	} {
 		want := "session host " + host + " is Unavailable since " + since + " (last heartbeat " + last.Format(time.RFC3339) + "): " +
-			c.what + " is queued; the host gets it when its agent reports again"
+			"queued, the host gets " + c.what + " when its agent reports again"
 		if w := command(c.method, c.path, c.body); len(w) != 1 || w[0] != want {
 			t.Errorf("%s %s to an Unavailable host: warnings %q, want [%q]", c.method, c.path, w, want)
 		}

@@ -622,7 +622,7 @@ func TestCLICommandWarning_RS4(t *testing.T) {
 	r := b.cli("usersession", "logoff", "--host-pool", "contosohp01", "--user", "alice")
 	if r.code != 0 || r.stdout != "" || strings.Count(r.stderr, "warning: ") != 1 ||
 		!strings.HasPrefix(r.stderr, "warning: session host sh-01 is Shutdown (its agent said it is stopping") ||
-		!strings.Contains(r.stderr, "the logoff is queued; the host gets it when its agent reports again") {
+		!strings.Contains(r.stderr, "queued, the host gets the logoff when its agent reports again") {
 		t.Errorf("logoff on a host shutting down: exit %d, stdout %q, stderr %q; want one warning", r.code, r.stdout, r.stderr)
 	}
 	if cmds := b.heartbeat(cred); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
