@@ -37,6 +37,17 @@ type Command struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// HostMessage is the answer of a message to every user session of a host
+// (SessionService.SendHostMessage): how many SendMessage commands were
+// queued, one an Active or Disconnected session, and the warnings of a
+// host that cannot show them now (CommandWarning) or has no such session.
+type HostMessage struct {
+	HostPool    string   `json:"hostPool"`
+	SessionHost string   `json:"sessionHost"`
+	Queued      int      `json:"queued"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
 // CommandResult is the agent's report of one command, sent on the next
 // heartbeat after it ran.
 type CommandResult struct {
