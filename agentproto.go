@@ -32,6 +32,20 @@ type Command struct {
 	State          string    `json:"state,omitempty"`
 	Result         string    `json:"result,omitempty"`
 	CreateTime     time.Time `json:"createTime"`
+	// Warnings are an admin's answer's (CommandWarning: the host cannot
+	// carry it out now), never stored nor sent to an agent.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// HostMessage is the answer of a message to every user session of a host
+// (SessionService.SendHostMessage): how many SendMessage commands were
+// queued, one an Active or Disconnected session, and the warnings of a
+// host that cannot show them now (CommandWarning) or has no such session.
+type HostMessage struct {
+	HostPool    string   `json:"hostPool"`
+	SessionHost string   `json:"sessionHost"`
+	Queued      int      `json:"queued"`
+	Warnings    []string `json:"warnings,omitempty"`
 }
 
 // CommandResult is the agent's report of one command, sent on the next

@@ -126,6 +126,10 @@ type SessionService interface {
 	// SendMessage queues a message shown in the session (1..MaxMessageLen
 	// characters, no control characters but line breaks and tabs).
 	SendMessage(ctx context.Context, pool, id, message string) (*Command, error)
+	// SendHostMessage queues message, as SendMessage would, for each
+	// Active and Disconnected session of a host (a maintenance notice):
+	// one command a session, one audit entry for the host.
+	SendHostMessage(ctx context.Context, pool, host, message string) (*HostMessage, error)
 	// UserSessions lists user's open sessions in every pool the caller
 	// sees, by id (R-U3): an end user asks about itself only.
 	UserSessions(ctx context.Context, user string) ([]*UserSession, error)

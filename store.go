@@ -243,6 +243,11 @@ type Store interface {
 
 	// QueueCommand stores a command for a host's agent (R-S4).
 	QueueCommand(ctx context.Context, c *Command) error
+	// QueueHostMessage queues a SendMessage of message for each Active and
+	// Disconnected session of host (R-S4), created at now, in one
+	// transaction with one audit entry for the host, and returns how many
+	// it queued; NotFound when the host does not exist.
+	QueueHostMessage(ctx context.Context, pool, host, message string, now time.Time) (int, error)
 
 	// RegisterHost checks a registration token hash (valid, not expired,
 	// under its MaxHosts), creates the host named by req in the token's

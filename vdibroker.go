@@ -297,6 +297,40 @@ func HostStatus(h *SessionHost, timeout time.Duration, now time.Time) string {
 	}
 }
 
+// CommandWarning is the warning answered with an admin's command queued
+// for h (R-S4) while h cannot carry it out: Unavailable (no heartbeat
+// within timeout) or Shutdown (its agent said it is stopping, or its power
+// driver stopped it). The command stays queued, and the host gets it when
+// its agent reports again; the warning says so, so that nobody believes it
+// happened. what names the command ("the logoff", "the 3 messages"). ""
+// while h is Available or NeedsAssistance: a drained host runs commands.
+func CommandWarning(h *SessionHost, what string, timeout time.Duration, now time.Time) string {
+	last := "never"
+	if h.LastHeartBeat != nil {
+		last = h.LastHeartBeat.UTC().Format(time.RFC3339)
+	}
+	switch HostStatus(h, timeout, now) {
+	case StatusShutdown:
+		if h.PowerState == PowerStopped || h.PowerState == PowerStopping {
+			since := ""
+			if h.PowerStateTime != nil {
+				since = " since " + h.PowerStateTime.UTC().Format(time.RFC3339)
+			}
+			return fmt.Sprintf("session host %s is Shutdown (power state %s%s, last heartbeat %s): queued, the host gets %s when it is started and its agent reports again",
+				h.Name, h.PowerState, since, last, what)
+		}
+		return fmt.Sprintf("session host %s is Shutdown (its agent said it is stopping, last heartbeat %s): queued, the host gets %s when its agent reports again",
+			h.Name, last, what)
+	case StatusUnavailable:
+		if h.LastHeartBeat == nil {
+			return fmt.Sprintf("session host %s is Unavailable (its agent never reported): queued, the host gets %s when its agent reports", h.Name, what)
+		}
+		return fmt.Sprintf("session host %s is Unavailable since %s (last heartbeat %s): queued, the host gets %s when its agent reports again",
+			h.Name, h.LastHeartBeat.Add(timeout).UTC().Format(time.RFC3339), last, what)
+	}
+	return ""
+}
+
 // Placeable reports whether a host in this status may take new sessions (R-H1).
 func Placeable(status string) bool {
 	return status == StatusAvailable || status == StatusNeedsAssistance

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 	"unicode"
 
 	"github.com/vdibroker/vdibroker"
@@ -98,25 +99,64 @@ func (s *Service) Disconnect(ctx context.Context, pool, id string) (*vdibroker.C
 
 // SendMessage queues a message for the session's user.
 func (s *Service) SendMessage(ctx context.Context, pool, id, message string) (*vdibroker.Command, error) {
-	if message == "" {
-		return nil, vdibroker.FieldError("message", "is required (1..%d characters)", vdibroker.MaxMessageLen)
-	}
-	if len([]rune(message)) > vdibroker.MaxMessageLen {
-		return nil, vdibroker.FieldError("message", "must be 1..%d characters", vdibroker.MaxMessageLen)
-	}
-	// The agent shows it in the user's session, terminals included: no
-	// escape sequences or other control characters (lines and tabs are
-	// fine).
-	for _, c := range message {
-		if unicode.IsControl(c) && c != '\n' && c != '\r' && c != '\t' {
-			return nil, vdibroker.FieldError("message", "must not contain control characters (U+%04X); line breaks and tabs are allowed", c)
-		}
+	if err := validateMessage(message); err != nil {
+		return nil, err
 	}
 	us, err := s.openSession(ctx, pool, id)
 	if err != nil {
 		return nil, err
 	}
 	return s.queue(ctx, us, vdibroker.CommandSendMessage, message)
+}
+
+// SendHostMessage queues message for each Active and Disconnected session
+// of a host (a notice before maintenance), validated as SendMessage's.
+// The answer warns when the host cannot show them now (R-S4) or had no
+// such session, so that nobody believes a message went out.
+func (s *Service) SendHostMessage(ctx context.Context, pool, host, message string) (*vdibroker.HostMessage, error) {
+	if err := validateMessage(message); err != nil {
+		return nil, err
+	}
+	h, timeout, err := s.commandHost(ctx, pool, host)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.store.QueueHostMessage(ctx, pool, host, message, s.now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	out := &vdibroker.HostMessage{HostPool: pool, SessionHost: host, Queued: n}
+	what := fmt.Sprintf("the %d messages", n)
+	switch n {
+	case 0:
+		out.Warnings = append(out.Warnings, fmt.Sprintf("session host %s has no Active or Disconnected session: no message was queued", host))
+		return out, nil
+	case 1:
+		what = "the message"
+	}
+	if w := vdibroker.CommandWarning(h, what, timeout, s.now()); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
+	return out, nil
+}
+
+// validateMessage checks a message to a session's user (R-S4): 1 to
+// MaxMessageLen characters. The agent shows it in the user's session,
+// terminals included: no escape sequences or other control characters
+// (lines and tabs are fine).
+func validateMessage(message string) error {
+	if message == "" {
+		return vdibroker.FieldError("message", "is required (1..%d characters)", vdibroker.MaxMessageLen)
+	}
+	if len([]rune(message)) > vdibroker.MaxMessageLen {
+		return vdibroker.FieldError("message", "must be 1..%d characters", vdibroker.MaxMessageLen)
+	}
+	for _, c := range message {
+		if unicode.IsControl(c) && c != '\n' && c != '\r' && c != '\t' {
+			return vdibroker.FieldError("message", "must not contain control characters (U+%04X); line breaks and tabs are allowed", c)
+		}
+	}
+	return nil
 }
 
 // ownSession reads an open session the caller may log off or disconnect
@@ -178,9 +218,23 @@ func (s *Service) openSession(ctx context.Context, pool, id string) (*vdibroker.
 	return us, nil
 }
 
+// commandNames name the commands in a warning (vdibroker.CommandWarning).
+var commandNames = map[string]string{
+	vdibroker.CommandLogoff:      "the logoff",
+	vdibroker.CommandDisconnect:  "the disconnect",
+	vdibroker.CommandSendMessage: "the message",
+}
+
 // queue stores a command for the session's host agent, delivered on the
-// agent's next heartbeat (R-S4).
+// agent's next heartbeat (R-S4). While the host cannot carry it out
+// (Unavailable, Shutdown) it is queued all the same, as the host may
+// come back, and the answer warns.
 func (s *Service) queue(ctx context.Context, us *vdibroker.UserSession, typ, msg string) (*vdibroker.Command, error) {
+	h, timeout, err := s.commandHost(ctx, us.HostPool, us.SessionHost)
+	if err != nil {
+		return nil, err
+	}
+	warning := vdibroker.CommandWarning(h, commandNames[typ], timeout, s.now())
 	c := &vdibroker.Command{
 		ID:             vdibroker.NewID(),
 		HostPool:       us.HostPool,
@@ -193,10 +247,27 @@ func (s *Service) queue(ctx context.Context, us *vdibroker.UserSession, typ, msg
 		State:          vdibroker.CommandQueued,
 		CreateTime:     s.now().UTC(),
 	}
+	if warning != "" {
+		c.Warnings = []string{warning}
+	}
 	if err := s.store.QueueCommand(ctx, c); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// commandHost reads the host a command is queued for, and its pool's
+// heartbeat timeout: what vdibroker.CommandWarning decides from.
+func (s *Service) commandHost(ctx context.Context, pool, host string) (*vdibroker.SessionHost, time.Duration, error) {
+	p, err := s.store.GetHostPool(ctx, pool)
+	if err != nil {
+		return nil, 0, err
+	}
+	h, err := s.store.GetSessionHost(ctx, pool, host)
+	if err != nil {
+		return nil, 0, err
+	}
+	return h, p.HeartbeatTimeout(), nil
 }
 
 // EndSession ends a session at once with reason (an admin's logoff of a

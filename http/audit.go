@@ -33,6 +33,7 @@ var auditedActions = map[string]string{
 	"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/resetregistration": "sessionhost.resetregistration",
 	"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/start":             "sessionhost.start",
 	"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/stop":              "sessionhost.stop",
+	"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/sendmessage":       "sessionhost.sendmessage",
 	"PUT /api/v1/scalingplans/{name}":                                     "scalingplan.put",
 	"DELETE /api/v1/scalingplans/{name}":                                  "scalingplan.delete",
 	"POST /api/v1/tokens":                                                 "token.create",

@@ -136,6 +136,13 @@ func TestAudit_EveryAction(t *testing.T) {
 	if before != nil || after["type"] != "SendMessage" || after["message"] != "maintenance at 03:00" || after["user"] != "alice" {
 		t.Errorf("sendmessage: before %v after %v", before, after)
 	}
+	// One entry for a host's message, not one a session (R-S4).
+	do("POST", p+"/sessionhosts/audh1/sendmessage", `{"message": "restart in 10 minutes"}`, 202)
+	a, before, after = oneEntry(t, e, "sessionhost.sendmessage", "hostpools/aud1/sessionhosts/audh1/sendmessage")
+	byOps(a)
+	if before != nil || after["message"] != "restart in 10 minutes" || after["queued"] != 1.0 || after["sessionHost"] != "audh1" {
+		t.Errorf("sessionhost.sendmessage: before %v after %v", before, after)
+	}
 	do("POST", sp+"/disconnect", "", 202)
 	a, _, after = oneEntry(t, e, "usersession.disconnect", "hostpools/aud1/usersessions/"+c.SessionID+"/disconnect")
 	byOps(a)

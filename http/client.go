@@ -237,6 +237,14 @@ func (c *Client) SendMessage(ctx context.Context, pool, id, message string) (*vd
 	return resultOrNil(&out, err)
 }
 
+// SendHostMessage queues a message to every Active and Disconnected
+// session of a host (R-S4) and returns how many were queued.
+func (c *Client) SendHostMessage(ctx context.Context, pool, host, message string) (*vdibroker.HostMessage, error) {
+	var out vdibroker.HostMessage
+	_, err := c.do(ctx, "POST", hostPath(pool, host)+"/sendmessage", nil, SendMessageRequest{Message: message}, &out, nil)
+	return resultOrNil(&out, err)
+}
+
 // GetPlacement returns the decision record of a session (R-C7).
 func (c *Client) GetPlacement(ctx context.Context, pool, id string) (*placement.Explain, error) {
 	var out placement.Explain

@@ -36,6 +36,8 @@ func TestPostgresSuite(t *testing.T) {
 		{"Connect_Validation", TestConnect_Validation},
 		{"HeartbeatReconciliation_RS2", TestHeartbeatReconciliation_RS2},
 		{"SessionCommands_RS4", TestSessionCommands_RS4},
+		{"CommandWarnings_RS4", TestCommandWarnings_RS4},
+		{"HostMessage_RS4", TestHostMessage_RS4},
 		{"PendingTimeout_RS3", TestPendingTimeout_RS3},
 		{"DisconnectedTimeout_RS5", TestDisconnectedTimeout_RS5},
 		{"RegisterAndCredentials_RSEC", TestRegisterAndCredentials_RSEC},

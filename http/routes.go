@@ -41,6 +41,9 @@ func (s *Server) routes() {
 	s.handle("POST "+p+"/sessionhosts/{host}/resetregistration", vdibroker.ActionWrite, s.resetRegistration)
 	s.handle("POST "+p+"/sessionhosts/{host}/start", vdibroker.ActionWrite, s.startHost) // power.go
 	s.handle("POST "+p+"/sessionhosts/{host}/stop", vdibroker.ActionWrite, s.stopHost)
+	// A message to every user session of a host: the access of a message
+	// to one (R-S4).
+	s.handle("POST "+p+"/sessionhosts/{host}/sendmessage", vdibroker.ActionWrite, s.sendHostMessage)
 
 	// Scaling plans (scalingplans.go): global, scope checked per plan.
 	s.handle("GET /api/v1/scalingplans", vdibroker.ActionRead, s.listScalingPlans)

@@ -126,6 +126,7 @@ func scopeCalls(w *scopeWorld, pool string) []scopeCall {
 		{"autoscale evaluations", "GET", p + "/autoscale/evaluations", "", cRead, 200},
 		{"disconnect", "POST", p + "/usersessions/" + sid + "/disconnect", "", cOwn, 202},
 		{"send message", "POST", p + "/usersessions/" + sid + "/sendmessage", `{"message": "hi"}`, cWrite, 202},
+		{"send message to a host", "POST", p + "/sessionhosts/" + pool + "h001/sendmessage", `{"message": "hi"}`, cWrite, 202},
 		{"connect alice", "POST", p + "/connect", `{"user": "alice", "dryRun": true}`, cConnect, 200},
 		{"connect bob", "POST", p + "/connect", `{"user": "bob", "dryRun": true}`, cConnect, 200},
 		{"registration token", "POST", p + "/registrationtoken", `{}`, cWrite, 201},

@@ -83,12 +83,31 @@ func (s *Server) sendMessage(w nethttp.ResponseWriter, r *nethttp.Request) error
 	return writeCommand(w, c, err)
 }
 
+// sendHostMessage is POST .../sessionhosts/{host}/sendmessage, body
+// {"message"} as a session's: one message queued for each Active and
+// Disconnected session of the host. 202 with how many, and warnings.
+func (s *Server) sendHostMessage(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	var req SendMessageRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	m, err := s.svc.Sessions.SendHostMessage(r.Context(), r.PathValue("pool"), r.PathValue("host"), req.Message)
+	if err != nil {
+		return err
+	}
+	warningHeaders(w, m.Warnings)
+	writeJSON(w, nethttp.StatusAccepted, m)
+	return nil
+}
+
 // writeCommand answers a queued command: 202, delivered on the agent's
-// next heartbeat.
+// next heartbeat; its warnings (a host that cannot carry it out now, R-S4)
+// in Warning headers too.
 func writeCommand(w nethttp.ResponseWriter, c *vdibroker.Command, err error) error {
 	if err != nil {
 		return err
 	}
+	warningHeaders(w, c.Warnings)
 	writeJSON(w, nethttp.StatusAccepted, c)
 	return nil
 }

@@ -14,7 +14,8 @@ type ConnectResponse = vdibroker.ConnectResponse
 // SessionHostRequest is the body of PUT and PATCH of a session host.
 type SessionHostRequest = vdibroker.SessionHostRequest
 
-// SendMessageRequest is the body of POST .../usersessions/{id}/sendmessage.
+// SendMessageRequest is the body of POST .../usersessions/{id}/sendmessage
+// and .../sessionhosts/{host}/sendmessage.
 type SendMessageRequest struct {
 	Message string `json:"message"`
 }

@@ -49,6 +49,7 @@ const (
 	OpEndSession                = "EndSession"
 	OpExpirePending             = "ExpirePending"
 	OpQueueCommand              = "QueueCommand"
+	OpQueueHostMessage          = "QueueHostMessage"
 	OpRegisterHost              = "RegisterHost"
 	OpHostByCredential          = "HostByCredential"
 	OpApplyHeartbeat            = "ApplyHeartbeat"
@@ -318,6 +319,15 @@ func (s *Store) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 	return s.hook(ctx, OpQueueCommand, func(ctx context.Context) error {
 		return s.inner.QueueCommand(ctx, c)
 	})
+}
+
+// QueueHostMessage runs the wrapped store's QueueHostMessage through the hook.
+func (s *Store) QueueHostMessage(ctx context.Context, pool string, host string, message string, now time.Time) (r0 int, err error) {
+	err = s.hook(ctx, OpQueueHostMessage, func(ctx context.Context) (err error) {
+		r0, err = s.inner.QueueHostMessage(ctx, pool, host, message, now)
+		return err
+	})
+	return r0, err
 }
 
 // RegisterHost runs the wrapped store's RegisterHost through the hook.

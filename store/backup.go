@@ -34,6 +34,9 @@ type BackupInfo struct {
 	OpenSessions  int
 	Tokens        int
 	Bytes         int64
+	// SignInsEnded is set by RestoreSQLite: the console and portal
+	// sign-ins (web sessions) the backup held, all ended by the restore.
+	SignInsEnded int
 }
 
 func (b *BackupInfo) String() string {
@@ -189,8 +192,9 @@ func newestMigration(dir string) (int64, error) {
 // its -wal and -shm, whose pages would otherwise be replayed onto the
 // restored file) are moved aside to <name>.before-restore-<now>, never
 // deleted. The restored store's audit trail gets an entry for the restore
-// (recordRestore). It returns the backup's description and the files moved
-// aside. A restore that fails puts back what it moved aside.
+// (recordRestore), and every console and portal sign-in in it ends
+// (info.SignInsEnded). It returns the backup's description and the files
+// moved aside. A restore that fails puts back what it moved aside.
 func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*BackupInfo, []string, error) {
 	info, err := InspectSQLite(ctx, input)
 	if err != nil {
@@ -206,7 +210,7 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
 	suffix := ".before-restore-" + now.UTC().Format("20060102T150405Z")
-	if err := recordRestore(ctx, tmp, dst, dst+suffix, input, info, now); err != nil {
+	if info.SignInsEnded, err = recordRestore(ctx, tmp, dst, dst+suffix, input, info, now); err != nil {
 		removeSQLite(tmp)
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
@@ -253,7 +257,13 @@ const ActionStoreRestore = "store.restore"
 // the file moved aside to movedTo, and in the log). The entry's seq comes
 // after the replaced store's last, so no seq names two entries: a log
 // collector that keys entries by seq sees a gap, not a rewrite.
-func recordRestore(ctx context.Context, path, current, movedTo, input string, info *BackupInfo, now time.Time) error {
+//
+// In the same transaction it deletes every web session (console and
+// portal sign-ins) of the restored copy and returns how many went: the
+// backup holds the sign-ins of its time, and one signed out since would
+// otherwise be valid again, its cookie (perhaps stolen) with it (R-SEC).
+// Everyone signs in again.
+func recordRestore(ctx context.Context, path, current, movedTo, input string, info *BackupInfo, now time.Time) (int, error) {
 	var replacedLast int64
 	if _, err := os.Stat(current); err == nil {
 		if err := lastAuditSeq(ctx, stoppedStoreURL(current), &replacedLast); err != nil {
@@ -264,13 +274,13 @@ func recordRestore(ctx context.Context, path, current, movedTo, input string, in
 	}
 	db, err := sql.Open("sqlite", sqliteURL(path, "mode=rw"))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	var backupLast int64
 	if err := lastAuditSeq(ctx, sqliteURL(path, "mode=ro"), &backupLast); err != nil {
-		return nil // a backup from before the audit trail (00014)
+		return 0, nil // a backup from before the audit trail (00014) and web sessions (00025)
 	}
 	who := "uid " + strconv.Itoa(os.Getuid())
 	if u, err := user.Current(); err == nil {
@@ -280,28 +290,43 @@ func recordRestore(ctx context.Context, path, current, movedTo, input string, in
 		Store         string `json:"store,omitempty"`
 		SchemaVersion int64  `json:"schemaVersion,omitempty"`
 		LastAuditSeq  int64  `json:"lastAuditSeq"`
+		SignInsEnded  int64  `json:"signInsEnded,omitempty"`
 	}
 	before, _ := json.Marshal(side{Store: movedTo, LastAuditSeq: replacedLast})
-	after, _ := json.Marshal(side{Store: input, SchemaVersion: info.SchemaVersion, LastAuditSeq: backupLast})
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer tx.Rollback()
 	// AUTOINCREMENT takes max(sqlite_sequence, the largest seq) + 1.
 	if _, err := tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'audit_log'`, replacedLast); err != nil {
-		return fmt.Errorf("audit the restore: %w", err)
+		return 0, fmt.Errorf("audit the restore: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'audit_log', ? WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'audit_log')`, replacedLast); err != nil {
-		return fmt.Errorf("audit the restore: %w", err)
+		return 0, fmt.Errorf("audit the restore: %w", err)
 	}
+	var signIns int64
+	var tables int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'web_sessions'`).Scan(&tables); err != nil {
+		return 0, fmt.Errorf("end the backup's sign-ins: %w", err)
+	}
+	if tables == 1 { // a backup from before 00025 has none
+		res, err := tx.ExecContext(ctx, `DELETE FROM web_sessions`)
+		if err != nil {
+			return 0, fmt.Errorf("end the backup's sign-ins: %w", err)
+		}
+		if signIns, err = res.RowsAffected(); err != nil {
+			return 0, fmt.Errorf("end the backup's sign-ins: %w", err)
+		}
+	}
+	after, _ := json.Marshal(side{Store: input, SchemaVersion: info.SchemaVersion, LastAuditSeq: backupLast, SignInsEnded: signIns})
 	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (time, principal_kind, principal_id, principal_name, principal_role,
 		principal_scope, remote_addr, request_id, action, target, host_pool, outcome, error, before, after)
 		VALUES (?,?,?,'','','[]','','',?,'store','',?,'',?,?)`,
 		ns(now), vdibroker.PrincipalLocal, who, ActionStoreRestore, vdibroker.AuditOK, string(before), string(after)); err != nil {
-		return fmt.Errorf("audit the restore: %w", err)
+		return 0, fmt.Errorf("audit the restore: %w", err)
 	}
-	return tx.Commit()
+	return int(signIns), tx.Commit()
 }
 
 // lastAuditSeq reads the largest seq the audit trail of the store at dsn

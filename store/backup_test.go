@@ -414,3 +414,50 @@ func TestOlderStoreReadableByOthersWarned(t *testing.T) {
 		t.Errorf("the store's mode was changed: %v, %v", fi.Mode(), err)
 	}
 }
+
+// TestRestoreEndsSignIns (R-SEC, web sessions): a backup holds the
+// console and portal sign-ins of its time; one signed out after the backup
+// must not come back with the restore (its cookie, perhaps stolen, would
+// work again). The restore ends every sign-in the backup held, says how
+// many, and records it in its audit entry.
+func TestRestoreEndsSignIns(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s := openSQLite(t, dir)
+	for _, id := range []string{"kept", "signed-out"} {
+		if err := s.CreateWebSession(ctx, webSession(id, "token:"+id, t0), vdibroker.WebSessionLimits{}, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteWebSession(ctx, "signed-out"); err != nil { // signed out after the backup
+		t.Fatal(err)
+	}
+	s.Close()
+
+	info, _, err := store.RestoreSQLite(ctx, dir, backup, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.SignInsEnded != 2 {
+		t.Errorf("the restore ended %d sign-ins; want the backup's 2", info.SignInsEnded)
+	}
+	r := openSQLite(t, dir)
+	defer r.Close()
+	for _, id := range []string{"kept", "signed-out"} {
+		if ws, err := r.WebSession(ctx, id, t0.Add(2*time.Minute)); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("sign-in %s after the restore: %+v, %v; want NotFound (everyone signs in again)", id, ws, err)
+		}
+	}
+	es, err := r.ListAudit(ctx, vdibroker.AuditFilter{Action: store.ActionStoreRestore, Limit: 1})
+	if err != nil || len(es) != 1 {
+		t.Fatalf("restore entry: %v, %v", es, err)
+	}
+	var after struct{ SignInsEnded int }
+	if json.Unmarshal(es[0].After, &after) != nil || after.SignInsEnded != 2 {
+		t.Errorf("restore entry after %s; want signInsEnded 2", es[0].After)
+	}
+}

@@ -574,6 +574,56 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 	return wrap(err, "queue command for %s/%s", c.HostPool, c.SessionHost)
 }
 
+// auditedMessages is how many sessions the audit entry of a host's
+// message lists; it counts them all.
+const auditedMessages = 20
+
+// QueueHostMessage queues a SendMessage of message for each Active and
+// Disconnected session of host (R-S4), in one transaction: Pending
+// sessions have no logon to show it in yet. The request's audit entry is
+// one for the host, bounded: the message, the count, and the first
+// auditedMessages sessions.
+func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, now time.Time) (int, error) {
+	type session struct {
+		ID    string `json:"id"`
+		User  string `json:"user"`
+		State string `json:"state"`
+	}
+	var queued int
+	err := s.write(ctx, func(t *tx) error {
+		queued = 0
+		h, err := t.getHost(ctx, pool, host, false)
+		if err != nil {
+			return err
+		}
+		open, err := t.openSessions(ctx, pool, host, h.Sessions)
+		if err != nil {
+			return err
+		}
+		listed := []session{}
+		for _, o := range open {
+			if o.State != vdibroker.StateActive && o.State != vdibroker.StateDisconnected {
+				continue
+			}
+			c := &vdibroker.Command{ID: vdibroker.NewID(), HostPool: pool, SessionHost: host, Type: vdibroker.CommandSendMessage,
+				SessionID: o.ID, AgentSessionID: o.AgentSessionID, User: o.User, Message: message,
+				State: vdibroker.CommandQueued, CreateTime: now}
+			if err := t.insertCommand(ctx, c); err != nil {
+				return err
+			}
+			if queued++; len(listed) < auditedMessages {
+				listed = append(listed, session{o.ID, o.User, o.State})
+			}
+		}
+		t.audited(nil, map[string]any{"sessionHost": host, "message": message, "queued": queued, "sessions": listed})
+		return nil
+	})
+	if err != nil {
+		return 0, wrap(err, "queue messages for %s/%s", pool, host)
+	}
+	return queued, nil
+}
+
 // PruneHistory deletes what is older than before: ended sessions (by the
 // time they ended), commands no longer queued, expired API tokens and
 // registration tokens, and audit entries. It deletes in batches of pruneBatch rows, each its

@@ -1036,6 +1036,50 @@ func TestCommands(t *testing.T) {
 	})
 }
 
+// TestQueueHostMessage (R-S4): a message for a host is one SendMessage
+// for each of its Active and Disconnected sessions (not a Pending one, not
+// another host's), queued in one transaction and delivered on the host's
+// next heartbeat; an unknown host is NotFound and queues nothing.
+func TestQueueHostMessage(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1", "h2")
+		for _, u := range []string{"alice", "bob", "carol"} {
+			mustCommit(t, s, placement("pool1", "h1", u, 10))
+		}
+		mustCommit(t, s, placement("pool1", "h2", "dave", 10))
+		// carol is still Pending: not reported.
+		if _, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "1", User: "alice", State: vdibroker.StateActive}, {ID: "2", User: "bob", State: vdibroker.StateDisconnected}}}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.QueueHostMessage(ctx, "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
+		if err != nil || n != 2 {
+			t.Fatalf("QueueHostMessage: %d, %v; want 2 (alice Active, bob Disconnected)", n, err)
+		}
+		_, err = s.QueueHostMessage(ctx, "pool1", "nope", "x", t0)
+		wantCode(t, err, vdibroker.ENotFound)
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "1", User: "alice", State: vdibroker.StateActive}, {ID: "2", User: "bob", State: vdibroker.StateDisconnected}}}, t0.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Commands {
+			got = append(got, c.Type+" "+c.User+" "+c.AgentSessionID+" "+c.Message)
+		}
+		slices.Sort(got)
+		want := []string{"SendMessage alice 1 restart at 18:00", "SendMessage bob 2 restart at 18:00"}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("delivered to h1 (-want +got):\n%s", diff)
+		}
+		if res, err := s.ApplyHeartbeat(ctx, "pool1", "h2", &vdibroker.HeartbeatRequest{}, t0.Add(3*time.Second)); err != nil || len(res.Commands) != 0 {
+			t.Errorf("h2 got %+v, %v; want nothing", res, err)
+		}
+	})
+}
+
 // TestRegisterHost covers registration tokens (expiry), host creation with
 // defaults, re-keying and HostByCredential.
 func TestRegisterHost(t *testing.T) {

@@ -65,7 +65,11 @@ about each API token and registration token revoked since the backup
 (valid again) or issued since (gone), each session host deleted since
 (back), registered since (gone), or whose credential was reset or renewed
 since (its agent's credential is refused), and each RD gateway signing
-key dropped since (trusted again), and says what to do.`,
+key dropped since (trusted again), and says what to do.
+
+Console and portal sign-ins do not come back: restore ends every one the
+backup holds (one signed out since the backup would otherwise be valid
+again, its cookie with it), so everyone signs in again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {
@@ -95,6 +99,9 @@ key dropped since (trusted again), and says what to do.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "restored %s into %s: %s\n", input, dataDir, info)
+			// A sign-out since the backup is not in it: its cookie
+			// would work again (R-SEC).
+			fmt.Fprintf(cmd.OutOrStdout(), "ended the backup's console and portal sign-ins (%d): everyone signs in again\n", info.SignInsEnded)
 			if cmpErr != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: could not tell which credentials the restore brings back or drops (%v): check tokens and hosts revoked or issued since the backup\n", cmpErr)
 				return nil

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"database/sql"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -240,5 +242,71 @@ func TestRestoreWarnsOfRevokedToken(t *testing.T) {
 	}
 	if r := runBackupCLI(t, "restore", "--data-dir", data, "--input", backup); r.code != 0 || r.stderr != "" {
 		t.Errorf("restore of the store's own backup: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+}
+
+// TestRestoreEndsConsoleSignIns (R-SEC, web sessions): an admin signs in
+// to the console, the store is backed up, she signs out; the broker is
+// stopped and the backup restored into its data dir. The cookie of the
+// signed-out sign-in (a copy an attacker kept) is refused: restore ends
+// every sign-in the backup held, and says so.
+func TestRestoreEndsConsoleSignIns(t *testing.T) {
+	const admin = "vdb_admin_restore_signin_test_0123456789"
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", admin)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	open := func() *Main {
+		t.Helper()
+		m := &Main{Listen: "127.0.0.1:0", DataDir: data}
+		if err := m.Open(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := open()
+	c := jarClient()
+	if s := tokenSignIn(t, c, m.URL(), admin); s != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", s)
+	}
+	res, page := getBody(t, c, m.URL()+"/")
+	if res.Request.URL.Path != "/" || !strings.Contains(page, "Sign out") {
+		t.Fatalf("signed in: %d at %s", res.StatusCode, res.Request.URL)
+	}
+	u, _ := url.Parse(m.URL())
+	stolen := c.Jar.Cookies(u) // the sign-in's cookie, as an attacker copied it
+	backup := filepath.Join(dir, "backup.db")
+	if r := runBackupCLI(t, "backup", "--data-dir", data, "--output", backup); r.code != 0 {
+		t.Fatalf("backup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	csrf := signinCSRF.FindStringSubmatch(page)
+	if csrf == nil {
+		t.Fatal("no CSRF field in the signed-in page's sign-out form")
+	}
+	req, _ := http.NewRequest("POST", m.URL()+"/signout", strings.NewReader(url.Values{"csrf": {csrf[1]}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", m.URL())
+	if res, err := noRedirects(c).Do(req); err != nil || res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out: %v, %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r := runBackupCLI(t, "restore", "--data-dir", data, "--input", backup)
+	if r.code != 0 {
+		t.Fatalf("restore: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	m = open()
+	defer m.Close()
+	attacker := jarClient()
+	u, _ = url.Parse(m.URL()) // another port: the cookie is 127.0.0.1's
+	attacker.Jar.SetCookies(u, stolen)
+	if res, _ := getBody(t, attacker, m.URL()+"/"); res.Request.URL.Path != "/signin" {
+		t.Errorf("the signed-out sign-in's cookie after the restore: %d at %s; want sent to /signin", res.StatusCode, res.Request.URL)
+	}
+	if want := "ended the backup's console and portal sign-ins (1): everyone signs in again"; !strings.Contains(r.stdout, want) {
+		t.Errorf("restore said:\n%s\nwant %q", r.stdout, want)
 	}
 }

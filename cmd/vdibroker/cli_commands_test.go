@@ -640,6 +640,71 @@ func TestCLIUserSessionsOfUser_RU3(t *testing.T) {
 	}
 }
 
+// TestCLICommandWarning_RS4: a command queued for a host that cannot
+// carry it out now (here its agent said it is stopping: Shutdown) is
+// queued, exit 0, and the CLI prints the server's warning on stderr.
+func TestCLICommandWarning_RS4(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	cred := b.addHost("contosohp01", "sh-01")
+	b.ok("connect", "--host-pool", "contosohp01", "--user", "alice")
+	if r := b.cli("usersession", "send-message", "--host-pool", "contosohp01", "--user", "alice", "--message", "hello"); r.code != 0 || r.stderr != "" {
+		t.Errorf("message to an Available host: exit %d, stderr %q; want no warning", r.code, r.stderr)
+	}
+	if _, err := vhttp.NewClient(b.m.URL(), "").Heartbeat(t.Context(), cred, &vdibroker.HeartbeatRequest{ShuttingDown: true,
+		Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: "Active"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := b.cli("usersession", "logoff", "--host-pool", "contosohp01", "--user", "alice")
+	if r.code != 0 || r.stdout != "" || strings.Count(r.stderr, "warning: ") != 1 ||
+		!strings.HasPrefix(r.stderr, "warning: session host sh-01 is Shutdown (its agent said it is stopping") ||
+		!strings.Contains(r.stderr, "queued, the host gets the logoff when its agent reports again") {
+		t.Errorf("logoff on a host shutting down: exit %d, stdout %q, stderr %q; want one warning", r.code, r.stdout, r.stderr)
+	}
+	if cmds := b.heartbeat(cred); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+		t.Errorf("the host gets %+v; want the logoff", cmds)
+	}
+}
+
+// TestCLISessionHostSendMessage_RS4: sessionhost send-message queues one
+// message for each Active and Disconnected session of the host and prints
+// how many; a host without such a session warns on stderr; the message
+// is checked by the server (exit 1, naming the field) and required by the
+// CLI (exit 2).
+func TestCLISessionHostSendMessage_RS4(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01", "--load-balancer-type", "DepthFirst", "--max-session-limit", "10")
+	cred := b.addHost("contosohp01", "sh-01")
+	b.addHost("contosohp01", "sh-02")
+	for _, u := range []string{"alice", "bob"} {
+		b.ok("connect", "--host-pool", "contosohp01", "--user", u)
+	}
+	if _, err := vhttp.NewClient(b.m.URL(), "").Heartbeat(t.Context(), cred, &vdibroker.HeartbeatRequest{
+		Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: "Active"}, {ID: "2", User: "bob", State: "Disconnected"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := b.cli("sessionhost", "send-message", "--host-pool", "contosohp01", "--name", "sh-01", "--message", "This host restarts in 10 minutes")
+	want := "HostPool     SessionHost    Queued\n-----------  -------------  --------\ncontosohp01  sh-01          2\n"
+	if r.code != 0 || r.stderr != "" || r.stdout != want {
+		t.Errorf("send-message: exit %d, stderr %q, stdout\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
+	}
+	if cmds := b.heartbeat(cred); len(cmds) != 2 || cmds[0].Message != "This host restarts in 10 minutes" {
+		t.Errorf("the agent got %+v; want the 2 messages", cmds)
+	}
+	r = b.cli("sessionhost", "send-message", "--host-pool", "contosohp01", "--name", "sh-02", "--message", "hi", "--query", "queued", "-o", "tsv")
+	if r.code != 0 || r.stdout != "0\n" || !strings.HasPrefix(r.stderr, "warning: session host sh-02 has no Active or Disconnected session") {
+		t.Errorf("send-message to a host without sessions: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = b.cli("sessionhost", "send-message", "--host-pool", "contosohp01", "--name", "sh-01", "--message", "\x1b[2J")
+	if r.code != 1 || !strings.Contains(r.stderr, "message: must not contain control characters") {
+		t.Errorf("send-message with an escape: exit %d, stderr %q", r.code, r.stderr)
+	}
+	checkCLIError(t, r)
+	if r := b.cli("sessionhost", "send-message", "--host-pool", "contosohp01", "--name", "sh-01"); r.code != 2 {
+		t.Errorf("send-message without --message: exit %d, want 2", r.code)
+	}
+}
+
 // TestCLITokens: tokens carry their role (R-SEC): a Reader reads but cannot
 // change; a deleted token no longer works.
 func TestCLITokens(t *testing.T) {

@@ -46,6 +46,7 @@ Start or stop it through the pool's power driver (serve --power-config):
 		newSessionHostResetRegistrationCmd(a),
 		newSessionHostStartCmd(a),
 		newSessionHostStopCmd(a),
+		newSessionHostSendMessageCmd(a),
 	)
 	a.completeNames(cmd, "host")
 	return cmd
@@ -256,6 +257,42 @@ func newSessionHostStopCmd(a *admin) *cobra.Command {
 	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
 	cmd.Flags().BoolVar(&force, "force", false, "stop even while sessions exist (their users lose them)")
 	requireFlags(cmd, "host-pool", "name")
+	return cmd
+}
+
+// hostMessageColumns is the table of a message to a host's sessions.
+var hostMessageColumns = []column{
+	{"HostPool", "hostPool"},
+	{"SessionHost", "sessionHost"},
+	{"Queued", "queued"},
+}
+
+// newSessionHostSendMessageCmd is send-message to every user of a host,
+// which AVD leaves to scripts over its sessions: one message queued for
+// each Active and Disconnected session (R-S4).
+func newSessionHostSendMessageCmd(a *admin) *cobra.Command {
+	var pool, name, message string
+	cmd := &cobra.Command{
+		Use:   "send-message --host-pool POOL --name HOST --message TEXT",
+		Short: "Send a message to every user of a session host (its Active and Disconnected sessions), e.g. before maintenance",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			m, err := c.SendHostMessage(cmd.Context(), pool, name, message)
+			if err != nil {
+				return fail(err)
+			}
+			printWarnings(cmd, m.Warnings) // R-S4: a host that cannot show it now, or no session
+			return a.show(cmd, m, hostMessageColumns)
+		},
+	}
+	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
+	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
+	cmd.Flags().StringVar(&message, "message", "", "the message text, as usersession send-message's")
+	requireFlags(cmd, "host-pool", "name", "message")
 	return cmd
 }
 

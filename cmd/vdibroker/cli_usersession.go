@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -133,6 +134,7 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 				}
 			}
 			cmds := []*vdibroker.Command{}
+			var warnings []string
 			for _, sid := range ids {
 				var q *vdibroker.Command
 				switch name {
@@ -147,7 +149,14 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 					return fail(err)
 				}
 				cmds = append(cmds, q)
+				for _, w := range q.Warnings {
+					if !slices.Contains(warnings, w) { // two sessions of a user on one host
+						warnings = append(warnings, w)
+					}
+				}
 			}
+			// R-S4: queued for a host that cannot carry it out now.
+			printWarnings(cmd, warnings)
 			// The queued commands, one a session, when asked with
 			// --output or --query, as every command that changes something.
 			return a.result(cmd, cmds, commandColumns)

@@ -87,6 +87,7 @@ var matrixRoutes = []route{
 	{"GET /api/v1/hostpools/{pool}/autoscale/evaluations", "GET", "/api/v1/hostpools/{pool}/autoscale/evaluations", "", mRead, 200},
 	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/disconnect", "", mOwnSession, 202},
 	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/sendmessage", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/sendmessage", `{"message": "hi"}`, mWrite, 202},
+	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/sendmessage", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h1/sendmessage", `{"message": "hi"}`, mWrite, 202},
 	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "alice", "dryRun": true}`, mConnect, 200},
 	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "bob", "dryRun": true}`, mConnect, 200},
 	{"POST /api/v1/hostpools/{pool}/registrationtoken", "POST", "/api/v1/hostpools/{pool}/registrationtoken", `{}`, mWrite, 201},

@@ -1,0 +1,194 @@
+package http_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestCommandWarnings_RS4: a logoff, disconnect or message for a session
+// whose host is Unavailable (no heartbeat within heartbeatTimeoutSeconds)
+// is queued all the same, as the host may come back, but the 202 warns,
+// in the body's "warnings" and a Warning header, that the host is
+// Unavailable since when and gets the command when its agent reports
+// again; it does. A drained host runs commands: no warning; a host whose
+// agent said it is stopping (Shutdown) warns too.
+func TestCommandWarnings_RS4(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := t.Context()
+	e.pool("cwp", map[string]any{"heartbeatTimeoutSeconds": 90})
+	host := e.addHosts("cwp", "cwh", 1)[0]
+	alice := e.mustConnect("cwp", "alice")
+	e.heartbeat(host, vdibroker.AgentSession{ID: "7", User: "alice", State: "Active"})
+	sessions := "/api/v1/hostpools/cwp/usersessions/" + alice.SessionID
+	// command sends one and returns its warnings, from the body and the
+	// Warning headers, which must agree.
+	command := func(method, path, body string) []string {
+		t.Helper()
+		resp, ve, raw := rawDoAt(t, e.urls[0], method, path, adminToken, body)
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s %s: %d %+v", method, path, resp.StatusCode, ve)
+		}
+		var c vdibroker.Command
+		if err := json.Unmarshal(raw, &c); err != nil || c.State != vdibroker.CommandQueued {
+			t.Fatalf("%s %s: %s, %v; want a queued command", method, path, raw, err)
+		}
+		var headers []string
+		for _, h := range resp.Header.Values("Warning") {
+			headers = append(headers, strings.TrimSuffix(strings.TrimPrefix(h, `299 vdibroker "`), `"`))
+		}
+		if strings.Join(headers, "|") != strings.Join(c.Warnings, "|") {
+			t.Errorf("%s %s: Warning headers %q, body's warnings %q", method, path, headers, c.Warnings)
+		}
+		return c.Warnings
+	}
+
+	// Drain does not stop commands: no warning.
+	if _, _, raw := rawDo(t, e, "PATCH", "/api/v1/hostpools/cwp/sessionhosts/"+host, adminToken, `{"allowNewSession": false}`); !strings.Contains(string(raw), `"allowNewSession":false`) {
+		t.Fatalf("drain: %s", raw)
+	}
+	if w := command("POST", sessions+"/sendmessage", `{"message": "drained"}`); len(w) != 0 {
+		t.Errorf("message to a session on a drained, Available host: warnings %q, want none", w)
+	}
+
+	// Unavailable: queued, with the warning.
+	h, err := e.admin.GetSessionHost(ctx, "cwp", host)
+	if err != nil || h.LastHeartBeat == nil {
+		t.Fatalf("host: %+v, %v", h, err)
+	}
+	last := h.LastHeartBeat.UTC()
+	e.clock.Advance(91 * time.Second)
+	since := last.Add(90 * time.Second).Format(time.RFC3339)
+	for _, c := range []struct{ method, path, body, what string }{
+		{"POST", sessions + "/sendmessage", `{"message": "back soon"}`, "the message"},
+		{"POST", sessions + "/disconnect", ``, "the disconnect"},
+		{"DELETE", sessions, ``, "the logoff"},
+	} {
+		want := "session host " + host + " is Unavailable since " + since + " (last heartbeat " + last.Format(time.RFC3339) + "): " +
+			"queued, the host gets " + c.what + " when its agent reports again"
+		if w := command(c.method, c.path, c.body); len(w) != 1 || w[0] != want {
+			t.Errorf("%s %s to an Unavailable host: warnings %q, want [%q]", c.method, c.path, w, want)
+		}
+	}
+	// The agent reports again: it gets them all.
+	hb := e.heartbeat(host, vdibroker.AgentSession{ID: "7", User: "alice", State: "Active"})
+	var got []string
+	for _, c := range hb.Commands {
+		got = append(got, c.Type)
+	}
+	if strings.Join(got, ",") != "SendMessage,SendMessage,Disconnect,Logoff" {
+		t.Errorf("the host back gets %q; want the 4 commands queued", got)
+	}
+	if w := command("POST", sessions+"/sendmessage", `{"message": "all good"}`); len(w) != 0 {
+		t.Errorf("message once the host reported again: warnings %q, want none", w)
+	}
+
+	// Shutdown: its agent said it is stopping.
+	if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{ShuttingDown: true,
+		Sessions: []vdibroker.AgentSession{{ID: "7", User: "alice", State: "Active"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if w := command("POST", sessions+"/sendmessage", `{"message": "stopping"}`); len(w) != 1 || !strings.HasPrefix(w[0], "session host "+host+" is Shutdown (") {
+		t.Errorf("message to a host shutting down: warnings %q, want one saying it is Shutdown", w)
+	}
+}
+
+// TestHostMessage_RS4: POST .../sessionhosts/{host}/sendmessage queues one
+// message for each Active and Disconnected session of the host (not its
+// Pending ones, not other hosts'), answers how many, and writes one audit
+// entry for the host listing at most 20 sessions; the agent gets them on
+// its next heartbeat. The message is checked as a session's (400 naming
+// the field); a host that is Unavailable warns (R-S4), and so does one
+// with no session to message.
+func TestHostMessage_RS4(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := t.Context()
+	// DepthFirst in query order: the first 25 users go to hmh001.
+	e.pool("hmp", map[string]any{"loadBalancerType": "DepthFirst", "maxSessionLimit": 25})
+	hosts := e.addHosts("hmp", "hmh", 3)
+	var report []vdibroker.AgentSession
+	for i := range 23 {
+		user := fmt.Sprintf("user%02d", i+1)
+		if c := e.mustConnect("hmp", user); c.SessionHost != hosts[0] {
+			t.Fatalf("%s placed on %s, want %s", user, c.SessionHost, hosts[0])
+		}
+		switch {
+		case i < 21:
+			report = append(report, vdibroker.AgentSession{ID: fmt.Sprint(i + 1), User: user, State: "Active"})
+		case i == 21:
+			report = append(report, vdibroker.AgentSession{ID: fmt.Sprint(i + 1), User: user, State: "Disconnected"})
+		} // user23 stays Pending: not logged on, nothing to show it in
+	}
+	e.heartbeat(hosts[0], report...)
+	if _, _, raw := rawDo(t, e, "PATCH", "/api/v1/hostpools/hmp/sessionhosts/"+hosts[0], adminToken, `{"allowNewSession": false}`); !strings.Contains(string(raw), `"allowNewSession":false`) {
+		t.Fatalf("drain: %s", raw)
+	}
+	if c := e.mustConnect("hmp", "dave"); c.SessionHost != hosts[1] {
+		t.Fatalf("dave on %s, want %s", c.SessionHost, hosts[1])
+	}
+	e.heartbeat(hosts[1], vdibroker.AgentSession{ID: "1", User: "dave", State: "Active"})
+
+	path := "/api/v1/hostpools/hmp/sessionhosts/" + hosts[0] + "/sendmessage"
+	resp, ve, raw := rawDoAt(t, e.urls[0], "POST", path, adminToken, `{"message": "This host restarts in 10 minutes"}`)
+	var m vdibroker.HostMessage
+	if resp.StatusCode != http.StatusAccepted || json.Unmarshal(raw, &m) != nil || m.Queued != 22 || m.SessionHost != hosts[0] || len(m.Warnings) != 0 || resp.Header.Get("Warning") != "" {
+		t.Fatalf("message to %s: %d %+v %s; want 202, 22 queued (21 Active, 1 Disconnected), no warning", hosts[0], resp.StatusCode, ve, raw)
+	}
+	got := map[string]string{}
+	for _, c := range e.heartbeat(hosts[0], report...).Commands {
+		if c.Type != vdibroker.CommandSendMessage || c.Message != "This host restarts in 10 minutes" || c.AgentSessionID == "" {
+			t.Errorf("command %+v", c)
+		}
+		got[c.User] = c.AgentSessionID
+	}
+	if len(got) != 22 || got["user01"] != "1" || got["user22"] != "22" || got["user23"] != "" {
+		t.Errorf("the agent got messages for %v; want user01..user22, each by its own session id", got)
+	}
+	if hb := e.heartbeat(hosts[1], vdibroker.AgentSession{ID: "1", User: "dave", State: "Active"}); len(hb.Commands) != 0 {
+		t.Errorf("another host got %+v", hb.Commands)
+	}
+	entries, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "sessionhost.sendmessage"})
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("audit: %d entries, %v; want one for the host", len(entries), err)
+	}
+	var after struct {
+		Queued   int
+		Sessions []struct{ ID, User, State string }
+	}
+	if json.Unmarshal(entries[0].After, &after) != nil || after.Queued != 22 || len(after.Sessions) != 20 || after.Sessions[0].User != "user01" {
+		t.Errorf("audit entry after %s; want queued 22 and the first 20 sessions", entries[0].After)
+	}
+
+	// The message is checked as a session's: 400 naming the field.
+	for _, body := range []string{`{"message": ""}`, `{}`, `{"message": "` + strings.Repeat("x", vdibroker.MaxMessageLen+1) + `"}`, `{"message": "\u001b[2J"}`} {
+		resp, ve, _ := rawDoAt(t, e.urls[0], "POST", path, adminToken, body)
+		if resp.StatusCode != http.StatusBadRequest || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "message" {
+			t.Errorf("body %.40s: %d %+v; want 400 InvalidArgument naming message", body, resp.StatusCode, ve)
+		}
+	}
+	if resp, ve, _ := rawDoAt(t, e.urls[0], "POST", path, adminToken, `{"message": "x", "title": "y"}`); resp.StatusCode != http.StatusBadRequest || ve == nil || ve.Code != vdibroker.EInvalid {
+		t.Errorf("unknown field: %d %+v; want 400", resp.StatusCode, ve)
+	}
+	if resp, ve, _ := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/hmp/sessionhosts/nosuch/sendmessage", adminToken, `{"message": "x"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown host: %d %+v; want 404", resp.StatusCode, ve)
+	}
+
+	// No session to message: queued 0, and it says so.
+	if m, err := e.admin.SendHostMessage(ctx, "hmp", hosts[2], "hello"); err != nil || m.Queued != 0 || len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], "no Active or Disconnected session") {
+		t.Errorf("message to a host without sessions: %+v, %v; want 0 queued and a warning", m, err)
+	}
+
+	// Unavailable: queued, with the warning of R-S4.
+	e.clock.Advance(91 * time.Second)
+	m2, err := e.admin.SendHostMessage(ctx, "hmp", hosts[0], "restart postponed")
+	if err != nil || m2.Queued != 22 || len(m2.Warnings) != 1 || !strings.HasPrefix(m2.Warnings[0], "session host "+hosts[0]+" is Unavailable since ") ||
+		!strings.HasSuffix(m2.Warnings[0], "queued, the host gets the 22 messages when its agent reports again") {
+		t.Errorf("message to an Unavailable host: %+v, %v; want 22 queued and the warning", m2, err)
+	}
+}
