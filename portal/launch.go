@@ -31,7 +31,7 @@ import (
 
 // Defaults of Config.MaxLaunches and Config.MaxLaunchesPerSession.
 const (
-	DefaultMaxLaunches           = 10000
+	DefaultMaxLaunches           = 100_000
 	DefaultMaxLaunchesPerSession = 3
 )
 

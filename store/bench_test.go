@@ -274,3 +274,35 @@ func BenchmarkSignIn(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPortalLaunch measures a portal launch's making
+// (CreatePortalLaunch with the pod's bound) while the pod keeps n
+// launches under way: the bound's count is the part that grows with n.
+func BenchmarkPortalLaunch(b *testing.B) {
+	for _, engine := range []string{"sqlite", "postgres"} {
+		for _, n := range []int{10_000, 100_000} {
+			b.Run(fmt.Sprintf("%s/%d", engine, n), func(b *testing.B) {
+				open := sqliteOpener(b)
+				series := fmt.Sprintf(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d) SELECT i FROM g`, n)
+				if engine == "postgres" {
+					open = postgresOpener(b)
+					series = fmt.Sprintf(`SELECT i FROM generate_series(1, %d) AS g(i)`, n)
+				}
+				s := open(b, store.Options{})
+				exp := t0.Add(7 * time.Minute).UnixNano()
+				if err := s.ExecRaw(b.Context(), fmt.Sprintf(`INSERT INTO portal_launches (id_hash, owner, name, state, create_time, expire_time)
+					SELECT 'h' || i, 'o' || i, 'Office desktop', 'waiting', %d, %d FROM (%s) AS s`, t0.UnixNano(), exp, series)); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := range b.N {
+					l := &vdibroker.PortalLaunch{IDHash: fmt.Sprintf("new%d", i), Owner: fmt.Sprintf("new%d", i), Name: "Office desktop",
+						State: "waiting", CreateTime: t0, ExpireTime: t0.Add(7 * time.Minute)}
+					if err := s.CreatePortalLaunch(b.Context(), l, 3, 1_000_000, t0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
