@@ -102,8 +102,8 @@ const (
 	// cannot tell it from one that does not exist.
 	ActionRead Action = iota + 1
 	// ActionInspect reads what only those who may change it see (a pool's
-	// registration tokens, the audit log): Contributor and the admin
-	// token. Out of scope is not found, as for ActionRead.
+	// registration tokens): Contributor and the admin token. Out of scope
+	// is not found, as for ActionRead.
 	ActionInspect
 	// ActionWrite changes something: Contributor and the admin token. Out
 	// of scope is forbidden.
@@ -123,9 +123,17 @@ const (
 	// ActionOwnSession logs off or disconnects a user session (R-U3):
 	// Contributor and the admin token any session of their scope, an end
 	// user (role User) only its own (Target.For, the session's user), as
-	// they end their own sessions in AVD's clients. Out of scope is
-	// forbidden, as for ActionWrite.
+	// they end their own sessions in AVD's clients, and Helpdesk any
+	// session of its scope. Out of scope is forbidden, as for ActionWrite.
 	ActionOwnSession
+	// ActionAudit reads the audit trail: Contributor, Helpdesk (who finds
+	// a user's refusal by the reference her portal gave) and the admin
+	// token; a scoped principal's entries are filtered to its pools.
+	ActionAudit
+	// ActionMessage sends a message to users' sessions (one session's, or
+	// every session of a host): Contributor, Helpdesk and the admin
+	// token. Out of scope is forbidden, as for ActionWrite.
+	ActionMessage
 )
 
 // Target is what an action is done to; the zero Target is nothing in
@@ -198,6 +206,11 @@ func authorizeRole(p *Principal, a Action) error {
 		switch p.Role {
 		case RoleAdmin, RoleContributor:
 			return nil
+		case RoleHelpdesk:
+			if a == ActionInspect {
+				return Errorf(EPermission, "role Helpdesk may not read registration tokens: they are for Contributors and the admin token")
+			}
+			return Errorf(EPermission, "role Helpdesk may read, read the audit trail, and log off, disconnect and message sessions; this changes more")
 		case RoleReader:
 			if a == ActionInspect {
 				// A read too, so not "may only read": what only those
@@ -217,12 +230,27 @@ func authorizeRole(p *Principal, a Action) error {
 		}
 	case ActionOwnSession:
 		switch p.Role {
-		case RoleAdmin, RoleContributor, RoleUser:
+		case RoleAdmin, RoleContributor, RoleHelpdesk, RoleUser:
 			return nil // a User's own sessions only: Authorize checks Target.For
 		case RoleReader:
 			return Errorf(EPermission, "role Reader may only read (GET)")
 		default:
 			return Errorf(EPermission, "role %s may not log off or disconnect sessions", p.Role)
+		}
+	case ActionAudit, ActionMessage:
+		switch p.Role {
+		case RoleAdmin, RoleContributor, RoleHelpdesk:
+			return nil
+		case RoleReader:
+			if a == ActionAudit {
+				return Errorf(EPermission, "role Reader may not read the audit trail: it is for Contributors, Helpdesk and the admin token")
+			}
+			return Errorf(EPermission, "role Reader may only read (GET)")
+		default:
+			if a == ActionAudit {
+				return Errorf(EPermission, "role %s may not read the audit trail", p.Role)
+			}
+			return Errorf(EPermission, "role %s may not message sessions", p.Role)
 		}
 	case ActionIdentify:
 		return nil
@@ -245,7 +273,7 @@ func authorizeScope(p *Principal, a Action, t Target) error {
 	if len(p.HostPools) == 0 {
 		return nil
 	}
-	reads := a == ActionRead || a == ActionInspect
+	reads := a == ActionRead || a == ActionInspect || a == ActionAudit
 	if t.HostPool != "" && !p.Sees(t.HostPool) {
 		if reads {
 			return Errorf(ENotFound, "host pool %q not found", t.HostPool)

@@ -17,6 +17,8 @@ func TestAuthorize(t *testing.T) {
 	scopedReader := &Principal{Kind: PrincipalOIDC, Role: RoleReader, Subject: "bob", HostPools: []string{"p1"}}
 	gateway := &Principal{Kind: PrincipalToken, Role: RoleGateway, Subject: "rdgw1", TokenID: "g1"}
 	scopedGateway := &Principal{Kind: PrincipalToken, Role: RoleGateway, Subject: "rdgw2", TokenID: "g2", HostPools: []string{"p1"}}
+	helpdesk := &Principal{Kind: PrincipalToken, Role: RoleHelpdesk, Subject: "desk", TokenID: "h1"}
+	scopedHelpdesk := &Principal{Kind: PrincipalOIDC, Role: RoleHelpdesk, Subject: "desk2", HostPools: []string{"p1"}}
 	plan := func(pools ...string) *ScalingPlan { return &ScalingPlan{Name: "sp", HostPools: pools} }
 	tests := []struct {
 		name     string
@@ -37,6 +39,26 @@ func TestAuthorize(t *testing.T) {
 		{name: "contributor issues tokens", p: contrib, a: ActionManageTokens, code: EPermission, contains: "only the admin token may manage API tokens"},
 		{name: "admin issues tokens", p: admin, a: ActionManageTokens, t: Target{Global: "POST /api/v1/tokens"}},
 		{name: "user identifies", p: user, a: ActionIdentify},
+
+		// Helpdesk (our addition, as AVD's User Session Operator): reads,
+		// the audit trail, and users' sessions operated; nothing changed.
+		{name: "helpdesk reads", p: helpdesk, a: ActionRead, t: Target{HostPool: "p9"}},
+		{name: "helpdesk reads the audit trail", p: helpdesk, a: ActionAudit},
+		{name: "helpdesk logs off anyone's session", p: helpdesk, a: ActionOwnSession, t: Target{HostPool: "p1", For: &UserIdentity{User: "bob"}}},
+		{name: "helpdesk messages", p: helpdesk, a: ActionMessage, t: Target{HostPool: "p1"}},
+		{name: "helpdesk writes", p: helpdesk, a: ActionWrite, t: Target{HostPool: "p1"}, code: EPermission, contains: "role Helpdesk may read, read the audit trail, and log off"},
+		{name: "helpdesk reads registration tokens", p: helpdesk, a: ActionInspect, t: Target{HostPool: "p1"}, code: EPermission, contains: "may not read registration tokens"},
+		{name: "helpdesk connects", p: helpdesk, a: ActionConnect, t: Target{HostPool: "p1"}, code: EPermission, contains: "role Helpdesk may not connect users"},
+		{name: "helpdesk issues tokens", p: helpdesk, a: ActionManageTokens, code: EPermission},
+		{name: "helpdesk reports tunnels", p: helpdesk, a: ActionGatewayReport, code: EPermission},
+		{name: "scoped helpdesk logs off out of scope", p: scopedHelpdesk, a: ActionOwnSession, t: Target{HostPool: "p3"}, code: EPermission, contains: `host pool "p3" is outside`},
+		{name: "scoped helpdesk messages out of scope", p: scopedHelpdesk, a: ActionMessage, t: Target{HostPool: "p3"}, code: EPermission},
+		{name: "scoped helpdesk messages in scope", p: scopedHelpdesk, a: ActionMessage, t: Target{HostPool: "p1"}},
+		{name: "scoped helpdesk reads the audit trail", p: scopedHelpdesk, a: ActionAudit},
+		{name: "reader reads the audit trail", p: reader, a: ActionAudit, code: EPermission, contains: "for Contributors, Helpdesk and the admin token"},
+		{name: "reader messages", p: reader, a: ActionMessage, t: Target{HostPool: "p1"}, code: EPermission, contains: "role Reader may only read (GET)"},
+		{name: "user messages", p: user, a: ActionMessage, t: Target{HostPool: "p1"}, code: EPermission, contains: "role User may not message sessions"},
+		{name: "contributor messages", p: contrib, a: ActionMessage, t: Target{HostPool: "p1"}},
 
 		// R-GW4: a Gateway token reports tunnels and does nothing else;
 		// nobody else but the admin token reports.

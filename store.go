@@ -15,6 +15,12 @@ const (
 	// RoleGateway is an RD gateway's credential: it may report tunnels
 	// (ActionGatewayReport) and nothing else (R-GW4).
 	RoleGateway = "Gateway"
+	// RoleHelpdesk operates users' sessions (our addition, as AVD's
+	// Desktop Virtualization User Session Operator and Horizon's Help
+	// Desk Administrator): it reads what a Reader reads, and the audit
+	// trail, and logs off, disconnects and messages sessions; it changes
+	// no pool or host and sees no registration key.
+	RoleHelpdesk = "Helpdesk"
 )
 
 // Token is an API token. The secret is never stored: only its SHA-256 hash.

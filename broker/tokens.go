@@ -63,7 +63,7 @@ func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Pri
 // User token connects), optionally expiring and scoped to host pools.
 func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (*vdibroker.TokenResponse, error) {
 	switch req.Role {
-	case vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleGateway:
+	case vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor, vdibroker.RoleGateway:
 		if err := vdibroker.ValidateText("subject", req.Subject, vdibroker.MaxUserLen); err != nil {
 			return nil, err
 		}
@@ -72,7 +72,7 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 			return nil, vdibroker.FieldError("subject", "is required for role User: the user the token may connect (1..%d characters, no control characters)", vdibroker.MaxUserLen)
 		}
 	default:
-		return nil, vdibroker.FieldError("role", "must be one of Reader, Contributor, User, Gateway, got %q", req.Role)
+		return nil, vdibroker.FieldError("role", "must be one of Reader, Helpdesk, Contributor, User, Gateway, got %q", req.Role)
 	}
 	if req.ExpiresInSeconds != 0 {
 		if err := vdibroker.IntRange("expiresInSeconds", req.ExpiresInSeconds,

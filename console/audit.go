@@ -111,7 +111,7 @@ func (c *Console) auditDenied(rq *request, err error) {
 	}
 	c.page(rq, http.StatusForbidden, "audit", map[string]any{
 		"Title": "Audit trail", "Nav": "audit", "Denied": true,
-		"Error": fmt.Sprintf("The role %s may not read the audit trail: it records who changed what, from where, with the fields before and after, and is for Contributors and the admin token (R-SEC). %s may look at host pools, hosts, sessions and scaling plans. The broker said: %s.",
+		"Error": fmt.Sprintf("The role %s may not read the audit trail: it records who changed what, from where, with the fields before and after, and is for Contributors, Helpdesk and the admin token (R-SEC). %s may look at host pools, hosts, sessions and scaling plans. The broker said: %s.",
 			role, role, vdibroker.ErrorMessage(err)),
 	})
 }

@@ -52,7 +52,7 @@ func TestAuditPage(t *testing.T) {
 		t.Errorf("a Reader's /audit = %d, want 403", a.status)
 	}
 	// Told what they may not do and who may, not that a change was refused.
-	wantContains(t, a, "The role Reader may not read the audit trail", "is for Contributors and the admin token",
+	wantContains(t, a, "The role Reader may not read the audit trail", "is for Contributors, Helpdesk and the admin token",
 		"Reader may look at host pools, hosts, sessions and scaling plans")
 	if strings.Contains(a.body, "may not make this change") || strings.Contains(a.body, `id="audit-table"`) {
 		t.Error("a Reader's audit page speaks of a change, or shows entries")

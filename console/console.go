@@ -517,6 +517,7 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 	// A Reader sees no drain, settings or log-off controls: the API would
 	// refuse them (R-SEC), and it still checks every change.
 	data["CanWrite"] = canWrite(rq.sess)
+	data["CanOperate"] = canOperate(rq.sess)
 	_, data["Federation"] = c.pages["federation"] // a pod (EnableFederation)
 	if _, ok := data["Flash"]; !ok {
 		data["Flash"] = c.web.TakeFlash(rq.r.Context(), rq.sess)
@@ -527,7 +528,14 @@ func (c *Console) page(rq *request, status int, name string, data map[string]any
 // canWrite reports whether the session's role may change things, so its
 // pages offer the controls (the API checks every change anyway).
 func canWrite(s *webSession) bool {
-	return s.Role != vdibroker.RoleReader && s.Role != vdibroker.RoleUser
+	return s.Role == vdibroker.RoleAdmin || s.Role == vdibroker.RoleContributor
+}
+
+// canOperate reports whether the session's role may log off, disconnect
+// and message users' sessions and read the audit trail: canWrite's, and
+// Helpdesk.
+func canOperate(s *webSession) bool {
+	return canWrite(s) || s.Role == vdibroker.RoleHelpdesk
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, data map[string]any) {

@@ -550,7 +550,9 @@ func TestSessionExpires(t *testing.T) {
 
 // TestControlsFollowTheRole_RSEC: a Reader's pages show no drain, settings
 // or log-off controls (the API would refuse them, R-SEC) and say they are
-// read-only; a Contributor's show them all. Drained hosts still show as
+// read-only; a Contributor's show them all; a Helpdesk's show the
+// sessions' controls (log off, disconnect, message) and the audit trail,
+// and nothing that changes a pool or host. Drained hosts still show as
 // drained to the Reader.
 func TestControlsFollowTheRole_RSEC(t *testing.T) {
 	e := newEnv(t)
@@ -560,17 +562,23 @@ func TestControlsFollowTheRole_RSEC(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}})
-	controls := []string{`data-action="drain"`, `data-action="undrain"`, `id="save-settings"`, `data-action="logoff"`, `data-action="disconnect"`}
+	controls := []string{`data-action="drain"`, `data-action="undrain"`, `id="save-settings"`}
+	sessionControls := []string{`data-action="logoff"`, `data-action="disconnect"`, `data-action="message"`, `href="/audit"`}
 	for _, c := range []struct {
-		role     string
-		controls bool
-	}{{vdibroker.RoleReader, false}, {vdibroker.RoleContributor, true}} {
+		role                      string
+		controls, sessionControls bool
+	}{{vdibroker.RoleReader, false, false}, {vdibroker.RoleContributor, true, true}, {vdibroker.RoleHelpdesk, false, true}} {
 		b := e.browser()
 		b.signin(e.token(c.role))
 		pages := b.get("/pools/pool-a").body + b.get("/sessions").body
 		for _, ctl := range controls {
 			if strings.Contains(pages, ctl) != c.controls {
 				t.Errorf("%s: shows %s = %v, want %v", c.role, ctl, !c.controls, c.controls)
+			}
+		}
+		for _, ctl := range sessionControls {
+			if strings.Contains(pages, ctl) != c.sessionControls {
+				t.Errorf("%s: shows %s = %v, want %v", c.role, ctl, !c.sessionControls, c.sessionControls)
 			}
 		}
 		readOnly := strings.Contains(pages, `id="read-only"`) && strings.Contains(pages, `<fieldset class="plain" disabled>`)

@@ -29,7 +29,7 @@ func (s *Server) routes() {
 	// An end user logs off and disconnects its own sessions (R-U3).
 	s.handle("DELETE "+p+"/usersessions/{id}", vdibroker.ActionOwnSession, s.logoff)
 	s.handle("POST "+p+"/usersessions/{id}/disconnect", vdibroker.ActionOwnSession, s.disconnect)
-	s.handle("POST "+p+"/usersessions/{id}/sendmessage", vdibroker.ActionWrite, s.sendMessage)
+	s.handle("POST "+p+"/usersessions/{id}/sendmessage", vdibroker.ActionMessage, s.sendMessage)
 	s.handle("GET "+p+"/usersessions/{id}/placement", vdibroker.ActionRead, s.getPlacement)
 
 	s.handle("GET "+p+"/autoscale/evaluations", vdibroker.ActionRead, s.listAutoscaleEvaluations) // autoscale.go
@@ -43,7 +43,7 @@ func (s *Server) routes() {
 	s.handle("POST "+p+"/sessionhosts/{host}/stop", vdibroker.ActionWrite, s.stopHost)
 	// A message to every user session of a host: the access of a message
 	// to one (R-S4).
-	s.handle("POST "+p+"/sessionhosts/{host}/sendmessage", vdibroker.ActionWrite, s.sendHostMessage)
+	s.handle("POST "+p+"/sessionhosts/{host}/sendmessage", vdibroker.ActionMessage, s.sendHostMessage)
 
 	// Scaling plans (scalingplans.go): global, scope checked per plan.
 	s.handle("GET /api/v1/scalingplans", vdibroker.ActionRead, s.listScalingPlans)
@@ -55,8 +55,8 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/tokens", vdibroker.ActionManageTokens, s.listTokens)
 	s.handle("DELETE /api/v1/tokens/{id}", vdibroker.ActionManageTokens, s.deleteToken)
 	s.handle("GET /api/v1/whoami", vdibroker.ActionIdentify, s.whoami)
-	s.handle("POST /api/v1/signin", vdibroker.ActionIdentify, s.signin)    // audit.go
-	s.handle("GET /api/v1/auditlog", vdibroker.ActionInspect, s.listAudit) // audit.go: admin and Contributors
+	s.handle("POST /api/v1/signin", vdibroker.ActionIdentify, s.signin)  // audit.go
+	s.handle("GET /api/v1/auditlog", vdibroker.ActionAudit, s.listAudit) // audit.go: admin, Contributors and Helpdesk
 
 	s.handle("POST /api/v1/agent/register", public, s.register)
 	s.handle("POST /api/v1/agent/heartbeat", public, s.heartbeat) // host credential checked inside

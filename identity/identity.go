@@ -79,9 +79,9 @@ func LoadRoleMap(path string) (RoleMap, error) {
 	}
 	for g, gr := range m.Groups {
 		switch gr.Role {
-		case vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleUser:
+		case vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor, vdibroker.RoleUser:
 		default:
-			return m, fmt.Errorf("%s: group %q: role must be Reader, Contributor or User, got %q", path, g, gr.Role)
+			return m, fmt.Errorf("%s: group %q: role must be Reader, Helpdesk, Contributor or User, got %q", path, g, gr.Role)
 		}
 		for _, p := range gr.HostPools {
 			if err := vdibroker.ValidateName("hostPools", p, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
@@ -93,7 +93,7 @@ func LoadRoleMap(path string) (RoleMap, error) {
 }
 
 // roleRank orders roles: the strongest of a user's groups wins.
-var roleRank = map[string]int{vdibroker.RoleUser: 1, vdibroker.RoleReader: 2, vdibroker.RoleContributor: 3}
+var roleRank = map[string]int{vdibroker.RoleUser: 1, vdibroker.RoleReader: 2, vdibroker.RoleHelpdesk: 3, vdibroker.RoleContributor: 4}
 
 // Resolve returns the role and scope of a user in groups: the strongest
 // role any group grants, scoped to the union of the host pools of the

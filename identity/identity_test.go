@@ -18,6 +18,7 @@ func TestResolve(t *testing.T) {
 		"b-ops":   {Role: "Contributor", HostPools: []string{"pool-b", "pool-a"}},
 		"readers": {Role: "Reader"},
 		"a-users": {Role: "User", HostPools: []string{"pool-a"}},
+		"a-desk":  {Role: "Helpdesk", HostPools: []string{"pool-a"}},
 	}}
 	tests := []struct {
 		name   string
@@ -37,6 +38,9 @@ func TestResolve(t *testing.T) {
 		{"stronger wins", []string{"readers", "a-ops"}, "Contributor", []string{"pool-a"}, true},
 		{"reader over user", []string{"a-users", "readers"}, "Reader", nil, true},
 		{"user", []string{"a-users"}, "User", []string{"pool-a"}, true},
+		// Helpdesk ranks over Reader, under Contributor.
+		{"helpdesk over reader", []string{"readers", "a-desk"}, "Helpdesk", []string{"pool-a"}, true},
+		{"contributor over helpdesk", []string{"a-desk", "b-ops"}, "Contributor", []string{"pool-a", "pool-b"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -158,12 +158,12 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.Var(newEnum(&role, "", vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway), "role", "Reader (read only), Contributor (all admin calls), User (connect as the subject only) or Gateway (an RD gateway's tunnel reports only)")
+	f.Var(newEnum(&role, "", vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway), "role", "Reader (read only), Helpdesk (read, the audit trail, and log off, disconnect and message sessions), Contributor (all admin calls), User (connect as the subject only) or Gateway (an RD gateway's tunnel reports only)")
 	f.StringVar(&subject, "subject", "", "who the token is for; for the User role, the user name it may connect as")
 	f.StringSliceVar(&pools, "host-pools", nil, "scope the token to these host pools (repeat or comma-separate); without it the token covers every pool")
 	f.StringSliceVar(&groups, "groups", nil, "for the User role: the user's groups, which entitle it through application groups and global entitlements assigned to them (R-E6)")
 	f.DurationVar(&expires, "expires", 0, "how long the token is valid, 1m..87600h (10 years), e.g. 720h (0: never expires)")
-	_ = cmd.RegisterFlagCompletionFunc("role", fixedCompletion(vdibroker.RoleReader, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway))
+	_ = cmd.RegisterFlagCompletionFunc("role", fixedCompletion(vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway))
 	requireFlags(cmd, "role", "subject")
 	return cmd
 }

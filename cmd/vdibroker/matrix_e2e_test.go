@@ -40,7 +40,7 @@ const (
 	mGWrite               // write, global
 	mGConnect             // connect, global
 	mList                 // read, global, filtered by scope
-	mAudit                // Contributor and up, global, filtered by scope
+	mAudit                // Contributor, Helpdesk and the admin, global, filtered by scope
 	mPlanRead             // a scaling plan: 404 to a scoped principal for another pool's
 	mPlanWrite            // 403 to a scoped principal for a PUT naming another pool, 404 else
 	mRegister             // the agent's registration: a registration token in the body
@@ -52,8 +52,9 @@ const (
 	mAppConnect           // an application's connect: as mConnect, but 404 out of scope (the group is not seen)
 	mGatewayReport        // an RD gateway's tunnel report: a Gateway token or the admin
 	mGatewayCheck         // an RD gateway's check of its tunnels: a Gateway token or the admin; out of scope left out of the answer, not refused
-	mOwnSession           // log off or disconnect alice's session: Contributor and up, or alice herself (R-U3); scope applies
+	mOwnSession           // log off or disconnect alice's session: Contributor, Helpdesk and the admin, or alice herself (R-U3); scope applies
 	mGSelf                // read alice's, global: Reader and up, or alice herself; refused to a scoped principal
+	mMessage              // message users' sessions: Contributor, Helpdesk and the admin; scope applies
 )
 
 // route is how the matrix calls one registered pattern: the request (its
@@ -86,8 +87,8 @@ var matrixRoutes = []route{
 	{"GET /api/v1/hostpools/{pool}/usersessions/{id}/placement", "GET", "/api/v1/hostpools/{pool}/usersessions/{sid}/placement", "", mRead, 200},
 	{"GET /api/v1/hostpools/{pool}/autoscale/evaluations", "GET", "/api/v1/hostpools/{pool}/autoscale/evaluations", "", mRead, 200},
 	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/disconnect", "", mOwnSession, 202},
-	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/sendmessage", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/sendmessage", `{"message": "hi"}`, mWrite, 202},
-	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/sendmessage", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h1/sendmessage", `{"message": "hi"}`, mWrite, 202},
+	{"POST /api/v1/hostpools/{pool}/usersessions/{id}/sendmessage", "POST", "/api/v1/hostpools/{pool}/usersessions/{sid}/sendmessage", `{"message": "hi"}`, mMessage, 202},
+	{"POST /api/v1/hostpools/{pool}/sessionhosts/{host}/sendmessage", "POST", "/api/v1/hostpools/{pool}/sessionhosts/{pool}-h1/sendmessage", `{"message": "hi"}`, mMessage, 202},
 	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "alice", "dryRun": true}`, mConnect, 200},
 	{"POST /api/v1/hostpools/{pool}/connect", "POST", "/api/v1/hostpools/{pool}/connect", `{"user": "bob", "dryRun": true}`, mConnect, 200},
 	{"POST /api/v1/hostpools/{pool}/registrationtoken", "POST", "/api/v1/hostpools/{pool}/registrationtoken", `{}`, mWrite, 201},
@@ -412,10 +413,12 @@ func matrixWant(k matrixCred, r route, pool string) int {
 		allowed = k.role != "User"
 	case mGSelf:
 		allowed = k.role != "User" || k.user == "alice"
-	case mInspect, mWrite, mGWrite, mAudit, mPlanWrite:
+	case mInspect, mWrite, mGWrite, mPlanWrite:
 		allowed = k.role == "Admin" || k.role == "Contributor"
+	case mAudit, mMessage:
+		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "Helpdesk"
 	case mOwnSession:
-		allowed = k.role == "Admin" || k.role == "Contributor" || (k.role == "User" && k.user == "alice")
+		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "Helpdesk" || (k.role == "User" && k.user == "alice")
 	case mConnect, mGConnect:
 		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "User"
 	case mAdmin:
@@ -445,7 +448,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 			if pool != "pin" {
 				return 403
 			}
-		case mRead, mInspect, mWrite, mConnect, mOwnSession:
+		case mRead, mInspect, mWrite, mConnect, mOwnSession, mMessage:
 			if pool != "pin" {
 				if r.method == "GET" {
 					return 404
@@ -484,6 +487,8 @@ func TestRouteCredentialMatrix_RSEC(t *testing.T) {
 		{name: "admin", role: "Admin", secret: func(_ *testing.T, w *matrixWorld) string { return w.m.AdminToken }},
 		{name: "Reader", role: "Reader", secret: tok("Reader", "auditor", nil)},
 		{name: "scoped Reader", role: "Reader", scoped: true, secret: tok("Reader", "pin-auditor", []string{"pin"})},
+		{name: "Helpdesk", role: "Helpdesk", secret: tok("Helpdesk", "desk", nil)},
+		{name: "scoped Helpdesk", role: "Helpdesk", scoped: true, secret: tok("Helpdesk", "pin-desk", []string{"pin"})},
 		{name: "Contributor", role: "Contributor", secret: tok("Contributor", "ops", nil)},
 		{name: "scoped Contributor", role: "Contributor", scoped: true, secret: tok("Contributor", "pin-ops", []string{"pin"})},
 		{name: "User alice", role: "User", user: "alice", secret: tok("User", "alice", nil)},
