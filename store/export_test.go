@@ -659,3 +659,9 @@ func (s *DB) WebSessionCounts(ctx context.Context) (kept, counted map[string]int
 	counted, err = scan(`SELECT area, count(*) FROM web_sessions GROUP BY area`)
 	return kept, counted, err
 }
+
+// SweepWebSessionsPlan is ListSessionsPlan for DeleteExpiredWebSessions'
+// query.
+func (s *DB) SweepWebSessionsPlan(ctx context.Context) (string, error) {
+	return s.explain(ctx, sweepWebSessionsQuery, int64(0))
+}

@@ -70,3 +70,38 @@ func holdHostLock(t *testing.T, dsn, pool, host string) *sql.Tx {
 	}
 	return tx
 }
+
+// TestLogoffsAskedAtOnceQueueOne (R-S4, R-SEC; PostgreSQL): a logoff asked
+// on one replica while another's for the same session is being queued
+// waits for it, under the host's lock, and is answered with it: read
+// before the other committed (READ COMMITTED), the queued one was not
+// there yet, and each wrote a row of its own.
+func TestLogoffsAskedAtOnceQueueOne(t *testing.T) {
+	s, dsn := postgresStore(t)
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+	id := mustCommit(t, s, placement("p", "h1", "alice", 10))
+	other := holdHostLock(t, dsn, "p", "h1") // the other replica's QueueCommand
+	if _, err := other.ExecContext(ctx, `INSERT INTO commands (id, host_pool, session_host, type, session_id, agent_session_id, user_name,
+		message, state, result, create_time) VALUES ('first', 'p', 'h1', $1, $2, '', 'alice', '', $3, '', $4)`,
+		vdibroker.CommandLogoff, id, vdibroker.CommandQueued, t0.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	c := &vdibroker.Command{HostPool: "p", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: id, CreateTime: t0}
+	queued := make(chan error, 1)
+	go func() { queued <- s.QueueCommand(ctx, c) }()
+	waitForLockWaiter(t, s, "the second logoff, for the host")
+	if err := other.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-queued; err != nil {
+		t.Fatal(err)
+	}
+	if c.ID != "first" {
+		t.Errorf("the second logoff was queued as %s, want the first's answer", c.ID)
+	}
+	if n, err := s.QueryInt(ctx, `SELECT count(*) FROM commands`); err != nil || n != 1 {
+		t.Errorf("%d commands, %v; want 1", n, err)
+	}
+}

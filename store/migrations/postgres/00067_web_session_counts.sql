@@ -6,6 +6,14 @@
 -- deletes rows (a sign-out, a replaced sign-in, the sweep, a restore);
 -- expired rows count until they are deleted (a sign-in into a full area
 -- deletes its expired rows first).
+-- The copy must not miss a sign-in or sign-out of a replica still
+-- running the release before (they upgrade one by one): one committed
+-- after the count and before the triggers would be off for good. So the
+-- table's writes wait from the count until the triggers are in place,
+-- at most 10 s (then the migration fails and runs again at the next
+-- start).
+SET LOCAL lock_timeout = '10s';
+LOCK TABLE web_sessions IN SHARE ROW EXCLUSIVE MODE;
 CREATE TABLE web_session_counts (
     area TEXT PRIMARY KEY,
     n    BIGINT NOT NULL
