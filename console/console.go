@@ -449,6 +449,11 @@ func (c *Console) signout(rq *request) {
 		c.errorPage(rq.w, rq.r, http.StatusServiceUnavailable, "You are still signed in: the broker's database did not answer, so your sign-in could not be ended. Sign out again in a moment.")
 		return
 	}
+	// Recorded (the audit trail's "signout"); the sign-in has ended
+	// whether or not the entry is written.
+	if err := rq.api.do(rq.r.Context(), http.MethodPost, apiPrefix+"/signout", nil, nil); err != nil {
+		c.log.Warn("console: record a sign-out", "err", err)
+	}
 	if c.oidc != nil && rq.sess.OIDC() {
 		if u := c.oidc.endSessionURL(rq.sess.Token); u != "" {
 			c.render(rq.w, http.StatusOK, "signout", map[string]any{"URL": u})

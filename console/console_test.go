@@ -152,16 +152,24 @@ func TestHostPrefixBehindTLS(t *testing.T) {
 	}
 }
 
+// TestSignOut (R-SEC): signing out needs the CSRF token, ends the
+// sign-in, and is recorded in the audit trail as the principal's
+// "signout" (a helpdesk tells it from an expiry).
 func TestSignOut(t *testing.T) {
 	e := newEnv(t)
 	b := e.browser()
-	b.signin(adminToken)
+	reader := e.token(vdibroker.RoleReader)
+	b.signin(reader)
 	wantStatus(t, b.get("/"), http.StatusOK)
 	// Without the CSRF token sign-out is refused too.
 	wantStatus(t, b.post("/signout", url.Values{}), http.StatusForbidden)
 	a := b.post("/signout", url.Values{"csrf": {b.csrf("/")}})
 	wantStatus(t, a, http.StatusSeeOther)
 	wantStatus(t, b.get("/"), http.StatusSeeOther)
+	list, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: "signout"})
+	if err != nil || len(list) != 1 || list[0].Principal.Kind != vdibroker.PrincipalToken {
+		t.Errorf("the sign-out's audit entries: %+v, %v; want the Reader's one", list, err)
+	}
 }
 
 // TestSignOutWhileTheStoreFails (R-SEC, web sessions): a sign-out the

@@ -42,6 +42,7 @@ var auditedActions = map[string]string{
 	"PUT /api/v1/federation":                                              "federation.put",
 	"POST /api/v1/gateway/keys/rotate":                                    "gatewaykey.rotate", // gatewaykey.revoke with ?revoke
 	"POST /api/v1/signin":                                                 "signin",
+	"POST /api/v1/signout":                                                "signout",
 }
 
 // startAudit begins the request's entry: time, remote address, request
@@ -183,4 +184,25 @@ func (s *Server) signin(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		}
 	}
 	return s.whoami(w, r)
+}
+
+// signout is POST /api/v1/signout: a sign-in's end recorded in the audit
+// trail (the console and the portal call it as they sign a browser out),
+// so a helpdesk asked "I was signed out" can tell a sign-out from an
+// expiry. A principal's are bounded as its sign-ins are, in a bucket of
+// their own: no loop writes an entry a request.
+func (s *Server) signout(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	if p := vdibroker.PrincipalFrom(r.Context()); p != nil {
+		a := p.Audit()
+		if !s.signins.Spend("signout "+a.Kind+":"+a.ID, s.now()) {
+			return throttled("this principal signs out faster than it can sign in (16 a minute)", SigninsPerPrincipal/60.0)
+		}
+	}
+	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+		if err := s.svc.Audit.AppendAudit(r.Context(), ev); err != nil {
+			return err
+		}
+	}
+	w.WriteHeader(nethttp.StatusNoContent)
+	return nil
 }

@@ -574,6 +574,43 @@ func TestSigninsOfOnePrincipalAreBounded(t *testing.T) {
 	}
 }
 
+// TestSignoutsRecordedAndBounded (R-SEC, audit): POST /signout records a
+// sign-in's end as the principal's "signout" (the console and the portal
+// call it), so a helpdesk tells a sign-out from an expiry; a principal
+// calling it in a loop is refused past the sign-ins' bound, in a bucket
+// of its own: its sign-ins are not spent by it.
+func TestSignoutsRecordedAndBounded(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "User", Subject: uniq("leaver")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for range 40 {
+		switch status, body, _ := rawDo(t, e, "POST", "/api/v1/signout", tr.Secret, ""); status {
+		case 204:
+		case 429:
+			refused++
+		default:
+			t.Fatalf("sign-out answered %d %s", status, body)
+		}
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "signout", Principal: tr.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != vhttp.SigninsPerPrincipal || refused != 40-vhttp.SigninsPerPrincipal {
+		t.Errorf("%d sign-outs recorded, %d refused of 40; want %d recorded", len(list), refused, vhttp.SigninsPerPrincipal)
+	}
+	if status, _, _ := rawDo(t, e, "POST", "/api/v1/signin", tr.Secret, ""); status != 200 {
+		t.Errorf("a sign-in after the sign-outs' bound answered %d: it has a bucket of its own", status)
+	}
+	if status, _, _ := rawDo(t, e, "POST", "/api/v1/signout", "", ""); status != 401 {
+		t.Errorf("an anonymous sign-out answered %d, want 401", status)
+	}
+}
+
 // TestAudit_PrincipalInAnyCase_RE5: ?principal= finds a user's entries
 // whichever case her name is typed in (R-E5: user names compare in any
 // case), as the sessions of `usersession list --user` do; a helpdesk types

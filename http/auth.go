@@ -84,6 +84,7 @@ var unscopedRoutes = map[string]bool{
 	"GET /api/v1/hostpools": true,
 	"GET /api/v1/whoami":    true,
 	"POST /api/v1/signin":   true,
+	"POST /api/v1/signout":  true,
 	"GET /api/v1/auditlog":  true,
 	// Scaling plans name their pools in the body: the scaling plan service
 	// authorizes them (R-SP5).

@@ -55,8 +55,9 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/tokens", vdibroker.ActionManageTokens, s.listTokens)
 	s.handle("DELETE /api/v1/tokens/{id}", vdibroker.ActionManageTokens, s.deleteToken)
 	s.handle("GET /api/v1/whoami", vdibroker.ActionIdentify, s.whoami)
-	s.handle("POST /api/v1/signin", vdibroker.ActionIdentify, s.signin)  // audit.go
-	s.handle("GET /api/v1/auditlog", vdibroker.ActionAudit, s.listAudit) // audit.go: admin, Contributors and Helpdesk
+	s.handle("POST /api/v1/signout", vdibroker.ActionIdentify, s.signout) // audit.go
+	s.handle("POST /api/v1/signin", vdibroker.ActionIdentify, s.signin)   // audit.go
+	s.handle("GET /api/v1/auditlog", vdibroker.ActionAudit, s.listAudit)  // audit.go: admin, Contributors and Helpdesk
 
 	s.handle("POST /api/v1/agent/register", public, s.register)
 	s.handle("POST /api/v1/agent/heartbeat", public, s.heartbeat) // host credential checked inside

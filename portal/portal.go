@@ -650,6 +650,11 @@ func (p *Portal) signout(rq *request) {
 			"Status": http.StatusServiceUnavailable, "CSRF": rq.sess.CSRF, "SignedIn": true})
 		return
 	}
+	// Recorded (the audit trail's "signout"); the sign-in has ended
+	// whether or not the entry is written.
+	if err := rq.api.do(rq.r.Context(), http.MethodPost, "/api/v1/signout", nil, nil); err != nil {
+		p.log.Warn("portal: record a sign-out", "err", err)
+	}
 	if p.cfg.OIDC != nil && rq.sess.OIDC() {
 		if u := p.cfg.OIDC.Provider().EndSessionURL(rq.sess.Token, p.cfg.PostLogoutURL); u != "" {
 			p.render(rq.w, rq.r, http.StatusOK, "signout", rq.lang, map[string]any{"URL": u})

@@ -1064,4 +1064,8 @@ func TestFullPortal_RSEC(t *testing.T) {
 		t.Fatalf("alice's sign-out: %d", res.StatusCode)
 	}
 	e.browser().signIn(e.userToken("carol"))
+	// Her sign-out is in the audit trail, as her sign-in is (R-SEC).
+	if list, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: "signout", Principal: "alice"}); err != nil || len(list) != 1 {
+		t.Errorf("alice's sign-out in the audit trail: %+v, %v; want one entry", list, err)
+	}
 }

@@ -105,6 +105,7 @@ var matrixRoutes = []route{
 	{"DELETE /api/v1/tokens/{id}", "DELETE", "/api/v1/tokens/{spareTok}", "", mAdmin, 204},
 	{"GET /api/v1/whoami", "GET", "/api/v1/whoami", "", mAny, 200},
 	{"POST /api/v1/signin", "POST", "/api/v1/signin", "", mAny, 200},
+	{"POST /api/v1/signout", "POST", "/api/v1/signout", "", mAny, 204},
 	{"GET /api/v1/auditlog", "GET", "/api/v1/auditlog", "", mAudit, 200},
 	{"GET /api/v1/federation", "GET", "/api/v1/federation", "", mGRead, 200},
 	{"PUT /api/v1/federation", "PUT", "/api/v1/federation", `{}`, mGWrite, 400},
