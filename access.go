@@ -214,8 +214,9 @@ func authorizeRole(p *Principal, a Action) error {
 		case RoleReader:
 			if a == ActionInspect {
 				// A read too, so not "may only read": what only those
-				// who may change it see.
-				return Errorf(EPermission, "role Reader may not read the audit trail or registration tokens: they are for Contributors and the admin token")
+				// who may change it see. The audit trail is ActionAudit's,
+				// which Helpdesk may read too.
+				return Errorf(EPermission, "role Reader may not read registration tokens: they are for Contributors and the admin token")
 			}
 			return Errorf(EPermission, "role Reader may only read (GET)")
 		default:

@@ -33,7 +33,7 @@ func TestAuthorize(t *testing.T) {
 		{name: "user reads", p: user, a: ActionRead, code: EPermission, contains: "role User may only connect"},
 		{name: "reader writes", p: reader, a: ActionWrite, code: EPermission, contains: "role Reader may only read (GET)"},
 		{name: "user writes", p: user, a: ActionWrite, code: EPermission, contains: "role User may only connect"},
-		{name: "reader inspects", p: reader, a: ActionInspect, code: EPermission, contains: "role Reader may not read the audit trail or registration tokens"},
+		{name: "reader inspects", p: reader, a: ActionInspect, code: EPermission, contains: "role Reader may not read registration tokens: they are for Contributors and the admin token"},
 		{name: "contributor inspects", p: contrib, a: ActionInspect},
 		{name: "reader connects", p: reader, a: ActionConnect, code: EPermission, contains: "role Reader may not connect users"},
 		{name: "contributor issues tokens", p: contrib, a: ActionManageTokens, code: EPermission, contains: "only the admin token may manage API tokens"},

@@ -117,7 +117,7 @@ func poolPath(pool string) string { return apiPrefix + "/hostpools/" + url.PathE
 
 // whoAmI is who a token is, as GET /api/v1/whoami answers.
 type whoAmI struct {
-	Role    string `json:"role"` // Admin, Contributor, Reader or User
+	Role    string `json:"role"` // Admin, Contributor, Helpdesk, Reader or User
 	Subject string `json:"subject"`
 	TokenID string `json:"tokenId"`
 	Kind    string `json:"kind"` // admin, token or oidc

@@ -32,8 +32,8 @@ var auditTimeLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.
 // API's ?order=desc, so page 1 is today however long the trail is kept),
 // filtered by principal, action, target, request id and time range like
 // GET /api/v1/auditlog, each entry's change as the fields it changed.
-// Only roles that may read the trail (the admin and Contributors) see
-// entries; the others are told what they may not see, and why.
+// Only roles that may read the trail (the admin, Contributors and
+// Helpdesk) see entries; the others are told what they may not see, and why.
 func (c *Console) auditPage(rq *request) {
 	q := rq.r.URL.Query()
 	f := url.Values{"limit": {strconv.Itoa(auditPageSize)}, "order": {"desc"}}

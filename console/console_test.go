@@ -593,6 +593,10 @@ func TestControlsFollowTheRole_RSEC(t *testing.T) {
 		if readOnly == c.controls {
 			t.Errorf("%s: settings read-only = %v, want %v", c.role, readOnly, !c.controls)
 		}
+		// A Helpdesk is not told it changes nothing beside its Log off.
+		if c.sessionControls && strings.Contains(pages, "change nothing") {
+			t.Errorf("%s: a page says the role changes nothing, and offers log off", c.role)
+		}
 		if !strings.Contains(pages, `<span class="tag drained">drained</span>`) {
 			t.Errorf("%s: host-3 not shown as drained", c.role)
 		}

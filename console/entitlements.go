@@ -13,8 +13,8 @@ import (
 // The entitlements page (R-E10): what a user may use, and why. It lists
 // each desktop, application and global entitlement the user is entitled
 // to, with the assignment or group that grants it, from GET
-// /api/v1/users/{user}/entitlements: Readers and Contributors (the roles
-// that sign in here) ask about anyone, with the user's groups, and see
+// /api/v1/users/{user}/entitlements: Readers, Helpdesk and Contributors
+// (the roles that sign in here) ask about anyone, with the user's groups, and see
 // what of it their scope covers. End users ask the API about themselves.
 
 // addEntitlementsPage parses the page and registers GET /entitlements;

@@ -40,12 +40,16 @@ func TestOutageHeader(t *testing.T) {
 	if strings.Contains(a.body, "10.0.0.7") {
 		t.Errorf("the sign-in page shows the outage's reason to a visitor who is not signed in:\n%s", a.body)
 	}
-	reader := e.browser()
-	reader.signin(e.token(vdibroker.RoleReader))
-	a = reader.get("/")
-	wantContains(t, a, `id="outage"`, "Database unavailable")
-	if strings.Contains(a.body, "10.0.0.7") {
-		t.Errorf("the overview shows the outage's reason to a Reader:\n%s", a.body)
+	// Nor to a Reader or a Helpdesk: the reason is for admins and
+	// Contributors, as /healthz tells it (R-SEC, R-OUT1).
+	for _, role := range []string{vdibroker.RoleReader, vdibroker.RoleHelpdesk} {
+		reader := e.browser()
+		reader.signin(e.token(role))
+		a = reader.get("/")
+		wantContains(t, a, `id="outage"`, "Database unavailable")
+		if strings.Contains(a.body, "10.0.0.7") {
+			t.Errorf("the overview shows the outage's reason to a %s:\n%s", role, a.body)
+		}
 	}
 	down.Store(&console.Outage{Since: time.Now(), Reason: "x", Placement: true})
 	wantContains(t, b.get("/"), "placed within this replica's reserved share")

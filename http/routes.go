@@ -73,7 +73,7 @@ func (s *Server) routes() {
 }
 
 // WhoAmI is the answer of GET /api/v1/whoami: the calling token's role
-// (Admin, Contributor, Reader or User), so a client such as the web console
+// (Admin, Contributor, Helpdesk, Reader or User), so a client such as the web console
 // offers only what the role may do. The server checks every call anyway.
 type WhoAmI struct {
 	Role    string `json:"role"`

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"testing"
@@ -105,4 +107,59 @@ func TestPortalLaunches(t *testing.T) {
 			t.Errorf("an expired launch kept after a creation: %v", err)
 		}
 	})
+}
+
+// TestPortalLaunchCountMigrationRacesLaunch_RU7 (PostgreSQL): migration
+// 00068 counts the launches the pod keeps while replicas of the release
+// before (which make and take launches without the count's triggers) may
+// still run. A launch such a replica has inserted and not yet committed
+// must be counted once it commits: the migration waits for it before it
+// counts. Counted before the triggers exist and committed after, the
+// launch was in no count, ever, and the pod's bound held one more.
+func TestPortalLaunchCountMigrationRacesLaunch_RU7(t *testing.T) {
+	s, dsn := postgresStore(t)
+	ctx := t.Context()
+	if err := s.MigrateDownTo(ctx, 67); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	old, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { old.Rollback() })
+	// The old release's launch, as its CreatePortalLaunch inserts it.
+	if _, err := old.ExecContext(ctx, `INSERT INTO portal_launches (id_hash, owner, name, state, create_time, expire_time)
+		VALUES ('old-1', 'erin', 'Office desktop', 'waiting', $1, $2)`, t0.UnixNano(), t0.Add(time.Minute).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	type opened struct {
+		s   *store.DB
+		err error
+	}
+	up := make(chan opened, 1)
+	go func() {
+		s, err := store.OpenWith(context.WithoutCancel(ctx), dsn, "", nil, store.Options{})
+		up <- opened{s, err}
+	}()
+	waitForLockWaiter(t, s, "migration 00068, for the old release's launch")
+	if err := old.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	o := <-up
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	t.Cleanup(func() { o.s.Close() })
+	if n, err := o.s.QueryInt(ctx, `SELECT n FROM portal_launch_count WHERE id = 1`); err != nil || n != 1 {
+		t.Errorf("the count after the migration: %d, %v; want 1 (the launch committed meanwhile)", n, err)
+	}
+	// The bound of 1 is full: the old release's launch is kept.
+	if err := o.s.CreatePortalLaunch(ctx, portalLaunch("new-1", "frank", t0), 3, 1, t0); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+		t.Errorf("a launch beyond the pod's bound of 1: %v, want TooManyRequests", err)
+	}
 }

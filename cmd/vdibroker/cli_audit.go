@@ -36,7 +36,7 @@ func init() { rootCmd.AddCommand(newAuditCmd()) }
 func newAuditCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
-		Short: "Read the audit trail: who changed what, from where (admin and Contributor tokens)",
+		Short: "Read the audit trail: who changed what, from where (admin, Contributor and Helpdesk tokens)",
 	}
 	a := addAdminFlags(cmd)
 	cmd.AddCommand(newAuditListCmd(a))

@@ -5,6 +5,14 @@
 -- it ended). Kept by the triggers below, once per statement, whatever
 -- inserts or deletes (a statement that changed no row writes nothing:
 -- every launch deletes the expired ones first, mostly none).
+-- Replicas of the release before may make and take launches meanwhile
+-- (without the triggers): the count must not miss one they commit
+-- between it and the triggers, which would then never count it. So
+-- lock out their inserts and deletes first, waiting for those open (as
+-- CREATE TRIGGER would, after the count), at most 10 s (then the
+-- migration fails and runs again at the next start).
+SET LOCAL lock_timeout = '10s';
+LOCK TABLE portal_launches IN SHARE ROW EXCLUSIVE MODE;
 CREATE TABLE portal_launch_count (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     n  BIGINT NOT NULL
