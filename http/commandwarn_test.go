@@ -65,9 +65,14 @@ func TestCommandWarnings_RS4(t *testing.T) {
 	last := h.LastHeartBeat.UTC()
 	e.clock.Advance(91 * time.Second)
 	since := last.Add(90 * time.Second).Format(time.RFC3339)
+	// The disconnect and the logoff asked twice: the second is answered
+	// with the one queued and writes nothing (R-S4, R-SEC), and warns as
+	// the first did, as the host is no readier for it.
 	for _, c := range []struct{ method, path, body, what string }{
 		{"POST", sessions + "/sendmessage", `{"message": "back soon"}`, "the message"},
 		{"POST", sessions + "/disconnect", ``, "the disconnect"},
+		{"POST", sessions + "/disconnect", ``, "the disconnect"},
+		{"DELETE", sessions, ``, "the logoff"},
 		{"DELETE", sessions, ``, "the logoff"},
 	} {
 		want := "session host " + host + " is Unavailable since " + since + " (last heartbeat " + last.Format(time.RFC3339) + "): " +
