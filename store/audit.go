@@ -109,7 +109,7 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 }
 
 // listAuditQuery is ListAudit's query of f and its arguments. A request
-// id is read in audit_log_by_request (migration 00068): a helpdesk given
+// id is read in audit_log_by_request (migration 00069): a helpdesk given
 // a portal user's reference asks for one entry among a month of them.
 func listAuditQuery(f vdibroker.AuditFilter) (string, []any) {
 	var where []string

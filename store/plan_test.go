@@ -153,7 +153,7 @@ func TestBatchReadsUseIndexes(t *testing.T) {
 // portal user reads out asks for the entries of that request id, one or
 // two among the month of entries a pod keeps (each portal sign-in and
 // launch is one): they are a range of audit_log_by_request (migration
-// 00068), not a walk of the whole trail, whatever else the listing asks
+// 00069), not a walk of the whole trail, whatever else the listing asks
 // (the newest first, a page after an entry, a scoped Contributor's pools).
 func TestAuditByRequestUsesIndex(t *testing.T) {
 	for _, f := range []vdibroker.AuditFilter{
