@@ -247,12 +247,18 @@ func (s *Service) queue(ctx context.Context, us *vdibroker.UserSession, typ, msg
 		State:          vdibroker.CommandQueued,
 		CreateTime:     s.now().UTC(),
 	}
+	var warnings []string
 	if warning != "" {
-		c.Warnings = []string{warning}
+		warnings = []string{warning}
 	}
+	c.Warnings = warnings // in the audit entry's after
 	if err := s.store.QueueCommand(ctx, c); err != nil {
 		return nil, err
 	}
+	// A logoff or disconnect asked again is answered with the one queued,
+	// read back from the store, which keeps no warning: the host is no
+	// readier for it, so it warns as the first did.
+	c.Warnings = warnings
 	return c, nil
 }
 

@@ -266,6 +266,31 @@ func TestAudit_EveryAction(t *testing.T) {
 			t.Errorf("scoped Contributor sees %s %s (pool %q)", s.Action, s.Target, s.HostPool)
 		}
 	}
+	// Nor by a request id or a principal: the admin's logoff in aud2 is
+	// found by the admin, not by the Contributor scoped to aud1.
+	var other *vdibroker.AuditEntry
+	for _, a := range big {
+		if a.HostPool == "aud2" && a.Action == "usersession.logoff" {
+			other = a
+		}
+	}
+	if other == nil || other.RequestID == "" || other.Principal.Name == "" {
+		t.Fatalf("the logoff in aud2: %+v", other)
+	}
+	for _, q := range []vhttp.AuditQuery{{RequestID: other.RequestID}, {Principal: other.Principal.ID}, {Principal: strings.ToUpper(other.Principal.Name)}} {
+		if got, err := e.admin.ListAudit(ctx, q); err != nil || len(got) == 0 {
+			t.Errorf("admin %+v: %d entries, %v; want the logoff in aud2 among them", q, len(got), err)
+		}
+		got, err := e.client(0, ops).ListAudit(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range got {
+			if s.HostPool != "aud1" {
+				t.Errorf("scoped Contributor %+v sees %s %s (pool %q)", q, s.Action, s.Target, s.HostPool)
+			}
+		}
+	}
 }
 
 // TestAudit_PrincipalRefusalsBounded_RSEC: a caller with a valid API

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/agent"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -65,9 +66,14 @@ func TestCommandWarnings_RS4(t *testing.T) {
 	last := h.LastHeartBeat.UTC()
 	e.clock.Advance(91 * time.Second)
 	since := last.Add(90 * time.Second).Format(time.RFC3339)
+	// The disconnect and the logoff asked twice: the second is answered
+	// with the one queued and writes nothing (R-S4, R-SEC), and warns as
+	// the first did, as the host is no readier for it.
 	for _, c := range []struct{ method, path, body, what string }{
 		{"POST", sessions + "/sendmessage", `{"message": "back soon"}`, "the message"},
 		{"POST", sessions + "/disconnect", ``, "the disconnect"},
+		{"POST", sessions + "/disconnect", ``, "the disconnect"},
+		{"DELETE", sessions, ``, "the logoff"},
 		{"DELETE", sessions, ``, "the logoff"},
 	} {
 		want := "session host " + host + " is Unavailable since " + since + " (last heartbeat " + last.Format(time.RFC3339) + "): " +
@@ -190,5 +196,62 @@ func TestHostMessage_RS4(t *testing.T) {
 	if err != nil || m2.Queued != 22 || len(m2.Warnings) != 1 || !strings.HasPrefix(m2.Warnings[0], "session host "+hosts[0]+" is Unavailable since ") ||
 		!strings.HasSuffix(m2.Warnings[0], "queued, the host gets the 22 messages when its agent reports again") {
 		t.Errorf("message to an Unavailable host: %+v, %v; want 22 queued and the warning", m2, err)
+	}
+}
+
+// TestHeartbeatAnswerFitsTheAgent_RS4: the agent reads at most 8 MiB of
+// an answer and fails one longer whole, so a heartbeat answer carries the
+// host's queued commands up to a bound and leaves the rest queued for the
+// next heartbeat. Six messages of 4,096 characters (each '<', six bytes
+// in JSON: 24 KiB a command) to a host of 60 sessions are 360 commands,
+// about 8.9 MB: in one answer the agent could read none of them, and they
+// were all lost with the logoff queued beside them, marked delivered.
+// Every command reaches the agent once, in the order queued.
+func TestHeartbeatAnswerFitsTheAgent_RS4(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	e.pool("big", map[string]any{"loadBalancerType": "DepthFirst", "maxSessionLimit": 100})
+	host := e.addHosts("big", "bigh", 1)[0]
+	var report []vdibroker.AgentSession
+	var first string
+	for i := range 60 {
+		u := fmt.Sprintf("u%02d", i)
+		c := e.mustConnect("big", u)
+		if i == 0 {
+			first = c.SessionID
+		}
+		report = append(report, vdibroker.AgentSession{ID: fmt.Sprint(i + 1), User: u, State: "Active"})
+	}
+	e.heartbeat(host, report...)
+	for range 6 {
+		if m, err := e.admin.SendHostMessage(ctx, "big", host, strings.Repeat("<", vdibroker.MaxMessageLen)); err != nil || m.Queued != 60 {
+			t.Fatalf("host message: %+v, %v", m, err)
+		}
+	}
+	logoff, err := e.admin.Logoff(ctx, "big", first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	cred := e.agents[host]
+	e.mu.Unlock()
+	ac := &agent.Client{Server: e.urls[0], HTTP: http.DefaultClient}
+	seen := map[string]bool{}
+	var answers []int
+	for len(seen) < 361 && len(answers) < 10 {
+		res, err := ac.Heartbeat(ctx, cred, vdibroker.HeartbeatRequest{Sessions: report})
+		if err != nil {
+			t.Fatalf("heartbeat %d: the agent could not read the answer: %v", len(answers)+1, err)
+		}
+		answers = append(answers, len(res.Commands))
+		for _, c := range res.Commands {
+			if seen[c.ID] {
+				t.Errorf("command %s delivered twice", c.ID)
+			}
+			seen[c.ID] = true
+		}
+	}
+	if len(seen) != 361 || !seen[logoff.ID] || len(answers) < 2 {
+		t.Errorf("the agent got %d commands in answers of %v (the logoff: %v); want the 361 queued, over several answers", len(seen), answers, seen[logoff.ID])
 	}
 }

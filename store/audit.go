@@ -96,6 +96,22 @@ func (s *DB) AppendAudit(ctx context.Context, e *vdibroker.AuditEntry) error {
 
 // ListAudit implements vdibroker.AuditStore.
 func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibroker.AuditEntry, error) {
+	q, args := listAuditQuery(f)
+	var out []*vdibroker.AuditEntry
+	err := s.read(ctx, func(t *tx) (err error) {
+		out, err = queryAll(ctx, t, scanAudit, q, args...)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list audit entries: %w", err)
+	}
+	return out, nil
+}
+
+// listAuditQuery is ListAudit's query of f and its arguments. A request
+// id is read in audit_log_by_request (migration 00069): a helpdesk given
+// a portal user's reference asks for one entry among a month of them.
+func listAuditQuery(f vdibroker.AuditFilter) (string, []any) {
 	var where []string
 	var args []any
 	add := func(cond string, a ...any) {
@@ -152,15 +168,7 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	var out []*vdibroker.AuditEntry
-	err := s.read(ctx, func(t *tx) (err error) {
-		out, err = queryAll(ctx, t, scanAudit, q, args...)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list audit entries: %w", err)
-	}
-	return out, nil
+	return q, args
 }
 
 func scanAudit(sc scanner) (*vdibroker.AuditEntry, error) {

@@ -452,6 +452,11 @@ func TestRestoreEndsSignIns(t *testing.T) {
 			t.Errorf("sign-in %s after the restore: %+v, %v; want NotFound (everyone signs in again)", id, ws, err)
 		}
 	}
+	// The areas' counts (migration 00067) went with them: a count kept
+	// would refuse sign-ins as if the area were full.
+	if kept, counted, err := r.WebSessionCounts(ctx); err != nil || len(kept) != 0 || len(counted) != 0 {
+		t.Errorf("after the restore: counts kept %v, rows %v, %v; want none", kept, counted, err)
+	}
 	es, err := r.ListAudit(ctx, vdibroker.AuditFilter{Action: store.ActionStoreRestore, Limit: 1})
 	if err != nil || len(es) != 1 {
 		t.Fatalf("restore entry: %v, %v", es, err)

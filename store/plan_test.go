@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // planOf opens an empty SQLite store and returns SQLite's EXPLAIN QUERY
@@ -143,5 +146,28 @@ func TestBatchReadsUseIndexes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAuditByRequestUsesIndex (R-U7): a helpdesk given the reference a
+// portal user reads out asks for the entries of that request id, one or
+// two among the month of entries a pod keeps (each portal sign-in and
+// launch is one): they are a range of audit_log_by_request (migration
+// 00069), not a walk of the whole trail, whatever else the listing asks
+// (the newest first, a page after an entry, a scoped Contributor's pools).
+func TestAuditByRequestUsesIndex(t *testing.T) {
+	for _, f := range []vdibroker.AuditFilter{
+		{RequestID: "eb8550fc8fe40ca4", Limit: 101},
+		{RequestID: "eb8550fc8fe40ca4", Newest: true, Limit: 51},
+		{RequestID: "eb8550fc8fe40ca4", Newest: true, After: 1000, Limit: 51, HostPools: []string{"pool-a"}},
+		{RequestID: "eb8550fc8fe40ca4", Action: "portal.launch", Since: time.Unix(1, 0), Limit: 101},
+	} {
+		p := planOf(t, func(s *DB, ctx context.Context) ([]string, error) {
+			q, args := listAuditQuery(f)
+			return s.plan(ctx, q, args...)
+		})
+		if !strings.Contains(p, "INDEX audit_log_by_request (request_id=?") || strings.Contains(p, "SCAN") {
+			t.Errorf("%+v: the entries of a request id are not a range of audit_log_by_request:\n%s", f, p)
+		}
 	}
 }

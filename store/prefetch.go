@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -226,6 +227,18 @@ func deliverBatch(ctx context.Context, t *tx, live []*commitReq, results []error
 			}
 			cmds[c.SessionHost] = append(cmds[c.SessionHost], c)
 		}
+		// What does not fit one answer waits, queued, for the next.
+		var later []string
+		for host, l := range cmds {
+			keep, rest := withinAnswer(l)
+			cmds[host] = keep
+			for _, c := range rest {
+				later = append(later, c.ID)
+			}
+		}
+		if err := requeue(ctx, t, later); err != nil {
+			return err
+		}
 		// Two heartbeats of one host in one batch: the last one carries the
 		// commands (both are answered after the commit).
 		last := map[string]int{}
@@ -239,6 +252,47 @@ func deliverBatch(ctx context.Context, t *tx, live []*commitReq, results []error
 			} else {
 				r.deliver(nil)
 			}
+		}
+	}
+	return nil
+}
+
+// maxAnswerCommands is how many bytes of commands, as JSON, one heartbeat
+// answer carries (R-S4): the agent reads at most 8 MiB of an answer
+// (agent.maxResponse) and fails one longer whole, the commands in it
+// lost, marked delivered. A host's messages (up to 4,096 characters each,
+// one a session) reach that in a few messages to a full host.
+const maxAnswerCommands = 4 << 20
+
+// withinAnswer splits a host's commands, in the order queued, into those
+// one answer carries (maxAnswerCommands; the first always) and the rest.
+func withinAnswer(l []vdibroker.Command) (keep, rest []vdibroker.Command) {
+	n := 0
+	for i, c := range l {
+		b, _ := json.Marshal(c)
+		if n += len(b) + 1; n > maxAnswerCommands && i > 0 {
+			return l[:i], l[i:]
+		}
+	}
+	return l, nil
+}
+
+// requeue puts the commands of ids back in the queue, for the next
+// heartbeat (withinAnswer).
+func requeue(ctx context.Context, t *tx, ids []string) error {
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := []any{vdibroker.CommandQueued}
+		if t.d == postgresDialect {
+			args = append(args, chunk)
+		} else {
+			for _, id := range chunk {
+				args = append(args, id)
+			}
+		}
+		if _, err := t.exec(ctx, `UPDATE commands SET state = ? WHERE id `+oneOf(t.d, len(chunk)), args...); err != nil {
+			return err
 		}
 	}
 	return nil

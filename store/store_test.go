@@ -1080,6 +1080,46 @@ func TestQueueHostMessage(t *testing.T) {
 	})
 }
 
+// TestHeartbeatAnswerBounded_RS4: one heartbeat answer carries a host's
+// queued commands up to 4 MiB of JSON (the agent reads at most 8 MiB of
+// an answer and fails one longer whole); the rest stay queued, in order,
+// for the next. 200 messages of 4,096 '<' (six bytes each in JSON,
+// \u003c) are about 4.9 MB: the first answer carries 170 or so (4 MiB /
+// ~24.8 KB), the second the rest, each command once.
+func TestHeartbeatAnswerBounded_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		var ids []string
+		for range 200 {
+			c := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, Message: strings.Repeat("<", vdibroker.MaxMessageLen)}
+			if err := s.QueueCommand(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, c.ID)
+		}
+		var got []string
+		var answers []int
+		for i := range 3 {
+			res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{}, t0.Add(time.Duration(i+1)*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			answers = append(answers, len(res.Commands))
+			for _, c := range res.Commands {
+				got = append(got, c.ID)
+			}
+		}
+		if answers[0] == 0 || answers[0] >= 200 || answers[0]+answers[1] != 200 || answers[2] != 0 {
+			t.Errorf("answers of %v commands; want the 200 over two answers", answers)
+		}
+		if diff := cmp.Diff(ids, got); diff != "" {
+			t.Errorf("delivered (-queued +got):\n%s", diff)
+		}
+	})
+}
+
 // TestRegisterHost covers registration tokens (expiry), host creation with
 // defaults, re-keying and HostByCredential.
 func TestRegisterHost(t *testing.T) {
