@@ -196,6 +196,16 @@ func (e *env) userToken(subject string) string {
 	return tr.Secret
 }
 
+// drain drains hosts of pool: no new sessions there (R-C5).
+func (e *env) drain(pool string, hosts ...string) {
+	e.t.Helper()
+	for _, h := range hosts {
+		if _, err := e.admin.PatchSessionHost(context.Background(), pool, h, map[string]any{"allowNewSession": false}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
 // browser is a cookie jar client that does not follow redirects, of
 // the replica at url.
 type browser struct {

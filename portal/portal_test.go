@@ -663,11 +663,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	for _, h := range []string{"desk-1", "desk-2"} {
-		if _, err := e.admin.PatchSessionHost(ctx, "desk", h, map[string]any{"allowNewSession": false}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.drain("desk", "desk-1", "desk-2")
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
 	launch := alice.launch(csrf, "desktop:desk")
@@ -695,11 +691,7 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 func TestLaunchReferenceFindsTheRefusal_RU7(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	for _, h := range []string{"desk-1", "desk-2"} {
-		if _, err := e.admin.PatchSessionHost(ctx, "desk", h, map[string]any{"allowNewSession": false}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.drain("desk", "desk-1", "desk-2")
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
 	// The drains and her sign-in are entries of other requests, which

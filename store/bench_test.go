@@ -249,18 +249,8 @@ func BenchmarkSignIn(b *testing.B) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		for _, n := range []int{10_000, 250_000} {
 			b.Run(fmt.Sprintf("%s/%d", engine, n), func(b *testing.B) {
-				open := sqliteOpener(b)
-				series := fmt.Sprintf(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d) SELECT i FROM g`, n)
-				if engine == "postgres" {
-					open = postgresOpener(b)
-					series = fmt.Sprintf(`SELECT i FROM generate_series(1, %d) AS g(i)`, n)
-				}
-				s := open(b, store.Options{})
-				exp := t0.Add(12 * time.Hour).UnixNano()
-				if err := s.ExecRaw(b.Context(), fmt.Sprintf(`INSERT INTO web_sessions (id_hash, area, principal, role, sealed, flash, create_time, expire_time)
-					SELECT 'h' || i, 'portal', 'oidc:u' || i, 'User', 'sealed', '', %d, %d FROM (%s) AS s`, t0.UnixNano(), exp, series)); err != nil {
-					b.Fatal(err)
-				}
+				s := prefilled(b, engine, n, `INSERT INTO web_sessions (id_hash, area, principal, role, sealed, flash, create_time, expire_time)
+					SELECT 'h' || i, 'portal', 'oidc:u' || i, 'User', 'sealed', '', %d, %d FROM (%s) AS s`, t0.Add(12*time.Hour))
 				lim := vdibroker.WebSessionLimits{PerPrincipal: 16, Window: time.Minute, PerArea: 1_000_000}
 				b.ResetTimer()
 				for i := range b.N {
@@ -282,18 +272,8 @@ func BenchmarkPortalLaunch(b *testing.B) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		for _, n := range []int{10_000, 100_000} {
 			b.Run(fmt.Sprintf("%s/%d", engine, n), func(b *testing.B) {
-				open := sqliteOpener(b)
-				series := fmt.Sprintf(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d) SELECT i FROM g`, n)
-				if engine == "postgres" {
-					open = postgresOpener(b)
-					series = fmt.Sprintf(`SELECT i FROM generate_series(1, %d) AS g(i)`, n)
-				}
-				s := open(b, store.Options{})
-				exp := t0.Add(7 * time.Minute).UnixNano()
-				if err := s.ExecRaw(b.Context(), fmt.Sprintf(`INSERT INTO portal_launches (id_hash, owner, name, state, create_time, expire_time)
-					SELECT 'h' || i, 'o' || i, 'Office desktop', 'waiting', %d, %d FROM (%s) AS s`, t0.UnixNano(), exp, series)); err != nil {
-					b.Fatal(err)
-				}
+				s := prefilled(b, engine, n, `INSERT INTO portal_launches (id_hash, owner, name, state, create_time, expire_time)
+					SELECT 'h' || i, 'o' || i, 'Office desktop', 'waiting', %d, %d FROM (%s) AS s`, t0.Add(7*time.Minute))
 				b.ResetTimer()
 				for i := range b.N {
 					l := &vdibroker.PortalLaunch{IDHash: fmt.Sprintf("new%d", i), Owner: fmt.Sprintf("new%d", i), Name: "Office desktop",
@@ -305,4 +285,22 @@ func BenchmarkPortalLaunch(b *testing.B) {
 			})
 		}
 	}
+}
+
+// prefilled opens a store of engine ("sqlite" or "postgres") and runs
+// insert, a statement of n rows: its verbs are the rows' create time (t0)
+// and expiry (expires), both in nanoseconds, and a query of i from 1 to n.
+func prefilled(b *testing.B, engine string, n int, insert string, expires time.Time) *store.DB {
+	b.Helper()
+	open := sqliteOpener(b)
+	series := fmt.Sprintf(`WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < %d) SELECT i FROM g`, n)
+	if engine == "postgres" {
+		open = postgresOpener(b)
+		series = fmt.Sprintf(`SELECT i FROM generate_series(1, %d) AS g(i)`, n)
+	}
+	s := open(b, store.Options{})
+	if err := s.ExecRaw(b.Context(), fmt.Sprintf(insert, t0.UnixNano(), expires.UnixNano(), series)); err != nil {
+		b.Fatal(err)
+	}
+	return s
 }

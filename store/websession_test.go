@@ -124,19 +124,7 @@ func TestWebSessionLimits(t *testing.T) {
 		// Many principals at once.
 		s2 := tg.open(t, store.Options{})
 		at := later.Add(2 * time.Hour)
-		var wg sync.WaitGroup
-		for i := range 20 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				db := s
-				if i%2 == 1 {
-					db = s2
-				}
-				db.CreateWebSession(ctx, webSession(fmt.Sprintf("x%d", i), fmt.Sprintf("token:x%d", i), at), lim, at)
-			}()
-		}
-		wg.Wait()
+		signInAtOnce(t, s, s2, 20, lim, at, func(ws *vdibroker.WebSession) {})
 		var left int
 		for i := range 20 {
 			if _, err := s.WebSession(ctx, fmt.Sprintf("x%d", i), at); err == nil {
@@ -147,6 +135,26 @@ func TestWebSessionLimits(t *testing.T) {
 			t.Errorf("%d sessions after 20 concurrent sign-ins, want at most %d", left, lim.PerArea)
 		}
 	})
+}
+
+// signInAtOnce signs in n principals x0, x1... at once, alternately on
+// a and b (two replicas), each session x<i> made by webSession and then
+// adjust; refusals are the bounds' to tell.
+func signInAtOnce(t *testing.T, a, b *store.DB, n int, lim vdibroker.WebSessionLimits, at time.Time, adjust func(*vdibroker.WebSession)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		db := a
+		if i%2 == 1 {
+			db = b
+		}
+		wg.Go(func() {
+			ws := webSession(fmt.Sprintf("x%d", i), fmt.Sprintf("token:x%d", i), at)
+			adjust(ws)
+			db.CreateWebSession(t.Context(), ws, lim, at)
+		})
+	}
+	wg.Wait()
 }
 
 // TestSharedValues: the first of two handles to initialise a value wins
@@ -239,19 +247,7 @@ func TestWebSessionCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("a sign-out", map[string]int{"console": 1, "portal": 2})
-		var wg sync.WaitGroup
-		for i := range 6 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				db := s
-				if i%2 == 1 {
-					db = s2
-				}
-				db.CreateWebSession(ctx, portal(fmt.Sprintf("x%d", i), fmt.Sprintf("oidc:x%d", i), now), lim, now)
-			}()
-		}
-		wg.Wait()
+		signInAtOnce(t, s, s2, 6, lim, now, func(ws *vdibroker.WebSession) { ws.Area = "portal" })
 		check("concurrent sign-ins into a bound of 4", map[string]int{"console": 1, "portal": 4})
 		if n, err := s2.DeleteExpiredWebSessions(ctx, t0.Add(time.Hour+time.Minute)); err != nil || n != 2 {
 			t.Fatalf("sweep: %d, %v; want c1 and p2", n, err)
