@@ -256,7 +256,8 @@ func (c *Console) sendMessage(rq *request) {
 	// A textarea posts its line breaks as CRLF (HTML): the agent gets
 	// them as the user typed them, one LF each.
 	text := strings.ReplaceAll(rq.r.PostFormValue("message"), "\r\n", "\n")
-	if err := rq.api.sendMessage(rq.r.Context(), pool, id, text); err != nil {
+	warnings, err := rq.api.sendMessage(rq.r.Context(), pool, id, text)
+	if err != nil {
 		switch code := vdibroker.ErrorCode(err); code {
 		case vdibroker.EInvalid:
 			c.renderMessage(rq, http.StatusBadRequest, text, vdibroker.ErrorMessage(err))
@@ -269,7 +270,7 @@ func (c *Console) sendMessage(rq *request) {
 	}
 	user := cmp.Or(rq.r.PostFormValue("user"), id)
 	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
-		fmt.Sprintf("The message to %s is queued: the host's agent shows it in the session on its next heartbeat (R-S4).", user))
+		fmt.Sprintf("The message to %s is queued: the host's agent shows it in the session on its next heartbeat (R-S4).", user)+warned(warnings))
 }
 
 // keyRow is a registration key as the pool page lists it.

@@ -243,6 +243,23 @@ func TestActionSendMessage(t *testing.T) {
 	}
 	e.wantAudited("usersession.sendmessage", "hostpools/pool-a/usersessions/"+id+"/sendmessage", "admin")
 	wantContains(t, b.get(a.location), "The message to alice is queued")
+	if page := b.get(a.location); strings.Contains(page.body, "Warning:") {
+		t.Errorf("a message to an Available host warns:\n%s", page.body)
+	}
+
+	// Her host's agent says it is stopping (Shutdown): the message and
+	// the log off are queued all the same, and the flash says the host
+	// cannot carry them out now (R-S4), as the API's answer does.
+	if _, err := e.admin.Heartbeat(context.Background(), e.agents["host-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true,
+		Sessions: []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}}}); err != nil {
+		t.Fatal(err)
+	}
+	a = b.post("/pools/pool-a/sessions/"+id+"/message", url.Values{"csrf": {csrf}, "message": {"Still there?"}, "user": {"alice"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	wantContains(t, b.get(a.location), "The message to alice is queued", "Warning: session host host-1 is Shutdown")
+	a = b.post("/pools/pool-a/sessions/"+id+"/logoff", url.Values{"csrf": {b.csrf("/sessions")}, "user": {"alice"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	wantContains(t, b.get(a.location), "The log off of alice", "session is queued", "Warning: session host host-1 is Shutdown")
 }
 
 func TestActionBulkDrain(t *testing.T) {

@@ -238,12 +238,18 @@ func (a *api) sessionsPage(ctx context.Context, pool string, q sessionQuery) (se
 	return page.Value, next, nil
 }
 
-func (a *api) logoff(ctx context.Context, pool, id string) error {
-	return a.do(ctx, http.MethodDelete, poolPath(pool)+"/usersessions/"+url.PathEscape(id), nil, nil)
+// logoff, disconnect and sendMessage queue a command for a session's
+// host (R-S4) and answer its warnings: the host cannot carry it out now.
+func (a *api) logoff(ctx context.Context, pool, id string) ([]string, error) {
+	var c vdibroker.Command
+	err := a.do(ctx, http.MethodDelete, poolPath(pool)+"/usersessions/"+url.PathEscape(id), nil, &c)
+	return c.Warnings, err
 }
 
-func (a *api) disconnect(ctx context.Context, pool, id string) error {
-	return a.do(ctx, http.MethodPost, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/disconnect", struct{}{}, nil)
+func (a *api) disconnect(ctx context.Context, pool, id string) ([]string, error) {
+	var c vdibroker.Command
+	err := a.do(ctx, http.MethodPost, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/disconnect", struct{}{}, &c)
+	return c.Warnings, err
 }
 
 func (a *api) getSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {
@@ -293,8 +299,10 @@ func (a *api) deleteHost(ctx context.Context, pool, host string, force bool) err
 }
 
 // sendMessage queues a message for a session's user (R-S4).
-func (a *api) sendMessage(ctx context.Context, pool, id, message string) error {
-	return a.do(ctx, http.MethodPost, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/sendmessage", map[string]string{"message": message}, nil)
+func (a *api) sendMessage(ctx context.Context, pool, id, message string) ([]string, error) {
+	var c vdibroker.Command
+	err := a.do(ctx, http.MethodPost, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/sendmessage", map[string]string{"message": message}, &c)
+	return c.Warnings, err
 }
 
 // itoa is strconv.Itoa, short for templates and paths.

@@ -800,11 +800,12 @@ func (c *Console) disconnect(rq *request) { c.sessionCommand(rq, "disconnect") }
 // sessionCommand queues a log off or disconnect for the host's agent (R-S4).
 func (c *Console) sessionCommand(rq *request, what string) {
 	pool, id := rq.r.PathValue("pool"), rq.r.PathValue("id")
+	var warnings []string
 	var err error
 	if what == "log off" {
-		err = rq.api.logoff(rq.r.Context(), pool, id)
+		warnings, err = rq.api.logoff(rq.r.Context(), pool, id)
 	} else {
-		err = rq.api.disconnect(rq.r.Context(), pool, id)
+		warnings, err = rq.api.disconnect(rq.r.Context(), pool, id)
 	}
 	if err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated {
@@ -816,7 +817,16 @@ func (c *Console) sessionCommand(rq *request, what string) {
 	}
 	user := rq.r.PostFormValue("user")
 	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
-		fmt.Sprintf("The %s of %s's session is queued: the host's agent runs it on its next heartbeat (R-S4).", what, cmp.Or(user, id)))
+		fmt.Sprintf("The %s of %s's session is queued: the host's agent runs it on its next heartbeat (R-S4).", what, cmp.Or(user, id))+warned(warnings))
+}
+
+// warned is the API's warnings of a queued command, for its flash: the
+// host cannot carry it out now (R-S4), which "queued" alone hides.
+func warned(warnings []string) string {
+	if len(warnings) == 0 {
+		return ""
+	}
+	return " Warning: " + strings.Join(warnings, " ")
 }
 
 // placementPage shows a session's decision record (R-C7) in words.
