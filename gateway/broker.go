@@ -21,7 +21,10 @@ type Broker interface {
 	// ChannelOpen reports that the tunnel reached its host: the client's
 	// RDP stream flows from now on.
 	ChannelOpen(ctx context.Context, ev TunnelEvent) error
-	// TunnelClose reports the end of a tunnel TunnelOpen admitted.
+	// TunnelClose reports the end of a tunnel TunnelOpen admitted. An
+	// error that is a refusal (ErrRefused, ErrNotAdmitted, ErrTokenUsed)
+	// is final; any other (the broker unreachable, its store down) is
+	// tried again later (the gateway's close reports, R-GW3).
 	TunnelClose(ctx context.Context, ev TunnelEvent) error
 	// CheckTunnels asks which of the gateway's open tunnels (each
 	// described as its open was, at most vdibroker.MaxTunnelCheck) may go
@@ -41,6 +44,11 @@ var (
 	// ErrNotAdmitted: the broker did not issue the token, or its session
 	// has ended.
 	ErrNotAdmitted = errors.New("the broker does not admit this tunnel")
+	// ErrRefused: the broker refused a report for another reason of the
+	// report's or the gateway's own (an HTTP 4xx other than those above:
+	// a malformed report, a revoked Gateway token); sending it again
+	// would be refused again.
+	ErrRefused = errors.New("the broker refused the report")
 )
 
 // TunnelEvent is one report about a tunnel.

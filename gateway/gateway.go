@@ -206,6 +206,8 @@ type Gateway struct {
 	// checkBatch is the most tunnels one check asks about
 	// (vdibroker.MaxTunnelCheck; tests lower it).
 	checkBatch int
+	// closes are the close reports to send again (closes.go).
+	closes closeRetries
 }
 
 type addrLimiter struct {
@@ -248,6 +250,9 @@ func New(cfg Config) (*Gateway, error) {
 		g.wg.Add(1)
 		go g.reauthorizeLoop(tk)
 	}
+	rt := cfg.Clock.NewTicker(closeRetryEvery)
+	g.wg.Add(1)
+	go g.closeRetryLoop(rt)
 	return g, nil
 }
 

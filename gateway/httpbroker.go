@@ -18,7 +18,8 @@ import (
 // acknowledge, 409 Conflict when a token id was admitted before
 // (ErrTokenUsed), 429 when the user holds its most tunnels (ErrUserLimit),
 // 404 for a token it did not issue or whose session ended
-// (ErrNotAdmitted); any other answer refuses an open too. A check of the
+// (ErrNotAdmitted), another 4xx for a report it refuses (ErrRefused); any
+// other answer refuses an open too, and a close is sent again. A check of the
 // open tunnels is POSTed to URL + "/check" and answered 200 with the
 // token ids that may go on; any other answer is no answer.
 type HTTPBroker struct {
@@ -64,6 +65,8 @@ func (b *HTTPBroker) post(ctx context.Context, what string, ev TunnelEvent) erro
 		return ErrUserLimit
 	case resp.StatusCode == http.StatusNotFound:
 		return fmt.Errorf("%w: %s", ErrNotAdmitted, bytes.TrimSpace(msg))
+	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusRequestTimeout:
+		return fmt.Errorf("%w: broker tunnel %s: HTTP %d: %s", ErrRefused, what, resp.StatusCode, bytes.TrimSpace(msg))
 	case resp.StatusCode/100 != 2:
 		return fmt.Errorf("broker tunnel %s: HTTP %d: %s", what, resp.StatusCode, bytes.TrimSpace(msg))
 	}

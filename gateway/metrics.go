@@ -14,6 +14,10 @@ type metrics struct {
 	closed    *prometheus.CounterVec
 	logDrops  prometheus.Counter
 	checks    *prometheus.CounterVec
+	// closesPending and closeReports: the close reports kept to send
+	// again (closes.go).
+	closesPending prometheus.Gauge
+	closeReports  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -33,10 +37,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Refusal log lines not written because they came faster than the log's rate limit."}),
 		checks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vdibroker_gateway_reauthorize_checks_total",
 			Help: "Checks of open tunnels with the broker (--reauthorize-every), by result: answered, or failed (the broker did not answer: the tunnels stay)."}, []string{"result"}),
+		closesPending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vdibroker_gateway_close_reports_pending",
+			Help: "Tunnel close reports the broker did not take, kept to send again."}),
+		closeReports: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vdibroker_gateway_close_reports_retried_total",
+			Help: "Tunnel close reports sent again, by result: delivered, refused (the broker refused it: dropped), or dropped (older than a day, or beyond the 10,000 kept)."}, []string{"result"}),
 	}
 	m.toHost, m.toClient = m.bytes.WithLabelValues("to_host"), m.bytes.WithLabelValues("to_client")
 	if reg != nil {
-		reg.MustRegister(m.open, m.bytes, m.refusals, m.handshake, m.closed, m.logDrops, m.checks)
+		reg.MustRegister(m.open, m.bytes, m.refusals, m.handshake, m.closed, m.logDrops, m.checks, m.closesPending, m.closeReports)
 	}
 	return m
 }

@@ -147,7 +147,16 @@ func (t *tunnel) finish() {
 		ev.BytesToHost, ev.BytesToClient, ev.Reason, ev.Reached = t.toHost.Load(), t.toClient.Load(), t.reason, t.reached.Load()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), brokerTimeout)
 		if err := g.cfg.Broker.TunnelClose(ctx, ev); err != nil {
-			g.cfg.Logger.Error("report tunnel close to the broker", "tokenId", t.claims.ID, "err", err)
+			switch {
+			case finalRefusal(err):
+				g.cfg.Logger.Error("report tunnel close to the broker: refused", "tokenId", t.claims.ID, "err", err)
+			case g.ctx.Err() != nil:
+				// Closing: no round will send it again.
+				g.cfg.Logger.Error("report tunnel close to the broker (the gateway is stopping: not sent again)", "tokenId", t.claims.ID, "err", err)
+			default:
+				g.keepClose(ev)
+				g.cfg.Logger.Warn("report tunnel close to the broker failed; sent again later", "tokenId", t.claims.ID, "err", err)
+			}
 		}
 		cancel()
 		g.cfg.Logger.Info("tunnel closed", "tokenId", t.claims.ID, "user", t.claims.User, "session", t.claims.Session,

@@ -255,8 +255,16 @@ func (g gatewayReports) ChannelOpen(ctx context.Context, ev gateway.TunnelEvent)
 	return g.svc.TunnelChannel(ctx, report(ev))
 }
 
+// TunnelClose reports a close; a refusal is final (gateway.ErrRefused),
+// the store down or an internal error is sent again (R-GW3).
 func (g gatewayReports) TunnelClose(ctx context.Context, ev gateway.TunnelEvent) error {
-	return g.svc.TunnelClose(ctx, report(ev))
+	err := g.svc.TunnelClose(ctx, report(ev))
+	switch code := vdibroker.ErrorCode(err); code {
+	case "", vdibroker.EStoreUnavailable, vdibroker.EInternal, vdibroker.ETooManyRequests:
+		return err
+	default:
+		return fmt.Errorf("%w: %s: %s", gateway.ErrRefused, code, vdibroker.ErrorMessage(err))
+	}
 }
 
 func (g gatewayReports) CheckTunnels(ctx context.Context, name string, tunnels []gateway.TunnelEvent) ([]string, error) {

@@ -419,3 +419,33 @@ func TestGatewayTargetFlags(t *testing.T) {
 		}
 	}
 }
+
+// closeService is a GatewayService whose TunnelClose answers err.
+type closeService struct {
+	vdibroker.GatewayService
+	err error
+}
+
+func (s closeService) TunnelClose(context.Context, *vdibroker.TunnelReport) error { return s.err }
+
+// TestInProcessCloseRefusals_RGW3: the in-process gateway's close report
+// the broker refuses is final (gateway.ErrRefused: not sent again); the
+// store down or an internal error is sent again, as over HTTP.
+func TestInProcessCloseRefusals_RGW3(t *testing.T) {
+	for err, final := range map[error]bool{
+		vdibroker.Errorf(vdibroker.ENotFound, "token x is not an access token this broker issued"): true,
+		vdibroker.Errorf(vdibroker.EInvalid, "field user: must be set"):                            true,
+		vdibroker.Errorf(vdibroker.EPermission, "not this pool"):                                   true,
+		vdibroker.Errorf(vdibroker.EStoreUnavailable, "the store is down"):                         false,
+		errors.New("disk I/O error"):                                                               false,
+		context.DeadlineExceeded:                                                                   false,
+	} {
+		got := gatewayReports{svc: closeService{err: err}}.TunnelClose(t.Context(), gateway.TunnelEvent{TokenID: "x"})
+		if got == nil || errors.Is(got, gateway.ErrRefused) != final {
+			t.Errorf("%v: answered %v, final %v, want final %v", err, got, errors.Is(got, gateway.ErrRefused), final)
+		}
+	}
+	if err := (gatewayReports{svc: closeService{}}).TunnelClose(t.Context(), gateway.TunnelEvent{TokenID: "x"}); err != nil {
+		t.Errorf("a close taken: %v", err)
+	}
+}
