@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	kclock "k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
 	vhttp "github.com/vdibroker/vdibroker/http"
@@ -85,6 +87,9 @@ type envOptions struct {
 	power power.Set
 	// gateway is the servers' RD gateway side.
 	gateway broker.GatewayConfig
+	// gatewayClock is the clock of newGatewayWorldWith's gateway (nil:
+	// the real one).
+	gatewayClock kclock.WithTickerAndDelayedExecution
 }
 
 // newEnv starts a SQLite-backed server.

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/gateway"
@@ -33,6 +37,7 @@ type gwWorld struct {
 	gwAddr string
 	broker *gateway.HTTPBroker // the gateway's reports
 	keys   *gatewaytoken.Keyring
+	reg    *prometheus.Registry // the gateway's metrics
 }
 
 func newGatewayWorld(t *testing.T, cfg broker.GatewayConfig) *gwWorld {
@@ -53,7 +58,9 @@ func newGatewayWorldWith(t *testing.T, o envOptions) *gwWorld {
 	if w.keys, err = gatewaytoken.NewKeyring(ctx, gatewaytoken.URLSource{URL: e.urls[0] + "/api/v1/gateway/keys"}, 0, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	w.gw, err = gateway.New(gateway.Config{Name: "rdgw-1", Verifier: w.keys, Broker: w.broker, RequestBurst: 1000})
+	w.reg = prometheus.NewRegistry()
+	w.gw, err = gateway.New(gateway.Config{Name: "rdgw-1", Verifier: w.keys, Broker: w.broker, RequestBurst: 1000,
+		Clock: o.gatewayClock, Registry: w.reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,6 +439,77 @@ func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
 		}
 	}
 	conn.Close()
+}
+
+// TestGatewayCloseSentAfterOutage_RGW3_PostgreSQL: a tunnel that closes
+// while the broker's store is down is reported again once it is back (the
+// gateway's close reports, sent every 15 s on its clock): its session
+// turns Disconnected, the close is audited, and the gateway keeps none.
+func TestGatewayCloseSentAfterOutage_RGW3_PostgreSQL(t *testing.T) {
+	pg := pgtest.Start(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	const storeTimeout = 2 * time.Second
+	w := newGatewayWorldWith(t, envOptions{dsn: pg.DSN, maintenance: time.Hour, storeTimeout: storeTimeout, gatewayClock: clk})
+	ctx := context.Background()
+	w.e.pool("gwclose", nil)
+	addr := w.addEchoHost(t, "gwclose", "gch001")
+	c, err := w.e.admin.Connect(ctx, "gwclose", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := w.dial(t, c.RDPFile, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go conn.Write([]byte("rdp!"))
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "rdp!" {
+		t.Fatalf("through the tunnel: %q %v", got, err)
+	}
+	eventually(t, "the session Active through the tunnel", func() bool {
+		return w.session(t, "gwclose", c.SessionID).State == vdibroker.StateActive
+	})
+	pending := func() float64 {
+		n, err := testutil.GatherAndCount(w.reg, "vdibroker_gateway_close_reports_pending")
+		if err != nil || n != 1 {
+			t.Fatalf("the gateway's metrics: %v (%d)", err, n)
+		}
+		mfs, _ := w.reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "vdibroker_gateway_close_reports_pending" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+
+	pg.Stop()
+	restarted := false
+	t.Cleanup(func() { // before the schema is dropped
+		if !restarted {
+			pg.Restart()
+		}
+	})
+	waitHealth(t, w.e.urls[0], 503, storeTimeout+2*time.Second)
+	conn.CloseChannel()
+	conn.Close()
+	eventually(t, "the close report kept", func() bool { return pending() == 1 })
+
+	pg.Restart()
+	restarted = true
+	waitHealth(t, w.e.urls[0], 200, 15*time.Second)
+	if st := w.session(t, "gwclose", c.SessionID).State; st != vdibroker.StateActive {
+		t.Fatalf("before the report is sent again the session is %s, want Active still", st)
+	}
+	clk.Step(15 * time.Second)
+	eventually(t, "the close taken", func() bool { return pending() == 0 })
+	if st := w.session(t, "gwclose", c.SessionID).State; st != vdibroker.StateDisconnected {
+		t.Errorf("after the close report the session is %s, want Disconnected (R-GW3)", st)
+	}
+	entries, err := w.e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/gwclose/usersessions/" + c.SessionID, Action: "gateway.tunnel.close"})
+	if err != nil || len(entries) != 1 || entries[0].Error != "" {
+		t.Errorf("audit of the close: %v %+v, want one entry", err, entries)
+	}
 }
 
 // TestRevokeGatewayKeys_RGW6: POST /gateway/keys/rotate?revoke=true
