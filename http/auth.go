@@ -120,6 +120,8 @@ func routeTarget(r *nethttp.Request) vdibroker.Target {
 // answered by writeError. Every request's audit entry starts here: for a
 // route of auditedActions it rides in the context to the store, which
 // writes it with the change; a refusal is recorded by refused (audit.go).
+// An end user's write spends her write budget once she is authorized,
+// before the handler (spendsUserWrite, ratelimit.go).
 func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
 	s.patterns = append(s.patterns, pattern)
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
@@ -149,6 +151,12 @@ func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethtt
 			}
 			if err != nil {
 				fail(err, true)
+				return
+			}
+			if spendsUserWrite(p, pattern) && !s.userWrites.Spend(userWriteKey(p), s.now()) {
+				// Before the handler reads or writes anything; not
+				// audited (refused: a throttled API credential's 429).
+				fail(throttled("this end user makes changes faster than a person does (30 at once, then one every 2 s)", UserWritesPerSecond), false)
 				return
 			}
 			r = r.WithContext(vdibroker.WithPrincipal(r.Context(), p))

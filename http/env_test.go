@@ -28,10 +28,18 @@ const adminToken = "test-admin-token"
 
 // clock is the servers' injected time: real time plus an offset tests move
 // forward (heartbeat age R-H1, pending timeout R-S3, token expiry).
-type clock struct{ offset atomic.Int64 }
+// Freeze stops the real time's part, for a test of a rate (the buckets of
+// R-SEC) that a slow machine's real time would refill between its steps.
+type clock struct{ offset, frozen atomic.Int64 }
 
-func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *clock) Now() time.Time {
+	if f := c.frozen.Load(); f != 0 {
+		return time.Unix(0, f).Add(time.Duration(c.offset.Load()))
+	}
+	return time.Now().Add(time.Duration(c.offset.Load()))
+}
 func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+func (c *clock) Freeze()                 { c.frozen.Store(time.Now().UnixNano()) }
 
 // env is one or more real servers (httptest, 127.0.0.1) on one real store.
 type env struct {

@@ -1,4 +1,15 @@
 package http
 
+import "github.com/vdibroker/vdibroker/internal/ratelimit"
+
 // HeartbeatBuckets is how many heartbeat rate buckets s holds (R-SEC).
 func HeartbeatBuckets(s *Server) int { return s.heartbeats.Len() }
+
+// UserWriteBuckets is how many end users' write buckets s holds (R-SEC).
+func UserWriteBuckets(s *Server) int { return s.userWrites.Len() }
+
+// BoundUserWriteBuckets gives s a write budget of at most max buckets,
+// for a test of a full map (before any request).
+func BoundUserWriteBuckets(s *Server, max int) {
+	s.userWrites = ratelimit.NewBounded(UserWritesPerSecond, UserWriteBurst, max)
+}

@@ -74,6 +74,12 @@ func TestPostgresSuite(t *testing.T) {
 		{"ApplicationPlacedWhereItRuns_RE12", TestApplicationPlacedWhereItRuns_RE12},
 		{"HostSaysOnlyForItself_RE12", TestHostSaysOnlyForItself_RE12},
 		{"RemoteAppsWarning_RE12", TestRemoteAppsWarning_RE12},
+		// An end user's write budget (userbudget_test.go), and a logoff
+		// asked again audited per asker (agent_test.go).
+		{"UserWriteBudget_RSEC", TestUserWriteBudget_RSEC},
+		{"UserWriteBudget_EveryUserWrite", TestUserWriteBudget_EveryUserWrite},
+		{"UserWriteBuckets_Bounded", TestUserWriteBuckets_Bounded},
+		{"RepeatedCommandQueuedOnce", TestRepeatedCommandQueuedOnce},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

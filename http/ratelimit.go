@@ -2,6 +2,7 @@ package http
 
 import (
 	nethttp "net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +26,21 @@ import (
 //   - Sign-ins (POST /signin) per principal (SigninsPerPrincipal a
 //     minute, as many at once): each is an audit entry, and any
 //     principal, a User token too, may call it.
+//   - Writes of an end user (role User) per principal (UserWritesPerSecond,
+//     burst UserWriteBurst): every request a User token or a portal
+//     sign-in makes that is not a read (GET) and not a sign-in or
+//     sign-out (bounded above) spends one: her connects (a pool's
+//     desktop, an application group's, a global entitlement's; dry runs
+//     too: they decide, and a global one asks other pods), logoffs and
+//     disconnects of her own sessions (R-U3), and the portal's launches,
+//     which connect through it (R-U7). Each was a session row, a
+//     decision record, a command row and audit entries; past it the
+//     write is answered 429 before anything is read or written, and not
+//     audited. Contributors, Helpdesk and the admin token have no such
+//     limit: theirs are an administrator's credentials, whose scripts
+//     log off a host's sessions or connect users on their behalf by the
+//     thousand (a logon storm through a front end), and are never
+//     throttled.
 //   - Access log lines of requests whose caller proved no credential
 //     (refused ones, health probes, the console's pages before sign-in;
 //     RefusedLogLinesPerSecond, burst RefusedLogLineBurst, for the whole
@@ -42,6 +58,13 @@ const (
 	// (websession.DefaultLimits), so no sign-in of the console or the
 	// portal is refused for it.
 	SigninsPerPrincipal = 16
+	// UserWriteBurst is how many writes an end user makes at once, and
+	// UserWritesPerSecond how fast they come back (one every 2 s, 30 a
+	// minute): a user opens a few desktops and apps a minute at most, and
+	// a logon that retries with ?wait=, a launch in the portal (one
+	// connect) and the reconnects of a flaky network stay well within.
+	UserWriteBurst      = 30
+	UserWritesPerSecond = 0.5
 )
 
 // lineBudget is a token bucket of log lines that counts what it drops.
@@ -81,6 +104,41 @@ func (s *Server) Throttled(r *nethttp.Request) bool {
 // answers 429 and records nothing).
 func (s *Server) FailedAuthentication(r *nethttp.Request) bool {
 	return s.authFailures.Spend(ratelimit.ClientAddr(r), s.now())
+}
+
+// ownBuckets are the routes a User reaches that change something and
+// have a limit of their own (SigninsPerPrincipal), not the write budget.
+var ownBuckets = map[string]bool{"POST /api/v1/signin": true, "POST /api/v1/signout": true}
+
+// spendsUserWrite reports whether a request of principal p to pattern
+// spends p's write budget: an end user's (role User) request that is not
+// a read, on a route without a bucket of its own. Any route a User may
+// call, now or later, is bounded so.
+func spendsUserWrite(p *vdibroker.Principal, pattern string) bool {
+	if p == nil || p.Role != vdibroker.RoleUser || ownBuckets[pattern] {
+		return false
+	}
+	method, _, _ := strings.Cut(pattern, " ")
+	return method != nethttp.MethodGet && method != nethttp.MethodHead
+}
+
+// userWriteKey is p's bucket of the write budget: its kind and its id as
+// the audit trail names it (an API token's id, an OpenID Connect subject).
+func userWriteKey(p *vdibroker.Principal) string {
+	a := p.Audit()
+	return a.Kind + ":" + a.ID
+}
+
+// UserWriteWait is how long end user p must wait before the API takes
+// another write of hers (0: it takes one now), taking nothing: the user
+// portal asks before it keeps a launch, so a launch past the budget is
+// refused (429) with nothing written. 0 for a principal without the
+// budget.
+func (s *Server) UserWriteWait(p *vdibroker.Principal) time.Duration {
+	if p == nil || p.Role != vdibroker.RoleUser {
+		return 0
+	}
+	return s.userWrites.Wait(userWriteKey(p), s.now())
 }
 
 // throttled is the 429 answer, with how long to wait.

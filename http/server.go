@@ -77,6 +77,10 @@ type Server struct {
 	authFailures *ratelimit.Keyed
 	heartbeats   *ratelimit.Keyed
 	signins      *ratelimit.Keyed
+	// userWrites is the write budget of end users, by principal; its
+	// buckets are made only for a principal whose credential and role
+	// were checked, so a caller without one makes none.
+	userWrites *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -100,6 +104,7 @@ func NewServer(cfg Config) *Server {
 		authFailures: ratelimit.New(AuthFailuresPerSecond, AuthFailureBurst),
 		heartbeats:   ratelimit.New(HeartbeatsPerSecond, HeartbeatBurst),
 		signins:      ratelimit.New(SigninsPerPrincipal/60.0, SigninsPerPrincipal),
+		userWrites:   ratelimit.New(UserWritesPerSecond, UserWriteBurst),
 		refusedLines: newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {

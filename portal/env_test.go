@@ -45,6 +45,8 @@ type env struct {
 	creds  map[string]string // host -> credential
 	// skew moves the broker's clock forward (advance).
 	skew *atomic.Int64
+	// frozen, when set, is the real time the clock stopped at (freeze).
+	frozen *atomic.Int64
 	// st, dsn and now make more replicas (replica).
 	st  vdibroker.Store
 	dsn string
@@ -59,6 +61,10 @@ type env struct {
 
 // advance moves the broker's clock forward by d.
 func (e *env) advance(d time.Duration) { e.skew.Add(int64(d)) }
+
+// freeze stops the real time's part of the broker's clock, for a test of
+// a rate (R-SEC) that a slow machine's real time would refill.
+func (e *env) freeze() { e.frozen.Store(time.Now().UnixNano()) }
 
 func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
 	t.Helper()
@@ -79,9 +85,14 @@ func newEnvWith(t testing.TB, adjust func(*portal.Config), pod string, fedSecret
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	skew := &atomic.Int64{}
-	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	e := &env{t: t, creds: map[string]string{}, skew: skew, st: st, dsn: dsn, now: now, pod: pod, fedSecret: fedSecret}
+	skew, frozen := &atomic.Int64{}, &atomic.Int64{}
+	now := func() time.Time {
+		if f := frozen.Load(); f != 0 {
+			return time.Unix(0, f).Add(time.Duration(skew.Load()))
+		}
+		return time.Now().Add(time.Duration(skew.Load()))
+	}
+	e := &env{t: t, creds: map[string]string{}, skew: skew, frozen: frozen, st: st, dsn: dsn, now: now, pod: pod, fedSecret: fedSecret}
 	e.srv, e.portal, e.url = e.serve(st, adjust)
 	e.admin = vhttp.NewClient(e.url, adminToken)
 	e.pool("desk", map[string]any{}, 2)
@@ -120,7 +131,8 @@ func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserve
 	}
 	srv := testserver.New(cfg)
 	e.t.Cleanup(func() { srv.Close() })
-	pcfg := portal.Config{API: srv.Handler(), Sessions: st, Launches: st, Audit: srv.Broker, MaxWait: 30 * time.Second}
+	pcfg := portal.Config{API: srv.Handler(), Sessions: st, Launches: st, Audit: srv.Broker, MaxWait: 30 * time.Second,
+		WriteWait: srv.Server.UserWriteWait}
 	if adjust != nil {
 		adjust(&pcfg)
 	}
@@ -339,4 +351,5 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("StateChangesNeedThisSite", TestStateChangesNeedThisSite_RU7)
 	t.Run("NoHostRunsTheApplication", TestApplicationNoHostRunsInUsersWords_RE12_RU6)
 	t.Run("ReferenceFindsTheRefusal", TestLaunchReferenceFindsTheRefusal_RU7)
+	t.Run("WriteBudget", TestWriteBudget_RSEC_RU7)
 }

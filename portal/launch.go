@@ -3,6 +3,7 @@ package portal
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"mime"
 	"net/http"
 	"regexp"
@@ -76,6 +77,15 @@ func (p *Portal) launch(rq *request) {
 	if who == nil {
 		kind, tokenID, _ := strings.Cut(rq.sess.Principal, ":")
 		who = &vdibroker.Principal{Kind: kind, TokenID: tokenID, Subject: feed.User, Role: rq.sess.Role}
+	}
+	if p.cfg.WriteWait != nil {
+		// Past her write budget (R-SEC): nothing kept, nothing audited,
+		// as the API would refuse the launch's connect.
+		if d := p.cfg.WriteWait(who); d > 0 {
+			rq.w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+			p.errorPage(rq.w, rq.r, http.StatusTooManyRequests, "error.tooFast")
+			return
+		}
 	}
 	if res == nil {
 		// Audited as a refused launch (R-U7): a signed-in user asking for

@@ -109,6 +109,12 @@ type Config struct {
 	Audit Auditor
 	// Refusals records refused sign-ins (nil: not recorded).
 	Refusals Refusals
+	// WriteWait is how long the API makes an end user wait before it
+	// takes another write of hers (0: it takes one now; the API server's
+	// UserWriteWait, R-SEC). A launch past her budget is refused (429) in
+	// her language before it is kept or audited. Nil: not asked (the
+	// launch's connect is still refused by the API, and the launch fails).
+	WriteWait func(*vdibroker.Principal) time.Duration
 	// OIDC, when set, offers single sign-on; its FlowConfig must have
 	// EndUsers set, its callback at OIDCCallbackPath and its state cookie
 	// OIDCStateCookie at OIDCStatePath.
@@ -461,8 +467,9 @@ var (
 		vdibroker.ETooManyRequests:  "error.unavailable",
 	}
 	sessionErrorKeys = map[string]string{
-		vdibroker.ENotFound:   "error.sessionGone",
-		vdibroker.EPermission: "error.sessionGone",
+		vdibroker.ENotFound:        "error.sessionGone",
+		vdibroker.EPermission:      "error.sessionGone",
+		vdibroker.ETooManyRequests: "error.tooFast", // her write budget (R-SEC)
 	}
 )
 

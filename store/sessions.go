@@ -552,15 +552,19 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 				// The same command still queued for the session is the
 				// answer (R-S4, R-SEC): an end user may ask for her own
 				// sessions' (R-U3), and each asked again was a row never
-				// pruned while queued, an audit entry, and one more
-				// command in the host's next heartbeat answer.
+				// pruned while queued and one more command in the host's
+				// next heartbeat answer. Each asker still has her audit
+				// entry, the command before and after alike (nothing
+				// queued): a helpdesk reading the trail sees who asked
+				// for it, and when; an end user's asks are bounded by
+				// her write budget (R-SEC).
 				row := t.row(ctx, `SELECT `+commandCols+`, seq FROM commands
 					WHERE session_id = ? AND type = ? AND state = ? ORDER BY seq LIMIT 1`, c.SessionID, c.Type, vdibroker.CommandQueued)
 				var seq int64
 				queued, err := scanCommand(row, &seq)
 				if err == nil {
 					*c = queued
-					t.audit = nil // nothing changed
+					t.audited(c, c)
 					return nil
 				}
 				if !errors.Is(err, sql.ErrNoRows) {

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -33,6 +35,9 @@ func Do(h http.Handler, req *http.Request, out any) error {
 		}
 		if err := json.Unmarshal(rec.body.Bytes(), &eb); err != nil || eb.Error == nil || eb.Error.Code == "" {
 			return vdibroker.Errorf(vdibroker.EInternal, "%s %s: HTTP %d", req.Method, req.URL.Path, rec.code)
+		}
+		if s, err := strconv.Atoi(rec.header.Get("Retry-After")); err == nil && s > 0 {
+			eb.Error.RetryAfter = time.Duration(s) * time.Second // not in the body (json:"-")
 		}
 		return eb.Error
 	}

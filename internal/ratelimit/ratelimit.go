@@ -35,23 +35,27 @@ type Keyed struct {
 const maxKeys = 1 << 16
 
 // New returns buckets of perSecond tokens a second and burst tokens each.
-func New(perSecond float64, burst int) *Keyed {
+func New(perSecond float64, burst int) *Keyed { return NewBounded(perSecond, burst, maxKeys) }
+
+// NewBounded is New with at most max keys (tests make small maps).
+func NewBounded(perSecond float64, burst, max int) *Keyed {
 	return &Keyed{m: map[string]*rate.Limiter{}, every: rate.Limit(perSecond), burst: burst,
-		max: maxKeys, overflow: rate.NewLimiter(rate.Limit(perSecond), burst)}
+		max: max, overflow: rate.NewLimiter(rate.Limit(perSecond), burst)}
 }
 
-// get returns key's bucket. A full map first forgets the buckets that
-// have filled up again, which are the same as new ones; it never forgets
-// a bucket with tokens spent, so flooding it with new addresses does not
-// give an address that was being throttled a fresh bucket (R-SEC).
-func (l *Keyed) get(key string) *rate.Limiter {
+// get returns key's bucket at now. A full map first forgets the buckets
+// that have filled up again, which are the same as new ones; it never
+// forgets a bucket with tokens spent, so flooding it with new addresses
+// does not give an address that was being throttled a fresh bucket
+// (R-SEC).
+func (l *Keyed) get(key string, now time.Time) *rate.Limiter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lim, ok := l.m[key]
 	if ok {
 		return lim
 	}
-	if now := time.Now(); len(l.m) >= l.max && now.Sub(l.swept) >= time.Second {
+	if len(l.m) >= l.max && (now.Sub(l.swept) >= time.Second || now.Before(l.swept)) {
 		// At most a sweep a second: a flood must not make every new
 		// address walk the whole map.
 		l.swept = now
@@ -70,7 +74,25 @@ func (l *Keyed) get(key string) *rate.Limiter {
 }
 
 // Spend takes one token of key's bucket at now, if any is left.
-func (l *Keyed) Spend(key string, now time.Time) bool { return l.get(key).AllowN(now, 1) }
+func (l *Keyed) Spend(key string, now time.Time) bool { return l.get(key, now).AllowN(now, 1) }
+
+// Wait is how long key's bucket needs at now to hold a token (0: it
+// holds one), taking nothing.
+func (l *Keyed) Wait(key string, now time.Time) time.Duration {
+	l.mu.Lock()
+	lim, ok := l.m[key]
+	if !ok && len(l.m) >= l.max {
+		lim, ok = l.overflow, true
+	}
+	l.mu.Unlock()
+	if !ok || l.every <= 0 {
+		return 0
+	}
+	if t := lim.TokensAt(now); t < 1 {
+		return time.Duration((1 - t) / float64(l.every) * float64(time.Second))
+	}
+	return 0
+}
 
 // Spent reports whether key's bucket is empty at now, taking nothing (a
 // key without a bucket has a full one).
@@ -92,7 +114,7 @@ func (l *Keyed) Len() int {
 }
 
 // Empty reports whether key's bucket has no token left at now.
-func (l *Keyed) Empty(key string, now time.Time) bool { return l.get(key).TokensAt(now) < 1 }
+func (l *Keyed) Empty(key string, now time.Time) bool { return l.get(key, now).TokensAt(now) < 1 }
 
 // ClientAddr is the request's remote IP (without the port): the key of
 // the limits per address.

@@ -45,13 +45,13 @@ func TestLimitersFloodKeepsThrottledAddress(t *testing.T) {
 // slow stream of failed attempts from many addresses never locks out new
 // ones.
 func TestLimitersForgetIdleBuckets(t *testing.T) {
-	l := New(1000, 3) // refills within milliseconds
-	l.max = 10
+	l := NewBounded(1000, 3, 10) // refills within milliseconds
+	t0 := time.Now()
 	for i := range 10 {
-		l.Spend("a"+strconv.Itoa(i), time.Now())
+		l.Spend("a"+strconv.Itoa(i), t0)
 	}
-	time.Sleep(20 * time.Millisecond) // a token a millisecond: every bucket is full again
-	lim := l.get("new")
+	// A token a millisecond: 20 ms later every bucket is full again.
+	lim := l.get("new", t0.Add(20*time.Millisecond))
 	if lim == l.overflow {
 		t.Fatal("a full map of idle buckets gave a new address the overflow bucket")
 	}
@@ -69,5 +69,40 @@ func TestClientAddrIPv6Prefix(t *testing.T) {
 		if got := ClientAddr(&http.Request{RemoteAddr: in}); got != want {
 			t.Errorf("ClientAddr(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// Time refills a bucket, on the clock its caller passes (R-SEC): the
+// limits' tests inject theirs, and a full map sweeps at that time too.
+func TestKeyedRefillsAndWait(t *testing.T) {
+	l := NewBounded(0.5, 2, 4) // a token every 2 s
+	t0 := time.Unix(1_000_000, 0)
+	for range 2 {
+		if !l.Spend("u", t0) {
+			t.Fatal("a burst of 2 refused")
+		}
+	}
+	if l.Spend("u", t0) {
+		t.Fatal("a third at once taken")
+	}
+	if w := l.Wait("u", t0); w != 2*time.Second {
+		t.Errorf("wait %v, want 2s", w)
+	}
+	if w := l.Wait("other", t0); w != 0 {
+		t.Errorf("a key without a bucket waits %v, want 0", w)
+	}
+	if !l.Spend("u", t0.Add(2*time.Second)) {
+		t.Error("2 s later no token had come back")
+	}
+	// The map full of spent buckets: a sweep at the caller's time, once
+	// they are full again, makes room for new keys of their own.
+	for i := range 4 {
+		l.Spend("k"+strconv.Itoa(i), t0)
+	}
+	if l.get("new", t0) != l.overflow {
+		t.Fatal("a full map of spent buckets gave a new key one of its own")
+	}
+	if l.get("new", t0.Add(time.Minute)) == l.overflow {
+		t.Error("a minute later, with every bucket full again, the new key still shared the overflow")
 	}
 }
