@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -548,7 +549,7 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 			if c.AgentSessionID == "" {
 				c.AgentSessionID = u.AgentSessionID
 			}
-			if c.Type == vdibroker.CommandLogoff || c.Type == vdibroker.CommandDisconnect {
+			if c.Type == vdibroker.CommandLogoff || c.Type == vdibroker.CommandDisconnect || c.Type == vdibroker.CommandSendMessage {
 				// The same command still queued for the session is the
 				// answer (R-S4, R-SEC): an end user may ask for her own
 				// sessions' (R-U3), and each asked again was a row never
@@ -558,8 +559,12 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 				// queued): a helpdesk reading the trail sees who asked
 				// for it, and when; an end user's asks are bounded by
 				// her write budget (R-SEC).
+				// A message is the same when its text is: the same
+				// notice sent twice (a second click, a script run
+				// again) is shown once.
 				row := t.row(ctx, `SELECT `+commandCols+`, seq FROM commands
-					WHERE session_id = ? AND type = ? AND state = ? ORDER BY seq LIMIT 1`, c.SessionID, c.Type, vdibroker.CommandQueued)
+					WHERE session_id = ? AND type = ? AND state = ? AND message = ? ORDER BY seq LIMIT 1`,
+					c.SessionID, c.Type, vdibroker.CommandQueued, c.Message)
 				var seq int64
 				queued, err := scanCommand(row, &seq)
 				if err == nil {
@@ -572,10 +577,37 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 				}
 			}
 		}
+		if err := t.roomForCommands(ctx, c.HostPool, c.SessionHost, 1); err != nil {
+			return err
+		}
 		t.audited(nil, c)
 		return t.insertCommand(ctx, c)
 	})
 	return wrap(err, "queue command for %s/%s", c.HostPool, c.SessionHost)
+}
+
+// MaxQueuedCommands bounds the commands queued for one host that its
+// agent has not fetched (R-S4, R-SEC): a queued command is never pruned,
+// and a host that never reports again (switched off, not deleted) would
+// keep every logoff and message asked of it. A host's heartbeat answer
+// carries its queued commands, so a host that reports holds few.
+const MaxQueuedCommands = 1000
+
+// roomForCommands refuses n more commands for host when it would then hold
+// more than MaxQueuedCommands queued (Conflict, naming the host).
+func (t *tx) roomForCommands(ctx context.Context, pool, host string, n int) error {
+	var queued int
+	err := t.row(ctx, `SELECT count(*) FROM (SELECT 1 FROM commands
+		WHERE host_pool = ? AND session_host = ? AND state = ? LIMIT `+strconv.Itoa(MaxQueuedCommands)+`) q`,
+		pool, host, vdibroker.CommandQueued).Scan(&queued)
+	if err != nil {
+		return err
+	}
+	if queued+n > MaxQueuedCommands {
+		return vdibroker.Errorf(vdibroker.EConflict, "session host %s holds %d commands its agent has not fetched (at most %d): no more are queued until it reports again and fetches them, or is deleted",
+			host, queued, MaxQueuedCommands)
+	}
+	return nil
 }
 
 // auditedMessages is how many sessions the audit entry of a host's
@@ -605,8 +637,49 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 			return err
 		}
 		listed := []session{}
+		var to []vdibroker.OpenSession
 		for _, o := range open {
-			if o.State != vdibroker.StateActive && o.State != vdibroker.StateDisconnected {
+			if o.State == vdibroker.StateActive || o.State == vdibroker.StateDisconnected {
+				to = append(to, o)
+			}
+		}
+		// The same message still queued for a session is not queued
+		// again (a second click, a script run again): the session is
+		// counted, as it will be shown the message.
+		already := map[string]bool{}
+		rows, err := t.query(ctx, `SELECT session_id FROM commands
+			WHERE host_pool = ? AND session_host = ? AND state = ? AND type = ? AND message = ?`,
+			pool, host, vdibroker.CommandQueued, vdibroker.CommandSendMessage, message)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			already[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		fresh := 0
+		for _, o := range to {
+			if !already[o.ID] {
+				fresh++
+			}
+		}
+		if err := t.roomForCommands(ctx, pool, host, fresh); err != nil {
+			return err
+		}
+		wasQueued := 0
+		for _, o := range to {
+			if already[o.ID] {
+				if wasQueued++; len(listed) < auditedMessages {
+					listed = append(listed, session{o.ID, o.User, o.State})
+				}
 				continue
 			}
 			c := &vdibroker.Command{ID: vdibroker.NewID(), HostPool: pool, SessionHost: host, Type: vdibroker.CommandSendMessage,
@@ -619,7 +692,8 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 				listed = append(listed, session{o.ID, o.User, o.State})
 			}
 		}
-		t.audited(nil, map[string]any{"sessionHost": host, "message": message, "queued": queued, "sessions": listed})
+		t.audited(nil, map[string]any{"sessionHost": host, "message": message, "queued": queued, "alreadyQueued": wasQueued, "sessions": listed})
+		queued += wasQueued
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,123 @@
+package store_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/store"
+)
+
+// activeOnH1 places alice and bob on pool1's h1 and reports them Active
+// (agent sessions 1 and 2); it returns their session ids.
+func activeOnH1(t *testing.T, s *store.DB) (alice, bob string) {
+	t.Helper()
+	mustPool(t, s, pool("pool1", vdibroker.Pooled))
+	mustHost(t, s, "pool1", "h1", "h2")
+	alice = mustCommit(t, s, placement("pool1", "h1", "alice", 10))
+	bob = mustCommit(t, s, placement("pool1", "h1", "bob", 10))
+	if _, err := s.ApplyHeartbeat(t.Context(), "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+		{ID: "1", User: "alice", State: vdibroker.StateActive}, {ID: "2", User: "bob", State: vdibroker.StateActive}}}, t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return alice, bob
+}
+
+// delivered is what h1's next heartbeat is handed, as "user message".
+func delivered(t *testing.T, s *store.DB, at time.Duration) []string {
+	t.Helper()
+	res, err := s.ApplyHeartbeat(t.Context(), "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+		{ID: "1", User: "alice", State: vdibroker.StateActive}, {ID: "2", User: "bob", State: vdibroker.StateActive}}}, t0.Add(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Commands {
+		got = append(got, c.User+" "+c.Message)
+	}
+	slices.Sort(got)
+	return got
+}
+
+// TestMessageQueuedOnce_RS4: a message to a session with the same text
+// still queued for it is answered with that command, not queued again (a
+// second click, a script run again); another text is queued. A host's
+// message counts a session that has it queued already and queues it only
+// for the others. Once delivered, the same text may be sent again.
+func TestMessageQueuedOnce_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		alice, _ := activeOnH1(t, s)
+		msg := func(text string) string {
+			c := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, SessionID: alice, Message: text}
+			if err := s.QueueCommand(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			return c.ID
+		}
+		first := msg("restart at 18:00")
+		if again := msg("restart at 18:00"); again != first {
+			t.Errorf("the same message again queued %s, want the queued %s", again, first)
+		}
+		if other := msg("save your work"); other == first {
+			t.Error("another text was answered with the first message")
+		}
+		n, err := s.QueueHostMessage(ctx, "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
+		if err != nil || n != 2 {
+			t.Fatalf("host message: %d, %v; want 2 sessions (alice's queued already, bob's new)", n, err)
+		}
+		want := []string{"alice restart at 18:00", "alice save your work", "bob restart at 18:00"}
+		if diff := cmp.Diff(want, delivered(t, s, 3*time.Second)); diff != "" {
+			t.Errorf("delivered (-want +got):\n%s", diff)
+		}
+		if again := msg("restart at 18:00"); again == first {
+			t.Error("after delivery the same message was answered with the delivered one")
+		}
+	})
+}
+
+// TestQueuedCommandsBounded_RS4 (R-S4, R-SEC): a host holds at most
+// store.MaxQueuedCommands commands its agent has not fetched; one more
+// (a message, a logoff, a host's message) is Conflict naming the host,
+// and nothing is written. Another host is not affected, and the host has
+// room again once its heartbeat fetched them.
+func TestQueuedCommandsBounded_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		alice, _ := activeOnH1(t, s)
+		for i := range store.MaxQueuedCommands {
+			c := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, Message: fmt.Sprint("notice ", i)}
+			if err := s.QueueCommand(ctx, c); err != nil {
+				t.Fatalf("command %d of %d: %v", i+1, store.MaxQueuedCommands, err)
+			}
+		}
+		for _, c := range []*vdibroker.Command{
+			{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, Message: "one more"},
+			{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: alice},
+		} {
+			err := s.QueueCommand(ctx, c)
+			wantCode(t, err, vdibroker.EConflict)
+			if !strings.Contains(err.Error(), "h1") || !strings.Contains(err.Error(), "1000") {
+				t.Errorf("refusal %q does not name the host and the bound", err)
+			}
+		}
+		if n, err := s.QueueHostMessage(ctx, "pool1", "h1", "to all", t0.Add(2*time.Second)); vdibroker.ErrorCode(err) != vdibroker.EConflict || n != 0 {
+			t.Errorf("host message at the bound: %d, %v; want Conflict", n, err)
+		}
+		if err := s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "h2", Type: vdibroker.CommandSendMessage, Message: "x"}); err != nil {
+			t.Errorf("another host: %v", err)
+		}
+		got := delivered(t, s, 3*time.Second)
+		if len(got) != store.MaxQueuedCommands {
+			t.Fatalf("the heartbeat fetched %d commands, want %d (nothing of the refused ones)", len(got), store.MaxQueuedCommands)
+		}
+		if err := s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: alice}); err != nil {
+			t.Errorf("after the fetch: %v", err)
+		}
+	})
+}
