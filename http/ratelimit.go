@@ -25,6 +25,11 @@ import (
 //   - Sign-ins (POST /signin) per principal (SigninsPerPrincipal a
 //     minute, as many at once): each is an audit entry, and any
 //     principal, a User token too, may call it.
+//   - Logoffs and disconnects of sessions in other pods (R-U3 across the
+//     federation) per principal (GlobalSessionCommandsPerPrincipal a
+//     minute, as many at once): each is a pod-to-pod call, spending this
+//     pod's budget of calls at the peer (R-G5), and an audit entry on
+//     both pods, and an end user may ask for her own.
 //   - Access log lines of requests whose caller proved no credential
 //     (refused ones, health probes, the console's pages before sign-in;
 //     RefusedLogLinesPerSecond, burst RefusedLogLineBurst, for the whole
@@ -42,6 +47,10 @@ const (
 	// (websession.DefaultLimits), so no sign-in of the console or the
 	// portal is refused for it.
 	SigninsPerPrincipal = 16
+	// GlobalSessionCommandsPerPrincipal is how many logoffs and
+	// disconnects of sessions in other pods one principal asks for at
+	// once, and how many a minute.
+	GlobalSessionCommandsPerPrincipal = 60
 )
 
 // lineBudget is a token bucket of log lines that counts what it drops.

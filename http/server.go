@@ -77,6 +77,9 @@ type Server struct {
 	authFailures *ratelimit.Keyed
 	heartbeats   *ratelimit.Keyed
 	signins      *ratelimit.Keyed
+	// globalCommands bounds the logoffs and disconnects of sessions in
+	// other pods per principal (GlobalSessionCommandsPerPrincipal).
+	globalCommands *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -97,10 +100,11 @@ func NewServer(cfg Config) *Server {
 		agentCertAnyHost: cfg.AgentCertAnyHost,
 		oidc:             cfg.OIDC,
 
-		authFailures: ratelimit.New(AuthFailuresPerSecond, AuthFailureBurst),
-		heartbeats:   ratelimit.New(HeartbeatsPerSecond, HeartbeatBurst),
-		signins:      ratelimit.New(SigninsPerPrincipal/60.0, SigninsPerPrincipal),
-		refusedLines: newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
+		authFailures:   ratelimit.New(AuthFailuresPerSecond, AuthFailureBurst),
+		heartbeats:     ratelimit.New(HeartbeatsPerSecond, HeartbeatBurst),
+		signins:        ratelimit.New(SigninsPerPrincipal/60.0, SigninsPerPrincipal),
+		globalCommands: ratelimit.New(GlobalSessionCommandsPerPrincipal/60.0, GlobalSessionCommandsPerPrincipal),
+		refusedLines:   newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
