@@ -208,3 +208,32 @@ func testGlobalSessionCommand(t *testing.T, dsn string) {
 		t.Errorf("a broker that is no pod: %d %s, want 404", status, raw)
 	}
 }
+
+// TestGlobalSessionCommandBound_RU3: a principal asks for at most
+// GlobalSessionCommandsPerPrincipal logoffs and disconnects of sessions in
+// other pods at once: each is a pod call and an audit entry on both pods,
+// and an end user may ask for her own as often as she clicks. The next is
+// 429 with Retry-After, with no pod call; another principal is not
+// refused for it.
+func TestGlobalSessionCommandBound_RU3(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	e := envs[0]
+	alice := e.userToken("alice", nil)
+	path := "/api/v1/users/alice/globalsessions/pod1/no-such-session"
+	for i := range vhttp.GlobalSessionCommandsPerPrincipal {
+		if status, _, raw := rawDo(t, e, "DELETE", path, alice, ""); status != 404 {
+			t.Fatalf("logoff %d: %d %s, want pod1's 404", i+1, status, raw)
+		}
+	}
+	e.calls.take()
+	res, ve, _ := rawDoAt(t, e.urls[0], "DELETE", path, alice, "")
+	if res.StatusCode != 429 || ve == nil || ve.Code != vdibroker.ETooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Errorf("logoff %d: %d %+v, want 429 with Retry-After", vhttp.GlobalSessionCommandsPerPrincipal+1, res.StatusCode, ve)
+	}
+	if calls := e.calls.take(); calls[envs[1].urls[0]+federation.SessionCommandPath] != 0 {
+		t.Errorf("the refused logoff called pod1: %v", calls)
+	}
+	if status, _, raw := rawDo(t, e, "DELETE", strings.Replace(path, "alice", "bob", 1), e.userToken("bob", nil), ""); status != 404 {
+		t.Errorf("bob's logoff meanwhile: %d %s, want pod1's 404", status, raw)
+	}
+}
