@@ -31,6 +31,10 @@ const (
 	PrincipalRegistration = "registration" // an agent presenting a registration token
 	PrincipalHost         = "host"         // an agent presenting its host credential
 	PrincipalAnonymous    = "anonymous"    // no or an invalid credential
+	// PrincipalPod is a peer pod of the federation, by its verified
+	// signature (R-G5): ID is the pod's name, Name the user it acted for
+	// (a logoff or disconnect of her session, R-U3).
+	PrincipalPod = "pod"
 	// PrincipalLocal is a command run on the broker's machine against its
 	// data dir, not through the API (vdibroker restore); ID is the
 	// operating system's user.

@@ -20,6 +20,9 @@ const (
 	// EStoreUnavailable: the broker's database cannot be reached (an
 	// outage); the request may be retried after RetryAfter.
 	EStoreUnavailable = "StoreUnavailable"
+	// EPodUnavailable: another pod of the federation, which the request
+	// needs, did not answer (R-G5); the request may be retried.
+	EPodUnavailable = "PodUnavailable"
 	// ETooManyRequests: a rate limit; retry after RetryAfter.
 	ETooManyRequests = "TooManyRequests"
 	EInternal        = "Internal"
@@ -118,6 +121,7 @@ var codeStatus = map[string]int{
 	ENoCapacity:           http.StatusServiceUnavailable,
 	EHostStarting:         http.StatusServiceUnavailable,
 	EStoreUnavailable:     http.StatusServiceUnavailable,
+	EPodUnavailable:       http.StatusServiceUnavailable,
 	ETooManyRequests:      http.StatusTooManyRequests,
 	EInternal:             http.StatusInternalServerError,
 }

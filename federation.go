@@ -341,6 +341,15 @@ type FederationService interface {
 	// connect asks for them (R-G1); the pods that did not answer are
 	// named with why. This pod's own are the SessionService's.
 	UserSessions(ctx context.Context, user string) (*GlobalSessions, error)
+	// GlobalSessionCommand logs off (CommandLogoff) or disconnects
+	// (CommandDisconnect) the user's session id in another pod's member
+	// pool, which that pod does as its own API's logoff or disconnect
+	// (PodSessionCommand, R-U3 across the federation): an end user her
+	// own, in the member pools of the global entitlements that grant
+	// her (R-E9); a principal scoped to host pools none; any other that
+	// may log off sessions, any user's. A pod that does not answer is
+	// PodUnavailable.
+	GlobalSessionCommand(ctx context.Context, user, pod, id, command string) (*Command, error)
 	// Pod is this pod's name.
 	Pod() string
 
@@ -354,6 +363,13 @@ type FederationService interface {
 	PodSessions(ctx context.Context, req PodSessionsRequest) (*PodSessions, error)
 	// PodConnect connects a user into one of this pod's member pools.
 	PodConnect(ctx context.Context, req PodConnectRequest) (*ConnectAnswer, error)
+	// PodSessionCommand logs off or disconnects one of the user's open
+	// sessions in those of the named pools that are members of this pod,
+	// for peer pod (the caller's verified name), as this pod's own API
+	// does (the command queued, a logoff already queued the answer, a
+	// host that cannot carry it out now warned of). A session that is
+	// not the user's open one in those pools is NotFound, whatever it is.
+	PodSessionCommand(ctx context.Context, pod string, req PodSessionCommandRequest) (*Command, error)
 	// UseNonce records a verified pod-to-pod call's nonce until expires
 	// where every replica of this pod sees it, spending pod's budget
 	// (NonceUse): fresh is false for a replay (FederationStore.UseNonces,
@@ -377,6 +393,7 @@ type PodClient interface {
 	Connect(ctx context.Context, pod Pod, req PodConnectRequest) (*ConnectAnswer, error)
 	Register(ctx context.Context, pod Pod, req PodDirectoryRequest) error
 	Lookup(ctx context.Context, pod Pod, req PodLookupRequest) (*PodLookup, error)
+	SessionCommand(ctx context.Context, pod Pod, req PodSessionCommandRequest) (*Command, error)
 }
 
 // GlobalSession is one of a user's open sessions in another pod's member
@@ -572,6 +589,19 @@ const MaxPodSessionPools = 256
 // PodSessions lists them.
 type PodSessions struct {
 	Sessions []*UserSession `json:"sessions"`
+}
+
+// PodSessionCommandRequest asks a pod to log off or disconnect one of a
+// user's open sessions (R-U3 across the federation): ID in one of
+// HostPools (the calling pod's word of the pools the caller may act in:
+// for an end user, the member pools of the global entitlements that
+// grant her, R-E9; the receiving pod keeps only its own member pools of
+// them), Command CommandLogoff or CommandDisconnect.
+type PodSessionCommandRequest struct {
+	User      string   `json:"user"`
+	ID        string   `json:"id"`
+	HostPools []string `json:"hostPools"`
+	Command   string   `json:"command"`
 }
 
 // PodConnectRequest asks a pod to connect a user into one of its pools on

@@ -26,3 +26,9 @@ const DirectoryPath = "/api/v1/pod/directory"
 // user's open sessions, as this pod's directory knows
 // (vdibroker.PodLookup).
 const LookupPath = "/api/v1/pod/directory/lookup"
+
+// SessionCommandPath is POST vdibroker.PodSessionCommandRequest: log off
+// or disconnect one of the user's open sessions in a member pool of this
+// pod, as its own API does (R-U3 across the federation; the queued
+// vdibroker.Command, 202).
+const SessionCommandPath = "/api/v1/pod/sessions/command"

@@ -40,9 +40,14 @@ var auditedActions = map[string]string{
 	"DELETE /api/v1/tokens/{id}":                                          "token.revoke",
 	"POST /api/v1/agent/register":                                         "sessionhost.register",
 	"PUT /api/v1/federation":                                              "federation.put",
-	"POST /api/v1/gateway/keys/rotate":                                    "gatewaykey.rotate", // gatewaykey.revoke with ?revoke
-	"POST /api/v1/signin":                                                 "signin",
-	"POST /api/v1/signout":                                                "signout",
+	"DELETE /api/v1/users/{user}/globalsessions/{pod}/{id}":               "globalsession.logoff",
+	"POST /api/v1/users/{user}/globalsessions/{pod}/{id}/disconnect":      "globalsession.disconnect",
+	// A peer's logoff or disconnect: usersession.logoff or
+	// usersession.disconnect once its body is read (podSessionCommand).
+	"POST /api/v1/pod/sessions/command": "podsession.command",
+	"POST /api/v1/gateway/keys/rotate":  "gatewaykey.rotate", // gatewaykey.revoke with ?revoke
+	"POST /api/v1/signin":               "signin",
+	"POST /api/v1/signout":              "signout",
 }
 
 // startAudit begins the request's entry: time, remote address, request

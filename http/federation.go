@@ -39,12 +39,17 @@ func (s *Server) federationRoutes() {
 	s.handle("GET "+ge+"/{name}", vdibroker.ActionRead, s.getGlobalEntitlement)
 	s.handle("POST "+ge+"/{name}/connect", vdibroker.ActionConnect, s.globalConnect)
 	s.handle("GET /api/v1/users/{user}/globalsessions", vdibroker.ActionIdentify, s.globalSessions)
+	// An end user logs off and disconnects her own sessions in other
+	// pods, as her own here (R-U3); the service authorizes the user.
+	s.handle("DELETE /api/v1/users/{user}/globalsessions/{pod}/{id}", vdibroker.ActionOwnSession, s.globalSessionCommand(vdibroker.CommandLogoff))
+	s.handle("POST /api/v1/users/{user}/globalsessions/{pod}/{id}/disconnect", vdibroker.ActionOwnSession, s.globalSessionCommand(vdibroker.CommandDisconnect))
 	// Signed with the federation secret, checked inside (podCall).
 	s.handle("GET "+federation.LoadsPath, public, s.podCall(s.podLoads, podRead))
 	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions, podRead))
 	s.handle("POST "+federation.ConnectPath, public, s.podCall(s.podConnect, podHeld))
 	s.handle("POST "+federation.DirectoryPath, public, s.podCall(s.podRegister, podHeld))
 	s.handle("POST "+federation.LookupPath, public, s.podCall(s.podLookup, podRead))
+	s.handle("POST "+federation.SessionCommandPath, public, s.podCall(s.podSessionCommand, podRecord))
 }
 
 // federated returns the pod's federation service, or NotFound on a broker
@@ -157,10 +162,51 @@ func (s *Server) globalSessions(w nethttp.ResponseWriter, r *nethttp.Request) er
 	return nil
 }
 
+// globalSessionCommand is DELETE /users/{user}/globalsessions/{pod}/{id}
+// (command Logoff) and POST .../disconnect (R-U3 across the federation):
+// the pod asked queues it as its own API does; 202 with its command and
+// its warnings. The service authorizes it (an end user her own, in the
+// member pools of the global entitlements that grant her). Its audit
+// entry is written here, as nothing of this pod changes: the session's
+// pod writes its own, naming this pod and the user.
+func (s *Server) globalSessionCommand(command string) func(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	return func(w nethttp.ResponseWriter, r *nethttp.Request) error {
+		fed, err := s.federated()
+		if err != nil {
+			return err
+		}
+		ctx := r.Context()
+		if p := vdibroker.PrincipalFrom(ctx); p != nil {
+			a := p.Audit()
+			if !s.globalCommands.Spend(a.Kind+":"+a.ID+":"+a.Name, s.now()) {
+				return throttled("this principal logs off or disconnects sessions in other pods faster than "+
+					strconv.Itoa(GlobalSessionCommandsPerPrincipal)+" a minute", GlobalSessionCommandsPerPrincipal/60.0)
+			}
+		}
+		c, err := fed.g.GlobalSessionCommand(ctx, r.PathValue("user"), r.PathValue("pod"), r.PathValue("id"), command)
+		if err != nil {
+			return err
+		}
+		if ev := vdibroker.AuditFrom(ctx); ev != nil {
+			ev.Before, ev.After = json.RawMessage("null"), nil
+			if b, err := json.Marshal(c); err == nil {
+				ev.After = b
+			}
+			// The pod asked has done it: an entry that cannot be written
+			// here is logged, the answer is still the command.
+			if err := s.svc.Audit.AppendAudit(context.WithoutCancel(ctx), ev); err != nil {
+				s.loggerFrom(ctx).Error("audit: cannot record a logoff or disconnect in another pod", "err", err, "action", ev.Action, "target", ev.Target)
+			}
+		}
+		return writeCommand(w, c, nil)
+	}
+}
+
 // What a pod-to-pod call does, for how its nonce is recorded (R-G5).
 const (
-	podRead = federation.KindRead // it only reads
-	podHeld = federation.KindHeld // h records the nonce (vdibroker.CallNonce, recordNonce)
+	podRecord = federation.KindRecord // it changes something: its nonce is recorded in the store before it is answered
+	podRead   = federation.KindRead   // it only reads
+	podHeld   = federation.KindHeld   // h records the nonce (vdibroker.CallNonce, recordNonce)
 )
 
 // podCall checks a pod-to-pod call (R-G5) and passes its body on, cheapest
@@ -217,7 +263,9 @@ func (s *Server) podCall(h func(w nethttp.ResponseWriter, r *nethttp.Request, fe
 		if err != nil {
 			return decodeError(err, nil, nil)
 		}
-		nonce, err := fed.verifier.Finish(r.Context(), call, r.Method, r.URL.Path, body)
+		// Not with the request's audit entry: the nonce's commit would
+		// write it, before the call has done anything (podSessionCommand).
+		nonce, err := fed.verifier.Finish(vdibroker.WithAudit(r.Context(), nil), call, r.Method, r.URL.Path, body)
 		if err != nil {
 			return err
 		}
@@ -285,6 +333,31 @@ func (s *Server) podRegister(w nethttp.ResponseWriter, r *nethttp.Request, fed *
 	}
 	w.WriteHeader(nethttp.StatusNoContent)
 	return nil
+}
+
+// podSessionCommand is a peer's logoff or disconnect of one of a user's
+// sessions here (R-U3 across the federation). Its nonce was recorded in
+// the store before it is done (podRecord): a replay changes nothing. Its
+// audit entry is this pod's own API's (usersession.logoff or
+// usersession.disconnect, the session as target), its principal the
+// calling pod (its verified name) acting for the user.
+func (s *Server) podSessionCommand(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error {
+	var req vdibroker.PodSessionCommandRequest
+	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+		ev.Principal = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalPod, ID: pod, Name: req.User}
+		switch req.Command {
+		case vdibroker.CommandLogoff:
+			ev.Action = "usersession.logoff"
+		case vdibroker.CommandDisconnect:
+			ev.Action = "usersession.disconnect"
+		}
+		ev.Bound()
+	}
+	c, err := fed.g.PodSessionCommand(r.Context(), pod, req)
+	return writeCommand(w, c, err)
 }
 
 func (s *Server) podLookup(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, _ string, body []byte) error {
@@ -460,6 +533,14 @@ func (c *PodClient) Lookup(ctx context.Context, pod vdibroker.Pod, req vdibroker
 	return resultOrNil(&out, err)
 }
 
+// SessionCommand asks pod to log off or disconnect one of a user's
+// sessions in its member pools.
+func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionCommandRequest) (*vdibroker.Command, error) {
+	var out vdibroker.Command
+	_, err := c.call(ctx, pod, "POST", federation.SessionCommandPath, req, &out)
+	return resultOrNil(&out, err)
+}
+
 // GlobalConnectResult is a global connect's answer.
 type GlobalConnectResult = vdibroker.GlobalAnswer
 
@@ -498,6 +579,26 @@ func (c *Client) GlobalSessions(ctx context.Context, user string) (*vdibroker.Gl
 	var out vdibroker.GlobalSessions
 	_, err := c.do(ctx, "GET", "/api/v1/users/"+url.PathEscape(user)+"/globalsessions", nil, nil, &out, nil)
 	return resultOrNil(&out, err)
+}
+
+// GlobalLogoff logs off user's session id in pod, another pod of the
+// federation (R-U3): queued there, as its own API's logoff.
+func (c *Client) GlobalLogoff(ctx context.Context, user, pod, id string) (*vdibroker.Command, error) {
+	var out vdibroker.Command
+	_, err := c.do(ctx, "DELETE", globalSessionPath(user, pod, id), nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+// GlobalDisconnect disconnects user's session id in pod, another pod of
+// the federation (R-U3).
+func (c *Client) GlobalDisconnect(ctx context.Context, user, pod, id string) (*vdibroker.Command, error) {
+	var out vdibroker.Command
+	_, err := c.do(ctx, "POST", globalSessionPath(user, pod, id)+"/disconnect", nil, nil, &out, nil)
+	return resultOrNil(&out, err)
+}
+
+func globalSessionPath(user, pod, id string) string {
+	return "/api/v1/users/" + url.PathEscape(user) + "/globalsessions/" + url.PathEscape(pod) + "/" + url.PathEscape(id)
 }
 
 // GlobalConnect connects a user through a global entitlement (SPEC §7).

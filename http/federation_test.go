@@ -42,11 +42,22 @@ func fedPods(t *testing.T, n, hosts, limit int, policy string) []*env {
 // wrap, when set, serves pod i through wrap(i, its handler).
 func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool, wrap func(i int, h nethttp.Handler) nethttp.Handler) []*env {
 	t.Helper()
+	return fedPodsOn(t, "", n, hosts, limit, policy, tls, wrap)
+}
+
+// fedPodsOn is fedPodsWith on PostgreSQL at dsn, each pod in a schema of
+// its own (its own database, as pods have), or SQLite when dsn is "".
+func fedPodsOn(t *testing.T, dsn string, n, hosts, limit int, policy string, tls bool, wrap func(i int, h nethttp.Handler) nethttp.Handler) []*env {
+	t.Helper()
 	var envs []*env
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}}}
 	ge := vdibroker.GlobalEntitlement{Name: "office", SessionDistribution: policy}
 	for i := range n {
-		st, err := store.Open(context.Background(), "", t.TempDir(), nil)
+		podDSN := ""
+		if dsn != "" {
+			podDSN = schemaDSN(t, dsn)
+		}
+		st, err := store.Open(context.Background(), podDSN, t.TempDir(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +68,7 @@ func fedPodsWith(t *testing.T, n, hosts, limit int, policy string, tls bool, wra
 		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
 		calls := &callCounter{n: map[string]int{}}
 		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: name, Site: site,
-			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret), OneProcessStore: true})
+			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret), OneProcessStore: dsn == ""})
 		var h nethttp.Handler = srv.Handler()
 		if wrap != nil {
 			h = wrap(i, h)

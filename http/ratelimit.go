@@ -41,6 +41,11 @@ import (
 //     log off a host's sessions or connect users on their behalf by the
 //     thousand (a logon storm through a front end), and are never
 //     throttled.
+//   - Logoffs and disconnects of sessions in other pods (R-U3 across the
+//     federation) per principal (GlobalSessionCommandsPerPrincipal a
+//     minute, as many at once): each is a pod-to-pod call, spending this
+//     pod's budget of calls at the peer (R-G5), and an audit entry on
+//     both pods, and an end user may ask for her own.
 //   - Access log lines of requests whose caller proved no credential
 //     (refused ones, health probes, the console's pages before sign-in;
 //     RefusedLogLinesPerSecond, burst RefusedLogLineBurst, for the whole
@@ -65,6 +70,10 @@ const (
 	// connect) and the reconnects of a flaky network stay well within.
 	UserWriteBurst      = 30
 	UserWritesPerSecond = 0.5
+	// GlobalSessionCommandsPerPrincipal is how many logoffs and
+	// disconnects of sessions in other pods one principal asks for at
+	// once, and how many a minute.
+	GlobalSessionCommandsPerPrincipal = 60
 )
 
 // lineBudget is a token bucket of log lines that counts what it drops.

@@ -81,6 +81,9 @@ type Server struct {
 	// buckets are made only for a principal whose credential and role
 	// were checked, so a caller without one makes none.
 	userWrites *ratelimit.Keyed
+	// globalCommands bounds the logoffs and disconnects of sessions in
+	// other pods per principal (GlobalSessionCommandsPerPrincipal).
+	globalCommands *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -101,11 +104,12 @@ func NewServer(cfg Config) *Server {
 		agentCertAnyHost: cfg.AgentCertAnyHost,
 		oidc:             cfg.OIDC,
 
-		authFailures: ratelimit.New(AuthFailuresPerSecond, AuthFailureBurst),
-		heartbeats:   ratelimit.New(HeartbeatsPerSecond, HeartbeatBurst),
-		signins:      ratelimit.New(SigninsPerPrincipal/60.0, SigninsPerPrincipal),
-		userWrites:   ratelimit.New(UserWritesPerSecond, UserWriteBurst),
-		refusedLines: newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
+		authFailures:   ratelimit.New(AuthFailuresPerSecond, AuthFailureBurst),
+		heartbeats:     ratelimit.New(HeartbeatsPerSecond, HeartbeatBurst),
+		signins:        ratelimit.New(SigninsPerPrincipal/60.0, SigninsPerPrincipal),
+		userWrites:     ratelimit.New(UserWritesPerSecond, UserWriteBurst),
+		globalCommands: ratelimit.New(GlobalSessionCommandsPerPrincipal/60.0, GlobalSessionCommandsPerPrincipal),
+		refusedLines:   newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -248,6 +248,8 @@ func (p *Portal) routes() {
 	p.handle("GET /portal/{$}", p.signedIn(p.home))
 	p.handle("POST /portal/sessions/{pool}/{id}/logoff", p.signedIn(p.logoff))
 	p.handle("POST /portal/sessions/{pool}/{id}/disconnect", p.signedIn(p.disconnect))
+	p.handle("POST /portal/globalsessions/{pod}/{id}/logoff", p.signedIn(p.globalLogoff))
+	p.handle("POST /portal/globalsessions/{pod}/{id}/disconnect", p.signedIn(p.globalDisconnect))
 	p.handle("POST /portal/launch", p.signedIn(p.launch))              // launch.go
 	p.handle("GET /portal/launches/{id}", p.signedIn(p.launchPage))    // launch.go
 	p.handle("GET /portal/launches/{id}/status", p.signedIn(p.status)) // launch.go
@@ -752,9 +754,9 @@ func (p *Portal) home(rq *request) {
 // otherPodsSessions are the user's sessions in the other pods of the
 // federation, when her feed has a global entitlement (R-U3, R-G1): named
 // by the entitlement, with Reconnect through one that reaches it from this
-// pod (GlobalSession.Reconnect), but neither Log off nor
-// Disconnect, which are the other pod's. unread says some pod did not
-// answer (or the call failed: the page is still served).
+// pod (GlobalSession.Reconnect), and Log off and Disconnect, which this
+// pod's API asks their pod for (globalLogoff). unread says some pod did
+// not answer (or the call failed: the page is still served).
 func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []userSession, unread bool) {
 	if !slices.ContainsFunc(feed.Resources, func(r vdibroker.FeedResource) bool { return r.GlobalEntitlement != "" }) {
 		return nil, false
@@ -817,5 +819,48 @@ func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
 		return
 	}
 	p.web.SetFlash(rq.r.Context(), rq.sess, rq.lang.T(flash))
+	http.Redirect(rq.w, rq.r, Prefix, http.StatusSeeOther)
+}
+
+// globalLogoff and globalDisconnect act on one of the user's sessions in
+// another pod of the federation through the API (DELETE or POST
+// .../disconnect of /users/{user}/globalsessions/{pod}/{id}, R-U3), which
+// asks that pod: the user is who the API says she is, a session not hers
+// is refused there (and by the pod), and both pods' audit trails record
+// it. A pod that does not answer is said on her page, which is still
+// served.
+func (p *Portal) globalLogoff(rq *request) {
+	p.globalSessionAction(rq, http.MethodDelete, "", "flash.loggedOffElsewhere")
+}
+
+func (p *Portal) globalDisconnect(rq *request) {
+	p.globalSessionAction(rq, http.MethodPost, "/disconnect", "flash.disconnectedElsewhere")
+}
+
+func (p *Portal) globalSessionAction(rq *request, method, suffix, flash string) {
+	ctx := rq.r.Context()
+	var me struct {
+		Subject string `json:"subject"`
+	}
+	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/whoami", nil, &me); err != nil {
+		p.apiError(rq, err, nil)
+		return
+	}
+	path := "/api/v1/users/" + url.PathEscape(me.Subject) + "/globalsessions/" + url.PathEscape(rq.r.PathValue("pod")) + "/" +
+		url.PathEscape(rq.r.PathValue("id")) + suffix
+	var body any
+	if method == http.MethodPost {
+		body = struct{}{}
+	}
+	if err := rq.api.do(ctx, method, path, body, nil); err != nil {
+		if vdibroker.ErrorCode(err) != vdibroker.EPodUnavailable {
+			p.apiError(rq, err, sessionErrorKeys)
+			return
+		}
+		p.log.Info("portal: a pod did not answer a logoff or disconnect", "request_id", rq.api.requestID, "path", rq.r.URL.Path,
+			"err", vdibroker.ErrorMessage(err))
+		flash = "error.podUnavailable"
+	}
+	p.web.SetFlash(ctx, rq.sess, rq.lang.T(flash))
 	http.Redirect(rq.w, rq.r, Prefix, http.StatusSeeOther)
 }

@@ -571,8 +571,8 @@ func TestRefusedLaunchesBounded_RU7_RSEC(t *testing.T) {
 
 // TestOtherPodsSessions_RU3_RG1: alice's session in pod1 (a member pool
 // of her global entitlements) is on pod0's page, named by the desktop
-// entitlement (not the application one before it), at another site: no Log off or Disconnect (they are
-// pod1's), and Reconnect while it is Disconnected, whose launch reaches
+// entitlement (not the application one before it), at another site, with
+// Log off (pod1's, asked through pod0's API) and Reconnect while it is Disconnected, whose launch reaches
 // it (R-G1), but not when the entitlement's scope from pod0 leaves pod1
 // out. With pod1 gone the page is still served and says some sessions
 // could not be read.
@@ -614,8 +614,11 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
 		}
 	}
-	if strings.Contains(row, "logoff") || strings.Contains(row, "disconnect") {
-		t.Errorf("pod1's session offers pod0's Log off or Disconnect: %s", row)
+	// Log off through pod0's API, which asks pod1; no Disconnect of a
+	// Disconnected session; nothing of pod0's own sessions' paths.
+	if !strings.Contains(row, `<form method="post" action="/portal/globalsessions/pod1/`+c.SessionID+`/logoff">`) ||
+		strings.Contains(row, "/portal/sessions/") || strings.Contains(row, "disconnect") {
+		t.Errorf("pod1's session: want Log off through /portal/globalsessions/pod1/, no Disconnect: %s", row)
 	}
 	if strings.Contains(home, `id="sessions-unread"`) {
 		t.Errorf("every pod answered, yet the page says some sessions could not be read")
@@ -653,6 +656,97 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	res, home := alice.get("/portal/")
 	if res.StatusCode != 200 || !strings.Contains(home, `id="sessions-unread"`) || strings.Contains(home, c.SessionID) {
 		t.Errorf("with pod1 gone: %d, want the page, without pod1's session, saying some could not be read:\n%s", res.StatusCode, home)
+	}
+}
+
+// TestOtherPodsLogoff_RU3_RU1: alice, signed in at pod0's portal in
+// German, disconnects and logs off her Active session in pod1 from "My
+// sessions" (CSRF-protected form posts, as her own pod's): pod1's agent
+// gets each command, and the page says so in her language. bob's session
+// in pod1, posted to by her, is refused with nothing queued. With pod1
+// gone, her logoff is answered with her page, saying in her language
+// that the other site did not answer.
+func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	far := newEnvWith(t, nil, "pod1", secret)
+	ctx := context.Background()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice", "bob"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
+	for _, x := range []*env{e, far} {
+		d := *doc
+		if _, err := x.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobs, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}, {ID: "8", User: "bob", State: vdibroker.StateActive}}
+	far.heartbeat(mine.SessionHost, active...)
+	commands := func(id string) []string {
+		t.Helper()
+		var out []string
+		for _, c := range far.heartbeat(mine.SessionHost, active...) {
+			if c.SessionID == id {
+				out = append(out, c.Type)
+			}
+		}
+		return out
+	}
+
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/?lang=de")
+	at := "/portal/globalsessions/pod1/" + mine.SessionID
+	for _, want := range []string{`action="` + at + `/logoff"`, `action="` + at + `/disconnect"`} {
+		if !strings.Contains(home, want) {
+			t.Errorf("alice's Active session on pod1 lacks %q in\n%s", want, home)
+		}
+	}
+	if res, _ := alice.post(at+"/logoff", url.Values{}); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a logoff without the CSRF token: %d, want 403", res.StatusCode)
+	}
+	for _, step := range []struct{ act, command, flash string }{
+		{"disconnect", vdibroker.CommandDisconnect, "Die Sitzung am anderen Standort wird getrennt."},
+		{"logoff", vdibroker.CommandLogoff, "Die Sitzung am anderen Standort wird abgemeldet."},
+	} {
+		res, _ := alice.post(at+"/"+step.act, url.Values{"csrf": {csrf}})
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/" {
+			t.Fatalf("alice's %s of her session on pod1: %d %s", step.act, res.StatusCode, res.Header.Get("Location"))
+		}
+		if got := commands(mine.SessionID); !slices.Equal(got, []string{step.command}) {
+			t.Errorf("pod1's agent after alice's %s: %v, want %s", step.act, got, step.command)
+		}
+		if _, home := alice.get("/portal/"); !strings.Contains(home, step.flash) {
+			t.Errorf("no word of the %s in German (%q) in\n%s", step.act, step.flash, home)
+		}
+	}
+
+	res, page := alice.post("/portal/globalsessions/pod1/"+bobs.SessionID+"/logoff", url.Values{"csrf": {csrf}})
+	if res.StatusCode != http.StatusNotFound || !strings.Contains(page, "Diese Sitzung ist bereits beendet oder gehört nicht Ihnen.") {
+		t.Errorf("alice's logoff of bob's session on pod1: %d, want 404 in her words:\n%s", res.StatusCode, page)
+	}
+	if got := commands(bobs.SessionID); len(got) != 0 {
+		t.Errorf("bob's session got %v after alice's try, want nothing", got)
+	}
+
+	far.close()
+	res, _ = alice.post(at+"/logoff", url.Values{"csrf": {csrf}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("alice's logoff with pod1 gone: %d, want her page again", res.StatusCode)
+	}
+	res, home = alice.get("/portal/")
+	if res.StatusCode != http.StatusOK || !strings.Contains(home, "Der Standort, an dem diese Sitzung läuft, hat nicht geantwortet.") {
+		t.Errorf("with pod1 gone: %d, want her page saying the other site did not answer:\n%s", res.StatusCode, home)
 	}
 }
 

@@ -301,6 +301,9 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"not a bool", []string{"sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--allow-new-session", "maybe"}},
 		{"nothing to update", []string{"hostpool", "update", "--name", "contosohp01"}},
 		{"id and user", []string{"usersession", "logoff", "--host-pool", "contosohp01", "--id", "x", "--user", "y"}},
+		{"no pool or pod", []string{"usersession", "logoff", "--id", "x"}},
+		{"pod and pool", []string{"usersession", "logoff", "--pod", "pod2", "--host-pool", "contosohp01", "--id", "x", "--user", "y"}},
+		{"pod without id", []string{"usersession", "disconnect", "--pod", "pod2", "--user", "y"}},
 		{"stray argument", []string{"hostpool", "list", "extra"}},
 	}
 	for _, tt := range tests {

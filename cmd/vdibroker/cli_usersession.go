@@ -28,7 +28,10 @@ func newUserSessionCmd() *cobra.Command {
 		Short:   "List user sessions, log them off, disconnect them, send messages",
 		Long: `List user sessions and act on them. Log off, disconnect and messages are
 queued for the session host's agent, which carries them out on its next heartbeat.
-Name the session with --id, or with --user for that user's open session(s) in the pool.`,
+Name the session with --id, or with --user for that user's open session(s) in the pool.
+A session in another pod of a federation (as federation sessions lists it) is
+logged off or disconnected with --pod, --user and --id: the pod at --server asks
+that pod, which does it as its own API does (R-U3).`,
 	}
 	a := addAdminFlags(cmd)
 	cmd.AddCommand(
@@ -111,12 +114,26 @@ var commandColumns = []column{
 // newUserSessionActionCmd builds logoff, disconnect and send-message: the
 // same selection of sessions (--id, or --user) and one queued command each.
 func newUserSessionActionCmd(a *admin, name, short string, required []string) *cobra.Command {
-	var pool, id, user, message string
+	var pool, id, user, message, pod string
+	global := name == "logoff" || name == "disconnect"
+	use := name + " --host-pool POOL (--id ID | --user U)"
+	if global {
+		use = name + " (--host-pool POOL (--id ID | --user U) | --pod POD --user U --id ID)"
+	}
 	cmd := &cobra.Command{
-		Use:   name + " --host-pool POOL (--id ID | --user U)",
+		Use:   use,
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if pod != "" {
+				if pool != "" || id == "" || user == "" {
+					return usageError{errors.New("--pod takes --user and --id (a session of the user in that pod, as federation sessions lists it), not --host-pool")}
+				}
+				return globalSessionAction(cmd, a, name, user, pod, id)
+			}
+			if pool == "" {
+				return usageError{errors.New("give --host-pool (or --pod, --user and --id for a session in another pod)")}
+			}
 			if (id == "") == (user == "") {
 				return usageError{errors.New("give exactly one of --id and --user")}
 			}
@@ -168,9 +185,36 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 	f.StringVar(&user, "user", "", "act on this user's open session(s) in the pool")
 	if name == "send-message" {
 		f.StringVar(&message, "message", "", "the message text")
+		required = append(required, "host-pool")
 	}
-	requireFlags(cmd, append([]string{"host-pool"}, required...)...)
+	if global {
+		f.StringVar(&pod, "pod", "", "another pod of the federation, whose session of --user with --id this pod asks it to act on")
+	}
+	if len(required) > 0 {
+		requireFlags(cmd, required...)
+	}
 	return cmd
+}
+
+// globalSessionAction logs off or disconnects user's session id in
+// another pod of the federation through the pod at --server (R-U3): the
+// queued command, with the warning of a host that cannot carry it out now.
+func globalSessionAction(cmd *cobra.Command, a *admin, name, user, pod, id string) error {
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	var q *vdibroker.Command
+	if name == "logoff" {
+		q, err = c.GlobalLogoff(cmd.Context(), user, pod, id)
+	} else {
+		q, err = c.GlobalDisconnect(cmd.Context(), user, pod, id)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	printWarnings(cmd, q.Warnings)
+	return a.result(cmd, []*vdibroker.Command{q}, commandColumns)
 }
 
 // openSessionIDs lists the ids of a user's open sessions in a pool.

@@ -474,6 +474,30 @@ func TestFederationE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("the CLI logs off a user's session in another pod (R-U3)", func(t *testing.T) {
+		// hank's session on ams1, which no agent has seen: its logoff,
+		// asked through nyc1, ends it at once there, as ams1's own would.
+		var s struct {
+			SessionID string `json:"sessionId"`
+		}
+		ams1.api.call("POST", "/hostpools/office-ams1/connect", map[string]any{"user": "hank"}, 201, &s)
+		out, err := exec.Command(bin, "usersession", "logoff", "--pod", "ams1", "--user", "Hank", "--id", s.SessionID,
+			"--server", nyc1.url, "--token", fedAdmin, "-o", "tsv", "--query", "[].[type, sessionId, user]").CombinedOutput()
+		if err != nil || string(out) != "Logoff\t"+s.SessionID+"\thank\n" {
+			t.Fatalf("usersession logoff --pod ams1 through nyc1: %v\n%s", err, out)
+		}
+		var us vdibroker.UserSession
+		ams1.api.call("GET", "/hostpools/office-ams1/usersessions/"+s.SessionID, nil, 200, &us)
+		if us.State != vdibroker.StateLoggedOff {
+			t.Errorf("hank's session on ams1 after the logoff through nyc1: %s, want LoggedOff", us.State)
+		}
+		out, err = exec.Command(bin, "usersession", "logoff", "--pod", "ams1", "--user", "bob", "--id", s.SessionID,
+			"--server", nyc1.url, "--token", fedAdmin).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "has no open session") {
+			t.Errorf("hank's session named as bob's: %v\n%s; want the pod's NotFound", err, out)
+		}
+	})
+
 	t.Run("a paused pod is skipped within the timeout and named", func(t *testing.T) {
 		// ams1 (office 0.2) is the least loaded pod of emea; paused, it
 		// answers nothing and fra1 (0.3) takes the session.

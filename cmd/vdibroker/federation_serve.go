@@ -154,7 +154,7 @@ func (f *FederationFlags) federation(svc *broker.Service, apps global.Applicatio
 		return nil
 	}
 	return global.New(global.Config{
-		Connect: svc, Applications: apps, Hosts: svc, Store: svc.Store(), Logger: log,
+		Connect: svc, Applications: apps, Hosts: svc, Sessions: svc, Store: svc.Store(), Logger: log,
 		Pod: f.PodName, Site: f.Site, URL: f.ExternalURL,
 		Peers:                   f.podClient(),
 		PeerPolicy:              f.policy,

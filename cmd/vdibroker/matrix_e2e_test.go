@@ -55,6 +55,7 @@ const (
 	mOwnSession           // log off or disconnect alice's session: Contributor, Helpdesk and the admin, or alice herself (R-U3); scope applies
 	mGSelf                // read alice's, global: Reader and up, or alice herself; refused to a scoped principal
 	mMessage              // message users' sessions: Contributor, Helpdesk and the admin; scope applies
+	mGOwnSession          // log off or disconnect alice's session in another pod: Contributor, Helpdesk and the admin, or alice herself (R-U3); refused to a scoped principal
 )
 
 // route is how the matrix calls one registered pattern: the request (its
@@ -117,6 +118,12 @@ var matrixRoutes = []route{
 	{"POST " + federation.ConnectPath, "POST", federation.ConnectPath, `{"globalEntitlement": "g", "hostPool": "pin", "user": "alice", "dryRun": true}`, mPod, 200},
 	{"POST " + federation.DirectoryPath, "POST", federation.DirectoryPath, `{"generation": 1, "users": ["alice"]}`, mPod, 204},
 	{"POST " + federation.LookupPath, "POST", federation.LookupPath, `{"user": "alice"}`, mPod, 200},
+	// No open session of alice by that id in pin: 404 past the signature.
+	{"POST " + federation.SessionCommandPath, "POST", federation.SessionCommandPath, `{"user": "alice", "id": "none", "hostPools": ["pin"], "command": "Logoff"}`, mPod, 404},
+	// pod1 is this pod: 404 to a caller allowed (its own sessions are
+	// the pools' calls), the refusal of one that is not.
+	{"DELETE /api/v1/users/{user}/globalsessions/{pod}/{id}", "DELETE", "/api/v1/users/alice/globalsessions/pod1/{sid}", "", mGOwnSession, 404},
+	{"POST /api/v1/users/{user}/globalsessions/{pod}/{id}/disconnect", "POST", "/api/v1/users/alice/globalsessions/pod1/{sid}/disconnect", "", mGOwnSession, 404},
 	{"POST /api/v1/agent/register", "POST", "/api/v1/agent/register", `{"token": "{token}", "hostName": "new-{pool}", "address": "n.example.test:3389"}`, mRegister, 201},
 	{"POST /api/v1/agent/heartbeat", "POST", "/api/v1/agent/heartbeat", `{"sessions": []}`, mHeartbeat, 200},
 	{"GET /api/v1/scalingplans", "GET", "/api/v1/scalingplans", "", mList, 200},
@@ -201,6 +208,8 @@ var matrixRoutes = []route{
 	{"GET /portal/{$}", "GET", "/portal/", "", mConsole, 303},
 	{"POST /portal/sessions/{pool}/{id}/logoff", "POST", "/portal/sessions/{pool}/{sid}/logoff", "", mConsole, 401},
 	{"POST /portal/sessions/{pool}/{id}/disconnect", "POST", "/portal/sessions/{pool}/{sid}/disconnect", "", mConsole, 401},
+	{"POST /portal/globalsessions/{pod}/{id}/logoff", "POST", "/portal/globalsessions/pod2/{sid}/logoff", "", mConsole, 401},
+	{"POST /portal/globalsessions/{pod}/{id}/disconnect", "POST", "/portal/globalsessions/pod2/{sid}/disconnect", "", mConsole, 401},
 	{"POST /portal/launch", "POST", "/portal/launch", "", mConsole, 401},
 	{"GET /portal/launches/{id}", "GET", "/portal/launches/x", "", mConsole, 303},
 	{"GET /portal/launches/{id}/status", "GET", "/portal/launches/x/status", "", mConsole, 303},
@@ -418,7 +427,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 		allowed = k.role == "Admin" || k.role == "Contributor"
 	case mAudit, mMessage:
 		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "Helpdesk"
-	case mOwnSession:
+	case mOwnSession, mGOwnSession:
 		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "Helpdesk" || (k.role == "User" && k.user == "alice")
 	case mConnect, mGConnect:
 		allowed = k.role == "Admin" || k.role == "Contributor" || k.role == "User"
@@ -432,7 +441,7 @@ func matrixWant(k matrixCred, r route, pool string) int {
 	}
 	if k.scoped {
 		switch r.class {
-		case mGRead, mGWrite, mGConnect, mAdmin, mGSelf:
+		case mGRead, mGWrite, mGConnect, mAdmin, mGSelf, mGOwnSession:
 			return 403
 		case mPlanRead, mPlanWrite:
 			if pool != "pin" {

@@ -28,6 +28,10 @@ type Config struct {
 	Applications Applications
 	// Hosts reads this pod's member pools for their facts.
 	Hosts Hosts
+	// Sessions logs off and disconnects the sessions of this pod's
+	// member pools a peer asks for (PodSessionCommand): the broker
+	// service, as its own API does. nil refuses such calls.
+	Sessions SessionCommands
 	// Store keeps this pod's copy of the federation document.
 	Store  vdibroker.FederationStore
 	Logger *slog.Logger // nil discards logs
@@ -66,6 +70,13 @@ type Config struct {
 // of its RemoteApp groups, on a global entitlement's behalf (R-E9).
 type Applications interface {
 	ConnectPoolApplication(ctx context.Context, pool, application string, req vdibroker.ConnectRequest) (*vdibroker.ConnectAnswer, error)
+}
+
+// SessionCommands queues a logoff or a disconnect of a session of this
+// pod (R-S4): the broker service's.
+type SessionCommands interface {
+	Logoff(ctx context.Context, pool, id string) (*vdibroker.Command, error)
+	Disconnect(ctx context.Context, pool, id string) (*vdibroker.Command, error)
 }
 
 // Hosts reads a pool's hosts and fills their read-time fields (status,

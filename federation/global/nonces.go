@@ -53,7 +53,9 @@ func (g *Service) UseNonce(ctx context.Context, pod, nonce string, expires time.
 		// Not tied to this caller (the batches are others' too), and
 		// not on its goroutine, so no caller waits for more than its
 		// own batch.
-		go g.commitNonces(context.WithoutCancel(ctx))
+		// Nor with its audit entry, which the commit would write as
+		// its own (vdibroker.WithAudit).
+		go g.commitNonces(vdibroker.WithAudit(context.WithoutCancel(ctx), nil))
 	}
 	select {
 	case <-r.done:

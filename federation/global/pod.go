@@ -135,3 +135,75 @@ func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectReques
 	}
 	return g.connectMember(ctx, doc, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, req.Existing)
 }
+
+// maxSessionIDLen bounds a session id a peer names (NewID makes 32 hex
+// digits; an older broker's ids are no longer).
+const maxSessionIDLen = 64
+
+// PodSessionCommand is the pod side of SessionCommandPath (R-U3 across
+// the federation): peer pod asks this pod to log off or disconnect the
+// user's session req.ID. This pod checks everything itself, on its own
+// document and store: the session must be the user's (by folded name,
+// R-E5) open one, in one of the pools named that are members of a global
+// entitlement of this pod's document; anything else (unknown, ended,
+// another user's, in another pool) is the same NotFound, so that a peer
+// cannot tell them apart. Then it is this pod's own API's logoff or
+// disconnect (the command queued, a logoff still queued the answer, a
+// host that cannot carry it out now warned of), whose audit entry names
+// the session (the HTTP layer names the calling pod and the user).
+func (g *Service) PodSessionCommand(ctx context.Context, pod string, req vdibroker.PodSessionCommandRequest) (*vdibroker.Command, error) {
+	if err := vdibroker.ValidateUser("user", req.User); err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		return nil, vdibroker.FieldError("id", "is required (1..%d characters)", maxSessionIDLen)
+	}
+	if err := vdibroker.ValidateText("id", req.ID, maxSessionIDLen); err != nil {
+		return nil, err
+	}
+	if len(req.HostPools) == 0 || len(req.HostPools) > vdibroker.MaxPodSessionPools {
+		return nil, vdibroker.FieldError("hostPools", "1 to %d host pools, got %d", vdibroker.MaxPodSessionPools, len(req.HostPools))
+	}
+	if req.Command != vdibroker.CommandLogoff && req.Command != vdibroker.CommandDisconnect {
+		return nil, vdibroker.FieldError("command", "must be %s or %s, got %q", vdibroker.CommandLogoff, vdibroker.CommandDisconnect, req.Command)
+	}
+	if g.cfg.Sessions == nil {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %s does not log off sessions for its peers", g.cfg.Pod)
+	}
+	doc, err := g.Document(ctx)
+	if err != nil {
+		return nil, err
+	}
+	members := g.memberPools(doc)
+	var pools []string
+	for _, p := range req.HostPools {
+		if slices.Contains(members, p) && !slices.Contains(pools, p) {
+			pools = append(pools, p)
+		}
+	}
+	// The user's open sessions in those pools (one read of the index by
+	// folded name, as a peer's look-up): the session is among them only
+	// if it is hers, open, and in a member pool asked.
+	list, err := g.localSessions(ctx, []string{req.User}, pools)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(list, func(s *vdibroker.UserSession) bool {
+		return s.ID == req.ID && vdibroker.SameUser(s.User, req.User) && slices.Contains(pools, s.HostPool) && s.Open()
+	})
+	if i < 0 {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "user %q has no open session %q in the host pools asked that are members of a global entitlement on pod %s",
+			req.User, req.ID, g.cfg.Pod)
+	}
+	us := list[i]
+	if ev := vdibroker.AuditFrom(ctx); ev != nil {
+		// The session acted on, as this pod's own API's entry names it:
+		// a principal scoped to its pool reads it.
+		ev.Target, ev.HostPool = "hostpools/"+us.HostPool+"/usersessions/"+us.ID, us.HostPool
+		ev.Bound()
+	}
+	if req.Command == vdibroker.CommandLogoff {
+		return g.cfg.Sessions.Logoff(ctx, us.HostPool, us.ID)
+	}
+	return g.cfg.Sessions.Disconnect(ctx, us.HostPool, us.ID)
+}

@@ -3,6 +3,7 @@ package global
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -220,4 +221,109 @@ func entitlementsOf(ents []vdibroker.GlobalEntitlement, pod, pool string) []stri
 		}
 	}
 	return out
+}
+
+// Routes of GlobalSessionCommand, for a scoped principal's refusal.
+const (
+	globalLogoffRoute     = "DELETE /api/v1/users/{user}/globalsessions/{pod}/{id}"
+	globalDisconnectRoute = "POST /api/v1/users/{user}/globalsessions/{pod}/{id}/disconnect"
+)
+
+// GlobalSessionCommand logs off (vdibroker.CommandLogoff) or disconnects
+// (vdibroker.CommandDisconnect) the user's session id in peer pod's
+// member pools (R-U3 across the federation): the pod is asked
+// (PodSessionCommand) and does it as its own API does, checking the
+// session itself. The pools it is asked about are those UserSessions
+// lists: for an end user (her own only) the member pools of the global
+// entitlements that grant her (R-E9), none of which named: NotFound;
+// for any other principal that may log off sessions (Contributor,
+// Helpdesk, the admin token; not one scoped to host pools, as global
+// entitlements belong to no pool), every member pool of the pod. A pod
+// that is not a peer of this pod's document is NotFound; one that does
+// not answer PodUnavailable (an end user is not told why: the cause
+// names addresses); its refusal is passed on as it answered it.
+func (g *Service) GlobalSessionCommand(ctx context.Context, user, pod, id, command string) (*vdibroker.Command, error) {
+	if err := vdibroker.ValidateUser("user", user); err != nil {
+		return nil, err
+	}
+	route := globalLogoffRoute
+	switch command {
+	case vdibroker.CommandLogoff:
+	case vdibroker.CommandDisconnect:
+		route = globalDisconnectRoute
+	default:
+		return nil, vdibroker.FieldError("command", "must be %s or %s, got %q", vdibroker.CommandLogoff, vdibroker.CommandDisconnect, command)
+	}
+	me := vdibroker.PrincipalFrom(ctx)
+	if me.EndUser() && !vdibroker.SameUser(me.Subject, user) {
+		return nil, vdibroker.Errorf(vdibroker.EPermission, "an end user may log off or disconnect only its own sessions (%q)", me.Subject)
+	}
+	if err := vdibroker.Authorize(me, vdibroker.ActionOwnSession, vdibroker.Target{Global: route, For: &vdibroker.UserIdentity{User: user}}); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, vdibroker.FieldError("id", "is required (1..%d characters)", maxSessionIDLen)
+	}
+	if err := vdibroker.ValidateText("id", id, maxSessionIDLen); err != nil {
+		return nil, err
+	}
+	doc, err := g.Document(ctx)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %q is not in this pod's federation document: it holds none yet", pod)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := doc.Pod(pod)
+	switch {
+	case p == nil:
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %q is not in this pod's federation document (generation %d)", pod, doc.Generation)
+	case p.Name == g.cfg.Pod:
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %s is this pod: log off or disconnect its sessions with DELETE /api/v1/hostpools/{pool}/usersessions/{id} or POST .../disconnect", pod)
+	}
+	ents := doc.GlobalEntitlements
+	if me.EndUser() {
+		who := vdibroker.UserIdentity{User: user, Groups: me.Groups}
+		ents = slices.DeleteFunc(slices.Clone(ents), func(ge vdibroker.GlobalEntitlement) bool { return ge.Grants(who) == nil })
+	}
+	pools := podMembers(ents, p.Name)
+	if len(pools) == 0 {
+		// The same answer as a session pod asked does not hold: she
+		// learns nothing of the pod's pools.
+		return nil, vdibroker.Errorf(vdibroker.ENotFound, "user %q has no open session %q on pod %s in a member pool of a global entitlement granting the user", user, id, pod)
+	}
+	if len(pools) > vdibroker.MaxPodSessionPools {
+		pools = pools[:vdibroker.MaxPodSessionPools]
+	}
+	cctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+	defer cancel()
+	start := g.clock.Now()
+	c, err := g.cfg.Peers.SessionCommand(cctx, *p, vdibroker.PodSessionCommandRequest{User: user, ID: id, HostPools: pools, Command: command})
+	var answered *vdibroker.Error
+	callErr := err
+	if errors.As(err, &answered) {
+		callErr = nil // the pod answered: a refusal is not a failed call
+	}
+	g.observe(*p, "sessioncommand", start, callErr, nil)
+	switch {
+	case answered != nil:
+		switch answered.Code {
+		case vdibroker.ENotFound, vdibroker.EConflict, vdibroker.EInvalid:
+			return nil, err // about the session: the caller's to read
+		}
+		// The pod refused this pod (its signature, its document) or
+		// could not do it now: not the caller's credential, which a
+		// 401 passed on would say was wrong.
+		if me.EndUser() {
+			return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s could not do it; try again shortly", pod)
+		}
+		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s refused: %s", pod, answered.Error())
+	case err != nil:
+		g.markFailed(p.Name, err)
+		if me.EndUser() {
+			return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s did not answer; try again shortly", pod)
+		}
+		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s did not answer: %s", pod, g.reason(err))
+	}
+	return c, nil
 }

@@ -85,7 +85,7 @@ func New(cfg Config) *Server {
 	services.Connect, services.Entitlements = ents, ents
 	var fed *global.Service
 	if cfg.Pod != "" {
-		fed = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Store: svc.Store(), Logger: cfg.Logger,
+		fed = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Sessions: svc, Store: svc.Store(), Logger: cfg.Logger,
 			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout, OutagePlacementsWaiting: svc.OutagePlacementsWaiting})
 		services.Federation = fed
 	}

@@ -1,0 +1,239 @@
+package http_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestGlobalSessionCommand_RU3 is testGlobalSessionCommand on SQLite.
+func TestGlobalSessionCommand_RU3(t *testing.T) { testGlobalSessionCommand(t, "") }
+
+// TestGlobalSessionCommandPostgres_RU3 is testGlobalSessionCommand on
+// PostgreSQL, each pod in a schema of its own.
+func TestGlobalSessionCommandPostgres_RU3(t *testing.T) {
+	testGlobalSessionCommand(t, postgresDSN(t))
+}
+
+// commandsFor is the commands of host's heartbeat answer for session id.
+func commandsFor(e *env, host, id string, sessions ...vdibroker.AgentSession) []string {
+	e.t.Helper()
+	var out []string
+	for _, c := range e.heartbeat(host, sessions...).Commands {
+		if c.SessionID == id {
+			out = append(out, c.Type)
+		}
+	}
+	return out
+}
+
+// testGlobalSessionCommand (R-U3 across the federation, R-G5): alice,
+// signed in at pod0, disconnects and logs off her session in pod1 through
+// DELETE and POST .../disconnect of /users/{user}/globalsessions/{pod}/{id};
+// pod1 queues each as its own API does (a logoff asked twice is one
+// command) and its agent gets them. bob's session is 404 to her (and
+// another user's name 403) and stays as it was; her own session in a pool
+// that is a member of an entitlement that does not grant her is 404, while
+// the admin, and a Helpdesk for any user, may. Scoped principals, Readers
+// and Gateway tokens are refused; a pod that is not a peer is 404, one
+// that does not answer 503 PodUnavailable, without its address for her. A
+// replayed pod call changes nothing. Both pods' audit trails record it:
+// pod1's names pod0 and the user, pod0's the caller.
+func testGlobalSessionCommand(t *testing.T, dsn string) {
+	envs := fedPodsOn(t, dsn, 3, 1, 5, vdibroker.DistributionNone, false, nil)
+	ctx := t.Context()
+	far := envs[1]
+	far.pool("payroll-pod1", map[string]any{"maxSessionLimit": 5})
+	far.addHosts("payroll-pod1", "payroll-h", 1)
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements = append(slices.Clone(doc.GlobalEntitlements), vdibroker.GlobalEntitlement{Name: "payroll",
+		SessionDistribution: vdibroker.DistributionNone, Users: []string{"bob"},
+		Members: []vdibroker.Member{{Pod: "pod1", HostPool: "payroll-pod1"}}})
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const host = "pod1-h001"
+	mine := far.mustConnect("office-pod1", "alice").SessionID
+	bobs := far.mustConnect("office-pod1", "bob").SessionID
+	payroll := far.mustConnect("payroll-pod1", "alice").SessionID
+	active := []vdibroker.AgentSession{{ID: "1", User: "alice", State: vdibroker.StateActive}, {ID: "2", User: "bob", State: vdibroker.StateActive}}
+	far.heartbeat(host, active...)
+	far.heartbeat("payroll-h001", active[0])
+
+	e := envs[0]
+	alice := e.client(0, e.userToken("Alice", nil))
+	c, err := alice.GlobalDisconnect(ctx, "alice", "pod1", mine)
+	if err != nil || c.Type != vdibroker.CommandDisconnect || c.SessionID != mine {
+		t.Fatalf("alice disconnects her session on pod1: %+v %v", c, err)
+	}
+	if got := commandsFor(far, host, mine, active...); !slices.Equal(got, []string{vdibroker.CommandDisconnect}) {
+		t.Errorf("pod1's agent got %v for alice's session, want the Disconnect", got)
+	}
+	first, err := alice.GlobalLogoff(ctx, "alice", "pod1", mine)
+	if err != nil || first.Type != vdibroker.CommandLogoff || first.SessionID != mine {
+		t.Fatalf("alice logs off her session on pod1: %+v %v", first, err)
+	}
+	again, err := alice.GlobalLogoff(ctx, "alice", "pod1", mine)
+	if err != nil || again.ID != first.ID {
+		t.Errorf("alice's logoff asked again: %+v %v; want the queued one, %s", again, err, first.ID)
+	}
+	if got := commandsFor(far, host, mine, active...); !slices.Equal(got, []string{vdibroker.CommandLogoff}) {
+		t.Errorf("pod1's agent got %v for alice's session, want one Logoff", got)
+	}
+
+	// Another user's session, and a pool not of an entitlement granting
+	// her: 404, as an unknown one; nothing queued.
+	_, err = alice.GlobalLogoff(ctx, "alice", "pod1", bobs)
+	wantCode(t, err, vdibroker.ENotFound)
+	_, err = alice.GlobalDisconnect(ctx, "alice", "pod1", "no-such-session")
+	wantCode(t, err, vdibroker.ENotFound)
+	_, err = alice.GlobalLogoff(ctx, "bob", "pod1", bobs)
+	wantCode(t, err, vdibroker.EPermission)
+	_, err = alice.GlobalLogoff(ctx, "alice", "pod1", payroll)
+	wantCode(t, err, vdibroker.ENotFound)
+	if got := commandsFor(far, host, bobs, active...); len(got) != 0 {
+		t.Errorf("bob's session got %v after alice's refused logoff, want nothing", got)
+	}
+	if got := commandsFor(far, "payroll-h001", payroll, active[0]); len(got) != 0 {
+		t.Errorf("alice's payroll session got %v after her refused logoff, want nothing", got)
+	}
+	if us, err := far.admin.GetUserSession(ctx, "office-pod1", bobs); err != nil || us.State != vdibroker.StateActive {
+		t.Errorf("bob's session after alice's refused logoff: %+v %v; want it Active", us, err)
+	}
+	// The admin acts in every member pool of the pod.
+	if c, err := e.admin.GlobalLogoff(ctx, "alice", "pod1", payroll); err != nil || c.SessionID != payroll {
+		t.Errorf("the admin logs off alice's payroll session: %+v %v", c, err)
+	}
+
+	// Who may: a Helpdesk for any user; scoped principals, Readers and
+	// Gateway tokens not.
+	for _, tc := range []struct {
+		name, token, path string
+		status            int
+	}{
+		{"a Reader", e.roleToken("Reader", "auditor"), "/api/v1/users/bob/globalsessions/pod1/" + bobs, 403},
+		{"a scoped Helpdesk", e.roleToken("Helpdesk", "pin-desk", "office-pod0"), "/api/v1/users/bob/globalsessions/pod1/" + bobs, 403},
+		{"a scoped alice", e.userToken("alice", nil, "office-pod0"), "/api/v1/users/alice/globalsessions/pod1/" + mine, 403},
+		{"a Gateway token", e.roleToken("Gateway", "rdgw"), "/api/v1/users/bob/globalsessions/pod1/" + bobs, 403},
+		{"no token", "", "/api/v1/users/bob/globalsessions/pod1/" + bobs, 401},
+		{"a pod not in the document", adminToken, "/api/v1/users/bob/globalsessions/pod9/" + bobs, 404},
+		{"this pod", adminToken, "/api/v1/users/bob/globalsessions/pod0/" + bobs, 404},
+	} {
+		if status, _, raw := rawDo(t, e, "DELETE", tc.path, tc.token, ""); status != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, status, raw, tc.status)
+		}
+	}
+	if got := commandsFor(far, host, bobs, active...); len(got) != 0 {
+		t.Errorf("bob's session got %v after refused logoffs, want nothing", got)
+	}
+
+	// A pod call replayed: refused, nothing queued again (the first's
+	// command was delivered, so a second would be a new one).
+	pc := vhttp.NewPodClient("pod0", []byte(testFedSecret))
+	rec := &recordingTransport{rt: pc.HTTPClient.Transport}
+	pc.HTTPClient.Transport = rec
+	req := vdibroker.PodSessionCommandRequest{User: "BOB", ID: bobs, HostPools: []string{"office-pod1"}, Command: vdibroker.CommandLogoff}
+	if c, err := pc.SessionCommand(ctx, vdibroker.Pod{Name: "pod1", URL: far.urls[0]}, req); err != nil || c.SessionID != bobs {
+		t.Fatalf("pod0's signed logoff of bob's session: %+v %v", c, err)
+	}
+	if got := commandsFor(far, host, bobs, active...); !slices.Equal(got, []string{vdibroker.CommandLogoff}) {
+		t.Errorf("pod1's agent got %v for bob's session, want the Logoff", got)
+	}
+	if got := podCallStatus(t, far.urls[0], "POST", federation.SessionCommandPath, rec.body, rec.h); got != 401 {
+		t.Errorf("the logoff pod call replayed: %d, want 401", got)
+	}
+	if got := commandsFor(far, host, bobs, active...); len(got) != 0 {
+		t.Errorf("bob's session got %v after the replay, want nothing", got)
+	}
+	// A Helpdesk logs off any user's.
+	desk := e.client(0, e.roleToken("Helpdesk", "desk"))
+	if c, err := desk.GlobalLogoff(ctx, "bob", "pod1", bobs); err != nil || c.SessionID != bobs {
+		t.Errorf("a Helpdesk logs off bob's session on pod1: %+v %v", c, err)
+	}
+
+	// Both audit trails.
+	list, err := far.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/office-pod1/usersessions/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var actions []string
+	for _, a := range list {
+		if strings.Contains(a.Target, mine) && a.Principal.Kind == vdibroker.PrincipalPod && a.Principal.ID == "pod0" && a.Principal.Name == "alice" &&
+			a.Outcome == vdibroker.AuditOK {
+			actions = append(actions, a.Action)
+		}
+	}
+	if !slices.Equal(actions, []string{"usersession.disconnect", "usersession.logoff"}) {
+		t.Errorf("pod1's audit of alice's session: %v; want its disconnect and one logoff by pod0 for alice", actions)
+	}
+	list, err = e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "users/alice/globalsessions/pod1/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions = nil
+	for _, a := range list {
+		if strings.Contains(a.Target, mine) && a.Principal.Name == "Alice" && a.Outcome == vdibroker.AuditOK {
+			actions = append(actions, a.Action)
+		}
+	}
+	if !slices.Equal(actions, []string{"globalsession.disconnect", "globalsession.logoff", "globalsession.logoff"}) {
+		t.Errorf("pod0's audit of alice's session on pod1: %v; want her disconnect and two logoffs", actions)
+	}
+	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "users/alice/globalsessions/pod1/" + bobs}); err != nil ||
+		len(list) != 1 || list[0].Outcome != vdibroker.AuditRefused {
+		t.Errorf("pod0's audit of alice's logoff of bob's session: %+v %v; want one refusal", list, err)
+	}
+
+	// A pod that does not answer: 503, without its address for her.
+	envs[2].down()
+	_, err = alice.GlobalLogoff(ctx, "alice", "pod2", "some-session")
+	if ve := wantCode(t, err, vdibroker.EPodUnavailable); strings.Contains(ve.Message, "127.0.0.1") {
+		t.Errorf("an end user is told %q: the pod's address", ve.Message)
+	}
+
+	if status, _, raw := rawDo(t, newEnv(t), "DELETE", "/api/v1/users/alice/globalsessions/pod1/x", adminToken, ""); status != 404 {
+		t.Errorf("a broker that is no pod: %d %s, want 404", status, raw)
+	}
+}
+
+// TestGlobalSessionCommandBound_RU3: a principal asks for at most
+// GlobalSessionCommandsPerPrincipal logoffs and disconnects of sessions in
+// other pods at once: each is a pod call and an audit entry on both pods,
+// and an end user may ask for her own as often as she clicks. The next is
+// 429 with Retry-After, with no pod call; another principal is not
+// refused for it.
+func TestGlobalSessionCommandBound_RU3(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	e := envs[0]
+	alice := e.userToken("alice", nil)
+	path := "/api/v1/users/alice/globalsessions/pod1/no-such-session"
+	for i := range vhttp.GlobalSessionCommandsPerPrincipal {
+		if status, _, raw := rawDo(t, e, "DELETE", path, alice, ""); status != 404 {
+			t.Fatalf("logoff %d: %d %s, want pod1's 404", i+1, status, raw)
+		}
+	}
+	e.calls.take()
+	res, ve, _ := rawDoAt(t, e.urls[0], "DELETE", path, alice, "")
+	if res.StatusCode != 429 || ve == nil || ve.Code != vdibroker.ETooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Errorf("logoff %d: %d %+v, want 429 with Retry-After", vhttp.GlobalSessionCommandsPerPrincipal+1, res.StatusCode, ve)
+	}
+	if calls := e.calls.take(); calls[envs[1].urls[0]+federation.SessionCommandPath] != 0 {
+		t.Errorf("the refused logoff called pod1: %v", calls)
+	}
+	if status, _, raw := rawDo(t, e, "DELETE", strings.Replace(path, "alice", "bob", 1), e.userToken("bob", nil), ""); status != 404 {
+		t.Errorf("bob's logoff meanwhile: %d %s, want pod1's 404", status, raw)
+	}
+}
