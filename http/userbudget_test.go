@@ -163,10 +163,12 @@ func TestUserWriteBudget_EveryUserWrite(t *testing.T) {
 	}
 	want := []string{
 		"DELETE /api/v1/hostpools/{pool}/usersessions/{id}",
+		"DELETE /api/v1/users/{user}/globalsessions/{pod}/{id}",
 		"POST /api/v1/applicationgroups/{name}/connect",
 		"POST /api/v1/globalentitlements/{name}/connect",
 		"POST /api/v1/hostpools/{pool}/connect",
 		"POST /api/v1/hostpools/{pool}/usersessions/{id}/disconnect",
+		"POST /api/v1/users/{user}/globalsessions/{pod}/{id}/disconnect",
 	}
 	slices.Sort(throttled)
 	if !slices.Equal(throttled, want) {
