@@ -38,6 +38,10 @@ type Token struct {
 	// Groups are the groups of a User token's user (R-E2, R-E6): its
 	// assignments through groups entitle it.
 	Groups []string `json:"groups,omitempty"`
+	// RevokeTime is set on a token TokenByHash found among the revoked
+	// ones (DeleteToken), which authenticates nobody; it has only ID and
+	// Hash beside it.
+	RevokeTime *time.Time `json:"-"`
 }
 
 // RegistrationToken lets agents register hosts into one pool until it expires.
@@ -279,8 +283,15 @@ type Store interface {
 	ApplyHeartbeat(ctx context.Context, pool, host string, hb *HeartbeatRequest, now time.Time) (*HeartbeatResult, error)
 
 	CreateToken(ctx context.Context, t *Token) error
+	// TokenByHash finds an API token by the hash of its secret, or one
+	// DeleteToken revoked, within the history's retention, with its
+	// RevokeTime set (for the refusal to say so, R-SEC); Unauthenticated
+	// when none.
 	TokenByHash(ctx context.Context, hash string) (*Token, error)
 	ListTokens(ctx context.Context) ([]*Token, error)
+	// DeleteToken revokes an API token: it goes from the list, and its
+	// hash is kept among the revoked ones until PruneHistory passes its
+	// time (NotFound when absent).
 	DeleteToken(ctx context.Context, id string) error
 	CreateRegistrationToken(ctx context.Context, t *RegistrationToken) error
 	// ListRegistrationTokens lists a pool's registration tokens, expired

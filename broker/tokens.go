@@ -48,6 +48,12 @@ func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Pri
 	if subtle.ConstantTimeCompare([]byte(t.Hash), []byte(hash)) != 1 {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid token")
 	}
+	// The whole secret matched (the lookup is by its hash; there is no id
+	// to match apart from it): saying why it is refused tells the caller
+	// nothing it did not hold, and nobody else which tokens exist (R-SEC).
+	if t.RevokeTime != nil {
+		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token revoked at %s", t.RevokeTime.UTC().Format("2006-01-02T15:04:05Z"))
+	}
 	if t.ExpireTime != nil && !s.now().Before(*t.ExpireTime) {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
 	}

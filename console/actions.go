@@ -243,6 +243,7 @@ func (c *Console) renderMessage(rq *request, status int, text, fieldErr string) 
 	}
 	c.page(rq, status, "message", map[string]any{
 		"Title": "Message to " + s.User, "Nav": "sessions",
+		"Action":  "/pools/" + url.PathEscape(pool) + "/sessions/" + url.PathEscape(id) + "/message",
 		"Session": s, "Text": text, "FieldError": fieldErr, "Max": vdibroker.MaxMessageLen,
 		"Back": webguard.SafeNext(cmp.Or(rq.r.FormValue("back"), "/sessions?pool="+url.QueryEscape(pool))),
 	})
@@ -271,6 +272,57 @@ func (c *Console) sendMessage(rq *request) {
 	user := cmp.Or(rq.r.PostFormValue("user"), id)
 	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
 		fmt.Sprintf("The message to %s is queued: the host's agent shows it in the session on its next heartbeat (R-S4).", user)+warned(warnings))
+}
+
+// hostMessagePage is GET /pools/{pool}/hosts/{host}/message: the form
+// that sends every user of a host a message (R-S4), as `vdibroker
+// sessionhost send-message` does.
+func (c *Console) hostMessagePage(rq *request) {
+	c.renderHostMessage(rq, http.StatusOK, "", "")
+}
+
+func (c *Console) renderHostMessage(rq *request, status int, text, fieldErr string) {
+	pool, name := rq.r.PathValue("pool"), rq.r.PathValue("host")
+	h, err := rq.api.getHost(rq.r.Context(), pool, name)
+	if err != nil {
+		c.apiError(rq, err)
+		return
+	}
+	hostURL := "/pools/" + url.PathEscape(pool) + "/hosts/" + url.PathEscape(name)
+	c.page(rq, status, "message", map[string]any{
+		"Title": "Message to the users of " + name, "Nav": "overview",
+		"Action": hostURL + "/message",
+		"Host":   h, "Text": text, "FieldError": fieldErr, "Max": vdibroker.MaxMessageLen,
+		"Back": webguard.SafeNext(cmp.Or(rq.r.FormValue("back"), hostURL)),
+	})
+}
+
+// sendHostMessage is POST /pools/{pool}/hosts/{host}/message: the API
+// queues one message for each Active and Disconnected session of the host
+// (R-S4); the flash says how many, and the API's warning when the host
+// cannot show them now.
+func (c *Console) sendHostMessage(rq *request) {
+	pool, name := rq.r.PathValue("pool"), rq.r.PathValue("host")
+	// CRLF from the textarea, LF to the agent, as for one session's.
+	text := strings.ReplaceAll(rq.r.PostFormValue("message"), "\r\n", "\n")
+	m, err := rq.api.sendHostMessage(rq.r.Context(), pool, name, text)
+	if err != nil {
+		switch code := vdibroker.ErrorCode(err); code {
+		case vdibroker.EInvalid:
+			c.renderHostMessage(rq, http.StatusBadRequest, text, vdibroker.ErrorMessage(err))
+		case vdibroker.ENotFound, vdibroker.EUnauthenticated:
+			c.apiError(rq, err)
+		default:
+			c.renderHostMessage(rq, vdibroker.HTTPStatus(code), text, describe(err))
+		}
+		return
+	}
+	msg := fmt.Sprintf("%s has no Active or Disconnected session: no message was queued (R-S4).", name)
+	if m.Queued > 0 {
+		msg = fmt.Sprintf("The message is queued for %d session%s on %s: the host's agent shows it in each on its next heartbeat (R-S4).", m.Queued, plural(m.Queued), name)
+	}
+	back := "/pools/" + url.PathEscape(pool) + "/hosts/" + url.PathEscape(name)
+	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), back)), msg+warned(m.Warnings))
 }
 
 // keyRow is a registration key as the pool page lists it.

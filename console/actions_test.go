@@ -262,6 +262,93 @@ func TestActionSendMessage(t *testing.T) {
 	wantContains(t, b.get(a.location), "The log off of alice", "session is queued", "Warning: session host host-1 is Shutdown")
 }
 
+// TestActionSendHostMessage_RS4: a Helpdesk sends every user of a host a
+// message from the host page (R-S4), as `sessionhost send-message` does:
+// one command per Active and Disconnected session, one audit entry, the
+// flash saying how many and the API's warning when the host cannot show
+// it now. A Reader sees no such control and the broker refuses its post.
+func TestActionSendHostMessage_RS4(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice", "bob") // DepthFirst: both on host-1
+	agentSessions := []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}, {ID: "8", User: "bob", State: vdibroker.StateDisconnected}}
+	e.heartbeat("host-1", agentSessions)
+	b := e.browser()
+	b.signin(e.token(vdibroker.RoleHelpdesk))
+	wantContains(t, b.get("/pools/pool-a/hosts/host-1"), `href="/pools/pool-a/hosts/host-1/message"`, `data-action="message-host"`)
+	// The pool's list offers it for the hosts with sessions.
+	pool := b.get("/pools/pool-a")
+	wantContains(t, pool, `/pools/pool-a/hosts/host-1/message?back=/pools/pool-a`)
+	if strings.Contains(pool.body, `data-action="message-host" data-host="host-2"`) {
+		t.Error("the pool page offers to message host-2's users; it has no session")
+	}
+	form := b.get("/pools/pool-a/hosts/host-1/message?back=/pools/pool-a")
+	wantStatus(t, form, http.StatusOK)
+	wantContains(t, form, "Message to every user of host-1", `id="message-form"`, `action="/pools/pool-a/hosts/host-1/message"`, `name="back" value="/pools/pool-a"`)
+	csrf := b.csrf("/pools/pool-a/hosts/host-1/message")
+
+	// Without this sign-in's CSRF token nothing is queued.
+	a := b.post("/pools/pool-a/hosts/host-1/message", url.Values{"message": {"forged"}})
+	wantStatus(t, a, http.StatusForbidden)
+	a = b.post("/pools/pool-a/hosts/host-1/message", url.Values{"csrf": {csrf}, "message": {"bell\x07"}})
+	wantStatus(t, a, http.StatusBadRequest)
+	wantContains(t, a, "control characters", `id="e-message"`, "Message to every user of host-1")
+	if cmds := e.heartbeat("host-1", agentSessions); len(cmds) != 0 {
+		t.Fatalf("a refused message reached the agent: %+v", cmds)
+	}
+
+	a = b.post("/pools/pool-a/hosts/host-1/message", url.Values{"csrf": {csrf}, "message": {"Restart at 18:00.\r\nSave your work."}, "back": {"/pools/pool-a"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if a.location != "/pools/pool-a" {
+		t.Errorf("back to %q, want the pool page", a.location)
+	}
+	page := b.get(a.location)
+	wantContains(t, page, "The message is queued for 2 sessions on host-1")
+	if strings.Contains(page.body, "Warning:") {
+		t.Errorf("a message to an Available host warns:\n%s", page.body)
+	}
+	cmds := e.heartbeat("host-1", agentSessions)
+	got := map[string]string{}
+	for _, c := range cmds {
+		if c.Type == vdibroker.CommandSendMessage {
+			got[c.AgentSessionID] = c.Message
+		}
+	}
+	if want := "Restart at 18:00.\nSave your work."; len(cmds) != 2 || got["7"] != want || got["8"] != want {
+		t.Errorf("the agent got %+v, want the message once for each of sessions 7 and 8", cmds)
+	}
+	e.wantAudited("sessionhost.sendmessage", "hostpools/pool-a/sessionhosts/host-1/sendmessage", "helpdesk-1")
+
+	// A host without sessions: nothing queued, and the flash says so.
+	a = b.post("/pools/pool-a/hosts/host-2/message", url.Values{"csrf": {csrf}, "message": {"hello"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if a.location != "/pools/pool-a/hosts/host-2" {
+		t.Errorf("back to %q, want host-2's page", a.location)
+	}
+	wantContains(t, b.get(a.location), "host-2 has no Active or Disconnected session: no message was queued")
+
+	// host-1's agent says it is stopping: the messages are queued all the
+	// same and the flash carries the API's warning (R-S4).
+	if _, err := e.admin.Heartbeat(context.Background(), e.agents["host-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true, Sessions: agentSessions}); err != nil {
+		t.Fatal(err)
+	}
+	a = b.post("/pools/pool-a/hosts/host-1/message", url.Values{"csrf": {csrf}, "message": {"Still there?"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	wantContains(t, b.get(a.location), "The message is queued for 2 sessions on host-1", "Warning: session host host-1 is Shutdown")
+
+	// A Reader is offered no such control, and the broker refuses its post.
+	r := e.browser()
+	r.signin(e.token(vdibroker.RoleReader))
+	if pages := r.get("/pools/pool-a").body + r.get("/pools/pool-a/hosts/host-1").body; strings.Contains(pages, `data-action="message-host"`) {
+		t.Error("a Reader is offered to message a host's users")
+	}
+	a = r.post("/pools/pool-a/hosts/host-1/message", url.Values{"csrf": {r.csrf("/pools/pool-a")}, "message": {"from a reader"}})
+	wantStatus(t, a, http.StatusForbidden)
+	wantContains(t, a, "Refused by the broker")
+	if cmds := e.heartbeat("host-1", agentSessions); len(cmds) != 2 {
+		t.Errorf("after the Reader's post the agent got %+v, want only the 2 queued before", cmds)
+	}
+}
+
 func TestActionBulkDrain(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
@@ -441,6 +528,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"ActionRemoveHost", TestActionRemoveHost},
 		{"ActionResumeDrainedHost", TestActionResumeDrainedHost},
 		{"ActionSendMessage", TestActionSendMessage},
+		{"ActionSendHostMessage", TestActionSendHostMessage_RS4},
 		{"ActionBulkDrain", TestActionBulkDrain},
 		{"ActionDeletePool", TestActionDeletePool},
 		{"ActionsRefusedByScope", TestActionsRefusedByScope},

@@ -305,4 +305,13 @@ func (a *api) sendMessage(ctx context.Context, pool, id, message string) ([]stri
 	return c.Warnings, err
 }
 
+// sendHostMessage queues a message for every Active and Disconnected
+// session of a host (R-S4): how many, and the API's warnings (the host
+// cannot show it now).
+func (a *api) sendHostMessage(ctx context.Context, pool, host, message string) (*vdibroker.HostMessage, error) {
+	var m vdibroker.HostMessage
+	err := a.do(ctx, http.MethodPost, poolPath(pool)+"/sessionhosts/"+url.PathEscape(host)+"/sendmessage", map[string]string{"message": message}, &m)
+	return &m, err
+}
+
 // itoa is strconv.Itoa, short for templates and paths.

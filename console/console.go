@@ -253,13 +253,15 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /pools/{pool}/settings", c.signedIn(c.poolSettings))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/drain", c.signedIn(c.drain))
 	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/power", c.signedIn(c.power))
-	c.mux.HandleFunc("POST /pools", c.signedIn(c.createPool))                               // actions.go
-	c.mux.HandleFunc("POST /pools/{pool}/delete", c.signedIn(c.deletePool))                 // actions.go
-	c.mux.HandleFunc("POST /pools/{pool}/registrationtoken", c.signedIn(c.registrationKey)) // actions.go
-	c.mux.HandleFunc("POST /pools/{pool}/hosts/drain", c.signedIn(c.bulkDrain))             // actions.go
-	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/delete", c.signedIn(c.removeHost))    // actions.go
-	c.mux.HandleFunc("GET /pools/{pool}/sessions/{id}/message", c.signedIn(c.messagePage))  // actions.go
-	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/message", c.signedIn(c.sendMessage)) // actions.go
+	c.mux.HandleFunc("POST /pools", c.signedIn(c.createPool))                                  // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/delete", c.signedIn(c.deletePool))                    // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/registrationtoken", c.signedIn(c.registrationKey))    // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/hosts/drain", c.signedIn(c.bulkDrain))                // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/delete", c.signedIn(c.removeHost))       // actions.go
+	c.mux.HandleFunc("GET /pools/{pool}/sessions/{id}/message", c.signedIn(c.messagePage))     // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/message", c.signedIn(c.sendMessage))    // actions.go
+	c.mux.HandleFunc("GET /pools/{pool}/hosts/{host}/message", c.signedIn(c.hostMessagePage))  // actions.go
+	c.mux.HandleFunc("POST /pools/{pool}/hosts/{host}/message", c.signedIn(c.sendHostMessage)) // actions.go
 	c.mux.HandleFunc("GET /pools/{pool}/hosts/{host}", c.signedIn(c.hostPage))
 	c.mux.HandleFunc("GET /pools/{pool}/autoscale", c.signedIn(c.autoscalePage)) // autoscale.go
 	c.mux.HandleFunc("GET /sessions", c.signedIn(c.sessionsPage))

@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,66 @@ func TestTokens_RSEC(t *testing.T) {
 		_, err := e.admin.CreateToken(ctx, bad.req)
 		if ve := wantCode(t, err, vdibroker.EInvalid); ve.Field != bad.field {
 			t.Errorf("%+v: field %q, want %q", bad.req, ve.Field, bad.field)
+		}
+	}
+}
+
+// TestTokenRefusalSaysWhy_RSEC: a refused API token whose whole secret
+// matched says why, "expired" or "revoked" (an admin's token delete); a
+// secret that matches no token, however near one, says only "invalid
+// token", so a caller without a secret learns nothing of which tokens
+// exist. The revoked token is remembered as long as history; after the
+// prune it is an invalid token again.
+func TestTokenRefusalSaysWhy_RSEC(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Contributor", Subject: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.admin.DeleteToken(ctx, tr.ID); err != nil {
+		t.Fatal(err)
+	}
+	expiring, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "Reader", Subject: "auditor", ExpiresInSeconds: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(601 * time.Second)
+	// The revoked secret with its last character changed: a secret of no
+	// token, one character from one.
+	near := tr.Secret[:len(tr.Secret)-1] + "a"
+	if strings.HasSuffix(tr.Secret, "a") {
+		near = tr.Secret[:len(tr.Secret)-1] + "b"
+	}
+	for _, c := range []struct {
+		name, secret, want string
+		unwanted           []string
+	}{
+		{"revoked", tr.Secret, "token revoked at", []string{"expired"}},
+		{"expired", expiring.Secret, "token expired at", []string{"revoked"}},
+		{"one character off a revoked one", near, "invalid token", []string{"revoked", "expired", tr.ID}},
+		{"unknown", "vdbt_0123456789abcdef0123456789abcdef", "invalid token", []string{"revoked", "expired"}},
+	} {
+		status, ve, raw := rawDo(t, e, "GET", "/api/v1/hostpools", c.secret, "")
+		if status != http.StatusUnauthorized || ve == nil || ve.Code != vdibroker.EUnauthenticated || !strings.Contains(ve.Message, c.want) {
+			t.Errorf("%s token: %d %s, want 401 saying %q", c.name, status, raw, c.want)
+			continue
+		}
+		for _, u := range c.unwanted {
+			if strings.Contains(ve.Message, u) {
+				t.Errorf("%s token: %q says %q", c.name, ve.Message, u)
+			}
+		}
+	}
+	// Past the history's retention the revocation is forgotten (bounded,
+	// as the expired tokens are pruned then).
+	if _, err := e.store.PruneHistory(ctx, e.clock.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for name, secret := range map[string]string{"revoked": tr.Secret, "expired": expiring.Secret} {
+		_, err := e.client(0, secret).ListHostPools(ctx)
+		if ve := wantCode(t, err, vdibroker.EUnauthenticated, "invalid token"); strings.Contains(ve.Message, name) {
+			t.Errorf("the %s token after the prune: %q", name, ve.Message)
 		}
 	}
 }

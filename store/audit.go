@@ -110,7 +110,9 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 
 // listAuditQuery is ListAudit's query of f and its arguments. A request
 // id is read in audit_log_by_request (migration 00069): a helpdesk given
-// a portal user's reference asks for one entry among a month of them.
+// a portal user's reference asks for one entry among a month of them. A
+// principal is read in audit_log_by_principal_id and
+// audit_log_by_principal_name (00070), see byPrincipal.
 func listAuditQuery(f vdibroker.AuditFilter) (string, []any) {
 	var where []string
 	var args []any
@@ -129,13 +131,6 @@ func listAuditQuery(f vdibroker.AuditFilter) (string, []any) {
 		add("substr(target, 1, ?) = ?", len(f.Target), f.Target)
 	case f.Target != "":
 		add("target = ?", f.Target)
-	}
-	if f.Principal != "" {
-		// A name in any case (R-E5), as a helpdesk types what the user
-		// says; a token id or OIDC subject exactly. Folded as ASCII, which
-		// both dialects' lower() do alike (PostgreSQL's folds more; no
-		// index serves either term).
-		add("(principal_id = ? OR principal_name = ? OR lower(principal_name) = ?)", f.Principal, f.Principal, asciiLower(f.Principal))
 	}
 	if f.Action != "" {
 		add("action = ?", f.Action)
@@ -156,19 +151,51 @@ func listAuditQuery(f vdibroker.AuditFilter) (string, []any) {
 		}
 		where = append(where, "host_pool IN ("+ph+")")
 	}
+	order := " ORDER BY seq"
+	if f.Newest {
+		order += " DESC"
+	}
+	if f.Limit > 0 {
+		order += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
 	q := `SELECT seq, time, principal_kind, principal_id, principal_name, principal_role, principal_scope,
 		remote_addr, request_id, action, target, host_pool, outcome, error, before, after FROM audit_log`
+	if f.Principal != "" {
+		sub, subArgs := byPrincipal(f.Principal, where, args, order)
+		return q + " WHERE seq IN (" + sub + ")" + order, subArgs
+	}
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY seq"
-	if f.Newest {
-		q += " DESC"
+	return q + order, args
+}
+
+// byPrincipal is the union of the seqs of principal's entries that match
+// where (with its args), each part in order up to the page (order): a
+// token id or OIDC subject exactly, in audit_log_by_principal_id; a
+// token's subject in any case (R-E5), in audit_log_by_principal_name. The
+// subject is folded as ASCII, which both dialects' lower() do alike;
+// PostgreSQL's folds more, so a subject matched exactly is a third part,
+// the same index's range of lower(principal) (a name equal to principal
+// has principal's lower()): the entries are those of principal_id = ? OR
+// principal_name = ? OR lower(principal_name) = ?, which no index serves
+// as one condition, each once.
+func byPrincipal(principal string, where []string, args []any, order string) (string, []any) {
+	var parts []string
+	var out []any
+	for _, c := range []struct {
+		cond string
+		args []any
+	}{
+		{"principal_id = ?", []any{principal}},
+		{"lower(principal_name) = ?", []any{asciiLower(principal)}},
+		{"lower(principal_name) = lower(?) AND principal_name = ?", []any{principal, principal}},
+	} {
+		conds := append([]string{c.cond}, where...)
+		parts = append(parts, "SELECT seq FROM (SELECT seq FROM audit_log WHERE "+strings.Join(conds, " AND ")+order+") AS by_principal")
+		out = append(append(out, c.args...), args...)
 	}
-	if f.Limit > 0 {
-		q += fmt.Sprintf(" LIMIT %d", f.Limit)
-	}
-	return q, args
+	return strings.Join(parts, " UNION "), out
 }
 
 func scanAudit(sc scanner) (*vdibroker.AuditEntry, error) {

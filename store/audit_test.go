@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +84,80 @@ func TestAudit_SameTransaction(t *testing.T) {
 			t.Errorf("after prune: %+v", list)
 		}
 	})
+}
+
+// TestAudit_ByPrincipal_RE5: ?principal= matches a token id or OIDC
+// subject exactly, and a token's subject exactly or in any case of its
+// ASCII letters (R-E5), each entry once, newest first or oldest first, a
+// page at a time: what its indexes (migration 00070) must answer alike.
+func TestAudit_ByPrincipal_RE5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		var seqs []int64
+		for i, p := range []vdibroker.AuditPrincipal{
+			{Kind: "token", ID: "t1", Name: "Carol.Ops@Contoso.com"}, // 0
+			{Kind: "oidc", ID: "Carol.Ops@Contoso.com"},              // 1: a subject, exactly
+			{Kind: "token", ID: "t2", Name: "carol.ops@contoso.com"}, // 2
+			{Kind: "token", ID: "t3", Name: "bob"},                   // 3
+			{Kind: "oidc", ID: "CAROL.OPS@CONTOSO.COM", Name: "x"},   // 4: an id in another case
+			{Kind: "token", ID: "t4", Name: "Ärne"},                  // 5: a non-ASCII capital
+			{Kind: "token", ID: "dup", Name: "dup"},                  // 6: id and name alike
+		} {
+			e := &vdibroker.AuditEntry{Time: t0.Add(time.Duration(i) * time.Second), Principal: p, Action: "hostpool.put", Target: "hostpools/p"}
+			if err := s.AppendAudit(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, e.Seq)
+		}
+		for _, tc := range []struct {
+			name string
+			f    vdibroker.AuditFilter
+			want []int // indexes into seqs, in the order listed
+		}{
+			{"subject in its case, and an id", vdibroker.AuditFilter{Principal: "Carol.Ops@Contoso.com"}, []int{0, 1, 2}},
+			{"subject in another case; ids exactly", vdibroker.AuditFilter{Principal: "CAROL.ops@contoso.COM"}, []int{0, 2}},
+			{"newest first", vdibroker.AuditFilter{Principal: "Carol.Ops@Contoso.com", Newest: true}, []int{2, 1, 0}},
+			{"newest, a page", vdibroker.AuditFilter{Principal: "Carol.Ops@Contoso.com", Newest: true, Limit: 2}, []int{2, 1}},
+			{"newest, the next page", vdibroker.AuditFilter{Principal: "Carol.Ops@Contoso.com", Newest: true, Limit: 2, After: seqs[1]}, []int{0}},
+			{"oldest, a page", vdibroker.AuditFilter{Principal: "carol.ops@contoso.com", Limit: 1}, []int{0}},
+			{"oldest, the next page", vdibroker.AuditFilter{Principal: "carol.ops@contoso.com", Limit: 1, After: seqs[0]}, []int{2}},
+			{"a token id", vdibroker.AuditFilter{Principal: "t3"}, []int{3}},
+			{"a token id in another case", vdibroker.AuditFilter{Principal: "T3"}, nil},
+			{"a non-ASCII subject as written", vdibroker.AuditFilter{Principal: "Ärne"}, []int{5}},
+			{"id and subject alike: once", vdibroker.AuditFilter{Principal: "dup"}, []int{6}},
+			{"with another filter", vdibroker.AuditFilter{Principal: "carol.ops@contoso.com", Since: t0.Add(time.Second)}, []int{2}},
+		} {
+			list, err := s.ListAudit(ctx, tc.f)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			var got []int
+			for _, e := range list {
+				got = append(got, slices.Index(seqs, e.Seq))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%s: entries %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	})
+}
+
+// TestAuditByPrincipalUsesIndexes_PostgreSQL is
+// TestAuditByPrincipalUsesIndexes on PostgreSQL: each listing by
+// principal reads audit_log_by_principal_id and
+// audit_log_by_principal_name (migration 00070), and never the whole
+// trail.
+func TestAuditByPrincipalUsesIndexes_PostgreSQL(t *testing.T) {
+	s := postgresOpener(t)(t, store.Options{})
+	plans, err := s.PostgresAuditPlans(t.Context(), store.AuditByPrincipalFilters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range plans {
+		t.Logf("%+v:\n%s", store.AuditByPrincipalFilters[i], p)
+		if !strings.Contains(p, "audit_log_by_principal_id") || !strings.Contains(p, "audit_log_by_principal_name") ||
+			strings.Contains(p, "Seq Scan on audit_log") {
+			t.Errorf("%+v: a principal's entries are not ranges of its indexes:\n%s", store.AuditByPrincipalFilters[i], p)
+		}
+	}
 }

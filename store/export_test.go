@@ -277,6 +277,49 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 	return plans, nil
 }
 
+// PostgresAuditPlans returns PostgreSQL's EXPLAIN of ListAudit's query
+// for each filter, with sequential scans disabled as in
+// PostgresHostReadPlans.
+func (s *DB) PostgresAuditPlans(ctx context.Context, filters []vdibroker.AuditFilter) ([]string, error) {
+	var plans []string
+	for _, f := range filters {
+		q, args := listAuditQuery(f)
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		var lines []string
+		err = func() error {
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+				return err
+			}
+			rows, err := tx.QueryContext(ctx, `EXPLAIN `+s.d.q(q), args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					return err
+				}
+				lines = append(lines, line)
+			}
+			return rows.Err()
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("%+v: %w", f, err)
+		}
+		plans = append(plans, strings.Join(lines, "\n"))
+	}
+	return plans, nil
+}
+
+// AuditByPrincipalFilters are the listings TestAuditByPrincipalUsesIndexes
+// explains, for its PostgreSQL twin.
+var AuditByPrincipalFilters = auditByPrincipalFilters
+
 // PostgresBatchReadPlans returns PostgreSQL's EXPLAIN of a batch's reads
 // and deliveries for its heartbeats (readAhead, deliverBatch) of the given
 // hosts of pool.

@@ -171,3 +171,35 @@ func TestAuditByRequestUsesIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditByPrincipalUsesIndexes (R-E5): `audit list --principal`
+// (?principal=) asks for one principal's entries among the month of them
+// a pod keeps: a token id or OIDC subject exactly, or a token's subject
+// in any ASCII case. Each is a range of an index of migration 00070,
+// audit_log_by_principal_id or audit_log_by_principal_name (on
+// lower(principal_name)), read in seq order up to the page, not a walk of
+// the whole trail, whatever else the listing asks.
+func TestAuditByPrincipalUsesIndexes(t *testing.T) {
+	for _, f := range auditByPrincipalFilters {
+		p := planOf(t, func(s *DB, ctx context.Context) ([]string, error) {
+			q, args := listAuditQuery(f)
+			return s.plan(ctx, q, args...)
+		})
+		if !strings.Contains(p, "INDEX audit_log_by_principal_id (principal_id=?") ||
+			!strings.Contains(p, "INDEX audit_log_by_principal_name (<expr>=?") ||
+			strings.Contains(p, "SCAN audit_log") {
+			t.Errorf("%+v: a principal's entries are not ranges of its indexes:\n%s", f, p)
+		}
+	}
+}
+
+// auditByPrincipalFilters are the listings by principal that the plan
+// tests explain: the newest first, a page after an entry, a scoped
+// Contributor's pools, another filter beside it, no limit.
+var auditByPrincipalFilters = []vdibroker.AuditFilter{
+	{Principal: "Carol.Ops@Contoso.com", Limit: 101},
+	{Principal: "carol.ops@contoso.com", Newest: true, Limit: 51},
+	{Principal: "t-8f2c", Newest: true, After: 1000, Limit: 51, HostPools: []string{"pool-a"}},
+	{Principal: "Carol.Ops@Contoso.com", Action: "hostpool.update", Since: time.Unix(1, 0), Limit: 101},
+	{Principal: "Carol.Ops@Contoso.com"},
+}

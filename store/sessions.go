@@ -714,6 +714,9 @@ func (s *DB) PruneHistory(ctx context.Context, before time.Time) (int, error) {
 		`DELETE FROM user_sessions WHERE id IN (SELECT id FROM user_sessions WHERE ` + endedSQL + ` AND state_time < ? LIMIT ` + pruneBatchSQL + `)`,
 		`DELETE FROM commands WHERE id IN (SELECT id FROM commands WHERE create_time < ? AND state <> 'Queued' LIMIT ` + pruneBatchSQL + `)`,
 		`DELETE FROM tokens WHERE expire_time IS NOT NULL AND expire_time < ?`,
+		// Revoked tokens are told apart from unknown ones as long as
+		// history is kept (R-SEC), no longer.
+		`DELETE FROM revoked_tokens WHERE revoke_time < ?`,
 		`DELETE FROM registration_tokens WHERE expire_time < ?`,
 		// The audit trail is kept as long as history.
 		`DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE time < ? LIMIT ` + pruneBatchSQL + `)`,

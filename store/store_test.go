@@ -1229,12 +1229,32 @@ func TestTokens(t *testing.T) {
 		if err != nil || len(l) != 2 || l[0].ID != a.ID || l[1].ID != "tok-b" {
 			t.Fatalf("list: %+v %v", l, err)
 		}
+		before := time.Now()
 		if err := s.DeleteToken(ctx, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		// Revoked: out of the list, found by its hash as revoked (R-SEC),
+		// deleted once.
+		got, err = s.TokenByHash(ctx, "h-a")
+		if err != nil || got.ID != a.ID || got.RevokeTime == nil || got.RevokeTime.Before(before.Truncate(time.Microsecond)) || got.Role != "" {
+			t.Fatalf("a revoked token by hash: %+v, %v; want its id and revocation time, nothing else", got, err)
+		}
+		if l, err := s.ListTokens(ctx); err != nil || len(l) != 1 || l[0].ID != "tok-b" {
+			t.Errorf("list after the revocation: %+v %v", l, err)
+		}
+		wantCode(t, s.DeleteToken(ctx, a.ID), vdibroker.ENotFound)
+		// The history's prune forgets it.
+		if _, err := s.PruneHistory(ctx, got.RevokeTime.Add(-time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.TokenByHash(ctx, "h-a"); err != nil || got.RevokeTime == nil {
+			t.Errorf("a token revoked after the prune's time, by hash: %+v, %v; want it revoked still", got, err)
+		}
+		if _, err := s.PruneHistory(ctx, got.RevokeTime.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		_, err = s.TokenByHash(ctx, "h-a")
 		wantCode(t, err, vdibroker.EUnauthenticated)
-		wantCode(t, s.DeleteToken(ctx, a.ID), vdibroker.ENotFound)
 	})
 }
 

@@ -45,13 +45,25 @@ func scanToken(sc scanner) (*vdibroker.Token, error) {
 	return &tk, nil
 }
 
-// TokenByHash finds an API token by its hash: Unauthenticated when none.
-// Expiry is the caller's to check (ExpireTime), against its own clock.
+// TokenByHash implements vdibroker.Store: an API token by its hash, or a
+// revoked one (RevokeTime set); Unauthenticated when none. Expiry is the
+// caller's to check (ExpireTime), against its own clock.
 func (s *DB) TokenByHash(ctx context.Context, hash string) (*vdibroker.Token, error) {
 	var tk *vdibroker.Token
 	err := s.read(ctx, func(t *tx) (err error) {
 		tk, err = scanToken(t.row(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
-		return err
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		// Only the whole secret's hash finds a revoked token's row.
+		var r vdibroker.Token
+		var at int64
+		if err := t.row(ctx, `SELECT id, hash, revoke_time FROM revoked_tokens WHERE hash = ?`, hash).Scan(&r.ID, &r.Hash, &at); err != nil {
+			return err
+		}
+		revoked := fromNS(at)
+		r.RevokeTime, tk = &revoked, &r
+		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) || hash == "" {
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "unknown token")
@@ -75,7 +87,9 @@ func (s *DB) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {
 	return out, nil
 }
 
-// DeleteToken deletes an API token (NotFound when none).
+// DeleteToken implements vdibroker.Store: it deletes an API token and
+// keeps its hash in revoked_tokens (migration 00071) until PruneHistory
+// passes its revocation (NotFound when none).
 func (s *DB) DeleteToken(ctx context.Context, id string) error {
 	err := s.write(ctx, func(t *tx) error {
 		old, err := scanToken(t.row(ctx, `SELECT `+tokenCols+` FROM tokens WHERE id = ?`, id))
@@ -86,6 +100,12 @@ func (s *DB) DeleteToken(ctx context.Context, id string) error {
 			return err
 		}
 		if _, err := t.exec(ctx, `DELETE FROM tokens WHERE id = ?`, id); err != nil {
+			return err
+		}
+		// A restored backup may hold the token again after it was revoked
+		// once: its second revocation is the one remembered.
+		if _, err := t.exec(ctx, `INSERT INTO revoked_tokens (hash, id, revoke_time) VALUES (?,?,?)
+			ON CONFLICT (hash) DO UPDATE SET id = excluded.id, revoke_time = excluded.revoke_time`, old.Hash, old.ID, ns(s.now())); err != nil {
 			return err
 		}
 		t.audited(old, nil)

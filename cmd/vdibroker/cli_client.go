@@ -146,6 +146,25 @@ func (a *admin) result(cmd *cobra.Command, v any, columns []column) error {
 	return a.outputFor(formatJSON).print(cmd.OutOrStdout(), v, columns)
 }
 
+// deletion is what a delete command prints with -o json or -o yaml: the
+// kind deleted, as the CLI names it (sessionhost, token, ...), and the
+// names that found it (SPEC §11, docs/cli.md). hostpool delete prints the
+// API's answer instead: what went with the pool.
+type deletion struct {
+	Deleted          string `json:"deleted"`
+	HostPool         string `json:"hostPool,omitempty"`
+	ApplicationGroup string `json:"applicationGroup,omitempty"`
+	Name             string `json:"name,omitempty"`
+	ID               string `json:"id,omitempty"`
+}
+
+// deleted prints d after a delete as result prints a change's answer:
+// nothing unless --output or --query is given, so a script asking for
+// JSON gets a document.
+func (a *admin) deleted(cmd *cobra.Command, d deletion) error {
+	return a.result(cmd, d, nil)
+}
+
 // apiError shows the server's message (SPEC §9 error body) as the error
 // text, without the code or a JSON blob; run prints it as "error: <message>"
 // and exits 1.

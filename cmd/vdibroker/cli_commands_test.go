@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -779,6 +780,77 @@ func TestCLIDelete(t *testing.T) {
 	b.ok("hostpool", "delete", "--name", "contosohp01", "--force")
 	if got := b.ok("hostpool", "list"); got != "" {
 		t.Errorf("pool not deleted:\n%s", got)
+	}
+}
+
+// TestCLIDeleteJSON (SPEC §11): every delete asked for -o json prints a
+// JSON object naming what it deleted (a script reading its answer got
+// nothing), and the other formats the same as every change's answer;
+// without --output or --query it prints nothing, as before.
+func TestCLIDeleteJSON(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "hp-del")
+	b.addHost("hp-del", "sh-01")
+	b.addHost("hp-del", "sh-02")
+	regID := func() string {
+		return strings.TrimSpace(b.ok("registration-token", "create", "--host-pool", "hp-del", "--expires", "24h", "--query", "id", "-o", "tsv"))
+	}
+	tokID := func() string {
+		return strings.TrimSpace(b.ok("token", "create", "--role", "Reader", "--subject", "auditor", "--query", "id", "-o", "tsv"))
+	}
+	b.ok("applicationgroup", "create", "--name", "apps-1", "--host-pool", "hp-del", "--application-group-type", "RemoteApp")
+	b.ok("applicationgroup", "create", "--name", "apps-2", "--host-pool", "hp-del", "--application-group-type", "RemoteApp")
+	for _, n := range []string{"word", "cmd"} {
+		b.ok("application", "create", "--application-group", "apps-1", "--name", n, "--file-path", `C:\Windows\system32\cmd.exe`)
+	}
+	plan := func(name string) {
+		b.ok("scalingplan", "create", "--name", name, "--time-zone", "UTC", "--days-of-week", "Monday",
+			"--ramp-up-start-time", "07:00", "--peak-start-time", "09:00", "--ramp-down-start-time", "17:00", "--off-peak-start-time", "19:00")
+	}
+	plan("plan-1")
+	plan("plan-2")
+	reg1, reg2, tok1, tok2 := regID(), regID(), tokID(), tokID()
+	for _, c := range []struct {
+		args, quiet []string // the same delete of two things: -o json, and without it
+		want        map[string]string
+	}{
+		{[]string{"sessionhost", "delete", "--host-pool", "hp-del", "--name", "sh-01"}, []string{"sessionhost", "delete", "--host-pool", "hp-del", "--name", "sh-02"},
+			map[string]string{"deleted": "sessionhost", "hostPool": "hp-del", "name": "sh-01"}},
+		{[]string{"registration-token", "delete", "--host-pool", "hp-del", "--id", reg1}, []string{"registration-token", "delete", "--host-pool", "hp-del", "--id", reg2},
+			map[string]string{"deleted": "registration-token", "hostPool": "hp-del", "id": reg1}},
+		{[]string{"token", "delete", "--id", tok1}, []string{"token", "delete", "--id", tok2},
+			map[string]string{"deleted": "token", "id": tok1}},
+		{[]string{"application", "delete", "--application-group", "apps-1", "--name", "word"}, []string{"application", "delete", "--application-group", "apps-1", "--name", "cmd"},
+			map[string]string{"deleted": "application", "applicationGroup": "apps-1", "name": "word"}},
+		{[]string{"applicationgroup", "delete", "--name", "apps-1"}, []string{"applicationgroup", "delete", "--name", "apps-2"},
+			map[string]string{"deleted": "applicationgroup", "name": "apps-1"}},
+		{[]string{"scalingplan", "delete", "--name", "plan-1"}, []string{"scalingplan", "delete", "--name", "plan-2"},
+			map[string]string{"deleted": "scalingplan", "name": "plan-1"}},
+	} {
+		out := b.ok(append(c.args, "-o", "json")...)
+		var got map[string]string
+		if err := json.Unmarshal([]byte(out), &got); err != nil || !maps.Equal(got, c.want) {
+			t.Errorf("%v -o json printed %q (%v), want %v", c.args, out, err, c.want)
+		}
+		if out := b.ok(c.quiet...); out != "" {
+			t.Errorf("%v printed %q, want nothing", c.quiet, out)
+		}
+	}
+	// The other formats, as every change's answer (docs/cli.md, Output):
+	// YAML, a query's answer (JSON by default then), a table and tsv.
+	plan("plan-3")
+	plan("plan-4")
+	plan("plan-5")
+	plan("plan-6")
+	for _, c := range []struct{ args, want string }{
+		{"plan-3 -o yaml", "deleted: scalingplan\nname: plan-3\n"},
+		{"plan-4 --query name", "\"plan-4\"\n"},
+		{"plan-5 -o table", "Deleted      Name\n-----------  ------\nscalingplan  plan-5\n"},
+		{"plan-6 -o tsv", "scalingplan\tplan-6\n"},
+	} {
+		if out := b.ok(append([]string{"scalingplan", "delete", "--name"}, strings.Fields(c.args)...)...); out != c.want {
+			t.Errorf("scalingplan delete --name %s printed %q, want %q", c.args, out, c.want)
+		}
 	}
 }
 

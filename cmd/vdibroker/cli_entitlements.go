@@ -220,7 +220,10 @@ func newApplicationGroupCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return fail(c.DeleteApplicationGroup(cmd.Context(), dn))
+			if err := c.DeleteApplicationGroup(cmd.Context(), dn); err != nil {
+				return fail(err)
+			}
+			return a.deleted(cmd, deletion{Deleted: "applicationgroup", Name: dn})
 		},
 	}
 	del.Flags().StringVar(&dn, "name", "", "application group name")
@@ -362,7 +365,10 @@ func newApplicationCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return fail(c.DeleteApplication(cmd.Context(), dg, dn))
+			if err := c.DeleteApplication(cmd.Context(), dg, dn); err != nil {
+				return fail(err)
+			}
+			return a.deleted(cmd, deletion{Deleted: "application", ApplicationGroup: dg, Name: dn})
 		},
 	}
 	del.Flags().StringVar(&dg, "application-group", "", "the RemoteApp application group")

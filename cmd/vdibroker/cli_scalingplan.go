@@ -429,7 +429,10 @@ func newScalingPlanDeleteCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return fail(c.DeleteScalingPlan(cmd.Context(), name))
+			if err := c.DeleteScalingPlan(cmd.Context(), name); err != nil {
+				return fail(err)
+			}
+			return a.deleted(cmd, deletion{Deleted: "scalingplan", Name: name})
 		},
 	}
 	poolNameVar(cmd.Flags(), &name, "name", "n", "scaling plan name")

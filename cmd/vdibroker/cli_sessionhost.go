@@ -178,7 +178,10 @@ func newSessionHostDeleteCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return fail(c.DeleteSessionHost(cmd.Context(), pool, name, force))
+			if err := c.DeleteSessionHost(cmd.Context(), pool, name, force); err != nil {
+				return fail(err)
+			}
+			return a.deleted(cmd, deletion{Deleted: "sessionhost", HostPool: pool, Name: name})
 		},
 	}
 	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")

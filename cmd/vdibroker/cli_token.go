@@ -110,7 +110,10 @@ func newRegistrationTokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return fail(c.DeleteRegistrationToken(cmd.Context(), delPool, delID))
+			if err := c.DeleteRegistrationToken(cmd.Context(), delPool, delID); err != nil {
+				return fail(err)
+			}
+			return a.deleted(cmd, deletion{Deleted: "registration-token", HostPool: delPool, ID: delID})
 		},
 	}
 	poolNameVar(del.Flags(), &delPool, "host-pool", "", "host pool name")
@@ -198,7 +201,10 @@ func newTokenDeleteCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return fail(c.DeleteToken(cmd.Context(), id))
+			if err := c.DeleteToken(cmd.Context(), id); err != nil {
+				return fail(err)
+			}
+			return a.deleted(cmd, deletion{Deleted: "token", ID: id})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "token id (see token list)")

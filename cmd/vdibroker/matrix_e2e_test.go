@@ -181,6 +181,8 @@ var matrixRoutes = []route{
 	{"POST /pools/{pool}/sessions/{id}/logoff", "POST", "/pools/{pool}/sessions/{sid}/logoff", "", mConsole, 401},
 	{"GET /pools/{pool}/sessions/{id}/message", "GET", "/pools/{pool}/sessions/{sid}/message", "", mConsole, 303},
 	{"POST /pools/{pool}/sessions/{id}/message", "POST", "/pools/{pool}/sessions/{sid}/message", "", mConsole, 401},
+	{"GET /pools/{pool}/hosts/{host}/message", "GET", "/pools/{pool}/hosts/{pool}-h1/message", "", mConsole, 303},
+	{"POST /pools/{pool}/hosts/{host}/message", "POST", "/pools/{pool}/hosts/{pool}-h1/message", "", mConsole, 401},
 	{"POST /pools", "POST", "/pools", "", mConsole, 401},
 	{"POST /pools/{pool}/delete", "POST", "/pools/{pool}/delete", "", mConsole, 401},
 	{"POST /pools/{pool}/registrationtoken", "POST", "/pools/{pool}/registrationtoken", "", mConsole, 401},
