@@ -488,7 +488,7 @@ func (s *Service) TunnelOpen(ctx context.Context, r *vdibroker.TunnelReport) err
 		return err
 	}
 	t := &vdibroker.GatewayTunnel{TokenID: r.TokenID, User: r.User, HostPool: r.Pool, Session: r.Session, Gateway: r.Gateway,
-		Open: now, Expiry: r.Expiry.Add(gatewaytoken.Leeway + time.Minute), LiveUntil: now.Add(tunnelLifetime)}
+		Open: now, Expiry: tunnelRecordExpiry(r), LiveUntil: now.Add(tunnelLifetime)}
 	err := s.store.AdmitGatewayTunnel(s.gatewayAudit(ctx, "gateway.tunnel.open", r, now), t, max(s.gw.cfg.MaxTunnelsPerUser, 0), now)
 	if outage.IsStoreDown(err) {
 		err = s.gw.admitInMemory(r.TokenID, t.Expiry, now)
@@ -502,6 +502,12 @@ func (s *Service) TunnelOpen(ctx context.Context, r *vdibroker.TunnelReport) err
 	}
 	s.log.Info("gateway tunnel admitted", "gateway", r.Gateway, "user", r.User, "pool", r.Pool, "session", r.Session, "host", r.Host, "client", r.Client)
 	return nil
+}
+
+// tunnelRecordExpiry is when the record of a tunnel of report r's token
+// expires: it is pruned after, once its tunnel is closed.
+func tunnelRecordExpiry(r *vdibroker.TunnelReport) time.Time {
+	return r.Expiry.Add(gatewaytoken.Leeway + time.Minute)
 }
 
 // admitInMemory admits a token id once on this replica while the store
@@ -551,6 +557,17 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 	}
 	now := s.now()
 	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, now)
+	if vdibroker.ErrorCode(err) == vdibroker.ENotFound && now.After(tunnelRecordExpiry(r)) {
+		// A token this broker issued whose record may be pruned: the
+		// tunnel was closed (a gateway sends a close again when it got
+		// no answer, R-GW3), or never stored (admitted in a replica's
+		// memory while the store was down). Nothing is left to close,
+		// and it is no refusal: a 404 would be counted and logged by
+		// the gateway, and audited here, as a close refused.
+		s.log.Info("gateway tunnel close of a tunnel no longer recorded: nothing to change", "gateway", r.Gateway,
+			"pool", r.Pool, "session", r.Session, "tokenId", cutID(r.TokenID))
+		return nil
+	}
 	if err != nil {
 		s.gatewayRefused(ctx, vdibroker.TunnelClose, r, err)
 		return err
@@ -640,7 +657,7 @@ func (s *Service) CheckTunnels(ctx context.Context, c *vdibroker.TunnelCheck) (*
 		}
 		if ok {
 			ask = append(ask, vdibroker.GatewayTunnel{TokenID: r.TokenID, User: r.User, HostPool: r.Pool, Session: r.Session,
-				Gateway: c.Gateway, Open: now, Expiry: r.Expiry.Add(gatewaytoken.Leeway + time.Minute), LiveUntil: now.Add(tunnelLifetime)})
+				Gateway: c.Gateway, Open: now, Expiry: tunnelRecordExpiry(r), LiveUntil: now.Add(tunnelLifetime)})
 		}
 	}
 	live, err := s.store.LiveGatewayTunnels(ctx, c.Gateway, ask, now.Add(tunnelLifetime/2), now.Add(tunnelLifetime))

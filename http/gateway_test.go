@@ -590,3 +590,60 @@ func TestRevokeGatewayKeys_RGW6(t *testing.T) {
 		t.Errorf("the revoke's entry: before %v after %v; want %v dropped, %s added", before, revoked, two, keys()[0])
 	}
 }
+
+// TestGatewayCloseRepeatedAfterPrune_RGW3: a close the broker took, sent
+// again by a gateway that did not get the answer (it keeps a close it
+// has no answer to and sends it again, R-GW3), is taken again with
+// nothing changed, also once the tunnel's record is pruned (its token
+// expired and it was closed): not a 404, which the gateway counts and
+// logs as a refusal and the broker audits as a refused report, for a
+// close it had in fact recorded.
+func TestGatewayCloseRepeatedAfterPrune_RGW3(t *testing.T) {
+	w := newGatewayWorld(t, broker.GatewayConfig{})
+	ctx := context.Background()
+	w.e.pool("gwpool", nil)
+	w.addEchoHost(t, "gwpool", "gwh001")
+	c, err := w.e.admin.Connect(ctx, "gwpool", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := w.keys.Verify(tokenLine.FindStringSubmatch(c.RDPFile)[1], time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := gateway.TunnelEvent{TokenID: claims.ID, User: claims.User, Session: claims.Session, Pool: claims.Pool, Host: claims.Host,
+		Client: "192.0.2.7", Gateway: "rdgw-1", At: time.Now(), Expiry: time.Unix(claims.Expiry, 0)}
+	if err := w.broker.TunnelOpen(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.broker.ChannelOpen(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.broker.TunnelClose(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.broker.TunnelClose(ctx, ev); err != nil {
+		t.Errorf("the close again, its record kept: %v", err)
+	}
+	// The token expired, the closed tunnel's record pruned.
+	w.e.clock.Advance(time.Hour)
+	if n, err := w.e.store.PruneGatewayTunnels(ctx, w.e.clock.Now(), 100); err != nil || n != 1 {
+		t.Fatalf("pruned %d tunnel records (%v), want 1", n, err)
+	}
+	if err := w.broker.TunnelClose(ctx, ev); err != nil {
+		t.Errorf("the close again, its record pruned: %v, want taken", err)
+	}
+	if st := w.session(t, "gwpool", c.SessionID).State; st != vdibroker.StateDisconnected {
+		t.Errorf("session %s, want Disconnected", st)
+	}
+	entries, err := w.e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/gwpool/usersessions/" + c.SessionID, Action: "gateway.tunnel.close"})
+	if err != nil || len(entries) != 1 || entries[0].Outcome != vdibroker.AuditOK {
+		t.Errorf("close audit entries %v %+v, want the one close", err, entries)
+	}
+	// A token the broker did not issue is still refused.
+	bad := ev
+	bad.TokenID = gatewaytoken.NewID() + gatewaytoken.NewID()
+	if err := w.broker.TunnelClose(ctx, bad); !errors.Is(err, gateway.ErrNotAdmitted) {
+		t.Errorf("close of a forged token: %v, want ErrNotAdmitted", err)
+	}
+}

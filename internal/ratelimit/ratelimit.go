@@ -55,9 +55,13 @@ func (l *Keyed) get(key string, now time.Time) *rate.Limiter {
 	if ok {
 		return lim
 	}
-	if len(l.m) >= l.max && (now.Sub(l.swept) >= time.Second || now.Before(l.swept)) {
+	if d := now.Sub(l.swept); len(l.m) >= l.max && (d >= time.Second || d <= -time.Second) {
 		// At most a sweep a second: a flood must not make every new
-		// address walk the whole map.
+		// address walk the whole map. Its callers read the time before
+		// the lock, so a time a little before the last sweep's is
+		// common under a flood and no reason to sweep again; a clock
+		// set back a second or more (an injected one) sweeps at its
+		// time.
 		l.swept = now
 		for k, b := range l.m {
 			if b.TokensAt(now) >= float64(l.burst) {

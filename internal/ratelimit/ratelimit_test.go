@@ -106,3 +106,35 @@ func TestKeyedRefillsAndWait(t *testing.T) {
 		t.Error("a minute later, with every bucket full again, the new key still shared the overflow")
 	}
 }
+
+// A full map is swept at most once a second whatever order its callers'
+// times come in (R-SEC): a caller reads the time before it takes the
+// map's lock, so under a flood of concurrent requests a time a little
+// older than the last sweep's is the rule, and must not walk the whole
+// map again. A clock set back by a second or more (an injected one) is
+// swept at its time.
+func TestKeyedSweepsOnceASecondOutOfOrder(t *testing.T) {
+	l := NewBounded(0.001, 2, 4) // spent buckets stay spent
+	t0 := time.Unix(1_000_000, 0)
+	for i := range 4 {
+		l.Spend("k"+strconv.Itoa(i), t0)
+	}
+	at := t0.Add(10 * time.Second)
+	if l.get("a", at) != l.overflow {
+		t.Fatal("a full map of spent buckets gave a new key one of its own")
+	}
+	if !l.swept.Equal(at) {
+		t.Fatalf("swept at %v, want %v", l.swept, at)
+	}
+	for _, d := range []time.Duration{-time.Millisecond, -999 * time.Millisecond, 500 * time.Millisecond} {
+		l.get("b", at.Add(d))
+		if !l.swept.Equal(at) {
+			t.Fatalf("a caller %v from the last sweep swept the map again (at %v)", d, l.swept)
+		}
+	}
+	back := at.Add(-time.Hour)
+	l.get("c", back)
+	if !l.swept.Equal(back) {
+		t.Errorf("a clock set back an hour did not sweep: last sweep %v", l.swept)
+	}
+}
