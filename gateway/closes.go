@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"k8s.io/utils/clock"
 )
 
 // Close reports the broker did not take (R-GW3). A tunnel's close is
@@ -54,21 +52,6 @@ func (g *Gateway) keepClose(ev TunnelEvent) {
 	c.events = append(c.events, ev)
 	g.m.closesPending.Set(float64(len(c.events)))
 	c.mu.Unlock()
-}
-
-// closeRetryLoop sends the kept close reports again every
-// closeRetryEvery until Close.
-func (g *Gateway) closeRetryLoop(tk clock.Ticker) {
-	defer g.wg.Done()
-	defer tk.Stop()
-	for {
-		select {
-		case <-g.ctx.Done():
-			return
-		case <-tk.C():
-			g.retryCloses()
-		}
-	}
 }
 
 // retryCloses sends the kept close reports again, oldest first, until

@@ -248,17 +248,17 @@ func New(cfg Config) (*Gateway, error) {
 		// due ReauthorizeEvery after New on the gateway's clock.
 		tk := cfg.Clock.NewTicker(cfg.ReauthorizeEvery)
 		g.wg.Add(1)
-		go g.reauthorizeLoop(tk)
+		go g.tickLoop(tk, g.reauthorize)
 	}
 	rt := cfg.Clock.NewTicker(closeRetryEvery)
 	g.wg.Add(1)
-	go g.closeRetryLoop(rt)
+	go g.tickLoop(rt, g.retryCloses)
 	return g, nil
 }
 
-// reauthorizeLoop checks the open tunnels with the broker every
-// ReauthorizeEvery until Close.
-func (g *Gateway) reauthorizeLoop(tk clock.Ticker) {
+// tickLoop runs f at each tick of tk until Close: the check of the open
+// tunnels every ReauthorizeEvery, the close reports sent again.
+func (g *Gateway) tickLoop(tk clock.Ticker, f func()) {
 	defer g.wg.Done()
 	defer tk.Stop()
 	for {
@@ -266,7 +266,7 @@ func (g *Gateway) reauthorizeLoop(tk clock.Ticker) {
 		case <-g.ctx.Done():
 			return
 		case <-tk.C():
-			g.reauthorize()
+			f()
 		}
 	}
 }

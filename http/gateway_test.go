@@ -365,6 +365,26 @@ func TestGatewayReportsRefused_RGW4(t *testing.T) {
 	}
 }
 
+// stopForOutage stops pg, restarts it at the test's end unless restart
+// was called (before the schema is dropped), and waits until the broker
+// at base says its store is down.
+func stopForOutage(t *testing.T, pg *pgtest.Server, base string, storeTimeout time.Duration) (restart func()) {
+	t.Helper()
+	pg.Stop()
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			pg.Restart()
+		}
+	})
+	waitHealth(t, base, 503, storeTimeout+2*time.Second)
+	return func() {
+		pg.Restart()
+		restarted = true
+		waitHealth(t, base, 200, 15*time.Second)
+	}
+}
+
 // TestGatewayDuringOutage_PostgreSQL (R-GW4, R-OUT1): while the store is
 // down, a reconnect answered from memory carries a token signed with the
 // keys in hand, and the gateway's open of its tunnel, with the Gateway
@@ -390,14 +410,7 @@ func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
 	}
 	first.Close()
 	w.e.heartbeat("goh001", vdibroker.AgentSession{ID: "x1", User: "alice", State: vdibroker.StateActive})
-	pg.Stop()
-	restarted := false
-	t.Cleanup(func() { // before the schema is dropped
-		if !restarted {
-			pg.Restart()
-		}
-	})
-	waitHealth(t, w.e.urls[0], 503, storeTimeout+2*time.Second)
+	restart := stopForOutage(t, pg, w.e.urls[0], storeTimeout)
 
 	again, err := w.e.admin.Connect(ctx, "gwout", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
@@ -430,9 +443,7 @@ func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
 	if open, err := w.broker.CheckTunnels(ctx, "rdgw-1", []gateway.TunnelEvent{ev}); err == nil || !strings.Contains(err.Error(), "HTTP 503") {
 		t.Errorf("a check during the outage: %v %v, want HTTP 503", open, err)
 	}
-	pg.Restart()
-	restarted = true
-	waitHealth(t, w.e.urls[0], 200, 15*time.Second)
+	restart()
 	for range 2 { // stored at the first check, found at the second
 		if open, err := w.broker.CheckTunnels(ctx, "rdgw-1", []gateway.TunnelEvent{ev}); err != nil || len(open) != 1 || open[0] != ev.TokenID {
 			t.Errorf("a check after the outage: %v %v, want the tunnel admitted during it", open, err)
@@ -483,21 +494,12 @@ func TestGatewayCloseSentAfterOutage_RGW3_PostgreSQL(t *testing.T) {
 		return -1
 	}
 
-	pg.Stop()
-	restarted := false
-	t.Cleanup(func() { // before the schema is dropped
-		if !restarted {
-			pg.Restart()
-		}
-	})
-	waitHealth(t, w.e.urls[0], 503, storeTimeout+2*time.Second)
+	restart := stopForOutage(t, pg, w.e.urls[0], storeTimeout)
 	conn.CloseChannel()
 	conn.Close()
 	eventually(t, "the close report kept", func() bool { return pending() == 1 })
 
-	pg.Restart()
-	restarted = true
-	waitHealth(t, w.e.urls[0], 200, 15*time.Second)
+	restart()
 	if st := w.session(t, "gwclose", c.SessionID).State; st != vdibroker.StateActive {
 		t.Fatalf("before the report is sent again the session is %s, want Active still", st)
 	}
