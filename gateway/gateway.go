@@ -344,6 +344,9 @@ func (g *Gateway) Close() error {
 	g.mu.Unlock()
 	g.cancel()
 	g.wg.Wait()
+	if n := g.pendingCloses(); n > 0 {
+		g.cfg.Logger.Warn("close reports the broker did not take are lost with the gateway's stop: the broker counts their tunnels for their users up to a day", "reports", n)
+	}
 	return nil
 }
 
