@@ -83,9 +83,12 @@ func TestMessageQueuedOnce_RS4(t *testing.T) {
 
 // TestQueuedCommandsBounded_RS4 (R-S4, R-SEC): a host holds at most
 // store.MaxQueuedCommands commands its agent has not fetched; one more
-// (a message, a logoff, a host's message) is Conflict naming the host,
-// and nothing is written. Another host is not affected, and the host has
-// room again once its heartbeat fetched them.
+// message (a session's, a host's) is Conflict naming the host, and
+// nothing is written. A logoff or a disconnect of a session is still
+// queued (one per session: asked again it is the one queued), so that
+// messages cannot keep a session from being logged off (R-U3, the
+// autoscaler's forced logoffs, R-A3). Another host is not affected, and
+// the host has room again once its heartbeat fetched them.
 func TestQueuedCommandsBounded_RS4(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
@@ -98,12 +101,28 @@ func TestQueuedCommandsBounded_RS4(t *testing.T) {
 		}
 		for _, c := range []*vdibroker.Command{
 			{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, Message: "one more"},
-			{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: alice},
+			{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, SessionID: alice, Message: "one more"},
 		} {
 			err := s.QueueCommand(ctx, c)
 			wantCode(t, err, vdibroker.EConflict)
 			if !strings.Contains(err.Error(), "h1") || !strings.Contains(err.Error(), "1000") {
 				t.Errorf("refusal %q does not name the host and the bound", err)
+			}
+		}
+		// Past the bound, a logoff and a disconnect are queued all the
+		// same, once each.
+		var firstIDs []string
+		for round := range 2 {
+			for _, typ := range []string{vdibroker.CommandLogoff, vdibroker.CommandDisconnect} {
+				c := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: typ, SessionID: alice}
+				if err := s.QueueCommand(ctx, c); err != nil {
+					t.Fatalf("%s of alice's session at the bound (round %d): %v; want it queued", typ, round, err)
+				}
+				if round == 0 {
+					firstIDs = append(firstIDs, c.ID)
+				} else if !slices.Contains(firstIDs, c.ID) {
+					t.Errorf("%s asked again queued %s, want one of the queued %v", typ, c.ID, firstIDs)
+				}
 			}
 		}
 		if n, err := s.QueueHostMessage(ctx, "pool1", "h1", "to all", t0.Add(2*time.Second)); vdibroker.ErrorCode(err) != vdibroker.EConflict || n != 0 {
@@ -113,10 +132,10 @@ func TestQueuedCommandsBounded_RS4(t *testing.T) {
 			t.Errorf("another host: %v", err)
 		}
 		got := delivered(t, s, 3*time.Second)
-		if len(got) != store.MaxQueuedCommands {
-			t.Fatalf("the heartbeat fetched %d commands, want %d (nothing of the refused ones)", len(got), store.MaxQueuedCommands)
+		if len(got) != store.MaxQueuedCommands+2 {
+			t.Fatalf("the heartbeat fetched %d commands, want %d and the logoff and the disconnect (nothing of the refused ones)", len(got), store.MaxQueuedCommands)
 		}
-		if err := s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: alice}); err != nil {
+		if err := s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, SessionID: alice, Message: "one more"}); err != nil {
 			t.Errorf("after the fetch: %v", err)
 		}
 	})
