@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,4 +141,68 @@ func TestQueuedCommandsBounded_RS4(t *testing.T) {
 			t.Errorf("after the fetch: %v", err)
 		}
 	})
+}
+
+// TestHostMessagesAtOnceQueueOnce_RS4 (PostgreSQL): two host messages of
+// the same text sent at once queue it once per session. Each reads what
+// is queued under the host's lock, as a session's command does; without
+// it both read nothing queued and both queued it (and together they could
+// pass store.MaxQueuedCommands).
+func TestHostMessagesAtOnceQueueOnce_RS4(t *testing.T) {
+	s := postgresOpener(t)(t, store.Options{})
+	ctx := t.Context()
+	activeOnH1(t, s)
+
+	locked, release := make(chan struct{}), make(chan struct{})
+	var lockedOnce sync.Once
+	held := make(chan error, 1)
+	go func() {
+		_, err := s.UpdateSessionHost(context.WithoutCancel(ctx), "pool1", "h1", func(h *vdibroker.SessionHost) error {
+			lockedOnce.Do(func() { close(locked) }) // the host's lock is held to the commit
+			<-release
+			return nil
+		})
+		held <- err
+	}()
+	<-locked
+	type answer struct {
+		n   int
+		err error
+	}
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			n, err := s.QueueHostMessage(context.WithoutCancel(ctx), "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
+			answers <- answer{n, err}
+		}()
+	}
+	// Until both wait for the host's lock, or (without it) both are done.
+	for deadline := time.Now().Add(10 * time.Second); len(answers) < 2; {
+		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("the host messages neither waited for the host's lock nor were done")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if a := <-answers; a.err != nil || a.n != 2 {
+			t.Errorf("host message: %d, %v; want 2 sessions", a.n, a.err)
+		}
+	}
+	want := []string{"alice restart at 18:00", "bob restart at 18:00"}
+	if diff := cmp.Diff(want, delivered(t, s, 3*time.Second)); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
 }

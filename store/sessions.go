@@ -638,7 +638,10 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 	var queued int
 	err := s.write(ctx, func(t *tx) error {
 		queued = 0
-		h, err := t.getHost(ctx, pool, host, false)
+		// Under the host's lock, as QueueCommand: two host messages at
+		// once (PostgreSQL) would each read none of the other's queued,
+		// queue the same text twice and together pass the bound.
+		h, err := t.getHost(ctx, pool, host, true)
 		if err != nil {
 			return err
 		}
