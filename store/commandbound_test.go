@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,9 +85,12 @@ func TestMessageQueuedOnce_RS4(t *testing.T) {
 
 // TestQueuedCommandsBounded_RS4 (R-S4, R-SEC): a host holds at most
 // store.MaxQueuedCommands commands its agent has not fetched; one more
-// (a message, a logoff, a host's message) is Conflict naming the host,
-// and nothing is written. Another host is not affected, and the host has
-// room again once its heartbeat fetched them.
+// message (a session's, a host's) is Conflict naming the host, and
+// nothing is written. A logoff or a disconnect of a session is still
+// queued (one per session: asked again it is the one queued), so that
+// messages cannot keep a session from being logged off (R-U3, the
+// autoscaler's forced logoffs, R-A3). Another host is not affected, and
+// the host has room again once its heartbeat fetched them.
 func TestQueuedCommandsBounded_RS4(t *testing.T) {
 	each(t, func(t *testing.T, s *store.DB) {
 		ctx := t.Context()
@@ -98,12 +103,28 @@ func TestQueuedCommandsBounded_RS4(t *testing.T) {
 		}
 		for _, c := range []*vdibroker.Command{
 			{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, Message: "one more"},
-			{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: alice},
+			{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, SessionID: alice, Message: "one more"},
 		} {
 			err := s.QueueCommand(ctx, c)
 			wantCode(t, err, vdibroker.EConflict)
 			if !strings.Contains(err.Error(), "h1") || !strings.Contains(err.Error(), "1000") {
 				t.Errorf("refusal %q does not name the host and the bound", err)
+			}
+		}
+		// Past the bound, a logoff and a disconnect are queued all the
+		// same, once each.
+		var firstIDs []string
+		for round := range 2 {
+			for _, typ := range []string{vdibroker.CommandLogoff, vdibroker.CommandDisconnect} {
+				c := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: typ, SessionID: alice}
+				if err := s.QueueCommand(ctx, c); err != nil {
+					t.Fatalf("%s of alice's session at the bound (round %d): %v; want it queued", typ, round, err)
+				}
+				if round == 0 {
+					firstIDs = append(firstIDs, c.ID)
+				} else if !slices.Contains(firstIDs, c.ID) {
+					t.Errorf("%s asked again queued %s, want one of the queued %v", typ, c.ID, firstIDs)
+				}
 			}
 		}
 		if n, err := s.QueueHostMessage(ctx, "pool1", "h1", "to all", t0.Add(2*time.Second)); vdibroker.ErrorCode(err) != vdibroker.EConflict || n != 0 {
@@ -113,11 +134,75 @@ func TestQueuedCommandsBounded_RS4(t *testing.T) {
 			t.Errorf("another host: %v", err)
 		}
 		got := delivered(t, s, 3*time.Second)
-		if len(got) != store.MaxQueuedCommands {
-			t.Fatalf("the heartbeat fetched %d commands, want %d (nothing of the refused ones)", len(got), store.MaxQueuedCommands)
+		if len(got) != store.MaxQueuedCommands+2 {
+			t.Fatalf("the heartbeat fetched %d commands, want %d and the logoff and the disconnect (nothing of the refused ones)", len(got), store.MaxQueuedCommands)
 		}
-		if err := s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: alice}); err != nil {
+		if err := s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandSendMessage, SessionID: alice, Message: "one more"}); err != nil {
 			t.Errorf("after the fetch: %v", err)
 		}
 	})
+}
+
+// TestHostMessagesAtOnceQueueOnce_RS4 (PostgreSQL): two host messages of
+// the same text sent at once queue it once per session. Each reads what
+// is queued under the host's lock, as a session's command does; without
+// it both read nothing queued and both queued it (and together they could
+// pass store.MaxQueuedCommands).
+func TestHostMessagesAtOnceQueueOnce_RS4(t *testing.T) {
+	s := postgresOpener(t)(t, store.Options{})
+	ctx := t.Context()
+	activeOnH1(t, s)
+
+	locked, release := make(chan struct{}), make(chan struct{})
+	var lockedOnce sync.Once
+	held := make(chan error, 1)
+	go func() {
+		_, err := s.UpdateSessionHost(context.WithoutCancel(ctx), "pool1", "h1", func(h *vdibroker.SessionHost) error {
+			lockedOnce.Do(func() { close(locked) }) // the host's lock is held to the commit
+			<-release
+			return nil
+		})
+		held <- err
+	}()
+	<-locked
+	type answer struct {
+		n   int
+		err error
+	}
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			n, err := s.QueueHostMessage(context.WithoutCancel(ctx), "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
+			answers <- answer{n, err}
+		}()
+	}
+	// Until both wait for the host's lock, or (without it) both are done.
+	for deadline := time.Now().Add(10 * time.Second); len(answers) < 2; {
+		n, err := s.QueryInt(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("the host messages neither waited for the host's lock nor were done")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if a := <-answers; a.err != nil || a.n != 2 {
+			t.Errorf("host message: %d, %v; want 2 sessions", a.n, a.err)
+		}
+	}
+	want := []string{"alice restart at 18:00", "bob restart at 18:00"}
+	if diff := cmp.Diff(want, delivered(t, s, 3*time.Second)); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
 }

@@ -577,8 +577,16 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 				}
 			}
 		}
-		if err := t.roomForCommands(ctx, c.HostPool, c.SessionHost, 1); err != nil {
-			return err
+		// A logoff or a disconnect of a session is never refused by the
+		// bound: it is queued once per session (above), so the host's
+		// sessions bound them, and messages (a Helpdesk's, say, to a
+		// host that is down) must not keep a session from being logged
+		// off: its user's own logoff (R-U3), an admin's, the
+		// autoscaler's forced one (R-A3), which it does not ask again.
+		if c.SessionID == "" || (c.Type != vdibroker.CommandLogoff && c.Type != vdibroker.CommandDisconnect) {
+			if err := t.roomForCommands(ctx, c.HostPool, c.SessionHost, 1); err != nil {
+				return err
+			}
 		}
 		t.audited(nil, c)
 		return t.insertCommand(ctx, c)
@@ -589,8 +597,10 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 // MaxQueuedCommands bounds the commands queued for one host that its
 // agent has not fetched (R-S4, R-SEC): a queued command is never pruned,
 // and a host that never reports again (switched off, not deleted) would
-// keep every logoff and message asked of it. A host's heartbeat answer
-// carries its queued commands, so a host that reports holds few.
+// keep every message asked of it. A host's heartbeat answer carries its
+// queued commands, so a host that reports holds few. Only messages are
+// refused past it: a session's logoff and disconnect are queued once
+// each (QueueCommand), whatever the host holds.
 const MaxQueuedCommands = 1000
 
 // roomForCommands refuses n more commands for host when it would then hold
@@ -628,7 +638,10 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 	var queued int
 	err := s.write(ctx, func(t *tx) error {
 		queued = 0
-		h, err := t.getHost(ctx, pool, host, false)
+		// Under the host's lock, as QueueCommand: two host messages at
+		// once (PostgreSQL) would each read none of the other's queued,
+		// queue the same text twice and together pass the bound.
+		h, err := t.getHost(ctx, pool, host, true)
 		if err != nil {
 			return err
 		}
