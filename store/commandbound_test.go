@@ -206,3 +206,26 @@ func TestHostMessagesAtOnceQueueOnce_RS4(t *testing.T) {
 		t.Errorf("delivered (-want +got):\n%s", diff)
 	}
 }
+
+// TestLogoffQueuedOnceWhateverItsText_RS4: a logoff asked while one is
+// queued for the session is answered with it whatever the queued one's
+// text (the heartbeat's logoff of a session disconnected too long has
+// one, an API logoff none): only a message's text tells two apart.
+func TestLogoffQueuedOnceWhateverItsText_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		alice, _ := activeOnH1(t, s)
+		first := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: alice,
+			Message: "disconnected longer than disconnectedSessionTimeoutMinutes"}
+		if err := s.QueueCommand(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		again := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: alice}
+		if err := s.QueueCommand(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		if again.ID != first.ID {
+			t.Errorf("a logoff asked while one with a text was queued queued %s, want the queued %s", again.ID, first.ID)
+		}
+	})
+}

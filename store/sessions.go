@@ -561,10 +561,15 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 				// her write budget (R-SEC).
 				// A message is the same when its text is: the same
 				// notice sent twice (a second click, a script run
-				// again) is shown once.
-				row := t.row(ctx, `SELECT `+commandCols+`, seq FROM commands
-					WHERE session_id = ? AND type = ? AND state = ? AND message = ? ORDER BY seq LIMIT 1`,
-					c.SessionID, c.Type, vdibroker.CommandQueued, c.Message)
+				// again) is shown once. A logoff or disconnect is the
+				// same whatever its text (the logoff the heartbeat
+				// queues for a session disconnected too long has one).
+				q, args := `SELECT `+commandCols+`, seq FROM commands
+					WHERE session_id = ? AND type = ? AND state = ?`, []any{c.SessionID, c.Type, vdibroker.CommandQueued}
+				if c.Type == vdibroker.CommandSendMessage {
+					q, args = q+` AND message = ?`, append(args, c.Message)
+				}
+				row := t.row(ctx, q+` ORDER BY seq LIMIT 1`, args...)
 				var seq int64
 				queued, err := scanCommand(row, &seq)
 				if err == nil {
