@@ -532,6 +532,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"ActionBulkDrain", TestActionBulkDrain},
 		{"ActionDeletePool", TestActionDeletePool},
 		{"ActionsRefusedByScope", TestActionsRefusedByScope},
+		{"GlobalSessionActions", TestGlobalSessionActions_RU3},
 		{"AuditPage", TestAuditPage},
 		{"AuditPageNewestFirstFiltersDiff", TestAuditPageNewestFirstFiltersDiff},
 		{"SessionsUserSearch", TestSessionsUserSearch},

@@ -34,6 +34,7 @@ type env struct {
 	store  vdibroker.Store
 	admin  *vhttp.Client
 	agents map[string]string // host -> credential
+	ts     *httptest.Server  // newPodEnvNamed's, to stop the pod
 }
 
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }

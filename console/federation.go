@@ -1,13 +1,16 @@
 package console
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/internal/webguard"
 )
 
 // The federation page (SPEC §7): sites, pods with their health
@@ -39,7 +42,55 @@ func (c *Console) EnableFederation() {
 	c.pages["federation"] = template.Must(template.New("federation").Funcs(funcs).
 		ParseFS(templateFS, "templates/layout.html", "templates/federation.html"))
 	c.mux.HandleFunc("GET /federation", c.signedIn(c.federationPage))
+	c.mux.HandleFunc("POST /users/{user}/globalsessions/{pod}/{id}/logoff", c.signedIn(c.globalLogoff))
+	c.mux.HandleFunc("POST /users/{user}/globalsessions/{pod}/{id}/disconnect", c.signedIn(c.globalDisconnect))
 	c.pod = true
+}
+
+func (c *Console) globalLogoff(rq *request)     { c.globalSessionCommand(rq, "log off") }
+func (c *Console) globalDisconnect(rq *request) { c.globalSessionCommand(rq, "disconnect") }
+
+// globalSessionCommand logs off or disconnects one of a user's sessions
+// in another pod of the federation, as listed on her sessions page
+// (DELETE or POST .../disconnect of /users/{user}/globalsessions/{pod}/{id},
+// R-U3): this pod's API asks that pod, which queues it for its host's
+// agent (R-S4). The API decides who may (Contributors, Helpdesk and the
+// admin; not Readers, not a principal scoped to host pools) and audits it
+// on both pods. Back on her page, the flash says it is queued, with the
+// API's warnings; a pod that did not answer is said there, the page
+// still served; any other refusal is her page with its status.
+func (c *Console) globalSessionCommand(rq *request, what string) {
+	user, pod, id := rq.r.PathValue("user"), rq.r.PathValue("pod"), rq.r.PathValue("id")
+	back := webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions?user="+url.QueryEscape(user)+"&exact=1"))
+	path := "/api/v1/users/" + url.PathEscape(user) + "/globalsessions/" + url.PathEscape(pod) + "/" + url.PathEscape(id)
+	method, body := http.MethodDelete, any(nil)
+	if what == "disconnect" {
+		method, body, path = http.MethodPost, struct{}{}, path+"/disconnect"
+	}
+	var cmd vdibroker.Command
+	err := rq.api.do(rq.r.Context(), method, path, body, &cmd)
+	switch vdibroker.ErrorCode(err) {
+	case "":
+		c.redirect(rq, back, fmt.Sprintf("The %s of %s's session on pod %s is queued there: that pod's host agent runs it on its next heartbeat (R-U3, R-S4).", what, user, pod)+warned(cmd.Warnings))
+	case vdibroker.EUnauthenticated:
+		c.apiError(rq, err)
+	case vdibroker.EPodUnavailable:
+		// Its message says which pod and why: it did not answer, or
+		// refused this pod's call.
+		c.redirect(rq, back, fmt.Sprintf("The %s of %s's session on pod %s was not confirmed: %s. Try again in a moment, or use pod %s's console.",
+			what, user, pod, strings.TrimSuffix(vdibroker.ErrorMessage(err), "."), pod))
+	default:
+		// Her page, as the form's page showed it, with the refusal.
+		u, perr := url.Parse(back)
+		if perr != nil {
+			u = &url.URL{Path: "/sessions"}
+		}
+		r := *rq.r
+		r.URL = u
+		shown := *rq
+		shown.r = &r
+		c.renderSessions(&shown, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err))
+	}
 }
 
 // otherPodsSessions are user's open sessions in the other pods of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/pgtest"
 	"github.com/vdibroker/vdibroker/internal/testserver"
 	"github.com/vdibroker/vdibroker/store"
 )
@@ -25,7 +27,11 @@ func newPodEnv(t *testing.T) *env {
 // newPodEnvNamed is newPodEnv as pod pod.
 func newPodEnvNamed(t *testing.T, pod string) *env {
 	t.Helper()
-	st, err := store.Open(context.Background(), "", t.TempDir(), nil)
+	dsn := ""
+	if suitePostgres {
+		dsn = pgtest.SchemaDSN(t, "vdibroker_console_", "console PostgreSQL test")
+	}
+	st, err := store.Open(context.Background(), dsn, t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +46,7 @@ func newPodEnvNamed(t *testing.T, pod string) *env {
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &env{t: t, url: ts.URL, store: st, admin: vhttp.NewClient(ts.URL, adminToken), agents: map[string]string{}}
+	return &env{t: t, url: ts.URL, store: st, admin: vhttp.NewClient(ts.URL, adminToken), agents: map[string]string{}, ts: ts}
 }
 
 // TestFederationPage: sites, pods with health and generation, and global
@@ -120,4 +126,126 @@ func TestUserSessionsInOtherPods_RU3(t *testing.T) {
 	if a := pb.get("/sessions?user=alice&exact=1"); a.status != http.StatusOK || strings.Contains(a.body, `id="other-pods"`) {
 		t.Errorf("a broker that is no pod: %d, lists other pods", a.status)
 	}
+}
+
+// TestGlobalSessionActions_RU3: on one user's sessions page, her sessions
+// in the other pods have Log off and (Active ones) Disconnect for the
+// roles that may (Contributor, Helpdesk, admin), which post to the
+// console and so to the API's globalsessions calls (R-U3): the command
+// reaches the other pod's agent on its next heartbeat, and the flash
+// carries the API's warnings. A Reader and a principal scoped to host
+// pools are shown none and their posts are refused, a form without the
+// CSRF token is refused, and none of those queues anything; a pod that
+// does not answer is told in the flash of the page, which is still
+// served.
+func TestGlobalSessionActions_RU3(t *testing.T) {
+	e := newPodEnv(t)
+	e.seed()
+	far := newPodEnvNamed(t, "ams1")
+	far.seed("alice")
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
+		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "ams1", Site: "emea", URL: far.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", SessionDistribution: vdibroker.DistributionSessionCount, AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "ams1", HostPool: "pool-a"}}}},
+	}
+	for _, x := range []*env{e, far} {
+		d := *doc
+		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := far.activeSession("alice")
+	page := "/sessions?user=alice&exact=1"
+	base := "/users/alice/globalsessions/ams1/" + url.PathEscape(id)
+	logoffForm, disconnectForm := `action="`+base+`/logoff"`, `action="`+base+`/disconnect"`
+	// noCommands fails if ams1 queued anything for alice's session.
+	noCommands := func(why string) {
+		t.Helper()
+		if cmds := far.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}}); len(cmds) != 0 {
+			t.Fatalf("%s: ams1 queued %+v", why, cmds)
+		}
+	}
+
+	t.Run("Reader R-SEC", func(t *testing.T) {
+		rb := e.browser()
+		rb.signin(e.token(vdibroker.RoleReader))
+		a := rb.get(page)
+		wantStatus(t, a, http.StatusOK)
+		wantContains(t, a, `data-pod="ams1"`)
+		if strings.Contains(a.body, "/globalsessions/") {
+			t.Errorf("a Reader is offered log off or disconnect in another pod:\n%s", a.body)
+		}
+		a = rb.post(base+"/logoff", url.Values{"csrf": {rb.csrf(page)}, "back": {page}})
+		wantStatus(t, a, http.StatusForbidden)
+		wantContains(t, a, "Refused by the broker", `data-pod="ams1"`)
+	})
+	t.Run("scoped Helpdesk R-SEC", func(t *testing.T) {
+		tok, err := e.admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleHelpdesk, Subject: "desk-a", HostPools: []string{"pool-a"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb := e.browser()
+		sb.signin(tok.Secret)
+		if a := sb.get(page); a.status != http.StatusOK || strings.Contains(a.body, "/globalsessions/") {
+			t.Errorf("a scoped Helpdesk: HTTP %d, offered log off in another pod:\n%s", a.status, a.body)
+		}
+		a := sb.post(base+"/disconnect", url.Values{"csrf": {sb.csrf(page)}, "back": {page}})
+		wantStatus(t, a, http.StatusForbidden)
+		wantContains(t, a, "Refused by the broker")
+	})
+	hb := e.browser()
+	hb.signin(e.token(vdibroker.RoleHelpdesk))
+	t.Run("CSRF refusal", func(t *testing.T) {
+		wantStatus(t, hb.post(base+"/logoff", url.Values{"csrf": {"nope"}, "back": {page}}), http.StatusForbidden)
+	})
+	noCommands("refused posts")
+
+	// ams1's host says it is stopping: the API's warning is in the flash.
+	if _, err := far.admin.Heartbeat(t.Context(), far.agents["host-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true,
+		Sessions: []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("disconnect and log off R-U3", func(t *testing.T) {
+		a := hb.get(page)
+		wantStatus(t, a, http.StatusOK)
+		wantContains(t, a, logoffForm, disconnectForm)
+		csrf := csrfField.FindStringSubmatch(a.body)[1]
+		a = hb.post(base+"/disconnect", url.Values{"csrf": {csrf}, "back": {page}})
+		wantStatus(t, a, http.StatusSeeOther)
+		if a.location != page {
+			t.Errorf("redirected to %q, want %q", a.location, page)
+		}
+		wantContains(t, hb.get(a.location), "disconnect of alice&#39;s session on pod ams1 is queued", "Warning: session host host-1 is Shutdown (")
+		a = hb.post(base+"/logoff", url.Values{"csrf": {csrf}, "back": {page}})
+		wantStatus(t, a, http.StatusSeeOther)
+		wantContains(t, hb.get(a.location), "log off of alice&#39;s session on pod ams1 is queued")
+		// ams1's agent gets both on its next heartbeat.
+		cmds := far.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateDisconnected}})
+		var types []string
+		for _, c := range cmds {
+			if c.SessionID == id {
+				types = append(types, c.Type)
+			}
+		}
+		if strings.Join(types, ",") != "Disconnect,Logoff" {
+			t.Fatalf("commands for alice's session on ams1: %v, want Disconnect,Logoff", types)
+		}
+		e.wantAudited("globalsession.disconnect", "users/alice/globalsessions/ams1/"+id+"/disconnect", "helpdesk-1")
+		e.wantAudited("globalsession.logoff", "users/alice/globalsessions/ams1/"+id, "helpdesk-1")
+		// Disconnected now: Log off alone.
+		a = hb.get(page)
+		wantContains(t, a, logoffForm)
+		if strings.Contains(a.body, disconnectForm) {
+			t.Errorf("a Disconnected session in another pod is offered Disconnect")
+		}
+	})
+	t.Run("pod down", func(t *testing.T) {
+		csrf := hb.csrf(page)
+		far.ts.Close()
+		a := hb.post(base+"/logoff", url.Values{"csrf": {csrf}, "back": {page}})
+		wantStatus(t, a, http.StatusSeeOther)
+		a = hb.get(a.location)
+		wantStatus(t, a, http.StatusOK)
+		wantContains(t, a, "log off of alice&#39;s session on pod ams1 was not confirmed: pod ams1 did not answer", `data-unanswered="ams1"`)
+	})
 }

@@ -192,6 +192,8 @@ var matrixRoutes = []route{
 	{"POST /pools/{pool}/sessions/{id}/disconnect", "POST", "/pools/{pool}/sessions/{sid}/disconnect", "", mConsole, 401},
 	{"GET /pools/{pool}/sessions/{id}/placement", "GET", "/pools/{pool}/sessions/{sid}/placement", "", mConsole, 303},
 	{"GET /federation", "GET", "/federation", "", mConsole, 303},
+	{"POST /users/{user}/globalsessions/{pod}/{id}/logoff", "POST", "/users/alice/globalsessions/pod2/{sid}/logoff", "", mConsole, 401},
+	{"POST /users/{user}/globalsessions/{pod}/{id}/disconnect", "POST", "/users/alice/globalsessions/pod2/{sid}/disconnect", "", mConsole, 401},
 	// Single sign-on: to the provider; its callback without a sign-in
 	// under way is refused.
 	{"GET /signin/oidc", "GET", "/signin/oidc", "", mConsole, 303},
