@@ -420,6 +420,22 @@ func TestSessionsPage(t *testing.T) {
 		wantStatus(t, a, http.StatusForbidden)
 		wantContains(t, a, "Refused by the broker")
 	})
+	t.Run("refused action shows the form's page R-S4", func(t *testing.T) {
+		// Disconnecting bob's Pending session is refused (409): the page
+		// shown is the one the form was on, whose forms go back there,
+		// not to the POST's address (a page that does not exist).
+		bs, err := e.store.ListUserSessions(ctx, vdibroker.SessionFilter{HostPool: "pool-a", User: "bob"})
+		if err != nil || len(bs) != 1 {
+			t.Fatalf("bob's session: %v %v", bs, err)
+		}
+		bobPath := "/pools/pool-a/sessions/" + bs[0].ID
+		a := b.post(bobPath+"/disconnect", url.Values{"csrf": {b.csrf("/sessions?pool=pool-a")}, "user": {"bob"}, "back": {"/sessions?pool=pool-a"}})
+		wantStatus(t, a, http.StatusConflict)
+		wantContains(t, a, `name="back" value="/sessions?pool=pool-a"`, "alice")
+		if strings.Contains(a.body, `value="`+bobPath+`/disconnect"`) {
+			t.Errorf("the refusal's page sends its forms back to the POST's address:\n%s", a.body)
+		}
+	})
 	// Neither refusal queued a command: the next heartbeat brings none.
 	if cmds := e.heartbeat("host-1", []vdibroker.AgentSession{{ID: "7", User: "alice", State: vdibroker.StateActive}}); len(cmds) != 0 {
 		t.Fatalf("refused requests queued commands: %+v", cmds)

@@ -80,16 +80,7 @@ func (c *Console) globalSessionCommand(rq *request, what string) {
 		c.redirect(rq, back, fmt.Sprintf("The %s of %s's session on pod %s was not confirmed: %s. Try again in a moment, or use pod %s's console.",
 			what, user, pod, strings.TrimSuffix(vdibroker.ErrorMessage(err), "."), pod))
 	default:
-		// Her page, as the form's page showed it, with the refusal.
-		u, perr := url.Parse(back)
-		if perr != nil {
-			u = &url.URL{Path: "/sessions"}
-		}
-		r := *rq.r
-		r.URL = u
-		shown := *rq
-		shown.r = &r
-		c.renderSessions(&shown, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err))
+		c.renderSessionsAt(rq, back, err)
 	}
 }
 

@@ -812,12 +812,29 @@ func (c *Console) sessionCommand(rq *request, what string) {
 			c.apiError(rq, err)
 			return
 		}
-		c.renderSessions(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err))
+		c.renderSessionsAt(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")), err)
 		return
 	}
 	user := rq.r.PostFormValue("user")
 	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
 		fmt.Sprintf("The %s of %s's session is queued: the host's agent runs it on its next heartbeat (R-S4).", what, cmp.Or(user, id))+warned(warnings))
+}
+
+// renderSessionsAt answers a refused session action with the sessions
+// page the form was on (back, a path of the console's own), its refusal
+// as the banner: drawn at the form's address, the page listed every
+// session and its forms sent the next action back to the POST's address,
+// a page that does not exist.
+func (c *Console) renderSessionsAt(rq *request, back string, err error) {
+	u, perr := url.Parse(back)
+	if perr != nil {
+		u = &url.URL{Path: "/sessions"}
+	}
+	r := *rq.r
+	r.URL = u
+	shown := *rq
+	shown.r = &r
+	c.renderSessions(&shown, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err))
 }
 
 // warned is the API's warnings of a queued command, for its flash: the
