@@ -48,7 +48,7 @@ type dialect struct {
 var sqliteDialect = &dialect{
 	name:               "sqlite",
 	principalNameLower: `lower(principal_name)`,
-	jsonStrings: `SELECT value FROM json_each(?)`,
+	jsonStrings:        `SELECT value FROM json_each(?)`,
 	// "WHERE true" tells SQLite's parser that ON CONFLICT is the
 	// upsert's, not the join's.
 	insertDirectory: `INSERT INTO session_directory (user_key, pod, seen_time)
