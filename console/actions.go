@@ -231,7 +231,22 @@ func plural(n int) string {
 // messagePage is GET /pools/{pool}/sessions/{id}/message: the form that
 // sends a session's user a message (R-S4).
 func (c *Console) messagePage(rq *request) {
+	if refuseMessageForm(c, rq) {
+		return
+	}
 	c.renderMessage(rq, http.StatusOK, "", "")
+}
+
+// refuseMessageForm answers 403 to a principal that may not send messages
+// (a Reader, R-S4) asking for a message form, as the pages offer it no
+// link: a form the broker would refuse to send is not shown. The broker
+// refuses the post all the same.
+func refuseMessageForm(c *Console, rq *request) bool {
+	if canOperate(rq.sess) {
+		return false
+	}
+	c.errorPage(rq.w, rq.r, http.StatusForbidden, "Your token may not send messages (R-S4): Contributor and Helpdesk tokens may. Reader tokens can look at everything and change nothing.")
+	return true
 }
 
 func (c *Console) renderMessage(rq *request, status int, text, fieldErr string) {
@@ -278,6 +293,9 @@ func (c *Console) sendMessage(rq *request) {
 // that sends every user of a host a message (R-S4), as `vdibroker
 // sessionhost send-message` does.
 func (c *Console) hostMessagePage(rq *request) {
+	if refuseMessageForm(c, rq) {
+		return
+	}
 	c.renderHostMessage(rq, http.StatusOK, "", "")
 }
 

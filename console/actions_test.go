@@ -341,6 +341,13 @@ func TestActionSendHostMessage_RS4(t *testing.T) {
 	if pages := r.get("/pools/pool-a").body + r.get("/pools/pool-a/hosts/host-1").body; strings.Contains(pages, `data-action="message-host"`) {
 		t.Error("a Reader is offered to message a host's users")
 	}
+	// Nor the form itself, typed in the address bar: it would offer a
+	// send the broker refuses.
+	form = r.get("/pools/pool-a/hosts/host-1/message")
+	wantStatus(t, form, http.StatusForbidden)
+	if strings.Contains(form.body, `id="message-form"`) {
+		t.Errorf("a Reader is shown the form to message host-1's users:\n%s", form.body)
+	}
 	a = r.post("/pools/pool-a/hosts/host-1/message", url.Values{"csrf": {r.csrf("/pools/pool-a")}, "message": {"from a reader"}})
 	wantStatus(t, a, http.StatusForbidden)
 	wantContains(t, a, "Refused by the broker")
@@ -461,6 +468,7 @@ func TestActionsRefusedByScope(t *testing.T) {
 		{"/pools/pool-a/hosts/drain", url.Values{"action": {"drain"}, "host": {"host-2"}}},
 		{"/pools/pool-a/hosts/host-3/drain", url.Values{"drain": {"true"}, "back": {"host"}}},
 		{"/pools/pool-a/sessions/" + open[0].ID + "/message", url.Values{"message": {"hi"}}},
+		{"/pools/pool-a/hosts/host-1/message", url.Values{"message": {"hi"}}},
 		{"/pools/pool-a/delete", url.Values{"force": {"true"}}},
 	}
 	for _, who := range []struct {
@@ -469,6 +477,12 @@ func TestActionsRefusedByScope(t *testing.T) {
 		b := e.browser()
 		b.signin(who.token)
 		csrf := b.csrf("/")
+		// Nor are they shown the message forms (R-S4).
+		for _, form := range []string{"/pools/pool-a/sessions/" + open[0].ID + "/message", "/pools/pool-a/hosts/host-1/message"} {
+			if g := b.get(form); g.status != http.StatusForbidden && g.status != http.StatusNotFound || strings.Contains(g.body, `id="message-form"`) {
+				t.Errorf("%s GET %s: HTTP %d, want 403 or 404 without the form", who.name, form, g.status)
+			}
+		}
 		for _, act := range actions {
 			if who.name == "scoped Contributor" && act.path == "/pools" {
 				continue // pool-c is not pool-b either: below

@@ -96,7 +96,7 @@ func (s *DB) AppendAudit(ctx context.Context, e *vdibroker.AuditEntry) error {
 
 // ListAudit implements vdibroker.AuditStore.
 func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibroker.AuditEntry, error) {
-	q, args := listAuditQuery(f)
+	q, args := listAuditQuery(s.d, f)
 	var out []*vdibroker.AuditEntry
 	err := s.read(ctx, func(t *tx) (err error) {
 		out, err = queryAll(ctx, t, scanAudit, q, args...)
@@ -111,9 +111,9 @@ func (s *DB) ListAudit(ctx context.Context, f vdibroker.AuditFilter) ([]*vdibrok
 // listAuditQuery is ListAudit's query of f and its arguments. A request
 // id is read in audit_log_by_request (migration 00069): a helpdesk given
 // a portal user's reference asks for one entry among a month of them. A
-// principal is read in audit_log_by_principal_id and
-// audit_log_by_principal_name (00070), see byPrincipal.
-func listAuditQuery(f vdibroker.AuditFilter) (string, []any) {
+// principal is read in audit_log_by_principal_id (00070) and
+// audit_log_by_principal_name (00072 on PostgreSQL), see byPrincipal.
+func listAuditQuery(d *dialect, f vdibroker.AuditFilter) (string, []any) {
 	var where []string
 	var args []any
 	add := func(cond string, a ...any) {
@@ -161,7 +161,7 @@ func listAuditQuery(f vdibroker.AuditFilter) (string, []any) {
 	q := `SELECT seq, time, principal_kind, principal_id, principal_name, principal_role, principal_scope,
 		remote_addr, request_id, action, target, host_pool, outcome, error, before, after FROM audit_log`
 	if f.Principal != "" {
-		sub, subArgs := byPrincipal(f.Principal, where, args, order)
+		sub, subArgs := byPrincipal(d, f.Principal, where, args, order)
 		return q + " WHERE seq IN (" + sub + ")" + order, subArgs
 	}
 	if len(where) > 0 {
@@ -173,14 +173,13 @@ func listAuditQuery(f vdibroker.AuditFilter) (string, []any) {
 // byPrincipal is the union of the seqs of principal's entries that match
 // where (with its args), each part in order up to the page (order): a
 // token id or OIDC subject exactly, in audit_log_by_principal_id; a
-// token's subject in any case (R-E5), in audit_log_by_principal_name. The
-// subject is folded as ASCII, which both dialects' lower() do alike;
-// PostgreSQL's folds more, so a subject matched exactly is a third part,
-// the same index's range of lower(principal) (a name equal to principal
-// has principal's lower()): the entries are those of principal_id = ? OR
-// principal_name = ? OR lower(principal_name) = ?, which no index serves
-// as one condition, each once.
-func byPrincipal(principal string, where []string, args []any, order string) (string, []any) {
+// token's subject exactly or in any case of its ASCII letters (R-E5), in
+// audit_log_by_principal_name, on d.principalNameLower (folding ASCII
+// only on both engines, so a subject equal to principal has principal's
+// asciiLower). The entries are those of principal_id = ? OR
+// d.principalNameLower = ?, which no index serves as one condition, each
+// once.
+func byPrincipal(d *dialect, principal string, where []string, args []any, order string) (string, []any) {
 	var parts []string
 	var out []any
 	for _, c := range []struct {
@@ -188,8 +187,7 @@ func byPrincipal(principal string, where []string, args []any, order string) (st
 		args []any
 	}{
 		{"principal_id = ?", []any{principal}},
-		{"lower(principal_name) = ?", []any{asciiLower(principal)}},
-		{"lower(principal_name) = lower(?) AND principal_name = ?", []any{principal, principal}},
+		{d.principalNameLower + " = ?", []any{asciiLower(principal)}},
 	} {
 		conds := append([]string{c.cond}, where...)
 		parts = append(parts, "SELECT seq FROM (SELECT seq FROM audit_log WHERE "+strings.Join(conds, " AND ")+order+") AS by_principal")

@@ -102,6 +102,7 @@ func TestAudit_ByPrincipal_RE5(t *testing.T) {
 			{Kind: "oidc", ID: "CAROL.OPS@CONTOSO.COM", Name: "x"},   // 4: an id in another case
 			{Kind: "token", ID: "t4", Name: "Ärne"},                  // 5: a non-ASCII capital
 			{Kind: "token", ID: "dup", Name: "dup"},                  // 6: id and name alike
+			{Kind: "token", ID: "t5", Name: "ÖSTEN"},                 // 7: non-ASCII capital first
 		} {
 			e := &vdibroker.AuditEntry{Time: t0.Add(time.Duration(i) * time.Second), Principal: p, Action: "hostpool.put", Target: "hostpools/p"}
 			if err := s.AppendAudit(ctx, e); err != nil {
@@ -124,6 +125,10 @@ func TestAudit_ByPrincipal_RE5(t *testing.T) {
 			{"a token id", vdibroker.AuditFilter{Principal: "t3"}, []int{3}},
 			{"a token id in another case", vdibroker.AuditFilter{Principal: "T3"}, nil},
 			{"a non-ASCII subject as written", vdibroker.AuditFilter{Principal: "Ärne"}, []int{5}},
+			// Only ASCII letters are folded, on both engines (PostgreSQL's
+			// lower() of a UTF-8 database folds Ö to ö).
+			{"a non-ASCII capital in the other case", vdibroker.AuditFilter{Principal: "östen"}, nil},
+			{"ASCII letters in the other case, the non-ASCII one as written", vdibroker.AuditFilter{Principal: "Östen"}, []int{7}},
 			{"id and subject alike: once", vdibroker.AuditFilter{Principal: "dup"}, []int{6}},
 			{"with another filter", vdibroker.AuditFilter{Principal: "carol.ops@contoso.com", Since: t0.Add(time.Second)}, []int{2}},
 		} {
@@ -144,9 +149,8 @@ func TestAudit_ByPrincipal_RE5(t *testing.T) {
 
 // TestAuditByPrincipalUsesIndexes_PostgreSQL is
 // TestAuditByPrincipalUsesIndexes on PostgreSQL: each listing by
-// principal reads audit_log_by_principal_id and
-// audit_log_by_principal_name (migration 00070), and never the whole
-// trail.
+// principal reads audit_log_by_principal_id (migration 00070) and
+// audit_log_by_principal_ascii (00072), and never the whole trail.
 func TestAuditByPrincipalUsesIndexes_PostgreSQL(t *testing.T) {
 	s := postgresOpener(t)(t, store.Options{})
 	plans, err := s.PostgresAuditPlans(t.Context(), store.AuditByPrincipalFilters)
@@ -155,7 +159,7 @@ func TestAuditByPrincipalUsesIndexes_PostgreSQL(t *testing.T) {
 	}
 	for i, p := range plans {
 		t.Logf("%+v:\n%s", store.AuditByPrincipalFilters[i], p)
-		if !strings.Contains(p, "audit_log_by_principal_id") || !strings.Contains(p, "audit_log_by_principal_name") ||
+		if !strings.Contains(p, "audit_log_by_principal_id") || !strings.Contains(p, "audit_log_by_principal_ascii") ||
 			strings.Contains(p, "Seq Scan on audit_log") {
 			t.Errorf("%+v: a principal's entries are not ranges of its indexes:\n%s", store.AuditByPrincipalFilters[i], p)
 		}

@@ -29,6 +29,13 @@ type dialect struct {
 	// SQLite needs none: its write transactions are serialised
 	// (BEGIN IMMEDIATE on one writer connection).
 	forUpdate string
+	// principalNameLower is audit_log's principal_name with its ASCII
+	// letters folded, as asciiLower folds an argument, and as the
+	// expression index audit_log_by_principal_name holds it (R-E5).
+	// SQLite's lower() folds ASCII only; PostgreSQL's folds by the
+	// database's ctype (Ö to ö in a UTF-8 one) except in the "C"
+	// collation.
+	principalNameLower string
 	// isUnique reports a unique constraint violation.
 	isUnique func(error) bool
 	// isRetryable reports an error after which the whole transaction can
@@ -39,8 +46,9 @@ type dialect struct {
 }
 
 var sqliteDialect = &dialect{
-	name:        "sqlite",
-	jsonStrings: `SELECT value FROM json_each(?)`,
+	name:               "sqlite",
+	principalNameLower: `lower(principal_name)`,
+	jsonStrings:        `SELECT value FROM json_each(?)`,
 	// "WHERE true" tells SQLite's parser that ON CONFLICT is the
 	// upsert's, not the join's.
 	insertDirectory: `INSERT INTO session_directory (user_key, pod, seen_time)
@@ -72,7 +80,8 @@ var postgresDialect = &dialect{
 	jsonStrings: `SELECT jsonb_array_elements_text(CAST(? AS jsonb))`,
 	insertDirectory: `INSERT INTO session_directory (user_key, pod, seen_time)
 		SELECT u, ?, ? FROM jsonb_array_elements_text(CAST(? AS jsonb)) AS u ON CONFLICT DO NOTHING`,
-	forUpdate: " FOR UPDATE",
+	forUpdate:          " FOR UPDATE",
+	principalNameLower: `lower(principal_name COLLATE "C")`,
 	isUnique: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "23505"

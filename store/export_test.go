@@ -283,7 +283,7 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 func (s *DB) PostgresAuditPlans(ctx context.Context, filters []vdibroker.AuditFilter) ([]string, error) {
 	var plans []string
 	for _, f := range filters {
-		q, args := listAuditQuery(f)
+		q, args := listAuditQuery(s.d, f)
 		tx, err := s.w.BeginTx(ctx, nil)
 		if err != nil {
 			return nil, err

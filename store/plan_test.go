@@ -163,7 +163,7 @@ func TestAuditByRequestUsesIndex(t *testing.T) {
 		{RequestID: "eb8550fc8fe40ca4", Action: "portal.launch", Since: time.Unix(1, 0), Limit: 101},
 	} {
 		p := planOf(t, func(s *DB, ctx context.Context) ([]string, error) {
-			q, args := listAuditQuery(f)
+			q, args := listAuditQuery(s.d, f)
 			return s.plan(ctx, q, args...)
 		})
 		if !strings.Contains(p, "INDEX audit_log_by_request (request_id=?") || strings.Contains(p, "SCAN") {
@@ -182,7 +182,7 @@ func TestAuditByRequestUsesIndex(t *testing.T) {
 func TestAuditByPrincipalUsesIndexes(t *testing.T) {
 	for _, f := range auditByPrincipalFilters {
 		p := planOf(t, func(s *DB, ctx context.Context) ([]string, error) {
-			q, args := listAuditQuery(f)
+			q, args := listAuditQuery(s.d, f)
 			return s.plan(ctx, q, args...)
 		})
 		if !strings.Contains(p, "INDEX audit_log_by_principal_id (principal_id=?") ||

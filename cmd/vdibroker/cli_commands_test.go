@@ -968,3 +968,24 @@ func TestCLIPlacementLoadIndex(t *testing.T) {
 		t.Errorf("bob's placement:\n%s", words[1])
 	}
 }
+
+// TestCLIResetRegistrationJSON (SPEC §11): sessionhost reset-registration
+// changes something and, like a delete, gets no body from the API; asked
+// for -o json it prints what it reset, {"reset": "registration",
+// "hostPool", "name"}, so a script reading its JSON gets a document, and
+// without --output or --query it prints nothing.
+func TestCLIResetRegistrationJSON(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "hp-reset")
+	b.addHost("hp-reset", "sh-01")
+	b.addHost("hp-reset", "sh-02")
+	out := b.ok("sessionhost", "reset-registration", "--host-pool", "hp-reset", "--name", "sh-01", "-o", "json")
+	var got map[string]string
+	want := map[string]string{"reset": "registration", "hostPool": "hp-reset", "name": "sh-01"}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || !maps.Equal(got, want) {
+		t.Errorf("reset-registration -o json printed %q (%v), want %v", out, err, want)
+	}
+	if out := b.ok("sessionhost", "reset-registration", "--host-pool", "hp-reset", "--name", "sh-02"); out != "" {
+		t.Errorf("reset-registration printed %q, want nothing", out)
+	}
+}

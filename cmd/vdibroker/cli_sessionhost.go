@@ -202,7 +202,16 @@ func newSessionHostResetRegistrationCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return fail(c.ResetRegistration(cmd.Context(), pool, name))
+			if err := c.ResetRegistration(cmd.Context(), pool, name); err != nil {
+				return fail(err)
+			}
+			// No body from the API, as a delete's: what was reset, when
+			// asked with --output or --query (SPEC §11).
+			return a.result(cmd, struct {
+				Reset    string `json:"reset"`
+				HostPool string `json:"hostPool"`
+				Name     string `json:"name"`
+			}{"registration", pool, name}, nil)
 		},
 	}
 	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
