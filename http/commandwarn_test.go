@@ -223,8 +223,8 @@ func TestHeartbeatAnswerFitsTheAgent_RS4(t *testing.T) {
 		report = append(report, vdibroker.AgentSession{ID: fmt.Sprint(i + 1), User: u, State: "Active"})
 	}
 	e.heartbeat(host, report...)
-	for range 6 {
-		if m, err := e.admin.SendHostMessage(ctx, "big", host, strings.Repeat("<", vdibroker.MaxMessageLen)); err != nil || m.Queued != 60 {
+	for i := range 6 { // six texts: the same one again is not queued again
+		if m, err := e.admin.SendHostMessage(ctx, "big", host, strings.Repeat("<", vdibroker.MaxMessageLen-1)+fmt.Sprint(i)); err != nil || m.Queued != 60 {
 			t.Fatalf("host message: %+v, %v", m, err)
 		}
 	}
