@@ -192,9 +192,11 @@ type GatewayStore interface {
 	GatewayReached(ctx context.Context, pool, session, token, gateway string, at time.Time) (*UserSession, error)
 	// GatewayClosed records the end of token's tunnel at at: when that
 	// tunnel is the last one that reached the session and it is Active,
-	// it turns Disconnected (R-GW3). The tunnel's record is closed either
-	// way. It returns the session as it is after.
-	GatewayClosed(ctx context.Context, pool, session, token string, at time.Time) (*UserSession, error)
+	// it turns Disconnected (R-GW3), unless the close is late (reported
+	// long after it happened, a gateway's report sent again: the agent's
+	// reports since are fresher than it). The tunnel's record is closed
+	// either way. It returns the session as it is after.
+	GatewayClosed(ctx context.Context, pool, session, token string, at time.Time, late bool) (*UserSession, error)
 	// PruneGatewayTunnels deletes up to limit records whose token expired
 	// and whose tunnel is closed or past its LiveUntil at now, and
 	// returns how many it deleted.

@@ -69,6 +69,11 @@ const (
 	// gatewayKeysTTL is how long a replica uses the keys it read before
 	// reading them again (another replica may have rotated).
 	gatewayKeysTTL = 30 * time.Second
+	// lateTunnelClose is how long after a tunnel's close (its report's
+	// At, the gateway's clock) a report of it is late: three of an
+	// agent's heartbeats, and more than a gateway's first try and its
+	// first try again (15 s) with clocks a few seconds apart.
+	lateTunnelClose = 30 * time.Second
 	// tunnelLifetime is how long an admitted tunnel counts for its user
 	// when its close never comes (a gateway that died): the gateway's
 	// default --max-lifetime.
@@ -556,7 +561,12 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 		return err
 	}
 	now := s.now()
-	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, now)
+	// A close reported lateTunnelClose or more after it happened (the
+	// gateway's report sent again after the broker did not take it)
+	// records the tunnel's end but leaves the session to its agent's
+	// reports (R-GW3).
+	late := !r.At.IsZero() && now.Sub(r.At) >= lateTunnelClose
+	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, now, late)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound && now.After(tunnelRecordExpiry(r)) {
 		// A token this broker issued whose record may be pruned: the
 		// tunnel was closed (a gateway sends a close again when it got

@@ -649,3 +649,58 @@ func TestGatewayCloseRepeatedAfterPrune_RGW3(t *testing.T) {
 		t.Errorf("close of a forged token: %v, want ErrNotAdmitted", err)
 	}
 }
+
+// TestGatewayLateCloseLeavesSession_RGW3: a close reported long after it
+// happened (a gateway's report sent again once the broker takes reports
+// again) ends the tunnel's record and is audited, but leaves the session
+// Active: the user may have come back through a tunnel the broker did not
+// hear of while its store was down, which the agent has reported since.
+// A close reported at once still turns it Disconnected.
+func TestGatewayLateCloseLeavesSession_RGW3(t *testing.T) {
+	w := newGatewayWorld(t, broker.GatewayConfig{})
+	ctx := context.Background()
+	w.e.pool("gwlate", nil)
+	w.addEchoHost(t, "gwlate", "gwl001")
+	event := func(user string) (gateway.TunnelEvent, string) {
+		c, err := w.e.admin.Connect(ctx, "gwlate", vhttp.ConnectRequest{User: user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, err := w.keys.Verify(tokenLine.FindStringSubmatch(c.RDPFile)[1], time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := gateway.TunnelEvent{TokenID: claims.ID, User: claims.User, Session: claims.Session, Pool: claims.Pool, Host: claims.Host,
+			Client: "192.0.2.7", Gateway: "rdgw-1", At: w.e.clock.Now(), Expiry: time.Unix(claims.Expiry, 0)}
+		if err := w.broker.TunnelOpen(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.broker.ChannelOpen(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		if st := w.session(t, "gwlate", c.SessionID).State; st != vdibroker.StateActive {
+			t.Fatalf("%s's session %s after the reach, want Active", user, st)
+		}
+		return ev, c.SessionID
+	}
+	late, lateID := event("alice")
+	late.At = w.e.clock.Now().Add(-time.Minute)
+	if err := w.broker.TunnelClose(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.session(t, "gwlate", lateID).State; st != vdibroker.StateActive {
+		t.Errorf("after a close reported a minute late the session is %s, want Active (left to the agent)", st)
+	}
+	entries, err := w.e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/gwlate/usersessions/" + lateID, Action: "gateway.tunnel.close"})
+	if err != nil || len(entries) != 1 || entries[0].Outcome != vdibroker.AuditOK {
+		t.Errorf("close audit entries %v %+v, want the late close recorded", err, entries)
+	}
+	prompt, promptID := event("bob")
+	prompt.At = w.e.clock.Now().Add(-5 * time.Second)
+	if err := w.broker.TunnelClose(ctx, prompt); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.session(t, "gwlate", promptID).State; st != vdibroker.StateDisconnected {
+		t.Errorf("after a close reported at once the session is %s, want Disconnected", st)
+	}
+}

@@ -247,7 +247,7 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 }
 
 // GatewayClosed records the end of a tunnel (R-GW3).
-func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at time.Time) (*vdibroker.UserSession, error) {
+func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at time.Time, late bool) (*vdibroker.UserSession, error) {
 	var out *vdibroker.UserSession
 	err := s.write(ctx, func(t *tx) error {
 		closed, _, err := t.tunnelOf(ctx, pool, session, token)
@@ -279,7 +279,10 @@ func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at 
 		}
 		// Another tunnel reached the session since (the user connected
 		// again, through this gateway or another): its close decides.
-		if u.State != vdibroker.StateActive || last != token {
+		// A late close (R-GW3) moves nothing either: the user may have
+		// come back through a tunnel this broker did not hear of (its
+		// store was down), which the agent has reported since.
+		if u.State != vdibroker.StateActive || last != token || late {
 			t.audited(u, u)
 			return nil
 		}
