@@ -223,8 +223,11 @@ func TestHeartbeatAnswerFitsTheAgent_RS4(t *testing.T) {
 		report = append(report, vdibroker.AgentSession{ID: fmt.Sprint(i + 1), User: u, State: "Active"})
 	}
 	e.heartbeat(host, report...)
-	for range 6 {
-		if m, err := e.admin.SendHostMessage(ctx, "big", host, strings.Repeat("<", vdibroker.MaxMessageLen)); err != nil || m.Queued != 60 {
+	// Six texts: a text still queued for a session is not queued again
+	// (R-S4), so each differs in its last character.
+	for i := range 6 {
+		text := strings.Repeat("<", vdibroker.MaxMessageLen-1) + string(rune('a'+i))
+		if m, err := e.admin.SendHostMessage(ctx, "big", host, text); err != nil || m.Queued != 60 {
 			t.Fatalf("host message: %+v, %v", m, err)
 		}
 	}
