@@ -16,6 +16,20 @@ const (
 	maxNameLen = 64
 )
 
+// MinPodNameLen and MaxPodNameLen bound a pod's name, for the CLI's --pod.
+const (
+	MinPodNameLen = minNameLen
+	MaxPodNameLen = maxNameLen
+)
+
+// ValidatePodName checks a pod's name where a caller gives one (the pod
+// of /users/{user}/globalsessions/{pod}/{id}) as a document's pods[i].name
+// is checked: InvalidArgument on field with the allowed range, the name
+// itself not echoed.
+func ValidatePodName(field, name string) error {
+	return vdibroker.ValidateName(field, name, minNameLen, maxNameLen)
+}
+
 // Scopes and Distributions are the allowed values, defaults first.
 var (
 	Scopes        = []string{vdibroker.ScopeAllSites, vdibroker.ScopeWithinSite, vdibroker.ScopeWithinPod}

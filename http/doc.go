@@ -32,7 +32,8 @@
 //     same pool and user gets the same (successful) answer for 24 hours, per
 //     server instance; across replicas R-C6 keeps connects idempotent anyway.
 //   - A known path with another method answers 405 with code
-//     MethodNotAllowed; unknown paths under /api/v1 answer 404 NotFound.
+//     MethodNotAllowed and the Allow header; unknown paths under /api/v1
+//     answer 404 NotFound.
 //   - Secrets are prefixed by kind: vdbt_ (API token), vdbr_ (registration
 //     token), vdbh_ (host credential); each is stored as hex SHA-256.
 package http

@@ -239,3 +239,38 @@ func TestGlobalSessionCommandBound_RU3(t *testing.T) {
 		t.Errorf("bob's logoff meanwhile: %d %s, want pod1's 404", status, raw)
 	}
 }
+
+// TestGlobalSessionCommandPodName_RU3 (R-U3, R-SEC): the pod of
+// /users/{user}/globalsessions/{pod}/{id} is a pod name as the federation
+// document takes one (1..64 characters of A-Za-z0-9@._- and space), as
+// the session id is bounded: anything else is 400 naming the field
+// "pod" and its range, without echoing the name into the answer, and
+// no pod is called. An end user could otherwise have her pod echo a
+// name of tens of kilobytes in its 404 and its audit entry.
+func TestGlobalSessionCommandPodName_RU3(t *testing.T) {
+	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
+	e := envs[0]
+	alice := e.userToken("alice", nil)
+	long := strings.Repeat("p", 300)
+	for _, tc := range []struct{ name, pod string }{
+		{"300 characters", long},
+		{"a character no pod name has", "pod1!"},
+	} {
+		e.calls.take()
+		path := "/api/v1/users/alice/globalsessions/" + tc.pod + "/no-such-session"
+		status, ve, raw := rawDo(t, e, "DELETE", path, alice, "")
+		if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "pod" || !strings.Contains(ve.Message, "1..64") {
+			t.Errorf("%s: %d %s, want 400 InvalidArgument on field pod naming 1..64", tc.name, status, raw)
+		}
+		if strings.Contains(string(raw), long) {
+			t.Errorf("%s: the answer echoes the pod name: %s", tc.name, raw)
+		}
+		if calls := e.calls.take(); len(calls) != 0 {
+			t.Errorf("%s: pod calls %v, want none", tc.name, calls)
+		}
+	}
+	// A valid name that is no pod of the document stays 404.
+	if status, _, raw := rawDo(t, e, "POST", "/api/v1/users/alice/globalsessions/pod9/x/disconnect", alice, ""); status != 404 {
+		t.Errorf("a pod not in the document: %d %s, want 404", status, raw)
+	}
+}

@@ -67,12 +67,25 @@ func TestInternalErrors_SPEC9(t *testing.T) {
 	}
 }
 
-// TestMethodNotAllowed: a known path with another method is a JSON 405.
+// TestMethodNotAllowed: a known path with another method is a JSON 405
+// with the Allow header RFC 9110 requires, whose methods the message
+// names too: a user who sent GET to a logoff's URL learns it takes DELETE.
 func TestMethodNotAllowed(t *testing.T) {
 	e := newEnv(t)
-	status, _, raw := rawDo(t, e, "POST", "/api/v1/hostpools/x", adminToken, "{}")
-	if status != 405 || !strings.Contains(string(raw), `"code":"MethodNotAllowed"`) {
-		t.Errorf("got %d %s", status, raw)
+	for _, tc := range []struct{ method, path, allow string }{
+		{"POST", "/api/v1/hostpools/x", "GET, PUT, PATCH, DELETE"},
+		{"GET", "/api/v1/hostpools/x/usersessions/y/disconnect", "POST"},
+	} {
+		res, _, raw := rawDoAt(t, e.urls[0], tc.method, tc.path, adminToken, "{}")
+		if res.StatusCode != 405 || !strings.Contains(string(raw), `"code":"MethodNotAllowed"`) {
+			t.Errorf("%s %s: got %d %s", tc.method, tc.path, res.StatusCode, raw)
+		}
+		if got := res.Header.Get("Allow"); got != tc.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tc.method, tc.path, got, tc.allow)
+		}
+		if !strings.Contains(string(raw), "allowed: "+tc.allow) {
+			t.Errorf("%s %s: %s does not name the allowed methods %s", tc.method, tc.path, raw, tc.allow)
+		}
 	}
 }
 

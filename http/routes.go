@@ -2,6 +2,7 @@ package http
 
 import (
 	nethttp "net/http"
+	"strings"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/internal/ratelimit"
@@ -144,7 +145,11 @@ func (s *Server) seesStoreReason(r *nethttp.Request) bool {
 	return vdibroker.Authorize(p, vdibroker.ActionInspect, vdibroker.Target{Global: "GET /healthz"}) == nil
 }
 
+// notFound answers a request no route took: 405 with the Allow header
+// (RFC 9110 requires it) and the allowed methods in the message when the
+// path is a route's under other methods, else 404.
 func (s *Server) notFound(w nethttp.ResponseWriter, r *nethttp.Request) {
+	var allowed []string
 	for _, m := range []string{"GET", "PUT", "PATCH", "POST", "DELETE"} {
 		if m == r.Method {
 			continue
@@ -152,10 +157,15 @@ func (s *Server) notFound(w nethttp.ResponseWriter, r *nethttp.Request) {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/api/v1/" {
-			writeJSON(w, nethttp.StatusMethodNotAllowed, errorBody{Error: &vdibroker.Error{
-				Code: "MethodNotAllowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path}})
-			return
+			allowed = append(allowed, m)
 		}
+	}
+	if len(allowed) > 0 {
+		allow := strings.Join(allowed, ", ")
+		w.Header().Set("Allow", allow)
+		writeJSON(w, nethttp.StatusMethodNotAllowed, errorBody{Error: &vdibroker.Error{
+			Code: "MethodNotAllowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + allow}})
+		return
 	}
 	writeError(w, r, s, vdibroker.Errorf(vdibroker.ENotFound, "no API at %s %s", r.Method, r.URL.Path))
 }

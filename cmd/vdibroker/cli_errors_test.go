@@ -51,6 +51,10 @@ func TestCLIErrorsGolden(t *testing.T) {
 		{"missing_token", []string{"hostpool", "list", "--server", url}, false, 2},
 		{"rejected_token", []string{"hostpool", "list", "--server", url, "--token", "vdbt_wrong"}, false, 1},
 		{"log_format_xml", []string{"serve", "--log-format", "xml"}, false, 2},
+		{"pod_with_host_pool", []string{"usersession", "logoff", "--pod", "pod2", "--host-pool", "contosohp01", "--user", "y", "--id", "x"}, true, 2},
+		{"pod_without_id", []string{"usersession", "disconnect", "--pod", "pod2", "--user", "y"}, true, 2},
+		{"pod_without_user", []string{"usersession", "logoff", "--pod", "pod2", "--id", "x"}, true, 2},
+		{"pod_bad_name", []string{"usersession", "logoff", "--pod", "pod2!", "--user", "y", "--id", "x"}, true, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

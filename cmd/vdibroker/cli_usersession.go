@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -126,8 +127,14 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if pod != "" {
-				if pool != "" || id == "" || user == "" {
-					return usageError{errors.New("--pod takes --user and --id (a session of the user in that pod, as federation sessions lists it), not --host-pool")}
+				const named = "a session in another pod is named by --pod, --user and --id (as federation sessions lists it)"
+				switch {
+				case pool != "":
+					return usageError{errors.New("--pod and --host-pool do not go together: " + named)}
+				case user == "":
+					return usageError{errors.New("--pod needs --user: " + named)}
+				case id == "":
+					return usageError{errors.New("--pod needs --id: " + named)}
 				}
 				return globalSessionAction(cmd, a, name, user, pod, id)
 			}
@@ -188,7 +195,7 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 		required = append(required, "host-pool")
 	}
 	if global {
-		f.StringVar(&pod, "pod", "", "another pod of the federation, whose session of --user with --id this pod asks it to act on")
+		f.Var(&nameValue{&pod, federation.MinPodNameLen, federation.MaxPodNameLen}, "pod", "another pod of the federation, whose session of --user with --id this pod asks it to act on")
 	}
 	if len(required) > 0 {
 		requireFlags(cmd, required...)

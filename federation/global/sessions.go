@@ -267,6 +267,9 @@ func (g *Service) GlobalSessionCommand(ctx context.Context, user, pod, id, comma
 	if err := vdibroker.ValidateText("id", id, maxSessionIDLen); err != nil {
 		return nil, err
 	}
+	if err := federation.ValidatePodName("pod", pod); err != nil {
+		return nil, err
+	}
 	doc, err := g.Document(ctx)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %q is not in this pod's federation document: it holds none yet", pod)
