@@ -483,6 +483,13 @@ func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path st
 	for k, v := range federation.SignTo(c.Secrets.Signing(), method, path, c.Pod, pod.Name, raw, now()) {
 		h.Set(k, v)
 	}
+	// The request it is made for names the call too (R-G5, R-SEC): what
+	// the peer records of it (a session placed, a logoff queued, a
+	// refusal) carries the same request id as this pod's entry, so a
+	// helpdesk's reference finds both.
+	if id := vdibroker.RequestIDFrom(ctx); id != "" {
+		h.Set("X-Request-Id", id)
+	}
 	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true}
 	return cl.do(ctx, method, path, nil, send, out, h)
 }

@@ -169,11 +169,12 @@ func testGlobalSessionCommand(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 
-	var actions []string
+	var actions, farIDs []string
 	for _, a := range list {
 		if strings.Contains(a.Target, mine) && a.Principal.Kind == vdibroker.PrincipalPod && a.Principal.ID == "pod0" && a.Principal.Name == "alice" &&
 			a.Outcome == vdibroker.AuditOK {
 			actions = append(actions, a.Action)
+			farIDs = append(farIDs, a.RequestID)
 		}
 	}
 	// The logoff asked again is audited too, per asker (R-S4), though
@@ -186,13 +187,20 @@ func testGlobalSessionCommand(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	actions = nil
+	var nearIDs []string
 	for _, a := range list {
 		if strings.Contains(a.Target, mine) && a.Principal.Name == "Alice" && a.Outcome == vdibroker.AuditOK {
 			actions = append(actions, a.Action)
+			nearIDs = append(nearIDs, a.RequestID)
 		}
 	}
 	if !slices.Equal(actions, []string{"globalsession.disconnect", "globalsession.logoff", "globalsession.logoff"}) {
 		t.Errorf("pod0's audit of alice's session on pod1: %v; want her disconnect and two logoffs", actions)
+	}
+	// One reference finds both pods' entries: the pod call carries the
+	// request id of the request it is made for.
+	if !slices.Equal(nearIDs, farIDs) || slices.Contains(nearIDs, "") {
+		t.Errorf("request ids of pod0's entries %v, of pod1's %v; want the same, each set", nearIDs, farIDs)
 	}
 	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "users/alice/globalsessions/pod1/" + bobs}); err != nil ||
 		len(list) != 1 || list[0].Outcome != vdibroker.AuditRefused {
