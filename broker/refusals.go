@@ -59,6 +59,10 @@ type refusalTally struct {
 	written int
 	counted int
 	last    *vdibroker.AuditEntry
+	// names says the counted refusals name more than one principal name
+	// under one kind and id (a peer pod's calls, each for a user): the
+	// summary then names none, not the last one's.
+	names bool
 }
 
 // RecordRefusal implements vdibroker.AuditService.
@@ -147,6 +151,9 @@ func (r *refusals) add(e *vdibroker.AuditEntry, now time.Time) (summaries []*vdi
 		t.written++
 		return summaries, true
 	}
+	if t.last != nil && t.last.Principal.Name != e.Principal.Name {
+		t.names = true
+	}
 	t.counted++
 	t.last = e
 	return summaries, false
@@ -206,6 +213,11 @@ func summary(t *refusalTally, start, end time.Time, byPrincipal, others bool) *v
 	case others:
 		e.Principal, e.RemoteAddr, e.Target, e.HostPool = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous}, "", "", ""
 		who = "from other addresses"
+	case byPrincipal && t.names:
+		// A pod's calls for several users (R-G5): the summary is the
+		// pod's, and names none of them.
+		e.Principal.Name = ""
+		who = fmt.Sprintf("of %s %s for several users (the last from %s, for %s)", last.Principal.Kind, last.Principal.ID, last.RemoteAddr, last.Principal.Name)
 	case byPrincipal:
 		who = fmt.Sprintf("of %s %s (the last from %s)", last.Principal.Kind, last.Principal.ID, last.RemoteAddr)
 	}

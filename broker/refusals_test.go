@@ -176,3 +176,33 @@ func TestPrincipalRefusalBudget_RSEC(t *testing.T) {
 		t.Errorf("%d principals one refusal past the budget: %d summaries of %d credentials, want %d of each", n, len(sums), len(ids), n)
 	}
 }
+
+// TestPodRefusalSummaryNamesNoUser_RSEC: a peer pod's calls are refused
+// under the pod's budget (principal kind pod, its name the user each is
+// for); past it, the window's summary is the pod's and names no user when
+// they were for several: it named the last one's, and a helpdesk reading
+// a user's trail found the others' refusals under it. Calls for one user
+// keep her name.
+func TestPodRefusalSummaryNamesNoUser_RSEC(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	entry := func(user string) *vdibroker.AuditEntry {
+		return &vdibroker.AuditEntry{RemoteAddr: "10.0.0.1", Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalPod, ID: "fra1", Name: user},
+			Action: "usersession.logoff", Target: "hostpools/p/usersessions/x", Error: "Conflict: the session has ended"}
+	}
+	for _, tt := range []struct {
+		users []string
+		name  string
+	}{{[]string{"alice", "bob"}, ""}, {[]string{"alice", "alice"}, "alice"}} {
+		r := refusals{byPrincipal: true}
+		for i := range vdibroker.PrincipalRefusalsPerWindow + 6 {
+			r.add(entry(tt.users[i%2]), t0)
+		}
+		sums := r.roll(t0.Add(vdibroker.RefusalWindow), false)
+		if len(sums) != 1 || sums[0].Principal.ID != "fra1" || sums[0].Principal.Name != tt.name {
+			t.Fatalf("refusals for %v: summaries %+v, want one of pod fra1 naming %q", tt.users, sums, tt.name)
+		}
+		if tt.name == "" && !strings.Contains(sums[0].Error, "for several users") {
+			t.Errorf("the summary of several users' refusals says %q", sums[0].Error)
+		}
+	}
+}
