@@ -42,10 +42,13 @@ type Command struct {
 // queued, one an Active or Disconnected session, and the warnings of a
 // host that cannot show them now (CommandWarning) or has no such session.
 type HostMessage struct {
-	HostPool    string   `json:"hostPool"`
-	SessionHost string   `json:"sessionHost"`
-	Queued      int      `json:"queued"`
-	Warnings    []string `json:"warnings,omitempty"`
+	HostPool    string `json:"hostPool"`
+	SessionHost string `json:"sessionHost"`
+	Queued      int    `json:"queued"`
+	// AlreadyQueued is how many of Queued had the same message queued
+	// already and were not queued it again (R-S4).
+	AlreadyQueued int      `json:"alreadyQueued"`
+	Warnings      []string `json:"warnings,omitempty"`
 }
 
 // CommandResult is the agent's report of one command, sent on the next

@@ -256,8 +256,10 @@ type Store interface {
 	// QueueHostMessage queues a SendMessage of message for each Active and
 	// Disconnected session of host (R-S4), created at now, in one
 	// transaction with one audit entry for the host, and returns how many
-	// it queued; NotFound when the host does not exist.
-	QueueHostMessage(ctx context.Context, pool, host, message string, now time.Time) (int, error)
+	// sessions will show it (queued) and how many of them had the same
+	// message queued already, not queued again; NotFound when the host
+	// does not exist.
+	QueueHostMessage(ctx context.Context, pool, host, message string, now time.Time) (queued, already int, err error)
 
 	// RegisterHost checks a registration token hash (valid, not expired,
 	// under its MaxHosts), creates the host named by req in the token's

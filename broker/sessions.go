@@ -121,11 +121,11 @@ func (s *Service) SendHostMessage(ctx context.Context, pool, host, message strin
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.store.QueueHostMessage(ctx, pool, host, message, s.now().UTC())
+	n, already, err := s.store.QueueHostMessage(ctx, pool, host, message, s.now().UTC())
 	if err != nil {
 		return nil, err
 	}
-	out := &vdibroker.HostMessage{HostPool: pool, SessionHost: host, Queued: n}
+	out := &vdibroker.HostMessage{HostPool: pool, SessionHost: host, Queued: n, AlreadyQueued: already}
 	what := fmt.Sprintf("the %d messages", n)
 	switch n {
 	case 0:

@@ -338,6 +338,9 @@ func (c *Console) sendHostMessage(rq *request) {
 	msg := fmt.Sprintf("%s has no Active or Disconnected session: no message was queued (R-S4).", name)
 	if m.Queued > 0 {
 		msg = fmt.Sprintf("The message is queued for %d session%s on %s: the host's agent shows it in each on its next heartbeat (R-S4).", m.Queued, plural(m.Queued), name)
+		if m.AlreadyQueued > 0 {
+			msg = strings.TrimSuffix(msg, ".") + fmt.Sprintf("; %d of them had it queued already and get it once.", m.AlreadyQueued)
+		}
 	}
 	back := "/pools/" + url.PathEscape(pool) + "/hosts/" + url.PathEscape(name)
 	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), back)), msg+warned(m.Warnings))

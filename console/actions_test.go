@@ -334,6 +334,10 @@ func TestActionSendHostMessage_RS4(t *testing.T) {
 	a = b.post("/pools/pool-a/hosts/host-1/message", url.Values{"csrf": {csrf}, "message": {"Still there?"}})
 	wantStatus(t, a, http.StatusSeeOther)
 	wantContains(t, b.get(a.location), "The message is queued for 2 sessions on host-1", "Warning: session host host-1 is Shutdown")
+	// The same text again, still queued: the flash says they get it once.
+	a = b.post("/pools/pool-a/hosts/host-1/message", url.Values{"csrf": {csrf}, "message": {"Still there?"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	wantContains(t, b.get(a.location), "2 of them had it queued already and get it once")
 
 	// A Reader is offered no such control, and the broker refuses its post.
 	r := e.browser()

@@ -197,6 +197,11 @@ func TestHostMessage_RS4(t *testing.T) {
 		!strings.HasSuffix(m2.Warnings[0], "queued, the host gets the 22 messages when its agent reports again") {
 		t.Errorf("message to an Unavailable host: %+v, %v; want 22 queued and the warning", m2, err)
 	}
+	// The same text again: every session has it queued, none again, and
+	// the answer says so.
+	if m3, err := e.admin.SendHostMessage(ctx, "hmp", hosts[0], "restart postponed"); err != nil || m3.Queued != 22 || m3.AlreadyQueued != 22 || m2.AlreadyQueued != 0 {
+		t.Errorf("the same message again: %+v, %v (the first: %+v); want 22, all 22 queued already", m3, err, m2)
+	}
 }
 
 // TestHeartbeatAnswerFitsTheAgent_RS4: the agent reads at most 8 MiB of

@@ -322,12 +322,12 @@ func (s *Store) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 }
 
 // QueueHostMessage runs the wrapped store's QueueHostMessage through the hook.
-func (s *Store) QueueHostMessage(ctx context.Context, pool string, host string, message string, now time.Time) (r0 int, err error) {
+func (s *Store) QueueHostMessage(ctx context.Context, pool string, host string, message string, now time.Time) (r0 int, r1 int, err error) {
 	err = s.hook(ctx, OpQueueHostMessage, func(ctx context.Context) (err error) {
-		r0, err = s.inner.QueueHostMessage(ctx, pool, host, message, now)
+		r0, r1, err = s.inner.QueueHostMessage(ctx, pool, host, message, now)
 		return err
 	})
-	return r0, err
+	return r0, r1, err
 }
 
 // RegisterHost runs the wrapped store's RegisterHost through the hook.

@@ -69,9 +69,9 @@ func TestMessageQueuedOnce_RS4(t *testing.T) {
 		if other := msg("save your work"); other == first {
 			t.Error("another text was answered with the first message")
 		}
-		n, err := s.QueueHostMessage(ctx, "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
-		if err != nil || n != 2 {
-			t.Fatalf("host message: %d, %v; want 2 sessions (alice's queued already, bob's new)", n, err)
+		n, already, err := s.QueueHostMessage(ctx, "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
+		if err != nil || n != 2 || already != 1 {
+			t.Fatalf("host message: %d (%d already), %v; want 2 sessions, 1 already (alice's queued already, bob's new)", n, already, err)
 		}
 		want := []string{"alice restart at 18:00", "alice save your work", "bob restart at 18:00"}
 		if diff := cmp.Diff(want, delivered(t, s, 3*time.Second)); diff != "" {
@@ -127,7 +127,7 @@ func TestQueuedCommandsBounded_RS4(t *testing.T) {
 				}
 			}
 		}
-		if n, err := s.QueueHostMessage(ctx, "pool1", "h1", "to all", t0.Add(2*time.Second)); vdibroker.ErrorCode(err) != vdibroker.EConflict || n != 0 {
+		if n, _, err := s.QueueHostMessage(ctx, "pool1", "h1", "to all", t0.Add(2*time.Second)); vdibroker.ErrorCode(err) != vdibroker.EConflict || n != 0 {
 			t.Errorf("host message at the bound: %d, %v; want Conflict", n, err)
 		}
 		if err := s.QueueCommand(ctx, &vdibroker.Command{HostPool: "pool1", SessionHost: "h2", Type: vdibroker.CommandSendMessage, Message: "x"}); err != nil {
@@ -172,7 +172,7 @@ func TestHostMessagesAtOnceQueueOnce_RS4(t *testing.T) {
 	answers := make(chan answer, 2)
 	for range 2 {
 		go func() {
-			n, err := s.QueueHostMessage(context.WithoutCancel(ctx), "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
+			n, _, err := s.QueueHostMessage(context.WithoutCancel(ctx), "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
 			answers <- answer{n, err}
 		}()
 	}

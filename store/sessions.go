@@ -634,15 +634,14 @@ const auditedMessages = 20
 // sessions have no logon to show it in yet. The request's audit entry is
 // one for the host, bounded: the message, the count, and the first
 // auditedMessages sessions.
-func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, now time.Time) (int, error) {
+func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, now time.Time) (queued, already int, err error) {
 	type session struct {
 		ID    string `json:"id"`
 		User  string `json:"user"`
 		State string `json:"state"`
 	}
-	var queued int
-	err := s.write(ctx, func(t *tx) error {
-		queued = 0
+	err = s.write(ctx, func(t *tx) error {
+		queued, already = 0, 0
 		// Under the host's lock, as QueueCommand: two host messages at
 		// once (PostgreSQL) would each read none of the other's queued,
 		// queue the same text twice and together pass the bound.
@@ -664,7 +663,7 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 		// The same message still queued for a session is not queued
 		// again (a second click, a script run again): the session is
 		// counted, as it will be shown the message.
-		already := map[string]bool{}
+		has := map[string]bool{}
 		rows, err := t.query(ctx, `SELECT session_id FROM commands
 			WHERE host_pool = ? AND session_host = ? AND state = ? AND type = ? AND message = ?`,
 			pool, host, vdibroker.CommandQueued, vdibroker.CommandSendMessage, message)
@@ -677,7 +676,7 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 				rows.Close()
 				return err
 			}
-			already[id] = true
+			has[id] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -685,7 +684,7 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 		}
 		fresh := 0
 		for _, o := range to {
-			if !already[o.ID] {
+			if !has[o.ID] {
 				fresh++
 			}
 		}
@@ -694,7 +693,7 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 		}
 		wasQueued := 0
 		for _, o := range to {
-			if already[o.ID] {
+			if has[o.ID] {
 				if wasQueued++; len(listed) < auditedMessages {
 					listed = append(listed, session{o.ID, o.User, o.State})
 				}
@@ -711,13 +710,13 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 			}
 		}
 		t.audited(nil, map[string]any{"sessionHost": host, "message": message, "queued": queued, "alreadyQueued": wasQueued, "sessions": listed})
-		queued += wasQueued
+		queued, already = queued+wasQueued, wasQueued
 		return nil
 	})
 	if err != nil {
-		return 0, wrap(err, "queue messages for %s/%s", pool, host)
+		return 0, 0, wrap(err, "queue messages for %s/%s", pool, host)
 	}
-	return queued, nil
+	return queued, already, nil
 }
 
 // PruneHistory deletes what is older than before: ended sessions (by the

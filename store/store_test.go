@@ -1054,11 +1054,11 @@ func TestQueueHostMessage(t *testing.T) {
 			{ID: "1", User: "alice", State: vdibroker.StateActive}, {ID: "2", User: "bob", State: vdibroker.StateDisconnected}}}, t0.Add(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		n, err := s.QueueHostMessage(ctx, "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
-		if err != nil || n != 2 {
-			t.Fatalf("QueueHostMessage: %d, %v; want 2 (alice Active, bob Disconnected)", n, err)
+		n, already, err := s.QueueHostMessage(ctx, "pool1", "h1", "restart at 18:00", t0.Add(2*time.Second))
+		if err != nil || n != 2 || already != 0 {
+			t.Fatalf("QueueHostMessage: %d (%d already), %v; want 2 (alice Active, bob Disconnected), none already", n, already, err)
 		}
-		_, err = s.QueueHostMessage(ctx, "pool1", "nope", "x", t0)
+		_, _, err = s.QueueHostMessage(ctx, "pool1", "nope", "x", t0)
 		wantCode(t, err, vdibroker.ENotFound)
 		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
 			{ID: "1", User: "alice", State: vdibroker.StateActive}, {ID: "2", User: "bob", State: vdibroker.StateDisconnected}}}, t0.Add(3*time.Second))

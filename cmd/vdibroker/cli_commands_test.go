@@ -688,9 +688,14 @@ func TestCLISessionHostSendMessage_RS4(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := b.cli("sessionhost", "send-message", "--host-pool", "contosohp01", "--name", "sh-01", "--message", "This host restarts in 10 minutes")
-	want := "HostPool     SessionHost    Queued\n-----------  -------------  --------\ncontosohp01  sh-01          2\n"
+	want := "HostPool     SessionHost    Queued    AlreadyQueued\n-----------  -------------  --------  ---------------\ncontosohp01  sh-01          2         0\n"
 	if r.code != 0 || r.stderr != "" || r.stdout != want {
 		t.Errorf("send-message: exit %d, stderr %q, stdout\n%s\nwant\n%s", r.code, r.stderr, r.stdout, want)
+	}
+	// The same text again, still queued: none queued again, and it says so.
+	r = b.cli("sessionhost", "send-message", "--host-pool", "contosohp01", "--name", "sh-01", "--message", "This host restarts in 10 minutes", "--query", "alreadyQueued", "-o", "tsv")
+	if r.code != 0 || r.stdout != "2\n" {
+		t.Errorf("the same message again: exit %d, stdout %q, stderr %q; want 2 queued already", r.code, r.stdout, r.stderr)
 	}
 	if cmds := b.heartbeat(cred); len(cmds) != 2 || cmds[0].Message != "This host restarts in 10 minutes" {
 		t.Errorf("the agent got %+v; want the 2 messages", cmds)

@@ -277,6 +277,7 @@ var hostMessageColumns = []column{
 	{"HostPool", "hostPool"},
 	{"SessionHost", "sessionHost"},
 	{"Queued", "queued"},
+	{"AlreadyQueued", "alreadyQueued"},
 }
 
 // newSessionHostSendMessageCmd is send-message to every user of a host,
