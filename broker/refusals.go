@@ -213,9 +213,11 @@ func summary(t *refusalTally, start, end time.Time, byPrincipal, others bool) *v
 	case others:
 		e.Principal, e.RemoteAddr, e.Target, e.HostPool = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous}, "", "", ""
 		who = "from other addresses"
-	case byPrincipal && t.names:
+	case t.names:
 		// A pod's calls for several users (R-G5): the summary is the
-		// pod's, and names none of them.
+		// pod's, and names none of them. A pod holds no API credential
+		// (AuditPrincipal.HoldsAPICredential): its refusals are counted
+		// by address, so this is not of byPrincipal alone.
 		e.Principal.Name = ""
 		who = fmt.Sprintf("of %s %s for several users (the last from %s, for %s)", last.Principal.Kind, last.Principal.ID, last.RemoteAddr, last.Principal.Name)
 	case byPrincipal:

@@ -193,16 +193,23 @@ func TestPodRefusalSummaryNamesNoUser_RSEC(t *testing.T) {
 		users []string
 		name  string
 	}{{[]string{"alice", "bob"}, ""}, {[]string{"alice", "alice"}, "alice"}} {
-		r := refusals{byPrincipal: true}
-		for i := range vdibroker.PrincipalRefusalsPerWindow + 6 {
-			r.add(entry(tt.users[i%2]), t0)
+		// RecordRefusal counts a pod's refusals by address, as it holds
+		// no API credential: the summary there named the last user too.
+		if (vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalPod}).HoldsAPICredential() {
+			t.Fatal("a pod holds an API credential: its refusals are counted per principal")
 		}
-		sums := r.roll(t0.Add(vdibroker.RefusalWindow), false)
-		if len(sums) != 1 || sums[0].Principal.ID != "fra1" || sums[0].Principal.Name != tt.name {
-			t.Fatalf("refusals for %v: summaries %+v, want one of pod fra1 naming %q", tt.users, sums, tt.name)
-		}
-		if tt.name == "" && !strings.Contains(sums[0].Error, "for several users") {
-			t.Errorf("the summary of several users' refusals says %q", sums[0].Error)
+		for _, byPrincipal := range []bool{false, true} {
+			r := refusals{byPrincipal: byPrincipal}
+			for i := range vdibroker.PrincipalRefusalsPerWindow + 6 {
+				r.add(entry(tt.users[i%2]), t0)
+			}
+			sums := r.roll(t0.Add(vdibroker.RefusalWindow), false)
+			if len(sums) != 1 || sums[0].Principal.ID != "fra1" || sums[0].Principal.Name != tt.name {
+				t.Fatalf("refusals for %v (byPrincipal %v): summaries %+v, want one of pod fra1 naming %q", tt.users, byPrincipal, sums, tt.name)
+			}
+			if tt.name == "" && !strings.Contains(sums[0].Error, "for several users") {
+				t.Errorf("the summary of several users' refusals (byPrincipal %v) says %q", byPrincipal, sums[0].Error)
+			}
 		}
 	}
 }
