@@ -65,6 +65,10 @@ type TunnelReport struct {
 	BytesToClient int64  `json:"bytesToClient,omitempty"`
 	Reason        string `json:"reason,omitempty"`
 	Reached       bool   `json:"reached,omitempty"`
+	// SentAt is when the gateway sent this report of a close, on its
+	// clock as At is (R-GW3): SentAt - At says how late it is whatever
+	// the gateway's clock is to the broker's.
+	SentAt time.Time `json:"sentAt,omitzero"`
 }
 
 // GatewayService is the broker's side of its RD gateways: the reports they

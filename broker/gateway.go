@@ -565,7 +565,7 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 	// gateway's report sent again after the broker did not take it)
 	// records the tunnel's end but leaves the session to its agent's
 	// reports (R-GW3).
-	late := !r.At.IsZero() && now.Sub(r.At) >= lateTunnelClose
+	late := lateClose(r, now)
 	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, now, late)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound && now.After(tunnelRecordExpiry(r)) {
 		// A token this broker issued whose record may be pruned: the
@@ -588,6 +588,22 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 	s.log.Info("gateway tunnel closed", "gateway", r.Gateway, "user", r.User, "pool", r.Pool, "session", r.Session, "state", u.State,
 		"reason", r.Reason, "bytesToHost", r.BytesToHost, "bytesToClient", r.BytesToClient)
 	return nil
+}
+
+// lateClose reports whether the close r reports was sent lateTunnelClose
+// or more after it happened (R-GW3). Both times are the gateway's clock
+// when it says when it sent it (SentAt): measured against the broker's,
+// a gateway whose clock is behind had every close late, and no tunnel's
+// close moved a session; one ahead had a close sent again after an
+// outage moved it. A report without SentAt is measured by now.
+func lateClose(r *vdibroker.TunnelReport, now time.Time) bool {
+	switch {
+	case r.At.IsZero():
+		return false
+	case !r.SentAt.IsZero():
+		return r.SentAt.Sub(r.At) >= lateTunnelClose
+	}
+	return now.Sub(r.At) >= lateTunnelClose
 }
 
 // gatewayAudit returns ctx carrying the audit entry of a report, written

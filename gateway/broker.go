@@ -68,6 +68,11 @@ type TunnelEvent struct {
 	BytesToClient int64  `json:"bytesToClient,omitempty"`
 	Reason        string `json:"reason,omitempty"` // why it closed
 	Reached       bool   `json:"reached,omitempty"`
+	// SentAt is when this report of the close was sent, on this
+	// gateway's clock as At is: the broker tells a close sent again
+	// after an outage by SentAt - At, whatever its own clock says of
+	// this gateway's (R-GW3).
+	SentAt time.Time `json:"sentAt,omitzero"`
 }
 
 // MemoryBroker is a Broker in memory, for one gateway on its own and for

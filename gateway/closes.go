@@ -73,6 +73,9 @@ func (g *Gateway) retryCloses() {
 		}
 		ev := c.events[0]
 		c.mu.Unlock()
+		// Sent now, At long ago: the broker records the tunnel's end
+		// but leaves its session to the agent (R-GW3).
+		ev.SentAt = g.cfg.Clock.Now()
 
 		ctx, cancel := context.WithTimeout(g.ctx, brokerTimeout)
 		err := g.cfg.Broker.TunnelClose(ctx, ev)

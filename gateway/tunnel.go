@@ -145,6 +145,7 @@ func (t *tunnel) finish() {
 		g.m.closed.WithLabelValues(t.reason).Inc()
 		ev := t.event()
 		ev.BytesToHost, ev.BytesToClient, ev.Reason, ev.Reached = t.toHost.Load(), t.toClient.Load(), t.reason, t.reached.Load()
+		ev.SentAt = g.cfg.Clock.Now()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(g.ctx), brokerTimeout)
 		if err := g.cfg.Broker.TunnelClose(ctx, ev); err != nil {
 			switch {

@@ -703,4 +703,25 @@ func TestGatewayLateCloseLeavesSession_RGW3(t *testing.T) {
 	if st := w.session(t, "gwlate", promptID).State; st != vdibroker.StateDisconnected {
 		t.Errorf("after a close reported at once the session is %s, want Disconnected", st)
 	}
+	// A gateway whose clock is two minutes behind the broker's says when
+	// it sent each close (SentAt, its clock as At is): one sent at once
+	// moves the session, one sent again a minute after it happened does
+	// not, whatever the broker's clock says of the gateway's.
+	behind := w.e.clock.Now().Add(-2 * time.Minute)
+	skewed, skewedID := event("carol")
+	skewed.At, skewed.SentAt = behind, behind.Add(time.Second)
+	if err := w.broker.TunnelClose(ctx, skewed); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.session(t, "gwlate", skewedID).State; st != vdibroker.StateDisconnected {
+		t.Errorf("after a close sent at once by a gateway whose clock is behind the session is %s, want Disconnected", st)
+	}
+	resent, resentID := event("dave")
+	resent.At, resent.SentAt = behind.Add(-time.Minute), behind
+	if err := w.broker.TunnelClose(ctx, resent); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.session(t, "gwlate", resentID).State; st != vdibroker.StateActive {
+		t.Errorf("after a close sent again a minute late by a gateway whose clock is behind the session is %s, want Active", st)
+	}
 }

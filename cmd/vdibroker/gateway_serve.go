@@ -235,7 +235,7 @@ var _ gateway.Broker = gatewayReports{}
 func report(ev gateway.TunnelEvent) *vdibroker.TunnelReport {
 	return &vdibroker.TunnelReport{TokenID: ev.TokenID, User: ev.User, Session: ev.Session, Pool: ev.Pool, Host: ev.Host,
 		Client: ev.Client, Gateway: ev.Gateway, At: ev.At, Expiry: ev.Expiry, BytesToHost: ev.BytesToHost,
-		BytesToClient: ev.BytesToClient, Reason: ev.Reason, Reached: ev.Reached}
+		BytesToClient: ev.BytesToClient, Reason: ev.Reason, Reached: ev.Reached, SentAt: ev.SentAt}
 }
 
 func (g gatewayReports) TunnelOpen(ctx context.Context, ev gateway.TunnelEvent) error {
