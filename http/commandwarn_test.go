@@ -202,6 +202,16 @@ func TestHostMessage_RS4(t *testing.T) {
 	if m3, err := e.admin.SendHostMessage(ctx, "hmp", hosts[0], "restart postponed"); err != nil || m3.Queued != 22 || m3.AlreadyQueued != 22 || m2.AlreadyQueued != 0 {
 		t.Errorf("the same message again: %+v, %v (the first: %+v); want 22, all 22 queued already", m3, err, m2)
 	}
+	// Its audit entry counts as the answer does: queued is every session
+	// shown the message, alreadyQueued how many of them had it already.
+	audit, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "sessionhost.sendmessage", Newest: true})
+	if err != nil || len(audit) == 0 {
+		t.Fatalf("audit of the host's messages: %v, %d entries", err, len(audit))
+	}
+	var again struct{ Queued, AlreadyQueued int }
+	if err := json.Unmarshal(audit[0].After, &again); err != nil || again.Queued != 22 || again.AlreadyQueued != 22 {
+		t.Errorf("the audit entry of the same message again says %s (%v), want queued 22, alreadyQueued 22 as the answer", audit[0].After, err)
+	}
 }
 
 // TestHeartbeatAnswerFitsTheAgent_RS4: the agent reads at most 8 MiB of

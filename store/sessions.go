@@ -709,7 +709,7 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 				listed = append(listed, session{o.ID, o.User, o.State})
 			}
 		}
-		t.audited(nil, map[string]any{"sessionHost": host, "message": message, "queued": queued, "alreadyQueued": wasQueued, "sessions": listed})
+		t.audited(nil, map[string]any{"sessionHost": host, "message": message, "queued": queued + wasQueued, "alreadyQueued": wasQueued, "sessions": listed})
 		queued, already = queued+wasQueued, wasQueued
 		return nil
 	})
