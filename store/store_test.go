@@ -70,7 +70,10 @@ func postgresOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
 // write that should be waiting, for the failure message.
 func waitForLockWaiter(t *testing.T, s *store.DB, who string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	// A bound on a broken test's wait, not a timing: on a machine busy
+	// with the rest of the package, opening a store and migrating up to
+	// the step that waits took more than 10 s.
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		n, err := s.QueryInt(t.Context(), `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
 		if err != nil {
