@@ -565,6 +565,7 @@ func TestAudit_NewestFirst(t *testing.T) {
 // sessions"); past them 429 with Retry-After, not recorded one by one.
 func TestSigninsOfOnePrincipalAreBounded(t *testing.T) {
 	e := newEnv(t)
+	e.clock.Freeze() // the bucket refills by the test's clock alone, not a slow machine's
 	ctx := context.Background()
 	tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "User", Subject: uniq("looper")})
 	if err != nil {
@@ -606,6 +607,7 @@ func TestSigninsOfOnePrincipalAreBounded(t *testing.T) {
 // of its own: its sign-ins are not spent by it.
 func TestSignoutsRecordedAndBounded(t *testing.T) {
 	e := newEnv(t)
+	e.clock.Freeze() // the bucket refills by the test's clock alone, not a slow machine's
 	ctx := context.Background()
 	tr, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: "User", Subject: uniq("leaver")})
 	if err != nil {
