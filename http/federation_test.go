@@ -67,7 +67,8 @@ func fedPodsOn(t *testing.T, dsn string, n, hosts, limit int, policy string, tls
 		}
 		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
 		calls := &callCounter{n: map[string]int{}}
-		srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: name, Site: site,
+		clk := &clock{}
+		srv := testserver.New(testserver.Config{Store: st, Now: clk.Now, AdminToken: adminToken, Pod: name, Site: site,
 			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret), OneProcessStore: dsn == ""})
 		var h nethttp.Handler = srv.Handler()
 		if wrap != nil {
@@ -87,7 +88,7 @@ func fedPodsOn(t *testing.T, dsn string, n, hosts, limit int, policy string, tls
 		t.Cleanup(func() { ts.Close(); srv.Close(); st.Close() })
 		admin := vhttp.NewClient(ts.URL, adminToken)
 		admin.HTTPClient = ts.Client()
-		e := &env{t: t, store: st, clock: &clock{}, srvs: []*testserver.Server{srv}, urls: []string{ts.URL},
+		e := &env{t: t, store: st, clock: clk, srvs: []*testserver.Server{srv}, urls: []string{ts.URL},
 			admin: admin, agents: map[string]string{}, calls: calls, down: ts.Close}
 		pool := "office-" + name
 		e.pool(pool, map[string]any{"maxSessionLimit": limit})

@@ -143,6 +143,7 @@ func TestSendMessageRefusesControlCharacters(t *testing.T) {
 // even for a call that would otherwise be answered.
 func TestRateLimits(t *testing.T) {
 	e := newEnv(t)
+	e.clock.Freeze() // the buckets refill by the test's clock alone, not a slow machine's
 	e.pool("ratepool", nil)
 	hosts := e.addHosts("ratepool", "rate", 2)
 	var limited error
@@ -171,6 +172,7 @@ func TestRateLimits(t *testing.T) {
 // NAT) are still answered.
 func TestRateLimitSparesValidCredentials(t *testing.T) {
 	e := newEnv(t)
+	e.clock.Freeze() // the buckets refill by the test's clock alone, not a slow machine's
 	ctx := context.Background()
 	e.pool("sparepool", nil)
 	host := e.addHosts("sparepool", "spare", 1)[0]
