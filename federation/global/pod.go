@@ -91,16 +91,7 @@ func (g *Service) PodSessions(ctx context.Context, req vdibroker.PodSessionsRequ
 	if err != nil {
 		return nil, err
 	}
-	members := g.memberPools(doc)
-	// This pod's member pools the caller named, each once: a peer naming
-	// one pool many times gets it read once per user, not once per name.
-	var pools []string
-	for _, p := range req.HostPools {
-		if slices.Contains(members, p) && !slices.Contains(pools, p) {
-			pools = append(pools, p)
-		}
-	}
-	list, err := g.localSessions(ctx, users, pools)
+	list, err := g.localSessions(ctx, users, g.namedMembers(doc, req.HostPools))
 	if err != nil {
 		return nil, err
 	}
@@ -174,13 +165,7 @@ func (g *Service) PodSessionCommand(ctx context.Context, pod string, req vdibrok
 	if err != nil {
 		return nil, err
 	}
-	members := g.memberPools(doc)
-	var pools []string
-	for _, p := range req.HostPools {
-		if slices.Contains(members, p) && !slices.Contains(pools, p) {
-			pools = append(pools, p)
-		}
-	}
+	pools := g.namedMembers(doc, req.HostPools)
 	// The user's open sessions in those pools (one read of the index by
 	// folded name, as a peer's look-up): the session is among them only
 	// if it is hers, open, and in a member pool asked.
@@ -206,4 +191,18 @@ func (g *Service) PodSessionCommand(ctx context.Context, pod string, req vdibrok
 		return g.cfg.Sessions.Logoff(ctx, us.HostPool, us.ID)
 	}
 	return g.cfg.Sessions.Disconnect(ctx, us.HostPool, us.ID)
+}
+
+// namedMembers are this pod's member pools of doc that a peer named, each
+// once: a peer naming one pool many times gets it read once per user,
+// not once per name, and a pool of no global entitlement is not read.
+func (g *Service) namedMembers(doc *vdibroker.Federation, named []string) []string {
+	members := g.memberPools(doc)
+	var pools []string
+	for _, p := range named {
+		if slices.Contains(members, p) && !slices.Contains(pools, p) {
+			pools = append(pools, p)
+		}
+	}
+	return pools
 }
