@@ -128,6 +128,39 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// opened connects user in pool through the gateway and reports the open
+// of its token's tunnel as the gateway would, at at, from 192.0.2.7; it
+// returns the report and the session's id.
+func (w *gwWorld) opened(t *testing.T, pool, user string, at time.Time) (gateway.TunnelEvent, string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := w.e.admin.Connect(ctx, pool, vhttp.ConnectRequest{User: user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := w.keys.Verify(tokenLine.FindStringSubmatch(c.RDPFile)[1], time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := gateway.TunnelEvent{TokenID: claims.ID, User: claims.User, Session: claims.Session, Pool: claims.Pool, Host: claims.Host,
+		Client: "192.0.2.7", Gateway: "rdgw-1", At: at, Expiry: time.Unix(claims.Expiry, 0)}
+	if err := w.broker.TunnelOpen(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev, c.SessionID
+}
+
+// echoed sends four bytes through conn to its echo host and wants them
+// back.
+func echoed(t *testing.T, conn io.ReadWriter) {
+	t.Helper()
+	go conn.Write([]byte("rdp!"))
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "rdp!" {
+		t.Fatalf("through the tunnel: %q %v", got, err)
+	}
+}
+
 // TestGatewayConnectAndTunnel_RGW1_RGW2_RGW3: a connect in a pool that
 // goes through the server's gateway answers an .rdp that names it and
 // holds a token the gateway verifies with the keys the broker publishes;
@@ -172,11 +205,7 @@ func TestGatewayConnectAndTunnel_RGW1_RGW2_RGW3(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tunnel: %v", err)
 	}
-	go conn.Write([]byte("rdp!"))
-	got := make([]byte, 4)
-	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "rdp!" {
-		t.Fatalf("through the tunnel: %q %v", got, err)
-	}
+	echoed(t, conn)
 	// Active at once: the agent has not heartbeated since the connect.
 	u := w.session(t, "gwpool", c.SessionID)
 	if u.State != vdibroker.StateActive || u.Gateway != "rdgw-1" || u.GatewayTime == nil {
@@ -423,11 +452,7 @@ func TestGatewayDuringOutage_PostgreSQL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tunnel during the outage: %v", err)
 	}
-	go conn.Write([]byte("rdp!"))
-	got := make([]byte, 4)
-	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "rdp!" {
-		t.Fatalf("through the tunnel: %q %v", got, err)
-	}
+	echoed(t, conn)
 	if _, err := w.dial(t, again.RDPFile, addr); !refusedWith(err, tsgu.EProxyCookieAuthenticationDenied) {
 		t.Errorf("the token's second use during the outage: %v, want refused", err)
 	}
@@ -472,11 +497,7 @@ func TestGatewayCloseSentAfterOutage_RGW3_PostgreSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go conn.Write([]byte("rdp!"))
-	got := make([]byte, 4)
-	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "rdp!" {
-		t.Fatalf("through the tunnel: %q %v", got, err)
-	}
+	echoed(t, conn)
 	eventually(t, "the session Active through the tunnel", func() bool {
 		return w.session(t, "gwclose", c.SessionID).State == vdibroker.StateActive
 	})
@@ -605,19 +626,7 @@ func TestGatewayCloseRepeatedAfterPrune_RGW3(t *testing.T) {
 	ctx := context.Background()
 	w.e.pool("gwpool", nil)
 	w.addEchoHost(t, "gwpool", "gwh001")
-	c, err := w.e.admin.Connect(ctx, "gwpool", vhttp.ConnectRequest{User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claims, err := w.keys.Verify(tokenLine.FindStringSubmatch(c.RDPFile)[1], time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := gateway.TunnelEvent{TokenID: claims.ID, User: claims.User, Session: claims.Session, Pool: claims.Pool, Host: claims.Host,
-		Client: "192.0.2.7", Gateway: "rdgw-1", At: time.Now(), Expiry: time.Unix(claims.Expiry, 0)}
-	if err := w.broker.TunnelOpen(ctx, ev); err != nil {
-		t.Fatal(err)
-	}
+	ev, sessionID := w.opened(t, "gwpool", "alice", time.Now())
 	if err := w.broker.ChannelOpen(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
@@ -635,10 +644,10 @@ func TestGatewayCloseRepeatedAfterPrune_RGW3(t *testing.T) {
 	if err := w.broker.TunnelClose(ctx, ev); err != nil {
 		t.Errorf("the close again, its record pruned: %v, want taken", err)
 	}
-	if st := w.session(t, "gwpool", c.SessionID).State; st != vdibroker.StateDisconnected {
+	if st := w.session(t, "gwpool", sessionID).State; st != vdibroker.StateDisconnected {
 		t.Errorf("session %s, want Disconnected", st)
 	}
-	entries, err := w.e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/gwpool/usersessions/" + c.SessionID, Action: "gateway.tunnel.close"})
+	entries, err := w.e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/gwpool/usersessions/" + sessionID, Action: "gateway.tunnel.close"})
 	if err != nil || len(entries) != 1 || entries[0].Outcome != vdibroker.AuditOK {
 		t.Errorf("close audit entries %v %+v, want the one close", err, entries)
 	}
@@ -662,26 +671,14 @@ func TestGatewayLateCloseLeavesSession_RGW3(t *testing.T) {
 	w.e.pool("gwlate", nil)
 	w.addEchoHost(t, "gwlate", "gwl001")
 	event := func(user string) (gateway.TunnelEvent, string) {
-		c, err := w.e.admin.Connect(ctx, "gwlate", vhttp.ConnectRequest{User: user})
-		if err != nil {
-			t.Fatal(err)
-		}
-		claims, err := w.keys.Verify(tokenLine.FindStringSubmatch(c.RDPFile)[1], time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev := gateway.TunnelEvent{TokenID: claims.ID, User: claims.User, Session: claims.Session, Pool: claims.Pool, Host: claims.Host,
-			Client: "192.0.2.7", Gateway: "rdgw-1", At: w.e.clock.Now(), Expiry: time.Unix(claims.Expiry, 0)}
-		if err := w.broker.TunnelOpen(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
+		ev, id := w.opened(t, "gwlate", user, w.e.clock.Now())
 		if err := w.broker.ChannelOpen(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
-		if st := w.session(t, "gwlate", c.SessionID).State; st != vdibroker.StateActive {
+		if st := w.session(t, "gwlate", id).State; st != vdibroker.StateActive {
 			t.Fatalf("%s's session %s after the reach, want Active", user, st)
 		}
-		return ev, c.SessionID
+		return ev, id
 	}
 	late, lateID := event("alice")
 	late.At = w.e.clock.Now().Add(-time.Minute)

@@ -27,19 +27,7 @@ func TestGatewayCheckTunnels_RGW4(t *testing.T) {
 	w.addEchoHost(t, "gwpool", "gwh001")
 	open := func(user string) gateway.TunnelEvent {
 		t.Helper()
-		c, err := w.e.admin.Connect(ctx, "gwpool", vhttp.ConnectRequest{User: user})
-		if err != nil {
-			t.Fatal(err)
-		}
-		claims, err := w.keys.Verify(tokenLine.FindStringSubmatch(c.RDPFile)[1], time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev := gateway.TunnelEvent{TokenID: claims.ID, User: claims.User, Session: claims.Session, Pool: claims.Pool, Host: claims.Host,
-			Client: "192.0.2.7", Gateway: "rdgw-1", At: time.Now(), Expiry: time.Unix(claims.Expiry, 0)}
-		if err := w.broker.TunnelOpen(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
+		ev, _ := w.opened(t, "gwpool", user, time.Now())
 		return ev
 	}
 	alice, bob := open("alice"), open("bob")
