@@ -245,36 +245,41 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 		"by credential": {hostByCredentialQuery, []any{"hash"}},
 		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user", false}},
 	} {
-		tx, err := s.w.BeginTx(ctx, nil)
-		if err != nil {
-			return nil, err
-		}
-		var lines []string
-		err = func() error {
-			defer tx.Rollback()
-			if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-				return err
-			}
-			rows, err := tx.QueryContext(ctx, `EXPLAIN `+s.d.q(q.query), q.args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					return err
-				}
-				lines = append(lines, line)
-			}
-			return rows.Err()
-		}()
+		plan, err := s.postgresExplain(ctx, q.query, q.args)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		plans[name] = strings.Join(lines, "\n")
+		plans[name] = plan
 	}
 	return plans, nil
+}
+
+// postgresExplain returns PostgreSQL's EXPLAIN of query with args, with
+// sequential scans disabled: a plan without an index then means no index
+// can serve it.
+func (s *DB) postgresExplain(ctx context.Context, query string, args []any) (string, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+		return "", err
+	}
+	rows, err := tx.QueryContext(ctx, `EXPLAIN `+s.d.q(query), args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n"), rows.Err()
 }
 
 // PostgresAuditPlans returns PostgreSQL's EXPLAIN of ListAudit's query
@@ -284,34 +289,11 @@ func (s *DB) PostgresAuditPlans(ctx context.Context, filters []vdibroker.AuditFi
 	var plans []string
 	for _, f := range filters {
 		q, args := listAuditQuery(s.d, f)
-		tx, err := s.w.BeginTx(ctx, nil)
-		if err != nil {
-			return nil, err
-		}
-		var lines []string
-		err = func() error {
-			defer tx.Rollback()
-			if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-				return err
-			}
-			rows, err := tx.QueryContext(ctx, `EXPLAIN `+s.d.q(q), args...)
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					return err
-				}
-				lines = append(lines, line)
-			}
-			return rows.Err()
-		}()
+		plan, err := s.postgresExplain(ctx, q, args)
 		if err != nil {
 			return nil, fmt.Errorf("%+v: %w", f, err)
 		}
-		plans = append(plans, strings.Join(lines, "\n"))
+		plans = append(plans, plan)
 	}
 	return plans, nil
 }
