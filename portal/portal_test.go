@@ -592,12 +592,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 			{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
 				SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
 				Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
-	for _, x := range []*env{e, far} {
-		d := *doc
-		if _, err := x.admin.PutFederation(ctx, &d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putFederation(t, doc, e, far)
 	c, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
@@ -629,12 +624,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	for _, scope := range []string{vdibroker.ScopeWithinPod, vdibroker.ScopeAllSites} {
 		doc.Generation++
 		doc.GlobalEntitlements[1].Scope = scope
-		for _, x := range []*env{e, far} {
-			d := *doc
-			if _, err := x.admin.PutFederation(ctx, &d); err != nil {
-				t.Fatal(err)
-			}
-		}
+		putFederation(t, doc, e, far)
 		if scope != vdibroker.ScopeWithinPod {
 			break
 		}
@@ -676,12 +666,7 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
 			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice", "bob"},
 			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
-	for _, x := range []*env{e, far} {
-		d := *doc
-		if _, err := x.admin.PutFederation(ctx, &d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putFederation(t, doc, e, far)
 	mine, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
@@ -1153,5 +1138,16 @@ func TestFullPortal_RSEC(t *testing.T) {
 	// Her sign-out is in the audit trail, as her sign-in is (R-SEC).
 	if list, err := e.admin.ListAudit(context.Background(), vhttp.AuditQuery{Action: "signout", Principal: "alice"}); err != nil || len(list) != 1 {
 		t.Errorf("alice's sign-out in the audit trail: %+v, %v; want one entry", list, err)
+	}
+}
+
+// putFederation gives each pod of envs its copy of doc.
+func putFederation(t *testing.T, doc *vdibroker.Federation, envs ...*env) {
+	t.Helper()
+	for _, x := range envs {
+		d := *doc
+		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
