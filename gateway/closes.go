@@ -33,6 +33,10 @@ const (
 type closeRetries struct {
 	mu     sync.Mutex
 	events []TunnelEvent
+	// running: the loop that sends them again is started, at the first
+	// report kept (a gateway whose broker always takes them has no timer
+	// of it, nor a test's fake clock a waiter).
+	running bool
 }
 
 // finalRefusal reports whether err is the broker's refusal of a report,
@@ -41,7 +45,8 @@ func finalRefusal(err error) bool {
 	return errors.Is(err, ErrRefused) || errors.Is(err, ErrNotAdmitted) || errors.Is(err, ErrTokenUsed)
 }
 
-// keepClose keeps ev, whose report the broker did not take, to send again.
+// keepClose keeps ev, whose report the broker did not take, to send again
+// every closeRetryEvery from now on.
 func (g *Gateway) keepClose(ev TunnelEvent) {
 	c := &g.closes
 	c.mu.Lock()
@@ -51,6 +56,14 @@ func (g *Gateway) keepClose(ev TunnelEvent) {
 	}
 	c.events = append(c.events, ev)
 	g.m.closesPending.Set(float64(len(c.events)))
+	if !c.running {
+		// From a tunnel's finish, which g.wg counts: the Add is not
+		// one after Close's Wait began.
+		c.running = true
+		tk := g.cfg.Clock.NewTicker(closeRetryEvery)
+		g.wg.Add(1)
+		go g.tickLoop(tk, g.retryCloses)
+	}
 	c.mu.Unlock()
 }
 

@@ -250,9 +250,6 @@ func New(cfg Config) (*Gateway, error) {
 		g.wg.Add(1)
 		go g.tickLoop(tk, g.reauthorize)
 	}
-	rt := cfg.Clock.NewTicker(closeRetryEvery)
-	g.wg.Add(1)
-	go g.tickLoop(rt, g.retryCloses)
 	return g, nil
 }
 
