@@ -1,0 +1,145 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// xpod is one pod of the browser test's federation: a broker on
+// 127.0.0.1 with a pool desk of one host, desk-<pod>, heartbeating.
+type xpod struct {
+	m     *Main
+	admin *vhttp.Client
+	host  string
+	cred  string
+}
+
+func startXPod(t *testing.T, name, secretFile string) *xpod {
+	t.Helper()
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
+		// The peers are on loopback, over http (not allowed by default).
+		Federation: FederationFlags{PodName: name, SecretFile: secretFile, PodTimeout: 5 * time.Second, Allow: []string{"http://127.0.0.1"}}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start pod %s: %v", name, err)
+	}
+	t.Cleanup(func() { m.Close() })
+	p := &xpod{m: m, admin: vhttp.NewClient(m.URL(), m.AdminToken), host: "desk-" + name}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := p.admin.PutHostPool(ctx, "desk", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := p.admin.CreateRegistrationToken(ctx, "desk", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := p.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: p.host, Address: "127.0.0.1:3389"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cred = reg.Credential
+	p.heartbeat(t)
+	return p
+}
+
+// heartbeat is the pod's host's agent reporting sessions; it returns the
+// commands the broker answers with.
+func (p *xpod) heartbeat(t *testing.T, sessions ...vdibroker.AgentSession) []vdibroker.Command {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := p.admin.Heartbeat(ctx, p.cred, &vdibroker.HeartbeatRequest{Sessions: sessions})
+	if err != nil {
+		t.Fatalf("heartbeat %s: %v", p.host, err)
+	}
+	return res.Commands
+}
+
+// TestPortalOtherPodLogoffBrowser_RU3 (R-U1, R-U3, R-G1): two pods of a
+// federation, a global desktop entitlement of alice's with a member pool
+// on each; her session is on pod B, Active by its host's heartbeat. In
+// headless Chromium she signs in to pod A's portal with a User token made
+// on A, sees the session "At another site" in My sessions and clicks its
+// Log off: the page comes back saying the session at the other site is
+// being logged off, and pod B's host's next heartbeat is answered with
+// the Logoff of that session.
+func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
+	ctx := newBrowser(t)
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
+	secretFile := filepath.Join(t.TempDir(), "federation.secret")
+	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, b := startXPod(t, "poda", secretFile), startXPod(t, "podb", secretFile)
+	api, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s0", URL: b.m.URL()}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
+	for _, p := range []*xpod{a, b} {
+		if _, err := p.admin.PutFederation(api, doc); err != nil {
+			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
+		}
+	}
+	// Her session on pod B, Active by its host's heartbeat.
+	mine, err := b.admin.Connect(api, "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := vdibroker.AgentSession{ID: "5", User: "alice", State: vdibroker.StateActive}
+	if cmds := b.heartbeat(t, active); len(cmds) != 0 {
+		t.Fatalf("pod B's host before the logoff got %+v", cmds)
+	}
+	tr, err := a.admin.CreateToken(api, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	errs := watchConsole(t, ctx)
+	row := `tr[data-session="` + mine.SessionID + `"][data-pod="podb"]`
+	step(t, ctx, "alice signs in to pod A's portal with her token",
+		chromedp.Navigate(a.m.URL()+"/portal/signin?lang=en"),
+		chromedp.SendKeys(chromedp.CSS("#token"), tr.Secret),
+		chromedp.Click(chromedp.CSS("#signin-token")),
+		chromedp.WaitVisible(chromedp.CSS(row+" button.logoff")),
+	)
+	if at := text(t, ctx, row+" .elsewhere"); at != "At another site" {
+		t.Errorf("her session on pod B says %q, want At another site", at)
+	}
+	if host := text(t, ctx, row+" td.host"); host != b.host {
+		t.Errorf("her session on pod B shows the host %q, want %s", host, b.host)
+	}
+	screenshot(t, ctx, "portal-other-pod-session.png")
+	errs.check(t, "pod A's portal")
+
+	step(t, ctx, "alice logs off her session on pod B",
+		chromedp.Click(chromedp.CSS(row+" button.logoff")),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+	)
+	if flash := text(t, ctx, "#flash"); flash != "The session at the other site is being logged off." {
+		t.Errorf("the page after the logoff says %q", flash)
+	}
+	screenshot(t, ctx, "portal-other-pod-logoff.png")
+	errs.check(t, "the page after the logoff")
+	var got []string
+	for _, c := range b.heartbeat(t, active) {
+		if c.SessionID == mine.SessionID {
+			got = append(got, c.Type)
+		}
+	}
+	if len(got) != 1 || got[0] != vdibroker.CommandLogoff {
+		t.Errorf("pod B's host's next heartbeat for her session: %v, want %s", got, vdibroker.CommandLogoff)
+	}
+}
