@@ -266,7 +266,11 @@ func (s *DB) postgresExplain(ctx context.Context, query string, args []any) (str
 	if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 		return "", err
 	}
-	rows, err := tx.QueryContext(ctx, `EXPLAIN `+s.d.q(query), args...)
+	return planLines(tx.QueryContext(ctx, `EXPLAIN `+s.d.q(query), args...))
+}
+
+// planLines reads PostgreSQL's EXPLAIN answer, a line a row.
+func planLines(rows *sql.Rows, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}
@@ -377,20 +381,7 @@ func (s *DB) explain(ctx context.Context, query string, args ...any) (string, er
 		plan, err := s.plan(ctx, query, args...)
 		return strings.Join(plan, "\n"), err
 	}
-	rows, err := s.r.QueryContext(ctx, `EXPLAIN `+s.d.q(query), args...)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var lines []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			return "", err
-		}
-		lines = append(lines, line)
-	}
-	return strings.Join(lines, "\n"), rows.Err()
+	return planLines(s.r.QueryContext(ctx, `EXPLAIN `+s.d.q(query), args...))
 }
 
 // AddHistory inserts n LoggedOff sessions into pool, the i-th on host
