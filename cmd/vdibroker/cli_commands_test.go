@@ -306,6 +306,12 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"pod and pool", []string{"usersession", "logoff", "--pod", "pod2", "--host-pool", "contosohp01", "--id", "x", "--user", "y"}},
 		{"pod without id", []string{"usersession", "disconnect", "--pod", "pod2", "--user", "y"}},
 		{"stray argument", []string{"hostpool", "list", "extra"}},
+		// A required flag given as "" is no value: refused here, naming
+		// the flag, rather than sent as an empty path segment the server
+		// redirects (which read "cannot reach the broker at ").
+		{"empty user", []string{"user", "entitlements", "--user", ""}},
+		{"empty session", []string{"placement", "show", "--host-pool", "contosohp01", "--session", ""}},
+		{"empty message", []string{"usersession", "send-message", "--host-pool", "contosohp01", "--user", "alice", "--message", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,6 +320,9 @@ func TestCLIUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, want 2; stderr %q", r.code, r.stderr)
 			}
 			checkCLIError(t, r)
+			if strings.HasPrefix(tt.name, "empty ") && !strings.Contains(r.stderr, `": must not be empty`) {
+				t.Errorf("stderr %q does not say the flag is empty", r.stderr)
+			}
 		})
 	}
 	if got := b.ok("hostpool", "show", "--name", "contosohp01", "--query", "maxSessionLimit", "-o", "tsv"); got != "999999\n" {

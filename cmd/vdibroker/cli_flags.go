@@ -41,6 +41,37 @@ func groupCommands(cmd *cobra.Command) {
 		cmd.Args = cobra.ArbitraryArgs
 		cmd.RunE = groupRunE
 	}
+	requiredNotEmpty(cmd)
+}
+
+// requiredNotEmpty makes a required string flag given as "" (--user '',
+// an unset shell variable) a usage error naming the flag. cobra takes ""
+// as given; sent on, it became an empty path segment the broker
+// redirects, which read "cannot reach the broker at ", or a refusal in
+// the API's field names. Flags of their own type (names, enums) check
+// "" as they parse.
+func requiredNotEmpty(cmd *cobra.Command) {
+	var names []string
+	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() == "string" && slices.Contains(f.Annotations[cobra.BashCompOneRequiredFlag], "true") {
+			names = append(names, f.Name)
+		}
+	})
+	if len(names) == 0 {
+		return
+	}
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		for _, n := range names {
+			if f := c.Flags().Lookup(n); f != nil && f.Changed && f.Value.String() == "" {
+				return usageError{fmt.Errorf("--%s \"\": must not be empty", n)}
+			}
+		}
+		if prev != nil {
+			return prev(c, args)
+		}
+		return nil
+	}
 }
 
 // unknownRootCommand is the error of args whose first word is no command
