@@ -44,7 +44,7 @@ func groupCommands(cmd *cobra.Command) {
 	requiredNotEmpty(cmd)
 }
 
-// requiredNotEmpty makes a required string flag given as "" (--user '',
+// requiredNotEmpty makes a required string flag given as "" (--user "",
 // an unset shell variable) a usage error naming the flag. cobra takes ""
 // as given; sent on, it became an empty path segment the broker
 // redirects, which read "cannot reach the broker at ", or a refusal in
