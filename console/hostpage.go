@@ -342,7 +342,9 @@ func (c *Console) renderHost(rq *request, code int, banner string) {
 	now := c.now()
 	status := c.hostStatus(h, &p.HostPool)
 	c.hostHist.record(now, poolName, name, hostSample(h))
-	recent := slices.Clone(sessions)
+	// Recent placements: an adopted session (R-S2) was never placed and
+	// has no decision record to link to.
+	recent := slices.DeleteFunc(slices.Clone(sessions), func(s vdibroker.UserSession) bool { return s.Adopted })
 	slices.SortFunc(recent, func(a, b vdibroker.UserSession) int {
 		return cmp.Or(b.CreateTime.Compare(a.CreateTime), cmp.Compare(a.ID, b.ID))
 	})

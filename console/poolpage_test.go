@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -67,6 +68,36 @@ func TestSessionsPageMarksAdopted(t *testing.T) {
 	wantStatus(t, page, 200)
 	if got := strings.Count(page.body, "data-adopted"); got != 1 {
 		t.Errorf("%d sessions marked adopted, want 1 (walkin; alice was placed)", got)
+	}
+}
+
+// TestAdoptedSessionHasNoDecisionLink (R-S2, R-C7): a session the host
+// reported was never placed, so it has no decision record: the sessions
+// page and the host page offer no "why this host?" for it (the link led
+// to a 404), and the host page's recent placements leave it out.
+func TestAdoptedSessionHasNoDecisionLink(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	e.heartbeat("host-2", []vdibroker.AgentSession{{ID: "9", User: "walkin", State: vdibroker.StateActive}})
+	open, err := e.admin.ListUserSessions(context.Background(), "pool-a", vhttp.SessionQuery{User: "walkin"})
+	if err != nil || len(open) != 1 || !open[0].Adopted {
+		t.Fatalf("walkin's session: %+v %v", open, err)
+	}
+	link := "/pools/pool-a/sessions/" + open[0].ID + "/placement"
+	b := e.browser()
+	b.signin(adminToken)
+	for _, path := range []string{"/sessions?pool=pool-a", "/pools/pool-a/hosts/host-2"} {
+		page := b.get(path)
+		wantStatus(t, page, http.StatusOK)
+		if strings.Contains(page.body, link) {
+			t.Errorf("%s links the adopted session to a decision record it does not have", path)
+		}
+	}
+	if page := b.get("/sessions?pool=pool-a"); strings.Count(page.body, `/placement">why this host?</a>`) != 1 {
+		t.Errorf("the sessions page should link alice's decision, and only hers")
+	}
+	if page := textOf(b.get("/pools/pool-a/hosts/host-2").body); !strings.Contains(page, "No open session was placed here") {
+		t.Errorf("host-2's recent placements list a session the broker did not place:\n%s", page)
 	}
 }
 
