@@ -128,7 +128,7 @@ func remoteAppsCheck(h *vdibroker.SessionHost) check {
 	case vdibroker.RemoteAppsYes:
 		return check{"ok", "Runs RemoteApps", "Its agent reports it can run RemoteApps: applications are placed here too (R-E12)."}
 	}
-	return check{"info", "RemoteApps not reported", "Its agent does not say whether the host can run RemoteApps (an older agent): applications are placed here as before (R-E12)."}
+	return check{"info", "RemoteApps not reported", "Its agent does not say whether the host can run RemoteApps: its sessions provider cannot tell (logind, utmp, file, none), or the agent is older. Applications are placed here as before (R-E12); run the agent with --remote-apps yes or no to say."}
 }
 
 // powerCheck says where the host's power state comes from: the pool's

@@ -23,11 +23,18 @@ func TestRemoteAppsOnHostAndPoolPages_RE12(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	b := e.browser()
+	b.signin(e.token(vdibroker.RoleReader))
+	// Before any report: Unknown. Today's agent with a sessions provider
+	// that cannot tell (logind, utmp, file) says nothing too: the page
+	// must not blame an older agent, and says how to tell it.
+	if page := textOf(b.get("/pools/pool-a/hosts/host-1").body); !strings.Contains(page, "RemoteApps not reported") ||
+		strings.Contains(page, "(an older agent)") || !strings.Contains(page, "--remote-apps yes") {
+		t.Errorf("host-1's page, RemoteApps Unknown, does not say why or what to do:\n%s", page)
+	}
 	for _, h := range []string{"host-1", "host-2", "host-3"} {
 		say(h, false)
 	}
-	b := e.browser()
-	b.signin(e.token(vdibroker.RoleReader))
 
 	a := b.get("/pools/pool-a/hosts/host-1")
 	wantStatus(t, a, http.StatusOK)
