@@ -1003,3 +1003,22 @@ func TestCLIResetRegistrationJSON(t *testing.T) {
 		t.Errorf("reset-registration printed %q, want nothing", out)
 	}
 }
+
+// TestCLITokenCreateHelp: token create's help names every role --role
+// takes (Helpdesk was missing from its usage line) and says that a token
+// without --expires never expires.
+func TestCLITokenCreateHelp(t *testing.T) {
+	r := runCLI(t, "token", "create", "--help")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	usage, _, _ := strings.Cut(r.stdout[strings.Index(r.stdout, "Usage:"):], "\n\n")
+	for _, role := range []string{vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway} {
+		if !strings.Contains(usage, role) {
+			t.Errorf("usage does not name role %s:\n%s", role, usage)
+		}
+	}
+	if !strings.Contains(r.stdout, "default: never expires") {
+		t.Errorf("--expires does not say its default:\n%s", r.stdout)
+	}
+}

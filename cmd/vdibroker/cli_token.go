@@ -141,7 +141,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 		expires       time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "create --role Reader|Contributor|User|Gateway --subject S [--expires 720h]",
+		Use:   "create --role Reader|Helpdesk|Contributor|User|Gateway --subject S [--expires 720h]",
 		Short: "Issue an API token; its secret is shown only now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -165,7 +165,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 	f.StringVar(&subject, "subject", "", "who the token is for; for the User role, the user name it may connect as")
 	f.StringSliceVar(&pools, "host-pools", nil, "scope the token to these host pools (repeat or comma-separate); without it the token covers every pool")
 	f.StringSliceVar(&groups, "groups", nil, "for the User role: the user's groups, which entitle it through application groups and global entitlements assigned to them (R-E6)")
-	f.DurationVar(&expires, "expires", 0, "how long the token is valid, 1m..87600h (10 years), e.g. 720h (0: never expires)")
+	f.DurationVar(&expires, "expires", 0, "how long the token is valid, 1m..87600h (10 years), e.g. 720h (default: never expires; 0 alike)")
 	_ = cmd.RegisterFlagCompletionFunc("role", fixedCompletion(vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway))
 	requireFlags(cmd, "role", "subject")
 	return cmd
