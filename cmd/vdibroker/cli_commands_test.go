@@ -1022,3 +1022,22 @@ func TestCLITokenCreateHelp(t *testing.T) {
 		t.Errorf("--expires does not say its default:\n%s", r.stdout)
 	}
 }
+
+// TestCLIRegistrationTokenHelpNamesRealCommands: --session-host's help
+// named "sessionhost put", which no command is; an admin creates such a
+// host with the API's PUT of the session host.
+func TestCLIRegistrationTokenHelpNamesRealCommands(t *testing.T) {
+	r := runCLI(t, "registration-token", "create", "--help")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "sessionhost put") {
+		t.Errorf("help names sessionhost put, no command:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "PUT /api/v1/hostpools/POOL/sessionhosts/HOST") {
+		t.Errorf("help does not say how such a host is made:\n%s", r.stdout)
+	}
+	if r := runCLI(t, "sessionhost", "put"); r.code != 2 {
+		t.Errorf("sessionhost put: exit %d, want 2 (no such command)", r.code)
+	}
+}

@@ -79,7 +79,7 @@ func newRegistrationTokenCmd() *cobra.Command {
 	poolNameVar(create.Flags(), &pool, "host-pool", "", "host pool name")
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token is valid, 1h..648h")
 	create.Flags().IntVar(&maxHosts, "max-hosts", 0, "how many new hosts the token may register (1: a one-use token; 0: no limit)")
-	create.Flags().StringVar(&sessionHost, "session-host", "", "issue the token for this one session host: it registers no other name, and only such a token claims a host an admin created (sessionhost put) that never registered")
+	create.Flags().StringVar(&sessionHost, "session-host", "", "issue the token for this one session host: it registers no other name, and only such a token claims a host an admin created (PUT /api/v1/hostpools/POOL/sessionhosts/HOST) that never registered")
 	requireFlags(create, "host-pool")
 	var listPool string
 	list := &cobra.Command{
