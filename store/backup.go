@@ -171,6 +171,13 @@ func InspectSQLite(ctx context.Context, path string) (*BackupInfo, error) {
 	return info, nil
 }
 
+// NewestSchemaVersion is the newest schema version this binary migrates
+// a database of dialect ("sqlite" or "postgres") to: a database at a later
+// version is refused at start (ErrSchemaTooNew).
+func NewestSchemaVersion(dialect string) (int64, error) {
+	return newestMigration("migrations/" + dialect)
+}
+
 // newestMigration is the version of the newest migration in dir of the
 // embedded migrations (files are named 00001_...).
 func newestMigration(dir string) (int64, error) {
