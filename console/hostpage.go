@@ -99,9 +99,9 @@ func hostChecks(p *vdibroker.HostPool, h *vdibroker.SessionHost, status string, 
 	limit := p.MaxSessionLimit
 	switch {
 	case limit >= vdibroker.NoSessionLimit:
-		out = append(out, check{"ok", "No session limit", fmt.Sprintf("%d sessions; maxSessionLimit is %d, no limit (R-C4).", h.Sessions, limit)})
+		out = append(out, check{"ok", "No session limit", fmt.Sprintf("%d session%s; maxSessionLimit is %d, no limit (R-C4).", h.Sessions, plural(h.Sessions), limit)})
 	case h.Sessions >= limit:
-		out = append(out, check{"bad", "At the limit", fmt.Sprintf("%d sessions, maxSessionLimit %d: no new session until one ends (R-C4, R-P2).", h.Sessions, limit)})
+		out = append(out, check{"bad", "At the limit", fmt.Sprintf("%d session%s, maxSessionLimit %d: no new session until one ends (R-C4, R-P2).", h.Sessions, plural(h.Sessions), limit)})
 	default:
 		out = append(out, check{"ok", "Under the limit", fmt.Sprintf("%d of %d sessions: room for %d more (R-C4).", h.Sessions, limit, limit-h.Sessions)})
 	}

@@ -177,3 +177,26 @@ func TestHostPagePersonal(t *testing.T) {
 		t.Errorf("assigned personal host's page:\n%s", page)
 	}
 }
+
+// TestHostPageCountsInWords: one session is "1 session", in the host's
+// header and in the limit check of a pool whose limit is 1 (R-C4).
+func TestHostPageCountsInWords(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	if _, err := e.admin.PatchHostPool(context.Background(), "pool-a", map[string]any{"maxSessionLimit": 1}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.get("/pools/pool-a/hosts/host-1")
+	wantStatus(t, a, http.StatusOK)
+	page := textOf(a.body)
+	if strings.Contains(page, "1 sessions") {
+		t.Errorf("host-1's page says \"1 sessions\":\n%s", page)
+	}
+	for _, want := range []string{"1 session (1 connecting)", "1 session, maxSessionLimit 1"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("host-1's page lacks %q:\n%s", want, page)
+		}
+	}
+}

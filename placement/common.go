@@ -255,6 +255,9 @@ func (s *settings) detail(h *Host, reason string, li int, now time.Time) string 
 	case ReasonAutoscaleDrained:
 		return "the autoscaler drains it to stop it"
 	case ReasonAtLimit:
+		if h.Sessions == 1 {
+			return fmt.Sprintf("1 session, maxSessionLimit %d", s.limit)
+		}
 		return fmt.Sprintf("%d sessions, maxSessionLimit %d", h.Sessions, s.limit)
 	case ReasonHostThreshold:
 		ti, tc := s.hostThresholds(h)
