@@ -94,3 +94,27 @@ func TestCLIErrorsGolden(t *testing.T) {
 		t.Errorf("a refused command changed the pool: maxSessionLimit %q", got)
 	}
 }
+
+// TestServeDatabaseNotPostgres: a --database that is neither empty nor a
+// postgres:// URL is a mistake in the command (exit 2) named by its flag,
+// as VDIBROKER_DATABASE and --database-file give it too, without the
+// store's error code and field, and without echoing the URL, which may
+// hold a password.
+func TestServeDatabaseNotPostgres(t *testing.T) {
+	for _, args := range [][]string{
+		{"--database", "mysql://u:s3cret@db/x"},
+		{"--database", "s3cret"},
+	} {
+		r := runCLI(t, append([]string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"}, args...)...)
+		if r.code != 2 {
+			t.Errorf("%v: exit %d, want 2; stderr %q", args, r.code, r.stderr)
+		}
+		checkCLIError(t, r)
+		if !strings.Contains(r.stderr, "--database: want empty (SQLite in --data-dir) or a postgres:// URL") {
+			t.Errorf("%v: stderr %q does not name the flag and what it takes", args, r.stderr)
+		}
+		if strings.Contains(r.stderr, "s3cret") || strings.Contains(r.stderr, "InvalidArgument") {
+			t.Errorf("%v: stderr %q echoes the URL or the API's code", args, r.stderr)
+		}
+	}
+}

@@ -211,7 +211,6 @@ func TestDatabaseFrom(t *testing.T) {
 		warn    bool
 	}{
 		{"postgres://u:secret@db/x", false, true},
-		{"host=db user=u password=secret", false, true},
 		{"postgres://u:secret@db/x", true, false},
 		{"postgres://u@db/x", false, false},
 		{"", false, false},
@@ -223,6 +222,11 @@ func TestDatabaseFrom(t *testing.T) {
 		if got := strings.Contains(buf.String(), "ps shows"); got != tc.warn {
 			t.Errorf("%q (env %v): warned %v, want %v", tc.dsn, tc.fromEnv, got, tc.warn)
 		}
+	}
+	// A key=value DSN, which the store does not take, is refused before
+	// anything is opened, and the refusal does not show it.
+	if err := databaseFrom(&Main{Database: "host=db user=u password=secret"}, "", false, log); !isUsageError(err) || strings.Contains(err.Error(), "secret") {
+		t.Errorf("key=value DSN: %v", err)
 	}
 }
 

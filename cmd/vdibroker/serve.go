@@ -614,12 +614,26 @@ func databaseFrom(m *Main, file string, fromEnv bool, log *slog.Logger) error {
 		if m.Database = strings.TrimSpace(string(b)); m.Database == "" {
 			return usageError{fmt.Errorf("--database-file %s is empty", file)}
 		}
-		return nil
+		return checkDatabaseURL(m.Database, "--database-file "+file)
+	}
+	if err := checkDatabaseURL(m.Database, "--database"); err != nil {
+		return err
 	}
 	if !fromEnv && dsnHasPassword(m.Database) {
 		log.Warn("--database holds a password, which ps shows to every user of this machine: use VDIBROKER_DATABASE, --database-file, or PGPASSWORD / PGPASSFILE instead")
 	}
 	return nil
+}
+
+// checkDatabaseURL refuses, as a mistake in the command, a database that
+// is neither empty (SQLite) nor a postgres:// URL (the store takes no
+// other), naming where it came from and never the value, which may hold
+// a password.
+func checkDatabaseURL(dsn, from string) error {
+	if dsn == "" || strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return nil
+	}
+	return usageError{fmt.Errorf("%s: want empty (SQLite in --data-dir) or a postgres:// URL (postgres://user@host:5432/db)", from)}
 }
 
 // dsnHasPassword reports whether a PostgreSQL URL or key=value DSN holds
