@@ -118,3 +118,18 @@ func TestServeDatabaseNotPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestServeDatabaseUnreachableOneLine: PostgreSQL's driver writes a
+// failed connection over two lines with a tab; serve's error is still one
+// line (docs/cli.md, "Errors and exit status"), with no \x09 in it.
+func TestServeDatabaseUnreachableOneLine(t *testing.T) {
+	r := runCLI(t, "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
+		"--database", "postgres://vdibroker@127.0.0.1:1/nodb")
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1; stderr %q", r.code, r.stderr)
+	}
+	checkCLIError(t, r)
+	if strings.Contains(r.stderr, `\x09`) || !strings.Contains(r.stderr, "open store: ") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}

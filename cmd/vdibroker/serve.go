@@ -161,7 +161,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	db, err := store.OpenWith(ctx, m.Database, m.DataDir, m.Logger, store.Options{BatchTimeout: m.StoreTimeout})
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return oneLineError{fmt.Errorf("open store: %w", err)}
 	}
 	undo = append(undo, func() { db.Close() })
 	// One admin token for every replica: its hash is in the database
@@ -624,6 +624,14 @@ func databaseFrom(m *Main, file string, fromEnv bool, log *slog.Logger) error {
 	}
 	return nil
 }
+
+// oneLineError is err with its white space runs as one space: PostgreSQL's
+// driver lists each address it tried on a line of its own after a tab,
+// and the CLI's error is one line (docs/cli.md).
+type oneLineError struct{ err error }
+
+func (e oneLineError) Error() string { return strings.Join(strings.Fields(e.err.Error()), " ") }
+func (e oneLineError) Unwrap() error { return e.err }
 
 // checkDatabaseURL refuses, as a mistake in the command, a database that
 // is neither empty (SQLite) nor a postgres:// URL (the store takes no
