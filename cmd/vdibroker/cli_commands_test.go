@@ -1041,3 +1041,17 @@ func TestCLIRegistrationTokenHelpNamesRealCommands(t *testing.T) {
 		t.Errorf("sessionhost put: exit %d, want 2 (no such command)", r.code)
 	}
 }
+
+// TestUnansweredPods: federation sessions names the pods that did not
+// answer, in words that agree with their number.
+func TestUnansweredPods(t *testing.T) {
+	if err := unansweredPods(nil); err != nil {
+		t.Errorf("every pod answered: %v", err)
+	}
+	if got, want := unansweredPods(map[string]string{"pod2": "unreachable"}).Error(), "1 pod did not answer, its sessions are not listed: pod2 (unreachable)"; got != want {
+		t.Errorf("one pod: %q, want %q", got, want)
+	}
+	if got, want := unansweredPods(map[string]string{"pod3": "timeout", "pod2": "unreachable"}).Error(), "2 pods did not answer, their sessions are not listed: pod2 (unreachable), pod3 (timeout)"; got != want {
+		t.Errorf("two pods: %q, want %q", got, want)
+	}
+}

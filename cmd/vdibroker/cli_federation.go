@@ -179,14 +179,7 @@ func newFederationSessionsCmd(a *admin) *cobra.Command {
 			if err := a.show(cmd, rows, federationSessionColumns); err != nil {
 				return err
 			}
-			if len(remote.Unanswered) == 0 {
-				return nil
-			}
-			var pods []string
-			for _, pod := range slices.Sorted(maps.Keys(remote.Unanswered)) {
-				pods = append(pods, pod+" ("+remote.Unanswered[pod]+")")
-			}
-			return fmt.Errorf("%d pods did not answer, their sessions are not listed: %s", len(pods), strings.Join(pods, ", "))
+			return unansweredPods(remote.Unanswered)
 		},
 	}
 	cmd.Flags().StringVar(&user, "user", "", "the user (any spelling of the name)")
@@ -298,4 +291,20 @@ func newGlobalEntitlementCmd() *cobra.Command {
 	requireFlags(show, "name")
 	cmd.AddCommand(list, show)
 	return cmd
+}
+
+// unansweredPods is federation sessions' error for the pods that did not
+// answer (pod name to why), nil when every pod answered.
+func unansweredPods(unanswered map[string]string) error {
+	if len(unanswered) == 0 {
+		return nil
+	}
+	var pods []string
+	for _, pod := range slices.Sorted(maps.Keys(unanswered)) {
+		pods = append(pods, pod+" ("+unanswered[pod]+")")
+	}
+	if len(pods) == 1 {
+		return fmt.Errorf("1 pod did not answer, its sessions are not listed: %s", pods[0])
+	}
+	return fmt.Errorf("%d pods did not answer, their sessions are not listed: %s", len(pods), strings.Join(pods, ", "))
 }
