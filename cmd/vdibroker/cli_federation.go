@@ -289,8 +289,104 @@ func newGlobalEntitlementCmd() *cobra.Command {
 	}
 	show.Flags().StringVar(&name, "name", "", "global entitlement name")
 	requireFlags(show, "name")
-	cmd.AddCommand(list, show)
+	cmd.AddCommand(list, show, newGlobalConnectCmd(a))
 	return cmd
+}
+
+// globalConnectColumns is the table of a global connect's answer.
+var globalConnectColumns = []column{
+	{"Pod", "pod"},
+	{"HostPool", "hostPool"},
+	{"SessionId", "sessionId"},
+	{"User", "user"},
+	{"SessionHost", "sessionHost"},
+	{"State", "state"},
+	{"Reconnect", "reconnect"},
+	{"DryRun", "dryRun"},
+}
+
+// newGlobalConnectCmd is `globalentitlement connect`: a user's connect
+// through a global entitlement (R-G1..R-G4), as POST
+// /api/v1/globalentitlements/{name}/connect, with the decision in words.
+func newGlobalConnectCmd(a *admin) *cobra.Command {
+	var (
+		name, user, rdpFile string
+		groups              []string
+		dryRun              bool
+	)
+	cmd := &cobra.Command{
+		Use:   "connect --name NAME --user USER [--groups G1,G2] [--dry-run] [--rdp-file PATH]",
+		Short: "Connect a user through a global entitlement: which pod and pool it chose, and why",
+		Long: `Connect a user through a global entitlement, as the user's client would
+(POST /api/v1/globalentitlements/{name}/connect on the pod at --server):
+the user's existing session in any member pool first, else a new one in
+the member pool the entitlement's scope, home site and load distribution
+choose (docs/federation.md). The answer names the pod and pool, and
+under the table each pod of the decision, chosen or skipped and why.
+--dry-run decides and stores nothing; --rdp-file writes the connection
+file; --groups are the user's groups, which choose the home site and
+entitle the user (a User token's own are its identity's).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.GlobalConnect(cmd.Context(), name, vdibroker.GlobalConnectRequest{User: user, Groups: groups, DryRun: dryRun})
+			if err != nil {
+				return fail(err)
+			}
+			if rdpFile != "" {
+				if res.RDPFile == "" {
+					return errors.New("the broker sent no .rdp file for this session")
+				}
+				if err := writeFileAtomic(rdpFile, []byte(res.RDPFile), 0o600); err != nil {
+					return fmt.Errorf("write --rdp-file: %w", err)
+				}
+			}
+			o := a.outputFor(formatTable)
+			if err := a.show(cmd, res, globalConnectColumns); err != nil || o.Format != formatTable || o.Query != "" || res.Decision == nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			d := res.Decision
+			fmt.Fprintf(w, "\nDecision: scope %s, sessionDistribution %s, connected to pod %s, start site %s\n", d.Scope, d.SessionDistribution, d.ConnectedPod, d.StartSite)
+			if e := d.ExistingSession; e != nil {
+				fmt.Fprintf(w, "  the user's existing session in %s of pod %s (R-G1)\n", e.HostPool, e.Pod)
+			}
+			for _, p := range d.Pods {
+				fmt.Fprintf(w, "  pod %s (site %s)%s\n", escapeTerminal(p.Pod, ""), escapeTerminal(p.Site, ""), decisionWords(p.Load, p.Chosen, p.Skipped))
+				for _, pl := range p.Pools {
+					fmt.Fprintf(w, "    %s%s\n", escapeTerminal(pl.HostPool, ""), decisionWords(pl.Load, pl.Chosen, pl.Skipped))
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "global entitlement name")
+	f.StringVar(&user, "user", "", "user to connect")
+	f.StringSliceVar(&groups, "groups", nil, "the user's groups (not with a User token, whose groups are its own)")
+	f.BoolVar(&dryRun, "dry-run", false, "compute the decision only; store nothing")
+	f.StringVar(&rdpFile, "rdp-file", "", "write the .rdp connection file to this path")
+	requireFlags(cmd, "name", "user")
+	return cmd
+}
+
+// decisionWords is one pod's or pool's line of a global decision:
+// its load, and whether it was chosen or skipped and why.
+func decisionWords(load *float64, chosen bool, skipped string) string {
+	s := ""
+	if load != nil {
+		s += fmt.Sprintf(": load %.3g", *load)
+	}
+	switch {
+	case chosen:
+		s += ", chosen"
+	case skipped != "":
+		s += ", skipped: " + escapeTerminal(skipped, "")
+	}
+	return s
 }
 
 // unansweredPods is federation sessions' error for the pods that did not

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestCLIGlobalEntitlementConnect (R-G1, R-C7): an admin connects a user
+// through a global entitlement from the CLI, as the user's client would,
+// and reads which pod and pool took the session; a dry run stores
+// nothing; --rdp-file writes the connection file; a user of no assigned
+// group is refused (R-E9) with exit 1. Before, only curl could.
+func TestCLIGlobalEntitlementConnect(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "federation.secret")
+	if err := os.WriteFile(secretFile, []byte("walk-admin-federation-secret-0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Listen: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
+		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: time.Second, Allow: []string{"http://127.0.0.1"}}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	ctx := t.Context()
+	admin := vhttp.NewClient(m.URL(), m.AdminToken)
+	if _, err := admin.PutHostPool(ctx, "office-p1", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := admin.CreateRegistrationToken(ctx, "office-p1", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "host-p1", Address: "host-p1.example.test:3389"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Heartbeat(ctx, reg.Credential, &vdibroker.HeartbeatRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.PutFederation(ctx, &vdibroker.Federation{Generation: 1,
+		Sites: []vdibroker.Site{{Name: "site1"}},
+		Pods:  []vdibroker.Pod{{Name: "pod1", Site: "site1", URL: m.URL()}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", Groups: []string{"office-staff"},
+			Members: []vdibroker.Member{{Pod: "pod1", HostPool: "office-p1"}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cliAs := func(token string, args ...string) cliResult {
+		t.Helper()
+		root := &cobra.Command{Use: "vdibroker", SilenceUsage: true, SilenceErrors: true}
+		configureRoot(root)
+		root.AddCommand(newGlobalEntitlementCmd())
+		var out, errOut strings.Builder
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetContext(ctx)
+		code := execute(root, append(args, "--server", m.URL(), "--token", token), &errOut)
+		return cliResult{stdout: out.String(), stderr: errOut.String(), code: code}
+	}
+	cli := func(args ...string) cliResult { t.Helper(); return cliAs(m.AdminToken, args...) }
+
+	r := cli("globalentitlement", "connect", "--name", "office", "--user", "vic@contoso.com", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "pod1") || !strings.Contains(r.stdout, "office-p1") ||
+		!strings.Contains(r.stdout, "pod pod1 (site site1)") || !strings.Contains(r.stdout, "chosen") {
+		t.Fatalf("dry run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if open, err := admin.ListUserSessions(ctx, "office-p1", vhttp.SessionQuery{User: "vic@contoso.com"}); err != nil || len(open) != 0 {
+		t.Fatalf("a dry run stored a session: %v %v", open, err)
+	}
+	rdp := filepath.Join(dir, "vic.rdp")
+	r = cli("globalentitlement", "connect", "--name", "office", "--user", "vic@contoso.com", "--rdp-file", rdp)
+	if r.code != 0 {
+		t.Fatalf("connect: exit %d: %s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(rdp); err != nil || !strings.Contains(string(b), "host-p1.example.test:3389") {
+		t.Errorf("rdp file: %q %v", b, err)
+	}
+	if open, err := admin.ListUserSessions(ctx, "office-p1", vhttp.SessionQuery{User: "vic@contoso.com"}); err != nil || len(open) != 1 {
+		t.Errorf("vic's session in office-p1: %v %v", open, err)
+	}
+	// An end user of no entitled group: the admin may connect her anyway
+	// (R-E3), so the refusal is seen with her own User token.
+	ut, err := admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "hal@contoso.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = cliAs(ut.Secret, "globalentitlement", "connect", "--name", "office", "--user", "hal@contoso.com")
+	if r.code != 1 || !strings.Contains(r.stderr, "not entitled") {
+		t.Errorf("hal: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
