@@ -200,6 +200,10 @@ func fail(err error) error {
 		}
 		return apiError{e}
 	}
+	var rr redirectRefused
+	if errors.As(err, &rr) {
+		return rr
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		u, _ := url.Parse(ue.URL)

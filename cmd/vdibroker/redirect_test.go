@@ -38,3 +38,22 @@ func TestCLIFollowsNoRedirect_RSEC(t *testing.T) {
 		t.Errorf("the redirect was followed %d times", n)
 	}
 }
+
+// TestCLIRedirectIsNotUnreachable: a refused redirect is said as such,
+// not as "cannot reach the broker at" the redirect's target, which for a
+// relative Location was an empty name ("cannot reach the broker at  (set
+// --server ...)"): the broker was reached and answered with a redirect.
+func TestCLIRedirectIsNotUnreachable(t *testing.T) {
+	for _, loc := range []string{"/elsewhere/api/v1/hostpools", "http://127.0.0.1:1/api/v1/hostpools"} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Location", loc)
+			w.WriteHeader(http.StatusMovedPermanently)
+		}))
+		res := runCLI(t, "hostpool", "list", "--server", redirecting.URL, "--token", "vdb_admin_secret-of-the-admin")
+		redirecting.Close()
+		if res.code != 1 || strings.Contains(res.stderr, "cannot reach") || !strings.Contains(res.stderr, "redirected to") {
+			t.Errorf("Location %s: exit %d, stderr %q", loc, res.code, res.stderr)
+		}
+		checkCLIError(t, res)
+	}
+}

@@ -182,8 +182,14 @@ func refuseRedirect(req *http.Request, _ []*http.Request) error {
 	if len(loc) > 200 {
 		loc = loc[:200] + "…"
 	}
-	return fmt.Errorf("the server redirected to %s, which is not followed, so no token goes there: give the URL it serves at", loc)
+	return redirectRefused{fmt.Sprintf("the server redirected to %s, which is not followed, so no token goes there: give the URL it serves at", loc)}
 }
+
+// redirectRefused is refuseRedirect's error: the server answered, with a
+// redirect, so the CLI does not call it unreachable (fail).
+type redirectRefused struct{ msg string }
+
+func (e redirectRefused) Error() string { return e.msg }
 
 // isLoopback reports whether host names this machine's loopback.
 func isLoopback(host string) bool {
