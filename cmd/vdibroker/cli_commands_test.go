@@ -1055,3 +1055,27 @@ func TestUnansweredPods(t *testing.T) {
 		t.Errorf("two pods: %q, want %q", got, want)
 	}
 }
+
+// TestCLITokenListShowsScope (R-SEC scoped roles): token list's table
+// tells a token scoped to host pools from one that covers every pool;
+// both were a Contributor with a subject, alike.
+func TestCLITokenListShowsScope(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "pool-a")
+	b.ok("hostpool", "create", "--name", "pool-b")
+	b.ok("token", "create", "--role", "Contributor", "--subject", "scoped-ops", "--host-pools", "pool-a,pool-b")
+	b.ok("token", "create", "--role", "Contributor", "--subject", "global-ops")
+	out := b.ok("token", "list")
+	lines := strings.Split(out, "\n")
+	if !strings.Contains(lines[0], "HostPools") {
+		t.Fatalf("no HostPools column:\n%s", out)
+	}
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "scoped-ops") && !strings.Contains(l, "pool-a, pool-b"):
+			t.Errorf("the scoped token's row does not name its pools: %q", l)
+		case strings.Contains(l, "global-ops") && !strings.Contains(l, "(all)"):
+			t.Errorf("the global token's row does not say it covers every pool: %q", l)
+		}
+	}
+}

@@ -34,6 +34,9 @@ var tokenColumns = []column{
 	{"Id", "id"},
 	{"Role", "role"},
 	{"Subject", "subject"},
+	// A token scoped to host pools names them; one that covers every
+	// pool says so, rather than a blank read as none.
+	{"HostPools", "hostPools || '(all)'"},
 	{"CreateTime", "createTime"},
 	{"ExpirationTime", "expirationTime"},
 }
