@@ -46,9 +46,13 @@ func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.Connec
 	if key == "" || req.DryRun {
 		return s.placeOrWait(ctx, pool, req)
 	}
-	role, token := "", ""
+	role, token, endUser := "", "", ""
 	if p != nil {
 		role, token = p.Role, p.TokenID
+		if p.Role == vdibroker.RoleUser {
+			a := p.Audit()
+			endUser = a.Kind + "\x00" + a.ID
+		}
 	}
 	// The key is scoped to the caller, the pool, the user (in any case,
 	// R-E5) and the application (R-E7).
@@ -58,7 +62,7 @@ func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.Connec
 	}
 	key = strings.Join([]string{role, token, pool, vdibroker.FoldUser(req.User), app, key}, "\x00")
 	var placeErr error
-	ans := s.idem.do(key, func() (*vdibroker.ConnectAnswer, bool) {
+	ans := s.idem.do(endUser, key, func() (*vdibroker.ConnectAnswer, bool) {
 		a, err := s.placeOrWait(ctx, pool, req)
 		if err != nil {
 			placeErr = err
