@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -8,14 +9,14 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// TestGlobalSessionsListBound_RU3 (R-U3, R-G5, R-SEC): an end user lists
-// her sessions in other pods at most GlobalSessionListsPerPrincipal times
-// at once, then as many a minute. Each listing is a round of pod-to-pod
+// TestGlobalSessionsListBound_RU3 (R-U3, R-G5, R-SEC): a principal lists
+// sessions in other pods at most GlobalSessionListsPerPrincipal times at
+// once, then as many a minute. Each listing is a round of pod-to-pod
 // calls, each spending this pod's budget of calls at its peer (shared by
 // every user's global connect) and, on PostgreSQL, a nonce row there; one
 // at a time, a User token in a loop made a round per request. Past it:
-// 429 with Retry-After and no pod call; another user is not refused for
-// it, nor is a Helpdesk (an administrator's credential, as its connects).
+// 429 with Retry-After and no pod call; another principal is not refused
+// for it; a Reader, listing any user's, is bounded alike.
 func TestGlobalSessionsListBound_RU3(t *testing.T) {
 	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
 	e := envs[0]
@@ -44,10 +45,17 @@ func TestGlobalSessionsListBound_RU3(t *testing.T) {
 	if status, _, raw := rawDo(t, e, "GET", "/api/v1/users/bob/globalsessions", e.userToken("bob", nil), ""); status != 200 {
 		t.Errorf("bob's listing meanwhile: %d %s, want 200", status, raw)
 	}
-	desk := e.roleToken("Helpdesk", "desk")
-	for i := range vhttp.GlobalSessionListsPerPrincipal + 5 {
-		if status, _, raw := rawDo(t, e, "GET", path, desk, ""); status != 200 {
-			t.Fatalf("a Helpdesk's listing %d: %d %s, want 200", i+1, status, raw)
+	reader := e.roleToken("Reader", "rd")
+	for i := range vhttp.GlobalSessionListsPerPrincipal {
+		if status, _, raw := rawDo(t, e, "GET", fmt.Sprintf("/api/v1/users/user%d/globalsessions", i), reader, ""); status != 200 {
+			t.Fatalf("a Reader's listing %d: %d %s, want 200", i+1, status, raw)
 		}
+	}
+	e.calls.take()
+	if status, _, raw := rawDo(t, e, "GET", "/api/v1/users/bob/globalsessions", reader, ""); status != 429 {
+		t.Errorf("a Reader's listing past the bound: %d %s, want 429", status, raw)
+	}
+	if calls := e.calls.take(); len(calls) != 0 {
+		t.Errorf("the Reader's refused listing called other pods: %v", calls)
 	}
 }

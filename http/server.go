@@ -84,8 +84,8 @@ type Server struct {
 	// globalCommands bounds the logoffs and disconnects of sessions in
 	// other pods per principal (GlobalSessionCommandsPerPrincipal).
 	globalCommands *ratelimit.Keyed
-	// globalLists bounds an end user's listings of her sessions in
-	// other pods (GlobalSessionListsPerPrincipal).
+	// globalLists bounds the listings of users' sessions in other pods
+	// per principal (GlobalSessionListsPerPrincipal).
 	globalLists *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
