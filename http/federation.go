@@ -148,11 +148,23 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 
 // globalSessions is GET /users/{user}/globalsessions (R-U3 across the
 // federation): the user's open sessions in the other pods' member pools.
-// The service authorizes it: an end user its own only.
+// The service authorizes it: an end user its own only. A principal
+// lists at most GlobalSessionListsPerPrincipal a minute (429 beyond, no
+// pod asked).
 func (s *Server) globalSessions(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	fed, err := s.federated()
 	if err != nil {
 		return err
+	}
+	// A principal's listings are bounded (R-SEC): each is a round of pod
+	// calls spending this pod's budget at its peers, which listings at
+	// once share but listings one after another did not.
+	if p := vdibroker.PrincipalFrom(r.Context()); p != nil {
+		a := p.Audit()
+		if !s.globalLists.Spend(a.Kind+":"+a.ID+":"+a.Name, s.now()) {
+			return throttled("this principal lists sessions in other pods faster than "+
+				strconv.Itoa(GlobalSessionListsPerPrincipal)+" a minute", GlobalSessionListsPerPrincipal/60.0)
+		}
 	}
 	list, err := fed.g.UserSessions(r.Context(), r.PathValue("user"))
 	if err != nil {
