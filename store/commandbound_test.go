@@ -229,3 +229,69 @@ func TestLogoffQueuedOnceWhateverItsText_RS4(t *testing.T) {
 		}
 	})
 }
+
+// TestUnseenLogoffs_RS4 (R-S4, R-GW5, R-SEC): a logoff of a Pending
+// session the host's agent never reported (ended at once, queued in case
+// its logon is under way) reaches the agent as "the user's session", by
+// user. Such a logoff queued again for the same user on the host
+// supersedes the one still queued (a user connecting and logging off in
+// a loop while her host starts kept a row a round, never pruned while
+// queued); and one whose user connected to the host again since is not
+// delivered: it would log off the session she came back to.
+func TestUnseenLogoffs_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+		pending := func(user string, sec int) string {
+			c := placement("pool1", "h1", user, 10)
+			c.Session.CreateTime, c.Session.StateTime = at(sec), at(sec)
+			return mustCommit(t, s, c)
+		}
+		loggedOff := func(id string, sec int) string {
+			if err := s.EndSession(ctx, "pool1", id, vdibroker.EndLoggedOffByAdmin, at(sec)); err != nil {
+				t.Fatal(err)
+			}
+			c := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: id, CreateTime: at(sec)}
+			if err := s.QueueCommand(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			return c.ID
+		}
+		state := func(id string) (string, string) {
+			st, res, err := s.Command(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st, res
+		}
+		first := loggedOff(pending("alice", 0), 1)
+		second := loggedOff(pending("Alice", 2), 3)
+		bobs := loggedOff(pending("bob", 2), 3)
+		if st, res := state(first); st != vdibroker.CommandFailed || !strings.Contains(res, second) {
+			t.Errorf("alice's first logoff after her second: %s %q, want Failed, superseded by %s", st, res, second)
+		}
+		for _, id := range []string{second, bobs} {
+			if st, _ := state(id); st != vdibroker.CommandQueued {
+				t.Errorf("logoff %s: %s, want still Queued", id, st)
+			}
+		}
+		// alice connects again; bob does not. The host comes up.
+		pending("alice", 4)
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{}, at(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Commands {
+			got = append(got, c.Type+" "+c.User)
+		}
+		if want := []string{"Logoff bob"}; !slices.Equal(got, want) {
+			t.Errorf("the host was handed %v, want %v (alice's logoff would end the session she connected to again)", got, want)
+		}
+		if st, res := state(second); st != vdibroker.CommandFailed || !strings.Contains(res, "connected to this host again") {
+			t.Errorf("alice's second logoff after her new connect: %s %q, want Failed, not delivered", st, res)
+		}
+	})
+}
