@@ -344,6 +344,8 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("OwnSessions", TestOwnSessions_RU3)
 	t.Run("Reconnect", TestReconnectDisconnected_RU3_RC1)
 	t.Run("OtherPods", TestOtherPodsSessions_RU3_RG1)
+	t.Run("ReconnectTheRowsSession", TestReconnectTheRowsSession_RU3_RG1)
+	t.Run("ReconnectTheRowsSessionPersonal", TestReconnectTheRowsSessionPersonal_RU3_RC1)
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
 	t.Run("Bounds", TestLaunchBounds_RU7)
