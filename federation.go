@@ -401,7 +401,9 @@ type PodClient interface {
 // document whose member the pool is.
 type GlobalSession struct {
 	UserSession
-	Pod                string   `json:"pod"`
+	Pod string `json:"pod"`
+	// Site is the site of Pod, as the document of the pod asked says.
+	Site               string   `json:"site"`
 	GlobalEntitlements []string `json:"globalEntitlements"`
 	// Reconnect names those of GlobalEntitlements whose global connect
 	// at the pod asked looks for the session: its pod is in the
@@ -416,6 +418,9 @@ type GlobalSession struct {
 type GlobalSessions struct {
 	Value      []*GlobalSession  `json:"value"`
 	Unanswered map[string]string `json:"unanswered,omitempty"`
+	// Site is the site of the pod asked: a session of the same site is
+	// in another pod nearby, one of another site elsewhere (R-U3).
+	Site string `json:"site,omitempty"`
 }
 
 // MaxGlobalSessions bounds the sessions a GlobalSessions answer lists.
