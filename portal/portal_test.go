@@ -571,7 +571,8 @@ func TestRefusedLaunchesBounded_RU7_RSEC(t *testing.T) {
 
 // TestOtherPodsSessions_RU3_RG1: alice's session in pod1 (a member pool
 // of her global entitlements) is on pod0's page, named by the desktop
-// entitlement (not the application one before it), at another site, with
+// entitlement (not the application one before it), in another pod (of
+// pod0's site), with
 // Log off (pod1's, asked through pod0's API) and Reconnect while it is Disconnected, whose launch reaches
 // it (R-G1), but not when the entitlement's scope from pod0 leaves pod1
 // out. With pod1 gone the page is still served and says some sessions
@@ -603,7 +604,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	_, home := alice.get("/portal/")
 	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-	for _, want := range []string{`">Anywhere</bdi></td>`, `<td role="cell" class="host" data-label="Host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<", "At another site",
+	for _, want := range []string{`">Anywhere</bdi></td>`, `<td role="cell" class="host" data-label="Host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<", `<span class="elsewhere">In another pod</span>`,
 		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect"`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
@@ -646,6 +647,45 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	res, home := alice.get("/portal/")
 	if res.StatusCode != 200 || !strings.Contains(home, `id="sessions-unread"`) || strings.Contains(home, c.SessionID) {
 		t.Errorf("with pod1 gone: %d, want the page, without pod1's session, saying some could not be read:\n%s", res.StatusCode, home)
+	}
+}
+
+// TestOtherPodsSessionsWhere_RU3_RU6: alice's sessions in pod1, of
+// pod0's site, and in pod2, of another, are on pod0's page marked "In
+// another pod" and "At another site", in each of the portal's languages.
+func TestOtherPodsSessionsWhere_RU3_RU6(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	near := newEnvWith(t, nil, "pod1", secret)
+	far := newEnvAt(t, nil, "pod2", "s1", secret)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}},
+		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: near.url}, {Name: "pod2", Site: "s1", URL: far.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod1", HostPool: "other"}, {Pod: "pod2", HostPool: "other"}}}}}
+	putFederation(t, doc, e, near, far)
+	ids := map[string]string{}
+	for pod, at := range map[string]*env{"pod1": near, "pod2": far} {
+		c, err := at.admin.Connect(t.Context(), "other", vhttp.ConnectRequest{User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[pod] = c.SessionID
+	}
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	for _, tc := range []struct{ lang, sameSite, otherSite string }{
+		{"en", "In another pod", "At another site"},
+		{"de", "In einem anderen Pod", "An einem anderen Standort"},
+		{"pt", "Noutro pod", "Noutro local"},
+		{"ar", "في Pod آخر", "في موقع آخر"},
+	} {
+		_, home := alice.get("/portal/?lang=" + tc.lang)
+		for pod, want := range map[string]string{"pod1": tc.sameSite, "pod2": tc.otherSite} {
+			row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + ids[pod] + `" data-pool="other" data-pod="` + pod + `">.*?</tr>`).FindString(home)
+			if !strings.Contains(row, `<span class="elsewhere">`+want+`</span>`) {
+				t.Errorf("%s: alice's session in %s: want it marked %q; row %q", tc.lang, pod, want, row)
+			}
+		}
 	}
 }
 
