@@ -314,7 +314,10 @@ func recordCap(e *placement.Explain) int {
 // ignore the name, as placement does. A session a host reported (adopted,
 // R-S2) is answered only where placement would have put the user
 // (placement.AnswersAdopted): otherwise it stays a fact of its host and
-// the user is placed as if it were not there (skippedAdopted).
+// the user is placed as if it were not there (skippedAdopted). The
+// session req.SessionID names comes first when it is one of those and
+// its host takes sessions now (the user portal's Reconnect of that row,
+// R-U3); any other id is passed over, as if none were named.
 func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (best *vdibroker.UserSession, skippedAdopted bool, err error) {
 	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" {
@@ -329,6 +332,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 	hbTimeout := pool.HeartbeatTimeout()
 	pp := placement.PoolFrom(pool)
 	bestLive := false
+	var wanted *vdibroker.UserSession
 	for _, us := range list {
 		if !us.Open() {
 			continue
@@ -357,6 +361,9 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 		// A session the broker placed comes before one a host reported
 		// (adopted): a host's report cannot draw a user away (R-S2).
 		live := v.Placeable(us.SessionHost, hbTimeout, now)
+		if live && req.SessionID != "" && us.ID == req.SessionID {
+			wanted = us
+		}
 		switch {
 		case best == nil,
 			best.Adopted && !us.Adopted,
@@ -364,6 +371,9 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 			best.Adopted == us.Adopted && live == bestLive && us.SessionHost < best.SessionHost:
 			best, bestLive = us, live
 		}
+	}
+	if wanted != nil {
+		return wanted, skippedAdopted, nil
 	}
 	return best, skippedAdopted, nil
 }

@@ -679,8 +679,10 @@ type userSession struct {
 	// Name is what the user opened, as her feed names it (sessionName).
 	Name string
 	// Pod is the other pod of the federation the session is in; empty
-	// for this pod's.
-	Pod string
+	// for this pod's. SameSite says that pod is of this pod's site: the
+	// row says "In another pod", not "At another site".
+	Pod      string
+	SameSite bool
 	// Desktop is the feed's desktop that names the session, if one does:
 	// opening it again reconnects to the session (R-C1, R-G1), which the
 	// page offers for a Disconnected one.
@@ -776,7 +778,7 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 				named = append(named, r)
 			}
 		}
-		us := userSession{UserSession: s.UserSession, Pod: s.Pod, Since: since(s.CreateTime)}
+		us := userSession{UserSession: s.UserSession, Pod: s.Pod, SameSite: gs.Site != "" && s.Site == gs.Site, Since: since(s.CreateTime)}
 		us.Name, _ = sessionName(named, s.HostPool)
 		// Reconnect: a desktop whose global connect here looks in the
 		// session's pod (R-G1); through another it would make a new one.

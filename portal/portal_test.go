@@ -571,7 +571,8 @@ func TestRefusedLaunchesBounded_RU7_RSEC(t *testing.T) {
 
 // TestOtherPodsSessions_RU3_RG1: alice's session in pod1 (a member pool
 // of her global entitlements) is on pod0's page, named by the desktop
-// entitlement (not the application one before it), at another site, with
+// entitlement (not the application one before it), in another pod (of
+// pod0's site), with
 // Log off (pod1's, asked through pod0's API) and Reconnect while it is Disconnected, whose launch reaches
 // it (R-G1), but not when the entitlement's scope from pod0 leaves pod1
 // out. With pod1 gone the page is still served and says some sessions
@@ -603,7 +604,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	_, home := alice.get("/portal/")
 	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-	for _, want := range []string{`">Anywhere</bdi></td>`, `<td role="cell" class="host" data-label="Host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<", "At another site",
+	for _, want := range []string{`">Anywhere</bdi></td>`, `<td role="cell" class="host" data-label="Host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<", `<span class="elsewhere">In another pod</span>`,
 		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect"`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
@@ -646,6 +647,45 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	res, home := alice.get("/portal/")
 	if res.StatusCode != 200 || !strings.Contains(home, `id="sessions-unread"`) || strings.Contains(home, c.SessionID) {
 		t.Errorf("with pod1 gone: %d, want the page, without pod1's session, saying some could not be read:\n%s", res.StatusCode, home)
+	}
+}
+
+// TestOtherPodsSessionsWhere_RU3_RU6: alice's sessions in pod1, of
+// pod0's site, and in pod2, of another, are on pod0's page marked "In
+// another pod" and "At another site", in each of the portal's languages.
+func TestOtherPodsSessionsWhere_RU3_RU6(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	near := newEnvWith(t, nil, "pod1", secret)
+	far := newEnvAt(t, nil, "pod2", "s1", secret)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}},
+		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: near.url}, {Name: "pod2", Site: "s1", URL: far.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod1", HostPool: "other"}, {Pod: "pod2", HostPool: "other"}}}}}
+	putFederation(t, doc, e, near, far)
+	ids := map[string]string{}
+	for pod, at := range map[string]*env{"pod1": near, "pod2": far} {
+		c, err := at.admin.Connect(t.Context(), "other", vhttp.ConnectRequest{User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[pod] = c.SessionID
+	}
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	for _, tc := range []struct{ lang, sameSite, otherSite string }{
+		{"en", "In another pod", "At another site"},
+		{"de", "In einem anderen Pod", "An einem anderen Standort"},
+		{"pt", "Noutro pod", "Noutro local"},
+		{"ar", "في Pod آخر", "في موقع آخر"},
+	} {
+		_, home := alice.get("/portal/?lang=" + tc.lang)
+		for pod, want := range map[string]string{"pod1": tc.sameSite, "pod2": tc.otherSite} {
+			row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + ids[pod] + `" data-pool="other" data-pod="` + pod + `">.*?</tr>`).FindString(home)
+			if !strings.Contains(row, `<span class="elsewhere">`+want+`</span>`) {
+				t.Errorf("%s: alice's session in %s: want it marked %q; row %q", tc.lang, pod, want, row)
+			}
+		}
 	}
 }
 
@@ -732,6 +772,175 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 	res, home = alice.get("/portal/")
 	if res.StatusCode != http.StatusOK || !strings.Contains(home, "Der Standort, an dem diese Sitzung läuft, hat nicht geantwortet.") {
 		t.Errorf("with pod1 gone: %d, want her page saying the other site did not answer:\n%s", res.StatusCode, home)
+	}
+}
+
+// TestReconnectTheRowsSession_RU3_RG1: alice has three Disconnected
+// sessions in the member pools of her global desktop "Anywhere": in desk
+// and other of pod0, and in other of pod1. Her global connect alone
+// would reconnect the first found (R-G1: desk's, in pod0), whichever row
+// she clicked; Reconnect on each row reaches that row's session: its id
+// in the launch's audit entry, its host in the file. A launch naming
+// bob's session, or a malformed one, does not reach it.
+func TestReconnectTheRowsSession_RU3_RG1(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	far := newEnvWith(t, nil, "pod1", secret)
+	ctx := context.Background()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "desk"}, {Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
+	putFederation(t, doc, e, far)
+	open := func(at *env, pool, user string) *vhttp.ConnectResult {
+		t.Helper()
+		c, err := at.admin.Connect(ctx, pool, vhttp.ConnectRequest{User: user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := open(e, "desk", "alice")
+	second := open(e, "other", "alice")
+	third := open(far, "other", "alice")
+	bobs := open(e, "other", "bob")
+	// Their hosts report them Disconnected (R-S2).
+	disconnected := func(user string) vdibroker.AgentSession {
+		return vdibroker.AgentSession{ID: user, User: user, State: vdibroker.StateDisconnected}
+	}
+	e.heartbeat(first.SessionHost, disconnected("alice"))
+	e.heartbeat(second.SessionHost, disconnected("alice"), disconnected("bob"))
+	far.heartbeat(third.SessionHost, disconnected("alice"))
+
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	// reconnect posts the Reconnect form of the session's row, as a click
+	// does, and returns the launch's file and its audit entry's session.
+	hidden := regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+	reconnect := func(form url.Values) (file, session string) {
+		t.Helper()
+		res, body := alice.post("/portal/launch", form)
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("reconnect %v: %d %s", form, res.StatusCode, body)
+		}
+		launch := res.Header.Get("Location")
+		if s := alice.await(launch, ended); s.State != "ready" {
+			t.Fatalf("reconnect %v: %+v", form, s)
+		}
+		_, file = alice.get(launch + "/file")
+		list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch", RequestID: res.Header.Get("X-Request-Id")})
+		if err != nil || len(list) != 1 {
+			t.Fatalf("the launch's audit entry: %v %v", list, err)
+		}
+		var after struct {
+			SessionID string `json:"sessionId"`
+		}
+		json.Unmarshal(list[0].After, &after)
+		return file, after.SessionID
+	}
+	for _, tc := range []struct {
+		name string
+		want *vhttp.ConnectResult
+		pod  string
+	}{
+		{"the first row", first, ""},
+		{"the second row, in another member pool of pod0", second, ""},
+		{"the third row, in pod1", third, "pod1"},
+	} {
+		row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + tc.want.SessionID + `"[^>]*>.*?</tr>`).FindString(home)
+		form := regexp.MustCompile(`(?s)<form method="post" action="/portal/launch">(.*?)</form>`).FindStringSubmatch(row)
+		if form == nil {
+			t.Fatalf("%s: no Reconnect in row %q of\n%s", tc.name, row, home)
+		}
+		values := url.Values{}
+		for _, m := range hidden.FindAllStringSubmatch(form[1], -1) {
+			values.Set(m[1], html.UnescapeString(m[2]))
+		}
+		if values.Get("resource") != "global:Anywhere" {
+			t.Errorf("%s: Reconnect opens %q, want global:Anywhere", tc.name, values.Get("resource"))
+		}
+		file, session := reconnect(values)
+		if session != tc.want.SessionID || !strings.Contains(file, "full address:s:"+tc.want.Address) {
+			t.Errorf("%s: the launch reached session %s, want %s on %s (%s); file\n%s", tc.name, session, tc.want.SessionID, tc.want.SessionHost, tc.pod, file)
+		}
+	}
+	// bob's session named: alice's first, as without (R-G1).
+	file, session := reconnect(url.Values{"csrf": {csrf}, "resource": {"global:Anywhere"}, "session": {bobs.SessionID}, "pool": {"other"}})
+	if session != first.SessionID || !strings.Contains(file, "full address:s:"+first.Address) {
+		t.Errorf("a launch naming bob's session reached %s, want alice's first %s", session, first.SessionID)
+	}
+	for _, form := range []url.Values{
+		{"session": {" x"}, "pool": {"other"}},
+		{"session": {second.SessionID}},
+		{"session": {second.SessionID}, "pool": {"other"}, "pod": {"pod/1"}},
+	} {
+		form.Set("csrf", csrf)
+		form.Set("resource", "global:Anywhere")
+		if res, _ := alice.post("/portal/launch", form); res.StatusCode != http.StatusBadRequest {
+			t.Errorf("a launch naming a malformed session %v: %d, want 400", form, res.StatusCode)
+		}
+	}
+	for _, s := range []*vhttp.ConnectResult{first, second, bobs} {
+		got, err := e.admin.GetUserSession(ctx, s.HostPool, s.SessionID)
+		if err != nil || got.State != vdibroker.StateDisconnected {
+			t.Errorf("session %s after the reconnects: %+v %v; want it open as it was (no agent said otherwise)", s.SessionID, got, err)
+		}
+	}
+}
+
+// TestReconnectTheRowsSessionPersonal_RU3_RC1: alice has a Disconnected
+// session on each of her two hosts of a MultiplePersistent pool, both
+// named by its desktop; Reconnect on the second row reaches the second
+// (sessionId, R-C1), where opening the desktop reaches the first host's
+// (R-PE3).
+func TestReconnectTheRowsSessionPersonal_RU3_RC1(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	e.pool("multi", map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Direct"}, 2)
+	if _, err := e.admin.PutApplicationGroup(ctx, "multi-desktop", map[string]any{"hostPool": "multi", "applicationGroupType": "Desktop",
+		"friendlyName": "Lab desktops", "assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range []string{"multi-1", "multi-2"} {
+		if _, err := e.admin.PatchSessionHost(ctx, "multi", h, map[string]any{"assignedUsers": []string{"alice"}}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.admin.Connect(ctx, "multi", vhttp.ConnectRequest{User: "alice", SessionHost: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.heartbeat(h, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
+		ids = append(ids, c.SessionID)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + ids[1] + `"[^>]*>.*?</tr>`).FindString(home)
+	form := regexp.MustCompile(`(?s)<form method="post" action="/portal/launch">(.*?)</form>`).FindStringSubmatch(row)
+	if form == nil {
+		t.Fatalf("no Reconnect in the second row %q of\n%s", row, home)
+	}
+	values := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(form[1], -1) {
+		values.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if values.Get("resource") != "desktop:multi" || values.Get("csrf") != csrf {
+		t.Fatalf("the second row's Reconnect: %v, want desktop:multi with the page's CSRF token", values)
+	}
+	res, _ := alice.post("/portal/launch", values)
+	launch := res.Header.Get("Location")
+	if s := alice.await(launch, ended); s.State != "ready" {
+		t.Fatalf("reconnect: %+v", s)
+	}
+	if _, file := alice.get(launch + "/file"); !strings.Contains(file, "full address:s:multi-2.example.test") {
+		t.Errorf("the second row's Reconnect: want its host multi-2 in the file\n%s", file)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch", RequestID: res.Header.Get("X-Request-Id")})
+	if err != nil || len(list) != 1 || !strings.Contains(string(list[0].After), `"sessionId":"`+ids[1]+`"`) {
+		t.Errorf("the launch's audit entry: %+v %v; want session %s", list, err, ids[1])
 	}
 }
 

@@ -84,6 +84,7 @@ func (g *Service) listUserSessions(ctx context.Context, user string, endUser boo
 	if err != nil {
 		return nil, err
 	}
+	out.Site = g.site(doc)
 	// An end user's are asked for in the member pools of the global
 	// entitlements that grant her (R-E9), as her global connect asks: one
 	// granted none asks no pod, and learns no entitlement's name that is
@@ -143,7 +144,7 @@ func (g *Service) listUserSessions(ctx context.Context, user string, endUser boo
 					continue // not what was asked: a peer's answer is checked as any input
 				}
 				seen[s.ID] = true
-				gs := &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
+				gs := &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name, Site: p.Site,
 					GlobalEntitlements: entitlementsOf(ents, p.Name, s.HostPool), Reconnect: []string{}}
 				for _, name := range gs.GlobalEntitlements {
 					if slices.ContainsFunc(scopes[name], func(sp vdibroker.Pod) bool { return sp.Name == p.Name }) {
