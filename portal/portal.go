@@ -687,7 +687,21 @@ type userSession struct {
 	// opening it again reconnects to the session (R-C1, R-G1), which the
 	// page offers for a Disconnected one.
 	Desktop string
-	Since   string
+	// Since is when the session took its state (its logon, its
+	// disconnect): the page's "Since" follows "State", and a user who
+	// reads "Disconnected since 09:00" takes it so. SinceTime is the
+	// same, for the page's machine-readable time.
+	Since     string
+	SinceTime time.Time
+}
+
+// newUserSession is s as the page shows it (Name and Desktop to fill).
+func newUserSession(s vdibroker.UserSession) userSession {
+	at := s.StateTime
+	if at.IsZero() {
+		at = s.CreateTime // an answer without it (an older pod's)
+	}
+	return userSession{UserSession: s, Since: since(at), SinceTime: at.UTC()}
 }
 
 // sessionName names a session in pool by what the user's feed offers
@@ -737,7 +751,7 @@ func (p *Portal) home(rq *request) {
 	}
 	sessions := make([]userSession, len(page.Value))
 	for i, s := range page.Value {
-		sessions[i] = userSession{UserSession: s, Since: since(s.CreateTime)}
+		sessions[i] = newUserSession(s)
 		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
@@ -778,7 +792,8 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 				named = append(named, r)
 			}
 		}
-		us := userSession{UserSession: s.UserSession, Pod: s.Pod, SameSite: gs.Site != "" && s.Site == gs.Site, Since: since(s.CreateTime)}
+		us := newUserSession(s.UserSession)
+		us.Pod, us.SameSite = s.Pod, gs.Site != "" && s.Site == gs.Site
 		us.Name, _ = sessionName(named, s.HostPool)
 		// Reconnect: a desktop whose global connect here looks in the
 		// session's pod (R-G1); through another it would make a new one.
@@ -793,7 +808,7 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 	return out, len(gs.Unanswered) > 0
 }
 
-// since is when a session was made, as the page shows it.
+// since is a session's time, as the page shows it.
 func since(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
 // maxSessionsShown bounds the sessions the page lists.

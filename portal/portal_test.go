@@ -1360,3 +1360,36 @@ func putFederation(t *testing.T, doc *vdibroker.Federation, envs ...*env) {
 		}
 	}
 }
+
+// TestSessionSinceItsState_RU3: the sessions list's "Since", beside its
+// "State", is when the session took that state: a session made at 09:00
+// and disconnected two hours later reads "Disconnected" since 11:00, not
+// since it was made.
+func TestSessionSinceItsState_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	c, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
+	e.advance(2 * time.Hour)
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
+	list, err := e.admin.UserSessions(ctx, "alice")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("alice's sessions: %+v, %v", list, err)
+	}
+	s := list[0]
+	if s.StateTime.Sub(s.CreateTime) < 2*time.Hour {
+		t.Fatalf("the session was made %s and disconnected %s: want two hours apart", s.CreateTime, s.StateTime)
+	}
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	at := func(t time.Time) string {
+		return `datetime="` + t.UTC().Format("2006-01-02T15:04:05Z") + `">` + t.UTC().Format("2006-01-02 15:04 UTC") + `</time>`
+	}
+	if !strings.Contains(home, at(s.StateTime)) || strings.Contains(home, at(s.CreateTime)) {
+		t.Errorf("the page's Since: want %s (its disconnect), not %s (its start):\n%s", at(s.StateTime), at(s.CreateTime), home)
+	}
+}
