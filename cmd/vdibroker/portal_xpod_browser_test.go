@@ -77,24 +77,7 @@ func (p *xpod) heartbeat(t *testing.T, sessions ...vdibroker.AgentSession) []vdi
 // the Logoff of that session.
 func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 	ctx := newBrowser(t)
-	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
-	secretFile := filepath.Join(t.TempDir(), "federation.secret")
-	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, b := startXPod(t, "poda", secretFile), startXPod(t, "podb", secretFile)
-	api, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
-		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s0", URL: b.m.URL()}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
-			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
-	for _, p := range []*xpod{a, b} {
-		if _, err := p.admin.PutFederation(api, doc); err != nil {
-			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
-		}
-	}
+	a, b, api := startXPodPair(t, vdibroker.DistributionSessionCount)
 	// Her session on pod B, Active by its host's heartbeat.
 	mine, err := b.admin.Connect(api, "desk", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
@@ -155,24 +138,7 @@ func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 // and no new session anywhere.
 func TestPortalOtherPodReconnectBrowser_RU3_RG1(t *testing.T) {
 	ctx := newBrowser(t)
-	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
-	secretFile := filepath.Join(t.TempDir(), "federation.secret")
-	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, b := startXPod(t, "poda", secretFile), startXPod(t, "podb", secretFile)
-	api, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
-		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s0", URL: b.m.URL()}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-			SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
-			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
-	for _, p := range []*xpod{a, b} {
-		if _, err := p.admin.PutFederation(api, doc); err != nil {
-			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
-		}
-	}
+	a, b, api := startXPodPair(t, vdibroker.DistributionNone)
 	ids := map[*xpod]string{}
 	for _, p := range []*xpod{a, b} {
 		s, err := p.admin.Connect(api, "desk", vhttp.ConnectRequest{User: "alice"})
@@ -217,4 +183,31 @@ func TestPortalOtherPodReconnectBrowser_RU3_RG1(t *testing.T) {
 			t.Errorf("alice's sessions on %s after the reconnect: %v %v; want %s alone", p.m.URL(), got, err, ids[p])
 		}
 	}
+}
+
+// startXPodPair starts pod A and pod B of one site (startXPod), each with
+// its own admin token, and puts on both a federation document whose
+// global desktop "Anywhere" grants alice the pool "desk" of each, its
+// sessions distributed by distribution; api bounds the test's API calls.
+func startXPodPair(t *testing.T, distribution string) (a, b *xpod, api context.Context) {
+	t.Helper()
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
+	secretFile := filepath.Join(t.TempDir(), "federation.secret")
+	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, b = startXPod(t, "poda", secretFile), startXPod(t, "podb", secretFile)
+	api, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s0", URL: b.m.URL()}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: distribution, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
+	for _, p := range []*xpod{a, b} {
+		if _, err := p.admin.PutFederation(api, doc); err != nil {
+			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
+		}
+	}
+	return a, b, api
 }
