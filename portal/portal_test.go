@@ -578,22 +578,16 @@ func TestRefusedLaunchesBounded_RU7_RSEC(t *testing.T) {
 // out. With pod1 gone the page is still served and says some sessions
 // could not be read.
 func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
-	secret := []byte("portal-test-federation-secret")
-	e := newEnvWith(t, nil, "pod0", secret)
-	far := newEnvWith(t, nil, "pod1", secret)
+	e, far, doc := twoPods(t,
+		// An application of the same pool, first in the document: the
+		// session is named by the desktop, as one of this pod's is.
+		vdibroker.GlobalEntitlement{Name: "Calc", Kind: vdibroker.KindApplication, Application: "calc", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod1", HostPool: "other"}}},
+		vdibroker.GlobalEntitlement{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}})
 	ctx := context.Background()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
-		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{
-			// An application of the same pool, first in the document: the
-			// session is named by the desktop, as one of this pod's is.
-			{Name: "Calc", Kind: vdibroker.KindApplication, Application: "calc", Scope: vdibroker.ScopeAllSites,
-				SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
-				Members: []vdibroker.Member{{Pod: "pod1", HostPool: "other"}}},
-			{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-				SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
-				Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
-	putFederation(t, doc, e, far)
 	c, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
@@ -697,16 +691,10 @@ func TestOtherPodsSessionsWhere_RU3_RU6(t *testing.T) {
 // gone, her logoff is answered with her page, saying in her language
 // that the other site did not answer.
 func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
-	secret := []byte("portal-test-federation-secret")
-	e := newEnvWith(t, nil, "pod0", secret)
-	far := newEnvWith(t, nil, "pod1", secret)
+	e, far, _ := twoPods(t, vdibroker.GlobalEntitlement{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+		SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice", "bob"},
+		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}})
 	ctx := context.Background()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
-		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice", "bob"},
-			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
-	putFederation(t, doc, e, far)
 	mine, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
@@ -783,16 +771,10 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 // in the launch's audit entry, its host in the file. A launch naming
 // bob's session, or a malformed one, does not reach it.
 func TestReconnectTheRowsSession_RU3_RG1(t *testing.T) {
-	secret := []byte("portal-test-federation-secret")
-	e := newEnvWith(t, nil, "pod0", secret)
-	far := newEnvWith(t, nil, "pod1", secret)
+	e, far, _ := twoPods(t, vdibroker.GlobalEntitlement{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+		SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "desk"}, {Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}})
 	ctx := context.Background()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
-		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-			SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
-			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "desk"}, {Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
-	putFederation(t, doc, e, far)
 	open := func(at *env, pool, user string) *vhttp.ConnectResult {
 		t.Helper()
 		c, err := at.admin.Connect(ctx, pool, vhttp.ConnectRequest{User: user})
@@ -1392,4 +1374,19 @@ func TestSessionSinceItsState_RU3(t *testing.T) {
 	if !strings.Contains(home, at(s.StateTime)) || strings.Contains(home, at(s.CreateTime)) {
 		t.Errorf("the page's Since: want %s (its disconnect), not %s (its start):\n%s", at(s.StateTime), at(s.CreateTime), home)
 	}
+}
+
+// twoPods starts pod0 and pod1 of site s0, each a portal on its own
+// broker (newEnvWith), and puts on both a federation document of them
+// with entitlements, which it returns.
+func twoPods(t *testing.T, entitlements ...vdibroker.GlobalEntitlement) (e, far *env, doc *vdibroker.Federation) {
+	t.Helper()
+	secret := []byte("portal-test-federation-secret")
+	e = newEnvWith(t, nil, "pod0", secret)
+	far = newEnvWith(t, nil, "pod1", secret)
+	doc = &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods:               []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
+		GlobalEntitlements: entitlements}
+	putFederation(t, doc, e, far)
+	return e, far, doc
 }
