@@ -13,8 +13,9 @@ import (
 // successful answers are kept (an error may be retried), for idemTTL, at
 // most idemMax keys (oldest dropped first), and at most idemPerUser of
 // one end user's (R-SEC): a User token's keys, one connect every 2 s
-// under its write budget, would otherwise fill the whole cache in a day
-// and push every other caller's keys out. Administrators' and service
+// under its write budget (43,200 a day), would otherwise let three such
+// tokens fill the whole cache within its day and push every other
+// caller's keys out. Administrators' and service
 // tokens have no bound of their own: a front end connecting a logon storm
 // of distinct users through one token needs the whole cache.
 const (
