@@ -1,10 +1,11 @@
 package broker
 
 import (
-	"github.com/vdibroker/vdibroker"
-
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // Idempotency keys for connect (R-C6): the first connect with a key runs;
@@ -12,14 +13,18 @@ import (
 // successful answers are kept (an error may be retried), for idemTTL, at
 // most idemMax keys (oldest dropped first), and at most idemPerUser of
 // one end user's (R-SEC): a User token's keys, one connect every 2 s
-// under its write budget, would otherwise fill the whole cache in a day
-// and push every other caller's keys out. Administrators' and service
+// under its write budget (43,200 a day), would otherwise let three such
+// tokens fill the whole cache within its day and push every other
+// caller's keys out. Administrators' and service
 // tokens have no bound of their own: a front end connecting a logon storm
 // of distinct users through one token needs the whole cache.
 const (
 	idemTTL     = 24 * time.Hour
 	idemMax     = 100000
 	idemPerUser = 100
+	// idemOrderSlack is how many dropped entries the expiry order may
+	// hold beyond one a kept key before it is compacted.
+	idemOrderSlack = 1024
 )
 
 type idemEntry struct {
@@ -32,10 +37,17 @@ type idemEntry struct {
 }
 
 type idempotency struct {
-	now   func() time.Time
-	mu    sync.Mutex
-	m     map[string]*idemEntry
-	order []string // insertion order, for expiry
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]*idemEntry
+	// order is the entries in insertion order, for expiry: those gone
+	// from the map (failed, or dropped by their user's bound) are passed
+	// over, and compacted away when they outnumber the kept ones by
+	// idemOrderSlack, so that neither they count toward idemMax (an end
+	// user's dropped keys pushed every other caller's out) nor a key run
+	// again is expired at its first place (holding back the expiry of
+	// what followed it).
+	order []*idemEntry
 	// byUser holds each end user's entries, oldest first (some gone):
 	// at most idemPerUser, and only while one of them is kept.
 	byUser map[string][]*idemEntry
@@ -56,7 +68,10 @@ func (c *idempotency) do(user, key string, fn func() (ans *vdibroker.ConnectAnsw
 		if !ok {
 			e = &idemEntry{key: key, caller: user, done: make(chan struct{}), created: c.now()}
 			c.m[key] = e
-			c.order = append(c.order, key)
+			c.order = append(c.order, e)
+			if len(c.order) > 2*len(c.m)+idemOrderSlack {
+				c.order = slices.DeleteFunc(c.order, func(e *idemEntry) bool { return e.gone })
+			}
 			if user != "" {
 				c.keepUserLocked(e)
 			}
@@ -142,12 +157,11 @@ func isDone(e *idemEntry) bool {
 func (c *idempotency) expireLocked() {
 	now := c.now()
 	for len(c.order) > 0 {
-		k := c.order[0]
-		e, ok := c.m[k]
-		if ok && len(c.order) <= idemMax && now.Sub(e.created) < idemTTL {
+		e := c.order[0]
+		if !e.gone && len(c.m) <= idemMax && now.Sub(e.created) < idemTTL {
 			break
 		}
-		if ok {
+		if !e.gone {
 			select {
 			case <-e.done:
 				c.removeLocked(e)
@@ -158,6 +172,7 @@ func (c *idempotency) expireLocked() {
 				return
 			}
 		}
+		c.order[0] = nil
 		c.order = c.order[1:]
 	}
 }

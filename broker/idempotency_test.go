@@ -92,3 +92,70 @@ func TestIdempotencyFailedKeyLeavesNothing(t *testing.T) {
 		t.Errorf("after a failed connect: %d keys, %d users, want none", len(c.m), len(c.byUser))
 	}
 }
+
+// TestIdempotencyEndUserDoesNotPushOthersOut (R-C6, R-SEC): an end user
+// sending more keys than the whole cache holds, each answered and
+// dropped in turn by her own bound, pushes out no other caller's key:
+// her dropped keys no longer count toward idemMax. Nor does the expiry
+// order grow with them.
+func TestIdempotencyEndUserDoesNotPushOthersOut(t *testing.T) {
+	now := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	c := newIdempotency(func() time.Time { return now })
+	runs := map[string]int{}
+	connect := func(user, key string) {
+		c.do(user, key, func() (*vdibroker.ConnectAnswer, bool) {
+			runs[key]++
+			return &vdibroker.ConnectAnswer{}, true
+		})
+	}
+	connect("", "frontend-1")
+	for i := range idemMax + 10 {
+		connect("alice", fmt.Sprintf("alice-%d", i))
+	}
+	connect("", "frontend-1")
+	if runs["frontend-1"] != 1 {
+		t.Errorf("the front end's key ran %d times, want once: alice's dropped keys pushed it out", runs["frontend-1"])
+	}
+	if len(c.m) != idemPerUser+1 {
+		t.Errorf("%d keys kept, want alice's %d and the front end's", len(c.m), idemPerUser)
+	}
+	if len(c.order) > 2*len(c.m)+idemOrderSlack {
+		t.Errorf("the expiry order holds %d entries for %d keys", len(c.order), len(c.m))
+	}
+}
+
+// TestIdempotencyKeyRunAgainExpiresOnTime (R-C6): a key whose entry was
+// dropped (failed, or its user's bound) and then run again does not
+// hold back the expiry of older keys behind its first place in the
+// order, nor is the new entry expired at its old place.
+func TestIdempotencyKeyRunAgainExpiresOnTime(t *testing.T) {
+	now := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	c := newIdempotency(func() time.Time { return now })
+	runs := map[string]int{}
+	fail := true
+	connect := func(key string) {
+		c.do("", key, func() (*vdibroker.ConnectAnswer, bool) {
+			runs[key]++
+			if key == "k" && fail {
+				return nil, false
+			}
+			return &vdibroker.ConnectAnswer{}, true
+		})
+	}
+	connect("first")
+	connect("k") // fails: not kept
+	now = now.Add(time.Minute)
+	connect("old")
+	now = now.Add(idemTTL - 2*time.Minute)
+	fail = false
+	connect("k") // kept now, a day after "old"
+	now = now.Add(3 * time.Minute)
+	connect("other")
+	if _, ok := c.m["old"]; ok {
+		t.Errorf("a key older than %s is still kept", idemTTL)
+	}
+	connect("k")
+	if runs["k"] != 2 {
+		t.Errorf("k ran %d times, want 2 (failed once, then kept)", runs["k"])
+	}
+}

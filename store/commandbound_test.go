@@ -295,3 +295,47 @@ func TestUnseenLogoffs_RS4(t *testing.T) {
 		}
 	})
 }
+
+// TestUnseenLogoffOfAnAdoptedLogon_RS4 (R-S4, R-S2): a logoff of a
+// Pending session the agent never reported is queued because its logon
+// may be under way; when that logon completes and the host's next
+// heartbeat reports it, the broker adopts it (the Pending session ended
+// at the logoff, so nothing matches it), after the logoff was asked. The
+// logoff is still delivered in that heartbeat's answer: the adopted
+// session is the very logon the admin logged off, not one its user
+// connected to again.
+func TestUnseenLogoffOfAnAdoptedLogon_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		c := placement("pool1", "h1", "alice", 10)
+		c.Session.CreateTime, c.Session.StateTime = t0, t0
+		id := mustCommit(t, s, c)
+		if err := s.EndSession(ctx, "pool1", id, vdibroker.EndLoggedOffByAdmin, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		logoff := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: id, CreateTime: t0.Add(time.Second)}
+		if err := s.QueueCommand(ctx, logoff); err != nil {
+			t.Fatal(err)
+		}
+		// Her logon completed after the logoff was asked (the host's
+		// logon time, and the broker's first word of it, are both later).
+		logon := t0.Add(2 * time.Second)
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "7", User: "alice", State: vdibroker.StateActive, LogonTime: &logon}}}, t0.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Commands {
+			got = append(got, c.Type+" "+c.User)
+		}
+		if want := []string{"Logoff alice"}; !slices.Equal(got, want) {
+			t.Errorf("the host was handed %v, want %v: the admin's logoff of her logon was dropped", got, want)
+		}
+		if st, res, err := s.Command(ctx, logoff.ID); err != nil || st != vdibroker.CommandDelivered {
+			t.Errorf("the logoff: %s %q (%v), want Delivered", st, res, err)
+		}
+	})
+}
