@@ -779,7 +779,13 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 	}
 	var gs vdibroker.GlobalSessions
 	if err := rq.api.do(rq.r.Context(), http.MethodGet, "/api/v1/users/"+url.PathEscape(feed.User)+"/globalsessions", nil, &gs); err != nil {
-		p.log.Warn("portal: the user's sessions in other pods", "err", err)
+		level := slog.LevelWarn
+		if vdibroker.ErrorCode(err) == vdibroker.ETooManyRequests {
+			// Her listings' bound (R-SEC): a line for each page she
+			// reloads past it would be the log's flood the bound spares.
+			level = slog.LevelDebug
+		}
+		p.log.Log(rq.r.Context(), level, "portal: the user's sessions in other pods", "err", err)
 		return nil, true
 	}
 	for _, s := range gs.Value {
