@@ -205,6 +205,18 @@ func (e *env) heartbeat(host string, sessions ...vdibroker.AgentSession) []vdibr
 	return res.Commands
 }
 
+// activeAtDesk connects user to the pool "desk" and reports her session
+// Active (agent session "1") by its host's heartbeat.
+func (e *env) activeAtDesk(user string) *vhttp.ConnectResult {
+	e.t.Helper()
+	c, err := e.admin.Connect(context.Background(), "desk", vhttp.ConnectRequest{User: user})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: user, State: vdibroker.StateActive})
+	return c
+}
+
 // userToken is a User token of subject.
 func (e *env) userToken(subject string) string {
 	e.t.Helper()

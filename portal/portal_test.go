@@ -108,11 +108,7 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 func TestOwnSessions_RU3(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	c, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
+	c := e.activeAtDesk("alice")
 	alice, bob := e.browser(), e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
 	bobCSRF := bob.signIn(e.userToken("bob"))
@@ -1350,11 +1346,7 @@ func putFederation(t *testing.T, doc *vdibroker.Federation, envs ...*env) {
 func TestSessionSinceItsState_RU3(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	c, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
+	c := e.activeAtDesk("alice")
 	e.advance(2 * time.Hour)
 	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
 	list, err := e.admin.UserSessions(ctx, "alice")
