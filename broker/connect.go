@@ -315,8 +315,9 @@ func recordCap(e *placement.Explain) int {
 // R-S2) is answered only where placement would have put the user
 // (placement.AnswersAdopted): otherwise it stays a fact of its host and
 // the user is placed as if it were not there (skippedAdopted). The
-// session req.SessionID names comes first when it is one of those and
-// its host takes sessions now (the user portal's Reconnect of that row,
+// session req.SessionID names comes first, before a placed one too,
+// when it is one of those and its host is neither Unavailable nor
+// Shutdown, drained or not (the user portal's Reconnect of that row,
 // R-U3); any other id is passed over, as if none were named.
 func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (best *vdibroker.UserSession, skippedAdopted bool, err error) {
 	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
@@ -354,7 +355,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 			continue
 		}
 		// Several only in Personal pools: the first host in query order
-		// whose host takes sessions now, else the first in query order
+		// whose host is neither Unavailable nor Shutdown, else the first in query order
 		// (R-C1 then ends it and places anew). Preferring a live host keeps
 		// a MultiplePersistent user from getting a second session on a
 		// host where one is already open.

@@ -62,6 +62,15 @@ func TestConnectNamedSession_RC1_RPE3(t *testing.T) {
 	if n := e.sessionsPerHost("multi"); n[hosts[0]] != 1 || n[hosts[1]] != 1 || n[hosts[2]] != 1 {
 		t.Errorf("sessions per host after the connects: %v, want one each", n)
 	}
+	// Drained, her second host still answers its session named (R-C1:
+	// drain mode is ignored for a reconnect; only an Unavailable or
+	// Shutdown host's session is passed over).
+	if _, err := e.admin.PatchSessionHost(ctx, "multi", hosts[1], map[string]any{"allowNewSession": false}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := e.admin.Connect(ctx, "multi", vhttp.ConnectRequest{User: "erin", SessionID: ids[1]}); err != nil || !r.Reconnect || r.SessionID != ids[1] {
+		t.Errorf("erin's connect naming her session on her drained host: %+v %v, want a reconnect of %s", r, err, ids[1])
+	}
 	status, ve, raw := rawDo(t, e, "POST", "/api/v1/hostpools/multi/connect", adminToken, `{"user":"erin","sessionId":"`+strings.Repeat("x", 65)+`"}`)
 	if status != nethttp.StatusBadRequest || ve == nil || ve.Field != "sessionId" || !strings.Contains(ve.Message, "64") {
 		t.Errorf("a session id of 65 characters: %d %s, want 400 on sessionId naming its bound", status, raw)

@@ -365,6 +365,7 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("OtherPods", TestOtherPodsSessions_RU3_RG1)
 	t.Run("ReconnectTheRowsSession", TestReconnectTheRowsSession_RU3_RG1)
 	t.Run("ReconnectTheRowsSessionPersonal", TestReconnectTheRowsSessionPersonal_RU3_RC1)
+	t.Run("ReconnectLocalRowOutOfGlobalScope", TestReconnectLocalRowOutOfGlobalScope_RU3_RC1_RG1)
 	t.Run("OtherPodsSessionsWhere", TestOtherPodsSessionsWhere_RU3_RU6)
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)

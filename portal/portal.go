@@ -733,6 +733,22 @@ func sessionName(resources []vdibroker.FeedResource, pool string) (name, desktop
 	return pool, ""
 }
 
+// poolDesktop is the id of pool's own desktop in the feed, "" when it
+// has none. Reconnect of a session of this pod's pool opens it when it
+// can: its connect, naming the session (R-C1's sessionId), reaches the
+// session wherever it is, where a global desktop's reaches it only
+// while its scope from this pod takes in this pod (R-G1: a WithinSite
+// entitlement of a user whose home site is another leaves it out, and
+// its connect would make a new session there, R-U3).
+func poolDesktop(resources []vdibroker.FeedResource, pool string) string {
+	for _, r := range resources {
+		if r.Kind == vdibroker.FeedDesktop && r.GlobalEntitlement == "" && r.HostPool == pool {
+			return r.ID
+		}
+	}
+	return ""
+}
+
 // home lists the user's resources (the feed, R-U5) and open sessions
 // (R-U3).
 func (p *Portal) home(rq *request) {
@@ -753,6 +769,9 @@ func (p *Portal) home(rq *request) {
 	for i, s := range page.Value {
 		sessions[i] = newUserSession(s)
 		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
+		if d := poolDesktop(feed.Resources, s.HostPool); d != "" {
+			sessions[i].Desktop = d
+		}
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
 	// Her name as her provider gives it: a provider's subject may be an

@@ -763,7 +763,8 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 // sessions in the member pools of her global desktop "Anywhere": in desk
 // and other of pod0, and in other of pod1. Her global connect alone
 // would reconnect the first found (R-G1: desk's, in pod0), whichever row
-// she clicked; Reconnect on each row reaches that row's session: its id
+// she clicked; Reconnect on each row reaches that row's session (desk's through
+// desk's own desktop, poolDesktop): its id
 // in the launch's audit entry, its host in the file. A launch naming
 // bob's session, or a malformed one, does not reach it.
 func TestReconnectTheRowsSession_RU3_RG1(t *testing.T) {
@@ -822,10 +823,13 @@ func TestReconnectTheRowsSession_RU3_RG1(t *testing.T) {
 		name string
 		want *vhttp.ConnectResult
 		pod  string
+		// resource: desk's own desktop for its session (poolDesktop),
+		// the global one for a session only it names.
+		resource string
 	}{
-		{"the first row", first, ""},
-		{"the second row, in another member pool of pod0", second, ""},
-		{"the third row, in pod1", third, "pod1"},
+		{"the first row", first, "", "desktop:desk"},
+		{"the second row, in another member pool of pod0", second, "", "global:Anywhere"},
+		{"the third row, in pod1", third, "pod1", "global:Anywhere"},
 	} {
 		row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + tc.want.SessionID + `"[^>]*>.*?</tr>`).FindString(home)
 		form := regexp.MustCompile(`(?s)<form method="post" action="/portal/launch">(.*?)</form>`).FindStringSubmatch(row)
@@ -836,8 +840,8 @@ func TestReconnectTheRowsSession_RU3_RG1(t *testing.T) {
 		for _, m := range hidden.FindAllStringSubmatch(form[1], -1) {
 			values.Set(m[1], html.UnescapeString(m[2]))
 		}
-		if values.Get("resource") != "global:Anywhere" {
-			t.Errorf("%s: Reconnect opens %q, want global:Anywhere", tc.name, values.Get("resource"))
+		if values.Get("resource") != tc.resource {
+			t.Errorf("%s: Reconnect opens %q, want %s", tc.name, values.Get("resource"), tc.resource)
 		}
 		file, session := reconnect(values)
 		if session != tc.want.SessionID || !strings.Contains(file, "full address:s:"+tc.want.Address) {
@@ -1381,4 +1385,58 @@ func twoPods(t *testing.T, entitlements ...vdibroker.GlobalEntitlement) (e, far 
 		GlobalEntitlements: entitlements}
 	putFederation(t, doc, e, far)
 	return e, far, doc
+}
+
+// TestReconnectLocalRowOutOfGlobalScope_RU3_RC1_RG1: alice's Disconnected
+// session in pod0's "desk" is named on her page by two desktops, the
+// global "Anywhere" (desk is its member, but its scope, WithinSite from
+// her home site s1, leaves pod0 out) and desk's own "Office desktop".
+// Reconnect on the row reaches that session (desk's desktop, naming it,
+// R-C1), not a new session in pod1 (the global connect from pod0 looks
+// only in s1, R-G1, and would make one there).
+func TestReconnectLocalRowOutOfGlobalScope_RU3_RC1_RG1(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	far := newEnvAt(t, nil, "pod1", "s1", secret)
+	ctx := context.Background()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}},
+		Pods:      []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s1", URL: far.url}},
+		HomeSites: []vdibroker.HomeSite{{User: "alice", Site: "s1"}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeWithinSite, UseHomeSite: true,
+			SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "desk"}, {Pod: "pod1", HostPool: "other"}}}}}
+	putFederation(t, doc, e, far)
+	mine, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(mine.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
+
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + mine.SessionID + `"[^>]*>.*?</tr>`).FindString(home)
+	form := regexp.MustCompile(`(?s)<form method="post" action="/portal/launch">(.*?)</form>`).FindStringSubmatch(row)
+	if form == nil {
+		t.Fatalf("no Reconnect in alice's row %q of\n%s", row, home)
+	}
+	values := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(form[1], -1) {
+		values.Set(m[1], html.UnescapeString(m[2]))
+	}
+	res, body := alice.post("/portal/launch", values)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("reconnect %v: %d %s", values, res.StatusCode, body)
+	}
+	launch := res.Header.Get("Location")
+	if s := alice.await(launch, ended); s.State != "ready" {
+		t.Fatalf("reconnect %v: %+v", values, s)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch", RequestID: res.Header.Get("X-Request-Id")})
+	if err != nil || len(list) != 1 || !strings.Contains(string(list[0].After), `"sessionId":"`+mine.SessionID+`"`) {
+		t.Errorf("Reconnect of alice's desk row (form %v): audit %+v %v; want her session %s reconnected", values, list, err, mine.SessionID)
+	}
+	if l, err := far.admin.UserSessions(ctx, "alice"); err != nil || len(l) != 0 {
+		t.Errorf("alice's sessions in pod1 after the Reconnect of her row in pod0: %d %v, want none", len(l), err)
+	}
 }
