@@ -57,7 +57,6 @@ var messages = map[string]map[string]string{
 	"sessions.heading":            {"en": "My sessions", "de": "Meine Sitzungen", "pt": "As minhas sessões", "ar": "جلساتي"},
 	"sessions.unread":             {"en": "Sessions at other sites could not all be read: you may have more than these.", "de": "Sitzungen an anderen Standorten konnten nicht alle gelesen werden: Sie haben vielleicht mehr als diese.", "pt": "Não foi possível ler todas as sessões noutros locais: pode ter mais do que estas.", "ar": "تعذّرت قراءة كل الجلسات في المواقع الأخرى: قد تكون لديك جلسات أكثر من هذه."},
 	"sessions.elsewhere":          {"en": "At another site", "de": "An einem anderen Standort", "pt": "Noutro local", "ar": "في موقع آخر"},
-	"sessions.otherPod":           {"en": "In another pod", "de": "In einem anderen Pod", "pt": "Noutro pod", "ar": "في Pod آخر"},
 	"sessions.none":               {"en": "You have no open sessions.", "de": "Sie haben keine offenen Sitzungen.", "pt": "Não tem sessões abertas.", "ar": "ليست لديك جلسات مفتوحة."},
 	"sessions.what":               {"en": "Desktop or apps", "de": "Desktop oder Apps", "pt": "Ambiente de trabalho ou aplicações", "ar": "سطح المكتب أو التطبيقات"},
 	"sessions.host":               {"en": "Host", "de": "Host", "pt": "Anfitrião", "ar": "المضيف"},

@@ -680,7 +680,8 @@ type userSession struct {
 	Name string
 	// Pod is the other pod of the federation the session is in; empty
 	// for this pod's. SameSite says that pod is of this pod's site: the
-	// row says "In another pod", not "At another site".
+	// row has no "At another site": to her, another pod of her site is
+	// here ("pod" is the administrators' word).
 	Pod      string
 	SameSite bool
 	// Desktop is the feed's desktop that names the session, if one does:
