@@ -39,6 +39,25 @@ func TestGlobalSessionsSites_RU3(t *testing.T) {
 		raw, _ := json.Marshal(got)
 		t.Errorf("alice's sessions in other pods: %s; want site s0, pod1's s0 and pod2's s1", raw)
 	}
+	// An end user granted no global entitlement learns no site.
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements = slices.Clone(doc.GlobalEntitlements)
+	doc.GlobalEntitlements[0].Users = []string{"alice"}
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bobs, err := envs[0].client(0, envs[0].userToken("bob", nil)).GlobalSessions(ctx, "bob")
+	if err != nil || bobs.Site != "" || len(bobs.Value) != 0 {
+		t.Errorf("bob, granted none: %+v %v; want nothing, not even this pod's site", bobs, err)
+	}
 }
 
 // TestGlobalSessions_RU3: GET /users/{user}/globalsessions on pod0 lists

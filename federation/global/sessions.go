@@ -84,7 +84,6 @@ func (g *Service) listUserSessions(ctx context.Context, user string, endUser boo
 	if err != nil {
 		return nil, err
 	}
-	out.Site = g.site(doc)
 	// An end user's are asked for in the member pools of the global
 	// entitlements that grant her (R-E9), as her global connect asks: one
 	// granted none asks no pod, and learns no entitlement's name that is
@@ -103,6 +102,9 @@ func (g *Service) listUserSessions(ctx context.Context, user string, endUser boo
 	if len(asked) == 0 {
 		return out, nil
 	}
+	// This pod's site, beside its sessions' (an end user granted no
+	// global entitlement learns neither).
+	out.Site = g.site(doc)
 	// The pods each entitlement's global connect at this pod looks in
 	// for the user's sessions (R-G1), for GlobalSession.Reconnect.
 	scopes := map[string][]vdibroker.Pod{}
