@@ -10,6 +10,14 @@ type ConnectRequest struct {
 	DryRun bool   `json:"dryRun,omitempty"`
 	// SessionHost names the host for MultiplePersistent pools (R-PE3).
 	SessionHost string `json:"sessionHost,omitempty"`
+	// SessionID, when set, names the user's session in the pool the
+	// connect should reconnect (R-C1) when the user has several (a
+	// MultiplePersistent pool's, or one a host reported): taken if it is
+	// the user's open one there that R-C1 would answer, else the connect
+	// answers as without it (R-C1's own choice, or a new session). The
+	// user portal's Reconnect of one row of "My sessions" sends it
+	// (R-U3), as a global connect does for the session it found (R-G1).
+	SessionID string `json:"sessionId,omitempty"`
 	// RemoteApp, set by the entitlement service for an application
 	// connect (never read from a client's body), makes the answer's .rdp
 	// file open that application (R-E7).
@@ -50,5 +58,14 @@ func ValidateConnect(req *ConnectRequest) error {
 			return err
 		}
 	}
+	if req.SessionID != "" {
+		if err := ValidateText("sessionId", req.SessionID, MaxSessionIDLen); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// MaxSessionIDLen bounds a session id a caller names (NewID makes 32 hex
+// digits; an older broker's ids are no longer).
+const MaxSessionIDLen = 64

@@ -401,7 +401,9 @@ type PodClient interface {
 // document whose member the pool is.
 type GlobalSession struct {
 	UserSession
-	Pod                string   `json:"pod"`
+	Pod string `json:"pod"`
+	// Site is the site of Pod, as the document of the pod asked says.
+	Site               string   `json:"site"`
 	GlobalEntitlements []string `json:"globalEntitlements"`
 	// Reconnect names those of GlobalEntitlements whose global connect
 	// at the pod asked looks for the session: its pod is in the
@@ -416,6 +418,9 @@ type GlobalSession struct {
 type GlobalSessions struct {
 	Value      []*GlobalSession  `json:"value"`
 	Unanswered map[string]string `json:"unanswered,omitempty"`
+	// Site is the site of the pod asked: a session of the same site is
+	// in another pod nearby, one of another site elsewhere (R-U3).
+	Site string `json:"site,omitempty"`
 }
 
 // MaxGlobalSessions bounds the sessions a GlobalSessions answer lists.
@@ -427,6 +432,20 @@ type GlobalConnectRequest struct {
 	User   string   `json:"user"`
 	Groups []string `json:"groups,omitempty"`
 	DryRun bool     `json:"dryRun,omitempty"`
+	// Session, when set, names the user's session the connect should
+	// reconnect when she has several in the entitlement's scope (R-G1):
+	// taken if it is her open one in a member pool of a pod in scope,
+	// else the connect answers as without it. The user portal's
+	// Reconnect of one row of "My sessions" sends it (R-U3).
+	Session *SessionRef `json:"session,omitempty"`
+}
+
+// SessionRef names one user session in a federation: its pod (empty:
+// the pod asked), host pool and id.
+type SessionRef struct {
+	Pod      string `json:"pod,omitempty"`
+	HostPool string `json:"hostPool"`
+	ID       string `json:"id"`
 }
 
 // GlobalAnswer is a pool connect's answer plus the pod and site that
@@ -618,6 +637,12 @@ type PodConnectRequest struct {
 	// in that pool (R-G1); a new session is registered at the user's
 	// directory pod only once it is made.
 	Existing bool `json:"existing,omitempty"`
+	// SessionID is the session of the user's the caller wants
+	// reconnected (GlobalConnectRequest.Session), for the pool's connect
+	// (ConnectRequest.SessionID). A pod of an older version refuses the
+	// field (400 naming it, before it does anything): the caller then
+	// asks again without it.
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // GlobalDecision is the record of a global connect (the "decision" of its

@@ -46,9 +46,13 @@ func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.Connec
 	if key == "" || req.DryRun {
 		return s.placeOrWait(ctx, pool, req)
 	}
-	role, token := "", ""
+	role, token, endUser := "", "", ""
 	if p != nil {
 		role, token = p.Role, p.TokenID
+		if p.Role == vdibroker.RoleUser {
+			a := p.Audit()
+			endUser = a.Kind + "\x00" + a.ID
+		}
 	}
 	// The key is scoped to the caller, the pool, the user (in any case,
 	// R-E5) and the application (R-E7).
@@ -58,7 +62,7 @@ func (s *Service) Connect(ctx context.Context, pool string, req vdibroker.Connec
 	}
 	key = strings.Join([]string{role, token, pool, vdibroker.FoldUser(req.User), app, key}, "\x00")
 	var placeErr error
-	ans := s.idem.do(key, func() (*vdibroker.ConnectAnswer, bool) {
+	ans := s.idem.do(endUser, key, func() (*vdibroker.ConnectAnswer, bool) {
 		a, err := s.placeOrWait(ctx, pool, req)
 		if err != nil {
 			placeErr = err
@@ -310,7 +314,11 @@ func recordCap(e *placement.Explain) int {
 // ignore the name, as placement does. A session a host reported (adopted,
 // R-S2) is answered only where placement would have put the user
 // (placement.AnswersAdopted): otherwise it stays a fact of its host and
-// the user is placed as if it were not there (skippedAdopted).
+// the user is placed as if it were not there (skippedAdopted). The
+// session req.SessionID names comes first, before a placed one too,
+// when it is one of those and its host is neither Unavailable nor
+// Shutdown, drained or not (the user portal's Reconnect of that row,
+// R-U3); any other id is passed over, as if none were named.
 func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *vdibroker.HostPool, req vdibroker.ConnectRequest) (best *vdibroker.UserSession, skippedAdopted bool, err error) {
 	f := vdibroker.SessionFilter{HostPool: pool.Name, User: req.User}
 	if pool.LoadBalancerType == vdibroker.MultiplePersistent && req.SessionHost != "" {
@@ -325,6 +333,7 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 	hbTimeout := pool.HeartbeatTimeout()
 	pp := placement.PoolFrom(pool)
 	bestLive := false
+	var wanted *vdibroker.UserSession
 	for _, us := range list {
 		if !us.Open() {
 			continue
@@ -346,13 +355,16 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 			continue
 		}
 		// Several only in Personal pools: the first host in query order
-		// whose host takes sessions now, else the first in query order
+		// whose host is neither Unavailable nor Shutdown, else the first in query order
 		// (R-C1 then ends it and places anew). Preferring a live host keeps
 		// a MultiplePersistent user from getting a second session on a
 		// host where one is already open.
 		// A session the broker placed comes before one a host reported
 		// (adopted): a host's report cannot draw a user away (R-S2).
 		live := v.Placeable(us.SessionHost, hbTimeout, now)
+		if live && req.SessionID != "" && us.ID == req.SessionID {
+			wanted = us
+		}
 		switch {
 		case best == nil,
 			best.Adopted && !us.Adopted,
@@ -360,6 +372,9 @@ func (s *Service) existingSession(ctx context.Context, v *poolview.View, pool *v
 			best.Adopted == us.Adopted && live == bestLive && us.SessionHost < best.SessionHost:
 			best, bestLive = us, live
 		}
+	}
+	if wanted != nil {
+		return wanted, skippedAdopted, nil
 	}
 	return best, skippedAdopted, nil
 }

@@ -565,7 +565,7 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 	// gateway's report sent again after the broker did not take it)
 	// records the tunnel's end but leaves the session to its agent's
 	// reports (R-GW3).
-	late := lateClose(r, now)
+	late := lateClose(r)
 	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, now, late)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound && now.After(tunnelRecordExpiry(r)) {
 		// A token this broker issued whose record may be pruned: the
@@ -595,15 +595,16 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 // when it says when it sent it (SentAt): measured against the broker's,
 // a gateway whose clock is behind had every close late, and no tunnel's
 // close moved a session; one ahead had a close sent again after an
-// outage moved it. A report without SentAt is measured by now.
-func lateClose(r *vdibroker.TunnelReport, now time.Time) bool {
-	switch {
-	case r.At.IsZero():
+// outage moved it. A report without SentAt is a gateway's of an earlier
+// release, which sends each close once, when the tunnel ends, and never
+// again: it is not late (measured by the broker's clock, a gateway whose
+// clock ran 30 s behind had every close late, and left every session to
+// its agent's report).
+func lateClose(r *vdibroker.TunnelReport) bool {
+	if r.At.IsZero() || r.SentAt.IsZero() {
 		return false
-	case !r.SentAt.IsZero():
-		return r.SentAt.Sub(r.At) >= lateTunnelClose
 	}
-	return now.Sub(r.At) >= lateTunnelClose
+	return r.SentAt.Sub(r.At) >= lateTunnelClose
 }
 
 // gatewayAudit returns ctx carrying the audit entry of a report, written

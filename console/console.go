@@ -149,6 +149,10 @@ type Console struct {
 	// pod: EnableFederation was called; a user's sessions page also
 	// lists those in the other pods.
 	pod bool
+	// notGlobal: the web sessions whose principal the API refused a
+	// listing of a user's sessions in other pods (one scoped to host
+	// pools, R-U3): their pages ask no more (otherPodsSessions).
+	notGlobal notGlobal
 
 	stop      chan struct{}
 	done      chan struct{}

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -88,16 +90,57 @@ func (c *Console) globalSessionCommand(rq *request, what string) {
 // federation (GET /users/{user}/globalsessions, R-U3, R-G1), for the
 // sessions page of one user; failed says why the pod could not ask.
 func (c *Console) otherPodsSessions(rq *request, user string) (gs *vdibroker.GlobalSessions, failed string) {
+	now := c.now()
+	if c.notGlobal.has(rq.sid, now) {
+		return nil, ""
+	}
 	gs = &vdibroker.GlobalSessions{}
 	err := rq.api.do(rq.r.Context(), http.MethodGet, "/api/v1/users/"+url.PathEscape(user)+"/globalsessions", nil, gs)
 	switch vdibroker.ErrorCode(err) {
 	case "":
 		return gs, ""
 	case vdibroker.EPermission:
-		return nil, "" // a principal scoped to host pools: global views are not its
+		// A principal scoped to host pools: global views are not its.
+		// Asked again on each of its pages, the API would audit each
+		// refusal and spend its listings (R-SEC): once is enough.
+		c.notGlobal.add(rq.sid, rq.sess.Expires, now)
+		return nil, ""
 	default:
 		return nil, describe(err)
 	}
+}
+
+// notGlobal holds web sessions (by id) that no longer ask for users'
+// sessions in other pods, until they expire: at most maxNotGlobal, so
+// that sign-ins of scoped principals cost bounded memory (past it the
+// page asks, as before).
+type notGlobal struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+const maxNotGlobal = 10_000
+
+func (n *notGlobal) has(sid string, now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	exp, ok := n.m[sid]
+	return ok && now.Before(exp)
+}
+
+func (n *notGlobal) add(sid string, expires, now time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.m == nil {
+		n.m = map[string]time.Time{}
+	}
+	if len(n.m) >= maxNotGlobal {
+		maps.DeleteFunc(n.m, func(_ string, exp time.Time) bool { return !now.Before(exp) })
+		if len(n.m) >= maxNotGlobal {
+			return
+		}
+	}
+	n.m[sid] = expires
 }
 
 // fedStatus is GET /api/v1/federation as the page reads it.

@@ -189,6 +189,22 @@ func TestGlobalSessionActions_RU3(t *testing.T) {
 		if a := sb.get(page); a.status != http.StatusOK || strings.Contains(a.body, "/globalsessions/") {
 			t.Errorf("a scoped Helpdesk: HTTP %d, offered log off in another pod:\n%s", a.status, a.body)
 		}
+		// The API refused its listing once; its next pages do not ask
+		// again (each refusal an audit entry, a listing spent).
+		wantStatus(t, sb.get(page), http.StatusOK)
+		refused, err := e.admin.ListAudit(t.Context(), vhttp.AuditQuery{Principal: "desk-a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, a := range refused {
+			if a.Outcome == vdibroker.AuditRefused && strings.Contains(a.Target, "globalsessions") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("a scoped Helpdesk's two pages: %d refused listings in the audit trail, want 1: %+v", n, refused)
+		}
 		a := sb.post(base+"/disconnect", url.Values{"csrf": {sb.csrf(page)}, "back": {page}})
 		wantStatus(t, a, http.StatusForbidden)
 		wantContains(t, a, "Refused by the broker")

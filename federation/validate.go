@@ -30,6 +30,26 @@ func ValidatePodName(field, name string) error {
 	return vdibroker.ValidateName(field, name, minNameLen, maxNameLen)
 }
 
+// ValidateSessionRef checks a session a caller names (a global connect's
+// session, GlobalConnectRequest.Session) under field: its pod as a pod's
+// name (may be empty: the pod asked), its host pool as a pool's name, its
+// id 1..MaxSessionIDLen characters of text; InvalidArgument naming the
+// part (field.pod, field.hostPool, field.id) with the allowed range.
+func ValidateSessionRef(field string, r *vdibroker.SessionRef) error {
+	if r.Pod != "" {
+		if err := ValidatePodName(field+".pod", r.Pod); err != nil {
+			return err
+		}
+	}
+	if err := vdibroker.ValidateName(field+".hostPool", r.HostPool, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
+		return err
+	}
+	if r.ID == "" {
+		return vdibroker.FieldError(field+".id", "is required (1..%d characters)", vdibroker.MaxSessionIDLen)
+	}
+	return vdibroker.ValidateText(field+".id", r.ID, vdibroker.MaxSessionIDLen)
+}
+
 // Scopes and Distributions are the allowed values, defaults first.
 var (
 	Scopes        = []string{vdibroker.ScopeAllSites, vdibroker.ScopeWithinSite, vdibroker.ScopeWithinPod}

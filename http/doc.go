@@ -30,7 +30,8 @@
 //     Registration tokens: absent expiresInSeconds means 3600.
 //   - Idempotency-Key on connect: the same key from the same token for the
 //     same pool and user gets the same (successful) answer for 24 hours, per
-//     server instance; across replicas R-C6 keeps connects idempotent anyway.
+//     server instance (100,000 keys, an end user's 100); across replicas
+//     R-C6 keeps connects idempotent anyway.
 //   - A known path with another method answers 405 with code
 //     MethodNotAllowed and the Allow header; unknown paths under /api/v1
 //     answer 404 NotFound.

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -148,11 +149,23 @@ func (s *Server) globalConnect(w nethttp.ResponseWriter, r *nethttp.Request) err
 
 // globalSessions is GET /users/{user}/globalsessions (R-U3 across the
 // federation): the user's open sessions in the other pods' member pools.
-// The service authorizes it: an end user its own only.
+// The service authorizes it: an end user its own only. A principal
+// lists at most GlobalSessionListsPerPrincipal a minute (429 beyond, no
+// pod asked).
 func (s *Server) globalSessions(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	fed, err := s.federated()
 	if err != nil {
 		return err
+	}
+	// A principal's listings are bounded (R-SEC): each is a round of pod
+	// calls spending this pod's budget at its peers, which listings at
+	// once share but listings one after another did not.
+	if p := vdibroker.PrincipalFrom(r.Context()); p != nil {
+		a := p.Audit()
+		if !s.globalLists.Spend(a.Kind+":"+a.ID+":"+a.Name, s.now()) {
+			return throttled("this principal lists sessions in other pods faster than "+
+				strconv.Itoa(GlobalSessionListsPerPrincipal)+" a minute", GlobalSessionListsPerPrincipal/60.0)
+		}
 	}
 	list, err := fed.g.UserSessions(r.Context(), r.PathValue("user"))
 	if err != nil {
@@ -542,9 +555,18 @@ func (c *PodClient) Lookup(ctx context.Context, pod vdibroker.Pod, req vdibroker
 
 // SessionCommand asks pod to log off or disconnect one of a user's
 // sessions in its member pools.
+// A pod whose router does not know the call (an older version: 405, or
+// its 404 for a path it has no API at, not the call's own 404 for a
+// session it does not hold) is PodUnavailable, saying so: "no such
+// session" would tell a helpdesk the session is gone.
 func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodSessionCommandRequest) (*vdibroker.Command, error) {
 	var out vdibroker.Command
-	_, err := c.call(ctx, pod, "POST", federation.SessionCommandPath, req, &out)
+	status, err := c.call(ctx, pod, "POST", federation.SessionCommandPath, req, &out)
+	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
+		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
+		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which cannot log off or disconnect its sessions for another pod "+
+			"(HTTP %d to %s): use that pod's console or portal, or upgrade it", pod.Name, status, federation.SessionCommandPath)
+	}
 	return resultOrNil(&out, err)
 }
 

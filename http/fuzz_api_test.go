@@ -43,6 +43,8 @@ func FuzzAPIBodies(f *testing.F) {
 		`{"hostPoolType":"Personal"}`, `{"loadBalancing":{"cpuThreshold":101}}`, `{"loadBalancing":{"minServersInQueue":1e9}}`,
 		`{"allowNewSession":false}`, `{"assignedUsers":["alice"]}`, `{"address":"a:1"}`, `{"protocols":["VNC"]}`,
 		`{"user":"alice"}`, `{"user":"alice","dryRun":true}`, `{"user":""}`, `{"user":"a\u0000b"}`,
+		// A connect naming the session to reconnect (R-C1, R-U3).
+		`{"user":"alice","sessionId":"01a24abcc7a67a0aadddc7103a9d72f3"}`, `{"user":"alice","sessionId":" x"}`,
 		`{"expiresInSeconds":3600,"maxHosts":1}`, `{"role":"Reader","subject":"x"}`, `{"role":"Admin","subject":"x"}`,
 		`{"token":"nope","hostName":"fz-host","address":"fz:3389"}`,
 		planJSON("fz-pool"), planJSON("fz-pool", "nope"), `{"timeZone":"UTC","schedules":[{"name":"s","daysOfWeek":["Monday"],"rampUpStartTime":"23:00","peakStartTime":"01:00","rampDownStartTime":"02:00","offPeakStartTime":"22:59","rampUpCapacityThresholdPct":1,"rampDownCapacityThresholdPct":1}]}`,

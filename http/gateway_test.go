@@ -664,7 +664,8 @@ func TestGatewayCloseRepeatedAfterPrune_RGW3(t *testing.T) {
 // again) ends the tunnel's record and is audited, but leaves the session
 // Active: the user may have come back through a tunnel the broker did not
 // hear of while its store was down, which the agent has reported since.
-// A close reported at once still turns it Disconnected.
+// A close reported at once still turns it Disconnected, as one of a
+// gateway of an earlier release (no sentAt) does whatever its clock.
 func TestGatewayLateCloseLeavesSession_RGW3(t *testing.T) {
 	w := newGatewayWorld(t, broker.GatewayConfig{})
 	ctx := context.Background()
@@ -681,7 +682,7 @@ func TestGatewayLateCloseLeavesSession_RGW3(t *testing.T) {
 		return ev, id
 	}
 	late, lateID := event("alice")
-	late.At = w.e.clock.Now().Add(-time.Minute)
+	late.At, late.SentAt = w.e.clock.Now().Add(-time.Minute), w.e.clock.Now()
 	if err := w.broker.TunnelClose(ctx, late); err != nil {
 		t.Fatal(err)
 	}
@@ -693,7 +694,7 @@ func TestGatewayLateCloseLeavesSession_RGW3(t *testing.T) {
 		t.Errorf("close audit entries %v %+v, want the late close recorded", err, entries)
 	}
 	prompt, promptID := event("bob")
-	prompt.At = w.e.clock.Now().Add(-5 * time.Second)
+	prompt.At, prompt.SentAt = w.e.clock.Now().Add(-5*time.Second), w.e.clock.Now()
 	if err := w.broker.TunnelClose(ctx, prompt); err != nil {
 		t.Fatal(err)
 	}
@@ -720,5 +721,16 @@ func TestGatewayLateCloseLeavesSession_RGW3(t *testing.T) {
 	}
 	if st := w.session(t, "gwlate", resentID).State; st != vdibroker.StateActive {
 		t.Errorf("after a close sent again a minute late by a gateway whose clock is behind the session is %s, want Active", st)
+	}
+	// A gateway of an earlier release says nothing of when it sent a
+	// close: it sends each once, when the tunnel ends, so its closes are
+	// not late, even with its clock two minutes behind the broker's.
+	older, olderID := event("erin")
+	older.At, older.SentAt = behind, time.Time{}
+	if err := w.broker.TunnelClose(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.session(t, "gwlate", olderID).State; st != vdibroker.StateDisconnected {
+		t.Errorf("after a close of an older gateway (no sentAt) whose clock is behind the session is %s, want Disconnected", st)
 	}
 }

@@ -1,8 +1,10 @@
 package http_test
 
 import (
+	nethttp "net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -281,5 +283,43 @@ func TestGlobalSessionCommandPodName_RU3(t *testing.T) {
 	// A valid name that is no pod of the document stays 404.
 	if status, _, raw := rawDo(t, e, "POST", "/api/v1/users/alice/globalsessions/pod9/x/disconnect", alice, ""); status != 404 {
 		t.Errorf("a pod not in the document: %d %s, want 404", status, raw)
+	}
+}
+
+// TestGlobalSessionCommandOlderPod_RU3_RG5 (R-U3, R-G5): a pod of an
+// earlier release has no route for the pod call: its router answers 404
+// ("no API at …"). A helpdesk's logoff of a session there is 503
+// PodUnavailable saying that pod is older and where to do it, not 404
+// "no such session", which reads as "the session is gone"; an end user
+// is told only that it could not be done. The call's own 404 (a session
+// that pod does not hold) stays 404.
+func TestGlobalSessionCommandOlderPod_RU3_RG5(t *testing.T) {
+	var older atomic.Bool
+	older.Store(true)
+	envs := fedPodsWith(t, 2, 1, 5, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
+		if i != 1 {
+			return h
+		}
+		return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			if older.Load() && r.URL.Path == federation.SessionCommandPath {
+				r.URL.Path += "-not-in-this-release" // the real router's answer to a route it lacks
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	e, far := envs[0], envs[1]
+	id := far.mustConnect("office-pod1", "alice").SessionID
+	path := "/api/v1/users/alice/globalsessions/pod1/" + id
+	status, ve, raw := rawDo(t, e, "DELETE", path, e.roleToken("Helpdesk", "desk"), "")
+	if status != 503 || ve == nil || ve.Code != vdibroker.EPodUnavailable || !strings.Contains(ve.Message, "older vdibroker") {
+		t.Errorf("a helpdesk's logoff on an older pod: %d %s, want 503 PodUnavailable saying the pod is older", status, raw)
+	}
+	status, ve, raw = rawDo(t, e, "DELETE", path, e.userToken("alice", nil), "")
+	if status != 503 || ve == nil || ve.Code != vdibroker.EPodUnavailable || strings.Contains(ve.Message, federation.SessionCommandPath) {
+		t.Errorf("alice's logoff on an older pod: %d %s, want 503 PodUnavailable without the pod's details", status, raw)
+	}
+	older.Store(false)
+	if status, _, raw := rawDo(t, e, "DELETE", "/api/v1/users/alice/globalsessions/pod1/no-such-session", e.roleToken("Helpdesk", "desk2"), ""); status != 404 {
+		t.Errorf("a session pod1 does not hold: %d %s, want its 404", status, raw)
 	}
 }

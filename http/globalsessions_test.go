@@ -17,6 +17,49 @@ import (
 	"github.com/vdibroker/vdibroker/internal/stacks"
 )
 
+// TestGlobalSessionsSites_RU3: alice's sessions in pod1 (of pod0's site
+// s0) and pod2 (of site s1), listed at pod0, each say their pod's site,
+// and the answer pod0's own: a client tells a session in another pod of
+// its site from one at another site.
+func TestGlobalSessionsSites_RU3(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	ctx := t.Context()
+	for i := 1; i <= 2; i++ {
+		envs[i].mustConnect(fmt.Sprintf("office-pod%d", i), "alice")
+	}
+	got, err := envs[0].client(0, envs[0].userToken("alice", nil)).GlobalSessions(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sites := map[string]string{}
+	for _, s := range got.Value {
+		sites[s.Pod] = s.Site
+	}
+	if got.Site != "s0" || len(sites) != 2 || sites["pod1"] != "s0" || sites["pod2"] != "s1" {
+		raw, _ := json.Marshal(got)
+		t.Errorf("alice's sessions in other pods: %s; want site s0, pod1's s0 and pod2's s1", raw)
+	}
+	// An end user granted no global entitlement learns no site.
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.GlobalEntitlements = slices.Clone(doc.GlobalEntitlements)
+	doc.GlobalEntitlements[0].Users = []string{"alice"}
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bobs, err := envs[0].client(0, envs[0].userToken("bob", nil)).GlobalSessions(ctx, "bob")
+	if err != nil || bobs.Site != "" || len(bobs.Value) != 0 {
+		t.Errorf("bob, granted none: %+v %v; want nothing, not even this pod's site", bobs, err)
+	}
+}
+
 // TestGlobalSessions_RU3: GET /users/{user}/globalsessions on pod0 lists
 // alice's open sessions in the other pods' member pools (not pod0's own,
 // which the pool's list has, nor another user's), each with its pod and

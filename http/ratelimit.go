@@ -46,6 +46,15 @@ import (
 //     minute, as many at once): each is a pod-to-pod call, spending this
 //     pod's budget of calls at the peer (R-G5), and an audit entry on
 //     both pods, and an end user may ask for her own.
+//   - Listings of a user's sessions in other pods (R-U3 across the
+//     federation) per principal (GlobalSessionListsPerPrincipal a
+//     minute, as many at once): each is a round of pod-to-pod calls (the
+//     directory pod's look-up, the sessions of each pod asked), spending
+//     this pod's budget of calls at its peers (R-G5), which every user's
+//     global connect shares, and on PostgreSQL a nonce row at each.
+//     Listings at once share one round; one after another each made its
+//     own, so a User token (or a Reader's) in a loop could spend the
+//     budget for everyone.
 //   - Access log lines of requests whose caller proved no credential
 //     (refused ones, health probes, the console's pages before sign-in;
 //     RefusedLogLinesPerSecond, burst RefusedLogLineBurst, for the whole
@@ -74,6 +83,10 @@ const (
 	// disconnects of sessions in other pods one principal asks for at
 	// once, and how many a minute.
 	GlobalSessionCommandsPerPrincipal = 60
+	// GlobalSessionListsPerPrincipal is how many listings of a user's
+	// sessions in other pods one principal asks for at once, and how
+	// many a minute.
+	GlobalSessionListsPerPrincipal = 60
 )
 
 // lineBudget is a token bucket of log lines that counts what it drops.

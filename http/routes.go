@@ -145,6 +145,10 @@ func (s *Server) seesStoreReason(r *nethttp.Request) bool {
 	return vdibroker.Authorize(p, vdibroker.ActionInspect, vdibroker.Target{Global: "GET /healthz"}) == nil
 }
 
+// noAPIAt begins the message of notFound's 404, which a pod calling an
+// older one tells from a route's own 404 (PodClient.SessionCommand).
+const noAPIAt = "no API at "
+
 // notFound answers a request no route took: 405 with the Allow header
 // (RFC 9110 requires it) and the allowed methods in the message when the
 // path is a route's under other methods, else 404.
@@ -167,5 +171,5 @@ func (s *Server) notFound(w nethttp.ResponseWriter, r *nethttp.Request) {
 			Code: "MethodNotAllowed", Message: "method " + r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + allow}})
 		return
 	}
-	writeError(w, r, s, vdibroker.Errorf(vdibroker.ENotFound, "no API at %s %s", r.Method, r.URL.Path))
+	writeError(w, r, s, vdibroker.Errorf(vdibroker.ENotFound, noAPIAt+"%s %s", r.Method, r.URL.Path))
 }

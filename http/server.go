@@ -84,6 +84,9 @@ type Server struct {
 	// globalCommands bounds the logoffs and disconnects of sessions in
 	// other pods per principal (GlobalSessionCommandsPerPrincipal).
 	globalCommands *ratelimit.Keyed
+	// globalLists bounds the listings of users' sessions in other pods
+	// per principal (GlobalSessionListsPerPrincipal).
+	globalLists *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -109,6 +112,7 @@ func NewServer(cfg Config) *Server {
 		signins:        ratelimit.New(SigninsPerPrincipal/60.0, SigninsPerPrincipal),
 		userWrites:     ratelimit.New(UserWritesPerSecond, UserWriteBurst),
 		globalCommands: ratelimit.New(GlobalSessionCommandsPerPrincipal/60.0, GlobalSessionCommandsPerPrincipal),
+		globalLists:    ratelimit.New(GlobalSessionListsPerPrincipal/60.0, GlobalSessionListsPerPrincipal),
 		refusedLines:   newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {

@@ -35,7 +35,8 @@ var suitePostgres bool
 // group of alice's ("Office desktop") and "other" (one host) bob's;
 // "cold" (power driver sim, start VM on connect, limit 1) has one host,
 // stopped, assigned to alice as "Cold lab". The broker is pod "pod0" of
-// site "s0" (a federation of one pod until a test puts a document).
+// site "s0" (a federation of one pod until a test puts a document), or
+// the pod and site newEnvAt names.
 type env struct {
 	t      testing.TB
 	url    string
@@ -51,9 +52,9 @@ type env struct {
 	st  vdibroker.Store
 	dsn string
 	now func() time.Time
-	// pod is the broker's pod name; fedSecret, when set, the
-	// federation's secret (newEnvWith).
-	pod       string
+	// pod is the broker's pod name and site its site; fedSecret, when
+	// set, the federation's secret (newEnvWith, newEnvAt).
+	pod, site string
 	fedSecret []byte
 	// close stops serving the first replica's address.
 	close func()
@@ -75,6 +76,12 @@ func newEnv(t testing.TB, adjust func(*portal.Config)) *env {
 // fedSecret when it is set (a federation of pods, R-G5).
 func newEnvWith(t testing.TB, adjust func(*portal.Config), pod string, fedSecret []byte) *env {
 	t.Helper()
+	return newEnvAt(t, adjust, pod, "s0", fedSecret)
+}
+
+// newEnvAt is newEnvWith as a pod of site site.
+func newEnvAt(t testing.TB, adjust func(*portal.Config), pod, site string, fedSecret []byte) *env {
+	t.Helper()
 	ctx := context.Background()
 	dsn := ""
 	if suitePostgres {
@@ -92,7 +99,7 @@ func newEnvWith(t testing.TB, adjust func(*portal.Config), pod string, fedSecret
 		}
 		return time.Now().Add(time.Duration(skew.Load()))
 	}
-	e := &env{t: t, creds: map[string]string{}, skew: skew, frozen: frozen, st: st, dsn: dsn, now: now, pod: pod, fedSecret: fedSecret}
+	e := &env{t: t, creds: map[string]string{}, skew: skew, frozen: frozen, st: st, dsn: dsn, now: now, pod: pod, site: site, fedSecret: fedSecret}
 	e.srv, e.portal, e.url = e.serve(st, adjust)
 	e.admin = vhttp.NewClient(e.url, adminToken)
 	e.pool("desk", map[string]any{}, 2)
@@ -123,7 +130,7 @@ func newEnvWith(t testing.TB, adjust func(*portal.Config), pod string, fedSecret
 // mounted, on 127.0.0.1.
 func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserver.Server, *portal.Portal, string) {
 	cfg := testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": &power.Simulated{Now: e.now}},
-		MaintenanceInterval: time.Hour, Now: e.now, Pod: e.pod, Site: "s0"}
+		MaintenanceInterval: time.Hour, Now: e.now, Pod: e.pod, Site: e.site}
 	if e.fedSecret != nil {
 		peers := vhttp.NewPodClient(e.pod, e.fedSecret)
 		peers.Now = e.now // signed by the same clock the peers check with
@@ -196,6 +203,18 @@ func (e *env) heartbeat(host string, sessions ...vdibroker.AgentSession) []vdibr
 		e.t.Fatalf("heartbeat %s: %v", host, err)
 	}
 	return res.Commands
+}
+
+// activeAtDesk connects user to the pool "desk" and reports her session
+// Active (agent session "1") by its host's heartbeat.
+func (e *env) activeAtDesk(user string) *vhttp.ConnectResult {
+	e.t.Helper()
+	c, err := e.admin.Connect(context.Background(), "desk", vhttp.ConnectRequest{User: user})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: user, State: vdibroker.StateActive})
+	return c
 }
 
 // userToken is a User token of subject.
@@ -344,6 +363,10 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("OwnSessions", TestOwnSessions_RU3)
 	t.Run("Reconnect", TestReconnectDisconnected_RU3_RC1)
 	t.Run("OtherPods", TestOtherPodsSessions_RU3_RG1)
+	t.Run("ReconnectTheRowsSession", TestReconnectTheRowsSession_RU3_RG1)
+	t.Run("ReconnectTheRowsSessionPersonal", TestReconnectTheRowsSessionPersonal_RU3_RC1)
+	t.Run("ReconnectLocalRowOutOfGlobalScope", TestReconnectLocalRowOutOfGlobalScope_RU3_RC1_RG1)
+	t.Run("OtherPodsSessionsWhere", TestOtherPodsSessionsWhere_RU3_RU6)
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
 	t.Run("Bounds", TestLaunchBounds_RU7)

@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 	"github.com/vdibroker/vdibroker/internal/ratelimit"
 	"github.com/vdibroker/vdibroker/internal/webguard"
 )
@@ -54,11 +55,20 @@ func owner(rq *request) string { return vdibroker.HashSecret(rq.sess.ID()) }
 
 // launch is POST /portal/launch: the resource (a feed id) must be in the
 // user's feed; its connect starts as the user and the browser is sent to
-// the launch's page.
+// the launch's page. A Reconnect of a row of "My sessions" names the
+// row's session too (session, pool, and pod for another pod's), which
+// the connect reconnects if it still can (R-C1, R-G1, R-U3).
 func (p *Portal) launch(rq *request) {
 	id := rq.r.PostFormValue("resource")
 	if _, _, err := vdibroker.ParseResourceID("resource", id); err != nil {
 		p.errorPage(rq.w, rq.r, http.StatusBadRequest, "error.badResource")
+		return
+	}
+	want, err := sessionOfForm(rq.r)
+	if err != nil {
+		// Not a form of the page's: its fields are the page's own.
+		p.log.Info("portal: a launch names a malformed session", "request_id", rq.api.requestID, "err", vdibroker.ErrorMessage(err))
+		p.errorPage(rq.w, rq.r, http.StatusBadRequest, "error.sessionGone")
 		return
 	}
 	ctx := rq.r.Context()
@@ -117,8 +127,46 @@ func (p *Portal) launch(rq *request) {
 		return
 	}
 	p.wg.Add(1)
-	go p.run(secret, l, rq.api, *res, who, ratelimit.ClientAddr(rq.r))
+	go p.run(secret, l, rq.api, *res, connectBody(*res, want), who, ratelimit.ClientAddr(rq.r))
 	http.Redirect(rq.w, rq.r, Prefix+"launches/"+secret, http.StatusSeeOther)
+}
+
+// sessionOfForm is the session a launch's form names (its Reconnect's
+// row: session, pool, and pod when another pod's), nil when none; an
+// InvalidArgument error when one is named but malformed, as the API
+// would refuse it.
+func sessionOfForm(r *http.Request) (*vdibroker.SessionRef, error) {
+	id := r.PostFormValue("session")
+	if id == "" {
+		return nil, nil
+	}
+	want := &vdibroker.SessionRef{Pod: r.PostFormValue("pod"), HostPool: r.PostFormValue("pool"), ID: id}
+	if err := federation.ValidateSessionRef("session", want); err != nil {
+		return nil, err
+	}
+	return want, nil
+}
+
+// connectBody is the body of res's connect, naming the session want
+// (nil: none) where its connect takes one: a global entitlement's
+// (session, R-G1), a pool's desktop of the session's pool in this pod
+// (sessionId, R-C1). An application group's connect takes none.
+func connectBody(res vdibroker.FeedResource, want *vdibroker.SessionRef) any {
+	body := map[string]any{}
+	for k, v := range res.ConnectBody {
+		body[k] = v
+	}
+	switch {
+	case want == nil:
+		return res.ConnectBody
+	case res.GlobalEntitlement != "":
+		body["session"] = want
+	case res.Kind == vdibroker.FeedDesktop && want.Pod == "" && want.HostPool == res.HostPool:
+		body["sessionId"] = want.ID
+	default:
+		return res.ConnectBody
+	}
+	return body
 }
 
 // storeError answers a signed-in request the database failed (503): the
@@ -133,7 +181,7 @@ func (p *Portal) storeError(rq *request, what string, err error) {
 // to MaxWait while a host starts (a global entitlement's connect is not
 // held), and stores its progress and answer for every replica; the
 // launch is recorded in the audit trail (R-U7).
-func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res vdibroker.FeedResource, who *vdibroker.Principal, addr string) {
+func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res vdibroker.FeedResource, body any, who *vdibroker.Principal, addr string) {
 	defer p.wg.Done()
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.MaxWait+time.Minute)
 	defer cancel()
@@ -179,7 +227,7 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 		path += "?wait=" + strconv.Itoa(int(p.cfg.MaxWait/time.Second))
 	}
 	var ans vdibroker.ConnectResponse
-	err := api.do(ctx, http.MethodPost, path, res.ConnectBody, &ans)
+	err := api.do(ctx, http.MethodPost, path, body, &ans)
 	close(progress)
 	<-stored
 	now := p.clock.Now()

@@ -679,13 +679,30 @@ type userSession struct {
 	// Name is what the user opened, as her feed names it (sessionName).
 	Name string
 	// Pod is the other pod of the federation the session is in; empty
-	// for this pod's.
-	Pod string
+	// for this pod's. SameSite says that pod is of this pod's site: the
+	// row has no "At another site": to her, another pod of her site is
+	// here ("pod" is the administrators' word).
+	Pod      string
+	SameSite bool
 	// Desktop is the feed's desktop that names the session, if one does:
 	// opening it again reconnects to the session (R-C1, R-G1), which the
 	// page offers for a Disconnected one.
 	Desktop string
-	Since   string
+	// Since is when the session took its state (its logon, its
+	// disconnect): the page's "Since" follows "State", and a user who
+	// reads "Disconnected since 09:00" takes it so. SinceTime is the
+	// same, for the page's machine-readable time.
+	Since     string
+	SinceTime time.Time
+}
+
+// newUserSession is s as the page shows it (Name and Desktop to fill).
+func newUserSession(s vdibroker.UserSession) userSession {
+	at := s.StateTime
+	if at.IsZero() {
+		at = s.CreateTime // an answer without it (an older pod's)
+	}
+	return userSession{UserSession: s, Since: since(at), SinceTime: at.UTC()}
 }
 
 // sessionName names a session in pool by what the user's feed offers
@@ -717,6 +734,22 @@ func sessionName(resources []vdibroker.FeedResource, pool string) (name, desktop
 	return pool, ""
 }
 
+// poolDesktop is the id of pool's own desktop in the feed, "" when it
+// has none. Reconnect of a session of this pod's pool opens it when it
+// can: its connect, naming the session (R-C1's sessionId), reaches the
+// session wherever it is, where a global desktop's reaches it only
+// while its scope from this pod takes in this pod (R-G1: a WithinSite
+// entitlement of a user whose home site is another leaves it out, and
+// its connect would make a new session there, R-U3).
+func poolDesktop(resources []vdibroker.FeedResource, pool string) string {
+	for _, r := range resources {
+		if r.Kind == vdibroker.FeedDesktop && r.GlobalEntitlement == "" && r.HostPool == pool {
+			return r.ID
+		}
+	}
+	return ""
+}
+
 // home lists the user's resources (the feed, R-U5) and open sessions
 // (R-U3).
 func (p *Portal) home(rq *request) {
@@ -735,8 +768,11 @@ func (p *Portal) home(rq *request) {
 	}
 	sessions := make([]userSession, len(page.Value))
 	for i, s := range page.Value {
-		sessions[i] = userSession{UserSession: s, Since: since(s.CreateTime)}
+		sessions[i] = newUserSession(s)
 		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
+		if d := poolDesktop(feed.Resources, s.HostPool); d != "" {
+			sessions[i].Desktop = d
+		}
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
 	// Her name as her provider gives it: a provider's subject may be an
@@ -763,7 +799,13 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 	}
 	var gs vdibroker.GlobalSessions
 	if err := rq.api.do(rq.r.Context(), http.MethodGet, "/api/v1/users/"+url.PathEscape(feed.User)+"/globalsessions", nil, &gs); err != nil {
-		p.log.Warn("portal: the user's sessions in other pods", "err", err)
+		level := slog.LevelWarn
+		if vdibroker.ErrorCode(err) == vdibroker.ETooManyRequests {
+			// Her listings' bound (R-SEC): a line for each page she
+			// reloads past it would be the log's flood the bound spares.
+			level = slog.LevelDebug
+		}
+		p.log.Log(rq.r.Context(), level, "portal: the user's sessions in other pods", "err", err)
 		return nil, true
 	}
 	for _, s := range gs.Value {
@@ -776,7 +818,8 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 				named = append(named, r)
 			}
 		}
-		us := userSession{UserSession: s.UserSession, Pod: s.Pod, Since: since(s.CreateTime)}
+		us := newUserSession(s.UserSession)
+		us.Pod, us.SameSite = s.Pod, gs.Site != "" && s.Site == gs.Site
 		us.Name, _ = sessionName(named, s.HostPool)
 		// Reconnect: a desktop whose global connect here looks in the
 		// session's pod (R-G1); through another it would make a new one.
@@ -791,7 +834,7 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 	return out, len(gs.Unanswered) > 0
 }
 
-// since is when a session was made, as the page shows it.
+// since is a session's time, as the page shows it.
 func since(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
 // maxSessionsShown bounds the sessions the page lists.

@@ -108,11 +108,7 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 func TestOwnSessions_RU3(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	c, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive})
+	c := e.activeAtDesk("alice")
 	alice, bob := e.browser(), e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
 	bobCSRF := bob.signIn(e.userToken("bob"))
@@ -571,28 +567,23 @@ func TestRefusedLaunchesBounded_RU7_RSEC(t *testing.T) {
 
 // TestOtherPodsSessions_RU3_RG1: alice's session in pod1 (a member pool
 // of her global entitlements) is on pod0's page, named by the desktop
-// entitlement (not the application one before it), at another site, with
+// entitlement (not the application one before it), in another pod (of
+// pod0's site), with
 // Log off (pod1's, asked through pod0's API) and Reconnect while it is Disconnected, whose launch reaches
 // it (R-G1), but not when the entitlement's scope from pod0 leaves pod1
 // out. With pod1 gone the page is still served and says some sessions
 // could not be read.
 func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
-	secret := []byte("portal-test-federation-secret")
-	e := newEnvWith(t, nil, "pod0", secret)
-	far := newEnvWith(t, nil, "pod1", secret)
+	e, far, doc := twoPods(t,
+		// An application of the same pool, first in the document: the
+		// session is named by the desktop, as one of this pod's is.
+		vdibroker.GlobalEntitlement{Name: "Calc", Kind: vdibroker.KindApplication, Application: "calc", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod1", HostPool: "other"}}},
+		vdibroker.GlobalEntitlement{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}})
 	ctx := context.Background()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
-		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{
-			// An application of the same pool, first in the document: the
-			// session is named by the desktop, as one of this pod's is.
-			{Name: "Calc", Kind: vdibroker.KindApplication, Application: "calc", Scope: vdibroker.ScopeAllSites,
-				SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
-				Members: []vdibroker.Member{{Pod: "pod1", HostPool: "other"}}},
-			{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-				SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
-				Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
-	putFederation(t, doc, e, far)
 	c, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
@@ -603,11 +594,14 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	_, home := alice.get("/portal/")
 	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-	for _, want := range []string{`">Anywhere</bdi></td>`, `<td role="cell" class="host" data-label="Host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<", "At another site",
+	for _, want := range []string{`">Anywhere</bdi></td>`, `<td role="cell" class="host" data-label="Host"><bdi>` + c.SessionHost + `</bdi></td>`, ">Disconnected<",
 		`<input type="hidden" name="resource" value="global:Anywhere"><button type="submit" class="reconnect"`} {
 		if !strings.Contains(row, want) {
 			t.Errorf("alice's session on pod1 lacks %q; row %q in\n%s", want, row, home)
 		}
+	}
+	if strings.Contains(row, `class="elsewhere"`) {
+		t.Errorf("alice's session on pod1, of pod0's site, is marked as elsewhere: %q", row)
 	}
 	// Log off through pod0's API, which asks pod1; no Disconnect of a
 	// Disconnected session; nothing of pod0's own sessions' paths.
@@ -649,6 +643,47 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	}
 }
 
+// TestOtherPodsSessionsWhere_RU3_RU6: alice's session in pod2, of
+// another site than pod0's, is on pod0's page marked "At another site",
+// in each of the portal's languages; hers in pod1, of pod0's site, is
+// not marked (to her it is here: "pod" is the administrators' word).
+func TestOtherPodsSessionsWhere_RU3_RU6(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	near := newEnvWith(t, nil, "pod1", secret)
+	far := newEnvAt(t, nil, "pod2", "s1", secret)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}},
+		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: near.url}, {Name: "pod2", Site: "s1", URL: far.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod1", HostPool: "other"}, {Pod: "pod2", HostPool: "other"}}}}}
+	putFederation(t, doc, e, near, far)
+	ids := map[string]string{}
+	for pod, at := range map[string]*env{"pod1": near, "pod2": far} {
+		c, err := at.admin.Connect(t.Context(), "other", vhttp.ConnectRequest{User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[pod] = c.SessionID
+	}
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	for _, tc := range []struct{ lang, otherSite string }{
+		{"en", "At another site"},
+		{"de", "An einem anderen Standort"},
+		{"pt", "Noutro local"},
+		{"ar", "في موقع آخر"},
+	} {
+		_, home := alice.get("/portal/?lang=" + tc.lang)
+		for pod, want := range map[string]string{"pod1": "", "pod2": tc.otherSite} {
+			row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + ids[pod] + `" data-pool="other" data-pod="` + pod + `">.*?</tr>`).FindString(home)
+			if row == "" || want == "" && strings.Contains(row, `class="elsewhere"`) ||
+				want != "" && !strings.Contains(row, `<span class="elsewhere">`+want+`</span>`) {
+				t.Errorf("%s: alice's session in %s: want it marked %q (none: not marked); row %q", tc.lang, pod, want, row)
+			}
+		}
+	}
+}
+
 // TestOtherPodsLogoff_RU3_RU1: alice, signed in at pod0's portal in
 // German, disconnects and logs off her Active session in pod1 from "My
 // sessions" (CSRF-protected form posts, as her own pod's): pod1's agent
@@ -657,16 +692,10 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 // gone, her logoff is answered with her page, saying in her language
 // that the other site did not answer.
 func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
-	secret := []byte("portal-test-federation-secret")
-	e := newEnvWith(t, nil, "pod0", secret)
-	far := newEnvWith(t, nil, "pod1", secret)
+	e, far, _ := twoPods(t, vdibroker.GlobalEntitlement{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+		SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice", "bob"},
+		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}})
 	ctx := context.Background()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
-		Pods: []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice", "bob"},
-			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
-	putFederation(t, doc, e, far)
 	mine, err := far.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
@@ -732,6 +761,173 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 	res, home = alice.get("/portal/")
 	if res.StatusCode != http.StatusOK || !strings.Contains(home, "Der Standort, an dem diese Sitzung läuft, hat nicht geantwortet.") {
 		t.Errorf("with pod1 gone: %d, want her page saying the other site did not answer:\n%s", res.StatusCode, home)
+	}
+}
+
+// TestReconnectTheRowsSession_RU3_RG1: alice has three Disconnected
+// sessions in the member pools of her global desktop "Anywhere": in desk
+// and other of pod0, and in other of pod1. Her global connect alone
+// would reconnect the first found (R-G1: desk's, in pod0), whichever row
+// she clicked; Reconnect on each row reaches that row's session (desk's through
+// desk's own desktop, poolDesktop): its id
+// in the launch's audit entry, its host in the file. A launch naming
+// bob's session, or a malformed one, does not reach it.
+func TestReconnectTheRowsSession_RU3_RG1(t *testing.T) {
+	e, far, _ := twoPods(t, vdibroker.GlobalEntitlement{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+		SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+		Members: []vdibroker.Member{{Pod: "pod0", HostPool: "desk"}, {Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}})
+	ctx := context.Background()
+	open := func(at *env, pool, user string) *vhttp.ConnectResult {
+		t.Helper()
+		c, err := at.admin.Connect(ctx, pool, vhttp.ConnectRequest{User: user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := open(e, "desk", "alice")
+	second := open(e, "other", "alice")
+	third := open(far, "other", "alice")
+	bobs := open(e, "other", "bob")
+	// Their hosts report them Disconnected (R-S2).
+	disconnected := func(user string) vdibroker.AgentSession {
+		return vdibroker.AgentSession{ID: user, User: user, State: vdibroker.StateDisconnected}
+	}
+	e.heartbeat(first.SessionHost, disconnected("alice"))
+	e.heartbeat(second.SessionHost, disconnected("alice"), disconnected("bob"))
+	far.heartbeat(third.SessionHost, disconnected("alice"))
+
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	// reconnect posts the Reconnect form of the session's row, as a click
+	// does, and returns the launch's file and its audit entry's session.
+	hidden := regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+	reconnect := func(form url.Values) (file, session string) {
+		t.Helper()
+		res, body := alice.post("/portal/launch", form)
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("reconnect %v: %d %s", form, res.StatusCode, body)
+		}
+		launch := res.Header.Get("Location")
+		if s := alice.await(launch, ended); s.State != "ready" {
+			t.Fatalf("reconnect %v: %+v", form, s)
+		}
+		_, file = alice.get(launch + "/file")
+		list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch", RequestID: res.Header.Get("X-Request-Id")})
+		if err != nil || len(list) != 1 {
+			t.Fatalf("the launch's audit entry: %v %v", list, err)
+		}
+		var after struct {
+			SessionID string `json:"sessionId"`
+		}
+		json.Unmarshal(list[0].After, &after)
+		return file, after.SessionID
+	}
+	for _, tc := range []struct {
+		name string
+		want *vhttp.ConnectResult
+		pod  string
+		// resource: desk's own desktop for its session (poolDesktop),
+		// the global one for a session only it names.
+		resource string
+	}{
+		{"the first row", first, "", "desktop:desk"},
+		{"the second row, in another member pool of pod0", second, "", "global:Anywhere"},
+		{"the third row, in pod1", third, "pod1", "global:Anywhere"},
+	} {
+		row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + tc.want.SessionID + `"[^>]*>.*?</tr>`).FindString(home)
+		form := regexp.MustCompile(`(?s)<form method="post" action="/portal/launch">(.*?)</form>`).FindStringSubmatch(row)
+		if form == nil {
+			t.Fatalf("%s: no Reconnect in row %q of\n%s", tc.name, row, home)
+		}
+		values := url.Values{}
+		for _, m := range hidden.FindAllStringSubmatch(form[1], -1) {
+			values.Set(m[1], html.UnescapeString(m[2]))
+		}
+		if values.Get("resource") != tc.resource {
+			t.Errorf("%s: Reconnect opens %q, want %s", tc.name, values.Get("resource"), tc.resource)
+		}
+		file, session := reconnect(values)
+		if session != tc.want.SessionID || !strings.Contains(file, "full address:s:"+tc.want.Address) {
+			t.Errorf("%s: the launch reached session %s, want %s on %s (%s); file\n%s", tc.name, session, tc.want.SessionID, tc.want.SessionHost, tc.pod, file)
+		}
+	}
+	// bob's session named: alice's first, as without (R-G1).
+	file, session := reconnect(url.Values{"csrf": {csrf}, "resource": {"global:Anywhere"}, "session": {bobs.SessionID}, "pool": {"other"}})
+	if session != first.SessionID || !strings.Contains(file, "full address:s:"+first.Address) {
+		t.Errorf("a launch naming bob's session reached %s, want alice's first %s", session, first.SessionID)
+	}
+	for _, form := range []url.Values{
+		{"session": {" x"}, "pool": {"other"}},
+		{"session": {second.SessionID}},
+		{"session": {second.SessionID}, "pool": {"other"}, "pod": {"pod/1"}},
+	} {
+		form.Set("csrf", csrf)
+		form.Set("resource", "global:Anywhere")
+		if res, _ := alice.post("/portal/launch", form); res.StatusCode != http.StatusBadRequest {
+			t.Errorf("a launch naming a malformed session %v: %d, want 400", form, res.StatusCode)
+		}
+	}
+	for _, s := range []*vhttp.ConnectResult{first, second, bobs} {
+		got, err := e.admin.GetUserSession(ctx, s.HostPool, s.SessionID)
+		if err != nil || got.State != vdibroker.StateDisconnected {
+			t.Errorf("session %s after the reconnects: %+v %v; want it open as it was (no agent said otherwise)", s.SessionID, got, err)
+		}
+	}
+}
+
+// TestReconnectTheRowsSessionPersonal_RU3_RC1: alice has a Disconnected
+// session on each of her two hosts of a MultiplePersistent pool, both
+// named by its desktop; Reconnect on the second row reaches the second
+// (sessionId, R-C1), where opening the desktop reaches the first host's
+// (R-PE3).
+func TestReconnectTheRowsSessionPersonal_RU3_RC1(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	e.pool("multi", map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Direct"}, 2)
+	if _, err := e.admin.PutApplicationGroup(ctx, "multi-desktop", map[string]any{"hostPool": "multi", "applicationGroupType": "Desktop",
+		"friendlyName": "Lab desktops", "assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range []string{"multi-1", "multi-2"} {
+		if _, err := e.admin.PatchSessionHost(ctx, "multi", h, map[string]any{"assignedUsers": []string{"alice"}}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.admin.Connect(ctx, "multi", vhttp.ConnectRequest{User: "alice", SessionHost: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.heartbeat(h, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
+		ids = append(ids, c.SessionID)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + ids[1] + `"[^>]*>.*?</tr>`).FindString(home)
+	form := regexp.MustCompile(`(?s)<form method="post" action="/portal/launch">(.*?)</form>`).FindStringSubmatch(row)
+	if form == nil {
+		t.Fatalf("no Reconnect in the second row %q of\n%s", row, home)
+	}
+	values := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(form[1], -1) {
+		values.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if values.Get("resource") != "desktop:multi" || values.Get("csrf") != csrf {
+		t.Fatalf("the second row's Reconnect: %v, want desktop:multi with the page's CSRF token", values)
+	}
+	res, _ := alice.post("/portal/launch", values)
+	launch := res.Header.Get("Location")
+	if s := alice.await(launch, ended); s.State != "ready" {
+		t.Fatalf("reconnect: %+v", s)
+	}
+	if _, file := alice.get(launch + "/file"); !strings.Contains(file, "full address:s:multi-2.example.test") {
+		t.Errorf("the second row's Reconnect: want its host multi-2 in the file\n%s", file)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch", RequestID: res.Header.Get("X-Request-Id")})
+	if err != nil || len(list) != 1 || !strings.Contains(string(list[0].After), `"sessionId":"`+ids[1]+`"`) {
+		t.Errorf("the launch's audit entry: %+v %v; want session %s", list, err, ids[1])
 	}
 }
 
@@ -1149,5 +1345,103 @@ func putFederation(t *testing.T, doc *vdibroker.Federation, envs ...*env) {
 		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestSessionSinceItsState_RU3: the sessions list's "Since", beside its
+// "State", is when the session took that state: a session made at 09:00
+// and disconnected two hours later reads "Disconnected" since 11:00, not
+// since it was made.
+func TestSessionSinceItsState_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	c := e.activeAtDesk("alice")
+	e.advance(2 * time.Hour)
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
+	list, err := e.admin.UserSessions(ctx, "alice")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("alice's sessions: %+v, %v", list, err)
+	}
+	s := list[0]
+	if s.StateTime.Sub(s.CreateTime) < 2*time.Hour {
+		t.Fatalf("the session was made %s and disconnected %s: want two hours apart", s.CreateTime, s.StateTime)
+	}
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	at := func(t time.Time) string {
+		return `datetime="` + t.UTC().Format("2006-01-02T15:04:05Z") + `">` + t.UTC().Format("2006-01-02 15:04 UTC") + `</time>`
+	}
+	if !strings.Contains(home, at(s.StateTime)) || strings.Contains(home, at(s.CreateTime)) {
+		t.Errorf("the page's Since: want %s (its disconnect), not %s (its start):\n%s", at(s.StateTime), at(s.CreateTime), home)
+	}
+}
+
+// twoPods starts pod0 and pod1 of site s0, each a portal on its own
+// broker (newEnvWith), and puts on both a federation document of them
+// with entitlements, which it returns.
+func twoPods(t *testing.T, entitlements ...vdibroker.GlobalEntitlement) (e, far *env, doc *vdibroker.Federation) {
+	t.Helper()
+	secret := []byte("portal-test-federation-secret")
+	e = newEnvWith(t, nil, "pod0", secret)
+	far = newEnvWith(t, nil, "pod1", secret)
+	doc = &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods:               []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s0", URL: far.url}},
+		GlobalEntitlements: entitlements}
+	putFederation(t, doc, e, far)
+	return e, far, doc
+}
+
+// TestReconnectLocalRowOutOfGlobalScope_RU3_RC1_RG1: alice's Disconnected
+// session in pod0's "desk" is named on her page by two desktops, the
+// global "Anywhere" (desk is its member, but its scope, WithinSite from
+// her home site s1, leaves pod0 out) and desk's own "Office desktop".
+// Reconnect on the row reaches that session (desk's desktop, naming it,
+// R-C1), not a new session in pod1 (the global connect from pod0 looks
+// only in s1, R-G1, and would make one there).
+func TestReconnectLocalRowOutOfGlobalScope_RU3_RC1_RG1(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	far := newEnvAt(t, nil, "pod1", "s1", secret)
+	ctx := context.Background()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}},
+		Pods:      []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s1", URL: far.url}},
+		HomeSites: []vdibroker.HomeSite{{User: "alice", Site: "s1"}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeWithinSite, UseHomeSite: true,
+			SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "desk"}, {Pod: "pod1", HostPool: "other"}}}}}
+	putFederation(t, doc, e, far)
+	mine, err := e.admin.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(mine.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
+
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + mine.SessionID + `"[^>]*>.*?</tr>`).FindString(home)
+	form := regexp.MustCompile(`(?s)<form method="post" action="/portal/launch">(.*?)</form>`).FindStringSubmatch(row)
+	if form == nil {
+		t.Fatalf("no Reconnect in alice's row %q of\n%s", row, home)
+	}
+	values := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(form[1], -1) {
+		values.Set(m[1], html.UnescapeString(m[2]))
+	}
+	res, body := alice.post("/portal/launch", values)
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("reconnect %v: %d %s", values, res.StatusCode, body)
+	}
+	launch := res.Header.Get("Location")
+	if s := alice.await(launch, ended); s.State != "ready" {
+		t.Fatalf("reconnect %v: %+v", values, s)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch", RequestID: res.Header.Get("X-Request-Id")})
+	if err != nil || len(list) != 1 || !strings.Contains(string(list[0].After), `"sessionId":"`+mine.SessionID+`"`) {
+		t.Errorf("Reconnect of alice's desk row (form %v): audit %+v %v; want her session %s reconnected", values, list, err, mine.SessionID)
+	}
+	if l, err := far.admin.UserSessions(ctx, "alice"); err != nil || len(l) != 0 {
+		t.Errorf("alice's sessions in pod1 after the Reconnect of her row in pod0: %d %v, want none", len(l), err)
 	}
 }

@@ -180,7 +180,13 @@ func batchesAtOnce(t *testing.T, prefix, typ string, hosts []string, onA, onB fu
 // replicas, whose logs go to retries.
 func twoReplicas(t *testing.T) (a, b *store.DB, retries *retryLog) {
 	t.Helper()
-	dsn := postgresSchemaDSN(t)
+	return twoReplicasOn(t, postgresSchemaDSN(t))
+}
+
+// twoReplicasOn is twoReplicas on the schema of dsn, which the test
+// also reaches by connections of its own.
+func twoReplicasOn(t *testing.T, dsn string) (a, b *store.DB, retries *retryLog) {
+	t.Helper()
 	retries = &retryLog{}
 	open := func() *store.DB {
 		s, err := store.OpenWith(t.Context(), dsn, "", slog.New(retries), store.Options{})

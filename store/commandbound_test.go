@@ -229,3 +229,113 @@ func TestLogoffQueuedOnceWhateverItsText_RS4(t *testing.T) {
 		}
 	})
 }
+
+// TestUnseenLogoffs_RS4 (R-S4, R-GW5, R-SEC): a logoff of a Pending
+// session the host's agent never reported (ended at once, queued in case
+// its logon is under way) reaches the agent as "the user's session", by
+// user. Such a logoff queued again for the same user on the host
+// supersedes the one still queued (a user connecting and logging off in
+// a loop while her host starts kept a row a round, never pruned while
+// queued); and one whose user connected to the host again since is not
+// delivered: it would log off the session she came back to.
+func TestUnseenLogoffs_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+		pending := func(user string, sec int) string {
+			c := placement("pool1", "h1", user, 10)
+			c.Session.CreateTime, c.Session.StateTime = at(sec), at(sec)
+			return mustCommit(t, s, c)
+		}
+		loggedOff := func(id string, sec int) string {
+			if err := s.EndSession(ctx, "pool1", id, vdibroker.EndLoggedOffByAdmin, at(sec)); err != nil {
+				t.Fatal(err)
+			}
+			c := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: id, CreateTime: at(sec)}
+			if err := s.QueueCommand(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			return c.ID
+		}
+		state := func(id string) (string, string) {
+			st, res, err := s.Command(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st, res
+		}
+		first := loggedOff(pending("alice", 0), 1)
+		second := loggedOff(pending("Alice", 2), 3)
+		bobs := loggedOff(pending("bob", 2), 3)
+		if st, res := state(first); st != vdibroker.CommandFailed || !strings.Contains(res, second) {
+			t.Errorf("alice's first logoff after her second: %s %q, want Failed, superseded by %s", st, res, second)
+		}
+		for _, id := range []string{second, bobs} {
+			if st, _ := state(id); st != vdibroker.CommandQueued {
+				t.Errorf("logoff %s: %s, want still Queued", id, st)
+			}
+		}
+		// alice connects again; bob does not. The host comes up.
+		pending("alice", 4)
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{}, at(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Commands {
+			got = append(got, c.Type+" "+c.User)
+		}
+		if want := []string{"Logoff bob"}; !slices.Equal(got, want) {
+			t.Errorf("the host was handed %v, want %v (alice's logoff would end the session she connected to again)", got, want)
+		}
+		if st, res := state(second); st != vdibroker.CommandFailed || !strings.Contains(res, "connected to this host again") {
+			t.Errorf("alice's second logoff after her new connect: %s %q, want Failed, not delivered", st, res)
+		}
+	})
+}
+
+// TestUnseenLogoffOfAnAdoptedLogon_RS4 (R-S4, R-S2): a logoff of a
+// Pending session the agent never reported is queued because its logon
+// may be under way; when that logon completes and the host's next
+// heartbeat reports it, the broker adopts it (the Pending session ended
+// at the logoff, so nothing matches it), after the logoff was asked. The
+// logoff is still delivered in that heartbeat's answer: the adopted
+// session is the very logon the admin logged off, not one its user
+// connected to again.
+func TestUnseenLogoffOfAnAdoptedLogon_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		c := placement("pool1", "h1", "alice", 10)
+		c.Session.CreateTime, c.Session.StateTime = t0, t0
+		id := mustCommit(t, s, c)
+		if err := s.EndSession(ctx, "pool1", id, vdibroker.EndLoggedOffByAdmin, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		logoff := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: id, CreateTime: t0.Add(time.Second)}
+		if err := s.QueueCommand(ctx, logoff); err != nil {
+			t.Fatal(err)
+		}
+		// Her logon completed after the logoff was asked (the host's
+		// logon time, and the broker's first word of it, are both later).
+		logon := t0.Add(2 * time.Second)
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "7", User: "alice", State: vdibroker.StateActive, LogonTime: &logon}}}, t0.Add(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Commands {
+			got = append(got, c.Type+" "+c.User)
+		}
+		if want := []string{"Logoff alice"}; !slices.Equal(got, want) {
+			t.Errorf("the host was handed %v, want %v: the admin's logoff of her logon was dropped", got, want)
+		}
+		if st, res, err := s.Command(ctx, logoff.ID); err != nil || st != vdibroker.CommandDelivered {
+			t.Errorf("the logoff: %s %q (%v), want Delivered", st, res, err)
+		}
+	})
+}

@@ -217,15 +217,30 @@ func deliverBatch(ctx context.Context, t *tx, live []*commitReq, results []error
 		}
 		slices.SortFunc(l, func(a, b seqCmd) int { return int(a.seq - b.seq) })
 		cmds := map[string][]vdibroker.Command{}
+		var superseded []string
 		for _, sc := range l {
 			c := sc.c
 			if c.AgentSessionID == "" && c.SessionID != "" {
 				var agentID string
-				if err := t.row(ctx, `SELECT agent_session_id FROM user_sessions WHERE id = ?`, c.SessionID).Scan(&agentID); err == nil {
+				var ended bool
+				if err := t.row(ctx, `SELECT agent_session_id, `+endedSQL+` FROM user_sessions WHERE id = ?`, c.SessionID).Scan(&agentID, &ended); err == nil {
 					c.AgentSessionID = agentID
+				}
+				if c.Type == vdibroker.CommandLogoff && c.AgentSessionID == "" && ended {
+					again, err := connectedAgain(ctx, t, &c)
+					if err != nil {
+						return err
+					}
+					if again {
+						superseded = append(superseded, c.ID)
+						continue
+					}
 				}
 			}
 			cmds[c.SessionHost] = append(cmds[c.SessionHost], c)
+		}
+		if err := markSuperseded(ctx, t, superseded); err != nil {
+			return err
 		}
 		// What does not fit one answer waits, queued, for the next.
 		var later []string
@@ -275,6 +290,37 @@ func withinAnswer(l []vdibroker.Command) (keep, rest []vdibroker.Command) {
 		}
 	}
 	return l, nil
+}
+
+// connectedAgain reports whether the user of c, a logoff of a session the
+// host's agent never reported (a Pending session, ended at the logoff,
+// R-S4), has an open session on that host the broker placed: made since
+// c was queued, as a host holds one open placed session of a user at a
+// time (R-C6) and c's is ended (no comparison of the times, which two
+// replicas' clocks wrote). The agent finds such a logoff's session by its user: delivered,
+// it would log off the session she connected to again (her logon on a
+// host that was starting when she logged off, R-GW5). An adopted session
+// (R-S2) is no connect again: it is the logon the logoff was queued for,
+// completed after it was asked and reported with the heartbeat that is
+// to carry the logoff (its Pending session ended, nothing matched it).
+func connectedAgain(ctx context.Context, t *tx, c *vdibroker.Command) (bool, error) {
+	var n int
+	err := t.row(ctx, `SELECT count(*) FROM (SELECT 1 FROM user_sessions
+		WHERE host_pool = ? AND session_host = ? AND user_key = ? AND NOT adopted AND `+openSQL+` LIMIT 1) s`,
+		c.HostPool, c.SessionHost, vdibroker.FoldUser(c.User)).Scan(&n)
+	return n > 0, err
+}
+
+// markSuperseded marks Failed the logoffs of ids, not delivered because
+// their user connected again (connectedAgain).
+func markSuperseded(ctx context.Context, t *tx, ids []string) error {
+	for _, id := range ids {
+		if _, err := t.exec(ctx, `UPDATE commands SET state = ?, result = ? WHERE id = ?`, vdibroker.CommandFailed,
+			"not delivered: the user connected to this host again after the logoff was asked", id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requeue puts the commands of ids back in the queue, for the next

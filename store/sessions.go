@@ -582,6 +582,11 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 				}
 			}
 		}
+		if c.Type == vdibroker.CommandLogoff && c.SessionID != "" && c.AgentSessionID == "" {
+			if err := t.supersedeUnseenLogoffs(ctx, c); err != nil {
+				return err
+			}
+		}
 		// A logoff or a disconnect of a session is never refused by the
 		// bound: it is queued once per session (above), so the host's
 		// sessions bound them, and messages (a Helpdesk's, say, to a
@@ -597,6 +602,24 @@ func (s *DB) QueueCommand(ctx context.Context, c *vdibroker.Command) error {
 		return t.insertCommand(ctx, c)
 	})
 	return wrap(err, "queue command for %s/%s", c.HostPool, c.SessionHost)
+}
+
+// supersedeUnseenLogoffs marks Failed the logoffs still queued on c's
+// host of the user's other sessions its agent never reported (ended at
+// the logoff: a Pending session the agent had not seen, R-S4): the agent
+// finds such a logoff's session by its user, so c, queued now, does what
+// each of them would. Without it a user who connected and logged off in a
+// loop while her host was starting (R-GW5) left a queued row per round,
+// never pruned while queued and past the host's bound (logoffs are not
+// refused by it): one a host never reporting again kept for ever.
+func (t *tx) supersedeUnseenLogoffs(ctx context.Context, c *vdibroker.Command) error {
+	_, err := t.exec(ctx, `UPDATE commands SET state = ?, result = ?
+		WHERE host_pool = ? AND session_host = ? AND type = ? AND state = ? AND agent_session_id = '' AND session_id IN
+			(SELECT id FROM user_sessions WHERE host_pool = ? AND session_host = ? AND user_key = ? AND agent_session_id = '' AND `+endedSQL+`)`,
+		vdibroker.CommandFailed, "superseded by command "+c.ID+", a logoff of the same user's later session",
+		c.HostPool, c.SessionHost, vdibroker.CommandLogoff, vdibroker.CommandQueued,
+		c.HostPool, c.SessionHost, vdibroker.FoldUser(c.User))
+	return err
 }
 
 // MaxQueuedCommands bounds the commands queued for one host that its

@@ -64,26 +64,33 @@ func postgresOpener(t testing.TB) func(testing.TB, store.Options) *store.DB {
 	}
 }
 
-// waitForLockWaiter waits (up to 10 s) until one of s's connections waits
-// for a row lock (PostgreSQL; s on a DSN of postgresSchemaDSN, whose
+// waitForLockWaiter waits (up to 60 s) until one of s's connections waits
+// for a lock (PostgreSQL; s on a DSN of postgresSchemaDSN, whose
 // application_name tells its connections from other tests'): who is the
 // write that should be waiting, for the failure message.
 func waitForLockWaiter(t *testing.T, s *store.DB, who string) {
+	t.Helper()
+	waitForLockWaiters(t, s, 1, who)
+}
+
+// waitForLockWaiters is waitForLockWaiter for n connections waiting at
+// once, a lock's queue: who are the writes that should be in it.
+func waitForLockWaiters(t *testing.T, s *store.DB, n int, who string) {
 	t.Helper()
 	// A bound on a broken test's wait, not a timing: on a machine busy
 	// with the rest of the package, opening a store and migrating up to
 	// the step that waits took more than 10 s.
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		n, err := s.QueryInt(t.Context(), `SELECT count(*) FROM pg_stat_activity
+		waiting, err := s.QueryInt(t.Context(), `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = current_setting('application_name') AND wait_event_type = 'Lock'`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
+		if waiting >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s never waited for the other transaction's lock", who)
+			t.Fatalf("%s never waited for the other transaction's lock (%d of %d waiting)", who, waiting, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -115,6 +115,17 @@ func (s *DB) WebSession(ctx context.Context, idHash string, now time.Time) (*vdi
 // DeleteWebSession implements vdibroker.WebSessionStore.
 func (s *DB) DeleteWebSession(ctx context.Context, idHash string) error {
 	err := s.write(ctx, func(t *tx) error {
+		if t.d == postgresDialect {
+			// The area's lock before the row, as a sign-in takes them: a
+			// sign-in into a full area holds the area's count (after
+			// replacing the user's oldest session) when it deletes the
+			// area's expired rows, and a sign-out holding one of them
+			// while it waited for the count was a deadlock.
+			if _, err := t.exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('web_sessions'), hashtext(area))
+				FROM web_sessions WHERE id_hash = ?`, idHash); err != nil {
+				return err
+			}
+		}
 		_, err := t.exec(ctx, `DELETE FROM web_sessions WHERE id_hash = ?`, idHash)
 		return err
 	})

@@ -348,3 +348,64 @@ func TestWebSessionSweepUsesTheIndex(t *testing.T) {
 		t.Errorf("the sweep's plan reads more than the expired rows:\n%s", p)
 	}
 }
+
+// TestSignInIntoFullAreaBesideSignOut (R-SEC, web sessions; PostgreSQL):
+// a sign-in that replaces the user's oldest session in a full area, and a
+// sign-out of an expired session of that area on another replica, do not
+// deadlock. The sign-in deleted her oldest row (the area's count, by its
+// trigger) and then the area's expired rows; the sign-out held its
+// expired row and waited for the count: PostgreSQL broke the cycle after
+// its deadlock_timeout (a second) and one of them ran again. A sign-out
+// now takes the area's lock, as sign-ins and the sweep do, before its row.
+func TestSignInIntoFullAreaBesideSignOut(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	a, b, retries := twoReplicasOn(t, dsn)
+	ctx := t.Context()
+	lim := vdibroker.WebSessionLimits{PerPrincipal: 1, Window: time.Minute, PerArea: 2}
+	now := t0.Add(3 * time.Hour)
+	old := webSession("alice-old", "oidc:alice", now.Add(-10*time.Minute))
+	expired := webSession("bob-expired", "oidc:bob", t0)
+	for _, ws := range []*vdibroker.WebSession{old, expired, webSession("carol", "oidc:carol", now.Add(-time.Minute))} {
+		if err := a.CreateWebSession(ctx, ws, vdibroker.WebSessionLimits{}, ws.CreateTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another writer of the area's count holds it until both are queued
+	// for it, the sign-in first (holding alice's old row), then the
+	// sign-out (holding, before this fix, bob's expired row).
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	other, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Rollback()
+	if _, err := other.ExecContext(ctx, `SELECT n FROM web_session_counts WHERE area = 'console' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	signedIn, signedOut := make(chan error, 1), make(chan error, 1)
+	go func() { signedIn <- a.CreateWebSession(ctx, webSession("alice-new", "oidc:alice", now), lim, now) }()
+	waitForLockWaiters(t, a, 1, "alice's sign-in, for the area's count")
+	go func() { signedOut <- b.DeleteWebSession(ctx, expired.IDHash) }()
+	waitForLockWaiters(t, a, 2, "bob's sign-out, behind alice's sign-in")
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-signedIn; err != nil {
+		t.Errorf("alice's sign-in: %v", err)
+	}
+	if err := <-signedOut; err != nil {
+		t.Errorf("bob's sign-out: %v", err)
+	}
+	if n := retries.count.Load(); n != 0 {
+		t.Errorf("%d transactions were run again after a deadlock, want none: %s", n, retries.first.Load())
+	}
+	for id, want := range map[string]bool{"alice-old": false, "alice-new": true, "bob-expired": false, "carol": true} {
+		if _, err := a.WebSession(ctx, id, now); (err == nil) != want {
+			t.Errorf("session %s after both: %v, want kept %v", id, err, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -69,30 +70,14 @@ func (p *xpod) heartbeat(t *testing.T, sessions ...vdibroker.AgentSession) []vdi
 // federation, a global desktop entitlement of alice's with a member pool
 // on each; her session is on pod B, Active by its host's heartbeat. In
 // headless Chromium she signs in to pod A's portal with a User token made
-// on A, sees the session "At another site" in My sessions and clicks its
+// on A, sees the session (unmarked: pod B is of her pod's site) in My
+// sessions and clicks its
 // Log off: the page comes back saying the session at the other site is
 // being logged off, and pod B's host's next heartbeat is answered with
 // the Logoff of that session.
 func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 	ctx := newBrowser(t)
-	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
-	secretFile := filepath.Join(t.TempDir(), "federation.secret")
-	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, b := startXPod(t, "poda", secretFile), startXPod(t, "podb", secretFile)
-	api, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
-		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s0", URL: b.m.URL()}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-			SessionDistribution: vdibroker.DistributionSessionCount, Users: []string{"alice"},
-			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
-	for _, p := range []*xpod{a, b} {
-		if _, err := p.admin.PutFederation(api, doc); err != nil {
-			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
-		}
-	}
+	a, b, api := startXPodPair(t, vdibroker.DistributionSessionCount)
 	// Her session on pod B, Active by its host's heartbeat.
 	mine, err := b.admin.Connect(api, "desk", vhttp.ConnectRequest{User: "alice"})
 	if err != nil {
@@ -115,8 +100,8 @@ func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#signin-token")),
 		chromedp.WaitVisible(chromedp.CSS(row+" button.logoff")),
 	)
-	if at := text(t, ctx, row+" .elsewhere"); at != "At another site" {
-		t.Errorf("her session on pod B says %q, want At another site", at)
+	if at := text(t, ctx, row+" td.name"); at != "Anywhere" {
+		t.Errorf("her session on pod B reads %q, want Anywhere alone (pod B is of pod A's site: no \"At another site\")", at)
 	}
 	if host := text(t, ctx, row+" td.host"); host != b.host {
 		t.Errorf("her session on pod B shows the host %q, want %s", host, b.host)
@@ -142,4 +127,87 @@ func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 	if len(got) != 1 || got[0] != vdibroker.CommandLogoff {
 		t.Errorf("pod B's host's next heartbeat for her session: %v, want %s", got, vdibroker.CommandLogoff)
 	}
+}
+
+// TestPortalOtherPodReconnectBrowser_RU3_RG1 (R-U3, R-G1, R-C1): alice
+// has a Disconnected session in each member pool of her global desktop,
+// on pod A and on pod B. Opening the desktop at pod A reconnects the
+// first found (pod A's, R-G1); in headless Chromium she clicks Reconnect
+// on pod B's row of My sessions at pod A's portal, and the launch
+// reaches pod B's session: its id in pod A's audit entry of the launch,
+// and no new session anywhere.
+func TestPortalOtherPodReconnectBrowser_RU3_RG1(t *testing.T) {
+	ctx := newBrowser(t)
+	a, b, api := startXPodPair(t, vdibroker.DistributionNone)
+	ids := map[*xpod]string{}
+	for _, p := range []*xpod{a, b} {
+		s, err := p.admin.Connect(api, "desk", vhttp.ConnectRequest{User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.heartbeat(t, vdibroker.AgentSession{ID: "5", User: "alice", State: vdibroker.StateDisconnected})
+		ids[p] = s.SessionID
+	}
+	tr, err := a.admin.CreateToken(api, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	errs := watchConsole(t, ctx)
+	row := `tr[data-session="` + ids[b] + `"][data-pod="podb"]`
+	step(t, ctx, "alice signs in to pod A's portal with her token",
+		chromedp.Navigate(a.m.URL()+"/portal/signin?lang=en"),
+		chromedp.SendKeys(chromedp.CSS("#token"), tr.Secret),
+		chromedp.Click(chromedp.CSS("#signin-token")),
+		chromedp.WaitVisible(chromedp.CSS(row+" button.reconnect")),
+	)
+	errs.check(t, "pod A's portal")
+	step(t, ctx, "alice reconnects her session on pod B",
+		chromedp.Click(chromedp.CSS(row+" button.reconnect")),
+		chromedp.WaitVisible(chromedp.CSS(`#launch[data-state="ready"]`)),
+	)
+	screenshot(t, ctx, "portal-other-pod-reconnect.png")
+	list, err := a.admin.ListAudit(api, vhttp.AuditQuery{Action: "portal.launch"})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("pod A's audit of the launch: %v %v", list, err)
+	}
+	var after struct {
+		SessionID string `json:"sessionId"`
+	}
+	json.Unmarshal(list[0].After, &after)
+	if after.SessionID != ids[b] {
+		t.Errorf("the Reconnect of pod B's row reached session %s, want pod B's %s (pod A's is %s)", after.SessionID, ids[b], ids[a])
+	}
+	for _, p := range []*xpod{a, b} {
+		if got, err := p.admin.UserSessions(api, "alice"); err != nil || len(got) != 1 || got[0].ID != ids[p] {
+			t.Errorf("alice's sessions on %s after the reconnect: %v %v; want %s alone", p.m.URL(), got, err, ids[p])
+		}
+	}
+}
+
+// startXPodPair starts pod A and pod B of one site (startXPod), each with
+// its own admin token, and puts on both a federation document whose
+// global desktop "Anywhere" grants alice the pool "desk" of each, its
+// sessions distributed by distribution; api bounds the test's API calls.
+func startXPodPair(t *testing.T, distribution string) (a, b *xpod, api context.Context) {
+	t.Helper()
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
+	secretFile := filepath.Join(t.TempDir(), "federation.secret")
+	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, b = startXPod(t, "poda", secretFile), startXPod(t, "podb", secretFile)
+	api, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
+		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s0", URL: b.m.URL()}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
+			SessionDistribution: distribution, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
+	for _, p := range []*xpod{a, b} {
+		if _, err := p.admin.PutFederation(api, doc); err != nil {
+			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
+		}
+	}
+	return a, b, api
 }

@@ -1,6 +1,7 @@
 package global
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -301,6 +302,11 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 			return nil, err
 		}
 	}
+	if req.Session != nil {
+		if err := federation.ValidateSessionRef("session", req.Session); err != nil {
+			return nil, err
+		}
+	}
 	doc, err := g.Document(ctx)
 	if err != nil {
 		return nil, err
@@ -336,14 +342,10 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	}
 	d, cands := federation.Plan(in)
 
-	// R-G1: the existing session, in search order.
-	for _, p := range scope {
-		st := states[p.Name]
-		if st.Err != "" || len(st.sessions) == 0 {
-			continue
-		}
-		c := vdibroker.MemberCandidate{Pod: p.Name, HostPool: firstMember(ge, p.Name, st.sessions)}
-		ans, err := g.try(ctx, doc, ge, c, req, true)
+	// R-G1: the existing session: the one the caller names, else the
+	// first in search order.
+	if c, id, ok := g.existing(ge, scope, states, req); ok {
+		ans, err := g.try(ctx, doc, ge, c, req, id, true)
 		if err == nil {
 			d.ExistingSession = &c
 			return g.answer(d, c, doc, ans), nil
@@ -355,12 +357,11 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 			g.markFailed(c.Pod, err)
 			cands = d.SkipPod(c.Pod, g.reason(err), cands)
 		}
-		break
 	}
 	for len(cands) > 0 {
 		c := cands[0]
 		cands = cands[1:]
-		ans, err := g.try(ctx, doc, ge, c, req, false)
+		ans, err := g.try(ctx, doc, ge, c, req, "", false)
 		if err == nil {
 			if ans.Created {
 				g.placed(c.Pod, c.HostPool)
@@ -388,14 +389,50 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	return nil, noCapacity(d)
 }
 
-// try connects the user into candidate c: this pod's own connect path, or
-// the pod-to-pod connect of c's pod.
-func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest, existing bool) (*vdibroker.ConnectAnswer, error) {
-	if c.Pod == g.cfg.Pod {
-		return g.connectMember(ctx, doc, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, existing)
+// existing is the member pool (in its pod) of the user's existing session
+// a global connect reconnects (R-G1), ok false when she has none in
+// scope: the session req.Session names (with its id, for the pool's
+// connect) when it is one the pods in scope answered as hers, open, in a
+// member pool of ge, else the first pod in search order that answered
+// one, its first member pool (in listed order) holding one.
+//
+// Any other session named is passed over, not refused: the user portal's
+// list is a snapshot, and the session a user clicked Reconnect on may
+// have ended since, when opening the entitlement (R-G1, then a new
+// session) is what she asked for; and a connect that answers as if
+// nothing were named, whatever was named, tells nobody whether another
+// user's session, or one out of scope, exists.
+func (g *Service) existing(ge *vdibroker.GlobalEntitlement, scope []vdibroker.Pod, states map[string]podState, req vdibroker.GlobalConnectRequest) (c vdibroker.MemberCandidate, id string, ok bool) {
+	if want := req.Session; want != nil {
+		pod := cmp.Or(want.Pod, g.cfg.Pod)
+		st := states[pod]
+		inScope := slices.ContainsFunc(scope, func(p vdibroker.Pod) bool { return p.Name == pod }) &&
+			slices.Contains(ge.Members, vdibroker.Member{Pod: pod, HostPool: want.HostPool})
+		if inScope && st.Err == "" && slices.ContainsFunc(st.sessions, func(s *vdibroker.UserSession) bool {
+			return s.ID == want.ID && s.HostPool == want.HostPool && vdibroker.SameUser(s.User, req.User) && s.Open()
+		}) {
+			return vdibroker.MemberCandidate{Pod: pod, HostPool: want.HostPool}, want.ID, true
+		}
 	}
-	return g.callConnect(ctx, *doc.Pod(c.Pod), vdibroker.PodConnectRequest{
-		GlobalEntitlement: ge.Name, HostPool: c.HostPool, User: req.User, DryRun: req.DryRun, Application: ge.Application, Existing: existing})
+	for _, p := range scope {
+		st := states[p.Name]
+		if st.Err != "" || len(st.sessions) == 0 {
+			continue
+		}
+		return vdibroker.MemberCandidate{Pod: p.Name, HostPool: firstMember(ge, p.Name, st.sessions)}, "", true
+	}
+	return vdibroker.MemberCandidate{}, "", false
+}
+
+// try connects the user into candidate c: this pod's own connect path, or
+// the pod-to-pod connect of c's pod. sessionID, when set, is the user's
+// session there to reconnect (ConnectRequest.SessionID).
+func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest, sessionID string, existing bool) (*vdibroker.ConnectAnswer, error) {
+	if c.Pod == g.cfg.Pod {
+		return g.connectMember(ctx, doc, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, SessionID: sessionID}, existing)
+	}
+	return g.callConnect(ctx, *doc.Pod(c.Pod), vdibroker.PodConnectRequest{GlobalEntitlement: ge.Name, HostPool: c.HostPool,
+		User: req.User, DryRun: req.DryRun, Application: ge.Application, Existing: existing, SessionID: sessionID})
 }
 
 // connectMember connects a user into pool, a member of ge on this pod:

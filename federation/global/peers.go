@@ -439,7 +439,23 @@ func (g *Service) sessionsCall(ctx context.Context, p vdibroker.Pod, req vdibrok
 	return out, nil
 }
 
+// callConnect asks pod p to connect the user (its pod-to-pod connect).
+// A pod of an older version refuses a session id, a field it does not
+// know (400 naming it, before it does anything): it is asked again
+// without it, and its pool's connect reconnects the user's session there
+// by R-C1's own choice (the pool's one session, but for a personal pool
+// of several).
 func (g *Service) callConnect(ctx context.Context, p vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
+	a, err := g.podConnect(ctx, p, req)
+	if err != nil && req.SessionID != "" && vdibroker.ErrorCode(err) == vdibroker.EInvalid && vdibroker.ErrorField(err) == "sessionId" {
+		req.SessionID = ""
+		a, err = g.podConnect(ctx, p, req)
+	}
+	return a, err
+}
+
+// podConnect is one pod-to-pod connect, bounded by the pod timeout.
+func (g *Service) podConnect(ctx context.Context, p vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
 	defer cancel()
 	start := g.clock.Now()

@@ -124,12 +124,11 @@ func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectReques
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q on pod %s has no application %q in host pool %q",
 			req.GlobalEntitlement, g.cfg.Pod, req.Application, req.HostPool)
 	}
-	return g.connectMember(ctx, doc, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun}, req.Existing)
+	return g.connectMember(ctx, doc, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, SessionID: req.SessionID}, req.Existing)
 }
 
-// maxSessionIDLen bounds a session id a peer names (NewID makes 32 hex
-// digits; an older broker's ids are no longer).
-const maxSessionIDLen = 64
+// maxSessionIDLen bounds a session id a peer names.
+const maxSessionIDLen = vdibroker.MaxSessionIDLen
 
 // PodSessionCommand is the pod side of SessionCommandPath (R-U3 across
 // the federation): peer pod asks this pod to log off or disconnect the

@@ -102,6 +102,9 @@ func (g *Service) listUserSessions(ctx context.Context, user string, endUser boo
 	if len(asked) == 0 {
 		return out, nil
 	}
+	// This pod's site, beside its sessions' (an end user granted no
+	// global entitlement learns neither).
+	out.Site = g.site(doc)
 	// The pods each entitlement's global connect at this pod looks in
 	// for the user's sessions (R-G1), for GlobalSession.Reconnect.
 	scopes := map[string][]vdibroker.Pod{}
@@ -143,7 +146,7 @@ func (g *Service) listUserSessions(ctx context.Context, user string, endUser boo
 					continue // not what was asked: a peer's answer is checked as any input
 				}
 				seen[s.ID] = true
-				gs := &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name,
+				gs := &vdibroker.GlobalSession{UserSession: *s, Pod: p.Name, Site: p.Site,
 					GlobalEntitlements: entitlementsOf(ents, p.Name, s.HostPool), Reconnect: []string{}}
 				for _, name := range gs.GlobalEntitlements {
 					if slices.ContainsFunc(scopes[name], func(sp vdibroker.Pod) bool { return sp.Name == p.Name }) {
