@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"maps"
@@ -35,6 +36,13 @@ type cliResult struct {
 // as run does: 0, 1 for errors, 2 for usage errors.
 func runCLI(tb testing.TB, args ...string) cliResult {
 	tb.Helper()
+	return runCLIIn(tb, tb.Context(), args...)
+}
+
+// runCLIIn is runCLI with ctx as the commands' context: a serve that
+// starts runs until it is done.
+func runCLIIn(tb testing.TB, ctx context.Context, args ...string) cliResult {
+	tb.Helper()
 	// The real root's handling of mistakes (configureRoot, execute), the
 	// admin commands and serve, built fresh.
 	root := &cobra.Command{Use: "vdibroker", SilenceUsage: true, SilenceErrors: true}
@@ -45,7 +53,7 @@ func runCLI(tb testing.TB, args ...string) cliResult {
 	root.SetOut(&out)
 	root.SetErr(&errOut)
 	root.SetIn(strings.NewReader(""))
-	root.SetContext(tb.Context())
+	root.SetContext(ctx)
 	code := execute(root, args, &errOut)
 	return cliResult{stdout: out.String(), stderr: errOut.String(), code: code}
 }

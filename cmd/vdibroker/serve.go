@@ -337,6 +337,10 @@ func requireBearer(token func() string, h http.Handler) http.Handler {
 // minMetricsToken is the fewest characters of serve's metrics token.
 const minMetricsToken = 16
 
+// minRetention is the shortest --retention but 0 (R-SEC audit): the
+// audit trail goes with the history it prunes.
+const minRetention = 24 * time.Hour
+
 // maxPortalSignins bounds --portal-max-signins: the database's rows stay
 // within what a disk holds (a sign-in's row is under 4 KB).
 const maxPortalSignins = 10_000_000
@@ -496,6 +500,11 @@ func newServeCmd() *cobra.Command {
 			if m.HSTSMaxAge%time.Second != 0 {
 				return usageError{fmt.Errorf("--hsts-max-age: must be whole seconds (max-age counts seconds), got %s", m.HSTSMaxAge)}
 			}
+			// The audit trail is pruned by it too: "5m" for "5 months"
+			// would delete every entry older than five minutes, hourly.
+			if m.Retention != 0 && m.Retention < minRetention {
+				return usageError{fmt.Errorf("--retention: must be 0 (keep for ever) or %s or more, got %s", minRetention, m.Retention)}
+			}
 			if m.MaxHeaderBytes < 4096 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 4096..1048576, got %d", m.MaxHeaderBytes)}
 			}
@@ -573,7 +582,7 @@ func newServeCmd() *cobra.Command {
 		fmt.Sprintf("most users signed in to the portal at once, every replica together (1..%d); a sign-in beyond it is refused until one ends", maxPortalSignins))
 	cmd.Flags().IntVar(&m.MaxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "largest request line and headers accepted (4096..1048576); larger ones are answered 431")
 	cmd.Flags().StringVar(&metricsTokenFile, "metrics-token-file", "", "file holding a token (at least 16 characters) /metrics then requires as Authorization: Bearer (default: /metrics is open); read again on SIGHUP")
-	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands and expired tokens this long (0 = forever); pruned hourly")
+	cmd.Flags().DurationVar(&m.Retention, "retention", 30*24*time.Hour, "keep ended sessions, delivered commands, expired tokens and the audit trail this long (0 = forever, else 24h or more); pruned hourly")
 	cmd.Flags().DurationVar(&m.AutoscaleInterval, "autoscale-interval", time.Minute, "how often the autoscaler evaluates the scaling plans; with several replicas one evaluates, under a lease of two intervals (0 = off)")
 	cmd.Flags().DurationVar(&m.StoreTimeout, "store-timeout", 5*time.Second, "longest time any database call may take; past it the database counts as down (503 StoreUnavailable)")
 	cmd.Flags().StringVar(&rdpDefaults, "rdp-defaults", "", "file of extra .rdp properties for every connect's rdpFile, one name:type:value a line (like AVD's customRdpProperty)")
