@@ -218,7 +218,7 @@ func (s *Service) RegisterHost(ctx context.Context, req *vdibroker.RegisterReque
 	h, err := s.store.RegisterHost(ctx, vdibroker.HashSecret(req.Token), req, vdibroker.HashSecret(cred), s.now().UTC())
 	if err != nil {
 		if code := vdibroker.ErrorCode(err); code == vdibroker.ENotFound || code == vdibroker.EUnauthenticated {
-			return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token is invalid or expired")
+			return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "registration token is invalid, expired or revoked (deleting a pool revokes its tokens): ask for a new one")
 		}
 		return nil, err
 	}

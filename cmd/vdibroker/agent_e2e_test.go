@@ -465,7 +465,7 @@ func e2eUsage(t *testing.T, b *e2eBroker) {
 		{"bad host name", []string{"agent", "--server", b.base, "--registration-token", b.token, "--host-name", "x",
 			"--state-dir", state, "--sessions-provider", "none"}, 2, `--host-name "x": must be 3..48 characters`},
 		{"refused token", []string{"agent", "--server", b.base, "--registration-token", "vdb_wrong", "--host-name", "e2e-host-09",
-			"--state-dir", state, "--sessions-provider", "none"}, 1, "registration token is invalid or expired"},
+			"--state-dir", state, "--sessions-provider", "none"}, 1, "registration token is invalid, expired or revoked"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
