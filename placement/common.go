@@ -332,7 +332,7 @@ func existingRunsNoApps(s *settings, ex *Explain, e *Existing) *vdibroker.Error 
 var remedies = map[string]string{
 	ReasonNoRemoteApps:     "add session hosts that can run RemoteApps",
 	ReasonShutdown:         "start the shut-down hosts",
-	ReasonUnavailable:      "bring the unavailable hosts' agents back (a heartbeat within heartbeatTimeoutSeconds)",
+	ReasonUnavailable:      "bring the unavailable hosts' agents back (start their machines, with sessionhost start where the pool has a power driver; a heartbeat within heartbeatTimeoutSeconds)",
 	ReasonDrained:          "resume a drained host (allowNewSession true)",
 	ReasonAutoscaleDrained: "wait for the autoscaler to lift its drain as demand grows (R-A2)",
 	ReasonAtLimit:          "increase maxSessionLimit",

@@ -276,14 +276,14 @@ func TestNoCapacitySaysWhyAndWhatToDo_RC5(t *testing.T) {
 			"all 2 session hosts are drained (allowNewSession false)", "resume a drained host (allowNewSession true) or add session hosts"},
 		{"all unavailable", []Host{with(liveHost("a", 0), silent), with(liveHost("b", 0), silent), with(liveHost("c", 0), silent)},
 			"all 3 session hosts are unavailable (no heartbeat within 1m30s)",
-			"bring the unavailable hosts' agents back (a heartbeat within heartbeatTimeoutSeconds) or add session hosts"},
+			"bring the unavailable hosts' agents back (start their machines, with sessionhost start where the pool has a power driver; a heartbeat within heartbeatTimeoutSeconds) or add session hosts"},
 		{"all at the limit", []Host{liveHost("a", 5), liveHost("b", 6)},
 			"all 2 session hosts are at maxSessionLimit 5", "increase maxSessionLimit or add session hosts"},
 		{"only host shut down", []Host{with(liveHost("a", 0), stopping)},
 			"its only session host is shut down", "start the shut-down hosts or add session hosts"},
 		{"mixed", []Host{with(liveHost("a", 0), drained), liveHost("b", 5), liveHost("c", 5), with(liveHost("d", 0), silent)},
 			"no session host can take a new session: 1 unavailable (no heartbeat within 1m30s), 1 drained (allowNewSession false), 2 at maxSessionLimit 5",
-			"bring the unavailable hosts' agents back (a heartbeat within heartbeatTimeoutSeconds), resume a drained host (allowNewSession true), increase maxSessionLimit or add session hosts"},
+			"bring the unavailable hosts' agents back (start their machines, with sessionhost start where the pool has a power driver; a heartbeat within heartbeatTimeoutSeconds), resume a drained host (allowNewSession true), increase maxSessionLimit or add session hosts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
