@@ -1078,12 +1078,20 @@ func TestCLITokenListShowsScope(t *testing.T) {
 	if !strings.Contains(lines[0], "HostPools") {
 		t.Fatalf("no HostPools column:\n%s", out)
 	}
+	// Each token's row, found by its subject: a list that left one out
+	// must fail too, not pass for want of a row to check.
+	rows := map[string]string{}
 	for _, l := range lines {
-		switch {
-		case strings.Contains(l, "scoped-ops") && !strings.Contains(l, "pool-a, pool-b"):
-			t.Errorf("the scoped token's row does not name its pools: %q", l)
-		case strings.Contains(l, "global-ops") && !strings.Contains(l, "(all)"):
-			t.Errorf("the global token's row does not say it covers every pool: %q", l)
+		for _, subject := range []string{"scoped-ops", "global-ops"} {
+			if strings.Contains(l, subject) {
+				rows[subject] = l
+			}
 		}
+	}
+	if l, ok := rows["scoped-ops"]; !ok || !strings.Contains(l, "pool-a, pool-b") {
+		t.Errorf("the scoped token's row does not name its pools: %q\n%s", l, out)
+	}
+	if l, ok := rows["global-ops"]; !ok || !strings.Contains(l, "(all)") {
+		t.Errorf("the global token's row does not say it covers every pool: %q\n%s", l, out)
 	}
 }

@@ -350,9 +350,13 @@ entitle the user (a User token's own are its identity's).`,
 			}
 			w := cmd.OutOrStdout()
 			d := res.Decision
-			fmt.Fprintf(w, "\nDecision: scope %s, sessionDistribution %s, connected to pod %s, start site %s\n", d.Scope, d.SessionDistribution, d.ConnectedPod, d.StartSite)
+			// Every word of the answer is escaped as a table's cells are:
+			// the pod at --server quotes what other pods answered.
+			esc := func(s string) string { return escapeTerminal(s, "") }
+			fmt.Fprintf(w, "\nDecision: scope %s, sessionDistribution %s, connected to pod %s, start site %s\n",
+				esc(d.Scope), esc(d.SessionDistribution), esc(d.ConnectedPod), esc(d.StartSite))
 			if e := d.ExistingSession; e != nil {
-				fmt.Fprintf(w, "  the user's existing session in %s of pod %s (R-G1)\n", e.HostPool, e.Pod)
+				fmt.Fprintf(w, "  the user's existing session in %s of pod %s (R-G1)\n", esc(e.HostPool), esc(e.Pod))
 			}
 			for _, p := range d.Pods {
 				fmt.Fprintf(w, "  pod %s (site %s)%s\n", escapeTerminal(p.Pod, ""), escapeTerminal(p.Site, ""), decisionWords(p.Load, p.Chosen, p.Skipped))

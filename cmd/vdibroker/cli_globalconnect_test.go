@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,5 +99,53 @@ func TestCLIGlobalEntitlementConnect(t *testing.T) {
 	r = cliAs(ut.Secret, "globalentitlement", "connect", "--name", "office", "--user", "hal@contoso.com")
 	if r.code != 1 || !strings.Contains(r.stderr, "not entitled") {
 		t.Errorf("hal: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestCLIGlobalConnectEscapesTerminalControls (R-SEC): globalentitlement
+// connect writes the decision under its table in words, from the answer
+// of the pod at --server, which quotes what other pods answered; every
+// field of it is escaped as a table's cells are, the decision's own
+// (scope, distribution, connected pod, start site) and the existing
+// session's pod and pool as well as each pod's and pool's line.
+func TestCLIGlobalConnectEscapesTerminalControls(t *testing.T) {
+	const bad = "x\u001b[2J\u009b31m\u202efake"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/api/v1/globalentitlements/office/connect" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"user": "vic", "hostPool": "p1", "sessionHost": "h1", "state": "Pending", "pod": "pod1", "site": "s1",
+			"decision": map[string]any{"globalEntitlement": "office", "scope": "scope" + bad, "sessionDistribution": "dist" + bad,
+				"connectedPod": "cpod" + bad, "startSite": "site" + bad,
+				"existingSession": map[string]any{"pod": "epod" + bad, "hostPool": "epool" + bad},
+				"pods": []any{map[string]any{"pod": "pod1", "site": "s1", "chosen": true,
+					"pools": []any{map[string]any{"hostPool": "p1", "chosen": true}}}}},
+		})
+	}))
+	defer srv.Close()
+	root := &cobra.Command{Use: "vdibroker", SilenceUsage: true, SilenceErrors: true}
+	configureRoot(root)
+	root.AddCommand(newGlobalEntitlementCmd())
+	var out, errOut strings.Builder
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetContext(t.Context())
+	code := execute(root, []string{"globalentitlement", "connect", "--name", "office", "--user", "vic", "--server", srv.URL, "--token", "t"}, &errOut)
+	r := cliResult{stdout: out.String(), stderr: errOut.String(), code: code}
+	if r.code != 0 || !strings.Contains(r.stdout, "Decision: scope") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, field := range []string{"scope", "dist", "cpod", "site", "epod", "epool"} {
+		if !strings.Contains(r.stdout, field+`x\x1b[2J`) {
+			t.Errorf("the decision's %s is not shown escaped:\n%q", field, r.stdout)
+		}
+	}
+	for _, u := range unsafeForTerminal {
+		if strings.Contains(r.stdout, u) {
+			t.Errorf("stdout holds %q raw:\n%q", u, r.stdout)
+		}
 	}
 }

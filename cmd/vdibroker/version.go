@@ -14,7 +14,8 @@ func init() { rootCmd.AddCommand(newVersionCmd()) }
 
 // version is the release, set at build time with
 // -ldflags "-X main.version=v1.2.3"; empty: the module's version from the
-// build info, "(devel)" for a build from a checkout.
+// build info (a pseudo-version for a build from a git checkout), "(devel)"
+// when the build stamped none (-buildvcs=false).
 var version string
 
 // newVersionCmd is `vdibroker version`: which release this binary is and
