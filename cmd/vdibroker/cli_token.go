@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,14 +35,20 @@ var tokenColumns = []column{
 	{"Id", "id"},
 	{"Role", "role"},
 	{"Subject", "subject"},
-	// A token scoped to host pools names them; one that covers every
-	// pool says so, rather than a blank read as none.
-	{"HostPools", "hostPools || '(all)'"},
 	{"CreateTime", "createTime"},
 	{"ExpirationTime", "expirationTime"},
+	tokenPoolsColumn,
 }
 
-var newTokenColumns = append(tokenColumns[:len(tokenColumns):len(tokenColumns)], column{"Token", "token"})
+// tokenPoolsColumn names the pools a token is scoped to, or says it
+// covers every pool, rather than a blank read as none. It comes last, so
+// that the columns of earlier releases keep their places in tsv (a
+// script's cut -f).
+var tokenPoolsColumn = column{"HostPools", "hostPools || '(all)'"}
+
+// newTokenColumns is the table of a token just made: the secret where it
+// was before the pools were shown (a script's cut -f6), then the pools.
+var newTokenColumns = append(slices.Clone(tokenColumns[:len(tokenColumns)-1]), column{"Token", "token"}, tokenPoolsColumn)
 
 func newRegistrationTokenCmd() *cobra.Command {
 	cmd := &cobra.Command{
