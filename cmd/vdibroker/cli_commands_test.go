@@ -320,6 +320,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"empty user", []string{"user", "entitlements", "--user", ""}},
 		{"empty session", []string{"placement", "show", "--host-pool", "contosohp01", "--session", ""}},
 		{"empty message", []string{"usersession", "send-message", "--host-pool", "contosohp01", "--user", "alice", "--message", ""}},
+		{"empty id", []string{"usersession", "logoff", "--host-pool", "contosohp01", "--id", ""}},
+		{"empty user of a logoff", []string{"usersession", "disconnect", "--host-pool", "contosohp01", "--user", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -126,6 +126,13 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --id "$ID" of an unset variable names no session: said as
+			// such, not as "give exactly one of --id and --user".
+			for _, f := range []string{"id", "user", "pod"} {
+				if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed && fl.Value.String() == "" {
+					return usageError{fmt.Errorf("--%s \"\": must not be empty", f)}
+				}
+			}
 			if pod != "" {
 				const named = "a session in another pod is named by --pod, --user and --id (as federation sessions lists it)"
 				switch {
