@@ -1390,3 +1390,54 @@ func twoPods(t *testing.T, entitlements ...vdibroker.GlobalEntitlement) (e, far 
 	putFederation(t, doc, e, far)
 	return e, far, doc
 }
+
+// TestFailedLaunchesHoldNoLaunchSlot_RU7: a launch that failed is over:
+// it does not count against the sign-in's launches at once. A user told
+// "no session host can take it, try again" who tries again twice, or who
+// then opens another desktop, is not refused with "too many launches
+// under way" while none is. Her failed launches are still bounded: only
+// the newest MaxLaunchesPerSession-1 are kept (their pages say why they
+// failed), older ones go.
+func TestFailedLaunchesHoldNoLaunchSlot_RU7(t *testing.T) {
+	e := newEnv(t, func(c *portal.Config) { c.MaxLaunchesPerSession = 2 })
+	ctx := context.Background()
+	e.drain("desk", "desk-1", "desk-2")
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	var failed []string
+	for i := range 4 {
+		res, body := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}})
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("try %d of a desktop without capacity: %d %s; want 303, her earlier tries failed", i+1, res.StatusCode, body)
+		}
+		l := res.Header.Get("Location")
+		if s := alice.await(l, ended); s.State != "failed" {
+			t.Fatalf("try %d: %+v; want failed", i+1, s)
+		}
+		failed = append(failed, l)
+	}
+	// The newest failures still say why (the one kept when the last was
+	// made, and the last); the oldest are forgotten.
+	for _, l := range failed[2:] {
+		if code, s := alice.status(l); code != 200 || s.State != "failed" {
+			t.Errorf("a newest failed launch %s: %d %+v", l, code, s)
+		}
+	}
+	for _, l := range failed[:2] {
+		if res, _ := alice.get(l + "/status"); res.StatusCode != http.StatusNotFound {
+			t.Errorf("an older failed launch %s: %d, want 404 (forgotten)", l, res.StatusCode)
+		}
+	}
+	// Capacity back: her desktop opens, and so does a second launch.
+	for _, h := range []string{"desk-1", "desk-2"} {
+		if _, err := e.admin.PatchSessionHost(ctx, "desk", h, map[string]any{"allowNewSession": true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice.launch(csrf, "desktop:desk")
+	alice.launch(csrf, "desktop:cold")
+	// Two under way (or not fetched): the sign-in's bound holds.
+	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}}); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a third launch with two under way: %d, want 429", res.StatusCode)
+	}
+}
