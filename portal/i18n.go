@@ -67,7 +67,7 @@ var messages = map[string]map[string]string{
 	"state.Active":                {"en": "Active", "de": "Aktiv", "pt": "Ativa", "ar": "نشطة"},
 	"state.Disconnected":          {"en": "Disconnected", "de": "Getrennt", "pt": "Desligada", "ar": "منفصلة"},
 	"state.Pending":               {"en": "Starting", "de": "Wird gestartet", "pt": "A iniciar", "ar": "قيد البدء"},
-	"logoff":                      {"en": "Log off", "de": "Abmelden", "pt": "Terminar", "ar": "تسجيل خروج الجلسة"},
+	"logoff":                      {"en": "Log off", "de": "Sitzung abmelden", "pt": "Terminar", "ar": "تسجيل خروج الجلسة"},
 	"disconnect":                  {"en": "Disconnect", "de": "Trennen", "pt": "Desligar", "ar": "قطع الاتصال"},
 	"reconnect":                   {"en": "Reconnect", "de": "Wieder verbinden", "pt": "Voltar a ligar", "ar": "إعادة الاتصال"},
 	"flash.loggedOff":             {"en": "The session is being logged off. It leaves this list once its host has done so.", "de": "Die Sitzung wird abgemeldet. Sie verschwindet aus dieser Liste, sobald ihr Host das erledigt hat.", "pt": "A sessão está a ser terminada. Sai desta lista quando o anfitrião o tiver feito.", "ar": "جارٍ تسجيل خروج الجلسة. ستختفي من هذه القائمة عندما يُتمّ المضيف ذلك."},
