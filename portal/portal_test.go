@@ -208,14 +208,16 @@ func TestLaunchWaitsForStartingHost_RU4(t *testing.T) {
 		t.Fatalf("cold-1 before: %+v, %v; want Stopped", h, err)
 	}
 	launch := alice.launch(csrf, "desktop:cold")
-	s := alice.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Title == "Your desktop is starting" })
+	s := alice.await(launch, func(s launchStatus) bool {
+		return s.State != "waiting" || s.Title == "Starting a computer for \u2068Cold lab\u2069"
+	})
 	if s.State != "waiting" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") || s.Waited == "" {
 		h, _ := e.admin.GetSessionHost(context.Background(), "cold", "cold-1")
 		_, f := alice.get(launch + "/file")
 		t.Fatalf("while cold-1 starts: %+v\nhost %+v\n%s", s, h, f)
 	}
 	_, page := alice.get(launch, "Accept-Language", "de")
-	if !strings.Contains(page, "Ihr Desktop wird gestartet") || !strings.Contains(page, `<progress id="launch-progress"`) {
+	if !strings.Contains(page, "Ein Computer für \u2068Cold lab\u2069 wird gestartet") || !strings.Contains(page, `<progress id="launch-progress"`) {
 		t.Errorf("the German launch page:\n%s", page)
 	}
 	h, err := e.admin.GetSessionHost(context.Background(), "cold", "cold-1")
@@ -400,7 +402,9 @@ func TestLaunchAcrossReplicas_RU4_RU7(t *testing.T) {
 	bob.signIn(e.userToken("bob"))
 
 	launch := alice.launch(csrf, "desktop:cold")
-	s := aliceB.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Title == "Your desktop is starting" })
+	s := aliceB.await(launch, func(s launchStatus) bool {
+		return s.State != "waiting" || s.Title == "Starting a computer for \u2068Cold lab\u2069"
+	})
 	if s.State != "waiting" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") || s.Percent < 0 {
 		t.Fatalf("the launch on the other replica while cold-1 starts: %+v", s)
 	}

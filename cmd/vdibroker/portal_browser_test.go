@@ -321,7 +321,7 @@ func TestPortalBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`li.resource[data-id="desktop:cold"] button.open`)),
 		chromedp.Click(chromedp.CSS(`li.resource[data-id="desktop:cold"] button.open`)),
 		chromedp.WaitVisible(chromedp.CSS(`#launch[data-state="waiting"]`)),
-		chromedp.Poll[chromedp.Void](`document.getElementById('launch-title').textContent === 'Your desktop is starting'`, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Poll[chromedp.Void](`document.getElementById('launch-title').textContent === 'Starting a computer for \u2068Cold lab\u2069'`, chromedp.WithPollingTimeout(20*time.Second)),
 	)
 	if msg := text(t, ctx, "#launch-message"); !strings.Contains(msg, "\u2068cold-1\u2069 is starting") {
 		t.Errorf("the launch page says %q", msg)
@@ -360,8 +360,8 @@ func TestPortalBrowser(t *testing.T) {
 	if rdp := awaitFile(t, downloads, "Cold lab.rdp"); !strings.Contains(rdp, "username:s:uma") {
 		t.Errorf("the cold desktop's file:\n%s", rdp)
 	}
-	// The tab's title follows the page's state (it was "Your desktop is
-	// starting" when the page loaded).
+	// The tab's title follows the page's state (it was "Starting a
+	// computer for Cold lab" when the page loaded).
 	if title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`)); err != nil || title != "Your connection file for \u2068Cold lab\u2069 is ready. – Your desktops and apps" {
 		t.Errorf("the ready launch's title %q, %v", title, err)
 	}
