@@ -83,9 +83,15 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 		!strings.Contains(body, "full address:s:desk-") {
 		t.Fatalf("the file: %d %q %q\n%s", res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Disposition"), body)
 	}
-	// Single-use.
-	if res, _ := alice.get(launch + "/file"); res.StatusCode != http.StatusNotFound {
-		t.Errorf("the file again: %d, want 404", res.StatusCode)
+	// Single-use. She who clicks the page's download link after the
+	// file came by itself, or reloads the page, is told why there is no
+	// file and what to do, not that the launch "was never yours".
+	for _, path := range []string{launch + "/file", launch} {
+		res, page := alice.get(path)
+		if res.StatusCode != http.StatusNotFound || strings.Contains(page, "never yours") ||
+			!strings.Contains(page, "its connection file is handed only once") || !strings.Contains(page, "Open the desktop or app again") {
+			t.Errorf("%s after the file was handed: %d, want 404 saying it is handed once and to open it again:\n%s", path, res.StatusCode, page)
+		}
 	}
 	// Audited: the launch, and before it the refused one of bob's
 	// desktop (R-U7).
