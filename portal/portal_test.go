@@ -701,7 +701,9 @@ func TestOtherPodsSessionsWhere_RU3_RU6(t *testing.T) {
 // TestOtherPodsLogoff_RU3_RU1: alice, signed in at pod0's portal in
 // German, disconnects and logs off her Active session in pod1 from "My
 // sessions" (CSRF-protected form posts, as her own pod's): pod1's agent
-// gets each command, and the page says so in her language. bob's session
+// gets each command, and the page says so in her language, as of a
+// session of her own pod (not "at the other site": pod1 is of pod0's
+// site, and her row says "In another pod"). bob's session
 // in pod1, posted to by her, is refused with nothing queued. With pod1
 // gone, her logoff is answered with her page, saying in her language
 // that the other site did not answer.
@@ -744,8 +746,10 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 		t.Errorf("a logoff without the CSRF token: %d, want 403", res.StatusCode)
 	}
 	for _, step := range []struct{ act, command, flash string }{
-		{"disconnect", vdibroker.CommandDisconnect, "Die Sitzung am anderen Standort wird getrennt."},
-		{"logoff", vdibroker.CommandLogoff, "Die Sitzung am anderen Standort wird abgemeldet."},
+		// pod1 is of pod0's site: the row says "In einem anderen Pod", so
+		// the page does not say the session is at another site.
+		{"disconnect", vdibroker.CommandDisconnect, "Die Sitzung wird getrennt. Ihr Status hier ändert sich, sobald ihr Host das erledigt hat."},
+		{"logoff", vdibroker.CommandLogoff, "Die Sitzung wird abgemeldet. Sie verschwindet aus dieser Liste, sobald ihr Host das erledigt hat."},
 	} {
 		res, _ := alice.post(at+"/"+step.act, url.Values{"csrf": {csrf}})
 		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/" {
@@ -754,7 +758,7 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 		if got := commands(mine.SessionID); !slices.Equal(got, []string{step.command}) {
 			t.Errorf("pod1's agent after alice's %s: %v, want %s", step.act, got, step.command)
 		}
-		if _, home := alice.get("/portal/"); !strings.Contains(home, step.flash) {
+		if _, home := alice.get("/portal/"); !strings.Contains(home, step.flash) || strings.Contains(home, "anderen Standort") {
 			t.Errorf("no word of the %s in German (%q) in\n%s", step.act, step.flash, home)
 		}
 	}
