@@ -312,6 +312,12 @@ func TestPortalBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 	)
+	// Her focus was on the button of a page that is gone: it is on what
+	// became of her click (a screen reader reads it out), not lost at
+	// the top of the new page.
+	if focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); err != nil || focused != "flash" {
+		t.Errorf("after her logoff the focus is on %q, %v; want the page's word of it (#flash)", focused, err)
+	}
 	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
 		t.Errorf("after uma's logoff the host got %+v, want her logoff", cmds)
 	}
