@@ -433,3 +433,32 @@ func TestPortalBrowser(t *testing.T) {
 	}
 	screenshot(t, ctx, "portal-back-after-signout.png")
 }
+
+// TestPortalSigninAtPhoneWidthBrowser_RU2_RU6: at a phone's width (375
+// px) the sign-in form's token field stays in its card, in either
+// direction of writing: it was its card's width plus its own padding and
+// border, and stuck out past the card's edge (the right one in English,
+// the left one in Arabic).
+func TestPortalSigninAtPhoneWidthBrowser_RU2_RU6(t *testing.T) {
+	ctx := newBrowser(t)
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	for _, lang := range []string{"en", "ar"} {
+		step(t, ctx, "the sign-in page at a phone's width in "+lang,
+			chromedp.EmulateViewport(375, 800),
+			chromedp.Navigate(m.URL()+"/portal/signin?lang="+lang),
+			chromedp.WaitVisible(chromedp.CSS("#token")),
+		)
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+			const f = document.getElementById('token').getBoundingClientRect(), c = document.getElementById('signin').getBoundingClientRect();
+			return f.left < c.left || f.right > c.right ? 'the token field spans ' + f.left + '..' + f.right + ', its card ' + c.left + '..' + c.right : '';
+		})()`))
+		if err != nil || out != "" {
+			t.Errorf("at 375 px in %s: %s %v", lang, out, err)
+		}
+		screenshot(t, ctx, "portal-signin-phone-"+lang+".png")
+	}
+}
