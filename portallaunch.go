@@ -36,9 +36,11 @@ type PortalLaunch struct {
 // PortalLaunchStore keeps the user portal's launches (part of Store).
 type PortalLaunchStore interface {
 	// CreatePortalLaunch deletes the launches expired at or before now and
-	// stores l, unless its owner has perOwner unexpired launches or the pod
-	// has max (TooManyRequests). Creations are serialised, so concurrent
-	// ones on any replica never exceed a bound.
+	// the owner's failed ones but the newest perOwner-1, and stores l,
+	// unless its owner has perOwner unexpired launches that did not fail
+	// (under way, or ready and not taken) or the pod has max
+	// (TooManyRequests). Creations are serialised, so concurrent ones on
+	// any replica never exceed a bound.
 	CreatePortalLaunch(ctx context.Context, l *PortalLaunch, perOwner, max int, now time.Time) error
 	// PortalLaunch returns launch idHash if owner made it and it expires
 	// after now; NotFound otherwise.

@@ -370,6 +370,7 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)
 	t.Run("Bounds", TestLaunchBounds_RU7)
+	t.Run("FailedLaunchesHoldNoSlot", TestFailedLaunchesHoldNoLaunchSlot_RU7)
 	t.Run("RemoteAppAndGlobal", TestLaunchRemoteAppAndGlobal_RU1_RE9)
 	t.Run("StateChangesNeedThisSite", TestStateChangesNeedThisSite_RU7)
 	t.Run("NoHostRunsTheApplication", TestApplicationNoHostRunsInUsersWords_RE12_RU6)

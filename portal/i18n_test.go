@@ -218,3 +218,21 @@ func matchingPDI(rs []rune) int {
 	}
 	return -1
 }
+
+// TestButtonsOfOnePageDiffer_RU6: the buttons and links a page shows
+// together say different things in every language: the header's *Sign
+// out* (of the portal) and a session's *Log off* (of her desktop) were
+// both "Abmelden" on the German page, side by side on a phone.
+func TestButtonsOfOnePageDiffer_RU6(t *testing.T) {
+	home := []string{"signout", "open", "reconnect", "logoff", "disconnect"}
+	for _, code := range langCodes {
+		seen := map[string]string{}
+		for _, id := range home {
+			text := messages[id][code]
+			if other, ok := seen[text]; ok {
+				t.Errorf("in %s, %q and %q both read %q", code, other, id, text)
+			}
+			seen[text] = id
+		}
+	}
+}

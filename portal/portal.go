@@ -873,11 +873,11 @@ func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
 // it. A pod that does not answer is said on her page, which is still
 // served.
 func (p *Portal) globalLogoff(rq *request) {
-	p.globalSessionAction(rq, http.MethodDelete, "", "flash.loggedOffElsewhere")
+	p.globalSessionAction(rq, http.MethodDelete, "", "flash.loggedOff")
 }
 
 func (p *Portal) globalDisconnect(rq *request) {
-	p.globalSessionAction(rq, http.MethodPost, "/disconnect", "flash.disconnectedElsewhere")
+	p.globalSessionAction(rq, http.MethodPost, "/disconnect", "flash.disconnected")
 }
 
 func (p *Portal) globalSessionAction(rq *request, method, suffix, flash string) {

@@ -83,9 +83,15 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 		!strings.Contains(body, "full address:s:desk-") {
 		t.Fatalf("the file: %d %q %q\n%s", res.StatusCode, res.Header.Get("Content-Type"), res.Header.Get("Content-Disposition"), body)
 	}
-	// Single-use.
-	if res, _ := alice.get(launch + "/file"); res.StatusCode != http.StatusNotFound {
-		t.Errorf("the file again: %d, want 404", res.StatusCode)
+	// Single-use. She who clicks the page's download link after the
+	// file came by itself, or reloads the page, is told why there is no
+	// file and what to do, not that the launch "was never yours".
+	for _, path := range []string{launch + "/file", launch} {
+		res, page := alice.get(path)
+		if res.StatusCode != http.StatusNotFound || strings.Contains(page, "never yours") ||
+			!strings.Contains(page, "its connection file is handed only once") || !strings.Contains(page, "Open the desktop or app again") {
+			t.Errorf("%s after the file was handed: %d, want 404 saying it is handed once and to open it again:\n%s", path, res.StatusCode, page)
+		}
 	}
 	// Audited: the launch, and before it the refused one of bob's
 	// desktop (R-U7).
@@ -143,8 +149,13 @@ func TestOwnSessions_RU3(t *testing.T) {
 	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff || cmds[0].SessionID != c.SessionID {
 		t.Fatalf("commands for alice's host after her logoff: %+v", cmds)
 	}
-	if _, home := alice.get("/portal/"); !strings.Contains(home, "The session was logged off.") {
-		t.Errorf("no word of the logoff")
+	// Her host has not logged it off yet (it still reports it): the page
+	// lists it, so it says the logoff is under way, not done; a page
+	// saying "was logged off" over the session still listed Active reads
+	// as a logoff that failed.
+	if _, home := alice.get("/portal/"); !strings.Contains(home, "The session is being logged off.") ||
+		strings.Contains(home, "was logged off") || !strings.Contains(home, `data-session="`+c.SessionID+`"`) {
+		t.Errorf("the page after her logoff, the host not done yet: want it under way and the session listed:\n%s", home)
 	}
 	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "usersession.logoff"})
 	if err != nil || len(list) == 0 || list[len(list)-1].Principal.Name != "alice" || list[len(list)-1].Outcome != vdibroker.AuditOK {
@@ -199,14 +210,16 @@ func TestLaunchWaitsForStartingHost_RU4(t *testing.T) {
 		t.Fatalf("cold-1 before: %+v, %v; want Stopped", h, err)
 	}
 	launch := alice.launch(csrf, "desktop:cold")
-	s := alice.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Title == "Your desktop is starting" })
+	s := alice.await(launch, func(s launchStatus) bool {
+		return s.State != "waiting" || s.Title == "Starting a computer for \u2068Cold lab\u2069"
+	})
 	if s.State != "waiting" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") || s.Waited == "" {
 		h, _ := e.admin.GetSessionHost(context.Background(), "cold", "cold-1")
 		_, f := alice.get(launch + "/file")
 		t.Fatalf("while cold-1 starts: %+v\nhost %+v\n%s", s, h, f)
 	}
 	_, page := alice.get(launch, "Accept-Language", "de")
-	if !strings.Contains(page, "Ihr Desktop wird gestartet") || !strings.Contains(page, `<progress id="launch-progress"`) {
+	if !strings.Contains(page, "Ein Computer für \u2068Cold lab\u2069 wird gestartet") || !strings.Contains(page, `<progress id="launch-progress"`) {
 		t.Errorf("the German launch page:\n%s", page)
 	}
 	h, err := e.admin.GetSessionHost(context.Background(), "cold", "cold-1")
@@ -391,7 +404,9 @@ func TestLaunchAcrossReplicas_RU4_RU7(t *testing.T) {
 	bob.signIn(e.userToken("bob"))
 
 	launch := alice.launch(csrf, "desktop:cold")
-	s := aliceB.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Title == "Your desktop is starting" })
+	s := aliceB.await(launch, func(s launchStatus) bool {
+		return s.State != "waiting" || s.Title == "Starting a computer for \u2068Cold lab\u2069"
+	})
 	if s.State != "waiting" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") || s.Percent < 0 {
 		t.Fatalf("the launch on the other replica while cold-1 starts: %+v", s)
 	}
@@ -687,7 +702,9 @@ func TestOtherPodsSessionsWhere_RU3_RU6(t *testing.T) {
 // TestOtherPodsLogoff_RU3_RU1: alice, signed in at pod0's portal in
 // German, disconnects and logs off her Active session in pod1 from "My
 // sessions" (CSRF-protected form posts, as her own pod's): pod1's agent
-// gets each command, and the page says so in her language. bob's session
+// gets each command, and the page says so in her language, as of a
+// session of her own pod (not "at the other site": pod1 is of pod0's
+// site, and her row says "In another pod"). bob's session
 // in pod1, posted to by her, is refused with nothing queued. With pod1
 // gone, her logoff is answered with her page, saying in her language
 // that the other site did not answer.
@@ -730,8 +747,10 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 		t.Errorf("a logoff without the CSRF token: %d, want 403", res.StatusCode)
 	}
 	for _, step := range []struct{ act, command, flash string }{
-		{"disconnect", vdibroker.CommandDisconnect, "Die Sitzung am anderen Standort wird getrennt."},
-		{"logoff", vdibroker.CommandLogoff, "Die Sitzung am anderen Standort wird abgemeldet."},
+		// pod1 is of pod0's site: the row says "In einem anderen Pod", so
+		// the page does not say the session is at another site.
+		{"disconnect", vdibroker.CommandDisconnect, "Die Sitzung wird getrennt. Ihr Status hier ändert sich, sobald ihr Host das erledigt hat."},
+		{"logoff", vdibroker.CommandLogoff, "Die Sitzung wird abgemeldet. Sie verschwindet aus dieser Liste, sobald ihr Host das erledigt hat."},
 	} {
 		res, _ := alice.post(at+"/"+step.act, url.Values{"csrf": {csrf}})
 		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/" {
@@ -740,7 +759,7 @@ func TestOtherPodsLogoff_RU3_RU1(t *testing.T) {
 		if got := commands(mine.SessionID); !slices.Equal(got, []string{step.command}) {
 			t.Errorf("pod1's agent after alice's %s: %v, want %s", step.act, got, step.command)
 		}
-		if _, home := alice.get("/portal/"); !strings.Contains(home, step.flash) {
+		if _, home := alice.get("/portal/"); !strings.Contains(home, step.flash) || strings.Contains(home, "anderen Standort") {
 			t.Errorf("no word of the %s in German (%q) in\n%s", step.act, step.flash, home)
 		}
 	}
@@ -1443,5 +1462,56 @@ func TestReconnectLocalRowOutOfGlobalScope_RU3_RC1_RG1(t *testing.T) {
 	}
 	if l, err := far.admin.UserSessions(ctx, "alice"); err != nil || len(l) != 0 {
 		t.Errorf("alice's sessions in pod1 after the Reconnect of her row in pod0: %d %v, want none", len(l), err)
+	}
+}
+
+// TestFailedLaunchesHoldNoLaunchSlot_RU7: a launch that failed is over:
+// it does not count against the sign-in's launches at once. A user told
+// "no session host can take it, try again" who tries again twice, or who
+// then opens another desktop, is not refused with "too many launches
+// under way" while none is. Her failed launches are still bounded: only
+// the newest MaxLaunchesPerSession-1 are kept (their pages say why they
+// failed), older ones go.
+func TestFailedLaunchesHoldNoLaunchSlot_RU7(t *testing.T) {
+	e := newEnv(t, func(c *portal.Config) { c.MaxLaunchesPerSession = 2 })
+	ctx := context.Background()
+	e.drain("desk", "desk-1", "desk-2")
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	var failed []string
+	for i := range 4 {
+		res, body := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}})
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("try %d of a desktop without capacity: %d %s; want 303, her earlier tries failed", i+1, res.StatusCode, body)
+		}
+		l := res.Header.Get("Location")
+		if s := alice.await(l, ended); s.State != "failed" {
+			t.Fatalf("try %d: %+v; want failed", i+1, s)
+		}
+		failed = append(failed, l)
+	}
+	// The newest failures still say why (the one kept when the last was
+	// made, and the last); the oldest are forgotten.
+	for _, l := range failed[2:] {
+		if code, s := alice.status(l); code != 200 || s.State != "failed" {
+			t.Errorf("a newest failed launch %s: %d %+v", l, code, s)
+		}
+	}
+	for _, l := range failed[:2] {
+		if res, _ := alice.get(l + "/status"); res.StatusCode != http.StatusNotFound {
+			t.Errorf("an older failed launch %s: %d, want 404 (forgotten)", l, res.StatusCode)
+		}
+	}
+	// Capacity back: her desktop opens, and so does a second launch.
+	for _, h := range []string{"desk-1", "desk-2"} {
+		if _, err := e.admin.PatchSessionHost(ctx, "desk", h, map[string]any{"allowNewSession": true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice.launch(csrf, "desktop:desk")
+	alice.launch(csrf, "desktop:cold")
+	// Two under way (or not fetched): the sign-in's bound holds.
+	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}}); res.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a third launch with two under way: %d, want 429", res.StatusCode)
 	}
 }

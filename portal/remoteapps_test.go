@@ -50,3 +50,33 @@ func TestApplicationNoHostRunsInUsersWords_RE12_RU6(t *testing.T) {
 		t.Errorf("the refusal's audit entry: %+v; want RemoteAppUnsupported naming the pool, request id %s", last, ref[1])
 	}
 }
+
+// TestAppOnStartingHostIsNoDesktop_RU4_RU6: an application whose pool
+// must start a host first (R-A4) is waited for as a desktop is, and its
+// page names what she opened: not "Your desktop is starting" over Paint,
+// in any language.
+func TestAppOnStartingHostIsNoDesktop_RU4_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	if _, err := e.admin.PutApplicationGroup(ctx, "cold-apps", map[string]any{"hostPool": "cold", "applicationGroupType": "RemoteApp",
+		"assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutApplication(ctx, "cold-apps", "paint", map[string]any{"friendlyName": "Paint", "filePath": `C:\Windows\mspaint.exe`,
+		"showInPortal": true}); err != nil {
+		t.Fatal(err)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	launch := alice.launch(csrf, "app:cold-apps/paint")
+	s := alice.await(launch, func(s launchStatus) bool { return s.State != "waiting" || s.Waited != "" })
+	if s.State != "waiting" || s.Title != "Starting a computer for \u2068Paint\u2069" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") {
+		t.Fatalf("while cold-1 starts for Paint: %+v", s)
+	}
+	for lang, want := range map[string]string{"de": "Ein Computer für \u2068Paint\u2069 wird gestartet", "pt": "A iniciar um computador para \u2068Paint\u2069",
+		"ar": "جارٍ تشغيل جهاز كمبيوتر لـ \u2068Paint\u2069"} {
+		if _, page := alice.get(launch, "Accept-Language", lang); !strings.Contains(page, `<h1 id="launch-title">`+want+`</h1>`) {
+			t.Errorf("the %s page of Paint on a starting host lacks %q:\n%s", lang, want, page)
+		}
+	}
+}

@@ -31,8 +31,20 @@ func (s *DB) CreatePortalLaunch(ctx context.Context, l *vdibroker.PortalLaunch, 
 		if _, err := t.exec(ctx, `DELETE FROM portal_launches WHERE expire_time <= ?`, ns(now)); err != nil {
 			return err
 		}
+		// A failed launch is over: it holds none of the owner's launches at
+		// once (a user told to try again is not refused for launches
+		// under way while none is, R-U7). Its row stays for its page, the
+		// newest perOwner-1 of them: with those at once, an owner's rows
+		// stay under 2*perOwner.
+		if perOwner > 0 {
+			if _, err := t.exec(ctx, `DELETE FROM portal_launches WHERE owner = ? AND state = 'failed' AND id_hash NOT IN
+				(SELECT id_hash FROM portal_launches WHERE owner = ? AND state = 'failed' ORDER BY create_time DESC, id_hash LIMIT ?)`,
+				l.Owner, l.Owner, perOwner-1); err != nil {
+				return err
+			}
+		}
 		var mine, all int
-		if err := t.row(ctx, `SELECT count(*) FROM portal_launches WHERE owner = ?`, l.Owner).Scan(&mine); err != nil {
+		if err := t.row(ctx, `SELECT count(*) FROM portal_launches WHERE owner = ? AND state <> 'failed'`, l.Owner).Scan(&mine); err != nil {
 			return err
 		}
 		// As its triggers count them (migration 00068).

@@ -163,3 +163,51 @@ func TestPortalLaunchCountMigrationRacesLaunch_RU7(t *testing.T) {
 		t.Errorf("a launch beyond the pod's bound of 1: %v, want TooManyRequests", err)
 	}
 }
+
+// TestPortalLaunchesFailedHoldNoSlot (R-U7): an owner's failed launches
+// do not count against its launches at once; a creation keeps only its
+// newest perOwner-1 failed ones (another owner's stay), so its rows stay
+// bounded.
+func TestPortalLaunchesFailedHoldNoSlot(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		st := tg.open(t, store.Options{})
+		ctx := t.Context()
+		fail := func(id, owner string, at time.Time) {
+			t.Helper()
+			if err := st.CreatePortalLaunch(ctx, portalLaunch(id, owner, at), 2, 100, t0); err != nil {
+				t.Fatalf("create %s: %v", id, err)
+			}
+			l, err := st.PortalLaunch(ctx, id, owner, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.State = "failed"
+			if err := st.UpdatePortalLaunch(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fail("bob-f", "bob", t0)
+		for i := range 3 {
+			fail(fmt.Sprint("f", i), "alice", t0.Add(time.Duration(i)*time.Second))
+		}
+		// f0 went when f2 was made; f1, the newest failed then, stays.
+		for id, want := range map[string]string{"f0": vdibroker.ENotFound, "f1": "", "f2": "", "bob-f": ""} {
+			owner := "alice"
+			if id == "bob-f" {
+				owner = "bob"
+			}
+			if _, err := st.PortalLaunch(ctx, id, owner, t0); vdibroker.ErrorCode(err) != want {
+				t.Errorf("%s: %v, want %q", id, err, want)
+			}
+		}
+		// Two under way: her bound of 2 holds.
+		for _, id := range []string{"w1", "w2"} {
+			if err := st.CreatePortalLaunch(ctx, portalLaunch(id, "alice", t0), 2, 100, t0); err != nil {
+				t.Fatalf("create %s with failed ones kept: %v", id, err)
+			}
+		}
+		if err := st.CreatePortalLaunch(ctx, portalLaunch("w3", "alice", t0), 2, 100, t0); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+			t.Errorf("a third with two under way: %v, want TooManyRequests", err)
+		}
+	})
+}

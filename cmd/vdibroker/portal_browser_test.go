@@ -312,6 +312,12 @@ func TestPortalBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 	)
+	// Her focus was on the button of a page that is gone: it is on what
+	// became of her click (a screen reader reads it out), not lost at
+	// the top of the new page.
+	if focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); err != nil || focused != "flash" {
+		t.Errorf("after her logoff the focus is on %q, %v; want the page's word of it (#flash)", focused, err)
+	}
 	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
 		t.Errorf("after uma's logoff the host got %+v, want her logoff", cmds)
 	}
@@ -321,7 +327,7 @@ func TestPortalBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`li.resource[data-id="desktop:cold"] button.open`)),
 		chromedp.Click(chromedp.CSS(`li.resource[data-id="desktop:cold"] button.open`)),
 		chromedp.WaitVisible(chromedp.CSS(`#launch[data-state="waiting"]`)),
-		chromedp.Poll[chromedp.Void](`document.getElementById('launch-title').textContent === 'Your desktop is starting'`, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Poll[chromedp.Void](`document.getElementById('launch-title').textContent === 'Starting a computer for \u2068Cold lab\u2069'`, chromedp.WithPollingTimeout(20*time.Second)),
 	)
 	if msg := text(t, ctx, "#launch-message"); !strings.Contains(msg, "\u2068cold-1\u2069 is starting") {
 		t.Errorf("the launch page says %q", msg)
@@ -360,8 +366,8 @@ func TestPortalBrowser(t *testing.T) {
 	if rdp := awaitFile(t, downloads, "Cold lab.rdp"); !strings.Contains(rdp, "username:s:uma") {
 		t.Errorf("the cold desktop's file:\n%s", rdp)
 	}
-	// The tab's title follows the page's state (it was "Your desktop is
-	// starting" when the page loaded).
+	// The tab's title follows the page's state (it was "Starting a
+	// computer for Cold lab" when the page loaded).
 	if title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`)); err != nil || title != "Your connection file for \u2068Cold lab\u2069 is ready. – Your desktops and apps" {
 		t.Errorf("the ready launch's title %q, %v", title, err)
 	}
@@ -426,4 +432,33 @@ func TestPortalBrowser(t *testing.T) {
 		t.Errorf("Back after sign-out shows %q", shown)
 	}
 	screenshot(t, ctx, "portal-back-after-signout.png")
+}
+
+// TestPortalSigninAtPhoneWidthBrowser_RU2_RU6: at a phone's width (375
+// px) the sign-in form's token field stays in its card, in either
+// direction of writing: it was its card's width plus its own padding and
+// border, and stuck out past the card's edge (the right one in English,
+// the left one in Arabic).
+func TestPortalSigninAtPhoneWidthBrowser_RU2_RU6(t *testing.T) {
+	ctx := newBrowser(t)
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir()}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	for _, lang := range []string{"en", "ar"} {
+		step(t, ctx, "the sign-in page at a phone's width in "+lang,
+			chromedp.EmulateViewport(375, 800),
+			chromedp.Navigate(m.URL()+"/portal/signin?lang="+lang),
+			chromedp.WaitVisible(chromedp.CSS("#token")),
+		)
+		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+			const f = document.getElementById('token').getBoundingClientRect(), c = document.getElementById('signin').getBoundingClientRect();
+			return f.left < c.left || f.right > c.right ? 'the token field spans ' + f.left + '..' + f.right + ', its card ' + c.left + '..' + c.right : '';
+		})()`))
+		if err != nil || out != "" {
+			t.Errorf("at 375 px in %s: %s %v", lang, out, err)
+		}
+		screenshot(t, ctx, "portal-signin-phone-"+lang+".png")
+	}
 }

@@ -95,7 +95,7 @@ func TestPortalVerifiedPrincipal(t *testing.T) {
 			t.Errorf("POST %s: %d %s, want a refusal", path, res.StatusCode, loc)
 		}
 	}
-	if _, home := getBody(t, uma, base+"/portal/"); strings.Contains(home, "The session was logged off.") || strings.Contains(home, "The session was disconnected.") {
+	if _, home := getBody(t, uma, base+"/portal/"); strings.Contains(home, "The session is being logged off.") || strings.Contains(home, "The session is being disconnected.") {
 		t.Errorf("the portal told uma a session was ended")
 	}
 

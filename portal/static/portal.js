@@ -12,6 +12,11 @@
   window.addEventListener("pageshow", function (e) {
     if (e.persisted && document.getElementById("signout")) { window.location.reload(); }
   });
+  // The answer to her form (a logoff, a disconnect) takes the focus her
+  // click left on a page that is gone: a screen reader reads it out, and
+  // her next Tab goes on from there rather than from the page's top.
+  var flash = document.getElementById("flash");
+  if (flash) { flash.focus(); }
   var card = document.getElementById("launch");
   if (!card) { return; }
   var fetched = false;
