@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/pgtest"
@@ -139,7 +141,7 @@ func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserve
 	srv := testserver.New(cfg)
 	e.t.Cleanup(func() { srv.Close() })
 	pcfg := portal.Config{API: srv.Handler(), Sessions: st, Launches: st, Audit: srv.Broker, MaxWait: 30 * time.Second,
-		WriteWait: srv.Server.UserWriteWait}
+		WriteWait: srv.Server.UserWriteWait, Clock: envClock{now: e.now}}
 	if adjust != nil {
 		adjust(&pcfg)
 	}
@@ -377,3 +379,14 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("ReferenceFindsTheRefusal", TestLaunchReferenceFindsTheRefusal_RU7)
 	t.Run("WriteBudget", TestWriteBudget_RSEC_RU7)
 }
+
+// envClock is the real clock but for Now and Since, which read the
+// broker's (env.now): the portal's time moves with the test's advance
+// and freeze, as one server's does.
+type envClock struct {
+	clock.RealClock
+	now func() time.Time
+}
+
+func (c envClock) Now() time.Time                  { return c.now() }
+func (c envClock) Since(t time.Time) time.Duration { return c.now().Sub(t) }

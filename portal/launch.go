@@ -353,7 +353,9 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 			// Named by what she opened: an application's pool starts
 			// hosts too, and "your desktop" is not what she asked for.
 			v.Title, v.Message = lg.T("launch.starting", l.Name), lg.T("launch.startingOn", host)
-			v.Waited = lg.T("launch.waited", int(now.Sub(l.CreateTime)/time.Second))
+			if s := int(now.Sub(l.CreateTime) / time.Second); s > 0 {
+				v.Waited = lg.T("launch.waited", s) // not "Waiting for 0 seconds"
+			}
 			if total := l.Until.Sub(l.CreateTime); total > 0 {
 				v.Percent = min(99, int(100*now.Sub(l.CreateTime)/total))
 			}

@@ -204,6 +204,7 @@ func TestReconnectDisconnected_RU3_RC1(t *testing.T) {
 // launch is ready, without another request of hers.
 func TestLaunchWaitsForStartingHost_RU4(t *testing.T) {
 	e := newEnv(t, nil)
+	e.freeze() // how long she has waited is the test's to move
 	alice := e.browser()
 	csrf := alice.signIn(e.userToken("alice"))
 	if h, err := e.admin.GetSessionHost(context.Background(), "cold", "cold-1"); err != nil || h.PowerState != vdibroker.PowerStopped {
@@ -213,10 +214,14 @@ func TestLaunchWaitsForStartingHost_RU4(t *testing.T) {
 	s := alice.await(launch, func(s launchStatus) bool {
 		return s.State != "waiting" || s.Title == "Starting a computer for \u2068Cold lab\u2069"
 	})
-	if s.State != "waiting" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") || s.Waited == "" {
+	if s.State != "waiting" || !strings.Contains(s.Message, "\u2068cold-1\u2069 is starting") || s.Waited != "" {
 		h, _ := e.admin.GetSessionHost(context.Background(), "cold", "cold-1")
 		_, f := alice.get(launch + "/file")
-		t.Fatalf("while cold-1 starts: %+v\nhost %+v\n%s", s, h, f)
+		t.Fatalf("while cold-1 starts, at once (no \"Waiting for 0 seconds\"): %+v\nhost %+v\n%s", s, h, f)
+	}
+	e.advance(5 * time.Second)
+	if _, s := alice.status(launch); s.Waited != "Waiting for 5 seconds." {
+		t.Errorf("five seconds on: waited %q, want \"Waiting for 5 seconds.\"", s.Waited)
 	}
 	_, page := alice.get(launch, "Accept-Language", "de")
 	if !strings.Contains(page, "Ein Computer für \u2068Cold lab\u2069 wird gestartet") || !strings.Contains(page, `<progress id="launch-progress"`) {
@@ -1513,5 +1518,21 @@ func TestFailedLaunchesHoldNoLaunchSlot_RU7(t *testing.T) {
 	// Two under way (or not fetched): the sign-in's bound holds.
 	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}}); res.StatusCode != http.StatusTooManyRequests {
 		t.Errorf("a third launch with two under way: %d, want 429", res.StatusCode)
+	}
+}
+
+// TestExpiredSigninPageLeadsToSignin_RU2_RU6: a sign-in that expired
+// while her page was open is told so, and the page's one link is "Sign
+// in" to the sign-in page, not "Back to your desktops and apps" (which
+// only led there).
+func TestExpiredSigninPageLeadsToSignin_RU2_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	e.advance(30 * 24 * time.Hour)
+	res, page := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}})
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "Your sign-in has expired") ||
+		!strings.Contains(page, `<a href="/portal/signin" id="back">Sign in</a>`) || strings.Contains(page, "Back to your desktops and apps") {
+		t.Errorf("a launch after her sign-in expired: %d\n%s\nwant 401 saying so, with a link to sign in", res.StatusCode, page)
 	}
 }
