@@ -66,6 +66,7 @@ var messages = map[string]map[string]string{
 	"state.Active":             {"en": "Active", "de": "Aktiv", "pt": "Ativa", "ar": "نشطة"},
 	"state.Disconnected":       {"en": "Disconnected", "de": "Getrennt", "pt": "Desligada", "ar": "منفصلة"},
 	"state.Pending":            {"en": "Starting", "de": "Wird gestartet", "pt": "A iniciar", "ar": "قيد البدء"},
+	"logoff.confirm":           {"en": "Log off %s? Anything not saved in it will be lost.", "de": "%s abmelden? Alles, was darin nicht gespeichert ist, geht verloren.", "pt": "Terminar %s? Tudo o que não estiver guardado nela será perdido.", "ar": "هل تريد تسجيل الخروج من %s؟ سيُفقد كل ما لم يُحفظ فيها."},
 	"logoff":                   {"en": "Log off", "de": "Sitzung abmelden", "pt": "Terminar", "ar": "تسجيل خروج الجلسة"},
 	"disconnect":               {"en": "Disconnect", "de": "Trennen", "pt": "Desligar", "ar": "قطع الاتصال"},
 	"reconnect":                {"en": "Reconnect", "de": "Wieder verbinden", "pt": "Voltar a ligar", "ar": "إعادة الاتصال"},

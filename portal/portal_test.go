@@ -125,6 +125,14 @@ func TestOwnSessions_RU3(t *testing.T) {
 		!regexp.MustCompile(`<td role="cell" class="name"><bdi id="session-\d+">Office desktop</bdi></td>`).MatchString(home) {
 		t.Fatalf("alice's sessions lack %s on %s:\n%s", c.SessionID, c.SessionHost, home)
 	}
+	// Log off asks first, naming the session (portal.js; R-U3).
+	if !strings.Contains(home, "/logoff\" data-confirm=\"Log off \u2068Office desktop\u2069? Anything not saved in it will be lost.\">") {
+		t.Errorf("alice's Log off does not ask first, naming the session:\n%s", home)
+	}
+	if _, de := alice.get("/portal/?lang=de"); !strings.Contains(de, "data-confirm=\"\u2068Office desktop\u2069 abmelden? Alles, was darin nicht gespeichert ist, geht verloren.\">") {
+		t.Errorf("in German, Log off does not ask in German:\n%s", de)
+	}
+	alice.get("/portal/?lang=en") // her language again for what follows
 	if _, bobs := bob.get("/portal/"); strings.Contains(bobs, c.SessionID) {
 		t.Errorf("bob's page lists alice's session")
 	}
@@ -625,7 +633,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	}
 	// Log off through pod0's API, which asks pod1; no Disconnect of a
 	// Disconnected session; nothing of pod0's own sessions' paths.
-	if !strings.Contains(row, `<form method="post" action="/portal/globalsessions/pod1/`+c.SessionID+`/logoff">`) ||
+	if !strings.Contains(row, `<form method="post" action="/portal/globalsessions/pod1/`+c.SessionID+`/logoff" data-confirm=`) ||
 		strings.Contains(row, "/portal/sessions/") || strings.Contains(row, "disconnect") {
 		t.Errorf("pod1's session: want Log off through /portal/globalsessions/pod1/, no Disconnect: %s", row)
 	}

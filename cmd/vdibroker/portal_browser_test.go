@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/vdibroker/vdibroker"
@@ -306,12 +307,32 @@ func TestPortalBrowser(t *testing.T) {
 	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 0 {
 		t.Fatalf("bob's logoff reached the host: %+v", cmds)
 	}
-	step(t, ctx, "uma logs her session off",
+	// Log off asks first (R-U3): anything not saved in the session is
+	// lost. Her first answer is Cancel: nothing is asked of the host.
+	dialogs, accept := answerDialogs(ctx)
+	accept <- false
+	step(t, ctx, "uma clicks Log off, and cancels",
 		chromedp.Navigate(base+"/portal/"),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
 		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
+	)
+	select {
+	case msg := <-dialogs:
+		if !strings.Contains(msg, "Anything not saved in it will be lost") {
+			t.Errorf("Log off asked %q, want it to say unsaved work is lost", msg)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Log off asked nothing")
+	}
+	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 0 {
+		t.Fatalf("a cancelled Log off reached the host: %+v", cmds)
+	}
+	accept <- true
+	step(t, ctx, "uma logs her session off",
+		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 	)
+	<-dialogs
 	// Her focus was on the button of a page that is gone: it is on what
 	// became of her click (a screen reader reads it out), not lost at
 	// the top of the new page.
@@ -461,4 +482,23 @@ func TestPortalSigninAtPhoneWidthBrowser_RU2_RU6(t *testing.T) {
 		}
 		screenshot(t, ctx, "portal-signin-phone-"+lang+".png")
 	}
+}
+
+// answerDialogs answers the page's dialogs (window.confirm) of the tab of
+// ctx, each with the next value sent on accept (send it before the click
+// that opens the dialog), and says each one's message on dialogs.
+func answerDialogs(ctx context.Context) (dialogs <-chan string, accept chan<- bool) {
+	asked, answers := make(chan string, 4), make(chan bool, 4)
+	go func() {
+		for ev, err := range chromedp.Events(ctx, cdppage.JavascriptDialogOpening) {
+			if err != nil {
+				return
+			}
+			asked <- ev.Message
+			if _, err := chromedp.Call(ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: <-answers}); err != nil {
+				return
+			}
+		}
+	}()
+	return asked, answers
 }

@@ -17,6 +17,14 @@
   // her next Tab goes on from there rather than from the page's top.
   var flash = document.getElementById("flash");
   if (flash) { flash.focus(); }
+  // Log off ends the session and whatever she had not saved in it: asked
+  // first, in her language (the form's data-confirm), as Horizon's portal
+  // asks. Without scripts the form posts at once.
+  document.querySelectorAll("form[data-confirm]").forEach(function (f) {
+    f.addEventListener("submit", function (e) {
+      if (!window.confirm(f.dataset.confirm)) { e.preventDefault(); }
+    });
+  });
   var card = document.getElementById("launch");
   if (!card) { return; }
   var fetched = false;
