@@ -339,3 +339,92 @@ func TestUnseenLogoffOfAnAdoptedLogon_RS4(t *testing.T) {
 		}
 	})
 }
+
+// TestUnseenLogoffAfterLateOutagePlacement_RS4_ROUT3 (R-S4, R-OUT3,
+// R-C6): a session placed during a replica's outage is written when its
+// store is back, with the time it was placed. Its user, whom that replica
+// placed on h1 before, connected again through another replica (h1
+// again) and logged that session off while h1 was starting: the logoff,
+// asked after both connects, is the one she wanted, and the host's
+// report of her logon, which the written placement now stands for, does
+// not hold it back. Only a session placed after the logoff (within the
+// replicas' clock tolerance, store.LateCommit) is a connect again.
+func TestUnseenLogoffAfterLateOutagePlacement_RS4_ROUT3(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+		// Placed at 10 s by a replica cut off from the store (not written yet).
+		outage := placement("pool1", "h1", "alice", 10)
+		outage.Session.CreateTime, outage.Session.StateTime = at(10), at(10)
+		outage.OutagePlacement = true
+		// At 20 s she connects through another replica, and at 30 s logs off.
+		c := placement("pool1", "h1", "alice", 10)
+		c.Session.CreateTime, c.Session.StateTime = at(20), at(20)
+		id := mustCommit(t, s, c)
+		if err := s.EndSession(ctx, "pool1", id, vdibroker.EndLoggedOffByAdmin, at(30)); err != nil {
+			t.Fatal(err)
+		}
+		logoff := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: id, CreateTime: at(30)}
+		if err := s.QueueCommand(ctx, logoff); err != nil {
+			t.Fatal(err)
+		}
+		// The cut-off replica's store is back: it writes her placement of 10 s.
+		mustCommit(t, s, outage)
+		// h1 comes up and reports her one logon.
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{
+			{ID: "7", User: "alice", State: vdibroker.StateActive}}}, at(40))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Commands {
+			got = append(got, c.Type+" "+c.User)
+		}
+		if want := []string{"Logoff alice"}; !slices.Equal(got, want) {
+			t.Errorf("the host was handed %v, want %v: a placement older than the logoff, written late, held it back", got, want)
+		}
+		if st, res, err := s.Command(ctx, logoff.ID); err != nil || st != vdibroker.CommandDelivered {
+			t.Errorf("the logoff: %s %q (%v), want Delivered", st, res, err)
+		}
+	})
+}
+
+// TestUnseenLogoffReconnectBehindClock_RS4 (R-S4, R-GW5): the user's new
+// connect after a logoff of her unreported Pending session is made by a
+// replica whose clock is behind the one that queued the logoff (within
+// the replicas' tolerance, store.LateCommit): its session looks a little
+// older than the logoff, and is still her connect again, which the
+// logoff is not delivered over.
+func TestUnseenLogoffReconnectBehindClock_RS4(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pool1", vdibroker.Pooled))
+		mustHost(t, s, "pool1", "h1")
+		at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+		c := placement("pool1", "h1", "alice", 10)
+		c.Session.CreateTime, c.Session.StateTime = at(0), at(0)
+		id := mustCommit(t, s, c)
+		if err := s.EndSession(ctx, "pool1", id, vdibroker.EndLoggedOffByAdmin, at(10_000)); err != nil {
+			t.Fatal(err)
+		}
+		logoff := &vdibroker.Command{HostPool: "pool1", SessionHost: "h1", Type: vdibroker.CommandLogoff, SessionID: id, CreateTime: at(10_000)}
+		if err := s.QueueCommand(ctx, logoff); err != nil {
+			t.Fatal(err)
+		}
+		again := placement("pool1", "h1", "alice", 10)
+		again.Session.CreateTime, again.Session.StateTime = at(9_200), at(9_200) // 0.8 s behind
+		mustCommit(t, s, again)
+		res, err := s.ApplyHeartbeat(ctx, "pool1", "h1", &vdibroker.HeartbeatRequest{}, at(12_000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Commands) != 0 {
+			t.Errorf("the host was handed %v, want nothing: the logoff would end the session she connected to again", res.Commands)
+		}
+		if st, res, err := s.Command(ctx, logoff.ID); err != nil || st != vdibroker.CommandFailed || !strings.Contains(res, "connected to this host again") {
+			t.Errorf("the logoff: %s %q (%v), want Failed, not delivered", st, res, err)
+		}
+	})
+}

@@ -294,20 +294,27 @@ func withinAnswer(l []vdibroker.Command) (keep, rest []vdibroker.Command) {
 
 // connectedAgain reports whether the user of c, a logoff of a session the
 // host's agent never reported (a Pending session, ended at the logoff,
-// R-S4), has an open session on that host the broker placed: made since
-// c was queued, as a host holds one open placed session of a user at a
-// time (R-C6) and c's is ended (no comparison of the times, which two
-// replicas' clocks wrote). The agent finds such a logoff's session by its user: delivered,
+// R-S4), has an open session on that host the broker placed since c was
+// queued. The agent finds such a logoff's session by its user: delivered,
 // it would log off the session she connected to again (her logon on a
 // host that was starting when she logged off, R-GW5). An adopted session
 // (R-S2) is no connect again: it is the logon the logoff was queued for,
 // completed after it was asked and reported with the heartbeat that is
 // to carry the logoff (its Pending session ended, nothing matched it).
+// "Since" is by the times, which two replicas' clocks wrote, so it
+// allows for the replicas' tolerance (vdibroker.LateCommit): a connect
+// again through a replica whose clock is behind still counts. The times
+// are needed: an open placed session of the user on the host is not
+// always a later connect. A session placed during a replica's outage is
+// written when its store is back (R-OUT3), after a logoff she asked
+// through another replica later than that connect, and a personal
+// pool's user may hold two placed sessions on one host (R-C6 binds
+// pooled pools only): neither is a connect again.
 func connectedAgain(ctx context.Context, t *tx, c *vdibroker.Command) (bool, error) {
 	var n int
 	err := t.row(ctx, `SELECT count(*) FROM (SELECT 1 FROM user_sessions
-		WHERE host_pool = ? AND session_host = ? AND user_key = ? AND NOT adopted AND `+openSQL+` LIMIT 1) s`,
-		c.HostPool, c.SessionHost, vdibroker.FoldUser(c.User)).Scan(&n)
+		WHERE host_pool = ? AND session_host = ? AND user_key = ? AND create_time > ? AND NOT adopted AND `+openSQL+` LIMIT 1) s`,
+		c.HostPool, c.SessionHost, vdibroker.FoldUser(c.User), ns(c.CreateTime.Add(-vdibroker.LateCommit))).Scan(&n)
 	return n > 0, err
 }
 

@@ -1097,3 +1097,20 @@ func TestCLITokenListShowsScope(t *testing.T) {
 		t.Errorf("the global token's row does not say it covers every pool: %q\n%s", l, out)
 	}
 }
+
+// TestCLITokenCreateTSVColumns: token create's tsv keeps the secret in
+// the sixth field, where it was before token lists showed each token's
+// host pools (a script's cut -f6); the pools come after it.
+func TestCLITokenCreateTSVColumns(t *testing.T) {
+	b := startCLIBroker(t)
+	out := b.ok("token", "create", "--role", "Reader", "--subject", "auditor", "-o", "tsv")
+	f := strings.Split(strings.TrimRight(out, "\n"), "\t")
+	if len(f) != 7 || f[1] != "Reader" || f[2] != "auditor" || f[6] != "(all)" {
+		t.Fatalf("token create -o tsv: %q, want Id, Role, Subject, CreateTime, ExpirationTime, Token, HostPools", out)
+	}
+	// The sixth field is the secret: it authenticates.
+	r := runCLI(t, "hostpool", "list", "--server", b.m.URL(), "--token", f[5])
+	if r.code != 0 {
+		t.Errorf("the sixth field %q as a token: exit %d, %s", f[5], r.code, r.stderr)
+	}
+}
