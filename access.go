@@ -84,6 +84,24 @@ func VerifiedFrom(ctx context.Context) *Principal {
 	return p
 }
 
+type writePaidKey struct{}
+
+// WithWritePaid returns ctx marking an in-process caller's request as an
+// end user's write it has already spent of her write budget (R-SEC): the
+// user portal spends a launch's one as it keeps the launch, before the
+// launch's connect runs (R-U7), so that two launches at once cannot both
+// find the last one left. The API spends no other for it; nothing from
+// outside the process can set it.
+func WithWritePaid(ctx context.Context) context.Context {
+	return context.WithValue(ctx, writePaidKey{}, true)
+}
+
+// WritePaid says whether ctx is of WithWritePaid.
+func WritePaid(ctx context.Context) bool {
+	paid, _ := ctx.Value(writePaidKey{}).(bool)
+	return paid
+}
+
 // PrincipalFrom returns the principal of WithPrincipal, or nil: a call the
 // broker makes itself (a background job, a pod-to-pod call whose signature
 // was checked), which Authorize allows.

@@ -36,7 +36,8 @@ type PortalLaunch struct {
 // PortalLaunchStore keeps the user portal's launches (part of Store).
 type PortalLaunchStore interface {
 	// CreatePortalLaunch deletes the launches expired at or before now and
-	// the owner's failed ones but the newest perOwner-1, and stores l,
+	// the owner's failed ones but the perOwner-1 that ended last (by
+	// their expiry), and stores l,
 	// unless its owner has perOwner unexpired launches that did not fail
 	// (under way, or ready and not taken) or the pod has max
 	// (TooManyRequests). Creations are serialised, so concurrent ones on

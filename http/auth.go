@@ -153,9 +153,10 @@ func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethtt
 				fail(err, true)
 				return
 			}
-			if spendsUserWrite(p, pattern) && !s.userWrites.Spend(userWriteKey(p), s.now()) {
+			if spendsUserWrite(p, pattern) && !vdibroker.WritePaid(r.Context()) && !s.userWrites.Spend(userWriteKey(p), s.now()) {
 				// Before the handler reads or writes anything; not
 				// audited (refused: a throttled API credential's 429).
+				// A portal launch's connect was paid as it was kept.
 				fail(throttled("this end user makes changes faster than a person does (30 at once, then one every 2 s)", UserWritesPerSecond), false)
 				return
 			}

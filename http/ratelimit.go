@@ -151,16 +151,20 @@ func userWriteKey(p *vdibroker.Principal) string {
 	return a.Kind + ":" + a.ID
 }
 
-// UserWriteWait is how long end user p must wait before the API takes
-// another write of hers (0: it takes one now), taking nothing: the user
-// portal asks before it keeps a launch, so a launch past the budget is
-// refused (429) with nothing written. 0 for a principal without the
-// budget.
-func (s *Server) UserWriteWait(p *vdibroker.Principal) time.Duration {
+// UserWriteSpend spends one of end user p's write budget now (0) or says
+// how long she must wait for one, spending nothing: the user portal
+// spends a launch's as it keeps the launch, and its connect, marked
+// vdibroker.WithWritePaid, spends no other (R-SEC, R-U7). 0 for a
+// principal without the budget.
+func (s *Server) UserWriteSpend(p *vdibroker.Principal) time.Duration {
 	if p == nil || p.Role != vdibroker.RoleUser {
 		return 0
 	}
-	return s.userWrites.Wait(userWriteKey(p), s.now())
+	key, now := userWriteKey(p), s.now()
+	if s.userWrites.Spend(key, now) {
+		return 0
+	}
+	return max(s.userWrites.Wait(key, now), time.Nanosecond)
 }
 
 // throttled is the 429 answer, with how long to wait.

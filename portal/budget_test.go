@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +76,55 @@ func TestWriteBudget_RSEC_RU7(t *testing.T) {
 	// one launch at once.
 	e.advance(time.Minute)
 	alice.launch(csrf, "desktop:desk")
+}
+
+// TestLaunchSpendsItsWriteWhenKept_RSEC_RU7: a launch spends her write
+// budget's one as it is kept, not when its connect runs after the
+// answer. Two launches at once with one write left both passed the
+// check (which took nothing), both were kept and audited, the second's
+// connect refused (429): and a failed launch holds none of her launches
+// at once (R-U7), so launches at once past her budget were free, a kept
+// row, a refusal and a log line each. Here her first launch's connect is
+// held until her second is answered: the second is refused (429),
+// nothing kept; the first, whose connect spends nothing more, opens.
+func TestLaunchSpendsItsWriteWhenKept_RSEC_RU7(t *testing.T) {
+	hold := make(chan struct{})
+	var release sync.Once
+	e := newEnv(t, func(c *portal.Config) {
+		api := c.API
+		c.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/connect") {
+				<-hold
+			}
+			api.ServeHTTP(w, r)
+		})
+	})
+	t.Cleanup(func() { release.Do(func() { close(hold) }) })
+	e.freeze() // the budget refills with the broker's clock only
+	ctx := context.Background()
+	tok := e.userToken("alice")
+	api := vhttp.NewClient(e.url, tok)
+	for i := range vhttp.UserWriteBurst - 1 {
+		if _, err := api.Connect(ctx, "desk", vhttp.ConnectRequest{User: "alice", DryRun: true}); err != nil {
+			t.Fatalf("dry run %d: %v", i+1, err)
+		}
+	}
+	alice := e.browser()
+	csrf := alice.signIn(tok)
+	first := alice.launch(csrf, "desktop:desk") // her last write; its connect held
+	res, body := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:cold"}})
+	if res.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "You are doing that faster than the service takes.") {
+		t.Errorf("a second launch at once, her budget spent by the first: %d %s %s; want 429", res.StatusCode, res.Header.Get("Location"), body)
+	}
+	release.Do(func() { close(hold) })
+	if s := alice.await(first, ended); s.State != "ready" {
+		t.Errorf("her first launch, within her budget: %+v; want ready (its connect spends no second write)", s)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Outcome != vdibroker.AuditOK {
+		t.Errorf("portal.launch entries: %+v; want her first launch's only", list)
+	}
 }

@@ -141,7 +141,7 @@ func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserve
 	srv := testserver.New(cfg)
 	e.t.Cleanup(func() { srv.Close() })
 	pcfg := portal.Config{API: srv.Handler(), Sessions: st, Launches: st, Audit: srv.Broker, MaxWait: 30 * time.Second,
-		WriteWait: srv.Server.UserWriteWait, Clock: envClock{now: e.now}}
+		SpendWrite: srv.Server.UserWriteSpend, Clock: envClock{now: e.now}}
 	if adjust != nil {
 		adjust(&pcfg)
 	}

@@ -88,14 +88,19 @@ func (p *Portal) launch(rq *request) {
 		kind, tokenID, _ := strings.Cut(rq.sess.Principal, ":")
 		who = &vdibroker.Principal{Kind: kind, TokenID: tokenID, Subject: feed.User, Role: rq.sess.Role}
 	}
-	if p.cfg.WriteWait != nil {
+	paid := false
+	if p.cfg.SpendWrite != nil {
 		// Past her write budget (R-SEC): nothing kept, nothing audited,
-		// as the API would refuse the launch's connect.
-		if d := p.cfg.WriteWait(who); d > 0 {
+		// as the API would refuse the launch's connect. Else the launch's
+		// one is spent here, before it is kept, not by its connect, which
+		// runs after the answer: another launch of hers meanwhile finds it
+		// spent.
+		if d := p.cfg.SpendWrite(who); d > 0 {
 			rq.w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 			p.errorPage(rq.w, rq.r, http.StatusTooManyRequests, "error.tooFast")
 			return
 		}
+		paid = true
 	}
 	if res == nil {
 		// Audited as a refused launch (R-U7): a signed-in user asking for
@@ -127,7 +132,7 @@ func (p *Portal) launch(rq *request) {
 		return
 	}
 	p.wg.Add(1)
-	go p.run(secret, l, rq.api, *res, connectBody(*res, want), who, ratelimit.ClientAddr(rq.r))
+	go p.run(secret, l, rq.api, *res, connectBody(*res, want), who, ratelimit.ClientAddr(rq.r), paid)
 	http.Redirect(rq.w, rq.r, Prefix+"launches/"+secret, http.StatusSeeOther)
 }
 
@@ -180,8 +185,9 @@ func (p *Portal) storeError(rq *request, what string, err error) {
 // run connects for launch l (whose id is secret) as api's user, held up
 // to MaxWait while a host starts (a global entitlement's connect is not
 // held), and stores its progress and answer for every replica; the
-// launch is recorded in the audit trail (R-U7).
-func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res vdibroker.FeedResource, body any, who *vdibroker.Principal, addr string) {
+// launch is recorded in the audit trail (R-U7). paid: the launch spent
+// her write budget's one, which its connect does not spend again.
+func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res vdibroker.FeedResource, body any, who *vdibroker.Principal, addr string, paid bool) {
 	defer p.wg.Done()
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.MaxWait+time.Minute)
 	defer cancel()
@@ -227,7 +233,11 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 		path += "?wait=" + strconv.Itoa(int(p.cfg.MaxWait/time.Second))
 	}
 	var ans vdibroker.ConnectResponse
-	err := api.do(ctx, http.MethodPost, path, body, &ans)
+	connect := ctx
+	if paid {
+		connect = vdibroker.WithWritePaid(ctx)
+	}
+	err := api.do(connect, http.MethodPost, path, body, &ans)
 	close(progress)
 	<-stored
 	now := p.clock.Now()

@@ -109,12 +109,16 @@ type Config struct {
 	Audit Auditor
 	// Refusals records refused sign-ins (nil: not recorded).
 	Refusals Refusals
-	// WriteWait is how long the API makes an end user wait before it
-	// takes another write of hers (0: it takes one now; the API server's
-	// UserWriteWait, R-SEC). A launch past her budget is refused (429) in
-	// her language before it is kept or audited. Nil: not asked (the
-	// launch's connect is still refused by the API, and the launch fails).
-	WriteWait func(*vdibroker.Principal) time.Duration
+	// SpendWrite spends one of an end user's write budget (0), or says
+	// how long she must wait for one, spending nothing (the API server's
+	// UserWriteSpend, R-SEC). A launch spends its one as it is kept, and
+	// its connect, marked vdibroker.WithWritePaid, no other: two launches
+	// at once cannot both find her last one left (a launch whose connect
+	// the budget refused failed, holding none of her launches at once,
+	// R-U7). A launch past her budget is refused (429) in her language
+	// before it is kept or audited. Nil: not spent here (the launch's
+	// connect spends it, and a launch past her budget fails).
+	SpendWrite func(*vdibroker.Principal) time.Duration
 	// OIDC, when set, offers single sign-on; its FlowConfig must have
 	// EndUsers set, its callback at OIDCCallbackPath and its state cookie
 	// OIDCStateCookie at OIDCStatePath.

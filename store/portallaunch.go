@@ -34,11 +34,14 @@ func (s *DB) CreatePortalLaunch(ctx context.Context, l *vdibroker.PortalLaunch, 
 		// A failed launch is over: it holds none of the owner's launches at
 		// once (a user told to try again is not refused for launches
 		// under way while none is, R-U7). Its row stays for its page, the
-		// newest perOwner-1 of them: with those at once, an owner's rows
-		// stay under 2*perOwner.
+		// perOwner-1 that failed last of them (a failed launch expires
+		// launchTTL after it ended, so by expire_time: a desktop waited
+		// for minutes while a host started, which failed after quicker
+		// failures begun since, keeps its page): with those at once, an
+		// owner's rows stay under 2*perOwner.
 		if perOwner > 0 {
 			if _, err := t.exec(ctx, `DELETE FROM portal_launches WHERE owner = ? AND state = 'failed' AND id_hash NOT IN
-				(SELECT id_hash FROM portal_launches WHERE owner = ? AND state = 'failed' ORDER BY create_time DESC, id_hash LIMIT ?)`,
+				(SELECT id_hash FROM portal_launches WHERE owner = ? AND state = 'failed' ORDER BY expire_time DESC, id_hash LIMIT ?)`,
 				l.Owner, l.Owner, perOwner-1); err != nil {
 				return err
 			}

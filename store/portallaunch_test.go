@@ -211,3 +211,47 @@ func TestPortalLaunchesFailedHoldNoSlot(t *testing.T) {
 		}
 	})
 }
+
+// TestPortalLaunchesKeepTheLatestFailed (R-U7): of an owner's failed
+// launches a creation keeps those that failed last, not those begun
+// last: a desktop she waited minutes for, while a host started, that
+// failed after two quick failures begun since, keeps its page (her
+// helpdesk's reference with it).
+func TestPortalLaunchesKeepTheLatestFailed(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		st := tg.open(t, store.Options{})
+		ctx := t.Context()
+		fail := func(id string, created, ended time.Time) {
+			t.Helper()
+			l := portalLaunch(id, "alice", created)
+			l.ExpireTime = created.Add(10 * time.Minute)
+			if err := st.CreatePortalLaunch(ctx, l, 3, 100, created); err != nil {
+				t.Fatalf("create %s: %v", id, err)
+			}
+			l.State, l.ExpireTime = "failed", ended.Add(2*time.Minute)
+			if err := st.UpdatePortalLaunch(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waited := portalLaunch("waited", "alice", t0)
+		waited.ExpireTime = t0.Add(10 * time.Minute)
+		if err := st.CreatePortalLaunch(ctx, waited, 3, 100, t0); err != nil {
+			t.Fatal(err)
+		}
+		fail("quick1", t0.Add(4*time.Minute), t0.Add(4*time.Minute+time.Second))
+		fail("quick2", t0.Add(4*time.Minute+10*time.Second), t0.Add(4*time.Minute+11*time.Second))
+		waited.State, waited.ExpireTime = "failed", t0.Add(5*time.Minute+2*time.Minute)
+		if err := st.UpdatePortalLaunch(ctx, waited); err != nil {
+			t.Fatal(err)
+		}
+		now := t0.Add(5 * time.Minute)
+		if err := st.CreatePortalLaunch(ctx, portalLaunch("next", "alice", now), 3, 100, now); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string]string{"waited": "", "quick2": "", "quick1": vdibroker.ENotFound} {
+			if _, err := st.PortalLaunch(ctx, id, "alice", now); vdibroker.ErrorCode(err) != want {
+				t.Errorf("%s: %v, want %q", id, err, want)
+			}
+		}
+	})
+}
