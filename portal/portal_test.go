@@ -89,7 +89,7 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 	for _, path := range []string{launch + "/file", launch} {
 		res, page := alice.get(path)
 		if res.StatusCode != http.StatusNotFound || strings.Contains(page, "never yours") ||
-			!strings.Contains(page, "its connection file is handed only once") || !strings.Contains(page, "Open the desktop or app again") {
+			!strings.Contains(page, "a launch hands its connection file only once") || !strings.Contains(page, "Open the desktop or app again") {
 			t.Errorf("%s after the file was handed: %d, want 404 saying it is handed once and to open it again:\n%s", path, res.StatusCode, page)
 		}
 	}
