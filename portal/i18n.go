@@ -46,7 +46,7 @@ var messages = map[string]map[string]string{
 	"signin.tokenLabel":        {"en": "Access token", "de": "Zugriffstoken", "pt": "Token de acesso", "ar": "رمز الوصول"},
 	"signin.submit":            {"en": "Sign in", "de": "Anmelden", "pt": "Entrar", "ar": "دخول"},
 	"signedInAs":               {"en": "Signed in as %s", "de": "Angemeldet als %s", "pt": "Sessão iniciada como %s", "ar": "تم تسجيل الدخول باسم %s"},
-	"signout":                  {"en": "Sign out", "de": "Abmelden", "pt": "Terminar sessão", "ar": "تسجيل الخروج"},
+	"signout":                  {"en": "Sign out", "de": "Abmelden", "pt": "Sair", "ar": "تسجيل الخروج"},
 	"signout.provider":         {"en": "Signing you out of your organisation too…", "de": "Sie werden auch bei Ihrer Organisation abgemeldet…", "pt": "A terminar também a sessão na sua organização…", "ar": "جارٍ تسجيل خروجك من مؤسستك أيضًا…"},
 	"continue":                 {"en": "Continue", "de": "Weiter", "pt": "Continuar", "ar": "متابعة"},
 	"resources.heading":        {"en": "Desktops and apps", "de": "Desktops und Apps", "pt": "Ambientes de trabalho e aplicações", "ar": "أسطح المكتب والتطبيقات"},
