@@ -415,7 +415,7 @@ func langHref(r *http.Request) string {
 func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, id string, args ...any) {
 	l := pickLang(w, r, p.secure(r))
 	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, r, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status})
+	p.render(w, r, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status, "LeadsToSignin": status == http.StatusUnauthorized})
 }
 
 // apiError answers an API refusal with its status, in the user's words
@@ -447,7 +447,8 @@ func (p *Portal) apiError(rq *request, err error, keys map[string]string) {
 		msg += " " + rq.lang.T("launch.reference", verbatim(rq.api.requestID))
 	}
 	rq.w.Header().Set("Cache-Control", "no-store")
-	p.render(rq.w, rq.r, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code)})
+	p.render(rq.w, rq.r, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code),
+		"LeadsToSignin": code == vdibroker.EUnauthenticated})
 }
 
 // apiErrorKeys are the user's words for an API refusal by its code
@@ -578,7 +579,10 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		l := pickLang(w, r, p.secure(r))
 		w.Header().Set("Cache-Control", "no-store")
 		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
-		p.render(w, r, status, "error", l, map[string]any{"Status": status,
+		// Whatever its status (403: not this browser's sign-in, or it
+		// took too long), the page says to sign in again: its link is
+		// Sign in (error.html's LeadsToSignin).
+		p.render(w, r, status, "error", l, map[string]any{"Status": status, "LeadsToSignin": true,
 			"Message": signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
 	}
 	id, raw, next, err := p.cfg.OIDC.Finish(w, r)

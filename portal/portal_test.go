@@ -1543,4 +1543,21 @@ func TestExpiredSigninPageLeadsToSignin_RU2_RU6(t *testing.T) {
 		!strings.Contains(page, `<a href="/portal/signin" id="back">Sign in</a>`) || strings.Contains(page, "Back to your desktops and apps") {
 		t.Errorf("a launch after her sign-in expired: %d\n%s\nwant 401 saying so, with a link to sign in", res.StatusCode, page)
 	}
+	// Her access token deleted while she is signed in: the portal's own
+	// sign-in still holds, the API refuses the token (401), and the page
+	// says so alike, leading to the sign-in page.
+	tok, err := e.admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := e.browser()
+	csrf = again.signIn(tok.Secret)
+	if err := e.admin.DeleteToken(t.Context(), tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, page = again.post("/portal/sessions/desk/01nosuchsession/logoff", url.Values{"csrf": {csrf}})
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "Your sign-in has expired") ||
+		!strings.Contains(page, `<a href="/portal/signin" id="back">Sign in</a>`) || strings.Contains(page, "Back to your desktops and apps") {
+		t.Errorf("a logoff with her token deleted: %d\n%s\nwant 401 saying her sign-in expired, with a link to sign in", res.StatusCode, page)
+	}
 }

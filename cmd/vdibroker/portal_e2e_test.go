@@ -52,8 +52,15 @@ func TestPortalOIDCFlow(t *testing.T) {
 	}
 	// The callback again, from another browser: the code was used.
 	other := noRedirects(jarClient())
-	if res, _ := getBody(t, other, cb); res.StatusCode == http.StatusSeeOther {
+	// Its page says to sign in again (R-U6), and its one link is Sign in,
+	// whatever the refusal's status (here 403: not this browser's
+	// sign-in), not "Back to your desktops and apps", which only led
+	// there (R-U2).
+	if res, page := getBody(t, other, cb); res.StatusCode == http.StatusSeeOther {
 		t.Errorf("a replayed callback signed in")
+	} else if !strings.Contains(page, "Signing in with your organisation did not complete. Sign in again") ||
+		!strings.Contains(page, `<a href="/portal/signin" id="back">Sign in</a>`) || strings.Contains(page, "Back to your desktops and apps") {
+		t.Errorf("a replayed callback's page: %d, want it to lead to the sign-in page\n%s", res.StatusCode, page)
 	}
 	// The console's own sign-in maps roles: uma has none there.
 	// (The provider remembers her browser: it answers at once.)

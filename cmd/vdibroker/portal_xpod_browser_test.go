@@ -111,13 +111,13 @@ func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 	screenshot(t, ctx, "portal-other-pod-session.png")
 	errs.check(t, "pod A's portal")
 
-	dialogs, accept := answerDialogs(ctx)
+	asked, accept := answerDialogs(t, ctx)
 	accept <- true // Log off asks first (R-U3); she is sure
 	step(t, ctx, "alice logs off her session on pod B",
 		chromedp.Click(chromedp.CSS(row+" button.logoff")),
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 	)
-	if msg := <-dialogs; !strings.Contains(msg, "Log off \u2068Anywhere\u2069?") {
+	if msg := asked(); !strings.Contains(msg, "Log off \u2068Anywhere\u2069?") {
 		t.Errorf("Log off asked %q, want it to name the session", msg)
 	}
 	if flash := text(t, ctx, "#flash"); flash != "The session is being logged off. It leaves this list once its host has done so." {
