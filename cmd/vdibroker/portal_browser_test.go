@@ -331,7 +331,14 @@ func TestPortalBrowser(t *testing.T) {
 	// Her focus was on the button of a page that is gone: it is on what
 	// became of her click (a screen reader reads it out), not lost at
 	// the top of the new page.
-	if focused, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); err != nil || focused != "flash" {
+	// portal.js moves it as the page loads, which may be just after
+	// #flash is visible: polled (bounded), not read once.
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = chromedp.Run(pctx, chromedp.Poll[bool](`document.activeElement !== null && document.activeElement.id === "flash"`,
+		chromedp.WithPollingInterval(50*time.Millisecond)))
+	cancel()
+	if err != nil {
+		focused, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
 		t.Errorf("after her logoff the focus is on %q, %v; want the page's word of it (#flash)", focused, err)
 	}
 	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
