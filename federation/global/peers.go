@@ -24,6 +24,10 @@ type loadEntry struct {
 	err   error
 	at    time.Time
 	ready chan struct{} // closed once resp/err are set
+	// pools is resp's pools by name (poolsOf), made at its first use
+	// under Service.mu and shared, read-only, by the connects until resp
+	// changes: each global connect reads every peer's, 49 at 50 pods.
+	pools map[string]vdibroker.PoolFacts
 }
 
 // podState is what gather learnt of one pod.
@@ -43,6 +47,18 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range pods {
+		ifBehind := sessions && ask != nil && !ask[p.Name]
+		if p.Name != g.cfg.Pod && (!sessions || ifBehind) {
+			// Most peers, with the session directory: nothing to ask
+			// but their loads, fresh in the cache. Read here, without a
+			// goroutine each (R-G1, R-G2: what remoteState would say).
+			if st, ok := g.cachedState(doc, p.Name, ifBehind); ok {
+				mu.Lock() // the goroutines of the pods before write out too
+				out[p.Name] = st
+				mu.Unlock()
+				continue
+			}
+		}
 		var pools []string
 		if ge != nil {
 			for _, m := range ge.Members {
@@ -66,7 +82,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 					}
 				}
 			} else {
-				st = g.remoteState(ctx, doc, p, user, pools, sessions, sessions && ask != nil && !ask[p.Name])
+				st = g.remoteState(ctx, doc, p, user, pools, sessions, ifBehind)
 			}
 			mu.Lock()
 			out[p.Name] = st
@@ -121,6 +137,43 @@ func (g *Service) remoteState(ctx context.Context, doc *vdibroker.Federation, p 
 		st.Pools = poolsOf(lr)
 	}
 	return st
+}
+
+// cachedState is remoteState's answer for peer pod when the cache has it
+// without a call: a fresh failure, or a fresh load summary that needs no
+// sessions call besides (ifBehind: unless it says the peer's directory
+// entries are behind or it is of another generation than doc). ok is
+// false when remoteState must run.
+func (g *Service) cachedState(doc *vdibroker.Federation, pod string, ifBehind bool) (podState, bool) {
+	var st podState
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.loads[pod]
+	if e == nil {
+		return st, false
+	}
+	select {
+	case <-e.ready:
+	default:
+		return st, false // in flight: remoteState waits for it
+	}
+	if g.clock.Since(e.at) >= g.cfg.LoadTTL {
+		return st, false
+	}
+	switch {
+	case e.err != nil:
+		st.Err = g.reason(e.err)
+		return st, true
+	case e.resp == nil:
+		return st, false
+	case ifBehind && (e.resp.DirectoryBehind || e.resp.Generation != doc.Generation):
+		return st, false
+	}
+	if e.pools == nil {
+		e.pools = poolsOf(e.resp)
+	}
+	st.Pools = e.pools
+	return st, true
 }
 
 // poolsOf is a peer's load summary by member pool.
@@ -280,7 +333,7 @@ func (g *Service) placed(pod, pool string) {
 			resp.Pools[i].Sessions++
 		}
 	}
-	e.resp = &resp
+	e.resp, e.pools = &resp, nil
 }
 
 // observe records a pod call in the peer's status and the metrics hook.
