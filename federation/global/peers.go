@@ -46,6 +46,8 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 	out := make(map[string]podState, len(pods))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var self *vdibroker.Pod // this pod, when in pods
+	var selfPools []string
 	for _, p := range pods {
 		ifBehind := sessions && ask != nil && !ask[p.Name]
 		if p.Name != g.cfg.Pod && (!sessions || ifBehind) {
@@ -67,27 +69,37 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 				}
 			}
 		}
+		if p.Name == g.cfg.Pod {
+			self = &p
+			selfPools = pools
+			continue
+		}
 		wg.Go(func() {
-			var st podState
-			if p.Name == g.cfg.Pod {
-				if ge == nil {
-					pools = g.memberPools(doc)
-				}
-				st.Pools = g.ownFacts(ctx, pools)
-				if sessions {
-					var err error
-					st.sessions, err = g.localSessions(ctx, []string{user}, pools)
-					if err != nil {
-						st.Err = "unavailable: " + vdibroker.ErrorMessage(err)
-					}
-				}
-			} else {
-				st = g.remoteState(ctx, doc, p, user, pools, sessions, ifBehind)
-			}
+			st := g.remoteState(ctx, doc, p, user, pools, sessions, ifBehind)
 			mu.Lock()
 			out[p.Name] = st
 			mu.Unlock()
 		})
+	}
+	if self != nil {
+		// This pod's own, on this goroutine while the peers are asked:
+		// a new goroutine would grow its stack for SQLite's read at
+		// every connect.
+		var st podState
+		if ge == nil {
+			selfPools = g.memberPools(doc)
+		}
+		st.Pools = g.ownFacts(ctx, selfPools)
+		if sessions {
+			var err error
+			st.sessions, err = g.localSessions(ctx, []string{user}, selfPools)
+			if err != nil {
+				st.Err = "unavailable: " + vdibroker.ErrorMessage(err)
+			}
+		}
+		mu.Lock()
+		out[self.Name] = st
+		mu.Unlock()
 	}
 	wg.Wait()
 	return out
