@@ -127,18 +127,30 @@ func weight(f vdibroker.PoolFacts, policy string) float64 {
 // Aggregate is the load of a pod or a site from its member pools' facts
 // (see the package doc): their weighted mean, and false when none weighs.
 func Aggregate(pools []vdibroker.PoolFacts, policy string) (float64, bool) {
-	var sum, w float64
+	var s loadSum
+	s.add(pools, policy)
+	return s.load()
+}
+
+// loadSum is Aggregate over several lists of pools, added in order (a
+// site's, pod by pod), without copying them into one.
+type loadSum struct{ sum, w float64 }
+
+func (s *loadSum) add(pools []vdibroker.PoolFacts, policy string) {
 	for _, f := range pools {
 		l, ok := PoolLoad(f, policy)
 		if !ok {
 			continue
 		}
 		pw := weight(f, policy)
-		sum += l * pw
-		w += pw
+		s.sum += l * pw
+		s.w += pw
 	}
-	if w == 0 {
+}
+
+func (s *loadSum) load() (float64, bool) {
+	if s.w == 0 {
 		return math.Inf(1), false
 	}
-	return sum / w, true
+	return s.sum / s.w, true
 }

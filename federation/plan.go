@@ -64,11 +64,11 @@ func StartSite(doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, user 
 // memberPods returns the pods with members in ge, in document order, and
 // each one's member pools in listed order.
 func memberPods(doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement) ([]vdibroker.Pod, map[string][]string) {
-	pools := map[string][]string{}
+	pools := make(map[string][]string, len(ge.Members))
 	for _, m := range ge.Members {
 		pools[m.Pod] = append(pools[m.Pod], m.HostPool)
 	}
-	var pods []vdibroker.Pod
+	pods := make([]vdibroker.Pod, 0, len(pools))
 	for _, p := range doc.Pods {
 		if len(pools[p.Name]) > 0 {
 			pods = append(pods, p)
@@ -82,8 +82,15 @@ func memberPods(doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement) ([]v
 // order (R-G1: an existing session is looked for in this order): the
 // connected pod first, then the other pods of the start site, then the
 // other sites' pods, each in document order.
+//
+// Every global connect computes it (twice: for the pods to ask, and in
+// Plan), at 50 pods: one set of the member pods and the answer, and
+// three passes in document order instead of a sort.
 func Scope(doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, connectedPod, startSite string) []vdibroker.Pod {
-	pods, _ := memberPods(doc, ge)
+	member := make(map[string]bool, len(ge.Members))
+	for _, m := range ge.Members {
+		member[m.Pod] = true
+	}
 	in := func(p vdibroker.Pod) bool {
 		switch ge.Scope {
 		case vdibroker.ScopeWithinPod:
@@ -103,12 +110,16 @@ func Scope(doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, connected
 		return 2
 	}
 	var out []vdibroker.Pod
-	for _, p := range pods {
-		if in(p) {
-			out = append(out, p)
+	for r := range 3 {
+		for _, p := range doc.Pods {
+			if member[p.Name] && rank(p) == r && in(p) {
+				if out == nil {
+					out = make([]vdibroker.Pod, 0, len(member))
+				}
+				out = append(out, p)
+			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b vdibroker.Pod) int { return cmp.Compare(rank(a), rank(b)) })
 	return out
 }
 
@@ -140,13 +151,17 @@ func Plan(in Input) (*vdibroker.GlobalDecision, []vdibroker.MemberCandidate) {
 		ConnectedPod: in.ConnectedPod, StartSite: start, HomeSite: from, Sites: []vdibroker.SiteDecision{}, Pods: []vdibroker.PodDecision{}}
 	all, members := memberPods(in.Doc, ge)
 	scope := Scope(in.Doc, ge, in.ConnectedPod, start)
-	inScope := map[string]bool{}
+	inScope := make(map[string]bool, len(scope))
+	nfacts := 0
 	for _, p := range scope {
 		inScope[p.Name] = true
+		nfacts += len(members[p.Name])
 	}
 	loads := policy != vdibroker.DistributionNone
 
-	// Per pod: its pools' facts and its load.
+	// Per pod: its pools' facts and its load. One allocation for every
+	// pod's and one for every pool's (a global connect plans over every
+	// member pod, 50 at Horizon's limits).
 	type podInfo struct {
 		pod   vdibroker.Pod
 		facts []vdibroker.PoolFacts
@@ -155,9 +170,12 @@ func Plan(in Input) (*vdibroker.GlobalDecision, []vdibroker.MemberCandidate) {
 		err   string
 		order int
 	}
-	infos := map[string]*podInfo{}
+	infoOf := make([]podInfo, len(all))
+	infos := make(map[string]*podInfo, len(all))
+	facts := make([]vdibroker.PoolFacts, 0, nfacts)
 	for i, p := range all {
-		pi := &podInfo{pod: p, order: i}
+		pi := &infoOf[i]
+		pi.pod, pi.order = p, i
 		st, ok := in.Pods[p.Name]
 		switch {
 		case !inScope[p.Name]:
@@ -166,12 +184,16 @@ func Plan(in Input) (*vdibroker.GlobalDecision, []vdibroker.MemberCandidate) {
 		case st.Err != "":
 			pi.err = st.Err
 		default:
+			from := len(facts)
 			for _, hp := range members[p.Name] {
 				f, ok := st.Pools[hp]
 				if !ok {
 					f = vdibroker.PoolFacts{HostPool: hp}
 				}
-				pi.facts = append(pi.facts, f)
+				facts = append(facts, f)
+			}
+			if len(facts) > from {
+				pi.facts = facts[from:len(facts):len(facts)]
 			}
 			if loads {
 				pi.load, pi.has = Aggregate(pi.facts, policy)
@@ -181,60 +203,62 @@ func Plan(in Input) (*vdibroker.GlobalDecision, []vdibroker.MemberCandidate) {
 	}
 
 	// Sites in order: the start site, then the others (AllSites only).
-	var siteOrder []string
-	siteSeen := map[string]bool{}
+	// Each site's pods in scope, in scope order; its load over their
+	// pools in that order (Aggregate's sum, pool by pool).
+	type siteInfo struct {
+		name     string
+		pods     []*podInfo
+		load     float64
+		has      bool
+		docOrder int
+	}
+	var sites []*siteInfo
+	siteOf := map[string]*siteInfo{}
 	for _, p := range scope {
-		if !siteSeen[p.Site] {
-			siteSeen[p.Site] = true
-			siteOrder = append(siteOrder, p.Site)
+		si := siteOf[p.Site]
+		if si == nil {
+			si = &siteInfo{name: p.Site, docOrder: slices.IndexFunc(in.Doc.Sites, func(x vdibroker.Site) bool { return x.Name == p.Site })}
+			siteOf[p.Site] = si
+			sites = append(sites, si)
 		}
+		si.pods = append(si.pods, infos[p.Name])
 	}
-	siteLoad := map[string]float64{}
-	siteHas := map[string]bool{}
-	for _, s := range siteOrder {
-		var facts []vdibroker.PoolFacts
-		for _, p := range scope {
-			if p.Site == s {
-				facts = append(facts, infos[p.Name].facts...)
-			}
-		}
+	for _, si := range sites {
 		if loads {
-			siteLoad[s], siteHas[s] = Aggregate(facts, policy)
+			var sum loadSum
+			for _, pi := range si.pods {
+				sum.add(pi.facts, policy)
+			}
+			si.load, si.has = sum.load()
 		}
 	}
-	docOrder := func(site string) int {
-		return slices.IndexFunc(in.Doc.Sites, func(x vdibroker.Site) bool { return x.Name == site })
-	}
-	slices.SortStableFunc(siteOrder, func(a, b string) int {
+	slices.SortStableFunc(sites, func(a, b *siteInfo) int {
 		switch {
-		case a == start:
+		case a.name == start:
 			return -1
-		case b == start:
+		case b.name == start:
 			return 1
-		case loads && siteHas[a] != siteHas[b]:
-			if siteHas[a] {
+		case loads && a.has != b.has:
+			if a.has {
 				return -1
 			}
 			return 1
-		case loads && siteHas[a] && siteLoad[a] != siteLoad[b]:
-			return cmp.Compare(siteLoad[a], siteLoad[b])
+		case loads && a.has && a.load != b.load:
+			return cmp.Compare(a.load, b.load)
 		}
-		return cmp.Compare(docOrder(a), docOrder(b))
+		return cmp.Compare(a.docOrder, b.docOrder)
 	})
 
-	var cands []vdibroker.MemberCandidate
-	for _, s := range siteOrder {
-		sd := vdibroker.SiteDecision{Site: s}
-		if loads && siteHas[s] {
-			sd.Load = ptr(siteLoad[s])
+	cands := make([]vdibroker.MemberCandidate, 0, len(facts))
+	d.Sites = make([]vdibroker.SiteDecision, 0, len(sites))
+	d.Pods = make([]vdibroker.PodDecision, 0, len(all))
+	for _, si := range sites {
+		sd := vdibroker.SiteDecision{Site: si.name}
+		if loads && si.has {
+			sd.Load = ptr(si.load)
 		}
 		d.Sites = append(d.Sites, sd)
-		var pods []*podInfo
-		for _, p := range scope {
-			if p.Site == s {
-				pods = append(pods, infos[p.Name])
-			}
-		}
+		pods := si.pods
 		slices.SortStableFunc(pods, func(a, b *podInfo) int {
 			if loads {
 				if a.has != b.has {
@@ -278,6 +302,9 @@ func Plan(in Input) (*vdibroker.GlobalDecision, []vdibroker.MemberCandidate) {
 			d.Pods = append(d.Pods, vdibroker.PodDecision{Pod: p.Name, Site: p.Site, Skipped: SkipOutOfScope})
 		}
 	}
+	if len(cands) == 0 {
+		cands = nil
+	}
 	return d, cands
 }
 
@@ -285,28 +312,25 @@ func Plan(in Input) (*vdibroker.GlobalDecision, []vdibroker.MemberCandidate) {
 // by load (not under None), ties in listed order; the others are skipped.
 func poolOrder(pod string, facts []vdibroker.PoolFacts, policy string, cands []vdibroker.MemberCandidate) ([]vdibroker.PoolDecision, []vdibroker.MemberCandidate) {
 	type pl struct {
-		f    vdibroker.PoolFacts
-		load float64
-		has  bool
-		i    int
+		hostPool string
+		load     float64
+		has      bool
 	}
-	var ok []pl
+	ok := make([]pl, 0, len(facts))
 	out := make([]vdibroker.PoolDecision, 0, len(facts))
 	var skipped []vdibroker.PoolDecision
-	for i, f := range facts {
+	for _, f := range facts {
 		l, has := PoolLoad(f, policy)
-		pd := vdibroker.PoolDecision{HostPool: f.HostPool}
+		if f.Found && f.HasCapacity {
+			ok = append(ok, pl{f.HostPool, l, has})
+			continue
+		}
+		pd := vdibroker.PoolDecision{HostPool: f.HostPool, Skipped: SkipNoCapacity}
 		if has {
 			pd.Load = ptr(l)
 		}
-		switch {
-		case !f.Found:
+		if !f.Found {
 			pd.Skipped = SkipNotFound
-		case !f.HasCapacity:
-			pd.Skipped = SkipNoCapacity
-		default:
-			ok = append(ok, pl{f, l, has, i})
-			continue
 		}
 		skipped = append(skipped, pd)
 	}
@@ -322,12 +346,12 @@ func poolOrder(pod string, facts []vdibroker.PoolFacts, policy string, cands []v
 		})
 	}
 	for _, p := range ok {
-		pd := vdibroker.PoolDecision{HostPool: p.f.HostPool}
+		pd := vdibroker.PoolDecision{HostPool: p.hostPool}
 		if p.has {
 			pd.Load = ptr(p.load)
 		}
 		out = append(out, pd)
-		cands = append(cands, vdibroker.MemberCandidate{Pod: pod, HostPool: p.f.HostPool})
+		cands = append(cands, vdibroker.MemberCandidate{Pod: pod, HostPool: p.hostPool})
 	}
 	return append(out, skipped...), cands
 }

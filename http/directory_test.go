@@ -389,3 +389,31 @@ func TestSessionDirectoryOlderPod_RG1(t *testing.T) {
 		t.Errorf("pods asked for gina's sessions: %v; want pod1 to pod4", got)
 	}
 }
+
+// TestGlobalConnectCountsPlacementsWithTheDirectory_RG2: with the session
+// directory, a global connect reads the peers it need not ask for
+// sessions from their cached load summaries alone, and each session it
+// places on a peer is counted there before the next decision: eight
+// users connecting one after another through pod0 alternate between
+// pod0 and pod1, the two equal pods of its site (4 and 4), and no pod is
+// asked for sessions. A cache that missed the placements on pod1 would
+// keep it the least loaded and put 7 of them there.
+func TestGlobalConnectCountsPlacementsWithTheDirectory_RG2(t *testing.T) {
+	envs := fedPods(t, 5, 4, 10, vdibroker.DistributionSessionCount)
+	directoryPass(t, envs)
+	takeCalls(envs)
+	perPod := map[string]int{}
+	for i := range 8 {
+		a, err := envs[0].admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: fmt.Sprintf("alt%d", i)})
+		if err != nil || !a.Created {
+			t.Fatalf("alt%d: %+v %v", i, a, err)
+		}
+		perPod[a.Pod]++
+	}
+	if perPod["pod0"] != 4 || perPod["pod1"] != 4 {
+		t.Errorf("sessions per pod %v; want 4 on pod0 and 4 on pod1 (each placement counted before the next decision)", perPod)
+	}
+	if got := sessionCalls(envs, takeCalls(envs)); len(got) != 0 {
+		t.Errorf("pods asked for sessions: %v; want none (nobody had one, and every pod's whole list was through)", got)
+	}
+}

@@ -24,6 +24,10 @@ type loadEntry struct {
 	err   error
 	at    time.Time
 	ready chan struct{} // closed once resp/err are set
+	// pools is resp's pools by name (poolsOf), made at its first use
+	// under Service.mu and shared, read-only, by the connects until resp
+	// changes: each global connect reads every peer's, 49 at 50 pods.
+	pools map[string]vdibroker.PoolFacts
 }
 
 // podState is what gather learnt of one pod.
@@ -42,7 +46,21 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 	out := make(map[string]podState, len(pods))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var self *vdibroker.Pod // this pod, when in pods
+	var selfPools []string
 	for _, p := range pods {
+		ifBehind := sessions && ask != nil && !ask[p.Name]
+		if p.Name != g.cfg.Pod && (!sessions || ifBehind) {
+			// Most peers, with the session directory: nothing to ask
+			// but their loads, fresh in the cache. Read here, without a
+			// goroutine each (R-G1, R-G2: what remoteState would say).
+			if st, ok := g.cachedState(doc, p.Name, ifBehind); ok {
+				mu.Lock() // the goroutines of the pods before write out too
+				out[p.Name] = st
+				mu.Unlock()
+				continue
+			}
+		}
 		var pools []string
 		if ge != nil {
 			for _, m := range ge.Members {
@@ -51,27 +69,37 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 				}
 			}
 		}
+		if p.Name == g.cfg.Pod {
+			self = &p
+			selfPools = pools
+			continue
+		}
 		wg.Go(func() {
-			var st podState
-			if p.Name == g.cfg.Pod {
-				if ge == nil {
-					pools = g.memberPools(doc)
-				}
-				st.Pools = g.ownFacts(ctx, pools)
-				if sessions {
-					var err error
-					st.sessions, err = g.localSessions(ctx, []string{user}, pools)
-					if err != nil {
-						st.Err = "unavailable: " + vdibroker.ErrorMessage(err)
-					}
-				}
-			} else {
-				st = g.remoteState(ctx, doc, p, user, pools, sessions, sessions && ask != nil && !ask[p.Name])
-			}
+			st := g.remoteState(ctx, doc, p, user, pools, sessions, ifBehind)
 			mu.Lock()
 			out[p.Name] = st
 			mu.Unlock()
 		})
+	}
+	if self != nil {
+		// This pod's own, on this goroutine while the peers are asked:
+		// a new goroutine would grow its stack for SQLite's read at
+		// every connect.
+		var st podState
+		if ge == nil {
+			selfPools = g.memberPools(doc)
+		}
+		st.Pools = g.ownFacts(ctx, selfPools)
+		if sessions {
+			var err error
+			st.sessions, err = g.localSessions(ctx, []string{user}, selfPools)
+			if err != nil {
+				st.Err = "unavailable: " + vdibroker.ErrorMessage(err)
+			}
+		}
+		mu.Lock()
+		out[self.Name] = st
+		mu.Unlock()
 	}
 	wg.Wait()
 	return out
@@ -121,6 +149,43 @@ func (g *Service) remoteState(ctx context.Context, doc *vdibroker.Federation, p 
 		st.Pools = poolsOf(lr)
 	}
 	return st
+}
+
+// cachedState is remoteState's answer for peer pod when the cache has it
+// without a call: a fresh failure, or a fresh load summary that needs no
+// sessions call besides (ifBehind: unless it says the peer's directory
+// entries are behind or it is of another generation than doc). ok is
+// false when remoteState must run.
+func (g *Service) cachedState(doc *vdibroker.Federation, pod string, ifBehind bool) (podState, bool) {
+	var st podState
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	e := g.loads[pod]
+	if e == nil {
+		return st, false
+	}
+	select {
+	case <-e.ready:
+	default:
+		return st, false // in flight: remoteState waits for it
+	}
+	if g.clock.Since(e.at) >= g.cfg.LoadTTL {
+		return st, false
+	}
+	switch {
+	case e.err != nil:
+		st.Err = g.reason(e.err)
+		return st, true
+	case e.resp == nil:
+		return st, false
+	case ifBehind && (e.resp.DirectoryBehind || e.resp.Generation != doc.Generation):
+		return st, false
+	}
+	if e.pools == nil {
+		e.pools = poolsOf(e.resp)
+	}
+	st.Pools = e.pools
+	return st, true
 }
 
 // poolsOf is a peer's load summary by member pool.
@@ -280,7 +345,7 @@ func (g *Service) placed(pod, pool string) {
 			resp.Pools[i].Sessions++
 		}
 	}
-	e.resp = &resp
+	e.resp, e.pools = &resp, nil
 }
 
 // observe records a pod call in the peer's status and the metrics hook.
