@@ -283,10 +283,7 @@ func TestUnseenLogoffs_RS4(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, c := range res.Commands {
-			got = append(got, c.Type+" "+c.User)
-		}
+		got := handed(res)
 		if want := []string{"Logoff bob"}; !slices.Equal(got, want) {
 			t.Errorf("the host was handed %v, want %v (alice's logoff would end the session she connected to again)", got, want)
 		}
@@ -327,16 +324,11 @@ func TestUnseenLogoffOfAnAdoptedLogon_RS4(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, c := range res.Commands {
-			got = append(got, c.Type+" "+c.User)
-		}
+		got := handed(res)
 		if want := []string{"Logoff alice"}; !slices.Equal(got, want) {
 			t.Errorf("the host was handed %v, want %v: the admin's logoff of her logon was dropped", got, want)
 		}
-		if st, res, err := s.Command(ctx, logoff.ID); err != nil || st != vdibroker.CommandDelivered {
-			t.Errorf("the logoff: %s %q (%v), want Delivered", st, res, err)
-		}
+		wantCommandState(t, s, logoff.ID, vdibroker.CommandDelivered)
 	})
 }
 
@@ -378,16 +370,11 @@ func TestUnseenLogoffAfterLateOutagePlacement_RS4_ROUT3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, c := range res.Commands {
-			got = append(got, c.Type+" "+c.User)
-		}
+		got := handed(res)
 		if want := []string{"Logoff alice"}; !slices.Equal(got, want) {
 			t.Errorf("the host was handed %v, want %v: a placement older than the logoff, written late, held it back", got, want)
 		}
-		if st, res, err := s.Command(ctx, logoff.ID); err != nil || st != vdibroker.CommandDelivered {
-			t.Errorf("the logoff: %s %q (%v), want Delivered", st, res, err)
-		}
+		wantCommandState(t, s, logoff.ID, vdibroker.CommandDelivered)
 	})
 }
 
@@ -427,4 +414,21 @@ func TestUnseenLogoffReconnectBehindClock_RS4(t *testing.T) {
 			t.Errorf("the logoff: %s %q (%v), want Failed, not delivered", st, res, err)
 		}
 	})
+}
+
+// handed is what a heartbeat's answer handed its host, as "Type user".
+func handed(res *vdibroker.HeartbeatResult) []string {
+	var got []string
+	for _, c := range res.Commands {
+		got = append(got, c.Type+" "+c.User)
+	}
+	return got
+}
+
+// wantCommandState fails t unless command id is in state.
+func wantCommandState(t *testing.T, s *store.DB, id, state string) {
+	t.Helper()
+	if st, res, err := s.Command(t.Context(), id); err != nil || st != state {
+		t.Errorf("command %s: %s %q (%v), want %s", id, st, res, err, state)
+	}
 }

@@ -42,13 +42,8 @@ user's existing one. --dry-run shows the decision and stores nothing.
 			if err != nil {
 				return fail(err)
 			}
-			if rdpFile != "" {
-				if res.RDPFile == "" {
-					return errors.New("the broker sent no .rdp file for this session")
-				}
-				if err := writeFileAtomic(rdpFile, []byte(res.RDPFile), 0o600); err != nil {
-					return fmt.Errorf("write --rdp-file: %w", err)
-				}
+			if err := writeRDPFile(rdpFile, res.RDPFile); err != nil {
+				return err
 			}
 			return adm.show(cmd, res, connectColumns)
 		},
@@ -66,4 +61,19 @@ user's existing one. --dry-run shows the decision and stores nothing.
 	})
 	requireFlags(cmd, "host-pool", "user")
 	return cmd
+}
+
+// writeRDPFile writes a connect's .rdp text to path (--rdp-file), owner
+// only: it names the host and the user; nothing when path is empty.
+func writeRDPFile(path, text string) error {
+	if path == "" {
+		return nil
+	}
+	if text == "" {
+		return errors.New("the broker sent no .rdp file for this session")
+	}
+	if err := writeFileAtomic(path, []byte(text), 0o600); err != nil {
+		return fmt.Errorf("write --rdp-file: %w", err)
+	}
+	return nil
 }

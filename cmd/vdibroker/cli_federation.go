@@ -336,13 +336,8 @@ entitle the user (a User token's own are its identity's).`,
 			if err != nil {
 				return fail(err)
 			}
-			if rdpFile != "" {
-				if res.RDPFile == "" {
-					return errors.New("the broker sent no .rdp file for this session")
-				}
-				if err := writeFileAtomic(rdpFile, []byte(res.RDPFile), 0o600); err != nil {
-					return fmt.Errorf("write --rdp-file: %w", err)
-				}
+			if err := writeRDPFile(rdpFile, res.RDPFile); err != nil {
+				return err
 			}
 			o := a.outputFor(formatTable)
 			if err := a.show(cmd, res, globalConnectColumns); err != nil || o.Format != formatTable || o.Query != "" || res.Decision == nil {
