@@ -417,3 +417,89 @@ func TestGlobalConnectCountsPlacementsWithTheDirectory_RG2(t *testing.T) {
 		t.Errorf("pods asked for sessions: %v; want none (nobody had one, and every pod's whole list was through)", got)
 	}
 }
+
+// TestGlobalConnectRereadsExpiredPeerLoads_RG2: a global connect reads a
+// peer's cached load summary without a call only while it is fresh; once
+// the load TTL has passed, the summary is asked again and sessions made
+// on the peer meanwhile count. With the session directory nearly every
+// peer is read from the cache: one whose summary never expired there
+// would look as loaded as it did at the first connect for good. pod0
+// sees pod1 empty at its first connect; pod1 then takes three sessions
+// by its pool connect; within the TTL pod0 still places on pod1 (the
+// cache), after it on itself (pod1: 3, pod0: 1), having asked pod1.
+func TestGlobalConnectRereadsExpiredPeerLoads_RG2(t *testing.T) {
+	envs := fedPods(t, 5, 4, 10, vdibroker.DistributionSessionCount)
+	envs[0].clock.Freeze() // pod0's load TTL runs by this test's steps alone
+	directoryPass(t, envs)
+	ctx := t.Context()
+	a, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: "early"})
+	if err != nil || !a.Created || a.Pod != "pod0" {
+		t.Fatalf("early through pod0: %+v %v; want a new session on pod0 (a tie, the connected pod)", a, err)
+	}
+	for i := range 3 {
+		envs[1].mustConnect("office-pod1", fmt.Sprintf("direct%d", i))
+	}
+	takeCalls(envs)
+	a, err = envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: "late", DryRun: true})
+	if err != nil || a.Pod != "pod1" {
+		t.Fatalf("late through pod0 within the load TTL: %+v %v; want pod1 (its cached summary: empty)", a, err)
+	}
+	if n := takeCalls(envs)[envs[1].urls[0]+federation.LoadsPath]; n != 0 {
+		t.Errorf("pod1 asked for its loads %d times within the load TTL; want none", n)
+	}
+	envs[0].clock.Advance(4 * time.Second) // past the load TTL, 3 s
+	a, err = envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: "late"})
+	if err != nil || !a.Created || a.Pod != "pod0" {
+		t.Fatalf("late through pod0 after the load TTL: %+v %v; want a new session on pod0 (pod1 has 3 sessions, pod0 1)", a, err)
+	}
+	if n := takeCalls(envs)[envs[1].urls[0]+federation.LoadsPath]; n != 1 {
+		t.Errorf("pod1 asked for its loads %d times after the load TTL; want once", n)
+	}
+}
+
+// TestSessionDirectoryCachedPeerOfAnotherGeneration_RG1: a peer whose
+// load summary, fresh in the cache, says it is on another generation of
+// the document is still asked for the user's sessions, as when the
+// summary is read by a call (TestSessionDirectoryMixedGenerations_RG1):
+// pod0, on generation 1, has pod1's generation-2 summary cached by an
+// earlier connect when ursula, who has a session on pod1 that her
+// generation-1 directory pod cannot know, connects through it.
+func TestSessionDirectoryCachedPeerOfAnotherGeneration_RG1(t *testing.T) {
+	envs := fedPods(t, 6, 1, 20, vdibroker.DistributionNone)
+	envs[0].clock.Freeze() // pod0's cached summaries stay fresh through the test
+	ctx := t.Context()
+	st, err := envs[1].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := st.Document
+	directoryPass(t, envs)
+	doc2 := *doc
+	doc2.Generation++
+	doc2.Pods = slices.Clone(doc.Pods[:5])
+	ge := doc.GlobalEntitlements[0]
+	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod5" })
+	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	for _, e := range envs[1:5] {
+		if _, err := e.admin.PutFederation(ctx, &doc2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	directoryPass(t, envs[1:5])
+	if _, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: "primer", DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	ursula := userOf(doc, "ursula", "pod5")
+	a, err := envs[1].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: ursula})
+	if err != nil || !a.Created || a.Pod != "pod1" {
+		t.Fatalf("ursula through pod1 (generation 2): %+v %v; want a new session on pod1", a, err)
+	}
+	takeCalls(envs)
+	b, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: ursula})
+	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
+		t.Fatalf("ursula through pod0 (generation 1, pod1's summary cached): %+v %v; want a reconnect to %s on pod1, not a second session", b, err, a.SessionID)
+	}
+	if n := takeCalls(envs)[envs[1].urls[0]+federation.LoadsPath]; n != 0 {
+		t.Errorf("pod1 asked for its loads %d times; want none (its summary was cached)", n)
+	}
+}

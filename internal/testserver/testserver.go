@@ -86,7 +86,8 @@ func New(cfg Config) *Server {
 	var fed *global.Service
 	if cfg.Pod != "" {
 		fed = global.New(global.Config{Connect: svc, Applications: ents, Hosts: svc, Sessions: svc, Store: svc.Store(), Logger: cfg.Logger,
-			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout, OutagePlacementsWaiting: svc.OutagePlacementsWaiting})
+			Pod: cfg.Pod, Site: cfg.Site, Peers: cfg.Peers, PodTimeout: cfg.PodTimeout, OutagePlacementsWaiting: svc.OutagePlacementsWaiting,
+			Clock: clk})
 		services.Federation = fed
 	}
 	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecrets: federation.NewSecrets(cfg.FederationSecret), OneProcessStore: cfg.OneProcessStore,
