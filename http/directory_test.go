@@ -316,18 +316,7 @@ func TestSessionDirectoryMixedGenerations_RG1(t *testing.T) {
 
 	// Generation 2 drops pod5, the directory pod of ursula at 1; pod0
 	// stays on 1.
-	doc2 := *doc
-	doc2.Generation++
-	doc2.Pods = slices.Clone(doc.Pods[:5])
-	ge := doc.GlobalEntitlements[0]
-	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod5" })
-	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
-	for _, e := range envs[1:5] {
-		if _, err := e.admin.PutFederation(ctx, &doc2); err != nil {
-			t.Fatal(err)
-		}
-	}
-	directoryPass(t, envs[1:5])
+	dropPod5(t, envs, doc)
 
 	ursula := userOf(doc, "ursula", "pod5")
 	a, err := envs[1].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: ursula})
@@ -474,18 +463,7 @@ func TestSessionDirectoryCachedPeerOfAnotherGeneration_RG1(t *testing.T) {
 	}
 	doc := st.Document
 	directoryPass(t, envs)
-	doc2 := *doc
-	doc2.Generation++
-	doc2.Pods = slices.Clone(doc.Pods[:5])
-	ge := doc.GlobalEntitlements[0]
-	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod5" })
-	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
-	for _, e := range envs[1:5] {
-		if _, err := e.admin.PutFederation(ctx, &doc2); err != nil {
-			t.Fatal(err)
-		}
-	}
-	directoryPass(t, envs[1:5])
+	dropPod5(t, envs, doc)
 	if _, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: "primer", DryRun: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -502,4 +480,22 @@ func TestSessionDirectoryCachedPeerOfAnotherGeneration_RG1(t *testing.T) {
 	if n := takeCalls(envs)[envs[1].urls[0]+federation.LoadsPath]; n != 0 {
 		t.Errorf("pod1 asked for its loads %d times; want none (its summary was cached)", n)
 	}
+}
+
+// dropPod5 puts generation doc+1, without pod5 and its member pool, on
+// pods 1 to 4 (pod0 stays on doc's) and runs their directory passes.
+func dropPod5(t *testing.T, envs []*env, doc *vdibroker.Federation) {
+	t.Helper()
+	doc2 := *doc
+	doc2.Generation++
+	doc2.Pods = slices.Clone(doc.Pods[:5])
+	ge := doc.GlobalEntitlements[0]
+	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod5" })
+	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	for _, e := range envs[1:5] {
+		if _, err := e.admin.PutFederation(t.Context(), &doc2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	directoryPass(t, envs[1:5])
 }
