@@ -130,6 +130,10 @@ builds can be compared by them when the machine is busy.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg.Server = firstSet(cfg.Server, os.Getenv("VDIBROKER_SERVER"))
 			cfg.Token = firstSet(cfg.Token, os.Getenv("VDIBROKER_TOKEN"))
+			// --user-prefix "" would silently get the default prefix.
+			if err := emptyFlag(cmd, "user-prefix"); err != nil {
+				return err
+			}
 			if cfg.UserPrefix == "" {
 				// A fresh prefix per run: users of an earlier run would be
 				// answered as reconnects (R-C1), which measures something else.

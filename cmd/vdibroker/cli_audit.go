@@ -53,6 +53,10 @@ func newAuditListCmd(a *admin) *cobra.Command {
 		Short: "List audit entries, oldest first (newest first with --newest)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A filter given as "" is refused, not taken for no filter.
+			if err := emptyFlag(cmd, "target", "principal", "action", "request-id", "since"); err != nil {
+				return err
+			}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
 				if err != nil {

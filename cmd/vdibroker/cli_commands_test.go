@@ -44,11 +44,11 @@ func runCLI(tb testing.TB, args ...string) cliResult {
 func runCLIIn(tb testing.TB, ctx context.Context, args ...string) cliResult {
 	tb.Helper()
 	// The real root's handling of mistakes (configureRoot, execute), the
-	// admin commands and serve, built fresh.
+	// admin commands, audit, bench and serve, built fresh.
 	root := &cobra.Command{Use: "vdibroker", SilenceUsage: true, SilenceErrors: true}
 	configureRoot(root)
 	root.AddCommand(newAdminCommands()...)
-	root.AddCommand(newServeCmd())
+	root.AddCommand(newAuditCmd(), newBenchCmd(), newServeCmd())
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
@@ -322,6 +322,17 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"empty message", []string{"usersession", "send-message", "--host-pool", "contosohp01", "--user", "alice", "--message", ""}},
 		{"empty id", []string{"usersession", "logoff", "--host-pool", "contosohp01", "--id", ""}},
 		{"empty user of a logoff", []string{"usersession", "disconnect", "--host-pool", "contosohp01", "--user", ""}},
+		// An optional filter given as "" is refused too, not taken for
+		// no filter (which listed every user's sessions, every entry).
+		{"empty user of a list", []string{"usersession", "list", "--host-pool", "contosohp01", "--user", ""}},
+		{"empty user of a list of every pool", []string{"usersession", "list", "--user", ""}},
+		{"empty host pool of an application group list", []string{"applicationgroup", "list", "--host-pool", ""}},
+		{"empty audit target", []string{"audit", "list", "--target", ""}},
+		{"empty audit principal", []string{"audit", "list", "--principal", ""}},
+		{"empty audit action", []string{"audit", "list", "--action", ""}},
+		{"empty audit request id", []string{"audit", "list", "--request-id", ""}},
+		{"empty audit since", []string{"audit", "list", "--since", ""}},
+		{"empty bench user prefix", []string{"bench", "connect", "--host-pool", "contosohp01", "--connects", "1", "--user-prefix", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

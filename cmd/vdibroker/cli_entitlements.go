@@ -197,6 +197,10 @@ func newApplicationGroupCmd() *cobra.Command {
 		Short: "List application groups, of one host pool or all",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --host-pool "" would list every pool's groups.
+			if err := emptyFlag(cmd, "host-pool"); err != nil {
+				return err
+			}
 			c, err := a.client()
 			if err != nil {
 				return err

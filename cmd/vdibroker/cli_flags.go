@@ -62,16 +62,28 @@ func requiredNotEmpty(cmd *cobra.Command) {
 	}
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		for _, n := range names {
-			if f := c.Flags().Lookup(n); f != nil && f.Changed && f.Value.String() == "" {
-				return usageError{fmt.Errorf("--%s \"\": must not be empty", n)}
-			}
+		if err := emptyFlag(c, names...); err != nil {
+			return err
 		}
 		if prev != nil {
 			return prev(c, args)
 		}
 		return nil
 	}
+}
+
+// emptyFlag is the usage error naming the first of names that was given
+// as "" (--user "$U" of an unset variable), nil if none was. An optional
+// filter given as "" filtered nothing: usersession list --user "" listed
+// every user's sessions, audit list --action "" every entry, as if the
+// flag were absent; a command that means "no filter" leaves the flag out.
+func emptyFlag(cmd *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed && f.Value.String() == "" {
+			return usageError{fmt.Errorf("--%s \"\": must not be empty", n)}
+		}
+	}
+	return nil
 }
 
 // unknownRootCommand is the error of args whose first word is no command

@@ -67,6 +67,11 @@ token sees (the name in any spelling, R-U3), each with its pool: where a
 helpdesk looks first when a user calls.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// --user "" of an unset variable is no user: said, not taken
+			// for no filter, which listed every user's sessions.
+			if err := emptyFlag(cmd, "user"); err != nil {
+				return err
+			}
 			if pool == "" {
 				switch {
 				case user == "":
@@ -128,10 +133,8 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// --id "$ID" of an unset variable names no session: said as
 			// such, not as "give exactly one of --id and --user".
-			for _, f := range []string{"id", "user", "pod"} {
-				if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed && fl.Value.String() == "" {
-					return usageError{fmt.Errorf("--%s \"\": must not be empty", f)}
-				}
+			if err := emptyFlag(cmd, "id", "user", "pod"); err != nil {
+				return err
 			}
 			if pod != "" {
 				const named = "a session in another pod is named by --pod, --user and --id (as federation sessions lists it)"
