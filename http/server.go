@@ -192,6 +192,10 @@ func (s *Server) loggerFrom(ctx context.Context) *slog.Logger {
 	return s.log
 }
 
+// validRequestID is the X-Request-Id a caller (a proxy, a load balancer)
+// may choose and have kept, so operators can correlate: the id goes into
+// log lines, the answer and audit rows, so anything longer or of other
+// characters is replaced by an id of our own (R-SEC).
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // statusWriter remembers the status for the access log.
