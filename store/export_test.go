@@ -681,3 +681,11 @@ func (s *DB) WebSessionCounts(ctx context.Context) (kept, counted map[string]int
 func (s *DB) SweepWebSessionsPlan(ctx context.Context) (string, error) {
 	return s.explain(ctx, sweepWebSessionsQuery, int64(0))
 }
+
+// SetPruneBatch sets how many rows one write of PruneHistory deletes, for
+// a test; the returned func restores it.
+func SetPruneBatch(n int) func() {
+	old := pruneBatch
+	pruneBatch = n
+	return func() { pruneBatch = old }
+}
