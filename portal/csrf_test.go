@@ -99,7 +99,7 @@ func TestStateChangesNeedThisSite_RU7(t *testing.T) {
 	if got := rec.list(); len(got) != 5 || !strings.HasPrefix(got[0], "portal/csrf 127.0.0.1 POST "+path+": ") {
 		t.Errorf("refused forms recorded: %q; want five, kind portal/csrf, naming the form", got)
 	}
-	if code := send(url.Values{"csrf": {csrf}}, "Origin", e.url, "Sec-Fetch-Site", "same-origin"); code != http.StatusSeeOther {
+	if code := send(url.Values{"csrf": {csrf}, "confirm": {"yes"}}, "Origin", e.url, "Sec-Fetch-Site", "same-origin"); code != http.StatusSeeOther {
 		t.Fatalf("the form as the page sends it: %d, want 303", code)
 	}
 	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {

@@ -111,15 +111,18 @@ func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 	screenshot(t, ctx, "portal-other-pod-session.png")
 	errs.check(t, "pod A's portal")
 
-	asked, accept := answerDialogs(t, ctx)
-	accept <- true // Log off asks first (R-U3); she is sure
-	step(t, ctx, "alice logs off her session on pod B",
+	// Log off asks first (R-U3), in the page's dialog; she is sure.
+	step(t, ctx, "alice clicks Log off on her session on pod B",
 		chromedp.Click(chromedp.CSS(row+" button.logoff")),
-		chromedp.WaitVisible(chromedp.CSS("#flash")),
+		chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open] #logoff-yes")),
 	)
-	if msg := asked(); !strings.Contains(msg, "Log off \u2068Anywhere\u2069?") {
+	if msg := text(t, ctx, "#logoff-question"); !strings.Contains(msg, "Log off \u2068Anywhere\u2069?") {
 		t.Errorf("Log off asked %q, want it to name the session", msg)
 	}
+	step(t, ctx, "alice logs off her session on pod B",
+		chromedp.Click(chromedp.CSS("#logoff-yes")),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+	)
 	if flash := text(t, ctx, "#flash"); flash != "The session is being logged off. It leaves this list once its host has done so." {
 		t.Errorf("the page after the logoff says %q", flash)
 	}

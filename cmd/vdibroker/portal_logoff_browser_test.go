@@ -1,0 +1,158 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestPortalLogoffDialogBrowser_RU3 (R-U3, R-U1, R-U6): in headless
+// Chromium, uma's page whose browser blocks dialogs (window.confirm
+// answers false at once, as Firefox's "prevent this page from creating
+// additional dialogs" makes it) still asks before Log off, in the page's
+// own dialog: the focus moves into it (on Cancel), Escape cancels and
+// the focus returns to her Log off button, nothing reaching her host;
+// its Log off logs the session off. Her page then shows the session as
+// logging off and, once her host has done it (its agent no longer
+// reports it), drops it from the list by itself, without a reload, and
+// says so. In Arabic the dialog asks in Arabic. Without scripts Log off
+// still asks, on the confirmation page, and logs off once she confirms.
+func TestPortalLogoffDialogBrowser_RU3(t *testing.T) {
+	ctx := newBrowser(t)
+	w := newPortalWorld(t)
+	base := w.m.URL()
+	connect := func(id string) *vhttp.ConnectResult {
+		t.Helper()
+		c, err := w.admin.Connect(t.Context(), "desk", vhttp.ConnectRequest{User: "uma"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.heartbeat(t, c.SessionHost, vdibroker.AgentSession{ID: id, User: "uma", State: vdibroker.StateActive})
+		return c
+	}
+	first := connect("3")
+	errs := watchConsole(t, ctx)
+	step(t, ctx, "sign in", providerSignIn(base+"/portal/?lang=en", "uma", "pw-uma", "#resources")...)
+	errs.take()
+	row := `tr[data-session="` + first.SessionID + `"]`
+	step(t, ctx, "her page, its browser blocking dialogs",
+		chromedp.Navigate(base+"/portal/"),
+		chromedp.WaitVisible(chromedp.CSS(row+" button.logoff")),
+	)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.confirm = () => { window.confirmed = (window.confirmed || 0) + 1; return false; }; window.stayed = 1; 1`)); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, "Log off asks in the page",
+		chromedp.Click(chromedp.CSS(row+" button.logoff")),
+		chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open]")),
+	)
+	if q := text(t, ctx, "#logoff-question"); q != "Log off \u2068Office desktop\u2069? Anything not saved in it will be lost." {
+		t.Errorf("the dialog asks %q", q)
+	}
+	if f, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id + (document.getElementById('logoff-dialog').contains(document.activeElement) ? ' in the dialog' : '')`)); err != nil || f != "logoff-cancel in the dialog" {
+		t.Errorf("with the dialog open the focus is on %q, %v; want its Cancel", f, err)
+	}
+	screenshot(t, ctx, "portal-logoff-dialog.png")
+	step(t, ctx, "Escape cancels",
+		chromedp.KeyEvent(kb.Escape),
+		chromedp.WaitNotVisible(chromedp.CSS("#logoff-dialog")),
+	)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err := chromedp.Run(pctx, chromedp.Poll[bool](`document.activeElement && document.activeElement.matches('`+row+` button.logoff')`, chromedp.WithPollingInterval(50*time.Millisecond)))
+	cancel()
+	if err != nil {
+		f, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`))
+		t.Errorf("after Escape the focus is on %q, %v; want her Log off button", f, err)
+	}
+	if cmds := w.heartbeat(t, first.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 0 {
+		t.Fatalf("a cancelled Log off reached her host: %+v", cmds)
+	}
+	step(t, ctx, "she logs off",
+		chromedp.Click(chromedp.CSS(row+" button.logoff")),
+		chromedp.WaitVisible(chromedp.CSS("#logoff-yes")),
+		chromedp.Click(chromedp.CSS("#logoff-yes")),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+		chromedp.WaitVisible(chromedp.CSS(row+"[data-logging-off]")),
+	)
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.confirmed || 0`)); err != nil || n != 0 {
+		t.Errorf("the page called window.confirm %d times (%v): a browser blocking dialogs answers it false", n, err)
+	}
+	if state := text(t, ctx, row+" td.state"); state != "Logging off" {
+		t.Errorf("her session after her logoff reads %q, want Logging off", state)
+	}
+	screenshot(t, ctx, "portal-logging-off.png")
+	if cmds := w.heartbeat(t, first.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+		t.Fatalf("after her logoff her host got %+v, want her logoff", cmds)
+	}
+	// Her host logged it off: the list drops it by itself (the page's
+	// refresh, bounded), the page not loaded again.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.stayed = 1; 1`)); err != nil {
+		t.Fatal(err)
+	}
+	w.heartbeat(t, first.SessionHost)
+	step(t, ctx, "the list drops the session by itself",
+		chromedp.Poll[chromedp.Void](`!document.querySelector('`+row+`') && document.getElementById('sessions-status').textContent === 'The session has been logged off.'`,
+			chromedp.WithPollingTimeout(25*time.Second)),
+	)
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(window.stayed === 1 ? '' : 'loaded again ') + location.search`)); err != nil || got != "" {
+		t.Errorf("after the list dropped the session: %q, %v; want the same page, its address without ?off=", got, err)
+	}
+	screenshot(t, ctx, "portal-logged-off.png")
+	errs.check(t, "her page")
+
+	// In Arabic, the dialog asks in Arabic.
+	second := connect("4")
+	row = `tr[data-session="` + second.SessionID + `"]`
+	step(t, ctx, "her page in Arabic",
+		chromedp.Navigate(base+"/portal/?lang=ar"),
+		chromedp.WaitVisible(chromedp.CSS(row+" button.logoff")),
+		chromedp.Click(chromedp.CSS(row+" button.logoff")),
+		chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open]")),
+	)
+	if q := text(t, ctx, "#logoff-question"); !strings.HasPrefix(q, "هل تريد تسجيل الخروج من") {
+		t.Errorf("the Arabic dialog asks %q", q)
+	}
+	if b := text(t, ctx, "#logoff-cancel"); b != "إلغاء" {
+		t.Errorf("the Arabic dialog's Cancel reads %q", b)
+	}
+	screenshot(t, ctx, "portal-logoff-dialog-ar.png")
+	step(t, ctx, "Escape", chromedp.KeyEvent(kb.Escape), chromedp.WaitNotVisible(chromedp.CSS("#logoff-dialog")))
+
+	// Without scripts: the confirmation page asks.
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true}); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, "Log off without scripts",
+		chromedp.Navigate(base+"/portal/?lang=en"),
+		chromedp.WaitVisible(chromedp.CSS(row+" button.logoff")),
+		chromedp.Click(chromedp.CSS(row+" button.logoff")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-question")),
+	)
+	if q := text(t, ctx, "#confirm-question"); q != "Log off \u2068Office desktop\u2069? Anything not saved in it will be lost." {
+		t.Errorf("the confirmation page asks %q", q)
+	}
+	screenshot(t, ctx, "portal-logoff-confirm-page.png")
+	if cmds := w.heartbeat(t, second.SessionHost, vdibroker.AgentSession{ID: "4", User: "uma", State: vdibroker.StateActive}); len(cmds) != 0 {
+		t.Fatalf("Log off without scripts logged off before she confirmed: %+v", cmds)
+	}
+	step(t, ctx, "she confirms",
+		chromedp.Click(chromedp.CSS("#confirm-yes")),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+	)
+	if cmds := w.heartbeat(t, second.SessionHost, vdibroker.AgentSession{ID: "4", User: "uma", State: vdibroker.StateActive}); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+		t.Errorf("after she confirmed her host got %+v, want her logoff", cmds)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}); err != nil {
+		t.Fatal(err)
+	}
+}
