@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,4 +164,108 @@ func TestPortalLogoffDialogBrowser_RU3(t *testing.T) {
 	if _, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPortalLogoffWhileRefreshingBrowser_RU3 (R-U3, R-U1): keyboard
+// only, uma logs off one of her three sessions (Enter on Log off, the
+// dialog's focus on Cancel, Tab to its Log off, Enter). While her page
+// refreshes its list she logs off a second: the list replaced under the
+// open dialog, her Log off still logs that session off (a form the
+// refresh took out of the page would post nothing). Once her host has
+// logged both off, the list drops them, and her focus, on the third
+// session's Disconnect, stays on that button of that session (not on
+// the button of the row that now has its number, nor lost).
+func TestPortalLogoffWhileRefreshingBrowser_RU3(t *testing.T) {
+	ctx := newBrowser(t)
+	w := newPortalWorld(t)
+	base := w.m.URL()
+	// Her three sessions, one in each of three pools of one host each
+	// (a Pooled pool holds one of hers), Active, oldest first.
+	var hosts []string
+	for i, pool := range []string{"desk", "lab1", "lab2"} {
+		if pool != "desk" {
+			if _, err := w.admin.PutHostPool(t.Context(), pool, map[string]any{}); err != nil {
+				t.Fatal(err)
+			}
+			rt, err := w.admin.CreateRegistrationToken(t.Context(), pool, vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, err := w.admin.Register(t.Context(), &vdibroker.RegisterRequest{Token: rt.Token, HostName: pool + "-1", Address: "127.0.0.1:3389"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.creds[pool+"-1"] = reg.Credential
+			w.heartbeat(t, pool+"-1")
+			if _, err := w.admin.PutApplicationGroup(t.Context(), pool+"-desktop", map[string]any{"hostPool": pool, "applicationGroupType": "Desktop",
+				"friendlyName": "Lab " + pool, "assignments": map[string]any{"users": []string{"uma"}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := w.admin.Connect(t.Context(), pool, vhttp.ConnectRequest{User: "uma"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.heartbeat(t, c.SessionHost, vdibroker.AgentSession{ID: strconv.Itoa(i), User: "uma", State: vdibroker.StateActive})
+		hosts = append(hosts, c.SessionHost)
+	}
+	errs := watchConsole(t, ctx)
+	step(t, ctx, "sign in", providerSignIn(base+"/portal/?lang=en", "uma", "pw-uma", "#resources")...)
+	errs.take()
+	ids, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#sessions tr[data-session]'), r => r.dataset.session)`))
+	if err != nil || len(ids) != 3 {
+		t.Fatalf("her sessions listed %q (%v), want three", ids, err)
+	}
+	row := func(id string) string { return `tr[data-session="` + id + `"]` }
+	focus := func(sel string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('`+sel+`').focus(); document.activeElement === document.querySelector('`+sel+`')`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(what, js string) {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(pctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.outerHTML.slice(0, 200) + ' | ' + location.search`))
+			t.Fatalf("%s: %v (focus and address: %s)", what, err, got)
+		}
+	}
+	// Keyboard only: Enter on Log off, Tab to the dialog's Log off, Enter.
+	focus(row(ids[0]) + " button.logoff")
+	step(t, ctx, "Enter on Log off", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open]")))
+	waitFor("the dialog's focus on Cancel", `document.activeElement.id === 'logoff-cancel'`)
+	step(t, ctx, "Tab", chromedp.KeyEvent(kb.Tab))
+	waitFor("Tab to the dialog's Log off", `document.activeElement.id === 'logoff-yes'`)
+	step(t, ctx, "Enter logs off", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(row(ids[0])+"[data-logging-off]")))
+
+	// The second, the list replaced while the dialog asks.
+	focus(row(ids[1]) + " button.logoff")
+	step(t, ctx, "Enter on the second's Log off", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open]")))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.getElementById('sessions').dataset.old = 1; window.stayed = 1; 1`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the list refreshed under the dialog", `!document.querySelector('#sessions[data-old]')`)
+	step(t, ctx, "Tab", chromedp.KeyEvent(kb.Tab))
+	waitFor("Tab to the dialog's Log off", `document.activeElement.id === 'logoff-yes'`)
+	step(t, ctx, "Enter", chromedp.KeyEvent(kb.Enter))
+	// The page is loaded again (a poll would lose its context).
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	_, err = chromedp.Run(wctx, chromedp.WaitVisible(chromedp.CSS(row(ids[1])+"[data-logging-off]")))
+	cancel()
+	if err != nil {
+		t.Fatalf("her Log off of the second, asked under a refreshed list, did not log it off: %v", err)
+	}
+
+	// Her host logs both off; her focus on the third's Disconnect.
+	focus(row(ids[2]) + " button.disconnect")
+	for _, h := range hosts[:2] {
+		if cmds := w.heartbeat(t, h); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+			t.Errorf("her host %s got %+v, want her logoff", h, cmds)
+		}
+	}
+	waitFor("the list drops the two", `!document.querySelector('`+row(ids[1])+`') && document.getElementById('sessions-status').textContent === 'The session has been logged off.'`)
+	waitFor("her focus stays on the third session's Disconnect", `document.activeElement.matches('`+row(ids[2])+` button.disconnect')`)
+	errs.check(t, "her page")
 }

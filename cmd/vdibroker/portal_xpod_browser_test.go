@@ -137,6 +137,22 @@ func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 	if len(got) != 1 || got[0] != vdibroker.CommandLogoff {
 		t.Errorf("pod B's host's next heartbeat for her session: %v, want %s", got, vdibroker.CommandLogoff)
 	}
+	if state := text(t, ctx, row+" td.state"); state != "Logging off" {
+		t.Errorf("her session on pod B after her logoff reads %q, want Logging off", state)
+	}
+	// Pod B stops answering: her page's refresh cannot read its sessions,
+	// and her session, which it no longer lists, is not said to be
+	// logged off (it may well be there still); the page goes on asking.
+	b.m.Close()
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	_, err = chromedp.Run(wctx, chromedp.Poll[bool](`!!document.getElementById('sessions-unread')`, chromedp.WithPollingInterval(50*time.Millisecond)))
+	cancel()
+	if err != nil {
+		t.Fatalf("her page with pod B gone does not say some sessions could not be read: %v", err)
+	}
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('sessions-status').textContent + '|' + location.search`)); err != nil || got != "|?off="+mine.SessionID {
+		t.Errorf("her page with pod B gone: status and address %q (%v), want no status and the refresh going on", got, err)
+	}
 }
 
 // TestPortalOtherPodReconnectBrowser_RU3_RG1 (R-U3, R-G1, R-C1): alice

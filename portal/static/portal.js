@@ -29,12 +29,20 @@
   // way. Delegated: the refreshed list's forms are asked alike.
   var dialog = document.getElementById("logoff-dialog");
   var asking = null;
+  // formOf is the Log off form of action in the page now: the list's
+  // refresh (below) may have replaced the one she clicked while the
+  // dialog asked, and a form no longer in the page posts nothing.
+  var formOf = function (action) {
+    return Array.prototype.find.call(document.querySelectorAll("form[data-confirm]"), function (f) {
+      return f.getAttribute("action") === action;
+    });
+  };
   if (dialog && typeof dialog.showModal === "function") {
     document.addEventListener("submit", function (e) {
       var f = e.target;
       if (!f.matches || !f.matches("form[data-confirm]") || f.querySelector('input[name="confirm"]')) { return; }
       e.preventDefault();
-      asking = { form: f, button: e.submitter || f.querySelector("button") };
+      asking = f.getAttribute("action");
       document.getElementById("logoff-question").textContent = f.dataset.confirm;
       dialog.returnValue = "";
       dialog.showModal();
@@ -43,16 +51,16 @@
       // The close event is a task of its own: one of a dialog already
       // opened again (a quick second click) is not this question's.
       if (dialog.open) { return; }
-      var a = asking;
+      var f = asking && formOf(asking);
       asking = null;
-      if (!a) { return; }
+      if (!f) { return; } // her session left the list meanwhile
       if (dialog.returnValue === "yes") {
         var yes = document.createElement("input");
         yes.type = "hidden"; yes.name = "confirm"; yes.value = "yes";
-        a.form.appendChild(yes);
-        a.form.submit();
-      } else if (a.button && document.contains(a.button)) {
-        a.button.focus();
+        f.appendChild(yes);
+        f.submit();
+      } else {
+        f.querySelector("button").focus();
       }
     });
   }
@@ -67,6 +75,7 @@
     var url = sessions.dataset.refresh;
     var delays = sessions.dataset.delays.split(",").map(Number);
     var tries = 0, timer = 0, paused = false, over = false;
+    var remote = !!sessions.querySelector("tr[data-logging-off][data-pod]");
     var status = document.getElementById("sessions-status");
     var finish = function (done) {
       over = true;
@@ -81,13 +90,22 @@
       if (document.hidden) { paused = true; return; }
       timer = setTimeout(refresh, delays[tries] * 1000);
     };
+    // The focus stays on the same button of the same session: not by
+    // the button's id, which is its row's number, so that a row gone
+    // above would give it to the next session's button.
     var swap = function (fresh) {
       var focused = document.activeElement;
-      var id = focused && sessions.contains(focused) ? focused.id : "";
+      var row = focused && sessions.contains(focused) && focused.closest("tr[data-session]");
+      var again = "";
+      if (row && focused.classList.length) {
+        again = "tr[data-session=\"" + CSS.escape(row.dataset.session) + "\"]" +
+          (row.dataset.pod ? "[data-pod=\"" + CSS.escape(row.dataset.pod) + "\"]" : ":not([data-pod])") +
+          " button." + CSS.escape(focused.classList[0]);
+      }
       sessions.replaceWith(fresh);
       sessions = fresh;
-      var again = id && document.getElementById(id);
-      if (again) { again.focus(); }
+      var b = again && sessions.querySelector(again);
+      if (b) { b.focus(); }
     };
     var refresh = function () {
       timer = 0;
@@ -105,7 +123,12 @@
           var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("sessions");
           if (!fresh) { throw new Error("no sessions list"); }
           swap(document.importNode(fresh, true));
-          if (!sessions.querySelector("tr[data-logging-off]")) { finish(true); return; }
+          // Gone from the list: logged off, unless it is another pod's
+          // and some pod's sessions could not be read (it may be there).
+          if (!sessions.querySelector("tr[data-logging-off]") && !(remote && sessions.querySelector("#sessions-unread"))) {
+            finish(true);
+            return;
+          }
           next();
         })
         .catch(function () { next(); });
