@@ -232,10 +232,23 @@ func TestPortalLogoffWhileRefreshingBrowser_RU3(t *testing.T) {
 			t.Fatalf("%s: %v (focus and address: %s)", what, err, got)
 		}
 	}
-	// Keyboard only: Enter on Log off, Tab to the dialog's Log off, Enter.
+	// Keyboard only: Enter on Log off, Tab to the dialog's Log off, Enter;
+	// on a phone's width (375 px) the dialog fits, its buttons in view.
+	step(t, ctx, "a phone's width", chromedp.EmulateViewport(375, 740))
 	focus(row(ids[0]) + " button.logoff")
 	step(t, ctx, "Enter on Log off", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open]")))
 	waitFor("the dialog's focus on Cancel", `document.activeElement.id === 'logoff-cancel'`)
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`['logoff-dialog', 'logoff-cancel', 'logoff-yes'].filter(id => {
+		const r = document.getElementById(id).getBoundingClientRect();
+		return r.left < 0 || r.right > window.innerWidth || r.top < 0 || r.bottom > window.innerHeight;
+	}).join(' ') + (document.documentElement.scrollWidth > window.innerWidth ? ' page wider than the screen' : '')`)); err != nil || got != "" {
+		t.Errorf("at 375 px, out of view: %q (%v)", got, err)
+	}
+	if name, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById(document.getElementById('logoff-dialog').getAttribute('aria-labelledby')).textContent`)); err != nil ||
+		!strings.HasPrefix(name, "Log off \u2068Office desktop\u2069?") {
+		t.Errorf("the dialog is named %q (%v), want its question", name, err)
+	}
+	screenshot(t, ctx, "portal-logoff-dialog-phone.png")
 	step(t, ctx, "Tab", chromedp.KeyEvent(kb.Tab))
 	waitFor("Tab to the dialog's Log off", `document.activeElement.id === 'logoff-yes'`)
 	step(t, ctx, "Enter logs off", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(row(ids[0])+"[data-logging-off]")))
