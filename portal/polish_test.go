@@ -219,3 +219,28 @@ func TestLoggingOffShownAndRefreshed_RU3(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirmationNameBounded_RU3_RSEC: the confirmation page shows the
+// form's name (her page's own, as its CSRF token says) at most 200
+// characters and an ellipsis, escaped, and set apart from the sentence:
+// a name's own POP DIRECTIONAL ISOLATE and override do not reverse the
+// question after it.
+func TestConfirmationNameBounded_RU3_RSEC(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.activeAtDesk("alice")
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	path := "/portal/sessions/desk/" + c.SessionID + "/logoff"
+	for _, tc := range []struct{ name, sent, want string }{
+		// 300 of "é": 200 kept, then "…".
+		{"a long name", strings.Repeat("é", 300), "Log off \u2068" + strings.Repeat("é", 200) + "…\u2069? Anything"},
+		{"markup", `<b>x</b>`, "Log off \u2068&lt;b&gt;x&lt;/b&gt;\u2069? Anything"},
+		// The stray PDI is dropped; the override ends at the closing PDI.
+		{"a PDI and an override", "desk\u2069\u202e", "Log off \u2068desk\u202e\u2069? Anything"},
+	} {
+		_, page := alice.post(path, url.Values{"csrf": {csrf}, "name": {tc.sent}})
+		if !strings.Contains(page, `<p id="confirm-question">`+tc.want) {
+			t.Errorf("%s: the question, want %q:\n%s", tc.name, tc.want, page)
+		}
+	}
+}
