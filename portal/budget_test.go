@@ -54,14 +54,14 @@ func TestWriteBudget_RSEC_RU7(t *testing.T) {
 		t.Errorf("a launch past her budget: %d Retry-After %q %s; want 429, Retry-After 2, in English", res.StatusCode, res.Header.Get("Retry-After"), body)
 	}
 	for _, act := range []string{"logoff", "disconnect"} {
-		res, body := alice.post("/portal/sessions/desk/"+c.SessionID+"/"+act, url.Values{"csrf": {csrf}})
+		res, body := alice.post("/portal/sessions/desk/"+c.SessionID+"/"+act, url.Values{"csrf": {csrf}, "confirm": {"yes"}})
 		if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "2" ||
 			!strings.Contains(body, "You are doing that faster than the service takes.") {
 			t.Errorf("a %s past her budget: %d Retry-After %q %s; want 429, Retry-After 2, in English", act, res.StatusCode, res.Header.Get("Retry-After"), body)
 		}
 	}
 	alice.get("/portal/?lang=de")
-	if res, body := alice.post("/portal/sessions/desk/"+c.SessionID+"/logoff", url.Values{"csrf": {csrf}}); res.StatusCode != http.StatusTooManyRequests ||
+	if res, body := alice.post("/portal/sessions/desk/"+c.SessionID+"/logoff", url.Values{"csrf": {csrf}, "confirm": {"yes"}}); res.StatusCode != http.StatusTooManyRequests ||
 		!strings.Contains(body, "Sie tun das schneller, als der Dienst es annimmt.") {
 		t.Errorf("a logoff past her budget, in German: %d %s", res.StatusCode, body)
 	}

@@ -81,11 +81,15 @@ func TestStateChangesNeedThisSite_RU7(t *testing.T) {
 		form url.Values
 		h    []string
 	}{
-		{"no CSRF token", url.Values{}, []string{"Origin", e.url}},
-		{"another sign-in's token", url.Values{"csrf": {otherCSRF}}, []string{"Origin", e.url}},
-		{"another site's Origin", url.Values{"csrf": {csrf}}, []string{"Origin", "http://evil.example"}},
-		{"Origin null", url.Values{"csrf": {csrf}}, []string{"Origin", "null"}},
-		{"Sec-Fetch-Site cross-site", url.Values{"csrf": {csrf}}, []string{"Sec-Fetch-Site", "cross-site"}},
+		// Each with her confirmation (confirm=yes, R-U3): it is no
+		// credential; a forged form may carry it as well.
+		{"no CSRF token", url.Values{"confirm": {"yes"}}, []string{"Origin", e.url}},
+		{"another sign-in's token", url.Values{"csrf": {otherCSRF}, "confirm": {"yes"}}, []string{"Origin", e.url}},
+		{"another site's Origin", url.Values{"csrf": {csrf}, "confirm": {"yes"}}, []string{"Origin", "http://evil.example"}},
+		{"Origin null", url.Values{"csrf": {csrf}, "confirm": {"yes"}}, []string{"Origin", "null"}},
+		{"Sec-Fetch-Site cross-site", url.Values{"csrf": {csrf}, "confirm": {"yes"}}, []string{"Sec-Fetch-Site", "cross-site"}},
+		// Nor is another site's form shown her confirmation page.
+		{"another site's form without confirm", url.Values{"csrf": {csrf}, "name": {"Nothing is lost"}}, []string{"Origin", "http://evil.example"}},
 	} {
 		if code := send(c.form, c.h...); code != http.StatusForbidden {
 			t.Errorf("%s: %d, want 403", c.name, code)
@@ -96,10 +100,10 @@ func TestStateChangesNeedThisSite_RU7(t *testing.T) {
 	}
 	// Each refused form is recorded with the caller's address and the
 	// form it posted.
-	if got := rec.list(); len(got) != 5 || !strings.HasPrefix(got[0], "portal/csrf 127.0.0.1 POST "+path+": ") {
-		t.Errorf("refused forms recorded: %q; want five, kind portal/csrf, naming the form", got)
+	if got := rec.list(); len(got) != 6 || !strings.HasPrefix(got[0], "portal/csrf 127.0.0.1 POST "+path+": ") {
+		t.Errorf("refused forms recorded: %q; want six, kind portal/csrf, naming the form", got)
 	}
-	if code := send(url.Values{"csrf": {csrf}}, "Origin", e.url, "Sec-Fetch-Site", "same-origin"); code != http.StatusSeeOther {
+	if code := send(url.Values{"csrf": {csrf}, "confirm": {"yes"}}, "Origin", e.url, "Sec-Fetch-Site", "same-origin"); code != http.StatusSeeOther {
 		t.Fatalf("the form as the page sends it: %d, want 303", code)
 	}
 	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {

@@ -61,14 +61,14 @@ func owner(rq *request) string { return vdibroker.HashSecret(rq.sess.ID()) }
 func (p *Portal) launch(rq *request) {
 	id := rq.r.PostFormValue("resource")
 	if _, _, err := vdibroker.ParseResourceID("resource", id); err != nil {
-		p.errorPage(rq.w, rq.r, http.StatusBadRequest, "error.badResource")
+		p.userError(rq, http.StatusBadRequest, "error.badResource")
 		return
 	}
 	want, err := sessionOfForm(rq.r)
 	if err != nil {
 		// Not a form of the page's: its fields are the page's own.
 		p.log.Info("portal: a launch names a malformed session", "request_id", rq.api.requestID, "err", vdibroker.ErrorMessage(err))
-		p.errorPage(rq.w, rq.r, http.StatusBadRequest, "error.sessionGone")
+		p.userError(rq, http.StatusBadRequest, "error.sessionGone")
 		return
 	}
 	ctx := rq.r.Context()
@@ -97,7 +97,7 @@ func (p *Portal) launch(rq *request) {
 		// spent.
 		if d := p.cfg.SpendWrite(who); d > 0 {
 			rq.w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-			p.errorPage(rq.w, rq.r, http.StatusTooManyRequests, "error.tooFast")
+			p.userError(rq, http.StatusTooManyRequests, "error.tooFast")
 			return
 		}
 		paid = true
@@ -115,7 +115,7 @@ func (p *Portal) launch(rq *request) {
 			msg += " " + rq.lang.T("launch.reference", verbatim(rq.api.requestID))
 		}
 		rq.w.Header().Set("Cache-Control", "no-store")
-		p.render(rq.w, rq.r, http.StatusNotFound, "error", rq.lang, map[string]any{"Message": msg, "Status": http.StatusNotFound})
+		p.render(rq.w, rq.r, http.StatusNotFound, "error", rq.lang, map[string]any{"Message": msg, "Status": http.StatusNotFound, "CSRF": rq.sess.CSRF, "SignedIn": true})
 		return
 	}
 	now := p.clock.Now()
@@ -125,7 +125,7 @@ func (p *Portal) launch(rq *request) {
 	if err := p.cfg.Launches.CreatePortalLaunch(ctx, l, p.cfg.MaxLaunchesPerSession, p.cfg.MaxLaunches, now); err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.ETooManyRequests {
 			rq.w.Header().Set("Retry-After", "10")
-			p.errorPage(rq.w, rq.r, http.StatusTooManyRequests, "error.launches")
+			p.userError(rq, http.StatusTooManyRequests, "error.launches")
 			return
 		}
 		p.storeError(rq, "keep a launch", err)
@@ -179,7 +179,7 @@ func connectBody(res vdibroker.FeedResource, want *vdibroker.SessionRef) any {
 func (p *Portal) storeError(rq *request, what string, err error) {
 	p.log.ErrorContext(rq.r.Context(), "portal: "+what, "err", err)
 	rq.w.Header().Set("Retry-After", "5")
-	p.errorPage(rq.w, rq.r, http.StatusServiceUnavailable, "error.unavailable")
+	p.userError(rq, http.StatusServiceUnavailable, "error.unavailable")
 }
 
 // run connects for launch l (whose id is secret) as api's user, held up
@@ -395,7 +395,7 @@ func (p *Portal) launchPage(rq *request) {
 	case err != nil:
 		p.storeError(rq, "read a launch", err)
 	case l == nil:
-		p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
+		p.userError(rq, http.StatusNotFound, "launch.gone")
 	default:
 		v := p.view(secret, l, rq.lang, now)
 		p.render(rq.w, rq.r, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": v, "Title": v.Title,
@@ -435,7 +435,7 @@ func (p *Portal) file(rq *request) {
 		case waiting != nil:
 			http.Redirect(rq.w, rq.r, Prefix+"launches/"+secret, http.StatusSeeOther)
 		default:
-			p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
+			p.userError(rq, http.StatusNotFound, "launch.gone")
 		}
 		return
 	}
@@ -446,7 +446,7 @@ func (p *Portal) file(rq *request) {
 	rdp, err := webguard.Open(secret, fileInfo, l.Sealed, []byte(l.Owner))
 	if err != nil {
 		p.log.ErrorContext(rq.r.Context(), "portal: a launch's file does not open with its id", "err", err)
-		p.errorPage(rq.w, rq.r, http.StatusNotFound, "launch.gone")
+		p.userError(rq, http.StatusNotFound, "launch.gone")
 		return
 	}
 	rq.w.Header().Set("Content-Type", "application/x-rdp")

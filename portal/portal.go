@@ -211,9 +211,11 @@ func New(cfg Config) *Portal {
 		TTL: cfg.SessionTTL, Limits: cfg.SessionLimits, Secure: p.secure, Clock: p.clock, Rand: cfg.Rand, Logger: p.log})
 	p.anon = ratelimit.New(cfg.AnonymousPerSecond, cfg.AnonymousBurst)
 	p.pages = map[string]*template.Template{}
-	for _, name := range []string{"signin", "home", "launch", "error", "signout"} {
-		p.pages[name] = template.Must(template.New(name).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	for _, name := range []string{"signin", "home", "launch", "error", "signout", "confirm"} {
+		// The sessions list is home's and its refresh's (sessionsList).
+		p.pages[name] = template.Must(template.New(name).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html", "templates/sessions.html"))
 	}
+	p.pages["sessions"] = template.Must(template.New("sessions").ParseFS(templateFS, "templates/fragment.html", "templates/sessions.html"))
 	p.routes()
 	return p
 }
@@ -239,9 +241,7 @@ func (p *Portal) Routes() []string { return slices.Clone(p.patterns) }
 func (p *Portal) routes() {
 	p.mux = http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
-	files := webguard.Files(static, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
-	}))
+	files := webguard.Files(static, http.HandlerFunc(p.notFound))
 	p.handle("GET /portal/static/", http.StripPrefix(Prefix+"static/", files).ServeHTTP)
 	p.handle("GET /portal/icons/", http.StripPrefix(Prefix, files).ServeHTTP)
 	p.handle("GET /portal/signin", p.anonymous(p.signinPage))
@@ -250,6 +250,7 @@ func (p *Portal) routes() {
 	p.handle("GET /portal/signin/oidc/callback", p.anonymous(p.oidcCallback))
 	p.handle("POST /portal/signout", p.signedIn(p.signout))
 	p.handle("GET /portal/{$}", p.signedIn(p.home))
+	p.handle("GET /portal/sessions", p.signedIn(p.sessionsList))
 	p.handle("POST /portal/sessions/{pool}/{id}/logoff", p.signedIn(p.logoff))
 	p.handle("POST /portal/sessions/{pool}/{id}/disconnect", p.signedIn(p.disconnect))
 	p.handle("POST /portal/globalsessions/{pod}/{id}/logoff", p.signedIn(p.globalLogoff))
@@ -258,9 +259,7 @@ func (p *Portal) routes() {
 	p.handle("GET /portal/launches/{id}", p.signedIn(p.launchPage))    // launch.go
 	p.handle("GET /portal/launches/{id}/status", p.signedIn(p.status)) // launch.go
 	p.handle("GET /portal/launches/{id}/file", p.signedIn(p.file))     // launch.go
-	p.handle("/portal/", func(w http.ResponseWriter, r *http.Request) {
-		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
-	})
+	p.handle("/portal/", p.notFound)
 }
 
 // ServeHTTP implements http.Handler with the console's security headers.
@@ -317,7 +316,15 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 				http.Redirect(w, r, SigninPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
-			p.errorPage(w, r, http.StatusUnauthorized, "error.expired")
+			// A browser that never signed in (no session cookie) is asked
+			// to sign in; one whose cookie names no live sign-in (it
+			// expired, ended elsewhere, or its ID token no longer
+			// verifies) is told it expired.
+			id := "error.signinNeeded"
+			if p.hasSessionCookie(r) {
+				id = "error.expired"
+			}
+			p.errorPage(w, r, http.StatusUnauthorized, id)
 			return
 		}
 		if r.Method != http.MethodGet && (!webguard.SameOrigin(r) || !webguard.Equal(r.PostFormValue("csrf"), sess.CSRF)) {
@@ -325,12 +332,29 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			// address, the audit's bound): a forged form is what it
 			// catches.
 			p.refused(r, "portal/csrf", vdibroker.Cut(r.Method+" "+r.URL.Path+": the form lacks this sign-in's CSRF token or comes from another site", vdibroker.MaxAuditField))
-			p.errorPage(w, r, http.StatusForbidden, "error.csrf")
+			// Still signed in: the page keeps her header's Sign out.
+			l := pickLang(w, r, p.secure(r))
+			w.Header().Set("Cache-Control", "no-store")
+			p.render(w, r, http.StatusForbidden, "error", l, map[string]any{"Message": l.T("error.csrf"), "Status": http.StatusForbidden,
+				"CSRF": sess.CSRF, "SignedIn": true})
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		h(&request{w: w, r: r, sess: sess, lang: pickLang(w, r, p.secure(r)), api: p.callerFor(w, r, sess.Token, who), name: name})
 	}
+}
+
+// hasSessionCookie reports whether r carries a portal session cookie,
+// live or not (either name: over HTTPS a replica of an older version may
+// have set the one without the __Host- prefix).
+func (p *Portal) hasSessionCookie(r *http.Request) bool {
+	name, _ := webguard.CookieScope(sessionCookie, Prefix, p.secure(r))
+	for _, n := range []string{name, sessionCookie} {
+		if _, err := r.Cookie(n); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // verify is a single sign-on session's user (nil: its ID token no longer
@@ -360,7 +384,7 @@ func endUser(id *identity.Identity) *vdibroker.Principal {
 // portal's name (data's Title, when set, is the page's): a page says
 // what it is first, in the browser's tab and to a screen reader arriving
 // on it.
-var pageTitles = map[string]string{"signin": "signin.title", "error": "error.title", "signout": "signout"}
+var pageTitles = map[string]string{"signin": "signin.title", "error": "error.title", "signout": "signout", "confirm": "logoff"}
 
 // render writes page name with data, the answer to r; every page gets
 // its language as L and the start of its language links as LangHref.
@@ -418,6 +442,36 @@ func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, i
 	p.render(w, r, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status, "LeadsToSignin": status == http.StatusUnauthorized})
 }
 
+// userError answers a signed-in request with the error page of status
+// and the message id: its header has Sign out, as her home page's, for
+// she is still signed in (R-U1).
+func (p *Portal) userError(rq *request, status int, id string, args ...any) {
+	rq.w.Header().Set("Cache-Control", "no-store")
+	p.render(rq.w, rq.r, status, "error", rq.lang, map[string]any{"Message": rq.lang.T(id, args...), "Status": status,
+		"CSRF": rq.sess.CSRF, "SignedIn": true})
+}
+
+// notFound answers a path the portal has no page at (404): to a
+// signed-in browser with Sign out, as every page of hers, to any other
+// with no header button and the way to her desktops (which leads to the
+// sign-in page).
+func (p *Portal) notFound(w http.ResponseWriter, r *http.Request) {
+	sess := p.web.Get(r)
+	if sess != nil && sess.OIDC() {
+		if who, _ := p.verify(r.Context(), sess); who == nil {
+			sess = nil
+		}
+	}
+	if sess == nil {
+		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
+		return
+	}
+	l := pickLang(w, r, p.secure(r))
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, r, http.StatusNotFound, "error", l, map[string]any{"Message": l.T("error.notFound"), "Status": http.StatusNotFound,
+		"CSRF": sess.CSRF, "SignedIn": true})
+}
+
 // apiError answers an API refusal with its status, in the user's words
 // (R-U6): the message of its code in keys, else in apiErrorKeys, else
 // error.failed, with the request's id as a reference for her helpdesk.
@@ -447,8 +501,11 @@ func (p *Portal) apiError(rq *request, err error, keys map[string]string) {
 		msg += " " + rq.lang.T("launch.reference", verbatim(rq.api.requestID))
 	}
 	rq.w.Header().Set("Cache-Control", "no-store")
+	// Still signed in unless the API refused her credential (then her
+	// sign-in was forgotten above): Sign out, or the way to sign in.
+	signedIn := code != vdibroker.EUnauthenticated
 	p.render(rq.w, rq.r, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code),
-		"LeadsToSignin": code == vdibroker.EUnauthenticated})
+		"LeadsToSignin": !signedIn, "SignedIn": signedIn, "CSRF": rq.sess.CSRF})
 }
 
 // apiErrorKeys are the user's words for an API refusal by its code
@@ -702,6 +759,9 @@ type userSession struct {
 	// same, for the page's machine-readable time.
 	Since     string
 	SinceTime time.Time
+	// LoggingOff marks the session the user just logged off, still
+	// listed until its host has done it (sessionsData).
+	LoggingOff bool
 }
 
 // newUserSession is s as the page shows it (Name and Desktop to fill).
@@ -761,18 +821,49 @@ func poolDesktop(resources []vdibroker.FeedResource, pool string) string {
 // home lists the user's resources (the feed, R-U5) and open sessions
 // (R-U3).
 func (p *Portal) home(rq *request) {
+	data, ok := p.sessionsData(rq)
+	if !ok {
+		return
+	}
+	data["Flash"] = p.web.TakeFlash(rq.r.Context(), rq.sess)
+	p.render(rq.w, rq.r, http.StatusOK, "home", rq.lang, data)
+}
+
+// sessionsList is GET /portal/sessions: the home page's "My sessions"
+// alone, which the page's script fetches to refresh the list while a
+// session it logged off is still listed (R-U3): the flash stays, and
+// nothing but the list is read again.
+func (p *Portal) sessionsList(rq *request) {
+	data, ok := p.sessionsData(rq)
+	if !ok {
+		return
+	}
+	p.render(rq.w, rq.r, http.StatusOK, "sessions", rq.lang, data)
+}
+
+// refreshDelays are the seconds the page waits before each refresh of
+// its sessions list while a session it logged off is listed (portal.js):
+// 9 tries over 2 minutes, sooner first (an agent reports every 10 s by
+// default), then the page stops and says the logoff takes longer.
+var refreshDelays = []int{1, 2, 3, 5, 8, 13, 21, 30, 37}
+
+// sessionsData is what the home page and its sessions list show: the
+// feed, the user's sessions here and in the other pods, the one of ?off=
+// (the session she just logged off, as the logoff's redirect names it)
+// marked as logging off. false: the page was answered (an error).
+func (p *Portal) sessionsData(rq *request) (map[string]any, bool) {
 	ctx := rq.r.Context()
 	var feed vdibroker.Feed
 	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/feed", nil, &feed); err != nil {
 		p.apiError(rq, err, nil)
-		return
+		return nil, false
 	}
 	var page struct {
 		Value []vdibroker.UserSession `json:"value"`
 	}
 	if err := rq.api.do(ctx, http.MethodGet, "/api/v1/users/"+url.PathEscape(feed.User)+"/sessions?limit="+strconv.Itoa(maxSessionsShown), nil, &page); err != nil {
 		p.apiError(rq, err, nil)
-		return
+		return nil, false
 	}
 	sessions := make([]userSession, len(page.Value))
 	for i, s := range page.Value {
@@ -783,16 +874,35 @@ func (p *Portal) home(rq *request) {
 		}
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
+	sessions = append(sessions, remote...)
+	// The session she logged off, while it is listed: "Logging off", no
+	// buttons, and the list refreshed by the page's script (bounded).
+	// Matched by id alone (a session's id is unique, a ULID), so only an
+	// id of hers reaches the page's refresh address.
+	refresh := ""
+	if off := rq.r.URL.Query().Get("off"); off != "" {
+		for i := range sessions {
+			if sessions[i].ID == off {
+				sessions[i].LoggingOff = true
+				refresh = Prefix + "sessions?off=" + url.QueryEscape(off)
+			}
+		}
+	}
+	delays := make([]string, len(refreshDelays))
+	for i, d := range refreshDelays {
+		delays[i] = strconv.Itoa(d)
+	}
 	// Her name as her provider gives it: a provider's subject may be an
 	// opaque id (Entra ID's is), which she would not know as hers.
 	user := feed.User
 	if rq.name != "" {
 		user = rq.name
 	}
-	p.render(rq.w, rq.r, http.StatusOK, "home", rq.lang, map[string]any{
-		"User": user, "Resources": feed.Resources, "Sessions": append(sessions, remote...), "Unread": unread,
-		"CSRF": rq.sess.CSRF, "Flash": p.web.TakeFlash(ctx, rq.sess), "SignedIn": true,
-	})
+	return map[string]any{
+		"User": user, "Resources": feed.Resources, "Sessions": sessions, "Unread": unread,
+		"Refresh": refresh, "Delays": strings.Join(delays, ","),
+		"CSRF": rq.sess.CSRF, "SignedIn": true,
+	}, true
 }
 
 // otherPodsSessions are the user's sessions in the other pods of the
@@ -850,9 +960,40 @@ const maxSessionsShown = 100
 
 // logoff and disconnect act on one of the user's own sessions through
 // the API (ActionOwnSession, R-U3): another user's is refused there, and
-// the API's audit entry records it.
+// the API's audit entry records it. A logoff ends what she had not saved
+// in the session, so it is done only when the form carries her
+// confirmation (confirm=yes: the page's dialog, portal.js, or the
+// confirmation page); without it the answer is the confirmation page,
+// which asks, so that without scripts one click never logs off.
 func (p *Portal) logoff(rq *request) {
+	if !p.confirmed(rq, Prefix+"sessions/"+url.PathEscape(rq.r.PathValue("pool"))+"/"+url.PathEscape(rq.r.PathValue("id"))+"/logoff") {
+		return
+	}
 	p.sessionAction(rq, http.MethodDelete, "", "flash.loggedOff")
+}
+
+// maxConfirmName bounds the session's name the confirmation page shows
+// (the form's name: the page's own, as its CSRF token says).
+const maxConfirmName = 200
+
+// confirmed reports whether the logoff form rq posted to action carries
+// the user's confirmation; when not, it answers with the confirmation
+// page, whose form posts to action again with it (and Cancel leads back
+// to her page). Nothing is asked of the API until she confirms.
+func (p *Portal) confirmed(rq *request, action string) bool {
+	if rq.r.PostFormValue("confirm") == "yes" {
+		return true
+	}
+	name := []rune(strings.TrimSpace(rq.r.PostFormValue("name")))
+	if len(name) == 0 {
+		name = []rune(rq.r.PathValue("id"))
+	}
+	if len(name) > maxConfirmName {
+		name = append(name[:maxConfirmName], '…')
+	}
+	p.render(rq.w, rq.r, http.StatusOK, "confirm", rq.lang, map[string]any{"Action": action, "Name": string(name),
+		"Question": rq.lang.T("logoff.confirm", string(name)), "CSRF": rq.sess.CSRF, "SignedIn": true})
+	return false
 }
 
 func (p *Portal) disconnect(rq *request) {
@@ -870,7 +1011,18 @@ func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
 		return
 	}
 	p.web.SetFlash(rq.r.Context(), rq.sess, rq.lang.T(flash))
-	http.Redirect(rq.w, rq.r, Prefix, http.StatusSeeOther)
+	http.Redirect(rq.w, rq.r, afterAction(rq, method), http.StatusSeeOther)
+}
+
+// afterAction is where a logoff or disconnect that was asked of the API
+// sends the browser: her page; after a logoff naming the session
+// (?off=), which the page shows as logging off and refreshes its list
+// until it is gone (sessionsData, portal.js).
+func afterAction(rq *request, method string) string {
+	if method != http.MethodDelete {
+		return Prefix
+	}
+	return Prefix + "?off=" + url.QueryEscape(rq.r.PathValue("id"))
 }
 
 // globalLogoff and globalDisconnect act on one of the user's sessions in
@@ -881,6 +1033,9 @@ func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
 // it. A pod that does not answer is said on her page, which is still
 // served.
 func (p *Portal) globalLogoff(rq *request) {
+	if !p.confirmed(rq, Prefix+"globalsessions/"+url.PathEscape(rq.r.PathValue("pod"))+"/"+url.PathEscape(rq.r.PathValue("id"))+"/logoff") {
+		return
+	}
 	p.globalSessionAction(rq, http.MethodDelete, "", "flash.loggedOff")
 }
 
@@ -908,10 +1063,12 @@ func (p *Portal) globalSessionAction(rq *request, method, suffix, flash string) 
 			p.apiError(rq, err, sessionErrorKeys)
 			return
 		}
-		p.log.Info("portal: a pod did not answer a logoff or disconnect", "request_id", rq.api.requestID, "path", rq.r.URL.Path,
+		p.log.Info("portal: a pod did not do a logoff or disconnect", "request_id", rq.api.requestID, "path", rq.r.URL.Path,
 			"err", vdibroker.ErrorMessage(err))
-		flash = "error.podUnavailable"
+		p.web.SetFlash(ctx, rq.sess, rq.lang.T("error.podUnavailable"))
+		http.Redirect(rq.w, rq.r, Prefix, http.StatusSeeOther)
+		return
 	}
 	p.web.SetFlash(ctx, rq.sess, rq.lang.T(flash))
-	http.Redirect(rq.w, rq.r, Prefix, http.StatusSeeOther)
+	http.Redirect(rq.w, rq.r, afterAction(rq, method), http.StatusSeeOther)
 }

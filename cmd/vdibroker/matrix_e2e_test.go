@@ -210,6 +210,7 @@ var matrixRoutes = []route{
 	{"GET /portal/signin/oidc/callback", "GET", "/portal/signin/oidc/callback", "", mConsole, 403},
 	{"POST /portal/signout", "POST", "/portal/signout", "", mConsole, 401},
 	{"GET /portal/{$}", "GET", "/portal/", "", mConsole, 303},
+	{"GET /portal/sessions", "GET", "/portal/sessions", "", mConsole, 303},
 	{"POST /portal/sessions/{pool}/{id}/logoff", "POST", "/portal/sessions/{pool}/{sid}/logoff", "", mConsole, 401},
 	{"POST /portal/sessions/{pool}/{id}/disconnect", "POST", "/portal/sessions/{pool}/{sid}/disconnect", "", mConsole, 401},
 	{"POST /portal/globalsessions/{pod}/{id}/logoff", "POST", "/portal/globalsessions/pod2/{sid}/logoff", "", mConsole, 401},

@@ -16,7 +16,6 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/network"
-	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/vdibroker/vdibroker"
@@ -301,33 +300,36 @@ func TestPortalBrowser(t *testing.T) {
 	if strings.Contains(home, us.ID) {
 		t.Errorf("bob's page lists uma's session")
 	}
-	if code := postForm("/portal/sessions/desk/"+us.ID+"/logoff", url.Values{"csrf": {portalCSRF.FindStringSubmatch(home)[1]}}); code != http.StatusForbidden {
+	if code := postForm("/portal/sessions/desk/"+us.ID+"/logoff", url.Values{"csrf": {portalCSRF.FindStringSubmatch(home)[1]}, "confirm": {"yes"}}); code != http.StatusForbidden {
 		t.Errorf("bob's logoff of uma's session: %d, want 403", code)
 	}
 	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 0 {
 		t.Fatalf("bob's logoff reached the host: %+v", cmds)
 	}
-	// Log off asks first (R-U3): anything not saved in the session is
-	// lost. Her first answer is Cancel: nothing is asked of the host.
-	asked, accept := answerDialogs(t, ctx)
-	accept <- false
+	// Log off asks first (R-U3), in the page's dialog: anything not
+	// saved in the session is lost. Her first answer is Cancel: nothing
+	// is asked of the host.
 	step(t, ctx, "uma clicks Log off, and cancels",
 		chromedp.Navigate(base+"/portal/"),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
 		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
+		chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open] #logoff-cancel")),
 	)
-	if msg := asked(); !strings.Contains(msg, "Anything not saved in it will be lost") {
+	if msg := text(t, ctx, "#logoff-question"); !strings.Contains(msg, "Anything not saved in it will be lost") {
 		t.Errorf("Log off asked %q, want it to say unsaved work is lost", msg)
 	}
+	step(t, ctx, "uma cancels", chromedp.Click(chromedp.CSS("#logoff-cancel")), chromedp.WaitNotVisible(chromedp.CSS("#logoff-dialog")))
 	if cmds := w.heartbeat(t, us.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive}); len(cmds) != 0 {
 		t.Fatalf("a cancelled Log off reached the host: %+v", cmds)
 	}
-	accept <- true
-	step(t, ctx, "uma logs her session off",
+	step(t, ctx, "uma clicks Log off again",
 		chromedp.Click(chromedp.CSS(`tr[data-session="`+us.ID+`"] button.logoff`)),
+		chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open] #logoff-yes")),
+	)
+	step(t, ctx, "uma logs her session off",
+		chromedp.Click(chromedp.CSS("#logoff-yes")),
 		chromedp.WaitVisible(chromedp.CSS("#flash")),
 	)
-	asked()
 	// Her focus was on the button of a page that is gone: it is on what
 	// became of her click (a screen reader reads it out), not lost at
 	// the top of the new page.
@@ -484,49 +486,4 @@ func TestPortalSigninAtPhoneWidthBrowser_RU2_RU6(t *testing.T) {
 		}
 		screenshot(t, ctx, "portal-signin-phone-"+lang+".png")
 	}
-}
-
-// answerDialogs answers the page's dialogs (window.confirm) of the tab of
-// ctx, each with the next value sent on accept (send it before the click
-// that opens the dialog; a dialog with none queued is dismissed, as
-// Cancel, rather than left open to hold the tab). asked is the next
-// dialog's message, failing the test when none opened within 10 s: a
-// page that no longer asks fails at once, it does not hang the test
-// until go test's timeout. The events are subscribed to before it
-// returns, so the click after it cannot open a dialog unseen.
-func answerDialogs(t *testing.T, ctx context.Context) (asked func() string, accept chan<- bool) {
-	events := chromedp.Events(ctx, cdppage.JavascriptDialogOpening)
-	messages, answers := make(chan string, 4), make(chan bool, 4)
-	go func() {
-		for ev, err := range events {
-			if err != nil {
-				return
-			}
-			var yes bool
-			select {
-			case yes = <-answers:
-			default: // none queued: Cancel
-			}
-			select {
-			case messages <- ev.Message:
-			default: // more dialogs than the test reads: it fails on what it does read
-			}
-			if _, err := chromedp.Call(ctx, cdppage.HandleJavaScriptDialog, cdppage.HandleJavaScriptDialogParams{Accept: yes}); err != nil {
-				return
-			}
-		}
-	}()
-	asked = func() string {
-		t.Helper()
-		select {
-		case msg := <-messages:
-			return msg
-		case <-time.After(10 * time.Second):
-			t.Fatal("the page asked nothing (no dialog within 10 s)")
-		case <-ctx.Done():
-			t.Fatalf("no dialog: %v", ctx.Err())
-		}
-		return ""
-	}
-	return asked, answers
 }

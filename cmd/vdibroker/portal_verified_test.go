@@ -59,7 +59,7 @@ func TestPortalVerifiedPrincipal(t *testing.T) {
 	w.heartbeat(t, c.SessionHost, bobs)
 	uma, csrf := ssoSignIn(t, w, "uma", "pw-uma")
 	post := func(path string) (*http.Response, string) {
-		req, _ := http.NewRequest("POST", base+path, strings.NewReader(url.Values{"csrf": {csrf}}.Encode()))
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(url.Values{"csrf": {csrf}, "confirm": {"yes"}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", base)
 		res, err := uma.Do(req)

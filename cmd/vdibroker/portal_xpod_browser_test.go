@@ -111,15 +111,18 @@ func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 	screenshot(t, ctx, "portal-other-pod-session.png")
 	errs.check(t, "pod A's portal")
 
-	asked, accept := answerDialogs(t, ctx)
-	accept <- true // Log off asks first (R-U3); she is sure
-	step(t, ctx, "alice logs off her session on pod B",
+	// Log off asks first (R-U3), in the page's dialog; she is sure.
+	step(t, ctx, "alice clicks Log off on her session on pod B",
 		chromedp.Click(chromedp.CSS(row+" button.logoff")),
-		chromedp.WaitVisible(chromedp.CSS("#flash")),
+		chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open] #logoff-yes")),
 	)
-	if msg := asked(); !strings.Contains(msg, "Log off \u2068Anywhere\u2069?") {
+	if msg := text(t, ctx, "#logoff-question"); !strings.Contains(msg, "Log off \u2068Anywhere\u2069?") {
 		t.Errorf("Log off asked %q, want it to name the session", msg)
 	}
+	step(t, ctx, "alice logs off her session on pod B",
+		chromedp.Click(chromedp.CSS("#logoff-yes")),
+		chromedp.WaitVisible(chromedp.CSS("#flash")),
+	)
 	if flash := text(t, ctx, "#flash"); flash != "The session is being logged off. It leaves this list once its host has done so." {
 		t.Errorf("the page after the logoff says %q", flash)
 	}
@@ -133,6 +136,22 @@ func TestPortalOtherPodLogoffBrowser_RU3(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != vdibroker.CommandLogoff {
 		t.Errorf("pod B's host's next heartbeat for her session: %v, want %s", got, vdibroker.CommandLogoff)
+	}
+	if state := text(t, ctx, row+" td.state"); state != "Logging off" {
+		t.Errorf("her session on pod B after her logoff reads %q, want Logging off", state)
+	}
+	// Pod B stops answering: her page's refresh cannot read its sessions,
+	// and her session, which it no longer lists, is not said to be
+	// logged off (it may well be there still); the page goes on asking.
+	b.m.Close()
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	_, err = chromedp.Run(wctx, chromedp.Poll[bool](`!!document.getElementById('sessions-unread')`, chromedp.WithPollingInterval(50*time.Millisecond)))
+	cancel()
+	if err != nil {
+		t.Fatalf("her page with pod B gone does not say some sessions could not be read: %v", err)
+	}
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('sessions-status').textContent + '|' + location.search`)); err != nil || got != "|?off="+mine.SessionID {
+		t.Errorf("her page with pod B gone: status and address %q (%v), want no status and the refresh going on", got, err)
 	}
 }
 

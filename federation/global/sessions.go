@@ -320,8 +320,13 @@ func (g *Service) GlobalSessionCommand(ctx context.Context, user, pod, id, comma
 		// The pod refused this pod (its signature, its document) or
 		// could not do it now: not the caller's credential, which a
 		// 401 passed on would say was wrong.
+		// Not "try again shortly" to an end user: a pod of an older
+		// release never will (http.PodClient.SessionCommand), nor one
+		// whose document does not trust this pod until an administrator
+		// acts; what she can do is end it in the session, or ask.
 		if me.EndUser() {
-			return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s could not do it; try again shortly", pod)
+			return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s cannot do this for this pod now: end the session from within it, "+
+				"or ask an administrator if this persists", pod)
 		}
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s refused: %s", pod, answered.Error())
 	case err != nil:

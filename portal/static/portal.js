@@ -1,5 +1,6 @@
 // Every page: a signed-in page is never shown from the back/forward
-// cache. The launch page (R-U4): poll the launch's status about once a
+// cache. The home page: Log off asks in the page's dialog, and the
+// sessions list refreshes itself after a logoff. The launch page (R-U4): poll the launch's status about once a
 // second, show its progress, and fetch the .rdp file once the host took
 // the session, without the user clicking again. No inline script: the
 // CSP allows this file only.
@@ -18,13 +19,133 @@
   var flash = document.getElementById("flash");
   if (flash) { flash.focus(); }
   // Log off ends the session and whatever she had not saved in it: asked
-  // first, in her language (the form's data-confirm), as Horizon's portal
-  // asks. Without scripts the form posts at once.
-  document.querySelectorAll("form[data-confirm]").forEach(function (f) {
-    f.addEventListener("submit", function (e) {
-      if (!window.confirm(f.dataset.confirm)) { e.preventDefault(); }
+  // first, in her language (the form's data-confirm), in the page's own
+  // dialog (showModal: the focus moves into it, on Cancel; Escape
+  // cancels; the focus returns to her button). Not window.confirm, which
+  // a browser told to "prevent this page from creating additional
+  // dialogs" answers false at once: Log off did nothing. Her yes is the
+  // form's confirm=yes; a form posted without it (no script, no dialog)
+  // is answered with the confirmation page, so the broker asks either
+  // way. Delegated: the refreshed list's forms are asked alike.
+  var dialog = document.getElementById("logoff-dialog");
+  var asking = null;
+  // formOf is the Log off form of action in the page now: the list's
+  // refresh (below) may have replaced the one she clicked while the
+  // dialog asked, and a form no longer in the page posts nothing.
+  var formOf = function (action) {
+    return Array.prototype.find.call(document.querySelectorAll("form[data-confirm]"), function (f) {
+      return f.getAttribute("action") === action;
     });
-  });
+  };
+  if (dialog && typeof dialog.showModal === "function") {
+    document.addEventListener("submit", function (e) {
+      var f = e.target;
+      if (!f.matches || !f.matches("form[data-confirm]") || f.querySelector('input[name="confirm"]')) { return; }
+      e.preventDefault();
+      asking = f.getAttribute("action");
+      document.getElementById("logoff-question").textContent = f.dataset.confirm;
+      dialog.returnValue = "";
+      dialog.showModal();
+    });
+    dialog.addEventListener("close", function () {
+      // The close event is a task of its own: one of a dialog already
+      // opened again (a quick second click) is not this question's.
+      if (dialog.open) { return; }
+      var f = asking && formOf(asking);
+      asking = null;
+      if (!f) { return; } // her session left the list meanwhile
+      if (dialog.returnValue === "yes") {
+        var yes = document.createElement("input");
+        yes.type = "hidden"; yes.name = "confirm"; yes.value = "yes";
+        f.appendChild(yes);
+        f.submit();
+      } else {
+        f.querySelector("button").focus();
+      }
+    });
+  }
+  // After a logoff the session stays listed, "Logging off", until its
+  // host has done it (its agent's next report): the list is fetched
+  // again (/portal/sessions) after each of the section's data-delays
+  // (seconds; a bounded number over about two minutes), not while the
+  // tab is hidden, until the session is gone; then, or when the tries
+  // are spent, the status says so and the address loses its ?off=.
+  var sessions = document.getElementById("sessions");
+  if (sessions && sessions.dataset.refresh) {
+    var url = sessions.dataset.refresh;
+    var delays = sessions.dataset.delays.split(",").map(Number);
+    var tries = 0, timer = 0, paused = false, over = false;
+    var remote = !!sessions.querySelector("tr[data-logging-off][data-pod]");
+    var status = document.getElementById("sessions-status");
+    var finish = function (done) {
+      over = true;
+      if (status) { status.textContent = done ? status.dataset.done : status.dataset.slow; }
+      var u = new URL(window.location.href);
+      u.searchParams.delete("off");
+      window.history.replaceState(null, "", u.toString());
+    };
+    var next = function () {
+      if (over) { return; }
+      if (tries >= delays.length) { finish(false); return; }
+      if (document.hidden) { paused = true; return; }
+      timer = setTimeout(refresh, delays[tries] * 1000);
+    };
+    // The focus stays on the same button of the same session: not by
+    // the button's id, which is its row's number, so that a row gone
+    // above would give it to the next session's button.
+    var swap = function (fresh) {
+      var focused = document.activeElement;
+      var row = focused && sessions.contains(focused) && focused.closest("tr[data-session]");
+      var again = "";
+      if (row && focused.classList.length) {
+        again = "tr[data-session=\"" + CSS.escape(row.dataset.session) + "\"]" +
+          (row.dataset.pod ? "[data-pod=\"" + CSS.escape(row.dataset.pod) + "\"]" : ":not([data-pod])") +
+          " button." + CSS.escape(focused.classList[0]);
+      }
+      sessions.replaceWith(fresh);
+      sessions = fresh;
+      var b = again && sessions.querySelector(again);
+      if (b) { b.focus(); }
+    };
+    var refresh = function () {
+      timer = 0;
+      tries++;
+      fetch(url, { credentials: "same-origin" })
+        .then(function (r) {
+          // Sent to the sign-in page: her sign-in ended; nothing more to
+          // refresh here.
+          if (r.redirected) { over = true; return null; }
+          if (!r.ok) { throw new Error("status " + r.status); }
+          return r.text();
+        })
+        .then(function (html) {
+          if (html === null) { return; }
+          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("sessions");
+          if (!fresh) { throw new Error("no sessions list"); }
+          swap(document.importNode(fresh, true));
+          // Gone from the list: logged off, unless it is another pod's
+          // and some pod's sessions could not be read (it may be there).
+          if (!sessions.querySelector("tr[data-logging-off]") && !(remote && sessions.querySelector("#sessions-unread"))) {
+            finish(true);
+            return;
+          }
+          next();
+        })
+        .catch(function () { next(); });
+    };
+    document.addEventListener("visibilitychange", function () {
+      if (over) { return; }
+      if (document.hidden && timer) {
+        clearTimeout(timer);
+        timer = 0;
+        paused = true;
+      } else if (!document.hidden && paused) {
+        paused = false;
+        next();
+      }
+    });
+    next();
+  }
   var card = document.getElementById("launch");
   if (!card) { return; }
   var fetched = false;

@@ -1,0 +1,246 @@
+package portal_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// TestLogoffAsksWithoutScript_RU3: a Log off form posted without the
+// user's confirmation (no script ran: no dialog asked) is answered with
+// the confirmation page, in her language, naming the session: its form
+// posts the logoff again with confirm=yes and her CSRF token, Cancel
+// leads back to her page; nothing is asked of her host until she
+// confirms. A GET of the logoff's path logs nothing off.
+func TestLogoffAsksWithoutScript_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.activeAtDesk("alice")
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	path := "/portal/sessions/desk/" + c.SessionID + "/logoff"
+	active := vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive}
+
+	res, page := alice.post(path, url.Values{"csrf": {csrf}, "name": {"Office desktop"}})
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `<p id="confirm-question">Log off `+"\u2068Office desktop\u2069"+`? Anything not saved in it will be lost.</p>`) ||
+		!strings.Contains(page, `<form method="post" action="`+path+`">`) ||
+		!strings.Contains(page, `<input type="hidden" name="csrf" value="`+csrf+`">`) ||
+		!strings.Contains(page, `<input type="hidden" name="confirm" value="yes">`) ||
+		!strings.Contains(page, `<a href="/portal/" id="cancel" class="button secondary">Cancel</a>`) ||
+		!strings.Contains(page, "<title>Log off – Your desktops and apps</title>") {
+		t.Errorf("a Log off posted without her confirmation: %d, want the confirmation page:\n%s", res.StatusCode, page)
+	}
+	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 0 {
+		t.Fatalf("a Log off she did not confirm reached her host: %+v", cmds)
+	}
+	// In Arabic, right to left, the question in Arabic.
+	alice.get("/portal/?lang=ar")
+	if _, page := alice.post(path, url.Values{"csrf": {csrf}, "name": {"Office desktop"}}); !strings.Contains(page, `<html lang="ar" dir="rtl">`) ||
+		!strings.Contains(page, "هل تريد تسجيل الخروج من \u2068Office desktop\u2069؟") || !strings.Contains(page, ">إلغاء</a>") {
+		t.Errorf("the confirmation page in Arabic:\n%s", page)
+	}
+	alice.get("/portal/?lang=en")
+	for _, m := range []string{"GET", "HEAD"} {
+		req, _ := http.NewRequest(m, e.url+path, nil)
+		if res, _ := alice.do(req); res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s of the logoff's path: %d, want 404", m, res.StatusCode)
+		}
+	}
+	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 0 {
+		t.Fatalf("a GET logged her session off: %+v", cmds)
+	}
+	// The confirmation page's form, as posted.
+	form := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([a-z]+)" value="([^"]*)">`).FindAllStringSubmatch(page, -1) {
+		form.Set(m[1], m[2])
+	}
+	if res, _ := alice.post(path, form); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("her confirmation: %d, want 303", res.StatusCode)
+	}
+	if cmds := e.heartbeat(c.SessionHost, active); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff || cmds[0].SessionID != c.SessionID {
+		t.Errorf("after her confirmation her host got %+v, want her logoff", cmds)
+	}
+}
+
+// signOutButton is the header's Sign out form of the sign-in whose CSRF
+// token is csrf.
+func signOutButton(csrf string) string {
+	return `<form class="signout" method="post" action="/portal/signout">
+    <input type="hidden" name="csrf" value="` + csrf + `">
+    <button type="submit" id="signout">Sign out</button>`
+}
+
+// TestSignedInErrorPagesSignOut_RU1: every page a signed-in user is
+// answered with after an error (a page not found, a refused launch, a
+// session that ended, a stale form) has her header's Sign out, as her
+// home page has; a browser that is not signed in gets none (and the
+// expired sign-in's page leads to Sign in).
+func TestSignedInErrorPagesSignOut_RU1(t *testing.T) {
+	e := newEnv(t, nil)
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	for _, c := range []struct {
+		name   string
+		status int
+		answer func() (*http.Response, string)
+	}{
+		{"a page not found", http.StatusNotFound, func() (*http.Response, string) { return alice.get("/portal/nosuchpage") }},
+		{"a static file not found", http.StatusNotFound, func() (*http.Response, string) { return alice.get("/portal/static/nosuch.js") }},
+		{"a malformed launch", http.StatusBadRequest, func() (*http.Response, string) {
+			return alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"nonsense"}})
+		}},
+		{"a launch of what her feed lacks", http.StatusNotFound, func() (*http.Response, string) {
+			return alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}})
+		}},
+		{"a launch that is over", http.StatusNotFound, func() (*http.Response, string) { return alice.get("/portal/launches/" + strings.Repeat("a", 43)) }},
+		{"a logoff of a session that ended", http.StatusNotFound, func() (*http.Response, string) {
+			return alice.post("/portal/sessions/desk/01nosuchsession/logoff", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+		}},
+		{"a stale form", http.StatusForbidden, func() (*http.Response, string) {
+			return alice.post("/portal/sessions/desk/01nosuchsession/disconnect", url.Values{"csrf": {"stale"}})
+		}},
+	} {
+		res, page := c.answer()
+		if res.StatusCode != c.status || !strings.Contains(page, `id="error-page"`) || !strings.Contains(page, signOutButton(csrf)) {
+			t.Errorf("%s: %d, want %d with her Sign out:\n%s", c.name, res.StatusCode, c.status, page)
+		}
+	}
+	anon := e.browser()
+	if res, page := anon.get("/portal/nosuchpage"); res.StatusCode != http.StatusNotFound || strings.Contains(page, `id="signout"`) {
+		t.Errorf("a page not found, not signed in: %d, want 404 without Sign out:\n%s", res.StatusCode, page)
+	}
+	e.advance(30 * 24 * time.Hour)
+	if res, page := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:desk"}}); res.StatusCode != http.StatusUnauthorized ||
+		strings.Contains(page, `id="signout"`) || !strings.Contains(page, `<a href="/portal/signin" id="back">Sign in</a>`) {
+		t.Errorf("after her sign-in expired: %d, want 401 with Sign in, no Sign out:\n%s", res.StatusCode, page)
+	}
+}
+
+// TestNeverSignedInIsAskedToSignIn_RU2: a form posted by a browser that
+// never signed in (no session cookie) is asked to sign in, not told its
+// sign-in expired; one whose cookie names no live sign-in (ended,
+// expired, or made up) is told it expired. Both lead to Sign in.
+func TestNeverSignedInIsAskedToSignIn_RU2(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, c := range []struct {
+		name, cookie, want, not string
+	}{
+		{"never signed in", "", "Please sign in first.", "expired"},
+		{"a cookie of no live sign-in", strings.Repeat("0", 64), "Your sign-in has expired. Sign in again.", "Please sign in first."},
+		{"a malformed cookie", "x", "Your sign-in has expired. Sign in again.", "Please sign in first."},
+	} {
+		b := e.browser()
+		if c.cookie != "" {
+			b.c.Jar.SetCookies(mustURL(t, e.url+"/portal/"), []*http.Cookie{{Name: "vdibroker_portal", Value: c.cookie, Path: "/portal/"}})
+		}
+		res, page := b.post("/portal/launch", url.Values{"resource": {"desktop:desk"}})
+		if res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, c.want) || strings.Contains(page, c.not) ||
+			!strings.Contains(page, `<a href="/portal/signin" id="back">Sign in</a>`) {
+			t.Errorf("%s: %d, want 401 saying %q:\n%s", c.name, res.StatusCode, c.want, page)
+		}
+	}
+	// In German too.
+	b := e.browser()
+	req, _ := http.NewRequest("POST", e.url+"/portal/launch", strings.NewReader("resource=desktop%3Adesk"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept-Language", "de")
+	if res, page := b.do(req); res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "Bitte melden Sie sich zuerst an.") {
+		t.Errorf("never signed in, in German: %d\n%s", res.StatusCode, page)
+	}
+}
+
+// TestLoggingOffShownAndRefreshed_RU3: after her logoff her page (the
+// logoff's redirect names the session, ?off=) shows the session, still
+// listed, as logging off with no buttons, and carries what its script
+// refreshes the list with: /portal/sessions?off=, the list alone, at
+// most 10 tries within 2 minutes. Once her host has logged it off (its
+// agent no longer reports it) the list has it no more and asks for no
+// refresh. An ?off= that names none of her sessions marks nothing and
+// asks for no refresh.
+func TestLoggingOffShownAndRefreshed_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.activeAtDesk("alice")
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	res, _ := alice.post("/portal/sessions/desk/"+c.SessionID+"/logoff", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	to := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || to != "/portal/?off="+c.SessionID {
+		t.Fatalf("her logoff: %d to %q", res.StatusCode, to)
+	}
+	e.heartbeat(c.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateActive}) // the command, not done yet
+	row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + c.SessionID + `"[^>]*>.*?</tr>`)
+	refresh := regexp.MustCompile(`<section class="card" id="sessions" data-refresh="([^"]+)" data-delays="([^"]+)">`)
+	_, home := alice.get(to)
+	r := row.FindString(home)
+	if !strings.Contains(r, "data-logging-off") || !strings.Contains(r, ">Logging off<") || strings.Contains(r, "<button") {
+		t.Errorf("her session after her logoff: want it logging off, with no buttons:\n%s", r)
+	}
+	m := refresh.FindStringSubmatch(home)
+	if m == nil || m[1] != "/portal/sessions?off="+c.SessionID {
+		t.Fatalf("her page after her logoff asks for no refresh of her sessions (%q):\n%s", m, home)
+	}
+	total, n := 0, 0
+	for _, d := range strings.Split(m[2], ",") {
+		s, err := strconv.Atoi(d)
+		if err != nil || s <= 0 {
+			t.Fatalf("the refresh's delays %q", m[2])
+		}
+		total, n = total+s, n+1
+	}
+	if n > 10 || total > 120 || total < 60 {
+		t.Errorf("the refresh's delays %q: %d tries over %d s, want at most 10 over 1 to 2 minutes", m[2], n, total)
+	}
+	if !strings.Contains(home, `<p id="sessions-status" class="note" role="status" data-done="The session has been logged off."`) {
+		t.Errorf("her page has no status to say the logoff is done:\n%s", home)
+	}
+	// The refresh: the list alone, the session still logging off.
+	res, list := alice.get("/portal/sessions?off=" + c.SessionID)
+	if res.StatusCode != http.StatusOK || strings.Contains(list, "<html") || strings.Contains(list, `id="resources"`) ||
+		!strings.Contains(row.FindString(list), ">Logging off<") || res.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("the refreshed list: %d %q\n%s", res.StatusCode, res.Header.Get("Cache-Control"), list)
+	}
+	// Her host logged it off: gone from the list, which asks no more.
+	e.heartbeat(c.SessionHost)
+	_, list = alice.get("/portal/sessions?off=" + c.SessionID)
+	if strings.Contains(list, c.SessionID) || strings.Contains(list, "data-refresh") || !strings.Contains(list, `id="no-sessions"`) {
+		t.Errorf("the list once her host logged it off:\n%s", list)
+	}
+	// An ?off= of no session of hers marks nothing.
+	d := e.activeAtDesk("alice")
+	for _, off := range []string{"01nosuchsession", `"><script>`} {
+		_, home = alice.get("/portal/?off=" + url.QueryEscape(off))
+		if strings.Contains(home, "data-logging-off") || strings.Contains(home, "data-refresh") || !strings.Contains(home, `data-session="`+d.SessionID+`"`) {
+			t.Errorf("?off=%s: want nothing marked:\n%s", off, home)
+		}
+	}
+}
+
+// TestConfirmationNameBounded_RU3_RSEC: the confirmation page shows the
+// form's name (her page's own, as its CSRF token says) at most 200
+// characters and an ellipsis, escaped, and set apart from the sentence:
+// a name's own POP DIRECTIONAL ISOLATE and override do not reverse the
+// question after it.
+func TestConfirmationNameBounded_RU3_RSEC(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.activeAtDesk("alice")
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	path := "/portal/sessions/desk/" + c.SessionID + "/logoff"
+	for _, tc := range []struct{ name, sent, want string }{
+		// 300 of "é": 200 kept, then "…".
+		{"a long name", strings.Repeat("é", 300), "Log off \u2068" + strings.Repeat("é", 200) + "…\u2069? Anything"},
+		{"markup", `<b>x</b>`, "Log off \u2068&lt;b&gt;x&lt;/b&gt;\u2069? Anything"},
+		// The stray PDI is dropped; the override ends at the closing PDI.
+		{"a PDI and an override", "desk\u2069\u202e", "Log off \u2068desk\u202e\u2069? Anything"},
+	} {
+		_, page := alice.post(path, url.Values{"csrf": {csrf}, "name": {tc.sent}})
+		if !strings.Contains(page, `<p id="confirm-question">`+tc.want) {
+			t.Errorf("%s: the question, want %q:\n%s", tc.name, tc.want, page)
+		}
+	}
+}
