@@ -452,18 +452,26 @@ func TestAudit_Refusals(t *testing.T) {
 	}
 }
 
-// TestAudit_LogLine: every entry written is one JSON log line, message
-// "audit", for a SIEM; refusals too.
-func TestAudit_LogLine(t *testing.T) {
-	st, err := store.Open(context.Background(), "", t.TempDir(), nil)
+// loggedServer is the API on a store of its own, its log lines (JSON) in
+// the buffer returned.
+func loggedServer(t *testing.T) (*httptest.Server, *syncbuf.Buffer) {
+	t.Helper()
+	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	var logs syncbuf.Buffer
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	logs := &syncbuf.Buffer{}
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { ts.Close(); srv.Close() })
+	return ts, logs
+}
+
+// TestAudit_LogLine: every entry written is one JSON log line, message
+// "audit", for a SIEM; refusals too.
+func TestAudit_LogLine(t *testing.T) {
+	ts, logs := loggedServer(t)
 	c := vhttp.NewClient(ts.URL, adminToken)
 	if _, err := c.PutHostPool(context.Background(), "logp", map[string]any{}); err != nil {
 		t.Fatal(err)

@@ -5,18 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 
 	vhttp "github.com/vdibroker/vdibroker/http"
-	"github.com/vdibroker/vdibroker/internal/syncbuf"
-	"github.com/vdibroker/vdibroker/internal/testserver"
-	"github.com/vdibroker/vdibroker/store"
 )
 
 // TestRequestID_ClientChosen: a caller chooses X-Request-Id, and the id
@@ -27,15 +22,7 @@ import (
 // reaches none of the three as sent. A value with control bytes never
 // reaches the handler: net/http refuses the request.
 func TestRequestID_ClientChosen(t *testing.T) {
-	st, err := store.Open(t.Context(), "", t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	var logs syncbuf.Buffer
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
+	ts, logs := loggedServer(t)
 	admin := vhttp.NewClient(ts.URL, adminToken)
 	ours := regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
