@@ -215,6 +215,13 @@ func (s *Service) powerAudit(ctx context.Context, action, pool, host, by string)
 // starts, runs or stops already.
 var startable = []string{vdibroker.PowerStopped, vdibroker.PowerUnknown}
 
+// FailedStartBackoff is how long start VM on connect leaves alone a host
+// whose driver failed (a start or a stop that failed records it Unknown,
+// at the time of the failure): a broken driver or machine is asked again
+// by connects once in this time, not on every connect. An admin's start
+// (POST .../start) and the autoscaler are not held back by it.
+const FailedStartBackoff = 10 * time.Minute
+
 // StartHost asks the pool's power driver to start the host (R-A4) and records
 // PowerState Starting; by is who asked (audit: "autoscale", an admin's id, "connect").
 func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
@@ -225,10 +232,32 @@ func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
 	return s.driveStart(ctx, d, h)
 }
 
-// claimStart records that host starts. With onlyStopped (start VM on
-// connect) it succeeds only from Stopped, else from Stopped or Unknown; a
-// host in another state is a Conflict, and an error changes nothing.
-func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlyStopped bool) (Driver, *vdibroker.SessionHost, error) {
+// startableOnConnect reports whether start VM on connect may start h
+// (R-A4), and whether h is Unknown (those are started after every Stopped
+// one): Stopped, or Unknown without a heartbeat within the pool's
+// heartbeat timeout (a host whose agent heartbeats runs) and without a
+// driver failure recorded within FailedStartBackoff. A host never recorded
+// ("") has no failure. Drains are the caller's to check.
+func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) (ok, unknown bool) {
+	switch vdibroker.PowerStateOf(h, timeout, now) {
+	case vdibroker.PowerStopped:
+		return true, false
+	case vdibroker.PowerUnknown:
+		if h.LastHeartBeat != nil && now.Sub(*h.LastHeartBeat) <= timeout {
+			return false, true // its agent heartbeats (and says it shuts down)
+		}
+		if h.PowerState == vdibroker.PowerUnknown && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) < FailedStartBackoff {
+			return false, true // its driver failed a moment ago
+		}
+		return true, true
+	}
+	return false, false
+}
+
+// claimStart records that host starts, from Stopped or Unknown; a host in
+// another state is a Conflict, and an error changes nothing. onConnect
+// (start VM on connect) takes only a host startableOnConnect.
+func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConnect bool) (Driver, *vdibroker.SessionHost, error) {
 	p, err := s.store.GetHostPool(ctx, pool)
 	if err != nil {
 		return nil, nil, err
@@ -237,20 +266,23 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlySto
 	if err != nil {
 		return nil, nil, err
 	}
-	from := startable
-	if onlyStopped {
-		from = []string{vdibroker.PowerStopped}
-	}
 	cur, err := s.store.GetSessionHost(ctx, pool, host)
 	if err != nil {
 		return nil, nil, err
 	}
-	if st := vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), s.now()); st == vdibroker.PowerRunning {
+	now := s.now()
+	if st := vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now); st == vdibroker.PowerRunning {
 		// Never recorded, but its agent heartbeats: it runs.
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is Running (its agent heartbeats); only a Stopped or Unknown host is started", host)
 	}
+	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), now); onConnect && !ok {
+		// Read again under the pool's start lock: started, heartbeating
+		// or failed since the connect listed the hosts.
+		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is not started on connect: it is %s, heartbeating, or its driver failed within %s",
+			host, vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now), FailedStartBackoff)
+	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
-	h, changed, err := s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
+	h, changed, err := s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), startable...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -387,9 +419,11 @@ func (s *Service) pollPower(ctx context.Context) {
 
 // StartOnConnect is start VM on connect (R-A4), for a connect the pool
 // answered NoCapacity: when the pool starts hosts on connect and one
-// stopped host can take the user, it starts one (the first by name, or
-// the user's own in a Personal pool) and answers HostStarting with
-// Retry-After. Hosts that are starting already are counted first: N
+// host it may start can take the user, it starts one (the first Stopped
+// by name, else the first Unknown whose agent is silent and whose driver
+// has not failed within FailedStartBackoff, or the user's own in a
+// Personal pool; never one drained by an admin or the autoscaler) and
+// answers HostStarting with Retry-After. Hosts that are starting already are counted first: N
 // waiting users need ceil(N / maxSessionLimit) hosts, so a connect while
 // enough hosts start for those waiting starts none and answers
 // HostStarting too. It returns nil when it has nothing to offer (the
@@ -421,7 +455,12 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	// starting hosts, and the users they will take: their limit less the
 	// sessions placed on them already (users who wait at a gateway, R-GW5).
 	starting, room := 0, 0
-	var stopped []*vdibroker.SessionHost
+	// The hosts it may start: Stopped ones first, then Unknown ones whose
+	// agents are silent (never seen running, turned off outside the
+	// broker, a driver without status), each in name order
+	// (ListSessionHosts), as the autoscaler starts them (R-A2).
+	var stopped, unknown []*vdibroker.SessionHost
+	timeout := pool.HeartbeatTimeout()
 	// first is the first starting host with room: named in the answer, so
 	// the user reads which host they wait for.
 	first := ""
@@ -443,17 +482,22 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 			if first == "" && h.Sessions < limit {
 				first = h.Name
 			}
-		case h.PowerState == vdibroker.PowerStopped && h.AllowNewSession && !h.AutoscaleDrain:
-			stopped = append(stopped, h) // in name order (ListSessionHosts)
+		case h.AllowNewSession && !h.AutoscaleDrain:
+			switch ok, unk := startableOnConnect(h, timeout, now); {
+			case ok && unk:
+				unknown = append(unknown, h)
+			case ok:
+				stopped = append(stopped, h)
+			}
 		}
 	}
 	waiting := s.wait(pool.Name, user, now)
 	if personal && mine != nil {
 		// The user's own host (R-PE1): started for them, drained or not.
-		switch mine.PowerState {
-		case vdibroker.PowerStopped:
+		if ok, _ := startableOnConnect(mine, timeout, now); ok {
 			return s.startForConnect(ctx, d, pool, mine, user)
-		case vdibroker.PowerStarting:
+		}
+		if mine.PowerState == vdibroker.PowerStarting {
 			return hostStarting(pool.Name, mine.Name)
 		}
 		s.Unwait(pool.Name, user)
@@ -472,7 +516,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		s.Unwait(pool.Name, user)
 		return nil
 	}
-	for _, h := range stopped {
+	for _, h := range append(stopped, unknown...) {
 		err := s.startForConnect(ctx, d, pool, h, user)
 		if vdibroker.ErrorCode(err) == vdibroker.EHostStarting {
 			return err
