@@ -10,6 +10,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/placement"
+	"github.com/vdibroker/vdibroker/power"
 )
 
 // Check is one line of a host's "can it take a new session?" list (the
@@ -77,6 +78,10 @@ func hostChecks(p *vdibroker.HostPool, h *vdibroker.SessionHost, status string, 
 		text := fmt.Sprintf("No heartbeat for %s, more than heartbeatTimeoutSeconds %d: no new session until the agent is back (R-H1, R-C3).", strings.TrimSuffix(age, " ago"), int(timeout.Seconds()))
 		if h.LastHeartBeat == nil {
 			text = "No heartbeat ever: the host takes no session until `vdibroker agent` registers under this name and sends one (R-H1, R-C3)."
+		}
+		if p.StartVMOnConnect && cmp.Or(h.PowerState, vdibroker.PowerStateOf(h, timeout, now)) == vdibroker.PowerUnknown {
+			text += fmt.Sprintf(" Its power state is Unknown: a connect that finds no capacity may start it after any Stopped host, unless its driver failed in the last %d minutes (startVMOnConnect, R-A4).",
+				int(power.FailedStartBackoff/time.Minute))
 		}
 		out = append(out, check{"bad", "Unavailable", text})
 	}
