@@ -399,27 +399,29 @@ func (e *eval) hostState(host string) *vdibroker.AutoscaleHostState {
 	return hs
 }
 
-// host is a store host as the arithmetic sees it. A power state never
-// recorded (a pool without a driver, or a host no driver has told of) is
-// Running while the agent heartbeats and Unknown otherwise, as the API
-// shows it; a host the autoscaler started that is still Starting after
-// the start timeout is PowerStartTimedOut.
+// host is a store host as the arithmetic sees it. Its power state is
+// PowerStateOf's, as the API shows it: one never recorded (a pool without
+// a driver, or a host no driver has told of) is Running while the agent
+// heartbeats and Unknown otherwise, and so is one recorded Running (its
+// agent silent: turned off outside the broker, started after the other
+// Unknown ones, R-A4). A host still Starting after the start timeout is
+// PowerStartTimedOut: one the autoscaler started, or one started by a
+// connect or an admin that long ago (its Starting record's time).
 func (e *eval) host(h *vdibroker.SessionHost) Host {
-	status := vdibroker.HostStatus(h, e.pool.HeartbeatTimeout(), e.now)
-	power := h.PowerState
-	switch {
-	case power == "" && status != vdibroker.StatusUnavailable && status != vdibroker.StatusShutdown:
-		power = vdibroker.PowerRunning
-	case power == "":
-		power = vdibroker.PowerUnknown
-	case power == vdibroker.PowerStarting:
-		if hs := e.st.Hosts[h.Name]; hs != nil && hs.StartTime != nil && e.now.Sub(*hs.StartTime) >= e.a.startTO {
+	timeout := e.pool.HeartbeatTimeout()
+	status := vdibroker.HostStatus(h, timeout, e.now)
+	power := vdibroker.PowerStateOf(h, timeout, e.now)
+	if power == vdibroker.PowerStarting {
+		hs := e.st.Hosts[h.Name]
+		if hs != nil && hs.StartTime != nil && e.now.Sub(*hs.StartTime) >= e.a.startTO ||
+			h.PowerStateTime != nil && e.now.Sub(*h.PowerStateTime) >= e.a.startTO {
 			power = PowerStartTimedOut
 		}
 	}
 	return Host{
 		Name: h.Name, Placeable: vdibroker.Placeable(status), Power: power,
-		AdminDrained: !h.AllowNewSession, AutoscaleDrained: h.AutoscaleDrain,
+		SilentRunning: vdibroker.SilentRunning(h, timeout, e.now),
+		AdminDrained:  !h.AllowNewSession, AutoscaleDrained: h.AutoscaleDrain,
 		Sessions: h.Sessions, Active: h.Sessions,
 	}
 }

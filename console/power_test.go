@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
@@ -97,4 +98,15 @@ func TestConsolePower(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContains(t, b.get("/pools/pool-a/hosts/host-9"), may, "unless its driver failed in the last 10 minutes")
+
+	// A host recorded Running whose agent is silent (its machine turned
+	// off outside the broker) reads Unknown too, and may be started.
+	if _, err := e.admin.PutSessionHost(ctx, "pool-a", "host-8", vhttp.SessionHostRequest{Address: vhttp.Ptr("host-8:3389")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.store.SetPowerState(ctx, "pool-a", "host-8", vdibroker.PowerRunning, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, b.get("/pools/pool-a/hosts/host-8"), `id="host-power">Unknown`, may, "nothing says the machine runs")
+	wantContains(t, b.get("/pools/pool-a"), `data-action="start" data-host="host-8"`)
 }

@@ -1,6 +1,7 @@
 package power
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -232,26 +233,41 @@ func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
 	return s.driveStart(ctx, d, h)
 }
 
+// The order in which start VM on connect (and the autoscaler, R-A2)
+// takes the hosts it may start, each by name within its rank.
+const (
+	rankStopped = iota // the driver stopped it
+	rankUnknown        // never seen running, or its driver failed
+	// rankSilentRunning: recorded Running, its agent silent (turned off
+	// outside the broker, or a crashed agent on a running machine: a
+	// start of that gives no capacity, so it comes last).
+	rankSilentRunning
+)
+
 // startableOnConnect reports whether start VM on connect may start h
-// (R-A4), and whether h is Unknown (those are started after every Stopped
-// one): Stopped, or Unknown without a heartbeat within the pool's
-// heartbeat timeout (a host whose agent heartbeats runs) and without a
-// driver failure recorded within FailedStartBackoff. A host never recorded
-// ("") has no failure. Drains are the caller's to check.
-func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) (ok, unknown bool) {
+// (R-A4), and its rank: Stopped, or Unknown by PowerStateOf (which
+// includes a host recorded Running whose agent is silent) without a
+// heartbeat within the pool's heartbeat timeout (a host whose agent
+// heartbeats runs) and without a driver failure recorded within
+// FailedStartBackoff. A host never recorded ("") has no failure. Drains
+// are the caller's to check.
+func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) (ok bool, rank int) {
 	switch vdibroker.PowerStateOf(h, timeout, now) {
 	case vdibroker.PowerStopped:
-		return true, false
+		return true, rankStopped
 	case vdibroker.PowerUnknown:
 		if h.LastHeartBeat != nil && now.Sub(*h.LastHeartBeat) <= timeout {
-			return false, true // its agent heartbeats (and says it shuts down)
+			return false, rankUnknown // its agent heartbeats (and says it shuts down)
 		}
 		if h.PowerState == vdibroker.PowerUnknown && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) < FailedStartBackoff {
-			return false, true // its driver failed a moment ago
+			return false, rankUnknown // its driver failed a moment ago
 		}
-		return true, true
+		if vdibroker.SilentRunning(h, timeout, now) {
+			return true, rankSilentRunning
+		}
+		return true, rankUnknown
 	}
-	return false, false
+	return false, rankUnknown
 }
 
 // claimStart records that host starts, from Stopped or Unknown; a host in
@@ -272,8 +288,16 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 	}
 	now := s.now()
 	if st := vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now); st == vdibroker.PowerRunning {
-		// Never recorded, but its agent heartbeats: it runs.
+		// Its agent heartbeats: it runs.
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is Running (its agent heartbeats); only a Stopped or Unknown host is started", host)
+	}
+	from := startable
+	if vdibroker.SilentRunning(cur, p.HeartbeatTimeout(), now) {
+		// Recorded Running, its agent silent: it reads Unknown. A
+		// heartbeat between this read and the write below makes the
+		// start one of a running machine (a no-op for a driver), and the
+		// next heartbeat records it Running again.
+		from = append(slices.Clip(startable), vdibroker.PowerRunning)
 	}
 	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), now); onConnect && !ok {
 		// Read again under the pool's start lock: started, heartbeating
@@ -282,7 +306,7 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 			host, vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now), FailedStartBackoff)
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
-	h, changed, err := s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), startable...)
+	h, changed, err := s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -336,7 +360,9 @@ func (s *Service) StopHost(ctx context.Context, pool, host string, force bool, b
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.stop", pool, host, by)
 	now := s.now().UTC()
-	was := vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), now)
+	// Restored when the stop is refused: the recorded state (a silent
+	// host recorded Running stays so), else the one read.
+	was := cmp.Or(h.PowerState, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), now))
 	// Stopping takes no new session from the moment it is written (the
 	// connect's commit checks it under the host's lock), so the count it
 	// returns is final: a connect that committed since the read above is
@@ -421,8 +447,9 @@ func (s *Service) pollPower(ctx context.Context) {
 // answered NoCapacity: when the pool starts hosts on connect and one
 // host it may start can take the user, it starts one (the first Stopped
 // by name, else the first Unknown whose agent is silent and whose driver
-// has not failed within FailedStartBackoff, or the user's own in a
-// Personal pool; never one drained by an admin or the autoscaler) and
+// has not failed within FailedStartBackoff, else the first recorded
+// Running whose agent is silent, or the user's own in a Personal pool;
+// never one drained by an admin or the autoscaler) and
 // answers HostStarting with Retry-After. Hosts that are starting already are counted first: N
 // waiting users need ceil(N / maxSessionLimit) hosts, so a connect while
 // enough hosts start for those waiting starts none and answers
@@ -455,11 +482,12 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	// starting hosts, and the users they will take: their limit less the
 	// sessions placed on them already (users who wait at a gateway, R-GW5).
 	starting, room := 0, 0
-	// The hosts it may start: Stopped ones first, then Unknown ones whose
-	// agents are silent (never seen running, turned off outside the
-	// broker, a driver without status), each in name order
-	// (ListSessionHosts), as the autoscaler starts them (R-A2).
-	var stopped, unknown []*vdibroker.SessionHost
+	// The hosts it may start, by rank (startableOnConnect): Stopped ones
+	// first, then Unknown ones whose agents are silent (never seen
+	// running, turned off outside the broker, a driver without status),
+	// then those recorded Running whose agents are silent, each in name
+	// order (ListSessionHosts), as the autoscaler starts them (R-A2).
+	var ranked [rankSilentRunning + 1][]*vdibroker.SessionHost
 	timeout := pool.HeartbeatTimeout()
 	// first is the first starting host with room: named in the answer, so
 	// the user reads which host they wait for.
@@ -483,11 +511,8 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 				first = h.Name
 			}
 		case h.AllowNewSession && !h.AutoscaleDrain:
-			switch ok, unk := startableOnConnect(h, timeout, now); {
-			case ok && unk:
-				unknown = append(unknown, h)
-			case ok:
-				stopped = append(stopped, h)
+			if ok, rank := startableOnConnect(h, timeout, now); ok {
+				ranked[rank] = append(ranked[rank], h)
 			}
 		}
 	}
@@ -516,7 +541,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		s.Unwait(pool.Name, user)
 		return nil
 	}
-	for _, h := range append(stopped, unknown...) {
+	for _, h := range slices.Concat(ranked[:]...) {
 		err := s.startForConnect(ctx, d, pool, h, user)
 		if vdibroker.ErrorCode(err) == vdibroker.EHostStarting {
 			return err
