@@ -65,6 +65,21 @@ func SilentRunning(h *SessionHost, timeout time.Duration, now time.Time) bool {
 	return h.PowerState == PowerRunning && PowerStateOf(h, timeout, now) == PowerUnknown
 }
 
+// AgentSilent reports whether h's agent has been silent for longer than
+// timeout while the broker could hear it: no heartbeat within timeout of
+// now, and heardSince (the broker's start, or the end of its last store
+// outage) older than timeout too. Start VM on connect and the autoscaler
+// start a host for its silence only then (R-A4): right after a broker's
+// restart every host's last heartbeat in the store may be old, and its
+// agent's next one has not landed yet.
+func AgentSilent(h *SessionHost, timeout time.Duration, heardSince, now time.Time) bool {
+	last := heardSince
+	if h.LastHeartBeat != nil && h.LastHeartBeat.After(last) {
+		last = *h.LastHeartBeat
+	}
+	return now.Sub(last) > timeout
+}
+
 // PowerAfterHeartbeat is h's recorded power state after a heartbeat at now
 // (R-A4): an agent that heartbeats runs, so Starting and Unknown become
 // Running. Stopped and Stopping become Running only when the heartbeat

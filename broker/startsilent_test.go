@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,40 +244,7 @@ func TestAutoscalerStartsSilentRunningHosts(t *testing.T) {
 	}
 	heartbeat(t, svc, "pwr", "h4")
 
-	plan := &vdibroker.ScalingPlan{Name: "plan", TimeZone: "UTC", HostPoolType: vdibroker.Pooled, HostPools: []string{"pwr"}, Schedules: []vdibroker.ScalingSchedule{{
-		Name: "every day", DaysOfWeek: []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"},
-		RampUpStartTime: "07:00", PeakStartTime: "09:00", RampDownStartTime: "18:00", OffPeakStartTime: "22:00",
-		RampUpCapacityThresholdPct: 60, RampUpMinimumHostsPct: 100, RampDownCapacityThresholdPct: 90,
-		RampDownStopHostsWhen: vdibroker.StopWhenZeroSessions,
-	}}}
-	plan.FillDefaults()
-	if err := plan.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.PutScalingPlan(ctx, plan); err != nil {
-		t.Fatal(err)
-	}
-	a := autoscale.New(autoscale.Config{Store: st, Actions: autoscaleActions{svc}, Holder: "a", Interval: time.Minute, Now: fc.Now})
-	evaluate := func() []string {
-		t.Helper()
-		if held, err := a.Evaluate(ctx); err != nil || !held {
-			t.Fatalf("evaluate: held %v, %v", held, err)
-		}
-		evals, err := st.ListAutoscaleEvaluations(ctx, "pwr", 0, 1)
-		if err != nil || len(evals) == 0 {
-			t.Fatalf("evaluations: %v, %v", evals, err)
-		}
-		var starts []string
-		for _, x := range evals[0].Actions {
-			if x.Action == vdibroker.ActionStart {
-				if x.Error != "" {
-					t.Fatalf("start of %s: %s", x.Host, x.Error)
-				}
-				starts = append(starts, x.Host)
-			}
-		}
-		return starts
-	}
+	evaluate := everyHostPlan(t, svc, st, fc)
 	// 08:02, ramp-up. Managed: h1..h4, h6, h7 (h5 is an admin's); h4
 	// runs and h7 starts: h3 (Stopped), h2 (Unknown), then h1 (silent
 	// Running); h6 is the autoscaler's drain.
@@ -304,5 +272,94 @@ func TestAutoscalerStartsSilentRunningHosts(t *testing.T) {
 	}
 	if got := []int{sim.Calls("start", "pwr", "h3"), sim.Calls("start", "pwr", "h7")}; got[0] != 1 || got[1] != 1 {
 		t.Fatalf("starts of h3, h7: %v, want [1 1]", got)
+	}
+}
+
+// everyHostPlan stores a scaling plan for "pwr" whose ramp-up (07:00 to
+// 09:00) keeps every host running, and returns an evaluation by an
+// autoscaler acting through svc, as serve wires it (HeardSince from svc's
+// store health): the hosts it started.
+func everyHostPlan(t *testing.T, svc *Service, st *store.DB, fc *clocktesting.FakeClock) func() []string {
+	t.Helper()
+	ctx := t.Context()
+	plan := &vdibroker.ScalingPlan{Name: "plan", TimeZone: "UTC", HostPoolType: vdibroker.Pooled, HostPools: []string{"pwr"}, Schedules: []vdibroker.ScalingSchedule{{
+		Name: "every day", DaysOfWeek: []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"},
+		RampUpStartTime: "07:00", PeakStartTime: "09:00", RampDownStartTime: "18:00", OffPeakStartTime: "22:00",
+		RampUpCapacityThresholdPct: 60, RampUpMinimumHostsPct: 100, RampDownCapacityThresholdPct: 90,
+		RampDownStopHostsWhen: vdibroker.StopWhenZeroSessions,
+	}}}
+	plan.FillDefaults()
+	if err := plan.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutScalingPlan(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	a := autoscale.New(autoscale.Config{Store: st, Actions: autoscaleActions{svc}, Holder: "a", Interval: time.Minute, Now: fc.Now,
+		HeardSince: svc.StoreHealth().HeardSince})
+	return func() []string {
+		t.Helper()
+		if held, err := a.Evaluate(ctx); err != nil || !held {
+			t.Fatalf("evaluate: held %v, %v", held, err)
+		}
+		evals, err := st.ListAutoscaleEvaluations(ctx, "pwr", 0, 1)
+		if err != nil || len(evals) == 0 {
+			t.Fatalf("evaluations: %v, %v", evals, err)
+		}
+		var starts []string
+		for _, x := range evals[0].Actions {
+			if x.Action == vdibroker.ActionStart {
+				if x.Error != "" {
+					t.Fatalf("start of %s: %s", x.Host, x.Error)
+				}
+				starts = append(starts, x.Host)
+			}
+		}
+		return starts
+	}
+}
+
+// TestNoStartOfSilentHostsRightAfterARestart (R-A4, R-A2): the broker was
+// down for 5 minutes (an upgrade, its machine's reboot); when it is back,
+// every host's last heartbeat in the store is 5 minutes old and reads
+// Unknown, though the machines run and their agents' next heartbeats are
+// seconds away. Neither a connect nor the autoscaler starts any of them
+// until the broker has run for the pool's heartbeat timeout (90 s); then
+// the one whose agent is still silent is started, and not the one whose
+// agent came back.
+func TestNoStartOfSilentHostsRightAfterARestart(t *testing.T) {
+	svc, st, fc, sim, _ := unknownFixture(t, vdibroker.Pooled, "sim", 1, "h1", "h2")
+	recordRunning(t, svc, st, fc, "h1", "h2")
+	svc.Close()
+	fc.Step(5 * time.Minute)
+	svc = New(Config{Store: st, Clock: fc, PowerDrivers: power.Set{"sim": sim},
+		MaintenanceInterval: 1000 * time.Hour, PowerPollInterval: 1000 * time.Hour})
+	t.Cleanup(func() { svc.Close() })
+	evaluate := everyHostPlan(t, svc, st, fc)
+
+	fc.Step(time.Second)
+	if got := []string{readPower(t, svc, "h1"), readPower(t, svc, "h2")}; got[0] != vdibroker.PowerUnknown || got[1] != vdibroker.PowerUnknown {
+		t.Fatalf("h1, h2 read %v right after the restart, want [Unknown Unknown]", got)
+	}
+	for _, u := range []string{"alice", "bob", "carol"} {
+		if code, err := connectCode(t, svc, u); code != vdibroker.ENoCapacity {
+			t.Fatalf("%s right after the restart: %v, want NoCapacity", u, err)
+		}
+	}
+	if got := evaluate(); len(got) != 0 {
+		t.Fatalf("the autoscaler right after the restart started %v, want none", got)
+	}
+	evals, err := st.ListAutoscaleEvaluations(t.Context(), "pwr", 0, 1)
+	if err != nil || !strings.Contains(evals[0].Note, "have not reported since the broker started") {
+		t.Fatalf("the evaluation's note: %+v, %v; want it to say why nothing starts", evals, err)
+	}
+	// h1's agent is back; h2's stays silent for the timeout.
+	heartbeat(t, svc, "pwr", "h1")
+	fc.Step(90 * time.Second)
+	if got := evaluate(); !slices.Equal(got, []string{"h2"}) {
+		t.Fatalf("the autoscaler once the broker heard its hosts for the timeout started %v, want [h2]", got)
+	}
+	if got := []int{sim.Calls("start", "pwr", "h1"), sim.Calls("start", "pwr", "h2")}; got[0] != 0 || got[1] != 1 {
+		t.Fatalf("starts of h1, h2: %v, want [0 1]", got)
 	}
 }

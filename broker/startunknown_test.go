@@ -83,6 +83,9 @@ func unknownFixture(t *testing.T, typ, drv string, limit int, hosts ...string) (
 			t.Fatal(err)
 		}
 	}
+	// The broker has run past the pool's heartbeat timeout (90 s): an
+	// agent that has not reported is silent (vdibroker.AgentSilent).
+	fc.Step(2 * time.Minute)
 	return svc, st, fc, sim, broken
 }
 

@@ -74,6 +74,12 @@ type ServiceConfig struct {
 	PollInterval time.Duration
 	// Down, when set, reports a store outage: the poll waits it out.
 	Down func() bool
+	// HeardSince, when set, is since when the broker has heard its hosts
+	// (outage.Health.HeardSince: its start or the end of its last store
+	// outage); nil: since NewService. Start VM on connect takes a host's
+	// agent for silent only once this is older than the heartbeat
+	// timeout (vdibroker.AgentSilent).
+	HeardSince func() time.Time
 }
 
 // Service is the power service (vdibroker.PowerService): the loaded
@@ -85,6 +91,7 @@ type Service struct {
 	refresh func(ctx context.Context, pool, host string)
 	clock   clock.WithTicker
 	now     func() time.Time // clock.Now
+	heard   func() time.Time // ServiceConfig.HeardSince
 	log     *slog.Logger
 
 	mu      sync.Mutex
@@ -111,6 +118,11 @@ func NewService(cfg ServiceConfig) *Service {
 		s.clock = clock.RealClock{}
 	}
 	s.now = s.clock.Now
+	s.heard = cfg.HeardSince
+	if s.heard == nil {
+		made := s.now()
+		s.heard = func() time.Time { return made }
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -246,18 +258,21 @@ const (
 
 // startableOnConnect reports whether start VM on connect may start h
 // (R-A4), and its rank: Stopped, or Unknown by PowerStateOf (which
-// includes a host recorded Running whose agent is silent) without a
-// heartbeat within the pool's heartbeat timeout (a host whose agent
-// heartbeats runs) and without a driver failure recorded within
-// FailedStartBackoff. A host never recorded ("") has no failure. Drains
-// are the caller's to check.
-func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) (ok bool, rank int) {
+// includes a host recorded Running whose agent is silent) whose agent is
+// silent (vdibroker.AgentSilent: no heartbeat within the pool's heartbeat
+// timeout, while the broker, up since heard, could hear it) and without a
+// driver failure recorded within FailedStartBackoff. A host never
+// recorded ("") has no failure. Drains are the caller's to check.
+func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, heard, now time.Time) (ok bool, rank int) {
 	switch vdibroker.PowerStateOf(h, timeout, now) {
 	case vdibroker.PowerStopped:
 		return true, rankStopped
 	case vdibroker.PowerUnknown:
-		if h.LastHeartBeat != nil && now.Sub(*h.LastHeartBeat) <= timeout {
-			return false, rankUnknown // its agent heartbeats (and says it shuts down)
+		if !vdibroker.AgentSilent(h, timeout, heard, now) {
+			// Its agent heartbeats (and says it shuts down), or the
+			// broker started (or its store came back) too lately to
+			// know: its next heartbeat may not have landed yet.
+			return false, rankUnknown
 		}
 		if h.PowerState == vdibroker.PowerUnknown && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) < FailedStartBackoff {
 			return false, rankUnknown // its driver failed a moment ago
@@ -299,10 +314,10 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 		// next heartbeat records it Running again.
 		from = append(slices.Clip(startable), vdibroker.PowerRunning)
 	}
-	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), now); onConnect && !ok {
+	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), s.heard(), now); onConnect && !ok {
 		// Read again under the pool's start lock: started, heartbeating
 		// or failed since the connect listed the hosts.
-		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is not started on connect: it is %s, heartbeating, or its driver failed within %s",
+		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is not started on connect: it is %s, heartbeating (or not silent for long enough since the broker started), or its driver failed within %s",
 			host, vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now), FailedStartBackoff)
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
@@ -488,7 +503,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	// then those recorded Running whose agents are silent, each in name
 	// order (ListSessionHosts), as the autoscaler starts them (R-A2).
 	var ranked [rankSilentRunning + 1][]*vdibroker.SessionHost
-	timeout := pool.HeartbeatTimeout()
+	timeout, heard := pool.HeartbeatTimeout(), s.heard()
 	// first is the first starting host with room: named in the answer, so
 	// the user reads which host they wait for.
 	first := ""
@@ -511,7 +526,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 				first = h.Name
 			}
 		case h.AllowNewSession && !h.AutoscaleDrain:
-			if ok, rank := startableOnConnect(h, timeout, now); ok {
+			if ok, rank := startableOnConnect(h, timeout, heard, now); ok {
 				ranked[rank] = append(ranked[rank], h)
 			}
 		}
@@ -519,7 +534,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	waiting := s.wait(pool.Name, user, now)
 	if personal && mine != nil {
 		// The user's own host (R-PE1): started for them, drained or not.
-		if ok, _ := startableOnConnect(mine, timeout, now); ok {
+		if ok, _ := startableOnConnect(mine, timeout, heard, now); ok {
 			return s.startForConnect(ctx, d, pool, mine, user)
 		}
 		if mine.PowerState == vdibroker.PowerStarting {
