@@ -134,7 +134,7 @@ var poolFields = []Field{
 		Label: "Power driver", Help: "the driver of serve --power-config that starts and stops this pool's hosts (R-A4); empty: none",
 		at: func(p *HostPool) any { return &p.PowerDriver }},
 	{Path: "startVMOnConnect", Kind: KindBool, Group: GroupPower, Default: false,
-		Label: "Start VM on connect", Help: "a connect that finds no capacity starts a stopped host and answers 503 HostStarting (R-A4); needs a power driver",
+		Label: "Start VM on connect", Help: "a connect that finds no capacity starts a stopped host, else one whose power state is Unknown and whose agent is silent, and answers 503 HostStarting (R-A4); needs a power driver",
 		at: func(p *HostPool) any { return &p.StartVMOnConnect }},
 	{Path: "gatewayUsage", Kind: KindEnum, Group: GroupGateway,
 		Options: []Option{{Value: GatewayUsageGateway, Default: true}, {Value: GatewayUsageDirect}},

@@ -7,7 +7,8 @@ import (
 
 // Power states of a session host (R-A4): what the host's power
 // driver last said, or what the broker asked of it. Hosts without a power
-// driver are Running while their agent heartbeats and Unknown otherwise.
+// driver are Running while their agent heartbeats and Unknown otherwise,
+// and so are hosts recorded Running (PowerStateOf).
 const (
 	PowerRunning  = "Running"
 	PowerStarting = "Starting"
@@ -34,18 +35,49 @@ type PowerStore interface {
 	SetAutoscaleDrain(ctx context.Context, pool, host string, on bool) (*SessionHost, error)
 }
 
-// PowerStateOf is h's power state as the API shows it: the recorded one,
+// PowerStateOf is h's power state as the API, the console, the
+// autoscaler and start VM on connect read it (R-A4): the recorded one,
 // or, when no driver has spoken and the broker never asked (a pool
 // without a power driver), Running while the agent heartbeats within
-// timeout and Unknown otherwise.
+// timeout and Unknown otherwise. A recorded Running is read the same
+// way: only a heartbeat records it (PowerAfterHeartbeat), so once the
+// agent is silent for longer than timeout nothing says the machine still
+// runs (turned off outside the broker, a power cut, or a crashed agent)
+// and it reads Unknown, as a host of a pool without a driver does.
 func PowerStateOf(h *SessionHost, timeout time.Duration, now time.Time) string {
+	heartbeats := h.LastHeartBeat != nil && now.Sub(*h.LastHeartBeat) <= timeout
 	switch {
+	case h.PowerState == PowerRunning && !heartbeats:
+		return PowerUnknown
 	case h.PowerState != "":
 		return h.PowerState
-	case h.LastHeartBeat != nil && now.Sub(*h.LastHeartBeat) <= timeout && !h.ShuttingDown:
+	case heartbeats && !h.ShuttingDown:
 		return PowerRunning
 	}
 	return PowerUnknown
+}
+
+// SilentRunning reports whether h is recorded Running but reads Unknown
+// by PowerStateOf (its agent silent for longer than timeout): start VM on
+// connect and the autoscaler start such a host after the other Unknown
+// ones (R-A4), as its machine may still run with a crashed agent.
+func SilentRunning(h *SessionHost, timeout time.Duration, now time.Time) bool {
+	return h.PowerState == PowerRunning && PowerStateOf(h, timeout, now) == PowerUnknown
+}
+
+// AgentSilent reports whether h's agent has been silent for longer than
+// timeout while the broker could hear it: no heartbeat within timeout of
+// now, and heardSince (the broker's start, or the end of its last store
+// outage) older than timeout too. Start VM on connect and the autoscaler
+// start a host for its silence only then (R-A4): right after a broker's
+// restart every host's last heartbeat in the store may be old, and its
+// agent's next one has not landed yet.
+func AgentSilent(h *SessionHost, timeout time.Duration, heardSince, now time.Time) bool {
+	last := heardSince
+	if h.LastHeartBeat != nil && h.LastHeartBeat.After(last) {
+		last = *h.LastHeartBeat
+	}
+	return now.Sub(last) > timeout
 }
 
 // PowerAfterHeartbeat is h's recorded power state after a heartbeat at now

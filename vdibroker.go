@@ -110,8 +110,9 @@ type HostPool struct {
 	// PowerDriver names a driver of serve --power-config (R-A4);
 	// empty: the pool's hosts are not power-managed.
 	PowerDriver string `json:"powerDriver"`
-	// StartVMOnConnect starts a stopped host when a connect finds no
-	// capacity (R-A4), answering 503 HostStarting with Retry-After.
+	// StartVMOnConnect starts a stopped host (else an Unknown one whose
+	// agent is silent) when a connect finds no capacity (R-A4), answering
+	// 503 HostStarting with Retry-After.
 	StartVMOnConnect bool `json:"startVMOnConnect"`
 	// GatewayUsage says whether connects reach the pool's hosts through
 	// an RD gateway (R-GW1): Gateway (GatewayHostName, or the server's

@@ -66,6 +66,13 @@ type Config struct {
 	// Starting and still count as capacity to come (0: 10 minutes, the
 	// power service's start timeout).
 	StartTimeout time.Duration
+	// HeardSince, when set, is since when the broker has heard its
+	// hosts (outage.Health.HeardSince: its start or the end of its last
+	// store outage; serve sets it); nil: always (a test's). Until a
+	// pool's heartbeat timeout has passed since then, a host whose agent
+	// is silent may just not have reported yet, and the pool's hosts are
+	// not started (Host.Unheard).
+	HeardSince func() time.Time
 	// Minute is how long a minute of the plan's waits lasts
 	// (rampDownWaitTimeMinutes, stopHostAfter*Minutes); 0: a minute.
 	// Only end-to-end tests shorten it (serve's hidden --autoscale-minute).
@@ -92,12 +99,14 @@ type Autoscaler struct {
 	observe  func(*vdibroker.AutoscaleEvaluation)
 	startTO  time.Duration
 	minute   time.Duration
+	heard    func() time.Time
 }
 
 // New returns an Autoscaler; Run starts it.
 func New(cfg Config) *Autoscaler {
 	a := &Autoscaler{store: cfg.Store, act: cfg.Actions, interval: cfg.Interval, holder: cfg.Holder,
-		clock: cfg.Clock, now: cfg.Now, log: cfg.Logger, observe: cfg.Observe, startTO: cfg.StartTimeout, minute: cfg.Minute}
+		clock: cfg.Clock, now: cfg.Now, log: cfg.Logger, observe: cfg.Observe, startTO: cfg.StartTimeout, minute: cfg.Minute,
+		heard: cfg.HeardSince}
 	if a.minute <= 0 {
 		a.minute = time.Minute
 	}
@@ -120,6 +129,9 @@ func New(cfg Config) *Autoscaler {
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.heard == nil {
+		a.heard = func() time.Time { return time.Time{} }
 	}
 	return a
 }
@@ -227,6 +239,8 @@ type eval struct {
 	pool *vdibroker.HostPool
 	sc   *vdibroker.ScalingSchedule
 	now  time.Time
+	// heard is since when the broker has heard its hosts (Config.HeardSince).
+	heard time.Time
 	// notes are said in the record when nothing was done.
 	notes []string
 	// stored: the store has a state for the pool.
@@ -245,7 +259,7 @@ func (e *eval) did(action, host, reason string, err error) {
 }
 
 func (a *Autoscaler) evaluatePool(ctx context.Context, plan *vdibroker.ScalingPlan, poolName string, st *vdibroker.AutoscaleState, now time.Time) error {
-	e := &eval{a: a, now: now, stored: st != nil, rec: &vdibroker.AutoscaleEvaluation{HostPool: poolName, Time: now.UTC(), Holder: a.holder, Plan: plan.Name}}
+	e := &eval{a: a, now: now, heard: a.heard(), stored: st != nil, rec: &vdibroker.AutoscaleEvaluation{HostPool: poolName, Time: now.UTC(), Holder: a.holder, Plan: plan.Name}}
 	if st == nil {
 		st = &vdibroker.AutoscaleState{HostPool: poolName}
 	}
@@ -399,26 +413,32 @@ func (e *eval) hostState(host string) *vdibroker.AutoscaleHostState {
 	return hs
 }
 
-// host is a store host as the arithmetic sees it. A power state never
-// recorded (a pool without a driver, or a host no driver has told of) is
-// Running while the agent heartbeats and Unknown otherwise, as the API
-// shows it; a host the autoscaler started that is still Starting after
-// the start timeout is PowerStartTimedOut.
+// host is a store host as the arithmetic sees it. Its power state is
+// PowerStateOf's, as the API shows it: one never recorded (a pool without
+// a driver, or a host no driver has told of) is Running while the agent
+// heartbeats and Unknown otherwise, and so is one recorded Running (its
+// agent silent: turned off outside the broker, started after the other
+// Unknown ones, R-A4). A host still Starting after the start timeout is
+// PowerStartTimedOut: one the autoscaler started, or one started by a
+// connect or an admin that long ago (its Starting record's time). A host
+// Unknown whose agent is silent is Unheard while the broker has not heard
+// its hosts for the heartbeat timeout (vdibroker.AgentSilent).
 func (e *eval) host(h *vdibroker.SessionHost) Host {
-	status := vdibroker.HostStatus(h, e.pool.HeartbeatTimeout(), e.now)
-	power := h.PowerState
-	switch {
-	case power == "" && status != vdibroker.StatusUnavailable && status != vdibroker.StatusShutdown:
-		power = vdibroker.PowerRunning
-	case power == "":
-		power = vdibroker.PowerUnknown
-	case power == vdibroker.PowerStarting:
-		if hs := e.st.Hosts[h.Name]; hs != nil && hs.StartTime != nil && e.now.Sub(*hs.StartTime) >= e.a.startTO {
+	timeout := e.pool.HeartbeatTimeout()
+	status := vdibroker.HostStatus(h, timeout, e.now)
+	power := vdibroker.PowerStateOf(h, timeout, e.now)
+	unheard := power == vdibroker.PowerUnknown && status == vdibroker.StatusUnavailable &&
+		!vdibroker.AgentSilent(h, timeout, e.heard, e.now)
+	if power == vdibroker.PowerStarting {
+		hs := e.st.Hosts[h.Name]
+		if hs != nil && hs.StartTime != nil && e.now.Sub(*hs.StartTime) >= e.a.startTO ||
+			h.PowerStateTime != nil && e.now.Sub(*h.PowerStateTime) >= e.a.startTO {
 			power = PowerStartTimedOut
 		}
 	}
 	return Host{
 		Name: h.Name, Placeable: vdibroker.Placeable(status), Power: power,
+		SilentRunning: vdibroker.SilentRunning(h, timeout, e.now), Unheard: unheard,
 		AdminDrained: !h.AllowNewSession, AutoscaleDrained: h.AutoscaleDrain,
 		Sessions: h.Sessions, Active: h.Sessions,
 	}

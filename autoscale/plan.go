@@ -17,6 +17,16 @@ type Host struct {
 	Placeable bool
 	// Power is its power state (vdibroker.Power*, or PowerStartTimedOut).
 	Power string
+	// SilentRunning: Power is Unknown because its agent fell silent while
+	// it was recorded Running (vdibroker.SilentRunning). Started after the
+	// other Unknown hosts: its machine may run with a crashed agent.
+	SilentRunning bool
+	// Unheard: Power is Unknown and its agent silent, but the broker
+	// started (or its store came back) less than the heartbeat timeout
+	// ago, so its agent may just not have reported yet
+	// (vdibroker.AgentSilent). Neither capacity nor startable, and while
+	// a pool has one no host of it is started: its capacity is not known.
+	Unheard bool
 	// AdminDrained: an admin set allowNewSession false. The autoscaler
 	// leaves such a host alone: it neither starts, stops nor undrains it,
 	// and it is not capacity.
@@ -110,7 +120,10 @@ func stops(phase string) bool {
 //     (a cap is never exceeded, and wins over the floor and the demand);
 //   - when R + C < max(need, min): give capacity back, first by lifting
 //     autoscale drains (hosts with the most sessions first, they are
-//     running), then by starting stopped hosts (R-A2), up to the cap;
+//     running), then by starting stopped hosts (R-A2), then Unknown ones
+//     whose agents are silent, those recorded Running last (R-A4), up to
+//     the cap; none while a host is Unheard (the broker started or its
+//     store came back too lately to know whose agent is silent);
 //   - in ramp-up and peak every autoscale drain is lifted (a day must not
 //     begin with hosts left drained);
 //   - in ramp-down and off-peak, drain hosts, fewest sessions first, while
@@ -121,6 +134,7 @@ func Plan(in Input) Decision {
 	threshold, minPct, maxPct := figures(in.Phase, in.Schedule)
 	d := Decision{ThresholdPct: threshold}
 	var running, starting, stopped, unknown, draining []Host
+	unheard := 0
 	L := max(in.MaxSessionLimit, 1)
 	for _, h := range in.Hosts {
 		// A host counts at most its limit: more than that are sessions
@@ -137,13 +151,17 @@ func Plan(in Input) Decision {
 			starting = append(starting, h)
 		case h.Power == vdibroker.PowerStopped:
 			stopped = append(stopped, h)
-		case h.Power == vdibroker.PowerUnknown && !h.Placeable:
-			// A start that failed, or a host no driver has told of and
-			// whose agent is silent: started after the Stopped ones.
+		case h.Unheard:
+			unheard++
+		case h.Power == vdibroker.PowerUnknown && !h.Placeable && !h.AutoscaleDrained:
+			// A start that failed, a host no driver has told of, or one
+			// that ran, and whose agent is silent: started after the
+			// Stopped ones. One the autoscaler drains is not (as start
+			// VM on connect, R-A4): its drain stops it.
 			unknown = append(unknown, h)
 		case h.Power == vdibroker.PowerStopping || h.Power == PowerStartTimedOut || !h.Placeable:
 			// Neither capacity nor startable: on its way down, or
-			// running without a heartbeat.
+			// running and saying it shuts down.
 		case h.AutoscaleDrained:
 			draining = append(draining, h)
 		default:
@@ -183,13 +201,19 @@ func Plan(in Input) Decision {
 	}
 	byName := func(a, b Host) int { return cmp.Compare(a.Name, b.Name) }
 	slices.SortStableFunc(stopped, byName)
-	slices.SortStableFunc(unknown, byName)
+	// The silent Running ones after the other Unknown ones (R-A4).
+	slices.SortStableFunc(unknown, func(a, b Host) int {
+		return cmp.Or(compareBool(a.SilentRunning, b.SilentRunning), byName(a, b))
+	})
 	for _, h := range append(stopped, unknown...) {
-		if have >= want {
+		if have >= want || unheard > 0 {
 			break
 		}
 		d.Start = append(d.Start, Step{h.Name, reasonMore(d, need, have, want)})
 		have++
+	}
+	if have < want && unheard > 0 {
+		d.Note = fmt.Sprintf("%d hosts wanted, %d running or starting; %d hosts' agents have not reported since the broker started or its store came back: no host is started until they have had the heartbeat timeout to (R-A4)", want, have, unheard)
 	}
 	if have < want {
 		if d.Note == "" {
@@ -227,6 +251,17 @@ func Plan(in Input) Decision {
 		d.Note = noteIdle(in.Phase, d, need, want)
 	}
 	return d
+}
+
+// compareBool orders false before true.
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // reasonMore is the reason of a start or undrain.

@@ -200,6 +200,15 @@ func TestPlan(t *testing.T) {
 			hosts: append(hosts(nil, 1), Host{Name: "z", Power: vdibroker.PowerRunning, Sessions: 5}),
 			start: []string{"a0"}, used: 100, avail: 0,
 		},
+		{
+			// Right after the broker's restart: host z's agent has not
+			// reported yet (Unheard), so the 5 sessions look like no
+			// capacity (used 100%, need 1), but the stopped host is not
+			// started: z may well run (R-A4).
+			name: "nothing starts while a host is unheard", phase: vdibroker.PhaseRampUp, sc: &base, limit: 10,
+			hosts: append(hosts(nil, 1), Host{Name: "z", Power: vdibroker.PowerUnknown, Unheard: true, Sessions: 5}),
+			used:  100, avail: 0,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -180,7 +180,8 @@ func New(cfg Config) *Service {
 		s.waits.signal(pool)
 	}
 	s.power = power.NewService(power.ServiceConfig{Store: s.store, Drivers: cfg.PowerDrivers, Refresh: refresh,
-		Clock: s.clock, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down})
+		Clock: s.clock, Logger: s.log, PollInterval: cfg.PowerPollInterval, Down: s.health.Down,
+		HeardSince: s.health.HeardSince})
 	s.health.Watch()
 	return s
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/placement"
+	"github.com/vdibroker/vdibroker/power"
 )
 
 // Check is one line of a host's "can it take a new session?" list (the
@@ -78,6 +79,10 @@ func hostChecks(p *vdibroker.HostPool, h *vdibroker.SessionHost, status string, 
 		if h.LastHeartBeat == nil {
 			text = "No heartbeat ever: the host takes no session until `vdibroker agent` registers under this name and sends one (R-H1, R-C3)."
 		}
+		if p.StartVMOnConnect && vdibroker.PowerStateOf(h, timeout, now) == vdibroker.PowerUnknown {
+			text += fmt.Sprintf(" Its power state is Unknown: a connect that finds no capacity may start it after any Stopped host, unless its driver failed in the last %d minutes (startVMOnConnect, R-A4).",
+				int(power.FailedStartBackoff/time.Minute))
+		}
 		out = append(out, check{"bad", "Unavailable", text})
 	}
 	if h.AutoscaleDrain {
@@ -135,10 +140,19 @@ func remoteAppsCheck(h *vdibroker.SessionHost) check {
 // power driver, or, without one, the agent's heartbeats (R-A4), so the
 // page never shows "Running" beside "not reported".
 func powerCheck(p *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) check {
-	state := cmp.Or(h.PowerState, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), now))
+	timeout := p.HeartbeatTimeout()
+	state := vdibroker.PowerStateOf(h, timeout, now)
+	at := h.PowerStateTime
+	silent := h.LastHeartBeat == nil || now.Sub(*h.LastHeartBeat) > timeout
+	if state == vdibroker.PowerUnknown && silent && h.LastHeartBeat != nil && (at == nil || h.LastHeartBeat.After(*at)) {
+		// Running (recorded, or read from the heartbeats) until the
+		// agent fell silent: Unknown since its heartbeats timed out.
+		t := h.LastHeartBeat.Add(timeout)
+		at = &t
+	}
 	since := ""
-	if h.PowerStateTime != nil {
-		since = fmt.Sprintf(" since %s (%s ago)", h.PowerStateTime.Local().Format("2006-01-02 15:04 MST"), durationText(now.Sub(*h.PowerStateTime)))
+	if at != nil {
+		since = fmt.Sprintf(" since %s (%s ago)", at.Local().Format("2006-01-02 15:04 MST"), durationText(now.Sub(*at)))
 	}
 	if p.PowerDriver == "" {
 		from := "its agent heartbeats"
@@ -151,7 +165,11 @@ func powerCheck(p *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) 
 	if state == vdibroker.PowerStopped || state == vdibroker.PowerStopping {
 		st = "bad"
 	}
-	return check{st, "Power state", fmt.Sprintf("%s%s, from power driver %s and the agent's heartbeats (R-A4).", state, since, p.PowerDriver)}
+	text := fmt.Sprintf("%s%s, from power driver %s and the agent's heartbeats (R-A4).", state, since, p.PowerDriver)
+	if state == vdibroker.PowerUnknown && silent {
+		text += " Its agent is silent, so nothing says the machine runs: it may have been turned off outside the broker, or its agent stopped. A start (Start, or start VM on connect) asks the driver; for a machine that runs that changes nothing until its agent is back."
+	}
+	return check{st, "Power state", text}
 }
 
 // loadIndexChecks are the R-LI checks of a LoadIndex pool's host: the

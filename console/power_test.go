@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/console"
@@ -83,4 +84,29 @@ func TestConsolePower(t *testing.T) {
 	hp := b.get(a.location)
 	wantContains(t, hp, "host-2 is stopping", `id="host-power">Stopped`, "Its power driver stopped it", `id="power-form"`)
 	wantContains(t, b.get("/pools/pool-a"), `data-action="start" data-host="host-2"`)
+
+	// A host registered and never heard of is Unknown: with
+	// startVMOnConnect its page says a connect may start it (R-A4).
+	if _, err := e.admin.PutSessionHost(ctx, "pool-a", "host-9", vhttp.SessionHostRequest{Address: vhttp.Ptr("host-9:3389")}); err != nil {
+		t.Fatal(err)
+	}
+	const may = "Its power state is Unknown: a connect that finds no capacity may start it"
+	if hp := b.get("/pools/pool-a/hosts/host-9"); !strings.Contains(hp.body, `id="host-power">Unknown`) || strings.Contains(hp.body, may) {
+		t.Fatal("host-9's page without startVMOnConnect: no Unknown power state, or says a connect may start it")
+	}
+	if _, err := e.admin.PatchHostPool(ctx, "pool-a", map[string]any{"startVMOnConnect": true}); err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, b.get("/pools/pool-a/hosts/host-9"), may, "unless its driver failed in the last 10 minutes")
+
+	// A host recorded Running whose agent is silent (its machine turned
+	// off outside the broker) reads Unknown too, and may be started.
+	if _, err := e.admin.PutSessionHost(ctx, "pool-a", "host-8", vhttp.SessionHostRequest{Address: vhttp.Ptr("host-8:3389")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.store.SetPowerState(ctx, "pool-a", "host-8", vdibroker.PowerRunning, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, b.get("/pools/pool-a/hosts/host-8"), `id="host-power">Unknown`, may, "nothing says the machine runs")
+	wantContains(t, b.get("/pools/pool-a"), `data-action="start" data-host="host-8"`)
 }

@@ -33,6 +33,8 @@ func TestPostgresSuite(t *testing.T) {
 		{"Connect_RDPFile", TestConnect_RDPFile},
 		{"Connect_RC6_IdempotencyKey", TestConnect_RC6_IdempotencyKey},
 		{"Connect_RPE_Personal", TestConnect_RPE_Personal},
+		{"StartVMOnConnectUnknownHosts_RA4", TestStartVMOnConnectUnknownHosts_RA4},
+		{"StartVMOnConnectSilentRunningHosts_RA4", TestStartVMOnConnectSilentRunningHosts_RA4},
 		{"ConnectNamedSession_RC1_RPE3", TestConnectNamedSession_RC1_RPE3},
 		{"Connect_Validation", TestConnect_Validation},
 		{"HeartbeatReconciliation_RS2", TestHeartbeatReconciliation_RS2},

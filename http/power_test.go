@@ -2,6 +2,8 @@ package http_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +135,153 @@ func TestPowerAPIRefusals(t *testing.T) {
 	}
 	if _, err := e.admin.GetHostPool(ctx, "newpool"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 		t.Fatalf("refused PUT stored the pool: %v", err)
+	}
+}
+
+// TestStartVMOnConnectUnknownHosts_RA4: a new administrator registers
+// hosts and turns their machines off outside the broker; their agents
+// fall silent, and the broker never asked their driver, so they read
+// Unknown. A connect that finds no capacity starts them anyway: a
+// Stopped host first, then the Unknown ones by name, one per
+// maxSessionLimit waiting users, never a drained one; each start is
+// audited as the broker's (principal broker, id connect). Once a started
+// host heartbeats, the connect lands on it.
+func TestStartVMOnConnectUnknownHosts_RA4(t *testing.T) {
+	e, sim, pool, hosts := powerEnv(t) // limit 1; pwh001, pwh002
+	ctx := context.Background()
+	hosts = append(hosts, e.addHosts(pool, "pwx", 2)...) // pwx001, pwx002
+	if _, err := e.admin.StopSessionHost(ctx, pool, hosts[1], false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.UpdateSessionHost(ctx, pool, hosts[3], map[string]any{"allowNewSession": false}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Minute) // past heartbeatTimeoutSeconds (90): every agent is silent
+	for _, i := range []int{0, 2, 3} {
+		h, err := e.admin.GetSessionHost(ctx, pool, hosts[i])
+		if err != nil || h.PowerState != vdibroker.PowerUnknown || h.Status != vdibroker.StatusUnavailable {
+			t.Fatalf("%s: %+v, %v; want Unknown and Unavailable", hosts[i], h, err)
+		}
+	}
+	connect := func(user, starting string) {
+		t.Helper()
+		resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user": "`+user+`"}`)
+		if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || resp.Header.Get("Retry-After") != "30" {
+			t.Fatalf("%s: %d Retry-After %q %s, want 503 HostStarting", user, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+		}
+		if !strings.Contains(ve.Message, `"`+starting+`"`) {
+			t.Fatalf("%s: %q does not name %s", user, ve.Message, starting)
+		}
+		e.srvs[0].Broker.Power().Wait() // the driver is asked in the background
+	}
+	connect("bob", hosts[1])   // pwh002, Stopped, before pwh001 (Unknown)
+	connect("carol", hosts[0]) // 2 waiting, limit 1: a second host, the first Unknown
+	connect("dave", hosts[2])  // a third: pwx001 (pwx002 is drained)
+	connect("erin", hosts[0])  // none left: erin waits for those starting
+	want := map[string]int{hosts[0]: 1, hosts[1]: 1, hosts[2]: 1, hosts[3]: 0}
+	for h, n := range want {
+		if got := sim.Calls("start", pool, h); got != n {
+			t.Errorf("%s started %d times, want %d", h, got, n)
+		}
+		hr, err := e.admin.GetSessionHost(ctx, pool, h)
+		if wantState := map[bool]string{true: vdibroker.PowerStarting, false: vdibroker.PowerUnknown}[n == 1]; err != nil || hr.PowerState != wantState {
+			t.Errorf("%s: %+v, %v; want %s", h, hr, err, wantState)
+		}
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/" + pool + "/sessionhosts/" + hosts[0] + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []string
+	for _, a := range list {
+		if a.Action == "sessionhost.start" {
+			starts = append(starts, a.Principal.Kind+"/"+a.Principal.ID+":"+a.Outcome)
+		}
+	}
+	if len(starts) != 1 || starts[0] != power.PrincipalBroker+"/connect:ok" {
+		t.Fatalf("audited starts of %s: %v, want one by broker/connect", hosts[0], starts)
+	}
+	e.heartbeat(hosts[0])
+	if r := e.mustConnect(pool, "carol"); r.SessionHost != hosts[0] {
+		t.Fatalf("carol after %s's heartbeat: on %s", hosts[0], r.SessionHost)
+	}
+}
+
+// TestStartVMOnConnectSilentRunningHosts_RA4: hosts the broker started
+// and heard from are recorded Running; one is then turned off outside
+// the broker (deallocated in the cloud portal) and its agent falls
+// silent. Past heartbeatTimeoutSeconds the API reads it Unknown, and a
+// connect that finds no capacity starts it, after the Stopped host and
+// the Unknown one never heard of, audited as the broker's (principal
+// broker, id connect); the host whose agent heartbeats reads Running and
+// is never started. Once the started host heartbeats, the connect lands
+// on it.
+func TestStartVMOnConnectSilentRunningHosts_RA4(t *testing.T) {
+	e, sim, pool, hosts := powerEnv(t) // limit 1; pwh001, pwh002
+	ctx := context.Background()
+	hosts = append(hosts, e.addHosts(pool, "pwx", 2)...) // pwx001, pwx002
+	// pwh001 and pwh002: stopped, started by an admin, heard from: Running.
+	for _, h := range hosts[:2] {
+		if _, err := e.admin.StopSessionHost(ctx, pool, h, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.admin.StartSessionHost(ctx, pool, h); err != nil {
+			t.Fatal(err)
+		}
+		e.heartbeat(h)
+	}
+	if _, err := e.admin.StopSessionHost(ctx, pool, hosts[3], false); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Minute) // past heartbeatTimeoutSeconds (90)
+	e.heartbeat(hosts[0])            // pwh001's agent heartbeats; pwh002's and pwx001's are silent
+	for i, want := range []string{vdibroker.PowerRunning, vdibroker.PowerUnknown, vdibroker.PowerUnknown, vdibroker.PowerStopped} {
+		if h, err := e.admin.GetSessionHost(ctx, pool, hosts[i]); err != nil || h.PowerState != want {
+			t.Fatalf("%s: %+v, %v; want powerState %s", hosts[i], h, err, want)
+		}
+	}
+	if r := e.mustConnect(pool, "alice"); r.SessionHost != hosts[0] {
+		t.Fatalf("alice on %s, want %s", r.SessionHost, hosts[0])
+	}
+	connect := func(user, starting string) {
+		t.Helper()
+		resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user": "`+user+`"}`)
+		if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || resp.Header.Get("Retry-After") != "30" {
+			t.Fatalf("%s: %d Retry-After %q %s, want 503 HostStarting", user, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+		}
+		if !strings.Contains(ve.Message, `"`+starting+`"`) {
+			t.Fatalf("%s: %q does not name %s", user, ve.Message, starting)
+		}
+		e.srvs[0].Broker.Power().Wait() // the driver is asked in the background
+	}
+	connect("bob", hosts[3])   // pwx002, Stopped
+	connect("carol", hosts[2]) // pwx001, Unknown, never heard of since
+	connect("dave", hosts[1])  // pwh002, Running until its agent fell silent
+	connect("erin", hosts[1])  // none left (pwh001 runs): erin waits, told of the first starting by name
+	for i, n := range []int{0, 1, 1, 1} {
+		// pwh001 and pwh002 were started once by the admin.
+		if i < 2 {
+			n++
+		}
+		if got := sim.Calls("start", pool, hosts[i]); got != n {
+			t.Errorf("%s started %d times, want %d", hosts[i], got, n)
+		}
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/" + pool + "/sessionhosts/" + hosts[1] + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []string
+	for _, a := range list {
+		if a.Action == "sessionhost.start" {
+			starts = append(starts, a.Principal.Kind+"/"+a.Principal.ID)
+		}
+	}
+	if !slices.Contains(starts, power.PrincipalBroker+"/connect") || len(starts) != 2 {
+		t.Fatalf("audited starts of %s: %v, want the admin's and one by broker/connect", hosts[1], starts)
+	}
+	e.heartbeat(hosts[1])
+	if r := e.mustConnect(pool, "dave"); r.SessionHost != hosts[1] {
+		t.Fatalf("dave after %s's heartbeat: on %s", hosts[1], r.SessionHost)
 	}
 }

@@ -9,7 +9,7 @@
 //
 // Service is the power service beside them (vdibroker.PowerService): it
 // records a host's power state in the broker's store before and after it
-// asks the pool's driver (service.go), starts a stopped host for a connect
-// that found no capacity (start VM on connect, R-A4), and polls the
-// drivers of stopping hosts.
+// asks the pool's driver (service.go), starts a stopped (else a silent
+// Unknown) host for a connect that found no capacity (start VM on
+// connect, R-A4), and polls the drivers of stopping hosts.
 package power

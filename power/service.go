@@ -1,6 +1,7 @@
 package power
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,6 +74,12 @@ type ServiceConfig struct {
 	PollInterval time.Duration
 	// Down, when set, reports a store outage: the poll waits it out.
 	Down func() bool
+	// HeardSince, when set, is since when the broker has heard its hosts
+	// (outage.Health.HeardSince: its start or the end of its last store
+	// outage); nil: since NewService. Start VM on connect takes a host's
+	// agent for silent only once this is older than the heartbeat
+	// timeout (vdibroker.AgentSilent).
+	HeardSince func() time.Time
 }
 
 // Service is the power service (vdibroker.PowerService): the loaded
@@ -84,6 +91,7 @@ type Service struct {
 	refresh func(ctx context.Context, pool, host string)
 	clock   clock.WithTicker
 	now     func() time.Time // clock.Now
+	heard   func() time.Time // ServiceConfig.HeardSince
 	log     *slog.Logger
 
 	mu      sync.Mutex
@@ -110,6 +118,11 @@ func NewService(cfg ServiceConfig) *Service {
 		s.clock = clock.RealClock{}
 	}
 	s.now = s.clock.Now
+	s.heard = cfg.HeardSince
+	if s.heard == nil {
+		made := s.now()
+		s.heard = func() time.Time { return made }
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -215,6 +228,13 @@ func (s *Service) powerAudit(ctx context.Context, action, pool, host, by string)
 // starts, runs or stops already.
 var startable = []string{vdibroker.PowerStopped, vdibroker.PowerUnknown}
 
+// FailedStartBackoff is how long start VM on connect leaves alone a host
+// whose driver failed (a start or a stop that failed records it Unknown,
+// at the time of the failure): a broken driver or machine is asked again
+// by connects once in this time, not on every connect. An admin's start
+// (POST .../start) and the autoscaler are not held back by it.
+const FailedStartBackoff = 10 * time.Minute
+
 // StartHost asks the pool's power driver to start the host (R-A4) and records
 // PowerState Starting; by is who asked (audit: "autoscale", an admin's id, "connect").
 func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
@@ -225,10 +245,50 @@ func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
 	return s.driveStart(ctx, d, h)
 }
 
-// claimStart records that host starts. With onlyStopped (start VM on
-// connect) it succeeds only from Stopped, else from Stopped or Unknown; a
-// host in another state is a Conflict, and an error changes nothing.
-func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlyStopped bool) (Driver, *vdibroker.SessionHost, error) {
+// The order in which start VM on connect (and the autoscaler, R-A2)
+// takes the hosts it may start, each by name within its rank.
+const (
+	rankStopped = iota // the driver stopped it
+	rankUnknown        // never seen running, or its driver failed
+	// rankSilentRunning: recorded Running, its agent silent (turned off
+	// outside the broker, or a crashed agent on a running machine: a
+	// start of that gives no capacity, so it comes last).
+	rankSilentRunning
+)
+
+// startableOnConnect reports whether start VM on connect may start h
+// (R-A4), and its rank: Stopped, or Unknown by PowerStateOf (which
+// includes a host recorded Running whose agent is silent) whose agent is
+// silent (vdibroker.AgentSilent: no heartbeat within the pool's heartbeat
+// timeout, while the broker, up since heard, could hear it) and without a
+// driver failure recorded within FailedStartBackoff. A host never
+// recorded ("") has no failure. Drains are the caller's to check.
+func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, heard, now time.Time) (ok bool, rank int) {
+	switch vdibroker.PowerStateOf(h, timeout, now) {
+	case vdibroker.PowerStopped:
+		return true, rankStopped
+	case vdibroker.PowerUnknown:
+		if !vdibroker.AgentSilent(h, timeout, heard, now) {
+			// Its agent heartbeats (and says it shuts down), or the
+			// broker started (or its store came back) too lately to
+			// know: its next heartbeat may not have landed yet.
+			return false, rankUnknown
+		}
+		if h.PowerState == vdibroker.PowerUnknown && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) < FailedStartBackoff {
+			return false, rankUnknown // its driver failed a moment ago
+		}
+		if vdibroker.SilentRunning(h, timeout, now) {
+			return true, rankSilentRunning
+		}
+		return true, rankUnknown
+	}
+	return false, rankUnknown
+}
+
+// claimStart records that host starts, from Stopped or Unknown; a host in
+// another state is a Conflict, and an error changes nothing. onConnect
+// (start VM on connect) takes only a host startableOnConnect.
+func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConnect bool) (Driver, *vdibroker.SessionHost, error) {
 	p, err := s.store.GetHostPool(ctx, pool)
 	if err != nil {
 		return nil, nil, err
@@ -237,17 +297,28 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onlySto
 	if err != nil {
 		return nil, nil, err
 	}
-	from := startable
-	if onlyStopped {
-		from = []string{vdibroker.PowerStopped}
-	}
 	cur, err := s.store.GetSessionHost(ctx, pool, host)
 	if err != nil {
 		return nil, nil, err
 	}
-	if st := vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), s.now()); st == vdibroker.PowerRunning {
-		// Never recorded, but its agent heartbeats: it runs.
+	now := s.now()
+	if st := vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now); st == vdibroker.PowerRunning {
+		// Its agent heartbeats: it runs.
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is Running (its agent heartbeats); only a Stopped or Unknown host is started", host)
+	}
+	from := startable
+	if vdibroker.SilentRunning(cur, p.HeartbeatTimeout(), now) {
+		// Recorded Running, its agent silent: it reads Unknown. A
+		// heartbeat between this read and the write below makes the
+		// start one of a running machine (a no-op for a driver), and the
+		// next heartbeat records it Running again.
+		from = append(slices.Clip(startable), vdibroker.PowerRunning)
+	}
+	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), s.heard(), now); onConnect && !ok {
+		// Read again under the pool's start lock: started, heartbeating
+		// or failed since the connect listed the hosts.
+		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is not started on connect: it is %s, heartbeating (or not silent for long enough since the broker started), or its driver failed within %s",
+			host, vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now), FailedStartBackoff)
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
 	h, changed, err := s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
@@ -304,7 +375,9 @@ func (s *Service) StopHost(ctx context.Context, pool, host string, force bool, b
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.stop", pool, host, by)
 	now := s.now().UTC()
-	was := vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), now)
+	// Restored when the stop is refused: the recorded state (a silent
+	// host recorded Running stays so), else the one read.
+	was := cmp.Or(h.PowerState, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), now))
 	// Stopping takes no new session from the moment it is written (the
 	// connect's commit checks it under the host's lock), so the count it
 	// returns is final: a connect that committed since the read above is
@@ -387,9 +460,12 @@ func (s *Service) pollPower(ctx context.Context) {
 
 // StartOnConnect is start VM on connect (R-A4), for a connect the pool
 // answered NoCapacity: when the pool starts hosts on connect and one
-// stopped host can take the user, it starts one (the first by name, or
-// the user's own in a Personal pool) and answers HostStarting with
-// Retry-After. Hosts that are starting already are counted first: N
+// host it may start can take the user, it starts one (the first Stopped
+// by name, else the first Unknown whose agent is silent and whose driver
+// has not failed within FailedStartBackoff, else the first recorded
+// Running whose agent is silent, or the user's own in a Personal pool;
+// never one drained by an admin or the autoscaler) and
+// answers HostStarting with Retry-After. Hosts that are starting already are counted first: N
 // waiting users need ceil(N / maxSessionLimit) hosts, so a connect while
 // enough hosts start for those waiting starts none and answers
 // HostStarting too. It returns nil when it has nothing to offer (the
@@ -421,7 +497,13 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	// starting hosts, and the users they will take: their limit less the
 	// sessions placed on them already (users who wait at a gateway, R-GW5).
 	starting, room := 0, 0
-	var stopped []*vdibroker.SessionHost
+	// The hosts it may start, by rank (startableOnConnect): Stopped ones
+	// first, then Unknown ones whose agents are silent (never seen
+	// running, turned off outside the broker, a driver without status),
+	// then those recorded Running whose agents are silent, each in name
+	// order (ListSessionHosts), as the autoscaler starts them (R-A2).
+	var ranked [rankSilentRunning + 1][]*vdibroker.SessionHost
+	timeout, heard := pool.HeartbeatTimeout(), s.heard()
 	// first is the first starting host with room: named in the answer, so
 	// the user reads which host they wait for.
 	first := ""
@@ -443,17 +525,19 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 			if first == "" && h.Sessions < limit {
 				first = h.Name
 			}
-		case h.PowerState == vdibroker.PowerStopped && h.AllowNewSession && !h.AutoscaleDrain:
-			stopped = append(stopped, h) // in name order (ListSessionHosts)
+		case h.AllowNewSession && !h.AutoscaleDrain:
+			if ok, rank := startableOnConnect(h, timeout, heard, now); ok {
+				ranked[rank] = append(ranked[rank], h)
+			}
 		}
 	}
 	waiting := s.wait(pool.Name, user, now)
 	if personal && mine != nil {
 		// The user's own host (R-PE1): started for them, drained or not.
-		switch mine.PowerState {
-		case vdibroker.PowerStopped:
+		if ok, _ := startableOnConnect(mine, timeout, heard, now); ok {
 			return s.startForConnect(ctx, d, pool, mine, user)
-		case vdibroker.PowerStarting:
+		}
+		if mine.PowerState == vdibroker.PowerStarting {
 			return hostStarting(pool.Name, mine.Name)
 		}
 		s.Unwait(pool.Name, user)
@@ -472,7 +556,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		s.Unwait(pool.Name, user)
 		return nil
 	}
-	for _, h := range stopped {
+	for _, h := range slices.Concat(ranked[:]...) {
 		err := s.startForConnect(ctx, d, pool, h, user)
 		if vdibroker.ErrorCode(err) == vdibroker.EHostStarting {
 			return err

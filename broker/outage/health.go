@@ -29,12 +29,14 @@ type Health struct {
 	past   time.Duration // total length of the outages that ended
 	// lastSince and lastEnd are the last outage that ended (zero: none).
 	lastSince, lastEnd time.Time
-	onUp               []func()
-	probing            bool
-	ping               func(ctx context.Context) error
-	interval           time.Duration // between pings of the watch and the probe
-	timeout            time.Duration // of one ping: the store timeout
-	stop               <-chan struct{}
+	// started is when the health was made: the broker's start.
+	started  time.Time
+	onUp     []func()
+	probing  bool
+	ping     func(ctx context.Context) error
+	interval time.Duration // between pings of the watch and the probe
+	timeout  time.Duration // of one ping: the store timeout
+	stop     <-chan struct{}
 }
 
 // HealthConfig is what a Health needs.
@@ -65,6 +67,7 @@ func NewHealth(cfg HealthConfig) *Health {
 		h.clock = clock.RealClock{}
 	}
 	h.now = h.clock.Now
+	h.started = h.now()
 	if h.interval <= 0 {
 		h.interval = min(h.timeout, time.Second)
 	}
@@ -87,6 +90,25 @@ func (h *Health) Status() vdibroker.HealthStatus {
 		total += h.now().Sub(h.since)
 	}
 	return vdibroker.HealthStatus{Up: !h.down, Since: h.since, Reason: h.reason, OutageSeconds: total.Seconds()}
+}
+
+// HeardSince is since when the broker has heard its hosts' heartbeats in
+// its store: its start, or the end of its last store outage, whichever is
+// later (now during an outage: the heartbeats are held in memory, not
+// written). A host whose last heartbeat in the store is older than its
+// pool's heartbeat timeout has been silent only if this is older too: at
+// a broker's start (a restart, an upgrade) or an outage's end every host
+// looks silent until its agent's next heartbeat lands (R-A4).
+func (h *Health) HeardSince() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.down {
+		return h.now()
+	}
+	if h.lastEnd.After(h.started) {
+		return h.lastEnd
+	}
+	return h.started
 }
 
 // Down reports whether an outage is under way.

@@ -40,7 +40,8 @@ func (m *Main) startAutoscale(st vdibroker.Store) {
 	}
 	host, _ := os.Hostname()
 	a := autoscale.New(autoscale.Config{Store: st, Actions: autoscaleActions{m.broker, m.broker.Power()}, Interval: m.AutoscaleInterval, Minute: m.AutoscaleMinute, Logger: m.Logger,
-		Observe: metrics.ObserveAutoscale, Holder: fmt.Sprintf("%s:%d", host, os.Getpid())})
+		Observe: metrics.ObserveAutoscale, Holder: fmt.Sprintf("%s:%d", host, os.Getpid()),
+		HeardSince: m.broker.StoreHealth().HeardSince})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
