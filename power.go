@@ -28,6 +28,12 @@ type PowerStore interface {
 	// status poll cannot undo a start asked after it; changed says whether
 	// it was written. NotFound when the host is not.
 	SetPowerState(ctx context.Context, pool, host, state string, now time.Time, from ...string) (h *SessionHost, changed bool, err error)
+	// RestartStart records host Starting anew at now while it is
+	// recorded Starting since startedBy or earlier (an admin's start of
+	// a host whose start timed out, StartTimedOut); the condition is the
+	// write's own, so admins on any replica restart it once. changed
+	// says whether it was written. NotFound when the host is not.
+	RestartStart(ctx context.Context, pool, host string, startedBy, now time.Time) (h *SessionHost, changed bool, err error)
 	// SetAutoscaleDrain sets or clears host's autoscale drain (R-A3). It
 	// never changes allowNewSession (an admin's drain), and new sessions
 	// are refused while either drain is on (the connect's conditional
@@ -55,6 +61,16 @@ func PowerStateOf(h *SessionHost, timeout time.Duration, now time.Time) string {
 		return PowerRunning
 	}
 	return PowerUnknown
+}
+
+// StartTimedOut reports whether h is recorded Starting since
+// HostStartTimeout or longer before now: its agent never heartbeated
+// after the start (its machine did not come up, or its agent is broken).
+// Start VM on connect and the autoscaler no longer count it as capacity to
+// come and never start it again; an admin's start is accepted for it, as
+// for a Stopped or Unknown host (R-A4).
+func StartTimedOut(h *SessionHost, now time.Time) bool {
+	return h.PowerState == PowerStarting && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) >= HostStartTimeout
 }
 
 // SilentRunning reports whether h is recorded Running but reads Unknown

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,5 +284,105 @@ func TestStartVMOnConnectSilentRunningHosts_RA4(t *testing.T) {
 	e.heartbeat(hosts[1])
 	if r := e.mustConnect(pool, "dave"); r.SessionHost != hosts[1] {
 		t.Fatalf("dave after %s's heartbeat: on %s", hosts[1], r.SessionHost)
+	}
+}
+
+// TestAdminRestartsTimedOutStart_RA4: a host an admin started whose agent
+// never came back (its driver's start did nothing) stays Starting. Within
+// the start timeout (10 minutes) another start is 409, saying since when
+// it starts and from when a start is accepted again, and the driver is
+// not asked. From 10 minutes on an admin's start is accepted (202): the
+// host is Starting again since now, the driver is asked once more and the
+// start is audited. Two admins starting it at once on two replicas ask
+// the driver once, the other gets 409. A connect that finds no capacity
+// never starts such a host (start VM on connect leaves it to the admin).
+func TestAdminRestartsTimedOutStart_RA4(t *testing.T) {
+	sim := &power.Simulated{}
+	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour, replicas: 2})
+	e.clock.Freeze()
+	ctx := context.Background()
+	pool := uniq("stuck")
+	e.pool(pool, map[string]any{"powerDriver": "sim", "startVMOnConnect": true, "maxSessionLimit": 1})
+	hosts := e.addHosts(pool, "sth", 2)
+	host := hosts[0]
+	// The other host is drained, so a connect has nothing but host to start.
+	if _, err := e.admin.UpdateSessionHost(ctx, pool, hosts[1], map[string]any{"allowNewSession": false}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.StopSessionHost(ctx, pool, host, false); err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.admin.StartSessionHost(ctx, pool, host)
+	if err != nil || first.PowerState != vdibroker.PowerStarting || first.PowerStateTime == nil || sim.Calls("start", pool, host) != 1 {
+		t.Fatalf("first start: %+v, %v", first, err)
+	}
+	t0 := first.PowerStateTime.UTC()
+
+	e.clock.Advance(vdibroker.HostStartTimeout - time.Minute)
+	_, err = e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "is Starting since "+t0.Format(time.RFC3339),
+		"a start is accepted again from "+t0.Add(vdibroker.HostStartTimeout).Format(time.RFC3339))
+	if n := sim.Calls("start", pool, host); n != 1 {
+		t.Fatalf("a refused start asked the driver: %d starts", n)
+	}
+
+	e.clock.Advance(time.Minute) // Starting for the start timeout
+	// A connect finds no capacity and starts nothing: the host whose
+	// start timed out is not started again on connect.
+	resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user": "bob"}`)
+	if resp.StatusCode != 503 || ve == nil || ve.Code == vdibroker.EHostStarting {
+		t.Fatalf("connect: %d %s, want 503 without HostStarting", resp.StatusCode, raw)
+	}
+	e.srvs[0].Broker.Power().Wait()
+	if n := sim.Calls("start", pool, host); n != 1 {
+		t.Fatalf("start VM on connect started a host whose start timed out: %d starts", n)
+	}
+	again, err := e.admin.StartSessionHost(ctx, pool, host)
+	if err != nil || again.PowerState != vdibroker.PowerStarting || again.PowerStateTime == nil ||
+		!again.PowerStateTime.Equal(t0.Add(vdibroker.HostStartTimeout)) || sim.Calls("start", pool, host) != 2 {
+		t.Fatalf("start after the start timeout: %+v, %v; %d starts, want Starting since %s and 2 starts",
+			again, err, sim.Calls("start", pool, host), t0.Add(vdibroker.HostStartTimeout))
+	}
+	// It starts anew: another start is 409 for 10 more minutes.
+	_, err = e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "is Starting since "+again.PowerStateTime.UTC().Format(time.RFC3339))
+
+	// Ten minutes later, two admins on two replicas at once: one start.
+	e.clock.Advance(vdibroker.HostStartTimeout)
+	codes := make(chan int, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			resp, _, _ := rawDoAt(t, e.urls[i], "POST", "/api/v1/hostpools/"+pool+"/sessionhosts/"+host+"/start", adminToken, "")
+			codes <- resp.StatusCode
+		})
+	}
+	wg.Wait()
+	close(codes)
+	var got []int
+	for c := range codes {
+		got = append(got, c)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{202, 409}) || sim.Calls("start", pool, host) != 3 {
+		t.Fatalf("two concurrent starts: %v, %d starts; want [202 409] and 3 starts", got, sim.Calls("start", pool, host))
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Target: "hostpools/" + pool + "/sessionhosts/" + host + "/start"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for _, a := range list {
+		if a.Action == "sessionhost.start" && a.Outcome == "ok" {
+			ok++
+		}
+	}
+	if ok != 3 {
+		t.Fatalf("%d audited starts, want 3: %+v", ok, list)
+	}
+	// Its agent comes back: Running.
+	e.heartbeat(host)
+	if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != vdibroker.PowerRunning {
+		t.Fatalf("after its heartbeat: %+v, %v", h, err)
 	}
 }

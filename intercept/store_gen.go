@@ -74,6 +74,7 @@ const (
 	OpLateSessionWrites         = "LateSessionWrites"
 	OpDropDirectoryPods         = "DropDirectoryPods"
 	OpSetPowerState             = "SetPowerState"
+	OpRestartStart              = "RestartStart"
 	OpSetAutoscaleDrain         = "SetAutoscaleDrain"
 	OpPutScalingPlan            = "PutScalingPlan"
 	OpGetScalingPlan            = "GetScalingPlan"
@@ -527,6 +528,15 @@ func (s *Store) DropDirectoryPods(ctx context.Context, pods []string) (r0 []stri
 func (s *Store) SetPowerState(ctx context.Context, pool string, host string, state string, now time.Time, from ...string) (r0 *vdibroker.SessionHost, r1 bool, err error) {
 	err = s.hook(ctx, OpSetPowerState, func(ctx context.Context) (err error) {
 		r0, r1, err = s.inner.SetPowerState(ctx, pool, host, state, now, from...)
+		return err
+	})
+	return r0, r1, err
+}
+
+// RestartStart runs the wrapped store's RestartStart through the hook.
+func (s *Store) RestartStart(ctx context.Context, pool string, host string, startedBy time.Time, now time.Time) (r0 *vdibroker.SessionHost, r1 bool, err error) {
+	err = s.hook(ctx, OpRestartStart, func(ctx context.Context) (err error) {
+		r0, r1, err = s.inner.RestartStart(ctx, pool, host, startedBy, now)
 		return err
 	})
 	return r0, r1, err

@@ -285,9 +285,11 @@ func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, heard, 
 	return false, rankUnknown
 }
 
-// claimStart records that host starts, from Stopped or Unknown; a host in
-// another state is a Conflict, and an error changes nothing. onConnect
-// (start VM on connect) takes only a host startableOnConnect.
+// claimStart records that host starts, from Stopped or Unknown, or, when
+// not onConnect (an admin's start), from Starting once its start timed out
+// (vdibroker.StartTimedOut); a host in another state is a Conflict, and an
+// error changes nothing. onConnect (start VM on connect) takes only a host
+// startableOnConnect, never a Starting one.
 func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConnect bool) (Driver, *vdibroker.SessionHost, error) {
 	p, err := s.store.GetHostPool(ctx, pool)
 	if err != nil {
@@ -320,17 +322,45 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is not started on connect: it is %s, heartbeating (or not silent for long enough since the broker started), or its driver failed within %s",
 			host, vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now), FailedStartBackoff)
 	}
+	restart := !onConnect && vdibroker.StartTimedOut(cur, now)
+	if cur.PowerState == vdibroker.PowerStarting && !restart {
+		return nil, nil, startingConflict(cur, host)
+	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
-	h, changed, err := s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
+	var h *vdibroker.SessionHost
+	var changed bool
+	if restart {
+		// Its agent never heartbeated after its start (R-A4): an admin
+		// starts it again. The write holds only while it is Starting
+		// since the start timeout, so of two admins (or replicas) one
+		// starts it, and the other finds it Starting since now.
+		h, changed, err = s.store.RestartStart(ctx, pool, host, s.now().UTC().Add(-StartTimeout), s.now().UTC())
+	} else {
+		h, changed, err = s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	if !changed {
-		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is %s; only a Stopped or Unknown host is started", host, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), s.now()))
+		if h.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(h, s.now()) {
+			return nil, nil, startingConflict(h, host)
+		}
+		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is %s; only a Stopped or Unknown host is started, or one Starting for %d minutes without its agent heartbeating", host, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), s.now()), int(StartTimeout/time.Minute))
 	}
 	s.refresh(context.WithoutCancel(ctx), pool, host)
 	s.log.Info("starting session host", "pool", pool, "host", host, "by", by, "driver", p.PowerDriver)
 	return d, h, nil
+}
+
+// startingConflict is the Conflict of a start of h, Starting within the
+// start timeout: since when, and from when a start is accepted again.
+func startingConflict(h *vdibroker.SessionHost, host string) error {
+	if h.PowerStateTime == nil {
+		return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting; a start is accepted again once it has been Starting for %d minutes without its agent heartbeating", host, int(StartTimeout/time.Minute))
+	}
+	at := h.PowerStateTime.UTC()
+	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s and its agent has not heartbeated yet; a start is accepted again from %s (the start timeout, %d minutes), if it is still Starting then",
+		host, at.Format(time.RFC3339), at.Add(StartTimeout).Format(time.RFC3339), int(StartTimeout/time.Minute))
 }
 
 // driveStart asks the driver to start h, recorded Starting. When the

@@ -14,6 +14,25 @@ func (s *DB) SetPowerState(ctx context.Context, pool, host, state string, now ti
 	if !slices.Contains(powerStates, state) {
 		return nil, false, vdibroker.FieldError("powerState", "must be one of Running, Starting, Stopping, Stopped, Unknown; got %q", state)
 	}
+	cond, args := "", []any(nil)
+	if len(from) > 0 {
+		cond = ` AND (CASE WHEN power_state = '' THEN 'Unknown' ELSE power_state END) IN (?` + strings.Repeat(`, ?`, len(from)-1) + `)`
+		for _, f := range from {
+			args = append(args, f)
+		}
+	}
+	return s.setPowerState(ctx, pool, host, state, now, cond, args...)
+}
+
+// RestartStart implements vdibroker.PowerStore (R-A4).
+func (s *DB) RestartStart(ctx context.Context, pool, host string, startedBy, now time.Time) (*vdibroker.SessionHost, bool, error) {
+	return s.setPowerState(ctx, pool, host, vdibroker.PowerStarting, now,
+		` AND power_state = ? AND power_state_time > 0 AND power_state_time <= ?`, vdibroker.PowerStarting, ns(startedBy))
+}
+
+// setPowerState records state at now while the host's row meets cond (SQL
+// ANDed to the UPDATE's WHERE, with its args), and says whether it did.
+func (s *DB) setPowerState(ctx context.Context, pool, host, state string, now time.Time, cond string, condArgs ...any) (*vdibroker.SessionHost, bool, error) {
 	var out *vdibroker.SessionHost
 	changed := false
 	err := s.write(ctx, func(t *tx) error {
@@ -26,14 +45,8 @@ func (s *DB) SetPowerState(ctx context.Context, pool, host, state string, now ti
 		// waited for another's lock sees the row that one left (a read
 		// of the joined host row before the wait may be older), so two
 		// replicas cannot both claim one stopped host.
-		q, args := `UPDATE session_hosts SET power_state = ?, power_state_time = ? WHERE host_pool = ? AND name = ?`,
-			[]any{state, ns(now), pool, host}
-		if len(from) > 0 {
-			q += ` AND (CASE WHEN power_state = '' THEN 'Unknown' ELSE power_state END) IN (?` + strings.Repeat(`, ?`, len(from)-1) + `)`
-			for _, f := range from {
-				args = append(args, f)
-			}
-		}
+		q := `UPDATE session_hosts SET power_state = ?, power_state_time = ? WHERE host_pool = ? AND name = ?` + cond
+		args := append([]any{state, ns(now), pool, host}, condArgs...)
 		t.touch(pool, host)
 		n, err := t.exec(ctx, q, args...)
 		if err != nil {

@@ -188,6 +188,63 @@ func TestSetPowerStateRace(t *testing.T) {
 	})
 }
 
+// TestRestartStartRace: admins on two replicas race to start again a host
+// Starting since the start timeout (its agent never came back, R-A4); the
+// write's condition (Starting, recorded at or before the cutoff) lets
+// exactly one claim it, and records Starting at its time. A host Starting
+// since after the cutoff, or in another state, is not claimed.
+func TestRestartStartRace(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		replicas := []*store.DB{tg.open(t, store.Options{}), tg.open(t, store.Options{})}
+		ctx := t.Context()
+		mustPool(t, replicas[0], pool("pw", vdibroker.Pooled))
+		mustHost(t, replicas[0], "pw", "h1")
+		mustHost(t, replicas[0], "pw", "h2")
+		if _, _, err := replicas[0].SetPowerState(ctx, "pw", "h1", vdibroker.PowerStarting, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := replicas[0].SetPowerState(ctx, "pw", "h2", vdibroker.PowerStopped, t0); err != nil {
+			t.Fatal(err)
+		}
+		now := t0.Add(vdibroker.HostStartTimeout)
+		cutoff := now.Add(-vdibroker.HostStartTimeout)
+		if _, changed, err := replicas[0].RestartStart(ctx, "pw", "h1", cutoff.Add(-time.Nanosecond), now); err != nil || changed {
+			t.Fatalf("restart of a start younger than the cutoff: changed=%v, %v", changed, err)
+		}
+		if _, changed, err := replicas[0].RestartStart(ctx, "pw", "h2", cutoff, now); err != nil || changed {
+			t.Fatalf("restart of a Stopped host: changed=%v, %v", changed, err)
+		}
+		const n = 16
+		won := make([]bool, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, won[i], errs[i] = replicas[i%2].RestartStart(ctx, "pw", "h1", cutoff, now)
+			})
+		}
+		wg.Wait()
+		winners := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("claim %d: %v", i, errs[i])
+			}
+			if won[i] {
+				winners++
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("%d claims won the restart of one host, want 1", winners)
+		}
+		h, err := replicas[1].GetSessionHost(ctx, "pw", "h1")
+		if err != nil || h.PowerState != vdibroker.PowerStarting || h.PowerStateTime == nil || !h.PowerStateTime.Equal(now) {
+			t.Fatalf("after the restart: %+v, %v; want Starting since %s", h, err, now)
+		}
+		_, _, err = replicas[0].RestartStart(ctx, "pw", "nope", cutoff, now)
+		wantCode(t, err, vdibroker.ENotFound)
+	})
+}
+
 // TestHeartbeatWaitingForStopKeepsIt (PostgreSQL): a heartbeat that waits
 // for the host's lock while a stop is being recorded must not write back
 // the Running it would have read before the wait: the stop stands
