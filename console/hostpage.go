@@ -169,7 +169,19 @@ func powerCheck(p *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) 
 	if state == vdibroker.PowerUnknown && silent {
 		text += " Its agent is silent, so nothing says the machine runs: it may have been turned off outside the broker, or its agent stopped. A start (Start, or start VM on connect) asks the driver; for a machine that runs that changes nothing until its agent is back."
 	}
+	if vdibroker.StartTimedOut(h, now) {
+		st = "warn"
+		text += " " + stuckStartText(h, now) + ": start VM on connect and the autoscaler do not start it again; Start asks its driver again, or Stop stops it."
+	}
 	return check{st, "Power state", text}
+}
+
+// stuckStartText says how long a host whose start timed out
+// (vdibroker.StartTimedOut) has been starting without its agent
+// reporting (R-A4).
+func stuckStartText(h *vdibroker.SessionHost, now time.Time) string {
+	n := int(now.Sub(*h.PowerStateTime) / time.Minute)
+	return fmt.Sprintf("It has been starting for %d minute%s without its agent reporting", n, plural(n))
 }
 
 // loadIndexChecks are the R-LI checks of a LoadIndex pool's host: the

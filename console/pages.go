@@ -387,6 +387,10 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		Status       string
 		Preference   string
 		HeartbeatAge string
+		// StuckStart, for a host whose start timed out
+		// (vdibroker.StartTimedOut), says since when: an admin may
+		// start it again (R-A4).
+		StuckStart string
 	}
 	rows := make([]hostRow, len(hosts))
 	bars := make([]hostBar, len(hosts))
@@ -398,6 +402,9 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 			age = durationText(now.Sub(*h.LastHeartBeat)) + " ago"
 		}
 		rows[i] = hostRow{SessionHost: *h, Status: st, Preference: loadindex.Preference(h.LoadIndex), HeartbeatAge: age}
+		if vdibroker.StartTimedOut(h, now) {
+			rows[i].StuckStart = stuckStartText(h, now)
+		}
 		bars[i] = hostBar{Name: h.Name, Sessions: h.Sessions, Connecting: h.ConnectingSessions, LoadIndex: h.LoadIndex, Drained: !h.AllowNewSession, Status: st}
 	}
 	row := summaryRow(*p)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,13 @@ import (
 // (seeded) uses.
 func newPowerEnv(t *testing.T) (*env, *power.Simulated) {
 	t.Helper()
+	return newPowerEnvAt(t, nil)
+}
+
+// newPowerEnvAt is newPowerEnv whose server and console read the time
+// from now (nil: the real clock).
+func newPowerEnvAt(t *testing.T, now func() time.Time) (*env, *power.Simulated) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, "", t.TempDir(), nil)
 	if err != nil {
@@ -28,9 +36,9 @@ func newPowerEnv(t *testing.T) (*env, *power.Simulated) {
 	}
 	t.Cleanup(func() { st.Close() })
 	sim := &power.Simulated{}
-	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": sim}})
+	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, PowerDrivers: power.Set{"sim": sim}, Now: now})
 	t.Cleanup(func() { srv.Close() })
-	c := console.New(console.Config{API: srv.Handler(), Store: st, Sessions: st})
+	c := console.New(console.Config{API: srv.Handler(), Store: st, Sessions: st, Now: now})
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())
@@ -109,4 +117,44 @@ func TestConsolePower(t *testing.T) {
 	}
 	wantContains(t, b.get("/pools/pool-a/hosts/host-8"), `id="host-power">Unknown`, may, "nothing says the machine runs")
 	wantContains(t, b.get("/pools/pool-a"), `data-action="start" data-host="host-8"`)
+}
+
+// TestConsoleRestartsTimedOutStart (R-A4): a host started from the
+// console whose agent never reports stays Starting. For the first 10
+// minutes (the start timeout) the pool page offers no Start for it and
+// neither page says it is stuck; from then on the pool page shows Start
+// and both pages say it has been starting for 10 minutes without its
+// agent reporting, and the Start asks the driver again.
+func TestConsoleRestartsTimedOutStart(t *testing.T) {
+	var offset atomic.Int64
+	base := time.Now()
+	now := func() time.Time { return base.Add(time.Duration(offset.Load())) }
+	e, sim := newPowerEnvAt(t, now)
+	b := e.browser()
+	b.signin(e.token(vdibroker.RoleContributor))
+	csrf := b.csrf("/pools/pool-a")
+	for _, action := range []string{"stop", "start"} {
+		wantStatus(t, b.post("/pools/pool-a/hosts/host-2/power", url.Values{"action": {action}, "csrf": {csrf}}), http.StatusSeeOther)
+	}
+	if sim.Calls("start", "pool-a", "host-2") != 1 {
+		t.Fatal("the console's start did not reach the driver")
+	}
+	const startButton, stuck = `data-action="start" data-host="host-2"`, "It has been starting for 10 minutes without its agent reporting"
+	offset.Store(int64(vdibroker.HostStartTimeout - time.Minute))
+	if pp := b.get("/pools/pool-a"); strings.Contains(pp.body, startButton) || strings.Contains(pp.body, "without its agent reporting") || !strings.Contains(pp.body, `data-power="Starting"`) {
+		t.Fatal("the pool page offers Start, or says the start is stuck, for a host Starting for 9 minutes")
+	}
+	if hp := b.get("/pools/pool-a/hosts/host-2"); strings.Contains(hp.body, "without its agent reporting") {
+		t.Fatal("the host page says the start is stuck after 9 minutes")
+	}
+	offset.Store(int64(vdibroker.HostStartTimeout))
+	wantContains(t, b.get("/pools/pool-a"), startButton, stuck)
+	wantContains(t, b.get("/pools/pool-a/hosts/host-2"), `id="host-power">Starting`, stuck, `data-action="start"`)
+	wantStatus(t, b.post("/pools/pool-a/hosts/host-2/power", url.Values{"action": {"start"}, "csrf": {csrf}}), http.StatusSeeOther)
+	if n := sim.Calls("start", "pool-a", "host-2"); n != 2 {
+		t.Fatalf("%d starts after the console's Start of a timed-out start, want 2", n)
+	}
+	if pp := b.get("/pools/pool-a"); strings.Contains(pp.body, startButton) {
+		t.Fatal("the pool page offers Start again right after the restart")
+	}
 }
