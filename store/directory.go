@@ -330,3 +330,41 @@ func (s *DB) dropDirectoryPod(ctx context.Context, pod string) error {
 		return err
 	})
 }
+
+// cleanClose names the shared_values row an SQLite store's Close writes
+// last, and its open deletes: an open that finds none follows a crash (or
+// a copy of a running store, or a release before this row).
+const cleanClose = "store.closed_cleanly"
+
+// dropCompletenessAfterCrash runs at an SQLite store's open: unless the
+// store was closed cleanly, it may lack registrations it took (R-G1): a
+// store configured synchronous=NORMAL loses its last commits with the
+// machine, and a store restored from a copy of a running one (backup)
+// lacks those made since. Its completeness records would then vouch for
+// pods whose users it no longer knows all of, and a global connect would
+// make a second session for one of them. So no pod is vouched complete
+// until its next whole list: complete_time 0, which LookupDirectory never
+// takes (connects ask each pod itself meanwhile). It then clears the row,
+// so that a crash of this open is seen by the next.
+func (s *DB) dropCompletenessAfterCrash(ctx context.Context) error {
+	return s.write(ctx, func(t *tx) error {
+		n, err := t.exec(ctx, `DELETE FROM shared_values WHERE name = ?`, cleanClose)
+		if err != nil || n > 0 {
+			return err
+		}
+		dropped, err := t.exec(ctx, `UPDATE session_directory_pods SET complete_time = 0 WHERE complete_time > 0`)
+		if dropped > 0 {
+			s.log.Info("session directory: the store was not closed cleanly; its pods are asked themselves until their next whole lists", "pods", dropped)
+		}
+		return err
+	})
+}
+
+// markClosedCleanly is Close's last write on SQLite (cleanClose), synced.
+func (s *DB) markClosedCleanly(ctx context.Context) error {
+	return s.write(ctx, func(t *tx) error {
+		_, err := t.exec(ctx, `INSERT INTO shared_values (name, value, update_time) VALUES (?, '1', ?)
+			ON CONFLICT (name) DO UPDATE SET value = excluded.value, update_time = excluded.update_time`, cleanClose, ns(s.now()))
+		return err
+	})
+}

@@ -58,6 +58,7 @@ type DB struct {
 	closing     chan struct{}
 	stopped     chan struct{} // closed when every group committer has exited
 	closeOnce   sync.Once
+	markOnce    sync.Once // Close's cleanClose row, once
 	batcherWG   sync.WaitGroup
 	opts        Options
 
@@ -257,6 +258,10 @@ func (s *DB) openSQLite(ctx context.Context, dataDir string) error {
 		s.closeDBs()
 		return err
 	}
+	if err := s.dropCompletenessAfterCrash(ctx); err != nil {
+		s.closeDBs()
+		return fmt.Errorf("open sqlite %s: %w", path, err)
+	}
 	if s.opts.CheckpointInterval >= 0 {
 		c, err := sql.Open("sqlite", base+"&_pragma=cache_size(-2048)")
 		if err != nil {
@@ -452,6 +457,19 @@ func (s *DB) Close() error {
 	// (and the directory, say, removed).
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
+	if s.d == sqliteDialect {
+		// Last, once nothing else writes (dropCompletenessAfterCrash). A
+		// store that cannot write it is taken at its next open for one
+		// that crashed, which costs that open's global connects some
+		// calls, nothing more.
+		s.markOnce.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.markClosedCleanly(ctx); err != nil {
+				s.log.Warn("store: could not record the clean close; the next open drops the session directory's completeness", "err", err)
+			}
+		})
+	}
 	return s.closeDBs()
 }
 
