@@ -419,8 +419,8 @@ func (e *eval) hostState(host string) *vdibroker.AutoscaleHostState {
 // heartbeats and Unknown otherwise, and so is one recorded Running (its
 // agent silent: turned off outside the broker, started after the other
 // Unknown ones, R-A4). A host still Starting after the start timeout is
-// PowerStartTimedOut: one the autoscaler started, or one started by a
-// connect or an admin that long ago (its Starting record's time). A host
+// PowerStartTimedOut: its latest start, the autoscaler's or the one its
+// Starting record's time says (a connect's or an admin's), is that old. A host
 // Unknown whose agent is silent is Unheard while the broker has not heard
 // its hosts for the heartbeat timeout (vdibroker.AgentSilent).
 func (e *eval) host(h *vdibroker.SessionHost) Host {
@@ -430,9 +430,15 @@ func (e *eval) host(h *vdibroker.SessionHost) Host {
 	unheard := power == vdibroker.PowerUnknown && status == vdibroker.StatusUnavailable &&
 		!vdibroker.AgentSilent(h, timeout, e.heard, e.now)
 	if power == vdibroker.PowerStarting {
-		hs := e.st.Hosts[h.Name]
-		if hs != nil && hs.StartTime != nil && e.now.Sub(*hs.StartTime) >= e.a.startTO ||
-			h.PowerStateTime != nil && e.now.Sub(*h.PowerStateTime) >= e.a.startTO {
+		// The latest start counts: an admin's start of a host whose
+		// start timed out records Starting anew (R-A4), and the host is
+		// capacity to come again for the start timeout, though the
+		// autoscaler's own start of it is older.
+		last := h.PowerStateTime
+		if hs := e.st.Hosts[h.Name]; hs != nil && hs.StartTime != nil && (last == nil || hs.StartTime.After(*last)) {
+			last = hs.StartTime
+		}
+		if last != nil && e.now.Sub(*last) >= e.a.startTO {
 			power = PowerStartTimedOut
 		}
 	}

@@ -444,13 +444,14 @@ func TestLeaseLostMidEvaluation(t *testing.T) {
 // TestStartTimeout: a host the autoscaler started that has not come up
 // within the start timeout no longer holds the demand: the next
 // evaluation starts another. A host whose power state was never recorded
-// and whose agent heartbeats is running capacity.
+// and whose agent heartbeats is running capacity. An admin's start of a
+// host whose start timed out makes it capacity to come again.
 func TestStartTimeout(t *testing.T) {
 	t0 := monday.Add(8 * time.Hour)
 	w := newWorld(t0)
 	never := running("h0", t0)
 	never.PowerState = "" // no driver has told of it: its heartbeat says it runs
-	w.addPool(testPool(), never, running("h1", t0), stoppedHost("h2"), stoppedHost("h3"))
+	w.addPool(testPool(), never, running("h1", t0), stoppedHost("h2"), stoppedHost("h3"), stoppedHost("h4"))
 	w.plans = []*vdibroker.ScalingPlan{testPlan(nil)}
 	// 13 sessions on 2 hosts of 10, ramp-up 60%: need 3.
 	for i := range 13 {
@@ -475,4 +476,23 @@ func TestStartTimeout(t *testing.T) {
 	if d := cmp.Diff([]string{"h2", "h3"}, w.starts); d != "" {
 		t.Errorf("starts (-want +got):\n%s", d)
 	}
+
+	// An admin starts h2 again (its start timed out, R-A4): Starting
+	// since t0+12m. With 19 sessions (need 4: 1900 / (10 * 60) = 3.17)
+	// h0, h1, h3 and h2 cover it: h2 is capacity to come again, though
+	// the autoscaler's own start of it is 12 minutes old.
+	restarted := t0.Add(12 * time.Minute)
+	w.at(restarted)
+	w.mu.Lock()
+	w.host("p", "h2").PowerStateTime = &restarted
+	w.mu.Unlock()
+	for i := range 6 {
+		w.addSession("p", []string{"h0", "h1"}[i%2], "late"+string(rune('a'+i)), vdibroker.StateActive, restarted)
+	}
+	evaluate(t, a)
+	wantActions(t, w.lastEval("p"))
+	// Ten minutes after the restart it counts as nothing again.
+	w.at(restarted.Add(10 * time.Minute))
+	evaluate(t, a)
+	wantActions(t, w.lastEval("p"), "Start h4")
 }

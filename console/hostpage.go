@@ -176,6 +176,14 @@ func powerCheck(p *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) 
 	return check{st, "Power state", text}
 }
 
+// startOffered reports whether the pool and host pages offer Start for h
+// (as the API shows it, its power state read by PowerStateOf): the states
+// a start is accepted from (R-A4), Stopped, Unknown, or Starting since the
+// start timeout; for any other the API answers 409.
+func startOffered(h *vdibroker.SessionHost, now time.Time) bool {
+	return h.PowerState == vdibroker.PowerStopped || h.PowerState == vdibroker.PowerUnknown || vdibroker.StartTimedOut(h, now)
+}
+
 // stuckStartText says how long a host whose start timed out
 // (vdibroker.StartTimedOut) has been starting without its agent
 // reporting (R-A4).
@@ -394,7 +402,7 @@ func (c *Console) renderHost(rq *request, code int, banner string) {
 	hist := c.hostHist.series(poolName, name)
 	c.page(rq, code, "host", map[string]any{
 		"Title": name + " · " + poolName, "Nav": "overview", "Error": banner,
-		"Pool": p, "Host": h, "Status": status, "HeartbeatAge": age,
+		"Pool": p, "Host": h, "Status": status, "HeartbeatAge": age, "CanStart": startOffered(h, now),
 		"Verdict":  hostVerdict(&p.HostPool, hosts, name, now),
 		"Checks":   hostChecks(&p.HostPool, h, status, now),
 		"Sessions": rows, "MoreSessions": next != "", "Recent": recentRows,

@@ -391,6 +391,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		// (vdibroker.StartTimedOut), says since when: an admin may
 		// start it again (R-A4).
 		StuckStart string
+		CanStart   bool // startOffered
 	}
 	rows := make([]hostRow, len(hosts))
 	bars := make([]hostBar, len(hosts))
@@ -401,7 +402,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		if h.LastHeartBeat != nil {
 			age = durationText(now.Sub(*h.LastHeartBeat)) + " ago"
 		}
-		rows[i] = hostRow{SessionHost: *h, Status: st, Preference: loadindex.Preference(h.LoadIndex), HeartbeatAge: age}
+		rows[i] = hostRow{SessionHost: *h, Status: st, Preference: loadindex.Preference(h.LoadIndex), HeartbeatAge: age, CanStart: startOffered(h, now)}
 		if vdibroker.StartTimedOut(h, now) {
 			rows[i].StuckStart = stuckStartText(h, now)
 		}

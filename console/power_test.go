@@ -56,7 +56,8 @@ func newPowerEnvAt(t *testing.T, now func() time.Time) (*env, *power.Simulated) 
 // the session's CSRF token stops the host through the API, a forged token
 // or a Reader is refused and the driver is never asked; a stop of a host
 // with sessions is refused with the API's reason; the host page shows the
-// state and the stopped host's check.
+// state and the stopped host's check, and offers the actions the API
+// accepts (Stop for a Running host, Start for a Stopped one).
 func TestConsolePower(t *testing.T) {
 	e, sim := newPowerEnv(t)
 	ctx := context.Background()
@@ -64,6 +65,11 @@ func TestConsolePower(t *testing.T) {
 	b.signin(e.token(vdibroker.RoleContributor))
 	page := b.get("/pools/pool-a")
 	wantContains(t, page, `data-power="Running"`, `data-action="stop" data-host="host-2"`)
+	// The host page offers what the API accepts: Stop for a Running
+	// host, no Start (it would be 409).
+	if hp := b.get("/pools/pool-a/hosts/host-2"); !strings.Contains(hp.body, `data-action="stop"`) || strings.Contains(hp.body, `data-action="start"`) {
+		t.Fatal("the host page of a Running host lacks Stop or offers Start")
+	}
 
 	rb := e.browser()
 	rb.signin(e.token(vdibroker.RoleReader))
@@ -90,7 +96,10 @@ func TestConsolePower(t *testing.T) {
 		t.Fatalf("after the stop: %+v, %v", h, err)
 	}
 	hp := b.get(a.location)
-	wantContains(t, hp, "host-2 is stopping", `id="host-power">Stopped`, "Its power driver stopped it", `id="power-form"`)
+	wantContains(t, hp, "host-2 is stopping", `id="host-power">Stopped`, "Its power driver stopped it", `id="power-form"`, `data-action="start"`)
+	if strings.Contains(hp.body, `data-action="stop"`) {
+		t.Fatal("the host page offers Stop for a Stopped host")
+	}
 	wantContains(t, b.get("/pools/pool-a"), `data-action="start" data-host="host-2"`)
 
 	// A host registered and never heard of is Unknown: with
@@ -121,10 +130,11 @@ func TestConsolePower(t *testing.T) {
 
 // TestConsoleRestartsTimedOutStart (R-A4): a host started from the
 // console whose agent never reports stays Starting. For the first 10
-// minutes (the start timeout) the pool page offers no Start for it and
-// neither page says it is stuck; from then on the pool page shows Start
-// and both pages say it has been starting for 10 minutes without its
-// agent reporting, and the Start asks the driver again.
+// minutes (the start timeout) neither page offers Start for it (the host
+// page offers Stop) nor says it is stuck; from then on both pages show
+// Start and say it has been starting for 10 minutes without its agent
+// reporting, and the Start asks the driver again, after which Start is
+// gone from both again.
 func TestConsoleRestartsTimedOutStart(t *testing.T) {
 	var offset atomic.Int64
 	base := time.Now()
@@ -144,17 +154,22 @@ func TestConsoleRestartsTimedOutStart(t *testing.T) {
 	if pp := b.get("/pools/pool-a"); strings.Contains(pp.body, startButton) || strings.Contains(pp.body, "without its agent reporting") || !strings.Contains(pp.body, `data-power="Starting"`) {
 		t.Fatal("the pool page offers Start, or says the start is stuck, for a host Starting for 9 minutes")
 	}
-	if hp := b.get("/pools/pool-a/hosts/host-2"); strings.Contains(hp.body, "without its agent reporting") {
-		t.Fatal("the host page says the start is stuck after 9 minutes")
+	// The host page offers Stop (to give up the start), not Start.
+	if hp := b.get("/pools/pool-a/hosts/host-2"); strings.Contains(hp.body, "without its agent reporting") ||
+		strings.Contains(hp.body, `data-action="start"`) || !strings.Contains(hp.body, `data-action="stop"`) {
+		t.Fatal("the host page says the start is stuck, offers Start or lacks Stop after 9 minutes")
 	}
 	offset.Store(int64(vdibroker.HostStartTimeout))
 	wantContains(t, b.get("/pools/pool-a"), startButton, stuck)
-	wantContains(t, b.get("/pools/pool-a/hosts/host-2"), `id="host-power">Starting`, stuck, `data-action="start"`)
-	wantStatus(t, b.post("/pools/pool-a/hosts/host-2/power", url.Values{"action": {"start"}, "csrf": {csrf}}), http.StatusSeeOther)
+	wantContains(t, b.get("/pools/pool-a/hosts/host-2"), `id="host-power">Starting`, stuck, `data-action="start"`, `data-action="stop"`)
+	wantStatus(t, b.post("/pools/pool-a/hosts/host-2/power", url.Values{"action": {"start"}, "csrf": {csrf}, "back": {"host"}}), http.StatusSeeOther)
 	if n := sim.Calls("start", "pool-a", "host-2"); n != 2 {
 		t.Fatalf("%d starts after the console's Start of a timed-out start, want 2", n)
 	}
 	if pp := b.get("/pools/pool-a"); strings.Contains(pp.body, startButton) {
 		t.Fatal("the pool page offers Start again right after the restart")
+	}
+	if hp := b.get("/pools/pool-a/hosts/host-2"); strings.Contains(hp.body, `data-action="start"`) || strings.Contains(hp.body, "without its agent reporting") {
+		t.Fatal("the host page offers Start, or says the start is stuck, right after the restart")
 	}
 }

@@ -320,8 +320,8 @@ func TestAdminRestartsTimedOutStart_RA4(t *testing.T) {
 
 	e.clock.Advance(vdibroker.HostStartTimeout - time.Minute)
 	_, err = e.admin.StartSessionHost(ctx, pool, host)
-	wantCode(t, err, vdibroker.EConflict, "is Starting since "+t0.Format(time.RFC3339),
-		"a start is accepted again from "+t0.Add(vdibroker.HostStartTimeout).Format(time.RFC3339))
+	wantCode(t, err, vdibroker.EConflict, "is Starting since "+t0.Format(time.RFC3339)+" (9 minutes ago)",
+		"a start is accepted again from "+t0.Add(vdibroker.HostStartTimeout).Format(time.RFC3339)+" (in 1 minute;")
 	if n := sim.Calls("start", pool, host); n != 1 {
 		t.Fatalf("a refused start asked the driver: %d starts", n)
 	}
@@ -345,7 +345,7 @@ func TestAdminRestartsTimedOutStart_RA4(t *testing.T) {
 	}
 	// It starts anew: another start is 409 for 10 more minutes.
 	_, err = e.admin.StartSessionHost(ctx, pool, host)
-	wantCode(t, err, vdibroker.EConflict, "is Starting since "+again.PowerStateTime.UTC().Format(time.RFC3339))
+	wantCode(t, err, vdibroker.EConflict, "is Starting since "+again.PowerStateTime.UTC().Format(time.RFC3339)+" (0 seconds ago)", "(in 10 minutes;")
 
 	// Ten minutes later, two admins on two replicas at once: one start.
 	e.clock.Advance(vdibroker.HostStartTimeout)

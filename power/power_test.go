@@ -329,3 +329,39 @@ func TestExecRefusesOptionLikeValues(t *testing.T) {
 		t.Fatalf("ran %q", b)
 	}
 }
+
+// TestStartingConflict (R-A4): the 409 of a start of a host Starting
+// within the start timeout (10 minutes) gives since when and from when a
+// start is accepted again, each in UTC and relative to now: the time
+// passed rounded down, the wait rounded up, so a retry after the wait it
+// names is accepted.
+func TestStartingConflict(t *testing.T) {
+	at := time.Date(2026, 12, 6, 13, 52, 2, 0, time.FixedZone("CET", 3600))
+	h := &vdibroker.SessionHost{PowerState: vdibroker.PowerStarting, PowerStateTime: &at}
+	for _, tc := range []struct {
+		name       string
+		since      time.Duration
+		ago, again string
+	}{
+		{"just started", 0, "(0 seconds ago)", "(in 10 minutes;"},
+		{"one second", time.Second, "(1 second ago)", "(in 10 minutes;"}, // 9m59s left, up
+		{"5m30s", 5*time.Minute + 30*time.Second, "(5 minutes ago)", "(in 5 minutes;"},
+		{"9m", 9 * time.Minute, "(9 minutes ago)", "(in 1 minute;"},
+		{"9m59.5s", 9*time.Minute + 59*time.Second + 500*time.Millisecond, "(9 minutes ago)", "(in 1 second;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := startingConflict(h, "h1", at.Add(tc.since))
+			if vdibroker.ErrorCode(err) != vdibroker.EConflict {
+				t.Fatalf("code %q, want Conflict: %v", vdibroker.ErrorCode(err), err)
+			}
+			for _, want := range []string{
+				`"h1" is Starting since 2026-12-06T12:52:02Z ` + tc.ago,
+				"accepted again from 2026-12-06T13:02:02Z " + tc.again + " the start timeout is 10 minutes)",
+			} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%q\nlacks %q", err, want)
+				}
+			}
+		})
+	}
+}

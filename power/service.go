@@ -324,7 +324,7 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 	}
 	restart := !onConnect && vdibroker.StartTimedOut(cur, now)
 	if cur.PowerState == vdibroker.PowerStarting && !restart {
-		return nil, nil, startingConflict(cur, host)
+		return nil, nil, startingConflict(cur, host, now)
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
 	var h *vdibroker.SessionHost
@@ -343,7 +343,7 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 	}
 	if !changed {
 		if h.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(h, s.now()) {
-			return nil, nil, startingConflict(h, host)
+			return nil, nil, startingConflict(h, host, s.now())
 		}
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is %s; only a Stopped or Unknown host is started, or one Starting for %d minutes without its agent heartbeating", host, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), s.now()), int(StartTimeout/time.Minute))
 	}
@@ -353,14 +353,35 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 }
 
 // startingConflict is the Conflict of a start of h, Starting within the
-// start timeout: since when, and from when a start is accepted again.
-func startingConflict(h *vdibroker.SessionHost, host string) error {
+// start timeout at now: since when, and from when a start is accepted
+// again, each as a UTC time and how long ago or from now, so an admin
+// reads both the instant and how long to wait.
+func startingConflict(h *vdibroker.SessionHost, host string, now time.Time) error {
 	if h.PowerStateTime == nil {
 		return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting; a start is accepted again once it has been Starting for %d minutes without its agent heartbeating", host, int(StartTimeout/time.Minute))
 	}
-	at := h.PowerStateTime.UTC()
-	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s and its agent has not heartbeated yet; a start is accepted again from %s (the start timeout, %d minutes), if it is still Starting then",
-		host, at.Format(time.RFC3339), at.Add(StartTimeout).Format(time.RFC3339), int(StartTimeout/time.Minute))
+	at, again := h.PowerStateTime.UTC(), h.PowerStateTime.Add(StartTimeout).UTC()
+	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s (%s ago) and its agent has not heartbeated yet; a start is accepted again from %s (in %s; the start timeout is %d minutes), if it is still Starting then",
+		host, at.Format(time.RFC3339), relative(now.Sub(at), false), again.Format(time.RFC3339), relative(again.Sub(now), true), int(StartTimeout/time.Minute))
+}
+
+// relative says d for a message: whole minutes, or whole seconds under a
+// minute; up rounds up (a wait to come: 4m10s is "5 minutes", so a retry
+// then is accepted), else down (9m50s ago is "9 minutes").
+func relative(d time.Duration, up bool) string {
+	d = max(d, 0)
+	unit, name := time.Minute, "minute"
+	if d < time.Minute {
+		unit, name = time.Second, "second"
+	}
+	n := int(d / unit)
+	if up && d%unit != 0 {
+		n++
+	}
+	if n != 1 {
+		name += "s"
+	}
+	return fmt.Sprintf("%d %s", n, name)
 }
 
 // driveStart asks the driver to start h, recorded Starting. When the

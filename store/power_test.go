@@ -192,18 +192,28 @@ func TestSetPowerStateRace(t *testing.T) {
 // Starting since the start timeout (its agent never came back, R-A4); the
 // write's condition (Starting, recorded at or before the cutoff) lets
 // exactly one claim it, and records Starting at its time. A host Starting
-// since after the cutoff, or in another state, is not claimed.
+// since after the cutoff, or in another state (Stopped; Running, recorded
+// by a heartbeat before the cutoff; Stopping, an admin's stop), is not
+// claimed and keeps its state.
 func TestRestartStartRace(t *testing.T) {
 	run(t, func(t *testing.T, tg target) {
 		replicas := []*store.DB{tg.open(t, store.Options{}), tg.open(t, store.Options{})}
 		ctx := t.Context()
 		mustPool(t, replicas[0], pool("pw", vdibroker.Pooled))
-		mustHost(t, replicas[0], "pw", "h1")
-		mustHost(t, replicas[0], "pw", "h2")
-		if _, _, err := replicas[0].SetPowerState(ctx, "pw", "h1", vdibroker.PowerStarting, t0); err != nil {
+		for _, h := range []string{"h1", "h2", "h3", "h4"} {
+			mustHost(t, replicas[0], "pw", h)
+		}
+		for h, st := range map[string]string{"h1": vdibroker.PowerStarting, "h2": vdibroker.PowerStopped, "h3": vdibroker.PowerStarting, "h4": vdibroker.PowerStarting} {
+			if _, _, err := replicas[0].SetPowerState(ctx, "pw", h, st, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// h3's agent came up a minute after its start: Running since
+		// then, long before the cutoff below. h4 is being stopped.
+		if _, err := replicas[0].ApplyHeartbeat(ctx, "pw", "h3", nil, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := replicas[0].SetPowerState(ctx, "pw", "h2", vdibroker.PowerStopped, t0); err != nil {
+		if _, _, err := replicas[0].SetPowerState(ctx, "pw", "h4", vdibroker.PowerStopping, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		now := t0.Add(vdibroker.HostStartTimeout)
@@ -211,8 +221,12 @@ func TestRestartStartRace(t *testing.T) {
 		if _, changed, err := replicas[0].RestartStart(ctx, "pw", "h1", cutoff.Add(-time.Nanosecond), now); err != nil || changed {
 			t.Fatalf("restart of a start younger than the cutoff: changed=%v, %v", changed, err)
 		}
-		if _, changed, err := replicas[0].RestartStart(ctx, "pw", "h2", cutoff, now); err != nil || changed {
-			t.Fatalf("restart of a Stopped host: changed=%v, %v", changed, err)
+		for h, want := range map[string]string{"h2": vdibroker.PowerStopped, "h3": vdibroker.PowerRunning, "h4": vdibroker.PowerStopping} {
+			late := cutoff.Add(time.Hour) // every state is older than this
+			got, changed, err := replicas[0].RestartStart(ctx, "pw", h, late, late.Add(vdibroker.HostStartTimeout))
+			if err != nil || changed || got.PowerState != want {
+				t.Fatalf("restart of %s (%s): changed=%v, %+v, %v; want %s kept", h, want, changed, got, err, want)
+			}
 		}
 		const n = 16
 		won := make([]bool, n)
@@ -243,6 +257,47 @@ func TestRestartStartRace(t *testing.T) {
 		_, _, err = replicas[0].RestartStart(ctx, "pw", "nope", cutoff, now)
 		wantCode(t, err, vdibroker.ENotFound)
 	})
+}
+
+// TestRestartWaitingForHeartbeatKeepsRunning (PostgreSQL, R-A4): an
+// admin's restart of a host whose start timed out that waits for the
+// host's lock while its agent's first heartbeat records it Running must
+// not write Starting over that Running: the restart's condition is read
+// on the row the heartbeat left.
+func TestRestartWaitingForHeartbeatKeepsRunning(t *testing.T) {
+	s, dsn := postgresStore(t)
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+	now := time.Now().UTC()
+	if _, _, err := s.SetPowerState(ctx, "p", "h1", vdibroker.PowerStarting, now.Add(-vdibroker.HostStartTimeout-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// The heartbeat's transaction: the host's lock, then Running.
+	tx := holdHostLock(t, dsn, "p", "h1")
+	if _, err := tx.ExecContext(ctx, `UPDATE session_hosts SET power_state = 'Running', power_state_time = $1, last_heartbeat = $1 WHERE host_pool = 'p' AND name = 'h1'`, now.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		changed bool
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, changed, err := s.RestartStart(context.WithoutCancel(ctx), "p", "h1", now.Add(-vdibroker.HostStartTimeout), now)
+		done <- result{changed, err}
+	}()
+	waitForLockWaiter(t, s, "the restart")
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || r.changed {
+		t.Fatalf("restart that waited for the heartbeat: changed=%v, %v; want not written", r.changed, r.err)
+	}
+	h, err := s.GetSessionHost(ctx, "p", "h1")
+	if err != nil || h.PowerState != vdibroker.PowerRunning {
+		t.Fatalf("after the restart that waited: %+v, %v; want Running kept", h, err)
+	}
 }
 
 // TestHeartbeatWaitingForStopKeepsIt (PostgreSQL): a heartbeat that waits

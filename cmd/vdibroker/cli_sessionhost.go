@@ -224,7 +224,7 @@ func newSessionHostStartCmd(a *admin) *cobra.Command {
 	var pool, name string
 	cmd := &cobra.Command{
 		Use:   "start --host-pool POOL --name HOST",
-		Short: "Start a stopped (or Unknown) session host through the pool's power driver (R-A4); it takes sessions once its agent heartbeats",
+		Short: "Start a Stopped or Unknown session host, or one whose start timed out (Starting for 10 minutes), through the pool's power driver (R-A4); it takes sessions once its agent heartbeats",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
