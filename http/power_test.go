@@ -139,6 +139,21 @@ func TestPowerAPIRefusals(t *testing.T) {
 	}
 }
 
+// wantHostStarting connects user into pool through the first replica and
+// wants 503 HostStarting with Retry-After 30 naming the host starting,
+// then waits for the driver's call (made in the background).
+func wantHostStarting(t *testing.T, e *env, pool, user, starting string) {
+	t.Helper()
+	resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user": "`+user+`"}`)
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || resp.Header.Get("Retry-After") != "30" {
+		t.Fatalf("%s: %d Retry-After %q %s, want 503 HostStarting", user, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+	}
+	if !strings.Contains(ve.Message, `"`+starting+`"`) {
+		t.Fatalf("%s: %q does not name %s", user, ve.Message, starting)
+	}
+	e.srvs[0].Broker.Power().Wait()
+}
+
 // TestStartVMOnConnectUnknownHosts_RA4: a new administrator registers
 // hosts and turns their machines off outside the broker; their agents
 // fall silent, and the broker never asked their driver, so they read
@@ -164,17 +179,7 @@ func TestStartVMOnConnectUnknownHosts_RA4(t *testing.T) {
 			t.Fatalf("%s: %+v, %v; want Unknown and Unavailable", hosts[i], h, err)
 		}
 	}
-	connect := func(user, starting string) {
-		t.Helper()
-		resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user": "`+user+`"}`)
-		if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || resp.Header.Get("Retry-After") != "30" {
-			t.Fatalf("%s: %d Retry-After %q %s, want 503 HostStarting", user, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
-		}
-		if !strings.Contains(ve.Message, `"`+starting+`"`) {
-			t.Fatalf("%s: %q does not name %s", user, ve.Message, starting)
-		}
-		e.srvs[0].Broker.Power().Wait() // the driver is asked in the background
-	}
+	connect := func(user, starting string) { t.Helper(); wantHostStarting(t, e, pool, user, starting) }
 	connect("bob", hosts[1])   // pwh002, Stopped, before pwh001 (Unknown)
 	connect("carol", hosts[0]) // 2 waiting, limit 1: a second host, the first Unknown
 	connect("dave", hosts[2])  // a third: pwx001 (pwx002 is drained)
@@ -244,17 +249,7 @@ func TestStartVMOnConnectSilentRunningHosts_RA4(t *testing.T) {
 	if r := e.mustConnect(pool, "alice"); r.SessionHost != hosts[0] {
 		t.Fatalf("alice on %s, want %s", r.SessionHost, hosts[0])
 	}
-	connect := func(user, starting string) {
-		t.Helper()
-		resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user": "`+user+`"}`)
-		if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || resp.Header.Get("Retry-After") != "30" {
-			t.Fatalf("%s: %d Retry-After %q %s, want 503 HostStarting", user, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
-		}
-		if !strings.Contains(ve.Message, `"`+starting+`"`) {
-			t.Fatalf("%s: %q does not name %s", user, ve.Message, starting)
-		}
-		e.srvs[0].Broker.Power().Wait() // the driver is asked in the background
-	}
+	connect := func(user, starting string) { t.Helper(); wantHostStarting(t, e, pool, user, starting) }
 	connect("bob", hosts[3])   // pwx002, Stopped
 	connect("carol", hosts[2]) // pwx001, Unknown, never heard of since
 	connect("dave", hosts[1])  // pwh002, Running until its agent fell silent

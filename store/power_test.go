@@ -163,25 +163,10 @@ func TestSetPowerStateRace(t *testing.T) {
 		if _, _, err := replicas[0].SetPowerState(ctx, "pw", "h1", vdibroker.PowerStopped, t0); err != nil {
 			t.Fatal(err)
 		}
-		const n = 16
-		won := make([]bool, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				_, won[i], errs[i] = replicas[i%2].SetPowerState(ctx, "pw", "h1", vdibroker.PowerStarting, t0.Add(time.Second), vdibroker.PowerStopped)
-			})
-		}
-		wg.Wait()
-		winners := 0
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("claim %d: %v", i, errs[i])
-			}
-			if won[i] {
-				winners++
-			}
-		}
+		winners := concurrentClaims(t, 16, func(i int) (bool, error) {
+			_, won, err := replicas[i%2].SetPowerState(ctx, "pw", "h1", vdibroker.PowerStarting, t0.Add(time.Second), vdibroker.PowerStopped)
+			return won, err
+		})
 		if winners != 1 {
 			t.Fatalf("%d claims won the start of one stopped host, want 1", winners)
 		}
@@ -228,25 +213,10 @@ func TestRestartStartRace(t *testing.T) {
 				t.Fatalf("restart of %s (%s): changed=%v, %+v, %v; want %s kept", h, want, changed, got, err, want)
 			}
 		}
-		const n = 16
-		won := make([]bool, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				_, won[i], errs[i] = replicas[i%2].RestartStart(ctx, "pw", "h1", cutoff, now)
-			})
-		}
-		wg.Wait()
-		winners := 0
-		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("claim %d: %v", i, errs[i])
-			}
-			if won[i] {
-				winners++
-			}
-		}
+		winners := concurrentClaims(t, 16, func(i int) (bool, error) {
+			_, won, err := replicas[i%2].RestartStart(ctx, "pw", "h1", cutoff, now)
+			return won, err
+		})
 		if winners != 1 {
 			t.Fatalf("%d claims won the restart of one host, want 1", winners)
 		}
@@ -371,4 +341,27 @@ func TestStoppingHostRefusesCommits(t *testing.T) {
 		}
 		mustCommit(t, s, placement("pw", "h1", "u-running", 10))
 	})
+}
+
+// concurrentClaims runs claim n times at once and counts those that won;
+// any error fails the test.
+func concurrentClaims(t *testing.T, n int, claim func(i int) (won bool, err error)) int {
+	t.Helper()
+	won := make([]bool, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { won[i], errs[i] = claim(i) })
+	}
+	wg.Wait()
+	winners := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("claim %d: %v", i, errs[i])
+		}
+		if won[i] {
+			winners++
+		}
+	}
+	return winners
 }
