@@ -289,3 +289,30 @@ func TestStartVMOnConnectFailedStartBackoff(t *testing.T) {
 		t.Fatalf("admin's start: %v after %d calls; want the driver's failure (Internal) after 3", err, broken.calls("h1"))
 	}
 }
+
+// TestStartVMOnConnectPersonalStartTimedOut (R-A4, R-PE4): a Personal
+// user whose own host was started on connect waits for it (HostStarting)
+// until its start times out; then she is told NoCapacity naming the host
+// and what an administrator can do, not to wait for ever, and the host is
+// not started again by her connects.
+func TestStartVMOnConnectPersonalStartTimedOut(t *testing.T) {
+	svc, st, fc, sim, _ := unknownFixture(t, vdibroker.Personal, "sim", 1, "p1")
+	if _, err := st.UpdateSessionHost(t.Context(), "pwr", "p1", func(h *vdibroker.SessionHost) error { h.AssignedUsers = []string{"dana"}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := connectCode(t, svc, "dana"); code != vdibroker.EHostStarting || power.StartingHost(err) != "p1" {
+		t.Fatalf("dana: %v, want HostStarting of p1", err)
+	}
+	fc.Step(vdibroker.HostStartTimeout - time.Minute)
+	if code, err := connectCode(t, svc, "dana"); code != vdibroker.EHostStarting {
+		t.Fatalf("dana %s after the start: %v, want HostStarting", vdibroker.HostStartTimeout-time.Minute, err)
+	}
+	fc.Step(time.Minute)
+	code, err := connectCode(t, svc, "dana")
+	if code != vdibroker.ENoCapacity || !strings.Contains(err.Error(), `"p1"`) || !strings.Contains(err.Error(), "sessionhost start") {
+		t.Fatalf("dana once the start timed out: %v, want NoCapacity naming p1 and what an administrator can do", err)
+	}
+	if n := sim.Calls("start", "pwr", "p1"); n != 1 {
+		t.Fatalf("p1 started %d times, want 1", n)
+	}
+}

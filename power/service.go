@@ -588,10 +588,16 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		if ok, _ := startableOnConnect(mine, timeout, heard, now); ok {
 			return s.startForConnect(ctx, d, pool, mine, user)
 		}
-		if mine.PowerState == vdibroker.PowerStarting {
+		if mine.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(mine, now) {
 			return hostStarting(pool.Name, mine.Name)
 		}
 		s.Unwait(pool.Name, user)
+		if mine.PowerState == vdibroker.PowerStarting {
+			// Its start timed out: she is not told to wait for ever
+			// (connects never start it again; an admin may).
+			return vdibroker.Errorf(vdibroker.ENoCapacity, "session host %q, assigned to %s, was started %s ago and its agent has not reported since; an administrator can start it again (vdibroker sessionhost start) once they have looked at the machine",
+				mine.Name, user, now.Sub(*mine.PowerStateTime).Round(time.Minute))
+		}
 		return nil
 	}
 	if personal && pool.PersonalDesktopAssignmentType == vdibroker.Direct {
