@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"k8s.io/utils/clock"
 
@@ -313,7 +314,7 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 		}
 		if sess == nil {
 			if r.Method == http.MethodGet {
-				http.Redirect(w, r, SigninPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				http.Redirect(w, r, SigninPath+"?next="+url.QueryEscape(returnTo(r)), http.StatusSeeOther)
 				return
 			}
 			// A browser that never signed in (no session cookie) is asked
@@ -334,9 +335,7 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			p.refused(r, "portal/csrf", vdibroker.Cut(r.Method+" "+r.URL.Path+": the form lacks this sign-in's CSRF token or comes from another site", vdibroker.MaxAuditField))
 			// Still signed in: the page keeps her header's Sign out.
 			l := pickLang(w, r, p.secure(r))
-			w.Header().Set("Cache-Control", "no-store")
-			p.render(w, r, http.StatusForbidden, "error", l, map[string]any{"Message": l.T("error.csrf"), "Status": http.StatusForbidden,
-				"CSRF": sess.CSRF, "SignedIn": true})
+			p.signedInError(w, r, l, sess, http.StatusForbidden, l.T("error.csrf"))
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
@@ -435,20 +434,71 @@ func langHref(r *http.Request) string {
 	return path + "?" + q.Encode() + "&lang="
 }
 
-// errorPage answers status with the message id (and its arguments).
+// errorView is what an error page shows besides its message, in the
+// language of showError's l.
+type errorView struct {
+	status int
+	msg    string
+	// sess is the sign-in of a signed-in user: her page's header has
+	// Sign out, as her home page has (R-U1). nil: a browser not signed
+	// in, whose page has none.
+	sess *websession.Session
+	// signin makes the page's one link Sign in (her sign-in is needed,
+	// or ended), which brings her back to next once signed in (next
+	// passes portalNext; "" or Prefix: her home page); else the link
+	// leads back to her home page.
+	signin bool
+	next   string
+}
+
+// showError answers r with the error page of v in l, never cached.
+func (p *Portal) showError(w http.ResponseWriter, r *http.Request, l *lang, v errorView) {
+	data := map[string]any{"Message": v.msg, "Status": v.status, "LeadsToSignin": v.signin}
+	if v.sess != nil {
+		data["CSRF"], data["SignedIn"] = v.sess.CSRF, true
+	}
+	if next := portalNext(v.next); v.signin && next != Prefix {
+		data["Next"] = next
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, r, v.status, "error", l, data)
+}
+
+// signedInError is the error page of a signed-in user (sess): status
+// and msg, with her header's Sign out, for she is still signed in
+// (R-U1). Every such page is this one.
+func (p *Portal) signedInError(w http.ResponseWriter, r *http.Request, l *lang, sess *websession.Session, status int, msg string) {
+	p.showError(w, r, l, errorView{status: status, msg: msg, sess: sess})
+}
+
+// errorPage answers a browser not signed in with status and the message
+// id (and its arguments); a 401 leads to Sign in, which brings her back
+// to the page r asked for (returnTo).
 func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, id string, args ...any) {
 	l := pickLang(w, r, p.secure(r))
-	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, r, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status, "LeadsToSignin": status == http.StatusUnauthorized})
+	v := errorView{status: status, msg: l.T(id, args...)}
+	if status == http.StatusUnauthorized {
+		v.signin, v.next = true, returnTo(r)
+	}
+	p.showError(w, r, l, v)
 }
 
 // userError answers a signed-in request with the error page of status
-// and the message id: its header has Sign out, as her home page's, for
-// she is still signed in (R-U1).
+// and the message id (signedInError).
 func (p *Portal) userError(rq *request, status int, id string, args ...any) {
-	rq.w.Header().Set("Cache-Control", "no-store")
-	p.render(rq.w, rq.r, status, "error", rq.lang, map[string]any{"Message": rq.lang.T(id, args...), "Status": status,
-		"CSRF": rq.sess.CSRF, "SignedIn": true})
+	p.signedInError(rq.w, rq.r, rq.lang, rq.sess, status, rq.lang.T(id, args...))
+}
+
+// returnTo is where a sign-in that r's answer asks for brings her back:
+// the page r asked for (a GET's address, kept within the portal by
+// portalNext), or, for a form posted, her home page: a form's answer is
+// no page a GET reaches again, and every form of hers is on her home
+// page (or on the confirmation page, itself a form's answer).
+func returnTo(r *http.Request) string {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return Prefix
+	}
+	return portalNext(r.URL.RequestURI())
 }
 
 // notFound answers a path the portal has no page at (404): to a
@@ -467,9 +517,7 @@ func (p *Portal) notFound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := pickLang(w, r, p.secure(r))
-	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, r, http.StatusNotFound, "error", l, map[string]any{"Message": l.T("error.notFound"), "Status": http.StatusNotFound,
-		"CSRF": sess.CSRF, "SignedIn": true})
+	p.signedInError(w, r, l, sess, http.StatusNotFound, l.T("error.notFound"))
 }
 
 // apiError answers an API refusal with its status, in the user's words
@@ -500,12 +548,14 @@ func (p *Portal) apiError(rq *request, err error, keys map[string]string) {
 	if code != vdibroker.EUnauthenticated && rq.api.requestID != "" {
 		msg += " " + rq.lang.T("launch.reference", verbatim(rq.api.requestID))
 	}
-	rq.w.Header().Set("Cache-Control", "no-store")
 	// Still signed in unless the API refused her credential (then her
-	// sign-in was forgotten above): Sign out, or the way to sign in.
-	signedIn := code != vdibroker.EUnauthenticated
-	p.render(rq.w, rq.r, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code),
-		"LeadsToSignin": !signedIn, "SignedIn": signedIn, "CSRF": rq.sess.CSRF})
+	// sign-in was forgotten above): Sign out, or the way to sign in,
+	// back to the page she asked for.
+	if code == vdibroker.EUnauthenticated {
+		p.showError(rq.w, rq.r, rq.lang, errorView{status: vdibroker.HTTPStatus(code), msg: msg, signin: true, next: returnTo(rq.r)})
+		return
+	}
+	p.signedInError(rq.w, rq.r, rq.lang, rq.sess, vdibroker.HTTPStatus(code), msg)
 }
 
 // apiErrorKeys are the user's words for an API refusal by its code
@@ -586,11 +636,33 @@ func (p *Portal) setSigninCookie(w http.ResponseWriter, r *http.Request, value s
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }
 
-// portalNext keeps a post-sign-in redirect within the portal.
+// maxNext bounds where a sign-in returns to (portalNext), in bytes.
+const maxNext = 2048
+
+// portalNext keeps where a sign-in returns to (the sign-in page's and
+// form's next, single sign-on's, the address a page asked for) a page of
+// the portal on this site, else it is Prefix: a relative path under
+// Prefix of at most maxNext bytes, with no scheme or host (webguard.SafeNext:
+// no "//host", no backslash, no control character or space), and, once
+// percent-decoded, no backslash, no control character and no dot
+// segment ("/portal/../console/", or "%2e%2e", which a browser takes as
+// ".."), which could lead out of the portal.
 func portalNext(next string) string {
+	if len(next) > maxNext {
+		return Prefix
+	}
 	next = webguard.SafeNext(next)
 	if !strings.HasPrefix(next, Prefix) {
 		return Prefix
+	}
+	u, err := url.Parse(next)
+	if err != nil || strings.ContainsFunc(u.Path, func(c rune) bool { return c == '\\' || unicode.IsControl(c) }) {
+		return Prefix
+	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return Prefix
+		}
 	}
 	return next
 }
@@ -634,13 +706,12 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	refuse := func(err error) {
 		p.refused(r, "portal/oidc", vdibroker.ErrorMessage(err))
 		l := pickLang(w, r, p.secure(r))
-		w.Header().Set("Cache-Control", "no-store")
-		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
 		// Whatever its status (403: not this browser's sign-in, or it
 		// took too long), the page says to sign in again: its link is
-		// Sign in (error.html's LeadsToSignin).
-		p.render(w, r, status, "error", l, map[string]any{"Status": status, "LeadsToSignin": true,
-			"Message": signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
+		// Sign in (error.html's LeadsToSignin), to her home page (the
+		// callback's address is no page to return to).
+		p.showError(w, r, l, errorView{status: vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), signin: true,
+			msg: signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
 	}
 	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
 	if err != nil {
@@ -720,8 +791,7 @@ func (p *Portal) signout(rq *request) {
 		// Still signed in (R-U2): said so, with the sign-out button to
 		// try again.
 		rq.w.Header().Set("Retry-After", "5")
-		p.render(rq.w, rq.r, http.StatusServiceUnavailable, "error", rq.lang, map[string]any{"Message": rq.lang.T("error.signoutFailed"),
-			"Status": http.StatusServiceUnavailable, "CSRF": rq.sess.CSRF, "SignedIn": true})
+		p.userError(rq, http.StatusServiceUnavailable, "error.signoutFailed")
 		return
 	}
 	// Recorded (the audit trail's "signout"); the sign-in has ended
