@@ -1,6 +1,7 @@
 package portal_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -199,14 +200,14 @@ func TestLoggingOffShownAndRefreshed_RU3(t *testing.T) {
 		t.Errorf("her page has no status to say the logoff is done:\n%s", home)
 	}
 	// The refresh: the list alone, the session still logging off.
-	res, list := alice.get("/portal/sessions?off=" + c.SessionID)
+	res, list := alice.get("/portal/sessions?off="+c.SessionID, "Portal-Fragment", "sessions")
 	if res.StatusCode != http.StatusOK || strings.Contains(list, "<html") || strings.Contains(list, `id="resources"`) ||
 		!strings.Contains(row.FindString(list), ">Logging off<") || res.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("the refreshed list: %d %q\n%s", res.StatusCode, res.Header.Get("Cache-Control"), list)
 	}
 	// Her host logged it off: gone from the list, which asks no more.
 	e.heartbeat(c.SessionHost)
-	_, list = alice.get("/portal/sessions?off=" + c.SessionID)
+	_, list = alice.get("/portal/sessions?off="+c.SessionID, "Portal-Fragment", "sessions")
 	if strings.Contains(list, c.SessionID) || strings.Contains(list, "data-refresh") || !strings.Contains(list, `id="no-sessions"`) {
 		t.Errorf("the list once her host logged it off:\n%s", list)
 	}
@@ -242,5 +243,54 @@ func TestConfirmationNameBounded_RU3_RSEC(t *testing.T) {
 		if !strings.Contains(page, `<p id="confirm-question">`+tc.want) {
 			t.Errorf("%s: the question, want %q:\n%s", tc.name, tc.want, page)
 		}
+	}
+}
+
+// TestSessionsListNavigatedToIsThePage_RU3: /portal/sessions, the list
+// alone that her page's script fetches (it says so: Portal-Fragment),
+// opened as a page (a bookmark, a typed address, the address to return
+// to after sign-in) is her whole page: a redirect to it, its query
+// kept. The script's fetch still gets the list alone.
+func TestSessionsListNavigatedToIsThePage_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.activeAtDesk("alice")
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	for _, h := range [][]string{
+		nil,
+		{"Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document", "Accept", "text/html"},
+	} {
+		res, body := alice.get("/portal/sessions?off="+c.SessionID, h...)
+		if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/portal/?off="+c.SessionID {
+			t.Errorf("/portal/sessions opened as a page (%q): %d to %q, want her page:\n%s", h, res.StatusCode, res.Header.Get("Location"), body)
+		}
+	}
+	res, list := alice.get("/portal/sessions", "Portal-Fragment", "sessions", "Sec-Fetch-Mode", "cors", "Sec-Fetch-Dest", "empty")
+	if res.StatusCode != http.StatusOK || strings.Contains(list, "<html") || !strings.Contains(list, `id="sessions"`) {
+		t.Errorf("the script's fetch: %d, want the list alone:\n%s", res.StatusCode, list)
+	}
+	// The address to return to after sign-in.
+	anon := e.browser()
+	res, _ = anon.get("/portal/sessions")
+	to := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(to, "/portal/signin?next=") {
+		t.Fatalf("/portal/sessions signed out: %d to %q", res.StatusCode, to)
+	}
+	_, page := anon.get(to)
+	m := csrfRE.FindStringSubmatch(page)
+	next := regexp.MustCompile(`name="next" value="([^"]*)"`).FindStringSubmatch(page)
+	if m == nil || next == nil {
+		t.Fatalf("the sign-in page:\n%s", page)
+	}
+	res, _ = anon.post("/portal/signin", url.Values{"csrf": {m[1]}, "token": {e.userToken("alice")}, "next": {html.UnescapeString(next[1])}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", res.StatusCode)
+	}
+	res, body := anon.get(res.Header.Get("Location"))
+	if res.StatusCode == http.StatusSeeOther {
+		res, body = anon.get(res.Header.Get("Location"))
+	}
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "<html") || !strings.Contains(body, `id="resources"`) {
+		t.Errorf("signed in on the way to /portal/sessions: %d, want her whole page:\n%s", res.StatusCode, body)
 	}
 }

@@ -899,11 +899,30 @@ func (p *Portal) home(rq *request) {
 	p.render(rq.w, rq.r, http.StatusOK, "home", rq.lang, data)
 }
 
+// fragmentHeader is the request header (value "sessions") by which the
+// page's script asks GET /portal/sessions for the sessions list alone.
+// No navigation carries a header a page's script set, whatever the
+// browser: a bookmark, a typed address or the address a sign-in returns
+// to is a navigation (Sec-Fetch-Mode would say so, but only in browsers
+// that send it).
+const fragmentHeader = "Portal-Fragment"
+
 // sessionsList is GET /portal/sessions: the home page's "My sessions"
-// alone, which the page's script fetches to refresh the list while a
-// session it logged off is still listed (R-U3): the flash stays, and
-// nothing but the list is read again.
+// alone, which the page's script fetches (with fragmentHeader) to
+// refresh the list while a session it logged off is still listed
+// (R-U3): the flash stays, and nothing but the list is read again.
+// Opened as a page (without the header) it is her home page: a
+// redirect there, the query (?off=) kept.
 func (p *Portal) sessionsList(rq *request) {
+	rq.w.Header().Add("Vary", fragmentHeader)
+	if rq.r.Header.Get(fragmentHeader) != "sessions" || rq.r.Header.Get("Sec-Fetch-Mode") == "navigate" {
+		to := Prefix
+		if q := rq.r.URL.Query(); len(q) > 0 {
+			to += "?" + q.Encode()
+		}
+		http.Redirect(rq.w, rq.r, to, http.StatusSeeOther)
+		return
+	}
 	data, ok := p.sessionsData(rq)
 	if !ok {
 		return

@@ -110,7 +110,9 @@
     var refresh = function () {
       timer = 0;
       tries++;
-      fetch(url, { credentials: "same-origin" })
+      // The header asks for the list alone: without it (a navigation)
+      // the address is her whole page.
+      fetch(url, { credentials: "same-origin", headers: { "Portal-Fragment": "sessions" } })
         .then(function (r) {
           // Sent to the sign-in page: her sign-in ended; nothing more to
           // refresh here.
