@@ -829,8 +829,8 @@ type userSession struct {
 	// same, for the page's machine-readable time.
 	Since     string
 	SinceTime time.Time
-	// LoggingOff marks the session the user just logged off, still
-	// listed until its host has done it (sessionsData).
+	// LoggingOff marks a session the user logged off, still listed
+	// until its host has done it (sessionsData).
 	LoggingOff bool
 }
 
@@ -937,8 +937,8 @@ func (p *Portal) sessionsList(rq *request) {
 var refreshDelays = []int{1, 2, 3, 5, 8, 13, 21, 30, 37}
 
 // sessionsData is what the home page and its sessions list show: the
-// feed, the user's sessions here and in the other pods, the one of ?off=
-// (the session she just logged off, as the logoff's redirect names it)
+// feed, the user's sessions here and in the other pods, those of ?off=
+// (the sessions she logged off, as the logoff's redirect names them)
 // marked as logging off. false: the page was answered (an error).
 func (p *Portal) sessionsData(rq *request) (map[string]any, bool) {
 	ctx := rq.r.Context()
@@ -964,18 +964,29 @@ func (p *Portal) sessionsData(rq *request) (map[string]any, bool) {
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
 	sessions = append(sessions, remote...)
-	// The session she logged off, while it is listed: "Logging off", no
-	// buttons, and the list refreshed by the page's script (bounded).
-	// Matched by id alone (a session's id is unique, a ULID), so only an
-	// id of hers reaches the page's refresh address.
-	refresh := ""
-	if off := rq.r.URL.Query().Get("off"); off != "" {
-		for i := range sessions {
-			if sessions[i].ID == off {
-				sessions[i].LoggingOff = true
-				refresh = Prefix + "sessions?off=" + url.QueryEscape(off)
-			}
+	// The sessions she logged off, while they are listed: "Logging off",
+	// no buttons, and the list refreshed by the page's script (bounded).
+	// Matched by id alone (a session's id is unique, a ULID), so only ids
+	// of hers reach the page's refresh address and its forms (Off),
+	// which carry them to the page a form's answer sends her to
+	// (afterAction): another logoff, or a disconnect, keeps them marked.
+	// While some pod's sessions could not be read, those not found are
+	// kept too: they may be that pod's.
+	off := loggingOff(rq.r.URL.Query()["off"])
+	marked := false
+	for i := range sessions {
+		if slices.Contains(off, sessions[i].ID) {
+			sessions[i].LoggingOff, marked = true, true
 		}
+	}
+	if !unread {
+		off = slices.DeleteFunc(off, func(id string) bool {
+			return !slices.ContainsFunc(sessions, func(s userSession) bool { return s.ID == id })
+		})
+	}
+	refresh := ""
+	if marked {
+		refresh = Prefix + "sessions?" + url.Values{"off": off}.Encode()
 	}
 	delays := make([]string, len(refreshDelays))
 	for i, d := range refreshDelays {
@@ -989,7 +1000,7 @@ func (p *Portal) sessionsData(rq *request) (map[string]any, bool) {
 	}
 	return map[string]any{
 		"User": user, "Resources": feed.Resources, "Sessions": sessions, "Unread": unread,
-		"Refresh": refresh, "Delays": strings.Join(delays, ","),
+		"Refresh": refresh, "Delays": strings.Join(delays, ","), "Off": off,
 		"CSRF": rq.sess.CSRF, "SignedIn": true,
 	}, true
 }
@@ -1081,7 +1092,7 @@ func (p *Portal) confirmed(rq *request, action string) bool {
 		name = append(name[:maxConfirmName], '…')
 	}
 	p.render(rq.w, rq.r, http.StatusOK, "confirm", rq.lang, map[string]any{"Action": action, "Name": string(name),
-		"Question": rq.lang.T("logoff.confirm", string(name)), "CSRF": rq.sess.CSRF, "SignedIn": true})
+		"Question": rq.lang.T("logoff.confirm", string(name)), "Off": loggingOff(rq.r.PostForm["off"]), "CSRF": rq.sess.CSRF, "SignedIn": true})
 	return false
 }
 
@@ -1100,18 +1111,50 @@ func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
 		return
 	}
 	p.web.SetFlash(rq.r.Context(), rq.sess, rq.lang.T(flash))
-	http.Redirect(rq.w, rq.r, afterAction(rq, method), http.StatusSeeOther)
+	http.Redirect(rq.w, rq.r, afterAction(rq, method == http.MethodDelete), http.StatusSeeOther)
 }
 
-// afterAction is where a logoff or disconnect that was asked of the API
-// sends the browser: her page; after a logoff naming the session
-// (?off=), which the page shows as logging off and refreshes its list
-// until it is gone (sessionsData, portal.js).
-func afterAction(rq *request, method string) string {
-	if method != http.MethodDelete {
-		return Prefix
+// afterAction is where a logoff or disconnect form sends the browser once
+// it was asked of the API, or refused by a pod that did not answer: her
+// page, naming (?off=) the sessions the form carried as logging off
+// (its off fields, sessionsData's Off) and, after a logoff (loggedOff),
+// this one last; the page shows each as logging off and refreshes its
+// list until they are gone (sessionsData, portal.js).
+func afterAction(rq *request, loggedOff bool) string {
+	off := rq.r.PostForm["off"]
+	if loggedOff {
+		off = append(slices.Clip(off), rq.r.PathValue("id"))
 	}
-	return Prefix + "?off=" + url.QueryEscape(rq.r.PathValue("id"))
+	if off = loggingOff(off); len(off) > 0 {
+		return Prefix + "?" + url.Values{"off": off}.Encode()
+	}
+	return Prefix
+}
+
+// maxLoggingOff bounds the sessions a page marks as logging off and its
+// forms carry (loggingOff): a user logs off a few at a time, and each
+// of her page's forms carries them all.
+const maxLoggingOff = 20
+
+// maxSessionID is the longest id a session may have (a session named by
+// a form, federation.ValidateSessionRef).
+const maxSessionID = 64
+
+// loggingOff is the sessions that ids (?off=, a form's off fields) name
+// as logging off: each of 1..maxSessionID bytes with no control
+// character, each once, at most maxLoggingOff, the last ones named (the
+// newest logoff is named last).
+func loggingOff(ids []string) []string {
+	var out []string
+	for i := len(ids) - 1; i >= 0 && len(out) < maxLoggingOff; i-- {
+		id := ids[i]
+		if id == "" || len(id) > maxSessionID || strings.ContainsFunc(id, unicode.IsControl) || slices.Contains(out, id) {
+			continue
+		}
+		out = append(out, id)
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // globalLogoff and globalDisconnect act on one of the user's sessions in
@@ -1155,9 +1198,9 @@ func (p *Portal) globalSessionAction(rq *request, method, suffix, flash string) 
 		p.log.Info("portal: a pod did not do a logoff or disconnect", "request_id", rq.api.requestID, "path", rq.r.URL.Path,
 			"err", vdibroker.ErrorMessage(err))
 		p.web.SetFlash(ctx, rq.sess, rq.lang.T("error.podUnavailable"))
-		http.Redirect(rq.w, rq.r, Prefix, http.StatusSeeOther)
+		http.Redirect(rq.w, rq.r, afterAction(rq, false), http.StatusSeeOther)
 		return
 	}
 	p.web.SetFlash(ctx, rq.sess, rq.lang.T(flash))
-	http.Redirect(rq.w, rq.r, afterAction(rq, method), http.StatusSeeOther)
+	http.Redirect(rq.w, rq.r, afterAction(rq, method == http.MethodDelete), http.StatusSeeOther)
 }
