@@ -819,10 +819,15 @@ type userSession struct {
 	// here ("pod" is the administrators' word).
 	Pod      string
 	SameSite bool
-	// Desktop is the feed's desktop that names the session, if one does:
-	// opening it again reconnects to the session (R-C1, R-G1), which the
-	// page offers for a Disconnected one.
+	// Desktop is the feed's desktop whose connect reaches the session, if
+	// one does: opening it again, naming the session, reconnects to it
+	// (R-C1, R-G1), which the page offers for a Disconnected one.
 	Desktop string
+	// NoReconnect says a desktop of the feed names the session but none
+	// reaches it from here (a global one whose scope from this pod leaves
+	// the session's pod out, R-G1: opening it makes a new session): the
+	// page says so where it would offer Reconnect.
+	NoReconnect bool
 	// Since is when the session took its state (its logon, its
 	// disconnect): the page's "Since" follows "State", and a user who
 	// reads "Disconnected since 09:00" takes it so. SinceTime is the
@@ -872,20 +877,27 @@ func sessionName(resources []vdibroker.FeedResource, pool string) (name, desktop
 	return pool, ""
 }
 
-// poolDesktop is the id of pool's own desktop in the feed, "" when it
-// has none. Reconnect of a session of this pod's pool opens it when it
-// can: its connect, naming the session (R-C1's sessionId), reaches the
-// session wherever it is, where a global desktop's reaches it only
-// while its scope from this pod takes in this pod (R-G1: a WithinSite
-// entitlement of a user whose home site is another leaves it out, and
-// its connect would make a new session there, R-U3).
-func poolDesktop(resources []vdibroker.FeedResource, pool string) string {
+// reconnectDesktop is the id of the feed's desktop through which
+// Reconnect reaches the user's session in pool of this pod, "" when none
+// does: pool's own desktop, whose connect naming the session (R-C1's
+// sessionId) reaches it wherever it is, else the first global desktop
+// the pool is a member of whose scope from this pod takes in this pod
+// (FeedResource.ReconnectsHere). Through a global desktop whose scope
+// leaves this pod out (R-G1: WithinSite, for a user whose home site is
+// another) the connect would pass the session over and make a new one
+// in its scope (R-U1, R-U3).
+func reconnectDesktop(resources []vdibroker.FeedResource, pool string) string {
+	global := ""
 	for _, r := range resources {
-		if r.Kind == vdibroker.FeedDesktop && r.GlobalEntitlement == "" && r.HostPool == pool {
+		switch {
+		case r.Kind != vdibroker.FeedDesktop:
+		case r.GlobalEntitlement == "" && r.HostPool == pool:
 			return r.ID
+		case global == "" && r.GlobalEntitlement != "" && r.ReconnectsHere && slices.Contains(r.MemberPools, pool):
+			global = r.ID
 		}
 	}
-	return ""
+	return global
 }
 
 // home lists the user's resources (the feed, R-U5) and open sessions
@@ -957,10 +969,10 @@ func (p *Portal) sessionsData(rq *request) (map[string]any, bool) {
 	sessions := make([]userSession, len(page.Value))
 	for i, s := range page.Value {
 		sessions[i] = newUserSession(s)
-		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
-		if d := poolDesktop(feed.Resources, s.HostPool); d != "" {
-			sessions[i].Desktop = d
-		}
+		var named string
+		sessions[i].Name, named = sessionName(feed.Resources, s.HostPool)
+		sessions[i].Desktop = reconnectDesktop(feed.Resources, s.HostPool)
+		sessions[i].NoReconnect = named != "" && sessions[i].Desktop == ""
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
 	sessions = append(sessions, remote...)
@@ -1038,7 +1050,8 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 		}
 		us := newUserSession(s.UserSession)
 		us.Pod, us.SameSite = s.Pod, gs.Site != "" && s.Site == gs.Site
-		us.Name, _ = sessionName(named, s.HostPool)
+		var desktop string
+		us.Name, desktop = sessionName(named, s.HostPool)
 		// Reconnect: a desktop whose global connect here looks in the
 		// session's pod (R-G1); through another it would make a new one.
 		for _, r := range named {
@@ -1047,6 +1060,7 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 				break
 			}
 		}
+		us.NoReconnect = desktop != "" && us.Desktop == ""
 		out = append(out, us)
 	}
 	return out, len(gs.Unanswered) > 0
