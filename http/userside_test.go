@@ -129,15 +129,17 @@ func TestFeed_RU5(t *testing.T) {
 // whether its global connect at that pod looks in that pod (its scope
 // from there, for her, R-G1), so the portal offers Reconnect through it
 // only where it reaches her session (R-U1): with WithinSite from her
-// home site s1, only pod2's (of s1) does.
+// home site s1, only pod2's (of s1) does; from a home site of one of
+// her groups (s0), as her global connect starts there (R-G3), pod0's
+// and pod1's do; a user's own home site before her group's.
 func TestFeedGlobalMemberPools_RU3(t *testing.T) {
 	ctx := context.Background()
 	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
-	feeds := func() []*vdibroker.Feed {
+	feedsOf := func(user string, groups []string) []*vdibroker.Feed {
 		t.Helper()
 		var out []*vdibroker.Feed
 		for _, e := range envs {
-			f, err := e.client(0, e.userToken("alice", nil)).Feed(ctx)
+			f, err := e.client(0, e.userToken(user, groups)).Feed(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,6 +147,7 @@ func TestFeedGlobalMemberPools_RU3(t *testing.T) {
 		}
 		return out
 	}
+	feeds := func() []*vdibroker.Feed { return feedsOf("alice", nil) }
 	for i, f := range feeds() {
 		want := []vdibroker.FeedResource{{ID: "global:office", Kind: "Desktop", FriendlyName: "office", GlobalEntitlement: "office",
 			MemberPools: []string{fmt.Sprintf("office-pod%d", i)}, ReconnectsHere: true, IconURL: "/portal/icons/desktop.svg",
@@ -171,6 +174,26 @@ func TestFeedGlobalMemberPools_RU3(t *testing.T) {
 	for i, f := range feeds() {
 		if len(f.Resources) != 1 || f.Resources[0].ReconnectsHere != (i == 2) {
 			t.Errorf("pod%d's feed, WithinSite from alice's home site s1: %+v; want reconnectsHere %v", i, f.Resources, i == 2)
+		}
+	}
+	// A home site through a group: carol's Sales starts at s0; alice,
+	// in Sales too, still starts at her own s1.
+	doc.Generation++
+	doc.HomeSites = []vdibroker.HomeSite{{User: "alice", Site: "s1"}, {Group: "Sales", Site: "s0"}}
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		user string
+		want []bool
+	}{{"carol", []bool{true, true, false}}, {"alice", []bool{false, false, true}}} {
+		for i, f := range feedsOf(tc.user, []string{"Sales"}) {
+			if len(f.Resources) != 1 || f.Resources[0].ReconnectsHere != tc.want[i] {
+				t.Errorf("pod%d's feed of %s in Sales, WithinSite from Sales's home site s0: %+v; want reconnectsHere %v", i, tc.user, f.Resources, tc.want[i])
+			}
 		}
 	}
 }
