@@ -370,6 +370,7 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("ReconnectLocalRowOutOfGlobalScope", TestReconnectLocalRowOutOfGlobalScope_RU3_RC1_RG1)
 	t.Run("NoReconnectWhereItCannotReach", TestNoReconnectWhereItCannotReach_RU3_RG1)
 	t.Run("EveryLoggingOffShown", TestEveryLoggingOffShown_RU3)
+	t.Run("ConfirmationKeepsLoggingOff", TestConfirmationKeepsLoggingOff_RU3)
 	t.Run("OtherPodsSessionsWhere", TestOtherPodsSessionsWhere_RU3_RU6)
 	t.Run("StartingHost", TestLaunchWaitsForStartingHost_RU4)
 	t.Run("AcrossReplicas", TestLaunchAcrossReplicas_RU4_RU7)

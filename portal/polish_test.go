@@ -449,3 +449,57 @@ func TestSessionsListNavigatedToIsThePage_RU3(t *testing.T) {
 		t.Errorf("signed in on the way to /portal/sessions: %d, want her whole page:\n%s", res.StatusCode, body)
 	}
 }
+
+// TestConfirmationKeepsLoggingOff_RU3: without scripts, alice logged off
+// one session and asks to log off a second: the confirmation page's
+// Cancel, and its language links, lead back to her page with the first
+// still logging off (?off=), not to a page that gives it its buttons
+// back; so does the Back link of the error page a refused logoff answers
+// with.
+func TestConfirmationKeepsLoggingOff_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	e.pool("lab", map[string]any{}, 1)
+	if _, err := e.admin.PutApplicationGroup(context.Background(), "lab-desktop", map[string]any{"hostPool": "lab", "applicationGroupType": "Desktop",
+		"friendlyName": "Lab", "assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	a := e.activeAtDesk("alice")
+	b, err := e.admin.Connect(context.Background(), "lab", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(b.SessionHost, vdibroker.AgentSession{ID: "lab", User: "alice", State: vdibroker.StateActive})
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	_, home := alice.get("/portal/")
+	action, form := rowForm(home, a.SessionID, "/logoff")
+	form.Set("confirm", "yes")
+	res, _ := alice.post(action, form)
+	_, home = alice.get(res.Header.Get("Location"))
+	if !loggingOff(home, a.SessionID) {
+		t.Fatalf("after her logoff (sent to %s) the first does not read Logging off:\n%s", res.Header.Get("Location"), home)
+	}
+	want := "/portal/?off=" + a.SessionID
+	// The second's Log off, not confirmed: the confirmation page.
+	action, form = rowForm(home, b.SessionID, "/logoff")
+	res, page := alice.post(action, form)
+	if res.StatusCode != http.StatusOK || !strings.Contains(page, `id="confirm-question"`) {
+		t.Fatalf("a Log off without her confirmation: %d\n%s", res.StatusCode, page)
+	}
+	m := regexp.MustCompile(`<a href="([^"]*)" id="cancel"`).FindStringSubmatch(page)
+	if m == nil || html.UnescapeString(m[1]) != want {
+		t.Errorf("the confirmation page's Cancel leads to %q, want %q", m, want)
+	} else if _, back := alice.get(html.UnescapeString(m[1])); !loggingOff(back, a.SessionID) {
+		t.Errorf("back through Cancel, the first does not read Logging off:\n%s", back)
+	}
+	if m := regexp.MustCompile(`<a lang="de" href="([^"]*)"`).FindStringSubmatch(page); m == nil || html.UnescapeString(m[1]) != want+"&lang=de" {
+		t.Errorf("the confirmation page's Deutsch link %q, want %q", m, want+"&lang=de")
+	}
+	// A logoff refused (no such session): Back keeps the first logging off.
+	form.Set("confirm", "yes")
+	res, page = alice.post("/portal/sessions/desk/01nosuchsession/logoff", form)
+	m = regexp.MustCompile(`<a href="([^"]*)" id="back"`).FindStringSubmatch(page)
+	if res.StatusCode < 400 || m == nil || html.UnescapeString(m[1]) != want {
+		t.Errorf("a refused logoff: %d, Back %q, want %q:\n%s", res.StatusCode, m, want, page)
+	}
+}

@@ -426,7 +426,12 @@ func langHref(r *http.Request) string {
 			q.Set("next", next)
 		}
 	default:
+		// Her page, the sessions the form carried as logging off still
+		// so (homeWith).
 		path = Prefix
+		if off := loggingOff(r.PostForm["off"]); len(off) > 0 {
+			q["off"] = off
+		}
 	}
 	if len(q) == 0 {
 		return path + "?lang="
@@ -453,7 +458,9 @@ type errorView struct {
 
 // showError answers r with the error page of v in l, never cached.
 func (p *Portal) showError(w http.ResponseWriter, r *http.Request, l *lang, v errorView) {
-	data := map[string]any{"Message": v.msg, "Status": v.status, "LeadsToSignin": v.signin}
+	// Back to her page: after a form of hers (a logoff refused), with the
+	// sessions it carried as logging off still so (homeWith).
+	data := map[string]any{"Message": v.msg, "Status": v.status, "LeadsToSignin": v.signin, "Back": homeWith(r.PostForm["off"])}
 	if v.sess != nil {
 		data["CSRF"], data["SignedIn"] = v.sess.CSRF, true
 	}
@@ -1093,7 +1100,8 @@ const maxConfirmName = 200
 // confirmed reports whether the logoff form rq posted to action carries
 // the user's confirmation; when not, it answers with the confirmation
 // page, whose form posts to action again with it (and Cancel leads back
-// to her page). Nothing is asked of the API until she confirms.
+// to her page, the sessions logging off still so). Nothing is asked of
+// the API until she confirms.
 func (p *Portal) confirmed(rq *request, action string) bool {
 	if rq.r.PostFormValue("confirm") == "yes" {
 		return true
@@ -1106,7 +1114,7 @@ func (p *Portal) confirmed(rq *request, action string) bool {
 		name = append(name[:maxConfirmName], '…')
 	}
 	p.render(rq.w, rq.r, http.StatusOK, "confirm", rq.lang, map[string]any{"Action": action, "Name": string(name),
-		"Question": rq.lang.T("logoff.confirm", string(name)), "Off": loggingOff(rq.r.PostForm["off"]), "CSRF": rq.sess.CSRF, "SignedIn": true})
+		"Question": rq.lang.T("logoff.confirm", string(name)), "Off": loggingOff(rq.r.PostForm["off"]), "Cancel": homeWith(rq.r.PostForm["off"]), "CSRF": rq.sess.CSRF, "SignedIn": true})
 	return false
 }
 
@@ -1139,6 +1147,15 @@ func afterAction(rq *request, loggedOff bool) string {
 	if loggedOff {
 		off = append(slices.Clip(off), rq.r.PathValue("id"))
 	}
+	return homeWith(off)
+}
+
+// homeWith is her home page naming the sessions of off (a form's off
+// fields, as loggingOff keeps them) as logging off: where a form's
+// answer sends her, or links back (the confirmation page's Cancel, an
+// error page's Back, the language links), so that none gives a session
+// logging off its buttons back (R-U3).
+func homeWith(off []string) string {
 	if off = loggingOff(off); len(off) > 0 {
 		return Prefix + "?" + url.Values{"off": off}.Encode()
 	}
