@@ -69,6 +69,10 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 				IconURL: vdibroker.IconRemoteAppPath, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body("application", a.Name)})
 		}
 	}
+	var connectGroups []string
+	if me.EndUser() {
+		connectGroups = who.Groups
+	}
 	for _, gg := range g.global {
 		kind, icon := vdibroker.FeedDesktop, vdibroker.IconDesktopPath
 		if gg.ge.IsApplication() {
@@ -82,8 +86,10 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 		}
 		// Whether its global connect here looks in this pod, as that
 		// connect works it out (R-G1): the start site from the user and
-		// her groups, the scope from here.
-		start, _ := federation.StartSite(g.doc, gg.ge, who.User, who.Groups, s.pod)
+		// her groups, the scope from here. An end user's connect takes
+		// the groups of her identity; any other principal's, those its
+		// body names, and connectBody names none.
+		start, _ := federation.StartSite(g.doc, gg.ge, who.User, connectGroups, s.pod)
 		here := slices.ContainsFunc(federation.Scope(g.doc, gg.ge, s.pod, start), func(p vdibroker.Pod) bool { return p.Name == s.pod })
 		r := vdibroker.Resource{GlobalEntitlement: gg.ge.Name}
 		out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.GlobalID(gg.ge.Name), Kind: kind,
