@@ -1167,19 +1167,16 @@ func homeWith(off []string) string {
 // of her page's forms carries them all.
 const maxLoggingOff = 20
 
-// maxSessionID is the longest id a session may have (a session named by
-// a form, federation.ValidateSessionRef).
-const maxSessionID = 64
-
 // loggingOff is the sessions that ids (?off=, a form's off fields) name
-// as logging off: each of 1..maxSessionID bytes with no control
-// character, each once, at most maxLoggingOff, the last ones named (the
-// newest logoff is named last).
+// as logging off: each of 1..vdibroker.MaxSessionIDLen bytes (no
+// session's id is longer, federation.ValidateSessionRef) with no
+// control character, each once, at most maxLoggingOff, the last ones
+// named (the newest logoff is named last).
 func loggingOff(ids []string) []string {
 	var out []string
 	for i := len(ids) - 1; i >= 0 && len(out) < maxLoggingOff; i-- {
 		id := ids[i]
-		if id == "" || len(id) > maxSessionID || strings.ContainsFunc(id, unicode.IsControl) || slices.Contains(out, id) {
+		if id == "" || len(id) > vdibroker.MaxSessionIDLen || strings.ContainsFunc(id, unicode.IsControl) || slices.Contains(out, id) {
 			continue
 		}
 		out = append(out, id)
