@@ -46,6 +46,14 @@ type FeedResource struct {
 	// by name: a session of the user's in one of them may have been
 	// opened through it, and is named after it (R-U3).
 	MemberPools []string `json:"memberPools,omitempty"`
+	// ReconnectsHere says of a global entitlement that its global
+	// connect at this pod looks for the user's sessions in this pod:
+	// this pod is in its scope from here, for her (R-G1). Not so (a
+	// WithinSite scope from her home site elsewhere), a session of hers
+	// in MemberPools is not reached through it: its connect makes a new
+	// session in its scope instead (the user portal offers no Reconnect
+	// through it, R-U1).
+	ReconnectsHere bool `json:"reconnectsHere,omitempty"`
 	// IconURL is the kind's default icon (IconDesktopPath,
 	// IconRemoteAppPath), a path of this broker.
 	IconURL string `json:"iconUrl"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 )
 
 // Feed lists what the calling principal may open (R-U5): what it is
@@ -68,6 +69,10 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 				IconURL: vdibroker.IconRemoteAppPath, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body("application", a.Name)})
 		}
 	}
+	var connectGroups []string
+	if me.EndUser() {
+		connectGroups = who.Groups
+	}
 	for _, gg := range g.global {
 		kind, icon := vdibroker.FeedDesktop, vdibroker.IconDesktopPath
 		if gg.ge.IsApplication() {
@@ -79,10 +84,17 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 				members = append(members, m.HostPool)
 			}
 		}
+		// Whether its global connect here looks in this pod, as that
+		// connect works it out (R-G1): the start site from the user and
+		// her groups, the scope from here. An end user's connect takes
+		// the groups of her identity; any other principal's, those its
+		// body names, and connectBody names none.
+		start, _ := federation.StartSite(g.doc, gg.ge, who.User, connectGroups, s.pod)
+		here := slices.ContainsFunc(federation.Scope(g.doc, gg.ge, s.pod, start), func(p vdibroker.Pod) bool { return p.Name == s.pod })
 		r := vdibroker.Resource{GlobalEntitlement: gg.ge.Name}
 		out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.GlobalID(gg.ge.Name), Kind: kind,
 			FriendlyName: gg.ge.Name, GlobalEntitlement: gg.ge.Name, Application: gg.ge.Application, MemberPools: members,
-			IconURL: icon, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
+			ReconnectsHere: here, IconURL: icon, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
 	}
 	slices.SortFunc(out.Resources, func(a, b vdibroker.FeedResource) int {
 		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)),

@@ -69,6 +69,8 @@ func (s *Service) UserEntitlements(ctx context.Context, who vdibroker.UserIdenti
 type grants struct {
 	groups []grantedGroup
 	global []grantedGlobal
+	// doc is the federation document the global ones are of.
+	doc *vdibroker.Federation
 }
 
 type grantedGroup struct {
@@ -121,6 +123,7 @@ func (s *Service) granted(ctx context.Context, me *vdibroker.Principal, who vdib
 	default:
 		return nil, err
 	}
+	out.doc = doc
 	for i := range doc.GlobalEntitlements {
 		ge := &doc.GlobalEntitlements[i]
 		if grant := ge.Grants(who); grant != nil {

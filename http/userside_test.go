@@ -125,19 +125,75 @@ func TestFeed_RU5(t *testing.T) {
 
 // TestFeedGlobalMemberPools_RU3: a global entitlement in a pod's feed
 // names its member pools in that pod, and only those, so the portal can
-// name a session in one of them after the entitlement.
+// name a session in one of them after the entitlement; and it says
+// whether its global connect at that pod looks in that pod (its scope
+// from there, for her, R-G1), so the portal offers Reconnect through it
+// only where it reaches her session (R-U1): with WithinSite from her
+// home site s1, only pod2's (of s1) does; from a home site of one of
+// her groups (s0), as her global connect starts there (R-G3), pod0's
+// and pod1's do; a user's own home site before her group's.
 func TestFeedGlobalMemberPools_RU3(t *testing.T) {
-	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
-	for i, e := range envs {
-		f, err := e.client(0, e.userToken("alice", nil)).Feed(t.Context())
-		if err != nil {
-			t.Fatal(err)
+	ctx := context.Background()
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	feedsOf := func(user string, groups []string) []*vdibroker.Feed {
+		t.Helper()
+		var out []*vdibroker.Feed
+		for _, e := range envs {
+			f, err := e.client(0, e.userToken(user, groups)).Feed(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, f)
 		}
+		return out
+	}
+	feeds := func() []*vdibroker.Feed { return feedsOf("alice", nil) }
+	for i, f := range feeds() {
 		want := []vdibroker.FeedResource{{ID: "global:office", Kind: "Desktop", FriendlyName: "office", GlobalEntitlement: "office",
-			MemberPools: []string{fmt.Sprintf("office-pod%d", i)}, IconURL: "/portal/icons/desktop.svg",
+			MemberPools: []string{fmt.Sprintf("office-pod%d", i)}, ReconnectsHere: true, IconURL: "/portal/icons/desktop.svg",
 			ConnectURL: "/api/v1/globalentitlements/office/connect", ConnectBody: map[string]string{"user": "alice"}}}
 		if diff := cmp.Diff(want, f.Resources); diff != "" {
 			t.Errorf("pod%d's feed (-want +got):\n%s", i, diff)
+		}
+	}
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	doc.Generation++
+	doc.HomeSites = []vdibroker.HomeSite{{User: "alice", Site: "s1"}}
+	doc.GlobalEntitlements = slices.Clone(doc.GlobalEntitlements)
+	doc.GlobalEntitlements[0].Scope, doc.GlobalEntitlements[0].UseHomeSite = vdibroker.ScopeWithinSite, true
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, f := range feeds() {
+		if len(f.Resources) != 1 || f.Resources[0].ReconnectsHere != (i == 2) {
+			t.Errorf("pod%d's feed, WithinSite from alice's home site s1: %+v; want reconnectsHere %v", i, f.Resources, i == 2)
+		}
+	}
+	// A home site through a group: carol's Sales starts at s0; alice,
+	// in Sales too, still starts at her own s1.
+	doc.Generation++
+	doc.HomeSites = []vdibroker.HomeSite{{User: "alice", Site: "s1"}, {Group: "Sales", Site: "s0"}}
+	for _, e := range envs {
+		d := doc
+		if _, err := e.admin.PutFederation(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		user string
+		want []bool
+	}{{"carol", []bool{true, true, false}}, {"alice", []bool{false, false, true}}} {
+		for i, f := range feedsOf(tc.user, []string{"Sales"}) {
+			if len(f.Resources) != 1 || f.Resources[0].ReconnectsHere != tc.want[i] {
+				t.Errorf("pod%d's feed of %s in Sales, WithinSite from Sales's home site s0: %+v; want reconnectsHere %v", i, tc.user, f.Resources, tc.want[i])
+			}
 		}
 	}
 }

@@ -56,6 +56,7 @@ var messages = map[string]map[string]string{
 	"open":                     {"en": "Open", "de": "Öffnen", "pt": "Abrir", "ar": "فتح"},
 	"sessions.heading":         {"en": "My sessions", "de": "Meine Sitzungen", "pt": "As minhas sessões", "ar": "جلساتي"},
 	"sessions.unread":          {"en": "Sessions at other sites could not all be read: you may have more than these.", "de": "Sitzungen an anderen Standorten konnten nicht alle gelesen werden: Sie haben vielleicht mehr als diese.", "pt": "Não foi possível ler todas as sessões noutros locais: pode ter mais do que estas.", "ar": "تعذّرت قراءة كل الجلسات في المواقع الأخرى: قد تكون لديك جلسات أكثر من هذه."},
+	"sessions.noReconnect":     {"en": "Cannot be reconnected from here: opening it here would start a new session.", "de": "Kann von hier aus nicht wieder verbunden werden: Beim Öffnen hier würde eine neue Sitzung gestartet.", "pt": "Não é possível voltar a ligar a partir daqui: abri-lo aqui iniciaria uma nova sessão.", "ar": "لا يمكن إعادة الاتصال بها من هنا: فتحه من هنا سيبدأ جلسة جديدة."},
 	"sessions.elsewhere":       {"en": "At another site", "de": "An einem anderen Standort", "pt": "Noutro local", "ar": "في موقع آخر"},
 	"sessions.none":            {"en": "You have no open sessions.", "de": "Sie haben keine offenen Sitzungen.", "pt": "Não tem sessões abertas.", "ar": "ليست لديك جلسات مفتوحة."},
 	"sessions.what":            {"en": "Desktop or apps", "de": "Desktop oder Apps", "pt": "Ambiente de trabalho ou aplicações", "ar": "سطح المكتب أو التطبيقات"},

@@ -114,8 +114,7 @@ func (p *Portal) launch(rq *request) {
 		if rq.api.requestID != "" {
 			msg += " " + rq.lang.T("launch.reference", verbatim(rq.api.requestID))
 		}
-		rq.w.Header().Set("Cache-Control", "no-store")
-		p.render(rq.w, rq.r, http.StatusNotFound, "error", rq.lang, map[string]any{"Message": msg, "Status": http.StatusNotFound, "CSRF": rq.sess.CSRF, "SignedIn": true})
+		p.signedInError(rq.w, rq.r, rq.lang, rq.sess, http.StatusNotFound, msg)
 		return
 	}
 	now := p.clock.Now()

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"k8s.io/utils/clock"
 
@@ -313,7 +314,7 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 		}
 		if sess == nil {
 			if r.Method == http.MethodGet {
-				http.Redirect(w, r, SigninPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				http.Redirect(w, r, SigninPath+"?next="+url.QueryEscape(returnTo(r)), http.StatusSeeOther)
 				return
 			}
 			// A browser that never signed in (no session cookie) is asked
@@ -334,9 +335,7 @@ func (p *Portal) signedIn(h func(*request)) http.HandlerFunc {
 			p.refused(r, "portal/csrf", vdibroker.Cut(r.Method+" "+r.URL.Path+": the form lacks this sign-in's CSRF token or comes from another site", vdibroker.MaxAuditField))
 			// Still signed in: the page keeps her header's Sign out.
 			l := pickLang(w, r, p.secure(r))
-			w.Header().Set("Cache-Control", "no-store")
-			p.render(w, r, http.StatusForbidden, "error", l, map[string]any{"Message": l.T("error.csrf"), "Status": http.StatusForbidden,
-				"CSRF": sess.CSRF, "SignedIn": true})
+			p.signedInError(w, r, l, sess, http.StatusForbidden, l.T("error.csrf"))
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
@@ -427,7 +426,12 @@ func langHref(r *http.Request) string {
 			q.Set("next", next)
 		}
 	default:
+		// Her page, the sessions the form carried as logging off still
+		// so (homeWith).
 		path = Prefix
+		if off := loggingOff(r.PostForm["off"]); len(off) > 0 {
+			q["off"] = off
+		}
 	}
 	if len(q) == 0 {
 		return path + "?lang="
@@ -435,20 +439,73 @@ func langHref(r *http.Request) string {
 	return path + "?" + q.Encode() + "&lang="
 }
 
-// errorPage answers status with the message id (and its arguments).
+// errorView is what an error page shows besides its message, in the
+// language of showError's l.
+type errorView struct {
+	status int
+	msg    string
+	// sess is the sign-in of a signed-in user: her page's header has
+	// Sign out, as her home page has (R-U1). nil: a browser not signed
+	// in, whose page has none.
+	sess *websession.Session
+	// signin makes the page's one link Sign in (her sign-in is needed,
+	// or ended), which brings her back to next once signed in (next
+	// passes portalNext; "" or Prefix: her home page); else the link
+	// leads back to her home page.
+	signin bool
+	next   string
+}
+
+// showError answers r with the error page of v in l, never cached.
+func (p *Portal) showError(w http.ResponseWriter, r *http.Request, l *lang, v errorView) {
+	// Back to her page: after a form of hers (a logoff refused), with the
+	// sessions it carried as logging off still so (homeWith).
+	data := map[string]any{"Message": v.msg, "Status": v.status, "LeadsToSignin": v.signin, "Back": homeWith(r.PostForm["off"])}
+	if v.sess != nil {
+		data["CSRF"], data["SignedIn"] = v.sess.CSRF, true
+	}
+	if next := portalNext(v.next); v.signin && next != Prefix {
+		data["Next"] = next
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	p.render(w, r, v.status, "error", l, data)
+}
+
+// signedInError is the error page of a signed-in user (sess): status
+// and msg, with her header's Sign out, for she is still signed in
+// (R-U1). Every such page is this one.
+func (p *Portal) signedInError(w http.ResponseWriter, r *http.Request, l *lang, sess *websession.Session, status int, msg string) {
+	p.showError(w, r, l, errorView{status: status, msg: msg, sess: sess})
+}
+
+// errorPage answers a browser not signed in with status and the message
+// id (and its arguments); a 401 leads to Sign in, which brings her back
+// to the page r asked for (returnTo).
 func (p *Portal) errorPage(w http.ResponseWriter, r *http.Request, status int, id string, args ...any) {
 	l := pickLang(w, r, p.secure(r))
-	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, r, status, "error", l, map[string]any{"Message": l.T(id, args...), "Status": status, "LeadsToSignin": status == http.StatusUnauthorized})
+	v := errorView{status: status, msg: l.T(id, args...)}
+	if status == http.StatusUnauthorized {
+		v.signin, v.next = true, returnTo(r)
+	}
+	p.showError(w, r, l, v)
 }
 
 // userError answers a signed-in request with the error page of status
-// and the message id: its header has Sign out, as her home page's, for
-// she is still signed in (R-U1).
+// and the message id (signedInError).
 func (p *Portal) userError(rq *request, status int, id string, args ...any) {
-	rq.w.Header().Set("Cache-Control", "no-store")
-	p.render(rq.w, rq.r, status, "error", rq.lang, map[string]any{"Message": rq.lang.T(id, args...), "Status": status,
-		"CSRF": rq.sess.CSRF, "SignedIn": true})
+	p.signedInError(rq.w, rq.r, rq.lang, rq.sess, status, rq.lang.T(id, args...))
+}
+
+// returnTo is where a sign-in that r's answer asks for brings her back:
+// the page r asked for (a GET's address, kept within the portal by
+// portalNext), or, for a form posted, her home page: a form's answer is
+// no page a GET reaches again, and every form of hers is on her home
+// page (or on the confirmation page, itself a form's answer).
+func returnTo(r *http.Request) string {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return Prefix
+	}
+	return portalNext(r.URL.RequestURI())
 }
 
 // notFound answers a path the portal has no page at (404): to a
@@ -467,9 +524,7 @@ func (p *Portal) notFound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := pickLang(w, r, p.secure(r))
-	w.Header().Set("Cache-Control", "no-store")
-	p.render(w, r, http.StatusNotFound, "error", l, map[string]any{"Message": l.T("error.notFound"), "Status": http.StatusNotFound,
-		"CSRF": sess.CSRF, "SignedIn": true})
+	p.signedInError(w, r, l, sess, http.StatusNotFound, l.T("error.notFound"))
 }
 
 // apiError answers an API refusal with its status, in the user's words
@@ -500,12 +555,14 @@ func (p *Portal) apiError(rq *request, err error, keys map[string]string) {
 	if code != vdibroker.EUnauthenticated && rq.api.requestID != "" {
 		msg += " " + rq.lang.T("launch.reference", verbatim(rq.api.requestID))
 	}
-	rq.w.Header().Set("Cache-Control", "no-store")
 	// Still signed in unless the API refused her credential (then her
-	// sign-in was forgotten above): Sign out, or the way to sign in.
-	signedIn := code != vdibroker.EUnauthenticated
-	p.render(rq.w, rq.r, vdibroker.HTTPStatus(code), "error", rq.lang, map[string]any{"Message": msg, "Status": vdibroker.HTTPStatus(code),
-		"LeadsToSignin": !signedIn, "SignedIn": signedIn, "CSRF": rq.sess.CSRF})
+	// sign-in was forgotten above): Sign out, or the way to sign in,
+	// back to the page she asked for.
+	if code == vdibroker.EUnauthenticated {
+		p.showError(rq.w, rq.r, rq.lang, errorView{status: vdibroker.HTTPStatus(code), msg: msg, signin: true, next: returnTo(rq.r)})
+		return
+	}
+	p.signedInError(rq.w, rq.r, rq.lang, rq.sess, vdibroker.HTTPStatus(code), msg)
 }
 
 // apiErrorKeys are the user's words for an API refusal by its code
@@ -586,11 +643,33 @@ func (p *Portal) setSigninCookie(w http.ResponseWriter, r *http.Request, value s
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }
 
-// portalNext keeps a post-sign-in redirect within the portal.
+// maxNext bounds where a sign-in returns to (portalNext), in bytes.
+const maxNext = 2048
+
+// portalNext keeps where a sign-in returns to (the sign-in page's and
+// form's next, single sign-on's, the address a page asked for) a page of
+// the portal on this site, else it is Prefix: a relative path under
+// Prefix of at most maxNext bytes, with no scheme or host (webguard.SafeNext:
+// no "//host", no backslash, no control character or space), and, once
+// percent-decoded, no backslash, no control character and no dot
+// segment ("/portal/../console/", or "%2e%2e", which a browser takes as
+// ".."), which could lead out of the portal.
 func portalNext(next string) string {
+	if len(next) > maxNext {
+		return Prefix
+	}
 	next = webguard.SafeNext(next)
 	if !strings.HasPrefix(next, Prefix) {
 		return Prefix
+	}
+	u, err := url.Parse(next)
+	if err != nil || strings.ContainsFunc(u.Path, func(c rune) bool { return c == '\\' || unicode.IsControl(c) }) {
+		return Prefix
+	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return Prefix
+		}
 	}
 	return next
 }
@@ -634,13 +713,12 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 	refuse := func(err error) {
 		p.refused(r, "portal/oidc", vdibroker.ErrorMessage(err))
 		l := pickLang(w, r, p.secure(r))
-		w.Header().Set("Cache-Control", "no-store")
-		status := vdibroker.HTTPStatus(vdibroker.ErrorCode(err))
 		// Whatever its status (403: not this browser's sign-in, or it
 		// took too long), the page says to sign in again: its link is
-		// Sign in (error.html's LeadsToSignin).
-		p.render(w, r, status, "error", l, map[string]any{"Status": status, "LeadsToSignin": true,
-			"Message": signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
+		// Sign in (error.html's LeadsToSignin), to her home page (the
+		// callback's address is no page to return to).
+		p.showError(w, r, l, errorView{status: vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), signin: true,
+			msg: signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
 	}
 	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
 	if err != nil {
@@ -720,8 +798,7 @@ func (p *Portal) signout(rq *request) {
 		// Still signed in (R-U2): said so, with the sign-out button to
 		// try again.
 		rq.w.Header().Set("Retry-After", "5")
-		p.render(rq.w, rq.r, http.StatusServiceUnavailable, "error", rq.lang, map[string]any{"Message": rq.lang.T("error.signoutFailed"),
-			"Status": http.StatusServiceUnavailable, "CSRF": rq.sess.CSRF, "SignedIn": true})
+		p.userError(rq, http.StatusServiceUnavailable, "error.signoutFailed")
 		return
 	}
 	// Recorded (the audit trail's "signout"); the sign-in has ended
@@ -749,18 +826,23 @@ type userSession struct {
 	// here ("pod" is the administrators' word).
 	Pod      string
 	SameSite bool
-	// Desktop is the feed's desktop that names the session, if one does:
-	// opening it again reconnects to the session (R-C1, R-G1), which the
-	// page offers for a Disconnected one.
+	// Desktop is the feed's desktop whose connect reaches the session, if
+	// one does: opening it again, naming the session, reconnects to it
+	// (R-C1, R-G1), which the page offers for a Disconnected one.
 	Desktop string
+	// NoReconnect says a desktop of the feed names the session but none
+	// reaches it from here (a global one whose scope from this pod leaves
+	// the session's pod out, R-G1: opening it makes a new session): the
+	// page says so where it would offer Reconnect.
+	NoReconnect bool
 	// Since is when the session took its state (its logon, its
 	// disconnect): the page's "Since" follows "State", and a user who
 	// reads "Disconnected since 09:00" takes it so. SinceTime is the
 	// same, for the page's machine-readable time.
 	Since     string
 	SinceTime time.Time
-	// LoggingOff marks the session the user just logged off, still
-	// listed until its host has done it (sessionsData).
+	// LoggingOff marks a session the user logged off, still listed
+	// until its host has done it (sessionsData).
 	LoggingOff bool
 }
 
@@ -802,20 +884,27 @@ func sessionName(resources []vdibroker.FeedResource, pool string) (name, desktop
 	return pool, ""
 }
 
-// poolDesktop is the id of pool's own desktop in the feed, "" when it
-// has none. Reconnect of a session of this pod's pool opens it when it
-// can: its connect, naming the session (R-C1's sessionId), reaches the
-// session wherever it is, where a global desktop's reaches it only
-// while its scope from this pod takes in this pod (R-G1: a WithinSite
-// entitlement of a user whose home site is another leaves it out, and
-// its connect would make a new session there, R-U3).
-func poolDesktop(resources []vdibroker.FeedResource, pool string) string {
+// reconnectDesktop is the id of the feed's desktop through which
+// Reconnect reaches the user's session in pool of this pod, "" when none
+// does: pool's own desktop, whose connect naming the session (R-C1's
+// sessionId) reaches it wherever it is, else the first global desktop
+// the pool is a member of whose scope from this pod takes in this pod
+// (FeedResource.ReconnectsHere). Through a global desktop whose scope
+// leaves this pod out (R-G1: WithinSite, for a user whose home site is
+// another) the connect would pass the session over and make a new one
+// in its scope (R-U1, R-U3).
+func reconnectDesktop(resources []vdibroker.FeedResource, pool string) string {
+	global := ""
 	for _, r := range resources {
-		if r.Kind == vdibroker.FeedDesktop && r.GlobalEntitlement == "" && r.HostPool == pool {
+		switch {
+		case r.Kind != vdibroker.FeedDesktop:
+		case r.GlobalEntitlement == "" && r.HostPool == pool:
 			return r.ID
+		case global == "" && r.GlobalEntitlement != "" && r.ReconnectsHere && slices.Contains(r.MemberPools, pool):
+			global = r.ID
 		}
 	}
-	return ""
+	return global
 }
 
 // home lists the user's resources (the feed, R-U5) and open sessions
@@ -829,11 +918,30 @@ func (p *Portal) home(rq *request) {
 	p.render(rq.w, rq.r, http.StatusOK, "home", rq.lang, data)
 }
 
+// fragmentHeader is the request header (value "sessions") by which the
+// page's script asks GET /portal/sessions for the sessions list alone.
+// No navigation carries a header a page's script set, whatever the
+// browser: a bookmark, a typed address or the address a sign-in returns
+// to is a navigation (Sec-Fetch-Mode would say so, but only in browsers
+// that send it).
+const fragmentHeader = "Portal-Fragment"
+
 // sessionsList is GET /portal/sessions: the home page's "My sessions"
-// alone, which the page's script fetches to refresh the list while a
-// session it logged off is still listed (R-U3): the flash stays, and
-// nothing but the list is read again.
+// alone, which the page's script fetches (with fragmentHeader) to
+// refresh the list while a session it logged off is still listed
+// (R-U3): the flash stays, and nothing but the list is read again.
+// Opened as a page (without the header) it is her home page: a
+// redirect there, the query (?off=) kept.
 func (p *Portal) sessionsList(rq *request) {
+	rq.w.Header().Add("Vary", fragmentHeader)
+	if rq.r.Header.Get(fragmentHeader) != "sessions" || rq.r.Header.Get("Sec-Fetch-Mode") == "navigate" {
+		to := Prefix
+		if q := rq.r.URL.Query(); len(q) > 0 {
+			to += "?" + q.Encode()
+		}
+		http.Redirect(rq.w, rq.r, to, http.StatusSeeOther)
+		return
+	}
 	data, ok := p.sessionsData(rq)
 	if !ok {
 		return
@@ -848,8 +956,8 @@ func (p *Portal) sessionsList(rq *request) {
 var refreshDelays = []int{1, 2, 3, 5, 8, 13, 21, 30, 37}
 
 // sessionsData is what the home page and its sessions list show: the
-// feed, the user's sessions here and in the other pods, the one of ?off=
-// (the session she just logged off, as the logoff's redirect names it)
+// feed, the user's sessions here and in the other pods, those of ?off=
+// (the sessions she logged off, as the logoff's redirect names them)
 // marked as logging off. false: the page was answered (an error).
 func (p *Portal) sessionsData(rq *request) (map[string]any, bool) {
 	ctx := rq.r.Context()
@@ -868,25 +976,36 @@ func (p *Portal) sessionsData(rq *request) (map[string]any, bool) {
 	sessions := make([]userSession, len(page.Value))
 	for i, s := range page.Value {
 		sessions[i] = newUserSession(s)
-		sessions[i].Name, sessions[i].Desktop = sessionName(feed.Resources, s.HostPool)
-		if d := poolDesktop(feed.Resources, s.HostPool); d != "" {
-			sessions[i].Desktop = d
-		}
+		var named string
+		sessions[i].Name, named = sessionName(feed.Resources, s.HostPool)
+		sessions[i].Desktop = reconnectDesktop(feed.Resources, s.HostPool)
+		sessions[i].NoReconnect = named != "" && sessions[i].Desktop == ""
 	}
 	remote, unread := p.otherPodsSessions(rq, &feed)
 	sessions = append(sessions, remote...)
-	// The session she logged off, while it is listed: "Logging off", no
-	// buttons, and the list refreshed by the page's script (bounded).
-	// Matched by id alone (a session's id is unique, a ULID), so only an
-	// id of hers reaches the page's refresh address.
-	refresh := ""
-	if off := rq.r.URL.Query().Get("off"); off != "" {
-		for i := range sessions {
-			if sessions[i].ID == off {
-				sessions[i].LoggingOff = true
-				refresh = Prefix + "sessions?off=" + url.QueryEscape(off)
-			}
+	// The sessions she logged off, while they are listed: "Logging off",
+	// no buttons, and the list refreshed by the page's script (bounded).
+	// Matched by id alone (a session's id is unique, a ULID), so only ids
+	// of hers reach the page's refresh address and its forms (Off),
+	// which carry them to the page a form's answer sends her to
+	// (afterAction): another logoff, or a disconnect, keeps them marked.
+	// While some pod's sessions could not be read, those not found are
+	// kept too: they may be that pod's.
+	off := loggingOff(rq.r.URL.Query()["off"])
+	marked := false
+	for i := range sessions {
+		if slices.Contains(off, sessions[i].ID) {
+			sessions[i].LoggingOff, marked = true, true
 		}
+	}
+	if !unread {
+		off = slices.DeleteFunc(off, func(id string) bool {
+			return !slices.ContainsFunc(sessions, func(s userSession) bool { return s.ID == id })
+		})
+	}
+	refresh := ""
+	if marked {
+		refresh = Prefix + "sessions?" + url.Values{"off": off}.Encode()
 	}
 	delays := make([]string, len(refreshDelays))
 	for i, d := range refreshDelays {
@@ -900,7 +1019,7 @@ func (p *Portal) sessionsData(rq *request) (map[string]any, bool) {
 	}
 	return map[string]any{
 		"User": user, "Resources": feed.Resources, "Sessions": sessions, "Unread": unread,
-		"Refresh": refresh, "Delays": strings.Join(delays, ","),
+		"Refresh": refresh, "Delays": strings.Join(delays, ","), "Off": off,
 		"CSRF": rq.sess.CSRF, "SignedIn": true,
 	}, true
 }
@@ -938,7 +1057,8 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 		}
 		us := newUserSession(s.UserSession)
 		us.Pod, us.SameSite = s.Pod, gs.Site != "" && s.Site == gs.Site
-		us.Name, _ = sessionName(named, s.HostPool)
+		var desktop string
+		us.Name, desktop = sessionName(named, s.HostPool)
 		// Reconnect: a desktop whose global connect here looks in the
 		// session's pod (R-G1); through another it would make a new one.
 		for _, r := range named {
@@ -947,6 +1067,7 @@ func (p *Portal) otherPodsSessions(rq *request, feed *vdibroker.Feed) (out []use
 				break
 			}
 		}
+		us.NoReconnect = desktop != "" && us.Desktop == ""
 		out = append(out, us)
 	}
 	return out, len(gs.Unanswered) > 0
@@ -979,7 +1100,8 @@ const maxConfirmName = 200
 // confirmed reports whether the logoff form rq posted to action carries
 // the user's confirmation; when not, it answers with the confirmation
 // page, whose form posts to action again with it (and Cancel leads back
-// to her page). Nothing is asked of the API until she confirms.
+// to her page, the sessions logging off still so). Nothing is asked of
+// the API until she confirms.
 func (p *Portal) confirmed(rq *request, action string) bool {
 	if rq.r.PostFormValue("confirm") == "yes" {
 		return true
@@ -992,7 +1114,7 @@ func (p *Portal) confirmed(rq *request, action string) bool {
 		name = append(name[:maxConfirmName], '…')
 	}
 	p.render(rq.w, rq.r, http.StatusOK, "confirm", rq.lang, map[string]any{"Action": action, "Name": string(name),
-		"Question": rq.lang.T("logoff.confirm", string(name)), "CSRF": rq.sess.CSRF, "SignedIn": true})
+		"Question": rq.lang.T("logoff.confirm", string(name)), "Off": loggingOff(rq.r.PostForm["off"]), "Cancel": homeWith(rq.r.PostForm["off"]), "CSRF": rq.sess.CSRF, "SignedIn": true})
 	return false
 }
 
@@ -1011,18 +1133,56 @@ func (p *Portal) sessionAction(rq *request, method, suffix, flash string) {
 		return
 	}
 	p.web.SetFlash(rq.r.Context(), rq.sess, rq.lang.T(flash))
-	http.Redirect(rq.w, rq.r, afterAction(rq, method), http.StatusSeeOther)
+	http.Redirect(rq.w, rq.r, afterAction(rq, method == http.MethodDelete), http.StatusSeeOther)
 }
 
-// afterAction is where a logoff or disconnect that was asked of the API
-// sends the browser: her page; after a logoff naming the session
-// (?off=), which the page shows as logging off and refreshes its list
-// until it is gone (sessionsData, portal.js).
-func afterAction(rq *request, method string) string {
-	if method != http.MethodDelete {
-		return Prefix
+// afterAction is where a logoff or disconnect form sends the browser once
+// it was asked of the API, or refused by a pod that did not answer: her
+// page, naming (?off=) the sessions the form carried as logging off
+// (its off fields, sessionsData's Off) and, after a logoff (loggedOff),
+// this one last; the page shows each as logging off and refreshes its
+// list until they are gone (sessionsData, portal.js).
+func afterAction(rq *request, loggedOff bool) string {
+	off := rq.r.PostForm["off"]
+	if loggedOff {
+		off = append(slices.Clip(off), rq.r.PathValue("id"))
 	}
-	return Prefix + "?off=" + url.QueryEscape(rq.r.PathValue("id"))
+	return homeWith(off)
+}
+
+// homeWith is her home page naming the sessions of off (a form's off
+// fields, as loggingOff keeps them) as logging off: where a form's
+// answer sends her, or links back (the confirmation page's Cancel, an
+// error page's Back, the language links), so that none gives a session
+// logging off its buttons back (R-U3).
+func homeWith(off []string) string {
+	if off = loggingOff(off); len(off) > 0 {
+		return Prefix + "?" + url.Values{"off": off}.Encode()
+	}
+	return Prefix
+}
+
+// maxLoggingOff bounds the sessions a page marks as logging off and its
+// forms carry (loggingOff): a user logs off a few at a time, and each
+// of her page's forms carries them all.
+const maxLoggingOff = 20
+
+// loggingOff is the sessions that ids (?off=, a form's off fields) name
+// as logging off: each of 1..vdibroker.MaxSessionIDLen bytes (no
+// session's id is longer, federation.ValidateSessionRef) with no
+// control character, each once, at most maxLoggingOff, the last ones
+// named (the newest logoff is named last).
+func loggingOff(ids []string) []string {
+	var out []string
+	for i := len(ids) - 1; i >= 0 && len(out) < maxLoggingOff; i-- {
+		id := ids[i]
+		if id == "" || len(id) > vdibroker.MaxSessionIDLen || strings.ContainsFunc(id, unicode.IsControl) || slices.Contains(out, id) {
+			continue
+		}
+		out = append(out, id)
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // globalLogoff and globalDisconnect act on one of the user's sessions in
@@ -1066,9 +1226,9 @@ func (p *Portal) globalSessionAction(rq *request, method, suffix, flash string) 
 		p.log.Info("portal: a pod did not do a logoff or disconnect", "request_id", rq.api.requestID, "path", rq.r.URL.Path,
 			"err", vdibroker.ErrorMessage(err))
 		p.web.SetFlash(ctx, rq.sess, rq.lang.T("error.podUnavailable"))
-		http.Redirect(rq.w, rq.r, Prefix, http.StatusSeeOther)
+		http.Redirect(rq.w, rq.r, afterAction(rq, false), http.StatusSeeOther)
 		return
 	}
 	p.web.SetFlash(ctx, rq.sess, rq.lang.T(flash))
-	http.Redirect(rq.w, rq.r, afterAction(rq, method), http.StatusSeeOther)
+	http.Redirect(rq.w, rq.r, afterAction(rq, method == http.MethodDelete), http.StatusSeeOther)
 }

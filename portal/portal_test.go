@@ -642,7 +642,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 	}
 	// Within the pod only, pod0's connect through Anywhere looks in pod0
 	// alone and would make a new session there (R-G1): the row is still
-	// named by it, without Reconnect.
+	// named by it, without Reconnect, and says why.
 	for _, scope := range []string{vdibroker.ScopeWithinPod, vdibroker.ScopeAllSites} {
 		doc.Generation++
 		doc.GlobalEntitlements[1].Scope = scope
@@ -652,8 +652,9 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 		}
 		_, home := alice.get("/portal/")
 		row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
-		if !strings.Contains(row, `">Anywhere</bdi></td>`) || strings.Contains(row, "reconnect") {
-			t.Errorf("within pod0 alone, alice's session on pod1: want it named Anywhere, without Reconnect: row %q in\n%s", row, home)
+		if !strings.Contains(row, `">Anywhere</bdi></td>`) || strings.Contains(row, `class="reconnect"`) || strings.Contains(row, `name="session"`) ||
+			!strings.Contains(row, `<span class="noreconnect" id="noreconnect-0">Cannot be reconnected from here`) {
+			t.Errorf("within pod0 alone, alice's session on pod1: want it named Anywhere, without Reconnect, saying why: row %q in\n%s", row, home)
 		}
 	}
 	launch := alice.launch(csrf, "global:Anywhere")
@@ -1563,5 +1564,87 @@ func TestExpiredSigninPageLeadsToSignin_RU2_RU6(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(page, "Your sign-in has expired") ||
 		!strings.Contains(page, `<a href="/portal/signin" id="back">Sign in</a>`) || strings.Contains(page, "Back to your desktops and apps") {
 		t.Errorf("a logoff with her token deleted: %d\n%s\nwant 401 saying her sign-in expired, with a link to sign in", res.StatusCode, page)
+	}
+}
+
+// TestNoReconnectWhereItCannotReach_RU3_RG1: alice's Disconnected
+// session in pod0's "other" (no desktop of hers: bob's pool) is named
+// only by her global desktop "Anywhere", whose scope from pod0
+// (WithinSite, from her home site s1) leaves pod0 out: its connect
+// passes the session over and makes a new one in pod1 (R-G1). Her row
+// offers no Reconnect but Log off, and says why, in each of the
+// portal's languages. With a second global desktop whose scope takes in
+// pod0, the row's Reconnect goes through that one and reaches her
+// session.
+func TestNoReconnectWhereItCannotReach_RU3_RG1(t *testing.T) {
+	secret := []byte("portal-test-federation-secret")
+	e := newEnvWith(t, nil, "pod0", secret)
+	far := newEnvAt(t, nil, "pod1", "s1", secret)
+	ctx := context.Background()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}},
+		Pods:      []vdibroker.Pod{{Name: "pod0", Site: "s0", URL: e.url}, {Name: "pod1", Site: "s1", URL: far.url}},
+		HomeSites: []vdibroker.HomeSite{{User: "alice", Site: "s1"}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeWithinSite, UseHomeSite: true,
+			SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}, {Pod: "pod1", HostPool: "other"}}}}}
+	putFederation(t, doc, e, far)
+	mine, err := e.admin.Connect(ctx, "other", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.heartbeat(mine.SessionHost, vdibroker.AgentSession{ID: "1", User: "alice", State: vdibroker.StateDisconnected})
+
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	rowRE := regexp.MustCompile(`(?s)<tr role="row" data-session="` + mine.SessionID + `"[^>]*>.*?</tr>`)
+	for _, tc := range []struct{ lang, why string }{
+		{"en", "Cannot be reconnected from here"},
+		{"de", "Kann von hier aus nicht wieder verbunden werden"},
+		{"pt", "Não é possível voltar a ligar a partir daqui"},
+		{"ar", "لا يمكن إعادة الاتصال بها من هنا"},
+	} {
+		_, home := alice.get("/portal/?lang=" + tc.lang)
+		row := rowRE.FindString(home)
+		if !strings.Contains(row, `">Anywhere</bdi></td>`) || strings.Contains(row, `class="reconnect"`) || !strings.Contains(row, `class="logoff"`) ||
+			!strings.Contains(row, `<span class="noreconnect" id="noreconnect-0">`+tc.why) {
+			t.Errorf("%s: alice's row, named only by a desktop that cannot reach it: want no Reconnect, Log off, and why (%q):\n%s", tc.lang, tc.why, row)
+		}
+	}
+	alice.get("/portal/?lang=en")
+	// Why: what the row offered before, opened, reaches no session of
+	// hers but makes one in pod1 (R-G1).
+	res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"global:Anywhere"}, "session": {mine.SessionID}, "pool": {"other"}})
+	if s := alice.await(res.Header.Get("Location"), ended); s.State != "ready" {
+		t.Fatalf("opening Anywhere naming her session: %+v", s)
+	}
+	if l, err := far.admin.UserSessions(ctx, "alice"); err != nil || len(l) != 1 {
+		t.Errorf("alice's sessions in pod1 after opening Anywhere naming hers in pod0: %d %v, want the new one", len(l), err)
+	}
+
+	// A global desktop whose scope takes in pod0: Reconnect through it.
+	doc.Generation++
+	doc.GlobalEntitlements = append(doc.GlobalEntitlements, vdibroker.GlobalEntitlement{Name: "Everywhere", Scope: vdibroker.ScopeAllSites,
+		SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"}, Members: []vdibroker.Member{{Pod: "pod0", HostPool: "other"}}})
+	putFederation(t, doc, e, far)
+	_, home := alice.get("/portal/")
+	row := rowRE.FindString(home)
+	form := regexp.MustCompile(`(?s)<form method="post" action="/portal/launch">(.*?)</form>`).FindStringSubmatch(row)
+	if form == nil || strings.Contains(row, `id="noreconnect-`) {
+		t.Fatalf("with Everywhere, alice's row: want Reconnect and no word against it:\n%s", row)
+	}
+	values := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(form[1], -1) {
+		values.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if values.Get("resource") != "global:Everywhere" {
+		t.Errorf("Reconnect opens %q, want global:Everywhere", values.Get("resource"))
+	}
+	res, _ = alice.post("/portal/launch", values)
+	if s := alice.await(res.Header.Get("Location"), ended); s.State != "ready" {
+		t.Fatalf("Reconnect: %+v", s)
+	}
+	list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch", RequestID: res.Header.Get("X-Request-Id")})
+	if err != nil || len(list) != 1 || !strings.Contains(string(list[0].After), `"sessionId":"`+mine.SessionID+`"`) {
+		t.Errorf("Reconnect through Everywhere: audit %+v %v; want her session %s", list, err, mine.SessionID)
 	}
 }

@@ -282,3 +282,93 @@ func TestPortalLogoffWhileRefreshingBrowser_RU3(t *testing.T) {
 	waitFor("her focus stays on the third session's Disconnect", `document.activeElement.matches('`+row(ids[2])+` button.disconnect')`)
 	errs.check(t, "her page")
 }
+
+// TestPortalLogoffTwoBrowser_RU3 (R-U3, R-U1): uma logs off one session
+// and, before her host has done it, a second: both read Logging off,
+// without buttons, each until its own host has done it (the second
+// logoff does not give the first its buttons back, and the second gone
+// from the list, the first still reads Logging off); once both are gone
+// her page says so, without being loaded again.
+func TestPortalLogoffTwoBrowser_RU3(t *testing.T) {
+	ctx := newBrowser(t)
+	w := newPortalWorld(t)
+	base := w.m.URL()
+	if _, err := w.admin.PutHostPool(t.Context(), "lab", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := w.admin.CreateRegistrationToken(t.Context(), "lab", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := w.admin.Register(t.Context(), &vdibroker.RegisterRequest{Token: rt.Token, HostName: "lab-1", Address: "127.0.0.1:3389"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.creds["lab-1"] = reg.Credential
+	w.heartbeat(t, "lab-1")
+	if _, err := w.admin.PutApplicationGroup(t.Context(), "lab-desktop", map[string]any{"hostPool": "lab", "applicationGroupType": "Desktop",
+		"friendlyName": "Lab", "assignments": map[string]any{"users": []string{"uma"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var ids, hosts []string
+	for i, pool := range []string{"desk", "lab"} {
+		c, err := w.admin.Connect(t.Context(), pool, vhttp.ConnectRequest{User: "uma"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.heartbeat(t, c.SessionHost, vdibroker.AgentSession{ID: strconv.Itoa(i), User: "uma", State: vdibroker.StateActive})
+		ids, hosts = append(ids, c.SessionID), append(hosts, c.SessionHost)
+	}
+	errs := watchConsole(t, ctx)
+	step(t, ctx, "sign in", providerSignIn(base+"/portal/?lang=en", "uma", "pw-uma", "#resources")...)
+	errs.take()
+	row := func(i int) string { return `tr[data-session="` + ids[i] + `"]` }
+	waitFor := func(what, js string, d time.Duration) {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		if _, err := chromedp.Run(pctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+			got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('sessions').outerHTML.slice(0, 3000) + ' | ' + location.search`))
+			t.Fatalf("%s: %v (list and address: %s)", what, err, got)
+		}
+	}
+	// loggingOff is the script that says session i's row reads Logging
+	// off, without buttons.
+	loggingOff := func(i int) string {
+		return `(r => !!r && r.hasAttribute('data-logging-off') && r.querySelector('td.state').textContent === 'Logging off' && !r.querySelector('button'))(document.querySelector('` + row(i) + `'))`
+	}
+	logoff := func(i int) {
+		t.Helper()
+		step(t, ctx, "Log off "+ids[i],
+			chromedp.Click(chromedp.CSS(row(i)+" button.logoff")),
+			chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open]")),
+			chromedp.Click(chromedp.CSS("#logoff-yes")),
+			chromedp.WaitVisible(chromedp.CSS(row(i)+"[data-logging-off]")),
+		)
+	}
+	logoff(0)
+	logoff(1)
+	waitFor("both read Logging off", loggingOff(0)+" && "+loggingOff(1), 10*time.Second)
+	screenshot(t, ctx, "portal-logging-off-two.png")
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.stayed = 1; 1`)); err != nil {
+		t.Fatal(err)
+	}
+	// The second's host has done it: gone, the first still logging off.
+	if cmds := w.heartbeat(t, hosts[1]); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+		t.Errorf("the second's host got %+v, want her logoff", cmds)
+	}
+	waitFor("the second leaves the list", `!document.querySelector('`+row(1)+`')`, 25*time.Second)
+	waitFor("the first still reads Logging off", loggingOff(0), time.Second)
+	if s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('sessions-status').textContent`)); err != nil || s != "" {
+		t.Errorf("with the first still logging off the page says %q (%v)", s, err)
+	}
+	// The first's host has done it: gone, and said.
+	if cmds := w.heartbeat(t, hosts[0]); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff {
+		t.Errorf("the first's host got %+v, want her logoff", cmds)
+	}
+	waitFor("the first leaves the list, and the page says so", `!document.querySelector('`+row(0)+`') && document.getElementById('sessions-status').textContent === 'The session has been logged off.' && window.stayed === 1`, 40*time.Second)
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.search`)); err != nil || got != "" {
+		t.Errorf("both logged off, the address's query %q (%v), want none", got, err)
+	}
+	errs.check(t, "her page")
+}

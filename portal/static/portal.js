@@ -65,11 +65,14 @@
     });
   }
   // After a logoff the session stays listed, "Logging off", until its
-  // host has done it (its agent's next report): the list is fetched
-  // again (/portal/sessions) after each of the section's data-delays
-  // (seconds; a bounded number over about two minutes), not while the
-  // tab is hidden, until the session is gone; then, or when the tries
-  // are spent, the status says so and the address loses its ?off=.
+  // host has done it (its agent's next report), and so does each other
+  // session she logged off (the page's ?off=, which its forms carry on):
+  // the list is fetched again (/portal/sessions) after each of the
+  // section's data-delays (seconds; a bounded number over about two
+  // minutes), not while the tab is hidden, until those sessions are gone
+  // (each leaves on its own, the others still "Logging off"); then, or
+  // when the tries are spent, the status says so and the address loses
+  // its ?off=.
   var sessions = document.getElementById("sessions");
   if (sessions && sessions.dataset.refresh) {
     var url = sessions.dataset.refresh;
@@ -110,7 +113,9 @@
     var refresh = function () {
       timer = 0;
       tries++;
-      fetch(url, { credentials: "same-origin" })
+      // The header asks for the list alone: without it (a navigation)
+      // the address is her whole page.
+      fetch(url, { credentials: "same-origin", headers: { "Portal-Fragment": "sessions" } })
         .then(function (r) {
           // Sent to the sign-in page: her sign-in ended; nothing more to
           // refresh here.
