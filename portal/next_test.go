@@ -66,7 +66,9 @@ func TestSigninLinkReturns_RU2(t *testing.T) {
 // path under /portal/ of this site, of at most 2048 bytes: an absolute
 // URL, a scheme, //host, a backslash, a control character (raw or
 // percent-encoded), a dot segment that leaves /portal/ (raw or
-// percent-encoded), or a longer one is the portal's home instead.
+// percent-encoded, or with a ;parameter that a proxy in front may strip),
+// a bidi or other format character (which shows the address in another
+// order than it is), or a longer one is the portal's home instead.
 func TestSigninNextStaysInPortal_RU2_RSEC(t *testing.T) {
 	// Every case is two anonymous requests: past the default burst.
 	e := newEnv(t, func(c *portal.Config) { c.AnonymousBurst = 1000 })
@@ -91,6 +93,10 @@ func TestSigninNextStaysInPortal_RU2_RSEC(t *testing.T) {
 		"/portal/.%2E/.%2e/console/",
 		"/portal/%2E%2E%2Fconsole/",
 		"/portal/./../console/",
+		"/portal/..;/console/",
+		"/portal/%2e%2e;x=1/console/",
+		"/portal/\u202e/",
+		"/portal/%E2%80%AE/",
 		"/console/",
 		"/portal",
 		long,

@@ -651,9 +651,11 @@ const maxNext = 2048
 // the portal on this site, else it is Prefix: a relative path under
 // Prefix of at most maxNext bytes, with no scheme or host (webguard.SafeNext:
 // no "//host", no backslash, no control character or space), and, once
-// percent-decoded, no backslash, no control character and no dot
+// percent-decoded, no backslash, no control or format character (a bidi
+// override shows the address in another order than it is) and no dot
 // segment ("/portal/../console/", or "%2e%2e", which a browser takes as
-// ".."), which could lead out of the portal.
+// "..", or "..;x", which a proxy that strips parameters does), which
+// could lead out of the portal.
 func portalNext(next string) string {
 	if len(next) > maxNext {
 		return Prefix
@@ -663,10 +665,13 @@ func portalNext(next string) string {
 		return Prefix
 	}
 	u, err := url.Parse(next)
-	if err != nil || strings.ContainsFunc(u.Path, func(c rune) bool { return c == '\\' || unicode.IsControl(c) }) {
+	if err != nil || strings.ContainsFunc(u.Path, func(c rune) bool { return c == '\\' || unicode.IsControl(c) || unicode.Is(unicode.Cf, c) }) {
 		return Prefix
 	}
 	for seg := range strings.SplitSeq(u.Path, "/") {
+		// A segment's ;parameters are stripped by some proxies and
+		// servers before they resolve dot segments: "..;" is "..".
+		seg, _, _ = strings.Cut(seg, ";")
 		if seg == "." || seg == ".." {
 			return Prefix
 		}
