@@ -282,6 +282,69 @@ func TestStartVMOnConnectSilentRunningHosts_RA4(t *testing.T) {
 	}
 }
 
+// TestNoRestartOfHostShuttingDown_RA4: an admin's start of a host whose
+// start timed out is refused with 409 while its agent, since that start,
+// heartbeated within the pool's heartbeat timeout saying it shuts down
+// (such a heartbeat leaves the host Starting): its machine is going down,
+// and the driver's start would reach a machine shutting down. The 409
+// says so and from when a start is accepted; the driver is not asked.
+// Once the agent has been silent for the heartbeat timeout the start is
+// accepted. A heartbeat before the start counts for nothing: the host
+// whose agent last reported just before it was stopped and started is
+// started again at the start timeout, within the heartbeat timeout.
+func TestNoRestartOfHostShuttingDown_RA4(t *testing.T) {
+	sim := &power.Simulated{}
+	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour})
+	e.clock.Freeze()
+	ctx := context.Background()
+	pool := uniq("sd")
+	const timeout = 30 * time.Minute
+	e.pool(pool, map[string]any{"powerDriver": "sim", "maxSessionLimit": 1, "heartbeatTimeoutSeconds": int(timeout / time.Second)})
+	host := e.addHosts(pool, "sdh", 1)[0] // its agent heartbeats now
+	e.clock.Advance(time.Second)
+	if _, err := e.admin.StopSessionHost(ctx, pool, host, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.StartSessionHost(ctx, pool, host); err != nil || sim.Calls("start", pool, host) != 1 {
+		t.Fatalf("first start: %v, %d starts", err, sim.Calls("start", pool, host))
+	}
+	// Its start timed out; the agent's last heartbeat, a second before
+	// the stop, is within the heartbeat timeout but before the start.
+	e.clock.Advance(vdibroker.HostStartTimeout)
+	again, err := e.admin.StartSessionHost(ctx, pool, host)
+	if err != nil || sim.Calls("start", pool, host) != 2 {
+		t.Fatalf("start after the start timeout, the last heartbeat before the start: %+v, %v; %d starts, want 2", again, err, sim.Calls("start", pool, host))
+	}
+	started := again.PowerStateTime.UTC()
+
+	// Its agent comes up and at once says it shuts down (the machine
+	// goes down again): the host stays Starting.
+	e.clock.Advance(vdibroker.HostStartTimeout - 30*time.Second)
+	if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	said := e.clock.Now().UTC()
+	if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != vdibroker.PowerStarting {
+		t.Fatalf("after a heartbeat saying it shuts down: %+v, %v; want Starting", h, err)
+	}
+	e.clock.Advance(30 * time.Second) // its start timed out
+	_, err = e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "is Starting since "+started.Format(time.RFC3339),
+		"its agent said at "+said.Format(time.RFC3339)+" (30 seconds ago) that it is shutting down",
+		"a start is accepted once its agent has been silent for the pool's heartbeat timeout (1800 seconds): after "+said.Add(timeout).Format(time.RFC3339)+" (in 30 minutes)")
+	e.clock.Advance(timeout - 30*time.Second) // the heartbeat timeout to the instant
+	_, err = e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "that it is shutting down")
+	if n := sim.Calls("start", pool, host); n != 2 {
+		t.Fatalf("a refused start asked the driver: %d starts, want 2", n)
+	}
+	e.clock.Advance(time.Second) // silent for longer than the timeout
+	h, err := e.admin.StartSessionHost(ctx, pool, host)
+	if err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(e.clock.Now()) || sim.Calls("start", pool, host) != 3 {
+		t.Fatalf("start once its agent is silent: %+v, %v; %d starts, want Starting since now and 3 starts", h, err, sim.Calls("start", pool, host))
+	}
+}
+
 // TestAdminRestartsTimedOutStart_RA4: a host an admin started whose agent
 // never came back (its driver's start did nothing) stays Starting. Within
 // the start timeout (10 minutes) another start is 409, saying since when

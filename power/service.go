@@ -323,6 +323,9 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 			host, vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now), FailedStartBackoff)
 	}
 	restart := !onConnect && vdibroker.StartTimedOut(cur, now)
+	if restart && vdibroker.ShuttingDownAfterStart(cur, p.HeartbeatTimeout(), now) {
+		return nil, nil, shuttingDownConflict(cur, host, p.HeartbeatTimeout(), now)
+	}
 	if cur.PowerState == vdibroker.PowerStarting && !restart {
 		return nil, nil, startingConflict(cur, host, now)
 	}
@@ -333,8 +336,10 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 		// Its agent never heartbeated after its start (R-A4): an admin
 		// starts it again. The write holds only while it is Starting
 		// since the start timeout, so of two admins (or replicas) one
-		// starts it, and the other finds it Starting since now.
-		h, changed, err = s.store.RestartStart(ctx, pool, host, s.now().UTC().Add(-StartTimeout), s.now().UTC())
+		// starts it, and the other finds it Starting since now; nor
+		// once its agent said it shuts down.
+		at := s.now().UTC()
+		h, changed, err = s.store.RestartStart(ctx, pool, host, at.Add(-StartTimeout), at.Add(-p.HeartbeatTimeout()), at)
 	} else {
 		h, changed, err = s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
 	}
@@ -344,6 +349,9 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 	if !changed {
 		if h.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(h, s.now()) {
 			return nil, nil, startingConflict(h, host, s.now())
+		}
+		if vdibroker.ShuttingDownAfterStart(h, p.HeartbeatTimeout(), s.now()) {
+			return nil, nil, shuttingDownConflict(h, host, p.HeartbeatTimeout(), s.now())
 		}
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is %s; only a Stopped or Unknown host is started, or one Starting for %d minutes without its agent heartbeating", host, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), s.now()), int(StartTimeout/time.Minute))
 	}
@@ -363,6 +371,18 @@ func startingConflict(h *vdibroker.SessionHost, host string, now time.Time) erro
 	at, again := h.PowerStateTime.UTC(), h.PowerStateTime.Add(StartTimeout).UTC()
 	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s (%s ago) and its agent has not heartbeated yet; a start is accepted again from %s (in %s; the start timeout is %d minutes), if it is still Starting then",
 		host, at.Format(time.RFC3339), relative(now.Sub(at), false), again.Format(time.RFC3339), relative(again.Sub(now), true), int(StartTimeout/time.Minute))
+}
+
+// shuttingDownConflict is the Conflict of an admin's start of h, whose
+// start timed out but whose agent said it shuts down since, within the
+// pool's heartbeat timeout of now (vdibroker.ShuttingDownAfterStart): when
+// it said so, and from when a start is accepted (R-A4).
+func shuttingDownConflict(h *vdibroker.SessionHost, host string, timeout time.Duration, now time.Time) error {
+	said := h.LastHeartBeat.UTC()
+	again := said.Add(timeout)
+	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s, and its agent said at %s (%s ago) that it is shutting down: its machine is going down, and a start now would reach it shutting down; a start is accepted once its agent has been silent for the pool's heartbeat timeout (%d seconds): after %s (in %s)",
+		host, h.PowerStateTime.UTC().Format(time.RFC3339), said.Format(time.RFC3339), relative(now.Sub(said), false),
+		int(timeout/time.Second), again.Format(time.RFC3339), relative(again.Sub(now), true))
 }
 
 // relative says d for a message: whole minutes, or whole seconds under a
