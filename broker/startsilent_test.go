@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -199,21 +198,8 @@ func TestStartVMOnConnectCrashedAgent(t *testing.T) {
 	}
 }
 
-// autoscaleActions are what serve gives the autoscaler: the broker's
-// pools and hosts, its power service's starts, stops and drains.
-type autoscaleActions struct{ *Service }
-
-func (a autoscaleActions) StartHost(ctx context.Context, pool, host, by string) error {
-	return a.Power().StartHost(ctx, pool, host, by)
-}
-
-func (a autoscaleActions) StopHost(ctx context.Context, pool, host string, force bool, by string) error {
-	return a.Power().StopHost(ctx, pool, host, force, by)
-}
-
-func (a autoscaleActions) SetAutoscaleDrain(ctx context.Context, pool, host string, on bool) error {
-	return a.Power().SetAutoscaleDrain(ctx, pool, host, on)
-}
+// What serve gives the autoscaler.
+var _ autoscale.Actions = AutoscaleActions{}
 
 // TestAutoscalerStartsSilentRunningHosts (R-A2, R-A4): with a ramp-up
 // floor of every host, the autoscaler starts the same hosts in the same
@@ -295,7 +281,7 @@ func everyHostPlan(t *testing.T, svc *Service, st *store.DB, fc *clocktesting.Fa
 	if _, err := st.PutScalingPlan(ctx, plan); err != nil {
 		t.Fatal(err)
 	}
-	a := autoscale.New(autoscale.Config{Store: st, Actions: autoscaleActions{svc}, Holder: "a", Interval: time.Minute, Now: fc.Now,
+	a := autoscale.New(autoscale.Config{Store: st, Actions: AutoscaleActions{svc}, Holder: "a", Interval: time.Minute, Now: fc.Now,
 		HeardSince: svc.StoreHealth().HeardSince})
 	return func() []string {
 		t.Helper()
