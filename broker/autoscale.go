@@ -7,9 +7,11 @@ import "context"
 // power service's starts, stops and drains (R-A4). Serve gives it these.
 type AutoscaleActions struct{ *Service }
 
-// StartHost asks the pool's power driver to start the host (R-A4).
+// StartHost asks the pool's power driver to start the host (R-A4), never
+// one Starting (power.Service.AutoscaleStart): only an admin starts again
+// a host whose start timed out.
 func (a AutoscaleActions) StartHost(ctx context.Context, pool, host, by string) error {
-	return a.Power().StartHost(ctx, pool, host, by)
+	return a.Power().AutoscaleStart(ctx, pool, host, by)
 }
 
 // StopHost asks the driver to stop it: Conflict while it has sessions

@@ -349,3 +349,44 @@ func TestNoStartOfSilentHostsRightAfterARestart(t *testing.T) {
 		t.Fatalf("starts of h1, h2: %v, want [0 1]", got)
 	}
 }
+
+// TestAutoscalerNeverRestartsATimedOutStart (R-A2, R-A4): the
+// autoscaler's plan never picks a host Starting, and its start through
+// AutoscaleActions, as serve wires it, refuses one too (defence in depth):
+// within the start timeout, and after it, when an admin's start is
+// accepted; the driver is not asked, and the refusal says only an admin
+// starts it again. A Stopped host it starts.
+func TestAutoscalerNeverRestartsATimedOutStart(t *testing.T) {
+	svc, st, fc, sim, _ := unknownFixture(t, vdibroker.Pooled, "sim", 10, "h1", "h2")
+	ctx := t.Context()
+	act := AutoscaleActions{svc}
+	if err := act.StartHost(ctx, "pwr", "h1", autoscale.By); err != nil || sim.Calls("start", "pwr", "h1") != 1 {
+		t.Fatalf("the autoscaler's start of an Unknown host: %v, %d starts", err, sim.Calls("start", "pwr", "h1"))
+	}
+	fc.Step(power.StartTimeout - time.Minute)
+	const why = "the autoscaler never starts a Starting host again: only an admin does, once its start timed out"
+	err := act.StartHost(ctx, "pwr", "h1", autoscale.By)
+	if vdibroker.ErrorCode(err) != vdibroker.EConflict || !strings.Contains(err.Error(), why) {
+		t.Fatalf("the autoscaler's start of a host Starting for 9 minutes: %v, want Conflict saying %q", err, why)
+	}
+	fc.Step(time.Minute) // its start timed out
+	err = act.StartHost(ctx, "pwr", "h1", autoscale.By)
+	if vdibroker.ErrorCode(err) != vdibroker.EConflict || !strings.Contains(err.Error(), why) {
+		t.Fatalf("the autoscaler's start of a host whose start timed out: %v, want Conflict saying %q", err, why)
+	}
+	if n := sim.Calls("start", "pwr", "h1"); n != 1 {
+		t.Fatalf("the autoscaler's refused starts asked the driver: %d starts, want 1", n)
+	}
+	if h, err := st.GetSessionHost(ctx, "pwr", "h1"); err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(fc.Now().Add(-power.StartTimeout)) {
+		t.Fatalf("h1 after the refused starts: %+v, %v; want Starting since its first start", h, err)
+	}
+	if err := svc.Power().StartHost(ctx, "pwr", "h1", "admin-1"); err != nil || sim.Calls("start", "pwr", "h1") != 2 {
+		t.Fatalf("an admin's start of the host whose start timed out: %v, %d starts, want accepted", err, sim.Calls("start", "pwr", "h1"))
+	}
+	if _, _, err := st.SetPowerState(ctx, "pwr", "h2", vdibroker.PowerStopped, fc.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := act.StartHost(ctx, "pwr", "h2", autoscale.By); err != nil || sim.Calls("start", "pwr", "h2") != 1 {
+		t.Fatalf("the autoscaler's start of a Stopped host: %v, %d starts", err, sim.Calls("start", "pwr", "h2"))
+	}
+}

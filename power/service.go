@@ -236,14 +236,36 @@ var startable = []string{vdibroker.PowerStopped, vdibroker.PowerUnknown}
 const FailedStartBackoff = 10 * time.Minute
 
 // StartHost asks the pool's power driver to start the host (R-A4) and records
-// PowerState Starting; by is who asked (audit: "autoscale", an admin's id, "connect").
+// PowerState Starting: an admin's start, by is the admin's id (audit). A
+// host whose start timed out is started again (vdibroker.StartTimedOut).
 func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
-	d, h, err := s.claimStart(ctx, pool, host, by, false)
+	return s.start(ctx, pool, host, by, byAdmin)
+}
+
+// AutoscaleStart is StartHost for the autoscaler (R-A2), by its name
+// ("autoscale"): a Stopped or Unknown host, never a Starting one, timed
+// out or not. Its plan never picks one; this refuses it too, so that a
+// host whose start timed out is started again by an admin only (R-A4).
+func (s *Service) AutoscaleStart(ctx context.Context, pool, host, by string) error {
+	return s.start(ctx, pool, host, by, byAutoscaler)
+}
+
+func (s *Service) start(ctx context.Context, pool, host, by string, who starter) error {
+	d, h, err := s.claimStart(ctx, pool, host, by, who)
 	if err != nil {
 		return err
 	}
 	return s.driveStart(ctx, d, h)
 }
+
+// starter is who asks a start, which decides what claimStart takes.
+type starter int
+
+const (
+	byAdmin      starter = iota // Stopped, Unknown, or a start timed out
+	byAutoscaler                // Stopped or Unknown
+	onConnect                   // startableOnConnect only
+)
 
 // The order in which start VM on connect (and the autoscaler, R-A2)
 // takes the hosts it may start, each by name within its rank.
@@ -285,12 +307,12 @@ func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, heard, 
 	return false, rankUnknown
 }
 
-// claimStart records that host starts, from Stopped or Unknown, or, when
-// not onConnect (an admin's start), from Starting once its start timed out
-// (vdibroker.StartTimedOut); a host in another state is a Conflict, and an
-// error changes nothing. onConnect (start VM on connect) takes only a host
-// startableOnConnect, never a Starting one.
-func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConnect bool) (Driver, *vdibroker.SessionHost, error) {
+// claimStart records that host starts, from Stopped or Unknown, or, by an
+// admin, from Starting once its start timed out (vdibroker.StartTimedOut);
+// a host in another state is a Conflict, and an error changes nothing.
+// Start VM on connect (onConnect) takes only a host startableOnConnect,
+// and neither it nor the autoscaler ever a Starting one.
+func (s *Service) claimStart(ctx context.Context, pool, host, by string, who starter) (Driver, *vdibroker.SessionHost, error) {
 	p, err := s.store.GetHostPool(ctx, pool)
 	if err != nil {
 		return nil, nil, err
@@ -316,13 +338,17 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 		// next heartbeat records it Running again.
 		from = append(slices.Clip(startable), vdibroker.PowerRunning)
 	}
-	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), s.heard(), now); onConnect && !ok {
+	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), s.heard(), now); who == onConnect && !ok {
 		// Read again under the pool's start lock: started, heartbeating
 		// or failed since the connect listed the hosts.
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is not started on connect: it is %s, heartbeating (or not silent for long enough since the broker started), or its driver failed within %s",
 			host, vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now), FailedStartBackoff)
 	}
-	restart := !onConnect && vdibroker.StartTimedOut(cur, now)
+	if who == byAutoscaler && cur.PowerState == vdibroker.PowerStarting && cur.PowerStateTime != nil {
+		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s; the autoscaler never starts a Starting host again: only an admin does, once its start timed out (R-A4)",
+			host, cur.PowerStateTime.UTC().Format(time.RFC3339))
+	}
+	restart := who == byAdmin && vdibroker.StartTimedOut(cur, now)
 	if restart && vdibroker.ShuttingDownAfterStart(cur, p.HeartbeatTimeout(), now) {
 		return nil, nil, shuttingDownConflict(cur, host, p.HeartbeatTimeout(), now)
 	}
@@ -650,7 +676,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 // startForConnect claims h's start and asks the driver in the background
 // (a driver may take a minute; the user is answered now).
 func (s *Service) startForConnect(ctx context.Context, d Driver, pool *vdibroker.HostPool, h *vdibroker.SessionHost, user string) error {
-	_, claimed, err := s.claimStart(ctx, pool.Name, h.Name, "connect", true)
+	_, claimed, err := s.claimStart(ctx, pool.Name, h.Name, "connect", onConnect)
 	if err != nil {
 		return err
 	}
