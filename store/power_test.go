@@ -310,6 +310,50 @@ func TestRestartWaitingForHeartbeatKeepsRunning(t *testing.T) {
 	}
 }
 
+// TestRestartWaitingForShutdownHeartbeatKeepsStart (PostgreSQL, R-A4):
+// an admin's restart of a host whose start timed out that waits for the
+// host's lock while its agent's heartbeat saying it shuts down lands
+// (the host stays Starting, its last heartbeat now after the start) must
+// not record the restart: the no-heartbeat condition is read on the row
+// the heartbeat left, not on the one the restart read before its wait.
+func TestRestartWaitingForShutdownHeartbeatKeepsStart(t *testing.T) {
+	s, dsn := postgresStore(t)
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+	now := time.Now().UTC()
+	started := now.Add(-vdibroker.HostStartTimeout - time.Minute)
+	if _, _, err := s.SetPowerState(ctx, "p", "h1", vdibroker.PowerStarting, started); err != nil {
+		t.Fatal(err)
+	}
+	// The heartbeat's transaction: the host's lock, then the heartbeat
+	// time, the state left Starting (it said it shuts down).
+	tx := holdHostLock(t, dsn, "p", "h1")
+	if _, err := tx.ExecContext(ctx, `UPDATE session_hosts SET last_heartbeat = $1, shutting_down = true WHERE host_pool = 'p' AND name = 'h1'`, now.Add(-time.Second).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		changed bool
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, changed, err := s.RestartStart(context.WithoutCancel(ctx), "p", "h1", now.Add(-vdibroker.HostStartTimeout), now.Add(-time.Minute), now)
+		done <- result{changed, err}
+	}()
+	waitForLockWaiter(t, s, "the restart")
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || r.changed {
+		t.Fatalf("restart that waited for a shutting-down heartbeat: changed=%v, %v; want not written", r.changed, r.err)
+	}
+	h, err := s.GetSessionHost(ctx, "p", "h1")
+	if err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(started) {
+		t.Fatalf("after the restart that waited: %+v, %v; want Starting since %s kept", h, err, started)
+	}
+}
+
 // TestHeartbeatWaitingForStopKeepsIt (PostgreSQL): a heartbeat that waits
 // for the host's lock while a stop is being recorded must not write back
 // the Running it would have read before the wait: the stop stands
