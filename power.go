@@ -90,6 +90,16 @@ func ShuttingDownAfterStart(h *SessionHost, timeout time.Duration, now time.Time
 		h.LastHeartBeat.After(*h.PowerStateTime) && now.Sub(*h.LastHeartBeat) <= timeout
 }
 
+// StartAfterShutdownFrom is from when an admin's start of h, refused while
+// ShuttingDownAfterStart, is accepted if its agent stays silent: the first
+// whole second after its last heartbeat plus timeout (R-A4). At that
+// heartbeat plus timeout to the instant it is still refused (its agent is
+// heard within timeout, as PowerStateOf reads it), so a time shown to the
+// second, and a wait rounded up to one, are accepted when they come.
+func StartAfterShutdownFrom(h *SessionHost, timeout time.Duration) time.Time {
+	return h.LastHeartBeat.Add(timeout).Truncate(time.Second).Add(time.Second).UTC()
+}
+
 // SilentRunning reports whether h is recorded Running but reads Unknown
 // by PowerStateOf (its agent silent for longer than timeout): start VM on
 // connect and the autoscaler start such a host after the other Unknown

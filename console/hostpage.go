@@ -198,8 +198,12 @@ func startOffered(h *vdibroker.SessionHost, timeout time.Duration, now time.Time
 func stuckStartText(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) string {
 	n := int(now.Sub(*h.PowerStateTime) / time.Minute)
 	if vdibroker.ShuttingDownAfterStart(h, timeout, now) {
-		return fmt.Sprintf("It has been starting for %d minute%s, and its agent said %s ago that it is shutting down: Start is offered once its agent has been silent for the heartbeat timeout, in %s",
-			n, plural(n), durationText(now.Sub(*h.LastHeartBeat)), durationText(h.LastHeartBeat.Add(timeout).Sub(now)))
+		// The wait to the whole second the API's 409 names, rounded
+		// up: Start is not offered before it (R-A4).
+		wait := vdibroker.StartAfterShutdownFrom(h, timeout).Sub(now)
+		wait = (wait + time.Second - 1).Truncate(time.Second)
+		return fmt.Sprintf("It has been starting for %d minute%s, and its agent said %s ago that it is shutting down: Start is offered once its agent has been silent for longer than the heartbeat timeout, in %s",
+			n, plural(n), durationText(now.Sub(*h.LastHeartBeat)), durationText(wait))
 	}
 	return fmt.Sprintf("It has been starting for %d minute%s without its agent reporting", n, plural(n))
 }

@@ -196,7 +196,9 @@ func TestConsoleNoStartOfHostShuttingDown(t *testing.T) {
 	}
 	offset.Store(int64(vdibroker.HostStartTimeout))
 	const startButton = `data-action="start" data-host="host-2"`
-	const why = "It has been starting for 10 minutes, and its agent said 30s ago that it is shutting down: Start is offered once its agent has been silent for the heartbeat timeout, in 1m 0s"
+	// The wait is to the first whole second past the heartbeat timeout,
+	// rounded up: 60 s to the timeout and at most 1 s more.
+	const why = "It has been starting for 10 minutes, and its agent said 30s ago that it is shutting down: Start is offered once its agent has been silent for longer than the heartbeat timeout, in 1m 1s"
 	pp := b.get("/pools/pool-a")
 	wantContains(t, pp, why)
 	if strings.Contains(pp.body, startButton) {
@@ -206,6 +208,14 @@ func TestConsoleNoStartOfHostShuttingDown(t *testing.T) {
 	wantContains(t, hp, why, `data-action="stop"`)
 	if strings.Contains(hp.body, `data-action="start"`) {
 		t.Fatal("the host page offers Start for a host whose agent said it shuts down 30 s ago")
+	}
+	// The heartbeat timeout to the instant: its agent is still heard, as
+	// the API reads it (409), so no Start, and a wait of 1 s, not 0 s.
+	offset.Store(int64(vdibroker.HostStartTimeout + 60*time.Second))
+	pp = b.get("/pools/pool-a")
+	wantContains(t, pp, "that it is shutting down: Start is offered once its agent has been silent for longer than the heartbeat timeout, in 1s")
+	if strings.Contains(pp.body, startButton) {
+		t.Fatal("the pool page offers Start for a host whose agent said it shuts down the heartbeat timeout ago to the instant")
 	}
 	offset.Store(int64(vdibroker.HostStartTimeout + 61*time.Second)) // silent for 91 s
 	wantContains(t, b.get("/pools/pool-a"), startButton, "without its agent reporting")

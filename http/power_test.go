@@ -324,6 +324,7 @@ func TestNoRestartOfHostShuttingDown_RA4(t *testing.T) {
 		t.Fatal(err)
 	}
 	said := e.clock.Now().UTC()
+	from := said.Add(timeout).Truncate(time.Second).Add(time.Second) // the first whole second after
 	if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != vdibroker.PowerStarting {
 		t.Fatalf("after a heartbeat saying it shuts down: %+v, %v; want Starting", h, err)
 	}
@@ -331,14 +332,19 @@ func TestNoRestartOfHostShuttingDown_RA4(t *testing.T) {
 	_, err = e.admin.StartSessionHost(ctx, pool, host)
 	wantCode(t, err, vdibroker.EConflict, "is Starting since "+started.Format(time.RFC3339),
 		"its agent said at "+said.Format(time.RFC3339)+" (30 seconds ago) that it is shutting down",
-		"a start is accepted once its agent has been silent for the pool's heartbeat timeout (1800 seconds): after "+said.Add(timeout).Format(time.RFC3339)+" (in 30 minutes)")
-	e.clock.Advance(timeout - 30*time.Second) // the heartbeat timeout to the instant
+		"a start is accepted from "+from.Format(time.RFC3339)+" (in 30 minutes), once its agent has been silent for longer than the pool's heartbeat timeout (1800 seconds)",
+		"if it keeps saying it shuts down, stop the host, then start it")
+	// The heartbeat timeout to the instant: still heard (as PowerStateOf
+	// reads it), so refused, and the start is accepted at the whole
+	// second shown, in 1 second, not "in 0 seconds" at a time shown
+	// truncated to one before the instant.
+	e.clock.Advance(timeout - 30*time.Second)
 	_, err = e.admin.StartSessionHost(ctx, pool, host)
-	wantCode(t, err, vdibroker.EConflict, "that it is shutting down")
+	wantCode(t, err, vdibroker.EConflict, "that it is shutting down", "a start is accepted from "+from.Format(time.RFC3339)+" (in 1 second)")
 	if n := sim.Calls("start", pool, host); n != 2 {
 		t.Fatalf("a refused start asked the driver: %d starts, want 2", n)
 	}
-	e.clock.Advance(time.Second) // silent for longer than the timeout
+	e.clock.Advance(from.Sub(e.clock.Now())) // the time the 409 said
 	h, err := e.admin.StartSessionHost(ctx, pool, host)
 	if err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(e.clock.Now()) || sim.Calls("start", pool, host) != 3 {
 		t.Fatalf("start once its agent is silent: %+v, %v; %d starts, want Starting since now and 3 starts", h, err, sim.Calls("start", pool, host))

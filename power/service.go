@@ -402,13 +402,15 @@ func startingConflict(h *vdibroker.SessionHost, host string, now time.Time) erro
 // shuttingDownConflict is the Conflict of an admin's start of h, whose
 // start timed out but whose agent said it shuts down since, within the
 // pool's heartbeat timeout of now (vdibroker.ShuttingDownAfterStart): when
-// it said so, and from when a start is accepted (R-A4).
+// it said so, from when a start is accepted if it stays silent
+// (vdibroker.StartAfterShutdownFrom), and what to do if it does not
+// (R-A4).
 func shuttingDownConflict(h *vdibroker.SessionHost, host string, timeout time.Duration, now time.Time) error {
 	said := h.LastHeartBeat.UTC()
-	again := said.Add(timeout)
-	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s, and its agent said at %s (%s ago) that it is shutting down: its machine is going down, and a start now would reach it shutting down; a start is accepted once its agent has been silent for the pool's heartbeat timeout (%d seconds): after %s (in %s)",
+	again := vdibroker.StartAfterShutdownFrom(h, timeout)
+	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s, and its agent said at %s (%s ago) that it is shutting down: its machine is going down, and a start now would reach it shutting down; a start is accepted from %s (in %s), once its agent has been silent for longer than the pool's heartbeat timeout (%d seconds); if it keeps saying it shuts down, stop the host, then start it",
 		host, h.PowerStateTime.UTC().Format(time.RFC3339), said.Format(time.RFC3339), relative(now.Sub(said), false),
-		int(timeout/time.Second), again.Format(time.RFC3339), relative(again.Sub(now), true))
+		again.Format(time.RFC3339), relative(again.Sub(now), true), int(timeout/time.Second))
 }
 
 // relative says d for a message: whole minutes, or whole seconds under a
