@@ -328,6 +328,14 @@ func TestNoRestartOfHostShuttingDown_RA4(t *testing.T) {
 	if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != vdibroker.PowerStarting {
 		t.Fatalf("after a heartbeat saying it shuts down: %+v, %v; want Starting", h, err)
 	}
+	// Within the start timeout the 409 says so too, not that the agent
+	// has not heartbeated, and the start is accepted from the later of
+	// the start timeout and the agent's silence (30 minutes and up to a
+	// second more, so "in 31 minutes").
+	_, err = e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "is Starting since "+started.Format(time.RFC3339),
+		"its agent said at "+said.Format(time.RFC3339)+" (0 seconds ago) only that it is shutting down",
+		"a start is accepted again from "+from.Format(time.RFC3339)+" (in 31 minutes; the start timeout is 10 minutes), if it is still Starting then and its agent silent for longer than the pool's heartbeat timeout (1800 seconds)")
 	e.clock.Advance(30 * time.Second) // its start timed out
 	_, err = e.admin.StartSessionHost(ctx, pool, host)
 	wantCode(t, err, vdibroker.EConflict, "is Starting since "+started.Format(time.RFC3339),

@@ -353,7 +353,7 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, who sta
 		return nil, nil, shuttingDownConflict(cur, host, p.HeartbeatTimeout(), now)
 	}
 	if cur.PowerState == vdibroker.PowerStarting && !restart {
-		return nil, nil, startingConflict(cur, host, now)
+		return nil, nil, startingConflict(cur, host, p.HeartbeatTimeout(), now)
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
 	var h *vdibroker.SessionHost
@@ -374,7 +374,7 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, who sta
 	}
 	if !changed {
 		if h.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(h, s.now()) {
-			return nil, nil, startingConflict(h, host, s.now())
+			return nil, nil, startingConflict(h, host, p.HeartbeatTimeout(), s.now())
 		}
 		if vdibroker.ShuttingDownAfterStart(h, p.HeartbeatTimeout(), s.now()) {
 			return nil, nil, shuttingDownConflict(h, host, p.HeartbeatTimeout(), s.now())
@@ -389,14 +389,31 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, who sta
 // startingConflict is the Conflict of a start of h, Starting within the
 // start timeout at now: since when, and from when a start is accepted
 // again, each as a UTC time and how long ago or from now, so an admin
-// reads both the instant and how long to wait.
-func startingConflict(h *vdibroker.SessionHost, host string, now time.Time) error {
+// reads both the instant and how long to wait. When its agent said since
+// the start that it shuts down (vdibroker.ShuttingDownAfterStart), it
+// says so, and the start is accepted once that is timeout old too.
+func startingConflict(h *vdibroker.SessionHost, host string, timeout time.Duration, now time.Time) error {
 	if h.PowerStateTime == nil {
 		return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting; a start is accepted again once it has been Starting for %d minutes without its agent heartbeating", host, int(StartTimeout/time.Minute))
 	}
 	at, again := h.PowerStateTime.UTC(), h.PowerStateTime.Add(StartTimeout).UTC()
-	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s (%s ago) and its agent has not heartbeated yet; a start is accepted again from %s (in %s; the start timeout is %d minutes), if it is still Starting then",
-		host, at.Format(time.RFC3339), relative(now.Sub(at), false), again.Format(time.RFC3339), relative(again.Sub(now), true), int(StartTimeout/time.Minute))
+	heard, silent := "its agent has not heartbeated yet", ""
+	if vdibroker.ShuttingDownAfterStart(h, timeout, now) {
+		said := h.LastHeartBeat.UTC()
+		heard = fmt.Sprintf("its agent said at %s (%s ago) only that it is shutting down", said.Format(time.RFC3339), relative(now.Sub(said), false))
+		silent = fmt.Sprintf(" and its agent silent for longer than the pool's heartbeat timeout (%d seconds)", int(timeout/time.Second))
+		again = later(again, vdibroker.StartAfterShutdownFrom(h, timeout))
+	}
+	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s (%s ago) and %s; a start is accepted again from %s (in %s; the start timeout is %d minutes), if it is still Starting then%s",
+		host, at.Format(time.RFC3339), relative(now.Sub(at), false), heard, again.Format(time.RFC3339), relative(again.Sub(now), true), int(StartTimeout/time.Minute), silent)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // shuttingDownConflict is the Conflict of an admin's start of h, whose
