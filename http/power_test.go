@@ -359,6 +359,53 @@ func TestNoRestartOfHostShuttingDown_RA4(t *testing.T) {
 	}
 }
 
+// TestStopThenStartOfHostShuttingDown_RA4: an agent that keeps saying it
+// shuts down (a machine stuck in its shutdown, or a caller holding the
+// host's credential) keeps an admin's start of its host refused; the
+// 409 tells the admin to stop the host and then start it, and that
+// works: the stop is accepted for the Starting host, the agent's
+// heartbeats leave it Stopped, and the start from Stopped is accepted.
+func TestStopThenStartOfHostShuttingDown_RA4(t *testing.T) {
+	sim := &power.Simulated{}
+	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour})
+	e.clock.Freeze()
+	ctx := context.Background()
+	pool := uniq("ss")
+	e.pool(pool, map[string]any{"powerDriver": "sim", "maxSessionLimit": 1, "heartbeatTimeoutSeconds": 1800})
+	host := e.addHosts(pool, "ssh", 1)[0]
+	e.clock.Advance(time.Second)
+	if _, err := e.admin.StopSessionHost(ctx, pool, host, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.StartSessionHost(ctx, pool, host); err != nil {
+		t.Fatal(err)
+	}
+	shuttingDown := func() {
+		t.Helper()
+		if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(vdibroker.HostStartTimeout)
+	shuttingDown()
+	_, err := e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "if it keeps saying it shuts down, stop the host, then start it")
+	if _, err := e.admin.StopSessionHost(ctx, pool, host, false); err != nil {
+		t.Fatalf("stop of the Starting host: %v", err)
+	}
+	// Longer than the heartbeat timeout after the stop, when a heartbeat
+	// that runs would record it Running (started outside the broker).
+	e.clock.Advance(31 * time.Minute)
+	shuttingDown()
+	if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != vdibroker.PowerStopped {
+		t.Fatalf("after the stop and a heartbeat saying it shuts down: %+v, %v; want Stopped", h, err)
+	}
+	h, err := e.admin.StartSessionHost(ctx, pool, host)
+	if err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(e.clock.Now()) || sim.Calls("start", pool, host) != 2 {
+		t.Fatalf("start after the stop: %+v, %v; %d starts, want Starting since now and 2 starts", h, err, sim.Calls("start", pool, host))
+	}
+}
+
 // TestAdminRestartsTimedOutStart_RA4: a host an admin started whose agent
 // never came back (its driver's start did nothing) stays Starting. Within
 // the start timeout (10 minutes) another start is 409, saying since when
