@@ -30,10 +30,13 @@ type PowerStore interface {
 	SetPowerState(ctx context.Context, pool, host, state string, now time.Time, from ...string) (h *SessionHost, changed bool, err error)
 	// RestartStart records host Starting anew at now while it is
 	// recorded Starting since startedBy or earlier (an admin's start of
-	// a host whose start timed out, StartTimedOut); the condition is the
-	// write's own, so admins on any replica restart it once. changed
-	// says whether it was written. NotFound when the host is not.
-	RestartStart(ctx context.Context, pool, host string, startedBy, now time.Time) (h *SessionHost, changed bool, err error)
+	// a host whose start timed out, StartTimedOut) and its agent has not
+	// heartbeated since that record at silentSince or later (one that
+	// did said it shuts down, ShuttingDownAfterStart); the condition is
+	// the write's own, so admins on any replica restart it once, and not
+	// after such a heartbeat landed. changed says whether it was
+	// written. NotFound when the host is not.
+	RestartStart(ctx context.Context, pool, host string, startedBy, silentSince, now time.Time) (h *SessionHost, changed bool, err error)
 	// SetAutoscaleDrain sets or clears host's autoscale drain (R-A3). It
 	// never changes allowNewSession (an admin's drain), and new sessions
 	// are refused while either drain is on (the connect's conditional
@@ -65,12 +68,36 @@ func PowerStateOf(h *SessionHost, timeout time.Duration, now time.Time) string {
 
 // StartTimedOut reports whether h is recorded Starting since
 // HostStartTimeout or longer before now: its agent never heartbeated
-// after the start (its machine did not come up, or its agent is broken).
+// after the start (its machine did not come up, or its agent is broken),
+// or only to say it shuts down (ShuttingDownAfterStart).
 // Start VM on connect and the autoscaler no longer count it as capacity to
 // come and never start it again; an admin's start is accepted for it, as
 // for a Stopped or Unknown host (R-A4).
 func StartTimedOut(h *SessionHost, now time.Time) bool {
 	return h.PowerState == PowerStarting && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) >= HostStartTimeout
+}
+
+// ShuttingDownAfterStart reports whether h, recorded Starting, heard
+// from its agent after that record and within timeout of now: a heartbeat
+// leaves a Starting host Starting only when it says its agent shuts down
+// (PowerAfterHeartbeat), so its machine is going down, and a start asked
+// now would reach it shutting down. An admin's start of a host whose start
+// timed out is refused then, and accepted once the agent has been silent
+// for timeout (R-A4). A heartbeat before the record (the host's last
+// before it was stopped and started) counts for nothing.
+func ShuttingDownAfterStart(h *SessionHost, timeout time.Duration, now time.Time) bool {
+	return h.PowerState == PowerStarting && h.PowerStateTime != nil && h.LastHeartBeat != nil &&
+		h.LastHeartBeat.After(*h.PowerStateTime) && now.Sub(*h.LastHeartBeat) <= timeout
+}
+
+// StartAfterShutdownFrom is from when an admin's start of h, refused while
+// ShuttingDownAfterStart, is accepted if its agent stays silent: the first
+// whole second after its last heartbeat plus timeout (R-A4). At that
+// heartbeat plus timeout to the instant it is still refused (its agent is
+// heard within timeout, as PowerStateOf reads it), so a time shown to the
+// second, and a wait rounded up to one, are accepted when they come.
+func StartAfterShutdownFrom(h *SessionHost, timeout time.Duration) time.Time {
+	return h.LastHeartBeat.Add(timeout).Truncate(time.Second).Add(time.Second).UTC()
 }
 
 // SilentRunning reports whether h is recorded Running but reads Unknown

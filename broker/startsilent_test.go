@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -199,21 +198,8 @@ func TestStartVMOnConnectCrashedAgent(t *testing.T) {
 	}
 }
 
-// autoscaleActions are what serve gives the autoscaler: the broker's
-// pools and hosts, its power service's starts, stops and drains.
-type autoscaleActions struct{ *Service }
-
-func (a autoscaleActions) StartHost(ctx context.Context, pool, host, by string) error {
-	return a.Power().StartHost(ctx, pool, host, by)
-}
-
-func (a autoscaleActions) StopHost(ctx context.Context, pool, host string, force bool, by string) error {
-	return a.Power().StopHost(ctx, pool, host, force, by)
-}
-
-func (a autoscaleActions) SetAutoscaleDrain(ctx context.Context, pool, host string, on bool) error {
-	return a.Power().SetAutoscaleDrain(ctx, pool, host, on)
-}
+// What serve gives the autoscaler.
+var _ autoscale.Actions = AutoscaleActions{}
 
 // TestAutoscalerStartsSilentRunningHosts (R-A2, R-A4): with a ramp-up
 // floor of every host, the autoscaler starts the same hosts in the same
@@ -295,7 +281,7 @@ func everyHostPlan(t *testing.T, svc *Service, st *store.DB, fc *clocktesting.Fa
 	if _, err := st.PutScalingPlan(ctx, plan); err != nil {
 		t.Fatal(err)
 	}
-	a := autoscale.New(autoscale.Config{Store: st, Actions: autoscaleActions{svc}, Holder: "a", Interval: time.Minute, Now: fc.Now,
+	a := autoscale.New(autoscale.Config{Store: st, Actions: AutoscaleActions{svc}, Holder: "a", Interval: time.Minute, Now: fc.Now,
 		HeardSince: svc.StoreHealth().HeardSince})
 	return func() []string {
 		t.Helper()
@@ -361,5 +347,46 @@ func TestNoStartOfSilentHostsRightAfterARestart(t *testing.T) {
 	}
 	if got := []int{sim.Calls("start", "pwr", "h1"), sim.Calls("start", "pwr", "h2")}; got[0] != 0 || got[1] != 1 {
 		t.Fatalf("starts of h1, h2: %v, want [0 1]", got)
+	}
+}
+
+// TestAutoscalerNeverRestartsATimedOutStart (R-A2, R-A4): the
+// autoscaler's plan never picks a host Starting, and its start through
+// AutoscaleActions, as serve wires it, refuses one too (defence in depth):
+// within the start timeout, and after it, when an admin's start is
+// accepted; the driver is not asked, and the refusal says only an admin
+// starts it again. A Stopped host it starts.
+func TestAutoscalerNeverRestartsATimedOutStart(t *testing.T) {
+	svc, st, fc, sim, _ := unknownFixture(t, vdibroker.Pooled, "sim", 10, "h1", "h2")
+	ctx := t.Context()
+	act := AutoscaleActions{svc}
+	if err := act.StartHost(ctx, "pwr", "h1", autoscale.By); err != nil || sim.Calls("start", "pwr", "h1") != 1 {
+		t.Fatalf("the autoscaler's start of an Unknown host: %v, %d starts", err, sim.Calls("start", "pwr", "h1"))
+	}
+	fc.Step(power.StartTimeout - time.Minute)
+	const why = "the autoscaler never starts a Starting host again: only an admin does, once its start timed out"
+	err := act.StartHost(ctx, "pwr", "h1", autoscale.By)
+	if vdibroker.ErrorCode(err) != vdibroker.EConflict || !strings.Contains(err.Error(), why) {
+		t.Fatalf("the autoscaler's start of a host Starting for 9 minutes: %v, want Conflict saying %q", err, why)
+	}
+	fc.Step(time.Minute) // its start timed out
+	err = act.StartHost(ctx, "pwr", "h1", autoscale.By)
+	if vdibroker.ErrorCode(err) != vdibroker.EConflict || !strings.Contains(err.Error(), why) {
+		t.Fatalf("the autoscaler's start of a host whose start timed out: %v, want Conflict saying %q", err, why)
+	}
+	if n := sim.Calls("start", "pwr", "h1"); n != 1 {
+		t.Fatalf("the autoscaler's refused starts asked the driver: %d starts, want 1", n)
+	}
+	if h, err := st.GetSessionHost(ctx, "pwr", "h1"); err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(fc.Now().Add(-power.StartTimeout)) {
+		t.Fatalf("h1 after the refused starts: %+v, %v; want Starting since its first start", h, err)
+	}
+	if err := svc.Power().StartHost(ctx, "pwr", "h1", "admin-1"); err != nil || sim.Calls("start", "pwr", "h1") != 2 {
+		t.Fatalf("an admin's start of the host whose start timed out: %v, %d starts, want accepted", err, sim.Calls("start", "pwr", "h1"))
+	}
+	if _, _, err := st.SetPowerState(ctx, "pwr", "h2", vdibroker.PowerStopped, fc.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := act.StartHost(ctx, "pwr", "h2", autoscale.By); err != nil || sim.Calls("start", "pwr", "h2") != 1 {
+		t.Fatalf("the autoscaler's start of a Stopped host: %v, %d starts", err, sim.Calls("start", "pwr", "h2"))
 	}
 }

@@ -171,7 +171,11 @@ func powerCheck(p *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) 
 	}
 	if vdibroker.StartTimedOut(h, now) {
 		st = "warn"
-		text += " " + stuckStartText(h, now) + ": start VM on connect and the autoscaler do not start it again; Start asks its driver again, or Stop stops it."
+		then := "Start asks its driver again, or Stop stops it."
+		if vdibroker.ShuttingDownAfterStart(h, timeout, now) {
+			then = "Stop stops it."
+		}
+		text += " " + stuckStartText(h, timeout, now) + ": start VM on connect and the autoscaler do not start it again; " + then
 	}
 	return check{st, "Power state", text}
 }
@@ -179,16 +183,28 @@ func powerCheck(p *vdibroker.HostPool, h *vdibroker.SessionHost, now time.Time) 
 // startOffered reports whether the pool and host pages offer Start for h
 // (as the API shows it, its power state read by PowerStateOf): the states
 // a start is accepted from (R-A4), Stopped, Unknown, or Starting since the
-// start timeout; for any other the API answers 409.
-func startOffered(h *vdibroker.SessionHost, now time.Time) bool {
-	return h.PowerState == vdibroker.PowerStopped || h.PowerState == vdibroker.PowerUnknown || vdibroker.StartTimedOut(h, now)
+// start timeout unless its agent said since that it shuts down, within
+// the pool's heartbeat timeout (vdibroker.ShuttingDownAfterStart); for any
+// other the API answers 409.
+func startOffered(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) bool {
+	return h.PowerState == vdibroker.PowerStopped || h.PowerState == vdibroker.PowerUnknown ||
+		vdibroker.StartTimedOut(h, now) && !vdibroker.ShuttingDownAfterStart(h, timeout, now)
 }
 
 // stuckStartText says how long a host whose start timed out
 // (vdibroker.StartTimedOut) has been starting without its agent
-// reporting (R-A4).
-func stuckStartText(h *vdibroker.SessionHost, now time.Time) string {
+// reporting, or that its agent said it shuts down and when Start is
+// offered again (R-A4).
+func stuckStartText(h *vdibroker.SessionHost, timeout time.Duration, now time.Time) string {
 	n := int(now.Sub(*h.PowerStateTime) / time.Minute)
+	if vdibroker.ShuttingDownAfterStart(h, timeout, now) {
+		// The wait to the whole second the API's 409 names, rounded
+		// up: Start is not offered before it (R-A4).
+		wait := vdibroker.StartAfterShutdownFrom(h, timeout).Sub(now)
+		wait = (wait + time.Second - 1).Truncate(time.Second)
+		return fmt.Sprintf("It has been starting for %d minute%s, and its agent said %s ago that it is shutting down: Start is offered once its agent has been silent for longer than the heartbeat timeout, in %s",
+			n, plural(n), durationText(now.Sub(*h.LastHeartBeat)), durationText(wait))
+	}
 	return fmt.Sprintf("It has been starting for %d minute%s without its agent reporting", n, plural(n))
 }
 
@@ -402,7 +418,7 @@ func (c *Console) renderHost(rq *request, code int, banner string) {
 	hist := c.hostHist.series(poolName, name)
 	c.page(rq, code, "host", map[string]any{
 		"Title": name + " · " + poolName, "Nav": "overview", "Error": banner,
-		"Pool": p, "Host": h, "Status": status, "HeartbeatAge": age, "CanStart": startOffered(h, now),
+		"Pool": p, "Host": h, "Status": status, "HeartbeatAge": age, "CanStart": startOffered(h, p.HeartbeatTimeout(), now),
 		"Verdict":  hostVerdict(&p.HostPool, hosts, name, now),
 		"Checks":   hostChecks(&p.HostPool, h, status, now),
 		"Sessions": rows, "MoreSessions": next != "", "Recent": recentRows,

@@ -402,9 +402,9 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		if h.LastHeartBeat != nil {
 			age = durationText(now.Sub(*h.LastHeartBeat)) + " ago"
 		}
-		rows[i] = hostRow{SessionHost: *h, Status: st, Preference: loadindex.Preference(h.LoadIndex), HeartbeatAge: age, CanStart: startOffered(h, now)}
+		rows[i] = hostRow{SessionHost: *h, Status: st, Preference: loadindex.Preference(h.LoadIndex), HeartbeatAge: age, CanStart: startOffered(h, p.HeartbeatTimeout(), now)}
 		if vdibroker.StartTimedOut(h, now) {
-			rows[i].StuckStart = stuckStartText(h, now)
+			rows[i].StuckStart = stuckStartText(h, p.HeartbeatTimeout(), now)
 		}
 		bars[i] = hostBar{Name: h.Name, Sessions: h.Sessions, Connecting: h.ConnectingSessions, LoadIndex: h.LoadIndex, Drained: !h.AllowNewSession, Status: st}
 	}

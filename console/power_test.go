@@ -173,3 +173,51 @@ func TestConsoleRestartsTimedOutStart(t *testing.T) {
 		t.Fatal("the host page offers Start, or says the start is stuck, right after the restart")
 	}
 }
+
+// TestConsoleNoStartOfHostShuttingDown (R-A4): a host whose start timed
+// out but whose agent said since that it shuts down is not offered Start
+// (the API would answer 409) on either page until its agent has been
+// silent for the pool's heartbeat timeout (90 seconds); the pages say
+// why and when, and the host page still offers Stop.
+func TestConsoleNoStartOfHostShuttingDown(t *testing.T) {
+	var offset atomic.Int64
+	base := time.Now()
+	now := func() time.Time { return base.Add(time.Duration(offset.Load())) }
+	e, _ := newPowerEnvAt(t, now)
+	b := e.browser()
+	b.signin(e.token(vdibroker.RoleContributor))
+	csrf := b.csrf("/pools/pool-a")
+	for _, action := range []string{"stop", "start"} {
+		wantStatus(t, b.post("/pools/pool-a/hosts/host-2/power", url.Values{"action": {action}, "csrf": {csrf}}), http.StatusSeeOther)
+	}
+	offset.Store(int64(vdibroker.HostStartTimeout - 30*time.Second))
+	if _, err := e.store.ApplyHeartbeat(context.Background(), "pool-a", "host-2", &vdibroker.HeartbeatRequest{ShuttingDown: true}, now()); err != nil {
+		t.Fatal(err)
+	}
+	offset.Store(int64(vdibroker.HostStartTimeout))
+	const startButton = `data-action="start" data-host="host-2"`
+	// The wait is to the first whole second past the heartbeat timeout,
+	// rounded up: 60 s to the timeout and at most 1 s more.
+	const why = "It has been starting for 10 minutes, and its agent said 30s ago that it is shutting down: Start is offered once its agent has been silent for longer than the heartbeat timeout, in 1m 1s"
+	pp := b.get("/pools/pool-a")
+	wantContains(t, pp, why)
+	if strings.Contains(pp.body, startButton) {
+		t.Fatal("the pool page offers Start for a host whose agent said it shuts down 30 s ago")
+	}
+	hp := b.get("/pools/pool-a/hosts/host-2")
+	wantContains(t, hp, why, `data-action="stop"`)
+	if strings.Contains(hp.body, `data-action="start"`) {
+		t.Fatal("the host page offers Start for a host whose agent said it shuts down 30 s ago")
+	}
+	// The heartbeat timeout to the instant: its agent is still heard, as
+	// the API reads it (409), so no Start, and a wait of 1 s, not 0 s.
+	offset.Store(int64(vdibroker.HostStartTimeout + 60*time.Second))
+	pp = b.get("/pools/pool-a")
+	wantContains(t, pp, "that it is shutting down: Start is offered once its agent has been silent for longer than the heartbeat timeout, in 1s")
+	if strings.Contains(pp.body, startButton) {
+		t.Fatal("the pool page offers Start for a host whose agent said it shuts down the heartbeat timeout ago to the instant")
+	}
+	offset.Store(int64(vdibroker.HostStartTimeout + 61*time.Second)) // silent for 91 s
+	wantContains(t, b.get("/pools/pool-a"), startButton, "without its agent reporting")
+	wantContains(t, b.get("/pools/pool-a/hosts/host-2"), `data-action="start"`, "without its agent reporting")
+}

@@ -36,6 +36,8 @@ func TestPostgresSuite(t *testing.T) {
 		{"StartVMOnConnectUnknownHosts_RA4", TestStartVMOnConnectUnknownHosts_RA4},
 		{"StartVMOnConnectSilentRunningHosts_RA4", TestStartVMOnConnectSilentRunningHosts_RA4},
 		{"AdminRestartsTimedOutStart_RA4", TestAdminRestartsTimedOutStart_RA4},
+		{"NoRestartOfHostShuttingDown_RA4", TestNoRestartOfHostShuttingDown_RA4},
+		{"StopThenStartOfHostShuttingDown_RA4", TestStopThenStartOfHostShuttingDown_RA4},
 		{"ConnectNamedSession_RC1_RPE3", TestConnectNamedSession_RC1_RPE3},
 		{"Connect_Validation", TestConnect_Validation},
 		{"HeartbeatReconciliation_RS2", TestHeartbeatReconciliation_RS2},

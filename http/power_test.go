@@ -282,6 +282,130 @@ func TestStartVMOnConnectSilentRunningHosts_RA4(t *testing.T) {
 	}
 }
 
+// TestNoRestartOfHostShuttingDown_RA4: an admin's start of a host whose
+// start timed out is refused with 409 while its agent, since that start,
+// heartbeated within the pool's heartbeat timeout saying it shuts down
+// (such a heartbeat leaves the host Starting): its machine is going down,
+// and the driver's start would reach a machine shutting down. The 409
+// says so and from when a start is accepted; the driver is not asked.
+// Once the agent has been silent for the heartbeat timeout the start is
+// accepted. A heartbeat before the start counts for nothing: the host
+// whose agent last reported just before it was stopped and started is
+// started again at the start timeout, within the heartbeat timeout.
+func TestNoRestartOfHostShuttingDown_RA4(t *testing.T) {
+	sim := &power.Simulated{}
+	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour})
+	e.clock.Freeze()
+	ctx := context.Background()
+	pool := uniq("sd")
+	const timeout = 30 * time.Minute
+	e.pool(pool, map[string]any{"powerDriver": "sim", "maxSessionLimit": 1, "heartbeatTimeoutSeconds": int(timeout / time.Second)})
+	host := e.addHosts(pool, "sdh", 1)[0] // its agent heartbeats now
+	e.clock.Advance(time.Second)
+	if _, err := e.admin.StopSessionHost(ctx, pool, host, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.StartSessionHost(ctx, pool, host); err != nil || sim.Calls("start", pool, host) != 1 {
+		t.Fatalf("first start: %v, %d starts", err, sim.Calls("start", pool, host))
+	}
+	// Its start timed out; the agent's last heartbeat, a second before
+	// the stop, is within the heartbeat timeout but before the start.
+	e.clock.Advance(vdibroker.HostStartTimeout)
+	again, err := e.admin.StartSessionHost(ctx, pool, host)
+	if err != nil || sim.Calls("start", pool, host) != 2 {
+		t.Fatalf("start after the start timeout, the last heartbeat before the start: %+v, %v; %d starts, want 2", again, err, sim.Calls("start", pool, host))
+	}
+	started := again.PowerStateTime.UTC()
+
+	// Its agent comes up and at once says it shuts down (the machine
+	// goes down again): the host stays Starting.
+	e.clock.Advance(vdibroker.HostStartTimeout - 30*time.Second)
+	if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	said := e.clock.Now().UTC()
+	from := said.Add(timeout).Truncate(time.Second).Add(time.Second) // the first whole second after
+	if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != vdibroker.PowerStarting {
+		t.Fatalf("after a heartbeat saying it shuts down: %+v, %v; want Starting", h, err)
+	}
+	// Within the start timeout the 409 says so too, not that the agent
+	// has not heartbeated, and the start is accepted from the later of
+	// the start timeout and the agent's silence (30 minutes and up to a
+	// second more, so "in 31 minutes").
+	_, err = e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "is Starting since "+started.Format(time.RFC3339),
+		"its agent said at "+said.Format(time.RFC3339)+" (0 seconds ago) only that it is shutting down",
+		"a start is accepted again from "+from.Format(time.RFC3339)+" (in 31 minutes; the start timeout is 10 minutes), if it is still Starting then and its agent silent for longer than the pool's heartbeat timeout (1800 seconds)")
+	e.clock.Advance(30 * time.Second) // its start timed out
+	_, err = e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "is Starting since "+started.Format(time.RFC3339),
+		"its agent said at "+said.Format(time.RFC3339)+" (30 seconds ago) that it is shutting down",
+		"a start is accepted from "+from.Format(time.RFC3339)+" (in 30 minutes), once its agent has been silent for longer than the pool's heartbeat timeout (1800 seconds)",
+		"if it keeps saying it shuts down, stop the host, then start it")
+	// The heartbeat timeout to the instant: still heard (as PowerStateOf
+	// reads it), so refused, and the start is accepted at the whole
+	// second shown, in 1 second, not "in 0 seconds" at a time shown
+	// truncated to one before the instant.
+	e.clock.Advance(timeout - 30*time.Second)
+	_, err = e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "that it is shutting down", "a start is accepted from "+from.Format(time.RFC3339)+" (in 1 second)")
+	if n := sim.Calls("start", pool, host); n != 2 {
+		t.Fatalf("a refused start asked the driver: %d starts, want 2", n)
+	}
+	e.clock.Advance(from.Sub(e.clock.Now())) // the time the 409 said
+	h, err := e.admin.StartSessionHost(ctx, pool, host)
+	if err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(e.clock.Now()) || sim.Calls("start", pool, host) != 3 {
+		t.Fatalf("start once its agent is silent: %+v, %v; %d starts, want Starting since now and 3 starts", h, err, sim.Calls("start", pool, host))
+	}
+}
+
+// TestStopThenStartOfHostShuttingDown_RA4: an agent that keeps saying it
+// shuts down (a machine stuck in its shutdown, or a caller holding the
+// host's credential) keeps an admin's start of its host refused; the
+// 409 tells the admin to stop the host and then start it, and that
+// works: the stop is accepted for the Starting host, the agent's
+// heartbeats leave it Stopped, and the start from Stopped is accepted.
+func TestStopThenStartOfHostShuttingDown_RA4(t *testing.T) {
+	sim := &power.Simulated{}
+	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour})
+	e.clock.Freeze()
+	ctx := context.Background()
+	pool := uniq("ss")
+	e.pool(pool, map[string]any{"powerDriver": "sim", "maxSessionLimit": 1, "heartbeatTimeoutSeconds": 1800})
+	host := e.addHosts(pool, "ssh", 1)[0]
+	e.clock.Advance(time.Second)
+	if _, err := e.admin.StopSessionHost(ctx, pool, host, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.StartSessionHost(ctx, pool, host); err != nil {
+		t.Fatal(err)
+	}
+	shuttingDown := func() {
+		t.Helper()
+		if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(vdibroker.HostStartTimeout)
+	shuttingDown()
+	_, err := e.admin.StartSessionHost(ctx, pool, host)
+	wantCode(t, err, vdibroker.EConflict, "if it keeps saying it shuts down, stop the host, then start it")
+	if _, err := e.admin.StopSessionHost(ctx, pool, host, false); err != nil {
+		t.Fatalf("stop of the Starting host: %v", err)
+	}
+	// Longer than the heartbeat timeout after the stop, when a heartbeat
+	// that runs would record it Running (started outside the broker).
+	e.clock.Advance(31 * time.Minute)
+	shuttingDown()
+	if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != vdibroker.PowerStopped {
+		t.Fatalf("after the stop and a heartbeat saying it shuts down: %+v, %v; want Stopped", h, err)
+	}
+	h, err := e.admin.StartSessionHost(ctx, pool, host)
+	if err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(e.clock.Now()) || sim.Calls("start", pool, host) != 2 {
+		t.Fatalf("start after the stop: %+v, %v; %d starts, want Starting since now and 2 starts", h, err, sim.Calls("start", pool, host))
+	}
+}
+
 // TestAdminRestartsTimedOutStart_RA4: a host an admin started whose agent
 // never came back (its driver's start did nothing) stays Starting. Within
 // the start timeout (10 minutes) another start is 409, saying since when

@@ -534,9 +534,9 @@ func (s *Store) SetPowerState(ctx context.Context, pool string, host string, sta
 }
 
 // RestartStart runs the wrapped store's RestartStart through the hook.
-func (s *Store) RestartStart(ctx context.Context, pool string, host string, startedBy time.Time, now time.Time) (r0 *vdibroker.SessionHost, r1 bool, err error) {
+func (s *Store) RestartStart(ctx context.Context, pool string, host string, startedBy time.Time, silentSince time.Time, now time.Time) (r0 *vdibroker.SessionHost, r1 bool, err error) {
 	err = s.hook(ctx, OpRestartStart, func(ctx context.Context) (err error) {
-		r0, r1, err = s.inner.RestartStart(ctx, pool, host, startedBy, now)
+		r0, r1, err = s.inner.RestartStart(ctx, pool, host, startedBy, silentSince, now)
 		return err
 	})
 	return r0, r1, err

@@ -350,7 +350,7 @@ func TestStartingConflict(t *testing.T) {
 		{"9m59.5s", 9*time.Minute + 59*time.Second + 500*time.Millisecond, "(9 minutes ago)", "(in 1 second;"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := startingConflict(h, "h1", at.Add(tc.since))
+			err := startingConflict(h, "h1", 90*time.Second, at.Add(tc.since))
 			if vdibroker.ErrorCode(err) != vdibroker.EConflict {
 				t.Fatalf("code %q, want Conflict: %v", vdibroker.ErrorCode(err), err)
 			}

@@ -236,14 +236,36 @@ var startable = []string{vdibroker.PowerStopped, vdibroker.PowerUnknown}
 const FailedStartBackoff = 10 * time.Minute
 
 // StartHost asks the pool's power driver to start the host (R-A4) and records
-// PowerState Starting; by is who asked (audit: "autoscale", an admin's id, "connect").
+// PowerState Starting: an admin's start, by is the admin's id (audit). A
+// host whose start timed out is started again (vdibroker.StartTimedOut).
 func (s *Service) StartHost(ctx context.Context, pool, host, by string) error {
-	d, h, err := s.claimStart(ctx, pool, host, by, false)
+	return s.start(ctx, pool, host, by, byAdmin)
+}
+
+// AutoscaleStart is StartHost for the autoscaler (R-A2), by its name
+// ("autoscale"): a Stopped or Unknown host, never a Starting one, timed
+// out or not. Its plan never picks one; this refuses it too, so that a
+// host whose start timed out is started again by an admin only (R-A4).
+func (s *Service) AutoscaleStart(ctx context.Context, pool, host, by string) error {
+	return s.start(ctx, pool, host, by, byAutoscaler)
+}
+
+func (s *Service) start(ctx context.Context, pool, host, by string, who starter) error {
+	d, h, err := s.claimStart(ctx, pool, host, by, who)
 	if err != nil {
 		return err
 	}
 	return s.driveStart(ctx, d, h)
 }
+
+// starter is who asks a start, which decides what claimStart takes.
+type starter int
+
+const (
+	byAdmin      starter = iota // Stopped, Unknown, or a start timed out
+	byAutoscaler                // Stopped or Unknown
+	onConnect                   // startableOnConnect only
+)
 
 // The order in which start VM on connect (and the autoscaler, R-A2)
 // takes the hosts it may start, each by name within its rank.
@@ -285,12 +307,12 @@ func startableOnConnect(h *vdibroker.SessionHost, timeout time.Duration, heard, 
 	return false, rankUnknown
 }
 
-// claimStart records that host starts, from Stopped or Unknown, or, when
-// not onConnect (an admin's start), from Starting once its start timed out
-// (vdibroker.StartTimedOut); a host in another state is a Conflict, and an
-// error changes nothing. onConnect (start VM on connect) takes only a host
-// startableOnConnect, never a Starting one.
-func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConnect bool) (Driver, *vdibroker.SessionHost, error) {
+// claimStart records that host starts, from Stopped or Unknown, or, by an
+// admin, from Starting once its start timed out (vdibroker.StartTimedOut);
+// a host in another state is a Conflict, and an error changes nothing.
+// Start VM on connect (onConnect) takes only a host startableOnConnect,
+// and neither it nor the autoscaler ever a Starting one.
+func (s *Service) claimStart(ctx context.Context, pool, host, by string, who starter) (Driver, *vdibroker.SessionHost, error) {
 	p, err := s.store.GetHostPool(ctx, pool)
 	if err != nil {
 		return nil, nil, err
@@ -316,15 +338,22 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 		// next heartbeat records it Running again.
 		from = append(slices.Clip(startable), vdibroker.PowerRunning)
 	}
-	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), s.heard(), now); onConnect && !ok {
+	if ok, _ := startableOnConnect(cur, p.HeartbeatTimeout(), s.heard(), now); who == onConnect && !ok {
 		// Read again under the pool's start lock: started, heartbeating
 		// or failed since the connect listed the hosts.
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is not started on connect: it is %s, heartbeating (or not silent for long enough since the broker started), or its driver failed within %s",
 			host, vdibroker.PowerStateOf(cur, p.HeartbeatTimeout(), now), FailedStartBackoff)
 	}
-	restart := !onConnect && vdibroker.StartTimedOut(cur, now)
+	if who == byAutoscaler && cur.PowerState == vdibroker.PowerStarting && cur.PowerStateTime != nil {
+		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s; the autoscaler never starts a Starting host again: only an admin does, once its start timed out (R-A4)",
+			host, cur.PowerStateTime.UTC().Format(time.RFC3339))
+	}
+	restart := who == byAdmin && vdibroker.StartTimedOut(cur, now)
+	if restart && vdibroker.ShuttingDownAfterStart(cur, p.HeartbeatTimeout(), now) {
+		return nil, nil, shuttingDownConflict(cur, host, p.HeartbeatTimeout(), now)
+	}
 	if cur.PowerState == vdibroker.PowerStarting && !restart {
-		return nil, nil, startingConflict(cur, host, now)
+		return nil, nil, startingConflict(cur, host, p.HeartbeatTimeout(), now)
 	}
 	ctx = s.powerAudit(ctx, "sessionhost.start", pool, host, by)
 	var h *vdibroker.SessionHost
@@ -333,8 +362,10 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 		// Its agent never heartbeated after its start (R-A4): an admin
 		// starts it again. The write holds only while it is Starting
 		// since the start timeout, so of two admins (or replicas) one
-		// starts it, and the other finds it Starting since now.
-		h, changed, err = s.store.RestartStart(ctx, pool, host, s.now().UTC().Add(-StartTimeout), s.now().UTC())
+		// starts it, and the other finds it Starting since now; nor
+		// once its agent said it shuts down.
+		at := s.now().UTC()
+		h, changed, err = s.store.RestartStart(ctx, pool, host, at.Add(-StartTimeout), at.Add(-p.HeartbeatTimeout()), at)
 	} else {
 		h, changed, err = s.store.SetPowerState(ctx, pool, host, vdibroker.PowerStarting, s.now().UTC(), from...)
 	}
@@ -343,7 +374,10 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 	}
 	if !changed {
 		if h.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(h, s.now()) {
-			return nil, nil, startingConflict(h, host, s.now())
+			return nil, nil, startingConflict(h, host, p.HeartbeatTimeout(), s.now())
+		}
+		if vdibroker.ShuttingDownAfterStart(h, p.HeartbeatTimeout(), s.now()) {
+			return nil, nil, shuttingDownConflict(h, host, p.HeartbeatTimeout(), s.now())
 		}
 		return nil, nil, vdibroker.Errorf(vdibroker.EConflict, "session host %q is %s; only a Stopped or Unknown host is started, or one Starting for %d minutes without its agent heartbeating", host, vdibroker.PowerStateOf(h, p.HeartbeatTimeout(), s.now()), int(StartTimeout/time.Minute))
 	}
@@ -355,14 +389,45 @@ func (s *Service) claimStart(ctx context.Context, pool, host, by string, onConne
 // startingConflict is the Conflict of a start of h, Starting within the
 // start timeout at now: since when, and from when a start is accepted
 // again, each as a UTC time and how long ago or from now, so an admin
-// reads both the instant and how long to wait.
-func startingConflict(h *vdibroker.SessionHost, host string, now time.Time) error {
+// reads both the instant and how long to wait. When its agent said since
+// the start that it shuts down (vdibroker.ShuttingDownAfterStart), it
+// says so, and the start is accepted once that is timeout old too.
+func startingConflict(h *vdibroker.SessionHost, host string, timeout time.Duration, now time.Time) error {
 	if h.PowerStateTime == nil {
 		return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting; a start is accepted again once it has been Starting for %d minutes without its agent heartbeating", host, int(StartTimeout/time.Minute))
 	}
 	at, again := h.PowerStateTime.UTC(), h.PowerStateTime.Add(StartTimeout).UTC()
-	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s (%s ago) and its agent has not heartbeated yet; a start is accepted again from %s (in %s; the start timeout is %d minutes), if it is still Starting then",
-		host, at.Format(time.RFC3339), relative(now.Sub(at), false), again.Format(time.RFC3339), relative(again.Sub(now), true), int(StartTimeout/time.Minute))
+	heard, silent := "its agent has not heartbeated yet", ""
+	if vdibroker.ShuttingDownAfterStart(h, timeout, now) {
+		said := h.LastHeartBeat.UTC()
+		heard = fmt.Sprintf("its agent said at %s (%s ago) only that it is shutting down", said.Format(time.RFC3339), relative(now.Sub(said), false))
+		silent = fmt.Sprintf(" and its agent silent for longer than the pool's heartbeat timeout (%d seconds)", int(timeout/time.Second))
+		again = later(again, vdibroker.StartAfterShutdownFrom(h, timeout))
+	}
+	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s (%s ago) and %s; a start is accepted again from %s (in %s; the start timeout is %d minutes), if it is still Starting then%s",
+		host, at.Format(time.RFC3339), relative(now.Sub(at), false), heard, again.Format(time.RFC3339), relative(again.Sub(now), true), int(StartTimeout/time.Minute), silent)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// shuttingDownConflict is the Conflict of an admin's start of h, whose
+// start timed out but whose agent said it shuts down since, within the
+// pool's heartbeat timeout of now (vdibroker.ShuttingDownAfterStart): when
+// it said so, from when a start is accepted if it stays silent
+// (vdibroker.StartAfterShutdownFrom), and what to do if it does not
+// (R-A4).
+func shuttingDownConflict(h *vdibroker.SessionHost, host string, timeout time.Duration, now time.Time) error {
+	said := h.LastHeartBeat.UTC()
+	again := vdibroker.StartAfterShutdownFrom(h, timeout)
+	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s, and its agent said at %s (%s ago) that it is shutting down: its machine is going down, and a start now would reach it shutting down; a start is accepted from %s (in %s), once its agent has been silent for longer than the pool's heartbeat timeout (%d seconds); if it keeps saying it shuts down, stop the host, then start it",
+		host, h.PowerStateTime.UTC().Format(time.RFC3339), said.Format(time.RFC3339), relative(now.Sub(said), false),
+		again.Format(time.RFC3339), relative(again.Sub(now), true), int(timeout/time.Second))
 }
 
 // relative says d for a message: whole minutes, or whole seconds under a
@@ -630,7 +695,7 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 // startForConnect claims h's start and asks the driver in the background
 // (a driver may take a minute; the user is answered now).
 func (s *Service) startForConnect(ctx context.Context, d Driver, pool *vdibroker.HostPool, h *vdibroker.SessionHost, user string) error {
-	_, claimed, err := s.claimStart(ctx, pool.Name, h.Name, "connect", true)
+	_, claimed, err := s.claimStart(ctx, pool.Name, h.Name, "connect", onConnect)
 	if err != nil {
 		return err
 	}

@@ -689,3 +689,26 @@ func SetPruneBatch(n int) func() {
 	pruneBatch = n
 	return func() { pruneBatch = old }
 }
+
+// PruneTokensPlans returns the plan of each batch of PruneHistory's
+// expired-token deletes, by table: SQLite's EXPLAIN QUERY PLAN, or
+// PostgreSQL's EXPLAIN with sequential scans disabled (as
+// PostgresHostReadPlans).
+func (s *DB) PruneTokensPlans(ctx context.Context) (map[string]string, error) {
+	plans := map[string]string{}
+	for table, q := range map[string]string{"tokens": pruneTokensQuery, "registration_tokens": pruneRegistrationTokensQuery} {
+		args := []any{int64(0), pruneBatch}
+		var plan string
+		var err error
+		if s.d == sqliteDialect {
+			plan, err = s.explain(ctx, q, args...)
+		} else {
+			plan, err = s.postgresExplain(ctx, q, args)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", table, err)
+		}
+		plans[table] = plan
+	}
+	return plans, nil
+}

@@ -25,9 +25,13 @@ func (s *DB) SetPowerState(ctx context.Context, pool, host, state string, now ti
 }
 
 // RestartStart implements vdibroker.PowerStore (R-A4).
-func (s *DB) RestartStart(ctx context.Context, pool, host string, startedBy, now time.Time) (*vdibroker.SessionHost, bool, error) {
+func (s *DB) RestartStart(ctx context.Context, pool, host string, startedBy, silentSince, now time.Time) (*vdibroker.SessionHost, bool, error) {
+	// No heartbeat after the Starting record at silentSince or later
+	// (vdibroker.ShuttingDownAfterStart).
 	return s.setPowerState(ctx, pool, host, vdibroker.PowerStarting, now,
-		` AND power_state = ? AND power_state_time > 0 AND power_state_time <= ?`, vdibroker.PowerStarting, ns(startedBy))
+		` AND power_state = ? AND power_state_time > 0 AND power_state_time <= ?
+		AND (last_heartbeat IS NULL OR last_heartbeat <= power_state_time OR last_heartbeat < ?)`,
+		vdibroker.PowerStarting, ns(startedBy), ns(silentSince))
 }
 
 // setPowerState records state at now while the host's row meets cond (SQL

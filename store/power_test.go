@@ -203,18 +203,18 @@ func TestRestartStartRace(t *testing.T) {
 		}
 		now := t0.Add(vdibroker.HostStartTimeout)
 		cutoff := now.Add(-vdibroker.HostStartTimeout)
-		if _, changed, err := replicas[0].RestartStart(ctx, "pw", "h1", cutoff.Add(-time.Nanosecond), now); err != nil || changed {
+		if _, changed, err := replicas[0].RestartStart(ctx, "pw", "h1", cutoff.Add(-time.Nanosecond), now.Add(-time.Minute), now); err != nil || changed {
 			t.Fatalf("restart of a start younger than the cutoff: changed=%v, %v", changed, err)
 		}
 		for h, want := range map[string]string{"h2": vdibroker.PowerStopped, "h3": vdibroker.PowerRunning, "h4": vdibroker.PowerStopping} {
 			late := cutoff.Add(time.Hour) // every state is older than this
-			got, changed, err := replicas[0].RestartStart(ctx, "pw", h, late, late.Add(vdibroker.HostStartTimeout))
+			got, changed, err := replicas[0].RestartStart(ctx, "pw", h, late, late, late.Add(vdibroker.HostStartTimeout))
 			if err != nil || changed || got.PowerState != want {
 				t.Fatalf("restart of %s (%s): changed=%v, %+v, %v; want %s kept", h, want, changed, got, err, want)
 			}
 		}
 		winners := concurrentClaims(t, 16, func(i int) (bool, error) {
-			_, won, err := replicas[i%2].RestartStart(ctx, "pw", "h1", cutoff, now)
+			_, won, err := replicas[i%2].RestartStart(ctx, "pw", "h1", cutoff, now.Add(-time.Minute), now)
 			return won, err
 		})
 		if winners != 1 {
@@ -224,8 +224,48 @@ func TestRestartStartRace(t *testing.T) {
 		if err != nil || h.PowerState != vdibroker.PowerStarting || h.PowerStateTime == nil || !h.PowerStateTime.Equal(now) {
 			t.Fatalf("after the restart: %+v, %v; want Starting since %s", h, err, now)
 		}
-		_, _, err = replicas[0].RestartStart(ctx, "pw", "nope", cutoff, now)
+		_, _, err = replicas[0].RestartStart(ctx, "pw", "nope", cutoff, now.Add(-time.Minute), now)
 		wantCode(t, err, vdibroker.ENotFound)
+	})
+}
+
+// TestNoRestartAfterShutdownHeartbeat (R-A4): the restart's condition
+// holds only while the host's agent has not heartbeated after its Starting
+// record at silentSince or later: such a heartbeat said it shuts down (it
+// left the host Starting), so its machine is going down. h1's agent said
+// so after its start; h2's last heartbeat came before its start, and
+// counts for nothing.
+func TestNoRestartAfterShutdownHeartbeat(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("pw", vdibroker.Pooled))
+		for _, h := range []string{"h1", "h2"} {
+			mustHost(t, s, "pw", h)
+		}
+		if _, err := s.ApplyHeartbeat(ctx, "pw", "h2", nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []string{"h1", "h2"} {
+			if _, _, err := s.SetPowerState(ctx, "pw", h, vdibroker.PowerStarting, t0.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		said := t0.Add(vdibroker.HostStartTimeout)
+		if _, err := s.ApplyHeartbeat(ctx, "pw", "h1", &vdibroker.HeartbeatRequest{ShuttingDown: true}, said); err != nil {
+			t.Fatal(err)
+		}
+		now := said.Add(time.Minute)
+		cutoff := now.Add(-vdibroker.HostStartTimeout)
+		got, changed, err := s.RestartStart(ctx, "pw", "h1", cutoff, said, now)
+		if err != nil || changed || got.PowerState != vdibroker.PowerStarting || !got.PowerStateTime.Equal(t0.Add(time.Second)) {
+			t.Fatalf("restart of h1, its agent said it shuts down at silentSince: changed=%v, %+v, %v; want Starting since its start kept", changed, got, err)
+		}
+		if _, changed, err := s.RestartStart(ctx, "pw", "h1", cutoff, said.Add(time.Nanosecond), now); err != nil || !changed {
+			t.Fatalf("restart of h1, its agent silent since before silentSince: changed=%v, %v; want restarted", changed, err)
+		}
+		if _, changed, err := s.RestartStart(ctx, "pw", "h2", cutoff, t0.Add(-time.Hour), now); err != nil || !changed {
+			t.Fatalf("restart of h2, its last heartbeat before its start: changed=%v, %v; want restarted", changed, err)
+		}
 	})
 }
 
@@ -254,7 +294,7 @@ func TestRestartWaitingForHeartbeatKeepsRunning(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, changed, err := s.RestartStart(context.WithoutCancel(ctx), "p", "h1", now.Add(-vdibroker.HostStartTimeout), now)
+		_, changed, err := s.RestartStart(context.WithoutCancel(ctx), "p", "h1", now.Add(-vdibroker.HostStartTimeout), now.Add(-time.Minute), now)
 		done <- result{changed, err}
 	}()
 	waitForLockWaiter(t, s, "the restart")
@@ -267,6 +307,50 @@ func TestRestartWaitingForHeartbeatKeepsRunning(t *testing.T) {
 	h, err := s.GetSessionHost(ctx, "p", "h1")
 	if err != nil || h.PowerState != vdibroker.PowerRunning {
 		t.Fatalf("after the restart that waited: %+v, %v; want Running kept", h, err)
+	}
+}
+
+// TestRestartWaitingForShutdownHeartbeatKeepsStart (PostgreSQL, R-A4):
+// an admin's restart of a host whose start timed out that waits for the
+// host's lock while its agent's heartbeat saying it shuts down lands
+// (the host stays Starting, its last heartbeat now after the start) must
+// not record the restart: the no-heartbeat condition is read on the row
+// the heartbeat left, not on the one the restart read before its wait.
+func TestRestartWaitingForShutdownHeartbeatKeepsStart(t *testing.T) {
+	s, dsn := postgresStore(t)
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	mustHost(t, s, "p", "h1")
+	now := time.Now().UTC()
+	started := now.Add(-vdibroker.HostStartTimeout - time.Minute)
+	if _, _, err := s.SetPowerState(ctx, "p", "h1", vdibroker.PowerStarting, started); err != nil {
+		t.Fatal(err)
+	}
+	// The heartbeat's transaction: the host's lock, then the heartbeat
+	// time, the state left Starting (it said it shuts down).
+	tx := holdHostLock(t, dsn, "p", "h1")
+	if _, err := tx.ExecContext(ctx, `UPDATE session_hosts SET last_heartbeat = $1, shutting_down = true WHERE host_pool = 'p' AND name = 'h1'`, now.Add(-time.Second).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		changed bool
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, changed, err := s.RestartStart(context.WithoutCancel(ctx), "p", "h1", now.Add(-vdibroker.HostStartTimeout), now.Add(-time.Minute), now)
+		done <- result{changed, err}
+	}()
+	waitForLockWaiter(t, s, "the restart")
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || r.changed {
+		t.Fatalf("restart that waited for a shutting-down heartbeat: changed=%v, %v; want not written", r.changed, r.err)
+	}
+	h, err := s.GetSessionHost(ctx, "p", "h1")
+	if err != nil || h.PowerState != vdibroker.PowerStarting || !h.PowerStateTime.Equal(started) {
+		t.Fatalf("after the restart that waited: %+v, %v; want Starting since %s kept", h, err, started)
 	}
 }
 

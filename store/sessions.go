@@ -744,53 +744,55 @@ func (s *DB) QueueHostMessage(ctx context.Context, pool, host, message string, n
 
 // PruneHistory deletes what is older than before: ended sessions (by the
 // time they ended), commands no longer queued, expired API tokens and
-// registration tokens, revoked tokens' hashes, and audit entries. The
-// tables that grow with use it deletes in batches of pruneBatch rows, each
-// its own short write, so a week of history does not hold the single
-// writer (and every connect behind it) for seconds. It returns the
-// sessions deleted.
+// registration tokens, revoked tokens' hashes, and audit entries. It
+// deletes each in batches of pruneBatch rows, each its own short write, so
+// a week of history does not hold the single writer (and every connect
+// behind it) for seconds. It returns the sessions deleted.
 func (s *DB) PruneHistory(ctx context.Context, before time.Time) (int, error) {
 	total := 0
-	for _, p := range []struct {
-		q       string
-		chunked bool // the query's LIMIT ? takes pruneBatch
-	}{
-		{`DELETE FROM user_sessions WHERE id IN (SELECT id FROM user_sessions WHERE ` + endedSQL + ` AND state_time < ? LIMIT ?)`, true},
-		{`DELETE FROM commands WHERE id IN (SELECT id FROM commands WHERE create_time < ? AND state <> 'Queued' LIMIT ?)`, true},
-		{`DELETE FROM tokens WHERE expire_time IS NOT NULL AND expire_time < ?`, false},
+	// Each query deletes at most LIMIT ? (pruneBatch) rows older than ?.
+	for _, q := range []string{
+		`DELETE FROM user_sessions WHERE id IN (SELECT id FROM user_sessions WHERE ` + endedSQL + ` AND state_time < ? LIMIT ?)`,
+		`DELETE FROM commands WHERE id IN (SELECT id FROM commands WHERE create_time < ? AND state <> 'Queued' LIMIT ?)`,
+		// Expired API tokens and registration tokens, read by their
+		// expiry's index (migration 00074).
+		pruneTokensQuery,
 		// Revoked tokens are told apart from unknown ones as long as
 		// history is kept (R-SEC), no longer; read by revoke_time's
 		// index (migration 00071).
-		{`DELETE FROM revoked_tokens WHERE hash IN (SELECT hash FROM revoked_tokens WHERE revoke_time < ? LIMIT ?)`, true},
-		{`DELETE FROM registration_tokens WHERE expire_time < ?`, false},
+		`DELETE FROM revoked_tokens WHERE hash IN (SELECT hash FROM revoked_tokens WHERE revoke_time < ? LIMIT ?)`,
+		pruneRegistrationTokensQuery,
 		// The audit trail is kept as long as history.
-		{`DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE time < ? LIMIT ?)`, true},
+		`DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE time < ? LIMIT ?)`,
 		// Autoscale evaluations too.
-		{`DELETE FROM autoscale_evaluations WHERE seq IN (SELECT seq FROM autoscale_evaluations WHERE time < ? LIMIT ?)`, true},
+		`DELETE FROM autoscale_evaluations WHERE seq IN (SELECT seq FROM autoscale_evaluations WHERE time < ? LIMIT ?)`,
 	} {
-		args := []any{ns(before)}
-		if p.chunked {
-			args = append(args, pruneBatch)
-		}
 		for {
 			var n int64
 			err := s.write(ctx, func(t *tx) (err error) {
-				n, err = t.exec(ctx, p.q, args...)
+				n, err = t.exec(ctx, q, ns(before), pruneBatch)
 				return err
 			})
 			if err != nil {
 				return total, wrap(err, "prune history")
 			}
-			if strings.HasPrefix(p.q, "DELETE FROM user_sessions") {
+			if strings.HasPrefix(q, "DELETE FROM user_sessions") {
 				total += int(n)
 			}
-			if !p.chunked || n < int64(pruneBatch) {
+			if n < int64(pruneBatch) {
 				break
 			}
 		}
 	}
 	return total, nil
 }
+
+// pruneTokensQuery and pruneRegistrationTokensQuery delete a batch of
+// the tokens expired before ? (a token without expiry never is).
+const (
+	pruneTokensQuery             = `DELETE FROM tokens WHERE id IN (SELECT id FROM tokens WHERE expire_time < ? LIMIT ?)`
+	pruneRegistrationTokensQuery = `DELETE FROM registration_tokens WHERE id IN (SELECT id FROM registration_tokens WHERE expire_time < ? LIMIT ?)`
+)
 
 // pruneBatch is how many rows one prune write deletes (a test lowers it).
 var pruneBatch = 5000

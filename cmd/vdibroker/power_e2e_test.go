@@ -24,11 +24,12 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/autoscale"
+	"github.com/vdibroker/vdibroker/broker"
 )
 
 // The services have the actions the autoscaler drives (serve starts it
 // only if so: serve_autoscale.go).
-var _ autoscale.Actions = autoscaleActions{}
+var _ autoscale.Actions = broker.AutoscaleActions{}
 
 // e2eScript writes an executable script.
 func e2eScript(tb testing.TB, path, body string) {
