@@ -1125,3 +1125,30 @@ func TestCLITokenCreateTSVColumns(t *testing.T) {
 		t.Errorf("the sixth field %q as a token: exit %d, %s", f[5], r.code, r.stderr)
 	}
 }
+
+// TestCLIRegistrationTokenCreateShowsID: registration-token create's
+// table names the new token's id, which registration-token delete --id
+// takes; without it an admin who issued two tokens in one second could
+// not tell which list row to revoke. The id comes last, so a script's
+// cut -f3 of the tsv is still the secret.
+func TestCLIRegistrationTokenCreateShowsID(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	out := b.ok("registration-token", "create", "--host-pool", "contosohp01", "--expires", "24h")
+	if !strings.HasPrefix(out, "HostPool") || !strings.Contains(strings.SplitN(out, "\n", 2)[0], "Id") {
+		t.Fatalf("no Id column:\n%s", out)
+	}
+	id := strings.TrimSpace(b.ok("registration-token", "list", "--host-pool", "contosohp01", "--query", "[0].id", "-o", "tsv"))
+	if id == "" || !strings.Contains(out, id) {
+		t.Fatalf("the table does not show the token's id %q:\n%s", id, out)
+	}
+	tsv := b.ok("registration-token", "create", "--host-pool", "contosohp01", "--expires", "24h", "-o", "tsv")
+	f := strings.Split(strings.TrimRight(tsv, "\n"), "\t")
+	if len(f) != 4 || f[0] != "contosohp01" || !strings.HasPrefix(f[2], "vdbr_") {
+		t.Fatalf("registration-token create -o tsv: %q, want HostPool, ExpirationTime, Token, Id", tsv)
+	}
+	b.ok("registration-token", "delete", "--host-pool", "contosohp01", "--id", f[3])
+	if got := b.ok("registration-token", "list", "--host-pool", "contosohp01", "--query", "[].id", "-o", "tsv"); strings.Contains(got, f[3]) {
+		t.Errorf("the id of the tsv did not revoke its token: list %q", got)
+	}
+}

@@ -12,11 +12,14 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// registrationTokenColumns is the table of a new registration token.
+// registrationTokenColumns is the table of a new registration token: its
+// id, which registration-token delete --id takes, comes last, so that the
+// secret keeps its place in tsv (a script's cut -f3).
 var registrationTokenColumns = []column{
 	{"HostPool", "hostPool"},
 	{"ExpirationTime", "expirationTime"},
 	{"Token", "token"},
+	{"Id", "id"},
 }
 
 // registrationTokenListColumns is the table of registration-token list.
