@@ -22,8 +22,6 @@ var _ vdibroker.TokenService = (*Service)(nil)
 const (
 	// maxTokenPools bounds a token's host-pool scope.
 	maxTokenPools = 100
-	// maxRegistrationHosts bounds a registration token's maxHosts.
-	maxRegistrationHosts = 100000
 )
 
 // Authenticate returns the principal of the API token whose secret hashes
@@ -150,7 +148,7 @@ func (s *Service) CreateRegistrationToken(ctx context.Context, poolName string, 
 		vdibroker.MinRegistrationTokenSeconds, vdibroker.MaxRegistrationTokenSeconds); err != nil {
 		return nil, err
 	}
-	if err := vdibroker.IntRange("maxHosts", req.MaxHosts, 0, maxRegistrationHosts); err != nil {
+	if err := vdibroker.IntRange("maxHosts", req.MaxHosts, 0, vdibroker.MaxRegistrationTokenHosts); err != nil {
 		return nil, err
 	}
 	if req.SessionHost != "" {

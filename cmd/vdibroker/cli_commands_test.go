@@ -1152,3 +1152,35 @@ func TestCLIRegistrationTokenCreateShowsID(t *testing.T) {
 		t.Errorf("the id of the tsv did not revoke its token: list %q", got)
 	}
 }
+
+// TestCLIRegistrationTokenCreateChecksFlags (docs/cli.md, "Errors and
+// exit status"): --max-hosts past the broker's bound and a --session-host
+// the broker would refuse as a name are mistakes in the command, found
+// before anything is sent (exit 2) and named by the flag with the range
+// allowed; they were the broker's refusals (exit 1) naming its JSON
+// fields maxHosts and sessionHost, and --max-hosts -1 named no upper
+// bound. No token is issued.
+func TestCLIRegistrationTokenCreateChecksFlags(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-hosts", "100001"}, `error: --max-hosts "100001": must be 0..100000 (0: no limit), got 100001`},
+		{[]string{"--max-hosts", "-1"}, `error: --max-hosts "-1": must be 0..100000 (0: no limit), got -1`},
+		{[]string{"--session-host", "x"}, `error: --session-host "x": must be 3..48 characters of A-Za-z0-9@._- and space, got 1`},
+		{[]string{"--session-host", "a/b"}, `error: --session-host "a/b": `},
+	} {
+		r := b.cli(append([]string{"registration-token", "create", "--host-pool", "contosohp01"}, c.args...)...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+		checkCLIError(t, r)
+	}
+	if got := b.ok("registration-token", "list", "--host-pool", "contosohp01", "-o", "json"); got != "[]\n" {
+		t.Errorf("a refused create issued a token: %s", got)
+	}
+	// The bounds themselves are taken.
+	b.ok("registration-token", "create", "--host-pool", "contosohp01", "--max-hosts", "100000", "--session-host", "sh-01")
+}

@@ -287,6 +287,34 @@ func (n *nameValue) Set(s string) error {
 	return nil
 }
 
+// intRangeValue is a whole-number flag checked against the range the API
+// allows, so a value outside it is a mistake in the command said in the
+// flag's words (exit 2), not the broker's refusal naming its JSON field.
+type intRangeValue struct {
+	v        *int
+	min, max int
+	note     string // after the range, e.g. " (0: no limit)"
+}
+
+func intRangeVar(f *pflag.FlagSet, v *int, name string, def, min, max int, note, usage string) {
+	*v = def
+	f.Var(&intRangeValue{v, min, max, note}, name, usage)
+}
+
+func (n *intRangeValue) String() string { return strconv.Itoa(*n.v) }
+func (n *intRangeValue) Type() string   { return "int" }
+func (n *intRangeValue) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("must be a whole number, %d..%d%s", n.min, n.max, n.note)
+	}
+	if v < n.min || v > n.max {
+		return fmt.Errorf("must be %d..%d%s, got %d", n.min, n.max, n.note, v)
+	}
+	*n.v = v
+	return nil
+}
+
 // fieldValue is the flag of a numeric or enum host pool setting, checked
 // against the schema (vdibroker.PoolFields) as it is parsed: the same
 // range the API enforces (R-P4), said with the flag's name.
