@@ -41,9 +41,29 @@ type CredentialChanges struct {
 }
 
 // TokenRef names a token in CredentialChanges: its id and, for an API
-// token, its role and subject; for a registration token, its pool.
+// token, its role, subject, host-pool scope and groups (what issuing it
+// again takes); for a registration token, its pool.
 type TokenRef struct {
 	ID, Role, Subject, HostPool string
+	HostPools, Groups           []string
+}
+
+// reissueCommand is the CLI command that issues an API token like t
+// again: a token scoped to pools must not come back unscoped.
+func reissueCommand(t TokenRef) string {
+	cmd := "vdibroker token create --role " + t.Role + " --subject " + shellQuote(t.Subject)
+	if len(t.HostPools) > 0 {
+		cmd += " --host-pools " + shellQuote(strings.Join(t.HostPools, ","))
+	}
+	if len(t.Groups) > 0 {
+		cmd += " --groups " + shellQuote(strings.Join(t.Groups, ","))
+	}
+	return cmd
+}
+
+// shellQuote is s as one word of a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // HostRef names a session host in CredentialChanges.
@@ -66,8 +86,8 @@ func (c *CredentialChanges) Warnings() []string {
 			t.ID, t.Role, t.Subject, t.ID))
 	}
 	for _, t := range c.TokensGone {
-		w = append(w, fmt.Sprintf("API token %s (%s %q) was issued after the backup and is gone: issue another (vdibroker token create --role %s)",
-			t.ID, t.Role, t.Subject, t.Role))
+		w = append(w, fmt.Sprintf("API token %s (%s %q) was issued after the backup and is gone: issue another (%s)",
+			t.ID, t.Role, t.Subject, reissueCommand(t)))
 	}
 	for _, t := range c.RegistrationTokensBack {
 		w = append(w, fmt.Sprintf("registration token %s of host pool %s was revoked after the backup and is valid again: vdibroker registration-token delete --host-pool %s --id %s",
@@ -171,16 +191,28 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 	db.SetMaxOpenConns(1)
 	c := &credentials{tokens: map[string]TokenRef{}, regTokens: map[string]TokenRef{}, hosts: map[HostRef]string{}, gatewayKeys: map[string]bool{}}
 	nowNS := now.UnixNano()
-	rows, err := db.QueryContext(ctx, `SELECT id, role, subject FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
+	// A token's scope and groups; a backup older than them (00014,
+	// 00030) has none.
+	pools, err := tokenColumnOr(ctx, db, "host_pools")
+	if err != nil {
+		return nil, err
+	}
+	groups, err := tokenColumnOr(ctx, db, "groups")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT id, role, subject, `+pools+`, `+groups+` FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var t TokenRef
-		if err := rows.Scan(&t.ID, &t.Role, &t.Subject); err != nil {
+		var pools, groups string
+		if err := rows.Scan(&t.ID, &t.Role, &t.Subject, &pools, &groups); err != nil {
 			rows.Close()
 			return nil, err
 		}
+		t.HostPools, t.Groups = parseList(pools), parseList(groups)
 		c.tokens[t.ID] = t
 	}
 	if err := closeRows(rows); err != nil {
@@ -236,6 +268,19 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 		c.gatewayKeys[kid] = true
 	}
 	return c, closeRows(rows)
+}
+
+// tokenColumnOr is the tokens table's column col, or an empty JSON list
+// when the store is older than it.
+func tokenColumnOr(ctx context.Context, db *sql.DB, col string) (string, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('tokens') WHERE name = ?`, col).Scan(&n); err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return `'[]'`, nil
+	}
+	return col, nil
 }
 
 func closeRows(rows *sql.Rows) error {

@@ -126,3 +126,45 @@ func TestCompareCredentialsSinceBackup(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreWarningReissuesTheSameToken: the warning for an API token
+// issued after the backup gives the command that issues the same token
+// again: its role, subject, host pools and groups. It said only
+// "vdibroker token create --role Contributor", which the CLI refuses for
+// want of --subject, and which, completed with the subject alone, would
+// issue an unscoped token in place of one scoped to its pools (R-SEC).
+func TestRestoreWarningReissuesTheSameToken(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := store.OpenWith(ctx, "", dir, nil, store.Options{CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []*vdibroker.Token{
+		{ID: "tok-scoped", Role: vdibroker.RoleContributor, Subject: "pool ops", Hash: "h1", CreateTime: t0, HostPools: []string{"pool-a", "pool b"}},
+		{ID: "tok-user", Role: vdibroker.RoleUser, Subject: "o'brien@contoso.com", Hash: "h2", CreateTime: t0, Groups: []string{"Sales", "Finance"}},
+	} {
+		if err := s.CreateToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := t.TempDir()
+	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal")
+	c, err := store.CompareCredentials(ctx, crashed, backup, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Warnings()
+	want := []string{
+		`API token tok-scoped (Contributor "pool ops") was issued after the backup and is gone: issue another (vdibroker token create --role Contributor --subject 'pool ops' --host-pools 'pool-a,pool b')`,
+		`API token tok-user (User "o'brien@contoso.com") was issued after the backup and is gone: issue another (vdibroker token create --role User --subject 'o'\''brien@contoso.com' --groups 'Sales,Finance')`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
