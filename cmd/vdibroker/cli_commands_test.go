@@ -1184,3 +1184,29 @@ func TestCLIRegistrationTokenCreateChecksFlags(t *testing.T) {
 	// The bounds themselves are taken.
 	b.ok("registration-token", "create", "--host-pool", "contosohp01", "--max-hosts", "100000", "--session-host", "sh-01")
 }
+
+// TestCLISessionHostAddressChecked (docs/cli.md, "Errors and exit
+// status"): sessionhost update --address is checked as the API checks a
+// host's address, before anything is sent: exit 2 naming the flag, the
+// value and the form. It was the broker's refusal (exit 1) naming its
+// JSON field address. The host keeps its address.
+func TestCLISessionHostAddressChecked(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.addHost("contosohp01", "sh-01")
+	before := b.ok("sessionhost", "show", "--host-pool", "contosohp01", "--name", "sh-01", "--query", "address", "-o", "tsv")
+	for _, c := range []struct{ address, want string }{
+		{"bad", `error: --address "bad": must be host:port (for example rdsh01.example.com:3389), got "bad"`},
+		{"127.0.0.1:70000", `error: --address "127.0.0.1:70000": port must be 1..65535, got "70000"`},
+	} {
+		r := b.cli("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--address", c.address)
+		if r.code != 2 || strings.TrimSpace(r.stderr) != c.want {
+			t.Errorf("--address %s: exit %d, stderr %q; want exit 2 and %q", c.address, r.code, r.stderr, c.want)
+		}
+		checkCLIError(t, r)
+	}
+	if got := b.ok("sessionhost", "show", "--host-pool", "contosohp01", "--name", "sh-01", "--query", "address", "-o", "tsv"); got != before {
+		t.Errorf("a refused update changed the address: %q, was %q", got, before)
+	}
+	b.ok("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--address", "sh-01.contoso.com:3390")
+}

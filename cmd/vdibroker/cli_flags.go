@@ -287,6 +287,20 @@ func (n *nameValue) Set(s string) error {
 	return nil
 }
 
+// addressValue is a session host's host:port flag, checked as the API
+// checks the address (vdibroker.ValidateAddress), in the flag's words.
+type addressValue struct{ v *string }
+
+func (a addressValue) String() string { return *a.v }
+func (a addressValue) Type() string   { return "host:port" }
+func (a addressValue) Set(s string) error {
+	if err := vdibroker.ValidateAddress("address", s); err != nil {
+		return errors.New(strings.TrimPrefix(vdibroker.ErrorMessage(err), "address: "))
+	}
+	*a.v = s
+	return nil
+}
+
 // intRangeValue is a whole-number flag checked against the range the API
 // allows, so a value outside it is a mistake in the command said in the
 // flag's words (exit 2), not the broker's refusal naming its JSON field.
