@@ -505,10 +505,14 @@ func (c *Client) url(path string, q url.Values) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Keep a path prefix of BaseURL (a broker behind a reverse proxy).
+	// Keep a path prefix of BaseURL (a broker behind a reverse proxy),
+	// and the escaped form of the path: a name escaped into one segment
+	// ("..%2Fhostpools%2Fp") must stay one, not turn back into dot
+	// segments that ResolveReference removes (R-SEC).
 	if ref.Host == "" && strings.HasPrefix(ref.Path, "/") {
+		escaped := strings.TrimRight(base.EscapedPath(), "/") + ref.EscapedPath()
 		ref.Path = strings.TrimRight(base.Path, "/") + ref.Path
-		ref.RawPath = ""
+		ref.RawPath = escaped
 	}
 	u := base.ResolveReference(ref)
 	if len(q) > 0 {

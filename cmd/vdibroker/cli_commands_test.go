@@ -1210,3 +1210,33 @@ func TestCLISessionHostAddressChecked(t *testing.T) {
 	}
 	b.ok("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--address", "sh-01.contoso.com:3390")
 }
+
+// TestCLINamesStayInTheirPathSegment (R-SEC): a name or id the CLI puts
+// in a request's path is escaped and stays one segment of it, whatever
+// it holds. The client dropped the escaped form when it joined the
+// server's URL to the path, so "../hostpools/victim" became two dot
+// segments: applicationgroup delete --name ../hostpools/victim and
+// token delete --id ../hostpools/victim each deleted the host pool
+// victim (an audited hostpool.delete, answered as the delete asked for).
+func TestCLINamesStayInTheirPathSegment(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "victim")
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	for _, args := range [][]string{
+		{"applicationgroup", "delete", "--name", "../hostpools/victim"},
+		{"token", "delete", "--id", "../hostpools/victim"},
+		{"registration-token", "delete", "--host-pool", "contosohp01", "--id", "../../victim"},
+		{"application", "delete", "--application-group", "../hostpools", "--name", "victim"},
+	} {
+		r := b.cli(args...)
+		if r.code == 0 {
+			t.Errorf("%v: exit 0, want a refusal", args)
+		}
+		if got := b.ok("hostpool", "list", "--query", "[].name", "-o", "tsv"); got != "contosohp01\nvictim\n" {
+			t.Fatalf("%v deleted a host pool: pools now %q", args, got)
+		}
+	}
+	if got := b.ok("audit", "list", "--action", "hostpool.delete", "-o", "json"); got != "[]\n" {
+		t.Errorf("audit trail has hostpool.delete entries: %s", got)
+	}
+}
