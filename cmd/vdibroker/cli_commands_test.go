@@ -1240,3 +1240,35 @@ func TestCLINamesStayInTheirPathSegment(t *testing.T) {
 		t.Errorf("audit trail has hostpool.delete entries: %s", got)
 	}
 }
+
+// TestCLIAppGroupNamesChecked (docs/cli.md, "Errors and exit status"):
+// application group and application names are checked as the API checks
+// them (R-E1, R-E7), before anything is sent, as pool and host names
+// are: exit 2 naming the flag, the value and the range. applicationgroup
+// create --name ap was the broker's refusal (exit 1), and a name with a
+// slash, which no group has, was sent to be answered not found.
+func TestCLIAppGroupNamesChecked(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"applicationgroup", "create", "--name", "ap", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp"},
+			`error: --name "ap": must be 3..80 characters of A-Za-z0-9@._- and space, got 2`},
+		{[]string{"applicationgroup", "show", "--name", "a/b"}, `error: --name "a/b": `},
+		{[]string{"applicationgroup", "delete", "--name", "../hostpools/contosohp01"}, `error: --name "../hostpools/contosohp01": `},
+		{[]string{"application", "list", "--application-group", "x/y"}, `error: --application-group "x/y": `},
+		{[]string{"application", "create", "--application-group", "apps", "--name", strings.Repeat("w", 65), "--file-path", "C:\\w.exe"},
+			`error: --name "` + strings.Repeat("w", 65) + `": must be 1..64 characters of A-Za-z0-9@._- and space, got 65`},
+	} {
+		r := b.cli(c.args...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+		checkCLIError(t, r)
+	}
+	if got := b.ok("audit", "list", "--action", "applicationgroup.put", "-o", "json"); got != "[]\n" {
+		t.Errorf("a refused command reached the broker: %s", got)
+	}
+}

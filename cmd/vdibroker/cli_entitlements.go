@@ -136,7 +136,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			return a.result(cmd, r, applicationGroupColumns)
 		},
 	}
-	create.Flags().StringVar(&name, "name", "", "application group name, 3..80 characters of A-Za-z0-9@._- and space")
+	appGroupNameVar(create.Flags(), &name, "name", "application group name, 3..80 characters of A-Za-z0-9@._- and space")
 	poolNameVar(create.Flags(), &pool, "host-pool", "", "the host pool whose hosts the group publishes")
 	create.Flags().Var(newEnum(&typ, "", vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp), "application-group-type", "Desktop (the pool's desktops) or RemoteApp (applications)")
 	_ = create.RegisterFlagCompletionFunc("application-group-type", fixedCompletion(vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp))
@@ -167,7 +167,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			return a.result(cmd, r, applicationGroupColumns)
 		},
 	}
-	update.Flags().StringVar(&un, "name", "", "application group name")
+	appGroupNameVar(update.Flags(), &un, "name", "application group name")
 	uf.register(update.Flags(), true)
 	requireFlags(update, "name")
 
@@ -188,7 +188,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			return a.show(cmd, g, applicationGroupColumns)
 		},
 	}
-	show.Flags().StringVar(&sn, "name", "", "application group name")
+	appGroupNameVar(show.Flags(), &sn, "name", "application group name")
 	requireFlags(show, "name")
 
 	var lp string
@@ -230,7 +230,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			return a.deleted(cmd, deletion{Deleted: "applicationgroup", Name: dn})
 		},
 	}
-	del.Flags().StringVar(&dn, "name", "", "application group name")
+	appGroupNameVar(del.Flags(), &dn, "name", "application group name")
 	requireFlags(del, "name")
 	cmd.AddCommand(create, update, show, list, del)
 	return cmd
@@ -306,8 +306,8 @@ func newApplicationCmd() *cobra.Command {
 				return a.result(cmd, r, applicationColumns)
 			},
 		}
-		c.Flags().StringVar(&group, "application-group", "", "the RemoteApp application group")
-		c.Flags().StringVar(&name, "name", "", "the application's name, its alias in the .rdp file, 1..64 characters")
+		appGroupNameVar(c.Flags(), &group, "application-group", "the RemoteApp application group")
+		appNameVar(c.Flags(), &name, "name", "the application's name, its alias in the .rdp file, 1..64 characters")
 		af.register(c)
 		requireFlags(c, "application-group", "name")
 		if !update {
@@ -335,8 +335,8 @@ func newApplicationCmd() *cobra.Command {
 			return a.show(cmd, app, applicationColumns)
 		},
 	}
-	show.Flags().StringVar(&group, "application-group", "", "the RemoteApp application group")
-	show.Flags().StringVar(&name, "name", "", "the application's name")
+	appGroupNameVar(show.Flags(), &group, "application-group", "the RemoteApp application group")
+	appNameVar(show.Flags(), &name, "name", "the application's name")
 	requireFlags(show, "application-group", "name")
 
 	var lg string
@@ -356,7 +356,7 @@ func newApplicationCmd() *cobra.Command {
 			return a.show(cmd, l, applicationColumns)
 		},
 	}
-	list.Flags().StringVar(&lg, "application-group", "", "the RemoteApp application group")
+	appGroupNameVar(list.Flags(), &lg, "application-group", "the RemoteApp application group")
 	requireFlags(list, "application-group")
 
 	var dg, dn string
@@ -375,8 +375,8 @@ func newApplicationCmd() *cobra.Command {
 			return a.deleted(cmd, deletion{Deleted: "application", ApplicationGroup: dg, Name: dn})
 		},
 	}
-	del.Flags().StringVar(&dg, "application-group", "", "the RemoteApp application group")
-	del.Flags().StringVar(&dn, "name", "", "the application's name")
+	appGroupNameVar(del.Flags(), &dg, "application-group", "the RemoteApp application group")
+	appNameVar(del.Flags(), &dn, "name", "the application's name")
 	requireFlags(del, "application-group", "name")
 
 	var req vdibroker.AppConnectRequest
@@ -397,8 +397,8 @@ func newApplicationCmd() *cobra.Command {
 			return a.show(cmd, r, connectColumns)
 		},
 	}
-	connect.Flags().StringVar(&cg, "application-group", "", "the RemoteApp application group")
-	connect.Flags().StringVar(&req.Application, "name", "", "the application")
+	appGroupNameVar(connect.Flags(), &cg, "application-group", "the RemoteApp application group")
+	appNameVar(connect.Flags(), &req.Application, "name", "the application")
 	connect.Flags().StringVar(&req.User, "user", "", "the user")
 	connect.Flags().StringVar(&req.CommandLine, "command-line", "", "arguments, for an application whose setting is Allow")
 	connect.Flags().BoolVar(&req.DryRun, "dry-run", false, "decide and store nothing")

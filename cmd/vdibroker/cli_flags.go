@@ -277,6 +277,16 @@ func hostNameVar(f *pflag.FlagSet, v *string, name, short, usage string) {
 	f.VarP(&nameValue{v, vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen}, name, short, usage)
 }
 
+// appGroupNameVar is an application group name flag (R-E1).
+func appGroupNameVar(f *pflag.FlagSet, v *string, name, usage string) {
+	f.Var(&nameValue{v, vdibroker.MinAppGroupNameLen, vdibroker.MaxAppGroupNameLen}, name, usage)
+}
+
+// appNameVar is an application name flag (R-E7).
+func appNameVar(f *pflag.FlagSet, v *string, name, usage string) {
+	f.Var(&nameValue{v, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen}, name, usage)
+}
+
 func (n *nameValue) String() string { return *n.v }
 func (n *nameValue) Type() string   { return "name" }
 func (n *nameValue) Set(s string) error {
