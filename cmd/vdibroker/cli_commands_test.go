@@ -1272,3 +1272,34 @@ func TestCLIAppGroupNamesChecked(t *testing.T) {
 		t.Errorf("a refused command reached the broker: %s", got)
 	}
 }
+
+// TestCLIAppGroupUpdateNothing: applicationgroup update and application
+// update without a flag that changes something are a mistake in the
+// command (exit 2, "nothing to update"), as hostpool, sessionhost and
+// scalingplan update are. They wrote the group back unchanged: exit 0
+// and an applicationgroup.put entry in the audit trail for no change.
+func TestCLIAppGroupUpdateNothing(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.ok("applicationgroup", "create", "--name", "apps", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp")
+	b.ok("application", "create", "--application-group", "apps", "--name", "word", "--file-path", `C:\word.exe`)
+	puts := func() string {
+		return b.ok("audit", "list", "--query", "length([?action=='applicationgroup.put' || action=='application.put'])", "-o", "tsv")
+	}
+	before := puts()
+	for _, args := range [][]string{
+		{"applicationgroup", "update", "--name", "apps"},
+		{"application", "update", "--application-group", "apps", "--name", "word"},
+	} {
+		r := b.cli(args...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, "error: nothing to update: give ") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and nothing to update", args, r.code, r.stderr)
+		}
+		checkCLIError(t, r)
+	}
+	if got := puts(); got != before {
+		t.Errorf("an update of nothing was written: %s put entries, were %s", strings.TrimSpace(got), strings.TrimSpace(before))
+	}
+	b.ok("applicationgroup", "update", "--name", "apps", "--add-users", "alice")
+	b.ok("application", "update", "--application-group", "apps", "--name", "word", "--friendly-name", "Word")
+}

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -154,6 +158,9 @@ func newApplicationGroupCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := somethingToUpdate(cmd, "name"); err != nil {
+				return err
+			}
 			g, err := c.GetApplicationGroup(cmd.Context(), un)
 			if err != nil {
 				return fail(err)
@@ -287,6 +294,11 @@ func newApplicationCmd() *cobra.Command {
 				c, err := a.client()
 				if err != nil {
 					return err
+				}
+				if update {
+					if err := somethingToUpdate(cmd, "application-group", "name"); err != nil {
+						return err
+					}
 				}
 				app, gerr := c.GetApplication(cmd.Context(), group, name)
 				switch {
@@ -441,4 +453,24 @@ func newUserCmd() *cobra.Command {
 	requireFlags(ents, "user")
 	cmd.AddCommand(ents)
 	return cmd
+}
+
+// somethingToUpdate refuses an update that names only what it updates
+// (the flags keys): it would write the resource back as it is, an audit
+// entry for no change, where hostpool and sessionhost update say
+// "nothing to update".
+func somethingToUpdate(cmd *cobra.Command, keys ...string) error {
+	var flags []string
+	changed := false
+	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" || slices.Contains(keys, f.Name) {
+			return
+		}
+		flags = append(flags, "--"+f.Name)
+		changed = changed || f.Changed
+	})
+	if changed {
+		return nil
+	}
+	return usageError{fmt.Errorf("nothing to update: give at least one of %s", strings.Join(flags, ", "))}
 }
