@@ -1303,3 +1303,24 @@ func TestCLIAppGroupUpdateNothing(t *testing.T) {
 	b.ok("applicationgroup", "update", "--name", "apps", "--add-users", "alice")
 	b.ok("application", "update", "--application-group", "apps", "--name", "word", "--friendly-name", "Word")
 }
+
+// TestCLITokenScopeNamesUnknownPool (R-SEC scoped roles): a token scoped
+// to a host pool that does not exist is issued (the pool may be made
+// later) with a warning naming it, so that a typo in --host-pools is seen
+// at once rather than as a token that sees no pool. A pool that exists
+// gets no warning.
+func TestCLITokenScopeNamesUnknownPool(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	r := b.cli("token", "create", "--role", "Reader", "--subject", "ops", "--host-pools", "contosohp01,contosohp1", "--query", "hostPools", "-o", "tsv")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	want := `warning: host pool "contosohp1" does not exist: this token sees no pool of that name until one is made; check the name (token delete --id, then create it again)` + "\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	if r := b.cli("token", "create", "--role", "Reader", "--subject", "ops", "--host-pools", "contosohp01"); r.code != 0 || r.stderr != "" {
+		t.Errorf("a token of an existing pool: exit %d, stderr %q; want no warning", r.code, r.stderr)
+	}
+}

@@ -167,6 +167,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
+			printWarnings(cmd, t.Warnings)
 			return a.show(cmd, t, newTokenColumns)
 		},
 	}
