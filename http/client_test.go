@@ -97,3 +97,35 @@ func TestClientDotNamesStayNames(t *testing.T) {
 
 // second is the error of a call that returns a value too.
 func second[T any](_ T, err error) error { return err }
+
+// TestAPIPathDotSegmentsRefused (R-SEC, defence in depth): a path under
+// /api/v1 with a "." or ".." segment, or an empty one inside it, is
+// refused 400 naming the path. The mux redirected it (307, which keeps
+// the method) to the cleaned path, so a client that builds its paths
+// without escaping a name of dots, following the redirect as Go's client
+// does, deleted another resource: DELETE
+// /api/v1/applicationgroups/../hostpools/victim deleted the pool victim.
+// A name of dots escaped (%2E%2E) is a name, answered not found.
+func TestAPIPathDotSegmentsRefused(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("victim", nil)
+	for _, p := range []string{
+		"/api/v1/applicationgroups/../hostpools/victim",
+		"/api/v1/tokens/../hostpools/victim",
+		"/api/v1/hostpools/x/../victim",
+		"/api/v1/hostpools/./victim",
+		"/api/v1/hostpools//victim",
+	} {
+		status, ve, raw := rawDo(t, e, "DELETE", p, adminToken, "")
+		if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "path" {
+			t.Errorf("DELETE %s: %d %s, want 400 InvalidArgument naming the path", p, status, raw)
+		}
+		if _, err := e.admin.GetHostPool(ctx, "victim"); err != nil {
+			t.Fatalf("DELETE %s deleted the pool: %v", p, err)
+		}
+	}
+	if status, ve, raw := rawDo(t, e, "DELETE", "/api/v1/applicationgroups/%2E%2E", adminToken, ""); status != 404 || ve == nil || ve.Message != `application group ".." not found` {
+		t.Errorf("DELETE of the group named ..: %d %s, want 404 naming it", status, raw)
+	}
+}
