@@ -46,19 +46,41 @@ type CredentialChanges struct {
 type TokenRef struct {
 	ID, Role, Subject, HostPool string
 	HostPools, Groups           []string
+	// ExpiresIn is the time an API token had left when the backup was
+	// compared (0: it never expires).
+	ExpiresIn time.Duration
 }
 
 // reissueCommand is the CLI command that issues an API token like t
-// again: a token scoped to pools must not come back unscoped.
+// again, no wider: a token scoped to pools must not come back unscoped,
+// nor one that expires come back for ever.
 func reissueCommand(t TokenRef) string {
 	cmd := "vdibroker token create --role " + t.Role + " --subject " + shellQuote(t.Subject)
 	if len(t.HostPools) > 0 {
-		cmd += " --host-pools " + shellQuote(strings.Join(t.HostPools, ","))
+		cmd += " --host-pools " + shellQuote(flagList(t.HostPools))
 	}
 	if len(t.Groups) > 0 {
-		cmd += " --groups " + shellQuote(strings.Join(t.Groups, ","))
+		cmd += " --groups " + shellQuote(flagList(t.Groups))
+	}
+	if t.ExpiresIn > 0 {
+		d := max(time.Minute, (t.ExpiresIn+time.Minute-1)/time.Minute*time.Minute)
+		cmd += " --expires " + strings.TrimSuffix(d.String(), "0s")
 	}
 	return cmd
+}
+
+// flagList is l as the CLI's list flags read it (pflag's StringSlice, a
+// CSV record): a value with a comma or a quote is quoted, so that a
+// group "Sales, EMEA" stays one group.
+func flagList(l []string) string {
+	q := make([]string, len(l))
+	for i, v := range l {
+		q[i] = v
+		if strings.ContainsAny(v, `,"`) {
+			q[i] = `"` + strings.ReplaceAll(v, `"`, `""`) + `"`
+		}
+	}
+	return strings.Join(q, ",")
 }
 
 // shellQuote is s as one word of a POSIX shell.
@@ -201,18 +223,22 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.QueryContext(ctx, `SELECT id, role, subject, `+pools+`, `+groups+` FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
+	rows, err := db.QueryContext(ctx, `SELECT id, role, subject, `+pools+`, `+groups+`, expire_time FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var t TokenRef
 		var pools, groups string
-		if err := rows.Scan(&t.ID, &t.Role, &t.Subject, &pools, &groups); err != nil {
+		var expire sql.NullInt64
+		if err := rows.Scan(&t.ID, &t.Role, &t.Subject, &pools, &groups, &expire); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		t.HostPools, t.Groups = parseList(pools), parseList(groups)
+		if expire.Valid {
+			t.ExpiresIn = time.Duration(expire.Int64 - nowNS)
+		}
 		c.tokens[t.ID] = t
 	}
 	if err := closeRows(rows); err != nil {
