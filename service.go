@@ -213,6 +213,9 @@ type TokenRequest struct {
 type TokenResponse struct {
 	Token
 	Secret string `json:"token"`
+	// Warnings name what the token was issued with that may be a
+	// mistake: a host pool of its scope that does not exist.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RegistrationTokenRequest is the body of POST /hostpools/{pool}/registrationtoken.

@@ -34,6 +34,7 @@ const (
 
 	MinRegistrationTokenSeconds = 3600    // 1 hour
 	MaxRegistrationTokenSeconds = 2332800 // 27 days
+	MaxRegistrationTokenHosts   = 100000  // a registration token's maxHosts (0: no limit)
 	MinTokenSeconds             = 60
 	MaxTokenSeconds             = 315360000 // 10 years
 )

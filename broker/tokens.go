@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/subtle"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +23,6 @@ var _ vdibroker.TokenService = (*Service)(nil)
 const (
 	// maxTokenPools bounds a token's host-pool scope.
 	maxTokenPools = 100
-	// maxRegistrationHosts bounds a registration token's maxHosts.
-	maxRegistrationHosts = 100000
 )
 
 // Authenticate returns the principal of the API token whose secret hashes
@@ -121,7 +120,15 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 	if err := s.store.CreateToken(ctx, &t); err != nil {
 		return nil, err
 	}
-	return &vdibroker.TokenResponse{Token: t, Secret: secret}, nil
+	// A scope may name a pool made later, but a typo would give a token
+	// that sees nothing: say so (a failed lookup warns of nothing).
+	var warnings []string
+	for _, p := range t.HostPools {
+		if _, err := s.store.GetHostPool(ctx, p); vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			warnings = append(warnings, fmt.Sprintf("host pool %q does not exist: this token sees no pool of that name until one is made; check the name (token delete --id, then create it again)", p))
+		}
+	}
+	return &vdibroker.TokenResponse{Token: t, Secret: secret, Warnings: warnings}, nil
 }
 
 // ListTokens lists the API tokens by id.
@@ -150,7 +157,7 @@ func (s *Service) CreateRegistrationToken(ctx context.Context, poolName string, 
 		vdibroker.MinRegistrationTokenSeconds, vdibroker.MaxRegistrationTokenSeconds); err != nil {
 		return nil, err
 	}
-	if err := vdibroker.IntRange("maxHosts", req.MaxHosts, 0, maxRegistrationHosts); err != nil {
+	if err := vdibroker.IntRange("maxHosts", req.MaxHosts, 0, vdibroker.MaxRegistrationTokenHosts); err != nil {
 		return nil, err
 	}
 	if req.SessionHost != "" {

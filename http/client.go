@@ -505,10 +505,18 @@ func (c *Client) url(path string, q url.Values) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Keep a path prefix of BaseURL (a broker behind a reverse proxy).
+	// Keep a path prefix of BaseURL (a broker behind a reverse proxy),
+	// and the escaped form of the path: a name escaped into one segment
+	// ("..%2Fhostpools%2Fp") must stay one, not turn back into dot
+	// segments that ResolveReference removes (R-SEC).
 	if ref.Host == "" && strings.HasPrefix(ref.Path, "/") {
+		p, err := nameSegments(ref.EscapedPath())
+		if err != nil {
+			return "", err
+		}
+		escaped := strings.TrimRight(base.EscapedPath(), "/") + p
 		ref.Path = strings.TrimRight(base.Path, "/") + ref.Path
-		ref.RawPath = ""
+		ref.RawPath = escaped
 	}
 	u := base.ResolveReference(ref)
 	if len(q) > 0 {
@@ -519,6 +527,26 @@ func (c *Client) url(path string, q url.Values) (string, error) {
 		u.RawQuery = qq.Encode()
 	}
 	return u.String(), nil
+}
+
+// nameSegments is an escaped API path with each segment kept as the name
+// it is: url.PathEscape leaves "." and ".." as they are, and
+// ResolveReference (or any proxy) would take them as dot segments, so
+// they are escaped ("%2E"); no path of the client's own has one. An
+// empty segment (an empty name or id) is refused: the path would name
+// the collection, or another path once a proxy or the server's mux
+// cleaned it (R-SEC).
+func nameSegments(escaped string) (string, error) {
+	segs := strings.Split(escaped, "/")
+	for i, s := range segs[1:] {
+		switch s {
+		case "":
+			return "", vdibroker.Errorf(vdibroker.EInvalid, "%s: a name or id in the path is empty", escaped)
+		case ".", "..":
+			segs[i+1] = strings.Repeat("%2E", len(s))
+		}
+	}
+	return strings.Join(segs, "/"), nil
 }
 
 // decodeOpaqueErrorAnswer is decodeErrorAnswer for a server that may not

@@ -48,3 +48,84 @@ func TestClientErrors(t *testing.T) {
 		t.Errorf("healthz: %v", err)
 	}
 }
+
+// TestClientDotNamesStayNames (R-SEC): a name or id "." or ".." (which
+// url.PathEscape leaves as it is) stays one segment of the path, the
+// name asked for: the broker answers that it has no such thing. The
+// client took them as dot segments, so the request went to another path
+// (DELETE /registrationtokens/.. to DELETE /hostpools/victim/, GET
+// /users/../sessions to /api/v1/sessions), also behind a path prefix. An
+// empty name is refused before anything is sent: it would name the
+// collection, or a path with an empty segment.
+func TestClientDotNamesStayNames(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("victim", nil)
+	proxy := httptest.NewServer(http.StripPrefix("/broker", e.srvs[0].Handler()))
+	defer proxy.Close()
+	for _, c := range []*vhttp.Client{e.admin, vhttp.NewClient(proxy.URL+"/broker/", adminToken)} {
+		for _, n := range []string{".", ".."} {
+			for _, call := range []struct {
+				what string
+				err  error
+				want string
+			}{
+				{"DeleteRegistrationToken", c.DeleteRegistrationToken(ctx, "victim", n), `registration token "` + n + `" not found in host pool "victim"`},
+				{"DeleteToken", c.DeleteToken(ctx, n), `token "` + n + `" not found`},
+				{"DeleteApplicationGroup", c.DeleteApplicationGroup(ctx, n), `application group "` + n + `" not found`},
+				{"DeleteScalingPlan", c.DeleteScalingPlan(ctx, n), `scaling plan "` + n + `" not found`},
+				{"GetSessionHost", second(c.GetSessionHost(ctx, "victim", n)), `session host "` + n + `" not found in host pool "victim"`},
+				{"Logoff", second(c.Logoff(ctx, "victim", n)), `user session "` + n + `" not found in host pool "victim"`},
+				{"GetApplication", second(c.GetApplication(ctx, n, "word")), `application group "` + n + `" not found`},
+			} {
+				if vdibroker.ErrorCode(call.err) != vdibroker.ENotFound || vdibroker.ErrorMessage(call.err) != call.want {
+					t.Errorf("%s(%q): %v, want NotFound: %s", call.what, n, call.err, call.want)
+				}
+			}
+		}
+		if err := c.DeleteToken(ctx, ""); err == nil || vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			t.Errorf("DeleteToken(\"\"): %v, want it refused before it is sent", err)
+		}
+		if _, err := c.GetApplication(ctx, "", "word"); err == nil || vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			t.Errorf("GetApplication(\"\", word): %v, want it refused before it is sent", err)
+		}
+	}
+	if _, err := e.admin.GetHostPool(ctx, "victim"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// second is the error of a call that returns a value too.
+func second[T any](_ T, err error) error { return err }
+
+// TestAPIPathDotSegmentsRefused (R-SEC, defence in depth): a path under
+// /api/v1 with a "." or ".." segment, or an empty one inside it, is
+// refused 400 naming the path. The mux redirected it (307, which keeps
+// the method) to the cleaned path, so a client that builds its paths
+// without escaping a name of dots, following the redirect as Go's client
+// does, deleted another resource: DELETE
+// /api/v1/applicationgroups/../hostpools/victim deleted the pool victim.
+// A name of dots escaped (%2E%2E) is a name, answered not found.
+func TestAPIPathDotSegmentsRefused(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("victim", nil)
+	for _, p := range []string{
+		"/api/v1/applicationgroups/../hostpools/victim",
+		"/api/v1/tokens/../hostpools/victim",
+		"/api/v1/hostpools/x/../victim",
+		"/api/v1/hostpools/./victim",
+		"/api/v1/hostpools//victim",
+	} {
+		status, ve, raw := rawDo(t, e, "DELETE", p, adminToken, "")
+		if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "path" {
+			t.Errorf("DELETE %s: %d %s, want 400 InvalidArgument naming the path", p, status, raw)
+		}
+		if _, err := e.admin.GetHostPool(ctx, "victim"); err != nil {
+			t.Fatalf("DELETE %s deleted the pool: %v", p, err)
+		}
+	}
+	if status, ve, raw := rawDo(t, e, "DELETE", "/api/v1/applicationgroups/%2E%2E", adminToken, ""); status != 404 || ve == nil || ve.Message != `application group ".." not found` {
+		t.Errorf("DELETE of the group named ..: %d %s, want 404 naming it", status, raw)
+	}
+}

@@ -191,6 +191,47 @@ func TestBadBodies_SPEC9(t *testing.T) {
 	}
 }
 
+// TestNullBody_SPEC9: a body that is JSON null is not an object either:
+// 400 InvalidArgument saying so, as for an array, and nothing is stored.
+// It was taken as {}: PUT made a pool of defaults, PATCH wrote the pool
+// again (a new updateTime, an audit entry of a change that changed
+// nothing) and a registration token was issued.
+func TestNullBody_SPEC9(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.pool("nullpool", map[string]any{"maxSessionLimit": 7})
+	before, err := e.admin.GetHostPool(ctx, "nullpool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"PUT", "/api/v1/hostpools/pool01"},
+		{"PATCH", "/api/v1/hostpools/nullpool"},
+		{"POST", "/api/v1/hostpools/nullpool/registrationtoken"},
+		{"POST", "/api/v1/tokens"},
+	} {
+		for _, body := range []string{"null", " null\n"} {
+			status, ve, raw := rawDo(t, e, c.method, c.path, adminToken, body)
+			if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Message != "request body must be a JSON object, got null" {
+				t.Errorf("%s %s %q: got %d %s, want 400 InvalidArgument: request body must be a JSON object, got null", c.method, c.path, body, status, raw)
+			}
+		}
+	}
+	if _, err := e.admin.GetHostPool(ctx, "pool01"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("PUT null created the pool: %v", err)
+	}
+	after, err := e.admin.GetHostPool(ctx, "nullpool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.UpdateTime.Equal(before.UpdateTime) {
+		t.Errorf("PATCH null wrote the pool: updateTime %v, was %v", after.UpdateTime, before.UpdateTime)
+	}
+	if l, err := e.admin.ListRegistrationTokens(ctx, "nullpool"); err != nil || len(l) != 0 {
+		t.Errorf("POST null issued registration tokens: %v, %v", l, err)
+	}
+}
+
 // TestPatchHostPool_RP1_RP3: PATCH changes only what it names; the load
 // balancer type may change any time (R-P1) but hostPoolType never; DepthFirst
 // without a real limit is accepted with a warning (R-P3).

@@ -80,6 +80,12 @@ func decodeStrict(body io.Reader, v any) error {
 	if err != nil {
 		return decodeError(err, nil, nil)
 	}
+	// encoding/json takes null as "no change": the body would act as {}
+	// (a PUT of defaults, a PATCH that writes the resource again). Like
+	// an array, it is not the object every body must be.
+	if string(bytes.TrimSpace(data)) == "null" {
+		return vdibroker.Errorf(vdibroker.EInvalid, "request body must be a JSON object, got null")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -279,6 +280,30 @@ func (s *Server) middleware(next nethttp.Handler) nethttp.Handler {
 			}
 			log.Log(r.Context(), level, "request", args...)
 		}()
+		if err := apiPathSegments(r.URL.EscapedPath()); err != nil {
+			writeError(sw, r, s, err)
+			return
+		}
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// apiPathSegments refuses an API path with a "." or ".." segment, or an
+// empty one before its end (R-SEC). The mux would redirect it to the
+// cleaned path with a 307, which keeps the method: a client that put a
+// name of dots in a path unescaped and followed the redirect acted on
+// another resource (DELETE /api/v1/applicationgroups/../hostpools/P
+// deleted the pool P). A name of dots escaped (%2E) is a name.
+func apiPathSegments(escaped string) error {
+	rest, ok := strings.CutPrefix(escaped, "/api/v1/")
+	if !ok {
+		return nil
+	}
+	segs := strings.Split(rest, "/")
+	for i, seg := range segs {
+		if seg == "." || seg == ".." || (seg == "" && i < len(segs)-1) {
+			return vdibroker.FieldError("path", "must not hold an empty, \".\" or \"..\" segment (a name of dots is escaped, %%2E), got %q", vdibroker.Cut(escaped, 200))
+		}
+	}
+	return nil
 }

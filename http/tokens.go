@@ -67,6 +67,7 @@ func (s *Server) createToken(w nethttp.ResponseWriter, r *nethttp.Request) error
 	if err != nil {
 		return err
 	}
+	warningHeaders(w, t.Warnings)
 	writeJSON(w, nethttp.StatusCreated, t)
 	return nil
 }

@@ -41,9 +41,51 @@ type CredentialChanges struct {
 }
 
 // TokenRef names a token in CredentialChanges: its id and, for an API
-// token, its role and subject; for a registration token, its pool.
+// token, its role, subject, host-pool scope and groups (what issuing it
+// again takes); for a registration token, its pool.
 type TokenRef struct {
 	ID, Role, Subject, HostPool string
+	HostPools, Groups           []string
+	// ExpiresIn is the time an API token had left when the backup was
+	// compared (0: it never expires).
+	ExpiresIn time.Duration
+}
+
+// reissueCommand is the CLI command that issues an API token like t
+// again, no wider: a token scoped to pools must not come back unscoped,
+// nor one that expires come back for ever.
+func reissueCommand(t TokenRef) string {
+	cmd := "vdibroker token create --role " + t.Role + " --subject " + shellQuote(t.Subject)
+	if len(t.HostPools) > 0 {
+		cmd += " --host-pools " + shellQuote(flagList(t.HostPools))
+	}
+	if len(t.Groups) > 0 {
+		cmd += " --groups " + shellQuote(flagList(t.Groups))
+	}
+	if t.ExpiresIn > 0 {
+		d := max(time.Minute, (t.ExpiresIn+time.Minute-1)/time.Minute*time.Minute)
+		cmd += " --expires " + strings.TrimSuffix(d.String(), "0s")
+	}
+	return cmd
+}
+
+// flagList is l as the CLI's list flags read it (pflag's StringSlice, a
+// CSV record): a value with a comma or a quote is quoted, so that a
+// group "Sales, EMEA" stays one group.
+func flagList(l []string) string {
+	q := make([]string, len(l))
+	for i, v := range l {
+		q[i] = v
+		if strings.ContainsAny(v, `,"`) {
+			q[i] = `"` + strings.ReplaceAll(v, `"`, `""`) + `"`
+		}
+	}
+	return strings.Join(q, ",")
+}
+
+// shellQuote is s as one word of a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // HostRef names a session host in CredentialChanges.
@@ -66,8 +108,8 @@ func (c *CredentialChanges) Warnings() []string {
 			t.ID, t.Role, t.Subject, t.ID))
 	}
 	for _, t := range c.TokensGone {
-		w = append(w, fmt.Sprintf("API token %s (%s %q) was issued after the backup and is gone: issue another (vdibroker token create --role %s)",
-			t.ID, t.Role, t.Subject, t.Role))
+		w = append(w, fmt.Sprintf("API token %s (%s %q) was issued after the backup and is gone: issue another (%s)",
+			t.ID, t.Role, t.Subject, reissueCommand(t)))
 	}
 	for _, t := range c.RegistrationTokensBack {
 		w = append(w, fmt.Sprintf("registration token %s of host pool %s was revoked after the backup and is valid again: vdibroker registration-token delete --host-pool %s --id %s",
@@ -171,15 +213,31 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 	db.SetMaxOpenConns(1)
 	c := &credentials{tokens: map[string]TokenRef{}, regTokens: map[string]TokenRef{}, hosts: map[HostRef]string{}, gatewayKeys: map[string]bool{}}
 	nowNS := now.UnixNano()
-	rows, err := db.QueryContext(ctx, `SELECT id, role, subject FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
+	// A token's scope and groups; a backup older than them (00014,
+	// 00030) has none.
+	pools, err := tokenColumnOr(ctx, db, "host_pools")
+	if err != nil {
+		return nil, err
+	}
+	groups, err := tokenColumnOr(ctx, db, "groups")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT id, role, subject, `+pools+`, `+groups+`, expire_time FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var t TokenRef
-		if err := rows.Scan(&t.ID, &t.Role, &t.Subject); err != nil {
+		var pools, groups string
+		var expire sql.NullInt64
+		if err := rows.Scan(&t.ID, &t.Role, &t.Subject, &pools, &groups, &expire); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		t.HostPools, t.Groups = parseList(pools), parseList(groups)
+		if expire.Valid {
+			t.ExpiresIn = time.Duration(expire.Int64 - nowNS)
 		}
 		c.tokens[t.ID] = t
 	}
@@ -236,6 +294,19 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 		c.gatewayKeys[kid] = true
 	}
 	return c, closeRows(rows)
+}
+
+// tokenColumnOr is the tokens table's column col, or an empty JSON list
+// when the store is older than it.
+func tokenColumnOr(ctx context.Context, db *sql.DB, col string) (string, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('tokens') WHERE name = ?`, col).Scan(&n); err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return `'[]'`, nil
+	}
+	return col, nil
 }
 
 func closeRows(rows *sql.Rows) error {

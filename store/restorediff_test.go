@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -124,5 +125,93 @@ func TestCompareCredentialsSinceBackup(t *testing.T) {
 		if err != nil || !c.Empty() {
 			t.Errorf("%s: %+v, %v; want no change", d, c, err)
 		}
+	}
+}
+
+// TestRestoreWarningReissuesTheSameToken: the warning for an API token
+// issued after the backup gives the command that issues the same token
+// again: its role, subject, host pools and groups. It said only
+// "vdibroker token create --role Contributor", which the CLI refuses for
+// want of --subject, and which, completed with the subject alone, would
+// issue an unscoped token in place of one scoped to its pools (R-SEC).
+func TestRestoreWarningReissuesTheSameToken(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := store.OpenWith(ctx, "", dir, nil, store.Options{CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []*vdibroker.Token{
+		{ID: "tok-scoped", Role: vdibroker.RoleContributor, Subject: "pool ops", Hash: "h1", CreateTime: t0, HostPools: []string{"pool-a", "pool b"}},
+		{ID: "tok-user", Role: vdibroker.RoleUser, Subject: "o'brien@contoso.com", Hash: "h2", CreateTime: t0, Groups: []string{"Sales", "Finance"}},
+	} {
+		if err := s.CreateToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := t.TempDir()
+	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal")
+	c, err := store.CompareCredentials(ctx, crashed, backup, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Warnings()
+	want := []string{
+		`API token tok-scoped (Contributor "pool ops") was issued after the backup and is gone: issue another (vdibroker token create --role Contributor --subject 'pool ops' --host-pools 'pool-a,pool b')`,
+		`API token tok-user (User "o'brien@contoso.com") was issued after the backup and is gone: issue another (vdibroker token create --role User --subject 'o'\''brien@contoso.com' --groups 'Sales,Finance')`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+// TestRestoreWarningReissueKeepsGroupsAndExpiry (R-SEC): the command the
+// warning gives issues the token that is gone, not a wider one. Its
+// groups are each one value of --groups as the CLI reads the flag (a
+// comma-separated list, CSV-quoted): a group "Sales, EMEA" was split into
+// "Sales" and " EMEA" (refused) and "Sales,EMEA" into two groups that
+// entitle another set of applications. A token that expired was reissued
+// without --expires, so one that never expires; it gets the time the
+// gone token had left, rounded up to a minute.
+func TestRestoreWarningReissueKeepsGroupsAndExpiry(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := store.OpenWith(ctx, "", dir, nil, store.Options{CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	expire := t0.Add(720*time.Hour - 30*time.Second)
+	for _, tk := range []*vdibroker.Token{
+		{ID: "tok-groups", Role: vdibroker.RoleUser, Subject: "alice", Hash: "h1", CreateTime: t0, Groups: []string{"Sales, EMEA", `The "A" team`, "$(id)"}},
+		{ID: "tok-expiring", Role: vdibroker.RoleReader, Subject: "ops", Hash: "h2", CreateTime: t0, ExpireTime: &expire},
+	} {
+		if err := s.CreateToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := t.TempDir()
+	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal")
+	c, err := store.CompareCredentials(ctx, crashed, backup, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Warnings()
+	want := []string{
+		`API token tok-expiring (Reader "ops") was issued after the backup and is gone: issue another (vdibroker token create --role Reader --subject 'ops' --expires 720h0m)`,
+		`API token tok-groups (User "alice") was issued after the backup and is gone: issue another (vdibroker token create --role User --subject 'alice' --groups '"Sales, EMEA","The ""A"" team",$(id)')`,
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }

@@ -1125,3 +1125,202 @@ func TestCLITokenCreateTSVColumns(t *testing.T) {
 		t.Errorf("the sixth field %q as a token: exit %d, %s", f[5], r.code, r.stderr)
 	}
 }
+
+// TestCLIRegistrationTokenCreateShowsID: registration-token create's
+// table names the new token's id, which registration-token delete --id
+// takes; without it an admin who issued two tokens in one second could
+// not tell which list row to revoke. The id comes last, so a script's
+// cut -f3 of the tsv is still the secret.
+func TestCLIRegistrationTokenCreateShowsID(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	out := b.ok("registration-token", "create", "--host-pool", "contosohp01", "--expires", "24h")
+	if !strings.HasPrefix(out, "HostPool") || !strings.Contains(strings.SplitN(out, "\n", 2)[0], "Id") {
+		t.Fatalf("no Id column:\n%s", out)
+	}
+	id := strings.TrimSpace(b.ok("registration-token", "list", "--host-pool", "contosohp01", "--query", "[0].id", "-o", "tsv"))
+	if id == "" || !strings.Contains(out, id) {
+		t.Fatalf("the table does not show the token's id %q:\n%s", id, out)
+	}
+	tsv := b.ok("registration-token", "create", "--host-pool", "contosohp01", "--expires", "24h", "-o", "tsv")
+	f := strings.Split(strings.TrimRight(tsv, "\n"), "\t")
+	if len(f) != 4 || f[0] != "contosohp01" || !strings.HasPrefix(f[2], "vdbr_") {
+		t.Fatalf("registration-token create -o tsv: %q, want HostPool, ExpirationTime, Token, Id", tsv)
+	}
+	b.ok("registration-token", "delete", "--host-pool", "contosohp01", "--id", f[3])
+	if got := b.ok("registration-token", "list", "--host-pool", "contosohp01", "--query", "[].id", "-o", "tsv"); strings.Contains(got, f[3]) {
+		t.Errorf("the id of the tsv did not revoke its token: list %q", got)
+	}
+}
+
+// TestCLIRegistrationTokenCreateChecksFlags (docs/cli.md, "Errors and
+// exit status"): --max-hosts past the broker's bound and a --session-host
+// the broker would refuse as a name are mistakes in the command, found
+// before anything is sent (exit 2) and named by the flag with the range
+// allowed; they were the broker's refusals (exit 1) naming its JSON
+// fields maxHosts and sessionHost, and --max-hosts -1 named no upper
+// bound. No token is issued.
+func TestCLIRegistrationTokenCreateChecksFlags(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-hosts", "100001"}, `error: --max-hosts "100001": must be 0..100000 (0: no limit), got 100001`},
+		{[]string{"--max-hosts", "-1"}, `error: --max-hosts "-1": must be 0..100000 (0: no limit), got -1`},
+		{[]string{"--session-host", "x"}, `error: --session-host "x": must be 3..48 characters of A-Za-z0-9@._- and space, got 1`},
+		{[]string{"--session-host", "a/b"}, `error: --session-host "a/b": `},
+	} {
+		r := b.cli(append([]string{"registration-token", "create", "--host-pool", "contosohp01"}, c.args...)...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+		checkCLIError(t, r)
+	}
+	if got := b.ok("registration-token", "list", "--host-pool", "contosohp01", "-o", "json"); got != "[]\n" {
+		t.Errorf("a refused create issued a token: %s", got)
+	}
+	// The bounds themselves are taken.
+	b.ok("registration-token", "create", "--host-pool", "contosohp01", "--max-hosts", "100000", "--session-host", "sh-01")
+}
+
+// TestCLISessionHostAddressChecked (docs/cli.md, "Errors and exit
+// status"): sessionhost update --address is checked as the API checks a
+// host's address, before anything is sent: exit 2 naming the flag, the
+// value and the form. It was the broker's refusal (exit 1) naming its
+// JSON field address. The host keeps its address.
+func TestCLISessionHostAddressChecked(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.addHost("contosohp01", "sh-01")
+	before := b.ok("sessionhost", "show", "--host-pool", "contosohp01", "--name", "sh-01", "--query", "address", "-o", "tsv")
+	for _, c := range []struct{ address, want string }{
+		{"bad", `error: --address "bad": must be host:port (for example rdsh01.example.com:3389), got "bad"`},
+		{"127.0.0.1:70000", `error: --address "127.0.0.1:70000": port must be 1..65535, got "70000"`},
+	} {
+		r := b.cli("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--address", c.address)
+		if r.code != 2 || strings.TrimSpace(r.stderr) != c.want {
+			t.Errorf("--address %s: exit %d, stderr %q; want exit 2 and %q", c.address, r.code, r.stderr, c.want)
+		}
+		checkCLIError(t, r)
+	}
+	if got := b.ok("sessionhost", "show", "--host-pool", "contosohp01", "--name", "sh-01", "--query", "address", "-o", "tsv"); got != before {
+		t.Errorf("a refused update changed the address: %q, was %q", got, before)
+	}
+	b.ok("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--address", "sh-01.contoso.com:3390")
+}
+
+// TestCLINamesStayInTheirPathSegment (R-SEC): a name or id the CLI puts
+// in a request's path is escaped and stays one segment of it, whatever
+// it holds. The client dropped the escaped form when it joined the
+// server's URL to the path, so "../hostpools/victim" became two dot
+// segments: applicationgroup delete --name ../hostpools/victim and
+// token delete --id ../hostpools/victim each deleted the host pool
+// victim (an audited hostpool.delete, answered as the delete asked for).
+func TestCLINamesStayInTheirPathSegment(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "victim")
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	for _, args := range [][]string{
+		{"applicationgroup", "delete", "--name", "../hostpools/victim"},
+		{"token", "delete", "--id", "../hostpools/victim"},
+		{"registration-token", "delete", "--host-pool", "contosohp01", "--id", "../../victim"},
+		{"application", "delete", "--application-group", "../hostpools", "--name", "victim"},
+	} {
+		r := b.cli(args...)
+		if r.code == 0 {
+			t.Errorf("%v: exit 0, want a refusal", args)
+		}
+		if got := b.ok("hostpool", "list", "--query", "[].name", "-o", "tsv"); got != "contosohp01\nvictim\n" {
+			t.Fatalf("%v deleted a host pool: pools now %q", args, got)
+		}
+	}
+	if got := b.ok("audit", "list", "--action", "hostpool.delete", "-o", "json"); got != "[]\n" {
+		t.Errorf("audit trail has hostpool.delete entries: %s", got)
+	}
+}
+
+// TestCLIAppGroupNamesChecked (docs/cli.md, "Errors and exit status"):
+// application group and application names are checked as the API checks
+// them (R-E1, R-E7), before anything is sent, as pool and host names
+// are: exit 2 naming the flag, the value and the range. applicationgroup
+// create --name ap was the broker's refusal (exit 1), and a name with a
+// slash, which no group has, was sent to be answered not found.
+func TestCLIAppGroupNamesChecked(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"applicationgroup", "create", "--name", "ap", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp"},
+			`error: --name "ap": must be 3..80 characters of A-Za-z0-9@._- and space, got 2`},
+		{[]string{"applicationgroup", "show", "--name", "a/b"}, `error: --name "a/b": `},
+		{[]string{"applicationgroup", "delete", "--name", "../hostpools/contosohp01"}, `error: --name "../hostpools/contosohp01": `},
+		{[]string{"application", "list", "--application-group", "x/y"}, `error: --application-group "x/y": `},
+		{[]string{"application", "create", "--application-group", "apps", "--name", strings.Repeat("w", 65), "--file-path", "C:\\w.exe"},
+			`error: --name "` + strings.Repeat("w", 65) + `": must be 1..64 characters of A-Za-z0-9@._- and space, got 65`},
+	} {
+		r := b.cli(c.args...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+		checkCLIError(t, r)
+	}
+	if got := b.ok("audit", "list", "--action", "applicationgroup.put", "-o", "json"); got != "[]\n" {
+		t.Errorf("a refused command reached the broker: %s", got)
+	}
+}
+
+// TestCLIAppGroupUpdateNothing: applicationgroup update and application
+// update without a flag that changes something are a mistake in the
+// command (exit 2, "nothing to update"), as hostpool, sessionhost and
+// scalingplan update are. They wrote the group back unchanged: exit 0
+// and an applicationgroup.put entry in the audit trail for no change.
+func TestCLIAppGroupUpdateNothing(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.ok("applicationgroup", "create", "--name", "apps", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp")
+	b.ok("application", "create", "--application-group", "apps", "--name", "word", "--file-path", `C:\word.exe`)
+	puts := func() string {
+		return b.ok("audit", "list", "--query", "length([?action=='applicationgroup.put' || action=='application.put'])", "-o", "tsv")
+	}
+	before := puts()
+	for _, args := range [][]string{
+		{"applicationgroup", "update", "--name", "apps"},
+		{"application", "update", "--application-group", "apps", "--name", "word"},
+	} {
+		r := b.cli(args...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, "error: nothing to update: give ") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and nothing to update", args, r.code, r.stderr)
+		}
+		checkCLIError(t, r)
+	}
+	if got := puts(); got != before {
+		t.Errorf("an update of nothing was written: %s put entries, were %s", strings.TrimSpace(got), strings.TrimSpace(before))
+	}
+	b.ok("applicationgroup", "update", "--name", "apps", "--add-users", "alice")
+	b.ok("application", "update", "--application-group", "apps", "--name", "word", "--friendly-name", "Word")
+}
+
+// TestCLITokenScopeNamesUnknownPool (R-SEC scoped roles): a token scoped
+// to a host pool that does not exist is issued (the pool may be made
+// later) with a warning naming it, so that a typo in --host-pools is seen
+// at once rather than as a token that sees no pool. A pool that exists
+// gets no warning.
+func TestCLITokenScopeNamesUnknownPool(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	r := b.cli("token", "create", "--role", "Reader", "--subject", "ops", "--host-pools", "contosohp01,contosohp1", "--query", "hostPools", "-o", "tsv")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	want := `warning: host pool "contosohp1" does not exist: this token sees no pool of that name until one is made; check the name (token delete --id, then create it again)` + "\n"
+	if r.stderr != want {
+		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+	if r := b.cli("token", "create", "--role", "Reader", "--subject", "ops", "--host-pools", "contosohp01"); r.code != 0 || r.stderr != "" {
+		t.Errorf("a token of an existing pool: exit %d, stderr %q; want no warning", r.code, r.stderr)
+	}
+}

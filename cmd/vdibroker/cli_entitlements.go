@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -136,7 +140,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			return a.result(cmd, r, applicationGroupColumns)
 		},
 	}
-	create.Flags().StringVar(&name, "name", "", "application group name, 3..80 characters of A-Za-z0-9@._- and space")
+	appGroupNameVar(create.Flags(), &name, "name", "application group name, 3..80 characters of A-Za-z0-9@._- and space")
 	poolNameVar(create.Flags(), &pool, "host-pool", "", "the host pool whose hosts the group publishes")
 	create.Flags().Var(newEnum(&typ, "", vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp), "application-group-type", "Desktop (the pool's desktops) or RemoteApp (applications)")
 	_ = create.RegisterFlagCompletionFunc("application-group-type", fixedCompletion(vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp))
@@ -154,6 +158,9 @@ func newApplicationGroupCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := somethingToUpdate(cmd, "name"); err != nil {
+				return err
+			}
 			g, err := c.GetApplicationGroup(cmd.Context(), un)
 			if err != nil {
 				return fail(err)
@@ -167,7 +174,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			return a.result(cmd, r, applicationGroupColumns)
 		},
 	}
-	update.Flags().StringVar(&un, "name", "", "application group name")
+	appGroupNameVar(update.Flags(), &un, "name", "application group name")
 	uf.register(update.Flags(), true)
 	requireFlags(update, "name")
 
@@ -188,7 +195,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			return a.show(cmd, g, applicationGroupColumns)
 		},
 	}
-	show.Flags().StringVar(&sn, "name", "", "application group name")
+	appGroupNameVar(show.Flags(), &sn, "name", "application group name")
 	requireFlags(show, "name")
 
 	var lp string
@@ -230,7 +237,7 @@ func newApplicationGroupCmd() *cobra.Command {
 			return a.deleted(cmd, deletion{Deleted: "applicationgroup", Name: dn})
 		},
 	}
-	del.Flags().StringVar(&dn, "name", "", "application group name")
+	appGroupNameVar(del.Flags(), &dn, "name", "application group name")
 	requireFlags(del, "name")
 	cmd.AddCommand(create, update, show, list, del)
 	return cmd
@@ -288,6 +295,11 @@ func newApplicationCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if update {
+					if err := somethingToUpdate(cmd, "application-group", "name"); err != nil {
+						return err
+					}
+				}
 				app, gerr := c.GetApplication(cmd.Context(), group, name)
 				switch {
 				case update && gerr != nil:
@@ -306,8 +318,8 @@ func newApplicationCmd() *cobra.Command {
 				return a.result(cmd, r, applicationColumns)
 			},
 		}
-		c.Flags().StringVar(&group, "application-group", "", "the RemoteApp application group")
-		c.Flags().StringVar(&name, "name", "", "the application's name, its alias in the .rdp file, 1..64 characters")
+		appGroupNameVar(c.Flags(), &group, "application-group", "the RemoteApp application group")
+		appNameVar(c.Flags(), &name, "name", "the application's name, its alias in the .rdp file, 1..64 characters")
 		af.register(c)
 		requireFlags(c, "application-group", "name")
 		if !update {
@@ -335,8 +347,8 @@ func newApplicationCmd() *cobra.Command {
 			return a.show(cmd, app, applicationColumns)
 		},
 	}
-	show.Flags().StringVar(&group, "application-group", "", "the RemoteApp application group")
-	show.Flags().StringVar(&name, "name", "", "the application's name")
+	appGroupNameVar(show.Flags(), &group, "application-group", "the RemoteApp application group")
+	appNameVar(show.Flags(), &name, "name", "the application's name")
 	requireFlags(show, "application-group", "name")
 
 	var lg string
@@ -356,7 +368,7 @@ func newApplicationCmd() *cobra.Command {
 			return a.show(cmd, l, applicationColumns)
 		},
 	}
-	list.Flags().StringVar(&lg, "application-group", "", "the RemoteApp application group")
+	appGroupNameVar(list.Flags(), &lg, "application-group", "the RemoteApp application group")
 	requireFlags(list, "application-group")
 
 	var dg, dn string
@@ -375,8 +387,8 @@ func newApplicationCmd() *cobra.Command {
 			return a.deleted(cmd, deletion{Deleted: "application", ApplicationGroup: dg, Name: dn})
 		},
 	}
-	del.Flags().StringVar(&dg, "application-group", "", "the RemoteApp application group")
-	del.Flags().StringVar(&dn, "name", "", "the application's name")
+	appGroupNameVar(del.Flags(), &dg, "application-group", "the RemoteApp application group")
+	appNameVar(del.Flags(), &dn, "name", "the application's name")
 	requireFlags(del, "application-group", "name")
 
 	var req vdibroker.AppConnectRequest
@@ -397,8 +409,8 @@ func newApplicationCmd() *cobra.Command {
 			return a.show(cmd, r, connectColumns)
 		},
 	}
-	connect.Flags().StringVar(&cg, "application-group", "", "the RemoteApp application group")
-	connect.Flags().StringVar(&req.Application, "name", "", "the application")
+	appGroupNameVar(connect.Flags(), &cg, "application-group", "the RemoteApp application group")
+	appNameVar(connect.Flags(), &req.Application, "name", "the application")
 	connect.Flags().StringVar(&req.User, "user", "", "the user")
 	connect.Flags().StringVar(&req.CommandLine, "command-line", "", "arguments, for an application whose setting is Allow")
 	connect.Flags().BoolVar(&req.DryRun, "dry-run", false, "decide and store nothing")
@@ -441,4 +453,24 @@ func newUserCmd() *cobra.Command {
 	requireFlags(ents, "user")
 	cmd.AddCommand(ents)
 	return cmd
+}
+
+// somethingToUpdate refuses an update that names only what it updates
+// (the flags keys): it would write the resource back as it is, an audit
+// entry for no change, where hostpool and sessionhost update say
+// "nothing to update".
+func somethingToUpdate(cmd *cobra.Command, keys ...string) error {
+	var flags []string
+	changed := false
+	cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" || slices.Contains(keys, f.Name) {
+			return
+		}
+		flags = append(flags, "--"+f.Name)
+		changed = changed || f.Changed
+	})
+	if changed {
+		return nil
+	}
+	return usageError{fmt.Errorf("nothing to update: give at least one of %s", strings.Join(flags, ", "))}
 }

@@ -277,6 +277,16 @@ func hostNameVar(f *pflag.FlagSet, v *string, name, short, usage string) {
 	f.VarP(&nameValue{v, vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen}, name, short, usage)
 }
 
+// appGroupNameVar is an application group name flag (R-E1).
+func appGroupNameVar(f *pflag.FlagSet, v *string, name, usage string) {
+	f.Var(&nameValue{v, vdibroker.MinAppGroupNameLen, vdibroker.MaxAppGroupNameLen}, name, usage)
+}
+
+// appNameVar is an application name flag (R-E7).
+func appNameVar(f *pflag.FlagSet, v *string, name, usage string) {
+	f.Var(&nameValue{v, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen}, name, usage)
+}
+
 func (n *nameValue) String() string { return *n.v }
 func (n *nameValue) Type() string   { return "name" }
 func (n *nameValue) Set(s string) error {
@@ -284,6 +294,48 @@ func (n *nameValue) Set(s string) error {
 		return errors.New(strings.TrimPrefix(vdibroker.ErrorMessage(err), "name: "))
 	}
 	*n.v = s
+	return nil
+}
+
+// addressValue is a session host's host:port flag, checked as the API
+// checks the address (vdibroker.ValidateAddress), in the flag's words.
+type addressValue struct{ v *string }
+
+func (a addressValue) String() string { return *a.v }
+func (a addressValue) Type() string   { return "host:port" }
+func (a addressValue) Set(s string) error {
+	if err := vdibroker.ValidateAddress("address", s); err != nil {
+		return errors.New(strings.TrimPrefix(vdibroker.ErrorMessage(err), "address: "))
+	}
+	*a.v = s
+	return nil
+}
+
+// intRangeValue is a whole-number flag checked against the range the API
+// allows, so a value outside it is a mistake in the command said in the
+// flag's words (exit 2), not the broker's refusal naming its JSON field.
+type intRangeValue struct {
+	v        *int
+	min, max int
+	note     string // after the range, e.g. " (0: no limit)"
+}
+
+func intRangeVar(f *pflag.FlagSet, v *int, name string, def, min, max int, note, usage string) {
+	*v = def
+	f.Var(&intRangeValue{v, min, max, note}, name, usage)
+}
+
+func (n *intRangeValue) String() string { return strconv.Itoa(*n.v) }
+func (n *intRangeValue) Type() string   { return "int" }
+func (n *intRangeValue) Set(s string) error {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("must be a whole number, %d..%d%s", n.min, n.max, n.note)
+	}
+	if v < n.min || v > n.max {
+		return fmt.Errorf("must be %d..%d%s, got %d", n.min, n.max, n.note, v)
+	}
+	*n.v = v
 	return nil
 }
 

@@ -48,3 +48,29 @@ func TestServeSaysWhereTheAdminTokenIs(t *testing.T) {
 		t.Errorf("demo token: said %q", got)
 	}
 }
+
+// TestServeListenChecked (docs/cli.md, "Errors and exit status"): a
+// --listen that is not host:port, or whose port is past 65535, is a
+// mistake in the command (exit 2) naming the flag, the value and the
+// form it takes, found before the store is opened. It was found when
+// serve bound the address, after it had made the data dir, migrated a
+// new store and written an admin token there (exit 1, "missing port in
+// address" for a port given alone).
+func TestServeListenChecked(t *testing.T) {
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
+	for _, c := range []struct{ listen, want string }{
+		{"19112", `error: --listen "19112": want host:port, e.g. 127.0.0.1:19112, or :19112 for every address`},
+		{"127.0.0.1:99999", `error: --listen "127.0.0.1:99999": the port must be 0..65535, got 99999`},
+		{"127.0.0.1", `error: --listen "127.0.0.1": want host:port, e.g. 127.0.0.1:8080`},
+	} {
+		dir := filepath.Join(t.TempDir(), "data")
+		r := runCLI(t, "serve", "--data-dir", dir, "--listen", c.listen)
+		if r.code != 2 || strings.TrimSpace(r.stderr) != c.want {
+			t.Errorf("--listen %s: exit %d, stderr %q; want exit 2 and %q", c.listen, r.code, r.stderr, c.want)
+		}
+		checkCLIError(t, r)
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("--listen %s: the data dir was made before the flag was checked (%v)", c.listen, err)
+		}
+	}
+}

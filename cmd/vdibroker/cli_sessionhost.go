@@ -157,7 +157,7 @@ func newSessionHostUpdateCmd(a *admin) *cobra.Command {
 	f.Var(boolValue{&allowNew}, "allow-new-session", "false drains the host: it takes no new session")
 	f.Var(boolValue{&standard}, "standard-features", "the host supports multi-session, unauthenticated access and all protocols")
 	f.StringArrayVar(&assigned, "assigned-user", nil, "user assigned to this personal host; repeat for several, \"\" for none (replaces the list)")
-	f.StringVar(&address, "address", "", "host:port clients connect to")
+	f.Var(addressValue{&address}, "address", "host:port clients connect to")
 	_ = cmd.RegisterFlagCompletionFunc("allow-new-session", fixedCompletion("true", "false"))
 	_ = cmd.RegisterFlagCompletionFunc("standard-features", fixedCompletion("true", "false"))
 	requireFlags(cmd, "host-pool", "name")

@@ -12,11 +12,14 @@ import (
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
-// registrationTokenColumns is the table of a new registration token.
+// registrationTokenColumns is the table of a new registration token: its
+// id, which registration-token delete --id takes, comes last, so that the
+// secret keeps its place in tsv (a script's cut -f3).
 var registrationTokenColumns = []column{
 	{"HostPool", "hostPool"},
 	{"ExpirationTime", "expirationTime"},
 	{"Token", "token"},
+	{"Id", "id"},
 }
 
 // registrationTokenListColumns is the table of registration-token list.
@@ -72,9 +75,6 @@ func newRegistrationTokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if maxHosts < 0 {
-				return usageError{fmt.Errorf("--max-hosts must be 0 (no limit) or more, got %d", maxHosts)}
-			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -88,8 +88,8 @@ func newRegistrationTokenCmd() *cobra.Command {
 	}
 	poolNameVar(create.Flags(), &pool, "host-pool", "", "host pool name")
 	create.Flags().DurationVar(&expires, "expires", time.Hour, "how long the token is valid, 1h..648h")
-	create.Flags().IntVar(&maxHosts, "max-hosts", 0, "how many new hosts the token may register (1: a one-use token; 0: no limit)")
-	create.Flags().StringVar(&sessionHost, "session-host", "", "issue the token for this one session host: it registers no other name, and only such a token claims a host an admin created (PUT /api/v1/hostpools/POOL/sessionhosts/HOST) that never registered")
+	intRangeVar(create.Flags(), &maxHosts, "max-hosts", 0, 0, vdibroker.MaxRegistrationTokenHosts, " (0: no limit)", fmt.Sprintf("how many new hosts the token may register, 0..%d (1: a one-use token; 0: no limit)", vdibroker.MaxRegistrationTokenHosts))
+	hostNameVar(create.Flags(), &sessionHost, "session-host", "", "issue the token for this one session host: it registers no other name, and only such a token claims a host an admin created (PUT /api/v1/hostpools/POOL/sessionhosts/HOST) that never registered")
 	requireFlags(create, "host-pool")
 	var listPool string
 	list := &cobra.Command{
@@ -167,6 +167,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
+			printWarnings(cmd, t.Warnings)
 			return a.show(cmd, t, newTokenColumns)
 		},
 	}

@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -508,6 +509,9 @@ func newServeCmd() *cobra.Command {
 			if m.MaxHeaderBytes < 4096 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 4096..1048576, got %d", m.MaxHeaderBytes)}
 			}
+			if err := checkListen("--listen", m.Listen); err != nil {
+				return err
+			}
 			if rdpDefaults != "" {
 				data, err := os.ReadFile(rdpDefaults)
 				if err == nil {
@@ -665,3 +669,26 @@ func dsnHasPassword(dsn string) bool {
 }
 
 func init() { rootCmd.AddCommand(newServeCmd()) }
+
+// checkListen checks a listen address as net.Listen reads it, so that a
+// typo (a port alone, no port, a port past 65535) is a mistake in the
+// command (exit 2) found before the store is opened and an admin token
+// written, not when the address is bound. A port given by service name
+// is left to net.Listen.
+func checkListen(flag, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if n, aerr := strconv.Atoi(addr); aerr == nil && n >= 0 {
+			return usageError{fmt.Errorf("%s %q: want host:port, e.g. 127.0.0.1:%s, or :%s for every address", flag, addr, addr, addr)}
+		}
+		example := "127.0.0.1:8080"
+		if net.ParseIP(addr) != nil || (addr != "" && !strings.Contains(addr, ":")) {
+			example = net.JoinHostPort(addr, "8080")
+		}
+		return usageError{fmt.Errorf("%s %q: want host:port, e.g. %s", flag, addr, example)}
+	}
+	if n, err := strconv.Atoi(port); err == nil && (n < 0 || n > 65535) {
+		return usageError{fmt.Errorf("%s %q: the port must be 0..65535, got %d", flag, addr, n)}
+	}
+	return nil
+}
