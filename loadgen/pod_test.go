@@ -165,19 +165,18 @@ func TestPodBenchTiny(t *testing.T) {
 				t.Errorf("a SQLite run reports PostgreSQL settings: %v", res.PostgresSettings)
 			}
 			// The broker's heartbeat times are read from /metrics: its
-			// store's and its whole answer's, together (a phase too short
-			// for two scrapes has neither).
+			// store's and its whole answer's. A phase too short for two
+			// scrapes has neither; a phase may have one alone, when a slow
+			// heartbeat's store write lands before a scrape and its answer
+			// after it (on a loaded machine). Some phase has both.
 			timed := 0
 			for _, p := range res.Heartbeats.ByPhase {
-				if (p.StoreMean > 0) != (p.AnswerMean > 0) {
-					t.Errorf("phase %s: store mean %s, answer mean %s; want both or neither", p.Phase, p.StoreMean, p.AnswerMean)
-				}
-				if p.AnswerMean > 0 {
+				if p.StoreMean > 0 && p.AnswerMean > 0 {
 					timed++
 				}
 			}
 			if timed == 0 {
-				t.Errorf("no phase has the broker's heartbeat times: %+v", res.Heartbeats.ByPhase)
+				t.Errorf("no phase has both the broker's heartbeat times (store and answer): %+v", res.Heartbeats.ByPhase)
 			}
 		})
 	}
