@@ -69,7 +69,9 @@ func ParsePrecondition(h http.Header) (Precondition, error) {
 		if weak {
 			continue // never matches strongly
 		}
-		if ns, err := strconv.ParseInt(opaque[1:len(opaque)-1], 10, 64); err == nil {
+		// Strong comparison is of the characters (RFC 9110 8.8.3.2): only
+		// ETag's own spelling of a number matches, not "+n" or "0n".
+		if ns, err := strconv.ParseInt(opaque[1:len(opaque)-1], 10, 64); err == nil && ETag(time.Unix(0, ns)) == opaque {
 			p.Versions = append(p.Versions, time.Unix(0, ns))
 		}
 	}
