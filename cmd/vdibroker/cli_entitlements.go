@@ -67,6 +67,20 @@ func updateIfMatch[T any](what string, attempt func() (T, error)) (T, error) {
 	}
 }
 
+// createOnly runs a create's PUT with If-None-Match: * (R-E13), so it
+// never replaces an object of that name, even one created at the same
+// moment. It answers exists when the object is there: the PUT refused
+// with 412, or refused for another reason (a bad flag, a pool that does
+// not exist, a token that may not write) while get finds it, as the
+// create answered when it read before writing, so scripts see the same.
+func createOnly[T any](put func(vhttp.Condition) (T, error), get func() error, exists error) (T, error) {
+	r, err := put(vhttp.Condition{IfNoneMatch: "*"})
+	if err != nil && (vdibroker.ErrorCode(err) == vdibroker.EPreconditionFailed || get() == nil) {
+		return r, exists
+	}
+	return r, fail(err)
+}
+
 // groupFlags are an application group's settable fields as flags; each
 // command reads back only the flags given.
 type groupFlags struct {
@@ -150,14 +164,14 @@ func newApplicationGroupCmd() *cobra.Command {
 			}
 			g := &vdibroker.ApplicationGroup{Name: name, HostPool: pool, ApplicationGroupType: typ}
 			gf.apply(cmd, g)
-			// Create only (If-None-Match: *, R-E13): never over a group
-			// of that name, even one created at the same moment.
-			r, err := c.PutApplicationGroup(cmd.Context(), name, g, vhttp.Condition{IfNoneMatch: "*"})
-			if vdibroker.ErrorCode(err) == vdibroker.EPreconditionFailed {
-				return fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application group " + name + " exists already; change it with applicationgroup update"})
-			}
+			r, err := createOnly(func(cond vhttp.Condition) (*vhttp.ApplicationGroupResult, error) {
+				return c.PutApplicationGroup(cmd.Context(), name, g, cond)
+			}, func() error {
+				_, err := c.GetApplicationGroup(cmd.Context(), name)
+				return err
+			}, fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application group " + name + " exists already; change it with applicationgroup update"}))
 			if err != nil {
-				return fail(err)
+				return err
 			}
 			printWarnings(cmd, r.Warnings) // R-E12: no host of the pool runs RemoteApps
 			return a.result(cmd, r, applicationGroupColumns)
@@ -332,15 +346,16 @@ func newApplicationCmd() *cobra.Command {
 						return err
 					}
 				} else {
-					// Create only (If-None-Match: *, R-E13).
 					app := &vdibroker.Application{Name: name, ApplicationGroup: group}
 					af.apply(cmd, app)
-					r, err = c.PutApplication(cmd.Context(), group, name, app, vhttp.Condition{IfNoneMatch: "*"})
-					if vdibroker.ErrorCode(err) == vdibroker.EPreconditionFailed {
-						return fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application " + name + " exists already in " + group + "; change it with application update"})
-					}
+					r, err = createOnly(func(cond vhttp.Condition) (*vhttp.ApplicationResult, error) {
+						return c.PutApplication(cmd.Context(), group, name, app, cond)
+					}, func() error {
+						_, err := c.GetApplication(cmd.Context(), group, name)
+						return err
+					}, fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application " + name + " exists already in " + group + "; change it with application update"}))
 					if err != nil {
-						return fail(err)
+						return err
 					}
 				}
 				printWarnings(cmd, r.Warnings) // R-E12: no host of the pool runs RemoteApps

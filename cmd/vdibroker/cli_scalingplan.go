@@ -285,13 +285,15 @@ func newScalingPlanCreateCmd(a *admin) *cobra.Command {
 				return usageError{errors.New("a plan needs a schedule: give --schedules-file, or --days-of-week and the four --*-start-time flags")}
 			}
 			// A create must not replace a plan of the same name, even one
-			// created at the same moment (If-None-Match: *, R-E13).
-			res, err := c.PutScalingPlan(cmd.Context(), p.name, body, vhttp.Condition{IfNoneMatch: "*"})
-			if vdibroker.ErrorCode(err) == vdibroker.EPreconditionFailed {
-				return fmt.Errorf("scaling plan %q already exists; change it with scalingplan update", p.name)
-			}
+			// created at the same moment (R-E13).
+			res, err := createOnly(func(cond vhttp.Condition) (*vhttp.ScalingPlanResult, error) {
+				return c.PutScalingPlan(cmd.Context(), p.name, body, cond)
+			}, func() error {
+				_, err := c.GetScalingPlan(cmd.Context(), p.name)
+				return err
+			}, fmt.Errorf("scaling plan %q already exists; change it with scalingplan update", p.name))
 			if err != nil {
-				return fail(err)
+				return err
 			}
 			return a.result(cmd, viewPlan(&res.ScalingPlan), scalingPlanColumns)
 		},
