@@ -98,7 +98,7 @@ func (p Precondition) Check(what string, exists bool, updated time.Time) error {
 	case p.Absent && exists:
 		return Errorf(EPreconditionFailed, "%s exists already (If-None-Match: *): it was not replaced; change it with an update", what)
 	case p.Exists && !exists:
-		return Errorf(EPreconditionFailed, "%s does not exist any more (If-Match): it was deleted since it was read", what)
+		return Errorf(EPreconditionFailed, "%s does not exist (If-Match): it was deleted since it was read, or never created; nothing was written", what)
 	case len(p.Versions) > 0 && !slices.ContainsFunc(p.Versions, updated.Equal):
 		return Errorf(EPreconditionFailed, "%s changed since it was read (If-Match does not match its ETag, now %s): nothing was written; read it again and make the change on what it is now",
 			what, ETag(updated))
