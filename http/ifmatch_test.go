@@ -16,11 +16,17 @@ import (
 // the decoded error (if any) and the body.
 func condDo(t *testing.T, e *env, method, path, body string, h ...string) (int, string, *vdibroker.Error, string) {
 	t.Helper()
+	return condDoAs(t, e, adminToken, method, path, body, h...)
+}
+
+// condDoAs is condDo with token.
+func condDoAs(t *testing.T, e *env, token, method, path, body string, h ...string) (int, string, *vdibroker.Error, string) {
+	t.Helper()
 	req, err := http.NewRequest(method, e.urls[0]+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	for i := 0; i+1 < len(h); i += 2 {
 		req.Header.Set(h[i], h[i+1])
 	}
@@ -165,5 +171,57 @@ func TestIfMatch_RE13(t *testing.T) {
 	}
 	if list, _ := e.admin.ListScalingPlans(t.Context()); len(list) != 1 || !slices.Equal(list[0].HostPools, []string{}) {
 		t.Errorf("plans after the refused PUT: %+v, want weekdays without pools", list)
+	}
+}
+
+// TestIfMatchOutOfScope_RE13: to a Reader and a Contributor scoped to
+// another pool, a PUT with If-Match or If-None-Match of an application
+// group, application or scaling plan they may not see answers what the
+// same PUT without them answers (403 or 404, never 412), with no ETag and
+// nothing of the object; a GET answers 404 without an ETag. Authorization
+// comes before the precondition, so the headers tell nothing more.
+func TestIfMatchOutOfScope_RE13(t *testing.T) {
+	e := newEnv(t)
+	e.pool("theirs", nil)
+	e.pool("mine", nil)
+	const g = "/api/v1/applicationgroups/their-apps"
+	const app = g + "/applications/word"
+	const plan = "/api/v1/scalingplans/theirplan"
+	for _, c := range [][2]string{
+		{g, `{"hostPool": "theirs", "applicationGroupType": "RemoteApp", "assignments": {"users": ["alice"]}}`},
+		{app, `{"filePath": "w.exe"}`},
+		{plan, planJSON("theirs")},
+	} {
+		if st, _, _, raw := condDo(t, e, "PUT", c[0], c[1]); st != 201 {
+			t.Fatalf("create %s: %d %s", c[0], st, raw)
+		}
+	}
+	_, groupTag, _, _ := condDo(t, e, "GET", g, "")
+	scoped := e.roleToken("Contributor", "mallory", "mine")
+	reader := e.roleToken("Reader", "rita", "mine")
+	for who, token := range map[string]string{"scoped Contributor": scoped, "scoped Reader": reader} {
+		for _, c := range [][2]string{
+			{g, `{"hostPool": "mine", "applicationGroupType": "RemoteApp", "assignments": {"users": ["mallory"]}}`},
+			{app, `{"filePath": "evil.exe"}`},
+			{plan, planJSON("mine")},
+		} {
+			if st, tag, _, raw := condDoAs(t, e, token, "GET", c[0], ""); tag != "" || st != 404 {
+				t.Errorf("%s: GET %s: %d ETag %q %s, want no ETag", who, c[0], st, tag, raw)
+			}
+			want, _, wantErr, _ := condDoAs(t, e, token, "PUT", c[0], c[1])
+			if want/100 != 4 || wantErr == nil {
+				t.Fatalf("%s: PUT %s without headers: %d, want a refusal", who, c[0], want)
+			}
+			for _, h := range [][2]string{{"If-Match", "*"}, {"If-Match", `"1"`}, {"If-Match", groupTag}, {"If-None-Match", "*"}} {
+				st, tag, ve, raw := condDoAs(t, e, token, "PUT", c[0], c[1], h[0], h[1])
+				if st != want || tag != "" || ve == nil || ve.Code != wantErr.Code || strings.Contains(raw, "ETag") {
+					t.Errorf("%s: PUT %s with %s: %s: %d %s, want %d %s as without it", who, c[0], h[0], h[1], st, raw, want, wantErr.Code)
+				}
+			}
+		}
+	}
+	// Nothing of theirs changed.
+	if _, tag, _, body := condDo(t, e, "GET", g, ""); tag != groupTag || strings.Contains(body, "mallory") {
+		t.Errorf("their group after the refused PUTs: ETag %s (was %s) %s", tag, groupTag, body)
 	}
 }
