@@ -80,6 +80,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"RemoteAppsWarning_RE12", TestRemoteAppsWarning_RE12},
 		// If-Match and If-None-Match (ifmatch_test.go).
 		{"IfMatch_RE13", TestIfMatch_RE13},
+		{"IfMatchOutOfScope_RE13", TestIfMatchOutOfScope_RE13},
 		// An end user's write budget (userbudget_test.go), and a logoff
 		// asked again audited per asker (agent_test.go).
 		{"UserWriteBudget_RSEC", TestUserWriteBudget_RSEC},
