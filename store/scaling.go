@@ -75,20 +75,16 @@ func (t *tx) planPools(ctx context.Context, plans map[string]*vdibroker.ScalingP
 //
 // pre is checked on the plan as this transaction reads it, and its update
 // is conditional on the update time read (R-E13): a write of another
-// replica in between runs this one again, on what the plan is now.
+// replica in between runs this one again, on what the plan is now. The
+// plan's row is not locked before its pools are checked: a pool's delete
+// locks the pool, then its plan, and the other order could deadlock on
+// PostgreSQL; the conditional update alone keeps two writers apart.
 func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre vdibroker.Precondition) (created bool, err error) {
 	sched, err := json.Marshal(p.Schedules)
 	if err != nil {
 		return false, err
 	}
 	err = s.write(ctx, func(t *tx) error {
-		if s.d.forUpdate != "" {
-			// Writers of one plan take turns (PostgreSQL): the second
-			// reads what the first wrote.
-			if _, err := t.exec(ctx, `SELECT name FROM scaling_plans WHERE name = ?`+s.d.forUpdate, p.Name); err != nil {
-				return err
-			}
-		}
 		old, err := t.getPlan(ctx, p.Name)
 		switch {
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
