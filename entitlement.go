@@ -256,8 +256,9 @@ type EntitlementStore interface {
 	// (InvalidArgument on hostPool), that neither its pool nor its type
 	// changes (InvalidArgument), and that its pool has no other Desktop
 	// group (Conflict on applicationGroupType). CreateTime is kept on
-	// replace.
-	PutApplicationGroup(ctx context.Context, g *ApplicationGroup) (created bool, err error)
+	// replace. pre is checked in the same transaction, on the group as
+	// it is there (PreconditionFailed, R-E13).
+	PutApplicationGroup(ctx context.Context, g *ApplicationGroup, pre Precondition) (created bool, err error)
 	GetApplicationGroup(ctx context.Context, name string) (*ApplicationGroup, error)
 	// ListApplicationGroups lists the groups of pool ("" every pool) by
 	// name, with their assignments.
@@ -266,8 +267,8 @@ type EntitlementStore interface {
 	DeleteApplicationGroup(ctx context.Context, name string) error
 	// PutApplication creates or replaces an application of a RemoteApp
 	// group (InvalidArgument when the group is a Desktop group; NotFound
-	// when there is none).
-	PutApplication(ctx context.Context, a *Application) (created bool, err error)
+	// when there is none); pre as PutApplicationGroup's.
+	PutApplication(ctx context.Context, a *Application, pre Precondition) (created bool, err error)
 	GetApplication(ctx context.Context, group, name string) (*Application, error)
 	// ListApplications lists a group's applications by name (NotFound
 	// when the group does not exist).
@@ -289,12 +290,13 @@ type EntitlementService interface {
 	ListApplicationGroups(ctx context.Context, pool string) ([]*ApplicationGroup, error)
 	ApplicationGroup(ctx context.Context, name string) (*ApplicationGroup, error)
 	// PutApplicationGroup validates g and creates or replaces group name;
-	// invalid input changes nothing.
-	PutApplicationGroup(ctx context.Context, name string, g *ApplicationGroup) (*ApplicationGroup, bool, error)
+	// invalid input changes nothing, nor does a precondition that does not
+	// hold (the PUT's If-Match or If-None-Match, R-E13).
+	PutApplicationGroup(ctx context.Context, name string, g *ApplicationGroup, pre Precondition) (*ApplicationGroup, bool, error)
 	DeleteApplicationGroup(ctx context.Context, name string) error
 	ListApplications(ctx context.Context, group string) ([]*Application, error)
 	Application(ctx context.Context, group, name string) (*Application, error)
-	PutApplication(ctx context.Context, group, name string, a *Application) (*Application, bool, error)
+	PutApplication(ctx context.Context, group, name string, a *Application, pre Precondition) (*Application, bool, error)
 	DeleteApplication(ctx context.Context, group, name string) error
 
 	// Entitled returns the grant that entitles who to r, or NotEntitled

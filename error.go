@@ -37,6 +37,11 @@ const ENotEntitled = "NotEntitled"
 // since retrying does not help until such a host is added to the pool.
 const ERemoteAppUnsupported = "RemoteAppUnsupported"
 
+// EPreconditionFailed is the refusal of a PUT whose If-Match or
+// If-None-Match does not hold (R-E13): HTTP 412. The object changed since
+// it was read (or exists, or does not): read it again.
+const EPreconditionFailed = "PreconditionFailed"
+
 // Error is the one error type of the domain. Code is one of the E* constants,
 // Message is safe to show to the caller, Field names the offending input field
 // (JSON path in camelCase) when there is one.
@@ -118,6 +123,7 @@ var codeStatus = map[string]int{
 	ENotFound:             http.StatusNotFound,
 	EConflict:             http.StatusConflict,
 	ERemoteAppUnsupported: http.StatusConflict,
+	EPreconditionFailed:   http.StatusPreconditionFailed,
 	ENoCapacity:           http.StatusServiceUnavailable,
 	EHostStarting:         http.StatusServiceUnavailable,
 	EStoreUnavailable:     http.StatusServiceUnavailable,

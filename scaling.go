@@ -76,8 +76,9 @@ type ScalingSchedule struct {
 type ScalingStore interface {
 	// PutScalingPlan creates (created=true) or replaces a plan; CreateTime
 	// is kept on replace. A pool is in at most one plan: naming a pool of
-	// another plan is refused with Conflict on field hostPools.
-	PutScalingPlan(ctx context.Context, p *ScalingPlan) (created bool, err error)
+	// another plan is refused with Conflict on field hostPools. pre is
+	// checked in the same transaction (PreconditionFailed, R-E13).
+	PutScalingPlan(ctx context.Context, p *ScalingPlan, pre Precondition) (created bool, err error)
 	GetScalingPlan(ctx context.Context, name string) (*ScalingPlan, error)
 	// ListScalingPlans lists plans by name.
 	ListScalingPlans(ctx context.Context) ([]*ScalingPlan, error)

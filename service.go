@@ -168,8 +168,9 @@ type ScalingPlanService interface {
 	ScalingPlan(ctx context.Context, name string) (*ScalingPlan, error)
 	// PutScalingPlan creates or replaces plan name with p (defaults
 	// filled, validated R-SP1..R-SP3, the pools checked R-SP4) and returns
-	// it as stored and whether it was created.
-	PutScalingPlan(ctx context.Context, name string, p *ScalingPlan) (*ScalingPlan, bool, error)
+	// it as stored and whether it was created; pre is the PUT's If-Match
+	// or If-None-Match (R-E13).
+	PutScalingPlan(ctx context.Context, name string, p *ScalingPlan, pre Precondition) (*ScalingPlan, bool, error)
 	DeleteScalingPlan(ctx context.Context, name string) error
 	// AutoscaleEvaluations lists the autoscaler's evaluations of pool,
 	// newest first, older than seq before (0: from the newest), at most

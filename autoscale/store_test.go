@@ -166,7 +166,7 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			if err := plan.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := dbA.PutScalingPlan(ctx, plan); err != nil {
+			if _, err := dbA.PutScalingPlan(ctx, plan, vdibroker.Precondition{}); err != nil {
 				t.Fatal(err)
 			}
 			now := t0

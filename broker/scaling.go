@@ -41,7 +41,7 @@ func (s *Service) ScalingPlan(ctx context.Context, name string) (*vdibroker.Scal
 // PutScalingPlan creates or replaces a plan: defaults filled, validated
 // (R-SP1..R-SP3), then stored with the pool checks of R-SP4 in one
 // transaction. A refused plan changes nothing.
-func (s *Service) PutScalingPlan(ctx context.Context, name string, p *vdibroker.ScalingPlan) (*vdibroker.ScalingPlan, bool, error) {
+func (s *Service) PutScalingPlan(ctx context.Context, name string, p *vdibroker.ScalingPlan, pre vdibroker.Precondition) (*vdibroker.ScalingPlan, bool, error) {
 	if p.Name == "" {
 		p.Name = name
 	}
@@ -69,7 +69,7 @@ func (s *Service) PutScalingPlan(ctx context.Context, name string, p *vdibroker.
 	// Replacing a plan takes its pools out of it: the principal must be
 	// allowed those too. (The store's transaction re-reads the plan; a
 	// plan changed in between by another writer is replaced whole, as
-	// any PUT is.)
+	// any PUT without If-Match is, R-E13.)
 	if old != nil {
 		if !mayReadPlan(me, old) {
 			// A plan it cannot see is not told about, not even its pools
@@ -83,7 +83,7 @@ func (s *Service) PutScalingPlan(ctx context.Context, name string, p *vdibroker.
 	auditPool(ctx, p, old)
 	now := s.now().UTC()
 	p.CreateTime, p.UpdateTime = now, now
-	created, err := s.store.PutScalingPlan(ctx, p)
+	created, err := s.store.PutScalingPlan(ctx, p, pre)
 	if err != nil {
 		return nil, false, err
 	}

@@ -278,7 +278,7 @@ func everyHostPlan(t *testing.T, svc *Service, st *store.DB, fc *clocktesting.Fa
 	if err := plan.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PutScalingPlan(ctx, plan); err != nil {
+	if _, err := st.PutScalingPlan(ctx, plan, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	a := autoscale.New(autoscale.Config{Store: st, Actions: AutoscaleActions{svc}, Holder: "a", Interval: time.Minute, Now: fc.Now,

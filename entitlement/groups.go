@@ -67,7 +67,10 @@ func (s *Service) writable(ctx context.Context, name string) (*vdibroker.Applica
 // PutApplicationGroup creates or replaces group name with g (R-E1):
 // validated, the caller allowed to write its pool (and the pool of the
 // group it replaces), stored; a refused group changes nothing.
-func (s *Service) PutApplicationGroup(ctx context.Context, name string, g *vdibroker.ApplicationGroup) (*vdibroker.ApplicationGroup, bool, error) {
+//
+// pre, the PUT's If-Match or If-None-Match, is checked by the store in
+// the write's transaction (R-E13).
+func (s *Service) PutApplicationGroup(ctx context.Context, name string, g *vdibroker.ApplicationGroup, pre vdibroker.Precondition) (*vdibroker.ApplicationGroup, bool, error) {
 	if g.Name == "" {
 		g.Name = name
 	}
@@ -95,7 +98,7 @@ func (s *Service) PutApplicationGroup(ctx context.Context, name string, g *vdibr
 	auditPool(ctx, g.HostPool)
 	now := s.clock.Now().UTC()
 	g.CreateTime, g.UpdateTime = now, now
-	created, err := s.store.PutApplicationGroup(ctx, g)
+	created, err := s.store.PutApplicationGroup(ctx, g, pre)
 	if err != nil {
 		return nil, false, err
 	}
@@ -156,7 +159,8 @@ func (s *Service) Application(ctx context.Context, group, name string) (*vdibrok
 
 // PutApplication creates or replaces application name of RemoteApp group
 // group (R-E1, R-E7); an absent commandLineSetting is DoNotAllow.
-func (s *Service) PutApplication(ctx context.Context, group, name string, a *vdibroker.Application) (*vdibroker.Application, bool, error) {
+// pre is checked as PutApplicationGroup's (R-E13).
+func (s *Service) PutApplication(ctx context.Context, group, name string, a *vdibroker.Application, pre vdibroker.Precondition) (*vdibroker.Application, bool, error) {
 	if a.Name == "" {
 		a.Name = name
 	}
@@ -181,7 +185,7 @@ func (s *Service) PutApplication(ctx context.Context, group, name string, a *vdi
 	}
 	now := s.clock.Now().UTC()
 	a.CreateTime, a.UpdateTime = now, now
-	created, err := s.store.PutApplication(ctx, a)
+	created, err := s.store.PutApplication(ctx, a, pre)
 	if err != nil {
 		return nil, false, err
 	}

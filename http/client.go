@@ -438,24 +438,55 @@ func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) (
 	return all, nil
 }
 
+// Condition is what a PUT asks of the object it replaces (R-E13): IfMatch
+// the ETag a read answered (the object must still be as read), or "*" (it
+// must exist); IfNoneMatch "*" (it must not exist). A PUT whose condition
+// does not hold changes nothing and fails with PreconditionFailed; the
+// zero Condition asks nothing.
+type Condition struct {
+	IfMatch, IfNoneMatch string
+}
+
+// conditionHeader is the request headers of a call's condition (only
+// the first is used).
+func conditionHeader(cond []Condition) nethttp.Header {
+	if len(cond) == 0 {
+		return nil
+	}
+	h := nethttp.Header{}
+	if cond[0].IfMatch != "" {
+		h.Set("If-Match", cond[0].IfMatch)
+	}
+	if cond[0].IfNoneMatch != "" {
+		h.Set("If-None-Match", cond[0].IfNoneMatch)
+	}
+	return h
+}
+
 // do sends one request and decodes a 2xx answer into out (when not nil) or
 // an error answer into *vdibroker.Error. It returns the status.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any, h nethttp.Header) (int, error) {
+	status, _, err := c.doHeader(ctx, method, path, q, body, out, h)
+	return status, err
+}
+
+// doHeader is do that returns the answer's headers too (an ETag).
+func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values, body, out any, h nethttp.Header) (int, nethttp.Header, error) {
 	u, err := c.url(path, q)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, fmt.Errorf("%s %s: encode body: %w", method, path, err)
+			return 0, nil, fmt.Errorf("%s %s: encode body: %w", method, path, err)
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := nethttp.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -473,25 +504,25 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+		return resp.StatusCode, resp.Header, fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
 		if c.opaque {
-			return resp.StatusCode, decodeOpaqueErrorAnswer(resp, data)
+			return resp.StatusCode, resp.Header, decodeOpaqueErrorAnswer(resp, data)
 		}
-		return resp.StatusCode, decodeErrorAnswer(resp, data)
+		return resp.StatusCode, resp.Header, decodeErrorAnswer(resp, data)
 	}
 	if out != nil && len(data) > 0 && resp.StatusCode != nethttp.StatusNoContent {
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+			return resp.StatusCode, resp.Header, fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 		}
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header, nil
 }
 
 // url resolves path (which may carry a query, as nextLink does) against

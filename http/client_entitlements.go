@@ -15,12 +15,15 @@ import (
 type ApplicationGroupResult struct {
 	vdibroker.ApplicationGroup
 	Created bool `json:"-"`
+	// ETag is the answer's (R-E13): what a later PUT's If-Match gives.
+	ETag string `json:"-"`
 }
 
 // ApplicationResult is an application answer and whether a PUT created it.
 type ApplicationResult struct {
 	vdibroker.Application
-	Created bool `json:"-"`
+	Created bool   `json:"-"`
+	ETag    string `json:"-"` // as ApplicationGroupResult's
 }
 
 func appGroupPath(name string) string { return appGroupsPath + "/" + url.PathEscape(name) }
@@ -31,18 +34,31 @@ func appPath(group, name string) string {
 
 // PutApplicationGroup creates (Created) or replaces application group
 // name with its assignments. body is a *vdibroker.ApplicationGroup or a
-// map[string]any of its JSON fields.
-func (c *Client) PutApplicationGroup(ctx context.Context, name string, body any) (*ApplicationGroupResult, error) {
+// map[string]any of its JSON fields. cond, if given, is the PUT's
+// If-Match or If-None-Match (R-E13).
+func (c *Client) PutApplicationGroup(ctx context.Context, name string, body any, cond ...Condition) (*ApplicationGroupResult, error) {
 	var out ApplicationGroupResult
-	status, err := c.do(ctx, "PUT", appGroupPath(name), nil, body, &out, nil)
+	status, h, err := c.doHeader(ctx, "PUT", appGroupPath(name), nil, body, &out, conditionHeader(cond))
 	out.Created = status == nethttp.StatusCreated
+	out.ETag = h.Get("ETag")
 	return resultOrNil(&out, err)
 }
 
 // GetApplicationGroup returns one application group.
 func (c *Client) GetApplicationGroup(ctx context.Context, name string) (*vdibroker.ApplicationGroup, error) {
-	var out vdibroker.ApplicationGroup
-	_, err := c.do(ctx, "GET", appGroupPath(name), nil, nil, &out, nil)
+	g, err := c.GetApplicationGroupETag(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &g.ApplicationGroup, nil
+}
+
+// GetApplicationGroupETag returns one application group with its ETag,
+// for a PUT of a change to it that writes only over what it read (R-E13).
+func (c *Client) GetApplicationGroupETag(ctx context.Context, name string) (*ApplicationGroupResult, error) {
+	var out ApplicationGroupResult
+	_, h, err := c.doHeader(ctx, "GET", appGroupPath(name), nil, nil, &out, nil)
+	out.ETag = h.Get("ETag")
 	return resultOrNil(&out, err)
 }
 
@@ -64,18 +80,31 @@ func (c *Client) DeleteApplicationGroup(ctx context.Context, name string) error 
 }
 
 // PutApplication creates (Created) or replaces application name of a
-// RemoteApp group. body is a *vdibroker.Application or a map[string]any.
-func (c *Client) PutApplication(ctx context.Context, group, name string, body any) (*ApplicationResult, error) {
+// RemoteApp group. body is a *vdibroker.Application or a map[string]any;
+// cond as PutApplicationGroup's.
+func (c *Client) PutApplication(ctx context.Context, group, name string, body any, cond ...Condition) (*ApplicationResult, error) {
 	var out ApplicationResult
-	status, err := c.do(ctx, "PUT", appPath(group, name), nil, body, &out, nil)
+	status, h, err := c.doHeader(ctx, "PUT", appPath(group, name), nil, body, &out, conditionHeader(cond))
 	out.Created = status == nethttp.StatusCreated
+	out.ETag = h.Get("ETag")
 	return resultOrNil(&out, err)
 }
 
 // GetApplication returns one application of a group.
 func (c *Client) GetApplication(ctx context.Context, group, name string) (*vdibroker.Application, error) {
-	var out vdibroker.Application
-	_, err := c.do(ctx, "GET", appPath(group, name), nil, nil, &out, nil)
+	a, err := c.GetApplicationETag(ctx, group, name)
+	if err != nil {
+		return nil, err
+	}
+	return &a.Application, nil
+}
+
+// GetApplicationETag returns one application of a group with its ETag
+// (R-E13).
+func (c *Client) GetApplicationETag(ctx context.Context, group, name string) (*ApplicationResult, error) {
+	var out ApplicationResult
+	_, h, err := c.doHeader(ctx, "GET", appPath(group, name), nil, nil, &out, nil)
+	out.ETag = h.Get("ETag")
 	return resultOrNil(&out, err)
 }
 

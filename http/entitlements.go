@@ -93,22 +93,30 @@ func (s *Server) getAppGroup(w nethttp.ResponseWriter, r *nethttp.Request) error
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", vdibroker.ETag(g.UpdateTime)) // R-E13
 	writeJSON(w, nethttp.StatusOK, g)
 	return nil
 }
 
 // putAppGroup creates (201) or replaces (200) a group, its assignments
 // included: the body strictly decoded, validated and stored by the
-// service; a refused group changes nothing.
+// service; a refused group changes nothing. If-Match (a GET's ETag, or
+// *) writes only over the group read, If-None-Match: * only where there
+// is none: 412 PreconditionFailed otherwise (R-E13).
 func (s *Server) putAppGroup(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	pre, err := vdibroker.ParsePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
 	var g vdibroker.ApplicationGroup
 	if err := decodeJSON(w, r, &g); err != nil {
 		return err
 	}
-	stored, created, err := s.svc.Entitlements.PutApplicationGroup(r.Context(), r.PathValue("name"), &g)
+	stored, created, err := s.svc.Entitlements.PutApplicationGroup(r.Context(), r.PathValue("name"), &g, pre)
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", vdibroker.ETag(stored.UpdateTime))
 	warningHeaders(w, stored.Warnings) // R-E12
 	writeJSON(w, createdStatus(created), stored)
 	return nil
@@ -140,19 +148,27 @@ func (s *Server) getApp(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", vdibroker.ETag(a.UpdateTime)) // R-E13
 	writeJSON(w, nethttp.StatusOK, a)
 	return nil
 }
 
+// putApp creates or replaces an application; If-Match and If-None-Match
+// as putAppGroup's (R-E13).
 func (s *Server) putApp(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	pre, err := vdibroker.ParsePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
 	var a vdibroker.Application
 	if err := decodeJSON(w, r, &a); err != nil {
 		return err
 	}
-	stored, created, err := s.svc.Entitlements.PutApplication(r.Context(), r.PathValue("name"), r.PathValue("app"), &a)
+	stored, created, err := s.svc.Entitlements.PutApplication(r.Context(), r.PathValue("name"), r.PathValue("app"), &a, pre)
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", vdibroker.ETag(stored.UpdateTime))
 	warningHeaders(w, stored.Warnings) // R-E12
 	writeJSON(w, createdStatus(created), stored)
 	return nil

@@ -80,6 +80,9 @@ func TestPostgresSuite(t *testing.T) {
 		{"ApplicationPlacedWhereItRuns_RE12", TestApplicationPlacedWhereItRuns_RE12},
 		{"HostSaysOnlyForItself_RE12", TestHostSaysOnlyForItself_RE12},
 		{"RemoteAppsWarning_RE12", TestRemoteAppsWarning_RE12},
+		// If-Match and If-None-Match (ifmatch_test.go).
+		{"IfMatch_RE13", TestIfMatch_RE13},
+		{"IfMatchOutOfScope_RE13", TestIfMatchOutOfScope_RE13},
 		// An end user's write budget (userbudget_test.go), and a logoff
 		// asked again audited per asker (agent_test.go).
 		{"UserWriteBudget_RSEC", TestUserWriteBudget_RSEC},

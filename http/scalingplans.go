@@ -29,22 +29,29 @@ func (s *Server) getScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) er
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", vdibroker.ETag(p.UpdateTime)) // R-E13
 	writeJSON(w, nethttp.StatusOK, p)
 	return nil
 }
 
 // putScalingPlan creates (201) or replaces (200) a plan: the body decoded
 // strictly (unknown fields refused), then validated and stored by the
-// service. A refused plan changes nothing.
+// service. A refused plan changes nothing. If-Match and If-None-Match
+// as an application group's (R-E13).
 func (s *Server) putScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	pre, err := vdibroker.ParsePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
 	p := &vdibroker.ScalingPlan{}
 	if err := decodeJSON(w, r, p); err != nil {
 		return err
 	}
-	stored, created, err := s.svc.ScalingPlans.PutScalingPlan(r.Context(), r.PathValue("name"), p)
+	stored, created, err := s.svc.ScalingPlans.PutScalingPlan(r.Context(), r.PathValue("name"), p, pre)
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", vdibroker.ETag(stored.UpdateTime))
 	writeJSON(w, createdStatus(created), stored)
 	return nil
 }

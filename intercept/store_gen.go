@@ -552,9 +552,9 @@ func (s *Store) SetAutoscaleDrain(ctx context.Context, pool string, host string,
 }
 
 // PutScalingPlan runs the wrapped store's PutScalingPlan through the hook.
-func (s *Store) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan) (r0 bool, err error) {
+func (s *Store) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre vdibroker.Precondition) (r0 bool, err error) {
 	err = s.hook(ctx, OpPutScalingPlan, func(ctx context.Context) (err error) {
-		r0, err = s.inner.PutScalingPlan(ctx, p)
+		r0, err = s.inner.PutScalingPlan(ctx, p, pre)
 		return err
 	})
 	return r0, err
@@ -825,9 +825,9 @@ func (s *Store) TakePortalLaunch(ctx context.Context, idHash string, owner strin
 }
 
 // PutApplicationGroup runs the wrapped store's PutApplicationGroup through the hook.
-func (s *Store) PutApplicationGroup(ctx context.Context, g *vdibroker.ApplicationGroup) (r0 bool, err error) {
+func (s *Store) PutApplicationGroup(ctx context.Context, g *vdibroker.ApplicationGroup, pre vdibroker.Precondition) (r0 bool, err error) {
 	err = s.hook(ctx, OpPutApplicationGroup, func(ctx context.Context) (err error) {
-		r0, err = s.inner.PutApplicationGroup(ctx, g)
+		r0, err = s.inner.PutApplicationGroup(ctx, g, pre)
 		return err
 	})
 	return r0, err
@@ -859,9 +859,9 @@ func (s *Store) DeleteApplicationGroup(ctx context.Context, name string) error {
 }
 
 // PutApplication runs the wrapped store's PutApplication through the hook.
-func (s *Store) PutApplication(ctx context.Context, a *vdibroker.Application) (r0 bool, err error) {
+func (s *Store) PutApplication(ctx context.Context, a *vdibroker.Application, pre vdibroker.Precondition) (r0 bool, err error) {
 	err = s.hook(ctx, OpPutApplication, func(ctx context.Context) (err error) {
-		r0, err = s.inner.PutApplication(ctx, a)
+		r0, err = s.inner.PutApplication(ctx, a, pre)
 		return err
 	})
 	return r0, err

@@ -90,8 +90,11 @@ func addAssignment(a *vdibroker.Assignments, kind, principal string) {
 	}
 }
 
-// PutApplicationGroup implements vdibroker.EntitlementStore.
-func (s *DB) PutApplicationGroup(ctx context.Context, g *vdibroker.ApplicationGroup) (created bool, err error) {
+// PutApplicationGroup implements vdibroker.EntitlementStore. The
+// precondition is checked on the group as this transaction reads it,
+// its row locked (PostgreSQL) and its update conditional on the update
+// time read (R-E13): no write of another replica comes in between.
+func (s *DB) PutApplicationGroup(ctx context.Context, g *vdibroker.ApplicationGroup, pre vdibroker.Precondition) (created bool, err error) {
 	err = s.write(ctx, func(t *tx) error {
 		if err := t.lockGroupPool(ctx, g.HostPool); err != nil {
 			return err
@@ -102,6 +105,12 @@ func (s *DB) PutApplicationGroup(ctx context.Context, g *vdibroker.ApplicationGr
 			old = nil
 		case err != nil:
 			return err
+		}
+		if err := checkPre(pre, fmt.Sprintf("application group %q", g.Name), old != nil, func() time.Time { return old.UpdateTime }); err != nil {
+			return err
+		}
+		switch {
+		case old == nil:
 		case old.HostPool != g.HostPool:
 			return vdibroker.FieldError("hostPool", "cannot be changed after creation (R-E1): application group %q publishes host pool %q; create another group", g.Name, old.HostPool)
 		case old.ApplicationGroupType != g.ApplicationGroupType:
@@ -168,8 +177,13 @@ func (t *tx) writeAppGroup(ctx context.Context, g *vdibroker.ApplicationGroup, o
 		}
 	} else {
 		g.CreateTime, g.UpdateTime = replaced(old.CreateTime, old.UpdateTime, g.UpdateTime)
-		_, err = t.exec(ctx, `UPDATE application_groups SET friendly_name = ?, description = ?, all_users = ?, update_time = ?
-			WHERE name = ?`, g.FriendlyName, g.Description, g.Assignments.AllUsers, ns(g.UpdateTime), g.Name)
+		var n int64
+		n, err = t.exec(ctx, `UPDATE application_groups SET friendly_name = ?, description = ?, all_users = ?, update_time = ?
+			WHERE name = ? AND update_time = ?`, g.FriendlyName, g.Description, g.Assignments.AllUsers, ns(g.UpdateTime),
+			g.Name, ns(old.UpdateTime))
+		if err == nil && n == 0 {
+			return errRaced // written or deleted since it was read: run again on what it is now (R-E13)
+		}
 		if err == nil {
 			_, err = t.exec(ctx, `DELETE FROM application_group_assignments WHERE application_group = ?`, g.Name)
 		}
@@ -190,6 +204,16 @@ func (t *tx) writeAppGroup(ctx context.Context, g *vdibroker.ApplicationGroup, o
 		}
 	}
 	return nil
+}
+
+// checkPre checks a write's precondition (R-E13) on what, which exists
+// or not; updated reads its update time when it does.
+func checkPre(pre vdibroker.Precondition, what string, exists bool, updated func() time.Time) error {
+	var ut time.Time
+	if exists {
+		ut = updated()
+	}
+	return pre.Check(what, exists, ut)
 }
 
 // replaced returns the times of a replaced row: its creation time kept,
@@ -301,8 +325,9 @@ func (t *tx) remoteAppGroup(ctx context.Context, group string) error {
 	return nil
 }
 
-// PutApplication implements vdibroker.EntitlementStore.
-func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application) (created bool, err error) {
+// PutApplication implements vdibroker.EntitlementStore; the
+// precondition is checked as PutApplicationGroup's (R-E13).
+func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application, pre vdibroker.Precondition) (created bool, err error) {
 	err = s.write(ctx, func(t *tx) error {
 		if err := t.remoteAppGroup(ctx, a.ApplicationGroup); err != nil {
 			return err
@@ -312,6 +337,10 @@ func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application) (crea
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			old = nil
 		case err != nil:
+			return err
+		}
+		if err := checkPre(pre, fmt.Sprintf("application %q of application group %q", a.Name, a.ApplicationGroup), old != nil,
+			func() time.Time { return old.UpdateTime }); err != nil {
 			return err
 		}
 		created = old == nil
@@ -326,12 +355,19 @@ func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application) (crea
 			return err
 		}
 		a.CreateTime, a.UpdateTime = replaced(old.CreateTime, old.UpdateTime, a.UpdateTime)
-		_, err = t.exec(ctx, `UPDATE applications SET file_path = ?, command_line_setting = ?, command_line_arguments = ?,
-			friendly_name = ?, show_in_portal = ?, icon_path = ?, update_time = ? WHERE application_group = ? AND name = ?`,
+		n, err := t.exec(ctx, `UPDATE applications SET file_path = ?, command_line_setting = ?, command_line_arguments = ?,
+			friendly_name = ?, show_in_portal = ?, icon_path = ?, update_time = ?
+			WHERE application_group = ? AND name = ? AND update_time = ?`,
 			a.FilePath, a.CommandLineSetting, a.CommandLineArguments, a.FriendlyName, a.ShowInPortal, a.IconPath,
-			ns(a.UpdateTime), a.ApplicationGroup, a.Name)
+			ns(a.UpdateTime), a.ApplicationGroup, a.Name, ns(old.UpdateTime))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errRaced // written or deleted since it was read: run again on what it is now (R-E13)
+		}
 		t.audited(old, a)
-		return err
+		return nil
 	})
 	if err != nil {
 		return false, wrap(err, "put application %q", a.Name)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/http/httptest"
 	"path"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func appGroup(name, pool, typ string, a vdibroker.Assignments) *vdibroker.Applic
 
 func mustAppGroup(t testing.TB, s *store.DB, g *vdibroker.ApplicationGroup) {
 	t.Helper()
-	if _, err := s.PutApplicationGroup(t.Context(), g); err != nil {
+	if _, err := s.PutApplicationGroup(t.Context(), g, vdibroker.Precondition{}); err != nil {
 		t.Fatalf("put application group %s: %v", g.Name, err)
 	}
 }
@@ -48,7 +49,7 @@ func TestApplicationGroups(t *testing.T) {
 		mustPool(t, s, pool("p2", vdibroker.Pooled))
 		desk := appGroup("p1-desktops", "p1", vdibroker.AppGroupDesktop,
 			vdibroker.Assignments{Users: []string{"Zoe@Contoso.com", "alice@contoso.com"}, Groups: []string{"Sales", "HR"}})
-		created, err := s.PutApplicationGroup(ctx, desk)
+		created, err := s.PutApplicationGroup(ctx, desk, vdibroker.Precondition{})
 		if err != nil || !created {
 			t.Fatalf("create: created %v, %v", created, err)
 		}
@@ -64,7 +65,7 @@ func TestApplicationGroups(t *testing.T) {
 		later := *desk
 		later.Assignments = vdibroker.Assignments{Users: []string{"bob"}, Groups: []string{}, AllUsers: true}
 		later.FriendlyName, later.CreateTime, later.UpdateTime = "Desktops", t0.Add(time.Hour), t0.Add(time.Hour)
-		if created, err := s.PutApplicationGroup(ctx, &later); err != nil || created {
+		if created, err := s.PutApplicationGroup(ctx, &later, vdibroker.Precondition{}); err != nil || created {
 			t.Fatalf("replace: created %v, %v", created, err)
 		}
 		got, _ = s.GetApplicationGroup(ctx, "p1-desktops")
@@ -83,7 +84,7 @@ func TestApplicationGroups(t *testing.T) {
 			{"other pool", appGroup("p1-desktops", "p2", vdibroker.AppGroupDesktop, vdibroker.Assignments{}), vdibroker.EInvalid, "hostPool"},
 			{"other type", appGroup("p1-desktops", "p1", vdibroker.AppGroupRemoteApp, vdibroker.Assignments{}), vdibroker.EInvalid, "applicationGroupType"},
 		} {
-			if _, err := s.PutApplicationGroup(ctx, c.g); vdibroker.ErrorCode(err) != c.code || vdibroker.ErrorField(err) != c.fld {
+			if _, err := s.PutApplicationGroup(ctx, c.g, vdibroker.Precondition{}); vdibroker.ErrorCode(err) != c.code || vdibroker.ErrorField(err) != c.fld {
 				t.Errorf("%s: %v, want %s on %s", c.name, err, c.code, c.fld)
 			}
 		}
@@ -103,18 +104,18 @@ func TestApplicationGroups(t *testing.T) {
 		}
 		paint := &vdibroker.Application{Name: "paint", ApplicationGroup: "p2-apps", FilePath: `C:\Windows\system32\mspaint.exe`,
 			CommandLineSetting: vdibroker.CommandLineDoNotAllow, FriendlyName: "Paint", ShowInPortal: true, CreateTime: t0, UpdateTime: t0}
-		if created, err := s.PutApplication(ctx, paint); err != nil || !created {
+		if created, err := s.PutApplication(ctx, paint, vdibroker.Precondition{}); err != nil || !created {
 			t.Fatalf("put application: %v, %v", created, err)
 		}
 		if got, err := s.GetApplication(ctx, "p2-apps", "paint"); err != nil || !cmp.Equal(got, paint) {
 			t.Errorf("stored application %+v, %v; want %+v", got, err, paint)
 		}
 		if _, err := s.PutApplication(ctx, &vdibroker.Application{Name: "x", ApplicationGroup: "p2-desktops", FilePath: "x",
-			CommandLineSetting: vdibroker.CommandLineDoNotAllow}); vdibroker.ErrorCode(err) != vdibroker.EInvalid {
+			CommandLineSetting: vdibroker.CommandLineDoNotAllow}, vdibroker.Precondition{}); vdibroker.ErrorCode(err) != vdibroker.EInvalid {
 			t.Errorf("an application in a Desktop group: %v, want InvalidArgument", err)
 		}
 		if _, err := s.PutApplication(ctx, &vdibroker.Application{Name: "x", ApplicationGroup: "none", FilePath: "x",
-			CommandLineSetting: vdibroker.CommandLineDoNotAllow}); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			CommandLineSetting: vdibroker.CommandLineDoNotAllow}, vdibroker.Precondition{}); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 			t.Errorf("an application in no group: %v, want NotFound", err)
 		}
 		if l, err := s.ListApplications(ctx, "p2-apps"); err != nil || len(l) != 1 {
@@ -378,6 +379,123 @@ func TestUpgradeKeepsPoolsUsable(t *testing.T) {
 		}
 		if _, err := zoe.Connect(ctx, "p3-new", vhttp.ConnectRequest{User: "zoe", DryRun: true}); vdibroker.ErrorCode(err) != vdibroker.ENotEntitled {
 			t.Errorf("an end user's connect to a new pool: %v, want NotEntitled", err)
+		}
+	})
+}
+
+// TestPreconditionAtomic_RE13: writers that read one application group,
+// application or scaling plan and write it back with that read's update
+// time as their precondition (If-Match), at once from two stores on one
+// database (two replicas): exactly one lands, every other is refused with
+// PreconditionFailed and writes nothing. If-None-Match (Absent) over an
+// existing object and If-Match: * (Exists) on a missing one are refused.
+func TestPreconditionAtomic_RE13(t *testing.T) {
+	run(t, func(t *testing.T, tg target) {
+		a, b := tg.open(t, store.Options{}), tg.open(t, store.Options{})
+		ctx := t.Context()
+		mustPool(t, a, pool("pool1", vdibroker.Pooled))
+		mustPool(t, a, pool("pool2", vdibroker.Pooled))
+		mustAppGroup(t, a, appGroup("p1-apps", "pool1", vdibroker.AppGroupRemoteApp, vdibroker.Assignments{Users: []string{"alice"}}))
+		app := &vdibroker.Application{Name: "paint", ApplicationGroup: "p1-apps", FilePath: "mspaint.exe",
+			CommandLineSetting: vdibroker.CommandLineDoNotAllow, CreateTime: t0, UpdateTime: t0}
+		if _, err := a.PutApplication(ctx, app, vdibroker.Precondition{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.PutScalingPlan(ctx, plan("weekdays", "pool1"), vdibroker.Precondition{}); err != nil {
+			t.Fatal(err)
+		}
+		const n = 6
+		for _, c := range []struct {
+			name string
+			// read returns the object's update time and what the writes
+			// change; write writes the i-th writer's change.
+			read  func(s *store.DB) (time.Time, string)
+			write func(s *store.DB, i int, pre vdibroker.Precondition) error
+		}{
+			{"application group", func(s *store.DB) (time.Time, string) {
+				g, err := s.GetApplicationGroup(ctx, "p1-apps")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return g.UpdateTime, fmt.Sprint(g.Assignments.Users)
+			}, func(s *store.DB, i int, pre vdibroker.Precondition) error {
+				g := appGroup("p1-apps", "pool1", vdibroker.AppGroupRemoteApp, vdibroker.Assignments{Users: []string{"alice", fmt.Sprintf("user%d", i)}})
+				_, err := s.PutApplicationGroup(ctx, g, pre)
+				return err
+			}},
+			{"application", func(s *store.DB) (time.Time, string) {
+				a, err := s.GetApplication(ctx, "p1-apps", "paint")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a.UpdateTime, a.FriendlyName
+			}, func(s *store.DB, i int, pre vdibroker.Precondition) error {
+				w := *app
+				w.FriendlyName = fmt.Sprintf("Paint %d", i)
+				_, err := s.PutApplication(ctx, &w, pre)
+				return err
+			}},
+			{"scaling plan", func(s *store.DB) (time.Time, string) {
+				p, err := s.GetScalingPlan(ctx, "weekdays")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p.UpdateTime, p.Description
+			}, func(s *store.DB, i int, pre vdibroker.Precondition) error {
+				p := plan("weekdays", "pool1")
+				p.Description = fmt.Sprintf("writer %d", i)
+				_, err := s.PutScalingPlan(ctx, p, pre)
+				return err
+			}},
+		} {
+			read, before := c.read(a)
+			pre := vdibroker.Precondition{Exists: true, Versions: []time.Time{read}}
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				s := a
+				if i%2 == 1 {
+					s = b
+				}
+				wg.Go(func() { errs[i] = c.write(s, i, pre) })
+			}
+			wg.Wait()
+			won := -1
+			for i, err := range errs {
+				switch vdibroker.ErrorCode(err) {
+				case "":
+					if won >= 0 {
+						t.Errorf("%s: writers %d and %d both landed over the same read", c.name, won, i)
+					}
+					won = i
+				case vdibroker.EPreconditionFailed:
+				default:
+					t.Errorf("%s: writer %d: %v", c.name, i, err)
+				}
+			}
+			if won < 0 {
+				t.Fatalf("%s: no writer landed: %v", c.name, errs)
+			}
+			// What is stored is the one winner's, written after the read.
+			ut, after := c.read(b)
+			if !ut.After(read) || after == before || !strings.Contains(after, fmt.Sprint(won)) {
+				t.Errorf("%s: stored %q at %v, want writer %d's after %v", c.name, after, ut, won, read)
+			}
+			// If-None-Match: * over it is refused and changes nothing.
+			if err := c.write(a, 99, vdibroker.Precondition{Absent: true}); vdibroker.ErrorCode(err) != vdibroker.EPreconditionFailed {
+				t.Errorf("%s: If-None-Match: * over an existing one: %v, want PreconditionFailed", c.name, err)
+			}
+			if _, now := c.read(a); now != after {
+				t.Errorf("%s: the refused create changed it to %q", c.name, now)
+			}
+		}
+		// If-Match: * on what does not exist creates nothing.
+		g := appGroup("p2-apps", "pool2", vdibroker.AppGroupRemoteApp, vdibroker.Assignments{})
+		if _, err := a.PutApplicationGroup(ctx, g, vdibroker.Precondition{Exists: true}); vdibroker.ErrorCode(err) != vdibroker.EPreconditionFailed {
+			t.Errorf("If-Match: * on a missing group: %v, want PreconditionFailed", err)
+		}
+		if _, err := a.GetApplicationGroup(ctx, "p2-apps"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("after If-Match: * on a missing group: %v, want NotFound", err)
 		}
 	})
 }

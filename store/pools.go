@@ -220,7 +220,7 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) (*vdib
 			return &vdibroker.Error{Code: vdibroker.EConflict, Field: "force", Message: del.Refusal()}
 		}
 		if del.ScalingPlan != "" {
-			if err := t.leavePlan(ctx, del.ScalingPlan, name); err != nil {
+			if err := t.leavePlan(ctx, del.ScalingPlan, name, s.now()); err != nil {
 				return err
 			}
 		}
@@ -294,8 +294,10 @@ func (t *tx) poolDeletion(ctx context.Context, pool string, now time.Time) (*vdi
 // leavePlan takes pool out of plan (deleting the pool): the plan keeps its
 // other pools. An audited request records the plan's change as an entry of
 // its own, scalingplan.update by the same principal, beside the pool's
-// deletion, so the plan's history says where its pool went.
-func (t *tx) leavePlan(ctx context.Context, plan, pool string) error {
+// deletion, so the plan's history says where its pool went. The plan's
+// update time moves on to now (past its last), so its ETag changes and a
+// PUT of what was read before it lost the pool is refused (R-E13).
+func (t *tx) leavePlan(ctx context.Context, plan, pool string, now time.Time) error {
 	var before *vdibroker.ScalingPlan
 	if t.audit != nil {
 		var err error
@@ -304,6 +306,10 @@ func (t *tx) leavePlan(ctx context.Context, plan, pool string) error {
 		}
 	}
 	if _, err := t.exec(ctx, `DELETE FROM scaling_plan_pools WHERE host_pool = ?`, pool); err != nil {
+		return err
+	}
+	if _, err := t.exec(ctx, `UPDATE scaling_plans SET update_time = CASE WHEN update_time < ? THEN ? ELSE update_time + 1 END
+		WHERE name = ?`, ns(now), ns(now), plan); err != nil {
 		return err
 	}
 	if before == nil {

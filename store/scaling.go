@@ -72,7 +72,14 @@ func (t *tx) planPools(ctx context.Context, plans map[string]*vdibroker.ScalingP
 // p, checking in the same transaction that each of its pools exists, has
 // the plan's type, and is in no other plan (R-SP4). On replace CreateTime
 // is kept and UpdateTime moves forward. The caller validated p.
-func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan) (created bool, err error) {
+//
+// pre is checked on the plan as this transaction reads it, and its update
+// is conditional on the update time read (R-E13): a write of another
+// replica in between runs this one again, on what the plan is now. The
+// plan's row is not locked before its pools are checked: a pool's delete
+// locks the pool, then its plan, and the other order could deadlock on
+// PostgreSQL; the conditional update alone keeps two writers apart.
+func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre vdibroker.Precondition) (created bool, err error) {
 	sched, err := json.Marshal(p.Schedules)
 	if err != nil {
 		return false, err
@@ -83,6 +90,9 @@ func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan) (crea
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			old = nil
 		case err != nil:
+			return err
+		}
+		if err := checkPre(pre, fmt.Sprintf("scaling plan %q", p.Name), old != nil, func() time.Time { return old.UpdateTime }); err != nil {
 			return err
 		}
 		created = old == nil
@@ -102,9 +112,13 @@ func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan) (crea
 			if !p.UpdateTime.After(old.UpdateTime) {
 				p.UpdateTime = old.UpdateTime.Add(time.Nanosecond)
 			}
-			_, err = t.exec(ctx, `UPDATE scaling_plans SET description = ?, time_zone = ?, host_pool_type = ?,
-				schedules = ?, update_time = ? WHERE name = ?`,
-				p.Description, p.TimeZone, p.HostPoolType, string(sched), ns(p.UpdateTime), p.Name)
+			var n int64
+			n, err = t.exec(ctx, `UPDATE scaling_plans SET description = ?, time_zone = ?, host_pool_type = ?,
+				schedules = ?, update_time = ? WHERE name = ? AND update_time = ?`,
+				p.Description, p.TimeZone, p.HostPoolType, string(sched), ns(p.UpdateTime), p.Name, ns(old.UpdateTime))
+			if err == nil && n == 0 {
+				return errRaced // written or deleted since it was read: run again (R-E13)
+			}
 			if err == nil {
 				_, err = t.exec(ctx, `DELETE FROM scaling_plan_pools WHERE plan = ?`, p.Name)
 			}

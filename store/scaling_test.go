@@ -34,7 +34,7 @@ func plan(name string, pools ...string) *vdibroker.ScalingPlan {
 
 func mustPlan(t testing.TB, s *store.DB, p *vdibroker.ScalingPlan) {
 	t.Helper()
-	if _, err := s.PutScalingPlan(t.Context(), p); err != nil {
+	if _, err := s.PutScalingPlan(t.Context(), p, vdibroker.Precondition{}); err != nil {
 		t.Fatalf("put plan %s: %v", p.Name, err)
 	}
 }
@@ -58,7 +58,7 @@ func TestScalingPlanCRUD(t *testing.T) {
 			mustPool(t, s, pool(n, vdibroker.Pooled))
 		}
 		p := plan("plan-b", "pool-b", "pool-a")
-		created, err := s.PutScalingPlan(ctx, p)
+		created, err := s.PutScalingPlan(ctx, p, vdibroker.Precondition{})
 		if err != nil || !created {
 			t.Fatalf("create: created=%v err=%v", created, err)
 		}
@@ -70,7 +70,7 @@ func TestScalingPlanCRUD(t *testing.T) {
 		q := plan("plan-b", "pool-c")
 		q.Description = "replaced"
 		q.CreateTime, q.UpdateTime = t0.Add(time.Hour), t0.Add(time.Hour)
-		if created, err := s.PutScalingPlan(ctx, q); err != nil || created {
+		if created, err := s.PutScalingPlan(ctx, q, vdibroker.Precondition{}); err != nil || created {
 			t.Fatalf("replace: created=%v err=%v", created, err)
 		}
 		got = getPlan(t, s, "plan-b")
@@ -133,7 +133,7 @@ func TestScalingPlanPoolRules_RSP4(t *testing.T) {
 			{"wrong type", plan("second", "pooled2", "personal1"), vdibroker.EInvalid, `host pool "personal1" is Personal`},
 			{"pool of another plan", plan("second", "pooled2", "pooled1"), vdibroker.EConflict, `already in scaling plan "first"`},
 		} {
-			_, err := s.PutScalingPlan(ctx, tc.p)
+			_, err := s.PutScalingPlan(ctx, tc.p, vdibroker.Precondition{})
 			if vdibroker.ErrorCode(err) != tc.code || vdibroker.ErrorField(err) != "hostPools" || !strings.Contains(vdibroker.ErrorMessage(err), tc.inMessage) {
 				t.Errorf("%s: got %v, want %s on hostPools saying %q", tc.name, err, tc.code, tc.inMessage)
 			}
@@ -187,7 +187,7 @@ func TestConcurrentPlansOnePool_RSP4(t *testing.T) {
 				if i%2 == 1 {
 					s = b
 				}
-				_, errs[i] = s.PutScalingPlan(t.Context(), plan(fmt.Sprintf("plan-%d", i), "shared"))
+				_, errs[i] = s.PutScalingPlan(t.Context(), plan(fmt.Sprintf("plan-%d", i), "shared"), vdibroker.Precondition{})
 			}()
 		}
 		wg.Wait()

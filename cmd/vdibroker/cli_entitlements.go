@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // The entitlement commands (R-E1..R-E10), in the style of az
@@ -44,6 +45,42 @@ var userEntitlementColumns = []column{
 	{"GlobalEntitlement", "globalEntitlement"},
 	{"Via", "grant.via"},
 	{"Principal", "grant.principal"},
+}
+
+// updateAttempts bounds the reads and writes of one update (R-E13).
+const updateAttempts = 3
+
+// updateIfMatch runs an update's read-modify-write, whose PUT carries the
+// read's ETag as If-Match, until it lands: one refused with
+// PreconditionFailed (another admin wrote the object in between, and
+// nothing was written) reads again and applies the same flags to what is
+// there now, at most updateAttempts times in all (R-E13). Past that, the
+// error says so: nothing of this update was written.
+func updateIfMatch[T any](what string, attempt func() (T, error)) (T, error) {
+	for i := 1; ; i++ {
+		r, err := attempt()
+		if vdibroker.ErrorCode(err) != vdibroker.EPreconditionFailed {
+			return r, fail(err)
+		}
+		if i == updateAttempts {
+			return r, fail(&vdibroker.Error{Code: vdibroker.EPreconditionFailed, Message: fmt.Sprintf(
+				"%s was changed by someone else while this update ran, %d times: nothing of this update was written; run it again", what, i)})
+		}
+	}
+}
+
+// createOnly runs a create's PUT with If-None-Match: * (R-E13), so it
+// never replaces an object of that name, even one created at the same
+// moment. It answers exists when the object is there: the PUT refused
+// with 412, or refused for another reason (a bad flag, a pool that does
+// not exist, a token that may not write) while get finds it, as the
+// create answered when it read before writing, so scripts see the same.
+func createOnly[T any](put func(vhttp.Condition) (T, error), get func() error, exists error) (T, error) {
+	r, err := put(vhttp.Condition{IfNoneMatch: "*"})
+	if err != nil && (vdibroker.ErrorCode(err) == vdibroker.EPreconditionFailed || get() == nil) {
+		return r, exists
+	}
+	return r, fail(err)
 }
 
 // groupFlags are an application group's settable fields as flags; each
@@ -129,12 +166,14 @@ func newApplicationGroupCmd() *cobra.Command {
 			}
 			g := &vdibroker.ApplicationGroup{Name: name, HostPool: pool, ApplicationGroupType: typ}
 			gf.apply(cmd, g)
-			if _, err := c.GetApplicationGroup(cmd.Context(), name); err == nil {
-				return fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application group " + name + " exists already; change it with applicationgroup update"})
-			}
-			r, err := c.PutApplicationGroup(cmd.Context(), name, g)
+			r, err := createOnly(func(cond vhttp.Condition) (*vhttp.ApplicationGroupResult, error) {
+				return c.PutApplicationGroup(cmd.Context(), name, g, cond)
+			}, func() error {
+				_, err := c.GetApplicationGroup(cmd.Context(), name)
+				return err
+			}, fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application group " + name + " exists already; change it with applicationgroup update"}))
 			if err != nil {
-				return fail(err)
+				return err
 			}
 			printWarnings(cmd, r.Warnings) // R-E12: no host of the pool runs RemoteApps
 			return a.result(cmd, r, applicationGroupColumns)
@@ -161,14 +200,16 @@ func newApplicationGroupCmd() *cobra.Command {
 			if err := somethingToUpdate(cmd, "name"); err != nil {
 				return err
 			}
-			g, err := c.GetApplicationGroup(cmd.Context(), un)
+			r, err := updateIfMatch("application group "+un, func() (*vhttp.ApplicationGroupResult, error) {
+				g, err := c.GetApplicationGroupETag(cmd.Context(), un)
+				if err != nil {
+					return nil, err
+				}
+				uf.apply(cmd, &g.ApplicationGroup)
+				return c.PutApplicationGroup(cmd.Context(), un, &g.ApplicationGroup, vhttp.Condition{IfMatch: g.ETag})
+			})
 			if err != nil {
-				return fail(err)
-			}
-			uf.apply(cmd, g)
-			r, err := c.PutApplicationGroup(cmd.Context(), un, g)
-			if err != nil {
-				return fail(err)
+				return err
 			}
 			printWarnings(cmd, r.Warnings) // R-E12
 			return a.result(cmd, r, applicationGroupColumns)
@@ -300,19 +341,32 @@ func newApplicationCmd() *cobra.Command {
 						return err
 					}
 				}
-				app, gerr := c.GetApplication(cmd.Context(), group, name)
-				switch {
-				case update && gerr != nil:
-					return fail(gerr)
-				case !update && gerr == nil:
-					return fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application " + name + " exists already in " + group + "; change it with application update"})
-				case !update:
-					app = &vdibroker.Application{Name: name, ApplicationGroup: group}
-				}
-				af.apply(cmd, app)
-				r, err := c.PutApplication(cmd.Context(), group, name, app)
-				if err != nil {
-					return fail(err)
+				var r *vhttp.ApplicationResult
+				if update {
+					// Only over the application read (If-Match, R-E13).
+					r, err = updateIfMatch(fmt.Sprintf("application %s of %s", name, group), func() (*vhttp.ApplicationResult, error) {
+						app, err := c.GetApplicationETag(cmd.Context(), group, name)
+						if err != nil {
+							return nil, err
+						}
+						af.apply(cmd, &app.Application)
+						return c.PutApplication(cmd.Context(), group, name, &app.Application, vhttp.Condition{IfMatch: app.ETag})
+					})
+					if err != nil {
+						return err
+					}
+				} else {
+					app := &vdibroker.Application{Name: name, ApplicationGroup: group}
+					af.apply(cmd, app)
+					r, err = createOnly(func(cond vhttp.Condition) (*vhttp.ApplicationResult, error) {
+						return c.PutApplication(cmd.Context(), group, name, app, cond)
+					}, func() error {
+						_, err := c.GetApplication(cmd.Context(), group, name)
+						return err
+					}, fail(&vdibroker.Error{Code: vdibroker.EConflict, Message: "application " + name + " exists already in " + group + "; change it with application update"}))
+					if err != nil {
+						return err
+					}
 				}
 				printWarnings(cmd, r.Warnings) // R-E12: no host of the pool runs RemoteApps
 				return a.result(cmd, r, applicationColumns)

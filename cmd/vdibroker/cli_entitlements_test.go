@@ -57,6 +57,10 @@ func TestCLIEntitlementsGolden(t *testing.T) {
 	}{
 		{"second Desktop group", []string{"applicationgroup", "create", "--name", "more-desktops", "--host-pool", "contosohp01", "--application-group-type", "Desktop"}, "at most one"},
 		{"create over an existing one", []string{"applicationgroup", "create", "--name", "office-apps", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp"}, "exists already"},
+		// A create over an existing one says so whatever else is wrong
+		// with it, as when it read before writing (R-E13).
+		{"create over an existing one in a missing pool", []string{"applicationgroup", "create", "--name", "office-apps", "--host-pool", "nopool", "--application-group-type", "RemoteApp"}, "exists already"},
+		{"create over an existing application with a bad flag", []string{"application", "create", "--application-group", "office-apps", "--name", "word", "--file-path", `C:\word.exe`, "--command-line-setting", "Require"}, "exists already"},
 		{"a type that does not exist", []string{"applicationgroup", "create", "--name", "x-apps", "--host-pool", "contosohp01", "--application-group-type", "remoteapp"}, "did you mean RemoteApp"},
 		{"Require without arguments", []string{"application", "update", "--application-group", "office-apps", "--name", "word", "--command-line-setting", "Require"}, "commandLineArguments"},
 	} {

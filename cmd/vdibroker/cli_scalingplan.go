@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // scalingPlanColumns is the table of a scaling plan.
@@ -283,15 +284,16 @@ func newScalingPlanCreateCmd(a *admin) *cobra.Command {
 			default:
 				return usageError{errors.New("a plan needs a schedule: give --schedules-file, or --days-of-week and the four --*-start-time flags")}
 			}
-			// A create must not replace a plan of the same name.
-			if _, err := c.GetScalingPlan(cmd.Context(), p.name); err == nil {
-				return fmt.Errorf("scaling plan %q already exists; change it with scalingplan update", p.name)
-			} else if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
-				return fail(err)
-			}
-			res, err := c.PutScalingPlan(cmd.Context(), p.name, body)
+			// A create must not replace a plan of the same name, even one
+			// created at the same moment (R-E13).
+			res, err := createOnly(func(cond vhttp.Condition) (*vhttp.ScalingPlanResult, error) {
+				return c.PutScalingPlan(cmd.Context(), p.name, body, cond)
+			}, func() error {
+				_, err := c.GetScalingPlan(cmd.Context(), p.name)
+				return err
+			}, fmt.Errorf("scaling plan %q already exists; change it with scalingplan update", p.name))
 			if err != nil {
-				return fail(err)
+				return err
 			}
 			return a.result(cmd, viewPlan(&res.ScalingPlan), scalingPlanColumns)
 		},
@@ -311,59 +313,63 @@ func newScalingPlanUpdateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			old, err := c.GetScalingPlan(cmd.Context(), p.name)
-			if err != nil {
-				return fail(err)
-			}
-			raw, err := json.Marshal(old)
+			// Only over the plan read (If-Match, R-E13): a plan changed in
+			// between is read again and the same flags applied to it.
+			res, err := updateIfMatch("scaling plan "+p.name, func() (*vhttp.ScalingPlanResult, error) {
+				old, err := c.GetScalingPlanETag(cmd.Context(), p.name)
+				if err != nil {
+					return nil, err
+				}
+				raw, err := json.Marshal(&old.ScalingPlan)
+				if err != nil {
+					return nil, err
+				}
+				var body map[string]any
+				if err := json.Unmarshal(raw, &body); err != nil {
+					return nil, err
+				}
+				delete(body, "createTime")
+				delete(body, "updateTime")
+				p.apply(cmd, body)
+				planType, _ := body["hostPoolType"].(string)
+				changedTop := cmd.Flags().Changed("host-pools") || cmd.Flags().Changed("time-zone") ||
+					cmd.Flags().Changed("description") || cmd.Flags().Changed("host-pool-type")
+				if p.schedulesFile != "" {
+					if body["schedules"], err = readSchedulesFile(p.schedulesFile); err != nil {
+						return nil, err
+					}
+					changedTop = true
+				}
+				schedules, _ := body["schedules"].([]any)
+				target := map[string]any{}
+				schedName, _ := cmd.Flags().GetString("schedule-name")
+				idx := -1
+				for i, s := range schedules {
+					if m, ok := s.(map[string]any); ok && (m["name"] == schedName || schedName == "" && len(schedules) == 1) {
+						idx, target = i, m
+					}
+				}
+				changed, err := scheduleFromFlags(cmd, target, planType, idx < 0)
+				if err != nil {
+					return nil, err
+				}
+				if changed && p.schedulesFile != "" {
+					return nil, usageError{errors.New("give either --schedules-file or schedule flags, not both")}
+				}
+				if changed && idx < 0 {
+					if schedName == "" {
+						return nil, usageError{fmt.Errorf("plan %q has %d schedules: say which with --schedule-name", p.name, len(schedules))}
+					}
+					schedules = append(schedules, target) // a new schedule
+				}
+				body["schedules"] = schedules
+				if !changed && !changedTop {
+					return nil, usageError{errors.New("nothing to update: give at least one flag, e.g. --time-zone UTC or --schedule-name NAME --peak-start-time 10:00")}
+				}
+				return c.PutScalingPlan(cmd.Context(), p.name, body, vhttp.Condition{IfMatch: old.ETag})
+			})
 			if err != nil {
 				return err
-			}
-			var body map[string]any
-			if err := json.Unmarshal(raw, &body); err != nil {
-				return err
-			}
-			delete(body, "createTime")
-			delete(body, "updateTime")
-			p.apply(cmd, body)
-			planType, _ := body["hostPoolType"].(string)
-			changedTop := cmd.Flags().Changed("host-pools") || cmd.Flags().Changed("time-zone") ||
-				cmd.Flags().Changed("description") || cmd.Flags().Changed("host-pool-type")
-			if p.schedulesFile != "" {
-				if body["schedules"], err = readSchedulesFile(p.schedulesFile); err != nil {
-					return err
-				}
-				changedTop = true
-			}
-			schedules, _ := body["schedules"].([]any)
-			target := map[string]any{}
-			schedName, _ := cmd.Flags().GetString("schedule-name")
-			idx := -1
-			for i, s := range schedules {
-				if m, ok := s.(map[string]any); ok && (m["name"] == schedName || schedName == "" && len(schedules) == 1) {
-					idx, target = i, m
-				}
-			}
-			changed, err := scheduleFromFlags(cmd, target, planType, idx < 0)
-			if err != nil {
-				return err
-			}
-			if changed && p.schedulesFile != "" {
-				return usageError{errors.New("give either --schedules-file or schedule flags, not both")}
-			}
-			if changed && idx < 0 {
-				if schedName == "" {
-					return usageError{fmt.Errorf("plan %q has %d schedules: say which with --schedule-name", p.name, len(schedules))}
-				}
-				schedules = append(schedules, target) // a new schedule
-			}
-			body["schedules"] = schedules
-			if !changed && !changedTop {
-				return usageError{errors.New("nothing to update: give at least one flag, e.g. --time-zone UTC or --schedule-name NAME --peak-start-time 10:00")}
-			}
-			res, err := c.PutScalingPlan(cmd.Context(), p.name, body)
-			if err != nil {
-				return fail(err)
 			}
 			return a.result(cmd, viewPlan(&res.ScalingPlan), scalingPlanColumns)
 		},

@@ -128,6 +128,8 @@ func TestScalingPlanCLI(t *testing.T) {
 		{"pool in another plan", []string{"scalingplan", "create", "--name", "other", "--time-zone", "UTC", "--host-pools", "lab", "--days-of-week", "Monday",
 			"--ramp-up-start-time", "07:00", "--peak-start-time", "08:00", "--ramp-down-start-time", "17:00", "--off-peak-start-time", "19:00"}, 1, `already in scaling plan "weekdays"`},
 		{"create existing", []string{"scalingplan", "create", "--name", "weekdays", "--time-zone", "UTC", "--schedules-file", file}, 1, "already exists"},
+		{"create existing with times out of order", []string{"scalingplan", "create", "--name", "weekdays", "--time-zone", "UTC", "--days-of-week", "Monday",
+			"--ramp-up-start-time", "09:00", "--peak-start-time", "08:00", "--ramp-down-start-time", "17:00", "--off-peak-start-time", "19:00"}, 1, "already exists"},
 		{"update which schedule", []string{"scalingplan", "update", "--name", "weekdays", "--peak-start-time", "08:30"}, 2, "--schedule-name"},
 	} {
 		r := b.cli(c.args...)
