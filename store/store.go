@@ -381,8 +381,14 @@ func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
 	if err != nil {
 		return migrationFailed(ctx, p, s.d.name, err)
 	}
+	// One line for a start that migrated (a new store applies them all):
+	// the first and last versions applied; each migration at debug.
 	for _, r := range res {
-		s.log.Info("applied migration", "dialect", s.d.name, "version", r.Source.Version, "path", r.Source.Path)
+		s.log.Debug("applied migration", "dialect", s.d.name, "version", r.Source.Version, "path", r.Source.Path)
+	}
+	if len(res) > 0 {
+		s.log.Info("applied migrations", "dialect", s.d.name, "count", len(res),
+			"first", res[0].Source.Version, "last", res[len(res)-1].Source.Version)
 	}
 	return s.foldUserKeys(ctx) // 00030's step in Go
 }
