@@ -4,10 +4,15 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -371,4 +376,54 @@ func TestPortalLogoffTwoBrowser_RU3(t *testing.T) {
 		t.Errorf("both logged off, the address's query %q (%v), want none", got, err)
 	}
 	errs.check(t, "her page")
+}
+
+// TestPortalRefreshWithoutFragmentHeaderBrowser_RU3 (R-U3): uma's page
+// reached through a proxy that drops the request header by which the
+// page's script asks for her sessions list alone (GET /portal/sessions
+// then redirects to her whole page) still drops the session she logged
+// off once her host has done it: the script takes the list from the
+// page it was sent to, where it had stopped refreshing, silently.
+func TestPortalRefreshWithoutFragmentHeaderBrowser_RU3(t *testing.T) {
+	ctx := newBrowser(t)
+	w := newPortalWorld(t)
+	base := w.m.URL()
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stripped atomic.Int32
+	rp := httputil.NewSingleHostReverseProxy(target)
+	director := rp.Director
+	rp.Director = func(r *http.Request) {
+		director(r)
+		if r.Header.Get("Portal-Fragment") != "" {
+			stripped.Add(1)
+			r.Header.Del("Portal-Fragment")
+		}
+	}
+	proxy := httptest.NewServer(rp)
+	t.Cleanup(proxy.Close)
+
+	c, err := w.admin.Connect(t.Context(), "desk", vhttp.ConnectRequest{User: "uma"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.heartbeat(t, c.SessionHost, vdibroker.AgentSession{ID: "3", User: "uma", State: vdibroker.StateActive})
+	step(t, ctx, "sign in", providerSignIn(base+"/portal/?lang=en", "uma", "pw-uma", "#resources")...)
+	// Her page through the proxy (the cookie is the host's, whatever the
+	// port), showing the session as logging off, as after her Log off.
+	row := `tr[data-session="` + c.SessionID + `"]`
+	step(t, ctx, "her page through the proxy",
+		chromedp.Navigate(proxy.URL+"/portal/?lang=en&off="+url.QueryEscape(c.SessionID)),
+		chromedp.WaitVisible(chromedp.CSS(row+"[data-logging-off]")),
+	)
+	w.heartbeat(t, c.SessionHost)
+	step(t, ctx, "the list drops the session by itself",
+		chromedp.Poll[chromedp.Void](`!document.querySelector('`+row+`') && document.getElementById('sessions-status').textContent === 'The session has been logged off.'`,
+			chromedp.WithPollingTimeout(25*time.Second)),
+	)
+	if stripped.Load() == 0 {
+		t.Error("the page's refresh never went through the proxy")
+	}
 }

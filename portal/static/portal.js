@@ -115,17 +115,18 @@
       tries++;
       // The header asks for the list alone: without it (a navigation)
       // the address is her whole page.
+      // A proxy that drops the header gets her whole page (the
+      // address redirects there): its list is the same list.
       fetch(url, { credentials: "same-origin", headers: { "Portal-Fragment": "sessions" } })
         .then(function (r) {
+          if (!r.ok) { throw new Error("status " + r.status); }
+          return r.text().then(function (html) { return { html: html, redirected: r.redirected }; });
+        })
+        .then(function (got) {
+          var fresh = new DOMParser().parseFromString(got.html, "text/html").getElementById("sessions");
           // Sent to the sign-in page: her sign-in ended; nothing more to
           // refresh here.
-          if (r.redirected) { over = true; return null; }
-          if (!r.ok) { throw new Error("status " + r.status); }
-          return r.text();
-        })
-        .then(function (html) {
-          if (html === null) { return; }
-          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("sessions");
+          if (!fresh && got.redirected) { over = true; return; }
           if (!fresh) { throw new Error("no sessions list"); }
           swap(document.importNode(fresh, true));
           // Gone from the list: logged off, unless it is another pod's
