@@ -116,7 +116,9 @@ func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
 // before its text is shown); the code is exchanged with the PKCE
 // verifier and the ID token verified, its nonce included. It returns the
 // identity, the raw ID token and where to go next. The state cookie is
-// cleared whatever the outcome. An error is a *vdibroker.Error whose
+// cleared whatever the outcome. Where to go next is also returned with an
+// error found once the state is this browser's (the provider's refusal, a
+// token that did not verify): a sign-in tried again may return there. An error is a *vdibroker.Error whose
 // message may be shown to the person (Unauthenticated: the provider
 // refused, or the token did not verify; PermissionDenied: not this
 // browser's sign-in, or no role is mapped to the user's groups); what it
@@ -147,11 +149,11 @@ func (f *Flow) Finish(w http.ResponseWriter, r *http.Request) (*Identity, string
 		if d := q.Get("error_description"); d != "" {
 			msg += ": " + Printable(d, MaxReflected)
 		}
-		return nil, "", "", vdibroker.Errorf(vdibroker.EUnauthenticated, "%s", msg)
+		return nil, "", p.Next, vdibroker.Errorf(vdibroker.EUnauthenticated, "%s", msg)
 	}
 	id, raw, err := f.cfg.Provider.exchange(r.Context(), f.cfg.CallbackURL, q.Get("code"), p.Verifier, p.Nonce, f.cfg.EndUsers)
 	if err != nil {
-		return nil, "", "", &vdibroker.Error{Code: vdibroker.ErrorCode(err), Message: Printable(vdibroker.ErrorMessage(err), 2*MaxReflected)}
+		return nil, "", p.Next, &vdibroker.Error{Code: vdibroker.ErrorCode(err), Message: Printable(vdibroker.ErrorMessage(err), 2*MaxReflected)}
 	}
 	return id, raw, p.Next, nil
 }

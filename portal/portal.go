@@ -715,22 +715,24 @@ func (p *Portal) oidcCallback(w http.ResponseWriter, r *http.Request) {
 		p.errorPage(w, r, http.StatusNotFound, "error.notFound")
 		return
 	}
+	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
+	// Whatever its status (403: not this browser's sign-in, or it took
+	// too long), the page says to sign in again: its link is Sign in
+	// (error.html's LeadsToSignin), back to the page she asked for when
+	// this browser's sign-in named it (next), else to her home page (the
+	// callback's address is no page to return to).
+	next = portalNext(next)
 	refuse := func(err error) {
 		p.refused(r, "portal/oidc", vdibroker.ErrorMessage(err))
 		l := pickLang(w, r, p.secure(r))
-		// Whatever its status (403: not this browser's sign-in, or it
-		// took too long), the page says to sign in again: its link is
-		// Sign in (error.html's LeadsToSignin), to her home page (the
-		// callback's address is no page to return to).
-		p.showError(w, r, l, errorView{status: vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), signin: true,
+		p.showError(w, r, l, errorView{status: vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), signin: true, next: next,
 			msg: signinRefusal(l, signinOIDCKeys, err, w.Header().Get("X-Request-Id"))})
 	}
-	id, raw, next, err := p.cfg.OIDC.Finish(w, r)
 	if err != nil {
 		refuse(err)
 		return
 	}
-	p.open(w, r, p.callerFor(w, r, raw, endUser(id)), id.Expiry, portalNext(next), refuse)
+	p.open(w, r, p.callerFor(w, r, raw, endUser(id)), id.Expiry, next, refuse)
 }
 
 // refused records a refused sign-in, if the portal records them.

@@ -3,7 +3,10 @@
 package main
 
 import (
+	"html"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,5 +80,40 @@ func TestPortalOIDCFlow(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusForbidden {
 		t.Errorf("uma's ID token at the API with no role mapped: %d, want 403", res.StatusCode)
+	}
+}
+
+// TestPortalOIDCRefusedReturnsToAsked (R-U2): the provider refuses a
+// sign-in this browser started for a page she asked for (its error
+// response to the callback, RFC 6749 4.1.2.1): the page says so, and its
+// Sign in leads back to the page she asked for, not her home page. A
+// callback of a sign-in not started in this browser names no page.
+func TestPortalOIDCRefusedReturnsToAsked(t *testing.T) {
+	w := newPortalWorld(t)
+	base := w.m.URL()
+	c := noRedirects(jarClient())
+	asked := "/portal/?lang=de&off=01nosuchsession"
+	res, _ := getBody(t, c, base+"/portal/signin/oidc?next="+url.QueryEscape(asked))
+	auth, err := url.Parse(res.Header.Get("Location"))
+	if res.StatusCode != http.StatusSeeOther || err != nil || auth.Query().Get("state") == "" {
+		t.Fatalf("to the provider: %d %q %v", res.StatusCode, res.Header.Get("Location"), err)
+	}
+	state := auth.Query().Get("state")
+	cb := base + "/portal/signin/oidc/callback?" + url.Values{"state": {state}, "error": {"access_denied"}, "error_description": {"user cancelled"}}.Encode()
+	res, page := getBody(t, c, cb)
+	link := regexp.MustCompile(`<a href="(/portal/signin[^"]*)" id="back">`).FindStringSubmatch(page)
+	var next string
+	if link != nil {
+		if u, err := url.Parse(html.UnescapeString(link[1])); err == nil {
+			next = u.Query().Get("next")
+		}
+	}
+	if res.StatusCode == http.StatusSeeOther || !strings.Contains(page, "did not complete. Sign in again") || next != asked {
+		t.Errorf("the provider's refusal: %d, Sign in returning to %q, want a page saying it, returning to %q\n%s", res.StatusCode, next, asked, page)
+	}
+	// Another browser, which started no sign-in: Sign in to her home page.
+	res, page = getBody(t, noRedirects(jarClient()), cb)
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(page, `<a href="/portal/signin" id="back">`) {
+		t.Errorf("a callback not started in this browser: %d\n%s", res.StatusCode, page)
 	}
 }
