@@ -6,6 +6,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -132,7 +133,13 @@ func (p *Portal) launch(rq *request) {
 	}
 	p.wg.Add(1)
 	go p.run(secret, l, rq.api, *res, connectBody(*res, want), who, ratelimit.ClientAddr(rq.r), paid)
-	http.Redirect(rq.w, rq.r, Prefix+"launches/"+secret, http.StatusSeeOther)
+	// The launch page's Back leads to her page with the sessions her
+	// form carried as logging off still so (R-U3).
+	to := Prefix + "launches/" + secret
+	if off := loggingOff(rq.r.PostForm["off"]); len(off) > 0 {
+		to += "?" + url.Values{"off": off}.Encode()
+	}
+	http.Redirect(rq.w, rq.r, to, http.StatusSeeOther)
 }
 
 // sessionOfForm is the session a launch's form names (its Reconnect's
@@ -398,7 +405,7 @@ func (p *Portal) launchPage(rq *request) {
 	default:
 		v := p.view(secret, l, rq.lang, now)
 		p.render(rq.w, rq.r, http.StatusOK, "launch", rq.lang, map[string]any{"Launch": v, "Title": v.Title,
-			"Status": Prefix + "launches/" + secret + "/status", "CSRF": rq.sess.CSRF, "SignedIn": true})
+			"Status": Prefix + "launches/" + secret + "/status", "Back": homeWith(rq.r.URL.Query()["off"]), "CSRF": rq.sess.CSRF, "SignedIn": true})
 	}
 }
 

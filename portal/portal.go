@@ -500,10 +500,12 @@ func (p *Portal) userError(rq *request, status int, id string, args ...any) {
 // the page r asked for (a GET's address, kept within the portal by
 // portalNext), or, for a form posted, her home page: a form's answer is
 // no page a GET reaches again, and every form of hers is on her home
-// page (or on the confirmation page, itself a form's answer).
+// page (or on the confirmation page, itself a form's answer), naming
+// the sessions the form carried as logging off (homeWith, R-U3).
 func returnTo(r *http.Request) string {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return Prefix
+		_ = r.ParseForm() // bounded: every route's body is
+		return homeWith(r.PostForm["off"])
 	}
 	return portalNext(r.URL.RequestURI())
 }
