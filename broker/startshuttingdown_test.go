@@ -49,3 +49,35 @@ func TestAutoscalerStartsAnotherForHostShuttingDown(t *testing.T) {
 		t.Fatalf("starts of h2, h3: %v, want [1 1]", got)
 	}
 }
+
+// TestHeldConnectDecidedAgainWhenItsHostShutsDown (R-A4, R-U4): alice's
+// connect with a wait starts h1 and is held for it. h1's agent then says,
+// after the start, that it shuts down: h1 is no longer capacity to come,
+// so the held connect is decided again at once (not left waiting for a
+// machine going down until its wait is over): it starts h2 and waits for
+// it, and h2's first heartbeat answers it with a session there. The
+// clock moves only for the heartbeat's time.
+func TestHeldConnectDecidedAgainWhenItsHostShutsDown(t *testing.T) {
+	svc, st, fc, _ := waitFixture(t, 1, 2, time.Minute, 0, 10000*time.Hour)
+	ctx := t.Context()
+	r := heldConnect(t, ctx, svc, "alice", 90*time.Second, 1)
+	if powerOf(t, st, "pwr", "h1") != vdibroker.PowerStarting {
+		t.Fatal("the held connect started no host")
+	}
+	fc.Step(time.Second)
+	if _, err := svc.Heartbeat(ctx, &vdibroker.SessionHost{HostPool: "pwr", Name: "h1"}, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); powerOf(t, st, "pwr", "h2") != vdibroker.PowerStarting; {
+		if time.Now().After(deadline) {
+			t.Fatal("h1's agent said it shuts down, and the connect held for h1 did not start h2 within 10 s")
+		}
+		time.Sleep(time.Millisecond) // a goroutine to be scheduled, not a clock
+	}
+	notYet(t, r, "once h2 starts")
+	svc.Power().Wait()
+	heartbeat(t, svc, "pwr", "h2")
+	if got := answer(t, r); got.err != nil || got.a.SessionHost != "h2" {
+		t.Fatalf("held connect after h2's heartbeat: %+v, %v; want a session on h2", got.a, got.err)
+	}
+}
