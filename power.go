@@ -83,8 +83,11 @@ func StartTimedOut(h *SessionHost, now time.Time) bool {
 // (PowerAfterHeartbeat), so its machine is going down, and a start asked
 // now would reach it shutting down. An admin's start of a host whose start
 // timed out is refused then, and accepted once the agent has been silent
-// for timeout (R-A4). A heartbeat before the record (the host's last
-// before it was stopped and started) counts for nothing.
+// for timeout (R-A4). Start VM on connect and the autoscaler do not count
+// it as capacity to come meanwhile (they start another host; a Personal
+// user whose own host it is is told it shuts down), R-A2, R-A4. A
+// heartbeat before the record (the host's last before it was stopped and
+// started) counts for nothing.
 func ShuttingDownAfterStart(h *SessionHost, timeout time.Duration, now time.Time) bool {
 	return h.PowerState == PowerStarting && h.PowerStateTime != nil && h.LastHeartBeat != nil &&
 		h.LastHeartBeat.After(*h.PowerStateTime) && now.Sub(*h.LastHeartBeat) <= timeout

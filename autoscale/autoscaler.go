@@ -420,7 +420,10 @@ func (e *eval) hostState(host string) *vdibroker.AutoscaleHostState {
 // agent silent: turned off outside the broker, started after the other
 // Unknown ones, R-A4). A host still Starting after the start timeout is
 // PowerStartTimedOut: its latest start, the autoscaler's or the one its
-// Starting record's time says (a connect's or an admin's), is that old. A host
+// Starting record's time says (a connect's or an admin's), is that old.
+// One whose agent said since its start, within the heartbeat timeout,
+// that it shuts down is PowerStartShuttingDown (vdibroker.
+// ShuttingDownAfterStart, as the admin's 409 of a start reads it). A host
 // Unknown whose agent is silent is Unheard while the broker has not heard
 // its hosts for the heartbeat timeout (vdibroker.AgentSilent).
 func (e *eval) host(h *vdibroker.SessionHost) Host {
@@ -438,8 +441,13 @@ func (e *eval) host(h *vdibroker.SessionHost) Host {
 		if hs := e.st.Hosts[h.Name]; hs != nil && hs.StartTime != nil && (last == nil || hs.StartTime.After(*last)) {
 			last = hs.StartTime
 		}
-		if last != nil && e.now.Sub(*last) >= e.a.startTO {
+		switch {
+		case last != nil && e.now.Sub(*last) >= e.a.startTO:
 			power = PowerStartTimedOut
+		case vdibroker.ShuttingDownAfterStart(h, timeout, e.now):
+			// Its agent said since the start that it shuts down: not
+			// capacity to come (R-A2, R-A4).
+			power = PowerStartShuttingDown
 		}
 	}
 	return Host{

@@ -15,7 +15,8 @@ type Host struct {
 	// Placeable: its status takes sessions (R-H1 Available or
 	// NeedsAssistance).
 	Placeable bool
-	// Power is its power state (vdibroker.Power*, or PowerStartTimedOut).
+	// Power is its power state (vdibroker.Power*, PowerStartTimedOut or
+	// PowerStartShuttingDown).
 	Power string
 	// SilentRunning: Power is Unknown because its agent fell silent while
 	// it was recorded Running (vdibroker.SilentRunning). Started after the
@@ -43,6 +44,12 @@ type Host struct {
 // capacity to come, so the demand starts another host, and it is not
 // started again (it is still Starting for the power service).
 const PowerStartTimedOut = "StartTimedOut"
+
+// PowerStartShuttingDown is the Power of a host Starting whose agent said
+// since the start that it shuts down (vdibroker.ShuttingDownAfterStart):
+// its machine is going down, so it is not capacity to come and the demand
+// starts another host; it is not started either (R-A2, R-A4).
+const PowerStartShuttingDown = "StartShuttingDown"
 
 // Input is a pool at one evaluation.
 type Input struct {
@@ -159,9 +166,10 @@ func Plan(in Input) Decision {
 			// Stopped ones. One the autoscaler drains is not (as start
 			// VM on connect, R-A4): its drain stops it.
 			unknown = append(unknown, h)
-		case h.Power == vdibroker.PowerStopping || h.Power == PowerStartTimedOut || !h.Placeable:
-			// Neither capacity nor startable: on its way down, or
-			// running and saying it shuts down.
+		case h.Power == vdibroker.PowerStopping || h.Power == PowerStartTimedOut || h.Power == PowerStartShuttingDown || !h.Placeable:
+			// Neither capacity nor startable: on its way down (its
+			// start timed out, or its agent said since the start that
+			// it shuts down), or running and saying it shuts down.
 		case h.AutoscaleDrained:
 			draining = append(draining, h)
 		default:

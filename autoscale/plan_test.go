@@ -193,6 +193,15 @@ func TestPlan(t *testing.T) {
 			start: []string{"a2"}, used: 65, avail: 20, running: 2,
 		},
 		{
+			// A start whose host's agent said since that it shuts down
+			// is not capacity to come either (R-A4): another starts, and
+			// it is not started again. Placeable, so that the power alone
+			// keeps it out (not its status).
+			name: "start of a host shutting down does not hold the demand", phase: vdibroker.PhaseRampUp, sc: &base, limit: 10,
+			hosts: append(hosts([]int{7, 6}, 1), Host{Name: "s", Power: PowerStartShuttingDown, Placeable: true}),
+			start: []string{"a2"}, used: 65, avail: 20, running: 2,
+		},
+		{
 			// Unavailable (no heartbeat) but powered: neither capacity nor
 			// startable; 5 sessions on none: used 100%, need 1, start the
 			// stopped one.

@@ -267,11 +267,18 @@ func TestAutoscalerStartsSilentRunningHosts(t *testing.T) {
 // store health): the hosts it started.
 func everyHostPlan(t *testing.T, svc *Service, st *store.DB, fc *clocktesting.FakeClock) func() []string {
 	t.Helper()
+	return rampUpPlan(t, svc, st, fc, 100)
+}
+
+// rampUpPlan is everyHostPlan with a ramp-up floor of minPct of the
+// hosts (its capacity threshold 60%).
+func rampUpPlan(t *testing.T, svc *Service, st *store.DB, fc *clocktesting.FakeClock, minPct int) func() []string {
+	t.Helper()
 	ctx := t.Context()
 	plan := &vdibroker.ScalingPlan{Name: "plan", TimeZone: "UTC", HostPoolType: vdibroker.Pooled, HostPools: []string{"pwr"}, Schedules: []vdibroker.ScalingSchedule{{
 		Name: "every day", DaysOfWeek: []string{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"},
 		RampUpStartTime: "07:00", PeakStartTime: "09:00", RampDownStartTime: "18:00", OffPeakStartTime: "22:00",
-		RampUpCapacityThresholdPct: 60, RampUpMinimumHostsPct: 100, RampDownCapacityThresholdPct: 90,
+		RampUpCapacityThresholdPct: 60, RampUpMinimumHostsPct: minPct, RampDownCapacityThresholdPct: 90,
 		RampDownStopHostsWhen: vdibroker.StopWhenZeroSessions,
 	}}}
 	plan.FillDefaults()

@@ -38,6 +38,8 @@ func TestPostgresSuite(t *testing.T) {
 		{"AdminRestartsTimedOutStart_RA4", TestAdminRestartsTimedOutStart_RA4},
 		{"NoRestartOfHostShuttingDown_RA4", TestNoRestartOfHostShuttingDown_RA4},
 		{"StopThenStartOfHostShuttingDown_RA4", TestStopThenStartOfHostShuttingDown_RA4},
+		{"StartVMOnConnectPassesOverHostShuttingDown_RA4", TestStartVMOnConnectPassesOverHostShuttingDown_RA4},
+		{"StartVMOnConnectPersonalDesktopShuttingDown_RA4", TestStartVMOnConnectPersonalDesktopShuttingDown_RA4},
 		{"ConnectNamedSession_RC1_RPE3", TestConnectNamedSession_RC1_RPE3},
 		{"Connect_Validation", TestConnect_Validation},
 		{"HeartbeatReconciliation_RS2", TestHeartbeatReconciliation_RS2},

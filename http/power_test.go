@@ -2,7 +2,9 @@ package http_test
 
 import (
 	"context"
+	nethttp "net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -503,5 +505,133 @@ func TestAdminRestartsTimedOutStart_RA4(t *testing.T) {
 	e.heartbeat(host)
 	if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || h.PowerState != vdibroker.PowerRunning {
 		t.Fatalf("after its heartbeat: %+v, %v", h, err)
+	}
+}
+
+// TestStartVMOnConnectPassesOverHostShuttingDown_RA4: a connect starts a
+// stopped host for bob, and that host's agent then says, after the
+// start, that it shuts down (its machine was still going down when the
+// driver's start reached it): the host stays Starting, but it is going
+// down, not capacity to come. Bob's next connect is not told to wait for
+// it: the next stopped host is started for him and named, and the host
+// going down is not started again (its start would reach it shutting
+// down).
+func TestStartVMOnConnectPassesOverHostShuttingDown_RA4(t *testing.T) {
+	e, sim, pool, hosts := powerEnv(t) // limit 1; pwh001, pwh002; heartbeatTimeoutSeconds 90
+	e.clock.Freeze()
+	ctx := context.Background()
+	for _, h := range hosts {
+		if _, err := e.admin.StopSessionHost(ctx, pool, h, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(2 * time.Minute) // the machines are off, their agents silent
+	wantHostStarting(t, e, pool, "bob", hosts[0])
+	e.clock.Advance(time.Second)
+	if _, err := e.heartbeatErr(hosts[0], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := e.admin.GetSessionHost(ctx, pool, hosts[0]); err != nil || h.PowerState != vdibroker.PowerStarting {
+		t.Fatalf("%s after its agent said it shuts down: %+v, %v; want Starting", hosts[0], h, err)
+	}
+	// Bob, the one user waiting, again: the host going down has no room
+	// for him; the other stopped host is started.
+	wantHostStarting(t, e, pool, "bob", hosts[1])
+	if got := []int{sim.Calls("start", pool, hosts[0]), sim.Calls("start", pool, hosts[1])}; got[0] != 1 || got[1] != 1 {
+		t.Fatalf("starts of %s, %s: %v, want [1 1]", hosts[0], hosts[1], got)
+	}
+	// Carol, a second user: the host that starts has room for one (limit
+	// 1) and none is left to start; she waits for that one, not for the
+	// host going down.
+	wantHostStarting(t, e, pool, "carol", hosts[1])
+	e.heartbeat(hosts[1])
+	if r := e.mustConnect(pool, "bob"); r.SessionHost != hosts[1] {
+		t.Fatalf("bob after %s's heartbeat: on %s", hosts[1], r.SessionHost)
+	}
+}
+
+// TestStartVMOnConnectPersonalDesktopShuttingDown_RA4: in a Personal
+// pool dana's own host is started on connect, and its agent then says,
+// after the start, that it shuts down. Her connect is not told her
+// desktop is starting (503 HostStarting, on which she would wait for a
+// machine going down): it is 503 NoCapacity saying her desktop is
+// shutting down, since when, and from when to try again (the first whole
+// second after its agent has been silent for heartbeatTimeoutSeconds, as
+// the admin's 409 says, and as the Retry-After); the unassigned stopped
+// host is not started for her. When she tries again then and her machine
+// came back up (its agent heartbeats), she lands on it. A shutdown said
+// late in the start, so that the start will have timed out by then, says
+// that an administrator can start it again.
+func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
+	sim := &power.Simulated{}
+	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour})
+	e.clock.Freeze()
+	ctx := context.Background()
+	pool := uniq("pd")
+	const timeout = 90 * time.Second
+	e.pool(pool, map[string]any{"hostPoolType": "Personal", "personalDesktopAssignmentType": "Automatic",
+		"powerDriver": "sim", "startVMOnConnect": true, "heartbeatTimeoutSeconds": int(timeout / time.Second)})
+	hosts := e.addHosts(pool, "pdh", 3) // pdh001 dana's, pdh002 erin's, pdh003 no one's
+	for i, u := range []string{"dana", "erin"} {
+		if _, err := e.admin.PatchSessionHost(ctx, pool, hosts[i], map[string]any{"assignedUsers": []string{u}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range hosts {
+		if _, err := e.admin.StopSessionHost(ctx, pool, h, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connect := func(user string) (*nethttp.Response, *vdibroker.Error, []byte) {
+		t.Helper()
+		resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user": "`+user+`"}`)
+		e.srvs[0].Broker.Power().Wait()
+		return resp, ve, raw
+	}
+	wantHostStarting(t, e, pool, "dana", hosts[0])
+	started := e.clock.Now().UTC()
+	e.clock.Advance(time.Second)
+	if _, err := e.heartbeatErr(hosts[0], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	said := e.clock.Now().UTC()
+	from := said.Add(timeout).Truncate(time.Second).Add(time.Second)
+	retry := int((from.Sub(said) + time.Second - 1) / time.Second)
+	resp, ve, raw := connect("dana")
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity || resp.Header.Get("Retry-After") != strconv.Itoa(retry) {
+		t.Fatalf("dana, her desktop shutting down: %d Retry-After %q %s; want 503 NoCapacity, Retry-After %d", resp.StatusCode, resp.Header.Get("Retry-After"), raw, retry)
+	}
+	for _, want := range []string{`session host "` + hosts[0] + `", assigned to dana, is shutting down`,
+		"started at " + started.Format(time.RFC3339), "its agent said at " + said.Format(time.RFC3339) + " (0 seconds ago)",
+		"no other host is started for you", "down from " + from.Format(time.RFC3339) + " (in 2 minutes)", "try again then"} {
+		if !strings.Contains(ve.Message, want) {
+			t.Errorf("dana's answer %q does not say %q", ve.Message, want)
+		}
+	}
+	if got := []int{sim.Calls("start", pool, hosts[0]), sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0, 0}) {
+		t.Fatalf("starts of %v: %v, want [1 0 0]", hosts, got)
+	}
+	// She tries again when told; her machine came back up.
+	e.clock.Advance(from.Sub(e.clock.Now()))
+	e.heartbeat(hosts[0])
+	if r := e.mustConnect(pool, "dana"); r.SessionHost != hosts[0] {
+		t.Fatalf("dana once her desktop is back: on %s", r.SessionHost)
+	}
+
+	// Erin's host says it shuts down 9 minutes into its start: by the
+	// time it is down, its start timed out, and connects never start it
+	// again.
+	wantHostStarting(t, e, pool, "erin", hosts[1])
+	e.clock.Advance(vdibroker.HostStartTimeout - time.Minute)
+	if _, err := e.heartbeatErr(hosts[1], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	resp, ve, raw = connect("erin")
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity ||
+		!strings.Contains(ve.Message, "is shutting down") || !strings.Contains(ve.Message, "an administrator can start it again (vdibroker sessionhost start)") {
+		t.Fatalf("erin, her desktop shutting down late in its start: %d %s; want 503 NoCapacity saying an administrator can start it again", resp.StatusCode, raw)
+	}
+	if got := []int{sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0}) {
+		t.Fatalf("starts of %s, %s: %v, want [1 0]", hosts[1], hosts[2], got)
 	}
 }

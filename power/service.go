@@ -584,7 +584,10 @@ func (s *Service) pollPower(ctx context.Context) {
 // answers HostStarting with Retry-After. Hosts that are starting already are counted first: N
 // waiting users need ceil(N / maxSessionLimit) hosts, so a connect while
 // enough hosts start for those waiting starts none and answers
-// HostStarting too. It returns nil when it has nothing to offer (the
+// HostStarting too. A host Starting whose agent said since its start that
+// it shuts down (vdibroker.ShuttingDownAfterStart) is not counted: its
+// machine is going down; a Personal user whose own host it is is told so
+// (desktopShuttingDown). It returns nil when it has nothing to offer (the
 // NoCapacity stands). For an application's connect (remoteApp) the hosts
 // whose agents say they cannot run RemoteApps are neither started nor
 // counted as starting for it: placement would not give it to them
@@ -635,7 +638,11 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		case personal && assigned:
 			// Someone's own host: started for its user only.
 		case h.PowerState == vdibroker.PowerStarting && h.PowerStateTime != nil && now.Sub(*h.PowerStateTime) < StartTimeout &&
-			h.AllowNewSession && !h.AutoscaleDrain:
+			!vdibroker.ShuttingDownAfterStart(h, timeout, now) && h.AllowNewSession && !h.AutoscaleDrain:
+			// Capacity to come, unless its agent said since the start
+			// that it shuts down: its machine is going down, and the
+			// users are not told to wait for it; another host is
+			// started for them (it is not startable itself).
 			starting++
 			room += max(limit-h.Sessions, 0)
 			if first == "" && h.Sessions < limit {
@@ -652,6 +659,13 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		// The user's own host (R-PE1): started for them, drained or not.
 		if ok, _ := startableOnConnect(mine, timeout, heard, now); ok {
 			return s.startForConnect(ctx, d, pool, mine, user)
+		}
+		if vdibroker.ShuttingDownAfterStart(mine, timeout, now) {
+			// Her desktop is going down: she is told so and when to
+			// try again, not to wait for it, and nothing else is
+			// started (it is her desktop she connects to).
+			s.Unwait(pool.Name, user)
+			return desktopShuttingDown(mine, user, timeout, now)
 		}
 		if mine.PowerState == vdibroker.PowerStarting && !vdibroker.StartTimedOut(mine, now) {
 			return hostStarting(pool.Name, mine.Name)
@@ -690,6 +704,29 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 	}
 	s.Unwait(pool.Name, user)
 	return nil
+}
+
+// desktopShuttingDown is the answer to user's connect in a Personal pool
+// whose own host h is Starting but whose agent said since the start that
+// it shuts down (vdibroker.ShuttingDownAfterStart, R-A4): NoCapacity
+// saying that her desktop is shutting down, since when, and from when to
+// try again (vdibroker.StartAfterShutdownFrom, as the Retry-After): once
+// its agent has been silent for the pool's heartbeat timeout its machine
+// is down, and her connect then lands on it if the start brought it back
+// up, or says what to wait for. When its start will have timed out by
+// then, only an administrator starts it again, from that time (the
+// admin's 409 says the same).
+func desktopShuttingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
+	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
+	next := "try again then"
+	if vdibroker.StartTimedOut(h, again) {
+		// Connects never start it again (R-A4).
+		next = "its start will have timed out by then, and an administrator can start it again (vdibroker sessionhost start)"
+	}
+	return &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: again.Sub(now),
+		Message: fmt.Sprintf("session host %q, assigned to %s, is shutting down: it was started at %s, and its agent said at %s (%s ago) that its machine is going down; no other host is started for you. It is down from %s (in %s), once its agent has been silent for the pool's heartbeat timeout (%d seconds): %s",
+			h.Name, user, h.PowerStateTime.UTC().Format(time.RFC3339), said.Format(time.RFC3339), relative(now.Sub(said), false),
+			again.Format(time.RFC3339), relative(again.Sub(now), true), int(timeout/time.Second), next)}
 }
 
 // startForConnect claims h's start and asks the driver in the background

@@ -42,8 +42,10 @@ type Config struct {
 	// Turned, when set, is called when a host of pool turns from taking
 	// no new session to taking them (placement.TakesNewSession): its
 	// first heartbeat after a start, a resumed drain, seen in a
-	// heartbeat, a host's refresh or a reload. Connects held for a
-	// starting host wait for it (R-U4). It runs under the view's lock:
+	// heartbeat, a host's refresh or a reload; also when a host recorded
+	// Starting first says, since its start, that it shuts down
+	// (vdibroker.ShuttingDownAfterStart: no longer capacity to come, R-A4).
+	// Connects held for a starting host wait for it (R-U4). It runs under the view's lock:
 	// it must be quick and must not call the views.
 	Turned func(pool string)
 	// Waiting, when set, reports whether connects wait for a host of
@@ -454,6 +456,14 @@ func (v *View) apply(h *vdibroker.SessionHost, n int) {
 	if v.cfg.Turned != nil && v.pool != nil {
 		timeout, now := v.pool.HeartbeatTimeout(), v.cfg.Now()
 		turned = placement.TakesNewSession(&ph, timeout, now) && (!ok || !placement.TakesNewSession(&cur, timeout, now))
+		// A host recorded Starting whose agent says, for the first time
+		// since the start, that it shuts down: it is no longer capacity
+		// to come (vdibroker.ShuttingDownAfterStart), so the connects
+		// held for it are decided again, and start another host or say
+		// that her desktop shuts down (R-A4, R-U4). Once per start: a
+		// heartbeat that does not say so makes it Running.
+		turned = turned || vdibroker.ShuttingDownAfterStart(h, timeout, now) && ok &&
+			(cur.LastHeartBeat == nil || !cur.LastHeartBeat.After(*h.PowerStateTime))
 	}
 	v.placer.Upsert(ph)
 	if turned {
