@@ -813,8 +813,15 @@ func TestCLIDelete(t *testing.T) {
 		t.Errorf("create changed the existing pool: maxSessionLimit %q", got)
 	}
 	b.ok("hostpool", "delete", "--name", "contosohp01", "--force")
-	if got := b.ok("hostpool", "list"); got != "" {
+	// An empty list: its header alone.
+	if got := b.ok("hostpool", "list"); got != "Name    LoadBalancerType    MaxSessionLimit\n------  ------------------  -----------------\n" {
 		t.Errorf("pool not deleted:\n%s", got)
+	}
+	if got := b.ok("hostpool", "list", "-o", "tsv"); got != "" {
+		t.Errorf("an empty list as tsv: %q, want nothing", got)
+	}
+	if got := b.ok("hostpool", "list", "-o", "json"); strings.TrimSpace(got) != "[]" {
+		t.Errorf("an empty list as json: %q, want []", got)
 	}
 }
 

@@ -201,9 +201,12 @@ func tabulate(data any, columns []column, query string) (header []string, rows [
 		}
 		items = []any{data}
 	}
-	if len(items) == 0 {
-		return nil, nil, nil
+	if len(items) == 0 && columns == nil {
+		return nil, nil, nil // a query's empty result: no columns to name
 	}
+	// An empty list still has its header (and a table its rule), as
+	// docker ps shows one: the list ran and found nothing, which a blank
+	// answer does not say. tsv has no header: it prints nothing.
 	if columns != nil {
 		paths := make([]*jmespath.JMESPath, len(columns))
 		for i, c := range columns {

@@ -232,3 +232,19 @@ func TestOutputValidate(t *testing.T) {
 		})
 	}
 }
+
+// An empty list as a table is its header and rule alone (the list ran and
+// found nothing); as tsv nothing; as json [].
+func TestOutputEmptyList(t *testing.T) {
+	for _, tt := range []struct {
+		format, want string
+	}{
+		{formatTable, "Name    LoadBalancerType    MaxSessionLimit\n------  ------------------  -----------------\n"},
+		{formatTSV, ""},
+		{formatJSON, "[]\n"},
+	} {
+		if got := render(t, output{Format: tt.format}, []outItem{}, outColumns); got != tt.want {
+			t.Errorf("%s of an empty list:\n%q\nwant:\n%q", tt.format, got, tt.want)
+		}
+	}
+}
