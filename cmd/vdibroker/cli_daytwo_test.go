@@ -46,3 +46,26 @@ func TestTokenEmptySubjectRefused_RSEC(t *testing.T) {
 		t.Errorf("token create --subject '': exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestAppGroupListOfMissingPool_RE1: a list filtered by a pool that does
+// not exist says the pool is not found, in the API and in the CLI, as the
+// session host list does, rather than an empty list read as "no groups".
+func TestAppGroupListOfMissingPool_RE1(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	hosts := b.cli("sessionhost", "list", "--host-pool", "nopool")
+	groups := b.cli("applicationgroup", "list", "--host-pool", "nopool")
+	if hosts.code != 1 || groups.code != hosts.code || groups.stderr != hosts.stderr || groups.stdout != "" {
+		t.Errorf("applicationgroup list --host-pool nopool: exit %d, stdout %q, stderr %q; want as sessionhost list: exit %d, stderr %q",
+			groups.code, groups.stdout, groups.stderr, hosts.code, hosts.stderr)
+	}
+	checkCLIError(t, groups)
+	status, e := b.postJSON("GET", "/api/v1/applicationgroups?hostPool=nopool", "")
+	if status != 404 || e["code"] != "NotFound" || !strings.Contains(e["message"], `"nopool"`) {
+		t.Errorf("GET /applicationgroups?hostPool=nopool: %d %v; want 404 NotFound naming the pool", status, e)
+	}
+	// An existing pool without groups still lists none.
+	if got := b.ok("applicationgroup", "list", "--host-pool", "contosohp01", "-o", "json"); strings.TrimSpace(got) != "[]" {
+		t.Errorf("applicationgroup list of a pool without groups: %q, want []", got)
+	}
+}
