@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -670,5 +671,22 @@ func TestAudit_PrincipalInAnyCase_RE5(t *testing.T) {
 	}
 	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Principal: strings.ToUpper(tr.ID)}); err != nil || len(list) != 0 {
 		t.Errorf("?principal= her token id in upper case: %d entries, %v; a token id is matched exactly", len(list), err)
+	}
+}
+
+// TestAuditActionsDocumented: every action an audit list filters by is in
+// docs/behaviour.md's "Audit actions", the list the refusal of an unknown
+// one points at (R-SEC).
+func TestAuditActionsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/behaviour.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "- **Audit actions**")
+	section, _, _ = strings.Cut(section, "\n- **")
+	for _, a := range vhttp.AuditActions() {
+		if !strings.Contains(section, "`"+a+"`") {
+			t.Errorf("docs/behaviour.md \"Audit actions\" does not list %s", a)
+		}
 	}
 }

@@ -69,3 +69,35 @@ func TestAppGroupListOfMissingPool_RE1(t *testing.T) {
 		t.Errorf("applicationgroup list of a pool without groups: %q, want []", got)
 	}
 }
+
+// TestAuditListUnknownAction_RSEC: an --action no audit entry can have (a
+// typo) is refused naming action and the actions of its noun, or the
+// docs' list; a known action, even one nobody did yet, and a refused
+// route's pattern list as before.
+func TestAuditListUnknownAction_RSEC(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	r := b.cli("audit", "list", "--action", "sessionhost.updat")
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, `action: no audit entry has action "sessionhost.updat"`) ||
+		!strings.Contains(r.stderr, "sessionhost.update") || !strings.Contains(r.stderr, "sessionhost.put") || strings.Contains(r.stderr, "hostpool.put") {
+		t.Errorf("--action sessionhost.updat: exit %d, stdout %q, stderr %q; want exit 1 naming action and the sessionhost actions", r.code, r.stdout, r.stderr)
+	}
+	checkCLIError(t, r)
+	r = b.cli("audit", "list", "--action", "hostpol")
+	if r.code != 1 || !strings.Contains(r.stderr, `"hostpol"`) || !strings.Contains(r.stderr, "docs/behaviour.md") {
+		t.Errorf("--action hostpol: exit %d, stderr %q; want exit 1 pointing at the docs", r.code, r.stderr)
+	}
+	for _, tc := range []struct{ action, want string }{
+		{"hostpool.put", "hostpool.put\n"},
+		{"sessionhost.update", ""}, // nobody did it yet: an empty answer, as before
+		{"GET /api/v1/hostpools/{pool}", ""},
+	} {
+		if got := b.ok("audit", "list", "--action", tc.action, "--query", "[].action", "-o", "tsv"); got != tc.want {
+			t.Errorf("--action %q: %q, want %q", tc.action, got, tc.want)
+		}
+	}
+	status, e := b.postJSON("GET", "/api/v1/auditlog?action=token.creat", "")
+	if status != 400 || e["code"] != "InvalidArgument" || e["field"] != "action" || !strings.Contains(e["message"], "token.create") {
+		t.Errorf("GET /auditlog?action=token.creat: %d %v; want 400 naming action and token.create", status, e)
+	}
+}
