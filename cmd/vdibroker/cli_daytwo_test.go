@@ -6,6 +6,8 @@ import (
 	nethttp "net/http"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // postJSON sends body to path on the broker with the admin token and
@@ -99,5 +101,54 @@ func TestAuditListUnknownAction_RSEC(t *testing.T) {
 	status, e := b.postJSON("GET", "/api/v1/auditlog?action=token.creat", "")
 	if status != 400 || e["code"] != "InvalidArgument" || e["field"] != "action" || !strings.Contains(e["message"], "token.create") {
 		t.Errorf("GET /auditlog?action=token.creat: %d %v; want 400 naming action and token.create", status, e)
+	}
+}
+
+// TestCLIDescriptionTooLong: every command that takes --description
+// refuses one longer than the broker's 512 characters itself, exit 2
+// naming the flag and the limit, and sends nothing; 512 characters pass.
+func TestCLIDescriptionTooLong(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.ok("applicationgroup", "create", "--name", "office-desktops", "--host-pool", "contosohp01", "--application-group-type", "Desktop")
+	long := strings.Repeat("é", 513) // runes, not bytes: 1026 bytes
+	cases := map[string][]string{
+		"vdibroker hostpool create":         {"--name", "contosohp02"},
+		"vdibroker hostpool update":         {"--name", "contosohp01"},
+		"vdibroker applicationgroup create": {"--name", "office-apps", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp"},
+		"vdibroker applicationgroup update": {"--name", "office-desktops"},
+		"vdibroker scalingplan create":      {"--name", "plan1", "--time-zone", "UTC"},
+		"vdibroker scalingplan update":      {"--name", "plan1"},
+	}
+	// Every command with --description is a case: a new one is checked too.
+	root := &cobra.Command{Use: "vdibroker"}
+	root.AddCommand(newAdminCommands()...)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Flags().Lookup("description") != nil {
+			if _, ok := cases[c.CommandPath()]; !ok {
+				t.Errorf("%s takes --description but is not checked here", c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for path, args := range cases {
+		cmd := strings.Fields(strings.TrimPrefix(path, "vdibroker "))
+		r := b.cli(append(append(cmd, args...), "--description", long)...)
+		if want := "error: --description: must be at most 512 characters, got 513\n"; r.code != 2 || r.stderr != want {
+			t.Errorf("%s --description of 513 characters: exit %d, stderr %q; want exit 2, %q", path, r.code, r.stderr, want)
+		}
+	}
+	if got := b.ok("hostpool", "update", "--name", "contosohp01", "--description", long[2:]); got != "" {
+		t.Errorf("hostpool update: %q", got)
+	}
+	if got := b.ok("hostpool", "show", "--name", "contosohp01", "--query", "description", "-o", "tsv"); got != long[2:]+"\n" {
+		t.Errorf("a description of 512 characters was not kept whole: %d bytes", len(got))
+	}
+	if n := strings.Count(b.ok("audit", "list", "--action", "hostpool.update", "-o", "tsv"), "\n"); n != 1 {
+		t.Errorf("%d hostpool.update entries, want 1: a refused flag sent nothing", n)
 	}
 }

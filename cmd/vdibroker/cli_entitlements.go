@@ -94,8 +94,8 @@ type groupFlags struct {
 }
 
 func (g *groupFlags) register(f *pflag.FlagSet, update bool) {
-	f.StringVar(&g.friendlyName, "friendly-name", "", "display name, at most 512 characters")
-	f.StringVar(&g.description, "description", "", "free text, at most 512 characters")
+	textVar(f, &g.friendlyName, "friendly-name", vdibroker.MaxTextLen, fmt.Sprintf("display name, at most %d characters", vdibroker.MaxTextLen))
+	textVar(f, &g.description, "description", vdibroker.MaxTextLen, fmt.Sprintf("free text, at most %d characters", vdibroker.MaxTextLen))
 	f.StringSliceVar(&g.users, "users", nil, "the users assigned (repeat or comma-separate; names compare in any case)")
 	f.StringSliceVar(&g.groups, "groups", nil, "the groups assigned (an end user's token groups or OpenID Connect groups claim)")
 	f.Var(boolValue{&g.allUsers}, "all-users", "assign every user: true or false")
@@ -297,7 +297,7 @@ func (af *appFlags) register(cmd *cobra.Command) {
 		"DoNotAllow (no arguments), Allow (the connect's, else --command-line-arguments) or Require (always --command-line-arguments); default DoNotAllow")
 	_ = cmd.RegisterFlagCompletionFunc("command-line-setting", fixedCompletion(vdibroker.CommandLineDoNotAllow, vdibroker.CommandLineAllow, vdibroker.CommandLineRequire))
 	f.StringVar(&af.arguments, "command-line-arguments", "", "the program's arguments")
-	f.StringVar(&af.friendlyName, "friendly-name", "", "the name the client shows")
+	textVar(f, &af.friendlyName, "friendly-name", vdibroker.MaxTextLen, fmt.Sprintf("the name the client shows, at most %d characters", vdibroker.MaxTextLen))
 	f.StringVar(&af.iconPath, "icon-path", "", "the icon's path on the session host")
 	f.Var(boolValue{&af.showInPortal}, "show-in-portal", "show the application in the user's feed: true or false")
 }

@@ -201,7 +201,7 @@ func addPlanFlags(cmd *cobra.Command, p *planFlags, create bool) {
 	}
 	f.Var(&enumValue{v: &p.hostPoolType, allowed: []string{vdibroker.Pooled, vdibroker.Personal}}, "host-pool-type", help)
 	f.StringSliceVar(&p.hostPools, "host-pools", nil, "host pools the plan scales (comma-separated); each in at most one plan")
-	f.StringVar(&p.description, "description", "", "free text about the plan")
+	textVar(f, &p.description, "description", vdibroker.MaxTextLen, fmt.Sprintf("free text about the plan, at most %d characters", vdibroker.MaxTextLen))
 	f.StringVar(&p.schedulesFile, "schedules-file", "", "JSON or YAML file with the plan's schedules (instead of the schedule flags)")
 	_ = cmd.RegisterFlagCompletionFunc("host-pool-type", fixedCompletion(vdibroker.Pooled, vdibroker.Personal))
 	addScheduleFlags(cmd, create)
