@@ -152,3 +152,27 @@ func TestCLIDescriptionTooLong(t *testing.T) {
 		t.Errorf("%d hostpool.update entries, want 1: a refused flag sent nothing", n)
 	}
 }
+
+// TestSessionHostUpdateAuditStatus_RH1: the audit entry of a session host
+// update has the host's status, before and after (a status is evaluated
+// when read, and the entry had it empty).
+func TestSessionHostUpdateAuditStatus_RH1(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.addHost("contosohp01", "sh-01")
+	b.ok("sessionhost", "update", "--host-pool", "contosohp01", "--name", "sh-01", "--allow-new-session", "false")
+	var entries []struct {
+		Before, After struct {
+			Status          string
+			AllowNewSession bool
+		}
+	}
+	out := b.ok("audit", "list", "--action", "sessionhost.update", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &entries); err != nil || len(entries) != 1 {
+		t.Fatalf("audit list: %v, %s", err, out)
+	}
+	e := entries[0]
+	if e.Before.Status != "Available" || e.After.Status != "Available" || !e.Before.AllowNewSession || e.After.AllowNewSession {
+		t.Errorf("sessionhost.update entry: before %+v, after %+v; want status Available in both, the drain from true to false", e.Before, e.After)
+	}
+}
