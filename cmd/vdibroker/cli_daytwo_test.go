@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // postJSON sends body to path on the broker with the admin token and
@@ -174,5 +177,23 @@ func TestSessionHostUpdateAuditStatus_RH1(t *testing.T) {
 	e := entries[0]
 	if e.Before.Status != "Available" || e.After.Status != "Available" || !e.Before.AllowNewSession || e.After.AllowNewSession {
 		t.Errorf("sessionhost.update entry: before %+v, after %+v; want status Available in both, the drain from true to false", e.Before, e.After)
+	}
+}
+
+// TestRegistrationTokenUsedUpSingular: a one-use registration token's
+// refusal says "its 1 host", not "its 1 hosts".
+func TestRegistrationTokenUsedUpSingular(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	token := strings.TrimSpace(b.ok("registration-token", "create", "--host-pool", "contosohp01", "--max-hosts", "1", "--query", "token", "-o", "tsv"))
+	c := vhttp.NewClient(b.m.URL(), "")
+	for i, name := range []string{"sh-01", "sh-02"} {
+		_, err := c.Register(t.Context(), &vdibroker.RegisterRequest{Token: token, HostName: name, Address: name + ".contoso.test:3389", Protocols: []string{"RDP"}})
+		switch {
+		case i == 0 && err != nil:
+			t.Fatalf("register %s: %v", name, err)
+		case i == 1 && (err == nil || !strings.Contains(err.Error(), "has registered its 1 host (maxHosts)")):
+			t.Errorf("register %s with a used one-use token: %v; want \"has registered its 1 host (maxHosts)\"", name, err)
+		}
 	}
 }
