@@ -130,7 +130,7 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 	var warnings []string
 	for _, p := range t.HostPools {
 		if _, err := s.store.GetHostPool(ctx, p); vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-			warnings = append(warnings, fmt.Sprintf("host pool %q does not exist: this token sees no pool of that name until one is made; check the name (token delete --id, then create it again)", p))
+			warnings = append(warnings, fmt.Sprintf("host pool %q does not exist: this token sees no pool of that name until one is made; check the name (token delete --id %s, then create it again)", p, t.ID))
 		}
 	}
 	return &vdibroker.TokenResponse{Token: t, Secret: secret, Warnings: warnings}, nil
