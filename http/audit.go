@@ -97,11 +97,17 @@ func (s *Server) checkAuditAction(action string) error {
 			near = append(near, a)
 		}
 	}
+	// Quoted cut: the caller chose its length (R-SEC).
+	quoted := vdibroker.Cut(action, maxQuotedAction)
 	if len(near) > 0 {
-		return vdibroker.FieldError("action", "no audit entry has action %q: the %s actions are %s (every action: docs/behaviour.md, \"Audit actions\")", action, noun, strings.Join(near, ", "))
+		return vdibroker.FieldError("action", "no audit entry has action %q: the %s actions are %s (every action: docs/behaviour.md, \"Audit actions\")", quoted, noun, strings.Join(near, ", "))
 	}
-	return vdibroker.FieldError("action", "no audit entry has action %q: it must be an audit action such as sessionhost.update, token.create or signin (every action: docs/behaviour.md, \"Audit actions\"), or a refused route's pattern such as \"GET /api/v1/hostpools\"", action)
+	return vdibroker.FieldError("action", "no audit entry has action %q: it must be an audit action such as sessionhost.update, token.create or signin (every action: docs/behaviour.md, \"Audit actions\"), or a refused route's pattern such as \"GET /api/v1/hostpools\"", quoted)
 }
+
+// maxQuotedAction is the most bytes of an unknown action its refusal
+// quotes back (vdibroker.Cut): longer than any action or route pattern.
+const maxQuotedAction = 128
 
 // startAudit begins the request's entry: time, remote address, request
 // id, action and target; the principal is filled in once authenticated.

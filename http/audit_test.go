@@ -690,3 +690,18 @@ func TestAuditActionsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditUnknownActionEchoBounded: the refusal of an unknown ?action=
+// quotes a long one cut (R-SEC): a Helpdesk token's URL of a megabyte is
+// not answered back whole.
+func TestAuditUnknownActionEchoBounded(t *testing.T) {
+	e := newEnv(t)
+	for _, action := range []string{strings.Repeat("x", 4000), "sessionhost." + strings.Repeat("é", 2000)} {
+		status, _, raw := rawDo(t, e, "GET", "/api/v1/auditlog?action="+action, adminToken, "")
+		var body struct{ Error vdibroker.Error }
+		_ = json.Unmarshal(raw, &body)
+		if status != 400 || body.Error.Field != "action" || len(body.Error.Message) > 600 || !strings.Contains(body.Error.Message, action[:100]) {
+			t.Errorf("?action= of %d bytes: %d, field %q, message of %d bytes; want 400 naming action, the value cut", len(action), status, body.Error.Field, len(body.Error.Message))
+		}
+	}
+}
