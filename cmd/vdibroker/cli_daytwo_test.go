@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	nethttp "net/http"
 	"strings"
@@ -195,5 +196,39 @@ func TestRegistrationTokenUsedUpSingular(t *testing.T) {
 		case i == 1 && (err == nil || !strings.Contains(err.Error(), "has registered its 1 host (maxHosts)")):
 			t.Errorf("register %s with a used one-use token: %v; want \"has registered its 1 host (maxHosts)\"", name, err)
 		}
+	}
+}
+
+// TestCLIOtherTextsHeldToLimits: the other free texts the broker counts in
+// characters are held to its limits as they parse, exit 2 naming the flag
+// and the limit, as --description is; a text of the limit, in characters
+// of two bytes, is sent and kept whole.
+func TestCLIOtherTextsHeldToLimits(t *testing.T) {
+	b := startCLIBroker(t)
+	for _, tc := range []struct {
+		args []string
+		flag string
+		max  int
+	}{
+		{[]string{"application", "create", "--application-group", "apps", "--name", "word"}, "file-path", vdibroker.MaxFilePathLen},
+		{[]string{"application", "update", "--application-group", "apps", "--name", "word"}, "icon-path", vdibroker.MaxFilePathLen},
+		{[]string{"application", "create", "--application-group", "apps", "--name", "word"}, "command-line-arguments", vdibroker.MaxCommandLineLen},
+		{[]string{"application", "connect", "--application-group", "apps", "--name", "word", "--user", "anna"}, "command-line", vdibroker.MaxCommandLineLen},
+		{[]string{"scalingplan", "create", "--name", "plan1", "--time-zone", "UTC"}, "ramp-down-notification-message", vdibroker.MaxNotificationMessageLen},
+		{[]string{"scalingplan", "update", "--name", "plan1"}, "ramp-down-notification-message", vdibroker.MaxNotificationMessageLen},
+		{[]string{"usersession", "send-message", "--host-pool", "contosohp01", "--id", "s1"}, "message", vdibroker.MaxMessageLen},
+		{[]string{"sessionhost", "send-message", "--host-pool", "contosohp01", "--name", "sh-01"}, "message", vdibroker.MaxMessageLen},
+	} {
+		r := b.cli(append(tc.args, "--"+tc.flag, strings.Repeat("é", tc.max+1))...)
+		want := fmt.Sprintf("error: --%s: must be at most %d characters, got %d\n", tc.flag, tc.max, tc.max+1)
+		if r.code != 2 || r.stderr != want {
+			t.Errorf("%s --%s of %d characters: exit %d, stderr %q; want exit 2, %q", strings.Join(tc.args[:2], " "), tc.flag, tc.max+1, r.code, r.stderr, want)
+		}
+	}
+	msg := strings.Repeat("é", vdibroker.MaxNotificationMessageLen)
+	b.ok("scalingplan", "create", "--name", "plan1", "--time-zone", "UTC", "--days-of-week", "Monday",
+		"--ramp-up-start-time", "07:00", "--peak-start-time", "09:00", "--ramp-down-start-time", "17:00", "--off-peak-start-time", "19:00", "--ramp-down-notification-message", msg)
+	if got := b.ok("scalingplan", "show", "--name", "plan1", "--query", "schedules[0].rampDownNotificationMessage", "-o", "tsv"); got != msg+"\n" {
+		t.Errorf("a ramp-down message of %d characters was not kept whole: %d bytes", vdibroker.MaxNotificationMessageLen, len(got))
 	}
 }

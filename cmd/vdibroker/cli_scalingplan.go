@@ -117,6 +117,8 @@ func addScheduleFlags(cmd *cobra.Command, defaults bool) {
 			}
 		case pf.Kind == vdibroker.KindBool:
 			f.Var(boolValue{new(bool)}, name, usage)
+		case pf.Kind == vdibroker.KindText:
+			textVar(f, new(string), name, int(pf.Max), usage)
 		default:
 			f.String(name, "", usage)
 		}
