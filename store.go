@@ -208,7 +208,10 @@ type Store interface {
 	// fields (heartbeat, metrics, counts) are kept on replace.
 	PutSessionHost(ctx context.Context, h *SessionHost) (created bool, err error)
 	// UpdateSessionHost reads the host, calls fn, and writes the admin fields
-	// back, in one transaction.
+	// back, in one transaction. Status is a read-time field (R-H1) the
+	// store does not evaluate: fn may set it from the host as read, and
+	// the audit entry's before and after, and the host answered, carry it
+	// (the admin fields do not change it).
 	UpdateSessionHost(ctx context.Context, pool, name string, fn func(*SessionHost) error) (*SessionHost, error)
 	GetSessionHost(ctx context.Context, pool, name string) (*SessionHost, error)
 	// ListSessionHosts lists a pool's hosts in query order (name, byte-wise),

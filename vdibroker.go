@@ -392,7 +392,7 @@ func (d *PoolDeletion) hostList() string {
 	if n := d.SessionHosts - len(d.HostNames); n > 0 {
 		names += fmt.Sprintf(" and %d more", n)
 	}
-	return fmt.Sprintf("%s (%s)", plural(d.SessionHosts, "session host"), names)
+	return fmt.Sprintf("%s (%s)", Plural(d.SessionHosts, "session host"), names)
 }
 
 // Refusal is the Conflict of a delete without force: what the pool has and
@@ -404,11 +404,11 @@ func (d *PoolDeletion) Refusal() string {
 		would = append(would, "delete the hosts and revoke their agents' credentials")
 	}
 	if d.OpenSessions > 0 {
-		has = append(has, plural(d.OpenSessions, "open session"))
+		has = append(has, Plural(d.OpenSessions, "open session"))
 		would = append(would, "end the sessions")
 	}
 	if d.RegistrationTokens > 0 {
-		has = append(has, plural(d.RegistrationTokens, "registration token"))
+		has = append(has, Plural(d.RegistrationTokens, "registration token"))
 		would = append(would, "revoke the registration tokens")
 	}
 	msg := fmt.Sprintf("host pool %q has %s", d.HostPool, join(has))
@@ -429,10 +429,10 @@ func (d *PoolDeletion) Text() string {
 		parts = append(parts, d.hostList()+" deleted and their agents' credentials revoked")
 	}
 	if d.OpenSessions > 0 {
-		parts = append(parts, plural(d.OpenSessions, "open session")+" ended")
+		parts = append(parts, Plural(d.OpenSessions, "open session")+" ended")
 	}
 	if d.RegistrationTokens > 0 {
-		parts = append(parts, plural(d.RegistrationTokens, "registration token")+" revoked")
+		parts = append(parts, Plural(d.RegistrationTokens, "registration token")+" revoked")
 	}
 	if d.ScalingPlan != "" {
 		parts = append(parts, fmt.Sprintf("taken out of scaling plan %q, which keeps its other pools", d.ScalingPlan))
@@ -451,8 +451,9 @@ func join(items []string) string {
 	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
-// plural is "1 host" or "2 hosts".
-func plural(n int, noun string) string {
+// Plural is n and noun, "1 host" or "2 hosts": the messages of the CLI
+// and the broker say counts in English, where 1 is singular.
+func Plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}

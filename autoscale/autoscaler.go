@@ -83,8 +83,8 @@ type Config struct {
 const By = "autoscale"
 
 // DefaultNotificationMessage is sent when a plan forces logoff without a
-// rampDownNotificationMessage.
-const DefaultNotificationMessage = "This session host is shutting down in %d minutes. Save your work and sign out; you can sign in again at once."
+// rampDownNotificationMessage; %s is the wait, "1 minute", "15 minutes".
+const DefaultNotificationMessage = "This session host is shutting down in %s. Save your work and sign out; you can sign in again at once."
 
 // Autoscaler evaluates every pool of every scaling plan at an interval
 // while it holds the lease.
@@ -541,9 +541,9 @@ func (e *eval) drain(ctx context.Context, h *vdibroker.SessionHost) error {
 	if force && !hs.Notified && len(open) > 0 {
 		msg := e.sc.RampDownNotificationMessage
 		if msg == "" {
-			msg = fmt.Sprintf(DefaultNotificationMessage, e.sc.RampDownWaitTimeMinutes)
+			msg = fmt.Sprintf(DefaultNotificationMessage, vdibroker.Plural(e.sc.RampDownWaitTimeMinutes, "minute"))
 		}
-		e.did(vdibroker.ActionNotify, h.Name, fmt.Sprintf("%d sessions told to sign out within %d minutes", len(open), e.sc.RampDownWaitTimeMinutes),
+		e.did(vdibroker.ActionNotify, h.Name, fmt.Sprintf("%s told to sign out within %s", vdibroker.Plural(len(open), "session"), vdibroker.Plural(e.sc.RampDownWaitTimeMinutes, "minute")),
 			e.queue(ctx, open, vdibroker.CommandSendMessage, msg))
 		hs.Notified = true
 	}
@@ -551,12 +551,12 @@ func (e *eval) drain(ctx context.Context, h *vdibroker.SessionHost) error {
 		return e.stop(ctx, h, hs)
 	}
 	if force && !hs.LoggedOff && !e.now.Before(hs.DrainTime.Add(wait)) {
-		e.did(vdibroker.ActionLogoff, h.Name, fmt.Sprintf("rampDownForceLogoffUsers: %d sessions logged off after %d minutes", len(open), e.sc.RampDownWaitTimeMinutes),
+		e.did(vdibroker.ActionLogoff, h.Name, fmt.Sprintf("rampDownForceLogoffUsers: %s logged off after %s", vdibroker.Plural(len(open), "session"), vdibroker.Plural(e.sc.RampDownWaitTimeMinutes, "minute")),
 			e.queue(ctx, open, vdibroker.CommandLogoff, ""))
 		hs.LoggedOff = true
 		return nil
 	}
-	e.notes = append(e.notes, fmt.Sprintf("%s drained since %s: %d sessions left", h.Name, hs.DrainTime.Format(time.RFC3339), n))
+	e.notes = append(e.notes, fmt.Sprintf("%s drained since %s: %s left", h.Name, hs.DrainTime.Format(time.RFC3339), vdibroker.Plural(n, "session")))
 	return nil
 }
 
@@ -640,7 +640,7 @@ func (e *eval) personal(ctx context.Context, all []*vdibroker.SessionHost) error
 			after := time.Duration(e.sc.StopHostAfterLogoffMinutes) * e.a.minute
 			if after > 0 && !e.now.Before(hs.IdleSince.Add(after)) {
 				err := e.a.act.StopHost(ctx, e.pool.Name, h.Name, false, By)
-				e.did(vdibroker.ActionStop, h.Name, fmt.Sprintf("no session for %d minutes (stopHostAfterLogoffMinutes)", e.sc.StopHostAfterLogoffMinutes), err)
+				e.did(vdibroker.ActionStop, h.Name, fmt.Sprintf("no session for %s (stopHostAfterLogoffMinutes)", vdibroker.Plural(e.sc.StopHostAfterLogoffMinutes, "minute")), err)
 				if err == nil {
 					delete(e.st.Hosts, h.Name)
 				}
@@ -659,7 +659,7 @@ func (e *eval) personal(ctx context.Context, all []*vdibroker.SessionHost) error
 		}
 		after := time.Duration(e.sc.StopHostAfterDisconnectMinutes) * e.a.minute
 		if !since.IsZero() && after > 0 && !e.now.Before(since.Add(after)) {
-			e.did(vdibroker.ActionStop, h.Name, fmt.Sprintf("user disconnected for %d minutes (stopHostAfterDisconnectMinutes)", e.sc.StopHostAfterDisconnectMinutes),
+			e.did(vdibroker.ActionStop, h.Name, fmt.Sprintf("user disconnected for %s (stopHostAfterDisconnectMinutes)", vdibroker.Plural(e.sc.StopHostAfterDisconnectMinutes, "minute")),
 				e.a.act.StopHost(ctx, e.pool.Name, h.Name, true, By))
 		}
 	}

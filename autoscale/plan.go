@@ -221,11 +221,11 @@ func Plan(in Input) Decision {
 		have++
 	}
 	if have < want && unheard > 0 {
-		d.Note = fmt.Sprintf("%d hosts wanted, %d running or starting; %d hosts' agents have not reported since the broker started or its store came back: no host is started until they have had the heartbeat timeout to (R-A4)", want, have, unheard)
+		d.Note = fmt.Sprintf("%s wanted, %d running or starting; the agents of %s have not reported since the broker started or its store came back: no host is started until they have had the heartbeat timeout to (R-A4)", vdibroker.Plural(want, "host"), have, vdibroker.Plural(unheard, "host"))
 	}
 	if have < want {
 		if d.Note == "" {
-			d.Note = fmt.Sprintf("%d hosts wanted, %d running or starting: no stopped host left to start", want, have)
+			d.Note = fmt.Sprintf("%s wanted, %d running or starting: no stopped host left to start", vdibroker.Plural(want, "host"), have)
 		}
 	}
 	if stops(in.Phase) && len(d.Start) == 0 && len(d.Undrain) == 0 {
@@ -246,10 +246,10 @@ func Plan(in Input) Decision {
 			}
 			var why string
 			if overCap {
-				why = fmt.Sprintf("off-peak: %d hosts running or starting, above the cap of %d (offPeakMaximumHostsPct)", left, cap)
+				why = fmt.Sprintf("off-peak: %s running or starting, above the cap of %d (offPeakMaximumHostsPct)", vdibroker.Plural(left, "host"), cap)
 			} else {
-				why = fmt.Sprintf("fewest sessions (%d); without it %d hosts give capacity %d, used %.1f%% ≤ %d%% (R-A3), minimum %d",
-					h.Sessions, after, L*after, usedPct(d.Sessions, L*after), threshold, d.MinimumHosts)
+				why = fmt.Sprintf("fewest sessions (%d); without it %s give capacity %d, used %.1f%% ≤ %d%% (R-A3), minimum %d",
+					h.Sessions, vdibroker.Plural(after, "host"), L*after, usedPct(d.Sessions, L*after), threshold, d.MinimumHosts)
 			}
 			d.Drain = append(d.Drain, Step{h.Name, why})
 			left = after
@@ -275,10 +275,10 @@ func compareBool(a, b bool) int {
 // reasonMore is the reason of a start or undrain.
 func reasonMore(d Decision, need, have, want int) string {
 	if need >= want && need > have {
-		return fmt.Sprintf("used %.1f%% > threshold %d%% (R-A2): %d sessions need %d hosts, %d running or starting",
-			d.UsedPct, d.ThresholdPct, d.Sessions, need, have)
+		return fmt.Sprintf("used %.1f%% > threshold %d%% (R-A2): %s need %s, %d running or starting",
+			d.UsedPct, d.ThresholdPct, vdibroker.Plural(d.Sessions, "session"), vdibroker.Plural(need, "host"), have)
 	}
-	return fmt.Sprintf("minimum %d hosts (R-A2), %d running or starting", d.MinimumHosts, have)
+	return fmt.Sprintf("minimum %s (R-A2), %d running or starting", vdibroker.Plural(d.MinimumHosts, "host"), have)
 }
 
 func noteIdle(phase string, d Decision, need, want int) string {
@@ -290,10 +290,10 @@ func noteIdle(phase string, d Decision, need, want int) string {
 		return fmt.Sprintf("%s: used %.1f%% ≤ threshold %d%% with %d running and %d starting, minimum %d; %s stops no host (R-A2)",
 			phase, d.UsedPct, d.ThresholdPct, d.Running, d.Starting, d.MinimumHosts, phase)
 	case d.Running+d.Starting <= d.MinimumHosts:
-		return fmt.Sprintf("%d hosts running or starting, the minimum is %d", d.Running+d.Starting, d.MinimumHosts)
+		return fmt.Sprintf("%s running or starting, the minimum is %d", vdibroker.Plural(d.Running+d.Starting, "host"), d.MinimumHosts)
 	default:
-		return fmt.Sprintf("stopping one more host would leave %d hosts for %d sessions, used above %d%% (R-A3)",
-			d.Running+d.Starting-1, d.Sessions, d.ThresholdPct)
+		return fmt.Sprintf("stopping one more host would leave %s for %s, used above %d%% (R-A3)",
+			vdibroker.Plural(d.Running+d.Starting-1, "host"), vdibroker.Plural(d.Sessions, "session"), d.ThresholdPct)
 	}
 }
 

@@ -117,6 +117,8 @@ func (s *Service) UpdateSessionHost(ctx context.Context, poolName, name string, 
 		return nil, err
 	}
 	return s.updateHost(ctx, poolName, name, func(h *vdibroker.SessionHost) error {
+		// The host's status as it is read (R-H1), for the audit entry.
+		h.Status = vdibroker.HostStatus(h, pool.HeartbeatTimeout(), s.now())
 		wasAllowed := h.AllowNewSession
 		applyHostRequest(h, req)
 		if wasAllowed && !h.AllowNewSession {

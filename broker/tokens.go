@@ -69,6 +69,11 @@ func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Pri
 func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (*vdibroker.TokenResponse, error) {
 	switch req.Role {
 	case vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor, vdibroker.RoleGateway:
+		// R-SEC: the subject is who the audit trail names for every call
+		// the token makes; an empty one would make them nobody's.
+		if req.Subject == "" {
+			return nil, vdibroker.FieldError("subject", "is required: who the token is for, which the audit trail names (1..%d characters, no control characters)", vdibroker.MaxUserLen)
+		}
 		if err := vdibroker.ValidateText("subject", req.Subject, vdibroker.MaxUserLen); err != nil {
 			return nil, err
 		}
@@ -125,7 +130,7 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 	var warnings []string
 	for _, p := range t.HostPools {
 		if _, err := s.store.GetHostPool(ctx, p); vdibroker.ErrorCode(err) == vdibroker.ENotFound {
-			warnings = append(warnings, fmt.Sprintf("host pool %q does not exist: this token sees no pool of that name until one is made; check the name (token delete --id, then create it again)", p))
+			warnings = append(warnings, fmt.Sprintf("host pool %q does not exist: this token sees no pool of that name until one is made; check the name (token delete --id %s, then create it again)", p, t.ID))
 		}
 	}
 	return &vdibroker.TokenResponse{Token: t, Secret: secret, Warnings: warnings}, nil

@@ -29,6 +29,8 @@ type Store interface {
 	GetFederation(ctx context.Context) (*vdibroker.Federation, error)
 	// ListHostPools names a feed's desktops after their pools (R-U5).
 	ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error)
+	// GetHostPool says a group list's pool filter names no pool (R-E1).
+	GetHostPool(ctx context.Context, name string) (*vdibroker.HostPool, error)
 	// ListHostStates reads whether a pool's hosts can run RemoteApps, for
 	// the warning of a write to its RemoteApp groups (R-E12).
 	ListHostStates(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error)

@@ -31,6 +31,10 @@ func (s *downStore) AssignedApplicationGroups(_ context.Context, q vdibroker.Ass
 
 func (s *downStore) ListHostPools(context.Context) ([]*vdibroker.HostPool, error) { return nil, nil }
 
+func (s *downStore) GetHostPool(_ context.Context, name string) (*vdibroker.HostPool, error) {
+	return &vdibroker.HostPool{Name: name}, nil
+}
+
 func (s *downStore) ListHostStates(context.Context, string) ([]*vdibroker.SessionHost, error) {
 	return nil, nil
 }

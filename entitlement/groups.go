@@ -14,11 +14,17 @@ import (
 // read, and not its to write.
 
 // ListApplicationGroups lists the groups of pool ("" every pool) the
-// caller sees, by name.
+// caller sees, by name; NotFound when pool does not exist.
 func (s *Service) ListApplicationGroups(ctx context.Context, pool string) ([]*vdibroker.ApplicationGroup, error) {
 	me := vdibroker.PrincipalFrom(ctx)
 	if pool != "" {
 		if err := vdibroker.Authorize(me, vdibroker.ActionRead, vdibroker.Target{HostPool: pool}); err != nil {
+			return nil, err
+		}
+		// A pool that does not exist has no groups, but an empty list
+		// would read as "none yet" for a typo: NotFound, as the pool's
+		// session hosts are.
+		if _, err := s.store.GetHostPool(ctx, pool); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	nethttp "net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,64 @@ var auditedActions = map[string]string{
 	"POST /api/v1/signin":               "signin",
 	"POST /api/v1/signout":              "signout",
 }
+
+// auditActionsElsewhere are the audit actions that no route of
+// auditedActions names: written by the store, the broker's own power
+// actions, the gateway's reports, the portal and the console. With
+// auditedActions' they are the actions an audit list may filter by.
+var auditActionsElsewhere = []string{
+	"sessionhost.rekey",   // a host's own re-registration (store)
+	"usersession.adopt",   // sessions a heartbeat reported that the broker did not place
+	"scalingplan.update",  // a pool's change of its scaling plan, on the plan
+	"gatewaykey.revoke",   // gateway key rotate with ?revoke
+	"gateway.tunnel.open", // the gateway's reports (R-GW)
+	"gateway.tunnel.channel",
+	"gateway.tunnel.reached",
+	"gateway.tunnel.close",
+	"portal.launch",
+	"form", // a portal form refused by its CSRF or same-site check
+	vdibroker.RefusalSummaryAction,
+}
+
+// AuditActions are the actions of the audit trail, sorted; a refusal of
+// any other route is recorded under the route's pattern ("GET
+// /api/v1/hostpools").
+func AuditActions() []string {
+	all := slices.Clone(auditActionsElsewhere)
+	for _, a := range auditedActions {
+		all = append(all, a)
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+// checkAuditAction refuses a filter by an action the broker does not
+// write, which would answer nothing silently: a typo. A route's pattern
+// is an action too (a refused read's). It names the actions of the same
+// noun, or the docs' list.
+func (s *Server) checkAuditAction(action string) error {
+	known := AuditActions()
+	if slices.Contains(known, action) || slices.Contains(s.patterns, action) {
+		return nil
+	}
+	noun, _, _ := strings.Cut(action, ".")
+	var near []string
+	for _, a := range known {
+		if strings.HasPrefix(a, noun+".") || a == noun {
+			near = append(near, a)
+		}
+	}
+	// Quoted cut: the caller chose its length (R-SEC).
+	quoted := vdibroker.Cut(action, maxQuotedAction)
+	if len(near) > 0 {
+		return vdibroker.FieldError("action", "no audit entry has action %q: the %s actions are %s (every action: docs/behaviour.md, \"Audit actions\")", quoted, noun, strings.Join(near, ", "))
+	}
+	return vdibroker.FieldError("action", "no audit entry has action %q: it must be an audit action such as sessionhost.update, token.create or signin (every action: docs/behaviour.md, \"Audit actions\"), or a refused route's pattern such as \"GET /api/v1/hostpools\"", quoted)
+}
+
+// maxQuotedAction is the most bytes of an unknown action its refusal
+// quotes back (vdibroker.Cut): longer than any action or route pattern.
+const maxQuotedAction = 128
 
 // startAudit begins the request's entry: time, remote address, request
 // id, action and target; the principal is filled in once authenticated.
@@ -158,6 +217,13 @@ func (s *Server) listAudit(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	list, err := s.svc.Audit.ListAudit(r.Context(), f)
 	if err != nil {
 		return err
+	}
+	// Checked on an empty answer only, so that an action an earlier
+	// release wrote, no longer in the list, is still found.
+	if len(list) == 0 && f.Action != "" {
+		if err := s.checkAuditAction(f.Action); err != nil {
+			return err
+		}
 	}
 	out := page[*vdibroker.AuditEntry]{Value: list}
 	if len(list) > limit {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -670,5 +671,37 @@ func TestAudit_PrincipalInAnyCase_RE5(t *testing.T) {
 	}
 	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Principal: strings.ToUpper(tr.ID)}); err != nil || len(list) != 0 {
 		t.Errorf("?principal= her token id in upper case: %d entries, %v; a token id is matched exactly", len(list), err)
+	}
+}
+
+// TestAuditActionsDocumented: every action an audit list filters by is in
+// docs/behaviour.md's "Audit actions", the list the refusal of an unknown
+// one points at (R-SEC).
+func TestAuditActionsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/behaviour.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "- **Audit actions**")
+	section, _, _ = strings.Cut(section, "\n- **")
+	for _, a := range vhttp.AuditActions() {
+		if !strings.Contains(section, "`"+a+"`") {
+			t.Errorf("docs/behaviour.md \"Audit actions\" does not list %s", a)
+		}
+	}
+}
+
+// TestAuditUnknownActionEchoBounded: the refusal of an unknown ?action=
+// quotes a long one cut (R-SEC): a Helpdesk token's URL of a megabyte is
+// not answered back whole.
+func TestAuditUnknownActionEchoBounded(t *testing.T) {
+	e := newEnv(t)
+	for _, action := range []string{strings.Repeat("x", 4000), "sessionhost." + strings.Repeat("é", 2000)} {
+		status, _, raw := rawDo(t, e, "GET", "/api/v1/auditlog?action="+action, adminToken, "")
+		var body struct{ Error vdibroker.Error }
+		_ = json.Unmarshal(raw, &body)
+		if status != 400 || body.Error.Field != "action" || len(body.Error.Message) > 600 || !strings.Contains(body.Error.Message, action[:100]) {
+			t.Errorf("?action= of %d bytes: %d, field %q, message of %d bytes; want 400 naming action, the value cut", len(action), status, body.Error.Field, len(body.Error.Message))
+		}
 	}
 }

@@ -690,3 +690,38 @@ func TestEntitlementDuringOutage_RE11(t *testing.T) {
 		t.Errorf("bea after the outage: %+v, %v", r, err)
 	}
 }
+
+// TestAppGroupListPoolFilter_ScopeTellsNothing: a list of the groups of a
+// pool outside a scoped token's pools is answered as the list of a pool
+// that does not exist, and as the pool's session hosts are (R-E1, R-SEC):
+// a Reader or Contributor scoped to one pool does not learn which other
+// pools exist from the NotFound of a missing one.
+func TestAppGroupListPoolFilter_ScopeTellsNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	mine, other := uniq("mine"), uniq("other")
+	e.pool(mine, nil)
+	e.pool(other, nil)
+	for _, role := range []string{"Reader", "Contributor"} {
+		tok, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: role, Subject: "ops", HostPools: []string{mine}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer := func(path, pool string) string {
+			status, _, raw := rawDo(t, e, "GET", path, tok.Secret, "")
+			return fmt.Sprintf("%d %s", status, strings.ReplaceAll(string(raw), pool, "P"))
+		}
+		for _, list := range []func(string) string{
+			func(p string) string { return "/api/v1/applicationgroups?hostPool=" + p },
+			func(p string) string { return "/api/v1/hostpools/" + p + "/sessionhosts" },
+		} {
+			missing, outside := answer(list("ghost"), "ghost"), answer(list(other), other)
+			if missing != outside || !strings.HasPrefix(missing, "404 ") {
+				t.Errorf("%s token scoped to %s: %s of a missing pool: %s; of an existing pool outside its scope: %s; want the same 404", role, mine, list("P"), missing, outside)
+			}
+		}
+		if got := answer("/api/v1/applicationgroups?hostPool="+mine, mine); !strings.HasPrefix(got, "200 ") {
+			t.Errorf("%s token: its own pool's groups: %s", role, got)
+		}
+	}
+}

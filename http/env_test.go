@@ -168,7 +168,44 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 		e.urls = append(e.urls, ts.URL)
 	}
 	e.admin = vhttp.NewClient(e.urls[0], adminToken)
+	t.Cleanup(e.checkAuditActions) // before the servers and the store close
 	return e
+}
+
+// checkAuditActions fails the test if an entry any path of it wrote has an
+// action that GET /auditlog?action= would refuse, had it found nothing
+// (R-SEC): every action written is in vhttp.AuditActions or is a refused
+// route's pattern.
+func (e *env) checkAuditActions() {
+	if e.t.Failed() {
+		return
+	}
+	known := map[string]bool{}
+	for _, a := range vhttp.AuditActions() {
+		known[a] = true
+	}
+	for _, srv := range e.srvs {
+		for _, r := range srv.Routes() {
+			known[r] = true
+		}
+	}
+	var after int64
+	for {
+		list, err := e.store.ListAudit(context.Background(), vdibroker.AuditFilter{After: after, Limit: 1000})
+		if err != nil {
+			e.t.Errorf("list audit: %v", err)
+			return
+		}
+		for _, a := range list {
+			if !known[a.Action] {
+				e.t.Errorf("audit entry %d has action %q, which is neither in vhttp.AuditActions nor a route: GET /auditlog?action=%s would be refused", a.Seq, a.Action, a.Action)
+			}
+		}
+		if len(list) < 1000 {
+			return
+		}
+		after = list[len(list)-1].Seq
+	}
 }
 
 // client returns a client of server i with token.

@@ -90,6 +90,7 @@ func fedPodsOn(t *testing.T, dsn string, n, hosts, limit int, policy string, tls
 		admin.HTTPClient = ts.Client()
 		e := &env{t: t, store: st, clock: clk, srvs: []*testserver.Server{srv}, urls: []string{ts.URL},
 			admin: admin, agents: map[string]string{}, calls: calls, down: ts.Close}
+		t.Cleanup(e.checkAuditActions)
 		pool := "office-" + name
 		e.pool(pool, map[string]any{"maxSessionLimit": limit})
 		e.addHosts(pool, name+"-h", hosts)

@@ -285,9 +285,14 @@ func (s *DB) UpdateSessionHost(ctx context.Context, pool, name string, fn func(*
 		if err := t.writeAdminFields(ctx, h); err != nil {
 			return err
 		}
-		out, err = t.getHost(ctx, pool, name, false)
+		if out, err = t.getHost(ctx, pool, name, false); err != nil {
+			return err
+		}
+		// The status fn evaluated, which no admin field changes (the
+		// audit entry's before.status was empty).
+		before.Status, out.Status = h.Status, h.Status
 		t.audited(&before, out)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, wrap(err, "update session host %s/%s", pool, name)

@@ -218,7 +218,7 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 				return err
 			}
 			if n == 0 {
-				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %d hosts (maxHosts); issue a new one", tokenID, maxHosts)
+				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %s (maxHosts); issue a new one", tokenID, vdibroker.Plural(maxHosts, "host"))
 			}
 			if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName); err != nil {
 				return err

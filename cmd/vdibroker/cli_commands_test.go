@@ -1319,11 +1319,16 @@ func TestCLIAppGroupUpdateNothing(t *testing.T) {
 func TestCLITokenScopeNamesUnknownPool(t *testing.T) {
 	b := startCLIBroker(t)
 	b.ok("hostpool", "create", "--name", "contosohp01")
-	r := b.cli("token", "create", "--role", "Reader", "--subject", "ops", "--host-pools", "contosohp01,contosohp1", "--query", "hostPools", "-o", "tsv")
+	r := b.cli("token", "create", "--role", "Reader", "--subject", "ops", "--host-pools", "contosohp01,contosohp1", "--query", "id", "-o", "tsv")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	want := `warning: host pool "contosohp1" does not exist: this token sees no pool of that name until one is made; check the name (token delete --id, then create it again)` + "\n"
+	// The new token's id, so that the admin can delete it as the warning says.
+	id := strings.TrimSpace(r.stdout)
+	if id == "" {
+		t.Fatal("token create printed no id")
+	}
+	want := `warning: host pool "contosohp1" does not exist: this token sees no pool of that name until one is made; check the name (token delete --id ` + id + `, then create it again)` + "\n"
 	if r.stderr != want {
 		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}

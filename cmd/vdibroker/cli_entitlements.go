@@ -94,8 +94,8 @@ type groupFlags struct {
 }
 
 func (g *groupFlags) register(f *pflag.FlagSet, update bool) {
-	f.StringVar(&g.friendlyName, "friendly-name", "", "display name, at most 512 characters")
-	f.StringVar(&g.description, "description", "", "free text, at most 512 characters")
+	textVar(f, &g.friendlyName, "friendly-name", vdibroker.MaxTextLen, fmt.Sprintf("display name, at most %d characters", vdibroker.MaxTextLen))
+	textVar(f, &g.description, "description", vdibroker.MaxTextLen, fmt.Sprintf("free text, at most %d characters", vdibroker.MaxTextLen))
 	f.StringSliceVar(&g.users, "users", nil, "the users assigned (repeat or comma-separate; names compare in any case)")
 	f.StringSliceVar(&g.groups, "groups", nil, "the groups assigned (an end user's token groups or OpenID Connect groups claim)")
 	f.Var(boolValue{&g.allUsers}, "all-users", "assign every user: true or false")
@@ -292,13 +292,13 @@ type appFlags struct {
 
 func (af *appFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&af.filePath, "file-path", "", "the program's path on the session host")
+	textVar(f, &af.filePath, "file-path", vdibroker.MaxFilePathLen, fmt.Sprintf("the program's path on the session host, at most %d characters", vdibroker.MaxFilePathLen))
 	f.Var(newEnum(&af.setting, "", vdibroker.CommandLineDoNotAllow, vdibroker.CommandLineAllow, vdibroker.CommandLineRequire), "command-line-setting",
 		"DoNotAllow (no arguments), Allow (the connect's, else --command-line-arguments) or Require (always --command-line-arguments); default DoNotAllow")
 	_ = cmd.RegisterFlagCompletionFunc("command-line-setting", fixedCompletion(vdibroker.CommandLineDoNotAllow, vdibroker.CommandLineAllow, vdibroker.CommandLineRequire))
-	f.StringVar(&af.arguments, "command-line-arguments", "", "the program's arguments")
-	f.StringVar(&af.friendlyName, "friendly-name", "", "the name the client shows")
-	f.StringVar(&af.iconPath, "icon-path", "", "the icon's path on the session host")
+	textVar(f, &af.arguments, "command-line-arguments", vdibroker.MaxCommandLineLen, fmt.Sprintf("the program's arguments, at most %d characters", vdibroker.MaxCommandLineLen))
+	textVar(f, &af.friendlyName, "friendly-name", vdibroker.MaxTextLen, fmt.Sprintf("the name the client shows, at most %d characters", vdibroker.MaxTextLen))
+	textVar(f, &af.iconPath, "icon-path", vdibroker.MaxFilePathLen, fmt.Sprintf("the icon's path on the session host, at most %d characters", vdibroker.MaxFilePathLen))
 	f.Var(boolValue{&af.showInPortal}, "show-in-portal", "show the application in the user's feed: true or false")
 }
 
@@ -466,7 +466,7 @@ func newApplicationCmd() *cobra.Command {
 	appGroupNameVar(connect.Flags(), &cg, "application-group", "the RemoteApp application group")
 	appNameVar(connect.Flags(), &req.Application, "name", "the application")
 	connect.Flags().StringVar(&req.User, "user", "", "the user")
-	connect.Flags().StringVar(&req.CommandLine, "command-line", "", "arguments, for an application whose setting is Allow")
+	textVar(connect.Flags(), &req.CommandLine, "command-line", vdibroker.MaxCommandLineLen, fmt.Sprintf("arguments, for an application whose setting is Allow, at most %d characters", vdibroker.MaxCommandLineLen))
 	connect.Flags().BoolVar(&req.DryRun, "dry-run", false, "decide and store nothing")
 	requireFlags(connect, "application-group", "name", "user")
 

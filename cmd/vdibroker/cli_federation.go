@@ -98,7 +98,7 @@ func newFederationCmd() *cobra.Command {
 				return err
 			}
 			if failed > 0 {
-				return fmt.Errorf("%d of %d pods did not take generation %d", failed, len(rows), doc.Generation)
+				return fmt.Errorf("%d of %s did not take generation %d", failed, vdibroker.Plural(len(rows), "pod"), doc.Generation)
 			}
 			return nil
 		},
@@ -120,8 +120,8 @@ func newFederationCmd() *cobra.Command {
 			}
 			printWarnings(cmd, st.Warnings) // R-E9: entitlements that name nobody
 			if o := a.outputFor(formatTable); o.Format == formatTable && o.Query == "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "Pod %s in site %s holds generation %d: %d sites, %d pods, %d global entitlements\n\n",
-					st.Pod, st.Site, st.Document.Generation, len(st.Document.Sites), len(st.Document.Pods), len(st.Document.GlobalEntitlements))
+				fmt.Fprintf(cmd.OutOrStdout(), "Pod %s in site %s holds generation %d: %s, %s, %s\n\n",
+					st.Pod, st.Site, st.Document.Generation, vdibroker.Plural(len(st.Document.Sites), "site"), vdibroker.Plural(len(st.Document.Pods), "pod"), vdibroker.Plural(len(st.Document.GlobalEntitlements), "global entitlement"))
 				return a.show(cmd, st.Peers, peerColumns)
 			}
 			return a.show(cmd, st, nil)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -166,10 +167,17 @@ func flagError(cmd *cobra.Command, err error) error {
 		if _, long, ok := strings.Cut(flag, ", "); ok {
 			flag = long // pflag names a flag with a shorthand "-n, --name"
 		}
+		if utf8.RuneCountInString(value) > maxQuotedValue {
+			// A page of text quoted back hides the reason.
+			return usageError{fmt.Errorf("%s: %s", flag, plainReason(why))}
+		}
 		return usageError{fmt.Errorf("%s %q: %s", flag, value, plainReason(why))}
 	}
 	return usageError{err}
 }
+
+// maxQuotedValue is the longest flag value a flag error quotes.
+const maxQuotedValue = 80
 
 // plainReason replaces the parsers' messages of pflag's own flag types.
 func plainReason(why string) string {
@@ -285,6 +293,30 @@ func appGroupNameVar(f *pflag.FlagSet, v *string, name, usage string) {
 // appNameVar is an application name flag (R-E7).
 func appNameVar(f *pflag.FlagSet, v *string, name, usage string) {
 	f.Var(&nameValue{v, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen}, name, usage)
+}
+
+// textValue is a free-text flag (--description, --friendly-name) held to
+// the broker's limit as it is parsed, so a long text is a usage error
+// naming the flag and the limit before anything is sent. Its type is
+// "string", as a plain string flag's, for GetString and requiredNotEmpty.
+type textValue struct {
+	v   *string
+	max int
+}
+
+// textVar is a free-text flag of at most max characters.
+func textVar(f *pflag.FlagSet, v *string, name string, max int, usage string) {
+	f.Var(&textValue{v, max}, name, usage)
+}
+
+func (t *textValue) String() string { return *t.v }
+func (t *textValue) Type() string   { return "string" }
+func (t *textValue) Set(s string) error {
+	if n := utf8.RuneCountInString(s); n > t.max {
+		return fmt.Errorf("must be at most %d characters, got %d", t.max, n)
+	}
+	*t.v = s
+	return nil
 }
 
 func (n *nameValue) String() string { return *n.v }

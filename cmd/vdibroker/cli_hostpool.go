@@ -121,7 +121,7 @@ func addPoolFieldFlags(cmd *cobra.Command, schema []vdibroker.Field, defaults bo
 			f.Var(boolValue{&b}, name, usage)
 		default:
 			s, _ := def.(string)
-			f.String(name, s, usage)
+			textVar(f, &s, name, int(pf.Max), usage)
 		}
 		if pf.Kind == vdibroker.KindEnum {
 			_ = cmd.RegisterFlagCompletionFunc(name, fixedCompletion(pf.Values("")...))

@@ -117,6 +117,8 @@ func addScheduleFlags(cmd *cobra.Command, defaults bool) {
 			}
 		case pf.Kind == vdibroker.KindBool:
 			f.Var(boolValue{new(bool)}, name, usage)
+		case pf.Kind == vdibroker.KindText:
+			textVar(f, new(string), name, int(pf.Max), usage)
 		default:
 			f.String(name, "", usage)
 		}
@@ -201,7 +203,7 @@ func addPlanFlags(cmd *cobra.Command, p *planFlags, create bool) {
 	}
 	f.Var(&enumValue{v: &p.hostPoolType, allowed: []string{vdibroker.Pooled, vdibroker.Personal}}, "host-pool-type", help)
 	f.StringSliceVar(&p.hostPools, "host-pools", nil, "host pools the plan scales (comma-separated); each in at most one plan")
-	f.StringVar(&p.description, "description", "", "free text about the plan")
+	textVar(f, &p.description, "description", vdibroker.MaxTextLen, fmt.Sprintf("free text about the plan, at most %d characters", vdibroker.MaxTextLen))
 	f.StringVar(&p.schedulesFile, "schedules-file", "", "JSON or YAML file with the plan's schedules (instead of the schedule flags)")
 	_ = cmd.RegisterFlagCompletionFunc("host-pool-type", fixedCompletion(vdibroker.Pooled, vdibroker.Personal))
 	addScheduleFlags(cmd, create)

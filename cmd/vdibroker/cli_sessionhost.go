@@ -304,7 +304,7 @@ func newSessionHostSendMessageCmd(a *admin) *cobra.Command {
 	}
 	poolNameVar(cmd.Flags(), &pool, "host-pool", "", "host pool name")
 	hostNameVar(cmd.Flags(), &name, "name", "n", "session host name")
-	cmd.Flags().StringVar(&message, "message", "", "the message text, as usersession send-message's")
+	textVar(cmd.Flags(), &message, "message", vdibroker.MaxMessageLen, fmt.Sprintf("the message text, as usersession send-message's, at most %d characters", vdibroker.MaxMessageLen))
 	requireFlags(cmd, "host-pool", "name", "message")
 	return cmd
 }

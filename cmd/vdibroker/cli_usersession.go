@@ -201,7 +201,7 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 	f.StringVar(&id, "id", "", "user session id")
 	f.StringVar(&user, "user", "", "act on this user's open session(s) in the pool")
 	if name == "send-message" {
-		f.StringVar(&message, "message", "", "the message text")
+		textVar(f, &message, "message", vdibroker.MaxMessageLen, fmt.Sprintf("the message text, at most %d characters", vdibroker.MaxMessageLen))
 		required = append(required, "host-pool")
 	}
 	if global {
