@@ -251,6 +251,9 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 			if err != nil && errors.Is(err, errUnique) {
 				return errRaced
 			}
+			// The audit entry's host has its status (R-H1), evaluated
+			// as a read would: one never heard from.
+			h.Status = vdibroker.HostStatus(h, pool.HeartbeatTimeout(), s.now())
 			t.audited(nil, h)
 			return err
 		case err != nil:
@@ -258,6 +261,10 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 		}
 		created = false
 		h.CreateTime = old.CreateTime
+		// A replace keeps the host's heartbeat and power: its status,
+		// before and after, is the one it had (R-H1).
+		old.Status = vdibroker.HostStatus(old, pool.HeartbeatTimeout(), s.now())
+		h.Status = old.Status
 		t.audited(old, h)
 		return t.writeAdminFields(ctx, h)
 	})
