@@ -79,8 +79,8 @@ func sessionsChart(hosts []hostBar, limit int) template.HTML {
 			cls += " down"
 		}
 		if w > 0 {
-			fmt.Fprintf(&b, `<rect class="%s" x="%d" y="%d" width="%.1f" height="%d" rx="3"><title>%s: %d sessions, %d connecting</title></rect>`,
-				cls, labelWidth, y, w, barHeight, svgText(h.Name), h.Sessions, h.Connecting)
+			fmt.Fprintf(&b, `<rect class="%s" x="%d" y="%d" width="%.1f" height="%d" rx="3"><title>%s: %s, %d connecting</title></rect>`,
+				cls, labelWidth, y, w, barHeight, svgText(h.Name), vdibroker.Plural(h.Sessions, "session"), h.Connecting)
 		}
 		if wc > 0 {
 			fmt.Fprintf(&b, `<rect class="bar-connecting" x="%.1f" y="%d" width="%.1f" height="%d"/>`, float64(labelWidth)+w-wc, y, wc, barHeight)

@@ -618,3 +618,20 @@ func TestControlsFollowTheRole_RSEC(t *testing.T) {
 		}
 	}
 }
+
+// TestOneSessionSingular: a pool and the overview with one session say
+// "1 session", as the chart's bar does, not "1 sessions".
+func TestOneSessionSingular(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	b := e.browser()
+	b.signin(adminToken)
+	for _, path := range []string{"/", "/pools/pool-a"} {
+		page := b.get(path)
+		wantStatus(t, page, http.StatusOK)
+		if text := textOf(page.body); !strings.Contains(text, "· 1 session") || strings.Contains(text, "1 sessions") {
+			t.Errorf("%s with one session: %.400s", path, text)
+		}
+	}
+	wantContains(t, b.get("/pools/pool-a"), "<title>host-1: 1 session, 1 connecting</title>")
+}

@@ -33,6 +33,7 @@ func parsePages() map[string]*template.Template {
 func pageFuncs() template.FuncMap {
 	return template.FuncMap{
 		"limit":    limitText,
+		"plural":   vdibroker.Plural,
 		"pref":     loadindex.Preference,
 		"lower":    strings.ToLower,
 		"pathesc":  url.PathEscape,
