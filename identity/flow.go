@@ -118,11 +118,13 @@ func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
 // identity, the raw ID token and where to go next. The state cookie is
 // cleared whatever the outcome. Where to go next is also returned with an
 // error found once the state is this browser's (the provider's refusal, a
-// token that did not verify): a sign-in tried again may return there. An error is a *vdibroker.Error whose
-// message may be shown to the person (Unauthenticated: the provider
-// refused, or the token did not verify; PermissionDenied: not this
-// browser's sign-in, or no role is mapped to the user's groups); what it
-// quotes of the request is cut to MaxReflected bytes of printable ASCII.
+// code or token that did not verify): a sign-in tried again may return
+// there; it is what Start sealed, which the caller checks again as it
+// checks any next. An error is a *vdibroker.Error whose message may be
+// shown to the person (Unauthenticated: the provider refused, or the
+// token did not verify; PermissionDenied: not this browser's sign-in, or
+// no role is mapped to the user's groups); what it quotes of the request
+// is cut to MaxReflected bytes of printable ASCII.
 func (f *Flow) Finish(w http.ResponseWriter, r *http.Request) (*Identity, string, string, error) {
 	name, path, secure := f.cookie(r)
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1,

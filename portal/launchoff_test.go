@@ -87,3 +87,19 @@ func TestLaunchKeepsLoggingOff_RU3(t *testing.T) {
 		t.Errorf("a form posted signed out: %d, Sign in link %q, want it back to her page naming %s", res.StatusCode, m, c.SessionID)
 	}
 }
+
+// TestLaunchGoneKeepsLoggingOff_RU3: the page of an Open or Reconnect
+// names the sessions logging off (?off=); once the launch is forgotten
+// (launchTTL after it ended), that address answers "gone", whose Back
+// still leads to her page naming them.
+func TestLaunchGoneKeepsLoggingOff_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.activeAtDesk("alice")
+	alice := e.browser()
+	alice.signIn(e.userToken("alice"))
+	res, page := alice.get("/portal/launches/" + strings.Repeat("ab", 32) + "?off=" + url.QueryEscape(c.SessionID))
+	back := regexp.MustCompile(`<a href="([^"]*)" id="back">`).FindStringSubmatch(page)
+	if res.StatusCode != http.StatusNotFound || back == nil || html.UnescapeString(back[1]) != "/portal/?off="+c.SessionID {
+		t.Errorf("a launch gone: %d, Back %q, want 404 and her page naming %s:\n%s", res.StatusCode, back, c.SessionID, page)
+	}
+}

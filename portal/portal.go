@@ -459,8 +459,13 @@ type errorView struct {
 // showError answers r with the error page of v in l, never cached.
 func (p *Portal) showError(w http.ResponseWriter, r *http.Request, l *lang, v errorView) {
 	// Back to her page: after a form of hers (a logoff refused), with the
-	// sessions it carried as logging off still so (homeWith).
-	data := map[string]any{"Message": v.msg, "Status": v.status, "LeadsToSignin": v.signin, "Back": homeWith(r.PostForm["off"])}
+	// sessions it carried as logging off still so (homeWith); after a page
+	// that named them (a launch's, gone), those it named.
+	off := r.PostForm["off"]
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		off = r.URL.Query()["off"]
+	}
+	data := map[string]any{"Message": v.msg, "Status": v.status, "LeadsToSignin": v.signin, "Back": homeWith(off)}
 	if v.sess != nil {
 		data["CSRF"], data["SignedIn"] = v.sess.CSRF, true
 	}

@@ -83,36 +83,47 @@ func TestPortalOIDCFlow(t *testing.T) {
 	}
 }
 
-// TestPortalOIDCRefusedReturnsToAsked (R-U2): the provider refuses a
-// sign-in this browser started for a page she asked for (its error
-// response to the callback, RFC 6749 4.1.2.1): the page says so, and its
-// Sign in leads back to the page she asked for, not her home page. A
-// callback of a sign-in not started in this browser names no page.
+// TestPortalOIDCRefusedReturnsToAsked (R-U2): a sign-in this browser
+// started for a page she asked for does not complete, the provider
+// refusing it (its error response to the callback, RFC 6749 4.1.2.1) or
+// the code it sent back not being one its token endpoint takes: the page
+// says so, and its Sign in leads back to the page she asked for, not her
+// home page. A callback of a sign-in not started in this browser names
+// no page.
 func TestPortalOIDCRefusedReturnsToAsked(t *testing.T) {
 	w := newPortalWorld(t)
 	base := w.m.URL()
-	c := noRedirects(jarClient())
 	asked := "/portal/?lang=de&off=01nosuchsession"
-	res, _ := getBody(t, c, base+"/portal/signin/oidc?next="+url.QueryEscape(asked))
-	auth, err := url.Parse(res.Header.Get("Location"))
-	if res.StatusCode != http.StatusSeeOther || err != nil || auth.Query().Get("state") == "" {
-		t.Fatalf("to the provider: %d %q %v", res.StatusCode, res.Header.Get("Location"), err)
-	}
-	state := auth.Query().Get("state")
-	cb := base + "/portal/signin/oidc/callback?" + url.Values{"state": {state}, "error": {"access_denied"}, "error_description": {"user cancelled"}}.Encode()
-	res, page := getBody(t, c, cb)
-	link := regexp.MustCompile(`<a href="(/portal/signin[^"]*)" id="back">`).FindStringSubmatch(page)
-	var next string
-	if link != nil {
-		if u, err := url.Parse(html.UnescapeString(link[1])); err == nil {
-			next = u.Query().Get("next")
+	var cb string
+	for _, tc := range []struct {
+		name string
+		q    url.Values
+	}{
+		{"the provider's refusal", url.Values{"error": {"access_denied"}, "error_description": {"user cancelled"}}},
+		{"a code the provider does not take", url.Values{"code": {"not-a-code-it-issued"}}},
+	} {
+		c := noRedirects(jarClient())
+		res, _ := getBody(t, c, base+"/portal/signin/oidc?next="+url.QueryEscape(asked))
+		auth, err := url.Parse(res.Header.Get("Location"))
+		if res.StatusCode != http.StatusSeeOther || err != nil || auth.Query().Get("state") == "" {
+			t.Fatalf("to the provider: %d %q %v", res.StatusCode, res.Header.Get("Location"), err)
+		}
+		tc.q.Set("state", auth.Query().Get("state"))
+		cb = base + "/portal/signin/oidc/callback?" + tc.q.Encode()
+		res, page := getBody(t, c, cb)
+		link := regexp.MustCompile(`<a href="(/portal/signin[^"]*)" id="back">`).FindStringSubmatch(page)
+		var next string
+		if link != nil {
+			if u, err := url.Parse(html.UnescapeString(link[1])); err == nil {
+				next = u.Query().Get("next")
+			}
+		}
+		if res.StatusCode == http.StatusSeeOther || !strings.Contains(page, "did not complete. Sign in again") || next != asked {
+			t.Errorf("%s: %d, Sign in returning to %q, want a page saying it, returning to %q\n%s", tc.name, res.StatusCode, next, asked, page)
 		}
 	}
-	if res.StatusCode == http.StatusSeeOther || !strings.Contains(page, "did not complete. Sign in again") || next != asked {
-		t.Errorf("the provider's refusal: %d, Sign in returning to %q, want a page saying it, returning to %q\n%s", res.StatusCode, next, asked, page)
-	}
 	// Another browser, which started no sign-in: Sign in to her home page.
-	res, page = getBody(t, noRedirects(jarClient()), cb)
+	res, page := getBody(t, noRedirects(jarClient()), cb)
 	if res.StatusCode != http.StatusForbidden || !strings.Contains(page, `<a href="/portal/signin" id="back">`) {
 		t.Errorf("a callback not started in this browser: %d\n%s", res.StatusCode, page)
 	}
