@@ -97,7 +97,7 @@ func (a actions) SessionHosts(ctx context.Context, pool string) (*vdibroker.Host
 }
 
 func (a actions) StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
-	_, err := a.db.PutHostPool(ctx, p)
+	_, err := a.db.PutHostPool(ctx, p, vdibroker.Precondition{})
 	return p, false, err
 }
 
@@ -138,7 +138,7 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			pool.HostPoolType, pool.LoadBalancerType, pool.MaxSessionLimit, pool.PowerDriver = vdibroker.Pooled, vdibroker.BreadthFirst, 10, "sim"
 			t0 := time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC) // Monday, ramp-down
 			pool.CreateTime, pool.UpdateTime = t0, t0
-			if _, err := dbA.PutHostPool(ctx, pool); err != nil {
+			if _, err := dbA.PutHostPool(ctx, pool, vdibroker.Precondition{}); err != nil {
 				t.Fatal(err)
 			}
 			pw := &power{now: t0, state: map[string]string{}, drain: map[string]bool{}}
