@@ -273,7 +273,9 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool, pre vd
 	err := s.write(ctx, func(t *tx) error {
 		// Lock the pool's row, then its hosts, so a concurrent placement
 		// either commits before us (and is counted below) or finds no
-		// host, and a plan taking the pool waits for us (R-SP4).
+		// host, and a plan taking the pool waits for us (R-SP4); then
+		// its application groups and the etag clock (PostgreSQL: the
+		// order every admin write takes them in, R-E13).
 		what := fmt.Sprintf("host pool %q", name)
 		old, err := t.getPoolForWrite(ctx, name)
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
@@ -287,8 +289,21 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool, pre vd
 		}
 		t.audited(old, nil)
 		if s.d.forUpdate != "" {
-			if _, err := t.exec(ctx, `SELECT name FROM host_counts WHERE host_pool = ?`+s.d.forUpdate, name); err != nil {
-				return err
+			for _, q := range []string{
+				`SELECT name FROM host_counts WHERE host_pool = ?`,
+				// Its application groups before the etag clock: a
+				// PutApplication locks its group, then the clock.
+				`SELECT name FROM application_groups WHERE host_pool = ? ORDER BY name`,
+				// The etag clock, when the pool is in a plan (leavePlan
+				// issues the plan's update time; R-E13), before the
+				// plan's rows: a PutScalingPlan takes the clock, then
+				// its plan's row and pool rows. No plan takes the pool
+				// meanwhile: that locks the pool's row first.
+				`SELECT last FROM etag_clock WHERE id = 1 AND EXISTS (SELECT 1 FROM scaling_plan_pools WHERE host_pool = ?)`,
+			} {
+				if _, err := t.exec(ctx, q+s.d.forUpdate, name); err != nil {
+					return err
+				}
 			}
 		}
 		if del, err = t.poolDeletion(ctx, name, s.now()); err != nil {

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -304,4 +306,106 @@ func TestUpdateHostPoolAtomic_RE13(t *testing.T) {
 			t.Errorf("%d PATCHes with the If-Match of one read landed, want 1", won)
 		}
 	})
+}
+
+// holdETagClock begins a transaction of its own on dsn's database that
+// holds the etag_clock row (as an admin write of another replica does
+// while it commits), until the test commits or rolls it back.
+func holdETagClock(t *testing.T, dsn string) *sql.Tx {
+	t.Helper()
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	tx, err := raw.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	if _, err := tx.ExecContext(t.Context(), `SELECT last FROM etag_clock WHERE id = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// TestDeletePoolInPlanLockOrder_RE13 (PostgreSQL): the delete of a pool
+// in a scaling plan takes the etag_clock row (the plan's update time)
+// only after it holds what an admin write that also takes it holds
+// first: the pool's application groups (a PutApplication locks its
+// group, then the clock) and its plan's pool row (a PutScalingPlan that
+// drops the pool takes the clock, then the plan, then its pool rows).
+// Each of these, queued behind the delete for the clock, used to hold
+// what the delete needed next: a deadlock PostgreSQL broke only after
+// deadlock_timeout, running one again. Now the other write waits for the
+// delete and then finds the group, or the pool, gone; nothing is run
+// again.
+func TestDeletePoolInPlanLockOrder_RE13(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	a, b, retries := twoReplicasOn(t, dsn)
+	ctx := t.Context()
+	none := vdibroker.Precondition{}
+	for round, other := range []struct {
+		name  string
+		write func() error
+	}{
+		{"PutApplication", func() error {
+			_, err := b.PutApplication(ctx, &vdibroker.Application{Name: "paint", ApplicationGroup: "pool-p0-apps", FilePath: "mspaint2.exe",
+				CommandLineSetting: vdibroker.CommandLineDoNotAllow, CreateTime: t0, UpdateTime: t0}, none)
+			return err
+		}},
+		{"PutScalingPlan without the pool", func() error {
+			_, err := b.PutScalingPlan(ctx, plan("plan1", "pool-q1"), none)
+			return err
+		}},
+	} {
+		p, q := fmt.Sprintf("pool-p%d", round), fmt.Sprintf("pool-q%d", round)
+		mustPool(t, a, pool(p, vdibroker.Pooled))
+		mustPool(t, a, pool(q, vdibroker.Pooled))
+		if _, err := a.PutScalingPlan(ctx, plan(fmt.Sprintf("plan%d", round), p, q), none); err != nil {
+			t.Fatal(err)
+		}
+		mustAppGroup(t, a, appGroup(p+"-apps", p, vdibroker.AppGroupRemoteApp, vdibroker.Assignments{}))
+		if _, err := a.PutApplication(ctx, &vdibroker.Application{Name: "paint", ApplicationGroup: p + "-apps", FilePath: "mspaint.exe",
+			CommandLineSetting: vdibroker.CommandLineDoNotAllow, CreateTime: t0, UpdateTime: t0}, none); err != nil {
+			t.Fatal(err)
+		}
+		clock := holdETagClock(t, dsn)
+		del, put := make(chan error, 1), make(chan error, 1)
+		go func() {
+			_, err := a.DeleteHostPool(context.WithoutCancel(ctx), p, true, none)
+			del <- err
+		}()
+		waitForLockWaiter(t, a, "the delete of "+p)
+		go func() { put <- other.write() }()
+		waitForLockWaiters(t, a, 2, other.name+", behind the delete")
+		if err := clock.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-del; err != nil {
+			t.Errorf("%s: delete of %s: %v", other.name, p, err)
+		}
+		err := <-put
+		switch round {
+		case 0:
+			if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+				t.Errorf("%s of the deleted pool's group: %v, want NotFound", other.name, err)
+			}
+			if _, err := a.GetApplication(ctx, p+"-apps", "paint"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+				t.Errorf("the deleted pool's application: %v, want NotFound", err)
+			}
+		case 1:
+			if err != nil {
+				t.Errorf("%s: %v", other.name, err)
+			}
+			if got, err := a.GetScalingPlan(ctx, "plan1"); err != nil || fmt.Sprint(got.HostPools) != "["+q+"]" {
+				t.Errorf("the plan after: %v, %v; want [%s]", got, err, q)
+			}
+		}
+	}
+	// (The plan's write runs again once, as it should: the delete changed
+	// the plan after it read it.)
+	if n := retries.locks.Load(); n != 0 {
+		t.Errorf("%d writes were run again after a deadlock or serialization failure, want none: %s", n, retries.first.Load())
+	}
 }

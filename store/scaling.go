@@ -77,8 +77,9 @@ func (t *tx) planPools(ctx context.Context, plans map[string]*vdibroker.ScalingP
 // is conditional on the update time read (R-E13): a write of another
 // replica in between runs this one again, on what the plan is now. The
 // plan's row is not locked before its pools are checked: a pool's delete
-// locks the pool, then its plan, and the other order could deadlock on
-// PostgreSQL; the conditional update alone keeps two writers apart.
+// locks the pool, then the etag clock, then its plan, and another order
+// could deadlock on PostgreSQL; the conditional update alone keeps two
+// writers apart.
 func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre vdibroker.Precondition) (created bool, err error) {
 	sched, err := json.Marshal(p.Schedules)
 	if err != nil {
