@@ -263,8 +263,10 @@ type EntitlementStore interface {
 	// ListApplicationGroups lists the groups of pool ("" every pool) by
 	// name, with their assignments.
 	ListApplicationGroups(ctx context.Context, pool string) ([]*ApplicationGroup, error)
-	// DeleteApplicationGroup deletes a group with its applications.
-	DeleteApplicationGroup(ctx context.Context, name string) error
+	// DeleteApplicationGroup deletes a group with its applications; pre
+	// (a DELETE's If-Match) is checked in the same transaction
+	// (PreconditionFailed, R-E13).
+	DeleteApplicationGroup(ctx context.Context, name string, pre Precondition) error
 	// PutApplication creates or replaces an application of a RemoteApp
 	// group (InvalidArgument when the group is a Desktop group; NotFound
 	// when there is none); pre as PutApplicationGroup's.
@@ -273,7 +275,7 @@ type EntitlementStore interface {
 	// ListApplications lists a group's applications by name (NotFound
 	// when the group does not exist).
 	ListApplications(ctx context.Context, group string) ([]*Application, error)
-	DeleteApplication(ctx context.Context, group, name string) error
+	DeleteApplication(ctx context.Context, group, name string, pre Precondition) error
 	// AssignedApplicationGroups returns the groups q's user is assigned
 	// to (directly, through one of q's groups, or as all users), by name,
 	// each with only the assignments that match (R-E2).
@@ -293,11 +295,13 @@ type EntitlementService interface {
 	// invalid input changes nothing, nor does a precondition that does not
 	// hold (the PUT's If-Match or If-None-Match, R-E13).
 	PutApplicationGroup(ctx context.Context, name string, g *ApplicationGroup, pre Precondition) (*ApplicationGroup, bool, error)
-	DeleteApplicationGroup(ctx context.Context, name string) error
+	// DeleteApplicationGroup deletes group name; pre is the DELETE's
+	// If-Match (R-E13), checked after the caller may see the group.
+	DeleteApplicationGroup(ctx context.Context, name string, pre Precondition) error
 	ListApplications(ctx context.Context, group string) ([]*Application, error)
 	Application(ctx context.Context, group, name string) (*Application, error)
 	PutApplication(ctx context.Context, group, name string, a *Application, pre Precondition) (*Application, bool, error)
-	DeleteApplication(ctx context.Context, group, name string) error
+	DeleteApplication(ctx context.Context, group, name string, pre Precondition) error
 
 	// Entitled returns the grant that entitles who to r, or NotEntitled
 	// (R-E2, R-E3).

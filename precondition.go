@@ -9,11 +9,12 @@ import (
 )
 
 // Optimistic concurrency of the objects an admin reads, edits and writes
-// back whole with PUT (R-E13): application groups, applications and
-// scaling plans. A GET answers an ETag derived from the object's
-// updateTime, which every replace moves forward; a PUT with If-Match
-// writes only over the object read, with If-None-Match: * only where
-// there is none. The store checks it in the write's transaction.
+// back (R-E13): host pools, application groups, applications and scaling
+// plans. A GET answers an ETag derived from the object's updateTime,
+// which every write moves forward past any time issued before; a PUT,
+// PATCH or DELETE with If-Match changes only the object read, a PUT with
+// If-None-Match: * writes only where there is none. The store checks it
+// in the write's transaction.
 
 // Precondition is what a PUT asks of the object it replaces (R-E13); the
 // zero value asks nothing, as a PUT without the headers.
@@ -34,7 +35,7 @@ func ETag(updated time.Time) string {
 }
 
 // ParsePrecondition reads the If-Match and If-None-Match headers of a PUT
-// (R-E13). If-Match is "*" or a list of entity tags (RFC 9110: compared
+// or PATCH (R-E13). If-Match is "*" or a list of entity tags (RFC 9110: compared
 // strongly, so a weak tag or one not made by ETag never matches);
 // If-None-Match is "*" only (a PUT of an object whose tag it knows has no
 // use). Any other form is InvalidArgument naming the header.
@@ -42,7 +43,7 @@ func ParsePrecondition(h http.Header) (Precondition, error) {
 	var p Precondition
 	if v := strings.TrimSpace(strings.Join(h.Values("If-None-Match"), ",")); v != "" {
 		if v != "*" {
-			return p, FieldError("If-None-Match", `only "*" (create, never replace) is allowed on a PUT, got %q`, clip(v))
+			return p, FieldError("If-None-Match", `only "*" (create, never replace) is allowed, got %q`, clip(v))
 		}
 		p.Absent = true
 	}
@@ -80,6 +81,16 @@ func ParsePrecondition(h http.Header) (Precondition, error) {
 		p.Versions = []time.Time{{}}
 	}
 	return p, nil
+}
+
+// ParseDeletePrecondition reads the If-Match header of a DELETE as
+// ParsePrecondition does (R-E13); If-None-Match, which would delete only
+// what does not exist, is InvalidArgument naming it.
+func ParseDeletePrecondition(h http.Header) (Precondition, error) {
+	if strings.TrimSpace(strings.Join(h.Values("If-None-Match"), ",")) != "" {
+		return Precondition{}, FieldError("If-None-Match", "not allowed on a DELETE: send If-Match with the ETag read, or no header")
+	}
+	return ParsePrecondition(h)
 }
 
 // clip bounds a header quoted back in a refusal.

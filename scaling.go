@@ -82,7 +82,9 @@ type ScalingStore interface {
 	GetScalingPlan(ctx context.Context, name string) (*ScalingPlan, error)
 	// ListScalingPlans lists plans by name.
 	ListScalingPlans(ctx context.Context) ([]*ScalingPlan, error)
-	DeleteScalingPlan(ctx context.Context, name string) error
+	// pre (a DELETE's If-Match) is checked in the delete's transaction
+	// (PreconditionFailed, R-E13).
+	DeleteScalingPlan(ctx context.Context, name string, pre Precondition) error
 	// ScalingPlanForPool returns the plan that names the pool; NotFound
 	// when none does.
 	ScalingPlanForPool(ctx context.Context, pool string) (*ScalingPlan, error)

@@ -141,19 +141,21 @@ type PoolService interface {
 	ListPools(ctx context.Context) ([]*HostPool, error)
 	Pool(ctx context.Context, name string) (*HostPool, error)
 	// PutPool creates or replaces pool name with p, whose absent fields
-	// hold their defaults; createOnly (If-None-Match: *) refuses to
-	// replace one. Invalid settings change nothing (R-P4); the type of a
-	// pool never changes (R-P1). It returns the pool as stored and whether
-	// it was created.
-	PutPool(ctx context.Context, name string, p *HostPool, createOnly bool) (*HostPool, bool, error)
+	// hold their defaults; pre (the PUT's If-Match or If-None-Match,
+	// R-E13) is checked in the write's transaction. Invalid settings
+	// change nothing (R-P4); the type of a pool never changes (R-P1). It
+	// returns the pool as stored and whether it was created.
+	PutPool(ctx context.Context, name string, p *HostPool, pre Precondition) (*HostPool, bool, error)
 	// UpdatePool changes pool name with change, given a copy of the
-	// stored pool (a PATCH body decoded onto it), and stores it as
-	// PutPool does.
-	UpdatePool(ctx context.Context, name string, change func(*HostPool) error) (*HostPool, error)
+	// stored pool (a PATCH body decoded onto it), applied and checked
+	// against pre (the PATCH's If-Match, R-E13) in the store's write
+	// transaction, so change may run more than once and must not block.
+	UpdatePool(ctx context.Context, name string, change func(*HostPool) error, pre Precondition) (*HostPool, error)
 	// DeletePool deletes a pool with its hosts and sessions and returns
 	// what went; refused with Conflict, naming what would go, while the
 	// pool has hosts or open sessions, unless force.
-	DeletePool(ctx context.Context, name string, force bool) (*PoolDeletion, error)
+	// pre is the DELETE's If-Match (R-E13).
+	DeletePool(ctx context.Context, name string, force bool, pre Precondition) (*PoolDeletion, error)
 	// Summary is the pool's hosts by status, drained hosts and open
 	// sessions.
 	Summary(ctx context.Context, p *HostPool) (*PoolSummary, error)
@@ -171,7 +173,9 @@ type ScalingPlanService interface {
 	// it as stored and whether it was created; pre is the PUT's If-Match
 	// or If-None-Match (R-E13).
 	PutScalingPlan(ctx context.Context, name string, p *ScalingPlan, pre Precondition) (*ScalingPlan, bool, error)
-	DeleteScalingPlan(ctx context.Context, name string) error
+	// DeleteScalingPlan deletes plan name; pre is the DELETE's If-Match
+	// (R-E13).
+	DeleteScalingPlan(ctx context.Context, name string, pre Precondition) error
 	// AutoscaleEvaluations lists the autoscaler's evaluations of pool,
 	// newest first, older than seq before (0: from the newest), at most
 	// limit.

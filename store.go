@@ -188,12 +188,16 @@ type Store interface {
 
 	// PutHostPool creates (created=true) or replaces a pool. Replacing with
 	// another hostPoolType is refused with InvalidArgument on field
-	// hostPoolType (R-P1). CreateTime is kept on replace.
-	PutHostPool(ctx context.Context, p *HostPool) (created bool, err error)
-	// CreateHostPool creates a pool, refused with Conflict when one of that
-	// name exists (PUT with If-None-Match: *): two creates never replace
-	// each other.
-	CreateHostPool(ctx context.Context, p *HostPool) error
+	// hostPoolType (R-P1). CreateTime is kept on replace. pre (the PUT's
+	// If-Match or If-None-Match) is checked in the same transaction
+	// (PreconditionFailed, R-E13): two creates with If-None-Match never
+	// replace each other.
+	PutHostPool(ctx context.Context, p *HostPool, pre Precondition) (created bool, err error)
+	// UpdateHostPool reads pool name, checks pre (a PATCH's If-Match,
+	// R-E13), calls fn on a copy and writes the copy back, in one
+	// transaction: a PATCH loses no other write's change. fn may run more
+	// than once.
+	UpdateHostPool(ctx context.Context, name string, fn func(*HostPool) error, pre Precondition) (*HostPool, error)
 	GetHostPool(ctx context.Context, name string) (*HostPool, error)
 	// ListHostPools lists pools by name.
 	ListHostPools(ctx context.Context) ([]*HostPool, error)
@@ -201,7 +205,9 @@ type Store interface {
 	// and takes it out of its scaling plan (audited as that plan's change),
 	// and returns what went. It is refused with Conflict, naming what
 	// would go, while the pool has hosts or open sessions, unless force.
-	DeleteHostPool(ctx context.Context, name string, force bool) (*PoolDeletion, error)
+	// pre is the DELETE's If-Match, checked in the same transaction
+	// (R-E13).
+	DeleteHostPool(ctx context.Context, name string, force bool, pre Precondition) (*PoolDeletion, error)
 
 	// PutSessionHost creates or replaces a host's admin fields (address,
 	// protocols, standardFeatures, allowNewSession, assignedUsers); runtime

@@ -21,8 +21,13 @@ import (
 type Actions interface {
 	// SessionHosts returns a pool and its hosts with their session counts.
 	SessionHosts(ctx context.Context, pool string) (*vdibroker.HostPool, []*vdibroker.SessionHost, error)
-	// StorePool stores p (a changed copy of old), as an admin's PUT does.
-	StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error)
+	// SetLoadBalancer sets the pool's load balancer type to to while it
+	// is from, on the pool as the write reads it, changing nothing else
+	// (R-A2, R-E13): an administrator's change that lands after the
+	// autoscaler read the pool is kept. It returns the pool as stored and
+	// whether it was set; not set (nil, false, nil) means the load
+	// balancer is no longer from.
+	SetLoadBalancer(ctx context.Context, pool, from, to string) (*vdibroker.HostPool, bool, error)
 	// StartHost asks the pool's power driver to start the host (R-A4).
 	StartHost(ctx context.Context, pool, host, by string) error
 	// StopHost asks the driver to stop it: Conflict while it has sessions
@@ -470,14 +475,20 @@ func (e *eval) loadBalancer(ctx context.Context, phase string) {
 	if want == "" || e.pool.LoadBalancerType == want {
 		return
 	}
-	if e.st.AppliedLoadBalancer == "" || e.pool.LoadBalancerType != e.st.AppliedLoadBalancer {
-		e.st.OriginalLoadBalancer = e.pool.LoadBalancerType
+	// Only the load balancer, and only while it is the one read: an
+	// admin's change since is kept, and the next evaluation sets the
+	// phase's over what the admin set, recorded as the one to restore.
+	was := e.pool.LoadBalancerType
+	stored, set, err := e.a.act.SetLoadBalancer(ctx, e.pool.Name, was, want)
+	if err == nil && !set {
+		e.notes = append(e.notes, fmt.Sprintf("the load balancer changed since it was read (was %s): the %s one, %s, is set at the next evaluation", was, phase, want))
+		return
 	}
-	p := *e.pool
-	p.LoadBalancerType = want
-	stored, _, err := e.a.act.StorePool(ctx, p.Name, e.pool, &p, false)
-	e.did(vdibroker.ActionSetLoadBalancer, "", fmt.Sprintf("%s load balancer %s (was %s)", phase, want, e.pool.LoadBalancerType), err)
+	e.did(vdibroker.ActionSetLoadBalancer, "", fmt.Sprintf("%s load balancer %s (was %s)", phase, want, was), err)
 	if err == nil {
+		if e.st.AppliedLoadBalancer == "" || was != e.st.AppliedLoadBalancer {
+			e.st.OriginalLoadBalancer = was
+		}
 		e.st.AppliedLoadBalancer = want
 		e.pool = stored
 	}
@@ -692,10 +703,14 @@ func (a *Autoscaler) release(ctx context.Context, st *vdibroker.AutoscaleState, 
 	}
 	st.Hosts = nil
 	if st.OriginalLoadBalancer != "" && pool.LoadBalancerType == st.AppliedLoadBalancer {
-		p := *pool
-		p.LoadBalancerType = st.OriginalLoadBalancer
-		_, _, err := a.act.StorePool(ctx, p.Name, pool, &p, false)
-		e.did(vdibroker.ActionSetLoadBalancer, "", "restored the admin's load balancer "+st.OriginalLoadBalancer, err)
+		// Only while it is still the plan's: one an admin set after the
+		// read is kept (R-E13).
+		_, set, err := a.act.SetLoadBalancer(ctx, pool.Name, st.AppliedLoadBalancer, st.OriginalLoadBalancer)
+		if err == nil && !set {
+			e.notes = append(e.notes, "the load balancer changed since it was read: the admin's is kept")
+		} else {
+			e.did(vdibroker.ActionSetLoadBalancer, "", "restored the admin's load balancer "+st.OriginalLoadBalancer, err)
+		}
 	}
 	st.OriginalLoadBalancer, st.AppliedLoadBalancer = "", ""
 	return a.finish(ctx, e)

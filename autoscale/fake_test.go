@@ -97,12 +97,19 @@ func (w *world) SessionHosts(ctx context.Context, pool string) (*vdibroker.HostP
 	return &cp, out, nil
 }
 
-func (w *world) StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
+func (w *world) SetLoadBalancer(ctx context.Context, pool, from, to string) (*vdibroker.HostPool, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	p, ok := w.pools[pool]
+	if !ok {
+		return nil, false, vdibroker.Errorf(vdibroker.ENotFound, "no pool %s", pool)
+	}
+	if p.LoadBalancerType != from {
+		return nil, false, nil
+	}
+	p.LoadBalancerType = to
 	cp := *p
-	w.pools[name] = &cp
-	return p, false, nil
+	return &cp, true, nil
 }
 
 func (w *world) StartHost(ctx context.Context, pool, host, by string) error {

@@ -2,6 +2,7 @@ package autoscale_test
 
 import (
 	"context"
+	"errors"
 	"github.com/vdibroker/vdibroker/internal/pgtest"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/autoscale"
+	"github.com/vdibroker/vdibroker/broker"
 	"github.com/vdibroker/vdibroker/store"
 )
 
@@ -96,10 +98,21 @@ func (a actions) SessionHosts(ctx context.Context, pool string) (*vdibroker.Host
 	return p, hs, err
 }
 
-func (a actions) StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
-	_, err := a.db.PutHostPool(ctx, p)
-	return p, false, err
+func (a actions) SetLoadBalancer(ctx context.Context, pool, from, to string) (*vdibroker.HostPool, bool, error) {
+	p, err := a.db.UpdateHostPool(ctx, pool, func(p *vdibroker.HostPool) error {
+		if p.LoadBalancerType != from {
+			return errNotFrom
+		}
+		p.LoadBalancerType = to
+		return nil
+	}, vdibroker.Precondition{})
+	if errors.Is(err, errNotFrom) {
+		return nil, false, nil
+	}
+	return p, err == nil, err
 }
+
+var errNotFrom = errors.New("load balancer changed")
 
 func (a actions) StartHost(ctx context.Context, pool, host, by string) error {
 	a.p.mu.Lock()
@@ -138,7 +151,7 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			pool.HostPoolType, pool.LoadBalancerType, pool.MaxSessionLimit, pool.PowerDriver = vdibroker.Pooled, vdibroker.BreadthFirst, 10, "sim"
 			t0 := time.Date(2026, 11, 30, 19, 0, 0, 0, time.UTC) // Monday, ramp-down
 			pool.CreateTime, pool.UpdateTime = t0, t0
-			if _, err := dbA.PutHostPool(ctx, pool); err != nil {
+			if _, err := dbA.PutHostPool(ctx, pool, vdibroker.Precondition{}); err != nil {
 				t.Fatal(err)
 			}
 			pw := &power{now: t0, state: map[string]string{}, drain: map[string]bool{}}
@@ -252,6 +265,134 @@ func TestTwoReplicasOnTheStore(t *testing.T) {
 			}
 			if len(states) != 1 || states[0].Hosts["h1"] == nil || !states[0].Hosts["h1"].DrainTime.Equal(t0) || !states[0].Hosts["h1"].LoggedOff {
 				t.Errorf("state: %+v", states)
+			}
+		})
+	}
+}
+
+// patchBetween is the broker's autoscale actions with an administrator's
+// PATCH landing between the autoscaler's read of the pool (SessionHosts)
+// and its write of the load balancer: patch runs once, after the read.
+type patchBetween struct {
+	broker.AutoscaleActions
+	patch func(ctx context.Context)
+}
+
+func (a *patchBetween) SessionHosts(ctx context.Context, pool string) (*vdibroker.HostPool, []*vdibroker.SessionHost, error) {
+	p, hs, err := a.AutoscaleActions.SessionHosts(ctx, pool)
+	if f := a.patch; f != nil {
+		a.patch = nil
+		f(ctx)
+	}
+	return p, hs, err
+}
+
+// TestAutoscalerKeepsAdminPatch_RA2: the autoscaler changes only the
+// load balancer of a pool (R-A2, R-E13): an administrator's PATCH that
+// lands between its read of the pool and its write is kept, when a phase
+// sets the plan's load balancer and when the release restores the
+// admin's; and a load balancer the administrator set in between is not
+// overwritten by the release's restore, nor recorded as the one to
+// restore when the phase's was set over an older one. On the broker
+// service and the real store, both engines.
+func TestAutoscalerKeepsAdminPatch_RA2(t *testing.T) {
+	for name, opener := range engines(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			db := opener(t)
+			svc := broker.New(broker.Config{Store: db, MaintenanceInterval: time.Hour, PowerPollInterval: time.Hour})
+			t.Cleanup(func() { svc.Close() })
+			p := vdibroker.NewHostPool("office")
+			p.LoadBalancerType, p.MaxSessionLimit = vdibroker.BreadthFirst, 10
+			if _, _, err := svc.PutPool(ctx, "office", p, vdibroker.Precondition{}); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) // Monday, peak
+			plan := &vdibroker.ScalingPlan{Name: "plan", TimeZone: "UTC", HostPoolType: vdibroker.Pooled, HostPools: []string{"office"}, Schedules: []vdibroker.ScalingSchedule{{
+				Name: "weekdays", DaysOfWeek: []string{"Monday"}, RampUpStartTime: "07:00", PeakStartTime: "09:00",
+				RampDownStartTime: "18:00", OffPeakStartTime: "22:00", RampUpCapacityThresholdPct: 60, RampDownCapacityThresholdPct: 90,
+				PeakLoadBalancingAlgorithm: vdibroker.DepthFirst,
+			}}}
+			plan.FillDefaults()
+			if err := plan.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.PutScalingPlan(ctx, plan, vdibroker.Precondition{}); err != nil {
+				t.Fatal(err)
+			}
+			patch := func(change func(*vdibroker.HostPool)) func(ctx context.Context) {
+				return func(ctx context.Context) {
+					if _, err := svc.UpdatePool(ctx, "office", func(p *vdibroker.HostPool) error { change(p); return nil }, vdibroker.Precondition{}); err != nil {
+						t.Errorf("the admin's PATCH: %v", err)
+					}
+				}
+			}
+			act := &patchBetween{AutoscaleActions: broker.AutoscaleActions{Service: svc}}
+			a := autoscale.New(autoscale.Config{Store: db, Actions: act, Holder: "a", Interval: time.Minute, Now: func() time.Time { return t0 }})
+			evaluate := func() *vdibroker.HostPool {
+				t.Helper()
+				if _, err := a.Evaluate(ctx); err != nil {
+					t.Fatal(err)
+				}
+				got, err := db.GetHostPool(ctx, "office")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+
+			// Peak: the plan's DepthFirst set, the admin's limit and
+			// description of the same moment kept.
+			act.patch = patch(func(p *vdibroker.HostPool) { p.MaxSessionLimit, p.Description = 7, "admin's" })
+			if got := evaluate(); got.LoadBalancerType != vdibroker.DepthFirst || got.MaxSessionLimit != 7 || got.Description != "admin's" {
+				t.Errorf("after the phase's load balancer: %s, limit %d, %q; want DepthFirst with the admin's limit 7 and description",
+					got.LoadBalancerType, got.MaxSessionLimit, got.Description)
+			}
+
+			// The plan no longer covers the pool: the release restores
+			// BreadthFirst and keeps the admin's limit of the same moment.
+			if err := db.DeleteScalingPlan(ctx, "plan", vdibroker.Precondition{}); err != nil {
+				t.Fatal(err)
+			}
+			act.patch = patch(func(p *vdibroker.HostPool) { p.MaxSessionLimit = 8 })
+			if got := evaluate(); got.LoadBalancerType != vdibroker.BreadthFirst || got.MaxSessionLimit != 8 {
+				t.Errorf("after the release: %s, limit %d; want BreadthFirst restored with the admin's limit 8", got.LoadBalancerType, got.MaxSessionLimit)
+			}
+
+			// Covered again; the admin sets LoadIndex between the read
+			// and the write: kept (the phase's is set at the next
+			// evaluation, over LoadIndex, which the release restores).
+			if _, err := db.PutScalingPlan(ctx, plan, vdibroker.Precondition{}); err != nil {
+				t.Fatal(err)
+			}
+			act.patch = patch(func(p *vdibroker.HostPool) { p.LoadBalancerType = vdibroker.LoadIndex })
+			if got := evaluate(); got.LoadBalancerType != vdibroker.LoadIndex {
+				t.Errorf("the admin's load balancer set between the read and the write: %s, want LoadIndex kept", got.LoadBalancerType)
+			}
+			if got := evaluate(); got.LoadBalancerType != vdibroker.DepthFirst {
+				t.Errorf("the next evaluation: %s, want the phase's DepthFirst", got.LoadBalancerType)
+			}
+			if err := db.DeleteScalingPlan(ctx, "plan", vdibroker.Precondition{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := evaluate(); got.LoadBalancerType != vdibroker.LoadIndex {
+				t.Errorf("after the release: %s, want the admin's LoadIndex restored", got.LoadBalancerType)
+			}
+
+			// Covered again, DepthFirst set; the admin sets RoundRobin
+			// between the release's read and write: not overwritten.
+			if _, err := db.PutScalingPlan(ctx, plan, vdibroker.Precondition{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := evaluate(); got.LoadBalancerType != vdibroker.DepthFirst {
+				t.Fatalf("covered again: %s, want DepthFirst", got.LoadBalancerType)
+			}
+			if err := db.DeleteScalingPlan(ctx, "plan", vdibroker.Precondition{}); err != nil {
+				t.Fatal(err)
+			}
+			act.patch = patch(func(p *vdibroker.HostPool) { p.LoadBalancerType = vdibroker.BreadthFirst })
+			if got := evaluate(); got.LoadBalancerType != vdibroker.BreadthFirst {
+				t.Errorf("the admin's load balancer set between the release's read and write: %s, want BreadthFirst kept", got.LoadBalancerType)
 			}
 		})
 	}

@@ -31,8 +31,10 @@ func (s *Service) Pool(ctx context.Context, name string) (*vdibroker.HostPool, e
 }
 
 // PutPool creates or replaces pool name with p: the pool as read before
-// decides between create and replace, and createOnly refuses a replace.
-func (s *Service) PutPool(ctx context.Context, name string, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
+// decides between create and replace for the checks of R-P1; pre (the
+// PUT's If-Match or If-None-Match) is checked by the store in the write's
+// transaction (R-E13), after the body was found valid.
+func (s *Service) PutPool(ctx context.Context, name string, p *vdibroker.HostPool, pre vdibroker.Precondition) (*vdibroker.HostPool, bool, error) {
 	old, err := s.store.GetHostPool(ctx, name)
 	if err != nil {
 		if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
@@ -40,25 +42,42 @@ func (s *Service) PutPool(ctx context.Context, name string, p *vdibroker.HostPoo
 		}
 		old = nil
 	}
-	if createOnly && old != nil {
-		return nil, false, PoolExists(name)
-	}
-	return s.StorePool(ctx, name, old, p, createOnly)
+	return s.storePool(ctx, name, old, p, pre)
 }
 
 // UpdatePool changes pool name with change, given a copy of it, and
-// stores the result: refused means nothing changed (R-P4).
-func (s *Service) UpdatePool(ctx context.Context, name string, change func(*vdibroker.HostPool) error) (*vdibroker.HostPool, error) {
-	old, err := s.store.GetHostPool(ctx, name)
+// stores the result: refused means nothing changed (R-P4). The change is
+// applied by the store to the pool as its write's transaction reads it,
+// where pre (the PATCH's If-Match) is checked (R-E13): no other write's
+// change is lost. change may run more than once. A change that is not
+// valid on the pool as read first is refused before pre is looked at.
+func (s *Service) UpdatePool(ctx context.Context, name string, change func(*vdibroker.HostPool) error, pre vdibroker.Precondition) (*vdibroker.HostPool, error) {
+	apply := func(p *vdibroker.HostPool) error {
+		old := *p
+		if err := change(p); err != nil {
+			return err
+		}
+		return s.checkPool(name, &old, p)
+	}
+	if old, err := s.store.GetHostPool(ctx, name); err == nil {
+		p := *old
+		if err := apply(&p); err != nil {
+			return nil, err // 400 before the precondition, as a PUT's
+		}
+	}
+	now := s.now().UTC()
+	stored, err := s.store.UpdateHostPool(ctx, name, func(p *vdibroker.HostPool) error {
+		if err := apply(p); err != nil {
+			return err
+		}
+		p.UpdateTime = now
+		return nil
+	}, pre)
 	if err != nil {
 		return nil, err
 	}
-	p := *old
-	if err := change(&p); err != nil {
-		return nil, err
-	}
-	stored, _, err := s.StorePool(ctx, name, old, &p, false)
-	return stored, err
+	s.views.SetPool(stored) // R-P1: the next placement uses the new settings
+	return stored, nil
 }
 
 // StorePool validates p and stores it; old is the pool as read before (nil
@@ -66,40 +85,17 @@ func (s *Service) UpdatePool(ctx context.Context, name string, change func(*vdib
 // pool created meanwhile (If-None-Match: *). It returns the pool as stored
 // and whether it was created. Invalid input changes nothing (R-P4).
 func (s *Service) StorePool(ctx context.Context, name string, old, p *vdibroker.HostPool, createOnly bool) (*vdibroker.HostPool, bool, error) {
-	if p.Name != name {
-		return nil, false, vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
-	}
-	// R-P1 first: a type change is refused for what it is, not for the
-	// load balancer type that no longer fits the new type.
-	validType := p.HostPoolType == vdibroker.Pooled || p.HostPoolType == vdibroker.Personal
-	if old != nil && validType && p.HostPoolType != old.HostPoolType {
-		return nil, false, hostPoolTypeChange(old.HostPoolType)
-	}
-	p.FillDefaults()
-	if _, err := vdibroker.ValidateHostPool(p); err != nil {
+	return s.storePool(ctx, name, old, p, vdibroker.Precondition{Absent: createOnly})
+}
+
+// storePool is StorePool with the write's precondition (R-E13).
+func (s *Service) storePool(ctx context.Context, name string, old, p *vdibroker.HostPool, pre vdibroker.Precondition) (*vdibroker.HostPool, bool, error) {
+	if err := s.checkPool(name, old, p); err != nil {
 		return nil, false, err
-	}
-	if err := s.power.Validate(p); err != nil { // the loaded drivers
-		return nil, false, err
-	}
-	if _, err := rdp.ParseCustomProperties(p.CustomRdpProperty); err != nil { // R-E8
-		return nil, false, vdibroker.FieldError("customRdpProperty", "%v (name:type:value separated by ; or line breaks, as in serve --rdp-defaults)", err)
-	}
-	if old != nil && p.HostPoolType != old.HostPoolType {
-		return nil, false, hostPoolTypeChange(old.HostPoolType)
 	}
 	now := s.now().UTC()
 	p.CreateTime, p.UpdateTime = now, now
-	var created bool
-	var err error
-	if createOnly {
-		created, err = true, s.store.CreateHostPool(ctx, p)
-		if vdibroker.ErrorCode(err) == vdibroker.EConflict {
-			return nil, false, PoolExists(name) // created since the caller's read
-		}
-	} else {
-		created, err = s.store.PutHostPool(ctx, p)
-	}
+	created, err := s.store.PutHostPool(ctx, p, pre)
 	if err != nil {
 		return nil, false, err
 	}
@@ -112,9 +108,32 @@ func (s *Service) StorePool(ctx context.Context, name string, old, p *vdibroker.
 	return stored, created, nil
 }
 
-// PoolExists is the Conflict of a create-only PUT of an existing pool.
-func PoolExists(name string) error {
-	return vdibroker.Errorf(vdibroker.EConflict, "host pool %q already exists; change it with PATCH or PUT without If-None-Match", name)
+// checkPool fills p's defaults and validates it as pool name replacing
+// old (nil when new): R-P1, R-P4, its power driver and RDP properties.
+func (s *Service) checkPool(name string, old, p *vdibroker.HostPool) error {
+	if p.Name != name {
+		return vdibroker.FieldError("name", "must match the host pool name in the path (%q), got %q", name, p.Name)
+	}
+	// R-P1 first: a type change is refused for what it is, not for the
+	// load balancer type that no longer fits the new type.
+	validType := p.HostPoolType == vdibroker.Pooled || p.HostPoolType == vdibroker.Personal
+	if old != nil && validType && p.HostPoolType != old.HostPoolType {
+		return hostPoolTypeChange(old.HostPoolType)
+	}
+	p.FillDefaults()
+	if _, err := vdibroker.ValidateHostPool(p); err != nil {
+		return err
+	}
+	if err := s.power.Validate(p); err != nil { // the loaded drivers
+		return err
+	}
+	if _, err := rdp.ParseCustomProperties(p.CustomRdpProperty); err != nil { // R-E8
+		return vdibroker.FieldError("customRdpProperty", "%v (name:type:value separated by ; or line breaks, as in serve --rdp-defaults)", err)
+	}
+	if old != nil && p.HostPoolType != old.HostPoolType {
+		return hostPoolTypeChange(old.HostPoolType)
+	}
+	return nil
 }
 
 func hostPoolTypeChange(was string) error {
@@ -124,8 +143,11 @@ func hostPoolTypeChange(was string) error {
 // DeletePool deletes a pool with its hosts and sessions and returns what
 // went (refused with Conflict while it has hosts or open sessions, unless
 // force).
-func (s *Service) DeletePool(ctx context.Context, name string, force bool) (*vdibroker.PoolDeletion, error) {
-	del, err := s.store.DeleteHostPool(ctx, name, force)
+//
+// pre, the DELETE's If-Match, is checked by the store in the delete's
+// transaction (R-E13).
+func (s *Service) DeletePool(ctx context.Context, name string, force bool, pre vdibroker.Precondition) (*vdibroker.PoolDeletion, error) {
+	del, err := s.store.DeleteHostPool(ctx, name, force, pre)
 	if err != nil {
 		return nil, err
 	}

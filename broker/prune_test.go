@@ -24,7 +24,7 @@ func TestMaintenancePrunesHistory(t *testing.T) {
 	now := time.Now().UTC()
 	p := vdibroker.NewHostPool("prune")
 	p.CreateTime, p.UpdateTime = now, now
-	if _, err := st.PutHostPool(ctx, p); err != nil {
+	if _, err := st.PutHostPool(ctx, p, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "prune", Name: "h1", Address: "h1:3389",

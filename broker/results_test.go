@@ -22,7 +22,7 @@ func TestCommandResultsLogged(t *testing.T) {
 	var logs logLines
 	svc := New(Config{Store: st, MaintenanceInterval: 24 * time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(func() { svc.Close() })
-	if _, err := st.PutHostPool(ctx, &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 10}); err != nil {
+	if _, err := st.PutHostPool(ctx, &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 10}, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, AllowNewSession: true, CreateTime: time.Now()}

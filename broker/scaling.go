@@ -2,7 +2,9 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -94,17 +96,25 @@ func (s *Service) PutScalingPlan(ctx context.Context, name string, p *vdibroker.
 	return stored, created, nil
 }
 
-// DeleteScalingPlan deletes a plan the caller may write.
-func (s *Service) DeleteScalingPlan(ctx context.Context, name string) error {
+// DeleteScalingPlan deletes a plan the caller may write. pre, the
+// DELETE's If-Match, is checked by the store in the delete's transaction
+// (R-E13), after the caller may see the plan; a plan that does not exist
+// is PreconditionFailed with If-Match, as a PUT's.
+func (s *Service) DeleteScalingPlan(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	old, err := s.ScalingPlan(ctx, name)
 	if err != nil {
+		if pre.Exists && vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			if _, gerr := s.store.GetScalingPlan(ctx, name); vdibroker.ErrorCode(gerr) == vdibroker.ENotFound {
+				return pre.Check(fmt.Sprintf("scaling plan %q", name), false, time.Time{})
+			}
+		}
 		return err
 	}
 	if err := vdibroker.Authorize(vdibroker.PrincipalFrom(ctx), vdibroker.ActionWrite, vdibroker.Target{ScalingPlan: old}); err != nil {
 		return err
 	}
 	auditPool(ctx, old)
-	return s.store.DeleteScalingPlan(ctx, name)
+	return s.store.DeleteScalingPlan(ctx, name, pre)
 }
 
 // AutoscaleEvaluations lists the autoscaler's evaluations of pool, which

@@ -82,9 +82,11 @@ func TestActionCreatePool(t *testing.T) {
 	}
 	wantContains(t, b.get("/pools/pool-new"), "Host pool pool-new created")
 
-	// A second create of the name replaces nothing (If-None-Match: *).
+	// A second create of the name replaces nothing (If-None-Match: *):
+	// the API's 412 (R-E13), saying it exists.
 	a = b.post("/pools", url.Values{"csrf": {csrf}, "name": {"pool-new"}, "maxSessionLimit": {"2"}})
-	wantStatus(t, a, http.StatusConflict)
+	wantStatus(t, a, http.StatusPreconditionFailed)
+	wantContains(t, a, "exists already")
 	if p, _ := e.admin.GetHostPool(ctx, "pool-new"); p.MaxSessionLimit != 6 {
 		t.Errorf("a refused create changed the pool: limit %d", p.MaxSessionLimit)
 	}

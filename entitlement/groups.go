@@ -2,7 +2,9 @@ package entitlement
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/vdibroker/vdibroker"
 )
@@ -136,11 +138,34 @@ func (s *Service) remoteAppsWarnings(ctx context.Context, pool string) []string 
 }
 
 // DeleteApplicationGroup deletes a group with its applications.
-func (s *Service) DeleteApplicationGroup(ctx context.Context, name string) error {
+//
+// pre, the DELETE's If-Match, is checked by the store in the delete's
+// transaction (R-E13), after the caller may see the group: one of a pool
+// it does not see is NotFound with the header or without it. A group
+// that does not exist is PreconditionFailed with If-Match, as a PUT's.
+func (s *Service) DeleteApplicationGroup(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	if _, err := s.writable(ctx, name); err != nil {
+		return absent(ctx, err, pre, fmt.Sprintf("application group %q", name), func(ctx context.Context) error {
+			_, err := s.store.GetApplicationGroup(ctx, name)
+			return err
+		})
+	}
+	return s.store.DeleteApplicationGroup(ctx, name, pre)
+}
+
+// absent is the answer to a write refused with err, which is NotFound
+// either when what does not exist or when the caller may not see it: for
+// a write with If-Match (pre.Exists) PreconditionFailed when get, the
+// store's read, finds none (R-E13, as a PUT's), err otherwise. What the
+// caller may not see stays NotFound with the headers as without them.
+func absent(ctx context.Context, err error, pre vdibroker.Precondition, what string, get func(context.Context) error) error {
+	if !pre.Exists || vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 		return err
 	}
-	return s.store.DeleteApplicationGroup(ctx, name)
+	if vdibroker.ErrorCode(get(ctx)) != vdibroker.ENotFound {
+		return err
+	}
+	return pre.Check(what, false, time.Time{})
 }
 
 // ListApplications lists a group's applications by name.
@@ -204,11 +229,13 @@ func (s *Service) PutApplication(ctx context.Context, group, name string, a *vdi
 }
 
 // DeleteApplication deletes one application of a group.
-func (s *Service) DeleteApplication(ctx context.Context, group, name string) error {
+// pre, the DELETE's If-Match, as DeleteApplicationGroup's (R-E13); an
+// application of a group that does not exist is NotFound, as a PUT's.
+func (s *Service) DeleteApplication(ctx context.Context, group, name string, pre vdibroker.Precondition) error {
 	if _, err := s.writable(ctx, group); err != nil {
 		return err
 	}
-	return s.store.DeleteApplication(ctx, group, name)
+	return s.store.DeleteApplication(ctx, group, name, pre)
 }
 
 // auditPool names pool in the request's audit entry, so a principal

@@ -115,8 +115,8 @@ func (c *Client) PatchHostPool(ctx context.Context, name string, body any) (*Hos
 }
 
 // CreateHostPool creates a pool and never replaces one (PUT with
-// If-None-Match: *): Conflict when the name is taken, even by a create
-// that raced this one.
+// If-None-Match: *): PreconditionFailed when the name is taken, even by a
+// create that raced this one (R-E13).
 func (c *Client) CreateHostPool(ctx context.Context, name string, body any) (*HostPoolResult, error) {
 	var out HostPoolResult
 	status, err := c.do(ctx, "PUT", poolPath(name), nil, body, &out, nethttp.Header{"If-None-Match": {"*"}})

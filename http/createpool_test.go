@@ -12,7 +12,8 @@ import (
 )
 
 // TestPutHostPoolIfNoneMatch: PUT /hostpools/{pool} with If-None-Match: *
-// creates and never replaces: 201, then 409 Conflict with the first
+// creates and never replaces: 201, then 412 PreconditionFailed (R-E13, as
+// every resource's) with the first
 // settings kept, also when creates race; any other If-None-Match value is
 // a 400 naming the header.
 func TestPutHostPoolIfNoneMatch(t *testing.T) {
@@ -38,8 +39,8 @@ func TestPutHostPoolIfNoneMatch(t *testing.T) {
 	if code, _ := put("*", 7); code != http.StatusCreated {
 		t.Fatalf("create: %d, want 201", code)
 	}
-	if code, apiErr := put("*", 9); code != http.StatusConflict || apiErr.Code != vdibroker.EConflict {
-		t.Errorf("second create: %d %+v, want 409 Conflict", code, apiErr)
+	if code, apiErr := put("*", 9); code != http.StatusPreconditionFailed || apiErr.Code != vdibroker.EPreconditionFailed {
+		t.Errorf("second create: %d %+v, want 412 PreconditionFailed", code, apiErr)
 	}
 	if code, apiErr := put(`"v1"`, 9); code != http.StatusBadRequest || apiErr.Field != "If-None-Match" {
 		t.Errorf("If-None-Match with an entity tag: %d %+v, want 400 naming If-None-Match", code, apiErr)
@@ -63,7 +64,7 @@ func TestPutHostPoolIfNoneMatch(t *testing.T) {
 			switch {
 			case err == nil:
 				created++
-			case vdibroker.ErrorCode(err) == vdibroker.EConflict:
+			case vdibroker.ErrorCode(err) == vdibroker.EPreconditionFailed:
 				conflicts++
 			default:
 				t.Error(err)
@@ -72,6 +73,6 @@ func TestPutHostPoolIfNoneMatch(t *testing.T) {
 	}
 	wg.Wait()
 	if created != 1 || conflicts != 7 {
-		t.Errorf("8 racing creates: %d created, %d Conflict; want 1 and 7", created, conflicts)
+		t.Errorf("8 racing creates: %d created, %d PreconditionFailed; want 1 and 7", created, conflicts)
 	}
 }

@@ -122,8 +122,14 @@ func (s *Server) putAppGroup(w nethttp.ResponseWriter, r *nethttp.Request) error
 	return nil
 }
 
+// deleteAppGroup deletes a group; with If-Match only the group read
+// (R-E13).
 func (s *Server) deleteAppGroup(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	if err := s.svc.Entitlements.DeleteApplicationGroup(r.Context(), r.PathValue("name")); err != nil {
+	pre, err := vdibroker.ParseDeletePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.Entitlements.DeleteApplicationGroup(r.Context(), r.PathValue("name"), pre); err != nil {
 		return err
 	}
 	w.WriteHeader(nethttp.StatusNoContent)
@@ -174,8 +180,13 @@ func (s *Server) putApp(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	return nil
 }
 
+// deleteApp deletes an application; If-Match as deleteAppGroup's.
 func (s *Server) deleteApp(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	if err := s.svc.Entitlements.DeleteApplication(r.Context(), r.PathValue("name"), r.PathValue("app")); err != nil {
+	pre, err := vdibroker.ParseDeletePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.Entitlements.DeleteApplication(r.Context(), r.PathValue("name"), r.PathValue("app"), pre); err != nil {
 		return err
 	}
 	w.WriteHeader(nethttp.StatusNoContent)

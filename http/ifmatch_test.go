@@ -79,6 +79,8 @@ func TestIfMatch_RE13(t *testing.T) {
 			`{"filePath": "w.exe", "friendlyName": "Word 2"}`, `{"filePath": "w.exe", "friendlyName": "Word 3"}`,
 			field("friendlyName")},
 		{"scaling plan", plan, planJSON("office"), planJSON("office", "spare"), planJSON("spare"), field("hostPools")},
+		{"host pool", "/api/v1/hostpools/lab", `{"description": "first"}`, `{"description": "second"}`, `{"description": "third"}`,
+			field("description")},
 	} {
 		t.Run(strings.ReplaceAll(o.name, " ", "_"), func(t *testing.T) {
 			// If-Match: * on what does not exist creates nothing.
@@ -174,11 +176,107 @@ func TestIfMatch_RE13(t *testing.T) {
 	}
 }
 
+// TestIfMatchPatchDelete_RE13: a DELETE of a host pool, an application
+// group, an application or a scaling plan with If-Match deletes only the
+// object read: a stale tag is 412 PreconditionFailed and the object stays;
+// the current one deletes; If-Match on one that is gone is 412, as a
+// PUT's (without it 404); If-None-Match on a DELETE is 400 naming it. A
+// host pool's GET, PUT and PATCH answer its ETag, and a PATCH with a stale
+// If-Match is 412 and changes nothing; a PATCH body that is not valid is
+// 400 before the precondition is looked at.
+func TestIfMatchPatchDelete_RE13(t *testing.T) {
+	e := newEnv(t)
+	e.pool("office", nil)
+	const pool = "/api/v1/hostpools/lab"
+	const g = "/api/v1/applicationgroups/office-apps"
+	if st, _, _, raw := condDo(t, e, "PUT", "/api/v1/applicationgroups/word-apps", `{"hostPool": "office", "applicationGroupType": "RemoteApp"}`); st != 201 {
+		t.Fatalf("group of the application: %d %s", st, raw)
+	}
+	for _, o := range []struct{ name, path, create, change string }{
+		{"host pool", pool, `{"description": "a"}`, `{"description": "b"}`},
+		{"application group", g, `{"hostPool": "office", "applicationGroupType": "RemoteApp"}`,
+			`{"hostPool": "office", "applicationGroupType": "RemoteApp", "description": "b"}`},
+		{"application", "/api/v1/applicationgroups/word-apps/applications/word", `{"filePath": "w.exe"}`, `{"filePath": "w2.exe"}`},
+		{"scaling plan", "/api/v1/scalingplans/weekdays", planJSON("office"), planJSON()},
+	} {
+		t.Run(strings.ReplaceAll(o.name, " ", "_"), func(t *testing.T) {
+			if st, _, _, raw := condDo(t, e, "PUT", o.path, o.create); st != 201 {
+				t.Fatalf("create: %d %s", st, raw)
+			}
+			_, read, _, _ := condDo(t, e, "GET", o.path, "")
+			st, now, _, raw := condDo(t, e, "PUT", o.path, o.change, "If-Match", read)
+			if st != 200 || now == read {
+				t.Fatalf("PUT with If-Match: %d ETag %q %s", st, now, raw)
+			}
+			if st, _, ve, raw := condDo(t, e, "DELETE", o.path, "", "If-Match", read); st != 412 || ve == nil ||
+				ve.Code != vdibroker.EPreconditionFailed || !strings.Contains(ve.Message, "changed since it was read") {
+				t.Errorf("DELETE with a stale If-Match: %d %s, want 412", st, raw)
+			}
+			if st, _, _, _ := condDo(t, e, "GET", o.path, ""); st != 200 {
+				t.Errorf("after the refused DELETE: GET %d, want it there", st)
+			}
+			if st, _, ve, raw := condDo(t, e, "DELETE", o.path, "", "If-None-Match", "*"); st != 400 || ve == nil || ve.Field != "If-None-Match" {
+				t.Errorf("DELETE with If-None-Match: %d %s, want 400 naming it", st, raw)
+			}
+			if st, _, _, raw := condDo(t, e, "DELETE", o.path, "", "If-Match", "W/"+now); st != 412 {
+				t.Errorf("DELETE with a weak If-Match: %d %s, want 412", st, raw)
+			}
+			if st, _, _, raw := condDo(t, e, "DELETE", o.path, "", "If-Match", read+", "+now); st/100 != 2 {
+				t.Errorf("DELETE with If-Match listing the current ETag: %d %s", st, raw)
+			}
+			if st, _, _, _ := condDo(t, e, "GET", o.path, ""); st != 404 {
+				t.Errorf("after the DELETE: GET %d, want 404", st)
+			}
+			for _, tag := range []string{now, "*"} {
+				if st, _, ve, raw := condDo(t, e, "DELETE", o.path, "", "If-Match", tag); st != 412 || ve == nil || !strings.Contains(ve.Message, "does not exist") {
+					t.Errorf("DELETE of a missing one with If-Match: %s: %d %s, want 412 as a PUT's", tag, st, raw)
+				}
+			}
+			if st, _, _, raw := condDo(t, e, "DELETE", o.path, ""); st != 404 {
+				t.Errorf("DELETE of a missing one: %d %s, want 404", st, raw)
+			}
+		})
+	}
+
+	// A pool's PATCH: ETag answered, If-Match honoured.
+	if st, _, _, raw := condDo(t, e, "PUT", pool, `{"description": "a"}`); st != 201 {
+		t.Fatalf("create: %d %s", st, raw)
+	}
+	_, read, _, _ := condDo(t, e, "GET", pool, "")
+	if _, sum, _, _ := condDo(t, e, "GET", pool+"?summary=true", ""); sum != read {
+		t.Errorf("GET with summary: ETag %q, want %q", sum, read)
+	}
+	st, now, _, raw := condDo(t, e, "PATCH", pool, `{"maxSessionLimit": 5}`, "If-Match", read)
+	if st != 200 || now == read || !strings.HasPrefix(now, `"`) {
+		t.Fatalf("PATCH with the ETag read: %d ETag %q %s", st, now, raw)
+	}
+	if _, got, _, _ := condDo(t, e, "GET", pool, ""); got != now {
+		t.Errorf("GET after PATCH: ETag %q, want the PATCH's %q", got, now)
+	}
+	if st, _, ve, raw := condDo(t, e, "PATCH", pool, `{"description": "lost?"}`, "If-Match", read); st != 412 || ve == nil || ve.Code != vdibroker.EPreconditionFailed {
+		t.Errorf("PATCH with a stale If-Match: %d %s, want 412", st, raw)
+	}
+	if st, _, ve, raw := condDo(t, e, "PATCH", pool, `{"maxSessionLimit": 0}`, "If-Match", read); st != 400 || ve == nil || ve.Field != "maxSessionLimit" {
+		t.Errorf("invalid PATCH with a stale If-Match: %d %s, want 400 naming maxSessionLimit", st, raw)
+	}
+	if st, _, ve, raw := condDo(t, e, "PATCH", "/api/v1/hostpools/none", `{"maxSessionLimit": 5}`, "If-Match", "*"); st != 412 || ve == nil || ve.Code != vdibroker.EPreconditionFailed {
+		t.Errorf("PATCH of a missing pool with If-Match: %d %s, want 412", st, raw)
+	}
+	if st, _, _, raw := condDo(t, e, "PATCH", "/api/v1/hostpools/none", `{"maxSessionLimit": 5}`); st != 404 {
+		t.Errorf("PATCH of a missing pool: %d %s, want 404", st, raw)
+	}
+	if _, got, _, body := condDo(t, e, "GET", pool, ""); got != now || strings.Contains(body, "lost?") {
+		t.Errorf("after the refused PATCHes: ETag %q (want %q) %s", got, now, body)
+	}
+}
+
 // TestIfMatchOutOfScope_RE13: to a Reader and a Contributor scoped to
 // another pool, a PUT with If-Match or If-None-Match of an application
 // group, application or scaling plan they may not see answers what the
 // same PUT without them answers (403 or 404, never 412), with no ETag and
-// nothing of the object; a GET answers 404 without an ETag. Authorization
+// nothing of the object; a GET answers 404 without an ETag. So do a
+// DELETE of each with If-Match, and a GET, PUT, PATCH or DELETE of their
+// host pool (403). Authorization
 // comes before the precondition, so the headers tell nothing more.
 func TestIfMatchOutOfScope_RE13(t *testing.T) {
 	e := newEnv(t)
@@ -218,6 +316,39 @@ func TestIfMatchOutOfScope_RE13(t *testing.T) {
 					t.Errorf("%s: PUT %s with %s: %s: %d %s, want %d %s as without it", who, c[0], h[0], h[1], st, raw, want, wantErr.Code)
 				}
 			}
+		}
+	}
+	// Their pool (403 at the route), and DELETEs of each with the headers
+	// or without: the same answer, no ETag.
+	_, poolTag, _, _ := condDo(t, e, "GET", "/api/v1/hostpools/theirs", "")
+	for who, token := range map[string]string{"scoped Contributor": scoped, "scoped Reader": reader} {
+		for _, c := range [][3]string{
+			{"GET", "/api/v1/hostpools/theirs", ""},
+			{"PUT", "/api/v1/hostpools/theirs", `{"description": "mallory"}`},
+			{"PATCH", "/api/v1/hostpools/theirs", `{"description": "mallory"}`},
+			{"DELETE", "/api/v1/hostpools/theirs?force=true", ""},
+			{"DELETE", g, ""},
+			{"DELETE", app, ""},
+			{"DELETE", plan, ""},
+		} {
+			want, tag, wantErr, raw := condDoAs(t, e, token, c[0], c[1], c[2])
+			if want/100 != 4 || wantErr == nil || tag != "" {
+				t.Fatalf("%s: %s %s without headers: %d ETag %q %s, want a refusal", who, c[0], c[1], want, tag, raw)
+			}
+			for _, h := range [][2]string{{"If-Match", "*"}, {"If-Match", `"1"`}, {"If-Match", poolTag}, {"If-Match", groupTag}} {
+				st, tag, ve, raw := condDoAs(t, e, token, c[0], c[1], c[2], h[0], h[1])
+				if st != want || tag != "" || ve == nil || ve.Code != wantErr.Code {
+					t.Errorf("%s: %s %s with %s: %s: %d %s, want %d %s as without it", who, c[0], c[1], h[0], h[1], st, raw, want, wantErr.Code)
+				}
+			}
+		}
+	}
+	if _, tag, _, _ := condDo(t, e, "GET", "/api/v1/hostpools/theirs", ""); tag != poolTag {
+		t.Errorf("their pool after the refused writes: ETag %s (was %s)", tag, poolTag)
+	}
+	for _, p := range []string{app, plan} {
+		if st, _, _, _ := condDo(t, e, "GET", p, ""); st != 200 {
+			t.Errorf("%s after the refused DELETEs: %d, want it there", p, st)
 		}
 	}
 	// Nothing of theirs changed.

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	nethttp "net/http"
 
 	"github.com/vdibroker/vdibroker"
@@ -73,6 +74,7 @@ func (s *Server) getPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		return err
 	}
 	if !summary {
+		w.Header().Set("ETag", vdibroker.ETag(p.UpdateTime)) // R-E13
 		poolAnswer(w, nethttp.StatusOK, p)
 		return nil
 	}
@@ -80,54 +82,70 @@ func (s *Server) getPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", vdibroker.ETag(p.UpdateTime))
 	poolAnswer(w, nethttp.StatusOK, p, sum)
 	return nil
 }
 
 // putPool creates or replaces a pool: the §2 defaults under the body
-// (R-P4: validated before anything is stored).
+// (R-P4: validated before anything is stored). If-Match (a GET's ETag, or
+// *) writes only over the pool read, If-None-Match: * only where there is
+// none: 412 PreconditionFailed otherwise (R-E13).
 func (s *Server) putPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	pre, err := vdibroker.ParsePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
 	name := r.PathValue("pool")
 	p := vdibroker.NewHostPool(name)
 	p.LoadBalancerType = ""
 	if err := decodeJSON(w, r, &HostPoolResponse{HostPool: p}); err != nil {
 		return err
 	}
-	createOnly := false
-	switch inm := r.Header.Get("If-None-Match"); inm {
-	case "":
-	case "*":
-		createOnly = true
-	default:
-		return vdibroker.FieldError("If-None-Match", `only "*" (create, never replace) is supported, got %q`, inm)
-	}
-	stored, created, err := s.svc.Pools.PutPool(r.Context(), name, p, createOnly)
+	stored, created, err := s.svc.Pools.PutPool(r.Context(), name, p, pre)
 	if err != nil {
 		return err
 	}
+	w.Header().Set("ETag", vdibroker.ETag(stored.UpdateTime))
 	poolAnswer(w, createdStatus(created), stored)
 	return nil
 }
 
-// patchPool changes the fields the body names: the existing pool under the
-// body, validated as a whole; refused means nothing changed (R-P4).
+// patchPool changes the fields the body names: the pool as the store's
+// write reads it under the body, validated as a whole; refused means
+// nothing changed (R-P4). If-Match as putPool's (R-E13). The body is read
+// once, before the write: the store may apply it more than once.
 func (s *Server) patchPool(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	stored, err := s.svc.Pools.UpdatePool(r.Context(), r.PathValue("pool"), func(p *vdibroker.HostPool) error {
-		return decodeJSON(w, r, &HostPoolResponse{HostPool: p})
-	})
+	pre, err := vdibroker.ParsePrecondition(r.Header)
 	if err != nil {
 		return err
 	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	stored, err := s.svc.Pools.UpdatePool(r.Context(), r.PathValue("pool"), func(p *vdibroker.HostPool) error {
+		return decodeStrict(bytes.NewReader(body), &HostPoolResponse{HostPool: p})
+	}, pre)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", vdibroker.ETag(stored.UpdateTime))
 	poolAnswer(w, nethttp.StatusOK, stored)
 	return nil
 }
 
+// deletePool deletes a pool; with If-Match only the pool read (R-E13).
 func (s *Server) deletePool(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	pre, err := vdibroker.ParseDeletePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
 	force, err := boolParam(r, "force")
 	if err != nil {
 		return err
 	}
-	del, err := s.svc.Pools.DeletePool(r.Context(), r.PathValue("pool"), force)
+	del, err := s.svc.Pools.DeletePool(r.Context(), r.PathValue("pool"), force, pre)
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,16 @@ func decodeJSON(w nethttp.ResponseWriter, r *nethttp.Request, v any) error {
 	return decodeStrict(body, v)
 }
 
+// readBody reads a request's body (bounded) for a decodeStrict later: a
+// body too large is refused as decodeJSON refuses it.
+func readBody(w nethttp.ResponseWriter, r *nethttp.Request) ([]byte, error) {
+	data, err := io.ReadAll(nethttp.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		return nil, decodeError(err, nil, nil)
+	}
+	return data, nil
+}
+
 // decodeStrict is decodeJSON without the HTTP parts (fuzzed directly).
 func decodeStrict(body io.Reader, v any) error {
 	data, err := io.ReadAll(body)

@@ -56,8 +56,14 @@ func (s *Server) putScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) er
 	return nil
 }
 
+// deleteScalingPlan deletes a plan; If-Match as an application group's
+// (R-E13).
 func (s *Server) deleteScalingPlan(w nethttp.ResponseWriter, r *nethttp.Request) error {
-	if err := s.svc.ScalingPlans.DeleteScalingPlan(r.Context(), r.PathValue("name")); err != nil {
+	pre, err := vdibroker.ParseDeletePrecondition(r.Header)
+	if err != nil {
+		return err
+	}
+	if err := s.svc.ScalingPlans.DeleteScalingPlan(r.Context(), r.PathValue("name"), pre); err != nil {
 		return err
 	}
 	w.WriteHeader(nethttp.StatusNoContent)

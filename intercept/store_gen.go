@@ -29,7 +29,7 @@ const (
 	OpPing                      = "Ping"
 	OpDatabaseTime              = "DatabaseTime"
 	OpPutHostPool               = "PutHostPool"
-	OpCreateHostPool            = "CreateHostPool"
+	OpUpdateHostPool            = "UpdateHostPool"
 	OpGetHostPool               = "GetHostPool"
 	OpListHostPools             = "ListHostPools"
 	OpDeleteHostPool            = "DeleteHostPool"
@@ -144,19 +144,21 @@ func (s *Store) DatabaseTime(ctx context.Context) (r0 time.Time, err error) {
 }
 
 // PutHostPool runs the wrapped store's PutHostPool through the hook.
-func (s *Store) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (r0 bool, err error) {
+func (s *Store) PutHostPool(ctx context.Context, p *vdibroker.HostPool, pre vdibroker.Precondition) (r0 bool, err error) {
 	err = s.hook(ctx, OpPutHostPool, func(ctx context.Context) (err error) {
-		r0, err = s.inner.PutHostPool(ctx, p)
+		r0, err = s.inner.PutHostPool(ctx, p, pre)
 		return err
 	})
 	return r0, err
 }
 
-// CreateHostPool runs the wrapped store's CreateHostPool through the hook.
-func (s *Store) CreateHostPool(ctx context.Context, p *vdibroker.HostPool) error {
-	return s.hook(ctx, OpCreateHostPool, func(ctx context.Context) error {
-		return s.inner.CreateHostPool(ctx, p)
+// UpdateHostPool runs the wrapped store's UpdateHostPool through the hook.
+func (s *Store) UpdateHostPool(ctx context.Context, name string, fn func(*vdibroker.HostPool) error, pre vdibroker.Precondition) (r0 *vdibroker.HostPool, err error) {
+	err = s.hook(ctx, OpUpdateHostPool, func(ctx context.Context) (err error) {
+		r0, err = s.inner.UpdateHostPool(ctx, name, fn, pre)
+		return err
 	})
+	return r0, err
 }
 
 // GetHostPool runs the wrapped store's GetHostPool through the hook.
@@ -178,9 +180,9 @@ func (s *Store) ListHostPools(ctx context.Context) (r0 []*vdibroker.HostPool, er
 }
 
 // DeleteHostPool runs the wrapped store's DeleteHostPool through the hook.
-func (s *Store) DeleteHostPool(ctx context.Context, name string, force bool) (r0 *vdibroker.PoolDeletion, err error) {
+func (s *Store) DeleteHostPool(ctx context.Context, name string, force bool, pre vdibroker.Precondition) (r0 *vdibroker.PoolDeletion, err error) {
 	err = s.hook(ctx, OpDeleteHostPool, func(ctx context.Context) (err error) {
-		r0, err = s.inner.DeleteHostPool(ctx, name, force)
+		r0, err = s.inner.DeleteHostPool(ctx, name, force, pre)
 		return err
 	})
 	return r0, err
@@ -579,9 +581,9 @@ func (s *Store) ListScalingPlans(ctx context.Context) (r0 []*vdibroker.ScalingPl
 }
 
 // DeleteScalingPlan runs the wrapped store's DeleteScalingPlan through the hook.
-func (s *Store) DeleteScalingPlan(ctx context.Context, name string) error {
+func (s *Store) DeleteScalingPlan(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	return s.hook(ctx, OpDeleteScalingPlan, func(ctx context.Context) error {
-		return s.inner.DeleteScalingPlan(ctx, name)
+		return s.inner.DeleteScalingPlan(ctx, name, pre)
 	})
 }
 
@@ -852,9 +854,9 @@ func (s *Store) ListApplicationGroups(ctx context.Context, pool string) (r0 []*v
 }
 
 // DeleteApplicationGroup runs the wrapped store's DeleteApplicationGroup through the hook.
-func (s *Store) DeleteApplicationGroup(ctx context.Context, name string) error {
+func (s *Store) DeleteApplicationGroup(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	return s.hook(ctx, OpDeleteApplicationGroup, func(ctx context.Context) error {
-		return s.inner.DeleteApplicationGroup(ctx, name)
+		return s.inner.DeleteApplicationGroup(ctx, name, pre)
 	})
 }
 
@@ -886,9 +888,9 @@ func (s *Store) ListApplications(ctx context.Context, group string) (r0 []*vdibr
 }
 
 // DeleteApplication runs the wrapped store's DeleteApplication through the hook.
-func (s *Store) DeleteApplication(ctx context.Context, group string, name string) error {
+func (s *Store) DeleteApplication(ctx context.Context, group string, name string, pre vdibroker.Precondition) error {
 	return s.hook(ctx, OpDeleteApplication, func(ctx context.Context) error {
-		return s.inner.DeleteApplication(ctx, group, name)
+		return s.inner.DeleteApplication(ctx, group, name, pre)
 	})
 }
 

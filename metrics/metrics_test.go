@@ -224,7 +224,7 @@ func TestStoreCollector(t *testing.T) {
 	for _, p := range pools {
 		p.HostPoolType, p.HeartbeatTimeoutSeconds, p.PendingTimeoutSeconds = vdibroker.Pooled, 90, 300
 		p.CreateTime, p.UpdateTime = ago(3600), ago(3600)
-		if _, err := st.PutHostPool(ctx, p); err != nil {
+		if _, err := st.PutHostPool(ctx, p, vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -500,7 +500,7 @@ func TestCountersStartAtZero(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	p := &vdibroker.HostPool{Name: "zero-pool", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst,
 		MaxSessionLimit: 1, LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300}
-	if _, err := st.PutHostPool(t.Context(), p); err != nil {
+	if _, err := st.PutHostPool(t.Context(), p, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	h := metrics.Handler(metrics.NewRegistry(metrics.Config{Store: st}))

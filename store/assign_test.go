@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,10 +200,11 @@ func twoReplicasOn(t *testing.T, dsn string) (a, b *store.DB, retries *retryLog)
 	return open(), open(), retries
 }
 
-// retryLog counts the store's "retrying transaction" log records.
+// retryLog counts the store's "retrying transaction" log records, and
+// of them those after a deadlock or a serialization failure (locks).
 type retryLog struct {
-	count atomic.Int64
-	first atomic.Value
+	count, locks atomic.Int64
+	first        atomic.Value
 }
 
 func (h *retryLog) Enabled(context.Context, slog.Level) bool { return true }
@@ -210,15 +212,18 @@ func (h *retryLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *retryLog) WithGroup(string) slog.Handler            { return h }
 func (h *retryLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message == "retrying transaction" {
+		var err string
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				err = a.Value.String()
+			}
+			return true
+		})
 		if h.count.Add(1) == 1 {
-			var err string
-			r.Attrs(func(a slog.Attr) bool {
-				if a.Key == "err" {
-					err = a.Value.String()
-				}
-				return true
-			})
 			h.first.Store(err)
+		}
+		if strings.Contains(err, "40P01") || strings.Contains(err, "40001") {
+			h.locks.Add(1)
 		}
 	}
 	return nil

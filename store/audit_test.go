@@ -20,7 +20,7 @@ func TestAudit_SameTransaction(t *testing.T) {
 		ev := &vdibroker.AuditEntry{Time: now, Principal: vdibroker.AuditPrincipal{Kind: "token", ID: "t1", Role: "Contributor"},
 			Action: "hostpool.put", Target: "hostpools/aud", HostPool: "aud"}
 		actx := vdibroker.WithAudit(ctx, ev)
-		if err := s.CreateHostPool(actx, pool("aud", vdibroker.Pooled)); err != nil {
+		if _, err := s.PutHostPool(actx, pool("aud", vdibroker.Pooled), vdibroker.Precondition{Absent: true}); err != nil {
 			t.Fatal(err)
 		}
 		if ev.Seq == 0 {
@@ -33,8 +33,8 @@ func TestAudit_SameTransaction(t *testing.T) {
 		}
 		// A failing write: no change, no entry.
 		ev2 := &vdibroker.AuditEntry{Time: now, Principal: vdibroker.AuditPrincipal{Kind: "token", ID: "t2"}, Action: "hostpool.put", Target: "hostpools/aud"}
-		err := s.CreateHostPool(vdibroker.WithAudit(ctx, ev2), pool("aud", vdibroker.Pooled))
-		wantCode(t, err, vdibroker.EConflict)
+		_, err := s.PutHostPool(vdibroker.WithAudit(ctx, ev2), pool("aud", vdibroker.Pooled), vdibroker.Precondition{Absent: true})
+		wantCode(t, err, vdibroker.EPreconditionFailed)
 		if ev2.Seq != 0 {
 			t.Errorf("a failed write recorded its entry (seq %d)", ev2.Seq)
 		}

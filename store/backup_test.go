@@ -53,7 +53,7 @@ func TestBackupSQLiteWhileWriting(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range 200 {
-			if _, err := s.PutHostPool(t.Context(), pool(fmt.Sprintf("during-%03d", i), vdibroker.Pooled)); err != nil {
+			if _, err := s.PutHostPool(t.Context(), pool(fmt.Sprintf("during-%03d", i), vdibroker.Pooled), vdibroker.Precondition{}); err != nil {
 				t.Error(err)
 				return
 			}

@@ -23,7 +23,7 @@ func TestCheckpointerCopiesBesideTheWriter(t *testing.T) {
 	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst,
 		MaxSessionLimit: 100, LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90,
 		PendingTimeoutSeconds: 300}
-	if _, err := s.PutHostPool(t.Context(), p); err != nil {
+	if _, err := s.PutHostPool(t.Context(), p, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.PutSessionHost(t.Context(), &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", AllowNewSession: true}); err != nil {

@@ -8,22 +8,24 @@ import (
 	"github.com/vdibroker/vdibroker/store"
 )
 
-// TestCreateHostPoolNeverReplaces: CreateHostPool (PUT with If-None-Match:
-// *) creates a pool once; a second create, or creates racing through two
-// replicas, is refused with Conflict and leaves the first one's settings.
+// TestCreateHostPoolNeverReplaces: PutHostPool with If-None-Match: *
+// (Absent) creates a pool once; a second create, or creates racing
+// through two replicas, is refused with PreconditionFailed (R-E13) and
+// leaves the first one's settings.
 func TestCreateHostPoolNeverReplaces(t *testing.T) {
+	createOnly := vdibroker.Precondition{Absent: true}
 	run(t, func(t *testing.T, tg target) {
 		replicas := []*store.DB{tg.open(t, store.Options{}), tg.open(t, store.Options{})}
 		s := replicas[0]
 		first := pool("once", vdibroker.Pooled)
 		first.MaxSessionLimit = 7
-		if err := s.CreateHostPool(t.Context(), first); err != nil {
+		if _, err := s.PutHostPool(t.Context(), first, createOnly); err != nil {
 			t.Fatal(err)
 		}
 		second := pool("once", vdibroker.Pooled)
 		second.MaxSessionLimit = 9
-		if err := s.CreateHostPool(t.Context(), second); vdibroker.ErrorCode(err) != vdibroker.EConflict {
-			t.Errorf("second create: %v, want Conflict", err)
+		if _, err := s.PutHostPool(t.Context(), second, createOnly); vdibroker.ErrorCode(err) != vdibroker.EPreconditionFailed {
+			t.Errorf("second create: %v, want PreconditionFailed", err)
 		}
 		if got, err := s.GetHostPool(t.Context(), "once"); err != nil || got.MaxSessionLimit != 7 {
 			t.Errorf("after the refused create: %+v, %v; want maxSessionLimit 7 kept", got, err)
@@ -36,7 +38,7 @@ func TestCreateHostPoolNeverReplaces(t *testing.T) {
 			wg.Go(func() {
 				p := pool("race", vdibroker.Pooled)
 				p.MaxSessionLimit = 100 + i
-				errs[i] = replicas[i%2].CreateHostPool(t.Context(), p)
+				_, errs[i] = replicas[i%2].PutHostPool(t.Context(), p, createOnly)
 			})
 		}
 		wg.Wait()
@@ -46,7 +48,7 @@ func TestCreateHostPoolNeverReplaces(t *testing.T) {
 			case err == nil:
 				created++
 				winner = i
-			case vdibroker.ErrorCode(err) != vdibroker.EConflict:
+			case vdibroker.ErrorCode(err) != vdibroker.EPreconditionFailed:
 				t.Errorf("create %d: %v", i, err)
 			}
 		}

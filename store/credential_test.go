@@ -78,7 +78,7 @@ func TestCredentialRevokedAtOnce(t *testing.T) {
 		}
 
 		// Delete pool2 with its hosts.
-		if _, err := s.DeleteHostPool(ctx, "pool2", true); err != nil {
+		if _, err := s.DeleteHostPool(ctx, "pool2", true, vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, n := range []string{"x1", "x2"} {

@@ -91,7 +91,7 @@ func TestRoundRobinCursor(t *testing.T) {
 			t.Errorf("after a restart: cursor %q, want h1", got)
 		}
 		// Deleting the pool deletes its cursor.
-		if _, err := b.DeleteHostPool(ctx, "rr", true); err != nil {
+		if _, err := b.DeleteHostPool(ctx, "rr", true, vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 		mustPool(t, b, pool("rr", vdibroker.Pooled))

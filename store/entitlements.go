@@ -167,8 +167,16 @@ func (t *tx) checkOneDesktop(ctx context.Context, g *vdibroker.ApplicationGroup)
 // writeAppGroup inserts g (old nil) or updates it, and writes its
 // assignments anew. On replace CreateTime is kept and UpdateTime moves on.
 func (t *tx) writeAppGroup(ctx context.Context, g *vdibroker.ApplicationGroup, old *vdibroker.ApplicationGroup) error {
-	var err error
+	var after time.Time
+	if old != nil {
+		after = old.UpdateTime
+	}
+	ut, err := t.issueTime(ctx, g.UpdateTime, after)
+	if err != nil {
+		return err
+	}
 	if old == nil {
+		g.CreateTime, g.UpdateTime = ut, ut
 		_, err = t.exec(ctx, `INSERT INTO application_groups (`+appGroupCols+`) VALUES (?,?,?,?,?,?,?,?)`,
 			g.Name, g.HostPool, g.ApplicationGroupType, g.FriendlyName, g.Description, g.Assignments.AllUsers,
 			ns(g.CreateTime), ns(g.UpdateTime))
@@ -176,7 +184,7 @@ func (t *tx) writeAppGroup(ctx context.Context, g *vdibroker.ApplicationGroup, o
 			return errRaced // created meanwhile: run again, as a replace or refused
 		}
 	} else {
-		g.CreateTime, g.UpdateTime = replaced(old.CreateTime, old.UpdateTime, g.UpdateTime)
+		g.CreateTime, g.UpdateTime = old.CreateTime, ut
 		var n int64
 		n, err = t.exec(ctx, `UPDATE application_groups SET friendly_name = ?, description = ?, all_users = ?, update_time = ?
 			WHERE name = ? AND update_time = ?`, g.FriendlyName, g.Description, g.Assignments.AllUsers, ns(g.UpdateTime),
@@ -204,26 +212,6 @@ func (t *tx) writeAppGroup(ctx context.Context, g *vdibroker.ApplicationGroup, o
 		}
 	}
 	return nil
-}
-
-// checkPre checks a write's precondition (R-E13) on what, which exists
-// or not; updated reads its update time when it does.
-func checkPre(pre vdibroker.Precondition, what string, exists bool, updated func() time.Time) error {
-	var ut time.Time
-	if exists {
-		ut = updated()
-	}
-	return pre.Check(what, exists, ut)
-}
-
-// replaced returns the times of a replaced row: its creation time kept,
-// its update time moved forward past the old one even when the writer's
-// clock is behind the last writer's.
-func replaced(created, updated, now time.Time) (time.Time, time.Time) {
-	if !now.After(updated) {
-		now = updated.Add(time.Nanosecond)
-	}
-	return created, now
 }
 
 // GetApplicationGroup implements vdibroker.EntitlementStore.
@@ -262,21 +250,37 @@ func (s *DB) ListApplicationGroups(ctx context.Context, pool string) ([]*vdibrok
 	return out, nil
 }
 
-// DeleteApplicationGroup implements vdibroker.EntitlementStore.
-func (s *DB) DeleteApplicationGroup(ctx context.Context, name string) error {
+// DeleteApplicationGroup implements vdibroker.EntitlementStore. pre
+// (a DELETE's If-Match) is checked on the group as this transaction reads
+// it, locked (PostgreSQL), and the delete is conditional on the update
+// time read (R-E13).
+func (s *DB) DeleteApplicationGroup(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	err := s.write(ctx, func(t *tx) error {
+		what := fmt.Sprintf("application group %q", name)
 		old, err := t.getAppGroup(ctx, name, true)
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			return missing(pre, what, err)
+		}
 		if err != nil {
+			return err
+		}
+		if err := pre.Check(what, true, old.UpdateTime); err != nil {
 			return err
 		}
 		for _, q := range []string{
 			`DELETE FROM applications WHERE application_group = ?`,
 			`DELETE FROM application_group_assignments WHERE application_group = ?`,
-			`DELETE FROM application_groups WHERE name = ?`,
 		} {
 			if _, err := t.exec(ctx, q, name); err != nil {
 				return err
 			}
+		}
+		n, err := t.exec(ctx, `DELETE FROM application_groups WHERE name = ? AND update_time = ?`, name, ns(old.UpdateTime))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errRaced // written or deleted since it was read: run again on what it is now (R-E13)
 		}
 		t.audited(old, nil)
 		return nil
@@ -344,7 +348,16 @@ func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application, pre v
 			return err
 		}
 		created = old == nil
+		var after time.Time
+		if old != nil {
+			after = old.UpdateTime
+		}
+		ut, err := t.issueTime(ctx, a.UpdateTime, after)
+		if err != nil {
+			return err
+		}
 		if created {
+			a.CreateTime, a.UpdateTime = ut, ut
 			_, err = t.exec(ctx, `INSERT INTO applications (`+appCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
 				a.ApplicationGroup, a.Name, a.FilePath, a.CommandLineSetting, a.CommandLineArguments,
 				a.FriendlyName, a.ShowInPortal, a.IconPath, ns(a.CreateTime), ns(a.UpdateTime))
@@ -354,7 +367,7 @@ func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application, pre v
 			t.audited(nil, a)
 			return err
 		}
-		a.CreateTime, a.UpdateTime = replaced(old.CreateTime, old.UpdateTime, a.UpdateTime)
+		a.CreateTime, a.UpdateTime = old.CreateTime, ut
 		n, err := t.exec(ctx, `UPDATE applications SET file_path = ?, command_line_setting = ?, command_line_arguments = ?,
 			friendly_name = ?, show_in_portal = ?, icon_path = ?, update_time = ?
 			WHERE application_group = ? AND name = ? AND update_time = ?`,
@@ -403,15 +416,27 @@ func (s *DB) ListApplications(ctx context.Context, group string) ([]*vdibroker.A
 	return out, wrap(err, "list applications of %q", group)
 }
 
-// DeleteApplication implements vdibroker.EntitlementStore.
-func (s *DB) DeleteApplication(ctx context.Context, group, name string) error {
+// DeleteApplication implements vdibroker.EntitlementStore; pre as
+// DeleteApplicationGroup's (R-E13).
+func (s *DB) DeleteApplication(ctx context.Context, group, name string, pre vdibroker.Precondition) error {
 	err := s.write(ctx, func(t *tx) error {
+		what := fmt.Sprintf("application %q of application group %q", name, group)
 		old, err := t.getApp(ctx, group, name)
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			return missing(pre, what, err)
+		}
 		if err != nil {
 			return err
 		}
-		if _, err := t.exec(ctx, `DELETE FROM applications WHERE application_group = ? AND name = ?`, group, name); err != nil {
+		if err := pre.Check(what, true, old.UpdateTime); err != nil {
 			return err
+		}
+		n, err := t.exec(ctx, `DELETE FROM applications WHERE application_group = ? AND name = ? AND update_time = ?`, group, name, ns(old.UpdateTime))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errRaced // written or deleted since it was read: run again (R-E13)
 		}
 		t.audited(old, nil)
 		return nil

@@ -69,9 +69,11 @@ func TestApplicationGroups(t *testing.T) {
 			t.Fatalf("replace: created %v, %v", created, err)
 		}
 		got, _ = s.GetApplicationGroup(ctx, "p1-desktops")
-		if !got.CreateTime.Equal(t0) || !got.UpdateTime.Equal(t0.Add(time.Hour)) || got.FriendlyName != "Desktops" ||
+		// (Created at t0 after the pools, also written at t0: each write
+		// takes a time past the last one issued, R-E13.)
+		if !got.CreateTime.Equal(desk.CreateTime) || !got.UpdateTime.Equal(t0.Add(time.Hour)) || got.FriendlyName != "Desktops" ||
 			!cmp.Equal(got.Assignments, later.Assignments) {
-			t.Errorf("replaced group %+v, want %+v created at %v", got, later, t0)
+			t.Errorf("replaced group %+v, want %+v created at %v", got, later, desk.CreateTime)
 		}
 
 		for _, c := range []struct {
@@ -124,7 +126,7 @@ func TestApplicationGroups(t *testing.T) {
 
 		// Deleting the group deletes its application; deleting the pool
 		// its groups.
-		if err := s.DeleteApplicationGroup(ctx, "p2-apps"); err != nil {
+		if err := s.DeleteApplicationGroup(ctx, "p2-apps", vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.GetApplication(ctx, "p2-apps", "paint"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
@@ -134,7 +136,7 @@ func TestApplicationGroups(t *testing.T) {
 		if _, err := s.GetApplication(ctx, "p2-apps", "paint"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 			t.Errorf("a group made again under the name has the old one's application: %v", err)
 		}
-		if _, err := s.DeleteHostPool(ctx, "p2", true); err != nil {
+		if _, err := s.DeleteHostPool(ctx, "p2", true, vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 		if list, _ := s.ListApplicationGroups(ctx, ""); len(list) != 1 {
@@ -143,7 +145,7 @@ func TestApplicationGroups(t *testing.T) {
 		if g, err := s.AssignedApplicationGroups(ctx, vdibroker.AssignmentQuery{User: "x", Groups: []string{"sales"}}); err != nil || len(g) != 1 || g[0].Name != "p1-desktops" {
 			t.Errorf("assignments of deleted p2's groups remain: %+v, %v", g, err)
 		}
-		if err := s.DeleteApplicationGroup(ctx, "nothing"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		if err := s.DeleteApplicationGroup(ctx, "nothing", vdibroker.Precondition{}); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 			t.Errorf("delete of no group: %v", err)
 		}
 	})

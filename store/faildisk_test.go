@@ -29,7 +29,7 @@ func TestWriteFaultReadOnlyDisk(t *testing.T) {
 		t.Fatalf("ping on a healthy disk: %v", err)
 	}
 	disk.Fail()
-	_, err = s.PutHostPool(t.Context(), pool("after", vdibroker.Pooled))
+	_, err = s.PutHostPool(t.Context(), pool("after", vdibroker.Pooled), vdibroker.Precondition{})
 	if !errors.Is(err, vdibroker.ErrStoreWrite) || !strings.Contains(err.Error(), "read-only file system") {
 		t.Errorf("write on a failed disk: %v, want an ErrStoreWrite naming the read-only file system", err)
 	}

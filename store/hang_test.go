@@ -29,7 +29,7 @@ func TestPanicInWriteReleasesWriter(t *testing.T) {
 	// The deadline only bounds a hang.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := s.PutHostPool(ctx, pool("after-panic", vdibroker.Pooled)); err != nil {
+	if _, err := s.PutHostPool(ctx, pool("after-panic", vdibroker.Pooled), vdibroker.Precondition{}); err != nil {
 		t.Fatalf("write after a panicked transaction: %v", err)
 	}
 	if err := s.CommitPlacement(ctx, placement("panic-pool", "host1", "alice", vdibroker.NoSessionLimit)); err != nil {

@@ -29,7 +29,7 @@ func TestCommitRefusesChangedPoolSettings_RP1(t *testing.T) {
 		// Another replica switches the pool to DepthFirst.
 		p2 := *p
 		p2.LoadBalancerType, p2.MaxSessionLimit, p2.UpdateTime = vdibroker.DepthFirst, 10, seen.Add(time.Second)
-		if _, err := s.PutHostPool(ctx, &p2); err != nil {
+		if _, err := s.PutHostPool(ctx, &p2, vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 		c = placement("p", "h1", "bob", 10)
@@ -62,7 +62,7 @@ func TestPoolUpdateTimeAlwaysMoves_RP1(t *testing.T) {
 		for i, clock := range []time.Time{last, last.Add(-10 * time.Second)} {
 			p2 := *p
 			p2.LoadBalancerType, p2.MaxSessionLimit, p2.UpdateTime = []string{vdibroker.DepthFirst, vdibroker.BreadthFirst}[i], 10, clock
-			if _, err := s.PutHostPool(ctx, &p2); err != nil {
+			if _, err := s.PutHostPool(ctx, &p2, vdibroker.Precondition{}); err != nil {
 				t.Fatal(err)
 			}
 			stored, err := s.GetHostPool(ctx, "p")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -87,23 +88,6 @@ func (t *tx) getBatchPool(ctx context.Context, name string) (*vdibroker.HostPool
 	return &c, nil
 }
 
-// CreateHostPool creates a pool; Conflict if the name is taken.
-func (s *DB) CreateHostPool(ctx context.Context, p *vdibroker.HostPool) error {
-	lb, err := json.Marshal(p.LoadBalancing)
-	if err != nil {
-		return err
-	}
-	err = s.write(ctx, func(t *tx) error {
-		err := t.insertPool(ctx, p, lb)
-		if errors.Is(err, errRaced) {
-			return vdibroker.Errorf(vdibroker.EConflict, "host pool %q already exists", p.Name)
-		}
-		t.audited(nil, p)
-		return err
-	})
-	return wrap(err, "create host pool %q", p.Name)
-}
-
 // insertPool inserts a new pool; errRaced when the name is taken.
 func (t *tx) insertPool(ctx context.Context, p *vdibroker.HostPool, lb []byte) error {
 	_, err := t.exec(ctx, `INSERT INTO host_pools (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
@@ -118,53 +102,138 @@ func (t *tx) insertPool(ctx context.Context, p *vdibroker.HostPool, lb []byte) e
 	return err
 }
 
+// getPoolForWrite reads pool name for a write of it: its row locked
+// (PostgreSQL) until the write commits, so what a precondition is
+// checked on is what the write replaces (R-E13).
+func (t *tx) getPoolForWrite(ctx context.Context, name string) (*vdibroker.HostPool, error) {
+	p, err := scanPool(t.row(ctx, `SELECT `+poolCols+` FROM host_pools WHERE name = ?`+t.d.forUpdate, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("host pool %q not found", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get pool %q: %w", name, err)
+	}
+	return p, nil
+}
+
 // PutHostPool creates or replaces a pool (R-P1: the type cannot change).
-func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool) (created bool, err error) {
+// pre (the PUT's If-Match or If-None-Match) is checked on the pool as
+// this transaction reads it, locked (PostgreSQL), and its update is
+// conditional on the update time read (R-E13): two creates with
+// If-None-Match never replace each other.
+func (s *DB) PutHostPool(ctx context.Context, p *vdibroker.HostPool, pre vdibroker.Precondition) (created bool, err error) {
 	lb, err := json.Marshal(p.LoadBalancing)
 	if err != nil {
 		return false, err
 	}
 	err = s.write(ctx, func(t *tx) error {
-		old, err := t.getPool(ctx, p.Name)
+		old, err := t.getPoolForWrite(ctx, p.Name)
 		switch {
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
-			created = true
-			t.audited(nil, p)
-			return t.insertPool(ctx, p, lb)
+			old = nil
 		case err != nil:
 			return err
 		}
-		created = false
-		if old.HostPoolType != p.HostPoolType {
-			return vdibroker.FieldError("hostPoolType", "cannot change from %s to %s after creation (R-P1)", old.HostPoolType, p.HostPoolType)
+		if err := checkPre(pre, fmt.Sprintf("host pool %q", p.Name), old != nil, func() time.Time { return old.UpdateTime }); err != nil {
+			return err
 		}
-		// updateTime identifies the settings a placement was decided with
-		// (PlacementCommit.PoolUpdateTime): it must change with every
-		// write, even when the writer's clock is behind the last writer's
-		// (another replica, a clock stepped back).
-		if !p.UpdateTime.After(old.UpdateTime) {
-			p.UpdateTime = old.UpdateTime.Add(time.Nanosecond)
+		created = old == nil
+		if !created {
+			return t.replacePool(ctx, old, p, lb)
 		}
-		_, err = t.exec(ctx, `UPDATE host_pools SET load_balancer_type = ?, max_session_limit = ?,
-			personal_desktop_assignment_type = ?, load_balancing = ?, heartbeat_timeout_seconds = ?,
-			pending_timeout_seconds = ?, disconnected_session_timeout_minutes = ?, description = ?,
-			friendly_name = ?, update_time = ?, power_driver = ?, start_vm_on_connect = ?,
-			gateway_usage = ?, gateway_host_name = ?, idle_session_limit_minutes = ?, active_session_limit_minutes = ?, custom_rdp_property = ?
-			WHERE name = ?`,
-			p.LoadBalancerType, p.MaxSessionLimit, p.PersonalDesktopAssignmentType, string(lb),
-			p.HeartbeatTimeoutSeconds, p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes,
-			p.Description, p.FriendlyName, ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect,
-			p.GatewayUsage, p.GatewayHostName, p.IdleSessionLimitMinutes, p.ActiveSessionLimitMinutes, p.CustomRdpProperty, p.Name)
-		if err == nil {
-			p.CreateTime = old.CreateTime
-			t.audited(old, p)
+		ut, err := t.issueTime(ctx, p.UpdateTime, time.Time{})
+		if err != nil {
+			return err
 		}
-		return err
+		p.CreateTime, p.UpdateTime = ut, ut
+		if err := t.insertPool(ctx, p, lb); err != nil {
+			return err // errRaced: created meanwhile, run again as a replace or refused
+		}
+		t.audited(nil, p)
+		return nil
 	})
 	if err != nil {
 		return false, wrap(err, "put host pool %q", p.Name)
 	}
 	return created, nil
+}
+
+// UpdateHostPool implements vdibroker.Store: the pool read and locked
+// (PostgreSQL) in the write's transaction, pre checked on it, fn applied
+// to a copy and the copy written conditionally on the update time read
+// (R-E13), so no other write comes in between and no change of the
+// fields fn leaves is lost. fn may run more than once (a race runs the
+// transaction again) and must not block.
+func (s *DB) UpdateHostPool(ctx context.Context, name string, fn func(*vdibroker.HostPool) error, pre vdibroker.Precondition) (*vdibroker.HostPool, error) {
+	var out *vdibroker.HostPool
+	err := s.write(ctx, func(t *tx) error {
+		what := fmt.Sprintf("host pool %q", name)
+		old, err := t.getPoolForWrite(ctx, name)
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			return missing(pre, what, err)
+		}
+		if err != nil {
+			return err
+		}
+		if err := pre.Check(what, true, old.UpdateTime); err != nil {
+			return err
+		}
+		p := *old // HostPool has no reference fields
+		if err := fn(&p); err != nil {
+			return err
+		}
+		p.Name = name // not fn's to change
+		lb, err := json.Marshal(p.LoadBalancing)
+		if err != nil {
+			return err
+		}
+		if err := t.replacePool(ctx, old, &p, lb); err != nil {
+			return err
+		}
+		out = &p
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(err, "update host pool %q", name)
+	}
+	return out, nil
+}
+
+// replacePool writes p over old, the pool as this transaction read it:
+// its type kept (R-P1), its creation time kept, its update time issued
+// past old's (R-E13) and the update conditional on old's.
+func (t *tx) replacePool(ctx context.Context, old, p *vdibroker.HostPool, lb []byte) error {
+	if old.HostPoolType != p.HostPoolType {
+		return vdibroker.FieldError("hostPoolType", "cannot change from %s to %s after creation (R-P1)", old.HostPoolType, p.HostPoolType)
+	}
+	// updateTime identifies the settings a placement was decided with
+	// (PlacementCommit.PoolUpdateTime) and is the pool's ETag: it must
+	// change with every write, even when the writer's clock is behind
+	// the last writer's (another replica, a clock stepped back).
+	ut, err := t.issueTime(ctx, p.UpdateTime, old.UpdateTime)
+	if err != nil {
+		return err
+	}
+	p.CreateTime, p.UpdateTime = old.CreateTime, ut
+	n, err := t.exec(ctx, `UPDATE host_pools SET load_balancer_type = ?, max_session_limit = ?,
+		personal_desktop_assignment_type = ?, load_balancing = ?, heartbeat_timeout_seconds = ?,
+		pending_timeout_seconds = ?, disconnected_session_timeout_minutes = ?, description = ?,
+		friendly_name = ?, update_time = ?, power_driver = ?, start_vm_on_connect = ?,
+		gateway_usage = ?, gateway_host_name = ?, idle_session_limit_minutes = ?, active_session_limit_minutes = ?, custom_rdp_property = ?
+		WHERE name = ? AND update_time = ?`,
+		p.LoadBalancerType, p.MaxSessionLimit, p.PersonalDesktopAssignmentType, string(lb),
+		p.HeartbeatTimeoutSeconds, p.PendingTimeoutSeconds, p.DisconnectedSessionTimeoutMinutes,
+		p.Description, p.FriendlyName, ns(p.UpdateTime), p.PowerDriver, p.StartVMOnConnect,
+		p.GatewayUsage, p.GatewayHostName, p.IdleSessionLimitMinutes, p.ActiveSessionLimitMinutes, p.CustomRdpProperty,
+		p.Name, ns(old.UpdateTime))
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errRaced // written or deleted since it was read: run again on what it is now (R-E13)
+	}
+	t.audited(old, p)
+	return nil
 }
 
 // GetHostPool returns one pool.
@@ -195,19 +264,43 @@ func (s *DB) ListHostPools(ctx context.Context) ([]*vdibroker.HostPool, error) {
 // what went. While the pool has hosts or open sessions it is refused with
 // Conflict, naming what would go, unless force (SPEC §9): a registered
 // host's agent would lose its credential, and a plan its pool, unseen.
-func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) (*vdibroker.PoolDeletion, error) {
+//
+// pre (the DELETE's If-Match) is checked on the pool as this transaction
+// reads it, locked, and the delete is conditional on the update time read
+// (R-E13).
+func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool, pre vdibroker.Precondition) (*vdibroker.PoolDeletion, error) {
 	var del *vdibroker.PoolDeletion
 	err := s.write(ctx, func(t *tx) error {
-		old, err := t.getPool(ctx, name)
+		// Lock the pool's row, then its hosts, so a concurrent placement
+		// either commits before us (and is counted below) or finds no
+		// host, and a plan taking the pool waits for us (R-SP4); then
+		// its application groups and the etag clock (PostgreSQL: the
+		// order every admin write takes them in, R-E13).
+		what := fmt.Sprintf("host pool %q", name)
+		old, err := t.getPoolForWrite(ctx, name)
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			return missing(pre, what, err)
+		}
 		if err != nil {
 			return err
 		}
+		if err := pre.Check(what, true, old.UpdateTime); err != nil {
+			return err
+		}
 		t.audited(old, nil)
-		// Lock the pool's row, then its hosts, so a concurrent placement
-		// either commits before us (and is counted below) or finds no
-		// host, and a plan taking the pool waits for us (R-SP4).
 		if s.d.forUpdate != "" {
-			for _, q := range []string{`SELECT name FROM host_pools WHERE name = ?`, `SELECT name FROM host_counts WHERE host_pool = ?`} {
+			for _, q := range []string{
+				`SELECT name FROM host_counts WHERE host_pool = ?`,
+				// Its application groups before the etag clock: a
+				// PutApplication locks its group, then the clock.
+				`SELECT name FROM application_groups WHERE host_pool = ? ORDER BY name`,
+				// The etag clock, when the pool is in a plan (leavePlan
+				// issues the plan's update time; R-E13), before the
+				// plan's rows: a PutScalingPlan takes the clock, then
+				// its plan's row and pool rows. No plan takes the pool
+				// meanwhile: that locks the pool's row first.
+				`SELECT last FROM etag_clock WHERE id = 1 AND EXISTS (SELECT 1 FROM scaling_plan_pools WHERE host_pool = ?)`,
+			} {
 				if _, err := t.exec(ctx, q+s.d.forUpdate, name); err != nil {
 					return err
 				}
@@ -233,7 +326,8 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) (*vdib
 			`DELETE FROM deleted_hosts WHERE host_pool = ?`,
 			`DELETE FROM host_counts WHERE host_pool = ?`,
 			`DELETE FROM session_hosts WHERE host_pool = ?`,
-			`DELETE FROM host_pools WHERE name = ?`,
+			// Only the pool read: conditional on its update time (R-E13).
+			`DELETE FROM host_pools WHERE name = ? AND update_time = ?`,
 			// Its application groups, with their assignments and
 			// applications (R-E1); an application group written
 			// meanwhile locked the pool's row first (lockGroupPool).
@@ -241,8 +335,16 @@ func (s *DB) DeleteHostPool(ctx context.Context, name string, force bool) (*vdib
 			`DELETE FROM application_group_assignments WHERE application_group IN (SELECT name FROM application_groups WHERE host_pool = ?)`,
 			`DELETE FROM application_groups WHERE host_pool = ?`,
 		} {
-			if _, err := t.exec(ctx, q, name); err != nil {
+			args := []any{name}
+			if strings.HasPrefix(q, `DELETE FROM host_pools`) {
+				args = append(args, ns(old.UpdateTime))
+			}
+			n, err := t.exec(ctx, q, args...)
+			if err != nil {
 				return err
+			}
+			if n == 0 && len(args) > 1 {
+				return errRaced // written or deleted since it was read: run again (R-E13)
 			}
 		}
 		return nil
@@ -308,8 +410,15 @@ func (t *tx) leavePlan(ctx context.Context, plan, pool string, now time.Time) er
 	if _, err := t.exec(ctx, `DELETE FROM scaling_plan_pools WHERE host_pool = ?`, pool); err != nil {
 		return err
 	}
-	if _, err := t.exec(ctx, `UPDATE scaling_plans SET update_time = CASE WHEN update_time < ? THEN ? ELSE update_time + 1 END
-		WHERE name = ?`, ns(now), ns(now), plan); err != nil {
+	var was int64
+	if err := t.row(ctx, `SELECT update_time FROM scaling_plans WHERE name = ?`, plan).Scan(&was); err != nil {
+		return err
+	}
+	ut, err := t.issueTime(ctx, now, fromNS(was))
+	if err != nil {
+		return err
+	}
+	if _, err = t.exec(ctx, `UPDATE scaling_plans SET update_time = ? WHERE name = ?`, ns(ut), plan); err != nil {
 		return err
 	}
 	if before == nil {
@@ -320,7 +429,7 @@ func (t *tx) leavePlan(ctx context.Context, plan, pool string, now time.Time) er
 	e := *t.audit
 	e.Seq, e.Action, e.Target, e.HostPool = 0, "scalingplan.update", "scalingplans/"+plan, pool
 	e.Before, e.After = auditJSON(before), auditJSON(&after)
-	_, err := insertAuditRow(ctx, t, &e)
+	_, err = insertAuditRow(ctx, t, &e)
 	return err
 }
 

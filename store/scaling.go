@@ -77,8 +77,9 @@ func (t *tx) planPools(ctx context.Context, plans map[string]*vdibroker.ScalingP
 // is conditional on the update time read (R-E13): a write of another
 // replica in between runs this one again, on what the plan is now. The
 // plan's row is not locked before its pools are checked: a pool's delete
-// locks the pool, then its plan, and the other order could deadlock on
-// PostgreSQL; the conditional update alone keeps two writers apart.
+// locks the pool, then the etag clock, then its plan, and another order
+// could deadlock on PostgreSQL; the conditional update alone keeps two
+// writers apart.
 func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre vdibroker.Precondition) (created bool, err error) {
 	sched, err := json.Marshal(p.Schedules)
 	if err != nil {
@@ -101,17 +102,23 @@ func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre v
 				return err
 			}
 		}
+		var after time.Time
+		if old != nil {
+			after = old.UpdateTime
+		}
+		ut, err := t.issueTime(ctx, p.UpdateTime, after)
+		if err != nil {
+			return err
+		}
 		if created {
+			p.CreateTime, p.UpdateTime = ut, ut
 			_, err = t.exec(ctx, `INSERT INTO scaling_plans (`+planCols+`) VALUES (?,?,?,?,?,?,?)`,
 				p.Name, p.Description, p.TimeZone, p.HostPoolType, string(sched), ns(p.CreateTime), ns(p.UpdateTime))
 			if errors.Is(err, errUnique) {
 				return errRaced // created meanwhile: run again as a replace
 			}
 		} else {
-			p.CreateTime = old.CreateTime
-			if !p.UpdateTime.After(old.UpdateTime) {
-				p.UpdateTime = old.UpdateTime.Add(time.Nanosecond)
-			}
+			p.CreateTime, p.UpdateTime = old.CreateTime, ut
 			var n int64
 			n, err = t.exec(ctx, `UPDATE scaling_plans SET description = ?, time_zone = ?, host_pool_type = ?,
 				schedules = ?, update_time = ? WHERE name = ? AND update_time = ?`,
@@ -214,16 +221,28 @@ func (s *DB) ListScalingPlans(ctx context.Context) ([]*vdibroker.ScalingPlan, er
 
 // DeleteScalingPlan implements vdibroker.ScalingStore; NotFound when there
 // is no such plan. Its pools are free for another plan afterwards.
-func (s *DB) DeleteScalingPlan(ctx context.Context, name string) error {
+func (s *DB) DeleteScalingPlan(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	err := s.write(ctx, func(t *tx) error {
+		what := fmt.Sprintf("scaling plan %q", name)
 		old, err := t.getPlan(ctx, name)
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			return missing(pre, what, err)
+		}
 		if err != nil {
 			return err
 		}
-		for _, q := range []string{`DELETE FROM scaling_plan_pools WHERE plan = ?`, `DELETE FROM scaling_plans WHERE name = ?`} {
-			if _, err := t.exec(ctx, q, name); err != nil {
-				return err
-			}
+		if err := pre.Check(what, true, old.UpdateTime); err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, `DELETE FROM scaling_plan_pools WHERE plan = ?`, name); err != nil {
+			return err
+		}
+		n, err := t.exec(ctx, `DELETE FROM scaling_plans WHERE name = ? AND update_time = ?`, name, ns(old.UpdateTime))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errRaced // written or deleted since it was read: run again (R-E13)
 		}
 		t.audited(old, nil)
 		return nil

@@ -74,8 +74,9 @@ func TestScalingPlanCRUD(t *testing.T) {
 			t.Fatalf("replace: created=%v err=%v", created, err)
 		}
 		got = getPlan(t, s, "plan-b")
-		if !got.CreateTime.Equal(t0) || !got.UpdateTime.Equal(t0.Add(time.Hour)) || got.Description != "replaced" {
-			t.Errorf("replace: createTime %v (want %v kept), updateTime %v, description %q", got.CreateTime, t0, got.UpdateTime, got.Description)
+		// (p was created at t0 after the pools, so a few ns past it, R-E13.)
+		if !got.CreateTime.Equal(p.CreateTime) || !got.UpdateTime.Equal(t0.Add(time.Hour)) || got.Description != "replaced" {
+			t.Errorf("replace: createTime %v (want %v kept), updateTime %v, description %q", got.CreateTime, p.CreateTime, got.UpdateTime, got.Description)
 		}
 		if diff := cmp.Diff([]string{"pool-c"}, got.HostPools); diff != "" {
 			t.Errorf("replace: pools (-want +got):\n%s", diff)
@@ -100,14 +101,14 @@ func TestScalingPlanCRUD(t *testing.T) {
 			t.Errorf("plan for pool-b: got %v, %v; want plan-a", forPool, err)
 		}
 
-		if err := s.DeleteScalingPlan(ctx, "plan-a"); err != nil {
+		if err := s.DeleteScalingPlan(ctx, "plan-a", vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 		_, err = s.GetScalingPlan(ctx, "plan-a")
 		wantCode(t, err, vdibroker.ENotFound)
 		_, err = s.ScalingPlanForPool(ctx, "pool-b")
 		wantCode(t, err, vdibroker.ENotFound)
-		wantCode(t, s.DeleteScalingPlan(ctx, "plan-a"), vdibroker.ENotFound)
+		wantCode(t, s.DeleteScalingPlan(ctx, "plan-a", vdibroker.Precondition{}), vdibroker.ENotFound)
 		mustPlan(t, s, plan("plan-c", "pool-a")) // freed by the delete
 	})
 }
@@ -158,7 +159,7 @@ func TestDeletePoolLeavesPlan_RSP4(t *testing.T) {
 		mustPool(t, s, pool("keep", vdibroker.Pooled))
 		mustPool(t, s, pool("gone", vdibroker.Pooled))
 		mustPlan(t, s, plan("office", "keep", "gone"))
-		if _, err := s.DeleteHostPool(ctx, "gone", false); err != nil {
+		if _, err := s.DeleteHostPool(ctx, "gone", false, vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff([]string{"keep"}, getPlan(t, s, "office").HostPools); diff != "" {

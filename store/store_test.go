@@ -148,7 +148,7 @@ func pool(name string, typ string) *vdibroker.HostPool {
 
 func mustPool(t testing.TB, s *store.DB, p *vdibroker.HostPool) {
 	t.Helper()
-	if _, err := s.PutHostPool(t.Context(), p); err != nil {
+	if _, err := s.PutHostPool(t.Context(), p, vdibroker.Precondition{}); err != nil {
 		t.Fatalf("put pool %s: %v", p.Name, err)
 	}
 }
@@ -219,7 +219,7 @@ func TestHostPoolCRUD(t *testing.T) {
 		ctx := t.Context()
 		p := pool("pool-b", vdibroker.Pooled)
 		p.LoadBalancing.CPUThreshold = 80
-		created, err := s.PutHostPool(ctx, p)
+		created, err := s.PutHostPool(ctx, p, vdibroker.Precondition{})
 		if err != nil || !created {
 			t.Fatalf("create: created=%v err=%v", created, err)
 		}
@@ -237,7 +237,7 @@ func TestHostPoolCRUD(t *testing.T) {
 		p2.MaxSessionLimit = 10
 		p2.CreateTime = t0.Add(time.Hour)
 		p2.UpdateTime = t0.Add(time.Hour)
-		created, err = s.PutHostPool(ctx, p2)
+		created, err = s.PutHostPool(ctx, p2, vdibroker.Precondition{})
 		if err != nil || created {
 			t.Fatalf("replace: created=%v err=%v", created, err)
 		}
@@ -248,7 +248,7 @@ func TestHostPoolCRUD(t *testing.T) {
 
 		// R-P1: the pool type may not change; nothing changes.
 		p3 := pool("pool-b", vdibroker.Personal)
-		_, err = s.PutHostPool(ctx, p3)
+		_, err = s.PutHostPool(ctx, p3, vdibroker.Precondition{})
 		wantCode(t, err, vdibroker.EInvalid)
 		if f := vdibroker.ErrorField(err); f != "hostPoolType" {
 			t.Errorf("field: got %q, want hostPoolType", f)
@@ -273,12 +273,12 @@ func TestHostPoolCRUD(t *testing.T) {
 			t.Errorf("list order (-want +got):\n%s", diff)
 		}
 
-		if _, err := s.DeleteHostPool(ctx, "pool-b", false); err != nil {
+		if _, err := s.DeleteHostPool(ctx, "pool-b", false, vdibroker.Precondition{}); err != nil {
 			t.Fatal(err)
 		}
 		_, err = s.GetHostPool(ctx, "pool-b")
 		wantCode(t, err, vdibroker.ENotFound)
-		_, err = s.DeleteHostPool(ctx, "pool-b", false)
+		_, err = s.DeleteHostPool(ctx, "pool-b", false, vdibroker.Precondition{})
 		wantCode(t, err, vdibroker.ENotFound)
 	})
 }
@@ -293,12 +293,12 @@ func TestDeleteHostPoolWithSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		_, err := s.DeleteHostPool(ctx, "pool1", false)
+		_, err := s.DeleteHostPool(ctx, "pool1", false, vdibroker.Precondition{})
 		wantCode(t, err, vdibroker.EConflict)
 		if _, err := s.GetSessionHost(ctx, "pool1", "host1"); err != nil {
 			t.Fatalf("refused delete removed the host: %v", err)
 		}
-		del, err := s.DeleteHostPool(ctx, "pool1", true)
+		del, err := s.DeleteHostPool(ctx, "pool1", true, vdibroker.Precondition{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,7 +340,7 @@ func TestDeleteHostPoolWithHosts(t *testing.T) {
 			}
 		}
 
-		_, err := s.DeleteHostPool(ctx, "pool1", false)
+		_, err := s.DeleteHostPool(ctx, "pool1", false, vdibroker.Precondition{})
 		wantCode(t, err, vdibroker.EConflict)
 		// 22 hosts: the first 20 by name, and how many more.
 		for _, want := range []string{`host pool "pool1" has 22 session hosts (host00, host01,`, "host19 and 2 more)",
@@ -355,7 +355,7 @@ func TestDeleteHostPoolWithHosts(t *testing.T) {
 
 		entry := &vdibroker.AuditEntry{Time: t0, Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAdmin, ID: "admin"},
 			Action: "hostpool.delete", Target: "hostpools/pool1", HostPool: "pool1", RequestID: "req-1"}
-		del, err := s.DeleteHostPool(vdibroker.WithAudit(ctx, entry), "pool1", true)
+		del, err := s.DeleteHostPool(vdibroker.WithAudit(ctx, entry), "pool1", true, vdibroker.Precondition{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +395,7 @@ func TestDeleteHostPoolWithHosts(t *testing.T) {
 
 		// A pool with nothing in it goes without force.
 		mustPool(t, s, pool("empty", vdibroker.Pooled))
-		del, err = s.DeleteHostPool(ctx, "empty", false)
+		del, err = s.DeleteHostPool(ctx, "empty", false, vdibroker.Precondition{})
 		if err != nil || del.Blocks() {
 			t.Errorf("empty pool: %+v, %v", del, err)
 		}

@@ -205,7 +205,7 @@ func newPlacingMode(t *testing.T, now time.Time) (*switchStore, *Health, vdibrok
 	p := vdibroker.NewHostPool("out")
 	p.MaxSessionLimit = 10
 	p.CreateTime, p.UpdateTime = now, now
-	if _, err := st.PutHostPool(ctx, p); err != nil {
+	if _, err := st.PutHostPool(ctx, p, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	return raw, health, st, views, m

@@ -143,7 +143,7 @@ func viewFixture(t *testing.T) (st *store.DB, vs *Views, v *View, now time.Time)
 	now = time.Now().UTC()
 	p := &vdibroker.HostPool{Name: "p", HostPoolType: vdibroker.Pooled, LoadBalancerType: vdibroker.BreadthFirst, MaxSessionLimit: 100,
 		LoadBalancing: vdibroker.DefaultLoadBalancing(), HeartbeatTimeoutSeconds: 90, PendingTimeoutSeconds: 300, CreateTime: now, UpdateTime: now}
-	if _, err := st.PutHostPool(ctx, p); err != nil {
+	if _, err := st.PutHostPool(ctx, p, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	h := &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389", Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: now}
@@ -290,7 +290,7 @@ func TestIdleViewTakesTheSharedCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.LoadBalancerType = vdibroker.LoadIndex
-	if _, err := st.PutHostPool(ctx, p); err != nil {
+	if _, err := st.PutHostPool(ctx, p, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	v.MarkStale()

@@ -209,7 +209,7 @@ func newHostPoolCreateCmd(a *admin) *cobra.Command {
 			// and create must not reset an existing pool's settings to
 			// their defaults, not even one created a moment ago elsewhere.
 			p, err := c.CreateHostPool(cmd.Context(), name, body)
-			if vdibroker.ErrorCode(err) == vdibroker.EConflict {
+			if vdibroker.ErrorCode(err) == vdibroker.EPreconditionFailed { // R-E13
 				return fmt.Errorf("host pool %q already exists; change it with hostpool update", name)
 			}
 			if err != nil {

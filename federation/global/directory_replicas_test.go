@@ -106,7 +106,7 @@ func newReplicaPod(t *testing.T, engine string) *replicaPod {
 	}
 	p := vdibroker.NewHostPool("p")
 	p.CreateTime, p.UpdateTime = r.now, r.now
-	if _, err := r.dbA.PutHostPool(ctx, p); err != nil {
+	if _, err := r.dbA.PutHostPool(ctx, p, vdibroker.Precondition{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.dbA.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: "p", Name: "h1", Address: "h1:3389",
