@@ -253,8 +253,9 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 			}
 			// The audit entry's host has its status (R-H1), evaluated
 			// as a read would: one never heard from.
-			h.Status = vdibroker.HostStatus(h, pool.HeartbeatTimeout(), s.now())
-			t.audited(nil, h)
+			after := *h // the caller's host keeps what it had
+			after.Status = vdibroker.HostStatus(h, pool.HeartbeatTimeout(), s.now())
+			t.audited(nil, &after)
 			return err
 		case err != nil:
 			return err
@@ -264,8 +265,9 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 		// A replace keeps the host's heartbeat and power: its status,
 		// before and after, is the one it had (R-H1).
 		old.Status = vdibroker.HostStatus(old, pool.HeartbeatTimeout(), s.now())
-		h.Status = old.Status
-		t.audited(old, h)
+		after := *h
+		after.Status = old.Status
+		t.audited(old, &after)
 		return t.writeAdminFields(ctx, h)
 	})
 	if err != nil {
