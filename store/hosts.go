@@ -342,6 +342,32 @@ func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.Sess
 	return out, wrap(err, "list host states of %q", pool)
 }
 
+// poolsWithoutRemoteAppsQuery names, of the pools of a JSON list, those
+// with a host and none whose agent did not say No (R-E12). Each pool is
+// two probes of session_hosts' primary key (host_pool, name): the first
+// host of a pool that can, or did not say, ends its NOT EXISTS; only a
+// pool whose hosts all say No is read to its end.
+const poolsWithoutRemoteAppsQuery = `SELECT p.name FROM host_pools p WHERE p.name IN (%s)
+	AND EXISTS (SELECT 1 FROM session_hosts h WHERE h.host_pool = p.name)
+	AND NOT EXISTS (SELECT 1 FROM session_hosts h WHERE h.host_pool = p.name AND h.remote_apps <> '` + vdibroker.RemoteAppsNo + `')
+	ORDER BY p.name`
+
+// PoolsWithoutRemoteApps implements vdibroker.Store.
+func (s *DB) PoolsWithoutRemoteApps(ctx context.Context, pools []string) ([]string, error) {
+	if len(pools) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := s.read(ctx, func(t *tx) (err error) {
+		out, err = queryAll(ctx, t, func(sc scanner) (name string, err error) {
+			err = sc.Scan(&name)
+			return name, err
+		}, fmt.Sprintf(poolsWithoutRemoteAppsQuery, s.d.jsonStrings), list(pools))
+		return err
+	})
+	return out, wrap(err, "list the pools whose hosts cannot run RemoteApps")
+}
+
 // ListSessionHostsPage implements vdibroker.Store.
 func (s *DB) ListSessionHostsPage(ctx context.Context, pool, after string, limit int) ([]*vdibroker.SessionHost, error) {
 	if limit <= 0 {

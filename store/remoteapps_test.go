@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,5 +90,51 @@ func TestHostRemoteAppsSurvives_RE12(t *testing.T) {
 			t.Fatal(err)
 		}
 		want("re-keyed saying no", "xrdp", vdibroker.RemoteAppsNo)
+	})
+}
+
+// TestPoolsWithoutRemoteApps_RE12_RU5: of the pools asked about, those
+// with hosts that all say they cannot run RemoteApps, and no other: a
+// pool without hosts, one with a host that can or did not say (Unknown),
+// and one that does not exist are not named (what a feed marks
+// unavailable, R-U5).
+func TestPoolsWithoutRemoteApps_RE12_RU5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		no, yes := false, true
+		for name, hosts := range map[string][]*bool{
+			"empty":   nil,
+			"xrdp":    {&no, &no},
+			"xrdp1":   {&no},
+			"unknown": {&no, nil},
+			"mixed":   {&yes, &no},
+			"windows": {&yes},
+		} {
+			mustPool(t, s, pool(name, vdibroker.Pooled))
+			registerHosts(t, s, name)
+			for i, said := range hosts {
+				if _, err := s.RegisterHost(ctx, "rt-"+name, &vdibroker.RegisterRequest{HostName: fmt.Sprintf("%s-%d", name, i), RemoteApps: said},
+					fmt.Sprintf("cred-%s-%d", name, i), t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := s.PoolsWithoutRemoteApps(ctx, []string{"windows", "xrdp1", "empty", "unknown", "mixed", "xrdp", "missing", "xrdp%"})
+		if err != nil || !slices.Equal(got, []string{"xrdp", "xrdp1"}) {
+			t.Fatalf("pools without RemoteApps: %q %v, want xrdp and xrdp1", got, err)
+		}
+		if got, err := s.PoolsWithoutRemoteApps(ctx, []string{"windows", "empty"}); err != nil || len(got) != 0 {
+			t.Fatalf("of pools that can or have no hosts: %q %v, want none", got, err)
+		}
+		if got, err := s.PoolsWithoutRemoteApps(ctx, nil); err != nil || len(got) != 0 {
+			t.Fatalf("of no pools: %q %v", got, err)
+		}
+		// A host that comes to say it can takes its pool off the list.
+		if _, err := s.ApplyHeartbeat(ctx, "xrdp1", "xrdp1-0", &vdibroker.HeartbeatRequest{RemoteApps: &yes, CredentialHash: "cred-xrdp1-0"}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.PoolsWithoutRemoteApps(ctx, []string{"xrdp", "xrdp1"}); err != nil || !slices.Equal(got, []string{"xrdp"}) {
+			t.Fatalf("after xrdp1-0 said yes: %q %v, want xrdp", got, err)
+		}
 	})
 }
