@@ -151,7 +151,7 @@ func TestFeedGlobalMemberPools_RU3(t *testing.T) {
 	for i, f := range feeds() {
 		want := []vdibroker.FeedResource{{ID: "global:office", Kind: "Desktop", FriendlyName: "office", GlobalEntitlement: "office",
 			MemberPools: []string{fmt.Sprintf("office-pod%d", i)}, ReconnectsHere: true, IconURL: "/portal/icons/desktop.svg",
-			ConnectURL: "/api/v1/globalentitlements/office/connect", ConnectBody: map[string]string{"user": "alice"}}}
+			ConnectURL: "/api/v1/globalentitlements/office/connect", ConnectBody: map[string]string{"user": "alice"}, Available: true}}
 		if diff := cmp.Diff(want, f.Resources); diff != "" {
 			t.Errorf("pod%d's feed (-want +got):\n%s", i, diff)
 		}
