@@ -60,7 +60,7 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 			r := vdibroker.Resource{HostPool: grp.HostPool}
 			out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.DesktopID(grp.HostPool), Kind: vdibroker.FeedDesktop,
 				FriendlyName: name, HostPool: grp.HostPool, ApplicationGroup: grp.Name, IconURL: vdibroker.IconDesktopPath,
-				ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body(), Available: true})
+				ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
 			continue
 		}
 		for _, a := range gg.apps {
@@ -70,7 +70,7 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 			r := vdibroker.Resource{HostPool: grp.HostPool, ApplicationGroup: grp.Name}
 			out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.AppID(grp.Name, a.Name), Kind: vdibroker.FeedRemoteApp,
 				FriendlyName: cmp.Or(a.FriendlyName, a.Name), HostPool: grp.HostPool, ApplicationGroup: grp.Name, Application: a.Name,
-				IconURL: vdibroker.IconRemoteAppPath, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body("application", a.Name), Available: true})
+				IconURL: vdibroker.IconRemoteAppPath, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body("application", a.Name)})
 			appPools[grp.HostPool] = append(appPools[grp.HostPool], len(out.Resources)-1)
 		}
 	}
@@ -100,7 +100,7 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 		r := vdibroker.Resource{GlobalEntitlement: gg.ge.Name}
 		out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.GlobalID(gg.ge.Name), Kind: kind,
 			FriendlyName: gg.ge.Name, GlobalEntitlement: gg.ge.Name, Application: gg.ge.Application, MemberPools: members,
-			ReconnectsHere: here, IconURL: icon, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body(), Available: true})
+			ReconnectsHere: here, IconURL: icon, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
 		if tried := triedHere(gg.ge, scope, s.pod); kind == vdibroker.FeedRemoteApp && len(tried) > 0 {
 			// Its connect tries only member pools of this pod: it is
 			// refused when none of them can run RemoteApps, and this pod
@@ -170,7 +170,7 @@ func (s *Service) markRemoteAppsUnsupported(ctx context.Context, res []vdibroker
 	}
 	for i, n := range needs {
 		if n == 0 {
-			res[i].Available, res[i].Reason = false, vdibroker.ERemoteAppUnsupported
+			res[i].Unavailable = vdibroker.ERemoteAppUnsupported
 		}
 	}
 	return nil

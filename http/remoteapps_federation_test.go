@@ -101,8 +101,8 @@ func TestFeedGlobalApplicationUnavailable_RE12_RE9_RU5(t *testing.T) {
 		}
 		var got []string
 		for _, r := range f.Resources {
-			if !r.Available {
-				got = append(got, r.ID+" "+r.Reason)
+			if r.Unavailable != "" {
+				got = append(got, r.ID+" "+r.Unavailable)
 			}
 		}
 		var w []string

@@ -235,12 +235,12 @@ func TestStartOnConnectForApplications_RE12_RA4(t *testing.T) {
 
 // TestFeedSaysRemoteAppUnsupported_RE12_RU5: a RemoteApp whose pool's
 // hosts all say they cannot run RemoteApps is in the feed marked
-// "available": false with the reason RemoteAppUnsupported, so a client
-// need not offer what its connect refuses; one in a pool with a host that
-// can, or did not say (Unknown), or with no host at all is available, and
-// so is the desktop of the pool whose applications are not. A connect
-// made anyway is refused as before, and a host that comes to say it can
-// makes the application available again.
+// "unavailable": "RemoteAppUnsupported", so a client need not offer what
+// its connect refuses; one in a pool with a host that can, or did not say
+// (Unknown), or with no host at all has no "unavailable" (its absence
+// means it can be opened), nor has the desktop of the pool whose
+// applications cannot be. A connect made anyway is refused as before, and
+// a host that comes to say it can makes the application available again.
 func TestFeedSaysRemoteAppUnsupported_RE12_RU5(t *testing.T) {
 	e := newEnvWith(t, envOptions{maintenance: time.Hour})
 	ctx := context.Background()
@@ -276,12 +276,14 @@ func TestFeedSaysRemoteAppUnsupported_RE12_RU5(t *testing.T) {
 		}
 		for _, r := range f.Resources {
 			id := r["id"].(string)
-			want := map[string]any{"available": true}
-			if slices.Contains(unavailable, id) {
-				want = map[string]any{"available": false, "reason": vdibroker.ERemoteAppUnsupported}
+			// Absent when it can be opened: a client that does not know
+			// the field, or reads a feed without it, offers everything.
+			got, has := r["unavailable"]
+			if want := slices.Contains(unavailable, id); want != has || want && got != vdibroker.ERemoteAppUnsupported {
+				t.Errorf("%s: %s has unavailable %v (%v), want %v", step, id, got, has, want)
 			}
-			if got := map[string]any{"available": r["available"], "reason": r["reason"]}; got["available"] != want["available"] || got["reason"] != want["reason"] {
-				t.Errorf("%s: %s is %v, want %v", step, id, got, want)
+			if _, ok := r["available"]; ok {
+				t.Errorf("%s: %s has an available field: %v", step, id, r)
 			}
 		}
 	}

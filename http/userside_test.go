@@ -76,12 +76,12 @@ func TestFeed_RU5(t *testing.T) {
 	}
 	want := &vdibroker.Feed{User: "alice", Resources: []vdibroker.FeedResource{
 		{ID: "desktop:p02", Kind: "Desktop", FriendlyName: "Lab desktops", HostPool: "p02", ApplicationGroup: "p02-desk",
-			IconURL: "/portal/icons/desktop.svg", ConnectURL: "/api/v1/hostpools/p02/connect", ConnectBody: map[string]string{"user": "alice"}, Available: true},
+			IconURL: "/portal/icons/desktop.svg", ConnectURL: "/api/v1/hostpools/p02/connect", ConnectBody: map[string]string{"user": "alice"}},
 		{ID: "desktop:p01", Kind: "Desktop", FriendlyName: "Office", HostPool: "p01", ApplicationGroup: "p01-desk",
-			IconURL: "/portal/icons/desktop.svg", ConnectURL: "/api/v1/hostpools/p01/connect", ConnectBody: map[string]string{"user": "alice"}, Available: true},
+			IconURL: "/portal/icons/desktop.svg", ConnectURL: "/api/v1/hostpools/p01/connect", ConnectBody: map[string]string{"user": "alice"}},
 		{ID: "app:p01-apps/word", Kind: "RemoteApp", FriendlyName: "Word", HostPool: "p01", ApplicationGroup: "p01-apps", Application: "word",
 			IconURL: "/portal/icons/remoteapp.svg", ConnectURL: "/api/v1/applicationgroups/p01-apps/connect",
-			ConnectBody: map[string]string{"user": "alice", "application": "word"}, Available: true},
+			ConnectBody: map[string]string{"user": "alice", "application": "word"}},
 	}}
 	if diff := cmp.Diff(want, f); diff != "" {
 		t.Fatalf("alice's feed (-want +got):\n%s", diff)
@@ -151,7 +151,7 @@ func TestFeedGlobalMemberPools_RU3(t *testing.T) {
 	for i, f := range feeds() {
 		want := []vdibroker.FeedResource{{ID: "global:office", Kind: "Desktop", FriendlyName: "office", GlobalEntitlement: "office",
 			MemberPools: []string{fmt.Sprintf("office-pod%d", i)}, ReconnectsHere: true, IconURL: "/portal/icons/desktop.svg",
-			ConnectURL: "/api/v1/globalentitlements/office/connect", ConnectBody: map[string]string{"user": "alice"}, Available: true}}
+			ConnectURL: "/api/v1/globalentitlements/office/connect", ConnectBody: map[string]string{"user": "alice"}}}
 		if diff := cmp.Diff(want, f.Resources); diff != "" {
 			t.Errorf("pod%d's feed (-want +got):\n%s", i, diff)
 		}
