@@ -3,6 +3,7 @@ package store_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,46 @@ func TestPoolsWithoutRemoteApps_RE12_RU5(t *testing.T) {
 		if got, err := s.PoolsWithoutRemoteApps(ctx, []string{"xrdp", "xrdp1"}); err != nil || !slices.Equal(got, []string{"xrdp"}) {
 			t.Fatalf("after xrdp1-0 said yes: %q %v, want xrdp", got, err)
 		}
+	})
+}
+
+// TestPoolsWithoutRemoteAppsReadsOneHost_RE12_RU5: every portal page
+// reads the feed, and with it PoolsWithoutRemoteApps of its pools. In a
+// realistic store (twenty pools of 1,000 hosts) a pool whose hosts can
+// run RemoteApps costs two probes of session_hosts' primary key, not a
+// walk of its hosts: SQLite searches that key for both subqueries,
+// PostgreSQL reads one host of it for each (EXPLAIN ANALYZE: no host
+// passed over by the filter, no scan of the table; SQLite's plan cannot
+// tell a count of them from an EXISTS, PostgreSQL's can). Only a pool
+// whose hosts all say No is read to its end.
+func TestPoolsWithoutRemoteAppsReadsOneHost_RE12_RU5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		var names []string
+		for i := range 20 {
+			name := fmt.Sprintf("p%02d", i)
+			mustPool(t, s, pool(name, vdibroker.Pooled))
+			said := vdibroker.RemoteAppsYes
+			if i == 1 {
+				said = vdibroker.RemoteAppsNo
+			}
+			if err := s.FillHosts(ctx, name, 1000, said); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, name)
+		}
+		if got, err := s.PoolsWithoutRemoteApps(ctx, names); err != nil || !slices.Equal(got, []string{"p01"}) {
+			t.Fatalf("pools without RemoteApps: %q %v, want p01", got, err)
+		}
+		yes := slices.Delete(slices.Clone(names), 1, 2)
+		p, err := s.PoolsWithoutRemoteAppsPlan(ctx, yes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(p, "SCAN h") || strings.Contains(p, "Seq Scan on session_hosts") || strings.Contains(p, "Rows Removed by Filter") ||
+			strings.Count(p, "sqlite_autoindex_session_hosts_2 (host_pool=?)")+strings.Count(p, "using session_hosts_pkey on session_hosts") != 2 {
+			t.Errorf("the pools whose hosts can are not two probes of session_hosts' key each:\n%s", p)
+		}
+		t.Logf("plan:\n%s", p)
 	})
 }
