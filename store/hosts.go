@@ -343,14 +343,21 @@ func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.Sess
 }
 
 // poolsWithoutRemoteAppsQuery names, of the pools of a JSON list, those
-// with a host and none whose agent did not say No (R-E12). Each pool is
-// two probes of session_hosts' primary key (host_pool, name): the first
-// host of a pool that can, or did not say, ends its NOT EXISTS; only a
-// pool whose hosts all say No is read to its end.
-const poolsWithoutRemoteAppsQuery = `SELECT p.name FROM host_pools p WHERE p.name IN (%s)
-	AND EXISTS (SELECT 1 FROM session_hosts h WHERE h.host_pool = p.name)
-	AND NOT EXISTS (SELECT 1 FROM session_hosts h WHERE h.host_pool = p.name AND h.remote_apps <> '` + vdibroker.RemoteAppsNo + `')
-	ORDER BY p.name`
+// with a host and none whose agent did not say No (R-E12). It starts from
+// the list, not from host_pools: a pool not asked about is not read (a
+// store of pools of Linux hosts that all say No, none in this feed, costs
+// nothing). Each pool is two scalar subqueries, each a probe of
+// session_hosts' primary key (host_pool, name) that stops at its first
+// row: the first host of a pool that can, or did not say, answers the
+// second; only a pool whose hosts all say No is read to its end. Scalar
+// subqueries, not EXISTS: PostgreSQL turns an EXISTS into a join it may
+// plan as a walk of every pool's hosts. A pool that does not exist has
+// no host.
+const poolsWithoutRemoteAppsQuery = `WITH asked(name) AS (%s)
+	SELECT DISTINCT a.name FROM asked a
+	WHERE (SELECT 1 FROM session_hosts h WHERE h.host_pool = a.name ORDER BY h.name LIMIT 1) IS NOT NULL
+	AND (SELECT 1 FROM session_hosts h WHERE h.host_pool = a.name AND h.remote_apps <> '` + vdibroker.RemoteAppsNo + `' ORDER BY h.name LIMIT 1) IS NULL
+	ORDER BY a.name`
 
 // PoolsWithoutRemoteApps implements vdibroker.Store.
 func (s *DB) PoolsWithoutRemoteApps(ctx context.Context, pools []string) ([]string, error) {

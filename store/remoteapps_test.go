@@ -173,7 +173,16 @@ func TestPoolsWithoutRemoteAppsReadsOneHost_RE12_RU5(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(p, "SCAN h") || strings.Contains(p, "Seq Scan on session_hosts") || strings.Contains(p, "Rows Removed by Filter") ||
+		// PostgreSQL: the hosts a read of session_hosts passed over are
+		// under its node, before the next one.
+		passed := false
+		lines := strings.Split(p, "\n")
+		for i, l := range lines {
+			for j := i + 1; strings.Contains(l, "on session_hosts") && j < len(lines) && !strings.Contains(lines[j], "->") && !strings.Contains(lines[j], "SubPlan"); j++ {
+				passed = passed || strings.Contains(lines[j], "Rows Removed by Filter")
+			}
+		}
+		if passed || strings.Contains(p, "SCAN h") || strings.Contains(p, "Seq Scan on session_hosts") ||
 			strings.Count(p, "sqlite_autoindex_session_hosts_2 (host_pool=?)")+strings.Count(p, "using session_hosts_pkey on session_hosts") != 2 {
 			t.Errorf("the pools whose hosts can are not two probes of session_hosts' key each:\n%s", p)
 		}
