@@ -68,8 +68,9 @@ func TestGlobalApplicationSkipsPoolsThatCannotRunIt_RE12_RE9(t *testing.T) {
 // member pool its connect there tries is that pod's and none of their
 // hosts can run RemoteApps (a WithinPod scope, or members of that pod
 // only); one with a member pool of another pod in its scope stays
-// available, whatever that pod's hosts say: the feed does not ask other
-// pods.
+// available, whatever that pod's hosts say (even one named as a pool of
+// this pod): the feed does not ask other pods. A global desktop
+// entitlement over the same pools stays available.
 func TestFeedGlobalApplicationUnavailable_RE12_RE9_RU5(t *testing.T) {
 	envs := fedPods(t, 2, 1, 5, vdibroker.DistributionNone)
 	st, err := envs[0].admin.GetFederation(t.Context())
@@ -84,7 +85,13 @@ func TestFeedGlobalApplicationUnavailable_RE12_RE9_RU5(t *testing.T) {
 		vdibroker.GlobalEntitlement{Name: "crm-pod", Kind: vdibroker.KindApplication, Application: "paint", AllUsers: true, Members: both,
 			Scope: vdibroker.ScopeWithinPod},
 		vdibroker.GlobalEntitlement{Name: "crm-pod0", Kind: vdibroker.KindApplication, Application: "paint", AllUsers: true,
-			Members: both[:1]})
+			Members: both[:1]},
+		// pod1's member has the name of pod0's pool: still another pod's.
+		vdibroker.GlobalEntitlement{Name: "crm-same", Kind: vdibroker.KindApplication, Application: "paint", AllUsers: true,
+			Members: []vdibroker.Member{both[0], {Pod: "pod1", HostPool: "office-pod0"}}},
+		// A desktop needs no host that can run RemoteApps.
+		vdibroker.GlobalEntitlement{Name: "desk-pod", Kind: vdibroker.KindDesktop, AllUsers: true, Members: both,
+			Scope: vdibroker.ScopeWithinPod})
 	for i, e := range envs {
 		d := doc
 		if _, err := e.admin.PutFederation(t.Context(), &d); err != nil {
