@@ -62,6 +62,19 @@ type FeedResource struct {
 	// entitlement's).
 	ConnectURL  string            `json:"connectUrl"`
 	ConnectBody map[string]string `json:"connectBody"`
+	// Unavailable, when set, says that ConnectURL cannot open it now, and
+	// why: the code of the error its connect answers. Absent (the
+	// resource can be opened, as far as this pod can tell) when empty, so
+	// a client that does not know it, or a feed from a broker that does
+	// not send it, offers every resource. It is ERemoteAppUnsupported for
+	// a RemoteApp whose connect is refused because no host it may be
+	// placed on can run RemoteApps (R-E12): its pool has hosts and they
+	// all say No; for a global entitlement, every member pool its connect
+	// here tries is this pod's and says so. A pool without hosts, or with
+	// one that can or did not say (Unknown), is not marked, nor is a
+	// global entitlement with a member pool of another pod in its scope.
+	// A connect made anyway is refused as before.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // Feed is GET /api/v1/feed: the caller's resources, desktops first, each

@@ -229,6 +229,13 @@ type Store interface {
 	// heartbeat, counts, shutting down, health error, power state): a
 	// large pool's summary without decoding every host.
 	ListHostStates(ctx context.Context, pool string) ([]*SessionHost, error)
+	// PoolsWithoutRemoteApps returns, of pools, those that have hosts and
+	// whose hosts all say they cannot run RemoteApps (R-E12), by name; a
+	// pool without hosts, one with a host that can or did not say
+	// (Unknown), and a pool that does not exist are left out. One
+	// statement for them all, whose cost does not grow with a pool's
+	// hosts unless they all say No: what a feed reads (R-U5).
+	PoolsWithoutRemoteApps(ctx context.Context, pools []string) ([]string, error)
 	// ListSessionHostsPage is ListSessionHosts from the host after after
 	// (by name), at most limit hosts: one page of a pool of 10,000.
 	ListSessionHostsPage(ctx context.Context, pool, after string, limit int) ([]*SessionHost, error)

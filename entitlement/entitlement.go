@@ -34,6 +34,9 @@ type Store interface {
 	// ListHostStates reads whether a pool's hosts can run RemoteApps, for
 	// the warning of a write to its RemoteApp groups (R-E12).
 	ListHostStates(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error)
+	// PoolsWithoutRemoteApps names the pools of a feed's RemoteApps none
+	// of whose hosts can run them, in one read (R-E12, R-U5).
+	PoolsWithoutRemoteApps(ctx context.Context, pools []string) ([]string, error)
 }
 
 // Config is what a Service needs.

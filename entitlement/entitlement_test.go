@@ -39,6 +39,10 @@ func (s *downStore) ListHostStates(context.Context, string) ([]*vdibroker.Sessio
 	return nil, nil
 }
 
+func (s *downStore) PoolsWithoutRemoteApps(context.Context, []string) ([]string, error) {
+	return nil, nil
+}
+
 func (s *downStore) GetFederation(context.Context) (*vdibroker.Federation, error) {
 	return nil, vdibroker.Errorf(vdibroker.ENotFound, "none")
 }

@@ -3,6 +3,7 @@ package entitlement
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -38,6 +39,9 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 		}
 		return b
 	}
+	// appPools are the pools a RemoteApp of the feed needs hosts of that
+	// can run it, with the resources (by index) that need them (R-E12).
+	appPools := map[string][]int{}
 	for _, gg := range g.groups {
 		grp := gg.group
 		if grp.ApplicationGroupType == vdibroker.AppGroupDesktop {
@@ -67,6 +71,7 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 			out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.AppID(grp.Name, a.Name), Kind: vdibroker.FeedRemoteApp,
 				FriendlyName: cmp.Or(a.FriendlyName, a.Name), HostPool: grp.HostPool, ApplicationGroup: grp.Name, Application: a.Name,
 				IconURL: vdibroker.IconRemoteAppPath, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body("application", a.Name)})
+			appPools[grp.HostPool] = append(appPools[grp.HostPool], len(out.Resources)-1)
 		}
 	}
 	var connectGroups []string
@@ -90,17 +95,85 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 		// the groups of her identity; any other principal's, those its
 		// body names, and connectBody names none.
 		start, _ := federation.StartSite(g.doc, gg.ge, who.User, connectGroups, s.pod)
-		here := slices.ContainsFunc(federation.Scope(g.doc, gg.ge, s.pod, start), func(p vdibroker.Pod) bool { return p.Name == s.pod })
+		scope := federation.Scope(g.doc, gg.ge, s.pod, start)
+		here := slices.ContainsFunc(scope, func(p vdibroker.Pod) bool { return p.Name == s.pod })
 		r := vdibroker.Resource{GlobalEntitlement: gg.ge.Name}
 		out.Resources = append(out.Resources, vdibroker.FeedResource{ID: vdibroker.GlobalID(gg.ge.Name), Kind: kind,
 			FriendlyName: gg.ge.Name, GlobalEntitlement: gg.ge.Name, Application: gg.ge.Application, MemberPools: members,
 			ReconnectsHere: here, IconURL: icon, ConnectURL: vdibroker.ConnectPath(r), ConnectBody: body()})
+		if tried := triedHere(gg.ge, scope, s.pod); kind == vdibroker.FeedRemoteApp && len(tried) > 0 {
+			// Its connect tries only member pools of this pod: it is
+			// refused when none of them can run RemoteApps, and this pod
+			// can tell. A member pool of another pod may take it, and
+			// asking that pod is not for a feed: it stays available.
+			for _, p := range tried {
+				appPools[p] = append(appPools[p], len(out.Resources)-1)
+			}
+		}
+	}
+	if err := s.markRemoteAppsUnsupported(ctx, out.Resources, appPools); err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out.Resources, func(a, b vdibroker.FeedResource) int {
 		return cmp.Or(cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)),
 			cmp.Compare(strings.ToLower(a.FriendlyName), strings.ToLower(b.FriendlyName)), cmp.Compare(a.ID, b.ID))
 	})
 	return out, nil
+}
+
+// triedHere returns the member pools ge's global connect at pod tries
+// (those of the pods in its scope), when they are all of pod; nil when
+// one is another pod's, or there are none.
+func triedHere(ge *vdibroker.GlobalEntitlement, scope []vdibroker.Pod, pod string) []string {
+	var pools []string
+	for _, m := range ge.Members {
+		if !slices.ContainsFunc(scope, func(p vdibroker.Pod) bool { return p.Name == m.Pod }) {
+			continue
+		}
+		if m.Pod != pod {
+			return nil
+		}
+		if !slices.Contains(pools, m.HostPool) {
+			pools = append(pools, m.HostPool)
+		}
+	}
+	return pools
+}
+
+// markRemoteAppsUnsupported marks unavailable, with the reason
+// RemoteAppUnsupported, each RemoteApp of res whose connect is refused
+// because no host of its pool can run it (R-E12): resources names, per
+// pool, the resources (by index) that need one of its hosts. A global
+// entitlement is named under each of its pools, and is unavailable only
+// when every one of them cannot. One read for every pool (R-U5: the
+// portal reads the feed on each page).
+func (s *Service) markRemoteAppsUnsupported(ctx context.Context, res []vdibroker.FeedResource, resources map[string][]int) error {
+	if len(resources) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(resources))
+	cannot, err := s.store.PoolsWithoutRemoteApps(ctx, names)
+	if err != nil {
+		return err
+	}
+	// needs counts, per resource, its pools whose hosts can, or might.
+	needs := map[int]int{}
+	for _, idx := range resources {
+		for _, i := range idx {
+			needs[i]++
+		}
+	}
+	for _, p := range cannot {
+		for _, i := range resources[p] {
+			needs[i]--
+		}
+	}
+	for i, n := range needs {
+		if n == 0 {
+			res[i].Unavailable = vdibroker.ERemoteAppUnsupported
+		}
+	}
+	return nil
 }
 
 func kindOrder(kind string) int {

@@ -82,6 +82,8 @@ func TestPostgresSuite(t *testing.T) {
 		{"ApplicationPlacedWhereItRuns_RE12", TestApplicationPlacedWhereItRuns_RE12},
 		{"HostSaysOnlyForItself_RE12", TestHostSaysOnlyForItself_RE12},
 		{"RemoteAppsWarning_RE12", TestRemoteAppsWarning_RE12},
+		{"FeedSaysRemoteAppUnsupported_RE12_RU5", TestFeedSaysRemoteAppUnsupported_RE12_RU5},
+		{"Feed_RU5", TestFeed_RU5},
 		// If-Match and If-None-Match (ifmatch_test.go).
 		{"IfMatch_RE13", TestIfMatch_RE13},
 		{"IfMatchOutOfScope_RE13", TestIfMatchOutOfScope_RE13},

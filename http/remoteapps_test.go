@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -230,4 +231,70 @@ func TestStartOnConnectForApplications_RE12_RA4(t *testing.T) {
 	if n := sim.Calls("start", pool, lin); n != 0 {
 		t.Errorf("%s, which cannot run RemoteApps, was started %d times", lin, n)
 	}
+}
+
+// TestFeedSaysRemoteAppUnsupported_RE12_RU5: a RemoteApp whose pool's
+// hosts all say they cannot run RemoteApps is in the feed marked
+// "unavailable": "RemoteAppUnsupported", so a client need not offer what
+// its connect refuses; one in a pool with a host that can, or did not say
+// (Unknown), or with no host at all has no "unavailable" (its absence
+// means it can be opened), nor has the desktop of the pool whose
+// applications cannot be. A connect made anyway is refused as before, and
+// a host that comes to say it can makes the application available again.
+func TestFeedSaysRemoteAppUnsupported_RE12_RU5(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	for pool, said := range map[string][]*bool{"linux": {new(false), new(false)}, "mixed": {new(false), nil}, "bare": nil, "windows": {new(true)}} {
+		e.pool(pool, nil)
+		for i, h := range e.addHosts(pool, pool+"h", len(said)) {
+			if said[i] != nil {
+				e.sayRemoteApps(h, *said[i])
+			}
+		}
+		if _, err := e.admin.PutApplicationGroup(ctx, pool+"-apps", map[string]any{"hostPool": pool, "applicationGroupType": "RemoteApp",
+			"assignments": map[string]any{"allUsers": true}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.admin.PutApplication(ctx, pool+"-apps", "paint", map[string]any{"filePath": `C:\Windows\system32\mspaint.exe`,
+			"friendlyName": "Paint on " + pool, "showInPortal": true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.admin.PutApplicationGroup(ctx, "linux-desk", map[string]any{"hostPool": "linux", "applicationGroupType": "Desktop",
+		"assignments": map[string]any{"allUsers": true}}); err != nil {
+		t.Fatal(err)
+	}
+	ann := e.userToken("ann", nil)
+	feed := func(step string, unavailable ...string) {
+		t.Helper()
+		status, _, raw := rawDo(t, e, "GET", "/api/v1/feed", ann, "")
+		var f struct {
+			Resources []map[string]any `json:"resources"`
+		}
+		if err := json.Unmarshal(raw, &f); status != http.StatusOK || err != nil || len(f.Resources) != 5 {
+			t.Fatalf("%s: feed %d %s, want 5 resources", step, status, raw)
+		}
+		for _, r := range f.Resources {
+			id := r["id"].(string)
+			// Absent when it can be opened: a client that does not know
+			// the field, or reads a feed without it, offers everything.
+			got, has := r["unavailable"]
+			if want := slices.Contains(unavailable, id); want != has || want && got != vdibroker.ERemoteAppUnsupported {
+				t.Errorf("%s: %s has unavailable %v (%v), want %v", step, id, got, has, want)
+			}
+			if _, ok := r["available"]; ok {
+				t.Errorf("%s: %s has an available field: %v", step, id, r)
+			}
+		}
+	}
+	feed("linux of xrdp hosts only", "app:linux-apps/paint")
+
+	// Opened anyway (a page read before): refused as before.
+	status, ve, raw := rawDo(t, e, "POST", "/api/v1/applicationgroups/linux-apps/connect", ann, `{"user": "ann", "application": "paint"}`)
+	if status != http.StatusConflict || ve == nil || ve.Code != vdibroker.ERemoteAppUnsupported {
+		t.Fatalf("connect to the unavailable application: %d %s, want 409 RemoteAppUnsupported", status, raw)
+	}
+
+	e.sayRemoteApps("linuxh001", true)
+	feed("a linux host says it can")
 }

@@ -38,6 +38,7 @@ const (
 	OpGetSessionHost            = "GetSessionHost"
 	OpListSessionHosts          = "ListSessionHosts"
 	OpListHostStates            = "ListHostStates"
+	OpPoolsWithoutRemoteApps    = "PoolsWithoutRemoteApps"
 	OpListSessionHostsPage      = "ListSessionHostsPage"
 	OpDeleteSessionHost         = "DeleteSessionHost"
 	OpCommitPlacement           = "CommitPlacement"
@@ -228,6 +229,15 @@ func (s *Store) ListSessionHosts(ctx context.Context, pool string) (r0 []*vdibro
 func (s *Store) ListHostStates(ctx context.Context, pool string) (r0 []*vdibroker.SessionHost, err error) {
 	err = s.hook(ctx, OpListHostStates, func(ctx context.Context) (err error) {
 		r0, err = s.inner.ListHostStates(ctx, pool)
+		return err
+	})
+	return r0, err
+}
+
+// PoolsWithoutRemoteApps runs the wrapped store's PoolsWithoutRemoteApps through the hook.
+func (s *Store) PoolsWithoutRemoteApps(ctx context.Context, pools []string) (r0 []string, err error) {
+	err = s.hook(ctx, OpPoolsWithoutRemoteApps, func(ctx context.Context) (err error) {
+		r0, err = s.inner.PoolsWithoutRemoteApps(ctx, pools)
 		return err
 	})
 	return r0, err

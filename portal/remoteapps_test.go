@@ -80,3 +80,64 @@ func TestAppOnStartingHostIsNoDesktop_RU4_RU6(t *testing.T) {
 		}
 	}
 }
+
+// TestUnavailableAppTile_RE12_RU5_RU6: an application her feed marks
+// unavailable (its pool's hosts all cannot run RemoteApps) is shown with
+// no Open button and a note in her language that it cannot be opened now
+// and to tell her helpdesk; the desktop of the same pool, and an
+// application of a pool whose host did not say, keep theirs. Posted
+// anyway (a page from before), the launch is refused as before.
+func TestUnavailableAppTile_RE12_RU5_RU6(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	for _, a := range []struct{ pool, app, name string }{{"desk", "word", "Word"}, {"cold", "paint", "Paint"}} {
+		if _, err := e.admin.PutApplicationGroup(ctx, a.pool+"-apps", map[string]any{"hostPool": a.pool, "applicationGroupType": "RemoteApp",
+			"assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.admin.PutApplication(ctx, a.pool+"-apps", a.app, map[string]any{"friendlyName": a.name, "filePath": `C:\Apps\` + a.app + `.exe`,
+			"showInPortal": true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	no := false
+	for _, h := range []string{"desk-1", "desk-2"} {
+		if _, err := e.admin.Heartbeat(ctx, e.creds[h], &vdibroker.HeartbeatRequest{RemoteApps: &no}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	tile := func(page, id string) string {
+		t.Helper()
+		_, rest, ok := strings.Cut(page, `data-id="`+id+`"`)
+		tile, _, ok2 := strings.Cut(rest, "</li>")
+		if !ok || !ok2 {
+			t.Fatalf("no tile %s on the page:\n%s", id, page)
+		}
+		return tile
+	}
+	for lang, note := range map[string]string{
+		"en": "Cannot be opened right now. Tell your helpdesk.",
+		"de": "Kann gerade nicht geöffnet werden. Wenden Sie sich an Ihren Helpdesk.",
+		"pt": "Não é possível abrir neste momento. Contacte o seu helpdesk.",
+		"ar": "لا يمكن فتحه الآن. أبلغ مكتب الدعم.",
+	} {
+		_, page := alice.get("/portal/?lang=" + lang)
+		word := tile(page, "app:desk-apps/word")
+		if strings.Contains(word, "<form") || strings.Contains(word, "<button") || !strings.Contains(word, `data-unavailable="RemoteAppUnsupported">`+note+`</p>`) {
+			t.Errorf("%s: Word's tile offers Open, or lacks the note %q:\n%s", lang, note, word)
+		}
+		for _, id := range []string{"desktop:desk", "app:cold-apps/paint"} {
+			if other := tile(page, id); !strings.Contains(other, `class="open"`) || strings.Contains(other, "unavailable") {
+				t.Errorf("%s: %s's tile lacks its Open button:\n%s", lang, id, other)
+			}
+		}
+	}
+	// A page from before posts it anyway: refused as before.
+	alice.get("/portal/?lang=en")
+	if s := alice.await(alice.launch(csrf, "app:desk-apps/word"), ended); s.State != "failed" ||
+		!strings.HasPrefix(s.Message, "\u2068Word\u2069 cannot be opened as an app") {
+		t.Errorf("Word launched anyway: %+v", s)
+	}
+}

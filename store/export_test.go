@@ -712,3 +712,34 @@ func (s *DB) PruneTokensPlans(ctx context.Context) (map[string]string, error) {
 	}
 	return plans, nil
 }
+
+// FillHosts puts n hosts in pool, named <pool>-<i>, each saying
+// remoteApps (RemoteAppsYes, RemoteAppsNo, RemoteAppsUnknown), in one
+// statement: a realistic pool for a plan, without n registrations.
+func (s *DB) FillHosts(ctx context.Context, pool string, n int, remoteApps string) error {
+	series, pad := `WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < ?) SELECT i FROM g`, `printf('%05d', i)`
+	if s.d == postgresDialect {
+		series, pad = `SELECT generate_series(1, ?) AS i`, `lpad(CAST(i AS TEXT), 5, '0')`
+	}
+	_, err := s.w.ExecContext(ctx, s.d.q(`INSERT INTO session_hosts (host_pool, name, address, protocols, standard_features, allow_new_session,
+		assigned_users, policy, create_time, remote_apps)
+		SELECT ?, ? || '-' || `+pad+`, 'a:3389', '["RDP"]', TRUE, TRUE, '[]', '{}', 0, ? FROM (`+series+`) AS g`),
+		pool, pool, remoteApps, n)
+	return err
+}
+
+// PoolsWithoutRemoteAppsPlan returns the plan of PoolsWithoutRemoteApps'
+// statement for pools: SQLite's EXPLAIN QUERY PLAN, one detail a line,
+// or PostgreSQL's EXPLAIN (ANALYZE, with the rows each node read), after
+// the engine's ANALYZE of the store as it is.
+func (s *DB) PoolsWithoutRemoteAppsPlan(ctx context.Context, pools []string) (string, error) {
+	if _, err := s.w.ExecContext(ctx, `ANALYZE`); err != nil {
+		return "", err
+	}
+	q := fmt.Sprintf(poolsWithoutRemoteAppsQuery, s.d.jsonStrings)
+	if s.d == postgresDialect {
+		return planLines(s.w.QueryContext(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) `+s.d.q(q), string(list(pools))))
+	}
+	plan, err := s.plan(ctx, q, string(list(pools)))
+	return strings.Join(plan, "\n"), err
+}

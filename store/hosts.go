@@ -356,6 +356,39 @@ func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.Sess
 	return out, wrap(err, "list host states of %q", pool)
 }
 
+// poolsWithoutRemoteAppsQuery names, of the pools of a JSON list, those
+// with a host and none whose agent did not say No (R-E12). It starts from
+// the list, not from host_pools: a pool not asked about is not read (a
+// store of pools of Linux hosts that all say No, none in this feed, costs
+// nothing). Each pool is two scalar subqueries, each a probe of
+// session_hosts' primary key (host_pool, name) that stops at its first
+// row: the first host of a pool that can, or did not say, answers the
+// second; only a pool whose hosts all say No is read to its end. Scalar
+// subqueries, not EXISTS: PostgreSQL turns an EXISTS into a join it may
+// plan as a walk of every pool's hosts. A pool that does not exist has
+// no host.
+const poolsWithoutRemoteAppsQuery = `WITH asked(name) AS (%s)
+	SELECT DISTINCT a.name FROM asked a
+	WHERE (SELECT 1 FROM session_hosts h WHERE h.host_pool = a.name ORDER BY h.name LIMIT 1) IS NOT NULL
+	AND (SELECT 1 FROM session_hosts h WHERE h.host_pool = a.name AND h.remote_apps <> '` + vdibroker.RemoteAppsNo + `' ORDER BY h.name LIMIT 1) IS NULL
+	ORDER BY a.name`
+
+// PoolsWithoutRemoteApps implements vdibroker.Store.
+func (s *DB) PoolsWithoutRemoteApps(ctx context.Context, pools []string) ([]string, error) {
+	if len(pools) == 0 {
+		return nil, nil
+	}
+	var out []string
+	err := s.read(ctx, func(t *tx) (err error) {
+		out, err = queryAll(ctx, t, func(sc scanner) (name string, err error) {
+			err = sc.Scan(&name)
+			return name, err
+		}, fmt.Sprintf(poolsWithoutRemoteAppsQuery, s.d.jsonStrings), list(pools))
+		return err
+	})
+	return out, wrap(err, "list the pools whose hosts cannot run RemoteApps")
+}
+
 // ListSessionHostsPage implements vdibroker.Store.
 func (s *DB) ListSessionHostsPage(ctx context.Context, pool, after string, limit int) ([]*vdibroker.SessionHost, error) {
 	if limit <= 0 {

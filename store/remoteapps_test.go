@@ -1,6 +1,9 @@
 package store_test
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +91,101 @@ func TestHostRemoteAppsSurvives_RE12(t *testing.T) {
 			t.Fatal(err)
 		}
 		want("re-keyed saying no", "xrdp", vdibroker.RemoteAppsNo)
+	})
+}
+
+// TestPoolsWithoutRemoteApps_RE12_RU5: of the pools asked about, those
+// with hosts that all say they cannot run RemoteApps, and no other: a
+// pool without hosts, one with a host that can or did not say (Unknown),
+// and one that does not exist are not named (what a feed marks
+// unavailable, R-U5).
+func TestPoolsWithoutRemoteApps_RE12_RU5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		no, yes := false, true
+		for name, hosts := range map[string][]*bool{
+			"empty":   nil,
+			"xrdp":    {&no, &no},
+			"xrdp1":   {&no},
+			"unknown": {&no, nil},
+			"mixed":   {&yes, &no},
+			"windows": {&yes},
+		} {
+			mustPool(t, s, pool(name, vdibroker.Pooled))
+			registerHosts(t, s, name)
+			for i, said := range hosts {
+				if _, err := s.RegisterHost(ctx, "rt-"+name, &vdibroker.RegisterRequest{HostName: fmt.Sprintf("%s-%d", name, i), RemoteApps: said},
+					fmt.Sprintf("cred-%s-%d", name, i), t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := s.PoolsWithoutRemoteApps(ctx, []string{"windows", "xrdp1", "empty", "unknown", "mixed", "xrdp", "missing", "xrdp%"})
+		if err != nil || !slices.Equal(got, []string{"xrdp", "xrdp1"}) {
+			t.Fatalf("pools without RemoteApps: %q %v, want xrdp and xrdp1", got, err)
+		}
+		if got, err := s.PoolsWithoutRemoteApps(ctx, []string{"windows", "empty"}); err != nil || len(got) != 0 {
+			t.Fatalf("of pools that can or have no hosts: %q %v, want none", got, err)
+		}
+		if got, err := s.PoolsWithoutRemoteApps(ctx, nil); err != nil || len(got) != 0 {
+			t.Fatalf("of no pools: %q %v", got, err)
+		}
+		// A host that comes to say it can takes its pool off the list.
+		if _, err := s.ApplyHeartbeat(ctx, "xrdp1", "xrdp1-0", &vdibroker.HeartbeatRequest{RemoteApps: &yes, CredentialHash: "cred-xrdp1-0"}, t0.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.PoolsWithoutRemoteApps(ctx, []string{"xrdp", "xrdp1"}); err != nil || !slices.Equal(got, []string{"xrdp"}) {
+			t.Fatalf("after xrdp1-0 said yes: %q %v, want xrdp", got, err)
+		}
+	})
+}
+
+// TestPoolsWithoutRemoteAppsReadsOneHost_RE12_RU5: every portal page
+// reads the feed, and with it PoolsWithoutRemoteApps of its pools. In a
+// realistic store (twenty pools of 1,000 hosts) a pool whose hosts can
+// run RemoteApps costs two probes of session_hosts' primary key, not a
+// walk of its hosts: SQLite searches that key for both subqueries,
+// PostgreSQL reads one host of it for each (EXPLAIN ANALYZE: no host
+// passed over by the filter, no scan of the table; SQLite's plan cannot
+// tell a count of them from an EXISTS, PostgreSQL's can). Only a pool
+// whose hosts all say No is read to its end.
+func TestPoolsWithoutRemoteAppsReadsOneHost_RE12_RU5(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		var names []string
+		for i := range 20 {
+			name := fmt.Sprintf("p%02d", i)
+			mustPool(t, s, pool(name, vdibroker.Pooled))
+			said := vdibroker.RemoteAppsYes
+			if i == 1 {
+				said = vdibroker.RemoteAppsNo
+			}
+			if err := s.FillHosts(ctx, name, 1000, said); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, name)
+		}
+		if got, err := s.PoolsWithoutRemoteApps(ctx, names); err != nil || !slices.Equal(got, []string{"p01"}) {
+			t.Fatalf("pools without RemoteApps: %q %v, want p01", got, err)
+		}
+		yes := slices.Delete(slices.Clone(names), 1, 2)
+		p, err := s.PoolsWithoutRemoteAppsPlan(ctx, yes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// PostgreSQL: the hosts a read of session_hosts passed over are
+		// under its node, before the next one.
+		passed := false
+		lines := strings.Split(p, "\n")
+		for i, l := range lines {
+			for j := i + 1; strings.Contains(l, "on session_hosts") && j < len(lines) && !strings.Contains(lines[j], "->") && !strings.Contains(lines[j], "SubPlan"); j++ {
+				passed = passed || strings.Contains(lines[j], "Rows Removed by Filter")
+			}
+		}
+		if passed || strings.Contains(p, "SCAN h") || strings.Contains(p, "Seq Scan on session_hosts") ||
+			strings.Count(p, "sqlite_autoindex_session_hosts_2 (host_pool=?)")+strings.Count(p, "using session_hosts_pkey on session_hosts") != 2 {
+			t.Errorf("the pools whose hosts can are not two probes of session_hosts' key each:\n%s", p)
+		}
+		t.Logf("plan:\n%s", p)
 	})
 }
