@@ -364,4 +364,16 @@ func TestStartingConflict(t *testing.T) {
 			}
 		})
 	}
+	// Started within a second (12:52:02.3): a start is accepted from
+	// 13:02:02.3, so the whole second it names is 13:02:03, not 13:02:02,
+	// at which it is still refused.
+	frac := at.Add(300 * time.Millisecond)
+	hf := &vdibroker.SessionHost{PowerState: vdibroker.PowerStarting, PowerStateTime: &frac}
+	err := startingConflict(hf, "h1", 90*time.Second, frac.Add(time.Minute))
+	if want := "accepted again from 2026-12-06T13:02:03Z (in 9 minutes;"; !strings.Contains(err.Error(), want) {
+		t.Errorf("%q\nlacks %q", err, want)
+	}
+	if vdibroker.StartTimedOut(hf, time.Date(2026, 12, 6, 13, 2, 2, 0, time.UTC)) || !vdibroker.StartTimedOut(hf, time.Date(2026, 12, 6, 13, 2, 3, 0, time.UTC)) {
+		t.Error("a start is not refused at 13:02:02 and accepted at 13:02:03, as the message names")
+	}
 }

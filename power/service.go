@@ -404,8 +404,19 @@ func startingConflict(h *vdibroker.SessionHost, host string, timeout time.Durati
 		silent = fmt.Sprintf(" and its agent silent for longer than the pool's heartbeat timeout (%d seconds)", int(timeout/time.Second))
 		again = later(again, vdibroker.StartAfterShutdownFrom(h, timeout))
 	}
+	// From when, shown at the whole second at or after it (a time cut to
+	// the second would name one at which the start is still refused); the
+	// wait, rounded up, from the instant itself.
 	return vdibroker.Errorf(vdibroker.EConflict, "session host %q is Starting since %s (%s ago) and %s; a start is accepted again from %s (in %s; the start timeout is %d minutes), if it is still Starting then%s",
-		host, at.Format(time.RFC3339), relative(now.Sub(at), false), heard, again.Format(time.RFC3339), relative(again.Sub(now), true), int(StartTimeout/time.Minute), silent)
+		host, at.Format(time.RFC3339), relative(now.Sub(at), false), heard, ceilSecond(again).Format(time.RFC3339), relative(again.Sub(now), true), int(StartTimeout/time.Minute), silent)
+}
+
+// ceilSecond is t rounded up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if c := t.Truncate(time.Second); !c.Equal(t) {
+		return c.Add(time.Second)
+	}
+	return t
 }
 
 // later is the later of a and b.
