@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/power"
 )
 
 // TestAutoscalerStartsAnotherForHostShuttingDown (R-A2, R-A4): in
@@ -75,6 +76,16 @@ func TestHeldConnectDecidedAgainWhenItsHostShutsDown(t *testing.T) {
 		time.Sleep(time.Millisecond) // a goroutine to be scheduled, not a clock
 	}
 	notYet(t, r, "once h2 starts")
+	// The driver's start of h2 called (its goroutine counted before the
+	// host read Starting), then waited for: a Wait that only followed
+	// the store's Starting would not be ordered after that count.
+	sim, _ := fixtureSims.Load(svc)
+	for deadline := time.Now().Add(10 * time.Second); sim.(*power.Simulated).Calls("start", "pwr", "h2") == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the driver was not asked to start h2 within 10 s")
+		}
+		time.Sleep(time.Millisecond) // a goroutine to be scheduled, not a clock
+	}
 	svc.Power().Wait()
 	heartbeat(t, svc, "pwr", "h2")
 	if got := answer(t, r); got.err != nil || got.a.SessionHost != "h2" {

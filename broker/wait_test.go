@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,10 +40,13 @@ func waitFixtureOn(t *testing.T, wrap func(*store.DB) vdibroker.Store, limit, n 
 	}
 	fc := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC))
 	ticks := make(chan struct{}, 16)
-	svc := New(Config{Store: svcStore, Clock: fc, PowerDrivers: power.Set{"sim": &power.Simulated{}}, MaintenanceInterval: tick,
+	sim := &power.Simulated{}
+	svc := New(Config{Store: svcStore, Clock: fc, PowerDrivers: power.Set{"sim": sim}, MaintenanceInterval: tick,
 		PowerPollInterval: 1000 * time.Hour, MaxConnectWait: maxWait, MaxConnectWaiters: maxWaiters,
 		AfterTick: func() { ticks <- struct{}{} }})
 	t.Cleanup(func() { svc.Close() })
+	fixtureSims.Store(svc, sim)
+	t.Cleanup(func() { fixtureSims.Delete(svc) })
 	p := vdibroker.NewHostPool("pwr")
 	p.MaxSessionLimit, p.PowerDriver, p.StartVMOnConnect = limit, "sim", true
 	if _, _, err := svc.StorePool(ctx, "pwr", nil, p, false); err != nil {
@@ -60,6 +64,10 @@ func waitFixtureOn(t *testing.T, wrap func(*store.DB) vdibroker.Store, limit, n 
 	}
 	return svc, st, fc, ticks
 }
+
+// fixtureSims is the simulated power driver of each waitFixture's
+// service, for a test that waits for its driver calls.
+var fixtureSims sync.Map // *Service -> *power.Simulated
 
 type connectResult struct {
 	a   *vdibroker.ConnectAnswer

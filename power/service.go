@@ -743,11 +743,14 @@ func desktopShuttingDown(h *vdibroker.SessionHost, user string, timeout time.Dur
 // startForConnect claims h's start and asks the driver in the background
 // (a driver may take a minute; the user is answered now).
 func (s *Service) startForConnect(ctx context.Context, d Driver, pool *vdibroker.HostPool, h *vdibroker.SessionHost, user string) error {
+	// Counted before the claim is stored: a Wait (Close, a test) that
+	// follows the host reading Starting waits for its driver call too.
+	s.bg.Add(1)
 	_, claimed, err := s.claimStart(ctx, pool.Name, h.Name, "connect", onConnect)
 	if err != nil {
+		s.bg.Done()
 		return err
 	}
-	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
 		bctx, cancel := context.WithTimeout(context.Background(), DriverTimeout)
