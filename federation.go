@@ -576,6 +576,13 @@ type PodDirectoryRequest struct {
 // PodLookupRequest asks a directory pod where a user has open sessions.
 type PodLookupRequest struct {
 	User string `json:"user"`
+	// Register names the pod the caller will ask to place a new session
+	// for the user if the answer names no pod (R-G1): the directory pod
+	// then registers the user there before it answers (PodLookup.
+	// Registered), so the placing pod need not. A pod of an older
+	// version refuses the field (400 naming it, before it does
+	// anything): the caller then asks again without it.
+	Register string `json:"register,omitempty"`
 }
 
 // PodLookup is a directory pod's answer: the pods holding the user's
@@ -584,6 +591,12 @@ type PodLookupRequest struct {
 type PodLookup struct {
 	Pods     []string         `json:"pods"`
 	Complete map[string]int64 `json:"complete"`
+	// Registered: the user was registered at PodLookupRequest.Register
+	// (the answer names no pod); absent when nothing was registered
+	// (the user has entries, this pod is not the user's directory pod in
+	// its document, the pod is not in it, or its bound of entries is
+	// reached).
+	Registered bool `json:"registered,omitempty"`
 }
 
 // PodSessionsRequest asks for a user's open sessions in some pools, or
@@ -643,6 +656,13 @@ type PodConnectRequest struct {
 	// field (400 naming it, before it does anything): the caller then
 	// asks again without it.
 	SessionID string `json:"sessionId,omitempty"`
+	// Registered: the caller's look-up registered the user at their
+	// directory pod for this pod (PodLookup.Registered), so a new
+	// session needs no registration of its own (R-G1). A pod of an
+	// older version refuses the field (400 naming it, before it does
+	// anything): the caller then asks again without it, and that pod
+	// registers the session itself.
+	Registered bool `json:"registered,omitempty"`
 }
 
 // GlobalDecision is the record of a global connect (the "decision" of its

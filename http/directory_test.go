@@ -6,6 +6,7 @@ import (
 	nethttp "net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,8 +62,9 @@ func userOf(doc *vdibroker.Federation, prefix, pod string) string {
 //   - a session made by a pool connect (not a global one) is found once
 //     its pod's directory pass registered it, and no other pod is asked;
 //   - a session a global connect makes is registered before it is
-//     answered: the next connect, through any pod, reconnects to it at
-//     once;
+//     answered, by the look-up itself (PodLookupRequest.Register), so
+//     the placing pod makes no registration call: the next connect,
+//     through any pod, reconnects to it at once;
 //   - a pod whose whole list at the document's generation has not
 //     arrived is asked itself;
 //   - without an answer from the directory pod, every pod is asked.
@@ -106,9 +108,10 @@ func TestSessionDirectory_RG1(t *testing.T) {
 	}
 
 	// bob (directory pod pod4) connects through pod1: nobody has a
-	// session of his, so no pod is asked; None places him on pod1, which
-	// registers him at pod4 before answering. Through pod3 next, he
-	// reconnects to it, pod1 alone asked.
+	// session of his, so no pod is asked; None places him on pod1, and
+	// pod4 registered him there in the look-up, before pod1 placed him:
+	// pod1 makes no registration call. Through pod3 next, he reconnects
+	// to it, pod1 alone asked.
 	bob := userOf(doc, "bob", "pod4")
 	a, err = envs[1].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: bob})
 	if err != nil || !a.Created || a.Pod != "pod1" {
@@ -118,8 +121,8 @@ func TestSessionDirectory_RG1(t *testing.T) {
 	if got := sessionCalls(envs, calls); len(got) != 0 {
 		t.Errorf("pods asked for bob's sessions (he has none): %v; want none", got)
 	}
-	if calls[envs[4].urls[0]+federation.DirectoryPath] != 1 {
-		t.Errorf("calls %v: want bob's registration at pod4", calls)
+	if calls[envs[4].urls[0]+federation.LookupPath] != 1 || calls[envs[4].urls[0]+federation.DirectoryPath] != 0 {
+		t.Errorf("calls %v: want bob's look-up at pod4, and no registration call (the look-up registered him)", calls)
 	}
 	b, err := envs[3].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: bob})
 	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
@@ -168,6 +171,135 @@ func TestSessionDirectory_RG1(t *testing.T) {
 	}
 	if !slices.ContainsFunc(a.Decision.Pods, func(p vdibroker.PodDecision) bool { return p.Pod == "pod4" && p.Skipped != "" }) {
 		t.Errorf("the decision does not say pod4 was skipped: %+v", a.Decision.Pods)
+	}
+}
+
+// TestLookupRegistersWithOlderPods_RG1_RG5: a look-up's registration
+// (PodLookupRequest.Register) with pods of the version before it, which
+// refuse the field they do not know (400 naming it) before doing
+// anything, as every version decodes bodies strictly:
+//   - pod4, an older directory pod, is asked again without it, and the
+//     placing pod registers the session itself: bob's next connect
+//     through another pod reconnects to it;
+//   - pod1, an older member pod, is asked to connect again without
+//     "registered", and places dave (registering him itself, again).
+func TestLookupRegistersWithOlderPods_RG1_RG5(t *testing.T) {
+	var lookups, connects atomic.Int32
+	envs := fedPodsWith(t, 5, 1, 1, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
+		switch i {
+		case 4:
+			return olderPodCall(h, federation.LookupPath, func() any {
+				return &struct {
+					User string `json:"user"`
+				}{}
+			}, &lookups)
+		case 1:
+			return olderPodCall(h, federation.ConnectPath, func() any {
+				return &struct {
+					GlobalEntitlement string `json:"globalEntitlement"`
+					HostPool          string `json:"hostPool"`
+					User              string `json:"user"`
+					DryRun            bool   `json:"dryRun,omitempty"`
+					Application       string `json:"application,omitempty"`
+					Existing          bool   `json:"existing,omitempty"`
+					SessionID         string `json:"sessionId,omitempty"`
+				}{}
+			}, &connects)
+		}
+		return h
+	})
+	ctx := t.Context()
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := st.Document
+	directoryPass(t, envs)
+	takeCalls(envs)
+
+	bob := userOf(doc, "bob", "pod4")
+	a, err := envs[2].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: bob})
+	if err != nil || !a.Created || a.Pod != "pod2" {
+		t.Fatalf("bob through pod2: %+v %v; want a new session on pod2", a, err)
+	}
+	calls := takeCalls(envs)
+	if n := lookups.Load(); n != 1 || calls[envs[4].urls[0]+federation.LookupPath] != 2 {
+		t.Errorf("pod4 refused %d look-ups naming a pod to register (want 1), calls %v (want two look-ups: again without)", n, calls)
+	}
+	if got := sessionCalls(envs, calls); len(got) != 0 || calls[envs[4].urls[0]+federation.DirectoryPath] != 1 {
+		t.Errorf("calls %v (pods asked for sessions %v): want pod2's registration of bob at pod4, no pod asked", calls, got)
+	}
+	b, err := envs[3].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: bob})
+	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
+		t.Fatalf("bob through pod3: %+v %v; want a reconnect to %s on pod2", b, err, a.SessionID)
+	}
+
+	// pod0's one place taken: dave, through pod0, is placed on pod1 (its
+	// site's other pod), which his directory pod registered him at.
+	envs[0].mustConnect("office-pod0", "filler")
+	dave := userOf(doc, "dave", "pod3")
+	takeCalls(envs)
+	a, err = envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: dave})
+	if err != nil || !a.Created || a.Pod != "pod1" {
+		t.Fatalf("dave through pod0: %+v %v; want a new session on older pod1", a, err)
+	}
+	calls = takeCalls(envs)
+	if n := connects.Load(); n != 1 || calls[envs[3].urls[0]+federation.DirectoryPath] != 1 {
+		t.Errorf("pod1 refused %d connects saying registered (want 1, then asked without, and registering dave itself), calls %v", n, calls)
+	}
+	b, err = envs[2].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: dave})
+	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
+		t.Fatalf("dave through pod2: %+v %v; want a reconnect to %s on pod1", b, err, a.SessionID)
+	}
+}
+
+// TestLookupRegister_RG1: what a look-up naming a pod to register
+// (PodLookupRequest.Register) does at the user's directory pod, asked by
+// a holder of the federation secret: a pod the document does not list
+// is InvalidArgument naming register; the user is registered there only
+// when the answer names no pod (a user with an entry keeps only it), and
+// only at the user's directory pod (another pod answers and registers
+// nothing, as PodRegister refuses such a user).
+func TestLookupRegister_RG1(t *testing.T) {
+	envs := fedPods(t, 5, 1, 5, vdibroker.DistributionNone)
+	ctx := t.Context()
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := vhttp.NewPodClient("pod1", []byte(testFedSecret))
+	pod0 := vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}
+	lookup := func(user, register string) *vdibroker.PodLookup {
+		t.Helper()
+		l, err := c.Lookup(ctx, pod0, vdibroker.PodLookupRequest{User: user, Register: register})
+		if err != nil {
+			t.Fatalf("look-up of %s registering at %q: %v", user, register, err)
+		}
+		return l
+	}
+	victim := userOf(st.Document, "victim", "pod0")
+	_, err = c.Lookup(ctx, pod0, vdibroker.PodLookupRequest{User: victim, Register: "stranger"})
+	if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != "register" {
+		t.Errorf("a look-up registering at a pod not in the document: %v; want InvalidArgument naming register", err)
+	}
+	if l := lookup(victim, ""); len(l.Pods) != 0 || l.Registered {
+		t.Fatalf("victim after the refused look-up: %+v; want no entry", l)
+	}
+	if l := lookup(victim, "pod3"); !l.Registered || len(l.Pods) != 0 {
+		t.Errorf("victim's look-up registering at pod3: %+v; want registered, no pod named", l)
+	}
+	if l := lookup(strings.ToUpper(victim), "pod2"); l.Registered || !slices.Equal(l.Pods, []string{"pod3"}) {
+		t.Errorf("victim's look-up registering at pod2 with pod3's entry: %+v; want pod3 named and nothing registered", l)
+	}
+	if l := lookup(victim, ""); !slices.Equal(l.Pods, []string{"pod3"}) {
+		t.Errorf("victim's entries: %+v; want pod3's alone", l)
+	}
+	other := userOf(st.Document, "other", "pod1")
+	if l := lookup(other, "pod3"); l.Registered {
+		t.Errorf("a look-up at pod0 of a user whose directory pod is pod1 registered: %+v", l)
+	}
+	if l := lookup(other, ""); len(l.Pods) != 0 {
+		t.Errorf("pod0's entries of a user it is not the directory pod of: %+v; want none", l)
 	}
 }
 

@@ -284,27 +284,34 @@ func TestGlobalConnectNamedSessionOlderPod_RG1_RG5(t *testing.T) {
 }
 
 // olderPodConnect serves h as a pod whose pod-to-pod connect knows the
-// fields of PodConnectRequest before sessionId: it decodes the body
-// strictly, as every version's server does, and answers an unknown field
-// as it does (400 InvalidArgument naming it) before anything is done.
+// fields of PodConnectRequest before sessionId (olderPodCall).
 func olderPodConnect(h nethttp.Handler, refused *atomic.Int32) nethttp.Handler {
-	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		if r.Method != nethttp.MethodPost || r.URL.Path != federation.ConnectPath {
-			h.ServeHTTP(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		var old struct {
+	return olderPodCall(h, federation.ConnectPath, func() any {
+		return &struct {
 			GlobalEntitlement string `json:"globalEntitlement"`
 			HostPool          string `json:"hostPool"`
 			User              string `json:"user"`
 			DryRun            bool   `json:"dryRun,omitempty"`
 			Application       string `json:"application,omitempty"`
 			Existing          bool   `json:"existing,omitempty"`
+		}{}
+	}, refused)
+}
+
+// olderPodCall serves h as a pod whose pod-to-pod call at path knows only
+// the fields of the struct old returns: it decodes the body strictly, as
+// every version's server does, and answers an unknown field as it does
+// (400 InvalidArgument naming it) before anything is done.
+func olderPodCall(h nethttp.Handler, path string, old func() any, refused *atomic.Int32) nethttp.Handler {
+	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.Method != nethttp.MethodPost || r.URL.Path != path {
+			h.ServeHTTP(w, r)
+			return
 		}
+		body, _ := io.ReadAll(r.Body)
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&old); err != nil {
+		if err := dec.Decode(old()); err != nil {
 			refused.Add(1)
 			field, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
 			w.Header().Set("Content-Type", "application/json")

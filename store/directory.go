@@ -30,9 +30,17 @@ var maxDirectoryEntries int64 = vdibroker.MaxDirectoryEntriesPerPod
 // while the registration waits for pod's row or writes its entries, and
 // nothing takes pod's row after it. A replay is Unauthenticated with
 // nothing written.
+//
+// On SQLite a registration that is not part of a whole list commits
+// without a sync of its own (synchronous=NORMAL for it): a global
+// connect waits for it (R-G1), and the only way to lose it, the machine
+// failing before the next synced commit, leaves the store not closed
+// cleanly, which makes it vouch for no pod until their next whole lists
+// (dropCompletenessAfterCrash). A process killed loses nothing committed.
+// A whole list's parts are synced: they record the pod complete.
 func (s *DB) RegisterDirectory(ctx context.Context, pod string, gen int64, users []string, full, last bool, now time.Time) error {
 	nonce := vdibroker.CallNonceFrom(ctx)
-	err := s.write(ctx, func(t *tx) error {
+	err := s.writeSynced(ctx, full || s.d != sqliteDialect, func(t *tx) error {
 		if _, err := t.exec(ctx, `INSERT INTO session_directory_pods (pod) VALUES (?) ON CONFLICT DO NOTHING`, pod); err != nil {
 			return err
 		}

@@ -518,41 +518,74 @@ func (g *Service) PodRegister(ctx context.Context, pod string, req vdibroker.Pod
 }
 
 // PodLookup is the pod side of federation.LookupPath.
+//
+// With req.Register, and no pod named in the answer, the user is
+// registered for that pod before the answer (R-G1), as the pod would
+// register the session it is asked to make next (PodLookup.Registered):
+// only for a user this pod is the directory pod of in its document (as
+// PodRegister), a pod of that document, and within the pod's bound of
+// entries; otherwise, or when the write fails, the answer says nothing
+// was registered, and the placing pod registers the session itself. An
+// entry for a session then not made (the pod refused it) costs a connect
+// of that user one call to the pod until its next whole list drops it,
+// as one the pod registers for a connect it then refuses.
 func (g *Service) PodLookup(ctx context.Context, req vdibroker.PodLookupRequest) (*vdibroker.PodLookup, error) {
 	if err := vdibroker.ValidateUser("user", req.User); err != nil {
 		return nil, err
 	}
-	pods, complete, err := g.cfg.Store.LookupDirectory(ctx, vdibroker.FoldUser(req.User), g.clock.Now().Add(-directoryFresh))
+	var doc *vdibroker.Federation
+	if req.Register != "" {
+		var err error
+		if doc, err = g.Document(ctx); err != nil {
+			return nil, err
+		}
+		if doc.Pod(req.Register) == nil {
+			return nil, vdibroker.FieldError("register", "pod %q is not in the federation document pod %s holds (generation %d)", req.Register, g.cfg.Pod, doc.Generation)
+		}
+	}
+	key := vdibroker.FoldUser(req.User)
+	now := g.clock.Now()
+	pods, complete, err := g.cfg.Store.LookupDirectory(ctx, key, now.Add(-directoryFresh))
 	if err != nil {
 		return nil, err
 	}
 	if pods == nil {
 		pods = []string{}
 	}
-	return &vdibroker.PodLookup{Pods: pods, Complete: complete}, nil
+	l := &vdibroker.PodLookup{Pods: pods, Complete: complete}
+	if doc != nil && len(pods) == 0 && federation.DirectoryPod(doc, key) == g.cfg.Pod {
+		// Not the nonce of a call this runs in: a look-up's is recorded
+		// before it (federation.KindRead).
+		err := g.cfg.Store.RegisterDirectory(vdibroker.WithCallNonce(ctx, nil), req.Register, doc.Generation, []string{key}, false, false, now)
+		if err != nil {
+			g.log.WarnContext(ctx, "session directory: a look-up's registration failed; the placing pod registers the session itself", "pod", req.Register, "err", err)
+		}
+		l.Registered = err == nil
+	}
+	return l, nil
 }
 
 // lookup asks user's directory pod which pods of doc to ask for the
 // user's sessions: ask[pod] for the pods it names or cannot vouch for.
 // ok is false when the directory pod did not answer: every pod is asked.
-func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user string) (ask map[string]bool, ok bool) {
+// register is the pod a new session would be placed in (or none): the
+// directory pod registers the user there if it names no pod, and
+// registered says it did (PodLookupRequest.Register).
+func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, register string) (ask map[string]bool, ok, registered bool) {
 	if !federation.UsesDirectory(doc) {
-		return nil, false
+		return nil, false, false
 	}
 	pod := federation.DirectoryPod(doc, vdibroker.FoldUser(user))
+	req := vdibroker.PodLookupRequest{User: user, Register: register}
 	var l *vdibroker.PodLookup
 	var err error
 	switch p := doc.Pod(pod); {
 	case pod == g.cfg.Pod:
-		l, err = g.PodLookup(ctx, vdibroker.PodLookupRequest{User: user})
+		l, err = g.PodLookup(ctx, req)
 	case p == nil || g.cachedFailure(pod) != nil:
-		return nil, false
+		return nil, false, false
 	default:
-		cctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
-		start := g.clock.Now()
-		l, err = g.cfg.Peers.Lookup(cctx, *p, vdibroker.PodLookupRequest{User: user})
-		cancel()
-		g.observe(*p, "lookup", start, err, nil)
+		l, err = g.callLookup(ctx, *p, req)
 	}
 	if err != nil {
 		// A peer that did not answer is skipped by the connects of the
@@ -562,7 +595,7 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user st
 			g.markFailed(pod, err)
 		}
 		g.log.WarnContext(ctx, "session directory: the directory pod did not answer; asking every pod in scope", "pod", pod, "err", err)
-		return nil, false
+		return nil, false, false
 	}
 	ask = map[string]bool{}
 	for _, p := range l.Pods {
@@ -573,5 +606,23 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user st
 			ask[p.Name] = true
 		}
 	}
-	return ask, true
+	return ask, true, l.Registered && register != ""
+}
+
+// callLookup is one look-up at peer p, bounded by the pod timeout. A pod
+// of an older version refuses register, a field it does not know (400
+// naming it, before it does anything): it is asked again without it.
+func (g *Service) callLookup(ctx context.Context, p vdibroker.Pod, req vdibroker.PodLookupRequest) (*vdibroker.PodLookup, error) {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, g.cfg.PodTimeout)
+		start := g.clock.Now()
+		l, err := g.cfg.Peers.Lookup(cctx, p, req)
+		cancel()
+		g.observe(p, "lookup", start, err, nil)
+		if err != nil && req.Register != "" && vdibroker.ErrorCode(err) == vdibroker.EInvalid && vdibroker.ErrorField(err) == "register" {
+			req.Register = ""
+			continue
+		}
+		return l, err
+	}
 }

@@ -331,21 +331,45 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 
 	start, _ := federation.StartSite(doc, ge, req.User, req.Groups, g.cfg.Pod)
 	scope := federation.Scope(doc, ge, g.cfg.Pod, start)
-	// R-G1 through the session directory: only the pods it names, or
-	// cannot vouch for, are asked for the user's sessions.
-	ask, _ := g.lookup(ctx, doc, req.User)
-	states := g.gather(ctx, doc, scope, req.User, true, ge, ask)
-	in := federation.Input{Doc: doc, Entitlement: ge, ConnectedPod: g.cfg.Pod, User: req.User, Groups: req.Groups,
-		Pods: map[string]federation.PodState{}}
-	for pod, st := range states {
-		in.Pods[pod] = st.PodState
+	plan := func(states map[string]podState) (*vdibroker.GlobalDecision, []vdibroker.MemberCandidate) {
+		in := federation.Input{Doc: doc, Entitlement: ge, ConnectedPod: g.cfg.Pod, User: req.User, Groups: req.Groups,
+			Pods: make(map[string]federation.PodState, len(states))}
+		for pod, st := range states {
+			in.Pods[pod] = st.PodState
+		}
+		return federation.Plan(in)
 	}
-	d, cands := federation.Plan(in)
+	// R-G1 through the session directory: only the pods it names, or
+	// cannot vouch for, are asked for the user's sessions. A new
+	// session's pod is planned first, as if the directory named none, so
+	// that the look-up registers the user there when it does name none
+	// (the common case, a user without a session): the placing pod then
+	// makes no registration call of its own beside its placement.
+	var (
+		states   map[string]podState
+		d        *vdibroker.GlobalDecision
+		cands    []vdibroker.MemberCandidate
+		register string
+	)
+	if federation.UsesDirectory(doc) && !req.DryRun {
+		states = g.gather(ctx, doc, scope, req.User, true, ge, map[string]bool{})
+		d, cands = plan(states)
+		if _, _, ok := g.existing(ge, scope, states, req); !ok && len(cands) > 0 {
+			register = cands[0].Pod
+		}
+	}
+	ask, ok, registered := g.lookup(ctx, doc, req.User, register)
+	if states == nil || !ok || len(ask) > 0 {
+		// Asked as the directory says (every pod when it did not
+		// answer), not as the plan above assumed.
+		states = g.gather(ctx, doc, scope, req.User, true, ge, ask)
+		d, cands = plan(states)
+	}
 
 	// R-G1: the existing session: the one the caller names, else the
 	// first in search order.
 	if c, id, ok := g.existing(ge, scope, states, req); ok {
-		ans, err := g.try(ctx, doc, ge, c, req, id, true)
+		ans, err := g.try(ctx, doc, ge, c, req, id, true, false)
 		if err == nil {
 			d.ExistingSession = &c
 			return g.answer(d, c, doc, ans), nil
@@ -361,7 +385,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	for len(cands) > 0 {
 		c := cands[0]
 		cands = cands[1:]
-		ans, err := g.try(ctx, doc, ge, c, req, "", false)
+		ans, err := g.try(ctx, doc, ge, c, req, "", false, registered && c.Pod == register)
 		if err == nil {
 			if ans.Created {
 				g.placed(c.Pod, c.HostPool)
@@ -426,13 +450,14 @@ func (g *Service) existing(ge *vdibroker.GlobalEntitlement, scope []vdibroker.Po
 
 // try connects the user into candidate c: this pod's own connect path, or
 // the pod-to-pod connect of c's pod. sessionID, when set, is the user's
-// session there to reconnect (ConnectRequest.SessionID).
-func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest, sessionID string, existing bool) (*vdibroker.ConnectAnswer, error) {
+// session there to reconnect (ConnectRequest.SessionID). registered says
+// the look-up registered the user at c's pod (PodLookup.Registered).
+func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest, sessionID string, existing, registered bool) (*vdibroker.ConnectAnswer, error) {
 	if c.Pod == g.cfg.Pod {
-		return g.connectMember(ctx, doc, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, SessionID: sessionID}, existing)
+		return g.connectMember(ctx, doc, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, SessionID: sessionID}, existing, registered)
 	}
 	return g.callConnect(ctx, *doc.Pod(c.Pod), vdibroker.PodConnectRequest{GlobalEntitlement: ge.Name, HostPool: c.HostPool,
-		User: req.User, DryRun: req.DryRun, Application: ge.Application, Existing: existing, SessionID: sessionID})
+		User: req.User, DryRun: req.DryRun, Application: ge.Application, Existing: existing, SessionID: sessionID, Registered: registered})
 }
 
 // connectMember connects a user into pool, a member of ge on this pod:
@@ -441,9 +466,11 @@ func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibro
 // A session it makes is registered at the user's directory pod before
 // it is answered (startRegister).
 // existing says the connect is for the user's existing session (R-G1),
-// which needs no registration.
-func (g *Service) connectMember(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, pool string, req vdibroker.ConnectRequest, existing bool) (a *vdibroker.ConnectAnswer, err error) {
-	register := federation.UsesDirectory(doc)
+// which needs no registration; registered that the caller's look-up
+// registered the user for this pod (PodLookup.Registered), nor does a
+// session it makes.
+func (g *Service) connectMember(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, pool string, req vdibroker.ConnectRequest, existing, registered bool) (a *vdibroker.ConnectAnswer, err error) {
+	register := federation.UsesDirectory(doc) && !registered
 	if register && !req.DryRun && !existing {
 		// The common case, a new session: registered beside its
 		// placement, not after it.

@@ -505,15 +505,26 @@ func (g *Service) sessionsCall(ctx context.Context, p vdibroker.Pod, req vdibrok
 }
 
 // callConnect asks pod p to connect the user (its pod-to-pod connect).
-// A pod of an older version refuses a session id, a field it does not
-// know (400 naming it, before it does anything): it is asked again
-// without it, and its pool's connect reconnects the user's session there
-// by R-C1's own choice (the pool's one session, but for a personal pool
-// of several).
+// A pod of an older version refuses a session id or registered, fields
+// it does not know (400 naming one, before it does anything): it is
+// asked again without them. Its pool's connect then reconnects the
+// user's session there by R-C1's own choice (the pool's one session, but
+// for a personal pool of several), and it registers a new session
+// itself (R-G1).
 func (g *Service) callConnect(ctx context.Context, p vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	a, err := g.podConnect(ctx, p, req)
-	if err != nil && req.SessionID != "" && vdibroker.ErrorCode(err) == vdibroker.EInvalid && vdibroker.ErrorField(err) == "sessionId" {
-		req.SessionID = ""
+	for range 2 {
+		if err == nil || vdibroker.ErrorCode(err) != vdibroker.EInvalid {
+			break
+		}
+		switch f := vdibroker.ErrorField(err); {
+		case f == "sessionId" && req.SessionID != "":
+			req.SessionID = ""
+		case f == "registered" && req.Registered:
+			req.Registered = false
+		default:
+			return a, err
+		}
 		a, err = g.podConnect(ctx, p, req)
 	}
 	return a, err
