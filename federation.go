@@ -656,13 +656,17 @@ type PodConnectRequest struct {
 	// field (400 naming it, before it does anything): the caller then
 	// asks again without it.
 	SessionID string `json:"sessionId,omitempty"`
-	// Registered: the caller's look-up registered the user at their
-	// directory pod for this pod (PodLookup.Registered), so a new
-	// session needs no registration of its own (R-G1). A pod of an
-	// older version refuses the field (400 naming it, before it does
-	// anything): the caller then asks again without it, and that pod
-	// registers the session itself.
-	Registered bool `json:"registered,omitempty"`
+	// RegisteredAt names the directory pod whose look-up registered the
+	// user for this pod (PodLookup.Registered): a new session needs no
+	// registration of its own (R-G1) when that pod is the user's
+	// directory pod in this pod's document too. Else (this pod holds
+	// another generation of the document, federation apply on its way,
+	// whose directory pod for the user is another) it registers the
+	// session there as without the look-up's. A pod of an older version
+	// refuses the field (400 naming it, before it does anything): the
+	// caller then asks again without it, and that pod registers the
+	// session itself.
+	RegisteredAt string `json:"registeredAt,omitempty"`
 }
 
 // GlobalDecision is the record of a global connect (the "decision" of its

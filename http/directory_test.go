@@ -182,7 +182,7 @@ func TestSessionDirectory_RG1(t *testing.T) {
 //     placing pod registers the session itself: bob's next connect
 //     through another pod reconnects to it;
 //   - pod1, an older member pod, is asked to connect again without
-//     "registered", and places dave (registering him itself, again).
+//     "registeredAt", and places dave (registering him itself, again).
 func TestLookupRegistersWithOlderPods_RG1_RG5(t *testing.T) {
 	var lookups, connects atomic.Int32
 	envs := fedPodsWith(t, 5, 1, 1, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
@@ -250,6 +250,62 @@ func TestLookupRegistersWithOlderPods_RG1_RG5(t *testing.T) {
 	b, err = envs[2].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: dave})
 	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
 		t.Fatalf("dave through pod2: %+v %v; want a reconnect to %s on pod1", b, err, a.SessionID)
+	}
+}
+
+// TestLookupRegisteredOtherGeneration_RG1: a look-up's registration
+// (PodLookupRequest.Register) is at the user's directory pod in the
+// documents of the connecting pod and of the directory pod; the placing
+// pod, while federation apply is on its way, may hold another
+// generation, whose directory pod for the user is another pod, where
+// its whole list already vouches for it. It then registers the session
+// there itself before the connect is answered, as without the look-up's:
+// the user's next connect, through a pod of its generation, reconnects.
+//
+// Six pods at generation 1; generation 2 removes pod5 (the user's
+// directory pod at 1), applied to pod1..pod4 only: pod0 (full) places
+// the user on pod1, after pod5 registered him there.
+func TestLookupRegisteredOtherGeneration_RG1(t *testing.T) {
+	envs := fedPods(t, 6, 1, 1, vdibroker.DistributionNone)
+	ctx := t.Context()
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := st.Document
+	directoryPass(t, envs)
+	doc2 := *doc
+	doc2.Generation++
+	doc2.Pods = slices.DeleteFunc(slices.Clone(doc.Pods), func(p vdibroker.Pod) bool { return p.Name == "pod5" })
+	ge := doc.GlobalEntitlements[0]
+	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod5" })
+	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	for _, e := range envs[1:5] {
+		if _, err := e.admin.PutFederation(ctx, &doc2); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.srvs[0].Federation.DirectoryPass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := ""
+	for i := 0; user == ""; i++ {
+		if u := fmt.Sprintf("fred%d", i); federation.DirectoryPod(doc, u) == "pod5" && federation.DirectoryPod(&doc2, u) != "pod0" {
+			user = u
+		}
+	}
+	envs[0].mustConnect("office-pod0", "filler")
+	takeCalls(envs)
+	a, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: user})
+	if err != nil || !a.Created || a.Pod != "pod1" {
+		t.Fatalf("%s through pod0: %+v %v; want a new session on pod1", user, a, err)
+	}
+	if calls := takeCalls(envs); calls[envs[5].urls[0]+federation.LookupPath] != 1 {
+		t.Fatalf("calls %v: want %s's look-up at pod5, his directory pod at generation 1", calls, user)
+	}
+	b, err := envs[2].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: user})
+	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
+		t.Fatalf("%s through pod2 (generation 2) at once: %+v %v; want a reconnect to %s on pod1", user, b, err, a.SessionID)
 	}
 }
 

@@ -570,10 +570,10 @@ func (g *Service) PodLookup(ctx context.Context, req vdibroker.PodLookupRequest)
 // ok is false when the directory pod did not answer: every pod is asked.
 // register is the pod a new session would be placed in (or none): the
 // directory pod registers the user there if it names no pod, and
-// registered says it did (PodLookupRequest.Register).
-func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, register string) (ask map[string]bool, ok, registered bool) {
+// registeredAt names it when it did (PodLookupRequest.Register).
+func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, register string) (ask map[string]bool, ok bool, registeredAt string) {
 	if !federation.UsesDirectory(doc) {
-		return nil, false, false
+		return nil, false, ""
 	}
 	pod := federation.DirectoryPod(doc, vdibroker.FoldUser(user))
 	req := vdibroker.PodLookupRequest{User: user, Register: register}
@@ -583,7 +583,7 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, r
 	case pod == g.cfg.Pod:
 		l, err = g.PodLookup(ctx, req)
 	case p == nil || g.cachedFailure(pod) != nil:
-		return nil, false, false
+		return nil, false, ""
 	default:
 		l, err = g.callLookup(ctx, *p, req)
 	}
@@ -595,7 +595,7 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, r
 			g.markFailed(pod, err)
 		}
 		g.log.WarnContext(ctx, "session directory: the directory pod did not answer; asking every pod in scope", "pod", pod, "err", err)
-		return nil, false, false
+		return nil, false, ""
 	}
 	ask = map[string]bool{}
 	for _, p := range l.Pods {
@@ -606,7 +606,10 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, r
 			ask[p.Name] = true
 		}
 	}
-	return ask, true, l.Registered && register != ""
+	if l.Registered && register != "" {
+		registeredAt = pod
+	}
+	return ask, true, registeredAt
 }
 
 // callLookup is one look-up at peer p, bounded by the pod timeout. A pod

@@ -358,7 +358,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 			register = cands[0].Pod
 		}
 	}
-	ask, ok, registered := g.lookup(ctx, doc, req.User, register)
+	ask, ok, registeredAt := g.lookup(ctx, doc, req.User, register)
 	if states == nil || !ok || len(ask) > 0 {
 		// Asked as the directory says (every pod when it did not
 		// answer), not as the plan above assumed.
@@ -369,7 +369,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	// R-G1: the existing session: the one the caller names, else the
 	// first in search order.
 	if c, id, ok := g.existing(ge, scope, states, req); ok {
-		ans, err := g.try(ctx, doc, ge, c, req, id, true, false)
+		ans, err := g.try(ctx, doc, ge, c, req, id, true, "")
 		if err == nil {
 			d.ExistingSession = &c
 			return g.answer(d, c, doc, ans), nil
@@ -385,7 +385,11 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	for len(cands) > 0 {
 		c := cands[0]
 		cands = cands[1:]
-		ans, err := g.try(ctx, doc, ge, c, req, "", false, registered && c.Pod == register)
+		at := ""
+		if c.Pod == register {
+			at = registeredAt
+		}
+		ans, err := g.try(ctx, doc, ge, c, req, "", false, at)
 		if err == nil {
 			if ans.Created {
 				g.placed(c.Pod, c.HostPool)
@@ -450,14 +454,15 @@ func (g *Service) existing(ge *vdibroker.GlobalEntitlement, scope []vdibroker.Po
 
 // try connects the user into candidate c: this pod's own connect path, or
 // the pod-to-pod connect of c's pod. sessionID, when set, is the user's
-// session there to reconnect (ConnectRequest.SessionID). registered says
-// the look-up registered the user at c's pod (PodLookup.Registered).
-func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest, sessionID string, existing, registered bool) (*vdibroker.ConnectAnswer, error) {
+// session there to reconnect (ConnectRequest.SessionID). registeredAt,
+// when set, is the directory pod whose look-up registered the user at
+// c's pod (PodLookup.Registered).
+func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, c vdibroker.MemberCandidate, req vdibroker.GlobalConnectRequest, sessionID string, existing bool, registeredAt string) (*vdibroker.ConnectAnswer, error) {
 	if c.Pod == g.cfg.Pod {
-		return g.connectMember(ctx, doc, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, SessionID: sessionID}, existing, registered)
+		return g.connectMember(ctx, doc, ge, c.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, SessionID: sessionID}, existing, registeredAt)
 	}
 	return g.callConnect(ctx, *doc.Pod(c.Pod), vdibroker.PodConnectRequest{GlobalEntitlement: ge.Name, HostPool: c.HostPool,
-		User: req.User, DryRun: req.DryRun, Application: ge.Application, Existing: existing, SessionID: sessionID, Registered: registered})
+		User: req.User, DryRun: req.DryRun, Application: ge.Application, Existing: existing, SessionID: sessionID, RegisteredAt: registeredAt})
 }
 
 // connectMember connects a user into pool, a member of ge on this pod:
@@ -466,10 +471,15 @@ func (g *Service) try(ctx context.Context, doc *vdibroker.Federation, ge *vdibro
 // A session it makes is registered at the user's directory pod before
 // it is answered (startRegister).
 // existing says the connect is for the user's existing session (R-G1),
-// which needs no registration; registered that the caller's look-up
-// registered the user for this pod (PodLookup.Registered), nor does a
-// session it makes.
-func (g *Service) connectMember(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, pool string, req vdibroker.ConnectRequest, existing, registered bool) (a *vdibroker.ConnectAnswer, err error) {
+// which needs no registration; registeredAt, when set, the directory
+// pod whose look-up registered the user for this pod (PodLookup.
+// Registered): nor does a session it makes, if that is the user's
+// directory pod in doc. Another (the caller's look-up went by another
+// generation of the document) is not where this pod's connects and
+// whole lists look for the user, whose directory pod in doc may vouch
+// for this pod already: the session is registered there as usual.
+func (g *Service) connectMember(ctx context.Context, doc *vdibroker.Federation, ge *vdibroker.GlobalEntitlement, pool string, req vdibroker.ConnectRequest, existing bool, registeredAt string) (a *vdibroker.ConnectAnswer, err error) {
+	registered := registeredAt != "" && federation.DirectoryPod(doc, vdibroker.FoldUser(req.User)) == registeredAt
 	register := federation.UsesDirectory(doc) && !registered
 	if register && !req.DryRun && !existing {
 		// The common case, a new session: registered beside its

@@ -505,7 +505,7 @@ func (g *Service) sessionsCall(ctx context.Context, p vdibroker.Pod, req vdibrok
 }
 
 // callConnect asks pod p to connect the user (its pod-to-pod connect).
-// A pod of an older version refuses a session id or registered, fields
+// A pod of an older version refuses a session id or registeredAt, fields
 // it does not know (400 naming one, before it does anything): it is
 // asked again without them. Its pool's connect then reconnects the
 // user's session there by R-C1's own choice (the pool's one session, but
@@ -520,8 +520,8 @@ func (g *Service) callConnect(ctx context.Context, p vdibroker.Pod, req vdibroke
 		switch f := vdibroker.ErrorField(err); {
 		case f == "sessionId" && req.SessionID != "":
 			req.SessionID = ""
-		case f == "registered" && req.Registered:
-			req.Registered = false
+		case f == "registeredAt" && req.RegisteredAt != "":
+			req.RegisteredAt = ""
 		default:
 			return a, err
 		}

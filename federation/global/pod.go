@@ -124,7 +124,7 @@ func (g *Service) PodConnect(ctx context.Context, req vdibroker.PodConnectReques
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "global entitlement %q on pod %s has no application %q in host pool %q",
 			req.GlobalEntitlement, g.cfg.Pod, req.Application, req.HostPool)
 	}
-	return g.connectMember(ctx, doc, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, SessionID: req.SessionID}, req.Existing, req.Registered)
+	return g.connectMember(ctx, doc, ge, req.HostPool, vdibroker.ConnectRequest{User: req.User, DryRun: req.DryRun, SessionID: req.SessionID}, req.Existing, req.RegisteredAt)
 }
 
 // maxSessionIDLen bounds a session id a peer names.
