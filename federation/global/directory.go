@@ -621,11 +621,15 @@ func (g *Service) callLookup(ctx context.Context, p vdibroker.Pod, req vdibroker
 		start := g.clock.Now()
 		l, err := g.cfg.Peers.Lookup(cctx, p, req)
 		cancel()
-		g.observe(p, "lookup", start, err, nil)
 		if err != nil && req.Register != "" && vdibroker.ErrorCode(err) == vdibroker.EInvalid && vdibroker.ErrorField(err) == "register" {
+			// The pod answered: not a failed call (its metrics, its
+			// peer status), or every connect in a rolling upgrade
+			// would count one.
+			g.observe(p, "lookup", start, nil, nil)
 			req.Register = ""
 			continue
 		}
+		g.observe(p, "lookup", start, err, nil)
 		return l, err
 	}
 }
