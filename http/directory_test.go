@@ -124,6 +124,13 @@ func TestSessionDirectory_RG1(t *testing.T) {
 	if calls[envs[4].urls[0]+federation.LookupPath] != 1 || calls[envs[4].urls[0]+federation.DirectoryPath] != 0 {
 		t.Errorf("calls %v: want bob's look-up at pod4, and no registration call (the look-up registered him)", calls)
 	}
+	// Nor does pod1's next directory pass register him again.
+	if err := envs[1].srvs[0].Federation.DirectoryPass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if calls = take(); calls[envs[4].urls[0]+federation.DirectoryPath] != 0 {
+		t.Errorf("calls %v: pod1's directory pass registered bob at pod4 again", calls)
+	}
 	b, err := envs[3].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: bob})
 	if err != nil || !b.Reconnect || b.SessionID != a.SessionID {
 		t.Fatalf("bob through pod3 at once: %+v %v; want a reconnect to %s on pod1", b, err, a.SessionID)

@@ -431,6 +431,16 @@ func (g *Service) startRegister(ctx context.Context, doc *vdibroker.Federation, 
 	}
 }
 
+// markSent records user (folded) registered at their directory pod at
+// now, for a session made here (a look-up registered it): the passes
+// within directorySentFor do not send it again (unsent).
+func (g *Service) markSent(key string, now time.Time) {
+	d := &g.dir
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sent[key] = now
+}
+
 // unsent drops the users registered within directorySentFor, and forgets
 // the older.
 func (g *Service) unsent(users []string, now time.Time) []string {

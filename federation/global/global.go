@@ -488,6 +488,16 @@ func (g *Service) connectMember(ctx context.Context, doc *vdibroker.Federation, 
 		defer func() { done(err == nil && a.Created) }()
 		register = false
 	}
+	if registered && !req.DryRun && !existing {
+		// Registered by the look-up: this pod's next directory pass
+		// need not send it again either (as startRegister's).
+		key, now := vdibroker.FoldUser(req.User), g.clock.Now()
+		defer func() {
+			if err == nil && a.Created {
+				g.markSent(key, now)
+			}
+		}()
+	}
 	switch {
 	case ge != nil && ge.IsApplication() && g.cfg.Applications == nil:
 		return nil, vdibroker.Errorf(vdibroker.ENotFound, "pod %s publishes no applications", g.cfg.Pod)
