@@ -49,6 +49,11 @@ func (s *Server) federationRoutes() {
 	s.handle("POST "+federation.SessionsPath, public, s.podCall(s.podSessions, podRead))
 	s.handle("POST "+federation.ConnectPath, public, s.podCall(s.podConnect, podHeld))
 	s.handle("POST "+federation.DirectoryPath, public, s.podCall(s.podRegister, podHeld))
+	// A look-up may register its user (PodLookupRequest.Register, R-G1),
+	// an idempotent write bounded as a registration's: its nonce is still
+	// a read's (in memory on a one-process store, where a call signed
+	// before this process started is refused), so a replay is refused all
+	// the same.
 	s.handle("POST "+federation.LookupPath, public, s.podCall(s.podLookup, podRead))
 	s.handle("POST "+federation.SessionCommandPath, public, s.podCall(s.podSessionCommand, podRecord))
 }
