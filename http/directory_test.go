@@ -163,6 +163,17 @@ func TestSessionDirectory_RG1(t *testing.T) {
 	if got := sessionCalls(envs, take()); len(got) != 1 || got[0] != 2 {
 		t.Errorf("pods asked with pod2's whole list missing: %v; want pod2 alone", got)
 	}
+	// The same for a connect that makes a session: its plan, made before
+	// the look-up, asked pod2 already (its summary says it is behind),
+	// which the look-up's answer does not make it ask again.
+	frank := userOf(&doc2, "frank", "pod3")
+	if _, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: frank}); err != nil {
+		t.Fatal(err)
+	}
+	calls = take()
+	if got := sessionCalls(envs, calls); len(got) != 1 || got[0] != 2 || calls[envs[2].urls[0]+federation.SessionsPath] != 1 {
+		t.Errorf("pods asked for frank's sessions with pod2's whole list missing: %v, calls %v; want pod2 alone, once", got, calls)
+	}
 
 	// erin's directory pod, pod4, stops answering: pod0 asks every other
 	// pod, and skips pod4, which did not answer its look-up, as

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -359,11 +360,25 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		}
 	}
 	ask, ok, registeredAt := g.lookup(ctx, doc, req.User, register)
-	if states == nil || !ok || len(ask) > 0 {
-		// Asked as the directory says (every pod when it did not
-		// answer), not as the plan above assumed.
+	switch {
+	case states == nil || !ok:
+		// Asked as the directory says: every pod when it did not answer.
 		states = g.gather(ctx, doc, scope, req.User, true, ge, ask)
 		d, cands = plan(states)
+	case len(ask) > 0:
+		// The pods it names or cannot vouch for, but those the plan's
+		// gathering asked already (a peer whose summary says it is
+		// behind), or could not reach.
+		var more []vdibroker.Pod
+		for _, p := range scope {
+			if st := states[p.Name]; ask[p.Name] && !st.asked && st.Err == "" {
+				more = append(more, p)
+			}
+		}
+		if len(more) > 0 {
+			maps.Copy(states, g.gather(ctx, doc, more, req.User, true, ge, nil))
+			d, cands = plan(states)
+		}
 	}
 
 	// R-G1: the existing session: the one the caller names, else the

@@ -34,6 +34,9 @@ type loadEntry struct {
 type podState struct {
 	federation.PodState
 	sessions []*vdibroker.UserSession
+	// asked: the pod was asked for the user's sessions (this pod's own
+	// read them), whatever it answered.
+	asked bool
 }
 
 // gather asks every pod of pods, in parallel, for its member pools' facts
@@ -92,6 +95,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 		st.Pools = g.ownFacts(ctx, selfPools)
 		if sessions {
 			var err error
+			st.asked = true
 			st.sessions, err = g.localSessions(ctx, []string{user}, selfPools)
 			if err != nil {
 				st.Err = "unavailable: " + vdibroker.ErrorMessage(err)
@@ -134,6 +138,7 @@ func (g *Service) remoteState(ctx context.Context, doc *vdibroker.Federation, p 
 	)
 	wg.Go(func() { lr, lerr = g.peerLoads(ctx, p) })
 	if sessions && len(pools) > 0 {
+		st.asked = true
 		wg.Go(func() {
 			st.sessions, sessErr = g.callSessions(ctx, p, user, pools)
 		})
