@@ -92,19 +92,27 @@ func (f *Flow) Provider() *Provider { return f.cfg.Provider }
 // Start begins a sign-in: a fresh state, nonce and PKCE verifier sealed
 // into the state cookie, and a 303 to the provider's authorization
 // endpoint. next is where Finish sends the browser afterwards, a path of
-// this site the caller has checked ("/" if it is longer than 1 KiB or
-// names another host).
+// this site the caller has checked ("/" if it is longer than 2 KiB,
+// names another host, or would make the state cookie longer than
+// maxStateCookie once escaped).
 func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
 	if !nextPath(next) {
 		next = "/"
 	}
 	p := &pending{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(), Next: next,
 		Expires: f.cfg.Now().Add(LoginTTL).Unix()}
+	sealed := sealState(f.aead, f.cfg.StateCookie, p)
+	if len(sealed) > maxStateCookie {
+		// A next of quotes or bytes not UTF-8, which JSON writes longer:
+		// a cookie a browser might drop, or Finish refuse, is no sign-in.
+		p.Next = "/"
+		sealed = sealState(f.aead, f.cfg.StateCookie, p)
+	}
 	oc := f.cfg.Provider.oauth
 	oc.RedirectURL = f.cfg.CallbackURL
 	authURL := oc.AuthCodeURL(p.State, oidc.Nonce(p.Nonce), oauth2.S256ChallengeOption(p.Verifier))
 	name, path, secure := f.cookie(r)
-	http.SetCookie(w, &http.Cookie{Name: name, Value: sealState(f.aead, f.cfg.StateCookie, p), Path: path,
+	http.SetCookie(w, &http.Cookie{Name: name, Value: sealed, Path: path,
 		MaxAge: int(LoginTTL.Seconds()), HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, authURL, http.StatusSeeOther)

@@ -229,17 +229,23 @@ func TestFlowStateCookieName(t *testing.T) {
 	}
 }
 
-// TestFlowNextIsBounded: a next path over 1 KiB, or not a path of this
-// site, is "/".
+// TestFlowNextIsBounded (R-U2): a next path of up to 2 KiB, as long as
+// the user portal keeps (its pages' addresses with their queries, "&"s
+// included), is kept; a longer one, one not of this site, or one JSON
+// writes so much longer that the state cookie would pass maxStateCookie
+// (quotes, bytes not UTF-8), is "/". Every state cookie is at most
+// maxStateCookie bytes, well under the 4,096 browsers keep.
 func TestFlowNextIsBounded(t *testing.T) {
 	op := testop.Start(t, "cid", "sec")
 	clk := clocktesting.NewFakeClock(time.Now())
 	f := newTestFlow(t, newTestProvider(t, op, clk), clk, "vdibroker_oidc")
-	for next, want := range map[string]string{"/" + strings.Repeat("a", 1023): "/" + strings.Repeat("a", 1023),
-		"/" + strings.Repeat("a", 1024): "/", "https://evil.example/": "/", "//evil.example/": "/"} {
+	a2047, amps := "/"+strings.Repeat("a", 2047), "/portal/?"+strings.Repeat("&<>", 679)
+	for next, want := range map[string]string{a2047: a2047, amps: amps,
+		"/" + strings.Repeat("a", 2048): "/", "/" + strings.Repeat(`"`, 2047): "/", "/" + strings.Repeat("\xff", 2047): "/",
+		"https://evil.example/": "/", "//evil.example/": "/"} {
 		ck, _ := start(t, f, "broker", next)
-		if len(ck.Value) > maxStateCookie {
-			t.Errorf("a state cookie of %d bytes, over %d", len(ck.Value), maxStateCookie)
+		if len(ck.Value) > maxStateCookie || maxStateCookie > 3500 {
+			t.Errorf("a state cookie of %d bytes, over %d (at most 3,500)", len(ck.Value), maxStateCookie)
 		}
 		p, err := openState(f.aead, "vdibroker_oidc", ck.Value, clk.Now())
 		if err != nil || p.Next != want {

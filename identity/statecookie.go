@@ -30,12 +30,18 @@ type pending struct {
 	Expires  int64  `json:"e"` // Unix seconds
 }
 
-// maxStateCookie bounds the cookie's value before it is decoded: a sealed
-// pending sign-in is about 300 bytes with a next path of maxNext.
-const maxStateCookie = 3000
+// maxStateCookie bounds the cookie's value, before it is decoded and as
+// Start seals it: a sealed pending sign-in is 3,000 bytes with a next
+// path of maxNext that JSON writes as it is (sealState escapes no "&",
+// common in a query), so 400 bytes are left for a next's escapes ("\"",
+// a byte not UTF-8), and with its name and attributes the cookie stays
+// well under the 4,096 bytes browsers keep of one.
+const maxStateCookie = 3400
 
-// maxNext bounds the path the browser goes to after signing in.
-const maxNext = 1024
+// maxNext bounds the path the browser goes to after signing in: as long
+// as the user portal's (portal.maxNext), whose pages' addresses carry
+// queries (R-U2).
+const maxNext = 2048
 
 // nextPath reports whether next may be where a sign-in goes after: a
 // path of this site (not "//host"), at most maxNext bytes. The area
@@ -58,7 +64,14 @@ func stateAEAD(key []byte) (cipher.AEAD, error) {
 
 // sealState returns p as a cookie value of the cookie name.
 func sealState(aead cipher.AEAD, name string, p *pending) string {
-	plain, _ := json.Marshal(p) // strings and an int: cannot fail
+	// Strings and an int: cannot fail. "&", "<" and ">" as they are, not
+	// "\u0026": the cookie is no HTML, and a query's "&"s would make it
+	// six times as long.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p)
+	plain := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
 		panic("identity: random source failed: " + err.Error())

@@ -84,7 +84,8 @@ func TestAppOnStartingHostIsNoDesktop_RU4_RU6(t *testing.T) {
 // TestUnavailableAppTile_RE12_RU5_RU6: an application her feed marks
 // unavailable (its pool's hosts all cannot run RemoteApps) is shown with
 // no Open button and a note in her language that it cannot be opened now
-// and to tell her helpdesk; the desktop of the same pool, and an
+// and to tell her helpdesk, a stop of the Tab key (its browser test
+// tabs to it); the desktop of the same pool, and an
 // application of a pool whose host did not say, keep theirs. Posted
 // anyway (a page from before), the launch is refused as before.
 func TestUnavailableAppTile_RE12_RU5_RU6(t *testing.T) {
@@ -125,7 +126,8 @@ func TestUnavailableAppTile_RE12_RU5_RU6(t *testing.T) {
 	} {
 		_, page := alice.get("/portal/?lang=" + lang)
 		word := tile(page, "app:desk-apps/word")
-		if strings.Contains(word, "<form") || strings.Contains(word, "<button") || !strings.Contains(word, `data-unavailable="RemoteAppUnsupported">`+note+`</p>`) {
+		if strings.Contains(word, "<form") || strings.Contains(word, "<button") || !strings.Contains(word, `data-unavailable="RemoteAppUnsupported">`+note+`</p>`) ||
+			!strings.Contains(word, `tabindex="0"`) {
 			t.Errorf("%s: Word's tile offers Open, or lacks the note %q:\n%s", lang, note, word)
 		}
 		for _, id := range []string{"desktop:desk", "app:cold-apps/paint"} {

@@ -128,3 +128,32 @@ func TestPortalOIDCRefusedReturnsToAsked(t *testing.T) {
 		t.Errorf("a callback not started in this browser: %d\n%s", res.StatusCode, page)
 	}
 }
+
+// TestPortalOIDCLongNextReturns (R-U2): a single sign-on started for a
+// page of the portal whose address is between 1 and 2 KiB (within the
+// 2,048 bytes the portal keeps) returns her to that page, not her home
+// page: the sign-in state the identity flow seals keeps as long a next
+// as the portal does, a query's "&"s included.
+func TestPortalOIDCLongNextReturns(t *testing.T) {
+	w := newPortalWorld(t)
+	base := w.m.URL()
+	c := jarClient()
+	nr := noRedirects(c)
+	asked := "/portal/?lang=de&off=01nosuchsession&x=" + strings.Repeat("a&b=", 400)
+	asked = asked[:1500]
+	res, err := c.Get(base + "/portal/signin/oidc?next=" + url.QueryEscape(asked))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Request.URL.String(), w.op.Issuer+"/authorize") {
+		t.Fatalf("to the provider: %d %s", res.StatusCode, res.Request.URL)
+	}
+	cb, err := testop.SignIn(c, res.Request.URL.String(), "uma", "pw-uma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := getBody(t, nr, cb); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != asked {
+		t.Errorf("callback of a sign-in for a page of %d bytes: %d to %.60q, want %.60q...", len(asked), res.StatusCode, res.Header.Get("Location"), asked)
+	}
+}
