@@ -82,12 +82,13 @@ func AuditActions() []string {
 }
 
 // checkAuditAction refuses a filter by an action the broker does not
-// write, which would answer nothing silently: a typo. A route's pattern
-// is an action too (a refused read's). It names the actions of the same
-// noun, or the docs' list.
+// write, which would answer nothing silently: a typo. An API route's
+// pattern is an action too (a refused read's); a mounted one ("/" of the
+// console, "GET /metrics") is not: nothing audits its requests. It names
+// the actions of the same noun, or the docs' list.
 func (s *Server) checkAuditAction(action string) error {
 	known := AuditActions()
-	if slices.Contains(known, action) || slices.Contains(s.patterns, action) {
+	if slices.Contains(known, action) || slices.Contains(s.apiRoutes, action) {
 		return nil
 	}
 	noun, _, _ := strings.Cut(action, ".")
@@ -102,7 +103,11 @@ func (s *Server) checkAuditAction(action string) error {
 	if len(near) > 0 {
 		return vdibroker.FieldError("action", "no audit entry has action %q: the %s actions are %s (every action: docs/behaviour.md, \"Audit actions\")", quoted, noun, strings.Join(near, ", "))
 	}
-	return vdibroker.FieldError("action", "no audit entry has action %q: it must be an audit action such as sessionhost.update, token.create or signin (every action: docs/behaviour.md, \"Audit actions\"), or a refused route's pattern such as \"GET /api/v1/hostpools\"", quoted)
+	served := ""
+	if slices.Contains(s.patterns, action) {
+		served = " (a route this server serves, but not one of the API's, whose requests are not audited)"
+	}
+	return vdibroker.FieldError("action", "no audit entry has action %q%s: it must be an audit action such as sessionhost.update, token.create or signin (every action: docs/behaviour.md, \"Audit actions\"), or a refused API route's pattern such as \"GET /api/v1/hostpools\"", quoted, served)
 }
 
 // maxQuotedAction is the most bytes of an unknown action its refusal

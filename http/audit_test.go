@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -702,6 +703,52 @@ func TestAuditUnknownActionEchoBounded(t *testing.T) {
 		_ = json.Unmarshal(raw, &body)
 		if status != 400 || body.Error.Field != "action" || len(body.Error.Message) > 600 || !strings.Contains(body.Error.Message, action[:100]) {
 			t.Errorf("?action= of %d bytes: %d, field %q, message of %d bytes; want 400 naming action, the value cut", len(action), status, body.Error.Field, len(body.Error.Message))
+		}
+	}
+}
+
+// TestAuditActionNotARouteOfTheAPI_RSEC: ?action= of a pattern the server
+// serves but does not audit (the console's "/", Prometheus's "GET
+// /metrics", the API's 404 "/api/v1/") finds nothing and is no audit
+// action: a 400 naming action, as a typo is, not an empty answer that
+// reads as "nobody did it". A refused API route's pattern is an action,
+// with entries or not yet.
+func TestAuditActionNotARouteOfTheAPI_RSEC(t *testing.T) {
+	e := newEnvWith(t, envOptions{mount: []string{"/", "GET /metrics"}})
+	for _, path := range []string{"/", "/metrics"} {
+		if status, _, raw := rawDo(t, e, "GET", path, "", ""); status != 200 || string(raw) != "mounted" {
+			t.Fatalf("GET %s: %d %q; want the mounted handler's 200", path, status, raw)
+		}
+	}
+	// A refused read is recorded under its route's pattern.
+	if status, _, _ := rawDo(t, e, "GET", "/api/v1/hostpools", "not-a-token", ""); status != 401 {
+		t.Fatalf("GET /hostpools with a bad token: %d, want 401", status)
+	}
+	for action, want := range map[string]int{"GET /api/v1/hostpools": 1, "GET /api/v1/hostpools/{pool}": 0} {
+		status, ve, raw := rawDo(t, e, "GET", "/api/v1/auditlog?action="+url.QueryEscape(action), adminToken, "")
+		var body struct{ Value []vdibroker.AuditEntry }
+		_ = json.Unmarshal(raw, &body)
+		if status != 200 || len(body.Value) != want {
+			t.Errorf("?action=%s: %d %v, %d entries; want 200 and %d", action, status, ve, len(body.Value), want)
+		}
+	}
+	// No prefixes: the docs promise exact actions.
+	for _, action := range []string{"hostpool.", "hostpool.*"} {
+		status, ve, _ := rawDo(t, e, "GET", "/api/v1/auditlog?action="+url.QueryEscape(action), adminToken, "")
+		if status != 400 || ve == nil || ve.Field != "action" || !strings.Contains(ve.Message, "hostpool.put") {
+			t.Errorf("?action=%s: %d %+v; want 400 naming action and the hostpool actions", action, status, ve)
+		}
+	}
+	for action, served := range map[string]bool{"/": true, "GET /metrics": true, "/api/v1/": true, "GET /": false, "/metrics": false} {
+		status, ve, _ := rawDo(t, e, "GET", "/api/v1/auditlog?action="+url.QueryEscape(action), adminToken, "")
+		if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "action" ||
+			!strings.Contains(ve.Message, fmt.Sprintf("%q", action)) || !strings.Contains(ve.Message, `"GET /api/v1/hostpools"`) ||
+			!strings.Contains(ve.Message, "docs/behaviour.md") {
+			t.Errorf("?action=%s: %d %+v; want 400 InvalidArgument naming action, quoting it, with the allowed values", action, status, ve)
+			continue
+		}
+		if says := strings.Contains(ve.Message, "not one of the API's"); says != served {
+			t.Errorf("?action=%s: %q; says it is a route served but not audited: %v, want %v", action, ve.Message, says, served)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/vdibroker/vdibroker/internal/pgtest"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -98,6 +100,10 @@ type envOptions struct {
 	// gatewayClock is the clock of newGatewayWorldWith's gateway (nil:
 	// the real one).
 	gatewayClock kclock.WithTickerAndDelayedExecution
+	// mount are patterns each server mounts (Server.Mount) before it
+	// serves, as serve mounts the console at "/" and Prometheus at "GET
+	// /metrics"; each answers 200 "mounted".
+	mount []string
 }
 
 // newEnv starts a SQLite-backed server.
@@ -162,6 +168,9 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 				default:
 				}
 			}})
+		for _, pattern := range o.mount {
+			srv.Mount(pattern, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "mounted") }))
+		}
 		ts := httptest.NewServer(srv.Handler())
 		t.Cleanup(func() { ts.Close(); srv.Close() })
 		e.srvs = append(e.srvs, srv)
@@ -175,7 +184,7 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 // checkAuditActions fails the test if an entry any path of it wrote has an
 // action that GET /auditlog?action= would refuse, had it found nothing
 // (R-SEC): every action written is in vhttp.AuditActions or is a refused
-// route's pattern.
+// API route's pattern (AuditedRoutes, not a mounted one).
 func (e *env) checkAuditActions() {
 	if e.t.Failed() {
 		return
@@ -185,7 +194,7 @@ func (e *env) checkAuditActions() {
 		known[a] = true
 	}
 	for _, srv := range e.srvs {
-		for _, r := range srv.Routes() {
+		for _, r := range srv.AuditedRoutes() {
 			known[r] = true
 		}
 	}
@@ -198,7 +207,7 @@ func (e *env) checkAuditActions() {
 		}
 		for _, a := range list {
 			if !known[a.Action] {
-				e.t.Errorf("audit entry %d has action %q, which is neither in vhttp.AuditActions nor a route: GET /auditlog?action=%s would be refused", a.Seq, a.Action, a.Action)
+				e.t.Errorf("audit entry %d has action %q, which is neither in vhttp.AuditActions nor an API route: GET /auditlog?action=%s would be refused", a.Seq, a.Action, a.Action)
 			}
 		}
 		if len(list) < 1000 {

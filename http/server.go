@@ -68,8 +68,11 @@ type Server struct {
 
 	mux     *nethttp.ServeMux
 	handler nethttp.Handler
-	// patterns are the routes registered (handle, Mount), in order.
-	patterns []string
+	// patterns are the routes registered (handle, Mount), in order;
+	// apiRoutes those of handle alone, whose refusals are audited under
+	// their pattern (R-SEC): the mounted ones (the console, Prometheus,
+	// the API's 404) write no audit entry.
+	patterns, apiRoutes []string
 
 	// agentCert: the agent endpoints require a client certificate;
 	// agentCertAnyHost: of any host name.
@@ -162,6 +165,12 @@ func (s *Server) Mount(pattern string, h nethttp.Handler) {
 // those mounted), in the order registered: a test of every route derives
 // its list from here, so a route without an expectation fails it.
 func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
+
+// AuditedRoutes lists the API's routes, those of Routes whose requests
+// are audited: a refusal of one that names no action of AuditActions is
+// recorded under its pattern, an action GET /auditlog?action= filters by
+// (R-SEC). A mounted route (Mount) is not among them.
+func (s *Server) AuditedRoutes() []string { return slices.Clone(s.apiRoutes) }
 
 type ctxKey int
 

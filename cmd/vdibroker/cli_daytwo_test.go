@@ -102,6 +102,16 @@ func TestAuditListUnknownAction_RSEC(t *testing.T) {
 			t.Errorf("--action %q: %q, want %q", tc.action, got, tc.want)
 		}
 	}
+	// What serve mounts beside the API (the console, the portal,
+	// Prometheus) is served but not audited: no entry has its pattern.
+	for _, action := range []string{"/", "GET /metrics", "/portal/"} {
+		r := b.cli("audit", "list", "--action", action)
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, fmt.Sprintf("action: no audit entry has action %q", action)) ||
+			!strings.Contains(r.stderr, "not one of the API's") || !strings.Contains(r.stderr, `"GET /api/v1/hostpools"`) {
+			t.Errorf("--action %q: exit %d, stdout %q, stderr %q; want exit 1 naming action, the route not audited, and what is", action, r.code, r.stdout, r.stderr)
+		}
+		checkCLIError(t, r)
+	}
 	status, e := b.postJSON("GET", "/api/v1/auditlog?action=token.creat", "")
 	if status != 400 || e["code"] != "InvalidArgument" || e["field"] != "action" || !strings.Contains(e["message"], "token.create") {
 		t.Errorf("GET /auditlog?action=token.creat: %d %v; want 400 naming action and token.create", status, e)
