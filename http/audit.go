@@ -84,7 +84,8 @@ func AuditActions() []string {
 // checkAuditAction refuses a filter by an action the broker does not
 // write, which would answer nothing silently: a typo. An API route's
 // pattern is an action too (a refused read's); a mounted one ("/" of the
-// console, "GET /metrics") is not: nothing audits its requests. It names
+// console, "GET /metrics") is not: no entry is recorded under it (the
+// console's and the portal's are under actions of their own). It names
 // the actions of the same noun, or the docs' list.
 func (s *Server) checkAuditAction(action string) error {
 	known := AuditActions()
@@ -105,7 +106,7 @@ func (s *Server) checkAuditAction(action string) error {
 	}
 	served := ""
 	if slices.Contains(s.patterns, action) {
-		served = " (a route this server serves, but not one of the API's, whose requests are not audited)"
+		served = " (a route this server serves, but not one of the API's: no entry is recorded under its pattern; the console's and the portal's own are under signin, form and portal.launch)"
 	}
 	return vdibroker.FieldError("action", "no audit entry has action %q%s: it must be an audit action such as sessionhost.update, token.create or signin (every action: docs/behaviour.md, \"Audit actions\"), or a refused API route's pattern such as \"GET /api/v1/hostpools\"", quoted, served)
 }

@@ -750,5 +750,11 @@ func TestAuditActionNotARouteOfTheAPI_RSEC(t *testing.T) {
 		if says := strings.Contains(ve.Message, "not one of the API's"); says != served {
 			t.Errorf("?action=%s: %q; says it is a route served but not audited: %v, want %v", action, ve.Message, says, served)
 		}
+		// Not "not audited": the console's and the portal's sign-ins,
+		// refused forms and launches are, under actions of their own.
+		if served && (strings.Contains(ve.Message, "are not audited") || !strings.Contains(ve.Message, "under its pattern") ||
+			!strings.Contains(ve.Message, "portal.launch")) {
+			t.Errorf("?action=%s: %q; want it to say no entry is under its pattern, and the console's and portal's actions", action, ve.Message)
+		}
 	}
 }

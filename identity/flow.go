@@ -93,8 +93,9 @@ func (f *Flow) Provider() *Provider { return f.cfg.Provider }
 // into the state cookie, and a 303 to the provider's authorization
 // endpoint. next is where Finish sends the browser afterwards, a path of
 // this site the caller has checked ("/" if it is longer than 2 KiB,
-// names another host, or would make the state cookie longer than
-// maxStateCookie once escaped).
+// names another host, or would make a state cookie Finish refuses:
+// longer than maxStateCookie once escaped, or opening as a next over
+// 2 KiB once its bytes not UTF-8 are U+FFFD).
 func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
 	if !nextPath(next) {
 		next = "/"
@@ -102,8 +103,10 @@ func (f *Flow) Start(w http.ResponseWriter, r *http.Request, next string) {
 	p := &pending{State: randomString(), Nonce: randomString(), Verifier: oauth2.GenerateVerifier(), Next: next,
 		Expires: f.cfg.Now().Add(LoginTTL).Unix()}
 	sealed := sealState(f.aead, f.cfg.StateCookie, p)
-	if len(sealed) > maxStateCookie {
-		// A next of quotes or bytes not UTF-8, which JSON writes longer:
+	if _, err := openState(f.aead, f.cfg.StateCookie, sealed, f.cfg.Now()); err != nil {
+		// A next of quotes or bytes not UTF-8, which JSON writes longer
+		// (a cookie over maxStateCookie), or which opens as another,
+		// longer next (a byte not UTF-8 is U+FFFD, 3 bytes: over maxNext):
 		// a cookie a browser might drop, or Finish refuse, is no sign-in.
 		p.Next = "/"
 		sealed = sealState(f.aead, f.cfg.StateCookie, p)

@@ -233,24 +233,37 @@ func TestFlowStateCookieName(t *testing.T) {
 // the user portal keeps (its pages' addresses with their queries, "&"s
 // included), is kept; a longer one, one not of this site, or one JSON
 // writes so much longer that the state cookie would pass maxStateCookie
-// (quotes, bytes not UTF-8), is "/". Every state cookie is at most
-// maxStateCookie bytes, well under the 4,096 browsers keep.
+// (quotes, bytes not UTF-8), or that would open as a next over 2 KiB (a
+// byte not UTF-8 opens as U+FFFD), is "/": the sign-in goes through, not
+// refused at the callback. Every state cookie is at most maxStateCookie
+// bytes, well under the 4,096 browsers keep.
 func TestFlowNextIsBounded(t *testing.T) {
-	op := testop.Start(t, "cid", "sec")
+	op := testop.Start(t, "cid", "sec", testop.User{Subject: "dave", Password: "pw", Groups: []string{"g"}})
 	clk := clocktesting.NewFakeClock(time.Now())
 	f := newTestFlow(t, newTestProvider(t, op, clk), clk, "vdibroker_oidc")
 	a2047, amps := "/"+strings.Repeat("a", 2047), "/portal/?"+strings.Repeat("&<>", 679)
+	// A byte not UTF-8 is U+FFFD (3 bytes) once sealed: at 2,048 bytes,
+	// the next Finish opens would be 2,050, over maxNext.
+	invalidAtEnd := "/" + strings.Repeat("a", 2046) + "\xff"
 	for next, want := range map[string]string{a2047: a2047, amps: amps,
 		"/" + strings.Repeat("a", 2048): "/", "/" + strings.Repeat(`"`, 2047): "/", "/" + strings.Repeat("\xff", 2047): "/",
-		"https://evil.example/": "/", "//evil.example/": "/"} {
+		invalidAtEnd: "/", "https://evil.example/": "/", "//evil.example/": "/"} {
 		ck, _ := start(t, f, "broker", next)
 		if len(ck.Value) > maxStateCookie || maxStateCookie > 3500 {
 			t.Errorf("a state cookie of %d bytes, over %d (at most 3,500)", len(ck.Value), maxStateCookie)
 		}
 		p, err := openState(f.aead, "vdibroker_oidc", ck.Value, clk.Now())
-		if err != nil || p.Next != want {
-			t.Errorf("next %.20q...: sealed %.20q, %v; want %.20q", next, p.Next, err, want)
+		if err != nil {
+			t.Errorf("next %.20q...: the state cookie Start set does not open: %v", next, err)
+		} else if p.Next != want {
+			t.Errorf("next %.20q...: sealed %.20q; want %.20q", next, p.Next, want)
 		}
+	}
+	// The sign-in itself, to the callback: not refused as a state
+	// mismatch for where it was to return to.
+	ck, auth := start(t, f, "broker", invalidAtEnd)
+	if id, _, next, err, _ := finish(f, signInAt(t, op, auth, "dave", "pw"), ck); err != nil || id.Subject != "dave" || next != "/" {
+		t.Errorf("a sign-in with a next of a byte not UTF-8 at 2,048 bytes: %+v, next %.20q, %v; want dave, next /", id, next, err)
 	}
 }
 
