@@ -174,6 +174,23 @@ func TestSessionDirectory_RG1(t *testing.T) {
 	if got := sessionCalls(envs, calls); len(got) != 1 || got[0] != 2 || calls[envs[2].urls[0]+federation.SessionsPath] != 1 {
 		t.Errorf("pods asked for frank's sessions with pod2's whole list missing: %v, calls %v; want pod2 alone, once", got, calls)
 	}
+	// Unless the directory holds an entry of the user at a pod that
+	// answered none (a session it may have made since it was asked):
+	// then it is asked again. grace's entry at pod2 (registered, no
+	// session made).
+	grace := userOf(&doc2, "grace", "pod3")
+	pod3 := vdibroker.Pod{Name: "pod3", URL: envs[3].urls[0]}
+	if err := vhttp.NewPodClient("pod2", []byte(testFedSecret)).Register(ctx, pod3, vdibroker.PodDirectoryRequest{Generation: doc2.Generation, Users: []string{grace}}); err != nil {
+		t.Fatal(err)
+	}
+	take()
+	if _, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: grace}); err != nil {
+		t.Fatal(err)
+	}
+	calls = take()
+	if got := calls[envs[2].urls[0]+federation.SessionsPath]; got != 2 {
+		t.Errorf("pod2 asked %d times for grace's sessions (behind, then named by her entry), calls %v; want 2", got, calls)
+	}
 
 	// erin's directory pod, pod4, stops answering: pod0 asks every other
 	// pod, and skips pod4, which did not answer its look-up, as

@@ -580,10 +580,11 @@ func (g *Service) PodLookup(ctx context.Context, req vdibroker.PodLookupRequest)
 // ok is false when the directory pod did not answer: every pod is asked.
 // register is the pod a new session would be placed in (or none): the
 // directory pod registers the user there if it names no pod, and
-// registeredAt names it when it did (PodLookupRequest.Register).
-func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, register string) (ask map[string]bool, ok bool, registeredAt string) {
+// registeredAt names it when it did (PodLookupRequest.Register). named
+// are the pods holding the user's entries.
+func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, register string) (ask map[string]bool, ok bool, registeredAt string, named []string) {
 	if !federation.UsesDirectory(doc) {
-		return nil, false, ""
+		return nil, false, "", nil
 	}
 	pod := federation.DirectoryPod(doc, vdibroker.FoldUser(user))
 	req := vdibroker.PodLookupRequest{User: user, Register: register}
@@ -593,7 +594,7 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, r
 	case pod == g.cfg.Pod:
 		l, err = g.PodLookup(ctx, req)
 	case p == nil || g.cachedFailure(pod) != nil:
-		return nil, false, ""
+		return nil, false, "", nil
 	default:
 		l, err = g.callLookup(ctx, *p, req)
 	}
@@ -605,7 +606,7 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, r
 			g.markFailed(pod, err)
 		}
 		g.log.WarnContext(ctx, "session directory: the directory pod did not answer; asking every pod in scope", "pod", pod, "err", err)
-		return nil, false, ""
+		return nil, false, "", nil
 	}
 	ask = map[string]bool{}
 	for _, p := range l.Pods {
@@ -619,7 +620,7 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, r
 	if l.Registered && register != "" {
 		registeredAt = pod
 	}
-	return ask, true, registeredAt
+	return ask, true, registeredAt, l.Pods
 }
 
 // callLookup is one look-up at peer p, bounded by the pod timeout. A pod

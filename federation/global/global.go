@@ -359,7 +359,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 			register = cands[0].Pod
 		}
 	}
-	ask, ok, registeredAt := g.lookup(ctx, doc, req.User, register)
+	ask, ok, registeredAt, named := g.lookup(ctx, doc, req.User, register)
 	switch {
 	case states == nil || !ok:
 		// Asked as the directory says: every pod when it did not answer.
@@ -368,10 +368,14 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	case len(ask) > 0:
 		// The pods it names or cannot vouch for, but those the plan's
 		// gathering asked already (a peer whose summary says it is
-		// behind), or could not reach.
+		// behind), or could not reach: unless one answered no session
+		// and the directory holds an entry of the user there, which may
+		// be a session made since it was asked.
 		var more []vdibroker.Pod
 		for _, p := range scope {
-			if st := states[p.Name]; ask[p.Name] && !st.asked && st.Err == "" {
+			st := states[p.Name]
+			again := !st.asked || (len(st.sessions) == 0 && slices.Contains(named, p.Name))
+			if ask[p.Name] && again && st.Err == "" {
 				more = append(more, p)
 			}
 		}

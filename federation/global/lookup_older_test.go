@@ -61,7 +61,7 @@ func TestLookupOlderPodNotAFailure_RG1_RG5(t *testing.T) {
 				failed = append(failed, fmt.Errorf("%s %s: %w", peer, op, err))
 			}
 		}})
-	_, ok, at := g.lookup(t.Context(), doc, user, "pod2")
+	_, ok, at, _ := g.lookup(t.Context(), doc, user, "pod2")
 	if n := calls.Load(); !ok || at != "" || n != 2 {
 		t.Fatalf("look-up at an older pod: ok %v, registered at %q, %d calls; want an answer, nothing registered, two calls", ok, at, n)
 	}

@@ -113,7 +113,7 @@ func (g *Service) listUserSessions(ctx context.Context, user string, endUser boo
 		start, _ := federation.StartSite(doc, ge, user, groups, g.cfg.Pod)
 		scopes[ge.Name] = federation.Scope(doc, ge, g.cfg.Pod, start)
 	}
-	ask, _, _ := g.lookup(ctx, doc, user, "")
+	ask, _, _, _ := g.lookup(ctx, doc, user, "")
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
