@@ -78,7 +78,7 @@ func TestHealthPingsShared_RSEC(t *testing.T) {
 // Health may not have asked yet and would ping anew after the release.
 func waitForCallers(t *testing.T, frame string, n int) {
 	t.Helper()
-	if !stacks.Wait(n, "[select", frame) {
-		t.Fatalf("%d goroutines wait in %s, want %d", stacks.Count(make([]byte, 1<<20), "[select", frame), frame, n)
+	if !stacks.WaitParked(n, "[select", frame) {
+		t.Fatalf("%d goroutines wait in %s, want %d", stacks.CountParked(make([]byte, 1<<20), "[select", frame), frame, n)
 	}
 }

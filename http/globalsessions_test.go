@@ -388,9 +388,11 @@ func TestGlobalSessionsCoalesced_RU3_RG1(t *testing.T) {
 			errs <- err
 		}()
 	}
-	// Every listing in UserSessions: waiting for the shared one, or (were
-	// they not shared) each in its own look-up, held above.
-	if !stacks.Wait(n, "global.(*Service).UserSessions(") {
+	// Every listing parked in UserSessions's own select, waiting for the
+	// shared one (were they not shared, their look-ups would be held
+	// above): one merely inside UserSessions may not have joined yet and
+	// would make a look-up of its own after the release.
+	if !stacks.WaitParked(n, "[select", "global.(*Service).UserSessions(") {
 		t.Fatal("the listings did not all start")
 	}
 	close(release)

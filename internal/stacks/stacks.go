@@ -43,3 +43,44 @@ stacks:
 	}
 	return got
 }
+
+// WaitParked reports whether n goroutines are parked in state (a state
+// of the header, "[select") directly in frame ("pkg.(*T).Method("): the
+// first frame below the runtime's is frame's, so a goroutine parked in a
+// select of a function frame called is not counted. Its guard is Wait's.
+func WaitParked(n int, state, frame string) bool {
+	buf := make([]byte, 1<<22)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if CountParked(buf, state, frame) >= n {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		runtime.Gosched()
+	}
+}
+
+// CountParked is how many goroutines are parked in state directly in
+// frame now; buf is as Count's.
+func CountParked(buf []byte, state, frame string) int {
+	got := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		header, frames, _ := strings.Cut(g, "\n")
+		if !strings.Contains(header, state) {
+			continue
+		}
+		// Frames come as a function's line, then its file's (indented).
+		for _, line := range strings.Split(frames, "\n") {
+			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
+				continue
+			}
+			if strings.Contains(line, frame) {
+				got++
+			}
+			break
+		}
+	}
+	return got
+}
