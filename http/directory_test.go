@@ -722,3 +722,65 @@ func dropPod5(t *testing.T, envs []*env, doc *vdibroker.Federation) {
 	}
 	directoryPass(t, envs[1:5])
 }
+
+// TestLookupAfterDocumentChangedMidConnect_RG1: a global connect plans
+// the new session's pod by the document it read when it began; if
+// federation apply removes that pod from this pod's document before the
+// look-up, and this pod is the user's directory pod, its own look-up
+// refuses to register there (register names a pod not in its document).
+// It is looked up again without: the directory still answers, so no pod
+// is asked for the user's sessions, as every pod was when the refusal
+// was taken for a directory that did not answer.
+func TestLookupAfterDocumentChangedMidConnect_RG1(t *testing.T) {
+	var armed atomic.Bool
+	var changed atomic.Int32
+	var envs []*env
+	var doc2 vdibroker.Federation
+	envs = fedPodsWith(t, 5, 1, 1, vdibroker.DistributionNone, false, func(i int, h nethttp.Handler) nethttp.Handler {
+		if i != 2 {
+			return h
+		}
+		return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			// pod0's plan asks pod2 for its loads: pod1 (the pod
+			// planned, pod0 being full) leaves pod0's document then.
+			if r.URL.Path == federation.LoadsPath && armed.CompareAndSwap(true, false) {
+				if _, err := envs[0].admin.PutFederation(r.Context(), &doc2); err != nil {
+					t.Errorf("the new document at pod0: %v", err)
+				}
+				changed.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	ctx := t.Context()
+	st, err := envs[0].admin.GetFederation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := st.Document
+	directoryPass(t, envs)
+	doc2 = *doc
+	doc2.Generation++
+	doc2.Pods = slices.DeleteFunc(slices.Clone(doc.Pods), func(p vdibroker.Pod) bool { return p.Name == "pod1" })
+	ge := doc.GlobalEntitlements[0]
+	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod1" })
+	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+
+	envs[0].mustConnect("office-pod0", "filler")
+	user := userOf(doc, "erin", "pod0")
+	// pod0's cached loads of its peers go stale (the load TTL, not the
+	// whole lists' freshness), so its plan asks them.
+	envs[0].clock.Advance(time.Minute)
+	takeCalls(envs)
+	armed.Store(true)
+	a, err := envs[0].admin.GlobalConnect(ctx, "office", vdibroker.GlobalConnectRequest{User: user})
+	if changed.Load() != 1 {
+		t.Fatalf("pod0's connect did not ask pod2 for its loads (the document was not changed mid-connect): %+v %v", a, err)
+	}
+	if err != nil || !a.Created || a.Pod != "pod1" {
+		t.Fatalf("%s through pod0: %+v %v; want a new session on pod1, planned by the document the connect began with", user, a, err)
+	}
+	if got := sessionCalls(envs, takeCalls(envs)); len(got) != 0 {
+		t.Errorf("pods asked for %s's sessions: %v; want none (her directory pod, pod0, answered)", user, got)
+	}
+}

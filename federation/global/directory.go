@@ -593,6 +593,13 @@ func (g *Service) lookup(ctx context.Context, doc *vdibroker.Federation, user, r
 	switch p := doc.Pod(pod); {
 	case pod == g.cfg.Pod:
 		l, err = g.PodLookup(ctx, req)
+		if refusedRegister(err, req) {
+			// This pod's document changed since the connect read it
+			// (federation apply): the pod planned is not in it now.
+			// The directory still answers, without registering.
+			req.Register = ""
+			l, err = g.PodLookup(ctx, req)
+		}
 	case p == nil || g.cachedFailure(pod) != nil:
 		return nil, false, "", nil
 	default:
@@ -632,7 +639,7 @@ func (g *Service) callLookup(ctx context.Context, p vdibroker.Pod, req vdibroker
 		start := g.clock.Now()
 		l, err := g.cfg.Peers.Lookup(cctx, p, req)
 		cancel()
-		if err != nil && req.Register != "" && vdibroker.ErrorCode(err) == vdibroker.EInvalid && vdibroker.ErrorField(err) == "register" {
+		if refusedRegister(err, req) {
 			// The pod answered: not a failed call (its metrics, its
 			// peer status), or every connect in a rolling upgrade
 			// would count one.
@@ -643,4 +650,11 @@ func (g *Service) callLookup(ctx context.Context, p vdibroker.Pod, req vdibroker
 		g.observe(p, "lookup", start, err, nil)
 		return l, err
 	}
+}
+
+// refusedRegister reports a look-up's refusal of req's register (a pod of
+// an older version that does not know it, or one not in the answering
+// pod's document): the look-up is made again without it.
+func refusedRegister(err error, req vdibroker.PodLookupRequest) bool {
+	return err != nil && req.Register != "" && vdibroker.ErrorCode(err) == vdibroker.EInvalid && vdibroker.ErrorField(err) == "register"
 }
