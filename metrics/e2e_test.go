@@ -52,6 +52,10 @@ func TestScrapeAfterConnects(t *testing.T) {
 	}
 
 	unknownBefore, _ := before["vdibroker_connects_total"].value(map[string]string{"pool": "", "code": "NotFound"})
+	connectsBefore := func(code string) float64 {
+		v, _ := before["vdibroker_connects_total"].value(map[string]string{"pool": "m-e2e", "code": code})
+		return v
+	}
 
 	connect := func(pool, user string, dry bool) {
 		_, _ = c.Connect(ctx, pool, vhttp.ConnectRequest{User: user, DryRun: dry})
@@ -77,10 +81,10 @@ func TestScrapeAfterConnects(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"vdibroker_connects_total", map[string]string{"pool": "m-e2e", "code": "OK"}, 2},
-		{"vdibroker_connects_total", map[string]string{"pool": "m-e2e", "code": "Reconnect"}, 1},
-		{"vdibroker_connects_total", map[string]string{"pool": "m-e2e", "code": "NoCapacity"}, 1},
-		{"vdibroker_connects_total", map[string]string{"pool": "m-e2e", "code": "DryRun"}, 1},
+		{"vdibroker_connects_total", map[string]string{"pool": "m-e2e", "code": "OK"}, connectsBefore("OK") + 2},
+		{"vdibroker_connects_total", map[string]string{"pool": "m-e2e", "code": "Reconnect"}, connectsBefore("Reconnect") + 1},
+		{"vdibroker_connects_total", map[string]string{"pool": "m-e2e", "code": "NoCapacity"}, connectsBefore("NoCapacity") + 1},
+		{"vdibroker_connects_total", map[string]string{"pool": "m-e2e", "code": "DryRun"}, connectsBefore("DryRun") + 1},
 		{"vdibroker_connects_total", map[string]string{"pool": "", "code": "NotFound"}, unknownBefore + 1},
 		{"vdibroker_sessions", map[string]string{"pool": "m-e2e", "state": "Pending"}, 2},
 		{"vdibroker_hosts", map[string]string{"pool": "m-e2e", "status": "Available"}, 2},
