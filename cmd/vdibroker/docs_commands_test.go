@@ -37,7 +37,7 @@ var (
 	// codeSpan is an inline code span.
 	codeSpan = regexp.MustCompile("`([^`]+)`")
 	// binary is the binary's name followed by a word, perhaps behind a path.
-	binary = regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])vdibroker(?:\.exe)?\s+([a-z].*)$`)
+	binary = regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])vdibroker(?:\.exe)?\s+((?:[a-z]|--[a-z]).*)$`)
 	// quotedPath is the binary's name in a quoted path:
 	// & 'C:\Program Files\vdibroker\vdibroker.exe' agent install.
 	quotedPath = regexp.MustCompile(`'[^']*[/\\]vdibroker(?:\.exe)?'|"[^"]*[/\\]vdibroker(?:\.exe)?"`)
@@ -229,10 +229,25 @@ func placeholder(w string) bool {
 
 // checkDocCommand walks the words of a command line down cobra's tree and
 // returns what in them does not exist: a subcommand or a flag.
-func checkDocCommand(root *cobra.Command, words []string) []string {
-	var problems []string
+func checkDocCommand(root *cobra.Command, words []string) (problems []string) {
 	cmd := root
 	i := 0
+	// Flags before the subcommand (vdibroker --token T hostpool list) are
+	// the subcommand's: checked once it is found.
+	var leading []string
+	for i < len(words) && strings.HasPrefix(words[i], "--") {
+		leading = append(leading, words[i])
+		if i+1 < len(words) && !strings.Contains(words[i], "=") && findChild(root, words[i+1]) == nil {
+			leading = append(leading, words[i+1])
+			i++
+		}
+		i++
+	}
+	defer func() {
+		if len(leading) > 0 && cmd != root {
+			problems = append(problems, checkFlags(cmd, leading)...)
+		}
+	}()
 	// Subcommands: each word names a child until a flag or an argument.
 	for ; i < len(words); i++ {
 		w := strings.Trim(words[i], "()[]")
@@ -257,8 +272,14 @@ func checkDocCommand(root *cobra.Command, words []string) []string {
 		}
 		cmd = c
 	}
-	// Flags: each must be the command's (its own or inherited).
-	for ; i < len(words); i++ {
+	return append(problems, checkFlags(cmd, words[i:])...)
+}
+
+// checkFlags returns the flags among words that cmd does not have (its own
+// or inherited), skipping each flag's value.
+func checkFlags(cmd *cobra.Command, words []string) []string {
+	var problems []string
+	for i := 0; i < len(words); i++ {
 		w := strings.TrimLeft(words[i], "([")
 		if !strings.HasPrefix(w, "-") || w == "-" || w == "--" {
 			continue
@@ -356,6 +377,8 @@ func TestCheckDocCommand(t *testing.T) {
 		{"vdibroker hostpool list -x", false, false, "has no flag -x"},
 		{"systemctl reload vdibroker", true, false, ""},
 		{"cat vdibroker-data/admin.token", true, false, ""},
+		{"vdibroker --token … hostpool list", false, false, ""},
+		{"vdibroker --tokn … hostpool list", false, false, "vdibroker hostpool list has no flag --tokn"},
 	} {
 		rest, ok := findCommand(tc.line)
 		var got []string
@@ -364,6 +387,45 @@ func TestCheckDocCommand(t *testing.T) {
 		}
 		if tc.want == "" && len(got) > 0 || tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)) {
 			t.Errorf("%s: got %q, want %q", tc.line, got, tc.want)
+		}
+	}
+}
+
+// TestDocsHostPoolFieldFlags: docs/cli.md's "Host pool field flags" names
+// every setting flag of hostpool create and update, and no other, so a new
+// pool setting's flag is documented where an administrator looks for it.
+func TestDocsHostPoolFieldFlags(t *testing.T) {
+	initDocRoot()
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(string(b), "Host pool field flags:")
+	para, _, _ = strings.Cut(para, "\n\n")
+	if !ok {
+		t.Fatal(`docs/cli.md has no "Host pool field flags:" paragraph`)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("`--([a-z-]+)`").FindAllStringSubmatch(para, -1) {
+		documented[m[1]] = true
+	}
+	for _, path := range [][]string{{"hostpool", "create"}, {"hostpool", "update"}} {
+		cmd, _, err := rootCmd.Find(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.LocalNonPersistentFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "name" || f.Name == "help" {
+				return
+			}
+			if !documented[f.Name] {
+				t.Errorf("vdibroker %s --%s is not among docs/cli.md's host pool field flags", strings.Join(path, " "), f.Name)
+			}
+		})
+		for name := range documented {
+			if cmd.Flags().Lookup(name) == nil {
+				t.Errorf("docs/cli.md's host pool field flags name --%s, which vdibroker %s does not have", name, strings.Join(path, " "))
+			}
 		}
 	}
 }
