@@ -57,6 +57,7 @@ var auditedActions = map[string]string{
 // auditedActions' they are the actions an audit list may filter by.
 var auditActionsElsewhere = []string{
 	"sessionhost.rekey",   // a host's own re-registration (store)
+	"store.restore",       // vdibroker restore, into the restored store (store.ActionStoreRestore)
 	"usersession.adopt",   // sessions a heartbeat reported that the broker did not place
 	"scalingplan.update",  // a pool's change of its scaling plan, on the plan
 	"gatewaykey.revoke",   // gateway key rotate with ?revoke

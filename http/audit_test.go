@@ -758,3 +758,12 @@ func TestAuditActionNotARouteOfTheAPI_RSEC(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditActionsIncludeRestore: the action vdibroker restore writes is
+// one an audit list filters by, so asking whether a store was ever
+// restored answers an empty list, not "no such action" (R-SEC).
+func TestAuditActionsIncludeRestore(t *testing.T) {
+	if !slices.Contains(vhttp.AuditActions(), store.ActionStoreRestore) {
+		t.Errorf("AuditActions lacks %s, which vdibroker restore writes", store.ActionStoreRestore)
+	}
+}
