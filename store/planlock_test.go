@@ -102,3 +102,63 @@ func TestPlanWritesNamingPoolsInOppositeOrders_RSP4(t *testing.T) {
 		t.Errorf("%d plan writes were run again after a deadlock or serialization failure, want none: %s", n, retries.first.Load())
 	}
 }
+
+// TestPlanDeleteBesidePlanWrite_RSP4 (PostgreSQL): a delete of a
+// scaling plan (which frees its pools, R-SP4) beside a write of the same
+// plan on another replica does not deadlock. The write takes the etag
+// clock, then the plan's row, then its pool rows (scaling_plan_pools);
+// the delete took the pool rows, then the plan's row: with the write
+// queued first for the plan's row, each then waited for what the other
+// held, until PostgreSQL broke the cycle after its deadlock_timeout. The
+// delete now takes the etag clock first, as every write of a plan does,
+// and waits for the write.
+func TestPlanDeleteBesidePlanWrite_RSP4(t *testing.T) {
+	dsn := postgresSchemaDSN(t)
+	a, b, retries := twoReplicasOn(t, dsn)
+	ctx := t.Context()
+	none := vdibroker.Precondition{}
+	for _, n := range []string{"pool-a", "pool-b"} {
+		mustPool(t, a, pool(n, vdibroker.Pooled))
+	}
+	mustPlan(t, a, plan("plan-x", "pool-a", "pool-b"))
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	// Another transaction holds the plan's row until both wait for it
+	// or, after this fix, the delete waits for the write's etag clock.
+	hold, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback()
+	if _, err := hold.ExecContext(ctx, `SELECT name FROM scaling_plans WHERE name = 'plan-x' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	put, del := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := a.PutScalingPlan(context.WithoutCancel(ctx), plan("plan-x", "pool-b", "pool-a"), none)
+		put <- err
+	}()
+	waitForLockWaiter(t, a, "the write of plan-x, for its row")
+	go func() { del <- b.DeleteScalingPlan(context.WithoutCancel(ctx), "plan-x", none) }()
+	waitForLockWaiters(t, a, 2, "the delete of plan-x, beside its write")
+	if err := hold.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-put; err != nil {
+		t.Errorf("the write of plan-x: %v", err)
+	}
+	if err := <-del; err != nil {
+		t.Errorf("the delete of plan-x: %v", err)
+	}
+	if n := retries.locks.Load(); n != 0 {
+		t.Errorf("%d writes were run again after a deadlock or serialization failure, want none: %s", n, retries.first.Load())
+	}
+	// The delete came second: the plan is gone and its pools are free.
+	if _, err := a.GetScalingPlan(ctx, "plan-x"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("plan-x after its delete: %v, want NotFound", err)
+	}
+	mustPlan(t, a, plan("plan-y", "pool-a", "pool-b"))
+}

@@ -249,8 +249,21 @@ func (s *DB) ListScalingPlans(ctx context.Context) ([]*vdibroker.ScalingPlan, er
 
 // DeleteScalingPlan implements vdibroker.ScalingStore; NotFound when there
 // is no such plan. Its pools are free for another plan afterwards.
+//
+// On PostgreSQL it takes the etag clock first, as every other write of a
+// plan's rows does before them (PutScalingPlan, and DeleteHostPool's
+// leavePlan), so it waits for them rather than close a cycle: it deletes
+// the plan's pool rows before its row, while a PutScalingPlan updates
+// the row before it deletes the pool rows, and without the clock each
+// could hold what the other waits for, a deadlock PostgreSQL breaks only
+// after its deadlock_timeout, running one again (R-SP4).
 func (s *DB) DeleteScalingPlan(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	err := s.write(ctx, func(t *tx) error {
+		if t.d.forUpdate != "" {
+			if _, err := t.exec(ctx, `SELECT last FROM etag_clock WHERE id = 1`+t.d.forUpdate); err != nil {
+				return err
+			}
+		}
 		what := fmt.Sprintf("scaling plan %q", name)
 		old, err := t.getPlan(ctx, name)
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
