@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -79,7 +80,9 @@ func (t *tx) planPools(ctx context.Context, plans map[string]*vdibroker.ScalingP
 // plan's row is not locked before its pools are checked: a pool's delete
 // locks the pool, then the etag clock, then its plan, and another order
 // could deadlock on PostgreSQL; the conditional update alone keeps two
-// writers apart.
+// writers apart. On PostgreSQL every write of a plan takes its locks in
+// one order: the named pools' rows by name (lockPlanPools), the etag
+// clock, the plan's row, its rows of scaling_plan_pools (R-SP4).
 func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre vdibroker.Precondition) (created bool, err error) {
 	sched, err := json.Marshal(p.Schedules)
 	if err != nil {
@@ -97,8 +100,12 @@ func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre v
 			return err
 		}
 		created = old == nil
+		types, err := t.lockPlanPools(ctx, p.HostPools)
+		if err != nil {
+			return err
+		}
 		for _, pool := range p.HostPools {
-			if err := t.checkPlanPool(ctx, p, pool); err != nil {
+			if err := t.checkPlanPool(ctx, p, pool, types); err != nil {
 				return err
 			}
 		}
@@ -158,25 +165,46 @@ func (s *DB) PutScalingPlan(ctx context.Context, p *vdibroker.ScalingPlan, pre v
 	return created, nil
 }
 
-// checkPlanPool refuses a pool that does not exist or has another type
-// (400 on hostPools) or is in another plan (409). The pool's row is locked
-// (PostgreSQL), so a concurrent DeleteHostPool either commits first (and
-// the pool is not found) or waits for this plan and then removes the pool
-// from it.
-func (t *tx) checkPlanPool(ctx context.Context, p *vdibroker.ScalingPlan, pool string) error {
-	var typ string
-	err := t.row(ctx, `SELECT host_pool_type FROM host_pools WHERE name = ?`+t.d.forUpdate, pool).Scan(&typ)
-	if errors.Is(err, sql.ErrNoRows) {
-		return vdibroker.FieldError("hostPools", "host pool %q does not exist", pool)
+// lockPlanPools locks the rows of pools (PostgreSQL) and returns the type
+// of each that exists. A plan's write locks them in one order whatever
+// the order of its hostPools, by name as the store compares names
+// (bytes, COLLATE "C"), so two writes naming the same pools in opposite
+// orders take turns instead of each holding one and waiting for the
+// other: a deadlock PostgreSQL breaks only after its deadlock_timeout,
+// running one of them again (R-SP4). A concurrent DeleteHostPool either
+// commits first (and the pool is not found) or waits for this plan and
+// then removes the pool from it.
+func (t *tx) lockPlanPools(ctx context.Context, pools []string) (map[string]string, error) {
+	sorted := slices.Clone(pools)
+	slices.Sort(sorted)
+	types := make(map[string]string, len(sorted))
+	for _, pool := range slices.Compact(sorted) {
+		var typ string
+		err := t.row(ctx, `SELECT host_pool_type FROM host_pools WHERE name = ?`+t.d.forUpdate, pool).Scan(&typ)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // checkPlanPool refuses it, in the plan's order
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scaling plan pool %q: %w", pool, err)
+		}
+		types[pool] = typ
 	}
-	if err != nil {
-		return fmt.Errorf("scaling plan pool %q: %w", pool, err)
+	return types, nil
+}
+
+// checkPlanPool refuses a pool that does not exist or has another type
+// (400 on hostPools) or is in another plan (409); types are the pools'
+// as lockPlanPools read them.
+func (t *tx) checkPlanPool(ctx context.Context, p *vdibroker.ScalingPlan, pool string, types map[string]string) error {
+	typ, ok := types[pool]
+	if !ok {
+		return vdibroker.FieldError("hostPools", "host pool %q does not exist", pool)
 	}
 	if typ != p.HostPoolType {
 		return vdibroker.FieldError("hostPools", "host pool %q is %s; a %s scaling plan takes %s host pools only", pool, typ, p.HostPoolType, p.HostPoolType)
 	}
 	var other string
-	err = t.row(ctx, `SELECT plan FROM scaling_plan_pools WHERE host_pool = ?`, pool).Scan(&other)
+	err := t.row(ctx, `SELECT plan FROM scaling_plan_pools WHERE host_pool = ?`, pool).Scan(&other)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
@@ -221,8 +249,21 @@ func (s *DB) ListScalingPlans(ctx context.Context) ([]*vdibroker.ScalingPlan, er
 
 // DeleteScalingPlan implements vdibroker.ScalingStore; NotFound when there
 // is no such plan. Its pools are free for another plan afterwards.
+//
+// On PostgreSQL it takes the etag clock first, as every other write of a
+// plan's rows does before them (PutScalingPlan, and DeleteHostPool's
+// leavePlan), so it waits for them rather than close a cycle: it deletes
+// the plan's pool rows before its row, while a PutScalingPlan updates
+// the row before it deletes the pool rows, and without the clock each
+// could hold what the other waits for, a deadlock PostgreSQL breaks only
+// after its deadlock_timeout, running one again (R-SP4).
 func (s *DB) DeleteScalingPlan(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	err := s.write(ctx, func(t *tx) error {
+		if t.d.forUpdate != "" {
+			if _, err := t.exec(ctx, `SELECT last FROM etag_clock WHERE id = 1`+t.d.forUpdate); err != nil {
+				return err
+			}
+		}
 		what := fmt.Sprintf("scaling plan %q", name)
 		old, err := t.getPlan(ctx, name)
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
