@@ -21,7 +21,7 @@ import (
 // answers are returned as *vdibroker.Error decoded from the body, so callers
 // use vdibroker.ErrorCode / ErrorMessage / ErrorField; transport failures
 // are returned wrapped as they come. List methods follow nextLink and
-// return every item. A Client is safe for concurrent use.
+// return every item (up to MaxPages pages). A Client is safe for concurrent use.
 type Client struct {
 	// BaseURL is the broker's root, e.g. "http://127.0.0.1:8080".
 	BaseURL string
@@ -31,6 +31,10 @@ type Client struct {
 	HTTPClient *nethttp.Client
 	// PageSize is the ?limit= of list requests (0 = the server default 100).
 	PageSize int
+	// MaxPages, when above 0, ends a list after that many pages, its
+	// items the first MaxPages*PageSize only: a caller that wants some
+	// names (the CLI's "did you mean"), not every item of a long list.
+	MaxPages int
 	// opaque: an error answer that is not the broker's JSON error is
 	// reported by its status alone, never its body (a pod's peer may be
 	// any server, R-SEC).
@@ -414,7 +418,7 @@ func resultOrNil[T any](v *T, err error) (*T, error) {
 	return v, nil
 }
 
-// listAll follows nextLink from path until the last page.
+// listAll follows nextLink from path until the last page, or MaxPages.
 func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, error) {
 	if q == nil {
 		q = url.Values{}
@@ -427,13 +431,16 @@ func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) (
 	if len(q) > 0 {
 		next += "?" + q.Encode()
 	}
-	for next != "" {
+	for pages := 1; next != ""; pages++ {
 		var pg page[T]
 		if _, err := c.do(ctx, "GET", next, nil, nil, &pg, nil); err != nil {
 			return nil, err
 		}
 		all = append(all, pg.Value...)
 		next = pg.NextLink
+		if c.MaxPages > 0 && pages == c.MaxPages {
+			break
+		}
 	}
 	return all, nil
 }

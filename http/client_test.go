@@ -27,6 +27,31 @@ func TestClientBehindPathPrefix(t *testing.T) {
 	}
 }
 
+// TestClientMaxPages: with MaxPages a list reads that many pages and no
+// more (the CLI's "did you mean" reads one page of names, not a list of
+// 250,000); without it, every page.
+func TestClientMaxPages(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []string{"mp01", "mp02", "mp03", "mp04", "mp05"} {
+		e.pool(n, nil)
+	}
+	c := e.client(0, adminToken)
+	c.PageSize = 2
+	c.MaxPages = 1
+	pools, err := c.ListHostPools(context.Background())
+	if err != nil || len(pools) != 2 || pools[0].Name != "mp01" || pools[1].Name != "mp02" {
+		t.Fatalf("MaxPages 1 of 2: %v, %d pools; want mp01, mp02", err, len(pools))
+	}
+	c.MaxPages = 2
+	if pools, err = c.ListHostPools(context.Background()); err != nil || len(pools) != 4 {
+		t.Fatalf("MaxPages 2 of 2: %v, %d pools; want 4", err, len(pools))
+	}
+	c.MaxPages = 0
+	if pools, err = c.ListHostPools(context.Background()); err != nil || len(pools) != 5 {
+		t.Fatalf("MaxPages 0: %v, %d pools; want all 5", err, len(pools))
+	}
+}
+
 // TestClientErrors: error answers become *vdibroker.Error, also when a
 // proxy in between answers plain text.
 func TestClientErrors(t *testing.T) {

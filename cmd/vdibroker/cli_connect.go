@@ -60,6 +60,7 @@ user's existing one. --dry-run shows the decision and stores nothing.
 		return adm.completeHosts(c, args, s)
 	})
 	requireFlags(cmd, "host-pool", "user")
+	adm.suggestNames(cmd, kindNone)
 	return cmd
 }
 

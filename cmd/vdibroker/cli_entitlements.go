@@ -281,6 +281,7 @@ func newApplicationGroupCmd() *cobra.Command {
 	appGroupNameVar(del.Flags(), &dn, "name", "application group name")
 	requireFlags(del, "name")
 	cmd.AddCommand(create, update, show, list, del)
+	a.suggestNames(cmd, kindAppGroup)
 	return cmd
 }
 
@@ -471,6 +472,7 @@ func newApplicationCmd() *cobra.Command {
 	requireFlags(connect, "application-group", "name", "user")
 
 	cmd.AddCommand(create, update, show, list, del, connect)
+	a.suggestNames(cmd, kindApp)
 	return cmd
 }
 

@@ -44,6 +44,7 @@ func TestCLIErrorsGolden(t *testing.T) {
 		{"load_balancer_type_of_personal", []string{"hostpool", "update", "--name", "contosohp01", "--load-balancer-type", "Persistent"}, true, 1},
 		{"role_enum", []string{"token", "create", "--role", "Admin", "--subject", "x"}, true, 2},
 		{"state_enum", []string{"usersession", "list", "--host-pool", "contosohp01", "--state", "Open"}, true, 2},
+		{"output_near", []string{"hostpool", "list", "-o", "jsn"}, true, 2},
 		{"name_with_slash", []string{"hostpool", "show", "--name", "bad/name"}, true, 2},
 		{"host_name_with_slash", []string{"sessionhost", "show", "--host-pool", "contosohp01", "--name", "a/b"}, true, 2},
 		{"server_without_scheme", []string{"hostpool", "list", "--server", hostPort, "--token", b.m.AdminToken}, false, 2},

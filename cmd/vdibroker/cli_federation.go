@@ -290,6 +290,7 @@ func newGlobalEntitlementCmd() *cobra.Command {
 	show.Flags().StringVar(&name, "name", "", "global entitlement name")
 	requireFlags(show, "name")
 	cmd.AddCommand(list, show, newGlobalConnectCmd(a))
+	a.suggestNames(cmd, kindGlobalEntitlement)
 	return cmd
 }
 

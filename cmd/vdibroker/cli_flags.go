@@ -139,10 +139,7 @@ func quoteList(s []string) string {
 	for i, v := range s {
 		q[i] = strconv.Quote(v)
 	}
-	if len(q) == 1 {
-		return q[0]
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	return orList(q)
 }
 
 var (
@@ -223,24 +220,71 @@ func nearestFlags(cmd *cobra.Command, name string) []string {
 	return out
 }
 
+// nearNames returns at most limit of names that are near name, as the "did
+// you mean" of an enum flag's value or a resource's name (cli_suggest.go)
+// proposes them. Near is what commands and flags use (cobra's
+// SuggestionsFor, nearestFlags): an edit distance of at most 2, or name
+// (3 characters or more) a prefix of it; here in any case. Only the
+// nearest are kept: the same name in another case alone, else those at
+// the smallest distance (as git's "did you mean"), so "jsn" is "json"
+// (1), not also "tsv" (2). name itself is never proposed.
+func nearNames(name string, names []string, limit int) []string {
+	lname := strings.ToLower(name)
+	prefix := utf8.RuneCountInString(name) >= 3
+	best, out := -1, []string(nil)
+	for _, n := range names {
+		if n == name || slices.Contains(out, n) {
+			continue
+		}
+		ln := strings.ToLower(n)
+		d := -1 // the same name in another case: nearer than any other
+		if ln != lname {
+			isPrefix := prefix && strings.HasPrefix(ln, lname)
+			if !isPrefix && abs(utf8.RuneCountInString(ln)-utf8.RuneCountInString(lname)) > 2 {
+				continue // more than 2 edits apart: spare the distance
+			}
+			d = levenshtein(lname, ln)
+			if d > 2 && !isPrefix {
+				continue
+			}
+		}
+		switch {
+		case out == nil || d < best:
+			best, out = d, []string{n}
+		case d == best:
+			out = append(out, n)
+		}
+	}
+	return out[:min(len(out), limit)]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// levenshtein is the edit distance of a and b in characters (runes).
 func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
 	for j := range prev {
 		prev[j] = j
 	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
 		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+		for j := 1; j <= len(rb); j++ {
 			cost := 1
-			if a[i-1] == b[j-1] {
+			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 		}
 		prev = cur
 	}
-	return prev[len(b)]
+	return prev[len(rb)]
 }
 
 // enumValue is a string flag that takes one of a fixed list of values.
@@ -258,15 +302,29 @@ func (e *enumValue) String() string { return *e.v }
 func (e *enumValue) Type() string   { return strings.Join(e.allowed, "|") }
 func (e *enumValue) Set(s string) error {
 	if !slices.Contains(e.allowed, s) {
-		for _, a := range e.allowed {
-			if strings.EqualFold(a, s) {
-				return fmt.Errorf("must be one of %s (did you mean %s?)", strings.Join(e.allowed, ", "), a)
-			}
-		}
-		return fmt.Errorf("must be one of %s", strings.Join(e.allowed, ", "))
+		return errors.New(enumReason(e.allowed, s))
 	}
 	*e.v = s
 	return nil
+}
+
+// enumReason is the refusal of s, which is none of allowed: the list, and
+// the nearest of them (nearNames), as in "must be one of table, json,
+// yaml, tsv (did you mean json?)".
+func enumReason(allowed []string, s string) string {
+	why := "must be one of " + strings.Join(allowed, ", ")
+	if near := nearNames(s, allowed, 3); len(near) > 0 {
+		why += " (did you mean " + orList(near) + "?)"
+	}
+	return why
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(s []string) string {
+	if len(s) <= 1 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // nameValue is a host pool or session host name flag, checked as the API

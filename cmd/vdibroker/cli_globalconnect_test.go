@@ -20,7 +20,8 @@ import (
 // through a global entitlement from the CLI, as the user's client would,
 // and reads which pod and pool took the session; a dry run stores
 // nothing; --rdp-file writes the connection file; a user of no assigned
-// group is refused (R-E9) with exit 1. Before, only curl could.
+// group is refused (R-E9) with exit 1. Before, only curl could. A
+// mistyped entitlement's name gets "did you mean" (docs/cli.md).
 func TestCLIGlobalEntitlementConnect(t *testing.T) {
 	dir := t.TempDir()
 	secretFile := filepath.Join(dir, "federation.secret")
@@ -99,6 +100,23 @@ func TestCLIGlobalEntitlementConnect(t *testing.T) {
 	r = cliAs(ut.Secret, "globalentitlement", "connect", "--name", "office", "--user", "hal@contoso.com")
 	if r.code != 1 || !strings.Contains(r.stderr, "not entitled") {
 		t.Errorf("hal: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// A name the pod does not know: the admin is told the near one; hal,
+	// whose User token may connect but not read or list global
+	// entitlements, gets the broker's answer alone (the CLI's read of the
+	// name to find what is missing is refused).
+	for _, tt := range []struct {
+		token string
+		args  []string
+		want  string
+	}{
+		{m.AdminToken, []string{"globalentitlement", "show", "--name", "ofice"}, `error: global entitlement "ofice" not found (did you mean "office"?)`},
+		{m.AdminToken, []string{"globalentitlement", "connect", "--name", "ofice", "--user", "hal@contoso.com"}, `error: global entitlement "ofice" not found (did you mean "office"?)`},
+		{ut.Secret, []string{"globalentitlement", "connect", "--name", "ofice", "--user", "hal@contoso.com"}, `error: global entitlement "ofice" not found`},
+	} {
+		if r = cliAs(tt.token, tt.args...); r.code != 1 || strings.TrimSuffix(r.stderr, "\n") != tt.want {
+			t.Errorf("%v: exit %d, stderr %q; want 1, %q", tt.args, r.code, r.stderr, tt.want)
+		}
 	}
 }
 

@@ -186,6 +186,7 @@ Manage host pools, in the spirit of az desktopvirtualization hostpool:
 		newHostPoolDeleteCmd(a),
 	)
 	a.completeNames(cmd, "pool")
+	a.suggestNames(cmd, kindPool)
 	return cmd
 }
 

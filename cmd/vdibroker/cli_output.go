@@ -51,7 +51,7 @@ func (o output) validate() error {
 	switch o.Format {
 	case formatTable, formatJSON, formatYAML, formatTSV:
 	default:
-		return usageError{fmt.Errorf("--output %q: must be one of table, json, yaml, tsv", o.Format)}
+		return usageError{fmt.Errorf("--output %q: %s", o.Format, enumReason([]string{formatTable, formatJSON, formatYAML, formatTSV}, o.Format))}
 	}
 	if o.Query != "" {
 		if _, err := jmespath.Compile(o.Query); err != nil {

@@ -17,6 +17,7 @@ func newPlacementCmd() *cobra.Command {
 	a := addAdminFlags(cmd)
 	cmd.AddCommand(newPlacementShowCmd(a))
 	a.completeNames(cmd, "")
+	a.suggestNames(cmd, kindNone)
 	return cmd
 }
 

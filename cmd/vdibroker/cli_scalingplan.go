@@ -249,6 +249,7 @@ One schedule can be given with flags, several with --schedules-file:
 		newScalingPlanEvaluationsCmd(a),
 	)
 	a.completeNames(cmd, "")
+	a.suggestNames(cmd, kindPlan)
 	return cmd
 }
 

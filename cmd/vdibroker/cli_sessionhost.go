@@ -49,6 +49,7 @@ Start or stop it through the pool's power driver (serve --power-config):
 		newSessionHostSendMessageCmd(a),
 	)
 	a.completeNames(cmd, "host")
+	a.suggestNames(cmd, kindHost)
 	return cmd
 }
 

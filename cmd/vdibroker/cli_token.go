@@ -131,6 +131,7 @@ func newRegistrationTokenCmd() *cobra.Command {
 	requireFlags(del, "host-pool", "id")
 	cmd.AddCommand(create, list, del)
 	a.completeNames(cmd, "")
+	a.suggestNames(cmd, kindNone)
 	return cmd
 }
 

@@ -42,6 +42,7 @@ that pod, which does it as its own API does (R-U3).`,
 		newUserSessionActionCmd(a, "send-message", "Send a message to the user of a session", []string{"message"}),
 	)
 	a.completeNames(cmd, "")
+	a.suggestNames(cmd, kindNone)
 	return cmd
 }
 
