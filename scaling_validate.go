@@ -17,6 +17,10 @@ const (
 	MaxNotificationMessageLen  = 1024
 	MaxRampDownWaitTimeMinutes = 1440  // a day
 	MaxStopHostAfterMinutes    = 10080 // a week
+	// MaxPlanHostPools bounds a plan's hostPools: a write checks and
+	// locks each (R-SP4), and a token scoped to one pool may send the
+	// list, which is validated before its pools are authorized (R-SP5).
+	MaxPlanHostPools = 1000
 )
 
 // DaysOfWeek are the values of a schedule's daysOfWeek, in time.Weekday
@@ -270,13 +274,18 @@ func (p *ScalingPlan) Validate() error {
 	if err := oneOf("hostPoolType", p.HostPoolType, Pooled, Personal); err != nil {
 		return err
 	}
+	if len(p.HostPools) > MaxPlanHostPools {
+		return FieldError("hostPools", "must list 0..%d host pools, got %d", MaxPlanHostPools, len(p.HostPools))
+	}
+	seen := make(map[string]bool, len(p.HostPools))
 	for i, pool := range p.HostPools {
 		if err := ValidateName(fmt.Sprintf("hostPools[%d]", i), pool, MinPoolNameLen, MaxPoolNameLen); err != nil {
 			return err
 		}
-		if slices.Contains(p.HostPools[:i], pool) {
+		if seen[pool] {
 			return FieldError("hostPools", "lists %q twice", pool)
 		}
+		seen[pool] = true
 	}
 	if len(p.Schedules) == 0 {
 		return FieldError("schedules", "must hold 1..%d schedules, got none", len(DaysOfWeek))

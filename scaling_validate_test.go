@@ -2,6 +2,7 @@ package vdibroker
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,10 @@ func TestScalingPlanValidate_RSP1(t *testing.T) {
 		{name: "pool type unknown", change: func(p *ScalingPlan) { p.HostPoolType = "Shared" }, wantField: "hostPoolType", wantMsg: "Pooled, Personal"},
 		{name: "pool listed twice", change: func(p *ScalingPlan) { p.HostPools = []string{"pool01", "pool01"} }, wantField: "hostPools", wantMsg: "twice"},
 		{name: "pool name bad", change: func(p *ScalingPlan) { p.HostPools = []string{"x"} }, wantField: "hostPools[0]", wantMsg: "3..64"},
+		// R-SP4, R-SP5: a bound on the pools a write checks and locks,
+		// which a token scoped to one pool may send.
+		{name: "most pools", change: func(p *ScalingPlan) { p.HostPools = manyPools(MaxPlanHostPools) }},
+		{name: "too many pools", change: func(p *ScalingPlan) { p.HostPools = manyPools(MaxPlanHostPools + 1) }, wantField: "hostPools", wantMsg: "0..1000 host pools, got 1001"},
 		{name: "no pools is allowed", change: func(p *ScalingPlan) { p.HostPools = nil }},
 		{name: "no schedules", change: func(p *ScalingPlan) { p.Schedules = nil }, wantField: "schedules", wantMsg: "1..7"},
 		{name: "schedule name empty", change: func(p *ScalingPlan) { p.Schedules[0].Name = "" }, wantField: s0 + "name", wantMsg: "1..64"},
@@ -276,4 +281,13 @@ func FuzzScalingPlanValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// manyPools returns n distinct pool names.
+func manyPools(n int) []string {
+	pools := make([]string, n)
+	for i := range pools {
+		pools[i] = fmt.Sprintf("pool%05d", i)
+	}
+	return pools
 }

@@ -1,6 +1,8 @@
 package vdibroker
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,5 +74,37 @@ func TestValidateNamesAndAddresses(t *testing.T) {
 	}
 	if err := ValidateUser("user", "eve\r\nx"); err == nil {
 		t.Error("a user name with a line break was accepted (it goes into an .rdp line)")
+	}
+}
+
+// TestValidateUsersRepeats_RE5: a name listed twice in any case is
+// refused, as SameUser compares them (simple case folding: the Kelvin
+// sign is a k; ß is not ss), naming the later one, however long the
+// list; ValidateUsers finds repeats by FoldUser's keys.
+func TestValidateUsersRepeats_RE5(t *testing.T) {
+	many := make([]string, 20000)
+	for i := range many {
+		many[i] = fmt.Sprintf("user%05d@contoso.com", i)
+	}
+	for _, tc := range []struct {
+		name  string
+		users []string
+		twice string // "" when accepted
+	}{
+		{"distinct", []string{"alice", "bob"}, ""},
+		{"same case", []string{"alice", "bob", "alice"}, "alice"},
+		{"ASCII case", []string{"Alice@Contoso.com", "alice@contoso.com"}, "alice@contoso.com"},
+		{"Kelvin sign", []string{"\u212aate", "Kate"}, "Kate"},
+		{"sharp s apart", []string{"straße", "strasse"}, ""},
+		{"many distinct", many, ""},
+		{"many, the last a repeat", append(slices.Clone(many), "USER00000@contoso.com"), "USER00000@contoso.com"},
+	} {
+		err := ValidateUsers("assignedUsers", tc.users)
+		switch {
+		case tc.twice == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", tc.name, err)
+		case tc.twice != "" && (ErrorField(err) != "assignedUsers" || !strings.Contains(ErrorMessage(err), fmt.Sprintf("lists %q twice", tc.twice))):
+			t.Errorf("%s: %v, want a refusal naming %q twice", tc.name, err, tc.twice)
+		}
 	}
 }
