@@ -63,6 +63,8 @@ func TestPostgresSuite(t *testing.T) {
 		{"Audit_EveryAction", TestAudit_EveryAction},
 		{"Audit_Refusals", TestAudit_Refusals},
 		{"Audit_NewestFirst", TestAudit_NewestFirst},
+		{"AuditActionNotARouteOfTheAPI_RSEC", TestAuditActionNotARouteOfTheAPI_RSEC},
+		{"AuditActionOfRouteNeverAudited_RSEC", TestAuditActionOfRouteNeverAudited_RSEC},
 		{"OIDCBearer", TestOIDCBearer},
 		{"ScalingPlanAPI", TestScalingPlanAPI},
 		{"ScalingPlanBadInput_RSP1", TestScalingPlanBadInput_RSP1},
