@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"fmt"
 	nethttp "net/http"
 	"slices"
 	"strconv"
@@ -96,13 +97,15 @@ func AuditActions() []string {
 // checkAuditAction refuses a filter by an action the broker does not
 // write, which would answer nothing silently: a typo. An API route's
 // pattern is an action too (a refused read's), but not that of a route
-// that refuses no one (unauditedRoutes: "GET /healthz"); a mounted one
+// that refuses no one (unauditedRoutes: "GET /healthz"), nor that of a
+// route of auditedActions, whose entries are under its action (the 400
+// names it); a mounted one
 // ("/" of the console, "GET /metrics") is not either: no entry is
 // recorded under it (the console's and the portal's are under actions of
 // their own). It names the actions of the same noun, or the docs' list.
 func (s *Server) checkAuditAction(action string) error {
 	known := AuditActions()
-	if slices.Contains(known, action) || slices.Contains(s.apiRoutes, action) {
+	if slices.Contains(known, action) || slices.Contains(s.apiRoutes, action) && auditedActions[action] == "" {
 		return nil
 	}
 	noun, _, _ := strings.Cut(action, ".")
@@ -119,6 +122,9 @@ func (s *Server) checkAuditAction(action string) error {
 	}
 	served := ""
 	switch {
+	case auditedActions[action] != "":
+		also := map[string]string{"gatewaykey.rotate": " (or gatewaykey.revoke)", "podsession.command": " (or usersession.logoff and usersession.disconnect)"}
+		served = fmt.Sprintf(" (a route of the API whose entries, refusals too, are under its action, %s%s, not its pattern)", auditedActions[action], also[auditedActions[action]])
 	case unauditedRoutes[action]:
 		served = " (a route of the API whose requests are not audited: it refuses no one, so no entry is recorded under its pattern)"
 	case slices.Contains(s.patterns, action):

@@ -805,3 +805,27 @@ func TestAuditActionOfRouteNeverAudited_RSEC(t *testing.T) {
 		t.Errorf("?action=POST /api/v1/agent/heartbeat: %d %+v, %d entries; want 200 and the refused heartbeat", status, ve, len(body.Value))
 	}
 }
+
+// TestAuditActionOfAnAuditedRoutesPattern_RSEC: a route of
+// auditedActions writes its entries, refusals too, under its action
+// (PUT /api/v1/hostpools/{pool}: hostpool.put), never under its
+// pattern, so ?action= of the pattern finds nothing: a 400 naming
+// action and the action to ask for, not an empty answer.
+func TestAuditActionOfAnAuditedRoutesPattern_RSEC(t *testing.T) {
+	e := newEnv(t)
+	e.pool("audp", nil)
+	if status, _, _ := rawDo(t, e, "PUT", "/api/v1/hostpools/audq", "not-a-token", "{}"); status != 401 {
+		t.Fatalf("PUT of a pool with a bad token: %d, want 401", status)
+	}
+	list, err := e.admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: "hostpool.put"})
+	if err != nil || len(list) != 2 || list[0].Outcome == list[1].Outcome {
+		t.Fatalf("?action=hostpool.put: %d entries, %v; want the put and the refused one", len(list), err)
+	}
+	for pattern, action := range map[string]string{"PUT /api/v1/hostpools/{pool}": "hostpool.put", "POST /api/v1/agent/register": "sessionhost.register"} {
+		status, ve, _ := rawDo(t, e, "GET", "/api/v1/auditlog?action="+url.QueryEscape(pattern), adminToken, "")
+		if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "action" ||
+			!strings.Contains(ve.Message, fmt.Sprintf("%q", pattern)) || !strings.Contains(ve.Message, "under its action, "+action) {
+			t.Errorf("?action=%s: %d %+v; want 400 naming action, quoting it, naming %s", pattern, status, ve, action)
+		}
+	}
+}

@@ -65,6 +65,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"Audit_NewestFirst", TestAudit_NewestFirst},
 		{"AuditActionNotARouteOfTheAPI_RSEC", TestAuditActionNotARouteOfTheAPI_RSEC},
 		{"AuditActionOfRouteNeverAudited_RSEC", TestAuditActionOfRouteNeverAudited_RSEC},
+		{"AuditActionOfAnAuditedRoutesPattern_RSEC", TestAuditActionOfAnAuditedRoutesPattern_RSEC},
 		{"OIDCBearer", TestOIDCBearer},
 		{"ScalingPlanAPI", TestScalingPlanAPI},
 		{"ScalingPlanBadInput_RSP1", TestScalingPlanBadInput_RSP1},

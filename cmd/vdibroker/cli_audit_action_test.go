@@ -25,8 +25,10 @@ import (
 // portal's own routes (their single sign-on callbacks, static files,
 // sign-in pages: what they write is under signin, form and
 // portal.launch), and what is not served (a readiness probe, a
-// .well-known document); every other route of the API is an action,
-// its refusals recorded under its pattern.
+// .well-known document); so is the pattern of a route whose entries are
+// under an action of its own (PUT /api/v1/hostpools/{pool}:
+// hostpool.put), the 400 naming it; every other route of the API is an
+// action, its refusals recorded under its pattern.
 func TestCLIAuditListActionNeverAudited_RSEC(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
@@ -76,6 +78,7 @@ func TestCLIAuditListActionNeverAudited_RSEC(t *testing.T) {
 				"GET /readyz", "GET /.well-known/openid-configuration", "GET /api/v1/.well-known/jwks.json",
 			}
 			refused = append(append(refused, m.console.Routes()...), m.portal.Routes()...)
+			var ownAction, taken []string
 			all := append(m.Server.Routes(), refused...)
 			slices.Sort(all)
 			for _, p := range slices.Compact(all) {
@@ -86,9 +89,25 @@ func TestCLIAuditListActionNeverAudited_RSEC(t *testing.T) {
 					if !errors.As(err, &ve) || ve.Code != vdibroker.EInvalid || ve.Field != "action" {
 						t.Errorf("?action=%s: %v; want 400 naming action: no entry is recorded under it", p, err)
 					}
+				case errors.As(err, &ve) && ve.Field == "action" && strings.Contains(ve.Message, "under its action, "):
+					// A route of its own action: named in the 400.
+					named := false
+					for _, a := range vhttp.AuditActions() {
+						named = named || strings.Contains(ve.Message, "under its action, "+a+",") || strings.Contains(ve.Message, "under its action, "+a+" (")
+					}
+					if !named {
+						t.Errorf("?action=%s: %q; want it to name the route's audit action", p, ve.Message)
+					}
+					ownAction = append(ownAction, p)
 				case err != nil:
 					t.Errorf("?action=%s: %v; want it taken: a refusal of the route is recorded under its pattern", p, err)
+				default:
+					taken = append(taken, p)
 				}
+			}
+			if !slices.Contains(ownAction, "PUT /api/v1/hostpools/{pool}") || !slices.Contains(ownAction, "POST /api/v1/agent/register") ||
+				!slices.Contains(taken, "GET /api/v1/hostpools") || !slices.Contains(taken, "POST /api/v1/agent/heartbeat") {
+				t.Errorf("patterns refused for their routes' own actions %q, taken %q; want PUT /api/v1/hostpools/{pool} and POST /api/v1/agent/register among the first, GET /api/v1/hostpools and POST /api/v1/agent/heartbeat among the others", ownAction, taken)
 			}
 		})
 	}
