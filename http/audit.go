@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"fmt"
 	nethttp "net/http"
 	"slices"
 	"strconv"
@@ -70,6 +71,18 @@ var auditActionsElsewhere = []string{
 	vdibroker.RefusalSummaryAction,
 }
 
+// unauditedRoutes are the API's routes that refuse no one, so that no
+// entry is ever recorded under their pattern: the health probe
+// (orchestrators probe it without a token; a bad one is answered all the
+// same) and the gateways' public signing keys (R-GW6). Their handlers
+// fail only as the store does, which is not recorded; refused passes them
+// over all the same, and their patterns are no actions an audit list
+// filters by (checkAuditAction), nor in AuditedRoutes.
+var unauditedRoutes = map[string]bool{
+	"GET /healthz":             true,
+	"GET /api/v1/gateway/keys": true,
+}
+
 // AuditActions are the actions of the audit trail, sorted; a refusal of
 // any other route is recorded under the route's pattern ("GET
 // /api/v1/hostpools").
@@ -84,13 +97,16 @@ func AuditActions() []string {
 
 // checkAuditAction refuses a filter by an action the broker does not
 // write, which would answer nothing silently: a typo. An API route's
-// pattern is an action too (a refused read's); a mounted one ("/" of the
-// console, "GET /metrics") is not: no entry is recorded under it (the
-// console's and the portal's are under actions of their own). It names
-// the actions of the same noun, or the docs' list.
+// pattern is an action too (a refused read's), but not that of a route
+// that refuses no one (unauditedRoutes: "GET /healthz"), nor that of a
+// route of auditedActions, whose entries are under its action (the 400
+// names it); a mounted one
+// ("/" of the console, "GET /metrics") is not either: no entry is
+// recorded under it (the console's and the portal's are under actions of
+// their own). It names the actions of the same noun, or the docs' list.
 func (s *Server) checkAuditAction(action string) error {
 	known := AuditActions()
-	if slices.Contains(known, action) || slices.Contains(s.apiRoutes, action) {
+	if slices.Contains(known, action) || slices.Contains(s.apiRoutes, action) && auditedActions[action] == "" {
 		return nil
 	}
 	noun, _, _ := strings.Cut(action, ".")
@@ -106,7 +122,13 @@ func (s *Server) checkAuditAction(action string) error {
 		return vdibroker.FieldError("action", "no audit entry has action %q: the %s actions are %s (every action: docs/behaviour.md, \"Audit actions\")", quoted, noun, strings.Join(near, ", "))
 	}
 	served := ""
-	if slices.Contains(s.patterns, action) {
+	switch {
+	case auditedActions[action] != "":
+		also := map[string]string{"gatewaykey.rotate": " (or gatewaykey.revoke)", "podsession.command": " (or usersession.logoff and usersession.disconnect)"}
+		served = fmt.Sprintf(" (a route of the API whose entries, refusals too, are under its action, %s%s, not its pattern)", auditedActions[action], also[auditedActions[action]])
+	case unauditedRoutes[action]:
+		served = " (a route of the API whose requests are not audited: it refuses no one, so no entry is recorded under its pattern)"
+	case slices.Contains(s.patterns, action):
 		served = " (a route this server serves, but not one of the API's: no entry is recorded under its pattern; the console's and the portal's own are under signin, form and portal.launch)"
 	}
 	return vdibroker.FieldError("action", "no audit entry has action %q%s: it must be an audit action such as sessionhost.update, token.create or signin (every action: docs/behaviour.md, \"Audit actions\"), or a refused API route's pattern such as \"GET /api/v1/hostpools\"", quoted, served)
@@ -155,7 +177,7 @@ func (s *Server) startAudit(w nethttp.ResponseWriter, r *nethttp.Request) *vdibr
 func (s *Server) refused(r *nethttp.Request, ev *vdibroker.AuditEntry, err error, authz bool) {
 	code := vdibroker.ErrorCode(err)
 	switch {
-	case ev.Seq != 0, code == vdibroker.EStoreUnavailable:
+	case ev.Seq != 0, code == vdibroker.EStoreUnavailable, unauditedRoutes[r.Pattern]:
 		return
 	case code == vdibroker.ETooManyRequests && ev.Principal.HoldsAPICredential():
 		return

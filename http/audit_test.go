@@ -767,3 +767,74 @@ func TestAuditActionsIncludeRestore(t *testing.T) {
 		t.Errorf("AuditActions lacks %s, which vdibroker restore writes", store.ActionStoreRestore)
 	}
 }
+
+// TestAuditActionOfRouteNeverAudited_RSEC: the API's routes that refuse
+// no one, the health probe (GET /healthz, probed without a token or
+// with a bad one) and the gateways' public keys (GET
+// /api/v1/gateway/keys), write no entry, whatever the caller sends, so
+// their patterns are no actions: ?action= of one is a 400 naming
+// action, saying its requests are not audited, as a typo is, not an
+// empty answer that reads as "nobody did it". The pattern of a route
+// whose refusals are recorded under it (a host's heartbeat with a bad
+// credential) is still an action.
+func TestAuditActionOfRouteNeverAudited_RSEC(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/healthz", "/healthz?live", "/api/v1/gateway/keys"} {
+		for _, token := range []string{"", "not-a-token", adminToken} {
+			if status, ve, _ := rawDo(t, e, "GET", path, token, ""); status != 200 {
+				t.Fatalf("GET %s with token %q: %d %+v, want 200", path, token, status, ve)
+			}
+		}
+	}
+	if status, _, _ := rawDo(t, e, "POST", "/api/v1/agent/heartbeat", "not-a-credential", "{}"); status != 401 {
+		t.Fatalf("a heartbeat with a bad credential: %d, want 401", status)
+	}
+	never := []string{"GET /healthz", "GET /api/v1/gateway/keys"}
+	all, err := e.store.ListAudit(t.Context(), vdibroker.AuditFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range all {
+		if slices.Contains(never, a.Action) {
+			t.Errorf("entry %d has action %q: a route that refuses no one was audited", a.Seq, a.Action)
+		}
+	}
+	for _, action := range never {
+		status, ve, _ := rawDo(t, e, "GET", "/api/v1/auditlog?action="+url.QueryEscape(action), adminToken, "")
+		if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "action" ||
+			!strings.Contains(ve.Message, fmt.Sprintf("%q", action)) || !strings.Contains(ve.Message, "requests are not audited") ||
+			!strings.Contains(ve.Message, `"GET /api/v1/hostpools"`) || !strings.Contains(ve.Message, "docs/behaviour.md") {
+			t.Errorf("?action=%s: %d %+v; want 400 InvalidArgument naming action, quoting it, saying its requests are not audited, with the allowed values", action, status, ve)
+		}
+	}
+	status, ve, raw := rawDo(t, e, "GET", "/api/v1/auditlog?action="+url.QueryEscape("POST /api/v1/agent/heartbeat"), adminToken, "")
+	var body struct{ Value []vdibroker.AuditEntry }
+	_ = json.Unmarshal(raw, &body)
+	if status != 200 || len(body.Value) != 1 || body.Value[0].Outcome != vdibroker.AuditRefused {
+		t.Errorf("?action=POST /api/v1/agent/heartbeat: %d %+v, %d entries; want 200 and the refused heartbeat", status, ve, len(body.Value))
+	}
+}
+
+// TestAuditActionOfAnAuditedRoutesPattern_RSEC: a route of
+// auditedActions writes its entries, refusals too, under its action
+// (PUT /api/v1/hostpools/{pool}: hostpool.put), never under its
+// pattern, so ?action= of the pattern finds nothing: a 400 naming
+// action and the action to ask for, not an empty answer.
+func TestAuditActionOfAnAuditedRoutesPattern_RSEC(t *testing.T) {
+	e := newEnv(t)
+	e.pool("audp", nil)
+	if status, _, _ := rawDo(t, e, "PUT", "/api/v1/hostpools/audq", "not-a-token", "{}"); status != 401 {
+		t.Fatalf("PUT of a pool with a bad token: %d, want 401", status)
+	}
+	list, err := e.admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: "hostpool.put"})
+	if err != nil || len(list) != 2 || list[0].Outcome == list[1].Outcome {
+		t.Fatalf("?action=hostpool.put: %d entries, %v; want the put and the refused one", len(list), err)
+	}
+	for pattern, action := range map[string]string{"PUT /api/v1/hostpools/{pool}": "hostpool.put", "POST /api/v1/agent/register": "sessionhost.register"} {
+		status, ve, _ := rawDo(t, e, "GET", "/api/v1/auditlog?action="+url.QueryEscape(pattern), adminToken, "")
+		if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "action" ||
+			!strings.Contains(ve.Message, fmt.Sprintf("%q", pattern)) || !strings.Contains(ve.Message, "under its action, "+action) {
+			t.Errorf("?action=%s: %d %+v; want 400 naming action, quoting it, naming %s", pattern, status, ve, action)
+		}
+	}
+}

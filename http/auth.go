@@ -124,7 +124,9 @@ func routeTarget(r *nethttp.Request) vdibroker.Target {
 // before the handler (spendsUserWrite, ratelimit.go).
 func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
 	s.patterns = append(s.patterns, pattern)
-	s.apiRoutes = append(s.apiRoutes, pattern)
+	if !unauditedRoutes[pattern] {
+		s.apiRoutes = append(s.apiRoutes, pattern)
+	}
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		ev := s.startAudit(w, r)
 		fail := func(err error, refusal bool) {

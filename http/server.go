@@ -70,8 +70,9 @@ type Server struct {
 	handler nethttp.Handler
 	// patterns are the routes registered (handle, Mount), in order;
 	// apiRoutes those of handle alone, whose refusals are audited under
-	// their pattern (R-SEC): the mounted ones (the console, Prometheus,
-	// the API's 404) write no audit entry.
+	// their pattern (R-SEC), but for those that refuse no one
+	// (unauditedRoutes): they and the mounted ones (the console,
+	// Prometheus, the API's 404) write no audit entry.
 	patterns, apiRoutes []string
 
 	// agentCert: the agent endpoints require a client certificate;
@@ -169,7 +170,8 @@ func (s *Server) Routes() []string { return slices.Clone(s.patterns) }
 // AuditedRoutes lists the API's routes, those of Routes whose requests
 // are audited: a refusal of one that names no action of AuditActions is
 // recorded under its pattern, an action GET /auditlog?action= filters by
-// (R-SEC). A mounted route (Mount) is not among them.
+// (R-SEC). A mounted route (Mount) is not among them, nor is one that
+// refuses no one (GET /healthz).
 func (s *Server) AuditedRoutes() []string { return slices.Clone(s.apiRoutes) }
 
 type ctxKey int

@@ -3,11 +3,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -23,7 +25,9 @@ import (
 // its button. The note is reached with the Tab key from the top of the
 // page, as the other tiles' Open buttons are, and is announced as the
 // app's name and the note (its accessible name), so a keyboard or screen
-// reader user hears it too. No console error. A screenshot of the page.
+// reader user hears it too, once: the note's text is not its content
+// too, read again after its name. No console error. A screenshot of
+// the page.
 func TestPortalUnavailableAppBrowser(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newPortalWorld(t)
@@ -62,41 +66,92 @@ func TestPortalUnavailableAppBrowser(t *testing.T) {
 		t.Errorf("bob's desktop's button says %q, want Öffnen", got)
 	}
 	// From the top of the page, Tab reaches the note (as far as 40
-	// stops, every link and button of the page before it).
+	// stops, every link and button of the page before it), announced
+	// as Paint's name and the note, the note's text not read again as
+	// its content.
 	note := app + " .unavailable"
 	step(t, ctx, "her page again, the focus at its top", chromedp.Navigate(base+"/portal/"), chromedp.WaitVisible(chromedp.CSS(note)))
+	tabTo(t, ctx, note, "Paint's note", 40)
+	checkFocusedNote(t, ctx, "Paint's note", "Paint", "Kann gerade nicht geöffnet werden. Wenden Sie sich an Ihren Helpdesk.")
+	errs.check(t, "home with an unavailable app")
+	screenshot(t, ctx, "portal-unavailable-app.png")
+}
+
+// tabTo presses Tab, from where the focus is, until the focus is on the
+// element sel names (what, in a failure), at most limit times; it fails
+// the test with the stops it went through if it never is.
+func tabTo(t *testing.T, ctx context.Context, sel, what string, limit int) {
+	t.Helper()
+	q, _ := json.Marshal(sel)
 	var stops []string
-	reached := false
-	for range 40 {
+	for range limit {
 		step(t, ctx, "Tab", chromedp.KeyEvent(kb.Tab))
-		at, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(e => e.id || e.tagName)(document.activeElement)`))
+		at, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(e => e === document.querySelector(`+string(q)+`) ? "" : e.id || e.tagName)(document.activeElement)`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if reached = count(t, ctx, `document.activeElement === document.querySelector('`+note+`') ? 1 : 0`) == 1; reached {
-			break
+		if at == "" {
+			return
 		}
 		stops = append(stops, at)
 	}
-	if !reached {
-		t.Fatalf("Tab never reached Paint's note; it went through %v", stops)
+	t.Fatalf("Tab never reached %s; it went through %v", what, stops)
+}
+
+// checkFocusedNote checks, in the browser's accessibility tree, that the
+// focused element (what, in a failure) is a note (role) announced as
+// name and text, as a screen reader says it when the focus reaches it,
+// and that none of its content reads text again: a screen reader
+// reading the note's name and then its content would say it twice.
+func checkFocusedNote(t *testing.T, ctx context.Context, what, name, text string) {
+	t.Helper()
+	// The tree's node ids stay the same from one call to the next.
+	if _, err := chromedp.Call(ctx, accessibility.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("enable the accessibility tree: %v", err)
 	}
 	obj, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: "document.activeElement"})
 	if err != nil || obj.Result == nil || obj.Result.ObjectID == "" {
 		t.Fatalf("the focused element: %+v, %v", obj, err)
 	}
-	no = false
+	no := false
 	ax, err := chromedp.Call(ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{ObjectID: obj.Result.ObjectID, FetchRelatives: &no})
 	if err != nil || len(ax.Nodes) == 0 {
-		t.Fatalf("the focused note's accessibility node: %+v, %v", ax, err)
+		t.Fatalf("the accessibility node of %s: %+v, %v", what, ax, err)
 	}
-	var name string
-	if n := ax.Nodes[0]; n.Name != nil {
-		_ = json.Unmarshal(n.Name.Value, &name)
+	n := ax.Nodes[0]
+	if got := axString(n.Role); n.Ignored || got != "note" {
+		t.Errorf("%s is a %q in the accessibility tree (ignored: %v), want a note", what, got, n.Ignored)
 	}
-	if ax.Nodes[0].Ignored || !strings.Contains(name, "Paint") || !strings.Contains(name, "Kann gerade nicht geöffnet werden. Wenden Sie sich an Ihren Helpdesk.") {
-		t.Errorf("the focused note is announced as %q (ignored: %v), want Paint's name and the note", name, ax.Nodes[0].Ignored)
+	if got, want := axString(n.Name), name+" "+text; got != want {
+		t.Errorf("%s is announced as %q, want %q", what, got, want)
 	}
-	errs.check(t, "home with an unavailable app")
-	screenshot(t, ctx, "portal-unavailable-app.png")
+	// Its content: the text of the descendants not ignored.
+	var content []string
+	var walk func(id accessibility.NodeID)
+	walk = func(id accessibility.NodeID) {
+		kids, err := chromedp.Call(ctx, accessibility.GetChildAXNodes, accessibility.GetChildAXNodesParams{ID: id})
+		if err != nil {
+			t.Fatalf("the accessibility nodes in %s: %v", what, err)
+		}
+		for _, k := range kids.Nodes {
+			if !k.Ignored && axString(k.Role) == "StaticText" {
+				content = append(content, axString(k.Name))
+			}
+			walk(k.NodeID)
+		}
+	}
+	walk(n.NodeID)
+	if strings.Contains(strings.Join(content, " "), text) {
+		t.Errorf("%s, announced as %q, reads its text again as its content %q", what, axString(n.Name), content)
+	}
+}
+
+// axString is the string value of an accessibility node's property
+// (its role, its name), "" for none.
+func axString(v *accessibility.Value) string {
+	var s string
+	if v != nil {
+		_ = json.Unmarshal(v.Value, &s)
+	}
+	return s
 }

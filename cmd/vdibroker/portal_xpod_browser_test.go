@@ -237,3 +237,100 @@ func startXPodPair(t *testing.T, distribution string) (a, b *xpod, api context.C
 	}
 	return a, b, api
 }
+
+// TestPortalSessionNotesBrowser_RU3 (R-U3, R-U1, R-U6, R-G1): pod A of
+// site s0 and pod B of site s1; alice's global desktop "Anywhere",
+// within the pod, has a member pool on each. Her Disconnected session
+// on pod B is on pod A's page marked "At another site" and, as
+// Anywhere opened at pod A looks in pod A alone, without Reconnect,
+// saying it cannot be reconnected from here. In headless Chromium, in
+// German, Tab reaches each of the two notes (the Reconnect's place and
+// her row's Log off), each announced as her session's name and the
+// note, its text not read again as its content. While her page
+// refreshes its list (a session of hers on pod A marked as being
+// logged off), her focus on the note stays on it.
+func TestPortalSessionNotesBrowser_RU3(t *testing.T) {
+	ctx := newBrowser(t)
+	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
+	secretFile := filepath.Join(t.TempDir(), "federation.secret")
+	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, b := startXPod(t, "poda", secretFile), startXPod(t, "podb", secretFile)
+	api, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}},
+		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s1", URL: b.m.URL()}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeWithinPod,
+			SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
+			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
+	for _, p := range []*xpod{a, b} {
+		if _, err := p.admin.PutFederation(api, doc); err != nil {
+			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
+		}
+	}
+	ids := map[*xpod]string{}
+	for p, state := range map[*xpod]string{a: vdibroker.StateActive, b: vdibroker.StateDisconnected} {
+		s, err := p.admin.Connect(api, "desk", vhttp.ConnectRequest{User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.heartbeat(t, vdibroker.AgentSession{ID: "5", User: "alice", State: state})
+		ids[p] = s.SessionID
+	}
+	tr, err := a.admin.CreateToken(api, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	errs := watchConsole(t, ctx)
+	row := `tr[data-session="` + ids[b] + `"][data-pod="podb"]`
+	step(t, ctx, "alice signs in to pod A's portal with her token",
+		chromedp.Navigate(a.m.URL()+"/portal/signin?lang=de"),
+		chromedp.SendKeys(chromedp.CSS("#token"), tr.Secret),
+		chromedp.Click(chromedp.CSS("#signin-token")),
+		chromedp.WaitVisible(chromedp.CSS(row+" button.logoff")),
+	)
+	const (
+		noReconnect = "Kann von hier aus nicht wieder verbunden werden: Beim Öffnen hier würde eine neue Sitzung gestartet."
+		elsewhere   = "An einem anderen Standort"
+	)
+	if got := text(t, ctx, row+" .noreconnect"); got != noReconnect {
+		t.Errorf("her session on pod B says %q, want %q", got, noReconnect)
+	}
+	if got := text(t, ctx, row+" .elsewhere"); got != elsewhere {
+		t.Errorf("her session on pod B is marked %q, want %q", got, elsewhere)
+	}
+	if n := count(t, ctx, `document.querySelectorAll('`+row+` button.reconnect').length`); n != 0 {
+		t.Errorf("her session on pod B has %d Reconnect buttons, want none", n)
+	}
+	screenshot(t, ctx, "portal-session-notes.png")
+	// From the top of the page, Tab reaches each note, in the order of
+	// the row (as far as 40 stops: every link and button before them),
+	// then the row's Log off.
+	step(t, ctx, "her page again, the focus at its top", chromedp.Navigate(a.m.URL()+"/portal/"), chromedp.WaitVisible(chromedp.CSS(row+" .noreconnect")))
+	tabTo(t, ctx, row+" .noreconnect", "the note that her session on pod B cannot be reconnected", 40)
+	checkFocusedNote(t, ctx, "the note that her session on pod B cannot be reconnected", "Anywhere", noReconnect)
+	tabTo(t, ctx, row+" .elsewhere", "the mark of her session at another site", 1)
+	checkFocusedNote(t, ctx, "the mark of her session at another site", "Anywhere", elsewhere)
+	tabTo(t, ctx, row+" button.logoff", "her session on pod B's Log off", 1)
+	errs.check(t, "pod A's portal")
+
+	// Her page refreshing its list (her session on pod A marked as being
+	// logged off), the focus on the note stays on it.
+	step(t, ctx, "her page refreshing its list", chromedp.Navigate(a.m.URL()+"/portal/?off="+ids[a]),
+		chromedp.WaitVisible(chromedp.CSS(`#sessions[data-refresh] tr[data-session="`+ids[a]+`"][data-logging-off]`)))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('sessions').dataset.old = 1; document.querySelector('`+row+` .noreconnect').focus(); true`)); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	_, err = chromedp.Run(wctx, chromedp.Poll[bool](`!document.querySelector('#sessions[data-old]')`, chromedp.WithPollingInterval(50*time.Millisecond)))
+	cancel()
+	if err != nil {
+		t.Fatalf("her page did not refresh its list: %v", err)
+	}
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.matches('`+row+` .noreconnect') ? '' : document.activeElement.outerHTML.slice(0, 200)`)); err != nil || got != "" {
+		t.Errorf("after her list's refresh the focus is on %q (%v), want the note of her session on pod B", got, err)
+	}
+	errs.check(t, "pod A's portal refreshing its list")
+}
