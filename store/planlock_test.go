@@ -36,7 +36,7 @@ func TestPlanWritesNamingPoolsInOppositeOrders_RSP4(t *testing.T) {
 	}
 	defer raw.Close()
 	for round := range 50 {
-		// Named so that the store's order (bytes) is neither write's.
+		// Plan A names the pools in the store's order (bytes), plan B the other way.
 		pa, pb := fmt.Sprintf("pool-%02d-a", round), fmt.Sprintf("pool-%02d-b", round)
 		mustPool(t, a, pool(pa, vdibroker.Pooled))
 		mustPool(t, a, pool(pb, vdibroker.Pooled))
