@@ -17,8 +17,9 @@ import (
 // with the caller's own token, and lists that kind as its list command
 // does, one page: the broker answers a principal scoped to host pools
 // its pools' resources only (R-SEC), so the hint never names a resource
-// the caller could not list. When a read or the list fails or is
-// refused, the broker's error is printed as it was.
+// the caller could not list. A token whose role may not read (User) is
+// sent no read at all (whoami says its role). When a read or the list
+// fails or is refused, the broker's error is printed as it was.
 
 // nameKind is a kind of resource a flag names.
 type nameKind int
@@ -171,6 +172,15 @@ func (a *admin) suggestNames(cmd *cobra.Command, name nameKind) {
 func nameHint(ctx context.Context, c *vhttp.Client, names map[nameKind]string) string {
 	lc := *c // the caller's token, one page of names
 	lc.PageSize, lc.MaxPages = suggestPageSize, 1
+	// A token that may not read (a User's: it connects and logs off its
+	// own sessions, which answer 404 too) is not sent reads the broker
+	// refuses: each would be an audit entry of a request its user never
+	// made, spending the token's budget of written refusals (R-SEC).
+	// whoami is any token's and refuses none.
+	who, err := lc.WhoAmI(ctx)
+	if err != nil || vdibroker.Authorize(&vdibroker.Principal{Role: who.Role}, vdibroker.ActionRead, vdibroker.Target{}) != nil {
+		return ""
+	}
 	for k := kindPool; k <= kindGlobalEntitlement; k++ {
 		name, ok := names[k]
 		if !ok {

@@ -155,3 +155,32 @@ func TestCLINotFoundHintOnePage(t *testing.T) {
 		}
 	}
 }
+
+// TestCLINotFoundHintUserToken (R-SEC audit): a User token may connect
+// (and log off its own sessions) but not read, so a name it mistypes on
+// connect or logoff gets the broker's message alone, and the CLI sends no
+// read the broker would refuse: such a refusal is an audit entry of a
+// request the user never made ("GET /api/v1/applicationgroups/{name}
+// refused"), counted against the token's budget of written refusals. The
+// logoff's own refusal is the user's, and stays.
+func TestCLINotFoundHintUserToken(t *testing.T) {
+	b := suggestWorld(t)
+	secret := strings.TrimSpace(b.ok("token", "create", "--role", "User", "--subject", "hal@contoso.com", "--query", "token", "-o", "tsv"))
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"application", "connect", "--application-group", "ofice-apps", "--name", "excel", "--user", "hal@contoso.com"},
+			`error: application group "ofice-apps" not found`},
+		{[]string{"usersession", "logoff", "--host-pool", "contosohp1", "--id", "0123456789abcdef"},
+			`error: user session "0123456789abcdef" not found in host pool "contosohp1"`},
+	} {
+		r := runCLI(t, append(tt.args, "--server", b.m.URL(), "--token", secret)...)
+		if got := strings.TrimSuffix(r.stderr, "\n"); r.code != 1 || got != tt.want {
+			t.Errorf("%v: exit %d, stderr %q; want 1, %q", tt.args, r.code, got, tt.want)
+		}
+	}
+	if got := b.ok("audit", "list", "--principal", "hal@contoso.com", "--query", "[?outcome=='refused' && starts_with(action, 'GET ')].[action, target]", "-o", "tsv"); got != "" {
+		t.Errorf("the User token's mistyped names left refusals of reads it never asked for:\n%s", got)
+	}
+}
