@@ -442,9 +442,18 @@ func (a *Assignments) Grants(who UserIdentity) *Grant {
 			return &Grant{Via: ViaUser, Principal: u}
 		}
 	}
-	for _, g := range a.Groups {
-		if ContainsUser(who.Groups, g) {
-			return &Grant{Via: ViaGroup, Principal: g}
+	if len(a.Groups) > 0 && len(who.Groups) > 0 {
+		// who's groups by their folded keys (equal exactly when
+		// SameUser), not each compared with each of a's: 1000 groups
+		// against 500 took 5 ms, at every entitlement a feed reads.
+		mine := make(map[string]bool, len(who.Groups))
+		for _, g := range who.Groups {
+			mine[FoldUser(g)] = true
+		}
+		for _, g := range a.Groups {
+			if mine[FoldUser(g)] {
+				return &Grant{Via: ViaGroup, Principal: g}
+			}
 		}
 	}
 	if a.AllUsers {

@@ -6,7 +6,7 @@ import "testing"
 // then all users, in any case; a global entitlement naming nobody
 // entitles everyone.
 func TestGrants(t *testing.T) {
-	a := Assignments{Users: []string{"Alice@Contoso.com"}, Groups: []string{"Sales", "HR"}, AllUsers: true}
+	a := Assignments{Users: []string{"Alice@Contoso.com"}, Groups: []string{"Sales", "HR", "Kiosk"}, AllUsers: true}
 	for _, c := range []struct {
 		who       UserIdentity
 		via, whom string
@@ -14,6 +14,9 @@ func TestGrants(t *testing.T) {
 		{UserIdentity{User: "alice@contoso.com", Groups: []string{"hr"}}, ViaUser, "Alice@Contoso.com"},
 		{UserIdentity{User: "bob", Groups: []string{"x", "SALES"}}, ViaGroup, "Sales"},
 		{UserIdentity{User: "carol"}, ViaAllUsers, ""},
+		// As SameUser compares: the Kelvin sign is a k (Grants finds
+		// groups by FoldUser's keys).
+		{UserIdentity{User: "dan", Groups: []string{"\u212aIOSK"}}, ViaGroup, "Kiosk"},
 	} {
 		g := a.Grants(c.who)
 		if g == nil || g.Via != c.via || g.Principal != c.whom {

@@ -125,15 +125,21 @@ func (s *Service) Feed(ctx context.Context) (*vdibroker.Feed, error) {
 // (those of the pods in its scope), when they are all of pod; nil when
 // one is another pod's, or there are none.
 func triedHere(ge *vdibroker.GlobalEntitlement, scope []vdibroker.Pod, pod string) []string {
+	inScope := make(map[string]bool, len(scope))
+	for _, p := range scope {
+		inScope[p.Name] = true
+	}
 	var pools []string
+	seen := map[string]bool{} // each once, found by a set: the portal reads the feed on each page (R-U5)
 	for _, m := range ge.Members {
-		if !slices.ContainsFunc(scope, func(p vdibroker.Pod) bool { return p.Name == m.Pod }) {
+		if !inScope[m.Pod] {
 			continue
 		}
 		if m.Pod != pod {
 			return nil
 		}
-		if !slices.Contains(pools, m.HostPool) {
+		if !seen[m.HostPool] {
+			seen[m.HostPool] = true
 			pools = append(pools, m.HostPool)
 		}
 	}

@@ -16,6 +16,18 @@ const (
 	maxNameLen = 64
 )
 
+// MaxSites, MaxPods and MaxMembers bound a document (R-G1, R-G5). An
+// unscoped Contributor writes it, and pods act on it at every call: a
+// user's directory pod is hashed with every pod's name (R-G1), 10,000
+// users of a peer's registration against a body's 26,000 pods took 6 s
+// of CPU; a global connect reads each member pool of an entitlement here
+// and asks each pod of its scope. Far beyond a real federation.
+const (
+	MaxSites   = 200
+	MaxPods    = 200
+	MaxMembers = 1000 // of one global entitlement
+)
+
 // MinPodNameLen and MaxPodNameLen bound a pod's name, for the CLI's --pod.
 const (
 	MinPodNameLen = minNameLen
@@ -99,8 +111,11 @@ func Validate(f *vdibroker.Federation, self Self) error {
 	if f.Generation < 1 {
 		return vdibroker.FieldError("generation", "must be at least 1, got %d", f.Generation)
 	}
-	if len(f.Sites) == 0 {
-		return vdibroker.FieldError("sites", "must list at least one site")
+	if len(f.Sites) == 0 || len(f.Sites) > MaxSites {
+		return vdibroker.FieldError("sites", "must list 1..%d sites, got %d", MaxSites, len(f.Sites))
+	}
+	if len(f.Pods) > MaxPods {
+		return vdibroker.FieldError("pods", "must list 1..%d pods, got %d", MaxPods, len(f.Pods))
 	}
 	sites := map[string]bool{}
 	for i, s := range f.Sites {
@@ -165,12 +180,15 @@ func Validate(f *vdibroker.Federation, self Self) error {
 		if !slices.Contains(Distributions, ge.SessionDistribution) {
 			return vdibroker.FieldError(field+".sessionDistribution", "must be one of %s, got %q", strings.Join(Distributions, ", "), ge.SessionDistribution)
 		}
-		if len(ge.Members) == 0 {
-			return vdibroker.FieldError(field+".members", "must list at least one member host pool")
+		if len(ge.Members) == 0 || len(ge.Members) > MaxMembers {
+			return vdibroker.FieldError(field+".members", "must list 1..%d member host pools, got %d", MaxMembers, len(ge.Members))
 		}
 		if err := validateEntitled(field, &ge); err != nil {
 			return err
 		}
+		// Repeats found by a set, not by comparing each member with
+		// every one before it (a body's 30,000 members took 6 s).
+		members := make(map[vdibroker.Member]bool, len(ge.Members))
 		for j, m := range ge.Members {
 			mf := fmt.Sprintf("%s.members[%d]", field, j)
 			if !pods[m.Pod] {
@@ -179,9 +197,10 @@ func Validate(f *vdibroker.Federation, self Self) error {
 			if err := vdibroker.ValidateName(mf+".hostPool", m.HostPool, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
 				return err
 			}
-			if slices.Contains(ge.Members[:j], m) {
+			if members[m] {
 				return vdibroker.FieldError(mf, "duplicate member %s/%s", m.Pod, m.HostPool)
 			}
+			members[m] = true
 		}
 	}
 	seen := map[string]bool{}

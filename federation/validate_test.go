@@ -1,6 +1,8 @@
 package federation
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -75,5 +77,63 @@ func TestNormalizeDefaults(t *testing.T) {
 	Normalize(f)
 	if ge := f.GlobalEntitlements[0]; ge.Scope != vdibroker.ScopeAllSites || ge.SessionDistribution != vdibroker.DistributionNone {
 		t.Fatalf("defaults: scope %q distribution %q, want AllSites, None", ge.Scope, ge.SessionDistribution)
+	}
+}
+
+// TestValidateBounds_RG5: a document lists at most MaxSites sites,
+// MaxPods pods and MaxMembers members per global entitlement (pods hash
+// every user with every pod, R-G1, and act on each member at each call);
+// one more is refused naming the list and the range. A long member list
+// is checked for repeats as a short one is.
+func TestValidateBounds_RG5(t *testing.T) {
+	sites := func(f *vdibroker.Federation, n int) {
+		for i := len(f.Sites); i < n; i++ {
+			f.Sites = append(f.Sites, vdibroker.Site{Name: fmt.Sprintf("site%03d", i)})
+		}
+	}
+	pods := func(f *vdibroker.Federation, n int) {
+		for i := len(f.Pods); i < n; i++ {
+			f.Pods = append(f.Pods, vdibroker.Pod{Name: fmt.Sprintf("pod%03d", i), Site: "emea", URL: "http://127.0.0.1:4"})
+		}
+	}
+	members := func(f *vdibroker.Federation, n int) {
+		ge := &f.GlobalEntitlements[0]
+		for i := len(ge.Members); i < n; i++ {
+			ge.Members = append(ge.Members, vdibroker.Member{Pod: "ams1", HostPool: fmt.Sprintf("pool%04d", i)})
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		edit      func(f *vdibroker.Federation)
+		field     string // "" when accepted
+		wantRange string
+	}{
+		{"most sites", func(f *vdibroker.Federation) { sites(f, MaxSites) }, "", ""},
+		{"a site too many", func(f *vdibroker.Federation) { sites(f, MaxSites+1) }, "sites", "1..200 sites, got 201"},
+		{"no site", func(f *vdibroker.Federation) { f.Sites = nil }, "sites", "1..200 sites, got 0"},
+		{"most pods", func(f *vdibroker.Federation) { pods(f, MaxPods) }, "", ""},
+		{"a pod too many", func(f *vdibroker.Federation) { pods(f, MaxPods+1) }, "pods", "1..200 pods, got 201"},
+		{"most members", func(f *vdibroker.Federation) { members(f, MaxMembers) }, "", ""},
+		{"a member too many", func(f *vdibroker.Federation) { members(f, MaxMembers+1) }, "globalEntitlements[0].members", "1..1000 member host pools, got 1001"},
+		{"the last of most members a repeat", func(f *vdibroker.Federation) {
+			members(f, MaxMembers-1)
+			f.GlobalEntitlements[0].Members = append(f.GlobalEntitlements[0].Members, vdibroker.Member{Pod: "ams1", HostPool: "pool0500"})
+		}, "globalEntitlements[0].members[999]", "duplicate member ams1/pool0500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := testDoc("", "")
+			tc.edit(f)
+			Normalize(f)
+			err := Validate(f, Self{Pod: "fra1"})
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("valid document refused: %v", err)
+				}
+				return
+			}
+			if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != tc.field || !strings.Contains(vdibroker.ErrorMessage(err), tc.wantRange) {
+				t.Fatalf("got %v (field %q), want InvalidArgument on %s saying %q", err, vdibroker.ErrorField(err), tc.field, tc.wantRange)
+			}
+		})
 	}
 }

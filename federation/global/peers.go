@@ -210,14 +210,12 @@ func (g *Service) ownFacts(ctx context.Context, pools []string) map[string]vdibr
 		return g.localFacts(ctx, pools)
 	}
 	out := make(map[string]vdibroker.PoolFacts, len(pools))
-	for _, f := range lr.Pools {
-		if slices.Contains(pools, f.HostPool) {
-			out[f.HostPool] = f
-		}
-	}
 	for _, name := range pools {
-		if _, ok := out[name]; !ok {
-			out[name] = vdibroker.PoolFacts{HostPool: name} // not a member (yet): not found
+		out[name] = vdibroker.PoolFacts{HostPool: name} // not a member (yet): not found
+	}
+	for _, f := range lr.Pools {
+		if _, ok := out[f.HostPool]; ok {
+			out[f.HostPool] = f
 		}
 	}
 	return out

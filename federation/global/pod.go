@@ -196,10 +196,14 @@ func (g *Service) PodSessionCommand(ctx context.Context, pod string, req vdibrok
 // once: a peer naming one pool many times gets it read once per user,
 // not once per name, and a pool of no global entitlement is not read.
 func (g *Service) namedMembers(doc *vdibroker.Federation, named []string) []string {
-	members := g.memberPools(doc)
+	members := map[string]bool{}
+	for _, p := range g.memberPools(doc) {
+		members[p] = true
+	}
 	var pools []string
 	for _, p := range named {
-		if slices.Contains(members, p) && !slices.Contains(pools, p) {
+		if members[p] {
+			delete(members, p) // each once
 			pools = append(pools, p)
 		}
 	}

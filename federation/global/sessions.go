@@ -201,12 +201,17 @@ func (g *Service) remoteSessions(ctx context.Context, doc *vdibroker.Federation,
 	return list, ""
 }
 
-// podMembers is pod's member pools of every global entitlement of ents.
+// podMembers is pod's member pools of every global entitlement of ents,
+// each once, in document order. Repeats are found by a set: the document
+// may name tens of thousands of members, and comparing each with every
+// one kept took seconds at each call.
 func podMembers(ents []vdibroker.GlobalEntitlement, pod string) []string {
 	var out []string
+	seen := map[string]bool{}
 	for _, ge := range ents {
 		for _, m := range ge.Members {
-			if m.Pod == pod && !slices.Contains(out, m.HostPool) {
+			if m.Pod == pod && !seen[m.HostPool] {
+				seen[m.HostPool] = true
 				out = append(out, m.HostPool)
 			}
 		}
