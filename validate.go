@@ -167,8 +167,16 @@ func ValidateSessionHost(h *SessionHost) error {
 	if err := ValidateProtocols("protocols", h.Protocols); err != nil {
 		return err
 	}
+	if len(h.AssignedUsers) > MaxAssignedUsers {
+		return FieldError("assignedUsers", "must list 0..%d users, got %d", MaxAssignedUsers, len(h.AssignedUsers))
+	}
 	return ValidateUsers("assignedUsers", h.AssignedUsers)
 }
+
+// MaxAssignedUsers bounds a host's assignedUsers (R-PE3): a connect in a
+// Personal pool reads every host's list for the user, and a Contributor
+// scoped to the pool writes it, otherwise bounded only by the body.
+const MaxAssignedUsers = 1000
 
 // ValidateName checks a pool or host name: min..max characters of
 // A-Za-z0-9@._- and space, not starting or ending with a space (SPEC §2, §3).

@@ -620,6 +620,24 @@ func TestPersonalRules_RPE(t *testing.T) {
 		t.Errorf("desk02 was stored: %v", err)
 	}
 
+	// R-PE3: a MultiplePersistent host's users are bounded.
+	e.pool("multidesks", map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Direct"})
+	many := make([]string, vdibroker.MaxAssignedUsers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("user%d", i)
+	}
+	most := many[:vdibroker.MaxAssignedUsers]
+	if h, err := e.admin.PutSessionHost(ctx, "multidesks", "m01", vhttp.SessionHostRequest{AssignedUsers: &most}); err != nil || len(h.AssignedUsers) != len(most) {
+		t.Fatalf("%d assigned users: %v", len(most), err)
+	}
+	_, err = e.admin.PatchSessionHost(ctx, "multidesks", "m01", map[string]any{"assignedUsers": many})
+	if ve := wantCode(t, err, vdibroker.EInvalid, fmt.Sprintf("0..%d users, got %d", vdibroker.MaxAssignedUsers, len(many))); ve.Field != "assignedUsers" {
+		t.Errorf("%d assigned users: field %q", len(many), ve.Field)
+	}
+	if h, err := e.admin.GetSessionHost(ctx, "multidesks", "m01"); err != nil || len(h.AssignedUsers) != len(most) {
+		t.Errorf("m01 after the refusal: %v", err)
+	}
+
 	for _, body := range []map[string]any{
 		{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent"},
 		{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Automatic"},
