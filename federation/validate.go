@@ -26,6 +26,9 @@ const (
 	MaxSites   = 200
 	MaxPods    = 200
 	MaxMembers = 1000 // of one global entitlement
+	// MaxDocumentMembers bounds the members of all global entitlements:
+	// a pod reads each of its member pools for every peer's loads call.
+	MaxDocumentMembers = 10000
 )
 
 // MinPodNameLen and MaxPodNameLen bound a pod's name, for the CLI's --pod.
@@ -163,6 +166,13 @@ func Validate(f *vdibroker.Federation, self Self) error {
 		if err := self.Peers.checkPeerURLs(f, self.Pod); err != nil {
 			return err
 		}
+	}
+	total := 0
+	for _, ge := range f.GlobalEntitlements {
+		total += len(ge.Members)
+	}
+	if total > MaxDocumentMembers {
+		return vdibroker.FieldError("globalEntitlements", "must list 0..%d member host pools in all, got %d", MaxDocumentMembers, total)
 	}
 	ges := map[string]bool{}
 	for i, ge := range f.GlobalEntitlements {

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,6 +103,20 @@ func TestValidateBounds_RG5(t *testing.T) {
 			ge.Members = append(ge.Members, vdibroker.Member{Pod: "ams1", HostPool: fmt.Sprintf("pool%04d", i)})
 		}
 	}
+	// n entitlements of MaxMembers members each, and one of more.
+	entitlements := func(f *vdibroker.Federation, n, more int) {
+		members(f, MaxMembers)
+		first := f.GlobalEntitlements[0]
+		for i := 1; i <= n; i++ {
+			ge := first
+			ge.Name = fmt.Sprintf("ge%03d", i)
+			if i == n {
+				ge.Members = ge.Members[:more]
+			}
+			f.GlobalEntitlements = append(f.GlobalEntitlements, ge)
+		}
+		f.GlobalEntitlements = slices.DeleteFunc(f.GlobalEntitlements, func(ge vdibroker.GlobalEntitlement) bool { return len(ge.Members) == 0 })
+	}
 	for _, tc := range []struct {
 		name      string
 		edit      func(f *vdibroker.Federation)
@@ -115,6 +130,9 @@ func TestValidateBounds_RG5(t *testing.T) {
 		{"a pod too many", func(f *vdibroker.Federation) { pods(f, MaxPods+1) }, "pods", "1..200 pods, got 201"},
 		{"most members", func(f *vdibroker.Federation) { members(f, MaxMembers) }, "", ""},
 		{"a member too many", func(f *vdibroker.Federation) { members(f, MaxMembers+1) }, "globalEntitlements[0].members", "1..1000 member host pools, got 1001"},
+		{"most members in all", func(f *vdibroker.Federation) { entitlements(f, MaxDocumentMembers/MaxMembers, 0) }, "", ""},
+		{"a member too many in all", func(f *vdibroker.Federation) { entitlements(f, MaxDocumentMembers/MaxMembers, 1) },
+			"globalEntitlements", "0..10000 member host pools in all, got 10001"},
 		{"the last of most members a repeat", func(f *vdibroker.Federation) {
 			members(f, MaxMembers-1)
 			f.GlobalEntitlements[0].Members = append(f.GlobalEntitlements[0].Members, vdibroker.Member{Pod: "ams1", HostPool: "pool0500"})
