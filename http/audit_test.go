@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -835,6 +836,46 @@ func TestAuditActionOfAnAuditedRoutesPattern_RSEC(t *testing.T) {
 		if status != 400 || ve == nil || ve.Code != vdibroker.EInvalid || ve.Field != "action" ||
 			!strings.Contains(ve.Message, fmt.Sprintf("%q", pattern)) || !strings.Contains(ve.Message, "under its action, "+action) {
 			t.Errorf("?action=%s: %d %+v; want 400 naming action, quoting it, naming %s", pattern, status, ve, action)
+		}
+	}
+}
+
+// TestAuditActionOfAnEarlierReleaseNarrowed_RSEC: an entry an earlier
+// release wrote under a route's pattern that now has an action of its
+// own (POST /api/v1/gateway/keys/rotate, before gatewaykey.rotate) is
+// still found by ?action= of the pattern; and narrowed by other filters
+// (?since= after it, another ?target=, a page ?after= it) to nothing,
+// the answer is an empty list, not a 400 saying no entry has that
+// action. An action no entry has stays a 400, narrowed or not.
+func TestAuditActionOfAnEarlierReleaseNarrowed_RSEC(t *testing.T) {
+	e := newEnv(t)
+	const pattern = "POST /api/v1/gateway/keys/rotate"
+	old := &vdibroker.AuditEntry{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Action: pattern, Target: "gateway/keys/rotate",
+		Principal: vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalAnonymous}, Outcome: vdibroker.AuditRefused, Error: "Unauthenticated: no token"}
+	if err := e.store.AppendAudit(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	q := "/api/v1/auditlog?action=" + url.QueryEscape(pattern)
+	for query, want := range map[string]int{
+		"":                            1,
+		"&since=2026-02-01T00:00:00Z": 0,
+		"&until=2026-01-01T00:00:00Z": 0,
+		"&target=hostpools/":          0,
+		"&principal=alice":            0,
+		"&requestId=no-such-request":  0,
+		"&after=" + strconv.FormatInt(old.Seq, 10): 0,
+	} {
+		status, ve, raw := rawDo(t, e, "GET", q+query, adminToken, "")
+		var body struct{ Value []vdibroker.AuditEntry }
+		_ = json.Unmarshal(raw, &body)
+		if status != 200 || len(body.Value) != want {
+			t.Errorf("?action=%s%s: %d %+v, %d entries; want 200 and %d: an earlier release wrote an entry under it", pattern, query, status, ve, len(body.Value), want)
+		}
+	}
+	for _, action := range []string{"GET /healthz", "PUT /api/v1/hostpools/{pool}", "sessionhost.updat"} {
+		status, ve, _ := rawDo(t, e, "GET", "/api/v1/auditlog?since=2026-02-01T00:00:00Z&action="+url.QueryEscape(action), adminToken, "")
+		if status != 400 || ve == nil || ve.Field != "action" {
+			t.Errorf("?action=%s&since=: %d %+v; want 400 naming action: no entry has it", action, status, ve)
 		}
 	}
 }

@@ -66,6 +66,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"AuditActionNotARouteOfTheAPI_RSEC", TestAuditActionNotARouteOfTheAPI_RSEC},
 		{"AuditActionOfRouteNeverAudited_RSEC", TestAuditActionOfRouteNeverAudited_RSEC},
 		{"AuditActionOfAnAuditedRoutesPattern_RSEC", TestAuditActionOfAnAuditedRoutesPattern_RSEC},
+		{"AuditActionOfAnEarlierReleaseNarrowed_RSEC", TestAuditActionOfAnEarlierReleaseNarrowed_RSEC},
 		{"OIDCBearer", TestOIDCBearer},
 		{"ScalingPlanAPI", TestScalingPlanAPI},
 		{"ScalingPlanBadInput_RSP1", TestScalingPlanBadInput_RSP1},

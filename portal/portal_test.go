@@ -653,7 +653,7 @@ func TestOtherPodsSessions_RU3_RG1(t *testing.T) {
 		_, home := alice.get("/portal/")
 		row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + c.SessionID + `" data-pool="other" data-pod="pod1">.*?</tr>`).FindString(home)
 		if !strings.Contains(row, `">Anywhere</bdi></td>`) || strings.Contains(row, `class="reconnect"`) || strings.Contains(row, `name="session"`) ||
-			!hasNote(row, "noreconnect", "session", "Cannot be reconnected from here") {
+			!hasRowNote(row, "noreconnect", "Cannot be reconnected from here") {
 			t.Errorf("within pod0 alone, alice's session on pod1: want it named Anywhere, without Reconnect, saying why: row %q in\n%s", row, home)
 		}
 	}
@@ -706,7 +706,7 @@ func TestOtherPodsSessionsWhere_RU3_RU6(t *testing.T) {
 		for pod, want := range map[string]string{"pod1": "", "pod2": tc.otherSite} {
 			row := regexp.MustCompile(`(?s)<tr role="row" data-session="` + ids[pod] + `" data-pool="other" data-pod="` + pod + `">.*?</tr>`).FindString(home)
 			if row == "" || want == "" && strings.Contains(row, `class="elsewhere"`) ||
-				want != "" && !hasNote(row, "elsewhere", "session", want+`</span></span>`) {
+				want != "" && !hasRowNote(row, "elsewhere", want+`</span>`) {
 				t.Errorf("%s: alice's session in %s: want it marked %q (none: not marked); row %q", tc.lang, pod, want, row)
 			}
 		}
@@ -1606,7 +1606,7 @@ func TestNoReconnectWhereItCannotReach_RU3_RG1(t *testing.T) {
 		_, home := alice.get("/portal/?lang=" + tc.lang)
 		row := rowRE.FindString(home)
 		if !strings.Contains(row, `">Anywhere</bdi></td>`) || strings.Contains(row, `class="reconnect"`) || !strings.Contains(row, `class="logoff"`) ||
-			!hasNote(row, "noreconnect", "session", tc.why) {
+			!hasRowNote(row, "noreconnect", tc.why) {
 			t.Errorf("%s: alice's row, named only by a desktop that cannot reach it: want no Reconnect, Log off, and why (%q):\n%s", tc.lang, tc.why, row)
 		}
 	}
@@ -1649,18 +1649,38 @@ func TestNoReconnectWhereItCannotReach_RU3_RG1(t *testing.T) {
 	}
 }
 
-// hasNote says whether html has the note of class (its text starting
-// with text) that is a stop of the Tab key, a note (role) named by the
-// name of its resource or session (the element name-N of its own N)
-// and its text, the text hidden as its content: read once, as its
-// name, not again after it (R-U1).
-func hasNote(html, class, name, text string) bool {
-	re := regexp.MustCompile(`<(?:p|span) class="` + class + `" id="` + class + `-(\d+)" role="note" tabindex="0" aria-labelledby="` + name +
-		`-(\d+) ` + class + `-text-(\d+)"[^>]*><span id="` + class + `-text-(\d+)" aria-hidden="true">` + regexp.QuoteMeta(text))
+// hasTileNote says whether html has an unavailable resource's note
+// (its text starting with text): a stop of the Tab key, a note (role)
+// named by the resource's name and described by its text, which is its
+// content too, not hidden: a screen reader reading the page reads it
+// once, and says it once as the focus reaches the note, after the
+// resource's name (R-U5).
+func hasTileNote(html, text string) bool {
+	re := regexp.MustCompile(`<p class="unavailable" id="unavailable-(\d+)" role="note" tabindex="0" aria-labelledby="resource-(\d+)" aria-describedby="unavailable-text-(\d+)"[^>]*><span id="unavailable-text-(\d+)">` + regexp.QuoteMeta(text))
 	for _, m := range re.FindAllStringSubmatch(html, -1) {
 		if m[1] == m[2] && m[2] == m[3] && m[3] == m[4] {
 			return true
 		}
 	}
 	return false
+}
+
+// hasRowNote says whether a session's row has the note of class (its
+// text starting with text) as plain text, no stop of the Tab key nor
+// hidden, that describes every button of the row (aria-describedby): a
+// keyboard user hears it with the button she reaches, a screen reader
+// reading the page reads it once (R-U3).
+func hasRowNote(row, class, text string) bool {
+	m := regexp.MustCompile(`<span class="` + class + `" id="(` + class + `-\d+)">` + regexp.QuoteMeta(text)).FindStringSubmatch(row)
+	buttons := regexp.MustCompile(`<button [^>]*>`).FindAllString(row, -1)
+	if m == nil || len(buttons) == 0 {
+		return false
+	}
+	for _, b := range buttons {
+		d := regexp.MustCompile(`aria-describedby="([^"]*)"`).FindStringSubmatch(b)
+		if d == nil || !slices.Contains(strings.Fields(d[1]), m[1]) {
+			return false
+		}
+	}
+	return true
 }

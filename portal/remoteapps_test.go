@@ -127,7 +127,7 @@ func TestUnavailableAppTile_RE12_RU5_RU6(t *testing.T) {
 		_, page := alice.get("/portal/?lang=" + lang)
 		word := tile(page, "app:desk-apps/word")
 		if strings.Contains(word, "<form") || strings.Contains(word, "<button") || !strings.Contains(word, `data-unavailable="RemoteAppUnsupported"`) ||
-			!hasNote(word, "unavailable", "resource", note+`</span></p>`) {
+			!hasTileNote(word, note+`</span></p>`) {
 			t.Errorf("%s: Word's tile offers Open, or lacks the note %q:\n%s", lang, note, word)
 		}
 		for _, id := range []string{"desktop:desk", "app:cold-apps/paint"} {

@@ -67,20 +67,24 @@ func TestPortalUnavailableAppBrowser(t *testing.T) {
 	}
 	// From the top of the page, Tab reaches the note (as far as 40
 	// stops, every link and button of the page before it), announced
-	// as Paint's name and the note, the note's text not read again as
-	// its content.
+	// as Paint's name, the note (role) and its text (the description),
+	// which is the note's content too, once: a screen reader reading the
+	// page line by line reads it there.
 	note := app + " .unavailable"
+	const why = "Kann gerade nicht geöffnet werden. Wenden Sie sich an Ihren Helpdesk."
 	step(t, ctx, "her page again, the focus at its top", chromedp.Navigate(base+"/portal/"), chromedp.WaitVisible(chromedp.CSS(note)))
 	tabTo(t, ctx, note, "Paint's note", 40)
-	checkFocusedNote(t, ctx, "Paint's note", "Paint", "Kann gerade nicht geöffnet werden. Wenden Sie sich an Ihren Helpdesk.")
+	checkFocused(t, ctx, "Paint's note", "note", "Paint", why)
+	checkReadOnce(t, ctx, note, "Paint's note", why)
 	errs.check(t, "home with an unavailable app")
 	screenshot(t, ctx, "portal-unavailable-app.png")
 }
 
 // tabTo presses Tab, from where the focus is, until the focus is on the
 // element sel names (what, in a failure), at most limit times; it fails
-// the test with the stops it went through if it never is.
-func tabTo(t *testing.T, ctx context.Context, sel, what string, limit int) {
+// the test with the stops it went through if it never is, and returns
+// them (each the id of an element, or its tag name) if it is.
+func tabTo(t *testing.T, ctx context.Context, sel, what string, limit int) []string {
 	t.Helper()
 	q, _ := json.Marshal(sel)
 	var stops []string
@@ -91,41 +95,64 @@ func tabTo(t *testing.T, ctx context.Context, sel, what string, limit int) {
 			t.Fatal(err)
 		}
 		if at == "" {
-			return
+			return stops
 		}
 		stops = append(stops, at)
 	}
 	t.Fatalf("Tab never reached %s; it went through %v", what, stops)
+	return nil
 }
 
-// checkFocusedNote checks, in the browser's accessibility tree, that the
-// focused element (what, in a failure) is a note (role) announced as
-// name and text, as a screen reader says it when the focus reaches it,
-// and that none of its content reads text again: a screen reader
-// reading the note's name and then its content would say it twice.
-func checkFocusedNote(t *testing.T, ctx context.Context, what, name, text string) {
+// axNode is the accessibility node of the element expr (a script)
+// evaluates to, what in a failure.
+func axNode(t *testing.T, ctx context.Context, expr, what string) *accessibility.Node {
 	t.Helper()
 	// The tree's node ids stay the same from one call to the next.
 	if _, err := chromedp.Call(ctx, accessibility.Enable, cdp.Empty{}); err != nil {
 		t.Fatalf("enable the accessibility tree: %v", err)
 	}
-	obj, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: "document.activeElement"})
+	obj, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: expr})
 	if err != nil || obj.Result == nil || obj.Result.ObjectID == "" {
-		t.Fatalf("the focused element: %+v, %v", obj, err)
+		t.Fatalf("%s (%s): %+v, %v", what, expr, obj, err)
 	}
 	no := false
 	ax, err := chromedp.Call(ctx, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{ObjectID: obj.Result.ObjectID, FetchRelatives: &no})
 	if err != nil || len(ax.Nodes) == 0 {
 		t.Fatalf("the accessibility node of %s: %+v, %v", what, ax, err)
 	}
-	n := ax.Nodes[0]
-	if got := axString(n.Role); n.Ignored || got != "note" {
-		t.Errorf("%s is a %q in the accessibility tree (ignored: %v), want a note", what, got, n.Ignored)
+	return ax.Nodes[0]
+}
+
+// checkFocused checks, in the browser's accessibility tree, that the
+// focused element (what, in a failure) is of role, named name and
+// described by description: what a screen reader says as the focus
+// reaches it.
+func checkFocused(t *testing.T, ctx context.Context, what, role, name, description string) {
+	t.Helper()
+	n := axNode(t, ctx, "document.activeElement", what)
+	if got := axString(n.Role); n.Ignored || got != role {
+		t.Errorf("%s is a %q in the accessibility tree (ignored: %v), want a %s", what, got, n.Ignored, role)
 	}
-	if got, want := axString(n.Name), name+" "+text; got != want {
-		t.Errorf("%s is announced as %q, want %q", what, got, want)
+	if got := axString(n.Name); got != name {
+		t.Errorf("%s is announced as %q, want %q", what, got, name)
 	}
-	// Its content: the text of the descendants not ignored.
+	if got := axString(n.Description); got != description {
+		t.Errorf("%s is described as %q, want %q", what, got, description)
+	}
+}
+
+// checkReadOnce checks, in the browser's accessibility tree, that the
+// element sel names (what, in a failure) has text as its content, once,
+// and not in its name: a screen reader reading the page line by line
+// (NVDA's and JAWS's browse mode, which read content, not names) reads
+// it there, once. Content hidden (aria-hidden) is not in the tree.
+func checkReadOnce(t *testing.T, ctx context.Context, sel, what, text string) {
+	t.Helper()
+	q, _ := json.Marshal(sel)
+	n := axNode(t, ctx, "document.querySelector("+string(q)+")", what)
+	if n.Ignored {
+		t.Errorf("%s is not in the accessibility tree", what)
+	}
 	var content []string
 	var walk func(id accessibility.NodeID)
 	walk = func(id accessibility.NodeID) {
@@ -141,8 +168,11 @@ func checkFocusedNote(t *testing.T, ctx context.Context, what, name, text string
 		}
 	}
 	walk(n.NodeID)
-	if strings.Contains(strings.Join(content, " "), text) {
-		t.Errorf("%s, announced as %q, reads its text again as its content %q", what, axString(n.Name), content)
+	if got := strings.Count(strings.Join(content, " "), text); got != 1 {
+		t.Errorf("%s has %q as its content (%q), %d times, want once", what, text, content, got)
+	}
+	if strings.Contains(axString(n.Name), text) {
+		t.Errorf("%s is named %q, its text again", what, axString(n.Name))
 	}
 }
 

@@ -244,11 +244,14 @@ func startXPodPair(t *testing.T, distribution string) (a, b *xpod, api context.C
 // on pod B is on pod A's page marked "At another site" and, as
 // Anywhere opened at pod A looks in pod A alone, without Reconnect,
 // saying it cannot be reconnected from here. In headless Chromium, in
-// German, Tab reaches each of the two notes (the Reconnect's place and
-// her row's Log off), each announced as her session's name and the
-// note, its text not read again as its content. While her page
-// refreshes its list (a session of hers on pod A marked as being
-// logged off), her focus on the note stays on it.
+// German, Tab goes from the top of the page to her row's Log off
+// without stopping on either note (they are text, not controls: no
+// extra stop on every such row), and Log off is announced with her
+// session's name and described by both notes, so a keyboard user hears
+// why Reconnect is missing and where the session is; a screen reader
+// reading the page reads each note once, as text (not hidden). While
+// her page refreshes its list (a session of hers on pod A marked as
+// being logged off), her focus on that Log off stays on it.
 func TestPortalSessionNotesBrowser_RU3(t *testing.T) {
 	ctx := newBrowser(t)
 	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
@@ -305,22 +308,26 @@ func TestPortalSessionNotesBrowser_RU3(t *testing.T) {
 		t.Errorf("her session on pod B has %d Reconnect buttons, want none", n)
 	}
 	screenshot(t, ctx, "portal-session-notes.png")
-	// From the top of the page, Tab reaches each note, in the order of
-	// the row (as far as 40 stops: every link and button before them),
-	// then the row's Log off.
+	// From the top of the page, Tab reaches her row's Log off (as far
+	// as 40 stops: every link and button before it), stopping on
+	// neither note on the way.
+	logoff := row + " button.logoff"
 	step(t, ctx, "her page again, the focus at its top", chromedp.Navigate(a.m.URL()+"/portal/"), chromedp.WaitVisible(chromedp.CSS(row+" .noreconnect")))
-	tabTo(t, ctx, row+" .noreconnect", "the note that her session on pod B cannot be reconnected", 40)
-	checkFocusedNote(t, ctx, "the note that her session on pod B cannot be reconnected", "Anywhere", noReconnect)
-	tabTo(t, ctx, row+" .elsewhere", "the mark of her session at another site", 1)
-	checkFocusedNote(t, ctx, "the mark of her session at another site", "Anywhere", elsewhere)
-	tabTo(t, ctx, row+" button.logoff", "her session on pod B's Log off", 1)
+	for _, st := range tabTo(t, ctx, logoff, "her session on pod B's Log off", 40) {
+		if strings.HasPrefix(st, "noreconnect-") || strings.HasPrefix(st, "elsewhere-") {
+			t.Errorf("Tab stopped on the note %s on its way to her row's Log off", st)
+		}
+	}
+	checkFocused(t, ctx, "her session on pod B's Log off", "button", "Sitzung abmelden Anywhere", noReconnect+" "+elsewhere)
+	checkReadOnce(t, ctx, row+" .noreconnect", "the note that her session on pod B cannot be reconnected", noReconnect)
+	checkReadOnce(t, ctx, row+" .elsewhere", "the mark of her session at another site", elsewhere)
 	errs.check(t, "pod A's portal")
 
 	// Her page refreshing its list (her session on pod A marked as being
-	// logged off), the focus on the note stays on it.
+	// logged off), the focus on her row's Log off stays on it.
 	step(t, ctx, "her page refreshing its list", chromedp.Navigate(a.m.URL()+"/portal/?off="+ids[a]),
 		chromedp.WaitVisible(chromedp.CSS(`#sessions[data-refresh] tr[data-session="`+ids[a]+`"][data-logging-off]`)))
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('sessions').dataset.old = 1; document.querySelector('`+row+` .noreconnect').focus(); true`)); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('sessions').dataset.old = 1; document.querySelector('`+logoff+`').focus(); true`)); err != nil {
 		t.Fatal(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -329,8 +336,8 @@ func TestPortalSessionNotesBrowser_RU3(t *testing.T) {
 	if err != nil {
 		t.Fatalf("her page did not refresh its list: %v", err)
 	}
-	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.matches('`+row+` .noreconnect') ? '' : document.activeElement.outerHTML.slice(0, 200)`)); err != nil || got != "" {
-		t.Errorf("after her list's refresh the focus is on %q (%v), want the note of her session on pod B", got, err)
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.matches('`+logoff+`') ? '' : document.activeElement.outerHTML.slice(0, 200)`)); err != nil || got != "" {
+		t.Errorf("after her list's refresh the focus is on %q (%v), want her session on pod B's Log off", got, err)
 	}
 	errs.check(t, "pod A's portal refreshing its list")
 }

@@ -93,10 +93,9 @@
       if (document.hidden) { paused = true; return; }
       timer = setTimeout(refresh, delays[tries] * 1000);
     };
-    // The focus stays on the same button (or note, a stop of the Tab
-    // key too) of the same session: not by its id, which is its row's
-    // number, so that a row gone above would give it to the next
-    // session's.
+    // The focus stays on the same button of the same session: not by
+    // the button's id, which is its row's number, so that a row gone
+    // above would give it to the next session's button.
     var swap = function (fresh) {
       var focused = document.activeElement;
       var row = focused && sessions.contains(focused) && focused.closest("tr[data-session]");
@@ -104,7 +103,7 @@
       if (row && focused.classList.length) {
         again = "tr[data-session=\"" + CSS.escape(row.dataset.session) + "\"]" +
           (row.dataset.pod ? "[data-pod=\"" + CSS.escape(row.dataset.pod) + "\"]" : ":not([data-pod])") +
-          " ." + CSS.escape(focused.classList[0]);
+          " button." + CSS.escape(focused.classList[0]);
       }
       sessions.replaceWith(fresh);
       sessions = fresh;
