@@ -74,6 +74,19 @@ func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Ac
 	}
 }
 
+// clickLive clicks sel in one evaluation in the page, once it is
+// visible: console.js swaps a live part's elements every few seconds
+// (the sessions list's "since" column changes at each), and a node
+// chromedp's Click looked up before a swap is gone when it is clicked
+// ("Could not find node with given id").
+func clickLive(sel string) []chromedp.Action[chromedp.Void] {
+	q, _ := json.Marshal(sel)
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector(` + string(q) + `).click()`),
+	}
+}
+
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -451,7 +464,15 @@ func TestConsoleSessionsAtScale(t *testing.T) {
 		if pages > users/500+1 {
 			t.Fatalf("still a next page after %d pages", pages)
 		}
-		step(t, ctx, fmt.Sprintf("page %d", pages+1), chromedp.Click(chromedp.CSS("#next-page")), chromedp.WaitVisible(chromedp.CSS("#first-page")))
+		// The link followed as its address, read in one evaluation: a
+		// click's navigation leaves the page before (with its own first
+		// page link) to be read again, and the link may be swapped by
+		// the live refresh between its look-up and the click.
+		next, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#next-page").href`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		step(t, ctx, fmt.Sprintf("page %d", pages+1), chromedp.Navigate(next), chromedp.WaitVisible(chromedp.CSS("#first-page")))
 	}
 	if len(seen) != users || pages != users/500 {
 		t.Errorf("paged through %d sessions in %d pages, want %d in %d", len(seen), pages, users, users/500)
@@ -471,7 +492,7 @@ func TestConsoleSessionsAtScale(t *testing.T) {
 	}
 	screenshot(t, ctx, "console-sessions-search.png")
 	// Its host links to the host page.
-	step(t, ctx, "host link", chromedp.Click(chromedp.CSS(`tr[data-user="user-04242"] a[data-host-link]`)), chromedp.WaitVisible(chromedp.CSS("#checks")))
+	step(t, ctx, "host link", append(clickLive(`tr[data-user="user-04242"] a[data-host-link]`), chromedp.WaitVisible(chromedp.CSS("#checks")))...)
 	screenshot(t, ctx, "console-host-big.png")
 	errs.check(t, "search and host page")
 	step(t, ctx, "a page of 25, sorted by host", chromedp.Navigate(base+"/sessions?pool="+pool+"&limit=25&sort=host"), chromedp.WaitVisible(chromedp.CSS("#sessions-table")))
