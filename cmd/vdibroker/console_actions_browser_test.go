@@ -128,8 +128,9 @@ func TestConsoleActionsBrowser(t *testing.T) {
 	step(t, ctx, "tick br-02 and br-03",
 		chromedp.Navigate(base+"/pools/office"),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-host="br-03"]`)),
-		chromedp.Click(chromedp.CSS(`input[name="host"][value="br-02"]`)),
-		chromedp.Click(chromedp.CSS(`input[name="host"][value="br-03"]`)),
+		// The boxes are in the live hosts table.
+		clickLive(`input[name="host"][value="br-02"]`),
+		clickLive(`input[name="host"][value="br-03"]`),
 		chromedp.Click(chromedp.CSS("h1")), // focus off the table, so the refresh runs
 	)
 	step(t, ctx, "forget the last refresh", chromedp.Evaluate[chromedp.Void](`document.getElementById("live").title = ""`))
@@ -173,7 +174,7 @@ func TestConsoleActionsBrowser(t *testing.T) {
 	const message = "The office closes at 18:00.\nSave your work."
 	step(t, ctx, "message form",
 		chromedp.Navigate(base+"/sessions?pool=office"),
-		chromedp.Click(chromedp.CSS(`tr[data-user="carol"] a[data-action="message"]`)),
+		clickLive(`tr[data-user="carol"] a[data-action="message"]`), // the live sessions list
 		chromedp.WaitVisible(chromedp.CSS("#message")),
 		chromedp.SendKeys(chromedp.CSS("#message"), message),
 	)

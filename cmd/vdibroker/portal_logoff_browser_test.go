@@ -345,7 +345,8 @@ func TestPortalLogoffTwoBrowser_RU3(t *testing.T) {
 	logoff := func(i int) {
 		t.Helper()
 		step(t, ctx, "Log off "+ids[i],
-			chromedp.Click(chromedp.CSS(row(i)+" button.logoff")),
+			// After the first logoff the page refreshes its list.
+			clickLive(row(i)+" button.logoff"),
 			chromedp.WaitVisible(chromedp.CSS("#logoff-dialog[open]")),
 			chromedp.Click(chromedp.CSS("#logoff-yes")),
 			chromedp.WaitVisible(chromedp.CSS(row(i)+"[data-logging-off]")),
