@@ -992,7 +992,8 @@ const assignQuery = `UPDATE session_hosts SET assigned_users = ?
 //
 // "Has a host" is an assigned_users list of just that user, as every
 // automatic assignment and most administrators' writes leave it (index
-// session_hosts_assigned).
+// session_hosts_assigned; on PostgreSQL session_hosts_assigned_hash, as
+// a B-tree's key could not hold a long list, migration 00076).
 func (t *tx) assign(ctx context.Context, pool, host, user string) error {
 	// The user's advisory lock is already held: every assignment comes
 	// through placementReq, whose batch takes it first (lockAssignees).

@@ -12,8 +12,8 @@ import (
 // INVALID index of that name, which CREATE INDEX IF NOT EXISTS would keep
 // for ever, unused. Here migration 00006 "failed" that way (the store
 // migrated back to 00005, then an invalid index session_hosts_assigned);
-// the next open runs 00006 and 00007 again and must leave a valid index,
-// which the R-PE1 check uses.
+// the next open runs 00006 and 00007 again, and at last 00076 replaces
+// it with session_hosts_assigned_hash, which the R-PE1 check uses: valid.
 func TestFailedConcurrentIndexBuildIsRebuilt(t *testing.T) {
 	open := postgresOpener(t)
 	s := open(t, store.Options{})
@@ -35,9 +35,12 @@ func TestFailedConcurrentIndexBuildIsRebuilt(t *testing.T) {
 	s.Close()
 
 	s = open(t, store.Options{})
-	valid, unique := indexValid(t, s)
-	if !valid || unique {
-		t.Errorf("after the migration ran again: session_hosts_assigned valid=%v unique=%v, want a valid, non-unique index", valid, unique)
+	valid, unique, err := s.IndexState(ctx, "session_hosts_assigned_hash")
+	if err != nil || !valid || unique {
+		t.Errorf("after the migrations ran again: session_hosts_assigned_hash valid=%v unique=%v (%v), want a valid, non-unique index", valid, unique, err)
+	}
+	if _, _, err := s.IndexState(ctx, "session_hosts_assigned"); err == nil {
+		t.Error("the B-tree session_hosts_assigned is still there after 00076")
 	}
 	mustCommit(t, s, assignment("pers", "pd1", "alice"))
 	if err := s.CommitPlacement(ctx, assignment("pers", "pd2", "alice")); err == nil {
