@@ -28,6 +28,21 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS session_hosts_assigned_hash
 DROP INDEX CONCURRENTLY IF EXISTS session_hosts_assigned;
 
 -- +goose Down
+-- A B-tree build that failed (a list too long for it) left an INVALID
+-- index, which IF NOT EXISTS would keep: dropped first, so that the build
+-- is tried again, and fails again, rather than leave no index.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+               WHERE c.relname = 'session_hosts_assigned' AND c.relnamespace = current_schema()::regnamespace
+               AND NOT i.indisvalid) THEN
+        PERFORM set_config('lock_timeout', '10s', true);
+        DROP INDEX session_hosts_assigned;
+    END IF;
+END
+$$;
+-- +goose StatementEnd
 CREATE INDEX CONCURRENTLY IF NOT EXISTS session_hosts_assigned
     ON session_hosts (host_pool, assigned_users) WHERE assigned_users <> '[]';
 DROP INDEX CONCURRENTLY IF EXISTS session_hosts_assigned_hash;
