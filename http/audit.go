@@ -71,18 +71,6 @@ var auditActionsElsewhere = []string{
 	vdibroker.RefusalSummaryAction,
 }
 
-// unauditedRoutes are the API's routes that refuse no one, so that no
-// entry is ever recorded under their pattern: the health probe
-// (orchestrators probe it without a token; a bad one is answered all the
-// same) and the gateways' public signing keys (R-GW6). Their handlers
-// fail only as the store does, which is not recorded; refused passes them
-// over all the same, and their patterns are no actions an audit list
-// filters by (checkAuditAction), nor in AuditedRoutes.
-var unauditedRoutes = map[string]bool{
-	"GET /healthz":             true,
-	"GET /api/v1/gateway/keys": true,
-}
-
 // AuditActions are the actions of the audit trail, sorted; a refusal of
 // any other route is recorded under the route's pattern ("GET
 // /api/v1/hostpools").
@@ -98,7 +86,7 @@ func AuditActions() []string {
 // checkAuditAction refuses a filter by an action the broker does not
 // write, which would answer nothing silently: a typo. An API route's
 // pattern is an action too (a refused read's), but not that of a route
-// that refuses no one (unauditedRoutes: "GET /healthz"), nor that of a
+// that refuses no one (registered refusesNoOne: "GET /healthz"), nor that of a
 // route of auditedActions, whose entries are under its action (the 400
 // names it); a mounted one
 // ("/" of the console, "GET /metrics") is not either: no entry is
@@ -126,7 +114,7 @@ func (s *Server) checkAuditAction(action string) error {
 	case auditedActions[action] != "":
 		also := map[string]string{"gatewaykey.rotate": " (or gatewaykey.revoke)", "podsession.command": " (or usersession.logoff and usersession.disconnect)"}
 		served = fmt.Sprintf(" (a route of the API whose entries, refusals too, are under its action, %s%s, not its pattern)", auditedActions[action], also[auditedActions[action]])
-	case unauditedRoutes[action]:
+	case s.unaudited[action]:
 		served = " (a route of the API whose requests are not audited: it refuses no one, so no entry is recorded under its pattern)"
 	case slices.Contains(s.patterns, action):
 		served = " (a route this server serves, but not one of the API's: no entry is recorded under its pattern; the console's and the portal's own are under signin, form and portal.launch)"
@@ -177,7 +165,7 @@ func (s *Server) startAudit(w nethttp.ResponseWriter, r *nethttp.Request) *vdibr
 func (s *Server) refused(r *nethttp.Request, ev *vdibroker.AuditEntry, err error, authz bool) {
 	code := vdibroker.ErrorCode(err)
 	switch {
-	case ev.Seq != 0, code == vdibroker.EStoreUnavailable, unauditedRoutes[r.Pattern]:
+	case ev.Seq != 0, code == vdibroker.EStoreUnavailable, s.unaudited[r.Pattern]:
 		return
 	case code == vdibroker.ETooManyRequests && ev.Principal.HoldsAPICredential():
 		return

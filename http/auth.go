@@ -16,6 +16,16 @@ import (
 // authenticates nor authorizes it.
 const public vdibroker.Action = 0
 
+// refusesNoOne marks a public route that refuses no one, so that no
+// entry is ever recorded under its pattern: the health probe
+// (orchestrators probe it without a token; a bad one is answered all the
+// same) and the gateways' public signing keys (R-GW6). Its handler fails
+// only as the store does, which is not recorded; refused passes it over
+// all the same, and its pattern is no action an audit list filters by
+// (checkAuditAction), nor in AuditedRoutes. A public route that may
+// refuse (the agent's register and heartbeat) is registered public.
+const refusesNoOne vdibroker.Action = -1
+
 // bearer returns the token of an "Authorization: Bearer <token>" header.
 func bearer(r *nethttp.Request) (string, error) {
 	h := r.Header.Get("Authorization")
@@ -124,7 +134,13 @@ func routeTarget(r *nethttp.Request) vdibroker.Target {
 // before the handler (spendsUserWrite, ratelimit.go).
 func (s *Server) handle(pattern string, action vdibroker.Action, h func(w nethttp.ResponseWriter, r *nethttp.Request) error) {
 	s.patterns = append(s.patterns, pattern)
-	if !unauditedRoutes[pattern] {
+	if action == refusesNoOne {
+		if s.unaudited == nil {
+			s.unaudited = map[string]bool{}
+		}
+		s.unaudited[pattern] = true
+		action = public
+	} else {
 		s.apiRoutes = append(s.apiRoutes, pattern)
 	}
 	s.mux.HandleFunc(pattern, func(w nethttp.ResponseWriter, r *nethttp.Request) {

@@ -14,7 +14,7 @@ import (
 
 // gatewayRoutes registers the gateway routes.
 func (s *Server) gatewayRoutes() {
-	s.handle("GET /api/v1/gateway/keys", public, s.gatewayKeys)
+	s.handle("GET /api/v1/gateway/keys", refusesNoOne, s.gatewayKeys)
 	s.handle("POST /api/v1/gateway/keys/rotate", vdibroker.ActionManageTokens, s.rotateGatewayKey)
 	s.handle("POST /api/v1/gateway/tunnels/open", vdibroker.ActionGatewayReport, s.tunnelReport(vdibroker.TunnelOpen))
 	s.handle("POST /api/v1/gateway/tunnels/channel", vdibroker.ActionGatewayReport, s.tunnelReport(vdibroker.TunnelChannel))

@@ -11,7 +11,7 @@ import (
 // routes registers the API of SPEC §9 with the access each call needs.
 func (s *Server) routes() {
 	const p = "/api/v1/hostpools/{pool}"
-	s.handle("GET /healthz", public, s.healthz)
+	s.handle("GET /healthz", refusesNoOne, s.healthz)
 
 	s.handle("GET /api/v1/hostpools", vdibroker.ActionRead, s.listPools)
 	s.handle("GET "+p, vdibroker.ActionRead, s.getPool)

@@ -71,9 +71,10 @@ type Server struct {
 	// patterns are the routes registered (handle, Mount), in order;
 	// apiRoutes those of handle alone, whose refusals are audited under
 	// their pattern (R-SEC), but for those that refuse no one
-	// (unauditedRoutes): they and the mounted ones (the console,
-	// Prometheus, the API's 404) write no audit entry.
+	// (unaudited, registered refusesNoOne): they and the mounted ones
+	// (the console, Prometheus, the API's 404) write no audit entry.
 	patterns, apiRoutes []string
+	unaudited           map[string]bool
 
 	// agentCert: the agent endpoints require a client certificate;
 	// agentCertAnyHost: of any host name.
