@@ -217,6 +217,13 @@ func TestPortalOtherPodReconnectBrowser_RU3_RG1(t *testing.T) {
 // sessions distributed by distribution; api bounds the test's API calls.
 func startXPodPair(t *testing.T, distribution string) (a, b *xpod, api context.Context) {
 	t.Helper()
+	return startXPodPairWith(t, func(doc *vdibroker.Federation) { doc.GlobalEntitlements[0].SessionDistribution = distribution })
+}
+
+// startXPodPairWith is startXPodPair with its document as edit leaves it
+// (pod B on another site, another scope).
+func startXPodPairWith(t *testing.T, edit func(doc *vdibroker.Federation)) (a, b *xpod, api context.Context) {
+	t.Helper()
 	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
 	secretFile := filepath.Join(t.TempDir(), "federation.secret")
 	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
@@ -228,8 +235,9 @@ func startXPodPair(t *testing.T, distribution string) (a, b *xpod, api context.C
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
 		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s0", URL: b.m.URL()}},
 		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeAllSites,
-			SessionDistribution: distribution, Users: []string{"alice"},
+			Users:   []string{"alice"},
 			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
+	edit(doc)
 	for _, p := range []*xpod{a, b} {
 		if _, err := p.admin.PutFederation(api, doc); err != nil {
 			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
@@ -254,24 +262,12 @@ func startXPodPair(t *testing.T, distribution string) (a, b *xpod, api context.C
 // being logged off), her focus on that Log off stays on it.
 func TestPortalSessionNotesBrowser_RU3(t *testing.T) {
 	ctx := newBrowser(t)
-	t.Setenv("VDIBROKER_ADMIN_TOKEN", "") // each pod its own admin token
-	secretFile := filepath.Join(t.TempDir(), "federation.secret")
-	if err := os.WriteFile(secretFile, []byte("xpod-browser-federation-secret-0123\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, b := startXPod(t, "poda", secretFile), startXPod(t, "podb", secretFile)
-	api, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}, {Name: "s1"}},
-		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s1", URL: b.m.URL()}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Scope: vdibroker.ScopeWithinPod,
-			SessionDistribution: vdibroker.DistributionNone, Users: []string{"alice"},
-			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
-	for _, p := range []*xpod{a, b} {
-		if _, err := p.admin.PutFederation(api, doc); err != nil {
-			t.Fatalf("federation document on %s: %v", p.m.URL(), err)
-		}
-	}
+	a, b, api := startXPodPairWith(t, func(doc *vdibroker.Federation) {
+		doc.Sites = append(doc.Sites, vdibroker.Site{Name: "s1"})
+		doc.Pods[1].Site = "s1"
+		doc.GlobalEntitlements[0].Scope = vdibroker.ScopeWithinPod
+		doc.GlobalEntitlements[0].SessionDistribution = vdibroker.DistributionNone
+	})
 	ids := map[*xpod]string{}
 	for p, state := range map[*xpod]string{a: vdibroker.StateActive, b: vdibroker.StateDisconnected} {
 		s, err := p.admin.Connect(api, "desk", vhttp.ConnectRequest{User: "alice"})
