@@ -309,12 +309,7 @@ func TestLookupRegisteredOtherGeneration_RG1(t *testing.T) {
 	}
 	doc := st.Document
 	directoryPass(t, envs)
-	doc2 := *doc
-	doc2.Generation++
-	doc2.Pods = slices.DeleteFunc(slices.Clone(doc.Pods), func(p vdibroker.Pod) bool { return p.Name == "pod5" })
-	ge := doc.GlobalEntitlements[0]
-	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod5" })
-	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	doc2 := withoutPod(doc, "pod5")
 	for _, e := range envs[1:5] {
 		if _, err := e.admin.PutFederation(ctx, &doc2); err != nil {
 			t.Fatal(err)
@@ -705,16 +700,22 @@ func TestSessionDirectoryCachedPeerOfAnotherGeneration_RG1(t *testing.T) {
 	}
 }
 
+// withoutPod is doc's next generation without pod and its member pool.
+func withoutPod(doc *vdibroker.Federation, pod string) vdibroker.Federation {
+	next := *doc
+	next.Generation++
+	next.Pods = slices.DeleteFunc(slices.Clone(doc.Pods), func(p vdibroker.Pod) bool { return p.Name == pod })
+	ge := doc.GlobalEntitlements[0]
+	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == pod })
+	next.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	return next
+}
+
 // dropPod5 puts generation doc+1, without pod5 and its member pool, on
 // pods 1 to 4 (pod0 stays on doc's) and runs their directory passes.
 func dropPod5(t *testing.T, envs []*env, doc *vdibroker.Federation) {
 	t.Helper()
-	doc2 := *doc
-	doc2.Generation++
-	doc2.Pods = slices.Clone(doc.Pods[:5])
-	ge := doc.GlobalEntitlements[0]
-	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod5" })
-	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	doc2 := withoutPod(doc, "pod5")
 	for _, e := range envs[1:5] {
 		if _, err := e.admin.PutFederation(t.Context(), &doc2); err != nil {
 			t.Fatal(err)
@@ -759,12 +760,7 @@ func TestLookupAfterDocumentChangedMidConnect_RG1(t *testing.T) {
 	}
 	doc := st.Document
 	directoryPass(t, envs)
-	doc2 = *doc
-	doc2.Generation++
-	doc2.Pods = slices.DeleteFunc(slices.Clone(doc.Pods), func(p vdibroker.Pod) bool { return p.Name == "pod1" })
-	ge := doc.GlobalEntitlements[0]
-	ge.Members = slices.DeleteFunc(slices.Clone(ge.Members), func(m vdibroker.Member) bool { return m.Pod == "pod1" })
-	doc2.GlobalEntitlements = []vdibroker.GlobalEntitlement{ge}
+	doc2 = withoutPod(doc, "pod1")
 
 	envs[0].mustConnect("office-pod0", "filler")
 	user := userOf(doc, "erin", "pod0")
