@@ -270,11 +270,25 @@ const ActionStoreRestore = "store.restore"
 // backup holds the sign-ins of its time, and one signed out since would
 // otherwise be valid again, its cookie (perhaps stolen) with it (R-SEC).
 // Everyone signs in again.
+//
+// In the same transaction it carries the ETag clock (etag_clock, R-E13)
+// forward past the replaced store's: the update times that store issued
+// are ETags clients may hold, and its clock may have run ahead of this
+// machine's (a replica whose clock was ahead, or writes issuing last+1
+// faster than the clock ticks). Left at the backup's, a write after the
+// restore could be issued one of them, and a stale If-Match would match
+// a different state. A backup from before 00075 has no clock to carry
+// forward (the migration starts it at the backup's newest update time);
+// a replaced store from before 00075, or unreadable, has none to carry.
 func recordRestore(ctx context.Context, path, current, movedTo, input string, info *BackupInfo, now time.Time) (int, error) {
-	var replacedLast int64
+	var replacedLast, replacedETag int64
 	if _, err := os.Stat(current); err == nil {
-		if err := lastAuditSeq(ctx, stoppedStoreURL(current), &replacedLast); err != nil {
+		dsn := stoppedStoreURL(current)
+		if err := lastAuditSeq(ctx, dsn, &replacedLast); err != nil {
 			replacedLast = 0 // an unreadable store: the restore is why
+		}
+		if err := lastETagTime(ctx, dsn, &replacedETag); err != nil {
+			replacedETag = 0 // unreadable, or from before 00075
 		}
 	} else {
 		movedTo = ""
@@ -326,6 +340,14 @@ func recordRestore(ctx context.Context, path, current, movedTo, input string, in
 			return 0, fmt.Errorf("end the backup's sign-ins: %w", err)
 		}
 	}
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'etag_clock'`).Scan(&tables); err != nil {
+		return 0, fmt.Errorf("carry the ETag clock forward: %w", err)
+	}
+	if tables == 1 { // a backup from before 00075 has none
+		if _, err := tx.ExecContext(ctx, `UPDATE etag_clock SET last = MAX(last, ?) WHERE id = 1`, replacedETag); err != nil {
+			return 0, fmt.Errorf("carry the ETag clock forward: %w", err)
+		}
+	}
 	after, _ := json.Marshal(side{Store: input, SchemaVersion: info.SchemaVersion, LastAuditSeq: backupLast, SignInsEnded: signIns})
 	if _, err := tx.ExecContext(ctx, `INSERT INTO audit_log (time, principal_kind, principal_id, principal_name, principal_role,
 		principal_scope, remote_addr, request_id, action, target, host_pool, outcome, error, before, after)
@@ -347,6 +369,17 @@ func lastAuditSeq(ctx context.Context, dsn string, seq *int64) error {
 	defer db.Close()
 	return db.QueryRowContext(ctx, `SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'), 0),
 		COALESCE((SELECT MAX(seq) FROM audit_log), 0))`).Scan(seq)
+}
+
+// lastETagTime reads the last update time (ETag, R-E13) the store at dsn
+// issued, in Unix nanoseconds: its etag_clock (00075).
+func lastETagTime(ctx context.Context, dsn string, last *int64) error {
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.QueryRowContext(ctx, `SELECT last FROM etag_clock WHERE id = 1`).Scan(last)
 }
 
 // removeSQLite removes a database file and its -wal and -shm.

@@ -466,3 +466,123 @@ func TestRestoreEndsSignIns(t *testing.T) {
 		t.Errorf("restore entry after %s; want signInsEnded 2", es[0].After)
 	}
 }
+
+// TestRestoreCarriesETagClockForward_RE13: update times are ETags, issued
+// past the last one the store issued (etag_clock). The store replaced by
+// a restore issued times ahead of the wall clock (here a replica whose
+// clock ran an hour ahead wrote the pool after the backup), and a client
+// holds one. A write after the restore is issued a time past every time
+// the replaced store issued, whatever its own clock says, so the tag held
+// matches no state of the restored store: an If-Match with it is refused.
+// (Left at the backup's clock, the write at the wall clock was issued a
+// time before the held one, and the write at the held time the held tag
+// itself, which the stale If-Match then matched.)
+func TestRestoreCarriesETagClockForward_RE13(t *testing.T) {
+	ahead := t0.Add(time.Hour)
+	for _, c := range []struct {
+		name string
+		now  time.Time // the write's clock after the restore
+	}{
+		{"the wall clock, behind the replaced store's", t0.Add(3 * time.Minute)},
+		{"the time the replaced store issued last", ahead},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			dir := t.TempDir()
+			s := openSQLite(t, dir)
+			mustPool(t, s, pool("p", vdibroker.Pooled))
+			backup := filepath.Join(t.TempDir(), "backup.db")
+			if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.UpdateHostPool(ctx, "p", func(p *vdibroker.HostPool) error {
+				p.Description, p.UpdateTime = "written by a replica an hour ahead", ahead
+				return nil
+			}, vdibroker.Precondition{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := p.UpdateTime // a client's ETag
+			if held.Before(ahead) {
+				t.Fatalf("the write ahead was issued %v; want at least %v", held, ahead)
+			}
+			s.Close()
+
+			if _, _, err := store.RestoreSQLite(ctx, dir, backup, t0.Add(2*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			r := openSQLite(t, dir)
+			defer r.Close()
+			got, err := r.UpdateHostPool(ctx, "p", func(p *vdibroker.HostPool) error {
+				p.Description, p.UpdateTime = "after the restore", c.now
+				return nil
+			}, vdibroker.Precondition{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.UpdateTime.After(held) {
+				t.Errorf("the write after the restore was issued %v; want after %v, the replaced store's last", got.UpdateTime, held)
+			}
+			_, err = r.UpdateHostPool(ctx, "p", func(p *vdibroker.HostPool) error {
+				p.Description, p.UpdateTime = "stale", c.now
+				return nil
+			}, vdibroker.Precondition{Exists: true, Versions: []time.Time{held}})
+			if vdibroker.ErrorCode(err) != vdibroker.EPreconditionFailed {
+				t.Errorf("a write with If-Match %s, the replaced store's: %v; want PreconditionFailed", vdibroker.ETag(held), err)
+			}
+		})
+	}
+}
+
+// TestRestoreETagClockOlderStores_RE13: a backup from before the ETag
+// clock (00075) is restored over a store that has one, and a backup with
+// one over a store from before it: neither has a clock to carry, and the
+// restore goes on (the migration starts the older one's clock at its
+// newest update time).
+func TestRestoreETagClockOlderStores_RE13(t *testing.T) {
+	ctx := t.Context()
+	older := func(t *testing.T) string {
+		t.Helper()
+		dir := t.TempDir()
+		s := openSQLite(t, dir)
+		mustPool(t, s, pool("old", vdibroker.Pooled))
+		if err := s.MigrateDownTo(ctx, 74); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		return dir
+	}
+	newer := func(t *testing.T) string {
+		t.Helper()
+		dir := t.TempDir()
+		s := openSQLite(t, dir)
+		mustPool(t, s, pool("new", vdibroker.Pooled))
+		s.Close()
+		return dir
+	}
+	for _, c := range []struct {
+		name         string
+		backup, over func(*testing.T) string
+		pool         string
+	}{
+		{"a backup from before 00075", older, newer, "old"},
+		{"over a store from before 00075", newer, older, "new"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			backup := filepath.Join(t.TempDir(), "backup.db")
+			if _, err := store.BackupSQLite(ctx, c.backup(t), backup); err != nil {
+				t.Fatal(err)
+			}
+			dir := c.over(t)
+			if _, _, err := store.RestoreSQLite(ctx, dir, backup, t0.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			r := openSQLite(t, dir)
+			defer r.Close()
+			p, err := r.UpdateHostPool(ctx, c.pool, func(p *vdibroker.HostPool) error { p.UpdateTime = t0.Add(2 * time.Minute); return nil }, vdibroker.Precondition{})
+			if err != nil || !p.UpdateTime.Equal(t0.Add(2*time.Minute)) {
+				t.Errorf("a write after the restore: %v, %v; want issued at its clock", p, err)
+			}
+		})
+	}
+}
