@@ -157,7 +157,11 @@ func ValidateHostPolicy(prefix string, p *HostPolicy) error {
 
 // ValidateSessionHost checks a host's admin fields (SPEC §3): name, address,
 // protocols and assigned users. Runtime fields are not the caller's to set.
-func ValidateSessionHost(h *SessionHost) error {
+// stored is how many assignedUsers the host has as stored (0 for a new
+// host): a list past MaxAssignedUsers is refused only when it is longer
+// than that (R-PE3), so a host an older release stored with more can
+// still be written (drained above all) while its list stays or shrinks.
+func ValidateSessionHost(h *SessionHost, stored int) error {
 	if err := ValidateName("name", h.Name, MinHostNameLen, MaxHostNameLen); err != nil {
 		return err
 	}
@@ -167,15 +171,20 @@ func ValidateSessionHost(h *SessionHost) error {
 	if err := ValidateProtocols("protocols", h.Protocols); err != nil {
 		return err
 	}
-	if len(h.AssignedUsers) > MaxAssignedUsers {
-		return FieldError("assignedUsers", "must list 0..%d users, got %d", MaxAssignedUsers, len(h.AssignedUsers))
+	if n := len(h.AssignedUsers); n > MaxAssignedUsers && n > stored {
+		if stored > MaxAssignedUsers {
+			return FieldError("assignedUsers", "must list 0..%d users, got %d (the host has %d, stored by an older release: its list may stay or shrink, not grow)",
+				MaxAssignedUsers, n, stored)
+		}
+		return FieldError("assignedUsers", "must list 0..%d users, got %d", MaxAssignedUsers, n)
 	}
 	return ValidateUsers("assignedUsers", h.AssignedUsers)
 }
 
 // MaxAssignedUsers bounds a host's assignedUsers (R-PE3): a connect in a
 // Personal pool reads every host's list for the user, and a Contributor
-// scoped to the pool writes it, otherwise bounded only by the body.
+// scoped to the pool writes it, otherwise bounded only by the body. A
+// list an older release stored past it is kept (ValidateSessionHost).
 const MaxAssignedUsers = 1000
 
 // ValidateName checks a pool or host name: min..max characters of

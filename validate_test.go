@@ -1,6 +1,7 @@
 package vdibroker
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -106,5 +107,48 @@ func TestValidateUsersRepeats_RE5(t *testing.T) {
 		case tc.twice != "" && (ErrorField(err) != "assignedUsers" || !strings.Contains(ErrorMessage(err), fmt.Sprintf("lists %q twice", tc.twice))):
 			t.Errorf("%s: %v, want a refusal naming %q twice", tc.name, err, tc.twice)
 		}
+	}
+}
+
+// TestValidateAssignedUsersBound_RPE3: a list past MaxAssignedUsers
+// (1,000) is refused when it is longer than the host's stored list (0
+// for a new host): one an older release stored longer may stay or
+// shrink, not grow.
+func TestValidateAssignedUsersBound_RPE3(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		stored, n    int
+		refused      bool
+		olderRelease bool // the refusal names the stored list
+	}{
+		{"a new host at the bound", 0, 1000, false, false},
+		{"a new host past it", 0, 1001, true, false},
+		{"growing past the bound from within it", 900, 1001, true, false},
+		{"growing past the bound from it", 1000, 1001, true, false},
+		{"an older release's list kept", 1200, 1200, false, false},
+		{"an older release's list shortened, still past the bound", 1200, 1100, false, false},
+		{"an older release's list shortened within the bound", 1200, 3, false, false},
+		{"an older release's list grown", 1200, 1201, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &SessionHost{Name: "host01", Address: "host01:3389", Protocols: []string{"RDP"}}
+			for i := range c.n {
+				h.AssignedUsers = append(h.AssignedUsers, fmt.Sprintf("u%d", i))
+			}
+			err := ValidateSessionHost(h, c.stored)
+			if !c.refused {
+				if err != nil {
+					t.Fatalf("%d users, %d stored: %v; want accepted", c.n, c.stored, err)
+				}
+				return
+			}
+			var ve *Error
+			if !errors.As(err, &ve) || ve.Field != "assignedUsers" || !strings.Contains(ve.Message, fmt.Sprintf("0..1000 users, got %d", c.n)) {
+				t.Fatalf("%d users, %d stored: %v; want refused naming assignedUsers and 0..1000", c.n, c.stored, err)
+			}
+			if got := strings.Contains(ve.Message, "older release"); got != c.olderRelease {
+				t.Errorf("message %q names the older release: %v, want %v", ve.Message, got, c.olderRelease)
+			}
+		})
 	}
 }

@@ -73,15 +73,22 @@ func (s *Service) PutSessionHost(ctx context.Context, poolName, name string, req
 		Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true,
 		AssignedUsers: []string{}, CreateTime: s.now().UTC(),
 	}
-	if req.Address == nil {
-		old, err := s.store.GetSessionHost(ctx, poolName, name)
-		switch vdibroker.ErrorCode(err) {
-		case "":
+	// The host replaced: its address when req has none, and its list's
+	// length, which bounds the new list's when an older release stored
+	// it past MaxAssignedUsers (R-PE3). Read before the write's
+	// transaction: a write between may have shortened the list, and the
+	// PUT then writes one no longer than the host had just before it.
+	stored := 0
+	old, err := s.store.GetSessionHost(ctx, poolName, name)
+	switch vdibroker.ErrorCode(err) {
+	case "":
+		stored = len(old.AssignedUsers)
+		if req.Address == nil {
 			h.Address = old.Address
-		case vdibroker.ENotFound:
-		default:
-			return nil, false, err
 		}
+	case vdibroker.ENotFound:
+	default:
+		return nil, false, err
 	}
 	if req.Name != nil && *req.Name != name {
 		return nil, false, vdibroker.FieldError("name", "must match the session host name in the path (%q), got %q", name, *req.Name)
@@ -90,7 +97,7 @@ func (s *Service) PutSessionHost(ctx context.Context, poolName, name string, req
 	if req.Protocols != nil {
 		h.Protocols = *req.Protocols
 	}
-	if err := validateHost(pool, h); err != nil {
+	if err := validateHost(pool, h, stored); err != nil {
 		return nil, false, err
 	}
 	created, err := s.store.PutSessionHost(ctx, h)
@@ -119,12 +126,12 @@ func (s *Service) UpdateSessionHost(ctx context.Context, poolName, name string, 
 	return s.updateHost(ctx, poolName, name, func(h *vdibroker.SessionHost) error {
 		// The host's status as it is read (R-H1), for the audit entry.
 		h.Status = vdibroker.HostStatus(h, pool.HeartbeatTimeout(), s.now())
-		wasAllowed := h.AllowNewSession
+		wasAllowed, stored := h.AllowNewSession, len(h.AssignedUsers)
 		applyHostRequest(h, req)
 		if wasAllowed && !h.AllowNewSession {
 			s.noteDrain(ctx, h)
 		}
-		return validateHost(pool, h)
+		return validateHost(pool, h, stored)
 	})
 }
 
@@ -165,8 +172,10 @@ func applyHostRequest(h *vdibroker.SessionHost, req *vdibroker.SessionHostReques
 	}
 }
 
-func validateHost(pool *vdibroker.HostPool, h *vdibroker.SessionHost) error {
-	if err := vdibroker.ValidateSessionHost(h); err != nil {
+// validateHost checks h, to be written in pool; stored is the length of
+// its assignedUsers as stored (0 for a new host, ValidateSessionHost).
+func validateHost(pool *vdibroker.HostPool, h *vdibroker.SessionHost, stored int) error {
+	if err := vdibroker.ValidateSessionHost(h, stored); err != nil {
 		return err
 	}
 	if pool.HostPoolType == vdibroker.Pooled && len(h.AssignedUsers) > 0 {

@@ -2,6 +2,8 @@ package http_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +91,95 @@ func testDrainRecords(t *testing.T, o envOptions) {
 	}
 	if h.DrainedBy != "" || h.DrainTime != nil {
 		t.Errorf("re-created host inherited drainedBy %q drainTime %v", h.DrainedBy, h.DrainTime)
+	}
+}
+
+// TestDrainHostWithLegacyAssignedUsers_RPE3: a host lists at most
+// MaxAssignedUsers (1,000) assignedUsers, but an older release stored
+// longer lists (on SQLite). Such a host can still be written, drained
+// above all (an emergency), as long as its list does not grow: a write
+// that keeps or shortens it is accepted, by PATCH and by PUT, and one
+// that lengthens it past the bound is 400 naming assignedUsers and the
+// range, and changes nothing. A shortened list cannot grow back, and a
+// new host's list is bounded as ever.
+func TestDrainHostWithLegacyAssignedUsers_RPE3(t *testing.T) {
+	testLegacyAssignedUsers(t, envOptions{})
+}
+
+// TestDrainHostWithLegacyAssignedUsers_RPE3_Postgres is the same on
+// PostgreSQL, which stores a list of any length since 00076.
+func TestDrainHostWithLegacyAssignedUsers_RPE3_Postgres(t *testing.T) {
+	testLegacyAssignedUsers(t, envOptions{dsn: postgresDSN(t)})
+}
+
+func testLegacyAssignedUsers(t *testing.T, o envOptions) {
+	e := newEnvWith(t, o)
+	ctx := context.Background()
+	pool := uniq("legacy")
+	e.pool(pool, map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Direct"})
+	users := func(n int) []string {
+		u := make([]string, n)
+		for i := range u {
+			u[i] = fmt.Sprintf("user%04d", i)
+		}
+		return u
+	}
+	// As an older release wrote it: straight into the store, past the
+	// bound the API checks.
+	const host = "legacy01"
+	if _, err := e.store.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: pool, Name: host, Address: host + ":3389",
+		Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, AssignedUsers: users(1200), CreateTime: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	stored := func(want int, allowNew bool) {
+		t.Helper()
+		h, err := e.admin.GetSessionHost(ctx, pool, host)
+		if err != nil || len(h.AssignedUsers) != want || h.AllowNewSession != allowNew {
+			t.Fatalf("stored host: %v; want %d assigned users and allowNewSession %v", err, want, allowNew)
+		}
+	}
+	refused := func(err error, got, has int) {
+		t.Helper()
+		ve := wantCode(t, err, vdibroker.EInvalid, fmt.Sprintf("0..%d users, got %d", vdibroker.MaxAssignedUsers, got), fmt.Sprintf("the host has %d", has))
+		if ve.Field != "assignedUsers" {
+			t.Errorf("refused naming %q, want assignedUsers", ve.Field)
+		}
+	}
+
+	h, err := e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"allowNewSession": false})
+	if err != nil {
+		t.Fatalf("drain of a host with 1200 assigned users: %v; want it drained", err)
+	}
+	if h.AllowNewSession || len(h.AssignedUsers) != 1200 || h.DrainedBy == "" {
+		t.Errorf("after the drain: allowNewSession %v, %d assigned users, drained by %q", h.AllowNewSession, len(h.AssignedUsers), h.DrainedBy)
+	}
+
+	// One more user: the list grows past the bound.
+	_, err = e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"assignedUsers": users(1201)})
+	refused(err, 1201, 1200)
+	more := users(1201)
+	_, err = e.admin.PutSessionHost(ctx, pool, host, vhttp.SessionHostRequest{AssignedUsers: &more})
+	refused(err, 1201, 1200)
+	stored(1200, false)
+
+	h, err = e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"assignedUsers": users(1100)})
+	if err != nil || len(h.AssignedUsers) != 1100 {
+		t.Fatalf("shrinking the list to 1100: %v", err)
+	}
+	// A PUT that keeps the list as it is stored (and undrains).
+	same := users(1100)
+	if h, err = e.admin.PutSessionHost(ctx, pool, host, vhttp.SessionHostRequest{AssignedUsers: &same}); err != nil || len(h.AssignedUsers) != 1100 {
+		t.Fatalf("a PUT of the stored 1100: %v", err)
+	}
+	// Shortened, it does not grow back.
+	_, err = e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"assignedUsers": users(1101)})
+	refused(err, 1101, 1100)
+	stored(1100, true)
+
+	// A new host's list is bounded as ever.
+	over := users(vdibroker.MaxAssignedUsers + 1)
+	_, err = e.admin.PutSessionHost(ctx, pool, "new01", vhttp.SessionHostRequest{AssignedUsers: &over})
+	if ve := wantCode(t, err, vdibroker.EInvalid, fmt.Sprintf("0..%d users, got %d", vdibroker.MaxAssignedUsers, len(over))); ve.Field != "assignedUsers" || strings.Contains(ve.Message, "older release") {
+		t.Errorf("a new host with %d users: %v", len(over), ve)
 	}
 }
