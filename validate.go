@@ -171,14 +171,21 @@ func ValidateSessionHost(h *SessionHost, stored int) error {
 	if err := ValidateProtocols("protocols", h.Protocols); err != nil {
 		return err
 	}
-	if n := len(h.AssignedUsers); n > MaxAssignedUsers && n > stored {
+	return ValidateAssignedUsers(h.AssignedUsers, stored)
+}
+
+// ValidateAssignedUsers checks a host's assignedUsers, users, where the
+// host has stored of them as stored (0 for a new host): a list past
+// MaxAssignedUsers is refused only when it is longer than that (R-PE3).
+func ValidateAssignedUsers(users []string, stored int) error {
+	if n := len(users); n > MaxAssignedUsers && n > stored {
 		if stored > MaxAssignedUsers {
 			return FieldError("assignedUsers", "must list 0..%d users, got %d (the host has %d, stored by an older release: its list may stay or shrink, not grow)",
 				MaxAssignedUsers, n, stored)
 		}
 		return FieldError("assignedUsers", "must list 0..%d users, got %d", MaxAssignedUsers, n)
 	}
-	return ValidateUsers("assignedUsers", h.AssignedUsers)
+	return ValidateUsers("assignedUsers", users)
 }
 
 // MaxAssignedUsers bounds a host's assignedUsers (R-PE3): a connect in a

@@ -131,7 +131,7 @@ func (s *Service) UpdateSessionHost(ctx context.Context, poolName, name string, 
 		if wasAllowed && !h.AllowNewSession {
 			s.noteDrain(ctx, h)
 		}
-		return validateHost(pool, h, stored)
+		return validatePatch(pool, h, req, stored)
 	})
 }
 
@@ -178,6 +178,32 @@ func validateHost(pool *vdibroker.HostPool, h *vdibroker.SessionHost, stored int
 	if err := vdibroker.ValidateSessionHost(h, stored); err != nil {
 		return err
 	}
+	return validatePoolAssigned(pool, h)
+}
+
+// validatePatch checks what a PATCH sets (req), the only fields it
+// changes: a host stored under an older release's looser checks (a
+// longer list of assigned users, a second user on a Persistent desktop,
+// a user name or an address since refused) can still be drained, or
+// have another field set, without being refused for what the write
+// leaves as it is (R-PE1, R-PE3).
+func validatePatch(pool *vdibroker.HostPool, h *vdibroker.SessionHost, req *vdibroker.SessionHostRequest, stored int) error {
+	if req.Address != nil {
+		if err := vdibroker.ValidateAddress("address", h.Address); err != nil {
+			return err
+		}
+	}
+	if req.AssignedUsers == nil {
+		return nil
+	}
+	if err := vdibroker.ValidateAssignedUsers(h.AssignedUsers, stored); err != nil {
+		return err
+	}
+	return validatePoolAssigned(pool, h)
+}
+
+// validatePoolAssigned checks h's assignedUsers against its pool's type.
+func validatePoolAssigned(pool *vdibroker.HostPool, h *vdibroker.SessionHost) error {
 	if pool.HostPoolType == vdibroker.Pooled && len(h.AssignedUsers) > 0 {
 		return vdibroker.FieldError("assignedUsers", "only hosts of Personal host pools have assigned users; this pool is Pooled")
 	}

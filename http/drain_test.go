@@ -183,3 +183,38 @@ func testLegacyAssignedUsers(t *testing.T, o envOptions) {
 		t.Errorf("a new host with %d users: %v", len(over), ve)
 	}
 }
+
+// TestDrainHostStoredUnderLooserRules_RPE1: a PATCH is checked on the
+// fields it sets. A host an older release stored with two users on a
+// Persistent desktop, named twice in two cases, is drained (an
+// emergency) and undrained; a PATCH that sets the same list is refused
+// as any new list would be, and one that sets a valid list is taken.
+func TestDrainHostStoredUnderLooserRules_RPE1(t *testing.T) {
+	e := newEnvWith(t, envOptions{})
+	ctx := context.Background()
+	pool := uniq("looser")
+	e.pool(pool, map[string]any{"hostPoolType": "Personal", "loadBalancerType": "Persistent", "personalDesktopAssignmentType": "Direct"})
+	const host = "looser01"
+	if _, err := e.store.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: pool, Name: host, Address: host + ":3389",
+		Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, AssignedUsers: []string{"alice", "ALICE"}, CreateTime: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"allowNewSession": false})
+	if err != nil {
+		t.Fatalf("drain of a host stored with two users on a Persistent desktop: %v; want it drained", err)
+	}
+	if h.AllowNewSession || len(h.AssignedUsers) != 2 {
+		t.Errorf("after the drain: allowNewSession %v, assigned %q", h.AllowNewSession, h.AssignedUsers)
+	}
+	if _, err := e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"standardFeatures": false, "allowNewSession": true}); err != nil {
+		t.Fatalf("undrain: %v", err)
+	}
+	_, err = e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"assignedUsers": []string{"alice", "ALICE"}})
+	if ve := wantCode(t, err, vdibroker.EInvalid, "assignedUsers"); ve.Field != "assignedUsers" {
+		t.Errorf("setting the stored list again: refused naming %q, want assignedUsers", ve.Field)
+	}
+	h, err = e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"assignedUsers": []string{"alice"}})
+	if err != nil || len(h.AssignedUsers) != 1 || !h.AllowNewSession || h.StandardFeatures {
+		t.Fatalf("setting one user: %v, %+v", err, h)
+	}
+}
