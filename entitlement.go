@@ -197,7 +197,7 @@ type Grant struct {
 
 // NotEntitled is the refusal of R-E3: 403 naming the user and the resource.
 func NotEntitled(user string, r Resource) *Error {
-	return Errorf(ENotEntitled, "user %q is not entitled to %s: assign the user, or one of their groups, to it", user, r)
+	return Errorf(ENotEntitled, "user %q is not entitled to %s: an administrator assigns it to the user, or to one of their groups", user, r)
 }
 
 // EntitledResource is one line of a user's entitlements (R-E10): a

@@ -181,7 +181,8 @@ func TestEntitlementEnforced_RE3(t *testing.T) {
 
 	// A new pool has no Desktop group: no end user may connect (R-E4).
 	_, err := connect(alice, "alice@contoso.com")
-	wantCode(t, err, vdibroker.ENotEntitled, `"alice@contoso.com"`, `host pool "fresh"`)
+	// Said so that the user, whose token this is, knows who can change it.
+	wantCode(t, err, vdibroker.ENotEntitled, `"alice@contoso.com"`, `host pool "fresh"`, "an administrator assigns it")
 	if l := e.openSessions("fresh"); len(l) != 0 {
 		t.Fatalf("a refused connect stored %d sessions", len(l))
 	}
