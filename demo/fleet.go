@@ -375,13 +375,44 @@ func (f *Fleet) connect(ctx context.Context, now bool) {
 			break
 		}
 	}
-	pool := demoPools[f.Rand.IntN(len(demoPools))].name
+	pool := f.pickPool()
 	delay := time.Duration(300+f.Rand.IntN(2500)) * time.Millisecond
 	f.mu.Unlock()
-	if user == "" {
+	if user == "" || pool == "" {
 		return
 	}
 	f.connectAs(ctx, user, pool, now, delay)
+}
+
+// pickPool picks the pool of a simulated user's next connect, each in
+// proportion to the places it has left below three quarters of its
+// capacity (its hosts times its maxSessionLimit), or "" when none has.
+// The simulated users then never fill a pool: the portal's user finds a
+// place in each (the six hosts of six of "Developer workstations" were
+// full within a minute of the start, so her first Open was NoCapacity).
+// Called with f.mu held.
+func (f *Fleet) pickPool() string {
+	taken := map[string]int{}
+	for _, u := range f.users {
+		taken[u.pool]++
+	}
+	room := make([]int, len(demoPools))
+	total := 0
+	for i, p := range demoPools {
+		room[i] = max(0, p.hosts*p.body["maxSessionLimit"].(int)*3/4-taken[p.name])
+		total += room[i]
+	}
+	if total == 0 {
+		return ""
+	}
+	n := f.Rand.IntN(total)
+	for i, r := range room {
+		if n < r {
+			return demoPools[i].name
+		}
+		n -= r
+	}
+	return ""
 }
 
 // connectAs places user in pool, who logs on now or after delay. A pool

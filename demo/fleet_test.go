@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -244,4 +245,36 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestPickPoolLeavesRoom: the simulated users' connects go to pools in
+// proportion to their places left below three quarters of capacity, so
+// they never fill a pool and the portal's user finds a place in each
+// (R-U1); with every pool at three quarters they connect nowhere.
+func TestPickPoolLeavesRoom(t *testing.T) {
+	f := &Fleet{Rand: rand.New(rand.NewPCG(1, 2)), users: map[string]*simUser{}}
+	fill := func(pool string, n int) {
+		for i := range n {
+			f.users[fmt.Sprintf("%s-user%03d", pool, i)] = &simUser{pool: pool}
+		}
+	}
+	picks := func() map[string]int {
+		got := map[string]int{}
+		for range 3000 {
+			got[f.pickPool()]++
+		}
+		return got
+	}
+	if got := picks(); got["dev-depth"] == 0 || got["rds-loadindex"] == 0 || got[autoscalePool] == 0 || got[""] != 0 {
+		t.Fatalf("picks of an empty fleet: %v; want every pool", got)
+	}
+	fill("dev-depth", 6*6*3/4) // six hosts of six sessions, three quarters taken
+	if got := picks(); got["dev-depth"] != 0 || got["rds-loadindex"] == 0 {
+		t.Fatalf("picks with dev-depth at three quarters: %v; want none of it", got)
+	}
+	fill("rds-loadindex", 6*12*3/4)
+	fill(autoscalePool, 8*10*3/4)
+	if got := picks(); got[""] != 3000 {
+		t.Fatalf("picks with every pool at three quarters: %v; want none", got)
+	}
 }
