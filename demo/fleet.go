@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -223,8 +224,9 @@ func (f *Fleet) Start(ctx context.Context) error {
 		f.Close()
 		return err
 	}
-	f.wg.Add(1)
+	f.wg.Add(2)
 	go func() { defer f.wg.Done(); f.userLoop(f.run) }()
+	go func() { defer f.wg.Done(); f.portalLoop(f.run) }()
 	return nil
 }
 
@@ -406,6 +408,48 @@ func (f *Fleet) connectAs(ctx context.Context, user, pool string, now bool, dela
 	}
 	time.AfterFunc(delay, logon)
 	return nil
+}
+
+// portalLoop plays the Remote Desktop client of the user portal's users
+// (the demo's user): every heartbeat interval it reads the launches the
+// portal handed a file for since it last looked (their audit entries,
+// portal.launch, which name the session's host), and logs each one's
+// session on at its host, as when her client arrives with the file: a
+// new session and a Disconnected one she reconnects alike, Active at the
+// host's next heartbeat (R-S2). Without it her session stayed Starting
+// until its pending timeout ended it, and her portal's Disconnect and
+// Reconnect could not be tried.
+func (f *Fleet) portalLoop(ctx context.Context) {
+	t := time.NewTicker(f.Heartbeat)
+	defer t.Stop()
+	since, last := f.started, int64(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		list, err := f.client.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch", Since: since})
+		if err != nil {
+			if ctx.Err() == nil {
+				f.Logger.Warn("demo: the portal's launches", "err", err)
+			}
+			continue
+		}
+		for _, e := range list {
+			if e.Seq <= last {
+				continue // read before: since is inclusive
+			}
+			last, since = e.Seq, e.Time
+			var got struct {
+				SessionHost string `json:"sessionHost"`
+			}
+			if e.Outcome != vdibroker.AuditOK || json.Unmarshal(e.After, &got) != nil || got.SessionHost == "" {
+				continue
+			}
+			f.logon(e.Principal.Name, e.HostPool, got.SessionHost)
+		}
+	}
 }
 
 // logon makes the session appear on its host, as when the user's RDP
