@@ -3,8 +3,9 @@
 // session hosts whose in-process agents (agent.Agent) register, heartbeat
 // with moving metrics and report their users, and users who log on, log
 // off, disconnect and come back along a slow daily wave. It also plays the
-// Remote Desktop client of the user portal's users: the session of each
-// portal launch is logged on at its host (Fleet.portalLoop).
+// Remote Desktop client of the user portal's user (Fleet.PortalUser): the
+// session of each of her portal launches is logged on at its host
+// (Fleet.portalLoop).
 //
 // A Fleet speaks to a running broker only through its HTTP API (the admin
 // client and the agents' two endpoints), like real hosts and users do, so
