@@ -16,9 +16,10 @@ import (
 // TestPortalSinceInLocalTimeBrowser_RU3 (R-U3, R-U6): in headless
 // Chromium whose time zone is Asia/Kolkata (UTC+5:30, so the minutes
 // differ too), uma's session's "since" reads in her time, laid out as
-// the UTC time is (on her German page too), not in UTC, which the page
-// says without scripts and the element's title keeps; so does the list
-// her page fetches again after a logoff. No console error.
+// the UTC time is (on her German page too, and left to right on her
+// Arabic one), not in UTC, which the page says without scripts and the
+// element's title keeps; so does the list her page fetches again after
+// a logoff. No console error.
 func TestPortalSinceInLocalTimeBrowser_RU3(t *testing.T) {
 	ctx := newBrowser(t)
 	w := newPortalWorld(t)
@@ -73,5 +74,16 @@ func TestPortalSinceInLocalTimeBrowser_RU3(t *testing.T) {
 	w.heartbeat(t, second.SessionHost)
 	step(t, ctx, "the list refreshed", chromedp.WaitNotPresent(chromedp.CSS(`tr[data-session="`+second.SessionID+`"]`)))
 	check("the refreshed list")
+	// Her Arabic page (right to left): the same digits, in the same
+	// order, left to right within the right-to-left cell.
+	step(t, ctx, "her Arabic page", chromedp.Navigate(base+"/portal/?lang=ar"), chromedp.WaitVisible(chromedp.CSS(since)))
+	check("her Arabic page")
+	dirs, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.dir + " " + getComputedStyle(document.querySelector('`+since+`')).direction`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dirs != "rtl ltr" {
+		t.Errorf("her Arabic page's direction and her since's: %q, want \"rtl ltr\"", dirs)
+	}
 	errs.check(t, "her page in her time zone")
 }
