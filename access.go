@@ -207,6 +207,11 @@ func Authorize(p *Principal, a Action, t Target) error {
 	return nil
 }
 
+// userMayOnly is the refusal of an end user's read or change: what she
+// may do instead (R-U3, R-U5), not "only connect", which her own
+// sessions' listing and logoff belie.
+const userMayOnly = "role User may only open its desktops and apps (its feed, connect) and list, log off or disconnect its own sessions (users/{user}/sessions)"
+
 // authorizeRole checks the principal's role against the action.
 func authorizeRole(p *Principal, a Action) error {
 	if p.Role == RoleGateway && a != ActionGatewayReport {
@@ -217,7 +222,7 @@ func authorizeRole(p *Principal, a Action) error {
 	switch a {
 	case ActionRead:
 		if p.Role == RoleUser {
-			return Errorf(EPermission, "role User may only connect")
+			return Errorf(EPermission, "%s", userMayOnly)
 		}
 		return nil
 	case ActionInspect, ActionWrite:
@@ -238,7 +243,7 @@ func authorizeRole(p *Principal, a Action) error {
 			}
 			return Errorf(EPermission, "role Reader may only read (GET)")
 		default:
-			return Errorf(EPermission, "role %s may only connect", p.Role)
+			return Errorf(EPermission, "%s", userMayOnly)
 		}
 	case ActionConnect:
 		switch p.Role {

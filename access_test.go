@@ -30,9 +30,9 @@ func TestAuthorize(t *testing.T) {
 	}{
 		{name: "the broker itself", p: nil, a: ActionManageTokens, t: Target{Global: "POST /api/v1/tokens"}},
 		{name: "reader reads", p: reader, a: ActionRead, t: Target{HostPool: "p9"}},
-		{name: "user reads", p: user, a: ActionRead, code: EPermission, contains: "role User may only connect"},
+		{name: "user reads", p: user, a: ActionRead, code: EPermission, contains: "role User may only open its desktops and apps"},
 		{name: "reader writes", p: reader, a: ActionWrite, code: EPermission, contains: "role Reader may only read (GET)"},
-		{name: "user writes", p: user, a: ActionWrite, code: EPermission, contains: "role User may only connect"},
+		{name: "user writes", p: user, a: ActionWrite, code: EPermission, contains: "role User may only open its desktops and apps"},
 		{name: "reader inspects", p: reader, a: ActionInspect, code: EPermission, contains: "role Reader may not read registration tokens: they are for Contributors and the admin token"},
 		{name: "contributor inspects", p: contrib, a: ActionInspect},
 		{name: "reader connects", p: reader, a: ActionConnect, code: EPermission, contains: "role Reader may not connect users"},

@@ -2,7 +2,10 @@
 // pools (BreadthFirst, DepthFirst with a limit, LoadIndex), about twenty
 // session hosts whose in-process agents (agent.Agent) register, heartbeat
 // with moving metrics and report their users, and users who log on, log
-// off, disconnect and come back along a slow daily wave.
+// off, disconnect and come back along a slow daily wave. It also plays the
+// Remote Desktop client of the user portal's user (Fleet.PortalUser): the
+// session of each of her portal launches is logged on at its host
+// (Fleet.portalLoop).
 //
 // A Fleet speaks to a running broker only through its HTTP API (the admin
 // client and the agents' two endpoints), like real hosts and users do, so

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,10 @@ type Fleet struct {
 	// PowerStartDelay is how long a host the power driver starts takes
 	// to boot (its agent runs again after it); 0 is 20s.
 	PowerStartDelay time.Duration
+	// PortalUser is the user portal's user whose desktops and apps the
+	// fleet's hosts log on when the portal launches them, as her Remote
+	// Desktop client would arrive (portalLoop); "" is none.
+	PortalUser string
 
 	client  *vhttp.Client
 	hosts   []*simHost
@@ -223,8 +228,9 @@ func (f *Fleet) Start(ctx context.Context) error {
 		f.Close()
 		return err
 	}
-	f.wg.Add(1)
+	f.wg.Add(2)
 	go func() { defer f.wg.Done(); f.userLoop(f.run) }()
+	go func() { defer f.wg.Done(); f.portalLoop(f.run) }()
 	return nil
 }
 
@@ -437,6 +443,56 @@ func (f *Fleet) connectAs(ctx context.Context, user, pool string, now bool, dela
 	}
 	time.AfterFunc(delay, logon)
 	return nil
+}
+
+// portalLoop plays the Remote Desktop client of the user portal's user
+// (PortalUser): every heartbeat interval it reads her launches the portal
+// handed a file for since it last looked (their audit entries,
+// portal.launch, which name the session's host), and logs each one's
+// session on at its host, as when her client arrives with the file: a
+// new session and a Disconnected one she reconnects alike, Active at the
+// host's next heartbeat (R-S2). Without it her session stayed Starting
+// until its pending timeout ended it, and her portal's Disconnect and
+// Reconnect could not be tried. Another user's launch is left alone: a
+// real client of hers may be on its way, and a simulated user of the
+// same name would get a session the fleet does not know of. It reads at
+// most one page (100 entries) a look, after the last entry it read (by
+// seq, which no slow request's entry can slip under), so that a backlog
+// is read in bounded steps; it returns when ctx ends.
+func (f *Fleet) portalLoop(ctx context.Context) {
+	if f.PortalUser == "" {
+		return
+	}
+	c := vhttp.NewClient(f.URL, f.AdminToken)
+	c.MaxPages = 1
+	t := time.NewTicker(f.Heartbeat)
+	defer t.Stop()
+	q := vhttp.AuditQuery{Action: "portal.launch", Principal: f.PortalUser, Since: f.started}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		list, err := c.ListAudit(ctx, q)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.Logger.Warn("demo: the portal's launches", "err", err)
+			}
+			continue
+		}
+		for _, e := range list {
+			q.After = max(q.After, e.Seq)
+			var got struct {
+				SessionHost string `json:"sessionHost"`
+			}
+			if e.Outcome != vdibroker.AuditOK || e.Principal.Role != vdibroker.RoleUser || !vdibroker.SameUser(e.Principal.Name, f.PortalUser) ||
+				json.Unmarshal(e.After, &got) != nil || got.SessionHost == "" {
+				continue
+			}
+			f.logon(e.Principal.Name, e.HostPool, got.SessionHost)
+		}
+	}
 }
 
 // logon makes the session appear on its host, as when the user's RDP

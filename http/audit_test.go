@@ -568,6 +568,57 @@ func TestAudit_NewestFirst(t *testing.T) {
 	})
 }
 
+// TestAudit_AfterSeq: AuditQuery.After lists the entries written after
+// the one of that seq, by seq, not by time: an entry whose time is
+// earlier than the one read last (a request that began before it and
+// was written after) is still listed after it. A reader that follows
+// the trail one page a look (MaxPages 1, as the demo's portal loop)
+// reads a backlog in steps, losing nothing.
+func TestAudit_AfterSeq(t *testing.T) {
+	e := newEnvWith(t, envOptions{maintenance: time.Hour})
+	ctx := context.Background()
+	for i := range 5 {
+		e.pool(fmt.Sprintf("seq%d", i), nil)
+		if i == 2 {
+			e.clock.Advance(-time.Hour) // seq3 and seq4 are written after seq2, an hour "earlier"
+		}
+	}
+	all, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "hostpool.put"})
+	if err != nil || len(all) != 5 {
+		t.Fatalf("all: %d entries, %v", len(all), err)
+	}
+	targets := func(list []*vdibroker.AuditEntry) []string {
+		var out []string
+		for _, a := range list {
+			out = append(out, a.Target)
+		}
+		return out
+	}
+	after, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "hostpool.put", After: all[2].Seq})
+	if want := []string{"hostpools/seq3", "hostpools/seq4"}; err != nil || !slices.Equal(targets(after), want) {
+		t.Errorf("after seq2: %v, %v; want %v", targets(after), err, want)
+	}
+	// One page of 2 a look: seq0 seq1 | seq2 seq3 | seq4 | nothing.
+	step := vhttp.NewClient(e.urls[0], adminToken)
+	step.PageSize, step.MaxPages = 2, 1
+	var got [][]string
+	q := vhttp.AuditQuery{Action: "hostpool.put"}
+	for range 4 {
+		list, err := step.ListAudit(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, targets(list))
+		for _, a := range list {
+			q.After = a.Seq
+		}
+	}
+	want := [][]string{{"hostpools/seq0", "hostpools/seq1"}, {"hostpools/seq2", "hostpools/seq3"}, {"hostpools/seq4"}, nil}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("a page a look: %v, want %v", got, want)
+	}
+}
+
 // TestSigninsOfOnePrincipalAreBounded (R-SEC, audit): POST /signin is
 // any principal's whoami recorded as a sign-in, the console's and the
 // portal's; a User or Reader token calling it in a loop wrote an audit

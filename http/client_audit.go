@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
@@ -20,6 +21,12 @@ type AuditQuery struct {
 	Since, Until time.Time
 	// Newest lists newest first.
 	Newest bool
+	// After lists only the entries after the one of this seq (the API's
+	// after): a reader that follows the trail asks for what was written
+	// since the last entry it read. Not by time: an entry's time is taken
+	// before it is written, so a slow request's entry may be written
+	// after a quicker one's of a later time.
+	After int64
 }
 
 // ListAudit lists audit entries, oldest first (newest first with
@@ -40,6 +47,9 @@ func (c *Client) ListAudit(ctx context.Context, q AuditQuery) ([]*vdibroker.Audi
 	}
 	if q.Newest {
 		v.Set("order", "desc")
+	}
+	if q.After > 0 {
+		v.Set("after", strconv.FormatInt(q.After, 10))
 	}
 	return listAll[*vdibroker.AuditEntry](ctx, c, "/api/v1/auditlog", v)
 }

@@ -503,3 +503,32 @@ func TestConfirmationKeepsLoggingOff_RU3(t *testing.T) {
 		t.Errorf("a refused logoff: %d, Back %q, want %q:\n%s", res.StatusCode, m, want, page)
 	}
 }
+
+// TestLogoffOfPendingSessionSaysDone_RU3: a Pending session no agent
+// saw ends at once when she logs it off (she opened a desktop and her
+// client never arrived): the page her logoff leads to no longer lists
+// it, so it says the session has been logged off, in her language, not
+// that it "leaves this list once its host has done so" over a list
+// without it, which no refresh would ever correct. A session still
+// listed keeps the flash that it is being logged off.
+func TestLogoffOfPendingSessionSaysDone_RU3(t *testing.T) {
+	e := newEnv(t, nil)
+	c, err := e.admin.Connect(t.Context(), "desk", vhttp.ConnectRequest{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	alice.get("/portal/?lang=de")
+	res, _ := alice.post("/portal/sessions/desk/"+c.SessionID+"/logoff", url.Values{"csrf": {csrf}, "confirm": {"yes"}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("her logoff: %d, want 303", res.StatusCode)
+	}
+	_, home := alice.get(res.Header.Get("Location"))
+	if strings.Contains(home, `data-session="`+c.SessionID+`"`) {
+		t.Fatalf("the Pending session is still listed after her logoff:\n%s", home)
+	}
+	if !strings.Contains(home, `<p class="flash" id="flash" tabindex="-1">Die Sitzung wurde abgemeldet.</p>`) || strings.Contains(home, "Die Sitzung wird abgemeldet") {
+		t.Errorf("the page after the logoff of a session that ended at once: want it said done:\n%s", home)
+	}
+}

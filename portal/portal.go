@@ -928,7 +928,19 @@ func (p *Portal) home(rq *request) {
 	if !ok {
 		return
 	}
-	data["Flash"] = p.web.TakeFlash(rq.r.Context(), rq.sess)
+	flash := p.web.TakeFlash(rq.r.Context(), rq.sess)
+	// The session she just logged off (named last by the logoff's
+	// redirect) is no longer listed: it has been logged off, not "is
+	// being". A Pending session no agent saw ends at once (R-U3), and a
+	// host may report before her browser follows the redirect; "It leaves
+	// this list once its host has done so" over a list without it, and no
+	// refresh to say more, reads as a logoff that hangs. A session of a
+	// pod whose list could not be read may be there still: left as is.
+	if off := loggingOff(rq.r.URL.Query()["off"]); flash == rq.lang.T("flash.loggedOff") && len(off) > 0 && !data["Unread"].(bool) &&
+		!slices.ContainsFunc(data["Sessions"].([]userSession), func(s userSession) bool { return s.ID == off[len(off)-1] }) {
+		flash = rq.lang.T("sessions.loggedOff")
+	}
+	data["Flash"] = flash
 	p.render(rq.w, rq.r, http.StatusOK, "home", rq.lang, data)
 }
 

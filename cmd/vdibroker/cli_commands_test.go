@@ -674,6 +674,49 @@ func TestCLIUserSessionsOfUser_RU3(t *testing.T) {
 	}
 }
 
+// TestCLIUserLogsOffOwnSessionByName_RU3: an end user's own token logs
+// off her session by naming herself (usersession logoff --host-pool P
+// --user ME), as with its --id: the CLI finds it among her own sessions
+// (R-U3), where it read the pool's list, which a User may not read, and
+// was refused with "role User may only connect" though she may log it
+// off. A pool where she has none says so, and no read is sent that the
+// broker refuses (no refusal in the audit trail). A read refused her
+// says what she may do.
+func TestCLIUserLogsOffOwnSessionByName_RU3(t *testing.T) {
+	b := startCLIBroker(t)
+	for _, p := range []string{"office", "dev"} {
+		b.ok("hostpool", "create", "--name", p)
+	}
+	cred := b.addHost("office", "office-01")
+	b.addHost("dev", "dev-01")
+	id := strings.TrimSpace(b.ok("connect", "--host-pool", "office", "--user", "alice@contoso.com", "--query", "sessionId", "-o", "tsv"))
+	b.ok("connect", "--host-pool", "office", "--user", "bob@contoso.com")
+	alice := strings.TrimSpace(b.ok("token", "create", "--role", "User", "--subject", "alice@contoso.com", "--query", "token", "-o", "tsv"))
+	as := func(args ...string) cliResult {
+		t.Helper()
+		return runCLI(t, append(args, "--server", b.m.URL(), "--token", alice)...)
+	}
+
+	if r := as("usersession", "logoff", "--host-pool", "office", "--user", "Alice@Contoso.com"); r.code != 0 {
+		t.Fatalf("her logoff of her own session by name: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if cmds := b.heartbeat(cred); len(cmds) != 1 || cmds[0].Type != vdibroker.CommandLogoff || cmds[0].SessionID != id {
+		t.Errorf("her host's commands after her logoff: %+v, want the logoff of %s alone", cmds, id)
+	}
+	if r := as("usersession", "logoff", "--host-pool", "dev", "--user", "alice@contoso.com"); r.code != 1 || r.stderr != "error: user \"alice@contoso.com\" has no open session in host pool \"dev\"\n" {
+		t.Errorf("her logoff in a pool where she has none: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if refused := b.ok("audit", "list", "--query", "[?outcome!='ok'].[action, target]", "-o", "tsv"); refused != "" {
+		t.Errorf("refusals in the audit trail after her logoffs:\n%s", refused)
+	}
+	if r := as("usersession", "logoff", "--host-pool", "office", "--user", "bob@contoso.com"); r.code != 1 {
+		t.Errorf("her logoff of bob's session: exit %d, want 1; stderr %q", r.code, r.stderr)
+	}
+	if r := as("usersession", "list", "--host-pool", "office"); r.code != 1 || !strings.Contains(r.stderr, "log off or disconnect its own sessions") {
+		t.Errorf("her read of the pool's sessions: exit %d, stderr %q; want it refused saying what she may do", r.code, r.stderr)
+	}
+}
+
 // TestCLICommandWarning_RS4: a command queued for a host that cannot
 // carry it out now (here its agent said it is stopping: Shutdown) is
 // queued, exit 0, and the CLI prints the server's warning on stderr.

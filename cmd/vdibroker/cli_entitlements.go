@@ -107,8 +107,12 @@ func (g *groupFlags) register(f *pflag.FlagSet, update bool) {
 	}
 }
 
-// apply sets on g what the command's flags say.
-func (gf *groupFlags) apply(cmd *cobra.Command, g *vdibroker.ApplicationGroup) {
+// apply sets on g what the command's flags say. The notes say what a
+// removal did not do, which the command prints as warnings: a user or
+// group that was not assigned (a mistyped name, whose removal would read
+// as done while the one meant keeps her access), and those taken out of
+// a group assigned to all users, who keep it through that (R-E2).
+func (gf *groupFlags) apply(cmd *cobra.Command, g *vdibroker.ApplicationGroup) (notes []string) {
 	f := cmd.Flags()
 	if f.Changed("friendly-name") {
 		g.FriendlyName = gf.friendlyName
@@ -125,8 +129,30 @@ func (gf *groupFlags) apply(cmd *cobra.Command, g *vdibroker.ApplicationGroup) {
 	if f.Changed("all-users") {
 		g.Assignments.AllUsers = gf.allUsers
 	}
+	for _, n := range notAssigned(g.Assignments.Users, gf.removeUsers) {
+		notes = append(notes, fmt.Sprintf("user %q is not assigned to application group %q: nothing removed for it", n, g.Name))
+	}
+	for _, n := range notAssigned(g.Assignments.Groups, gf.removeGroups) {
+		notes = append(notes, fmt.Sprintf("group %q is not assigned to application group %q: nothing removed for it", n, g.Name))
+	}
 	g.Assignments.Users = editNames(g.Assignments.Users, gf.addUsers, gf.removeUsers)
 	g.Assignments.Groups = editNames(g.Assignments.Groups, gf.addGroups, gf.removeGroups)
+	if g.Assignments.AllUsers && len(gf.removeUsers)+len(gf.removeGroups) > 0 {
+		notes = append(notes, fmt.Sprintf("application group %q is assigned to all users: those taken out still have it (--all-users false to end that)", g.Name))
+	}
+	return notes
+}
+
+// notAssigned is the names of remove that list does not hold in any case
+// (R-E5).
+func notAssigned(list, remove []string) []string {
+	var out []string
+	for _, n := range remove {
+		if !vdibroker.ContainsUser(list, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // editNames is list with add appended (those not in it in any case) and
@@ -200,17 +226,19 @@ func newApplicationGroupCmd() *cobra.Command {
 			if err := somethingToUpdate(cmd, "name"); err != nil {
 				return err
 			}
+			var notes []string // of the attempt written
 			r, err := updateIfMatch("application group "+un, func() (*vhttp.ApplicationGroupResult, error) {
 				g, err := c.GetApplicationGroupETag(cmd.Context(), un)
 				if err != nil {
 					return nil, err
 				}
-				uf.apply(cmd, &g.ApplicationGroup)
+				notes = uf.apply(cmd, &g.ApplicationGroup)
 				return c.PutApplicationGroup(cmd.Context(), un, &g.ApplicationGroup, vhttp.Condition{IfMatch: g.ETag})
 			})
 			if err != nil {
 				return err
 			}
+			printWarnings(cmd, notes)
 			printWarnings(cmd, r.Warnings) // R-E12
 			return a.result(cmd, r, applicationGroupColumns)
 		},

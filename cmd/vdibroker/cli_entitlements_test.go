@@ -78,3 +78,46 @@ func TestCLIEntitlementsGolden(t *testing.T) {
 		t.Errorf("groups after the deletes: %q", got)
 	}
 }
+
+// TestCLIRemoveNotAssignedWarns_RE2: taking a user or group out of an
+// application group that it is not assigned to (a mistyped name: the
+// one meant keeps her access) changes nothing and says so on stderr,
+// exit 0; so does taking one out of a group assigned to all users, who
+// keeps it through that. A removal that did what it says prints nothing.
+func TestCLIRemoveNotAssignedWarns_RE2(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.ok("applicationgroup", "create", "--name", "office-apps", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp",
+		"--users", "alice@contoso.com,bob@contoso.com", "--groups", "Sales")
+	tests := []struct {
+		name string
+		args []string
+		want string // stderr
+		// users and groups assigned after it
+		users, groups string
+	}{
+		{"a mistyped user", []string{"--remove-users", "alice@contoso.co"},
+			"warning: user \"alice@contoso.co\" is not assigned to application group \"office-apps\": nothing removed for it\n",
+			"alice@contoso.com,bob@contoso.com", "Sales"},
+		{"a mistyped group", []string{"--remove-groups", "Sale"},
+			"warning: group \"Sale\" is not assigned to application group \"office-apps\": nothing removed for it\n",
+			"alice@contoso.com,bob@contoso.com", "Sales"},
+		{"assigned ones in any case", []string{"--remove-users", "BOB@contoso.com", "--remove-groups", "sales"}, "",
+			"alice@contoso.com", ""},
+		{"of a group for all users", []string{"--all-users", "true", "--remove-users", "alice@contoso.com"},
+			"warning: application group \"office-apps\" is assigned to all users: those taken out still have it (--all-users false to end that)\n",
+			"", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := b.cli(append([]string{"applicationgroup", "update", "--name", "office-apps"}, tt.args...)...)
+			if r.code != 0 || r.stderr != tt.want {
+				t.Errorf("exit %d, stderr %q; want 0, %q", r.code, r.stderr, tt.want)
+			}
+			got := b.ok("applicationgroup", "show", "--name", "office-apps", "--query", "[join(',', assignments.users), join(',', assignments.groups)]", "-o", "tsv")
+			if want := tt.users + "\n" + tt.groups + "\n"; got != want {
+				t.Errorf("assigned after it: %q, want %q", got, want)
+			}
+		})
+	}
+}

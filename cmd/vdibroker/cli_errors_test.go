@@ -12,7 +12,8 @@ import (
 
 // TestCLIErrorsGolden: each mistake below gets one line in the CLI's
 // words and the right exit status, against a real broker on loopback:
-// unknown commands and flags exit 2 with a "did you mean"; a bad value
+// unknown commands and flags exit 2 with a "did you mean" (an unknown
+// command after the admin commands' flags too); a bad value
 // names the flag and what it allows, in the flag's units; a URL without a
 // scheme, one naming /api/v1, a missing and a rejected token each get a
 // hint. The outputs are testdata/error_*.golden (go test -update rewrites
@@ -34,6 +35,10 @@ func TestCLIErrorsGolden(t *testing.T) {
 		{"unknown_subcommand", []string{"hostpool", "lst"}, true, 2},
 		{"placement_explain", []string{"placement", "explain"}, true, 2},
 		{"unknown_command", []string{"hostpol", "list"}, true, 2},
+		// The flags first, as the demo's banner writes them: the
+		// command is named, not --server, which root does not know.
+		{"unknown_command_after_flags", []string{"--server", url, "--token", b.m.AdminToken, "-o", "json", "--insecure-http", "hostpol", "list"}, false, 2},
+		{"flags_without_command", []string{"--server", url, "--token", b.m.AdminToken}, false, 2},
 		{"unknown_flag", []string{"hostpool", "update", "--name", "contosohp01", "--max-sesion-limit", "3"}, true, 2},
 		{"expires_10m", []string{"registration-token", "create", "--host-pool", "contosohp01", "--expires", "10m"}, true, 2},
 		{"expires_not_a_duration", []string{"registration-token", "create", "--host-pool", "contosohp01", "--expires", "ten"}, true, 2},

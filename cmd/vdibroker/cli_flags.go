@@ -89,19 +89,68 @@ func emptyFlag(cmd *cobra.Command, names ...string) error {
 
 // unknownRootCommand is the error of args whose first word is no command
 // of root ("vdibroker hostpol list"), found before root parses flags that
-// belong to the subcommand the user meant; nil otherwise.
+// belong to the subcommand the user meant; nil otherwise. The word may
+// follow the admin commands' flags, as the demo's banner writes them
+// ("vdibroker --server URL --token T hostpol list"): root does not know
+// those flags, so its parse would blame --server, not the command.
 func unknownRootCommand(root *cobra.Command, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+	i := firstWord(root, args)
+	if i < 0 {
 		return nil
 	}
-	switch args[0] {
+	switch args[i] {
 	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 		return nil // cobra adds these as it executes
 	}
 	if c, _, err := root.Find(args); err == nil && c != root {
 		return nil
 	}
-	return usageError{unknownCommand(root, args[0])}
+	return usageError{unknownCommand(root, args[i])}
+}
+
+// firstWord is the index in args of the first word that is neither a flag
+// nor a flag's value, -1 if there is none (or "--" comes first). A flag
+// root's commands define takes the next argument as its value unless it
+// is a boolean (or written --flag=value); one none defines is taken to
+// take a value, as cobra's own search for the command does.
+func firstWord(root *cobra.Command, args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return -1
+		case !strings.HasPrefix(a, "-") || a == "-":
+			return i
+		case strings.Contains(a, "="):
+		case !flagIsBool(root, strings.TrimLeft(a, "-"), !strings.HasPrefix(a, "--")):
+			i++ // its value
+		}
+	}
+	return -1
+}
+
+// flagIsBool reports whether name (a shorthand when short) is a flag of
+// root or of one of its commands that takes no value.
+func flagIsBool(root *cobra.Command, name string, short bool) bool {
+	cmds := append([]*cobra.Command{root}, root.Commands()...)
+	for _, c := range cmds {
+		var f *pflag.Flag
+		if short {
+			if len(name) != 1 {
+				return false // -abc: shorthands together, as cobra takes them
+			}
+			f = c.Flags().ShorthandLookup(name)
+			if f == nil {
+				f = c.PersistentFlags().ShorthandLookup(name)
+			}
+		} else if f = c.Flags().Lookup(name); f == nil {
+			f = c.PersistentFlags().Lookup(name)
+		}
+		if f != nil {
+			return f.NoOptDefVal != ""
+		}
+	}
+	return false
 }
 
 // groupRunE runs a command that only groups others: no argument shows its
@@ -134,6 +183,22 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 	return fmt.Errorf("unknown command %q for %q%s; see %s --help", name, cmd.CommandPath(), hint, cmd.CommandPath())
 }
 
+// commandsWithFlag names cmd's commands that have the flag name: the
+// first three, then "…".
+func commandsWithFlag(cmd *cobra.Command, name string) []string {
+	var out []string
+	for _, c := range cmd.Commands() {
+		if c.PersistentFlags().Lookup(name) == nil && c.Flags().Lookup(name) == nil {
+			continue
+		}
+		if len(out) == 3 {
+			return append(out, "…")
+		}
+		out = append(out, c.Name())
+	}
+	return out
+}
+
 func quoteList(s []string) string {
 	q := make([]string, len(s))
 	for i, v := range s {
@@ -153,6 +218,11 @@ var (
 func flagError(cmd *cobra.Command, err error) error {
 	msg := err.Error()
 	if m := unknownFlagRe.FindStringSubmatch(msg); m != nil {
+		if subs := commandsWithFlag(cmd, m[1]); !cmd.HasParent() && len(subs) > 0 {
+			// "vdibroker --server URL" and no command after it: the
+			// flag is right, the command is missing.
+			return usageError{fmt.Errorf("--%s is a flag of commands (%s), and no command follows it; see %s --help", m[1], strings.Join(subs, ", "), cmd.CommandPath())}
+		}
 		near := nearestFlags(cmd, m[1])
 		if len(near) > 0 {
 			return usageError{fmt.Errorf("unknown flag --%s for %q (did you mean %s?)", m[1], cmd.CommandPath(), quoteList(near))}

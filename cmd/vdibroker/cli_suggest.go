@@ -164,6 +164,21 @@ func (a *admin) suggestNames(cmd *cobra.Command, name nameKind) {
 	}
 }
 
+// tokenMayRead reports whether c's token may read what the admin
+// commands read (GET): not a User's, which opens its desktops and apps
+// and lists, logs off and disconnects its own sessions. A caller asks it
+// (whoami is any token's and refuses none) before sending a read the
+// broker would refuse: each would be an audit entry of a request its
+// user never made, spending the token's budget of written refusals
+// (R-SEC).
+func tokenMayRead(ctx context.Context, c *vhttp.Client) (bool, error) {
+	who, err := c.WhoAmI(ctx)
+	if err != nil {
+		return false, err
+	}
+	return vdibroker.Authorize(&vdibroker.Principal{Role: who.Role}, vdibroker.ActionRead, vdibroker.Target{}) == nil, nil
+}
+
 // nameHint is " (did you mean "N"?)" for the first of names (by kind,
 // parents first) that the caller cannot read, naming the nearest of the
 // names of its kind the caller can list; "" when every name reads (the
@@ -172,13 +187,9 @@ func (a *admin) suggestNames(cmd *cobra.Command, name nameKind) {
 func nameHint(ctx context.Context, c *vhttp.Client, names map[nameKind]string) string {
 	lc := *c // the caller's token, one page of names
 	lc.PageSize, lc.MaxPages = suggestPageSize, 1
-	// A token that may not read (a User's: it connects and logs off its
-	// own sessions, which answer 404 too) is not sent reads the broker
-	// refuses: each would be an audit entry of a request its user never
-	// made, spending the token's budget of written refusals (R-SEC).
-	// whoami is any token's and refuses none.
-	who, err := lc.WhoAmI(ctx)
-	if err != nil || vdibroker.Authorize(&vdibroker.Principal{Role: who.Role}, vdibroker.ActionRead, vdibroker.Target{}) != nil {
+	// A User's token (it connects and logs off its own sessions, which
+	// answer 404 too) is not sent reads the broker refuses.
+	if read, err := tokenMayRead(ctx, &lc); err != nil || !read {
 		return ""
 	}
 	for k := kindPool; k <= kindGlobalEntitlement; k++ {

@@ -235,15 +235,34 @@ func globalSessionAction(cmd *cobra.Command, a *admin, name, user, pod, id strin
 	return a.result(cmd, []*vdibroker.Command{q}, commandColumns)
 }
 
-// openSessionIDs lists the ids of a user's open sessions in a pool.
+// openSessionIDs lists the ids of a user's open sessions in a pool: the
+// pool's list of them, or, for a token that may not read it (an end
+// user's, R-U3), the user's sessions in every pool (GET
+// /users/{user}/sessions, which she may read of herself) that are in the
+// pool, so that her User token's "--user ME" logs hers off as "--id"
+// does. She is sent no read the broker would refuse (and audit as a
+// request she never made); any other caller reads the pool's list, so a
+// pool that does not exist is said so (404, with the names near it),
+// not taken for one without the user's session.
 func openSessionIDs(ctx context.Context, c *vhttp.Client, pool, user string) ([]string, error) {
-	sessions, err := c.ListUserSessions(ctx, pool, vhttp.SessionQuery{User: user})
+	read, err := tokenMayRead(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var sessions []*vdibroker.UserSession
+	if read {
+		sessions, err = c.ListUserSessions(ctx, pool, vhttp.SessionQuery{User: user})
+	} else {
+		sessions, err = c.UserSessions(ctx, user)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var ids []string
 	for _, s := range sessions {
-		ids = append(ids, s.ID)
+		if read || s.HostPool == pool {
+			ids = append(ids, s.ID)
+		}
 	}
 	return ids, nil
 }

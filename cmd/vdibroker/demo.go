@@ -43,6 +43,7 @@ func (d *Demo) Start(ctx context.Context) error {
 		return err
 	}
 	d.Fleet.URL, d.Fleet.AdminToken, d.Fleet.Logger = d.Main.URL(), d.Main.AdminToken, d.Main.Logger
+	d.Fleet.PortalUser = DemoUser // her launches are logged on at their hosts
 	if err := d.Fleet.Start(ctx); err != nil {
 		d.Main.Close()
 		return err

@@ -18,6 +18,22 @@
   // her next Tab goes on from there rather than from the page's top.
   var flash = document.getElementById("flash");
   if (flash) { flash.focus(); }
+  // A session's "since" in her own time zone (the page says it in UTC,
+  // which is what stays without scripts, and what the element's title
+  // keeps): 02:28 UTC is 03:28 in Berlin, which she would have to work
+  // out. Laid out as the page's UTC time is, 2026-12-07 03:28, in every
+  // language: digits in that order read the same left to right on the
+  // Arabic page too (the element is dir="ltr").
+  var pad = function (n) { return (n < 10 ? "0" : "") + n; };
+  var localTimes = function (root) {
+    root.querySelectorAll("time[datetime]").forEach(function (t) {
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d.getTime()) || t.title) { return; }
+      t.title = t.textContent;
+      t.textContent = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes());
+    });
+  };
+  localTimes(document);
   // Log off ends the session and whatever she had not saved in it: asked
   // first, in her language (the form's data-confirm), in the page's own
   // dialog (showModal: the focus moves into it, on Cancel; Escape
@@ -105,6 +121,7 @@
           (row.dataset.pod ? "[data-pod=\"" + CSS.escape(row.dataset.pod) + "\"]" : ":not([data-pod])") +
           " button." + CSS.escape(focused.classList[0]);
       }
+      localTimes(fresh);
       sessions.replaceWith(fresh);
       sessions = fresh;
       var b = again && sessions.querySelector(again);
