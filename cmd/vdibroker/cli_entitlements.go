@@ -398,6 +398,12 @@ func newApplicationCmd() *cobra.Command {
 					}
 				}
 				printWarnings(cmd, r.Warnings) // R-E12: no host of the pool runs RemoteApps
+				if !update && !r.ShowInPortal && !cmd.Flags().Changed("show-in-portal") {
+					// Hidden from the feed by default (R-U5), as in Azure's
+					// API: said, so that an administrator who meant it for
+					// the portal is not left looking for it there.
+					printWarnings(cmd, []string{fmt.Sprintf("application %s is not in the users' portal (showInPortal false, the default): --show-in-portal true shows it there; application connect opens it either way", name)})
+				}
 				return a.result(cmd, r, applicationColumns)
 			},
 		}

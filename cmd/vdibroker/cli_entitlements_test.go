@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -119,5 +120,33 @@ func TestCLIRemoveNotAssignedWarns_RE2(t *testing.T) {
 				t.Errorf("assigned after it: %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestCLIApplicationHiddenFromPortalSaid_RU5: an application created
+// without --show-in-portal is not in the users' feed (R-U5); the CLI
+// says so, once, on stderr, and not when the flag was given (either
+// way) nor at an update.
+func TestCLIApplicationHiddenFromPortalSaid_RU5(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.ok("applicationgroup", "create", "--name", "office-apps", "--host-pool", "contosohp01", "--application-group-type", "RemoteApp")
+	const hidden = "application %s is not in the users' portal (showInPortal false, the default)"
+	for _, tt := range []struct {
+		name  string
+		flags []string
+		said  bool
+	}{
+		{"word", nil, true},
+		{"excel", []string{"--show-in-portal", "true"}, false},
+		{"backup", []string{"--show-in-portal", "false"}, false},
+	} {
+		r := b.cli(append([]string{"application", "create", "--application-group", "office-apps", "--name", tt.name, "--file-path", `C:\` + tt.name + `.exe`}, tt.flags...)...)
+		if r.code != 0 || strings.Contains(r.stderr, fmt.Sprintf(hidden, tt.name)) != tt.said || strings.Count(r.stderr, "warning:") > 1 {
+			t.Errorf("create %s %v: exit %d, stderr %q; want it said: %v", tt.name, tt.flags, r.code, r.stderr, tt.said)
+		}
+	}
+	if r := b.cli("application", "update", "--application-group", "office-apps", "--name", "word", "--friendly-name", "Word"); r.code != 0 || strings.Contains(r.stderr, "portal") {
+		t.Errorf("update: exit %d, stderr %q; want nothing said of the portal", r.code, r.stderr)
 	}
 }
