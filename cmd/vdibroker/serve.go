@@ -153,6 +153,15 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.unlockDir = unlock
 		undo = append(undo, m.unlock)
 	}
+	// The listener's certificate before the store: a flag or a file
+	// missing is said before the store is created or migrated.
+	tlsConfig, err := m.serverTLS()
+	if err != nil {
+		return err
+	}
+	if m.certs != nil {
+		undo = append(undo, func() { m.certs.Close() })
+	}
 	if err := m.Federation.load(); err != nil {
 		return err
 	}
@@ -175,13 +184,6 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	// Every store call is timed for /metrics (store transaction latency).
 	st := metrics.InstrumentStore(db)
 	m.Store = st
-	tlsConfig, err := m.serverTLS()
-	if err != nil {
-		return err
-	}
-	if m.certs != nil {
-		undo = append(undo, func() { m.certs.Close() })
-	}
 	if err := m.Gateway.listen(m.certs); err != nil {
 		return err
 	}

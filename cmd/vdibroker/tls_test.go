@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"log/slog"
 	"math/big"
 	"net"
@@ -24,6 +25,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/agent"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/store"
 )
 
 // testCA is a certificate authority of the test's own.
@@ -330,5 +332,37 @@ func TestPodClientTrustsTheFederationCA(t *testing.T) {
 		if !withCA && err == nil {
 			t.Errorf("without --federation-ca-file a privately signed pod was trusted")
 		}
+	}
+}
+
+// TestServeTLSFlagsCheckedBeforeTheStore: serve's --tls-* mistakes (one
+// of the pair, a certificate file that is not there) are said before the
+// store is created or migrated: the data dir holds no database after.
+func TestServeTLSFlagsCheckedBeforeTheStore(t *testing.T) {
+	dir := t.TempDir()
+	cert, _ := newTestCA(t, dir).issue(t, dir, "broker", 1, false)
+	for _, tc := range []struct {
+		name      string
+		cert, key string
+		want      string
+	}{
+		{"the certificate without its key", cert, "", "--tls-cert and --tls-key go together"},
+		{"a key file not there", cert, filepath.Join(dir, "missing.key"), "missing.key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := t.TempDir()
+			m := &Main{Listen: "127.0.0.1:0", DataDir: data, TLSCert: tc.cert, TLSKey: tc.key}
+			err := m.Open(t.Context())
+			if err == nil {
+				m.Close()
+				t.Fatal("serve started")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q; want it to say %q", err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(data, store.SQLiteFile)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("after the refusal the data dir holds %s (%v); want no store made", store.SQLiteFile, err)
+			}
+		})
 	}
 }
