@@ -375,6 +375,19 @@ func (m *Main) URL() string {
 	return "http://" + m.listener.Addr().String()
 }
 
+// plainHTTPWarning is what serve says when it listens without TLS on an
+// address other than loopback: tokens and cookies would cross the
+// network in clear, and the agent, the CLI and the gateway refuse
+// http:// to a host other than loopback (tls.go) unless given
+// --insecure-http. "" with TLS or on loopback.
+func plainHTTPWarning(addr net.Addr, tls bool) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if tls || !ok || tcp.IP.IsLoopback() {
+		return ""
+	}
+	return "plain HTTP on an address other than loopback: tokens and sign-in cookies would cross the network in clear, and agents, the CLI and gateways refuse http:// to it without --insecure-http; give --tls-cert and --tls-key, or listen on loopback behind a proxy that terminates TLS"
+}
+
 // Close stops accepting requests, lets in-flight ones finish (graceful
 // shutdown), then closes the server and the store.
 func (m *Main) Close() error {
@@ -560,6 +573,9 @@ func newServeCmd() *cobra.Command {
 			}
 			close(opened)
 			m.Logger.Info("vdibroker serving", "url", m.URL(), "dataDir", m.DataDir, "store", storeKind(m.Database))
+			if w := plainHTTPWarning(m.listener.Addr(), m.certs != nil); w != "" {
+				m.Logger.Warn(w, "listen", m.listener.Addr().String())
+			}
 			// The line below is read by tests and scripts that start on port 0.
 			fmt.Fprintf(cmd.OutOrStdout(), "vdibroker listening on %s\n", m.URL())
 			tokenNote(cmd.OutOrStdout(), m.AdminToken)

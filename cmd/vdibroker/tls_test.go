@@ -366,3 +366,26 @@ func TestServeTLSFlagsCheckedBeforeTheStore(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainHTTPWarning: serve warns when it listens without TLS on an
+// address other than loopback (clients refuse http:// there without
+// --insecure-http), and says nothing on loopback or with TLS.
+func TestPlainHTTPWarning(t *testing.T) {
+	for _, tc := range []struct {
+		addr net.Addr
+		tls  bool
+		warn bool
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, false, false},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 8080}, false, false},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 8080}, false, true},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, false, true},
+		{&net.TCPAddr{IP: net.IPv4(192, 0, 2, 10), Port: 8080}, false, true},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 8443}, true, false},
+	} {
+		w := plainHTTPWarning(tc.addr, tc.tls)
+		if (w != "") != tc.warn || (tc.warn && !strings.Contains(w, "--tls-cert")) {
+			t.Errorf("%v, TLS %v: %q; want a warning naming --tls-cert: %v", tc.addr, tc.tls, w, tc.warn)
+		}
+	}
+}
