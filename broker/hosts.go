@@ -184,9 +184,10 @@ func validateHost(pool *vdibroker.HostPool, h *vdibroker.SessionHost, stored int
 // validatePatch checks what a PATCH sets (req), the only fields it
 // changes: a host stored under an older release's looser checks (a
 // longer list of assigned users, a second user on a Persistent desktop,
-// a user name or an address since refused) can still be drained, or
-// have another field set, without being refused for what the write
-// leaves as it is (R-PE1, R-PE3).
+// a user name or an address since refused), or left with several users
+// when its pool became Persistent (R-P1 allows that change), can still
+// be drained, or have another field set, without being refused for what
+// the write leaves as it is (R-PE1, R-PE3).
 func validatePatch(pool *vdibroker.HostPool, h *vdibroker.SessionHost, req *vdibroker.SessionHostRequest, stored int) error {
 	if req.Address != nil {
 		if err := vdibroker.ValidateAddress("address", h.Address); err != nil {

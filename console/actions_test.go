@@ -2,12 +2,14 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -419,6 +421,71 @@ func TestActionBulkDrain(t *testing.T) {
 	}
 }
 
+// TestActionDrainHostsLeftWithTwoUsers_RPE1: a Persistent host is one
+// user's (R-PE1), but the pool's loadBalancerType may be changed at any
+// time (R-P1): a MultiplePersistent pool made Persistent keeps its hosts
+// of two users. The console's drains of such a host, one host's and the
+// bulk one, are PATCHes of allowNewSession alone and are taken (an
+// emergency cannot wait for its list to be mended); a PUT, which replaces
+// the list, is checked whole and refused naming assignedUsers, and a
+// PATCH that sets one user is taken.
+func TestActionDrainHostsLeftWithTwoUsers_RPE1(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.admin.PutHostPool(ctx, "pers", map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Direct"}); err != nil {
+		t.Fatal(err)
+	}
+	for host, users := range map[string][]string{"pd-1": {"alice", "bob"}, "pd-2": {"carol"}} {
+		if _, err := e.admin.PutSessionHost(ctx, "pers", host, vhttp.SessionHostRequest{Address: vhttp.Ptr(host + ".example:3389"), AssignedUsers: &users}); err != nil {
+			t.Fatalf("PUT %s with %v: %v", host, users, err)
+		}
+	}
+	if _, err := e.admin.PatchHostPool(ctx, "pers", map[string]any{"loadBalancerType": "Persistent"}); err != nil {
+		t.Fatalf("the pool made Persistent (R-P1): %v", err)
+	}
+	allowed := func() string {
+		t.Helper()
+		var s []string
+		for _, h := range []string{"pd-1", "pd-2"} {
+			got, err := e.admin.GetSessionHost(ctx, "pers", h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = append(s, fmt.Sprint(got.AllowNewSession))
+		}
+		return strings.Join(s, ",")
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	csrf := b.csrf("/pools/pers")
+	a := b.post("/pools/pers/hosts/pd-1/drain", url.Values{"csrf": {csrf}, "drain": {"true"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if got := allowed(); got != "false,true" {
+		t.Errorf("after draining pd-1: allowNewSession %s, want false,true", got)
+	}
+	a = b.post("/pools/pers/hosts/drain", url.Values{"csrf": {csrf}, "action": {"drain"}, "host": {"pd-1", "pd-2"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if got := allowed(); got != "false,false" {
+		t.Errorf("after the bulk drain: allowNewSession %s, want false,false", got)
+	}
+	a = b.post("/pools/pers/hosts/drain", url.Values{"csrf": {csrf}, "action": {"resume"}, "host": {"pd-1", "pd-2"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if got := allowed(); got != "true,true" {
+		t.Errorf("after the bulk resume: allowNewSession %s, want true,true", got)
+	}
+
+	two := []string{"alice", "bob"}
+	_, err := e.admin.PutSessionHost(ctx, "pers", "pd-1", vhttp.SessionHostRequest{AssignedUsers: &two})
+	var ve *vdibroker.Error
+	if !errors.As(err, &ve) || ve.Code != vdibroker.EInvalid || ve.Field != "assignedUsers" || !strings.Contains(ve.Message, "0..1 users, got 2") {
+		t.Errorf("a PUT of pd-1 with its two users: %v; want 400 naming assignedUsers and 0..1", err)
+	}
+	h, err := e.admin.PatchSessionHost(ctx, "pers", "pd-1", map[string]any{"assignedUsers": []string{"alice"}})
+	if err != nil || !slices.Equal(h.AssignedUsers, []string{"alice"}) || !h.AllowNewSession {
+		t.Errorf("a PATCH of pd-1 to alice alone: %v, %+v", err, h)
+	}
+}
+
 func TestActionDeletePool(t *testing.T) {
 	e := newEnv(t)
 	e.seed("alice")
@@ -550,6 +617,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"ActionSendMessage", TestActionSendMessage},
 		{"ActionSendHostMessage", TestActionSendHostMessage_RS4},
 		{"ActionBulkDrain", TestActionBulkDrain},
+		{"ActionDrainHostsLeftWithTwoUsers", TestActionDrainHostsLeftWithTwoUsers_RPE1},
 		{"ActionDeletePool", TestActionDeletePool},
 		{"ActionsRefusedByScope", TestActionsRefusedByScope},
 		{"GlobalSessionActions", TestGlobalSessionActions_RU3},

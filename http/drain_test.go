@@ -199,6 +199,23 @@ func TestDrainHostStoredUnderLooserRules_RPE1(t *testing.T) {
 		Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, AssignedUsers: []string{"alice", "ALICE"}, CreateTime: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	// What a PATCH sets is still checked: a drain with a bad address,
+	// or with a list of two users, is 400 and drains nothing.
+	for _, c := range []struct {
+		patch map[string]any
+		field string
+	}{
+		{map[string]any{"allowNewSession": false, "address": "nohostport"}, "address"},
+		{map[string]any{"allowNewSession": false, "assignedUsers": []string{"alice", "bob"}}, "assignedUsers"},
+	} {
+		_, err := e.admin.PatchSessionHost(ctx, pool, host, c.patch)
+		if ve := wantCode(t, err, vdibroker.EInvalid); ve.Field != c.field {
+			t.Errorf("PATCH %v: refused naming %q, want %s", c.patch, ve.Field, c.field)
+		}
+		if h, err := e.admin.GetSessionHost(ctx, pool, host); err != nil || !h.AllowNewSession || h.Address != host+":3389" || len(h.AssignedUsers) != 2 {
+			t.Errorf("after the refused PATCH %v: %v, %+v; want the host as stored", c.patch, err, h)
+		}
+	}
 	h, err := e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"allowNewSession": false})
 	if err != nil {
 		t.Fatalf("drain of a host stored with two users on a Persistent desktop: %v; want it drained", err)

@@ -586,3 +586,97 @@ func TestRestoreETagClockOlderStores_RE13(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreCarriesETagClockFromWAL_RE13: the replaced store is the one
+// a broker killed left (serve stopped by a crash, not a clean close): its
+// last update time issued, ahead of the wall clock, is only in its -wal,
+// not yet checkpointed into the database file. The restore reads it
+// there, as a start would, and carries the clock past it, with the -shm
+// left beside it or without (a data dir copied without it). (Read from
+// the database file alone, the clock is the backup's: a write after the
+// restore at the held time would be issued the held tag itself.)
+func TestRestoreCarriesETagClockFromWAL_RE13(t *testing.T) {
+	ahead := t0.Add(time.Hour)
+	for _, c := range []struct {
+		name  string
+		files []string // what the crash left in the data dir
+	}{
+		{"database, -wal and -shm", []string{store.SQLiteFile, store.SQLiteFile + "-wal", store.SQLiteFile + "-shm"}},
+		{"database and -wal", []string{store.SQLiteFile, store.SQLiteFile + "-wal"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			dir := t.TempDir()
+			// No checkpoint but SQLite's automatic one, 10,000 pages away:
+			// the write below stays in the WAL.
+			s, err := store.OpenWith(ctx, "", dir, nil, store.Options{CheckpointInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			mustPool(t, s, pool("p", vdibroker.Pooled))
+			backup := filepath.Join(t.TempDir(), "backup.db")
+			if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+				t.Fatal(err)
+			}
+			p, err := s.UpdateHostPool(ctx, "p", func(p *vdibroker.HostPool) error {
+				p.Description, p.UpdateTime = "written by a replica an hour ahead", ahead
+				return nil
+			}, vdibroker.Precondition{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := p.UpdateTime
+			crashed := t.TempDir()
+			copyTo(t, dir, crashed, c.files...)
+			if got := fileClock(t, filepath.Join(crashed, store.SQLiteFile)); !got.Before(held) {
+				t.Fatalf("the crashed store's database file holds the clock %v: the write ahead was checkpointed, the WAL is not what is read", got)
+			}
+
+			if _, _, err := store.RestoreSQLite(ctx, crashed, backup, t0.Add(2*time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			r := openSQLite(t, crashed)
+			defer r.Close()
+			got, err := r.UpdateHostPool(ctx, "p", func(p *vdibroker.HostPool) error {
+				p.Description, p.UpdateTime = "after the restore", ahead
+				return nil
+			}, vdibroker.Precondition{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.UpdateTime.After(held) {
+				t.Errorf("the write after the restore was issued %v; want after %v, the replaced store's last (in its WAL)", got.UpdateTime, held)
+			}
+		})
+	}
+}
+
+// fileClock reads the ETag clock of the database file at path alone, as
+// if it had no -wal (a copy of the file, opened immutable): the zero time
+// when the file has no etag_clock yet (its schema is still in the WAL).
+func fileClock(t *testing.T, path string) time.Time {
+	t.Helper()
+	only := filepath.Join(t.TempDir(), "only.db")
+	copyTo(t, filepath.Dir(path), filepath.Dir(only), filepath.Base(path))
+	if err := os.Rename(filepath.Join(filepath.Dir(only), filepath.Base(path)), only); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+only+"?mode=ro&immutable=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var tables int
+	if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_master WHERE name = 'etag_clock'`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables == 0 {
+		return time.Time{}
+	}
+	var last int64
+	if err := db.QueryRowContext(t.Context(), `SELECT last FROM etag_clock WHERE id = 1`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(0, last)
+}
