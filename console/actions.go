@@ -81,7 +81,7 @@ func (c *Console) createPool(rq *request) {
 		}
 		return
 	}
-	c.redirect(rq, "/pools/"+url.PathEscape(name), "Host pool "+name+" created. Issue a registration key below and register its session hosts with it.")
+	c.redirect(rq, "/pools/"+url.PathEscape(name), "Host pool "+name+" created. Issue a registration key below and register its session hosts with it. End users cannot open it until an application group publishes it to them (R-E4): see Published to users below.")
 }
 
 // deletePool is POST /pools/{pool}/delete: the API refuses while the pool

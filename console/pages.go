@@ -171,6 +171,10 @@ func (c *Console) renderOverview(rq *request, status int, banner string, form *c
 		"History": timeChart(onlyPools(c.history.series(), counts), c.now(), time.Hour), // scope.go
 		"Create":  form, "PoolTypes": field("hostPoolType").Values(""), "LBTypes": field("loadBalancerType").Values(""),
 		"LimitRange": field("maxSessionLimit").Range(),
+		// The text fields' bounds are the API's (§2), as on the
+		// pool's settings form: a friendly name the API takes is
+		// not cut short at creation.
+		"FriendlyNameMax": int(field("friendlyName").Max),
 	})
 }
 
@@ -429,6 +433,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 	}
 	c.page(rq, status, "pool", map[string]any{
 		"RemoteAppsWarning": remoteAppsWarning(ctx, rq.api, p),
+		"Published":         publishedOf(ctx, rq.api, p.Name),
 		"Keys":              keys, "KeyExpiries": keyExpiries,
 		"Title": p.Name, "Nav": "overview",
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
