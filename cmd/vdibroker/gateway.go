@@ -64,6 +64,9 @@ type GatewayMain struct {
 	stopKeys         context.CancelFunc
 	stopHUP          func()
 	localBrokerInUse bool
+	// probed is closed when the start's check of --broker-url is done
+	// (nil without one).
+	probed chan struct{}
 }
 
 // Open loads the keys and the certificate and starts serving. SIGHUP
@@ -130,15 +133,15 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	}
 	m.keys = keys
 	var broker gateway.Broker = &gateway.MemoryBroker{}
+	var probe *gateway.HTTPBroker
 	m.localBrokerInUse = true
 	if m.BrokerURL != "" {
 		client, err := m.clientTLS.httpClientFor("--broker-url", m.BrokerURL, 15*time.Second)
 		if err != nil {
 			return err
 		}
-		hb := &gateway.HTTPBroker{URL: m.BrokerURL, TokenFunc: brokerToken.get, Client: client}
-		broker, m.localBrokerInUse = hb, false
-		m.probeBroker(ctx, hb)
+		probe = &gateway.HTTPBroker{URL: m.BrokerURL, TokenFunc: brokerToken.get, Client: client}
+		broker, m.localBrokerInUse = probe, false
 	}
 	if m.certs, err = newCertReloader(m.TLSCert, m.TLSKey, m.Logger); err != nil {
 		return err
@@ -154,6 +157,15 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopKeys = cancel
 	go keys.Run(kctx)
+	if probe != nil {
+		// Beside serving, not before it: a broker whose packets are
+		// dropped would hold the start for brokerProbeTimeout.
+		m.probed = make(chan struct{})
+		go func() {
+			defer close(m.probed)
+			m.probeBroker(kctx, probe)
+		}()
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, m.Gateway)
@@ -183,19 +195,23 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 }
 
 // brokerProbeTimeout bounds the start's check of --broker-url: a broker
-// that is not up yet delays the gateway this long at most.
+// that does not answer is said so this long after the start at most.
 const brokerProbeTimeout = 5 * time.Second
 
 // probeBroker checks --broker-url and the Gateway token at start, with a
 // check of no tunnel, and logs what to fix when the broker does not take
 // it: a URL that is not the broker's tunnel API or a token it refuses
 // otherwise shows only as every user's tunnel refused (broker_refused,
-// broker_unavailable), with words about tokens or sessions. The gateway
-// starts either way: a broker that is not up yet may be soon.
+// broker_unavailable), with words about tokens or sessions. It runs
+// while the gateway serves, which it does either way: a broker that is
+// not up yet may be soon. A check cut short by Close says nothing.
 func (m *GatewayMain) probeBroker(ctx context.Context, b *gateway.HTTPBroker) {
 	pctx, cancel := context.WithTimeout(ctx, brokerProbeTimeout)
 	defer cancel()
 	status, err := b.Probe(pctx, m.Name)
+	if ctx.Err() != nil {
+		return // closed
+	}
 	switch {
 	case err == nil:
 		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL)
