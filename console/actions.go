@@ -81,7 +81,12 @@ func (c *Console) createPool(rq *request) {
 		}
 		return
 	}
-	c.redirect(rq, "/pools/"+url.PathEscape(name), "Host pool "+name+" created. Issue a registration key below and register its session hosts with it.")
+	publish := "an application group publishes it to them (R-E4)"
+	if c.pod {
+		// The federation document may name the pool before it exists.
+		publish = "an application group, or a global entitlement naming it (R-E9), publishes it to them (R-E4)"
+	}
+	c.redirect(rq, "/pools/"+url.PathEscape(name), "Host pool "+name+" created. Issue a registration key below and register its session hosts with it. End users cannot open it until "+publish+": see Published to users below.")
 }
 
 // deletePool is POST /pools/{pool}/delete: the API refuses while the pool

@@ -1,10 +1,13 @@
 package console
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
@@ -53,10 +56,20 @@ func (c *Console) entitlementsPage(rq *request) {
 			groups = append(groups, g)
 		}
 	}
-	data := map[string]any{"Title": "Entitlements", "Nav": "entitlements", "User": user, "Groups": groupsText}
+	data := map[string]any{"Title": "Entitlements", "Nav": "entitlements", "User": user, "Groups": groupsText, "Invalid": ""}
 	if user != "" {
 		ents, err := rq.api.userEntitlements(rq.r.Context(), user, groups)
-		if err != nil {
+		switch {
+		case vdibroker.ErrorCode(err) == vdibroker.EInvalid:
+			// A name the broker refuses (too long, a control character):
+			// the form again with what was typed, the field marked and
+			// the broker's words naming it, not an error page that loses
+			// the form.
+			data["Error"] = "Nothing to show: " + describe(err)
+			data["Invalid"] = entitlementsField(vdibroker.ErrorField(err))
+			c.page(rq, http.StatusBadRequest, "entitlements", data)
+			return
+		case err != nil:
 			c.apiError(rq, err)
 			return
 		}
@@ -76,4 +89,193 @@ func (a *api) userEntitlements(ctx context.Context, user string, groups []string
 		return nil, err
 	}
 	return &out, nil
+}
+
+// entitlementsField is the form's input a refused API field belongs to:
+// "user", or "groups" for the API's "group" and "group[i]".
+func entitlementsField(apiField string) string {
+	if apiField == "group" || strings.HasPrefix(apiField, "group[") {
+		return "groups"
+	}
+	return apiField
+}
+
+// publishedGroup is one application group of a pool on the pool's page.
+type publishedGroup struct {
+	vdibroker.ApplicationGroup
+	// To says, in words, who is assigned; "" when nobody is.
+	To string
+}
+
+// publishedGlobal is a global entitlement naming the pool as a member of
+// this pod (R-E9): those it entitles open the pool's desktops (Kind
+// Desktop), or its Application, through it, with no group of the pool.
+type publishedGlobal struct {
+	Name, Kind, Application string
+	// To says, in words, whom it entitles.
+	To string
+}
+
+// publishedCard is the pool page's "Published to users" card (R-E1,
+// R-E2, R-E4, R-E9): the pool's application groups and who each is
+// assigned to, the global entitlements naming it, and, when no end user
+// can open the pool's desktops, why and what to do, so an administrator
+// who created a pool here learns it is not yet in anyone's portal. nil
+// when the groups cannot be read.
+type publishedCard struct {
+	Groups []publishedGroup
+	Global []publishedGlobal
+	// Warning says why end users can open nothing of the pool: its
+	// desktops are published to nobody, through no group and no global
+	// entitlement, and no application is either. "" otherwise.
+	Warning string
+	// Note says, without alarm, that the desktops are published to
+	// nobody while applications are: a pool for RemoteApps, as AVD's
+	// RemoteApp host pools are, whose Desktop group is left unassigned.
+	Note string
+}
+
+// globalReach is what the page knows of the global entitlements naming
+// a pool: Known is false on a pod whose federation document this
+// sign-in could not read (a principal scoped to host pools).
+type globalReach struct {
+	Members []publishedGlobal
+	Known   bool
+}
+
+// publishedOf is pool p's card from its application groups and, when
+// needed, global, which is asked only when no Desktop group is assigned
+// (it may then be what publishes the desktops).
+func publishedOf(p *poolAnswer, groups []vdibroker.ApplicationGroup, global func() globalReach) *publishedCard {
+	card := &publishedCard{}
+	var desktop *vdibroker.ApplicationGroup
+	desktopTo, appsTo := false, false
+	for i, g := range groups {
+		pg := publishedGroup{ApplicationGroup: g, To: assignedText(g.Assignments)}
+		card.Groups = append(card.Groups, pg)
+		switch g.ApplicationGroupType {
+		case vdibroker.AppGroupDesktop:
+			desktop, desktopTo = &groups[i], pg.To != ""
+		case vdibroker.AppGroupRemoteApp:
+			appsTo = appsTo || pg.To != ""
+		}
+	}
+	if desktopTo {
+		return card
+	}
+	reach := global()
+	card.Global = reach.Members
+	for _, ge := range reach.Members {
+		if ge.Kind == vdibroker.KindApplication {
+			appsTo = true
+		} else {
+			return card // its desktops open through ge (R-E9)
+		}
+	}
+	pool := shellWord(p.Name)
+	fix := fmt.Sprintf("vdibroker applicationgroup create --name %s --host-pool %s --application-group-type Desktop --users U,.. or --groups G,.. or --all-users true", shellWord(p.Name+"-desktop"), pool)
+	why := "no Desktop application group publishes them"
+	if desktop != nil {
+		fix = fmt.Sprintf("vdibroker applicationgroup update --name %s --add-users U,.. or --add-groups G,.. or --all-users true", shellWord(desktop.Name))
+		why = fmt.Sprintf("its Desktop group %s is assigned to nobody", desktop.Name)
+	}
+	// On a pod whose document this sign-in cannot read, a global
+	// entitlement may name the pool: say so rather than "cannot".
+	unknown := ""
+	if !reach.Known {
+		unknown = " A global entitlement naming this pool would still open it to those it entitles (R-E9); this sign-in cannot read the federation's."
+	}
+	if appsTo {
+		card.Note = fmt.Sprintf("Its desktops are published through no group (%s): end users open only its applications (R-E3). To publish its desktops too: %s.%s", why, fix, unknown)
+		return card
+	}
+	switch {
+	case !reach.Known:
+		card.Warning = "End users cannot connect to this pool's desktops directly: " + why + ", so a user's connect is refused NotEntitled (R-E3, R-E4)."
+	case desktop == nil:
+		card.Warning = "End users cannot open this pool's desktops: " + why + ", so they are in nobody's portal and a user's connect is refused NotEntitled (R-E3, R-E4)."
+	default:
+		card.Warning = "End users cannot open this pool's desktops: " + why + " (R-E2, R-E3)."
+	}
+	if p.HostPoolType == vdibroker.Personal {
+		card.Warning += " Nor can the users its hosts are assigned to: a host's assignment says which desktop is a user's (R-PE1, R-PE2), not that she may open it."
+	}
+	card.Warning += " Publish them: " + fix + "." + unknown
+	return card
+}
+
+// globalReach reads the global entitlements naming pool as a member of
+// this pod from the federation document (GET /api/v1/federation, as the
+// federation page does): nothing on a broker that is no pod or has no
+// document. A principal scoped to host pools is refused global views;
+// asked again on each of its pool pages, the API would audit each
+// refusal (R-SEC), so once is enough (notGlobal).
+func (c *Console) globalReach(rq *request, pool string) globalReach {
+	if !c.pod {
+		return globalReach{Known: true}
+	}
+	now := c.now()
+	if c.notGlobal.has(rq.sid, now) {
+		return globalReach{}
+	}
+	var st fedStatus
+	err := rq.api.do(rq.r.Context(), http.MethodGet, apiPrefix+"/federation", nil, &st)
+	switch vdibroker.ErrorCode(err) {
+	case "":
+	case vdibroker.ENotFound:
+		return globalReach{Known: true} // no document: no global entitlement
+	case vdibroker.EPermission:
+		c.notGlobal.add(rq.sid, rq.sess.Expires, now)
+		return globalReach{}
+	default:
+		return globalReach{}
+	}
+	reach := globalReach{Known: true}
+	for _, ge := range st.Document.GlobalEntitlements {
+		if !slices.ContainsFunc(ge.Members, func(m vdibroker.Member) bool { return m.Pod == st.Pod && m.HostPool == pool }) {
+			continue
+		}
+		to := assignedText(vdibroker.Assignments{Users: ge.Users, Groups: ge.Groups, AllUsers: ge.AllUsers})
+		if ge.NamesNobody() {
+			to = "everyone: it names no users or groups"
+		}
+		kind := cmp.Or(ge.Kind, vdibroker.KindDesktop)
+		reach.Members = append(reach.Members, publishedGlobal{Name: ge.Name, Kind: kind, Application: ge.Application, To: to})
+	}
+	return reach
+}
+
+// shellWord is a name of the API's alphabet (A-Za-z0-9@._- and space) as
+// one word of a command line: quoted when it holds a space.
+func shellWord(name string) string {
+	if strings.Contains(name, " ") {
+		return "'" + name + "'"
+	}
+	return name
+}
+
+// assignedText says who assignments name: "all users", or the users and
+// groups; "" for nobody.
+func assignedText(as vdibroker.Assignments) string {
+	var parts []string
+	if as.AllUsers {
+		parts = append(parts, "all users")
+	}
+	if n := len(as.Users); n > 0 {
+		parts = append(parts, vdibroker.Plural(n, "user")+": "+listText(as.Users))
+	}
+	if n := len(as.Groups); n > 0 {
+		parts = append(parts, vdibroker.Plural(n, "group")+": "+listText(as.Groups))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// listText is the first few names of a list, and how many more: a group
+// assigned to 1,000 users (vdibroker.MaxAssignments) is one line.
+func listText(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:shown], ", ") + fmt.Sprintf(" and %d more", len(names)-shown)
 }

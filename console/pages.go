@@ -2,7 +2,6 @@ package console
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"html/template"
 	"math"
@@ -171,6 +170,10 @@ func (c *Console) renderOverview(rq *request, status int, banner string, form *c
 		"History": timeChart(onlyPools(c.history.series(), counts), c.now(), time.Hour), // scope.go
 		"Create":  form, "PoolTypes": field("hostPoolType").Values(""), "LBTypes": field("loadBalancerType").Values(""),
 		"LimitRange": field("maxSessionLimit").Range(),
+		// The text fields' bounds are the API's (§2), as on the
+		// pool's settings form: a friendly name the API takes is
+		// not cut short at creation.
+		"FriendlyNameMax": int(field("friendlyName").Max),
 	})
 }
 
@@ -427,8 +430,20 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 			keys = keyRows(list, now)
 		}
 	}
+	// The pool's application groups, read once for the card and the
+	// RemoteApps warning; neither is a live part, so a live refresh,
+	// which keeps only those (console.js), reads them not.
+	var published *publishedCard
+	remoteApps := ""
+	if rq.r.Header.Get("X-Console-Refresh") == "" {
+		if groups, err := rq.api.listAppGroups(ctx, name); err == nil {
+			published = publishedOf(p, groups, func() globalReach { return c.globalReach(rq, name) })
+			remoteApps = remoteAppsWarning(p, groups)
+		}
+	}
 	c.page(rq, status, "pool", map[string]any{
-		"RemoteAppsWarning": remoteAppsWarning(ctx, rq.api, p),
+		"RemoteAppsWarning": remoteApps,
+		"Published":         published,
 		"Keys":              keys, "KeyExpiries": keyExpiries,
 		"Title": p.Name, "Nav": "overview",
 		"Pool": p, "Summary": row, "Hosts": rows, "Error": banner,
@@ -444,15 +459,11 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 }
 
 // remoteAppsWarning warns that pool p publishes applications (a RemoteApp
-// group) and none of its hosts can run them: each application connect is
-// refused until a host that can is added (R-E12). "" otherwise, or when
-// the groups cannot be read.
-func remoteAppsWarning(ctx context.Context, a *api, p *poolAnswer) string {
+// group among groups) and none of its hosts can run them: each
+// application connect is refused until a host that can is added (R-E12).
+// "" otherwise.
+func remoteAppsWarning(p *poolAnswer, groups []vdibroker.ApplicationGroup) string {
 	if p.Summary == nil || p.Summary.Hosts == 0 || p.Summary.CannotRunRemoteApps < p.Summary.Hosts {
-		return ""
-	}
-	groups, err := a.listAppGroups(ctx, p.Name)
-	if err != nil {
 		return ""
 	}
 	var apps []string

@@ -122,3 +122,43 @@ func (b *HTTPBroker) CheckTunnels(ctx context.Context, gateway string, tunnels [
 	}
 	return *a.Open, nil
 }
+
+// Probe asks the broker to check no tunnel, as a gateway does at start:
+// a 200 with the list says the URL is the broker's tunnel API and it
+// takes the token. It answers the HTTP status (0 when the broker did not
+// answer) and, unless 200 with the list, an error with the broker's words.
+func (b *HTTPBroker) Probe(ctx context.Context, gateway string) (int, error) {
+	resp, err := b.send(ctx, "check", struct {
+		Gateway string        `json:"gateway"`
+		Tunnels []TunnelEvent `json:"tunnels"`
+	}{gateway, []TunnelEvent{}})
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, fmt.Errorf("HTTP %d: %.160s", resp.StatusCode, brokerWords(msg))
+	}
+	var a struct {
+		Open *[]string `json:"open"`
+	}
+	if err := json.Unmarshal(msg, &a); err != nil || a.Open == nil {
+		return resp.StatusCode, fmt.Errorf("HTTP 200 but not the broker's answer: %.100q", msg)
+	}
+	return resp.StatusCode, nil
+}
+
+// brokerWords is the message of the broker's JSON error body, or the
+// body itself (a web page's first bytes, say) when it is none.
+func brokerWords(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	return string(bytes.TrimSpace(body))
+}

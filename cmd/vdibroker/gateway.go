@@ -64,6 +64,9 @@ type GatewayMain struct {
 	stopKeys         context.CancelFunc
 	stopHUP          func()
 	localBrokerInUse bool
+	// probed is closed when the start's check of --broker-url is done
+	// (nil without one).
+	probed chan struct{}
 }
 
 // Open loads the keys and the certificate and starts serving. SIGHUP
@@ -130,13 +133,15 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	}
 	m.keys = keys
 	var broker gateway.Broker = &gateway.MemoryBroker{}
+	var probe *gateway.HTTPBroker
 	m.localBrokerInUse = true
 	if m.BrokerURL != "" {
 		client, err := m.clientTLS.httpClientFor("--broker-url", m.BrokerURL, 15*time.Second)
 		if err != nil {
 			return err
 		}
-		broker, m.localBrokerInUse = &gateway.HTTPBroker{URL: m.BrokerURL, TokenFunc: brokerToken.get, Client: client}, false
+		probe = &gateway.HTTPBroker{URL: m.BrokerURL, TokenFunc: brokerToken.get, Client: client}
+		broker, m.localBrokerInUse = probe, false
 	}
 	if m.certs, err = newCertReloader(m.TLSCert, m.TLSKey, m.Logger); err != nil {
 		return err
@@ -152,6 +157,15 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopKeys = cancel
 	go keys.Run(kctx)
+	if probe != nil {
+		// Beside serving, not before it: a broker whose packets are
+		// dropped would hold the start for brokerProbeTimeout.
+		m.probed = make(chan struct{})
+		go func() {
+			defer close(m.probed)
+			m.probeBroker(kctx, probe)
+		}()
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, m.Gateway)
@@ -178,6 +192,40 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	}()
 	close(ready)
 	return nil
+}
+
+// brokerProbeTimeout bounds the start's check of --broker-url: a broker
+// that does not answer is said so this long after the start at most.
+const brokerProbeTimeout = 5 * time.Second
+
+// probeBroker checks --broker-url and the Gateway token at start, with a
+// check of no tunnel, and logs what to fix when the broker does not take
+// it: a URL that is not the broker's tunnel API or a token it refuses
+// otherwise shows only as every user's tunnel refused (broker_refused,
+// broker_unavailable), with words about tokens or sessions. It runs
+// while the gateway serves, which it does either way: a broker that is
+// not up yet may be soon. A check cut short by Close says nothing.
+func (m *GatewayMain) probeBroker(ctx context.Context, b *gateway.HTTPBroker) {
+	pctx, cancel := context.WithTimeout(ctx, brokerProbeTimeout)
+	defer cancel()
+	status, err := b.Probe(pctx, m.Name)
+	if ctx.Err() != nil {
+		return // closed
+	}
+	switch {
+	case err == nil:
+		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL)
+	case status == 0:
+		m.Logger.Warn("--broker-url: the broker did not answer; every tunnel is refused broker_unavailable until it does", "brokerURL", b.URL, "err", err)
+	case status == http.StatusUnauthorized:
+		m.Logger.Warn("--broker-token-file: the broker refused this gateway's token; every tunnel is refused until it takes one: write a Gateway token to the file (vdibroker token create --role Gateway, docs/gateway.md) and send SIGHUP", "brokerURL", b.URL, "err", err)
+	case status == http.StatusForbidden:
+		m.Logger.Warn("--broker-token-file: the broker takes the token but not for tunnel reports; give a Gateway token (vdibroker token create --role Gateway, docs/gateway.md) and send SIGHUP", "brokerURL", b.URL, "err", err)
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		m.Logger.Warn("--broker-url: no tunnel API there, so every tunnel would be refused broker_refused; give the broker's URL ending in /api/v1/gateway/tunnels (a broker older than this gateway also answers 404 to this check, and its tunnels work)", "brokerURL", b.URL, "err", err)
+	default:
+		m.Logger.Warn("--broker-url: the broker did not take a check of no tunnel; tunnels may be refused", "brokerURL", b.URL, "err", err)
+	}
 }
 
 // Addr is the address the gateway listens on.
