@@ -490,19 +490,7 @@ func TestRestoreCarriesETagClockForward_RE13(t *testing.T) {
 			ctx := t.Context()
 			dir := t.TempDir()
 			s := openSQLite(t, dir)
-			mustPool(t, s, pool("p", vdibroker.Pooled))
-			backup := filepath.Join(t.TempDir(), "backup.db")
-			if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
-				t.Fatal(err)
-			}
-			p, err := s.UpdateHostPool(ctx, "p", func(p *vdibroker.HostPool) error {
-				p.Description, p.UpdateTime = "written by a replica an hour ahead", ahead
-				return nil
-			}, vdibroker.Precondition{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			held := p.UpdateTime // a client's ETag
+			backup, held := backupThenWriteAhead(t, s, dir, ahead)
 			if held.Before(ahead) {
 				t.Fatalf("the write ahead was issued %v; want at least %v", held, ahead)
 			}
@@ -614,19 +602,7 @@ func TestRestoreCarriesETagClockFromWAL_RE13(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			mustPool(t, s, pool("p", vdibroker.Pooled))
-			backup := filepath.Join(t.TempDir(), "backup.db")
-			if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
-				t.Fatal(err)
-			}
-			p, err := s.UpdateHostPool(ctx, "p", func(p *vdibroker.HostPool) error {
-				p.Description, p.UpdateTime = "written by a replica an hour ahead", ahead
-				return nil
-			}, vdibroker.Precondition{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			held := p.UpdateTime
+			backup, held := backupThenWriteAhead(t, s, dir, ahead)
 			crashed := t.TempDir()
 			copyTo(t, dir, crashed, c.files...)
 			if got := fileClock(t, filepath.Join(crashed, store.SQLiteFile)); !got.Before(held) {
@@ -679,4 +655,26 @@ func fileClock(t *testing.T, path string) time.Time {
 		t.Fatal(err)
 	}
 	return time.Unix(0, last)
+}
+
+// backupThenWriteAhead makes pool p in s (the store of dir), backs dir up,
+// then writes p as a replica whose clock is at ahead would: it returns
+// the backup and the update time (ETag) that write was issued, which a
+// client then holds.
+func backupThenWriteAhead(t *testing.T, s *store.DB, dir string, ahead time.Time) (backup string, held time.Time) {
+	t.Helper()
+	ctx := t.Context()
+	mustPool(t, s, pool("p", vdibroker.Pooled))
+	backup = filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.UpdateHostPool(ctx, "p", func(p *vdibroker.HostPool) error {
+		p.Description, p.UpdateTime = "written by a replica an hour ahead", ahead
+		return nil
+	}, vdibroker.Precondition{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backup, p.UpdateTime
 }
