@@ -54,6 +54,11 @@ type tunnel struct {
 	releasePreauth func()
 
 	toHost, toClient atomic.Int64
+	// relayed is closed when relayToClient has returned, and so has
+	// counted every packet it wrote: the client may have read the last
+	// one before the count, and the close report is read after it. Nil
+	// until the pump starts the relay.
+	relayed chan struct{}
 	// lastActive is when data last crossed, in Unix nanoseconds of the
 	// gateway's clock.
 	lastActive atomic.Int64
@@ -139,6 +144,11 @@ func (t *tunnel) run() {
 // finish releases what the tunnel held and reports its close.
 func (t *tunnel) finish() {
 	t.end("closed", 0)
+	if t.relayed != nil {
+		// end closed both connections, so the relay's read or write
+		// fails now: wait for it to count what it wrote.
+		<-t.relayed
+	}
 	g := t.g
 	if t.admitted {
 		g.m.open.Dec()
@@ -480,7 +490,11 @@ func (t *tunnel) lifetime() time.Duration {
 func (t *tunnel) pump() {
 	g := t.g
 	t.watch()
-	go t.relayToClient()
+	t.relayed = make(chan struct{})
+	go func() {
+		defer close(t.relayed)
+		t.relayToClient()
+	}()
 	for {
 		p, err := t.fr.ReadPacket()
 		if err != nil {
