@@ -211,8 +211,9 @@ func newestMigration(dir string) (int64, error) {
 // must be stopped: the caller holds the data dir's lock. The backup is
 // checked first (InspectSQLite); the files it replaces (the database and
 // its -wal and -shm, whose pages would otherwise be replayed onto the
-// restored file) are moved aside to <name>.before-restore-<now>, never
-// deleted. The restored store's audit trail gets an entry for the restore
+// restored file) are moved aside to <name>.before-restore-<now> (with -2,
+// -3, ... after it when a restore in the same second took that name),
+// never deleted. The restored store's audit trail gets an entry for the restore
 // (recordRestore), and every console and portal sign-in in it ends
 // (info.SignInsEnded). It returns the backup's description and the files
 // moved aside. A restore that fails puts back what it moved aside.
@@ -230,7 +231,18 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 		os.Remove(tmp)
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
-	suffix := ".before-restore-" + now.UTC().Format("20060102T150405Z")
+	// What is moved aside is never deleted: a restore within the same
+	// second as another finds the names it would take held by what that
+	// one moved aside (the store it replaced), which a rename would
+	// replace, and takes the next free name (-2, -3, ...).
+	base := ".before-restore-" + now.UTC().Format("20060102T150405Z")
+	suffix := base
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(dst + suffix); err != nil {
+			break
+		}
+		suffix = base + "-" + strconv.Itoa(n)
+	}
 	if info.SignInsEnded, err = recordRestore(ctx, tmp, dst, dst+suffix, input, info, now); err != nil {
 		removeSQLite(tmp)
 		return nil, nil, fmt.Errorf("restore: %w", err)
@@ -239,6 +251,11 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 	for _, name := range []string{dst, dst + "-wal", dst + "-shm"} {
 		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
 			continue
+		}
+		if _, err := os.Lstat(name + suffix); err == nil {
+			// A -wal or -shm left there alone: not replaced either.
+			os.Remove(tmp)
+			return nil, putBack(moved, suffix), fmt.Errorf("restore: move %s aside: %s exists", name, name+suffix)
 		}
 		if err := os.Rename(name, name+suffix); err != nil {
 			os.Remove(tmp)
