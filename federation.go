@@ -326,8 +326,9 @@ type FederationService interface {
 	// reports that none was stored before. A generation older than the
 	// stored one is refused (Conflict).
 	PutDocument(ctx context.Context, f *Federation) (created bool, err error)
-	// Status is the document, this pod, and what it knows of each peer.
-	Status(ctx context.Context) (*FederationStatus, error)
+	// Status is the document, this pod, and what it knows of each peer,
+	// having asked the peers whose health is not fresh when askPeers.
+	Status(ctx context.Context, askPeers bool) (*FederationStatus, error)
 	// Entitlements returns every global entitlement (or the one named,
 	// when name is not empty: NotFound when there is none) with its
 	// members' loads.

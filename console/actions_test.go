@@ -627,6 +627,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"LabelHostsTakingSessions", TestLabelHostsTakingSessions},
 		{"LabelAdminLogoffEndReason", TestLabelAdminLogoffEndReason},
 		{"LabelNoCapacityAllDrained", TestLabelNoCapacityAllDrained},
+		{"PoolPagePublishedAsksNoPeer", TestPoolPagePublishedAsksNoPeer_RG5},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -206,7 +206,7 @@ func publishedOf(p *poolAnswer, groups []vdibroker.ApplicationGroup, global func
 
 // globalReach reads the global entitlements naming pool as a member of
 // this pod from the federation document (GET /api/v1/federation, as the
-// federation page does): nothing on a broker that is no pod or has no
+// federation page does, but asking no peer, ?askPeers=false): nothing on a broker that is no pod or has no
 // document. A principal scoped to host pools is refused global views;
 // asked again on each of its pool pages, the API would audit each
 // refusal (R-SEC), so once is enough (notGlobal).
@@ -219,7 +219,10 @@ func (c *Console) globalReach(rq *request, pool string) globalReach {
 		return globalReach{}
 	}
 	var st fedStatus
-	err := rq.api.do(rq.r.Context(), http.MethodGet, apiPrefix+"/federation", nil, &st)
+	// The document alone: no peer is asked for its health, which the
+	// card does not show, so a peer that does not answer does not hold
+	// the page for the pod timeout.
+	err := rq.api.do(rq.r.Context(), http.MethodGet, apiPrefix+"/federation?askPeers=false", nil, &st)
 	switch vdibroker.ErrorCode(err) {
 	case "":
 	case vdibroker.ENotFound:

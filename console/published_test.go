@@ -4,10 +4,13 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -316,5 +319,76 @@ func TestPoolPagePublishedPersonal_RE3_RPE2(t *testing.T) {
 	}
 	if a := b.get("/pools/pers%20desks"); strings.Contains(a.body, `id="published-warning"`) {
 		t.Errorf("the card still warns once alice is assigned:\n%s", pageText(a))
+	}
+}
+
+// TestPoolPagePublishedAsksNoPeer_RG5: the card reads the federation
+// document alone. GET /api/v1/federation first asks every peer whose
+// health is not cached (the Federation page shows it), each within the
+// pod timeout: a peer that does not answer held a pod's pool page for
+// the pod timeout (2 s by default) at every expiry of its cache (3 s),
+// for a page that never shows a peer's health. The page now asks with
+// askPeers=false, and the peer here, which counts its calls and answers
+// none, is never called for it; the API's default still asks it (which
+// shows the peer can be reached), and askPeers takes true or false only.
+func TestPoolPagePublishedAsksNoPeer_RG5(t *testing.T) {
+	e := newPodEnv(t)
+	ctx := context.Background()
+	e.seed()
+	var loads atomic.Int64
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == federation.LoadsPath {
+			loads.Add(1)
+		}
+		http.Error(w, "not now", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(peer.Close)
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
+		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "nyc1", Site: "emea", URL: peer.URL}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{
+			{Name: "office", Users: []string{"alice"}, Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "nyc1", HostPool: "pool-b"}}}}}
+	if _, err := e.admin.PutFederation(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(e.token("Reader"))
+	a := b.get("/pools/pool-a")
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, `data-global="office" data-kind="Desktop"`)
+	if n := loads.Load(); n != 0 {
+		t.Errorf("the pool page asked peer nyc1 for its loads %d times, want 0: the card reads the document alone", n)
+	}
+
+	get := func(query string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, e.url+"/api/v1/federation"+query, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusBadRequest {
+			var body strings.Builder
+			buf := make([]byte, 4096)
+			n, _ := resp.Body.Read(buf)
+			body.Write(buf[:n])
+			if !strings.Contains(body.String(), `"field":"askPeers"`) {
+				t.Errorf("GET /api/v1/federation%s: 400 %s, want the field askPeers named", query, body.String())
+			}
+		}
+		return resp.StatusCode
+	}
+	if got := get("?askPeers=false"); got != http.StatusOK || loads.Load() != 0 {
+		t.Errorf("GET /api/v1/federation?askPeers=false: HTTP %d, peer asked %d times; want 200 and 0", got, loads.Load())
+	}
+	if got := get(""); got != http.StatusOK || loads.Load() == 0 {
+		t.Errorf("GET /api/v1/federation: HTTP %d, peer asked %d times; want 200 and the peer asked", got, loads.Load())
+	}
+	if got := get("?askPeers=yes"); got != http.StatusBadRequest {
+		t.Errorf("GET /api/v1/federation?askPeers=yes: HTTP %d, want 400", got)
 	}
 }

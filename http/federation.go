@@ -84,12 +84,27 @@ func (s *Server) putFederation(w nethttp.ResponseWriter, r *nethttp.Request) err
 	return nil
 }
 
+// getFederation is GET /federation[?askPeers=false]: the document and
+// each peer's health, the peers whose load summary is not cached asked
+// for it first; with askPeers=false none is asked and each is as last
+// heard of (the console's pool page reads the document alone, and would
+// otherwise wait out a peer that does not answer).
 func (s *Server) getFederation(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	ask := true
+	if q := r.URL.Query(); q.Has("askPeers") {
+		switch v := q.Get("askPeers"); v {
+		case "true":
+		case "false":
+			ask = false
+		default:
+			return vdibroker.FieldError("askPeers", "must be true or false, got %q", vdibroker.Cut(v, 64))
+		}
+	}
 	fed, err := s.federated()
 	if err != nil {
 		return err
 	}
-	st, err := fed.g.Status(r.Context())
+	st, err := fed.g.Status(r.Context(), ask)
 	if err != nil {
 		return err
 	}

@@ -82,14 +82,24 @@ func BackupSQLite(ctx context.Context, dataDir, output string) (*BackupInfo, err
 	if fi, err := os.Stat(filepath.Dir(output)); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("backup: cannot write %s: its directory %s does not exist", output, filepath.Dir(output))
 	}
+	// The copy holds credential hashes and the RD gateway's signing
+	// seeds: it is the owner's alone from its first byte. CreateTemp
+	// makes it empty, mode 0600, a name no one else held (O_EXCL), and
+	// VACUUM INTO writes into an empty file as it finds it. Left to
+	// VACUUM INTO to create, it was made by the umask (0644) and made
+	// 0600 only once written, so another user of the directory could
+	// open it meanwhile and keep reading; and one who made an empty file
+	// of that name first, between its removal and the copy, got the
+	// copy in a file of its own.
 	tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".partial-*")
 	if err != nil {
 		return nil, fmt.Errorf("backup: %w", err)
 	}
 	tmpPath := tmp.Name()
-	tmp.Close()
-	os.Remove(tmpPath) // VACUUM INTO wants to create the file itself
 	defer os.Remove(tmpPath)
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
 
 	// mode=rw: the source must exist (it is not created empty); no
 	// journal_mode pragma, which would write.
@@ -102,8 +112,8 @@ func BackupSQLite(ctx context.Context, dataDir, output string) (*BackupInfo, err
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmpPath); err != nil {
 		return nil, fmt.Errorf("backup: copy %s: %w", src, err)
 	}
-	if err := os.Chmod(tmpPath, 0o600); err != nil { // it holds credential hashes
-		return nil, fmt.Errorf("backup: %w", err)
+	if afterBackupCopy != nil {
+		afterBackupCopy(tmpPath)
 	}
 	info, err := InspectSQLite(ctx, tmpPath)
 	if err != nil {
@@ -117,6 +127,10 @@ func BackupSQLite(ctx context.Context, dataDir, output string) (*BackupInfo, err
 	}
 	return info, syncDir(filepath.Dir(output))
 }
+
+// afterBackupCopy, when set (by tests), is called with the copy's path
+// once VACUUM INTO has written it, before it is checked and renamed.
+var afterBackupCopy func(path string)
 
 // InspectSQLite checks a store file (a backup) and tells what it holds:
 // SQLite's integrity check must pass, and its schema must be one this
@@ -197,8 +211,9 @@ func newestMigration(dir string) (int64, error) {
 // must be stopped: the caller holds the data dir's lock. The backup is
 // checked first (InspectSQLite); the files it replaces (the database and
 // its -wal and -shm, whose pages would otherwise be replayed onto the
-// restored file) are moved aside to <name>.before-restore-<now>, never
-// deleted. The restored store's audit trail gets an entry for the restore
+// restored file) are moved aside to <name>.before-restore-<now> (with -2,
+// -3, ... after it when a restore in the same second took that name),
+// never deleted. The restored store's audit trail gets an entry for the restore
 // (recordRestore), and every console and portal sign-in in it ends
 // (info.SignInsEnded). It returns the backup's description and the files
 // moved aside. A restore that fails puts back what it moved aside.
@@ -216,7 +231,18 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 		os.Remove(tmp)
 		return nil, nil, fmt.Errorf("restore: %w", err)
 	}
-	suffix := ".before-restore-" + now.UTC().Format("20060102T150405Z")
+	// What is moved aside is never deleted: a restore within the same
+	// second as another finds the names it would take held by what that
+	// one moved aside (the store it replaced), which a rename would
+	// replace, and takes the next free name (-2, -3, ...).
+	base := ".before-restore-" + now.UTC().Format("20060102T150405Z")
+	suffix := base
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(dst + suffix); err != nil {
+			break
+		}
+		suffix = base + "-" + strconv.Itoa(n)
+	}
 	if info.SignInsEnded, err = recordRestore(ctx, tmp, dst, dst+suffix, input, info, now); err != nil {
 		removeSQLite(tmp)
 		return nil, nil, fmt.Errorf("restore: %w", err)
@@ -225,6 +251,11 @@ func RestoreSQLite(ctx context.Context, dataDir, input string, now time.Time) (*
 	for _, name := range []string{dst, dst + "-wal", dst + "-shm"} {
 		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
 			continue
+		}
+		if _, err := os.Lstat(name + suffix); err == nil {
+			// A -wal or -shm left there alone: not replaced either.
+			os.Remove(tmp)
+			return nil, putBack(moved, suffix), fmt.Errorf("restore: move %s aside: %s exists", name, name+suffix)
 		}
 		if err := os.Rename(name, name+suffix); err != nil {
 			os.Remove(tmp)

@@ -678,3 +678,56 @@ func backupThenWriteAhead(t *testing.T, s *store.DB, dir string, ahead time.Time
 	}
 	return backup, p.UpdateTime
 }
+
+// TestRestoreTwiceInOneSecondKeepsWhatItMovedAside: the files a restore
+// moves aside are never deleted, so a second restore in the same second,
+// whose names for them would be the first's (.before-restore-<second>),
+// must not move the first restore's store onto them: the store the first
+// one replaced (here with a pool in its WAL) would be gone. The second
+// moves the store it replaces to the next free name, -2.
+func TestRestoreTwiceInOneSecondKeepsWhatItMovedAside(t *testing.T) {
+	backup, crashed := crashImage(t)
+	if _, _, err := store.RestoreSQLite(t.Context(), crashed, backup, t0); err != nil {
+		t.Fatal(err)
+	}
+	const suffix = ".before-restore-20261129T120000Z"
+	aside := filepath.Join(crashed, store.SQLiteFile+suffix)
+	first, err := os.ReadFile(aside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := os.ReadFile(filepath.Join(crashed, store.SQLiteFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, moved, err := store.RestoreSQLite(t.Context(), crashed, backup, t0.Add(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{aside + "-2"}; fmt.Sprint(moved) != fmt.Sprint(want) {
+		t.Errorf("moved aside %q; want %q", moved, want)
+	}
+	if got, err := os.ReadFile(aside); err != nil || string(got) != string(first) {
+		t.Errorf("the store the first restore moved aside was replaced (%v): its pools are lost", err)
+	}
+	if got, err := os.ReadFile(aside + "-2"); err != nil || string(got) != string(restored) {
+		t.Errorf("the second restore did not move the first one's store to %s-2 (%v)", aside, err)
+	}
+	// The store the first restore replaced, put back together from what
+	// it moved aside, still holds the pool of its WAL.
+	back := t.TempDir()
+	for _, name := range []string{store.SQLiteFile, store.SQLiteFile + "-wal", store.SQLiteFile + "-shm"} {
+		data, err := os.ReadFile(filepath.Join(crashed, name+suffix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(back, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := openSQLite(t, back)
+	defer r.Close()
+	if _, err := r.GetHostPool(t.Context(), "after-backup"); err != nil {
+		t.Errorf("the store moved aside lacks the pool of its WAL: %v", err)
+	}
+}

@@ -743,3 +743,10 @@ func (s *DB) PoolsWithoutRemoteAppsPlan(ctx context.Context, pools []string) (st
 	plan, err := s.plan(ctx, q, string(list(pools)))
 	return strings.Join(plan, "\n"), err
 }
+
+// SetAfterBackupCopy makes BackupSQLite call f with its copy's path once
+// VACUUM INTO has written it, until the test ends.
+func SetAfterBackupCopy(t testing.TB, f func(path string)) {
+	afterBackupCopy = f
+	t.Cleanup(func() { afterBackupCopy = nil })
+}

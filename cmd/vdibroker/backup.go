@@ -58,7 +58,8 @@ vdibroker knows) and makes it the store of --data-dir. serve must be
 stopped: restore takes the data dir's lock, as serve does, and refuses
 while another process holds it. The store files it replaces (vdibroker.db
 and its -wal and -shm) are moved aside to <name>.before-restore-<time>,
-not deleted. Then start serve on the data dir.
+not deleted (-2, -3, ... added when a restore in the same second
+took the name). Then start serve on the data dir.
 
 The store comes back as the backup has it, credentials too: restore warns
 about each API token and registration token revoked since the backup

@@ -199,15 +199,17 @@ func (g *Service) Document(ctx context.Context) (*vdibroker.Federation, error) {
 
 // Status returns the document with each peer's health and generation,
 // asking the peers whose load summary is not cached (in parallel, each
-// within the pod timeout).
-func (g *Service) Status(ctx context.Context) (*vdibroker.FederationStatus, error) {
+// within the pod timeout) when askPeers; else the peers are as last
+// heard of, and none is asked: a reader of the document alone (the
+// console's pool page) does not wait out a peer that does not answer.
+func (g *Service) Status(ctx context.Context, askPeers bool) (*vdibroker.FederationStatus, error) {
 	doc, err := g.Document(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var wg sync.WaitGroup
 	for _, p := range doc.Pods {
-		if p.Name != g.cfg.Pod {
+		if askPeers && p.Name != g.cfg.Pod {
 			wg.Go(func() { g.peerLoads(ctx, p) })
 		}
 	}
