@@ -207,7 +207,7 @@ func (s URLSource) Keys(ctx context.Context) (*KeySet, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: HTTP %d", s.URL, resp.StatusCode)
+		return nil, &StatusError{URL: s.URL, StatusCode: resp.StatusCode}
 	}
 	if len(data) > maxKeySetBytes {
 		return nil, fmt.Errorf("%s: over %d bytes", s.URL, maxKeySetBytes)
@@ -218,6 +218,16 @@ func (s URLSource) Keys(ctx context.Context) (*KeySet, error) {
 	}
 	return ks, nil
 }
+
+// StatusError is a URLSource's answer other than 200, so that whoever
+// started the gateway can be told what the URL is missing (a 404: not
+// the broker's keys route) apart from a broker that did not answer.
+type StatusError struct {
+	URL        string
+	StatusCode int
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: HTTP %d", e.URL, e.StatusCode) }
 
 // StaticSource is a fixed key set (tests, and a gateway started with one
 // key).

@@ -129,7 +129,7 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 		src = gatewaytoken.URLSource{URL: m.KeysURL, TokenFunc: keysToken.get, Client: client}
 	}
 	if keys, err = gatewaytoken.NewKeyring(ctx, src, m.KeysRefresh, nil, m.Logger); err != nil {
-		return err
+		return keysStartError(m.KeysFile, m.KeysURL, err)
 	}
 	m.keys = keys
 	var broker gateway.Broker = &gateway.MemoryBroker{}
@@ -192,6 +192,29 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	}()
 	close(ready)
 	return nil
+}
+
+// keysStartError says which flag the first read of the keys failed on
+// and what to fix: the gateway serves only once it holds keys, so a
+// broker not up yet stops it, and "HTTP 404" alone does not say that
+// --keys-url is the broker's .../api/v1/gateway/keys (R-GW6).
+func keysStartError(file, url string, err error) error {
+	if url == "" {
+		return fmt.Errorf("--keys-file %q: %w", file, err)
+	}
+	var status *gatewaytoken.StatusError
+	var op *net.OpError
+	var ne net.Error
+	var cert *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &status) && (status.StatusCode == http.StatusNotFound || status.StatusCode == http.StatusMethodNotAllowed):
+		return fmt.Errorf("--keys-url %q: no keys there (HTTP %d): give the broker's URL ending in /api/v1/gateway/keys", url, status.StatusCode)
+	case errors.As(err, &cert):
+		return fmt.Errorf("--keys-url %q: the broker's certificate is not trusted (%w): give its CA with --ca-file", url, err)
+	case errors.As(err, &op) || errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("--keys-url %q: the broker did not answer (%w); the gateway serves only once it has read the keys: start the broker first, or give --keys-file", url, err)
+	}
+	return fmt.Errorf("--keys-url %q: %w", url, err)
 }
 
 // brokerProbeTimeout bounds the start's check of --broker-url: a broker

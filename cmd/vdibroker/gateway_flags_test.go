@@ -4,6 +4,9 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,5 +212,56 @@ func TestGatewayNameFlag_RGW4(t *testing.T) {
 	// name empty: the in-process gateway then names itself.
 	if err := (&GatewayFlags{}).check(true); err != nil {
 		t.Errorf("serve's gateway flags built in code without a name: %v", err)
+	}
+}
+
+// TestGatewayKeysStartErrorsSayWhatToFix (R-GW6): the gateway reads the
+// broker's keys before it serves, so a --keys-url whose broker is not up
+// yet, or that is not the broker's keys route, stops it; the error names
+// the flag and what to fix (start the broker first; the URL ending in
+// /api/v1/gateway/keys), not only "HTTP 404" or "connection refused".
+// A --keys-file that cannot be read names that flag.
+func TestGatewayKeysStartErrorsSayWhatToFix(t *testing.T) {
+	dir := t.TempDir()
+	// A broker whose every route but its keys' is someone else's: a
+	// real server on loopback answering 404, as the broker does to the
+	// tunnels route's GET or a mistyped path.
+	notKeys := httptest.NewServer(http.NotFoundHandler())
+	defer notKeys.Close()
+	// A port nothing listens on any longer: a broker not started yet.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/api/v1/gateway/keys"
+	ln.Close()
+	missing := filepath.Join(dir, "keys.json")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--keys-url", down}, []string{`--keys-url "` + down + `": the broker did not answer`, "start the broker first"}},
+		{[]string{"--keys-url", notKeys.URL + "/api/v1/gateway/tunnels"}, []string{`--keys-url "` + notKeys.URL + `/api/v1/gateway/tunnels": no keys there (HTTP 404)`, "ending in /api/v1/gateway/keys"}},
+		{[]string{"--keys-file", missing}, []string{`--keys-file "` + missing + `"`, "no such file"}},
+	} {
+		cmd := newGatewayCmd()
+		cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(dir, "none.crt"), "--tls-key", filepath.Join(dir, "none.key")}, tc.args...))
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		if err == nil {
+			t.Fatalf("gateway %v started", tc.args)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("gateway %v = %v, want it to say %q", tc.args, err, want)
+			}
+		}
+		// Not a mistake in the command (exit 2): the same command
+		// starts once the broker is up.
+		var ue usageError
+		if errors.As(err, &ue) {
+			t.Errorf("gateway %v = usage error %v, want a start error (exit 1)", tc.args, err)
+		}
 	}
 }
