@@ -132,6 +132,12 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 		return keysStartError(m.KeysFile, m.KeysURL, err)
 	}
 	m.keys = keys
+	if m.KeysFile != "" && m.BrokerURL != "" {
+		// A broker adds a signing key every --gateway-key-rotation and
+		// signs with it 5 minutes later (R-GW6): a file copied once
+		// refuses every token from then on.
+		m.Logger.Warn("--keys-file with --broker-url: the broker makes a new signing key every serve --gateway-key-rotation (720h) and signs with it 5 minutes later, and tokens of a key this file lacks are refused token_unknown_key until the file is rewritten; give --keys-url, the broker's URL ending in /api/v1/gateway/keys", "keysFile", m.KeysFile)
+	}
 	var broker gateway.Broker = &gateway.MemoryBroker{}
 	var probe *gateway.HTTPBroker
 	m.localBrokerInUse = true
