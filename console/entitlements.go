@@ -105,6 +105,36 @@ type publishedGroup struct {
 	vdibroker.ApplicationGroup
 	// To says, in words, who is assigned; "" when nobody is.
 	To string
+	// Apps are a RemoteApp group's applications (readApps).
+	Apps []publishedApp
+}
+
+// ETag is the group's as the API answers it (R-E13): the card's forms
+// that change the group send it back as If-Match (publish.go).
+func (g publishedGroup) ETag() string { return vdibroker.ETag(g.UpdateTime) }
+
+// publishedApp is one application of a RemoteApp group on the card.
+type publishedApp struct{ vdibroker.Application }
+
+// ETag is the application's (R-E13), for its remove form.
+func (a publishedApp) ETag() string { return vdibroker.ETag(a.UpdateTime) }
+
+// readApps reads the applications of the card's RemoteApp groups; a
+// group whose list is refused shows none.
+func (card *publishedCard) readApps(ctx context.Context, a *api) {
+	for i := range card.Groups {
+		g := &card.Groups[i]
+		if g.ApplicationGroupType != vdibroker.AppGroupRemoteApp {
+			continue
+		}
+		apps, err := a.listApps(ctx, g.Name)
+		if err != nil {
+			continue
+		}
+		for _, app := range apps {
+			g.Apps = append(g.Apps, publishedApp{app})
+		}
+	}
 }
 
 // publishedGlobal is a global entitlement naming the pool as a member of
