@@ -466,9 +466,9 @@ func (c *Console) renderPoolWith(rq *request, status int, banner string, form *s
 		"NoLoadIndex":    noLoadIndexText(p.LoadBalancerType),
 		"LoadIndexChart": loadIndexChart(bars, threshold),
 		"Form":           form, "Groups": groupFields(fields),
-		"Publish":        pub, "AppGroupTypes": []string{vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp},
+		"Publish": pub, "AppGroupTypes": []string{vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp},
 		"CommandLineSettings": []string{vdibroker.CommandLineDoNotAllow, vdibroker.CommandLineAllow, vdibroker.CommandLineRequire},
-		"AppGroupNameMax": vdibroker.MaxAppGroupNameLen, "AppNameMax": vdibroker.MaxAppNameLen, "TextMax": vdibroker.MaxTextLen,
+		"AppGroupNameMax":     vdibroker.MaxAppGroupNameLen, "AppNameMax": vdibroker.MaxAppNameLen, "TextMax": vdibroker.MaxTextLen,
 		"FilePathMax": vdibroker.MaxFilePathLen, "CommandLineMax": vdibroker.MaxCommandLineLen, "UserMax": vdibroker.MaxUserLen,
 	})
 }

@@ -77,7 +77,9 @@ func (f *publishForm) Open(group string) bool {
 }
 
 // Posted reports whether f is a form as posted (not a blank one).
-func (f *publishForm) Posted() bool { return f != nil && f.Form != "" && len(f.Values)+len(f.Errors) > 0 }
+func (f *publishForm) Posted() bool {
+	return f != nil && f.Form != "" && len(f.Values)+len(f.Errors) > 0
+}
 
 // appGroupFields are the new group form's inputs, the API's names.
 var appGroupFields = []string{"name", "friendlyName", "applicationGroupType"}
@@ -403,4 +405,6 @@ func (a *api) deleteApp(ctx context.Context, group, name string, h http.Header) 
 	return a.doHeader(ctx, http.MethodDelete, appGroupPath(group)+"/applications/"+url.PathEscape(name), h, nil, nil)
 }
 
-func appGroupPath(name string) string { return apiPrefix + "/applicationgroups/" + url.PathEscape(name) }
+func appGroupPath(name string) string {
+	return apiPrefix + "/applicationgroups/" + url.PathEscape(name)
+}
