@@ -627,6 +627,11 @@ func TestConsolePostgres(t *testing.T) {
 		{"LabelHostsTakingSessions", TestLabelHostsTakingSessions},
 		{"LabelAdminLogoffEndReason", TestLabelAdminLogoffEndReason},
 		{"LabelNoCapacityAllDrained", TestLabelNoCapacityAllDrained},
+		{"PublishDesktopFromCard", TestPublishDesktopFromCard_RE1_RE2_RE4},
+		{"PublishRemoteAppFromCard", TestPublishRemoteAppFromCard_RE7},
+		{"PublishStaleForm", TestPublishStaleForm_RE13},
+		{"PublishBadInput", TestPublishBadInput},
+		{"PublishRefusedByRole", TestPublishRefusedByRole_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
