@@ -165,6 +165,16 @@ type publishedCard struct {
 	Note string
 }
 
+// Desktop is the name of the pool's Desktop group, "" when it has none.
+func (card *publishedCard) Desktop() string {
+	for _, g := range card.Groups {
+		if g.ApplicationGroupType == vdibroker.AppGroupDesktop {
+			return g.Name
+		}
+	}
+	return ""
+}
+
 // globalReach is what the page knows of the global entitlements naming
 // a pool: Known is false on a pod whose federation document this
 // sign-in could not read (a principal scoped to host pools).

@@ -83,7 +83,8 @@ func TestPublishDesktopFromCard_RE1_RE2_RE4(t *testing.T) {
 	b := e.browser()
 	b.signin(e.token("Contributor"))
 	a := b.get("/pools/pool-a")
-	wantContains(t, a, `id="published-warning"`, `id="new-group-form"`, `action="/pools/pool-a/appgroups"`)
+	wantContains(t, a, `id="published-warning"`, `id="new-group-form"`, `action="/pools/pool-a/appgroups"`,
+		`id="published-fix">Or on this card: create a Desktop group under <em>New application group</em>, below.`)
 	csrf := b.csrf("/pools/pool-a")
 
 	a = b.post("/pools/pool-a/appgroups", url.Values{"csrf": {csrf}, "name": {"pool-a-desktop"}, "friendlyName": {"Office desktop"}, "applicationGroupType": {"Desktop"}})
@@ -99,6 +100,7 @@ func TestPublishDesktopFromCard_RE1_RE2_RE4(t *testing.T) {
 	e.wantAudited("applicationgroup.put", "applicationgroups/pool-a-desktop", "contributor-1")
 	a = b.get("/pools/pool-a")
 	wantContains(t, a, "Application group pool-a-desktop (Desktop) created", `data-group="pool-a-desktop" data-type="Desktop"`, `id="published-warning"`)
+	wantContains(t, a, `id="published-fix">Or on this card: assign a user, a group or all users to <code>pool-a-desktop</code> under <em>Change</em>, below.`)
 	if page := pageText(a); !strings.Contains(page, "its Desktop group pool-a-desktop is assigned to nobody") {
 		t.Errorf("the card does not warn that the new group is assigned to nobody:\n%s", page)
 	}
@@ -419,7 +421,7 @@ func TestPublishRefusedByRole_RSEC(t *testing.T) {
 			if tc.status != 0 {
 				a := b.get("/pools/pool-a")
 				wantContains(t, a, `id="published"`, `data-group="pool-a-apps"`, `<bdi data-app="word">word</bdi>`)
-				for _, form := range []string{`id="new-group-form"`, `data-form="assign"`, `data-form="app"`, `data-action="delete-appgroup"`, `data-action="remove-app"`, `action="/pools/pool-a/appgroups`} {
+				for _, form := range []string{`id="published-fix"`, `id="new-group-form"`, `data-form="assign"`, `data-form="app"`, `data-action="delete-appgroup"`, `data-action="remove-app"`, `action="/pools/pool-a/appgroups`} {
 					if strings.Contains(a.body, form) {
 						t.Errorf("a %s's page has %s", tc.name, form)
 					}
