@@ -150,6 +150,22 @@ func (c *Console) assignAppGroup(rq *request) {
 		c.renderPoolPublish(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
 		return
 	}
+	// The name is checked as the API checks an assignment's before the
+	// group is read: a name no group can hold is refused beside the field
+	// in its own words (not the API's assignments.users[N]), and is never
+	// quoted back in a message that says it "is not assigned" (the
+	// session's one-shot message would keep the whole body, R-SEC).
+	if op != "allUsers" {
+		if err := vdibroker.ValidateUser("principal", principal); err != nil {
+			if op == "add" {
+				f.Errors["principal"] = vdibroker.ErrorMessage(err)
+				c.renderPoolPublish(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+				return
+			}
+			c.renderPoolPublish(rq, http.StatusBadRequest, "Nothing was removed: "+vdibroker.ErrorMessage(err), f)
+			return
+		}
+	}
 	g, ok := c.poolGroup(rq, pool, name, f)
 	if !ok {
 		return

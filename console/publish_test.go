@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -345,7 +346,17 @@ func TestPublishBadInput(t *testing.T) {
 	a = b.post("/pools/pool-a/appgroups/pool-a-desktop/assignments", url.Values{"csrf": {csrf}, "etag": {formETag(t, a, "pool-a", "pool-a-desktop", "assign")},
 		"op": {"add"}, "kind": {"user"}, "principal": {long}})
 	wantStatus(t, a, http.StatusBadRequest)
-	wantContains(t, a, `id="a-0-principal-error"`, "assignments.users[0]", `value="`+long+`"`)
+	// In the form's own words, as the API checks an assignment's name.
+	wantContains(t, a, `id="a-0-principal-error"`, fmt.Sprintf("principal: must be at most %d characters, got %d", vdibroker.MaxUserLen, vdibroker.MaxUserLen+1), `value="`+long+`"`)
+	// A name no group can hold is not "not assigned": refused before the
+	// group is read, and not kept as the next page's message (the body's
+	// whole megabyte would be the session's).
+	a = b.post("/pools/pool-a/appgroups/pool-a-desktop/assignments", url.Values{"csrf": {csrf}, "op": {"remove"}, "kind": {"user"}, "principal": {long}})
+	wantStatus(t, a, http.StatusBadRequest)
+	wantContains(t, a, "Nothing was removed: principal: must be at most")
+	if a = b.get("/pools/pool-a"); strings.Contains(a.body, long) {
+		t.Errorf("a refused name is the next page's message:\n%s", pageText(a))
+	}
 	a = b.post("/pools/pool-a/appgroups/pool-a-desktop/assignments", url.Values{"csrf": {csrf}, "op": {"add"}, "kind": {"user"}, "principal": {" "}})
 	wantStatus(t, a, http.StatusBadRequest)
 	wantContains(t, a, `id="a-0-principal-error"`, "principal: is required")
