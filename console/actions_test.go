@@ -630,6 +630,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"PublishDesktopFromCard", TestPublishDesktopFromCard_RE1_RE2_RE4},
 		{"PublishRemoteAppFromCard", TestPublishRemoteAppFromCard_RE7},
 		{"PublishStaleForm", TestPublishStaleForm_RE13},
+		{"PublishDeleteUnseenApp", TestPublishDeleteUnseenApp_RE13},
 		{"PublishBadInput", TestPublishBadInput},
 		{"PublishRefusedByRole", TestPublishRefusedByRole_RSEC},
 	} {

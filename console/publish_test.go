@@ -306,6 +306,44 @@ func TestPublishStaleForm_RE13(t *testing.T) {
 	}
 }
 
+// TestPublishDeleteUnseenApp_RE13: another administrator adds excel to
+// a RemoteApp group after the Contributor's page showed it with word
+// alone. Adding an application leaves the group's ETag as it was, so the
+// page's delete would take excel unseen: it is refused with 412 and
+// nothing is deleted; the page as it is now, listing excel, deletes both.
+func TestPublishDeleteUnseenApp_RE13(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.seed()
+	if _, err := e.admin.PutApplicationGroup(ctx, "pool-a-apps", map[string]any{"hostPool": "pool-a", "applicationGroupType": "RemoteApp"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutApplication(ctx, "pool-a-apps", "word", map[string]any{"filePath": `C:\word.exe`}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(e.token("Contributor"))
+	a := b.get("/pools/pool-a")
+	csrf := b.csrf("/pools/pool-a")
+	wantContains(t, a, `name="apps" value="word"`)
+	form := url.Values{"csrf": {csrf}, "etag": {formETag(t, a, "pool-a", "pool-a-apps", "delete")}, "apps": {"word"}}
+	if _, err := e.admin.PutApplication(ctx, "pool-a-apps", "excel", map[string]any{"filePath": `C:\excel.exe`}); err != nil {
+		t.Fatal(err)
+	}
+	a = b.post("/pools/pool-a/appgroups/pool-a-apps/delete", form)
+	wantStatus(t, a, http.StatusPreconditionFailed)
+	wantContains(t, a, "Nothing was deleted: someone else changed it since this page was read", `data-manage="pool-a-apps" open`, `name="apps" value="excel,word"`)
+	if apps, err := e.admin.ListApplications(ctx, "pool-a-apps"); err != nil || len(apps) != 2 {
+		t.Fatalf("a delete from a page that did not show excel: applications %v, %v; want excel and word", apps, err)
+	}
+	form.Set("etag", formETag(t, a, "pool-a", "pool-a-apps", "delete"))
+	form.Set("apps", "excel,word")
+	wantStatus(t, b.post("/pools/pool-a/appgroups/pool-a-apps/delete", form), http.StatusSeeOther)
+	if _, err := e.admin.GetApplicationGroup(ctx, "pool-a-apps"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("the group after its delete: %v, want NotFound", err)
+	}
+}
+
 // TestPublishBadInput: a group name the API refuses, and a user name it
 // refuses, are shown beside their field with what was typed; nothing is
 // written. A group of another pool is not this page's to change.
