@@ -183,14 +183,14 @@ func (c *Console) assignAppGroup(rq *request) {
 			c.redirect(rq, poolURL(pool), fmt.Sprintf("The %s %s is assigned to %s already: nothing changed.", kind, principal, name))
 			return
 		}
-		*list = append(*list, principal)
+		*list = vdibroker.EditUsers(*list, []string{principal}, nil)
 		msg = fmt.Sprintf("The %s %s is assigned to %s: %s open %s (R-E2).", kind, principal, name, whoOpens(kind), whatOpens(g))
 	case "remove":
 		if !vdibroker.ContainsUser(*list, principal) {
 			c.redirect(rq, poolURL(pool), fmt.Sprintf("The %s %s is not assigned to %s: nothing removed.", kind, principal, name))
 			return
 		}
-		*list = without(*list, principal)
+		*list = vdibroker.EditUsers(*list, nil, []string{principal})
 		msg = fmt.Sprintf("The %s %s is no longer assigned to %s: the next connect is refused NotEntitled unless another assignment grants it; an open session goes on until it ends (R-E3).", kind, principal, name)
 		if as.AllUsers {
 			msg += " The group is still assigned to all users, who keep it through that."
@@ -234,17 +234,6 @@ func whatOpens(g *vdibroker.ApplicationGroup) string {
 		return "its applications"
 	}
 	return "the pool's desktops"
-}
-
-// without is list without name, in any case (R-E5).
-func without(list []string, name string) []string {
-	out := []string{}
-	for _, n := range list {
-		if !vdibroker.SameUser(n, name) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // deleteAppGroup is POST /pools/{pool}/appgroups/{group}/delete: DELETE
