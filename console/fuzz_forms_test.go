@@ -20,7 +20,7 @@ import (
 // real server: the sign-in form (anonymous), and, signed in as
 // the admin, a pool's settings form, a host's drain form and the
 // Published to users card's forms (create a group, assign, add an
-// application). Whatever the
+// application, remove one). Whatever the
 // body, the answer is never a 500, and a redirect never leaves the site
 // (the sign-in's next= is the classic open redirect).
 func FuzzConsoleForms(f *testing.F) {
@@ -81,8 +81,9 @@ func FuzzConsoleForms(f *testing.F) {
 		"name=fz-desk&applicationGroupType=Desktop", "name=a/b&applicationGroupType=RemoteApp", "name=fz-apps&applicationGroupType=Desktops",
 		"op=add&kind=user&principal=alice", "op=remove&kind=group&principal=Sales", "op=allUsers&allUsers=true", "op=add&kind=user&principal=%00",
 		"op=add&kind=user&principal=x&etag=%22nope%22", "name=word&filePath=C:%5Cw.exe&showInPortal=on", "name=w&commandLineSetting=Require",
+		"app=word&etag=%22nope%22", "app=..", "app=%2E%2E", "app=" + strings.Repeat("a", 65), "app=a/b",
 	} {
-		for which := range 6 {
+		for which := range 7 {
 			f.Add(which, s)
 		}
 	}
@@ -102,6 +103,8 @@ func FuzzConsoleForms(f *testing.F) {
 			b, path, csrf = signed, "/pools/fz-pool/appgroups/fz-apps/assignments", signedCSRF
 		case 5:
 			b, path, csrf = signed, "/pools/fz-pool/appgroups/fz-apps/apps", signedCSRF
+		case 6:
+			b, path, csrf = signed, "/pools/fz-pool/appgroups/fz-apps/apps/remove", signedCSRF
 		default:
 			return
 		}

@@ -32,7 +32,10 @@ func (c *Console) addPublishRoutes() {
 	c.mux.HandleFunc("POST /pools/{pool}/appgroups/{group}/assignments", c.signedIn(c.assignAppGroup))
 	c.mux.HandleFunc("POST /pools/{pool}/appgroups/{group}/delete", c.signedIn(c.deleteAppGroup))
 	c.mux.HandleFunc("POST /pools/{pool}/appgroups/{group}/apps", c.signedIn(c.addApp))
-	c.mux.HandleFunc("POST /pools/{pool}/appgroups/{group}/apps/{app}/delete", c.signedIn(c.removeApp))
+	// The application's name is the form's, not the path's: a browser
+	// takes an application named ".." (or "%2E%2E") in a form's action as
+	// a dot segment and posts to the group's delete instead.
+	c.mux.HandleFunc("POST /pools/{pool}/appgroups/{group}/apps/remove", c.signedIn(c.removeApp))
 }
 
 // publishForm is one of the card's forms as posted and refused: which
@@ -323,11 +326,16 @@ func (c *Console) addApp(rq *request) {
 	c.redirect(rq, poolURL(pool), fmt.Sprintf("Application %s added to %s: %s (R-E7).", name, group, shown)+warned(stored.Warnings))
 }
 
-// removeApp is POST /pools/{pool}/appgroups/{group}/apps/{app}/delete:
-// DELETE with If-Match etag, the application the page showed (R-E13).
+// removeApp is POST /pools/{pool}/appgroups/{group}/apps/remove, the
+// application named app: DELETE with If-Match etag, the application the
+// page showed (R-E13).
 func (c *Console) removeApp(rq *request) {
-	pool, group, name := rq.r.PathValue("pool"), rq.r.PathValue("group"), rq.r.PathValue("app")
+	pool, group, name := rq.r.PathValue("pool"), rq.r.PathValue("group"), rq.r.PostFormValue("app")
 	f := newPublishForm(formApp, group)
+	if err := vdibroker.ValidateName("app", name, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen); err != nil {
+		c.renderPoolPublish(rq, http.StatusBadRequest, "Nothing was removed: "+vdibroker.ErrorMessage(err), f)
+		return
+	}
 	if _, ok := c.poolGroup(rq, pool, group, f); !ok {
 		return
 	}
@@ -431,14 +439,25 @@ func (a *api) listApps(ctx context.Context, group string) ([]vdibroker.Applicati
 // putApp is PUT .../applications/{name} with h's precondition.
 func (a *api) putApp(ctx context.Context, group, name string, app *vdibroker.Application, h http.Header) (*vdibroker.Application, error) {
 	var out vdibroker.Application
-	return &out, a.doHeader(ctx, http.MethodPut, appGroupPath(group)+"/applications/"+url.PathEscape(name), h, app, &out)
+	return &out, a.doHeader(ctx, http.MethodPut, appGroupPath(group)+"/applications/"+nameSegment(name), h, app, &out)
 }
 
 // deleteApp is DELETE .../applications/{name} with h's precondition.
 func (a *api) deleteApp(ctx context.Context, group, name string, h http.Header) error {
-	return a.doHeader(ctx, http.MethodDelete, appGroupPath(group)+"/applications/"+url.PathEscape(name), h, nil, nil)
+	return a.doHeader(ctx, http.MethodDelete, appGroupPath(group)+"/applications/"+nameSegment(name), h, nil, nil)
 }
 
 func appGroupPath(name string) string {
-	return apiPrefix + "/applicationgroups/" + url.PathEscape(name)
+	return apiPrefix + "/applicationgroups/" + nameSegment(name)
+}
+
+// nameSegment is name as one segment of an API path: escaped, and a name
+// of dots ("." and "..", an application's may be) with its dots escaped
+// too (%2E), which the API takes as a name where "." and ".." are dot
+// segments it refuses (R-SEC).
+func nameSegment(name string) string {
+	if name == "." || name == ".." {
+		return strings.Repeat("%2E", len(name))
+	}
+	return url.PathEscape(name)
 }

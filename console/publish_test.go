@@ -252,11 +252,11 @@ func TestPublishRemoteAppFromCard_RE7(t *testing.T) {
 	}
 
 	a = b.get("/pools/pool-a")
-	m := regexp.MustCompile(`action="/pools/pool-a/appgroups/pool-a-apps/apps/word/delete" class="inline">\s*<input type="hidden" name="csrf" value="[^"]*"><input type="hidden" name="etag" value="([^"]*)">`).FindStringSubmatch(a.body)
+	m := regexp.MustCompile(`action="/pools/pool-a/appgroups/pool-a-apps/apps/remove" class="inline">\s*<input type="hidden" name="csrf" value="[^"]*"><input type="hidden" name="etag" value="([^"]*)"><input type="hidden" name="app" value="word">`).FindStringSubmatch(a.body)
 	if m == nil {
 		t.Fatalf("no remove form of word:\n%s", a.body)
 	}
-	wantStatus(t, b.post("/pools/pool-a/appgroups/pool-a-apps/apps/word/delete", url.Values{"csrf": {csrf}, "etag": {html.UnescapeString(m[1])}}), http.StatusSeeOther)
+	wantStatus(t, b.post("/pools/pool-a/appgroups/pool-a-apps/apps/remove", url.Values{"csrf": {csrf}, "etag": {html.UnescapeString(m[1])}, "app": {"word"}}), http.StatusSeeOther)
 	if _, err := e.admin.GetApplication(ctx, "pool-a-apps", "word"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 		t.Errorf("the removed application: %v, want NotFound", err)
 	}
@@ -341,6 +341,68 @@ func TestPublishDeleteUnseenApp_RE13(t *testing.T) {
 	wantStatus(t, b.post("/pools/pool-a/appgroups/pool-a-apps/delete", form), http.StatusSeeOther)
 	if _, err := e.admin.GetApplicationGroup(ctx, "pool-a-apps"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 		t.Errorf("the group after its delete: %v, want NotFound", err)
+	}
+}
+
+// submitForm is what a browser posts when the form of page (at path)
+// that follows marker is submitted: its hidden inputs to its action,
+// resolved against the page as a browser resolves it (dot segments
+// removed).
+func submitForm(t *testing.T, b *browser, page answer, path, marker string) answer {
+	t.Helper()
+	i := strings.Index(page.body, marker)
+	if i < 0 {
+		t.Fatalf("no %s on the page:\n%s", marker, page.body)
+	}
+	rest := page.body[i:]
+	form := rest[strings.Index(rest, "<form"):]
+	form = form[:strings.Index(form, "</form>")]
+	action := regexp.MustCompile(`action="([^"]*)"`).FindStringSubmatch(form)
+	values := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`).FindAllStringSubmatch(form, -1) {
+		values.Add(m[1], html.UnescapeString(m[2]))
+	}
+	base, _ := url.Parse(path)
+	ref, err := url.Parse(html.UnescapeString(action[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.post(base.ResolveReference(ref).RequestURI(), values)
+}
+
+// TestPublishDotNamedApp_RE7: an application may be named "." or ".."
+// (1..64 characters of A-Za-z0-9@._- and space); the API takes such a
+// name escaped (%2E) in its path. The card adds one, and its Remove,
+// posted as a browser resolves the form's action, removes that
+// application and nothing else: not the group, whose delete a path
+// ending "apps/../delete" would name.
+func TestPublishDotNamedApp_RE7(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.seed()
+	if _, err := e.admin.PutApplicationGroup(ctx, "pool-a-apps", map[string]any{"hostPool": "pool-a", "applicationGroupType": "RemoteApp"}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	csrf := b.csrf("/pools/pool-a")
+	for _, name := range []string{"..", "."} {
+		a := b.post("/pools/pool-a/appgroups/pool-a-apps/apps", url.Values{"csrf": {csrf}, "name": {name}, "filePath": {`C:\dots.exe`}})
+		wantStatus(t, a, http.StatusSeeOther)
+		if _, err := e.admin.GetApplication(ctx, "pool-a-apps", name); err != nil {
+			t.Fatalf("application %q added on the card: %v", name, err)
+		}
+	}
+	for _, name := range []string{"..", "."} {
+		a := b.get("/pools/pool-a")
+		a = submitForm(t, b, a, "/pools/pool-a", `<li data-app="`+name+`">`)
+		wantStatus(t, a, http.StatusSeeOther)
+		if _, err := e.admin.GetApplication(ctx, "pool-a-apps", name); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+			t.Errorf("application %q after its Remove: %v, want NotFound", name, err)
+		}
+		if _, err := e.admin.GetApplicationGroup(ctx, "pool-a-apps"); err != nil {
+			t.Fatalf("the group after application %q's Remove: %v", name, err)
+		}
 	}
 }
 
@@ -436,7 +498,7 @@ func TestPublishRefusedByRole_RSEC(t *testing.T) {
 		{"/pools/pool-a/appgroups", url.Values{"name": {"pool-a-desktop"}, "applicationGroupType": {"Desktop"}}},
 		{"/pools/pool-a/appgroups/pool-a-apps/assignments", url.Values{"op": {"allUsers"}, "allUsers": {"true"}}},
 		{"/pools/pool-a/appgroups/pool-a-apps/apps", url.Values{"name": {"calc"}, "filePath": {`C:\calc.exe`}}},
-		{"/pools/pool-a/appgroups/pool-a-apps/apps/word/delete", url.Values{}},
+		{"/pools/pool-a/appgroups/pool-a-apps/apps/remove", url.Values{"app": {"word"}}},
 		{"/pools/pool-a/appgroups/pool-a-apps/delete", url.Values{}},
 	}
 	unchanged := func(t *testing.T) {

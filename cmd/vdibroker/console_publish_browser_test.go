@@ -187,6 +187,30 @@ func TestConsolePublishBrowser_RE1_RE2_RE4_RE7(t *testing.T) {
 	screenshot(t, ctx, "console-publish-phone.png")
 	step(t, ctx, "back to a desktop's width", chromedp.EmulateViewport(1360, 1000))
 
+	// An application named ".." (a name the API takes, escaped): its
+	// Remove removes it, where a form action ending "apps/../delete"
+	// was resolved by Chromium to the group's delete.
+	if _, err := api.PutApplication(bg, "office-apps", "..", map[string]any{"filePath": `C:\dots.exe`}); err != nil {
+		t.Fatal(err)
+	}
+	step(t, ctx, "remove the application named ..",
+		chromedp.Navigate(base+"/pools/office"),
+		chromedp.WaitVisible(chromedp.CSS(apps+" > summary")),
+		chromedp.Click(chromedp.CSS(apps+" > summary")),
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
+		chromedp.Click(chromedp.CSS(`button[data-action="remove-app"][data-app=".."]`)),
+		chromedp.WaitVisible(chromedp.CSS(".flash")),
+	)
+	if got := text(t, ctx, ".flash"); !strings.Contains(got, "Application .. removed from office-apps") {
+		t.Errorf("flash after removing .. = %q", got)
+	}
+	if _, err := api.GetApplication(bg, "office-apps", ".."); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+		t.Errorf("the application .. after its Remove: %v, want NotFound", err)
+	}
+	if _, err := api.GetApplication(bg, "office-apps", "word"); err != nil {
+		t.Fatalf("word after removing ..: %v", err)
+	}
+
 	// Deleted, asked first (declined, nothing goes): Word is in nobody's
 	// portal.
 	step(t, ctx, "decline to delete office-apps",

@@ -193,7 +193,7 @@ var matrixRoutes = []route{
 	{"POST /pools/{pool}/appgroups/{group}/assignments", "POST", "/pools/{pool}/appgroups/apps-{pool}/assignments", "", mConsole, 401},
 	{"POST /pools/{pool}/appgroups/{group}/delete", "POST", "/pools/{pool}/appgroups/apps-{pool}/delete", "", mConsole, 401},
 	{"POST /pools/{pool}/appgroups/{group}/apps", "POST", "/pools/{pool}/appgroups/apps-{pool}/apps", "", mConsole, 401},
-	{"POST /pools/{pool}/appgroups/{group}/apps/{app}/delete", "POST", "/pools/{pool}/appgroups/apps-{pool}/apps/app/delete", "", mConsole, 401},
+	{"POST /pools/{pool}/appgroups/{group}/apps/remove", "POST", "/pools/{pool}/appgroups/apps-{pool}/apps/remove", "", mConsole, 401},
 	{"POST /pools/{pool}/sessions/{id}/disconnect", "POST", "/pools/{pool}/sessions/{sid}/disconnect", "", mConsole, 401},
 	{"GET /pools/{pool}/sessions/{id}/placement", "GET", "/pools/{pool}/sessions/{sid}/placement", "", mConsole, 303},
 	{"GET /federation", "GET", "/federation", "", mConsole, 303},
