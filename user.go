@@ -73,3 +73,22 @@ func ContainsUser(list []string, user string) bool {
 	}
 	return false
 }
+
+// EditUsers is list with add appended (those not in it in any case) and
+// remove taken out (in any case, R-E5): an assignment's users or groups
+// as the CLI's --add-users and the console's Assign and Unassign change
+// them.
+func EditUsers(list, add, remove []string) []string {
+	out := []string{}
+	for _, n := range list {
+		if !ContainsUser(remove, n) {
+			out = append(out, n)
+		}
+	}
+	for _, n := range add {
+		if !ContainsUser(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -75,3 +75,29 @@ func FuzzFoldUser(f *testing.F) {
 		}
 	})
 }
+
+// TestEditUsers (R-E5): names are added once and removed in any case, the
+// list's order kept and a removal of all leaving an empty list, not nil
+// (an assignment's users is [] in JSON).
+func TestEditUsers(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		list, add, remove []string
+		want              []string
+	}{
+		{"add to nothing", nil, []string{"alice"}, nil, []string{"alice"}},
+		{"add one there in another case", []string{"Alice"}, []string{"alice"}, nil, []string{"Alice"}},
+		{"add twice", []string{"bob"}, []string{"carol", "CAROL"}, nil, []string{"bob", "carol"}},
+		{"remove in another case", []string{"Alice", "bob"}, nil, []string{"ALICE"}, []string{"bob"}},
+		{"remove the last", []string{"alice"}, nil, []string{"alice"}, []string{}},
+		{"remove one not there", []string{"alice"}, nil, []string{"dave"}, []string{"alice"}},
+		{"remove and add back", []string{"alice", "bob"}, []string{"alice"}, []string{"alice"}, []string{"bob", "alice"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := EditUsers(tc.list, tc.add, tc.remove)
+			if got == nil || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("EditUsers(%q, %q, %q) = %#v, want %q", tc.list, tc.add, tc.remove, got, tc.want)
+			}
+		})
+	}
+}

@@ -628,6 +628,13 @@ func TestConsolePostgres(t *testing.T) {
 		{"LabelAdminLogoffEndReason", TestLabelAdminLogoffEndReason},
 		{"LabelNoCapacityAllDrained", TestLabelNoCapacityAllDrained},
 		{"PoolPagePublishedAsksNoPeer", TestPoolPagePublishedAsksNoPeer_RG5},
+		{"PublishDesktopFromCard", TestPublishDesktopFromCard_RE1_RE2_RE4},
+		{"PublishRemoteAppFromCard", TestPublishRemoteAppFromCard_RE7},
+		{"PublishStaleForm", TestPublishStaleForm_RE13},
+		{"PublishDeleteUnseenApp", TestPublishDeleteUnseenApp_RE13},
+		{"PublishDotNamedApp", TestPublishDotNamedApp_RE7},
+		{"PublishBadInput", TestPublishBadInput},
+		{"PublishRefusedByRole", TestPublishRefusedByRole_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

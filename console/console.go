@@ -274,6 +274,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /scalingplans/{name}", c.signedIn(c.scalingPlanPage)) // scalingplans.go
 	c.mux.HandleFunc("GET "+rulesPath, c.rulesPage)
 	c.addEntitlementsPage() // entitlements.go
+	c.addPublishRoutes()    // publish.go
 	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/logoff", c.signedIn(c.logoff))
 	c.mux.HandleFunc("POST /pools/{pool}/sessions/{id}/disconnect", c.signedIn(c.disconnect))
 	c.mux.HandleFunc("GET /pools/{pool}/sessions/{id}/placement", c.signedIn(c.placementPage))

@@ -105,6 +105,47 @@ type publishedGroup struct {
 	vdibroker.ApplicationGroup
 	// To says, in words, who is assigned; "" when nobody is.
 	To string
+	// Apps are a RemoteApp group's applications (readApps).
+	Apps []publishedApp
+}
+
+// ETag is the group's as the API answers it (R-E13): the card's forms
+// that change the group send it back as If-Match (publish.go).
+func (g publishedGroup) ETag() string { return vdibroker.ETag(g.UpdateTime) }
+
+// AppNames are the names of the group's applications the card shows,
+// comma-separated (no name holds a comma): its delete form sends them
+// back (appsAsShown).
+func (g publishedGroup) AppNames() string {
+	names := make([]string, len(g.Apps))
+	for i, a := range g.Apps {
+		names[i] = a.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// publishedApp is one application of a RemoteApp group on the card.
+type publishedApp struct{ vdibroker.Application }
+
+// ETag is the application's (R-E13), for its remove form.
+func (a publishedApp) ETag() string { return vdibroker.ETag(a.UpdateTime) }
+
+// readApps reads the applications of the card's RemoteApp groups; a
+// group whose list is refused shows none.
+func (card *publishedCard) readApps(ctx context.Context, a *api) {
+	for i := range card.Groups {
+		g := &card.Groups[i]
+		if g.ApplicationGroupType != vdibroker.AppGroupRemoteApp {
+			continue
+		}
+		apps, err := a.listApps(ctx, g.Name)
+		if err != nil {
+			continue
+		}
+		for _, app := range apps {
+			g.Apps = append(g.Apps, publishedApp{app})
+		}
+	}
 }
 
 // publishedGlobal is a global entitlement naming the pool as a member of
@@ -133,6 +174,16 @@ type publishedCard struct {
 	// nobody while applications are: a pool for RemoteApps, as AVD's
 	// RemoteApp host pools are, whose Desktop group is left unassigned.
 	Note string
+}
+
+// Desktop is the name of the pool's Desktop group, "" when it has none.
+func (card *publishedCard) Desktop() string {
+	for _, g := range card.Groups {
+		if g.ApplicationGroupType == vdibroker.AppGroupDesktop {
+			return g.Name
+		}
+	}
+	return ""
 }
 
 // globalReach is what the page knows of the global entitlements naming

@@ -18,7 +18,9 @@ import (
 
 // FuzzConsoleForms posts fuzzed bodies to the console's form handlers on a
 // real server: the sign-in form (anonymous), and, signed in as
-// the admin, a pool's settings form and a host's drain form. Whatever the
+// the admin, a pool's settings form, a host's drain form and the
+// Published to users card's forms (create a group, assign, add an
+// application, remove one). Whatever the
 // body, the answer is never a 500, and a redirect never leaves the site
 // (the sign-in's next= is the classic open redirect).
 func FuzzConsoleForms(f *testing.F) {
@@ -66,14 +68,22 @@ func FuzzConsoleForms(f *testing.F) {
 		f.Fatalf("sign in: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	if _, err := admin.PutApplicationGroup(ctx, "fz-apps", map[string]any{"hostPool": "fz-pool", "applicationGroupType": "RemoteApp"}); err != nil {
+		f.Fatal(err)
+	}
 	signedCSRF := csrfOf(signed, "/pools/fz-pool")
 
 	for _, s := range []string{
 		"token=nope&next=/", "token=" + adminToken + "&next=/%09/evil.example", "next=//evil.example", "next=/\\evil.example",
 		"maxSessionLimit=0", "maxSessionLimit=99999999999999999999", "loadBalancerType=Nope", "loadBalancing.cpuThreshold=NaN",
 		"description=" + strings.Repeat("d", 600), "drain=maybe", "drain=true", "drain=false", "%zz", "a=1&a=2", "",
+		// The card's forms: a group, an assignment, an application.
+		"name=fz-desk&applicationGroupType=Desktop", "name=a/b&applicationGroupType=RemoteApp", "name=fz-apps&applicationGroupType=Desktops",
+		"op=add&kind=user&principal=alice", "op=remove&kind=group&principal=Sales", "op=allUsers&allUsers=true", "op=add&kind=user&principal=%00",
+		"op=add&kind=user&principal=x&etag=%22nope%22", "name=word&filePath=C:%5Cw.exe&showInPortal=on", "name=w&commandLineSetting=Require",
+		"app=word&etag=%22nope%22", "app=..", "app=%2E%2E", "app=" + strings.Repeat("a", 65), "app=a/b",
 	} {
-		for which := range 3 {
+		for which := range 7 {
 			f.Add(which, s)
 		}
 	}
@@ -87,6 +97,14 @@ func FuzzConsoleForms(f *testing.F) {
 			b, path, csrf = signed, "/pools/fz-pool/settings", signedCSRF
 		case 2:
 			b, path, csrf = signed, "/pools/fz-pool/hosts/fz-host/drain", signedCSRF
+		case 3:
+			b, path, csrf = signed, "/pools/fz-pool/appgroups", signedCSRF
+		case 4:
+			b, path, csrf = signed, "/pools/fz-pool/appgroups/fz-apps/assignments", signedCSRF
+		case 5:
+			b, path, csrf = signed, "/pools/fz-pool/appgroups/fz-apps/apps", signedCSRF
+		case 6:
+			b, path, csrf = signed, "/pools/fz-pool/appgroups/fz-apps/apps/remove", signedCSRF
 		default:
 			return
 		}

@@ -370,6 +370,16 @@ func (c *Console) poolPage(rq *request) {
 const hostsPerPage = 100
 
 func (c *Console) renderPool(rq *request, status int, banner string, form *settingsForm) {
+	c.renderPoolWith(rq, status, banner, form, nil)
+}
+
+// renderPoolPublish shows the pool page with a banner and one of the
+// "Published to users" card's forms as posted and refused (publish.go).
+func (c *Console) renderPoolPublish(rq *request, status int, banner string, pub *publishForm) {
+	c.renderPoolWith(rq, status, banner, nil, pub)
+}
+
+func (c *Console) renderPoolWith(rq *request, status int, banner string, form *settingsForm, pub *publishForm) {
 	ctx := rq.r.Context()
 	name := rq.r.PathValue("pool")
 	p, err := rq.api.getPoolSummary(ctx, name)
@@ -438,6 +448,7 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 	if rq.r.Header.Get("X-Console-Refresh") == "" {
 		if groups, err := rq.api.listAppGroups(ctx, name); err == nil {
 			published = publishedOf(p, groups, func() globalReach { return c.globalReach(rq, name) })
+			published.readApps(ctx, rq.api)
 			remoteApps = remoteAppsWarning(p, groups)
 		}
 	}
@@ -455,6 +466,10 @@ func (c *Console) renderPool(rq *request, status int, banner string, form *setti
 		"NoLoadIndex":    noLoadIndexText(p.LoadBalancerType),
 		"LoadIndexChart": loadIndexChart(bars, threshold),
 		"Form":           form, "Groups": groupFields(fields),
+		"Publish": pub, "AppGroupTypes": []string{vdibroker.AppGroupDesktop, vdibroker.AppGroupRemoteApp},
+		"CommandLineSettings": []string{vdibroker.CommandLineDoNotAllow, vdibroker.CommandLineAllow, vdibroker.CommandLineRequire},
+		"AppGroupNameMax":     vdibroker.MaxAppGroupNameLen, "AppNameMax": vdibroker.MaxAppNameLen, "TextMax": vdibroker.MaxTextLen,
+		"FilePathMax": vdibroker.MaxFilePathLen, "CommandLineMax": vdibroker.MaxCommandLineLen, "UserMax": vdibroker.MaxUserLen,
 	})
 }
 

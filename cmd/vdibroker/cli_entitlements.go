@@ -135,8 +135,8 @@ func (gf *groupFlags) apply(cmd *cobra.Command, g *vdibroker.ApplicationGroup) (
 	for _, n := range notAssigned(g.Assignments.Groups, gf.removeGroups) {
 		notes = append(notes, fmt.Sprintf("group %q is not assigned to application group %q: nothing removed for it", n, g.Name))
 	}
-	g.Assignments.Users = editNames(g.Assignments.Users, gf.addUsers, gf.removeUsers)
-	g.Assignments.Groups = editNames(g.Assignments.Groups, gf.addGroups, gf.removeGroups)
+	g.Assignments.Users = vdibroker.EditUsers(g.Assignments.Users, gf.addUsers, gf.removeUsers)
+	g.Assignments.Groups = vdibroker.EditUsers(g.Assignments.Groups, gf.addGroups, gf.removeGroups)
 	if g.Assignments.AllUsers && len(gf.removeUsers)+len(gf.removeGroups) > 0 {
 		notes = append(notes, fmt.Sprintf("application group %q is assigned to all users: those taken out still have it (--all-users false to end that)", g.Name))
 	}
@@ -149,23 +149,6 @@ func notAssigned(list, remove []string) []string {
 	var out []string
 	for _, n := range remove {
 		if !vdibroker.ContainsUser(list, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// editNames is list with add appended (those not in it in any case) and
-// remove taken out (in any case, R-E5).
-func editNames(list, add, remove []string) []string {
-	out := []string{}
-	for _, n := range list {
-		if !vdibroker.ContainsUser(remove, n) {
-			out = append(out, n)
-		}
-	}
-	for _, n := range add {
-		if !vdibroker.ContainsUser(out, n) {
 			out = append(out, n)
 		}
 	}

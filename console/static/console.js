@@ -49,11 +49,14 @@
     sel.addEventListener("change", function () { sel.form.submit(); });
   });
 
-  // Ask before ending a user's session, removing a host or deleting a pool.
+  // Ask before ending a user's session, removing a host, deleting a pool
+  // or an application group, or removing an application.
   var asks = {
     "logoff": function () { return "Log off this user's session? Unsaved work in it is lost."; },
     "remove-host": function (btn) { return "Remove " + btn.dataset.host + "? Its agent's credential is revoked: it must register again to come back."; },
-    "delete-pool": function (btn) { return "Delete host pool " + btn.dataset.pool + "?"; }
+    "delete-pool": function (btn) { return "Delete host pool " + btn.dataset.pool + "?"; },
+    "delete-appgroup": function (btn) { return "Delete application group " + btn.dataset.group + "? Those it alone entitles can no longer open what it publishes; a RemoteApp group's applications go with it."; },
+    "remove-app": function (btn) { return "Remove application " + btn.dataset.app + "? Nobody can open it any more."; }
   };
   document.addEventListener("submit", function (ev) {
     var btn = ev.submitter;
