@@ -518,6 +518,29 @@ func TestCLIWarning(t *testing.T) {
 	}
 }
 
+// TestCLIPersistentSharedHostsWarning_RP1: hostpool update from
+// MultiplePersistent to Persistent is taken (R-P1) and prints, on
+// stderr, the server's warning that a host keeps two users; stdout stays
+// clean.
+func TestCLIPersistentSharedHostsWarning_RP1(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "hp-desks", "--host-pool-type", "Personal", "--load-balancer-type", "MultiplePersistent",
+		"--personal-desktop-assignment-type", "Direct")
+	b.addHost("hp-desks", "sh-01")
+	b.ok("sessionhost", "update", "--host-pool", "hp-desks", "--name", "sh-01", "--assigned-user", "alice", "--assigned-user", "bob")
+	r := b.cli("hostpool", "update", "--name", "hp-desks", "--load-balancer-type", "Persistent")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if want := "warning: loadBalancerType Persistent gives each host one user, but 1 session host keeps more than one assigned user (sh-01): "; !strings.HasPrefix(r.stderr, want) ||
+		strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("stderr %q, want one line starting %q", r.stderr, want)
+	}
+	if got := b.ok("hostpool", "show", "--name", "hp-desks", "--query", "loadBalancerType", "-o", "tsv"); got != "Persistent\n" {
+		t.Errorf("loadBalancerType after the update: %q", got)
+	}
+}
+
 // TestCLIRemoteAppsWarning_RE12: an application group or application
 // published in a pool none of whose hosts can run RemoteApps is made, and
 // the CLI prints the server's warning on stderr.
