@@ -139,3 +139,42 @@ func TestServeDatabaseUnreachableOneLine(t *testing.T) {
 		t.Errorf("stderr %q", r.stderr)
 	}
 }
+
+// TestCLIHelpAfterAdminFlags: --help or -h after the admin commands'
+// flags, written first as the demo's banner writes them, shows root's
+// help and exits 0, as vdibroker --help does; with a command after it,
+// that command's help. It was "--server is a flag of commands ... and no
+// command follows it", exit 2.
+func TestCLIHelpAfterAdminFlags(t *testing.T) {
+	const server = "http://127.0.0.1:1" // never asked: help needs no broker
+	rootHelp := runCLI(t, "--help")
+	poolHelp := runCLI(t, "hostpool", "--help")
+	listHelp := runCLI(t, "hostpool", "list", "--help")
+	if rootHelp.code != 0 || !strings.Contains(rootHelp.stdout, "Usage:") || poolHelp.code != 0 || listHelp.code != 0 {
+		t.Fatalf("the help to compare with: exit %d %d %d, stdout %q", rootHelp.code, poolHelp.code, listHelp.code, rootHelp.stdout)
+	}
+	for _, tc := range []struct {
+		args []string
+		want cliResult
+	}{
+		{[]string{"--server", server, "--help"}, rootHelp},
+		{[]string{"--server", server, "-h"}, rootHelp},
+		{[]string{"--server=" + server, "--token", "t0ken", "-o", "json", "--insecure-http", "--help"}, rootHelp},
+		{[]string{"--help", "--server", server}, rootHelp},
+		// A command after it: that command's help, not the command run
+		// with --help taken for the value of a flag.
+		{[]string{"--server", server, "--help", "hostpool"}, poolHelp},
+		{[]string{"--server", server, "-h", "hostpool", "list"}, listHelp},
+		{[]string{"-h", "hostpool"}, poolHelp},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if r.code != 0 || r.stderr != "" {
+				t.Errorf("exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+			}
+			if diff := cmp.Diff(tc.want.stdout, r.stdout); diff != "" {
+				t.Errorf("help differs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -121,12 +121,49 @@ func firstWord(root *cobra.Command, args []string) int {
 			return -1
 		case !strings.HasPrefix(a, "-") || a == "-":
 			return i
-		case strings.Contains(a, "="):
+		case strings.Contains(a, "="), isHelpFlag(a):
 		case !flagIsBool(root, strings.TrimLeft(a, "-"), !strings.HasPrefix(a, "--")):
 			i++ // its value
 		}
 	}
 	return -1
+}
+
+// isHelpFlag reports whether a is the help flag, which cobra gives each
+// command only as it runs it: no command has it yet when args are
+// searched, so flagIsBool would take it for a flag with a value.
+func isHelpFlag(a string) bool { return a == "--help" || a == "-h" }
+
+// leadingHelp handles a --help or -h written among the flags before the
+// command ("vdibroker --server URL --help", as the demo's banner writes
+// the flags first). cobra looks for the command before it knows the help
+// flag, so it took the word after it for its value, or, with no command,
+// blamed --server. It returns args with that help flag moved after the
+// command's words (before a "--"), so the command named shows its help,
+// and rootHelp true when no command is named: root's help, exit 0.
+func leadingHelp(root *cobra.Command, args []string) (out []string, rootHelp bool) {
+	word := firstWord(root, args)
+	for i := 0; i < len(args) && (word < 0 || i < word); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return args, false
+		case isHelpFlag(a):
+			rest := slices.Delete(slices.Clone(args), i, i+1)
+			if word < 0 {
+				return rest, true
+			}
+			end := slices.Index(rest, "--")
+			if end < 0 {
+				end = len(rest)
+			}
+			return slices.Insert(rest, end, a), false
+		case strings.Contains(a, "="):
+		case !flagIsBool(root, strings.TrimLeft(a, "-"), !strings.HasPrefix(a, "--")):
+			i++ // its value, as firstWord skips it
+		}
+	}
+	return args, false
 }
 
 // flagIsBool reports whether name (a shorthand when short) is a flag of
