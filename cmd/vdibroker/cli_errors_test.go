@@ -178,3 +178,59 @@ func TestCLIHelpAfterAdminFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestCLISecretForCommandNotEchoed: with the admin flags first and
+// --token left out, the token is read as the command; the CLI refuses it
+// (exit 2) without writing it back, and asks whether --token was
+// forgotten. A mistyped command stays named, with its "did you mean", and
+// so does a word after --token, or without --server.
+func TestCLISecretForCommandNotEchoed(t *testing.T) {
+	const server = "http://127.0.0.1:1" // never asked: the command is refused first
+	const hidden = "error: unknown command (not shown); did you forget --token? see vdibroker --help\n"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		secret string // must not be in the output; "" = echoed as before
+		want   string // in stderr
+	}{
+		{"brief's example", []string{"--server", server, "SECRETVALUE", "hostpool", "list"}, "SECRETVALUE", hidden},
+		{"API token", []string{"--server=" + server, "-o", "json", "vdbt_0123456789abcdef0123456789abcdef", "hostpool", "list"}, "vdbt_0123456789abcdef", hidden},
+		{"admin token", []string{"--server", server, "--insecure-http", "Zq8x-1mP_4tYw9Lr2bVc7KdE3hUa6sNf", "hostpool", "list"}, "Zq8x-1mP", hidden},
+		{"mistyped command", []string{"--server", server, "applicationgroups", "list"}, "", `unknown command "applicationgroups" for "vdibroker" (did you mean "applicationgroup"?)`},
+		{"command and more", []string{"--server", server, "hostpoollist"}, "", `unknown command "hostpoollist"`},
+		{"short word", []string{"--server", server, "hostpol", "list"}, "", `unknown command "hostpol"`},
+		{"--token given", []string{"--server", server, "--token", "t0ken", "SECRETVALUE", "hostpool", "list"}, "", `unknown command "SECRETVALUE"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2", r.code)
+			}
+			checkCLIError(t, r)
+			if tc.secret != "" && strings.Contains(r.stderr+r.stdout, tc.secret) {
+				t.Errorf("output echoes the secret: %q", r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q, want it to say %q", r.stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestCLIAdminFlagsFirst: the admin flags written before the command, a
+// boolean one among them, reach the command; --insecure-http before
+// "hostpool list" was "unknown command "hostpool" (did you mean
+// "hostpool"?)": cobra took hostpool for the flag's value.
+func TestCLIAdminFlagsFirst(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	for _, args := range [][]string{
+		{"--server", b.m.URL(), "--token", b.m.AdminToken, "--insecure-http", "hostpool", "list", "--query", "[].name", "-o", "tsv"},
+		{"--insecure-http", "--server=" + b.m.URL(), "-o", "tsv", "--token", b.m.AdminToken, "hostpool", "show", "--name", "contosohp01", "--query", "name"},
+	} {
+		r := runCLI(t, args...)
+		if r.code != 0 || r.stdout != "contosohp01\n" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the pool's name", args[len(args)-6:], r.code, r.stdout, r.stderr)
+		}
+	}
+}

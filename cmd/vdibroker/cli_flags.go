@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -102,10 +103,58 @@ func unknownRootCommand(root *cobra.Command, args []string) error {
 	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 		return nil // cobra adds these as it executes
 	}
-	if c, _, err := root.Find(args); err == nil && c != root {
+	if c, _, err := root.Find(args[i:]); err == nil && c != root {
 		return nil
 	}
+	if hasFlag(args[:i], "server") && !hasFlag(args[:i], "token") && looksLikeSecret(root, args[i]) {
+		// "vdibroker --server URL SECRET hostpool list": --token was
+		// left out before the token, which must not be echoed.
+		return usageError{fmt.Errorf("unknown command (not shown); did you forget --token? see %s --help", root.CommandPath())}
+	}
 	return usageError{unknownCommand(root, args[i])}
+}
+
+// hasFlag reports whether flags (the arguments before the command) give
+// the long flag name, as --name or --name=value.
+func hasFlag(flags []string, name string) bool {
+	return slices.ContainsFunc(flags, func(a string) bool {
+		return a == "--"+name || strings.HasPrefix(a, "--"+name+"=")
+	})
+}
+
+// minSecretLen is the length from which an unknown command that is no
+// command's near miss is taken for a secret: the broker's own are 32
+// characters or more, but a token an administrator wrote may be shorter,
+// and hiding a long mistyped word costs only its echo.
+const minSecretLen = 10
+
+// looksLikeSecret reports whether word, an unknown command, looks like a
+// bearer token rather than a mistyped command: one of the broker's
+// secrets (vdbt_, vdbr_, vdbh_), or minSecretLen characters or more
+// without a space, near no command (no "did you mean") and not starting
+// with one's name ("hostpoollist").
+func looksLikeSecret(root *cobra.Command, word string) bool {
+	for _, p := range []string{"vdbt_", "vdbr_", "vdbh_"} {
+		if strings.HasPrefix(word, p) {
+			return true
+		}
+	}
+	if utf8.RuneCountInString(word) < minSecretLen || strings.ContainsFunc(word, unicode.IsSpace) {
+		return false
+	}
+	if root.SuggestionsMinimumDistance <= 0 {
+		root.SuggestionsMinimumDistance = 2 // as unknownCommand
+	}
+	if len(root.SuggestionsFor(word)) > 0 {
+		return false
+	}
+	lower := strings.ToLower(word)
+	for _, c := range root.Commands() {
+		if strings.HasPrefix(lower, c.Name()) {
+			return false
+		}
+	}
+	return true
 }
 
 // firstWord is the index in args of the first word that is neither a flag
@@ -134,36 +183,52 @@ func firstWord(root *cobra.Command, args []string) int {
 // searched, so flagIsBool would take it for a flag with a value.
 func isHelpFlag(a string) bool { return a == "--help" || a == "-h" }
 
-// leadingHelp handles a --help or -h written among the flags before the
-// command ("vdibroker --server URL --help", as the demo's banner writes
-// the flags first). cobra looks for the command before it knows the help
-// flag, so it took the word after it for its value, or, with no command,
-// blamed --server. It returns args with that help flag moved after the
-// command's words (before a "--"), so the command named shows its help,
-// and rootHelp true when no command is named: root's help, exit 0.
-func leadingHelp(root *cobra.Command, args []string) (out []string, rootHelp bool) {
-	word := firstWord(root, args)
-	for i := 0; i < len(args) && (word < 0 || i < word); i++ {
+// rootHelpAsked reports whether args ask for help with no command named:
+// a --help or -h among flags alone ("vdibroker --server URL --help", the
+// admin flags written first as the demo's banner writes them). cobra
+// looks for the command before it knows the help flag, so it blamed
+// --server, which no command follows, and exited 2.
+func rootHelpAsked(root *cobra.Command, args []string) bool {
+	if firstWord(root, args) >= 0 {
+		return false // the command's help, once commandFirst moved the flags after it
+	}
+	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":
-			return args, false
+			return false
 		case isHelpFlag(a):
-			rest := slices.Delete(slices.Clone(args), i, i+1)
-			if word < 0 {
-				return rest, true
-			}
-			end := slices.Index(rest, "--")
-			if end < 0 {
-				end = len(rest)
-			}
-			return slices.Insert(rest, end, a), false
+			return true
 		case strings.Contains(a, "="):
 		case !flagIsBool(root, strings.TrimLeft(a, "-"), !strings.HasPrefix(a, "--")):
 			i++ // its value, as firstWord skips it
 		}
 	}
-	return args, false
+	return false
+}
+
+// commandFirst moves the flags written before the command ("vdibroker
+// --server URL --insecure-http hostpool list") after the command's words
+// (before a "--"), where cobra parses them as that command's flags.
+// cobra searches for the command before it knows any command's flags: it
+// took the word after a boolean flag (--insecure-http, --help) for that
+// flag's value, so the command named was not found ("unknown command
+// "hostpool" (did you mean "hostpool"?)"), or a word before it, a token
+// written where --token was left out, was answered as a subcommand's
+// name. firstWord knows them; root has no flag of its own to lose.
+func commandFirst(root *cobra.Command, args []string) []string {
+	i := firstWord(root, args)
+	if i <= 0 {
+		return args
+	}
+	end := len(args)
+	if k := slices.Index(args[i:], "--"); k >= 0 {
+		end = i + k
+	}
+	out := make([]string, 0, len(args))
+	out = append(out, args[i:end]...)
+	out = append(out, args[:i]...)
+	return append(out, args[end:]...)
 }
 
 // flagIsBool reports whether name (a shorthand when short) is a flag of

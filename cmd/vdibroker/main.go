@@ -41,13 +41,12 @@ func run(args []string) int {
 // help and exiting 0.
 func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	groupCommands(root)
-	args, rootHelp := leadingHelp(root, args)
-	if rootHelp {
+	if rootHelpAsked(root, args) {
 		args = []string{"--help"} // the admin flags before it mean nothing to root's help
 	}
-	root.SetArgs(args)
 	err := unknownRootCommand(root, args)
 	if err == nil {
+		root.SetArgs(commandFirst(root, args))
 		err = root.Execute()
 	}
 	if err != nil {
