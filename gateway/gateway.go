@@ -638,12 +638,13 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 	if t == nil {
 		return
 	}
-	// The client writes nothing more on OUT; its end there ends the tunnel.
+	// The client writes nothing more on OUT; its end there ends the tunnel
+	// (outGone: once what the client sent on IN before it is read).
 	go func() {
 		var b [1]byte
 		for {
 			if _, err := out.Read(b[:]); err != nil {
-				t.abort()
+				t.outGone()
 				return
 			}
 		}

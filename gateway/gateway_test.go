@@ -476,3 +476,91 @@ func TestPerUserLimitWithoutCase(t *testing.T) {
 		t.Fatalf("a tunnel of ALICE while alice holds one: %v, want E_PROXY_MAXCONNECTIONSREACHED", err)
 	}
 }
+
+// closeReports is a MemoryBroker that hands each close report to the
+// test as it comes, so a test waits for it rather than polling.
+type closeReports struct {
+	*MemoryBroker
+	closes chan TunnelEvent
+}
+
+func (b closeReports) TunnelClose(ctx context.Context, ev TunnelEvent) error {
+	err := b.MemoryBroker.TunnelClose(ctx, ev)
+	b.closes <- ev
+	return err
+}
+
+// TestCleanCloseReason_RGW3: a client that sends CloseChannel and then
+// drops its connections closed the tunnel cleanly, and the close report
+// says client_closed, whichever the gateway sees first: the packet on the
+// IN connection or the OUT connection's end (which alone, with no close
+// sent, is aborted). 50 tunnels over the two HTTP connections, one after
+// the other; it was aborted for some of them.
+func TestCleanCloseReason_RGW3(t *testing.T) {
+	reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
+	e := newEnv(t, func(c *Config) { c.Broker = reports })
+	e.broker = reports.MemoryBroker
+	got := map[string]int{}
+	for range 50 {
+		c, err := e.dial(e.token(nil), e.host, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, c, 1000)
+		c.CloseChannel()
+		c.Close()
+		select {
+		case ev := <-reports.closes:
+			got[ev.Reason]++
+		case <-t.Context().Done():
+			t.Fatal("no close report")
+		}
+	}
+	if got["client_closed"] != 50 {
+		t.Errorf("close reasons of 50 clean closes: %v, want client_closed for each", got)
+	}
+}
+
+// TestDroppedCloseReason_RGW3: a client that drops its connections
+// without a CloseChannel is client_gone, whichever the gateway sees go
+// first; one that drops only its OUT connection and keeps IN open and
+// silent is aborted once outGrace has passed (shortened here: it is real
+// time, a read deadline).
+func TestDroppedCloseReason_RGW3(t *testing.T) {
+	grace := outGrace
+	t.Cleanup(func() { outGrace = grace }) // after the gateway's Close
+	outGrace = 100 * time.Millisecond
+	reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
+	e := newEnv(t, func(c *Config) { c.Broker = reports })
+	e.broker = reports.MemoryBroker
+	for _, tc := range []struct {
+		name string
+		drop func(*ClientConn)
+		want string
+	}{
+		{"both", func(c *ClientConn) { c.Close() }, "client_gone"},
+		{"OUT alone", func(c *ClientConn) { c.closers[1].Close() }, "aborted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]int{}
+			for range 10 {
+				c, err := e.dial(e.token(nil), e.host, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				echo(t, c, 1000)
+				tc.drop(c)
+				select {
+				case ev := <-reports.closes:
+					got[ev.Reason]++
+				case <-t.Context().Done():
+					t.Fatal("no close report")
+				}
+				c.Close()
+			}
+			if got[tc.want] != 10 {
+				t.Errorf("close reasons of 10 tunnels: %v, want %s for each", got, tc.want)
+			}
+		})
+	}
+}

@@ -62,6 +62,10 @@ type tunnel struct {
 	// lastActive is when data last crossed, in Unix nanoseconds of the
 	// gateway's clock.
 	lastActive atomic.Int64
+	// pumping is set when the pump takes the tunnel over from the
+	// handshake; outDropped when the connection the gateway writes to
+	// ended while it did (outGone).
+	pumping, outDropped atomic.Bool
 
 	once   sync.Once
 	reason string // why it ended, set once
@@ -98,8 +102,30 @@ func (g *Gateway) newTunnel(client string, started time.Time, releasePreauth fun
 	return t
 }
 
-// abort ends the tunnel from outside (gateway Close, the OUT channel gone).
+// abort ends the tunnel from outside (gateway Close, the OUT channel gone
+// during the handshake or with nothing more on IN, outGone).
 func (t *tunnel) abort() { t.end("aborted", 0) }
+
+// outGrace is how long the pump still reads the client's IN connection
+// after its OUT connection ended (outGone): what the client wrote on IN
+// before it dropped both, its CloseChannel above all, was sent before
+// OUT's end and arrives within it.
+var outGrace = 5 * time.Second
+
+// outGone is the end of the connection the gateway writes to the client
+// on: the HTTP transport's OUT channel, which the client drops with its
+// IN channel at a close, or a relay's failed write. During the handshake
+// it aborts the tunnel. Once the pump runs it does not end the tunnel
+// itself: a clean close (CloseChannel, then both connections dropped) is
+// client_closed and a drop without one client_gone, whichever connection
+// the gateway saw go first; the pump reads IN for outGrace more, and a
+// client that keeps IN open and sends nothing is aborted then (R-GW3).
+func (t *tunnel) outGone() {
+	t.outDropped.Store(true)
+	if !t.pumping.Load() || t.setReadDeadline(time.Now().Add(outGrace)) != nil {
+		t.abort()
+	}
+}
 
 // end records why the tunnel ends, tells the client with a close packet
 // when status is set or the channel is open, and closes its connections,
@@ -490,6 +516,7 @@ func (t *tunnel) lifetime() time.Duration {
 func (t *tunnel) pump() {
 	g := t.g
 	t.watch()
+	t.pumping.Store(true) // after the handshake's last read deadline
 	t.relayed = make(chan struct{})
 	go func() {
 		defer close(t.relayed)
@@ -498,6 +525,11 @@ func (t *tunnel) pump() {
 	for {
 		p, err := t.fr.ReadPacket()
 		if err != nil {
+			var ne net.Error
+			if t.outDropped.Load() && errors.As(err, &ne) && ne.Timeout() {
+				t.abort() // outGrace passed with IN open and silent
+				return
+			}
 			t.end("client_gone", 0)
 			return
 		}
@@ -563,7 +595,9 @@ func (t *tunnel) relayToClient() {
 		n, err := t.target.Read(buf[tsgu.DataHeaderSize:])
 		if n > 0 {
 			if werr := t.fr.WritePacket(tsgu.PutDataHeader(buf, n)); werr != nil {
-				t.end("client_gone", 0)
+				// The pump says why: a close the client sent before
+				// it dropped its connections is still read.
+				t.outGone()
 				return
 			}
 			t.toClient.Add(int64(n))
