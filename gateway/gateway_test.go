@@ -524,14 +524,11 @@ func TestCleanCloseReason_RGW3(t *testing.T) {
 // TestDroppedCloseReason_RGW3: a client that drops its connections
 // without a CloseChannel is client_gone, whichever the gateway sees go
 // first; one that drops only its OUT connection and keeps IN open and
-// silent is aborted once outGrace has passed (shortened here: it is real
+// silent is aborted once OutGrace has passed (shortened here: it is real
 // time, a read deadline).
 func TestDroppedCloseReason_RGW3(t *testing.T) {
-	grace := outGrace
-	t.Cleanup(func() { outGrace = grace }) // after the gateway's Close
-	outGrace = 100 * time.Millisecond
 	reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
-	e := newEnv(t, func(c *Config) { c.Broker = reports })
+	e := newEnv(t, func(c *Config) { c.Broker = reports; c.OutGrace = 100 * time.Millisecond })
 	e.broker = reports.MemoryBroker
 	for _, tc := range []struct {
 		name string

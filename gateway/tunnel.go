@@ -106,23 +106,18 @@ func (g *Gateway) newTunnel(client string, started time.Time, releasePreauth fun
 // during the handshake or with nothing more on IN, outGone).
 func (t *tunnel) abort() { t.end("aborted", 0) }
 
-// outGrace is how long the pump still reads the client's IN connection
-// after its OUT connection ended (outGone): what the client wrote on IN
-// before it dropped both, its CloseChannel above all, was sent before
-// OUT's end and arrives within it.
-var outGrace = 5 * time.Second
-
 // outGone is the end of the connection the gateway writes to the client
 // on: the HTTP transport's OUT channel, which the client drops with its
 // IN channel at a close, or a relay's failed write. During the handshake
 // it aborts the tunnel. Once the pump runs it does not end the tunnel
 // itself: a clean close (CloseChannel, then both connections dropped) is
 // client_closed and a drop without one client_gone, whichever connection
-// the gateway saw go first; the pump reads IN for outGrace more, and a
-// client that keeps IN open and sends nothing is aborted then (R-GW3).
+// the gateway saw go first; the pump reads IN for Config.OutGrace more,
+// and a client that keeps IN open and sends nothing is aborted then
+// (R-GW3).
 func (t *tunnel) outGone() {
 	t.outDropped.Store(true)
-	if !t.pumping.Load() || t.setReadDeadline(time.Now().Add(outGrace)) != nil {
+	if !t.pumping.Load() || t.setReadDeadline(time.Now().Add(t.g.cfg.OutGrace)) != nil {
 		t.abort()
 	}
 }
@@ -527,7 +522,7 @@ func (t *tunnel) pump() {
 		if err != nil {
 			var ne net.Error
 			if t.outDropped.Load() && errors.As(err, &ne) && ne.Timeout() {
-				t.abort() // outGrace passed with IN open and silent
+				t.abort() // OutGrace passed with IN open and silent
 				return
 			}
 			t.end("client_gone", 0)
