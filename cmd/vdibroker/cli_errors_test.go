@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 )
 
 // TestCLIErrorsGolden: each mistake below gets one line in the CLI's
@@ -232,5 +233,42 @@ func TestCLIAdminFlagsFirst(t *testing.T) {
 		if r.code != 0 || r.stdout != "contosohp01\n" {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the pool's name", args[len(args)-6:], r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestCLIAdminFlagsFirstParsedAsWritten: the admin flags written before
+// the command are read as pflag reads them, wherever they are moved to:
+// "-ojson" is -o with its value (it took "hostpool" for its value, then
+// "list", or with the flags after it "--server"'s URL, for the command),
+// a "--" after the command that is a flag's value stays that value (it
+// was taken for the end of the flags, and the admin flags moved before
+// it), a flag given twice keeps its last value as written, and a word
+// being completed stays last.
+func TestCLIAdminFlagsFirstParsedAsWritten(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	srv, tok := b.m.URL(), b.m.AdminToken
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // stdout, or a part of stderr when code is not 0
+	}{
+		{"-ojson before the command", []string{"--server", srv, "--token", tok, "-otsv", "hostpool", "list", "--query", "[].name"}, 0, "contosohp01\n"},
+		{"-ojson first", []string{"-otsv", "--server", srv, "--token", tok, "hostpool", "show", "--name", "contosohp01", "--query", "name"}, 0, "contosohp01\n"},
+		{"-o and a bad value", []string{"--server", srv, "--token", tok, "-ojsn", "hostpool", "list"}, 2, `--output "jsn"`},
+		{"-- as a value", []string{"--server", srv, "--token", tok, "hostpool", "update", "--name", "contosohp01", "--description", "--", "--query", "description", "-o", "tsv"}, 0, "--\n"},
+		{"the last --token counts", []string{"--token", "vdb_wrong", "--server", srv, "hostpool", "list", "--token", tok, "--query", "[].name", "-o", "tsv"}, 0, "contosohp01\n"},
+		{"completion of the last word", []string{"--server", srv, "--token", tok, cobra.ShellCompNoDescRequestCmd, "hostpool", "li"}, 0, "list\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if tc.code == 0 && (r.code != 0 || !strings.HasPrefix(r.stdout, tc.want)) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 0 and %q", r.code, r.stdout, r.stderr, tc.want)
+			}
+			if tc.code != 0 && (r.code != tc.code || !strings.Contains(r.stderr, tc.want)) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.want)
+			}
+		})
 	}
 }

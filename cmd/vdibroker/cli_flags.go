@@ -158,10 +158,7 @@ func looksLikeSecret(root *cobra.Command, word string) bool {
 }
 
 // firstWord is the index in args of the first word that is neither a flag
-// nor a flag's value, -1 if there is none (or "--" comes first). A flag
-// root's commands define takes the next argument as its value unless it
-// is a boolean (or written --flag=value); one none defines is taken to
-// take a value, as cobra's own search for the command does.
+// nor a flag's value, -1 if there is none (or "--" comes first).
 func firstWord(root *cobra.Command, args []string) int {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -170,12 +167,36 @@ func firstWord(root *cobra.Command, args []string) int {
 			return -1
 		case !strings.HasPrefix(a, "-") || a == "-":
 			return i
-		case strings.Contains(a, "="), isHelpFlag(a):
-		case !flagIsBool(root, strings.TrimLeft(a, "-"), !strings.HasPrefix(a, "--")):
+		case takesNext(root, a):
 			i++ // its value
 		}
 	}
 	return -1
+}
+
+// takesNext reports whether a, a flag written before the command, takes
+// the next argument as its value, as pflag reads it: a flag root's
+// commands define does unless it is a boolean or written --flag=value;
+// one none defines is taken to, as cobra's own search for the command
+// does. Shorthands written together ("-ojson", "-vo json") are read one
+// letter at a time: a boolean lets the next letter be another shorthand,
+// one with a value takes the rest of a, or the next argument when it is
+// the last letter; "-ojson" took "hostpool" for its value, and "list"
+// was searched for as the command.
+func takesNext(root *cobra.Command, a string) bool {
+	switch {
+	case strings.Contains(a, "="), isHelpFlag(a):
+		return false
+	case strings.HasPrefix(a, "--"):
+		return !flagIsBool(root, a[2:], false)
+	}
+	letters := []rune(a[1:])
+	for j, r := range letters {
+		if !flagIsBool(root, string(r), true) {
+			return j == len(letters)-1
+		}
+	}
+	return false
 }
 
 // isHelpFlag reports whether a is the help flag, which cobra gives each
@@ -199,8 +220,7 @@ func rootHelpAsked(root *cobra.Command, args []string) bool {
 			return false
 		case isHelpFlag(a):
 			return true
-		case strings.Contains(a, "="):
-		case !flagIsBool(root, strings.TrimLeft(a, "-"), !strings.HasPrefix(a, "--")):
+		case takesNext(root, a):
 			i++ // its value, as firstWord skips it
 		}
 	}
@@ -208,27 +228,33 @@ func rootHelpAsked(root *cobra.Command, args []string) bool {
 }
 
 // commandFirst moves the flags written before the command ("vdibroker
-// --server URL --insecure-http hostpool list") after the command's words
-// (before a "--"), where cobra parses them as that command's flags.
-// cobra searches for the command before it knows any command's flags: it
-// took the word after a boolean flag (--insecure-http, --help) for that
-// flag's value, so the command named was not found ("unknown command
-// "hostpool" (did you mean "hostpool"?)"), or a word before it, a token
-// written where --token was left out, was answered as a subcommand's
-// name. firstWord knows them; root has no flag of its own to lose.
+// --server URL --insecure-http hostpool list") right after the command's
+// first word ("hostpool --server URL --insecure-http list"), where cobra
+// knows them as it searches for the rest of the command and parses them
+// as that command's flags. cobra searches for the command before it knows
+// any command's flags: it took the word after a boolean flag
+// (--insecure-http, --help) for that flag's value, so the command named
+// was not found ("unknown command "hostpool" (did you mean
+// "hostpool"?)"). Nothing after the first word moves: a "--" there may be
+// a flag's value ("--description --"), not the end of the flags, and the
+// flags stay before a "--" that is one. firstWord knows them; root has no
+// flag of its own to lose. The help flag, which no command has until
+// cobra runs one, is written --help=true, which cobra's search does not
+// take to have a value ("-h hostpool list" asks for list's help).
 func commandFirst(root *cobra.Command, args []string) []string {
 	i := firstWord(root, args)
 	if i <= 0 {
 		return args
 	}
-	end := len(args)
-	if k := slices.Index(args[i:], "--"); k >= 0 {
-		end = i + k
-	}
 	out := make([]string, 0, len(args))
-	out = append(out, args[i:end]...)
-	out = append(out, args[:i]...)
-	return append(out, args[end:]...)
+	out = append(out, args[i])
+	for _, a := range args[:i] {
+		if isHelpFlag(a) {
+			a = "--help=true"
+		}
+		out = append(out, a)
+	}
+	return append(out, args[i+1:]...)
 }
 
 // flagIsBool reports whether name (a shorthand when short) is a flag of
