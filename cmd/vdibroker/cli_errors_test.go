@@ -201,6 +201,11 @@ func TestCLISecretForCommandNotEchoed(t *testing.T) {
 		{"command and more", []string{"--server", server, "hostpoollist"}, "", `unknown command "hostpoollist"`},
 		{"short word", []string{"--server", server, "hostpol", "list"}, "", `unknown command "hostpol"`},
 		{"--token given", []string{"--server", server, "--token", "t0ken", "SECRETVALUE", "hostpool", "list"}, "", `unknown command "SECRETVALUE"`},
+		// Lowercase words, as commands and pools are named, are plainly
+		// no secret: hidden, they read as a forgotten --token.
+		{"a word", []string{"--server", server, "deployment", "list"}, "", `unknown command "deployment" for "vdibroker" (commands: `},
+		{"a pool's name", []string{"--server", server, "office-breadth", "hostpool", "list"}, "", `unknown command "office-breadth"`},
+		{"a generated token", []string{"--server", server, "vdb_admin_e60ca30afbaaa7630685536ef76d3619d5f23f415cc86553", "hostpool", "list"}, "e60ca30a", hidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, tc.args...)

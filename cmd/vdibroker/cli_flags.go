@@ -128,18 +128,24 @@ func hasFlag(flags []string, name string) bool {
 // and hiding a long mistyped word costs only its echo.
 const minSecretLen = 10
 
+// plainWord is a word of lowercase letters, hyphens between them, as
+// commands and host pools are named ("deployment", "office-breadth"):
+// written where a command goes it is a mistake to be shown, not one of
+// the broker's secrets (a prefix and hex) or a token one would choose.
+var plainWord = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
+
 // looksLikeSecret reports whether word, an unknown command, looks like a
 // bearer token rather than a mistyped command: one of the broker's
-// secrets (vdbt_, vdbr_, vdbh_), or minSecretLen characters or more
-// without a space, near no command (no "did you mean") and not starting
-// with one's name ("hostpoollist").
+// secrets (vdb_admin_, vdbt_, vdbr_, vdbh_), or minSecretLen characters
+// or more without a space, not a plainWord, near no command (no "did you
+// mean") and not starting with one's name ("hostpoollist").
 func looksLikeSecret(root *cobra.Command, word string) bool {
-	for _, p := range []string{"vdbt_", "vdbr_", "vdbh_"} {
+	for _, p := range []string{"vdb_admin_", "vdbt_", "vdbr_", "vdbh_"} {
 		if strings.HasPrefix(word, p) {
 			return true
 		}
 	}
-	if utf8.RuneCountInString(word) < minSecretLen || strings.ContainsFunc(word, unicode.IsSpace) {
+	if utf8.RuneCountInString(word) < minSecretLen || strings.ContainsFunc(word, unicode.IsSpace) || plainWord.MatchString(word) {
 		return false
 	}
 	if root.SuggestionsMinimumDistance <= 0 {
