@@ -83,10 +83,11 @@ type Config struct {
 	// create, keepalives or not (default 30 s).
 	HandshakeTimeout time.Duration
 	// OutGrace is how long a tunnel's IN connection is still read after
-	// its OUT connection ended (default 5 s): what the client sent before
-	// it dropped both, its CloseChannel above all, was sent before OUT's
-	// end and arrives within it (R-GW3: a clean close is client_closed).
-	// A client that keeps IN open and silent is aborted after it.
+	// its OUT connection ended (default 5 s, on Clock): what the client
+	// sent before it dropped both, its CloseChannel above all, was sent
+	// before OUT's end and arrives within it (R-GW3: a clean close is
+	// client_closed). A tunnel still open after it is aborted: a client
+	// that keeps IN open, or a host that reads nothing more.
 	OutGrace time.Duration
 	// MaxTunnelsPerUser bounds one user's tunnels on this gateway
 	// (default 10); MaxTunnels all tunnels (default 10,000).

@@ -523,13 +523,10 @@ func TestCleanCloseReason_RGW3(t *testing.T) {
 
 // TestDroppedCloseReason_RGW3: a client that drops its connections
 // without a CloseChannel is client_gone, whichever the gateway sees go
-// first; one that drops only its OUT connection and keeps IN open and
-// silent is aborted once OutGrace has passed (shortened here: it is real
-// time, a read deadline).
+// first; one that drops only its OUT connection and keeps IN open is
+// aborted once OutGrace has passed on the gateway's clock, which the
+// test steps.
 func TestDroppedCloseReason_RGW3(t *testing.T) {
-	reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
-	e := newEnv(t, func(c *Config) { c.Broker = reports; c.OutGrace = 100 * time.Millisecond })
-	e.broker = reports.MemoryBroker
 	for _, tc := range []struct {
 		name string
 		drop func(*ClientConn)
@@ -539,6 +536,10 @@ func TestDroppedCloseReason_RGW3(t *testing.T) {
 		{"OUT alone", func(c *ClientConn) { c.closers[1].Close() }, "aborted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now())
+			reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
+			e := newEnv(t, func(c *Config) { c.Broker, c.Clock = reports, clk })
+			e.broker, e.now = reports.MemoryBroker, clk.Now()
 			got := map[string]int{}
 			for range 10 {
 				c, err := e.dial(e.token(nil), e.host, false)
@@ -547,6 +548,11 @@ func TestDroppedCloseReason_RGW3(t *testing.T) {
 				}
 				echo(t, c, 1000)
 				tc.drop(c)
+				if tc.want == "aborted" {
+					// The tunnel's watchdog and its grace.
+					waitFor(t, "the grace's timer", func() bool { return clk.Waiters() == 2 })
+					clk.Step(5 * time.Second)
+				}
 				select {
 				case ev := <-reports.closes:
 					got[ev.Reason]++
@@ -559,5 +565,77 @@ func TestDroppedCloseReason_RGW3(t *testing.T) {
 				t.Errorf("close reasons of 10 tunnels: %v, want %s for each", got, tc.want)
 			}
 		})
+	}
+}
+
+// stuckHost is a session host's connection that takes nothing: a write
+// blocks until the connection is closed, as one to a host whose receive
+// window stays full. wrote is closed at the first write.
+type stuckHost struct {
+	net.Conn
+	once   sync.Once
+	wrote  chan struct{}
+	closed chan struct{}
+}
+
+func (h *stuckHost) Write(p []byte) (int, error) {
+	h.once.Do(func() { close(h.wrote) })
+	<-h.closed
+	return 0, net.ErrClosed
+}
+
+func (h *stuckHost) Close() error {
+	select {
+	case <-h.closed:
+	default:
+		close(h.closed)
+	}
+	return h.Conn.Close()
+}
+
+// TestOutGraceEndsStuckHost_RGW3: a client that drops both connections
+// while the gateway's write to its host blocks (the host reads nothing)
+// has its tunnel, and the host's connection, ended when OutGrace has
+// passed: the pump, stuck in that write, never reads the IN connection's
+// end. A read deadline on IN left both open for the idle timeout, an
+// hour by default.
+func TestOutGraceEndsStuckHost_RGW3(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
+	host := &stuckHost{wrote: make(chan struct{}), closed: make(chan struct{})}
+	e := newEnv(t, func(c *Config) {
+		c.Broker, c.Clock = reports, clk
+		c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			host.Conn = conn
+			return host, nil
+		}
+	})
+	e.broker, e.now = reports.MemoryBroker, clk.Now()
+	c, err := e.dial(e.token(nil), e.host, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go c.Write([]byte("to a host that reads nothing"))
+	<-host.wrote
+	c.Close()
+	waitFor(t, "the grace's timer", func() bool { return clk.Waiters() == 2 })
+	clk.Step(5 * time.Second)
+	select {
+	case ev := <-reports.closes:
+		if ev.Reason != "aborted" {
+			t.Errorf("close reason %q, want aborted", ev.Reason)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no close report 10 s after OutGrace passed: the tunnel holds its host")
+	}
+	select {
+	case <-host.closed:
+	default:
+		t.Error("the host's connection is still open")
 	}
 }

@@ -44,9 +44,10 @@ type tunnel struct {
 	reserved bool
 	reached  atomic.Bool
 	answered atomic.Bool // the client's close was answered: no close packet of ours
-	tmu      sync.Mutex  // guards target and watchdog against end() from another goroutine
+	tmu      sync.Mutex  // guards target, watchdog and grace against end() from another goroutine
 	target   net.Conn
 	watchdog clock.Timer // the next check of idle time and lifetime
+	grace    clock.Timer // the end of Config.OutGrace after outGone, once
 
 	// releasePreauth gives back the client address's slot of a
 	// connection without an admitted token (once): at the admission, or
@@ -63,9 +64,8 @@ type tunnel struct {
 	// gateway's clock.
 	lastActive atomic.Int64
 	// pumping is set when the pump takes the tunnel over from the
-	// handshake; outDropped when the connection the gateway writes to
-	// ended while it did (outGone).
-	pumping, outDropped atomic.Bool
+	// handshake.
+	pumping atomic.Bool
 
 	once   sync.Once
 	reason string // why it ended, set once
@@ -112,13 +112,26 @@ func (t *tunnel) abort() { t.end("aborted", 0) }
 // it aborts the tunnel. Once the pump runs it does not end the tunnel
 // itself: a clean close (CloseChannel, then both connections dropped) is
 // client_closed and a drop without one client_gone, whichever connection
-// the gateway saw go first; the pump reads IN for Config.OutGrace more,
-// and a client that keeps IN open and sends nothing is aborted then
-// (R-GW3).
+// the gateway saw go first; the pump reads IN on, and the tunnel is
+// aborted when Config.OutGrace has passed on the gateway's clock,
+// wherever the pump is then: reading a client that keeps IN open, or
+// writing to a host that reads nothing, which a read deadline on IN did
+// not end, so the host's connection stayed for the idle timeout (R-GW3).
 func (t *tunnel) outGone() {
-	t.outDropped.Store(true)
-	if !t.pumping.Load() || t.setReadDeadline(time.Now().Add(t.g.cfg.OutGrace)) != nil {
+	if !t.pumping.Load() {
 		t.abort()
+		return
+	}
+	t.tmu.Lock()
+	defer t.tmu.Unlock()
+	select {
+	case <-t.done: // end() stops the timer after closing done, under tmu
+	default:
+		if t.grace == nil {
+			// A fake clock calls back with its lock held: abort on a
+			// goroutine of its own, as end() stops the clock's timers.
+			t.grace = t.g.cfg.Clock.AfterFunc(t.g.cfg.OutGrace, func() { go t.abort() })
+		}
 	}
 }
 
@@ -145,6 +158,9 @@ func (t *tunnel) end(reason string, status uint32) {
 		}
 		if t.watchdog != nil {
 			t.watchdog.Stop()
+		}
+		if t.grace != nil {
+			t.grace.Stop()
 		}
 		t.tmu.Unlock()
 	})
@@ -520,12 +536,7 @@ func (t *tunnel) pump() {
 	for {
 		p, err := t.fr.ReadPacket()
 		if err != nil {
-			var ne net.Error
-			if t.outDropped.Load() && errors.As(err, &ne) && ne.Timeout() {
-				t.abort() // OutGrace passed with IN open and silent
-				return
-			}
-			t.end("client_gone", 0)
+			t.end("client_gone", 0) // or aborted before, at OutGrace's end
 			return
 		}
 		h, _ := tsgu.ParseHeader(p)
