@@ -490,50 +490,23 @@ func (b closeReports) TunnelClose(ctx context.Context, ev TunnelEvent) error {
 	return err
 }
 
-// TestCleanCloseReason_RGW3: a client that sends CloseChannel and then
-// drops its connections closed the tunnel cleanly, and the close report
-// says client_closed, whichever the gateway sees first: the packet on the
-// IN connection or the OUT connection's end (which alone, with no close
-// sent, is aborted). 50 tunnels over the two HTTP connections, one after
-// the other; it was aborted for some of them.
-func TestCleanCloseReason_RGW3(t *testing.T) {
-	reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
-	e := newEnv(t, func(c *Config) { c.Broker = reports })
-	e.broker = reports.MemoryBroker
-	got := map[string]int{}
-	for range 50 {
-		c, err := e.dial(e.token(nil), e.host, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		echo(t, c, 1000)
-		c.CloseChannel()
-		c.Close()
-		select {
-		case ev := <-reports.closes:
-			got[ev.Reason]++
-		case <-t.Context().Done():
-			t.Fatal("no close report")
-		}
-	}
-	if got["client_closed"] != 50 {
-		t.Errorf("close reasons of 50 clean closes: %v, want client_closed for each", got)
-	}
-}
-
-// TestDroppedCloseReason_RGW3: a client that drops its connections
-// without a CloseChannel is client_gone, whichever the gateway sees go
-// first; one that drops only its OUT connection and keeps IN open is
-// aborted once OutGrace has passed on the gateway's clock, which the
-// test steps.
-func TestDroppedCloseReason_RGW3(t *testing.T) {
+// TestCloseReason_RGW3: the close report of a tunnel over the two HTTP
+// connections says how the client left, whichever connection the gateway
+// sees go first: CloseChannel and then both connections dropped is
+// client_closed (it was aborted for some of 50 when OUT's end came
+// first), both dropped without it client_gone, and OUT alone dropped
+// with IN kept open aborted once OutGrace has passed on the gateway's
+// clock, which the test steps.
+func TestCloseReason_RGW3(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		drop func(*ClientConn)
-		want string
+		name  string
+		drop  func(*ClientConn)
+		want  string
+		times int
 	}{
-		{"both", func(c *ClientConn) { c.Close() }, "client_gone"},
-		{"OUT alone", func(c *ClientConn) { c.closers[1].Close() }, "aborted"},
+		{"CloseChannel, then both", func(c *ClientConn) { c.CloseChannel(); c.Close() }, "client_closed", 50},
+		{"both", func(c *ClientConn) { c.Close() }, "client_gone", 10},
+		{"OUT alone", func(c *ClientConn) { c.closers[1].Close() }, "aborted", 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Now())
@@ -541,7 +514,7 @@ func TestDroppedCloseReason_RGW3(t *testing.T) {
 			e := newEnv(t, func(c *Config) { c.Broker, c.Clock = reports, clk })
 			e.broker, e.now = reports.MemoryBroker, clk.Now()
 			got := map[string]int{}
-			for range 10 {
+			for range tc.times {
 				c, err := e.dial(e.token(nil), e.host, false)
 				if err != nil {
 					t.Fatal(err)
@@ -561,8 +534,8 @@ func TestDroppedCloseReason_RGW3(t *testing.T) {
 				}
 				c.Close()
 			}
-			if got[tc.want] != 10 {
-				t.Errorf("close reasons of 10 tunnels: %v, want %s for each", got, tc.want)
+			if got[tc.want] != tc.times {
+				t.Errorf("close reasons of %d tunnels: %v, want %s for each", tc.times, got, tc.want)
 			}
 		})
 	}
