@@ -45,6 +45,53 @@ var Protocols = []string{"RDP", "PCoIP", "Blast"}
 // DepthFirstWarning is the warning of R-P3.
 const DepthFirstWarning = "loadBalancerType DepthFirst with maxSessionLimit 999999 fills one host before the next gets any session: depth-first needs a real maxSessionLimit"
 
+// SharedHostsNamed is how many host names PersistentSharedHostsWarning
+// names at most: the count says how many there are.
+const SharedHostsNamed = 5
+
+// PersistentSharedHostsWarning is the warning of a write that changed a
+// Personal pool's loadBalancerType from MultiplePersistent to Persistent
+// (R-P1) while some of its hosts, given in query order, keep more than
+// one assigned user (the same user in two spellings counts once, as
+// placement matches users); "" when none does. It names the first
+// SharedHostsNamed such hosts and says what connects do with them.
+func PersistentSharedHostsWarning(hosts []*SessionHost) string {
+	var shared []string
+	for _, h := range hosts {
+		if distinctUsers(h.AssignedUsers) > 1 {
+			shared = append(shared, h.Name)
+		}
+	}
+	if len(shared) == 0 {
+		return ""
+	}
+	names := strings.Join(shared[:min(len(shared), SharedHostsNamed)], ", ")
+	if more := len(shared) - SharedHostsNamed; more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	what, verb := "session host", "keeps"
+	if len(shared) > 1 {
+		what, verb = "session hosts", "keep"
+	}
+	return fmt.Sprintf("loadBalancerType Persistent gives each host one user, but %d %s %s more than one assigned user (%s): "+
+		"every user assigned to such a host still connects to it, several at once up to maxSessionLimit, "+
+		"and a user assigned to several hosts gets the first in name order that can take a session, whatever sessionHost the connect names; "+
+		"leave one user on each host (sessionhost update --assigned-user) or set loadBalancerType MultiplePersistent again",
+		len(shared), what, verb, names)
+}
+
+// distinctUsers counts users as placement tells them apart (FoldUser).
+func distinctUsers(users []string) int {
+	if len(users) < 2 {
+		return len(users)
+	}
+	seen := make(map[string]struct{}, len(users))
+	for _, u := range users {
+		seen[FoldUser(u)] = struct{}{}
+	}
+	return len(seen)
+}
+
 // NewHostPool returns a pool named name with every §2 and §6 default of
 // PoolFields set except loadBalancerType, which depends on the pool type and
 // is filled by FillDefaults once the type is known. Decode a PUT body onto

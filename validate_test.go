@@ -48,6 +48,45 @@ func TestValidateHostPool_RP3_RP4(t *testing.T) {
 	}
 }
 
+// TestPersistentSharedHostsWarning_RP1: the hosts that keep more than
+// one user (one user in two spellings is one) are counted and the first
+// SharedHostsNamed named, in the order given.
+func TestPersistentSharedHostsWarning_RP1(t *testing.T) {
+	host := func(name string, users ...string) *SessionHost { return &SessionHost{Name: name, AssignedUsers: users} }
+	shared := func(n int) []*SessionHost {
+		out := []*SessionHost{host("solo", "ann")}
+		for i := range n {
+			out = append(out, host(fmt.Sprintf("d%02d", i+1), "a", "b"))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		hosts []*SessionHost
+		want  string // "" = no warning
+	}{
+		{"none", nil, ""},
+		{"one user each, one in two spellings", []*SessionHost{host("d1", "ann"), host("d2", "bo", "BO"), host("d3")}, ""},
+		{"one", shared(1), "but 1 session host keeps more than one assigned user (d01):"},
+		{"five, all named", shared(5), "but 5 session hosts keep more than one assigned user (d01, d02, d03, d04, d05):"},
+		// 12 shared: 5 named, 12-5 = 7 more.
+		{"twelve", shared(12), "but 12 session hosts keep more than one assigned user (d01, d02, d03, d04, d05 and 7 more):"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := PersistentSharedHostsWarning(tc.hosts)
+			if tc.want == "" {
+				if got != "" {
+					t.Errorf("got %q, want no warning", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) || !strings.Contains(got, "still connects to it") || strings.Contains(got, `"`) {
+				t.Errorf("got %q, want it to say %q and what connects do, without a double quote (a Warning header carries it)", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestValidateNamesAndAddresses(t *testing.T) {
 	for _, tc := range []struct {
 		in string

@@ -131,6 +131,14 @@ type HostPool struct {
 	// R-E8): "name:type:value" separated by ";" or line breaks, checked
 	// as serve --rdp-defaults is and merged over it.
 	CustomRdpProperty string `json:"customRdpProperty"`
+
+	// WriteWarning is the warning of the write that answered this pool
+	// and only of it (R-P1: a change to Persistent that leaves hosts with
+	// several users), beside the ValidateHostPool warnings every read has
+	// (R-P3); empty when none. Never stored, never read from a body: the
+	// API answers it among the pool's "warnings". A string, not a list,
+	// so that pools stay comparable with ==.
+	WriteWarning string `json:"-"`
 }
 
 // HeartbeatTimeout is heartbeatTimeoutSeconds as a duration: a host

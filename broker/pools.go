@@ -52,11 +52,13 @@ func (s *Service) PutPool(ctx context.Context, name string, p *vdibroker.HostPoo
 // change is lost. change may run more than once. A change that is not
 // valid on the pool as read first is refused before pre is looked at.
 func (s *Service) UpdatePool(ctx context.Context, name string, change func(*vdibroker.HostPool) error, pre vdibroker.Precondition) (*vdibroker.HostPool, error) {
+	var was string // the loadBalancerType the committed change replaced
 	apply := func(p *vdibroker.HostPool) error {
 		old := *p
 		if err := change(p); err != nil {
 			return err
 		}
+		was = old.LoadBalancerType
 		return s.checkPool(name, &old, p)
 	}
 	if old, err := s.store.GetHostPool(ctx, name); err == nil {
@@ -77,7 +79,7 @@ func (s *Service) UpdatePool(ctx context.Context, name string, change func(*vdib
 		return nil, err
 	}
 	s.views.SetPool(stored) // R-P1: the next placement uses the new settings
-	return stored, nil
+	return s.withWriteWarnings(ctx, was, stored), nil
 }
 
 // StorePool validates p and stores it; old is the pool as read before (nil
@@ -105,7 +107,37 @@ func (s *Service) storePool(ctx context.Context, name string, old, p *vdibroker.
 		return nil, false, err
 	}
 	s.views.SetPool(stored) // R-P1: the next placement uses the new settings
+	if old != nil {
+		stored = s.withWriteWarnings(ctx, old.LoadBalancerType, stored)
+	}
 	return stored, created, nil
+}
+
+// withWriteWarnings returns the pool a write stored over one whose
+// loadBalancerType was was, with the write's warning (R-P1): a change
+// from MultiplePersistent to Persistent is taken, and its hosts keep
+// their lists, so the answer says how many hosts still have several
+// users and what connects do with them. The warning goes on a copy: the
+// pool's view keeps stored as it is.
+func (s *Service) withWriteWarnings(ctx context.Context, was string, stored *vdibroker.HostPool) *vdibroker.HostPool {
+	if was != vdibroker.MultiplePersistent || stored.LoadBalancerType != vdibroker.Persistent {
+		return stored
+	}
+	var warning string
+	hosts, err := s.store.ListSessionHosts(ctx, stored.Name)
+	if err != nil {
+		// The change is stored: answer it, saying what was not checked.
+		s.log.Warn("pool changed to Persistent: hosts not read", "pool", stored.Name, "err", err)
+		warning = "loadBalancerType Persistent gives each host one user, but the pool's hosts could not be read to count those that keep more than one assigned user: sessionhost list shows them"
+	} else {
+		warning = vdibroker.PersistentSharedHostsWarning(hosts)
+	}
+	if warning == "" {
+		return stored
+	}
+	out := *stored
+	out.WriteWarning = warning
+	return &out
 }
 
 // checkPool fills p's defaults and validates it as pool name replacing

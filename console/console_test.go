@@ -299,6 +299,37 @@ func TestDrain(t *testing.T) {
 	})
 }
 
+// TestPoolSettingsPersistentSharedHosts_RP1: the settings form changes a
+// Personal pool from MultiplePersistent to Persistent (R-P1) and the flash
+// after it carries the API's warning that a host keeps two users.
+func TestPoolSettingsPersistentSharedHosts_RP1(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.admin.PutHostPool(ctx, "desks", map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent",
+		"personalDesktopAssignmentType": "Direct"}); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := e.admin.CreateRegistrationToken(ctx, "desks", vhttp.RegistrationTokenRequest{ExpiresInSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Register(ctx, &vdibroker.RegisterRequest{Token: rt.Token, HostName: "desk-1", Address: "desk-1.example:3389"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PatchSessionHost(ctx, "desks", "desk-1", map[string]any{"assignedUsers": []string{"alice", "bob"}}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.post("/pools/desks/settings", url.Values{"csrf": {b.csrf("/pools/desks")}, "loadBalancerType": {"Persistent"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	if p, err := e.admin.GetHostPool(ctx, "desks"); err != nil || p.LoadBalancerType != "Persistent" {
+		t.Fatalf("pool after the save: %v %+v", err, p)
+	}
+	wantContains(t, b.get(a.location), "Settings saved",
+		"Warning: loadBalancerType Persistent gives each host one user, but 1 session host keeps more than one assigned user (desk-1): ")
+}
+
 func TestPoolSettings(t *testing.T) {
 	e := newEnv(t)
 	e.seed()

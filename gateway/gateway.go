@@ -82,6 +82,13 @@ type Config struct {
 	// the client's next packet, and the whole handshake up to the channel
 	// create, keepalives or not (default 30 s).
 	HandshakeTimeout time.Duration
+	// OutGrace is how long a tunnel's IN connection is still read after
+	// its OUT connection ended (default 5 s, on Clock): what the client
+	// sent before it dropped both, its CloseChannel above all, was sent
+	// before OUT's end and arrives within it (R-GW3: a clean close is
+	// client_closed). A tunnel still open after it is aborted: a client
+	// that keeps IN open, or a host that reads nothing more.
+	OutGrace time.Duration
 	// MaxTunnelsPerUser bounds one user's tunnels on this gateway
 	// (default 10); MaxTunnels all tunnels (default 10,000).
 	MaxTunnelsPerUser int
@@ -136,6 +143,7 @@ func (c *Config) defaults() {
 	def(&c.MaxStartWait, 5*time.Minute)
 	def(&c.KeepaliveInterval, 15*time.Second)
 	def(&c.HandshakeTimeout, 30*time.Second)
+	def(&c.OutGrace, 5*time.Second)
 	defInt(&c.MaxTunnelsPerUser, 10)
 	defInt(&c.MaxTunnels, 10_000)
 	defInt(&c.RequestBurst, 20)
@@ -638,12 +646,13 @@ func (g *Gateway) serveIn(w http.ResponseWriter, r *http.Request, id, ip string)
 	if t == nil {
 		return
 	}
-	// The client writes nothing more on OUT; its end there ends the tunnel.
+	// The client writes nothing more on OUT; its end there ends the tunnel
+	// (outGone: once what the client sent on IN before it is read).
 	go func() {
 		var b [1]byte
 		for {
 			if _, err := out.Read(b[:]); err != nil {
-				t.abort()
+				t.outGone()
 				return
 			}
 		}

@@ -476,3 +476,139 @@ func TestPerUserLimitWithoutCase(t *testing.T) {
 		t.Fatalf("a tunnel of ALICE while alice holds one: %v, want E_PROXY_MAXCONNECTIONSREACHED", err)
 	}
 }
+
+// closeReports is a MemoryBroker that hands each close report to the
+// test as it comes, so a test waits for it rather than polling.
+type closeReports struct {
+	*MemoryBroker
+	closes chan TunnelEvent
+}
+
+func (b closeReports) TunnelClose(ctx context.Context, ev TunnelEvent) error {
+	err := b.MemoryBroker.TunnelClose(ctx, ev)
+	b.closes <- ev
+	return err
+}
+
+// TestCloseReason_RGW3: the close report of a tunnel over the two HTTP
+// connections says how the client left, whichever connection the gateway
+// sees go first: CloseChannel and then both connections dropped is
+// client_closed (it was aborted for some of 50 when OUT's end came
+// first), both dropped without it client_gone, and OUT alone dropped
+// with IN kept open aborted once OutGrace has passed on the gateway's
+// clock, which the test steps.
+func TestCloseReason_RGW3(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drop  func(*ClientConn)
+		want  string
+		times int
+	}{
+		{"CloseChannel, then both", func(c *ClientConn) { c.CloseChannel(); c.Close() }, "client_closed", 50},
+		{"both", func(c *ClientConn) { c.Close() }, "client_gone", 10},
+		{"OUT alone", func(c *ClientConn) { c.closers[1].Close() }, "aborted", 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now())
+			reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
+			e := newEnv(t, func(c *Config) { c.Broker, c.Clock = reports, clk })
+			e.broker, e.now = reports.MemoryBroker, clk.Now()
+			got := map[string]int{}
+			for range tc.times {
+				c, err := e.dial(e.token(nil), e.host, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				echo(t, c, 1000)
+				tc.drop(c)
+				if tc.want == "aborted" {
+					// The tunnel's watchdog and its grace.
+					waitFor(t, "the grace's timer", func() bool { return clk.Waiters() == 2 })
+					clk.Step(5 * time.Second)
+				}
+				select {
+				case ev := <-reports.closes:
+					got[ev.Reason]++
+				case <-t.Context().Done():
+					t.Fatal("no close report")
+				}
+				c.Close()
+			}
+			if got[tc.want] != tc.times {
+				t.Errorf("close reasons of %d tunnels: %v, want %s for each", tc.times, got, tc.want)
+			}
+		})
+	}
+}
+
+// stuckHost is a session host's connection that takes nothing: a write
+// blocks until the connection is closed, as one to a host whose receive
+// window stays full. wrote is closed at the first write.
+type stuckHost struct {
+	net.Conn
+	once   sync.Once
+	wrote  chan struct{}
+	closed chan struct{}
+}
+
+func (h *stuckHost) Write(p []byte) (int, error) {
+	h.once.Do(func() { close(h.wrote) })
+	<-h.closed
+	return 0, net.ErrClosed
+}
+
+func (h *stuckHost) Close() error {
+	select {
+	case <-h.closed:
+	default:
+		close(h.closed)
+	}
+	return h.Conn.Close()
+}
+
+// TestOutGraceEndsStuckHost_RGW3: a client that drops both connections
+// while the gateway's write to its host blocks (the host reads nothing)
+// has its tunnel, and the host's connection, ended when OutGrace has
+// passed: the pump, stuck in that write, never reads the IN connection's
+// end. A read deadline on IN left both open for the idle timeout, an
+// hour by default.
+func TestOutGraceEndsStuckHost_RGW3(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	reports := closeReports{MemoryBroker: &MemoryBroker{}, closes: make(chan TunnelEvent, 1)}
+	host := &stuckHost{wrote: make(chan struct{}), closed: make(chan struct{})}
+	e := newEnv(t, func(c *Config) {
+		c.Broker, c.Clock = reports, clk
+		c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			host.Conn = conn
+			return host, nil
+		}
+	})
+	e.broker, e.now = reports.MemoryBroker, clk.Now()
+	c, err := e.dial(e.token(nil), e.host, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go c.Write([]byte("to a host that reads nothing"))
+	<-host.wrote
+	c.Close()
+	waitFor(t, "the grace's timer", func() bool { return clk.Waiters() == 2 })
+	clk.Step(5 * time.Second)
+	select {
+	case ev := <-reports.closes:
+		if ev.Reason != "aborted" {
+			t.Errorf("close reason %q, want aborted", ev.Reason)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no close report 10 s after OutGrace passed: the tunnel holds its host")
+	}
+	select {
+	case <-host.closed:
+	default:
+		t.Error("the host's connection is still open")
+	}
+}

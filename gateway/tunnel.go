@@ -44,9 +44,10 @@ type tunnel struct {
 	reserved bool
 	reached  atomic.Bool
 	answered atomic.Bool // the client's close was answered: no close packet of ours
-	tmu      sync.Mutex  // guards target and watchdog against end() from another goroutine
+	tmu      sync.Mutex  // guards target, watchdog and grace against end() from another goroutine
 	target   net.Conn
 	watchdog clock.Timer // the next check of idle time and lifetime
+	grace    clock.Timer // the end of Config.OutGrace after outGone, once
 
 	// releasePreauth gives back the client address's slot of a
 	// connection without an admitted token (once): at the admission, or
@@ -62,6 +63,9 @@ type tunnel struct {
 	// lastActive is when data last crossed, in Unix nanoseconds of the
 	// gateway's clock.
 	lastActive atomic.Int64
+	// pumping is set when the pump takes the tunnel over from the
+	// handshake.
+	pumping atomic.Bool
 
 	once   sync.Once
 	reason string // why it ended, set once
@@ -98,8 +102,38 @@ func (g *Gateway) newTunnel(client string, started time.Time, releasePreauth fun
 	return t
 }
 
-// abort ends the tunnel from outside (gateway Close, the OUT channel gone).
+// abort ends the tunnel from outside (gateway Close, the OUT channel gone
+// during the handshake or with nothing more on IN, outGone).
 func (t *tunnel) abort() { t.end("aborted", 0) }
+
+// outGone is the end of the connection the gateway writes to the client
+// on: the HTTP transport's OUT channel, which the client drops with its
+// IN channel at a close, or a relay's failed write. During the handshake
+// it aborts the tunnel. Once the pump runs it does not end the tunnel
+// itself: a clean close (CloseChannel, then both connections dropped) is
+// client_closed and a drop without one client_gone, whichever connection
+// the gateway saw go first; the pump reads IN on, and the tunnel is
+// aborted when Config.OutGrace has passed on the gateway's clock,
+// wherever the pump is then: reading a client that keeps IN open, or
+// writing to a host that reads nothing, which a read deadline on IN did
+// not end, so the host's connection stayed for the idle timeout (R-GW3).
+func (t *tunnel) outGone() {
+	if !t.pumping.Load() {
+		t.abort()
+		return
+	}
+	t.tmu.Lock()
+	defer t.tmu.Unlock()
+	select {
+	case <-t.done: // end() stops the timer after closing done, under tmu
+	default:
+		if t.grace == nil {
+			// A fake clock calls back with its lock held: abort on a
+			// goroutine of its own, as end() stops the clock's timers.
+			t.grace = t.g.cfg.Clock.AfterFunc(t.g.cfg.OutGrace, func() { go t.abort() })
+		}
+	}
+}
 
 // end records why the tunnel ends, tells the client with a close packet
 // when status is set or the channel is open, and closes its connections,
@@ -124,6 +158,9 @@ func (t *tunnel) end(reason string, status uint32) {
 		}
 		if t.watchdog != nil {
 			t.watchdog.Stop()
+		}
+		if t.grace != nil {
+			t.grace.Stop()
 		}
 		t.tmu.Unlock()
 	})
@@ -490,6 +527,7 @@ func (t *tunnel) lifetime() time.Duration {
 func (t *tunnel) pump() {
 	g := t.g
 	t.watch()
+	t.pumping.Store(true) // after the handshake's last read deadline
 	t.relayed = make(chan struct{})
 	go func() {
 		defer close(t.relayed)
@@ -498,7 +536,7 @@ func (t *tunnel) pump() {
 	for {
 		p, err := t.fr.ReadPacket()
 		if err != nil {
-			t.end("client_gone", 0)
+			t.end("client_gone", 0) // or aborted before, at OutGrace's end
 			return
 		}
 		h, _ := tsgu.ParseHeader(p)
@@ -563,7 +601,9 @@ func (t *tunnel) relayToClient() {
 		n, err := t.target.Read(buf[tsgu.DataHeaderSize:])
 		if n > 0 {
 			if werr := t.fr.WritePacket(tsgu.PutDataHeader(buf, n)); werr != nil {
-				t.end("client_gone", 0)
+				// The pump says why: a close the client sent before
+				// it dropped its connections is still read.
+				t.outGone()
 				return
 			}
 			t.toClient.Add(int64(n))

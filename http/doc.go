@@ -18,7 +18,9 @@
 //
 // Choices the SPEC leaves open, made here:
 //   - R-P3 warnings are answered in the pool body as "warnings": [...] (also
-//     on GET) and in a Warning header (299 vdibroker "...") per warning.
+//     on GET) and in a Warning header (299 vdibroker "...") per warning;
+//     a write's own warning (R-P1, HostPool.WriteWarning) joins them in
+//     that write's answer only.
 //   - Lists page with ?limit= (1..1000, default 100) and an opaque ?after=
 //     cursor; nextLink is a path relative to the server
 //     ("/api/v1/...?after=...&limit=..."), present while more remain.

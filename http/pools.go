@@ -8,7 +8,8 @@ import (
 )
 
 // HostPoolResponse is a host pool as the API answers it: the §2 fields and
-// the warnings of R-P3 (absent when none). A body sent back unchanged is a
+// the warnings of R-P3 (absent when none), and a write's answer those of
+// the write (R-P1, HostPool.WriteWarning). A body sent back unchanged is a
 // valid PUT body (warnings are ignored on input).
 type HostPoolResponse struct {
 	*vdibroker.HostPool
@@ -20,6 +21,9 @@ type HostPoolResponse struct {
 
 func poolAnswer(w nethttp.ResponseWriter, status int, p *vdibroker.HostPool, sum ...*vdibroker.PoolSummary) {
 	warnings, _ := vdibroker.ValidateHostPool(p)
+	if p.WriteWarning != "" {
+		warnings = append(warnings, p.WriteWarning) // R-P1: the write's own
+	}
 	warningHeaders(w, warnings)
 	resp := HostPoolResponse{HostPool: p, Warnings: warnings}
 	if len(sum) > 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -278,6 +279,102 @@ func TestPatchHostPool_RP1_RP3(t *testing.T) {
 
 	_, err = e.admin.PatchHostPool(ctx, "nosuchpool", map[string]any{"maxSessionLimit": 3})
 	wantCode(t, err, vdibroker.ENotFound)
+}
+
+// TestPersistentChangeWarnsOfSharedHosts_RP1: a Personal pool changed
+// from MultiplePersistent to Persistent is taken as R-P1 says, hosts'
+// lists and all, and the write's answer warns, in its body and a Warning
+// header as R-P3's, how many hosts keep more than one assigned user,
+// naming the first five. A user named twice in two spellings is one user.
+// The warning is the write's: a read after it, and a write that does not
+// change the type, do not repeat it; a PUT that changes it warns as a
+// PATCH does, and a pool with no shared host is not warned about. What
+// the warning says connects do, they do: both users of a shared host
+// land on it.
+func TestPersistentChangeWarnsOfSharedHosts_RP1(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pool := uniq("shared")
+	multi := map[string]any{"hostPoolType": "Personal", "loadBalancerType": "MultiplePersistent", "personalDesktopAssignmentType": "Direct"}
+	persistent := map[string]any{"hostPoolType": "Personal", "loadBalancerType": "Persistent", "personalDesktopAssignmentType": "Direct"}
+	e.pool(pool, multi)
+	hosts := e.addHosts(pool, "sh", 9)
+	// sh001: one user. sh002: one user in two spellings, as an older
+	// release stored it (straight into the store: the API refuses it now).
+	// sh003..sh009: two users each, 7 shared hosts.
+	if _, err := e.admin.PatchSessionHost(ctx, pool, hosts[0], map[string]any{"assignedUsers": []string{"solo"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.UpdateSessionHost(ctx, pool, hosts[1], func(h *vdibroker.SessionHost) error {
+		h.AssignedUsers = []string{"dora", "DORA"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hosts[2:] {
+		if _, err := e.admin.PatchSessionHost(ctx, pool, h, map[string]any{"assignedUsers": []string{fmt.Sprintf("u%da", i), fmt.Sprintf("u%db", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const want = "7 session hosts keep more than one assigned user (sh003, sh004, sh005, sh006, sh007 and 2 more)"
+	warned := func(what string, warnings []string, header []string) {
+		t.Helper()
+		if len(warnings) != 1 || !strings.Contains(warnings[0], want) || !strings.Contains(warnings[0], "still connects to it") {
+			t.Errorf("%s: warnings %q, want one saying %q and what connects do", what, warnings, want)
+		}
+		if header != nil && (len(header) != 1 || !strings.Contains(header[0], want)) {
+			t.Errorf("%s: Warning headers %q, want one saying %q", what, header, want)
+		}
+	}
+
+	resp, ve, data := rawDoAt(t, e.urls[0], "PATCH", "/api/v1/hostpools/"+pool, adminToken, `{"loadBalancerType": "Persistent"}`)
+	if resp.StatusCode != http.StatusOK || ve != nil {
+		t.Fatalf("PATCH to Persistent: %d %v, want 200", resp.StatusCode, ve)
+	}
+	var got vhttp.HostPoolResponse
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.LoadBalancerType != "Persistent" {
+		t.Errorf("loadBalancerType %q after the PATCH, want Persistent", got.LoadBalancerType)
+	}
+	warned("PATCH to Persistent", got.Warnings, resp.Header.Values("Warning"))
+	if h, err := e.admin.GetSessionHost(ctx, pool, "sh003"); err != nil || len(h.AssignedUsers) != 2 {
+		t.Errorf("sh003 after the change: %v; want its 2 users kept", err)
+	}
+
+	if p, err := e.admin.GetHostPool(ctx, pool); err != nil || len(p.Warnings) != 0 {
+		t.Errorf("GET after the change: %v, warnings %q; want none (the write's alone)", err, p.Warnings)
+	}
+	if p, err := e.admin.PatchHostPool(ctx, pool, map[string]any{"maxSessionLimit": 4}); err != nil || len(p.Warnings) != 0 {
+		t.Errorf("PATCH of the limit, Persistent still: %v, warnings %q; want none", err, p.Warnings)
+	}
+
+	// Both users of a shared host connect to it (R-PE4 holds for each).
+	for _, u := range []string{"u0a", "u0b"} {
+		if r := e.mustConnect(pool, u); r.SessionHost != "sh003" {
+			t.Errorf("%s connected to %s, want sh003, the host that lists them", u, r.SessionHost)
+		}
+	}
+
+	if p, err := e.admin.PutHostPool(ctx, pool, multi); err != nil || len(p.Warnings) != 0 {
+		t.Errorf("PUT back to MultiplePersistent: %v, warnings %q; want none", err, p.Warnings)
+	}
+	p, err := e.admin.PutHostPool(ctx, pool, persistent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned("PUT to Persistent", p.Warnings, nil)
+
+	solo := uniq("solo")
+	e.pool(solo, multi)
+	one := e.addHosts(solo, "so", 1)
+	if _, err := e.admin.PatchSessionHost(ctx, solo, one[0], map[string]any{"assignedUsers": []string{"ann"}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.admin.PatchHostPool(ctx, solo, map[string]any{"loadBalancerType": "Persistent"}); err != nil || len(p.Warnings) != 0 {
+		t.Errorf("PATCH to Persistent, no shared host: %v, warnings %q; want none", err, p.Warnings)
+	}
 }
 
 // TestDeleteHostPool_SPEC9: refused with 409 while sessions exist, unless

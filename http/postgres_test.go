@@ -17,6 +17,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"HostPoolValidation_RP4", TestHostPoolValidation_RP4},
 		{"BadBodies_SPEC9", TestBadBodies_SPEC9},
 		{"PatchHostPool_RP1_RP3", TestPatchHostPool_RP1_RP3},
+		{"PersistentChangeWarnsOfSharedHosts_RP1", TestPersistentChangeWarnsOfSharedHosts_RP1},
 		{"DeleteHostPool_SPEC9", TestDeleteHostPool_SPEC9},
 		{"DeletePoolWithRunningHost_SPEC9", TestDeletePoolWithRunningHost_SPEC9},
 		{"Connect_RC1_ReconnectToDrainedHostOverLimit", TestConnect_RC1_ReconnectToDrainedHostOverLimit},

@@ -52,7 +52,9 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 	}
 	// The reference of its audit entry (below), for her helpdesk: most
 	// often her assignment went since her page was shown.
-	if !strings.Contains(page, "That is not one of your desktops or apps. Reference for your helpdesk: "+refusedRequest) {
+	// The page cannot know whether it was hers when it was shown: it
+	// says both, in each language (German and Arabic at the end).
+	if !strings.Contains(page, "That is not, or no longer, one of your desktops or apps. Reference for your helpdesk: "+refusedRequest) {
 		t.Errorf("the refusal's page does not give its reference %s:\n%s", refusedRequest, page)
 	}
 	if res, _ := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"nonsense"}}); res.StatusCode != http.StatusBadRequest {
@@ -105,6 +107,15 @@ func TestLaunch_RU1_RU7(t *testing.T) {
 	}
 	if list[1].RequestID == "" {
 		t.Errorf("the launch's audit entry names no request")
+	}
+	for lang, want := range map[string]string{
+		"de": "Das ist nicht oder nicht mehr einer Ihrer Desktops oder Apps.",
+		"ar": "هذا ليس، أو لم يعد، من أسطح المكتب أو التطبيقات الخاصة بك.",
+	} {
+		alice.get("/portal/?lang=" + lang)
+		if _, page := alice.post("/portal/launch", url.Values{"csrf": {csrf}, "resource": {"desktop:other"}}); !strings.Contains(page, want) {
+			t.Errorf("the refusal's page in %s lacks %q:\n%s", lang, want, page)
+		}
 	}
 }
 

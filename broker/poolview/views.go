@@ -744,6 +744,7 @@ func (vs *Views) RefreshHost(ctx context.Context, pool, name string) {
 func samePool(a, b *vdibroker.HostPool) bool {
 	x, y := *a, *b
 	x.CreateTime, x.UpdateTime = y.CreateTime, y.UpdateTime
+	x.WriteWarning = y.WriteWarning // an answer's, not a setting
 	return x == y
 }
 

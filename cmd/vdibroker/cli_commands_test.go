@@ -186,6 +186,20 @@ func (b *cliBroker) addHost(pool, name string) string {
 	return reg.Credential
 }
 
+// sharedPersonalHost creates pool, Personal and MultiplePersistent with
+// direct assignment, and its host sh-01 assigned to users.
+func (b *cliBroker) sharedPersonalHost(pool string, users ...string) {
+	b.tb.Helper()
+	b.ok("hostpool", "create", "--name", pool, "--host-pool-type", "Personal", "--load-balancer-type", "MultiplePersistent",
+		"--personal-desktop-assignment-type", "Direct")
+	b.addHost(pool, "sh-01")
+	args := []string{"sessionhost", "update", "--host-pool", pool, "--name", "sh-01"}
+	for _, u := range users {
+		args = append(args, "--assigned-user", u)
+	}
+	b.ok(args...)
+}
+
 // heartbeat sends an empty heartbeat for a host and returns the commands
 // the broker queued for it.
 func (b *cliBroker) heartbeat(credential string) []vdibroker.Command {
@@ -515,6 +529,26 @@ func TestCLIWarning(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.stderr, "warning: ") || !strings.Contains(r.stderr, "maxSessionLimit") {
 		t.Errorf("stderr %q, want a warning about maxSessionLimit", r.stderr)
+	}
+}
+
+// TestCLIPersistentSharedHostsWarning_RP1: hostpool update from
+// MultiplePersistent to Persistent is taken (R-P1) and prints, on
+// stderr, the server's warning that a host keeps two users; stdout stays
+// clean.
+func TestCLIPersistentSharedHostsWarning_RP1(t *testing.T) {
+	b := startCLIBroker(t)
+	b.sharedPersonalHost("hp-desks", "alice", "bob")
+	r := b.cli("hostpool", "update", "--name", "hp-desks", "--load-balancer-type", "Persistent")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if want := "warning: loadBalancerType Persistent gives each host one user, but 1 session host keeps more than one assigned user (sh-01): "; !strings.HasPrefix(r.stderr, want) ||
+		strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("stderr %q, want one line starting %q", r.stderr, want)
+	}
+	if got := b.ok("hostpool", "show", "--name", "hp-desks", "--query", "loadBalancerType", "-o", "tsv"); got != "Persistent\n" {
+		t.Errorf("loadBalancerType after the update: %q", got)
 	}
 }
 
@@ -1006,10 +1040,7 @@ func TestCLICompletion(t *testing.T) {
 // user's, R-PE1).
 func TestCLIPersonal(t *testing.T) {
 	b := startCLIBroker(t)
-	b.ok("hostpool", "create", "--name", "hp-personal", "--host-pool-type", "Personal", "--load-balancer-type", "MultiplePersistent",
-		"--personal-desktop-assignment-type", "Direct")
-	b.addHost("hp-personal", "sh-01")
-	b.ok("sessionhost", "update", "--host-pool", "hp-personal", "--name", "sh-01", "--assigned-user", "alice", "--assigned-user", "alice2")
+	b.sharedPersonalHost("hp-personal", "alice", "alice2")
 	if got := b.ok("sessionhost", "show", "--host-pool", "hp-personal", "--name", "sh-01", "--query", "assignedUsers", "-o", "json"); got != "[\n  \"alice\",\n  \"alice2\"\n]\n" {
 		t.Errorf("assignedUsers = %s", got)
 	}

@@ -150,3 +150,26 @@ func TestCLIApplicationHiddenFromPortalSaid_RU5(t *testing.T) {
 		t.Errorf("update: exit %d, stderr %q; want nothing said of the portal", r.code, r.stderr)
 	}
 }
+
+// TestCLIUserTokenNotEntitled_RE3: an end user's own token refused an
+// application (and a desktop) it is not assigned says, in words the end
+// user can act on, that an administrator assigns it (the NotEntitled
+// wording of R-E3), not advice to assign it themselves; exit 1.
+func TestCLIUserTokenNotEntitled_RE3(t *testing.T) {
+	b := suggestWorld(t) // office-apps, a RemoteApp group of contosohp01 assigned to nobody
+	secret := strings.TrimSpace(b.ok("token", "create", "--role", "User", "--subject", "hal@contoso.com", "--groups", "Finance", "--query", "token", "-o", "tsv"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"application", "connect", "--application-group", "office-apps", "--name", "excel", "--user", "hal@contoso.com"},
+			`error: user "hal@contoso.com" is not entitled to application group "office-apps": an administrator assigns it to the user, or to one of their groups` + "\n"},
+		{[]string{"connect", "--host-pool", "contosohp01", "--user", "hal@contoso.com"},
+			`error: user "hal@contoso.com" is not entitled to the desktop of host pool "contosohp01": an administrator assigns it to the user, or to one of their groups` + "\n"},
+	} {
+		r := runCLI(t, append(tc.args, "--server", b.m.URL(), "--token", secret)...)
+		if r.code != 1 || r.stderr != tc.want || r.stdout != "" {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want 1 and %q", tc.args[0], r.code, r.stderr, r.stdout, tc.want)
+		}
+	}
+}

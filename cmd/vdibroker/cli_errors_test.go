@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 )
 
 // TestCLIErrorsGolden: each mistake below gets one line in the CLI's
@@ -137,5 +138,142 @@ func TestServeDatabaseUnreachableOneLine(t *testing.T) {
 	checkCLIError(t, r)
 	if strings.Contains(r.stderr, `\x09`) || !strings.Contains(r.stderr, "open store: ") {
 		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// TestCLIHelpAfterAdminFlags: --help or -h after the admin commands'
+// flags, written first as the demo's banner writes them, shows root's
+// help and exits 0, as vdibroker --help does; with a command after it,
+// that command's help. It was "--server is a flag of commands ... and no
+// command follows it", exit 2.
+func TestCLIHelpAfterAdminFlags(t *testing.T) {
+	const server = "http://127.0.0.1:1" // never asked: help needs no broker
+	rootHelp := runCLI(t, "--help")
+	poolHelp := runCLI(t, "hostpool", "--help")
+	listHelp := runCLI(t, "hostpool", "list", "--help")
+	if rootHelp.code != 0 || !strings.Contains(rootHelp.stdout, "Usage:") || poolHelp.code != 0 || listHelp.code != 0 {
+		t.Fatalf("the help to compare with: exit %d %d %d, stdout %q", rootHelp.code, poolHelp.code, listHelp.code, rootHelp.stdout)
+	}
+	for _, tc := range []struct {
+		args []string
+		want cliResult
+	}{
+		{[]string{"--server", server, "--help"}, rootHelp},
+		{[]string{"--server", server, "-h"}, rootHelp},
+		{[]string{"--server=" + server, "--token", "t0ken", "-o", "json", "--insecure-http", "--help"}, rootHelp},
+		{[]string{"--help", "--server", server}, rootHelp},
+		// A command after it: that command's help, not the command run
+		// with --help taken for the value of a flag.
+		{[]string{"--server", server, "--help", "hostpool"}, poolHelp},
+		{[]string{"--server", server, "-h", "hostpool", "list"}, listHelp},
+		{[]string{"-h", "hostpool"}, poolHelp},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if r.code != 0 || r.stderr != "" {
+				t.Errorf("exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+			}
+			if diff := cmp.Diff(tc.want.stdout, r.stdout); diff != "" {
+				t.Errorf("help differs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCLISecretForCommandNotEchoed: with the admin flags first and
+// --token left out, the token is read as the command; the CLI refuses it
+// (exit 2) without writing it back, and asks whether --token was
+// forgotten. A mistyped command stays named, with its "did you mean", and
+// so does a word after --token, or without --server.
+func TestCLISecretForCommandNotEchoed(t *testing.T) {
+	const server = "http://127.0.0.1:1" // never asked: the command is refused first
+	const hidden = "error: unknown command (not shown); did you forget --token? see vdibroker --help\n"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		secret string // must not be in the output; "" = echoed as before
+		want   string // in stderr
+	}{
+		{"brief's example", []string{"--server", server, "SECRETVALUE", "hostpool", "list"}, "SECRETVALUE", hidden},
+		{"API token", []string{"--server=" + server, "-o", "json", "vdbt_0123456789abcdef0123456789abcdef", "hostpool", "list"}, "vdbt_0123456789abcdef", hidden},
+		{"admin token", []string{"--server", server, "--insecure-http", "Zq8x-1mP_4tYw9Lr2bVc7KdE3hUa6sNf", "hostpool", "list"}, "Zq8x-1mP", hidden},
+		{"mistyped command", []string{"--server", server, "applicationgroups", "list"}, "", `unknown command "applicationgroups" for "vdibroker" (did you mean "applicationgroup"?)`},
+		{"command and more", []string{"--server", server, "hostpoollist"}, "", `unknown command "hostpoollist"`},
+		{"short word", []string{"--server", server, "hostpol", "list"}, "", `unknown command "hostpol"`},
+		{"--token given", []string{"--server", server, "--token", "t0ken", "SECRETVALUE", "hostpool", "list"}, "", `unknown command "SECRETVALUE"`},
+		// Lowercase words, as commands and pools are named, are plainly
+		// no secret: hidden, they read as a forgotten --token.
+		{"a word", []string{"--server", server, "deployment", "list"}, "", `unknown command "deployment" for "vdibroker" (commands: `},
+		{"a pool's name", []string{"--server", server, "office-breadth", "hostpool", "list"}, "", `unknown command "office-breadth"`},
+		{"a generated token", []string{"--server", server, "vdb_admin_e60ca30afbaaa7630685536ef76d3619d5f23f415cc86553", "hostpool", "list"}, "e60ca30a", hidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2", r.code)
+			}
+			checkCLIError(t, r)
+			if tc.secret != "" && strings.Contains(r.stderr+r.stdout, tc.secret) {
+				t.Errorf("output echoes the secret: %q", r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q, want it to say %q", r.stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestCLIAdminFlagsFirst: the admin flags written before the command, a
+// boolean one among them, reach the command; --insecure-http before
+// "hostpool list" was "unknown command "hostpool" (did you mean
+// "hostpool"?)": cobra took hostpool for the flag's value.
+func TestCLIAdminFlagsFirst(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	for _, args := range [][]string{
+		{"--server", b.m.URL(), "--token", b.m.AdminToken, "--insecure-http", "hostpool", "list", "--query", "[].name", "-o", "tsv"},
+		{"--insecure-http", "--server=" + b.m.URL(), "-o", "tsv", "--token", b.m.AdminToken, "hostpool", "show", "--name", "contosohp01", "--query", "name"},
+	} {
+		r := runCLI(t, args...)
+		if r.code != 0 || r.stdout != "contosohp01\n" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the pool's name", args[len(args)-6:], r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestCLIAdminFlagsFirstParsedAsWritten: the admin flags written before
+// the command are read as pflag reads them, wherever they are moved to:
+// "-ojson" is -o with its value (it took "hostpool" for its value, then
+// "list", or with the flags after it "--server"'s URL, for the command),
+// a "--" after the command that is a flag's value stays that value (it
+// was taken for the end of the flags, and the admin flags moved before
+// it), a flag given twice keeps its last value as written, and a word
+// being completed stays last.
+func TestCLIAdminFlagsFirstParsedAsWritten(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	srv, tok := b.m.URL(), b.m.AdminToken
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // stdout, or a part of stderr when code is not 0
+	}{
+		{"-ojson before the command", []string{"--server", srv, "--token", tok, "-otsv", "hostpool", "list", "--query", "[].name"}, 0, "contosohp01\n"},
+		{"-ojson first", []string{"-otsv", "--server", srv, "--token", tok, "hostpool", "show", "--name", "contosohp01", "--query", "name"}, 0, "contosohp01\n"},
+		{"-o and a bad value", []string{"--server", srv, "--token", tok, "-ojsn", "hostpool", "list"}, 2, `--output "jsn"`},
+		{"-- as a value", []string{"--server", srv, "--token", tok, "hostpool", "update", "--name", "contosohp01", "--description", "--", "--query", "description", "-o", "tsv"}, 0, "--\n"},
+		{"the last --token counts", []string{"--token", "vdb_wrong", "--server", srv, "hostpool", "list", "--token", tok, "--query", "[].name", "-o", "tsv"}, 0, "contosohp01\n"},
+		{"completion of the last word", []string{"--server", srv, "--token", tok, cobra.ShellCompNoDescRequestCmd, "hostpool", "li"}, 0, "list\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if tc.code == 0 && (r.code != 0 || !strings.HasPrefix(r.stdout, tc.want)) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 0 and %q", r.code, r.stdout, r.stderr, tc.want)
+			}
+			if tc.code != 0 && (r.code != tc.code || !strings.Contains(r.stderr, tc.want)) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.want)
+			}
+		})
 	}
 }

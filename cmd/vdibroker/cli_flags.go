@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -102,17 +103,68 @@ func unknownRootCommand(root *cobra.Command, args []string) error {
 	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 		return nil // cobra adds these as it executes
 	}
-	if c, _, err := root.Find(args); err == nil && c != root {
+	if c, _, err := root.Find(args[i:]); err == nil && c != root {
 		return nil
+	}
+	if hasFlag(args[:i], "server") && !hasFlag(args[:i], "token") && looksLikeSecret(root, args[i]) {
+		// "vdibroker --server URL SECRET hostpool list": --token was
+		// left out before the token, which must not be echoed.
+		return usageError{fmt.Errorf("unknown command (not shown); did you forget --token? see %s --help", root.CommandPath())}
 	}
 	return usageError{unknownCommand(root, args[i])}
 }
 
+// hasFlag reports whether flags (the arguments before the command) give
+// the long flag name, as --name or --name=value.
+func hasFlag(flags []string, name string) bool {
+	return slices.ContainsFunc(flags, func(a string) bool {
+		return a == "--"+name || strings.HasPrefix(a, "--"+name+"=")
+	})
+}
+
+// minSecretLen is the length from which an unknown command that is no
+// command's near miss is taken for a secret: the broker's own are 32
+// characters or more, but a token an administrator wrote may be shorter,
+// and hiding a long mistyped word costs only its echo.
+const minSecretLen = 10
+
+// plainWord is a word of lowercase letters, hyphens between them, as
+// commands and host pools are named ("deployment", "office-breadth"):
+// written where a command goes it is a mistake to be shown, not one of
+// the broker's secrets (a prefix and hex) or a token one would choose.
+var plainWord = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
+
+// looksLikeSecret reports whether word, an unknown command, looks like a
+// bearer token rather than a mistyped command: one of the broker's
+// secrets (vdb_admin_, vdbt_, vdbr_, vdbh_), or minSecretLen characters
+// or more without a space, not a plainWord, near no command (no "did you
+// mean") and not starting with one's name ("hostpoollist").
+func looksLikeSecret(root *cobra.Command, word string) bool {
+	for _, p := range []string{"vdb_admin_", "vdbt_", "vdbr_", "vdbh_"} {
+		if strings.HasPrefix(word, p) {
+			return true
+		}
+	}
+	if utf8.RuneCountInString(word) < minSecretLen || strings.ContainsFunc(word, unicode.IsSpace) || plainWord.MatchString(word) {
+		return false
+	}
+	if root.SuggestionsMinimumDistance <= 0 {
+		root.SuggestionsMinimumDistance = 2 // as unknownCommand
+	}
+	if len(root.SuggestionsFor(word)) > 0 {
+		return false
+	}
+	lower := strings.ToLower(word)
+	for _, c := range root.Commands() {
+		if strings.HasPrefix(lower, c.Name()) {
+			return false
+		}
+	}
+	return true
+}
+
 // firstWord is the index in args of the first word that is neither a flag
-// nor a flag's value, -1 if there is none (or "--" comes first). A flag
-// root's commands define takes the next argument as its value unless it
-// is a boolean (or written --flag=value); one none defines is taken to
-// take a value, as cobra's own search for the command does.
+// nor a flag's value, -1 if there is none (or "--" comes first).
 func firstWord(root *cobra.Command, args []string) int {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -121,12 +173,94 @@ func firstWord(root *cobra.Command, args []string) int {
 			return -1
 		case !strings.HasPrefix(a, "-") || a == "-":
 			return i
-		case strings.Contains(a, "="):
-		case !flagIsBool(root, strings.TrimLeft(a, "-"), !strings.HasPrefix(a, "--")):
+		case takesNext(root, a):
 			i++ // its value
 		}
 	}
 	return -1
+}
+
+// takesNext reports whether a, a flag written before the command, takes
+// the next argument as its value, as pflag reads it: a flag root's
+// commands define does unless it is a boolean or written --flag=value;
+// one none defines is taken to, as cobra's own search for the command
+// does. Shorthands written together ("-ojson", "-vo json") are read one
+// letter at a time: a boolean lets the next letter be another shorthand,
+// one with a value takes the rest of a, or the next argument when it is
+// the last letter; "-ojson" took "hostpool" for its value, and "list"
+// was searched for as the command.
+func takesNext(root *cobra.Command, a string) bool {
+	switch {
+	case strings.Contains(a, "="), isHelpFlag(a):
+		return false
+	case strings.HasPrefix(a, "--"):
+		return !flagIsBool(root, a[2:], false)
+	}
+	letters := []rune(a[1:])
+	for j, r := range letters {
+		if !flagIsBool(root, string(r), true) {
+			return j == len(letters)-1
+		}
+	}
+	return false
+}
+
+// isHelpFlag reports whether a is the help flag, which cobra gives each
+// command only as it runs it: no command has it yet when args are
+// searched, so flagIsBool would take it for a flag with a value.
+func isHelpFlag(a string) bool { return a == "--help" || a == "-h" }
+
+// rootHelpAsked reports whether args ask for help with no command named:
+// a --help or -h among flags alone ("vdibroker --server URL --help", the
+// admin flags written first as the demo's banner writes them). cobra
+// looks for the command before it knows the help flag, so it blamed
+// --server, which no command follows, and exited 2.
+func rootHelpAsked(root *cobra.Command, args []string) bool {
+	if firstWord(root, args) >= 0 {
+		return false // the command's help, once commandFirst moved the flags after it
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return false
+		case isHelpFlag(a):
+			return true
+		case takesNext(root, a):
+			i++ // its value, as firstWord skips it
+		}
+	}
+	return false
+}
+
+// commandFirst moves the flags written before the command ("vdibroker
+// --server URL --insecure-http hostpool list") right after the command's
+// first word ("hostpool --server URL --insecure-http list"), where cobra
+// knows them as it searches for the rest of the command and parses them
+// as that command's flags. cobra searches for the command before it knows
+// any command's flags: it took the word after a boolean flag
+// (--insecure-http, --help) for that flag's value, so the command named
+// was not found ("unknown command "hostpool" (did you mean
+// "hostpool"?)"). Nothing after the first word moves: a "--" there may be
+// a flag's value ("--description --"), not the end of the flags, and the
+// flags stay before a "--" that is one. firstWord knows them; root has no
+// flag of its own to lose. The help flag, which no command has until
+// cobra runs one, is written --help=true, which cobra's search does not
+// take to have a value ("-h hostpool list" asks for list's help).
+func commandFirst(root *cobra.Command, args []string) []string {
+	i := firstWord(root, args)
+	if i <= 0 {
+		return args
+	}
+	out := make([]string, 0, len(args))
+	out = append(out, args[i])
+	for _, a := range args[:i] {
+		if isHelpFlag(a) {
+			a = "--help=true"
+		}
+		out = append(out, a)
+	}
+	return append(out, args[i+1:]...)
 }
 
 // flagIsBool reports whether name (a shorthand when short) is a flag of

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
@@ -149,7 +150,11 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 		probe = &gateway.HTTPBroker{URL: m.BrokerURL, TokenFunc: brokerToken.get, Client: client}
 		broker, m.localBrokerInUse = probe, false
 	}
-	if m.certs, err = newCertReloader(m.TLSCert, m.TLSKey, m.Logger); err != nil {
+	var certClock clock.PassiveClock // the gateway's, so a test steps one clock
+	if m.Config.Clock != nil {
+		certClock = m.Config.Clock
+	}
+	if m.certs, err = newCertReloader(m.TLSCert, m.TLSKey, m.Logger, certClock); err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()

@@ -41,9 +41,12 @@ func run(args []string) int {
 // help and exiting 0.
 func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	groupCommands(root)
-	root.SetArgs(args)
+	if rootHelpAsked(root, args) {
+		args = []string{"--help"} // the admin flags before it mean nothing to root's help
+	}
 	err := unknownRootCommand(root, args)
 	if err == nil {
+		root.SetArgs(commandFirst(root, args))
 		err = root.Execute()
 	}
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
@@ -59,6 +60,10 @@ type Main struct {
 	// TLSClientAnyHost accepts an agent's client certificate for any host
 	// name (by default its common name or a DNS name must be the host's).
 	TLSClientAnyHost bool
+	// TLSClock is the clock the certificate's reload reads, to look at
+	// the files at most once a second (nil: the real one; tests step a
+	// fake one).
+	TLSClock clock.PassiveClock
 	// HSTSMaxAge is the max-age of the Strict-Transport-Security header
 	// of every answer over the broker's own TLS (0 = no header; serve's
 	// --hsts-max-age defaults to a year).
@@ -289,7 +294,7 @@ func (m *Main) serverTLS() (*tls.Config, error) {
 	if m.TLSCert == "" || m.TLSKey == "" {
 		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}
 	}
-	certs, err := newCertReloader(m.TLSCert, m.TLSKey, m.Logger)
+	certs, err := newCertReloader(m.TLSCert, m.TLSKey, m.Logger, m.TLSClock)
 	if err != nil {
 		return nil, err
 	}

@@ -15,16 +15,19 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // certReloader serves the certificate in certFile and keyFile, read again
-// when either file changes (checked at most once a second, at a handshake)
-// or on SIGHUP, so a renewed certificate takes effect without a restart
-// and without dropping connections. A file that does not parse keeps the
-// previous certificate and is logged.
+// when either file changes (checked at most once a second of its clock,
+// at a handshake) or on SIGHUP, so a renewed certificate takes effect
+// without a restart and without dropping connections. A file that does
+// not parse keeps the previous certificate and is logged.
 type certReloader struct {
 	certFile, keyFile string
 	log               *slog.Logger
+	clock             clock.PassiveClock // when the files were last looked at
 
 	mu      sync.Mutex
 	cert    *tls.Certificate
@@ -33,8 +36,13 @@ type certReloader struct {
 	stop    func()
 }
 
-func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
-	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
+// newCertReloader loads the pair and watches it on clk (nil: the real
+// clock; a test steps a fake one past the second between looks).
+func newCertReloader(certFile, keyFile string, log *slog.Logger, clk clock.PassiveClock) (*certReloader, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	r := &certReloader{certFile: certFile, keyFile: keyFile, log: log, clock: clk}
 	if err := r.load(); err != nil {
 		return nil, err
 	}
@@ -67,7 +75,7 @@ func (r *certReloader) load() error {
 	}
 	mt := newest(r.certFile, r.keyFile)
 	r.mu.Lock()
-	r.cert, r.modTime, r.checked = &cert, mt, time.Now()
+	r.cert, r.modTime, r.checked = &cert, mt, r.clock.Now()
 	r.mu.Unlock()
 	return nil
 }
@@ -85,9 +93,10 @@ func newest(files ...string) time.Time {
 // GetCertificate is tls.Config.GetCertificate.
 func (r *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
-	stale := time.Since(r.checked) > time.Second
+	now := r.clock.Now()
+	stale := now.Sub(r.checked) > time.Second
 	if stale {
-		r.checked = time.Now()
+		r.checked = now
 	}
 	cert, mt := r.cert, r.modTime
 	r.mu.Unlock()

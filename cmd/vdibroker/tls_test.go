@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/agent"
 	vhttp "github.com/vdibroker/vdibroker/http"
@@ -108,7 +110,8 @@ func TestTLSAgentEndToEnd(t *testing.T) {
 	ca := newTestCA(t, dir)
 	srvCert, srvKey := ca.issue(t, dir, "broker", 2, false)
 	agentCert, agentKey := ca.issue(t, dir, "tls-01", 3, true) // its name is the host's (R-SEC)
-	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: srvCert, TLSKey: srvKey, TLSClientCA: ca.file}
+	certClock := clocktesting.NewFakePassiveClock(time.Now())
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: srvCert, TLSKey: srvKey, TLSClientCA: ca.file, TLSClock: certClock}
 	if err := m.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +174,8 @@ func TestTLSAgentEndToEnd(t *testing.T) {
 	}
 
 	// Renew the server certificate in place: new connections get it.
-	time.Sleep(1100 * time.Millisecond) // the reloader looks at most once a second
+	// The reloader looks at the files at most once a second of its clock.
+	certClock.SetTime(certClock.Now().Add(1100 * time.Millisecond))
 	renewedCert, renewedKey := ca.issue(t, dir, "broker-renewed", 99, false)
 	for src, dst := range map[string]string{renewedCert: srvCert, renewedKey: srvKey} {
 		b, err := os.ReadFile(src)
