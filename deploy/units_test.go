@@ -3,8 +3,17 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +24,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker/deploy"
+	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
 // build builds the vdibroker binary into dir/bin/vdibroker.
@@ -41,7 +51,7 @@ func file(t *testing.T, name string) string {
 }
 
 // TestUnitsVerify: systemd-analyze verify finds nothing to say about
-// either unit: no unknown key, no bad value, the commands executable. The
+// any unit: no unknown key, no bad value, the commands executable. The
 // binary the units start, /usr/local/bin/vdibroker, is the one just built,
 // bound there in a mount namespace of the test's own (unshare, as root),
 // so the machine's /usr/local/bin is not touched.
@@ -54,7 +64,7 @@ func TestUnitsVerify(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := build(t, dir)
-	for _, unit := range []string{"vdibroker.service", "vdibroker-agent.service"} {
+	for _, unit := range []string{"vdibroker.service", "vdibroker-agent.service", "vdibroker-gateway.service"} {
 		t.Run(unit, func(t *testing.T) {
 			path := filepath.Join(dir, unit)
 			if err := os.WriteFile(path, []byte(file(t, unit)), 0o644); err != nil {
@@ -123,10 +133,10 @@ func flagOf(env string) string {
 
 // TestEnvironmentFilesNameRealFlags: every setting the environment files
 // show, set or commented out, is a flag of the program the unit starts
-// (serve, agent), so the examples cannot drift from the program.
+// (serve, agent, gateway), so the examples cannot drift from the program.
 func TestEnvironmentFilesNameRealFlags(t *testing.T) {
 	bin := build(t, t.TempDir())
-	for envFile, command := range map[string]string{"broker.env": "serve", "agent.env": "agent"} {
+	for envFile, command := range map[string]string{"broker.env": "serve", "agent.env": "agent", "gateway.env": "gateway"} {
 		help, err := exec.Command(bin, command, "--help").CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s --help: %v", command, err)
@@ -151,7 +161,11 @@ func TestEnvironmentFilesNameRealFlags(t *testing.T) {
 // listen address of the test's own, serves without TLS files; the agent
 // started as its unit starts it, with agent.env's two settings filled in
 // and nothing else (no CA, no client certificate), registers its host.
-// That is the install of docs/operations.md and docs/agent.md on loopback.
+// The gateway started as its unit starts it, with gateway.env's five
+// settings pointed at the test's certificate, token file and broker, reads
+// the broker's keys, serves its certificate and has its token taken. That
+// is the install of docs/operations.md, docs/agent.md and docs/gateway.md
+// on loopback.
 func TestUnitsStartAsDocumented(t *testing.T) {
 	dir := t.TempDir()
 	bin := build(t, dir)
@@ -218,6 +232,88 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "agent-state", "credential.json")); err != nil {
 		t.Errorf("the agent kept no credential in its state directory: %v", err)
 	}
+
+	// The gateway, with gateway.env's five settings pointed at the test's
+	// files and broker, and a listen address of the test's own.
+	gwSet, _ := settings(t, "gateway.env")
+	needed := []string{"VDIBROKER_TLS_CERT", "VDIBROKER_TLS_KEY", "VDIBROKER_KEYS_URL", "VDIBROKER_BROKER_URL", "VDIBROKER_BROKER_TOKEN_FILE"}
+	if len(gwSet) != len(needed) {
+		t.Fatalf("gateway.env sets %v, want only %v", gwSet, needed)
+	}
+	etc := filepath.Join(dir, "etc-gateway")
+	if err := os.Mkdir(etc, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	local := strings.NewReplacer("/etc/vdibroker-gateway", etc, "https://broker.example.com:8443", base)
+	gwEnv := []string{"VDIBROKER_LISTEN=127.0.0.1:0"}
+	for _, name := range needed {
+		if gwSet[name] == "" {
+			t.Fatalf("gateway.env leaves %s empty", name)
+		}
+		gwSet[name] = local.Replace(gwSet[name])
+		gwEnv = append(gwEnv, name+"="+gwSet[name])
+	}
+	gwCert := selfSigned(t, gwSet["VDIBROKER_TLS_CERT"], gwSet["VDIBROKER_TLS_KEY"])
+	var gwTok struct {
+		Token string `json:"token"`
+	}
+	call("POST", "/tokens", `{"role": "Gateway", "subject": "units-rdgw"}`, &gwTok)
+	if err := os.WriteFile(gwSet["VDIBROKER_BROKER_TOKEN_FILE"], []byte(gwTok.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gwAddr, gwLog := startLogged(t, bin, gwEnv, execStart(t, "vdibroker-gateway.service", ""), "vdibroker gateway listening on ")
+	// It serves only once it has read the broker's keys: it has, and it
+	// serves the certificate of the file, with TLS.
+	roots := x509.NewCertPool()
+	roots.AddCert(gwCert)
+	conn, err := tls.Dial("tcp", gwAddr, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("TLS to the gateway: %v", err)
+	}
+	conn.Close()
+	// The broker takes the token of the file (the gateway's check of it at
+	// start, within 5 s).
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(gwLog.String(), "broker takes this gateway's reports"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway did not log that the broker takes its reports:\n%s", gwLog.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
+// to certFile and keyFile, and returns the certificate.
+func selfSigned(t *testing.T, certFile, keyFile string) *x509.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kder}} {
+		if err := os.WriteFile(file, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
 }
 
 // start runs bin with args in a clean environment plus env (as systemd
@@ -226,10 +322,17 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 // it and returns the rest.
 func start(t *testing.T, bin string, env, args []string, prefix string) string {
 	t.Helper()
+	rest, _ := startLogged(t, bin, env, args, prefix)
+	return rest
+}
+
+// startLogged is start, returning the program's stderr (its log) too.
+func startLogged(t *testing.T, bin string, env, args []string, prefix string) (string, *syncbuf.Buffer) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := new(syncbuf.Buffer)
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -258,14 +361,14 @@ func start(t *testing.T, bin string, env, args []string, prefix string) string {
 		cmd.Wait()
 	}()
 	if prefix == "" {
-		return ""
+		return "", stderr
 	}
 	timeout := time.After(60 * time.Second)
 	for {
 		select {
 		case l := <-lines:
 			if rest, ok := strings.CutPrefix(l, prefix); ok {
-				return rest
+				return rest, stderr
 			}
 		case <-done:
 			t.Fatalf("%s exited before it printed %q", args[0], prefix)

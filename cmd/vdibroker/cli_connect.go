@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -27,15 +29,19 @@ func newConnectCmd() *cobra.Command {
 		adm                       *admin // set below, before the command runs
 	)
 	cmd := &cobra.Command{
-		Use:   "connect --host-pool POOL --user USER [--session-host H] [--dry-run] [--rdp-file PATH]",
+		Use:   "connect --host-pool POOL [--user USER] [--session-host H] [--dry-run] [--rdp-file PATH]",
 		Short: "Place a user's session in a host pool and get its connection (.rdp) file",
 		Long: `Place a user's session: the answer is a new Pending session or the
 user's existing one. --dry-run shows the decision and stores nothing.
---rdp-file writes the connection file a Remote Desktop client opens.`,
+--rdp-file writes the connection file a Remote Desktop client opens.
+` + connectUserHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := adm.client()
 			if err != nil {
+				return err
+			}
+			if user, err = connectUser(cmd, c, user); err != nil {
 				return err
 			}
 			res, err := c.Connect(cmd.Context(), pool, vhttp.ConnectRequest{User: user, SessionHost: host, DryRun: dryRun})
@@ -51,7 +57,7 @@ user's existing one. --dry-run shows the decision and stores nothing.
 	adm = addAdminFlags(cmd)
 	f := cmd.Flags()
 	poolNameVar(f, &pool, "host-pool", "", "host pool name")
-	f.StringVar(&user, "user", "", "user to place")
+	f.StringVar(&user, "user", "", "user to place (default with a User token: its own user)")
 	hostNameVar(f, &host, "session-host", "", "the assigned host to use (MultiplePersistent pools)")
 	f.BoolVar(&dryRun, "dry-run", false, "compute the decision only; store nothing")
 	f.StringVar(&rdpFile, "rdp-file", "", "write the .rdp connection file to this path")
@@ -59,9 +65,44 @@ user's existing one. --dry-run shows the decision and stores nothing.
 	_ = cmd.RegisterFlagCompletionFunc("session-host", func(c *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
 		return adm.completeHosts(c, args, s)
 	})
-	requireFlags(cmd, "host-pool", "user")
+	requireFlags(cmd, "host-pool")
 	adm.suggestNames(cmd, kindNone)
 	return cmd
+}
+
+// connectUserHelp ends the help of the connect commands.
+const connectUserHelp = `Without --user, a User token connects its own user, the only one it may
+(whoami); any other token names the user with --user.`
+
+// connectUser is the user a connect command places: --user's, or without
+// it the token's own user when the token is a User's, which may connect
+// no other (R-E5), so --user would only repeat it; the broker says whose
+// the token is (whoami). Any other token may connect any user, and is
+// told to name one.
+func connectUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, error) {
+	if err := emptyFlag(cmd, "user"); err != nil {
+		return "", err
+	}
+	if cmd.Flags().Changed("user") {
+		return user, nil
+	}
+	who, err := whoAmI(cmd.Context(), c)
+	if err != nil {
+		return "", err
+	}
+	if who.Role == vdibroker.RoleUser && who.Subject != "" {
+		return who.Subject, nil
+	}
+	return "", usageError{fmt.Errorf("--user: required with this token (role %s): only a User token connects its own user without it", who.Role)}
+}
+
+// whoAmI asks the broker whose c's token is.
+func whoAmI(ctx context.Context, c *vhttp.Client) (*vhttp.WhoAmI, error) {
+	who, err := c.WhoAmI(ctx)
+	if err != nil {
+		return nil, fail(err)
+	}
+	return who, nil
 }
 
 // writeRDPFile writes a connect's .rdp text to path (--rdp-file), owner

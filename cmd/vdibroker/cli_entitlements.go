@@ -466,12 +466,16 @@ func newApplicationCmd() *cobra.Command {
 	var req vdibroker.AppConnectRequest
 	var cg string
 	connect := &cobra.Command{
-		Use:   "connect --application-group GROUP --name APP --user USER [--command-line ARGS] [--dry-run]",
+		Use:   "connect --application-group GROUP --name APP [--user USER] [--command-line ARGS] [--dry-run]",
 		Short: "Open an application for a user: its session and a RemoteApp .rdp file",
+		Long:  "Open an application for a user: the user's session in the group's pool and a\nRemoteApp .rdp file.\n" + connectUserHelp,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
 			if err != nil {
+				return err
+			}
+			if req.User, err = connectUser(cmd, c, req.User); err != nil {
 				return err
 			}
 			r, err := c.ConnectApplication(cmd.Context(), cg, req)
@@ -483,10 +487,10 @@ func newApplicationCmd() *cobra.Command {
 	}
 	appGroupNameVar(connect.Flags(), &cg, "application-group", "the RemoteApp application group")
 	appNameVar(connect.Flags(), &req.Application, "name", "the application")
-	connect.Flags().StringVar(&req.User, "user", "", "the user")
+	connect.Flags().StringVar(&req.User, "user", "", "the user (default with a User token: its own user)")
 	textVar(connect.Flags(), &req.CommandLine, "command-line", vdibroker.MaxCommandLineLen, fmt.Sprintf("arguments, for an application whose setting is Allow, at most %d characters", vdibroker.MaxCommandLineLen))
 	connect.Flags().BoolVar(&req.DryRun, "dry-run", false, "decide and store nothing")
-	requireFlags(connect, "application-group", "name", "user")
+	requireFlags(connect, "application-group", "name")
 
 	cmd.AddCommand(create, update, show, list, del, connect)
 	a.suggestNames(cmd, kindApp)

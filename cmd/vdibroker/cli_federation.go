@@ -316,7 +316,7 @@ func newGlobalConnectCmd(a *admin) *cobra.Command {
 		dryRun              bool
 	)
 	cmd := &cobra.Command{
-		Use:   "connect --name NAME --user USER [--groups G1,G2] [--dry-run] [--rdp-file PATH]",
+		Use:   "connect --name NAME [--user USER] [--groups G1,G2] [--dry-run] [--rdp-file PATH]",
 		Short: "Connect a user through a global entitlement: which pod and pool it chose, and why",
 		Long: `Connect a user through a global entitlement, as the user's client would
 (POST /api/v1/globalentitlements/{name}/connect on the pod at --server):
@@ -326,11 +326,15 @@ choose (docs/federation.md). The answer names the pod and pool, and
 under the table each pod of the decision, chosen or skipped and why.
 --dry-run decides and stores nothing; --rdp-file writes the connection
 file; --groups are the user's groups, which choose the home site and
-entitle the user (a User token's own are its identity's).`,
+entitle the user (a User token's own are its identity's).
+` + connectUserHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
 			if err != nil {
+				return err
+			}
+			if user, err = connectUser(cmd, c, user); err != nil {
 				return err
 			}
 			res, err := c.GlobalConnect(cmd.Context(), name, vdibroker.GlobalConnectRequest{User: user, Groups: groups, DryRun: dryRun})
@@ -365,11 +369,11 @@ entitle the user (a User token's own are its identity's).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&name, "name", "", "global entitlement name")
-	f.StringVar(&user, "user", "", "user to connect")
+	f.StringVar(&user, "user", "", "user to connect (default with a User token: its own user)")
 	f.StringSliceVar(&groups, "groups", nil, "the user's groups (not with a User token, whose groups are its own)")
 	f.BoolVar(&dryRun, "dry-run", false, "compute the decision only; store nothing")
 	f.StringVar(&rdpFile, "rdp-file", "", "write the .rdp connection file to this path")
-	requireFlags(cmd, "name", "user")
+	requireFlags(cmd, "name")
 	return cmd
 }
 

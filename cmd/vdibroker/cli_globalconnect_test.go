@@ -101,6 +101,18 @@ func TestCLIGlobalEntitlementConnect(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "not entitled") {
 		t.Errorf("hal: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// Without --user, a User token connects its own user (R-E5): wes, of
+	// the entitled group, gets his session; the admin must name the user.
+	wt, err := admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "wes@contoso.com", Groups: []string{"office-staff"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r = cliAs(wt.Secret, "globalentitlement", "connect", "--name", "office", "--query", "user", "-o", "tsv"); r.code != 0 || r.stdout != "wes@contoso.com\n" {
+		t.Errorf("wes without --user: exit %d, stdout %q, stderr %q; want his own session", r.code, r.stdout, r.stderr)
+	}
+	if r = cli("globalentitlement", "connect", "--name", "office"); r.code != 2 || !strings.Contains(r.stderr, "--user: required with this token (role Admin)") {
+		t.Errorf("admin without --user: exit %d, stderr %q; want a usage error", r.code, r.stderr)
+	}
 	// A name the pod does not know: the admin is told the near one; hal,
 	// whose User token may connect but not read or list global
 	// entitlements, gets the broker's answer alone (the CLI's read of the

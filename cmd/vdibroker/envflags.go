@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// The long-running commands (serve, agent) take every flag also from the
+// The long-running commands (serve, agent, gateway) take every flag also from the
 // environment, as VDIBROKER_ and the flag's name in upper case with "_"
 // for "-" (--tls-cert is VDIBROKER_TLS_CERT): a systemd unit then keeps its
 // optional settings in an EnvironmentFile, and secrets such as a database
@@ -45,7 +45,7 @@ func flagsFromEnv(cmd *cobra.Command) ([]string, error) {
 	return set, err
 }
 
-// envFlagsHelp is the paragraph the help of serve and agent end with.
+// envFlagsHelp is the paragraph the help of serve, agent and gateway end with.
 const envFlagsHelp = `
 Every flag may also be given in the environment as VDIBROKER_<FLAG>, upper
 case with "_" for "-" (--tls-cert is VDIBROKER_TLS_CERT); the command line

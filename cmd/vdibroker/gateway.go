@@ -337,6 +337,29 @@ func parseTargets(portsFlag string, ports []string, networksFlag string, network
 	return outPorts, outNets, nil
 }
 
+// gatewayTokenEnv are the variables an administrator may set by analogy
+// with the agent's VDIBROKER_REGISTRATION_TOKEN, each with the flag of the
+// file the gateway reads that token from.
+var gatewayTokenEnv = []struct{ env, flag string }{
+	{"VDIBROKER_BROKER_TOKEN", "broker-token-file"},
+	{"VDIBROKER_KEYS_TOKEN", "keys-token-file"},
+	{"VDIBROKER_METRICS_TOKEN", "metrics-token-file"},
+}
+
+// gatewayTokensNotInEnv refuses a gateway token given in the environment:
+// the gateway reads its tokens from files, again on SIGHUP, so that one is
+// replaced without a restart, which would drop every tunnel. Ignored, such
+// a variable would leave the gateway without its token, every tunnel
+// refused, with nothing at start to say why.
+func gatewayTokensNotInEnv() error {
+	for _, t := range gatewayTokenEnv {
+		if os.Getenv(t.env) != "" {
+			return usageError{fmt.Errorf("%s: the gateway reads its tokens from files only (read again on SIGHUP, without dropping tunnels): write the token to a file readable by the gateway's user only and give %s (--%s)", t.env, envName(t.flag), t.flag)}
+		}
+	}
+	return nil
+}
+
 // newGatewayCmdFor is newGatewayCmd running m (a test reads m's settings).
 func newGatewayCmdFor(m *GatewayMain) *cobra.Command {
 	var logLevel, keysTokenFile, brokerTokenFile, metricsTokenFile string
@@ -351,15 +374,28 @@ gatewayaccesstoken (FreeRDP: /g:HOST /gat:TOKEN); it checks the token with the
 broker's public keys (--keys-file, a JWKS document, or --keys-url) and opens a
 tunnel only to the host:port the token names. Tunnel open, host reached and
 close are reported to the broker (--broker-url); without it a token is
-admitted once by this gateway alone. See docs/gateway.md.`,
+admitted once by this gateway alone. See docs/gateway.md.
+` + envFlagsHelp + `
+Its tokens are read from files only (VDIBROKER_BROKER_TOKEN_FILE and the
+other --*-token-file flags), never from the environment: a file is read
+again on SIGHUP, so a token is replaced without dropping tunnels.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			fromEnv, err := flagsFromEnv(cmd)
+			if err != nil {
+				return err
+			}
+			if err := gatewayTokensNotInEnv(); err != nil {
+				return err
+			}
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", logLevel)}
 			}
-			var err error
 			m.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+			if len(fromEnv) > 0 {
+				m.Logger.Info("flags from the environment", "flags", fromEnv)
+			}
 			m.KeysTokenFile, m.BrokerTokenFile, m.MetricsTokenFile = keysTokenFile, brokerTokenFile, metricsTokenFile
 			if m.MaxHeaderBytes < 1024 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 1024..1048576, got %d", m.MaxHeaderBytes)}

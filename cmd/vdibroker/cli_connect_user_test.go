@@ -1,0 +1,78 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCLIConnectAsTheTokensUser (R-E5): a User token may connect only its
+// own user, so connect and application connect without --user connect
+// that user (the CLI asks the broker whose the token is); with --user it
+// is as before. Any other token (the admin's, a Contributor's) may
+// connect anyone: without --user it is a usage error saying --user is
+// required with that token, and nothing is placed. --user "" is refused
+// as before, not taken for "the token's user".
+func TestCLIConnectAsTheTokensUser(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "office")
+	b.addHost("office", "office-01")
+	b.ok("applicationgroup", "create", "--name", "office-dag", "--host-pool", "office", "--application-group-type", "Desktop", "--users", "carol@contoso.com")
+	b.ok("applicationgroup", "create", "--name", "office-apps", "--host-pool", "office", "--application-group-type", "RemoteApp", "--users", "carol@contoso.com")
+	b.ok("application", "create", "--application-group", "office-apps", "--name", "word", "--file-path", `C:\Program Files\Microsoft Office\WINWORD.EXE`)
+	carol := strings.TrimSpace(b.ok("token", "create", "--role", "User", "--subject", "carol@contoso.com", "--query", "token", "-o", "tsv"))
+	contributor := strings.TrimSpace(b.ok("token", "create", "--role", "Contributor", "--subject", "ops", "--query", "token", "-o", "tsv"))
+	as := func(token string, args ...string) cliResult {
+		t.Helper()
+		return runCLI(t, append(args, "--server", b.m.URL(), "--token", token)...)
+	}
+	desktop := []string{"connect", "--host-pool", "office"}
+	app := []string{"application", "connect", "--application-group", "office-apps", "--name", "word"}
+	sessions := func() string {
+		t.Helper()
+		return b.ok("usersession", "list", "--host-pool", "office", "--query", "[].user", "-o", "tsv")
+	}
+
+	// Refused first, so that nothing placed below hides a placement here.
+	for _, tc := range []struct {
+		name, token string
+		args        []string
+		want        string
+	}{
+		{"admin connect", b.m.AdminToken, desktop, "--user: required with this token (role Admin): only a User token connects its own user without it"},
+		{"Contributor connect", contributor, desktop, "--user: required with this token (role Contributor)"},
+		{"Contributor application connect", contributor, app, "--user: required with this token (role Contributor)"},
+		{"User connect --user \"\"", carol, append(desktop, "--user", ""), `--user "": must not be empty`},
+		{"User application connect --user \"\"", carol, append(app, "--user", ""), `--user "": must not be empty`},
+	} {
+		r := as(tc.token, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, r.code, r.stderr, tc.want)
+		}
+	}
+	if got := sessions(); got != "" {
+		t.Fatalf("sessions after the refused connects: %q, want none", got)
+	}
+
+	// Her token without --user: her session, her application.
+	if r := as(carol, append(desktop, "--query", "user", "-o", "tsv")...); r.code != 0 || r.stdout != "carol@contoso.com\n" {
+		t.Errorf("her connect without --user: exit %d, stdout %q, stderr %q; want her own session", r.code, r.stdout, r.stderr)
+	}
+	if r := as(carol, append(app, "--query", "[user, rdpFile]", "-o", "tsv")...); r.code != 0 || !strings.HasPrefix(r.stdout, "carol@contoso.com\n") || !strings.Contains(r.stdout, "remoteapplicationprogram:s:||word") {
+		t.Errorf("her application connect without --user: exit %d, stdout %q, stderr %q; want word for her", r.code, r.stdout, r.stderr)
+	}
+	// With --user as before: her own name, in any case, is her session;
+	// another's is refused by the broker.
+	if r := as(carol, append(desktop, "--user", "Carol@Contoso.com", "--query", "reconnect", "-o", "tsv")...); r.code != 0 || r.stdout != "true\n" {
+		t.Errorf("her connect with --user of her own name: exit %d, stdout %q, stderr %q; want her session again", r.code, r.stdout, r.stderr)
+	}
+	if r := as(carol, append(desktop, "--user", "dave@contoso.com")...); r.code != 1 || !strings.Contains(r.stderr, "may connect only its own user") {
+		t.Errorf("her connect of another user: exit %d, stderr %q; want the broker's refusal", r.code, r.stderr)
+	}
+	// An admin with --user as before.
+	if r := as(b.m.AdminToken, append(desktop, "--user", "erin@contoso.com", "--query", "user", "-o", "tsv")...); r.code != 0 || r.stdout != "erin@contoso.com\n" {
+		t.Errorf("admin connect --user erin: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if got := sessions(); got != "carol@contoso.com\nerin@contoso.com\n" {
+		t.Errorf("sessions: %q, want carol's (one, the application's in it) and erin's", got)
+	}
+}
