@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ed25519"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -13,8 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
 // TestGatewayFlagsFromEnv (R-GW1): the gateway takes every flag also from
@@ -27,14 +24,7 @@ func TestGatewayFlagsFromEnv(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, dir)
 	cert, key := ca.issue(t, dir, "127.0.0.1", 2, false)
-	signer, err := gatewaytoken.GenerateSigner("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k1": signer.PublicKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	jwks := testKeysDoc(t)
 	keysFile := filepath.Join(dir, "keys.json")
 	metricsFile := filepath.Join(dir, "metrics.token")
 	for name, data := range map[string][]byte{keysFile: jwks, metricsFile: []byte("metrics-token-from-a-file\n")} {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"io"
 	"net"
@@ -75,14 +76,7 @@ func TestGatewayLimitFlagsRefuseZero(t *testing.T) {
 // not that one is missing.
 func TestGatewayURLFlagErrorsNameTheFlag(t *testing.T) {
 	dir := t.TempDir()
-	signer, err := gatewaytoken.GenerateSigner("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k1": signer.PublicKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	jwks := testKeysDoc(t)
 	keys := filepath.Join(dir, "keys.json")
 	if err := os.WriteFile(keys, jwks, 0o600); err != nil {
 		t.Fatal(err)
@@ -264,4 +258,19 @@ func TestGatewayKeysStartErrorsSayWhatToFix(t *testing.T) {
 			t.Errorf("gateway %v = usage error %v, want a start error (exit 1)", tc.args, err)
 		}
 	}
+}
+
+// testKeysDoc is a JWKS document of one fresh Ed25519 key, "k", as the
+// broker's keys URL answers it.
+func testKeysDoc(t *testing.T) []byte {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k": pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/ed25519"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vdibroker/vdibroker/gatewaytoken"
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
@@ -25,14 +23,7 @@ func TestGatewayKeysFileWithBrokerWarns(t *testing.T) {
 	dir := t.TempDir()
 	ca := newTestCA(t, dir)
 	cert, key := ca.issue(t, dir, "gateway", 2, false)
-	signer, err := gatewaytoken.GenerateSigner("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k1": signer.PublicKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	jwks := testKeysDoc(t)
 	keysFile := filepath.Join(dir, "keys.json")
 	if err := os.WriteFile(keysFile, jwks, 0o600); err != nil {
 		t.Fatal(err)

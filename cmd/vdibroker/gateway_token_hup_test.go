@@ -3,8 +3,6 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"log/slog"
@@ -19,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vdibroker/vdibroker/gatewaytoken"
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
@@ -160,19 +157,4 @@ func TestGatewaySIGHUPBeforeFirstKeyFetch(t *testing.T) {
 	if log := p.stderr.String(); !strings.Contains(log, "SIGHUP: token file read") {
 		t.Errorf("no line of the reload:\n%s", log)
 	}
-}
-
-// testKeysDoc is a JWKS document of one fresh Ed25519 key, "k", as the
-// broker's keys URL answers it.
-func testKeysDoc(t *testing.T) []byte {
-	t.Helper()
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k": pub})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
 }
