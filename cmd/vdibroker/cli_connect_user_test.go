@@ -11,7 +11,8 @@ import (
 // is as before. Any other token (the admin's, a Contributor's) may
 // connect anyone: without --user it is a usage error saying --user is
 // required with that token, and nothing is placed. --user "" is refused
-// as before, not taken for "the token's user".
+// as before, not taken for "the token's user". A token the broker
+// refuses is told so by whoami, and nothing is placed either.
 func TestCLIConnectAsTheTokensUser(t *testing.T) {
 	b := startCLIBroker(t)
 	b.ok("hostpool", "create", "--name", "office")
@@ -48,6 +49,11 @@ func TestCLIConnectAsTheTokensUser(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and %q", tc.name, r.code, r.stderr, tc.want)
 		}
+	}
+	// A token the broker refuses: whoami's answer, as any command's, and
+	// no connect after it.
+	if r := as("vdbt_not-a-token", desktop...); r.code != 1 || !strings.Contains(r.stderr, "the broker refused the token") {
+		t.Errorf("connect without --user with a token the broker refuses: exit %d, stderr %q; want 1 and the refusal", r.code, r.stderr)
 	}
 	if got := sessions(); got != "" {
 		t.Fatalf("sessions after the refused connects: %q, want none", got)
