@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -374,6 +375,30 @@ func startLogged(t *testing.T, bin string, env, args []string, prefix string) (s
 			t.Fatalf("%s exited before it printed %q", args[0], prefix)
 		case <-timeout:
 			t.Fatalf("%s printed no %q", args[0], prefix)
+		}
+	}
+}
+
+// TestUnitsDoNotRestartOnUsageErrors: every unit restarts on failure but
+// not on exit status 2, which each command gives for a mistake in its
+// settings (an unknown flag, a VDIBROKER_* value that does not parse):
+// restarting cannot mend it, and a unit restarting every few seconds
+// hides the error among its own starts. The built binary is asked that
+// each command the units start does exit 2 for such a mistake.
+func TestUnitsDoNotRestartOnUsageErrors(t *testing.T) {
+	bin := build(t, t.TempDir())
+	for unit, command := range map[string]string{"vdibroker.service": "serve", "vdibroker-agent.service": "agent", "vdibroker-gateway.service": "gateway"} {
+		text := file(t, unit)
+		if !regexp.MustCompile(`(?m)^Restart=on-failure$`).MatchString(text) {
+			t.Errorf("%s does not restart on failure", unit)
+		}
+		if !regexp.MustCompile(`(?m)^RestartPreventExitStatus=2$`).MatchString(text) {
+			t.Errorf("%s restarts on exit status 2 (a mistake in its settings)", unit)
+		}
+		err := exec.Command(bin, command, "--no-such-flag").Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Errorf("%s --no-such-flag: %v, want exit status 2", command, err)
 		}
 	}
 }
