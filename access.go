@@ -3,6 +3,7 @@ package vdibroker
 import (
 	"context"
 	"slices"
+	"strings"
 )
 
 // Authorization (R-SEC, R-SP5): one function, Authorize, decides whether a
@@ -302,10 +303,10 @@ func authorizeScope(p *Principal, a Action, t Target) error {
 		if reads {
 			return Errorf(ENotFound, "host pool %q not found", t.HostPool)
 		}
-		return Errorf(EPermission, "host pool %q is outside this token's host pools", t.HostPool)
+		return Errorf(EPermission, "host pool %q is outside this token's host pools: %s", t.HostPool, scopeNote(p))
 	}
 	if t.Global != "" {
-		return Errorf(EPermission, "a token scoped to host pools may not call %s", t.Global)
+		return Errorf(EPermission, "a token scoped to host pools may not call %s: %s", t.Global, scopeNote(p))
 	}
 	if sp := t.ScalingPlan; sp != nil {
 		if reads {
@@ -319,9 +320,16 @@ func authorizeScope(p *Principal, a Action, t Target) error {
 		}
 		for _, pool := range sp.HostPools {
 			if !p.Sees(pool) {
-				return Errorf(EPermission, "scaling plan %q names host pool %q, which is outside this token's host pools (R-SP5)", sp.Name, pool)
+				return Errorf(EPermission, "scaling plan %q names host pool %q, which is outside this token's host pools (R-SP5): %s", sp.Name, pool, scopeNote(p))
 			}
 		}
 	}
 	return nil
+}
+
+// scopeNote ends a scoped principal's refusal with what it may act on,
+// not only what it may not: a Contributor or Helpdesk scoped to other
+// pools is told its scope, not that its role changes nothing.
+func scopeNote(p *Principal) string {
+	return "it may act only on host pools " + strings.Join(p.HostPools, ", ")
 }

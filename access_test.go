@@ -78,9 +78,9 @@ func TestAuthorize(t *testing.T) {
 		{name: "scoped read in scope", p: scopedReader, a: ActionRead, t: Target{HostPool: "p1"}},
 		{name: "scoped read out of scope", p: scopedReader, a: ActionRead, t: Target{HostPool: "p3"}, code: ENotFound, contains: `host pool "p3" not found`},
 		{name: "scoped inspect out of scope", p: scoped, a: ActionInspect, t: Target{HostPool: "p3"}, code: ENotFound},
-		{name: "scoped write out of scope", p: scoped, a: ActionWrite, t: Target{HostPool: "p3"}, code: EPermission, contains: `host pool "p3" is outside this token's host pools`},
+		{name: "scoped write out of scope", p: scoped, a: ActionWrite, t: Target{HostPool: "p3"}, code: EPermission, contains: `host pool "p3" is outside this token's host pools: it may act only on host pools p1, p2`},
 		{name: "scoped global", p: scoped, a: ActionRead, t: Target{Global: "GET /api/v1/federation"}, code: EPermission,
-			contains: "a token scoped to host pools may not call GET /api/v1/federation"},
+			contains: "a token scoped to host pools may not call GET /api/v1/federation: it may act only on host pools p1, p2"},
 		{name: "unscoped global", p: contrib, a: ActionWrite, t: Target{Global: "PUT /api/v1/federation"}},
 		{name: "scoped list", p: scoped, a: ActionRead},
 
@@ -89,7 +89,7 @@ func TestAuthorize(t *testing.T) {
 		{name: "plan read, none in scope", p: scopedReader, a: ActionRead, t: Target{ScalingPlan: plan("p7")}, code: ENotFound, contains: `scaling plan "sp" not found`},
 		{name: "plan write, all in scope", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan("p1", "p2")}},
 		{name: "plan write, one out", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan("p1", "p7")}, code: EPermission,
-			contains: `names host pool "p7", which is outside this token's host pools (R-SP5)`},
+			contains: `names host pool "p7", which is outside this token's host pools (R-SP5): it may act only on host pools p1, p2`},
 		{name: "plan write, no pool", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan()}, code: EPermission, contains: "names no host pool"},
 		{name: "plan write, unscoped", p: contrib, a: ActionWrite, t: Target{ScalingPlan: plan()}},
 

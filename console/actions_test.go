@@ -639,3 +639,63 @@ func TestConsolePostgres(t *testing.T) {
 		t.Run(tc.name, tc.fn)
 	}
 }
+
+// TestRefusalFitsPrincipal (R-SEC): a refused change says why in the
+// terms of the principal refused. A Reader is told that Reader tokens
+// change nothing; a Contributor or Helpdesk scoped to another pool is
+// told the pools it may act on, not the Reader's sentence, which would
+// tell it that its role changes nothing; an unscoped Helpdesk is told
+// what Helpdesk may do.
+func TestRefusalFitsPrincipal(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	ctx := t.Context()
+	if _, err := e.admin.PutHostPool(ctx, "pool-b", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	open, err := e.admin.ListUserSessions(ctx, "pool-a", vhttp.SessionQuery{})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("sessions: %v %v", open, err)
+	}
+	scoped := func(role string) string {
+		tok, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: role, Subject: "b-" + role, HostPools: []string{"pool-b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.Secret
+	}
+	const readerText = "Reader tokens can look at everything and change nothing"
+	createPool := func(b *browser) answer {
+		return b.post("/pools", url.Values{"csrf": {b.csrf("/")}, "name": {"pool-c"}})
+	}
+	logOff := func(b *browser) answer {
+		return b.post("/pools/pool-a/sessions/"+open[0].ID+"/logoff", url.Values{"csrf": {b.csrf("/")}, "back": {"/sessions"}})
+	}
+	for _, tc := range []struct {
+		name, token string
+		do          func(*browser) answer
+		want        string
+		reader      bool // the Reader's sentence is shown
+	}{
+		{"Reader creates a pool", e.token(vdibroker.RoleReader), createPool, "role Reader may only read (GET)", true},
+		{"scoped Contributor creates a pool", scoped(vdibroker.RoleContributor), createPool,
+			"host pool &#34;pool-c&#34; is outside this token&#39;s host pools: it may act only on host pools pool-b", false},
+		{"scoped Helpdesk logs off another pool's session", scoped(vdibroker.RoleHelpdesk), logOff,
+			"host pool &#34;pool-a&#34; is outside this token&#39;s host pools: it may act only on host pools pool-b", false},
+		{"Helpdesk creates a pool", e.token(vdibroker.RoleHelpdesk), createPool,
+			"role Helpdesk may read, read the audit trail, and log off, disconnect and message sessions; this changes more", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := e.browser()
+			b.signin(tc.token)
+			a := tc.do(b)
+			if a.status != http.StatusForbidden {
+				t.Errorf("HTTP %d, want 403", a.status)
+			}
+			wantContains(t, a, "Refused by the broker: your token may not make this change ("+tc.want+").")
+			if got := strings.Contains(a.body, readerText); got != tc.reader {
+				t.Errorf("the Reader's sentence shown: %v, want %v:\n%s", got, tc.reader, a.body)
+			}
+		})
+	}
+}

@@ -532,7 +532,7 @@ func (c *Console) poolSettings(rq *request) {
 			c.apiError(rq, err)
 			return
 		}
-		c.renderPool(rq, vdibroker.HTTPStatus(code), describe(err), form)
+		c.renderPool(rq, vdibroker.HTTPStatus(code), rq.describe(err), form)
 		return
 	}
 	msg := "Settings saved. The next placement uses them (R-P1)."
@@ -749,7 +749,7 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 		ss, cursor, err := rq.api.sessionsPage(ctx, targets[i], f.query(f.Limit-len(rows), after))
 		if err != nil {
 			if vdibroker.ErrorCode(err) == vdibroker.EInvalid {
-				banner = describe(err)
+				banner = rq.describe(err)
 				break
 			}
 			c.apiError(rq, err)
@@ -869,7 +869,7 @@ func (c *Console) renderSessionsAt(rq *request, back string, err error) {
 	r.URL = u
 	shown := *rq
 	shown.r = &r
-	c.renderSessions(&shown, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err))
+	c.renderSessions(&shown, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), rq.describe(err))
 }
 
 // warned is the API's warnings of a queued command, for its flash: the
