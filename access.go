@@ -2,6 +2,7 @@ package vdibroker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -327,9 +328,21 @@ func authorizeScope(p *Principal, a Action, t Target) error {
 	return nil
 }
 
+// maxScopeNotePools bounds the host pools a refusal names (scopeNote): a
+// token may be scoped to 100 pools, an OpenID Connect mapping to more,
+// and a refusal that lists them all buries its reason.
+const maxScopeNotePools = 10
+
 // scopeNote ends a scoped principal's refusal with what it may act on,
 // not only what it may not: a Contributor or Helpdesk scoped to other
-// pools is told its scope, not that its role changes nothing.
+// pools is told its scope, not that its role changes nothing. Past
+// maxScopeNotePools it says how many more.
 func scopeNote(p *Principal) string {
-	return "it may act only on host pools " + strings.Join(p.HostPools, ", ")
+	pools := p.HostPools
+	more := ""
+	if len(pools) > maxScopeNotePools {
+		more = fmt.Sprintf(" and %d more", len(pools)-maxScopeNotePools)
+		pools = pools[:maxScopeNotePools]
+	}
+	return "it may act only on host pools " + strings.Join(pools, ", ") + more
 }

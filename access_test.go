@@ -2,6 +2,7 @@ package vdibroker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -128,5 +129,27 @@ func TestPrincipalInContext(t *testing.T) {
 	}
 	if got := (*Principal)(nil).Actor(); got != PrincipalAnonymous {
 		t.Errorf("nil Actor = %q, want %q", got, PrincipalAnonymous)
+	}
+}
+
+// TestScopeNoteBounded (R-SEC): a refusal of a principal scoped to many
+// host pools names the first maxScopeNotePools of them and how many
+// more, so that a token scoped to 100 pools is told why in one line and
+// its refusal is not cut in the audit trail (MaxAuditField) before its
+// reason. Twelve pools: p00..p09 named, "and 2 more".
+func TestScopeNoteBounded(t *testing.T) {
+	var pools []string
+	for i := range 12 {
+		pools = append(pools, fmt.Sprintf("p%02d", i))
+	}
+	p := &Principal{Role: RoleContributor, Subject: "many", HostPools: pools}
+	err := Authorize(p, ActionWrite, Target{HostPool: "other"})
+	want := `host pool "other" is outside this token's host pools: it may act only on host pools p00, p01, p02, p03, p04, p05, p06, p07, p08, p09 and 2 more`
+	if got := ErrorMessage(err); got != want {
+		t.Errorf("refusal:\n got %q\nwant %q", got, want)
+	}
+	p.HostPools = pools[:10]
+	if got := ErrorMessage(Authorize(p, ActionWrite, Target{HostPool: "other"})); !strings.HasSuffix(got, "p08, p09") {
+		t.Errorf("ten pools: %q, want all ten named and no count", got)
 	}
 }
