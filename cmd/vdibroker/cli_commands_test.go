@@ -714,6 +714,25 @@ func TestCLIUserSessionActionLine_RS4(t *testing.T) {
 	}
 }
 
+// TestCLILogoffOfPendingSession_RS4: a logoff of a session its agent
+// never reported ends it at once (R-S4), and the line says that it
+// ended, not that its agent will run the logoff on its next heartbeat:
+// the session is gone when the command returns.
+func TestCLILogoffOfPendingSession_RS4(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	b.addHost("contosohp01", "sh-01")
+	id := strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "sessionId", "-o", "tsv"))
+	r := b.cli("usersession", "logoff", "--host-pool", "contosohp01", "--id", id)
+	want := "logged off session " + id + " of alice on sh-01 (pool contosohp01): it ended now, as its agent had not reported it yet; a logoff stays queued in case its logon is under way\n"
+	if r.code != 0 || r.stdout != want || r.stderr != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want stdout %q", r.code, r.stdout, r.stderr, want)
+	}
+	if got := b.ok("usersession", "list", "--host-pool", "contosohp01", "--state", "LoggedOff", "--query", "[].[id, state]", "-o", "tsv"); got != id+"\tLoggedOff\n" {
+		t.Errorf("ended sessions: %q, want %s LoggedOff", got, id)
+	}
+}
+
 // TestCLIUserSessionsOfUser_RU3: a helpdesk asked about a user's frozen
 // desktop finds her open sessions in every pool with `usersession list
 // --user U` alone (the name in any spelling, R-U3), each with its pool and

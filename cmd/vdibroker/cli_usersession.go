@@ -260,10 +260,16 @@ func (a *admin) queued(cmd *cobra.Command, cmds []*vdibroker.Command, pod string
 
 // queuedLine is queued's line for q: "queued logoff of session ID of
 // USER on HOST (pool POOL): its agent runs it on its next heartbeat"
-// (R-S4), the names escaped for the terminal.
+// (R-S4), the names escaped for the terminal. A logoff whose answer says
+// the session ended at once (a Pending session its agent never reported)
+// says so instead: nothing waits for the agent but the precaution.
 func queuedLine(q *vdibroker.Command, pod string) string {
 	var b strings.Builder
-	b.WriteString("queued " + strings.ToLower(q.Type) + " of session " + escapeTerminal(q.SessionID, ""))
+	if q.SessionEnded {
+		b.WriteString("logged off session " + escapeTerminal(q.SessionID, ""))
+	} else {
+		b.WriteString("queued " + strings.ToLower(q.Type) + " of session " + escapeTerminal(q.SessionID, ""))
+	}
 	if q.User != "" {
 		b.WriteString(" of " + escapeTerminal(q.User, ""))
 	}
@@ -279,6 +285,10 @@ func queuedLine(q *vdibroker.Command, pod string) string {
 	}
 	if len(where) > 0 {
 		b.WriteString(" (" + strings.Join(where, ", ") + ")")
+	}
+	if q.SessionEnded {
+		b.WriteString(": it ended now, as its agent had not reported it yet; a logoff stays queued in case its logon is under way")
+		return b.String()
 	}
 	b.WriteString(": its agent runs it on its next heartbeat")
 	return b.String()

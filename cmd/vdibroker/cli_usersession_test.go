@@ -20,6 +20,8 @@ func TestQueuedLine(t *testing.T) {
 			"queued logoff of session s1 of hank on ams-01 (pool office-ams1, pod ams1): its agent runs it on its next heartbeat"},
 		{"no host or pool", vdibroker.Command{Type: vdibroker.CommandDisconnect, SessionID: "s2", User: "bob"}, "",
 			"queued disconnect of session s2 of bob: its agent runs it on its next heartbeat"},
+		{"ended at once", vdibroker.Command{Type: vdibroker.CommandLogoff, SessionID: "s4", User: "carol", SessionHost: "h", HostPool: "p", SessionEnded: true}, "",
+			"logged off session s4 of carol on h (pool p): it ended now, as its agent had not reported it yet; a logoff stays queued in case its logon is under way"},
 		{"escaped", vdibroker.Command{Type: vdibroker.CommandLogoff, SessionID: "s3", User: "eve\x1b[2J", SessionHost: "h", HostPool: "p"}, "",
 			`queued logoff of session s3 of eve\x1b[2J on h (pool p): its agent runs it on its next heartbeat`},
 	} {
