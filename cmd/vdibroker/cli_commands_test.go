@@ -673,16 +673,26 @@ func TestCLIUserSessionCommands(t *testing.T) {
 	}
 }
 
+// alicePlacedOnSh01 starts a broker with pool contosohp01 and its host
+// sh-01, and places alice there: her session is Pending until the host's
+// agent reports her logon. It returns the host's credential and her
+// session's id.
+func alicePlacedOnSh01(t *testing.T) (b *cliBroker, cred, id string) {
+	t.Helper()
+	b = startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	cred = b.addHost("contosohp01", "sh-01")
+	id = strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "sessionId", "-o", "tsv"))
+	return b, cred, id
+}
+
 // TestCLIUserSessionActionLine_RS4: logoff and disconnect say on stdout
 // what they queued, one line a session: the session, its user, host and
 // pool (before, they printed nothing, and an admin could not tell a
 // logoff done from one that did nothing). With --output or --query they
 // print the queued commands instead, as before, and nothing else.
 func TestCLIUserSessionActionLine_RS4(t *testing.T) {
-	b := startCLIBroker(t)
-	b.ok("hostpool", "create", "--name", "contosohp01")
-	cred := b.addHost("contosohp01", "sh-01")
-	id := strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "sessionId", "-o", "tsv"))
+	b, cred, id := alicePlacedOnSh01(t)
 	// Her logon, as the agent reports it: Active, so it can be disconnected.
 	if _, err := vhttp.NewClient(b.m.URL(), "").Heartbeat(t.Context(), cred, &vdibroker.HeartbeatRequest{
 		Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: "Active"}}}); err != nil {
@@ -719,10 +729,7 @@ func TestCLIUserSessionActionLine_RS4(t *testing.T) {
 // ended, not that its agent will run the logoff on its next heartbeat:
 // the session is gone when the command returns.
 func TestCLILogoffOfPendingSession_RS4(t *testing.T) {
-	b := startCLIBroker(t)
-	b.ok("hostpool", "create", "--name", "contosohp01")
-	b.addHost("contosohp01", "sh-01")
-	id := strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "sessionId", "-o", "tsv"))
+	b, _, id := alicePlacedOnSh01(t)
 	r := b.cli("usersession", "logoff", "--host-pool", "contosohp01", "--id", id)
 	want := "logged off session " + id + " of alice on sh-01 (pool contosohp01): it ended now, as its agent had not reported it yet; a logoff stays queued in case its logon is under way\n"
 	if r.code != 0 || r.stdout != want || r.stderr != "" {
