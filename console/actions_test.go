@@ -266,6 +266,28 @@ func TestActionSendMessage(t *testing.T) {
 	wantContains(t, b.get(a.location), "The log off of alice", "session is queued", "Warning: session host host-1 is Shutdown")
 }
 
+// TestActionLogoffOfPendingSession_RS4: the console's log off of a
+// session its agent never reported says the session is logged off, as
+// the broker ended it at once (R-S4), not that the host's agent will run
+// it on its next heartbeat: the sessions page no longer lists it.
+func TestActionLogoffOfPendingSession_RS4(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	open, err := e.admin.ListUserSessions(t.Context(), "pool-a", vhttp.SessionQuery{})
+	if err != nil || len(open) != 1 || open[0].State != vdibroker.StatePending {
+		t.Fatalf("alice's session: %+v %v; want one Pending", open, err)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.post("/pools/pool-a/sessions/"+open[0].ID+"/logoff", url.Values{"csrf": {b.csrf("/sessions")}, "user": {"alice"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	page := b.get(a.location)
+	wantContains(t, page, "alice&#39;s session is logged off: it ended now, as its host&#39;s agent had not reported it yet")
+	if strings.Contains(page.body, "runs it on its next heartbeat") {
+		t.Errorf("the flash says the agent will run the logoff of a session already ended:\n%s", page.body)
+	}
+}
+
 // TestActionSendHostMessage_RS4: a Helpdesk sends every user of a host a
 // message from the host page (R-S4), as `sessionhost send-message` does:
 // one command per Active and Disconnected session, one audit entry, the

@@ -832,15 +832,17 @@ var sessionStatesShown = []string{vdibroker.StatePending, vdibroker.StateActive,
 func (c *Console) logoff(rq *request)     { c.sessionCommand(rq, "log off") }
 func (c *Console) disconnect(rq *request) { c.sessionCommand(rq, "disconnect") }
 
-// sessionCommand queues a log off or disconnect for the host's agent (R-S4).
+// sessionCommand queues a log off or disconnect for the host's agent
+// (R-S4). A logoff that ended a Pending session at once (the answer's
+// SessionEnded) says so, not that the agent will run it.
 func (c *Console) sessionCommand(rq *request, what string) {
 	pool, id := rq.r.PathValue("pool"), rq.r.PathValue("id")
-	var warnings []string
+	var q *vdibroker.Command
 	var err error
 	if what == "log off" {
-		warnings, err = rq.api.logoff(rq.r.Context(), pool, id)
+		q, err = rq.api.logoff(rq.r.Context(), pool, id)
 	} else {
-		warnings, err = rq.api.disconnect(rq.r.Context(), pool, id)
+		q, err = rq.api.disconnect(rq.r.Context(), pool, id)
 	}
 	if err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated {
@@ -851,8 +853,11 @@ func (c *Console) sessionCommand(rq *request, what string) {
 		return
 	}
 	user := rq.r.PostFormValue("user")
-	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
-		fmt.Sprintf("The %s of %s's session is queued: the host's agent runs it on its next heartbeat (R-S4).", what, cmp.Or(user, id))+warned(warnings))
+	msg := fmt.Sprintf("The %s of %s's session is queued: the host's agent runs it on its next heartbeat (R-S4).", what, cmp.Or(user, id))
+	if q.SessionEnded {
+		msg = fmt.Sprintf("%s's session is logged off: it ended now, as its host's agent had not reported it yet; a log off stays queued in case its logon is under way (R-S4).", cmp.Or(user, id))
+	}
+	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")), msg+warned(q.Warnings))
 }
 
 // renderSessionsAt answers a refused session action with the sessions
