@@ -477,15 +477,7 @@ func TestServeGatewayTokenTTLOnLaunchPage(t *testing.T) {
 	}
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Transport: g.client.Transport, Jar: jar}
-	csrf := func(path string) string {
-		t.Helper()
-		_, page := getBody(t, c, base+path)
-		m := portalCSRF.FindStringSubmatch(page)
-		if m == nil {
-			t.Fatalf("GET %s: no CSRF token in\n%s", path, page)
-		}
-		return m[1]
-	}
+	csrf := func(path string) string { return pageCSRF(t, c, base+path) }
 	post := func(path string, form url.Values) *http.Response {
 		t.Helper()
 		res, err := c.PostForm(base+path, form)
