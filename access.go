@@ -2,7 +2,9 @@ package vdibroker
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 )
 
 // Authorization (R-SEC, R-SP5): one function, Authorize, decides whether a
@@ -302,10 +304,10 @@ func authorizeScope(p *Principal, a Action, t Target) error {
 		if reads {
 			return Errorf(ENotFound, "host pool %q not found", t.HostPool)
 		}
-		return Errorf(EPermission, "host pool %q is outside this token's host pools", t.HostPool)
+		return Errorf(EPermission, "host pool %q is outside this token's host pools: %s", t.HostPool, scopeNote(p))
 	}
 	if t.Global != "" {
-		return Errorf(EPermission, "a token scoped to host pools may not call %s", t.Global)
+		return Errorf(EPermission, "a token scoped to host pools may not call %s: %s", t.Global, scopeNote(p))
 	}
 	if sp := t.ScalingPlan; sp != nil {
 		if reads {
@@ -319,9 +321,28 @@ func authorizeScope(p *Principal, a Action, t Target) error {
 		}
 		for _, pool := range sp.HostPools {
 			if !p.Sees(pool) {
-				return Errorf(EPermission, "scaling plan %q names host pool %q, which is outside this token's host pools (R-SP5)", sp.Name, pool)
+				return Errorf(EPermission, "scaling plan %q names host pool %q, which is outside this token's host pools (R-SP5): %s", sp.Name, pool, scopeNote(p))
 			}
 		}
 	}
 	return nil
+}
+
+// maxScopeNotePools bounds the host pools a refusal names (scopeNote): a
+// token may be scoped to 100 pools, an OpenID Connect mapping to more,
+// and a refusal that lists them all buries its reason.
+const maxScopeNotePools = 10
+
+// scopeNote ends a scoped principal's refusal with what it may act on,
+// not only what it may not: a Contributor or Helpdesk scoped to other
+// pools is told its scope, not that its role changes nothing. Past
+// maxScopeNotePools it says how many more.
+func scopeNote(p *Principal) string {
+	pools := p.HostPools
+	more := ""
+	if len(pools) > maxScopeNotePools {
+		more = fmt.Sprintf(" and %d more", len(pools)-maxScopeNotePools)
+		pools = pools[:maxScopeNotePools]
+	}
+	return "it may act only on host pools " + strings.Join(pools, ", ") + more
 }

@@ -2,6 +2,7 @@ package vdibroker
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -78,9 +79,9 @@ func TestAuthorize(t *testing.T) {
 		{name: "scoped read in scope", p: scopedReader, a: ActionRead, t: Target{HostPool: "p1"}},
 		{name: "scoped read out of scope", p: scopedReader, a: ActionRead, t: Target{HostPool: "p3"}, code: ENotFound, contains: `host pool "p3" not found`},
 		{name: "scoped inspect out of scope", p: scoped, a: ActionInspect, t: Target{HostPool: "p3"}, code: ENotFound},
-		{name: "scoped write out of scope", p: scoped, a: ActionWrite, t: Target{HostPool: "p3"}, code: EPermission, contains: `host pool "p3" is outside this token's host pools`},
+		{name: "scoped write out of scope", p: scoped, a: ActionWrite, t: Target{HostPool: "p3"}, code: EPermission, contains: `host pool "p3" is outside this token's host pools: it may act only on host pools p1, p2`},
 		{name: "scoped global", p: scoped, a: ActionRead, t: Target{Global: "GET /api/v1/federation"}, code: EPermission,
-			contains: "a token scoped to host pools may not call GET /api/v1/federation"},
+			contains: "a token scoped to host pools may not call GET /api/v1/federation: it may act only on host pools p1, p2"},
 		{name: "unscoped global", p: contrib, a: ActionWrite, t: Target{Global: "PUT /api/v1/federation"}},
 		{name: "scoped list", p: scoped, a: ActionRead},
 
@@ -89,7 +90,7 @@ func TestAuthorize(t *testing.T) {
 		{name: "plan read, none in scope", p: scopedReader, a: ActionRead, t: Target{ScalingPlan: plan("p7")}, code: ENotFound, contains: `scaling plan "sp" not found`},
 		{name: "plan write, all in scope", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan("p1", "p2")}},
 		{name: "plan write, one out", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan("p1", "p7")}, code: EPermission,
-			contains: `names host pool "p7", which is outside this token's host pools (R-SP5)`},
+			contains: `names host pool "p7", which is outside this token's host pools (R-SP5): it may act only on host pools p1, p2`},
 		{name: "plan write, no pool", p: scoped, a: ActionWrite, t: Target{ScalingPlan: plan()}, code: EPermission, contains: "names no host pool"},
 		{name: "plan write, unscoped", p: contrib, a: ActionWrite, t: Target{ScalingPlan: plan()}},
 
@@ -128,5 +129,27 @@ func TestPrincipalInContext(t *testing.T) {
 	}
 	if got := (*Principal)(nil).Actor(); got != PrincipalAnonymous {
 		t.Errorf("nil Actor = %q, want %q", got, PrincipalAnonymous)
+	}
+}
+
+// TestScopeNoteBounded (R-SEC): a refusal of a principal scoped to many
+// host pools names the first maxScopeNotePools of them and how many
+// more, so that a token scoped to 100 pools is told why in one line and
+// its refusal is not cut in the audit trail (MaxAuditField) before its
+// reason. Twelve pools: p00..p09 named, "and 2 more".
+func TestScopeNoteBounded(t *testing.T) {
+	var pools []string
+	for i := range 12 {
+		pools = append(pools, fmt.Sprintf("p%02d", i))
+	}
+	p := &Principal{Role: RoleContributor, Subject: "many", HostPools: pools}
+	err := Authorize(p, ActionWrite, Target{HostPool: "other"})
+	want := `host pool "other" is outside this token's host pools: it may act only on host pools p00, p01, p02, p03, p04, p05, p06, p07, p08, p09 and 2 more`
+	if got := ErrorMessage(err); got != want {
+		t.Errorf("refusal:\n got %q\nwant %q", got, want)
+	}
+	p.HostPools = pools[:10]
+	if got := ErrorMessage(Authorize(p, ActionWrite, Target{HostPool: "other"})); !strings.HasSuffix(got, "p08, p09") {
+		t.Errorf("ten pools: %q, want all ten named and no count", got)
 	}
 }

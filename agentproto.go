@@ -35,6 +35,11 @@ type Command struct {
 	// Warnings are an admin's answer's (CommandWarning: the host cannot
 	// carry it out now), never stored nor sent to an agent.
 	Warnings []string `json:"warnings,omitempty"`
+	// SessionEnded is an admin's answer's too, never stored nor sent to
+	// an agent: the logoff ended the session at once, a Pending session
+	// its agent never reported (R-S4), and the Logoff is queued only in
+	// case its logon is under way.
+	SessionEnded bool `json:"sessionEnded,omitempty"`
 }
 
 // HostMessage is the answer of a message to every user session of a host

@@ -71,18 +71,27 @@ func (s *Service) Placement(ctx context.Context, pool, id string) ([]byte, error
 
 // Logoff queues a Logoff (R-S4). A Pending session the agent has not seen
 // yet has no logon to end, so it ends at once (and the Logoff is still
-// queued, in case the logon is under way).
+// queued, in case the logon is under way); its answer's SessionEnded
+// says so.
 func (s *Service) Logoff(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
 	us, err := s.ownSession(ctx, pool, id)
 	if err != nil {
 		return nil, err
 	}
-	if us.State == vdibroker.StatePending && us.AgentSessionID == "" {
+	ended := us.State == vdibroker.StatePending && us.AgentSessionID == ""
+	if ended {
 		if err := s.EndSession(ctx, us, vdibroker.EndLoggedOffByAdmin); err != nil {
 			return nil, err
 		}
 	}
-	return s.queue(ctx, us, vdibroker.CommandLogoff, "")
+	c, err := s.queue(ctx, us, vdibroker.CommandLogoff, "")
+	if err != nil {
+		return nil, err
+	}
+	// The answer says so: the session is over now, not when its agent
+	// next reports (the CLI's line, R-S4).
+	c.SessionEnded = ended
+	return c, nil
 }
 
 // Disconnect queues a Disconnect of an Active session.

@@ -77,7 +77,7 @@ func (c *Console) createPool(rq *request) {
 			}
 			c.renderOverview(rq, http.StatusBadRequest, "Nothing was created: the broker refused a value (see the field below).", form)
 		default:
-			c.renderOverview(rq, vdibroker.HTTPStatus(code), describe(err), form)
+			c.renderOverview(rq, vdibroker.HTTPStatus(code), rq.describe(err), form)
 		}
 		return
 	}
@@ -152,7 +152,7 @@ func (c *Console) removeHost(rq *request) {
 			c.apiError(rq, err)
 			return
 		}
-		c.renderHost(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err))
+		c.renderHost(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), rq.describe(err))
 		return
 	}
 	c.redirect(rq, "/pools/"+url.PathEscape(pool), host+" removed: its agent's credential is revoked, so it must register again to come back.")
@@ -167,7 +167,7 @@ func (c *Console) refusedOnPool(rq *request, err error) {
 		c.apiError(rq, err)
 		return
 	}
-	c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err), nil)
+	c.renderPool(rq, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), rq.describe(err), nil)
 }
 
 // maxBulkHosts bounds one bulk drain: a page of the pool's hosts.
@@ -285,7 +285,7 @@ func (c *Console) sendMessage(rq *request) {
 		case vdibroker.ENotFound, vdibroker.EUnauthenticated:
 			c.apiError(rq, err)
 		default:
-			c.renderMessage(rq, vdibroker.HTTPStatus(code), text, describe(err))
+			c.renderMessage(rq, vdibroker.HTTPStatus(code), text, rq.describe(err))
 		}
 		return
 	}
@@ -336,7 +336,7 @@ func (c *Console) sendHostMessage(rq *request) {
 		case vdibroker.ENotFound, vdibroker.EUnauthenticated:
 			c.apiError(rq, err)
 		default:
-			c.renderHostMessage(rq, vdibroker.HTTPStatus(code), text, describe(err))
+			c.renderHostMessage(rq, vdibroker.HTTPStatus(code), text, rq.describe(err))
 		}
 		return
 	}

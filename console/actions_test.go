@@ -266,6 +266,28 @@ func TestActionSendMessage(t *testing.T) {
 	wantContains(t, b.get(a.location), "The log off of alice", "session is queued", "Warning: session host host-1 is Shutdown")
 }
 
+// TestActionLogoffOfPendingSession_RS4: the console's log off of a
+// session its agent never reported says the session is logged off, as
+// the broker ended it at once (R-S4), not that the host's agent will run
+// it on its next heartbeat: the sessions page no longer lists it.
+func TestActionLogoffOfPendingSession_RS4(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	open, err := e.admin.ListUserSessions(t.Context(), "pool-a", vhttp.SessionQuery{})
+	if err != nil || len(open) != 1 || open[0].State != vdibroker.StatePending {
+		t.Fatalf("alice's session: %+v %v; want one Pending", open, err)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.post("/pools/pool-a/sessions/"+open[0].ID+"/logoff", url.Values{"csrf": {b.csrf("/sessions")}, "user": {"alice"}})
+	wantStatus(t, a, http.StatusSeeOther)
+	page := b.get(a.location)
+	wantContains(t, page, "alice&#39;s session is logged off: it ended now, as its host&#39;s agent had not reported it yet")
+	if strings.Contains(page.body, "runs it on its next heartbeat") {
+		t.Errorf("the flash says the agent will run the logoff of a session already ended:\n%s", page.body)
+	}
+}
+
 // TestActionSendHostMessage_RS4: a Helpdesk sends every user of a host a
 // message from the host page (R-S4), as `sessionhost send-message` does:
 // one command per Active and Disconnected session, one audit entry, the
@@ -637,5 +659,65 @@ func TestConsolePostgres(t *testing.T) {
 		{"PublishRefusedByRole", TestPublishRefusedByRole_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
+	}
+}
+
+// TestRefusalFitsPrincipal (R-SEC): a refused change says why in the
+// terms of the principal refused. A Reader is told that Reader tokens
+// change nothing; a Contributor or Helpdesk scoped to another pool is
+// told the pools it may act on, not the Reader's sentence, which would
+// tell it that its role changes nothing; an unscoped Helpdesk is told
+// what Helpdesk may do.
+func TestRefusalFitsPrincipal(t *testing.T) {
+	e := newEnv(t)
+	e.seed("alice")
+	ctx := t.Context()
+	if _, err := e.admin.PutHostPool(ctx, "pool-b", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	open, err := e.admin.ListUserSessions(ctx, "pool-a", vhttp.SessionQuery{})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("sessions: %v %v", open, err)
+	}
+	scoped := func(role string) string {
+		tok, err := e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: role, Subject: "b-" + role, HostPools: []string{"pool-b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.Secret
+	}
+	const readerText = "Reader tokens can look at everything and change nothing"
+	createPool := func(b *browser) answer {
+		return b.post("/pools", url.Values{"csrf": {b.csrf("/")}, "name": {"pool-c"}})
+	}
+	logOff := func(b *browser) answer {
+		return b.post("/pools/pool-a/sessions/"+open[0].ID+"/logoff", url.Values{"csrf": {b.csrf("/")}, "back": {"/sessions"}})
+	}
+	for _, tc := range []struct {
+		name, token string
+		do          func(*browser) answer
+		want        string
+		reader      bool // the Reader's sentence is shown
+	}{
+		{"Reader creates a pool", e.token(vdibroker.RoleReader), createPool, "role Reader may only read (GET)", true},
+		{"scoped Contributor creates a pool", scoped(vdibroker.RoleContributor), createPool,
+			"host pool &#34;pool-c&#34; is outside this token&#39;s host pools: it may act only on host pools pool-b", false},
+		{"scoped Helpdesk logs off another pool's session", scoped(vdibroker.RoleHelpdesk), logOff,
+			"host pool &#34;pool-a&#34; is outside this token&#39;s host pools: it may act only on host pools pool-b", false},
+		{"Helpdesk creates a pool", e.token(vdibroker.RoleHelpdesk), createPool,
+			"role Helpdesk may read, read the audit trail, and log off, disconnect and message sessions; this changes more", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := e.browser()
+			b.signin(tc.token)
+			a := tc.do(b)
+			if a.status != http.StatusForbidden {
+				t.Errorf("HTTP %d, want 403", a.status)
+			}
+			wantContains(t, a, "Refused by the broker: your token may not make this change ("+tc.want+").")
+			if got := strings.Contains(a.body, readerText); got != tc.reader {
+				t.Errorf("the Reader's sentence shown: %v, want %v:\n%s", got, tc.reader, a.body)
+			}
+		})
 	}
 }

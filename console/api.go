@@ -240,16 +240,16 @@ func (a *api) sessionsPage(ctx context.Context, pool string, q sessionQuery) (se
 
 // logoff, disconnect and sendMessage queue a command for a session's
 // host (R-S4) and answer its warnings: the host cannot carry it out now.
-func (a *api) logoff(ctx context.Context, pool, id string) ([]string, error) {
+func (a *api) logoff(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
 	var c vdibroker.Command
 	err := a.do(ctx, http.MethodDelete, poolPath(pool)+"/usersessions/"+url.PathEscape(id), nil, &c)
-	return c.Warnings, err
+	return &c, err
 }
 
-func (a *api) disconnect(ctx context.Context, pool, id string) ([]string, error) {
+func (a *api) disconnect(ctx context.Context, pool, id string) (*vdibroker.Command, error) {
 	var c vdibroker.Command
 	err := a.do(ctx, http.MethodPost, poolPath(pool)+"/usersessions/"+url.PathEscape(id)+"/disconnect", struct{}{}, &c)
-	return c.Warnings, err
+	return &c, err
 }
 
 func (a *api) getSession(ctx context.Context, pool, id string) (*vdibroker.UserSession, error) {

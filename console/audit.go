@@ -70,7 +70,7 @@ func (c *Console) auditPage(rq *request) {
 			c.auditDenied(rq, err)
 			return
 		case vdibroker.ErrorCode(err) == vdibroker.EInvalid:
-			banner = describe(err)
+			banner = rq.describe(err)
 		case err != nil:
 			c.apiError(rq, err)
 			return

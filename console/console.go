@@ -501,18 +501,26 @@ func (c *Console) apiError(rq *request, err error) {
 		// The token was revoked or expired: end the session.
 		c.web.Forget(rq.r.Context(), rq.sess)
 	}
-	msg := describe(err)
+	msg := rq.describe(err)
 	if code == vdibroker.EPermission && rq.r.Method == http.MethodGet {
 		msg = "Refused by the broker: your token may not see this page (" + vdibroker.ErrorMessage(err) + ")."
 	}
 	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), msg)
 }
 
-// describe turns an API error into a sentence for people.
-func describe(err error) string {
+// describe turns an API error into a sentence for the signed-in person.
+// A refusal fits the role refused: a Reader is told that its role changes
+// nothing; anyone else (a Contributor or Helpdesk scoped to other pools,
+// Helpdesk asking for more than sessions) has the broker's reason, which
+// names a scoped principal's host pools (R-SEC).
+func (rq *request) describe(err error) string {
 	switch vdibroker.ErrorCode(err) {
 	case vdibroker.EPermission:
-		return "Refused by the broker: your token may not make this change (" + vdibroker.ErrorMessage(err) + "). Reader tokens can look at everything and change nothing."
+		msg := "Refused by the broker: your token may not make this change (" + vdibroker.ErrorMessage(err) + ")."
+		if rq.sess.Role == vdibroker.RoleReader {
+			msg += " Reader tokens can look at everything and change nothing."
+		}
+		return msg
 	case vdibroker.EUnauthenticated:
 		return "Your token is no longer accepted (" + vdibroker.ErrorMessage(err) + "). Sign in again."
 	default:

@@ -65,7 +65,7 @@ func (c *Console) entitlementsPage(rq *request) {
 			// the form again with what was typed, the field marked and
 			// the broker's words naming it, not an error page that loses
 			// the form.
-			data["Error"] = "Nothing to show: " + describe(err)
+			data["Error"] = "Nothing to show: " + rq.describe(err)
 			data["Invalid"] = entitlementsField(vdibroker.ErrorField(err))
 			c.page(rq, http.StatusBadRequest, "entitlements", data)
 			return

@@ -106,7 +106,7 @@ func (c *Console) otherPodsSessions(rq *request, user string) (gs *vdibroker.Glo
 		c.notGlobal.add(rq.sid, rq.sess.Expires, now)
 		return nil, ""
 	default:
-		return nil, describe(err)
+		return nil, rq.describe(err)
 	}
 }
 

@@ -532,7 +532,7 @@ func (c *Console) poolSettings(rq *request) {
 			c.apiError(rq, err)
 			return
 		}
-		c.renderPool(rq, vdibroker.HTTPStatus(code), describe(err), form)
+		c.renderPool(rq, vdibroker.HTTPStatus(code), rq.describe(err), form)
 		return
 	}
 	msg := "Settings saved. The next placement uses them (R-P1)."
@@ -749,7 +749,7 @@ func (c *Console) renderSessions(rq *request, status int, banner string) {
 		ss, cursor, err := rq.api.sessionsPage(ctx, targets[i], f.query(f.Limit-len(rows), after))
 		if err != nil {
 			if vdibroker.ErrorCode(err) == vdibroker.EInvalid {
-				banner = describe(err)
+				banner = rq.describe(err)
 				break
 			}
 			c.apiError(rq, err)
@@ -832,15 +832,17 @@ var sessionStatesShown = []string{vdibroker.StatePending, vdibroker.StateActive,
 func (c *Console) logoff(rq *request)     { c.sessionCommand(rq, "log off") }
 func (c *Console) disconnect(rq *request) { c.sessionCommand(rq, "disconnect") }
 
-// sessionCommand queues a log off or disconnect for the host's agent (R-S4).
+// sessionCommand queues a log off or disconnect for the host's agent
+// (R-S4). A logoff that ended a Pending session at once (the answer's
+// SessionEnded) says so, not that the agent will run it.
 func (c *Console) sessionCommand(rq *request, what string) {
 	pool, id := rq.r.PathValue("pool"), rq.r.PathValue("id")
-	var warnings []string
+	var q *vdibroker.Command
 	var err error
 	if what == "log off" {
-		warnings, err = rq.api.logoff(rq.r.Context(), pool, id)
+		q, err = rq.api.logoff(rq.r.Context(), pool, id)
 	} else {
-		warnings, err = rq.api.disconnect(rq.r.Context(), pool, id)
+		q, err = rq.api.disconnect(rq.r.Context(), pool, id)
 	}
 	if err != nil {
 		if vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated {
@@ -851,8 +853,11 @@ func (c *Console) sessionCommand(rq *request, what string) {
 		return
 	}
 	user := rq.r.PostFormValue("user")
-	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")),
-		fmt.Sprintf("The %s of %s's session is queued: the host's agent runs it on its next heartbeat (R-S4).", what, cmp.Or(user, id))+warned(warnings))
+	msg := fmt.Sprintf("The %s of %s's session is queued: the host's agent runs it on its next heartbeat (R-S4).", what, cmp.Or(user, id))
+	if q.SessionEnded {
+		msg = fmt.Sprintf("%s's session is logged off: it ended now, as its host's agent had not reported it yet; a log off stays queued in case its logon is under way (R-S4).", cmp.Or(user, id))
+	}
+	c.redirect(rq, webguard.SafeNext(cmp.Or(rq.r.PostFormValue("back"), "/sessions")), msg+warned(q.Warnings))
 }
 
 // renderSessionsAt answers a refused session action with the sessions
@@ -869,7 +874,7 @@ func (c *Console) renderSessionsAt(rq *request, back string, err error) {
 	r.URL = u
 	shown := *rq
 	shown.r = &r
-	c.renderSessions(&shown, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), describe(err))
+	c.renderSessions(&shown, vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), rq.describe(err))
 }
 
 // warned is the API's warnings of a queued command, for its flash: the

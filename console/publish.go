@@ -405,7 +405,7 @@ func (c *Console) publishRefused(rq *request, f *publishForm, err error, nothing
 		c.renderPoolPublish(rq, status, nothing+": the broker refused a value (see the field below).", f)
 		return
 	}
-	banner := nothing + ": " + describe(err)
+	banner := nothing + ": " + rq.describe(err)
 	if code == vdibroker.EPreconditionFailed {
 		banner = nothing + ": someone else changed it since this page was read (R-E13). The card below shows it as it is now; make your change again."
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +89,32 @@ func TestHeartbeatReconciliation_RS2(t *testing.T) {
 	}
 	if r := e.mustConnect("rs2", "carol"); !r.Created {
 		t.Errorf("carol: %+v", r)
+	}
+}
+
+// TestLogoffOfPendingSessionSaysEnded_RS4: the answer of a logoff says
+// whether it ended the session at once ("sessionEnded": a Pending session
+// its agent never reported, R-S4), so that a client says "logged off",
+// not "its agent runs it"; a logoff of a session the agent reported says
+// nothing of it, and the agent is never sent the field.
+func TestLogoffOfPendingSessionSaysEnded_RS4(t *testing.T) {
+	e := newEnv(t)
+	e.pool("rs4p", nil)
+	host := e.addHosts("rs4p", "rs4p", 1)[0]
+	pending := e.mustConnect("rs4p", "alice")
+	status, _, raw := rawDo(t, e, "DELETE", "/api/v1/hostpools/rs4p/usersessions/"+pending.SessionID, adminToken, "")
+	if status != http.StatusAccepted || !strings.Contains(string(raw), `"sessionEnded":true`) {
+		t.Errorf("logoff of a Pending session: %d %s; want 202 with sessionEnded true", status, raw)
+	}
+	active := e.mustConnect("rs4p", "bob")
+	delivered := e.heartbeat(host, vdibroker.AgentSession{ID: "7", User: "bob", State: "Active"}).Commands // alice's Logoff
+	status, _, raw = rawDo(t, e, "DELETE", "/api/v1/hostpools/rs4p/usersessions/"+active.SessionID, adminToken, "")
+	if status != http.StatusAccepted || strings.Contains(string(raw), "sessionEnded") {
+		t.Errorf("logoff of an Active session: %d %s; want 202 without sessionEnded", status, raw)
+	}
+	delivered = append(delivered, e.heartbeat(host, vdibroker.AgentSession{ID: "7", User: "bob", State: "Active"}).Commands...)
+	if len(delivered) != 2 || slices.ContainsFunc(delivered, func(c vdibroker.Command) bool { return c.SessionEnded }) {
+		t.Errorf("delivered: %+v; want the two Logoffs, neither with SessionEnded", delivered)
 	}
 }
 

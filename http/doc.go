@@ -26,7 +26,8 @@
 //     ("/api/v1/...?after=...&limit=..."), present while more remain.
 //   - PUT of a session host without "address" keeps the registered address.
 //   - DELETE of a Pending session the agent never reported ends it at once
-//     (reason LoggedOffByAdmin) and still queues the Logoff; Disconnect
+//     (reason LoggedOffByAdmin) and still queues the Logoff, answered with
+//     "sessionEnded": true; Disconnect
 //     needs an Active session. Commands on ended sessions are a Conflict.
 //   - API tokens: expiresInSeconds 60..315360000, or 0/absent for no expiry.
 //     Registration tokens: absent expiresInSeconds means 3600.

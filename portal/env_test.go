@@ -381,6 +381,7 @@ func TestPortalPostgres(t *testing.T) {
 	t.Run("NoHostRunsTheApplication", TestApplicationNoHostRunsInUsersWords_RE12_RU6)
 	t.Run("ReferenceFindsTheRefusal", TestLaunchReferenceFindsTheRefusal_RU7)
 	t.Run("WriteBudget", TestWriteBudget_RSEC_RU7)
+	t.Run("ThroughGatewaySaysOnce", TestLaunchThroughGatewaySaysOnce_RU4_RGW1)
 }
 
 // envClock is the real clock but for Now and Since, which read the

@@ -129,6 +129,20 @@ var pluralMessages = map[string]map[string][]string{
 		"pt": {"one", "Tem %d ambiente de trabalho ou aplicação.", "other", "Tem %d ambientes de trabalho e aplicações."},
 		"ar": {"zero", "ليس لديك أي سطح مكتب أو تطبيق.", "one", "لديك سطح مكتب أو تطبيق واحد.", "two", "لديك موردان.", "few", "لديك %d موارد.", "many", "لديك %d موردًا.", "other", "لديك %d مورد."},
 	},
+	// R-GW1: a file through an RD gateway opens one connection, within
+	// the access token's lifetime (serve --gateway-token-ttl, minutes).
+	"launch.gatewayOnce": {
+		"en": {"one", "This file connects only once, and only within %d minute. To connect again, or later, choose Open again for a new file.",
+			"other", "This file connects only once, and only within %d minutes. To connect again, or later, choose Open again for a new file."},
+		"de": {"one", "Diese Datei verbindet nur einmal und nur innerhalb von %d Minute. Um sich erneut oder später zu verbinden, wählen Sie wieder „Öffnen“ für eine neue Datei.",
+			"other", "Diese Datei verbindet nur einmal und nur innerhalb von %d Minuten. Um sich erneut oder später zu verbinden, wählen Sie wieder „Öffnen“ für eine neue Datei."},
+		"pt": {"one", "Este ficheiro liga apenas uma vez, e apenas dentro de %d minuto. Para se ligar novamente, ou mais tarde, escolha «Abrir» outra vez para obter um novo ficheiro.",
+			"other", "Este ficheiro liga apenas uma vez, e apenas dentro de %d minutos. Para se ligar novamente, ou mais tarde, escolha «Abrir» outra vez para obter um novo ficheiro."},
+		"ar": {"one", "لا يتصل هذا الملف إلا مرة واحدة، وخلال دقيقة واحدة فقط. للاتصال مرة أخرى أو لاحقًا، اختر «فتح» من جديد للحصول على ملف جديد.",
+			"two", "لا يتصل هذا الملف إلا مرة واحدة، وخلال دقيقتين فقط. للاتصال مرة أخرى أو لاحقًا، اختر «فتح» من جديد للحصول على ملف جديد.",
+			"few", "لا يتصل هذا الملف إلا مرة واحدة، وخلال %d دقائق فقط. للاتصال مرة أخرى أو لاحقًا، اختر «فتح» من جديد للحصول على ملف جديد.",
+			"other", "لا يتصل هذا الملف إلا مرة واحدة، وخلال %d دقيقة فقط. للاتصال مرة أخرى أو لاحقًا، اختر «فتح» من جديد للحصول على ملف جديد."},
+	},
 	"launch.waited": {
 		"en": {"one", "Waiting for %d second.", "other", "Waiting for %d seconds."},
 		"de": {"one", "Wartet seit %d Sekunde.", "other", "Wartet seit %d Sekunden."},

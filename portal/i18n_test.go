@@ -102,6 +102,26 @@ func TestPlurals_RU6(t *testing.T) {
 			t.Errorf("%s %d: %q, want %q", c.code, c.n, got, c.want)
 		}
 	}
+	// The gateway file's minutes (serve --gateway-token-ttl, 1..60):
+	// German's singular, Arabic's dual (no number), few (3..10) and
+	// many (11..99, the singular noun).
+	for _, c := range []struct {
+		code string
+		n    int
+		want string
+	}{
+		{"en", 1, "only within 1 minute."},
+		{"de", 1, "nur innerhalb von 1 Minute."},
+		{"de", 60, "nur innerhalb von 60 Minuten."},
+		{"ar", 1, "وخلال دقيقة واحدة فقط."},
+		{"ar", 2, "وخلال دقيقتين فقط."},
+		{"ar", 10, "وخلال ١٠ دقائق فقط."},
+		{"ar", 15, "وخلال ١٥ دقيقة فقط."},
+	} {
+		if got := newLang(c.code).T("launch.gatewayOnce", c.n); !strings.Contains(got, c.want) {
+			t.Errorf("launch.gatewayOnce %s %d: %q, want it to say %q", c.code, c.n, got, c.want)
+		}
+	}
 	if got := fmt.Sprint(matchAccept("pt-BR,pt;q=0.9")); got != "pt" {
 		t.Errorf("pt-BR matched %q", got)
 	}

@@ -41,6 +41,14 @@ const (
 // launchTTL is how long an ended launch's status and file are kept.
 const launchTTL = 2 * time.Minute
 
+// DefaultGatewayTokenTTL is Config.GatewayTokenTTL's default: the
+// broker's (broker.DefaultGatewayTokenTTL, serve --gateway-token-ttl).
+const DefaultGatewayTokenTTL = 5 * time.Minute
+
+// gatewayTokenLine starts the line of an .rdp file that carries an RD
+// gateway access token (R-GW1): one tunnel, within the token's lifetime.
+const gatewayTokenLine = "gatewayaccesstoken:s:"
+
 // Launch states.
 const (
 	launchWaiting = "waiting"
@@ -347,6 +355,12 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 	case launchReady:
 		v.Title, v.Message, v.Percent = lg.T("launch.ready", l.Name), lg.T("launch.readyHint"), 100
 		v.File = Prefix + "launches/" + secret + "/file"
+		if p.throughGateway(secret, l) {
+			// Opened twice, or the next morning, the file is refused by
+			// the gateway with an RDP client's error: said before she
+			// keeps it (R-GW1).
+			v.Message += " " + lg.T("launch.gatewayOnce", max(1, int(p.cfg.GatewayTokenTTL/time.Minute)))
+		}
 	case launchFailed:
 		code, ref, _ := strings.Cut(l.Message, " ")
 		key, ok := failureKeys[code]
@@ -378,6 +392,22 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 		}
 	}
 	return v
+}
+
+// throughGateway reports whether ready launch l's file carries an RD
+// gateway access token (its pool's connects go through a gateway), read
+// from the file itself, sealed under secret.
+func (p *Portal) throughGateway(secret string, l *vdibroker.PortalLaunch) bool {
+	rdp, err := webguard.Open(secret, fileInfo, l.Sealed, []byte(l.Owner))
+	if err != nil {
+		return false // the file's own answer says why (launch.gone)
+	}
+	for line := range strings.Lines(string(rdp)) {
+		if strings.HasPrefix(strings.ToLower(line), gatewayTokenLine) {
+			return true
+		}
+	}
+	return false
 }
 
 // find returns the launch of the request's path if this sign-in made it

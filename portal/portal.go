@@ -136,6 +136,12 @@ type Config struct {
 	// MaxWait is the longest a launch waits for a starting host (R-U4;
 	// 0: DefaultMaxWait); the broker bounds it too.
 	MaxWait time.Duration
+	// GatewayTokenTTL is how long a connection file's RD gateway access
+	// token opens its one tunnel after the connect (serve
+	// --gateway-token-ttl; 0: DefaultGatewayTokenTTL): the launch page of
+	// a file that carries one says it connects once, within it (R-U4,
+	// R-GW1).
+	GatewayTokenTTL time.Duration
 	// MaxLaunches bounds the launches the pod keeps, under way or ended
 	// and not yet fetched (0: DefaultMaxLaunches), MaxLaunchesPerSession
 	// those of one sign-in (0: DefaultMaxLaunchesPerSession).
@@ -187,6 +193,9 @@ func New(cfg Config) *Portal {
 	}
 	if cfg.MaxLaunchesPerSession <= 0 {
 		cfg.MaxLaunchesPerSession = DefaultMaxLaunchesPerSession
+	}
+	if cfg.GatewayTokenTTL <= 0 {
+		cfg.GatewayTokenTTL = DefaultGatewayTokenTTL
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultMaxWait

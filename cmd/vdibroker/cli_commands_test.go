@@ -673,6 +673,73 @@ func TestCLIUserSessionCommands(t *testing.T) {
 	}
 }
 
+// alicePlacedOnSh01 starts a broker with pool contosohp01 and its host
+// sh-01, and places alice there: her session is Pending until the host's
+// agent reports her logon. It returns the host's credential and her
+// session's id.
+func alicePlacedOnSh01(t *testing.T) (b *cliBroker, cred, id string) {
+	t.Helper()
+	b = startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	cred = b.addHost("contosohp01", "sh-01")
+	id = strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "sessionId", "-o", "tsv"))
+	return b, cred, id
+}
+
+// TestCLIUserSessionActionLine_RS4: logoff and disconnect say on stdout
+// what they queued, one line a session: the session, its user, host and
+// pool (before, they printed nothing, and an admin could not tell a
+// logoff done from one that did nothing). With --output or --query they
+// print the queued commands instead, as before, and nothing else.
+func TestCLIUserSessionActionLine_RS4(t *testing.T) {
+	b, cred, id := alicePlacedOnSh01(t)
+	// Her logon, as the agent reports it: Active, so it can be disconnected.
+	if _, err := vhttp.NewClient(b.m.URL(), "").Heartbeat(t.Context(), cred, &vdibroker.HeartbeatRequest{
+		Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: "Active"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"disconnect by user", []string{"usersession", "disconnect", "--host-pool", "contosohp01", "--user", "alice"},
+			"queued disconnect of session " + id + " of alice on sh-01 (pool contosohp01): its agent runs it on its next heartbeat\n"},
+		{"logoff by id", []string{"usersession", "logoff", "--host-pool", "contosohp01", "--id", id},
+			"queued logoff of session " + id + " of alice on sh-01 (pool contosohp01): its agent runs it on its next heartbeat\n"},
+		{"query", []string{"usersession", "logoff", "--host-pool", "contosohp01", "--id", id, "--query", "[].[type, user, sessionHost]", "-o", "tsv"},
+			"Logoff\talice\tsh-01\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := b.cli(tc.args...)
+			if r.code != 0 || r.stdout != tc.want || r.stderr != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want stdout %q", r.code, r.stdout, r.stderr, tc.want)
+			}
+		})
+	}
+	var queued []*vdibroker.Command
+	if err := json.Unmarshal([]byte(b.ok("usersession", "logoff", "--host-pool", "contosohp01", "--id", id, "-o", "json")), &queued); err != nil ||
+		len(queued) != 1 || queued[0].Type != vdibroker.CommandLogoff || queued[0].SessionID != id {
+		t.Errorf("logoff -o json: %+v, %v; want the one queued logoff of %s alone", queued, err, id)
+	}
+}
+
+// TestCLILogoffOfPendingSession_RS4: a logoff of a session its agent
+// never reported ends it at once (R-S4), and the line says that it
+// ended, not that its agent will run the logoff on its next heartbeat:
+// the session is gone when the command returns.
+func TestCLILogoffOfPendingSession_RS4(t *testing.T) {
+	b, _, id := alicePlacedOnSh01(t)
+	r := b.cli("usersession", "logoff", "--host-pool", "contosohp01", "--id", id)
+	want := "logged off session " + id + " of alice on sh-01 (pool contosohp01): it ended now, as its agent had not reported it yet; a logoff stays queued in case its logon is under way\n"
+	if r.code != 0 || r.stdout != want || r.stderr != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want stdout %q", r.code, r.stdout, r.stderr, want)
+	}
+	if got := b.ok("usersession", "list", "--host-pool", "contosohp01", "--state", "LoggedOff", "--query", "[].[id, state]", "-o", "tsv"); got != id+"\tLoggedOff\n" {
+		t.Errorf("ended sessions: %q, want %s LoggedOff", got, id)
+	}
+}
+
 // TestCLIUserSessionsOfUser_RU3: a helpdesk asked about a user's frozen
 // desktop finds her open sessions in every pool with `usersession list
 // --user U` alone (the name in any spelling, R-U3), each with its pool and
@@ -767,7 +834,7 @@ func TestCLICommandWarning_RS4(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := b.cli("usersession", "logoff", "--host-pool", "contosohp01", "--user", "alice")
-	if r.code != 0 || r.stdout != "" || strings.Count(r.stderr, "warning: ") != 1 ||
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "queued logoff of session ") || strings.Count(r.stderr, "warning: ") != 1 ||
 		!strings.HasPrefix(r.stderr, "warning: session host sh-01 is Shutdown (its agent said it is stopping") ||
 		!strings.Contains(r.stderr, "queued, the host gets the logoff when its agent reports again") {
 		t.Errorf("logoff on a host shutting down: exit %d, stdout %q, stderr %q; want one warning", r.code, r.stdout, r.stderr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -192,6 +193,9 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 			}
 			// R-S4: queued for a host that cannot carry it out now.
 			printWarnings(cmd, warnings)
+			if global {
+				return a.queued(cmd, cmds, "")
+			}
 			// The queued commands, one a session, when asked with
 			// --output or --query, as every command that changes something.
 			return a.result(cmd, cmds, commandColumns)
@@ -232,7 +236,62 @@ func globalSessionAction(cmd *cobra.Command, a *admin, name, user, pod, id strin
 		return fail(err)
 	}
 	printWarnings(cmd, q.Warnings)
-	return a.result(cmd, []*vdibroker.Command{q}, commandColumns)
+	return a.queued(cmd, []*vdibroker.Command{q}, pod)
+}
+
+// queued prints what a logoff or disconnect did: with --output or
+// --query the queued commands, as every command that changes something;
+// without, one line a session saying what was queued where, so that an
+// admin who logs a user off is not left with no answer at all (a
+// silent success read as nothing done). pod names another pod of the
+// federation ("": this broker's own session).
+func (a *admin) queued(cmd *cobra.Command, cmds []*vdibroker.Command, pod string) error {
+	if a.out.Format != "" || a.out.Query != "" {
+		return a.result(cmd, cmds, commandColumns)
+	}
+	w := cmd.OutOrStdout()
+	for _, q := range cmds {
+		if _, err := fmt.Fprintln(w, queuedLine(q, pod)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queuedLine is queued's line for q: "queued logoff of session ID of
+// USER on HOST (pool POOL): its agent runs it on its next heartbeat"
+// (R-S4), the names escaped for the terminal. A logoff whose answer says
+// the session ended at once (a Pending session its agent never reported)
+// says so instead: nothing waits for the agent but the precaution.
+func queuedLine(q *vdibroker.Command, pod string) string {
+	var b strings.Builder
+	if q.SessionEnded {
+		b.WriteString("logged off session " + escapeTerminal(q.SessionID, ""))
+	} else {
+		b.WriteString("queued " + strings.ToLower(q.Type) + " of session " + escapeTerminal(q.SessionID, ""))
+	}
+	if q.User != "" {
+		b.WriteString(" of " + escapeTerminal(q.User, ""))
+	}
+	if q.SessionHost != "" {
+		b.WriteString(" on " + escapeTerminal(q.SessionHost, ""))
+	}
+	var where []string
+	if q.HostPool != "" {
+		where = append(where, "pool "+escapeTerminal(q.HostPool, ""))
+	}
+	if pod != "" {
+		where = append(where, "pod "+escapeTerminal(pod, ""))
+	}
+	if len(where) > 0 {
+		b.WriteString(" (" + strings.Join(where, ", ") + ")")
+	}
+	if q.SessionEnded {
+		b.WriteString(": it ended now, as its agent had not reported it yet; a logoff stays queued in case its logon is under way")
+		return b.String()
+	}
+	b.WriteString(": its agent runs it on its next heartbeat")
+	return b.String()
 }
 
 // openSessionIDs lists the ids of a user's open sessions in a pool: the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"regexp"
 	"testing"
 	"time"
 
@@ -29,16 +28,7 @@ func TestDemoPortalUserReachesHost(t *testing.T) {
 	ctx := t.Context()
 	admin := vhttp.NewClient(d.Main.URL(), "demo-portal-admin")
 	base := d.Main.URL()
-	csrfRe := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
-	csrf := func(c *http.Client, path string) string {
-		t.Helper()
-		_, page := getBody(t, c, base+path)
-		m := csrfRe.FindStringSubmatch(page)
-		if m == nil {
-			t.Fatalf("GET %s: no CSRF token in\n%s", path, page)
-		}
-		return m[1]
-	}
+	csrf := func(c *http.Client, path string) string { return pageCSRF(t, c, base+path) }
 	// signIn is a browser signed in to the portal with a User token.
 	signIn := func(token string) *http.Client {
 		t.Helper()

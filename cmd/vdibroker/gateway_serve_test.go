@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/gateway"
@@ -38,17 +42,24 @@ type inprocGateway struct {
 	addr, token    string
 	c              *vhttp.ConnectResult
 	roots          *x509.CertPool
+	// certClock is the clock serve's certificate reload reads: a test
+	// steps it past the second between looks at the files.
+	certClock *clocktesting.FakePassiveClock
 }
 
-// startInprocGateway starts an inprocGateway whose gateway has cfg.
-func startInprocGateway(t *testing.T, cfg gateway.Config) *inprocGateway {
+// startInprocGateway starts an inprocGateway whose gateway has cfg;
+// each of with changes serve's flags before it starts.
+func startInprocGateway(t *testing.T, cfg gateway.Config, with ...func(*Main)) *inprocGateway {
 	t.Helper()
 	t.Setenv("VDIBROKER_ADMIN_TOKEN", "")
-	g := &inprocGateway{dir: t.TempDir()}
+	g := &inprocGateway{dir: t.TempDir(), certClock: clocktesting.NewFakePassiveClock(time.Now())}
 	g.ca = newTestCA(t, g.dir)
 	g.cert, g.key = g.ca.issue(t, g.dir, "broker", 2, false)
-	g.m = &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: g.cert, TLSKey: g.key,
+	g.m = &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), TLSCert: g.cert, TLSKey: g.key, TLSClock: g.certClock,
 		Gateway: GatewayFlags{Listen: "127.0.0.1:0", Name: "rdgw-inproc", Config: cfg}}
+	for _, f := range with {
+		f(g.m)
+	}
 	if err := g.m.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +172,8 @@ func TestServeGatewayListen(t *testing.T) {
 	}
 
 	// A renewed certificate (serial 9) is served on the gateway's
-	// listener too, without a restart: serve's reloader checks the files
-	// at most once a second.
+	// listener too, without a restart: serve's reloader looks at the files
+	// at most once a second of its clock, which the test steps.
 	newCert, newKey := ca.issue(t, dir, "renewed", 9, false)
 	for _, f := range [][2]string{{newCert, cert}, {newKey, key}} {
 		b, err := os.ReadFile(f[0])
@@ -176,22 +187,21 @@ func TestServeGatewayListen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The files' modification time moves on past the loaded pair's even
+	// on a file system of coarse timestamps.
 	future := time.Now().Add(2 * time.Second)
-	os.Chtimes(cert, future, future)
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		c, err := tls.Dial("tcp", m.Gateway.Addr(), &tls.Config{RootCAs: roots})
-		if err == nil {
-			serial := c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
-			c.Close()
-			if serial == 9 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the gateway still serves the old certificate 10 s after it was replaced (%v)", err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := os.Chtimes(cert, future, future); err != nil {
+		t.Fatal(err)
+	}
+	g.certClock.SetTime(g.certClock.Now().Add(1100 * time.Millisecond))
+	tc, err := tls.Dial("tcp", m.Gateway.Addr(), &tls.Config{RootCAs: roots})
+	if err != nil {
+		t.Fatalf("TLS to the gateway after the renewal: %v", err)
+	}
+	serial := tc.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	tc.Close()
+	if serial != 9 {
+		t.Fatalf("the gateway serves certificate serial %d a second after it was replaced, want the renewed 9", serial)
 	}
 }
 
@@ -447,5 +457,51 @@ func TestInProcessCloseRefusals_RGW3(t *testing.T) {
 	}
 	if err := (gatewayReports{svc: closeService{}}).TunnelClose(t.Context(), gateway.TunnelEvent{TokenID: "x"}); err != nil {
 		t.Errorf("a close taken: %v", err)
+	}
+}
+
+// TestServeGatewayTokenTTLOnLaunchPage (R-GW1, R-U4): serve hands
+// --gateway-token-ttl to the portal, whose launch page of a file through
+// the gateway says in how many minutes the file connects once: 7 here,
+// not the portal's default of 5.
+func TestServeGatewayTokenTTLOnLaunchPage(t *testing.T) {
+	g := startInprocGateway(t, gateway.Config{}, func(m *Main) { m.Gateway.TokenTTL = 7 * time.Minute })
+	ctx, base := t.Context(), g.m.URL()
+	if _, err := g.admin.PutApplicationGroup(ctx, "inproc-desktop", map[string]any{"hostPool": "inproc", "applicationGroupType": "Desktop",
+		"friendlyName": "In-process", "assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := g.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Transport: g.client.Transport, Jar: jar}
+	csrf := func(path string) string { return pageCSRF(t, c, base+path) }
+	post := func(path string, form url.Values) *http.Response {
+		t.Helper()
+		res, err := c.PostForm(base+path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	post("/portal/signin", url.Values{"csrf": {csrf("/portal/signin")}, "next": {"/portal/"}, "token": {tok.Secret}})
+	res := post("/portal/launch", url.Values{"csrf": {csrf("/portal/")}, "resource": {"desktop:inproc"}})
+	status := base + res.Request.URL.Path + "/status"
+	var s struct{ State, Message string }
+	for deadline := time.Now().Add(30 * time.Second); s.State != "ready"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the launch did not become ready: %+v", s)
+		}
+		_, body := getBody(t, c, status)
+		if err := json.Unmarshal([]byte(body), &s); err != nil || s.State == "failed" {
+			t.Fatalf("%s: %s %v", status, body, err)
+		}
+	}
+	const want = "This file connects only once, and only within 7 minutes."
+	if !strings.Contains(s.Message, want) {
+		t.Errorf("the launch's message %q does not say %q", s.Message, want)
 	}
 }

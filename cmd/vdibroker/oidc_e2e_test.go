@@ -118,6 +118,20 @@ func getBody(t *testing.T, c *http.Client, u string) (*http.Response, string) {
 	return res, string(body)
 }
 
+// portalCSRF finds a console or portal form's CSRF token in its page.
+var portalCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// pageCSRF is the CSRF token of the form on the page at u, as c reads it.
+func pageCSRF(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	_, page := getBody(t, c, u)
+	m := portalCSRF.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("GET %s: no CSRF token in\n%s", u, page)
+	}
+	return m[1]
+}
+
 func jarClient() *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar}

@@ -169,7 +169,8 @@ func signinKey(ctx context.Context, st vdibroker.Store) ([]byte, error) {
 func (m *Main) newPortal(ctx context.Context, st vdibroker.Store) (*portal.Portal, error) {
 	secure := strings.HasPrefix(m.Federation.ExternalURL, "https://")
 	cfg := portal.Config{API: m.Server.Handler(), Sessions: st, Launches: st, Audit: m.broker, Logger: m.Logger, SecureCookies: secure,
-		Refusals: &console.AuditRefusals{Audit: m.broker, Logger: m.Logger}, SpendWrite: m.Server.UserWriteSpend}
+		Refusals: &console.AuditRefusals{Audit: m.broker, Logger: m.Logger}, SpendWrite: m.Server.UserWriteSpend,
+		GatewayTokenTTL: m.Gateway.TokenTTL} // the launch page says how long a gateway's file opens (R-GW1)
 	if m.PortalMaxSignins > 0 {
 		cfg.SessionLimits = portal.DefaultSessionLimits
 		cfg.SessionLimits.PerArea = m.PortalMaxSignins

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -121,8 +120,6 @@ func awaitFile(t *testing.T, dir, name string) string {
 	t.Fatalf("no download %q in %s (%v)", name, dir, entries)
 	return ""
 }
-
-var portalCSRF = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // TestPortalBrowser (R-U1..R-U7): headless Chromium signs uma in to the
 // portal through the provider on another site (localhost against the
