@@ -28,7 +28,7 @@ func TestLaunchThroughGatewaySaysOnce_RU4_RGW1(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	const (
 		en = "This file connects only once, and only within 7 minutes. To connect again, or later, choose Open again for a new file."
-		de = "Diese Datei verbindet nur einmal und nur innerhalb von 7 Minuten."
+		de = "Mit dieser Datei können Sie sich nur einmal verbinden, und nur innerhalb von 7 Minuten."
 		ar = "لا يتصل هذا الملف إلا مرة واحدة، وخلال ٧ دقائق فقط."
 	)
 	// page is the launch's page and its status's message in language

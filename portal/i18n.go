@@ -134,8 +134,8 @@ var pluralMessages = map[string]map[string][]string{
 	"launch.gatewayOnce": {
 		"en": {"one", "This file connects only once, and only within %d minute. To connect again, or later, choose Open again for a new file.",
 			"other", "This file connects only once, and only within %d minutes. To connect again, or later, choose Open again for a new file."},
-		"de": {"one", "Diese Datei verbindet nur einmal und nur innerhalb von %d Minute. Um sich erneut oder später zu verbinden, wählen Sie wieder „Öffnen“ für eine neue Datei.",
-			"other", "Diese Datei verbindet nur einmal und nur innerhalb von %d Minuten. Um sich erneut oder später zu verbinden, wählen Sie wieder „Öffnen“ für eine neue Datei."},
+		"de": {"one", "Mit dieser Datei können Sie sich nur einmal verbinden, und nur innerhalb von %d Minute. Um sich erneut oder später zu verbinden, wählen Sie wieder „Öffnen“ für eine neue Datei.",
+			"other", "Mit dieser Datei können Sie sich nur einmal verbinden, und nur innerhalb von %d Minuten. Um sich erneut oder später zu verbinden, wählen Sie wieder „Öffnen“ für eine neue Datei."},
 		"pt": {"one", "Este ficheiro liga apenas uma vez, e apenas dentro de %d minuto. Para se ligar novamente, ou mais tarde, escolha «Abrir» outra vez para obter um novo ficheiro.",
 			"other", "Este ficheiro liga apenas uma vez, e apenas dentro de %d minutos. Para se ligar novamente, ou mais tarde, escolha «Abrir» outra vez para obter um novo ficheiro."},
 		"ar": {"one", "لا يتصل هذا الملف إلا مرة واحدة، وخلال دقيقة واحدة فقط. للاتصال مرة أخرى أو لاحقًا، اختر «فتح» من جديد للحصول على ملف جديد.",
