@@ -75,13 +75,18 @@ const connectUserHelp = `Without --user, a User token connects its own user, the
 (whoami); any other token names the user with --user.`
 
 // connectUser is the user a connect command places: --user's, or without
-// it the token's own user when the token is a User's (tokenUser). Any
-// other token that may connect may connect any user, and is told to name
-// one.
+// it the token's own user when the token is a User's (tokenUser). A
+// token whose role connects no one (Reader, Helpdesk) is told so, as the
+// broker would answer a connect with --user (R-SEC), from whoami's role
+// and without sending that connect; any other may connect any user, and
+// is told to name one.
 func connectUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, error) {
 	user, who, err := tokenUser(cmd, c, user)
 	if err != nil || user != "" {
 		return user, err
+	}
+	if err := vdibroker.Authorize(&vdibroker.Principal{Role: who.Role}, vdibroker.ActionConnect, vdibroker.Target{}); err != nil {
+		return "", fail(err)
 	}
 	return "", usageError{fmt.Errorf("--user: required with this token (role %s): only a User token connects its own user without it", who.Role)}
 }
