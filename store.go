@@ -229,6 +229,13 @@ type Store interface {
 	// heartbeat, counts, shutting down, health error, power state): a
 	// large pool's summary without decoding every host.
 	ListHostStates(ctx context.Context, pool string) ([]*SessionHost, error)
+	// ListSharedHosts returns a pool's hosts whose assignedUsers hold more
+	// than one entry, by name, with only HostPool, Name and AssignedUsers
+	// filled: what the warning of a change to Persistent counts (R-P1),
+	// without reading every host of a 10,000-host pool in full. The
+	// entries are as stored; one user in two spellings is two entries
+	// (the caller folds them). NotFound when the pool does not exist.
+	ListSharedHosts(ctx context.Context, pool string) ([]*SessionHost, error)
 	// PoolsWithoutRemoteApps returns, of pools, those that have hosts and
 	// whose hosts all say they cannot run RemoteApps (R-E12), by name; a
 	// pool without hosts, one with a host that can or did not say

@@ -124,7 +124,9 @@ func (s *Service) withWriteWarnings(ctx context.Context, was string, stored *vdi
 		return stored
 	}
 	var warning string
-	hosts, err := s.store.ListSessionHosts(ctx, stored.Name)
+	// Only the hosts whose lists have several entries, names and lists
+	// alone: not every host of a 10,000-host pool in full.
+	hosts, err := s.store.ListSharedHosts(ctx, stored.Name)
 	if err != nil {
 		// The change is stored: answer it, saying what was not checked.
 		s.log.Warn("pool changed to Persistent: hosts not read", "pool", stored.Name, "err", err)

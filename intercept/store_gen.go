@@ -38,6 +38,7 @@ const (
 	OpGetSessionHost            = "GetSessionHost"
 	OpListSessionHosts          = "ListSessionHosts"
 	OpListHostStates            = "ListHostStates"
+	OpListSharedHosts           = "ListSharedHosts"
 	OpPoolsWithoutRemoteApps    = "PoolsWithoutRemoteApps"
 	OpListSessionHostsPage      = "ListSessionHostsPage"
 	OpDeleteSessionHost         = "DeleteSessionHost"
@@ -229,6 +230,15 @@ func (s *Store) ListSessionHosts(ctx context.Context, pool string) (r0 []*vdibro
 func (s *Store) ListHostStates(ctx context.Context, pool string) (r0 []*vdibroker.SessionHost, err error) {
 	err = s.hook(ctx, OpListHostStates, func(ctx context.Context) (err error) {
 		r0, err = s.inner.ListHostStates(ctx, pool)
+		return err
+	})
+	return r0, err
+}
+
+// ListSharedHosts runs the wrapped store's ListSharedHosts through the hook.
+func (s *Store) ListSharedHosts(ctx context.Context, pool string) (r0 []*vdibroker.SessionHost, err error) {
+	err = s.hook(ctx, OpListSharedHosts, func(ctx context.Context) (err error) {
+		r0, err = s.inner.ListSharedHosts(ctx, pool)
 		return err
 	})
 	return r0, err

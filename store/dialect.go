@@ -21,6 +21,9 @@ type dialect struct {
 	// list of any length with one statement (the statement caches keep
 	// one per query text).
 	jsonStrings string
+	// assignedCount is the number of entries of session_hosts'
+	// assigned_users, a JSON list of strings kept as text.
+	assignedCount string
 	// insertDirectory adds the session directory entries of a pod ($1)
 	// seen at a time ($2) for the users of a JSON list ($3) that it has
 	// none for (RegisterDirectory); RowsAffected counts those added.
@@ -49,6 +52,7 @@ var sqliteDialect = &dialect{
 	name:               "sqlite",
 	principalNameLower: `lower(principal_name)`,
 	jsonStrings:        `SELECT value FROM json_each(?)`,
+	assignedCount:      `json_array_length(assigned_users)`,
 	// "WHERE true" tells SQLite's parser that ON CONFLICT is the
 	// upsert's, not the join's.
 	insertDirectory: `INSERT INTO session_directory (user_key, pod, seen_time)
@@ -75,9 +79,10 @@ var sqliteDialect = &dialect{
 }
 
 var postgresDialect = &dialect{
-	name:        "postgres",
-	dollar:      true,
-	jsonStrings: `SELECT jsonb_array_elements_text(CAST(? AS jsonb))`,
+	name:          "postgres",
+	dollar:        true,
+	jsonStrings:   `SELECT jsonb_array_elements_text(CAST(? AS jsonb))`,
+	assignedCount: `jsonb_array_length(CAST(assigned_users AS jsonb))`,
 	insertDirectory: `INSERT INTO session_directory (user_key, pod, seen_time)
 		SELECT u, ?, ? FROM jsonb_array_elements_text(CAST(? AS jsonb)) AS u ON CONFLICT DO NOTHING`,
 	forUpdate:          " FOR UPDATE",

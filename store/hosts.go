@@ -356,6 +356,40 @@ func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.Sess
 	return out, wrap(err, "list host states of %q", pool)
 }
 
+// sharedHostsQuery reads what ListSharedHosts fills, of the hosts of a
+// pool (%s: the dialect's assignedCount) whose list has more than one
+// entry. A list of two entries or more has a comma between them, so the
+// LIKE leaves out, unparsed, the hosts of one user or none that a
+// Persistent pool is mostly made of; the count decides for the rest (a
+// comma may be inside a user's name). Only session_hosts is read: no
+// counts, metrics or drains.
+const sharedHostsQuery = `SELECT host_pool, name, assigned_users FROM session_hosts
+	WHERE host_pool = ? AND assigned_users LIKE '%%,%%' AND %s > 1 ORDER BY name`
+
+// ListSharedHosts implements vdibroker.Store.
+func (s *DB) ListSharedHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
+	var out []*vdibroker.SessionHost
+	err := s.read(ctx, func(t *tx) error {
+		if err := t.poolExists(ctx, pool); err != nil {
+			return err
+		}
+		var err error
+		out, err = queryAll(ctx, t, func(sc scanner) (*vdibroker.SessionHost, error) {
+			h := new(vdibroker.SessionHost)
+			var assigned string
+			if err := sc.Scan(&h.HostPool, &h.Name, &assigned); err != nil {
+				return nil, err
+			}
+			if err := json.Unmarshal([]byte(assigned), &h.AssignedUsers); err != nil {
+				return nil, fmt.Errorf("host %q: assigned_users: %w", h.Name, err)
+			}
+			return h, nil
+		}, fmt.Sprintf(sharedHostsQuery, s.d.assignedCount), pool)
+		return err
+	})
+	return out, wrap(err, "list the shared hosts of %q", pool)
+}
+
 // poolsWithoutRemoteAppsQuery names, of the pools of a JSON list, those
 // with a host and none whose agent did not say No (R-E12). It starts from
 // the list, not from host_pools: a pool not asked about is not read (a

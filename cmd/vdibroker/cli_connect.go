@@ -75,25 +75,42 @@ const connectUserHelp = `Without --user, a User token connects its own user, the
 (whoami); any other token names the user with --user.`
 
 // connectUser is the user a connect command places: --user's, or without
-// it the token's own user when the token is a User's, which may connect
-// no other (R-E5), so --user would only repeat it; the broker says whose
-// the token is (whoami). Any other token may connect any user, and is
-// told to name one.
+// it the token's own user when the token is a User's (tokenUser). A
+// token whose role connects no one (Reader, Helpdesk) is told so, as the
+// broker would answer a connect with --user (R-SEC), from whoami's role
+// and without sending that connect; any other may connect any user, and
+// is told to name one.
 func connectUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, error) {
+	user, who, err := tokenUser(cmd, c, user)
+	if err != nil || user != "" {
+		return user, err
+	}
+	if err := vdibroker.Authorize(&vdibroker.Principal{Role: who.Role}, vdibroker.ActionConnect, vdibroker.Target{}); err != nil {
+		return "", fail(err)
+	}
+	return "", usageError{fmt.Errorf("--user: required with this token (role %s): only a User token connects its own user without it", who.Role)}
+}
+
+// tokenUser is the user a command that takes --user acts for: --user's,
+// or without it the token's own user when the token is a User's, which
+// may act for no other (R-E5), so --user would only repeat it; the
+// broker says whose the token is (whoami). For any other token it is ""
+// with whoami's answer, for the caller to say why --user is needed.
+func tokenUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, *vhttp.WhoAmI, error) {
 	if err := emptyFlag(cmd, "user"); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if cmd.Flags().Changed("user") {
-		return user, nil
+		return user, nil, nil
 	}
 	who, err := whoAmI(cmd.Context(), c)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if who.Role == vdibroker.RoleUser && who.Subject != "" {
-		return who.Subject, nil
+		return who.Subject, who, nil
 	}
-	return "", usageError{fmt.Errorf("--user: required with this token (role %s): only a User token connects its own user without it", who.Role)}
+	return "", who, nil
 }
 
 // whoAmI asks the broker whose c's token is.

@@ -82,3 +82,47 @@ func TestCLIConnectAsTheTokensUser(t *testing.T) {
 		t.Errorf("sessions: %q, want carol's (one, the application's in it) and erin's", got)
 	}
 }
+
+// TestCLIConnectWithARoleThatConnectsNoOne (R-SEC): a Reader or Helpdesk
+// token may connect no user. connect and application connect without
+// --user told it "--user: required with this token", though with --user
+// the broker refuses it all the same; now it is told what the broker
+// would say (whoami's role), exit 1 as the broker's refusal, and no
+// connect is sent: the audit trail holds the refusal of the one connect
+// with --user alone.
+func TestCLIConnectWithARoleThatConnectsNoOne(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "office")
+	b.addHost("office", "office-01")
+	b.ok("applicationgroup", "create", "--name", "office-apps", "--host-pool", "office", "--application-group-type", "RemoteApp", "--users", "carol@contoso.com")
+	b.ok("application", "create", "--application-group", "office-apps", "--name", "word", "--file-path", `C:\Program Files\Microsoft Office\WINWORD.EXE`)
+	desktop := []string{"connect", "--host-pool", "office"}
+	app := []string{"application", "connect", "--application-group", "office-apps", "--name", "word"}
+	for _, role := range []string{"Reader", "Helpdesk"} {
+		subject := "ops-" + strings.ToLower(role)
+		token := strings.TrimSpace(b.ok("token", "create", "--role", role, "--subject", subject, "--query", "token", "-o", "tsv"))
+		as := func(args ...string) cliResult {
+			t.Helper()
+			return runCLI(t, append(args, "--server", b.m.URL(), "--token", token)...)
+		}
+		want := "error: role " + role + " may not connect users\n"
+		for _, cmd := range [][]string{desktop, app} {
+			if r := as(cmd...); r.code != 1 || r.stderr != want {
+				t.Errorf("%s %v without --user: exit %d, stderr %q; want 1 and %q", role, cmd, r.code, r.stderr, want)
+			}
+		}
+		if got := b.ok("audit", "list", "--principal", subject, "--query", "[].action", "-o", "tsv"); got != "" {
+			t.Errorf("%s: audit entries %q after the connects without --user, want none: no connect sent", role, got)
+		}
+		// The broker's own answer to a connect with --user, word for word.
+		if r := as(append(desktop, "--user", "carol@contoso.com")...); r.code != 1 || r.stderr != want {
+			t.Errorf("%s connect --user carol: exit %d, stderr %q; want the broker's %q", role, r.code, r.stderr, want)
+		}
+		if got := b.ok("audit", "list", "--principal", subject, "--query", "length(@)", "-o", "tsv"); got != "1\n" {
+			t.Errorf("%s: %q audit entries after the connect with --user, want its one refusal", role, got)
+		}
+	}
+	if got := b.ok("usersession", "list", "--host-pool", "office", "-o", "json"); got != "[]\n" {
+		t.Errorf("sessions after the refused connects: %q, want none", got)
+	}
+}

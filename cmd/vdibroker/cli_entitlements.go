@@ -506,13 +506,24 @@ func newUserCmd() *cobra.Command {
 	var user string
 	var groups []string
 	ents := &cobra.Command{
-		Use:   "entitlements --user USER [--groups G1,G2]",
+		Use:   "entitlements [--user USER] [--groups G1,G2]",
 		Short: "List each desktop, application and global entitlement the user may use, with the assignment or group that grants it",
-		Args:  cobra.NoArgs,
+		Long: `List each desktop, application and global entitlement the user may use,
+with the assignment or group that grants it (R-E10). Without --user, a User
+token asks about its own user, the only one it may (whoami); any other
+token names the user with --user.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
+			}
+			user, who, err := tokenUser(cmd, c, user)
+			if err != nil {
+				return err
+			}
+			if user == "" {
+				return usageError{fmt.Errorf("--user: required with this token (role %s): only a User token asks about its own user without it", who.Role)}
 			}
 			u, err := c.UserEntitlements(cmd.Context(), user, groups)
 			if err != nil {
@@ -525,9 +536,8 @@ func newUserCmd() *cobra.Command {
 			return a.show(cmd, u, nil)
 		},
 	}
-	ents.Flags().StringVar(&user, "user", "", "the user")
+	ents.Flags().StringVar(&user, "user", "", "the user (default with a User token: its own user)")
 	ents.Flags().StringSliceVar(&groups, "groups", nil, "the user's groups (a User token's own are its identity's)")
-	requireFlags(ents, "user")
 	cmd.AddCommand(ents)
 	return cmd
 }

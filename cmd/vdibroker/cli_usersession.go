@@ -61,12 +61,13 @@ var userSessionsOfUserColumns = []column{
 func newUserSessionListCmd(a *admin) *cobra.Command {
 	var pool, user, state, host string
 	cmd := &cobra.Command{
-		Use:   "list (--host-pool POOL [--user U] [--state S] [--session-host H] | --user U)",
+		Use:   "list (--host-pool POOL [--user U] [--state S] [--session-host H] | [--user U])",
 		Short: "List user sessions (not LoggedOff ones unless --state LoggedOff); --user alone: the user's open sessions in every pool",
 		Long: `List the sessions of a host pool (not LoggedOff ones unless --state LoggedOff),
 or, with --user and no --host-pool, the user's open sessions in every pool the
 token sees (the name in any spelling, R-U3), each with its pool: where a
-helpdesk looks first when a user calls.`,
+helpdesk looks first when a user calls. With neither, a User token lists its
+own user's open sessions, the only ones it may (whoami).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// --user "" of an unset variable is no user: said, not taken
@@ -74,19 +75,21 @@ helpdesk looks first when a user calls.`,
 			if err := emptyFlag(cmd, "user"); err != nil {
 				return err
 			}
-			if pool == "" {
-				switch {
-				case user == "":
-					return usageError{errors.New("give --host-pool, or --user for the user's open sessions in every pool")}
-				case state != "" || host != "":
-					return usageError{errors.New("--state and --session-host need --host-pool; --user alone lists the user's open sessions in every pool")}
-				}
+			if pool == "" && (state != "" || host != "") {
+				return usageError{errors.New("--state and --session-host need --host-pool; --user alone lists the user's open sessions in every pool")}
 			}
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
 			if pool == "" {
+				user, who, err := tokenUser(cmd, c, user)
+				if err != nil {
+					return err
+				}
+				if user == "" {
+					return usageError{fmt.Errorf("give --host-pool, or --user for the user's open sessions in every pool: only a User token lists its own without them (this token's role is %s)", who.Role)}
+				}
 				sessions, err := c.UserSessions(cmd.Context(), user)
 				if err != nil {
 					return fail(err)
