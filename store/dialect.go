@@ -22,7 +22,10 @@ type dialect struct {
 	// one per query text).
 	jsonStrings string
 	// assignedCount is the number of entries of session_hosts'
-	// assigned_users, a JSON list of strings kept as text.
+	// assigned_users, a JSON list of strings kept as text. It must not
+	// fail for any list the store writes, whatever order the engine
+	// evaluates a WHERE's terms in: on PostgreSQL a cast to json, not
+	// jsonb, whose text cannot hold the "\u0000" of a name with a NUL.
 	assignedCount string
 	// insertDirectory adds the session directory entries of a pod ($1)
 	// seen at a time ($2) for the users of a JSON list ($3) that it has
@@ -82,7 +85,7 @@ var postgresDialect = &dialect{
 	name:          "postgres",
 	dollar:        true,
 	jsonStrings:   `SELECT jsonb_array_elements_text(CAST(? AS jsonb))`,
-	assignedCount: `jsonb_array_length(CAST(assigned_users AS jsonb))`,
+	assignedCount: `json_array_length(CAST(assigned_users AS json))`,
 	insertDirectory: `INSERT INTO session_directory (user_key, pod, seen_time)
 		SELECT u, ?, ? FROM jsonb_array_elements_text(CAST(? AS jsonb)) AS u ON CONFLICT DO NOTHING`,
 	forUpdate:          " FOR UPDATE",
