@@ -1,7 +1,11 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -124,5 +128,47 @@ func TestCLIConnectWithARoleThatConnectsNoOne(t *testing.T) {
 	}
 	if got := b.ok("usersession", "list", "--host-pool", "office", "-o", "json"); got != "[]\n" {
 		t.Errorf("sessions after the refused connects: %q, want none", got)
+	}
+}
+
+// TestCLIConnectWithARoleThisCLIDoesNotKnow (R-SEC): a token whose role
+// this CLI does not know, as a newer broker may issue, is not refused
+// with this build's table ("role Operator may not connect users", exit
+// 1) when the broker may let it connect: without --user it is told to
+// name the user (a usage error, exit 2), and no connect is sent.
+// globalentitlement connect shares connectUser.
+func TestCLIConnectWithARoleThisCLIDoesNotKnow(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path != "/api/v1/whoami" {
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error": {"code": "NotFound", "message": "not here"}}`))
+			return
+		}
+		w.Write([]byte(`{"role": "Operator", "subject": "ops", "kind": "token"}`))
+	}))
+	t.Cleanup(srv.Close)
+	const want = "--user: required with this token (role Operator)"
+	for _, args := range [][]string{
+		{"connect", "--host-pool", "office"},
+		{"application", "connect", "--application-group", "office-apps", "--name", "word"},
+	} {
+		mu.Lock()
+		calls = nil
+		mu.Unlock()
+		r := runCLI(t, append(args, "--server", srv.URL, "--token", "t")...)
+		if r.code != 2 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", args, r.code, r.stderr, want)
+		}
+		mu.Lock()
+		if !slices.Equal(calls, []string{"GET /api/v1/whoami"}) {
+			t.Errorf("%v: calls %q, want whoami alone", args, calls)
+		}
+		mu.Unlock()
 	}
 }
