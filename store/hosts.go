@@ -335,24 +335,16 @@ const hostStatesQuery = `SELECT host_pool, name, allow_new_session, last_heartbe
 
 // ListHostStates implements vdibroker.Store.
 func (s *DB) ListHostStates(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
-	var out []*vdibroker.SessionHost
-	err := s.read(ctx, func(t *tx) error {
-		if err := t.poolExists(ctx, pool); err != nil {
-			return err
+	out, err := s.hostRowsOf(ctx, pool, func(sc scanner) (*vdibroker.SessionHost, error) {
+		h := new(vdibroker.SessionHost)
+		var hb sql.NullInt64
+		if err := sc.Scan(&h.HostPool, &h.Name, &h.AllowNewSession, &hb, &h.Sessions, &h.ConnectingSessions,
+			&h.ShuttingDown, &h.HealthError, &h.PowerState, &h.AutoscaleDrain, &h.RemoteApps); err != nil {
+			return nil, err
 		}
-		var err error
-		out, err = queryAll(ctx, t, func(sc scanner) (*vdibroker.SessionHost, error) {
-			h := new(vdibroker.SessionHost)
-			var hb sql.NullInt64
-			if err := sc.Scan(&h.HostPool, &h.Name, &h.AllowNewSession, &hb, &h.Sessions, &h.ConnectingSessions,
-				&h.ShuttingDown, &h.HealthError, &h.PowerState, &h.AutoscaleDrain, &h.RemoteApps); err != nil {
-				return nil, err
-			}
-			h.LastHeartBeat = fromNSPtr(hb)
-			return h, nil
-		}, hostStatesQuery, pool)
-		return err
-	})
+		h.LastHeartBeat = fromNSPtr(hb)
+		return h, nil
+	}, hostStatesQuery, pool)
 	return out, wrap(err, "list host states of %q", pool)
 }
 
@@ -368,26 +360,34 @@ const sharedHostsQuery = `SELECT host_pool, name, assigned_users FROM session_ho
 
 // ListSharedHosts implements vdibroker.Store.
 func (s *DB) ListSharedHosts(ctx context.Context, pool string) ([]*vdibroker.SessionHost, error) {
+	out, err := s.hostRowsOf(ctx, pool, func(sc scanner) (*vdibroker.SessionHost, error) {
+		h := new(vdibroker.SessionHost)
+		var assigned string
+		if err := sc.Scan(&h.HostPool, &h.Name, &assigned); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(assigned), &h.AssignedUsers); err != nil {
+			return nil, fmt.Errorf("host %q: assigned_users: %w", h.Name, err)
+		}
+		return h, nil
+	}, fmt.Sprintf(sharedHostsQuery, s.d.assignedCount), pool)
+	return out, wrap(err, "list the shared hosts of %q", pool)
+}
+
+// hostRowsOf runs a query of some of pool's columns over its hosts, each
+// row read by scan; NotFound when the pool is not. hostsOf reads hosts
+// in full.
+func (s *DB) hostRowsOf(ctx context.Context, pool string, scan func(scanner) (*vdibroker.SessionHost, error), q string, args ...any) ([]*vdibroker.SessionHost, error) {
 	var out []*vdibroker.SessionHost
 	err := s.read(ctx, func(t *tx) error {
 		if err := t.poolExists(ctx, pool); err != nil {
 			return err
 		}
 		var err error
-		out, err = queryAll(ctx, t, func(sc scanner) (*vdibroker.SessionHost, error) {
-			h := new(vdibroker.SessionHost)
-			var assigned string
-			if err := sc.Scan(&h.HostPool, &h.Name, &assigned); err != nil {
-				return nil, err
-			}
-			if err := json.Unmarshal([]byte(assigned), &h.AssignedUsers); err != nil {
-				return nil, fmt.Errorf("host %q: assigned_users: %w", h.Name, err)
-			}
-			return h, nil
-		}, fmt.Sprintf(sharedHostsQuery, s.d.assignedCount), pool)
+		out, err = queryAll(ctx, t, scan, q, args...)
 		return err
 	})
-	return out, wrap(err, "list the shared hosts of %q", pool)
+	return out, err
 }
 
 // poolsWithoutRemoteAppsQuery names, of the pools of a JSON list, those
