@@ -242,6 +242,7 @@ func (s *DB) PostgresHostReadPlans(ctx context.Context) (map[string]string, erro
 		"by key":        {hostByKeyQuery + s.d.forUpdate + " OF host_counts", []any{"pool", "host"}},
 		"by key, cred":  {hostByKeyCredQuery, []any{"pool", "host"}},
 		"of pool":       {hostsOfPoolQuery, []any{"pool"}},
+		"shared":        {fmt.Sprintf(sharedHostsQuery, s.d.assignedCount), []any{"pool"}},
 		"by credential": {hostByCredentialQuery, []any{"hash"}},
 		"take slot":     {takeSlotQuery, []any{1, 1, "pool", "host", 10, 0, 0, true, true, "pool", "user", "pool", "user", false}},
 	} {
