@@ -43,9 +43,9 @@ func TestPersistentChangeReadsSharedHostsOnly_RP1(t *testing.T) {
 		t.Fatal(err)
 	}
 	// sh1: none. sh2: one user whose name has a comma, and sh3: one user
-	// in two spellings, as an older release stored them (straight into
-	// the store: the API refuses both). sh4, sh5: two and three users,
-	// the 2 shared hosts.
+	// in two spellings, as an older release stored them (both straight
+	// into the store: the API takes sh2's name but refuses sh3's
+	// repeat). sh4, sh5: two and three users, the 2 shared hosts.
 	for name, users := range map[string][]string{
 		"sh1": {}, "sh2": {"ann"}, "sh3": {"dora"}, "sh4": {"u1", "u2"}, "sh5": {"v1", "v2", "v3"},
 	} {
