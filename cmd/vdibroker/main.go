@@ -41,6 +41,7 @@ func run(args []string) int {
 // help and exiting 0.
 func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	groupCommands(root)
+	markRunErrors(root)
 	if rootHelpAsked(root, args) {
 		args = []string{"--help"} // the admin flags before it mean nothing to root's help
 	}
@@ -67,9 +68,49 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// runError marks an error a command's RunE returned that it did not
+// type as a usageError: cobra's own errors come before RunE, so its text
+// ("bind: invalid argument", a link-local address without its zone) is
+// not matched against theirs. serve, agent and gateway failing to start
+// then exit 1, which their units restart, not 2, which they do not
+// (RestartPreventExitStatus=2).
+type runError struct{ err error }
+
+func (e runError) Error() string { return e.err.Error() }
+func (e runError) Unwrap() error { return e.err }
+
+// markRunErrors wraps the RunE of cmd and of its commands, once, so that
+// an error they return untyped is a runError.
+func markRunErrors(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		markRunErrors(sub)
+	}
+	if cmd.RunE == nil || cmd.Annotations[runErrorsMarked] != "" {
+		return
+	}
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[runErrorsMarked] = "true"
+	runE := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		err := runE(c, args)
+		if err != nil && !errors.As(err, new(usageError)) {
+			return runError{err}
+		}
+		return err
+	}
+}
+
+// runErrorsMarked is the annotation markRunErrors leaves on a command it wrapped.
+const runErrorsMarked = "vdibroker-run-errors-marked"
+
 func isUsageError(err error) bool {
 	if errors.As(err, new(usageError)) {
 		return true
+	}
+	if errors.As(err, new(runError)) {
+		return false
 	}
 	// An answer from the broker is never a usage error, whatever its text.
 	if errors.As(err, new(*vdibroker.Error)) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
@@ -455,5 +458,34 @@ func TestServeMaxConnectWaitFlag(t *testing.T) {
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--max-connect-wait: must be 1s..10m0s") {
 			t.Errorf("serve --max-connect-wait %s = %v, want a usage error naming the range", v, err)
 		}
+	}
+}
+
+// TestServeStartFailureExitsOne: serve failing to start on an error of
+// the system whose text reads like one of cobra's ("bind: invalid
+// argument", a link-local listen address without its zone) exits 1,
+// which the unit restarts, not 2, which it does not
+// (RestartPreventExitStatus=2, R-OPS); a mistake in its flags still
+// exits 2.
+func TestServeStartFailureExitsOne(t *testing.T) {
+	serve := func(args ...string) (int, string) {
+		root := &cobra.Command{Use: "vdibroker", SilenceUsage: true, SilenceErrors: true}
+		root.AddCommand(newServeCmd())
+		var stderr bytes.Buffer
+		root.SetOut(io.Discard)
+		root.SetErr(&stderr)
+		root.SetContext(t.Context())
+		code := execute(root, append([]string{"serve", "--data-dir", t.TempDir()}, args...), &stderr)
+		return code, stderr.String()
+	}
+	code, stderr := serve("--listen", "[fe80::1]:0")
+	if !strings.Contains(stderr, "bind: invalid argument") {
+		t.Skipf("binding fe80::1 without a zone did not fail with EINVAL here: exit %d, %q", code, stderr)
+	}
+	if code != 1 {
+		t.Errorf("serve that cannot bind: exit %d, want 1; stderr %q", code, stderr)
+	}
+	if code, stderr := serve("--max-connect-wait", "0s"); code != 2 {
+		t.Errorf("serve --max-connect-wait 0s: exit %d, want 2; stderr %q", code, stderr)
 	}
 }
