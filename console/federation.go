@@ -73,7 +73,13 @@ func (c *Console) globalSessionCommand(rq *request, what string) {
 	err := rq.api.do(rq.r.Context(), method, path, body, &cmd)
 	switch vdibroker.ErrorCode(err) {
 	case "":
-		c.redirect(rq, back, fmt.Sprintf("The %s of %s's session on pod %s is queued there: that pod's host agent runs it on its next heartbeat (R-U3, R-S4).", what, user, pod)+warned(cmd.Warnings))
+		msg := fmt.Sprintf("The %s of %s's session on pod %s is queued there: that pod's host agent runs it on its next heartbeat (R-U3, R-S4).", what, user, pod)
+		if cmd.SessionEnded {
+			// That pod ended a Pending session its agent never
+			// reported at once, as this pod's own log off says.
+			msg = fmt.Sprintf("%s's session on pod %s is logged off: it ended now, as that pod's host agent had not reported it yet; a log off stays queued there in case its logon is under way (R-U3, R-S4).", user, pod)
+		}
+		c.redirect(rq, back, msg+warned(cmd.Warnings))
 	case vdibroker.EUnauthenticated:
 		c.apiError(rq, err)
 	case vdibroker.EPodUnavailable:

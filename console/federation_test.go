@@ -265,3 +265,40 @@ func TestGlobalSessionActions_RU3(t *testing.T) {
 		wantContains(t, a, "log off of alice&#39;s session on pod ams1 was not confirmed: pod ams1 did not answer", `data-unanswered="ams1"`)
 	})
 }
+
+// TestGlobalLogoffOfPendingSession_RS4: the console's log off of a
+// user's session in another pod that its agent never reported says the
+// session is logged off, as that pod ended it at once and answered
+// "sessionEnded" (R-S4, R-U3), not that its agent will run it on its
+// next heartbeat, as this pod's own log off of such a session says.
+func TestGlobalLogoffOfPendingSession_RS4(t *testing.T) {
+	e := newPodEnv(t)
+	e.seed()
+	far := newPodEnvNamed(t, "ams1")
+	far.seed("alice") // Pending: host-1's agent has not reported it
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
+		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "ams1", Site: "emea", URL: far.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", SessionDistribution: vdibroker.DistributionSessionCount, AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "ams1", HostPool: "pool-a"}}}},
+	}
+	for _, x := range []*env{e, far} {
+		d := *doc
+		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open, err := far.admin.ListUserSessions(t.Context(), "pool-a", vhttp.SessionQuery{})
+	if err != nil || len(open) != 1 || open[0].State != vdibroker.StatePending {
+		t.Fatalf("alice's session on ams1: %+v %v; want one Pending", open, err)
+	}
+	page := "/sessions?user=alice&exact=1"
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.post("/users/alice/globalsessions/ams1/"+url.PathEscape(open[0].ID)+"/logoff", url.Values{"csrf": {b.csrf(page)}, "back": {page}})
+	wantStatus(t, a, http.StatusSeeOther)
+	got := b.get(a.location)
+	wantContains(t, got, "alice&#39;s session on pod ams1 is logged off: it ended now")
+	if strings.Contains(got.body, "runs it on its next heartbeat") {
+		t.Errorf("the flash says ams1's agent will run the logoff of a session already ended:\n%s", got.body)
+	}
+}
