@@ -465,7 +465,7 @@ func TestServeMaxConnectWaitFlag(t *testing.T) {
 // the system whose text reads like one of cobra's ("bind: invalid
 // argument", a link-local listen address without its zone) exits 1,
 // which the unit restarts, not 2, which it does not
-// (RestartPreventExitStatus=2, R-OPS); a mistake in its flags still
+// (RestartPreventExitStatus=2, docs/operations.md); a mistake in its flags still
 // exits 2.
 func TestServeStartFailureExitsOne(t *testing.T) {
 	serve := func(args ...string) (int, string) {
