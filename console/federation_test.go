@@ -139,21 +139,7 @@ func TestUserSessionsInOtherPods_RU3(t *testing.T) {
 // does not answer is told in the flash of the page, which is still
 // served.
 func TestGlobalSessionActions_RU3(t *testing.T) {
-	e := newPodEnv(t)
-	e.seed()
-	far := newPodEnvNamed(t, "ams1")
-	far.seed("alice")
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
-		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "ams1", Site: "emea", URL: far.url}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", SessionDistribution: vdibroker.DistributionSessionCount, AllUsers: true,
-			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "ams1", HostPool: "pool-a"}}}},
-	}
-	for _, x := range []*env{e, far} {
-		d := *doc
-		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e, far := newFraAmsPods(t)
 	id := far.activeSession("alice")
 	page := "/sessions?user=alice&exact=1"
 	base := "/users/alice/globalsessions/ams1/" + url.PathEscape(id)
@@ -272,21 +258,7 @@ func TestGlobalSessionActions_RU3(t *testing.T) {
 // "sessionEnded" (R-S4, R-U3), not that its agent will run it on its
 // next heartbeat, as this pod's own log off of such a session says.
 func TestGlobalLogoffOfPendingSession_RS4(t *testing.T) {
-	e := newPodEnv(t)
-	e.seed()
-	far := newPodEnvNamed(t, "ams1")
-	far.seed("alice") // Pending: host-1's agent has not reported it
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
-		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "ams1", Site: "emea", URL: far.url}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", SessionDistribution: vdibroker.DistributionSessionCount, AllUsers: true,
-			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "ams1", HostPool: "pool-a"}}}},
-	}
-	for _, x := range []*env{e, far} {
-		d := *doc
-		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e, far := newFraAmsPods(t) // alice's session in ams1 is Pending: host-1's agent has not reported it
 	open, err := far.admin.ListUserSessions(t.Context(), "pool-a", vhttp.SessionQuery{})
 	if err != nil || len(open) != 1 || open[0].State != vdibroker.StatePending {
 		t.Fatalf("alice's session on ams1: %+v %v; want one Pending", open, err)
@@ -301,4 +273,28 @@ func TestGlobalLogoffOfPendingSession_RS4(t *testing.T) {
 	if strings.Contains(got.body, "runs it on its next heartbeat") {
 		t.Errorf("the flash says ams1's agent will run the logoff of a session already ended:\n%s", got.body)
 	}
+}
+
+// newFraAmsPods is two pods of one site, fra1 (seeded) and ams1 (seeded
+// with a session of alice's, Pending), each holding the same federation
+// document: a global entitlement "office" of both pods' pool-a, for all
+// users.
+func newFraAmsPods(t *testing.T) (fra, ams *env) {
+	t.Helper()
+	fra = newPodEnv(t)
+	fra.seed()
+	ams = newPodEnvNamed(t, "ams1")
+	ams.seed("alice")
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
+		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: fra.url}, {Name: "ams1", Site: "emea", URL: ams.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", SessionDistribution: vdibroker.DistributionSessionCount, AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "ams1", HostPool: "pool-a"}}}},
+	}
+	for _, x := range []*env{fra, ams} {
+		d := *doc
+		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fra, ams
 }
