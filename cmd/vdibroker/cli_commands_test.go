@@ -782,7 +782,7 @@ func TestCLIUserSessionsOfUser_RU3(t *testing.T) {
 // was refused with "role User may only connect" though she may log it
 // off. A pool where she has none says so, and no read is sent that the
 // broker refuses (no refusal in the audit trail). A read refused her
-// says what she may do.
+// (the pool itself) says what she may do.
 func TestCLIUserLogsOffOwnSessionByName_RU3(t *testing.T) {
 	b := startCLIBroker(t)
 	for _, p := range []string{"office", "dev"} {
@@ -813,8 +813,14 @@ func TestCLIUserLogsOffOwnSessionByName_RU3(t *testing.T) {
 	if r := as("usersession", "logoff", "--host-pool", "office", "--user", "bob@contoso.com"); r.code != 1 {
 		t.Errorf("her logoff of bob's session: exit %d, want 1; stderr %q", r.code, r.stderr)
 	}
-	if r := as("usersession", "list", "--host-pool", "office"); r.code != 1 || !strings.Contains(r.stderr, "log off or disconnect its own sessions") {
-		t.Errorf("her read of the pool's sessions: exit %d, stderr %q; want it refused saying what she may do", r.code, r.stderr)
+	// The pool's list shows her own sessions alone
+	// (TestCLIUserTokenListsOwnSessionsInPool_RU3); a read of another
+	// kind is refused saying what she may do.
+	if r := as("usersession", "list", "--host-pool", "office", "--query", "[].user", "-o", "tsv"); r.code != 0 || strings.Contains(r.stdout, "bob") {
+		t.Errorf("her list of office: exit %d, stdout %q, stderr %q; want hers alone, not bob's", r.code, r.stdout, r.stderr)
+	}
+	if r := as("hostpool", "show", "--name", "office"); r.code != 1 || !strings.Contains(r.stderr, "log off or disconnect its own sessions") {
+		t.Errorf("her read of the pool: exit %d, stderr %q; want it refused saying what she may do", r.code, r.stderr)
 	}
 }
 

@@ -33,7 +33,8 @@ queued for the session host's agent, which carries them out on its next heartbea
 Name the session with --id, or with --user for that user's open session(s) in the pool.
 A session in another pod of a federation (as federation sessions lists it) is
 logged off or disconnected with --pod, --user and --id: the pod at --server asks
-that pod, which does it as its own API does (R-U3).`,
+that pod, which does it as its own API does (R-U3).
+With --host-pool, a User token lists its own open sessions in the pool only.`,
 	}
 	a := addAdminFlags(cmd)
 	cmd.AddCommand(
@@ -67,7 +68,8 @@ func newUserSessionListCmd(a *admin) *cobra.Command {
 or, with --user and no --host-pool, the user's open sessions in every pool the
 token sees (the name in any spelling, R-U3), each with its pool: where a
 helpdesk looks first when a user calls. With neither, a User token lists its
-own user's open sessions, the only ones it may (whoami).`,
+own user's open sessions, the only ones it may (whoami); with --host-pool, its
+own open sessions in that pool (it may not read the pool's list).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// --user "" of an unset variable is no user: said, not taken
@@ -96,7 +98,16 @@ own user's open sessions, the only ones it may (whoami).`,
 				}
 				return a.show(cmd, sessions, userSessionsOfUserColumns)
 			}
-			sessions, err := c.ListUserSessions(cmd.Context(), pool, vhttp.SessionQuery{User: user, State: state, SessionHost: host})
+			who, err := whoAmI(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			var sessions []*vdibroker.UserSession
+			if who.Role == vdibroker.RoleUser {
+				sessions, err = ownSessionsInPool(cmd, c, who, vhttp.SessionQuery{User: user, State: state, SessionHost: host}, pool)
+			} else {
+				sessions, err = c.ListUserSessions(cmd.Context(), pool, vhttp.SessionQuery{User: user, State: state, SessionHost: host})
+			}
 			if err != nil {
 				return fail(err)
 			}
@@ -110,6 +121,37 @@ own user's open sessions, the only ones it may (whoami).`,
 	hostNameVar(f, &host, "session-host", "", "only sessions on this session host")
 	_ = cmd.RegisterFlagCompletionFunc("state", fixedCompletion(vdibroker.StatePending, vdibroker.StateActive, vdibroker.StateDisconnected, vdibroker.StateLoggedOff))
 	return cmd
+}
+
+// ownSessionsInPool is usersession list --host-pool POOL for a User
+// token (who), which may not read a pool's list (R-SEC): her own open
+// sessions, as the broker lists them to her (GET /users/{user}/sessions,
+// R-U3: it answers an end user about herself only, the name in any
+// spelling, R-E5), those of them in pool and of q's state and host. q's
+// user is hers when --user is left out; another user's name is the
+// broker's to refuse, as it is. A pool she has no session in, or that
+// does not exist, lists nothing: her token reads no pool, so she learns
+// no more of the pools than her sessions tell. Her LoggedOff sessions
+// are not among those she may read: asked for, she is told so rather
+// than shown none.
+func ownSessionsInPool(cmd *cobra.Command, c *vhttp.Client, who *vhttp.WhoAmI, q vhttp.SessionQuery, pool string) ([]*vdibroker.UserSession, error) {
+	if q.State == vdibroker.StateLoggedOff {
+		return nil, errors.New("--state LoggedOff: a User token lists its own open sessions only (Pending, Active, Disconnected); ended ones are for an administrator to read")
+	}
+	if !cmd.Flags().Changed("user") {
+		q.User = who.Subject
+	}
+	mine, err := c.UserSessions(cmd.Context(), q.User)
+	if err != nil {
+		return nil, err
+	}
+	sessions := []*vdibroker.UserSession{}
+	for _, s := range mine {
+		if s.HostPool == pool && (q.State == "" || s.State == q.State) && (q.SessionHost == "" || s.SessionHost == q.SessionHost) {
+			sessions = append(sessions, s)
+		}
+	}
+	return sessions, nil
 }
 
 // commandColumns is the table of a command queued for a host's agent.
