@@ -144,14 +144,22 @@ var federationSessionColumns = []column{
 // newFederationSessionsCmd is `federation sessions --user U`: where a
 // user's open sessions are, in this pod and the others (R-U3, R-G1), as
 // an administrator looking for a user's session across the sites asks.
+// A User token asks about its own user (without --user too): the pod
+// lists an end user's sessions to herself, in this pod and in the member
+// pools of the global entitlements that grant her (R-E9), as her portal
+// shows them. It may not read the federation document (R-SEC), which
+// names the pod at --server: its sessions there have no pod.
 func newFederationSessionsCmd(a *admin) *cobra.Command {
 	var user string
 	cmd := &cobra.Command{
-		Use:   "sessions --user U",
+		Use:   "sessions [--user U]",
 		Short: "List a user's open sessions in the pod at --server and in the other pods' member pools",
 		Long: "List a user's open sessions in every pool of the pod at --server and in the member pools of the\n" +
 			"other pods, which that pod asks as a global connect would (the user's directory pod, then the\n" +
-			"pods it names). Exits 1 when a pod did not answer, after listing the sessions of the others.",
+			"pods it names). Exits 1 when a pod did not answer, after listing the sessions of the others.\n" +
+			"A User token lists its own user's (--user may be left out): in the other pods, those of the global\n" +
+			"entitlements that grant it; the sessions of the pod at --server have no Pod, as the token may not\n" +
+			"read the federation document that names it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
@@ -159,9 +167,9 @@ func newFederationSessionsCmd(a *admin) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := c.GetFederation(ctx)
+			user, pod, err := federationSessionsUser(cmd, c, user)
 			if err != nil {
-				return fail(err)
+				return err
 			}
 			local, err := c.UserSessions(ctx, user)
 			if err != nil {
@@ -173,7 +181,7 @@ func newFederationSessionsCmd(a *admin) *cobra.Command {
 			}
 			rows := make([]*vdibroker.GlobalSession, 0, len(local)+len(remote.Value))
 			for _, s := range local {
-				rows = append(rows, &vdibroker.GlobalSession{UserSession: *s, Pod: st.Pod, GlobalEntitlements: []string{}, Reconnect: []string{}})
+				rows = append(rows, &vdibroker.GlobalSession{UserSession: *s, Pod: pod, GlobalEntitlements: []string{}, Reconnect: []string{}})
 			}
 			rows = append(rows, remote.Value...)
 			if err := a.show(cmd, rows, federationSessionColumns); err != nil {
@@ -182,9 +190,43 @@ func newFederationSessionsCmd(a *admin) *cobra.Command {
 			return unansweredPods(remote.Unanswered)
 		},
 	}
-	cmd.Flags().StringVar(&user, "user", "", "the user (any spelling of the name)")
-	requireFlags(cmd, "user")
+	cmd.Flags().StringVar(&user, "user", "", "the user (any spelling of the name; default with a User token: its own user)")
 	return cmd
+}
+
+// federationSessionsUser is the user federation sessions lists and the
+// name of the pod at --server for its own sessions' rows. For a User
+// token: --user, or without it the token's user (tokenUser), and no pod
+// name (the federation document that holds it is not hers to read);
+// another user's name is refused here, as the broker would refuse it,
+// with what she may do instead, and nothing is asked. Any other token
+// names the user (a usage error without --user) and reads the pod's
+// name from the federation document, as before.
+func federationSessionsUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, string, error) {
+	named := cmd.Flags().Changed("user")
+	user, who, err := tokenUser(cmd, c, user)
+	if err != nil {
+		return "", "", err
+	}
+	if named {
+		if who, err = whoAmI(cmd.Context(), c); err != nil {
+			return "", "", err
+		}
+	}
+	if who.Role == vdibroker.RoleUser {
+		if !vdibroker.SameUser(who.Subject, user) { // R-E5
+			return "", "", fmt.Errorf("--user %q: a User token lists only its own user's sessions (%q): leave out --user", user, who.Subject)
+		}
+		return user, "", nil
+	}
+	if user == "" {
+		return "", "", usageError{fmt.Errorf("--user: required with this token (role %s): only a User token lists its own user's sessions without it", who.Role)}
+	}
+	st, err := c.GetFederation(cmd.Context())
+	if err != nil {
+		return "", "", fail(err)
+	}
+	return user, st.Pod, nil
 }
 
 // applyRow is one pod's line in the apply report.

@@ -33,7 +33,8 @@ queued for the session host's agent, which carries them out on its next heartbea
 Name the session with --id, or with --user for that user's open session(s) in the pool.
 A session in another pod of a federation (as federation sessions lists it) is
 logged off or disconnected with --pod, --user and --id: the pod at --server asks
-that pod, which does it as its own API does (R-U3).
+that pod, which does it as its own API does (R-U3). A User token may leave out
+--user there: its own user, the only one it acts for (whoami).
 With --host-pool, a User token lists its own open sessions in the pool only.`,
 	}
 	a := addAdminFlags(cmd)
@@ -171,7 +172,7 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 	global := name == "logoff" || name == "disconnect"
 	use := name + " --host-pool POOL (--id ID | --user U)"
 	if global {
-		use = name + " (--host-pool POOL (--id ID | --user U) | --pod POD --user U --id ID)"
+		use = name + " (--host-pool POOL (--id ID | --user U) | --pod POD [--user U] --id ID)"
 	}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -188,8 +189,6 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 				switch {
 				case pool != "":
 					return usageError{errors.New("--pod and --host-pool do not go together: " + named)}
-				case user == "":
-					return usageError{errors.New("--pod needs --user: " + named)}
 				case id == "":
 					return usageError{errors.New("--pod needs --id: " + named)}
 				}
@@ -266,10 +265,22 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 // globalSessionAction logs off or disconnects user's session id in
 // another pod of the federation through the pod at --server (R-U3): the
 // queued command, with the warning of a host that cannot carry it out now.
+//
+// Without --user, a User token acts for its own user (tokenUser), the
+// only one whose sessions it may log off or disconnect (R-U3), as
+// connect does; any other token names the user, the session's pod's
+// key to it: a usage error saying so with the token's role.
 func globalSessionAction(cmd *cobra.Command, a *admin, name, user, pod, id string) error {
 	c, err := a.client()
 	if err != nil {
 		return err
+	}
+	user, who, err := tokenUser(cmd, c, user)
+	if err != nil {
+		return err
+	}
+	if user == "" {
+		return usageError{fmt.Errorf("--pod needs --user with this token (role %s): a session in another pod is named by --pod, --user and --id (as federation sessions lists it); only a User token leaves out --user, for its own user", who.Role)}
 	}
 	var q *vdibroker.Command
 	if name == "logoff" {
