@@ -277,3 +277,78 @@ func TestCLIAdminFlagsFirstParsedAsWritten(t *testing.T) {
 		})
 	}
 }
+
+// TestCLISecretForSubcommandNotEchoed (R-SEC): the rule of
+// TestCLISecretForCommandNotEchoed one word further: a token written
+// without its --token after a group ("vdibroker --server URL hostpool
+// SECRET") or after a command that takes no arguments was echoed in the
+// group's or cobra's "unknown command"; now it is refused (exit 2)
+// without being written back, asking whether --token was forgotten. A
+// mistyped subcommand keeps its name and its "did you mean", and so does
+// any word when --token is given or --server is not. Command lines that
+// work still do, with the admin flags before the command, after it, or
+// around the word (their outputs as main's build gave them; the command
+// lines that differ from it are the hidden ones alone).
+func TestCLISecretForSubcommandNotEchoed(t *testing.T) {
+	const server = "http://127.0.0.1:1" // never asked: the command is refused first
+	const token = "Zq8x1mP4tYw9Lr2bVc7KdE3hUa6sNf"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		secret string // must not be in the output; "" = echoed as before
+		want   string // in stderr
+	}{
+		{"after a group", []string{"--server", server, "hostpool", token, "list"}, token,
+			`error: unknown command (not shown) for "vdibroker hostpool"; did you forget --token? see vdibroker hostpool --help`},
+		{"API token after a group", []string{"--server=" + server, "usersession", "vdbt_0123456789abcdef0123456789abcdef"}, "vdbt_0123456789abcdef",
+			`unknown command (not shown) for "vdibroker usersession"; did you forget --token?`},
+		{"flags after the group", []string{"hostpool", "--server", server, "-o", "json", token}, token, "did you forget --token?"},
+		{"after a command of no arguments", []string{"--server", server, "hostpool", "show", "--name", "office", token}, token,
+			`error: unknown command (not shown) for "vdibroker hostpool show"; did you forget --token? see vdibroker hostpool show --help`},
+		{"mistyped subcommand", []string{"--server", server, "hostpool", "lisst"}, "",
+			`unknown command "lisst" for "vdibroker hostpool" (did you mean "list"?)`},
+		{"subcommand and more", []string{"--server", server, "hostpool", "listAllPools2024"}, "", `unknown command "listAllPools2024" for "vdibroker hostpool"`},
+		{"a word", []string{"--server", server, "hostpool", "deployment-ring"}, "", `unknown command "deployment-ring" for "vdibroker hostpool" (commands: `},
+		{"a stray argument", []string{"--server", server, "hostpool", "list", "extra"}, "", `error: unknown command "extra" for "vdibroker hostpool list"` + "\n"},
+		{"--token given", []string{"--server", server, "--token", "t0ken", "hostpool", token}, "", `unknown command "` + token + `" for "vdibroker hostpool"`},
+		{"--token after it", []string{"--server", server, "hostpool", "show", token, "--token", "t0ken"}, "", `unknown command "` + token + `" for "vdibroker hostpool show"`},
+		{"no --server", []string{"hostpool", token}, "", `unknown command "` + token + `" for "vdibroker hostpool"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2; stderr %q", r.code, r.stderr)
+			}
+			checkCLIError(t, r)
+			if tc.secret != "" && strings.Contains(r.stderr+r.stdout, tc.secret) {
+				t.Errorf("output echoes the secret: %q", r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr %q, want it to say %q", r.stderr, tc.want)
+			}
+		})
+	}
+
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "office")
+	srv, tok := b.m.URL(), b.m.AdminToken
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // stdout
+	}{
+		{"flags first", []string{"--server", srv, "--token", tok, "hostpool", "list", "--query", "[].name", "-o", "tsv"}, "office\n"},
+		{"--token after the group", []string{"--server", srv, "hostpool", "--token", tok, "list", "--query", "[].name", "-o", "tsv"}, "office\n"},
+		{"--token last", []string{"--server", srv, "hostpool", "show", "--name", "office", "--query", "name", "-o", "tsv", "--token", tok}, "office\n"},
+		{"-otsv first", []string{"-otsv", "--server", srv, "--token", tok, "usersession", "list", "--host-pool", "office"}, ""},
+		{"a value like a token", []string{"--server", srv, "--token", tok, "hostpool", "update", "--name", "office", "--description", token, "--query", "description", "-o", "tsv"}, token + "\n"},
+		{"a group's help", []string{"--server", srv, "hostpool"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.args...)
+			if r.code != 0 || (tc.want != "" && r.stdout != tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 0 and %q", r.code, r.stdout, r.stderr, tc.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -43,7 +44,19 @@ func groupCommands(cmd *cobra.Command) {
 		cmd.Args = cobra.ArbitraryArgs
 		cmd.RunE = groupRunE
 	}
+	if cmd.Args != nil && reflect.ValueOf(cmd.Args).Pointer() == reflect.ValueOf(cobra.NoArgs).Pointer() {
+		cmd.Args = noArgs
+	}
 	requiredNotEmpty(cmd)
+}
+
+// noArgs is cobra.NoArgs, whose "unknown command" names the word, with
+// unknownWord's rule for one that looks like a secret.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{unknownWord(cmd, args[0])}
+	}
+	return nil
 }
 
 // requiredNotEmpty makes a required string flag given as "" (--user "",
@@ -134,10 +147,11 @@ const minSecretLen = 10
 // the broker's secrets (a prefix and hex) or a token one would choose.
 var plainWord = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
 
-// looksLikeSecret reports whether word, an unknown command, looks like a
-// bearer token rather than a mistyped command: one of the broker's
-// secrets (vdb_admin_, vdbt_, vdbr_, vdbh_), or minSecretLen characters
-// or more without a space, not a plainWord, near no command (no "did you
+// looksLikeSecret reports whether word, an unknown command of root (the
+// top, a group, or a command taking no arguments), looks like a bearer
+// token rather than a mistyped command: one of the broker's secrets
+// (vdb_admin_, vdbt_, vdbr_, vdbh_), or minSecretLen characters or more
+// without a space, not a plainWord, near no command of root (no "did you
 // mean") and not starting with one's name ("hostpoollist").
 func looksLikeSecret(root *cobra.Command, word string) bool {
 	for _, p := range []string{"vdb_admin_", "vdbt_", "vdbr_", "vdbh_"} {
@@ -293,7 +307,26 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return cmd.Help()
 	}
-	return usageError{unknownCommand(cmd, args[0])}
+	return usageError{unknownWord(cmd, args[0])}
+}
+
+// unknownWord is the error of word, no command of cmd (a group, or a
+// command that takes no arguments): unknownCommand, or, when the command
+// line gives --server and not --token and word looks like a secret
+// (looksLikeSecret against cmd's own commands), the same error without
+// the word, asking whether --token was forgotten, as unknownRootCommand
+// answers a word where the first command goes: "vdibroker --server URL
+// hostpool SECRET" is a token written without its flag, not to be echoed
+// to a terminal, a log or a CI transcript (R-SEC).
+func unknownWord(cmd *cobra.Command, word string) error {
+	f := cmd.Flags()
+	if f.Changed("server") && !f.Changed("token") && looksLikeSecret(cmd, word) {
+		return fmt.Errorf("unknown command (not shown) for %q; did you forget --token? see %s --help", cmd.CommandPath(), cmd.CommandPath())
+	}
+	if !cmd.HasSubCommands() {
+		return fmt.Errorf("unknown command %q for %q", word, cmd.CommandPath()) // cobra.NoArgs's words
+	}
+	return unknownCommand(cmd, word)
 }
 
 // unknownCommand says that name is not a subcommand of cmd, with the
