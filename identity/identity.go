@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
@@ -274,7 +275,11 @@ func (p *Provider) verify(ctx context.Context, raw string, endUser bool) (*Ident
 	if err := tok.Claims(&claims); err != nil {
 		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token claims: %v", err)
 	}
-	id := &Identity{Subject: tok.Subject, Expiry: tok.Expiry, Groups: stringList(claims[p.cfg.GroupsClaim])}
+	groups, err := claimGroups(p.cfg.GroupsClaim, claims[p.cfg.GroupsClaim])
+	if err != nil {
+		return nil, nil, err
+	}
+	id := &Identity{Subject: tok.Subject, Expiry: tok.Expiry, Groups: groups}
 	for _, k := range []string{"preferred_username", "email", "name"} {
 		if s, ok := claims[k].(string); ok && s != "" {
 			id.Name = s
@@ -296,10 +301,53 @@ func (p *Provider) verify(ctx context.Context, raw string, endUser bool) (*Ident
 	}
 	role, pools, ok := p.roles.Load().Resolve(id.Groups)
 	if !ok {
-		return nil, nil, vdibroker.Errorf(vdibroker.EPermission, "no role is mapped to the groups of %s (claim %q: %q)", id.Subject, p.cfg.GroupsClaim, id.Groups)
+		return nil, nil, vdibroker.Errorf(vdibroker.EPermission, "no role is mapped to the groups of %s (claim %q: %s)", id.Subject, p.cfg.GroupsClaim, quoteGroups(id.Groups))
 	}
 	id.Role, id.HostPools = role, pools
 	return id, tok, nil
+}
+
+// claimGroups are the groups of a token's groups claim (named claim),
+// bounded as a User token's are (R-E6): at most vdibroker.MaxGroups
+// entries, each a name the API takes for a group (1..vdibroker.MaxUserLen
+// characters, no control characters, no white space at its ends). A
+// claim beyond either is refused (PermissionDenied), the identity
+// signed in nowhere, with what the provider sent and what to change
+// there: keeping the first groups would sign her in with a role, a
+// scope or entitlements that depend on the order the provider lists
+// them in (a Contributor group of one pool dropped leaves a Reader
+// group of every pool), and thousands of groups or huge names would
+// reach every session, log line and entitlement check of hers. Entra
+// ID puts at most 200 groups in a token (more: an overage claim and
+// none), so a tenant never meets the bound.
+func claimGroups(claim string, v any) ([]string, error) {
+	if list, ok := v.([]any); ok && len(list) > vdibroker.MaxGroups {
+		return nil, vdibroker.Errorf(vdibroker.EPermission,
+			"the identity provider sent %d groups in the %q claim; at most %d are taken: have it send only the groups the broker's role map and assignments name (a groups filter, or the groups assigned to the application)",
+			len(list), claim, vdibroker.MaxGroups)
+	}
+	groups := stringList(v)
+	for i, g := range groups {
+		if vdibroker.ValidateUser(claim, g) != nil {
+			return nil, vdibroker.Errorf(vdibroker.EPermission,
+				"the identity provider sent a group name the broker does not take in the %q claim (group %d, %q, %d characters): a group name is 1..%d characters without control characters or white space at its ends",
+				claim, i+1, vdibroker.Cut(g, 64), utf8.RuneCountInString(g), vdibroker.MaxUserLen)
+		}
+	}
+	return groups, nil
+}
+
+// maxQuotedGroups bounds the groups a refusal quotes.
+const maxQuotedGroups = 10
+
+// quoteGroups quotes groups for a refusal: the first maxQuotedGroups,
+// then how many more, so that a refusal of a user in hundreds of groups
+// stays a line.
+func quoteGroups(groups []string) string {
+	if len(groups) <= maxQuotedGroups {
+		return fmt.Sprintf("%q", groups)
+	}
+	return fmt.Sprintf("%q and %d more", groups[:maxQuotedGroups], len(groups)-maxQuotedGroups)
 }
 
 // stringList reads a claim that is a list of strings (or one string).

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/internal/testop"
+)
+
+// manyGroups is n groups, pin-ops (mapped to Contributor of pin) first.
+func manyGroups(n int) []string {
+	groups := []string{"pin-ops"}
+	for i := 1; i < n; i++ {
+		groups = append(groups, fmt.Sprintf("team-%04d", i))
+	}
+	return groups
+}
+
+// TestOIDCGroupsClaimBounded_RE6 (R-E6, R-SEC): an identity's groups
+// claim is bounded as a User token's groups are: at most
+// vdibroker.MaxGroups (500) groups, each a name the API takes (1..256
+// characters, no control characters). Through a real provider and a
+// real broker: wide, in 500 groups, signs in to the console with her
+// role (pin-ops: Contributor of pin) and her ID token is taken at the
+// API; hoarder, in 501, is refused at the console's sign-in, at the
+// portal's (its reason in the audit trail for the administrator) and
+// at the API (403), the refusal saying how many groups were sent, the
+// bound and what to change at the provider; so is longname, one of
+// whose groups is 257 characters, the refusal naming the bound and not
+// quoting the whole name. Before, all 501 groups (or the long name)
+// decided the role and reached the refusal's text whole.
+func TestOIDCGroupsClaimBounded_RE6(t *testing.T) {
+	long := strings.Repeat("g", vdibroker.MaxUserLen+1)
+	op := testop.StartAt(t, "127.0.0.1", "vdibroker-console", "console-secret",
+		testop.User{Subject: "wide", Password: "pw-wide", Groups: manyGroups(vdibroker.MaxGroups)},
+		testop.User{Subject: "hoarder", Password: "pw-hoarder", Groups: manyGroups(vdibroker.MaxGroups + 1)},
+		testop.User{Subject: "longname", Password: "pw-longname", Groups: []string{"pin-ops", long}})
+	dir := t.TempDir()
+	roles := filepath.Join(dir, "roles.yaml")
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(roles, []byte(oidcRoles), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("console-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
+		OIDC: OIDCFlags{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecretFile: secret, RoleMapFile: roles, GroupsClaim: "groups"}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	admin := vhttp.NewClient(m.URL(), m.AdminToken)
+	if _, err := admin.PutHostPool(t.Context(), "pin", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	const tooMany = `sent 501 groups in the "groups" claim; at most 500 are taken: have it send only the groups`
+	const tooLong = `a group name is 1..256 characters`
+
+	// The portal's: the end user is told it did not complete; the
+	// administrator reads why in the audit trail (first: of the refusals
+	// from one address within a minute only the first is a row).
+	for _, user := range []string{"hoarder", "longname"} {
+		c := jarClient()
+		res, err := c.Get(m.URL() + "/portal/signin/oidc?next=/portal/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		cb, err := testop.SignIn(c, res.Request.URL.String(), user, "pw-"+user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := getBody(t, noRedirects(c), cb); res.StatusCode == http.StatusSeeOther {
+			t.Errorf("%s signed in to the portal", user)
+		}
+	}
+	entries, err := admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: "signin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var portal []string
+	for _, e := range entries {
+		if e.Target == "portal/oidc" && e.Outcome != "ok" {
+			portal = append(portal, e.Error)
+		}
+	}
+	if len(portal) == 0 || !strings.Contains(portal[0], tooMany) {
+		t.Errorf("the portal's refusals in the audit trail: %q; want the first saying %q", portal, tooMany)
+	}
+
+	// The console's sign-in.
+	c := jarClient()
+	if res, body := getBody(t, c, oidcLogin(t, m.URL(), c, "wide", "pw-wide")); res.StatusCode != 200 || !strings.Contains(body, `data-pool="pin"`) {
+		t.Errorf("wide's console sign-in: %d at %s; want the overview of pin", res.StatusCode, res.Request.URL)
+	}
+	for _, tc := range []struct{ user, want string }{{"hoarder", tooMany}, {"longname", tooLong}} {
+		c := jarClient()
+		res, body := getBody(t, c, oidcLogin(t, m.URL(), c, tc.user, "pw-"+tc.user))
+		if res.StatusCode != http.StatusForbidden || !strings.Contains(htmlUnescape(body), tc.want) || strings.Contains(body, long) {
+			t.Errorf("%s's console sign-in: %d; want 403 saying %q, not quoting a whole long name\n%s", tc.user, res.StatusCode, tc.want, body)
+		}
+	}
+
+	// The API, with the ID token as a bearer token.
+	who, err := vhttp.NewClient(m.URL(), op.Mint(map[string]any{"sub": "wide", "groups": manyGroups(vdibroker.MaxGroups)})).WhoAmI(t.Context())
+	if err != nil || who.Role != vdibroker.RoleContributor {
+		t.Errorf("wide's token at the API: %+v %v; want Contributor", who, err)
+	}
+	for _, tc := range []struct {
+		groups []string
+		want   string
+	}{{manyGroups(vdibroker.MaxGroups + 1), tooMany}, {[]string{"pin-ops", long}, tooLong}, {[]string{"pin-ops", "team\x1b[2J"}, "without control characters"}} {
+		_, err := vhttp.NewClient(m.URL(), op.Mint(map[string]any{"sub": "hoarder", "groups": tc.groups})).WhoAmI(t.Context())
+		if vdibroker.ErrorCode(err) != vdibroker.EPermission || !strings.Contains(vdibroker.ErrorMessage(err), tc.want) ||
+			strings.Contains(vdibroker.ErrorMessage(err), long) || strings.Contains(vdibroker.ErrorMessage(err), "\x1b") {
+			t.Errorf("a token of %d groups at the API: %v; want PermissionDenied saying %q", len(tc.groups), err, tc.want)
+		}
+	}
+}
