@@ -352,3 +352,29 @@ func TestCLISecretForSubcommandNotEchoed(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIAgentSecretAsksForItsFlag (R-SEC): the agent's --server is the
+// broker it registers with, and its secret is a registration token
+// (vdbr_): one written without its flag is not echoed, and the refusal
+// names the flag the agent has, --registration-token; it said "did you
+// forget --token?", a flag the agent does not take.
+func TestCLIAgentSecretAsksForItsFlag(t *testing.T) {
+	const secret = "vdbr_0123456789abcdef0123456789abcdef"
+	for _, args := range [][]string{
+		{"agent", "--server", "http://127.0.0.1:1", secret},
+		{"agent", "install", "--server", "http://127.0.0.1:1", secret},
+	} {
+		root := &cobra.Command{Use: "vdibroker", SilenceUsage: true, SilenceErrors: true}
+		configureRoot(root)
+		root.AddCommand(newAgentCmd())
+		var out, errOut strings.Builder
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetContext(t.Context())
+		code := execute(root, args, &errOut)
+		if code != 2 || strings.Contains(out.String()+errOut.String(), secret) ||
+			!strings.Contains(errOut.String(), "did you forget --registration-token?") {
+			t.Errorf("%q: exit %d, stderr %q; want 2, the token not shown, asking for --registration-token", args, code, errOut.String())
+		}
+	}
+}

@@ -314,19 +314,31 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 // command that takes no arguments): unknownCommand, or, when the command
 // line gives --server and not --token and word looks like a secret
 // (looksLikeSecret against cmd's own commands), the same error without
-// the word, asking whether --token was forgotten, as unknownRootCommand
+// the word, asking whether --token (the agent's --registration-token,
+// secretFlag) was forgotten, as unknownRootCommand
 // answers a word where the first command goes: "vdibroker --server URL
 // hostpool SECRET" is a token written without its flag, not to be echoed
 // to a terminal, a log or a CI transcript (R-SEC).
 func unknownWord(cmd *cobra.Command, word string) error {
 	f := cmd.Flags()
-	if f.Changed("server") && !f.Changed("token") && looksLikeSecret(cmd, word) {
-		return fmt.Errorf("unknown command (not shown) for %q; did you forget --token? see %s --help", cmd.CommandPath(), cmd.CommandPath())
+	if flag := secretFlag(cmd); f.Changed("server") && !f.Changed(flag) && looksLikeSecret(cmd, word) {
+		return fmt.Errorf("unknown command (not shown) for %q; did you forget --%s? see %s --help", cmd.CommandPath(), flag, cmd.CommandPath())
 	}
 	if !cmd.HasSubCommands() {
 		return fmt.Errorf("unknown command %q for %q", word, cmd.CommandPath()) // cobra.NoArgs's words
 	}
 	return unknownCommand(cmd, word)
+}
+
+// secretFlag is the flag cmd takes its secret with: --token for the
+// API's commands, --registration-token for the agent's, whose --server
+// is the broker an agent registers with (R-SEC: "vdibroker agent
+// --server URL vdbr_..." is a registration token without its flag).
+func secretFlag(cmd *cobra.Command) string {
+	if cmd.Flags().Lookup("token") == nil && cmd.Flags().Lookup("registration-token") != nil {
+		return "registration-token"
+	}
+	return "token"
 }
 
 // unknownCommand says that name is not a subcommand of cmd, with the
