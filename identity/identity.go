@@ -275,11 +275,7 @@ func (p *Provider) verify(ctx context.Context, raw string, endUser bool) (*Ident
 	if err := tok.Claims(&claims); err != nil {
 		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token claims: %v", err)
 	}
-	groups, err := claimGroups(p.cfg.GroupsClaim, claims[p.cfg.GroupsClaim])
-	if err != nil {
-		return nil, nil, err
-	}
-	id := &Identity{Subject: tok.Subject, Expiry: tok.Expiry, Groups: groups}
+	id := &Identity{Subject: tok.Subject, Expiry: tok.Expiry}
 	for _, k := range []string{"preferred_username", "email", "name"} {
 		if s, ok := claims[k].(string); ok && s != "" {
 			id.Name = s
@@ -295,31 +291,69 @@ func (p *Provider) verify(ctx context.Context, raw string, endUser bool) (*Ident
 	if vdibroker.ValidateUser("sub", id.Subject) != nil {
 		return nil, nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "invalid OIDC token: its sub claim %q must be 1..%d characters without control characters or white space at its ends", vdibroker.Cut(id.Subject, 64), vdibroker.MaxUserLen)
 	}
+	claim := claims[p.cfg.GroupsClaim]
 	if endUser {
-		id.Role = vdibroker.RoleUser
+		groups, err := claimGroups(p.cfg.GroupsClaim, claim)
+		if err != nil {
+			return nil, nil, err
+		}
+		id.Role, id.Groups = vdibroker.RoleUser, groups
 		return id, tok, nil
 	}
-	role, pools, ok := p.roles.Load().Resolve(id.Groups)
+	// The role comes from all the claim's groups, whatever their number
+	// and order; only an end user's groups go on to decide what she may
+	// use (R-E6), so only hers are bounded: an administrator in hundreds
+	// of directory groups (the role map's Reader, Helpdesk, Contributor)
+	// is asked for no assignment (R-E3) and signs in as before.
+	all := stringList(claim)
+	role, pools, ok := p.roles.Load().Resolve(all)
 	if !ok {
-		return nil, nil, vdibroker.Errorf(vdibroker.EPermission, "no role is mapped to the groups of %s (claim %q: %s)", id.Subject, p.cfg.GroupsClaim, quoteGroups(id.Groups))
+		return nil, nil, vdibroker.Errorf(vdibroker.EPermission, "no role is mapped to the groups of %s (claim %q: %s)", id.Subject, p.cfg.GroupsClaim, quoteGroups(all))
 	}
 	id.Role, id.HostPools = role, pools
+	if role == vdibroker.RoleUser {
+		groups, err := claimGroups(p.cfg.GroupsClaim, claim)
+		if err != nil {
+			return nil, nil, err
+		}
+		id.Groups = groups
+		return id, tok, nil
+	}
+	id.Groups = boundedGroups(all)
 	return id, tok, nil
 }
 
-// claimGroups are the groups of a token's groups claim (named claim),
+// boundedGroups are an administrator's groups as its principal carries
+// them: the names a group may have (vdibroker.ValidateUser), at most
+// vdibroker.MaxGroups. They decide nothing (its role is resolved from
+// all of them, and it is asked for no assignment, R-E3); bounded as an
+// end user's, no name or number of them reaches a request at size.
+func boundedGroups(all []string) []string {
+	var out []string
+	for _, g := range all {
+		if len(out) == vdibroker.MaxGroups {
+			break
+		}
+		if vdibroker.ValidateUser("group", g) == nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// claimGroups are an end user's groups from a token's groups claim
+// (named claim; the portal's identities, and the role map's Users),
 // bounded as a User token's are (R-E6): at most vdibroker.MaxGroups
 // entries, each a name the API takes for a group (1..vdibroker.MaxUserLen
 // characters, no control characters, no white space at its ends). A
 // claim beyond either is refused (PermissionDenied), the identity
 // signed in nowhere, with what the provider sent and what to change
-// there: keeping the first groups would sign her in with a role, a
-// scope or entitlements that depend on the order the provider lists
-// them in (a Contributor group of one pool dropped leaves a Reader
-// group of every pool), and thousands of groups or huge names would
-// reach every session, log line and entitlement check of hers. Entra
-// ID puts at most 200 groups in a token (more: an overage claim and
-// none), so a tenant never meets the bound.
+// there: keeping the first groups would give her entitlements that
+// depend on the order the provider lists them in, and thousands of
+// groups or huge names would reach every session, log line and
+// entitlement check of hers. Entra ID puts at most 200 groups in a
+// token (more: an overage claim and none), so a tenant never meets the
+// bound.
 func claimGroups(claim string, v any) ([]string, error) {
 	if list, ok := v.([]any); ok && len(list) > vdibroker.MaxGroups {
 		return nil, vdibroker.Errorf(vdibroker.EPermission,
@@ -341,13 +375,19 @@ func claimGroups(claim string, v any) ([]string, error) {
 const maxQuotedGroups = 10
 
 // quoteGroups quotes groups for a refusal: the first maxQuotedGroups,
-// then how many more, so that a refusal of a user in hundreds of groups
-// stays a line.
+// each cut to 64 bytes (vdibroker.Cut), then how many more, so that a
+// refusal of a user in hundreds of groups, or of huge names, stays a
+// line.
 func quoteGroups(groups []string) string {
-	if len(groups) <= maxQuotedGroups {
-		return fmt.Sprintf("%q", groups)
+	more := max(len(groups)-maxQuotedGroups, 0)
+	quoted := make([]string, 0, len(groups)-more)
+	for _, g := range groups[:len(groups)-more] {
+		quoted = append(quoted, vdibroker.Cut(g, 64))
 	}
-	return fmt.Sprintf("%q and %d more", groups[:maxQuotedGroups], len(groups)-maxQuotedGroups)
+	if more == 0 {
+		return fmt.Sprintf("%q", quoted)
+	}
+	return fmt.Sprintf("%q and %d more", quoted, more)
 }
 
 // stringList reads a claim that is a list of strings (or one string).
