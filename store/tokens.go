@@ -174,6 +174,14 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		}
 		var cred sql.NullString
 		h, err := t.getHostAnd(ctx, pool, req.HostName, true, &cred)
+		if other := sameNameOf(err); other != "" {
+			// OFFICE-01 or office-01. beside office-01 (R-SEC): refused
+			// as office-01 itself is when registered. Two such
+			// registrations at once meet in the unique index
+			// session_hosts_name_key (R-D3): the second runs again
+			// (errRaced) and ends here.
+			return sameNameConflict("hostName", pool, req.HostName, other)
+		}
 		var before *vdibroker.SessionHost
 		if err == nil {
 			b := *h
@@ -182,8 +190,8 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		if err == nil && cred.String != "" && cred.String != req.CurrentCredentialHash {
 			// Registered already: only the host itself (its current
 			// credential) or an admin's reset may re-key it (R-SEC).
-			return vdibroker.Errorf(vdibroker.EConflict, "session host %q is registered already: an agent re-keys it with its current credential; "+
-				"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)
+			return &vdibroker.Error{Code: vdibroker.EConflict, Field: "hostName", Message: fmt.Sprintf("session host %q is registered already: an agent re-keys it with its current credential; "+
+				"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)}
 		}
 		if err == nil && cred.String == "" && forHost == "" {
 			var awaits bool
