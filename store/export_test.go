@@ -751,3 +751,14 @@ func SetAfterBackupCopy(t testing.TB, f func(path string)) {
 	afterBackupCopy = f
 	t.Cleanup(func() { afterBackupCopy = nil })
 }
+
+// SameNamePlan returns the plan of the look-up of a host's twins by its
+// name ignoring case and a trailing dot (sameNameQuery): SQLite's EXPLAIN
+// QUERY PLAN, or PostgreSQL's EXPLAIN with sequential scans disabled.
+func (s *DB) SameNamePlan(ctx context.Context) (string, error) {
+	args := []any{"pool", "office-01", "OFFICE-01"}
+	if s.d == sqliteDialect {
+		return s.explain(ctx, sameNameQuery, args...)
+	}
+	return s.postgresExplain(ctx, sameNameQuery, args)
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/vdibroker/vdibroker"
@@ -67,6 +68,7 @@ func (s *DB) SameNameHosts(ctx context.Context) ([][]string, error) {
 			groups = append(groups, append([]string{h.pool}, names...))
 		}
 	}
+	slices.SortFunc(groups, slices.Compare)
 	return groups, nil
 }
 

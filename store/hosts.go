@@ -177,10 +177,13 @@ func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred 
 // 00077), so that both engines find a host by it with that index.
 const hostNameKeySQL = `lower(CASE WHEN substr(name, length(name), 1) = '.' THEN substr(name, 1, length(name) - 1) ELSE name END)`
 
-// sameNameQuery finds the first other host of a pool whose name has the
-// given key (R-D3: the index holds one per key, but for the twins a store
-// held before 00077).
-const sameNameQuery = `SELECT name FROM session_hosts WHERE host_pool = ? AND ` + hostNameKeySQL + ` = ? AND name <> ? ORDER BY name LIMIT 1`
+// sameNameQuery finds another host of a pool whose name has the given
+// key (R-D3: the index holds one per key, but for the twins a store held
+// before 00077): the one that kept the key (tiebreak ''), else the first
+// by name of those kept apart (whose tiebreak is their name). Ordered by
+// the index's own last column, so that the order takes no other index.
+const sameNameQuery = `SELECT name FROM session_hosts WHERE host_pool = ? AND ` + hostNameKeySQL + ` = ? AND name <> ?
+	ORDER BY name_key_tiebreak LIMIT 1`
 
 // sameNameHost is the name of a host of pool other than name whose name
 // is name's ignoring case and a trailing dot, or "" when there is none.
@@ -219,8 +222,8 @@ func sameNameOf(err error) string {
 // registered already, naming the request's field.
 func sameNameConflict(field, pool, name, other string) error {
 	return &vdibroker.Error{Code: vdibroker.EConflict, Field: field, Message: fmt.Sprintf(
-		"session host %q is session host %q's name ignoring case and a trailing dot (host names are compared so, as Windows and DNS compare them): "+
-			"host pool %q has %q already; register the machine under that name, or delete that host first", name, other, pool, other)}
+		"session host name %q is taken in host pool %q by session host %q (host names are compared ignoring case and one trailing dot, "+
+			"as Windows and DNS compare them): register the machine as %q, or delete that host first", name, pool, other, other)}
 }
 
 // lockHost takes a host's lock, the row lock of its counts (a no-op on
