@@ -179,7 +179,7 @@ const hostNameKeySQL = `lower(CASE WHEN substr(name, length(name), 1) = '.' THEN
 
 // sameNameQuery finds another host of a pool whose name has the given
 // key (R-D3: the index holds one per key, but for the twins a store held
-// before 00077): the one that kept the key (tiebreak ''), else the first
+// before 00077): the one that kept the key (an empty tiebreak), else the first
 // by name of those kept apart (whose tiebreak is their name). Ordered by
 // the index's own last column, so that the order takes no other index.
 const sameNameQuery = `SELECT name FROM session_hosts WHERE host_pool = ? AND ` + hostNameKeySQL + ` = ? AND name <> ?
