@@ -762,3 +762,13 @@ func (s *DB) SameNamePlan(ctx context.Context) (string, error) {
 	}
 	return s.postgresExplain(ctx, sameNameQuery, args)
 }
+
+// DeletedNamePlan is SameNamePlan for the look-up of a deleted host by
+// its name's key at a registration (deletedHostQuery).
+func (s *DB) DeletedNamePlan(ctx context.Context) (string, error) {
+	args := []any{"pool", "office-01"}
+	if s.d == sqliteDialect {
+		return s.explain(ctx, deletedHostQuery, args...)
+	}
+	return s.postgresExplain(ctx, deletedHostQuery, args)
+}

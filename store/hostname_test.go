@@ -124,12 +124,26 @@ func TestHostNamesUniqueIgnoringCase_RSEC(t *testing.T) {
 			t.Errorf("get office-01: %+v, %v", h, err)
 		}
 
-		// Once office-01 is deleted its name is free in any case.
+		// Once office-01 is deleted, a token issued before the delete
+		// does not bring the machine back under any case of its name, as
+		// it does not as office-01 (R-SEC); one issued after it does.
 		if err := s.DeleteSessionHost(ctx, "p", "office-01", false); err != nil {
 			t.Fatal(err)
 		}
-		if err := register("rt-p", "OFFICE-01", "c4"); err != nil {
-			t.Errorf("OFFICE-01 after office-01's delete: %v", err)
+		for _, name := range []string{"office-01", "OFFICE-01", "office-01."} {
+			err := register("rt-p", name, "c-again-"+name)
+			wantCode(t, err, vdibroker.EConflict)
+			if msg := vdibroker.ErrorMessage(err); !strings.Contains(msg, "was deleted") {
+				t.Errorf("%s after office-01's delete, with a token issued before it: %q, want the delete's refusal", name, msg)
+			}
+		}
+		// (A delete is stamped with the store's clock, the real one here.)
+		if err := s.CreateRegistrationToken(ctx, &vdibroker.RegistrationToken{HostPool: "p", Hash: "rt-later",
+			CreateTime: time.Now().Add(time.Second), ExpireTime: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RegisterHost(ctx, "rt-later", &vdibroker.RegisterRequest{HostName: "OFFICE-01"}, "c4", time.Now().Add(2*time.Second)); err != nil {
+			t.Errorf("OFFICE-01 after office-01's delete, with a token issued after it: %v", err)
 		}
 	})
 }
@@ -192,6 +206,21 @@ func TestSameNameLookupUsesIndex_RD3(t *testing.T) {
 		}
 		if !strings.Contains(plan, "session_hosts_name_key") {
 			t.Errorf("plan does not use session_hosts_name_key:\n%s", plan)
+		}
+	})
+}
+
+// TestDeletedNameLookupUsesIndex_RSEC: the look-up of a deleted host by
+// its name's key, made at every registration of a new host, probes the
+// index deleted_hosts_name_key of migration 00077 on each engine.
+func TestDeletedNameLookupUsesIndex_RSEC(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		plan, err := s.DeletedNamePlan(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan, "deleted_hosts_name_key") {
+			t.Errorf("plan does not use deleted_hosts_name_key:\n%s", plan)
 		}
 	})
 }
@@ -297,7 +326,14 @@ func TestHostNameKeyMigration_RD3(t *testing.T) {
 			if groups, err := s.SameNameHosts(ctx); err != nil || len(groups) != 0 {
 				t.Errorf("same-name groups after the deletes: %v, %v", groups, err)
 			}
-			if err := register("Office-01", "c3"); err != nil {
+			// The token was issued before the deletes: it does not bring
+			// the machines back (R-SEC); one issued after them does.
+			wantCode(t, register("Office-01", "c3"), vdibroker.EConflict)
+			if err := s.CreateRegistrationToken(ctx, &vdibroker.RegistrationToken{HostPool: "p", Hash: "rt-later",
+				CreateTime: time.Now().Add(time.Second), ExpireTime: time.Now().Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.RegisterHost(ctx, "rt-later", &vdibroker.RegisterRequest{HostName: "Office-01"}, "c3", time.Now().Add(2*time.Second)); err != nil {
 				t.Errorf("Office-01 once its twins are gone: %v", err)
 			}
 		})

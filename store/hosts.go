@@ -185,6 +185,13 @@ const hostNameKeySQL = `lower(CASE WHEN substr(name, length(name), 1) = '.' THEN
 const sameNameQuery = `SELECT name FROM session_hosts WHERE host_pool = ? AND ` + hostNameKeySQL + ` = ? AND name <> ?
 	ORDER BY name_key_tiebreak LIMIT 1`
 
+// deletedHostQuery finds the last delete of a host of a pool whose name
+// has the given key (R-SEC: a registration token issued before it does
+// not bring the machine back under any case of its name), in the index
+// deleted_hosts_name_key (migration 00077).
+const deletedHostQuery = `SELECT name, delete_time FROM deleted_hosts WHERE host_pool = ? AND ` + hostNameKeySQL + ` = ?
+	ORDER BY delete_time DESC LIMIT 1`
+
 // sameNameHost is the name of a host of pool other than name whose name
 // is name's ignoring case and a trailing dot, or "" when there is none.
 func (t *tx) sameNameHost(ctx context.Context, pool, name string) (string, error) {

@@ -36,8 +36,14 @@ CREATE UNIQUE INDEX session_hosts_name_key ON session_hosts (host_pool,
     name_key_tiebreak);
 -- The start's warning reads the few hosts kept apart by a tiebreak.
 CREATE INDEX session_hosts_name_tiebroken ON session_hosts (host_pool) WHERE name_key_tiebreak <> '';
+-- A deleted host's name under the same key: a registration token issued
+-- before the delete does not bring the machine back as OFFICE-01 either
+-- (store/hosts.go, deletedHostQuery).
+CREATE INDEX deleted_hosts_name_key ON deleted_hosts (host_pool,
+    lower(CASE WHEN substr(name, length(name), 1) = '.' THEN substr(name, 1, length(name) - 1) ELSE name END));
 
 -- +goose Down
+DROP INDEX deleted_hosts_name_key;
 DROP INDEX session_hosts_name_tiebroken;
 DROP INDEX session_hosts_name_key;
 ALTER TABLE session_hosts DROP COLUMN name_key_tiebreak;
