@@ -772,3 +772,23 @@ func (s *DB) DeletedNamePlan(ctx context.Context) (string, error) {
 	}
 	return s.postgresExplain(ctx, deletedHostQuery, args)
 }
+
+// StoredNameKeys maps each host of pool to the key the unique index
+// session_hosts_name_key holds for it (hostNameKeySQL), as the engine
+// computes it.
+func (s *DB) StoredNameKeys(ctx context.Context, pool string) (map[string]string, error) {
+	rows, err := s.r.QueryContext(ctx, s.d.q(`SELECT name, `+hostNameKeySQL+` FROM session_hosts WHERE host_pool = ?`), pool)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	keys := map[string]string{}
+	for rows.Next() {
+		var name, key string
+		if err := rows.Scan(&name, &key); err != nil {
+			return nil, err
+		}
+		keys[name] = key
+	}
+	return keys, rows.Err()
+}

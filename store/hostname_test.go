@@ -148,6 +148,55 @@ func TestHostNamesUniqueIgnoringCase_RSEC(t *testing.T) {
 	})
 }
 
+// TestHostNameKeyAgrees_RSEC: the key vdibroker.HostNameKey computes is
+// the one each engine's index holds (hostNameKeySQL), for every character
+// a host name may hold (ValidateName), first, inside and last, with and
+// without trailing dots. A look-up of twins by the Go key (sameNameHost)
+// finds what the index refuses only while the two agree.
+func TestHostNameKeyAgrees_RSEC(t *testing.T) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@._- "
+	var names []string
+	for _, c := range alphabet {
+		names = append(names, "Hq"+string(c)+"zZ", "hQ"+string(c)+"Zz.")
+		if c != ' ' {
+			names = append(names, string(c)+"Hq", "hQ"+string(c), "Qh"+string(c)+".", "qH"+string(c)+"..")
+		}
+	}
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		mustPool(t, s, pool("p", vdibroker.Pooled))
+		// One insert of them all (a PUT each is a synced commit each);
+		// one name of each key, as the index takes no twin.
+		var values []string
+		seen := map[string]bool{}
+		for _, name := range names {
+			if err := vdibroker.ValidateName("name", name, vdibroker.MinHostNameLen, vdibroker.MaxHostNameLen); err != nil {
+				t.Fatalf("%q: %v", name, err)
+			}
+			if key := vdibroker.HostNameKey(name); !seen[key] {
+				seen[key] = true
+				values = append(values, fmt.Sprintf(`('p', '%s', '', '["RDP"]', TRUE, TRUE, '[]', '{}', 0)`, name))
+			}
+		}
+		if err := s.ExecRaw(ctx, `INSERT INTO session_hosts (host_pool, name, address, protocols, standard_features,
+			allow_new_session, assigned_users, policy, create_time) VALUES `+strings.Join(values, ", ")); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := s.StoredNameKeys(ctx, "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != len(values) {
+			t.Fatalf("%d hosts stored, want %d", len(keys), len(values))
+		}
+		for name, got := range keys {
+			if want := vdibroker.HostNameKey(name); got != want {
+				t.Errorf("%q: the store's key %q, HostNameKey %q", name, got, want)
+			}
+		}
+	})
+}
+
 // TestSameNameRegistrationsAtOnce_RD3: two agents register OFFICE-nn and
 // office-nn at the same instant through two replicas of one database:
 // exactly one is registered, the other is refused as above. Each engine
