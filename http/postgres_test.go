@@ -99,6 +99,9 @@ func TestPostgresSuite(t *testing.T) {
 		{"UserWriteBudget_EveryUserWrite", TestUserWriteBudget_EveryUserWrite},
 		{"UserWriteBuckets_Bounded", TestUserWriteBuckets_Bounded},
 		{"RepeatedCommandQueuedOnce", TestRepeatedCommandQueuedOnce},
+		// Host names unique ignoring case (hostname_test.go).
+		{"RegisterSameNameIgnoringCase_RSEC", TestRegisterSameNameIgnoringCase_RSEC},
+		{"RegisterSameNameAtOnce_RD3", TestRegisterSameNameAtOnce_RD3},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
