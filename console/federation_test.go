@@ -41,7 +41,7 @@ func newPodEnvNamed(t *testing.T, pod string) *env {
 		Peers: vhttp.NewPodClient(pod, secret), PodTimeout: 500 * time.Millisecond, FederationSecret: secret})
 	t.Cleanup(func() { srv.Close() })
 	c := console.New(console.Config{API: srv.Handler(), Sessions: st})
-	c.EnableFederation()
+	c.EnableFederation(console.FederationConfig{})
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())

@@ -191,9 +191,12 @@ func (f *FederationFlags) registry(reg *prometheus.Registry) *prometheus.Registr
 }
 
 // addConsole adds the console's federation page when --pod-name is set.
+// Its changes reach the other pods through the pod-to-pod client's HTTP
+// client: only the URLs --federation-allow allows, trusting
+// --federation-ca-file, no redirect, no proxy (R-SEC).
 func (f *FederationFlags) addConsole(c *console.Console) {
 	if f.PodName != "" {
-		c.EnableFederation()
+		c.EnableFederation(console.FederationConfig{Peers: f.podClient().HTTPClient})
 	}
 }
 
