@@ -200,7 +200,9 @@ type fedEntitlement struct {
 	} `json:"members"`
 }
 
-func (c *Console) federationPage(rq *request) { c.renderFederation(rq, http.StatusOK, map[string]any{}, nil) }
+func (c *Console) federationPage(rq *request) {
+	c.renderFederation(rq, http.StatusOK, map[string]any{}, nil)
+}
 
 // renderFederation shows the federation page with data's extras (a
 // banner, the pods' answers to a change) and one of its forms as posted
