@@ -67,11 +67,13 @@ var geFields = []string{"name", "kind", "application", "scope", "sessionDistribu
 // and shown cut (R-SEC).
 const maxTyped = vdibroker.MaxUserLen
 
-// typed is the posted value of field k, trimmed and bounded.
+// typed is the posted value of field k, trimmed and bounded: a longer
+// one is cut and marked with "…", which no field takes, so that it is
+// still refused as too long.
 func typed(rq *request, k string) string {
 	v := strings.TrimSpace(rq.r.PostFormValue(k))
 	if len(v) > maxTyped {
-		v = strings.ToValidUTF8(v[:maxTyped], "")
+		v = strings.ToValidUTF8(v[:maxTyped], "") + "…"
 	}
 	return v
 }
