@@ -163,10 +163,9 @@ func TestGlobalEntitlementFromConsoleReachesPeer_RE9_RG1(t *testing.T) {
 // TestGlobalEntitlementStalePage_RE13: a page read at generation 1,
 // after another administrator's change made generation 2, is refused
 // with 412 and nothing is written to either pod; the page is shown as it
-// now is (generation 2, with the other change). A change made between
-// the page's read and its write (a peer already took a generation 2 of
-// other content) is refused by the API's generation check, and answered
-// the same.
+// now is (generation 2, with the other change). So is a page of
+// generation 2 once a federation apply that reached this pod alone made
+// it 3: nothing is sent to the peer.
 func TestGlobalEntitlementStalePage_RE13(t *testing.T) {
 	fra, ams := newFraAmsPods(t)
 	one, two := fra.browser(), fra.browser()
