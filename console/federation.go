@@ -249,6 +249,9 @@ func (c *Console) renderFederation(rq *request, status int, data map[string]any,
 			data["Differ"] = true
 		}
 	}
+	if data["Differ"] == nil {
+		data["Differ"] = false
+	}
 	data["Status"] = st
 	data["Sites"] = sites
 	data["Entitlements"] = ges.Value

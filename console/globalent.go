@@ -160,7 +160,7 @@ func (c *Console) createGlobalEntitlement(rq *request) {
 		if ge.IsApplication() {
 			what = "application " + ge.Application
 		}
-		return fmt.Sprintf("Global entitlement %s created with member %s/%s: %s open %s through it (R-E9, R-G1).",
+		return fmt.Sprintf("Global entitlement %s created with member %s/%s: %s may open %s through it (R-E9, R-G1).",
 			ge.Name, ge.Members[0].Pod, ge.Members[0].HostPool, entitledText(&ge), what), true, nil
 	})
 }
@@ -531,6 +531,7 @@ func (c *Console) showApplied(rq *request, msg string, doc *vdibroker.Federation
 		warn += "Fix what a pod said, or wait until it answers, then send this document again with the button below (or vdibroker federation apply -f)."
 		data["Error"] = warn
 		data["Flash"] = ""
+		data["Differ"] = true // the page offers to send it again
 	}
 	c.renderFederation(rq, http.StatusOK, data, nil)
 }
