@@ -356,7 +356,7 @@ func TestGlobalEntitlementBadInput(t *testing.T) {
 		{"huge entitlement", "/federation/globalentitlements/assignments", []string{"entitlement", huge, "op", "add", "kind", "user", "principal", "bob"}, 400, "", "entitlement: must be 1..64 characters"},
 		{"huge principal", "/federation/globalentitlements/assignments", []string{"entitlement", "office", "op", "remove", "kind", "user", "principal", huge}, 400, "principal", "principal: must be"},
 		{"unknown entitlement", "/federation/globalentitlements/delete", []string{"entitlement", "nothere"}, 404, "", "has no global entitlement &#34;nothere&#34;"},
-		{"last member", "/federation/globalentitlements/members", []string{"entitlement", "solo", "op", "remove", "pod", "fra1", "hostPool", "pool-a"}, 404, "", "no global entitlement"},
+		{"member of an unknown entitlement", "/federation/globalentitlements/members", []string{"entitlement", "solo", "op", "remove", "pod", "fra1", "hostPool", "pool-a"}, 404, "", "no global entitlement"},
 		{"bad generation", "/federation/globalentitlements/delete", []string{"entitlement", "office", "generation", "one"}, 400, "", "generation must be"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
