@@ -663,6 +663,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"GlobalEntitlementNewerPeer", TestGlobalEntitlementNewerPeer_RG5},
 		{"GlobalEntitlementRefusedByRole", TestGlobalEntitlementRefusedByRole_RSEC},
 		{"GlobalEntitlementBadInput", TestGlobalEntitlementBadInput},
+		{"GlobalEntitlementSendsNoToken", TestGlobalEntitlementSendsNoToken_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -2,17 +2,19 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
-	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
 // Global entitlements from the Federation page (SPEC §7, R-E9,
@@ -21,11 +23,16 @@ import (
 // document is one object, written whole (PUT /api/v1/federation), and
 // every pod of the federation keeps its own copy: each form builds the
 // new document from the one the page showed (its generation, a hidden
-// field), one generation up, and sends it as `vdibroker federation
-// apply` does (vhttp.ApplyFederation), with the signed-in user's token,
-// first to this pod (in-process, as every console call), then to every
-// other pod the document lists, at its URL. The page then shows what each
-// pod answered.
+// field), one generation up, and puts it to this pod with the signed-in
+// user's token (in-process, as every console call: the API decides who
+// may write it), then, once this pod took it, to every other pod the
+// document lists, at its URL, through the signed pod-to-pod channel
+// (DocumentSender) for the principal. Not with the user's token, as
+// `vdibroker federation apply` sends it: the document names the URLs, and
+// a Contributor writes it, so a Contributor naming a URL of his own for a
+// pod would be sent the token of the next administrator to make a change
+// here (R-SEC); a signed call names the pod it is for and is refused by
+// every other. The page then shows what each pod answered.
 //
 // The generation is the precondition: a page read before another
 // administrator's change names an older generation than this pod holds,
@@ -35,20 +42,28 @@ import (
 // (a generation not above the stored one with other content is 409), and
 // is answered the same. A pod that holds a newer generation than this
 // one refuses what this page sends; so this page writes nothing while a
-// peer is known to hold a newer one. The API decides who may write the
-// document (ActionWrite: Contributor and the admin token), and each pod
-// records the write in its own audit trail.
+// peer is known to hold a newer one. This pod's API decides who may
+// write the document (ActionWrite, global: Contributor and the admin
+// token), and each pod records the write in its own audit trail (a peer:
+// principal kind pod, this pod acting for the writer).
 
 // FederationConfig is how the Federation page reaches the other pods.
 type FederationConfig struct {
-	// Peers does the calls to the other pods (PUT /api/v1/federation at
-	// the URL the document gives): serve passes its pod-to-pod client's,
-	// which calls only the URLs --federation-allow allows (R-SEC),
-	// trusts --federation-ca-file, follows no redirect and uses no
-	// proxy. nil: a client of its own that follows no redirect.
-	Peers *http.Client
+	// Pods sends the document this pod took to the other pods
+	// (vhttp.PodClient.PutDocument, signed with the federation secret):
+	// serve passes its pod-to-pod client, which calls only the URLs
+	// --federation-allow allows (R-SEC), trusts --federation-ca-file,
+	// follows no redirect and uses no proxy. nil: the page sends nothing
+	// to the other pods, and says so.
+	Pods DocumentSender
 	// Timeout bounds each pod's call; 0 is 10s.
 	Timeout time.Duration
+}
+
+// DocumentSender gives a pod the federation document this pod took from
+// principal (vhttp.PodClient).
+type DocumentSender interface {
+	PutDocument(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDocumentRequest) (*vdibroker.Federation, error)
 }
 
 // The Federation page's forms (publishForm.Form).
@@ -325,6 +340,12 @@ func (c *Console) resendFederation(rq *request) {
 	if !ok {
 		return
 	}
+	// This pod's API decides whether the signed-in user may write the
+	// document: the same document again changes nothing here.
+	if err := rq.api.do(rq.r.Context(), http.MethodPut, apiPrefix+"/federation", &st.Document, nil); err != nil {
+		c.federationRefused(rq, f, err, "Nothing was sent", nil)
+		return
+	}
 	results := c.sendToPeers(rq, &st.Document, st.Pod)
 	c.showApplied(rq, fmt.Sprintf("This pod's federation document (generation %d) was sent again to the other pods.", gen), &st.Document, st.Pod, results)
 }
@@ -463,22 +484,19 @@ type podResult struct {
 	Message string
 }
 
-// sendToPeers sends doc to every pod it lists but self, with the
-// signed-in user's token, as federation apply does; the answers, self's
-// first (it took it already).
+// sendToPeers sends doc to every pod it lists but self, all at once,
+// through the signed pod-to-pod channel for the signed-in principal
+// (never with the user's token, R-SEC); the answers, self's first (it
+// took it already).
 func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self string) []podResult {
-	var peers []vdibroker.Pod
 	out := []podResult{{Pod: self, Result: "applied", Message: "this pod"}}
+	var peers []vdibroker.Pod
 	for _, p := range doc.Pods {
 		if p.Name == self {
 			out[0].URL = p.URL
 			continue
 		}
 		peers = append(peers, p)
-	}
-	hc := c.fed.Peers
-	if hc == nil {
-		hc = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	timeout := c.fed.Timeout
 	if timeout <= 0 {
@@ -487,24 +505,40 @@ func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self strin
 	// Not the request's context alone: a browser that goes away does not
 	// stop the pods' writes half way.
 	ctx := context.WithoutCancel(rq.r.Context())
-	for _, a := range vhttp.ApplyFederation(ctx, doc, peers, rq.sess.Token, vhttp.ApplyOptions{HTTPClient: hc, Timeout: timeout, Opaque: true}) {
-		r := podResult{Pod: a.Pod.Name, URL: a.Pod.URL, Result: "applied"}
-		switch {
-		case a.Err == nil:
-		case a.Unreachable:
-			r.Result, r.Message = "unreachable", vdibroker.Cut(a.Err.Error(), 300)
-		default:
-			// A vdibroker pod's refusal: its code and the start of its
-			// words (a peer's body is never shown whole, R-SEC).
-			r.Result = "refused"
-			r.Message = vdibroker.Cut(vdibroker.ErrorMessage(a.Err), 200)
-			if code := vdibroker.ErrorCode(a.Err); code != vdibroker.EInternal {
-				r.Message = code + ": " + r.Message
-			}
+	res := make([]podResult, len(peers))
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		res[i] = podResult{Pod: p.Name, URL: p.URL, Result: "applied"}
+		if c.fed.Pods == nil {
+			res[i].Result, res[i].Message = "unreachable", "this console has no pod-to-pod client"
+			continue
 		}
-		out = append(out, r)
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			_, err := c.fed.Pods.PutDocument(ctx, p, vdibroker.PodDocumentRequest{Document: *doc, Principal: rq.sess.Principal})
+			var ue *url.Error
+			var ve *vdibroker.Error
+			switch {
+			case err == nil:
+			case errors.As(err, &ve):
+				// A vdibroker pod's refusal: its code and the start of
+				// its words (a peer's body is never shown whole, R-SEC).
+				res[i].Result, res[i].Message = "refused", ve.Message
+				if ve.Code != vdibroker.EInternal {
+					res[i].Message = ve.Code + ": " + ve.Message
+				}
+				res[i].Message = vdibroker.Cut(res[i].Message, 200)
+			case errors.As(err, &ue):
+				res[i].Result, res[i].Message = "unreachable", vdibroker.Cut(ue.Err.Error(), 300)
+			default:
+				// Not called: its URL is not one --federation-allow allows.
+				res[i].Result, res[i].Message = "unreachable", vdibroker.Cut(err.Error(), 300)
+			}
+		})
 	}
-	return out
+	wg.Wait()
+	return append(out, res...)
 }
 
 // showApplied shows the page after a document was sent: every pod's

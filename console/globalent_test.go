@@ -2,15 +2,22 @@ package console_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -206,43 +213,74 @@ func TestGlobalEntitlementStalePage_RE13(t *testing.T) {
 }
 
 // TestGlobalEntitlementPeerRefuses_RG5: the change goes through on this
-// pod and a peer refuses it (a Contributor token made on fra1, which
-// ams1 does not know): the page says so per pod, that the documents now
-// differ and what to do; the admin's "send again" then brings ams1 to
-// the same generation. A peer that does not answer is listed
-// unreachable. A peer known to hold a newer generation than this pod
-// stops the change before anything is written (409).
+// pod and a peer refuses it (ams1 behind a gate answering 503): the page
+// says so per pod, that the documents now differ and what to do; once
+// the gate lets calls through, the admin's "send again" brings ams1 to
+// the same generation. A Contributor's change reaches ams1 too, through
+// the pod-to-pod channel, though ams1 does not know the Contributor's
+// token (fra1's API decided; R-SEC). A peer that does not answer is
+// listed unreachable. A peer known to hold a newer generation than this
+// pod stops the change before anything is written (409).
 func TestGlobalEntitlementPeerRefuses_RG5(t *testing.T) {
 	fra, ams := newFraAmsPods(t)
+	var open atomic.Bool
+	amsURL, err := url.Parse(ams.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(amsURL)
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !open.Load() {
+			http.Error(w, "maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(gate.Close)
+	// Generation 2 names ams1 at the gate, on both pods.
+	doc := docOf(t, fra)
+	doc.Generation = 2
+	doc.Pods[1].URL = gate.URL
+	for _, x := range []*env{fra, ams} {
+		d := *doc
+		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	contributor := fra.browser()
 	contributor.signin(fra.token("Contributor"))
-	a := contributor.post("/federation/globalentitlements/assignments", geForm(contributor.csrf("/federation"), 1, "entitlement", "office", "op", "add", "kind", "group", "principal", "Finance"))
+	a := contributor.post("/federation/globalentitlements/assignments", geForm(contributor.csrf("/federation"), 2, "entitlement", "office", "op", "add", "kind", "group", "principal", "Finance"))
 	wantStatus(t, a, http.StatusOK)
-	wantContains(t, a, `data-result-pod="fra1" data-result="applied"`, `data-result-pod="ams1" data-result="refused"`, "Unauthenticated: ",
-		"This pod holds generation 2, but ams1 did not take it", "the pods&#39; federation documents now differ", `action="/federation/resend"`)
-	if d := docOf(t, fra); d.Generation != 2 {
-		t.Errorf("fra1 holds generation %d, want 2", d.Generation)
-	}
-	if d := docOf(t, ams); d.Generation != 1 {
-		t.Errorf("ams1 holds generation %d, want 1 (it refused)", d.Generation)
-	}
-
-	admin := fra.browser()
-	admin.signin(adminToken)
-	a = admin.post("/federation/resend", geForm(admin.csrf("/federation"), 2))
-	wantStatus(t, a, http.StatusOK)
-	wantContains(t, a, `data-result-pod="ams1" data-result="applied"`, "Every pod of the federation holds generation 2")
-	if d := docOf(t, ams); d.Generation != 2 || len(entitlement(d, "office").Groups) != 1 {
-		t.Errorf("ams1 after the resend: %+v", d)
-	}
-
-	// ams1 down: unreachable, fra1 holds the change.
-	ams.ts.Close()
-	a = admin.post("/federation/globalentitlements/assignments", geForm(admin.csrf("/federation"), 2, "entitlement", "office", "op", "remove", "kind", "group", "principal", "Finance"))
-	wantStatus(t, a, http.StatusOK)
-	wantContains(t, a, `data-result-pod="ams1" data-result="unreachable"`, "ams1 did not take it")
+	wantContains(t, a, `data-result-pod="fra1" data-result="applied"`, `data-result-pod="ams1" data-result="refused"`, "HTTP 503, not a vdibroker answer",
+		"This pod holds generation 3, but ams1 did not take it", "the pods&#39; federation documents now differ", `action="/federation/resend"`)
 	if d := docOf(t, fra); d.Generation != 3 {
 		t.Errorf("fra1 holds generation %d, want 3", d.Generation)
+	}
+	if d := docOf(t, ams); d.Generation != 2 {
+		t.Errorf("ams1 holds generation %d, want 2 (it refused)", d.Generation)
+	}
+
+	open.Store(true)
+	admin := fra.browser()
+	admin.signin(adminToken)
+	a = admin.post("/federation/resend", geForm(admin.csrf("/federation"), 3))
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, `data-result-pod="ams1" data-result="applied"`, "Every pod of the federation holds generation 3")
+	if d := docOf(t, ams); d.Generation != 3 || len(entitlement(d, "office").Groups) != 1 {
+		t.Errorf("ams1 after the resend: %+v", d)
+	}
+	// A Contributor's change reaches ams1, which knows no token of his.
+	a = contributor.post("/federation/globalentitlements/assignments", geForm(contributor.csrf("/federation"), 3, "entitlement", "office", "op", "add", "kind", "user", "principal", "erin"))
+	wantContains(t, a, `data-result-pod="ams1" data-result="applied"`, "Every pod of the federation holds generation 4")
+
+	// ams1 down: unreachable, fra1 holds the change.
+	gate.Close()
+	a = admin.post("/federation/globalentitlements/assignments", geForm(admin.csrf("/federation"), 4, "entitlement", "office", "op", "remove", "kind", "group", "principal", "Finance"))
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, `data-result-pod="ams1" data-result="unreachable"`, "ams1 did not take it")
+	if d := docOf(t, fra); d.Generation != 5 {
+		t.Errorf("fra1 holds generation %d, want 5", d.Generation)
 	}
 }
 
@@ -271,8 +309,9 @@ func TestGlobalEntitlementNewerPeer_RG5(t *testing.T) {
 
 // TestGlobalEntitlementRefusedByRole_RSEC: a Reader and Helpdesk see no
 // form on the Federation page, and their forged posts (with their own
-// CSRF token) get the API's 403; a post without the CSRF token is
-// refused (403) before anything is read. None writes anything.
+// CSRF token) get the API's 403, as do a Contributor's scoped to a host
+// pool; a post without the CSRF token is refused (403) before anything
+// is read. None writes anything.
 func TestGlobalEntitlementRefusedByRole_RSEC(t *testing.T) {
 	fra, ams := newFraAmsPods(t)
 	posts := []struct {
@@ -294,10 +333,27 @@ func TestGlobalEntitlementRefusedByRole_RSEC(t *testing.T) {
 			t.Errorf("%s is shown the entitlement forms", role)
 		}
 		csrf := b.csrf("/federation")
-		for _, p := range posts[:4] {
+		// The resend too: this pod's API decides who may send its
+		// document to the other pods, which take it from this pod's
+		// signature (R-SEC).
+		for _, p := range posts {
 			if a := b.post(p.path, geForm(csrf, 1, p.form...)); a.status != http.StatusForbidden || !strings.Contains(a.body, "Refused by the broker") {
 				t.Errorf("%s's post to %s: HTTP %d\n%s", role, p.path, a.status, a.body)
 			}
+		}
+	}
+	// A Contributor scoped to pool-a may not read the document, nor
+	// write it: the API refuses a scoped principal the federation (R-SEC).
+	scoped, err := fra.admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleContributor, Subject: "pool-a-ops", HostPools: []string{"pool-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fra.browser()
+	b.signin(scoped.Secret)
+	csrf := b.csrf("/")
+	for _, p := range posts {
+		if a := b.post(p.path, geForm(csrf, 1, p.form...)); a.status != http.StatusForbidden {
+			t.Errorf("scoped Contributor's post to %s: HTTP %d\n%s", p.path, a.status, a.body)
 		}
 	}
 	admin := fra.browser()
@@ -395,5 +451,77 @@ func TestGlobalEntitlementBadInput(t *testing.T) {
 	wantContains(t, a, "which entitles everyone")
 	if d := docOf(t, ams); d.Generation != 2 || !entitlement(d, "office").AllUsers {
 		t.Errorf("ams1 after the refusals: %+v", d)
+	}
+}
+
+// TestGlobalEntitlementSendsNoToken_RSEC: a Contributor, who may write
+// the federation document through the API, names a pod of his own (evil,
+// at a URL he listens on) in fra1's document. The next change an admin
+// makes on fra1's Federation page reaches evil as a call signed for evil
+// alone, carrying neither the admin's token nor the Contributor's: the
+// pods are sent the document through the pod-to-pod channel, not with
+// the signed-in user's token, which would otherwise go to any URL a
+// Contributor writes (R-SEC). ams1 takes the change, its audit trail
+// naming fra1 acting for the admin; evil's answer, HTML, is shown cut and
+// escaped as a refusal.
+func TestGlobalEntitlementSendsNoToken_RSEC(t *testing.T) {
+	fra, ams := newFraAmsPods(t)
+	type seen struct {
+		header http.Header
+		body   string
+	}
+	contributorTok := fra.token("Contributor")
+	var mu sync.Mutex
+	var got []seen // evil's document calls
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		for k, vs := range r.Header {
+			// No call of any kind carries a token (the page's status
+			// asks evil's loads too).
+			if k == "Authorization" || slices.ContainsFunc(vs, func(v string) bool { return strings.Contains(v, contributorTok) || strings.Contains(v, adminToken) }) {
+				t.Errorf("evil was sent %s: %s on %s %s", k, vs, r.Method, r.URL.Path)
+			}
+		}
+		if r.URL.Path == federation.DocumentPath {
+			mu.Lock()
+			got = append(got, seen{r.Header.Clone(), string(body)})
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusTeapot)
+		io.WriteString(w, "<script>alert(1)</script>"+strings.Repeat("x", 10_000))
+	}))
+	t.Cleanup(evil.Close)
+	doc := docOf(t, fra)
+	doc.Generation = 2
+	doc.Pods = append(doc.Pods, vdibroker.Pod{Name: "evil", Site: "emea", URL: evil.URL})
+	if _, err := vhttp.NewClient(fra.url, contributorTok).PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	b := fra.browser()
+	b.signin(adminToken)
+	a := b.post("/federation/globalentitlements/assignments", geForm(b.csrf("/federation"), 2, "entitlement", "office", "op", "add", "kind", "user", "principal", "dora"))
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, `data-result-pod="fra1" data-result="applied"`, `data-result-pod="ams1" data-result="applied"`, `data-result-pod="evil" data-result="refused"`)
+	if strings.Contains(a.body, "<script>alert") || strings.Contains(a.body, strings.Repeat("x", 1000)) {
+		t.Errorf("the peer's answer is on the page as it sent it")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("evil was sent the document %d times, want 1", len(got))
+	}
+	if strings.Contains(got[0].body, adminToken) || strings.Contains(got[0].body, contributorTok) {
+		t.Errorf("evil was sent a token in the body")
+	}
+	if to := got[0].header.Get(federation.HeaderTo); to != "evil" {
+		t.Errorf("the call to evil is signed for %q, want evil alone", to)
+	}
+	if d := docOf(t, ams); d.Generation != 3 || !vdibroker.ContainsUser(entitlement(d, "office").Users, "dora") {
+		t.Errorf("ams1 after the change: %+v", d)
+	}
+	entries, err := ams.admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: "federation.put", Target: "federation", Newest: true})
+	if err != nil || len(entries) == 0 || entries[0].Principal.Kind != vdibroker.PrincipalPod || entries[0].Principal.ID != "fra1" || entries[0].Principal.Name != "admin" {
+		t.Errorf("ams1's newest federation.put: %+v, %v", entries, err)
 	}
 }

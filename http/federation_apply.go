@@ -3,7 +3,6 @@ package http
 import (
 	"context"
 	"errors"
-	nethttp "net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -12,8 +11,8 @@ import (
 )
 
 // PodApply is one pod's answer to a federation document sent to it (PUT
-// /api/v1/federation), as `vdibroker federation apply` and the console's
-// Federation page report it, one per pod.
+// /api/v1/federation), as `vdibroker federation apply` reports it, one
+// per pod.
 type PodApply struct {
 	Pod vdibroker.Pod
 	// Err is nil when the pod took the document. When Unreachable it is
@@ -25,22 +24,17 @@ type PodApply struct {
 
 // ApplyOptions are how ApplyFederation calls the pods.
 type ApplyOptions struct {
-	// HTTPClient does the requests (nethttp.DefaultClient when nil). A
-	// pod's console passes its pod-to-pod client's: it calls only the
-	// URLs --federation-allow allows, follows no redirect, uses no proxy.
-	HTTPClient *nethttp.Client
 	// Timeout bounds each pod's call; 0 is 30s.
 	Timeout time.Duration
-	// Opaque reports an error answer that is not a vdibroker one by its
-	// status alone, never its body (a pod's server calling a peer's URL,
-	// R-SEC).
-	Opaque bool
 }
 
 // ApplyFederation sends doc, as it is, to each of pods (the document's
 // own, or some of them) at the URL the document gives it, with token, all
 // at once; each pod checks it (its generation against the one it holds)
 // and stores its own copy (SPEC §7). The answers are in pods' order.
+// token is the operator's own, sent to the URLs of a document the
+// operator gives: the console, which acts for whoever is signed in, sends
+// none (PodClient.PutDocument, R-SEC).
 func ApplyFederation(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, token string, o ApplyOptions) []PodApply {
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -54,7 +48,7 @@ func ApplyFederation(ctx context.Context, doc *vdibroker.Federation, pods []vdib
 			defer cancel()
 			out[i].Pod = p
 			d := *doc // PutFederation decodes the answer into it
-			c := &Client{BaseURL: p.URL, Token: token, HTTPClient: o.HTTPClient, opaque: o.Opaque}
+			c := NewClient(p.URL, token)
 			_, err := c.PutFederation(ctx, &d)
 			var ue *url.Error
 			if errors.As(err, &ue) {
