@@ -118,6 +118,13 @@ type TunnelCheckAnswer struct {
 	// Open holds the token ids of the tunnels that may go on; the
 	// gateway closes every other tunnel it asked about.
 	Open []string `json:"open"`
+	// Gateway is the name the broker takes the caller's reports under:
+	// its Gateway token's gateway (R-GW4), else the name it gave.
+	Gateway string `json:"gateway,omitempty"`
+	// Warnings say what is amiss with the caller's credential (the admin
+	// token, a Gateway token for no gateway in particular): the gateway
+	// logs them at start.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MaxTunnelCheck bounds the tunnels of one TunnelCheck: a gateway with

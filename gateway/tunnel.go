@@ -346,6 +346,12 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 	case errors.Is(err, ErrNotAdmitted):
 		t.refuse("broker_refused", denied, "err", cut(err.Error(), 160))
 		return false
+	case errors.Is(err, ErrCredentialRefused):
+		// The broker refused this gateway's credential, not the
+		// client's token (R-GW4): a deleted token, another gateway's,
+		// a role that may not report. Nothing the user can mend.
+		t.refuse("credential_refused", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyInternalError}, "err", cut(err.Error(), 320))
+		return false
 	case err != nil:
 		t.refuse("broker_unavailable", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyInternalError}, "err", cut(err.Error(), 160))
 		return false

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -242,17 +243,24 @@ const brokerProbeTimeout = 5 * time.Second
 func (m *GatewayMain) probeBroker(ctx context.Context, b *gateway.HTTPBroker) {
 	pctx, cancel := context.WithTimeout(ctx, brokerProbeTimeout)
 	defer cancel()
-	status, err := b.Probe(pctx, m.Name)
+	a, err := b.Probe(pctx, m.Name)
 	if ctx.Err() != nil {
 		return // closed
 	}
-	switch {
+	switch status := a.Status; {
 	case err == nil:
-		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL)
+		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL, "gateway", cmp.Or(a.Gateway, m.Name))
+		for _, w := range a.Warnings {
+			// The broker's words, about this gateway's own credential
+			// (R-GW4): an admin token, a token for no gateway.
+			m.Logger.Warn("--broker-token-file: "+w, "brokerURL", b.URL)
+		}
 	case status == 0:
 		m.Logger.Warn("--broker-url: the broker did not answer; every tunnel is refused broker_unavailable until it does", "brokerURL", b.URL, "err", err)
 	case status == http.StatusUnauthorized:
 		m.Logger.Warn("--broker-token-file: the broker refused this gateway's token; every tunnel is refused until it takes one: write a Gateway token to the file (vdibroker token create --role Gateway, docs/gateway.md) and send SIGHUP", "brokerURL", b.URL, "err", err)
+	case status == http.StatusForbidden && a.Field == "gateway":
+		m.Logger.Warn("--name: the broker's Gateway token in --broker-token-file is another gateway's, and every tunnel is refused credential_refused: give this gateway its own token (vdibroker token create --role Gateway --subject NAME, NAME its --name) and send SIGHUP, or start it with the token's name as --name", "name", m.Name, "brokerURL", b.URL, "err", err)
 	case status == http.StatusForbidden:
 		m.Logger.Warn("--broker-token-file: the broker takes the token but not for tunnel reports; give a Gateway token (vdibroker token create --role Gateway, docs/gateway.md) and send SIGHUP", "brokerURL", b.URL, "err", err)
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
