@@ -484,7 +484,9 @@ func (s *Service) checkReport(ctx context.Context, r *vdibroker.TunnelReport) er
 // (admitted through it, reached a session through it, checking its
 // tunnels). A report naming another gateway is refused, 403 on the field
 // gateway, and changes nothing; one naming it in other case is taken
-// under the token's spelling. Three callers still name themselves: a
+// under the token's spelling, and one naming none (a gateway given no
+// --name) under the token's name too. Three callers still name
+// themselves (a report naming none: the subject): a
 // Gateway token issued before tokens had a gateway (an upgrade must not
 // cut its gateways off), the admin token (it may do anything anyway),
 // and the gateway serve runs in-process (no principal). For the first
@@ -496,7 +498,7 @@ func (s *Service) gatewayName(ctx context.Context, reported string) (name, warni
 	case p == nil:
 		return reported, "", nil
 	case p.Role == vdibroker.RoleGateway && p.Gateway != "":
-		if !strings.EqualFold(reported, p.Gateway) {
+		if reported != "" && !strings.EqualFold(reported, p.Gateway) {
 			return "", "", &vdibroker.Error{Code: vdibroker.EPermission, Field: "gateway",
 				Message: fmt.Sprintf("gateway: this Gateway token is for gateway %q, not %q: start that gateway with --name %q, or give this one a token of its own (vdibroker token create --role Gateway --subject %q)",
 					p.Gateway, cutText(reported), p.Gateway, cutText(reported))}
@@ -508,6 +510,11 @@ func (s *Service) gatewayName(ctx context.Context, reported string) (name, warni
 		warning = "the admin token, which may do anything, is this gateway's credential: give it a Gateway token, which may only report tunnels (vdibroker token create --role Gateway --subject NAME, NAME its --name), in --broker-token-file and send it SIGHUP"
 	default:
 		return reported, "", nil
+	}
+	if reported == "" {
+		// A gateway that leaves naming itself to its credential, with
+		// one that names none: its subject.
+		reported = p.Subject
 	}
 	if s.gw.warnOnce(p.Actor(), s.now()) {
 		s.log.Warn("gateway credential: "+warning, "gateway", cutText(reported))

@@ -24,10 +24,12 @@ import (
 // error) and the broker records nothing: the session is untouched and
 // the token id unused, so the same .rdp then opens through rdgw-1. Its
 // check is refused 403 naming the field gateway. A report naming the
-// token's gateway in other case is taken under the token's spelling. A
+// token's gateway in other case, or naming none (a gateway given no
+// --name), is taken under the token's spelling. A
 // Gateway token issued before tokens named their gateway (its row's
 // gateway empty, as migration 00078 leaves it) and the admin token still
-// report under any name, so an upgrade cuts no gateway off, and a
+// report under any name (none: the subject), so an upgrade cuts no
+// gateway off, and a
 // check's answer warns them. Only a Gateway token is for a gateway.
 func TestGatewayTokenIsOneGateway_RGW4(t *testing.T) {
 	w := newGatewayWorld(t, broker.GatewayConfig{})
@@ -86,8 +88,10 @@ func TestGatewayTokenIsOneGateway_RGW4(t *testing.T) {
 		!strings.Contains(ve.Message, `for gateway "rdgw-1", not "rdgw-b"`) {
 		t.Errorf("rdgw-1's token checking as rdgw-b: %d %+v, want 403 on the field gateway naming both", status, ve)
 	}
-	if status, _, a := check(w.broker.Token, "RDGW-1"); status != 200 || a.Gateway != "rdgw-1" || len(a.Warnings) != 0 {
-		t.Errorf("rdgw-1's token checking as RDGW-1: %d %+v, want 200 under rdgw-1, no warning", status, a)
+	for _, name := range []string{"RDGW-1", ""} {
+		if status, _, a := check(w.broker.Token, name); status != 200 || a.Gateway != "rdgw-1" || len(a.Warnings) != 0 {
+			t.Errorf("rdgw-1's token checking as %q: %d %+v, want 200 under rdgw-1, no warning", name, status, a)
+		}
 	}
 
 	// A Gateway token from before tokens named their gateway.
@@ -96,8 +100,8 @@ func TestGatewayTokenIsOneGateway_RGW4(t *testing.T) {
 		Hash: vdibroker.HashSecret(oldSecret), CreateTime: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"rdgw-1", "rdgw-7"} {
-		if status, _, a := check(oldSecret, name); status != 200 || a.Gateway != name || len(a.Warnings) != 1 ||
+	for name, want := range map[string]string{"rdgw-1": "rdgw-1", "rdgw-7": "rdgw-7", "": "rdgw"} {
+		if status, _, a := check(oldSecret, name); status != 200 || a.Gateway != want || len(a.Warnings) != 1 ||
 			!strings.Contains(a.Warnings[0], "for no gateway in particular") || !strings.Contains(a.Warnings[0], "token delete --id oldgw") {
 			t.Errorf("a token without a gateway checking as %s: %d %+v, want 200 under that name with a warning", name, status, a)
 		}
