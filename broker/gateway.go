@@ -637,7 +637,7 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 	// records the tunnel's end but leaves the session to its agent's
 	// reports (R-GW3).
 	late := lateClose(r)
-	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, now, late)
+	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, r.Gateway, now, late)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound && now.After(tunnelRecordExpiry(r)) {
 		// A token this broker issued whose record may be pruned: the
 		// tunnel was closed (a gateway sends a close again when it got

@@ -3,6 +3,7 @@ package http_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -160,4 +161,67 @@ func refusalCount(t *testing.T, reg *prometheus.Registry, reason string) float64
 		}
 	}
 	return 0
+}
+
+// TestGatewayTokenMovesOnlyItsTunnels_RGW4: the channel and close reports
+// of a tunnel are taken from the gateway that admitted it only. The
+// holder of rdgw-2's Gateway token who has seen a user's access token
+// (the client tried it there too; an .rdp passed on) cannot claim the
+// tunnel rdgw-1 admitted: its channel report does not turn the session
+// Active through rdgw-2, and its close neither ends the tunnel's record
+// (which would have rdgw-1's next check close the user's tunnel) nor
+// turns the session Disconnected. Each is 404, as for a tunnel never
+// admitted, and records nothing; rdgw-1's own reports still move the
+// session.
+func TestGatewayTokenMovesOnlyItsTunnels_RGW4(t *testing.T) {
+	w := newGatewayWorld(t, broker.GatewayConfig{})
+	ctx := context.Background()
+	w.e.pool("gwown", nil)
+	w.addEchoHost(t, "gwown", "gwo001")
+	other, err := w.e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleGateway, Subject: "rdgw-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asOther := &gateway.HTTPBroker{URL: w.broker.URL, Token: other.Secret}
+
+	// rdgw-1 admitted the tunnel; rdgw-2 reports it reached the host,
+	// under no name (its token's) and under rdgw-1's (refused 403).
+	ev, sid := w.opened(t, "gwown", "alice", time.Now())
+	for _, name := range []string{"", "rdgw-2"} {
+		theirs := ev
+		theirs.Gateway = name
+		if err := asOther.ChannelOpen(ctx, theirs); !errors.Is(err, gateway.ErrNotAdmitted) {
+			t.Errorf("rdgw-2's channel report of rdgw-1's tunnel as %q: %v, want ErrNotAdmitted (404)", name, err)
+		}
+	}
+	if u := w.session(t, "gwown", sid); u.State != vdibroker.StatePending || u.Gateway != "" {
+		t.Errorf("rdgw-2's channel report moved the session: %s through %q", u.State, u.Gateway)
+	}
+	if err := w.broker.ChannelOpen(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if u := w.session(t, "gwown", sid); u.State != vdibroker.StateActive || u.Gateway != "rdgw-1" {
+		t.Fatalf("rdgw-1's channel report: %s through %q, want Active through rdgw-1", u.State, u.Gateway)
+	}
+
+	// rdgw-2 reports its close.
+	closed := ev
+	closed.Gateway, closed.Reason, closed.Reached, closed.SentAt = "", "client", true, time.Now()
+	if err := asOther.TunnelClose(ctx, closed); !errors.Is(err, gateway.ErrNotAdmitted) {
+		t.Errorf("rdgw-2's close of rdgw-1's tunnel: %v, want ErrNotAdmitted (404)", err)
+	}
+	if u := w.session(t, "gwown", sid); u.State != vdibroker.StateActive {
+		t.Errorf("rdgw-2's close moved the session to %s", u.State)
+	}
+	if open, err := w.broker.CheckTunnels(ctx, "rdgw-1", []gateway.TunnelEvent{ev}); err != nil || len(open) != 1 {
+		t.Errorf("rdgw-1's check after rdgw-2's close: %v %v, want its tunnel to go on", open, err)
+	}
+	// rdgw-1's own close ends it.
+	closed.Gateway = "rdgw-1"
+	if err := w.broker.TunnelClose(ctx, closed); err != nil {
+		t.Fatal(err)
+	}
+	if u := w.session(t, "gwown", sid); u.State != vdibroker.StateDisconnected {
+		t.Errorf("rdgw-1's close: %s, want Disconnected", u.State)
+	}
 }
