@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -141,7 +143,7 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 		// 2, the unit not restarting it); a broker that does not answer
 		// yet does not: the gateway serves, refusing tunnels until it
 		// has read the keys (R-GW6).
-		if !keysRetryable(m.KeysURL == "", err) {
+		if !keysRetryable(m.KeysURL, err) {
 			return usageError{err}
 		}
 		m.Logger.Warn("gateway token keys not read; serving, and refusing every tunnel keys_unavailable until a read succeeds (again in 1s, backing off to 30s, or at once on SIGHUP)", "err", err)
@@ -262,7 +264,9 @@ func keysReadError(file, url string, err error) error {
 	var status *gatewaytoken.StatusError
 	var cert *tls.CertificateVerificationError
 	switch {
-	case errors.As(err, &status) && (status.StatusCode == http.StatusNotFound || status.StatusCode == http.StatusMethodNotAllowed):
+	case errors.As(err, &status) && notFound(status.StatusCode) && keysRoute(url):
+		return fmt.Errorf("--keys-url %q: no keys there (HTTP %d), though it names the broker's keys route: a proxy before a broker that is not up yet (the gateway reads again), or the host is not the broker's: %w", url, status.StatusCode, err)
+	case errors.As(err, &status) && notFound(status.StatusCode):
 		return fmt.Errorf("--keys-url %q: no keys there (HTTP %d): give the broker's URL ending in /api/v1/gateway/keys: %w", url, status.StatusCode, err)
 	case errors.As(err, &status) && (status.StatusCode == http.StatusUnauthorized || status.StatusCode == http.StatusForbidden):
 		return fmt.Errorf("--keys-url %q: refused (HTTP %d): the broker's keys need no credential, so a proxy before it wants one: give it in --keys-token-file: %w", url, status.StatusCode, err)
@@ -284,18 +288,36 @@ func retryableStatus(code int) bool {
 	return code/100 == 5 || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests
 }
 
-// keysRetryable reports whether the start's failed read of the keys is
-// one a read again may mend (R-GW6): a broker not up yet (no answer, a
-// timeout, a 5xx, 408 or 429). Mistakes in the settings are not: a
-// --keys-file that cannot be read or parsed, a --keys-url answering 404
-// or another status (not the keys route), 401 or 403 (a credential),
-// a certificate not trusted (--ca-file), a document that is no key set.
-func keysRetryable(fromFile bool, err error) bool {
+// notFound is a status that says there is nothing at a URL.
+func notFound(code int) bool {
+	return code == http.StatusNotFound || code == http.StatusMethodNotAllowed
+}
+
+// keysRoute reports whether url's path is the broker's keys route.
+func keysRoute(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v1/gateway/keys")
+}
+
+// keysRetryable reports whether the start's failed read of the keys from
+// keysURL (empty: --keys-file) is one a read again may mend (R-GW6): a
+// broker not up yet (no answer, a timeout, a 5xx, 408 or 429), and a 404
+// or 405 of a URL ending in the keys route, which the broker always
+// serves: a proxy before it answers that while it has no broker to send
+// to (Traefik while a broker's upgrade leaves it no backend), and exit 2
+// would leave the gateway stopped after the broker is back. Mistakes in
+// the settings are not: a --keys-file that cannot be read or parsed, a
+// --keys-url of another path answering 404 (not the keys route) or
+// another status, 401 or 403 (a credential), a certificate not trusted
+// (--ca-file), a document that is no key set.
+func keysRetryable(keysURL string, err error) bool {
 	var status *gatewaytoken.StatusError
 	var cert *tls.CertificateVerificationError
 	switch {
-	case fromFile:
+	case keysURL == "":
 		return false
+	case errors.As(err, &status) && notFound(status.StatusCode):
+		return keysRoute(keysURL)
 	case errors.As(err, &status):
 		return retryableStatus(status.StatusCode)
 	case errors.As(err, &cert), errors.Is(err, gatewaytoken.ErrNotKeySet):

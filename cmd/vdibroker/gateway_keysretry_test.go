@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,5 +193,67 @@ func TestGatewayStartsBeforeItsBroker_RGW6(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("session %+v %v, want Active through rdgw-early", u, err)
 		}
+	}
+}
+
+// TestGatewayKeysRoute404IsRetried_RGW6: a --keys-url ending in the
+// broker's keys route that answers 404 at start is a proxy before a
+// broker that is not up yet (Traefik answers so while a broker's upgrade
+// leaves it no backend), not a mistake in the settings: the gateway
+// starts, refusing tunnels keys_unavailable and saying so, and reads the
+// keys again on its clock until the broker is back. Exit 2 there would
+// leave it stopped, its unit not restarting it, long after the broker
+// came back. A 404 of another path still stops it
+// (TestGatewayKeysStartErrorsSayWhatToFix).
+func TestGatewayKeysRoute404IsRetried_RGW6(t *testing.T) {
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, err := gatewaytoken.MarshalJWKS(map[string]ed25519.PublicKey{"k1": pub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backend atomic.Bool // the proxy has a broker to send to
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !backend.Load() || r.URL.Path != "/api/v1/gateway/keys" {
+			http.Error(w, "404 page not found", http.StatusNotFound)
+			return
+		}
+		w.Write(jwks)
+	}))
+	defer proxy.Close()
+
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	cert, key := ca.issue(t, dir, "gateway", 2, false)
+	clk := clocktesting.NewFakeClock(time.Now())
+	var logs syncbuf.Buffer
+	m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Name: "rdgw-1",
+		KeysURL: proxy.URL + "/api/v1/gateway/keys", KeysRefresh: time.Minute,
+		Config: gateway.Config{Clock: clk},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("a gateway whose keys route answers 404 did not start: %v", err)
+	}
+	defer m.Close()
+	if got := logs.String(); !strings.Contains(got, "refusing every tunnel keys_unavailable") ||
+		!strings.Contains(got, "no keys there (HTTP 404), though it names the broker's keys route") {
+		t.Errorf("the start's log does not say it serves without keys, and why:\n%s", got)
+	}
+	backend.Store(true)
+	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the keyring waits on no timer of the gateway's clock")
+		}
+	}
+	clk.Step(gatewaytoken.PendingRetryFirst)
+	select {
+	case <-m.keys.Loaded():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no keys 1 s after the broker was back behind its proxy:\n%s", logs.String())
+	}
+	if got := m.keys.KeyCount(); got != 1 {
+		t.Errorf("%d keys, want 1", got)
 	}
 }
