@@ -345,8 +345,12 @@ func (m *GatewayMain) probeBroker(ctx context.Context, b *gateway.HTTPBroker) {
 		return // closed
 	}
 	switch status := a.Status; {
+	case err == nil && a.Gateway == "" && m.Name == "":
+		// A broker older than gateways given no --name: it takes the
+		// name each report gives, and these give none (R-GW4).
+		m.Logger.Warn("--name: the broker takes this gateway's reports, but it is older than this gateway and does not name it after its Gateway token: its sessions and tunnels are recorded through no gateway; give --name (the token's subject), or upgrade the broker first", "brokerURL", b.URL)
 	case err == nil:
-		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL, "gateway", cmp.Or(a.Gateway, m.Name, "(its token's)"))
+		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL, "gateway", cmp.Or(a.Gateway, m.Name))
 		for _, w := range a.Warnings {
 			// The broker's words, about this gateway's own credential
 			// (R-GW4): an admin token, a token for no gateway.
