@@ -13,6 +13,8 @@ func TestPostgresSuite(t *testing.T) {
 		fn   func(*testing.T)
 	}{
 		{"PutHostPoolDefaults_SPEC2", TestPutHostPoolDefaults_SPEC2},
+		{"GatewayTokenIsOneGateway_RGW4", TestGatewayTokenIsOneGateway_RGW4},
+		{"GatewayTokenMovesOnlyItsTunnels_RGW4", TestGatewayTokenMovesOnlyItsTunnels_RGW4},
 		{"Audit_PrincipalInAnyCase_RE5", TestAudit_PrincipalInAnyCase_RE5},
 		{"HostPoolValidation_RP4", TestHostPoolValidation_RP4},
 		{"BadBodies_SPEC9", TestBadBodies_SPEC9},

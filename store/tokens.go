@@ -19,8 +19,8 @@ func (s *DB) CreateToken(ctx context.Context, tk *vdibroker.Token) error {
 		return vdibroker.Errorf(vdibroker.EInvalid, "token hash is empty")
 	}
 	err := s.write(ctx, func(t *tx) error {
-		_, err := t.exec(ctx, `INSERT INTO tokens (id, role, subject, hash, create_time, expire_time, host_pools, groups) VALUES (?,?,?,?,?,?,?,?)`,
-			tk.ID, tk.Role, tk.Subject, tk.Hash, ns(tk.CreateTime), nsPtr(tk.ExpireTime), list(tk.HostPools), list(tk.Groups))
+		_, err := t.exec(ctx, `INSERT INTO tokens (id, role, subject, hash, create_time, expire_time, host_pools, groups, gateway) VALUES (?,?,?,?,?,?,?,?,?)`,
+			tk.ID, tk.Role, tk.Subject, tk.Hash, ns(tk.CreateTime), nsPtr(tk.ExpireTime), list(tk.HostPools), list(tk.Groups), tk.Gateway)
 		if err != nil && errors.Is(err, errUnique) {
 			return vdibroker.Errorf(vdibroker.EConflict, "token already exists")
 		}
@@ -30,14 +30,14 @@ func (s *DB) CreateToken(ctx context.Context, tk *vdibroker.Token) error {
 	return wrap(err, "create token")
 }
 
-const tokenCols = `id, role, subject, hash, create_time, expire_time, host_pools, groups`
+const tokenCols = `id, role, subject, hash, create_time, expire_time, host_pools, groups, gateway`
 
 func scanToken(sc scanner) (*vdibroker.Token, error) {
 	var tk vdibroker.Token
 	var ct int64
 	var et sql.NullInt64
 	var pools, groups string
-	if err := sc.Scan(&tk.ID, &tk.Role, &tk.Subject, &tk.Hash, &ct, &et, &pools, &groups); err != nil {
+	if err := sc.Scan(&tk.ID, &tk.Role, &tk.Subject, &tk.Hash, &ct, &et, &pools, &groups, &tk.Gateway); err != nil {
 		return nil, err
 	}
 	tk.HostPools, tk.Groups = parseList(pools), parseList(groups)
