@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // CredentialChanges is what a restore undoes among the store's credentials:
@@ -64,7 +66,15 @@ func reissueCommand(t TokenRef) string {
 	if len(t.Groups) > 0 {
 		cmd += " --groups " + shellQuote(flagList(t.Groups))
 	}
-	if t.Gateway != "" && t.Gateway != t.Subject {
+	switch {
+	case t.Role != vdibroker.RoleGateway:
+	case t.Gateway == "":
+		// Issued before tokens named their gateway (R-GW4): any number
+		// of gateways, each under its own --name, may have shared it,
+		// and a token issued now is for one, by default its subject:
+		// one per gateway, each named (Warnings says so).
+		cmd += " --gateway NAME"
+	case t.Gateway != t.Subject:
 		cmd += " --gateway " + shellQuote(t.Gateway)
 	}
 	if t.ExpiresIn > 0 {
@@ -113,6 +123,12 @@ func (c *CredentialChanges) Warnings() []string {
 			t.ID, t.Role, t.Subject, t.ID))
 	}
 	for _, t := range c.TokensGone {
+		if t.Role == vdibroker.RoleGateway && t.Gateway == "" {
+			w = append(w, fmt.Sprintf("API token %s (%s %q) was issued after the backup and is gone; it was for no gateway in particular, and a Gateway token is now for one (R-GW4): "+
+				"issue one for each gateway that used it (%s, NAME that gateway's --name)",
+				t.ID, t.Role, t.Subject, reissueCommand(t)))
+			continue
+		}
 		w = append(w, fmt.Sprintf("API token %s (%s %q) was issued after the backup and is gone: issue another (%s)",
 			t.ID, t.Role, t.Subject, reissueCommand(t)))
 	}

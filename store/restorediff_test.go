@@ -215,3 +215,51 @@ func TestRestoreWarningReissueKeepsGroupsAndExpiry(t *testing.T) {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }
+
+// TestRestoreWarningReissuesGatewayTokensPerGateway (R-GW4, R-SEC): a
+// Gateway token issued after the backup is reissued for the gateway it
+// was for. One issued before tokens named their gateway was for any
+// gateway, which several may have shared, each under its own --name;
+// the command the warning gave, `token create --role Gateway --subject
+// S`, issues one for gateway S only, whose reports under any other name
+// the broker refuses: every gateway that shared it but S was cut off.
+// The warning says to issue one per gateway, each with --gateway NAME.
+func TestRestoreWarningReissuesGatewayTokensPerGateway(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	s, err := store.OpenWith(ctx, "", dir, nil, store.Options{CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := store.BackupSQLite(ctx, dir, backup); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []*vdibroker.Token{
+		{ID: "tok-any", Role: vdibroker.RoleGateway, Subject: "gateways", Hash: "h1", CreateTime: t0},
+		{ID: "tok-gw1", Role: vdibroker.RoleGateway, Subject: "gw-1", Gateway: "gw-1", Hash: "h2", CreateTime: t0},
+		{ID: "tok-gw2", Role: vdibroker.RoleGateway, Subject: "edge team", Gateway: "gw-2", Hash: "h3", CreateTime: t0},
+	} {
+		if err := s.CreateToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := t.TempDir()
+	copyTo(t, dir, crashed, store.SQLiteFile, store.SQLiteFile+"-wal")
+	c, err := store.CompareCredentials(ctx, crashed, backup, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Warnings()
+	want := []string{
+		`API token tok-any (Gateway "gateways") was issued after the backup and is gone; it was for no gateway in particular, and a Gateway token is now for one (R-GW4): ` +
+			`issue one for each gateway that used it (vdibroker token create --role Gateway --subject 'gateways' --gateway NAME, NAME that gateway's --name)`,
+		`API token tok-gw1 (Gateway "gw-1") was issued after the backup and is gone: issue another (vdibroker token create --role Gateway --subject 'gw-1')`,
+		`API token tok-gw2 (Gateway "edge team") was issued after the backup and is gone: issue another (vdibroker token create --role Gateway --subject 'edge team' --gateway 'gw-2')`,
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
