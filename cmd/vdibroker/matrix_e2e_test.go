@@ -120,6 +120,9 @@ var matrixRoutes = []route{
 	{"POST " + federation.LookupPath, "POST", federation.LookupPath, `{"user": "alice"}`, mPod, 200},
 	// No open session of alice by that id in pin: 404 past the signature.
 	{"POST " + federation.SessionCommandPath, "POST", federation.SessionCommandPath, `{"user": "alice", "id": "none", "hostPools": ["pin"], "command": "Logoff"}`, mPod, 404},
+	// A peer console's write of the document (R-G5): one with no pods
+	// is refused past the signature, 400, and the document stays.
+	{"PUT " + federation.DocumentPath, "PUT", federation.DocumentPath, `{"document": {"generation": 99}, "principal": "token:matrix"}`, mPod, 400},
 	// pod1 is this pod: 404 to a caller allowed (its own sessions are
 	// the pools' calls), the refusal of one that is not.
 	{"DELETE /api/v1/users/{user}/globalsessions/{pod}/{id}", "DELETE", "/api/v1/users/alice/globalsessions/pod1/{sid}", "", mGOwnSession, 404},
