@@ -415,6 +415,11 @@ func (s *Server) podDocument(w nethttp.ResponseWriter, r *nethttp.Request, fed *
 	if n := len(req.Principal); n < 1 || n > maxDocumentPrincipal {
 		return vdibroker.FieldError("principal", "must be 1..%d bytes, got %d", maxDocumentPrincipal, n)
 	}
+	// Written to this pod's audit trail as the writer's name: no control
+	// characters, as every name it holds (R-SEC).
+	if err := vdibroker.ValidateText("principal", req.Principal, maxDocumentPrincipal); err != nil {
+		return err
+	}
 	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
 		ev.Principal = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalPod, ID: pod, Name: req.Principal}
 		// As this pod's own PUT /api/v1/federation records it.

@@ -57,6 +57,9 @@ func TestPodDocument_RG5(t *testing.T) {
 		{"a pod not in the document", "intruder", testFedSecret, req, vdibroker.EPermission, "intruder"},
 		{"another secret", "pod1", "another-federation-secret", req, vdibroker.EUnauthenticated, ""},
 		{"no principal", "pod1", testFedSecret, vdibroker.PodDocumentRequest{Document: doc}, vdibroker.EInvalid, "principal: must be 1..320 bytes"},
+		// The audit trail's name of the writer (R-SEC): an escape
+		// sequence there would reach a terminal that reads the trail.
+		{"a principal with control characters", "pod1", testFedSecret, vdibroker.PodDocumentRequest{Document: doc, Principal: "admin\x1b[2J"}, vdibroker.EInvalid, "principal: must not contain control characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := vhttp.NewPodClient(tc.from, []byte(tc.secret)).PutDocument(t.Context(), pod0, tc.req)
