@@ -235,7 +235,9 @@ type applyRow struct {
 }
 
 // applyAll sends doc to every pod it lists, in parallel, each within 30s
-// (vhttp.ApplyFederation, which the console's Federation page uses too).
+// (vhttp.ApplyFederation) with the operator's token; the console's
+// Federation page does not: it sends the signed pod-to-pod call
+// (PodClient.PutDocument), never a user's token (R-SEC).
 func applyAll(ctx context.Context, doc *vdibroker.Federation, token string) []applyRow {
 	rows := make([]applyRow, len(doc.Pods))
 	for i, r := range vhttp.ApplyFederation(ctx, doc, doc.Pods, token, vhttp.ApplyOptions{Timeout: 30 * time.Second}) {
