@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/federation"
@@ -394,9 +395,11 @@ func (s *Server) podSessionCommand(w nethttp.ResponseWriter, r *nethttp.Request,
 	return writeCommand(w, c, err)
 }
 
-// maxDocumentPrincipal bounds PodDocumentRequest.Principal: "oidc:"
-// and a subject, which OpenID Connect bounds at 255 characters.
-const maxDocumentPrincipal = 320
+// maxDocumentPrincipal bounds PodDocumentRequest.Principal, in
+// characters: the longest a console's sign-in is named, "oidc:" and a
+// subject of up to vdibroker.MaxUserLen characters, any of them beyond
+// ASCII (what the broker takes of an ID token's sub claim).
+const maxDocumentPrincipal = len("oidc:") + vdibroker.MaxUserLen
 
 // podDocument is a peer's console's write of the federation document
 // (vdibroker.PodDocumentRequest, R-G5): stored as PUT /api/v1/federation
@@ -412,8 +415,8 @@ func (s *Server) podDocument(w nethttp.ResponseWriter, r *nethttp.Request, fed *
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
 		return err
 	}
-	if n := len(req.Principal); n < 1 || n > maxDocumentPrincipal {
-		return vdibroker.FieldError("principal", "must be 1..%d bytes, got %d", maxDocumentPrincipal, n)
+	if n := utf8.RuneCountInString(req.Principal); n < 1 || n > maxDocumentPrincipal {
+		return vdibroker.FieldError("principal", "must be 1..%d characters, got %d", maxDocumentPrincipal, n)
 	}
 	// Written to this pod's audit trail as the writer's name: no control
 	// characters, as every name it holds (R-SEC).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	nethttp "net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,7 +57,8 @@ func TestPodDocument_RG5(t *testing.T) {
 		{"the same generation with other content", "pod1", testFedSecret, vdibroker.PodDocumentRequest{Document: *st.Document, Principal: "admin"}, vdibroker.EConflict, "generation"},
 		{"a pod not in the document", "intruder", testFedSecret, req, vdibroker.EPermission, "intruder"},
 		{"another secret", "pod1", "another-federation-secret", req, vdibroker.EUnauthenticated, ""},
-		{"no principal", "pod1", testFedSecret, vdibroker.PodDocumentRequest{Document: doc}, vdibroker.EInvalid, "principal: must be 1..320 bytes"},
+		{"no principal", "pod1", testFedSecret, vdibroker.PodDocumentRequest{Document: doc}, vdibroker.EInvalid, "principal: must be 1..261 characters, got 0"},
+		{"a principal longer than a console's", "pod1", testFedSecret, vdibroker.PodDocumentRequest{Document: doc, Principal: "oidc:" + strings.Repeat("x", vdibroker.MaxUserLen+1)}, vdibroker.EInvalid, "principal: must be 1..261 characters, got 262"},
 		// The audit trail's name of the writer (R-SEC): an escape
 		// sequence there would reach a terminal that reads the trail.
 		{"a principal with control characters", "pod1", testFedSecret, vdibroker.PodDocumentRequest{Document: doc, Principal: "admin\x1b[2J"}, vdibroker.EInvalid, "principal: must not contain control characters"},
@@ -65,6 +67,23 @@ func TestPodDocument_RG5(t *testing.T) {
 			_, err := vhttp.NewPodClient(tc.from, []byte(tc.secret)).PutDocument(t.Context(), pod0, tc.req)
 			wantCode(t, err, tc.code, tc.says)
 		})
+	}
+
+	// The console names an OpenID Connect administrator "oidc:" and her
+	// subject, which the broker takes up to vdibroker.MaxUserLen
+	// characters, any of them beyond ASCII: her change reaches the peers
+	// (a bound of 320 bytes refused it there, the pods' documents then
+	// differing, R-G5).
+	long := "oidc:" + strings.Repeat("é", vdibroker.MaxUserLen)
+	if err := vdibroker.ValidateUser("sub", strings.TrimPrefix(long, "oidc:")); err != nil {
+		t.Fatalf("the subject is not one the broker takes: %v", err)
+	}
+	if _, err := vhttp.NewPodClient("pod1", []byte(testFedSecret)).PutDocument(t.Context(), pod0, vdibroker.PodDocumentRequest{Document: doc, Principal: long}); err != nil {
+		t.Errorf("a write for an OpenID Connect administrator with a long subject: %v", err)
+	} else if entries, err := envs[0].admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: "federation.put", Target: "federation", Newest: true}); err != nil || len(entries) == 0 || entries[0].Outcome != vdibroker.AuditOK ||
+		!strings.HasPrefix(entries[0].Principal.Name, "oidc:éé") {
+		// The audit trail holds the name as it bounds every name.
+		t.Errorf("pod0's newest federation.put: %+v, %v; want its principal oidc:éé…", entries, err)
 	}
 
 	// A replay of a signed write is refused.
