@@ -31,6 +31,10 @@ type Principal struct {
 	// assignment of an application group to one of them entitles the
 	// user (R-E2).
 	Groups []string
+	// Gateway is the RD gateway a Gateway token is for (R-GW4): its
+	// reports are that gateway's, whatever name they carry. Empty for a
+	// Gateway token issued before tokens had one.
+	Gateway string
 }
 
 // Audit is the principal as an audit entry names it.

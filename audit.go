@@ -33,7 +33,8 @@ const (
 	PrincipalAnonymous    = "anonymous"    // no or an invalid credential
 	// PrincipalPod is a peer pod of the federation, by its verified
 	// signature (R-G5): ID is the pod's name, Name the user it acted for
-	// (a logoff or disconnect of her session, R-U3).
+	// (a logoff or disconnect of her session, R-U3) or the principal whose
+	// federation document its console sent (federation.put).
 	PrincipalPod = "pod"
 	// PrincipalLocal is a command run on the broker's machine against its
 	// data dir, not through the API (vdibroker restore); ID is the

@@ -637,6 +637,18 @@ type PodSessionCommandRequest struct {
 	Command   string   `json:"command"`
 }
 
+// PodDocumentRequest gives a pod the federation document a peer's
+// console wrote there (R-G5): Principal is who wrote it at the calling
+// pod, whose API took it first (its own check of who may write it); the
+// receiving pod stores it as its own PUT /api/v1/federation does. The
+// console sends it through the signed pod-to-pod channel, not with the
+// signed-in user's token: the document names the URLs it goes to, and a
+// Contributor writes it (R-SEC).
+type PodDocumentRequest struct {
+	Document  Federation `json:"document"`
+	Principal string     `json:"principal"`
+}
+
 // PodConnectRequest asks a pod to connect a user into one of its pools on
 // behalf of a global entitlement.
 type PodConnectRequest struct {

@@ -118,6 +118,13 @@ type TunnelCheckAnswer struct {
 	// Open holds the token ids of the tunnels that may go on; the
 	// gateway closes every other tunnel it asked about.
 	Open []string `json:"open"`
+	// Gateway is the name the broker takes the caller's reports under:
+	// its Gateway token's gateway (R-GW4), else the name it gave.
+	Gateway string `json:"gateway,omitempty"`
+	// Warnings say what is amiss with the caller's credential (the admin
+	// token, a Gateway token for no gateway in particular): the gateway
+	// logs them at start.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MaxTunnelCheck bounds the tunnels of one TunnelCheck: a gateway with
@@ -192,15 +199,17 @@ type GatewayStore interface {
 	// of session through gateway at at: a Pending or Disconnected session
 	// turns Active (R-GW2), and the session is confirmed (UserSession's
 	// GatewayTime). It returns the session as it is after; an ended one
-	// is unchanged.
+	// is unchanged. NotFound unless token was admitted for session through
+	// gateway (R-GW4).
 	GatewayReached(ctx context.Context, pool, session, token, gateway string, at time.Time) (*UserSession, error)
-	// GatewayClosed records the end of token's tunnel at at: when that
+	// GatewayClosed records the end of token's tunnel, admitted through
+	// gateway (NotFound otherwise, R-GW4), at at: when that
 	// tunnel is the last one that reached the session and it is Active,
 	// it turns Disconnected (R-GW3), unless the close is late (reported
 	// long after it happened, a gateway's report sent again: the agent's
 	// reports since are fresher than it). The tunnel's record is closed
 	// either way. It returns the session as it is after.
-	GatewayClosed(ctx context.Context, pool, session, token string, at time.Time, late bool) (*UserSession, error)
+	GatewayClosed(ctx context.Context, pool, session, token, gateway string, at time.Time, late bool) (*UserSession, error)
 	// PruneGatewayTunnels deletes up to limit records whose token expired
 	// and whose tunnel is closed or past its LiveUntil at now, and
 	// returns how many it deleted.

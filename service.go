@@ -212,6 +212,9 @@ type TokenRequest struct {
 	// Groups are a User token's user's groups (R-E6): at most MaxGroups;
 	// refused for the other roles.
 	Groups []string `json:"groups,omitempty"`
+	// Gateway is the name of the one RD gateway a Gateway token is for
+	// (R-GW4); absent, the subject. Refused for the other roles.
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // TokenResponse is a new API token; the secret is shown only here.

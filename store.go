@@ -38,6 +38,11 @@ type Token struct {
 	// Groups are the groups of a User token's user (R-E2, R-E6): its
 	// assignments through groups entitle it.
 	Groups []string `json:"groups,omitempty"`
+	// Gateway is the one RD gateway a Gateway token is for (R-GW4): the
+	// broker records its reports under this name and refuses them under
+	// another. Empty on a Gateway token issued before tokens had it,
+	// whose gateway names itself in each report.
+	Gateway string `json:"gateway,omitempty"`
 	// RevokeTime is set on a token TokenByHash found among the revoked
 	// ones (DeleteToken), which authenticates nobody; it has only ID and
 	// Hash beside it.

@@ -263,6 +263,23 @@ func nameChar(r rune) bool {
 		r == '@' || r == '.' || r == '_' || r == '-' || r == ' '
 }
 
+// HostNameKey is what a session host's name is compared by for its
+// uniqueness in its pool: its ASCII letters in lower case, one trailing
+// dot dropped, as Windows and DNS compare host names (OFFICE-01 and
+// office-01. are office-01). The store's unique index is over the same
+// key (store/migrations, 00077); only ASCII folds, as SQL's lower() does
+// there.
+func HostNameKey(name string) string {
+	name = strings.TrimSuffix(name, ".")
+	b := []byte(name)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
 // ValidateAddress checks a host:port address a client can connect to: a DNS
 // name or IP address (IPv6 in brackets) and a port 1..65535. Empty is allowed
 // (the host has not registered yet; the client then uses the host name).

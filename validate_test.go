@@ -191,3 +191,22 @@ func TestValidateAssignedUsersBound_RPE3(t *testing.T) {
 		})
 	}
 }
+
+// TestHostNameKey_RSEC: the key a host's name is unique by in its pool
+// (R-SEC, R-D3): ASCII letters in lower case, one trailing dot dropped.
+func TestHostNameKey_RSEC(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"office-01", "office-01"},
+		{"OFFICE-01", "office-01"},
+		{"Office-01.", "office-01"},
+		{"office-01..", "office-01."}, // one dot only: another DNS name
+		{"a.b.", "a.b"},
+		{"Host@Pool_1 X", "host@pool_1 x"},
+		{"...", ".."},
+		{"ÖSTEN-01", "Östen-01"}, // only ASCII folds, as SQL's lower() does in the store
+	} {
+		if got := HostNameKey(c.name); got != c.want {
+			t.Errorf("HostNameKey(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

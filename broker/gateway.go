@@ -101,6 +101,9 @@ type gatewaySide struct {
 	// by hash: while the store is down they still authenticate, so the
 	// gateways' reports go on (R-GW4, R-OUT1).
 	gateways map[string]knownToken
+	// warned is when the broker last warned of a credential a gateway
+	// reports with (gatewayName), by token id.
+	warned map[string]time.Time
 }
 
 // knownToken is a Gateway token as last authenticated from the store.
@@ -450,8 +453,8 @@ func (s *Service) gatewayMaintain(ctx context.Context) {
 }
 
 // checkReport is what every report passes first: well formed, from a
-// principal that may report for its pool (R-GW4), naming a token this
-// broker issued.
+// principal that may report for its pool (R-GW4), under the name of the
+// gateway its credential is for, naming a token this broker issued.
 func (s *Service) checkReport(ctx context.Context, r *vdibroker.TunnelReport) error {
 	if err := vdibroker.ValidateTunnelReport(r); err != nil {
 		return err
@@ -459,6 +462,11 @@ func (s *Service) checkReport(ctx context.Context, r *vdibroker.TunnelReport) er
 	if err := vdibroker.Authorize(vdibroker.PrincipalFrom(ctx), vdibroker.ActionGatewayReport, vdibroker.Target{HostPool: r.Pool}); err != nil {
 		return err
 	}
+	name, _, err := s.gatewayName(ctx, r.Gateway)
+	if err != nil {
+		return err
+	}
+	r.Gateway = name
 	ok, err := s.issued(ctx, r)
 	if err != nil {
 		return err
@@ -468,6 +476,69 @@ func (s *Service) checkReport(ctx context.Context, r *vdibroker.TunnelReport) er
 			cutID(r.TokenID), r.User, r.Session, r.Pool, r.Host)
 	}
 	return nil
+}
+
+// gatewayName is the name a gateway's report or check is taken under
+// (R-GW4): a Gateway token's own gateway, whose name is the credential's,
+// not the report's, so that one gateway's token cannot report as another
+// (admitted through it, reached a session through it, checking its
+// tunnels). A report naming another gateway is refused, 403 on the field
+// gateway, and changes nothing; one naming it in other case is taken
+// under the token's spelling, and one naming none (a gateway given no
+// --name) under the token's name too. Three callers still name
+// themselves (a report naming none: the subject): a
+// Gateway token issued before tokens had a gateway (an upgrade must not
+// cut its gateways off), the admin token (it may do anything anyway),
+// and the gateway serve runs in-process (no principal). For the first
+// two it answers a warning too, which the broker logs once an hour per
+// token and a check's answer carries to the gateway.
+func (s *Service) gatewayName(ctx context.Context, reported string) (name, warning string, err error) {
+	p := vdibroker.PrincipalFrom(ctx)
+	switch {
+	case p == nil:
+		return reported, "", nil
+	case p.Role == vdibroker.RoleGateway && p.Gateway != "":
+		if reported != "" && !strings.EqualFold(reported, p.Gateway) {
+			return "", "", &vdibroker.Error{Code: vdibroker.EPermission, Field: "gateway",
+				Message: fmt.Sprintf("gateway: this Gateway token is for gateway %q, not %q: start that gateway with --name %q, or give this one a token of its own (vdibroker token create --role Gateway --subject %q)",
+					p.Gateway, cutText(reported), p.Gateway, cutText(reported))}
+		}
+		return p.Gateway, "", nil
+	case p.Role == vdibroker.RoleGateway:
+		warning = fmt.Sprintf("Gateway token %s is for no gateway in particular (issued before tokens named theirs): the broker takes the name each report gives, so whoever holds it may report as any gateway; give each gateway a token of its own (vdibroker token create --role Gateway --subject NAME, NAME its --name), then delete this one (vdibroker token delete --id %s)", p.TokenID, p.TokenID)
+	case p.Role == vdibroker.RoleAdmin:
+		warning = "the admin token, which may do anything, is this gateway's credential: give it a Gateway token, which may only report tunnels (vdibroker token create --role Gateway --subject NAME, NAME its --name), in --broker-token-file and send it SIGHUP"
+	default:
+		return reported, "", nil
+	}
+	if reported == "" {
+		// A gateway that leaves naming itself to its credential, with
+		// one that names none: its subject.
+		reported = p.Subject
+	}
+	if s.gw.warnOnce(p.Actor(), s.now()) {
+		s.log.Warn("gateway credential: "+warning, "gateway", cutText(reported))
+	}
+	return reported, warning, nil
+}
+
+// warnedEvery bounds the broker's warnings about a gateway's credential
+// (gatewayName): once an hour per token, at most maxKnownGateway tokens.
+const warnedEvery = time.Hour
+
+// warnOnce reports whether the warning about the credential key should
+// be logged now: not if it was within warnedEvery.
+func (g *gatewaySide) warnOnce(key string, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if at, ok := g.warned[key]; ok && now.Sub(at) < warnedEvery {
+		return false
+	}
+	if g.warned == nil || len(g.warned) >= maxKnownGateway {
+		g.warned = map[string]time.Time{}
+	}
+	g.warned[key] = now
+	return true
 }
 
 // cutID shortens a token id from outside for a message.
@@ -566,7 +637,7 @@ func (s *Service) TunnelClose(ctx context.Context, r *vdibroker.TunnelReport) er
 	// records the tunnel's end but leaves the session to its agent's
 	// reports (R-GW3).
 	late := lateClose(r)
-	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, now, late)
+	u, err := s.store.GatewayClosed(s.gatewayAudit(ctx, "gateway.tunnel.close", r, now), r.Pool, r.Session, r.TokenID, r.Gateway, now, late)
 	if vdibroker.ErrorCode(err) == vdibroker.ENotFound && now.After(tunnelRecordExpiry(r)) {
 		// A token this broker issued whose record may be pruned: the
 		// tunnel was closed (a gateway sends a close again when it got
@@ -670,6 +741,11 @@ func (s *Service) CheckTunnels(ctx context.Context, c *vdibroker.TunnelCheck) (*
 	if err := vdibroker.ValidateTunnelCheck(c); err != nil {
 		return nil, err
 	}
+	name, warning, err := s.gatewayName(ctx, c.Gateway)
+	if err != nil {
+		return nil, err
+	}
+	c.Gateway = name
 	p := vdibroker.PrincipalFrom(ctx)
 	now := s.now()
 	ask := make([]vdibroker.GatewayTunnel, 0, len(c.Tunnels))
@@ -700,7 +776,11 @@ func (s *Service) CheckTunnels(ctx context.Context, c *vdibroker.TunnelCheck) (*
 	if len(live) < len(c.Tunnels) {
 		s.log.Info("gateway tunnels checked", "gateway", cutText(c.Gateway), "tunnels", len(c.Tunnels), "goOn", len(live))
 	}
-	return &vdibroker.TunnelCheckAnswer{Open: live}, nil
+	a := &vdibroker.TunnelCheckAnswer{Open: live, Gateway: name}
+	if warning != "" {
+		a.Warnings = []string{warning}
+	}
+	return a, nil
 }
 
 // adoptOutageAdmits writes to the store the tunnels of ask, not in live,

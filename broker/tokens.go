@@ -57,7 +57,7 @@ func (s *Service) Authenticate(ctx context.Context, hash string) (*vdibroker.Pri
 		return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "token expired at %s", t.ExpireTime.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	p := &vdibroker.Principal{Role: t.Role, Subject: t.Subject, TokenID: t.ID, Kind: vdibroker.PrincipalToken, HostPools: t.HostPools,
-		Groups: t.Groups}
+		Groups: t.Groups, Gateway: t.Gateway}
 	if p.Role == vdibroker.RoleGateway {
 		s.gw.rememberGateway(hash, p, t.ExpireTime, s.now())
 	}
@@ -107,6 +107,21 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 	if err := vdibroker.ValidateGroups("groups", req.Groups); err != nil {
 		return nil, err
 	}
+	// R-GW4: a Gateway token is one gateway's, by name: the broker
+	// records its reports under that name and refuses them under another,
+	// so one gateway's credential cannot report as another.
+	gw := ""
+	if req.Role == vdibroker.RoleGateway {
+		gw = req.Gateway
+		if gw == "" {
+			gw = req.Subject
+		}
+		if err := vdibroker.ValidateText("gateway", gw, vdibroker.MaxTunnelReportText); err != nil {
+			return nil, err
+		}
+	} else if req.Gateway != "" {
+		return nil, vdibroker.FieldError("gateway", "only a Gateway token is for a gateway, not a %s token", req.Role)
+	}
 	now := s.now().UTC()
 	secret := vdibroker.NewSecret("vdbt_")
 	t := vdibroker.Token{
@@ -117,6 +132,7 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 		CreateTime: now,
 		HostPools:  slices.Compact(slices.Sorted(slices.Values(req.HostPools))),
 		Groups:     req.Groups,
+		Gateway:    gw,
 	}
 	if req.ExpiresInSeconds != 0 {
 		exp := now.Add(time.Duration(req.ExpiresInSeconds) * time.Second)

@@ -658,6 +658,13 @@ func TestConsolePostgres(t *testing.T) {
 		{"PublishDotNamedApp", TestPublishDotNamedApp_RE7},
 		{"PublishBadInput", TestPublishBadInput},
 		{"PublishRefusedByRole", TestPublishRefusedByRole_RSEC},
+		{"GlobalEntitlementFromConsoleReachesPeer", TestGlobalEntitlementFromConsoleReachesPeer_RE9_RG1},
+		{"GlobalEntitlementStalePage", TestGlobalEntitlementStalePage_RE13},
+		{"GlobalEntitlementPeerRefuses", TestGlobalEntitlementPeerRefuses_RG5},
+		{"GlobalEntitlementNewerPeer", TestGlobalEntitlementNewerPeer_RG5},
+		{"GlobalEntitlementRefusedByRole", TestGlobalEntitlementRefusedByRole_RSEC},
+		{"GlobalEntitlementBadInput", TestGlobalEntitlementBadInput},
+		{"GlobalEntitlementSendsNoToken", TestGlobalEntitlementSendsNoToken_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

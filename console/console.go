@@ -149,6 +149,9 @@ type Console struct {
 	// pod: EnableFederation was called; a user's sessions page also
 	// lists those in the other pods.
 	pod bool
+	// fed is EnableFederation's: how the federation page's changes reach
+	// the other pods.
+	fed FederationConfig
 	// notGlobal: the web sessions whose principal the API refused a
 	// listing of a user's sessions in other pods (one scoped to host
 	// pools, R-U3): their pages ask no more (otherPodsSessions).

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
 	"github.com/vdibroker/vdibroker/internal/webguard"
 )
 
@@ -21,9 +22,10 @@ import (
 // It is added by EnableFederation, so the console's own page list does not
 // change for brokers that are no pod.
 
-// EnableFederation adds the federation page at /federation. Call it before
-// serving.
-func (c *Console) EnableFederation() {
+// EnableFederation adds the federation page at /federation, with its
+// forms that change the global entitlements (globalent.go), which reach
+// the other pods as cfg says. Call it before serving.
+func (c *Console) EnableFederation(cfg FederationConfig) {
 	funcs := pageFuncs()
 	for k, f := range (template.FuncMap{
 		"load": func(f *float64) string {
@@ -32,6 +34,14 @@ func (c *Console) EnableFederation() {
 			}
 			return fmt.Sprintf("%.3g", *f)
 		},
+		"kv": func(kv ...any) map[string]any {
+			m := map[string]any{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				m[kv[i].(string)] = kv[i+1]
+			}
+			return m
+		},
+		"int": func(n int64) int { return int(n) },
 		"ago": func(t *time.Time) string {
 			if t == nil {
 				return "never"
@@ -44,6 +54,8 @@ func (c *Console) EnableFederation() {
 	c.pages["federation"] = template.Must(template.New("federation").Funcs(funcs).
 		ParseFS(templateFS, "templates/layout.html", "templates/federation.html"))
 	c.mux.HandleFunc("GET /federation", c.signedIn(c.federationPage))
+	c.addGlobalEntitlementRoutes()
+	c.fed = cfg
 	c.mux.HandleFunc("POST /users/{user}/globalsessions/{pod}/{id}/logoff", c.signedIn(c.globalLogoff))
 	c.mux.HandleFunc("POST /users/{user}/globalsessions/{pod}/{id}/disconnect", c.signedIn(c.globalDisconnect))
 	c.pod = true
@@ -151,6 +163,7 @@ func (n *notGlobal) add(sid string, expires, now time.Time) {
 
 // fedStatus is GET /api/v1/federation as the page reads it.
 type fedStatus struct {
+	Warnings []string             `json:"warnings"`
 	Pod      string               `json:"pod"`
 	Site     string               `json:"site"`
 	Document vdibroker.Federation `json:"document"`
@@ -188,8 +201,15 @@ type fedEntitlement struct {
 }
 
 func (c *Console) federationPage(rq *request) {
+	c.renderFederation(rq, http.StatusOK, map[string]any{}, nil)
+}
+
+// renderFederation shows the federation page with data's extras (a
+// banner, the pods' answers to a change) and one of its forms as posted
+// (nil: every form blank), reading the document as this pod holds it now.
+func (c *Console) renderFederation(rq *request, status int, data map[string]any, f *publishForm) {
 	ctx := rq.r.Context()
-	data := map[string]any{"Title": "Federation", "Nav": "federation"}
+	data["Title"], data["Nav"] = "Federation", "federation"
 	var st fedStatus
 	err := rq.api.do(ctx, "GET", apiPrefix+"/federation", nil, &st)
 	switch vdibroker.ErrorCode(err) {
@@ -197,7 +217,7 @@ func (c *Console) federationPage(rq *request) {
 	case vdibroker.ENotFound:
 		// Not a pod, or no document yet: say so on the page.
 		data["NotFederated"] = vdibroker.ErrorMessage(err)
-		c.page(rq, http.StatusOK, "federation", data)
+		c.page(rq, status, "federation", data)
 		return
 	default:
 		c.apiError(rq, err)
@@ -222,8 +242,23 @@ func (c *Console) federationPage(rq *request) {
 		}
 		sites = append(sites, row)
 	}
+	// The peers known to hold another generation: the page offers to
+	// send this pod's document again.
+	for _, p := range st.Peers {
+		if p.GenerationMismatch {
+			data["Differ"] = true
+		}
+	}
+	if data["Differ"] == nil {
+		data["Differ"] = false
+	}
 	data["Status"] = st
 	data["Sites"] = sites
 	data["Entitlements"] = ges.Value
-	c.page(rq, http.StatusOK, "federation", data)
+	data["Form"] = f
+	data["Scopes"], data["Distributions"] = federation.Scopes, federation.Distributions
+	data["Kinds"] = []string{vdibroker.KindDesktop, vdibroker.KindApplication}
+	data["NameMax"], data["PodNameMax"] = federation.MaxPodNameLen, federation.MaxPodNameLen
+	data["PoolNameMax"], data["AppNameMax"], data["UserMax"] = vdibroker.MaxPoolNameLen, vdibroker.MaxAppNameLen, vdibroker.MaxUserLen
+	c.page(rq, status, "federation", data)
 }

@@ -37,11 +37,12 @@ func newPodEnvNamed(t *testing.T, pod string) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	secret := []byte("console-test-federation-secret")
+	peers := vhttp.NewPodClient(pod, secret)
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: pod,
-		Peers: vhttp.NewPodClient(pod, secret), PodTimeout: 500 * time.Millisecond, FederationSecret: secret})
+		Peers: peers, PodTimeout: 500 * time.Millisecond, FederationSecret: secret})
 	t.Cleanup(func() { srv.Close() })
 	c := console.New(console.Config{API: srv.Handler(), Sessions: st})
-	c.EnableFederation()
+	c.EnableFederation(console.FederationConfig{Pods: peers})
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())

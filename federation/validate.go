@@ -45,6 +45,14 @@ func ValidatePodName(field, name string) error {
 	return vdibroker.ValidateName(field, name, minNameLen, maxNameLen)
 }
 
+// ValidateEntitlementName checks a global entitlement's name where a
+// caller gives one (the console's forms) as a document's
+// globalEntitlements[i].name is checked: InvalidArgument on field with the
+// allowed range, the name itself not echoed.
+func ValidateEntitlementName(field, name string) error {
+	return vdibroker.ValidateName(field, name, minNameLen, maxNameLen)
+}
+
 // ValidateSessionRef checks a session a caller names (a global connect's
 // session, GlobalConnectRequest.Session) under field: its pod as a pod's
 // name (may be empty: the pod asked), its host pool as a pool's name, its

@@ -32,3 +32,9 @@ const LookupPath = "/api/v1/pod/directory/lookup"
 // pod, as its own API does (R-U3 across the federation; the queued
 // vdibroker.Command, 202).
 const SessionCommandPath = "/api/v1/pod/sessions/command"
+
+// DocumentPath is PUT vdibroker.PodDocumentRequest: store the federation
+// document a peer's console wrote there, as this pod's PUT
+// /api/v1/federation does (the stored document; 200, or 201 for this
+// pod's first). Only a pod of the document this pod holds may send one.
+const DocumentPath = "/api/v1/pod/federation"

@@ -49,6 +49,11 @@ var (
 	// a malformed report, a revoked Gateway token); sending it again
 	// would be refused again.
 	ErrRefused = errors.New("the broker refused the report")
+	// ErrCredentialRefused: of ErrRefused, the broker's 401 or 403, a
+	// refusal of the gateway's credential (R-GW4): a deleted token,
+	// another gateway's, a role that may not report. It wraps
+	// ErrRefused.
+	ErrCredentialRefused = fmt.Errorf("%w: the broker refused this gateway's credential", ErrRefused)
 )
 
 // TunnelEvent is one report about a tunnel.

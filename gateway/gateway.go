@@ -47,10 +47,14 @@ type Verifier interface {
 // Config configures a Gateway. Zero limits take the defaults below.
 type Config struct {
 	// Name is this gateway's name in the reports to the broker.
-	Name     string
-	Verifier Verifier
-	Broker   Broker
-	Logger   *slog.Logger
+	Name string
+	// NameFromCredential leaves Name out of the reports and checks (their
+	// gateway empty): the broker takes the name of the gateway's Gateway
+	// token (R-GW4). Name is then its name in its own log only.
+	NameFromCredential bool
+	Verifier           Verifier
+	Broker             Broker
+	Logger             *slog.Logger
 	// Registry, when set, gets the gateway's metrics.
 	Registry prometheus.Registerer
 	// Clock drives the timers (nil: the real clock).
@@ -299,7 +303,7 @@ func (g *Gateway) reauthorize() {
 			evs[i] = t.event()
 		}
 		ctx, cancel := context.WithTimeout(g.ctx, brokerTimeout)
-		open, err := g.cfg.Broker.CheckTunnels(ctx, g.cfg.Name, evs)
+		open, err := g.cfg.Broker.CheckTunnels(ctx, g.reportName(), evs)
 		cancel()
 		if err != nil {
 			if g.ctx.Err() != nil {
@@ -786,6 +790,15 @@ func (g *Gateway) Stats() Stats {
 		st.Preauth += n
 	}
 	return st
+}
+
+// reportName is the gateway's name in its reports: none when the broker
+// takes it from the gateway's credential.
+func (g *Gateway) reportName() string {
+	if g.cfg.NameFromCredential {
+		return ""
+	}
+	return g.cfg.Name
 }
 
 func (g *Gateway) String() string { return fmt.Sprintf("gateway %s", g.cfg.Name) }

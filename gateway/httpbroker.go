@@ -18,7 +18,9 @@ import (
 // acknowledge, 409 Conflict when a token id was admitted before
 // (ErrTokenUsed), 429 when the user holds its most tunnels (ErrUserLimit),
 // 404 for a token it did not issue or whose session ended
-// (ErrNotAdmitted), another 4xx for a report it refuses (ErrRefused); any
+// (ErrNotAdmitted), 401 or 403 for the gateway's credential
+// (ErrCredentialRefused: a deleted token, another gateway's), another 4xx
+// for a report it refuses (ErrRefused, which both wrap); any
 // other answer refuses an open too, and a close is sent again. A check of the
 // open tunnels is POSTed to URL + "/check" and answered 200 with the
 // token ids that may go on; any other answer is no answer.
@@ -65,6 +67,8 @@ func (b *HTTPBroker) post(ctx context.Context, what string, ev TunnelEvent) erro
 		return ErrUserLimit
 	case resp.StatusCode == http.StatusNotFound:
 		return fmt.Errorf("%w: %s", ErrNotAdmitted, bytes.TrimSpace(msg))
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("%w: broker tunnel %s: HTTP %d: %s", ErrCredentialRefused, what, resp.StatusCode, bytes.TrimSpace(msg))
 	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusRequestTimeout:
 		return fmt.Errorf("%w: broker tunnel %s: HTTP %d: %s", ErrRefused, what, resp.StatusCode, bytes.TrimSpace(msg))
 	case resp.StatusCode/100 != 2:
@@ -123,30 +127,57 @@ func (b *HTTPBroker) CheckTunnels(ctx context.Context, gateway string, tunnels [
 	return *a.Open, nil
 }
 
+// ProbeAnswer is what a Probe learnt of the broker.
+type ProbeAnswer struct {
+	// Status is the HTTP status (0: the broker did not answer).
+	Status int
+	// Field is the field the broker's error named, when it refused the
+	// check: "gateway" when the token is another gateway's (R-GW4).
+	Field string
+	// Gateway is the name the broker takes this gateway's reports under
+	// (an older broker's answer has none); Warnings what it says is
+	// amiss with the credential (the admin token, a Gateway token for no
+	// gateway in particular).
+	Gateway  string
+	Warnings []string
+}
+
 // Probe asks the broker to check no tunnel, as a gateway does at start:
 // a 200 with the list says the URL is the broker's tunnel API and it
-// takes the token. It answers the HTTP status (0 when the broker did not
-// answer) and, unless 200 with the list, an error with the broker's words.
-func (b *HTTPBroker) Probe(ctx context.Context, gateway string) (int, error) {
+// takes the token. Unless 200 with the list, it answers an error with the
+// broker's words too.
+func (b *HTTPBroker) Probe(ctx context.Context, gateway string) (ProbeAnswer, error) {
 	resp, err := b.send(ctx, "check", struct {
 		Gateway string        `json:"gateway"`
 		Tunnels []TunnelEvent `json:"tunnels"`
 	}{gateway, []TunnelEvent{}})
 	if err != nil {
-		return 0, err
+		return ProbeAnswer{}, err
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
+	p := ProbeAnswer{Status: resp.StatusCode}
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, fmt.Errorf("HTTP %d: %.160s", resp.StatusCode, brokerWords(msg))
+		var e struct {
+			Error struct {
+				Field string `json:"field"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(msg, &e) == nil {
+			p.Field = e.Error.Field
+		}
+		return p, fmt.Errorf("HTTP %d: %.320s", resp.StatusCode, brokerWords(msg))
 	}
 	var a struct {
-		Open *[]string `json:"open"`
+		Open     *[]string `json:"open"`
+		Gateway  string    `json:"gateway"`
+		Warnings []string  `json:"warnings"`
 	}
 	if err := json.Unmarshal(msg, &a); err != nil || a.Open == nil {
-		return resp.StatusCode, fmt.Errorf("HTTP 200 but not the broker's answer: %.100q", msg)
+		return p, fmt.Errorf("HTTP 200 but not the broker's answer: %.100q", msg)
 	}
-	return resp.StatusCode, nil
+	p.Gateway, p.Warnings = a.Gateway, a.Warnings
+	return p, nil
 }
 
 // brokerWords is the message of the broker's JSON error body, or the

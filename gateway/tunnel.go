@@ -224,7 +224,7 @@ func (t *tunnel) finish() {
 func (t *tunnel) event() TunnelEvent {
 	c := t.claims
 	return TunnelEvent{TokenID: c.ID, User: c.User, Session: c.Session, Pool: c.Pool, Host: c.Host,
-		Client: t.client, Gateway: t.g.cfg.Name, At: t.g.cfg.Clock.Now(), Expiry: time.Unix(c.Expiry, 0)}
+		Client: t.client, Gateway: t.g.reportName(), At: t.g.cfg.Clock.Now(), Expiry: time.Unix(c.Expiry, 0)}
 }
 
 // refuse answers the pending request with its refusal, counts and logs it,
@@ -319,6 +319,12 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 		return false
 	}
 	claims, err := g.cfg.Verifier.Verify(m.PAACookieString(), g.cfg.Clock.Now())
+	if errors.Is(err, gatewaytoken.ErrNoKeys) {
+		// Started before its broker, the gateway has not read the keys
+		// yet (R-GW6): the token may be good; the gateway cannot say.
+		t.refuse("keys_unavailable", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyInternalError})
+		return false
+	}
 	if err != nil {
 		reason := gatewaytoken.Reason(err)
 		if reason == "" {
@@ -345,6 +351,12 @@ func (t *tunnel) authorize(m *tsgu.TunnelCreate) bool {
 		return false
 	case errors.Is(err, ErrNotAdmitted):
 		t.refuse("broker_refused", denied, "err", cut(err.Error(), 160))
+		return false
+	case errors.Is(err, ErrCredentialRefused):
+		// The broker refused this gateway's credential, not the
+		// client's token (R-GW4): a deleted token, another gateway's,
+		// a role that may not report. Nothing the user can mend.
+		t.refuse("credential_refused", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyInternalError}, "err", cut(err.Error(), 320))
 		return false
 	case err != nil:
 		t.refuse("broker_unavailable", &tsgu.TunnelResponse{ServerVersion: 1, StatusCode: tsgu.EProxyInternalError}, "err", cut(err.Error(), 160))

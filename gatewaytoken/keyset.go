@@ -210,14 +210,24 @@ func (s URLSource) Keys(ctx context.Context) (*KeySet, error) {
 		return nil, &StatusError{URL: s.URL, StatusCode: resp.StatusCode}
 	}
 	if len(data) > maxKeySetBytes {
-		return nil, fmt.Errorf("%s: over %d bytes", s.URL, maxKeySetBytes)
+		return nil, fmt.Errorf("%s: %w: over %d bytes", s.URL, ErrNotKeySet, maxKeySetBytes)
 	}
 	ks, err := ParseJWKS(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.URL, err)
+		return nil, fmt.Errorf("%s: %w: %w", s.URL, ErrNotKeySet, err)
 	}
 	return ks, nil
 }
+
+// ErrNotKeySet is a URLSource's 200 answer that is not a JWKS document of
+// Ed25519 keys: a URL that is not the broker's keys route (a web page),
+// which reading it again does not mend.
+var ErrNotKeySet = errors.New("not a JWKS document of Ed25519 keys")
+
+// ErrNoKeys is a Keyring's answer to a token while it holds no keys
+// (NewPendingKeyring, its source not read yet): the gateway refuses the
+// tunnel for now, not the token.
+var ErrNoKeys = errors.New("the gateway holds no token keys yet")
 
 // StatusError is a URLSource's answer other than 200, so that whoever
 // started the gateway can be told what the URL is missing (a 404: not
@@ -245,6 +255,11 @@ type Keyring struct {
 	clock    clock.WithTicker
 	interval time.Duration
 	cur      atomic.Pointer[KeySet]
+	// loaded is closed at the first key set held; failures counts the
+	// reads of the source that failed.
+	loaded     chan struct{}
+	loadedOnce sync.Once
+	failures   atomic.Uint64
 
 	// missMu is held while a token naming an unknown key id reads the
 	// source; lastMiss is when one last did.
@@ -262,38 +277,79 @@ const UnknownKeyReloadEvery = 5 * time.Second
 
 // NewKeyring loads the first key set, which must succeed.
 func NewKeyring(ctx context.Context, src KeySource, interval time.Duration, clk clock.WithTicker, log *slog.Logger) (*Keyring, error) {
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	k := &Keyring{src: src, log: log, clock: clk, interval: interval}
+	k := NewPendingKeyring(src, interval, clk, log)
 	if err := k.Reload(ctx); err != nil {
 		return nil, err
 	}
 	return k, nil
 }
 
+// NewPendingKeyring returns a keyring holding no keys yet, whose source
+// could not be read at start (the broker not up yet): until a read
+// succeeds, Verify answers ErrNoKeys, and Run reads the source again with
+// backoff (PendingRetryFirst doubling to PendingRetryMax) on clk.
+func NewPendingKeyring(src KeySource, interval time.Duration, clk clock.WithTicker, log *slog.Logger) *Keyring {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Keyring{src: src, log: log, clock: clk, interval: interval, loaded: make(chan struct{})}
+}
+
+// The backoff of a pending keyring's reads (Run): the first again after
+// PendingRetryFirst, doubling to PendingRetryMax, so that a gateway
+// started before its broker serves within half a minute of it, and its
+// log has a line a read at most, at most two a minute once settled.
+const (
+	PendingRetryFirst = time.Second
+	PendingRetryMax   = 30 * time.Second
+)
+
 // Reload reads the source again; on error the keys in force stay.
 func (k *Keyring) Reload(ctx context.Context) error {
 	ks, err := k.src.Keys(ctx)
 	if err != nil {
+		k.failures.Add(1)
 		return fmt.Errorf("load gateway token keys: %w", err)
 	}
 	if old := k.cur.Swap(ks); old == nil || fmt.Sprint(old.KeyIDs()) != fmt.Sprint(ks.KeyIDs()) {
 		k.log.Info("gateway token keys loaded", "keys", ks.KeyIDs())
 	}
+	k.loadedOnce.Do(func() { close(k.loaded) })
 	return nil
 }
 
-// Current returns the key set in force.
+// Current returns the key set in force: nil while a pending keyring has
+// read none.
 func (k *Keyring) Current() *KeySet { return k.cur.Load() }
+
+// Loaded is closed once the keyring holds keys.
+func (k *Keyring) Loaded() <-chan struct{} { return k.loaded }
+
+// KeyCount is how many keys are in force (0: none yet).
+func (k *Keyring) KeyCount() int {
+	if ks := k.Current(); ks != nil {
+		return len(ks.keys)
+	}
+	return 0
+}
+
+// Failures counts the reads of the source that failed.
+func (k *Keyring) Failures() uint64 { return k.failures.Load() }
 
 // Verify checks tok with the keys in force; a token of a key id they do
 // not hold has the source read again first, at most every
-// UnknownKeyReloadEvery.
+// UnknownKeyReloadEvery, and so does any token while the keyring holds
+// no keys: that read may find a broker that just came up. With no keys
+// still, it answers ErrNoKeys.
 func (k *Keyring) Verify(tok string, now time.Time) (Claims, error) {
+	if k.Current() == nil {
+		if k.reloadForUnknownKey(); k.Current() == nil {
+			return Claims{}, ErrNoKeys
+		}
+	}
 	c, err := k.Current().Verify(tok, now)
 	if !errors.Is(err, ErrUnknownKey) || !k.reloadForUnknownKey() {
 		return c, err
@@ -316,15 +372,37 @@ func (k *Keyring) reloadForUnknownKey() bool {
 	k.lastMiss = at
 	ctx, cancel := context.WithTimeout(context.Background(), UnknownKeyReloadEvery)
 	defer cancel()
+	had := k.Current() != nil
 	if err := k.Reload(ctx); err != nil {
-		k.log.Warn("reload gateway token keys for a token of an unknown key; keeping the keys in force", "err", err)
+		if had {
+			k.log.Warn("reload gateway token keys for a token of an unknown key; keeping the keys in force", "err", err)
+		} else {
+			k.log.Warn("read gateway token keys for a token; none held yet, so its tunnel is refused keys_unavailable", "err", err)
+		}
 		return false
 	}
 	return true
 }
 
-// Run reloads every interval until ctx ends.
+// Run reloads every interval until ctx ends. A keyring holding no keys
+// first reads its source with backoff until it does (or a Reload, on
+// SIGHUP or for a token, did), logging each failed read.
 func (k *Keyring) Run(ctx context.Context) {
+	for wait := PendingRetryFirst; k.Current() == nil; wait = min(2*wait, PendingRetryMax) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-k.loaded:
+			continue
+		case <-k.clock.After(wait):
+		}
+		if k.Current() != nil {
+			break
+		}
+		if err := k.Reload(ctx); err != nil && ctx.Err() == nil {
+			k.log.Warn("read gateway token keys; tunnels are refused keys_unavailable until a read succeeds", "retryIn", min(2*wait, PendingRetryMax), "failures", k.Failures(), "err", err)
+		}
+	}
 	if k.interval <= 0 {
 		return
 	}

@@ -317,3 +317,81 @@ func TestKeyringReloadsForUnknownKey_RGW6(t *testing.T) {
 		t.Errorf("%d reads after %v, want 3", n, UnknownKeyReloadEvery)
 	}
 }
+
+// downSource fails until up is set, then answers set; it counts its
+// reads.
+type downSource struct {
+	set   *KeySet
+	up    atomic.Bool
+	reads atomic.Int32
+}
+
+func (s *downSource) Keys(context.Context) (*KeySet, error) {
+	s.reads.Add(1)
+	if !s.up.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return s.set, nil
+}
+
+// TestPendingKeyringBacksOff_RGW6: a keyring that could not read its
+// source at start holds no keys: a token is refused ErrNoKeys (after one
+// read for it, which may find the broker up), and Run reads the source
+// again after 1 s, 2 s, 4 s ... and at most every 30 s, on its clock,
+// until a read succeeds; the keyring then verifies and Loaded is closed.
+func TestPendingKeyringBacksOff_RGW6(t *testing.T) {
+	k := signer(t, "k")
+	src := &downSource{set: keySet(t, k)}
+	clk := clocktesting.NewFakeClock(t0)
+	ring := NewPendingKeyring(src, time.Hour, clk, nil)
+	tok, _ := k.Sign(testClaims())
+	if _, err := ring.Verify(tok, t0); !errors.Is(err, ErrNoKeys) {
+		t.Fatalf("a token without keys: %v, want ErrNoKeys", err)
+	}
+	if ring.KeyCount() != 0 || ring.Failures() != 1 {
+		t.Fatalf("%d keys, %d failed reads, want 0 and the token's 1", ring.KeyCount(), ring.Failures())
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { ring.Run(ctx); close(done) }()
+	// waits steps the clock by d once Run waits on it, and checks that
+	// d less a nanosecond reads nothing and d reads once.
+	waits := func(d time.Duration) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("Run waits on no timer")
+			}
+		}
+		before := src.reads.Load()
+		clk.Step(d - time.Nanosecond)
+		if n := src.reads.Load(); n != before {
+			t.Fatalf("a read %v into a wait of %v", d-time.Nanosecond, d)
+		}
+		clk.Step(time.Nanosecond)
+		for deadline := time.Now().Add(5 * time.Second); src.reads.Load() == before; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no read after a wait of %v", d)
+			}
+		}
+	}
+	for _, d := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second} {
+		waits(d)
+	}
+	src.up.Store(true)
+	waits(30 * time.Second)
+	select {
+	case <-ring.Loaded():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Loaded not closed once a read succeeded")
+	}
+	if _, err := ring.Verify(tok, t0); err != nil {
+		t.Errorf("a token once the keys are read: %v", err)
+	}
+	if ring.Failures() != 7 {
+		t.Errorf("%d failed reads, want 7 (the token's and six of Run's)", ring.Failures())
+	}
+	cancel()
+	<-done
+}

@@ -47,9 +47,11 @@ var auditedActions = map[string]string{
 	// A peer's logoff or disconnect: usersession.logoff or
 	// usersession.disconnect once its body is read (podSessionCommand).
 	"POST /api/v1/pod/sessions/command": "podsession.command",
-	"POST /api/v1/gateway/keys/rotate":  "gatewaykey.rotate", // gatewaykey.revoke with ?revoke
-	"POST /api/v1/signin":               "signin",
-	"POST /api/v1/signout":              "signout",
+	// A peer's console's write of the document (podDocument).
+	"PUT /api/v1/pod/federation":       "federation.put",
+	"POST /api/v1/gateway/keys/rotate": "gatewaykey.rotate", // gatewaykey.revoke with ?revoke
+	"POST /api/v1/signin":              "signin",
+	"POST /api/v1/signout":             "signout",
 }
 
 // auditActionsElsewhere are the audit actions that no route of

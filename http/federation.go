@@ -56,6 +56,7 @@ func (s *Server) federationRoutes() {
 	// the same.
 	s.handle("POST "+federation.LookupPath, public, s.podCall(s.podLookup, podRead))
 	s.handle("POST "+federation.SessionCommandPath, public, s.podCall(s.podSessionCommand, podRecord))
+	s.handle("PUT "+federation.DocumentPath, public, s.podCall(s.podDocument, podRecord))
 }
 
 // federated returns the pod's federation service, or NotFound on a broker
@@ -393,6 +394,47 @@ func (s *Server) podSessionCommand(w nethttp.ResponseWriter, r *nethttp.Request,
 	return writeCommand(w, c, err)
 }
 
+// maxDocumentPrincipal bounds PodDocumentRequest.Principal: "oidc:"
+// and a subject, which OpenID Connect bounds at 255 characters.
+const maxDocumentPrincipal = 320
+
+// podDocument is a peer's console's write of the federation document
+// (vdibroker.PodDocumentRequest, R-G5): stored as PUT /api/v1/federation
+// stores it, its generation checked the same, once the calling pod's API
+// took it from a principal allowed to write it there. Only a pod of the
+// document this pod holds sends one (podCall; with no document yet none
+// does: the first is applied with federation apply). Its nonce was
+// recorded before it is stored (podRecord). Its audit entry is
+// federation.put on target federation, its principal the calling pod
+// acting for the writer.
+func (s *Server) podDocument(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error {
+	var req vdibroker.PodDocumentRequest
+	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	if n := len(req.Principal); n < 1 || n > maxDocumentPrincipal {
+		return vdibroker.FieldError("principal", "must be 1..%d bytes, got %d", maxDocumentPrincipal, n)
+	}
+	if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+		ev.Principal = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalPod, ID: pod, Name: req.Principal}
+		// As this pod's own PUT /api/v1/federation records it.
+		ev.Action, ev.Target = "federation.put", "federation"
+		ev.Bound()
+	}
+	if _, err := fed.g.Document(r.Context()); err != nil {
+		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			return vdibroker.Errorf(vdibroker.EPermission, "pod %s holds no federation document yet, and takes its first from federation apply, not from a peer", fed.g.Pod())
+		}
+		return err
+	}
+	created, err := fed.g.PutDocument(r.Context(), &req.Document)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, createdStatus(created), &req.Document)
+	return nil
+}
+
 func (s *Server) podLookup(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, _ string, body []byte) error {
 	var req vdibroker.PodLookupRequest
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
@@ -586,6 +628,22 @@ func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req v
 		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which cannot log off or disconnect its sessions for another pod "+
 			"(HTTP %d to %s): use that pod's console or portal, or upgrade it", pod.Name, status, federation.SessionCommandPath)
+	}
+	return resultOrNil(&out, err)
+}
+
+// PutDocument gives pod the federation document written at this pod
+// for principal (the signed call, not a user's token: the document
+// names pod's URL, and a Contributor writes it, R-SEC). A pod whose
+// router does not know the call (404 or 405: an older version) is
+// PodUnavailable, saying so.
+func (c *PodClient) PutDocument(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDocumentRequest) (*vdibroker.Federation, error) {
+	var out vdibroker.Federation
+	status, err := c.call(ctx, pod, "PUT", federation.DocumentPath, req, &out)
+	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
+		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
+		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which takes the federation document from federation apply only "+
+			"(HTTP %d to %s)", pod.Name, status, federation.DocumentPath)
 	}
 	return resultOrNil(&out, err)
 }

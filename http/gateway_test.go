@@ -314,7 +314,7 @@ func TestGatewayReportsRefused_RGW4(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := gateway.TunnelEvent{TokenID: claims.ID, User: claims.User, Session: claims.Session, Pool: claims.Pool, Host: claims.Host,
-		Client: "192.0.2.7", Gateway: "rdgw-x", At: time.Now(), Expiry: time.Unix(claims.Expiry, 0)}
+		Client: "192.0.2.7", Gateway: "rdgw-1", At: time.Now(), Expiry: time.Unix(claims.Expiry, 0)}
 
 	user, err := w.e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleUser, Subject: "alice"})
 	if err != nil {

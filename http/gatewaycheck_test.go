@@ -17,7 +17,9 @@ import (
 // HTTP handlers and the store, answers the tunnels whose session is open
 // and leaves out the one whose session the broker ended without the host
 // dropping it, a token id the broker never issued, a tunnel asked about
-// under another gateway's name, and, for a Gateway token scoped to
+// under another gateway's name (the admin token's question: a Gateway
+// token's under another name is refused, TestGatewayTokenIsOneGateway_RGW4),
+// and, for a Gateway token scoped to
 // another pool, every tunnel; User tokens and anonymous callers are
 // refused.
 func TestGatewayCheckTunnels_RGW4(t *testing.T) {
@@ -62,8 +64,9 @@ func TestGatewayCheckTunnels_RGW4(t *testing.T) {
 	if got := check(w.broker, "rdgw-1", altered); len(got) != 0 {
 		t.Errorf("altered claims: %v, want none", got)
 	}
-	// Another gateway's name: not its tunnel.
-	if got := check(w.broker, "rdgw-2", alice); len(got) != 0 {
+	// Another gateway's name, asked with the admin token (which names
+	// its gateway as it likes): not that gateway's tunnel.
+	if got := check(&gateway.HTTPBroker{URL: w.broker.URL, Token: adminToken}, "rdgw-2", alice); len(got) != 0 {
 		t.Errorf("asked as rdgw-2: %v, want none", got)
 	}
 	// A Gateway token of another pool learns nothing of this one's.
@@ -71,7 +74,7 @@ func TestGatewayCheckTunnels_RGW4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := check(&gateway.HTTPBroker{URL: w.broker.URL, Token: other.Secret}, "rdgw-1", alice); len(got) != 0 {
+	if got := check(&gateway.HTTPBroker{URL: w.broker.URL, Token: other.Secret}, "rdgw-9", alice); len(got) != 0 {
 		t.Errorf("a Gateway token scoped to otherpool: %v, want none", got)
 	}
 	// The admin token may ask.

@@ -13,6 +13,8 @@ func TestPostgresSuite(t *testing.T) {
 		fn   func(*testing.T)
 	}{
 		{"PutHostPoolDefaults_SPEC2", TestPutHostPoolDefaults_SPEC2},
+		{"GatewayTokenIsOneGateway_RGW4", TestGatewayTokenIsOneGateway_RGW4},
+		{"GatewayTokenMovesOnlyItsTunnels_RGW4", TestGatewayTokenMovesOnlyItsTunnels_RGW4},
 		{"Audit_PrincipalInAnyCase_RE5", TestAudit_PrincipalInAnyCase_RE5},
 		{"HostPoolValidation_RP4", TestHostPoolValidation_RP4},
 		{"BadBodies_SPEC9", TestBadBodies_SPEC9},
@@ -100,6 +102,9 @@ func TestPostgresSuite(t *testing.T) {
 		{"UserWriteBudget_EveryUserWrite", TestUserWriteBudget_EveryUserWrite},
 		{"UserWriteBuckets_Bounded", TestUserWriteBuckets_Bounded},
 		{"RepeatedCommandQueuedOnce", TestRepeatedCommandQueuedOnce},
+		// Host names unique ignoring case (hostname_test.go).
+		{"RegisterSameNameIgnoringCase_RSEC", TestRegisterSameNameIgnoringCase_RSEC},
+		{"RegisterSameNameAtOnce_RD3", TestRegisterSameNameAtOnce_RD3},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -297,7 +297,7 @@ func TestAuthMatrix_Scopes(t *testing.T) {
 		{name: "User alice", role: "User", user: "alice", secret: tok("User", "alice", nil)},
 		{name: "scoped User alice", role: "User", user: "alice", scoped: true, secret: tok("User", "alice", []string{"pin"})},
 		{name: "Gateway", role: "Gateway", secret: tok("Gateway", "rdgw-1", nil)},
-		{name: "scoped Gateway", role: "Gateway", scoped: true, secret: tok("Gateway", "rdgw-2", []string{"pin"})},
+		{name: "scoped Gateway", role: "Gateway", scoped: true, secret: tok("Gateway", "rdgw-1", []string{"pin"})},
 		// The provider's ID tokens, their role and scope from testRoles.
 		{name: "OIDC Reader", role: "Reader", secret: mint("readers", 0)},
 		{name: "OIDC scoped Contributor", role: "Contributor", scoped: true, secret: mint("pin-ops", 0)},

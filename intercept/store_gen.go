@@ -724,9 +724,9 @@ func (s *Store) GatewayReached(ctx context.Context, pool string, session string,
 }
 
 // GatewayClosed runs the wrapped store's GatewayClosed through the hook.
-func (s *Store) GatewayClosed(ctx context.Context, pool string, session string, token string, at time.Time, late bool) (r0 *vdibroker.UserSession, err error) {
+func (s *Store) GatewayClosed(ctx context.Context, pool string, session string, token string, gateway string, at time.Time, late bool) (r0 *vdibroker.UserSession, err error) {
 	err = s.hook(ctx, OpGatewayClosed, func(ctx context.Context) (err error) {
-		r0, err = s.inner.GatewayClosed(ctx, pool, session, token, at, late)
+		r0, err = s.inner.GatewayClosed(ctx, pool, session, token, gateway, at, late)
 		return err
 	})
 	return r0, err

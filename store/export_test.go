@@ -751,3 +751,44 @@ func SetAfterBackupCopy(t testing.TB, f func(path string)) {
 	afterBackupCopy = f
 	t.Cleanup(func() { afterBackupCopy = nil })
 }
+
+// SameNamePlan returns the plan of the look-up of a host's twins by its
+// name ignoring case and a trailing dot (sameNameQuery): SQLite's EXPLAIN
+// QUERY PLAN, or PostgreSQL's EXPLAIN with sequential scans disabled.
+func (s *DB) SameNamePlan(ctx context.Context) (string, error) {
+	args := []any{"pool", "office-01", "OFFICE-01"}
+	if s.d == sqliteDialect {
+		return s.explain(ctx, sameNameQuery, args...)
+	}
+	return s.postgresExplain(ctx, sameNameQuery, args)
+}
+
+// DeletedNamePlan is SameNamePlan for the look-up of a deleted host by
+// its name's key at a registration (deletedHostQuery).
+func (s *DB) DeletedNamePlan(ctx context.Context) (string, error) {
+	args := []any{"pool", "office-01"}
+	if s.d == sqliteDialect {
+		return s.explain(ctx, deletedHostQuery, args...)
+	}
+	return s.postgresExplain(ctx, deletedHostQuery, args)
+}
+
+// StoredNameKeys maps each host of pool to the key the unique index
+// session_hosts_name_key holds for it (hostNameKeySQL), as the engine
+// computes it.
+func (s *DB) StoredNameKeys(ctx context.Context, pool string) (map[string]string, error) {
+	rows, err := s.r.QueryContext(ctx, s.d.q(`SELECT name, `+hostNameKeySQL+` FROM session_hosts WHERE host_pool = ?`), pool)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	keys := map[string]string{}
+	for rows.Next() {
+		var name, key string
+		if err := rows.Scan(&name, &key); err != nil {
+			return nil, err
+		}
+		keys[name] = key
+	}
+	return keys, rows.Err()
+}

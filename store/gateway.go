@@ -172,12 +172,14 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 }
 
 // tunnelOf reads an admitted tunnel's state; NotFound unless token is
-// admitted for session in pool.
-func (t *tx) tunnelOf(ctx context.Context, pool, session, token string) (closed, reached bool, err error) {
-	var p, sid string
-	err = t.row(ctx, `SELECT host_pool, session_id, closed, reached FROM gateway_tunnels WHERE token_id = ?`, token).Scan(&p, &sid, &closed, &reached)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (p != pool || sid != session)) {
-		return false, false, vdibroker.Errorf(vdibroker.ENotFound, "no tunnel of user session %q in host pool %q was admitted with this token", session, pool)
+// admitted for session in pool through gateway: another gateway's
+// credential neither reaches nor closes it (R-GW4), as its checks do not
+// keep it open (LiveGatewayTunnels).
+func (t *tx) tunnelOf(ctx context.Context, pool, session, token, gateway string) (closed, reached bool, err error) {
+	var p, sid, gw string
+	err = t.row(ctx, `SELECT host_pool, session_id, gateway, closed, reached FROM gateway_tunnels WHERE token_id = ?`, token).Scan(&p, &sid, &gw, &closed, &reached)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (p != pool || sid != session || gw != gateway)) {
+		return false, false, vdibroker.Errorf(vdibroker.ENotFound, "no tunnel of user session %q in host pool %q was admitted through this gateway with this token", session, pool)
 	}
 	return closed, reached, err
 }
@@ -186,7 +188,7 @@ func (t *tx) tunnelOf(ctx context.Context, pool, session, token string) (closed,
 func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway string, at time.Time) (*vdibroker.UserSession, error) {
 	var out *vdibroker.UserSession
 	err := s.write(ctx, func(t *tx) error {
-		closed, reached, err := t.tunnelOf(ctx, pool, session, token)
+		closed, reached, err := t.tunnelOf(ctx, pool, session, token, gateway)
 		if err != nil {
 			return err
 		}
@@ -247,10 +249,10 @@ func (s *DB) GatewayReached(ctx context.Context, pool, session, token, gateway s
 }
 
 // GatewayClosed records the end of a tunnel (R-GW3).
-func (s *DB) GatewayClosed(ctx context.Context, pool, session, token string, at time.Time, late bool) (*vdibroker.UserSession, error) {
+func (s *DB) GatewayClosed(ctx context.Context, pool, session, token, gateway string, at time.Time, late bool) (*vdibroker.UserSession, error) {
 	var out *vdibroker.UserSession
 	err := s.write(ctx, func(t *tx) error {
-		closed, _, err := t.tunnelOf(ctx, pool, session, token)
+		closed, _, err := t.tunnelOf(ctx, pool, session, token, gateway)
 		if err != nil {
 			return err
 		}

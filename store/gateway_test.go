@@ -51,7 +51,7 @@ func TestGatewayTokenOnce_RGW4(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("%d admissions of one token id succeeded, want 1", won)
 		}
-		if _, err := a.GatewayClosed(ctx, "gw", id, "tok-1", t0.Add(time.Second), false); err != nil {
+		if _, err := a.GatewayClosed(ctx, "gw", id, "tok-1", "rdgw-1", t0.Add(time.Second), false); err != nil {
 			t.Fatal(err)
 		}
 		wantCode(t, b.AdmitGatewayTunnel(ctx, tunnel("tok-1", "alice", id), 0, t0.Add(2*time.Second)), vdibroker.EConflict)
@@ -115,7 +115,7 @@ func TestGatewayTunnelsPerUser_RGW4(t *testing.T) {
 		}
 		// One closes: the refused token may open now.
 		first := admitted[0]
-		if _, err := a.GatewayClosed(ctx, "gw", ids[first%len(ids)], fmt.Sprintf("t%d", first), t0, false); err != nil {
+		if _, err := a.GatewayClosed(ctx, "gw", ids[first%len(ids)], fmt.Sprintf("t%d", first), "rdgw-1", t0, false); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.AdmitGatewayTunnel(ctx, tunnel(fmt.Sprintf("t%d", refused), "alice", ids[refused%len(ids)]), 3, t0); err != nil {
@@ -153,7 +153,9 @@ func TestGatewayReachedAndClosed_RGW2_RGW3(t *testing.T) {
 		}
 		_, err := s.GatewayReached(ctx, "gw", id, "tok-other", "rdgw-1", t0)
 		wantCode(t, err, vdibroker.ENotFound)
-		_, err = s.GatewayClosed(ctx, "gw", "other-session", "tok-1", t0, false)
+		_, err = s.GatewayReached(ctx, "gw", id, "tok-1", "rdgw-2", t0) // admitted through rdgw-1 (R-GW4)
+		wantCode(t, err, vdibroker.ENotFound)
+		_, err = s.GatewayClosed(ctx, "gw", "other-session", "tok-1", "rdgw-1", t0, false)
 		wantCode(t, err, vdibroker.ENotFound)
 
 		at := t0.Add(3 * time.Second)
@@ -191,19 +193,27 @@ func TestGatewayReachedAndClosed_RGW2_RGW3(t *testing.T) {
 
 		// A second tunnel (the user connected again) reaches the session,
 		// then the first one's close comes: it changes nothing.
-		if err := s.AdmitGatewayTunnel(ctx, tunnel("tok-2", "alice", id), 0, t0); err != nil {
+		tok2 := tunnel("tok-2", "alice", id)
+		tok2.Gateway = "rdgw-2"
+		if err := s.AdmitGatewayTunnel(ctx, tok2, 0, t0); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.GatewayReached(ctx, "gw", id, "tok-2", "rdgw-2", at.Add(3*time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.GatewayClosed(ctx, "gw", id, "tok-1", at.Add(4*time.Second), false); err != nil {
+		if _, err := s.GatewayClosed(ctx, "gw", id, "tok-1", "rdgw-1", at.Add(4*time.Second), false); err != nil {
 			t.Fatal(err)
 		}
 		if got := session(t, s, "gw", id); got.State != vdibroker.StateActive || got.Gateway != "rdgw-2" {
 			t.Fatalf("the older tunnel's close moved the session: %+v", got)
 		}
-		u, err = s.GatewayClosed(ctx, "gw", id, "tok-2", at.Add(5*time.Second), false)
+		// Only the gateway that admitted a tunnel closes it (R-GW4).
+		_, err = s.GatewayClosed(ctx, "gw", id, "tok-2", "rdgw-1", at.Add(5*time.Second), false)
+		wantCode(t, err, vdibroker.ENotFound)
+		if got := session(t, s, "gw", id); got.State != vdibroker.StateActive {
+			t.Fatalf("another gateway's close moved the session: %+v", got)
+		}
+		u, err = s.GatewayClosed(ctx, "gw", id, "tok-2", "rdgw-2", at.Add(5*time.Second), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +258,7 @@ func TestGatewaySessionNeverReported_RGW2(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.GatewayClosed(ctx, "gw", bob, "tb", t0.Add(100*time.Second), false); err != nil {
+		if _, err := s.GatewayClosed(ctx, "gw", bob, "tb", "rdgw-1", t0.Add(100*time.Second), false); err != nil {
 			t.Fatal(err)
 		}
 		wantCounts(t, s, "gw", "h1", 2, 2)
@@ -438,10 +448,10 @@ func TestPruneGatewayTunnels_RGW4(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.GatewayClosed(ctx, "gw", id, "closed", t0, false); err != nil {
+		if _, err := s.GatewayClosed(ctx, "gw", id, "closed", "rdgw-1", t0, false); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.GatewayClosed(ctx, "gw", id, "young", t0, false); err != nil {
+		if _, err := s.GatewayClosed(ctx, "gw", id, "young", "rdgw-1", t0, false); err != nil {
 			t.Fatal(err)
 		}
 		// Two minutes on: "closed" expired and closed; "open" is open;
@@ -508,7 +518,7 @@ func TestGatewayRepeatedReportsAuditOnce_RGW4(t *testing.T) {
 		// again of either tunnel changes nothing and audits nothing.
 		for i := range 5 {
 			for _, tok := range []string{"tok-2", "tok-1"} {
-				if _, err := s.GatewayClosed(audited("gateway.tunnel.close"), "gw", id, tok, t0.Add(time.Minute), false); err != nil {
+				if _, err := s.GatewayClosed(audited("gateway.tunnel.close"), "gw", id, tok, "rdgw-1", t0.Add(time.Minute), false); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := s.GatewayReached(audited("gateway.tunnel.reached"), "gw", id, tok, "rdgw-1", t0.Add(time.Minute+time.Duration(i)*time.Second)); err != nil {
@@ -571,7 +581,7 @@ func TestLiveGatewayTunnels_RGW4(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.GatewayClosed(ctx, "gw", alice, "closed", t0, false); err != nil {
+		if _, err := s.GatewayClosed(ctx, "gw", alice, "closed", "rdgw-1", t0, false); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.EndSession(ctx, "gw", bob, "test", t0); err != nil {
@@ -619,7 +629,7 @@ func TestLiveGatewayTunnelsDisconnected_RGW4(t *testing.T) {
 		if _, err := s.GatewayReached(ctx, "gw", carol, "first", "rdgw-1", t0); err != nil {
 			t.Fatal(err)
 		}
-		u, err := s.GatewayClosed(ctx, "gw", carol, "first", t0, false)
+		u, err := s.GatewayClosed(ctx, "gw", carol, "first", "rdgw-1", t0, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -696,7 +706,7 @@ func TestGatewayRepeatedReportsAtOnce_RGW4(t *testing.T) {
 			return err
 		})
 		atOnce(func(s *store.DB) error {
-			_, err := s.GatewayClosed(audited("gateway.tunnel.close"), "gw", id, "tok-1", t0.Add(time.Minute), false)
+			_, err := s.GatewayClosed(audited("gateway.tunnel.close"), "gw", id, "tok-1", "rdgw-1", t0.Add(time.Minute), false)
 			return err
 		})
 		for _, action := range []string{"gateway.tunnel.reached", "gateway.tunnel.close"} {

@@ -151,12 +151,86 @@ func (t *tx) getHostAnd(ctx context.Context, pool, name string, lock bool, cred 
 	}
 	h, err := scanHost(sc)
 	if errors.Is(err, sql.ErrNoRows) {
+		// Look-ups are by the name as written, which is unique; one that
+		// misses names a host whose name differs only in case or a
+		// trailing dot, which is the machine the caller likely meant
+		// (the creates refuse such a name, sameNameConflict).
+		other, err := t.sameNameHost(ctx, pool, name)
+		if err != nil {
+			return nil, fmt.Errorf("get host %s/%s: %w", pool, name, err)
+		}
+		if other != "" {
+			return nil, &hostNotFound{vdibroker.Errorf(vdibroker.ENotFound,
+				"session host %q not found in host pool %q, which has %q (host names are unique ignoring case and a trailing dot; a look-up takes the name as written)",
+				name, pool, other), other}
+		}
 		return nil, notFound("session host %q not found in host pool %q", name, pool)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get host %s/%s: %w", pool, name, err)
 	}
 	return h, nil
+}
+
+// hostNameKeySQL is vdibroker.HostNameKey in SQL, written exactly as in
+// the expression of the unique index session_hosts_name_key (migration
+// 00077), so that both engines find a host by it with that index.
+const hostNameKeySQL = `lower(CASE WHEN substr(name, length(name), 1) = '.' THEN substr(name, 1, length(name) - 1) ELSE name END)`
+
+// sameNameQuery finds another host of a pool whose name has the given
+// key (R-D3: the index holds one per key, but for the twins a store held
+// before 00077): the one that kept the key (an empty tiebreak), else the first
+// by name of those kept apart (whose tiebreak is their name). Ordered by
+// the index's own last column, so that the order takes no other index.
+const sameNameQuery = `SELECT name FROM session_hosts WHERE host_pool = ? AND ` + hostNameKeySQL + ` = ? AND name <> ?
+	ORDER BY name_key_tiebreak LIMIT 1`
+
+// deletedHostQuery finds the last delete of a host of a pool whose name
+// has the given key (R-SEC: a registration token issued before it does
+// not bring the machine back under any case of its name), in the index
+// deleted_hosts_name_key (migration 00077).
+const deletedHostQuery = `SELECT name, delete_time FROM deleted_hosts WHERE host_pool = ? AND ` + hostNameKeySQL + ` = ?
+	ORDER BY delete_time DESC LIMIT 1`
+
+// sameNameHost is the name of a host of pool other than name whose name
+// is name's ignoring case and a trailing dot, or "" when there is none.
+func (t *tx) sameNameHost(ctx context.Context, pool, name string) (string, error) {
+	var other string
+	err := t.row(ctx, sameNameQuery, pool, vdibroker.HostNameKey(name), name).Scan(&other)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return other, err
+}
+
+// hostNotFound is the NotFound of a host whose name, ignoring case and a
+// trailing dot, is another host's (sameName).
+type hostNotFound struct {
+	err      *vdibroker.Error
+	sameName string
+}
+
+func (e *hostNotFound) Error() string { return e.err.Error() }
+func (e *hostNotFound) Unwrap() error { return e.err }
+
+// sameNameOf is the name of the host that a getHost's NotFound err found
+// under the same name ignoring case and a trailing dot, or "".
+func sameNameOf(err error) string {
+	var nf *hostNotFound
+	if errors.As(err, &nf) {
+		return nf.sameName
+	}
+	return ""
+}
+
+// sameNameConflict refuses to create host name in pool beside other, the
+// same name ignoring case and one trailing dot (R-SEC): Windows and DNS
+// take both for one machine. It is the 409 of registering a name that is
+// registered already, naming the request's field.
+func sameNameConflict(field, pool, name, other string) error {
+	return &vdibroker.Error{Code: vdibroker.EConflict, Field: field, Message: fmt.Sprintf(
+		"session host name %q is taken in host pool %q by session host %q (host names are compared ignoring case and one trailing dot, "+
+			"as Windows and DNS compare them): register the machine as %q, or delete that host first", name, pool, other, other)}
 }
 
 // lockHost takes a host's lock, the row lock of its counts (a no-op on
@@ -235,6 +309,8 @@ func (s *DB) PutSessionHost(ctx context.Context, h *vdibroker.SessionHost) (crea
 		}
 		old, err := t.getHost(ctx, h.HostPool, h.Name, true)
 		switch {
+		case sameNameOf(err) != "":
+			return sameNameConflict("name", h.HostPool, h.Name, sameNameOf(err))
 		case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 			created = true
 			t.touch(h.HostPool, h.Name)

@@ -46,6 +46,8 @@ type CredentialChanges struct {
 type TokenRef struct {
 	ID, Role, Subject, HostPool string
 	HostPools, Groups           []string
+	// Gateway is a Gateway token's gateway (R-GW4).
+	Gateway string
 	// ExpiresIn is the time an API token had left when the backup was
 	// compared (0: it never expires).
 	ExpiresIn time.Duration
@@ -61,6 +63,9 @@ func reissueCommand(t TokenRef) string {
 	}
 	if len(t.Groups) > 0 {
 		cmd += " --groups " + shellQuote(flagList(t.Groups))
+	}
+	if t.Gateway != "" && t.Gateway != t.Subject {
+		cmd += " --gateway " + shellQuote(t.Gateway)
 	}
 	if t.ExpiresIn > 0 {
 		d := max(time.Minute, (t.ExpiresIn+time.Minute-1)/time.Minute*time.Minute)
@@ -223,7 +228,12 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.QueryContext(ctx, `SELECT id, role, subject, `+pools+`, `+groups+`, expire_time FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
+	// A Gateway token's gateway; a backup older than 00078 has none.
+	gatewayCol, err := tokenColumnOrValue(ctx, db, "gateway", `''`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, `SELECT id, role, subject, `+pools+`, `+groups+`, `+gatewayCol+`, expire_time FROM tokens WHERE expire_time IS NULL OR expire_time > ?`, nowNS)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +241,7 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 		var t TokenRef
 		var pools, groups string
 		var expire sql.NullInt64
-		if err := rows.Scan(&t.ID, &t.Role, &t.Subject, &pools, &groups, &expire); err != nil {
+		if err := rows.Scan(&t.ID, &t.Role, &t.Subject, &pools, &groups, &t.Gateway, &expire); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -299,12 +309,17 @@ func readCredentials(ctx context.Context, dsn string, now time.Time) (*credentia
 // tokenColumnOr is the tokens table's column col, or an empty JSON list
 // when the store is older than it.
 func tokenColumnOr(ctx context.Context, db *sql.DB, col string) (string, error) {
+	return tokenColumnOrValue(ctx, db, col, `'[]'`)
+}
+
+// tokenColumnOrValue is tokenColumnOr with the value of a missing column.
+func tokenColumnOrValue(ctx context.Context, db *sql.DB, col, missing string) (string, error) {
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('tokens') WHERE name = ?`, col).Scan(&n); err != nil {
 		return "", err
 	}
 	if n == 0 {
-		return `'[]'`, nil
+		return missing, nil
 	}
 	return col, nil
 }

@@ -390,7 +390,10 @@ func (s *DB) migrate(ctx context.Context, d goose.Dialect, dir string) error {
 		s.log.Info("applied migrations", "dialect", s.d.name, "count", len(res),
 			"first", res[0].Source.Version, "last", res[len(res)-1].Source.Version)
 	}
-	return s.foldUserKeys(ctx) // 00030's step in Go
+	if err := s.foldUserKeys(ctx); err != nil { // 00030's step in Go
+		return err
+	}
+	return s.warnSameNameHosts(ctx) // what 00077 kept apart
 }
 
 // migrationFailed is the error of a migration that failed: which one, and

@@ -19,8 +19,8 @@ func (s *DB) CreateToken(ctx context.Context, tk *vdibroker.Token) error {
 		return vdibroker.Errorf(vdibroker.EInvalid, "token hash is empty")
 	}
 	err := s.write(ctx, func(t *tx) error {
-		_, err := t.exec(ctx, `INSERT INTO tokens (id, role, subject, hash, create_time, expire_time, host_pools, groups) VALUES (?,?,?,?,?,?,?,?)`,
-			tk.ID, tk.Role, tk.Subject, tk.Hash, ns(tk.CreateTime), nsPtr(tk.ExpireTime), list(tk.HostPools), list(tk.Groups))
+		_, err := t.exec(ctx, `INSERT INTO tokens (id, role, subject, hash, create_time, expire_time, host_pools, groups, gateway) VALUES (?,?,?,?,?,?,?,?,?)`,
+			tk.ID, tk.Role, tk.Subject, tk.Hash, ns(tk.CreateTime), nsPtr(tk.ExpireTime), list(tk.HostPools), list(tk.Groups), tk.Gateway)
 		if err != nil && errors.Is(err, errUnique) {
 			return vdibroker.Errorf(vdibroker.EConflict, "token already exists")
 		}
@@ -30,14 +30,14 @@ func (s *DB) CreateToken(ctx context.Context, tk *vdibroker.Token) error {
 	return wrap(err, "create token")
 }
 
-const tokenCols = `id, role, subject, hash, create_time, expire_time, host_pools, groups`
+const tokenCols = `id, role, subject, hash, create_time, expire_time, host_pools, groups, gateway`
 
 func scanToken(sc scanner) (*vdibroker.Token, error) {
 	var tk vdibroker.Token
 	var ct int64
 	var et sql.NullInt64
 	var pools, groups string
-	if err := sc.Scan(&tk.ID, &tk.Role, &tk.Subject, &tk.Hash, &ct, &et, &pools, &groups); err != nil {
+	if err := sc.Scan(&tk.ID, &tk.Role, &tk.Subject, &tk.Hash, &ct, &et, &pools, &groups, &tk.Gateway); err != nil {
 		return nil, err
 	}
 	tk.HostPools, tk.Groups = parseList(pools), parseList(groups)
@@ -174,6 +174,14 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		}
 		var cred sql.NullString
 		h, err := t.getHostAnd(ctx, pool, req.HostName, true, &cred)
+		if other := sameNameOf(err); other != "" {
+			// OFFICE-01 or office-01. beside office-01 (R-SEC): refused
+			// as office-01 itself is when registered. Two such
+			// registrations at once meet in the unique index
+			// session_hosts_name_key (R-D3): the second runs again
+			// (errRaced) and ends here.
+			return sameNameConflict("hostName", pool, req.HostName, other)
+		}
 		var before *vdibroker.SessionHost
 		if err == nil {
 			b := *h
@@ -182,8 +190,8 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		if err == nil && cred.String != "" && cred.String != req.CurrentCredentialHash {
 			// Registered already: only the host itself (its current
 			// credential) or an admin's reset may re-key it (R-SEC).
-			return vdibroker.Errorf(vdibroker.EConflict, "session host %q is registered already: an agent re-keys it with its current credential; "+
-				"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)
+			return &vdibroker.Error{Code: vdibroker.EConflict, Field: "hostName", Message: fmt.Sprintf("session host %q is registered already: an agent re-keys it with its current credential; "+
+				"to replace the machine, an admin resets its registration (POST .../sessionhosts/%s/resetregistration)", req.HostName, req.HostName)}
 		}
 		if err == nil && cred.String == "" && forHost == "" {
 			var awaits bool
@@ -201,11 +209,18 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 		}
 		t.touch(pool, req.HostName) // a re-key revokes the old credential
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
+			// A deleted host under any case of its name (R-SEC): OFFICE-01
+			// is the machine office-01 was.
+			var deletedName string
 			var deleted int64
-			switch derr := t.row(ctx, `SELECT delete_time FROM deleted_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName).Scan(&deleted); {
+			switch derr := t.row(ctx, deletedHostQuery, pool, vdibroker.HostNameKey(req.HostName)).Scan(&deletedName, &deleted); {
 			case derr == nil && deleted >= issued:
-				return vdibroker.Errorf(vdibroker.EConflict, "session host %q was deleted at %s, after this registration token was issued: "+
-					"register it again with a new registration token", req.HostName, fromNS(deleted).Format(time.RFC3339))
+				as := ""
+				if deletedName != req.HostName {
+					as = fmt.Sprintf(" (as %q, the same name ignoring case and a trailing dot)", deletedName)
+				}
+				return vdibroker.Errorf(vdibroker.EConflict, "session host %q was deleted%s at %s, after this registration token was issued: "+
+					"register it again with a new registration token", req.HostName, as, fromNS(deleted).Format(time.RFC3339))
 			case derr != nil && !errors.Is(derr, sql.ErrNoRows):
 				return derr
 			}
@@ -220,7 +235,7 @@ func (s *DB) RegisterHost(ctx context.Context, tokenHash string, req *vdibroker.
 			if n == 0 {
 				return vdibroker.Errorf(vdibroker.EPermission, "registration token %s has registered its %s (maxHosts); issue a new one", tokenID, vdibroker.Plural(maxHosts, "host"))
 			}
-			if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND name = ?`, pool, req.HostName); err != nil {
+			if _, err := t.exec(ctx, `DELETE FROM deleted_hosts WHERE host_pool = ? AND `+hostNameKeySQL+` = ?`, pool, vdibroker.HostNameKey(req.HostName)); err != nil {
 				return err
 			}
 		}

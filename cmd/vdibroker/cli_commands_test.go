@@ -1265,13 +1265,26 @@ func TestCLITokenListShowsScope(t *testing.T) {
 
 // TestCLITokenCreateTSVColumns: token create's tsv keeps the secret in
 // the sixth field, where it was before token lists showed each token's
-// host pools (a script's cut -f6); the pools come after it.
+// host pools (a script's cut -f6); the pools come after it, then a
+// Gateway token's gateway (R-GW4), its subject unless --gateway names it.
 func TestCLITokenCreateTSVColumns(t *testing.T) {
 	b := startCLIBroker(t)
 	out := b.ok("token", "create", "--role", "Reader", "--subject", "auditor", "-o", "tsv")
 	f := strings.Split(strings.TrimRight(out, "\n"), "\t")
-	if len(f) != 7 || f[1] != "Reader" || f[2] != "auditor" || f[6] != "(all)" {
-		t.Fatalf("token create -o tsv: %q, want Id, Role, Subject, CreateTime, ExpirationTime, Token, HostPools", out)
+	if len(f) != 8 || f[1] != "Reader" || f[2] != "auditor" || f[6] != "(all)" || f[7] != "" {
+		t.Fatalf("token create -o tsv: %q, want Id, Role, Subject, CreateTime, ExpirationTime, Token, HostPools, Gateway", out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--subject", "rdgw-1"}, "rdgw-1"},
+		{[]string{"--subject", "edge team", "--gateway", "rdgw-2"}, "rdgw-2"},
+	} {
+		out := b.ok(append([]string{"token", "create", "--role", "Gateway", "-o", "tsv"}, tc.args...)...)
+		if g := strings.Split(strings.TrimRight(out, "\n"), "\t"); len(g) != 8 || g[7] != tc.want {
+			t.Errorf("token create --role Gateway %v -o tsv: %q, want its gateway %s last", tc.args, out, tc.want)
+		}
 	}
 	// The sixth field is the secret: it authenticates.
 	r := runCLI(t, "hostpool", "list", "--server", b.m.URL(), "--token", f[5])

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -237,29 +234,21 @@ type applyRow struct {
 	Result     string `json:"result"`
 }
 
-// applyAll sends doc to every pod it lists, in parallel, each within 30s.
+// applyAll sends doc to every pod it lists, in parallel, each within 30s
+// (vhttp.ApplyFederation, which the console's Federation page uses too).
 func applyAll(ctx context.Context, doc *vdibroker.Federation, token string) []applyRow {
 	rows := make([]applyRow, len(doc.Pods))
-	var wg sync.WaitGroup
-	for i, p := range doc.Pods {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			rows[i] = applyRow{Pod: p.Name, URL: p.URL, Generation: doc.Generation, Result: "applied"}
-			d := *doc
-			_, err := vhttp.NewClient(p.URL, token).PutFederation(ctx, &d)
-			var ue *url.Error
-			switch {
-			case err == nil:
-			case errors.As(err, &ue):
-				// The URL is the document's, not --server's.
-				rows[i].Result = "unreachable: " + ue.Err.Error()
-			default:
-				rows[i].Result = fail(err).Error()
-			}
-		})
+	for i, r := range vhttp.ApplyFederation(ctx, doc, doc.Pods, token, vhttp.ApplyOptions{Timeout: 30 * time.Second}) {
+		rows[i] = applyRow{Pod: r.Pod.Name, URL: r.Pod.URL, Generation: doc.Generation, Result: "applied"}
+		switch {
+		case r.Err == nil:
+		case r.Unreachable:
+			// The URL is the document's, not --server's.
+			rows[i].Result = "unreachable: " + r.Err.Error()
+		default:
+			rows[i].Result = fail(r.Err).Error()
+		}
 	}
-	wg.Wait()
 	return rows
 }
 

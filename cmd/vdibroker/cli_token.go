@@ -41,6 +41,7 @@ var tokenColumns = []column{
 	{"CreateTime", "createTime"},
 	{"ExpirationTime", "expirationTime"},
 	tokenPoolsColumn,
+	tokenGatewayColumn,
 }
 
 // tokenPoolsColumn names the pools a token is scoped to, or says it
@@ -49,9 +50,15 @@ var tokenColumns = []column{
 // script's cut -f).
 var tokenPoolsColumn = column{"HostPools", "hostPools || '(all)'"}
 
+// tokenGatewayColumn names the gateway a Gateway token is for (R-GW4),
+// or says that one issued before tokens named theirs reports as any
+// gateway; empty for the other roles. It comes after the pools, for the
+// same reason as they.
+var tokenGatewayColumn = column{"Gateway", "role == 'Gateway' && (gateway || '(any name)') || ''"}
+
 // newTokenColumns is the table of a token just made: the secret where it
 // was before the pools were shown (a script's cut -f6), then the pools.
-var newTokenColumns = append(slices.Clone(tokenColumns[:len(tokenColumns)-1]), column{"Token", "token"}, tokenPoolsColumn)
+var newTokenColumns = append(slices.Clone(tokenColumns[:len(tokenColumns)-2]), column{"Token", "token"}, tokenPoolsColumn, tokenGatewayColumn)
 
 func newRegistrationTokenCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -147,12 +154,12 @@ func newTokenCmd() *cobra.Command {
 
 func newTokenCreateCmd(a *admin) *cobra.Command {
 	var (
-		role, subject string
-		pools, groups []string
-		expires       time.Duration
+		role, subject, gw string
+		pools, groups     []string
+		expires           time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "create --role Reader|Helpdesk|Contributor|User|Gateway --subject S [--expires 720h]",
+		Use:   "create --role Reader|Helpdesk|Contributor|User|Gateway --subject S [--gateway NAME] [--expires 720h]",
 		Short: "Issue an API token; its secret is shown only now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -164,7 +171,7 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateToken(cmd.Context(), vhttp.TokenRequest{Role: role, Subject: subject, ExpiresInSeconds: secs, HostPools: pools, Groups: groups})
+			t, err := c.CreateToken(cmd.Context(), vhttp.TokenRequest{Role: role, Subject: subject, ExpiresInSeconds: secs, HostPools: pools, Groups: groups, Gateway: gw})
 			if err != nil {
 				return fail(err)
 			}
@@ -174,7 +181,8 @@ func newTokenCreateCmd(a *admin) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.Var(newEnum(&role, "", vdibroker.RoleReader, vdibroker.RoleHelpdesk, vdibroker.RoleContributor, vdibroker.RoleUser, vdibroker.RoleGateway), "role", "Reader (read only), Helpdesk (read, the audit trail, and log off, disconnect and message sessions), Contributor (all admin calls), User (connect as the subject only) or Gateway (an RD gateway's tunnel reports only)")
-	f.StringVar(&subject, "subject", "", "who the token is for; for the User role, the user name it may connect as")
+	f.StringVar(&subject, "subject", "", "who the token is for; for the User role, the user name it may connect as; for the Gateway role, the gateway's name unless --gateway says it")
+	f.StringVar(&gw, "gateway", "", "for the Gateway role: the name of the one gateway it is for, that gateway's --name (default: the subject); the broker refuses its reports under another name")
 	f.StringSliceVar(&pools, "host-pools", nil, "scope the token to these host pools (repeat or comma-separate); without it the token covers every pool")
 	f.StringSliceVar(&groups, "groups", nil, "for the User role: the user's groups, which entitle it through application groups and global entitlements assigned to them (R-E6)")
 	f.DurationVar(&expires, "expires", 0, "how long the token is valid, 1m..87600h (10 years), e.g. 720h (default: never expires; 0 alike)")
@@ -197,9 +205,23 @@ func newTokenListCmd(a *admin) *cobra.Command {
 			if err != nil {
 				return fail(err)
 			}
+			printWarnings(cmd, anyNameGatewayTokens(tokens))
 			return a.show(cmd, tokens, tokenColumns)
 		},
 	}
+}
+
+// anyNameGatewayTokens warns of each Gateway token issued before tokens
+// named their gateway (R-GW4): the broker takes the name its reports give,
+// so whoever holds it may report as any gateway.
+func anyNameGatewayTokens(tokens []*vdibroker.Token) []string {
+	var w []string
+	for _, t := range tokens {
+		if t.Role == vdibroker.RoleGateway && t.Gateway == "" {
+			w = append(w, fmt.Sprintf("Gateway token %s (subject %q) is for no gateway in particular: whoever holds it may report as any gateway; give each gateway a token of its own (token create --role Gateway --subject NAME, NAME its --name), then delete this one (token delete --id %s)", t.ID, t.Subject, t.ID))
+		}
+	}
+	return w
 }
 
 func newTokenDeleteCmd(a *admin) *cobra.Command {

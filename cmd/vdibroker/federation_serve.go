@@ -191,9 +191,13 @@ func (f *FederationFlags) registry(reg *prometheus.Registry) *prometheus.Registr
 }
 
 // addConsole adds the console's federation page when --pod-name is set.
+// Its changes reach the other pods through the pod-to-pod client, signed
+// with the federation secret, never with the signed-in user's token: only
+// the URLs --federation-allow allows, trusting --federation-ca-file, no
+// redirect, no proxy (R-SEC).
 func (f *FederationFlags) addConsole(c *console.Console) {
 	if f.PodName != "" {
-		c.EnableFederation()
+		c.EnableFederation(console.FederationConfig{Pods: f.podClient()})
 	}
 }
 

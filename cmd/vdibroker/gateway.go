@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -129,8 +132,21 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 		}
 		src = gatewaytoken.URLSource{URL: m.KeysURL, TokenFunc: keysToken.get, Client: client}
 	}
-	if keys, err = gatewaytoken.NewKeyring(ctx, src, m.KeysRefresh, nil, m.Logger); err != nil {
-		return keysStartError(m.KeysFile, m.KeysURL, err)
+	src = explainedKeys{src: src, file: m.KeysFile, url: m.KeysURL}
+	var keysClock clock.WithTicker // the gateway's, so a test steps one clock
+	if m.Config.Clock != nil {
+		keysClock = m.Config.Clock
+	}
+	keys = gatewaytoken.NewPendingKeyring(src, m.KeysRefresh, keysClock, m.Logger)
+	if err := keys.Reload(ctx); err != nil {
+		// A mistake a read again does not mend stops the start (exit
+		// 2, the unit not restarting it); a broker that does not answer
+		// yet does not: the gateway serves, refusing tunnels until it
+		// has read the keys (R-GW6).
+		if !keysRetryable(m.KeysURL, err) {
+			return usageError{err}
+		}
+		m.Logger.Warn("gateway token keys not read; serving, and refusing every tunnel keys_unavailable until a read succeeds (again in 1s, backing off to 30s, or at once on SIGHUP)", "err", err)
 	}
 	m.keys = keys
 	if m.KeysFile != "" && m.BrokerURL != "" {
@@ -158,9 +174,20 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vdibroker_gateway_keys",
+			Help: "Token keys the gateway holds; 0 until its first read of them succeeds, every tunnel refused keys_unavailable meanwhile."},
+			func() float64 { return float64(keys.KeyCount()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "vdibroker_gateway_keys_read_failures_total",
+			Help: "Reads of the token keys (--keys-url, --keys-file) that failed; the keys in force stay."},
+			func() float64 { return float64(keys.Failures()) }))
 	cfg := m.Config
 	cfg.Name, cfg.Verifier, cfg.Broker, cfg.Logger, cfg.Registry = m.Name, keys, broker, m.Logger, reg
+	if m.Name == "" {
+		// The broker names it after its Gateway token (R-GW4); the
+		// host name is its name in its own log, or without a broker.
+		cfg.Name, cfg.NameFromCredential = hostnameOr("gateway"), probe != nil
+	}
 	if m.Gateway, err = gateway.New(cfg); err != nil {
 		m.certs.Close()
 		return err
@@ -171,10 +198,16 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	if probe != nil {
 		// Beside serving, not before it: a broker whose packets are
 		// dropped would hold the start for brokerProbeTimeout.
+		// Once the keys are read: a gateway started before its broker
+		// asks it when it is up, not while every call fails.
 		m.probed = make(chan struct{})
 		go func() {
 			defer close(m.probed)
-			m.probeBroker(kctx, probe)
+			select {
+			case <-keys.Loaded():
+				m.probeBroker(kctx, probe)
+			case <-kctx.Done():
+			}
 		}()
 	}
 
@@ -205,27 +238,92 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	return nil
 }
 
-// keysStartError says which flag the first read of the keys failed on
-// and what to fix: the gateway serves only once it holds keys, so a
-// broker not up yet stops it, and "HTTP 404" alone does not say that
-// --keys-url is the broker's .../api/v1/gateway/keys (R-GW6).
-func keysStartError(file, url string, err error) error {
+// explainedKeys is a key source whose errors say which flag the read
+// failed on and what to fix (keysReadError): at start and in the log of
+// each read again.
+type explainedKeys struct {
+	src       gatewaytoken.KeySource
+	file, url string
+}
+
+func (e explainedKeys) Keys(ctx context.Context) (*gatewaytoken.KeySet, error) {
+	ks, err := e.src.Keys(ctx)
+	if err != nil {
+		return nil, keysReadError(e.file, e.url, err)
+	}
+	return ks, nil
+}
+
+// keysReadError says which flag a read of the keys failed on and what to
+// fix: "HTTP 404" alone does not say that --keys-url is the broker's
+// .../api/v1/gateway/keys (R-GW6).
+func keysReadError(file, url string, err error) error {
 	if url == "" {
 		return fmt.Errorf("--keys-file %q: %w", file, err)
 	}
 	var status *gatewaytoken.StatusError
-	var op *net.OpError
-	var ne net.Error
 	var cert *tls.CertificateVerificationError
 	switch {
-	case errors.As(err, &status) && (status.StatusCode == http.StatusNotFound || status.StatusCode == http.StatusMethodNotAllowed):
-		return fmt.Errorf("--keys-url %q: no keys there (HTTP %d): give the broker's URL ending in /api/v1/gateway/keys", url, status.StatusCode)
+	case errors.As(err, &status) && notFound(status.StatusCode) && keysRoute(url):
+		return fmt.Errorf("--keys-url %q: no keys there (HTTP %d), though it names the broker's keys route: a proxy before a broker that is not up yet (the gateway reads again), or the host is not the broker's: %w", url, status.StatusCode, err)
+	case errors.As(err, &status) && notFound(status.StatusCode):
+		return fmt.Errorf("--keys-url %q: no keys there (HTTP %d): give the broker's URL ending in /api/v1/gateway/keys: %w", url, status.StatusCode, err)
+	case errors.As(err, &status) && (status.StatusCode == http.StatusUnauthorized || status.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("--keys-url %q: refused (HTTP %d): the broker's keys need no credential, so a proxy before it wants one: give it in --keys-token-file: %w", url, status.StatusCode, err)
+	case errors.As(err, &status) && retryableStatus(status.StatusCode):
+		return fmt.Errorf("--keys-url %q: the broker is not ready (HTTP %d): start it, or wait for it: %w", url, status.StatusCode, err)
+	case errors.As(err, &status):
+		return fmt.Errorf("--keys-url %q: HTTP %d, not the broker's keys: give its URL ending in /api/v1/gateway/keys: %w", url, status.StatusCode, err)
 	case errors.As(err, &cert):
 		return fmt.Errorf("--keys-url %q: the broker's certificate is not trusted (%w): give its CA with --ca-file", url, err)
-	case errors.As(err, &op) || errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("--keys-url %q: the broker did not answer (%w); the gateway serves only once it has read the keys: start the broker first, or give --keys-file", url, err)
+	case errors.Is(err, gatewaytoken.ErrNotKeySet):
+		return fmt.Errorf("--keys-url %q: %w: give the broker's URL ending in /api/v1/gateway/keys", url, err)
 	}
-	return fmt.Errorf("--keys-url %q: %w", url, err)
+	return fmt.Errorf("--keys-url %q: the broker did not answer (%w): start the broker, or give --keys-file", url, err)
+}
+
+// retryableStatus is an answer a broker gives while it starts or is
+// loaded (a proxy before it, 502 to 504), which a read again may mend.
+func retryableStatus(code int) bool {
+	return code/100 == 5 || code == http.StatusRequestTimeout || code == http.StatusTooManyRequests
+}
+
+// notFound is a status that says there is nothing at a URL.
+func notFound(code int) bool {
+	return code == http.StatusNotFound || code == http.StatusMethodNotAllowed
+}
+
+// keysRoute reports whether url's path is the broker's keys route.
+func keysRoute(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && strings.HasSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v1/gateway/keys")
+}
+
+// keysRetryable reports whether the start's failed read of the keys from
+// keysURL (empty: --keys-file) is one a read again may mend (R-GW6): a
+// broker not up yet (no answer, a timeout, a 5xx, 408 or 429), and a 404
+// or 405 of a URL ending in the keys route, which the broker always
+// serves: a proxy before it answers that while it has no broker to send
+// to (Traefik while a broker's upgrade leaves it no backend), and exit 2
+// would leave the gateway stopped after the broker is back. Mistakes in
+// the settings are not: a --keys-file that cannot be read or parsed, a
+// --keys-url of another path answering 404 (not the keys route) or
+// another status, 401 or 403 (a credential), a certificate not trusted
+// (--ca-file), a document that is no key set.
+func keysRetryable(keysURL string, err error) bool {
+	var status *gatewaytoken.StatusError
+	var cert *tls.CertificateVerificationError
+	switch {
+	case keysURL == "":
+		return false
+	case errors.As(err, &status) && notFound(status.StatusCode):
+		return keysRoute(keysURL)
+	case errors.As(err, &status):
+		return retryableStatus(status.StatusCode)
+	case errors.As(err, &cert), errors.Is(err, gatewaytoken.ErrNotKeySet):
+		return false
+	}
+	return true
 }
 
 // brokerProbeTimeout bounds the start's check of --broker-url: a broker
@@ -242,17 +340,28 @@ const brokerProbeTimeout = 5 * time.Second
 func (m *GatewayMain) probeBroker(ctx context.Context, b *gateway.HTTPBroker) {
 	pctx, cancel := context.WithTimeout(ctx, brokerProbeTimeout)
 	defer cancel()
-	status, err := b.Probe(pctx, m.Name)
+	a, err := b.Probe(pctx, m.Name) // "": the broker names it after its token
 	if ctx.Err() != nil {
 		return // closed
 	}
-	switch {
+	switch status := a.Status; {
+	case err == nil && a.Gateway == "" && m.Name == "":
+		// A broker older than gateways given no --name: it takes the
+		// name each report gives, and these give none (R-GW4).
+		m.Logger.Warn("--name: the broker takes this gateway's reports, but it is older than this gateway and does not name it after its Gateway token: its sessions and tunnels are recorded through no gateway; give --name (the token's subject), or upgrade the broker first", "brokerURL", b.URL)
 	case err == nil:
-		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL)
+		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL, "gateway", cmp.Or(a.Gateway, m.Name))
+		for _, w := range a.Warnings {
+			// The broker's words, about this gateway's own credential
+			// (R-GW4): an admin token, a token for no gateway.
+			m.Logger.Warn("--broker-token-file: "+w, "brokerURL", b.URL)
+		}
 	case status == 0:
 		m.Logger.Warn("--broker-url: the broker did not answer; every tunnel is refused broker_unavailable until it does", "brokerURL", b.URL, "err", err)
 	case status == http.StatusUnauthorized:
 		m.Logger.Warn("--broker-token-file: the broker refused this gateway's token; every tunnel is refused until it takes one: write a Gateway token to the file (vdibroker token create --role Gateway, docs/gateway.md) and send SIGHUP", "brokerURL", b.URL, "err", err)
+	case status == http.StatusForbidden && a.Field == "gateway":
+		m.Logger.Warn("--name: the broker's Gateway token in --broker-token-file is another gateway's, and every tunnel is refused credential_refused: give this gateway its own token (vdibroker token create --role Gateway --subject NAME, NAME its --name) and send SIGHUP, or start it with the token's name as --name, or without --name", "name", m.Name, "brokerURL", b.URL, "err", err)
 	case status == http.StatusForbidden:
 		m.Logger.Warn("--broker-token-file: the broker takes the token but not for tunnel reports; give a Gateway token (vdibroker token create --role Gateway, docs/gateway.md) and send SIGHUP", "brokerURL", b.URL, "err", err)
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
@@ -450,10 +559,12 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 				return usageError{fmt.Errorf("--keys-refresh: must be at most %v with --keys-url, got %v: the broker signs with a new key %v after it makes it, a replica publishes it up to 30s later, and a gateway that has not read it by then refuses its tokens",
 					broker.MaxGatewayKeysRefresh, m.KeysRefresh, broker.DefaultGatewayPublishDelay)}
 			}
-			if m.Name == "" {
+			// Not given, the name is the broker's: its Gateway token's
+			// (R-GW4). Given empty, it is a mistake.
+			if m.Name == "" && cmd.Flags().Changed("name") {
 				return usageError{fmt.Errorf("--name: must be 1..%d characters, got none", vdibroker.MaxTunnelReportText)}
 			}
-			if err := checkGatewayName("--name", m.Name); err != nil {
+			if err := checkGatewayName("--name", m.Name); m.Name != "" && err != nil {
 				return err
 			}
 			if m.Config.TargetPorts, m.Config.TargetNetworks, err = parseTargets("--target-ports", targetPorts, "--target-networks", targetNetworks); err != nil {
@@ -467,7 +578,11 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 			if m.localBrokerInUse {
 				m.Logger.Warn("no --broker-url: each token is admitted once by this gateway only; run one gateway, or give the broker's URL")
 			}
-			m.Logger.Info("vdibroker gateway serving", "addr", m.Addr(), "keys", m.keys.Current().KeyIDs())
+			if ks := m.keys.Current(); ks != nil {
+				m.Logger.Info("vdibroker gateway serving", "addr", m.Addr(), "keys", ks.KeyIDs())
+			} else {
+				m.Logger.Warn("vdibroker gateway serving, without keys yet: every tunnel is refused keys_unavailable until it reads them", "addr", m.Addr())
+			}
 			// Read by tests and scripts that start on port 0.
 			fmt.Fprintf(cmd.OutOrStdout(), "vdibroker gateway listening on %s\n", m.Addr())
 			<-ctx.Done()
@@ -480,7 +595,7 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 	fl.StringVar(&m.Listen, "listen", "0.0.0.0:443", "address to listen on (HTTPS)")
 	fl.StringVar(&m.TLSCert, "tls-cert", "", "PEM certificate (chain) for the gateway's host name; reloaded when it changes or on SIGHUP")
 	fl.StringVar(&m.TLSKey, "tls-key", "", "the PEM private key of --tls-cert")
-	fl.StringVar(&m.Name, "name", hostnameOr("gateway"), "this gateway's name in the reports to the broker")
+	fl.StringVar(&m.Name, "name", "", "this gateway's name in the reports to the broker, which must be its Gateway token's (default: with --broker-url, its Gateway token's name; without, the host name)")
 	fl.StringVar(&m.KeysFile, "keys-file", "", "JWKS file of the broker's Ed25519 token keys (current and previous); reloaded every --keys-refresh and on SIGHUP")
 	fl.StringVar(&m.KeysURL, "keys-url", "", "URL of the broker's JWKS document of token keys, instead of --keys-file")
 	fl.StringVar(&keysTokenFile, "keys-token-file", "", "file with a bearer token for --keys-url (read again on SIGHUP)")

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/vdibroker/vdibroker/gatewaytoken"
@@ -209,53 +210,53 @@ func TestGatewayNameFlag_RGW4(t *testing.T) {
 	}
 }
 
-// TestGatewayKeysStartErrorsSayWhatToFix (R-GW6): the gateway reads the
-// broker's keys before it serves, so a --keys-url whose broker is not up
-// yet, or that is not the broker's keys route, stops it; the error names
-// the flag and what to fix (start the broker first; the URL ending in
-// /api/v1/gateway/keys), not only "HTTP 404" or "connection refused".
-// A --keys-file that cannot be read names that flag.
+// TestGatewayKeysStartErrorsSayWhatToFix (R-GW6): a first read of the
+// keys that a read again would not mend stops the gateway at start, as a
+// mistake in its settings (exit 2, which its unit does not restart),
+// with the flag and what to fix: a --keys-url that is not the broker's
+// keys route (404, a web page), one refused for want of a credential
+// (401: --keys-token-file), a --keys-file that cannot be read. A broker
+// that does not answer yet does not stop it
+// (TestGatewayStartsBeforeItsBroker_RGW6).
 func TestGatewayKeysStartErrorsSayWhatToFix(t *testing.T) {
 	dir := t.TempDir()
-	// A broker whose every route but its keys' is someone else's: a
-	// real server on loopback answering 404, as the broker does to the
-	// tunnels route's GET or a mistyped path.
+	// Real servers on loopback: one answering 404, as the broker does to
+	// the tunnels route's GET or a mistyped path; one wanting a
+	// credential, as a proxy may; one a web page.
 	notKeys := httptest.NewServer(http.NotFoundHandler())
 	defer notKeys.Close()
-	// A port nothing listens on any longer: a broker not started yet.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + ln.Addr().String() + "/api/v1/gateway/keys"
-	ln.Close()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "authenticate", http.StatusUnauthorized)
+	}))
+	defer proxy.Close()
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<html>vdibroker console</html>")
+	}))
+	defer page.Close()
 	missing := filepath.Join(dir, "keys.json")
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
-		{[]string{"--keys-url", down}, []string{`--keys-url "` + down + `": the broker did not answer`, "start the broker first"}},
 		{[]string{"--keys-url", notKeys.URL + "/api/v1/gateway/tunnels"}, []string{`--keys-url "` + notKeys.URL + `/api/v1/gateway/tunnels": no keys there (HTTP 404)`, "ending in /api/v1/gateway/keys"}},
+		{[]string{"--keys-url", proxy.URL + "/api/v1/gateway/keys"}, []string{`--keys-url "` + proxy.URL + `/api/v1/gateway/keys": refused (HTTP 401)`, "--keys-token-file"}},
+		{[]string{"--keys-url", page.URL + "/"}, []string{`--keys-url "` + page.URL + `/"`, "not a JWKS document", "ending in /api/v1/gateway/keys"}},
 		{[]string{"--keys-file", missing}, []string{`--keys-file "` + missing + `"`, "no such file"}},
 	} {
-		cmd := newGatewayCmd()
-		cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(dir, "none.crt"), "--tls-key", filepath.Join(dir, "none.key")}, tc.args...))
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		err := cmd.Execute()
-		if err == nil {
-			t.Fatalf("gateway %v started", tc.args)
+		root := &cobra.Command{Use: "vdibroker", SilenceUsage: true, SilenceErrors: true}
+		root.AddCommand(newGatewayCmd())
+		var stderr bytes.Buffer
+		root.SetOut(io.Discard)
+		root.SetErr(&stderr)
+		root.SetContext(t.Context())
+		args := append([]string{"gateway", "--listen", "127.0.0.1:0", "--tls-cert", filepath.Join(dir, "none.crt"), "--tls-key", filepath.Join(dir, "none.key")}, tc.args...)
+		if code := execute(root, args, &stderr); code != 2 {
+			t.Errorf("gateway %v: exit %d, want 2 (a mistake in the settings); stderr %q", tc.args, code, stderr.String())
 		}
 		for _, want := range tc.want {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("gateway %v = %v, want it to say %q", tc.args, err, want)
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("gateway %v: %q, want it to say %q", tc.args, stderr.String(), want)
 			}
-		}
-		// Not a mistake in the command (exit 2): the same command
-		// starts once the broker is up.
-		var ue usageError
-		if errors.As(err, &ue) {
-			t.Errorf("gateway %v = usage error %v, want a start error (exit 1)", tc.args, err)
 		}
 	}
 }

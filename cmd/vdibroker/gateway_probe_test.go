@@ -21,7 +21,10 @@ import (
 // later as broker_refused ("the broker did not issue the token"): a URL
 // that is the broker's but not its tunnel API, a token the broker
 // refuses, a broker that does not answer. Right, it says the broker
-// takes its reports. It starts in every case. A web page answered in
+// takes its reports, under the name of its token's gateway (R-GW4); a
+// Gateway token of another gateway names --name to fix, and the admin
+// token, which the broker still takes, is warned of, naming the command
+// that makes a Gateway token. It starts in every case. A web page answered in
 // the broker's stead (a proxy's, say) is named in the warning as quoted
 // text: its control characters (an escape sequence, a line break) reach
 // neither the log as such nor the terminal.
@@ -29,6 +32,10 @@ func TestGatewayStartChecksBrokerURL(t *testing.T) {
 	b := startCLIBroker(t)
 	api := vhttp.NewClient(b.m.URL(), b.m.AdminToken)
 	gw, err := api.CreateToken(t.Context(), vhttp.TokenRequest{Role: "Gateway", Subject: "rdgw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := api.CreateToken(t.Context(), vhttp.TokenRequest{Role: "Gateway", Subject: "rdgw-other"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +54,16 @@ func TestGatewayStartChecksBrokerURL(t *testing.T) {
 		io.WriteString(w, "<html>\n\x1b[2J\x1b[31mnot here\r\nlevel=ERROR msg=forged\n</html>")
 	}))
 	defer page.Close()
+	// A broker of an earlier release: its check's answer names no
+	// gateway, as it takes the name each report gives.
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" || r.URL.Path != "/api/v1/gateway/tunnels/check" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"open": []}`)
+	}))
+	defer older.Close()
 	dir := t.TempDir()
 	ca := newTestCA(t, dir)
 	cert, key := ca.issue(t, dir, "gateway", 2, false)
@@ -54,18 +71,27 @@ func TestGatewayStartChecksBrokerURL(t *testing.T) {
 	for _, tc := range []struct {
 		name, url, token string
 		want             []string
+		noName           bool // started without --name
 	}{
-		{"right", tunnels, gw.Secret, []string{"level=INFO", "broker takes this gateway's reports"}},
-		{"the broker's root", b.m.URL() + "/", gw.Secret, []string{"level=WARN", "--broker-url: no tunnel API there", "/api/v1/gateway/tunnels"}},
-		{"tunnels left off", b.m.URL() + "/api/v1/gateway", gw.Secret, []string{"level=WARN", "--broker-url: no tunnel API there", "no API at POST /api/v1/gateway/check"}},
-		{"a token the broker refuses", tunnels, "vdbt_not_issued", []string{"level=WARN", "--broker-token-file: the broker refused this gateway's token", "--role Gateway"}},
-		{"no token", tunnels, "", []string{"level=WARN", "--broker-token-file: the broker refused this gateway's token"}},
-		{"nothing listens", closed, gw.Secret, []string{"level=WARN", "--broker-url: the broker did not answer", "connection refused"}},
-		{"a web page", page.URL + "/api/v1/gateway/tunnels", gw.Secret, []string{"level=WARN", "--broker-url: no tunnel API there", `\x1b[31mnot here\r\nlevel=ERROR msg=forged`}},
+		{"right", tunnels, gw.Secret, []string{"level=INFO", "broker takes this gateway's reports", "gateway=rdgw"}, false},
+		{"no --name", tunnels, gw.Secret, []string{"level=INFO", "broker takes this gateway's reports", "gateway=rdgw"}, true},
+		{"no --name, an older broker", older.URL + "/api/v1/gateway/tunnels", gw.Secret, []string{"level=WARN", "--name: the broker takes this gateway's reports, but it is older than this gateway", "through no gateway", "upgrade the broker first"}, true},
+		{"another gateway's token", tunnels, other.Secret, []string{"level=WARN", "--name: the broker's Gateway token in --broker-token-file is another gateway's", `for gateway \"rdgw-other\", not \"rdgw\"`, "--role Gateway --subject"}, false},
+		{"the admin token", tunnels, b.m.AdminToken, []string{"level=INFO", "broker takes this gateway's reports", "level=WARN", "--broker-token-file: the admin token, which may do anything", "vdibroker token create --role Gateway"}, false},
+		{"the broker's root", b.m.URL() + "/", gw.Secret, []string{"level=WARN", "--broker-url: no tunnel API there", "/api/v1/gateway/tunnels"}, false},
+		{"tunnels left off", b.m.URL() + "/api/v1/gateway", gw.Secret, []string{"level=WARN", "--broker-url: no tunnel API there", "no API at POST /api/v1/gateway/check"}, false},
+		{"a token the broker refuses", tunnels, "vdbt_not_issued", []string{"level=WARN", "--broker-token-file: the broker refused this gateway's token", "--role Gateway"}, false},
+		{"no token", tunnels, "", []string{"level=WARN", "--broker-token-file: the broker refused this gateway's token"}, false},
+		{"nothing listens", closed, gw.Secret, []string{"level=WARN", "--broker-url: the broker did not answer", "connection refused"}, false},
+		{"a web page", page.URL + "/api/v1/gateway/tunnels", gw.Secret, []string{"level=WARN", "--broker-url: no tunnel API there", `\x1b[31mnot here\r\nlevel=ERROR msg=forged`}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs syncbuf.Buffer
-			m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Name: "rdgw-probe",
+			name := "rdgw"
+			if tc.noName {
+				name = ""
+			}
+			m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Name: name,
 				KeysURL: b.m.URL() + "/api/v1/gateway/keys", BrokerURL: tc.url, BrokerToken: tc.token,
 				Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 			if err := m.Open(t.Context()); err != nil {

@@ -197,6 +197,11 @@ var matrixRoutes = []route{
 	{"POST /pools/{pool}/sessions/{id}/disconnect", "POST", "/pools/{pool}/sessions/{sid}/disconnect", "", mConsole, 401},
 	{"GET /pools/{pool}/sessions/{id}/placement", "GET", "/pools/{pool}/sessions/{sid}/placement", "", mConsole, 303},
 	{"GET /federation", "GET", "/federation", "", mConsole, 303},
+	{"POST /federation/globalentitlements", "POST", "/federation/globalentitlements", "", mConsole, 401},
+	{"POST /federation/globalentitlements/members", "POST", "/federation/globalentitlements/members", "", mConsole, 401},
+	{"POST /federation/globalentitlements/assignments", "POST", "/federation/globalentitlements/assignments", "", mConsole, 401},
+	{"POST /federation/globalentitlements/delete", "POST", "/federation/globalentitlements/delete", "", mConsole, 401},
+	{"POST /federation/resend", "POST", "/federation/resend", "", mConsole, 401},
 	{"POST /users/{user}/globalsessions/{pod}/{id}/logoff", "POST", "/users/alice/globalsessions/pod2/{sid}/logoff", "", mConsole, 401},
 	{"POST /users/{user}/globalsessions/{pod}/{id}/disconnect", "POST", "/users/alice/globalsessions/pod2/{sid}/disconnect", "", mConsole, 401},
 	// Single sign-on: to the provider; its callback without a sign-in

@@ -50,13 +50,16 @@
   });
 
   // Ask before ending a user's session, removing a host, deleting a pool
-  // or an application group, or removing an application.
+  // or an application group, removing an application, deleting a global
+  // entitlement or removing one of its members.
   var asks = {
     "logoff": function () { return "Log off this user's session? Unsaved work in it is lost."; },
     "remove-host": function (btn) { return "Remove " + btn.dataset.host + "? Its agent's credential is revoked: it must register again to come back."; },
     "delete-pool": function (btn) { return "Delete host pool " + btn.dataset.pool + "?"; },
     "delete-appgroup": function (btn) { return "Delete application group " + btn.dataset.group + "? Those it alone entitles can no longer open what it publishes; a RemoteApp group's applications go with it."; },
-    "remove-app": function (btn) { return "Remove application " + btn.dataset.app + "? Nobody can open it any more."; }
+    "remove-app": function (btn) { return "Remove application " + btn.dataset.app + "? Nobody can open it any more."; },
+    "delete-globalentitlement": function (btn) { return "Delete global entitlement " + btn.dataset.entitlement + " from the federation document of every pod? Nobody connects through it any more."; },
+    "remove-member": function (btn) { return "Remove member " + btn.dataset.member + "? No new session is placed there through this entitlement."; }
   };
   document.addEventListener("submit", function (ev) {
     var btn = ev.submitter;

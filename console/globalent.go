@@ -1,0 +1,624 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+)
+
+// Global entitlements from the Federation page (SPEC §7, R-E9,
+// R-G1..R-G4): create one, add and remove its member host pools, assign
+// and unassign users, groups and all users, delete it. The federation
+// document is one object, written whole (PUT /api/v1/federation), and
+// every pod of the federation keeps its own copy: each form builds the
+// new document from the one the page showed (its generation, a hidden
+// field), one generation up, and puts it to this pod with the signed-in
+// user's token (in-process, as every console call: the API decides who
+// may write it), then, once this pod took it, to every other pod the
+// document lists, at its URL, through the signed pod-to-pod channel
+// (DocumentSender) for the principal. Not with the user's token, as
+// `vdibroker federation apply` sends it: the document names the URLs, and
+// a Contributor writes it, so a Contributor naming a URL of his own for a
+// pod would be sent the token of the next administrator to make a change
+// here (R-SEC); a signed call names the pod it is for and is refused by
+// every other. The page then shows what each pod answered.
+//
+// The generation is the precondition: a page read before another
+// administrator's change names an older generation than this pod holds,
+// and is refused with 412 before anything is sent, the page shown as it
+// now is (as R-E13's If-Match for the objects that have an ETag); a
+// change made between this read and the write meets the API's own check
+// (a generation not above the stored one with other content is 409), and
+// is answered the same. A pod that holds a newer generation than this
+// one refuses what this page sends; so this page writes nothing while a
+// peer is known to hold a newer one. This pod's API decides who may
+// write the document (ActionWrite, global: Contributor and the admin
+// token), and each pod records the write in its own audit trail (a peer:
+// principal kind pod, this pod acting for the writer).
+
+// FederationConfig is how the Federation page reaches the other pods.
+type FederationConfig struct {
+	// Pods sends the document this pod took to the other pods
+	// (vhttp.PodClient.PutDocument, signed with the federation secret):
+	// serve passes its pod-to-pod client, which calls only the URLs
+	// --federation-allow allows (R-SEC), trusts --federation-ca-file,
+	// follows no redirect and uses no proxy. nil: the page sends nothing
+	// to the other pods, and says so.
+	Pods DocumentSender
+	// Timeout bounds each pod's call; 0 is 10s.
+	Timeout time.Duration
+}
+
+// DocumentSender gives a pod the federation document this pod took from
+// principal (vhttp.PodClient).
+type DocumentSender interface {
+	PutDocument(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDocumentRequest) (*vdibroker.Federation, error)
+}
+
+// The Federation page's forms (publishForm.Form).
+const (
+	formGENew    = "ge-new"
+	formGEMember = "ge-member"
+	formGEAssign = "ge-assign"
+)
+
+// geFields are the new global entitlement form's inputs, the API's names
+// where the document has them.
+var geFields = []string{"name", "kind", "application", "scope", "sessionDistribution", "pod", "hostPool", "entitle", "principal"}
+
+// maxTyped bounds a value kept as typed in a form shown again: the
+// longest name a field takes is MaxUserLen; what is longer is refused
+// and shown cut (R-SEC).
+const maxTyped = vdibroker.MaxUserLen
+
+// typed is the posted value of field k, trimmed and bounded: a longer
+// one is cut and marked with "…", which no field takes, so that it is
+// still refused as too long.
+func typed(rq *request, k string) string {
+	v := strings.TrimSpace(rq.r.PostFormValue(k))
+	if len(v) > maxTyped {
+		v = strings.ToValidUTF8(v[:maxTyped], "") + "…"
+	}
+	return v
+}
+
+// addGlobalEntitlementRoutes registers the page's forms; EnableFederation
+// calls it. The entitlement a form changes is a field of the form, not a
+// segment of its path: a name of dots would be a dot segment there.
+func (c *Console) addGlobalEntitlementRoutes() {
+	c.mux.HandleFunc("POST /federation/globalentitlements", c.signedIn(c.createGlobalEntitlement))
+	c.mux.HandleFunc("POST /federation/globalentitlements/members", c.signedIn(c.globalEntitlementMember))
+	c.mux.HandleFunc("POST /federation/globalentitlements/assignments", c.signedIn(c.assignGlobalEntitlement))
+	c.mux.HandleFunc("POST /federation/globalentitlements/delete", c.signedIn(c.deleteGlobalEntitlement))
+	c.mux.HandleFunc("POST /federation/resend", c.signedIn(c.resendFederation))
+}
+
+// createGlobalEntitlement is POST /federation/globalentitlements: a new
+// entitlement with its first member host pool and whom it entitles
+// (R-E9). An entitlement must have a member (the API refuses one without),
+// and this form asks for someone to entitle too: one naming nobody would
+// entitle everyone (R-E9's upgrade rule), which an administrator
+// creating one does not mean.
+func (c *Console) createGlobalEntitlement(rq *request) {
+	f := newPublishForm(formGENew, "")
+	for _, k := range geFields {
+		f.Values[k] = typed(rq, k)
+	}
+	f.Checks["useHomeSite"] = rq.r.PostFormValue("useHomeSite") == "on"
+	gen, ok := c.postedGeneration(rq, f)
+	if !ok {
+		return
+	}
+	v := f.Values
+	ge := vdibroker.GlobalEntitlement{Name: v["name"], Kind: v["kind"], Scope: v["scope"], SessionDistribution: v["sessionDistribution"],
+		UseHomeSite: f.Checks["useHomeSite"], Members: []vdibroker.Member{{Pod: v["pod"], HostPool: v["hostPool"]}}}
+	check := func(field string, err error) {
+		if err != nil && f.Errors[field] == "" {
+			f.Errors[field] = vdibroker.ErrorMessage(err)
+		}
+	}
+	check("name", federation.ValidateEntitlementName("name", ge.Name))
+	switch ge.Kind {
+	case vdibroker.KindDesktop:
+		ge.Kind = "" // the document's default, as federation apply writes it
+	case vdibroker.KindApplication:
+		ge.Application = v["application"]
+		check("application", vdibroker.ValidateName("application", ge.Application, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen))
+	default:
+		check("kind", vdibroker.FieldError("kind", "must be %s or %s", vdibroker.KindDesktop, vdibroker.KindApplication))
+	}
+	if !slices.Contains(federation.Scopes, ge.Scope) {
+		check("scope", vdibroker.FieldError("scope", "must be one of %s", strings.Join(federation.Scopes, ", ")))
+	}
+	if !slices.Contains(federation.Distributions, ge.SessionDistribution) {
+		check("sessionDistribution", vdibroker.FieldError("sessionDistribution", "must be one of %s", strings.Join(federation.Distributions, ", ")))
+	}
+	check("pod", federation.ValidatePodName("pod", v["pod"]))
+	check("hostPool", vdibroker.ValidateName("hostPool", v["hostPool"], vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen))
+	switch v["entitle"] {
+	case "user", "group":
+		check("principal", vdibroker.ValidateUser("principal", v["principal"]))
+		if v["entitle"] == "user" {
+			ge.Users = []string{v["principal"]}
+		} else {
+			ge.Groups = []string{v["principal"]}
+		}
+	case "allUsers":
+		ge.AllUsers = true
+	default:
+		check("entitle", vdibroker.FieldError("entitle", "must be user, group or allUsers: an entitlement naming nobody would entitle everyone (R-E9)"))
+	}
+	if len(f.Errors) > 0 {
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was created: correct the fields marked below.", f)
+		return
+	}
+	c.changeFederation(rq, f, gen, "Nothing was created", func(doc *vdibroker.Federation) (string, bool, error) {
+		if doc.Pod(ge.Members[0].Pod) == nil {
+			return "", false, vdibroker.FieldError("pod", "is not a pod of the federation document; its pods are %s", podNames(doc))
+		}
+		if slices.ContainsFunc(doc.GlobalEntitlements, func(g vdibroker.GlobalEntitlement) bool { return g.Name == ge.Name }) {
+			return "", false, vdibroker.FieldError("name", "a global entitlement %q exists already: choose another name, or change that one below", ge.Name)
+		}
+		doc.GlobalEntitlements = append(doc.GlobalEntitlements, ge)
+		what := "its desktops"
+		if ge.IsApplication() {
+			what = "application " + ge.Application
+		}
+		return fmt.Sprintf("Global entitlement %s created with member %s/%s: %s may open %s through it (R-E9, R-G1).",
+			ge.Name, ge.Members[0].Pod, ge.Members[0].HostPool, entitledText(&ge), what), true, nil
+	})
+}
+
+// globalEntitlementMember is POST /federation/globalentitlements/members:
+// op add or remove the member pod/hostPool of entitlement.
+func (c *Console) globalEntitlementMember(rq *request) {
+	name := typed(rq, "entitlement")
+	f := newPublishForm(formGEMember, name)
+	op, pod, pool := rq.r.PostFormValue("op"), typed(rq, "pod"), typed(rq, "hostPool")
+	if op == "add" {
+		f.Values["pod"], f.Values["hostPool"] = pod, pool
+	}
+	gen, ok := c.postedGeneration(rq, f)
+	if !ok || !c.validEntitlement(rq, f, name) {
+		return
+	}
+	if op != "add" && op != "remove" {
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add or remove.", f)
+		return
+	}
+	if err := federation.ValidatePodName("pod", pod); err != nil {
+		f.Errors["pod"] = vdibroker.ErrorMessage(err)
+	}
+	if err := vdibroker.ValidateName("hostPool", pool, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
+		f.Errors["hostPool"] = vdibroker.ErrorMessage(err)
+	}
+	if len(f.Errors) > 0 {
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+		return
+	}
+	m := vdibroker.Member{Pod: pod, HostPool: pool}
+	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
+		ge, err := entitlementOf(doc, name)
+		if err != nil {
+			return "", false, err
+		}
+		has := slices.Contains(ge.Members, m)
+		switch {
+		case op == "add" && has:
+			return fmt.Sprintf("%s/%s is a member of %s already: nothing changed.", pod, pool, name), false, nil
+		case op == "add":
+			if doc.Pod(pod) == nil {
+				return "", false, vdibroker.FieldError("pod", "is not a pod of the federation document; its pods are %s", podNames(doc))
+			}
+			ge.Members = append(ge.Members, m)
+			return fmt.Sprintf("%s/%s is a member of %s: users it entitles may be placed there (R-G3).", pod, pool, name), true, nil
+		case !has:
+			return fmt.Sprintf("%s/%s is not a member of %s: nothing removed.", pod, pool, name), false, nil
+		case len(ge.Members) == 1:
+			return "", false, vdibroker.Errorf(vdibroker.EInvalid,
+				"%s/%s is %s's only member, and a global entitlement has at least one: add another first, or delete the entitlement", pod, pool, name)
+		}
+		ge.Members = slices.DeleteFunc(ge.Members, func(x vdibroker.Member) bool { return x == m })
+		return fmt.Sprintf("%s/%s is no longer a member of %s: no new session is placed there through it; a session open there goes on until it ends (R-G1 looks for existing sessions in member pools only).", pod, pool, name), true, nil
+	})
+}
+
+// assignGlobalEntitlement is POST /federation/globalentitlements/assignments:
+// op add or remove a user or a group (kind, principal), or allUsers true
+// or false (R-E9), as the pool page's application groups are assigned.
+func (c *Console) assignGlobalEntitlement(rq *request) {
+	name := typed(rq, "entitlement")
+	f := newPublishForm(formGEAssign, name)
+	op, kind, principal := rq.r.PostFormValue("op"), rq.r.PostFormValue("kind"), typed(rq, "principal")
+	if op == "add" {
+		f.Values["kind"], f.Values["principal"] = kind, principal
+	}
+	gen, ok := c.postedGeneration(rq, f)
+	if !ok || !c.validEntitlement(rq, f, name) {
+		return
+	}
+	switch {
+	case op != "add" && op != "remove" && op != "allUsers":
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add, remove or allUsers.", f)
+		return
+	case op != "allUsers" && kind != "user" && kind != "group":
+		f.Errors["kind"] = "kind: must be user or group"
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+		return
+	}
+	if op != "allUsers" {
+		// Checked as the API checks the document's users and groups,
+		// before anything is read: a name no entitlement can hold is
+		// never quoted back (R-SEC).
+		if err := vdibroker.ValidateUser("principal", principal); err != nil {
+			f.Errors["principal"] = vdibroker.ErrorMessage(err)
+			c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+			return
+		}
+	}
+	on := rq.r.PostFormValue("allUsers") == "true"
+	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
+		ge, err := entitlementOf(doc, name)
+		if err != nil {
+			return "", false, err
+		}
+		list := &ge.Users
+		if kind == "group" {
+			list = &ge.Groups
+		}
+		switch op {
+		case "add":
+			if vdibroker.ContainsUser(*list, principal) {
+				return fmt.Sprintf("The %s %s is entitled to %s already: nothing changed.", kind, principal, name), false, nil
+			}
+			*list = vdibroker.EditUsers(*list, []string{principal}, nil)
+			return fmt.Sprintf("The %s %s is entitled to %s: %s connect through it (R-E9).", kind, principal, name, whoOpens(kind)), true, nil
+		case "remove":
+			if !vdibroker.ContainsUser(*list, principal) {
+				return fmt.Sprintf("The %s %s is not entitled to %s: nothing removed.", kind, principal, name), false, nil
+			}
+			*list = vdibroker.EditUsers(*list, nil, []string{principal})
+			if ge.NamesNobody() {
+				return "", false, vdibroker.FieldError("principal", "%s is the last %s entitled to %s: without it the entitlement would name nobody, which entitles everyone (R-E9); entitle another first, or delete the entitlement", principal, kind, name)
+			}
+			return fmt.Sprintf("The %s %s is no longer entitled to %s: the next connect through it is refused NotEntitled unless another grant names them; an open session goes on until it ends (R-E9).", kind, principal, name), true, nil
+		}
+		if ge.AllUsers == on {
+			return "Nothing changed: " + name + " was so already.", false, nil
+		}
+		ge.AllUsers = on
+		if ge.NamesNobody() {
+			return "", false, vdibroker.Errorf(vdibroker.EInvalid, "%s names no user or group: without all users it would name nobody, which entitles everyone (R-E9); entitle a user or a group first", name)
+		}
+		if on {
+			return fmt.Sprintf("%s entitles all users: every end user may connect through it (R-E9).", name), true, nil
+		}
+		return fmt.Sprintf("%s no longer entitles all users: only the users and groups it names may connect through it (R-E9).", name), true, nil
+	})
+}
+
+// deleteGlobalEntitlement is POST /federation/globalentitlements/delete
+// (the page asks first).
+func (c *Console) deleteGlobalEntitlement(rq *request) {
+	name := typed(rq, "entitlement")
+	f := newPublishForm(formGEAssign, name)
+	gen, ok := c.postedGeneration(rq, f)
+	if !ok || !c.validEntitlement(rq, f, name) {
+		return
+	}
+	c.changeFederation(rq, f, gen, "Nothing was deleted", func(doc *vdibroker.Federation) (string, bool, error) {
+		if _, err := entitlementOf(doc, name); err != nil {
+			return "", false, err
+		}
+		doc.GlobalEntitlements = slices.DeleteFunc(doc.GlobalEntitlements, func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })
+		return fmt.Sprintf("Global entitlement %s deleted: nobody connects through it any more; sessions opened through it go on in their pools until they end.", name), true, nil
+	})
+}
+
+// resendFederation is POST /federation/resend: this pod's document, as
+// the page showed it, sent again to the other pods, for those that did
+// not take it (the page offers it when they differ). A pod that holds it
+// already answers that nothing changed (applied).
+func (c *Console) resendFederation(rq *request) {
+	f := newPublishForm("", "")
+	gen, ok := c.postedGeneration(rq, f)
+	if !ok {
+		return
+	}
+	st, ok := c.readForChange(rq, f, gen, "Nothing was sent")
+	if !ok {
+		return
+	}
+	// This pod's API decides whether the signed-in user may write the
+	// document: the same document again changes nothing here.
+	if err := rq.api.do(rq.r.Context(), http.MethodPut, apiPrefix+"/federation", &st.Document, nil); err != nil {
+		c.federationRefused(rq, f, err, "Nothing was sent", nil)
+		return
+	}
+	results := c.sendToPeers(rq, &st.Document, st.Pod)
+	c.showApplied(rq, fmt.Sprintf("This pod's federation document (generation %d) was sent again to the other pods.", gen), &st.Document, st.Pod, results)
+}
+
+// postedGeneration is the form's generation, the one of the document
+// the page showed; a form without a valid one is refused (400).
+func (c *Console) postedGeneration(rq *request, f *publishForm) (int64, bool) {
+	gen, err := strconv.ParseInt(rq.r.PostFormValue("generation"), 10, 64)
+	if err != nil || gen < 1 {
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: generation must be the document's generation the page showed (1 or more); reload the page.", f)
+		return 0, false
+	}
+	return gen, true
+}
+
+// validEntitlement checks the form's entitlement name as the API checks
+// one, before it is quoted anywhere (R-SEC).
+func (c *Console) validEntitlement(rq *request, f *publishForm, name string) bool {
+	if err := federation.ValidateEntitlementName("entitlement", name); err != nil {
+		f.Group = ""
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: "+vdibroker.ErrorMessage(err), f)
+		return false
+	}
+	return true
+}
+
+// entitlementOf is doc's entitlement name, to change in place.
+func entitlementOf(doc *vdibroker.Federation, name string) (*vdibroker.GlobalEntitlement, error) {
+	for i := range doc.GlobalEntitlements {
+		if doc.GlobalEntitlements[i].Name == name {
+			return &doc.GlobalEntitlements[i], nil
+		}
+	}
+	return nil, vdibroker.Errorf(vdibroker.ENotFound, "the federation document has no global entitlement %q", name)
+}
+
+// entitledText says whom ge entitles (R-E9).
+func entitledText(ge *vdibroker.GlobalEntitlement) string {
+	var who []string
+	if ge.AllUsers {
+		who = append(who, "all users")
+	}
+	for _, u := range ge.Users {
+		who = append(who, "user "+u)
+	}
+	for _, g := range ge.Groups {
+		who = append(who, "members of group "+g)
+	}
+	if len(who) == 0 {
+		return "everyone (it names nobody)"
+	}
+	return strings.Join(who, ", ")
+}
+
+func podNames(doc *vdibroker.Federation) string {
+	var names []string
+	for _, p := range doc.Pods {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// readForChange reads this pod's federation status for a change to the
+// document the page showed, generation gen: refused with 412 (the page
+// shown as it now is) when the pod holds another generation, and with 409
+// when a peer is known to hold a newer one, which would refuse what this
+// page sends (the pods' documents would then differ). ok false: answered.
+func (c *Console) readForChange(rq *request, f *publishForm, gen int64, nothing string) (*fedStatus, bool) {
+	var st fedStatus
+	if err := rq.api.do(rq.r.Context(), http.MethodGet, apiPrefix+"/federation", nil, &st); err != nil {
+		c.federationRefused(rq, f, err, nothing, nil)
+		return nil, false
+	}
+	if st.Document.Generation != gen {
+		c.renderStale(rq, nothing, gen, st.Document.Generation)
+		return nil, false
+	}
+	for _, p := range st.Peers {
+		if p.Generation > gen {
+			c.renderFederationForm(rq, http.StatusConflict, fmt.Sprintf("%s: pod %s holds generation %d of the federation document, newer than this pod's %d, and would refuse what this page sends. "+
+				"This pod's document is behind: apply the newest one to every pod (vdibroker federation apply -f, or the Federation page of pod %s's console, sending it again), then make your change.",
+				nothing, p.Pod, p.Generation, gen, p.Pod), f)
+			return nil, false
+		}
+	}
+	return &st, true
+}
+
+// renderStale answers a form of a page read at generation then while this
+// pod holds now: 412, nothing written, the page as it now is.
+func (c *Console) renderStale(rq *request, nothing string, then, now int64) {
+	c.renderFederationForm(rq, http.StatusPreconditionFailed, fmt.Sprintf(
+		"%s: the federation document changed since this page was read (generation %d then, %d now), by another administrator or another page. The page below shows it as it is now; make your change again.",
+		nothing, then, now), nil)
+}
+
+// changeFederation makes one change to the document the page showed
+// (generation gen) and sends it to every pod: change edits the document
+// read and says what it did (changed false: nothing to send, said in a
+// flash); its error is shown beside the form's field it names. This pod
+// takes it first: nothing is sent elsewhere unless it did.
+func (c *Console) changeFederation(rq *request, f *publishForm, gen int64, nothing string, change func(*vdibroker.Federation) (string, bool, error)) {
+	st, ok := c.readForChange(rq, f, gen, nothing)
+	if !ok {
+		return
+	}
+	doc := &st.Document
+	msg, changed, err := change(doc)
+	if err != nil {
+		c.federationRefused(rq, f, err, nothing, geInput)
+		return
+	}
+	if !changed {
+		c.redirect(rq, "/federation", msg)
+		return
+	}
+	doc.Generation = gen + 1
+	if err := rq.api.do(rq.r.Context(), http.MethodPut, apiPrefix+"/federation", doc, nil); err != nil {
+		if vdibroker.ErrorCode(err) == vdibroker.EConflict && vdibroker.ErrorField(err) == "generation" {
+			// Another write since the read above (R-E13's race, told
+			// by the generation).
+			c.renderStale(rq, nothing, gen, gen+1)
+			return
+		}
+		c.federationRefused(rq, f, err, nothing, geInput)
+		return
+	}
+	c.showApplied(rq, msg, doc, st.Pod, c.sendToPeers(rq, doc, st.Pod))
+}
+
+// podResult is one pod's answer to the document sent, as the page lists it.
+type podResult struct {
+	Pod, URL string
+	// Result is applied, refused or unreachable.
+	Result  string
+	Message string
+}
+
+// sendToPeers sends doc to every pod it lists but self, all at once,
+// through the signed pod-to-pod channel for the signed-in principal
+// (never with the user's token, R-SEC); the answers, self's first (it
+// took it already).
+func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self string) []podResult {
+	out := []podResult{{Pod: self, Result: "applied", Message: "this pod"}}
+	var peers []vdibroker.Pod
+	for _, p := range doc.Pods {
+		if p.Name == self {
+			out[0].URL = p.URL
+			continue
+		}
+		peers = append(peers, p)
+	}
+	timeout := c.fed.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	// Not the request's context alone: a browser that goes away does not
+	// stop the pods' writes half way.
+	ctx := context.WithoutCancel(rq.r.Context())
+	res := make([]podResult, len(peers))
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		res[i] = podResult{Pod: p.Name, URL: p.URL, Result: "applied"}
+		if c.fed.Pods == nil {
+			res[i].Result, res[i].Message = "unreachable", "this console has no pod-to-pod client"
+			continue
+		}
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			_, err := c.fed.Pods.PutDocument(ctx, p, vdibroker.PodDocumentRequest{Document: *doc, Principal: rq.sess.Principal})
+			var ue *url.Error
+			var ve *vdibroker.Error
+			switch {
+			case err == nil:
+			case errors.As(err, &ve):
+				// A vdibroker pod's refusal: its code and the start of
+				// its words (a peer's body is never shown whole, R-SEC).
+				res[i].Result, res[i].Message = "refused", ve.Message
+				if ve.Code != vdibroker.EInternal {
+					res[i].Message = ve.Code + ": " + ve.Message
+				}
+				res[i].Message = vdibroker.Cut(res[i].Message, 200)
+			case errors.As(err, &ue):
+				res[i].Result, res[i].Message = "unreachable", vdibroker.Cut(ue.Err.Error(), 300)
+			default:
+				// Not called: its URL is not one --federation-allow allows.
+				res[i].Result, res[i].Message = "unreachable", vdibroker.Cut(err.Error(), 300)
+			}
+		})
+	}
+	wg.Wait()
+	return append(out, res...)
+}
+
+// showApplied shows the page after a document was sent: every pod's
+// answer, and when some did not take it, that the pods' documents now
+// differ and what to do.
+func (c *Console) showApplied(rq *request, msg string, doc *vdibroker.Federation, self string, results []podResult) {
+	var missed []string
+	newer := false
+	for _, r := range results {
+		if r.Result != "applied" {
+			missed = append(missed, r.Pod)
+			newer = newer || strings.HasPrefix(r.Message, vdibroker.EConflict+":")
+		}
+	}
+	data := map[string]any{"Results": results, "ResultGeneration": doc.Generation}
+	if len(missed) == 0 {
+		data["Flash"] = fmt.Sprintf("%s Every pod of the federation holds generation %d.", msg, doc.Generation)
+	} else {
+		warn := fmt.Sprintf("%s This pod holds generation %d, but %s did not take it (below): the pods' federation documents now differ, and a user connecting through %s is placed by the document %s holds. ",
+			msg, doc.Generation, andList(missed), andList(missed), map[bool]string{true: "they", false: "it"}[len(missed) > 1])
+		if newer {
+			warn += "A pod that refused it with Conflict holds a newer generation: read its document (vdibroker federation show --server its URL), make the change there, and apply the newest document to every pod (vdibroker federation apply -f). "
+		}
+		warn += "Fix what a pod said, or wait until it answers, then send this document again with the button below (or vdibroker federation apply -f)."
+		data["Error"] = warn
+		data["Flash"] = ""
+		data["Differ"] = true // the page offers to send it again
+	}
+	c.renderFederation(rq, http.StatusOK, data, nil)
+}
+
+func andList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// apiGEField matches a document path the API names in a refusal of an
+// entitlement's field: globalEntitlements[3].members[0].hostPool.
+var apiGEField = regexp.MustCompile(`^globalEntitlements\[\d+\]\.(?:members\[\d+\]\.)?([A-Za-z]+)`)
+
+// geInput is the form input an API field belongs to, or "" (the banner
+// says it).
+func geInput(field string) string {
+	if m := apiGEField.FindStringSubmatch(field); m != nil {
+		field = m[1]
+	}
+	switch field {
+	case "users", "groups":
+		return "principal"
+	case "name", "kind", "application", "scope", "sessionDistribution", "pod", "hostPool", "principal", "entitle":
+		return field
+	}
+	return ""
+}
+
+// federationRefused answers a refusal of one of the page's forms (the
+// API's, or the change's own): a token no longer accepted ends the
+// sign-in; otherwise the page with the refusal's status, the form as
+// typed, the words beside the field they name, or above.
+func (c *Console) federationRefused(rq *request, f *publishForm, err error, nothing string, fieldOf func(string) string) {
+	code := vdibroker.ErrorCode(err)
+	if code == vdibroker.EUnauthenticated || code == vdibroker.EInternal {
+		c.apiError(rq, err)
+		return
+	}
+	status := vdibroker.HTTPStatus(code)
+	if fieldOf != nil && f.Form != "" {
+		if in := fieldOf(vdibroker.ErrorField(err)); in != "" {
+			f.Errors[in] = vdibroker.ErrorMessage(err)
+			c.renderFederationForm(rq, status, nothing+": the broker refused a value (see the field below).", f)
+			return
+		}
+	}
+	c.renderFederationForm(rq, status, nothing+": "+rq.describe(err), f)
+}
+
+// renderFederationForm shows the page with an error banner and one of
+// its forms as posted (nil: none).
+func (c *Console) renderFederationForm(rq *request, status int, banner string, f *publishForm) {
+	c.renderFederation(rq, status, map[string]any{"Error": banner}, f)
+}
