@@ -269,12 +269,17 @@ type EntitlementStore interface {
 	DeleteApplicationGroup(ctx context.Context, name string, pre Precondition) error
 	// PutApplication creates or replaces an application of a RemoteApp
 	// group (InvalidArgument when the group is a Desktop group; NotFound
-	// when there is none); pre as PutApplicationGroup's.
+	// when there is none); pre as PutApplicationGroup's. A create moves
+	// the group's UpdateTime on in the same transaction, so the group's
+	// ETag covers which applications it has (R-E13); a replace does not.
 	PutApplication(ctx context.Context, a *Application, pre Precondition) (created bool, err error)
 	GetApplication(ctx context.Context, group, name string) (*Application, error)
 	// ListApplications lists a group's applications by name (NotFound
 	// when the group does not exist).
 	ListApplications(ctx context.Context, group string) ([]*Application, error)
+	// DeleteApplication deletes one application of a group; pre as
+	// DeleteApplicationGroup's. It moves the group's UpdateTime on in
+	// the same transaction, as PutApplication's create.
 	DeleteApplication(ctx context.Context, group, name string, pre Precondition) error
 	// AssignedApplicationGroups returns the groups q's user is assigned
 	// to (directly, through one of q's groups, or as all users), by name,

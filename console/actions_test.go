@@ -654,6 +654,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"PublishRemoteAppFromCard", TestPublishRemoteAppFromCard_RE7},
 		{"PublishStaleForm", TestPublishStaleForm_RE13},
 		{"PublishDeleteUnseenApp", TestPublishDeleteUnseenApp_RE13},
+		{"PublishDeleteAppAddedInWindow", TestPublishDeleteAppAddedInWindow_RE13},
 		{"PublishDotNamedApp", TestPublishDotNamedApp_RE7},
 		{"PublishBadInput", TestPublishBadInput},
 		{"PublishRefusedByRole", TestPublishRefusedByRole_RSEC},

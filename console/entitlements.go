@@ -113,17 +113,6 @@ type publishedGroup struct {
 // that change the group send it back as If-Match (publish.go).
 func (g publishedGroup) ETag() string { return vdibroker.ETag(g.UpdateTime) }
 
-// AppNames are the names of the group's applications the card shows,
-// comma-separated (no name holds a comma): its delete form sends them
-// back (appsAsShown).
-func (g publishedGroup) AppNames() string {
-	names := make([]string, len(g.Apps))
-	for i, a := range g.Apps {
-		names[i] = a.Name
-	}
-	return strings.Join(names, ",")
-}
-
 // publishedApp is one application of a RemoteApp group on the card.
 type publishedApp struct{ vdibroker.Application }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -241,16 +240,15 @@ func whatOpens(g *vdibroker.ApplicationGroup) string {
 
 // deleteAppGroup is POST /pools/{pool}/appgroups/{group}/delete: DELETE
 // with If-Match, the group the page showed; its applications go with it
-// (R-E1).
+// (R-E1). The group's ETag covers its set of applications (R-E13): an
+// application added or removed since the page was read, even between
+// this request's read and its DELETE, has the API refuse it 412, so it
+// never takes an application the page did not show.
 func (c *Console) deleteAppGroup(rq *request) {
 	pool, name := rq.r.PathValue("pool"), rq.r.PathValue("group")
 	f := newPublishForm(formAssign, name)
 	g, ok := c.poolGroup(rq, pool, name, f)
 	if !ok {
-		return
-	}
-	if err := c.appsAsShown(rq, g); err != nil {
-		c.publishRefused(rq, f, err, "Nothing was deleted", func(string) string { return "" })
 		return
 	}
 	if err := rq.api.deleteAppGroup(rq.r.Context(), name, ifMatch(rq, g.UpdateTime)); err != nil {
@@ -259,30 +257,6 @@ func (c *Console) deleteAppGroup(rq *request) {
 	}
 	c.redirect(rq, poolURL(pool), fmt.Sprintf("Application group %s deleted%s: those it alone entitled can no longer open %s (R-E3).",
 		name, map[bool]string{true: ", with its applications", false: ""}[g.ApplicationGroupType == vdibroker.AppGroupRemoteApp], whatOpens(g)))
-}
-
-// appsAsShown checks that a RemoteApp group's delete takes only the
-// applications its page showed (the form's apps, comma-separated, which
-// no application name holds): the group's ETag does not move when an
-// application is added, so without this a page read before another
-// administrator added one would delete it unseen (R-E13). A form without
-// the field (none but the card's has it) is not checked.
-func (c *Console) appsAsShown(rq *request, g *vdibroker.ApplicationGroup) error {
-	shown, ok := rq.r.PostForm["apps"]
-	if !ok || g.ApplicationGroupType != vdibroker.AppGroupRemoteApp {
-		return nil
-	}
-	apps, err := rq.api.listApps(rq.r.Context(), g.Name)
-	if err != nil {
-		return err
-	}
-	seen := strings.Split(strings.Join(shown, ","), ",")
-	for _, a := range apps {
-		if !slices.Contains(seen, a.Name) {
-			return vdibroker.Errorf(vdibroker.EPreconditionFailed, "application group %q has an application %q this page did not show", g.Name, a.Name)
-		}
-	}
-	return nil
 }
 
 // addApp is POST /pools/{pool}/appgroups/{group}/apps: PUT

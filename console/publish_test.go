@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -308,9 +311,10 @@ func TestPublishStaleForm_RE13(t *testing.T) {
 
 // TestPublishDeleteUnseenApp_RE13: another administrator adds excel to
 // a RemoteApp group after the Contributor's page showed it with word
-// alone. Adding an application leaves the group's ETag as it was, so the
-// page's delete would take excel unseen: it is refused with 412 and
-// nothing is deleted; the page as it is now, listing excel, deletes both.
+// alone. The group's ETag covers its set of applications, so the page's
+// delete, which carries the ETag it showed, is refused by the API with
+// 412 and nothing is deleted; the card shows the group as it is now,
+// with excel, and its delete takes both.
 func TestPublishDeleteUnseenApp_RE13(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -325,22 +329,67 @@ func TestPublishDeleteUnseenApp_RE13(t *testing.T) {
 	b.signin(e.token("Contributor"))
 	a := b.get("/pools/pool-a")
 	csrf := b.csrf("/pools/pool-a")
-	wantContains(t, a, `name="apps" value="word"`)
-	form := url.Values{"csrf": {csrf}, "etag": {formETag(t, a, "pool-a", "pool-a-apps", "delete")}, "apps": {"word"}}
+	wantContains(t, a, `data-app="word"`)
+	form := url.Values{"csrf": {csrf}, "etag": {formETag(t, a, "pool-a", "pool-a-apps", "delete")}}
 	if _, err := e.admin.PutApplication(ctx, "pool-a-apps", "excel", map[string]any{"filePath": `C:\excel.exe`}); err != nil {
 		t.Fatal(err)
 	}
 	a = b.post("/pools/pool-a/appgroups/pool-a-apps/delete", form)
 	wantStatus(t, a, http.StatusPreconditionFailed)
-	wantContains(t, a, "Nothing was deleted: someone else changed it since this page was read", `data-manage="pool-a-apps" open`, `name="apps" value="excel,word"`)
+	wantContains(t, a, "Nothing was deleted: someone else changed it since this page was read", `data-manage="pool-a-apps" open`, `data-app="excel"`, `data-app="word"`)
 	if apps, err := e.admin.ListApplications(ctx, "pool-a-apps"); err != nil || len(apps) != 2 {
 		t.Fatalf("a delete from a page that did not show excel: applications %v, %v; want excel and word", apps, err)
 	}
 	form.Set("etag", formETag(t, a, "pool-a", "pool-a-apps", "delete"))
-	form.Set("apps", "excel,word")
 	wantStatus(t, b.post("/pools/pool-a/appgroups/pool-a-apps/delete", form), http.StatusSeeOther)
 	if _, err := e.admin.GetApplicationGroup(ctx, "pool-a-apps"); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 		t.Errorf("the group after its delete: %v, want NotFound", err)
+	}
+}
+
+// TestPublishDeleteAppAddedInWindow_RE13: another administrator adds
+// excel after the console has read the group for the delete and before
+// its DELETE reaches the API (the console's own look at the group would
+// not see it). The DELETE carries the ETag the page showed, which the
+// add moved: 412, nothing deleted, excel shown.
+func TestPublishDeleteAppAddedInWindow_RE13(t *testing.T) {
+	var addExcel atomic.Bool
+	e := newEnvWith(t, func(cfg *console.Config) {
+		inner := cfg.API
+		cfg.API = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete && r.URL.Path == "/api/v1/applicationgroups/pool-a-apps" && addExcel.CompareAndSwap(true, false) {
+				put := httptest.NewRequest(http.MethodPut, "/api/v1/applicationgroups/pool-a-apps/applications/excel", strings.NewReader(`{"filePath": "C:\\excel.exe"}`))
+				put.Header.Set("Authorization", "Bearer "+adminToken)
+				rec := httptest.NewRecorder()
+				inner.ServeHTTP(rec, put)
+				if rec.Code != http.StatusCreated {
+					t.Errorf("another administrator's excel: %d %s", rec.Code, rec.Body)
+				}
+			}
+			inner.ServeHTTP(w, r)
+		})
+	})
+	ctx := context.Background()
+	e.seed()
+	if _, err := e.admin.PutApplicationGroup(ctx, "pool-a-apps", map[string]any{"hostPool": "pool-a", "applicationGroupType": "RemoteApp"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutApplication(ctx, "pool-a-apps", "word", map[string]any{"filePath": `C:\word.exe`}); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(e.token("Contributor"))
+	a := b.get("/pools/pool-a")
+	csrf := b.csrf("/pools/pool-a")
+	addExcel.Store(true)
+	a = b.post("/pools/pool-a/appgroups/pool-a-apps/delete", url.Values{"csrf": {csrf}, "etag": {formETag(t, a, "pool-a", "pool-a-apps", "delete")}})
+	if addExcel.Load() {
+		t.Fatal("the console sent no DELETE of the group")
+	}
+	wantStatus(t, a, http.StatusPreconditionFailed)
+	wantContains(t, a, "Nothing was deleted: someone else changed it since this page was read", `data-app="excel"`)
+	if apps, err := e.admin.ListApplications(ctx, "pool-a-apps"); err != nil || len(apps) != 2 {
+		t.Errorf("excel added while the delete ran: applications %v, %v; want excel and word", apps, err)
 	}
 }
 

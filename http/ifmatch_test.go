@@ -356,3 +356,66 @@ func TestIfMatchOutOfScope_RE13(t *testing.T) {
 		t.Errorf("their group after the refused PUTs: ETag %s (was %s) %s", tag, groupTag, body)
 	}
 }
+
+// TestGroupETagCoversApps_RE13: an application group's ETag covers its
+// set of applications. Another administrator adds excel to a RemoteApp
+// group after its GET: a DELETE of the group with the ETag read is 412
+// and excel and the group stay (a RemoteApp group's delete takes its
+// applications, R-E1); a PUT with it is 412 and changes nothing. A
+// change of an application keeps the group's ETag; a removal moves it.
+// The ETag read now deletes the group with its applications.
+func TestGroupETagCoversApps_RE13(t *testing.T) {
+	e := newEnv(t)
+	e.pool("office", nil)
+	const g = "/api/v1/applicationgroups/office-apps"
+	if st, _, _, raw := condDo(t, e, "PUT", g, `{"hostPool": "office", "applicationGroupType": "RemoteApp", "assignments": {"users": ["alice"]}}`); st != 201 {
+		t.Fatalf("create the group: %d %s", st, raw)
+	}
+	if st, _, _, raw := condDo(t, e, "PUT", g+"/applications/word", `{"filePath": "w.exe"}`); st != 201 {
+		t.Fatalf("create word: %d %s", st, raw)
+	}
+	_, read, _, _ := condDo(t, e, "GET", g, "")
+	if st, _, _, raw := condDo(t, e, "PUT", g+"/applications/excel", `{"filePath": "x.exe"}`, "If-None-Match", "*"); st != 201 {
+		t.Fatalf("another administrator's excel: %d %s", st, raw)
+	}
+	_, added, _, _ := condDo(t, e, "GET", g, "")
+	if added == read {
+		t.Errorf("adding excel left the group's ETag %s as it was", read)
+	}
+	if st, _, ve, raw := condDo(t, e, "DELETE", g, "", "If-Match", read); st != 412 || ve == nil || ve.Code != vdibroker.EPreconditionFailed ||
+		!strings.Contains(ve.Message, "changed since it was read") {
+		t.Errorf("DELETE with the ETag read before excel was added: %d %s, want 412", st, raw)
+	}
+	if st, _, _, raw := condDo(t, e, "GET", g+"/applications/excel", ""); st != 200 {
+		t.Errorf("excel after the refused DELETE: %d %s, want it there", st, raw)
+	}
+	if st, _, _, raw := condDo(t, e, "PUT", g, `{"hostPool": "office", "applicationGroupType": "RemoteApp", "assignments": {"users": ["alice", "bob"]}}`,
+		"If-Match", read); st != 412 {
+		t.Errorf("PUT with the ETag read before excel was added: %d %s, want 412", st, raw)
+	}
+	if _, tag, _, body := condDo(t, e, "GET", g, ""); tag != added || strings.Contains(body, "bob") {
+		t.Errorf("after the refused PUT: ETag %s (want %s) %s", tag, added, body)
+	}
+	if st, _, _, raw := condDo(t, e, "PUT", g+"/applications/excel", `{"filePath": "x2.exe"}`); st != 200 {
+		t.Fatalf("change excel: %d %s", st, raw)
+	}
+	if _, tag, _, _ := condDo(t, e, "GET", g, ""); tag != added {
+		t.Errorf("changing an application moved its group's ETag %s to %s", added, tag)
+	}
+	if st, _, _, raw := condDo(t, e, "DELETE", g+"/applications/word", ""); st/100 != 2 {
+		t.Fatalf("remove word: %d %s", st, raw)
+	}
+	_, removed, _, _ := condDo(t, e, "GET", g, "")
+	if removed == added {
+		t.Errorf("removing word left the group's ETag %s as it was", added)
+	}
+	if st, _, _, raw := condDo(t, e, "DELETE", g, "", "If-Match", added); st != 412 {
+		t.Errorf("DELETE with the ETag read before word was removed: %d %s, want 412", st, raw)
+	}
+	if st, _, _, raw := condDo(t, e, "DELETE", g, "", "If-Match", removed); st/100 != 2 {
+		t.Fatalf("DELETE with the ETag read now: %d %s", st, raw)
+	}
+	if st, _, _, raw := condDo(t, e, "GET", g+"/applications/excel", ""); st != 404 {
+		t.Errorf("excel after its group's delete: %d %s, want 404", st, raw)
+	}
+}

@@ -95,6 +95,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"IfMatch_RE13", TestIfMatch_RE13},
 		{"IfMatchOutOfScope_RE13", TestIfMatchOutOfScope_RE13},
 		{"IfMatchPatchDelete_RE13", TestIfMatchPatchDelete_RE13},
+		{"GroupETagCoversApps_RE13", TestGroupETagCoversApps_RE13},
 		// An end user's write budget (userbudget_test.go), and a logoff
 		// asked again audited per asker (agent_test.go).
 		{"UserWriteBudget_RSEC", TestUserWriteBudget_RSEC},

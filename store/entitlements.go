@@ -253,7 +253,9 @@ func (s *DB) ListApplicationGroups(ctx context.Context, pool string) ([]*vdibrok
 // DeleteApplicationGroup implements vdibroker.EntitlementStore. pre
 // (a DELETE's If-Match) is checked on the group as this transaction reads
 // it, locked (PostgreSQL), and the delete is conditional on the update
-// time read (R-E13).
+// time read (R-E13), which an application's create or delete moves on
+// (appsChanged): the If-Match of a read before another administrator
+// added an application does not delete it unseen.
 func (s *DB) DeleteApplicationGroup(ctx context.Context, name string, pre vdibroker.Precondition) error {
 	err := s.write(ctx, func(t *tx) error {
 		what := fmt.Sprintf("application group %q", name)
@@ -314,26 +316,55 @@ func (t *tx) getApp(ctx context.Context, group, name string) (*vdibroker.Applica
 }
 
 // remoteAppGroup locks group's row (PostgreSQL: a concurrent delete of
-// the group waits) and checks that it is a RemoteApp group.
-func (t *tx) remoteAppGroup(ctx context.Context, group string) error {
+// the group waits) and checks that it is a RemoteApp group; it answers
+// the group's update time, which an application's create moves on
+// (appsChanged).
+func (t *tx) remoteAppGroup(ctx context.Context, group string) (time.Time, error) {
 	var typ string
-	err := t.row(ctx, `SELECT type FROM application_groups WHERE name = ?`+t.d.forUpdate, group).Scan(&typ)
+	var ut int64
+	err := t.row(ctx, `SELECT type, update_time FROM application_groups WHERE name = ?`+t.d.forUpdate, group).Scan(&typ, &ut)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return notFound("application group %q not found", group)
+		return time.Time{}, notFound("application group %q not found", group)
 	case err != nil:
-		return err
+		return time.Time{}, err
 	case typ != vdibroker.AppGroupRemoteApp:
-		return vdibroker.FieldError("applicationGroup", "application group %q is a %s group: applications are published by RemoteApp groups only (R-E1)", group, typ)
+		return time.Time{}, vdibroker.FieldError("applicationGroup", "application group %q is a %s group: applications are published by RemoteApp groups only (R-E1)", group, typ)
+	}
+	return fromNS(ut), nil
+}
+
+// appsChanged moves the update time of group, read as was (its row
+// locked by remoteAppGroup), past now and was: an application of it was
+// created or deleted in this transaction. The group's ETag covers its
+// set of applications (R-E13): a DELETE of the group, which takes its
+// applications with it, or a PUT of it, with the If-Match of a read
+// before another administrator added or removed one, is refused and
+// deletes nothing unseen. A change of an application keeps its group's
+// ETag: the group's writes act on which applications it has, not on
+// their settings, which each application's own ETag covers.
+func (t *tx) appsChanged(ctx context.Context, group string, was, now time.Time) error {
+	ut, err := t.issueTime(ctx, now, was)
+	if err != nil {
+		return err
+	}
+	n, err := t.exec(ctx, `UPDATE application_groups SET update_time = ? WHERE name = ? AND update_time = ?`, ns(ut), group, ns(was))
+	if err != nil {
+		return fmt.Errorf("move application group %q's update time: %w", group, err)
+	}
+	if n == 0 {
+		return errRaced // written or deleted since it was read: run again on what it is now (R-E13)
 	}
 	return nil
 }
 
 // PutApplication implements vdibroker.EntitlementStore; the
-// precondition is checked as PutApplicationGroup's (R-E13).
+// precondition is checked as PutApplicationGroup's (R-E13). A create
+// moves its group's update time too, in this transaction (appsChanged).
 func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application, pre vdibroker.Precondition) (created bool, err error) {
 	err = s.write(ctx, func(t *tx) error {
-		if err := t.remoteAppGroup(ctx, a.ApplicationGroup); err != nil {
+		groupTime, err := t.remoteAppGroup(ctx, a.ApplicationGroup)
+		if err != nil {
 			return err
 		}
 		old, err := t.getApp(ctx, a.ApplicationGroup, a.Name)
@@ -364,8 +395,14 @@ func (s *DB) PutApplication(ctx context.Context, a *vdibroker.Application, pre v
 			if errors.Is(err, errUnique) {
 				return errRaced
 			}
+			if err != nil {
+				return err
+			}
+			if err := t.appsChanged(ctx, a.ApplicationGroup, groupTime, a.UpdateTime); err != nil {
+				return err
+			}
 			t.audited(nil, a)
-			return err
+			return nil
 		}
 		a.CreateTime, a.UpdateTime = old.CreateTime, ut
 		n, err := t.exec(ctx, `UPDATE applications SET file_path = ?, command_line_setting = ?, command_line_arguments = ?,
@@ -417,10 +454,21 @@ func (s *DB) ListApplications(ctx context.Context, group string) ([]*vdibroker.A
 }
 
 // DeleteApplication implements vdibroker.EntitlementStore; pre as
-// DeleteApplicationGroup's (R-E13).
+// DeleteApplicationGroup's (R-E13). It moves its group's update time
+// too, in this transaction (appsChanged).
 func (s *DB) DeleteApplication(ctx context.Context, group, name string, pre vdibroker.Precondition) error {
 	err := s.write(ctx, func(t *tx) error {
 		what := fmt.Sprintf("application %q of application group %q", name, group)
+		// The group first, locked (PostgreSQL), as PutApplication and
+		// DeleteHostPool take it before the ETag clock.
+		var groupTime int64
+		err := t.row(ctx, `SELECT update_time FROM application_groups WHERE name = ?`+t.d.forUpdate, group).Scan(&groupTime)
+		if errors.Is(err, sql.ErrNoRows) {
+			return missing(pre, what, notFound("application %q not found in application group %q", name, group))
+		}
+		if err != nil {
+			return err
+		}
 		old, err := t.getApp(ctx, group, name)
 		if vdibroker.ErrorCode(err) == vdibroker.ENotFound {
 			return missing(pre, what, err)
@@ -437,6 +485,9 @@ func (s *DB) DeleteApplication(ctx context.Context, group, name string, pre vdib
 		}
 		if n == 0 {
 			return errRaced // written or deleted since it was read: run again (R-E13)
+		}
+		if err := t.appsChanged(ctx, group, fromNS(groupTime), s.now()); err != nil {
+			return err
 		}
 		t.audited(old, nil)
 		return nil

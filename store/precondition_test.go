@@ -332,8 +332,9 @@ func holdETagClock(t *testing.T, dsn string) *sql.Tx {
 // TestDeletePoolInPlanLockOrder_RE13 (PostgreSQL): the delete of a pool
 // in a scaling plan takes the etag_clock row (the plan's update time)
 // only after it holds what an admin write that also takes it holds
-// first: the pool's application groups (a PutApplication locks its
-// group, then the clock) and its plan's pool row (a PutScalingPlan that
+// first: the pool's application groups (a PutApplication or a
+// DeleteApplication locks its group, then the clock, which moves the
+// group's update time) and its plan's pool row (a PutScalingPlan that
 // drops the pool takes the clock, then the plan, then its pool rows).
 // Each of these, queued behind the delete for the clock, used to hold
 // what the delete needed next: a deadlock PostgreSQL broke only after
@@ -357,6 +358,11 @@ func TestDeletePoolInPlanLockOrder_RE13(t *testing.T) {
 		{"PutScalingPlan without the pool", func() error {
 			_, err := b.PutScalingPlan(ctx, plan("plan1", "pool-q1"), none)
 			return err
+		}},
+		// An application's delete moves its group's update time, so it
+		// takes the clock too: its group's row first, as PutApplication.
+		{"DeleteApplication", func() error {
+			return b.DeleteApplication(ctx, "pool-p2-apps", "paint", none)
 		}},
 	} {
 		p, q := fmt.Sprintf("pool-p%d", round), fmt.Sprintf("pool-q%d", round)
@@ -387,7 +393,7 @@ func TestDeletePoolInPlanLockOrder_RE13(t *testing.T) {
 		}
 		err := <-put
 		switch round {
-		case 0:
+		case 0, 2:
 			if vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 				t.Errorf("%s of the deleted pool's group: %v, want NotFound", other.name, err)
 			}
