@@ -134,3 +134,70 @@ func TestRegisterSameNameAtOnce_RD3(t *testing.T) {
 		t.Errorf("%d hosts (%v); want %d, one of each pair", len(hosts), err, rounds)
 	}
 }
+
+// TestRegistrationTokenForTwinName_RSEC: with office-01 registered, a
+// registration token issued for OFFICE-01 or office-01. (its
+// sessionHost) would register nothing, every registration of that name
+// being refused as office-01's twin: its creation is refused as an
+// admin's PUT of the twin is, 409 Conflict naming the field, and the
+// message names office-01; no token is stored. A token for office-01 as
+// written is issued (it claims the host again after a reset of its
+// registration), and so is one for a name no host has.
+func TestRegistrationTokenForTwinName_RSEC(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pool := uniq("rt")
+	e.pool(pool, nil)
+	rt, err := e.admin.CreateRegistrationToken(ctx, pool, vhttp.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.register(rt.Token, "office-01")
+	tokens := func() int {
+		t.Helper()
+		l, err := e.admin.ListRegistrationTokens(ctx, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l)
+	}
+	for _, name := range []string{"OFFICE-01", "Office-01.", "office-01."} {
+		body, _ := json.Marshal(map[string]string{"sessionHost": name})
+		req, _ := http.NewRequest("POST", e.urls[0]+"/api/v1/hostpools/"+pool+"/registrationtoken", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct{ Error *vdibroker.Error }
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusConflict || out.Error == nil || out.Error.Code != vdibroker.EConflict || out.Error.Field != "sessionHost" {
+			t.Errorf("token for %s: %d %+v (%v); want 409 Conflict on sessionHost", name, resp.StatusCode, out.Error, err)
+			continue
+		}
+		if msg := out.Error.Message; !strings.Contains(msg, `"office-01"`) || !strings.Contains(msg, fmt.Sprintf("%q", name)) {
+			t.Errorf("token for %s: message %q does not name both hosts", name, msg)
+		}
+	}
+	if n := tokens(); n != 1 {
+		t.Errorf("%d registration tokens after the refusals, want the first alone", n)
+	}
+
+	// The host's own name: a token to register it again.
+	own, err := e.admin.CreateRegistrationToken(ctx, pool, vhttp.RegistrationTokenRequest{SessionHost: "office-01"})
+	if err != nil {
+		t.Fatalf("token for office-01 itself: %v", err)
+	}
+	if err := e.admin.ResetRegistration(ctx, pool, "office-01"); err != nil {
+		t.Fatal(err)
+	}
+	e.register(own.Token, "office-01")
+	if _, err := e.admin.CreateRegistrationToken(ctx, pool, vhttp.RegistrationTokenRequest{SessionHost: "office-02"}); err != nil {
+		t.Errorf("token for office-02, which no host has: %v", err)
+	}
+	if n := tokens(); n != 3 {
+		t.Errorf("%d registration tokens, want 3", n)
+	}
+}

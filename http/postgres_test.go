@@ -105,6 +105,7 @@ func TestPostgresSuite(t *testing.T) {
 		// Host names unique ignoring case (hostname_test.go).
 		{"RegisterSameNameIgnoringCase_RSEC", TestRegisterSameNameIgnoringCase_RSEC},
 		{"RegisterSameNameAtOnce_RD3", TestRegisterSameNameAtOnce_RD3},
+		{"RegistrationTokenForTwinName_RSEC", TestRegistrationTokenForTwinName_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -233,6 +233,16 @@ func sameNameConflict(field, pool, name, other string) error {
 			"as Windows and DNS compare them): register the machine as %q, or delete that host first", name, pool, other, other)}
 }
 
+// sameNameTokenConflict refuses a registration token for one session
+// host, name, in pool beside other, the same name ignoring case and one
+// trailing dot: every registration it allows would be refused
+// (sameNameConflict). It is the same 409, naming the request's field.
+func sameNameTokenConflict(pool, name, other string) error {
+	return &vdibroker.Error{Code: vdibroker.EConflict, Field: "sessionHost", Message: fmt.Sprintf(
+		"session host name %q is taken in host pool %q by session host %q (host names are compared ignoring case and one trailing dot, "+
+			"as Windows and DNS compare them), so a token for it would register nothing: issue the token for %q, or delete that host first", name, pool, other, other)}
+}
+
 // lockHost takes a host's lock, the row lock of its counts (a no-op on
 // SQLite, whose writers are serialised). Every transaction that changes a
 // host's sessions, counts or row takes it first; a connect takes it with

@@ -126,6 +126,19 @@ func (s *DB) CreateRegistrationToken(ctx context.Context, rt *vdibroker.Registra
 		if _, err := t.getPool(ctx, rt.HostPool); err != nil {
 			return err
 		}
+		// A token for OFFICE-01 beside office-01 would register nothing:
+		// it registers OFFICE-01 only, and every registration of that
+		// name is refused as office-01's twin (R-SEC). A token for
+		// office-01 as written is one to claim or re-register that host.
+		if rt.SessionHost != "" {
+			_, err := t.getHost(ctx, rt.HostPool, rt.SessionHost, false)
+			if other := sameNameOf(err); other != "" {
+				return sameNameTokenConflict(rt.HostPool, rt.SessionHost, other)
+			}
+			if err != nil && vdibroker.ErrorCode(err) != vdibroker.ENotFound {
+				return err
+			}
+		}
 		_, err := t.exec(ctx, `INSERT INTO registration_tokens (id, host_pool, hash, create_time, expire_time, max_hosts, session_host)
 			VALUES (?,?,?,?,?,?,?)`,
 			rt.ID, rt.HostPool, rt.Hash, ns(rt.CreateTime), ns(rt.ExpireTime), rt.MaxHosts, rt.SessionHost)

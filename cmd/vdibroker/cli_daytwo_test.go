@@ -245,3 +245,22 @@ func TestCLIOtherTextsHeldToLimits(t *testing.T) {
 		t.Errorf("a ramp-down message of %d characters was not kept whole: %d bytes", vdibroker.MaxNotificationMessageLen, len(got))
 	}
 }
+
+// TestRegistrationTokenForTwinNameCLI_RSEC: `registration-token create
+// --session-host OFFICE-01` beside office-01 exits 1 with the broker's
+// 409, which names the flag's field and office-01, the name to give;
+// --session-host office-01 issues the token.
+func TestRegistrationTokenForTwinNameCLI_RSEC(t *testing.T) {
+	b := startCLIBroker(t)
+	b.ok("hostpool", "create", "--name", "contosohp01")
+	token := strings.TrimSpace(b.ok("registration-token", "create", "--host-pool", "contosohp01", "--query", "token", "-o", "tsv"))
+	c := vhttp.NewClient(b.m.URL(), "")
+	if _, err := c.Register(t.Context(), &vdibroker.RegisterRequest{Token: token, HostName: "office-01", Address: "office-01.contoso.test:3389", Protocols: []string{"RDP"}}); err != nil {
+		t.Fatal(err)
+	}
+	r := b.cli("registration-token", "create", "--host-pool", "contosohp01", "--session-host", "OFFICE-01")
+	if r.code != 1 || !strings.Contains(r.stderr, "sessionHost") || !strings.Contains(r.stderr, `issue the token for "office-01"`) || r.stdout != "" {
+		t.Errorf("--session-host OFFICE-01 beside office-01: exit %d, stdout %q, stderr %q; want exit 1 naming sessionHost and office-01", r.code, r.stdout, r.stderr)
+	}
+	b.ok("registration-token", "create", "--host-pool", "contosohp01", "--session-host", "office-01")
+}

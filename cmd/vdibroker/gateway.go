@@ -213,6 +213,7 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, m.Gateway)
+	mux.HandleFunc("GET "+gateway.HealthPath, m.Gateway.ServeHealth) // a load balancer's probe (R-GW6)
 	mux.Handle("GET /metrics", requireBearer(metricsToken.get, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	ln, err := net.Listen("tcp", m.Listen)
 	if err != nil {

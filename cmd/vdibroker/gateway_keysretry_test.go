@@ -74,6 +74,21 @@ func TestGatewayStartsBeforeItsBroker_RGW6(t *testing.T) {
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	defer client.CloseIdleConnections()
+	// A load balancer's probe on the tunnels' port: not ready until the
+	// keys are read, and says why with nothing else.
+	healthz := func() (int, string) {
+		t.Helper()
+		resp, err := client.Get("https://" + m.Addr() + gateway.HealthPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := healthz(); code != http.StatusServiceUnavailable || body != `{"status":"unavailable","reason":"keys_unavailable"}`+"\n" {
+		t.Errorf("GET /healthz without keys: %d %q, want 503 keys_unavailable", code, body)
+	}
 	metrics := scrapeWith(t, client, "https://"+m.Addr())
 	if v := metricValue(metrics, "vdibroker_gateway_keys"); v != 0 {
 		t.Errorf("vdibroker_gateway_keys = %v without keys, want 0", v)
@@ -148,6 +163,9 @@ func TestGatewayStartsBeforeItsBroker_RGW6(t *testing.T) {
 	}
 	if v := metricValue(scrapeWith(t, client, "https://"+m.Addr()), "vdibroker_gateway_keys"); v < 1 {
 		t.Errorf("vdibroker_gateway_keys = %v once read, want 1 or more", v)
+	}
+	if code, body := healthz(); code != http.StatusOK || body != `{"status":"ok"}`+"\n" {
+		t.Errorf("GET /healthz once the keys are read: %d %q, want 200 ok", code, body)
 	}
 
 	// A user's tunnel now opens through it to her session host.

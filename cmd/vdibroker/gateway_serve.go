@@ -181,6 +181,7 @@ func (f *GatewayFlags) start(ctx context.Context, svc vdibroker.GatewayService, 
 	f.listener = f.Gateway.Listener(f.tcp, f.tlsConf)
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, f.Gateway)
+	mux.HandleFunc("GET "+gateway.HealthPath, f.Gateway.ServeHealth)
 	f.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 8 << 10, ErrorLog: serverErrorLog(log)} // anyone causes these lines: bounded
 	go func() {

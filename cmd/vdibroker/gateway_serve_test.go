@@ -139,6 +139,19 @@ func TestServeGatewayListen(t *testing.T) {
 	if v := metricValue(scrapeWith(t, client, m.URL()), "vdibroker_gateway_tunnels_open"); v != 1 {
 		t.Errorf("vdibroker_gateway_tunnels_open = %v on the broker's /metrics, want 1", v)
 	}
+	// A load balancer probes the gateway's own port (R-GW6: it holds the
+	// broker's keys from its start).
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	defer hc.CloseIdleConnections()
+	if resp, err := hc.Get("https://" + m.Gateway.Addr() + gateway.HealthPath); err != nil {
+		t.Error(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != `{"status":"ok"}`+"\n" {
+			t.Errorf("GET /healthz on the in-process gateway: %d %q, want 200 ok", resp.StatusCode, b)
+		}
+	}
 	tokens, err := admin.ListTokens(ctx)
 	if err != nil {
 		t.Fatal(err)
