@@ -665,6 +665,8 @@ func TestConsolePostgres(t *testing.T) {
 		{"GlobalEntitlementRefusedByRole", TestGlobalEntitlementRefusedByRole_RSEC},
 		{"GlobalEntitlementBadInput", TestGlobalEntitlementBadInput},
 		{"GlobalEntitlementSendsNoToken", TestGlobalEntitlementSendsNoToken_RSEC},
+		{"GlobalEntitlementSettingsFromConsole", TestGlobalEntitlementSettingsFromConsole_RG3},
+		{"HomeSitesFromConsole", TestHomeSitesFromConsole_RG3},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

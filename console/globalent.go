@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,9 +69,11 @@ type DocumentSender interface {
 
 // The Federation page's forms (publishForm.Form).
 const (
-	formGENew    = "ge-new"
-	formGEMember = "ge-member"
-	formGEAssign = "ge-assign"
+	formGENew      = "ge-new"
+	formGEMember   = "ge-member"
+	formGEAssign   = "ge-assign"
+	formGESettings = "ge-settings"
+	formHomeSite   = "home-site"
 )
 
 // geFields are the new global entitlement form's inputs, the API's names
@@ -101,6 +104,8 @@ func (c *Console) addGlobalEntitlementRoutes() {
 	c.mux.HandleFunc("POST /federation/globalentitlements/members", c.signedIn(c.globalEntitlementMember))
 	c.mux.HandleFunc("POST /federation/globalentitlements/assignments", c.signedIn(c.assignGlobalEntitlement))
 	c.mux.HandleFunc("POST /federation/globalentitlements/delete", c.signedIn(c.deleteGlobalEntitlement))
+	c.mux.HandleFunc("POST /federation/globalentitlements/settings", c.signedIn(c.globalEntitlementSettings))
+	c.mux.HandleFunc("POST /federation/homesites", c.signedIn(c.homeSite))
 	c.mux.HandleFunc("POST /federation/resend", c.signedIn(c.resendFederation))
 }
 
@@ -308,6 +313,173 @@ func (c *Console) assignGlobalEntitlement(rq *request) {
 	})
 }
 
+// globalEntitlementSettings is POST /federation/globalentitlements/settings:
+// entitlement's scope, sessionDistribution and useHomeSite (R-G3, R-G4),
+// and the application of an Application entitlement (R-E9). Its kind
+// does not change: a Desktop entitlement and an Application one open
+// different things from their member pools (each pool must publish the
+// application in a RemoteApp group), so turning one into the other is a
+// new entitlement, deleted and created, not a setting; a post naming
+// another kind is refused and says so. The application may change: the
+// members then open the one named, as a new entitlement for it would.
+func (c *Console) globalEntitlementSettings(rq *request) {
+	name := typed(rq, "entitlement")
+	f := newPublishForm(formGESettings, name)
+	for _, k := range []string{"scope", "sessionDistribution", "application", "kind"} {
+		f.Values[k] = typed(rq, k)
+	}
+	f.Checks["useHomeSite"] = rq.r.PostFormValue("useHomeSite") == "on"
+	gen, ok := c.postedGeneration(rq, f)
+	if !ok || !c.validEntitlement(rq, f, name) {
+		return
+	}
+	v := f.Values
+	if !slices.Contains(federation.Scopes, v["scope"]) {
+		f.Errors["scope"] = vdibroker.ErrorMessage(vdibroker.FieldError("scope", "must be one of %s", strings.Join(federation.Scopes, ", ")))
+	}
+	if !slices.Contains(federation.Distributions, v["sessionDistribution"]) {
+		f.Errors["sessionDistribution"] = vdibroker.ErrorMessage(vdibroker.FieldError("sessionDistribution", "must be one of %s", strings.Join(federation.Distributions, ", ")))
+	}
+	if v["application"] != "" {
+		if err := vdibroker.ValidateName("application", v["application"], vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen); err != nil {
+			f.Errors["application"] = vdibroker.ErrorMessage(err)
+		}
+	}
+	if k := v["kind"]; k != "" && k != vdibroker.KindDesktop && k != vdibroker.KindApplication {
+		f.Errors["kind"] = vdibroker.ErrorMessage(vdibroker.FieldError("kind", "must be %s or %s", vdibroker.KindDesktop, vdibroker.KindApplication))
+	}
+	if len(f.Errors) > 0 {
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+		return
+	}
+	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
+		ge, err := entitlementOf(doc, name)
+		if err != nil {
+			return "", false, err
+		}
+		kind := vdibroker.KindDesktop
+		if ge.IsApplication() {
+			kind = vdibroker.KindApplication
+		}
+		if v["kind"] != "" && v["kind"] != kind {
+			return "", false, vdibroker.FieldError("kind", "%s is a %s entitlement, and its kind does not change: a %s entitlement opens other things from its member pools. "+
+				"Create a new %s entitlement and delete this one (R-E9)", name, kind, v["kind"], v["kind"])
+		}
+		var said []string
+		if ge.IsApplication() {
+			if v["application"] == "" {
+				return "", false, vdibroker.FieldError("application", "must be 1..%d characters: an Application entitlement opens one application (R-E9)", vdibroker.MaxAppNameLen)
+			}
+			if v["application"] != ge.Application {
+				said = append(said, fmt.Sprintf("application %s (was %s): each member pool must publish it in a RemoteApp group (R-E9)", v["application"], ge.Application))
+				ge.Application = v["application"]
+			}
+		} else if v["application"] != "" {
+			return "", false, vdibroker.FieldError("application", "is only for an Application entitlement; %s opens desktops, and its kind does not change: create an Application entitlement instead (R-E9)", name)
+		}
+		if v["scope"] != ge.Scope {
+			said = append(said, fmt.Sprintf("scope %s (was %s)", v["scope"], ge.Scope))
+			ge.Scope = v["scope"]
+		}
+		if v["sessionDistribution"] != ge.SessionDistribution {
+			said = append(said, fmt.Sprintf("session distribution %s (was %s)", v["sessionDistribution"], ge.SessionDistribution))
+			ge.SessionDistribution = v["sessionDistribution"]
+		}
+		if on := f.Checks["useHomeSite"]; on != ge.UseHomeSite {
+			said = append(said, map[bool]string{true: "home sites used", false: "home sites no longer used"}[on])
+			ge.UseHomeSite = on
+		}
+		if len(said) == 0 {
+			return fmt.Sprintf("Nothing changed: %s had these settings already.", name), false, nil
+		}
+		return fmt.Sprintf("%s's settings changed: %s. The next connect through it is placed by them (R-G3, R-G4); a session open goes on where it is.", name, strings.Join(said, ", ")), true, nil
+	})
+}
+
+// homeSite is POST /federation/homesites: op add or remove the home
+// site of a user or a group (kind, principal; site for add), the
+// document's homeSites (R-G3). They are checked as the API checks them:
+// exactly one of user and group, a site of the document, and one home
+// site a user or a group, in any case (Alice is alice, R-E5): a second
+// is refused, to be removed first, not replaced unseen. A home site
+// places only through entitlements with useHomeSite; the page says so.
+func (c *Console) homeSite(rq *request) {
+	f := newPublishForm(formHomeSite, "")
+	op, kind, principal, site := rq.r.PostFormValue("op"), rq.r.PostFormValue("kind"), typed(rq, "principal"), typed(rq, "site")
+	if op == "add" {
+		f.Values["kind"], f.Values["principal"], f.Values["site"] = kind, principal, site
+	}
+	gen, ok := c.postedGeneration(rq, f)
+	if !ok {
+		return
+	}
+	if op != "add" && op != "remove" {
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add or remove.", f)
+		return
+	}
+	if kind != "user" && kind != "group" {
+		f.Errors["kind"] = "kind: must be user or group: a home site names exactly one of them"
+	} else if err := vdibroker.ValidateUser("principal", principal); err != nil {
+		// As the API checks homeSites[i].user and .group, before the
+		// name is quoted anywhere (R-SEC).
+		f.Errors["principal"] = vdibroker.ErrorMessage(err)
+	}
+	if op == "add" {
+		if err := federation.ValidateSiteName("site", site); err != nil {
+			f.Errors["site"] = vdibroker.ErrorMessage(err)
+		}
+	}
+	if len(f.Errors) > 0 {
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+		return
+	}
+	same := func(h vdibroker.HomeSite) bool {
+		if kind == "user" {
+			return h.User != "" && vdibroker.SameUser(h.User, principal)
+		}
+		return h.Group != "" && vdibroker.SameUser(h.Group, principal)
+	}
+	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
+		i := slices.IndexFunc(doc.HomeSites, same)
+		if op == "remove" {
+			if i < 0 {
+				return fmt.Sprintf("The %s %s has no home site: nothing removed.", kind, principal), false, nil
+			}
+			h := doc.HomeSites[i]
+			doc.HomeSites = slices.Delete(doc.HomeSites, i, i+1)
+			return fmt.Sprintf("The %s %s no longer has home site %s: through an entitlement that uses home sites, %s (R-G3).",
+				kind, cmp.Or(h.User, h.Group), h.Site, map[string]string{"user": "her group's home site is used, else the site her connection arrived at",
+					"group": "its members start at their own home site, another group's, or the site their connection arrived at"}[kind]), true, nil
+		}
+		if i >= 0 {
+			h := doc.HomeSites[i]
+			return "", false, vdibroker.FieldError("principal", "the %s %s has home site %s already (a %s has one home site, in any case): remove it first, then add the new one",
+				kind, cmp.Or(h.User, h.Group), h.Site, kind)
+		}
+		if !slices.ContainsFunc(doc.Sites, func(s vdibroker.Site) bool { return s.Name == site }) {
+			return "", false, vdibroker.FieldError("site", "is not a site of the federation document; its sites are %s", siteNames(doc))
+		}
+		h := vdibroker.HomeSite{Site: site}
+		if kind == "user" {
+			h.User = principal
+		} else {
+			h.Group = principal
+		}
+		doc.HomeSites = append(doc.HomeSites, h)
+		var using []string
+		for _, ge := range doc.GlobalEntitlements {
+			if ge.UseHomeSite {
+				using = append(using, ge.Name)
+			}
+		}
+		through := "no global entitlement uses home sites yet: set Use home sites in an entitlement's settings"
+		if len(using) > 0 {
+			through = "through " + andList(using) + map[bool]string{true: ", which use home sites", false: ", which uses home sites"}[len(using) > 1]
+		}
+		return fmt.Sprintf("The %s %s has home site %s: %s, a connect starts there (R-G3; a user's own home site before a group's).", kind, principal, site, through), true, nil
+	})
+}
+
 // deleteGlobalEntitlement is POST /federation/globalentitlements/delete
 // (the page asks first).
 func (c *Console) deleteGlobalEntitlement(rq *request) {
@@ -398,6 +570,14 @@ func entitledText(ge *vdibroker.GlobalEntitlement) string {
 		return "everyone (it names nobody)"
 	}
 	return strings.Join(who, ", ")
+}
+
+func siteNames(doc *vdibroker.Federation) string {
+	var names []string
+	for _, s := range doc.Sites {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 func podNames(doc *vdibroker.Federation) string {
@@ -581,16 +761,22 @@ func andList(s []string) string {
 // entitlement's field: globalEntitlements[3].members[0].hostPool.
 var apiGEField = regexp.MustCompile(`^globalEntitlements\[\d+\]\.(?:members\[\d+\]\.)?([A-Za-z]+)`)
 
+// apiHomeSiteField matches a document path the API names in a refusal
+// of a home site: homeSites[2].site, homeSites[2] (a second one).
+var apiHomeSiteField = regexp.MustCompile(`^homeSites\[\d+\](?:\.([a-z]+))?$`)
+
 // geInput is the form input an API field belongs to, or "" (the banner
 // says it).
 func geInput(field string) string {
 	if m := apiGEField.FindStringSubmatch(field); m != nil {
 		field = m[1]
+	} else if m := apiHomeSiteField.FindStringSubmatch(field); m != nil {
+		field = cmp.Or(m[1], "principal")
 	}
 	switch field {
-	case "users", "groups":
+	case "users", "groups", "user", "group":
 		return "principal"
-	case "name", "kind", "application", "scope", "sessionDistribution", "pod", "hostPool", "principal", "entitle":
+	case "name", "kind", "application", "scope", "sessionDistribution", "pod", "hostPool", "principal", "entitle", "site":
 		return field
 	}
 	return ""

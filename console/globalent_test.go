@@ -195,6 +195,23 @@ func TestGlobalEntitlementStalePage_RE13(t *testing.T) {
 		}
 	}
 
+	// The settings and home site forms of the page read at 1 too.
+	for _, p := range []struct {
+		path string
+		form []string
+	}{
+		{"/federation/globalentitlements/settings", []string{"entitlement", "office", "kind", "Desktop", "scope", "WithinPod", "sessionDistribution", "None"}},
+		{"/federation/homesites", []string{"op", "add", "kind", "user", "principal", "dora", "site", "emea"}},
+	} {
+		a = one.post(p.path, geForm(csrfOne, 1, p.form...))
+		wantStatus(t, a, http.StatusPreconditionFailed)
+		wantContains(t, a, "(generation 1 then, 2 now)")
+	}
+	for _, x := range []*env{fra, ams} {
+		if d := docOf(t, x); d.Generation != 2 || len(d.HomeSites) != 0 || entitlement(d, "office").Scope != vdibroker.ScopeAllSites {
+			t.Errorf("%s after the stale settings and home site: %+v", x.url, d)
+		}
+	}
 	// fra1 alone is sent a generation 3 of other content (as by a
 	// federation apply that reached it alone): a page of generation 2
 	// is refused, nothing sent to ams1.
@@ -323,13 +340,15 @@ func TestGlobalEntitlementRefusedByRole_RSEC(t *testing.T) {
 		{"/federation/globalentitlements/assignments", []string{"entitlement", "office", "op", "add", "kind", "user", "principal", "mallory"}},
 		{"/federation/globalentitlements/delete", []string{"entitlement", "office"}},
 		{"/federation/resend", nil},
+		{"/federation/globalentitlements/settings", []string{"entitlement", "office", "kind", "Desktop", "scope", "WithinPod", "sessionDistribution", "None"}},
+		{"/federation/homesites", []string{"op", "add", "kind", "user", "principal", "mallory", "site", "emea"}},
 	}
 	for _, role := range []string{"Reader", "Helpdesk"} {
 		b := fra.browser()
 		b.signin(fra.token(role))
 		page := b.get("/federation")
 		wantStatus(t, page, http.StatusOK)
-		if strings.Contains(page.body, `id="ge-manage"`) || strings.Contains(page.body, "/federation/globalentitlements") {
+		if strings.Contains(page.body, `id="ge-manage"`) || strings.Contains(page.body, "/federation/globalentitlements") || strings.Contains(page.body, "/federation/homesites") {
 			t.Errorf("%s is shown the entitlement forms", role)
 		}
 		csrf := b.csrf("/federation")
@@ -414,6 +433,16 @@ func TestGlobalEntitlementBadInput(t *testing.T) {
 		{"unknown entitlement", "/federation/globalentitlements/delete", []string{"entitlement", "nothere"}, 404, "", "has no global entitlement &#34;nothere&#34;"},
 		{"member of an unknown entitlement", "/federation/globalentitlements/members", []string{"entitlement", "solo", "op", "remove", "pod", "fra1", "hostPool", "pool-a"}, 404, "", "no global entitlement"},
 		{"bad generation", "/federation/globalentitlements/delete", []string{"entitlement", "office", "generation", "one"}, 400, "", "generation must be"},
+		{"unknown scope setting", "/federation/globalentitlements/settings", []string{"entitlement", "office", "scope", "Anywhere", "sessionDistribution", "None"}, 400, "scope", "must be one of AllSites, WithinSite, WithinPod"},
+		{"huge distribution setting", "/federation/globalentitlements/settings", []string{"entitlement", "office", "scope", "AllSites", "sessionDistribution", huge}, 400, "sessionDistribution", "must be one of None, LoadIndex, SessionCount"},
+		{"unknown kind setting", "/federation/globalentitlements/settings", []string{"entitlement", "office", "kind", "Kiosk", "scope", "AllSites", "sessionDistribution", "None"}, 400, "kind", "must be Desktop or Application"},
+		{"settings of an unknown entitlement", "/federation/globalentitlements/settings", []string{"entitlement", "nothere", "scope", "AllSites", "sessionDistribution", "None"}, 404, "", "no global entitlement"},
+		{"home site of neither", "/federation/homesites", []string{"op", "add", "kind", "", "principal", "dora", "site", "emea"}, 400, "kind", "must be user or group"},
+		{"home site of a huge name", "/federation/homesites", []string{"op", "add", "kind", "user", "principal", huge, "site", "emea"}, 400, "principal", "principal: must be"},
+		{"home site of a bad name", "/federation/homesites", []string{"op", "add", "kind", "group", "principal", "Sales\x00", "site", "emea"}, 400, "principal", "principal:"},
+		{"unknown home site", "/federation/homesites", []string{"op", "add", "kind", "user", "principal", "dora", "site", "apac"}, 400, "site", "is not a site of the federation document; its sites are emea"},
+		{"huge home site", "/federation/homesites", []string{"op", "add", "kind", "user", "principal", "dora", "site", huge}, 400, "site", "site: must be 1..64"},
+		{"home site op", "/federation/homesites", []string{"op", "replace", "kind", "user", "principal", "dora", "site", "emea"}, 400, "", "op must be add or remove"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := geForm(b.csrf("/federation"), 1, tc.form...)

@@ -53,6 +53,14 @@ func ValidateEntitlementName(field, name string) error {
 	return vdibroker.ValidateName(field, name, minNameLen, maxNameLen)
 }
 
+// ValidateSiteName checks a site's name where a caller gives one (the
+// console's home site form) as a document's sites[i].name is checked:
+// InvalidArgument on field with the allowed range, the name itself not
+// echoed.
+func ValidateSiteName(field, name string) error {
+	return vdibroker.ValidateName(field, name, minNameLen, maxNameLen)
+}
+
 // ValidateSessionRef checks a session a caller names (a global connect's
 // session, GlobalConnectRequest.Session) under field: its pod as a pod's
 // name (may be empty: the pod asked), its host pool as a pool's name, its
