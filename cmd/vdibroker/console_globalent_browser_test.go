@@ -25,7 +25,8 @@ import (
 // stores generation 2 with it (sent over serve's pod-to-pod HTTP client,
 // which --federation-allow lets call 127.0.0.1), and bob, with a User
 // token of podb, connects through Sales and is placed in podb's desk.
-// Deleting Sales asks first; declined, nothing goes; accepted, both pods
+// Its scope is set to WithinSite by keyboard, and reaches podb; at a
+// phone's width no form leaves its card. Deleting Sales asks first; declined, nothing goes; accepted, both pods
 // drop it.
 func TestConsoleGlobalEntitlementBrowser_RE9_RG1(t *testing.T) {
 	ctx := newBrowser(t)
@@ -112,6 +113,52 @@ func TestConsoleGlobalEntitlementBrowser_RE9_RG1(t *testing.T) {
 	}
 
 	const manage = `details[data-manage-ge="Sales"]`
+	// Its settings, by keyboard: the summary opens with Enter, the scope
+	// select moves with its arrow key, Enter on Save settings submits.
+	step(t, ctx, "set Sales' scope to WithinSite by keyboard",
+		chromedp.Navigate(base+"/federation"),
+		chromedp.WaitVisible(chromedp.CSS(manage+" > summary")),
+		chromedp.Focus(chromedp.CSS(manage+" > summary")),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(manage+` select[name="scope"]`)),
+		chromedp.Focus(chromedp.CSS(manage+` select[name="scope"]`)),
+		chromedp.KeyEvent(kb.ArrowDown), // AllSites -> WithinSite
+		chromedp.Focus(chromedp.CSS(`button[data-action="ge-settings"][data-entitlement="Sales"]`)),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(`#federation-results tr[data-result-pod="podb"]`)),
+	)
+	if got := text(t, ctx, ".flash.ok"); !strings.Contains(got, "Sales's settings changed: scope WithinSite (was AllSites)") ||
+		!strings.Contains(got, "Every pod of the federation holds generation 3") {
+		t.Errorf("flash after the settings = %q", got)
+	}
+	if st, err := b.admin.GetFederation(api); err != nil || st.Document.Generation != 3 || st.Document.GlobalEntitlements[1].Scope != vdibroker.ScopeWithinSite {
+		t.Fatalf("podb after the settings: %+v, %v", st, err)
+	}
+	errs.check(t, "the settings")
+	// At a phone's width, every form open: nothing leaves its card.
+	step(t, ctx, "the forms at a phone's width",
+		chromedp.EmulateViewport(375, 800),
+		chromedp.Navigate(base+"/federation"),
+		chromedp.WaitVisible(chromedp.CSS("#home-site-form")),
+		chromedp.Evaluate[chromedp.Void](`document.querySelectorAll("#ge-manage details").forEach(d => d.open = true)`),
+	)
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const out = [];
+		for (const id of ["ge-manage", "home-sites"]) {
+			const card = document.getElementById(id).getBoundingClientRect();
+			for (const e of document.querySelectorAll("#" + id + " input:not([type=hidden]), #" + id + " select, #" + id + " button, #" + id + " summary, #" + id + " label, #" + id + " li")) {
+				const r = e.getBoundingClientRect();
+				if (r.width > 0 && (r.left < card.left - 1 || r.right > card.right + 1)) out.push((e.id || e.name || e.textContent.trim().slice(0, 40)) + " leaves " + id);
+			}
+		}
+		return out;
+	})()`))
+	if err != nil || len(out) > 0 {
+		t.Errorf("at 375 px: %q %v", out, err)
+	}
+	screenshot(t, ctx, "console-globalent-phone.png")
+	step(t, ctx, "back to a desktop's width", chromedp.EmulateViewport(1360, 1000))
+
 	step(t, ctx, "decline to delete Sales",
 		chromedp.Navigate(base+"/federation"),
 		chromedp.WaitVisible(chromedp.CSS(manage+" > summary")),
@@ -123,7 +170,7 @@ func TestConsoleGlobalEntitlementBrowser_RE9_RG1(t *testing.T) {
 	if err != nil || !strings.Contains(asked, "Delete global entitlement Sales") {
 		t.Errorf("the delete asked %q (%v)", asked, err)
 	}
-	if st, err := b.admin.GetFederation(api); err != nil || st.Document.Generation != 2 {
+	if st, err := b.admin.GetFederation(api); err != nil || st.Document.Generation != 3 {
 		t.Fatalf("a declined delete changed podb's document: %+v, %v", st, err)
 	}
 	step(t, ctx, "delete Sales",
@@ -136,7 +183,7 @@ func TestConsoleGlobalEntitlementBrowser_RE9_RG1(t *testing.T) {
 	}
 	for _, p := range []*xpod{a, b} {
 		st, err := p.admin.GetFederation(api)
-		if err != nil || st.Document.Generation != 3 || len(st.Document.GlobalEntitlements) != 1 {
+		if err != nil || st.Document.Generation != 4 || len(st.Document.GlobalEntitlements) != 1 {
 			t.Errorf("%s after the delete: %+v, %v", p.m.URL(), st, err)
 		}
 	}
