@@ -204,6 +204,8 @@ var matrixRoutes = []route{
 	{"POST /federation/globalentitlements/members", "POST", "/federation/globalentitlements/members", "", mConsole, 401},
 	{"POST /federation/globalentitlements/assignments", "POST", "/federation/globalentitlements/assignments", "", mConsole, 401},
 	{"POST /federation/globalentitlements/delete", "POST", "/federation/globalentitlements/delete", "", mConsole, 401},
+	{"POST /federation/globalentitlements/settings", "POST", "/federation/globalentitlements/settings", "", mConsole, 401},
+	{"POST /federation/homesites", "POST", "/federation/homesites", "", mConsole, 401},
 	{"POST /federation/resend", "POST", "/federation/resend", "", mConsole, 401},
 	{"POST /users/{user}/globalsessions/{pod}/{id}/logoff", "POST", "/users/alice/globalsessions/pod2/{sid}/logoff", "", mConsole, 401},
 	{"POST /users/{user}/globalsessions/{pod}/{id}/disconnect", "POST", "/users/alice/globalsessions/pod2/{sid}/disconnect", "", mConsole, 401},
