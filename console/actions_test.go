@@ -667,6 +667,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"GlobalEntitlementSendsNoToken", TestGlobalEntitlementSendsNoToken_RSEC},
 		{"GlobalEntitlementSettingsFromConsole", TestGlobalEntitlementSettingsFromConsole_RG3},
 		{"HomeSitesFromConsole", TestHomeSitesFromConsole_RG3},
+		{"HomeSiteNamesBeyondASCII", TestHomeSiteNamesBeyondASCII_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

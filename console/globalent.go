@@ -81,17 +81,24 @@ const (
 var geFields = []string{"name", "kind", "application", "scope", "sessionDistribution", "pod", "hostPool", "entitle", "principal"}
 
 // maxTyped bounds a value kept as typed in a form shown again: the
-// longest name a field takes is MaxUserLen; what is longer is refused
-// and shown cut (R-SEC).
+// longest name a field takes is MaxUserLen characters; what is longer is
+// refused and shown cut (R-SEC).
 const maxTyped = vdibroker.MaxUserLen
 
-// typed is the posted value of field k, trimmed and bounded: a longer
-// one is cut and marked with "…", which no field takes, so that it is
-// still refused as too long.
+// typed is the posted value of field k, trimmed and bounded: one of more
+// than maxTyped characters is cut to maxTyped and marked with "…", one
+// character more than any field takes, so that it is still refused as
+// too long. Characters, not bytes, as the API counts them: a name of 200
+// Cyrillic letters is 400 bytes and valid, and one of 300 cut at 256
+// bytes would be a shorter valid name nobody typed.
 func typed(rq *request, k string) string {
 	v := strings.TrimSpace(rq.r.PostFormValue(k))
-	if len(v) > maxTyped {
-		v = strings.ToValidUTF8(v[:maxTyped], "") + "…"
+	n := 0
+	for i := range v {
+		if n == maxTyped {
+			return strings.ToValidUTF8(v[:i], "") + "…"
+		}
+		n++
 	}
 	return v
 }

@@ -178,3 +178,36 @@ func TestHomeSitesFromConsole_RG3(t *testing.T) {
 	}
 	bothHold(t, "remove nothing", 6, func(*vdibroker.Federation) bool { return true }, fra, ams)
 }
+
+// TestHomeSiteNamesBeyondASCII_RSEC: a name is bounded in characters,
+// as the API bounds it (MaxUserLen, R-E5's names), not in bytes. A home
+// site of 200 Cyrillic letters (400 bytes, within 256 characters) is
+// stored whole and its Remove button removes it; one of 300 letters is
+// refused beside the name (too long), never stored cut with "…" as a
+// shorter name the administrator did not type.
+func TestHomeSiteNamesBeyondASCII_RSEC(t *testing.T) {
+	fra, ams := newFraAmsPods(t)
+	b := fra.browser()
+	b.signin(adminToken)
+	home := func(gen int64, kv ...string) answer {
+		return b.post("/federation/homesites", geForm(b.csrf("/federation"), gen, kv...))
+	}
+	long := strings.Repeat("Д", vdibroker.MaxUserLen+44)
+	a := home(1, "op", "add", "kind", "user", "principal", long, "site", "emea")
+	wantStatus(t, a, http.StatusBadRequest)
+	wantContains(t, a, `id="hs-principal-error"`, "principal: must be at most 256 characters")
+	bothHold(t, "a name too long", 1, func(d *vdibroker.Federation) bool { return len(d.HomeSites) == 0 }, fra, ams)
+
+	name := strings.Repeat("Д", 200)
+	a = home(1, "op", "add", "kind", "group", "principal", name, "site", "emea")
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, `data-home-site="group:`+name+`"`)
+	bothHold(t, "200 letters", 2, func(d *vdibroker.Federation) bool {
+		return cmp.Equal(d.HomeSites, []vdibroker.HomeSite{{Group: name, Site: "emea"}})
+	}, fra, ams)
+	// The Remove button posts the name as the page lists it.
+	a = home(2, "op", "remove", "kind", "group", "principal", name)
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, "no longer has home site emea")
+	bothHold(t, "removed", 3, func(d *vdibroker.Federation) bool { return len(d.HomeSites) == 0 }, fra, ams)
+}
