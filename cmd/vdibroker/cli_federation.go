@@ -313,8 +313,8 @@ func newGlobalEntitlementCmd() *cobra.Command {
 			}
 			printWarnings(cmd, ge.Warnings)
 			if o := a.outputFor(formatTable); o.Format == formatTable && o.Query == "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: scope %s, sessionDistribution %s, useHomeSite %v\n\n",
-					ge.Name, ge.Scope, ge.SessionDistribution, ge.UseHomeSite)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: %s, scope %s, sessionDistribution %s, useHomeSite %v\nentitles %s\n\n",
+					ge.Name, globalEntitlementKind(ge.GlobalEntitlement), ge.Scope, ge.SessionDistribution, ge.UseHomeSite, entitledWords(ge.GlobalEntitlement))
 				return a.show(cmd, ge.Members, memberColumns)
 			}
 			return a.show(cmd, ge, nil)
@@ -325,6 +325,36 @@ func newGlobalEntitlementCmd() *cobra.Command {
 	cmd.AddCommand(list, show, newGlobalConnectCmd(a))
 	a.suggestNames(cmd, kindGlobalEntitlement)
 	return cmd
+}
+
+// globalEntitlementKind is what a global entitlement opens, in the
+// words of its document: Desktop, or Application and its application.
+func globalEntitlementKind(g vdibroker.GlobalEntitlement) string {
+	if g.Kind == vdibroker.KindApplication {
+		return "Application " + g.Application
+	}
+	return "Desktop"
+}
+
+// entitledWords says whom a global entitlement entitles (R-E9), the line
+// an administrator reads after changing it (the console's Federation
+// page, federation apply): all users, its users and groups, or, naming
+// none, everyone.
+func entitledWords(g vdibroker.GlobalEntitlement) string {
+	if g.AllUsers {
+		return "all users"
+	}
+	var parts []string
+	if len(g.Users) > 0 {
+		parts = append(parts, "users "+strings.Join(g.Users, ", "))
+	}
+	if len(g.Groups) > 0 {
+		parts = append(parts, "groups "+strings.Join(g.Groups, ", "))
+	}
+	if len(parts) == 0 {
+		return "everyone: it names no user or group (R-E9)"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // globalConnectColumns is the table of a global connect's answer.

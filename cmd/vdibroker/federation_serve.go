@@ -194,10 +194,12 @@ func (f *FederationFlags) registry(reg *prometheus.Registry) *prometheus.Registr
 // Its changes reach the other pods through the pod-to-pod client, signed
 // with the federation secret, never with the signed-in user's token: only
 // the URLs --federation-allow allows, trusting --federation-ca-file, no
-// redirect, no proxy (R-SEC).
+// redirect, no proxy (R-SEC); each within --pod-timeout, as every
+// pod-to-pod call (R-G5): a peer that takes the connection and never
+// answers holds the administrator's page that long, not 10 s.
 func (f *FederationFlags) addConsole(c *console.Console) {
 	if f.PodName != "" {
-		c.EnableFederation(console.FederationConfig{Pods: f.podClient()})
+		c.EnableFederation(console.FederationConfig{Pods: f.podClient(), Timeout: f.PodTimeout})
 	}
 }
 

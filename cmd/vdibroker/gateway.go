@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,6 +72,10 @@ type GatewayMain struct {
 	// probed is closed when the start's check of --broker-url is done
 	// (nil without one).
 	probed chan struct{}
+	// reported is the name the broker last said it takes this gateway's
+	// reports under (its check of no tunnel, at start and after a SIGHUP
+	// that changed the Gateway token); "" before one answered.
+	reported atomic.Pointer[string]
 }
 
 // Open loads the keys and the certificate and starts serving. SIGHUP
@@ -87,6 +92,8 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	ready := make(chan struct{})
 	var tokens []*tokenFile
 	var keys *gatewaytoken.Keyring
+	var brokerToken *tokenFile
+	var probe *gateway.HTTPBroker
 	hctx, stopHUP := context.WithCancel(context.WithoutCancel(ctx))
 	m.stopHUP = stopHUP
 	defer func() {
@@ -95,11 +102,20 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 		}
 	}()
 	onHUP(hctx, ready, func() {
+		sent := brokerToken.get()
 		for _, f := range tokens {
 			f.hup(m.Logger)
 		}
 		if err := keys.Reload(hctx); err != nil {
 			m.Logger.Error("SIGHUP: reload gateway token keys; keeping the keys in force", "err", err)
+		}
+		// A new Gateway token is checked as the start's was, so the
+		// operator who wrote one to the file, as the start's warnings
+		// ask, reads whether the broker takes it and under which name
+		// (R-GW4). Before the keys are read the start's check is still
+		// to come, and makes it with the new token.
+		if probe != nil && brokerToken.get() != sent && keys.KeyCount() > 0 {
+			m.probeBroker(hctx, probe)
 		}
 	})
 	if m.TLSCert == "" || m.TLSKey == "" {
@@ -115,7 +131,7 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	brokerToken, err := newTokenFile("--broker-token-file", m.BrokerTokenFile, m.BrokerToken, tokenSent, 0)
+	brokerToken, err = newTokenFile("--broker-token-file", m.BrokerTokenFile, m.BrokerToken, tokenSent, 0)
 	if err != nil {
 		return err
 	}
@@ -156,7 +172,6 @@ func (m *GatewayMain) Open(ctx context.Context) (err error) {
 		m.Logger.Warn("--keys-file with --broker-url: the broker makes a new signing key every serve --gateway-key-rotation (720h) and signs with it 5 minutes later, and tokens of a key this file lacks are refused token_unknown_key until the file is rewritten; give --keys-url, the broker's URL ending in /api/v1/gateway/keys", "keysFile", m.KeysFile)
 	}
 	var broker gateway.Broker = &gateway.MemoryBroker{}
-	var probe *gateway.HTTPBroker
 	m.localBrokerInUse = true
 	if m.BrokerURL != "" {
 		client, err := m.clientTLS.httpClientFor("--broker-url", m.BrokerURL, 15*time.Second)
@@ -351,7 +366,16 @@ func (m *GatewayMain) probeBroker(ctx context.Context, b *gateway.HTTPBroker) {
 		// name each report gives, and these give none (R-GW4).
 		m.Logger.Warn("--name: the broker takes this gateway's reports, but it is older than this gateway and does not name it after its Gateway token: its sessions and tunnels are recorded through no gateway; give --name (the token's subject), or upgrade the broker first", "brokerURL", b.URL)
 	case err == nil:
-		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL, "gateway", cmp.Or(a.Gateway, m.Name))
+		name := cmp.Or(a.Gateway, m.Name)
+		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL, "gateway", name)
+		if was := m.reported.Swap(&name); was != nil && *was != name && m.Name == "" {
+			// A gateway given no --name is its token's gateway: a
+			// token of another one renames it, and the broker's
+			// checks of open tunnels find none admitted under the old
+			// name, so the gateway closes them (R-GW4).
+			m.Logger.Warn(fmt.Sprintf("--broker-token-file: the new Gateway token is another gateway's, and this gateway, given no --name, takes its name: the broker records its reports as %q from now on, and at the next check of open tunnels (--reauthorize-every) answers none of those admitted as %q, which the gateway then closes (their users connect again); to keep them, write a token for %q (vdibroker token create --role Gateway --subject %q) and send SIGHUP before that check", name, *was, *was, *was),
+				"was", *was, "gateway", name, "tunnelsOpen", m.Gateway.Stats().Tunnels, "brokerURL", b.URL)
+		}
 		for _, w := range a.Warnings {
 			// The broker's words, about this gateway's own credential
 			// (R-GW4): an admin token, a token for no gateway.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/internal/syncbuf"
 )
 
@@ -157,4 +158,89 @@ func TestGatewaySIGHUPBeforeFirstKeyFetch(t *testing.T) {
 	if log := p.stderr.String(); !strings.Contains(log, "SIGHUP: token file read") {
 		t.Errorf("no line of the reload:\n%s", log)
 	}
+}
+
+// TestGatewaySIGHUPChecksTheNewBrokerToken_RGW4 (docs/gateway.md,
+// "Deploying with the broker", 4): a SIGHUP that reads a new Gateway
+// token into --broker-token-file has the gateway check it with a real
+// broker as its start does, and say so: the broker's warnings at start
+// ask the operator to write a token to the file and send SIGHUP, and
+// without this nothing said whether the broker took it. Given --name, a
+// token of another gateway is warned of (every tunnel would be refused
+// credential_refused), and the right one again is taken. Given no
+// --name, the gateway takes the new token's name: the warning names the
+// old and the new name, as the tunnels admitted under the old one are
+// closed at the next check of open tunnels.
+func TestGatewaySIGHUPChecksTheNewBrokerToken_RGW4(t *testing.T) {
+	b := startCLIBroker(t)
+	api := vhttp.NewClient(b.m.URL(), b.m.AdminToken)
+	own, err := api.CreateToken(t.Context(), vhttp.TokenRequest{Role: "Gateway", Subject: "rdgw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := api.CreateToken(t.Context(), vhttp.TokenRequest{Role: "Gateway", Subject: "rdgw-other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	cert, key := ca.issue(t, dir, "gateway", 2, false)
+	tokenFile := filepath.Join(dir, "gateway.token")
+	start := func(t *testing.T, name string) (*GatewayMain, *syncbuf.Buffer) {
+		t.Helper()
+		if err := os.WriteFile(tokenFile, []byte(own.Secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		logs := &syncbuf.Buffer{}
+		m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Name: name,
+			KeysURL: b.m.URL() + "/api/v1/gateway/keys", BrokerURL: b.m.URL() + "/api/v1/gateway/tunnels",
+			BrokerTokenFile: tokenFile, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
+		if err := m.Open(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		<-m.probed
+		return m, logs
+	}
+	// hup writes secret to the file, sends SIGHUP and waits for the
+	// n-th line holding line.
+	hup := func(t *testing.T, logs *syncbuf.Buffer, secret, line string, n int) {
+		t.Helper()
+		if err := os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(logs.String(), line) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %d lines %q after SIGHUP:\n%s", n, line, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	const takes = "broker takes this gateway's reports"
+	t.Run("--name", func(t *testing.T) {
+		_, logs := start(t, "rdgw")
+		hup(t, logs, other.Secret, "--name: the broker's Gateway token in --broker-token-file is another gateway's", 1)
+		if got := logs.String(); !strings.Contains(got, `for gateway \"rdgw-other\", not \"rdgw\"`) {
+			t.Errorf("the warning does not name both gateways:\n%s", got)
+		}
+		hup(t, logs, own.Secret, takes, 2)
+		if got := logs.String(); strings.Contains(got, "given no --name, takes its name") {
+			t.Errorf("a gateway given --name warned of a new name:\n%s", got)
+		}
+	})
+	t.Run("no --name", func(t *testing.T) {
+		_, logs := start(t, "")
+		hup(t, logs, other.Secret, "gateway=rdgw-other", 1)
+		got := logs.String()
+		for _, w := range []string{"level=WARN", "the new Gateway token is another gateway's", `records its reports as \"rdgw-other\"`,
+			`none of those admitted as \"rdgw\"`, `--subject \"rdgw\"`, "was=rdgw", "tunnelsOpen=0"} {
+			if !strings.Contains(got, w) {
+				t.Errorf("after SIGHUP with another gateway's token the log lacks %q:\n%s", w, got)
+			}
+		}
+	})
 }
