@@ -260,21 +260,13 @@ func (c *Console) assignGlobalEntitlement(rq *request) {
 	if !ok || !c.validEntitlement(rq, f, name) {
 		return
 	}
-	switch {
-	case op != "add" && op != "remove" && op != "allUsers":
+	if op != "add" && op != "remove" && op != "allUsers" {
 		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add, remove or allUsers.", f)
-		return
-	case op != "allUsers" && kind != "user" && kind != "group":
-		f.Errors["kind"] = "kind: must be user or group"
-		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
 		return
 	}
 	if op != "allUsers" {
-		// Checked as the API checks the document's users and groups,
-		// before anything is read: a name no entitlement can hold is
-		// never quoted back (R-SEC).
-		if err := vdibroker.ValidateUser("principal", principal); err != nil {
-			f.Errors["principal"] = vdibroker.ErrorMessage(err)
+		if field, msg := checkPrincipal(kind, principal, ""); field != "" {
+			f.Errors[field] = msg
 			c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
 			return
 		}
@@ -424,12 +416,8 @@ func (c *Console) homeSite(rq *request) {
 		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add or remove.", f)
 		return
 	}
-	if kind != "user" && kind != "group" {
-		f.Errors["kind"] = "kind: must be user or group: a home site names exactly one of them"
-	} else if err := vdibroker.ValidateUser("principal", principal); err != nil {
-		// As the API checks homeSites[i].user and .group, before the
-		// name is quoted anywhere (R-SEC).
-		f.Errors["principal"] = vdibroker.ErrorMessage(err)
+	if field, msg := checkPrincipal(kind, principal, ": a home site names exactly one of them"); field != "" {
+		f.Errors[field] = msg
 	}
 	if op == "add" {
 		if err := federation.ValidateSiteName("site", site); err != nil {
@@ -561,6 +549,21 @@ func entitlementOf(doc *vdibroker.Federation, name string) (*vdibroker.GlobalEnt
 	return nil, vdibroker.Errorf(vdibroker.ENotFound, "the federation document has no global entitlement %q", name)
 }
 
+// checkPrincipal checks a user or a group to entitle, or to give a home
+// site, as the API checks the document's users and groups, before
+// anything is read: a name no entitlement can hold is never quoted back
+// (R-SEC). field is the form input refused (kind or principal), "" when
+// none; why ends the kind's message.
+func checkPrincipal(kind, principal, why string) (field, msg string) {
+	if kind != "user" && kind != "group" {
+		return "kind", "kind: must be user or group" + why
+	}
+	if err := vdibroker.ValidateUser("principal", principal); err != nil {
+		return "principal", vdibroker.ErrorMessage(err)
+	}
+	return "", ""
+}
+
 // entitledText says whom ge entitles (R-E9).
 func entitledText(ge *vdibroker.GlobalEntitlement) string {
 	var who []string
@@ -579,18 +582,21 @@ func entitledText(ge *vdibroker.GlobalEntitlement) string {
 	return strings.Join(who, ", ")
 }
 
+// siteNames and podNames list the document's sites and pods, for a
+// refusal naming what it may be.
 func siteNames(doc *vdibroker.Federation) string {
-	var names []string
-	for _, s := range doc.Sites {
-		names = append(names, s.Name)
-	}
-	return strings.Join(names, ", ")
+	return joinNames(doc.Sites, func(s vdibroker.Site) string { return s.Name })
 }
 
 func podNames(doc *vdibroker.Federation) string {
-	var names []string
-	for _, p := range doc.Pods {
-		names = append(names, p.Name)
+	return joinNames(doc.Pods, func(p vdibroker.Pod) string { return p.Name })
+}
+
+// joinNames is the names of xs, comma separated.
+func joinNames[T any](xs []T, name func(T) string) string {
+	names := make([]string, 0, len(xs))
+	for _, x := range xs {
+		names = append(names, name(x))
 	}
 	return strings.Join(names, ", ")
 }
