@@ -668,6 +668,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"GlobalEntitlementSettingsFromConsole", TestGlobalEntitlementSettingsFromConsole_RG3},
 		{"HomeSitesFromConsole", TestHomeSitesFromConsole_RG3},
 		{"HomeSiteNamesBeyondASCII", TestHomeSiteNamesBeyondASCII_RSEC},
+		{"HomeSiteKindRefused", TestHomeSiteKindRefused_RG3},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -416,7 +416,14 @@ func (c *Console) homeSite(rq *request) {
 		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add or remove.", f)
 		return
 	}
-	if field, msg := checkPrincipal(kind, principal, ": a home site names exactly one of them"); field != "" {
+	field, msg := checkPrincipal(kind, principal, ": a home site names exactly one of them")
+	if op == "remove" && field != "" {
+		// A remove button's hidden fields, not the add form's: the
+		// add form below is not what was refused.
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was removed: "+msg, nil)
+		return
+	}
+	if field != "" {
 		f.Errors[field] = msg
 	}
 	if op == "add" {
