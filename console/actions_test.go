@@ -668,6 +668,8 @@ func TestConsolePostgres(t *testing.T) {
 		{"GlobalEntitlementSettingsFromConsole", TestGlobalEntitlementSettingsFromConsole_RG3},
 		{"HomeSitesFromConsole", TestHomeSitesFromConsole_RG3},
 		{"HomeSiteNamesBeyondASCII", TestHomeSiteNamesBeyondASCII_RSEC},
+		{"GlobalEntitlementMemberPoolNotFound", TestGlobalEntitlementMemberPoolNotFound_RG3},
+		{"GlobalEntitlementDeleteMissedByPeer", TestGlobalEntitlementDeleteMissedByPeer_RG5},
 		{"HomeSiteKindRefused", TestHomeSiteKindRefused_RG3},
 	} {
 		t.Run(tc.name, tc.fn)

@@ -208,6 +208,14 @@ func (c *Console) federationPage(rq *request) {
 // banner, the pods' answers to a change) and one of its forms as posted
 // (nil: every form blank), reading the document as this pod holds it now.
 func (c *Console) renderFederation(rq *request, status int, data map[string]any, f *publishForm) {
+	c.renderFederationLoaded(rq, status, data, f, nil)
+}
+
+// renderFederationLoaded is renderFederation; loaded, when not nil, is
+// given the entitlements' member loads the page read, before it is
+// shown, to set data's words by them (showApplied: a new member's pool
+// not found on its pod) without another call to the pods.
+func (c *Console) renderFederationLoaded(rq *request, status int, data map[string]any, f *publishForm, loaded func([]fedEntitlement)) {
 	ctx := rq.r.Context()
 	data["Title"], data["Nav"] = "Federation", "federation"
 	var st fedStatus
@@ -251,6 +259,9 @@ func (c *Console) renderFederation(rq *request, status int, data map[string]any,
 	}
 	if data["Differ"] == nil {
 		data["Differ"] = false
+	}
+	if loaded != nil {
+		loaded(ges.Value)
 	}
 	data["Status"] = st
 	data["Sites"] = sites

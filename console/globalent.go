@@ -189,7 +189,7 @@ func (c *Console) createGlobalEntitlement(rq *request) {
 		}
 		return fmt.Sprintf("Global entitlement %s created with member %s/%s: %s may open %s through it (R-E9, R-G1).",
 			ge.Name, ge.Members[0].Pod, ge.Members[0].HostPool, entitledText(&ge), what), true, nil
-	})
+	}, nil)
 }
 
 // globalEntitlementMember is POST /federation/globalentitlements/members:
@@ -243,7 +243,33 @@ func (c *Console) globalEntitlementMember(rq *request) {
 		}
 		ge.Members = slices.DeleteFunc(ge.Members, func(x vdibroker.Member) bool { return x == m })
 		return fmt.Sprintf("%s/%s is no longer a member of %s: no new session is placed there through it; a session open there goes on until it ends (R-G1 looks for existing sessions in member pools only).", pod, pool, name), true, nil
+	}, func(msg string, loads []fedEntitlement, missed []string) string {
+		// The loads the page read after the change say whether the
+		// pod has the pool; a pod that did not take the change lists
+		// only its old members, and the warning says that instead.
+		if op != "add" || slices.Contains(missed, pod) || !memberNotFound(loads, name, m) {
+			return msg
+		}
+		return fmt.Sprintf("%s/%s is a member of %s, but pod %s has no host pool %s (%s below): nobody is placed there through it until that pool exists on %s (R-G3).",
+			pod, pool, name, pod, pool, federation.SkipNotFound, pod)
 	})
+}
+
+// memberNotFound reports whether the loads say member m of entitlement
+// name has no host pool on its pod (a pod that did not answer is not
+// known to lack it).
+func memberNotFound(loads []fedEntitlement, name string, m vdibroker.Member) bool {
+	for _, g := range loads {
+		if g.Name != name {
+			continue
+		}
+		for _, x := range g.Members {
+			if x.Pod == m.Pod && x.HostPool == m.HostPool {
+				return x.Error == federation.SkipNotFound || x.Error == "" && (x.Facts == nil || !x.Facts.Found)
+			}
+		}
+	}
+	return false
 }
 
 // assignGlobalEntitlement is POST /federation/globalentitlements/assignments:
@@ -309,7 +335,7 @@ func (c *Console) assignGlobalEntitlement(rq *request) {
 			return fmt.Sprintf("%s entitles all users: every end user may connect through it (R-E9).", name), true, nil
 		}
 		return fmt.Sprintf("%s no longer entitles all users: only the users and groups it names may connect through it (R-E9).", name), true, nil
-	})
+	}, nil)
 }
 
 // globalEntitlementSettings is POST /federation/globalentitlements/settings:
@@ -392,7 +418,7 @@ func (c *Console) globalEntitlementSettings(rq *request) {
 			return fmt.Sprintf("Nothing changed: %s had these settings already.", name), false, nil
 		}
 		return fmt.Sprintf("%s's settings changed: %s. The next connect through it is placed by them (R-G3, R-G4); a session open goes on where it is.", name, strings.Join(said, ", ")), true, nil
-	})
+	}, nil)
 }
 
 // homeSite is POST /federation/homesites: op add or remove the home
@@ -479,7 +505,7 @@ func (c *Console) homeSite(rq *request) {
 			through = "through " + andList(using) + map[bool]string{true: ", which use home sites", false: ", which uses home sites"}[len(using) > 1]
 		}
 		return fmt.Sprintf("The %s %s has home site %s: %s, a connect starts there (R-G3; a user's own home site before a group's).", kind, principal, site, through), true, nil
-	})
+	}, nil)
 }
 
 // deleteGlobalEntitlement is POST /federation/globalentitlements/delete
@@ -497,6 +523,15 @@ func (c *Console) deleteGlobalEntitlement(rq *request) {
 		}
 		doc.GlobalEntitlements = slices.DeleteFunc(doc.GlobalEntitlements, func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })
 		return fmt.Sprintf("Global entitlement %s deleted: nobody connects through it any more; sessions opened through it go on in their pools until they end.", name), true, nil
+	}, func(msg string, _ []fedEntitlement, missed []string) string {
+		if len(missed) == 0 {
+			return msg
+		}
+		// A pod that did not take it holds the old document, and
+		// places through it still (R-G5).
+		return fmt.Sprintf("Global entitlement %s deleted on this pod: nobody connects through it at a pod that took the change, but %s still %s it, and the users it entitles connect through it there until %s. "+
+			"Sessions opened through it go on in their pools until they end.", name, andList(missed), map[bool]string{true: "hold", false: "holds"}[len(missed) > 1],
+			map[bool]string{true: "they take this document", false: "it takes this document"}[len(missed) > 1])
 	})
 }
 
@@ -521,7 +556,7 @@ func (c *Console) resendFederation(rq *request) {
 		return
 	}
 	results := c.sendToPeers(rq, &st.Document, st.Pod)
-	c.showApplied(rq, fmt.Sprintf("This pod's federation document (generation %d) was sent again to the other pods.", gen), &st.Document, st.Pod, results)
+	c.showApplied(rq, fmt.Sprintf("This pod's federation document (generation %d) was sent again to the other pods.", gen), &st.Document, st.Pod, results, nil)
 }
 
 // postedGeneration is the form's generation, the one of the document
@@ -647,7 +682,7 @@ func (c *Console) renderStale(rq *request, nothing string, then, now int64) {
 // read and says what it did (changed false: nothing to send, said in a
 // flash); its error is shown beside the form's field it names. This pod
 // takes it first: nothing is sent elsewhere unless it did.
-func (c *Console) changeFederation(rq *request, f *publishForm, gen int64, nothing string, change func(*vdibroker.Federation) (string, bool, error)) {
+func (c *Console) changeFederation(rq *request, f *publishForm, gen int64, nothing string, change func(*vdibroker.Federation) (string, bool, error), refine refineFunc) {
 	st, ok := c.readForChange(rq, f, gen, nothing)
 	if !ok {
 		return
@@ -673,7 +708,7 @@ func (c *Console) changeFederation(rq *request, f *publishForm, gen int64, nothi
 		c.federationRefused(rq, f, err, nothing, geInput)
 		return
 	}
-	c.showApplied(rq, msg, doc, st.Pod, c.sendToPeers(rq, doc, st.Pod))
+	c.showApplied(rq, msg, doc, st.Pod, c.sendToPeers(rq, doc, st.Pod), refine)
 }
 
 // podResult is one pod's answer to the document sent, as the page lists it.
@@ -744,7 +779,7 @@ func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self strin
 // showApplied shows the page after a document was sent: every pod's
 // answer, and when some did not take it, that the pods' documents now
 // differ and what to do.
-func (c *Console) showApplied(rq *request, msg string, doc *vdibroker.Federation, self string, results []podResult) {
+func (c *Console) showApplied(rq *request, msg string, doc *vdibroker.Federation, self string, results []podResult, refine refineFunc) {
 	var missed []string
 	newer := false
 	for _, r := range results {
@@ -754,11 +789,27 @@ func (c *Console) showApplied(rq *request, msg string, doc *vdibroker.Federation
 		}
 	}
 	data := map[string]any{"Results": results, "ResultGeneration": doc.Generation}
+	c.renderFederationLoaded(rq, http.StatusOK, data, nil, func(loads []fedEntitlement) {
+		if refine != nil {
+			msg = refine(msg, loads, missed)
+		}
+		appliedWords(data, msg, doc.Generation, missed, newer)
+	})
+}
+
+// refineFunc tells a change's message again once the pods answered
+// (missed: those that did not take it) and the page read the members'
+// loads, which the change itself did not know.
+type refineFunc func(msg string, loads []fedEntitlement, missed []string) string
+
+// appliedWords sets the page's flash, or its warning when some pods
+// (missed) did not take generation gen.
+func appliedWords(data map[string]any, msg string, gen int64, missed []string, newer bool) {
 	if len(missed) == 0 {
-		data["Flash"] = fmt.Sprintf("%s Every pod of the federation holds generation %d.", msg, doc.Generation)
+		data["Flash"] = fmt.Sprintf("%s Every pod of the federation holds generation %d.", msg, gen)
 	} else {
 		warn := fmt.Sprintf("%s This pod holds generation %d, but %s did not take it (below): the pods' federation documents now differ, and a user connecting through %s is placed by the document %s holds. ",
-			msg, doc.Generation, andList(missed), andList(missed), map[bool]string{true: "they", false: "it"}[len(missed) > 1])
+			msg, gen, andList(missed), andList(missed), map[bool]string{true: "they", false: "it"}[len(missed) > 1])
 		if newer {
 			warn += "A pod that refused it with Conflict holds a newer generation: read its document (vdibroker federation show --server its URL), make the change there, and apply the newest document to every pod (vdibroker federation apply -f). "
 		}
@@ -767,7 +818,6 @@ func (c *Console) showApplied(rq *request, msg string, doc *vdibroker.Federation
 		data["Flash"] = ""
 		data["Differ"] = true // the page offers to send it again
 	}
-	c.renderFederation(rq, http.StatusOK, data, nil)
 }
 
 func andList(s []string) string {

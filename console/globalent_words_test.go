@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -10,6 +11,74 @@ import (
 // pod (R-G3, R-G5): a new member whose pool its pod lacks, a delete a
 // peer did not take, a peer that did not answer; and its forms mark the
 // field refused, for assistive technology too.
+
+// TestGlobalEntitlementMemberPoolNotFound_RG3: a member added whose host
+// pool its pod does not have (ams1/deskz) is added, and the flash says
+// so, from the loads the page reads anyway: nobody is placed there until
+// the pool exists. A member whose pool exists on its pod (ams1's pool-b,
+// read into the page's load cache before the change) is told placeable.
+func TestGlobalEntitlementMemberPoolNotFound_RG3(t *testing.T) {
+	fra, ams := newFraAmsPods(t)
+	if _, err := ams.admin.PutHostPool(t.Context(), "pool-b", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	b := fra.browser()
+	b.signin(adminToken)
+
+	a := b.post("/federation/globalentitlements/members", geForm(b.csrf("/federation"), 1, "entitlement", "office", "op", "add", "pod", "ams1", "hostPool", "deskz"))
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, "ams1/deskz is a member of office, but pod ams1 has no host pool deskz", "nobody is placed there through it until that pool exists on ams1",
+		"Every pod of the federation holds generation 2", `data-member="ams1/deskz"`)
+	if strings.Contains(a.body, "users it entitles may be placed there") {
+		t.Errorf("the flash says users may be placed in a pool its pod lacks:\n%s", a.body)
+	}
+	if d := docOf(t, ams); d.Generation != 2 || len(entitlement(d, "office").Members) != 3 {
+		t.Errorf("ams1 after the add: %+v", d)
+	}
+
+	a = b.post("/federation/globalentitlements/members", geForm(b.csrf("/federation"), 2, "entitlement", "office", "op", "add", "pod", "ams1", "hostPool", "pool-b"))
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, "ams1/pool-b is a member of office: users it entitles may be placed there")
+	if strings.Contains(a.body, "has no host pool pool-b") {
+		t.Errorf("an existing pool is said not found:\n%s", a.body)
+	}
+}
+
+// TestGlobalEntitlementDeleteMissedByPeer_RG5: an entitlement deleted
+// while ams1 answers 503 is deleted on fra1 only; the flash does not say
+// nobody connects through it, but that ams1 still holds it and places
+// through it; ams1 indeed still holds it.
+func TestGlobalEntitlementDeleteMissedByPeer_RG5(t *testing.T) {
+	fra, ams := newFraAmsPods(t)
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "maintenance", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(gate.Close)
+	doc := docOf(t, fra)
+	doc.Generation = 2
+	doc.Pods[1].URL = gate.URL
+	for _, x := range []*env{fra, ams} {
+		d := *doc
+		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := fra.browser()
+	b.signin(adminToken)
+	a := b.post("/federation/globalentitlements/delete", geForm(b.csrf("/federation"), 2, "entitlement", "office"))
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, `data-result-pod="ams1" data-result="refused"`, "Global entitlement office deleted on this pod",
+		"ams1 still holds it, and the users it entitles connect through it there until it takes this document", "ams1 did not take it")
+	if strings.Contains(a.body, "nobody connects through it any more") {
+		t.Errorf("the flash says nobody connects through office, which ams1 still holds:\n%s", a.body)
+	}
+	if d := docOf(t, ams); d.Generation != 2 || entitlement(d, "office") == nil {
+		t.Errorf("ams1 after the missed delete: %+v", d)
+	}
+	if d := docOf(t, fra); d.Generation != 3 || entitlement(d, "office") != nil {
+		t.Errorf("fra1 after the delete: %+v", d)
+	}
+}
 
 // TestHomeSiteKindRefused_RG3: a home site's kind refused is marked on
 // the add form's select with aria-invalid and the error it describes,
