@@ -670,6 +670,7 @@ func TestConsolePostgres(t *testing.T) {
 		{"HomeSiteNamesBeyondASCII", TestHomeSiteNamesBeyondASCII_RSEC},
 		{"GlobalEntitlementMemberPoolNotFound", TestGlobalEntitlementMemberPoolNotFound_RG3},
 		{"GlobalEntitlementDeleteMissedByPeer", TestGlobalEntitlementDeleteMissedByPeer_RG5},
+		{"FederationPeerLatency", TestFederationPeerLatency_RG5},
 		{"HomeSiteKindRefused", TestHomeSiteKindRefused_RG3},
 	} {
 		t.Run(tc.name, tc.fn)

@@ -42,6 +42,15 @@ func (c *Console) EnableFederation(cfg FederationConfig) {
 			return m
 		},
 		"int": func(n int64) int { return int(n) },
+		// A peer's last call's time, but only of one it answered (ok,
+		// or refused): the time one took to fail says nothing of the
+		// peer (R-G5).
+		"latency": func(health string, ms float64) string {
+			if health != "ok" && !strings.HasPrefix(health, "refused") {
+				return "—"
+			}
+			return fmt.Sprintf("%.1f ms", ms)
+		},
 		"ago": func(t *time.Time) string {
 			if t == nil {
 				return "never"

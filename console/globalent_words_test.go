@@ -5,12 +5,27 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // The Federation page's words after a change say what is true on every
 // pod (R-G3, R-G5): a new member whose pool its pod lacks, a delete a
 // peer did not take, a peer that did not answer; and its forms mark the
 // field refused, for assistive technology too.
+
+// rowOf is the table row of body that holds attr, up to its </tr>, or "".
+func rowOf(body, attr string) string {
+	i := strings.Index(body, attr)
+	if i < 0 {
+		return ""
+	}
+	row := body[i:]
+	if j := strings.Index(row, "</tr>"); j >= 0 {
+		row = row[:j]
+	}
+	return row
+}
 
 // TestGlobalEntitlementMemberPoolNotFound_RG3: a member added whose host
 // pool its pod does not have (ams1/deskz) is added, and the flash says
@@ -47,7 +62,8 @@ func TestGlobalEntitlementMemberPoolNotFound_RG3(t *testing.T) {
 // TestGlobalEntitlementDeleteMissedByPeer_RG5: an entitlement deleted
 // while ams1 answers 503 is deleted on fra1 only; the flash does not say
 // nobody connects through it, but that ams1 still holds it and places
-// through it; ams1 indeed still holds it.
+// through it; ams1 indeed still holds it. Its peer row shows no latency
+// for ams1 once it stops answering at all.
 func TestGlobalEntitlementDeleteMissedByPeer_RG5(t *testing.T) {
 	fra, ams := newFraAmsPods(t)
 	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -65,6 +81,10 @@ func TestGlobalEntitlementDeleteMissedByPeer_RG5(t *testing.T) {
 	}
 	b := fra.browser()
 	b.signin(adminToken)
+	// ams1 answered, if only with a refusal: its time is shown.
+	if row := rowOf(b.get("/federation").body, `data-peer="ams1"`); !strings.Contains(row, " ms</td>") {
+		t.Errorf("ams1 answered, but its row shows no latency: %s", row)
+	}
 	a := b.post("/federation/globalentitlements/delete", geForm(b.csrf("/federation"), 2, "entitlement", "office"))
 	wantStatus(t, a, http.StatusOK)
 	wantContains(t, a, `data-result-pod="ams1" data-result="refused"`, "Global entitlement office deleted on this pod",
@@ -77,6 +97,28 @@ func TestGlobalEntitlementDeleteMissedByPeer_RG5(t *testing.T) {
 	}
 	if d := docOf(t, fra); d.Generation != 3 || entitlement(d, "office") != nil {
 		t.Errorf("fra1 after the delete: %+v", d)
+	}
+}
+
+// TestFederationPeerLatency_RG5: a peer that did not answer (nothing
+// listens at its URL) shows no latency, only its health; the time its
+// call took to fail says nothing of the peer.
+func TestFederationPeerLatency_RG5(t *testing.T) {
+	e := newPodEnv(t)
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // its port now refuses connections
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
+		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "nyc1", Site: "emea", URL: gone.URL}}}
+	if _, err := e.admin.PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.get("/federation")
+	wantStatus(t, a, http.StatusOK)
+	row := rowOf(a.body, `data-peer="nyc1"`)
+	if !strings.Contains(row, "unreachable") || strings.Contains(row, " ms") || !strings.Contains(row, "<td>—</td>") {
+		t.Errorf("the unreachable peer's row: %s", row)
 	}
 }
 
