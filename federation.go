@@ -36,6 +36,19 @@ type Federation struct {
 	HomeSites          []HomeSite          `json:"homeSites,omitempty"`
 }
 
+// MaxGeneration and MaxGenerationStep bound a document's generation
+// (R-G5, R-SEC). A pod takes only a higher generation than it holds, and
+// a peer or a Contributor writes it: a generation of 2^63-1 would leave
+// no higher one, and the pod would refuse every later document for good.
+// So a generation is at most MaxGeneration (exact in every JSON reader),
+// and at most MaxGenerationStep above the one the pod holds, far more
+// than the changes a pod left behind misses, and 2^33 writes from the
+// bound.
+const (
+	MaxGeneration     = 1<<53 - 1
+	MaxGenerationStep = 1 << 20
+)
+
 // Site groups pods (SPEC §7).
 type Site struct {
 	Name string `json:"name"`

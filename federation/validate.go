@@ -127,8 +127,8 @@ func Normalize(f *vdibroker.Federation) {
 // (pods[1].site, globalEntitlements[0].members[2].pod) and the allowed
 // values.
 func Validate(f *vdibroker.Federation, self Self) error {
-	if f.Generation < 1 {
-		return vdibroker.FieldError("generation", "must be at least 1, got %d", f.Generation)
+	if f.Generation < 1 || f.Generation > vdibroker.MaxGeneration {
+		return vdibroker.FieldError("generation", "must be 1..%d, got %d", vdibroker.MaxGeneration, f.Generation)
 	}
 	if len(f.Sites) == 0 || len(f.Sites) > MaxSites {
 		return vdibroker.FieldError("sites", "must list 1..%d sites, got %d", MaxSites, len(f.Sites))

@@ -35,6 +35,8 @@ func TestValidate(t *testing.T) {
 		{"url other than --external-url", func(f *vdibroker.Federation) {}, Self{Pod: "ams1", URL: "http://127.0.0.1:9"}, "pods[1].url"},
 		{"bad url", func(f *vdibroker.Federation) { f.Pods[0].URL = "fra1:8443" }, self, "pods[0].url"},
 		{"generation 0", func(f *vdibroker.Federation) { f.Generation = 0 }, self, "generation"},
+		// A generation no higher one follows would lock the document (R-G5, R-SEC).
+		{"generation beyond the bound", func(f *vdibroker.Federation) { f.Generation = vdibroker.MaxGeneration + 1 }, self, "generation"},
 		{"home site of an unknown site", func(f *vdibroker.Federation) { f.HomeSites[0].Site = "apac" }, self, "homeSites[0].site"},
 		{"home site with user and group", func(f *vdibroker.Federation) { f.HomeSites[0].Group = "g" }, self, "homeSites[0]"},
 		{"entitlement without members", func(f *vdibroker.Federation) { f.GlobalEntitlements[0].Members = nil }, self, "globalEntitlements[0].members"},

@@ -61,6 +61,12 @@ func (s *DB) PutFederation(ctx context.Context, f *vdibroker.Federation) (create
 			return err
 		case err != nil:
 			return err
+		case gen > vdibroker.MaxGeneration:
+			// Stored before generations were bounded: no bounded one is
+			// higher, so any document replaces it (R-G5, R-SEC).
+		case f.Generation > gen && f.Generation-gen > vdibroker.MaxGenerationStep:
+			return vdibroker.FieldError("generation", "must be %d..%d, at most %d above generation %d this pod holds, got %d",
+				gen+1, gen+vdibroker.MaxGenerationStep, vdibroker.MaxGenerationStep, gen, f.Generation)
 		case f.Generation < gen:
 			return &vdibroker.Error{Code: vdibroker.EConflict, Field: "generation",
 				Message: fmt.Sprintf("generation: this pod holds generation %d; %d is older", gen, f.Generation)}

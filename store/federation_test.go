@@ -64,6 +64,43 @@ func TestFederationGeneration(t *testing.T) {
 	})
 }
 
+// TestFederationGenerationStep: a pod takes a generation at most
+// MaxGenerationStep above the one it holds, so one write (a peer's, R-G5)
+// cannot take it near the bound and leave no higher generation for the
+// next (R-SEC); a generation stored beyond the bound, before it was one,
+// is replaced by any document.
+func TestFederationGenerationStep(t *testing.T) {
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		if _, err := s.PutFederation(ctx, fedDoc(5, "fra1")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.PutFederation(ctx, fedDoc(5+vdibroker.MaxGenerationStep+1, "fra1", "ams1"))
+		wantCode(t, err, vdibroker.EInvalid)
+		if f := vdibroker.ErrorField(err); f != "generation" {
+			t.Errorf("generation too far ahead: field %q, want generation", f)
+		}
+		if got, _ := s.GetFederation(ctx); got.Generation != 5 {
+			t.Fatalf("refused put stored generation %d, want 5", got.Generation)
+		}
+		if _, err := s.PutFederation(ctx, fedDoc(5+vdibroker.MaxGenerationStep, "fra1", "ams1")); err != nil {
+			t.Fatalf("generation exactly the step above: %v", err)
+		}
+	})
+	each(t, func(t *testing.T, s *store.DB) {
+		ctx := t.Context()
+		if _, err := s.PutFederation(ctx, fedDoc(1<<63-1, "fra1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.PutFederation(ctx, fedDoc(7, "fra1", "ams1")); err != nil {
+			t.Fatalf("a document after a generation stored beyond the bound: %v", err)
+		}
+		if got, _ := s.GetFederation(ctx); got.Generation != 7 {
+			t.Fatalf("stored generation %d, want 7", got.Generation)
+		}
+	})
+}
+
 // TestOpenSessionsOfUsers: users' open sessions, pooled (placed) and
 // adopted (reported by the agent, R-S2) alike, user by user and pool by
 // pool; ended ones and other users' are not.
