@@ -23,17 +23,7 @@ import (
 // group is refused (R-E9) with exit 1. Before, only curl could. A
 // mistyped entitlement's name gets "did you mean" (docs/cli.md).
 func TestCLIGlobalEntitlementConnect(t *testing.T) {
-	dir := t.TempDir()
-	secretFile := filepath.Join(dir, "federation.secret")
-	if err := os.WriteFile(secretFile, []byte("walk-admin-federation-secret-0123456789"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := &Main{Listen: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
-		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: time.Second, Allow: []string{"http://127.0.0.1"}}}
-	if err := m.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := startFederatedPod(t, time.Second)
 	ctx := t.Context()
 	admin := vhttp.NewClient(m.URL(), m.AdminToken)
 	if _, err := admin.PutHostPool(ctx, "office-p1", map[string]any{}); err != nil {
@@ -80,7 +70,7 @@ func TestCLIGlobalEntitlementConnect(t *testing.T) {
 	if open, err := admin.ListUserSessions(ctx, "office-p1", vhttp.SessionQuery{User: "vic@contoso.com"}); err != nil || len(open) != 0 {
 		t.Fatalf("a dry run stored a session: %v %v", open, err)
 	}
-	rdp := filepath.Join(dir, "vic.rdp")
+	rdp := filepath.Join(t.TempDir(), "vic.rdp")
 	r = cli("globalentitlement", "connect", "--name", "office", "--user", "vic@contoso.com", "--rdp-file", rdp)
 	if r.code != 0 {
 		t.Fatalf("connect: exit %d: %s", r.code, r.stderr)
@@ -178,4 +168,23 @@ func TestCLIGlobalConnectEscapesTerminalControls(t *testing.T) {
 			t.Errorf("stdout holds %q raw:\n%q", u, r.stdout)
 		}
 	}
+}
+
+// startFederatedPod starts serve as pod "pod1" of a federation on
+// loopback (SQLite, a federation secret, --federation-allow
+// http://127.0.0.1, the given --pod-timeout), closed when the test ends.
+func startFederatedPod(t *testing.T, podTimeout time.Duration) *Main {
+	t.Helper()
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "federation.secret")
+	if err := os.WriteFile(secretFile, []byte("walk-admin-federation-secret-0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Listen: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
+		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: podTimeout, Allow: []string{"http://127.0.0.1"}}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }

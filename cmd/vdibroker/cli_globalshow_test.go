@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,17 +19,7 @@ import (
 // just entitled a group on the console's Federation page could not read
 // it back but with -o json.
 func TestCLIGlobalEntitlementShowSaysWhoIsEntitled_RE9(t *testing.T) {
-	dir := t.TempDir()
-	secretFile := filepath.Join(dir, "federation.secret")
-	if err := os.WriteFile(secretFile, []byte("walk-admin-federation-secret-0123456789"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := &Main{Listen: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
-		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: time.Second, Allow: []string{"http://127.0.0.1"}}}
-	if err := m.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := startFederatedPod(t, time.Second)
 	admin := vhttp.NewClient(m.URL(), m.AdminToken)
 	members := []vdibroker.Member{{Pod: "pod1", HostPool: "office-p1"}}
 	if _, err := admin.PutFederation(t.Context(), &vdibroker.Federation{Generation: 1,

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,18 +33,8 @@ func TestConsoleFederationChangeWithinPodTimeout_RG5(t *testing.T) {
 	}))
 	t.Cleanup(hung.Close)
 	t.Cleanup(func() { close(release) }) // before hung.Close, which waits for its handlers
-	dir := t.TempDir()
-	secretFile := filepath.Join(dir, "federation.secret")
-	if err := os.WriteFile(secretFile, []byte("walk-admin-federation-secret-0123456789"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	const podTimeout = 300 * time.Millisecond
-	m := &Main{Listen: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
-		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: podTimeout, Allow: []string{"http://127.0.0.1"}}}
-	if err := m.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := startFederatedPod(t, podTimeout)
 	admin := vhttp.NewClient(m.URL(), m.AdminToken)
 	if _, err := admin.PutFederation(t.Context(), &vdibroker.Federation{Generation: 1,
 		Sites: []vdibroker.Site{{Name: "site1"}},
