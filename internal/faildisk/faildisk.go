@@ -104,10 +104,31 @@ func (d *Disk) Fail() {
 // files), checks it (e2fsck replays the journal and fixes what the error
 // left; exit status 1 says it corrected something) and mounts it
 // read-write again.
+//
+// A mount namespace another process made while the disk was mounted (a
+// concurrent test's `ip netns exec` or `unshare --mount`) holds a copy of
+// the mount, and with it the loop device, after this namespace's unmount:
+// e2fsck then refuses the device as in use for as long as that process
+// lives, minutes for an xrdp in a network namespace. The copy is read-only
+// since Fail and writes nothing more, so the image is then checked and
+// mounted through a fresh loop device, as an administrator would after
+// moving a disk to another controller; the old device is detached when
+// the last copy goes.
 func (d *Disk) Repair() {
 	d.t.Helper()
 	d.run("umount", d.Dir)
 	out, err := exec.Command("e2fsck", "-fy", d.dev).CombinedOutput()
+	if err != nil && strings.Contains(string(out), "is in use") {
+		d.t.Logf("failing disk: %s still held by another mount namespace after the unmount; checking %s through a fresh loop device", d.dev, d.img)
+		d.run("losetup", "-d", d.dev) // deferred until the copy goes
+		d.dev = ""
+		dev, lerr := exec.Command("losetup", "--find", "--show", d.img).CombinedOutput()
+		if lerr != nil {
+			d.t.Fatalf("losetup --find --show %s: %v %s", d.img, lerr, dev)
+		}
+		d.dev = strings.TrimSpace(string(dev))
+		out, err = exec.Command("e2fsck", "-fy", d.dev).CombinedOutput()
+	}
 	var ee *exec.ExitError
 	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() > 1) {
 		d.t.Fatalf("e2fsck -fy %s: %v (uncorrected errors)\n%s", d.dev, err, out)
@@ -122,6 +143,9 @@ func (d *Disk) cleanup() {
 		if err := syscall.Unmount(d.Dir, syscall.MNT_DETACH); err != nil && err != syscall.EINVAL {
 			d.t.Errorf("unmount %s: %v", d.Dir, err)
 		}
+	}
+	if d.dev == "" {
+		return // Repair detached it and could not attach another
 	}
 	if out, err := exec.Command("losetup", "-d", d.dev).CombinedOutput(); err != nil {
 		d.t.Errorf("losetup -d %s: %v %s", d.dev, err, out)
