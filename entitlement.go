@@ -389,12 +389,17 @@ func ValidateApplicationGroup(g *ApplicationGroup) error {
 
 // ValidateAssignments checks an assignment list: at most MaxAssignments
 // users and as many groups, each a valid name, none twice in any case
-// (R-E5).
+// (R-E5). The lists are field.users and field.groups, or users and
+// groups when field is empty (an edit's own lists).
 func ValidateAssignments(field string, a *Assignments) error {
-	if err := validateNames(field+".users", a.Users, MaxAssignments); err != nil {
+	prefix := field
+	if prefix != "" {
+		prefix += "."
+	}
+	if err := validateNames(prefix+"users", a.Users, MaxAssignments); err != nil {
 		return err
 	}
-	return validateNames(field+".groups", a.Groups, MaxAssignments)
+	return validateNames(prefix+"groups", a.Groups, MaxAssignments)
 }
 
 // ValidateGroups checks the groups of an identity (a User token's): at

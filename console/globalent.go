@@ -135,33 +135,15 @@ func (c *Console) createGlobalEntitlement(rq *request) {
 	v := f.Values
 	ge := vdibroker.GlobalEntitlement{Name: v["name"], Kind: v["kind"], Scope: v["scope"], SessionDistribution: v["sessionDistribution"],
 		UseHomeSite: f.Checks["useHomeSite"], Members: []vdibroker.Member{{Pod: v["pod"], HostPool: v["hostPool"]}}}
-	check := func(field string, err error) {
-		if err != nil && f.Errors[field] == "" {
-			f.Errors[field] = vdibroker.ErrorMessage(err)
-		}
-	}
-	check("name", federation.ValidateEntitlementName("name", ge.Name))
-	switch ge.Kind {
-	case vdibroker.KindDesktop:
-		ge.Kind = "" // the document's default, as federation apply writes it
-	case vdibroker.KindApplication:
+	if ge.Kind == vdibroker.KindApplication {
 		ge.Application = v["application"]
-		check("application", vdibroker.ValidateName("application", ge.Application, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen))
-	default:
-		check("kind", vdibroker.FieldError("kind", "must be %s or %s", vdibroker.KindDesktop, vdibroker.KindApplication))
 	}
-	if !slices.Contains(federation.Scopes, ge.Scope) {
-		check("scope", vdibroker.FieldError("scope", "must be one of %s", strings.Join(federation.Scopes, ", ")))
-	}
-	if !slices.Contains(federation.Distributions, ge.SessionDistribution) {
-		check("sessionDistribution", vdibroker.FieldError("sessionDistribution", "must be one of %s", strings.Join(federation.Distributions, ", ")))
-	}
-	check("pod", federation.ValidatePodName("pod", v["pod"]))
-	check("hostPool", vdibroker.ValidateName("hostPool", v["hostPool"], vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen))
 	switch v["entitle"] {
-	case "user", "group":
-		check("principal", vdibroker.ValidateUser("principal", v["principal"]))
-		if v["entitle"] == "user" {
+	case federation.PrincipalUser, federation.PrincipalGroup:
+		// Beside the form's input first: the document's users and
+		// groups are the same name, checked the same.
+		markFields(f, federation.CheckPrincipal(v["entitle"], v["principal"]))
+		if v["entitle"] == federation.PrincipalUser {
 			ge.Users = []string{v["principal"]}
 		} else {
 			ge.Groups = []string{v["principal"]}
@@ -169,20 +151,17 @@ func (c *Console) createGlobalEntitlement(rq *request) {
 	case "allUsers":
 		ge.AllUsers = true
 	default:
-		check("entitle", vdibroker.FieldError("entitle", "must be user, group or allUsers: an entitlement naming nobody would entitle everyone (R-E9)"))
+		f.Errors["entitle"] = vdibroker.ErrorMessage(vdibroker.FieldError("entitle", "must be user, group or allUsers: an entitlement naming nobody would entitle everyone (R-E9)"))
 	}
+	markFields(f, federation.CheckEntitlement(&ge))
 	if len(f.Errors) > 0 {
-		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was created: correct the fields marked below.", f)
+		c.renderFederationForm(rq, http.StatusBadRequest, fieldsBanner(f, "Nothing was created"), f)
 		return
 	}
 	c.changeFederation(rq, f, gen, "Nothing was created", func(doc *vdibroker.Federation) (string, bool, error) {
-		if doc.Pod(ge.Members[0].Pod) == nil {
-			return "", false, vdibroker.FieldError("pod", "is not a pod of the federation document; its pods are %s", podNames(doc))
+		if err := federation.AddEntitlement(doc, ge); err != nil {
+			return "", false, err
 		}
-		if slices.ContainsFunc(doc.GlobalEntitlements, func(g vdibroker.GlobalEntitlement) bool { return g.Name == ge.Name }) {
-			return "", false, vdibroker.FieldError("name", "a global entitlement %q exists already: choose another name, or change that one below", ge.Name)
-		}
-		doc.GlobalEntitlements = append(doc.GlobalEntitlements, ge)
 		what := "its desktops"
 		if ge.IsApplication() {
 			what = "application " + ge.Application
@@ -209,39 +188,29 @@ func (c *Console) globalEntitlementMember(rq *request) {
 		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add or remove.", f)
 		return
 	}
-	if err := federation.ValidatePodName("pod", pod); err != nil {
-		f.Errors["pod"] = vdibroker.ErrorMessage(err)
-	}
-	if err := vdibroker.ValidateName("hostPool", pool, vdibroker.MinPoolNameLen, vdibroker.MaxPoolNameLen); err != nil {
-		f.Errors["hostPool"] = vdibroker.ErrorMessage(err)
-	}
-	if len(f.Errors) > 0 {
-		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+	m := vdibroker.Member{Pod: pod, HostPool: pool}
+	if err := federation.CheckMember(m); err != nil {
+		c.refuseInput(rq, f, err, "Nothing was changed")
 		return
 	}
-	m := vdibroker.Member{Pod: pod, HostPool: pool}
 	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
-		ge, err := entitlementOf(doc, name)
-		if err != nil {
-			return "", false, err
-		}
-		has := slices.Contains(ge.Members, m)
-		switch {
-		case op == "add" && has:
-			return fmt.Sprintf("%s/%s is a member of %s already: nothing changed.", pod, pool, name), false, nil
-		case op == "add":
-			if doc.Pod(pod) == nil {
-				return "", false, vdibroker.FieldError("pod", "is not a pod of the federation document; its pods are %s", podNames(doc))
+		if op == "add" {
+			changed, err := federation.AddMember(doc, name, m)
+			switch {
+			case err != nil:
+				return "", false, err
+			case !changed:
+				return fmt.Sprintf("%s/%s is a member of %s already: nothing changed.", pod, pool, name), false, nil
 			}
-			ge.Members = append(ge.Members, m)
 			return fmt.Sprintf("%s/%s is a member of %s: users it entitles may be placed there (R-G3).", pod, pool, name), true, nil
-		case !has:
-			return fmt.Sprintf("%s/%s is not a member of %s: nothing removed.", pod, pool, name), false, nil
-		case len(ge.Members) == 1:
-			return "", false, vdibroker.Errorf(vdibroker.EInvalid,
-				"%s/%s is %s's only member, and a global entitlement has at least one: add another first, or delete the entitlement", pod, pool, name)
 		}
-		ge.Members = slices.DeleteFunc(ge.Members, func(x vdibroker.Member) bool { return x == m })
+		changed, err := federation.RemoveMember(doc, name, m)
+		switch {
+		case err != nil:
+			return "", false, err
+		case !changed:
+			return fmt.Sprintf("%s/%s is not a member of %s: nothing removed.", pod, pool, name), false, nil
+		}
 		return fmt.Sprintf("%s/%s is no longer a member of %s: no new session is placed there through it; a session open there goes on until it ends (R-G1 looks for existing sessions in member pools only).", pod, pool, name), true, nil
 	}, func(msg string, loads []fedEntitlement, missed []string) string {
 		// The loads the page read after the change say whether the
@@ -291,47 +260,40 @@ func (c *Console) assignGlobalEntitlement(rq *request) {
 		return
 	}
 	if op != "allUsers" {
-		if field, msg := checkPrincipal(kind, principal, ""); field != "" {
-			f.Errors[field] = msg
-			c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+		if err := federation.CheckPrincipal(kind, principal); err != nil {
+			c.refuseInput(rq, f, err, "Nothing was changed")
 			return
 		}
 	}
 	on := rq.r.PostFormValue("allUsers") == "true"
 	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
-		ge, err := entitlementOf(doc, name)
-		if err != nil {
-			return "", false, err
-		}
-		list := &ge.Users
-		if kind == "group" {
-			list = &ge.Groups
-		}
 		switch op {
 		case "add":
-			if vdibroker.ContainsUser(*list, principal) {
+			changed, err := federation.Entitle(doc, name, kind, principal)
+			switch {
+			case err != nil:
+				return "", false, err
+			case !changed:
 				return fmt.Sprintf("The %s %s is entitled to %s already: nothing changed.", kind, principal, name), false, nil
 			}
-			*list = vdibroker.EditUsers(*list, []string{principal}, nil)
 			return fmt.Sprintf("The %s %s is entitled to %s: %s connect through it (R-E9).", kind, principal, name, whoOpens(kind)), true, nil
 		case "remove":
-			if !vdibroker.ContainsUser(*list, principal) {
+			changed, err := federation.Unentitle(doc, name, kind, principal)
+			switch {
+			case err != nil:
+				return "", false, err
+			case !changed:
 				return fmt.Sprintf("The %s %s is not entitled to %s: nothing removed.", kind, principal, name), false, nil
-			}
-			*list = vdibroker.EditUsers(*list, nil, []string{principal})
-			if ge.NamesNobody() {
-				return "", false, vdibroker.FieldError("principal", "%s is the last %s entitled to %s: without it the entitlement would name nobody, which entitles everyone (R-E9); entitle another first, or delete the entitlement", principal, kind, name)
 			}
 			return fmt.Sprintf("The %s %s is no longer entitled to %s: the next connect through it is refused NotEntitled unless another grant names them; an open session goes on until it ends (R-E9).", kind, principal, name), true, nil
 		}
-		if ge.AllUsers == on {
+		changed, err := federation.SetAllUsers(doc, name, on)
+		switch {
+		case err != nil:
+			return "", false, err
+		case !changed:
 			return "Nothing changed: " + name + " was so already.", false, nil
-		}
-		ge.AllUsers = on
-		if ge.NamesNobody() {
-			return "", false, vdibroker.Errorf(vdibroker.EInvalid, "%s names no user or group: without all users it would name nobody, which entitles everyone (R-E9); entitle a user or a group first", name)
-		}
-		if on {
+		case on:
 			return fmt.Sprintf("%s entitles all users: every end user may connect through it (R-E9).", name), true, nil
 		}
 		return fmt.Sprintf("%s no longer entitles all users: only the users and groups it names may connect through it (R-E9).", name), true, nil
@@ -359,63 +321,31 @@ func (c *Console) globalEntitlementSettings(rq *request) {
 		return
 	}
 	v := f.Values
-	if !slices.Contains(federation.Scopes, v["scope"]) {
-		f.Errors["scope"] = vdibroker.ErrorMessage(vdibroker.FieldError("scope", "must be one of %s", strings.Join(federation.Scopes, ", ")))
-	}
-	if !slices.Contains(federation.Distributions, v["sessionDistribution"]) {
-		f.Errors["sessionDistribution"] = vdibroker.ErrorMessage(vdibroker.FieldError("sessionDistribution", "must be one of %s", strings.Join(federation.Distributions, ", ")))
-	}
-	if v["application"] != "" {
-		if err := vdibroker.ValidateName("application", v["application"], vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen); err != nil {
-			f.Errors["application"] = vdibroker.ErrorMessage(err)
-		}
-	}
-	if k := v["kind"]; k != "" && k != vdibroker.KindDesktop && k != vdibroker.KindApplication {
-		f.Errors["kind"] = vdibroker.ErrorMessage(vdibroker.FieldError("kind", "must be %s or %s", vdibroker.KindDesktop, vdibroker.KindApplication))
-	}
-	if len(f.Errors) > 0 {
-		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
+	set := federation.Settings{Kind: v["kind"], Application: v["application"], Scope: v["scope"], SessionDistribution: v["sessionDistribution"], UseHomeSite: f.Checks["useHomeSite"]}
+	if err := federation.CheckSettings(set); err != nil {
+		c.refuseInput(rq, f, err, "Nothing was changed")
 		return
 	}
 	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
-		ge, err := entitlementOf(doc, name)
+		was, changed, err := federation.ChangeSettings(doc, name, set)
 		if err != nil {
 			return "", false, err
 		}
-		kind := vdibroker.KindDesktop
-		if ge.IsApplication() {
-			kind = vdibroker.KindApplication
-		}
-		if v["kind"] != "" && v["kind"] != kind {
-			return "", false, vdibroker.FieldError("kind", "%s is a %s entitlement, and its kind does not change: a %s entitlement opens other things from its member pools. "+
-				"Create a new %s entitlement and delete this one (R-E9)", name, kind, v["kind"], v["kind"])
+		if !changed {
+			return fmt.Sprintf("Nothing changed: %s had these settings already.", name), false, nil
 		}
 		var said []string
-		if ge.IsApplication() {
-			if v["application"] == "" {
-				return "", false, vdibroker.FieldError("application", "must be 1..%d characters: an Application entitlement opens one application (R-E9)", vdibroker.MaxAppNameLen)
-			}
-			if v["application"] != ge.Application {
-				said = append(said, fmt.Sprintf("application %s (was %s): each member pool must publish it in a RemoteApp group (R-E9)", v["application"], ge.Application))
-				ge.Application = v["application"]
-			}
-		} else if v["application"] != "" {
-			return "", false, vdibroker.FieldError("application", "is only for an Application entitlement; %s opens desktops, and its kind does not change: create an Application entitlement instead (R-E9)", name)
+		if set.Application != was.Application && was.IsApplication() {
+			said = append(said, fmt.Sprintf("application %s (was %s): each member pool must publish it in a RemoteApp group (R-E9)", set.Application, was.Application))
 		}
-		if v["scope"] != ge.Scope {
-			said = append(said, fmt.Sprintf("scope %s (was %s)", v["scope"], ge.Scope))
-			ge.Scope = v["scope"]
+		if set.Scope != was.Scope {
+			said = append(said, fmt.Sprintf("scope %s (was %s)", set.Scope, was.Scope))
 		}
-		if v["sessionDistribution"] != ge.SessionDistribution {
-			said = append(said, fmt.Sprintf("session distribution %s (was %s)", v["sessionDistribution"], ge.SessionDistribution))
-			ge.SessionDistribution = v["sessionDistribution"]
+		if set.SessionDistribution != was.SessionDistribution {
+			said = append(said, fmt.Sprintf("session distribution %s (was %s)", set.SessionDistribution, was.SessionDistribution))
 		}
-		if on := f.Checks["useHomeSite"]; on != ge.UseHomeSite {
-			said = append(said, map[bool]string{true: "home sites used", false: "home sites no longer used"}[on])
-			ge.UseHomeSite = on
-		}
-		if len(said) == 0 {
-			return fmt.Sprintf("Nothing changed: %s had these settings already.", name), false, nil
+		if set.UseHomeSite != was.UseHomeSite {
+			said = append(said, map[bool]string{true: "home sites used", false: "home sites no longer used"}[set.UseHomeSite])
 		}
 		return fmt.Sprintf("%s's settings changed: %s. The next connect through it is placed by them (R-G3, R-G4); a session open goes on where it is.", name, strings.Join(said, ", ")), true, nil
 	}, nil)
@@ -442,58 +372,36 @@ func (c *Console) homeSite(rq *request) {
 		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add or remove.", f)
 		return
 	}
-	field, msg := checkPrincipal(kind, principal, ": a home site names exactly one of them")
-	if op == "remove" && field != "" {
+	if op == "remove" {
 		// A remove button's hidden fields, not the add form's: the
 		// add form below is not what was refused.
-		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was removed: "+msg, nil)
-		return
-	}
-	if field != "" {
-		f.Errors[field] = msg
-	}
-	if op == "add" {
-		if err := federation.ValidateSiteName("site", site); err != nil {
-			f.Errors["site"] = vdibroker.ErrorMessage(err)
+		f = removeForm("")
+		if err := federation.CheckHomeSiteOwner(kind, principal); err != nil {
+			c.refuseInput(rq, f, err, "Nothing was removed")
+			return
 		}
-	}
-	if len(f.Errors) > 0 {
-		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: correct the fields marked below.", f)
-		return
-	}
-	same := func(h vdibroker.HomeSite) bool {
-		if kind == "user" {
-			return h.User != "" && vdibroker.SameUser(h.User, principal)
-		}
-		return h.Group != "" && vdibroker.SameUser(h.Group, principal)
-	}
-	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
-		i := slices.IndexFunc(doc.HomeSites, same)
-		if op == "remove" {
-			if i < 0 {
+		c.changeFederation(rq, f, gen, "Nothing was removed", func(doc *vdibroker.Federation) (string, bool, error) {
+			h, changed, err := federation.RemoveHomeSite(doc, kind, principal)
+			switch {
+			case err != nil:
+				return "", false, err
+			case !changed:
 				return fmt.Sprintf("The %s %s has no home site: nothing removed.", kind, principal), false, nil
 			}
-			h := doc.HomeSites[i]
-			doc.HomeSites = slices.Delete(doc.HomeSites, i, i+1)
 			return fmt.Sprintf("The %s %s no longer has home site %s: through an entitlement that uses home sites, %s (R-G3).",
 				kind, cmp.Or(h.User, h.Group), h.Site, map[string]string{"user": "her group's home site is used, else the site her connection arrived at",
 					"group": "its members start at their own home site, another group's, or the site their connection arrived at"}[kind]), true, nil
+		}, nil)
+		return
+	}
+	if err := federation.CheckHomeSite(kind, principal, site); err != nil {
+		c.refuseInput(rq, f, err, "Nothing was changed")
+		return
+	}
+	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
+		if err := federation.AddHomeSite(doc, kind, principal, site); err != nil {
+			return "", false, err
 		}
-		if i >= 0 {
-			h := doc.HomeSites[i]
-			return "", false, vdibroker.FieldError("principal", "the %s %s has home site %s already (a %s has one home site, in any case): remove it first, then add the new one",
-				kind, cmp.Or(h.User, h.Group), h.Site, kind)
-		}
-		if !slices.ContainsFunc(doc.Sites, func(s vdibroker.Site) bool { return s.Name == site }) {
-			return "", false, vdibroker.FieldError("site", "is not a site of the federation document; its sites are %s", siteNames(doc))
-		}
-		h := vdibroker.HomeSite{Site: site}
-		if kind == "user" {
-			h.User = principal
-		} else {
-			h.Group = principal
-		}
-		doc.HomeSites = append(doc.HomeSites, h)
 		var using []string
 		for _, ge := range doc.GlobalEntitlements {
 			if ge.UseHomeSite {
@@ -518,10 +426,9 @@ func (c *Console) deleteGlobalEntitlement(rq *request) {
 		return
 	}
 	c.changeFederation(rq, f, gen, "Nothing was deleted", func(doc *vdibroker.Federation) (string, bool, error) {
-		if _, err := entitlementOf(doc, name); err != nil {
+		if err := federation.DeleteEntitlement(doc, name); err != nil {
 			return "", false, err
 		}
-		doc.GlobalEntitlements = slices.DeleteFunc(doc.GlobalEntitlements, func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })
 		return fmt.Sprintf("Global entitlement %s deleted: nobody connects through it any more; sessions opened through it go on in their pools until they end.", name), true, nil
 	}, func(msg string, _ []fedEntitlement, missed []string) string {
 		if len(missed) == 0 {
@@ -581,29 +488,52 @@ func (c *Console) validEntitlement(rq *request, f *publishForm, name string) boo
 	return true
 }
 
-// entitlementOf is doc's entitlement name, to change in place.
-func entitlementOf(doc *vdibroker.Federation, name string) (*vdibroker.GlobalEntitlement, error) {
-	for i := range doc.GlobalEntitlements {
-		if doc.GlobalEntitlements[i].Name == name {
-			return &doc.GlobalEntitlements[i], nil
-		}
-	}
-	return nil, vdibroker.Errorf(vdibroker.ENotFound, "the federation document has no global entitlement %q", name)
+// removeForm is the form of a remove button of entitlement name (its
+// members' and its users' and groups'): no input of its own, so a
+// refusal is said in the banner; the entitlement's forms stay unfolded.
+func removeForm(name string) *publishForm {
+	return newPublishForm("", name)
 }
 
-// checkPrincipal checks a user or a group to entitle, or to give a home
-// site, as the API checks the document's users and groups, before
-// anything is read: a name no entitlement can hold is never quoted back
-// (R-SEC). field is the form input refused (kind or principal), "" when
-// none; why ends the kind's message.
-func checkPrincipal(kind, principal, why string) (field, msg string) {
-	if kind != "user" && kind != "group" {
-		return "kind", "kind: must be user or group" + why
+// markFields puts each refusal of a Check function (federation's, joined)
+// beside the input of f it names; one naming no input is kept for the
+// banner (fieldsBanner). A refusal already beside its input stays.
+func markFields(f *publishForm, err error) {
+	if err == nil {
+		return
 	}
-	if err := vdibroker.ValidateUser("principal", principal); err != nil {
-		return "principal", vdibroker.ErrorMessage(err)
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
 	}
-	return "", ""
+	for _, e := range errs {
+		in := geInput(vdibroker.ErrorField(e))
+		if _, ok := f.Errors[in]; !ok {
+			f.Errors[in] = vdibroker.ErrorMessage(e)
+		}
+	}
+}
+
+// fieldsBanner is the banner of a form refused beside its inputs: what
+// was not done, and the refusal that names no input, if any.
+func fieldsBanner(f *publishForm, nothing string) string {
+	if msg := f.Errors[""]; msg != "" {
+		return nothing + ": " + msg
+	}
+	return nothing + ": correct the fields marked below."
+}
+
+// refuseInput answers a form whose own values a Check refused (400,
+// nothing read): beside its inputs, or, for a form without inputs (a
+// remove button), in the banner, where the administrator who pressed it
+// looks.
+func (c *Console) refuseInput(rq *request, f *publishForm, err error, nothing string) {
+	if f.Form == "" {
+		c.renderFederationForm(rq, http.StatusBadRequest, nothing+": "+vdibroker.ErrorMessage(err), f)
+		return
+	}
+	markFields(f, err)
+	c.renderFederationForm(rq, http.StatusBadRequest, fieldsBanner(f, nothing), f)
 }
 
 // entitledText says whom ge entitles (R-E9).
@@ -622,25 +552,6 @@ func entitledText(ge *vdibroker.GlobalEntitlement) string {
 		return "everyone (it names nobody)"
 	}
 	return strings.Join(who, ", ")
-}
-
-// siteNames and podNames list the document's sites and pods, for a
-// refusal naming what it may be.
-func siteNames(doc *vdibroker.Federation) string {
-	return joinNames(doc.Sites, func(s vdibroker.Site) string { return s.Name })
-}
-
-func podNames(doc *vdibroker.Federation) string {
-	return joinNames(doc.Pods, func(p vdibroker.Pod) string { return p.Name })
-}
-
-// joinNames is the names of xs, comma separated.
-func joinNames[T any](xs []T, name func(T) string) string {
-	names := make([]string, 0, len(xs))
-	for _, x := range xs {
-		names = append(names, name(x))
-	}
-	return strings.Join(names, ", ")
 }
 
 // readForChange reads this pod's federation status for a change to the
@@ -842,6 +753,8 @@ func geInput(field string) string {
 		field = m[1]
 	} else if m := apiHomeSiteField.FindStringSubmatch(field); m != nil {
 		field = cmp.Or(m[1], "principal")
+	} else {
+		field, _, _ = strings.Cut(field, "[") // users[2]: the principal
 	}
 	switch field {
 	case "users", "groups", "user", "group":

@@ -193,24 +193,16 @@ func Validate(f *vdibroker.Federation, self Self) error {
 	ges := map[string]bool{}
 	for i, ge := range f.GlobalEntitlements {
 		field := fmt.Sprintf("globalEntitlements[%d]", i)
-		if err := vdibroker.ValidateName(field+".name", ge.Name, minNameLen, maxNameLen); err != nil {
-			return err
+		// Its own fields, as an edit of one checks them (edit.go).
+		if errs := entitlementErrors(field, &ge); len(errs) > 0 {
+			return errs[0]
 		}
 		if ges[ge.Name] {
 			return vdibroker.FieldError(field+".name", "duplicate global entitlement name %q", ge.Name)
 		}
 		ges[ge.Name] = true
-		if !slices.Contains(Scopes, ge.Scope) {
-			return vdibroker.FieldError(field+".scope", "must be one of %s, got %q", strings.Join(Scopes, ", "), ge.Scope)
-		}
-		if !slices.Contains(Distributions, ge.SessionDistribution) {
-			return vdibroker.FieldError(field+".sessionDistribution", "must be one of %s, got %q", strings.Join(Distributions, ", "), ge.SessionDistribution)
-		}
 		if len(ge.Members) == 0 || len(ge.Members) > MaxMembers {
 			return vdibroker.FieldError(field+".members", "must list 1..%d member host pools, got %d", MaxMembers, len(ge.Members))
-		}
-		if err := validateEntitled(field, &ge); err != nil {
-			return err
 		}
 		// Repeats found by a set, not by comparing each member with
 		// every one before it (a body's 30,000 members took 6 s).
@@ -262,22 +254,33 @@ func Validate(f *vdibroker.Federation, self Self) error {
 // (R-E9): its kind, the application of an Application entitlement, its
 // users and groups (none twice, in any case).
 func validateEntitled(field string, ge *vdibroker.GlobalEntitlement) error {
-	switch ge.Kind {
-	case "", vdibroker.KindDesktop:
-		if ge.Application != "" {
-			return vdibroker.FieldError(field+".application", "is only for kind Application (a global application entitlement); this one is a Desktop entitlement")
-		}
-	case vdibroker.KindApplication:
-		if ge.Application == "" {
-			return vdibroker.FieldError(field+".application", "is required for kind Application: the application (%d..%d characters) each member pool publishes in a RemoteApp group", vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen)
-		}
-		if err := vdibroker.ValidateName(field+".application", ge.Application, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen); err != nil {
+	if ge.Kind != "" {
+		if err := validKind(sub(field, "kind"), ge.Kind); err != nil {
 			return err
 		}
-	default:
-		return vdibroker.FieldError(field+".kind", "must be one of %s, %s, got %q", vdibroker.KindDesktop, vdibroker.KindApplication, ge.Kind)
+	}
+	app := sub(field, "application")
+	switch {
+	case !ge.IsApplication() && ge.Application != "":
+		return vdibroker.FieldError(app, "is only for kind Application (a global application entitlement); this one is a Desktop entitlement")
+	case ge.IsApplication() && ge.Application == "":
+		return vdibroker.FieldError(app, "must be %d..%d characters for kind Application: the application each member pool publishes in a RemoteApp group", vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen)
+	case ge.IsApplication():
+		if err := vdibroker.ValidateName(app, ge.Application, vdibroker.MinAppNameLen, vdibroker.MaxAppNameLen); err != nil {
+			return err
+		}
 	}
 	return vdibroker.ValidateAssignments(field, &vdibroker.Assignments{Users: ge.Users, Groups: ge.Groups})
+}
+
+// validKind refuses a global entitlement's kind under field unless it
+// is Desktop or Application (empty, the document's default Desktop, is
+// the caller's to allow).
+func validKind(field, kind string) error {
+	if kind != vdibroker.KindDesktop && kind != vdibroker.KindApplication {
+		return vdibroker.FieldError(field, "must be %s or %s, got %q", vdibroker.KindDesktop, vdibroker.KindApplication, kind)
+	}
+	return nil
 }
 
 func validURL(field, s string) error {

@@ -1,0 +1,248 @@
+package federation
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/vdibroker/vdibroker"
+)
+
+// editDoc is a valid document: site emea with pods fra1 and ams1;
+// entitlement office (member fra1/pool-a, user bob, group Sales) and
+// apps (Application calc, member ams1/pool-b, all users); group Sales's
+// home site emea.
+func editDoc() *vdibroker.Federation {
+	return &vdibroker.Federation{
+		Generation: 1,
+		Sites:      []vdibroker.Site{{Name: "emea"}, {Name: "apac"}},
+		Pods:       []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: "https://fra1"}, {Name: "ams1", Site: "emea", URL: "https://ams1"}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{
+			{Name: "office", Scope: "AllSites", SessionDistribution: "None", Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}},
+				Users: []string{"bob"}, Groups: []string{"Sales"}},
+			{Name: "apps", Kind: vdibroker.KindApplication, Application: "calc", Scope: "WithinSite", SessionDistribution: "LoadIndex",
+				Members: []vdibroker.Member{{Pod: "ams1", HostPool: "pool-b"}}, AllUsers: true},
+		},
+		HomeSites: []vdibroker.HomeSite{{Group: "Sales", Site: "emea"}},
+	}
+}
+
+// TestEdits: each edit of the document, as the console's Federation
+// page makes them (R-E9, R-G3): done (changed, and the document after it
+// still passes Validate), already so (nothing changed), refused naming
+// the argument (the document untouched), and a missing entitlement
+// (NotFound).
+func TestEdits(t *testing.T) {
+	long := strings.Repeat("x", vdibroker.MaxUserLen+1)
+	for _, tc := range []struct {
+		name    string
+		edit    func(*vdibroker.Federation) (bool, error)
+		changed bool
+		code    string // "" none
+		field   string // the refused argument
+		after   func(*vdibroker.Federation) bool
+	}{
+		{"add entitlement", func(d *vdibroker.Federation) (bool, error) {
+			return true, AddEntitlement(d, vdibroker.GlobalEntitlement{Name: "sales", Kind: vdibroker.KindDesktop, Scope: "AllSites", SessionDistribution: "None",
+				Members: []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}}, Users: []string{"carol"}})
+		}, true, "", "", func(d *vdibroker.Federation) bool {
+			g := d.Entitlement("sales")
+			return g != nil && g.Kind == "" && g.Users[0] == "carol" // Desktop stored as the default
+		}},
+		{"add entitlement: name taken", func(d *vdibroker.Federation) (bool, error) {
+			return true, AddEntitlement(d, vdibroker.GlobalEntitlement{Name: "office", Scope: "AllSites", SessionDistribution: "None",
+				Members: []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}}, AllUsers: true})
+		}, false, vdibroker.EInvalid, "name", nil},
+		{"add entitlement: unknown pod", func(d *vdibroker.Federation) (bool, error) {
+			return true, AddEntitlement(d, vdibroker.GlobalEntitlement{Name: "sales", Scope: "AllSites", SessionDistribution: "None",
+				Members: []vdibroker.Member{{Pod: "par1", HostPool: "pool-a"}}, AllUsers: true})
+		}, false, vdibroker.EInvalid, "pod", nil},
+		{"add entitlement: bad scope", func(d *vdibroker.Federation) (bool, error) {
+			return true, AddEntitlement(d, vdibroker.GlobalEntitlement{Name: "sales", Scope: "Everywhere", SessionDistribution: "None",
+				Members: []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}}, AllUsers: true})
+		}, false, vdibroker.EInvalid, "scope", nil},
+		{"add entitlement: application without its name", func(d *vdibroker.Federation) (bool, error) {
+			return true, AddEntitlement(d, vdibroker.GlobalEntitlement{Name: "sales", Kind: vdibroker.KindApplication, Scope: "AllSites", SessionDistribution: "None",
+				Members: []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}}, AllUsers: true})
+		}, false, vdibroker.EInvalid, "application", nil},
+		{"delete entitlement", func(d *vdibroker.Federation) (bool, error) { return true, DeleteEntitlement(d, "apps") },
+			true, "", "", func(d *vdibroker.Federation) bool {
+				return d.Entitlement("apps") == nil && len(d.GlobalEntitlements) == 1
+			}},
+		{"delete entitlement: missing", func(d *vdibroker.Federation) (bool, error) { return true, DeleteEntitlement(d, "nothere") },
+			false, vdibroker.ENotFound, "", nil},
+		{"delete entitlement: bad name", func(d *vdibroker.Federation) (bool, error) { return true, DeleteEntitlement(d, "a/b") },
+			false, vdibroker.EInvalid, "entitlement", nil},
+
+		{"add member", func(d *vdibroker.Federation) (bool, error) {
+			return AddMember(d, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-a"})
+		}, true, "", "", func(d *vdibroker.Federation) bool { return len(d.Entitlement("office").Members) == 2 }},
+		{"add member: there already", func(d *vdibroker.Federation) (bool, error) {
+			return AddMember(d, "office", vdibroker.Member{Pod: "fra1", HostPool: "pool-a"})
+		}, false, "", "", nil},
+		{"add member: unknown pod", func(d *vdibroker.Federation) (bool, error) {
+			return AddMember(d, "office", vdibroker.Member{Pod: "par1", HostPool: "pool-a"})
+		}, false, vdibroker.EInvalid, "pod", nil},
+		{"add member: bad host pool", func(d *vdibroker.Federation) (bool, error) {
+			return AddMember(d, "office", vdibroker.Member{Pod: "ams1", HostPool: "p"}) // pool names are 3..64
+		}, false, vdibroker.EInvalid, "hostPool", nil},
+		{"add member: missing entitlement", func(d *vdibroker.Federation) (bool, error) {
+			return AddMember(d, "nothere", vdibroker.Member{Pod: "ams1", HostPool: "pool-a"})
+		}, false, vdibroker.ENotFound, "", nil},
+		{"remove member", func(d *vdibroker.Federation) (bool, error) {
+			if _, err := AddMember(d, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-a"}); err != nil {
+				return false, err
+			}
+			return RemoveMember(d, "office", vdibroker.Member{Pod: "fra1", HostPool: "pool-a"})
+		}, true, "", "", func(d *vdibroker.Federation) bool {
+			return cmp.Equal(d.Entitlement("office").Members, []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}})
+		}},
+		{"remove member: not a member", func(d *vdibroker.Federation) (bool, error) {
+			return RemoveMember(d, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-a"})
+		}, false, "", "", nil},
+		{"remove member: the only one", func(d *vdibroker.Federation) (bool, error) {
+			return RemoveMember(d, "office", vdibroker.Member{Pod: "fra1", HostPool: "pool-a"})
+		}, false, vdibroker.EInvalid, "", nil},
+		{"remove member: bad pod", func(d *vdibroker.Federation) (bool, error) {
+			return RemoveMember(d, "office", vdibroker.Member{Pod: "", HostPool: "pool-a"})
+		}, false, vdibroker.EInvalid, "pod", nil},
+
+		{"entitle group", func(d *vdibroker.Federation) (bool, error) { return Entitle(d, "office", "group", "Finance") },
+			true, "", "", func(d *vdibroker.Federation) bool {
+				return cmp.Equal(d.Entitlement("office").Groups, []string{"Sales", "Finance"})
+			}},
+		{"entitle user: there already, in another case", func(d *vdibroker.Federation) (bool, error) { return Entitle(d, "office", "user", "BOB") },
+			false, "", "", nil},
+		{"entitle: bad kind", func(d *vdibroker.Federation) (bool, error) { return Entitle(d, "office", "robot", "bob") },
+			false, vdibroker.EInvalid, "kind", nil},
+		{"entitle: too long a name", func(d *vdibroker.Federation) (bool, error) { return Entitle(d, "office", "user", long) },
+			false, vdibroker.EInvalid, "principal", nil},
+		{"entitle: missing entitlement", func(d *vdibroker.Federation) (bool, error) { return Entitle(d, "nothere", "user", "bob") },
+			false, vdibroker.ENotFound, "", nil},
+		{"unentitle user, in another case", func(d *vdibroker.Federation) (bool, error) { return Unentitle(d, "office", "user", "Bob") },
+			true, "", "", func(d *vdibroker.Federation) bool { return len(d.Entitlement("office").Users) == 0 }},
+		{"unentitle: not entitled", func(d *vdibroker.Federation) (bool, error) { return Unentitle(d, "office", "group", "Finance") },
+			false, "", "", nil},
+		{"unentitle: the last one", func(d *vdibroker.Federation) (bool, error) {
+			if _, err := Unentitle(d, "office", "user", "bob"); err != nil {
+				return false, err
+			}
+			return Unentitle(d, "office", "group", "Sales") // it would name nobody: everyone (R-E9)
+		}, false, vdibroker.EInvalid, "principal", func(d *vdibroker.Federation) bool {
+			return cmp.Equal(d.Entitlement("office").Groups, []string{"Sales"})
+		}},
+		{"unentitle: bad name", func(d *vdibroker.Federation) (bool, error) { return Unentitle(d, "office", "user", "bob\x00") },
+			false, vdibroker.EInvalid, "principal", nil},
+		{"all users on", func(d *vdibroker.Federation) (bool, error) { return SetAllUsers(d, "office", true) },
+			true, "", "", func(d *vdibroker.Federation) bool { return d.Entitlement("office").AllUsers }},
+		{"all users: so already", func(d *vdibroker.Federation) (bool, error) { return SetAllUsers(d, "apps", true) },
+			false, "", "", nil},
+		{"all users off naming nobody", func(d *vdibroker.Federation) (bool, error) { return SetAllUsers(d, "apps", false) },
+			false, vdibroker.EInvalid, "", func(d *vdibroker.Federation) bool { return d.Entitlement("apps").AllUsers }},
+
+		{"settings", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeSettings(d, "apps", Settings{Kind: vdibroker.KindApplication, Application: "notepad", Scope: "WithinPod", SessionDistribution: "None", UseHomeSite: true})
+			return changed, err
+		}, true, "", "", func(d *vdibroker.Federation) bool {
+			g := d.Entitlement("apps")
+			return g.Application == "notepad" && g.Scope == "WithinPod" && g.SessionDistribution == "None" && g.UseHomeSite
+		}},
+		{"settings: as they are", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeSettings(d, "office", Settings{Scope: "AllSites", SessionDistribution: "None"})
+			return changed, err
+		}, false, "", "", nil},
+		{"settings: another kind", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeSettings(d, "office", Settings{Kind: vdibroker.KindApplication, Scope: "AllSites", SessionDistribution: "None"})
+			return changed, err
+		}, false, vdibroker.EInvalid, "kind", nil},
+		{"settings: application of a desktop entitlement", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeSettings(d, "office", Settings{Application: "calc", Scope: "AllSites", SessionDistribution: "None"})
+			return changed, err
+		}, false, vdibroker.EInvalid, "application", nil},
+		{"settings: bad distribution", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeSettings(d, "office", Settings{Scope: "AllSites", SessionDistribution: "RoundRobin"})
+			return changed, err
+		}, false, vdibroker.EInvalid, "sessionDistribution", nil},
+		{"settings: missing entitlement", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeSettings(d, "nothere", Settings{Scope: "AllSites", SessionDistribution: "None"})
+			return changed, err
+		}, false, vdibroker.ENotFound, "", nil},
+
+		{"add home site", func(d *vdibroker.Federation) (bool, error) { return true, AddHomeSite(d, "user", "alice", "apac") },
+			true, "", "", func(d *vdibroker.Federation) bool {
+				return d.HomeSites[1] == vdibroker.HomeSite{User: "alice", Site: "apac"}
+			}},
+		{"add home site: a second, in another case", func(d *vdibroker.Federation) (bool, error) { return true, AddHomeSite(d, "group", "SALES", "apac") },
+			false, vdibroker.EInvalid, "principal", nil},
+		{"add home site: unknown site", func(d *vdibroker.Federation) (bool, error) { return true, AddHomeSite(d, "user", "alice", "amer") },
+			false, vdibroker.EInvalid, "site", nil},
+		{"add home site: bad kind", func(d *vdibroker.Federation) (bool, error) { return true, AddHomeSite(d, "robot", "alice", "emea") },
+			false, vdibroker.EInvalid, "kind", nil},
+		{"remove home site, in another case", func(d *vdibroker.Federation) (bool, error) {
+			h, changed, err := RemoveHomeSite(d, "group", "sales")
+			return changed && h.Site == "emea", err
+		}, true, "", "", func(d *vdibroker.Federation) bool { return len(d.HomeSites) == 0 }},
+		{"remove home site: none", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := RemoveHomeSite(d, "user", "Sales") // Sales is a group
+			return changed, err
+		}, false, "", "", nil},
+		{"remove home site: bad name", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := RemoveHomeSite(d, "user", long)
+			return changed, err
+		}, false, vdibroker.EInvalid, "principal", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := editDoc()
+			changed, err := tc.edit(doc)
+			if got := vdibroker.ErrorCode(err); got != tc.code || vdibroker.ErrorField(err) != tc.field {
+				t.Fatalf("err %v (code %q field %q), want code %q field %q", err, got, vdibroker.ErrorField(err), tc.code, tc.field)
+			}
+			if err == nil && changed != tc.changed {
+				t.Errorf("changed %v, want %v", changed, tc.changed)
+			}
+			if err != nil && vdibroker.ErrorCode(err) == vdibroker.EInvalid && strings.Contains(err.Error(), long) {
+				t.Errorf("the refusal echoes the long name")
+			}
+			if tc.after != nil && !tc.after(doc) {
+				t.Errorf("document after the edit: %+v", doc)
+			}
+			if !tc.changed {
+				// An edit that changes nothing, or is refused, leaves
+				// the document as it was (the last-one cases excepted:
+				// their first step changed it).
+				if d := cmp.Diff(editDoc(), doc); d != "" && tc.name != "unentitle: the last one" {
+					t.Errorf("document changed (-want +got):\n%s", d)
+				}
+			}
+			Normalize(doc)
+			if err := Validate(doc, Self{Pod: "fra1"}); err != nil {
+				t.Errorf("the document after the edit is not valid: %v", err)
+			}
+		})
+	}
+}
+
+// TestCheckEntitlementJoins: a new entitlement's every bad field is
+// refused at once, each under its own name, for a form to mark each.
+func TestCheckEntitlementJoins(t *testing.T) {
+	err := CheckEntitlement(&vdibroker.GlobalEntitlement{Name: "a/b", Kind: "Kiosk", Scope: "Everywhere", SessionDistribution: "None",
+		Members: []vdibroker.Member{{Pod: "", HostPool: "p"}}})
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("err %v: not joined", err)
+	}
+	var got []string
+	for _, e := range j.Unwrap() {
+		got = append(got, vdibroker.ErrorField(e))
+	}
+	// kind: Kiosk refused before its application is looked at.
+	want := []string{"name", "scope", "kind", "pod", "hostPool"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("fields refused (-want +got):\n%s", d)
+	}
+	if err := CheckEntitlement(&vdibroker.GlobalEntitlement{Name: "ok", Scope: "AllSites", SessionDistribution: "None",
+		Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}}}); err != nil {
+		t.Errorf("a valid entitlement refused: %v", err)
+	}
+}
