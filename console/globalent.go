@@ -189,6 +189,13 @@ func (c *Console) globalEntitlementMember(rq *request) {
 		return
 	}
 	m := vdibroker.Member{Pod: pod, HostPool: pool}
+	if op == "remove" {
+		// A remove button's hidden fields, not the add form's: a
+		// refused remove is said in the banner, where the
+		// administrator who pressed it looks, not beside the add
+		// form's inputs (the entitlement's forms stay unfolded).
+		f = removeForm(name)
+	}
 	if err := federation.CheckMember(m); err != nil {
 		c.refuseInput(rq, f, err, "Nothing was changed")
 		return
@@ -258,6 +265,12 @@ func (c *Console) assignGlobalEntitlement(rq *request) {
 	if op != "add" && op != "remove" && op != "allUsers" {
 		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add, remove or allUsers.", f)
 		return
+	}
+	if op == "remove" || op == "allUsers" {
+		// A button's hidden fields, not the add form's: a refused
+		// remove is said in the banner, where the administrator who
+		// pressed it looks (the entitlement's forms stay unfolded).
+		f = removeForm(name)
 	}
 	if op != "allUsers" {
 		if err := federation.CheckPrincipal(kind, principal); err != nil {
