@@ -29,3 +29,26 @@ func TestGlobalEntitlementHelpSaysTheTokenStays_RSEC_RG5(t *testing.T) {
 		t.Errorf("the help does not say the token stays on this pod:\n%s", help)
 	}
 }
+
+// TestHomeSitesHelpSaysWhichGroupWins_RG3: the Federation page's home
+// sites card says which home site a user in several groups with home
+// sites starts at: the one listed first there, whatever the order of
+// her groups, as federation.StartSite chooses (TestStartSiteAnyCase) and
+// docs/federation.md says.
+func TestHomeSitesHelpSaysWhichGroupWins_RG3(t *testing.T) {
+	fra, _ := newFraAmsPods(t)
+	b := fra.browser()
+	b.signin(adminToken)
+	page := b.get("/federation")
+	wantStatus(t, page, http.StatusOK)
+	i := strings.Index(page.body, `id="home-sites"`)
+	if i < 0 {
+		t.Fatalf("no home sites card:\n%s", page.body)
+	}
+	card, _, _ := strings.Cut(page.body[i:], "</section>")
+	for _, want := range []string{"A user in several groups with home sites starts at the one listed first above, whatever the order of her groups", "a home site added goes last"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("the home sites card does not say %q:\n%s", want, card)
+		}
+	}
+}

@@ -236,6 +236,12 @@ func TestStartSiteAnyCase(t *testing.T) {
 		{"bob", []string{"US-Staff"}, "amer", "group"},
 		{"bob", []string{"EU-STAFF"}, "emea", "group"},
 		{"bob", nil, "emea", ""}, // the connected pod's site
+		// In several groups with home sites: the one listed first in
+		// the document's homeSites (us-staff's), whatever the order
+		// of her groups (R-G3; docs/federation.md, the console's
+		// home sites card).
+		{"bob", []string{"EU-Staff", "US-Staff"}, "amer", "group"},
+		{"bob", []string{"US-Staff", "EU-Staff"}, "amer", "group"},
 	} {
 		site, from := StartSite(doc, ge, c.user, c.groups, "fra1")
 		if site != c.site || from != c.from {
