@@ -99,6 +99,13 @@ own open sessions in that pool (it may not read the pool's list).`,
 				}
 				return a.show(cmd, sessions, userSessionsOfUserColumns)
 			}
+			// whoami is this command's first request and is needed: the
+			// token's role decides which list to read (a User token may
+			// not read the pool's, and a read the broker refuses is
+			// audited as a request she never made, R-SEC), and a User
+			// token's subject is her name when --user is left out. No
+			// earlier call of the command knows either, so a User
+			// token's list is whoami and her sessions, two requests.
 			who, err := whoAmI(cmd.Context(), c)
 			if err != nil {
 				return err
