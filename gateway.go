@@ -37,6 +37,13 @@ func GatewayHostFor(p *HostPool, server string) string {
 	return server
 }
 
+// DefaultGatewayTokenTTL is how long a connect's RD gateway access token
+// may open its one tunnel when serve --gateway-token-ttl is not given
+// (R-GW1): the broker signs for it, and the portal's launch page says a
+// file that carries one connects once, within it (R-U4). One value, so
+// the page never says another than the token holds.
+const DefaultGatewayTokenTTL = 5 * time.Minute
+
 // PrincipalGateway is the audit principal kind of a gateway's report
 // (its ID is the gateway's name).
 const PrincipalGateway = "gateway"

@@ -52,7 +52,6 @@ type GatewayConfig struct {
 
 // Defaults and bounds of the gateway side.
 const (
-	DefaultGatewayTokenTTL          = 5 * time.Minute
 	DefaultGatewayKeyRotation       = 30 * 24 * time.Hour
 	DefaultGatewayPublishDelay      = 5 * time.Minute
 	DefaultGatewayMaxTunnelsPerUser = 10
@@ -154,7 +153,7 @@ func (g *gatewaySide) forgetGateway(id string) {
 
 func newGatewaySide(cfg GatewayConfig) *gatewaySide {
 	if cfg.TokenTTL <= 0 {
-		cfg.TokenTTL = DefaultGatewayTokenTTL
+		cfg.TokenTTL = vdibroker.DefaultGatewayTokenTTL
 	}
 	cfg.TokenTTL = min(cfg.TokenTTL, gatewaytoken.MaxValidity)
 	if cfg.KeyRotation <= 0 {
