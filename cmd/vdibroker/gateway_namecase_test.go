@@ -196,3 +196,66 @@ func TestGatewayCaseOnlyRenameKeepsTunnels_RGW4(t *testing.T) {
 	conn.Close()
 	b.waitSession(t, session, vdibroker.StateDisconnected, "rdgw-1")
 }
+
+// TestGatewaysSharingALegacyTokenKeepTheirNames_RGW4 (R-GW4; docs/gateway.md,
+// "Upgrading"): a Gateway token issued before tokens named their gateway
+// (its gateway empty, as migration 00078 leaves it) keeps working under
+// the name each report gives. Two real gateways holding that one token,
+// started with --name rdgw-a and rdgw-b, each admit a tunnel: the broker
+// records each session through the gateway that reported it, not the
+// token's subject, and each gateway's check of open tunnels keeps its own.
+func TestGatewaysSharingALegacyTokenKeepTheirNames_RGW4(t *testing.T) {
+	b := startGatewayBroker(t)
+	ctx := t.Context()
+	const secret = "vdbt_from_an_earlier_release"
+	if err := b.m.Store.CreateToken(ctx, &vdibroker.Token{ID: "oldgw", Role: vdibroker.RoleGateway, Subject: "gateways",
+		Hash: vdibroker.HashSecret(secret), CreateTime: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	cert, key := ca.issue(t, dir, "gateway", 2, false)
+	tokenFile := filepath.Join(dir, "gateway.token")
+	if err := os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	t.Cleanup(client.CloseIdleConnections)
+	for _, name := range []string{"rdgw-a", "rdgw-b"} {
+		clk := clocktesting.NewFakeClock(time.Now())
+		m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Name: name,
+			KeysURL: b.m.URL() + "/api/v1/gateway/keys", BrokerURL: b.m.URL() + "/api/v1/gateway/tunnels", BrokerTokenFile: tokenFile,
+			Config: gateway.Config{Clock: clk, ReauthorizeEvery: time.Minute}}
+		if err := m.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		<-m.probed
+		session, token := b.connect(t, "user-of-"+name)
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		conn, err := gateway.Dial(dctx, gateway.DialConfig{Gateway: m.Addr(), TLSConfig: &tls.Config{RootCAs: roots},
+			Token: token, Target: b.addr, ClientName: "test"})
+		cancel()
+		if err != nil {
+			t.Fatalf("tunnel through %s: %v", name, err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if err := echo(conn); err != nil {
+			t.Fatal(err)
+		}
+		b.waitSession(t, session, vdibroker.StateActive, name)
+		// Its check of open tunnels, under its name, keeps its tunnel.
+		clk.Step(time.Minute)
+		for deadline := time.Now().Add(10 * time.Second); metricValue(scrapeWith(t, client, "https://"+m.Addr()),
+			`vdibroker_gateway_reauthorize_checks_total{result="answered"}`) < 1; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no check of open tunnels answered 10 s after the step", name)
+			}
+		}
+		if err := echo(conn); err != nil {
+			t.Fatalf("%s's tunnel after its check: %v, want it open", name, err)
+		}
+	}
+}
