@@ -37,6 +37,23 @@ func GatewayHostFor(p *HostPool, server string) string {
 	return server
 }
 
+// DefaultGatewayTokenTTL is how long a connect's RD gateway access token
+// may open its one tunnel when serve --gateway-token-ttl is not given
+// (R-GW1): the broker signs for it, and the portal's launch page says a
+// file that carries one connects once, within it (R-U4). One value, so
+// the page never says another than the token holds.
+const DefaultGatewayTokenTTL = 5 * time.Minute
+
+// SameGateway reports whether two RD gateway names name one gateway:
+// they compare as host names do (HostNameKey), ignoring the case of ASCII
+// letters and one trailing dot, as a gateway's name is its machine's, by
+// default its host name (RDGW-1 and rdgw-1. are rdgw-1). The broker
+// takes a Gateway token's reports and checks under it (R-GW4) and finds
+// the tunnels admitted through a gateway by it, so a token rotated to
+// one naming the gateway in other case keeps its tunnels; the gateway
+// compares by it too, and warns of no rename then.
+func SameGateway(a, b string) bool { return HostNameKey(a) == HostNameKey(b) }
+
 // PrincipalGateway is the audit principal kind of a gateway's report
 // (its ID is the gateway's name).
 const PrincipalGateway = "gateway"

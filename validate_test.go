@@ -210,3 +210,25 @@ func TestHostNameKey_RSEC(t *testing.T) {
 		}
 	}
 }
+
+// TestSameGateway_RGW4: gateway names compare as host names do (R-GW4,
+// R-SEC): ASCII case and one trailing dot aside, nothing else folds, so
+// a name that only looks alike in Unicode's folding is another gateway.
+func TestSameGateway_RGW4(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"rdgw-1", "rdgw-1", true},
+		{"rdgw-1", "RDGW-1", true},
+		{"RDGW-1.", "rdgw-1", true},
+		{"rdgw-1..", "rdgw-1", false}, // one dot only
+		{"rdgw-1", "rdgw-2", false},
+		{"gw-s", "gw-\u017f", false}, // ſ folds to s in strings.EqualFold, not here
+		{"gw-k", "gw-\u212a", false}, // the Kelvin sign likewise
+	} {
+		if got := SameGateway(c.a, c.b); got != c.want {
+			t.Errorf("SameGateway(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -52,7 +52,6 @@ type GatewayConfig struct {
 
 // Defaults and bounds of the gateway side.
 const (
-	DefaultGatewayTokenTTL          = 5 * time.Minute
 	DefaultGatewayKeyRotation       = 30 * 24 * time.Hour
 	DefaultGatewayPublishDelay      = 5 * time.Minute
 	DefaultGatewayMaxTunnelsPerUser = 10
@@ -154,7 +153,7 @@ func (g *gatewaySide) forgetGateway(id string) {
 
 func newGatewaySide(cfg GatewayConfig) *gatewaySide {
 	if cfg.TokenTTL <= 0 {
-		cfg.TokenTTL = DefaultGatewayTokenTTL
+		cfg.TokenTTL = vdibroker.DefaultGatewayTokenTTL
 	}
 	cfg.TokenTTL = min(cfg.TokenTTL, gatewaytoken.MaxValidity)
 	if cfg.KeyRotation <= 0 {
@@ -483,8 +482,9 @@ func (s *Service) checkReport(ctx context.Context, r *vdibroker.TunnelReport) er
 // not the report's, so that one gateway's token cannot report as another
 // (admitted through it, reached a session through it, checking its
 // tunnels). A report naming another gateway is refused, 403 on the field
-// gateway, and changes nothing; one naming it in other case is taken
-// under the token's spelling, and one naming none (a gateway given no
+// gateway, and changes nothing; one naming it in other case, or with a
+// trailing dot or without one (vdibroker.SameGateway, as host names
+// compare), is taken under the token's spelling, and one naming none (a gateway given no
 // --name) under the token's name too. Three callers still name
 // themselves (a report naming none: the subject): a
 // Gateway token issued before tokens had a gateway (an upgrade must not
@@ -498,7 +498,7 @@ func (s *Service) gatewayName(ctx context.Context, reported string) (name, warni
 	case p == nil:
 		return reported, "", nil
 	case p.Role == vdibroker.RoleGateway && p.Gateway != "":
-		if reported != "" && !strings.EqualFold(reported, p.Gateway) {
+		if reported != "" && !vdibroker.SameGateway(reported, p.Gateway) {
 			return "", "", &vdibroker.Error{Code: vdibroker.EPermission, Field: "gateway",
 				Message: fmt.Sprintf("gateway: this Gateway token is for gateway %q, not %q: start that gateway with --name %q, or give this one a token of its own (vdibroker token create --role Gateway --subject %q)",
 					p.Gateway, cutText(reported), p.Gateway, cutText(reported))}

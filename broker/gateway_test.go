@@ -281,11 +281,11 @@ func TestGatewayReportChecks_RGW4(t *testing.T) {
 	if err := svc.TunnelOpen(ctx, other); vdibroker.ErrorCode(err) != vdibroker.ENotFound {
 		t.Errorf("a report naming another session: %v, want NotFound", err)
 	}
-	fc.Step(DefaultGatewayTokenTTL + gatewaytoken.Leeway + time.Second)
+	fc.Step(vdibroker.DefaultGatewayTokenTTL + gatewaytoken.Leeway + time.Second)
 	if err := svc.TunnelOpen(ctx, r()); vdibroker.ErrorCode(err) != vdibroker.ENotFound || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("a report after the token expired: %v, want NotFound naming the expiry", err)
 	}
-	fc.Step(-DefaultGatewayTokenTTL)
+	fc.Step(-vdibroker.DefaultGatewayTokenTTL)
 	if err := svc.TunnelOpen(ctx, r()); err != nil {
 		t.Errorf("within the token's window: %v", err)
 	}

@@ -197,7 +197,7 @@ func TestGatewayConnectAndTunnel_RGW1_RGW2_RGW3(t *testing.T) {
 	}
 	if claims.User != "alice" || claims.Session != c.SessionID || claims.Pool != "gwpool" || claims.Host != addr ||
 		claims.IdleSeconds != 20*60 || claims.LifetimeSeconds != 600*60 || claims.StartWaitSeconds != 0 ||
-		claims.Expiry-claims.NotBefore != int64(broker.DefaultGatewayTokenTTL/time.Second) {
+		claims.Expiry-claims.NotBefore != int64(vdibroker.DefaultGatewayTokenTTL/time.Second) {
 		t.Errorf("claims %+v", claims)
 	}
 

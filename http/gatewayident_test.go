@@ -25,8 +25,9 @@ import (
 // error) and the broker records nothing: the session is untouched and
 // the token id unused, so the same .rdp then opens through rdgw-1. Its
 // check is refused 403 naming the field gateway. A report naming the
-// token's gateway in other case, or naming none (a gateway given no
-// --name), is taken under the token's spelling. A
+// token's gateway in other case or with a trailing dot (as host names
+// compare), or naming none (a gateway given no --name), is taken under
+// the token's spelling. A
 // Gateway token issued before tokens named their gateway (its row's
 // gateway empty, as migration 00078 leaves it) and the admin token still
 // report under any name (none: the subject), so an upgrade cuts no
@@ -89,7 +90,7 @@ func TestGatewayTokenIsOneGateway_RGW4(t *testing.T) {
 		!strings.Contains(ve.Message, `for gateway "rdgw-1", not "rdgw-b"`) {
 		t.Errorf("rdgw-1's token checking as rdgw-b: %d %+v, want 403 on the field gateway naming both", status, ve)
 	}
-	for _, name := range []string{"RDGW-1", ""} {
+	for _, name := range []string{"RDGW-1", "rdgw-1.", ""} {
 		if status, _, a := check(w.broker.Token, name); status != 200 || a.Gateway != "rdgw-1" || len(a.Warnings) != 0 {
 			t.Errorf("rdgw-1's token checking as %q: %d %+v, want 200 under rdgw-1, no warning", name, status, a)
 		}

@@ -41,10 +41,6 @@ const (
 // launchTTL is how long an ended launch's status and file are kept.
 const launchTTL = 2 * time.Minute
 
-// DefaultGatewayTokenTTL is Config.GatewayTokenTTL's default: the
-// broker's (broker.DefaultGatewayTokenTTL, serve --gateway-token-ttl).
-const DefaultGatewayTokenTTL = 5 * time.Minute
-
 // gatewayTokenLine starts the line of an .rdp file that carries an RD
 // gateway access token (R-GW1): one tunnel, within the token's lifetime.
 const gatewayTokenLine = "gatewayaccesstoken:s:"

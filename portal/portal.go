@@ -138,9 +138,9 @@ type Config struct {
 	MaxWait time.Duration
 	// GatewayTokenTTL is how long a connection file's RD gateway access
 	// token opens its one tunnel after the connect (serve
-	// --gateway-token-ttl; 0: DefaultGatewayTokenTTL): the launch page of
-	// a file that carries one says it connects once, within it (R-U4,
-	// R-GW1).
+	// --gateway-token-ttl; 0: vdibroker.DefaultGatewayTokenTTL, the
+	// broker's default too): the launch page of a file that carries one
+	// says it connects once, within it (R-U4, R-GW1).
 	GatewayTokenTTL time.Duration
 	// MaxLaunches bounds the launches the pod keeps, under way or ended
 	// and not yet fetched (0: DefaultMaxLaunches), MaxLaunchesPerSession
@@ -195,7 +195,7 @@ func New(cfg Config) *Portal {
 		cfg.MaxLaunchesPerSession = DefaultMaxLaunchesPerSession
 	}
 	if cfg.GatewayTokenTTL <= 0 {
-		cfg.GatewayTokenTTL = DefaultGatewayTokenTTL
+		cfg.GatewayTokenTTL = vdibroker.DefaultGatewayTokenTTL
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultMaxWait

@@ -172,13 +172,14 @@ func (s *DB) AdmitGatewayTunnel(ctx context.Context, g *vdibroker.GatewayTunnel,
 }
 
 // tunnelOf reads an admitted tunnel's state; NotFound unless token is
-// admitted for session in pool through gateway: another gateway's
+// admitted for session in pool through gateway (its name in any case, a
+// trailing dot or none: vdibroker.SameGateway): another gateway's
 // credential neither reaches nor closes it (R-GW4), as its checks do not
 // keep it open (LiveGatewayTunnels).
 func (t *tx) tunnelOf(ctx context.Context, pool, session, token, gateway string) (closed, reached bool, err error) {
 	var p, sid, gw string
 	err = t.row(ctx, `SELECT host_pool, session_id, gateway, closed, reached FROM gateway_tunnels WHERE token_id = ?`, token).Scan(&p, &sid, &gw, &closed, &reached)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (p != pool || sid != session || gw != gateway)) {
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (p != pool || sid != session || !vdibroker.SameGateway(gw, gateway))) {
 		return false, false, vdibroker.Errorf(vdibroker.ENotFound, "no tunnel of user session %q in host pool %q was admitted through this gateway with this token", session, pool)
 	}
 	return closed, reached, err
@@ -342,8 +343,9 @@ func pruneTunnels(ctx context.Context, t *tx, now time.Time, limit int) (int64, 
 }
 
 // LiveGatewayTunnels answers a gateway's check of its open tunnels
-// (R-GW4): the ids among tunnels admitted through gateway for their
-// session, not closed, whose session is open and the token's user's.
+// (R-GW4): the ids among tunnels admitted through gateway (by
+// vdibroker.SameGateway: a Gateway token rotated to one spelling its
+// name in other case keeps them) for their session, not closed, whose session is open and the token's user's.
 // Their records' lifetime is renewed when it ends before renewBefore.
 func (s *DB) LiveGatewayTunnels(ctx context.Context, gateway string, tunnels []vdibroker.GatewayTunnel, renewBefore, liveUntil time.Time) ([]string, error) {
 	if len(tunnels) == 0 {
@@ -378,7 +380,7 @@ func (s *DB) LiveGatewayTunnels(ctx context.Context, gateway string, tunnels []v
 			w := want[tok]
 			// The tunnel is this gateway's, of the session and user its
 			// token names, and the session has not ended.
-			if pool != w.HostPool || session != w.Session || gw != gateway ||
+			if pool != w.HostPool || session != w.Session || !vdibroker.SameGateway(gw, gateway) ||
 				state == vdibroker.StateLoggedOff || !vdibroker.SameUser(user, w.User) {
 				continue
 			}

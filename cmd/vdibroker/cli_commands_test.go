@@ -640,10 +640,12 @@ func TestCLIUserSessionCommands(t *testing.T) {
 	cred := b.addHost("contosohp01", "sh-01")
 	id := strings.TrimSpace(b.ok("connect", "--host-pool", "contosohp01", "--user", "alice", "--query", "sessionId", "-o", "tsv"))
 
-	// Silent by default, as every command that changes something; with
-	// --output or --query, the queued commands (docs/cli.md "Output").
-	if out := b.ok("usersession", "send-message", "--host-pool", "contosohp01", "--id", id, "--message", "Maintenance at 18:00"); out != "" {
-		t.Errorf("send-message without --output printed %q", out)
+	// One line a session saying what was queued, as logoff and
+	// disconnect say; with --output or --query, the queued commands
+	// (docs/cli.md "Output").
+	want0 := "queued message to session " + id + " of alice on sh-01 (pool contosohp01): its agent shows it on its next heartbeat\n"
+	if out := b.ok("usersession", "send-message", "--host-pool", "contosohp01", "--id", id, "--message", "Maintenance at 18:00"); out != want0 {
+		t.Errorf("send-message without --output printed %q, want %q", out, want0)
 	}
 	var queued []*vdibroker.Command
 	if err := json.Unmarshal([]byte(b.ok("usersession", "send-message", "--host-pool", "contosohp01", "--id", id, "--message", "Save your work", "-o", "json")), &queued); err != nil ||
@@ -686,11 +688,12 @@ func alicePlacedOnSh01(t *testing.T) (b *cliBroker, cred, id string) {
 	return b, cred, id
 }
 
-// TestCLIUserSessionActionLine_RS4: logoff and disconnect say on stdout
-// what they queued, one line a session: the session, its user, host and
-// pool (before, they printed nothing, and an admin could not tell a
-// logoff done from one that did nothing). With --output or --query they
-// print the queued commands instead, as before, and nothing else.
+// TestCLIUserSessionActionLine_RS4: logoff, disconnect and send-message
+// say on stdout what they queued, one line a session: the session, its
+// user, host and pool (before, they printed nothing, and an admin could
+// not tell a logoff or a message sent from one that did nothing). With
+// --output or --query they print the queued commands instead, as
+// before, and nothing else.
 func TestCLIUserSessionActionLine_RS4(t *testing.T) {
 	b, cred, id := alicePlacedOnSh01(t)
 	// Her logon, as the agent reports it: Active, so it can be disconnected.
@@ -709,6 +712,10 @@ func TestCLIUserSessionActionLine_RS4(t *testing.T) {
 			"queued logoff of session " + id + " of alice on sh-01 (pool contosohp01): its agent runs it on its next heartbeat\n"},
 		{"query", []string{"usersession", "logoff", "--host-pool", "contosohp01", "--id", id, "--query", "[].[type, user, sessionHost]", "-o", "tsv"},
 			"Logoff\talice\tsh-01\n"},
+		{"message by user", []string{"usersession", "send-message", "--host-pool", "contosohp01", "--user", "alice", "--message", "Save your work"},
+			"queued message to session " + id + " of alice on sh-01 (pool contosohp01): its agent shows it on its next heartbeat\n"},
+		{"message query", []string{"usersession", "send-message", "--host-pool", "contosohp01", "--id", id, "--message", "hi", "--query", "[].[type, message]", "-o", "tsv"},
+			"SendMessage\thi\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := b.cli(tc.args...)

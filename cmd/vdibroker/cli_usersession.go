@@ -99,6 +99,13 @@ own open sessions in that pool (it may not read the pool's list).`,
 				}
 				return a.show(cmd, sessions, userSessionsOfUserColumns)
 			}
+			// whoami is this command's first request and is needed: the
+			// token's role decides which list to read (a User token may
+			// not read the pool's, and a read the broker refuses is
+			// audited as a request she never made, R-SEC), and a User
+			// token's subject is her name when --user is left out. No
+			// earlier call of the command knows either, so a User
+			// token's list is whoami and her sessions, two requests.
 			who, err := whoAmI(cmd.Context(), c)
 			if err != nil {
 				return err
@@ -237,12 +244,7 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 			}
 			// R-S4: queued for a host that cannot carry it out now.
 			printWarnings(cmd, warnings)
-			if global {
-				return a.queued(cmd, cmds, "")
-			}
-			// The queued commands, one a session, when asked with
-			// --output or --query, as every command that changes something.
-			return a.result(cmd, cmds, commandColumns)
+			return a.queued(cmd, cmds, "")
 		},
 	}
 	f := cmd.Flags()
@@ -295,12 +297,13 @@ func globalSessionAction(cmd *cobra.Command, a *admin, name, user, pod, id strin
 	return a.queued(cmd, []*vdibroker.Command{q}, pod)
 }
 
-// queued prints what a logoff or disconnect did: with --output or
-// --query the queued commands, as every command that changes something;
-// without, one line a session saying what was queued where, so that an
-// admin who logs a user off is not left with no answer at all (a
-// silent success read as nothing done). pod names another pod of the
-// federation ("": this broker's own session).
+// queued prints what a logoff, disconnect or send-message did: with
+// --output or --query the queued commands, as every command that
+// changes something; without, one line a session saying what was
+// queued where, so that an admin who logs a user off or messages her is
+// not left with no answer at all (a silent success read as nothing
+// done). pod names another pod of the federation ("": this broker's own
+// session).
 func (a *admin) queued(cmd *cobra.Command, cmds []*vdibroker.Command, pod string) error {
 	if a.out.Format != "" || a.out.Query != "" {
 		return a.result(cmd, cmds, commandColumns)
@@ -316,14 +319,20 @@ func (a *admin) queued(cmd *cobra.Command, cmds []*vdibroker.Command, pod string
 
 // queuedLine is queued's line for q: "queued logoff of session ID of
 // USER on HOST (pool POOL): its agent runs it on its next heartbeat"
-// (R-S4), the names escaped for the terminal. A logoff whose answer says
-// the session ended at once (a Pending session its agent never reported)
-// says so instead: nothing waits for the agent but the precaution.
+// (R-S4), "queued message to session ID ...: its agent shows it on its
+// next heartbeat" for a message, the names escaped for the terminal. A
+// logoff whose answer says the session ended at once (a Pending session
+// its agent never reported) says so instead: nothing waits for the
+// agent but the precaution.
 func queuedLine(q *vdibroker.Command, pod string) string {
 	var b strings.Builder
-	if q.SessionEnded {
+	message := q.Type == vdibroker.CommandSendMessage
+	switch {
+	case q.SessionEnded:
 		b.WriteString("logged off session " + escapeTerminal(q.SessionID, ""))
-	} else {
+	case message:
+		b.WriteString("queued message to session " + escapeTerminal(q.SessionID, ""))
+	default:
 		b.WriteString("queued " + strings.ToLower(q.Type) + " of session " + escapeTerminal(q.SessionID, ""))
 	}
 	if q.User != "" {
@@ -344,6 +353,10 @@ func queuedLine(q *vdibroker.Command, pod string) string {
 	}
 	if q.SessionEnded {
 		b.WriteString(": it ended now, as its agent had not reported it yet; a logoff stays queued in case its logon is under way")
+		return b.String()
+	}
+	if message {
+		b.WriteString(": its agent shows it on its next heartbeat")
 		return b.String()
 	}
 	b.WriteString(": its agent runs it on its next heartbeat")

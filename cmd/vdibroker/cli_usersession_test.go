@@ -6,7 +6,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 )
 
-// TestQueuedLine: the line of a logoff or disconnect names the pod of a
+// TestQueuedLine: the line of a logoff, disconnect or message names the pod of a
 // session in another pod (--pod), leaves out what the answer does not
 // carry, and escapes a name's terminal controls.
 func TestQueuedLine(t *testing.T) {
@@ -22,6 +22,8 @@ func TestQueuedLine(t *testing.T) {
 			"queued disconnect of session s2 of bob: its agent runs it on its next heartbeat"},
 		{"ended at once", vdibroker.Command{Type: vdibroker.CommandLogoff, SessionID: "s4", User: "carol", SessionHost: "h", HostPool: "p", SessionEnded: true}, "",
 			"logged off session s4 of carol on h (pool p): it ended now, as its agent had not reported it yet; a logoff stays queued in case its logon is under way"},
+		{"message", vdibroker.Command{Type: vdibroker.CommandSendMessage, SessionID: "s5", User: "dan", SessionHost: "h", HostPool: "p"}, "",
+			"queued message to session s5 of dan on h (pool p): its agent shows it on its next heartbeat"},
 		{"escaped", vdibroker.Command{Type: vdibroker.CommandLogoff, SessionID: "s3", User: "eve\x1b[2J", SessionHost: "h", HostPool: "p"}, "",
 			`queued logoff of session s3 of eve\x1b[2J on h (pool p): its agent runs it on its next heartbeat`},
 	} {

@@ -368,11 +368,13 @@ func (m *GatewayMain) probeBroker(ctx context.Context, b *gateway.HTTPBroker) {
 	case err == nil:
 		name := cmp.Or(a.Gateway, m.Name)
 		m.Logger.Info("broker takes this gateway's reports", "brokerURL", b.URL, "gateway", name)
-		if was := m.reported.Swap(&name); was != nil && *was != name && m.Name == "" {
+		if was := m.reported.Swap(&name); was != nil && !vdibroker.SameGateway(*was, name) && m.Name == "" {
 			// A gateway given no --name is its token's gateway: a
 			// token of another one renames it, and the broker's
 			// checks of open tunnels find none admitted under the old
-			// name, so the gateway closes them (R-GW4).
+			// name, so the gateway closes them (R-GW4). A token for
+			// the same name in other case, or with a trailing dot, is
+			// the same gateway's: the broker keeps its tunnels.
 			m.Logger.Warn(fmt.Sprintf("--broker-token-file: the new Gateway token is another gateway's, and this gateway, given no --name, takes its name: the broker records its reports as %q from now on, and at the next check of open tunnels (--reauthorize-every) answers none of those admitted as %q, which the gateway then closes (their users connect again); to keep them, write a token for %q (vdibroker token create --role Gateway --subject %q) and send SIGHUP before that check", name, *was, *was, *was),
 				"was", *was, "gateway", name, "tunnelsOpen", m.Gateway.Stats().Tunnels, "brokerURL", b.URL)
 		}

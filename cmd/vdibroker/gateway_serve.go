@@ -61,7 +61,7 @@ type GatewayFlags struct {
 func (f *GatewayFlags) addFlags(fl *pflag.FlagSet) {
 	f.flags = fl
 	fl.StringVar(&f.HostName, "gateway-hostname", "", "the RD gateway clients reach the hosts through, host or host:port (the .rdp's gatewayhostname): every pool whose gatewayUsage is Gateway and that names no gatewayHostName of its own goes through it, with an access token the broker signs per connect (docs/gateway.md)")
-	fl.DurationVar(&f.TokenTTL, "gateway-token-ttl", broker.DefaultGatewayTokenTTL, "how long a gateway access token may open its tunnel after the connect (1m..1h)")
+	fl.DurationVar(&f.TokenTTL, "gateway-token-ttl", vdibroker.DefaultGatewayTokenTTL, "how long a gateway access token may open its tunnel after the connect (1m..1h)")
 	fl.DurationVar(&f.KeyRotation, "gateway-key-rotation", broker.DefaultGatewayKeyRotation, "make a new token signing key this often (at least 1h); it signs once gateways had 5 minutes to read it")
 	fl.IntVar(&f.MaxTunnelsPerUser, "gateway-max-tunnels-per-user", broker.DefaultGatewayMaxTunnelsPerUser, "tunnels one user may hold open through all gateways together (0: no limit)")
 	fl.StringVar(&f.Listen, "gateway-listen", "", "also run the RD gateway in this process on this address (HTTPS with --tls-cert, e.g. 0.0.0.0:443 with --gateway-hostname; without it the .rdp files name this address)")
