@@ -407,10 +407,20 @@ const maxDocumentPrincipal = len("oidc:") + vdibroker.MaxUserLen
 // took it from a principal allowed to write it there. Only a pod of the
 // document this pod holds sends one (podCall; with no document yet none
 // does: the first is applied with federation apply). Its nonce was
-// recorded before it is stored (podRecord). Its audit entry is
+// recorded before it is stored (podRecord), and a pod writes at most
+// PodDocumentsPerPod a minute. Its audit entry is
 // federation.put on target federation, its principal the calling pod
 // acting for the writer.
 func (s *Server) podDocument(w nethttp.ResponseWriter, r *nethttp.Request, fed *federationState, pod string, body []byte) error {
+	// Spent by the pod the signature proved, before the body is decoded:
+	// each write is an audit entry holding the document twice (R-SEC).
+	if !s.podDocuments.Spend(pod, s.now()) {
+		if ev := vdibroker.AuditFrom(r.Context()); ev != nil {
+			ev.Principal = vdibroker.AuditPrincipal{Kind: vdibroker.PrincipalPod, ID: pod}
+			ev.Bound()
+		}
+		return throttled("pod "+pod+" writes the federation document faster than "+strconv.Itoa(PodDocumentsPerPod)+" a minute", PodDocumentsPerPod/60.0)
+	}
 	var req vdibroker.PodDocumentRequest
 	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
 		return err

@@ -113,3 +113,78 @@ func TestPodDocument_RG5(t *testing.T) {
 		t.Errorf("pod9 after a peer's write: %v, want no document", err)
 	}
 }
+
+// TestPodDocumentWritesBounded_RG5 (R-SEC): a holder of the federation
+// secret, signing as a pod of the document, may write the document at a
+// peer; each write is an audit entry holding the document before and
+// after (up to a megabyte) and its log line. One pod writing document
+// after document, each a generation higher, was taken as fast as the
+// nonce budget allows (a thousand a second). PodDocumentsPerPod are taken
+// at once, then 429 with Retry-After, recorded at most once; another pod's
+// writes, and this pod's own administrator's, are not refused for it, and
+// the pod is taken again once its bucket refilled.
+func TestPodDocumentWritesBounded_RG5(t *testing.T) {
+	envs := fedPods(t, 3, 1, 5, vdibroker.DistributionNone)
+	envs[0].clock.Freeze()
+	pod0 := vdibroker.Pod{Name: "pod0", URL: envs[0].urls[0]}
+	st, err := envs[0].admin.GetFederation(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := *st.Document
+	put := func(from string) error {
+		doc.Generation++
+		_, err := vhttp.NewPodClient(from, []byte(testFedSecret)).PutDocument(t.Context(), pod0, vdibroker.PodDocumentRequest{Document: doc, Principal: "admin"})
+		return err
+	}
+	audited := func() int {
+		t.Helper()
+		list, err := envs[0].admin.ListAudit(t.Context(), vhttp.AuditQuery{Action: "federation.put", Target: "federation"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+	before := audited()
+	for i := range vhttp.PodDocumentsPerPod {
+		if err := put("pod1"); err != nil {
+			t.Fatalf("pod1's write %d of %d: %v", i+1, vhttp.PodDocumentsPerPod, err)
+		}
+	}
+	for range 20 {
+		wantCode(t, put("pod1"), vdibroker.ETooManyRequests, "pod pod1 writes the federation document faster than 30 a minute")
+		doc.Generation-- // not stored
+	}
+	doc.Generation++
+	body, _ := json.Marshal(vdibroker.PodDocumentRequest{Document: doc, Principal: "admin"})
+	doc.Generation--
+	req, _ := nethttp.NewRequest("PUT", pod0.URL+federation.DocumentPath, strings.NewReader(string(body)))
+	req.Header = signedBy("pod1", []byte(testFedSecret), "PUT", federation.DocumentPath, string(body), time.Now())
+	res, err := nethttp.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != nethttp.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Errorf("pod1's write past its bound: %d, Retry-After %q; want 429 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	// 30 writes; the 21 refusals from one address are counted, one
+	// written at most (RecordRefusal).
+	if got := audited() - before; got < vhttp.PodDocumentsPerPod || got > vhttp.PodDocumentsPerPod+1 {
+		t.Errorf("%d federation.put entries after %d writes and 21 refused, want %d or one more", got, vhttp.PodDocumentsPerPod, vhttp.PodDocumentsPerPod)
+	}
+	if err := put("pod2"); err != nil {
+		t.Errorf("pod2's write while pod1 is refused: %v", err)
+	}
+	doc.Generation++
+	if _, err := envs[0].admin.PutFederation(t.Context(), &doc); err != nil {
+		t.Errorf("pod0's administrator's write while pod1 is refused: %v", err)
+	}
+	envs[0].clock.Advance(2 * time.Second) // one write's worth of the bucket
+	if err := put("pod1"); err != nil {
+		t.Errorf("pod1's write once its bucket refilled: %v", err)
+	}
+	if st, err := envs[0].admin.GetFederation(t.Context()); err != nil || st.Document.Generation != doc.Generation {
+		t.Errorf("pod0's document: %+v, %v; want generation %d", st, err, doc.Generation)
+	}
+}

@@ -55,6 +55,14 @@ import (
 //     Listings at once share one round; one after another each made its
 //     own, so a User token (or a Reader's) in a loop could spend the
 //     budget for everyone.
+//   - Writes of the federation document by a peer (PUT
+//     /api/v1/pod/federation, R-G5) per calling pod (PodDocumentsPerPod a
+//     minute, as many at once): each is an audit entry (and its log
+//     line) holding the document before and after, up to a megabyte,
+//     and a peer's console sends one per administrator's change; a
+//     holder of the federation secret writing document after document
+//     (each a generation higher, a thousand a second within the nonce
+//     budget) filled the audit trail at gigabytes a minute.
 //   - Access log lines of requests whose caller proved no credential
 //     (refused ones, health probes, the console's pages before sign-in;
 //     RefusedLogLinesPerSecond, burst RefusedLogLineBurst, for the whole
@@ -87,6 +95,10 @@ const (
 	// sessions in other pods one principal asks for at once, and how
 	// many a minute.
 	GlobalSessionListsPerPrincipal = 60
+	// PodDocumentsPerPod is how many writes of the federation document
+	// one peer sends at once, and how many a minute: a peer's console
+	// sends one per change an administrator saves there.
+	PodDocumentsPerPod = 30
 )
 
 // lineBudget is a token bucket of log lines that counts what it drops.

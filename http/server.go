@@ -93,6 +93,9 @@ type Server struct {
 	// globalLists bounds the listings of users' sessions in other pods
 	// per principal (GlobalSessionListsPerPrincipal).
 	globalLists *ratelimit.Keyed
+	// podDocuments bounds the peers' writes of the federation document
+	// per calling pod (PodDocumentsPerPod).
+	podDocuments *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -119,6 +122,7 @@ func NewServer(cfg Config) *Server {
 		userWrites:     ratelimit.New(UserWritesPerSecond, UserWriteBurst),
 		globalCommands: ratelimit.New(GlobalSessionCommandsPerPrincipal/60.0, GlobalSessionCommandsPerPrincipal),
 		globalLists:    ratelimit.New(GlobalSessionListsPerPrincipal/60.0, GlobalSessionListsPerPrincipal),
+		podDocuments:   ratelimit.New(PodDocumentsPerPod/60.0, PodDocumentsPerPod),
 		refusedLines:   newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {

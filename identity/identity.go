@@ -407,6 +407,19 @@ func stringList(v any) []string {
 	return nil
 }
 
+// MaxIDTokenBytes bounds the ID token a web sign-in takes (R-SEC): the
+// console and the portal keep it whole, as their credential for the API
+// and the id_token_hint of their sign-out, sealed in the sign-in's
+// web_sessions row and in each replica's copy for an outage; without a
+// bound its size was the provider's choice (up to the megabyte the token
+// endpoint's answer may hold), and an administrator in thousands of
+// directory groups (the role map takes them all) stored 100 KB and more
+// at every sign-in. 64 KiB is the request head serve takes by default
+// (--max-header-bytes), so a token above it could not be the bearer of an
+// API call either; an Entra ID token (at most 200 groups) is under
+// 16 KiB.
+const MaxIDTokenBytes = 64 << 10
+
 // exchange trades an authorization code (with its PKCE verifier) for
 // the provider's tokens, verifies the ID token and its nonce, and returns
 // the identity and the raw ID token.
@@ -421,6 +434,13 @@ func (p *Provider) exchange(ctx context.Context, redirectURL, code, verifier, no
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
 		return nil, "", vdibroker.Errorf(vdibroker.EUnauthenticated, "the identity provider answered no id_token")
+	}
+	if len(raw) > MaxIDTokenBytes {
+		// Refused before it is verified, so a huge token costs no
+		// signature check or claims decoding either.
+		return nil, "", vdibroker.Errorf(vdibroker.EPermission,
+			"the identity provider sent an ID token of %d bytes; at most %d are taken: have it put fewer claims in the ID token (a groups filter, or only the groups assigned to the application)",
+			len(raw), MaxIDTokenBytes)
 	}
 	id, idt, err := p.verify(ctx, raw, endUser)
 	if err != nil {
