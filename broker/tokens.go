@@ -149,8 +149,44 @@ func (s *Service) CreateToken(ctx context.Context, req vdibroker.TokenRequest) (
 			warnings = append(warnings, fmt.Sprintf("host pool %q does not exist: this token sees no pool of that name until one is made; check the name (token delete --id %s, then create it again)", p, t.ID))
 		}
 	}
+	warnings = append(warnings, s.sameGatewayWarnings(ctx, &t)...)
 	return &vdibroker.TokenResponse{Token: t, Secret: secret, Warnings: warnings}, nil
 }
+
+// sameGatewayWarnings warns of the Gateway tokens whose gateway t's is by
+// vdibroker.SameGateway but spelled otherwise (R-GW4): the broker takes
+// both tokens' reports as one gateway's, and each reaches, checks and
+// closes the tunnels the other admitted. A token rotated to its gateway's
+// name in other case means that; two machines whose names differ only so
+// would share their tunnels, which the admin must hear of. A name spelled
+// alike warns of nothing (a rotation, as before names folded); a failed
+// listing warns of nothing (the token is issued).
+func (s *Service) sameGatewayWarnings(ctx context.Context, t *vdibroker.Token) []string {
+	if t.Role != vdibroker.RoleGateway || t.Gateway == "" {
+		return nil
+	}
+	list, err := s.store.ListTokens(ctx)
+	if err != nil {
+		return nil
+	}
+	slices.SortFunc(list, func(a, b *vdibroker.Token) int { return strings.Compare(a.ID, b.ID) })
+	var out []string
+	for _, o := range list {
+		if o.ID == t.ID || o.Role != vdibroker.RoleGateway || o.Gateway == "" || o.Gateway == t.Gateway || !vdibroker.SameGateway(o.Gateway, t.Gateway) {
+			continue
+		}
+		if len(out) == maxSameGatewayWarnings {
+			out = append(out, "and more tokens for that gateway (token list, column Gateway)")
+			break
+		}
+		out = append(out, fmt.Sprintf("gateway %q is the gateway of token %s (%q, subject %q): gateway names compare as host names do (ASCII case and a trailing dot aside), so the broker takes both tokens' reports as one gateway's, and either reaches, checks and closes the tunnels the other admitted; if they are two machines, give this one a name of its own (token delete --id %s, then create it again with --gateway)",
+			t.Gateway, o.ID, o.Gateway, o.Subject, t.ID))
+	}
+	return out
+}
+
+// maxSameGatewayWarnings bounds the tokens sameGatewayWarnings names.
+const maxSameGatewayWarnings = 5
 
 // ListTokens lists the API tokens by id.
 func (s *Service) ListTokens(ctx context.Context) ([]*vdibroker.Token, error) {

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -224,5 +225,75 @@ func TestGatewayTokenMovesOnlyItsTunnels_RGW4(t *testing.T) {
 	}
 	if u := w.session(t, "gwown", sid); u.State != vdibroker.StateDisconnected {
 		t.Errorf("rdgw-1's close: %s, want Disconnected", u.State)
+	}
+}
+
+// TestGatewayTokenForTheSameGatewaySpelledOtherwiseWarns_RGW4: gateway
+// names compare as host names do (vdibroker.SameGateway), so a Gateway
+// token made for rdgw-1's name in other case or with a trailing dot is
+// rdgw-1's too: its reports reach and close the tunnels rdgw-1 admitted.
+// A token rotated so means that; two machines named so would share their
+// tunnels, so the token is issued with a warning naming the other token
+// and both spellings. The same spelling (a rotation, as before names
+// folded), another name and a legacy token without a gateway warn of
+// nothing.
+func TestGatewayTokenForTheSameGatewaySpelledOtherwiseWarns_RGW4(t *testing.T) {
+	w := newGatewayWorld(t, broker.GatewayConfig{})
+	ctx := context.Background()
+	w.e.pool("gwshare", nil)
+	w.addEchoHost(t, "gwshare", "gws001")
+	list, err := w.e.admin.ListTokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ""
+	for _, tk := range list {
+		if tk.Gateway == "rdgw-1" {
+			first = tk.ID
+		}
+	}
+	if err := w.e.store.CreateToken(ctx, &vdibroker.Token{ID: "oldgw", Role: vdibroker.RoleGateway, Subject: "gateways",
+		Hash: vdibroker.HashSecret("vdbt_from_an_earlier_release"), CreateTime: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		subject, gateway string
+		warn             bool
+	}{
+		{"rdgw-1 rotated", "rdgw-1", false},
+		{"rdgw-10", "", false},
+		{"gw-upper", "RDGW-1", true},
+		{"gw-dot", "rdgw-1.", true},
+	} {
+		tr, err := w.e.admin.CreateToken(ctx, vhttp.TokenRequest{Role: vdibroker.RoleGateway, Subject: c.subject, Gateway: c.gateway})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := false
+		for _, m := range tr.Warnings {
+			if strings.Contains(m, "token "+first+` ("rdgw-1"`) && strings.Contains(m, `gateway "`+c.gateway+`"`) &&
+				strings.Contains(m, "compare as host names do") {
+				warned = true
+			}
+		}
+		if warned != c.warn || (!c.warn && len(tr.Warnings) != 0) {
+			t.Errorf("a Gateway token for %q: warnings %q, want a warning naming token %s and rdgw-1: %v", cmp.Or(c.gateway, c.subject), tr.Warnings, first, c.warn)
+		}
+		if c.gateway != "rdgw-1." {
+			continue
+		}
+		// What the warning says: that token closes rdgw-1's tunnel.
+		ev, sid := w.opened(t, "gwshare", "alice", time.Now())
+		if err := w.broker.ChannelOpen(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		closed := ev
+		closed.Gateway, closed.Reason, closed.Reached, closed.SentAt = "", "client", true, time.Now()
+		if err := (&gateway.HTTPBroker{URL: w.broker.URL, Token: tr.Secret}).TunnelClose(ctx, closed); err != nil {
+			t.Errorf("the token for rdgw-1. closing rdgw-1's tunnel: %v, want it taken (one gateway)", err)
+		}
+		if u := w.session(t, "gwshare", sid); u.State != vdibroker.StateDisconnected {
+			t.Errorf("after the close by rdgw-1.'s token: %s, want Disconnected", u.State)
+		}
 	}
 }
