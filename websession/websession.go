@@ -58,8 +58,26 @@ var DefaultLimits = vdibroker.WebSessionLimits{PerPrincipal: 16, Window: time.Mi
 // outage: only those it read within OutageGrace are honoured, so a copy
 // is for a user of the last minutes, not for each of a day's sign-ins
 // (an OpenID Connect sign-in's copy holds its ID token, a kilobyte or
-// two: 250,000 of them would be half a gigabyte).
+// two: 250,000 of them would be half a gigabyte; DefaultMaxCopyBytes
+// bounds the copies of larger tokens).
 const DefaultMaxCopies = 20_000
+
+// DefaultMaxCopyBytes bounds the bytes of those copies (copySize): an
+// ID token may be 64 KiB (identity.MaxIDTokenBytes), and DefaultMaxCopies
+// of those would be 1.3 GB of a replica's memory; 64 MiB keeps 20,000
+// copies of 3 KiB, or 1,000 of the largest tokens.
+const DefaultMaxCopyBytes = 64 << 20
+
+// copyOverhead is what a copy holds beside its strings' bytes: the
+// Session's fields (seven string headers, two times: 160 bytes), its
+// entry in the map and the allocator's rounding, rounded up.
+const copyOverhead = 256
+
+// copySize is the bytes a copy of s holds in memory (its Flash is not
+// kept).
+func copySize(s *Session) int64 {
+	return int64(copyOverhead + len(s.Token) + len(s.Principal) + len(s.Role) + len(s.CSRF) + len(s.id) + len(s.idHash))
+}
 
 // Config configures a Manager.
 type Config struct {
@@ -78,6 +96,10 @@ type Config struct {
 	// MaxCopies bounds the copies kept for an outage (0:
 	// DefaultMaxCopies; never more than Limits.PerArea).
 	MaxCopies int
+	// MaxCopyBytes bounds the bytes those copies hold (0:
+	// DefaultMaxCopyBytes); a session whose copy alone is larger has
+	// none.
+	MaxCopyBytes int64
 	// Secure says whether the cookie set in answer to r is Secure.
 	Secure func(r *http.Request) bool
 	// Clock is the time sessions expire by and the sweep's ticker (nil:
@@ -106,8 +128,10 @@ type Session struct {
 	CSRF string
 
 	id, idHash string
-	// seenAt is when the store last answered this session (the copies).
+	// seenAt is when the store last answered this session, size its
+	// copySize (the copies).
 	seenAt time.Time
+	size   int64
 }
 
 // ID is the cookie's value (never stored).
@@ -124,8 +148,10 @@ type Manager struct {
 
 	mu sync.Mutex
 	// seen are the sessions this replica has read, by idHash: used only
-	// while the store fails (bounded by Limits.PerArea).
-	seen map[string]*Session
+	// while the store fails (bounded by MaxCopies and MaxCopyBytes);
+	// seenBytes is the sum of their sizes.
+	seen      map[string]*Session
+	seenBytes int64
 	// answered is when the store last answered a session's read.
 	answered time.Time
 
@@ -153,6 +179,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.Limits.PerArea > 0 {
 		cfg.MaxCopies = min(cfg.MaxCopies, cfg.Limits.PerArea)
+	}
+	if cfg.MaxCopyBytes <= 0 {
+		cfg.MaxCopyBytes = DefaultMaxCopyBytes
 	}
 	if cfg.Secure == nil {
 		cfg.Secure = func(r *http.Request) bool { return r.TLS != nil }
@@ -250,7 +279,7 @@ func (m *Manager) Get(r *http.Request) *Session {
 	case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		delete(m.seen, hash)
+		m.drop(hash)
 		m.answered = now
 		return nil
 	case err != nil:
@@ -370,35 +399,55 @@ func (m *Manager) sweep() {
 	}
 }
 
-// remember keeps a copy of s for an outage, within the area's limit.
+// remember keeps a copy of s for an outage, within MaxCopies and
+// MaxCopyBytes. A copy larger than MaxCopyBytes alone is not kept, and
+// no other goes for it.
 func (m *Manager) remember(s *Session) {
 	c := *s
 	c.Flash = ""
+	c.size = copySize(&c)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c.seenAt = m.now()
 	m.answered = c.seenAt
-	if _, ok := m.seen[s.idHash]; !ok && len(m.seen) >= m.cfg.MaxCopies {
-		// Those an outage would not honour first, then the one read
+	// The session's copy before this one is replaced (or, this one too
+	// large, dropped: it would be honoured as read before).
+	m.drop(s.idHash)
+	if c.size > m.cfg.MaxCopyBytes {
+		return
+	}
+	full := func() bool { return len(m.seen) >= m.cfg.MaxCopies || m.seenBytes+c.size > m.cfg.MaxCopyBytes }
+	if full() {
+		// Those an outage would not honour first, then the ones read
 		// longest ago: the database still has them all.
 		m.dropExpired(c.seenAt)
-		if len(m.seen) >= m.cfg.MaxCopies {
-			var oldest string
-			for h, o := range m.seen {
-				if oldest == "" || o.seenAt.Before(m.seen[oldest].seenAt) {
-					oldest = h
+		for full() {
+			var oldest *Session
+			for _, o := range m.seen {
+				if oldest == nil || o.seenAt.Before(oldest.seenAt) {
+					oldest = o
 				}
 			}
-			delete(m.seen, oldest)
+			m.drop(oldest.idHash)
 		}
 	}
 	m.seen[s.idHash] = &c
+	m.seenBytes += c.size
+}
+
+// drop deletes the copy of the session whose idHash is hash, if any;
+// m.mu is held.
+func (m *Manager) drop(hash string) {
+	if s, ok := m.seen[hash]; ok {
+		delete(m.seen, hash)
+		m.seenBytes -= s.size
+	}
 }
 
 func (m *Manager) forget(hash string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.seen, hash)
+	m.drop(hash)
 }
 
 // dropExpired deletes the copies an outage would not honour: expired,
@@ -408,7 +457,7 @@ func (m *Manager) dropExpired(now time.Time) {
 	stale := m.answered.Add(-OutageGrace)
 	for h, s := range m.seen {
 		if !now.Before(s.Expires) || s.seenAt.Before(stale) {
-			delete(m.seen, h)
+			m.drop(h)
 		}
 	}
 }

@@ -3,10 +3,14 @@ package websession_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -443,5 +447,221 @@ func TestSignInAgainEndsTheFormer(t *testing.T) {
 	}
 	if get(a, other) == nil {
 		t.Error("another browser's session ended")
+	}
+}
+
+// padded is a token of n bytes beginning with name.
+func padded(name string, n int) string {
+	return name + strings.Repeat("x", max(0, n-len(name)))
+}
+
+// checkCopies fails t unless m's byte total is the sum of its copies'
+// sizes worked out again, and within its bounds.
+func checkCopies(tb testing.TB, m *websession.Manager, maxCopies int, maxBytes int64) {
+	tb.Helper()
+	n, total, sum := m.Copies()
+	if total != sum || total < 0 || total > maxBytes || n > maxCopies {
+		tb.Fatalf("%d copies counting %d bytes, holding %d: want the two equal, 0 to %d bytes, at most %d copies", n, total, sum, maxBytes, maxCopies)
+	}
+}
+
+// TestOutageCopiesByteBudget (R-OUT1, R-SEC): the copies a replica keeps
+// for an outage are bounded in bytes too (Config.MaxCopyBytes), counted
+// from what each holds (its ID token foremost): past the budget, those an
+// outage would not honour go first, then the copy read longest ago,
+// however few copies there are. A copy larger than the whole budget is
+// not kept, and no other goes for it.
+func TestOutageCopiesByteBudget(t *testing.T) {
+	st, _ := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	const tokenBytes = 10 << 10
+	// One copy is its 10 KiB token, the principal "token:rN", the role,
+	// the 64-hex cookie, its hash and CSRF token, and copyOverhead: the
+	// budget holds two copies and a half, far below MaxCopies.
+	probe := websession.New(websession.Config{Store: st, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: 2 * time.Hour})
+	t.Cleanup(probe.Close)
+	one, _ := open(t, probe, padded("tok-probe", tokenBytes), "token:r9")
+	size := websession.CopySize(one)
+	if size < tokenBytes {
+		t.Fatalf("a copy holding a %d-byte token is counted %d bytes", tokenBytes, size)
+	}
+	budget := 2*size + size/2
+	m := websession.New(websession.Config{Store: f, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: 2 * time.Hour,
+		MaxCopies: 100, MaxCopyBytes: budget})
+	t.Cleanup(m.Close)
+
+	_, stale := open(t, m, padded("tok-stale", tokenBytes), "token:r0")
+	clk.Step(20 * time.Minute) // beyond OutageGrace
+	_, first := open(t, m, padded("tok-1", tokenBytes), "token:r1")
+	checkCopies(t, m, 100, budget)
+	clk.Step(time.Minute)
+	// Stale, first and second would be three copies: the stale one goes.
+	_, second := open(t, m, padded("tok-2", tokenBytes), "token:r2")
+	checkCopies(t, m, 100, budget)
+	clk.Step(time.Minute)
+	if get(m, first) == nil { // read again: now the most recent
+		t.Fatal("the first session")
+	}
+	clk.Step(time.Minute)
+	// First, second and third would be three: second, read longest ago,
+	// goes.
+	_, third := open(t, m, padded("tok-3", tokenBytes), "token:r3")
+	checkCopies(t, m, 100, budget)
+	// A token of the whole budget: its copy alone exceeds it.
+	_, huge := open(t, m, padded("tok-huge", int(budget)), "token:r4")
+	checkCopies(t, m, 100, budget)
+	if n, _, _ := m.Copies(); n != 2 {
+		t.Errorf("%d copies after one too large for the budget, want first's and third's", n)
+	}
+	f.down.Store(true)
+	for _, c := range []struct {
+		name string
+		ck   *http.Cookie
+		kept bool
+	}{
+		{"the stale one", stale, false},
+		{"the one read longest ago", second, false},
+		{"one read again", first, true},
+		{"the newest within the budget", third, true},
+		{"one larger than the budget", huge, false},
+	} {
+		if got := get(m, c.ck) != nil; got != c.kept {
+			t.Errorf("during the outage, %s answered %v, want %v", c.name, got, c.kept)
+		}
+	}
+}
+
+// TestCopyBytesDoNotDrift (R-OUT1, R-SEC): through a seeded sequence of
+// sign-ins of every size (some larger than the budget), reads while the
+// store answers and while it does not, sign-outs here and on another
+// replica (read here as gone), revocations, sweeps and time passing, the
+// byte total of the copies is after every step the sum of their sizes,
+// never negative nor above the budget, with both bounds reached.
+func TestCopyBytesDoNotDrift(t *testing.T) {
+	st, other := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	const maxCopies, budget = 6, 40 << 10
+	m := websession.New(websession.Config{Store: f, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: time.Hour,
+		MaxCopies: maxCopies, MaxCopyBytes: budget})
+	t.Cleanup(m.Close)
+	o := manager(t, other, clk)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var sessions []*websession.Session
+	var cookies []*http.Cookie
+	pick := func() int { return rng.IntN(len(cookies)) }
+	var fullCount, fullBytes bool
+	for i := range 400 {
+		switch op := rng.IntN(10); {
+		case op < 3 || len(cookies) == 0:
+			n := rng.IntN(16 << 10)
+			if rng.IntN(10) == 0 {
+				n = budget + rng.IntN(1<<10) // larger than the whole budget
+			}
+			w := httptest.NewRecorder()
+			s, err := m.Open(t.Context(), w, httptest.NewRequest("POST", "/signin", nil), padded(fmt.Sprint("tok-", i), n),
+				fmt.Sprint("token:r", rng.IntN(40)), vdibroker.RoleReader, time.Time{})
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+			sessions, cookies = append(sessions, s), append(cookies, w.Result().Cookies()[0])
+		case op < 6:
+			get(m, cookies[pick()])
+		case op == 6:
+			j := pick()
+			o.End(t.Context(), httptest.NewRecorder(), httptest.NewRequest("POST", "/signout", nil), sessions[j])
+			get(m, cookies[j]) // NotFound while the store answers
+		case op == 7:
+			m.Forget(t.Context(), sessions[pick()])
+		case op == 8:
+			m.Sweep(t.Context())
+		default:
+			clk.Step(time.Duration(rng.IntN(15)) * time.Minute)
+			f.down.Store(rng.IntN(3) == 0)
+		}
+		checkCopies(t, m, maxCopies, budget)
+		n, total, _ := m.Copies()
+		fullCount = fullCount || n == maxCopies
+		fullBytes = fullBytes || total > budget-(16<<10)
+	}
+	if !fullCount || !fullBytes {
+		t.Errorf("the sequence reached MaxCopies %v, the byte budget %v: want both", fullCount, fullBytes)
+	}
+}
+
+// TestCopyBytesConcurrent (R-OUT1, R-SEC): sign-ins, reads, sign-outs
+// and sweeps from several goroutines at once, then, the store down,
+// reads of the copies and revocations at once (run with -race: these
+// touch no store, whose locks would order the goroutines), leave the
+// byte total the sum of the copies' sizes, within the budget, at every
+// look and at the end.
+func TestCopyBytesConcurrent(t *testing.T) {
+	st, _ := stores(t)
+	f := &failing{WebSessionStore: st}
+	clk := clocktesting.NewFakeClock(time.Now())
+	const goroutines, maxCopies, budget = 4, 8, 48 << 10
+	m := websession.New(websession.Config{Store: f, Area: "console", Cookie: "vdibroker_session", Clock: clk, TTL: time.Hour,
+		MaxCopies: maxCopies, MaxCopyBytes: budget})
+	t.Cleanup(m.Close)
+	sessions := make([][]*websession.Session, goroutines)
+	cookies := make([][]*http.Cookie, goroutines)
+	errs := make(chan error, 2*goroutines)
+	look := func() bool {
+		if n, total, sum := m.Copies(); total != sum || total < 0 || total > budget || n > maxCopies {
+			errs <- fmt.Errorf("%d copies counting %d bytes, holding %d", n, total, sum)
+			return false
+		}
+		return true
+	}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for i := range 40 {
+				switch op := rng.IntN(8); {
+				case op < 4 || len(cookies[g]) == 0:
+					w := httptest.NewRecorder()
+					s, err := m.Open(context.Background(), w, httptest.NewRequest("POST", "/signin", nil),
+						padded(fmt.Sprint("tok-", g, "-", i), rng.IntN(budget+budget/4)), fmt.Sprint("token:g", g, "-", i%8), vdibroker.RoleReader, time.Time{})
+					if err != nil {
+						errs <- err
+						return
+					}
+					sessions[g], cookies[g] = append(sessions[g], s), append(cookies[g], w.Result().Cookies()[0])
+				case op < 6:
+					get(m, cookies[g][rng.IntN(len(cookies[g]))])
+				case op == 6:
+					m.End(context.Background(), httptest.NewRecorder(), httptest.NewRequest("POST", "/signout", nil), sessions[g][rng.IntN(len(sessions[g]))])
+				default:
+					m.Sweep(context.Background())
+				}
+				if !look() {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	f.down.Store(true)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i, s := range sessions[g] {
+				get(m, cookies[(g+1)%goroutines][i%len(cookies[(g+1)%goroutines])])
+				m.Forget(context.Background(), s)
+				if !look() {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	checkCopies(t, m, maxCopies, budget)
+	if n, _, _ := m.Copies(); n != 0 {
+		t.Errorf("%d copies after every session was revoked", n)
 	}
 }
