@@ -11,6 +11,7 @@ package entitlement
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"slices"
 	"strings"
@@ -182,12 +183,15 @@ func (c *decisionCache) put(key string, g *vdibroker.Grant) {
 }
 
 // decisionKey names an identity and a resource: the user's and groups'
-// folded names (R-E5), the groups sorted.
+// folded names (R-E5), the groups sorted, hashed so that a key is 32
+// bytes whatever the groups a user carries (hundreds from a directory):
+// maxDecisions then bounds the keys' memory too (R-SEC).
 func decisionKey(who vdibroker.UserIdentity, r vdibroker.Resource) string {
 	groups := make([]string, len(who.Groups))
 	for i, g := range who.Groups {
 		groups[i] = vdibroker.FoldUser(g)
 	}
 	slices.Sort(groups)
-	return strings.Join(append([]string{r.HostPool, r.ApplicationGroup, vdibroker.FoldUser(who.User)}, groups...), "\x00")
+	sum := sha256.Sum256([]byte(strings.Join(append([]string{r.HostPool, r.ApplicationGroup, vdibroker.FoldUser(who.User)}, groups...), "\x00")))
+	return string(sum[:])
 }

@@ -2,6 +2,8 @@ package entitlement
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
@@ -85,5 +87,47 @@ func TestEntitledDuringOutage(t *testing.T) {
 		if vdibroker.ErrorCode(err) != c.code || (c.via != "" && (g == nil || g.Via != c.via || g.ApplicationGroup != "p1-dag")) {
 			t.Errorf("%+v on %v while down: %+v, %v; want %q via %q", c.who, c.r, g, err, c.code, c.via)
 		}
+	}
+}
+
+// TestDecisionKeyBounded (R-E11, R-SEC): an outage answer's key is the
+// same size whatever the groups a user carries, so maxDecisions bounds
+// the memory the answers take; identities differing in one group, in the
+// resource or in a separator's place get different keys, and spellings
+// and orders of the same identity (R-E5) the same one.
+func TestDecisionKeyBounded(t *testing.T) {
+	many := make([]string, 500)
+	for i := range many {
+		many[i] = strings.Repeat("g", 200) + strconv.Itoa(i)
+	}
+	desk := vdibroker.Resource{HostPool: "p1"}
+	big := decisionKey(vdibroker.UserIdentity{User: "alice", Groups: many}, desk)
+	small := decisionKey(vdibroker.UserIdentity{User: "alice"}, desk)
+	if len(big) != len(small) || len(big) > 64 {
+		t.Fatalf("key sizes: %d bytes for 500 groups, %d for none; want the same, at most 64", len(big), len(small))
+	}
+	same := [][2]vdibroker.UserIdentity{
+		{{User: "Alice", Groups: []string{"Sales", "eng"}}, {User: "alice", Groups: []string{"ENG", "sales"}}},
+	}
+	for _, c := range same {
+		if decisionKey(c[0], desk) != decisionKey(c[1], desk) {
+			t.Errorf("%+v and %+v: different keys, want one", c[0], c[1])
+		}
+	}
+	keys := map[string]string{}
+	for name, k := range map[string]string{
+		"500 groups":            big,
+		"no group":              small,
+		"499 groups":            decisionKey(vdibroker.UserIdentity{User: "alice", Groups: many[1:]}, desk),
+		"other pool":            decisionKey(vdibroker.UserIdentity{User: "alice"}, vdibroker.Resource{HostPool: "p2"}),
+		"application group":     decisionKey(vdibroker.UserIdentity{User: "alice"}, vdibroker.Resource{HostPool: "p1", ApplicationGroup: "apps"}),
+		"user a, group lice":    decisionKey(vdibroker.UserIdentity{User: "a", Groups: []string{"lice"}}, desk),
+		"user alice, group x":   decisionKey(vdibroker.UserIdentity{User: "alice", Groups: []string{"x"}}, desk),
+		"user alice, groups xy": decisionKey(vdibroker.UserIdentity{User: "alice", Groups: []string{"x", "y"}}, desk),
+	} {
+		if other, ok := keys[k]; ok {
+			t.Errorf("%s and %s share a key", name, other)
+		}
+		keys[k] = name
 	}
 }
