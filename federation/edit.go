@@ -20,7 +20,10 @@ import (
 // principal, site; users or groups for a list grown too long), and what
 // the document must hold for it (the entitlement, the pod, the site).
 // changed false with no error: the document is so already. An edit
-// changes doc only when it returns changed and no error.
+// changes doc only when it returns changed and no error, and then
+// replaces the lists it changes, never writes through them: a copy of
+// doc sharing them (the document it was read from, another edit's)
+// stays as it was.
 //
 // The Check functions are an edit's argument checks alone, every field
 // refused (errors.Join), for a form to mark each input before anything
@@ -136,7 +139,7 @@ func AddEntitlement(doc *vdibroker.Federation, ge vdibroker.GlobalEntitlement) e
 	}
 	ge.Members = slices.Clone(ge.Members)
 	ge.Users, ge.Groups = slices.Clone(ge.Users), slices.Clone(ge.Groups)
-	doc.GlobalEntitlements = append(doc.GlobalEntitlements, ge)
+	doc.GlobalEntitlements = append(slices.Clip(doc.GlobalEntitlements), ge)
 	return nil
 }
 
@@ -145,7 +148,7 @@ func DeleteEntitlement(doc *vdibroker.Federation, name string) error {
 	if _, err := entitlementOf(doc, name); err != nil {
 		return err
 	}
-	doc.GlobalEntitlements = slices.DeleteFunc(doc.GlobalEntitlements, func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })
+	doc.GlobalEntitlements = slices.DeleteFunc(slices.Clone(doc.GlobalEntitlements), func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })
 	return nil
 }
 
@@ -298,7 +301,7 @@ func AddHomeSite(doc *vdibroker.Federation, kind, principal, site string) error 
 	} else {
 		h.Group = principal
 	}
-	doc.HomeSites = append(doc.HomeSites, h)
+	doc.HomeSites = append(slices.Clip(doc.HomeSites), h)
 	return nil
 }
 
@@ -330,7 +333,7 @@ func homeSiteOf(doc *vdibroker.Federation, kind, principal string) int {
 
 // editEntitlement runs edit on a copy of doc's entitlement name and, when
 // it changed it and the copy passes Validate's checks of an entitlement,
-// puts the copy in its place.
+// puts the copy in its place in a copy of doc's entitlements.
 func editEntitlement(doc *vdibroker.Federation, name string, edit func(*vdibroker.GlobalEntitlement) (bool, error)) (bool, error) {
 	ge, err := entitlementOf(doc, name)
 	if err != nil {
@@ -345,7 +348,9 @@ func editEntitlement(doc *vdibroker.Federation, name string, edit func(*vdibroke
 	if err := errors.Join(entitlementErrors("", &c)...); err != nil {
 		return false, err
 	}
-	*ge = c
+	ges := slices.Clone(doc.GlobalEntitlements)
+	ges[slices.IndexFunc(ges, func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })] = c
+	doc.GlobalEntitlements = ges
 	return true, nil
 }
 

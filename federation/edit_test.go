@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,4 +246,83 @@ func TestCheckEntitlementJoins(t *testing.T) {
 		Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}}}); err != nil {
 		t.Errorf("a valid entitlement refused: %v", err)
 	}
+}
+
+// TestEditsLeaveACopyAlone: an edit replaces the document's lists, never
+// writes through them, so a shallow copy of the document (one sharing
+// its lists, as a cached or stored copy the edited one was made from)
+// stays as it was, and two edits of two copies do not see each other's
+// (R-E9, R-G3). The lists are given room to grow in place, as
+// encoding/json leaves a decoded list, so that an append into shared
+// room would show.
+func TestEditsLeaveACopyAlone(t *testing.T) {
+	roomy := func() *vdibroker.Federation { // office with a second member, ams1/pool-c
+		d := editDoc()
+		d.GlobalEntitlements[0].Members = append(d.GlobalEntitlements[0].Members, vdibroker.Member{Pod: "ams1", HostPool: "pool-c"})
+		d.GlobalEntitlements = slices.Grow(d.GlobalEntitlements, 4)
+		d.HomeSites = slices.Grow(d.HomeSites, 4)
+		for i := range d.GlobalEntitlements {
+			ge := &d.GlobalEntitlements[i]
+			ge.Members, ge.Users, ge.Groups = slices.Grow(ge.Members, 4), slices.Grow(ge.Users, 4), slices.Grow(ge.Groups, 4)
+		}
+		return d
+	}
+	sales := func(user string) vdibroker.GlobalEntitlement {
+		return vdibroker.GlobalEntitlement{Name: "sales-" + user, Scope: "AllSites", SessionDistribution: "None",
+			Members: []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}}, Users: []string{user}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*vdibroker.Federation) error
+	}{
+		{"add entitlement", func(d *vdibroker.Federation) error { return AddEntitlement(d, sales("carol")) }},
+		{"delete entitlement", func(d *vdibroker.Federation) error { return DeleteEntitlement(d, "office") }},
+		{"add member", func(d *vdibroker.Federation) error {
+			_, err := AddMember(d, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-d"})
+			return err
+		}},
+		{"remove member", func(d *vdibroker.Federation) error {
+			_, err := RemoveMember(d, "office", vdibroker.Member{Pod: "fra1", HostPool: "pool-a"})
+			return err
+		}},
+		{"entitle", func(d *vdibroker.Federation) error { _, err := Entitle(d, "office", "user", "carol"); return err }},
+		{"unentitle", func(d *vdibroker.Federation) error { _, err := Unentitle(d, "office", "user", "bob"); return err }},
+		{"all users", func(d *vdibroker.Federation) error { _, err := SetAllUsers(d, "office", true); return err }},
+		{"settings", func(d *vdibroker.Federation) error {
+			_, _, err := ChangeSettings(d, "office", Settings{Scope: "WithinSite", SessionDistribution: "LoadIndex"})
+			return err
+		}},
+		{"add home site", func(d *vdibroker.Federation) error { return AddHomeSite(d, "user", "carol", "apac") }},
+		{"remove home site", func(d *vdibroker.Federation) error { _, _, err := RemoveHomeSite(d, "group", "Sales"); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			orig := roomy()
+			edited := *orig
+			if err := tc.edit(&edited); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(roomy(), orig); d != "" {
+				t.Errorf("the copy the edited document was made from changed (-want +got):\n%s", d)
+			}
+		})
+	}
+	t.Run("two copies", func(t *testing.T) {
+		orig := roomy()
+		a, b := *orig, *orig
+		if err := AddEntitlement(&a, sales("carol")); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddEntitlement(&b, sales("dave")); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddHomeSite(&a, "user", "carol", "apac"); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddHomeSite(&b, "user", "dave", "emea"); err != nil {
+			t.Fatal(err)
+		}
+		if a.Entitlement("sales-carol") == nil || a.Entitlement("sales-dave") != nil || a.HomeSites[1].User != "carol" {
+			t.Errorf("an edit of another copy changed this one: %+v", a)
+		}
+	})
 }
