@@ -36,17 +36,38 @@ const (
 )
 
 // CheckEntitlement checks a global entitlement to add: its name, kind
-// and application, scope, session distribution, users and groups, and
-// each member's pod and host pool (fields pod and hostPool), as Validate
-// checks a document's. Whether it names anyone is not checked: one
-// naming nobody entitles everyone (R-E9), which the API takes with a
-// warning.
+// and application, scope, session distribution, users and groups, its
+// members (1..MaxMembers, none twice) and each one's pod and host pool
+// (fields pod and hostPool), as Validate checks a document's. Whether it
+// names anyone is not checked: one naming nobody entitles everyone
+// (R-E9), which the API takes with a warning.
 func CheckEntitlement(ge *vdibroker.GlobalEntitlement) error {
 	errs := entitlementErrors("", ge)
+	if len(ge.Members) == 0 || len(ge.Members) > MaxMembers {
+		errs = append(errs, vdibroker.FieldError("members", "must list 1..%d member host pools, got %d", MaxMembers, len(ge.Members)))
+	}
+	seen := make(map[vdibroker.Member]bool, len(ge.Members))
 	for _, m := range ge.Members {
 		errs = append(errs, memberErrors(m)...)
+		if seen[m] {
+			errs = append(errs, vdibroker.FieldError("members", "lists member %s/%s twice", m.Pod, m.HostPool))
+		}
+		seen[m] = true
 	}
 	return errors.Join(errs...)
+}
+
+// documentMembers refuses n more member host pools in doc beyond
+// MaxDocumentMembers in all (Validate), on field hostPool.
+func documentMembers(doc *vdibroker.Federation, n int) error {
+	total := n
+	for _, ge := range doc.GlobalEntitlements {
+		total += len(ge.Members)
+	}
+	if total > MaxDocumentMembers {
+		return vdibroker.FieldError("hostPool", "the federation document would list %d member host pools in all, more than it holds (0..%d): remove a member first", total, MaxDocumentMembers)
+	}
+	return nil
 }
 
 // CheckMember checks a member's pod and host pool names.
@@ -119,8 +140,8 @@ func CheckSettings(s Settings) error {
 }
 
 // AddEntitlement adds ge to doc: refused when CheckEntitlement refuses
-// it, a member's pod is not one of doc's, or doc has an entitlement of
-// that name. A Desktop entitlement is stored with kind empty, the
+// it, a member's pod is not one of doc's, doc has an entitlement of
+// that name, or its members would pass MaxDocumentMembers in all. A Desktop entitlement is stored with kind empty, the
 // document's default.
 func AddEntitlement(doc *vdibroker.Federation, ge vdibroker.GlobalEntitlement) error {
 	if err := CheckEntitlement(&ge); err != nil {
@@ -133,6 +154,9 @@ func AddEntitlement(doc *vdibroker.Federation, ge vdibroker.GlobalEntitlement) e
 	}
 	if doc.Entitlement(ge.Name) != nil {
 		return vdibroker.FieldError("name", "a global entitlement %q exists already: choose another name, or change that one", ge.Name)
+	}
+	if err := documentMembers(doc, len(ge.Members)); err != nil {
+		return err
 	}
 	if ge.Kind == vdibroker.KindDesktop {
 		ge.Kind = ""
@@ -153,7 +177,8 @@ func DeleteEntitlement(doc *vdibroker.Federation, name string) error {
 }
 
 // AddMember makes m a member of entitlement name; m's pod must be one
-// of doc's.
+// of doc's, and neither the entitlement's members (MaxMembers) nor the
+// document's (MaxDocumentMembers) be full.
 func AddMember(doc *vdibroker.Federation, name string, m vdibroker.Member) (changed bool, err error) {
 	if err := CheckMember(m); err != nil {
 		return false, err
@@ -167,6 +192,9 @@ func AddMember(doc *vdibroker.Federation, name string, m vdibroker.Member) (chan
 		}
 		if len(ge.Members) >= MaxMembers {
 			return false, vdibroker.FieldError("hostPool", "%s has %d member host pools, the most one holds (1..%d)", name, len(ge.Members), MaxMembers)
+		}
+		if err := documentMembers(doc, 1); err != nil {
+			return false, err
 		}
 		ge.Members = append(ge.Members, m)
 		return true, nil

@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -325,4 +326,78 @@ func TestEditsLeaveACopyAlone(t *testing.T) {
 			t.Errorf("an edit of another copy changed this one: %+v", a)
 		}
 	})
+}
+
+// TestEditsHoldTheMemberLimits: an edit adds no entitlement Validate
+// would refuse for its members (none, one twice, more than MaxMembers)
+// and no member beyond MaxDocumentMembers in all (R-G1, R-G5); the
+// document is left as it was.
+func TestEditsHoldTheMemberLimits(t *testing.T) {
+	pools := func(n int) []vdibroker.Member {
+		ms := make([]vdibroker.Member, n)
+		for i := range ms {
+			ms[i] = vdibroker.Member{Pod: "ams1", HostPool: fmt.Sprintf("pool-%d", i)}
+		}
+		return ms
+	}
+	ge := func(name string, ms []vdibroker.Member) vdibroker.GlobalEntitlement {
+		return vdibroker.GlobalEntitlement{Name: name, Scope: "AllSites", SessionDistribution: "None", Members: ms, AllUsers: true}
+	}
+	// roomFor is editDoc (2 members) with MaxDocumentMembers-2-room
+	// more: 9 entitlements of MaxMembers and one of MaxMembers-2-room.
+	roomFor := func(room int) *vdibroker.Federation {
+		d := editDoc()
+		for i := range MaxDocumentMembers / MaxMembers {
+			n := MaxMembers
+			if i == MaxDocumentMembers/MaxMembers-1 {
+				n -= 2 + room
+			}
+			d.GlobalEntitlements = append(d.GlobalEntitlements, ge(fmt.Sprintf("big-%d", i), pools(n)))
+		}
+		return d
+	}
+	full := func() *vdibroker.Federation { return roomFor(0) }
+	for _, tc := range []struct {
+		name  string
+		doc   func() *vdibroker.Federation
+		edit  func(*vdibroker.Federation) error
+		field string
+	}{
+		{"new entitlement without a member", editDoc, func(d *vdibroker.Federation) error { return AddEntitlement(d, ge("sales", nil)) }, "members"},
+		{"new entitlement with a member twice", editDoc, func(d *vdibroker.Federation) error {
+			return AddEntitlement(d, ge("sales", []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}, {Pod: "ams1", HostPool: "pool-a"}}))
+		}, "members"},
+		{"new entitlement of too many members", editDoc, func(d *vdibroker.Federation) error {
+			return AddEntitlement(d, ge("sales", pools(MaxMembers+1)))
+		}, "members"},
+		{"new entitlement beyond the document's members", full, func(d *vdibroker.Federation) error {
+			return AddEntitlement(d, ge("sales", pools(1)))
+		}, "hostPool"},
+		{"member beyond the document's members", full, func(d *vdibroker.Federation) error {
+			_, err := AddMember(d, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-z"})
+			return err
+		}, "hostPool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc()
+			Normalize(doc)
+			if err := Validate(doc, Self{Pod: "fra1"}); err != nil {
+				t.Fatalf("the document before the edit: %v", err)
+			}
+			err := tc.edit(doc)
+			if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != tc.field {
+				t.Fatalf("err %v (field %q), want InvalidArgument on %q", err, vdibroker.ErrorField(err), tc.field)
+			}
+			want := tc.doc()
+			Normalize(want)
+			if d := cmp.Diff(want, doc); d != "" {
+				t.Errorf("document changed (-want +got):\n%s", d)
+			}
+		})
+	}
+	// The last member the document holds is taken.
+	doc := roomFor(1)
+	if _, err := AddMember(doc, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-z"}); err != nil {
+		t.Fatalf("the document's last member refused: %v", err)
+	}
 }
