@@ -141,8 +141,8 @@ func CheckSettings(s Settings) error {
 
 // AddEntitlement adds ge to doc: refused when CheckEntitlement refuses
 // it, a member's pod is not one of doc's, doc has an entitlement of
-// that name, or its members would pass MaxDocumentMembers in all. A Desktop entitlement is stored with kind empty, the
-// document's default.
+// that name, or its members would pass MaxDocumentMembers in all. A
+// Desktop entitlement is stored with kind empty, the document's default.
 func AddEntitlement(doc *vdibroker.Federation, ge vdibroker.GlobalEntitlement) error {
 	if err := CheckEntitlement(&ge); err != nil {
 		return err
