@@ -20,7 +20,10 @@ import (
 // principal, site; users or groups for a list grown too long), and what
 // the document must hold for it (the entitlement, the pod, the site).
 // changed false with no error: the document is so already. An edit
-// changes doc only when it returns changed and no error.
+// changes doc only when it returns changed and no error, and then
+// replaces the lists it changes, never writes through them: a copy of
+// doc sharing them (the document it was read from, another edit's)
+// stays as it was.
 //
 // The Check functions are an edit's argument checks alone, every field
 // refused (errors.Join), for a form to mark each input before anything
@@ -33,17 +36,38 @@ const (
 )
 
 // CheckEntitlement checks a global entitlement to add: its name, kind
-// and application, scope, session distribution, users and groups, and
-// each member's pod and host pool (fields pod and hostPool), as Validate
-// checks a document's. Whether it names anyone is not checked: one
-// naming nobody entitles everyone (R-E9), which the API takes with a
-// warning.
+// and application, scope, session distribution, users and groups, its
+// members (1..MaxMembers, none twice) and each one's pod and host pool
+// (fields pod and hostPool), as Validate checks a document's. Whether it
+// names anyone is not checked: one naming nobody entitles everyone
+// (R-E9), which the API takes with a warning.
 func CheckEntitlement(ge *vdibroker.GlobalEntitlement) error {
 	errs := entitlementErrors("", ge)
+	if len(ge.Members) == 0 || len(ge.Members) > MaxMembers {
+		errs = append(errs, vdibroker.FieldError("members", "must list 1..%d member host pools, got %d", MaxMembers, len(ge.Members)))
+	}
+	seen := make(map[vdibroker.Member]bool, len(ge.Members))
 	for _, m := range ge.Members {
 		errs = append(errs, memberErrors(m)...)
+		if seen[m] {
+			errs = append(errs, vdibroker.FieldError("members", "lists member %s/%s twice", m.Pod, m.HostPool))
+		}
+		seen[m] = true
 	}
 	return errors.Join(errs...)
+}
+
+// documentMembers refuses n more member host pools in doc beyond
+// MaxDocumentMembers in all (Validate), on field hostPool.
+func documentMembers(doc *vdibroker.Federation, n int) error {
+	total := n
+	for _, ge := range doc.GlobalEntitlements {
+		total += len(ge.Members)
+	}
+	if total > MaxDocumentMembers {
+		return vdibroker.FieldError("hostPool", "the federation document would list %d member host pools in all, more than it holds (0..%d): remove a member first", total, MaxDocumentMembers)
+	}
+	return nil
 }
 
 // CheckMember checks a member's pod and host pool names.
@@ -116,9 +140,9 @@ func CheckSettings(s Settings) error {
 }
 
 // AddEntitlement adds ge to doc: refused when CheckEntitlement refuses
-// it, a member's pod is not one of doc's, or doc has an entitlement of
-// that name. A Desktop entitlement is stored with kind empty, the
-// document's default.
+// it, a member's pod is not one of doc's, doc has an entitlement of
+// that name, or its members would pass MaxDocumentMembers in all. A
+// Desktop entitlement is stored with kind empty, the document's default.
 func AddEntitlement(doc *vdibroker.Federation, ge vdibroker.GlobalEntitlement) error {
 	if err := CheckEntitlement(&ge); err != nil {
 		return err
@@ -131,12 +155,15 @@ func AddEntitlement(doc *vdibroker.Federation, ge vdibroker.GlobalEntitlement) e
 	if doc.Entitlement(ge.Name) != nil {
 		return vdibroker.FieldError("name", "a global entitlement %q exists already: choose another name, or change that one", ge.Name)
 	}
+	if err := documentMembers(doc, len(ge.Members)); err != nil {
+		return err
+	}
 	if ge.Kind == vdibroker.KindDesktop {
 		ge.Kind = ""
 	}
 	ge.Members = slices.Clone(ge.Members)
 	ge.Users, ge.Groups = slices.Clone(ge.Users), slices.Clone(ge.Groups)
-	doc.GlobalEntitlements = append(doc.GlobalEntitlements, ge)
+	doc.GlobalEntitlements = append(slices.Clip(doc.GlobalEntitlements), ge)
 	return nil
 }
 
@@ -145,12 +172,13 @@ func DeleteEntitlement(doc *vdibroker.Federation, name string) error {
 	if _, err := entitlementOf(doc, name); err != nil {
 		return err
 	}
-	doc.GlobalEntitlements = slices.DeleteFunc(doc.GlobalEntitlements, func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })
+	doc.GlobalEntitlements = slices.DeleteFunc(slices.Clone(doc.GlobalEntitlements), func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })
 	return nil
 }
 
 // AddMember makes m a member of entitlement name; m's pod must be one
-// of doc's.
+// of doc's, and neither the entitlement's members (MaxMembers) nor the
+// document's (MaxDocumentMembers) be full.
 func AddMember(doc *vdibroker.Federation, name string, m vdibroker.Member) (changed bool, err error) {
 	if err := CheckMember(m); err != nil {
 		return false, err
@@ -164,6 +192,9 @@ func AddMember(doc *vdibroker.Federation, name string, m vdibroker.Member) (chan
 		}
 		if len(ge.Members) >= MaxMembers {
 			return false, vdibroker.FieldError("hostPool", "%s has %d member host pools, the most one holds (1..%d)", name, len(ge.Members), MaxMembers)
+		}
+		if err := documentMembers(doc, 1); err != nil {
+			return false, err
 		}
 		ge.Members = append(ge.Members, m)
 		return true, nil
@@ -298,7 +329,7 @@ func AddHomeSite(doc *vdibroker.Federation, kind, principal, site string) error 
 	} else {
 		h.Group = principal
 	}
-	doc.HomeSites = append(doc.HomeSites, h)
+	doc.HomeSites = append(slices.Clip(doc.HomeSites), h)
 	return nil
 }
 
@@ -330,7 +361,7 @@ func homeSiteOf(doc *vdibroker.Federation, kind, principal string) int {
 
 // editEntitlement runs edit on a copy of doc's entitlement name and, when
 // it changed it and the copy passes Validate's checks of an entitlement,
-// puts the copy in its place.
+// puts the copy in its place in a copy of doc's entitlements.
 func editEntitlement(doc *vdibroker.Federation, name string, edit func(*vdibroker.GlobalEntitlement) (bool, error)) (bool, error) {
 	ge, err := entitlementOf(doc, name)
 	if err != nil {
@@ -345,7 +376,9 @@ func editEntitlement(doc *vdibroker.Federation, name string, edit func(*vdibroke
 	if err := errors.Join(entitlementErrors("", &c)...); err != nil {
 		return false, err
 	}
-	*ge = c
+	ges := slices.Clone(doc.GlobalEntitlements)
+	ges[slices.IndexFunc(ges, func(g vdibroker.GlobalEntitlement) bool { return g.Name == name })] = c
+	doc.GlobalEntitlements = ges
 	return true, nil
 }
 

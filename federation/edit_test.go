@@ -1,6 +1,8 @@
 package federation
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -244,5 +246,158 @@ func TestCheckEntitlementJoins(t *testing.T) {
 	if err := CheckEntitlement(&vdibroker.GlobalEntitlement{Name: "ok", Scope: "AllSites", SessionDistribution: "None",
 		Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}}}); err != nil {
 		t.Errorf("a valid entitlement refused: %v", err)
+	}
+}
+
+// TestEditsLeaveACopyAlone: an edit replaces the document's lists, never
+// writes through them, so a shallow copy of the document (one sharing
+// its lists, as a cached or stored copy the edited one was made from)
+// stays as it was, and two edits of two copies do not see each other's
+// (R-E9, R-G3). The lists are given room to grow in place, as
+// encoding/json leaves a decoded list, so that an append into shared
+// room would show.
+func TestEditsLeaveACopyAlone(t *testing.T) {
+	roomy := func() *vdibroker.Federation { // office with a second member, ams1/pool-c
+		d := editDoc()
+		d.GlobalEntitlements[0].Members = append(d.GlobalEntitlements[0].Members, vdibroker.Member{Pod: "ams1", HostPool: "pool-c"})
+		d.GlobalEntitlements = slices.Grow(d.GlobalEntitlements, 4)
+		d.HomeSites = slices.Grow(d.HomeSites, 4)
+		for i := range d.GlobalEntitlements {
+			ge := &d.GlobalEntitlements[i]
+			ge.Members, ge.Users, ge.Groups = slices.Grow(ge.Members, 4), slices.Grow(ge.Users, 4), slices.Grow(ge.Groups, 4)
+		}
+		return d
+	}
+	sales := func(user string) vdibroker.GlobalEntitlement {
+		return vdibroker.GlobalEntitlement{Name: "sales-" + user, Scope: "AllSites", SessionDistribution: "None",
+			Members: []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}}, Users: []string{user}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*vdibroker.Federation) error
+	}{
+		{"add entitlement", func(d *vdibroker.Federation) error { return AddEntitlement(d, sales("carol")) }},
+		{"delete entitlement", func(d *vdibroker.Federation) error { return DeleteEntitlement(d, "office") }},
+		{"add member", func(d *vdibroker.Federation) error {
+			_, err := AddMember(d, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-d"})
+			return err
+		}},
+		{"remove member", func(d *vdibroker.Federation) error {
+			_, err := RemoveMember(d, "office", vdibroker.Member{Pod: "fra1", HostPool: "pool-a"})
+			return err
+		}},
+		{"entitle", func(d *vdibroker.Federation) error { _, err := Entitle(d, "office", "user", "carol"); return err }},
+		{"unentitle", func(d *vdibroker.Federation) error { _, err := Unentitle(d, "office", "user", "bob"); return err }},
+		{"all users", func(d *vdibroker.Federation) error { _, err := SetAllUsers(d, "office", true); return err }},
+		{"settings", func(d *vdibroker.Federation) error {
+			_, _, err := ChangeSettings(d, "office", Settings{Scope: "WithinSite", SessionDistribution: "LoadIndex"})
+			return err
+		}},
+		{"add home site", func(d *vdibroker.Federation) error { return AddHomeSite(d, "user", "carol", "apac") }},
+		{"remove home site", func(d *vdibroker.Federation) error { _, _, err := RemoveHomeSite(d, "group", "Sales"); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			orig := roomy()
+			edited := *orig
+			if err := tc.edit(&edited); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(roomy(), orig); d != "" {
+				t.Errorf("the copy the edited document was made from changed (-want +got):\n%s", d)
+			}
+		})
+	}
+	t.Run("two copies", func(t *testing.T) {
+		orig := roomy()
+		a, b := *orig, *orig
+		if err := AddEntitlement(&a, sales("carol")); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddEntitlement(&b, sales("dave")); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddHomeSite(&a, "user", "carol", "apac"); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddHomeSite(&b, "user", "dave", "emea"); err != nil {
+			t.Fatal(err)
+		}
+		if a.Entitlement("sales-carol") == nil || a.Entitlement("sales-dave") != nil || a.HomeSites[1].User != "carol" {
+			t.Errorf("an edit of another copy changed this one: %+v", a)
+		}
+	})
+}
+
+// TestEditsHoldTheMemberLimits: an edit adds no entitlement Validate
+// would refuse for its members (none, one twice, more than MaxMembers)
+// and no member beyond MaxDocumentMembers in all (R-G1, R-G5); the
+// document is left as it was.
+func TestEditsHoldTheMemberLimits(t *testing.T) {
+	pools := func(n int) []vdibroker.Member {
+		ms := make([]vdibroker.Member, n)
+		for i := range ms {
+			ms[i] = vdibroker.Member{Pod: "ams1", HostPool: fmt.Sprintf("pool-%d", i)}
+		}
+		return ms
+	}
+	ge := func(name string, ms []vdibroker.Member) vdibroker.GlobalEntitlement {
+		return vdibroker.GlobalEntitlement{Name: name, Scope: "AllSites", SessionDistribution: "None", Members: ms, AllUsers: true}
+	}
+	// roomFor is editDoc (2 members) with MaxDocumentMembers-2-room
+	// more: 9 entitlements of MaxMembers and one of MaxMembers-2-room.
+	roomFor := func(room int) *vdibroker.Federation {
+		d := editDoc()
+		for i := range MaxDocumentMembers / MaxMembers {
+			n := MaxMembers
+			if i == MaxDocumentMembers/MaxMembers-1 {
+				n -= 2 + room
+			}
+			d.GlobalEntitlements = append(d.GlobalEntitlements, ge(fmt.Sprintf("big-%d", i), pools(n)))
+		}
+		return d
+	}
+	full := func() *vdibroker.Federation { return roomFor(0) }
+	for _, tc := range []struct {
+		name  string
+		doc   func() *vdibroker.Federation
+		edit  func(*vdibroker.Federation) error
+		field string
+	}{
+		{"new entitlement without a member", editDoc, func(d *vdibroker.Federation) error { return AddEntitlement(d, ge("sales", nil)) }, "members"},
+		{"new entitlement with a member twice", editDoc, func(d *vdibroker.Federation) error {
+			return AddEntitlement(d, ge("sales", []vdibroker.Member{{Pod: "ams1", HostPool: "pool-a"}, {Pod: "ams1", HostPool: "pool-a"}}))
+		}, "members"},
+		{"new entitlement of too many members", editDoc, func(d *vdibroker.Federation) error {
+			return AddEntitlement(d, ge("sales", pools(MaxMembers+1)))
+		}, "members"},
+		{"new entitlement beyond the document's members", full, func(d *vdibroker.Federation) error {
+			return AddEntitlement(d, ge("sales", pools(1)))
+		}, "hostPool"},
+		{"member beyond the document's members", full, func(d *vdibroker.Federation) error {
+			_, err := AddMember(d, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-z"})
+			return err
+		}, "hostPool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc()
+			Normalize(doc)
+			if err := Validate(doc, Self{Pod: "fra1"}); err != nil {
+				t.Fatalf("the document before the edit: %v", err)
+			}
+			err := tc.edit(doc)
+			if vdibroker.ErrorCode(err) != vdibroker.EInvalid || vdibroker.ErrorField(err) != tc.field {
+				t.Fatalf("err %v (field %q), want InvalidArgument on %q", err, vdibroker.ErrorField(err), tc.field)
+			}
+			want := tc.doc()
+			Normalize(want)
+			if d := cmp.Diff(want, doc); d != "" {
+				t.Errorf("document changed (-want +got):\n%s", d)
+			}
+		})
+	}
+	// The last member the document holds is taken.
+	doc := roomFor(1)
+	if _, err := AddMember(doc, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-z"}); err != nil {
+		t.Fatalf("the document's last member refused: %v", err)
 	}
 }
