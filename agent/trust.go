@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // CheckFileTrusted reports why the agent, which runs as root or
@@ -71,7 +72,22 @@ func ReadTrustedFile(path string) ([]byte, error) {
 // not path: path, looked up again in PATH (PATHEXT on Windows), could
 // name another file by then, put in a directory earlier in PATH or where
 // none was found. A script that cannot be found is not run.
+//
+// A path naming a file is checked before anything follows it: the look-up
+// follows its links, and a kernel protecting links in sticky directories
+// (Linux's fs.protected_symlinks, on by default with systemd) refuses one
+// another user owns with a bare "permission denied", where the check
+// says whose link it is.
 func checkedScript(path string) (string, error) {
+	if strings.ContainsRune(path, filepath.Separator) || strings.ContainsRune(path, '/') {
+		if abs, err := filepath.Abs(path); err == nil {
+			if _, err := os.Lstat(abs); err == nil {
+				if _, err := fileTrusted(abs); err != nil {
+					return "", fmt.Errorf("not run: %w, who could make the agent run anything", err)
+				}
+			}
+		}
+	}
 	found, err := exec.LookPath(path)
 	if err != nil {
 		return "", err
