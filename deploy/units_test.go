@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -400,5 +402,103 @@ func TestUnitsDoNotRestartOnUsageErrors(t *testing.T) {
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 			t.Errorf("%s --no-such-flag: %v, want exit status 2", command, err)
 		}
+	}
+}
+
+// exposure is what TestUnitsSecurityExposure allows a unit: the highest
+// overall exposure systemd-analyze security may give it, and which of its
+// checks may report an exposure (nil: any) or must not (hardened).
+type exposure struct {
+	max      float64
+	exposed  []string // json_field names of the checks that may fail
+	hardened []string // json_field names of the checks that must pass
+}
+
+// unitExposure is each unit's, as systemd 252 (Debian 12) scores the
+// units of this directory, rounded up by 0.1 or 0.2. The broker's and the
+// gateway's checks may fail only where a network daemon has to (its
+// network, its sockets, the host's file system) or where the unit says
+// why not (ProcSubset=pid, the gateway's capability and PrivateUsers=):
+// any directive taken out fails the test, however little it moves the
+// score. The agent's sandbox is light on purpose (the unit says why):
+// what it has must stay.
+var unitExposure = map[string]exposure{
+	"vdibroker.service": {max: 1.2, exposed: []string{
+		"DeviceAllow", // ProtectClock's char-rtc, within PrivateDevices
+		"IPAddressDeny", "PrivateNetwork", "RestrictAddressFamilies_AF_INET_INET6", "RestrictAddressFamilies_AF_UNIX",
+		"ProcSubset", "RootDirectoryOrRootImage",
+	}},
+	"vdibroker-gateway.service": {max: 1.5, exposed: []string{
+		"AmbientCapabilities", "CapabilityBoundingSet_CAP_NET_BIND_SERVICE_BROADCAST_RAW)", "PrivateUsers", // port 443
+		"DeviceAllow",
+		"IPAddressDeny", "PrivateNetwork", "RestrictAddressFamilies_AF_INET_INET6", "RestrictAddressFamilies_AF_UNIX",
+		"ProcSubset", "RootDirectoryOrRootImage",
+	}},
+	"vdibroker-agent.service": {max: 7.9, hardened: []string{
+		"NoNewPrivileges", "PrivateTmp", "ProtectKernelTunables", "ProtectKernelModules", "ProtectKernelLogs",
+		"ProtectControlGroups", "RestrictRealtime", "RestrictSUIDSGID", "LockPersonality",
+	}},
+}
+
+var overallExposure = regexp.MustCompile(`Overall exposure level for \S+: (\d+\.\d+)`)
+
+// TestUnitsSecurityExposure: systemd-analyze security, offline (on the
+// unit file, as systemd would run it), scores each unit no higher than
+// it scores now, and no check of the hardening has come undone: a
+// directive removed from the broker's or the gateway's unit shows up as a
+// check that fails, one removed from the agent's as a hardened check
+// that fails.
+func TestUnitsSecurityExposure(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not found (Debian package systemd): exposure not checked")
+	}
+	dir := t.TempDir()
+	for unit, want := range unitExposure {
+		t.Run(unit, func(t *testing.T) {
+			path := filepath.Join(dir, unit)
+			if err := os.WriteFile(path, []byte(file(t, unit)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command("systemd-analyze", "security", "--offline=true", "--no-pager", path).CombinedOutput()
+			if err != nil && bytes.Contains(out, []byte("offline")) && !overallExposure.Match(out) {
+				t.Skipf("systemd-analyze security has no offline mode (systemd 252 or later): %s", bytes.TrimSpace(out))
+			}
+			m := overallExposure.FindSubmatch(out)
+			if m == nil {
+				t.Fatalf("systemd-analyze security %s: %v, no overall exposure in:\n%s", unit, err, out)
+			}
+			var score float64
+			if _, err := fmt.Sscan(string(m[1]), &score); err != nil {
+				t.Fatal(err)
+			}
+			if score > want.max {
+				t.Errorf("%s: exposure %.1f, want at most %.1f:\n%s", unit, score, want.max, out)
+			}
+
+			js, err := exec.Command("systemd-analyze", "security", "--offline=true", "--json=short", path).Output()
+			if err != nil {
+				t.Fatalf("systemd-analyze security --json=short %s: %v", unit, err)
+			}
+			var checks []struct {
+				Field    string  `json:"json_field"`
+				Name     string  `json:"name"`
+				Exposure *string `json:"exposure"` // "0.1"; null or "0.0" when the check passes
+			}
+			if err := json.Unmarshal(js, &checks); err != nil {
+				t.Fatalf("systemd-analyze security --json=short %s: %v", unit, err)
+			}
+			passes := map[string]bool{}
+			for _, c := range checks {
+				passes[c.Field] = c.Exposure == nil || *c.Exposure == "0.0"
+				if !passes[c.Field] && want.exposed != nil && !slices.Contains(want.exposed, c.Field) {
+					t.Errorf("%s: %s exposes %s, where the unit is hardened", unit, c.Name, *c.Exposure)
+				}
+			}
+			for _, f := range want.hardened {
+				if !passes[f] {
+					t.Errorf("%s: the check %s fails or is gone, where the unit is hardened", unit, f)
+				}
+			}
+		})
 	}
 }
