@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package pgtest runs a PostgreSQL server of a test's own, which the test
 // may stop, start again and pause (SIGSTOP) to play a database outage
 // (R-OUT) without disturbing the shared test server other tests use.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package faildisk gives a test a disk that fails: an ext4 file system on
 // a loop device, mounted with errors=remount-ro, whose failure the test
 // triggers through the kernel's own error path
