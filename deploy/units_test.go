@@ -82,34 +82,50 @@ func TestUnitsVerify(t *testing.T) {
 	}
 }
 
-// execStart returns the arguments of the unit's ExecStart after the
-// binary, with ${STATE_DIRECTORY} as stateDir and unset $VARS dropped (as
-// systemd does with a variable the environment lacks).
-func execStart(t *testing.T, unit, stateDir string) []string {
+// execStart returns the environment the unit sets itself (its
+// Environment= lines, %S, the state directories' root, as stateRoot) and
+// the arguments of its ExecStart after the binary, with ${STATE_DIRECTORY}
+// as stateRoot/<the unit's StateDirectory=> and unset $VARS dropped (as
+// systemd does with a variable the environment lacks). systemd gives a
+// service Environment= first and the EnvironmentFile's variables after,
+// which win: put the file's after env in the process's environment
+// (os/exec takes the last value of a name given twice).
+func execStart(t *testing.T, unit, stateRoot string) (env, args []string) {
 	t.Helper()
 	text := strings.ReplaceAll(file(t, unit), "\\\n", " ")
-	for _, line := range strings.Split(text, "\n") {
-		cmdline, ok := strings.CutPrefix(line, "ExecStart=")
-		if !ok {
-			continue
-		}
-		var args []string
-		for i, f := range strings.Fields(cmdline) {
-			switch {
-			case i == 0:
-				if f != "/usr/local/bin/vdibroker" {
-					t.Fatalf("%s starts %s", unit, f)
-				}
-			case strings.HasPrefix(f, "$") && !strings.HasPrefix(f, "${"):
-				// An extra-flags variable, not set here.
-			default:
-				args = append(args, strings.ReplaceAll(f, "${STATE_DIRECTORY}", stateDir))
-			}
-		}
-		return args
+	stateDir := stateRoot
+	if m := regexp.MustCompile(`(?m)^StateDirectory=(\S+)$`).FindStringSubmatch(text); m != nil {
+		stateDir = filepath.Join(stateRoot, m[1])
 	}
-	t.Fatalf("%s has no ExecStart", unit)
-	return nil
+	var cmdline string
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, "Environment="); ok {
+			if strings.ContainsAny(v, `"' `) {
+				t.Fatalf("%s: Environment=%s: quoted or several, which this test does not read", unit, v)
+			}
+			env = append(env, strings.ReplaceAll(v, "%S", stateRoot))
+		}
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			cmdline, found = v, true
+		}
+	}
+	if !found {
+		t.Fatalf("%s has no ExecStart", unit)
+	}
+	for i, f := range strings.Fields(cmdline) {
+		switch {
+		case i == 0:
+			if f != "/usr/local/bin/vdibroker" {
+				t.Fatalf("%s starts %s", unit, f)
+			}
+		case strings.HasPrefix(f, "$") && !strings.HasPrefix(f, "${"):
+			// An extra-flags variable, not set here.
+		default:
+			args = append(args, strings.ReplaceAll(f, "${STATE_DIRECTORY}", stateDir))
+		}
+	}
+	return env, args
 }
 
 var setting = regexp.MustCompile(`(?m)^#?(VDIBROKER_[A-Z_]+)=(.*)$`)
@@ -177,10 +193,15 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 		t.Fatalf("broker.env sets %v: the shipped file must set nothing (every setting optional)", set)
 	}
 	const admin = "vdb_admin_units_test_0123456789abcdef"
-	env := []string{"VDIBROKER_LISTEN=127.0.0.1:0", "VDIBROKER_ADMIN_TOKEN=" + admin}
-	base := start(t, bin, env, execStart(t, "vdibroker.service", filepath.Join(dir, "state")), "vdibroker listening on ")
+	stateRoot := filepath.Join(dir, "var-lib") // %S, /var/lib
+	unitEnv, args := execStart(t, "vdibroker.service", stateRoot)
+	env := append(unitEnv, "VDIBROKER_LISTEN=127.0.0.1:0", "VDIBROKER_ADMIN_TOKEN="+admin)
+	base := start(t, bin, env, args, "vdibroker listening on ")
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {
 		t.Fatalf("broker at %q", base)
+	}
+	if _, err := os.Stat(filepath.Join(stateRoot, "vdibroker", "vdibroker.db")); err != nil {
+		t.Errorf("the broker's store is not in its state directory: %v", err)
 	}
 	call := func(method, path, body string, out any) {
 		t.Helper()
@@ -212,7 +233,8 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 	}
 	agentEnv := []string{"VDIBROKER_SERVER=" + base, "VDIBROKER_REGISTRATION_TOKEN=" + tok.Token,
 		"VDIBROKER_HOST_NAME=units-host", "VDIBROKER_HEARTBEAT_INTERVAL=1s", "VDIBROKER_SESSIONS_PROVIDER=none"}
-	start(t, bin, agentEnv, execStart(t, "vdibroker-agent.service", filepath.Join(dir, "agent-state")), "")
+	agentUnitEnv, agentArgs := execStart(t, "vdibroker-agent.service", stateRoot)
+	start(t, bin, append(agentUnitEnv, agentEnv...), agentArgs, "")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var h struct {
@@ -232,7 +254,7 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "agent-state", "credential.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(stateRoot, "vdibroker-agent", "credential.json")); err != nil {
 		t.Errorf("the agent kept no credential in its state directory: %v", err)
 	}
 
@@ -264,7 +286,8 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 	if err := os.WriteFile(gwSet["VDIBROKER_BROKER_TOKEN_FILE"], []byte(gwTok.Token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gwAddr, gwLog := startLogged(t, bin, gwEnv, execStart(t, "vdibroker-gateway.service", ""), "vdibroker gateway listening on ")
+	gwUnitEnv, gwArgs := execStart(t, "vdibroker-gateway.service", stateRoot)
+	gwAddr, gwLog := startLogged(t, bin, append(gwUnitEnv, gwEnv...), gwArgs, "vdibroker gateway listening on ")
 	// It serves only once it has read the broker's keys: it has, and it
 	// serves the certificate of the file, with TLS.
 	roots := x509.NewCertPool()
@@ -281,6 +304,70 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 			t.Fatalf("the gateway did not log that the broker takes its reports:\n%s", gwLog.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestUnitsTakeDirectoryFromEnvironmentFile: a data directory set in
+// broker.env (VDIBROKER_DATA_DIR), and an agent's state directory in
+// agent.env (VDIBROKER_STATE_DIR), are where the programs started as
+// their units start them keep their files: the file's variables come
+// after the unit's own, as systemd gives them, and the command line
+// names no directory, which would win over both and leave the file's
+// setting unread (docs/operations.md tells how to move the data
+// directory).
+func TestUnitsTakeDirectoryFromEnvironmentFile(t *testing.T) {
+	dir := t.TempDir()
+	bin := build(t, dir)
+	stateRoot := filepath.Join(dir, "var-lib") // %S, /var/lib
+	dataDir, agentDir := filepath.Join(dir, "srv", "vdibroker"), filepath.Join(dir, "srv", "vdibroker-agent")
+
+	unitEnv, args := execStart(t, "vdibroker.service", stateRoot)
+	base := start(t, bin, append(unitEnv, "VDIBROKER_LISTEN=127.0.0.1:0", "VDIBROKER_DATA_DIR="+dataDir), args, "vdibroker listening on ")
+	admin, err := os.ReadFile(filepath.Join(dataDir, "admin.token"))
+	if err != nil {
+		t.Fatalf("VDIBROKER_DATA_DIR=%s in broker.env, but no admin token there (the unit's command line: %v): %v", dataDir, args, err)
+	}
+	call := func(method, path, body string, out any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(admin)))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		if res.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, data)
+		}
+		if out != nil {
+			json.Unmarshal(data, out)
+		}
+	}
+	call("PUT", "/hostpools/units-pool", `{}`, nil)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	call("POST", "/hostpools/units-pool/registrationtoken", `{"expiresInSeconds": 3600}`, &tok)
+
+	agentUnitEnv, agentArgs := execStart(t, "vdibroker-agent.service", stateRoot)
+	start(t, bin, append(agentUnitEnv, "VDIBROKER_SERVER="+base, "VDIBROKER_REGISTRATION_TOKEN="+tok.Token,
+		"VDIBROKER_HOST_NAME=units-host", "VDIBROKER_HEARTBEAT_INTERVAL=1s", "VDIBROKER_SESSIONS_PROVIDER=none",
+		"VDIBROKER_STATE_DIR="+agentDir), agentArgs, "")
+	credential := filepath.Join(agentDir, "credential.json")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(credential); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("VDIBROKER_STATE_DIR=%s in agent.env, but no credential there after 30 s (the unit's command line: %v)", agentDir, agentArgs)
+		}
+	}
+	for _, d := range []string{"vdibroker", "vdibroker-agent"} {
+		if entries, _ := os.ReadDir(filepath.Join(stateRoot, d)); len(entries) > 0 {
+			t.Errorf("%s holds %d files, where the environment file named another directory", filepath.Join(stateRoot, d), len(entries))
+		}
 	}
 }
 

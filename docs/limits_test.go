@@ -1,0 +1,67 @@
+package docs_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/vdibroker/vdibroker"
+	vdihttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/websession"
+)
+
+// TestDocsStateTheBounds: the bounds the documentation states for
+// admins are the code's. Each phrase is built from the constant the code
+// enforces, so a bound changed in one place and not the other fails here
+// instead of leaving a page that says another number than the broker
+// answers.
+func TestDocsStateTheBounds(t *testing.T) {
+	for _, c := range []struct {
+		name, file, phrase string
+	}{
+		// 65536: "64 KiB (65,536 bytes" (R-SEC).
+		{"ID token bound", "behaviour.md",
+			fmt.Sprintf("an ID token above %d KiB (%s bytes", identity.MaxIDTokenBytes>>10, thousands(identity.MaxIDTokenBytes))},
+		{"outage copies' bytes", "behaviour.md",
+			fmt.Sprintf("%d MiB of each area's copies", websession.DefaultMaxCopyBytes>>20)},
+		{"peer document writes (reference)", "behaviour.md",
+			fmt.Sprintf("is taken %d at once, then %d a minute from each calling pod", vdihttp.PodDocumentsPerPod, vdihttp.PodDocumentsPerPod)},
+		{"peer document writes (API table)", "federation.md",
+			fmt.Sprintf("a calling pod is taken %d at once, then %d a minute", vdihttp.PodDocumentsPerPod, vdihttp.PodDocumentsPerPod)},
+		{"gateway token TTL", "gateway.md",
+			fmt.Sprintf("| `--gateway-token-ttl` | %s |", shortDuration(vdibroker.DefaultGatewayTokenTTL.String()))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := os.ReadFile(c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Lines wrap anywhere: white space compares as one space.
+			if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), c.phrase) {
+				t.Errorf("%s does not say %q", c.file, c.phrase)
+			}
+		})
+	}
+}
+
+// thousands is n with a comma every three digits (65536 is 65,536).
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// shortDuration is a duration as the docs write it: 5m0s is 5m, 1h0m0s 1h.
+func shortDuration(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
