@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -43,6 +44,29 @@ func flagsFromEnv(cmd *cobra.Command) ([]string, error) {
 		set = append(set, f.Name)
 	})
 	return set, err
+}
+
+// envOverridden names the environment variables set, not empty, for flags
+// also given on the command line with another value: the command line
+// wins, and an administrator who moved a setting into the unit's
+// EnvironmentFile (say VDIBROKER_DATA_DIR) while the unit's command line
+// still gives it would otherwise see the file's value silently ignored.
+// Only the names are returned: a value may be a secret.
+func envOverridden(cmd *cobra.Command) []string {
+	var names []string
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" && v != f.Value.String() {
+			names = append(names, envName(f.Name))
+		}
+	})
+	return names
+}
+
+// warnEnvOverridden logs envOverridden's variables, if any.
+func warnEnvOverridden(cmd *cobra.Command, log *slog.Logger) {
+	if names := envOverridden(cmd); len(names) > 0 {
+		log.Warn("environment variables ignored: the same flags are given on the command line, which wins", "variables", names)
+	}
 }
 
 // envFlagsHelp is the paragraph the help of serve, agent and gateway end with.

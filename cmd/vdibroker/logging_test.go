@@ -184,6 +184,22 @@ func TestFlagsFromEnv(t *testing.T) {
 	if listen != "127.0.0.1:9999" || level != "warn" || retention != 30*24*time.Hour || strings.Join(set, ",") != "listen" {
 		t.Errorf("listen %q, log-level %q, retention %s, from env %v", listen, level, retention, set)
 	}
+	// The command line's --log-level wins over VDIBROKER_LOG_LEVEL, and
+	// that is said (by name only); an environment value equal to the
+	// command line's is no conflict.
+	t.Setenv("VDIBROKER_DATA_DIR", "/srv/vdibroker")
+	cmd = newServeCmd()
+	if err := cmd.ParseFlags([]string{"--log-level", "warn", "--data-dir", "/srv/vdibroker", "--listen", "127.0.0.1:9998"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(envOverridden(cmd), ","); got != "VDIBROKER_LISTEN,VDIBROKER_LOG_LEVEL" {
+		t.Errorf("variables the command line overrides: %q, want VDIBROKER_LISTEN,VDIBROKER_LOG_LEVEL", got)
+	}
+	var logged bytes.Buffer
+	warnEnvOverridden(cmd, slog.New(slog.NewTextHandler(&logged, nil)))
+	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "VDIBROKER_LOG_LEVEL") || strings.Contains(logged.String(), "debug") {
+		t.Errorf("warning: %q, want a WARN naming VDIBROKER_LOG_LEVEL and not its value", logged.String())
+	}
 	t.Setenv("VDIBROKER_STORE_TIMEOUT", "soon")
 	if _, err := flagsFromEnv(newServeCmd()); err == nil || !strings.Contains(err.Error(), "VDIBROKER_STORE_TIMEOUT") {
 		t.Errorf("bad duration: %v", err)
