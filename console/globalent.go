@@ -430,10 +430,13 @@ func (c *Console) homeSite(rq *request) {
 }
 
 // deleteGlobalEntitlement is POST /federation/globalentitlements/delete
-// (the page asks first).
+// (the page asks first). Its button's form has no input of its own
+// (removeForm): a refusal, even one the API made naming a field of the
+// document, is said in the banner, where the administrator who pressed
+// it looks, not beside the entitlement's assign form's inputs.
 func (c *Console) deleteGlobalEntitlement(rq *request) {
 	name := typed(rq, "entitlement")
-	f := newPublishForm(formGEAssign, name)
+	f := removeForm(name)
 	gen, ok := c.postedGeneration(rq, f)
 	if !ok || !c.validEntitlement(rq, f, name) {
 		return
