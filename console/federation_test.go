@@ -27,6 +27,13 @@ func newPodEnv(t *testing.T) *env {
 // newPodEnvNamed is newPodEnv as pod pod.
 func newPodEnvNamed(t *testing.T, pod string) *env {
 	t.Helper()
+	return newPodEnvAt(t, pod, nil)
+}
+
+// newPodEnvAt is newPodEnvNamed whose server, console and pod-to-pod
+// client read the time from now (nil: the real clock).
+func newPodEnvAt(t *testing.T, pod string, now func() time.Time) *env {
+	t.Helper()
 	dsn := ""
 	if suitePostgres {
 		dsn = pgtest.SchemaDSN(t, "vdibroker_console_", "console PostgreSQL test")
@@ -38,10 +45,11 @@ func newPodEnvNamed(t *testing.T, pod string) *env {
 	t.Cleanup(func() { st.Close() })
 	secret := []byte("console-test-federation-secret")
 	peers := vhttp.NewPodClient(pod, secret)
+	peers.Now = now
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: pod,
-		Peers: peers, PodTimeout: 500 * time.Millisecond, FederationSecret: secret})
+		Peers: peers, PodTimeout: 500 * time.Millisecond, FederationSecret: secret, Now: now})
 	t.Cleanup(func() { srv.Close() })
-	c := console.New(console.Config{API: srv.Handler(), Sessions: st})
+	c := console.New(console.Config{API: srv.Handler(), Sessions: st, Now: now})
 	c.EnableFederation(console.FederationConfig{Pods: peers})
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
@@ -282,9 +290,16 @@ func TestGlobalLogoffOfPendingSession_RS4(t *testing.T) {
 // users.
 func newFraAmsPods(t *testing.T) (fra, ams *env) {
 	t.Helper()
-	fra = newPodEnv(t)
+	return newFraAmsPodsAt(t, nil)
+}
+
+// newFraAmsPodsAt is newFraAmsPods whose pods read the time from now
+// (nil: the real clock).
+func newFraAmsPodsAt(t *testing.T, now func() time.Time) (fra, ams *env) {
+	t.Helper()
+	fra = newPodEnvAt(t, "fra1", now)
 	fra.seed()
-	ams = newPodEnvNamed(t, "ams1")
+	ams = newPodEnvAt(t, "ams1", now)
 	ams.seed("alice")
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
 		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: fra.url}, {Name: "ams1", Site: "emea", URL: ams.url}},

@@ -430,10 +430,13 @@ func (c *Console) homeSite(rq *request) {
 }
 
 // deleteGlobalEntitlement is POST /federation/globalentitlements/delete
-// (the page asks first).
+// (the page asks first). Its button's form has no input of its own
+// (removeForm): a refusal, even one the API made naming a field of the
+// document, is said in the banner, where the administrator who pressed
+// it looks, not beside the entitlement's assign form's inputs.
 func (c *Console) deleteGlobalEntitlement(rq *request) {
 	name := typed(rq, "entitlement")
-	f := newPublishForm(formGEAssign, name)
+	f := removeForm(name)
 	gen, ok := c.postedGeneration(rq, f)
 	if !ok || !c.validEntitlement(rq, f, name) {
 		return
@@ -641,6 +644,10 @@ type podResult struct {
 	// Result is applied, refused or unreachable.
 	Result  string
 	Message string
+	// Again is when a pod that refused it for now (its Retry-After: a
+	// pod takes a few writes a minute from one pod) takes it again; zero
+	// when it did not say.
+	Again time.Time
 }
 
 // sendToPeers sends doc to every pod it lists but self, all at once,
@@ -664,6 +671,7 @@ func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self strin
 	// Not the request's context alone: a browser that goes away does not
 	// stop the pods' writes half way.
 	ctx := context.WithoutCancel(rq.r.Context())
+	now := c.now()
 	res := make([]podResult, len(peers))
 	var wg sync.WaitGroup
 	for i, p := range peers {
@@ -688,6 +696,11 @@ func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self strin
 					res[i].Message = ve.Code + ": " + ve.Message
 				}
 				res[i].Message = vdibroker.Cut(res[i].Message, 200)
+				if d := ve.RetryAfter; d > 0 {
+					// Said after the cut: the peer's words may be long.
+					res[i].Again = now.Add(d)
+					res[i].Message += " (send again " + againText(d, res[i].Again) + ")"
+				}
 			case errors.As(err, &ue):
 				res[i].Result, res[i].Message = "unreachable", vdibroker.Cut(ue.Err.Error(), 300)
 			default:
@@ -706,10 +719,18 @@ func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self strin
 func (c *Console) showApplied(rq *request, msg string, doc *vdibroker.Federation, self string, results []podResult, refine refineFunc) {
 	var missed []string
 	newer := false
+	var w wait
 	for _, r := range results {
 		if r.Result != "applied" {
 			missed = append(missed, r.Pod)
 			newer = newer || strings.HasPrefix(r.Message, vdibroker.EConflict+":")
+			if !r.Again.IsZero() {
+				w.pods = append(w.pods, r.Pod)
+				w.until = max(w.until, r.Again.Sub(c.now()))
+				if r.Again.After(w.at) {
+					w.at = r.Again
+				}
+			}
 		}
 	}
 	data := map[string]any{"Results": results, "ResultGeneration": doc.Generation}
@@ -717,8 +738,22 @@ func (c *Console) showApplied(rq *request, msg string, doc *vdibroker.Federation
 		if refine != nil {
 			msg = refine(msg, loads, missed)
 		}
-		appliedWords(data, msg, doc.Generation, missed, newer)
+		appliedWords(data, msg, doc.Generation, missed, newer, w)
 	})
+}
+
+// wait is what the pods that refused a document for now said of when
+// they take it again: pods, the latest time (at) and how long from now
+// (until).
+type wait struct {
+	pods  []string
+	at    time.Time
+	until time.Duration
+}
+
+// againText says when to send again: in d, after the clock time at.
+func againText(d time.Duration, at time.Time) string {
+	return "in " + durationText(d) + ", after " + at.Local().Format("15:04:05 MST")
 }
 
 // refineFunc tells a change's message again once the pods answered
@@ -728,7 +763,7 @@ type refineFunc func(msg string, loads []fedEntitlement, missed []string) string
 
 // appliedWords sets the page's flash, or its warning when some pods
 // (missed) did not take generation gen.
-func appliedWords(data map[string]any, msg string, gen int64, missed []string, newer bool) {
+func appliedWords(data map[string]any, msg string, gen int64, missed []string, newer bool, w wait) {
 	if len(missed) == 0 {
 		data["Flash"] = fmt.Sprintf("%s Every pod of the federation holds generation %d.", msg, gen)
 	} else {
@@ -737,7 +772,18 @@ func appliedWords(data map[string]any, msg string, gen int64, missed []string, n
 		if newer {
 			warn += "A pod that refused it with Conflict holds a newer generation: read its document (vdibroker federation show --server its URL), make the change there, and apply the newest document to every pod (vdibroker federation apply -f). "
 		}
-		warn += "Fix what a pod said, or wait until it answers, then send this document again with the button below (or vdibroker federation apply -f)."
+		if len(w.pods) > 0 {
+			// A peer's Retry-After (a pod takes a few writes a minute
+			// from one pod, R-SEC): when, not only that, to send again.
+			warn += fmt.Sprintf("%s refused it for now and %s it again %s: ", andList(w.pods), map[bool]string{true: "take", false: "takes"}[len(w.pods) > 1], againText(w.until, w.at))
+			if len(w.pods) == len(missed) {
+				warn += "send this document again then with the button below (or vdibroker federation apply -f)."
+			} else {
+				warn += "send this document again then with the button below (or vdibroker federation apply -f), once you fixed what the other pods said or they answer."
+			}
+		} else {
+			warn += "Fix what a pod said, or wait until it answers, then send this document again with the button below (or vdibroker federation apply -f)."
+		}
 		data["Error"] = warn
 		data["Flash"] = ""
 		data["Differ"] = true // the page offers to send it again

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/vdibroker/vdibroker"
 )
 
 // TestGlobalEntitlementRefusedRemoveInBanner_RE9: a remove button of
@@ -50,5 +52,44 @@ func TestGlobalEntitlementRefusedRemoveInBanner_RE9(t *testing.T) {
 		if d := docOf(t, x); d.Generation != 2 || len(entitlement(d, "sales").Users) != 1 {
 			t.Errorf("%s after refused removes: %+v", x.url, d)
 		}
+	}
+}
+
+// TestGlobalEntitlementRefusedDeleteInBanner_RE9: a delete of a global
+// entitlement that the API refuses naming a field of the document is
+// answered in the page's banner, where the administrator who pressed the
+// delete button looks, with the entitlement's forms unfolded and nothing
+// marked beside its assign form's inputs, which were not posted (as a
+// refused remove, TestGlobalEntitlementRefusedRemoveInBanner_RE9). The
+// refusal: fra1 holds a document stored before its rules were as strict
+// as now (entitlement office names user "bob " with a trailing space;
+// written to its store directly, before the pod read any), so any
+// document it would store next is refused naming
+// globalEntitlements[0].users[0], which the assign form's principal
+// input answers for. Nothing is written.
+func TestGlobalEntitlementRefusedDeleteInBanner_RE9(t *testing.T) {
+	fra := newPodEnv(t)
+	fra.seed()
+	pool := []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}}
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}}, Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: fra.url}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{
+			{Name: "office", Scope: vdibroker.ScopeAllSites, SessionDistribution: vdibroker.DistributionNone, Members: pool, Users: []string{"bob "}},
+			{Name: "sales", Scope: vdibroker.ScopeAllSites, SessionDistribution: vdibroker.DistributionNone, Members: pool, Users: []string{"carol"}},
+		}}
+	if _, err := fra.store.PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	b := fra.browser()
+	b.signin(adminToken)
+	a := b.post("/federation/globalentitlements/delete", geForm(b.csrf("/federation"), 1, "entitlement", "sales"))
+	wantStatus(t, a, http.StatusBadRequest)
+	wantContains(t, a, `id="error">Nothing was deleted: globalEntitlements[0].users[0]: must not start or end with white space`, `data-manage-ge="sales" open>`)
+	for _, marked := range []string{`class="field-error"`, `aria-invalid="true"`} {
+		if strings.Contains(a.body, marked) {
+			t.Errorf("a refused delete marks an assign form's input (%s):\n%s", marked, a.body)
+		}
+	}
+	if d := docOf(t, fra); d.Generation != 1 || entitlement(d, "sales") == nil {
+		t.Errorf("fra1 after the refused delete: %+v", d)
 	}
 }

@@ -1,6 +1,7 @@
 package federation
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -117,6 +118,9 @@ type Verifier struct {
 	nonces map[string]memNonce // by nonce
 	counts map[string]int      // the nonces kept of each budget
 	swept  time.Time
+	// maxPerBudget and maxTotal bound the nonces kept in memory (0:
+	// maxMemoryNonces and maxMemoryNoncesTotal); a test sets them small.
+	maxPerBudget, maxTotal int
 }
 
 // memNonce is a nonce kept in memory: its budget, and when it may be
@@ -142,6 +146,27 @@ const maxNonceLen = 64
 // budget (Call.Budget): without Nonces, and the reads' with
 // ReadsInMemory.
 const maxMemoryNonces = 1 << 17
+
+// maxMemoryNoncesTotal bounds the nonces a Verifier keeps in memory of
+// every budget together (R-SEC). Each budget is a pod of the document,
+// which lists up to MaxPods: a holder of the federation secret signing
+// as each of them would otherwise make a pod keep 200 × 131,072, some 26
+// million nonces (about 4 GB), where this is about 160 MB (some 160
+// bytes a nonce, measured: its 32 hex digits, the map's slot, its
+// growth).
+//
+// A nonce is kept 2 × MaxSkew (2 minutes) and swept up to a minute
+// later, so this bound is met by some 5,800 calls a second (8,700 within
+// the 2 minutes) from all pods together, kept up for minutes. A
+// federation's own calls kept in memory (the reads and, on such a pod,
+// the connects' and directory registrations') are far fewer: each of
+// 199 peers asks for this pod's loads at most about once a LoadTTL (3 s),
+// some 70 calls a second; a global connect asks a pod a few calls (its
+// sessions, the directory's look-up, the connect), so a logon storm of
+// 250,000 users in half an hour (some 140 connects a second), each of
+// whose connects asked this one pod all three, is some 420 more: under
+// 500 a second, a tenth of the bound.
+const maxMemoryNoncesTotal = 1 << 20
 
 // Kind is what a pod-to-pod call does, for how its nonce is recorded.
 type Kind int
@@ -338,7 +363,11 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 
 // remember keeps nonce in this process's memory until it expires: a
 // replay is Unauthenticated, more than maxMemoryNonces of budget
-// TooManyRequests (the other budgets' calls are still taken).
+// TooManyRequests (the other budgets' calls are still taken), and more
+// than maxMemoryNoncesTotal of all budgets TooManyRequests for every
+// budget. Either bound is met as is until the next sweep of the expired
+// ones (each MaxSkew), not by a sweep of its own: a sweep at every call
+// refused would walk every nonce kept for each (R-SEC).
 func (v *Verifier) remember(budget, nonce string, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -359,8 +388,11 @@ func (v *Verifier) remember(budget, nonce string, now time.Time) error {
 	if _, seen := v.nonces[nonce]; seen {
 		return vdibroker.ErrReplayed()
 	}
-	if v.counts[budget] >= maxMemoryNonces {
+	if v.counts[budget] >= cmp.Or(v.maxPerBudget, maxMemoryNonces) {
 		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls from %s in the last %s; try again shortly", vdibroker.NonceBudgetName(budget), 2*MaxSkew)
+	}
+	if len(v.nonces) >= cmp.Or(v.maxTotal, maxMemoryNoncesTotal) {
+		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls from all pods together in the last %s; try again shortly", 2*MaxSkew)
 	}
 	v.nonces[nonce] = memNonce{budget: budget, until: now.Add(2 * MaxSkew)}
 	v.counts[budget]++

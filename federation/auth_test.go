@@ -3,6 +3,7 @@ package federation
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +226,45 @@ func TestMemoryNoncesPerBudget_RG5(t *testing.T) {
 	later := now.Add(2*MaxSkew + time.Second)
 	if err := v.remember("ams1", "one-more", later); err != nil {
 		t.Errorf("ams1 after its nonces expired: %v", err)
+	}
+}
+
+// TestMemoryNoncesTotal_RG5 (R-SEC): the nonces kept in memory are
+// bounded for every budget together too, not only for each: a document
+// lists up to MaxPods pods, and a holder of the federation secret
+// signing as each of them kept maxMemoryNonces of every one. With caps
+// of 4 a budget and 10 in all (the real ones are too many for a test):
+// three pods' 4 and 4 and 2 fill it, each under its own cap; a fourth
+// pod's call, and another of the third's, is refused TooManyRequests as
+// the per-budget cap refuses, a replay is still told as one, and once
+// the nonces expired (swept a MaxSkew after the last sweep) each is
+// taken again.
+func TestMemoryNoncesTotal_RG5(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v := &Verifier{Secrets: NewSecrets([]byte("0123456789abcdef-federation")), maxPerBudget: 4, maxTotal: 10}
+	for _, tc := range []struct {
+		budget string
+		n      int
+	}{{"ams1", 4}, {"fra1", 4}, {"lon1", 2}} {
+		for i := range tc.n {
+			if err := v.remember(tc.budget, tc.budget+strconv.Itoa(i), now); err != nil {
+				t.Fatalf("%s's nonce %d: %v", tc.budget, i, err)
+			}
+		}
+	}
+	for _, budget := range []string{"par1", "lon1", vdibroker.NoDocumentBudget} {
+		err := v.remember(budget, "more-"+budget, now)
+		if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || !strings.Contains(vdibroker.ErrorMessage(err), "from all pods together") {
+			t.Errorf("%q's call with 10 nonces kept in all: %v, want TooManyRequests for all pods", budget, err)
+		}
+	}
+	if err := v.remember("par1", "fra12", now); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+		t.Errorf("fra1's nonce again, from par1, with 10 kept: %v, want Unauthenticated (a replay)", err)
+	}
+	later := now.Add(2*MaxSkew + time.Second)
+	for _, budget := range []string{"par1", "lon1"} {
+		if err := v.remember(budget, "more-"+budget, later); err != nil {
+			t.Errorf("%s's call after the nonces expired: %v", budget, err)
+		}
 	}
 }

@@ -552,9 +552,16 @@ func (c *PodClient) Restrict(policy *federation.PeerPolicy) {
 }
 
 func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any) (int, error) {
+	status, _, err := c.callHeader(ctx, pod, method, path, body, out)
+	return status, err
+}
+
+// callHeader is call that returns the answer's headers too (a refusal's
+// Retry-After).
+func (c *PodClient) callHeader(ctx context.Context, pod vdibroker.Pod, method, path string, body, out any) (int, nethttp.Header, error) {
 	if c.policy != nil {
 		if err := c.policy.CheckURL(pod.URL); err != nil {
-			return 0, fmt.Errorf("pod %s's URL %w", pod.Name, err)
+			return 0, nil, fmt.Errorf("pod %s's URL %w", pod.Name, err)
 		}
 	}
 	var raw []byte
@@ -562,7 +569,7 @@ func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path st
 	if body != nil {
 		var err error
 		if raw, err = json.Marshal(body); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		send = json.RawMessage(raw)
 	}
@@ -584,7 +591,7 @@ func (c *PodClient) call(ctx context.Context, pod vdibroker.Pod, method, path st
 		h.Set("X-Request-Id", id)
 	}
 	cl := &Client{BaseURL: pod.URL, HTTPClient: c.HTTPClient, opaque: true}
-	return cl.do(ctx, method, path, nil, send, out, h)
+	return cl.doHeader(ctx, method, path, nil, send, out, h)
 }
 
 // Loads asks pod for its member pools' facts.
@@ -654,16 +661,43 @@ func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req v
 // for principal (the signed call, not a user's token: the document
 // names pod's URL, and a Contributor writes it, R-SEC). A pod whose
 // router does not know the call (404 or 405: an older version) is
-// PodUnavailable, saying so.
+// PodUnavailable, saying so. A pod's refusal carries its Retry-After
+// (peerRetryAfter): a pod takes PodDocumentsPerPod writes a minute from
+// one pod, and the console says when to send again.
 func (c *PodClient) PutDocument(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDocumentRequest) (*vdibroker.Federation, error) {
 	var out vdibroker.Federation
-	status, err := c.call(ctx, pod, "PUT", federation.DocumentPath, req, &out)
+	status, h, err := c.callHeader(ctx, pod, "PUT", federation.DocumentPath, req, &out)
 	if err != nil && (status == nethttp.StatusMethodNotAllowed ||
 		status == nethttp.StatusNotFound && strings.HasPrefix(vdibroker.ErrorMessage(err), noAPIAt)) {
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s runs an older vdibroker, which takes the federation document from federation apply only "+
 			"(HTTP %d to %s)", pod.Name, status, federation.DocumentPath)
 	}
+	var e *vdibroker.Error
+	if errors.As(err, &e) && e.Code != vdibroker.EInternal { // a vdibroker pod's answer (decodeOpaqueErrorAnswer)
+		e.RetryAfter = peerRetryAfter(h.Get("Retry-After"))
+	}
 	return resultOrNil(&out, err)
+}
+
+// maxPeerRetryAfter bounds the Retry-After taken from a peer: a pod's own
+// limits ask for seconds (PodDocumentsPerPod's bucket, 2 s a write) up
+// to a minute; a longer wait, whatever a peer says, is not repeated to an
+// administrator as when to send again.
+const maxPeerRetryAfter = time.Hour
+
+// peerRetryAfter is a peer's Retry-After header v as a duration, 0 when
+// it is absent, malformed, not above 0 or above maxPeerRetryAfter. A pod
+// sends delay-seconds (writeError); the HTTP-date form, which a pod never
+// sends, is taken as malformed.
+func peerRetryAfter(v string) time.Duration {
+	if len(v) > 5 || v == "" {
+		return 0 // more digits than an hour's seconds has (3600)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || v[0] == '+' || time.Duration(n)*time.Second > maxPeerRetryAfter {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }
 
 // GlobalConnectResult is a global connect's answer.

@@ -152,7 +152,13 @@ func TestPodDocumentWritesBounded_RG5(t *testing.T) {
 		}
 	}
 	for range 20 {
-		wantCode(t, put("pod1"), vdibroker.ETooManyRequests, "pod pod1 writes the federation document faster than 30 a minute")
+		err := put("pod1")
+		wantCode(t, err, vdibroker.ETooManyRequests, "pod pod1 writes the federation document faster than 30 a minute")
+		// Its Retry-After, for the console to say when to send again:
+		// one write of a bucket of 30 a minute, 2 s.
+		if got := vdibroker.ErrorRetryAfter(err); got != 2*time.Second {
+			t.Errorf("pod1's refused write: RetryAfter %v, want 2s", got)
+		}
 		doc.Generation-- // not stored
 	}
 	doc.Generation++
@@ -186,5 +192,53 @@ func TestPodDocumentWritesBounded_RG5(t *testing.T) {
 	}
 	if st, err := envs[0].admin.GetFederation(t.Context()); err != nil || st.Document.Generation != doc.Generation {
 		t.Errorf("pod0's document: %+v, %v; want generation %d", st, err, doc.Generation)
+	}
+}
+
+// TestPodDocumentRetryAfter_RG5: a peer's refusal of the federation
+// document carries its Retry-After to the caller (the console says
+// when to send again), bounded: a value a pod would not send (above an
+// hour, not a number of seconds, not above 0) is not taken, and a
+// refusal that is not a vdibroker pod's answer carries none.
+func TestPodDocumentRetryAfter_RG5(t *testing.T) {
+	for _, tc := range []struct {
+		name, header string
+		status       int
+		body         string
+		want         time.Duration
+	}{
+		{"seconds", "7", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 7 * time.Second},
+		{"an hour", "3600", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, time.Hour},
+		{"over an hour", "3601", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"a day", "86400", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"huge", "99999999999999999999", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"zero", "0", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"negative", "-5", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"plus", "+5", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"fraction", "1.5", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"HTTP date", "Wed, 21 Oct 2015 07:28:00 GMT", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"none", "", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 0},
+		{"unavailable", "30", 503, `{"error":{"code":"PodUnavailable","message":"later"}}`, 30 * time.Second},
+		{"not a vdibroker answer", "5", 429, `too many`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			peer := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+				if tc.header != "" {
+					w.Header().Set("Retry-After", tc.header)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				w.Write([]byte(tc.body))
+			}))
+			t.Cleanup(peer.Close)
+			_, err := vhttp.NewPodClient("pod1", []byte(testFedSecret)).PutDocument(t.Context(), vdibroker.Pod{Name: "pod0", URL: peer.URL},
+				vdibroker.PodDocumentRequest{Document: vdibroker.Federation{Generation: 2}, Principal: "admin"})
+			if err == nil {
+				t.Fatal("a refusal answered no error")
+			}
+			if got := vdibroker.ErrorRetryAfter(err); got != tc.want {
+				t.Errorf("Retry-After %q: RetryAfter %v, want %v (%v)", tc.header, got, tc.want, err)
+			}
+		})
 	}
 }
