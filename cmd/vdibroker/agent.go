@@ -266,7 +266,7 @@ The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 			if len(fromEnv) > 0 {
 				cfg.Logger.Debug("flags from the environment", "flags", fromEnv)
 			}
-			warnEnvOverridden(cmd, cfg.Logger)
+			warnEnvOverridden(cmd, fromEnv, cfg.Logger)
 			a, err := o.newAgent(cfg)
 			if err != nil {
 				return err

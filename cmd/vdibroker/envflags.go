@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -51,20 +52,52 @@ func flagsFromEnv(cmd *cobra.Command) ([]string, error) {
 // wins, and an administrator who moved a setting into the unit's
 // EnvironmentFile (say VDIBROKER_DATA_DIR) while the unit's command line
 // still gives it would otherwise see the file's value silently ignored.
-// Only the names are returned: a value may be a secret.
-func envOverridden(cmd *cobra.Command) []string {
+// fromEnv are the flags flagsFromEnv set (changed, but by the
+// environment, not the command line). Values are compared as the flag
+// reads them (sameFlagValue), so "1m" is "1m0s" and "a,b" is [a,b]. Only
+// the names are returned: a value may be a secret.
+func envOverridden(cmd *cobra.Command, fromEnv []string) []string {
 	var names []string
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" && v != f.Value.String() {
+		if slices.Contains(fromEnv, f.Name) {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" && !sameFlagValue(f, v) {
 			names = append(names, envName(f.Name))
 		}
 	})
 	return names
 }
 
+// sameFlagValue tells whether text, set on a fresh flag of f's type, reads
+// as f's value does: a boolean, duration, number or list is compared as
+// parsed ("1" is true, "1m" is 1m0s, "a,b" is [a,b]); any other type, and
+// text such a flag refuses, by the text itself.
+func sameFlagValue(f *pflag.Flag, text string) bool {
+	fs := pflag.NewFlagSet("env", pflag.ContinueOnError)
+	switch f.Value.Type() {
+	case "bool":
+		fs.Bool("v", false, "")
+	case "duration":
+		fs.Duration("v", 0, "")
+	case "int":
+		fs.Int("v", 0, "")
+	case "float64":
+		fs.Float64("v", 0, "")
+	case "stringSlice":
+		fs.StringSlice("v", nil, "")
+	default:
+		return text == f.Value.String()
+	}
+	if fs.Set("v", text) != nil {
+		return text == f.Value.String()
+	}
+	return fs.Lookup("v").Value.String() == f.Value.String()
+}
+
 // warnEnvOverridden logs envOverridden's variables, if any.
-func warnEnvOverridden(cmd *cobra.Command, log *slog.Logger) {
-	if names := envOverridden(cmd); len(names) > 0 {
+func warnEnvOverridden(cmd *cobra.Command, fromEnv []string, log *slog.Logger) {
+	if names := envOverridden(cmd, fromEnv); len(names) > 0 {
 		log.Warn("environment variables ignored: the same flags are given on the command line, which wins", "variables", names)
 	}
 }

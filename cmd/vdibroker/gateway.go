@@ -532,7 +532,7 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 			if len(fromEnv) > 0 {
 				m.Logger.Info("flags from the environment", "flags", fromEnv)
 			}
-			warnEnvOverridden(cmd, m.Logger)
+			warnEnvOverridden(cmd, fromEnv, m.Logger)
 			m.KeysTokenFile, m.BrokerTokenFile, m.MetricsTokenFile = keysTokenFile, brokerTokenFile, metricsTokenFile
 			if m.MaxHeaderBytes < 1024 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 1024..1048576, got %d", m.MaxHeaderBytes)}

@@ -192,11 +192,11 @@ func TestFlagsFromEnv(t *testing.T) {
 	if err := cmd.ParseFlags([]string{"--log-level", "warn", "--data-dir", "/srv/vdibroker", "--listen", "127.0.0.1:9998"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(envOverridden(cmd), ","); got != "VDIBROKER_LISTEN,VDIBROKER_LOG_LEVEL" {
+	if got := strings.Join(envOverridden(cmd, nil), ","); got != "VDIBROKER_LISTEN,VDIBROKER_LOG_LEVEL" {
 		t.Errorf("variables the command line overrides: %q, want VDIBROKER_LISTEN,VDIBROKER_LOG_LEVEL", got)
 	}
 	var logged bytes.Buffer
-	warnEnvOverridden(cmd, slog.New(slog.NewTextHandler(&logged, nil)))
+	warnEnvOverridden(cmd, nil, slog.New(slog.NewTextHandler(&logged, nil)))
 	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "VDIBROKER_LOG_LEVEL") || strings.Contains(logged.String(), "debug") {
 		t.Errorf("warning: %q, want a WARN naming VDIBROKER_LOG_LEVEL and not its value", logged.String())
 	}

@@ -500,7 +500,7 @@ func newServeCmd() *cobra.Command {
 			if len(fromEnv) > 0 {
 				m.Logger.Info("flags from the environment", "flags", fromEnv)
 			}
-			warnEnvOverridden(cmd, m.Logger)
+			warnEnvOverridden(cmd, fromEnv, m.Logger)
 			if err := databaseFrom(m, databaseFile, slices.Contains(fromEnv, "database"), m.Logger); err != nil {
 				return err
 			}
