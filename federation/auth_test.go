@@ -268,3 +268,49 @@ func TestMemoryNoncesTotal_RG5(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryNoncesFullSweptWhileRefused_RG5 (R-SEC): a sweep of the
+// expired nonces is not left to a call taken: with the overall cap met,
+// every call is refused, and it is the refused calls that sweep, so the
+// pods' reads are taken again once the nonces that fill it expired,
+// without any call taken in between. Through VerifyRead as a SQLite
+// pod's reads are, on the injected clock: ten reads signed at t0 fill a
+// cap of 10 (t0's call swept the empty map); a pod reading every 5 s is
+// refused at t0+5 .. t0+125 (t0+65 sweeps, nothing expired yet; the
+// nonces expire after t0+120, but the next sweep is more than MaxSkew
+// after t0+65) and taken at t0+130, under 2 × MaxSkew + MaxSkew after
+// they were kept.
+func TestMemoryNoncesFullSweptWhileRefused_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	v := &Verifier{Secrets: NewSecrets(secret), Now: func() time.Time { return now }, ReadsInMemory: true, Started: t0.Add(-time.Hour),
+		maxPerBudget: 4, maxTotal: 10}
+	read := func(pod string) error {
+		h := Sign(secret, "GET", LoadsPath, pod, nil, now)
+		_, err := v.VerifyRead(t.Context(), func(k string) string { return h[k] }, "GET", LoadsPath, nil)
+		return err
+	}
+	for _, pod := range []string{"ams1", "ams1", "ams1", "ams1", "fra1", "fra1", "fra1", "fra1", "lon1", "lon1"} {
+		if err := read(pod); err != nil {
+			t.Fatalf("%s's read at t0: %v", pod, err)
+		}
+	}
+	var taken time.Time
+	for now = t0.Add(5 * time.Second); now.Before(t0.Add(4 * MaxSkew)); now = now.Add(5 * time.Second) {
+		err := read("par1")
+		if err == nil {
+			taken = now
+			break
+		}
+		if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+			t.Fatalf("par1's read at t0+%s: %v, want TooManyRequests", now.Sub(t0), err)
+		}
+	}
+	if taken.IsZero() {
+		t.Fatalf("par1's reads refused until t0+%s: a full map is never swept", now.Sub(t0))
+	}
+	if want := t0.Add(130 * time.Second); !taken.Equal(want) {
+		t.Errorf("par1's reads, refused while the cap was met, first taken at t0+%s, want t0+%s", taken.Sub(t0), want.Sub(t0))
+	}
+}
