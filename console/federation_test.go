@@ -34,6 +34,13 @@ func newPodEnvNamed(t *testing.T, pod string) *env {
 // client read the time from now (nil: the real clock).
 func newPodEnvAt(t *testing.T, pod string, now func() time.Time) *env {
 	t.Helper()
+	return newPodEnvWith(t, pod, now, nil)
+}
+
+// newPodEnvWith is newPodEnvAt whose pod-to-pod client's transport is
+// wrap's (nil: NewPodClient's), to tell what the network does.
+func newPodEnvWith(t *testing.T, pod string, now func() time.Time, wrap func(http.RoundTripper) http.RoundTripper) *env {
+	t.Helper()
 	dsn := ""
 	if suitePostgres {
 		dsn = pgtest.SchemaDSN(t, "vdibroker_console_", "console PostgreSQL test")
@@ -46,6 +53,9 @@ func newPodEnvAt(t *testing.T, pod string, now func() time.Time) *env {
 	secret := []byte("console-test-federation-secret")
 	peers := vhttp.NewPodClient(pod, secret)
 	peers.Now = now
+	if wrap != nil {
+		peers.HTTPClient.Transport = wrap(peers.HTTPClient.Transport)
+	}
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: pod,
 		Peers: peers, PodTimeout: 500 * time.Millisecond, FederationSecret: secret, Now: now})
 	t.Cleanup(func() { srv.Close() })
@@ -297,7 +307,14 @@ func newFraAmsPods(t *testing.T) (fra, ams *env) {
 // (nil: the real clock).
 func newFraAmsPodsAt(t *testing.T, now func() time.Time) (fra, ams *env) {
 	t.Helper()
-	fra = newPodEnvAt(t, "fra1", now)
+	return newFraAmsPodsWith(t, now, nil)
+}
+
+// newFraAmsPodsWith is newFraAmsPodsAt whose fra1 calls the other pods
+// through wrap's transport (newPodEnvWith).
+func newFraAmsPodsWith(t *testing.T, now func() time.Time, wrap func(http.RoundTripper) http.RoundTripper) (fra, ams *env) {
+	t.Helper()
+	fra = newPodEnvWith(t, "fra1", now, wrap)
 	fra.seed()
 	ams = newPodEnvAt(t, "ams1", now)
 	ams.seed("alice")

@@ -671,7 +671,6 @@ func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self strin
 	// Not the request's context alone: a browser that goes away does not
 	// stop the pods' writes half way.
 	ctx := context.WithoutCancel(rq.r.Context())
-	now := c.now()
 	res := make([]podResult, len(peers))
 	var wg sync.WaitGroup
 	for i, p := range peers {
@@ -698,7 +697,10 @@ func (c *Console) sendToPeers(rq *request, doc *vdibroker.Federation, self strin
 				res[i].Message = vdibroker.Cut(res[i].Message, 200)
 				if d := ve.RetryAfter; d > 0 {
 					// Said after the cut: the peer's words may be long.
-					res[i].Again = now.Add(d)
+					// From when the answer came, not when it was sent:
+					// the peer counts from its answer, and a slow one
+					// would be sent to again too early.
+					res[i].Again = c.now().Add(d)
 					res[i].Message += " (send again " + againText(d, res[i].Again) + ")"
 				}
 			case errors.As(err, &ue):
