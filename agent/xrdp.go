@@ -469,12 +469,23 @@ func (p *XrdpProvider) end(ctx context.Context, procs []xrdpProc) []int {
 	return pids
 }
 
-// Logoff implements SessionProvider: the X server first (the session ends
+// Logoff implements SessionProvider: an attached client is dropped first,
+// as Disconnect drops it, then the X server is ended (the session ends
 // with it), then whatever of the session's user processes is left.
+//
+// Dropped as Disconnect drops it, the client is told the session ended
+// (ERRINFO_LOGOFF_BY_USER) and exits. Dropped by the X server's end alone
+// it sees a network failure and, with automatic reconnection on (as the
+// broker's .rdp files have it, R-S4), logs on again straight to the host:
+// a new session the broker never placed, after the one it logged off. A
+// client that stays attached does not stop the logoff.
 func (p *XrdpProvider) Logoff(ctx context.Context, id string) error {
 	s, _, err := p.find(id)
 	if err != nil {
 		return err
+	}
+	if s.Attached && p.SendDatagram != nil {
+		p.Disconnect(ctx, id) // its error (still attached, ended meanwhile) changes nothing below
 	}
 	if left := p.end(ctx, []xrdpProc{s.Server}); len(left) > 0 {
 		return fmt.Errorf("log off session %q: X server (pid %d) still runs after SIGKILL", id, s.Server.PID)

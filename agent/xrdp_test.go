@@ -411,13 +411,23 @@ func TestXrdpLogoffRecorded(t *testing.T) {
 		obeys:     map[int]syscall.Signal{3050: syscall.SIGKILL},
 		exitsWith: map[int][]int{2987: {2985, 2986, 3003, 3059}},
 	}
-	p := &XrdpProvider{Proc: proc, Signal: h.signal, Grace: 50 * time.Millisecond, Poll: 5 * time.Millisecond}
+	p := &XrdpProvider{Proc: proc, Signal: h.signal, Grace: 50 * time.Millisecond, Poll: 5 * time.Millisecond,
+		SendDatagram: func(path string, owner int, msg []byte) error {
+			h.mu.Lock()
+			h.sent = append(h.sent, fmt.Sprint("datagram ", path, " ", owner))
+			h.mu.Unlock()
+			// xorgxrdp drops its client: the accepted socket goes.
+			removeLines(t, filepath.Join(proc, "2987/net/unix"), " 03 63465 ")
+			return nil
+		}}
 	if err := p.Logoff(t.Context(), "xrdp-11-69049"); err != nil {
 		t.Fatal(err)
 	}
-	// rdplabuser's sleep with DISPLAY=:11 (3308) and bob's login outside
-	// the session (3309) are left alone, as is the other session.
-	want := []string{"2987 terminated", "3050 terminated", "3050 killed"}
+	// The attached client is dropped first, so that it is told and does
+	// not reconnect on its own (R-S4). rdplabuser's sleep with
+	// DISPLAY=:11 (3308) and bob's login outside the session (3309) are
+	// left alone, as is the other session.
+	want := []string{"datagram /run/xrdp/sockdir/xrdp_disconnect_display_11 1002", "2987 terminated", "3050 terminated", "3050 killed"}
 	if diff := cmp.Diff(want, h.sent); diff != "" {
 		t.Errorf("signals (-want +got):\n%s", diff)
 	}
@@ -430,6 +440,28 @@ func TestXrdpLogoffRecorded(t *testing.T) {
 	}
 	if err := p.Logoff(t.Context(), "xrdp-11-69049"); !errors.Is(err, ErrNoSession) {
 		t.Errorf("second Logoff = %v, want ErrNoSession", err)
+	}
+}
+
+// TestXrdpLogoffClientStays (R-S4): a client xorgxrdp does not drop on
+// the datagram does not stop the logoff; it ends the session after the
+// grace.
+func TestXrdpLogoffClientStays(t *testing.T) {
+	proc := copyTree(t, twoSessions)
+	h := &fakeHost{tb: t, proc: proc, obeys: map[int]syscall.Signal{3050: syscall.SIGKILL},
+		exitsWith: map[int][]int{2987: {2985, 2986, 3003, 3059}}}
+	p := &XrdpProvider{Proc: proc, Signal: h.signal, Grace: 20 * time.Millisecond, Poll: 5 * time.Millisecond,
+		SendDatagram: func(path string, owner int, msg []byte) error {
+			h.mu.Lock()
+			h.sent = append(h.sent, "datagram")
+			h.mu.Unlock()
+			return nil
+		}}
+	if err := p.Logoff(t.Context(), "xrdp-11-69049"); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"datagram", "2987 terminated", "3050 terminated", "3050 killed"}; !cmp.Equal(want, h.sent) {
+		t.Errorf("sent %q, want %q", h.sent, want)
 	}
 }
 
