@@ -203,29 +203,8 @@ func TestUnitsStartAsDocumented(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(stateRoot, "vdibroker", "vdibroker.db")); err != nil {
 		t.Errorf("the broker's store is not in its state directory: %v", err)
 	}
-	call := func(method, path, body string, out any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+admin)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		data, _ := io.ReadAll(res.Body)
-		if res.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, data)
-		}
-		if out != nil {
-			json.Unmarshal(data, out)
-		}
-	}
-	call("PUT", "/hostpools/units-pool", `{}`, nil)
-	var tok struct {
-		Token string `json:"token"`
-	}
-	call("POST", "/hostpools/units-pool/registrationtoken", `{"expiresInSeconds": 3600}`, &tok)
+	call := adminAPI(t, base, admin)
+	tok := unitsPoolToken(t, call)
 
 	agentSet, _ := settings(t, "agent.env")
 	if len(agentSet) != 2 || agentSet["VDIBROKER_SERVER"] == "" || agentSet["VDIBROKER_REGISTRATION_TOKEN"] != "" {
@@ -327,29 +306,7 @@ func TestUnitsTakeDirectoryFromEnvironmentFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("VDIBROKER_DATA_DIR=%s in broker.env, but no admin token there (the unit's command line: %v): %v", dataDir, args, err)
 	}
-	call := func(method, path, body string, out any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(admin)))
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		data, _ := io.ReadAll(res.Body)
-		if res.StatusCode >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, data)
-		}
-		if out != nil {
-			json.Unmarshal(data, out)
-		}
-	}
-	call("PUT", "/hostpools/units-pool", `{}`, nil)
-	var tok struct {
-		Token string `json:"token"`
-	}
-	call("POST", "/hostpools/units-pool/registrationtoken", `{"expiresInSeconds": 3600}`, &tok)
+	tok := unitsPoolToken(t, adminAPI(t, base, strings.TrimSpace(string(admin))))
 
 	agentUnitEnv, agentArgs := execStart(t, "vdibroker-agent.service", stateRoot)
 	start(t, bin, append(agentUnitEnv, "VDIBROKER_SERVER="+base, "VDIBROKER_REGISTRATION_TOKEN="+tok.Token,
@@ -588,4 +545,38 @@ func TestUnitsSecurityExposure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// adminAPI calls the broker's API at base with the admin token; an answer
+// of 300 or more fails the test, out (when not nil) takes the answer's JSON.
+func adminAPI(t *testing.T, base, admin string) func(method, path, body string, out any) {
+	return func(method, path, body string, out any) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+"/api/v1"+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		if res.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, data)
+		}
+		if out != nil {
+			json.Unmarshal(data, out)
+		}
+	}
+}
+
+// unitsPoolToken makes the pool units-pool through call, and a
+// registration token for it.
+func unitsPoolToken(t *testing.T, call func(method, path, body string, out any)) (tok struct {
+	Token string `json:"token"`
+}) {
+	t.Helper()
+	call("PUT", "/hostpools/units-pool", `{}`, nil)
+	call("POST", "/hostpools/units-pool/registrationtoken", `{"expiresInSeconds": 3600}`, &tok)
+	return tok
 }
