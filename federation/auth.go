@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -27,8 +28,9 @@ const (
 )
 
 // MaxSkew is how far a request's timestamp may be from the receiver's
-// clock. A nonce is remembered for twice as long, so a request replayed
-// within the window is refused by its nonce and after it by its time.
+// clock. A nonce is remembered at least until its timestamp is more than
+// MaxSkew behind the clock (Call.windowEnd), so a request replayed within
+// the window is refused by its nonce and after it by its time.
 const MaxSkew = 60 * time.Second
 
 // MinSecretLen is the shortest federation secret accepted (bytes).
@@ -117,7 +119,9 @@ type Verifier struct {
 	mu     sync.Mutex
 	nonces map[string]memNonce // by nonce
 	counts map[string]int      // the nonces kept of each budget
-	swept  time.Time
+	// swept is the latest sweep (it only moves forward), soonest the
+	// earliest until of the nonces kept (zero: none kept).
+	swept, soonest time.Time
 	// maxPerBudget and maxTotal bound the nonces kept in memory (0:
 	// maxMemoryNonces and maxMemoryNoncesTotal); a test sets them small.
 	maxPerBudget, maxTotal int
@@ -155,8 +159,9 @@ const maxMemoryNonces = 1 << 17
 // bytes a nonce, measured: its 32 hex digits, the map's slot, its
 // growth).
 //
-// A nonce is kept 2 × MaxSkew (2 minutes) and swept up to a minute
-// later, so this bound is met by some 5,800 calls a second (8,700 within
+// A nonce is kept until its timestamp leaves the window, at most
+// 2 × MaxSkew (2 minutes, for a call signed MaxSkew ahead of this pod's
+// clock), and swept up to a minute later, so this bound is met by some 5,800 calls a second (8,700 within
 // the 2 minutes) from all pods together, kept up for minutes. A
 // federation's own calls kept in memory (the reads and, on such a pod,
 // the connects' and directory registrations') are far fewer: each of
@@ -203,6 +208,11 @@ type Call struct {
 	sec                int64
 }
 
+// windowEnd is when c's timestamp leaves the window Check and Finish take
+// it in: the same signed request replayed later is refused by its time,
+// so its nonce may be forgotten then, not before.
+func (c *Call) windowEnd() time.Time { return time.Unix(c.sec, 0).Add(MaxSkew) }
+
 // Verify checks a request's headers (get returns one by name) against its
 // method, path and body. A missing, wrong, stale or replayed signature is
 // Unauthenticated; it returns the sending pod. A nonce store that fails
@@ -240,9 +250,17 @@ func (v *Verifier) verify(ctx context.Context, get func(string) string, method, 
 	return c.Pod, held, nil
 }
 
-// heldMargin is how much longer than a signature's window a held nonce
-// is kept: more than any connect takes (a pod-to-pod call is bounded by
-// the caller's pod timeout, 2 s by default).
+// storeMargin is how much longer than its signature's window a nonce is
+// kept in Nonces: the store forgets the expired nonces at the time of a
+// commit (vdibroker.FederationStore.UseNonces), which comes after the
+// verification of the calls it records and may be another replica's,
+// whose clock may differ from this one's.
+const storeMargin = MaxSkew
+
+// heldMargin is how much longer than storeMargin a held nonce is kept:
+// more than any connect takes (a pod-to-pod call is bounded by the
+// caller's pod timeout, 2 s by default), as it is recorded when the
+// connect ends.
 const heldMargin = time.Minute
 
 // How Finish records a nonce.
@@ -334,7 +352,8 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 	if err := v.checkTime(c, now); err != nil {
 		return nil, err
 	}
-	expires := now.Add(2 * MaxSkew)
+	end := c.windowEnd()
+	expires := end.Add(storeMargin)
 	switch {
 	case c.mode == recordNow && v.Nonces != nil:
 		fresh, err := v.Nonces.UseNonce(ctx, c.Budget, c.nonce, expires)
@@ -343,6 +362,14 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 		}
 		if !fresh {
 			return nil, vdibroker.ErrReplayed()
+		}
+		// The commit forgot the expired nonces at its own time: one that
+		// ended past the window may have forgotten the nonce of the call
+		// this one replays, so the call is taken only if it is still
+		// within it (its nonce stays recorded, which refuses nothing
+		// else).
+		if err := v.checkTime(c, v.now()); err != nil {
+			return nil, err
 		}
 		return nil, nil
 	case c.mode == recordHeld:
@@ -353,48 +380,83 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 		if !v.ReadsInMemory {
 			return held, nil
 		}
-		if err := v.remember(c.Budget, c.nonce, now); err != nil {
+		if err := v.remember(c.Budget, c.nonce, end, now); err != nil {
 			return nil, err
 		}
 		return held, nil
 	}
-	return nil, v.remember(c.Budget, c.nonce, now)
+	return nil, v.remember(c.Budget, c.nonce, end, now)
 }
 
-// remember keeps nonce in this process's memory until it expires: a
-// replay is Unauthenticated, more than maxMemoryNonces of budget
-// TooManyRequests (the other budgets' calls are still taken), and more
-// than maxMemoryNoncesTotal of all budgets TooManyRequests for every
-// budget. Either bound is met as is until the next sweep of the expired
-// ones (each MaxSkew), not by a sweep of its own: a sweep at every call
+// remember keeps nonce in this process's memory until until (its
+// signature's window end, Call.windowEnd), at now: a replay is
+// Unauthenticated, and so is a call whose window ended before the latest
+// sweep (which another call may have made at a later time than this
+// call's now, and which may have forgotten the nonce this call
+// replays). More than maxMemoryNonces of budget is TooManyRequests (the
+// other budgets' calls are still taken), more than maxMemoryNoncesTotal
+// of all budgets TooManyRequests for every budget, either with a
+// Retry-After of when the next sweep could free room (memoryRetryAfter).
+// Either bound is met as is until the next sweep of the expired ones
+// (each MaxSkew), not by a sweep of its own: a sweep at every call
 // refused would walk every nonce kept for each (R-SEC).
-func (v *Verifier) remember(budget, nonce string, now time.Time) error {
+func (v *Verifier) remember(budget, nonce string, until, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.nonces == nil {
 		v.nonces, v.counts = map[string]memNonce{}, map[string]int{}
 	}
 	if now.Sub(v.swept) > MaxSkew {
+		v.soonest = time.Time{}
 		for n, m := range v.nonces {
 			if now.After(m.until) {
 				delete(v.nonces, n)
 				if v.counts[m.budget]--; v.counts[m.budget] <= 0 {
 					delete(v.counts, m.budget)
 				}
+			} else if v.soonest.IsZero() || m.until.Before(v.soonest) {
+				v.soonest = m.until
 			}
 		}
 		v.swept = now
+	}
+	if v.swept.After(until) {
+		return vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s, more than %s before this pod's nonces were last swept (a replay, or a call verified as its window ended)",
+			until.Add(-MaxSkew).UTC().Format(time.RFC3339), MaxSkew)
 	}
 	if _, seen := v.nonces[nonce]; seen {
 		return vdibroker.ErrReplayed()
 	}
 	if v.counts[budget] >= cmp.Or(v.maxPerBudget, maxMemoryNonces) {
-		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls from %s in the last %s; try again shortly", vdibroker.NonceBudgetName(budget), 2*MaxSkew)
+		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now),
+			Message: fmt.Sprintf("too many pod-to-pod calls from %s in the last %s; try again shortly", vdibroker.NonceBudgetName(budget), 2*MaxSkew)}
 	}
 	if len(v.nonces) >= cmp.Or(v.maxTotal, maxMemoryNoncesTotal) {
-		return vdibroker.Errorf(vdibroker.ETooManyRequests, "too many pod-to-pod calls from all pods together in the last %s; try again shortly", 2*MaxSkew)
+		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now),
+			Message: fmt.Sprintf("too many pod-to-pod calls from all pods together in the last %s; try again shortly", 2*MaxSkew)}
 	}
-	v.nonces[nonce] = memNonce{budget: budget, until: now.Add(2 * MaxSkew)}
+	v.nonces[nonce] = memNonce{budget: budget, until: until}
 	v.counts[budget]++
+	if v.soonest.IsZero() || until.Before(v.soonest) {
+		v.soonest = until
+	}
 	return nil
+}
+
+// memoryRetryAfter is how long a call refused at now for the nonces kept
+// in memory should wait: until the first sweep (more than MaxSkew after
+// the last) after the earliest nonce kept expires, the first that can
+// free room, in whole seconds past it; at least a second and at most
+// 2 × MaxSkew and a second (a nonce is kept at most 2 × MaxSkew). As the
+// store's nonce budget (a minute), it is when room may be free, not a
+// promise: a budget whose own nonces are younger waits for another.
+// v.mu is held.
+func (v *Verifier) memoryRetryAfter(now time.Time) time.Duration {
+	at := v.swept.Add(MaxSkew)
+	if v.soonest.After(at) {
+		at = v.soonest
+	}
+	// A sweep frees a nonce when its time is past both (strictly after).
+	d := at.Sub(now).Truncate(time.Second) + time.Second
+	return min(max(d, time.Second), 2*MaxSkew+time.Second)
 }

@@ -208,23 +208,23 @@ func TestMemoryNoncesPerBudget_RG5(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	v := &Verifier{Secrets: NewSecrets([]byte("0123456789abcdef-federation"))}
 	for i := range maxMemoryNonces {
-		if err := v.remember("ams1", "a"+strconv.Itoa(i), now); err != nil {
+		if err := v.remember("ams1", "a"+strconv.Itoa(i), now.Add(MaxSkew), now); err != nil {
 			t.Fatalf("ams1's nonce %d: %v", i, err)
 		}
 	}
-	if err := v.remember("ams1", "one-more", now); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
+	if err := v.remember("ams1", "one-more", now.Add(MaxSkew), now); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
 		t.Errorf("ams1 past its bound: %v, want TooManyRequests", err)
 	}
 	for _, budget := range []string{"fra1", vdibroker.NoDocumentBudget} {
-		if err := v.remember(budget, "f-"+budget, now); err != nil {
+		if err := v.remember(budget, "f-"+budget, now.Add(MaxSkew), now); err != nil {
 			t.Errorf("%q's call while ams1's budget is spent: %v", budget, err)
 		}
 	}
-	if err := v.remember("fra1", "a7", now); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+	if err := v.remember("fra1", "a7", now.Add(MaxSkew), now); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
 		t.Errorf("ams1's nonce again, from fra1: %v, want Unauthenticated (a replay)", err)
 	}
 	later := now.Add(2*MaxSkew + time.Second)
-	if err := v.remember("ams1", "one-more", later); err != nil {
+	if err := v.remember("ams1", "one-more", later.Add(MaxSkew), later); err != nil {
 		t.Errorf("ams1 after its nonces expired: %v", err)
 	}
 }
@@ -247,23 +247,23 @@ func TestMemoryNoncesTotal_RG5(t *testing.T) {
 		n      int
 	}{{"ams1", 4}, {"fra1", 4}, {"lon1", 2}} {
 		for i := range tc.n {
-			if err := v.remember(tc.budget, tc.budget+strconv.Itoa(i), now); err != nil {
+			if err := v.remember(tc.budget, tc.budget+strconv.Itoa(i), now.Add(MaxSkew), now); err != nil {
 				t.Fatalf("%s's nonce %d: %v", tc.budget, i, err)
 			}
 		}
 	}
 	for _, budget := range []string{"par1", "lon1", vdibroker.NoDocumentBudget} {
-		err := v.remember(budget, "more-"+budget, now)
+		err := v.remember(budget, "more-"+budget, now.Add(MaxSkew), now)
 		if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || !strings.Contains(vdibroker.ErrorMessage(err), "from all pods together") {
 			t.Errorf("%q's call with 10 nonces kept in all: %v, want TooManyRequests for all pods", budget, err)
 		}
 	}
-	if err := v.remember("par1", "fra12", now); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+	if err := v.remember("par1", "fra12", now.Add(MaxSkew), now); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
 		t.Errorf("fra1's nonce again, from par1, with 10 kept: %v, want Unauthenticated (a replay)", err)
 	}
 	later := now.Add(2*MaxSkew + time.Second)
 	for _, budget := range []string{"par1", "lon1"} {
-		if err := v.remember(budget, "more-"+budget, later); err != nil {
+		if err := v.remember(budget, "more-"+budget, later.Add(MaxSkew), later); err != nil {
 			t.Errorf("%s's call after the nonces expired: %v", budget, err)
 		}
 	}
@@ -276,10 +276,9 @@ func TestMemoryNoncesTotal_RG5(t *testing.T) {
 // without any call taken in between. Through VerifyRead as a SQLite
 // pod's reads are, on the injected clock: ten reads signed at t0 fill a
 // cap of 10 (t0's call swept the empty map); a pod reading every 5 s is
-// refused at t0+5 .. t0+125 (t0+65 sweeps, nothing expired yet; the
-// nonces expire after t0+120, but the next sweep is more than MaxSkew
-// after t0+65) and taken at t0+130, under 2 × MaxSkew + MaxSkew after
-// they were kept.
+// refused at t0+5 .. t0+60 (the nonces are kept until their window ends,
+// t0+60, and the next sweep is more than MaxSkew after t0's) and taken
+// at t0+65, whose call sweeps them first.
 func TestMemoryNoncesFullSweptWhileRefused_RG5(t *testing.T) {
 	secret := []byte("0123456789abcdef-federation")
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -310,7 +309,104 @@ func TestMemoryNoncesFullSweptWhileRefused_RG5(t *testing.T) {
 	if taken.IsZero() {
 		t.Fatalf("par1's reads refused until t0+%s: a full map is never swept", now.Sub(t0))
 	}
-	if want := t0.Add(130 * time.Second); !taken.Equal(want) {
+	if want := t0.Add(65 * time.Second); !taken.Equal(want) {
 		t.Errorf("par1's reads, refused while the cap was met, first taken at t0+%s, want t0+%s", taken.Sub(t0), want.Sub(t0))
+	}
+}
+
+// TestMemoryReplayAfterAnotherCallsSweep_RG5: a call replayed at the last
+// moment its window takes it (ts + MaxSkew on this pod's clock) is
+// refused by its nonce kept in memory, on each path that keeps it there
+// (a read with ReadsInMemory, a connect's too, any call without
+// Nonces), even when another call sweeps the expired nonces, at a later
+// time, between the replay's reading of the clock and its look-up. The
+// worst original is verified at ts − MaxSkew (its caller's clock a
+// MaxSkew ahead): kept 2 × MaxSkew from then, until ts+60, the other
+// call's sweep at ts+61 forgot it, and the replay was taken.
+func TestMemoryReplayAfterAnotherCallsSweep_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	ts := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name          string
+		kind          Kind
+		readsInMemory bool
+		nonces        Nonces
+	}{
+		{"read kept in memory", KindRead, true, nil},
+		{"connect, one-process store", KindHeld, true, memNonces{}},
+		{"write without a nonce store", KindRecord, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := ts.Add(-MaxSkew)
+			var meanwhile func() // run once, as the clock is read
+			v := &Verifier{Secrets: NewSecrets(secret), ReadsInMemory: tc.readsInMemory, Started: ts.Add(-time.Hour), Nonces: tc.nonces}
+			v.Now = func() time.Time {
+				at := now
+				if f := meanwhile; f != nil {
+					meanwhile = nil
+					f()
+				}
+				return at
+			}
+			call := func(h map[string]string) error {
+				_, _, err := v.verify(t.Context(), func(k string) string { return h[k] }, "GET", LoadsPath, nil, tc.kind)
+				return err
+			}
+			h := Sign(secret, "GET", LoadsPath, "ams1", nil, ts)
+			if err := call(h); err != nil {
+				t.Fatalf("the original at ts-60: %v", err)
+			}
+			now = ts.Add(MaxSkew)
+			c, err := v.Check(func(k string) string { return h[k] }, tc.kind)
+			if err != nil {
+				t.Fatalf("the replay's headers at ts+60: %v", err)
+			}
+			meanwhile = func() {
+				now = ts.Add(MaxSkew + time.Second)
+				if err := call(Sign(secret, "GET", LoadsPath, "lon1", nil, now)); err != nil {
+					t.Errorf("another pod's call at ts+61: %v", err)
+				}
+			}
+			if _, err := v.Finish(t.Context(), c, "GET", LoadsPath, nil); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated {
+				t.Fatalf("replayed at ts+60, another call sweeping meanwhile at ts+61: %v, want Unauthenticated", err)
+			}
+		})
+	}
+}
+
+// TestMemoryNoncesRetryAfter_RG5: a call refused for the nonces kept in
+// memory (either cap) is told when to try again, as the store's nonce
+// budget does: when the first sweep after the earliest nonce kept
+// expires could free room, in whole seconds past it. With caps of 2 a
+// budget and 3 in all, t0 sweeping:
+//   - ams1's 2 nonces signed at t0+50 (kept until t0+110), its third at
+//     t0+10 refused: the next sweep is after t0+60, but nothing expires
+//     before t0+110: 100 s, and a second past it, 101;
+//   - fra1's nonce signed at t0+10 (kept until t0+70) fills the 3, lon1's
+//     call at t0+20 refused: the sweep after t0+70 frees it: 51 s;
+//   - lon1 again at t0+71 (t0+20 + 51 s): swept, taken.
+func TestMemoryNoncesRetryAfter_RG5(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v := &Verifier{Secrets: NewSecrets([]byte("0123456789abcdef-federation")), maxPerBudget: 2, maxTotal: 3}
+	ahead := t0.Add(50*time.Second + MaxSkew)
+	for _, n := range []string{"a1", "a2"} {
+		if err := v.remember("ams1", n, ahead, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := v.remember("ams1", "a3", ahead, t0.Add(10*time.Second))
+	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != 101*time.Second {
+		t.Errorf("ams1 past its cap: %v, Retry-After %s; want TooManyRequests, 1m41s", err, vdibroker.ErrorRetryAfter(err))
+	}
+	if err := v.remember("fra1", "f1", t0.Add(10*time.Second+MaxSkew), t0.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	err = v.remember("lon1", "l1", t0.Add(20*time.Second+MaxSkew), t0.Add(20*time.Second))
+	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != 51*time.Second {
+		t.Errorf("lon1 with 3 kept in all: %v, Retry-After %s; want TooManyRequests, 51s", err, vdibroker.ErrorRetryAfter(err))
+	}
+	again := t0.Add(20*time.Second + 51*time.Second)
+	if err := v.remember("lon1", "l1", again.Add(MaxSkew), again); err != nil {
+		t.Errorf("lon1 again after its Retry-After: %v", err)
 	}
 }
