@@ -50,7 +50,7 @@ type Error struct {
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
 	// RetryAfter, when set, is how long the caller should wait before
-	// trying again (the Retry-After header of a 503).
+	// trying again (the Retry-After header of a 429 or a 503).
 	RetryAfter time.Duration `json:"-"`
 }
 

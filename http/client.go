@@ -611,9 +611,43 @@ func decodeOpaqueErrorAnswer(resp *nethttp.Response, data []byte) error {
 		Message: fmt.Sprintf("HTTP %d, not a vdibroker answer (its body is not shown)", resp.StatusCode)}
 }
 
+// maxRetryAfter bounds the Retry-After taken from an answer: the
+// broker's own limits ask for seconds (a User's writes, 2 s) up to a
+// minute, and a pod's as much (PodDocumentsPerPod's bucket); a longer
+// wait, whatever a server or a proxy says, is not repeated to an
+// administrator or a script as when to try again.
+const maxRetryAfter = time.Hour
+
+// retryAfter is the Retry-After header v of an answer (the broker's, or
+// a peer pod's) as a duration, 0 when it is absent, malformed, not above
+// 0 or above maxRetryAfter. The broker and a pod send delay-seconds
+// (writeError); the HTTP-date form, which neither sends, is taken as
+// malformed.
+func retryAfter(v string) time.Duration {
+	if len(v) > 5 || v == "" {
+		return 0 // more digits than an hour's seconds has (3600)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || v[0] == '+' || time.Duration(n)*time.Second > maxRetryAfter {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
 // decodeErrorAnswer turns an error answer into *vdibroker.Error: the body's
-// error when it has one, else one made from the status.
+// error when it has one, else one made from the status. A 429 or a 503
+// keeps its Retry-After (retryAfter) as the error's RetryAfter, which the
+// CLI prints as when to try again; the client does not retry on its own.
 func decodeErrorAnswer(resp *nethttp.Response, data []byte) error {
+	e := errorAnswer(resp, data)
+	if resp.StatusCode == nethttp.StatusTooManyRequests || resp.StatusCode == nethttp.StatusServiceUnavailable {
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
+	}
+	return e
+}
+
+// errorAnswer is decodeErrorAnswer without the Retry-After.
+func errorAnswer(resp *nethttp.Response, data []byte) *vdibroker.Error {
 	var eb errorBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != nil && eb.Error.Code != "" {
 		return eb.Error

@@ -662,7 +662,7 @@ func (c *PodClient) SessionCommand(ctx context.Context, pod vdibroker.Pod, req v
 // names pod's URL, and a Contributor writes it, R-SEC). A pod whose
 // router does not know the call (404 or 405: an older version) is
 // PodUnavailable, saying so. A pod's refusal carries its Retry-After
-// (peerRetryAfter): a pod takes PodDocumentsPerPod writes a minute from
+// (retryAfter): a pod takes PodDocumentsPerPod writes a minute from
 // one pod, and the console says when to send again.
 func (c *PodClient) PutDocument(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodDocumentRequest) (*vdibroker.Federation, error) {
 	var out vdibroker.Federation
@@ -674,30 +674,9 @@ func (c *PodClient) PutDocument(ctx context.Context, pod vdibroker.Pod, req vdib
 	}
 	var e *vdibroker.Error
 	if errors.As(err, &e) && e.Code != vdibroker.EInternal { // a vdibroker pod's answer (decodeOpaqueErrorAnswer)
-		e.RetryAfter = peerRetryAfter(h.Get("Retry-After"))
+		e.RetryAfter = retryAfter(h.Get("Retry-After"))
 	}
 	return resultOrNil(&out, err)
-}
-
-// maxPeerRetryAfter bounds the Retry-After taken from a peer: a pod's own
-// limits ask for seconds (PodDocumentsPerPod's bucket, 2 s a write) up
-// to a minute; a longer wait, whatever a peer says, is not repeated to an
-// administrator as when to send again.
-const maxPeerRetryAfter = time.Hour
-
-// peerRetryAfter is a peer's Retry-After header v as a duration, 0 when
-// it is absent, malformed, not above 0 or above maxPeerRetryAfter. A pod
-// sends delay-seconds (writeError); the HTTP-date form, which a pod never
-// sends, is taken as malformed.
-func peerRetryAfter(v string) time.Duration {
-	if len(v) > 5 || v == "" {
-		return 0 // more digits than an hour's seconds has (3600)
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 || v[0] == '+' || time.Duration(n)*time.Second > maxPeerRetryAfter {
-		return 0
-	}
-	return time.Duration(n) * time.Second
 }
 
 // GlobalConnectResult is a global connect's answer.

@@ -48,6 +48,10 @@ type admin struct {
 	token  string
 	out    output
 	tls    clientTLSOptions
+	// who is the broker's whoami answer for whoKey's server and token,
+	// asked once for the command (whoAmI).
+	who    *vhttp.WhoAmI
+	whoKey string
 }
 
 // addAdminFlags registers --server, --token, --output and --query on a

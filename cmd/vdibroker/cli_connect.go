@@ -41,7 +41,7 @@ user's existing one. --dry-run shows the decision and stores nothing.
 			if err != nil {
 				return err
 			}
-			if user, err = connectUser(cmd, c, user); err != nil {
+			if user, err = adm.connectUser(cmd, c, user); err != nil {
 				return err
 			}
 			res, err := c.Connect(cmd.Context(), pool, vhttp.ConnectRequest{User: user, SessionHost: host, DryRun: dryRun})
@@ -82,8 +82,8 @@ const connectUserHelp = `Without --user, a User token connects its own user, the
 // is told to name one. A role this CLI does not know (a newer broker's)
 // is the broker's to judge: this build's table would refuse it, so it
 // too is told to name one.
-func connectUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, error) {
-	user, who, err := tokenUser(cmd, c, user)
+func (a *admin) connectUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, error) {
+	user, who, err := a.tokenUser(cmd, c, user)
 	if err != nil || user != "" {
 		return user, err
 	}
@@ -110,14 +110,14 @@ func knownRole(role string) bool {
 // may act for no other (R-E5), so --user would only repeat it; the
 // broker says whose the token is (whoami). For any other token it is ""
 // with whoami's answer, for the caller to say why --user is needed.
-func tokenUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, *vhttp.WhoAmI, error) {
+func (a *admin) tokenUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, *vhttp.WhoAmI, error) {
 	if err := emptyFlag(cmd, "user"); err != nil {
 		return "", nil, err
 	}
 	if cmd.Flags().Changed("user") {
 		return user, nil, nil
 	}
-	who, err := whoAmI(cmd.Context(), c)
+	who, err := a.whoAmI(cmd.Context(), c)
 	if err != nil {
 		return "", nil, err
 	}
@@ -127,12 +127,32 @@ func tokenUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, *vhttp
 	return "", who, nil
 }
 
-// whoAmI asks the broker whose c's token is.
-func whoAmI(ctx context.Context, c *vhttp.Client) (*vhttp.WhoAmI, error) {
-	who, err := c.WhoAmI(ctx)
+// whoAmI asks the broker whose c's token is (its answer's error as the
+// CLI shows it, fail).
+func (a *admin) whoAmI(ctx context.Context, c *vhttp.Client) (*vhttp.WhoAmI, error) {
+	who, err := a.whoAmIOnce(ctx, c)
 	if err != nil {
 		return nil, fail(err)
 	}
+	return who, nil
+}
+
+// whoAmIOnce is the broker's answer to whoami for c's server and token,
+// asked once for the command and then kept: a later step of the same
+// command that needs the token's role (tokenMayRead in nameHint, after
+// a logoff's 404 with a User token) reuses what the command learned
+// rather than asking again. The key keeps one token's answer from
+// being taken for another's; an error is not kept.
+func (a *admin) whoAmIOnce(ctx context.Context, c *vhttp.Client) (*vhttp.WhoAmI, error) {
+	key := c.BaseURL + "\x00" + c.Token
+	if a.who != nil && a.whoKey == key {
+		return a.who, nil
+	}
+	who, err := c.WhoAmI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.who, a.whoKey = who, key
 	return who, nil
 }
 

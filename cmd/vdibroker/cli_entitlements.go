@@ -475,7 +475,7 @@ func newApplicationCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if req.User, err = connectUser(cmd, c, req.User); err != nil {
+			if req.User, err = a.connectUser(cmd, c, req.User); err != nil {
 				return err
 			}
 			r, err := c.ConnectApplication(cmd.Context(), cg, req)
@@ -518,7 +518,7 @@ token names the user with --user.`,
 			if err != nil {
 				return err
 			}
-			user, who, err := tokenUser(cmd, c, user)
+			user, who, err := a.tokenUser(cmd, c, user)
 			if err != nil {
 				return err
 			}

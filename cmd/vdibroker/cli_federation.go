@@ -164,7 +164,7 @@ func newFederationSessionsCmd(a *admin) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			user, pod, err := federationSessionsUser(cmd, c, user)
+			user, pod, err := a.federationSessionsUser(cmd, c, user)
 			if err != nil {
 				return err
 			}
@@ -199,14 +199,14 @@ func newFederationSessionsCmd(a *admin) *cobra.Command {
 // with what she may do instead, and nothing is asked. Any other token
 // names the user (a usage error without --user) and reads the pod's
 // name from the federation document, as before.
-func federationSessionsUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, string, error) {
+func (a *admin) federationSessionsUser(cmd *cobra.Command, c *vhttp.Client, user string) (string, string, error) {
 	named := cmd.Flags().Changed("user")
-	user, who, err := tokenUser(cmd, c, user)
+	user, who, err := a.tokenUser(cmd, c, user)
 	if err != nil {
 		return "", "", err
 	}
 	if named {
-		if who, err = whoAmI(cmd.Context(), c); err != nil {
+		if who, err = a.whoAmI(cmd.Context(), c); err != nil {
 			return "", "", err
 		}
 	}
@@ -397,7 +397,7 @@ entitle the user (a User token's own are its identity's).
 			if err != nil {
 				return err
 			}
-			if user, err = connectUser(cmd, c, user); err != nil {
+			if user, err = a.connectUser(cmd, c, user); err != nil {
 				return err
 			}
 			res, err := c.GlobalConnect(cmd.Context(), name, vdibroker.GlobalConnectRequest{User: user, Groups: groups, DryRun: dryRun})

@@ -157,7 +157,7 @@ func (a *admin) suggestNames(cmd *cobra.Command, name nameKind) {
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), suggestTimeout)
 		defer cancel()
-		if hint := nameHint(ctx, c, kinds); hint != "" {
+		if hint := a.nameHint(ctx, c, kinds); hint != "" {
 			return hinted{err, hint}
 		}
 		return err
@@ -171,8 +171,8 @@ func (a *admin) suggestNames(cmd *cobra.Command, name nameKind) {
 // broker would refuse: each would be an audit entry of a request its
 // user never made, spending the token's budget of written refusals
 // (R-SEC).
-func tokenMayRead(ctx context.Context, c *vhttp.Client) (bool, error) {
-	who, err := c.WhoAmI(ctx)
+func (a *admin) tokenMayRead(ctx context.Context, c *vhttp.Client) (bool, error) {
+	who, err := a.whoAmIOnce(ctx, c)
 	if err != nil {
 		return false, err
 	}
@@ -184,12 +184,12 @@ func tokenMayRead(ctx context.Context, c *vhttp.Client) (bool, error) {
 // names of its kind the caller can list; "" when every name reads (the
 // answer was about something else, a session's id), a read or the list
 // fails, or nothing is near.
-func nameHint(ctx context.Context, c *vhttp.Client, names map[nameKind]string) string {
+func (a *admin) nameHint(ctx context.Context, c *vhttp.Client, names map[nameKind]string) string {
 	lc := *c // the caller's token, one page of names
 	lc.PageSize, lc.MaxPages = suggestPageSize, 1
 	// A User's token (it connects and logs off its own sessions, which
 	// answer 404 too) is not sent reads the broker refuses.
-	if read, err := tokenMayRead(ctx, &lc); err != nil || !read {
+	if read, err := a.tokenMayRead(ctx, &lc); err != nil || !read {
 		return ""
 	}
 	for k := kindPool; k <= kindGlobalEntitlement; k++ {

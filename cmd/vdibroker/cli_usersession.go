@@ -86,7 +86,7 @@ own open sessions in that pool (it may not read the pool's list).`,
 				return err
 			}
 			if pool == "" {
-				user, who, err := tokenUser(cmd, c, user)
+				user, who, err := a.tokenUser(cmd, c, user)
 				if err != nil {
 					return err
 				}
@@ -106,7 +106,7 @@ own open sessions in that pool (it may not read the pool's list).`,
 			// token's subject is her name when --user is left out. No
 			// earlier call of the command knows either, so a User
 			// token's list is whoami and her sessions, two requests.
-			who, err := whoAmI(cmd.Context(), c)
+			who, err := a.whoAmI(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
@@ -213,7 +213,7 @@ func newUserSessionActionCmd(a *admin, name, short string, required []string) *c
 			}
 			ids := []string{id}
 			if user != "" {
-				if ids, err = openSessionIDs(cmd.Context(), c, pool, user); err != nil {
+				if ids, err = a.openSessionIDs(cmd.Context(), c, pool, user); err != nil {
 					return fail(err)
 				}
 				if len(ids) == 0 {
@@ -277,7 +277,7 @@ func globalSessionAction(cmd *cobra.Command, a *admin, name, user, pod, id strin
 	if err != nil {
 		return err
 	}
-	user, who, err := tokenUser(cmd, c, user)
+	user, who, err := a.tokenUser(cmd, c, user)
 	if err != nil {
 		return err
 	}
@@ -372,8 +372,8 @@ func queuedLine(q *vdibroker.Command, pod string) string {
 // request she never made); any other caller reads the pool's list, so a
 // pool that does not exist is said so (404, with the names near it),
 // not taken for one without the user's session.
-func openSessionIDs(ctx context.Context, c *vhttp.Client, pool, user string) ([]string, error) {
-	read, err := tokenMayRead(ctx, c)
+func (a *admin) openSessionIDs(ctx context.Context, c *vhttp.Client, pool, user string) ([]string, error) {
+	read, err := a.tokenMayRead(ctx, c)
 	if err != nil {
 		return nil, err
 	}

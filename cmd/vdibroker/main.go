@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -53,13 +54,27 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	if err != nil {
 		// The message may quote a host, a peer pod or an identity
 		// provider: nothing of it acts on the terminal.
-		fmt.Fprintln(stderr, "error:", escapeTerminal(err.Error(), "\n"))
+		fmt.Fprintln(stderr, "error:", escapeTerminal(err.Error(), "\n")+retryHint(err))
 		if isUsageError(err) {
 			return 2
 		}
 		return 1
 	}
 	return 0
+}
+
+// retryHint is " (try again in N s)" for an error whose answer (a 429 or a
+// 503) said in its Retry-After when to try again (vhttp's client keeps
+// whole seconds 1..3600 of plain digits, nothing else), "" for any other:
+// the CLI does not retry on its own, a script reads the line and decides.
+// It ends the line on stderr whatever --output is, so stdout stays
+// empty, as with every error.
+func retryHint(err error) string {
+	d := vdibroker.ErrorRetryAfter(err)
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (try again in %d s)", int((d+time.Second-1)/time.Second))
 }
 
 // usageError marks errors in how a command was called (exit status 2).

@@ -64,6 +64,11 @@ type Main struct {
 	// the files at most once a second (nil: the real one; tests step a
 	// fake one).
 	TLSClock clock.PassiveClock
+	// ServerNow is the API server's clock (vhttp.Config.Now): its rate
+	// limits' buckets and its audit entries' times (nil: the real one;
+	// tests freeze it, so a bucket they empty refills by their clock
+	// alone, not a slow machine's).
+	ServerNow func() time.Time
 	// HSTSMaxAge is the max-age of the Strict-Transport-Security header
 	// of every answer over the broker's own TLS (0 = no header; serve's
 	// --hsts-max-age defaults to a year).
@@ -208,7 +213,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	undo = append(undo, m.stopDirectory)
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecrets: m.Federation.secrets, Logger: m.Logger,
 		OneProcessStore: storeKind(m.Database) == "sqlite", // its data dir's lock keeps it to this process
-		AdminTokenHash:  adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider})
+		AdminTokenHash:  adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider,
+		Now: m.ServerNow})
 	// Listening before the console is made: single sign-on's callback of
 	// a broker on loopback is its own URL (siteURL).
 	ln, err := net.Listen("tcp", m.Listen)
