@@ -376,7 +376,7 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 			if !after.After(end) {
 				return nil, err
 			}
-			return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s: its nonce was committed at %s, more than %s later (a slow commit here, or the caller's clock behind); nothing was done, send it again",
+			return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s: nonce committed at %s, over %s later (a slow commit here, or the caller's clock behind): nothing done, send again",
 				end.Add(-MaxSkew).UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339), MaxSkew)
 		}
 		return nil, nil

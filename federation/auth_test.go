@@ -218,8 +218,9 @@ func (s slowNonces) UseNonce(ctx context.Context, pod, nonce string, expires tim
 // have forgotten the nonce of a call it replays; the caller is told that
 // the commit ended past the window and that nothing was done, not only
 // that the clocks differ (a document push, a logoff for another pod show
-// it to an administrator). With a commit of 1 s it is still within the
-// window, and taken.
+// it to an administrator, its code and message cut at 200 characters,
+// so all of it fits). With a commit of 1 s it is still within the window,
+// and taken.
 func TestFinishAfterASlowCommit_RG5(t *testing.T) {
 	secret := []byte("0123456789abcdef-federation")
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -231,7 +232,7 @@ func TestFinishAfterASlowCommit_RG5(t *testing.T) {
 	}{
 		{"commit 1 s, at the window's end", time.Second, ""},
 		{"commit 2 s, a second past it", 2 * time.Second,
-			"pod-to-pod call signed at 2026-12-01T11:59:01Z: its nonce was committed at 2026-12-01T12:00:02Z, more than 1m0s later (a slow commit here, or the caller's clock behind); nothing was done, send it again"},
+			"pod-to-pod call signed at 2026-12-01T11:59:01Z: nonce committed at 2026-12-01T12:00:02Z, over 1m0s later (a slow commit here, or the caller's clock behind): nothing done, send again"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0
@@ -244,6 +245,9 @@ func TestFinishAfterASlowCommit_RG5(t *testing.T) {
 				t.Fatalf("committed within the window: %v, want it taken", err)
 			case tc.says != "" && (vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || vdibroker.ErrorMessage(err) != tc.says):
 				t.Fatalf("committed past the window: %v; want Unauthenticated %q", err, tc.says)
+			}
+			if n := len(vdibroker.EUnauthenticated + ": " + tc.says); n > 200 {
+				t.Errorf("the refusal as a console shows it is %d characters, cut at 200", n)
 			}
 		})
 	}
