@@ -367,9 +367,17 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 		// ended past the window may have forgotten the nonce of the call
 		// this one replays, so the call is taken only if it is still
 		// within it (its nonce stays recorded, which refuses nothing
-		// else).
-		if err := v.checkTime(c, v.now()); err != nil {
-			return nil, err
+		// else). The call has done nothing yet (its handler runs after
+		// Finish): its caller is told so, and why, not only that the
+		// clocks differ, as a slow commit is the likelier cause when
+		// they do not.
+		after := v.now()
+		if err := v.checkTime(c, after); err != nil {
+			if !after.After(end) {
+				return nil, err
+			}
+			return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s: nonce committed at %s, over %s later (a slow commit here, or the caller's clock behind): nothing done, send again",
+				end.Add(-MaxSkew).UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339), MaxSkew)
 		}
 		return nil, nil
 	case c.mode == recordHeld:

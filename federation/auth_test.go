@@ -199,6 +199,101 @@ func TestFinishChecksTheTimeAgain_RG5(t *testing.T) {
 	}
 }
 
+// slowNonces is a Nonces whose commit takes took on the injected clock
+// *now, as a store under load does.
+type slowNonces struct {
+	memNonces
+	now  *time.Time
+	took time.Duration
+}
+
+func (s slowNonces) UseNonce(ctx context.Context, pod, nonce string, expires time.Time) (bool, error) {
+	*s.now = s.now.Add(s.took)
+	return s.memNonces.UseNonce(ctx, pod, nonce, expires)
+}
+
+// TestFinishAfterASlowCommit_RG5: a write whose nonce is committed only
+// after its signature's window ended (here the caller's clock is 59 s
+// behind this pod's and the commit takes 2 s) is refused, as a sweep may
+// have forgotten the nonce of a call it replays; the caller is told that
+// the commit ended past the window and that nothing was done, not only
+// that the clocks differ (a document push, a logoff for another pod show
+// it to an administrator, its code and message cut at 200 characters,
+// so all of it fits). With a commit of 1 s it is still within the window,
+// and taken.
+func TestFinishAfterASlowCommit_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	body := []byte(`{"user":"alice"}`)
+	for _, tc := range []struct {
+		name string
+		took time.Duration
+		says string // "" taken
+	}{
+		{"commit 1 s, at the window's end", time.Second, ""},
+		{"commit 2 s, a second past it", 2 * time.Second,
+			"pod-to-pod call signed at 2026-12-01T11:59:01Z: nonce committed at 2026-12-01T12:00:02Z, over 1m0s later (a slow commit here, or the caller's clock behind): nothing done, send again"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := t0
+			v := &Verifier{Secrets: NewSecrets(secret), Pod: "fra1", Now: func() time.Time { return now },
+				Nonces: slowNonces{memNonces: memNonces{}, now: &now, took: tc.took}}
+			h := SignTo(secret, "PUT", DocumentPath, "ams1", "fra1", body, t0.Add(-59*time.Second))
+			_, err := v.Verify(t.Context(), func(k string) string { return h[k] }, "PUT", DocumentPath, body)
+			switch {
+			case tc.says == "" && err != nil:
+				t.Fatalf("committed within the window: %v, want it taken", err)
+			case tc.says != "" && (vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || vdibroker.ErrorMessage(err) != tc.says):
+				t.Fatalf("committed past the window: %v; want Unauthenticated %q", err, tc.says)
+			}
+			if n := len(vdibroker.EUnauthenticated + ": " + tc.says); n > 200 {
+				t.Errorf("the refusal as a console shows it is %d characters, cut at 200", n)
+			}
+		})
+	}
+}
+
+// TestMemoryNonceAtTheWindowsEnd_RG5: a nonce kept in memory is kept
+// until the very instant its signature's window ends, and a call is
+// taken up to it. t0's call sweeps; ams1's call signed and taken at t0+1
+// is kept until t0+61. At t0+61 a call signed MaxSkew behind (at t0+1)
+// is taken, though its own call swept the nonces at that instant, its
+// window's end; ams1's replay then is refused by its nonce, which that
+// sweep kept. A sweep at t0+122 forgets it (the replay is refused by its
+// time by then).
+func TestMemoryNonceAtTheWindowsEnd_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	v := &Verifier{Secrets: NewSecrets(secret), Now: func() time.Time { return now }}
+	call := func(h map[string]string) error {
+		_, err := v.VerifyRead(t.Context(), func(k string) string { return h[k] }, "GET", LoadsPath, nil)
+		return err
+	}
+	if err := call(Sign(secret, "GET", LoadsPath, "lon1", nil, t0)); err != nil {
+		t.Fatalf("the first call at t0 (it sweeps): %v", err)
+	}
+	now = t0.Add(time.Second)
+	ams1 := Sign(secret, "GET", LoadsPath, "ams1", nil, now)
+	if err := call(ams1); err != nil {
+		t.Fatalf("ams1's call at t0+1: %v", err)
+	}
+	now = t0.Add(MaxSkew + time.Second) // more than MaxSkew since t0: this call sweeps
+	if err := call(Sign(secret, "GET", LoadsPath, "lon1", nil, now.Add(-MaxSkew))); err != nil {
+		t.Fatalf("a call signed MaxSkew behind, sweeping at its window's end: %v, want it taken", err)
+	}
+	if err := call(ams1); vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || !strings.Contains(vdibroker.ErrorMessage(err), "nonce seen before") {
+		t.Fatalf("ams1's call replayed at its window's end, just swept: %v, want Unauthenticated as a replay", err)
+	}
+	now = now.Add(MaxSkew + time.Second)
+	if err := call(Sign(secret, "GET", LoadsPath, "lon1", nil, now)); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := v.nonces[ams1[HeaderNonce]]; kept {
+		t.Errorf("ams1's nonce kept past its window's end and a sweep")
+	}
+}
+
 // TestMemoryNoncesPerBudget_RG5: the nonces kept in memory (without
 // Nonces, and the reads' with ReadsInMemory) are bounded for each budget
 // (Call.Budget): one caller at maxMemoryNonces is refused
