@@ -459,6 +459,14 @@ func TestRDPE2E(t *testing.T) {
 	}
 	client = rdpClient(t, dir, "third.rdp", again.RDPFile, display, password)
 	e2eEventually(t, "the client attached a third time", 60*time.Second, func() bool { return rdpClientConnected(t, xdisplay) })
+	// Logged off only once the broker has it Active again, as a user's
+	// session is: a logoff within the first second of the client's
+	// connection, while it still negotiates, reaches it as a network
+	// failure, and its automatic reconnection then starts a new session.
+	e2eEventually(t, "the broker's session Active a third time", 30*time.Second, func() bool {
+		s := api.sessions(rdpPool, url.Values{"user": {rdpUser}})
+		return len(s) == 1 && s[0].ID == first.SessionID && s[0].State == vdibroker.StateActive
+	})
 
 	// Logoff through the API (R-S4): the agent ends the xrdp session and
 	// the user's processes, the client is told, the broker's session ends.
