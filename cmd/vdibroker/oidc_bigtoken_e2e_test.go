@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,20 +32,7 @@ func TestOIDCHugeIDTokenRefused(t *testing.T) {
 	op := testop.Start(t, "vdibroker-console", "console-secret",
 		testop.User{Subject: "hugo", Password: "pw-hugo", Name: "hugo@example.test", Groups: many},
 		testop.User{Subject: "gina", Password: "pw-gina", Name: "gina@example.test", Groups: []string{"pin-ops"}})
-	dir := t.TempDir()
-	roles, secret := filepath.Join(dir, "roles.yaml"), filepath.Join(dir, "secret")
-	if err := os.WriteFile(roles, []byte(oidcRoles), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(secret, []byte("console-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
-		OIDC: OIDCFlags{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecretFile: secret, RoleMapFile: roles, GroupsClaim: "groups"}}
-	if err := m.Open(t.Context()); err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := startOIDCBroker(t, op)
 	site, _ := url.Parse(m.URL())
 	hasSession := func(c *http.Client) bool {
 		for _, ck := range c.Jar.Cookies(site) {

@@ -45,21 +45,7 @@ func TestOIDCGroupsClaimBounded_RE6(t *testing.T) {
 		testop.User{Subject: "wide", Password: "pw-wide", Groups: manyGroups(vdibroker.MaxGroups)},
 		testop.User{Subject: "hoarder", Password: "pw-hoarder", Groups: manyGroups(vdibroker.MaxGroups + 1)},
 		testop.User{Subject: "longname", Password: "pw-longname", Groups: []string{"pin-ops", long}})
-	dir := t.TempDir()
-	roles := filepath.Join(dir, "roles.yaml")
-	secret := filepath.Join(dir, "secret")
-	if err := os.WriteFile(roles, []byte(oidcRoles), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(secret, []byte("console-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
-		OIDC: OIDCFlags{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecretFile: secret, RoleMapFile: roles, GroupsClaim: "groups"}}
-	if err := m.Open(t.Context()); err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(func() { m.Close() })
+	m := startOIDCBroker(t, op)
 	admin := vhttp.NewClient(m.URL(), m.AdminToken)
 	if _, err := admin.PutHostPool(t.Context(), "pin", map[string]any{}); err != nil {
 		t.Fatal(err)
@@ -126,4 +112,26 @@ func TestOIDCGroupsClaimBounded_RE6(t *testing.T) {
 			t.Errorf("a token of %d groups at the API: %v; want PermissionDenied saying %q", len(tc.groups), err, tc.want)
 		}
 	}
+}
+
+// startOIDCBroker starts a broker on loopback signing in with op (client
+// secret "console-secret", oidcRoles as its role map, groups from the
+// "groups" claim); the test's cleanup closes it.
+func startOIDCBroker(t *testing.T, op *testop.OP) *Main {
+	t.Helper()
+	dir := t.TempDir()
+	roles, secret := filepath.Join(dir, "roles.yaml"), filepath.Join(dir, "secret")
+	if err := os.WriteFile(roles, []byte(oidcRoles), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("console-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(),
+		OIDC: OIDCFlags{Issuer: op.Issuer, ClientID: op.ClientID, ClientSecretFile: secret, RoleMapFile: roles, GroupsClaim: "groups"}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
 }
