@@ -3,6 +3,7 @@ package power
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,30 @@ import (
 // StartRetryAfter is the Retry-After of a connect answered HostStarting: a
 // host takes about this long to boot and its agent to heartbeat.
 const StartRetryAfter = 30 * time.Second
+
+// MaxWaitingUsers bounds the users one pool's start VM on connect
+// remembers as waiting (R-SEC). Whoever may connect for any user (a
+// Contributor, the admin token, a federation peer's pod-to-pod connect:
+// up to vdibroker.MaxNoncesPerMinute calls a minute) names a new user at
+// each connect, each remembered StartTimeout: unbounded, a peer held
+// 600,000 names of up to 1 KiB in one pool's map, and every connect to
+// it walked them all. Past the bound a new user is counted for its own
+// connect (one more than those kept) but not kept, so the pool still
+// starts hosts for the users it keeps and one more; each is kept by a
+// SHA-256 of its folded name (32 bytes, whatever its length), so a pool
+// holds at most about 1 MiB of them.
+const MaxWaitingUsers = 10000
+
+// waiter is a waiting user's key: the SHA-256 of its folded name.
+type waiter [sha256.Size]byte
+
+// waitingUsers are one pool's users answered HostStarting within
+// StartTimeout, at most MaxWaitingUsers, with when each was; sweep is
+// when the oldest of them is due to be forgotten.
+type waitingUsers struct {
+	m     map[waiter]time.Time
+	sweep time.Time
+}
 
 // StartTimeout is how long a started host may take to heartbeat; after
 // it, start VM on connect no longer counts on it and may start another.
@@ -95,8 +120,8 @@ type Service struct {
 	log     *slog.Logger
 
 	mu      sync.Mutex
-	waiting map[string]map[string]time.Time // pool -> user -> when answered HostStarting
-	starts  keyed.Mutex                     // one start-on-connect decision per pool at a time
+	waiting map[string]*waitingUsers // by pool
+	starts  keyed.Mutex              // one start-on-connect decision per pool at a time
 	bg      sync.WaitGroup
 
 	stop      chan struct{}
@@ -793,36 +818,62 @@ func StartingHost(err error) string {
 
 // wait records that user waits for a host in pool and returns how many
 // users wait there (those answered HostStarting within StartTimeout).
+// A pool keeps at most MaxWaitingUsers: past it, user is counted for this
+// connect without being kept. The users are swept when the oldest is
+// due, at most once a second (a flood of new users would otherwise make
+// every connect walk them all), so one forgotten within the last second
+// may still be counted.
 func (s *Service) wait(pool, user string, now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.waiting == nil {
-		s.waiting = map[string]map[string]time.Time{}
+		s.waiting = map[string]*waitingUsers{}
 	}
 	w := s.waiting[pool]
 	if w == nil {
-		w = map[string]time.Time{}
+		w = &waitingUsers{m: map[waiter]time.Time{}}
 		s.waiting[pool] = w
 	}
-	user = vdibroker.FoldUser(user) // Alice and alice wait once (R-E5)
-	if _, ok := w[user]; !ok {
-		w[user] = now
-	}
-	for u, at := range w {
-		if now.Sub(at) > StartTimeout {
-			delete(w, u)
+	if !now.Before(w.sweep) {
+		var oldest time.Time
+		for u, at := range w.m {
+			switch {
+			case now.Sub(at) > StartTimeout:
+				delete(w.m, u)
+			case oldest.IsZero() || at.Before(oldest):
+				oldest = at
+			}
+		}
+		w.sweep = now.Add(time.Second)
+		if !oldest.IsZero() {
+			w.sweep = later(w.sweep, oldest.Add(StartTimeout+time.Nanosecond))
 		}
 	}
-	return len(w)
+	k := waiterKey(user)
+	if _, ok := w.m[k]; ok {
+		return len(w.m)
+	}
+	if len(w.m) >= MaxWaitingUsers {
+		return len(w.m) + 1
+	}
+	if len(w.m) == 0 {
+		w.sweep = later(now.Add(time.Second), now.Add(StartTimeout+time.Nanosecond))
+	}
+	w.m[k] = now
+	return len(w.m)
 }
+
+// waiterKey is user's key among the waiting: Alice and alice wait once
+// (R-E5), in 32 bytes whatever the name's length (R-SEC).
+func waiterKey(user string) waiter { return sha256.Sum256([]byte(vdibroker.FoldUser(user))) }
 
 // Unwait forgets that user waits in pool: placed, or nothing to wait for.
 func (s *Service) Unwait(pool, user string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.waiting[pool]; w != nil {
-		delete(w, vdibroker.FoldUser(user))
-		if len(w) == 0 {
+		delete(w.m, waiterKey(user))
+		if len(w.m) == 0 {
 			delete(s.waiting, pool)
 		}
 	}
