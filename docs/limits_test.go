@@ -9,6 +9,7 @@ import (
 	"github.com/vdibroker/vdibroker"
 	vdihttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
+	"github.com/vdibroker/vdibroker/power"
 	"github.com/vdibroker/vdibroker/websession"
 )
 
@@ -30,6 +31,9 @@ func TestDocsStateTheBounds(t *testing.T) {
 			fmt.Sprintf("is taken %d at once, then %d a minute from each calling pod", vdihttp.PodDocumentsPerPod, vdihttp.PodDocumentsPerPod)},
 		{"peer document writes (API table)", "federation.md",
 			fmt.Sprintf("a calling pod is taken %d at once, then %d a minute", vdihttp.PodDocumentsPerPod, vdihttp.PodDocumentsPerPod)},
+		// 10000: "at most 10,000 waiting users a pool" (R-SEC, R-A4).
+		{"start VM on connect's waiting users", "behaviour.md",
+			fmt.Sprintf("at most %s waiting users a pool", thousands(power.MaxWaitingUsers))},
 		{"gateway token TTL", "gateway.md",
 			fmt.Sprintf("| `--gateway-token-ttl` | %s |", shortDuration(vdibroker.DefaultGatewayTokenTTL.String()))},
 	} {
