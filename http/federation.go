@@ -610,11 +610,19 @@ func (c *PodClient) Sessions(ctx context.Context, pod vdibroker.Pod, req vdibrok
 	return out.Sessions, nil
 }
 
-// Connect asks pod to connect the user into one of its member pools.
+// Connect asks pod to connect the user into one of its member pools. A
+// pod's 429 or 503 carries its Retry-After (retryAfter): a member pool
+// whose host is starting (HostStarting, R-A4) says when to try again
+// only there, and the global decision repeats it (R-G1).
 func (c *PodClient) Connect(ctx context.Context, pod vdibroker.Pod, req vdibroker.PodConnectRequest) (*vdibroker.ConnectAnswer, error) {
 	var out vdibroker.ConnectAnswer
-	status, err := c.call(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse)
+	status, h, err := c.callHeader(ctx, pod, "POST", federation.ConnectPath, req, &out.ConnectResponse)
 	if err != nil {
+		var e *vdibroker.Error
+		if errors.As(err, &e) && e.Code != vdibroker.EInternal && // a vdibroker pod's answer
+			(status == nethttp.StatusTooManyRequests || status == nethttp.StatusServiceUnavailable) {
+			e.RetryAfter = retryAfter(h.Get("Retry-After"))
+		}
 		return nil, err
 	}
 	out.Created = status == nethttp.StatusCreated

@@ -786,10 +786,15 @@ func (s *Service) startForConnect(ctx context.Context, d Driver, pool *vdibroker
 	return hostStarting(pool.Name, h.Name)
 }
 
+// hostStarting is the HostStarting answer (R-A4) for pool: what is
+// happening, in words; when to try again is its Retry-After
+// (StartRetryAfter) alone, which every reader shows in its own form (the
+// CLI's " (try again in 30 s)", the portal's own words), so the line an
+// administrator reads says the wait once.
 func hostStarting(pool, host string) error {
-	msg := fmt.Sprintf("host pool %q has no capacity now; a session host is starting: try again in %d seconds", pool, int(StartRetryAfter/time.Second))
+	msg := fmt.Sprintf("host pool %q has no capacity now; a session host is starting", pool)
 	if host != "" {
-		msg = fmt.Sprintf("host pool %q has no capacity now; session host %q is starting: try again in %d seconds", pool, host, int(StartRetryAfter/time.Second))
+		msg = fmt.Sprintf("host pool %q has no capacity now; session host %q is starting", pool, host)
 	}
 	return &startingError{err: &vdibroker.Error{Code: vdibroker.EHostStarting, Message: msg, RetryAfter: StartRetryAfter}, host: host}
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -52,11 +55,19 @@ const updateAttempts = 3
 
 // updateIfMatch runs an update's read-modify-write, whose PUT carries the
 // read's ETag as If-Match, until it lands: one refused with
-// PreconditionFailed (another admin wrote the object in between, and
+// PreconditionFailed (another writer changed the object in between, and
 // nothing was written) reads again and applies the same flags to what is
-// there now, at most updateAttempts times in all (R-E13). Past that, the
-// error says so: nothing of this update was written.
-func updateIfMatch[T any](what string, attempt func() (T, error)) (T, error) {
+// there now, so both writers' changes land rather than the second
+// administrator being told to do it by hand; at most updateAttempts times
+// in all (R-E13). Between attempts it pauses (updateBackoff): two
+// commands refused at the same moment would otherwise read and write
+// again in step and refuse each other again. Past the last, the error
+// says the object kept changing, that nothing of this update was
+// written, and what to do; show is the command that reads the object
+// ("vdibroker applicationgroup show ..."). The pause ends early when ctx
+// does (Ctrl-C), with ctx's error and nothing more written.
+func updateIfMatch[T any](ctx context.Context, what, show string, attempt func() (T, error)) (T, error) {
+	b := backoffFrom(ctx)
 	for i := 1; ; i++ {
 		r, err := attempt()
 		if vdibroker.ErrorCode(err) != vdibroker.EPreconditionFailed {
@@ -64,9 +75,71 @@ func updateIfMatch[T any](what string, attempt func() (T, error)) (T, error) {
 		}
 		if i == updateAttempts {
 			return r, fail(&vdibroker.Error{Code: vdibroker.EPreconditionFailed, Message: fmt.Sprintf(
-				"%s was changed by someone else while this update ran, %d times: nothing of this update was written; run it again", what, i)})
+				"%s was changed by someone else while this update ran, %d times: nothing of this update was written; "+
+					"another administrator or script is changing it now: see what it holds (%s) and run the update again", what, i, show)})
+		}
+		if err := b.Sleep(ctx, b.pause(i)); err != nil {
+			return r, fmt.Errorf("%s changed while this update ran, and it stopped before it was written again: %w", what, err)
 		}
 	}
+}
+
+// updateBackoff is the pause after an update's attempt refused with
+// PreconditionFailed (updateIfMatch, R-E13): Sleep waits (the real one
+// sleeps, or ends with ctx; a test's records and returns at once), and
+// Jitter(n) is uniform in [0, n).
+type updateBackoff struct {
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Jitter func(n int64) int64
+}
+
+// Pauses after the first refused attempt and at most: the first is in
+// [50 ms, 100 ms), the second in [100 ms, 200 ms) (doubled, then up to
+// as much again at random), so an update under contention takes at most
+// 300 ms more than its three round trips.
+const (
+	updatePauseFirst = 50 * time.Millisecond
+	updatePauseMax   = 200 * time.Millisecond
+)
+
+// pause is the wait after the refused attempt n (1, 2, ...): base
+// updatePauseFirst doubled n-1 times, plus a jitter below the base, at
+// most updatePauseMax.
+func (b updateBackoff) pause(n int) time.Duration {
+	base := min(updatePauseFirst<<(n-1), updatePauseMax)
+	return min(base+time.Duration(b.Jitter(int64(base))), updatePauseMax)
+}
+
+// realUpdateBackoff sleeps on the wall clock.
+var realUpdateBackoff = updateBackoff{
+	Sleep: func(ctx context.Context, d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	},
+	Jitter: rand.Int64N,
+}
+
+// backoffKey is the context key of a command's updateBackoff.
+type backoffKey struct{}
+
+// withUpdateBackoff returns ctx whose commands pause with b (a test's,
+// which does not sleep).
+func withUpdateBackoff(ctx context.Context, b updateBackoff) context.Context {
+	return context.WithValue(ctx, backoffKey{}, b)
+}
+
+// backoffFrom is ctx's updateBackoff, the real one by default.
+func backoffFrom(ctx context.Context) updateBackoff {
+	if b, ok := ctx.Value(backoffKey{}).(updateBackoff); ok {
+		return b
+	}
+	return realUpdateBackoff
 }
 
 // createOnly runs a create's PUT with If-None-Match: * (R-E13), so it
@@ -210,7 +283,7 @@ func newApplicationGroupCmd() *cobra.Command {
 				return err
 			}
 			var notes []string // of the attempt written
-			r, err := updateIfMatch("application group "+un, func() (*vhttp.ApplicationGroupResult, error) {
+			r, err := updateIfMatch(cmd.Context(), "application group "+un, "vdibroker applicationgroup show --name "+un, func() (*vhttp.ApplicationGroupResult, error) {
 				g, err := c.GetApplicationGroupETag(cmd.Context(), un)
 				if err != nil {
 					return nil, err
@@ -356,14 +429,15 @@ func newApplicationCmd() *cobra.Command {
 				var r *vhttp.ApplicationResult
 				if update {
 					// Only over the application read (If-Match, R-E13).
-					r, err = updateIfMatch(fmt.Sprintf("application %s of %s", name, group), func() (*vhttp.ApplicationResult, error) {
-						app, err := c.GetApplicationETag(cmd.Context(), group, name)
-						if err != nil {
-							return nil, err
-						}
-						af.apply(cmd, &app.Application)
-						return c.PutApplication(cmd.Context(), group, name, &app.Application, vhttp.Condition{IfMatch: app.ETag})
-					})
+					r, err = updateIfMatch(cmd.Context(), fmt.Sprintf("application %s of %s", name, group),
+						fmt.Sprintf("vdibroker application show --application-group %s --name %s", group, name), func() (*vhttp.ApplicationResult, error) {
+							app, err := c.GetApplicationETag(cmd.Context(), group, name)
+							if err != nil {
+								return nil, err
+							}
+							af.apply(cmd, &app.Application)
+							return c.PutApplication(cmd.Context(), group, name, &app.Application, vhttp.Condition{IfMatch: app.ETag})
+						})
 					if err != nil {
 						return err
 					}

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vdibroker/vdibroker"
 	vhttp "github.com/vdibroker/vdibroker/http"
+	"github.com/vdibroker/vdibroker/power"
 )
 
 // TestCLIRetryAfter_RSEC: a broker on loopback whose rate limits (R-SEC)
@@ -65,6 +69,86 @@ func TestCLIRetryAfter_RSEC(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, tc.args...)
+			if r.code != 1 || r.stdout != "" || r.stderr != tc.want {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, stderr %q", r.code, r.stdout, r.stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestCLIRetryAfter_HostStarting_RA4: a connect that starts a stopped
+// host (start VM on connect, R-A4) is answered 503 HostStarting with
+// Retry-After 30, and the CLI's line says the wait once, in the form
+// every other answer with a Retry-After ends with: the broker's message
+// says what happens (the pool, the host starting), its Retry-After when
+// to try again. A script matches " (try again in N s)" at the end of
+// any such line, a host starting or a rate limit.
+func TestCLIRetryAfter_HostStarting_RA4(t *testing.T) {
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), PowerDrivers: power.Set{"sim": &power.Simulated{}}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	b := &cliBroker{tb: t, m: m}
+	b.ok("hostpool", "create", "--name", "cold", "--power-driver", "sim", "--start-vm-on-connect", "true", "--max-session-limit", "1")
+	// Registered, its agent not heard from yet: stopped, it is started
+	// on connect and takes sessions once its agent heartbeats.
+	token := strings.TrimSpace(b.ok("registration-token", "create", "--host-pool", "cold", "--expires", "1h", "--query", "token", "-o", "tsv"))
+	if _, err := vhttp.NewClient(m.URL(), "").Register(t.Context(), &vdibroker.RegisterRequest{Token: token, HostName: "cold-01", Address: "127.0.0.1:3389"}); err != nil {
+		t.Fatal(err)
+	}
+	b.ok("sessionhost", "stop", "--host-pool", "cold", "--name", "cold-01")
+
+	const want = `error: host pool "cold" has no capacity now; session host "cold-01" is starting (try again in 30 s)` + "\n"
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		// The first starts cold-01; the second, by then, is told to
+		// wait for it (room for one user per host: maxSessionLimit 1).
+		{"the connect that starts it", []string{"connect", "--host-pool", "cold", "--user", "alice@contoso.com"}},
+		{"as json, while it starts", []string{"connect", "--host-pool", "cold", "--user", "alice@contoso.com", "-o", "json"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := b.cli(tc.args...)
+			if r.code != 1 || r.stdout != "" || r.stderr != want {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, stderr %q", r.code, r.stdout, r.stderr, want)
+			}
+		})
+	}
+}
+
+// TestCLIRetryAfter_OtherAnswers_RSEC: the suffix is the CLI's, from the
+// Retry-After alone, for any 429 or 503 that has one, whatever the
+// message says (a server on loopback answering as a broker would, or as
+// a proxy): a 503 StoreUnavailable (R-OUT) and a proxy's bare 503 get
+// it; a 503 without Retry-After, or with a date, does not.
+func TestCLIRetryAfter_OtherAnswers_RSEC(t *testing.T) {
+	for _, tc := range []struct {
+		name, retryAfter, body, want string
+	}{
+		{"a broker's database away", "5",
+			`{"error":{"code":"StoreUnavailable","message":"the broker cannot reach its database right now; try again shortly"}}`,
+			"error: the broker cannot reach its database right now; try again shortly (try again in 5 s)\n"},
+		{"a proxy's 503", "120", "upstream busy",
+			"error: HTTP 503: upstream busy (try again in 120 s)\n"},
+		{"no Retry-After", "",
+			`{"error":{"code":"NoCapacity","message":"host pool \"office\" has no capacity"}}`,
+			"error: host pool \"office\" has no capacity\n"},
+		{"a date, not repeated", "Wed, 21 Oct 2015 07:28:00 GMT",
+			`{"error":{"code":"StoreUnavailable","message":"the broker cannot reach its database right now; try again shortly"}}`,
+			"error: the broker cannot reach its database right now; try again shortly\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.retryAfter != "" {
+					w.Header().Set("Retry-After", tc.retryAfter)
+				}
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, tc.body)
+			}))
+			t.Cleanup(srv.Close)
+			r := runCLI(t, "hostpool", "list", "--server", srv.URL, "--token", "vdb_any")
 			if r.code != 1 || r.stdout != "" || r.stderr != tc.want {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, stderr %q", r.code, r.stdout, r.stderr, tc.want)
 			}

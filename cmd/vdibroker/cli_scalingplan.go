@@ -318,7 +318,7 @@ func newScalingPlanUpdateCmd(a *admin) *cobra.Command {
 			}
 			// Only over the plan read (If-Match, R-E13): a plan changed in
 			// between is read again and the same flags applied to it.
-			res, err := updateIfMatch("scaling plan "+p.name, func() (*vhttp.ScalingPlanResult, error) {
+			res, err := updateIfMatch(cmd.Context(), "scaling plan "+p.name, "vdibroker scalingplan show --name "+p.name, func() (*vhttp.ScalingPlanResult, error) {
 				old, err := c.GetScalingPlanETag(cmd.Context(), p.name)
 				if err != nil {
 					return nil, err

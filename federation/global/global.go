@@ -553,7 +553,14 @@ func skipReason(err error) string {
 	case vdibroker.ERemoteAppUnsupported:
 		return federation.SkipRemoteAppUnsupported
 	}
-	return vdibroker.ErrorCode(err) + ": " + vdibroker.ErrorMessage(err)
+	reason := vdibroker.ErrorCode(err) + ": " + vdibroker.ErrorMessage(err)
+	if d := vdibroker.ErrorRetryAfter(err); d > 0 {
+		// A member pool's host starting (HostStarting, R-A4) says when
+		// to try again in its Retry-After alone, not in its words: the
+		// decision repeats it, in the CLI's form.
+		reason += fmt.Sprintf(" (try again in %d s)", int((d+time.Second-1)/time.Second))
+	}
+	return reason
 }
 
 // noCapacity is the refusal when no candidate took the session: the

@@ -1,0 +1,53 @@
+package http_test
+
+import (
+	nethttp "net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestPodConnectRetryAfter_RG1: a peer pod's refusal of a global
+// connect's member connect keeps its Retry-After when it is a 429 or a
+// 503 of a vdibroker pod: a member pool whose host is starting
+// (HostStarting, R-A4) says when to try again there alone, and the
+// global decision repeats it. Any other refusal, or an answer that is
+// not a vdibroker pod's, carries none.
+func TestPodConnectRetryAfter_RG1(t *testing.T) {
+	const starting = `{"error":{"code":"HostStarting","message":"host pool \"west\" has no capacity now; session host \"w-01\" is starting"}}`
+	for _, tc := range []struct {
+		name, header string
+		status       int
+		body         string
+		want         time.Duration
+	}{
+		{"host starting", "30", 503, starting, 30 * time.Second},
+		{"too many", "2", 429, `{"error":{"code":"TooManyRequests","message":"slow down"}}`, 2 * time.Second},
+		{"host starting, no Retry-After", "", 503, starting, 0},
+		{"a conflict's header is not taken", "30", 409, `{"error":{"code":"Conflict","message":"changed"}}`, 0},
+		{"not a vdibroker answer", "5", 503, `busy`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			peer := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+				if tc.header != "" {
+					w.Header().Set("Retry-After", tc.header)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				w.Write([]byte(tc.body))
+			}))
+			t.Cleanup(peer.Close)
+			_, err := vhttp.NewPodClient("pod1", []byte(testFedSecret)).Connect(t.Context(), vdibroker.Pod{Name: "pod0", URL: peer.URL},
+				vdibroker.PodConnectRequest{})
+			if err == nil {
+				t.Fatal("a refusal answered no error")
+			}
+			if got := vdibroker.ErrorRetryAfter(err); got != tc.want {
+				t.Errorf("Retry-After %q: RetryAfter %v, want %v (%v)", tc.header, got, tc.want, err)
+			}
+		})
+	}
+}
