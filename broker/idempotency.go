@@ -43,6 +43,13 @@ const (
 	idemOrderSlack = 1024
 )
 
+// IdempotencyMaxKeys and IdempotencyMaxBytes are the cache's bounds as
+// the documentation states them (docs/limits_test.go).
+const (
+	IdempotencyMaxKeys  = idemMax
+	IdempotencyMaxBytes = idemMaxBytes
+)
+
 // idemOverhead is what an entry holds beside its strings' bytes: the
 // entry (96 bytes), its done channel (96), the answer's fields (eight
 // string headers and the rest: 160), its slots in the map, the expiry
