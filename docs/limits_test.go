@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/broker"
 	vdihttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
 	"github.com/vdibroker/vdibroker/power"
@@ -34,6 +35,12 @@ func TestDocsStateTheBounds(t *testing.T) {
 		// 10000: "at most 10,000 waiting users a pool" (R-SEC, R-A4).
 		{"start VM on connect's waiting users", "behaviour.md",
 			fmt.Sprintf("at most %s waiting users a pool", thousands(power.MaxWaitingUsers))},
+		// 100000, 134217728: "100,000 keys at most and 128 MiB of their
+		// answers" (R-C6, R-SEC).
+		{"idempotency keys' bounds", "behaviour.md",
+			fmt.Sprintf("%s keys at most and %d MiB of their answers", thousands(broker.IdempotencyMaxKeys), broker.IdempotencyMaxBytes>>20)},
+		{"idempotency bytes (operations)", "operations.md",
+			fmt.Sprintf("at most %d MiB of connect answers a replica", broker.IdempotencyMaxBytes>>20)},
 		{"gateway token TTL", "gateway.md",
 			fmt.Sprintf("| `--gateway-token-ttl` | %s |", shortDuration(vdibroker.DefaultGatewayTokenTTL.String()))},
 	} {

@@ -855,7 +855,13 @@ func (s *Service) wait(pool, user string, now time.Time) int {
 		}
 	}
 	k := waiterKey(user)
-	if _, ok := w.m[k]; ok {
+	if at, ok := w.m[k]; ok {
+		if now.Sub(at) > StartTimeout {
+			// Kept past StartTimeout and not yet swept: she waits anew
+			// from now, as if the sweep had forgotten her first, rather
+			// than being forgotten at the next sweep while she waits.
+			w.m[k] = now
+		}
 		return len(w.m)
 	}
 	if len(w.m) >= MaxWaitingUsers {
