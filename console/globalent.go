@@ -59,7 +59,19 @@ type FederationConfig struct {
 	Pods DocumentSender
 	// Timeout bounds each pod's call; 0 is 10s.
 	Timeout time.Duration
+	// PeerWait is how long the page waits for the peers it asks for
+	// their health and loads (GET /api/v1/federation and
+	// /globalentitlements with peerWait); 0 is DefaultPeerWait. A peer
+	// that has not answered by then is shown as not answering, its call
+	// going on within --pod-timeout for the next read (R-G5).
+	PeerWait time.Duration
 }
+
+// DefaultPeerWait is FederationConfig.PeerWait's default: a peer that
+// answers at all answers its load call in milliseconds, and an
+// administrator opening the page during a peer's outage sees it at once
+// rather than after --pod-timeout.
+const DefaultPeerWait = time.Second
 
 // DocumentSender gives a pod the federation document this pod took from
 // principal (vhttp.PodClient).
