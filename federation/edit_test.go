@@ -329,7 +329,10 @@ func TestEditsLeaveACopyAlone(t *testing.T) {
 		}},
 		{"add home site", func(d *vdibroker.Federation) error { return AddHomeSite(d, "user", "carol", "apac") }},
 		{"remove home site", func(d *vdibroker.Federation) error { _, _, err := RemoveHomeSite(d, "group", "Sales"); return err }},
-		{"change home site", func(d *vdibroker.Federation) error { _, _, err := ChangeHomeSite(d, "group", "Sales", "apac"); return err }},
+		{"change home site", func(d *vdibroker.Federation) error {
+			_, _, err := ChangeHomeSite(d, "group", "Sales", "apac")
+			return err
+		}},
 		{"move home site", func(d *vdibroker.Federation) error { _, _, err := MoveHomeSite(d, "user", "erin", true); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
