@@ -251,7 +251,7 @@ func (g *Service) reason(err error) string {
 	var na *vdibroker.NoAnswer
 	switch {
 	case errors.As(err, &na):
-		return fmt.Sprintf("%s (asked still, up to the pod timeout, %s)", na.Error(), g.cfg.PodTimeout)
+		return fmt.Sprintf("%s (its call goes on, up to the pod timeout of %s)", na.Error(), g.cfg.PodTimeout)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("unreachable: timeout after %s", g.cfg.PodTimeout)
 	case errors.As(err, &e):
