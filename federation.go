@@ -340,12 +340,18 @@ type FederationService interface {
 	// stored one is refused (Conflict).
 	PutDocument(ctx context.Context, f *Federation) (created bool, err error)
 	// Status is the document, this pod, and what it knows of each peer,
-	// having asked the peers whose health is not fresh when askPeers.
-	Status(ctx context.Context, askPeers bool) (*FederationStatus, error)
+	// having asked the peers whose health is not fresh when askPeers,
+	// waiting for them at most wait (0: each until it answers or the
+	// pod timeout passes). A peer asked that has not answered by then
+	// has AskedAt set; its call goes on, within the pod timeout, for
+	// the next read.
+	Status(ctx context.Context, askPeers bool, wait time.Duration) (*FederationStatus, error)
 	// Entitlements returns every global entitlement (or the one named,
 	// when name is not empty: NotFound when there is none) with its
-	// members' loads.
-	Entitlements(ctx context.Context, name string) ([]EntitlementView, error)
+	// members' loads, waiting for the peers at most wait as Status
+	// does: a member of a peer that has not answered by then has an
+	// Error saying so (NoAnswer).
+	Entitlements(ctx context.Context, name string, wait time.Duration) ([]EntitlementView, error)
 	// Connect connects a user through global entitlement name: their
 	// existing session in scope first (R-G1), else a new one in the
 	// member pool R-G2..R-G4 choose, made by the chosen pod's own connect.
@@ -509,6 +515,23 @@ type PeerStatus struct {
 	GenerationMismatch bool `json:"generationMismatch,omitempty"`
 	// LatencyMs is the duration of the last call.
 	LatencyMs float64 `json:"latencyMs"`
+	// AskedAt is when a call to the peer began that had not been
+	// answered when the status was made: a read that waits for the
+	// peers at most a while (GET /federation?peerWait=) stopped waiting
+	// for it. Health, LastContact and Generation are then the calls'
+	// before it. nil when no call was under way.
+	AskedAt *time.Time `json:"askedAt,omitempty"`
+}
+
+// NoAnswer is why a read that waits for the peers at most Wait (GET
+// /federation and /globalentitlements with peerWait) says nothing of a
+// peer's pools: it had not answered by then. Its call is not cut: it
+// goes on within the pod timeout, and its answer is cached for the next
+// read.
+type NoAnswer struct{ Wait time.Duration }
+
+func (e *NoAnswer) Error() string {
+	return fmt.Sprintf("not answering: no answer within %s", e.Wait)
 }
 
 // EntitlementView is a global entitlement with its members' facts and

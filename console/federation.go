@@ -185,6 +185,9 @@ type fedStatus struct {
 		Generation         int64      `json:"generation"`
 		GenerationMismatch bool       `json:"generationMismatch"`
 		LatencyMs          float64    `json:"latencyMs"`
+		// AskedAt: a call to the peer under way, unanswered when the
+		// page stopped waiting for it (peerWait).
+		AskedAt *time.Time `json:"askedAt"`
 	} `json:"peers"`
 }
 
@@ -227,8 +230,23 @@ func (c *Console) renderFederation(rq *request, status int, data map[string]any,
 func (c *Console) renderFederationLoaded(rq *request, status int, data map[string]any, f *publishForm, loaded func([]fedEntitlement)) {
 	ctx := rq.r.Context()
 	data["Title"], data["Nav"] = "Federation", "federation"
-	var st fedStatus
-	err := rq.api.do(ctx, "GET", apiPrefix+"/federation", nil, &st)
+	// The peers' health and the members' loads, asked at once, each
+	// peer waited for at most the page's wait: a peer that accepts the
+	// connection and never answers is shown as not answering instead of
+	// holding the page for --pod-timeout (R-G5).
+	wait := cmp.Or(c.fed.PeerWait, DefaultPeerWait)
+	q := "?peerWait=" + url.QueryEscape(wait.String())
+	var (
+		st     fedStatus
+		ges    listAnswer[fedEntitlement]
+		gesErr error
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() {
+		gesErr = rq.api.do(ctx, "GET", apiPrefix+"/globalentitlements"+q, nil, &ges)
+	})
+	err := rq.api.do(ctx, "GET", apiPrefix+"/federation"+q, nil, &st)
+	wg.Wait()
 	switch vdibroker.ErrorCode(err) {
 	case "":
 	case vdibroker.ENotFound:
@@ -240,11 +258,11 @@ func (c *Console) renderFederationLoaded(rq *request, status int, data map[strin
 		c.apiError(rq, err)
 		return
 	}
-	var ges listAnswer[fedEntitlement]
-	if err := rq.api.do(ctx, "GET", apiPrefix+"/globalentitlements", nil, &ges); err != nil {
-		c.apiError(rq, err)
+	if gesErr != nil {
+		c.apiError(rq, gesErr)
 		return
 	}
+	data["PeerWait"] = wait.String()
 	type siteRow struct {
 		Name string
 		Pods []string

@@ -2,10 +2,12 @@ package console_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +43,27 @@ func newPodEnvAt(t *testing.T, pod string, now func() time.Time) *env {
 // wrap's (nil: NewPodClient's), to tell what the network does.
 func newPodEnvWith(t *testing.T, pod string, now func() time.Time, wrap func(http.RoundTripper) http.RoundTripper) *env {
 	t.Helper()
+	return newPodEnvConfig(t, podEnvConfig{pod: pod, now: now, wrap: wrap})
+}
+
+// podEnvConfig is how newPodEnvConfig makes a pod's env.
+type podEnvConfig struct {
+	pod  string
+	now  func() time.Time                          // nil: the real clock
+	wrap func(http.RoundTripper) http.RoundTripper // nil: NewPodClient's transport
+	// podTimeout is serve's --pod-timeout (0: 500ms); peerWait the
+	// Federation page's wait for the peers (0: its default).
+	podTimeout, peerWait time.Duration
+}
+
+// newPodEnvConfig is newPodEnv as cfg says.
+func newPodEnvConfig(t *testing.T, cfg podEnvConfig) *env {
+	t.Helper()
+	pod, now, wrap := cfg.pod, cfg.now, cfg.wrap
+	podTimeout := cfg.podTimeout
+	if podTimeout == 0 {
+		podTimeout = 500 * time.Millisecond
+	}
 	dsn := ""
 	if suitePostgres {
 		dsn = pgtest.SchemaDSN(t, "vdibroker_console_", "console PostgreSQL test")
@@ -57,10 +80,10 @@ func newPodEnvWith(t *testing.T, pod string, now func() time.Time, wrap func(htt
 		peers.HTTPClient.Transport = wrap(peers.HTTPClient.Transport)
 	}
 	srv := testserver.New(testserver.Config{Store: st, AdminToken: adminToken, Pod: pod,
-		Peers: peers, PodTimeout: 500 * time.Millisecond, FederationSecret: secret, Now: now})
+		Peers: peers, PodTimeout: podTimeout, FederationSecret: secret, Now: now})
 	t.Cleanup(func() { srv.Close() })
 	c := console.New(console.Config{API: srv.Handler(), Sessions: st, Now: now})
-	c.EnableFederation(console.FederationConfig{Pods: peers})
+	c.EnableFederation(console.FederationConfig{Pods: peers, PeerWait: cfg.peerWait})
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())
@@ -98,6 +121,70 @@ func TestFederationPage(t *testing.T) {
 	// pool-a: 1 session on 3 hosts of limit 4: 1/12 = 0.0833.
 	wantContains(t, a, "<strong>fra1</strong> in site <strong>emea</strong>", "generation <strong>7</strong>",
 		`data-peer="nyc1"`, "unreachable", "Global entitlement office", `data-member="fra1/pool-a"`, "0.0833")
+}
+
+// TestFederationPageNotAnsweringPeer_RG5: a peer that accepts the
+// connection and never answers held the Federation page for the whole
+// pod timeout (twice: the peers' health, then the members' loads) before
+// anything was shown. The page now waits for the peers at most its own
+// wait (200ms here, against a pod timeout of 20s) and names the peer as
+// not answering, in its row and its members': the page is answered while
+// the peer's handler is still blocked. The API's peerWait takes 1ms..1m.
+func TestFederationPageNotAnsweringPeer_RG5(t *testing.T) {
+	e := newPodEnvConfig(t, podEnvConfig{pod: "fra1", podTimeout: 20 * time.Second, peerWait: 200 * time.Millisecond})
+	e.seed()
+	var calls, blocked atomic.Int64
+	release := make(chan struct{})
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		blocked.Add(1)
+		defer blocked.Add(-1)
+		select { // accepted, never answered
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(peer.Close)
+	t.Cleanup(func() { close(release) }) // before peer.Close, which waits for the handlers
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
+		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "nyc1", Site: "emea", URL: peer.URL}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "nyc1", HostPool: "pool-b"}}}}}
+	if _, err := e.admin.PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.get("/federation")
+	stillBlocked := blocked.Load()
+	wantStatus(t, a, http.StatusOK)
+	if calls.Load() == 0 || stillBlocked == 0 {
+		t.Errorf("peer nyc1 was called %d times, %d of them still blocked when the page was answered; want the page answered while the peer's call is under way", calls.Load(), stillBlocked)
+	}
+	wantContains(t, a, `data-peer="nyc1" data-not-answering`, "not answering: no answer within 200ms", "asked ",
+		`data-member="nyc1/pool-b"`, `data-member="fra1/pool-a"`)
+	if n := strings.Count(a.body, "not answering: no answer within 200ms"); n < 2 {
+		t.Errorf("the page names the peer as not answering %d times, want its row and its member's:\n%s", n, pageText(a))
+	}
+
+	for _, bad := range []string{"0s", "2m", "-1s", "soon"} {
+		for _, path := range []string{"/api/v1/federation", "/api/v1/globalentitlements", "/api/v1/globalentitlements/office"} {
+			req, err := http.NewRequest(http.MethodGet, e.url+path+"?peerWait="+url.QueryEscape(bad), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+adminToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"field":"peerWait"`) || !strings.Contains(string(body), "1ms to 1m0s") {
+				t.Errorf("GET %s?peerWait=%s: HTTP %d %s, want 400 naming peerWait and its range", path, bad, resp.StatusCode, body)
+			}
+		}
+	}
 }
 
 // TestUserSessionsInOtherPods_RU3: on a pod, one user's sessions page

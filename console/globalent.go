@@ -59,7 +59,19 @@ type FederationConfig struct {
 	Pods DocumentSender
 	// Timeout bounds each pod's call; 0 is 10s.
 	Timeout time.Duration
+	// PeerWait is how long the page waits for the peers it asks for
+	// their health and loads (GET /api/v1/federation and
+	// /globalentitlements with peerWait); 0 is DefaultPeerWait. A peer
+	// that has not answered by then is shown as not answering, its call
+	// going on within --pod-timeout for the next read (R-G5).
+	PeerWait time.Duration
 }
+
+// DefaultPeerWait is FederationConfig.PeerWait's default: a peer that
+// answers at all answers its load call in milliseconds, and an
+// administrator opening the page during a peer's outage sees it at once
+// rather than after --pod-timeout.
+const DefaultPeerWait = time.Second
 
 // DocumentSender gives a pod the federation document this pod took from
 // principal (vhttp.PodClient).
@@ -364,13 +376,15 @@ func (c *Console) globalEntitlementSettings(rq *request) {
 	}, nil)
 }
 
-// homeSite is POST /federation/homesites: op add or remove the home
-// site of a user or a group (kind, principal; site for add), the
-// document's homeSites (R-G3). They are checked as the API checks them:
-// exactly one of user and group, a site of the document, and one home
-// site a user or a group, in any case (Alice is alice, R-E5): a second
-// is refused, to be removed first, not replaced unseen. A home site
-// places only through entitlements with useHomeSite; the page says so.
+// homeSite is POST /federation/homesites: op add, change (in place) or
+// remove the home site of a user or a group (kind, principal; site for
+// add and change), or move it up or down the list (R-G3). Checked as
+// the API checks the document: exactly one of user and group, a site of
+// the document, and one home site a user or a group, in any case (Alice
+// is alice, R-E5): a second is refused, not replaced unseen. A change
+// keeps its place in the list, where the first listed wins for a user
+// in several groups; a remove and an add put it last. A home site places
+// only through entitlements with useHomeSite; the page says so.
 func (c *Console) homeSite(rq *request) {
 	f := newPublishForm(formHomeSite, "")
 	op, kind, principal, site := rq.r.PostFormValue("op"), rq.r.PostFormValue("kind"), typed(rq, "principal"), typed(rq, "site")
@@ -381,32 +395,23 @@ func (c *Console) homeSite(rq *request) {
 	if !ok {
 		return
 	}
-	if op != "add" && op != "remove" {
-		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add or remove.", f)
-		return
+	switch op {
+	case "add":
+		c.addHomeSite(rq, f, gen, kind, principal, site)
+	case "remove":
+		c.removeHomeSite(rq, gen, kind, principal)
+	case "change":
+		c.changeHomeSite(rq, gen, kind, principal, site)
+	case "up", "down":
+		c.moveHomeSite(rq, gen, kind, principal, op == "up")
+	default:
+		c.renderFederationForm(rq, http.StatusBadRequest, "Nothing was changed: op must be add, change, up, down or remove.", f)
 	}
-	if op == "remove" {
-		// A remove button's hidden fields, not the add form's: the
-		// add form below is not what was refused.
-		f = removeForm("")
-		if err := federation.CheckHomeSiteOwner(kind, principal); err != nil {
-			c.refuseInput(rq, f, err, "Nothing was removed")
-			return
-		}
-		c.changeFederation(rq, f, gen, "Nothing was removed", func(doc *vdibroker.Federation) (string, bool, error) {
-			h, changed, err := federation.RemoveHomeSite(doc, kind, principal)
-			switch {
-			case err != nil:
-				return "", false, err
-			case !changed:
-				return fmt.Sprintf("The %s %s has no home site: nothing removed.", kind, principal), false, nil
-			}
-			return fmt.Sprintf("The %s %s no longer has home site %s: through an entitlement that uses home sites, %s (R-G3).",
-				kind, cmp.Or(h.User, h.Group), h.Site, map[string]string{"user": "her group's home site is used, else the site her connection arrived at",
-					"group": "its members start at their own home site, another group's, or the site their connection arrived at"}[kind]), true, nil
-		}, nil)
-		return
-	}
+}
+
+// addHomeSite is homeSite's op add: the add form f, refused beside its
+// inputs; the new home site goes last.
+func (c *Console) addHomeSite(rq *request, f *publishForm, gen int64, kind, principal, site string) {
 	if err := federation.CheckHomeSite(kind, principal, site); err != nil {
 		c.refuseInput(rq, f, err, "Nothing was changed")
 		return
@@ -426,6 +431,71 @@ func (c *Console) homeSite(rq *request) {
 			through = "through " + andList(using) + map[bool]string{true: ", which use home sites", false: ", which uses home sites"}[len(using) > 1]
 		}
 		return fmt.Sprintf("The %s %s has home site %s: %s, a connect starts there (R-G3; a user's own home site before a group's).", kind, principal, site, through), true, nil
+	}, nil)
+}
+
+// removeHomeSite is homeSite's op remove. Its button's hidden fields,
+// not the add form's: the add form is not what was refused.
+func (c *Console) removeHomeSite(rq *request, gen int64, kind, principal string) {
+	f := removeForm("")
+	if err := federation.CheckHomeSiteOwner(kind, principal); err != nil {
+		c.refuseInput(rq, f, err, "Nothing was removed")
+		return
+	}
+	c.changeFederation(rq, f, gen, "Nothing was removed", func(doc *vdibroker.Federation) (string, bool, error) {
+		h, changed, err := federation.RemoveHomeSite(doc, kind, principal)
+		switch {
+		case err != nil:
+			return "", false, err
+		case !changed:
+			return fmt.Sprintf("The %s %s has no home site: nothing removed.", kind, principal), false, nil
+		}
+		return fmt.Sprintf("The %s %s no longer has home site %s: through an entitlement that uses home sites, %s (R-G3).",
+			kind, cmp.Or(h.User, h.Group), h.Site, map[string]string{"user": "her group's home site is used, else the site her connection arrived at",
+				"group": "its members start at their own home site, another group's, or the site their connection arrived at"}[kind]), true, nil
+	}, nil)
+}
+
+// changeHomeSite is homeSite's op change: the listed home site's own
+// form (its row's site and button), refused in the banner.
+func (c *Console) changeHomeSite(rq *request, gen int64, kind, principal, site string) {
+	f := removeForm("")
+	if err := federation.CheckHomeSite(kind, principal, site); err != nil {
+		c.refuseInput(rq, f, err, "Nothing was changed")
+		return
+	}
+	c.changeFederation(rq, f, gen, "Nothing was changed", func(doc *vdibroker.Federation) (string, bool, error) {
+		was, changed, err := federation.ChangeHomeSite(doc, kind, principal, site)
+		switch {
+		case err != nil:
+			return "", false, err
+		case !changed:
+			return fmt.Sprintf("The %s %s has home site %s already: nothing changed.", kind, cmp.Or(was.User, was.Group), site), false, nil
+		}
+		return fmt.Sprintf("The %s %s has home site %s (was %s), in the same place in the list: through an entitlement that uses home sites, a connect starts there (R-G3).",
+			kind, cmp.Or(was.User, was.Group), site, was.Site), true, nil
+	}, nil)
+}
+
+// moveHomeSite is homeSite's op up or down: the listed home site one
+// place towards the first (which wins for a user in several groups,
+// R-G3) or the last.
+func (c *Console) moveHomeSite(rq *request, gen int64, kind, principal string, up bool) {
+	f := removeForm("")
+	if err := federation.CheckHomeSiteOwner(kind, principal); err != nil {
+		c.refuseInput(rq, f, err, "Nothing was moved")
+		return
+	}
+	c.changeFederation(rq, f, gen, "Nothing was moved", func(doc *vdibroker.Federation) (string, bool, error) {
+		at, changed, err := federation.MoveHomeSite(doc, kind, principal, up)
+		switch {
+		case err != nil:
+			return "", false, err
+		case !changed:
+			return fmt.Sprintf("The home site of the %s %s is %s of the list already: nothing moved.", kind, principal, map[bool]string{true: "first", false: "last"}[up]), false, nil
+		}
+		return fmt.Sprintf("The home site of the %s %s moved %s, to place %d of %d: a user in several groups with home sites starts at the one listed first (R-G3).",
+			kind, principal, map[bool]string{true: "up", false: "down"}[up], at, len(doc.HomeSites)), true, nil
 	}, nil)
 }
 

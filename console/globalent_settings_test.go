@@ -156,7 +156,7 @@ func TestHomeSitesFromConsole_RG3(t *testing.T) {
 
 	a = home(4, "op", "add", "kind", "user", "principal", "DORA", "site", "emea")
 	wantStatus(t, a, http.StatusBadRequest)
-	wantContains(t, a, `id="hs-principal-error"`, "the user Dora has home site amer already", "remove it first", `value="DORA"`)
+	wantContains(t, a, `id="hs-principal-error"`, "the user Dora has home site amer already", "change it where it is listed", `value="DORA"`)
 	a = home(4, "op", "add", "kind", "group", "principal", "Sales", "site", "emea")
 	wantStatus(t, a, http.StatusOK)
 	wantContains(t, a, "The group Sales has home site emea")
@@ -210,4 +210,114 @@ func TestHomeSiteNamesBeyondASCII_RSEC(t *testing.T) {
 	wantStatus(t, a, http.StatusOK)
 	wantContains(t, a, "no longer has home site emea")
 	bothHold(t, "removed", 3, func(d *vdibroker.Federation) bool { return len(d.HomeSites) == 0 }, fra, ams)
+}
+
+// TestHomeSiteChangedInPlace_RG3: dora is in groups Sales and Finance,
+// whose home sites are emea and emea, Sales's listed first. Changing
+// Sales's home site to amer on the console keeps its place (a remove and
+// an add put it last, behind Finance's, so she would have started at
+// emea still): she now starts at amer, on ams1, on both pods. Moving it
+// down puts Finance's first, and she starts at emea again; moving the
+// last one down, or changing one to the site it has, writes nothing. A
+// site the document does not list, a group without a home site, and an
+// unknown op are refused, nothing written.
+func TestHomeSiteChangedInPlace_RG3(t *testing.T) {
+	fra, ams := newFraAmsPods(t)
+	doc := docOf(t, fra)
+	doc.Generation = 2
+	doc.Sites = append(doc.Sites, vdibroker.Site{Name: "amer"})
+	doc.Pods[1].Site = "amer"
+	doc.GlobalEntitlements[0].UseHomeSite = true
+	doc.HomeSites = []vdibroker.HomeSite{{Group: "Sales", Site: "emea"}, {Group: "Finance", Site: "emea"}}
+	for _, x := range []*env{fra, ams} {
+		d := *doc
+		if _, err := x.admin.PutFederation(t.Context(), &d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dora := func() string {
+		t.Helper()
+		a, err := fra.admin.GlobalConnect(t.Context(), "office", vdibroker.GlobalConnectRequest{User: "dora", Groups: []string{"Finance", "Sales"}, DryRun: true})
+		if err != nil {
+			t.Fatalf("dora's dry-run connect: %v", err)
+		}
+		return a.Pod
+	}
+	if pod := dora(); pod != "fra1" {
+		t.Fatalf("before: dora is placed on %s, want fra1 (Sales's home site emea)", pod)
+	}
+	b := fra.browser()
+	b.signin(adminToken)
+	wantContains(t, b.get("/federation"), `data-home-site="group:Sales" data-site="emea" data-place="1"`, `data-action="change-home-site" data-principal="Sales"`,
+		`data-action="home-site-down" data-principal="Sales"`, `data-action="home-site-up" data-principal="Finance"`)
+	home := func(gen int64, kv ...string) answer {
+		return b.post("/federation/homesites", geForm(b.csrf("/federation"), gen, kv...))
+	}
+
+	a := home(2, "op", "change", "kind", "group", "principal", "SALES", "site", "amer")
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, "The group Sales has home site amer (was emea), in the same place in the list", `data-result-pod="ams1" data-result="applied"`,
+		`data-home-site="group:Sales" data-site="amer" data-place="1"`, `data-home-site="group:Finance" data-site="emea" data-place="2"`)
+	bothHold(t, "change", 3, func(d *vdibroker.Federation) bool {
+		return cmp.Equal(d.HomeSites, []vdibroker.HomeSite{{Group: "Sales", Site: "amer"}, {Group: "Finance", Site: "emea"}})
+	}, fra, ams)
+	if pod := dora(); pod != "ams1" {
+		t.Errorf("Sales's home site changed to amer: dora is placed on %s, want ams1", pod)
+	}
+
+	a = home(3, "op", "down", "kind", "group", "principal", "Sales")
+	wantStatus(t, a, http.StatusOK)
+	wantContains(t, a, "The home site of the group Sales moved down, to place 2 of 2",
+		`data-home-site="group:Finance" data-site="emea" data-place="1"`, `data-home-site="group:Sales" data-site="amer" data-place="2"`)
+	bothHold(t, "down", 4, func(d *vdibroker.Federation) bool {
+		return cmp.Equal(d.HomeSites, []vdibroker.HomeSite{{Group: "Finance", Site: "emea"}, {Group: "Sales", Site: "amer"}})
+	}, fra, ams)
+	if pod := dora(); pod != "fra1" {
+		t.Errorf("Finance's home site first: dora is placed on %s, want fra1", pod)
+	}
+
+	// Nothing to do: no write.
+	for _, form := range [][]string{
+		{"op", "down", "kind", "group", "principal", "Sales"},
+		{"op", "up", "kind", "group", "principal", "finance"},
+		{"op", "change", "kind", "group", "principal", "Sales", "site", "amer"},
+	} {
+		if a = home(4, form...); a.status != http.StatusSeeOther {
+			t.Errorf("%v: HTTP %d, want 303 and nothing written", form, a.status)
+		}
+	}
+	for _, tc := range []struct {
+		form   []string
+		status int
+		words  string
+	}{
+		{[]string{"op", "change", "kind", "group", "principal", "Sales", "site", "mars"}, http.StatusBadRequest, "is not a site of the federation document"},
+		{[]string{"op", "change", "kind", "group", "principal", "Ops", "site", "amer"}, http.StatusNotFound, "the group Ops has no home site: add one"},
+		{[]string{"op", "up", "kind", "robot", "principal", "Ops"}, http.StatusBadRequest, "must be user or group"},
+		{[]string{"op", "sideways", "kind", "group", "principal", "Sales"}, http.StatusBadRequest, "op must be add, change, up, down or remove"},
+	} {
+		a = home(4, tc.form...)
+		wantStatus(t, a, tc.status)
+		wantContains(t, a, tc.words)
+	}
+	// A Reader is refused by the API (the page shows her no form), and
+	// a post without the sign-in's CSRF token before anything is read.
+	reader := fra.browser()
+	reader.signin(fra.token("Reader"))
+	if page := reader.get("/federation"); strings.Contains(page.body, `data-action="change-home-site"`) || strings.Contains(page.body, `data-action="home-site-up"`) {
+		t.Errorf("a Reader is shown the home site forms")
+	}
+	for _, op := range []string{"change", "up"} {
+		f := geForm(reader.csrf("/federation"), 4, "op", op, "kind", "group", "principal", "Sales", "site", "emea")
+		if a := reader.post("/federation/homesites", f); a.status != http.StatusForbidden || !strings.Contains(a.body, "Refused by the broker") {
+			t.Errorf("a Reader's %s: HTTP %d", op, a.status)
+		}
+		f.Del("csrf")
+		if a := b.post("/federation/homesites", f); a.status != http.StatusForbidden || !strings.Contains(a.body, "CSRF") {
+			t.Errorf("the admin's %s without CSRF: HTTP %d", op, a.status)
+		}
+	}
+	bothHold(t, "refused", 4, func(d *vdibroker.Federation) bool {
+		return cmp.Equal(d.HomeSites, []vdibroker.HomeSite{{Group: "Finance", Site: "emea"}, {Group: "Sales", Site: "amer"}})
+	}, fra, ams)
 }

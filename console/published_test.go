@@ -392,3 +392,64 @@ func TestPoolPagePublishedAsksNoPeer_RG5(t *testing.T) {
 		t.Errorf("GET /api/v1/federation?askPeers=yes: HTTP %d, want 400", got)
 	}
 }
+
+// TestPoolPagePublishedSeveralRemoteAppGroups_RE1: a pool with two
+// RemoteApp groups, finance-apps (excel, sap, for Finance) and sales-apps
+// (crm, excel, for Sales). An application belongs to one group (R-E1, as
+// in AVD): each group's row on the card lists its own applications
+// beside whom it is assigned to, so excel is listed twice because it is
+// published twice, as two applications (each its own path, command line
+// and remove button), to two audiences; no group lists the other's.
+func TestPoolPagePublishedSeveralRemoteAppGroups_RE1(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.seed()
+	for _, g := range []struct {
+		name, to string
+		apps     []string
+	}{{"finance-apps", "Finance", []string{"excel", "sap"}}, {"sales-apps", "Sales", []string{"crm", "excel"}}} {
+		if _, err := e.admin.PutApplicationGroup(ctx, g.name, &vdibroker.ApplicationGroup{HostPool: "pool-a", ApplicationGroupType: vdibroker.AppGroupRemoteApp,
+			Assignments: vdibroker.Assignments{Groups: []string{g.to}}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range g.apps {
+			if _, err := e.admin.PutApplication(ctx, g.name, a, &vdibroker.Application{FilePath: `C:\` + g.name + `\` + a + `.exe`}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b := e.browser()
+	b.signin(adminToken)
+	a := b.get("/pools/pool-a")
+	wantStatus(t, a, http.StatusOK)
+	row := func(group string) string {
+		t.Helper()
+		_, after, ok := strings.Cut(a.body, `<tr data-group="`+group+`"`)
+		if !ok {
+			t.Fatalf("no row of %s on the card:\n%s", group, pageText(a))
+		}
+		r, _, _ := strings.Cut(after, "</tr>")
+		return r
+	}
+	for _, tc := range []struct {
+		group, to string
+		want      []string
+		not       string
+	}{
+		{"finance-apps", "1 group: Finance", []string{"excel", "sap"}, "crm"},
+		{"sales-apps", "1 group: Sales", []string{"crm", "excel"}, "sap"},
+	} {
+		r := row(tc.group)
+		var got []string
+		for _, part := range strings.Split(r, `data-app="`)[1:] {
+			name, _, _ := strings.Cut(part, `"`)
+			got = append(got, name)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") || !strings.Contains(r, tc.to) || strings.Contains(r, tc.not) {
+			t.Errorf("%s's row lists %v (want %v), assigned %q:\n%s", tc.group, got, tc.want, tc.to, r)
+		}
+	}
+	if n := strings.Count(a.body, `apps/remove" class="inline">`); n != 4 {
+		t.Errorf("%d remove buttons of applications, want 4 (one per group's application)", n)
+	}
+}

@@ -309,15 +309,15 @@ func ChangeSettings(doc *vdibroker.Federation, name string, s Settings) (before 
 
 // AddHomeSite gives a user or a group (kind) home site site (R-G3). A
 // user or a group has one home site, names compared in any case (R-E5,
-// as Validate compares them): a second is refused, to be removed first,
-// not replaced unseen. site must be one of doc's.
+// as Validate compares them): a second is refused, not replaced unseen
+// (ChangeHomeSite changes it). site must be one of doc's.
 func AddHomeSite(doc *vdibroker.Federation, kind, principal, site string) error {
 	if err := CheckHomeSite(kind, principal, site); err != nil {
 		return err
 	}
 	if i := homeSiteOf(doc, kind, principal); i >= 0 {
 		h := doc.HomeSites[i]
-		return vdibroker.FieldError("principal", "the %s %s has home site %s already (a %s has one home site, in any case): remove it first, then add the new one",
+		return vdibroker.FieldError("principal", "the %s %s has home site %s already (a %s has one home site, in any case): change it where it is listed",
 			kind, h.User+h.Group, h.Site, kind)
 	}
 	if !slices.ContainsFunc(doc.Sites, func(s vdibroker.Site) bool { return s.Name == site }) {
@@ -346,6 +346,67 @@ func RemoveHomeSite(doc *vdibroker.Federation, kind, principal string) (removed 
 	removed = doc.HomeSites[i]
 	doc.HomeSites = slices.Delete(slices.Clone(doc.HomeSites), i, i+1)
 	return removed, true, nil
+}
+
+// ChangeHomeSite gives the user or group (kind) that has a home site,
+// named in any case, site instead, in its place in doc's list: a user in
+// several groups with home sites starts at the first listed (R-G3), so
+// a change that removed it and added it again, last, could change
+// where such a user starts. before is its home site as it was; changed
+// false when it is site already. NotFound when it has none; site must be
+// one of doc's.
+func ChangeHomeSite(doc *vdibroker.Federation, kind, principal, site string) (before vdibroker.HomeSite, changed bool, err error) {
+	if err := CheckHomeSite(kind, principal, site); err != nil {
+		return before, false, err
+	}
+	i, err := homeSiteIndex(doc, kind, principal)
+	if err != nil {
+		return before, false, err
+	}
+	if !slices.ContainsFunc(doc.Sites, func(s vdibroker.Site) bool { return s.Name == site }) {
+		return before, false, vdibroker.FieldError("site", "is not a site of the federation document; its sites are %s", names(doc.Sites))
+	}
+	before = doc.HomeSites[i]
+	if before.Site == site {
+		return before, false, nil
+	}
+	doc.HomeSites = slices.Clone(doc.HomeSites)
+	doc.HomeSites[i].Site = site
+	return before, true, nil
+}
+
+// MoveHomeSite moves the home site of the user or group (kind), named in
+// any case, one place up (towards the first, which wins for a user in
+// several groups, R-G3) or down in doc's list. at is its place after,
+// from 1; changed false when it is first (up) or last (down) already.
+// NotFound when it has none.
+func MoveHomeSite(doc *vdibroker.Federation, kind, principal string, up bool) (at int, changed bool, err error) {
+	if err := CheckHomeSiteOwner(kind, principal); err != nil {
+		return 0, false, err
+	}
+	i, err := homeSiteIndex(doc, kind, principal)
+	if err != nil {
+		return 0, false, err
+	}
+	j := i + 1
+	if up {
+		j = i - 1
+	}
+	if j < 0 || j >= len(doc.HomeSites) {
+		return i + 1, false, nil
+	}
+	doc.HomeSites = slices.Clone(doc.HomeSites)
+	doc.HomeSites[i], doc.HomeSites[j] = doc.HomeSites[j], doc.HomeSites[i]
+	return j + 1, true, nil
+}
+
+// homeSiteIndex is homeSiteOf, NotFound when kind's principal has no
+// home site in doc.
+func homeSiteIndex(doc *vdibroker.Federation, kind, principal string) (int, error) {
+	if i := homeSiteOf(doc, kind, principal); i >= 0 {
+		return i, nil
+	}
+	return -1, vdibroker.Errorf(vdibroker.ENotFound, "the %s %s has no home site: add one", kind, principal)
 }
 
 // homeSiteOf is the index of the home site of kind's principal in doc,

@@ -193,6 +193,40 @@ func TestEdits(t *testing.T) {
 			_, changed, err := RemoveHomeSite(d, "user", long)
 			return changed, err
 		}, false, vdibroker.EInvalid, "principal", nil},
+		{"change home site, in another case", func(d *vdibroker.Federation) (bool, error) {
+			h, changed, err := ChangeHomeSite(d, "group", "SALES", "apac")
+			return changed && h.Site == "emea", err
+		}, true, "", "", func(d *vdibroker.Federation) bool {
+			return cmp.Equal(d.HomeSites, []vdibroker.HomeSite{{Group: "Sales", Site: "apac"}}) // its name as it was
+		}},
+		{"change home site: the same", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeHomeSite(d, "group", "Sales", "emea")
+			return changed, err
+		}, false, "", "", nil},
+		{"change home site: unknown site", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeHomeSite(d, "group", "Sales", "amer")
+			return changed, err
+		}, false, vdibroker.EInvalid, "site", nil},
+		{"change home site: none", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeHomeSite(d, "user", "Sales", "apac") // Sales is a group
+			return changed, err
+		}, false, vdibroker.ENotFound, "", nil},
+		{"change home site: bad kind", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeHomeSite(d, "robot", "Sales", "apac")
+			return changed, err
+		}, false, vdibroker.EInvalid, "kind", nil},
+		{"move home site: the only one", func(d *vdibroker.Federation) (bool, error) {
+			at, changed, err := MoveHomeSite(d, "group", "sales", true)
+			return changed || at != 1, err
+		}, false, "", "", nil},
+		{"move home site: none", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := MoveHomeSite(d, "group", "Finance", false)
+			return changed, err
+		}, false, vdibroker.ENotFound, "", nil},
+		{"move home site: bad name", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := MoveHomeSite(d, "group", long, false)
+			return changed, err
+		}, false, vdibroker.EInvalid, "principal", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := editDoc()
@@ -261,7 +295,7 @@ func TestEditsLeaveACopyAlone(t *testing.T) {
 		d := editDoc()
 		d.GlobalEntitlements[0].Members = append(d.GlobalEntitlements[0].Members, vdibroker.Member{Pod: "ams1", HostPool: "pool-c"})
 		d.GlobalEntitlements = slices.Grow(d.GlobalEntitlements, 4)
-		d.HomeSites = slices.Grow(d.HomeSites, 4)
+		d.HomeSites = slices.Grow(append(d.HomeSites, vdibroker.HomeSite{User: "erin", Site: "apac"}), 4)
 		for i := range d.GlobalEntitlements {
 			ge := &d.GlobalEntitlements[i]
 			ge.Members, ge.Users, ge.Groups = slices.Grow(ge.Members, 4), slices.Grow(ge.Users, 4), slices.Grow(ge.Groups, 4)
@@ -295,6 +329,11 @@ func TestEditsLeaveACopyAlone(t *testing.T) {
 		}},
 		{"add home site", func(d *vdibroker.Federation) error { return AddHomeSite(d, "user", "carol", "apac") }},
 		{"remove home site", func(d *vdibroker.Federation) error { _, _, err := RemoveHomeSite(d, "group", "Sales"); return err }},
+		{"change home site", func(d *vdibroker.Federation) error {
+			_, _, err := ChangeHomeSite(d, "group", "Sales", "apac")
+			return err
+		}},
+		{"move home site", func(d *vdibroker.Federation) error { _, _, err := MoveHomeSite(d, "user", "erin", true); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			orig := roomy()
@@ -322,7 +361,7 @@ func TestEditsLeaveACopyAlone(t *testing.T) {
 		if err := AddHomeSite(&b, "user", "dave", "emea"); err != nil {
 			t.Fatal(err)
 		}
-		if a.Entitlement("sales-carol") == nil || a.Entitlement("sales-dave") != nil || a.HomeSites[1].User != "carol" {
+		if a.Entitlement("sales-carol") == nil || a.Entitlement("sales-dave") != nil || a.HomeSites[2].User != "carol" {
 			t.Errorf("an edit of another copy changed this one: %+v", a)
 		}
 	})
@@ -399,5 +438,67 @@ func TestEditsHoldTheMemberLimits(t *testing.T) {
 	doc := roomFor(1)
 	if _, err := AddMember(doc, "office", vdibroker.Member{Pod: "ams1", HostPool: "pool-z"}); err != nil {
 		t.Fatalf("the document's last member refused: %v", err)
+	}
+}
+
+// TestHomeSiteEditsKeepTheOrder_RG3: a user in several groups with home
+// sites starts at the first listed (R-G3), so changing a group's home
+// site keeps its place (a remove and an add put it last, and moved where
+// such a user starts), and a move swaps it with its neighbour only.
+func TestHomeSiteEditsKeepTheOrder_RG3(t *testing.T) {
+	three := func() *vdibroker.Federation {
+		d := editDoc()
+		d.HomeSites = []vdibroker.HomeSite{{Group: "Sales", Site: "emea"}, {Group: "Finance", Site: "apac"}, {User: "carol", Site: "emea"}}
+		return d
+	}
+	for _, tc := range []struct {
+		name    string
+		edit    func(*vdibroker.Federation) (bool, error)
+		changed bool
+		want    []vdibroker.HomeSite
+	}{
+		{"change the first", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeHomeSite(d, "group", "sales", "apac")
+			return changed, err
+		}, true, []vdibroker.HomeSite{{Group: "Sales", Site: "apac"}, {Group: "Finance", Site: "apac"}, {User: "carol", Site: "emea"}}},
+		{"change the middle one", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := ChangeHomeSite(d, "group", "Finance", "emea")
+			return changed, err
+		}, true, []vdibroker.HomeSite{{Group: "Sales", Site: "emea"}, {Group: "Finance", Site: "emea"}, {User: "carol", Site: "emea"}}},
+		{"move the second up: it is first", func(d *vdibroker.Federation) (bool, error) {
+			at, changed, err := MoveHomeSite(d, "group", "finance", true)
+			return changed && at == 1, err
+		}, true, []vdibroker.HomeSite{{Group: "Finance", Site: "apac"}, {Group: "Sales", Site: "emea"}, {User: "carol", Site: "emea"}}},
+		{"move the first down", func(d *vdibroker.Federation) (bool, error) {
+			at, changed, err := MoveHomeSite(d, "group", "Sales", false)
+			return changed && at == 2, err
+		}, true, []vdibroker.HomeSite{{Group: "Finance", Site: "apac"}, {Group: "Sales", Site: "emea"}, {User: "carol", Site: "emea"}}},
+		{"move the first up: nothing", func(d *vdibroker.Federation) (bool, error) {
+			_, changed, err := MoveHomeSite(d, "group", "Sales", true)
+			return changed, err
+		}, false, nil},
+		{"move the last down: nothing", func(d *vdibroker.Federation) (bool, error) {
+			at, changed, err := MoveHomeSite(d, "user", "Carol", false)
+			return changed || at != 3, err
+		}, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := three()
+			changed, err := tc.edit(d)
+			if err != nil || changed != tc.changed {
+				t.Fatalf("changed %v, err %v; want changed %v", changed, err, tc.changed)
+			}
+			want := tc.want
+			if want == nil {
+				want = three().HomeSites
+			}
+			if diff := cmp.Diff(want, d.HomeSites); diff != "" {
+				t.Errorf("home sites (-want +got):\n%s", diff)
+			}
+			Normalize(d)
+			if err := Validate(d, Self{Pod: "fra1"}); err != nil {
+				t.Errorf("the document after the edit is not valid: %v", err)
+			}
+		})
 	}
 }

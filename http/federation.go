@@ -86,12 +86,17 @@ func (s *Server) putFederation(w nethttp.ResponseWriter, r *nethttp.Request) err
 	return nil
 }
 
-// getFederation is GET /federation[?askPeers=false]: the document and
-// each peer's health, the peers whose load summary is not cached asked
-// for it first; with askPeers=false none is asked and each is as last
-// heard of (the console's pool page reads the document alone, and would
-// otherwise wait out a peer that does not answer).
+// getFederation is GET /federation[?askPeers=false][&peerWait=1s]: the
+// document and each peer's health, the peers whose load summary is not
+// cached asked for it first, waited for at most peerWait; with
+// askPeers=false none is asked and each is as last heard of (the
+// console's pool page reads the document alone, and would otherwise wait
+// out a peer that does not answer).
 func (s *Server) getFederation(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	wait, err := peerWait(r)
+	if err != nil {
+		return err
+	}
 	ask := true
 	if q := r.URL.Query(); q.Has("askPeers") {
 		switch v := q.Get("askPeers"); v {
@@ -106,7 +111,7 @@ func (s *Server) getFederation(w nethttp.ResponseWriter, r *nethttp.Request) err
 	if err != nil {
 		return err
 	}
-	st, err := fed.g.Status(r.Context(), ask)
+	st, err := fed.g.Status(r.Context(), ask, wait)
 	if err != nil {
 		return err
 	}
@@ -114,12 +119,42 @@ func (s *Server) getFederation(w nethttp.ResponseWriter, r *nethttp.Request) err
 	return nil
 }
 
+// MaxPeerWait bounds peerWait: longer is no read a page waits for.
+const MaxPeerWait = time.Minute
+
+// peerWait is the request's peerWait (0 when absent: each peer is waited
+// for until it answers or the pod timeout passes): how long a read of
+// the federation waits for the peers it asks (R-G5). The console's
+// Federation page asks with a second or two, so a peer that accepts the
+// connection and never answers does not hold the page for the pod
+// timeout; it is named as not answering (vdibroker.NoAnswer,
+// PeerStatus.AskedAt).
+func peerWait(r *nethttp.Request) (time.Duration, error) {
+	q := r.URL.Query()
+	if !q.Has("peerWait") {
+		return 0, nil
+	}
+	v := q.Get("peerWait")
+	d, err := time.ParseDuration(v)
+	if err != nil || len(v) > 32 || strings.HasPrefix(v, "+") || d < time.Millisecond || d > MaxPeerWait {
+		return 0, vdibroker.FieldError("peerWait", "must be a duration from 1ms to %s, such as 1s or 1500ms, got %q", MaxPeerWait, vdibroker.Cut(v, 64))
+	}
+	return d, nil
+}
+
+// listGlobalEntitlements is GET /globalentitlements[?peerWait=1s]: the
+// members' loads as their pods answer them, each peer waited for at most
+// peerWait.
 func (s *Server) listGlobalEntitlements(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	wait, err := peerWait(r)
+	if err != nil {
+		return err
+	}
 	fed, err := s.federated()
 	if err != nil {
 		return err
 	}
-	list, err := fed.g.Entitlements(r.Context(), "")
+	list, err := fed.g.Entitlements(r.Context(), "", wait)
 	if err != nil {
 		return err
 	}
@@ -128,11 +163,15 @@ func (s *Server) listGlobalEntitlements(w nethttp.ResponseWriter, r *nethttp.Req
 }
 
 func (s *Server) getGlobalEntitlement(w nethttp.ResponseWriter, r *nethttp.Request) error {
+	wait, err := peerWait(r)
+	if err != nil {
+		return err
+	}
 	fed, err := s.federated()
 	if err != nil {
 		return err
 	}
-	list, err := fed.g.Entitlements(r.Context(), r.PathValue("name"))
+	list, err := fed.g.Entitlements(r.Context(), r.PathValue("name"), wait)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,10 @@ func TestConsoleGlobalEntitlementBrowser_RE9_RG1(t *testing.T) {
 	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "s0"}},
 		Pods: []vdibroker.Pod{{Name: "poda", Site: "s0", URL: a.m.URL()}, {Name: "podb", Site: "s0", URL: b.m.URL()}},
 		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "Anywhere", Users: []string{"alice"},
-			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}}}
+			Members: []vdibroker.Member{{Pod: "poda", HostPool: "desk"}, {Pod: "podb", HostPool: "desk"}}}},
+		// Listed with their Change site, Up, Down and Remove forms, which
+		// stay in their card at a phone's width (below).
+		HomeSites: []vdibroker.HomeSite{{Group: "Sales", Site: "s0"}, {Group: "Finance", Site: "s0"}, {User: "alice", Site: "s0"}}}
 	for _, p := range []*xpod{a, b} {
 		d := *doc
 		if _, err := p.admin.PutFederation(api, &d); err != nil {

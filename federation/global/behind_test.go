@@ -73,7 +73,7 @@ func TestGatherAsksPeersBehind_RG1(t *testing.T) {
 	ask := map[string]bool{}
 	check := func(why string, want ...string) {
 		t.Helper()
-		states := g.gather(t.Context(), doc, peers, "alice", true, &ge, ask)
+		states := g.gather(t.Context(), doc, peers, "alice", true, &ge, ask, 0)
 		if got := peer.take(); !slices.Equal(got, want) {
 			t.Errorf("%s: pods asked for her sessions %v, want %v", why, got, want)
 		}

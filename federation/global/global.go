@@ -199,21 +199,27 @@ func (g *Service) Document(ctx context.Context) (*vdibroker.Federation, error) {
 
 // Status returns the document with each peer's health and generation,
 // asking the peers whose load summary is not cached (in parallel, each
-// within the pod timeout) when askPeers; else the peers are as last
-// heard of, and none is asked: a reader of the document alone (the
-// console's pool page) does not wait out a peer that does not answer.
-func (g *Service) Status(ctx context.Context, askPeers bool) (*vdibroker.FederationStatus, error) {
+// within the pod timeout) when askPeers, waiting for them at most wait
+// (0: until each answers or its pod timeout passes); else the peers are
+// as last heard of, and none is asked: a reader of the document alone
+// (the console's pool page) does not wait out a peer that does not
+// answer. A peer whose call is under way, unanswered, has AskedAt.
+func (g *Service) Status(ctx context.Context, askPeers bool, wait time.Duration) (*vdibroker.FederationStatus, error) {
 	doc, err := g.Document(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var wg sync.WaitGroup
-	for _, p := range doc.Pods {
-		if askPeers && p.Name != g.cfg.Pod {
-			wg.Go(func() { g.peerLoads(ctx, p) })
+	if askPeers {
+		pctx, cancel := peerContext(ctx, wait)
+		var wg sync.WaitGroup
+		for _, p := range doc.Pods {
+			if p.Name != g.cfg.Pod {
+				wg.Go(func() { g.peerLoads(pctx, p) })
+			}
 		}
+		wg.Wait()
+		cancel()
 	}
-	wg.Wait()
 	st := &vdibroker.FederationStatus{Pod: g.cfg.Pod, Site: g.site(doc), Document: doc, Peers: []vdibroker.PeerStatus{},
 		Warnings: doc.EveryoneWarnings(), Directory: g.directoryStatus(ctx, doc)}
 	g.mu.Lock()
@@ -227,6 +233,10 @@ func (g *Service) Status(ctx context.Context, askPeers bool) (*vdibroker.Federat
 			ps = *known
 			ps.Site, ps.URL = p.Site, p.URL
 		}
+		if e := g.loads[p.Name]; e != nil && !e.done() {
+			at := e.asked.UTC()
+			ps.AskedAt = &at
+		}
 		ps.GenerationMismatch = ps.Generation != doc.Generation
 		st.Peers = append(st.Peers, ps)
 	}
@@ -234,13 +244,16 @@ func (g *Service) Status(ctx context.Context, askPeers bool) (*vdibroker.Federat
 }
 
 // Entitlements returns every global entitlement (or the one named, when
-// name is not empty: NotFound when there is none) with its members' loads.
-func (g *Service) Entitlements(ctx context.Context, name string) ([]vdibroker.EntitlementView, error) {
+// name is not empty: NotFound when there is none) with its members' loads,
+// waiting for the peers at most wait (0: until each answers or its pod
+// timeout passes); a member of a peer that has not answered by then is
+// said to be so (vdibroker.NoAnswer).
+func (g *Service) Entitlements(ctx context.Context, name string, wait time.Duration) ([]vdibroker.EntitlementView, error) {
 	doc, err := g.Document(ctx)
 	if err != nil {
 		return nil, err
 	}
-	states := g.gather(ctx, doc, doc.Pods, "", false, nil, nil)
+	states := g.gather(ctx, doc, doc.Pods, "", false, nil, nil, wait)
 	out := []vdibroker.EntitlementView{}
 	for _, ge := range doc.GlobalEntitlements {
 		if name != "" && ge.Name != name {
@@ -355,7 +368,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		register string
 	)
 	if federation.UsesDirectory(doc) && !req.DryRun {
-		states = g.gather(ctx, doc, scope, req.User, true, ge, map[string]bool{})
+		states = g.gather(ctx, doc, scope, req.User, true, ge, map[string]bool{}, 0)
 		d, cands = plan(states)
 		if _, _, ok := g.existing(ge, scope, states, req); !ok && len(cands) > 0 {
 			register = cands[0].Pod
@@ -365,7 +378,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 	switch {
 	case states == nil || !ok:
 		// Asked as the directory says: every pod when it did not answer.
-		states = g.gather(ctx, doc, scope, req.User, true, ge, ask)
+		states = g.gather(ctx, doc, scope, req.User, true, ge, ask, 0)
 		d, cands = plan(states)
 	case len(ask) > 0:
 		// The pods it names or cannot vouch for, but those the plan's
@@ -382,7 +395,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 			}
 		}
 		if len(more) > 0 {
-			maps.Copy(states, g.gather(ctx, doc, more, req.User, true, ge, nil))
+			maps.Copy(states, g.gather(ctx, doc, more, req.User, true, ge, nil, 0))
 			d, cands = plan(states)
 		}
 	}

@@ -23,11 +23,32 @@ type loadEntry struct {
 	resp  *vdibroker.PodLoads
 	err   error
 	at    time.Time
+	asked time.Time     // when the call began
 	ready chan struct{} // closed once resp/err are set
 	// pools is resp's pools by name (poolsOf), made at its first use
 	// under Service.mu and shared, read-only, by the connects until resp
 	// changes: each global connect reads every peer's, 49 at 50 pods.
 	pools map[string]vdibroker.PoolFacts
+}
+
+// done reports whether e's call has ended (resp or err set).
+func (e *loadEntry) done() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// peerContext is ctx for asking the peers within wait (0: ctx itself):
+// once it passes, a peer not yet answered is vdibroker.NoAnswer's, its
+// call going on (cachedLoads does not tie it to its caller).
+func peerContext(ctx context.Context, wait time.Duration) (context.Context, context.CancelFunc) {
+	if wait <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, wait, &vdibroker.NoAnswer{Wait: wait})
 }
 
 // podState is what gather learnt of one pod.
@@ -44,9 +65,12 @@ type podState struct {
 // member pools without ge) and, when sessions is set, for the user's
 // sessions in its member pools of ge: a peer only if ask names it (nil:
 // every peer) or its load summary says its directory entries are behind.
-// A peer that fails is named with why.
-func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement, ask map[string]bool) map[string]podState {
+// A peer that fails is named with why; one that has not answered within
+// wait (0: its pod timeout) is said to be so (vdibroker.NoAnswer).
+func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []vdibroker.Pod, user string, sessions bool, ge *vdibroker.GlobalEntitlement, ask map[string]bool, wait time.Duration) map[string]podState {
 	out := make(map[string]podState, len(pods))
+	pctx, cancel := peerContext(ctx, wait)
+	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var self *vdibroker.Pod // this pod, when in pods
@@ -78,7 +102,7 @@ func (g *Service) gather(ctx context.Context, doc *vdibroker.Federation, pods []
 			continue
 		}
 		wg.Go(func() {
-			st := g.remoteState(ctx, doc, p, user, pools, sessions, ifBehind)
+			st := g.remoteState(pctx, doc, p, user, pools, sessions, ifBehind)
 			mu.Lock()
 			out[p.Name] = st
 			mu.Unlock()
@@ -224,7 +248,10 @@ func (g *Service) ownFacts(ctx context.Context, pools []string) map[string]vdibr
 // reason is how a failed pod call reads in a decision.
 func (g *Service) reason(err error) string {
 	var e *vdibroker.Error
+	var na *vdibroker.NoAnswer
 	switch {
+	case errors.As(err, &na):
+		return fmt.Sprintf("%s (its call goes on, up to the pod timeout of %s)", na.Error(), g.cfg.PodTimeout)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("unreachable: timeout after %s", g.cfg.PodTimeout)
 	case errors.As(err, &e):
@@ -292,7 +319,7 @@ func (g *Service) cachedLoads(ctx context.Context, pod string, fetch func(contex
 		}
 	}
 	if !fresh {
-		e = &loadEntry{ready: make(chan struct{})}
+		e = &loadEntry{ready: make(chan struct{}), asked: g.clock.Now()}
 		g.loads[pod] = e
 		go func() {
 			// Not tied to the caller: other connects wait for this call.
@@ -309,7 +336,9 @@ func (g *Service) cachedLoads(ctx context.Context, pod string, fetch func(contex
 	select {
 	case <-e.ready:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		// The caller's own end, or a read's wait for the peers passed
+		// (peerContext's NoAnswer).
+		return nil, context.Cause(ctx)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
