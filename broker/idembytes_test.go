@@ -57,9 +57,6 @@ func largestConnect(t *testing.T, gateway bool, user string) (*Service, *store.D
 	}
 	host := strings.Repeat("h", vdibroker.MaxHostNameLen)
 	addr := strings.Repeat("a", 253) + ":65535"
-	if gateway {
-		addr = addr[3:] // the 256 bytes a token's host claim takes
-	}
 	if _, err := st.PutSessionHost(ctx, &vdibroker.SessionHost{HostPool: pool, Name: host,
 		Address:   addr,
 		Protocols: []string{"RDP"}, StandardFeatures: true, AllowNewSession: true, CreateTime: fc.Now()}); err != nil {
@@ -94,9 +91,9 @@ func asEndUser(ctx context.Context, user string) context.Context {
 // TestIdempotencyLargestAnswer (R-C6, R-SEC): the largest answer a
 // connect returns, measured through the real connect: straight to the
 // host for a user of the longest name in bytes (256 characters of 4
-// bytes), and through a gateway for the user its access token takes
-// with the most bytes once encoded (256 bytes, each escaped as six in
-// the token's JSON). Its entry is within idemLargestEntry; the default
+// bytes), and through a gateway for the user whose access token holds
+// the most bytes once encoded (256 characters, each escaped as six in
+// the token's JSON), both to a host of the longest address. Its entry is within idemLargestEntry; the default
 // budget then holds those answers within idemMaxBytes (and is filled,
 // not emptied); and a connect whose key the budget dropped, run again,
 // answers the same session (R-C1) and places no second one.

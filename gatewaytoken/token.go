@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Claims are what a token says. Times are Unix seconds.
@@ -47,17 +48,34 @@ const (
 	// MaxValidity is the longest window from NotBefore to Expiry a signer
 	// issues: tokens are for one connect, minutes long.
 	MaxValidity = time.Hour
-	maxField    = 256
+	// maxField bounds the id, session and pool claims in bytes.
+	maxField = 256
+	// MaxUser bounds the usr claim in characters: the broker's user
+	// names (vdibroker.MaxUserLen), whose characters may take up to 4
+	// bytes each. A bound of 256 bytes refused a connect through the
+	// gateway for a user of a longer name in bytes that the broker took
+	// (R-GW1).
+	MaxUser = 256
+	// MaxHost bounds the host claim in bytes: a DNS name (253), a colon
+	// and a port of up to five digits, the longest address a session
+	// host may have (vdibroker.ValidateAddress).
+	MaxHost = 253 + 1 + 5
 )
 
 var keyIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Validate checks claims a signer is asked to sign.
 func (c Claims) Validate() error {
-	for name, v := range map[string]string{"jti": c.ID, "usr": c.User, "sid": c.Session, "pool": c.Pool, "host": c.Host} {
+	for name, v := range map[string]string{"jti": c.ID, "sid": c.Session, "pool": c.Pool} {
 		if v == "" || len(v) > maxField {
 			return fmt.Errorf("claim %s: want 1..%d bytes, got %d", name, maxField, len(v))
 		}
+	}
+	if n := utf8.RuneCountInString(c.User); c.User == "" || n > MaxUser || !utf8.ValidString(c.User) {
+		return fmt.Errorf("claim usr: want 1..%d characters of UTF-8, got %d", MaxUser, n)
+	}
+	if c.Host == "" || len(c.Host) > MaxHost {
+		return fmt.Errorf("claim host: want 1..%d bytes, got %d", MaxHost, len(c.Host))
 	}
 	if _, _, err := SplitHostPort(c.Host); err != nil {
 		return fmt.Errorf("claim host: %w", err)

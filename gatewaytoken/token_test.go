@@ -120,12 +120,38 @@ func TestSignRefuses(t *testing.T) {
 		"window of a day":   func(c *Claims) { c.Expiry = c.NotBefore + 86400 },
 		"exp before nbf":    func(c *Claims) { c.Expiry = c.NotBefore - 1 },
 		"no user":           func(c *Claims) { c.User = "" },
+		"user of 257":       func(c *Claims) { c.User = strings.Repeat("u", MaxUser+1) },
+		"user not UTF-8":    func(c *Claims) { c.User = "u\xff" },
+		"host of 260":       func(c *Claims) { c.Host = strings.Repeat("h", MaxHost-4) + ":3389" },
 		"negative idle":     func(c *Claims) { c.IdleSeconds = -1 },
 	} {
 		c := testClaims()
 		mut(&c)
 		if tok, err := s.Sign(c); err == nil {
 			t.Errorf("%s: signed %s", name, tok)
+		}
+	}
+}
+
+// TestLongestNamesSignAndVerify (R-GW1, R-SEC): a user of the longest
+// name the broker takes (256 characters, of 4 bytes each, or of those
+// JSON escapes into six) and a host of the longest address (a 253-byte
+// DNS name and a five-digit port) go through a gateway: their token is
+// signed, within MaxTokenLen, and verified with the same claims.
+func TestLongestNamesSignAndVerify(t *testing.T) {
+	s := signer(t, strings.Repeat("k", 64))
+	ks := keySet(t, s)
+	for _, user := range []string{strings.Repeat("\U0001D538", MaxUser), strings.Repeat("<", MaxUser), strings.Repeat("\u2028", MaxUser)} {
+		c := testClaims()
+		c.User, c.Host = user, strings.Repeat("h", 253)+":65535"
+		c.Pool, c.Session, c.ID = strings.Repeat("p", 256), strings.Repeat("s", 256), strings.Repeat("j", 256)
+		tok, err := s.Sign(c)
+		if err != nil {
+			t.Fatalf("user of %d bytes: %v", len(user), err)
+		}
+		got, err := ks.Verify(tok, time.Unix(c.NotBefore, 0))
+		if err != nil || got != c {
+			t.Fatalf("user of %d bytes: verified %+v, %v", len(user), got, err)
 		}
 	}
 }
