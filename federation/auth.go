@@ -107,12 +107,12 @@ type Verifier struct {
 	// (at most maxMemoryNonces).
 	Nonces Nonces
 	// ReadsInMemory keeps the nonces of read-only calls (VerifyRead) in
-	// this process's memory, not in Nonces, and refuses such a call
-	// signed before Started (whole seconds). For a pod whose store
-	// belongs to this one process (SQLite, whose data dir one process
-	// holds): its memory is every replica's, and a call taken before a
-	// restart is refused by its time, so a replay is refused as by
-	// Nonces, without a synced commit for every call that only reads.
+	// this process's memory, and refuses such a call signed before
+	// Started (whole seconds). For a pod whose store belongs to this one
+	// process (SQLite, whose data dir one process holds): its memory is
+	// every replica's, and a call taken before a restart is refused by
+	// its time or by Nonces (readKeptInStore), so a replay is refused as
+	// by Nonces, without a synced commit for every call that only reads.
 	ReadsInMemory bool
 	Started       time.Time
 
@@ -181,8 +181,8 @@ const (
 	// (in memory without them).
 	KindRecord Kind = iota
 	// KindRead: it only reads (its answer is all it does); with
-	// ReadsInMemory its nonce is kept in memory, and a call signed
-	// before Started is refused.
+	// ReadsInMemory its nonce is kept in memory (and in Nonces too when
+	// readKeptInStore), and a call signed before Started is refused.
 	KindRead
 	// KindHeld: a connect's or a registration's, whose nonce the caller
 	// records (vdibroker.CallNonce); without Nonces it is KindRecord.
@@ -266,7 +266,7 @@ const heldMargin = time.Minute
 // How Finish records a nonce.
 const (
 	recordNow  = iota // in Nonces (in memory without them)
-	recordRead        // in this process's memory; calls signed before Started are refused
+	recordRead        // in this process's memory (and Nonces, readKeptInStore); calls signed before Started are refused
 	recordHeld        // returned to the caller to record; with ReadsInMemory, in memory too
 )
 
@@ -316,7 +316,7 @@ func (v *Verifier) Check(get func(string) string, kind Kind) (*Call, error) {
 }
 
 // checkTime refuses c unless its timestamp is within MaxSkew of now (and
-// for a read kept in memory, not before Started).
+// for a read kept in memory, not before Started's second).
 func (v *Verifier) checkTime(c *Call, now time.Time) error {
 	at := time.Unix(c.sec, 0)
 	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
@@ -327,6 +327,31 @@ func (v *Verifier) checkTime(c *Call, now time.Time) error {
 			at.UTC().Format(time.RFC3339), v.Started.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// readKeptInStore reports whether a read kept in memory (recordRead),
+// verified at now, has its nonce recorded in Nonces too: when it is
+// signed ahead of this pod's clock (its second after now's), or within
+// MaxSkew and a second of Started. Every other read costs no commit.
+//
+// Why a replay across a restart is then refused (whole seconds
+// throughout; the process before verified the call at V, this one
+// started at S, later on the same clock):
+//   - signed at ts < S: refused by its time (checkTime);
+//   - signed at ts > V (ahead of that pod's clock): the process before
+//     recorded its nonce in Nonces too, and as it took it at V,
+//     ts <= V + MaxSkew <= S + MaxSkew: this process sends its replay
+//     to Nonces as well, which refuse it.
+//
+// What is left is a call signed at ts = V = S: taken, not ahead, by the
+// process before in the very second this one started. Refusing the calls
+// signed in S's second too would close it, and refuse every peer's read
+// signed in a pod's first second, a replay or not. Within one process
+// memory refuses a replay: a read recorded in both is kept in memory
+// too, as its replay, once its time is no longer ahead, is kept in
+// memory only.
+func (v *Verifier) readKeptInStore(c *Call, now time.Time) bool {
+	return c.sec > now.Unix() || c.sec <= v.Started.Unix()+int64(MaxSkew/time.Second)+1
 }
 
 // Finish checks c's signature over method, path and body (a wrong one is
@@ -356,30 +381,14 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 	expires := end.Add(storeMargin)
 	switch {
 	case c.mode == recordNow && v.Nonces != nil:
-		fresh, err := v.Nonces.UseNonce(ctx, c.Budget, c.nonce, expires)
-		if err != nil {
+		return nil, v.record(ctx, c, expires)
+	case c.mode == recordRead && v.Nonces != nil && v.readKeptInStore(c, now):
+		// In memory first: a replay to this process is refused without
+		// a commit.
+		if err := v.remember(c.Budget, c.nonce, end, now); err != nil {
 			return nil, err
 		}
-		if !fresh {
-			return nil, vdibroker.ErrReplayed()
-		}
-		// The commit forgot the expired nonces at its own time: one that
-		// ended past the window may have forgotten the nonce of the call
-		// this one replays, so the call is taken only if it is still
-		// within it (its nonce stays recorded, which refuses nothing
-		// else). The call has done nothing yet (its handler runs after
-		// Finish): its caller is told so, and why, not only that the
-		// clocks differ, as a slow commit is the likelier cause when
-		// they do not.
-		after := v.now()
-		if err := v.checkTime(c, after); err != nil {
-			if !after.After(end) {
-				return nil, err
-			}
-			return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s: nonce committed at %s, over %s later (a slow commit here, or the caller's clock behind): nothing done, send again",
-				end.Add(-MaxSkew).UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339), MaxSkew)
-		}
-		return nil, nil
+		return nil, v.record(ctx, c, expires)
 	case c.mode == recordHeld:
 		// Recorded when the connect ends, not now: kept heldMargin longer,
 		// so that a replay verified at the end of the signature's window
@@ -394,6 +403,35 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 		return held, nil
 	}
 	return nil, v.remember(c.Budget, c.nonce, end, now)
+}
+
+// record records c's nonce in Nonces until expires: a replay is
+// Unauthenticated, and so is a call whose commit ended past its window.
+func (v *Verifier) record(ctx context.Context, c *Call, expires time.Time) error {
+	fresh, err := v.Nonces.UseNonce(ctx, c.Budget, c.nonce, expires)
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return vdibroker.ErrReplayed()
+	}
+	// The commit forgot the expired nonces at its own time: one that
+	// ended past the window may have forgotten the nonce of the call
+	// this one replays, so the call is taken only if it is still within
+	// it (its nonce stays recorded, which refuses nothing else). The
+	// call has done nothing yet (its handler runs after Finish): its
+	// caller is told so, and why, not only that the clocks differ, as a
+	// slow commit is the likelier cause when they do not.
+	end := c.windowEnd()
+	after := v.now()
+	if err := v.checkTime(c, after); err != nil {
+		if !after.After(end) {
+			return err
+		}
+		return vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s: nonce committed at %s, over %s later (a slow commit here, or the caller's clock behind): nothing done, send again",
+			end.Add(-MaxSkew).UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339), MaxSkew)
+	}
+	return nil
 }
 
 // remember keeps nonce in this process's memory until until (its
