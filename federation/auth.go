@@ -120,8 +120,11 @@ type Verifier struct {
 	nonces map[string]memNonce // by nonce
 	counts map[string]int      // the nonces kept of each budget
 	// swept is the latest sweep (it only moves forward), soonest the
-	// earliest until of the nonces kept (zero: none kept).
+	// earliest until of the nonces kept (zero: none kept), soonestOf
+	// each budget's (nonces are forgotten only by a sweep, which sets
+	// them anew, so a nonce kept only lowers them).
 	swept, soonest time.Time
+	soonestOf      map[string]time.Time
 	// maxPerBudget and maxTotal bound the nonces kept in memory (0:
 	// maxMemoryNonces and maxMemoryNoncesTotal); a test sets them small.
 	maxPerBudget, maxTotal int
@@ -450,19 +453,20 @@ func (v *Verifier) remember(budget, nonce string, until, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.nonces == nil {
-		v.nonces, v.counts = map[string]memNonce{}, map[string]int{}
+		v.nonces, v.counts, v.soonestOf = map[string]memNonce{}, map[string]int{}, map[string]time.Time{}
 	}
 	if now.Sub(v.swept) > MaxSkew {
-		v.soonest = time.Time{}
+		v.soonest, v.soonestOf = time.Time{}, make(map[string]time.Time, len(v.counts))
 		for n, m := range v.nonces {
 			if now.After(m.until) {
 				delete(v.nonces, n)
 				if v.counts[m.budget]--; v.counts[m.budget] <= 0 {
 					delete(v.counts, m.budget)
 				}
-			} else if v.soonest.IsZero() || m.until.Before(v.soonest) {
-				v.soonest = m.until
+				continue
 			}
+			v.soonest = earliest(v.soonest, m.until)
+			v.soonestOf[m.budget] = earliest(v.soonestOf[m.budget], m.until)
 		}
 		v.swept = now
 	}
@@ -473,34 +477,42 @@ func (v *Verifier) remember(budget, nonce string, until, now time.Time) error {
 	if _, seen := v.nonces[nonce]; seen {
 		return vdibroker.ErrReplayed()
 	}
-	if v.counts[budget] >= cmp.Or(v.maxPerBudget, maxMemoryNonces) {
-		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now),
-			Message: fmt.Sprintf("too many pod-to-pod calls from %s in the last %s; try again shortly", vdibroker.NonceBudgetName(budget), 2*MaxSkew)}
+	if n := cmp.Or(v.maxPerBudget, maxMemoryNonces); v.counts[budget] >= n {
+		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now, v.soonestOf[budget]),
+			Message: fmt.Sprintf("too many recent pod-to-pod calls from %s: %d held against replay, this pod's bound; try again shortly", vdibroker.NonceBudgetName(budget), n)}
 	}
-	if len(v.nonces) >= cmp.Or(v.maxTotal, maxMemoryNoncesTotal) {
-		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now),
-			Message: fmt.Sprintf("too many pod-to-pod calls from all pods together in the last %s; try again shortly", 2*MaxSkew)}
+	if n := cmp.Or(v.maxTotal, maxMemoryNoncesTotal); len(v.nonces) >= n {
+		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now, v.soonest),
+			Message: fmt.Sprintf("too many recent pod-to-pod calls from all pods together: %d held against replay, this pod's bound; try again shortly", n)}
 	}
 	v.nonces[nonce] = memNonce{budget: budget, until: until}
 	v.counts[budget]++
-	if v.soonest.IsZero() || until.Before(v.soonest) {
-		v.soonest = until
-	}
+	v.soonest = earliest(v.soonest, until)
+	v.soonestOf[budget] = earliest(v.soonestOf[budget], until)
 	return nil
+}
+
+// earliest is the earlier of a and b, a zero one being none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // memoryRetryAfter is how long a call refused at now for the nonces kept
 // in memory should wait: until the first sweep (more than MaxSkew after
-// the last) after the earliest nonce kept expires, the first that can
-// free room, in whole seconds past it; at least a second and at most
-// 2 × MaxSkew and a second (a nonce is kept at most 2 × MaxSkew). As the
-// store's nonce budget (a minute), it is when room may be free, not a
-// promise: a budget whose own nonces are younger waits for another.
+// the last) after soonest, when the earliest nonce that frees room (of
+// the call's budget for its own cap, of any for the total) expires, in
+// whole seconds past it; at least a second and at most 2 × MaxSkew and a
+// second (a nonce is kept at most 2 × MaxSkew). As the store's nonce
+// budget (a minute), it is when room may be free, not a promise: another
+// call may sweep sooner, putting the next sweep off, or take the room.
 // v.mu is held.
-func (v *Verifier) memoryRetryAfter(now time.Time) time.Duration {
+func (v *Verifier) memoryRetryAfter(now, soonest time.Time) time.Duration {
 	at := v.swept.Add(MaxSkew)
-	if v.soonest.After(at) {
-		at = v.soonest
+	if soonest.After(at) {
+		at = soonest
 	}
 	// A sweep frees a nonce when its time is past both (strictly after).
 	d := at.Sub(now).Truncate(time.Second) + time.Second

@@ -505,3 +505,38 @@ func TestMemoryNoncesRetryAfter_RG5(t *testing.T) {
 		t.Errorf("lon1 again after its Retry-After: %v", err)
 	}
 }
+
+// TestMemoryNoncesRetryAfterOwnBudget_RG5: a call refused for its own
+// budget's cap is told when that budget's earliest nonce can be swept,
+// not another budget's; its message says what is bounded, and by what.
+// With a cap of 2 a budget, t0 sweeping:
+//   - fra1's nonce signed at t0 (kept until t0+60);
+//   - ams1's 2 nonces signed at t0+50 (kept until t0+110), its third at
+//     t0+10 refused: the next sweep is after t0+60, which frees fra1's
+//     only; ams1's are swept after t0+110: 100 s, and a second, 101 (the
+//     earliest of all, t0+60, said 51 s, when ams1 is refused again);
+//   - ams1 again at t0+111 (t0+10 + 101 s): swept, taken.
+func TestMemoryNoncesRetryAfterOwnBudget_RG5(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v := &Verifier{Secrets: NewSecrets([]byte("0123456789abcdef-federation")), maxPerBudget: 2, maxTotal: 10}
+	if err := v.remember("fra1", "f1", t0.Add(MaxSkew), t0); err != nil {
+		t.Fatal(err)
+	}
+	ahead := t0.Add(50*time.Second + MaxSkew)
+	for _, n := range []string{"a1", "a2"} {
+		if err := v.remember("ams1", n, ahead, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := v.remember("ams1", "a3", ahead, t0.Add(10*time.Second))
+	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != 101*time.Second {
+		t.Errorf("ams1 past its cap: %v, Retry-After %s; want TooManyRequests, 1m41s", err, vdibroker.ErrorRetryAfter(err))
+	}
+	if got, want := vdibroker.ErrorMessage(err), "too many recent pod-to-pod calls from pod ams1: 2 held against replay, this pod's bound; try again shortly"; got != want {
+		t.Errorf("ams1 past its cap: %q, want %q", got, want)
+	}
+	again := t0.Add(10*time.Second + 101*time.Second)
+	if err := v.remember("ams1", "a3", again.Add(MaxSkew), again); err != nil {
+		t.Errorf("ams1 again after its Retry-After: %v", err)
+	}
+}
