@@ -396,7 +396,7 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 		// Recorded when the connect ends, not now: kept heldMargin longer,
 		// so that a replay verified at the end of the signature's window
 		// still finds it however long either connect takes.
-		held := &vdibroker.CallNonce{Pod: c.Budget, Nonce: c.nonce, Expires: expires.Add(heldMargin), At: now}
+		held := &vdibroker.CallNonce{Pod: c.Budget, Nonce: c.nonce, Expires: expires.Add(heldMargin), At: now, RecordBy: end.Add(heldMargin)}
 		if !v.ReadsInMemory {
 			return held, nil
 		}
@@ -433,6 +433,19 @@ func (v *Verifier) record(ctx context.Context, c *Call, expires time.Time) error
 		}
 		return vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s: nonce committed at %s, over %s later (a slow commit here, or the caller's clock behind): nothing done, send again",
 			end.Add(-MaxSkew).UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339), MaxSkew)
+	}
+	return nil
+}
+
+// Recorded checks, once a held nonce's commit (KindHeld) ended, that it
+// ended by its RecordBy, as Finish does for the others: a commit ended
+// later may have come after a commit that forgot the nonce of the call
+// this one replays (vdibroker.ErrRecordedLate). Its caller has done
+// nothing yet, only committed the nonce. A placement's commit checks it
+// itself, before it writes anything.
+func (v *Verifier) Recorded(n *vdibroker.CallNonce) error {
+	if now := v.now(); !n.RecordBy.IsZero() && now.After(n.RecordBy) {
+		return vdibroker.ErrRecordedLate(n, now)
 	}
 	return nil
 }
