@@ -114,7 +114,10 @@ type Verifier struct {
 	// its time or by Nonces (readKeptInStore), so a replay is refused as
 	// by Nonces, without a synced commit for every call that only reads.
 	ReadsInMemory bool
-	Started       time.Time
+	// Started is when this process started to take calls: in a later
+	// second than any call a process before it on the same store took
+	// (serve waits for it).
+	Started time.Time
 
 	mu     sync.Mutex
 	nonces map[string]memNonce // by nonce
@@ -347,9 +350,11 @@ func (v *Verifier) checkTime(c *Call, now time.Time) error {
 //     to Nonces as well, which refuse it.
 //
 // What is left is a call signed at ts = V = S: taken, not ahead, by the
-// process before in the very second this one started. Refusing the calls
-// signed in S's second too would close it, and refuse every peer's read
-// signed in a pod's first second, a replay or not. Within one process
+// process before in the very second this one started, which serve rules
+// out by starting in a later second than the one it took the store in
+// (cmd/vdibroker readsFrom); refusing the calls signed in S's second
+// instead would refuse every peer's read signed in it, a replay or not,
+// and each test's reads of a pod it just started. Within one process
 // memory refuses a replay: a read recorded in both is kept in memory
 // too, as its replay, once its time is no longer ahead, is kept in
 // memory only.

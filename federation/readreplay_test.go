@@ -74,9 +74,13 @@ func TestReadReplayedAfterARestart_RG5(t *testing.T) {
 		// t0+0.9: its second (t0+1) after Started's (t0).
 		{"signed a second ahead, restarted in the same second", time.Second, 500 * ms, 900 * ms, 1500 * ms, "nonce"},
 		// Control, refused before the fix too: signed at its
-		// verification, a second before the restart. (Signed, verified
-		// and restarted in one second, it is taken: readKeptInStore.)
+		// verification, a second before the restart.
 		{"signed a second before the restart", 0, 0, time.Second, 1500 * ms, "time"},
+		// Signed at t0 and verified at t0+0.2, the process stopping and
+		// the next taking the data dir at t0+0.6: serve starts its
+		// server at the next whole second (cmd/vdibroker readsFrom), so
+		// the read is refused by its time.
+		{"signed and taken in the second of the restart", 0, 200 * ms, time.Second, 1200 * ms, "time"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := t0.Add(tc.v)
