@@ -400,7 +400,8 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 	case c.mode == recordHeld:
 		// Recorded when the connect ends, not now: kept heldMargin longer,
 		// so that a replay verified at the end of the signature's window
-		// still finds it however long either connect takes.
+		// still finds it whenever either connect's commit comes by
+		// RecordBy; one later is refused (the store's commit, Recorded).
 		held := &vdibroker.CallNonce{Pod: c.Budget, Nonce: c.nonce, Expires: expires.Add(heldMargin), At: now, RecordBy: end.Add(heldMargin)}
 		if !v.ReadsInMemory {
 			return held, nil
