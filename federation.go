@@ -288,6 +288,11 @@ type CallNonce struct {
 	Nonce   string
 	Expires time.Time // when it may be forgotten
 	At      time.Time // when the call was verified (its minute, MaxNoncesPerMinute)
+	// RecordBy is the latest a commit may record it (zero: any time): a
+	// later one may come after a commit that forgot the expired nonces
+	// at its own time forgot the nonce of a call this one replays, so it
+	// is refused (ErrRecordedLate), with nothing done.
+	RecordBy time.Time
 
 	recorded atomic.Bool
 }
@@ -323,6 +328,13 @@ func CallNonceFrom(ctx context.Context) *CallNonce {
 // (R-G5).
 func ErrReplayed() error {
 	return Errorf(EUnauthenticated, "pod-to-pod call replayed (nonce seen before)")
+}
+
+// ErrRecordedLate is a pod-to-pod call whose held nonce (CallNonce) was
+// to be committed at now, past its RecordBy: nothing was done (R-G5).
+func ErrRecordedLate(n *CallNonce, now time.Time) error {
+	return Errorf(EUnauthenticated, "pod-to-pod call verified at %s: nonce committed at %s, too late to tell it from a replay (a slow commit here): nothing done, send again",
+		n.At.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 }
 
 // The Cloud Pod Architecture service's contract (SPEC §7): the federation

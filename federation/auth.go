@@ -107,21 +107,27 @@ type Verifier struct {
 	// (at most maxMemoryNonces).
 	Nonces Nonces
 	// ReadsInMemory keeps the nonces of read-only calls (VerifyRead) in
-	// this process's memory, not in Nonces, and refuses such a call
-	// signed before Started (whole seconds). For a pod whose store
-	// belongs to this one process (SQLite, whose data dir one process
-	// holds): its memory is every replica's, and a call taken before a
-	// restart is refused by its time, so a replay is refused as by
-	// Nonces, without a synced commit for every call that only reads.
+	// this process's memory, and refuses such a call signed before
+	// Started (whole seconds). For a pod whose store belongs to this one
+	// process (SQLite, whose data dir one process holds): its memory is
+	// every replica's, and a call taken before a restart is refused by
+	// its time or by Nonces (readKeptInStore), so a replay is refused as
+	// by Nonces, without a synced commit for every call that only reads.
 	ReadsInMemory bool
-	Started       time.Time
+	// Started is when this process started to take calls: in a later
+	// second than any call a process before it on the same store took
+	// (serve waits for it).
+	Started time.Time
 
 	mu     sync.Mutex
 	nonces map[string]memNonce // by nonce
 	counts map[string]int      // the nonces kept of each budget
 	// swept is the latest sweep (it only moves forward), soonest the
-	// earliest until of the nonces kept (zero: none kept).
+	// earliest until of the nonces kept (zero: none kept), soonestOf
+	// each budget's (nonces are forgotten only by a sweep, which sets
+	// them anew, so a nonce kept only lowers them).
 	swept, soonest time.Time
+	soonestOf      map[string]time.Time
 	// maxPerBudget and maxTotal bound the nonces kept in memory (0:
 	// maxMemoryNonces and maxMemoryNoncesTotal); a test sets them small.
 	maxPerBudget, maxTotal int
@@ -181,8 +187,8 @@ const (
 	// (in memory without them).
 	KindRecord Kind = iota
 	// KindRead: it only reads (its answer is all it does); with
-	// ReadsInMemory its nonce is kept in memory, and a call signed
-	// before Started is refused.
+	// ReadsInMemory its nonce is kept in memory (and in Nonces too when
+	// readKeptInStore), and a call signed before Started is refused.
 	KindRead
 	// KindHeld: a connect's or a registration's, whose nonce the caller
 	// records (vdibroker.CallNonce); without Nonces it is KindRecord.
@@ -266,7 +272,7 @@ const heldMargin = time.Minute
 // How Finish records a nonce.
 const (
 	recordNow  = iota // in Nonces (in memory without them)
-	recordRead        // in this process's memory; calls signed before Started are refused
+	recordRead        // in this process's memory (and Nonces, readKeptInStore); calls signed before Started are refused
 	recordHeld        // returned to the caller to record; with ReadsInMemory, in memory too
 )
 
@@ -316,7 +322,7 @@ func (v *Verifier) Check(get func(string) string, kind Kind) (*Call, error) {
 }
 
 // checkTime refuses c unless its timestamp is within MaxSkew of now (and
-// for a read kept in memory, not before Started).
+// for a read kept in memory, not before Started's second).
 func (v *Verifier) checkTime(c *Call, now time.Time) error {
 	at := time.Unix(c.sec, 0)
 	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
@@ -327,6 +333,33 @@ func (v *Verifier) checkTime(c *Call, now time.Time) error {
 			at.UTC().Format(time.RFC3339), v.Started.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// readKeptInStore reports whether a read kept in memory (recordRead),
+// verified at now, has its nonce recorded in Nonces too: when it is
+// signed ahead of this pod's clock (its second after now's), or within
+// MaxSkew and a second of Started. Every other read costs no commit.
+//
+// Why a replay across a restart is then refused (whole seconds
+// throughout; the process before verified the call at V, this one
+// started at S, later on the same clock):
+//   - signed at ts < S: refused by its time (checkTime);
+//   - signed at ts > V (ahead of that pod's clock): the process before
+//     recorded its nonce in Nonces too, and as it took it at V,
+//     ts <= V + MaxSkew <= S + MaxSkew: this process sends its replay
+//     to Nonces as well, which refuse it.
+//
+// What is left is a call signed at ts = V = S: taken, not ahead, by the
+// process before in the very second this one started, which serve rules
+// out by starting in a later second than the one it took the store in
+// (cmd/vdibroker readsFrom); refusing the calls signed in S's second
+// instead would refuse every peer's read signed in it, a replay or not,
+// and each test's reads of a pod it just started. Within one process
+// memory refuses a replay: a read recorded in both is kept in memory
+// too, as its replay, once its time is no longer ahead, is kept in
+// memory only.
+func (v *Verifier) readKeptInStore(c *Call, now time.Time) bool {
+	return c.sec > now.Unix() || c.sec <= v.Started.Unix()+int64(MaxSkew/time.Second)+1
 }
 
 // Finish checks c's signature over method, path and body (a wrong one is
@@ -356,35 +389,20 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 	expires := end.Add(storeMargin)
 	switch {
 	case c.mode == recordNow && v.Nonces != nil:
-		fresh, err := v.Nonces.UseNonce(ctx, c.Budget, c.nonce, expires)
-		if err != nil {
+		return nil, v.record(ctx, c, expires)
+	case c.mode == recordRead && v.Nonces != nil && v.readKeptInStore(c, now):
+		// In memory first: a replay to this process is refused without
+		// a commit.
+		if err := v.remember(c.Budget, c.nonce, end, now); err != nil {
 			return nil, err
 		}
-		if !fresh {
-			return nil, vdibroker.ErrReplayed()
-		}
-		// The commit forgot the expired nonces at its own time: one that
-		// ended past the window may have forgotten the nonce of the call
-		// this one replays, so the call is taken only if it is still
-		// within it (its nonce stays recorded, which refuses nothing
-		// else). The call has done nothing yet (its handler runs after
-		// Finish): its caller is told so, and why, not only that the
-		// clocks differ, as a slow commit is the likelier cause when
-		// they do not.
-		after := v.now()
-		if err := v.checkTime(c, after); err != nil {
-			if !after.After(end) {
-				return nil, err
-			}
-			return nil, vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s: nonce committed at %s, over %s later (a slow commit here, or the caller's clock behind): nothing done, send again",
-				end.Add(-MaxSkew).UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339), MaxSkew)
-		}
-		return nil, nil
+		return nil, v.record(ctx, c, expires)
 	case c.mode == recordHeld:
 		// Recorded when the connect ends, not now: kept heldMargin longer,
 		// so that a replay verified at the end of the signature's window
-		// still finds it however long either connect takes.
-		held := &vdibroker.CallNonce{Pod: c.Budget, Nonce: c.nonce, Expires: expires.Add(heldMargin), At: now}
+		// still finds it whenever either connect's commit comes by
+		// RecordBy; one later is refused (the store's commit, Recorded).
+		held := &vdibroker.CallNonce{Pod: c.Budget, Nonce: c.nonce, Expires: expires.Add(heldMargin), At: now, RecordBy: end.Add(heldMargin)}
 		if !v.ReadsInMemory {
 			return held, nil
 		}
@@ -394,6 +412,48 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 		return held, nil
 	}
 	return nil, v.remember(c.Budget, c.nonce, end, now)
+}
+
+// record records c's nonce in Nonces until expires: a replay is
+// Unauthenticated, and so is a call whose commit ended past its window.
+func (v *Verifier) record(ctx context.Context, c *Call, expires time.Time) error {
+	fresh, err := v.Nonces.UseNonce(ctx, c.Budget, c.nonce, expires)
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return vdibroker.ErrReplayed()
+	}
+	// The commit forgot the expired nonces at its own time: one that
+	// ended past the window may have forgotten the nonce of the call
+	// this one replays, so the call is taken only if it is still within
+	// it (its nonce stays recorded, which refuses nothing else). The
+	// call has done nothing yet (its handler runs after Finish): its
+	// caller is told so, and why, not only that the clocks differ, as a
+	// slow commit is the likelier cause when they do not.
+	end := c.windowEnd()
+	after := v.now()
+	if err := v.checkTime(c, after); err != nil {
+		if !after.After(end) {
+			return err
+		}
+		return vdibroker.Errorf(vdibroker.EUnauthenticated, "pod-to-pod call signed at %s: nonce committed at %s, over %s later (a slow commit here, or the caller's clock behind): nothing done, send again",
+			end.Add(-MaxSkew).UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339), MaxSkew)
+	}
+	return nil
+}
+
+// Recorded checks, once a held nonce's commit (KindHeld) ended, that it
+// ended by its RecordBy, as Finish does for the others: a commit ended
+// later may have come after a commit that forgot the nonce of the call
+// this one replays (vdibroker.ErrRecordedLate). Its caller has done
+// nothing yet, only committed the nonce. A placement's commit checks it
+// itself, before it writes anything.
+func (v *Verifier) Recorded(n *vdibroker.CallNonce) error {
+	if now := v.now(); !n.RecordBy.IsZero() && now.After(n.RecordBy) {
+		return vdibroker.ErrRecordedLate(n, now)
+	}
+	return nil
 }
 
 // remember keeps nonce in this process's memory until until (its
@@ -412,19 +472,20 @@ func (v *Verifier) remember(budget, nonce string, until, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.nonces == nil {
-		v.nonces, v.counts = map[string]memNonce{}, map[string]int{}
+		v.nonces, v.counts, v.soonestOf = map[string]memNonce{}, map[string]int{}, map[string]time.Time{}
 	}
 	if now.Sub(v.swept) > MaxSkew {
-		v.soonest = time.Time{}
+		v.soonest, v.soonestOf = time.Time{}, make(map[string]time.Time, len(v.counts))
 		for n, m := range v.nonces {
 			if now.After(m.until) {
 				delete(v.nonces, n)
 				if v.counts[m.budget]--; v.counts[m.budget] <= 0 {
 					delete(v.counts, m.budget)
 				}
-			} else if v.soonest.IsZero() || m.until.Before(v.soonest) {
-				v.soonest = m.until
+				continue
 			}
+			v.soonest = earliest(v.soonest, m.until)
+			v.soonestOf[m.budget] = earliest(v.soonestOf[m.budget], m.until)
 		}
 		v.swept = now
 	}
@@ -435,34 +496,42 @@ func (v *Verifier) remember(budget, nonce string, until, now time.Time) error {
 	if _, seen := v.nonces[nonce]; seen {
 		return vdibroker.ErrReplayed()
 	}
-	if v.counts[budget] >= cmp.Or(v.maxPerBudget, maxMemoryNonces) {
-		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now),
-			Message: fmt.Sprintf("too many pod-to-pod calls from %s in the last %s; try again shortly", vdibroker.NonceBudgetName(budget), 2*MaxSkew)}
+	if n := cmp.Or(v.maxPerBudget, maxMemoryNonces); v.counts[budget] >= n {
+		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now, v.soonestOf[budget]),
+			Message: fmt.Sprintf("too many recent pod-to-pod calls from %s: %d held against replay, this pod's bound; try again shortly", vdibroker.NonceBudgetName(budget), n)}
 	}
-	if len(v.nonces) >= cmp.Or(v.maxTotal, maxMemoryNoncesTotal) {
-		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now),
-			Message: fmt.Sprintf("too many pod-to-pod calls from all pods together in the last %s; try again shortly", 2*MaxSkew)}
+	if n := cmp.Or(v.maxTotal, maxMemoryNoncesTotal); len(v.nonces) >= n {
+		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now, v.soonest),
+			Message: fmt.Sprintf("too many recent pod-to-pod calls from all pods together: %d held against replay, this pod's bound; try again shortly", n)}
 	}
 	v.nonces[nonce] = memNonce{budget: budget, until: until}
 	v.counts[budget]++
-	if v.soonest.IsZero() || until.Before(v.soonest) {
-		v.soonest = until
-	}
+	v.soonest = earliest(v.soonest, until)
+	v.soonestOf[budget] = earliest(v.soonestOf[budget], until)
 	return nil
+}
+
+// earliest is the earlier of a and b, a zero one being none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // memoryRetryAfter is how long a call refused at now for the nonces kept
 // in memory should wait: until the first sweep (more than MaxSkew after
-// the last) after the earliest nonce kept expires, the first that can
-// free room, in whole seconds past it; at least a second and at most
-// 2 × MaxSkew and a second (a nonce is kept at most 2 × MaxSkew). As the
-// store's nonce budget (a minute), it is when room may be free, not a
-// promise: a budget whose own nonces are younger waits for another.
+// the last) after soonest, when the earliest nonce that frees room (of
+// the call's budget for its own cap, of any for the total) expires, in
+// whole seconds past it; at least a second and at most 2 × MaxSkew and a
+// second (a nonce is kept at most 2 × MaxSkew). As the store's nonce
+// budget (a minute), it is when room may be free, not a promise: another
+// call may sweep sooner, putting the next sweep off, or take the room.
 // v.mu is held.
-func (v *Verifier) memoryRetryAfter(now time.Time) time.Duration {
+func (v *Verifier) memoryRetryAfter(now, soonest time.Time) time.Duration {
 	at := v.swept.Add(MaxSkew)
-	if v.soonest.After(at) {
-		at = v.soonest
+	if soonest.After(at) {
+		at = soonest
 	}
 	// A sweep frees a nonce when its time is past both (strictly after).
 	d := at.Sub(now).Truncate(time.Second) + time.Second

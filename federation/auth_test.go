@@ -96,7 +96,8 @@ func TestVerifyHeld_RG5(t *testing.T) {
 	replicas := &Verifier{Secrets: NewSecrets(secret), Now: clock, Nonces: store}
 	for i := range 2 {
 		pod, n, err := replicas.VerifyHeld(t.Context(), get, "POST", ConnectPath, body)
-		if err != nil || pod != "fra1" || n == nil || n.Nonce != h[HeaderNonce] || !n.Expires.Equal(now.Add(2*MaxSkew+heldMargin)) || !n.At.Equal(now) {
+		if err != nil || pod != "fra1" || n == nil || n.Nonce != h[HeaderNonce] || !n.Expires.Equal(now.Add(2*MaxSkew+heldMargin)) || !n.At.Equal(now) ||
+			!n.RecordBy.Equal(now.Add(MaxSkew+heldMargin)) {
 			t.Fatalf("call %d: %q %+v %v; want fra1 with its nonce held for the caller", i, pod, n, err)
 		}
 	}
@@ -503,5 +504,74 @@ func TestMemoryNoncesRetryAfter_RG5(t *testing.T) {
 	again := t0.Add(20*time.Second + 51*time.Second)
 	if err := v.remember("lon1", "l1", again.Add(MaxSkew), again); err != nil {
 		t.Errorf("lon1 again after its Retry-After: %v", err)
+	}
+}
+
+// TestMemoryNoncesRetryAfterOwnBudget_RG5: a call refused for its own
+// budget's cap is told when that budget's earliest nonce can be swept,
+// not another budget's; its message says what is bounded, and by what.
+// With a cap of 2 a budget, t0 sweeping:
+//   - fra1's nonce signed at t0 (kept until t0+60);
+//   - ams1's 2 nonces signed at t0+50 (kept until t0+110), its third at
+//     t0+10 refused: the next sweep is after t0+60, which frees fra1's
+//     only; ams1's are swept after t0+110: 100 s, and a second, 101 (the
+//     earliest of all, t0+60, said 51 s, when ams1 is refused again);
+//   - ams1 again at t0+111 (t0+10 + 101 s): swept, taken.
+func TestMemoryNoncesRetryAfterOwnBudget_RG5(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v := &Verifier{Secrets: NewSecrets([]byte("0123456789abcdef-federation")), maxPerBudget: 2, maxTotal: 10}
+	if err := v.remember("fra1", "f1", t0.Add(MaxSkew), t0); err != nil {
+		t.Fatal(err)
+	}
+	ahead := t0.Add(50*time.Second + MaxSkew)
+	for _, n := range []string{"a1", "a2"} {
+		if err := v.remember("ams1", n, ahead, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := v.remember("ams1", "a3", ahead, t0.Add(10*time.Second))
+	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != 101*time.Second {
+		t.Errorf("ams1 past its cap: %v, Retry-After %s; want TooManyRequests, 1m41s", err, vdibroker.ErrorRetryAfter(err))
+	}
+	if got, want := vdibroker.ErrorMessage(err), "too many recent pod-to-pod calls from pod ams1: 2 held against replay, this pod's bound; try again shortly"; got != want {
+		t.Errorf("ams1 past its cap: %q, want %q", got, want)
+	}
+	again := t0.Add(10*time.Second + 101*time.Second)
+	if err := v.remember("ams1", "a3", again.Add(MaxSkew), again); err != nil {
+		t.Errorf("ams1 again after its Retry-After: %v", err)
+	}
+}
+
+// TestHeldNonceRecordedLate_RG5: a held nonce (a connect's, a
+// registration's) committed by its caller on its own is checked once
+// its commit ended, as Finish checks the others: past its RecordBy (its
+// window's end and heldMargin) a commit that forgot the expired nonces
+// at a later time than the call's may have forgotten the nonce of a
+// call it replays, so it is refused, nothing done, and the caller told
+// so in what a console shows (200 characters). Signed at t0-59 and
+// verified at t0: its window ends at t0+1, RecordBy t0+61.
+func TestHeldNonceRecordedLate_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	v := &Verifier{Secrets: NewSecrets(secret), Now: func() time.Time { return now }, Nonces: memNonces{}}
+	body := []byte(`{"user":"alice"}`)
+	h := Sign(secret, "POST", ConnectPath, "ams1", body, t0.Add(-59*time.Second))
+	_, n, err := v.VerifyHeld(t.Context(), func(k string) string { return h[k] }, "POST", ConnectPath, body)
+	if err != nil || n == nil {
+		t.Fatalf("the connect: %+v %v", n, err)
+	}
+	now = t0.Add(61 * time.Second)
+	if err := v.Recorded(n); err != nil {
+		t.Errorf("committed at its RecordBy, t0+61: %v", err)
+	}
+	now = t0.Add(62 * time.Second)
+	err = v.Recorded(n)
+	want := "pod-to-pod call verified at 2026-12-01T12:00:00Z: nonce committed at 2026-12-01T12:01:02Z, too late to tell it from a replay (a slow commit here): nothing done, send again"
+	if vdibroker.ErrorCode(err) != vdibroker.EUnauthenticated || vdibroker.ErrorMessage(err) != want {
+		t.Fatalf("committed at t0+62: %v; want Unauthenticated %q", err, want)
+	}
+	if n := len(vdibroker.EUnauthenticated + ": " + want); n > 200 {
+		t.Errorf("the refusal as a console shows it is %d characters, cut at 200", n)
 	}
 }

@@ -506,7 +506,8 @@ func (s *Server) podLookup(w nethttp.ResponseWriter, r *nethttp.Request, fed *fe
 }
 
 // recordNonce records the call's held nonce unless its placement's commit
-// did (vdibroker.CallNonce): a replay is Unauthenticated.
+// did (vdibroker.CallNonce): a replay is Unauthenticated, and so is a
+// nonce committed past its RecordBy (federation.Verifier.Recorded).
 func recordNonce(ctx context.Context, fed *federationState) error {
 	n := vdibroker.CallNonceFrom(ctx)
 	if n == nil {
@@ -519,7 +520,7 @@ func recordNonce(ctx context.Context, fed *federationState) error {
 	if !fresh {
 		return vdibroker.ErrReplayed()
 	}
-	return nil
+	return fed.verifier.Recorded(n)
 }
 
 // PodClient is vdibroker.PodClient over HTTP: it signs every call with the

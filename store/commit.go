@@ -134,7 +134,7 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 		return vdibroker.FieldError("roundRobinHost", "must be the session's host %q, got %q", c.Session.SessionHost, c.RoundRobinHost)
 	}
 	nonce := vdibroker.CallNonceFrom(ctx)
-	err := s.groupedReq(ctx, placementReq(c, nonce))
+	err := s.groupedReq(ctx, placementReq(c, nonce, s.now))
 	if err == nil && nonce != nil {
 		nonce.MarkRecorded()
 	}
@@ -142,9 +142,10 @@ func (s *DB) CommitPlacement(ctx context.Context, c *vdibroker.PlacementCommit) 
 }
 
 // placementReq is the group-commit request that writes c and, when nonce
-// is set, records it after the session (vdibroker.WithCallNonce, R-G5):
-// then it runs in a savepoint, so that a replay undoes the placement.
-func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *commitReq {
+// is set, records it after the session (vdibroker.WithCallNonce, R-G5) at
+// now's time: then it runs in a savepoint, so that a replay, or a nonce
+// recorded too late, undoes the placement.
+func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce, now func() time.Time) *commitReq {
 	r := &commitReq{key: hostKey(c.Session.HostPool, c.Session.SessionHost), atomic: simpleCommit(c) && nonce == nil,
 		pool: c.Session.HostPool, host: c.Session.SessionHost, ownHost: simpleCommit(c),
 		fn:        func(ctx context.Context, t *tx) error { return commitOne(ctx, t, c) },
@@ -158,7 +159,7 @@ func placementReq(c *vdibroker.PlacementCommit, nonce *vdibroker.CallNonce) *com
 			if err := commitOne(ctx, t, c); err != nil {
 				return err
 			}
-			return t.useCallNonce(ctx, nonce)
+			return t.useCallNonce(ctx, nonce, now())
 		}
 	}
 	if c.RoundRobinHost != "" {

@@ -90,7 +90,7 @@ func (s *DB) RegisterDirectory(ctx context.Context, pod string, gen int64, users
 		if err := t.countNonces(ctx, nonce.Pod, 1, nonce.At); err != nil {
 			return err
 		}
-		return t.useCallNonce(ctx, nonce)
+		return t.useCallNonce(ctx, nonce, s.now())
 	})
 	if err != nil {
 		return wrap(err, "register session directory entries")

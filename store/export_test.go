@@ -21,7 +21,7 @@ import (
 func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 	reqs := make([]*commitReq, len(cs))
 	for i, c := range cs {
-		reqs[i] = placementReq(c, nil)
+		reqs[i] = placementReq(c, nil, s.now)
 		reqs[i].done = make(chan error, 1)
 	}
 	s.runBatch(testCommitter(), reqs)
@@ -37,7 +37,7 @@ func (s *DB) CommitBatch(cs []*vdibroker.PlacementCommit) []error {
 func (s *DB) CommitBatchWithNonces(cs []*vdibroker.PlacementCommit, nonces []*vdibroker.CallNonce) []error {
 	reqs := make([]*commitReq, len(cs))
 	for i, c := range cs {
-		reqs[i] = placementReq(c, nonces[i])
+		reqs[i] = placementReq(c, nonces[i], s.now)
 		reqs[i].done = make(chan error, 1)
 	}
 	s.runBatch(testCommitter(), reqs)
@@ -84,7 +84,7 @@ func writeReqs(ws []Write, now time.Time) ([]*commitReq, []**vdibroker.Heartbeat
 		if w.Beat != nil {
 			reqs[i], res[i] = heartbeatReq(w.Pool, w.Host, w.Beat, now)
 		} else {
-			reqs[i] = placementReq(w.Placement, nil)
+			reqs[i] = placementReq(w.Placement, nil, time.Now)
 		}
 		reqs[i].done = make(chan error, 1)
 	}
@@ -451,7 +451,7 @@ func (s *DB) BeatCommitterOf(pool, host string) int {
 func (s *DB) CommitBatchWithFailure(cs []*vdibroker.PlacementCommit) (errs []error, failed error) {
 	reqs := make([]*commitReq, 0, len(cs)+1)
 	for _, c := range cs {
-		reqs = append(reqs, placementReq(c, nil))
+		reqs = append(reqs, placementReq(c, nil, s.now))
 	}
 	bad := &commitReq{key: hostKey(cs[0].Session.HostPool, cs[0].Session.SessionHost), atomic: true,
 		fn: func(ctx context.Context, t *tx) error {

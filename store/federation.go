@@ -286,9 +286,15 @@ func lockCallNonces(ctx context.Context, t *tx, live []*commitReq) error {
 }
 
 // useCallNonce records a placement's call nonce, counted already
-// (lockCallNonces), in its transaction: a replay is Unauthenticated, and
-// the caller undoes the placement.
-func (t *tx) useCallNonce(ctx context.Context, n *vdibroker.CallNonce) error {
+// (lockCallNonces), in its transaction at now (the clock read just
+// before): a replay is Unauthenticated, and so is a nonce past its
+// RecordBy (vdibroker.ErrRecordedLate: a commit that forgot the expired
+// nonces at a later time than its call's may have forgotten the nonce
+// of a call it replays); the caller undoes the placement.
+func (t *tx) useCallNonce(ctx context.Context, n *vdibroker.CallNonce, now time.Time) error {
+	if !n.RecordBy.IsZero() && now.After(n.RecordBy) {
+		return vdibroker.ErrRecordedLate(n, now)
+	}
 	fresh, err := t.insertNonce(ctx, n.Nonce, n.Expires)
 	if err != nil {
 		return err

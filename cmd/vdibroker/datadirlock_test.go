@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDataDirOneBroker: the embedded store belongs to one broker process
@@ -56,5 +57,28 @@ func TestRestoreUnderRunningBroker(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "a broker is running on data dir "+dir) || !strings.Contains(r.stderr, "stop it first") ||
 		strings.Contains(r.stderr, "its own --data-dir") {
 		t.Errorf("restore under a running broker: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// TestReadsFrom_RG5: a pod on SQLite starts its server in the second
+// after the one it took its data dir in, however late in it, so that a
+// read the process before took (before it let go of the data dir) is
+// signed in an earlier second than the server started in.
+func TestReadsFrom_RG5(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		locked time.Duration // from t0
+		want   time.Duration
+	}{
+		{"at the second's start", 0, time.Second},
+		{"within it", 400 * time.Millisecond, time.Second},
+		{"at its end", time.Second - time.Nanosecond, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := readsFrom(t0.Add(tc.locked)); !got.Equal(t0.Add(tc.want)) {
+				t.Errorf("readsFrom(t0+%s) = t0+%s, want t0+%s", tc.locked, got.Sub(t0), tc.want)
+			}
+		})
 	}
 }

@@ -155,11 +155,13 @@ func (m *Main) Open(ctx context.Context) (err error) {
 			}
 		}
 	}()
+	var locked time.Time // when this process took its data dir (SQLite)
 	if m.Database == "" {
 		unlock, err := lockDataDir(m.DataDir)
 		if err != nil {
 			return err
 		}
+		locked = time.Now()
 		m.unlockDir = unlock
 		undo = append(undo, m.unlock)
 	}
@@ -211,6 +213,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
 	m.stopDirectory = startDirectory(services.Federation)
 	undo = append(undo, m.stopDirectory)
+	if services.Federation != nil && !locked.IsZero() {
+		// The server starts (vhttp.Config.OneProcessStore) in a second
+		// after the one it took the data dir in (readsFrom).
+		time.Sleep(time.Until(readsFrom(locked)))
+	}
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecrets: m.Federation.secrets, Logger: m.Logger,
 		OneProcessStore: storeKind(m.Database) == "sqlite", // its data dir's lock keeps it to this process
 		AdminTokenHash:  adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider,
