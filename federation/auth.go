@@ -437,11 +437,11 @@ func (v *Verifier) remember(budget, nonce string, until, now time.Time) error {
 	}
 	if v.counts[budget] >= cmp.Or(v.maxPerBudget, maxMemoryNonces) {
 		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now),
-			Message: fmt.Sprintf("too many pod-to-pod calls from %s in the last %s; try again shortly", vdibroker.NonceBudgetName(budget), 2*MaxSkew)}
+			Message: fmt.Sprintf("too many pod-to-pod calls from %s in the last %s", vdibroker.NonceBudgetName(budget), 2*MaxSkew)}
 	}
 	if len(v.nonces) >= cmp.Or(v.maxTotal, maxMemoryNoncesTotal) {
 		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now),
-			Message: fmt.Sprintf("too many pod-to-pod calls from all pods together in the last %s; try again shortly", 2*MaxSkew)}
+			Message: fmt.Sprintf("too many pod-to-pod calls from all pods together in the last %s", 2*MaxSkew)}
 	}
 	v.nonces[nonce] = memNonce{budget: budget, until: until}
 	v.counts[budget]++

@@ -309,6 +309,10 @@ func TestMemoryNoncesPerBudget_RG5(t *testing.T) {
 	}
 	if err := v.remember("ams1", "one-more", now.Add(MaxSkew), now); vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests {
 		t.Errorf("ams1 past its bound: %v, want TooManyRequests", err)
+	} else if msg := vdibroker.ErrorMessage(err); vdibroker.ErrorRetryAfter(err) <= 0 || strings.Contains(msg, "try again") {
+		// The wait is its Retry-After alone, which a global decision
+		// and the CLI show as " (try again in N s)" after the message.
+		t.Errorf("ams1 past its bound: %q, Retry-After %s; want one, and the wait not in its words", msg, vdibroker.ErrorRetryAfter(err))
 	}
 	for _, budget := range []string{"fra1", vdibroker.NoDocumentBudget} {
 		if err := v.remember(budget, "f-"+budget, now.Add(MaxSkew), now); err != nil {
