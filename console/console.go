@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"io/fs"
@@ -430,7 +431,7 @@ func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token stri
 		if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(int(ra.Seconds()+0.5)))
 		}
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "Not signed in: "+vdibroker.ErrorMessage(err))
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "Not signed in: "+vdibroker.ErrorMessage(err)+retryWords(err))
 		return
 	}
 	if _, err := a.signinWhoami(ctx); err != nil {
@@ -508,7 +509,22 @@ func (c *Console) apiError(rq *request, err error) {
 	if code == vdibroker.EPermission && rq.r.Method == http.MethodGet {
 		msg = "Refused by the broker: your token may not see this page (" + vdibroker.ErrorMessage(err) + ")."
 	}
-	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), msg)
+	if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
+		rq.w.Header().Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
+	}
+	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), msg+retryWords(err))
+}
+
+// retryWords is " (try again in N s)" for an API refusal with a
+// Retry-After (a rate limit, the database away: 429 or 503), as the CLI
+// ends its line: the broker's messages say what happens and leave the
+// wait to the Retry-After, so the page says it once. "" for any other.
+func retryWords(err error) string {
+	ra := vdibroker.ErrorRetryAfter(err)
+	if ra <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (try again in %d s)", int((ra+time.Second-1)/time.Second))
 }
 
 // describe turns an API error into a sentence for the signed-in person.

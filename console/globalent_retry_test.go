@@ -69,7 +69,7 @@ func TestGlobalEntitlementPeerBusy_RG5(t *testing.T) {
 	// one write in 60/30 s (Retry-After 2).
 	again := sent.Add(3*time.Second + 2*time.Second).Local().Format("15:04:05 MST")
 	wantContains(t, a, `data-result-pod="fra1" data-result="applied"`, `data-result-pod="ams1" data-result="refused"`,
-		"TooManyRequests: pod fra1 writes the federation document faster than 30 a minute; slow down and try again (send again in 2s, after "+again+")",
+		"TooManyRequests: pod fra1 writes the federation document faster than 30 a minute; slow down (send again in 2s, after "+again+")",
 		"This pod holds generation 2, but ams1 did not take it",
 		"ams1 refused it for now and takes it again in 2s, after "+again+": send this document again then with the button below",
 		`action="/federation/resend"`)

@@ -498,11 +498,11 @@ func (v *Verifier) remember(budget, nonce string, until, now time.Time) error {
 	}
 	if n := cmp.Or(v.maxPerBudget, maxMemoryNonces); v.counts[budget] >= n {
 		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now, v.soonestOf[budget]),
-			Message: fmt.Sprintf("too many recent pod-to-pod calls from %s: %d held against replay, this pod's bound; try again shortly", vdibroker.NonceBudgetName(budget), n)}
+			Message: fmt.Sprintf("too many recent pod-to-pod calls from %s: %d held against replay, this pod's bound", vdibroker.NonceBudgetName(budget), n)}
 	}
 	if n := cmp.Or(v.maxTotal, maxMemoryNoncesTotal); len(v.nonces) >= n {
 		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: v.memoryRetryAfter(now, v.soonest),
-			Message: fmt.Sprintf("too many recent pod-to-pod calls from all pods together: %d held against replay, this pod's bound; try again shortly", n)}
+			Message: fmt.Sprintf("too many recent pod-to-pod calls from all pods together: %d held against replay, this pod's bound", n)}
 	}
 	v.nonces[nonce] = memNonce{budget: budget, until: until}
 	v.counts[budget]++

@@ -179,9 +179,11 @@ func (s *Server) UserWriteSpend(p *vdibroker.Principal) time.Duration {
 	return max(s.userWrites.Wait(key, now), time.Nanosecond)
 }
 
-// throttled is the 429 answer, with how long to wait.
+// throttled is the 429 answer: what was too fast, and "slow down"; how
+// long to wait is its Retry-After alone, which every reader shows in its
+// own form (the CLI's " (try again in 2 s)"), so a line says it once.
 func throttled(what string, perSecond float64) error {
 	return &vdibroker.Error{Code: vdibroker.ETooManyRequests,
-		Message:    what + "; slow down and try again",
+		Message:    what + "; slow down",
 		RetryAfter: time.Duration(float64(time.Second) / perSecond)}
 }

@@ -88,6 +88,7 @@ var messages = map[string]map[string]string{
 	"launch.lost":              {"en": "Lost contact with the service. Trying again…", "de": "Keine Verbindung zum Dienst. Neuer Versuch läuft…", "pt": "Sem ligação ao serviço. A tentar novamente…", "ar": "انقطع الاتصال بالخدمة. جارٍ إعادة المحاولة…"},
 	"launch.download":          {"en": "Download the connection file", "de": "Verbindungsdatei herunterladen", "pt": "Transferir o ficheiro de ligação", "ar": "تنزيل ملف الاتصال"},
 	"launch.failedNoCapacity":  {"en": "No session host can take %s right now. Try again in a few minutes; if it keeps happening, tell your helpdesk.", "de": "Zurzeit kann kein Sitzungshost %s aufnehmen. Versuchen Sie es in einigen Minuten erneut; passiert es wieder, wenden Sie sich an Ihren Helpdesk.", "pt": "Neste momento nenhum anfitrião de sessão pode abrir %s. Tente novamente dentro de alguns minutos; se continuar a acontecer, contacte o seu helpdesk.", "ar": "لا يستطيع أي مضيف جلسات فتح %s الآن. حاول مرة أخرى بعد بضع دقائق؛ وإذا تكرر ذلك، فأبلغ مكتب الدعم."},
+	"launch.failedStartingFor": {"en": "A session host for %s is still starting.", "de": "Ein Sitzungshost für %s wird noch gestartet.", "pt": "Um anfitrião de sessão para %s ainda está a iniciar.", "ar": "لا يزال مضيف جلسات لـ %s قيد التشغيل."},
 	"launch.failedStarting":    {"en": "A session host for %s is still starting. Try again in a minute.", "de": "Ein Sitzungshost für %s wird noch gestartet. Versuchen Sie es in einer Minute erneut.", "pt": "Um anfitrião de sessão para %s ainda está a iniciar. Tente novamente dentro de um minuto.", "ar": "لا يزال مضيف جلسات لـ %s قيد التشغيل. حاول مرة أخرى بعد دقيقة."},
 	"launch.failedNotEntitled": {"en": "You may no longer open %s. Ask your helpdesk if you need it.", "de": "Sie dürfen %s nicht mehr öffnen. Fragen Sie Ihren Helpdesk, wenn Sie es brauchen.", "pt": "Já não pode abrir %s. Peça ao seu helpdesk se precisar.", "ar": "لم يعد بإمكانك فتح %s. اسأل مكتب الدعم إذا كنت تحتاج إليه."},
 	"launch.failedNotAssigned": {"en": "No desktop of %s is assigned to you yet. Ask your helpdesk.", "de": "Ihnen ist noch kein Desktop von %s zugewiesen. Fragen Sie Ihren Helpdesk.", "pt": "Ainda não lhe foi atribuído nenhum ambiente de trabalho de %s. Contacte o seu helpdesk.", "ar": "لم يُخصَّص لك أي سطح مكتب من %s بعد. اسأل مكتب الدعم."},
@@ -142,6 +143,20 @@ var pluralMessages = map[string]map[string][]string{
 			"two", "لا يتصل هذا الملف إلا مرة واحدة، وخلال دقيقتين فقط. للاتصال مرة أخرى أو لاحقًا، اختر «فتح» من جديد للحصول على ملف جديد.",
 			"few", "لا يتصل هذا الملف إلا مرة واحدة، وخلال %d دقائق فقط. للاتصال مرة أخرى أو لاحقًا، اختر «فتح» من جديد للحصول على ملف جديد.",
 			"other", "لا يتصل هذا الملف إلا مرة واحدة، وخلال %d دقيقة فقط. للاتصال مرة أخرى أو لاحقًا، اختر «فتح» من جديد للحصول على ملف جديد."},
+	},
+	// A wait the broker's answer gave (its Retry-After, R-A4), as
+	// launchWait rounds it: seconds under a minute, else minutes.
+	"launch.tryAgainSeconds": {
+		"en": {"one", "Try again in %d second.", "other", "Try again in %d seconds."},
+		"de": {"one", "Versuchen Sie es in %d Sekunde erneut.", "other", "Versuchen Sie es in %d Sekunden erneut."},
+		"pt": {"one", "Tente novamente dentro de %d segundo.", "other", "Tente novamente dentro de %d segundos."},
+		"ar": {"one", "حاول مرة أخرى بعد ثانية واحدة.", "two", "حاول مرة أخرى بعد ثانيتين.", "few", "حاول مرة أخرى بعد %d ثوانٍ.", "many", "حاول مرة أخرى بعد %d ثانية.", "other", "حاول مرة أخرى بعد %d ثانية."},
+	},
+	"launch.tryAgainMinutes": {
+		"en": {"one", "Try again in %d minute.", "other", "Try again in %d minutes."},
+		"de": {"one", "Versuchen Sie es in %d Minute erneut.", "other", "Versuchen Sie es in %d Minuten erneut."},
+		"pt": {"one", "Tente novamente dentro de %d minuto.", "other", "Tente novamente dentro de %d minutos."},
+		"ar": {"one", "حاول مرة أخرى بعد دقيقة.", "two", "حاول مرة أخرى بعد دقيقتين.", "few", "حاول مرة أخرى بعد %d دقائق.", "many", "حاول مرة أخرى بعد %d دقيقة.", "other", "حاول مرة أخرى بعد %d دقيقة."},
 	},
 	"launch.waited": {
 		"en": {"one", "Waiting for %d second.", "other", "Waiting for %d seconds."},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 var verbRE = regexp.MustCompile(`%[a-z]`)
@@ -124,6 +125,37 @@ func TestPlurals_RU6(t *testing.T) {
 	}
 	if got := fmt.Sprint(matchAccept("pt-BR,pt;q=0.9")); got != "pt" {
 		t.Errorf("pt-BR matched %q", got)
+	}
+}
+
+// TestTryAgain_RA4: a failed launch's wait, from its answer's
+// Retry-After, in each language: whole seconds under a minute, else
+// minutes rounded up (never sooner than the broker said), with each
+// language's plural forms (Arabic's dual, few 3..10, many 11..99, in
+// its own digits).
+func TestTryAgain_RA4(t *testing.T) {
+	for _, c := range []struct {
+		code string
+		wait time.Duration
+		want string
+	}{
+		{"en", 30 * time.Second, "Try again in 30 seconds."}, // HostStarting's Retry-After
+		{"en", time.Second, "Try again in 1 second."},
+		{"en", 59 * time.Second, "Try again in 59 seconds."},
+		{"en", time.Minute, "Try again in 1 minute."},
+		{"en", 91 * time.Second, "Try again in 2 minutes."}, // 1.52 minutes, up
+		{"de", 30 * time.Second, "Versuchen Sie es in 30 Sekunden erneut."},
+		{"de", time.Minute, "Versuchen Sie es in 1 Minute erneut."},
+		{"pt", 30 * time.Second, "Tente novamente dentro de 30 segundos."},
+		{"pt", 3 * time.Minute, "Tente novamente dentro de 3 minutos."},
+		{"ar", 30 * time.Second, "حاول مرة أخرى بعد ٣٠ ثانية."},
+		{"ar", 2 * time.Second, "حاول مرة أخرى بعد ثانيتين."},
+		{"ar", 5 * time.Second, "حاول مرة أخرى بعد ٥ ثوانٍ."},
+		{"ar", 2 * time.Minute, "حاول مرة أخرى بعد دقيقتين."},
+	} {
+		if got := tryAgain(newLang(c.code), c.wait); got != c.want {
+			t.Errorf("%s %s: %q, want %q", c.code, c.wait, got, c.want)
+		}
 	}
 }
 

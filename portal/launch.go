@@ -254,6 +254,12 @@ func (p *Portal) run(secret string, l *vdibroker.PortalLaunch, api *caller, res 
 	l.ExpireTime = now.Add(launchTTL)
 	if err != nil {
 		l.State, l.Message = launchFailed, failure(err, api.requestID)
+		if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
+			// The answer's wait (its Retry-After), which the page
+			// says in her words (launchWait); an older replica reads
+			// no Until of a failed launch.
+			l.Until = now.Add(ra)
+		}
 		// The connect's own message, which the user is not shown, by the
 		// reference she is: the audit entry of a refusal is bounded per
 		// user (RecordRefusal), and the API's access line has no message.
@@ -364,6 +370,10 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 			key = "launch.failedOther"
 		}
 		v.Title, v.Message = lg.T("error.title"), lg.T(key, l.Name)
+		if wait := launchWait(l); code == vdibroker.EHostStarting && wait > 0 {
+			// The wait its answer gave, not a guess (R-A4).
+			v.Message = lg.T("launch.failedStartingFor", l.Name) + " " + tryAgain(lg, wait)
+		}
 		if requestIDShape.MatchString(ref) {
 			// Not a launch an older replica stored, whose Message was
 			// the connect's own words.
@@ -388,6 +398,27 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 		}
 	}
 	return v
+}
+
+// launchWait is the wait failed launch l's answer gave (its Retry-After,
+// kept as Until from when it ended: ExpireTime is launchTTL after that);
+// 0 when it gave none, or an older replica stored it.
+func launchWait(l *vdibroker.PortalLaunch) time.Duration {
+	if l.Until.IsZero() {
+		return 0
+	}
+	return max(l.Until.Sub(l.ExpireTime.Add(-launchTTL)), 0)
+}
+
+// tryAgain says wait in lg's words: whole seconds under a minute (a
+// Retry-After is whole seconds), else minutes rounded up, so that she
+// is not told to come back before the broker said to (90 s: 2 minutes).
+func tryAgain(lg *lang, wait time.Duration) string {
+	s := int((wait + time.Second - 1) / time.Second)
+	if s < 60 {
+		return lg.T("launch.tryAgainSeconds", s)
+	}
+	return lg.T("launch.tryAgainMinutes", (s+59)/60)
 }
 
 // throughGateway reports whether ready launch l's file carries an RD

@@ -264,6 +264,34 @@ func TestLaunchWaitsForStartingHost_RU4(t *testing.T) {
 	}
 }
 
+// TestLaunchStartingSaysTheAnswersWait_RU4_RA4: alice's launch waits
+// its MaxWait (1 s here) for cold-1 starting, whose agent never
+// heartbeats; the broker answers HostStarting with Retry-After 30 (R-A4),
+// and the failed launch says to try again in 30 seconds, the answer's
+// wait, not a guess of its own, in each of the portal's languages (its
+// status, which the page's script shows, and the page itself).
+func TestLaunchStartingSaysTheAnswersWait_RU4_RA4(t *testing.T) {
+	e := newEnv(t, func(c *portal.Config) { c.MaxWait = time.Second })
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	launch := alice.launch(csrf, "desktop:cold")
+	s := alice.await(launch, ended)
+	const want = "A session host for \u2068Cold lab\u2069 is still starting. Try again in 30 seconds."
+	if s.State != "failed" || !strings.HasPrefix(s.Message, want) {
+		t.Fatalf("the launch once its wait is over: %+v; want failed, saying %q", s, want)
+	}
+	for lang, want := range map[string]string{
+		"de": "Ein Sitzungshost für \u2068Cold lab\u2069 wird noch gestartet. Versuchen Sie es in 30 Sekunden erneut.",
+		"pt": "Um anfitrião de sessão para \u2068Cold lab\u2069 ainda está a iniciar. Tente novamente dentro de 30 segundos.",
+		"ar": "لا يزال مضيف جلسات لـ \u2068Cold lab\u2069 قيد التشغيل. حاول مرة أخرى بعد ٣٠ ثانية.",
+	} {
+		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
+		if res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("the launch's page in %s: %d, want it to say %q:\n%s", lang, res.StatusCode, want, page)
+		}
+	}
+}
+
 // TestLaunchBounds_RU7: a sign-in has at most MaxLaunchesPerSession
 // launches at once (429 past it), and the page's forms need the CSRF
 // token from this site.

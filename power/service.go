@@ -745,24 +745,27 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 // desktopShuttingDown is the answer to user's connect in a Personal pool
 // whose own host h is Starting but whose agent said since the start that
 // it shuts down (vdibroker.ShuttingDownAfterStart, R-A4): NoCapacity
-// saying that her desktop is shutting down, since when, and from when to
-// try again (vdibroker.StartAfterShutdownFrom, as the Retry-After): once
-// its agent has been silent for the pool's heartbeat timeout its machine
-// is down, and her connect then lands on it if the start brought it back
-// up, or says what to wait for. When its start will have timed out by
-// then, only an administrator starts it again, from that time (the
-// admin's 409 says the same).
+// saying that her desktop is shutting down, since when, and from when it
+// is down (vdibroker.StartAfterShutdownFrom, in UTC): once its agent has
+// been silent for the pool's heartbeat timeout its machine is down, and
+// her connect then lands on it if the start brought it back up, or says
+// what to wait for. The wait from now is its Retry-After alone, which
+// every reader shows in its own form (the CLI's " (try again in 91 s)"
+// follows the time), as for HostStarting. When its start will have timed
+// out by then, only an administrator starts it again, from that time
+// (the admin's 409 says the same): the line ends with that, so the CLI's
+// suffix reads as the admin's wait.
 func desktopShuttingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
 	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
-	next := "try again then"
+	down := "it is down from " + again.Format(time.RFC3339)
 	if vdibroker.StartTimedOut(h, again) {
 		// Connects never start it again (R-A4).
-		next = "its start will have timed out by then, and an administrator can start it again (vdibroker sessionhost start)"
+		down = "it is down and its start has timed out, which connects do not start again: an administrator can start it again (vdibroker sessionhost start) from " + again.Format(time.RFC3339)
 	}
 	return &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: again.Sub(now),
-		Message: fmt.Sprintf("session host %q, assigned to %s, is shutting down: it was started at %s, and its agent said at %s (%s ago) that its machine is going down; no other host is started for you. It is down from %s (in %s), once its agent has been silent for the pool's heartbeat timeout (%d seconds): %s",
+		Message: fmt.Sprintf("session host %q, assigned to %s, is shutting down: it was started at %s, and its agent said at %s (%s ago) that its machine is going down; no other host is started for you. After the pool's heartbeat timeout (%d seconds) of silence from its agent, %s",
 			h.Name, user, h.PowerStateTime.UTC().Format(time.RFC3339), said.Format(time.RFC3339), relative(now.Sub(said), false),
-			again.Format(time.RFC3339), relative(again.Sub(now), true), int(timeout/time.Second), next)}
+			int(timeout/time.Second), down)}
 }
 
 // startForConnect claims h's start and asks the driver in the background

@@ -217,7 +217,7 @@ func (t *tx) countNonces(ctx context.Context, pod string, k int, now time.Time) 
 	}
 	if n == 0 {
 		return &vdibroker.Error{Code: vdibroker.ETooManyRequests, RetryAfter: time.Minute,
-			Message: fmt.Sprintf("%s made %d pod-to-pod calls to this pod this minute, its bound; try again shortly", vdibroker.NonceBudgetName(pod), noncesPerMinute)}
+			Message: fmt.Sprintf("%s made %d pod-to-pod calls to this pod this minute, its bound", vdibroker.NonceBudgetName(pod), noncesPerMinute)}
 	}
 	return nil
 }

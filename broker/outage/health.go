@@ -277,7 +277,7 @@ type storeDown struct{ cause error }
 func (e *storeDown) Error() string { return "store unavailable: " + e.cause.Error() }
 func (e *storeDown) Unwrap() []error {
 	return []error{e.cause, &vdibroker.Error{Code: vdibroker.EStoreUnavailable,
-		Message:    "the broker cannot reach its database right now; try again shortly",
+		Message:    "the broker cannot reach its database right now", // the wait: retryAfter, as the Retry-After
 		RetryAfter: retryAfter}}
 }
 

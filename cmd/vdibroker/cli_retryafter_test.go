@@ -55,8 +55,8 @@ func TestCLIRetryAfter_RSEC(t *testing.T) {
 
 	connect := []string{"connect", "--host-pool", "office", "--dry-run", "--server", m.URL(), "--token", carol}
 	list := []string{"hostpool", "list", "--server", m.URL(), "--token", "vdbt_forged"}
-	const writes = "error: this end user makes changes faster than a person does (30 at once, then one every 2 s); slow down and try again (try again in 2 s)\n"
-	const tokens = "error: too many failed authentications from this address; slow down and try again (try again in 1 s)\n"
+	const writes = "error: this end user makes changes faster than a person does (30 at once, then one every 2 s); slow down (try again in 2 s)\n"
+	const tokens = "error: too many failed authentications from this address; slow down (try again in 1 s)\n"
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -128,16 +128,16 @@ func TestCLIRetryAfter_OtherAnswers_RSEC(t *testing.T) {
 		name, retryAfter, body, want string
 	}{
 		{"a broker's database away", "5",
-			`{"error":{"code":"StoreUnavailable","message":"the broker cannot reach its database right now; try again shortly"}}`,
-			"error: the broker cannot reach its database right now; try again shortly (try again in 5 s)\n"},
+			`{"error":{"code":"StoreUnavailable","message":"the broker cannot reach its database right now"}}`,
+			"error: the broker cannot reach its database right now (try again in 5 s)\n"},
 		{"a proxy's 503", "120", "upstream busy",
 			"error: HTTP 503: upstream busy (try again in 120 s)\n"},
 		{"no Retry-After", "",
 			`{"error":{"code":"NoCapacity","message":"host pool \"office\" has no capacity"}}`,
 			"error: host pool \"office\" has no capacity\n"},
 		{"a date, not repeated", "Wed, 21 Oct 2015 07:28:00 GMT",
-			`{"error":{"code":"StoreUnavailable","message":"the broker cannot reach its database right now; try again shortly"}}`,
-			"error: the broker cannot reach its database right now; try again shortly\n"},
+			`{"error":{"code":"StoreUnavailable","message":"the broker cannot reach its database right now"}}`,
+			"error: the broker cannot reach its database right now\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
