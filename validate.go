@@ -291,9 +291,16 @@ func ValidateAddress(field, addr string) error {
 	if err != nil || host == "" {
 		return FieldError(field, "must be host:port (for example rdsh01.example.com:3389), got %q", addr)
 	}
+	// Digits alone, at most five: Atoi also takes a sign ("+3389") and
+	// any number of leading zeros, which no RDP client reads as a port
+	// and which a gateway's access token refuses (its host claim is a
+	// 253-byte name, a colon and five digits at most, R-GW1).
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 1 || n > 65535 {
 		return FieldError(field, "port must be 1..65535, got %q", port)
+	}
+	if len(port) > 5 || strings.IndexFunc(port, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		return FieldError(field, "port must be 1..65535 in at most five digits, without a sign, got %q", port)
 	}
 	if len(host) > 253 {
 		return FieldError(field, "host must be at most 253 characters")

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
 // TestValidateHostPool_RP3_RP4 covers the pool checks that depend on other
@@ -107,6 +109,10 @@ func TestValidateNamesAndAddresses(t *testing.T) {
 		{"", true}, {"host:3389", true}, {"10.0.0.1:3389", true}, {"[2001:db8::1]:443", true},
 		{"host", false}, {"host:0", false}, {"host:65536", false}, {":3389", false}, {"ho st:3389", false},
 		{"host:3389\r\nfull address:s:evil", false},
+		// A port in digits, five at most (R-GW1: a gateway's token takes
+		// no other): no sign, no run of leading zeros.
+		{"host:+3389", false}, {"host:003389", false}, {"host:03389", true},
+		{strings.Repeat("h", 253) + ":65535", true}, {strings.Repeat("h", 253) + ":0000065535", false},
 	} {
 		if err := ValidateAddress("address", tc.in); (err == nil) != tc.ok {
 			t.Errorf("ValidateAddress(%q) = %v, want ok=%v", tc.in, err, tc.ok)
@@ -229,6 +235,28 @@ func TestSameGateway_RGW4(t *testing.T) {
 	} {
 		if got := SameGateway(c.a, c.b); got != c.want {
 			t.Errorf("SameGateway(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// TestAddressesTakenSignInGatewayTokens_RGW1 (R-GW1): every address
+// ValidateAddress takes goes into a gateway access token's host claim:
+// a connect through a gateway to a host of such an address is not
+// answered Internal for a token the broker cannot sign. Those it refuses
+// are the forms the token refuses.
+func TestAddressesTakenSignInGatewayTokens_RGW1(t *testing.T) {
+	signer, err := gatewaytoken.GenerateSigner("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("h", 253)
+	for _, addr := range []string{"host:3389", "10.0.0.1:1", "[2001:db8::1]:443", "[::ffff:255.255.255.255]:65535", "host:03389",
+		long + ":65535", long + ":1", "host:+3389", long + ":065535", "host:0000003389"} {
+		c := gatewaytoken.Claims{ID: gatewaytoken.NewID(), User: "alice", Session: "s-1", Pool: "p", Host: addr,
+			NotBefore: 1, Expiry: 60}
+		_, serr := signer.Sign(c)
+		if verr := ValidateAddress("address", addr); verr == nil && serr != nil {
+			t.Errorf("address %q is taken, but a token for it is not signed: %v", addr, serr)
 		}
 	}
 }

@@ -1,0 +1,108 @@
+package console_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/federation"
+	vhttp "github.com/vdibroker/vdibroker/http"
+)
+
+// TestShortPeerWaitReadsShareOnePeerCall_RG5 (R-G5, R-SEC): reads of
+// the federation with the shortest peerWait return while a peer that
+// accepts the connection never answers, and its call goes on up to the
+// pod timeout; a Reader (the weakest credential these routes take)
+// sending many of them, at once and one after another, starts no call
+// of its own: the one call to that peer under way is shared, so the
+// broker holds one call a peer, not one a read.
+func TestShortPeerWaitReadsShareOnePeerCall_RG5(t *testing.T) {
+	e := newPodEnvConfig(t, podEnvConfig{pod: "fra1", podTimeout: 20 * time.Second})
+	e.seed()
+	var loads, blocked atomic.Int64
+	release := make(chan struct{})
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != federation.LoadsPath {
+			http.NotFound(w, r)
+			return
+		}
+		loads.Add(1)
+		blocked.Add(1)
+		defer blocked.Add(-1)
+		select { // accepted, never answered
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(peer.Close)
+	t.Cleanup(func() { close(release) }) // before peer.Close, which waits for the handlers
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
+		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "nyc1", Site: "emea", URL: peer.URL}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "nyc1", HostPool: "pool-b"}}}}}
+	if _, err := e.admin.PutFederation(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := e.admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleReader, Subject: "desk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, []byte) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, e.url+path, nil)
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		req.Header.Set("Authorization", "Bearer "+reader.Secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	// The first read starts the one call, and is answered while it runs.
+	status, body := get("/api/v1/federation?peerWait=1ms")
+	var st struct {
+		Peers []struct {
+			Pod     string     `json:"pod"`
+			AskedAt *time.Time `json:"askedAt"`
+		} `json:"peers"`
+	}
+	if err := json.Unmarshal(body, &st); status != http.StatusOK || err != nil || len(st.Peers) != 1 || st.Peers[0].AskedAt == nil {
+		t.Fatalf("GET /federation?peerWait=1ms: HTTP %d %s; want 200 with nyc1 asked, unanswered", status, body)
+	}
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	for i := range 40 {
+		path := "/api/v1/federation?peerWait=1ms"
+		switch i % 3 {
+		case 1:
+			path = "/api/v1/globalentitlements?peerWait=1ms"
+		case 2:
+			path = "/api/v1/globalentitlements/office?peerWait=1ms"
+		}
+		wg.Go(func() {
+			if status, _ := get(path); status == http.StatusOK {
+				answered.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if answered.Load() == 0 {
+		t.Fatal("no read of the 40 was answered 200")
+	}
+	// The reads above were answered, so their waits ended; the peer's
+	// one call is still blocked (its pod timeout is 20 s).
+	if n, b := loads.Load(), blocked.Load(); n != 1 || b != 1 {
+		t.Errorf("the peer's loads were asked %d times, %d of them still under way, after %d reads answered; want 1 call, shared", n, b, answered.Load()+1)
+	}
+}
