@@ -105,9 +105,15 @@ func (c *Console) globalSessionCommand(rq *request, what string) {
 		c.apiError(rq, err)
 	case vdibroker.EPodUnavailable:
 		// Its message says which pod and why: it did not answer, or
-		// refused this pod's call.
-		c.redirect(rq, back, fmt.Sprintf("The %s of %s's session on pod %s was not confirmed: %s. Try again in a moment, or use pod %s's console.",
-			what, user, pod, strings.TrimSuffix(vdibroker.ErrorMessage(err), "."), pod))
+		// refused this pod's call. One that did not answer says when
+		// to try again in its Retry-After (the LoadTTL for which this
+		// pod passes it over), said once, here.
+		again := "in a moment"
+		if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
+			again = fmt.Sprintf("in %d s", int((ra+time.Second-1)/time.Second))
+		}
+		c.redirect(rq, back, fmt.Sprintf("The %s of %s's session on pod %s was not confirmed: %s. Try again %s, or use pod %s's console.",
+			what, user, pod, strings.TrimSuffix(vdibroker.ErrorMessage(err), "."), again, pod))
 	default:
 		c.renderSessionsAt(rq, back, err)
 	}

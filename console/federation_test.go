@@ -354,7 +354,9 @@ func TestGlobalSessionActions_RU3(t *testing.T) {
 		wantStatus(t, a, http.StatusSeeOther)
 		a = hb.get(a.location)
 		wantStatus(t, a, http.StatusOK)
-		wantContains(t, a, "log off of alice&#39;s session on pod ams1 was not confirmed: pod ams1 did not answer", `data-unanswered="ams1"`)
+		wantContains(t, a, "log off of alice&#39;s session on pod ams1 was not confirmed: pod ams1 did not answer", `data-unanswered="ams1"`,
+			// The wait its answer's Retry-After gave (the LoadTTL, 3 s).
+			"Try again in 3 s, or use pod ams1&#39;s console.")
 	})
 }
 

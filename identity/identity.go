@@ -47,7 +47,8 @@ type Config struct {
 	Roles       RoleMap
 	// Now is the clock tokens' expiry is checked against (nil: time.Now).
 	Now func() time.Time
-	// HTTPClient reaches the provider (nil: http.DefaultClient).
+	// HTTPClient reaches the provider (nil: http.DefaultClient); New
+	// bounds what it reads of each answer (MaxProviderAnswerBytes).
 	HTTPClient *http.Client
 }
 
@@ -174,6 +175,8 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
 	}
+	// go-oidc reads the discovery document whole, however large.
+	cfg.HTTPClient = bounded(cfg.HTTPClient, MaxProviderAnswerBytes)
 	ctx = oidc.ClientContext(ctx, cfg.HTTPClient)
 	p, err := oidc.NewProvider(ctx, cfg.Issuer)
 	if err != nil {

@@ -370,9 +370,16 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 			key = "launch.failedOther"
 		}
 		v.Title, v.Message = lg.T("error.title"), lg.T(key, l.Name)
-		if wait := launchWait(l); code == vdibroker.EHostStarting && wait > 0 {
-			// The wait its answer gave, not a guess (R-A4).
-			v.Message = lg.T("launch.failedStartingFor", l.Name) + " " + tryAgain(lg, wait)
+		if wait := launchWait(l); wait > 0 {
+			// The wait its answer gave, not a guess (R-A4): a host
+			// starting, or a Personal user's own desktop shutting down
+			// (NoCapacity, until its machine is down).
+			switch code {
+			case vdibroker.EHostStarting:
+				v.Message = lg.T("launch.failedStartingFor", l.Name) + " " + tryAgain(lg, wait)
+			case vdibroker.ENoCapacity:
+				v.Message = lg.T("launch.noCapacityFor", l.Name) + " " + tryAgain(lg, wait) + " " + lg.T("launch.keepsHappening")
+			}
 		}
 		if requestIDShape.MatchString(ref) {
 			// Not a launch an older replica stored, whose Message was

@@ -292,6 +292,56 @@ func TestLaunchStartingSaysTheAnswersWait_RU4_RA4(t *testing.T) {
 	}
 }
 
+// TestLaunchShuttingDownSaysTheAnswersWait_RA4: alice's own desktop in
+// a Personal pool (start VM on connect, heartbeat timeout 90 s) was
+// started and its agent then said that its machine shuts down. Her
+// launch is answered NoCapacity with a Retry-After until the machine is
+// down (90 or 91 s from that heartbeat, R-A4), and the failed launch
+// says to try again in 2 minutes (the wait rounded up to minutes), not
+// "in a few minutes", in each of the portal's languages (its status,
+// which the page's script shows, and the page itself).
+func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	e.pool("mine", map[string]any{"hostPoolType": "Personal", "personalDesktopAssignmentType": "Automatic",
+		"powerDriver": "sim", "startVMOnConnect": true, "heartbeatTimeoutSeconds": 90}, 1)
+	if _, err := e.admin.PatchSessionHost(ctx, "mine", "mine-1", map[string]any{"assignedUsers": []string{"alice"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.PutApplicationGroup(ctx, "mine-desktop", map[string]any{"hostPool": "mine", "applicationGroupType": "Desktop",
+		"friendlyName": "My desk", "assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.StopSessionHost(ctx, "mine", "mine-1", false); err != nil {
+		t.Fatal(err)
+	}
+	e.advance(5 * time.Minute) // its last heartbeat is older than the stop
+	if _, err := e.admin.StartSessionHost(ctx, "mine", "mine-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	launch := alice.launch(csrf, "desktop:mine")
+	s := alice.await(launch, ended)
+	const want = "No session host can take \u2068My desk\u2069 right now. Try again in 2 minutes. If it keeps happening, tell your helpdesk."
+	if s.State != "failed" || !strings.HasPrefix(s.Message, want) {
+		t.Fatalf("the launch: %+v; want failed, saying %q", s, want)
+	}
+	for lang, want := range map[string]string{
+		"de": "Zurzeit kann kein Sitzungshost \u2068My desk\u2069 aufnehmen. Versuchen Sie es in 2 Minuten erneut. Passiert es wieder, wenden Sie sich an Ihren Helpdesk.",
+		"pt": "Neste momento nenhum anfitrião de sessão pode abrir \u2068My desk\u2069. Tente novamente dentro de 2 minutos. Se continuar a acontecer, contacte o seu helpdesk.",
+		"ar": "لا يستطيع أي مضيف جلسات فتح \u2068My desk\u2069 الآن. حاول مرة أخرى بعد دقيقتين. إذا تكرر ذلك، فأبلغ مكتب الدعم.",
+	} {
+		res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
+		if res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("the launch's page in %s: %d, want it to say %q:\n%s", lang, res.StatusCode, want, page)
+		}
+	}
+}
+
 // TestLaunchBounds_RU7: a sign-in has at most MaxLaunchesPerSession
 // launches at once (429 past it), and the page's forms need the CSRF
 // token from this site.
@@ -1019,7 +1069,9 @@ func TestLaunchFailureInUsersWords_RU4(t *testing.T) {
 	csrf := alice.signIn(e.userToken("alice"))
 	launch := alice.launch(csrf, "desktop:desk")
 	s := alice.await(launch, ended)
-	if s.State != "failed" || !strings.Contains(s.Message, "No session host can take \u2068Office desktop\u2069 right now") ||
+	// No Retry-After in a drained pool's answer: the words without a
+	// number.
+	if s.State != "failed" || !strings.Contains(s.Message, "No session host can take \u2068Office desktop\u2069 right now. Try again in a few minutes;") ||
 		strings.Contains(s.Message, "desk-") || strings.Contains(strings.ToLower(s.Message), "drain") {
 		t.Errorf("a launch without capacity: %+v; want the user's words, no hosts or drains", s)
 	}

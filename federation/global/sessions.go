@@ -336,10 +336,16 @@ func (g *Service) GlobalSessionCommand(ctx context.Context, user, pod, id, comma
 		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s refused: %s", pod, answered.Error())
 	case err != nil:
 		g.markFailed(p.Name, err)
-		if me.EndUser() {
-			return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s did not answer; try again shortly", pod)
+		// When to try again is the Retry-After alone, which every
+		// reader says in its own form (the CLI's " (try again in 3 s)"):
+		// the LoadTTL for which this pod now takes the pod for
+		// unreachable (markFailed), its session lists and global
+		// connects passing it over unasked; after it, they ask it again.
+		msg := "pod " + pod + " did not answer"
+		if !me.EndUser() {
+			msg += ": " + g.reason(err) // its address and the network's errors: not hers to read
 		}
-		return nil, vdibroker.Errorf(vdibroker.EPodUnavailable, "pod %s did not answer: %s", pod, g.reason(err))
+		return nil, &vdibroker.Error{Code: vdibroker.EPodUnavailable, Message: msg, RetryAfter: g.cfg.LoadTTL}
 	}
 	return c, nil
 }
