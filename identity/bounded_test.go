@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestProviderAnswersBounded_RSEC (R-SEC): a provider on loopback whose
@@ -113,5 +115,37 @@ func TestProviderAnswersBounded_RSEC(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProviderThatNeverAnswers_RSEC (R-SEC): a provider on loopback that
+// accepts the discovery request and never answers. New gives up after
+// the configured Timeout, naming the issuer, while the provider's handler
+// is still waiting (without a timeout, New waited for as long as the
+// provider held the connection: serve never started).
+func TestProviderThatNeverAnswers_RSEC(t *testing.T) {
+	release := make(chan struct{})
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		<-release
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	done := make(chan error, 1)
+	go func() {
+		_, err := New(context.Background(), Config{Issuer: srv.URL, ClientID: "vdibroker", Timeout: 200 * time.Millisecond})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "Timeout") {
+			t.Fatalf("New against a provider that never answers: %v, want a timeout naming %s", err, srv.URL)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("New still waits for a provider that never answers after a minute")
+	}
+	if asked.Load() != 1 {
+		t.Fatalf("the provider was asked %d times, want 1", asked.Load())
 	}
 }

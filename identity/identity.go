@@ -13,6 +13,7 @@
 package identity
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -47,10 +48,20 @@ type Config struct {
 	Roles       RoleMap
 	// Now is the clock tokens' expiry is checked against (nil: time.Now).
 	Now func() time.Time
-	// HTTPClient reaches the provider (nil: http.DefaultClient); New
-	// bounds what it reads of each answer (MaxProviderAnswerBytes).
+	// HTTPClient reaches the provider (nil: a client whose calls end
+	// after Timeout); New bounds what it reads of each answer
+	// (MaxProviderAnswerBytes).
 	HTTPClient *http.Client
+	// Timeout bounds each call to the provider when HTTPClient is nil
+	// (0: DefaultProviderTimeout).
+	Timeout time.Duration
 }
+
+// DefaultProviderTimeout bounds each call to the identity provider (its
+// discovery document, its keys, a sign-in's token exchange): a provider
+// that accepts and never answers would otherwise hold serve's start, and
+// each sign-in's callback, for good (R-SEC).
+const DefaultProviderTimeout = 30 * time.Second
 
 // RoleMap maps groups to roles: the file of serve --oidc-role-map.
 //
@@ -173,7 +184,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
+		cfg.HTTPClient = &http.Client{Timeout: cmp.Or(cfg.Timeout, DefaultProviderTimeout)}
 	}
 	// go-oidc reads the discovery document whole, however large.
 	cfg.HTTPClient = bounded(cfg.HTTPClient, MaxProviderAnswerBytes)
