@@ -408,7 +408,10 @@ func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token stri
 	a := c.apiFor(w, r, token)
 	me, err := a.whoami(ctx)
 	if err != nil {
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "That sign-in was not accepted: "+vdibroker.ErrorMessage(err))
+		// A 429 (too many failed authentications from this address) or
+		// a 503 (the database away) says its wait, as the API's pages.
+		setRetryAfter(w, err)
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "That sign-in was not accepted: "+vdibroker.ErrorMessage(err)+retryWords(err))
 		return
 	}
 	if me.Role == vdibroker.RoleUser {
@@ -428,9 +431,7 @@ func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token stri
 		if vdibroker.ErrorCode(err) == vdibroker.EInternal {
 			c.log.Error("console: open a session", "err", err)
 		}
-		if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(ra.Seconds()+0.5)))
-		}
+		setRetryAfter(w, err)
 		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "Not signed in: "+vdibroker.ErrorMessage(err)+retryWords(err))
 		return
 	}
@@ -438,7 +439,8 @@ func (c *Console) openSession(w http.ResponseWriter, r *http.Request, token stri
 		// Not recorded, so not signed in.
 		c.web.Forget(context.WithoutCancel(ctx), s)
 		w.Header().Del("Set-Cookie")
-		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "That sign-in was not accepted: "+vdibroker.ErrorMessage(err))
+		setRetryAfter(w, err) // the principal's sign-ins a minute (429), the database away (503)
+		refuse(vdibroker.HTTPStatus(vdibroker.ErrorCode(err)), "That sign-in was not accepted: "+vdibroker.ErrorMessage(err)+retryWords(err))
 		return
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -509,10 +511,19 @@ func (c *Console) apiError(rq *request, err error) {
 	if code == vdibroker.EPermission && rq.r.Method == http.MethodGet {
 		msg = "Refused by the broker: your token may not see this page (" + vdibroker.ErrorMessage(err) + ")."
 	}
-	if ra := vdibroker.ErrorRetryAfter(err); ra > 0 {
-		rq.w.Header().Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
+	setRetryAfter(rq.w, err)
+	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), msg)
+}
+
+// retrySeconds is err's Retry-After in whole seconds, rounded up so that
+// no page tells to come back sooner than the broker said (0.2 s: 1); 0
+// when it has none.
+func retrySeconds(err error) int {
+	ra := vdibroker.ErrorRetryAfter(err)
+	if ra <= 0 {
+		return 0
 	}
-	c.errorPage(rq.w, rq.r, vdibroker.HTTPStatus(code), msg+retryWords(err))
+	return int((ra + time.Second - 1) / time.Second)
 }
 
 // retryWords is " (try again in N s)" for an API refusal with a
@@ -520,11 +531,18 @@ func (c *Console) apiError(rq *request, err error) {
 // ends its line: the broker's messages say what happens and leave the
 // wait to the Retry-After, so the page says it once. "" for any other.
 func retryWords(err error) string {
-	ra := vdibroker.ErrorRetryAfter(err)
-	if ra <= 0 {
-		return ""
+	if s := retrySeconds(err); s > 0 {
+		return fmt.Sprintf(" (try again in %d s)", s)
 	}
-	return fmt.Sprintf(" (try again in %d s)", int((ra+time.Second-1)/time.Second))
+	return ""
+}
+
+// setRetryAfter sends err's Retry-After (retrySeconds) on to the
+// browser, the number the page's words say; nothing when it has none.
+func setRetryAfter(w http.ResponseWriter, err error) {
+	if s := retrySeconds(err); s > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(s))
+	}
 }
 
 // describe turns an API error into a sentence for the signed-in person.
@@ -543,7 +561,9 @@ func (rq *request) describe(err error) string {
 	case vdibroker.EUnauthenticated:
 		return "Your token is no longer accepted (" + vdibroker.ErrorMessage(err) + "). Sign in again."
 	default:
-		return vdibroker.ErrorMessage(err)
+		// A rate limit's or the database's refusal says its wait (the
+		// Retry-After): its words leave it out.
+		return vdibroker.ErrorMessage(err) + retryWords(err)
 	}
 }
 
