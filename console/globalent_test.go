@@ -442,7 +442,7 @@ func TestGlobalEntitlementBadInput(t *testing.T) {
 		{"home site of a bad name", "/federation/homesites", []string{"op", "add", "kind", "group", "principal", "Sales\x00", "site", "emea"}, 400, "principal", "principal:"},
 		{"unknown home site", "/federation/homesites", []string{"op", "add", "kind", "user", "principal", "dora", "site", "apac"}, 400, "site", "is not a site of the federation document; its sites are emea"},
 		{"huge home site", "/federation/homesites", []string{"op", "add", "kind", "user", "principal", "dora", "site", huge}, 400, "site", "site: must be 1..64"},
-		{"home site op", "/federation/homesites", []string{"op", "replace", "kind", "user", "principal", "dora", "site", "emea"}, 400, "", "op must be add or remove"},
+		{"home site op", "/federation/homesites", []string{"op", "replace", "kind", "user", "principal", "dora", "site", "emea"}, 400, "", "op must be add, change, up, down or remove"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := geForm(b.csrf("/federation"), 1, tc.form...)
