@@ -34,6 +34,9 @@ func (e *dataDirBusyError) Error() string {
 // dir, so in an earlier second than that: a read it took and kept in
 // memory only (signed no later than it was verified) is refused by its
 // time, even when the process restarted within the second it was signed.
+// serve waits for the later of it and the second after the read mark the
+// process before left (federation.ReadsFrom), which holds on a clock that
+// stepped back too.
 func readsFrom(locked time.Time) time.Time {
 	return locked.Truncate(time.Second).Add(time.Second)
 }
