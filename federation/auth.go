@@ -111,13 +111,27 @@ type Verifier struct {
 	// Started (whole seconds). For a pod whose store belongs to this one
 	// process (SQLite, whose data dir one process holds): its memory is
 	// every replica's, and a call taken before a restart is refused by
-	// its time or by Nonces (readKeptInStore), so a replay is refused as
-	// by Nonces, without a synced commit for every call that only reads.
+	// its time or by Nonces (readKeptInStore, with Marks), so a replay is
+	// refused as by Nonces, without a synced commit for every call that
+	// only reads.
 	ReadsInMemory bool
 	// Started is when this process started to take calls: in a later
 	// second than any call a process before it on the same store took
-	// (serve waits for it).
+	// (serve waits for it, and for the second after the mark that
+	// process left, ReadsFrom).
 	Started time.Time
+	// Marks, with ReadsInMemory, is where this process keeps its mark of
+	// how far it verified reads (readMarkName): no read is verified at or
+	// after the mark last committed (Mark moves it ahead, a read past it
+	// commits one first), Close sets it to when the last was, and the
+	// next process on the store starts its reads after it (ReadsFrom),
+	// whatever its clock says (readKeptInStore). nil: no mark, which
+	// holds only while the clock never steps back across a restart.
+	Marks Marks
+	// MarkInterval is how often the mark is moved ahead (KeepMark; 0:
+	// DefaultMarkInterval); each move sets it 2 × MarkInterval ahead of
+	// the clock, so a move late by up to an interval leaves it standing.
+	MarkInterval time.Duration
 
 	mu     sync.Mutex
 	nonces map[string]memNonce // by nonce
@@ -131,7 +145,31 @@ type Verifier struct {
 	// maxPerBudget and maxTotal bound the nonces kept in memory (0:
 	// maxMemoryNonces and maxMemoryNoncesTotal); a test sets them small.
 	maxPerBudget, maxTotal int
+	// marked is the mark last committed (Marks): reads are verified
+	// before it only; verified is the latest clock reading a read was
+	// verified at; closed: Close was called, every call is refused.
+	marked, verified time.Time
+	closed           bool
+	// markMu orders the mark's commits (Mark, Close).
+	markMu sync.Mutex
 }
+
+// Marks keeps a one-process pod's read mark (Verifier.Marks) in its
+// store; vdibroker.SharedStore does.
+type Marks interface {
+	SharedValue(ctx context.Context, name string) (string, error)
+	SetSharedValue(ctx context.Context, name, value string, now time.Time) error
+}
+
+// readMarkName is the shared value (vdibroker.SharedStore) holding the
+// read mark, as Unix nanoseconds.
+const readMarkName = "pod-reads-verified-before"
+
+// DefaultMarkInterval is how often a one-process pod moves its read mark
+// ahead (Verifier.MarkInterval): a synced commit every 5 s, whatever the
+// reads, and a process started after a crash waits at most 2 × 5 s and a
+// second for the mark its predecessor left.
+const DefaultMarkInterval = 5 * time.Second
 
 // memNonce is a nonce kept in memory: its budget, and when it may be
 // forgotten.
@@ -292,6 +330,9 @@ func (v *Verifier) now() time.Time {
 // Started), and the call is signed for this pod or for none. Any of
 // these is Unauthenticated.
 func (v *Verifier) Check(get func(string) string, kind Kind) (*Call, error) {
+	if v.isClosed() {
+		return nil, errClosed()
+	}
 	c := &Call{Pod: get(HeaderPod), ts: get(HeaderTimestamp), nonce: get(HeaderNonce), sig: get(HeaderSignature), to: get(HeaderTo)}
 	c.Budget = c.Pod
 	if c.sig == "" || c.ts == "" || c.nonce == "" || c.Pod == "" {
@@ -341,23 +382,35 @@ func (v *Verifier) checkTime(c *Call, now time.Time) error {
 // MaxSkew and a second of Started. Every other read costs no commit.
 //
 // Why a replay across a restart is then refused (whole seconds
-// throughout; the process before verified the call at V, this one
-// started at S, later on the same clock):
-//   - signed at ts < S: refused by its time (checkTime);
-//   - signed at ts > V (ahead of that pod's clock): the process before
-//     recorded its nonce in Nonces too, and as it took it at V,
-//     ts <= V + MaxSkew <= S + MaxSkew: this process sends its replay
-//     to Nonces as well, which refuse it.
+// throughout). The process before verified the call at V by its clock;
+// this one takes reads from W = Started, which is at or after the second
+// after the read mark M the process before left in Marks (ReadsFrom,
+// which serve waits for):
+//   - the process before verified every read before the mark it had
+//     committed (admit), and no mark it committed was ever below a read
+//     it had verified (Mark lowers its mark in force before it commits
+//     a lower one, Close commits the latest read's), so V < M < W;
+//   - a read it kept in memory only was signed at ts <= V (not ahead of
+//     its clock), so ts < W: refused by its time (checkTime);
+//   - a read it recorded in Nonces too was signed within MaxSkew of V,
+//     ts <= V + MaxSkew < W + MaxSkew: refused by its time, or this
+//     process sends its replay to Nonces as well, which refuse it.
 //
-// What is left is a call signed at ts = V = S: taken, not ahead, by the
-// process before in the very second this one started, which serve rules
-// out by starting in a later second than the one it took the store in
-// (cmd/vdibroker readsFrom); refusing the calls signed in S's second
-// instead would refuse every peer's read signed in it, a replay or not,
-// and each test's reads of a pod it just started. Within one process
-// memory refuses a replay: a read recorded in both is kept in memory
-// too, as its replay, once its time is no longer ahead, is kept in
-// memory only.
+// This holds whatever either clock says: W comes from the mark, not from
+// this process's clock, so a clock stepped back across the restart (an
+// NTP step, the data dir moved to a machine whose clock is behind) does
+// not reopen the reads, nor does a crash (the mark is committed, synced,
+// before a read past it is verified). A mark committed before the
+// crash is at most 2 × MarkInterval ahead of its clock, so a restart
+// after a crash waits that long at most. Without a mark (the first
+// process on the store, or without Marks) W is the second after this
+// process took the store (cmd/vdibroker readsFrom): as the process before
+// verified its last read before it let go of it, V < W on a clock that
+// did not step back. Refusing the calls signed in W's second instead
+// would refuse every peer's read signed in it, a replay or not. Within
+// one process memory refuses a replay: a read recorded in both is kept
+// in memory too, as its replay, once its time is no longer ahead, is kept
+// in memory only.
 func (v *Verifier) readKeptInStore(c *Call, now time.Time) bool {
 	return c.sec > now.Unix() || c.sec <= v.Started.Unix()+int64(MaxSkew/time.Second)+1
 }
@@ -383,6 +436,9 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 	}
 	now := v.now()
 	if err := v.checkTime(c, now); err != nil {
+		return nil, err
+	}
+	if err := v.admit(ctx, c, now); err != nil {
 		return nil, err
 	}
 	end := c.windowEnd()
@@ -412,6 +468,176 @@ func (v *Verifier) Finish(ctx context.Context, c *Call, method, path string, bod
 		return held, nil
 	}
 	return nil, v.remember(c.Budget, c.nonce, end, now)
+}
+
+// errClosed is the refusal of every call once the verifier is closed.
+func errClosed() error {
+	return vdibroker.Errorf(vdibroker.EPodUnavailable, "pod-to-pod call to a pod that is stopping: send it again once it is back")
+}
+
+func (v *Verifier) isClosed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.closed
+}
+
+// admit lets c be verified at now: no call once the verifier is closed
+// (Close); a read kept in memory (recordRead), with Marks, only before
+// the read mark committed, which admit moves ahead first when now is
+// past it (Mark; KeepMark's last move failed or is late), and now is
+// then the latest read verified, if it is.
+func (v *Verifier) admit(ctx context.Context, c *Call, now time.Time) error {
+	for moved := false; ; moved = true {
+		v.mu.Lock()
+		switch {
+		case v.closed:
+			v.mu.Unlock()
+			return errClosed()
+		case c.mode != recordRead || v.Marks == nil:
+			v.mu.Unlock()
+			return nil
+		case now.Before(v.marked):
+			v.verified = later(v.verified, now)
+			v.mu.Unlock()
+			return nil
+		}
+		v.mu.Unlock()
+		if moved {
+			// Only a clock that stepped back between now and the move.
+			return vdibroker.Errorf(vdibroker.EPodUnavailable, "pod-to-pod read verified at %s, past this pod's read mark (its clock stepped back): send it again",
+				now.UTC().Format(time.RFC3339))
+		}
+		if err := v.Mark(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func (v *Verifier) markInterval() time.Duration { return cmp.Or(v.MarkInterval, DefaultMarkInterval) }
+
+// floor is the lowest read mark this process may commit: the latest read
+// it verified, and the second before Started's (the process before it
+// verified no read after its mark, whose second Started is after). v.mu
+// is held.
+func (v *Verifier) floor() time.Time {
+	return later(v.verified, v.Started.Truncate(time.Second).Add(-time.Nanosecond))
+}
+
+// Mark commits the read mark (Marks) 2 × MarkInterval ahead of the clock
+// (never below floor), before which reads are then verified (admit). A
+// mark lower than the one in force (the clock stepped back) is in force
+// before its commit, a higher one after it: the mark committed is never
+// below a read verified. Without Marks it does nothing; once closed it
+// is refused.
+func (v *Verifier) Mark(ctx context.Context) error {
+	if v.Marks == nil {
+		return nil
+	}
+	v.markMu.Lock()
+	defer v.markMu.Unlock()
+	now := v.now()
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
+		return errClosed()
+	}
+	m := later(now.Add(2*v.markInterval()), v.floor())
+	if m.Before(v.marked) {
+		v.marked = m
+	}
+	v.mu.Unlock()
+	if err := v.setMark(ctx, m, now); err != nil {
+		return err
+	}
+	v.mu.Lock()
+	if m.After(v.marked) {
+		v.marked = m
+	}
+	v.mu.Unlock()
+	return nil
+}
+
+// KeepMark moves the read mark ahead (Mark) at once and then every
+// MarkInterval, until ctx is done or the verifier is closed; failed, when
+// not nil, is told of each move that failed (a read past the mark then
+// moves it itself, or is refused with the move's error). Without Marks
+// or ReadsInMemory it returns at once.
+func (v *Verifier) KeepMark(ctx context.Context, failed func(error)) {
+	if v.Marks == nil || !v.ReadsInMemory {
+		return
+	}
+	t := time.NewTicker(v.markInterval())
+	defer t.Stop()
+	for {
+		if err := v.Mark(ctx); err != nil {
+			if v.isClosed() || ctx.Err() != nil {
+				return
+			}
+			if failed != nil {
+				failed(err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close refuses every call from now on: the server calls it once it has
+// shut down (or given up waiting for its calls), so that nothing is
+// verified once the process may let go of its store. With Marks it then
+// commits the read mark at the latest read verified (floor), so that a
+// process started next, on a clock in step, waits for no mark. Calling it
+// again does nothing.
+func (v *Verifier) Close(ctx context.Context) error {
+	v.markMu.Lock()
+	defer v.markMu.Unlock()
+	v.mu.Lock()
+	was := v.closed
+	v.closed = true
+	m := v.floor()
+	v.mu.Unlock()
+	if was || v.Marks == nil {
+		return nil
+	}
+	return v.setMark(ctx, m, v.now())
+}
+
+// setMark commits m as the read mark.
+func (v *Verifier) setMark(ctx context.Context, m, now time.Time) error {
+	if err := v.Marks.SetSharedValue(ctx, readMarkName, strconv.FormatInt(m.UnixNano(), 10), now); err != nil {
+		return fmt.Errorf("pod-to-pod read mark: %w", err)
+	}
+	return nil
+}
+
+// ReadsFrom is when a one-process pod's process may start to take reads
+// (Verifier.Started): the later of from and the second after the read
+// mark the process before it left in marks (none: from). See
+// readKeptInStore.
+func ReadsFrom(ctx context.Context, marks Marks, from time.Time) (time.Time, error) {
+	s, err := marks.SharedValue(ctx, readMarkName)
+	switch {
+	case vdibroker.ErrorCode(err) == vdibroker.ENotFound:
+		return from, nil
+	case err != nil:
+		return time.Time{}, fmt.Errorf("pod-to-pod read mark: %w", err)
+	}
+	ns, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("pod-to-pod read mark %q: %w", s, err)
+	}
+	return later(from, time.Unix(0, ns).Truncate(time.Second).Add(time.Second)), nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // record records c's nonce in Nonces until expires: a replay is

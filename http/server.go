@@ -33,6 +33,17 @@ type Config struct {
 	// (SQLite): the pod-to-pod calls that only read keep their nonces in
 	// memory (R-G5, federation.Verifier.ReadsInMemory).
 	OneProcessStore bool
+	// ReadsFrom, on a one-process store, is when its reads may start
+	// (federation.ReadsFrom): the pod-to-pod reads signed before the
+	// later of it and the server's start are refused. The caller waits
+	// for it before serving, or peers' first reads are refused.
+	ReadsFrom time.Time
+	// ReadMarks, on a one-process store, keeps the read mark
+	// (federation.Verifier.Marks; the store's shared values), moved
+	// ahead by KeepReadMark every ReadMarkInterval (0:
+	// federation.DefaultMarkInterval).
+	ReadMarks        federation.Marks
+	ReadMarkInterval time.Duration
 	// Now returns the current time (nil = time.Now): audit entries and
 	// the pod-to-pod signatures' freshness.
 	Now func() time.Time
@@ -141,13 +152,49 @@ func NewServer(cfg Config) *Server {
 	if cfg.Services.Federation != nil {
 		// Nonces in the pod's store: a replay is refused on every
 		// replica (R-G5); a one-process store's replica is this one.
-		s.fed = &federationState{g: cfg.Services.Federation, verifier: &federation.Verifier{Secrets: cfg.FederationSecrets, Now: s.now, Pod: cfg.Services.Federation.Pod(),
-			Nonces: cfg.Services.Federation, ReadsInMemory: cfg.OneProcessStore, Started: s.now()}}
+		v := &federation.Verifier{Secrets: cfg.FederationSecrets, Now: s.now, Pod: cfg.Services.Federation.Pod(),
+			Nonces: cfg.Services.Federation, ReadsInMemory: cfg.OneProcessStore, Started: s.now()}
+		if cfg.OneProcessStore {
+			v.Started, v.Marks, v.MarkInterval = later(v.Started, cfg.ReadsFrom), cfg.ReadMarks, cfg.ReadMarkInterval
+		}
+		s.fed = &federationState{g: cfg.Services.Federation, verifier: v}
 	}
 	s.mux = nethttp.NewServeMux()
 	s.routes()
 	s.handler = s.middleware(s.mux)
 	return s
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// KeepReadMark moves the pod-to-pod read mark ahead until ctx is done or
+// StopPodCalls (federation.Verifier.KeepMark), logging a move that
+// failed; it returns at once unless the server is a pod on a one-process
+// store with ReadMarks.
+func (s *Server) KeepReadMark(ctx context.Context) {
+	if s.fed == nil {
+		return
+	}
+	s.fed.verifier.KeepMark(ctx, func(err error) {
+		s.log.Warn("pod-to-pod read mark not moved: a read past it moves it, or is refused", "err", err)
+	})
+}
+
+// StopPodCalls refuses every pod-to-pod call from now on and commits the
+// read mark at the last read verified (federation.Verifier.Close). The
+// program calls it once its HTTP server has shut down (or given up
+// waiting for its calls), before it lets go of its store.
+func (s *Server) StopPodCalls(ctx context.Context) error {
+	if s.fed == nil {
+		return nil
+	}
+	return s.fed.verifier.Close(ctx)
 }
 
 // Handler returns the whole server: the API under /api/v1 and /healthz,

@@ -32,6 +32,7 @@ import (
 	"github.com/vdibroker/vdibroker/broker/outage"
 	"github.com/vdibroker/vdibroker/console"
 	"github.com/vdibroker/vdibroker/entitlement"
+	"github.com/vdibroker/vdibroker/federation"
 	vhttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/metrics"
 	"github.com/vdibroker/vdibroker/portal"
@@ -129,6 +130,10 @@ type Main struct {
 	// stopAutoscale stops the autoscaler and waits for it (nil: none).
 	stopAutoscale func()
 	stopDirectory func() // the federation's session directory passes (R-G1)
+	stopReadMark  func() // the pod-to-pod read mark's moves (R-G5; nil: none)
+	// waitReads waits until a pod on SQLite may take reads (nil:
+	// sleepUntilReads); tests record it instead.
+	waitReads func(until time.Time, log *slog.Logger)
 }
 
 // Open opens the store, loads or creates the admin token and starts serving.
@@ -213,15 +218,27 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	services.Federation = m.Federation.federation(m.broker, ents, m.Logger)
 	m.stopDirectory = startDirectory(services.Federation)
 	undo = append(undo, m.stopDirectory)
+	var reads time.Time // when a pod on SQLite takes reads from
 	if services.Federation != nil && !locked.IsZero() {
 		// The server starts (vhttp.Config.OneProcessStore) in a second
-		// after the one it took the data dir in (readsFrom).
-		time.Sleep(time.Until(readsFrom(locked)))
+		// after the one it took the data dir in (readsFrom), and after
+		// the read mark the process before left (federation.ReadsFrom).
+		if reads, err = federation.ReadsFrom(ctx, m.broker.Store(), readsFrom(locked)); err != nil {
+			return fmt.Errorf("open store: %w", err)
+		}
+		wait := m.waitReads
+		if wait == nil {
+			wait = sleepUntilReads
+		}
+		wait(reads, m.Logger)
 	}
 	m.Server = vhttp.NewServer(vhttp.Config{Services: services, FederationSecrets: m.Federation.secrets, Logger: m.Logger,
 		OneProcessStore: storeKind(m.Database) == "sqlite", // its data dir's lock keeps it to this process
-		AdminTokenHash:  adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider,
+		ReadsFrom:       reads, ReadMarks: m.broker.Store(),
+		AdminTokenHash: adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider,
 		Now: m.ServerNow})
+	m.stopReadMark = startReadMark(m.Server)
+	undo = append(undo, m.stopReadMark)
 	// Listening before the console is made: single sign-on's callback of
 	// a broker on loopback is its own URL (siteURL).
 	ln, err := net.Listen("tcp", m.Listen)
@@ -414,6 +431,15 @@ func (m *Main) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		errs = append(errs, m.httpServer.Shutdown(ctx))
+	}
+	if m.Server != nil {
+		// No pod-to-pod call is verified from here on, even one still in
+		// a handler after the shutdown gave up waiting: the store and
+		// the data dir's lock are let go of next (R-G5).
+		m.stopReadMark()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errs = append(errs, m.Server.StopPodCalls(ctx))
 	}
 	if m.portal != nil {
 		errs = append(errs, m.portal.Close())

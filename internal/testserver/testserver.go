@@ -48,8 +48,10 @@ type Config struct {
 	PodTimeout       time.Duration
 	FederationSecret []byte
 	// OneProcessStore: the store is this server's alone (a SQLite one),
-	// as http.Config.OneProcessStore.
+	// as http.Config.OneProcessStore; its read mark is kept in Store, as
+	// serve keeps it, and ReadsFrom is http.Config.ReadsFrom.
 	OneProcessStore bool
+	ReadsFrom       time.Time
 	// Gateway is the broker's RD gateway side (broker.GatewayConfig).
 	Gateway broker.GatewayConfig
 	// AfterTick is called at the end of each maintenance tick
@@ -90,8 +92,12 @@ func New(cfg Config) *Server {
 			Clock: clk})
 		services.Federation = fed
 	}
+	var marks federation.Marks
+	if cfg.OneProcessStore {
+		marks = cfg.Store
+	}
 	srv := vhttp.NewServer(vhttp.Config{Services: services, FederationSecrets: federation.NewSecrets(cfg.FederationSecret), OneProcessStore: cfg.OneProcessStore,
-		Logger: cfg.Logger, Now: cfg.Now,
+		ReadsFrom: cfg.ReadsFrom, ReadMarks: marks, Logger: cfg.Logger, Now: cfg.Now,
 		AdminToken: cfg.AdminToken, AgentClientCert: cfg.AgentClientCert, OIDC: cfg.OIDC})
 	return &Server{Server: srv, Broker: svc, Entitlements: ents, Federation: fed}
 }
