@@ -150,6 +150,10 @@ type Verifier struct {
 	// verified at; closed: Close was called, every call is refused.
 	marked, verified time.Time
 	closed           bool
+	// markFailed is when Mark last failed to commit (zero: its last
+	// commit went through): until a MarkInterval later, reads past the
+	// mark are taken without a commit being tried for each (admit).
+	markFailed time.Time
 	// markMu orders the mark's commits (Mark, Close).
 	markMu sync.Mutex
 }
@@ -486,6 +490,17 @@ func (v *Verifier) isClosed() bool {
 // the read mark committed, which admit moves ahead first when now is
 // past it (Mark; KeepMark's last move failed or is late), and now is
 // then the latest read verified, if it is.
+//
+// When the mark cannot be committed (a store outage: the disk read-only
+// or full, R-OUT1), a read past it is taken all the same, kept in memory
+// as before the mark existed, and a commit is tried again at most once a
+// MarkInterval: our choice. Refusing it would cut the pod off from its
+// peers' reads for the whole outage (their session look-ups, which send
+// a user back to her session here, and its loads), while what it guards
+// against needs all of: a read captured during the outage, a restart
+// before the store takes writes again, and a clock stepped back across
+// it. Mark never commits below a read verified (floor), so the first
+// mark after the outage covers the reads taken during it.
 func (v *Verifier) admit(ctx context.Context, c *Call, now time.Time) error {
 	for moved := false; ; moved = true {
 		v.mu.Lock()
@@ -496,7 +511,8 @@ func (v *Verifier) admit(ctx context.Context, c *Call, now time.Time) error {
 		case c.mode != recordRead || v.Marks == nil:
 			v.mu.Unlock()
 			return nil
-		case now.Before(v.marked):
+		case now.Before(v.marked),
+			!v.markFailed.IsZero() && now.Sub(v.markFailed) < v.markInterval():
 			v.verified = later(v.verified, now)
 			v.mu.Unlock()
 			return nil
@@ -508,7 +524,10 @@ func (v *Verifier) admit(ctx context.Context, c *Call, now time.Time) error {
 				now.UTC().Format(time.RFC3339))
 		}
 		if err := v.Mark(ctx); err != nil {
-			return err
+			if v.isClosed() {
+				return errClosed()
+			}
+			// Not committed (markFailed is set): taken at the next turn.
 		}
 	}
 }
@@ -547,12 +566,16 @@ func (v *Verifier) Mark(ctx context.Context) error {
 	}
 	v.mu.Unlock()
 	if err := v.setMark(ctx, m, now); err != nil {
+		v.mu.Lock()
+		v.markFailed = now
+		v.mu.Unlock()
 		return err
 	}
 	v.mu.Lock()
 	if m.After(v.marked) {
 		v.marked = m
 	}
+	v.markFailed = time.Time{}
 	v.mu.Unlock()
 	return nil
 }

@@ -217,3 +217,71 @@ func TestClosedVerifierRefusesEveryCall_RG5(t *testing.T) {
 		t.Errorf("%d calls reached the store after Close", *st.calls)
 	}
 }
+
+// failingMarks is a store whose writes fail while down (a read-only or
+// full disk, R-OUT1); its reads and the writes once up go to Marks.
+type failingMarks struct {
+	Marks
+	down *bool
+	sets *int
+}
+
+func (m failingMarks) SetSharedValue(ctx context.Context, name, value string, now time.Time) error {
+	*m.sets++
+	if *m.down {
+		return vdibroker.Errorf(vdibroker.EStoreUnavailable, "attempt to write a readonly database")
+	}
+	return m.Marks.SetSharedValue(ctx, name, value, now)
+}
+
+// TestReadMarkInAStoreOutage_RG5 (R-OUT1): when the read mark cannot be
+// committed, a pod still takes its peers' reads (their session look-ups,
+// their loads) rather than cutting itself off for the whole outage, and
+// tries the commit at most once a MarkInterval, not at every read. Once
+// the store takes writes again, the first mark is above every read taken
+// during the outage, so the next process starts after them.
+func TestReadMarkInAStoreOutage_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	clock := func() time.Time { return now }
+	st := openSQLiteNonces(t, clock)
+	down, sets := false, new(int)
+	v := &Verifier{Secrets: NewSecrets(secret), Now: clock, Nonces: st, ReadsInMemory: true, Started: t0.Add(-time.Hour),
+		Marks: failingMarks{Marks: st.db, down: &down, sets: sets}, MarkInterval: 5 * time.Second}
+	read := func() error {
+		h := Sign(secret, "GET", LoadsPath, "ams1", nil, now)
+		_, err := v.VerifyRead(t.Context(), func(k string) string { return h[k] }, "GET", LoadsPath, nil)
+		return err
+	}
+	if err := v.Mark(t.Context()); err != nil { // marked t0+10
+		t.Fatal(err)
+	}
+	down = true
+	// Reads from t0+10 (past the mark) to t0+19.5, every half second.
+	for i := range 20 {
+		now = t0.Add(10*time.Second + time.Duration(i)*500*time.Millisecond)
+		if err := read(); err != nil {
+			t.Fatalf("read at t0+%s in the outage: %v, want it taken", now.Sub(t0), err)
+		}
+	}
+	// The tick's, then one try at t0+10 and one at t0+15: not one a read.
+	if *sets != 3 {
+		t.Errorf("20 reads past the mark in an outage tried %d commits in all, want 3 (the tick's, then one each 5 s)", *sets)
+	}
+	down = false
+	now = t0.Add(20 * time.Second)
+	if err := v.Mark(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	from, err := ReadsFrom(t.Context(), st.db, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := t0.Add(19500 * time.Millisecond); !from.After(last) {
+		t.Errorf("after the outage: ReadsFrom = t0+%s, want after the last read taken in it (t0+%s)", from.Sub(t0), last.Sub(t0))
+	}
+	if err := read(); err != nil {
+		t.Fatalf("read after the outage: %v", err)
+	}
+}
