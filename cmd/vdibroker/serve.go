@@ -480,13 +480,13 @@ const minAdminTokenLen = 32
 // one and a short one, saying how to fix it (R-SEC).
 func checkAdminTokenFile(path, token string) (string, error) {
 	if err := checkSecretFile(path); err != nil {
-		return "", fmt.Errorf("admin token %w", err)
+		return "", err // serve says "admin token: "
 	}
 	if token == "" {
-		return "", fmt.Errorf("admin token %s is empty: delete it to have a new one made at start, or write a token of at least %d characters", path, minAdminTokenLen)
+		return "", fmt.Errorf("%s is empty: delete it to have a new one made at start, or write a token of at least %d characters", path, minAdminTokenLen)
 	}
 	if len(token) < minAdminTokenLen {
-		return "", fmt.Errorf("admin token %s is %d characters long, want at least %d: delete it to have a new one made at start", path, len(token), minAdminTokenLen)
+		return "", fmt.Errorf("%s is %d characters long, want at least %d: delete it to have a new one made at start", path, len(token), minAdminTokenLen)
 	}
 	return token, nil
 }
