@@ -3,42 +3,52 @@ package agent
 import (
 	"fmt"
 	"strings"
+
+	"github.com/vdibroker/vdibroker/internal/winacl"
 )
 
 // The Windows half of CheckFileTrusted decides on FileSecurity, what
 // trust_windows.go reads of a file's or directory's security descriptor,
 // here, without a build tag, so that its tests run everywhere.
 
-// Well-known SIDs (MS-DTYP 2.4.2.4) the check names.
+// The owner and DACL types, and the reading of them on Windows, are
+// internal/winacl's, which the broker's check of its secret files shares.
+type (
+	ACEKind      = winacl.ACEKind
+	ACE          = winacl.ACE
+	FileSecurity = winacl.FileSecurity
+)
+
 const (
-	sidSystem           = "S-1-5-18"
-	sidAdministrators   = "S-1-5-32-544"
-	sidTrustedInstaller = "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464"
+	ACEAllow = winacl.ACEAllow
+	ACEDeny  = winacl.ACEDeny
+	ACEOther = winacl.ACEOther
+)
+
+// Well-known SIDs the check names.
+const (
+	sidSystem           = winacl.SIDSystem
+	sidAdministrators   = winacl.SIDAdministrators
+	sidTrustedInstaller = winacl.SIDTrustedInstaller
 	// sidCreatorOwner in an ACE grants no one access to the object
 	// itself: it is replaced by the creator when a child inherits it, and
 	// the child's creator is checked as the child's owner.
-	sidCreatorOwner = "S-1-3-0"
+	sidCreatorOwner = winacl.SIDCreatorOwner
 	// sidOwnerRights grants the object's owner, who must be trusted.
-	sidOwnerRights = "S-1-3-4"
+	sidOwnerRights = winacl.SIDOwnerRights
 )
-
-// sidNames are the names refusals give the SIDs they name.
-var sidNames = map[string]string{
-	sidSystem: "SYSTEM", sidAdministrators: "Administrators", sidTrustedInstaller: "TrustedInstaller",
-	"S-1-1-0": "Everyone", "S-1-5-11": "Authenticated Users", "S-1-5-32-545": "Users", "S-1-5-4": "INTERACTIVE",
-}
 
 // Access rights (winnt.h) that let a principal change what a file holds,
 // or which file a path names.
 const (
-	fileWriteData   = 0x2        // FILE_WRITE_DATA; FILE_ADD_FILE on a directory
-	fileAppendData  = 0x4        // FILE_APPEND_DATA; FILE_ADD_SUBDIRECTORY on a directory
-	fileDeleteChild = 0x40       // FILE_DELETE_CHILD: delete or rename any entry of a directory
-	rightDelete     = 0x10000    // DELETE: delete or rename the object itself
-	rightWriteDAC   = 0x40000    // WRITE_DAC: grant oneself anything
-	rightWriteOwner = 0x80000    // WRITE_OWNER: take it, then grant oneself anything
-	genericAll      = 0x10000000 // GENERIC_ALL
-	genericWrite    = 0x40000000 // GENERIC_WRITE: FILE_WRITE_DATA and FILE_APPEND_DATA on a file
+	fileWriteData   = winacl.FileWriteData
+	fileAppendData  = winacl.FileAppendData
+	fileDeleteChild = winacl.FileDeleteChild
+	rightDelete     = winacl.RightDelete
+	rightWriteDAC   = winacl.RightWriteDAC
+	rightWriteOwner = winacl.RightWriteOwner
+	genericAll      = winacl.GenericAll
+	genericWrite    = winacl.GenericWrite
 )
 
 // fileWriteRights are the rights on the file that let its holder change
@@ -52,39 +62,6 @@ const fileWriteRights = fileWriteData | fileAppendData | rightDelete | rightWrit
 // GENERIC_WRITE maps to) replaces none, and Windows grants it to users on
 // C:\ and C:\ProgramData: refusing it would refuse every file there.
 const dirWriteRights = fileDeleteChild | rightDelete | rightWriteDAC | rightWriteOwner | genericAll
-
-// ACEKind is what an access control entry does.
-type ACEKind int
-
-const (
-	// ACEAllow grants Mask (ACCESS_ALLOWED_ACE, ACCESS_ALLOWED_CALLBACK_ACE).
-	ACEAllow ACEKind = iota
-	// ACEDeny denies Mask (the ACCESS_DENIED_ACE types).
-	ACEDeny
-	// ACEOther is a type the agent does not read (object ACEs, which
-	// files do not use): it may grant Mask to anyone.
-	ACEOther
-)
-
-// ACE is an access control entry of a DACL.
-type ACE struct {
-	Kind ACEKind
-	// InheritOnly entries (INHERIT_ONLY_ACE) apply to children made
-	// later, not to the object.
-	InheritOnly bool
-	Mask        uint32
-	SID         string // as S-1-5-32-544
-}
-
-// FileSecurity is a file's or a directory's owner and DACL.
-type FileSecurity struct {
-	Dir   bool
-	Owner string // SID
-	// NullDACL is a descriptor without a DACL, which gives everyone full
-	// control (not an empty DACL, which gives no one anything).
-	NullDACL bool
-	DACL     []ACE
-}
 
 // trustedSID reports whether sid may own, or hold write rights on, a
 // file the agent trusts: SYSTEM, Administrators, TrustedInstaller, or
@@ -131,12 +108,7 @@ func CheckWindowsSecurity(name string, s FileSecurity, agent string) error {
 	return nil
 }
 
-func sidName(sid string) string {
-	if n, ok := sidNames[sid]; ok {
-		return n + " (" + sid + ")"
-	}
-	return sid
-}
+func sidName(sid string) string { return winacl.SIDName(sid) }
 
 // rightNames names the rights of mask that fileWriteRights and
 // dirWriteRights hold.

@@ -37,9 +37,10 @@ import (
 //
 // What Wine cannot exercise, covered elsewhere: RDS sessions (Wine's
 // wtsapi32 has none: the recorded answers of agent/wts_test.go), the
-// PhysicalDisk counters (agent/metrics_pdh_test.go), DACLs (Wine keeps
-// none on files: agent/statedir_test.go checks the SDDL, and
-// TestWindowsStateDir what Windows reads from it), the service's recovery
+// PhysicalDisk counters (agent/metrics_pdh_test.go), DACLs (Wine 8
+// keeps none on files: it answers one made from the Unix owner and mode,
+// and turns a DACL given into a mode; agent/statedir_test.go checks the
+// SDDL, and TestWindowsStateDir what Windows reads from it), the service's recovery
 // actions (Wine's QueryServiceConfig2 and failure actions are stubs: the
 // install only sets them) and the event log itself (Wine's ReportEventW
 // traces the message and keeps nothing).

@@ -32,7 +32,7 @@ func firstStart(dataDir string) func(out io.Writer, token string) {
 			if abs, err := filepath.Abs(path); err == nil {
 				path = abs
 			}
-			fmt.Fprintf(out, "created the admin token in %s (mode 0600): use it with --token or VDIBROKER_TOKEN, and to sign in to the console\n", path)
+			fmt.Fprintf(out, "created the admin token in %s (%s): use it with --token or VDIBROKER_TOKEN, and to sign in to the console\n", path, secretFileAccess)
 		}
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +25,11 @@ import (
 // the holder or another process, is refused naming the holder's pid, and
 // is free once the holder exits or is killed), then `vdibroker.exe serve`
 // twice on one data dir: the second is refused with the message, and a
-// serve starts once the first is killed.
+// serve starts once the first is killed. No VDIBROKER_ADMIN_TOKEN: the
+// first makes admin.token with a DACL of its account, SYSTEM and
+// Administrators (Wine 8 keeps a DACL given at creation, as the Unix mode
+// 0750), which the starts after a kill and after Ctrl+C accept, and its
+// token is the admin's (R-SEC).
 func TestDataDirLockWine(t *testing.T) {
 	if os.Getenv("VDIBROKER_TEST_WINE") != "1" {
 		t.Skip("the data dir lock of the Windows build under Wine: set VDIBROKER_TEST_WINE=1 (needs wine64 and gcc-mingw-w64-x86-64)")
@@ -58,6 +64,17 @@ func TestDataDirLockWine(t *testing.T) {
 		if !first.listening() {
 			t.Fatalf("serve under Wine did not start:\n%s", first.out.String())
 		}
+		// Without VDIBROKER_ADMIN_TOKEN: the first start makes admin.token,
+		// with the DACL every later start accepts (R-SEC).
+		tokenFile := filepath.Join(data, "admin.token")
+		made := "created the admin token in " + winPath(tokenFile) + " (readable by this account, SYSTEM and Administrators only)"
+		if !strings.Contains(first.out.String(), made) {
+			t.Errorf("first serve did not say %q:\n%s", made, first.out.String())
+		}
+		token, err := os.ReadFile(tokenFile)
+		if err != nil {
+			t.Fatal(err)
+		}
 		second := wineServe(t, w, exe, data)
 		if second.listening() {
 			t.Fatalf("a second serve started on the data dir:\n%s", second.out.String())
@@ -70,18 +87,28 @@ func TestDataDirLockWine(t *testing.T) {
 		if code := second.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(second.out.String(), want) {
 			t.Errorf("second serve on the data dir: exit %d, want 1 and %q:\n%s", code, want, second.out.String())
 		}
-		// Killed (SIGKILL to the Wine process): the next serve starts.
+		// Killed (SIGKILL to the Wine process): the next serve starts,
+		// with the admin.token the first made.
 		first.kill()
 		third := wineServe(t, w, exe, data)
 		if !third.listening() {
 			t.Fatalf("serve after the first was killed did not start:\n%s", third.out.String())
 		}
-		third.kill()
+		third.adminAPI(t, strings.TrimSpace(string(token)))
+		// Stopped (Ctrl+C, which Wine turns SIGINT into): the next serve
+		// starts on the same admin.token, and that token is the admin's.
+		third.stop(t)
+		fourth := wineServe(t, w, exe, data)
+		if !fourth.listening() {
+			t.Fatalf("serve after a clean stop did not start on its admin.token:\n%s", fourth.out.String())
+		}
+		fourth.adminAPI(t, strings.TrimSpace(string(token)))
+		if again, _ := os.ReadFile(tokenFile); string(again) != string(token) {
+			t.Errorf("admin.token changed across starts: %q, then %q", token, again)
+		}
+		fourth.kill()
 	})
 }
-
-// wineAdminToken is the admin token of the brokers under Wine.
-const wineAdminToken = "vdb_admin_wine_0123456789abcdef0123456789abcdef"
 
 // wineServer is `vdibroker.exe serve` running under Wine.
 type wineServer struct {
@@ -102,9 +129,8 @@ func wineServe(t *testing.T, w *wineEnv, exe, data string) *wineServer {
 	t.Helper()
 	s := &wineServer{out: &syncbuf.Buffer{}, done: make(chan struct{})}
 	s.cmd = w.command(context.Background(), "wine", exe, "serve", "--listen", "127.0.0.1:0", "--data-dir", winPath(data))
-	// Not admin.token: serve refuses the file it made once it is there
-	// again, its mode being 0666 on Windows.
-	s.cmd.Env = append(s.cmd.Env, "VDIBROKER_ADMIN_TOKEN="+wineAdminToken)
+	// No VDIBROKER_ADMIN_TOKEN: the data dir's admin.token.
+	s.cmd.Env = slices.DeleteFunc(s.cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "VDIBROKER_ADMIN_TOKEN=") })
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -133,4 +159,28 @@ func wineServe(t *testing.T, w *wineEnv, exe, data string) *wineServer {
 // listening reports whether it said it listens.
 func (s *wineServer) listening() bool {
 	return strings.Contains(s.out.String(), "vdibroker listening on ")
+}
+
+// stop ends it as Ctrl+C does, and waits for its clean exit.
+func (s *wineServer) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("serve under Wine did not stop on Ctrl+C:\n%s", s.out.String())
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("serve under Wine exited %d on Ctrl+C, want 0:\n%s", code, s.out.String())
+	}
+}
+
+// adminAPI checks that it takes token as the admin's: a host pool list.
+func (s *wineServer) adminAPI(t *testing.T, token string) {
+	t.Helper()
+	_, rest, _ := strings.Cut(s.out.String(), "vdibroker listening on ")
+	base, _, _ := strings.Cut(rest, "\n")
+	e2eAPI{tb: t, base: strings.TrimSpace(base), token: token}.call("GET", "/hostpools", nil, 200, nil)
 }

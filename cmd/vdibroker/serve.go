@@ -469,7 +469,8 @@ func (m *Main) Close() error {
 }
 
 // adminToken returns VDIBROKER_ADMIN_TOKEN, or the token in
-// <dataDir>/admin.token, creating that file (mode 0600) on first start.
+// <dataDir>/admin.token, creating that file (mode 0600; on Windows the
+// account's, SYSTEM's and Administrators' alone) on first start.
 func adminToken(dataDir string) (string, error) {
 	if t := strings.TrimSpace(os.Getenv("VDIBROKER_ADMIN_TOKEN")); t != "" {
 		return t, nil
@@ -485,7 +486,7 @@ func adminToken(dataDir string) (string, error) {
 		return "", err
 	}
 	t := "vdb_admin_" + hex.EncodeToString(buf)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := createSecretFile(path)
 	if err != nil {
 		return "", fmt.Errorf("create admin token: %w", err)
 	}
@@ -501,20 +502,17 @@ func adminToken(dataDir string) (string, error) {
 const minAdminTokenLen = 32
 
 // checkAdminTokenFile refuses an admin.token that anyone but its owner may
-// read, an empty one and a short one, saying how to fix it (R-SEC).
+// read (its mode on Unix, its DACL on Windows: checkSecretFile), an empty
+// one and a short one, saying how to fix it (R-SEC).
 func checkAdminTokenFile(path, token string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("admin token: %w", err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("admin token %s has mode %04o: anyone on this machine may read it; run chmod 600 %s", path, perm, path)
+	if err := checkSecretFile(path); err != nil {
+		return "", err // serve says "admin token: "
 	}
 	if token == "" {
-		return "", fmt.Errorf("admin token %s is empty: delete it to have a new one made at start, or write a token of at least %d characters", path, minAdminTokenLen)
+		return "", fmt.Errorf("%s is empty: delete it to have a new one made at start, or write a token of at least %d characters", path, minAdminTokenLen)
 	}
 	if len(token) < minAdminTokenLen {
-		return "", fmt.Errorf("admin token %s is %d characters long, want at least %d: delete it to have a new one made at start", path, len(token), minAdminTokenLen)
+		return "", fmt.Errorf("%s is %d characters long, want at least %d: delete it to have a new one made at start", path, len(token), minAdminTokenLen)
 	}
 	return token, nil
 }
