@@ -95,11 +95,70 @@ func sameFlagValue(f *pflag.Flag, text string) bool {
 	return fs.Lookup("v").Value.String() == f.Value.String()
 }
 
-// warnEnvOverridden logs envOverridden's variables, if any.
+// warnEnvOverridden logs envOverridden's variables, if any, and
+// envMisspelt's.
 func warnEnvOverridden(cmd *cobra.Command, fromEnv []string, log *slog.Logger) {
 	if names := envOverridden(cmd, fromEnv); len(names) > 0 {
 		log.Warn("environment variables ignored: the same flags are given on the command line, which wins", "variables", names)
 	}
+	for _, m := range envMisspelt(cmd, os.Environ()) {
+		log.Warn("environment variable ignored: it names no flag of this command", "variable", m.name, "didYouMean", m.near)
+	}
+}
+
+// envNotFlags are the VDIBROKER_ variables read other than as a flag of
+// serve, agent or gateway: the admin token, the units' extra arguments,
+// the admin CLI's server and token (exported in the same shell as a
+// broker started by hand), and the tests' and benchmarks' switches.
+var envNotFlags = []string{"ADMIN_TOKEN", "SERVE_ARGS", "AGENT_ARGS", "SERVER", "TOKEN"}
+
+// envNotFlagPrefixes are the families of such variables.
+var envNotFlagPrefixes = []string{"TEST_", "BENCH_", "STORE_CRASH_"}
+
+// misspelt is a VDIBROKER_ variable that names no flag, and the flag
+// variables near it.
+type misspelt struct {
+	name string
+	near []string
+}
+
+// envMisspelt finds, in environ (os.Environ's form), the VDIBROKER_
+// variables that are no flag of cmd but within two edits of one's
+// (VDIBROKER_LISTN, VDIBROKER_METRICS_TOKEN_FLE): such a line of the
+// unit's EnvironmentFile is silently no setting at all, and a broker
+// left serving /metrics without its token, or pruning at the default
+// retention, says nothing of it. Variables far from every flag's are
+// left alone: the environment also holds other programs' and the CLI's.
+// The values are never read: one may be a secret.
+func envMisspelt(cmd *cobra.Command, environ []string) []misspelt {
+	var flagVars []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			flagVars = append(flagVars, envName(f.Name))
+		}
+	})
+	var out []misspelt
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, "VDIBROKER_")
+		if !ok || slices.Contains(flagVars, name) || slices.Contains(envNotFlags, rest) {
+			continue
+		}
+		if slices.ContainsFunc(envNotFlagPrefixes, func(p string) bool { return strings.HasPrefix(rest, p) }) {
+			continue
+		}
+		var near []string
+		for _, fv := range flagVars {
+			if levenshtein(name, fv) <= 2 {
+				near = append(near, fv)
+			}
+		}
+		if len(near) > 0 {
+			out = append(out, misspelt{name, near})
+		}
+	}
+	slices.SortFunc(out, func(a, b misspelt) int { return strings.Compare(a.name, b.name) })
+	return out
 }
 
 // envFlagsHelp is the paragraph the help of serve, agent and gateway end with.

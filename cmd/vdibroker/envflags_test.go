@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestEnvOverriddenAsParsed: the warning that the command line overrode
@@ -54,6 +55,59 @@ func TestEnvOverriddenAsParsed(t *testing.T) {
 			}
 			if got := strings.Join(envOverridden(cmd, fromEnv), ","); got != tc.want {
 				t.Errorf("variables the command line overrides: %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEnvMisspelt: a VDIBROKER_ variable within two edits of a flag's
+// that is no flag of the command is reported with the flag variables near
+// it; the command's own variables, the other long-running commands'
+// (one shell may hold an agent's and a broker's), the admin CLI's
+// (VDIBROKER_SERVER, VDIBROKER_TOKEN), the admin token, the units' extra
+// arguments and the tests' switches are not, nor a name far from every
+// flag's.
+func TestEnvMisspelt(t *testing.T) {
+	commands := map[string]func() *cobra.Command{"serve": newServeCmd, "agent": newAgentCmd, "gateway": newGatewayCmd}
+	var everyFlag []string
+	for _, newCmd := range commands {
+		newCmd().Flags().VisitAll(func(f *pflag.Flag) { everyFlag = append(everyFlag, envName(f.Name)+"=x") })
+	}
+	notFlags := []string{"VDIBROKER_SERVER=http://127.0.0.1:8080", "VDIBROKER_TOKEN=t", "VDIBROKER_ADMIN_TOKEN=t",
+		"VDIBROKER_SERVE_ARGS=--x", "VDIBROKER_AGENT_ARGS=--x", "VDIBROKER_TEST_POSTGRES_DSN=x", "VDIBROKER_TEST_AS_CLI=1",
+		"VDIBROKER_BENCH_OUTAGE=1", "VDIBROKER_SOMETHING_ELSE_ENTIRELY=1", "PATH=/bin"}
+	for name, newCmd := range commands {
+		t.Run(name+" takes every known variable", func(t *testing.T) {
+			if got := envMisspelt(newCmd(), append(everyFlag, notFlags...)); len(got) != 0 {
+				t.Errorf("reported %v, want none", got)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		cmd     func() *cobra.Command
+		environ []string
+		want    string // name:near,near;...
+	}{
+		// LISTN is LISTEN without its E: one edit.
+		{"a letter left out", newServeCmd, []string{"VDIBROKER_LISTN=0.0.0.0:8443"}, "VDIBROKER_LISTN:VDIBROKER_LISTEN"},
+		// FLE for FILE: one edit; /metrics would stay open.
+		{"the metrics token file", newServeCmd, []string{"VDIBROKER_METRICS_TOKEN_FLE=/etc/vdibroker/metrics.token"}, "VDIBROKER_METRICS_TOKEN_FLE:VDIBROKER_METRICS_TOKEN_FILE"},
+		// CERTS for CERT: one edit.
+		{"a letter added", newServeCmd, []string{"VDIBROKER_TLS_CERTS=/etc/vdibroker/broker.pem"}, "VDIBROKER_TLS_CERTS:VDIBROKER_TLS_CERT"},
+		// A dash for an underscore: one edit, as a flag name would be written.
+		{"a dash", newAgentCmd, []string{"VDIBROKER_STATE-DIR=/srv/agent"}, "VDIBROKER_STATE-DIR:VDIBROKER_STATE_DIR"},
+		// Lower case: every letter is an edit, so far from every flag's.
+		{"lower case is far", newServeCmd, []string{"vdibroker_listen=x", "VDIBROKER_listen=x"}, ""},
+		{"sorted by name", newServeCmd, []string{"VDIBROKER_RETENTON=0", "VDIBROKER_LISTN=x"}, "VDIBROKER_LISTN:VDIBROKER_LISTEN;VDIBROKER_RETENTON:VDIBROKER_RETENTION"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var parts []string
+			for _, m := range envMisspelt(tc.cmd(), tc.environ) {
+				parts = append(parts, m.name+":"+strings.Join(m.near, ","))
+			}
+			if got := strings.Join(parts, ";"); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
