@@ -497,10 +497,14 @@ func (v *Verifier) isClosed() bool {
 // MarkInterval: our choice. Refusing it would cut the pod off from its
 // peers' reads for the whole outage (their session look-ups, which send
 // a user back to her session here, and its loads), while what it guards
-// against needs all of: a read captured during the outage, a restart
-// before the store takes writes again, and a clock stepped back across
-// it. Mark never commits below a read verified (floor), so the first
-// mark after the outage covers the reads taken during it.
+// against needs all of: a read captured during the outage, this process
+// ending before it commits a mark again (a crash, or a stop whose last
+// commit fails too; the next commit is at most a MarkInterval after the
+// store takes writes again), and the next process's clock behind the
+// read's time. Mark never commits below a read verified (floor), so the
+// first mark after the outage covers the reads taken during it. Only the
+// store's failure opens this: a commit given up because the read's
+// caller left (ctx done) refuses that read and lets none past the mark.
 func (v *Verifier) admit(ctx context.Context, c *Call, now time.Time) error {
 	for moved := false; ; moved = true {
 		v.mu.Lock()
@@ -511,8 +515,7 @@ func (v *Verifier) admit(ctx context.Context, c *Call, now time.Time) error {
 		case c.mode != recordRead || v.Marks == nil:
 			v.mu.Unlock()
 			return nil
-		case now.Before(v.marked),
-			!v.markFailed.IsZero() && now.Sub(v.markFailed) < v.markInterval():
+		case v.admits(now):
 			v.verified = later(v.verified, now)
 			v.mu.Unlock()
 			return nil
@@ -523,13 +526,25 @@ func (v *Verifier) admit(ctx context.Context, c *Call, now time.Time) error {
 			return vdibroker.Errorf(vdibroker.EPodUnavailable, "pod-to-pod read verified at %s, past this pod's read mark (its clock stepped back): send it again",
 				now.UTC().Format(time.RFC3339))
 		}
-		if err := v.Mark(ctx); err != nil {
-			if v.isClosed() {
+		if err := v.mark(ctx, now); err != nil {
+			switch {
+			case v.isClosed():
 				return errClosed()
+			case ctx.Err() != nil:
+				// The caller left, the store did not fail: no
+				// markFailed, and the read is not taken.
+				return err
 			}
 			// Not committed (markFailed is set): taken at the next turn.
 		}
 	}
+}
+
+// admits reports whether a read verified at now is taken without a move
+// of the mark: it is before the mark in force, or a move failed less
+// than a MarkInterval before it (admit). v.mu is held.
+func (v *Verifier) admits(now time.Time) bool {
+	return now.Before(v.marked) || !v.markFailed.IsZero() && now.Sub(v.markFailed) < v.markInterval()
 }
 
 func (v *Verifier) markInterval() time.Duration { return cmp.Or(v.MarkInterval, DefaultMarkInterval) }
@@ -548,7 +563,16 @@ func (v *Verifier) floor() time.Time {
 // before its commit, a higher one after it: the mark committed is never
 // below a read verified. Without Marks it does nothing; once closed it
 // is refused.
-func (v *Verifier) Mark(ctx context.Context) error {
+func (v *Verifier) Mark(ctx context.Context) error { return v.mark(ctx, time.Time{}) }
+
+// mark is Mark. For a read verified at read (admit; zero: KeepMark's
+// move) it commits nothing when, by the time it holds markMu, the read
+// is taken without a move (admits): the reads that found the mark behind
+// them together wait for one commit, not one each, and in an outage for
+// one failed try a MarkInterval. A commit that fails while ctx is not
+// done is the store's failure (markFailed); one whose ctx is done is the
+// caller's leaving, which does not let reads past the mark.
+func (v *Verifier) mark(ctx context.Context, read time.Time) error {
 	if v.Marks == nil {
 		return nil
 	}
@@ -560,15 +584,21 @@ func (v *Verifier) Mark(ctx context.Context) error {
 		v.mu.Unlock()
 		return errClosed()
 	}
+	if !read.IsZero() && v.admits(read) {
+		v.mu.Unlock()
+		return nil
+	}
 	m := later(now.Add(2*v.markInterval()), v.floor())
 	if m.Before(v.marked) {
 		v.marked = m
 	}
 	v.mu.Unlock()
 	if err := v.setMark(ctx, m, now); err != nil {
-		v.mu.Lock()
-		v.markFailed = now
-		v.mu.Unlock()
+		if ctx.Err() == nil {
+			v.mu.Lock()
+			v.markFailed = now
+			v.mu.Unlock()
+		}
 		return err
 	}
 	v.mu.Lock()
@@ -582,8 +612,8 @@ func (v *Verifier) Mark(ctx context.Context) error {
 
 // KeepMark moves the read mark ahead (Mark) at once and then every
 // MarkInterval, until ctx is done or the verifier is closed; failed, when
-// not nil, is told of each move that failed (a read past the mark then
-// moves it itself, or is refused with the move's error). Without Marks
+// not nil, is told of each move that failed (a read past the mark is
+// then taken all the same, in memory only, admit). Without Marks
 // or ReadsInMemory it returns at once.
 func (v *Verifier) KeepMark(ctx context.Context, failed func(error)) {
 	if v.Marks == nil || !v.ReadsInMemory {

@@ -285,3 +285,95 @@ func TestReadMarkInAStoreOutage_RG5(t *testing.T) {
 		t.Fatalf("read after the outage: %v", err)
 	}
 }
+
+// TestReadMarkOneMoveForTheReadsPastIt_RG5 (R-OUT1): reads that found the
+// mark behind them wait in turn for markMu; each that gets it after a
+// move went through, or after one failed less than a MarkInterval ago,
+// commits nothing, so that many reads arriving together past the mark
+// cost one commit, and in an outage one failed try a MarkInterval, not
+// one each in a row (each a synced commit, or a store's timeout). Here
+// each mark(ctx, t) stands for a read verified at t that found the mark
+// behind it before the move before it ended.
+func TestReadMarkOneMoveForTheReadsPastIt_RG5(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	clock := func() time.Time { return now }
+	st := openSQLiteNonces(t, clock)
+	down, sets := false, new(int)
+	v := &Verifier{Secrets: NewSecrets([]byte("0123456789abcdef-federation")), Now: clock, Nonces: st, ReadsInMemory: true,
+		Started: t0.Add(-time.Hour), Marks: failingMarks{Marks: st.db, down: &down, sets: sets}, MarkInterval: 5 * time.Second}
+	if err := v.Mark(t.Context()); err != nil { // marked t0+10
+		t.Fatal(err)
+	}
+	// Two reads at t0+10 found the mark behind; the first moves it to
+	// t0+20, the second, then, commits nothing.
+	now = t0.Add(10 * time.Second)
+	for i := range 2 {
+		if err := v.mark(t.Context(), now); err != nil {
+			t.Fatalf("move %d: %v", i, err)
+		}
+	}
+	if *sets != 2 {
+		t.Errorf("two reads past the mark: %d commits in all, want 2 (the tick's, the first read's)", *sets)
+	}
+	// In an outage: the first read's try fails, the others wait for it
+	// and try nothing; the reads are taken (admit).
+	down = true
+	now = t0.Add(20 * time.Second)
+	if err := v.mark(t.Context(), now); err == nil {
+		t.Fatal("the move in the outage went through")
+	}
+	for range 2 {
+		if err := v.mark(t.Context(), now); err != nil {
+			t.Fatalf("a move after the failed one: %v, want none tried", err)
+		}
+	}
+	if *sets != 3 {
+		t.Errorf("three reads past the mark in an outage: %d commits tried in all, want 3 (one for the three)", *sets)
+	}
+}
+
+// TestReadMarkCallerGone_RG5 (R-SEC): a read past the mark whose caller
+// left while the mark's commit was under way (its ctx done) is refused,
+// and lets no read after it past the mark without a commit: only the
+// store's failure does (TestReadMarkInAStoreOutage_RG5), a caller's
+// hanging up is not an outage.
+func TestReadMarkCallerGone_RG5(t *testing.T) {
+	secret := []byte("0123456789abcdef-federation")
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	clock := func() time.Time { return now }
+	st := openSQLiteNonces(t, clock)
+	sets := new(int)
+	v := &Verifier{Secrets: NewSecrets(secret), Now: clock, Nonces: st, ReadsInMemory: true, Started: t0.Add(-time.Hour),
+		Marks: countingMarks{Marks: st.db, sets: sets}, MarkInterval: 5 * time.Second}
+	read := func(ctx context.Context) error {
+		h := Sign(secret, "GET", LoadsPath, "ams1", nil, now)
+		_, err := v.VerifyRead(ctx, func(k string) string { return h[k] }, "GET", LoadsPath, nil)
+		return err
+	}
+	if err := v.Mark(t.Context()); err != nil { // marked t0+10
+		t.Fatal(err)
+	}
+	now = t0.Add(10 * time.Second)
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := read(gone); err == nil {
+		t.Errorf("a read past the mark whose caller left: taken, want refused (no mark committed)")
+	}
+	now = t0.Add(10500 * time.Millisecond)
+	if err := read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The tick's, the gone read's try, the next read's commit.
+	if *sets != 3 {
+		t.Errorf("the read after the one whose caller left: %d commits tried in all, want 3 (it commits the mark)", *sets)
+	}
+	from, err := ReadsFrom(t.Context(), st.db, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !from.After(now) {
+		t.Errorf("ReadsFrom = t0+%s, want after the read taken at t0+%s", from.Sub(t0), now.Sub(t0))
+	}
+}

@@ -182,7 +182,7 @@ func (s *Server) KeepReadMark(ctx context.Context) {
 		return
 	}
 	s.fed.verifier.KeepMark(ctx, func(err error) {
-		s.log.Warn("pod-to-pod read mark not moved: a read past it moves it, or is refused", "err", err)
+		s.log.Warn("pod-to-pod read mark not moved (the store takes no writes?): reads past it are taken all the same, the move tried again at the next tick", "err", err)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -127,4 +128,47 @@ func TestServeWaitsForReadsFrom_RG5(t *testing.T) {
 			t.Errorf("a read signed at the start: %d, want 200", got)
 		}
 	})
+}
+
+// TestServeFailedOpenLeavesNoMarkAhead_RG5: an Open that fails once its
+// server moves the read mark (here its port is in use) lowers the mark
+// its ticks set 2 × 5 s ahead to its reads' start, as Close does: the
+// next start, once the port is free, waits for its own second only, not
+// for a mark it would take for a crash's.
+func TestServeFailedOpenLeavesNoMarkAhead_RG5(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "federation.secret")
+	if err := os.WriteFile(secretFile, []byte("reads-from-federation-secret-0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	data := filepath.Join(dir, "data")
+	now := time.Now()
+	var waited []time.Time
+	m := &Main{Listen: busy.Addr().String(), DataDir: data, ServerNow: func() time.Time { return now },
+		Federation: FederationFlags{PodName: "pod1", SecretFile: secretFile, PodTimeout: time.Second},
+		waitReads:  func(until time.Time, _ *slog.Logger) { waited = append(waited, until) }}
+	if err := m.Open(t.Context()); err == nil {
+		m.Close()
+		t.Fatal("Open on a port in use: no error")
+	}
+	if len(waited) != 1 {
+		t.Fatalf("waited for %v, want once", waited)
+	}
+	db, err := store.Open(t.Context(), "", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	from, err := federation.ReadsFrom(t.Context(), db, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !from.Equal(waited[0]) {
+		t.Errorf("after a failed Open the next reads start at %s, want %s (its reads' start; not its ticks' mark, %s ahead)", from, waited[0], from.Sub(waited[0]))
+	}
 }

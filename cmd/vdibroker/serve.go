@@ -238,7 +238,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		AdminTokenHash: adminHash, AgentClientCert: m.TLSClientCA != "", AgentCertAnyHost: m.TLSClientAnyHost, OIDC: m.OIDC.provider,
 		Now: m.ServerNow})
 	m.stopReadMark = startReadMark(m.Server)
-	undo = append(undo, m.stopReadMark)
+	// Its ticks' mark, 2 × 5 s ahead, lowered to the reads' start: the
+	// next start after a failed one (a port in use) does not wait for it.
+	undo = append(undo, func() { m.stopPodCalls() })
 	// Listening before the console is made: single sign-on's callback of
 	// a broker on loopback is its own URL (siteURL).
 	ln, err := net.Listen("tcp", m.Listen)
@@ -436,10 +438,7 @@ func (m *Main) Close() error {
 		// No pod-to-pod call is verified from here on, even one still in
 		// a handler after the shutdown gave up waiting: the store and
 		// the data dir's lock are let go of next (R-G5).
-		m.stopReadMark()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		errs = append(errs, m.Server.StopPodCalls(ctx))
+		errs = append(errs, m.stopPodCalls())
 	}
 	if m.portal != nil {
 		errs = append(errs, m.portal.Close())
@@ -466,6 +465,16 @@ func (m *Main) Close() error {
 		m.certs.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// stopPodCalls stops the read mark's moves, then refuses every pod-to-pod
+// call and commits the mark at the latest read verified
+// (vhttp.Server.StopPodCalls), before the store is let go of.
+func (m *Main) stopPodCalls() error {
+	m.stopReadMark()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return m.Server.StopPodCalls(ctx)
 }
 
 // adminToken returns VDIBROKER_ADMIN_TOKEN, or the token in
