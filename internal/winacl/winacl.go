@@ -6,6 +6,7 @@
 package winacl
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -23,10 +24,19 @@ const (
 	SIDOwnerRights = "S-1-3-4"
 )
 
+// broadGroups are the well-known groups that hold every account, or any
+// signed-in one: Everyone, Authenticated Users, Users, INTERACTIVE,
+// Guests, ANONYMOUS LOGON. A secret file owned by one of them is refused
+// (CheckPrivate).
+var broadGroups = map[string]bool{
+	"S-1-1-0": true, "S-1-5-11": true, "S-1-5-32-545": true, "S-1-5-4": true, "S-1-5-32-546": true, "S-1-5-7": true,
+}
+
 // sidNames are the names messages give the SIDs they name.
 var sidNames = map[string]string{
 	SIDSystem: "SYSTEM", SIDAdministrators: "Administrators", SIDTrustedInstaller: "TrustedInstaller",
 	"S-1-1-0": "Everyone", "S-1-5-11": "Authenticated Users", "S-1-5-32-545": "Users", "S-1-5-4": "INTERACTIVE",
+	"S-1-5-32-546": "Guests", "S-1-5-7": "ANONYMOUS LOGON",
 }
 
 // SIDName is sid with its name, as "Users (S-1-5-32-545)", for the
@@ -103,6 +113,12 @@ const readRights = FileReadData | GenericRead | GenericAll | RightWriteDAC | Rig
 // command that leaves the file to the owner, self, SYSTEM and
 // Administrators.
 func CheckPrivate(name string, s FileSecurity, self string) error {
+	if broadGroups[s.Owner] {
+		// An owner may always grant itself reading: a group every
+		// account is in owns a file any of them may read.
+		return fmt.Errorf("%s is owned by %s, whose every member may read it: run icacls \"%s\" /setowner *%s, then check it again",
+			name, SIDName(s.Owner), name, cmp.Or(self, SIDAdministrators))
+	}
 	if s.NullDACL {
 		return fmt.Errorf("%s has no DACL, which lets everyone read it: %s", name, icaclsFix(name, s.Owner, self, nil))
 	}

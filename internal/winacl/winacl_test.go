@@ -50,6 +50,11 @@ func TestCheckPrivate(t *testing.T) {
 		{"inherited from C:\\ProgramData", FileSecurity{Owner: broker, DACL: admins(allow(users, rx))}, broker,
 			[]string{"lets Users (S-1-5-32-545) read it (FILE_READ_DATA)",
 				fix + ` /remove:g *S-1-5-32-545 /grant:r *` + broker + `:F *S-1-5-18:F *S-1-5-32-544:F`}},
+		// An owner may grant itself reading: a broad group as owner is
+		// refused, however private the DACL.
+		{"owned by Users", FileSecurity{Owner: users, DACL: private}, broker,
+			[]string{"is owned by Users (S-1-5-32-545), whose every member may read it", `/setowner *` + broker}},
+		{"owned by Everyone", FileSecurity{Owner: everyone, DACL: private}, broker, []string{"is owned by Everyone (S-1-1-0)"}},
 		// A user profile's folder: the user, SYSTEM and Administrators.
 		{"in the broker account's profile", FileSecurity{Owner: broker, DACL: admins()}, broker, nil},
 		{"read by another user", FileSecurity{Owner: broker, DACL: admins(allow(alice, read))}, broker,
