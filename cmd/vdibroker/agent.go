@@ -250,11 +250,7 @@ service) sends a last heartbeat that marks the host Shutdown; SIGHUP reads
 The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 --registration-token-file, not on the command line, which ps shows.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fromEnv, err := flagsFromEnv(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: runWithEnvFlags(func(cmd *cobra.Command, fromEnv []string) error {
 			cfg, level, err := o.config()
 			if err != nil {
 				return err
@@ -275,7 +271,7 @@ The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 			defer stop()
 			onHUP(ctx, nil, func() { o.reloadLevel(cfg.Logger) })
 			return a.Run(ctx)
-		},
+		}),
 	}
 	o.register(c.Flags())
 	c.AddCommand(newAgentInstallCmd(), newAgentUninstallCmd())

@@ -516,11 +516,7 @@ Its tokens are read from files only (VDIBROKER_BROKER_TOKEN_FILE and the
 other --*-token-file flags), never from the environment: a file is read
 again on SIGHUP, so a token is replaced without dropping tunnels.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fromEnv, err := flagsFromEnv(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: runWithEnvFlags(func(cmd *cobra.Command, fromEnv []string) error {
 			if err := gatewayTokensNotInEnv(); err != nil {
 				return err
 			}
@@ -595,6 +591,7 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 			if err := checkGatewayName("--name", m.Name); m.Name != "" && err != nil {
 				return err
 			}
+			var err error
 			if m.Config.TargetPorts, m.Config.TargetNetworks, err = parseTargets("--target-ports", targetPorts, "--target-networks", targetNetworks); err != nil {
 				return err
 			}
@@ -616,7 +613,7 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 			<-ctx.Done()
 			m.Logger.Info("shutting down")
 			return m.Close()
-		},
+		}),
 	}
 	cmd.AddCommand(newGatewayKeygenCmd(), newGatewayTokenCmd())
 	fl := cmd.Flags()

@@ -526,11 +526,8 @@ func newServeCmd() *cobra.Command {
 		Short: "Run the broker: HTTP API, web console and metrics",
 		Long:  "Run the broker: HTTP API, web console and metrics.\n" + envFlagsHelp,
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fromEnv, err := flagsFromEnv(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: runWithEnvFlags(func(cmd *cobra.Command, fromEnv []string) error {
+			var err error
 			if m.Logger, err = logs.logger(os.Stderr); err != nil {
 				return err
 			}
@@ -625,7 +622,7 @@ func newServeCmd() *cobra.Command {
 			<-ctx.Done()
 			m.Logger.Info("shutting down")
 			return m.Close()
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&m.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")
