@@ -140,7 +140,7 @@ func (o *agentFlags) config() (agent.Config, slog.Level, error) {
 	// Unavailable between them.
 	if iv := cfg.HeartbeatInterval; iv < 0 || (iv > 0 && iv < minHeartbeatInterval) || iv > maxHeartbeatInterval {
 		return cfg, level, usageError{fmt.Errorf("--heartbeat-interval %s: must be 1s..1h, well under the pool's heartbeatTimeoutSeconds (%d s by default)",
-			iv, vdibroker.DefaultHeartbeatTimeoutSeconds)}
+			vdibroker.DurationFlag(iv), vdibroker.DefaultHeartbeatTimeoutSeconds)}
 	}
 	return cfg, level, nil
 }

@@ -78,7 +78,7 @@ func TestEnvRangeErrorsNameTheVariable(t *testing.T) {
 		{"serve both, the command line wins", []string{"VDIBROKER_LOG_LEVEL=info"}, []string{"serve", "--log-level", "bogus"},
 			"error: --log-level: ", "VDIBROKER_"},
 		{"agent heartbeat", []string{"VDIBROKER_HEARTBEAT_INTERVAL=2h"}, []string{"agent", "--server", "http://127.0.0.1:1", "--host-name", "sh-env-1"},
-			"error: VDIBROKER_HEARTBEAT_INTERVAL (--heartbeat-interval) 2h0m0s: must be 1s..1h", ""},
+			"error: VDIBROKER_HEARTBEAT_INTERVAL (--heartbeat-interval) 2h: must be 1s..1h", ""},
 		{"gateway tunnels", []string{"VDIBROKER_MAX_TUNNELS=0"}, []string{"gateway"},
 			"error: VDIBROKER_MAX_TUNNELS (--max-tunnels): must be 1 or more, got 0", ""},
 	} {
