@@ -189,7 +189,7 @@ const (
 // MinReauthorizeEvery..MaxReauthorizeEvery.
 func ValidateReauthorizeEvery(flag string, d time.Duration) error {
 	if d != 0 && (d < MinReauthorizeEvery || d > MaxReauthorizeEvery) {
-		return fmt.Errorf("%s: must be 0 (never) or %v..%v, got %v", flag, MinReauthorizeEvery, MaxReauthorizeEvery, d)
+		return fmt.Errorf("%s: must be 0 (never) or %s..%s, got %s", flag, vdibroker.DurationFlag(MinReauthorizeEvery), vdibroker.DurationFlag(MaxReauthorizeEvery), vdibroker.DurationFlag(d))
 	}
 	return nil
 }

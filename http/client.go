@@ -35,6 +35,12 @@ type Client struct {
 	// items the first MaxPages*PageSize only: a caller that wants some
 	// names (the CLI's "did you mean"), not every item of a long list.
 	MaxPages int
+	// PeerWait, when above 0, is the ?peerWait= of the federation reads
+	// that ask the peers (GetFederation, ListGlobalEntitlements,
+	// GetGlobalEntitlement): the pod waits for them at most that long
+	// and names a peer that has not answered as not answering (R-G5);
+	// 0 sends none, and the pod waits up to its --pod-timeout.
+	PeerWait time.Duration
 	// opaque: an error answer that is not the broker's JSON error is
 	// reported by its status alone, never its body (a pod's peer may be
 	// any server, R-SEC).

@@ -741,21 +741,29 @@ func (c *Client) PutFederation(ctx context.Context, doc *vdibroker.Federation) (
 // health and generations.
 func (c *Client) GetFederation(ctx context.Context) (*vdibroker.FederationStatus, error) {
 	var out vdibroker.FederationStatus
-	_, err := c.do(ctx, "GET", "/api/v1/federation", nil, nil, &out, nil)
+	_, err := c.do(ctx, "GET", "/api/v1/federation", c.peerWaitQuery(), nil, &out, nil)
 	return resultOrNil(&out, err)
+}
+
+// peerWaitQuery is the query of c.PeerWait, nil when it is 0.
+func (c *Client) peerWaitQuery() url.Values {
+	if c.PeerWait <= 0 {
+		return nil
+	}
+	return url.Values{"peerWait": {c.PeerWait.String()}}
 }
 
 // ListGlobalEntitlements returns every global entitlement with its
 // members' loads.
 func (c *Client) ListGlobalEntitlements(ctx context.Context) ([]*vdibroker.EntitlementView, error) {
-	return listAll[*vdibroker.EntitlementView](ctx, c, "/api/v1/globalentitlements", nil)
+	return listAll[*vdibroker.EntitlementView](ctx, c, "/api/v1/globalentitlements", c.peerWaitQuery())
 }
 
 // GetGlobalEntitlement returns one global entitlement with its members'
 // loads.
 func (c *Client) GetGlobalEntitlement(ctx context.Context, name string) (*vdibroker.EntitlementView, error) {
 	var out vdibroker.EntitlementView
-	_, err := c.do(ctx, "GET", "/api/v1/globalentitlements/"+url.PathEscape(name), nil, nil, &out, nil)
+	_, err := c.do(ctx, "GET", "/api/v1/globalentitlements/"+url.PathEscape(name), c.peerWaitQuery(), nil, &out, nil)
 	return resultOrNil(&out, err)
 }
 

@@ -79,7 +79,7 @@ func reissueCommand(t TokenRef) string {
 	}
 	if t.ExpiresIn > 0 {
 		d := max(time.Minute, (t.ExpiresIn+time.Minute-1)/time.Minute*time.Minute)
-		cmd += " --expires " + strings.TrimSuffix(d.String(), "0s")
+		cmd += " --expires " + vdibroker.DurationFlag(d)
 	}
 	return cmd
 }

@@ -207,7 +207,7 @@ func TestRestoreWarningReissueKeepsGroupsAndExpiry(t *testing.T) {
 	}
 	got := c.Warnings()
 	want := []string{
-		`API token tok-expiring (Reader "ops") was issued after the backup and is gone: issue another (vdibroker token create --role Reader --subject 'ops' --expires 720h0m)`,
+		`API token tok-expiring (Reader "ops") was issued after the backup and is gone: issue another (vdibroker token create --role Reader --subject 'ops' --expires 720h)`,
 		`API token tok-groups (User "alice") was issued after the backup and is gone: issue another (vdibroker token create --role User --subject 'alice' --groups '"Sales, EMEA","The ""A"" team",$(id)')`,
 	}
 	slices.Sort(got)

@@ -140,7 +140,7 @@ func (o *agentFlags) config() (agent.Config, slog.Level, error) {
 	// Unavailable between them.
 	if iv := cfg.HeartbeatInterval; iv < 0 || (iv > 0 && iv < minHeartbeatInterval) || iv > maxHeartbeatInterval {
 		return cfg, level, usageError{fmt.Errorf("--heartbeat-interval %s: must be 1s..1h, well under the pool's heartbeatTimeoutSeconds (%d s by default)",
-			iv, vdibroker.DefaultHeartbeatTimeoutSeconds)}
+			vdibroker.DurationFlag(iv), vdibroker.DefaultHeartbeatTimeoutSeconds)}
 	}
 	return cfg, level, nil
 }
@@ -250,11 +250,7 @@ service) sends a last heartbeat that marks the host Shutdown; SIGHUP reads
 The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 --registration-token-file, not on the command line, which ps shows.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fromEnv, err := flagsFromEnv(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: runWithEnvFlags(func(cmd *cobra.Command, fromEnv []string) error {
 			cfg, level, err := o.config()
 			if err != nil {
 				return err
@@ -275,7 +271,7 @@ The registration token belongs there (VDIBROKER_REGISTRATION_TOKEN), or in
 			defer stop()
 			onHUP(ctx, nil, func() { o.reloadLevel(cfg.Logger) })
 			return a.Run(ctx)
-		},
+		}),
 	}
 	o.register(c.Flags())
 	c.AddCommand(newAgentInstallCmd(), newAgentUninstallCmd())

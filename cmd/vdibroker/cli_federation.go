@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vdibroker/vdibroker"
+	"github.com/vdibroker/vdibroker/console"
 	vhttp "github.com/vdibroker/vdibroker/http"
 )
 
@@ -33,7 +34,9 @@ var applyColumns = []column{
 var peerColumns = []column{
 	{"Pod", "pod"},
 	{"Site", "site"},
-	{"Health", "health"},
+	// A peer whose call was still under way when --peer-wait ran out
+	// (askedAt): its health is the call's before it (R-G5).
+	{"Health", "askedAt && join('', ['not answering (asked ', askedAt, ')']) || health"},
 	{"Generation", "generation"},
 	{"GenerationMismatch", "generationMismatch"},
 	{"LastContact", "lastContact"},
@@ -102,12 +105,13 @@ func newFederationCmd() *cobra.Command {
 	}
 	apply.Flags().StringVarP(&file, "file", "f", "", "federation document, YAML or JSON")
 	requireFlags(apply, "file")
+	var showWait time.Duration
 	show := &cobra.Command{
 		Use:   "show",
 		Short: "Show the document the pod at --server holds, with each peer's health and generation",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			c, err := peerWaitClient(a, showWait)
 			if err != nil {
 				return err
 			}
@@ -124,6 +128,7 @@ func newFederationCmd() *cobra.Command {
 			return a.show(cmd, st, nil)
 		},
 	}
+	peerWaitFlag(show, &showWait)
 	cmd.AddCommand(apply, show, newFederationSessionsCmd(a))
 	return cmd
 }
@@ -281,12 +286,13 @@ func newGlobalEntitlementCmd() *cobra.Command {
 		Short:   "List and show global entitlements with their members' loads",
 	}
 	a := addAdminFlags(cmd)
+	var listWait, showWait time.Duration
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the global entitlements of the pod at --server",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			c, err := peerWaitClient(a, listWait)
 			if err != nil {
 				return err
 			}
@@ -303,7 +309,7 @@ func newGlobalEntitlementCmd() *cobra.Command {
 		Short: "Show a global entitlement and its members' loads as the pods report them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
+			c, err := peerWaitClient(a, showWait)
 			if err != nil {
 				return err
 			}
@@ -322,9 +328,39 @@ func newGlobalEntitlementCmd() *cobra.Command {
 	}
 	show.Flags().StringVar(&name, "name", "", "global entitlement name")
 	requireFlags(show, "name")
+	peerWaitFlag(list, &listWait)
+	peerWaitFlag(show, &showWait)
 	cmd.AddCommand(list, show, newGlobalConnectCmd(a))
 	a.suggestNames(cmd, kindGlobalEntitlement)
 	return cmd
+}
+
+// peerWaitFlag adds --peer-wait to a read that asks the peers. Its
+// default is the console's Federation page's (console.DefaultPeerWait,
+// 1s): an administrator runs these commands when something is wrong,
+// often a peer that is down, and a peer that answers at all answers in
+// milliseconds, so the table comes at once with that peer named as not
+// answering instead of after the whole --pod-timeout; 0 waits as the pod
+// does without it, up to its --pod-timeout.
+func peerWaitFlag(cmd *cobra.Command, d *time.Duration) {
+	cmd.Flags().DurationVar(d, "peer-wait", console.DefaultPeerWait,
+		fmt.Sprintf("wait at most this long (1ms..%s) for the peer pods; a peer that has not answered by then is shown as not answering (0: up to the pod's --pod-timeout)",
+			vdibroker.DurationFlag(vhttp.MaxPeerWait)))
+}
+
+// peerWaitClient is a's client sending wait as peerWait, checked as the
+// API checks it but named by its flag.
+func peerWaitClient(a *admin, wait time.Duration) (*vhttp.Client, error) {
+	if wait != 0 && (wait < time.Millisecond || wait > vhttp.MaxPeerWait) {
+		return nil, usageError{fmt.Errorf("--peer-wait: must be 0 (the pod timeout) or 1ms..%s, got %s",
+			vdibroker.DurationFlag(vhttp.MaxPeerWait), vdibroker.DurationFlag(wait))}
+	}
+	c, err := a.client()
+	if err != nil {
+		return nil, err
+	}
+	c.PeerWait = wait
+	return c, nil
 }
 
 // globalEntitlementKind is what a global entitlement opens, in the

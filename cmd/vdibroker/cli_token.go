@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -260,7 +259,7 @@ const (
 // zeroOK) and converts it to whole seconds, so the flag's mistakes are
 // said as durations, not in the API's expiresInSeconds.
 func expiresSeconds(d, lo, hi time.Duration, zeroOK bool) (int, error) {
-	allowed := fmt.Sprintf("%s..%s", shortDuration(lo), shortDuration(hi))
+	allowed := fmt.Sprintf("%s..%s", vdibroker.DurationFlag(lo), vdibroker.DurationFlag(hi))
 	if zeroOK {
 		allowed += ", or 0 for never"
 	}
@@ -268,21 +267,9 @@ func expiresSeconds(d, lo, hi time.Duration, zeroOK bool) (int, error) {
 	case d == 0 && zeroOK:
 		return 0, nil
 	case d < lo || d > hi:
-		return 0, usageError{fmt.Errorf("--expires %s: must be %s", shortDuration(d), allowed)}
+		return 0, usageError{fmt.Errorf("--expires %s: must be %s", vdibroker.DurationFlag(d), allowed)}
 	case d%time.Second != 0:
-		return 0, usageError{fmt.Errorf("--expires %s: must be whole seconds", d)}
+		return 0, usageError{fmt.Errorf("--expires %s: must be whole seconds", vdibroker.DurationFlag(d))}
 	}
 	return int(d / time.Second), nil
-}
-
-// shortDuration writes d without zero units: 1h, 648h, 10m, 1h30m.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

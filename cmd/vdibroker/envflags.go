@@ -47,6 +47,79 @@ func flagsFromEnv(cmd *cobra.Command) ([]string, error) {
 	return set, err
 }
 
+// runWithEnvFlags is the RunE of a command that takes its flags also
+// from the environment: it sets them (flagsFromEnv), runs run with the
+// names of those it set, and names in run's error each such flag as its
+// variable (envNamed), so a value broker.env gave that a range check
+// refuses says where it came from.
+func runWithEnvFlags(run func(cmd *cobra.Command, fromEnv []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		fromEnv, err := flagsFromEnv(cmd)
+		if err != nil {
+			return err
+		}
+		return envNamed(run(cmd, fromEnv), fromEnv)
+	}
+}
+
+// envNamedError is an error whose text names the variables of the flags
+// it names; it wraps the original, so its type (usageError, a store's
+// error) still decides the exit status.
+type envNamedError struct {
+	msg string
+	err error
+}
+
+func (e envNamedError) Error() string { return e.msg }
+func (e envNamedError) Unwrap() error { return e.err }
+
+// envNamed rewrites err's text so that the first mention of each flag of
+// fromEnv ("--log-level: want ...") is its variable with the flag after
+// it ("VDIBROKER_LOG_LEVEL (--log-level): want ..."), the form a value
+// the flag itself refuses already has: an administrator whose broker.env
+// holds the value never typed the flag. A message that already names the
+// variable is left as it is for that flag.
+func envNamed(err error, fromEnv []string) error {
+	if err == nil || len(fromEnv) == 0 {
+		return err
+	}
+	msg := err.Error()
+	for _, name := range fromEnv {
+		if strings.Contains(msg, envName(name)) {
+			continue
+		}
+		if i := flagMention(msg, name); i >= 0 {
+			flag := "--" + name
+			msg = msg[:i] + envName(name) + " (" + flag + ")" + msg[i+len(flag):]
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return envNamedError{msg, err}
+}
+
+// flagMention is the index of the first "--name" in msg that is the
+// whole flag (not --name-file nor --other-name), or -1.
+func flagMention(msg, name string) int {
+	flag := "--" + name
+	isNameByte := func(b byte) bool {
+		return b == '-' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
+	}
+	for off := 0; ; {
+		i := strings.Index(msg[off:], flag)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		end := i + len(flag)
+		if (i == 0 || !isNameByte(msg[i-1])) && (end == len(msg) || !isNameByte(msg[end])) {
+			return i
+		}
+		off = i + 1
+	}
+}
+
 // envOverridden names the environment variables set, not empty, for flags
 // also given on the command line with another value: the command line
 // wins, and an administrator who moved a setting into the unit's

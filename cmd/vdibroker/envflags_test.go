@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -110,5 +111,33 @@ func TestEnvMisspelt(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEnvNamed: only the whole flag is named as its variable (not
+// --log-level inside --log-level-file), once, and not when the message
+// names the variable already; the error's type survives.
+func TestEnvNamed(t *testing.T) {
+	for _, tc := range []struct {
+		msg     string
+		fromEnv []string
+		want    string
+	}{
+		{"--log-level: want debug", []string{"log-level"}, "VDIBROKER_LOG_LEVEL (--log-level): want debug"},
+		{"--log-level-file x: no level", []string{"log-level"}, "--log-level-file x: no level"},
+		{"--x-log-level: no", []string{"log-level"}, "--x-log-level: no"},
+		{"--keys-refresh: at most 5m with --keys-url", []string{"keys-refresh", "keys-url"},
+			"VDIBROKER_KEYS_REFRESH (--keys-refresh): at most 5m with VDIBROKER_KEYS_URL (--keys-url)"},
+		{"--listen a: give --listen b", []string{"listen"}, "VDIBROKER_LISTEN (--listen) a: give --listen b"},
+		{"VDIBROKER_NAME: give --name", []string{"name"}, "VDIBROKER_NAME: give --name"},
+		{"--listen a", nil, "--listen a"},
+	} {
+		err := envNamed(usageError{errors.New(tc.msg)}, tc.fromEnv)
+		if got := err.Error(); got != tc.want {
+			t.Errorf("envNamed(%q, %v) = %q, want %q", tc.msg, tc.fromEnv, got, tc.want)
+		}
+		if !errors.As(err, new(usageError)) {
+			t.Errorf("envNamed(%q): %T, want a usage error", tc.msg, err)
+		}
 	}
 }

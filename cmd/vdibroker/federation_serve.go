@@ -84,7 +84,7 @@ func (f *FederationFlags) load() error {
 		return usageError{fmt.Errorf("--pod-name needs --federation-secret-file: pods authenticate each other with its secret")}
 	}
 	if f.PodTimeout <= 0 {
-		return usageError{fmt.Errorf("--pod-timeout must be positive, got %s", f.PodTimeout)}
+		return usageError{fmt.Errorf("--pod-timeout must be positive, got %s", vdibroker.DurationFlag(f.PodTimeout))}
 	}
 	if f.CAFile != "" {
 		pool, err := loadCertPool(f.CAFile)

@@ -516,11 +516,7 @@ Its tokens are read from files only (VDIBROKER_BROKER_TOKEN_FILE and the
 other --*-token-file flags), never from the environment: a file is read
 again on SIGHUP, so a token is replaced without dropping tunnels.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fromEnv, err := flagsFromEnv(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: runWithEnvFlags(func(cmd *cobra.Command, fromEnv []string) error {
 			if err := gatewayTokensNotInEnv(); err != nil {
 				return err
 			}
@@ -572,7 +568,7 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 				{"--handshake-timeout", m.Config.HandshakeTimeout},
 			} {
 				if f.v <= 0 {
-					return usageError{fmt.Errorf("%s: must be above 0, got %v", f.flag, f.v)}
+					return usageError{fmt.Errorf("%s: must be above 0, got %s", f.flag, vdibroker.DurationFlag(f.v))}
 				}
 			}
 			// 0 would never read the keys again; a broker signs with a
@@ -581,11 +577,11 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 			// its URL less often than MaxGatewayKeysRefresh may refuse
 			// that key's tokens until it reads again.
 			if m.KeysRefresh < time.Second {
-				return usageError{fmt.Errorf("--keys-refresh: must be at least 1s, got %v", m.KeysRefresh)}
+				return usageError{fmt.Errorf("--keys-refresh: must be at least 1s, got %s", vdibroker.DurationFlag(m.KeysRefresh))}
 			}
 			if m.KeysURL != "" && m.KeysRefresh > broker.MaxGatewayKeysRefresh {
-				return usageError{fmt.Errorf("--keys-refresh: must be at most %v with --keys-url, got %v: the broker signs with a new key %v after it makes it, a replica publishes it up to 30s later, and a gateway that has not read it by then refuses its tokens",
-					broker.MaxGatewayKeysRefresh, m.KeysRefresh, broker.DefaultGatewayPublishDelay)}
+				return usageError{fmt.Errorf("--keys-refresh: must be at most %s with --keys-url, got %s: the broker signs with a new key %s after it makes it, a replica publishes it up to 30s later, and a gateway that has not read it by then refuses its tokens",
+					vdibroker.DurationFlag(broker.MaxGatewayKeysRefresh), vdibroker.DurationFlag(m.KeysRefresh), vdibroker.DurationFlag(broker.DefaultGatewayPublishDelay))}
 			}
 			// Not given, the name is the broker's: its Gateway token's
 			// (R-GW4). Given empty, it is a mistake.
@@ -595,6 +591,7 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 			if err := checkGatewayName("--name", m.Name); m.Name != "" && err != nil {
 				return err
 			}
+			var err error
 			if m.Config.TargetPorts, m.Config.TargetNetworks, err = parseTargets("--target-ports", targetPorts, "--target-networks", targetNetworks); err != nil {
 				return err
 			}
@@ -616,7 +613,7 @@ again on SIGHUP, so a token is replaced without dropping tunnels.`,
 			<-ctx.Done()
 			m.Logger.Info("shutting down")
 			return m.Close()
-		},
+		}),
 	}
 	cmd.AddCommand(newGatewayKeygenCmd(), newGatewayTokenCmd())
 	fl := cmd.Flags()

@@ -108,9 +108,9 @@ func TestGatewayEnvErrorsNameTheVariable(t *testing.T) {
 	}{
 		{"VDIBROKER_MAX_TUNNELS", "many", []string{"VDIBROKER_MAX_TUNNELS: ", `"many"`}},
 		{"VDIBROKER_IDLE_TIMEOUT", "1 hour", []string{"VDIBROKER_IDLE_TIMEOUT: "}},
-		// Parsed, but out of range: the flag's own check names the flag
-		// (docs/gateway.md says so).
-		{"VDIBROKER_MAX_TUNNELS", "0", []string{"--max-tunnels: must be 1 or more, got 0"}},
+		// Parsed, but out of range: the flag's own check, naming the
+		// variable and the flag (docs/gateway.md says so).
+		{"VDIBROKER_MAX_TUNNELS", "0", []string{"VDIBROKER_MAX_TUNNELS (--max-tunnels): must be 1 or more, got 0"}},
 		{"VDIBROKER_BROKER_TOKEN", "vdbt_x", []string{"VDIBROKER_BROKER_TOKEN: ", "VDIBROKER_BROKER_TOKEN_FILE (--broker-token-file)"}},
 		{"VDIBROKER_KEYS_TOKEN", "vdbt_x", []string{"VDIBROKER_KEYS_TOKEN: ", "VDIBROKER_KEYS_TOKEN_FILE"}},
 		{"VDIBROKER_METRICS_TOKEN", "secret-secret-secret", []string{"VDIBROKER_METRICS_TOKEN: ", "VDIBROKER_METRICS_TOKEN_FILE"}},

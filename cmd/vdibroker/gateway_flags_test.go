@@ -51,7 +51,7 @@ func TestGatewayLimitFlagsRefuseZero(t *testing.T) {
 		{"--max-tunnels", "-5", "--max-tunnels: must be 1 or more, got -5"},
 		{"--request-burst", "0", "--request-burst: must be 1 or more, got 0"},
 		{"--idle-timeout", "0", "--idle-timeout: must be above 0, got 0s"},
-		{"--max-lifetime", "-1h", "--max-lifetime: must be above 0, got -1h0m0s"},
+		{"--max-lifetime", "-1h", "--max-lifetime: must be above 0, got -1h"},
 		{"--max-start-wait", "0", "--max-start-wait: must be above 0, got 0s"},
 		{"--keepalive-interval", "0", "--keepalive-interval: must be above 0, got 0s"},
 		{"--handshake-timeout", "0", "--handshake-timeout: must be above 0, got 0s"},
@@ -116,9 +116,9 @@ func TestGatewayTokenValidFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ valid, want string }{
-		{"2h", "--valid: must be 1s..1h0m0s, got 2h0m0s"},
-		{"0", "--valid: must be 1s..1h0m0s, got 0s"},
-		{"-1m", "--valid: must be 1s..1h0m0s, got -1m0s"},
+		{"2h", "--valid: must be 1s..1h, got 2h"},
+		{"0", "--valid: must be 1s..1h, got 0s"},
+		{"-1m", "--valid: must be 1s..1h, got -1m"},
 		{"1h", ""},
 	} {
 		cmd := newGatewayTokenCmd()
@@ -146,9 +146,9 @@ func TestGatewayKeysRefreshFlag_RGW6(t *testing.T) {
 		want string
 	}{
 		{[]string{"--keys-refresh", "0"}, "--keys-refresh: must be at least 1s, got 0s"},
-		{[]string{"--keys-refresh", "-1m"}, "--keys-refresh: must be at least 1s, got -1m0s"},
-		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "6m"}, "--keys-refresh: must be at most 4m0s with --keys-url, got 6m0s"},
-		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "5m"}, "--keys-refresh: must be at most 4m0s with --keys-url, got 5m0s"},
+		{[]string{"--keys-refresh", "-1m"}, "--keys-refresh: must be at least 1s, got -1m"},
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "6m"}, "--keys-refresh: must be at most 4m with --keys-url, got 6m"},
+		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "5m"}, "--keys-refresh: must be at most 4m with --keys-url, got 5m"},
 		// Accepted: the next check is the certificate's.
 		{[]string{"--keys-url", "https://127.0.0.1:1/api/v1/gateway/keys", "--keys-refresh", "4m"}, "--tls-cert and --tls-key are required"},
 		{[]string{"--keys-file", "keys.json", "--keys-refresh", "24h"}, "--tls-cert and --tls-key are required"},

@@ -79,10 +79,10 @@ func (f *GatewayFlags) check(tls bool) error {
 	}
 	// Zero is the default (a Main built by a test).
 	if f.TokenTTL != 0 && (f.TokenTTL < time.Minute || f.TokenTTL > gatewaytoken.MaxValidity) {
-		return usageError{fmt.Errorf("--gateway-token-ttl: must be 1m..1h, got %v", f.TokenTTL)}
+		return usageError{fmt.Errorf("--gateway-token-ttl: must be 1m..1h, got %s", vdibroker.DurationFlag(f.TokenTTL))}
 	}
 	if f.KeyRotation != 0 && f.KeyRotation < time.Hour {
-		return usageError{fmt.Errorf("--gateway-key-rotation: must be at least 1h, got %v", f.KeyRotation)}
+		return usageError{fmt.Errorf("--gateway-key-rotation: must be at least 1h, got %s", vdibroker.DurationFlag(f.KeyRotation))}
 	}
 	if f.Name == "" && f.flags != nil && f.flags.Changed("gateway-name") {
 		return usageError{fmt.Errorf("--gateway-name: must be 1..%d characters, got none", vdibroker.MaxTunnelReportText)}

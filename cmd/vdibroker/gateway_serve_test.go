@@ -258,8 +258,8 @@ func TestServeGatewayFlags(t *testing.T) {
 		{[]string{"--gateway-token-ttl", "2h"}, "--gateway-token-ttl: must be 1m..1h"},
 		{[]string{"--gateway-key-rotation", "10m"}, "--gateway-key-rotation: must be at least 1h"},
 		{[]string{"--gateway-max-tunnels-per-user", "-1"}, "--gateway-max-tunnels-per-user: must be 0 or more"},
-		{[]string{"--gateway-reauthorize-every", "1s"}, "--gateway-reauthorize-every: must be 0 (never) or 10s..1h0m0s, got 1s"},
-		{[]string{"--gateway-reauthorize-every", "2h"}, "--gateway-reauthorize-every: must be 0 (never) or 10s..1h0m0s, got 2h0m0s"},
+		{[]string{"--gateway-reauthorize-every", "1s"}, "--gateway-reauthorize-every: must be 0 (never) or 10s..1h, got 1s"},
+		{[]string{"--gateway-reauthorize-every", "2h"}, "--gateway-reauthorize-every: must be 0 (never) or 10s..1h, got 2h"},
 	} {
 		cmd := newServeCmd()
 		cmd.SetArgs(append([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0"}, tc.args...))
@@ -316,9 +316,9 @@ func TestServeGatewayReauthorizeFlag(t *testing.T) {
 	for _, tc := range []struct {
 		value, want string
 	}{
-		{"5s", "--reauthorize-every: must be 0 (never) or 10s..1h0m0s, got 5s"},
-		{"90m", "--reauthorize-every: must be 0 (never) or 10s..1h0m0s, got 1h30m0s"},
-		{"-1m", "--reauthorize-every: must be 0 (never) or 10s..1h0m0s, got -1m0s"},
+		{"5s", "--reauthorize-every: must be 0 (never) or 10s..1h, got 5s"},
+		{"90m", "--reauthorize-every: must be 0 (never) or 10s..1h, got 1h30m"},
+		{"-1m", "--reauthorize-every: must be 0 (never) or 10s..1h, got -1m"},
 		// In range: the next check is the certificate's.
 		{"0", "--tls-cert and --tls-key are required"},
 		{"1m", "--tls-cert and --tls-key are required"},

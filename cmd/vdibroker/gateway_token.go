@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/gatewaytoken"
 )
 
@@ -73,7 +74,7 @@ func newGatewayTokenCmd() *cobra.Command {
 			// In the flag's terms, before the claims' (nbf, exp in Unix
 			// seconds) would say it.
 			if valid < time.Second || valid > gatewaytoken.MaxValidity {
-				return usageError{fmt.Errorf("--valid: must be 1s..%v, got %v", gatewaytoken.MaxValidity, valid)}
+				return usageError{fmt.Errorf("--valid: must be 1s..%s, got %s", vdibroker.DurationFlag(gatewaytoken.MaxValidity), vdibroker.DurationFlag(valid))}
 			}
 			now := time.Now()
 			c.ID, c.NotBefore, c.Expiry = gatewaytoken.NewID(), now.Unix(), now.Add(valid).Unix()

@@ -14,7 +14,7 @@ func TestServeOutageFlagsRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"--outage-escrow-renew", "2s"}, "--outage-escrow-renew 2s: want 10s (twice the maintenance interval) to 1h"},
-		{[]string{"--outage-escrow-renew", "2h"}, "--outage-escrow-renew 2h0m0s: want 10s"},
+		{[]string{"--outage-escrow-renew", "2h"}, "--outage-escrow-renew 2h: want 10s"},
 		{[]string{"--outage-share", "0"}, "--outage-share 0: want 1 to 100"},
 		{[]string{"--outage-share-max", "0"}, "--outage-share-max 0: want 1 to 10000"},
 	} {

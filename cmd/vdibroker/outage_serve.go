@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker/outage"
 )
 
@@ -36,7 +37,7 @@ func checkOutageFlags(o *outage.Placement, maintenance time.Duration) error {
 	case o.MaxPerHost < 1 || o.MaxPerHost > 10000:
 		return usageError{fmt.Errorf("--outage-share-max %d: want 1 to 10000", o.MaxPerHost)}
 	case o.Renew < 2*maintenance || o.Renew > time.Hour:
-		return usageError{fmt.Errorf("--outage-escrow-renew %s: want %s (twice the maintenance interval) to 1h", o.Renew, 2*maintenance)}
+		return usageError{fmt.Errorf("--outage-escrow-renew %s: want %s (twice the maintenance interval) to 1h", vdibroker.DurationFlag(o.Renew), vdibroker.DurationFlag(2*maintenance))}
 	case len(o.Replica) > 128:
 		return usageError{fmt.Errorf("--replica-id: want at most 128 characters")}
 	}

@@ -535,11 +535,8 @@ func newServeCmd() *cobra.Command {
 		Short: "Run the broker: HTTP API, web console and metrics",
 		Long:  "Run the broker: HTTP API, web console and metrics.\n" + envFlagsHelp,
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fromEnv, err := flagsFromEnv(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: runWithEnvFlags(func(cmd *cobra.Command, fromEnv []string) error {
+			var err error
 			if m.Logger, err = logs.logger(os.Stderr); err != nil {
 				return err
 			}
@@ -554,24 +551,24 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			if m.MaxConnectWait < time.Second || m.MaxConnectWait > vdibroker.MaxConnectWait {
-				return usageError{fmt.Errorf("--max-connect-wait: must be 1s..%s, got %s", vdibroker.MaxConnectWait, m.MaxConnectWait)}
+				return usageError{fmt.Errorf("--max-connect-wait: must be 1s..%s, got %s", vdibroker.DurationFlag(vdibroker.MaxConnectWait), vdibroker.DurationFlag(m.MaxConnectWait))}
 			}
 			if m.PortalMaxSignins < 1 || m.PortalMaxSignins > maxPortalSignins {
 				return usageError{fmt.Errorf("--portal-max-signins: must be 1..%d, got %d", maxPortalSignins, m.PortalMaxSignins)}
 			}
 			if m.HSTSMaxAge < 0 || m.HSTSMaxAge > maxHSTSMaxAge {
-				return usageError{fmt.Errorf("--hsts-max-age: must be 0 (no header) ..%s, got %s", maxHSTSMaxAge, m.HSTSMaxAge)}
+				return usageError{fmt.Errorf("--hsts-max-age: must be 0 (no header) ..%s, got %s", vdibroker.DurationFlag(maxHSTSMaxAge), vdibroker.DurationFlag(m.HSTSMaxAge))}
 			}
 			// max-age counts whole seconds: 500ms would be sent as
 			// max-age=0, which tells browsers to forget the policy
 			// (RFC 6797, 6.1.1), not to keep it for half a second.
 			if m.HSTSMaxAge%time.Second != 0 {
-				return usageError{fmt.Errorf("--hsts-max-age: must be whole seconds (max-age counts seconds), got %s", m.HSTSMaxAge)}
+				return usageError{fmt.Errorf("--hsts-max-age: must be whole seconds (max-age counts seconds), got %s", vdibroker.DurationFlag(m.HSTSMaxAge))}
 			}
 			// The audit trail is pruned by it too: "5m" for "5 months"
 			// would delete every entry older than five minutes, hourly.
 			if m.Retention != 0 && m.Retention < minRetention {
-				return usageError{fmt.Errorf("--retention: must be 0 (keep for ever) or %s or more, got %s", minRetention, m.Retention)}
+				return usageError{fmt.Errorf("--retention: must be 0 (keep for ever) or %s or more, got %s", vdibroker.DurationFlag(minRetention), vdibroker.DurationFlag(m.Retention))}
 			}
 			if m.MaxHeaderBytes < 4096 || m.MaxHeaderBytes > 1<<20 {
 				return usageError{fmt.Errorf("--max-header-bytes: must be 4096..1048576, got %d", m.MaxHeaderBytes)}
@@ -634,7 +631,7 @@ func newServeCmd() *cobra.Command {
 			<-ctx.Done()
 			m.Logger.Info("shutting down")
 			return m.Close()
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&m.Listen, "listen", "127.0.0.1:8080", "address to listen on")
 	cmd.Flags().StringVar(&m.DataDir, "data-dir", "./vdibroker-data", "directory for the embedded store and admin.token")

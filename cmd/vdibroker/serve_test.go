@@ -455,7 +455,7 @@ func TestServeMaxConnectWaitFlag(t *testing.T) {
 		cmd.SetErr(io.Discard)
 		err := cmd.Execute()
 		var ue usageError
-		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--max-connect-wait: must be 1s..10m0s") {
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--max-connect-wait: must be 1s..10m") {
 			t.Errorf("serve --max-connect-wait %s = %v, want a usage error naming the range", v, err)
 		}
 	}
