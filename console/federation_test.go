@@ -123,6 +123,44 @@ func TestFederationPage(t *testing.T) {
 		`data-peer="nyc1"`, "unreachable", "Global entitlement office", `data-member="fra1/pool-a"`, "0.0833")
 }
 
+// silentPeer is a pod that accepts the connection and never answers.
+type silentPeer struct {
+	calls, blocked atomic.Int64 // the calls it took, and those still waiting
+}
+
+// putSilentPeer puts a federation of e's pod fra1 and a peer nyc1, both
+// in site emea, with global entitlement office of members fra1/pool-a
+// and nyc1/pool-b. nyc1 takes each call to path ("": any; others are
+// answered 404) and holds it until the call or the test ends.
+func (e *env) putSilentPeer(path string) *silentPeer {
+	e.t.Helper()
+	p := &silentPeer{}
+	release := make(chan struct{})
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if path != "" && r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		p.calls.Add(1)
+		p.blocked.Add(1)
+		defer p.blocked.Add(-1)
+		select { // accepted, never answered
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	e.t.Cleanup(peer.Close)
+	e.t.Cleanup(func() { close(release) }) // before peer.Close, which waits for the handlers
+	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
+		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "nyc1", Site: "emea", URL: peer.URL}},
+		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
+			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "nyc1", HostPool: "pool-b"}}}}}
+	if _, err := e.admin.PutFederation(e.t.Context(), doc); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
 // TestFederationPageNotAnsweringPeer_RG5: a peer that accepts the
 // connection and never answers held the Federation page for the whole
 // pod timeout (twice: the peers' health, then the members' loads) before
@@ -133,33 +171,14 @@ func TestFederationPage(t *testing.T) {
 func TestFederationPageNotAnsweringPeer_RG5(t *testing.T) {
 	e := newPodEnvConfig(t, podEnvConfig{pod: "fra1", podTimeout: 20 * time.Second, peerWait: 200 * time.Millisecond})
 	e.seed()
-	var calls, blocked atomic.Int64
-	release := make(chan struct{})
-	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		blocked.Add(1)
-		defer blocked.Add(-1)
-		select { // accepted, never answered
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(peer.Close)
-	t.Cleanup(func() { close(release) }) // before peer.Close, which waits for the handlers
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
-		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "nyc1", Site: "emea", URL: peer.URL}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
-			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "nyc1", HostPool: "pool-b"}}}}}
-	if _, err := e.admin.PutFederation(t.Context(), doc); err != nil {
-		t.Fatal(err)
-	}
+	nyc1 := e.putSilentPeer("")
 	b := e.browser()
 	b.signin(adminToken)
 	a := b.get("/federation")
-	stillBlocked := blocked.Load()
+	stillBlocked := nyc1.blocked.Load()
 	wantStatus(t, a, http.StatusOK)
-	if calls.Load() == 0 || stillBlocked == 0 {
-		t.Errorf("peer nyc1 was called %d times, %d of them still blocked when the page was answered; want the page answered while the peer's call is under way", calls.Load(), stillBlocked)
+	if nyc1.calls.Load() == 0 || stillBlocked == 0 {
+		t.Errorf("peer nyc1 was called %d times, %d of them still blocked when the page was answered; want the page answered while the peer's call is under way", nyc1.calls.Load(), stillBlocked)
 	}
 	wantContains(t, a, `data-peer="nyc1" data-not-answering`, "not answering: no answer within 200ms", "asked ",
 		`data-member="nyc1/pool-b"`, `data-member="fra1/pool-a"`)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,30 +24,7 @@ import (
 func TestShortPeerWaitReadsShareOnePeerCall_RG5(t *testing.T) {
 	e := newPodEnvConfig(t, podEnvConfig{pod: "fra1", podTimeout: 20 * time.Second})
 	e.seed()
-	var loads, blocked atomic.Int64
-	release := make(chan struct{})
-	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != federation.LoadsPath {
-			http.NotFound(w, r)
-			return
-		}
-		loads.Add(1)
-		blocked.Add(1)
-		defer blocked.Add(-1)
-		select { // accepted, never answered
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(peer.Close)
-	t.Cleanup(func() { close(release) }) // before peer.Close, which waits for the handlers
-	doc := &vdibroker.Federation{Generation: 1, Sites: []vdibroker.Site{{Name: "emea"}},
-		Pods: []vdibroker.Pod{{Name: "fra1", Site: "emea", URL: e.url}, {Name: "nyc1", Site: "emea", URL: peer.URL}},
-		GlobalEntitlements: []vdibroker.GlobalEntitlement{{Name: "office", AllUsers: true,
-			Members: []vdibroker.Member{{Pod: "fra1", HostPool: "pool-a"}, {Pod: "nyc1", HostPool: "pool-b"}}}}}
-	if _, err := e.admin.PutFederation(t.Context(), doc); err != nil {
-		t.Fatal(err)
-	}
+	nyc1 := e.putSilentPeer(federation.LoadsPath)
 	reader, err := e.admin.CreateToken(t.Context(), vhttp.TokenRequest{Role: vdibroker.RoleReader, Subject: "desk"})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +78,7 @@ func TestShortPeerWaitReadsShareOnePeerCall_RG5(t *testing.T) {
 	}
 	// The reads above were answered, so their waits ended; the peer's
 	// one call is still blocked (its pod timeout is 20 s).
-	if n, b := loads.Load(), blocked.Load(); n != 1 || b != 1 {
+	if n, b := nyc1.calls.Load(), nyc1.blocked.Load(); n != 1 || b != 1 {
 		t.Errorf("the peer's loads were asked %d times, %d of them still under way, after %d reads answered; want 1 call, shared", n, b, answered.Load()+1)
 	}
 }

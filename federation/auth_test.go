@@ -488,6 +488,26 @@ func TestMemoryReplayAfterAnotherCallsSweep_RG5(t *testing.T) {
 func TestMemoryNoncesRetryAfter_RG5(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	v := &Verifier{Secrets: NewSecrets([]byte("0123456789abcdef-federation")), maxPerBudget: 2, maxTotal: 3}
+	ams1PastItsCap(t, v, t0)
+	if err := v.remember("fra1", "f1", t0.Add(10*time.Second+MaxSkew), t0.Add(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	err := v.remember("lon1", "l1", t0.Add(20*time.Second+MaxSkew), t0.Add(20*time.Second))
+	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != 51*time.Second {
+		t.Errorf("lon1 with 3 kept in all: %v, Retry-After %s; want TooManyRequests, 51s", err, vdibroker.ErrorRetryAfter(err))
+	}
+	again := t0.Add(20*time.Second + 51*time.Second)
+	if err := v.remember("lon1", "l1", again.Add(MaxSkew), again); err != nil {
+		t.Errorf("lon1 again after its Retry-After: %v", err)
+	}
+}
+
+// ams1PastItsCap has v (a cap of 2 a budget), sweeping at t0, keep
+// ams1's 2 nonces signed at t0+50 (kept until t0+110), and wants its
+// third at t0+10 refused TooManyRequests after 101 s: nothing of ams1's
+// expires before t0+110, and a second past it. It returns the refusal.
+func ams1PastItsCap(t *testing.T, v *Verifier, t0 time.Time) error {
+	t.Helper()
 	ahead := t0.Add(50*time.Second + MaxSkew)
 	for _, n := range []string{"a1", "a2"} {
 		if err := v.remember("ams1", n, ahead, t0); err != nil {
@@ -498,17 +518,7 @@ func TestMemoryNoncesRetryAfter_RG5(t *testing.T) {
 	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != 101*time.Second {
 		t.Errorf("ams1 past its cap: %v, Retry-After %s; want TooManyRequests, 1m41s", err, vdibroker.ErrorRetryAfter(err))
 	}
-	if err := v.remember("fra1", "f1", t0.Add(10*time.Second+MaxSkew), t0.Add(10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	err = v.remember("lon1", "l1", t0.Add(20*time.Second+MaxSkew), t0.Add(20*time.Second))
-	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != 51*time.Second {
-		t.Errorf("lon1 with 3 kept in all: %v, Retry-After %s; want TooManyRequests, 51s", err, vdibroker.ErrorRetryAfter(err))
-	}
-	again := t0.Add(20*time.Second + 51*time.Second)
-	if err := v.remember("lon1", "l1", again.Add(MaxSkew), again); err != nil {
-		t.Errorf("lon1 again after its Retry-After: %v", err)
-	}
+	return err
 }
 
 // TestMemoryNoncesRetryAfterOwnBudget_RG5: a call refused for its own
@@ -527,16 +537,7 @@ func TestMemoryNoncesRetryAfterOwnBudget_RG5(t *testing.T) {
 	if err := v.remember("fra1", "f1", t0.Add(MaxSkew), t0); err != nil {
 		t.Fatal(err)
 	}
-	ahead := t0.Add(50*time.Second + MaxSkew)
-	for _, n := range []string{"a1", "a2"} {
-		if err := v.remember("ams1", n, ahead, t0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	err := v.remember("ams1", "a3", ahead, t0.Add(10*time.Second))
-	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) != 101*time.Second {
-		t.Errorf("ams1 past its cap: %v, Retry-After %s; want TooManyRequests, 1m41s", err, vdibroker.ErrorRetryAfter(err))
-	}
+	err := ams1PastItsCap(t, v, t0)
 	if got, want := vdibroker.ErrorMessage(err), "too many recent pod-to-pod calls from pod ams1: 2 held against replay, this pod's bound"; got != want {
 		t.Errorf("ams1 past its cap: %q, want %q", got, want)
 	}

@@ -1,8 +1,6 @@
 package http_test
 
 import (
-	nethttp "net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -31,15 +29,7 @@ func TestPodConnectRetryAfter_RG1(t *testing.T) {
 		{"not a vdibroker answer", "5", 503, `busy`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			peer := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-				if tc.header != "" {
-					w.Header().Set("Retry-After", tc.header)
-				}
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(tc.status)
-				w.Write([]byte(tc.body))
-			}))
-			t.Cleanup(peer.Close)
+			peer := refusingPeer(t, tc.header, tc.status, tc.body)
 			_, err := vhttp.NewPodClient("pod1", []byte(testFedSecret)).Connect(t.Context(), vdibroker.Pod{Name: "pod0", URL: peer.URL},
 				vdibroker.PodConnectRequest{})
 			if err == nil {

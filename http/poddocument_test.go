@@ -195,6 +195,22 @@ func TestPodDocumentWritesBounded_RG5(t *testing.T) {
 	}
 }
 
+// refusingPeer is a pod that answers every call status with body, a
+// JSON one, and Retry-After header ("": none).
+func refusingPeer(t *testing.T, header string, status int, body string) *httptest.Server {
+	t.Helper()
+	peer := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if header != "" {
+			w.Header().Set("Retry-After", header)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(peer.Close)
+	return peer
+}
+
 // TestPodDocumentRetryAfter_RG5: a peer's refusal of the federation
 // document carries its Retry-After to the caller (the console says
 // when to send again), bounded: a value a pod would not send (above an
@@ -222,15 +238,7 @@ func TestPodDocumentRetryAfter_RG5(t *testing.T) {
 		{"not a vdibroker answer", "5", 429, `too many`, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			peer := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-				if tc.header != "" {
-					w.Header().Set("Retry-After", tc.header)
-				}
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(tc.status)
-				w.Write([]byte(tc.body))
-			}))
-			t.Cleanup(peer.Close)
+			peer := refusingPeer(t, tc.header, tc.status, tc.body)
 			_, err := vhttp.NewPodClient("pod1", []byte(testFedSecret)).PutDocument(t.Context(), vdibroker.Pod{Name: "pod0", URL: peer.URL},
 				vdibroker.PodDocumentRequest{Document: vdibroker.Federation{Generation: 2}, Principal: "admin"})
 			if err == nil {

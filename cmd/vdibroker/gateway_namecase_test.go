@@ -99,6 +99,110 @@ func echo(conn io.ReadWriter) error {
 	return err
 }
 
+// gatewayFiles are what standalone gateways under test read: a
+// certificate for 127.0.0.1 from a test CA, and a file for their Gateway
+// token; with an HTTPS client trusting that CA.
+type gatewayFiles struct {
+	cert, key, tokenFile string
+	roots                *x509.CertPool
+	client               *http.Client
+}
+
+func newGatewayFiles(t *testing.T) *gatewayFiles {
+	t.Helper()
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	f := &gatewayFiles{tokenFile: filepath.Join(dir, "gateway.token"), roots: x509.NewCertPool()}
+	f.cert, f.key = ca.issue(t, dir, "gateway", 2, false)
+	f.roots.AddCert(ca.cert)
+	f.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.roots}}}
+	t.Cleanup(f.client.CloseIdleConnections)
+	return f
+}
+
+// writeToken writes secret to the token file, as an operator rotating
+// the Gateway token does.
+func (f *gatewayFiles) writeToken(t *testing.T, secret string) {
+	t.Helper()
+	if err := os.WriteFile(f.tokenFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testGateway is a standalone gateway on loopback, started by
+// gatewayFiles.open; logs holds its log at info.
+type testGateway struct {
+	*GatewayMain
+	files *gatewayFiles
+	logs  *syncbuf.Buffer
+}
+
+// open starts m (its Name and Config the caller's) on loopback with f's
+// certificate and token file and the broker at broker, closes it at the
+// test's end, and returns once its start has checked the broker.
+func (f *gatewayFiles) open(t *testing.T, broker string, m *GatewayMain) *testGateway {
+	t.Helper()
+	g := &testGateway{GatewayMain: m, files: f, logs: &syncbuf.Buffer{}}
+	m.Listen, m.TLSCert, m.TLSKey = "127.0.0.1:0", f.cert, f.key
+	m.KeysURL, m.BrokerURL, m.BrokerTokenFile = broker+"/api/v1/gateway/keys", broker+"/api/v1/gateway/tunnels", f.tokenFile
+	m.Logger = slog.New(slog.NewTextHandler(g.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	<-m.probed
+	return g
+}
+
+// hup writes secret to the token file, sends SIGHUP and waits for the
+// n-th line of the log holding line.
+func (g *testGateway) hup(t *testing.T, secret, line string, n int) {
+	t.Helper()
+	g.files.writeToken(t, secret)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(g.logs.String(), line) < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d lines %q after SIGHUP:\n%s", n, line, g.logs.String())
+		}
+	}
+}
+
+// stepCheck steps clk, the gateway's, by a minute (its ReauthorizeEvery)
+// and waits for its first check of open tunnels the broker answered.
+func (g *testGateway) stepCheck(t *testing.T, clk *clocktesting.FakeClock) {
+	t.Helper()
+	clk.Step(time.Minute)
+	for deadline := time.Now().Add(10 * time.Second); metricValue(scrapeWith(t, g.files.client, "https://"+g.Addr()),
+		`vdibroker_gateway_reauthorize_checks_total{result="answered"}`) < 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway %q: no check of open tunnels answered 10 s after the step:\n%s", g.Name, g.logs.String())
+		}
+	}
+}
+
+// tunnel connects user and opens the tunnel of its .rdp through g (to
+// be closed at the test's end, if not before), sends bytes through it,
+// and waits for the session to be Active through gateway gw.
+func (b *gatewayBroker) tunnel(t *testing.T, g *testGateway, user, gw string) (session string, conn *gateway.ClientConn) {
+	t.Helper()
+	session, token := b.connect(t, user)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	conn, err := gateway.Dial(ctx, gateway.DialConfig{Gateway: g.Addr(), TLSConfig: &tls.Config{RootCAs: g.files.roots},
+		Token: token, Target: b.addr, ClientName: "test"})
+	if err != nil {
+		t.Fatalf("tunnel through gateway %q for a user of %d bytes: %v\n%s", gw, len(user), err, g.logs.String())
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := echo(conn); err != nil {
+		t.Fatal(err)
+	}
+	b.waitSession(t, session, vdibroker.StateActive, gw)
+	return session, conn
+}
+
 // TestGatewayCaseOnlyRenameKeepsTunnels_RGW4 (R-GW4, R-SEC): gateway
 // names compare as host names do, ignoring the case of ASCII letters and
 // one trailing dot (RDGW-1 and rdgw-1. are rdgw-1). A standalone gateway
@@ -121,74 +225,25 @@ func TestGatewayCaseOnlyRenameKeepsTunnels_RGW4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	ca := newTestCA(t, dir)
-	cert, key := ca.issue(t, dir, "gateway", 2, false)
-	tokenFile := filepath.Join(dir, "gateway.token")
-	if err := os.WriteFile(tokenFile, []byte(own.Secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f := newGatewayFiles(t)
+	f.writeToken(t, own.Secret)
 	clk := clocktesting.NewFakeClock(time.Now())
-	logs := &syncbuf.Buffer{}
-	m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key,
-		KeysURL: b.m.URL() + "/api/v1/gateway/keys", BrokerURL: b.m.URL() + "/api/v1/gateway/tunnels", BrokerTokenFile: tokenFile,
-		Config: gateway.Config{Clock: clk, ReauthorizeEvery: time.Minute},
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
-	if err := m.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	<-m.probed
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	t.Cleanup(client.CloseIdleConnections)
-
-	session, token := b.connect(t, "alice")
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	conn, err := gateway.Dial(dctx, gateway.DialConfig{Gateway: m.Addr(), TLSConfig: &tls.Config{RootCAs: roots},
-		Token: token, Target: b.addr, ClientName: "test"})
-	cancel()
-	if err != nil {
-		t.Fatalf("tunnel through the gateway: %v", err)
-	}
-	defer conn.Close()
-	if err := echo(conn); err != nil {
-		t.Fatal(err)
-	}
-	b.waitSession(t, session, vdibroker.StateActive, "rdgw-1")
+	g := f.open(t, b.m.URL(), &GatewayMain{Config: gateway.Config{Clock: clk, ReauthorizeEvery: time.Minute}})
+	session, conn := b.tunnel(t, g, "alice", "rdgw-1")
 
 	// SIGHUP with the token for RDGW-1.: taken, no rename said.
-	if err := os.WriteFile(tokenFile, []byte(caps.Secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
 	const takes = "broker takes this gateway's reports"
-	for deadline := time.Now().Add(10 * time.Second); strings.Count(logs.String(), takes) < 2; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no second %q after SIGHUP:\n%s", takes, logs.String())
-		}
-	}
-	if got := logs.String(); strings.Contains(got, "the new Gateway token is another gateway's") || !strings.Contains(got, "gateway=RDGW-1.") {
+	g.hup(t, caps.Secret, takes, 2)
+	if got := g.logs.String(); strings.Contains(got, "the new Gateway token is another gateway's") || !strings.Contains(got, "gateway=RDGW-1.") {
 		t.Errorf("after SIGHUP with a token for RDGW-1.: want it taken under that name, and no rename warned of:\n%s", got)
 	}
 
 	// The next check of open tunnels: the tunnel goes on.
-	checks := func() float64 {
-		return metricValue(scrapeWith(t, client, "https://"+m.Addr()), `vdibroker_gateway_reauthorize_checks_total{result="answered"}`)
-	}
-	clk.Step(time.Minute)
-	for deadline := time.Now().Add(10 * time.Second); checks() < 1; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no check of open tunnels answered 10 s after the step:\n%s", logs.String())
-		}
-	}
+	g.stepCheck(t, clk)
 	if err := echo(conn); err != nil {
 		t.Fatalf("the tunnel after the check under RDGW-1.: %v, want it open", err)
 	}
-	if n := m.Gateway.Stats().Tunnels; n != 1 {
+	if n := g.Gateway.Stats().Tunnels; n != 1 {
 		t.Errorf("%d tunnels open after the check, want 1", n)
 	}
 
@@ -212,48 +267,14 @@ func TestGatewaysSharingALegacyTokenKeepTheirNames_RGW4(t *testing.T) {
 		Hash: vdibroker.HashSecret(secret), CreateTime: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	ca := newTestCA(t, dir)
-	cert, key := ca.issue(t, dir, "gateway", 2, false)
-	tokenFile := filepath.Join(dir, "gateway.token")
-	if err := os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	t.Cleanup(client.CloseIdleConnections)
+	f := newGatewayFiles(t)
+	f.writeToken(t, secret)
 	for _, name := range []string{"rdgw-a", "rdgw-b"} {
 		clk := clocktesting.NewFakeClock(time.Now())
-		m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Name: name,
-			KeysURL: b.m.URL() + "/api/v1/gateway/keys", BrokerURL: b.m.URL() + "/api/v1/gateway/tunnels", BrokerTokenFile: tokenFile,
-			Config: gateway.Config{Clock: clk, ReauthorizeEvery: time.Minute}}
-		if err := m.Open(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		<-m.probed
-		session, token := b.connect(t, "user-of-"+name)
-		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		conn, err := gateway.Dial(dctx, gateway.DialConfig{Gateway: m.Addr(), TLSConfig: &tls.Config{RootCAs: roots},
-			Token: token, Target: b.addr, ClientName: "test"})
-		cancel()
-		if err != nil {
-			t.Fatalf("tunnel through %s: %v", name, err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		if err := echo(conn); err != nil {
-			t.Fatal(err)
-		}
-		b.waitSession(t, session, vdibroker.StateActive, name)
+		g := f.open(t, b.m.URL(), &GatewayMain{Name: name, Config: gateway.Config{Clock: clk, ReauthorizeEvery: time.Minute}})
+		_, conn := b.tunnel(t, g, "user-of-"+name, name)
 		// Its check of open tunnels, under its name, keeps its tunnel.
-		clk.Step(time.Minute)
-		for deadline := time.Now().Add(10 * time.Second); metricValue(scrapeWith(t, client, "https://"+m.Addr()),
-			`vdibroker_gateway_reauthorize_checks_total{result="answered"}`) < 1; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: no check of open tunnels answered 10 s after the step", name)
-			}
-		}
+		g.stepCheck(t, clk)
 		if err := echo(conn); err != nil {
 			t.Fatalf("%s's tunnel after its check: %v, want it open", name, err)
 		}

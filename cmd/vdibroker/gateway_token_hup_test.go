@@ -182,60 +182,28 @@ func TestGatewaySIGHUPChecksTheNewBrokerToken_RGW4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	ca := newTestCA(t, dir)
-	cert, key := ca.issue(t, dir, "gateway", 2, false)
-	tokenFile := filepath.Join(dir, "gateway.token")
-	start := func(t *testing.T, name string) (*GatewayMain, *syncbuf.Buffer) {
+	f := newGatewayFiles(t)
+	start := func(t *testing.T, name string) *testGateway {
 		t.Helper()
-		if err := os.WriteFile(tokenFile, []byte(own.Secret+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		logs := &syncbuf.Buffer{}
-		m := &GatewayMain{Listen: "127.0.0.1:0", TLSCert: cert, TLSKey: key, Name: name,
-			KeysURL: b.m.URL() + "/api/v1/gateway/keys", BrokerURL: b.m.URL() + "/api/v1/gateway/tunnels",
-			BrokerTokenFile: tokenFile, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))}
-		if err := m.Open(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		<-m.probed
-		return m, logs
-	}
-	// hup writes secret to the file, sends SIGHUP and waits for the
-	// n-th line holding line.
-	hup := func(t *testing.T, logs *syncbuf.Buffer, secret, line string, n int) {
-		t.Helper()
-		if err := os.WriteFile(tokenFile, []byte(secret+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for strings.Count(logs.String(), line) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %d lines %q after SIGHUP:\n%s", n, line, logs.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		f.writeToken(t, own.Secret)
+		return f.open(t, b.m.URL(), &GatewayMain{Name: name})
 	}
 	const takes = "broker takes this gateway's reports"
 	t.Run("--name", func(t *testing.T) {
-		_, logs := start(t, "rdgw")
-		hup(t, logs, other.Secret, "--name: the broker's Gateway token in --broker-token-file is another gateway's", 1)
-		if got := logs.String(); !strings.Contains(got, `for gateway \"rdgw-other\", not \"rdgw\"`) {
+		g := start(t, "rdgw")
+		g.hup(t, other.Secret, "--name: the broker's Gateway token in --broker-token-file is another gateway's", 1)
+		if got := g.logs.String(); !strings.Contains(got, `for gateway \"rdgw-other\", not \"rdgw\"`) {
 			t.Errorf("the warning does not name both gateways:\n%s", got)
 		}
-		hup(t, logs, own.Secret, takes, 2)
-		if got := logs.String(); strings.Contains(got, "given no --name, takes its name") {
+		g.hup(t, own.Secret, takes, 2)
+		if got := g.logs.String(); strings.Contains(got, "given no --name, takes its name") {
 			t.Errorf("a gateway given --name warned of a new name:\n%s", got)
 		}
 	})
 	t.Run("no --name", func(t *testing.T) {
-		_, logs := start(t, "")
-		hup(t, logs, other.Secret, "gateway=rdgw-other", 1)
-		got := logs.String()
+		g := start(t, "")
+		g.hup(t, other.Secret, "gateway=rdgw-other", 1)
+		got := g.logs.String()
 		for _, w := range []string{"level=WARN", "the new Gateway token is another gateway's", `records its reports as \"rdgw-other\"`,
 			`none of those admitted as \"rdgw\"`, `--subject \"rdgw\"`, "was=rdgw", "tunnelsOpen=0"} {
 			if !strings.Contains(got, w) {

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -48,17 +47,7 @@ func TestServeWaitsForReadsFrom_RG5(t *testing.T) {
 	}
 	read := func(t *testing.T, m *Main, signed time.Time) int {
 		t.Helper()
-		req, _ := http.NewRequest("GET", m.URL()+federation.LoadsPath, nil)
-		for k, v := range federation.Sign(secret, "GET", federation.LoadsPath, "pod2", nil, signed) {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return getLoads(t, m.URL(), federation.Sign(secret, "GET", federation.LoadsPath, "pod2", nil, signed))
 	}
 	mark := func(t *testing.T) time.Time {
 		t.Helper()

@@ -45,36 +45,41 @@ func TestPodCallReplayOnAnotherReplica_RG5(t *testing.T) {
 	if _, err := admin.PutFederation(context.Background(), doc); err != nil {
 		t.Fatal(err)
 	}
-	signed := func() http.Header {
-		h := http.Header{}
-		for k, v := range federation.Sign(secret, "GET", federation.LoadsPath, "pod2", nil, time.Now()) {
-			h.Set(k, v)
-		}
-		return h
-	}
-	call := func(m *Main, h http.Header) int {
-		t.Helper()
-		req, _ := http.NewRequest("GET", m.URL()+federation.LoadsPath, nil)
-		req.Header = h
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+	signed := func() map[string]string {
+		return federation.Sign(secret, "GET", federation.LoadsPath, "pod2", nil, time.Now())
 	}
 	h := signed()
-	if got := call(replicas[0], h); got != http.StatusOK {
+	if got := getLoads(t, replicas[0].URL(), h); got != http.StatusOK {
 		t.Fatalf("a signed call to replica A: %d, want 200", got)
 	}
-	if got := call(replicas[0], h); got != http.StatusUnauthorized {
+	if got := getLoads(t, replicas[0].URL(), h); got != http.StatusUnauthorized {
 		t.Errorf("the call replayed on replica A: %d, want 401", got)
 	}
-	if got := call(replicas[1], h); got != http.StatusUnauthorized {
+	if got := getLoads(t, replicas[1].URL(), h); got != http.StatusUnauthorized {
 		t.Errorf("the call replayed on replica B: %d, want 401 (the nonce is the pod's, not a replica's)", got)
 	}
-	if got := call(replicas[1], signed()); got != http.StatusOK {
+	if got := getLoads(t, replicas[1].URL(), signed()); got != http.StatusOK {
 		t.Errorf("a new signed call to replica B: %d, want 200", got)
 	}
+}
+
+// getLoads sends GET federation.LoadsPath to the broker at base with
+// the headers h (a pod's signature, from federation.Sign) and returns
+// the answer's status.
+func getLoads(t *testing.T, base string, h map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest("GET", base+federation.LoadsPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
