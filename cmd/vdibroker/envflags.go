@@ -85,7 +85,7 @@ func envNamed(err error, fromEnv []string) error {
 	}
 	msg := err.Error()
 	for _, name := range fromEnv {
-		if strings.Contains(msg, envName(name)) {
+		if varMention(msg, envName(name)) {
 			continue
 		}
 		if i := flagMention(msg, name); i >= 0 {
@@ -97,6 +97,28 @@ func envNamed(err error, fromEnv []string) error {
 		return err
 	}
 	return envNamedError{msg, err}
+}
+
+// varMention tells whether msg names the variable v as a whole, not
+// only as the start of a longer one's (VDIBROKER_DATABASE in
+// VDIBROKER_DATABASE_FILE): such a message names the other flag's
+// variable, and the flag of v is still to be named.
+func varMention(msg, v string) bool {
+	isVarByte := func(b byte) bool {
+		return b == '_' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+	}
+	for off := 0; ; {
+		i := strings.Index(msg[off:], v)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(v)
+		if (i == 0 || !isVarByte(msg[i-1])) && (end == len(msg) || !isVarByte(msg[end])) {
+			return true
+		}
+		off = i + 1
+	}
 }
 
 // flagMention is the index of the first "--name" in msg that is the

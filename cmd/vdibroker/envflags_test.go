@@ -130,6 +130,12 @@ func TestEnvNamed(t *testing.T) {
 			"VDIBROKER_KEYS_REFRESH (--keys-refresh): at most 5m with VDIBROKER_KEYS_URL (--keys-url)"},
 		{"--listen a: give --listen b", []string{"listen"}, "VDIBROKER_LISTEN (--listen) a: give --listen b"},
 		{"VDIBROKER_NAME: give --name", []string{"name"}, "VDIBROKER_NAME: give --name"},
+		// A longer variable's name (VDIBROKER_DATABASE_FILE) is not
+		// database's, whichever flag is named first.
+		{"give --database or --database-file, not both", []string{"database-file", "database"},
+			"give VDIBROKER_DATABASE (--database) or VDIBROKER_DATABASE_FILE (--database-file), not both"},
+		{"VDIBROKER_LOG_LEVEL_FILE: no level in it; --log-level is taken", []string{"log-level"},
+			"VDIBROKER_LOG_LEVEL_FILE: no level in it; VDIBROKER_LOG_LEVEL (--log-level) is taken"},
 		{"--listen a", nil, "--listen a"},
 	} {
 		err := envNamed(usageError{errors.New(tc.msg)}, tc.fromEnv)
