@@ -20,6 +20,13 @@ func TestDurationFlag(t *testing.T) {
 		{time.Second, "1s"},
 		{1500 * time.Millisecond, "1.5s"},
 		{0, "0s"},
+		// A negative one (a range's refused value) keeps its sign; a
+		// sub-second part is no zero unit.
+		{-time.Hour, "-1h"},
+		{-90 * time.Second, "-1m30s"},
+		{time.Minute + 500*time.Millisecond, "1m0.5s"},
+		{500 * time.Microsecond, "500µs"},
+		{10*time.Hour + 10*time.Minute, "10h10m"},
 	} {
 		got := DurationFlag(tc.d)
 		if got != tc.want {
