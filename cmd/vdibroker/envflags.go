@@ -224,6 +224,10 @@ type misspelt struct {
 // left serving /metrics without its token, or pruning at the default
 // retention, says nothing of it. Variables far from every flag's are
 // left alone: the environment also holds other programs' and the CLI's.
+// A variable that is a flag's but for its _FILE (VDIBROKER_METRICS_TOKEN,
+// VDIBROKER_OIDC_CLIENT_SECRET) is reported too, however far: a secret
+// such a flag reads from a file, given in the environment itself, is no
+// setting either, and /metrics then stays open (R-SEC).
 // The values are never read: one may be a secret.
 func envMisspelt(cmd *cobra.Command, environ []string) []misspelt {
 	var flagVars []string
@@ -244,7 +248,7 @@ func envMisspelt(cmd *cobra.Command, environ []string) []misspelt {
 		}
 		var near []string
 		for _, fv := range flagVars {
-			if levenshtein(name, fv) <= 2 {
+			if levenshtein(name, fv) <= 2 || fv == name+"_FILE" {
 				near = append(near, fv)
 			}
 		}

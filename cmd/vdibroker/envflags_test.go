@@ -100,6 +100,10 @@ func TestEnvMisspelt(t *testing.T) {
 		{"a dash", newAgentCmd, []string{"VDIBROKER_STATE-DIR=/srv/agent"}, "VDIBROKER_STATE-DIR:VDIBROKER_STATE_DIR"},
 		// Lower case: every letter is an edit, so far from every flag's.
 		{"lower case is far", newServeCmd, []string{"vdibroker_listen=x", "VDIBROKER_listen=x"}, ""},
+		// The secret itself for its file: five edits, still reported.
+		{"a secret for its file", newServeCmd, []string{"VDIBROKER_METRICS_TOKEN=s", "VDIBROKER_OIDC_CLIENT_SECRET=s", "VDIBROKER_FEDERATION_SECRET=s"},
+			"VDIBROKER_FEDERATION_SECRET:VDIBROKER_FEDERATION_SECRET_FILE;VDIBROKER_METRICS_TOKEN:VDIBROKER_METRICS_TOKEN_FILE;VDIBROKER_OIDC_CLIENT_SECRET:VDIBROKER_OIDC_CLIENT_SECRET_FILE"},
+		{"the agent's token and its file are both flags", newAgentCmd, []string{"VDIBROKER_REGISTRATION_TOKEN=t"}, ""},
 		{"sorted by name", newServeCmd, []string{"VDIBROKER_RETENTON=0", "VDIBROKER_LISTN=x"}, "VDIBROKER_LISTN:VDIBROKER_LISTEN;VDIBROKER_RETENTON:VDIBROKER_RETENTION"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
