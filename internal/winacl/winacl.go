@@ -32,6 +32,17 @@ var broadGroups = map[string]bool{
 	"S-1-1-0": true, "S-1-5-11": true, "S-1-5-32-545": true, "S-1-5-4": true, "S-1-5-32-546": true, "S-1-5-7": true,
 }
 
+// isBroadGroup tells whether sid is one of broadGroups or a domain's
+// Domain Users (RID 513) or Domain Guests (RID 514), which hold every
+// account of that domain: S-1-5-21-<domain>-513.
+func isBroadGroup(sid string) bool {
+	if broadGroups[sid] {
+		return true
+	}
+	domain, ok := strings.CutPrefix(sid, "S-1-5-21-")
+	return ok && strings.Count(domain, "-") == 3 && (strings.HasSuffix(domain, "-513") || strings.HasSuffix(domain, "-514"))
+}
+
 // sidNames are the names messages give the SIDs they name.
 var sidNames = map[string]string{
 	SIDSystem: "SYSTEM", SIDAdministrators: "Administrators", SIDTrustedInstaller: "TrustedInstaller",
@@ -113,7 +124,7 @@ const readRights = FileReadData | GenericRead | GenericAll | RightWriteDAC | Rig
 // command that leaves the file to the owner, self, SYSTEM and
 // Administrators.
 func CheckPrivate(name string, s FileSecurity, self string) error {
-	if broadGroups[s.Owner] {
+	if isBroadGroup(s.Owner) {
 		// An owner may always grant itself reading: a group every
 		// account is in owns a file any of them may read.
 		return fmt.Errorf("%s is owned by %s, whose every member may read it: run icacls \"%s\" /setowner *%s, then check it again",

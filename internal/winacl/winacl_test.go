@@ -55,6 +55,11 @@ func TestCheckPrivate(t *testing.T) {
 		{"owned by Users", FileSecurity{Owner: users, DACL: private}, broker,
 			[]string{"is owned by Users (S-1-5-32-545), whose every member may read it", `/setowner *` + broker}},
 		{"owned by Everyone", FileSecurity{Owner: everyone, DACL: private}, broker, []string{"is owned by Everyone (S-1-1-0)"}},
+		// Domain Users (RID 513) holds every account of its domain.
+		{"owned by Domain Users", FileSecurity{Owner: "S-1-5-21-1004336348-1177238915-682003330-513", DACL: private}, broker,
+			[]string{"is owned by S-1-5-21-1004336348-1177238915-682003330-513, whose every member may read it"}},
+		// A user whose RID ends in 513 is no group.
+		{"owned by account 1513", FileSecurity{Owner: "S-1-5-21-1004336348-1177238915-682003330-1513", DACL: private}, broker, nil},
 		// A user profile's folder: the user, SYSTEM and Administrators.
 		{"in the broker account's profile", FileSecurity{Owner: broker, DACL: admins()}, broker, nil},
 		{"read by another user", FileSecurity{Owner: broker, DACL: admins(allow(alice, read))}, broker,
