@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,38 +39,22 @@ func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Body = &boundedBody{rc: res.Body, left: t.max, max: t.max, url: req.URL.Redacted()}
+	res.Body = &boundedBody{ReadCloser: http.MaxBytesReader(nil, res.Body, t.max), url: req.URL.Redacted()}
 	return res, nil
 }
 
-// boundedBody reads up to max bytes of rc; a byte more is an error,
-// not a quiet end, so a document cut short is never decoded as whole.
+// boundedBody is an answer's body read through http.MaxBytesReader:
+// a byte past the bound is an error naming the answer's URL, not a
+// quiet end, so a document cut short is never decoded as whole.
 type boundedBody struct {
-	rc   io.ReadCloser
-	left int64
-	max  int64
-	url  string
+	io.ReadCloser
+	url string
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
+	n, err := b.ReadCloser.Read(p)
+	if e, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return n, fmt.Errorf("the identity provider's answer from %s is over %d bytes, the most the broker reads", b.url, e.Limit)
 	}
-	if b.left <= 0 {
-		// At the bound: one byte more is too many; the end is fine.
-		var one [1]byte
-		n, err := b.rc.Read(one[:])
-		if n > 0 {
-			return 0, fmt.Errorf("the identity provider's answer from %s is over %d bytes, the most the broker reads", b.url, b.max)
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
 	return n, err
 }
-
-func (b *boundedBody) Close() error { return b.rc.Close() }
