@@ -104,38 +104,26 @@ func envNamed(err error, fromEnv []string) error {
 // VDIBROKER_DATABASE_FILE): such a message names the other flag's
 // variable, and the flag of v is still to be named.
 func varMention(msg, v string) bool {
-	isVarByte := func(b byte) bool {
-		return b == '_' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
-	}
-	for off := 0; ; {
-		i := strings.Index(msg[off:], v)
-		if i < 0 {
-			return false
-		}
-		i += off
-		end := i + len(v)
-		if (i == 0 || !isVarByte(msg[i-1])) && (end == len(msg) || !isVarByte(msg[end])) {
-			return true
-		}
-		off = i + 1
-	}
+	return wholeIndex(msg, v, func(b byte) bool { return b == '_' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' }) >= 0
 }
 
 // flagMention is the index of the first "--name" in msg that is the
 // whole flag (not --name-file nor --other-name), or -1.
 func flagMention(msg, name string) int {
-	flag := "--" + name
-	isNameByte := func(b byte) bool {
-		return b == '-' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9'
-	}
+	return wholeIndex(msg, "--"+name, func(b byte) bool { return b == '-' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' })
+}
+
+// wholeIndex is the index of the first word in msg, or -1: an occurrence
+// with no byte of the word's kind (in) just before or after it.
+func wholeIndex(msg, word string, in func(byte) bool) int {
 	for off := 0; ; {
-		i := strings.Index(msg[off:], flag)
+		i := strings.Index(msg[off:], word)
 		if i < 0 {
 			return -1
 		}
 		i += off
-		end := i + len(flag)
-		if (i == 0 || !isNameByte(msg[i-1])) && (end == len(msg) || !isNameByte(msg[end])) {
+		end := i + len(word)
+		if (i == 0 || !in(msg[i-1])) && (end == len(msg) || !in(msg[end])) {
 			return i
 		}
 		off = i + 1
