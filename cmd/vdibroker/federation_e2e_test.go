@@ -61,15 +61,17 @@ func freePort(tb testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func startPod(t testing.TB, bin, dir, secretFile, name, site string) *fedPod {
+func startPod(t testing.TB, bin, dir, secretFile, name, site string, extra ...string) *fedPod {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	url := "http://" + addr
 	pr, pw := io.Pipe()
-	p := e2eStart(t, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + fedAdmin}, pw, "serve", "--listen", addr,
+	args := append([]string{"serve", "--listen", addr,
 		"--data-dir", filepath.Join(dir, name), "--pod-name", name, "--site", site, "--external-url", url,
 		"--federation-secret-file", secretFile, "--pod-timeout", fedTimeout.String(),
-		"--federation-allow", "http://127.0.0.1") // the peers are on loopback, over http (not allowed by default)
+		"--federation-allow", "http://127.0.0.1"}, // the peers are on loopback, over http (not allowed by default)
+		extra...) // a flag given again here wins
+	p := e2eStart(t, bin, []string{"VDIBROKER_ADMIN_TOKEN=" + fedAdmin}, pw, args...)
 	t.Cleanup(func() { pw.Close() })
 	ready := make(chan struct{})
 	go func() {
