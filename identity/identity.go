@@ -19,6 +19,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -62,6 +63,22 @@ type Config struct {
 // that accepts and never answers would otherwise hold serve's start, and
 // each sign-in's callback, for good (R-SEC).
 const DefaultProviderTimeout = 30 * time.Second
+
+// unanswered says, of a call to the provider that timed out, that the
+// provider did not answer within the client's timeout. net/http words
+// such an error either way ("Client.Timeout exceeded ..." or only
+// "context deadline exceeded"), so the admin reading serve's refusal to
+// start is told in one form what happened and which bound it was.
+func unanswered(err error, timeout time.Duration) error {
+	var ne net.Error // context.DeadlineExceeded is one too
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	if timeout <= 0 {
+		return fmt.Errorf("no answer in time: %w", err)
+	}
+	return fmt.Errorf("no answer within %s: %w", timeout, err)
+}
 
 // RoleMap maps groups to roles: the file of serve --oidc-role-map.
 //
@@ -191,7 +208,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	ctx = oidc.ClientContext(ctx, cfg.HTTPClient)
 	p, err := oidc.NewProvider(ctx, cfg.Issuer)
 	if err != nil {
-		return nil, fmt.Errorf("oidc: discover %s: %w", cfg.Issuer, err)
+		return nil, fmt.Errorf("oidc: discover %s: %w", cfg.Issuer, unanswered(err, cfg.HTTPClient.Timeout))
 	}
 	var d discovery
 	if err := p.Claims(&d); err != nil || d.JWKSURL == "" {
@@ -204,7 +221,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	}
 	keys := &keySet{url: d.JWKSURL, client: cfg.HTTPClient, now: cfg.Now}
 	if _, err := keys.refresh(ctx); err != nil {
-		return nil, fmt.Errorf("oidc: %s: %w", cfg.Issuer, err)
+		return nil, fmt.Errorf("oidc: %s: %w", cfg.Issuer, unanswered(err, cfg.HTTPClient.Timeout))
 	}
 	var algs []string
 	for _, a := range d.Algs {
