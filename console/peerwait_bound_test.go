@@ -77,7 +77,16 @@ func TestShortPeerWaitReadsShareOnePeerCall_RG5(t *testing.T) {
 		t.Fatal("no read of the 40 was answered 200")
 	}
 	// The reads above were answered, so their waits ended; the peer's
-	// one call is still blocked (its pod timeout is 20 s).
+	// one call is still blocked (its pod timeout is 20 s). It may reach
+	// the peer only now on a loaded machine: wait for it, and read once
+	// more that the call under way is still the first read's (a call of
+	// its own per read would have asked it anew).
+	nyc1.waitCalled(t)
+	status, body = get("/api/v1/federation?peerWait=1ms")
+	first := *st.Peers[0].AskedAt
+	if err := json.Unmarshal(body, &st); status != http.StatusOK || err != nil || len(st.Peers) != 1 || st.Peers[0].AskedAt == nil || !st.Peers[0].AskedAt.Equal(first) {
+		t.Errorf("GET /federation?peerWait=1ms after the reads: HTTP %d %s; want nyc1 still asked at %s, the first read's call", status, body, first)
+	}
 	if n, b := nyc1.calls.Load(), nyc1.blocked.Load(); n != 1 || b != 1 {
 		t.Errorf("the peer's loads were asked %d times, %d of them still under way, after %d reads answered; want 1 call, shared", n, b, answered.Load()+1)
 	}
