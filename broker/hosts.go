@@ -237,6 +237,7 @@ func (s *Service) DeleteSessionHost(ctx context.Context, pool, name string, forc
 	}
 	s.views.RemoveHost(pool, name)
 	s.creds.forget(pool, name)
+	s.outage.Forget(pool, name) // its report and held heartbeat (R-SEC)
 	return nil
 }
 
@@ -273,6 +274,7 @@ func (s *Service) ResetRegistration(ctx context.Context, pool, host string) erro
 		return err
 	}
 	s.creds.forget(pool, host)
+	s.outage.Forget(pool, host) // the old machine's word (R-SEC)
 	by := ""
 	if p := vdibroker.PrincipalFrom(ctx); p != nil {
 		by = p.Subject

@@ -257,6 +257,17 @@ func (hh *heldHeartbeats) take(k hostKey) *heldHeartbeat {
 	return h
 }
 
+// forget drops the held heartbeats of the hosts match says.
+func (hh *heldHeartbeats) forget(match func(hostKey) bool) {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	for k := range hh.m {
+		if match(k) {
+			delete(hh.m, k)
+		}
+	}
+}
+
 // keys returns the hosts with a held heartbeat.
 func (hh *heldHeartbeats) keys() []hostKey {
 	hh.mu.Lock()
@@ -310,23 +321,78 @@ func (m *Mode) HeldHosts() [][2]string {
 }
 
 // Report records the users of host's heartbeat at now, so a reconnect
-// answered from memory is one to a session the host still has.
+// answered from memory is one to a session the host still has. A report
+// past the bound of all hosts' reports (maxReportBytes) is not kept: the
+// host is then one this server has no report of, which the reconnect
+// takes as before any report came (nothing says the session ended).
 func (m *Mode) Report(pool, host string, sessions []vdibroker.AgentSession, now time.Time) {
-	m.reports.set(hostKey{pool, host}, sessions, now)
+	if kept, warn := m.reports.set(hostKey{pool, host}, sessions, now); !kept && warn {
+		hosts, bytes := m.reports.size()
+		m.log.Warn("a host's report of its users is not kept for outages: the reports of all hosts hold their bound already (R-SEC); "+
+			"reconnects to its sessions during a store outage are answered as if it had not reported",
+			"pool", pool, "host", host, "hosts", hosts, "bytes", bytes, "bound", m.reports.bound())
+	}
+}
+
+// Forget drops what this server holds of host for an outage: its last
+// report and its held heartbeat. A host deleted, or whose registration an
+// admin reset (a new machine takes its name), takes them with it (R-SEC):
+// they are the old machine's word.
+func (m *Mode) Forget(pool, host string) {
+	m.reports.forget(func(k hostKey) bool { return k == hostKey{pool, host} })
+	m.held.forget(func(k hostKey) bool { return k == hostKey{pool, host} })
+}
+
+// ForgetPool is Forget for every host of a deleted pool.
+func (m *Mode) ForgetPool(pool string) {
+	m.reports.forget(func(k hostKey) bool { return k.pool == pool })
+	m.held.forget(func(k hostKey) bool { return k.pool == pool })
+}
+
+// State is the size of what a Mode holds of its hosts' reports.
+type State struct {
+	// ReportedHosts is how many hosts' last reports are kept, and
+	// ReportBytes what they hold (as counted against maxReportBytes).
+	ReportedHosts, ReportBytes int
+	// HeldHosts is how many hosts have a heartbeat held.
+	HeldHosts int
+}
+
+// State returns the size of what m holds of its hosts' reports.
+func (m *Mode) State() State {
+	hosts, bytes := m.reports.size()
+	return State{ReportedHosts: hosts, ReportBytes: bytes, HeldHosts: len(m.held.keys())}
 }
 
 // reports keeps, per host, the users its agent's last heartbeat reported
 // and those a report dropped since (logged off), so that a reconnect
 // answered from memory during an outage is one to a session the host still
 // has: the view remembers sessions, not their end.
+//
+// Every host's credential writes here at every heartbeat, and a
+// registration token with maxHosts 0 registers any number of hosts, each
+// of which could hold some 4.5 MB (2,000 users of up to 1,024 bytes gone
+// and a megabyte reported). So all hosts' reports together hold at most
+// maxReportBytes (R-SEC): a report that would take them past it keeps
+// none of its host's gone users, and is not kept at all when its users
+// alone do not fit. A host not heard from for goneFor is dropped (a host
+// deleted through another replica, a machine switched off for good), at
+// most every sweepEvery.
 type reports struct {
-	mu sync.Mutex
-	m  map[hostKey]*hostReport
+	mu    sync.Mutex
+	m     map[hostKey]*hostReport
+	bytes int       // what the reports of m hold, as reportBytes counts
+	max   int       // the bound; 0 = maxReportBytes
+	swept time.Time // the last sweep of silent hosts
+	// warned is when a report not kept was last logged: once a sweep.
+	warned time.Time
 }
 
 type hostReport struct {
 	users map[string]struct{}
 	gone  map[string]time.Time // user -> when a report first lacked them
+	at    time.Time            // the last report
+	bytes int                  // reportBytes of this report
 }
 
 // goneFor is how long a logged-off user is remembered as gone.
@@ -337,43 +403,139 @@ const goneFor = 24 * time.Hour
 // otherwise grow them by 2,000 a heartbeat, each kept a day.
 const maxGone = vdibroker.MaxHeartbeatSessions
 
-// set records the users of host k's report at now.
-func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Time) {
+// maxReportBytes bounds the bytes all hosts' reports hold (reportBytes,
+// R-SEC). A full pod's, 10,000 hosts with 250,000 users who log on in a
+// day, holds some 80 MB (each user reported, then gone for a day: twice
+// 160 bytes); 256 MiB is three times that, and some 60 hosts of the
+// largest reports an agent can send (TestReportsBound).
+const maxReportBytes = 256 << 20
+
+// MaxReportBytes is maxReportBytes as the documentation states it
+// (docs/limits_test.go).
+const MaxReportBytes = maxReportBytes
+
+// Per-entry sizes for reportBytes, measured (TestReportBytesMeasured):
+// a user in either map takes about 100 bytes beside its name's (the
+// map's slot and its share of the buckets, the time of a gone one), and a
+// host's report some 500 beside its users (its key, the struct, two maps).
+const (
+	reportUserOverhead = 128
+	reportHostOverhead = 512
+)
+
+// sweepEvery is how often at most the reports of silent hosts are
+// dropped, and a report not kept logged.
+const sweepEvery = 10 * time.Minute
+
+// reportBytes is what a report of users and gone holds in memory, about.
+func reportBytes(k hostKey, users map[string]struct{}, gone map[string]time.Time) int {
+	n := reportHostOverhead + len(k.pool) + len(k.host)
+	for u := range users {
+		n += len(u) + reportUserOverhead
+	}
+	for u := range gone {
+		n += len(u) + reportUserOverhead
+	}
+	return n
+}
+
+func (r *reports) bound() int { return cmp.Or(r.max, maxReportBytes) }
+
+// set records the users of host k's report at now. kept says whether the
+// report is kept (the bound, maxReportBytes); warn whether one not kept
+// should be logged (once a sweepEvery).
+func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Time) (kept, warn bool) {
 	users := make(map[string]struct{}, len(sessions))
 	for _, s := range sessions {
 		users[s.User] = struct{}{}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.m == nil || len(r.m) > 1<<17 {
+	if r.m == nil {
 		r.m = map[hostKey]*hostReport{}
 	}
-	old := r.m[k]
-	if old == nil {
-		r.m[k] = &hostReport{users: users, gone: map[string]time.Time{}}
-		return
+	if now.Sub(r.swept) >= sweepEvery || now.Before(r.swept) {
+		r.sweep(now)
 	}
-	for u := range old.users {
-		if _, ok := users[u]; !ok {
-			old.gone[u] = now
+	gone := map[string]time.Time{}
+	if old := r.m[k]; old != nil {
+		r.drop(k)
+		gone = old.gone
+		for u := range old.users {
+			if _, ok := users[u]; !ok {
+				gone[u] = now
+			}
+		}
+		for u, at := range gone {
+			if _, back := users[u]; back || now.Sub(at) > goneFor {
+				delete(gone, u)
+			}
+		}
+		if len(gone) > maxGone {
+			// The newest are kept: a reconnect during an outage is most
+			// likely one of a user who left lately.
+			order := slices.SortedFunc(maps.Keys(gone), func(a, b string) int {
+				return cmp.Or(gone[b].Compare(gone[a]), cmp.Compare(a, b))
+			})
+			for _, u := range order[maxGone:] {
+				delete(gone, u)
+			}
 		}
 	}
-	for u, at := range old.gone {
-		if _, back := users[u]; back || now.Sub(at) > goneFor {
-			delete(old.gone, u)
+	hr := &hostReport{users: users, gone: gone, at: now, bytes: reportBytes(k, users, gone)}
+	if r.bytes+hr.bytes > r.bound() && len(gone) > 0 {
+		// The host's own history goes first: who left it lately.
+		hr.gone = map[string]time.Time{}
+		hr.bytes = reportBytes(k, users, hr.gone)
+	}
+	if r.bytes+hr.bytes > r.bound() {
+		warn = r.warned.IsZero() || now.Sub(r.warned) >= sweepEvery || now.Before(r.warned)
+		if warn {
+			r.warned = now
+		}
+		return false, warn
+	}
+	r.m[k] = hr
+	r.bytes += hr.bytes
+	return true, false
+}
+
+// sweep drops the reports of hosts not heard from for goneFor: their
+// users are all gone or stale, and a host silent so long is not placeable
+// (R-H1), so no reconnect asks about it.
+func (r *reports) sweep(now time.Time) {
+	r.swept = now
+	for k, hr := range r.m {
+		if now.Sub(hr.at) > goneFor {
+			r.drop(k)
 		}
 	}
-	if len(old.gone) > maxGone {
-		// The newest are kept: a reconnect during an outage is most
-		// likely one of a user who left lately.
-		gone := slices.SortedFunc(maps.Keys(old.gone), func(a, b string) int {
-			return cmp.Or(old.gone[b].Compare(old.gone[a]), cmp.Compare(a, b))
-		})
-		for _, u := range gone[maxGone:] {
-			delete(old.gone, u)
+}
+
+// drop forgets k's report; r.mu is held.
+func (r *reports) drop(k hostKey) {
+	if hr := r.m[k]; hr != nil {
+		r.bytes -= hr.bytes
+		delete(r.m, k)
+	}
+}
+
+// forget drops the reports of the hosts match says.
+func (r *reports) forget(match func(hostKey) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.m {
+		if match(k) {
+			r.drop(k)
 		}
 	}
-	old.users = users
+}
+
+// size returns how many hosts' reports r keeps and the bytes they hold.
+func (r *reports) size() (hosts, bytes int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m), r.bytes
 }
 
 // has says whether host k's last report had user, whether this server
