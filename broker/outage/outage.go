@@ -445,7 +445,10 @@ func (r *reports) bound() int { return cmp.Or(r.max, maxReportBytes) }
 // report is kept (the bound, maxReportBytes); warn whether one not kept
 // should be logged (once a sweepEvery).
 func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Time) (kept, warn bool) {
-	users := make(map[string]struct{}, len(sessions))
+	// No size hint: a map keeps the room it was made with, and 2,000
+	// sessions of one user would hold a 2,000-user map that reportBytes
+	// counts as one user.
+	users := map[string]struct{}{}
 	for _, s := range sessions {
 		users[s.User] = struct{}{}
 	}
@@ -481,6 +484,14 @@ func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Tim
 				delete(gone, u)
 			}
 		}
+		// Kept in a map of their own size: a Go map never gives back
+		// the room of the most it held (up to 4,000 here), which
+		// reportBytes does not count, so emptying a host's gone users
+		// would otherwise keep their room, uncounted, for as long as the
+		// host reports.
+		kept := make(map[string]time.Time, len(gone))
+		maps.Copy(kept, gone)
+		gone = kept
 	}
 	hr := &hostReport{users: users, gone: gone, at: now, bytes: reportBytes(k, users, gone)}
 	if r.bytes+hr.bytes > r.bound() && len(gone) > 0 {

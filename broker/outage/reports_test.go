@@ -159,3 +159,57 @@ func TestHeldForgotten(t *testing.T) {
 		t.Fatalf("after pool q forgotten: %+v, want p/h2 alone", st)
 	}
 }
+
+// TestReportBytesMeasuredAfterShrink (R-SEC): reportBytes counts at least
+// what a report holds when its maps once held more than they hold now. A
+// Go map keeps the room it was made with or grew to, so a report of one
+// user in 2,000 sessions, or a host whose 2,000 gone users (4,000 before
+// the newest were kept) all expired, would hold that room uncounted: some
+// 100 KB and 390 KB a host, counted as under 3 KB, which the bound in
+// bytes would then multiply.
+func TestReportBytesMeasuredAfterShrink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap")
+	}
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		feed func(r *reports, k hostKey, h int)
+	}{
+		{"one user in 2,000 sessions", func(r *reports, k hostKey, h int) {
+			ss := sessionsOf(fmt.Sprint(h, "a"), 2000, 64)
+			for i := range ss {
+				ss[i].User = ss[0].User
+			}
+			r.set(k, ss, t0)
+		}},
+		{"gone users expired", func(r *reports, k hostKey, h int) {
+			r.set(k, sessionsOf(fmt.Sprint(h, "a"), 2000, 64), t0)
+			r.set(k, sessionsOf(fmt.Sprint(h, "b"), 2000, 64), t0.Add(time.Second))
+			r.set(k, nil, t0.Add(2*time.Second)) // 4,000 gone, the newest 2,000 kept
+			c := sessionsOf(fmt.Sprint(h, "c"), 10, 64)
+			r.set(k, c, t0.Add(goneFor/2))
+			r.set(k, c, t0.Add(goneFor+3*time.Second)) // b's gone a day: none left
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const hosts = 20
+			var r reports
+			var a, b runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&a)
+			for h := range hosts {
+				tc.feed(&r, hostKey{"p", fmt.Sprint("h", h)}, h)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&b)
+			_, counted := r.size()
+			held := int64(b.HeapAlloc) - int64(a.HeapAlloc)
+			t.Logf("%d hosts: %d bytes held, %d counted", hosts, held, counted)
+			if held > int64(counted) {
+				t.Errorf("the reports hold %d bytes, reportBytes counts %d", held, counted)
+			}
+			runtime.KeepAlive(&r)
+		})
+	}
+}
