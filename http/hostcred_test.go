@@ -230,3 +230,47 @@ func TestHostCredentialReach_RSEC(t *testing.T) {
 		t.Errorf("the victim's heartbeat carries %+v, want its logoff %s, which another host reported done", res.Commands, cmd.ID)
 	}
 }
+
+// TestOutageStateGoesWithItsNameOnEveryReplica_RSEC (R-SEC, R-OUT1): a
+// host deleted through one replica and registered again under its name
+// through another is a new machine; the replica it registers through
+// keeps nothing of the old machine's report for an outage, though only
+// the other replica saw the delete.
+func TestOutageStateGoesWithItsNameOnEveryReplica_RSEC(t *testing.T) {
+	e := newEnvWith(t, envOptions{replicas: 2})
+	ctx := context.Background()
+	p := uniq("or")
+	e.pool(p, nil)
+	tok, err := e.admin.CreateRegistrationToken(ctx, p, vdibroker.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := e.client(1, "")
+	reg := func(tok *vhttp.RegistrationTokenResponse) string {
+		t.Helper()
+		res, err := other.Register(ctx, &vdibroker.RegisterRequest{Token: tok.Token, HostName: "or-h1", Address: "or-h1.example.test:3389"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Credential
+	}
+	cred := reg(tok)
+	if _, err := other.Heartbeat(ctx, cred, &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: vdibroker.StateActive}}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.srvs[1].Broker.OutageState(); st.ReportedHosts != 1 {
+		t.Fatalf("replica 1 keeps %d hosts' reports, want 1", st.ReportedHosts)
+	}
+	if err := e.admin.DeleteSessionHost(ctx, p, "or-h1", true); err != nil { // through replica 0
+		t.Fatal(err)
+	}
+	// A new machine, with a token issued after the delete (R-SEC),
+	// through replica 1.
+	if tok, err = e.admin.CreateRegistrationToken(ctx, p, vdibroker.RegistrationTokenRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	reg(tok)
+	if st := e.srvs[1].Broker.OutageState(); st.ReportedHosts != 0 {
+		t.Errorf("replica 1 keeps %d hosts' reports after or-h1 was registered again, want the old machine's gone", st.ReportedHosts)
+	}
+}

@@ -109,6 +109,7 @@ func TestPostgresSuite(t *testing.T) {
 		// What one host's credential or a registration token can do
 		// (hostcred_test.go).
 		{"OutageStateGoesWithItsHost_RSEC", TestOutageStateGoesWithItsHost_RSEC},
+		{"OutageStateGoesWithItsNameOnEveryReplica_RSEC", TestOutageStateGoesWithItsNameOnEveryReplica_RSEC},
 		{"RegistrationTokenReach_RSEC", TestRegistrationTokenReach_RSEC},
 		{"HostCredentialReach_RSEC", TestHostCredentialReach_RSEC},
 	} {
