@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,6 +51,9 @@ func TestReportsBound(t *testing.T) {
 	}
 	if _, warn := r.set(hostKey{"p", "h3"}, sessionsOf("v", 100, 100), t0.Add(time.Second)); warn {
 		t.Error("a second report past the bound within sweepEvery is warned again")
+	}
+	if _, warn := r.set(hostKey{"p", "h4"}, sessionsOf("v", 100, 100), t0.Add(sweepEvery)); !warn {
+		t.Error("a report past the bound sweepEvery after the last warned is not warned")
 	}
 	if _, known, _ := r.has(hostKey{"p", "h3"}, "v0-"+strings.Repeat("x", 97)); known {
 		t.Error("a report not kept is known")
@@ -211,5 +215,51 @@ func TestReportBytesMeasuredAfterShrink(t *testing.T) {
 			}
 			runtime.KeepAlive(&r)
 		})
+	}
+}
+
+// TestReportsCountedUnderConcurrency (R-SEC): the bytes counted against
+// the bound are those of the reports kept, whatever mix of reports,
+// replacements, expiries, sweeps and forgets ran at once (run with
+// -race), and stay within the bound.
+func TestReportsCountedUnderConcurrency(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	r := reports{max: 200_000}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 300 {
+				k := hostKey{fmt.Sprint("p", i%3), fmt.Sprint("h", (g+i)%16)}
+				// Each goroutine's time moves on by up to a day and a
+				// half, a little back now and then (a clock stepped).
+				now := t0.Add(time.Duration(i*g) * 5 * time.Minute).Add(-time.Duration(i%7) * time.Hour)
+				switch i % 10 {
+				case 9:
+					r.forget(func(h hostKey) bool { return h == k })
+				case 8:
+					r.forget(func(h hostKey) bool { return h.pool == k.pool })
+				default:
+					r.set(k, sessionsOf(fmt.Sprint(g, "-", i%5), 1+(i*g)%40, 8+i%64), now)
+				}
+				if i%50 == 0 {
+					r.has(k, "x")
+					r.size()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	sum := 0
+	for k, hr := range r.m {
+		if got := reportBytes(k, hr.users, hr.gone); got != hr.bytes {
+			t.Errorf("%v counts %d bytes, holds %d", k, hr.bytes, got)
+		}
+		sum += hr.bytes
+	}
+	if r.bytes != sum {
+		t.Errorf("the reports count %d bytes, their sum is %d", r.bytes, sum)
+	}
+	if r.bytes > r.bound() {
+		t.Errorf("%d bytes held, past the bound %d", r.bytes, r.bound())
 	}
 }
