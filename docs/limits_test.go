@@ -46,6 +46,10 @@ func TestDocsStateTheBounds(t *testing.T) {
 		// R-OUT1).
 		{"outage reports' bound", "behaviour.md",
 			fmt.Sprintf("at most %d MiB of a replica's memory", outage.MaxReportBytes>>20)},
+		// 268435456: "held heartbeats take at most 256 MiB a replica"
+		// (R-SEC, R-OUT1).
+		{"held heartbeats' bound", "behaviour.md",
+			fmt.Sprintf("heartbeats take at most %d MiB a replica", outage.MaxHeldBytes>>20)},
 		{"gateway token TTL", "gateway.md",
 			fmt.Sprintf("| `--gateway-token-ttl` | %s |", shortDuration(vdibroker.DefaultGatewayTokenTTL.String()))},
 	} {

@@ -187,10 +187,61 @@ func (m *Mode) outageTime(h *placement.Host, now time.Time) time.Time {
 // applied when the store is back. Per host: the latest sessions, metrics,
 // policy and flags (what reconciliation needs), and every command result
 // (each was reported once, and the agent does not send it again).
+//
+// All hosts' held heartbeats together hold at most maxHeldBytes (R-SEC):
+// a registration token with maxHosts 0 registers any number of hosts, and
+// each could make this server hold some 2 MB (2,000 sessions and 1,000
+// results) for as long as the outage lasts. A heartbeat that
+// would take them past it is not held (hold's kept is false), and the
+// host's earlier one, if any, stays as it was.
 type heldHeartbeats struct {
-	mu sync.Mutex
-	m  map[hostKey]*heldHeartbeat
+	mu    sync.Mutex
+	m     map[hostKey]*heldHeartbeat
+	bytes int // what the heartbeats of m hold, as heldBytes counts
+	max   int // the bound; 0 = maxHeldBytes
+	// warned is when a heartbeat not held was last logged: once a
+	// sweepEvery.
+	warned time.Time
 }
+
+// maxHeldBytes bounds the bytes all hosts' held heartbeats hold
+// (heldBytes, R-SEC). A full pod's, 10,000 hosts of 50 sessions, counts
+// some 105 MB (about 190 bytes a session, a kilobyte a host); 256 MiB is
+// two and a half times that, and some 125 hosts of the largest
+// heartbeats an agent can send (TestMaxHeldBytesBoundsTheLargestHeartbeats).
+const maxHeldBytes = 256 << 20
+
+// MaxHeldBytes is maxHeldBytes as the documentation states it
+// (docs/limits_test.go).
+const MaxHeldBytes = maxHeldBytes
+
+// Per-entry sizes for heldBytes, measured (TestHeldBytesMeasured): a
+// session takes its struct (56 bytes), its logon time (24) and its three
+// strings' rounding, a result its struct (40) and its two strings'
+// rounding, a host the heartbeat, its metrics, policy and map slot.
+const (
+	heldSessionOverhead = 128
+	heldResultOverhead  = 64
+	heldHostOverhead    = 1024
+)
+
+// heldBytes is what hb, held for k, holds in memory, about. The sessions
+// are counted by their slice's capacity: the JSON decoder grows it by
+// doubling, and the held heartbeat keeps the array it decoded.
+func heldBytes(k hostKey, hb *vdibroker.HeartbeatRequest) int {
+	n := heldHostOverhead + len(k.pool) + len(k.host) + len(hb.HealthError) + len(hb.CredentialHash)
+	n += (cap(hb.Sessions) - len(hb.Sessions)) * heldSessionOverhead
+	for _, s := range hb.Sessions {
+		n += heldSessionOverhead + len(s.ID) + len(s.User) + len(s.State)
+	}
+	n += (cap(hb.Results) - len(hb.Results)) * heldResultOverhead
+	for _, r := range hb.Results {
+		n += heldResultOverhead + len(r.ID) + len(r.Message)
+	}
+	return n
+}
+
+func (hh *heldHeartbeats) bound() int { return cmp.Or(hh.max, maxHeldBytes) }
 
 type hostKey struct{ pool, host string }
 
@@ -203,13 +254,18 @@ type hostKey struct{ pool, host string }
 const maxHeldResults = 5 * vdibroker.MaxHeartbeatResults
 
 type heldHeartbeat struct {
-	hb *vdibroker.HeartbeatRequest
-	at time.Time
+	hb    *vdibroker.HeartbeatRequest
+	at    time.Time
+	bytes int // heldBytes of hb
 }
 
 // hold keeps hb, received at at, for k, with the results of the one it
-// replaces.
-func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time) {
+// replaces. Past the bound (maxHeldBytes) it is not held, unless force (a
+// heartbeat held already, given back by a write that failed: it was
+// counted within the bound a moment ago, and its results are nowhere
+// else); kept says whether it was, warn whether one not held should be
+// logged (once a sweepEvery).
+func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time, force bool) (kept, warn bool) {
 	hh.mu.Lock()
 	defer hh.mu.Unlock()
 	if hh.m == nil {
@@ -228,7 +284,29 @@ func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at tim
 			c.Results = heldResults(old.hb.Results, hb.Results)
 		}
 	}
-	hh.m[k] = &heldHeartbeat{hb: &c, at: at}
+	h := &heldHeartbeat{hb: &c, at: at, bytes: heldBytes(k, &c)}
+	was := 0
+	if old := hh.m[k]; old != nil {
+		was = old.bytes
+	}
+	if !force && hh.bytes-was+h.bytes > hh.bound() {
+		warn = hh.warned.IsZero() || at.Sub(hh.warned) >= sweepEvery || at.Before(hh.warned)
+		if warn {
+			hh.warned = at
+		}
+		return false, warn
+	}
+	hh.m[k] = h
+	hh.bytes += h.bytes - was
+	return true, false
+}
+
+// size returns how many hosts have a held heartbeat and the bytes they
+// hold.
+func (hh *heldHeartbeats) size() (hosts, bytes int) {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	return len(hh.m), hh.bytes
 }
 
 // heldResults returns a's results then b's, each id once, at most
@@ -253,7 +331,10 @@ func (hh *heldHeartbeats) take(k hostKey) *heldHeartbeat {
 	hh.mu.Lock()
 	defer hh.mu.Unlock()
 	h := hh.m[k]
-	delete(hh.m, k)
+	if h != nil {
+		hh.bytes -= h.bytes
+		delete(hh.m, k)
+	}
 	return h
 }
 
@@ -261,8 +342,9 @@ func (hh *heldHeartbeats) take(k hostKey) *heldHeartbeat {
 func (hh *heldHeartbeats) forget(match func(hostKey) bool) {
 	hh.mu.Lock()
 	defer hh.mu.Unlock()
-	for k := range hh.m {
+	for k, h := range hh.m {
 		if match(k) {
+			hh.bytes -= h.bytes
 			delete(hh.m, k)
 		}
 	}
@@ -283,23 +365,48 @@ func (hh *heldHeartbeats) keys() []hostKey {
 // for later, the view sees the host alive (so it stays placeable for
 // reconnects, and does not turn Unavailable when the store returns), and
 // the answer carries no commands (they are in the store).
-func (m *Mode) HoldHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest, now time.Time) *vdibroker.HeartbeatResult {
-	m.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
-	m.held.hold(hostKey{host.HostPool, host.Name}, hb, now)
+//
+// Past the bound of all hosts' held heartbeats (maxHeldBytes) it is not
+// kept. One without command results is answered all the same: the host
+// is alive, and its next heartbeat once the store is back reports its
+// sessions again (the host's earlier held heartbeat, if any, is written
+// then as it was). One with results is refused with cause, a
+// StoreUnavailable error (503 with Retry-After): its results were
+// reported once, and an agent keeps those of a heartbeat refused and sends
+// them again, so they are held when there is room again or written when
+// the store is back.
+func (m *Mode) HoldHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest, now time.Time, cause error) (*vdibroker.HeartbeatResult, error) {
+	kept, warn := m.held.hold(hostKey{host.HostPool, host.Name}, hb, now, false)
+	switch {
+	case !kept && warn:
+		hosts, bytes := m.held.size()
+		m.log.Warn("a heartbeat is not held for the end of the store outage: the held heartbeats of all hosts hold their bound already (R-SEC); "+
+			"one with command results is refused (the agent sends them again), one without is answered and its host reports again once the store is back",
+			"pool", host.HostPool, "host", host.Name, "hosts", hosts, "bytes", bytes, "bound", m.held.bound())
+	case kept:
+		m.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
+	}
+	if !kept && len(hb.Results) > 0 {
+		if !IsStoreDown(cause) {
+			cause = unavailable(errors.New("store down"))
+		}
+		return nil, cause
+	}
 	res := &vdibroker.HeartbeatResult{}
 	v := m.views.Peek(host.HostPool)
 	if v == nil {
-		return res
+		return res, nil
 	}
 	res.Pool, _ = v.Pool()
 	v.SeeHeartbeat(host.Name, now, hb.ShuttingDown, hb.HealthError)
-	return res
+	return res, nil
 }
 
 // Hold keeps hb, received at at, for host, to be written once the store
-// is back (a write that failed gives it back).
+// is back: a held heartbeat a write that failed gives back, kept past the
+// bound (it was within it when taken).
 func (m *Mode) Hold(pool, host string, hb *vdibroker.HeartbeatRequest, at time.Time) {
-	m.held.hold(hostKey{pool, host}, hb, at)
+	m.held.hold(hostKey{pool, host}, hb, at, true)
 }
 
 // TakeHeld returns and forgets host's held heartbeat and when it came
@@ -354,14 +461,17 @@ type State struct {
 	// ReportedHosts is how many hosts' last reports are kept, and
 	// ReportBytes what they hold (as counted against maxReportBytes).
 	ReportedHosts, ReportBytes int
-	// HeldHosts is how many hosts have a heartbeat held.
-	HeldHosts int
+	// HeldHosts is how many hosts have a heartbeat held, and HeldBytes
+	// what they hold (as counted against maxHeldBytes).
+	HeldHosts, HeldBytes int
 }
 
-// State returns the size of what m holds of its hosts' reports.
+// State returns the size of what m holds of its hosts' reports and held
+// heartbeats.
 func (m *Mode) State() State {
 	hosts, bytes := m.reports.size()
-	return State{ReportedHosts: hosts, ReportBytes: bytes, HeldHosts: len(m.held.keys())}
+	held, heldBytes := m.held.size()
+	return State{ReportedHosts: hosts, ReportBytes: bytes, HeldHosts: held, HeldBytes: heldBytes}
 }
 
 // reports keeps, per host, the users its agent's last heartbeat reported
