@@ -50,6 +50,8 @@ func TestDocsStateTheBounds(t *testing.T) {
 		// (R-SEC, R-OUT1).
 		{"held heartbeats' bound", "behaviour.md",
 			fmt.Sprintf("heartbeats take at most %d MiB a replica", outage.MaxHeldBytes>>20)},
+		{"re-keys per host", "behaviour.md",
+			fmt.Sprintf("current credential): %d at once, then %d a minute", vdihttp.ReKeysPerHost, vdihttp.ReKeysPerHost)},
 		{"gateway token TTL", "gateway.md",
 			fmt.Sprintf("| `--gateway-token-ttl` | %s |", shortDuration(vdibroker.DefaultGatewayTokenTTL.String()))},
 	} {

@@ -2,6 +2,8 @@ package http_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -272,5 +274,72 @@ func TestOutageStateGoesWithItsNameOnEveryReplica_RSEC(t *testing.T) {
 	reg(tok)
 	if st := e.srvs[1].Broker.OutageState(); st.ReportedHosts != 0 {
 		t.Errorf("replica 1 keeps %d hosts' reports after or-h1 was registered again, want the old machine's gone", st.ReportedHosts)
+	}
+}
+
+// TestReKeyBound_RSEC (R-SEC): a holder of a registration token and a
+// host's credential re-keys the host at most ReKeysPerHost times at once,
+// then that many a minute: past it 429 TooManyRequests with Retry-After
+// and the JSON error naming the bound, and nothing changes (the last
+// credential still works). Another host's re-keys are not refused, nor
+// are registrations with the token alone: the agent's, the first one and
+// the one after an admin reset its registration.
+func TestReKeyBound_RSEC(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := uniq("rk")
+	e.pool(p, nil)
+	tok, err := e.admin.CreateRegistrationToken(ctx, p, vdibroker.RegistrationTokenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(host string) *vdibroker.RegisterRequest {
+		return &vdibroker.RegisterRequest{Token: tok.Token, HostName: host, Address: host + ".example.test:3389"}
+	}
+	cred := e.register(tok.Token, "rk-h1")
+	for i := range vhttp.ReKeysPerHost {
+		rk, err := e.admin.ReKey(ctx, cred, req("rk-h1"))
+		if err != nil {
+			t.Fatalf("re-key %d within the bound: %v", i+1, err)
+		}
+		cred = rk.Credential
+	}
+	_, err = e.admin.ReKey(ctx, cred, req("rk-h1"))
+	if vdibroker.ErrorCode(err) != vdibroker.ETooManyRequests || vdibroker.ErrorRetryAfter(err) <= 0 ||
+		!strings.Contains(err.Error(), fmt.Sprintf("faster than %d a minute", vhttp.ReKeysPerHost)) {
+		t.Fatalf("re-key %d: %v (retry after %s); want 429 TooManyRequests naming %d a minute, with Retry-After",
+			vhttp.ReKeysPerHost+1, err, vdibroker.ErrorRetryAfter(err), vhttp.ReKeysPerHost)
+	}
+	if _, err := e.admin.Heartbeat(ctx, cred, &vdibroker.HeartbeatRequest{}); err != nil {
+		t.Errorf("the credential of the last re-key after a refused one: %v", err)
+	}
+	// Another host's re-key is its own.
+	other := e.register(tok.Token, "rk-h2")
+	if _, err := e.admin.ReKey(ctx, other, req("rk-h2")); err != nil {
+		t.Errorf("another host's re-key: %v", err)
+	}
+	// The agent's registrations carry no credential: after each reset of
+	// its registration it registers again, however often.
+	for i := range 2 * vhttp.ReKeysPerHost {
+		if err := e.admin.ResetRegistration(ctx, p, "rk-h1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.admin.Register(ctx, req("rk-h1")); err != nil {
+			t.Fatalf("registration %d after a reset: %v", i+1, err)
+		}
+	}
+	// A minute later (one re-key every 60/ReKeysPerHost s) re-keys go
+	// again.
+	cred = e.register(tok.Token, "rk-h3")
+	for range vhttp.ReKeysPerHost {
+		rk, err := e.admin.ReKey(ctx, cred, req("rk-h3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cred = rk.Credential
+	}
+	e.clock.Advance(time.Minute / vhttp.ReKeysPerHost)
+	if _, err := e.admin.ReKey(ctx, cred, req("rk-h3")); err != nil {
+		t.Errorf("a re-key %s after the bound was reached: %v", time.Minute/vhttp.ReKeysPerHost, err)
 	}
 }

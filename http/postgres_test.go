@@ -112,6 +112,7 @@ func TestPostgresSuite(t *testing.T) {
 		{"OutageStateGoesWithItsNameOnEveryReplica_RSEC", TestOutageStateGoesWithItsNameOnEveryReplica_RSEC},
 		{"RegistrationTokenReach_RSEC", TestRegistrationTokenReach_RSEC},
 		{"HostCredentialReach_RSEC", TestHostCredentialReach_RSEC},
+		{"ReKeyBound_RSEC", TestReKeyBound_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
