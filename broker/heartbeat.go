@@ -26,13 +26,13 @@ func (s *Service) Heartbeat(ctx context.Context, host *vdibroker.SessionHost, hb
 	now := s.now().UTC()
 	if s.health.Down() {
 		s.outage.Report(host.HostPool, host.Name, hb.Sessions, now)
-		return s.outage.HoldHeartbeat(host, hb, now), nil
+		return s.outage.HoldHeartbeat(host, hb, now, nil)
 	}
 	res, err := s.applyHeartbeat(ctx, host.HostPool, host.Name, hb, now)
 	switch {
 	case outage.IsStoreDown(err):
 		s.outage.Report(host.HostPool, host.Name, hb.Sessions, now)
-		return s.outage.HoldHeartbeat(host, hb, now), nil
+		return s.outage.HoldHeartbeat(host, hb, now, err)
 	case vdibroker.ErrorCode(err) == vdibroker.EUnauthenticated:
 		s.creds.forget(host.HostPool, host.Name)
 		return nil, err

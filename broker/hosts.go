@@ -237,6 +237,7 @@ func (s *Service) DeleteSessionHost(ctx context.Context, pool, name string, forc
 	}
 	s.views.RemoveHost(pool, name)
 	s.creds.forget(pool, name)
+	s.outage.Forget(pool, name) // its report and held heartbeat (R-SEC)
 	return nil
 }
 
@@ -262,6 +263,11 @@ func (s *Service) RegisterHost(ctx context.Context, req *vdibroker.RegisterReque
 	}
 	s.views.UpsertHost(h, 0)           // a new host: none of its placements landed
 	s.creds.forget(h.HostPool, h.Name) // a re-key revoked the old credential
+	// What this replica holds of the name for an outage is the old
+	// credential's word: a machine that took the name after its delete or
+	// reset through another replica is not the one that reported it
+	// (R-SEC). The next heartbeat reports again.
+	s.outage.Forget(h.HostPool, h.Name)
 	s.log.InfoContext(ctx, "session host registered", "pool", h.HostPool, "host", h.Name, "address", h.Address)
 	return &vdibroker.RegisterResponse{HostPool: h.HostPool, HostName: h.Name, Credential: cred}, nil
 }
@@ -273,6 +279,7 @@ func (s *Service) ResetRegistration(ctx context.Context, pool, host string) erro
 		return err
 	}
 	s.creds.forget(pool, host)
+	s.outage.Forget(pool, host) // the old machine's word (R-SEC)
 	by := ""
 	if p := vdibroker.PrincipalFrom(ctx); p != nil {
 		by = p.Subject

@@ -186,6 +186,7 @@ func (s *Service) DeletePool(ctx context.Context, name string, force bool, pre v
 		return nil, err
 	}
 	s.views.Drop(name)
+	s.outage.ForgetPool(name) // its hosts' reports and held heartbeats (R-SEC)
 	return del, nil
 }
 

@@ -200,6 +200,10 @@ func (s *Service) OutagePlacementsWaiting() bool {
 	return s.outage.OutagePlacementsWaiting()
 }
 
+// OutageState is the size of what this replica holds of its hosts'
+// reports for an outage (outage.Mode.State).
+func (s *Service) OutageState() outage.State { return s.outage.State() }
+
 var _ vdibroker.HealthService = (*Service)(nil)
 
 // Health pings the store, unless an outage is known already, and returns

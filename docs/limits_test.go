@@ -8,6 +8,7 @@ import (
 
 	"github.com/vdibroker/vdibroker"
 	"github.com/vdibroker/vdibroker/broker"
+	"github.com/vdibroker/vdibroker/broker/outage"
 	vdihttp "github.com/vdibroker/vdibroker/http"
 	"github.com/vdibroker/vdibroker/identity"
 	"github.com/vdibroker/vdibroker/power"
@@ -41,6 +42,16 @@ func TestDocsStateTheBounds(t *testing.T) {
 			fmt.Sprintf("%s keys at most and %d MiB of their answers", thousands(broker.IdempotencyMaxKeys), broker.IdempotencyMaxBytes>>20)},
 		{"idempotency bytes (operations)", "operations.md",
 			fmt.Sprintf("at most %d MiB of connect answers a replica", broker.IdempotencyMaxBytes>>20)},
+		// 268435456: "at most 256 MiB of a replica's memory" (R-SEC,
+		// R-OUT1).
+		{"outage reports' bound", "behaviour.md",
+			fmt.Sprintf("at most %d MiB of a replica's memory", outage.MaxReportBytes>>20)},
+		// 268435456: "held heartbeats take at most 256 MiB a replica"
+		// (R-SEC, R-OUT1).
+		{"held heartbeats' bound", "behaviour.md",
+			fmt.Sprintf("heartbeats take at most %d MiB a replica", outage.MaxHeldBytes>>20)},
+		{"re-keys per host", "behaviour.md",
+			fmt.Sprintf("current credential): %d at once, then %d a minute", vdihttp.ReKeysPerHost, vdihttp.ReKeysPerHost)},
 		{"gateway token TTL", "gateway.md",
 			fmt.Sprintf("| `--gateway-token-ttl` | %s |", shortDuration(vdibroker.DefaultGatewayTokenTTL.String()))},
 	} {

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	"io"
 	nethttp "net/http"
 	"slices"
@@ -51,12 +52,34 @@ func (s *Server) register(w nethttp.ResponseWriter, r *nethttp.Request) error {
 		// An agent re-keying its own host proves it with its current
 		// credential; without it a registered host is not re-keyed.
 		req.CurrentCredentialHash = vdibroker.HashSecret(cur)
+		if err := s.spendReKey(r, req); err != nil {
+			return err
+		}
 	}
 	resp, err := s.svc.Hosts.RegisterHost(r.Context(), req)
 	if err != nil {
 		return err
 	}
 	writeJSON(w, nethttp.StatusCreated, resp)
+	return nil
+}
+
+// spendReKey spends one of the re-keys of the host whose current
+// credential req carries, when it names that host (R-SEC,
+// ReKeysPerHost): 429 once they are spent. Only a credential that is a
+// host's has a bucket, by its pool and name, which every new credential
+// of the host shares; any other (made up, revoked, another host's) re-keys
+// nothing, and RegisterHost refuses it or registers a new host as without
+// it.
+func (s *Server) spendReKey(r *nethttp.Request, req *vdibroker.RegisterRequest) error {
+	host, err := s.svc.Hosts.HostByCredential(r.Context(), req.CurrentCredentialHash)
+	if err != nil || !strings.EqualFold(strings.TrimSuffix(host.Name, "."), strings.TrimSuffix(req.HostName, ".")) {
+		return nil
+	}
+	if !s.reKeys.Spend(host.HostPool+"\x00"+strings.ToLower(host.Name), s.now()) {
+		return throttled(fmt.Sprintf("host %q is re-keyed faster than %d a minute (an agent registers again with its registration token alone, never re-keys with its credential)",
+			host.Name, ReKeysPerHost), ReKeysPerHost/60.0)
+	}
 	return nil
 }
 

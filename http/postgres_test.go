@@ -106,6 +106,13 @@ func TestPostgresSuite(t *testing.T) {
 		{"RegisterSameNameIgnoringCase_RSEC", TestRegisterSameNameIgnoringCase_RSEC},
 		{"RegisterSameNameAtOnce_RD3", TestRegisterSameNameAtOnce_RD3},
 		{"RegistrationTokenForTwinName_RSEC", TestRegistrationTokenForTwinName_RSEC},
+		// What one host's credential or a registration token can do
+		// (hostcred_test.go).
+		{"OutageStateGoesWithItsHost_RSEC", TestOutageStateGoesWithItsHost_RSEC},
+		{"OutageStateGoesWithItsNameOnEveryReplica_RSEC", TestOutageStateGoesWithItsNameOnEveryReplica_RSEC},
+		{"RegistrationTokenReach_RSEC", TestRegistrationTokenReach_RSEC},
+		{"HostCredentialReach_RSEC", TestHostCredentialReach_RSEC},
+		{"ReKeyBound_RSEC", TestReKeyBound_RSEC},
 	} {
 		t.Run(tc.name, tc.fn)
 	}

@@ -23,6 +23,14 @@ import (
 //   - Heartbeats per host credential (HeartbeatsPerSecond, burst
 //     HeartbeatBurst): an agent sends one every 10 s; a stolen or broken
 //     one cannot flood the shared write batch.
+//   - Re-keys per host (ReKeysPerHost a minute, as many at once): a
+//     registration that carries a host's current credential (the re-key
+//     of POST /agent/register) spends its host's bucket. Each re-key is
+//     an audit entry, a write of the host's row and a log line, and a
+//     holder of a registration token and the credential could re-key as
+//     fast as the server answers. The agent never re-keys with its
+//     credential (it registers with its token alone, after an admin reset
+//     its registration too), so no agent is refused for it.
 //   - Sign-ins (POST /signin) per principal (SigninsPerPrincipal a
 //     minute, as many at once): each is an audit entry, and any
 //     principal, a User token too, may call it.
@@ -99,6 +107,9 @@ const (
 	// one peer sends at once, and how many a minute: a peer's console
 	// sends one per change an administrator saves there.
 	PodDocumentsPerPod = 30
+	// ReKeysPerHost is how many re-keys of one host (a registration with
+	// its current credential) are taken at once, and how many a minute.
+	ReKeysPerHost = 3
 )
 
 // lineBudget is a token bucket of log lines that counts what it drops.

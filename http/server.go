@@ -107,6 +107,9 @@ type Server struct {
 	// podDocuments bounds the peers' writes of the federation document
 	// per calling pod (PodDocumentsPerPod).
 	podDocuments *ratelimit.Keyed
+	// reKeys bounds the re-keys of a host (ReKeysPerHost), by pool and
+	// host name.
+	reKeys *ratelimit.Keyed
 	// refusedLines bounds the access log lines of the requests of
 	// callers that proved no credential (R-SEC).
 	refusedLines *lineBudget
@@ -134,6 +137,7 @@ func NewServer(cfg Config) *Server {
 		globalCommands: ratelimit.New(GlobalSessionCommandsPerPrincipal/60.0, GlobalSessionCommandsPerPrincipal),
 		globalLists:    ratelimit.New(GlobalSessionListsPerPrincipal/60.0, GlobalSessionListsPerPrincipal),
 		podDocuments:   ratelimit.New(PodDocumentsPerPod/60.0, PodDocumentsPerPod),
+		reKeys:         ratelimit.New(ReKeysPerHost/60.0, ReKeysPerHost),
 		refusedLines:   newLineBudget(RefusedLogLinesPerSecond, RefusedLogLineBurst),
 	}
 	if s.log == nil {

@@ -20,8 +20,8 @@ func TestHeldHeartbeatKeepsTheNewer(t *testing.T) {
 		Results: []vdibroker.CommandResult{{ID: "c2", Success: true}}}
 	older := &vdibroker.HeartbeatRequest{Sessions: []vdibroker.AgentSession{{ID: "1", User: "alice", State: vdibroker.StateActive}},
 		Results: []vdibroker.CommandResult{{ID: "c1", Success: true}}}
-	hh.hold(k, newer, t0.Add(10*time.Second))
-	hh.hold(k, older, t0)
+	hh.hold(k, newer, t0.Add(10*time.Second), false)
+	hh.hold(k, older, t0, true) // given back by a write that failed
 	got := hh.take(k)
 	if got == nil || !got.at.Equal(t0.Add(10*time.Second)) || len(got.hb.Sessions) != 1 || got.hb.Sessions[0].User != "bob" {
 		t.Fatalf("held %+v, want the newer heartbeat (bob, at +10s)", got)
@@ -43,14 +43,14 @@ func TestHeldResultsAreBounded(t *testing.T) {
 	k := hostKey{"p", "h1"}
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	first := &vdibroker.HeartbeatRequest{Results: []vdibroker.CommandResult{{ID: "real", Success: true}}}
-	hh.hold(k, first, t0)
-	hh.hold(k, first, t0.Add(time.Second)) // sent again: kept once
+	hh.hold(k, first, t0, false)
+	hh.hold(k, first, t0.Add(time.Second), false) // sent again: kept once
 	for i := range 100 {
 		hb := &vdibroker.HeartbeatRequest{}
 		for j := range vdibroker.MaxHeartbeatResults {
 			hb.Results = append(hb.Results, vdibroker.CommandResult{ID: fmt.Sprintf("made-up-%d-%d", i, j), Message: strings.Repeat("x", 512)})
 		}
-		hh.hold(k, hb, t0.Add(time.Duration(i+2)*time.Second))
+		hh.hold(k, hb, t0.Add(time.Duration(i+2)*time.Second), false)
 	}
 	got := hh.take(k)
 	if n := len(got.hb.Results); n != maxHeldResults {

@@ -187,10 +187,61 @@ func (m *Mode) outageTime(h *placement.Host, now time.Time) time.Time {
 // applied when the store is back. Per host: the latest sessions, metrics,
 // policy and flags (what reconciliation needs), and every command result
 // (each was reported once, and the agent does not send it again).
+//
+// All hosts' held heartbeats together hold at most maxHeldBytes (R-SEC):
+// a registration token with maxHosts 0 registers any number of hosts, and
+// each could make this server hold some 2 MB (2,000 sessions and 1,000
+// results) for as long as the outage lasts. A heartbeat that
+// would take them past it is not held (hold's kept is false), and the
+// host's earlier one, if any, stays as it was.
 type heldHeartbeats struct {
-	mu sync.Mutex
-	m  map[hostKey]*heldHeartbeat
+	mu    sync.Mutex
+	m     map[hostKey]*heldHeartbeat
+	bytes int // what the heartbeats of m hold, as heldBytes counts
+	max   int // the bound; 0 = maxHeldBytes
+	// warned is when a heartbeat not held was last logged: once a
+	// sweepEvery.
+	warned time.Time
 }
+
+// maxHeldBytes bounds the bytes all hosts' held heartbeats hold
+// (heldBytes, R-SEC). A full pod's, 10,000 hosts of 50 sessions, counts
+// some 105 MB (about 190 bytes a session, a kilobyte a host); 256 MiB is
+// two and a half times that, and some 125 hosts of the largest
+// heartbeats an agent can send (TestMaxHeldBytesBoundsTheLargestHeartbeats).
+const maxHeldBytes = 256 << 20
+
+// MaxHeldBytes is maxHeldBytes as the documentation states it
+// (docs/limits_test.go).
+const MaxHeldBytes = maxHeldBytes
+
+// Per-entry sizes for heldBytes, measured (TestHeldBytesMeasured): a
+// session takes its struct (56 bytes), its logon time (24) and its three
+// strings' rounding, a result its struct (40) and its two strings'
+// rounding, a host the heartbeat, its metrics, policy and map slot.
+const (
+	heldSessionOverhead = 128
+	heldResultOverhead  = 64
+	heldHostOverhead    = 1024
+)
+
+// heldBytes is what hb, held for k, holds in memory, about. The sessions
+// are counted by their slice's capacity: the JSON decoder grows it by
+// doubling, and the held heartbeat keeps the array it decoded.
+func heldBytes(k hostKey, hb *vdibroker.HeartbeatRequest) int {
+	n := heldHostOverhead + len(k.pool) + len(k.host) + len(hb.HealthError) + len(hb.CredentialHash)
+	n += (cap(hb.Sessions) - len(hb.Sessions)) * heldSessionOverhead
+	for _, s := range hb.Sessions {
+		n += heldSessionOverhead + len(s.ID) + len(s.User) + len(s.State)
+	}
+	n += (cap(hb.Results) - len(hb.Results)) * heldResultOverhead
+	for _, r := range hb.Results {
+		n += heldResultOverhead + len(r.ID) + len(r.Message)
+	}
+	return n
+}
+
+func (hh *heldHeartbeats) bound() int { return cmp.Or(hh.max, maxHeldBytes) }
 
 type hostKey struct{ pool, host string }
 
@@ -203,13 +254,18 @@ type hostKey struct{ pool, host string }
 const maxHeldResults = 5 * vdibroker.MaxHeartbeatResults
 
 type heldHeartbeat struct {
-	hb *vdibroker.HeartbeatRequest
-	at time.Time
+	hb    *vdibroker.HeartbeatRequest
+	at    time.Time
+	bytes int // heldBytes of hb
 }
 
 // hold keeps hb, received at at, for k, with the results of the one it
-// replaces.
-func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time) {
+// replaces. Past the bound (maxHeldBytes) it is not held, unless force (a
+// heartbeat held already, given back by a write that failed: it was
+// counted within the bound a moment ago, and its results are nowhere
+// else); kept says whether it was, warn whether one not held should be
+// logged (once a sweepEvery).
+func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at time.Time, force bool) (kept, warn bool) {
 	hh.mu.Lock()
 	defer hh.mu.Unlock()
 	if hh.m == nil {
@@ -228,7 +284,29 @@ func (hh *heldHeartbeats) hold(k hostKey, hb *vdibroker.HeartbeatRequest, at tim
 			c.Results = heldResults(old.hb.Results, hb.Results)
 		}
 	}
-	hh.m[k] = &heldHeartbeat{hb: &c, at: at}
+	h := &heldHeartbeat{hb: &c, at: at, bytes: heldBytes(k, &c)}
+	was := 0
+	if old := hh.m[k]; old != nil {
+		was = old.bytes
+	}
+	if !force && hh.bytes-was+h.bytes > hh.bound() {
+		warn = hh.warned.IsZero() || at.Sub(hh.warned) >= sweepEvery || at.Before(hh.warned)
+		if warn {
+			hh.warned = at
+		}
+		return false, warn
+	}
+	hh.m[k] = h
+	hh.bytes += h.bytes - was
+	return true, false
+}
+
+// size returns how many hosts have a held heartbeat and the bytes they
+// hold.
+func (hh *heldHeartbeats) size() (hosts, bytes int) {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	return len(hh.m), hh.bytes
 }
 
 // heldResults returns a's results then b's, each id once, at most
@@ -253,8 +331,23 @@ func (hh *heldHeartbeats) take(k hostKey) *heldHeartbeat {
 	hh.mu.Lock()
 	defer hh.mu.Unlock()
 	h := hh.m[k]
-	delete(hh.m, k)
+	if h != nil {
+		hh.bytes -= h.bytes
+		delete(hh.m, k)
+	}
 	return h
+}
+
+// forget drops the held heartbeats of the hosts match says.
+func (hh *heldHeartbeats) forget(match func(hostKey) bool) {
+	hh.mu.Lock()
+	defer hh.mu.Unlock()
+	for k, h := range hh.m {
+		if match(k) {
+			hh.bytes -= h.bytes
+			delete(hh.m, k)
+		}
+	}
 }
 
 // keys returns the hosts with a held heartbeat.
@@ -272,23 +365,48 @@ func (hh *heldHeartbeats) keys() []hostKey {
 // for later, the view sees the host alive (so it stays placeable for
 // reconnects, and does not turn Unavailable when the store returns), and
 // the answer carries no commands (they are in the store).
-func (m *Mode) HoldHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest, now time.Time) *vdibroker.HeartbeatResult {
-	m.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
-	m.held.hold(hostKey{host.HostPool, host.Name}, hb, now)
+//
+// Past the bound of all hosts' held heartbeats (maxHeldBytes) it is not
+// kept. One without command results is answered all the same: the host
+// is alive, and its next heartbeat once the store is back reports its
+// sessions again (the host's earlier held heartbeat, if any, is written
+// then as it was). One with results is refused with cause, a
+// StoreUnavailable error (503 with Retry-After): its results were
+// reported once, and an agent keeps those of a heartbeat refused and sends
+// them again, so they are held when there is room again or written when
+// the store is back.
+func (m *Mode) HoldHeartbeat(host *vdibroker.SessionHost, hb *vdibroker.HeartbeatRequest, now time.Time, cause error) (*vdibroker.HeartbeatResult, error) {
+	kept, warn := m.held.hold(hostKey{host.HostPool, host.Name}, hb, now, false)
+	switch {
+	case !kept && warn:
+		hosts, bytes := m.held.size()
+		m.log.Warn("a heartbeat is not held for the end of the store outage: the held heartbeats of all hosts hold their bound already (R-SEC); "+
+			"one with command results is refused (the agent sends them again), one without is answered and its host reports again once the store is back",
+			"pool", host.HostPool, "host", host.Name, "hosts", hosts, "bytes", bytes, "bound", m.held.bound())
+	case kept:
+		m.log.Debug("heartbeat held during a store outage", "pool", host.HostPool, "host", host.Name)
+	}
+	if !kept && len(hb.Results) > 0 {
+		if !IsStoreDown(cause) {
+			cause = unavailable(errors.New("store down"))
+		}
+		return nil, cause
+	}
 	res := &vdibroker.HeartbeatResult{}
 	v := m.views.Peek(host.HostPool)
 	if v == nil {
-		return res
+		return res, nil
 	}
 	res.Pool, _ = v.Pool()
 	v.SeeHeartbeat(host.Name, now, hb.ShuttingDown, hb.HealthError)
-	return res
+	return res, nil
 }
 
 // Hold keeps hb, received at at, for host, to be written once the store
-// is back (a write that failed gives it back).
+// is back: a held heartbeat a write that failed gives back, kept past the
+// bound (it was within it when taken).
 func (m *Mode) Hold(pool, host string, hb *vdibroker.HeartbeatRequest, at time.Time) {
-	m.held.hold(hostKey{pool, host}, hb, at)
+	m.held.hold(hostKey{pool, host}, hb, at, true)
 }
 
 // TakeHeld returns and forgets host's held heartbeat and when it came
@@ -310,23 +428,81 @@ func (m *Mode) HeldHosts() [][2]string {
 }
 
 // Report records the users of host's heartbeat at now, so a reconnect
-// answered from memory is one to a session the host still has.
+// answered from memory is one to a session the host still has. A report
+// past the bound of all hosts' reports (maxReportBytes) is not kept: the
+// host is then one this server has no report of, which the reconnect
+// takes as before any report came (nothing says the session ended).
 func (m *Mode) Report(pool, host string, sessions []vdibroker.AgentSession, now time.Time) {
-	m.reports.set(hostKey{pool, host}, sessions, now)
+	if kept, warn := m.reports.set(hostKey{pool, host}, sessions, now); !kept && warn {
+		hosts, bytes := m.reports.size()
+		m.log.Warn("a host's report of its users is not kept for outages: the reports of all hosts hold their bound already (R-SEC); "+
+			"reconnects to its sessions during a store outage are answered as if it had not reported",
+			"pool", pool, "host", host, "hosts", hosts, "bytes", bytes, "bound", m.reports.bound())
+	}
+}
+
+// Forget drops what this server holds of host for an outage: its last
+// report and its held heartbeat. A host deleted, or whose registration an
+// admin reset (a new machine takes its name), takes them with it (R-SEC):
+// they are the old machine's word.
+func (m *Mode) Forget(pool, host string) {
+	m.reports.forget(func(k hostKey) bool { return k == hostKey{pool, host} })
+	m.held.forget(func(k hostKey) bool { return k == hostKey{pool, host} })
+}
+
+// ForgetPool is Forget for every host of a deleted pool.
+func (m *Mode) ForgetPool(pool string) {
+	m.reports.forget(func(k hostKey) bool { return k.pool == pool })
+	m.held.forget(func(k hostKey) bool { return k.pool == pool })
+}
+
+// State is the size of what a Mode holds of its hosts' reports.
+type State struct {
+	// ReportedHosts is how many hosts' last reports are kept, and
+	// ReportBytes what they hold (as counted against maxReportBytes).
+	ReportedHosts, ReportBytes int
+	// HeldHosts is how many hosts have a heartbeat held, and HeldBytes
+	// what they hold (as counted against maxHeldBytes).
+	HeldHosts, HeldBytes int
+}
+
+// State returns the size of what m holds of its hosts' reports and held
+// heartbeats.
+func (m *Mode) State() State {
+	hosts, bytes := m.reports.size()
+	held, heldBytes := m.held.size()
+	return State{ReportedHosts: hosts, ReportBytes: bytes, HeldHosts: held, HeldBytes: heldBytes}
 }
 
 // reports keeps, per host, the users its agent's last heartbeat reported
 // and those a report dropped since (logged off), so that a reconnect
 // answered from memory during an outage is one to a session the host still
 // has: the view remembers sessions, not their end.
+//
+// Every host's credential writes here at every heartbeat, and a
+// registration token with maxHosts 0 registers any number of hosts, each
+// of which could hold some 4.5 MB (2,000 users of up to 1,024 bytes gone
+// and a megabyte reported). So all hosts' reports together hold at most
+// maxReportBytes (R-SEC): a report that would take them past it keeps
+// none of its host's gone users, and is not kept at all when its users
+// alone do not fit. A host not heard from for goneFor is dropped (a host
+// deleted through another replica, a machine switched off for good), at
+// most every sweepEvery.
 type reports struct {
-	mu sync.Mutex
-	m  map[hostKey]*hostReport
+	mu    sync.Mutex
+	m     map[hostKey]*hostReport
+	bytes int       // what the reports of m hold, as reportBytes counts
+	max   int       // the bound; 0 = maxReportBytes
+	swept time.Time // the last sweep of silent hosts
+	// warned is when a report not kept was last logged: once a sweep.
+	warned time.Time
 }
 
 type hostReport struct {
 	users map[string]struct{}
 	gone  map[string]time.Time // user -> when a report first lacked them
+	at    time.Time            // the last report
+	bytes int                  // reportBytes of this report
 }
 
 // goneFor is how long a logged-off user is remembered as gone.
@@ -337,43 +513,150 @@ const goneFor = 24 * time.Hour
 // otherwise grow them by 2,000 a heartbeat, each kept a day.
 const maxGone = vdibroker.MaxHeartbeatSessions
 
-// set records the users of host k's report at now.
-func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Time) {
-	users := make(map[string]struct{}, len(sessions))
+// maxReportBytes bounds the bytes all hosts' reports hold (reportBytes,
+// R-SEC). A full pod's, 10,000 hosts with 250,000 users who log on in a
+// day, holds some 80 MB (each user reported, then gone for a day: twice
+// 160 bytes); 256 MiB is three times that, and some 60 hosts of the
+// largest reports an agent can send (TestReportsBound).
+const maxReportBytes = 256 << 20
+
+// MaxReportBytes is maxReportBytes as the documentation states it
+// (docs/limits_test.go).
+const MaxReportBytes = maxReportBytes
+
+// Per-entry sizes for reportBytes, measured (TestReportBytesMeasured):
+// a user in either map takes about 100 bytes beside its name's (the
+// map's slot and its share of the buckets, the time of a gone one), and a
+// host's report some 500 beside its users (its key, the struct, two maps).
+const (
+	reportUserOverhead = 128
+	reportHostOverhead = 512
+)
+
+// sweepEvery is how often at most the reports of silent hosts are
+// dropped, and a report not kept logged.
+const sweepEvery = 10 * time.Minute
+
+// reportBytes is what a report of users and gone holds in memory, about.
+func reportBytes(k hostKey, users map[string]struct{}, gone map[string]time.Time) int {
+	n := reportHostOverhead + len(k.pool) + len(k.host)
+	for u := range users {
+		n += len(u) + reportUserOverhead
+	}
+	for u := range gone {
+		n += len(u) + reportUserOverhead
+	}
+	return n
+}
+
+func (r *reports) bound() int { return cmp.Or(r.max, maxReportBytes) }
+
+// set records the users of host k's report at now. kept says whether the
+// report is kept (the bound, maxReportBytes); warn whether one not kept
+// should be logged (once a sweepEvery).
+func (r *reports) set(k hostKey, sessions []vdibroker.AgentSession, now time.Time) (kept, warn bool) {
+	// No size hint: a map keeps the room it was made with, and 2,000
+	// sessions of one user would hold a 2,000-user map that reportBytes
+	// counts as one user.
+	users := map[string]struct{}{}
 	for _, s := range sessions {
 		users[s.User] = struct{}{}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.m == nil || len(r.m) > 1<<17 {
+	if r.m == nil {
 		r.m = map[hostKey]*hostReport{}
 	}
-	old := r.m[k]
-	if old == nil {
-		r.m[k] = &hostReport{users: users, gone: map[string]time.Time{}}
-		return
+	if now.Sub(r.swept) >= sweepEvery || now.Before(r.swept) {
+		r.sweep(now)
 	}
-	for u := range old.users {
-		if _, ok := users[u]; !ok {
-			old.gone[u] = now
+	gone := map[string]time.Time{}
+	if old := r.m[k]; old != nil {
+		r.drop(k)
+		gone = old.gone
+		for u := range old.users {
+			if _, ok := users[u]; !ok {
+				gone[u] = now
+			}
+		}
+		for u, at := range gone {
+			if _, back := users[u]; back || now.Sub(at) > goneFor {
+				delete(gone, u)
+			}
+		}
+		if len(gone) > maxGone {
+			// The newest are kept: a reconnect during an outage is most
+			// likely one of a user who left lately.
+			order := slices.SortedFunc(maps.Keys(gone), func(a, b string) int {
+				return cmp.Or(gone[b].Compare(gone[a]), cmp.Compare(a, b))
+			})
+			for _, u := range order[maxGone:] {
+				delete(gone, u)
+			}
+		}
+		// Kept in a map of their own size: a Go map never gives back
+		// the room of the most it held (up to 4,000 here), which
+		// reportBytes does not count, so emptying a host's gone users
+		// would otherwise keep their room, uncounted, for as long as the
+		// host reports.
+		kept := make(map[string]time.Time, len(gone))
+		maps.Copy(kept, gone)
+		gone = kept
+	}
+	hr := &hostReport{users: users, gone: gone, at: now, bytes: reportBytes(k, users, gone)}
+	if r.bytes+hr.bytes > r.bound() && len(gone) > 0 {
+		// The host's own history goes first: who left it lately.
+		hr.gone = map[string]time.Time{}
+		hr.bytes = reportBytes(k, users, hr.gone)
+	}
+	if r.bytes+hr.bytes > r.bound() {
+		warn = r.warned.IsZero() || now.Sub(r.warned) >= sweepEvery || now.Before(r.warned)
+		if warn {
+			r.warned = now
+		}
+		return false, warn
+	}
+	r.m[k] = hr
+	r.bytes += hr.bytes
+	return true, false
+}
+
+// sweep drops the reports of hosts not heard from for goneFor: their
+// users are all gone or stale, and a host silent so long is not placeable
+// (R-H1), so no reconnect asks about it.
+func (r *reports) sweep(now time.Time) {
+	r.swept = now
+	for k, hr := range r.m {
+		if now.Sub(hr.at) > goneFor {
+			r.drop(k)
 		}
 	}
-	for u, at := range old.gone {
-		if _, back := users[u]; back || now.Sub(at) > goneFor {
-			delete(old.gone, u)
+}
+
+// drop forgets k's report; r.mu is held.
+func (r *reports) drop(k hostKey) {
+	if hr := r.m[k]; hr != nil {
+		r.bytes -= hr.bytes
+		delete(r.m, k)
+	}
+}
+
+// forget drops the reports of the hosts match says.
+func (r *reports) forget(match func(hostKey) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.m {
+		if match(k) {
+			r.drop(k)
 		}
 	}
-	if len(old.gone) > maxGone {
-		// The newest are kept: a reconnect during an outage is most
-		// likely one of a user who left lately.
-		gone := slices.SortedFunc(maps.Keys(old.gone), func(a, b string) int {
-			return cmp.Or(old.gone[b].Compare(old.gone[a]), cmp.Compare(a, b))
-		})
-		for _, u := range gone[maxGone:] {
-			delete(old.gone, u)
-		}
-	}
-	old.users = users
+}
+
+// size returns how many hosts' reports r keeps and the bytes they hold.
+func (r *reports) size() (hosts, bytes int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m), r.bytes
 }
 
 // has says whether host k's last report had user, whether this server
