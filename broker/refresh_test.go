@@ -110,7 +110,10 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 		t.Fatal("the maintenance tick never read the loaded pool's hosts again")
 	}
 	// The tick's read is held: a connect answers from the view it has.
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	// One that waited for the read would wait until release, below: a
+	// minute bounds that hang, and no more (2 s, as it was, is a bound a
+	// connect's own commit may pass under -race on a loaded machine).
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	a, err := svc.Connect(cctx, "refresh", vdibroker.ConnectRequest{User: "bob"}, "")
 	if err != nil {
@@ -147,7 +150,7 @@ func TestTickRefreshesViewsBesideConnects(t *testing.T) {
 	// and has it read in the background (read 4, held): carol is answered
 	// while the read waits.
 	entered, release = slow.hold(4)
-	cctx2, cancel2 := context.WithTimeout(ctx, 2*time.Second)
+	cctx2, cancel2 := context.WithTimeout(ctx, time.Minute) // as cctx
 	defer cancel2()
 	if _, err := svc.Connect(cctx2, "refresh", vdibroker.ConnectRequest{User: "carol"}, ""); err != nil {
 		t.Fatalf("the first connect after idle ticks: %v; want it answered from the view, not after its read", err)

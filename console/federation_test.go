@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -52,8 +53,12 @@ type podEnvConfig struct {
 	pod  string
 	now  func() time.Time                          // nil: the real clock
 	wrap func(http.RoundTripper) http.RoundTripper // nil: NewPodClient's transport
-	// podTimeout is serve's --pod-timeout (0: 500ms); peerWait the
-	// Federation page's wait for the peers (0: its default).
+	// podTimeout is serve's --pod-timeout; peerWait the Federation
+	// page's wait for the peers. Both are a minute when 0, a bound of a
+	// hang only: the peers here are in-process pods that answer, and
+	// under -race on a loaded machine a call to one took longer than
+	// the 500ms this was; a test of a peer that does not answer sets
+	// its own.
 	podTimeout, peerWait time.Duration
 }
 
@@ -61,10 +66,8 @@ type podEnvConfig struct {
 func newPodEnvConfig(t *testing.T, cfg podEnvConfig) *env {
 	t.Helper()
 	pod, now, wrap := cfg.pod, cfg.now, cfg.wrap
-	podTimeout := cfg.podTimeout
-	if podTimeout == 0 {
-		podTimeout = 500 * time.Millisecond
-	}
+	podTimeout := cmp.Or(cfg.podTimeout, time.Minute)
+	peerWait := cmp.Or(cfg.peerWait, time.Minute)
 	dsn := ""
 	if suitePostgres {
 		dsn = pgtest.SchemaDSN(t, "vdibroker_console_", "console PostgreSQL test")
@@ -84,7 +87,7 @@ func newPodEnvConfig(t *testing.T, cfg podEnvConfig) *env {
 		Peers: peers, PodTimeout: podTimeout, FederationSecret: secret, Now: now})
 	t.Cleanup(func() { srv.Close() })
 	c := console.New(console.Config{API: srv.Handler(), Sessions: st, Now: now})
-	c.EnableFederation(console.FederationConfig{Pods: peers, PeerWait: cfg.peerWait})
+	c.EnableFederation(console.FederationConfig{Pods: peers, PeerWait: peerWait})
 	t.Cleanup(func() { c.Close() })
 	srv.Mux().Handle("/", c)
 	ts := httptest.NewServer(srv.Handler())

@@ -197,7 +197,17 @@ func TestFleetAutoscale(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor("office-01", vdibroker.StatusShutdown, vdibroker.PowerStopped)
-	time.Sleep(5 * f.Heartbeat) // its last heartbeat (Shutdown) may still be on its way
+	// The driver's stop makes the host Shutdown at once; its agent's last
+	// heartbeat (Shutdown) is sent after that, by the agent's run, and has
+	// been answered once that run has ended.
+	f.mu.Lock()
+	stopped := f.byName[autoscalePool+"/office-01"].done
+	f.mu.Unlock()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("office-01's agent still runs a minute after its stop")
+	}
 	before := host("office-01").LastHeartBeat
 	time.Sleep(5 * f.Heartbeat)
 	if after := host("office-01").LastHeartBeat; before == nil || after == nil || !after.Equal(*before) {

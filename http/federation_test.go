@@ -68,8 +68,12 @@ func fedPodsOn(t *testing.T, dsn string, n, hosts, limit int, policy string, tls
 		peers := vhttp.NewPodClient(name, []byte(testFedSecret))
 		calls := &callCounter{n: map[string]int{}}
 		clk := &clock{}
+		// A pod timeout of a minute bounds a hang only: these pods
+		// answer, and under -race beside a CI run their calls to each
+		// other were seen to take past the 2 s this was. A test whose
+		// peer must not answer holds its call (wrap) or closes it (down).
 		srv := testserver.New(testserver.Config{Store: st, Now: clk.Now, AdminToken: adminToken, Pod: name, Site: site,
-			Peers: peers, PodTimeout: 2 * time.Second, FederationSecret: []byte(testFedSecret), OneProcessStore: dsn == ""})
+			Peers: peers, PodTimeout: time.Minute, FederationSecret: []byte(testFedSecret), OneProcessStore: dsn == ""})
 		var h nethttp.Handler = srv.Handler()
 		if wrap != nil {
 			h = wrap(i, h)

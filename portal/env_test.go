@@ -136,7 +136,10 @@ func (e *env) serve(st vdibroker.Store, adjust func(*portal.Config)) (*testserve
 	if e.fedSecret != nil {
 		peers := vhttp.NewPodClient(e.pod, e.fedSecret)
 		peers.Now = e.now // signed by the same clock the peers check with
-		cfg.Peers, cfg.PodTimeout, cfg.FederationSecret = peers, 2*time.Second, e.fedSecret
+		// A minute bounds a hang only: the pods here answer (a gone one
+		// refuses the connection), and in-process pods' calls to each
+		// other were seen to take past 2 s under -race beside a CI run.
+		cfg.Peers, cfg.PodTimeout, cfg.FederationSecret = peers, time.Minute, e.fedSecret
 	}
 	srv := testserver.New(cfg)
 	e.t.Cleanup(func() { srv.Close() })

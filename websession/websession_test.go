@@ -143,6 +143,13 @@ func TestSweepOnTimer(t *testing.T) {
 		_, err := st.WebSession(t.Context(), hash, start) // as of its start: expired rows count
 		return err == nil
 	}
+	// The sweep's goroutine makes its ticker: stepped before that, the
+	// clock would move the ticker's first tick past the steps below.
+	for deadline := time.Now().Add(time.Minute); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweep made no ticker on the clock")
+		}
+	}
 	clk.Step(time.Hour) // expired, but no sweep has run yet
 	if get(m, ck) != nil {
 		t.Error("an expired session was answered")
