@@ -362,12 +362,7 @@ func TestConnectWait_RU4(t *testing.T) {
 			default:
 			}
 			if time.Now().After(deadline) {
-				select {
-				case r := <-out:
-					t.Fatalf("%s DEBUG answered late: %+v %v", user, r.a, r.err)
-				case <-time.After(3 * time.Second):
-				}
-				t.Fatalf("%s's connect was not held", user)
+				t.Fatalf("%s's connect was neither held nor answered within 10 s", user)
 			}
 		}
 		return out
