@@ -639,13 +639,41 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	}
 	erinFrom := e.clock.Now().UTC().Add(timeout).Truncate(time.Second).Add(time.Second)
 	resp, ve, raw = connect("erin")
-	// The admin's start, from the time its machine is down, ends the
-	// line: the CLI's suffix is the admin's wait, not a connect's.
-	if want := "its start has timed out, which connects do not start again: an administrator can start it again (vdibroker sessionhost start) from " + erinFrom.Format(time.RFC3339); resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity ||
+	// Her connect after the wait would not start it (below): no
+	// Retry-After, which would have her try again for nothing (the CLI's
+	// " (try again in 91 s)", the portal's "Try again in 2 minutes"),
+	// and the reason the portal says in her words: her desktop needs an
+	// administrator, whose start is accepted from the time its machine
+	// is down (the admin's wait in the line itself).
+	if want := "its start has timed out, which connects do not start again: it needs an administrator, who can start it again (vdibroker sessionhost start) from " + erinFrom.Format(time.RFC3339) + " (in 2 minutes)"; resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity ||
 		!strings.Contains(ve.Message, "is shutting down") || !strings.HasSuffix(ve.Message, want) || strings.Contains(ve.Message, "try again") {
 		t.Fatalf("erin, her desktop shutting down late in its start: %d %s; want 503 NoCapacity ending %q", resp.StatusCode, raw, want)
 	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" || ve.Reason != vdibroker.ReasonStartByAdministrator {
+		t.Errorf("erin's answer: Retry-After %q, reason %q; want none and %s", ra, ve.Reason, vdibroker.ReasonStartByAdministrator)
+	}
 	if got := []int{sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0}) {
 		t.Fatalf("starts of %s, %s: %v, want [1 0]", hosts[1], hosts[2], got)
+	}
+	// What a Retry-After would have sent her to: at that time her
+	// connect starts nothing (its start timed out; connects never start
+	// it again) and says again that it needs an administrator, without a
+	// wait. An administrator's start then is accepted, and her next
+	// connect waits for it (HostStarting, a wait that ends).
+	e.clock.Advance(erinFrom.Sub(e.clock.Now()))
+	resp, ve, raw = connect("erin")
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity || ve.Reason != vdibroker.ReasonStartByAdministrator ||
+		resp.Header.Get("Retry-After") != "" || !strings.Contains(ve.Message, "an administrator can start it again") {
+		t.Fatalf("erin after the wait: %d Retry-After %q %s; want 503 NoCapacity for an administrator, no Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+	}
+	if got := []int{sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0}) {
+		t.Fatalf("starts of %s, %s after the wait: %v, want [1 0]: her connect started nothing", hosts[1], hosts[2], got)
+	}
+	if _, err := e.admin.StartSessionHost(ctx, pool, hosts[1]); err != nil || sim.Calls("start", pool, hosts[1]) != 2 {
+		t.Fatalf("the administrator's start from then: %v, %d starts", err, sim.Calls("start", pool, hosts[1]))
+	}
+	resp, ve, raw = connect("erin")
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || resp.Header.Get("Retry-After") != "30" || ve.Reason != "" {
+		t.Fatalf("erin once an administrator started it: %d Retry-After %q %s; want 503 HostStarting, Retry-After 30", resp.StatusCode, resp.Header.Get("Retry-After"), raw)
 	}
 }
