@@ -292,16 +292,12 @@ func TestLaunchStartingSaysTheAnswersWait_RU4_RA4(t *testing.T) {
 	}
 }
 
-// TestLaunchShuttingDownSaysTheAnswersWait_RA4: alice's own desktop in
-// a Personal pool (start VM on connect, heartbeat timeout 90 s) was
-// started and its agent then said that its machine shuts down. Her
-// launch is answered NoCapacity with a Retry-After until the machine is
-// down (90 or 91 s from that heartbeat, R-A4), and the failed launch
-// says to try again in 2 minutes (the wait rounded up to minutes), not
-// "in a few minutes", in each of the portal's languages (its status,
-// which the page's script shows, and the page itself).
-func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
-	e := newEnv(t, nil)
+// startedDesk makes alice's own desktop "My desk", mine-1 in the
+// Personal pool mine (start VM on connect, heartbeat timeout 90 s),
+// stopped and then started by an administrator: Starting from e's now,
+// its last heartbeat older than the stop.
+func startedDesk(t *testing.T, e *env) {
+	t.Helper()
 	ctx := context.Background()
 	e.pool("mine", map[string]any{"hostPoolType": "Personal", "personalDesktopAssignmentType": "Automatic",
 		"powerDriver": "sim", "startVMOnConnect": true, "heartbeatTimeoutSeconds": 90}, 1)
@@ -319,6 +315,20 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	if _, err := e.admin.StartSessionHost(ctx, "mine", "mine-1"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLaunchShuttingDownSaysTheAnswersWait_RA4: alice's own desktop in
+// a Personal pool (start VM on connect, heartbeat timeout 90 s) was
+// started and its agent then said that its machine shuts down. Her
+// launch is answered NoCapacity with a Retry-After until the machine is
+// down (90 or 91 s from that heartbeat, R-A4), and the failed launch
+// says to try again in 2 minutes (the wait rounded up to minutes), not
+// "in a few minutes", in each of the portal's languages (its status,
+// which the page's script shows, and the page itself).
+func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	startedDesk(t, e)
 	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -356,22 +366,7 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	e.pool("mine", map[string]any{"hostPoolType": "Personal", "personalDesktopAssignmentType": "Automatic",
-		"powerDriver": "sim", "startVMOnConnect": true, "heartbeatTimeoutSeconds": 90}, 1)
-	if _, err := e.admin.PatchSessionHost(ctx, "mine", "mine-1", map[string]any{"assignedUsers": []string{"alice"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.admin.PutApplicationGroup(ctx, "mine-desktop", map[string]any{"hostPool": "mine", "applicationGroupType": "Desktop",
-		"friendlyName": "My desk", "assignments": map[string]any{"users": []string{"alice"}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.admin.StopSessionHost(ctx, "mine", "mine-1", false); err != nil {
-		t.Fatal(err)
-	}
-	e.advance(5 * time.Minute) // its last heartbeat is older than the stop
-	if _, err := e.admin.StartSessionHost(ctx, "mine", "mine-1"); err != nil {
-		t.Fatal(err)
-	}
+	startedDesk(t, e)
 	e.advance(vdibroker.HostStartTimeout - time.Minute)
 	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
 		t.Fatal(err)
