@@ -42,6 +42,14 @@ const ERemoteAppUnsupported = "RemoteAppUnsupported"
 // it was read (or exists, or does not): read it again.
 const EPreconditionFailed = "PreconditionFailed"
 
+// ReasonStartByAdministrator is the reason of a NoCapacity answering a
+// Personal user's connect when her own host is not running and no connect
+// of hers will start it: its start timed out, or will have by the time
+// its machine, shutting down, is down (R-A4). Only an administrator's
+// start brings it back, so the answer has no Retry-After and tells her to
+// ask her helpdesk, not to try again.
+const ReasonStartByAdministrator = "StartByAdministrator"
+
 // Error is the one error type of the domain. Code is one of the E* constants,
 // Message is safe to show to the caller, Field names the offending input field
 // (JSON path in camelCase) when there is one.
@@ -49,6 +57,10 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Reason, when set, is one of the Reason* constants: what the code
+	// alone does not say and a reader answers differently (vdibroker's
+	// addition to the error body; the portal's words, R-A4).
+	Reason string `json:"reason,omitempty"`
 	// RetryAfter, when set, is how long the caller should wait before
 	// trying again (the Retry-After header of a 429 or a 503).
 	RetryAfter time.Duration `json:"-"`
@@ -101,6 +113,15 @@ func ErrorRetryAfter(err error) time.Duration {
 		return e.RetryAfter
 	}
 	return 0
+}
+
+// ErrorReason returns the reason of the first *Error in err's chain.
+func ErrorReason(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ""
 }
 
 // ErrorField returns the field of the first *Error in err's chain.

@@ -8,6 +8,7 @@ import (
 	"io"
 	nethttp "net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -593,6 +594,11 @@ func nameSegments(escaped string) (string, error) {
 	return strings.Join(segs, "/"), nil
 }
 
+// reasonShape is what an error's reason from another server may look
+// like to be kept: one of the Reason* constants' form (PascalCase ASCII),
+// at most 64 characters.
+var reasonShape = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,63}$`)
+
 // decodeOpaqueErrorAnswer is decodeErrorAnswer for a server that may not
 // be a broker: the broker's own error (its code answered with its status)
 // keeps its code and the first 200 printable characters of its message;
@@ -611,7 +617,14 @@ func decodeOpaqueErrorAnswer(resp *nethttp.Response, data []byte) error {
 				return r
 			}, s)
 		}
-		return &vdibroker.Error{Code: eb.Error.Code, Message: vdibroker.Cut(printable(eb.Error.Message), 200), Field: vdibroker.Cut(printable(eb.Error.Field), 64)}
+		e := &vdibroker.Error{Code: eb.Error.Code, Message: vdibroker.Cut(printable(eb.Error.Message), 200), Field: vdibroker.Cut(printable(eb.Error.Field), 64)}
+		if reasonShape.MatchString(eb.Error.Reason) {
+			// A member pod's reason goes on to the user who connected
+			// here (the portal says it in her words, R-A4), as a word
+			// of the API's form: one the portal keeps beside the code.
+			e.Reason = eb.Error.Reason
+		}
+		return e
 	}
 	return &vdibroker.Error{Code: vdibroker.EInternal,
 		Message: fmt.Sprintf("HTTP %d, not a vdibroker answer (its body is not shown)", resp.StatusCode)}

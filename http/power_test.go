@@ -639,13 +639,185 @@ func TestStartVMOnConnectPersonalDesktopShuttingDown_RA4(t *testing.T) {
 	}
 	erinFrom := e.clock.Now().UTC().Add(timeout).Truncate(time.Second).Add(time.Second)
 	resp, ve, raw = connect("erin")
-	// The admin's start, from the time its machine is down, ends the
-	// line: the CLI's suffix is the admin's wait, not a connect's.
-	if want := "its start has timed out, which connects do not start again: an administrator can start it again (vdibroker sessionhost start) from " + erinFrom.Format(time.RFC3339); resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity ||
+	// Her connect after the wait would not start it (below): no
+	// Retry-After, which would have her try again for nothing (the CLI's
+	// " (try again in 91 s)", the portal's "Try again in 2 minutes"),
+	// and the reason the portal says in her words: her desktop needs an
+	// administrator, whose start is accepted from the time its machine
+	// is down (the admin's wait in the line itself).
+	if want := "its start has timed out, which connects do not start again: it needs an administrator, who can start it again (vdibroker sessionhost start) from " + erinFrom.Format(time.RFC3339) + " (in 2 minutes)"; resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity ||
 		!strings.Contains(ve.Message, "is shutting down") || !strings.HasSuffix(ve.Message, want) || strings.Contains(ve.Message, "try again") {
 		t.Fatalf("erin, her desktop shutting down late in its start: %d %s; want 503 NoCapacity ending %q", resp.StatusCode, raw, want)
 	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" || ve.Reason != vdibroker.ReasonStartByAdministrator {
+		t.Errorf("erin's answer: Retry-After %q, reason %q; want none and %s", ra, ve.Reason, vdibroker.ReasonStartByAdministrator)
+	}
 	if got := []int{sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0}) {
 		t.Fatalf("starts of %s, %s: %v, want [1 0]", hosts[1], hosts[2], got)
+	}
+	// What a Retry-After would have sent her to: at that time her
+	// connect starts nothing (its start timed out; connects never start
+	// it again) and says again that it needs an administrator, without a
+	// wait. An administrator's start then is accepted, and her next
+	// connect waits for it (HostStarting, a wait that ends).
+	e.clock.Advance(erinFrom.Sub(e.clock.Now()))
+	resp, ve, raw = connect("erin")
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.ENoCapacity || ve.Reason != vdibroker.ReasonStartByAdministrator ||
+		resp.Header.Get("Retry-After") != "" || !strings.Contains(ve.Message, "an administrator can start it again") {
+		t.Fatalf("erin after the wait: %d Retry-After %q %s; want 503 NoCapacity for an administrator, no Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+	}
+	if got := []int{sim.Calls("start", pool, hosts[1]), sim.Calls("start", pool, hosts[2])}; !slices.Equal(got, []int{1, 0}) {
+		t.Fatalf("starts of %s, %s after the wait: %v, want [1 0]: her connect started nothing", hosts[1], hosts[2], got)
+	}
+	if _, err := e.admin.StartSessionHost(ctx, pool, hosts[1]); err != nil || sim.Calls("start", pool, hosts[1]) != 2 {
+		t.Fatalf("the administrator's start from then: %v, %d starts", err, sim.Calls("start", pool, hosts[1]))
+	}
+	resp, ve, raw = connect("erin")
+	if resp.StatusCode != 503 || ve == nil || ve.Code != vdibroker.EHostStarting || resp.Header.Get("Retry-After") != "30" || ve.Reason != "" {
+		t.Fatalf("erin once an administrator started it: %d Retry-After %q %s; want 503 HostStarting, Retry-After 30", resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+	}
+}
+
+// TestStartVMOnConnectPersonalAnswers_RA4: what a Personal user's
+// connect is answered about her own host, which her first connect
+// started (start VM on connect, heartbeat timeout 90 s), by when its
+// agent said that its machine shuts down (if it did) and when she
+// connects; and that each answer holds: a Retry-After sends her back to
+// a wait that may still end with her desktop (HostStarting, never the
+// administrator's refusal), and an answer for an administrator
+// (ReasonStartByAdministrator, no Retry-After) is what every later
+// connect of hers says too, and none starts it again. (A HostStarting's
+// Retry-After, 30 s, may reach past the start timeout: it is a wait for
+// her desktop all the same, whose agent may heartbeat until then.) Her
+// host's start
+// is at S = a whole second W plus 0.3 s, so it times out at T = S +
+// 10 min = W + 600.3 s; its machine is down from D, the first whole
+// second after the shutdown's heartbeat plus 90 s.
+func TestStartVMOnConnectPersonalAnswers_RA4(t *testing.T) {
+	sim := &power.Simulated{}
+	e := newEnvWith(t, envOptions{power: power.Set{"sim": sim}, maintenance: time.Hour})
+	e.clock.Freeze()
+	const timeout = 90 * time.Second
+	never := time.Duration(-1)
+	for i, tc := range []struct {
+		name string
+		said time.Duration // after S, when its agent says it shuts down; never
+		at   time.Duration // after S, her connect
+		code string
+		ra   int // the Retry-After, 0 for none
+		// byAdmin: the answer's reason is ReasonStartByAdministrator.
+		byAdmin bool
+	}{
+		{"starting, within its start", never, 9*time.Minute + 59*time.Second, vdibroker.EHostStarting, 30, false},
+		{"starting, its start timed out", never, 10 * time.Minute, vdibroker.ENoCapacity, 0, true},
+		// D = W + 151 (W + 60.3 + 90 = W + 150.3): 90.7 s, 91 up.
+		{"shutting down early in its start", time.Minute, time.Minute, vdibroker.ENoCapacity, 91, false},
+		// Past D and before T: it waits for its start.
+		{"down, early in its start", time.Minute, 151 * time.Second, vdibroker.EHostStarting, 30, false},
+		// D = W + 631, past T.
+		{"shutting down late in its start", 9 * time.Minute, 9 * time.Minute, vdibroker.ENoCapacity, 0, true},
+		{"shutting down, its start timed out meanwhile", 9 * time.Minute, 10*time.Minute + 30*time.Second, vdibroker.ENoCapacity, 0, true},
+		{"down, its start timed out", 9 * time.Minute, 11 * time.Minute, vdibroker.ENoCapacity, 0, true},
+		// Said at W + 508.3: D = W + 599, her retry (91 s from W +
+		// 508.3) at W + 599.3, before T: the wait may end with her
+		// desktop.
+		{"shutting down, down 1.3 s before its start times out", 508 * time.Second, 508 * time.Second, vdibroker.ENoCapacity, 91, false},
+		// Said at W + 509.3: D = W + 600, before T, but the Retry-After
+		// (90.7 s, 91 up) sends her back at W + 600.3 = T, when its
+		// start has timed out: for an administrator now.
+		{"shutting down, down 0.3 s before its start times out", 509 * time.Second, 509 * time.Second, vdibroker.ENoCapacity, 0, true},
+		// Said at W + 509.3 too, she connects at W + 509.9: D - 90.1 s,
+		// 91 up, sends her back at W + 600.9, past T.
+		{"shutting down, asked 0.6 s after", 509 * time.Second, 509*time.Second + 600*time.Millisecond, vdibroker.ENoCapacity, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			pool := uniq("pa")
+			e.pool(pool, map[string]any{"hostPoolType": "Personal", "personalDesktopAssignmentType": "Automatic",
+				"powerDriver": "sim", "startVMOnConnect": true, "heartbeatTimeoutSeconds": int(timeout / time.Second)})
+			host := e.addHosts(pool, "pa"+strconv.Itoa(i)+"h", 1)[0]
+			if _, err := e.admin.PatchSessionHost(ctx, pool, host, map[string]any{"assignedUsers": []string{"ann"}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.admin.StopSessionHost(ctx, pool, host, false); err != nil {
+				t.Fatal(err)
+			}
+			connect := func() (*nethttp.Response, *vdibroker.Error, []byte) {
+				t.Helper()
+				resp, ve, raw := rawDoAt(t, e.urls[0], "POST", "/api/v1/hostpools/"+pool+"/connect", adminToken, `{"user": "ann"}`)
+				e.srvs[0].Broker.Power().Wait()
+				return resp, ve, raw
+			}
+			// S: a whole second and 0.3 s.
+			now := e.clock.Now()
+			s := now.Truncate(time.Second).Add(time.Second + 300*time.Millisecond)
+			e.clock.Advance(s.Sub(now))
+			wantHostStarting(t, e, pool, "ann", host)
+			if tc.said >= 0 {
+				e.clock.Advance(s.Add(tc.said).Sub(e.clock.Now()))
+				if _, err := e.heartbeatErr(host, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.clock.Advance(s.Add(tc.at).Sub(e.clock.Now()))
+			resp, ve, raw := connect()
+			ra := resp.Header.Get("Retry-After")
+			wantReason := ""
+			if tc.byAdmin {
+				wantReason = vdibroker.ReasonStartByAdministrator
+			}
+			if ve == nil || ve.Code != tc.code || ra != strconv.Itoa(tc.ra) && (tc.ra != 0 || ra != "") || ve.Reason != wantReason {
+				t.Fatalf("her connect: %d Retry-After %q %s; want %s, Retry-After %d, reason %q", resp.StatusCode, ra, raw, tc.code, tc.ra, wantReason)
+			}
+			// Where the answer sends her: after its Retry-After, or,
+			// for an administrator, from when their start is accepted
+			// (D, or T at a whole second if later), which the answer
+			// names, and a minute later.
+			var later []time.Duration
+			if tc.code == vdibroker.ENoCapacity && tc.ra > 0 {
+				later = []time.Duration{time.Duration(tc.ra) * time.Second}
+			} else if tc.byAdmin {
+				d := s.Add(10 * time.Minute)
+				if tc.said >= 0 {
+					d = s.Add(10 * time.Minute).Truncate(time.Second).Add(time.Second)
+					if down := s.Add(tc.said).Add(timeout).Truncate(time.Second).Add(time.Second); down.After(d) {
+						d = down
+					}
+					if strings.Contains(ve.Message, "is shutting down") && !strings.Contains(ve.Message, "an administrator, who can start it again (vdibroker sessionhost start) from "+d.UTC().Format(time.RFC3339)+" (in ") {
+						t.Errorf("her connect: %s; want it to name %s, from when an administrator's start is accepted", raw, d.UTC().Format(time.RFC3339))
+					}
+				}
+				// A second before (when that is to come), an
+				// administrator's start is still refused.
+				if before := d.Add(-time.Second); !before.Before(e.clock.Now()) {
+					e.clock.Advance(before.Sub(e.clock.Now()))
+					if _, err := e.admin.StartSessionHost(ctx, pool, host); vdibroker.ErrorCode(err) != vdibroker.EConflict {
+						t.Errorf("an administrator's start a second before %s: %v, want Conflict", d.UTC().Format(time.RFC3339), err)
+					}
+				}
+				later = []time.Duration{max(d.Sub(e.clock.Now()), 0), time.Minute}
+			}
+			for _, wait := range later {
+				e.clock.Advance(wait)
+				resp, ve, raw := connect()
+				if tc.byAdmin && (ve == nil || ve.Code != vdibroker.ENoCapacity || ve.Reason != vdibroker.ReasonStartByAdministrator || resp.Header.Get("Retry-After") != "") {
+					t.Errorf("her connect %s later: %d Retry-After %q %s; want NoCapacity for an administrator, as before", wait, resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+				}
+				if !tc.byAdmin && (ve == nil || ve.Code != vdibroker.EHostStarting || ve.Reason != "") {
+					t.Errorf("her connect after the Retry-After (%s): %d %s; want HostStarting, a wait that may end with her desktop", wait, resp.StatusCode, raw)
+				}
+			}
+			if n := sim.Calls("start", pool, host); n != 1 {
+				t.Errorf("%s started %d times, want once (her first connect)", host, n)
+			}
+			if tc.byAdmin {
+				// An administrator's start then is accepted, and
+				// her next connect waits for it.
+				if _, err := e.admin.StartSessionHost(ctx, pool, host); err != nil || sim.Calls("start", pool, host) != 2 {
+					t.Fatalf("the administrator's start: %v, %d starts", err, sim.Calls("start", pool, host))
+				}
+				wantHostStarting(t, e, pool, "ann", host)
+			}
+		})
 	}
 }

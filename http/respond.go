@@ -51,10 +51,10 @@ func createdStatus(created bool) int {
 // details and answered "internal error".
 func writeError(w nethttp.ResponseWriter, r *nethttp.Request, s *Server, err error) {
 	code := vdibroker.ErrorCode(err)
-	e := &vdibroker.Error{Code: code, Message: vdibroker.ErrorMessage(err), Field: vdibroker.ErrorField(err)}
+	e := &vdibroker.Error{Code: code, Message: vdibroker.ErrorMessage(err), Field: vdibroker.ErrorField(err), Reason: vdibroker.ErrorReason(err)}
 	if code == vdibroker.EInternal {
 		s.loggerFrom(r.Context()).Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		e.Field = ""
+		e.Field, e.Reason = "", ""
 	}
 	if code == vdibroker.EUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="vdibroker"`)

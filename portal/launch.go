@@ -312,13 +312,19 @@ func (p *Portal) audit(ctx context.Context, res vdibroker.FeedResource, who *vdi
 	}
 }
 
-// failure is what a failed launch keeps of why: the error's code, which
-// the page says in the user's words (failureKeys), and the request id
-// her helpdesk finds the refusal's audit entry and log lines by. The
-// error's own message is the administrator's (hosts, limits, pools) and
-// is only in those.
+// failure is what a failed launch keeps of why: the error's code, and
+// its reason after a colon when it has one, which the page says in the
+// user's words (failureKeys, reasonKeys), and the request id her
+// helpdesk finds the refusal's audit entry and log lines by. The error's
+// own message is the administrator's (hosts, limits, pools) and is only
+// in those. (An older replica reads "code:reason" as a code it has no
+// words for: "could not be opened", and to tell her helpdesk.)
 func failure(err error, requestID string) string {
-	return vdibroker.ErrorCode(err) + " " + requestID
+	code := vdibroker.ErrorCode(err)
+	if r := vdibroker.ErrorReason(err); r != "" {
+		code += ":" + r
+	}
+	return code + " " + requestID
 }
 
 // requestIDShape is what a failed launch's reference may look like: a
@@ -338,6 +344,15 @@ var failureKeys = map[string]string{
 	vdibroker.ENotFound:             "launch.failedGone",
 	vdibroker.EStoreUnavailable:     "launch.failedUnavailable",
 	vdibroker.ETooManyRequests:      "launch.failedUnavailable",
+}
+
+// reasonKeys are the messages of a failed launch by the error's reason,
+// before its code's (failureKeys).
+var reasonKeys = map[string]string{
+	// R-A4: her own desktop's start timed out, or will have once its
+	// machine, shutting down, is down; no connect of hers starts it
+	// again, so she is not told to try again but to ask her helpdesk.
+	vdibroker.ReasonStartByAdministrator: "launch.failedHelpdesk",
 }
 
 // launchView is a launch as its page and its status show it.
@@ -365,7 +380,11 @@ func (p *Portal) view(secret string, l *vdibroker.PortalLaunch, lg *lang, now ti
 		}
 	case launchFailed:
 		code, ref, _ := strings.Cut(l.Message, " ")
-		key, ok := failureKeys[code]
+		code, reason, _ := strings.Cut(code, ":")
+		key, ok := reasonKeys[reason]
+		if !ok {
+			key, ok = failureKeys[code]
+		}
 		if !ok {
 			key = "launch.failedOther"
 		}

@@ -292,16 +292,12 @@ func TestLaunchStartingSaysTheAnswersWait_RU4_RA4(t *testing.T) {
 	}
 }
 
-// TestLaunchShuttingDownSaysTheAnswersWait_RA4: alice's own desktop in
-// a Personal pool (start VM on connect, heartbeat timeout 90 s) was
-// started and its agent then said that its machine shuts down. Her
-// launch is answered NoCapacity with a Retry-After until the machine is
-// down (90 or 91 s from that heartbeat, R-A4), and the failed launch
-// says to try again in 2 minutes (the wait rounded up to minutes), not
-// "in a few minutes", in each of the portal's languages (its status,
-// which the page's script shows, and the page itself).
-func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
-	e := newEnv(t, nil)
+// startedDesk makes alice's own desktop "My desk", mine-1 in the
+// Personal pool mine (start VM on connect, heartbeat timeout 90 s),
+// stopped and then started by an administrator: Starting from e's now,
+// its last heartbeat older than the stop.
+func startedDesk(t *testing.T, e *env) {
+	t.Helper()
 	ctx := context.Background()
 	e.pool("mine", map[string]any{"hostPoolType": "Personal", "personalDesktopAssignmentType": "Automatic",
 		"powerDriver": "sim", "startVMOnConnect": true, "heartbeatTimeoutSeconds": 90}, 1)
@@ -319,6 +315,20 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 	if _, err := e.admin.StartSessionHost(ctx, "mine", "mine-1"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLaunchShuttingDownSaysTheAnswersWait_RA4: alice's own desktop in
+// a Personal pool (start VM on connect, heartbeat timeout 90 s) was
+// started and its agent then said that its machine shuts down. Her
+// launch is answered NoCapacity with a Retry-After until the machine is
+// down (90 or 91 s from that heartbeat, R-A4), and the failed launch
+// says to try again in 2 minutes (the wait rounded up to minutes), not
+// "in a few minutes", in each of the portal's languages (its status,
+// which the page's script shows, and the page itself).
+func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	startedDesk(t, e)
 	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -339,6 +349,58 @@ func TestLaunchShuttingDownSaysTheAnswersWait_RA4(t *testing.T) {
 		if res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
 			t.Errorf("the launch's page in %s: %d, want it to say %q:\n%s", lang, res.StatusCode, want, page)
 		}
+	}
+}
+
+// TestLaunchDesktopNeedsHelpdesk_RA4: alice's own desktop in a
+// Personal pool (start VM on connect, heartbeat timeout 90 s) was
+// started, and 9 minutes into its start its agent said that its machine
+// shuts down: by the time it is down its start will have timed out, and
+// no connect of hers starts it again (R-A4), only an administrator's.
+// Her launch is not told to try again in 2 minutes (she would, for
+// nothing) but that her desktop's computer is shutting down or did not
+// start, that opening it again does not start it, and to ask her
+// helpdesk, in each of the portal's languages; and so is her launch
+// once it is down (its start timed out), which before was "try again in
+// a few minutes".
+func TestLaunchDesktopNeedsHelpdesk_RA4(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	startedDesk(t, e)
+	e.advance(vdibroker.HostStartTimeout - time.Minute)
+	if _, err := e.admin.Heartbeat(ctx, e.creds["mine-1"], &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	alice := e.browser()
+	csrf := alice.signIn(e.userToken("alice"))
+	words := map[string]string{
+		"en": "The computer of \u2068My desk\u2069 is shutting down or did not start, and opening it again will not start it. Ask your helpdesk to start it for you.",
+		"de": "Der Computer von \u2068My desk\u2069 wird heruntergefahren oder ist nicht gestartet, und erneutes Öffnen startet ihn nicht. Bitten Sie Ihren Helpdesk, ihn für Sie zu starten.",
+		"pt": "O computador de \u2068My desk\u2069 está a encerrar ou não chegou a iniciar, e abri-lo novamente não o inicia. Peça ao seu helpdesk que o inicie por si.",
+		"ar": "جهاز الكمبيوتر الخاص بـ \u2068My desk\u2069 يجري إيقاف تشغيله أو لم يبدأ، ولن يشغّله فتحه مرة أخرى. اطلب من مكتب الدعم تشغيله لك.",
+	}
+	for _, when := range []string{"shutting down", "down, its start timed out"} {
+		launch := alice.launch(csrf, "desktop:mine")
+		s := alice.await(launch, ended)
+		if s.State != "failed" || !strings.HasPrefix(s.Message, words["en"]+" Reference for your helpdesk: ") {
+			t.Fatalf("the launch, %s: %+v; want failed, saying %q and the reference", when, s, words["en"])
+		}
+		for _, lang := range []string{"de", "pt", "ar", "en"} { // English last: the choice is remembered
+			res, page := alice.get(launch+"?lang="+lang, "Accept-Language", lang)
+			if want := words[lang]; res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+				t.Errorf("the launch's page in %s, %s: %d, want it to say %q:\n%s", lang, when, res.StatusCode, want, page)
+			}
+			for _, wrong := range []string{"Try again", "Versuchen Sie es", "Tente novamente", "حاول مرة أخرى"} {
+				if strings.Contains(page, wrong) {
+					t.Errorf("the launch's page in %s, %s, tells her to try again (%q):\n%s", lang, when, wrong, page)
+				}
+			}
+		}
+		e.advance(2 * time.Minute) // its machine is down; its start timed out
+	}
+	if list, err := e.admin.ListAudit(ctx, vhttp.AuditQuery{Action: "portal.launch"}); err != nil || len(list) < 2 ||
+		!strings.Contains(list[len(list)-1].Error, "an administrator can start it again") {
+		t.Errorf("the refusal's audit entry: %+v %v; want the administrator's words", list, err)
 	}
 }
 

@@ -709,9 +709,11 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 		s.Unwait(pool.Name, user)
 		if mine.PowerState == vdibroker.PowerStarting {
 			// Its start timed out: she is not told to wait for ever
-			// (connects never start it again; an admin may).
-			return vdibroker.Errorf(vdibroker.ENoCapacity, "session host %q, assigned to %s, was started %s ago and its agent has not reported since; an administrator can start it again (vdibroker sessionhost start) once they have looked at the machine",
-				mine.Name, user, now.Sub(*mine.PowerStateTime).Round(time.Minute))
+			// (connects never start it again; an admin may), nor to
+			// try again: her helpdesk is who can help.
+			return &vdibroker.Error{Code: vdibroker.ENoCapacity, Reason: vdibroker.ReasonStartByAdministrator,
+				Message: fmt.Sprintf("session host %q, assigned to %s, was started %s ago and its agent has not reported since; an administrator can start it again (vdibroker sessionhost start) once they have looked at the machine",
+					mine.Name, user, now.Sub(*mine.PowerStateTime).Round(time.Minute))}
 		}
 		return nil
 	}
@@ -752,20 +754,37 @@ func (s *Service) StartOnConnect(ctx context.Context, pool *vdibroker.HostPool, 
 // what to wait for. The wait from now is its Retry-After alone, which
 // every reader shows in its own form (the CLI's " (try again in 91 s)"
 // follows the time), as for HostStarting. When its start will have timed
-// out by then, only an administrator starts it again, from that time
-// (the admin's 409 says the same): the line ends with that, so the CLI's
-// suffix reads as the admin's wait.
+// out by the time that wait ends, her connect after the wait does not
+// start it (connects never start a Starting host again, timed out or
+// not): only an administrator does, from that time or the whole second
+// its start times out at, the later (the admin's 409 says the same).
+// That answer has no Retry-After, which would have her try again for
+// nothing, and says that her desktop needs an administrator
+// (ReasonStartByAdministrator), with the time from which their start is
+// accepted.
 func desktopShuttingDown(h *vdibroker.SessionHost, user string, timeout time.Duration, now time.Time) error {
 	said, again := h.LastHeartBeat.UTC(), vdibroker.StartAfterShutdownFrom(h, timeout)
+	e := &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: again.Sub(now)}
 	down := "it is down from " + again.Format(time.RFC3339)
-	if vdibroker.StartTimedOut(h, again) {
-		// Connects never start it again (R-A4).
-		down = "it is down and its start has timed out, which connects do not start again: an administrator can start it again (vdibroker sessionhost start) from " + again.Format(time.RFC3339)
+	// Her retry comes when the Retry-After says, in whole seconds
+	// rounded up (writeError's header): up to a second after again when
+	// now is not on a whole second, and her start may time out in
+	// between (then that retry is refused for an administrator).
+	back := now.Add((e.RetryAfter + time.Second - 1) / time.Second * time.Second)
+	if vdibroker.StartTimedOut(h, back) {
+		// Connects never start it again (R-A4): trying again does not
+		// help, an administrator's start does, once it is down and its
+		// start has timed out (the later, at a whole second: the admin's
+		// 409 names the same).
+		e.RetryAfter, e.Reason = 0, vdibroker.ReasonStartByAdministrator
+		from := later(again, ceilSecond(h.PowerStateTime.Add(StartTimeout).UTC()))
+		down = "it is down and its start has timed out, which connects do not start again: it needs an administrator, who can start it again (vdibroker sessionhost start) from " + from.Format(time.RFC3339) +
+			" (in " + relative(from.Sub(now), true) + ")"
 	}
-	return &vdibroker.Error{Code: vdibroker.ENoCapacity, RetryAfter: again.Sub(now),
-		Message: fmt.Sprintf("session host %q, assigned to %s, is shutting down: it was started at %s, and its agent said at %s (%s ago) that its machine is going down; no other host is started for you. After the pool's heartbeat timeout (%d seconds) of silence from its agent, %s",
-			h.Name, user, h.PowerStateTime.UTC().Format(time.RFC3339), said.Format(time.RFC3339), relative(now.Sub(said), false),
-			int(timeout/time.Second), down)}
+	e.Message = fmt.Sprintf("session host %q, assigned to %s, is shutting down: it was started at %s, and its agent said at %s (%s ago) that its machine is going down; no other host is started for you. After the pool's heartbeat timeout (%d seconds) of silence from its agent, %s",
+		h.Name, user, h.PowerStateTime.UTC().Format(time.RFC3339), said.Format(time.RFC3339), relative(now.Sub(said), false),
+		int(timeout/time.Second), down)
+	return e
 }
 
 // startForConnect claims h's start and asks the driver in the background

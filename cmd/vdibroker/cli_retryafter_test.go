@@ -155,3 +155,39 @@ func TestCLIRetryAfter_OtherAnswers_RSEC(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIDesktopNeedsAdministrator_RA4: alice's own desktop in a Personal
+// pool (start VM on connect, heartbeat timeout 90 s) was started 9
+// minutes ago and its agent now says its machine shuts down: once it is
+// down (90 s of silence) its start will have timed out, and no connect
+// of hers starts it again (R-A4). Her `vdibroker connect`, on a broker
+// on loopback, says that it needs an administrator and from when their
+// start is accepted, in the line itself, and does not end with " (try
+// again in 91 s)": there was a Retry-After, and trying again then was
+// refused the same way.
+func TestCLIDesktopNeedsAdministrator_RA4(t *testing.T) {
+	m := &Main{Listen: "127.0.0.1:0", DataDir: t.TempDir(), PowerDrivers: power.Set{"sim": &power.Simulated{}}}
+	if err := m.Open(t.Context()); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	b := &cliBroker{tb: t, m: m}
+	b.ok("hostpool", "create", "--name", "mine", "--host-pool-type", "Personal", "--personal-desktop-assignment-type", "Automatic",
+		"--power-driver", "sim", "--start-vm-on-connect", "true", "--heartbeat-timeout-seconds", "90")
+	cred := b.addHost("mine", "mine-01")
+	b.ok("sessionhost", "update", "--host-pool", "mine", "--name", "mine-01", "--assigned-user", "alice@contoso.com")
+	// Its start, 9 minutes ago (the broker's clock is the real one): as
+	// start VM on connect records it, then its agent says it shuts down.
+	if _, _, err := m.Store.SetPowerState(t.Context(), "mine", "mine-01", vdibroker.PowerStarting, time.Now().Add(-vdibroker.HostStartTimeout+time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vhttp.NewClient(m.URL(), "").Heartbeat(t.Context(), cred, &vdibroker.HeartbeatRequest{ShuttingDown: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := b.cli("connect", "--host-pool", "mine", "--user", "alice@contoso.com")
+	const want = "its start has timed out, which connects do not start again: it needs an administrator, who can start it again (vdibroker sessionhost start) from "
+	if r.code != 1 || r.stdout != "" || !strings.HasPrefix(r.stderr, `error: session host "mine-01", assigned to alice@contoso.com, is shutting down: `) ||
+		!strings.Contains(r.stderr, want) || !strings.HasSuffix(r.stderr, " (in 2 minutes)\n") || strings.Contains(r.stderr, "try again") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and a line saying %q, ending with the administrator's wait, not a connect's", r.code, r.stdout, r.stderr, want)
+	}
+}

@@ -400,6 +400,10 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		}
 	}
 
+	// The member pools that refused her for an administrator
+	// (ReasonStartByAdministrator): when they are all there was, the
+	// refusal says so too.
+	var byAdmin map[vdibroker.MemberCandidate]bool
 	// R-G1: the existing session: the one the caller names, else the
 	// first in search order.
 	if c, id, ok := g.existing(ge, scope, states, req); ok {
@@ -410,6 +414,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		}
 		if errNotPlaced(err) {
 			d.Skip(c, skipReason(err))
+			byAdmin = forAdministrator(byAdmin, c, err)
 			cands = slices.DeleteFunc(cands, func(x vdibroker.MemberCandidate) bool { return x == c })
 		} else {
 			g.markFailed(c.Pod, err)
@@ -432,6 +437,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		}
 		if errNotPlaced(err) {
 			d.Skip(c, skipReason(err))
+			byAdmin = forAdministrator(byAdmin, c, err)
 			continue
 		}
 		if ctx.Err() != nil {
@@ -448,7 +454,7 @@ func (g *Service) Connect(ctx context.Context, name string, req vdibroker.Global
 		g.markFailed(c.Pod, err)
 		cands = d.SkipPod(c.Pod, g.reason(err), cands)
 	}
-	return nil, noCapacity(d)
+	return nil, noCapacity(d, byAdmin)
 }
 
 // existing is the member pool (in its pod) of the user's existing session
@@ -581,7 +587,15 @@ func skipReason(err error) string {
 // pools were passed over because their hosts cannot run RemoteApps and
 // none for want of capacity, no wait helps: the code is then
 // RemoteAppUnsupported (R-E12), so the user reads why.
-func noCapacity(d *vdibroker.GlobalDecision) error {
+//
+// When every member pool of every pod in the decision refused her for
+// an administrator (byAdmin: her own Personal desktop that no connect of
+// hers starts again, R-A4), the refusal has their reason
+// (ReasonStartByAdministrator): trying again does not help, and the
+// portal she connected to tells her to ask her helpdesk. One pool
+// passed over for anything else (full, its pod unreachable), or a pod
+// without pools, may take her later: no reason.
+func noCapacity(d *vdibroker.GlobalDecision, byAdmin map[vdibroker.MemberCandidate]bool) error {
 	var why []string
 	apps, full := false, false
 	for _, p := range d.Pods {
@@ -596,9 +610,33 @@ func noCapacity(d *vdibroker.GlobalDecision) error {
 			"global entitlement %q has no member host pool in scope %s from site %s whose session hosts can run RemoteApps: %s; add session hosts that can (Windows session hosts) to its member pools",
 			d.GlobalEntitlement, d.Scope, d.StartSite, strings.Join(why, "; "))
 	}
-	return vdibroker.Errorf(vdibroker.ENoCapacity,
+	e := vdibroker.Errorf(vdibroker.ENoCapacity,
 		"global entitlement %q has no member host pool that can take a session in scope %s from site %s: %s; add capacity to its member pools or widen its scope",
 		d.GlobalEntitlement, d.Scope, d.StartSite, strings.Join(why, "; "))
+	all := len(byAdmin) > 0
+	for _, p := range d.Pods {
+		all = all && len(p.Pools) > 0
+		for _, pl := range p.Pools {
+			all = all && byAdmin[vdibroker.MemberCandidate{Pod: p.Pod, HostPool: pl.HostPool}]
+		}
+	}
+	if all {
+		e.Reason = vdibroker.ReasonStartByAdministrator
+	}
+	return e
+}
+
+// forAdministrator is byAdmin with c added when its pool's refusal err
+// is for an administrator (ReasonStartByAdministrator, R-A4).
+func forAdministrator(byAdmin map[vdibroker.MemberCandidate]bool, c vdibroker.MemberCandidate, err error) map[vdibroker.MemberCandidate]bool {
+	if vdibroker.ErrorCode(err) != vdibroker.ENoCapacity || vdibroker.ErrorReason(err) != vdibroker.ReasonStartByAdministrator {
+		return byAdmin
+	}
+	if byAdmin == nil {
+		byAdmin = map[vdibroker.MemberCandidate]bool{}
+	}
+	byAdmin[c] = true
+	return byAdmin
 }
 
 func (g *Service) answer(d *vdibroker.GlobalDecision, c vdibroker.MemberCandidate, doc *vdibroker.Federation, a *vdibroker.ConnectAnswer) *vdibroker.GlobalAnswer {
