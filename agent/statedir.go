@@ -38,6 +38,17 @@ var StateDirSDDL = buildSDDL("BA", []sddlACE{
 	{Type: "A", Flags: "OICI", Rights: "FA", Account: "BA"},
 })
 
+// StateFileSDDL is the security descriptor the agent's secret files (the
+// host credential, the registration token) are made with on Windows:
+// StateDirSDDL's owner and entries, given to the file itself at its
+// creation (winacl.CreateFileSDDL), protected, so that a file does not
+// rely on what it inherits from a directory an administrator may have
+// changed, and what CheckSecretFile accepts.
+var StateFileSDDL = buildSDDL("BA", []sddlACE{
+	{Type: "A", Rights: "FA", Account: "SY"},
+	{Type: "A", Rights: "FA", Account: "BA"},
+})
+
 // SecureStateDir creates dir as the agent keeps its state directory: 0700 on
 // Unix, StateDirSDDL on Windows (`vdibroker agent install` makes it so).
 func SecureStateDir(dir string) error { return secureDir(dir) }

@@ -42,3 +42,12 @@ func TestStateDirSDDL(t *testing.T) {
 		t.Errorf("buildSDDL with no ACE = %q: an empty protected DACL denies everyone", got)
 	}
 }
+
+// TestStateFileSDDL: the agent's secret files are made Administrators'
+// with a protected DACL of LocalSystem and Administrators, what
+// StateDirSDDL gives its files, without relying on it (R-SEC).
+func TestStateFileSDDL(t *testing.T) {
+	if want := "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)"; StateFileSDDL != want {
+		t.Errorf("StateFileSDDL = %q, want %q", StateFileSDDL, want)
+	}
+}

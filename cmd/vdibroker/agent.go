@@ -201,13 +201,18 @@ func (o *agentFlags) reloadLevel(log *slog.Logger) {
 }
 
 // readTokenFile reads a registration token file; a file that is gone means
-// no token (the host may have its credential already).
+// no token (the host may have its credential already). On Windows a file
+// others may read is refused, as serve refuses such an admin.token
+// (agent.CheckSecretFile, R-SEC).
 func readTokenFile(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
 	if err != nil {
+		return "", fmt.Errorf("--registration-token-file: %w", err)
+	}
+	if err := agent.CheckSecretFile(path); err != nil {
 		return "", fmt.Errorf("--registration-token-file: %w", err)
 	}
 	return strings.TrimSpace(string(data)), nil
