@@ -206,6 +206,29 @@ func TestWindowsSecretFile(t *testing.T) {
 	}
 }
 
+// TestWindowsStateAccess: the token is read as stateAccessError wants it.
+// Wine runs its programs as an administrator with Administrators enabled,
+// as an elevated console has them, so the agent may keep its credential;
+// the filtered token of a console User Account Control starts, which Wine
+// does not make, is TestStateAccessError's (R-SEC).
+func TestWindowsStateAccess(t *testing.T) {
+	a, err := currentStateAccess()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("token: %+v", a)
+	if a.filtered && a.admins {
+		t.Errorf("Administrators both enabled and for deny only: %+v", a)
+	}
+	const dir = `C:\ProgramData\vdibroker`
+	if got, want := CheckStateDirAccess(dir), stateAccessError(dir, a); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("CheckStateDirAccess = %v, want %v", got, want)
+	}
+	if isWine() && (!a.admins || CheckStateDirAccess(dir) != nil) {
+		t.Errorf("under Wine, an administrator's token: %+v, %v; want Administrators enabled and the state dir usable", a, CheckStateDirAccess(dir))
+	}
+}
+
 // fileAllAccess is FILE_ALL_ACCESS (winnt.h), SDDL's FA.
 const fileAllAccess = windows.STANDARD_RIGHTS_REQUIRED | windows.SYNCHRONIZE | 0x1FF
 

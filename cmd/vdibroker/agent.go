@@ -94,6 +94,11 @@ func (o *agentFlags) config() (agent.Config, slog.Level, error) {
 	if o.tokenFile != "" && cfg.RegistrationToken != "" {
 		return cfg, level, usageError{errors.New("--registration-token and --registration-token-file: give one")}
 	}
+	// On Windows the state directory and the token file in it are
+	// SYSTEM's and Administrators' alone: said before the file is read.
+	if err := agent.CheckStateDirAccess(o.stateDir); err != nil {
+		return cfg, level, err
+	}
 	if cfg.RegistrationToken == "" && o.tokenFile != "" {
 		t, err := readTokenFile(o.tokenFile)
 		if err != nil {

@@ -206,7 +206,7 @@ func wineAgentTests(t *testing.T, w *wineEnv, dir string) {
 	goBuildWindows(t, exe, "test", "../../agent")
 	mustPass := []string{"TestWindowsRegistryLive", "TestWindowsStateDir", "TestWindowsWTSLive", "TestWindowsMetricsLive",
 		"TestWTSProviderRecorded", "TestWTSProviderChanges", "TestWTSProviderCommands", "TestWTSProviderInAgent",
-		"TestDecodeWTSInfo", "TestParseRegistryLoad", "TestCustomLoadFromRegistry", "TestDiskFiguresFromPDH", "TestStateDirSDDL", "TestWindowsFileTrust", "TestCheckWindowsSecurity", "TestWindowsSecretFile"}
+		"TestDecodeWTSInfo", "TestParseRegistryLoad", "TestCustomLoadFromRegistry", "TestDiskFiguresFromPDH", "TestStateDirSDDL", "TestWindowsFileTrust", "TestCheckWindowsSecurity", "TestWindowsSecretFile", "TestWindowsStateAccess"}
 	pattern := "^(TestWindows|TestWTS|TestDecodeWTS|TestParseRegistry|TestCustomLoadFromRegistry|TestNewCustomLoadRegistry|" +
 		"TestDiskFiguresFromPDH|TestCPUSampleFromTimes|TestStateDirSDDL|TestCheckWindowsSecurity|TestWindowsUserName|TestSameUser|TestParseWindowsUserFormat|TestParseCustomLoad)"
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
