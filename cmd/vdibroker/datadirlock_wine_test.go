@@ -157,7 +157,7 @@ func TestDataDirLockWine(t *testing.T) {
 		}
 		for _, want := range []string{
 			`the data dir lets other accounts read the store's files`,
-			winPath(data) + ` lets Everyone (S-1-1-0) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE): run icacls "` + winPath(data) + `" /inheritance:r /remove:g *S-1-1-0 /grant:r *`,
+			winPath(data) + ` lets Everyone (S-1-1-0) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE): run icacls "` + winPath(data) + `" /inheritance:r /remove:g *S-1-1-0 /grant:r "*`,
 			`the store can be read by other accounts than this one, SYSTEM and Administrators`,
 			winPath(filepath.Join(data, "vdibroker.db")) + ` lets Everyone (S-1-1-0) read it`,
 		} {

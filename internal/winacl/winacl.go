@@ -283,7 +283,8 @@ func mayRead(sid, self string) bool {
 // Administrators' alone: no inherited entries, remove's entries gone,
 // full control for the three (a directory's inherited by the files made
 // in it, (OI)(CI), and given to those it holds, /reset). SIDs, not
-// names, which Windows translates.
+// names, which Windows translates. It runs as written in cmd.exe and in
+// PowerShell alike.
 func icaclsFix(name string, dir bool, self string, remove []string) string {
 	cmd := `run icacls "` + name + `" /inheritance:r`
 	if len(remove) > 0 {
@@ -293,13 +294,18 @@ func icaclsFix(name string, dir bool, self string, remove []string) string {
 		}
 	}
 	cmd += " /grant:r"
-	inherit := ""
-	if dir {
-		inherit = "(OI)(CI)"
-	}
+	var granted []string
 	for _, sid := range []string{self, SIDSystem, SIDAdministrators} {
-		if sid != "" && !strings.Contains(cmd, " *"+sid+":") {
-			cmd += " *" + sid + ":" + inherit + "F"
+		if sid == "" || contains(granted, sid) {
+			continue
+		}
+		granted = append(granted, sid)
+		if dir {
+			// Quoted: PowerShell, the shell a Windows Server console
+			// opens, takes (OI) unquoted for a command to run.
+			cmd += ` "*` + sid + `:(OI)(CI)F"`
+		} else {
+			cmd += " *" + sid + ":F"
 		}
 	}
 	if dir {

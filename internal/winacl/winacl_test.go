@@ -156,7 +156,7 @@ func TestCheckPrivate(t *testing.T) {
 		{"dir made by MkdirPrivate", dir(), broker, nil},
 		{"dir inheriting C:\\ProgramData's", dir(oi(users, rx), ACE{Kind: ACEAllow, SID: users, Mask: addFiles}, oiOnly(SIDCreatorOwner, GenericAll)), broker,
 			[]string{"C:\\ProgramData\\vdibroker lets Users (S-1-5-32-545) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE, FILE_ADD_FILE): " +
-				dirFix + " /remove:g *S-1-5-32-545 /grant:r *" + broker + ":(OI)(CI)F *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F, then icacls \"C:\\ProgramData\\vdibroker\\*\" /reset /T"}},
+				dirFix + " /remove:g *S-1-5-32-545 /grant:r \"*" + broker + ":(OI)(CI)F\" \"*S-1-5-18:(OI)(CI)F\" \"*S-1-5-32-544:(OI)(CI)F\", then icacls \"C:\\ProgramData\\vdibroker\\*\" /reset /T"}},
 		{"dir: listing it, this folder only", dir(allow(users, list)), broker, nil},
 		{"dir: GENERIC_READ on it, not its files", dir(allow(users, GenericRead)), broker, nil},
 		{"dir: reading given to its files only", dir(oiOnly(users, read)), broker, []string{"Users (S-1-5-32-545) read or replace", "(FILE_READ_DATA)"}},
@@ -169,7 +169,7 @@ func TestCheckPrivate(t *testing.T) {
 		{"dir: WRITE_DAC", dir(allow(users, RightWriteDAC)), broker, []string{"(WRITE_DAC)"}},
 		{"dir: traversing it", dir(allow(everyone, FileExecute)), broker, nil},
 		{"dir owned by another account", FileSecurity{Dir: true, Owner: alice, DACL: privateDir}, broker, []string{"is owned by " + alice}},
-		{"dir: NULL DACL", FileSecurity{Dir: true, Owner: broker, NullDACL: true}, broker, []string{"has no DACL", ":(OI)(CI)F", "/reset /T"}},
+		{"dir: NULL DACL", FileSecurity{Dir: true, Owner: broker, NullDACL: true}, broker, []string{"has no DACL", ` /grant:r "*` + broker + `:(OI)(CI)F" "*S-1-5-18:(OI)(CI)F"`, "/reset /T"}},
 		// As Wine 8 gives them: os.MkdirAll's 0755, MkdirPrivate's 0700.
 		{"Wine: 0755 dir", FileSecurity{Dir: true, Owner: wineUser, DACL: []ACE{oi(SIDSystem, fa), oi(wineUser, fa), oi(everyone, rx)}}, wineUser,
 			[]string{"lets Everyone (S-1-1-0) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE)"}},
