@@ -168,21 +168,47 @@ func TestDataDirLockWine(t *testing.T) {
 		}
 		older.kill()
 	})
+	t.Run("empty open data dir", func(t *testing.T) {
+		// An empty data dir that lets Everyone read the files made in it
+		// (0755 under Wine: Everyone RX, inherited), as one an
+		// administrator makes in Explorer: serve makes it private for its
+		// new store, as on Unix it takes a 0755 one (R-SEC).
+		data := t.TempDir()
+		s := wineServe(t, w, exe, data)
+		if !s.listening() {
+			t.Fatalf("serve did not start on an empty open data dir:\n%s", s.out.String())
+		}
+		s.kill()
+		if fi, err := os.Stat(data); err != nil || fi.Mode().Perm()&0o007 != 0 {
+			t.Errorf("the data dir after serve: %v, %v; want nothing for others", fi.Mode(), err)
+		}
+		want := `msg="made the empty data dir readable by this account, SYSTEM and Administrators only, for a new store`
+		if out := s.out.String(); !strings.Contains(out, want) || !strings.Contains(out, "lets Everyone (S-1-1-0) read or replace the files made in it") {
+			t.Errorf("serve did not say it made the data dir private (%q):\n%s", want, out)
+		}
+	})
 	t.Run("open data dir", func(t *testing.T) {
 		// An existing data dir that lets Everyone read the files made in
-		// it (0755: Everyone RX, inherited): no new store in it.
+		// it, holding a file of someone's: its DACL is not serve's to
+		// change, and no new store is made in it.
 		data := t.TempDir()
+		if err := os.WriteFile(filepath.Join(data, "notes.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		s := wineServe(t, w, exe, data)
 		if s.listening() {
 			t.Fatalf("serve made a new store in a data dir Everyone may read:\n%s", s.out.String())
 		}
 		want := "data dir " + winPath(data) + " lets Everyone (S-1-1-0) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE): run icacls"
 		if code := s.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(s.out.String(), want) ||
-			!strings.Contains(s.out.String(), "or give --data-dir a directory that does not exist yet") {
+			!strings.Contains(s.out.String(), "or give --data-dir a directory that does not exist yet or is empty") {
 			t.Errorf("serve on an open data dir: exit %d, want 1 and %q:\n%s", code, want, s.out.String())
 		}
 		if _, err := os.Stat(filepath.Join(data, "vdibroker.db")); err == nil {
 			t.Error("the store was made in the open data dir")
+		}
+		if fi, err := os.Stat(data); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("the data dir after serve: %v, %v; want it as it was (0755)", fi.Mode(), err)
 		}
 	})
 }

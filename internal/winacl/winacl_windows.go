@@ -153,3 +153,59 @@ func securityAttributes(name, sddl string) (*windows.SecurityAttributes, *uint16
 	}
 	return &windows.SecurityAttributes{Length: uint32(unsafe.Sizeof(windows.SecurityAttributes{})), SecurityDescriptor: sd}, p, nil
 }
+
+// SetPrivateDir gives the existing directory name PrivateDirSDDL's
+// protected DACL, which the entries it holds inherit, and, when its owner
+// is not one PrivateOwner accepts (an administrator who made it in
+// Explorer), the process's account as its owner. It works on the
+// directory it opened, not on its name, and refuses a link or junction.
+func SetPrivateDir(name string) error {
+	self := CurrentSID()
+	if self == "" {
+		return &os.PathError{Op: "secure", Path: name, Err: errors.New("the process's account is unknown")}
+	}
+	sd, err := windows.SecurityDescriptorFromString("O:" + self + PrivateDirSDDL(self))
+	if err != nil {
+		return &os.PathError{Op: "secure", Path: name, Err: err}
+	}
+	owner, _, err := sd.Owner()
+	if err != nil {
+		return &os.PathError{Op: "secure", Path: name, Err: err}
+	}
+	dacl, _, err := sd.DACL()
+	if err != nil {
+		return &os.PathError{Op: "secure", Path: name, Err: err}
+	}
+	p, err := windows.UTF16PtrFromString(name)
+	if err != nil {
+		return &os.PathError{Op: "secure", Path: name, Err: err}
+	}
+	h, err := windows.CreateFile(p, windows.READ_CONTROL|windows.WRITE_DAC|windows.WRITE_OWNER,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE, nil, windows.OPEN_EXISTING,
+		windows.FILE_FLAG_BACKUP_SEMANTICS|windows.FILE_FLAG_OPEN_REPARSE_POINT, 0)
+	if err != nil {
+		return &os.PathError{Op: "secure", Path: name, Err: err}
+	}
+	defer windows.CloseHandle(h)
+	var info windows.ByHandleFileInformation
+	if err := windows.GetFileInformationByHandle(h, &info); err != nil {
+		return &os.PathError{Op: "secure", Path: name, Err: err}
+	}
+	if info.FileAttributes&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 || info.FileAttributes&windows.FILE_ATTRIBUTE_DIRECTORY == 0 {
+		return &os.PathError{Op: "secure", Path: name, Err: errors.New("a link, a junction or no directory")}
+	}
+	what := windows.SECURITY_INFORMATION(windows.DACL_SECURITY_INFORMATION | windows.PROTECTED_DACL_SECURITY_INFORMATION)
+	cur, err := windows.GetSecurityInfo(h, windows.SE_FILE_OBJECT, windows.OWNER_SECURITY_INFORMATION)
+	if err != nil {
+		return &os.PathError{Op: "secure", Path: name, Err: err}
+	}
+	if o, _, err := cur.Owner(); err != nil || o == nil || !PrivateOwner(o.String(), self) {
+		what |= windows.OWNER_SECURITY_INFORMATION
+	} else {
+		owner = nil
+	}
+	if err := windows.SetSecurityInfo(h, windows.SE_FILE_OBJECT, what, owner, nil, dacl, nil); err != nil {
+		return &os.PathError{Op: "secure", Path: name, Err: err}
+	}
+	return nil
+}

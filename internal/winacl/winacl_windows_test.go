@@ -52,6 +52,29 @@ func TestWindowsPrivate(t *testing.T) {
 		}
 	}
 
+	// An existing directory others may read the files of (os.Mkdir's,
+	// which takes its parent's entries; under Wine 0755): SetPrivateDir
+	// makes it as MkdirPrivate would.
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetPrivateDir(open); err != nil {
+		t.Fatalf("SetPrivateDir: %v", err)
+	}
+	// Wine 8 answers a DACL made from the Unix mode, which its
+	// SetSecurityInfo sets to 0770 for a directory made on Linux (serve's,
+	// TestDataDirLockWine), but not always for one it made itself.
+	switch err := CheckPrivateDir(open); {
+	case underWine():
+		t.Logf("under Wine: %v", err)
+	case err != nil:
+		t.Errorf("the dir SetPrivateDir made private: %v", err)
+	}
+	if err := SetPrivateDir(filepath.Join(base, "missing")); err == nil {
+		t.Error("SetPrivateDir of a dir that does not exist: no error")
+	}
+
 	for _, c := range []struct {
 		name   string
 		create func(string) (*os.File, error)
