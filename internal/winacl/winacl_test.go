@@ -174,6 +174,21 @@ func TestCheckPrivate(t *testing.T) {
 		{"Wine: 0755 dir", FileSecurity{Dir: true, Owner: wineUser, DACL: []ACE{oi(SIDSystem, fa), oi(wineUser, fa), oi(everyone, rx)}}, wineUser,
 			[]string{"lets Everyone (S-1-1-0) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE)"}},
 		{"Wine: dir made by MkdirPrivate", FileSecurity{Dir: true, Owner: wineUser, DACL: []ACE{oi(SIDSystem, fa), oi(wineUser, fa)}}, wineUser, nil},
+		// Day one: a folder made in Explorer under C:\ takes its entries.
+		// Windows Server: Users (OI)(CI)(RX), Users (CI)(AD), Users
+		// (CI)(WD), CREATOR OWNER (OI)(CI)(IO)(F), owned by the admin
+		// who made it; serve runs as her in an elevated console.
+		{"dir made under C:\\ on Windows Server", FileSecurity{Dir: true, Owner: broker, DACL: []ACE{oi(SIDSystem, fa), oi(SIDAdministrators, fa),
+			oi(users, rx), allow(users, FileAppendData), allow(users, FileWriteData), oiOnly(SIDCreatorOwner, fa)}}, broker,
+			[]string{"lets Users (S-1-5-32-545) read or replace the files made in it (FILE_READ_DATA, FILE_EXECUTE, FILE_ADD_FILE)"}},
+		// Windows 10 and 11: Authenticated Users (OI)(CI)(M) as well.
+		{"dir made under C:\\ on Windows 10", FileSecurity{Dir: true, Owner: broker, DACL: []ACE{oi(SIDAdministrators, fa), oi(SIDSystem, fa),
+			oi(users, rx), oi(authn, modify), allow(authn, FileAppendData)}}, broker,
+			[]string{"Users (S-1-5-32-545), Authenticated Users (S-1-5-11)", "/remove:g *S-1-5-32-545 *S-1-5-11 /grant:r"}},
+		// The same folder, the broker a service as LocalSystem: its owner,
+		// the admin, may rewrite its DACL.
+		{"dir made under C:\\ by an admin, the broker LocalSystem", FileSecurity{Dir: true, Owner: alice, DACL: privateDir}, SIDSystem,
+			[]string{"is owned by " + alice + ", not by this account, SYSTEM or Administrators", "/setowner *S-1-5-18"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
